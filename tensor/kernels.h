@@ -1,0 +1,118 @@
+/*
+ * kernels.h — raw kernels on float arrays: the only code in remat that does arithmetic
+ * on tensor data.
+ *
+ * What they are: plain functions on contiguous, row-major float arrays. Matmuls go to
+ * OpenBLAS (cblas_sgemm); elementwise and row-wise loops use OpenMP with static schedules
+ * when the work is large enough to pay for the threads.
+ * What they are not: they know nothing of Tensors, graphs, gradients or the memory
+ * ledger, and they never allocate. They do add their own FLOPs to the FLOP ledger
+ * (flops.h), once per call; each comment says how they are counted.
+ * They do not check their arguments either: they trust the caller to pass non-NULL
+ * arrays of the sizes given, non-negative sizes, and the aliasing each file allows
+ * (elementwise outputs may be the very same array as an input; row-wise and backward
+ * outputs must not overlap an input). Validation with error messages lives one level
+ * up, in autograd, where the shapes are known.
+ *
+ * Conventions (as llm.c):
+ *   - argument order: outputs, inputs, weights, sizes; inputs are const.
+ *   - gradients have a d prefix; every *_backward ACCUMULATES (dx += ...), so a caller
+ *     zeroes a gradient buffer first (k_fill) when it wants a fresh one.
+ *   - dimension letters: M, N, K for matmuls; rows/cols for row-wise kernels; n for a
+ *     flat element count.
+ *
+ * Deterministic: the same inputs and thread count always give bit-identical outputs
+ * (static schedules; every reduction is summed in a fixed order that does not depend on
+ * the thread count). That is what lets remat compare checkpoint strategies with memcmp.
+ * Every kernel but the matmuls also gives the same bits on any thread count; OpenBLAS
+ * does not (a 256x256x301 product differs in its last bits between 1 and 2 threads), so
+ * runs to be compared must use the same thread count.
+ *
+ * kernels_ref.h has a naive double-precision reference for each kernel, used by the tests
+ * and benches to check these before timing anything.
+ */
+#ifndef REMAT_KERNELS_H
+#define REMAT_KERNELS_H
+
+#include <cblas.h>
+#include <stddef.h>
+
+/* ---- matmul (kernels_matmul.c) ---------------------------------------------------- */
+
+/* C = alpha · op(A) · op(B) + beta · C, all row-major and contiguous.
+ * op(A) is (M,K): A is stored (M,K), or (K,M) when transA is CblasTrans.
+ * op(B) is (K,N): B is stored (K,N), or (N,K) when transB is CblasTrans.
+ * C is (M,N) and must not overlap A or B. With beta = 0 the old C is not read (as BLAS:
+ * even a NaN there is overwritten). FLOPs: 2·M·N·K (the beta and alpha scalings are not
+ * counted). */
+void k_matmul(float *C, const float *A, const float *B, int M, int N, int K,
+              CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta);
+
+/* `batch` independent k_matmul calls on consecutive matrices: A advances by M·K floats,
+ * B by K·N, C by M·N. Used for attention's per-head products. Small products are spread
+ * across threads, one per thread; large ones each use all threads (the rule and its
+ * measurements are in kernels_matmul.c). FLOPs: 2·batch·M·N·K. */
+void k_matmul_batched(float *C, const float *A, const float *B, int batch, int M, int N, int K,
+                      CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta);
+
+/* ---- elementwise (kernels_elementwise.c) ------------------------------------------ */
+
+void k_fill(float *out, float value, size_t n);                         /* 0 FLOPs */
+void k_copy(float *out, const float *x, size_t n);                      /* 0 FLOPs */
+void k_add(float *out, const float *a, const float *b, size_t n);       /* out = a + b; n */
+void k_axpy(float *y, const float *x, float alpha, size_t n);           /* y += alpha·x; 2n */
+void k_scale(float *out, const float *x, float s, size_t n);            /* out = s·x; n */
+
+/* out (rows,cols) += bias (cols) broadcast over rows. FLOPs: rows·cols. */
+void k_bias_add(float *out, const float *bias, int rows, int cols);
+/* dbias (cols) += sum over rows of dout (rows,cols). FLOPs: rows·cols. */
+void k_bias_backward(float *dbias, const float *dout, int rows, int cols);
+
+/* out = max(x, 0). FLOPs: n. */
+void k_relu_forward(float *out, const float *x, size_t n);
+/* dx += dout · [x > 0]. FLOPs: 2n. */
+void k_relu_backward(float *dx, const float *x, const float *dout, size_t n);
+
+/* GELU, tanh approximation (as GPT-2): out = 0.5·x·(1 + tanh(sqrt(2/pi)·(x + 0.044715·x^3))).
+ * FLOPs: 9n (itemised in kernels_elementwise.c). */
+void k_gelu_forward(float *out, const float *x, size_t n);
+/* dx += dout · gelu'(x). FLOPs: 20n (itemised in kernels_elementwise.c). */
+void k_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
+
+/* ---- row-wise (kernels_rows.c) ---------------------------------------------------- */
+
+/* out (rows,cols) = softmax of each row of x, computed stably (max subtracted).
+ * FLOPs: rows·(5·cols + 1). */
+void k_softmax_forward(float *out, const float *x, int rows, int cols);
+/* Forward was out = softmax(x); dx += out ⊙ (dout − Σ_j dout_j·out_j) per row.
+ * FLOPs: 5·rows·cols. */
+void k_softmax_backward(float *dx, const float *out, const float *dout, int rows, int cols);
+
+/* Causal softmax over attention scores x (BH,T,T): row t of each (T,T) block is a softmax
+ * over its columns 0..t; columns t+1..T-1 of out are exactly 0 (x there is never read).
+ * FLOPs are counted on the kept columns only: 5·K + BH·T, with K = BH·T·(T+1)/2 kept. */
+void k_causal_softmax_forward(float *out, const float *x, int BH, int T);
+/* Backward of k_causal_softmax_forward; masked columns get no gradient (dx there is left
+ * exactly as it was). FLOPs: 5·K, K as above. */
+void k_causal_softmax_backward(float *dx, const float *out, const float *dout, int BH, int T);
+
+/* LayerNorm over each row of x (rows,cols):
+ *   mean = Σx/cols, rstd = 1/sqrt(Σ(x−mean)²/cols + eps), out = (x−mean)·rstd·weight + bias.
+ * mean and rstd (rows) are outputs, kept for the backward. FLOPs: rows·(7·cols + 5). */
+void k_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
+                         const float *weight, const float *bias, int rows, int cols, float eps);
+/* Accumulates dx (rows,cols), dweight (cols) and dbias (cols) from dout, given the
+ * forward's mean and rstd. dweight and dbias are summed over rows in row order, whatever
+ * the thread count. FLOPs: rows·(19·cols + 2), counted as executed (kernels_rows.c). */
+void k_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
+                          const float *x, const float *weight, const float *mean,
+                          const float *rstd, int rows, int cols);
+
+/* out (rows) = Σ_j x[r,j]. FLOPs: rows·cols. */
+void k_row_sum(float *out, const float *x, int rows, int cols);
+/* out (rows) = max_j x[r,j], for cols ≥ 1. FLOPs: rows·cols. */
+void k_row_max(float *out, const float *x, int rows, int cols);
+/* Σ x over all n elements, summed in a fixed blocked order, in double. FLOPs: n. */
+double k_sum(const float *x, size_t n);
+
+#endif /* REMAT_KERNELS_H */

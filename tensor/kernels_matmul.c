@@ -1,0 +1,95 @@
+/*
+ * kernels_matmul.c — matrix products: k_matmul and k_matmul_batched (see kernels.h).
+ *
+ * What it is: thin wrappers over OpenBLAS's cblas_sgemm. They work out the leading
+ * dimensions of contiguous row-major matrices from the transposes, count FLOPs, and
+ * decide how a batch of products is spread over the threads.
+ * What it is not: a GEMM. Blocking, packing and SIMD are OpenBLAS's job. There is no
+ * matmul_backward either: the backward of C = A·B is two more products,
+ * dA += dC·B^T and dB += A^T·dC, which the caller issues with k_matmul and beta = 1.
+ *
+ * Threading a batch. The OpenMP build of OpenBLAS threads one sgemm over the whole
+ * OpenMP pool when it is called from serial code, and runs it on the calling thread alone
+ * when it is called inside an OpenMP parallel region. So a batch can use the threads in
+ * two ways:
+ *   - inside:  a serial loop of sgemm calls, each split over all the threads;
+ *   - across:  `omp parallel for` over the batch, one whole single-threaded sgemm each.
+ * Attention's per-head products are small (T·T·head_size, e.g. 128·128·64) and many
+ * (batch·heads). Inside, each small product is cut into slivers and pays a fork and join;
+ * across pays once per batch and keeps every product whole, which is about twice as fast.
+ * Large products thread well inside, and across then only adds load imbalance when the
+ * batch is not a multiple of the thread count (3 products on 2 threads: one thread does
+ * two). The rule: go across when there are at least as many products as threads and each
+ * is at most BATCH_ACROSS_MAX_FLOPS; otherwise go inside. Either way each product is one
+ * sgemm call on the same data.
+ */
+#include "kernels.h"
+
+#include <omp.h>
+#include <stdint.h>
+
+#include "flops.h"
+
+/* Largest product (in FLOPs, 2·M·N·K) that k_matmul_batched spreads across threads:
+ * 2^27, which is 1024·1024·64, attention's score product at T = 1024, head size 64.
+ * Measured on a 2-core Zen with 2 threads, OpenBLAS 0.3.21 (OpenMP build, Haswell
+ * kernels), best of 15 runs, GFLOP/s:
+ *   batch x product          FLOPs each   inside   across
+ *   32 x 128·128·64            2.1 M         75      178
+ *   48 x 64·64·64              0.5 M         81      150
+ *   16 x 256·256·256            34 M        150      186
+ *    5 x 256·256·256            34 M        151      163
+ *    4 x 1024·1024·64          134 M        141      178
+ *    3 x 1024·1024·64          134 M        141      139
+ *    8 x 512·512·512           268 M        172      188
+ *    3 x 512·512·512           268 M        172      143
+ *    2 x 1024·1024·1024       2147 M        190      194
+ *    3 x 1024·1024·1024       2147 M        188      146
+ * Up to 2^27 across wins or ties even with an uneven batch; above it inside ties on even
+ * batches and wins by ~25% on uneven ones. */
+#define BATCH_ACROSS_MAX_FLOPS ((uint64_t)1 << 27)
+
+/* A BLAS leading dimension: at least 1, even for an empty matrix (BLAS rejects 0). */
+static int leading_dim(int n) { return n > 1 ? n : 1; }
+
+/* One row-major sgemm on contiguous matrices, without FLOP counting (the callers count
+ * once per call, outside any parallel loop). */
+static void sgemm(float *C, const float *A, const float *B, int M, int N, int K,
+                  CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta)
+{
+    /* A row-major matrix's leading dimension is its stored row length. */
+    int lda = leading_dim(transA == CblasNoTrans ? K : M); /* A stored (M,K) or (K,M) */
+    int ldb = leading_dim(transB == CblasNoTrans ? N : K); /* B stored (K,N) or (N,K) */
+    int ldc = leading_dim(N);                              /* C stored (M,N) */
+    cblas_sgemm(CblasRowMajor, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void k_matmul(float *C, const float *A, const float *B, int M, int N, int K,
+              CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta)
+{
+    if (M > 0 && N > 0) sgemm(C, A, B, M, N, K, transA, transB, alpha, beta);
+    flops_add(2 * (uint64_t)M * (uint64_t)N * (uint64_t)K);
+}
+
+void k_matmul_batched(float *C, const float *A, const float *B, int batch, int M, int N, int K,
+                      CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta)
+{
+    size_t a_step = (size_t)M * K, b_step = (size_t)K * N, c_step = (size_t)M * N;
+    uint64_t flops_each = 2 * (uint64_t)M * (uint64_t)N * (uint64_t)K;
+    if (M > 0 && N > 0) {
+        int across = batch >= omp_get_max_threads() && flops_each <= BATCH_ACROSS_MAX_FLOPS;
+        if (across) {
+            /* Inside this parallel region each sgemm runs on its own thread. */
+#pragma omp parallel for schedule(static)
+            for (int b = 0; b < batch; b++)
+                sgemm(C + b * c_step, A + b * a_step, B + b * b_step, M, N, K, transA, transB,
+                      alpha, beta);
+        } else {
+            /* Called from serial code, each sgemm uses every thread. */
+            for (int b = 0; b < batch; b++)
+                sgemm(C + b * c_step, A + b * a_step, B + b * b_step, M, N, K, transA, transB,
+                      alpha, beta);
+        }
+    }
+    flops_add((uint64_t)batch * flops_each);
+}

@@ -1,0 +1,244 @@
+/*
+ * kernels_ref.c — the naive double-precision references (see kernels_ref.h).
+ *
+ * Every loop here is the textbook formula: no blocking, no threads, no FLOP counting.
+ * Inputs are float, as the kernels get them; each is widened to double on reading, and
+ * every intermediate and output stays in double.
+ */
+#include "kernels_ref.h"
+
+#include <math.h>
+
+/* ---- matmul ----------------------------------------------------------------------- */
+
+void ref_matmul(double *C, const float *A, const float *B, int M, int N, int K,
+                CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta)
+{
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < N; j++) {
+            double dot = 0.0;
+            for (int k = 0; k < K; k++) {
+                /* op(A)[i,k] and op(B)[k,j], read from their stored layouts */
+                double a = transA == CblasNoTrans ? A[(size_t)i * K + k] : A[(size_t)k * M + i];
+                double b = transB == CblasNoTrans ? B[(size_t)k * N + j] : B[(size_t)j * K + k];
+                dot += a * b;
+            }
+            double *c = &C[(size_t)i * N + j];
+            *c = beta == 0.0f ? (double)alpha * dot : (double)alpha * dot + (double)beta * *c;
+        }
+    }
+}
+
+void ref_matmul_batched(double *C, const float *A, const float *B, int batch, int M, int N,
+                        int K, CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha,
+                        float beta)
+{
+    for (int b = 0; b < batch; b++)
+        ref_matmul(C + (size_t)b * M * N, A + (size_t)b * M * K, B + (size_t)b * K * N, M, N,
+                   K, transA, transB, alpha, beta);
+}
+
+/* ---- elementwise ------------------------------------------------------------------ */
+
+void ref_fill(double *out, float value, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = value;
+}
+
+void ref_copy(double *out, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = x[i];
+}
+
+void ref_add(double *out, const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = (double)a[i] + (double)b[i];
+}
+
+void ref_axpy(double *y, const float *x, float alpha, size_t n)
+{
+    for (size_t i = 0; i < n; i++) y[i] += (double)alpha * x[i];
+}
+
+void ref_scale(double *out, const float *x, float s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = (double)s * x[i];
+}
+
+void ref_bias_add(double *out, const float *bias, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) out[(size_t)r * cols + c] += bias[c];
+}
+
+void ref_bias_backward(double *dbias, const float *dout, int rows, int cols)
+{
+    for (int c = 0; c < cols; c++) {
+        double sum = 0.0;
+        for (int r = 0; r < rows; r++) sum += dout[(size_t)r * cols + c];
+        dbias[c] += sum;
+    }
+}
+
+void ref_relu_forward(double *out, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = x[i] > 0.0f ? x[i] : 0.0;
+}
+
+void ref_relu_backward(double *dx, const float *x, const float *dout, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (x[i] > 0.0f) dx[i] += dout[i];
+}
+
+static const double SQRT_2_OVER_PI = 0.79788456080286535588; /* sqrt(2/pi) */
+
+void ref_gelu_forward(double *out, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double v = x[i];
+        out[i] = 0.5 * v * (1.0 + tanh(SQRT_2_OVER_PI * (v + 0.044715 * v * v * v)));
+    }
+}
+
+void ref_gelu_backward(double *dx, const float *x, const float *dout, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double v = x[i];
+        double u = SQRT_2_OVER_PI * (v + 0.044715 * v * v * v);
+        double sech = 1.0 / cosh(u); /* llm.c's form; cosh(u) overflows only past |u| ~ 710 */
+        double du_dv = SQRT_2_OVER_PI * (1.0 + 3.0 * 0.044715 * v * v);
+        dx[i] += dout[i] * (0.5 * (1.0 + tanh(u)) + 0.5 * v * sech * sech * du_dv);
+    }
+}
+
+/* ---- row-wise --------------------------------------------------------------------- */
+
+/* One softmax row of n kept columns, as the forward kernels compute it. */
+static void ref_softmax_row(double *out, const float *x, int n)
+{
+    double maxval = x[0];
+    for (int j = 1; j < n; j++)
+        if (x[j] > maxval) maxval = x[j];
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) {
+        out[j] = exp(x[j] - maxval);
+        sum += out[j];
+    }
+    for (int j = 0; j < n; j++) out[j] /= sum;
+}
+
+/* One softmax backward row over n kept columns. */
+static void ref_softmax_row_backward(double *dx, const float *out, const float *dout, int n)
+{
+    double dot = 0.0;
+    for (int j = 0; j < n; j++) dot += (double)dout[j] * out[j];
+    for (int i = 0; i < n; i++) dx[i] += out[i] * (dout[i] - dot);
+}
+
+void ref_softmax_forward(double *out, const float *x, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++)
+        ref_softmax_row(out + (size_t)r * cols, x + (size_t)r * cols, cols);
+}
+
+void ref_softmax_backward(double *dx, const float *out, const float *dout, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++) {
+        size_t off = (size_t)r * cols;
+        ref_softmax_row_backward(dx + off, out + off, dout + off, cols);
+    }
+}
+
+void ref_causal_softmax_forward(double *out, const float *x, int BH, int T)
+{
+    for (int bh = 0; bh < BH; bh++) {
+        for (int t = 0; t < T; t++) {
+            size_t off = ((size_t)bh * T + t) * T;
+            ref_softmax_row(out + off, x + off, t + 1);
+            for (int j = t + 1; j < T; j++) out[off + j] = 0.0;
+        }
+    }
+}
+
+void ref_causal_softmax_backward(double *dx, const float *out, const float *dout, int BH, int T)
+{
+    for (int bh = 0; bh < BH; bh++) {
+        for (int t = 0; t < T; t++) {
+            size_t off = ((size_t)bh * T + t) * T;
+            ref_softmax_row_backward(dx + off, out + off, dout + off, t + 1);
+        }
+    }
+}
+
+void ref_layernorm_forward(double *out, double *mean, double *rstd, const float *x,
+                           const float *weight, const float *bias, int rows, int cols,
+                           float eps)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *x_r = x + (size_t)r * cols;
+        double m = 0.0;
+        for (int j = 0; j < cols; j++) m += x_r[j];
+        m /= cols;
+        double var = 0.0;
+        for (int j = 0; j < cols; j++) var += (x_r[j] - m) * (x_r[j] - m);
+        var /= cols;
+        double s = 1.0 / sqrt(var + eps);
+        for (int j = 0; j < cols; j++)
+            out[(size_t)r * cols + j] = (x_r[j] - m) * s * weight[j] + bias[j];
+        mean[r] = m;
+        rstd[r] = s;
+    }
+}
+
+void ref_layernorm_backward(double *dx, double *dweight, double *dbias, const float *dout,
+                            const float *x, const float *weight, const float *mean,
+                            const float *rstd, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++) {
+        size_t off = (size_t)r * cols;
+        double m = mean[r], s = rstd[r];
+        double dnorm_mean = 0.0, dnorm_norm_mean = 0.0;
+        for (int j = 0; j < cols; j++) {
+            double norm = (x[off + j] - m) * s;
+            double dnorm = (double)dout[off + j] * weight[j];
+            dnorm_mean += dnorm;
+            dnorm_norm_mean += dnorm * norm;
+        }
+        dnorm_mean /= cols;
+        dnorm_norm_mean /= cols;
+        for (int j = 0; j < cols; j++) {
+            double norm = (x[off + j] - m) * s;
+            double dnorm = (double)dout[off + j] * weight[j];
+            dx[off + j] += s * (dnorm - dnorm_mean - norm * dnorm_norm_mean);
+            dweight[j] += dout[off + j] * norm;
+            dbias[j] += dout[off + j];
+        }
+    }
+}
+
+void ref_row_sum(double *out, const float *x, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++) {
+        double sum = 0.0;
+        for (int j = 0; j < cols; j++) sum += x[(size_t)r * cols + j];
+        out[r] = sum;
+    }
+}
+
+void ref_row_max(double *out, const float *x, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++) {
+        double m = x[(size_t)r * cols];
+        for (int j = 1; j < cols; j++)
+            if (x[(size_t)r * cols + j] > m) m = x[(size_t)r * cols + j];
+        out[r] = m;
+    }
+}
+
+double ref_sum(const float *x, size_t n)
+{
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) sum += x[i];
+    return sum;
+}

@@ -1,0 +1,264 @@
+/*
+ * memory.c — the memory ledger (see memory.h).
+ *
+ * Each block is preceded by a 64-byte header that remembers its kind and size, so that
+ * mem_free needs only the pointer and can catch a double free:
+ *
+ *     [ BlockHeader | padding to 64 B ][ caller's bytes ... ]
+ *                                      ^ returned pointer, 64-byte aligned
+ */
+#include "memory.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BLOCK_MAGIC_LIVE 0x52454d41u /* "REMA" */
+#define BLOCK_MAGIC_FREED 0xdeadf4eeu
+
+typedef struct BlockHeader {
+    uint32_t magic;
+    MemKind kind;
+    size_t bytes;
+} BlockHeader;
+
+_Static_assert(sizeof(BlockHeader) <= MEM_ALIGNMENT, "header must fit in one alignment unit");
+
+/* ---- the ledger's state ----------------------------------------------------------- */
+
+static size_t current[MEM_KIND_COUNT];
+static size_t peak[MEM_KIND_COUNT];
+static size_t resident, peak_resident;
+static size_t live_blocks;
+static size_t budget;
+
+static struct {
+    MemEvent *events;
+    size_t capacity, count, dropped;
+    bool recording;
+    struct timespec start;
+} timeline;
+
+static bool is_resident(MemKind kind) { return kind != MEM_DISK; }
+
+static bool kind_is_valid(MemKind kind) { return (unsigned)kind < MEM_KIND_COUNT; }
+
+static double seconds_since(const struct timespec *start)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - start->tv_sec) + 1e-9 * (double)(now.tv_nsec - start->tv_nsec);
+}
+
+static void record_event(MemKind kind, int64_t delta)
+{
+    if (!timeline.recording) return;
+    if (timeline.count == timeline.capacity) {
+        timeline.dropped++;
+        return;
+    }
+    MemEvent *e = &timeline.events[timeline.count++];
+    e->seconds = seconds_since(&timeline.start);
+    e->phase = flops_phase();
+    e->kind = kind;
+    e->delta = delta;
+    memcpy(e->current, current, sizeof current);
+}
+
+/* Applies a change that has already been checked against the budget. */
+static void apply(MemKind kind, int64_t delta)
+{
+    current[kind] = (size_t)((int64_t)current[kind] + delta);
+    if (current[kind] > peak[kind]) peak[kind] = current[kind];
+    if (is_resident(kind)) {
+        resident = (size_t)((int64_t)resident + delta);
+        if (resident > peak_resident) peak_resident = resident;
+    }
+    record_event(kind, delta);
+}
+
+/* REMAT_EOOM with the message of DESIGN.md if `bytes` more of `kind` would cross the budget. */
+static RematStatus check_budget(MemKind kind, size_t bytes)
+{
+    if (budget == 0 || !is_resident(kind) || resident + bytes <= budget) return REMAT_OK;
+    char want[32], cap[32], held[256];
+    return remat_fail(REMAT_EOOM, "out of memory: tried to allocate %s of %s; resident: %s; budget %s",
+                      mem_format_bytes(want, sizeof want, bytes), mem_kind_name(kind),
+                      mem_describe_resident(held, sizeof held),
+                      mem_format_bytes(cap, sizeof cap, budget));
+}
+
+/* ---- allocation ------------------------------------------------------------------- */
+
+void *mem_alloc(MemKind kind, size_t bytes)
+{
+    if (!kind_is_valid(kind) || !is_resident(kind)) {
+        remat_fail(REMAT_EINVAL, "mem_alloc: kind %d cannot be allocated (disk bytes are accounted "
+                   "with mem_account)", (int)kind);
+        return NULL;
+    }
+    if (bytes == 0) {
+        remat_fail(REMAT_EINVAL, "mem_alloc: zero-byte allocation of %s", mem_kind_name(kind));
+        return NULL;
+    }
+    if (bytes > SIZE_MAX / 2) {
+        remat_fail(REMAT_EINVAL, "mem_alloc: %zu bytes of %s is not a sensible size", bytes,
+                   mem_kind_name(kind));
+        return NULL;
+    }
+    if (check_budget(kind, bytes) != REMAT_OK) return NULL;
+
+    size_t total = MEM_ALIGNMENT + (bytes + MEM_ALIGNMENT - 1) / MEM_ALIGNMENT * MEM_ALIGNMENT;
+    unsigned char *raw = aligned_alloc(MEM_ALIGNMENT, total);
+    if (!raw) {
+        char want[32];
+        remat_fail(REMAT_ENOMEM, "host allocator failed to provide %s of %s",
+                   mem_format_bytes(want, sizeof want, bytes), mem_kind_name(kind));
+        return NULL;
+    }
+    BlockHeader *h = (BlockHeader *)raw;
+    h->magic = BLOCK_MAGIC_LIVE;
+    h->kind = kind;
+    h->bytes = bytes;
+    live_blocks++;
+    apply(kind, (int64_t)bytes);
+    return raw + MEM_ALIGNMENT;
+}
+
+void *mem_calloc(MemKind kind, size_t bytes)
+{
+    void *block = mem_alloc(kind, bytes);
+    if (block) memset(block, 0, bytes);
+    return block;
+}
+
+static BlockHeader *header_of(const void *block, const char *caller)
+{
+    BlockHeader *h = (BlockHeader *)((unsigned char *)(uintptr_t)block - MEM_ALIGNMENT);
+    if (h->magic != BLOCK_MAGIC_LIVE) {
+        fprintf(stderr, "remat: %s(%p): %s\n", caller, block,
+                h->magic == BLOCK_MAGIC_FREED ? "block was already freed"
+                                               : "not a block from mem_alloc");
+        abort();
+    }
+    return h;
+}
+
+void mem_free(void *block)
+{
+    if (!block) return;
+    BlockHeader *h = header_of(block, "mem_free");
+    h->magic = BLOCK_MAGIC_FREED;
+    live_blocks--;
+    apply(h->kind, -(int64_t)h->bytes);
+    free(h);
+}
+
+MemKind mem_block_kind(const void *block) { return header_of(block, "mem_block_kind")->kind; }
+
+size_t mem_block_bytes(const void *block) { return header_of(block, "mem_block_bytes")->bytes; }
+
+RematStatus mem_account(MemKind kind, int64_t delta)
+{
+    if (!kind_is_valid(kind))
+        return remat_fail(REMAT_EINVAL, "mem_account: unknown kind %d", (int)kind);
+    if (delta < 0 && (size_t)(-delta) > current[kind])
+        return remat_fail(REMAT_EINVAL, "mem_account: removing %" PRId64 " bytes of %s, which holds %zu",
+                          -delta, mem_kind_name(kind), current[kind]);
+    if (delta > 0 && check_budget(kind, (size_t)delta) != REMAT_OK) return REMAT_EOOM;
+    apply(kind, delta);
+    return REMAT_OK;
+}
+
+/* ---- what the ledger knows -------------------------------------------------------- */
+
+size_t mem_current(MemKind kind) { return kind_is_valid(kind) ? current[kind] : 0; }
+size_t mem_peak(MemKind kind) { return kind_is_valid(kind) ? peak[kind] : 0; }
+size_t mem_resident(void) { return resident; }
+size_t mem_peak_resident(void) { return peak_resident; }
+size_t mem_live_blocks(void) { return live_blocks; }
+
+void mem_reset_peaks(void)
+{
+    memcpy(peak, current, sizeof peak);
+    peak_resident = resident;
+}
+
+void mem_set_budget(size_t bytes) { budget = bytes; }
+size_t mem_budget(void) { return budget; }
+
+/* ---- timeline --------------------------------------------------------------------- */
+
+RematStatus mem_timeline_start(size_t capacity)
+{
+    if (capacity == 0) return remat_fail(REMAT_EINVAL, "mem_timeline_start: capacity must be > 0");
+    MemEvent *events = malloc(capacity * sizeof *events);
+    if (!events) return remat_fail(REMAT_ENOMEM, "mem_timeline_start: no room for %zu events", capacity);
+    free(timeline.events);
+    timeline.events = events;
+    timeline.capacity = capacity;
+    timeline.count = 0;
+    timeline.dropped = 0;
+    timeline.recording = true;
+    clock_gettime(CLOCK_MONOTONIC, &timeline.start);
+    return REMAT_OK;
+}
+
+void mem_timeline_stop(void) { timeline.recording = false; }
+
+const MemEvent *mem_timeline_events(size_t *count)
+{
+    if (count) *count = timeline.count;
+    return timeline.events;
+}
+
+size_t mem_timeline_dropped(void) { return timeline.dropped; }
+
+void mem_timeline_free(void)
+{
+    free(timeline.events);
+    memset(&timeline, 0, sizeof timeline);
+}
+
+/* ---- names and formatting --------------------------------------------------------- */
+
+const char *mem_kind_name(MemKind kind)
+{
+    static const char *const names[MEM_KIND_COUNT] = {"params", "grads", "optimizer",
+                                                      "activations", "workspace", "disk"};
+    return kind_is_valid(kind) ? names[kind] : "unknown";
+}
+
+char *mem_format_bytes(char *buf, size_t size, size_t bytes)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+    if (bytes < 1024) {
+        snprintf(buf, size, "%zu B", bytes);
+        return buf;
+    }
+    double value = (double)bytes / 1024.0;
+    int unit = 0;
+    while (value >= 1024.0 && unit < 3) {
+        value /= 1024.0;
+        unit++;
+    }
+    snprintf(buf, size, value < 10.0 ? "%.2f %s" : "%.1f %s", value, units[unit]);
+    return buf;
+}
+
+char *mem_describe_resident(char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < MEM_KIND_COUNT; k++) {
+        if (!is_resident((MemKind)k)) continue;
+        char amount[32];
+        int n = snprintf(buf + used, size > used ? size - used : 0, "%s%s %s", used ? ", " : "",
+                         mem_kind_name((MemKind)k), mem_format_bytes(amount, sizeof amount, current[k]));
+        if (n < 0 || (size_t)n >= size - used) break;
+        used += (size_t)n;
+    }
+    return buf;
+}

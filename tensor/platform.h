@@ -1,0 +1,36 @@
+/*
+ * platform.h — the machine remat runs on: which OpenBLAS, which core, how many threads.
+ *
+ * remat wants the OpenMP build of OpenBLAS, so that BLAS and remat's own OpenMP loops
+ * share one thread pool. A pthread build beside OpenMP loops leaves two pools of spinning
+ * threads fighting for the same cores (on a 2-core machine, 2 threads then run about 2x
+ * slower than 1). platform_check reports which build is loaded.
+ */
+#ifndef REMAT_PLATFORM_H
+#define REMAT_PLATFORM_H
+
+#include "error.h"
+
+typedef struct PlatformInfo {
+    const char *blas_config;   /* openblas_get_config(), e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." */
+    const char *blas_core;     /* openblas_get_corename(), e.g. "Cooperlake" */
+    const char *blas_threading;/* "openmp", "pthreads" or "sequential" */
+    int threads;               /* threads remat's loops and BLAS will use */
+    int cores;                 /* processors available to this process */
+} PlatformInfo;
+
+/* What is loaded and how many threads are in use. The strings are owned by OpenBLAS. */
+PlatformInfo platform_info(void);
+
+/* REMAT_OK if the loaded OpenBLAS is the OpenMP build; otherwise REMAT_ESTATE with a
+ * message saying which build was found and how to install the right one. */
+RematStatus platform_check(void);
+
+/* Sets the thread count of both OpenMP loops and OpenBLAS (1..cores·4).
+ * On error returns REMAT_EINVAL and changes nothing. */
+RematStatus platform_set_threads(int threads);
+
+/* Seconds on a monotonic clock, for timing. */
+double platform_seconds(void);
+
+#endif /* REMAT_PLATFORM_H */

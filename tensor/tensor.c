@@ -1,0 +1,125 @@
+/*
+ * tensor.c — creation, refcounting and release of Tensors (see tensor.h).
+ * The storage comes from the memory ledger; the small struct itself is host memory.
+ */
+#include "tensor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t dtype_size(DType dtype)
+{
+    switch (dtype) {
+    case DTYPE_F32: return sizeof(float);
+    case DTYPE_U8:  return sizeof(uint8_t);
+    case DTYPE_I32: return sizeof(int32_t);
+    }
+    return 0;
+}
+
+Tensor *tensor_create_typed(MemKind kind, DType dtype, int ndim, const int *shape)
+{
+    if (!shape || ndim < 1 || ndim > TENSOR_MAX_DIMS) {
+        remat_fail(REMAT_EINVAL, "tensor_create: ndim must be 1..%d with a shape, got %d%s",
+                   TENSOR_MAX_DIMS, ndim, shape ? "" : " and no shape");
+        return NULL;
+    }
+    if (dtype_size(dtype) == 0) {
+        remat_fail(REMAT_EINVAL, "tensor_create: unknown dtype %d", (int)dtype);
+        return NULL;
+    }
+    size_t numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] <= 0) {
+            remat_fail(REMAT_EINVAL, "tensor_create: dimension %d is %d; every dimension must be > 0",
+                       d, shape[d]);
+            return NULL;
+        }
+        if (numel > SIZE_MAX / 16 / (size_t)shape[d]) {
+            remat_fail(REMAT_EINVAL, "tensor_create: shape overflows a size_t");
+            return NULL;
+        }
+        numel *= (size_t)shape[d];
+    }
+
+    Tensor *t = malloc(sizeof *t);
+    if (!t) {
+        remat_fail(REMAT_ENOMEM, "tensor_create: no memory for the tensor struct");
+        return NULL;
+    }
+    t->bytes = numel * dtype_size(dtype);
+    t->data = mem_alloc(kind, t->bytes);
+    if (!t->data) {
+        free(t);
+        return NULL; /* mem_alloc said why */
+    }
+    t->dtype = dtype;
+    t->kind = kind;
+    t->ndim = ndim;
+    for (int d = 0; d < TENSOR_MAX_DIMS; d++) t->shape[d] = d < ndim ? shape[d] : 1;
+    t->numel = numel;
+    t->refcount = 1;
+    return t;
+}
+
+Tensor *tensor_create(MemKind kind, int ndim, const int *shape)
+{
+    return tensor_create_typed(kind, DTYPE_F32, ndim, shape);
+}
+
+Tensor *tensor_zeros(MemKind kind, int ndim, const int *shape)
+{
+    Tensor *t = tensor_create(kind, ndim, shape);
+    if (t) memset(t->data, 0, t->bytes);
+    return t;
+}
+
+Tensor *tensor_clone(const Tensor *src, MemKind kind)
+{
+    if (!src) {
+        remat_fail(REMAT_EINVAL, "tensor_clone: source is NULL");
+        return NULL;
+    }
+    Tensor *t = tensor_create_typed(kind, src->dtype, src->ndim, src->shape);
+    if (t) memcpy(t->data, src->data, src->bytes);
+    return t;
+}
+
+Tensor *tensor_retain(Tensor *t)
+{
+    if (t) t->refcount++;
+    return t;
+}
+
+void tensor_free(Tensor *t)
+{
+    if (!t) return;
+    if (t->refcount <= 0) {
+        fprintf(stderr, "remat: tensor_free on a tensor with refcount %d (freed twice?)\n", t->refcount);
+        abort();
+    }
+    if (--t->refcount > 0) return;
+    mem_free(t->data);
+    free(t);
+}
+
+int tensor_same_shape(const Tensor *a, const Tensor *b)
+{
+    if (!a || !b || a->ndim != b->ndim) return 0;
+    return memcmp(a->shape, b->shape, sizeof a->shape) == 0;
+}
+
+char *tensor_shape_str(char *buf, size_t size, const Tensor *t)
+{
+    size_t used = 0;
+    int n = snprintf(buf, size, "(");
+    used = n > 0 ? (size_t)n : 0;
+    for (int d = 0; d < t->ndim && used < size; d++) {
+        n = snprintf(buf + used, size - used, d ? ",%d" : "%d", t->shape[d]);
+        if (n < 0) break;
+        used += (size_t)n;
+    }
+    if (used < size) snprintf(buf + used, size - used, ")");
+    return buf;
+}

@@ -1,0 +1,73 @@
+/*
+ * tensor.h — Tensor: contiguous, row-major storage of up to 4 dimensions, refcounted.
+ *
+ * A Tensor is only storage and shape. It knows nothing of graphs or gradients (that is
+ * autograd/'s Var); its bytes live in the memory ledger under the kind it was created with.
+ *
+ * Ownership: tensor_create returns a tensor with one reference, owned by the caller.
+ * tensor_retain adds a reference; tensor_free drops one and releases the storage when the
+ * last is gone. Who holds a reference is always written next to the pointer.
+ *
+ * Element types: float32 for all math; uint8 for dropout masks (1 byte per element);
+ * int32 for token ids.
+ */
+#ifndef REMAT_TENSOR_H
+#define REMAT_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memory.h"
+
+#define TENSOR_MAX_DIMS 4
+
+typedef enum DType { DTYPE_F32 = 0, DTYPE_U8, DTYPE_I32 } DType;
+
+typedef struct Tensor {
+    union {                 /* the storage, 64-byte aligned; one name per element type */
+        void *data;
+        float *f32;
+        uint8_t *u8;
+        int32_t *i32;
+    };
+    DType dtype;
+    MemKind kind;           /* which ledger kind holds the bytes */
+    int ndim;               /* 1..TENSOR_MAX_DIMS */
+    int shape[TENSOR_MAX_DIMS]; /* unused trailing entries are 1 */
+    size_t numel;           /* product of shape */
+    size_t bytes;           /* numel * dtype_size(dtype) */
+    int refcount;
+} Tensor;
+
+/* Bytes per element of `dtype`. */
+size_t dtype_size(DType dtype);
+
+/* Creates a float32 tensor of the given shape whose bytes are charged to `kind`.
+ * The contents are uninitialised. Returns NULL on error (a non-positive dimension,
+ * ndim outside 1..4, the budget, the host allocator) and changes nothing. */
+Tensor *tensor_create(MemKind kind, int ndim, const int *shape);
+
+/* As tensor_create, with the element type chosen by the caller. */
+Tensor *tensor_create_typed(MemKind kind, DType dtype, int ndim, const int *shape);
+
+/* As tensor_create, zero-filled. */
+Tensor *tensor_zeros(MemKind kind, int ndim, const int *shape);
+
+/* A new tensor (one reference, caller owns) with the same shape, type and contents as
+ * `src`, charged to `kind`. NULL on error. */
+Tensor *tensor_clone(const Tensor *src, MemKind kind);
+
+/* Adds a reference and returns `t` (NULL passes through). */
+Tensor *tensor_retain(Tensor *t);
+
+/* Drops one reference; frees the storage and the struct when it was the last.
+ * NULL is a no-op. */
+void tensor_free(Tensor *t);
+
+/* True if `a` and `b` have the same ndim and shape. */
+int tensor_same_shape(const Tensor *a, const Tensor *b);
+
+/* Writes the shape as "(8,128,256)" into `buf`; returns `buf`. */
+char *tensor_shape_str(char *buf, size_t size, const Tensor *t);
+
+#endif /* REMAT_TENSOR_H */

@@ -1,0 +1,267 @@
+/*
+ * test_memory.c — the memory ledger: counts, peaks, alignment, the budget and its OOM
+ * message, the timeline, and that thousands of mixed allocations leave nothing behind.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "memory.h"
+
+#define MiB ((size_t)1 << 20)
+
+/* Every test starts and must end with an empty ledger. */
+static int ledger_empty(void **state)
+{
+    (void)state;
+    mem_set_budget(0);
+    mem_reset_peaks();
+    remat_clear_error();
+    for (int k = 0; k < MEM_KIND_COUNT; k++)
+        if (mem_current((MemKind)k) != 0) return -1;
+    return mem_live_blocks() == 0 ? 0 : -1;
+}
+
+static void test_alloc_counts_bytes_by_kind(void **state)
+{
+    (void)state;
+    void *p = mem_alloc(MEM_PARAM, 1000);
+    void *g = mem_alloc(MEM_GRAD, 1000);
+    void *a = mem_alloc(MEM_ACT, 4096);
+    assert_non_null(p);
+    assert_non_null(g);
+    assert_non_null(a);
+    assert_int_equal(mem_current(MEM_PARAM), 1000);
+    assert_int_equal(mem_current(MEM_GRAD), 1000);
+    assert_int_equal(mem_current(MEM_ACT), 4096);
+    assert_int_equal(mem_current(MEM_OPTIM), 0);
+    assert_int_equal(mem_resident(), 6096);
+    assert_int_equal(mem_live_blocks(), 3);
+    assert_int_equal(mem_block_kind(a), MEM_ACT);
+    assert_int_equal(mem_block_bytes(a), 4096);
+    mem_free(p);
+    mem_free(g);
+    mem_free(a);
+    assert_int_equal(mem_resident(), 0);
+    assert_int_equal(mem_live_blocks(), 0);
+}
+
+static void test_alloc_is_64_byte_aligned(void **state)
+{
+    (void)state;
+    void *blocks[16];
+    for (int i = 0; i < 16; i++) {
+        blocks[i] = mem_alloc(MEM_WORK, (size_t)(1 + 13 * i));
+        assert_non_null(blocks[i]);
+        assert_int_equal((uintptr_t)blocks[i] % MEM_ALIGNMENT, 0);
+    }
+    for (int i = 0; i < 16; i++) mem_free(blocks[i]);
+}
+
+static void test_calloc_zero_fills(void **state)
+{
+    (void)state;
+    unsigned char *z = mem_calloc(MEM_ACT, 333);
+    assert_non_null(z);
+    for (int i = 0; i < 333; i++) assert_int_equal(z[i], 0);
+    mem_free(z);
+}
+
+static void test_peak_tracks_maximum_and_resets(void **state)
+{
+    (void)state;
+    void *a = mem_alloc(MEM_ACT, 3 * MiB);
+    void *b = mem_alloc(MEM_ACT, 5 * MiB);
+    mem_free(a);
+    void *c = mem_alloc(MEM_ACT, 1 * MiB);
+    /* At most 3 + 5 MiB were live at once. */
+    assert_int_equal(mem_peak(MEM_ACT), 8 * MiB);
+    assert_int_equal(mem_peak_resident(), 8 * MiB);
+    assert_int_equal(mem_current(MEM_ACT), 6 * MiB);
+
+    mem_reset_peaks();
+    assert_int_equal(mem_peak(MEM_ACT), 6 * MiB);
+    mem_free(b);
+    mem_free(c);
+    assert_int_equal(mem_peak(MEM_ACT), 6 * MiB);
+    assert_int_equal(mem_current(MEM_ACT), 0);
+}
+
+static void test_budget_overrun_names_request_and_residents(void **state)
+{
+    (void)state;
+    void *p = mem_alloc(MEM_PARAM, 12 * MiB);
+    void *g = mem_alloc(MEM_GRAD, 12 * MiB);
+    void *o = mem_alloc(MEM_OPTIM, 24 * MiB);
+    void *a = mem_alloc(MEM_ACT, 300 * MiB);
+    assert_non_null(a);
+    mem_set_budget(350 * MiB);
+    assert_int_equal(mem_budget(), 350 * MiB);
+
+    void *more = mem_alloc(MEM_ACT, 64 * MiB);
+    assert_null(more);
+    assert_int_equal(remat_last_status(), REMAT_EOOM);
+    const char *msg = remat_last_error();
+    assert_non_null(strstr(msg, "tried to allocate 64.0 MiB of activations"));
+    assert_non_null(strstr(msg, "params 12.0 MiB"));
+    assert_non_null(strstr(msg, "grads 12.0 MiB"));
+    assert_non_null(strstr(msg, "optimizer 24.0 MiB"));
+    assert_non_null(strstr(msg, "activations 300.0 MiB"));
+    assert_non_null(strstr(msg, "budget 350.0 MiB"));
+    /* The failed request changed nothing. */
+    assert_int_equal(mem_resident(), 348 * MiB);
+    assert_int_equal(mem_live_blocks(), 4);
+
+    /* What still fits, fits: exactly up to the budget. */
+    void *last = mem_alloc(MEM_WORK, 2 * MiB);
+    assert_non_null(last);
+    assert_null(mem_alloc(MEM_WORK, 1));
+
+    mem_set_budget(0);
+    mem_free(last);
+    mem_free(p);
+    mem_free(g);
+    mem_free(o);
+    mem_free(a);
+}
+
+static void test_disk_is_accounted_but_not_resident(void **state)
+{
+    (void)state;
+    mem_set_budget(1 * MiB);
+    /* Disk bytes are outside the budget: the budget models memory, not the spill file. */
+    assert_int_equal(mem_account(MEM_DISK, (int64_t)(64 * MiB)), REMAT_OK);
+    assert_int_equal(mem_current(MEM_DISK), 64 * MiB);
+    assert_int_equal(mem_resident(), 0);
+    /* A resident kind accounted by hand is checked against the budget. */
+    assert_int_equal(mem_account(MEM_ACT, (int64_t)(2 * MiB)), REMAT_EOOM);
+    assert_int_equal(mem_current(MEM_ACT), 0);
+    /* Removing more than is there is refused and changes nothing. */
+    assert_int_equal(mem_account(MEM_DISK, -(int64_t)(65 * MiB)), REMAT_EINVAL);
+    assert_int_equal(mem_current(MEM_DISK), 64 * MiB);
+    assert_int_equal(mem_account(MEM_DISK, -(int64_t)(64 * MiB)), REMAT_OK);
+    assert_int_equal(mem_peak(MEM_DISK), 64 * MiB);
+    mem_set_budget(0);
+}
+
+static void test_bad_requests_fail_cleanly(void **state)
+{
+    (void)state;
+    assert_null(mem_alloc(MEM_ACT, 0));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "zero-byte"));
+    assert_null(mem_alloc(MEM_DISK, 16));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
+    assert_null(mem_alloc((MemKind)42, 16));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
+    assert_null(mem_alloc(MEM_ACT, SIZE_MAX));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
+    assert_int_equal(mem_account((MemKind)-1, 5), REMAT_EINVAL);
+    mem_free(NULL);
+    assert_int_equal(mem_live_blocks(), 0);
+}
+
+/* Host memory exhaustion is a different failure from the budget: REMAT_ENOMEM. */
+static void test_host_allocation_failure_is_enomem(void **state)
+{
+    (void)state;
+    /* 2^50 bytes passes the sanity check but no host can provide it. */
+    assert_null(mem_alloc(MEM_ACT, (size_t)1 << 50));
+    assert_int_equal(remat_last_status(), REMAT_ENOMEM);
+    assert_int_equal(mem_current(MEM_ACT), 0);
+}
+
+static void test_many_mixed_allocations_leave_nothing(void **state)
+{
+    (void)state;
+    enum { COUNT = 5000 };
+    static void *blocks[COUNT];
+    uint32_t x = 12345;
+    for (int i = 0; i < COUNT; i++) {
+        x = x * 1664525u + 1013904223u;
+        MemKind kind = (MemKind)(x % MEM_DISK);
+        blocks[i] = mem_alloc(kind, 1 + (x >> 20));
+        assert_non_null(blocks[i]);
+        /* Free about a third as we go, out of allocation order. */
+        if (i > 10 && x % 3 == 0) {
+            int j = (int)(x % (unsigned)i);
+            mem_free(blocks[j]);
+            blocks[j] = NULL;
+        }
+    }
+    for (int i = COUNT - 1; i >= 0; i--) mem_free(blocks[i]);
+    for (int k = 0; k < MEM_KIND_COUNT; k++) assert_int_equal(mem_current((MemKind)k), 0);
+    assert_int_equal(mem_resident(), 0);
+    assert_int_equal(mem_live_blocks(), 0);
+}
+
+static void test_timeline_records_every_change(void **state)
+{
+    (void)state;
+    assert_int_equal(mem_timeline_start(3), REMAT_OK);
+    Phase before = flops_set_phase(PHASE_BACKWARD);
+    void *a = mem_alloc(MEM_ACT, 100);
+    void *g = mem_alloc(MEM_GRAD, 40);
+    mem_free(a);
+    mem_free(g); /* the fourth event does not fit */
+    flops_set_phase(before);
+    mem_timeline_stop();
+
+    size_t n = 0;
+    const MemEvent *ev = mem_timeline_events(&n);
+    assert_int_equal(n, 3);
+    assert_int_equal(mem_timeline_dropped(), 1);
+    assert_int_equal(ev[0].kind, MEM_ACT);
+    assert_int_equal(ev[0].delta, 100);
+    assert_int_equal(ev[0].phase, PHASE_BACKWARD);
+    assert_int_equal(ev[1].current[MEM_ACT], 100);
+    assert_int_equal(ev[1].current[MEM_GRAD], 40);
+    assert_int_equal(ev[2].delta, -100);
+    assert_int_equal(ev[2].current[MEM_ACT], 0);
+    assert_true(ev[0].seconds <= ev[2].seconds);
+
+    /* Stopped: nothing more is recorded. */
+    void *b = mem_alloc(MEM_ACT, 8);
+    mem_free(b);
+    mem_timeline_events(&n);
+    assert_int_equal(n, 3);
+    mem_timeline_free();
+    assert_null(mem_timeline_events(&n));
+    assert_int_equal(n, 0);
+    assert_int_equal(mem_timeline_start(0), REMAT_EINVAL);
+}
+
+static void test_format_bytes_uses_binary_units(void **state)
+{
+    (void)state;
+    char buf[32];
+    assert_string_equal(mem_format_bytes(buf, sizeof buf, 0), "0 B");
+    assert_string_equal(mem_format_bytes(buf, sizeof buf, 1023), "1023 B");
+    assert_string_equal(mem_format_bytes(buf, sizeof buf, 1536), "1.50 KiB");
+    assert_string_equal(mem_format_bytes(buf, sizeof buf, 12 * MiB), "12.0 MiB");
+    assert_string_equal(mem_format_bytes(buf, sizeof buf, 3 * 1024 * MiB / 2), "1.50 GiB");
+    assert_string_equal(mem_kind_name(MEM_OPTIM), "optimizer");
+    assert_string_equal(mem_kind_name((MemKind)99), "unknown");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_alloc_counts_bytes_by_kind, ledger_empty, ledger_empty),
+        cmocka_unit_test_setup_teardown(test_alloc_is_64_byte_aligned, ledger_empty, ledger_empty),
+        cmocka_unit_test_setup_teardown(test_calloc_zero_fills, ledger_empty, ledger_empty),
+        cmocka_unit_test_setup_teardown(test_peak_tracks_maximum_and_resets, ledger_empty, ledger_empty),
+        cmocka_unit_test_setup_teardown(test_budget_overrun_names_request_and_residents, ledger_empty, ledger_empty),
+        cmocka_unit_test_setup_teardown(test_disk_is_accounted_but_not_resident, ledger_empty, ledger_empty),
+        cmocka_unit_test_setup_teardown(test_bad_requests_fail_cleanly, ledger_empty, ledger_empty),
+        cmocka_unit_test_setup_teardown(test_host_allocation_failure_is_enomem, ledger_empty, ledger_empty),
+        cmocka_unit_test_setup_teardown(test_many_mixed_allocations_leave_nothing, ledger_empty, ledger_empty),
+        cmocka_unit_test_setup_teardown(test_timeline_records_every_change, ledger_empty, ledger_empty),
+        cmocka_unit_test_setup_teardown(test_format_bytes_uses_binary_units, ledger_empty, ledger_empty),
+    };
+    return cmocka_run_group_tests_name("memory", tests, NULL, NULL);
+}
