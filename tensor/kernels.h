@@ -115,4 +115,24 @@ void k_row_max(float *out, const float *x, int rows, int cols);
 /* Σ x over all n elements, summed in a fixed blocked order, in double. FLOPs: n. */
 double k_sum(const float *x, size_t n);
 
+/* ---- losses (kernels_loss.c) ------------------------------------------------------ */
+
+/* (1/n) Σ (pred − target)², summed in double in fixed blocks (thread-count independent).
+ * FLOPs: 3n. */
+double k_mse_forward(const float *pred, const float *target, size_t n);
+/* Forward was loss = (1/n) Σ (pred − target)²; dpred += dloss·(2/n)·(pred − target).
+ * FLOPs: 3n. */
+void k_mse_backward(float *dpred, const float *pred, const float *target, float dloss, size_t n);
+
+/* ---- optimizer updates (kernels_optim.c) ------------------------------------------ */
+
+/* SGD: velocity = momentum·velocity + grad (when momentum > 0 and velocity is not NULL),
+ * param −= lr·velocity (or lr·grad). FLOPs: 2n, or 4n with momentum. */
+void k_sgd_update(float *param, float *velocity, const float *grad, float lr, float momentum, size_t n);
+
+/* AdamW step t ≥ 1, as torch.optim.AdamW: decoupled weight decay, moments m and v updated
+ * in place, bias-corrected update. FLOPs: 16n (see kernels_optim.c). */
+void k_adamw_update(float *param, float *m, float *v, const float *grad, float lr, float beta1,
+                    float beta2, float eps, float weight_decay, int t, size_t n);
+
 #endif /* REMAT_KERNELS_H */

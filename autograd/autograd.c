@@ -1,0 +1,409 @@
+/*
+ * autograd.c — the engine: Vars, nodes on a tape, the saved-tensor path, and backward
+ * (see autograd.h). The ops themselves live in ops_*.c.
+ */
+#include "autograd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "flops.h"
+#include "kernels.h"
+
+/* ---- Var ---------------------------------------------------------------------------- */
+
+Var *var_create(Tensor *value, bool requires_grad, const char *name)
+{
+    if (!value) {
+        remat_fail(REMAT_EINVAL, "var_create: value is NULL");
+        return NULL;
+    }
+    Var *v = calloc(1, sizeof *v);
+    if (!v) {
+        tensor_free(value);
+        remat_fail(REMAT_ENOMEM, "var_create: no memory for a Var");
+        return NULL;
+    }
+    v->value = value;
+    v->requires_grad = requires_grad;
+    v->refcount = 1;
+    if (name) snprintf(v->name, sizeof v->name, "%s", name);
+    return v;
+}
+
+Var *var_retain(Var *v)
+{
+    if (v) v->refcount++;
+    return v;
+}
+
+void var_free(Var *v)
+{
+    if (!v || --v->refcount > 0) return;
+    if (v->creator) v->creator->output = NULL;
+    tensor_free(v->value);
+    tensor_free(v->grad);
+    free(v);
+}
+
+void var_zero_grad(Var *v)
+{
+    if (v && v->grad) memset(v->grad->data, 0, v->grad->bytes);
+}
+
+/* ---- grad mode ---------------------------------------------------------------------- */
+
+static bool grad_mode = true;
+
+bool grad_set_enabled(bool enabled)
+{
+    bool previous = grad_mode;
+    grad_mode = enabled;
+    return previous;
+}
+
+bool grad_enabled(void) { return grad_mode; }
+
+/* ---- the tape ----------------------------------------------------------------------- */
+
+static Tape default_tape;
+static Tape *current_tape = &default_tape;
+static char scope[NODE_NAME_LEN / 2];
+
+Tape *tape_create(void)
+{
+    Tape *tape = calloc(1, sizeof *tape);
+    if (!tape) remat_fail(REMAT_ENOMEM, "tape_create: no memory for a tape");
+    return tape;
+}
+
+static void node_free(Node *node)
+{
+    node_release_saved(node);
+    for (int i = 0; i < node->n_inputs; i++) var_free(node->inputs[i].leaf);
+    tensor_free(node->grad);
+    if (node->output) node->output->creator = NULL;
+    free(node);
+}
+
+void tape_reset(Tape *tape)
+{
+    if (!tape) return;
+    for (int i = tape->count - 1; i >= 0; i--) node_free(tape->nodes[i]);
+    tape->count = 0;
+}
+
+void tape_free(Tape *tape)
+{
+    if (!tape) return;
+    tape_reset(tape);
+    free(tape->nodes);
+    if (tape == current_tape) current_tape = &default_tape;
+    if (tape != &default_tape) free(tape);
+}
+
+Tape *tape_current(void) { return current_tape; }
+
+Tape *tape_set_current(Tape *tape)
+{
+    Tape *previous = current_tape;
+    current_tape = tape ? tape : &default_tape;
+    return previous;
+}
+
+void tape_set_scope(const char *prefix)
+{
+    snprintf(scope, sizeof scope, "%s", prefix ? prefix : "");
+}
+
+static RematStatus tape_append(Tape *tape, Node *node)
+{
+    if (tape->count == tape->capacity) {
+        int capacity = tape->capacity ? 2 * tape->capacity : 64;
+        Node **nodes = realloc(tape->nodes, (size_t)capacity * sizeof *nodes);
+        if (!nodes) return remat_fail(REMAT_ENOMEM, "tape: no memory for %d nodes", capacity);
+        tape->nodes = nodes;
+        tape->capacity = capacity;
+    }
+    node->index = tape->count;
+    tape->nodes[tape->count++] = node;
+    return REMAT_OK;
+}
+
+/* ---- nodes -------------------------------------------------------------------------- */
+
+void node_discard(Node *node)
+{
+    if (!node) return;
+    Tape *tape = current_tape;
+    if (tape->count > 0 && tape->nodes[tape->count - 1] == node) tape->count--;
+    node_free(node);
+}
+
+static bool input_needs_grad(const Var *v)
+{
+    return v && (v->creator != NULL || v->requires_grad);
+}
+
+Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                  const Tensor *out, RematStatus *err)
+{
+    *err = REMAT_OK;
+    if (!grad_mode) return NULL;
+    if (n_inputs > NODE_MAX_INPUTS) {
+        *err = remat_fail(REMAT_EINVAL, "%s: %d inputs, at most %d", op->name, n_inputs, NODE_MAX_INPUTS);
+        return NULL;
+    }
+    bool needed = false;
+    for (int i = 0; i < n_inputs; i++) needed |= input_needs_grad(inputs[i]);
+    if (!needed) return NULL;
+
+    Node *node = calloc(1, sizeof *node);
+    if (!node) {
+        *err = remat_fail(REMAT_ENOMEM, "%s: no memory for a tape node", op->name);
+        return NULL;
+    }
+    node->op = op;
+    node->tag = tag;
+    node->n_inputs = n_inputs;
+    for (int i = 0; i < n_inputs; i++) {
+        Var *in = inputs[i];
+        if (!in) continue;
+        if (in->creator) node->inputs[i].node = in->creator;
+        else if (in->requires_grad) node->inputs[i].leaf = var_retain(in);
+    }
+    node->out_ndim = out->ndim;
+    memcpy(node->out_shape, out->shape, sizeof node->out_shape);
+    if ((*err = tape_append(current_tape, node)) != REMAT_OK) {
+        node_free(node);
+        return NULL;
+    }
+    if (tag && scope[0]) snprintf(node->name, sizeof node->name, "%s.%s", scope, tag);
+    else if (tag) snprintf(node->name, sizeof node->name, "%s", tag);
+    else snprintf(node->name, sizeof node->name, "node_%d", node->index);
+    return node;
+}
+
+Var *var_from_op(Tensor *value, Node *node)
+{
+    Var *v = var_create(value, node != NULL, node ? node->name : NULL);
+    if (!v) return NULL;
+    if (node) {
+        v->creator = node;
+        node->output = v;
+    }
+    return v;
+}
+
+/* ---- the saved-tensor path ---------------------------------------------------------- */
+
+#define HOOKS_MAX_DEPTH 8
+static const SavedHooks *hooks_stack[HOOKS_MAX_DEPTH];
+static int hooks_depth;
+
+RematStatus saved_hooks_push(const SavedHooks *hooks)
+{
+    if (!hooks || hooks_depth == HOOKS_MAX_DEPTH)
+        return remat_fail(REMAT_EINVAL, "saved_hooks_push: %s",
+                          hooks ? "hook stack is full (8 levels)" : "hooks are NULL");
+    hooks_stack[hooks_depth++] = hooks;
+    return REMAT_OK;
+}
+
+void saved_hooks_pop(void)
+{
+    if (hooks_depth > 0) hooks_depth--;
+}
+
+RematStatus save_for_backward(Node *node, Tensor *t)
+{
+    if (!node || !t) return remat_fail(REMAT_EINVAL, "save_for_backward: node or tensor is NULL");
+    if (node->n_saved == NODE_MAX_SAVED)
+        return remat_fail(REMAT_EINVAL, "%s #%d (%s): more than %d saved tensors", node->op->name,
+                          node->index, node->name, NODE_MAX_SAVED);
+    const SavedHooks *hooks = hooks_depth ? hooks_stack[hooks_depth - 1] : NULL;
+    int slot = node->n_saved;
+    void *packed = hooks ? hooks->pack(hooks->ctx, t, node, slot) : tensor_retain(t);
+    if (!packed) return remat_last_status() != REMAT_OK ? remat_last_status() : REMAT_ESTATE;
+    node->saved[slot] = (SavedSlot){.packed = packed, .hooks = hooks, .bytes = t->bytes};
+    node->n_saved++;
+    return REMAT_OK;
+}
+
+Tensor *saved_tensor(Node *node, int i)
+{
+    if (!node || i < 0 || i >= node->n_saved) {
+        remat_fail(REMAT_EINVAL, "saved_tensor: %s has no saved tensor %d",
+                   node ? node->name : "(null node)", i);
+        return NULL;
+    }
+    SavedSlot *s = &node->saved[i];
+    if (s->released) {
+        remat_fail(REMAT_ESTATE,
+                   "saved tensor %d of %s #%d (%s) was freed: backward already ran through this "
+                   "node, or its saved tensors were released; run the forward again",
+                   i, node->op->name, node->index, node->name);
+        return NULL;
+    }
+    if (!s->hooks) return tensor_retain((Tensor *)s->packed);
+    return s->hooks->unpack(s->hooks->ctx, s->packed, node, i);
+}
+
+void node_release_saved(Node *node)
+{
+    for (int i = 0; i < node->n_saved; i++) {
+        SavedSlot *s = &node->saved[i];
+        if (s->released) continue;
+        if (s->hooks) s->hooks->release(s->hooks->ctx, s->packed);
+        else tensor_free((Tensor *)s->packed);
+        s->packed = NULL;
+        s->released = true;
+    }
+}
+
+/* ---- backward ----------------------------------------------------------------------- */
+
+/* The buffer input `i` of `node` accumulates its gradient into, allocated zero-filled on
+ * first use; NULL in *out when that input needs no gradient. */
+static RematStatus grad_buffer(Node *node, int i, Tensor **out)
+{
+    Edge *e = &node->inputs[i];
+    *out = NULL;
+    if (e->node) {
+        if (!e->node->grad) {
+            e->node->grad = tensor_zeros(MEM_ACT, e->node->out_ndim, e->node->out_shape);
+            if (!e->node->grad) return remat_last_status();
+        }
+        *out = e->node->grad;
+    } else if (e->leaf) {
+        Var *leaf = e->leaf;
+        if (!leaf->grad) {
+            leaf->grad = tensor_zeros(MEM_GRAD, leaf->value->ndim, leaf->value->shape);
+            if (!leaf->grad) return remat_last_status();
+        }
+        *out = leaf->grad;
+    }
+    return REMAT_OK;
+}
+
+RematStatus backward(Var *loss)
+{
+    if (!loss) return remat_fail(REMAT_EINVAL, "backward: loss is NULL");
+    if (loss->value->numel != 1)
+        return remat_fail(REMAT_EINVAL, "backward: the loss must have one element, it has %zu "
+                          "(use backward_from for a gradient of another shape)", loss->value->numel);
+    Tensor *seed = tensor_create(MEM_ACT, loss->value->ndim, loss->value->shape);
+    if (!seed) return remat_last_status();
+    seed->f32[0] = 1.0f; /* d(loss)/d(loss) */
+    RematStatus status = backward_from(loss, seed);
+    tensor_free(seed);
+    return status;
+}
+
+RematStatus backward_from(Var *out, const Tensor *dout)
+{
+    if (!out || !dout) return remat_fail(REMAT_EINVAL, "backward: output or its gradient is NULL");
+    if (!tensor_same_shape(out->value, dout)) {
+        char os[48], ds[48];
+        return remat_fail(REMAT_EINVAL, "backward: gradient %s does not match output %s",
+                          tensor_shape_str(ds, sizeof ds, dout), tensor_shape_str(os, sizeof os, out->value));
+    }
+    Node *root = out->creator;
+    if (!root)
+        return remat_fail(REMAT_ESTATE, "backward: the output has no graph (no parameter requires "
+                          "grad, or it was computed with grad mode off — did you forget "
+                          "requires_grad on the parameters?)");
+    Tape *tape = current_tape;
+    if (root->index >= tape->count || tape->nodes[root->index] != root)
+        return remat_fail(REMAT_ESTATE, "backward: the output was not recorded on the current tape");
+
+    if (root->grad) {
+        Phase seeding = flops_set_phase(PHASE_BACKWARD);
+        k_axpy(root->grad->f32, dout->f32, 1.0f, dout->numel);
+        flops_set_phase(seeding);
+    } else {
+        root->grad = tensor_clone(dout, MEM_ACT);
+        if (!root->grad) return remat_last_status();
+    }
+
+    Phase previous = flops_set_phase(PHASE_BACKWARD);
+    RematStatus status = REMAT_OK;
+    for (int k = root->index; k >= 0 && status == REMAT_OK; k--) {
+        Node *node = tape->nodes[k];
+        if (!node->grad) continue; /* not on a path from the output */
+        if (!node->op->backward) {
+            status = remat_fail(REMAT_ESTATE, "backward: op %s (%s) has no backward rule",
+                                node->op->name, node->name);
+            break;
+        }
+        Tensor *dinputs[NODE_MAX_INPUTS] = {0};
+        for (int i = 0; i < node->n_inputs && status == REMAT_OK; i++)
+            status = grad_buffer(node, i, &dinputs[i]);
+        if (status == REMAT_OK) status = node->op->backward(node, node->grad, dinputs);
+        /* This node is done: its output gradient and saved tensors are no longer needed. */
+        tensor_free(node->grad);
+        node->grad = NULL;
+        node_release_saved(node);
+    }
+    flops_set_phase(previous);
+    return status;
+}
+
+/* ---- seeing the tape ---------------------------------------------------------------- */
+
+static void shape_text(char *buf, size_t size, int ndim, const int *shape)
+{
+    size_t used = 0;
+    for (int d = 0; d < ndim && used < size; d++) {
+        int n = snprintf(buf + used, size - used, d ? ",%d" : "(%d", shape[d]);
+        if (n < 0) return;
+        used += (size_t)n;
+    }
+    if (used < size) snprintf(buf + used, size - used, ")");
+}
+
+void tape_print(const Tape *tape, FILE *out)
+{
+    fprintf(out, "%4s  %-28s %-14s %-16s %s\n", "#", "name", "op", "output", "saved");
+    for (int k = 0; k < tape->count; k++) {
+        const Node *node = tape->nodes[k];
+        char shape[48], bytes[32];
+        shape_text(shape, sizeof shape, node->out_ndim, node->out_shape);
+        fprintf(out, "%4d  %-28s %-14s %-16s", k, node->name, node->op->name, shape);
+        if (node->n_saved == 0) fprintf(out, " -");
+        for (int i = 0; i < node->n_saved; i++) {
+            const SavedSlot *s = &node->saved[i];
+            fprintf(out, " [%d] %s%s%s", i, mem_format_bytes(bytes, sizeof bytes, s->bytes),
+                    s->released ? " (freed)" : "", s->hooks ? " via " : "");
+            if (s->hooks) fprintf(out, "%s", s->hooks->name);
+        }
+        fputc('\n', out);
+    }
+}
+
+RematStatus tape_dump_dot(const Tape *tape, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return remat_fail(REMAT_EIO, "cannot write graph to %s", path);
+    fprintf(f, "digraph tape {\n  rankdir=BT;\n  node [shape=box, fontname=monospace];\n");
+    for (int k = 0; k < tape->count; k++) {
+        const Node *node = tape->nodes[k];
+        size_t saved = 0;
+        for (int i = 0; i < node->n_saved; i++) saved += node->saved[i].bytes;
+        char bytes[32], shape[48];
+        shape_text(shape, sizeof shape, node->out_ndim, node->out_shape);
+        fprintf(f, "  n%d [label=\"#%d %s\\n%s %s\\nsaved %s\"%s];\n", k, k, node->name,
+                node->op->name, shape, mem_format_bytes(bytes, sizeof bytes, saved),
+                saved ? ", style=filled, fillcolor=lightyellow" : "");
+        for (int i = 0; i < node->n_inputs; i++) {
+            const Edge *e = &node->inputs[i];
+            if (e->node) fprintf(f, "  n%d -> n%d;\n", e->node->index, k);
+            else if (e->leaf)
+                fprintf(f, "  \"%s\" [shape=ellipse];\n  \"%s\" -> n%d;\n",
+                        e->leaf->name[0] ? e->leaf->name : "param", e->leaf->name[0] ? e->leaf->name : "param", k);
+        }
+    }
+    fprintf(f, "}\n");
+    if (fclose(f) != 0) return remat_fail(REMAT_EIO, "cannot finish writing graph to %s", path);
+    return REMAT_OK;
+}

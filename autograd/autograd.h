@@ -1,0 +1,220 @@
+/*
+ * autograd.h — reverse-mode automatic differentiation: Var, Node, the tape, grad mode,
+ * and the saved-tensor path.
+ *
+ * How a training step uses it:
+ *
+ *     Var *loss = model_forward(...);   every differentiable op appends a Node to the tape
+ *     backward(loss);                   walk the tape in reverse from d(loss) = 1
+ *     optimizer_step(...);              parameters' .grad are ready
+ *     var_free(loss); tape_reset(tape_current());
+ *
+ * A Var is a value the user holds (a Tensor) plus, for a leaf such as a parameter, its
+ * accumulated gradient; a result Var points at the Node that made it. A Node is one op on
+ * the tape: its inputs (edges to earlier nodes, or leaf Vars), the tensors it saved for
+ * backward, a name, a tag, and the gradient of its output while backward runs.
+ *
+ * Memory is honest by construction. A Node never holds its inputs' values: an op keeps
+ * exactly the tensors it declares with save_for_backward, so an intermediate is freed as
+ * soon as the user drops its Var and no node saved it. In backward, a node's output
+ * gradient is freed right after the node has used it, and its saved tensors right after.
+ * Activation gradients are charged to MEM_ACT (they are activation-sized and transient);
+ * parameter gradients to MEM_GRAD.
+ *
+ * The saved-tensor path is the one place where "keep it, drop it and recompute it, or move
+ * it to disk?" is asked of every tensor an op wants for backward: save_for_backward passes
+ * the tensor through the top of a stack of pack/unpack hooks (default: keep a reference),
+ * and saved_tensor asks the same hooks for it back. Checkpointing and offload plug in here
+ * without touching any op.
+ *
+ * What this is not: a general graph library. One output per node; the engine is
+ * single-threaded (kernels use the threads).
+ */
+#ifndef REMAT_AUTOGRAD_H
+#define REMAT_AUTOGRAD_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "error.h"
+#include "tensor.h"
+
+#define NODE_MAX_INPUTS 4
+#define NODE_MAX_SAVED 6
+#define NODE_NAME_LEN 64
+
+typedef struct Node Node;
+typedef struct Var Var;
+
+/* ---- Var ---------------------------------------------------------------------------- */
+
+struct Var {
+    Tensor *value;      /* one reference, owned by this Var */
+    Tensor *grad;       /* leaves only: accumulated gradient (MEM_GRAD); NULL until backward */
+    Node *creator;      /* the node that made `value`; NULL for a leaf (owned by the tape) */
+    bool requires_grad; /* leaf: set by its creator; result: some input needs a gradient */
+    int refcount;
+    char name[NODE_NAME_LEN];
+};
+
+/* A leaf Var holding `value` (the Var takes over the caller's reference, also on error).
+ * `name` may be NULL. NULL on error. */
+Var *var_create(Tensor *value, bool requires_grad, const char *name);
+
+/* Adds a reference; returns `v` (NULL passes through). */
+Var *var_retain(Var *v);
+
+/* Drops a reference; at the last one releases the value (and grad) and detaches the Var
+ * from its node. NULL is a no-op. */
+void var_free(Var *v);
+
+/* ---- grad mode ---------------------------------------------------------------------- */
+
+/* Whether ops record nodes. Off, ops compute values only and save nothing (inference, and
+ * a checkpoint region's first forward). Returns the previous setting. */
+bool grad_set_enabled(bool enabled);
+bool grad_enabled(void);
+
+/* ---- ops as the engine sees them ---------------------------------------------------- */
+
+/* An op's backward: given the gradient of the node's output, ACCUMULATE (+=) into the
+ * gradient buffer of each input. dinputs[i] is NULL when input i needs no gradient;
+ * otherwise it is allocated (zero-filled the first time) by the engine. The op reads
+ * what it saved through saved_tensor(). */
+typedef RematStatus (*BackwardFn)(Node *node, const Tensor *dout, Tensor *const dinputs[NODE_MAX_INPUTS]);
+
+typedef struct OpInfo {
+    const char *name;     /* "matmul", "relu", ...: what selective policies match */
+    BackwardFn backward;  /* NULL: the op cannot be differentiated (backward fails loudly) */
+} OpInfo;
+
+/* A small bag of per-node attributes, so an op's backward knows its sizes and options. */
+typedef struct NodeAttrs {
+    int i[6];
+    float f[2];
+} NodeAttrs;
+
+/* One saved tensor as the saved-tensor path holds it. */
+typedef struct SavedSlot {
+    void *packed;                 /* what the hooks' pack returned */
+    const struct SavedHooks *hooks; /* who packed it (NULL: a plain reference) */
+    size_t bytes;                 /* for tape_print and the ledger's explanations */
+    bool released;                /* backward used it, or it was released */
+} SavedSlot;
+
+/* An edge from a node back to where its input came from. */
+typedef struct Edge {
+    Node *node; /* the input was made by this node, or */
+    Var *leaf;  /* the input is a leaf that requires grad (one reference held) */
+} Edge;
+
+struct Node {
+    const OpInfo *op;
+    char name[NODE_NAME_LEN];     /* "h.3.attn.softmax", or "node_17" */
+    const char *tag;              /* "attn.softmax" (static string), or NULL */
+    int index;                    /* position on its tape */
+    int n_inputs;
+    Edge inputs[NODE_MAX_INPUTS];
+    int n_saved;
+    SavedSlot saved[NODE_MAX_SAVED];
+    NodeAttrs attrs;
+    int out_ndim;
+    int out_shape[TENSOR_MAX_DIMS];
+    Tensor *grad;                 /* d(loss)/d(output), alive only while backward needs it */
+    Var *output;                  /* the Var this node made (weak: cleared by var_free) */
+};
+
+/* Called by an op after computing `out` from `inputs`. If grad mode is on and some input
+ * requires grad, appends a node to the current tape and returns it; otherwise returns NULL
+ * and *err stays REMAT_OK. On error returns NULL and sets *err. */
+Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                  const Tensor *out, RematStatus *err);
+
+/* Removes `node`, the most recent node of the current tape, and frees it with what it
+ * saved: for an op that fails after node_create. NULL is a no-op. */
+void node_discard(Node *node);
+
+/* Wraps a freshly computed `value` (the Var takes the caller's reference) as the result of
+ * `node` (which may be NULL: no gradient needed). NULL on error (value released). */
+Var *var_from_op(Tensor *value, Node *node);
+
+/* ---- the saved-tensor path ---------------------------------------------------------- */
+
+/* Hooks that decide what happens to a tensor saved for backward. pack receives a borrowed
+ * tensor and returns an opaque handle (NULL on error, with remat_fail); unpack turns a
+ * handle back into a tensor the caller owns one reference of (NULL on error); release
+ * drops a handle that will not be unpacked again. */
+typedef struct SavedHooks {
+    const char *name;
+    void *(*pack)(void *ctx, Tensor *t, const Node *node, int slot);
+    Tensor *(*unpack)(void *ctx, void *packed, const Node *node, int slot);
+    void (*release)(void *ctx, void *packed);
+    void *ctx;
+} SavedHooks;
+
+/* Pushes hooks on the stack (they must outlive their use); pop removes the top.
+ * push fails with REMAT_EINVAL past 8 levels. */
+RematStatus saved_hooks_push(const SavedHooks *hooks);
+void saved_hooks_pop(void);
+
+/* Saves `t` for backward in the next slot of `node`, through the top hooks.
+ * On error (too many slots, a hook failure) returns its status and saves nothing. */
+RematStatus save_for_backward(Node *node, Tensor *t);
+
+/* The i-th tensor `node` saved, as a reference the caller frees with tensor_free.
+ * NULL with REMAT_ESTATE if it was released ("saved tensor 0 of relu #3 (h.0.mlp.act) was
+ * freed ..."), or with the hooks' error. */
+Tensor *saved_tensor(Node *node, int i);
+
+/* Releases every saved tensor of `node` (backward does this after the node has run). */
+void node_release_saved(Node *node);
+
+/* ---- the tape ----------------------------------------------------------------------- */
+
+typedef struct Tape {
+    Node **nodes;
+    int count, capacity;
+} Tape;
+
+/* A new, empty tape; NULL on error. tape_free frees it and its nodes (NULL is a no-op). */
+Tape *tape_create(void);
+void tape_free(Tape *tape);
+
+/* The tape ops record onto. There is always one (a process-wide default). */
+Tape *tape_current(void);
+
+/* Makes `tape` current (NULL: the default one); returns the previous current tape. */
+Tape *tape_set_current(Tape *tape);
+
+/* Frees every node on `tape` and empties it; Vars they made become constants. */
+void tape_reset(Tape *tape);
+
+/* Prefixes the names of nodes created from now on ("h.3" gives "h.3.attn.softmax").
+ * NULL clears it. The string is copied (up to 31 characters). */
+void tape_set_scope(const char *scope);
+
+/* One line per node: index, name, op, output shape, saved tensors and their bytes. */
+void tape_print(const Tape *tape, FILE *out);
+
+/* The tape as a Graphviz digraph. REMAT_EIO if the file cannot be written. */
+RematStatus tape_dump_dot(const Tape *tape, const char *path);
+
+/* ---- backward ----------------------------------------------------------------------- */
+
+/* Backpropagates from `loss` (a single-element Var) through the current tape, in reverse:
+ * every leaf that requires grad gets d(loss)/d(leaf) added to its .grad (allocated as
+ * MEM_GRAD zeros if missing). Nodes not on a path from a parameter are skipped; each
+ * node's gradient and saved tensors are freed as soon as it has run.
+ * On error (no graph, a freed saved tensor, the budget) returns the status; the gradients
+ * of leaves may then be partial, so the caller must not apply them. */
+RematStatus backward(Var *loss);
+
+/* As backward, from an output of any shape whose gradient is `dout` (borrowed). A
+ * checkpoint region's backward uses it to push the gradient it received through the
+ * region's replayed sub-tape. */
+RematStatus backward_from(Var *out, const Tensor *dout);
+
+/* Zeroes the gradient of a leaf (keeps the buffer). */
+void var_zero_grad(Var *v);
+
+#endif /* REMAT_AUTOGRAD_H */

@@ -1,0 +1,90 @@
+/*
+ * layers.c — the Layer interface and the MLP chain's Linear+ReLU layer (see layers.h).
+ */
+#include "layers.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+
+Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx)
+{
+    if (!layer || !x) {
+        remat_fail(REMAT_EINVAL, "layer_forward: %s is NULL", layer ? "input" : "layer");
+        return NULL;
+    }
+    tape_set_scope(layer->name);
+    Var *y = layer->forward(layer, x, ctx);
+    tape_set_scope(NULL);
+    return y;
+}
+
+void layer_free(Layer *layer)
+{
+    if (!layer) return;
+    for (int i = 0; i < layer->n_params; i++) var_free(layer->params[i].var);
+    free(layer);
+}
+
+Var *param_create(const char *name, int ndim, const int *shape, float std, float fill, Pcg32 *rng)
+{
+    Tensor *t = tensor_create(MEM_PARAM, ndim, shape);
+    if (!t) return NULL;
+    for (size_t i = 0; i < t->numel; i++) t->f32[i] = std > 0.0f ? std * pcg32_normal(rng) : fill;
+    return var_create(t, true, name);
+}
+
+/* Adds a parameter to a layer being built; returns it (NULL if creation failed). */
+static Var *add_param(Layer *layer, const char *suffix, bool decay, int ndim, const int *shape,
+                      float std, float fill, Pcg32 *rng)
+{
+    char name[NODE_NAME_LEN];
+    snprintf(name, sizeof name, "%s.%s", layer->name, suffix);
+    Var *v = param_create(name, ndim, shape, std, fill, rng);
+    if (v) layer->params[layer->n_params++] = (Param){v, decay};
+    return v;
+}
+
+/* ---- linear + relu --------------------------------------------------------------------- */
+
+typedef struct LinearRelu {
+    Layer base;
+    Var *weight; /* (width_in, width_out), borrowed from base.params */
+    Var *bias;   /* (width_out) */
+} LinearRelu;
+
+static Var *linear_relu_forward(Layer *layer, Var *x, TrainCtx *ctx)
+{
+    (void)ctx;
+    LinearRelu *l = (LinearRelu *)layer;
+    Var *h = op_linear(x, l->weight, l->bias, "mlp.fc");
+    Var *y = op_relu(h, "mlp.relu");
+    var_free(h); /* relu saved its output; h itself is no longer needed */
+    return y;
+}
+
+Layer *linear_relu_create(const char *name, int width_in, int width_out, Pcg32 *rng)
+{
+    if (width_in <= 0 || width_out <= 0) {
+        remat_fail(REMAT_EINVAL, "linear_relu_create: widths must be > 0, got %d and %d", width_in, width_out);
+        return NULL;
+    }
+    LinearRelu *l = calloc(1, sizeof *l);
+    if (!l) {
+        remat_fail(REMAT_ENOMEM, "linear_relu_create: no memory for a layer");
+        return NULL;
+    }
+    l->base.kind = "linear_relu";
+    snprintf(l->base.name, sizeof l->base.name, "%s", name ? name : "layer");
+    l->base.forward = linear_relu_forward;
+    l->weight = add_param(&l->base, "weight", true, 2, (int[]){width_in, width_out},
+                          sqrtf(2.0f / (float)width_in), 0.0f, rng);
+    l->bias = add_param(&l->base, "bias", false, 1, (int[]){width_out}, 0.0f, 0.0f, rng);
+    if (!l->weight || !l->bias) {
+        layer_free(&l->base);
+        return NULL;
+    }
+    return &l->base;
+}

@@ -1,0 +1,45 @@
+/*
+ * ops_internal.c — the small pieces every op shares (see ops_internal.h).
+ */
+#include "ops_internal.h"
+
+RematStatus ops_check_inputs(const char *op, Var *const *inputs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!inputs[i])
+            return remat_fail(REMAT_EINVAL, "%s: input %d is NULL (did an earlier op fail? "
+                              "remat_last_error() said why)", op, i);
+    return REMAT_OK;
+}
+
+Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                Tensor *out, Tensor *const *save, int n_save, const NodeAttrs *attrs)
+{
+    RematStatus err;
+    Node *node = node_create(op, tag, inputs, n_inputs, out, &err);
+    if (err != REMAT_OK) {
+        tensor_free(out);
+        return NULL;
+    }
+    if (node) {
+        if (attrs) node->attrs = *attrs;
+        for (int i = 0; i < n_save; i++) {
+            if (save_for_backward(node, save[i]) != REMAT_OK) {
+                node_discard(node);
+                tensor_free(out);
+                return NULL;
+            }
+        }
+    }
+    return var_from_op(out, node);
+}
+
+int ops_rows(const Tensor *t)
+{
+    return (int)(t->numel / (size_t)t->shape[t->ndim - 1]);
+}
+
+Tensor *ops_alloc_like(const Tensor *like)
+{
+    return tensor_create(MEM_ACT, like->ndim, like->shape);
+}

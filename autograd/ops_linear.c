@@ -1,0 +1,184 @@
+/*
+ * ops_linear.c — the ops that multiply and add: linear, matmul, add.
+ *
+ * Every product goes to BLAS through k_matmul / k_matmul_batched; these ops only check
+ * shapes, allocate the output, and record what backward needs. Letters: N rows (leading
+ * dims flattened), IN/OUT a linear's widths, M/K/N a matmul's sizes.
+ */
+#include "ops.h"
+
+#include <string.h>
+
+#include "kernels.h"
+#include "ops_internal.h"
+
+/* ---- linear ------------------------------------------------------------------------- */
+
+/* Backward of linear. Forward was out = x·W + b, with x (N,IN), W (IN,OUT), b (OUT):
+ *   dx += dout · W^T      (N,OUT)·(OUT,IN)
+ *   dW += x^T · dout      (IN,N)·(N,OUT)
+ *   db += Σ_rows dout */
+static RematStatus linear_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
+{
+    const int N = node->attrs.i[0], IN = node->attrs.i[1], OUT = node->attrs.i[2];
+    Tensor *x = saved_tensor(node, 0);
+    Tensor *w = saved_tensor(node, 1);
+    RematStatus status = REMAT_OK;
+    if (!x || !w) {
+        status = remat_last_status();
+        goto done;
+    }
+    if (dinputs[0])
+        k_matmul(dinputs[0]->f32, dout->f32, w->f32, N, IN, OUT, CblasNoTrans, CblasTrans, 1.0f, 1.0f);
+    if (dinputs[1])
+        k_matmul(dinputs[1]->f32, x->f32, dout->f32, IN, OUT, N, CblasTrans, CblasNoTrans, 1.0f, 1.0f);
+    if (dinputs[2]) k_bias_backward(dinputs[2]->f32, dout->f32, N, OUT);
+done:
+    tensor_free(x);
+    tensor_free(w);
+    return status;
+}
+
+static const OpInfo LINEAR_OP = {"linear", linear_backward};
+
+Var *op_linear(Var *x, Var *weight, Var *bias, const char *tag)
+{
+    Var *inputs[3] = {x, weight, bias};
+    if (ops_check_inputs("linear", inputs, 2) != REMAT_OK) return NULL;
+    const Tensor *X = x->value, *W = weight->value;
+    const int IN = X->shape[X->ndim - 1];
+    if (W->ndim != 2 || W->shape[0] != IN) {
+        char xs[48], ws[48];
+        remat_fail(REMAT_EINVAL, "linear%s%s: x %s does not match weight %s (want weight (%d, OUT), "
+                   "stored [in, out])", tag ? " " : "", tag ? tag : "",
+                   tensor_shape_str(xs, sizeof xs, X), tensor_shape_str(ws, sizeof ws, W), IN);
+        return NULL;
+    }
+    const int OUT = W->shape[1], N = ops_rows(X);
+    if (bias && (bias->value->ndim != 1 || bias->value->shape[0] != OUT)) {
+        remat_fail(REMAT_EINVAL, "linear%s%s: bias has %zu elements, want (%d)", tag ? " " : "",
+                   tag ? tag : "", bias->value->numel, OUT);
+        return NULL;
+    }
+
+    int shape[TENSOR_MAX_DIMS];
+    memcpy(shape, X->shape, sizeof shape);
+    shape[X->ndim - 1] = OUT;
+    Tensor *out = tensor_create(MEM_ACT, X->ndim, shape);
+    if (!out) return NULL;
+    k_matmul(out->f32, X->f32, W->f32, N, OUT, IN, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
+    if (bias) k_bias_add(out->f32, bias->value->f32, N, OUT);
+
+    NodeAttrs attrs = {.i = {N, IN, OUT}};
+    Tensor *save[2] = {x->value, weight->value};
+    return ops_record(&LINEAR_OP, tag, inputs, bias ? 3 : 2, out, save, 2, &attrs);
+}
+
+/* ---- matmul ------------------------------------------------------------------------- */
+
+/* Backward of matmul. Forward was out = alpha · a · op(b), per batch element, with
+ * a (M,K), op(b) (K,N), out (M,N):
+ *   da += alpha · dout · op(b)^T
+ *   db += alpha · a^T · dout            when b is stored (K,N)
+ *   db += alpha · dout^T · a            when b is stored (N,K) (transB): d(b^T) transposed
+ * A 2-D b shared by every batch element was multiplied with a's rows flattened, so its
+ * gradient is one product over all rows. */
+static RematStatus matmul_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
+{
+    const int batch = node->attrs.i[0], M = node->attrs.i[1], N = node->attrs.i[2], K = node->attrs.i[3];
+    const CBLAS_TRANSPOSE transB = node->attrs.i[4] ? CblasTrans : CblasNoTrans;
+    const int shared_b = node->attrs.i[5];
+    const float alpha = node->attrs.f[0];
+    Tensor *a = saved_tensor(node, 0);
+    Tensor *b = saved_tensor(node, 1);
+    RematStatus status = REMAT_OK;
+    if (!a || !b) {
+        status = remat_last_status();
+        goto done;
+    }
+    /* With a shared b, treat the whole batch as one (batch·M, K) matrix. */
+    const int nb = shared_b ? 1 : batch, rows = shared_b ? batch * M : M;
+    const CBLAS_TRANSPOSE undo_b = transB == CblasTrans ? CblasNoTrans : CblasTrans;
+    if (dinputs[0])
+        k_matmul_batched(dinputs[0]->f32, dout->f32, b->f32, nb, rows, K, N, CblasNoTrans, undo_b, alpha, 1.0f);
+    if (dinputs[1]) {
+        if (transB == CblasNoTrans)
+            k_matmul_batched(dinputs[1]->f32, a->f32, dout->f32, nb, K, N, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
+        else
+            k_matmul_batched(dinputs[1]->f32, dout->f32, a->f32, nb, N, K, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
+    }
+done:
+    tensor_free(a);
+    tensor_free(b);
+    return status;
+}
+
+static const OpInfo MATMUL_OP = {"matmul", matmul_backward};
+
+Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *tag)
+{
+    Var *inputs[2] = {a, b};
+    if (ops_check_inputs("matmul", inputs, 2) != REMAT_OK) return NULL;
+    const Tensor *A = a->value, *Bt = b->value;
+    char as[48], bs[48];
+    if (A->ndim < 2 || Bt->ndim < 2) {
+        remat_fail(REMAT_EINVAL, "matmul %s: operands must have at least 2 dims, got %s and %s",
+                   tag ? tag : "", tensor_shape_str(as, sizeof as, A), tensor_shape_str(bs, sizeof bs, Bt));
+        return NULL;
+    }
+    const int M = A->shape[A->ndim - 2], K = A->shape[A->ndim - 1];
+    const int bk = transB == CblasTrans ? Bt->shape[Bt->ndim - 1] : Bt->shape[Bt->ndim - 2];
+    const int N = transB == CblasTrans ? Bt->shape[Bt->ndim - 2] : Bt->shape[Bt->ndim - 1];
+    const int batch = (int)(A->numel / ((size_t)M * (size_t)K));
+    const int shared_b = Bt->ndim == 2 && A->ndim > 2;
+    bool batch_matches = shared_b || (A->ndim == Bt->ndim && !memcmp(A->shape, Bt->shape, (size_t)(A->ndim - 2) * sizeof(int)));
+    if (bk != K || !batch_matches) {
+        remat_fail(REMAT_EINVAL, "matmul %s: shapes %s and %s%s do not multiply", tag ? tag : "",
+                   tensor_shape_str(as, sizeof as, A), tensor_shape_str(bs, sizeof bs, Bt),
+                   transB == CblasTrans ? " (transposed)" : "");
+        return NULL;
+    }
+
+    int shape[TENSOR_MAX_DIMS];
+    memcpy(shape, A->shape, sizeof shape);
+    shape[A->ndim - 1] = N;
+    Tensor *out = tensor_create(MEM_ACT, A->ndim, shape);
+    if (!out) return NULL;
+    if (shared_b)
+        k_matmul(out->f32, A->f32, Bt->f32, batch * M, N, K, CblasNoTrans, transB, alpha, 0.0f);
+    else
+        k_matmul_batched(out->f32, A->f32, Bt->f32, batch, M, N, K, CblasNoTrans, transB, alpha, 0.0f);
+
+    NodeAttrs attrs = {.i = {batch, M, N, K, transB == CblasTrans, shared_b}, .f = {alpha}};
+    Tensor *save[2] = {a->value, b->value};
+    return ops_record(&MATMUL_OP, tag, inputs, 2, out, save, 2, &attrs);
+}
+
+/* ---- add ---------------------------------------------------------------------------- */
+
+/* Backward of add. Forward was out = a + b: da += dout, db += dout. */
+static RematStatus add_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
+{
+    (void)node;
+    for (int i = 0; i < 2; i++)
+        if (dinputs[i]) k_axpy(dinputs[i]->f32, dout->f32, 1.0f, dout->numel);
+    return REMAT_OK;
+}
+
+static const OpInfo ADD_OP = {"add", add_backward};
+
+Var *op_add(Var *a, Var *b, const char *tag)
+{
+    Var *inputs[2] = {a, b};
+    if (ops_check_inputs("add", inputs, 2) != REMAT_OK) return NULL;
+    if (!tensor_same_shape(a->value, b->value)) {
+        char as[48], bs[48];
+        remat_fail(REMAT_EINVAL, "add %s: shapes %s and %s differ", tag ? tag : "",
+                   tensor_shape_str(as, sizeof as, a->value), tensor_shape_str(bs, sizeof bs, b->value));
+        return NULL;
+    }
+    Tensor *out = ops_alloc_like(a->value);
+    if (!out) return NULL;
+    k_add(out->f32, a->value->f32, b->value->f32, out->numel);
+    return ops_record(&ADD_OP, tag, inputs, 2, out, NULL, 0, NULL);
+}

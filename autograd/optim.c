@@ -1,0 +1,146 @@
+/*
+ * optim.c — SGD and AdamW over a parameter list (see optim.h). The arithmetic is in
+ * tensor/kernels_optim.c; this file owns the state and the all-or-nothing step.
+ */
+#include "optim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "flops.h"
+#include "kernels.h"
+
+struct Optimizer {
+    OptimConfig config;
+    int n;
+    Param *params;
+    Tensor **state0; /* AdamW m, SGD velocity */
+    Tensor **state1; /* AdamW v */
+    int steps;
+};
+
+OptimConfig optim_adamw_defaults(float lr)
+{
+    return (OptimConfig){.kind = OPTIM_ADAMW, .lr = lr, .beta1 = 0.9f, .beta2 = 0.999f,
+                         .eps = 1e-8f, .weight_decay = 0.01f};
+}
+
+OptimConfig optim_sgd_defaults(float lr, float momentum)
+{
+    return (OptimConfig){.kind = OPTIM_SGD, .lr = lr, .momentum = momentum};
+}
+
+static RematStatus check_config(const OptimConfig *c)
+{
+    if (!(c->lr > 0.0f)) return remat_fail(REMAT_EINVAL, "optimizer: learning rate must be > 0, got %g", c->lr);
+    if (c->kind == OPTIM_SGD) {
+        if (!(c->momentum >= 0.0f && c->momentum < 1.0f))
+            return remat_fail(REMAT_EINVAL, "sgd: momentum must be in [0, 1), got %g", c->momentum);
+        return REMAT_OK;
+    }
+    if (c->kind != OPTIM_ADAMW) return remat_fail(REMAT_EINVAL, "optimizer: unknown kind %d", (int)c->kind);
+    if (!(c->beta1 >= 0.0f && c->beta1 < 1.0f) || !(c->beta2 >= 0.0f && c->beta2 < 1.0f))
+        return remat_fail(REMAT_EINVAL, "adamw: betas must be in [0, 1), got %g and %g", c->beta1, c->beta2);
+    if (!(c->eps > 0.0f)) return remat_fail(REMAT_EINVAL, "adamw: eps must be > 0, got %g", c->eps);
+    if (!(c->weight_decay >= 0.0f))
+        return remat_fail(REMAT_EINVAL, "adamw: weight decay must be >= 0, got %g", c->weight_decay);
+    return REMAT_OK;
+}
+
+Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
+{
+    if (!config || !params || n <= 0) {
+        remat_fail(REMAT_EINVAL, "optim_create: need a config and at least one parameter");
+        return NULL;
+    }
+    if (check_config(config) != REMAT_OK) return NULL;
+    for (int i = 0; i < n; i++) {
+        if (!params[i].var || !params[i].var->requires_grad || params[i].var->value->dtype != DTYPE_F32) {
+            remat_fail(REMAT_EINVAL, "optim_create: parameter %d (%s) is not a float leaf that requires grad",
+                       i, params[i].var ? params[i].var->name : "NULL");
+            return NULL;
+        }
+    }
+    Optimizer *opt = calloc(1, sizeof *opt);
+    if (!opt) goto no_memory;
+    opt->config = *config;
+    opt->n = n;
+    opt->params = malloc((size_t)n * sizeof *opt->params);
+    opt->state0 = calloc((size_t)n, sizeof *opt->state0);
+    opt->state1 = calloc((size_t)n, sizeof *opt->state1);
+    if (!opt->params || !opt->state0 || !opt->state1) goto no_memory;
+    memcpy(opt->params, params, (size_t)n * sizeof *params);
+
+    const int n_states = config->kind == OPTIM_ADAMW ? 2 : config->momentum > 0.0f ? 1 : 0;
+    for (int i = 0; i < n; i++) {
+        const Tensor *p = params[i].var->value;
+        if (n_states >= 1 && !(opt->state0[i] = tensor_zeros(MEM_OPTIM, p->ndim, p->shape))) goto failed;
+        if (n_states >= 2 && !(opt->state1[i] = tensor_zeros(MEM_OPTIM, p->ndim, p->shape))) goto failed;
+    }
+    return opt;
+
+no_memory:
+    remat_fail(REMAT_ENOMEM, "optim_create: no memory for the optimizer's bookkeeping");
+failed:
+    optim_free(opt);
+    return NULL;
+}
+
+void optim_free(Optimizer *opt)
+{
+    if (!opt) return;
+    for (int i = 0; opt->state0 && i < opt->n; i++) tensor_free(opt->state0[i]);
+    for (int i = 0; opt->state1 && i < opt->n; i++) tensor_free(opt->state1[i]);
+    free(opt->state0);
+    free(opt->state1);
+    free(opt->params);
+    free(opt);
+}
+
+RematStatus optim_step(Optimizer *opt)
+{
+    if (!opt) return remat_fail(REMAT_EINVAL, "optim_step: optimizer is NULL");
+    /* Check everything before changing anything. */
+    for (int i = 0; i < opt->n; i++)
+        if (!opt->params[i].var->grad)
+            return remat_fail(REMAT_ESTATE, "optim_step: parameter %d (%s) has no gradient — "
+                              "run backward first, or remove it from the optimizer",
+                              i, opt->params[i].var->name);
+    Phase previous = flops_set_phase(PHASE_OPTIMIZER);
+    const OptimConfig *c = &opt->config;
+    opt->steps++;
+    for (int i = 0; i < opt->n; i++) {
+        Var *p = opt->params[i].var;
+        const size_t n = p->value->numel;
+        if (c->kind == OPTIM_ADAMW) {
+            const float decay = opt->params[i].decay ? c->weight_decay : 0.0f;
+            k_adamw_update(p->value->f32, opt->state0[i]->f32, opt->state1[i]->f32, p->grad->f32, c->lr,
+                           c->beta1, c->beta2, c->eps, decay, opt->steps, n);
+        } else {
+            k_sgd_update(p->value->f32, opt->state0[i] ? opt->state0[i]->f32 : NULL, p->grad->f32, c->lr,
+                         c->momentum, n);
+        }
+    }
+    flops_set_phase(previous);
+    return REMAT_OK;
+}
+
+void optim_zero_grad(Optimizer *opt)
+{
+    for (int i = 0; opt && i < opt->n; i++) var_zero_grad(opt->params[i].var);
+}
+
+int optim_steps(const Optimizer *opt) { return opt ? opt->steps : 0; }
+
+RematStatus optim_set_steps(Optimizer *opt, int steps)
+{
+    if (!opt || steps < 0) return remat_fail(REMAT_EINVAL, "optim_set_steps: bad step count %d", steps);
+    opt->steps = steps;
+    return REMAT_OK;
+}
+
+void optim_state(const Optimizer *opt, int i, Tensor **state0, Tensor **state1)
+{
+    *state0 = opt && i >= 0 && i < opt->n ? opt->state0[i] : NULL;
+    *state1 = opt && i >= 0 && i < opt->n ? opt->state1[i] : NULL;
+}

@@ -1,0 +1,67 @@
+/*
+ * optim.h — optimizers: SGD (with optional momentum) and AdamW.
+ *
+ * An optimizer updates a list of parameters from their .grad. Its state lives in the
+ * memory ledger as MEM_OPTIM, allocated in full when the optimizer is created: AdamW keeps
+ * two tensors per parameter (first and second moments), SGD with momentum one, plain SGD
+ * none. That state stays resident however much of the forward is recomputed — quiz
+ * question 8.
+ *
+ * A step runs under PHASE_OPTIMIZER in the FLOP ledger. It either updates every parameter
+ * or, on error (a parameter without a gradient), none: no half-applied step.
+ */
+#ifndef REMAT_OPTIM_H
+#define REMAT_OPTIM_H
+
+#include "autograd.h"
+
+/* A parameter as an optimizer sees it: the Var (a leaf that requires grad) and whether
+ * weight decay applies to it (GPT-2 practice: matrices yes, biases and norms no). */
+typedef struct Param {
+    Var *var;
+    bool decay;
+} Param;
+
+typedef enum OptimKind { OPTIM_SGD, OPTIM_ADAMW } OptimKind;
+
+typedef struct OptimConfig {
+    OptimKind kind;
+    float lr;
+    float momentum;     /* SGD only; 0 keeps no state */
+    float beta1, beta2; /* AdamW */
+    float eps;          /* AdamW */
+    float weight_decay; /* AdamW, applied to params with decay set */
+} OptimConfig;
+
+/* AdamW defaults as PyTorch's (beta1 0.9, beta2 0.999, eps 1e-8, weight decay 0.01). */
+OptimConfig optim_adamw_defaults(float lr);
+OptimConfig optim_sgd_defaults(float lr, float momentum);
+
+typedef struct Optimizer Optimizer;
+
+/* An optimizer over `n` parameters (the array is copied; the Vars are borrowed and must
+ * outlive it). Allocates all state (MEM_OPTIM, zero-filled). NULL on error: a bad config
+ * (lr ≤ 0, betas outside [0,1), ...), or the memory budget — then the message names the
+ * optimizer state as what did not fit. */
+Optimizer *optim_create(const OptimConfig *config, const Param *params, int n);
+void optim_free(Optimizer *opt);
+
+/* Updates every parameter from its gradient. REMAT_ESTATE, changing nothing, if some
+ * parameter has no gradient yet. */
+RematStatus optim_step(Optimizer *opt);
+
+/* Zeroes every parameter's gradient. */
+void optim_zero_grad(Optimizer *opt);
+
+/* Steps taken so far (AdamW's t). */
+int optim_steps(const Optimizer *opt);
+
+/* The i-th parameter's state tensors (NULL where the optimizer keeps none), for saving and
+ * resuming. AdamW: state0 = m, state1 = v. SGD with momentum: state0 = velocity. */
+void optim_state(const Optimizer *opt, int i, Tensor **state0, Tensor **state1);
+
+/* Sets the step count when resuming from a file (state tensors are filled by the caller
+ * through optim_state). REMAT_EINVAL for a negative count. */
+RematStatus optim_set_steps(Optimizer *opt, int steps);
+
+#endif /* REMAT_OPTIM_H */
