@@ -1,0 +1,156 @@
+/*
+ * data.c — the text data loader (see data.h): read a file, split it, sample windows.
+ */
+#include "data.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- loading ---------------------------------------------------------------------- */
+
+/* Reads the whole regular file at `path` into a new host buffer; on success stores it in
+ * *bytes (caller frees) and its length in *size. On error returns REMAT_EIO or
+ * REMAT_ENOMEM with a message and stores nothing. */
+static RematStatus read_whole_file(const char *path, uint8_t **bytes, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return remat_fail(REMAT_EIO, "text_data_load: cannot open %s: %s", path, strerror(errno));
+
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        int err = errno;
+        fclose(f);
+        return remat_fail(REMAT_EIO, "text_data_load: cannot stat %s: %s", path, strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fclose(f);
+        return remat_fail(REMAT_EIO, "text_data_load: %s is not a regular file", path);
+    }
+    /* Window starts are drawn with pcg32_bounded, whose bound is 32 bits. */
+    if ((uint64_t)st.st_size > UINT32_MAX) {
+        fclose(f);
+        return remat_fail(REMAT_EINVAL, "text_data_load: %s has %lld bytes; the loader takes less than 4 GiB",
+                          path, (long long)st.st_size);
+    }
+    size_t n = (size_t)st.st_size;
+
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        fclose(f);
+        return remat_fail(REMAT_ENOMEM, "text_data_load: no memory for the %zu bytes of %s", n, path);
+    }
+    size_t got = fread(buf, 1, n, f);
+    if (got != n) {
+        int err = errno;
+        RematStatus s = ferror(f)
+            ? remat_fail(REMAT_EIO, "text_data_load: cannot read %s: %s", path, strerror(err))
+            : remat_fail(REMAT_EIO, "text_data_load: %s ended after %zu of its %zu bytes (did it shrink?)",
+                         path, got, n);
+        free(buf);
+        fclose(f);
+        return s;
+    }
+    fclose(f);
+    *bytes = buf;
+    *size = n;
+    return REMAT_OK;
+}
+
+TextData *text_data_load(const char *path, double val_fraction)
+{
+    if (!path) {
+        remat_fail(REMAT_EINVAL, "text_data_load: path is NULL");
+        return NULL;
+    }
+    /* Written so that NaN fails too. */
+    if (!(val_fraction > 0.0 && val_fraction <= 0.5)) {
+        remat_fail(REMAT_EINVAL, "text_data_load: val_fraction must be in (0, 0.5], got %g", val_fraction);
+        return NULL;
+    }
+
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    if (read_whole_file(path, &bytes, &size) != REMAT_OK) return NULL;
+
+    /* The validation split is the last floor(size * val_fraction) bytes. Since
+     * val_fraction <= 0.5, the training split is never the smaller one, so checking the
+     * validation split is enough: each needs one input token and its target. */
+    size_t val_size = (size_t)floor((double)size * val_fraction);
+    if (val_size < 2) {
+        remat_fail(REMAT_EINVAL,
+                   "text_data_load: %s has %zu bytes; with val_fraction %g its validation split gets %zu, "
+                   "but each split needs at least 2 (one input token and its target)",
+                   path, size, val_fraction, val_size);
+        free(bytes);
+        return NULL;
+    }
+
+    TextData *d = malloc(sizeof *d);
+    char *path_copy = malloc(strlen(path) + 1);
+    if (!d || !path_copy) {
+        free(d);
+        free(path_copy);
+        free(bytes);
+        remat_fail(REMAT_ENOMEM, "text_data_load: no memory for the dataset of %s", path);
+        return NULL;
+    }
+    strcpy(path_copy, path);
+    d->path = path_copy;
+    d->bytes = bytes;
+    d->size = size;
+    d->val_size = val_size;
+    d->train_size = size - val_size;
+    return d;
+}
+
+void text_data_free(TextData *d)
+{
+    if (!d) return;
+    free(d->bytes);
+    free(d->path);
+    free(d);
+}
+
+size_t text_data_size(const TextData *d, TextSplit split)
+{
+    if (!d) return 0;
+    return split == TEXT_VAL ? d->val_size : d->train_size;
+}
+
+/* ---- batches ---------------------------------------------------------------------- */
+
+RematStatus text_data_batch(const TextData *d, TextSplit split, Pcg32 *rng, int B, int T,
+                            int32_t *inputs, int32_t *targets)
+{
+    if (!d || !rng || !inputs || !targets)
+        return remat_fail(REMAT_EINVAL, "text_data_batch: the dataset, generator and both arrays are required");
+    if (split != TEXT_TRAIN && split != TEXT_VAL)
+        return remat_fail(REMAT_EINVAL, "text_data_batch: unknown split %d", (int)split);
+    if (B <= 0 || T <= 0)
+        return remat_fail(REMAT_EINVAL, "text_data_batch: B and T must be positive, got B=%d T=%d", B, T);
+
+    const char *name = split == TEXT_VAL ? "validation" : "training";
+    const uint8_t *tokens = split == TEXT_VAL ? d->bytes + d->train_size : d->bytes;
+    size_t n = text_data_size(d, split);
+    if ((size_t)T + 1 > n)
+        return remat_fail(REMAT_EINVAL,
+                          "text_data_batch: a window of T+1 = %d tokens does not fit in the %zu-token %s split of %s",
+                          T + 1, n, name, d->path);
+
+    /* A window of T+1 tokens may start at 0 .. n-T-1: that is n-T possible starts. */
+    uint32_t starts = (uint32_t)(n - (size_t)T);
+    for (int b = 0; b < B; b++) {
+        size_t start = pcg32_bounded(rng, starts);
+        int32_t *in = inputs + (size_t)b * (size_t)T;
+        int32_t *tg = targets + (size_t)b * (size_t)T;
+        for (int t = 0; t < T; t++) {
+            in[t] = tokens[start + (size_t)t];
+            tg[t] = tokens[start + (size_t)t + 1];
+        }
+    }
+    return REMAT_OK;
+}

@@ -1,0 +1,138 @@
+/*
+ * mlp.c — the MLP chain model and its teacher task (see mlp.h).
+ */
+#include "mlp.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "ops.h"
+
+/* ---- the model -------------------------------------------------------------------------- */
+
+static Var *identity_embed(Model *model, Var *input, TrainCtx *ctx)
+{
+    (void)model, (void)ctx;
+    return var_retain(input);
+}
+
+static Var *mse_head(Model *model, Var *x, Var *targets, TrainCtx *ctx)
+{
+    (void)model, (void)ctx;
+    return op_mse(x, targets, "loss");
+}
+
+Model *mlp_create(const MlpConfig *config)
+{
+    if (!config || config->n_layers < 1 || config->width < 1) {
+        remat_fail(REMAT_EINVAL, "mlp: need at least 1 layer and width 1, got %d layers of width %d",
+                   config ? config->n_layers : 0, config ? config->width : 0);
+        return NULL;
+    }
+    Model *m = calloc(1, sizeof *m);
+    Layer **layers = calloc((size_t)config->n_layers, sizeof *layers);
+    if (!m || !layers) {
+        free(m);
+        free(layers);
+        remat_fail(REMAT_ENOMEM, "mlp: no memory for %d layers", config->n_layers);
+        return NULL;
+    }
+    m->kind = "mlp";
+    m->layers = layers;
+    m->embed = identity_embed;
+    m->head = mse_head;
+    Pcg32 rng;
+    pcg32_seed(&rng, config->seed, 1);
+    for (int i = 0; i < config->n_layers; i++) {
+        char name[LAYER_NAME_LEN];
+        snprintf(name, sizeof name, "h.%d", i);
+        m->layers[i] = linear_relu_create(name, config->width, config->width, &rng);
+        if (!m->layers[i]) {
+            model_free(m);
+            return NULL;
+        }
+        m->n_layers = i + 1;
+    }
+    if (model_collect_params(m, NULL, 0, NULL, 0) != REMAT_OK) {
+        model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* ---- the teacher task ------------------------------------------------------------------- */
+
+struct MlpTask {
+    int width;
+    Var *t1, *t2; /* the teacher's weights (W, W), MEM_WORK, no gradient */
+    Pcg32 rng;    /* draws the inputs */
+};
+
+static Var *teacher_weight(int width, Pcg32 *rng)
+{
+    Tensor *t = tensor_create(MEM_WORK, 2, (int[]){width, width});
+    if (!t) return NULL;
+    const float std = sqrtf(2.0f / (float)width);
+    for (size_t i = 0; i < t->numel; i++) t->f32[i] = std * pcg32_normal(rng);
+    return var_create(t, false, "teacher");
+}
+
+MlpTask *mlp_task_create(int width, uint64_t seed)
+{
+    if (width < 1) {
+        remat_fail(REMAT_EINVAL, "mlp task: width must be >= 1, got %d", width);
+        return NULL;
+    }
+    MlpTask *task = calloc(1, sizeof *task);
+    if (!task) {
+        remat_fail(REMAT_ENOMEM, "mlp task: no memory");
+        return NULL;
+    }
+    task->width = width;
+    Pcg32 init;
+    pcg32_seed(&init, seed, 2);
+    pcg32_seed(&task->rng, seed, 3);
+    task->t1 = teacher_weight(width, &init);
+    task->t2 = task->t1 ? teacher_weight(width, &init) : NULL;
+    if (!task->t2) {
+        mlp_task_free(task);
+        return NULL;
+    }
+    return task;
+}
+
+void mlp_task_free(MlpTask *task)
+{
+    if (!task) return;
+    var_free(task->t1);
+    var_free(task->t2);
+    free(task);
+}
+
+RematStatus mlp_task_batch(MlpTask *task, int batch, Var **x, Var **y)
+{
+    *x = *y = NULL;
+    if (!task || batch < 1) return remat_fail(REMAT_EINVAL, "mlp task: batch must be >= 1, got %d", batch);
+    Tensor *xt = tensor_create(MEM_ACT, 2, (int[]){batch, task->width});
+    if (!xt) return remat_last_status();
+    for (size_t i = 0; i < xt->numel; i++) xt->f32[i] = pcg32_normal(&task->rng);
+    Var *input = var_create(xt, false, "x");
+    if (!input) return remat_last_status();
+
+    bool was = grad_set_enabled(false);
+    Var *h = op_linear(input, task->t1, NULL, "teacher.fc1");
+    Var *a = op_relu(h, "teacher.relu1");
+    var_free(h);
+    Var *o = op_linear(a, task->t2, NULL, "teacher.fc2");
+    var_free(a);
+    Var *target = op_relu(o, "teacher.relu2");
+    var_free(o);
+    grad_set_enabled(was);
+    if (!target) {
+        var_free(input);
+        return remat_last_status();
+    }
+    *x = input;
+    *y = target;
+    return REMAT_OK;
+}

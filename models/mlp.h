@@ -1,0 +1,38 @@
+/*
+ * mlp.h — the MLP chain: N layers of Linear(W,W)+ReLU and an MSE loss, trained to imitate
+ * a fixed random teacher network.
+ *
+ * This is the "idealized chain" of quiz question 4: every layer's activation has the
+ * same size (B·W floats), so the memory of each checkpoint strategy can be derived by
+ * hand and compared with the ledger to the byte.
+ */
+#ifndef REMAT_MLP_H
+#define REMAT_MLP_H
+
+#include "model.h"
+
+typedef struct MlpConfig {
+    int n_layers; /* N ≥ 1 */
+    int width;    /* W ≥ 1 */
+    uint64_t seed;
+} MlpConfig;
+
+/* The chain: layers "h.0" … "h.{N-1}", each linear_relu(W, W); embed is the identity;
+ * the head is mse(x_N, targets). NULL on error (bad config, budget). */
+Model *mlp_create(const MlpConfig *config);
+
+/* The synthetic regression task: inputs x ~ N(0, 1) of shape (B, W), targets
+ * y = relu(relu(x·T1)·T2) for a fixed random teacher (T1, T2 ~ N(0, 2/W)). The teacher's
+ * weights are data-generation machinery, not part of the model: they are counted as
+ * MEM_WORK, so MEM_PARAM holds exactly the trained parameters. */
+typedef struct MlpTask MlpTask;
+
+MlpTask *mlp_task_create(int width, uint64_t seed);
+void mlp_task_free(MlpTask *task);
+
+/* Draws a batch of `batch` examples: *x and *y are new constant Vars (MEM_ACT) the caller
+ * owns. The teacher's FLOPs count under the current phase, so draw a batch before you
+ * start measuring a step. On error returns the status and sets both to NULL. */
+RematStatus mlp_task_batch(MlpTask *task, int batch, Var **x, Var **y);
+
+#endif /* REMAT_MLP_H */

@@ -1,0 +1,58 @@
+/*
+ * model.c — running a Model's stages in order, and freeing one (see model.h).
+ */
+#include "model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+Var *model_loss(Model *model, Var *input, Var *targets, TrainCtx *ctx)
+{
+    if (!model || !input || !targets) {
+        remat_fail(REMAT_EINVAL, "model_loss: model, input and targets are required");
+        return NULL;
+    }
+    Var *x = model->embed(model, input, ctx);
+    for (int i = 0; i < model->n_layers && x; i++) {
+        Var *next = layer_forward(model->layers[i], x, ctx);
+        var_free(x); /* whatever the layer saved of x stays alive through the tape */
+        x = next;
+    }
+    Var *loss = x ? model->head(model, x, targets, ctx) : NULL;
+    var_free(x);
+    return loss;
+}
+
+void model_free(Model *model)
+{
+    if (!model) return;
+    for (int i = 0; i < model->n_layers; i++) layer_free(model->layers[i]);
+    if (model->free_extra) model->free_extra(model);
+    free(model->layers);
+    free(model->params);
+    free(model);
+}
+
+size_t model_param_bytes(const Model *model)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < model->n_params; i++) bytes += model->params[i].var->value->bytes;
+    return bytes;
+}
+
+RematStatus model_collect_params(Model *model, const Param *extra, int n_extra, const Param *tail, int n_tail)
+{
+    int n = n_extra + n_tail;
+    for (int i = 0; i < model->n_layers; i++) n += model->layers[i]->n_params;
+    Param *all = malloc((size_t)n * sizeof *all);
+    if (!all) return remat_fail(REMAT_ENOMEM, "model: no memory for a list of %d parameters", n);
+    int k = 0;
+    for (int i = 0; i < n_extra; i++) all[k++] = extra[i];
+    for (int i = 0; i < model->n_layers; i++)
+        for (int j = 0; j < model->layers[i]->n_params; j++) all[k++] = model->layers[i]->params[j];
+    for (int i = 0; i < n_tail; i++) all[k++] = tail[i];
+    free(model->params);
+    model->params = all;
+    model->n_params = n;
+    return REMAT_OK;
+}

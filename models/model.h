@@ -1,0 +1,46 @@
+/*
+ * model.h — a model as remat sees it: an input stage, a chain of layers, and a head.
+ *
+ *     input ──embed──▶ x_0 ──layer 0──▶ x_1 ── ... ──layer N−1──▶ x_N ──head(targets)──▶ loss
+ *
+ * The chain in the middle is what checkpoint strategies work on: every layer maps one Var
+ * to one Var of the same shape, so any contiguous run of them can become a checkpoint
+ * region. Both reference models (the MLP chain and the char-level GPT) are Models.
+ */
+#ifndef REMAT_MODEL_H
+#define REMAT_MODEL_H
+
+#include "layers.h"
+
+typedef struct Model Model;
+
+struct Model {
+    const char *kind;  /* "mlp" or "gpt" */
+    int n_layers;
+    Layer **layers;    /* the chain, owned */
+    int n_params;
+    Param *params;     /* every parameter (borrowed from the stages that own them), in file order */
+    /* input → x_0. The MLP's is the identity; the GPT's looks up embeddings. */
+    Var *(*embed)(Model *model, Var *input, TrainCtx *ctx);
+    /* x_N and targets → a single-element loss. */
+    Var *(*head)(Model *model, Var *x, Var *targets, TrainCtx *ctx);
+    /* Frees what the kind adds beyond the chain (embeddings, head parameters). */
+    void (*free_extra)(Model *model);
+};
+
+/* embed → every layer → head, freeing each intermediate Var as soon as the next exists,
+ * so only what ops saved stays alive. Returns the loss (caller owns) or NULL on error.
+ * `input` and `targets` are borrowed. */
+Var *model_loss(Model *model, Var *input, Var *targets, TrainCtx *ctx);
+
+/* Frees the model, its layers and all parameters. NULL is a no-op. */
+void model_free(Model *model);
+
+/* Bytes of all parameters. */
+size_t model_param_bytes(const Model *model);
+
+/* Collects the parameters of the chain's layers after `extra` (n_extra, e.g. embeddings)
+ * and before `tail` (n_tail, e.g. a final norm) into model->params. REMAT_ENOMEM on error. */
+RematStatus model_collect_params(Model *model, const Param *extra, int n_extra, const Param *tail, int n_tail);
+
+#endif /* REMAT_MODEL_H */

@@ -1,0 +1,705 @@
+/*
+ * safetensors.c — the safetensors format (see safetensors.h): an atomic writer, and a
+ * reader that validates the whole header before handing out a single tensor.
+ *
+ * The JSON header is built and parsed with cJSON (Debian: libcjson-dev). Tensor bytes
+ * never pass through cJSON: the writer writes them straight from each Tensor's storage,
+ * the reader preads them straight into the new tensor's storage.
+ */
+#include "safetensors.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The format stores every number little-endian, and this file writes and reads tensor
+ * bytes exactly as they lie in memory. */
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "safetensors.c assumes a little-endian host"
+#endif
+
+#define METADATA_KEY "__metadata__"
+
+/* One tensor's entry in an opened file's header. */
+typedef struct StTensorInfo {
+    char *name;
+    DType dtype;
+    int ndim;                       /* 0..TENSOR_MAX_DIMS, as in the file (0: a scalar) */
+    int shape[TENSOR_MAX_DIMS];     /* each >= 0 */
+    uint64_t begin, end;            /* its bytes are [begin, end) of the data buffer */
+} StTensorInfo;
+
+struct StFile {
+    char *path;                     /* as given to st_load, for messages */
+    int fd;                         /* open until st_close; tensors are read from it */
+    uint64_t data_start;            /* 8 + header length: where the data buffer begins */
+    uint64_t data_size;             /* bytes in the data buffer */
+    int count;
+    StTensorInfo *tensors;          /* `count` entries, in the header's order */
+    int n_meta;
+    char **meta_keys;               /* `n_meta` each */
+    char **meta_values;
+};
+
+/* ---- small helpers ---------------------------------------------------------------- */
+
+static const char *dtype_name(DType dtype)
+{
+    switch (dtype) {
+    case DTYPE_F32: return "F32";
+    case DTYPE_I32: return "I32";
+    case DTYPE_U8:  return "U8";
+    }
+    return "?";
+}
+
+/* Sets *dtype from a safetensors dtype name; returns 0 if remat has no such type. */
+static int dtype_from_name(const char *name, DType *dtype)
+{
+    static const DType known[] = {DTYPE_F32, DTYPE_I32, DTYPE_U8};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        if (strcmp(name, dtype_name(known[i])) == 0) {
+            *dtype = known[i];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Writes "(256,768)" ("()" for a scalar) into `buf`; returns `buf`. */
+static char *shape_str(char *buf, size_t size, int ndim, const int *shape)
+{
+    size_t used = (size_t)snprintf(buf, size, "(");
+    for (int d = 0; d < ndim && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, d ? ",%d" : "%d", shape[d]);
+    if (used < size) snprintf(buf + used, size - used, ")");
+    return buf;
+}
+
+static char *copy_string(const char *s)
+{
+    char *copy = malloc(strlen(s) + 1);
+    if (copy) strcpy(copy, s);
+    return copy;
+}
+
+/* Writes all `len` bytes, retrying short writes. Returns 0 or an errno value. */
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return errno;
+        if (n == 0) return EIO;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Reads exactly `len` bytes at `offset`. Returns 0, an errno value, or -1 if the file
+ * ended first. */
+static int pread_all(int fd, void *buf, size_t len, uint64_t offset)
+{
+    char *p = buf;
+    while (len > 0) {
+        ssize_t n = pread(fd, p, len, (off_t)offset);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return errno;
+        if (n == 0) return -1;
+        p += n;
+        len -= (size_t)n;
+        offset += (uint64_t)n;
+    }
+    return 0;
+}
+
+/* ==== writing ======================================================================= */
+
+/* Checks st_save's arguments; on error fails with REMAT_EINVAL. Names are compared
+ * pairwise: a model has a few hundred tensors at most. */
+static RematStatus check_save_args(const char *path, const StEntry *entries, int n,
+                                   const StMeta *meta, int n_meta)
+{
+    if (!path) return remat_fail(REMAT_EINVAL, "st_save: path is NULL");
+    if (n < 0 || n_meta < 0 || (n > 0 && !entries) || (n_meta > 0 && !meta))
+        return remat_fail(REMAT_EINVAL, "st_save: %s: bad entry or metadata list (n=%d, n_meta=%d)",
+                          path, n, n_meta);
+    for (int i = 0; i < n; i++) {
+        const char *name = entries[i].name;
+        if (!name || !entries[i].tensor)
+            return remat_fail(REMAT_EINVAL, "st_save: %s: entry %d has no %s", path, i,
+                              name ? "tensor" : "name");
+        if (strcmp(name, METADATA_KEY) == 0)
+            return remat_fail(REMAT_EINVAL, "st_save: %s: \"%s\" is reserved for metadata, not a tensor name",
+                              path, METADATA_KEY);
+        for (int j = 0; j < i; j++)
+            if (strcmp(name, entries[j].name) == 0)
+                return remat_fail(REMAT_EINVAL, "st_save: %s: tensor name %s is used twice", path, name);
+    }
+    for (int i = 0; i < n_meta; i++) {
+        if (!meta[i].key || !meta[i].value)
+            return remat_fail(REMAT_EINVAL, "st_save: %s: metadata entry %d has no %s", path, i,
+                              meta[i].key ? "value" : "key");
+        for (int j = 0; j < i; j++)
+            if (strcmp(meta[i].key, meta[j].key) == 0)
+                return remat_fail(REMAT_EINVAL, "st_save: %s: metadata key %s is used twice", path,
+                                  meta[i].key);
+    }
+    return REMAT_OK;
+}
+
+/* Builds the JSON header: "__metadata__" first (when there is any), then the tensors in
+ * the order given, their data_offsets contiguous from 0. Returns a malloc'd string padded
+ * with spaces to a multiple of 8 bytes (not NUL-terminated) and its length in *len; NULL
+ * with REMAT_ENOMEM on failure. */
+static char *build_header(const StEntry *entries, int n, const StMeta *meta, int n_meta, size_t *len)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) goto nomem;
+
+    if (n_meta > 0) {
+        cJSON *m = cJSON_AddObjectToObject(root, METADATA_KEY);
+        if (!m) goto nomem;
+        for (int i = 0; i < n_meta; i++)
+            if (!cJSON_AddStringToObject(m, meta[i].key, meta[i].value)) goto nomem;
+    }
+
+    uint64_t offset = 0;
+    for (int i = 0; i < n; i++) {
+        const Tensor *t = entries[i].tensor;
+        /* Offsets are JSON numbers, i.e. doubles: exact up to 2^53 bytes, far beyond any
+         * tensor here. */
+        double offsets[2] = {(double)offset, (double)(offset + t->bytes)};
+        cJSON *e = cJSON_AddObjectToObject(root, entries[i].name);
+        if (!e || !cJSON_AddStringToObject(e, "dtype", dtype_name(t->dtype))) goto nomem;
+        cJSON *shape = cJSON_CreateIntArray(t->shape, t->ndim);
+        if (!shape || !cJSON_AddItemToObject(e, "shape", shape)) {
+            cJSON_Delete(shape);
+            goto nomem;
+        }
+        cJSON *offs = cJSON_CreateDoubleArray(offsets, 2);
+        if (!offs || !cJSON_AddItemToObject(e, "data_offsets", offs)) {
+            cJSON_Delete(offs);
+            goto nomem;
+        }
+        offset += t->bytes;
+    }
+
+    char *json = cJSON_PrintUnformatted(root);
+    if (!json) goto nomem;
+    size_t json_len = strlen(json);
+    /* Padding with spaces (valid JSON whitespace) makes 8 + header a multiple of 8, so
+     * the data buffer starts 8-byte aligned, as the reference implementation does. */
+    size_t padded = (json_len + 7) / 8 * 8;
+    char *header = malloc(padded);
+    if (!header) {
+        cJSON_free(json);
+        goto nomem;
+    }
+    memcpy(header, json, json_len);
+    memset(header + json_len, ' ', padded - json_len);
+    cJSON_free(json);
+    cJSON_Delete(root);
+    *len = padded;
+    return header;
+
+nomem:
+    cJSON_Delete(root);
+    remat_fail(REMAT_ENOMEM, "st_save: no memory for the JSON header");
+    return NULL;
+}
+
+/* Writes the whole file to `fd` and flushes it to disk. Returns 0, or an errno value with
+ * *step naming what failed. */
+static int write_contents(int fd, const char *header, size_t header_len,
+                          const StEntry *entries, int n, const char **step)
+{
+    unsigned char len_le[8]; /* the header length, little-endian */
+    for (int i = 0; i < 8; i++) len_le[i] = (unsigned char)((uint64_t)header_len >> (8 * i));
+
+    *step = "write";
+    int err = write_all(fd, len_le, sizeof len_le);
+    if (!err) err = write_all(fd, header, header_len);
+    for (int i = 0; i < n && !err; i++)
+        err = write_all(fd, entries[i].tensor->data, entries[i].tensor->bytes);
+    if (err) return err;
+
+    /* mkstemp creates the file private (0600); a saved model is an ordinary file. */
+    *step = "fchmod";
+    if (fchmod(fd, 0644) != 0) return errno;
+    *step = "fsync";
+    if (fsync(fd) != 0) return errno;
+    return 0;
+}
+
+/* Flushes the directory holding `path`, so that a rename into it survives a crash.
+ * Returns 0 or an errno value. */
+static int fsync_parent_dir(const char *path)
+{
+    char *dir = copy_string(path);
+    if (!dir) return ENOMEM;
+    char *slash = strrchr(dir, '/');
+    const char *name = dir;
+    if (!slash) name = ".";
+    else if (slash == dir) slash[1] = '\0'; /* "/file" lives in "/" */
+    else *slash = '\0';
+
+    int err = 0;
+    int fd = open(name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) err = errno;
+    else {
+        if (fsync(fd) != 0) err = errno;
+        close(fd);
+    }
+    free(dir);
+    return err;
+}
+
+RematStatus st_save(const char *path, const StEntry *entries, int n, const StMeta *meta, int n_meta)
+{
+    RematStatus status = check_save_args(path, entries, n, meta, n_meta);
+    if (status != REMAT_OK) return status;
+
+    size_t header_len;
+    char *header = build_header(entries, n, meta, n_meta, &header_len);
+    if (!header) return REMAT_ENOMEM;
+
+    static const char suffix[] = ".tmp.XXXXXX";
+    char *tmp = malloc(strlen(path) + sizeof suffix);
+    if (!tmp) {
+        free(header);
+        return remat_fail(REMAT_ENOMEM, "st_save: no memory for a file name");
+    }
+    strcpy(tmp, path);
+    strcat(tmp, suffix);
+
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int err = errno;
+        status = remat_fail(REMAT_EIO, "st_save: cannot save %s: cannot create a temporary file beside it: %s",
+                            path, strerror(err));
+        free(tmp);
+        free(header);
+        return status;
+    }
+
+    /* Temp file, write, fsync, close, rename: until the rename succeeds the old file at
+     * `path` is untouched, and on any failure the temp file is removed. */
+    const char *step;
+    int err = write_contents(fd, header, header_len, entries, n, &step);
+    if (close(fd) != 0 && !err) {
+        err = errno;
+        step = "close";
+    }
+    if (!err && rename(tmp, path) != 0) {
+        err = errno;
+        step = "rename";
+    }
+    if (err) {
+        unlink(tmp);
+        status = remat_fail(REMAT_EIO, "st_save: cannot save %s: %s failed: %s (any old file there is untouched)",
+                            path, step, strerror(err));
+    } else if ((err = fsync_parent_dir(path)) != 0) {
+        status = remat_fail(REMAT_EIO, "st_save: %s was written, but flushing its directory failed: %s",
+                            path, strerror(err));
+    }
+    free(tmp);
+    free(header);
+    return status;
+}
+
+/* ==== reading ======================================================================= */
+
+/* Reads a JSON number that must be a whole number in [0, max]; returns 0 if it is not. */
+static int json_whole_number(const cJSON *item, double max, uint64_t *value)
+{
+    if (!cJSON_IsNumber(item)) return 0;
+    double v = item->valuedouble;
+    if (!(v >= 0.0 && v <= max) || v != floor(v)) return 0;
+    *value = (uint64_t)v;
+    return 1;
+}
+
+/* Parses and checks one tensor entry (everything but how its bytes sit among the other
+ * tensors' bytes). On error fails with REMAT_ECORRUPT naming the file and the tensor. */
+static RematStatus parse_tensor(const char *path, const cJSON *item, uint64_t data_size,
+                                StTensorInfo *info)
+{
+    const char *name = item->string;
+    if (!cJSON_IsObject(item))
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: entry is not a JSON object", path, name);
+
+    const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
+    if (!cJSON_IsString(dtype))
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype is missing or not a string", path, name);
+    if (!dtype_from_name(dtype->valuestring, &info->dtype))
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype \"%s\" is not one remat reads (F32, I32, U8)",
+                          path, name, dtype->valuestring);
+
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
+    if (!cJSON_IsArray(shape))
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape is missing or not an array", path, name);
+    info->ndim = cJSON_GetArraySize(shape);
+    if (info->ndim > TENSOR_MAX_DIMS)
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape has %d dimensions; remat reads at most %d",
+                          path, name, info->ndim, TENSOR_MAX_DIMS);
+    /* The bytes the shape needs: numel times the element size. Four dimensions of up to
+     * 2^31 can overflow 64 bits; such a shape needs more than any file holds. */
+    uint64_t needed = dtype_size(info->dtype);
+    int overflow = 0;
+    int d = 0;
+    const cJSON *dim;
+    cJSON_ArrayForEach(dim, shape) {
+        uint64_t v;
+        if (!json_whole_number(dim, INT_MAX, &v))
+            return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape[%d] is not a whole number in 0..%d",
+                              path, name, d, INT_MAX);
+        info->shape[d++] = (int)v;
+        if (v != 0 && needed > UINT64_MAX / v) overflow = 1;
+        else needed *= v;
+    }
+    if (needed == 0) overflow = 0; /* a zero dimension means 0 bytes, however large the rest */
+
+    const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(item, "data_offsets");
+    if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2 ||
+        !json_whole_number(cJSON_GetArrayItem(offsets, 0), 1e18, &info->begin) ||
+        !json_whole_number(cJSON_GetArrayItem(offsets, 1), 1e18, &info->end))
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets is not a pair [begin, end] of whole numbers",
+                          path, name);
+    if (info->begin > info->end)
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] end before they begin",
+                          path, name, (unsigned long long)info->begin, (unsigned long long)info->end);
+    if (info->end > data_size)
+        return remat_fail(REMAT_ECORRUPT,
+                          "%s: tensor %s: data_offsets [%llu, %llu] run past the end of the %llu-byte data buffer "
+                          "(is the file truncated?)",
+                          path, name, (unsigned long long)info->begin, (unsigned long long)info->end,
+                          (unsigned long long)data_size);
+    if (overflow || info->end - info->begin != needed) {
+        char shape_buf[64], needed_buf[32];
+        if (overflow) snprintf(needed_buf, sizeof needed_buf, "more than 2^64");
+        else snprintf(needed_buf, sizeof needed_buf, "%llu", (unsigned long long)needed);
+        return remat_fail(REMAT_ECORRUPT,
+                          "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, but shape %s of %s needs %s",
+                          path, name, (unsigned long long)info->begin, (unsigned long long)info->end,
+                          (unsigned long long)(info->end - info->begin),
+                          shape_str(shape_buf, sizeof shape_buf, info->ndim, info->shape), dtype_name(info->dtype),
+                          needed_buf);
+    }
+
+    info->name = copy_string(name);
+    if (!info->name) return remat_fail(REMAT_ENOMEM, "%s: no memory for tensor names", path);
+    return REMAT_OK;
+}
+
+/* Reads "__metadata__": an object whose values are all strings. */
+static RematStatus parse_metadata(const char *path, const cJSON *item, StFile *f)
+{
+    if (f->meta_keys)
+        return remat_fail(REMAT_ECORRUPT, "%s: the header has \"%s\" twice", path, METADATA_KEY);
+    if (!cJSON_IsObject(item))
+        return remat_fail(REMAT_ECORRUPT, "%s: \"%s\" is not a JSON object", path, METADATA_KEY);
+    int n = cJSON_GetArraySize(item);
+    f->meta_keys = calloc((size_t)n + 1, sizeof *f->meta_keys);
+    f->meta_values = calloc((size_t)n + 1, sizeof *f->meta_values);
+    if (!f->meta_keys || !f->meta_values) return remat_fail(REMAT_ENOMEM, "%s: no memory for metadata", path);
+
+    const cJSON *m;
+    cJSON_ArrayForEach(m, item) {
+        if (!cJSON_IsString(m))
+            return remat_fail(REMAT_ECORRUPT, "%s: %s: the value of %s is not a string", path, METADATA_KEY,
+                              m->string);
+        int i = f->n_meta++;
+        f->meta_keys[i] = copy_string(m->string);
+        f->meta_values[i] = copy_string(m->valuestring);
+        if (!f->meta_keys[i] || !f->meta_values[i])
+            return remat_fail(REMAT_ENOMEM, "%s: no memory for metadata", path);
+    }
+    return REMAT_OK;
+}
+
+static int by_offsets(const void *a, const void *b)
+{
+    const StTensorInfo *x = *(const StTensorInfo *const *)a, *y = *(const StTensorInfo *const *)b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((*(const StTensorInfo *const *)a)->name, (*(const StTensorInfo *const *)b)->name);
+}
+
+/* Checks that no name appears twice and that the tensors' byte ranges, sorted by offset,
+ * cover the data buffer exactly: each begins where the previous ended, the first at 0,
+ * the last ends at the buffer's end. */
+static RematStatus check_layout(const StFile *f)
+{
+    if (f->count == 0) {
+        if (f->data_size == 0) return REMAT_OK;
+        return remat_fail(REMAT_ECORRUPT, "%s: the file holds no tensors, but %llu bytes of data follow its header",
+                          f->path, (unsigned long long)f->data_size);
+    }
+    const StTensorInfo **sorted = malloc((size_t)f->count * sizeof *sorted);
+    if (!sorted) return remat_fail(REMAT_ENOMEM, "%s: no memory to check the layout", f->path);
+    for (int i = 0; i < f->count; i++) sorted[i] = &f->tensors[i];
+
+    RematStatus status = REMAT_OK;
+    qsort(sorted, (size_t)f->count, sizeof *sorted, by_name);
+    for (int i = 1; i < f->count && status == REMAT_OK; i++)
+        if (strcmp(sorted[i - 1]->name, sorted[i]->name) == 0)
+            status = remat_fail(REMAT_ECORRUPT, "%s: tensor %s appears twice in the header", f->path, sorted[i]->name);
+
+    qsort(sorted, (size_t)f->count, sizeof *sorted, by_offsets);
+    uint64_t expected = 0; /* where the next tensor's bytes must begin */
+    for (int i = 0; i < f->count && status == REMAT_OK; i++) {
+        const StTensorInfo *t = sorted[i];
+        if (t->begin < expected)
+            status = remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] overlap tensor %s's [%llu, %llu]",
+                                f->path, t->name, (unsigned long long)t->begin, (unsigned long long)t->end,
+                                sorted[i - 1]->name, (unsigned long long)sorted[i - 1]->begin,
+                                (unsigned long long)sorted[i - 1]->end);
+        else if (t->begin > expected)
+            status = remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets begin at %llu, leaving bytes [%llu, %llu) "
+                                "of the data buffer to no tensor",
+                                f->path, t->name, (unsigned long long)t->begin, (unsigned long long)expected,
+                                (unsigned long long)t->begin);
+        expected = t->end;
+    }
+    if (status == REMAT_OK && expected != f->data_size)
+        status = remat_fail(REMAT_ECORRUPT, "%s: the tensors end at byte %llu of the data buffer, but %llu bytes "
+                            "follow the header (trailing bytes)",
+                            f->path, (unsigned long long)expected, (unsigned long long)f->data_size);
+    free(sorted);
+    return status;
+}
+
+/* Reads the 8-byte length and the header it announces into a new NUL-terminated string. */
+static RematStatus read_header(StFile *f, uint64_t file_size, char **header)
+{
+    if (file_size < 8)
+        return remat_fail(REMAT_ECORRUPT, "%s: the file has %llu bytes, fewer than the 8 of the header length",
+                          f->path, (unsigned long long)file_size);
+    unsigned char len_le[8];
+    int err = pread_all(f->fd, len_le, sizeof len_le, 0);
+    if (err) return remat_fail(REMAT_EIO, "%s: cannot read: %s", f->path, err > 0 ? strerror(err) : "file shrank");
+    uint64_t len = 0;
+    for (int i = 0; i < 8; i++) len |= (uint64_t)len_le[i] << (8 * i);
+
+    if (len > file_size - 8)
+        return remat_fail(REMAT_ECORRUPT, "%s: header length %llu is larger than the %llu bytes after it",
+                          f->path, (unsigned long long)len, (unsigned long long)(file_size - 8));
+    if (len > ST_MAX_HEADER_BYTES)
+        return remat_fail(REMAT_ECORRUPT, "%s: header length %llu is over the limit of %u bytes",
+                          f->path, (unsigned long long)len, ST_MAX_HEADER_BYTES);
+
+    char *text = malloc((size_t)len + 1);
+    if (!text) return remat_fail(REMAT_ENOMEM, "%s: no memory for a %llu-byte header", f->path, (unsigned long long)len);
+    err = pread_all(f->fd, text, (size_t)len, 8);
+    if (err) {
+        free(text);
+        return remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path, err > 0 ? strerror(err) : "file shrank");
+    }
+    text[len] = '\0';
+    if (strlen(text) != len) {
+        free(text);
+        return remat_fail(REMAT_ECORRUPT, "%s: the header contains a NUL byte", f->path);
+    }
+    f->data_start = 8 + len;
+    f->data_size = file_size - 8 - len;
+    *header = text;
+    return REMAT_OK;
+}
+
+StFile *st_load(const char *path)
+{
+    if (!path) {
+        remat_fail(REMAT_EINVAL, "st_load: path is NULL");
+        return NULL;
+    }
+    StFile *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = copy_string(path))) {
+        free(f);
+        remat_fail(REMAT_ENOMEM, "st_load: no memory");
+        return NULL;
+    }
+    f->fd = -1; /* not open yet: st_close must not close descriptor 0 */
+    char *header = NULL;
+    cJSON *root = NULL;
+
+    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (f->fd < 0) {
+        remat_fail(REMAT_EIO, "st_load: cannot open %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    struct stat st;
+    if (fstat(f->fd, &st) != 0) {
+        remat_fail(REMAT_EIO, "st_load: cannot stat %s: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        remat_fail(REMAT_EIO, "st_load: %s is not a regular file", path);
+        goto fail;
+    }
+    if (read_header(f, (uint64_t)st.st_size, &header) != REMAT_OK) goto fail;
+
+    /* require_null_terminated: only whitespace may follow the JSON value. */
+    const char *parse_end = NULL;
+    root = cJSON_ParseWithOpts(header, &parse_end, 1);
+    if (!root) {
+        remat_fail(REMAT_ECORRUPT, "%s: the header is not valid JSON (error at byte %td of the header)",
+                   path, parse_end ? parse_end - header : (ptrdiff_t)0);
+        goto fail;
+    }
+    if (!cJSON_IsObject(root)) {
+        remat_fail(REMAT_ECORRUPT, "%s: the header is not a JSON object", path);
+        goto fail;
+    }
+
+    f->tensors = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *f->tensors);
+    if (!f->tensors) {
+        remat_fail(REMAT_ENOMEM, "%s: no memory for the tensor table", path);
+        goto fail;
+    }
+    const cJSON *item;
+    cJSON_ArrayForEach(item, root) {
+        RematStatus s = strcmp(item->string, METADATA_KEY) == 0
+            ? parse_metadata(path, item, f)
+            : parse_tensor(path, item, f->data_size, &f->tensors[f->count]);
+        if (s != REMAT_OK) goto fail;
+        if (strcmp(item->string, METADATA_KEY) != 0) f->count++;
+    }
+    if (check_layout(f) != REMAT_OK) goto fail;
+
+    cJSON_Delete(root);
+    free(header);
+    return f;
+
+fail:
+    cJSON_Delete(root);
+    free(header);
+    st_close(f);
+    return NULL;
+}
+
+void st_close(StFile *f)
+{
+    if (!f) return;
+    if (f->fd >= 0) close(f->fd);
+    for (int i = 0; i < f->count; i++) free(f->tensors[i].name);
+    free(f->tensors);
+    for (int i = 0; i < f->n_meta; i++) {
+        free(f->meta_keys[i]);
+        free(f->meta_values[i]);
+    }
+    free(f->meta_keys);
+    free(f->meta_values);
+    free(f->path);
+    free(f);
+}
+
+int st_count(const StFile *f) { return f ? f->count : 0; }
+
+const char *st_name(const StFile *f, int i)
+{
+    if (!f || i < 0 || i >= f->count) return NULL;
+    return f->tensors[i].name;
+}
+
+const char *st_meta(const StFile *f, const char *key)
+{
+    if (!f || !key) return NULL;
+    for (int i = 0; i < f->n_meta; i++)
+        if (strcmp(f->meta_keys[i], key) == 0) return f->meta_values[i];
+    return NULL;
+}
+
+/* ---- reading tensors -------------------------------------------------------------- */
+
+/* The entry named `name`, or NULL after failing with REMAT_EINVAL (`fn` names the
+ * caller in the message). A linear search: files here hold a few hundred tensors. */
+static const StTensorInfo *find_tensor(const StFile *f, const char *name, const char *fn)
+{
+    if (!f || !name) {
+        remat_fail(REMAT_EINVAL, "%s: the file and a name are required", fn);
+        return NULL;
+    }
+    for (int i = 0; i < f->count; i++)
+        if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
+    remat_fail(REMAT_EINVAL, "%s: no tensor named %s in %s", fn, name, f->path);
+    return NULL;
+}
+
+/* The shape a Tensor gets for `info`: the file's, or (1) for a scalar. Returns ndim. */
+static int tensor_shape_of(const StTensorInfo *info, int *shape)
+{
+    if (info->ndim == 0) {
+        shape[0] = 1;
+        return 1;
+    }
+    memcpy(shape, info->shape, (size_t)info->ndim * sizeof *shape);
+    return info->ndim;
+}
+
+/* Reads the bytes of `info` into `dst` (which has room for them). */
+static RematStatus read_bytes(const StFile *f, const StTensorInfo *info, void *dst, const char *fn)
+{
+    int err = pread_all(f->fd, dst, (size_t)(info->end - info->begin), f->data_start + info->begin);
+    if (err > 0) return remat_fail(REMAT_EIO, "%s: %s: tensor %s: cannot read: %s", fn, f->path, info->name, strerror(err));
+    if (err < 0)
+        return remat_fail(REMAT_ECORRUPT, "%s: %s: tensor %s: the file ended before its bytes (did it shrink since st_load?)",
+                          fn, f->path, info->name);
+    return REMAT_OK;
+}
+
+Tensor *st_get(const StFile *f, const char *name, MemKind kind)
+{
+    const StTensorInfo *info = find_tensor(f, name, "st_get");
+    if (!info) return NULL;
+    int shape[TENSOR_MAX_DIMS];
+    int ndim = tensor_shape_of(info, shape);
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            char buf[64];
+            remat_fail(REMAT_EINVAL, "st_get: %s: tensor %s has shape %s; a remat Tensor needs every dimension > 0",
+                       f->path, name, shape_str(buf, sizeof buf, ndim, shape));
+            return NULL;
+        }
+    }
+    Tensor *t = tensor_create_typed(kind, info->dtype, ndim, shape);
+    if (!t) return NULL; /* tensor_create said why */
+    if (read_bytes(f, info, t->data, "st_get") != REMAT_OK) {
+        tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+RematStatus st_read_into(const StFile *f, const char *name, Tensor *dst)
+{
+    const StTensorInfo *info = find_tensor(f, name, "st_read_into");
+    if (!info) return REMAT_EINVAL;
+    if (!dst) return remat_fail(REMAT_EINVAL, "st_read_into: the destination tensor is NULL");
+
+    int shape[TENSOR_MAX_DIMS];
+    int ndim = tensor_shape_of(info, shape);
+    int same = info->dtype == dst->dtype && ndim == dst->ndim &&
+               memcmp(shape, dst->shape, (size_t)ndim * sizeof *shape) == 0;
+    if (!same) {
+        char want[64], have[64];
+        return remat_fail(REMAT_EINVAL, "st_read_into: %s: tensor %s is %s %s in the file, but the destination is %s %s",
+                          f->path, name, dtype_name(info->dtype), shape_str(have, sizeof have, info->ndim, info->shape),
+                          dtype_name(dst->dtype), shape_str(want, sizeof want, dst->ndim, dst->shape));
+    }
+    return read_bytes(f, info, dst->data, "st_read_into");
+}
