@@ -1,5 +1,6 @@
 /*
  * layers.c — the Layer interface and the MLP chain's Linear+ReLU layer (see layers.h).
+ * The GPT block is in layers_gpt.c.
  */
 #include "layers.h"
 
@@ -21,6 +22,19 @@ Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx)
     return y;
 }
 
+void *layer_alloc(size_t size, const char *kind, const char *name, LayerForwardFn forward)
+{
+    Layer *layer = calloc(1, size);
+    if (!layer) {
+        remat_fail(REMAT_ENOMEM, "%s: no memory for a layer", kind);
+        return NULL;
+    }
+    layer->kind = kind;
+    snprintf(layer->name, sizeof layer->name, "%s", name ? name : kind);
+    layer->forward = forward;
+    return layer;
+}
+
 void layer_free(Layer *layer)
 {
     if (!layer) return;
@@ -36,10 +50,13 @@ Var *param_create(const char *name, int ndim, const int *shape, float std, float
     return var_create(t, true, name);
 }
 
-/* Adds a parameter to a layer being built; returns it (NULL if creation failed). */
-static Var *add_param(Layer *layer, const char *suffix, bool decay, int ndim, const int *shape,
-                      float std, float fill, Pcg32 *rng)
+Var *layer_add_param(Layer *layer, const char *suffix, bool decay, int ndim, const int *shape,
+                     float std, float fill, Pcg32 *rng)
 {
+    if (layer->n_params == LAYER_MAX_PARAMS) {
+        remat_fail(REMAT_EINVAL, "%s: more than %d parameters", layer->name, LAYER_MAX_PARAMS);
+        return NULL;
+    }
     char name[NODE_NAME_LEN];
     snprintf(name, sizeof name, "%s.%s", layer->name, suffix);
     Var *v = param_create(name, ndim, shape, std, fill, rng);
@@ -71,17 +88,11 @@ Layer *linear_relu_create(const char *name, int width_in, int width_out, Pcg32 *
         remat_fail(REMAT_EINVAL, "linear_relu_create: widths must be > 0, got %d and %d", width_in, width_out);
         return NULL;
     }
-    LinearRelu *l = calloc(1, sizeof *l);
-    if (!l) {
-        remat_fail(REMAT_ENOMEM, "linear_relu_create: no memory for a layer");
-        return NULL;
-    }
-    l->base.kind = "linear_relu";
-    snprintf(l->base.name, sizeof l->base.name, "%s", name ? name : "layer");
-    l->base.forward = linear_relu_forward;
-    l->weight = add_param(&l->base, "weight", true, 2, (int[]){width_in, width_out},
+    LinearRelu *l = layer_alloc(sizeof *l, "linear_relu", name, linear_relu_forward);
+    if (!l) return NULL;
+    l->weight = layer_add_param(&l->base, "weight", true, 2, (int[]){width_in, width_out},
                           sqrtf(2.0f / (float)width_in), 0.0f, rng);
-    l->bias = add_param(&l->base, "bias", false, 1, (int[]){width_out}, 0.0f, 0.0f, rng);
+    l->bias = layer_add_param(&l->base, "bias", false, 1, (int[]){width_out}, 0.0f, 0.0f, rng);
     if (!l->weight || !l->bias) {
         layer_free(&l->base);
         return NULL;

@@ -40,6 +40,10 @@ struct Layer {
  * (caller owns) or NULL on error; `x` is borrowed. */
 Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx);
 
+/* For a concrete layer's create function: a zero-filled struct of `size` bytes (which
+ * starts with its Layer) with kind, name (NULL: `kind`) and forward set. NULL on error. */
+void *layer_alloc(size_t size, const char *kind, const char *name, LayerForwardFn forward);
+
 /* Frees the layer and its parameters (and their gradients). NULL is a no-op. */
 void layer_free(Layer *layer);
 
@@ -48,11 +52,35 @@ void layer_free(Layer *layer);
  * NULL on error. */
 Var *param_create(const char *name, int ndim, const int *shape, float std, float fill, Pcg32 *rng);
 
+/* Adds a parameter named "{layer name}.{suffix}" to a layer being built, created as
+ * param_create does, with `decay` saying whether weight decay applies to it. The layer
+ * owns it; it is returned borrowed. NULL on error (creation failed, or the layer already
+ * has LAYER_MAX_PARAMS). */
+Var *layer_add_param(Layer *layer, const char *suffix, bool decay, int ndim, const int *shape,
+                     float std, float fill, Pcg32 *rng);
+
 /* ---- the MLP chain's layer ----------------------------------------------------------- */
 
 /* y = relu(x·W + b) with W (width_in, width_out) initialised N(0, 2/width_in) (He et al.
  * 2015, which keeps activations' scale through a deep ReLU chain) and b = 0.
  * Tags: "mlp.fc", "mlp.relu". NULL on error. */
 Layer *linear_relu_create(const char *name, int width_in, int width_out, Pcg32 *rng);
+
+/* ---- the GPT's block (layers_gpt.c) -------------------------------------------------- */
+
+/* A pre-LayerNorm GPT-2 block on x (B,T,C), with H heads of D = C/H:
+ *   x = x + resid_dropout(attn.c_proj(attention(ln_1(x))))
+ *   x = x + dropout(mlp.c_proj(gelu(mlp.c_fc(ln_2(x)))))
+ * Attention is causal, built from tagged primitive ops (the tags are listed in
+ * layers_gpt.c), with dropout on the attention weights too; all three dropouts use `p`
+ * = `dropout` and the TrainCtx's generator when it is training (a NULL ctx: inference).
+ * Parameters are named and laid out as Hugging Face GPT-2's ("h.3.attn.c_attn.weight",
+ * weights stored [in, out]) and initialised as GPT-2: weights N(0, 0.02²), the two
+ * c_proj weights N(0, (0.02/sqrt(2·n_layers))²) so the residual stream's variance does
+ * not grow with depth, biases 0, LayerNorm weights 1. Weight decay applies to the four
+ * 2-D weights only. LayerNorm eps is 1e-5. Draws the initial values from `init`.
+ * NULL on error: C, H or n_layers not positive, C not a multiple of H, dropout outside
+ * [0, 1), or the memory budget. */
+Layer *gpt_block_create(const char *name, int C, int H, float dropout, int n_layers, Pcg32 *init);
 
 #endif /* REMAT_LAYERS_H */

@@ -18,11 +18,15 @@
  *
  * Shapes use these letters: N rows (any leading dims flattened), B batch, T time,
  * C channels, H heads, D = C/H head size, V vocabulary, IN/OUT a linear's widths.
+ *
+ * Element types: everything is float32 but token ids and targets (int32) and dropout
+ * masks (uint8, kept internally). Int32 inputs never get a gradient.
  */
 #ifndef REMAT_OPS_H
 #define REMAT_OPS_H
 
 #include <cblas.h>
+#include <stdbool.h>
 
 #include "autograd.h"
 #include "rng.h"
@@ -50,10 +54,61 @@ Var *op_relu(Var *x, const char *tag);
 /* GELU, tanh approximation (GPT-2). Saves its input. */
 Var *op_gelu(Var *x, const char *tag);
 
+/* ---- ops_norm.c --------------------------------------------------------------------- */
+
+/* LayerNorm over the last dim: out (N, C) = (x − mean)·rstd·weight + bias per row, with
+ * mean and rstd = 1/sqrt(var + eps) of the row (biased variance, as PyTorch; GPT-2 uses
+ * eps = 1e-5). x is (..., C); weight and bias are (C). Saves x, weight and the mean and
+ * rstd it computed (N floats each): the backward then needs no second pass to find them. */
+Var *op_layernorm(Var *x, Var *weight, Var *bias, float eps, const char *tag);
+
+/* ---- ops_attention.c ---------------------------------------------------------------- */
+
+/* Which third of the fused projection qkv (B,T,3C) op_split_heads takes. */
+typedef enum QkvPart { QKV_Q = 0, QKV_K = 1, QKV_V = 2 } QkvPart;
+
+/* Part `which` of qkv (B,T,3C), cut into H heads: out (B,H,T,D) with D = C/H, so that
+ * each head's (T,D) block is contiguous for the batched matmuls. C must be a multiple of
+ * H. Saves nothing (its backward is a copy back). */
+Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag);
+
+/* The inverse layout: y (B,H,T,D) → out (B,T,C), C = H·D, heads side by side.
+ * Saves nothing. */
+Var *op_merge_heads(Var *y, const char *tag);
+
+/* Causal softmax over attention scores (..., T, T): row t is a softmax over columns 0..t
+ * (a query sees only keys up to itself); the later columns of out are exactly 0. The
+ * causal mask is applied here, so the scores need no −inf fill. Saves its output. */
+Var *op_causal_softmax(Var *scores, const char *tag);
+
+/* ---- ops_dropout.c ------------------------------------------------------------------ */
+
+/* Inverted dropout: out = x·mask/(1 − p), mask[i] = 1 (keep) when the i-th draw of `rng`
+ * (pcg32_float) is ≥ p. p must be in [0, 1). When training, it draws exactly numel(x)
+ * numbers, so `rng` moves on by exactly that many, and saves ONLY the uint8 mask (one
+ * byte per element). When not training, or when p is 0, it is the identity: it draws
+ * nothing, records nothing, and returns a new reference to x itself (var_retain). On
+ * error `rng` is left as it was. `rng` may be NULL when not training. */
+Var *op_dropout(Var *x, float p, Pcg32 *rng, bool training, const char *tag);
+
+/* ---- ops_embedding.c ---------------------------------------------------------------- */
+
+/* out (B,T,C) = wte[ids[b,t]] + wpe[t]. ids is an int32 (B,T) Var (no gradient) whose
+ * values must be in [0, V): an id outside is an error naming it and its position.
+ * wte is (V,C); wpe is (T_max,C) with T ≤ T_max, or NULL for no position table. The
+ * gradient of both tables is a scatter-add (k_embedding_backward). Saves ids. */
+Var *op_embedding(Var *ids, Var *wte, Var *wpe, const char *tag);
+
 /* ---- ops_loss.c --------------------------------------------------------------------- */
 
 /* Mean squared error: out (1) = mean over all elements of (pred − target)². target is a
  * Var without grad. Saves pred and target. */
 Var *op_mse(Var *pred, Var *target, const char *tag);
+
+/* Softmax + cross-entropy, fused: out (1) = mean over the N rows of
+ * −log softmax(logits_r)[target_r]. logits is (..., V) float32; targets is an int32 Var
+ * with logits' leading dims (N elements in all), each in [0, V). The probabilities are
+ * never stored: the backward recomputes them from the logits. Saves logits and targets. */
+Var *op_cross_entropy(Var *logits, Var *targets, const char *tag);
 
 #endif /* REMAT_OPS_H */

@@ -3,13 +3,39 @@
  */
 #include "ops_internal.h"
 
+#include <stdio.h>
+
+static const char *dtype_name(DType dtype)
+{
+    switch (dtype) {
+    case DTYPE_F32: return "float32";
+    case DTYPE_U8:  return "uint8";
+    case DTYPE_I32: return "int32";
+    }
+    return "unknown";
+}
+
 RematStatus ops_check_inputs(const char *op, Var *const *inputs, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (!inputs[i])
-            return remat_fail(REMAT_EINVAL, "%s: input %d is NULL (did an earlier op fail? "
-                              "remat_last_error() said why)", op, i);
+    for (int i = 0; i < n; i++) {
+        if (inputs[i]) continue;
+        if (remat_last_status() != REMAT_OK) return remat_last_status(); /* keep its message */
+        return remat_fail(REMAT_EINVAL, "%s: input %d is NULL (did an earlier op fail?)", op, i);
+    }
     return REMAT_OK;
+}
+
+RematStatus ops_check_dtype(const char *label, const Var *v, const char *what, DType want)
+{
+    if (v->value->dtype == want) return REMAT_OK;
+    return remat_fail(REMAT_EINVAL, "%s: %s must be %s, got %s", label, what, dtype_name(want),
+                      dtype_name(v->value->dtype));
+}
+
+const char *ops_label(char *buf, size_t size, const char *op, const char *tag)
+{
+    snprintf(buf, size, "%s%s%s", op, tag ? " " : "", tag ? tag : "");
+    return buf;
 }
 
 Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,

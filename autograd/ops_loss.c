@@ -1,7 +1,11 @@
 /*
- * ops_loss.c — losses: a single-element Var that backward starts from.
+ * ops_loss.c — losses: a single-element Var that backward starts from. mse for the MLP
+ * chain's regression; softmax + cross-entropy, fused, for the GPT's next-token
+ * prediction (letters: N rows, V vocabulary).
  */
 #include "ops.h"
+
+#include <string.h>
 
 #include "kernels.h"
 #include "ops_internal.h"
@@ -38,4 +42,60 @@ Var *op_mse(Var *pred, Var *target, const char *tag)
     out->f32[0] = (float)k_mse_forward(pred->value->f32, target->value->f32, pred->value->numel);
     Tensor *save[2] = {pred->value, target->value};
     return ops_record(&MSE_OP, tag, inputs, 2, out, save, 2, NULL);
+}
+
+/* ---- cross_entropy ------------------------------------------------------------------ */
+
+/* Backward of cross_entropy. Forward was loss = (1/N) Σ_r −log softmax(logits_r)[target_r];
+ * so dlogits_r += dloss·(1/N)·(softmax(logits_r) − onehot(target_r)), the softmax
+ * recomputed from the saved logits (see k_cross_entropy_backward). The targets get no
+ * gradient. */
+static RematStatus cross_entropy_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
+{
+    const int N = node->attrs.i[0], V = node->attrs.i[1];
+    Tensor *logits = saved_tensor(node, 0);
+    Tensor *targets = saved_tensor(node, 1);
+    RematStatus status = logits && targets ? REMAT_OK : remat_last_status();
+    if (status == REMAT_OK && dinputs[0])
+        k_cross_entropy_backward(dinputs[0]->f32, logits->f32, targets->i32, dout->f32[0], N, V);
+    tensor_free(logits);
+    tensor_free(targets);
+    return status;
+}
+
+static const OpInfo CROSS_ENTROPY_OP = {"cross_entropy", cross_entropy_backward};
+
+Var *op_cross_entropy(Var *logits, Var *targets, const char *tag)
+{
+    Var *inputs[2] = {logits, targets};
+    if (ops_check_inputs("cross_entropy", inputs, 2) != REMAT_OK) return NULL;
+    char label[64], ls[48], ts[48];
+    ops_label(label, sizeof label, "cross_entropy", tag);
+    if (ops_check_dtype(label, logits, "logits", DTYPE_F32) != REMAT_OK ||
+        ops_check_dtype(label, targets, "targets", DTYPE_I32) != REMAT_OK)
+        return NULL;
+    const Tensor *L = logits->value, *Tg = targets->value;
+    const int V = L->shape[L->ndim - 1], N = ops_rows(L);
+    /* targets' shape must be logits' shape without the last dim: (B,T) for (B,T,V) */
+    bool leading_match = L->ndim >= 2 && Tg->ndim == L->ndim - 1 &&
+                         !memcmp(Tg->shape, L->shape, (size_t)Tg->ndim * sizeof(int));
+    if (!leading_match) {
+        remat_fail(REMAT_EINVAL, "%s: targets %s do not match logits %s (want logits' shape "
+                   "without its last dim)", label, tensor_shape_str(ts, sizeof ts, Tg),
+                   tensor_shape_str(ls, sizeof ls, L));
+        return NULL;
+    }
+    for (size_t i = 0; i < Tg->numel; i++) {
+        if (Tg->i32[i] < 0 || Tg->i32[i] >= V) {
+            remat_fail(REMAT_EINVAL, "%s: target %d at row %zu is outside the vocabulary [0, %d)",
+                       label, (int)Tg->i32[i], i, V);
+            return NULL;
+        }
+    }
+    Tensor *out = tensor_create(MEM_ACT, 1, (int[]){1});
+    if (!out) return NULL;
+    out->f32[0] = (float)k_cross_entropy_forward(L->f32, Tg->i32, N, V);
+    NodeAttrs attrs = {.i = {N, V}};
+    Tensor *save[2] = {logits->value, targets->value};
+    return ops_record(&CROSS_ENTROPY_OP, tag, inputs, 2, out, save, 2, &attrs);
 }

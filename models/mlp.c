@@ -65,7 +65,6 @@ Model *mlp_create(const MlpConfig *config)
 struct MlpTask {
     int width;
     Var *t1, *t2; /* the teacher's weights (W, W), MEM_WORK, no gradient */
-    Pcg32 rng;    /* draws the inputs */
 };
 
 static Var *teacher_weight(int width, Pcg32 *rng)
@@ -91,7 +90,6 @@ MlpTask *mlp_task_create(int width, uint64_t seed)
     task->width = width;
     Pcg32 init;
     pcg32_seed(&init, seed, 2);
-    pcg32_seed(&task->rng, seed, 3);
     task->t1 = teacher_weight(width, &init);
     task->t2 = task->t1 ? teacher_weight(width, &init) : NULL;
     if (!task->t2) {
@@ -109,13 +107,14 @@ void mlp_task_free(MlpTask *task)
     free(task);
 }
 
-RematStatus mlp_task_batch(MlpTask *task, int batch, Var **x, Var **y)
+RematStatus mlp_task_batch(MlpTask *task, Pcg32 *rng, int batch, Var **x, Var **y)
 {
     *x = *y = NULL;
-    if (!task || batch < 1) return remat_fail(REMAT_EINVAL, "mlp task: batch must be >= 1, got %d", batch);
+    if (!task || !rng || batch < 1)
+        return remat_fail(REMAT_EINVAL, "mlp task: need a task, a generator and a batch >= 1 (got %d)", batch);
     Tensor *xt = tensor_create(MEM_ACT, 2, (int[]){batch, task->width});
     if (!xt) return remat_last_status();
-    for (size_t i = 0; i < xt->numel; i++) xt->f32[i] = pcg32_normal(&task->rng);
+    for (size_t i = 0; i < xt->numel; i++) xt->f32[i] = pcg32_normal(rng);
     Var *input = var_create(xt, false, "x");
     if (!input) return remat_last_status();
 

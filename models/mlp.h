@@ -21,7 +21,8 @@ typedef struct MlpConfig {
  * the head is mse(x_N, targets). NULL on error (bad config, budget). */
 Model *mlp_create(const MlpConfig *config);
 
-/* The synthetic regression task: inputs x ~ N(0, 1) of shape (B, W), targets
+/* The synthetic regression task: inputs x ~ N(0, 1) of shape (B, W), drawn from a
+ * generator the caller passes (so a training run can save and restore it), targets
  * y = relu(relu(x·T1)·T2) for a fixed random teacher (T1, T2 ~ N(0, 2/W)). The teacher's
  * weights are data-generation machinery, not part of the model: they are counted as
  * MEM_WORK, so MEM_PARAM holds exactly the trained parameters. */
@@ -33,6 +34,6 @@ void mlp_task_free(MlpTask *task);
 /* Draws a batch of `batch` examples: *x and *y are new constant Vars (MEM_ACT) the caller
  * owns. The teacher's FLOPs count under the current phase, so draw a batch before you
  * start measuring a step. On error returns the status and sets both to NULL. */
-RematStatus mlp_task_batch(MlpTask *task, int batch, Var **x, Var **y);
+RematStatus mlp_task_batch(MlpTask *task, Pcg32 *rng, int batch, Var **x, Var **y);
 
 #endif /* REMAT_MLP_H */

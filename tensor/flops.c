@@ -26,6 +26,18 @@ uint64_t flops_total(void)
     return total;
 }
 
+FlopCounts flops_snapshot(void)
+{
+    FlopCounts c;
+    for (int p = 0; p < PHASE_COUNT; p++) c.phase[p] = counts[p];
+    return c;
+}
+
+void flops_restore(const FlopCounts *c)
+{
+    for (int p = 0; p < PHASE_COUNT; p++) counts[p] = c->phase[p];
+}
+
 void flops_reset(void)
 {
     for (int p = 0; p < PHASE_COUNT; p++) counts[p] = 0;

@@ -42,6 +42,15 @@ uint64_t flops_get(Phase phase);
 /* FLOPs of all phases together. */
 uint64_t flops_total(void);
 
+/* Every phase's count at one moment: take one before work that should not be counted
+ * (evaluating a model between training steps) and restore it afterwards. */
+typedef struct FlopCounts {
+    uint64_t phase[PHASE_COUNT];
+} FlopCounts;
+
+FlopCounts flops_snapshot(void);
+void flops_restore(const FlopCounts *counts);
+
 /* Zeroes every phase's count and sets the phase back to PHASE_FORWARD. */
 void flops_reset(void);
 

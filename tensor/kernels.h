@@ -19,7 +19,8 @@
  *   - gradients have a d prefix; every *_backward ACCUMULATES (dx += ...), so a caller
  *     zeroes a gradient buffer first (k_fill) when it wants a fresh one.
  *   - dimension letters: M, N, K for matmuls; rows/cols for row-wise kernels; n for a
- *     flat element count.
+ *     flat element count; B batch, T time, C channels, H heads, D = C/H head size and
+ *     V vocabulary for the GPT's kernels.
  *
  * Deterministic: the same inputs and thread count always give bit-identical outputs
  * (static schedules; every reduction is summed in a fixed order that does not depend on
@@ -36,6 +37,9 @@
 
 #include <cblas.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "rng.h"
 
 /* ---- matmul (kernels_matmul.c) ---------------------------------------------------- */
 
@@ -123,6 +127,69 @@ double k_mse_forward(const float *pred, const float *target, size_t n);
 /* Forward was loss = (1/n) Σ (pred − target)²; dpred += dloss·(2/n)·(pred − target).
  * FLOPs: 3n. */
 void k_mse_backward(float *dpred, const float *pred, const float *target, float dloss, size_t n);
+
+/* ---- cross-entropy (kernels_cross_entropy.c) ------------------------------------ */
+
+/* Softmax and cross-entropy in one: logits (rows,V), targets (rows) with every target in
+ * [0, V). Returns (1/rows) Σ_r −log softmax(logits_r)[target_r], each row's term and the
+ * sum over rows in double, in a fixed order (thread-count independent). The softmax
+ * itself is never stored. FLOPs: rows·(4·V + 4) + 1. */
+double k_cross_entropy_forward(const float *logits, const int32_t *targets, int rows, int V);
+/* Forward was loss = mean_r −log softmax(logits_r)[target_r];
+ * dlogits += (dloss/rows)·(softmax(logits) − onehot(target)), the softmax recomputed from
+ * the logits (no scratch). FLOPs: rows·(8·V + 2) + 1. */
+void k_cross_entropy_backward(float *dlogits, const float *logits, const int32_t *targets,
+                              float dloss, int rows, int V);
+
+/* ---- dropout (kernels_dropout.c) -------------------------------------------------- */
+
+/* Inverted dropout with keep mask (1 = keep): mask[i] = pcg32_float(rng) >= p, drawing
+ * exactly one number per element in element order, so `rng` ends advanced by exactly n
+ * draws; out = x·mask/(1 − p). p in [0, 1). The mask is the same whatever the thread
+ * count (each block of elements starts from its own pcg32_advance'd copy of `rng`).
+ * out must not overlap x. FLOPs: 2n (the compare with p, the multiply). */
+void k_dropout_forward(float *out, uint8_t *mask, const float *x, float p, Pcg32 *rng, size_t n);
+/* Forward was out = x·mask/(1 − p); so dx += dout·mask/(1 − p). FLOPs: 2n. */
+void k_dropout_backward(float *dx, const float *dout, const uint8_t *mask, float p, size_t n);
+
+/* ---- embeddings (kernels_embedding.c) --------------------------------------------- */
+
+/* out (B,T,C) = wte[ids[b,t]] + wpe[t]: ids (B,T) in [0, V) index rows of the token table
+ * wte (V,C); wpe (≥T,C) is the position table, or NULL for none. FLOPs: B·T·C with wpe
+ * (the adds), 0 without. */
+void k_embedding_forward(float *out, const int32_t *ids, const float *wte, const float *wpe,
+                         int B, int T, int C);
+/* Forward was out[b,t] = wte[ids[b,t]] + wpe[t]; so dwte[ids[b,t]] += dout[b,t] and
+ * dwpe[t] += Σ_b dout[b,t]. Each element is summed in token order (b, then t) whatever
+ * the thread count. Either gradient may be NULL (not wanted). FLOPs: B·T·C per gradient
+ * computed. */
+void k_embedding_backward(float *dwte, float *dwpe, const float *dout, const int32_t *ids,
+                          int B, int T, int C);
+
+/* ---- attention heads (kernels_heads.c) -------------------------------------------- */
+
+/* One of q, k, v out of the fused projection: qkv (B,T,3C) holds q, k, v side by side in
+ * each row (`which` = 0, 1, 2); out (B,H,T,D) = that part cut into H heads of D = C/H:
+ * out[b,h,t,d] = qkv[b,t, which·C + h·D + d]. FLOPs: 0 (a copy). */
+void k_split_heads_forward(float *out, const float *qkv, int which, int B, int T, int C, int H);
+/* Forward was a copy; so dqkv[b,t, which·C + h·D + d] += dout[b,h,t,d]; the other two
+ * parts of dqkv are left as they were. FLOPs: B·T·C. */
+void k_split_heads_backward(float *dqkv, const float *dout, int which, int B, int T, int C, int H);
+/* The heads side by side again: y (B,H,T,D) → out (B,T,C), out[b,t,h·D + d] = y[b,h,t,d].
+ * FLOPs: 0. */
+void k_merge_heads_forward(float *out, const float *y, int B, int T, int C, int H);
+/* Forward was a copy; so dy[b,h,t,d] += dout[b,t,h·D + d]. FLOPs: B·T·C. */
+void k_merge_heads_backward(float *dy, const float *dout, int B, int T, int C, int H);
+
+/* ---- sampling (kernels_sample.c) -------------------------------------------------- */
+
+/* The index of the largest of x[0..n), n ≥ 1; the first one on ties. FLOPs: n − 1. */
+int k_argmax(const float *x, int n);
+/* A draw from the categorical distribution probs[0..n) (non-negative, summing to 1 up to
+ * rounding), given u uniform in [0, 1): the first i with u < probs[0] + ... + probs[i],
+ * summed in float in index order; if rounding leaves the whole sum ≤ u, the last i with
+ * probs[i] > 0. FLOPs: 2 per element scanned. */
+int k_sample_categorical(const float *probs, int n, float u);
 
 /* ---- optimizer updates (kernels_optim.c) ------------------------------------------ */
 

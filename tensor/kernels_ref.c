@@ -242,3 +242,199 @@ double ref_sum(const float *x, size_t n)
     for (size_t i = 0; i < n; i++) sum += x[i];
     return sum;
 }
+
+/* ---- losses ----------------------------------------------------------------------- */
+
+double ref_mse_forward(const float *pred, const float *target, size_t n)
+{
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)pred[i] - (double)target[i];
+        sum += d * d;
+    }
+    return sum / (double)n;
+}
+
+void ref_mse_backward(double *dpred, const float *pred, const float *target, float dloss, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dpred[i] += (double)dloss * 2.0 / (double)n * ((double)pred[i] - (double)target[i]);
+}
+
+/* log Σ_j exp(x_j) of one row, with the max subtracted first (as ref_softmax_row), in
+ * double. */
+static double ref_log_sum_exp(const float *x, int V)
+{
+    double maxval = x[0];
+    for (int j = 1; j < V; j++)
+        if (x[j] > maxval) maxval = x[j];
+    double sum = 0.0;
+    for (int j = 0; j < V; j++) sum += exp(x[j] - maxval);
+    return maxval + log(sum);
+}
+
+double ref_cross_entropy_forward(const float *logits, const int32_t *targets, int rows, int V)
+{
+    double total = 0.0;
+    for (int r = 0; r < rows; r++) {
+        const float *x = logits + (size_t)r * V;
+        total += ref_log_sum_exp(x, V) - x[targets[r]]; /* −log(exp(x_t) / Σ_j exp(x_j)) */
+    }
+    return total / rows;
+}
+
+void ref_cross_entropy_backward(double *dlogits, const float *logits, const int32_t *targets,
+                                float dloss, int rows, int V)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *x = logits + (size_t)r * V;
+        double lse = ref_log_sum_exp(x, V);
+        for (int j = 0; j < V; j++) {
+            double softmax = exp(x[j] - lse);
+            double onehot = j == targets[r] ? 1.0 : 0.0;
+            dlogits[(size_t)r * V + j] += (double)dloss / rows * (softmax - onehot);
+        }
+    }
+}
+
+/* ---- dropout ---------------------------------------------------------------------- */
+
+void ref_dropout_forward(double *out, uint8_t *mask, const float *x, float p, Pcg32 *rng, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        mask[i] = pcg32_float(rng) >= p;
+        out[i] = mask[i] ? (double)x[i] / (1.0 - (double)p) : 0.0;
+    }
+}
+
+void ref_dropout_backward(double *dx, const float *dout, const uint8_t *mask, float p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (mask[i]) dx[i] += (double)dout[i] / (1.0 - (double)p);
+}
+
+/* ---- embeddings ------------------------------------------------------------------- */
+
+void ref_embedding_forward(double *out, const int32_t *ids, const float *wte, const float *wpe,
+                           int B, int T, int C)
+{
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int c = 0; c < C; c++) {
+                size_t bt = (size_t)b * T + t;
+                double position = wpe ? wpe[(size_t)t * C + c] : 0.0;
+                out[bt * C + c] = (double)wte[(size_t)ids[bt] * C + c] + position;
+            }
+}
+
+void ref_embedding_backward(double *dwte, double *dwpe, const float *dout, const int32_t *ids,
+                            int B, int T, int C)
+{
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int c = 0; c < C; c++) {
+                size_t bt = (size_t)b * T + t;
+                if (dwte) dwte[(size_t)ids[bt] * C + c] += dout[bt * C + c];
+                if (dwpe) dwpe[(size_t)t * C + c] += dout[bt * C + c];
+            }
+}
+
+/* ---- attention heads -------------------------------------------------------------- */
+
+/* Index of [b,t,c] in a (B,T,width) array and of [b,h,t,d] in a (B,H,T,D) one. */
+static size_t ref_btc(int b, int t, int c, int T, int width) { return ((size_t)b * T + t) * width + c; }
+static size_t ref_bhtd(int b, int h, int t, int d, int H, int T, int D)
+{
+    return (((size_t)b * H + h) * T + t) * D + d;
+}
+
+void ref_split_heads_forward(double *out, const float *qkv, int which, int B, int T, int C, int H)
+{
+    int D = C / H;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < D; d++)
+                    out[ref_bhtd(b, h, t, d, H, T, D)] = qkv[ref_btc(b, t, which * C + h * D + d, T, 3 * C)];
+}
+
+void ref_split_heads_backward(double *dqkv, const float *dout, int which, int B, int T, int C, int H)
+{
+    int D = C / H;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < D; d++)
+                    dqkv[ref_btc(b, t, which * C + h * D + d, T, 3 * C)] += dout[ref_bhtd(b, h, t, d, H, T, D)];
+}
+
+void ref_merge_heads_forward(double *out, const float *y, int B, int T, int C, int H)
+{
+    int D = C / H;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < D; d++)
+                    out[ref_btc(b, t, h * D + d, T, C)] = y[ref_bhtd(b, h, t, d, H, T, D)];
+}
+
+void ref_merge_heads_backward(double *dy, const float *dout, int B, int T, int C, int H)
+{
+    int D = C / H;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < D; d++)
+                    dy[ref_bhtd(b, h, t, d, H, T, D)] += dout[ref_btc(b, t, h * D + d, T, C)];
+}
+
+/* ---- sampling --------------------------------------------------------------------- */
+
+int ref_argmax(const float *x, int n)
+{
+    int best = 0;
+    for (int i = 0; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+int ref_sample_categorical(const float *probs, int n, float u)
+{
+    double cumulative = 0.0;
+    int last_nonzero = 0;
+    for (int i = 0; i < n; i++) {
+        cumulative += probs[i];
+        if (probs[i] > 0.0f) last_nonzero = i;
+        if ((double)u < cumulative) return i;
+    }
+    return last_nonzero;
+}
+
+/* ---- optimizer updates ------------------------------------------------------------ */
+
+void ref_sgd_update(double *param, double *velocity, const float *grad, float lr, float momentum,
+                    size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double step = grad[i];
+        if (momentum != 0.0f && velocity) {
+            velocity[i] = (double)momentum * velocity[i] + grad[i];
+            step = velocity[i];
+        }
+        param[i] -= (double)lr * step;
+    }
+}
+
+void ref_adamw_update(double *param, double *m, double *v, const float *grad, float lr,
+                      float beta1, float beta2, float eps, float weight_decay, int t, size_t n)
+{
+    double bias1 = 1.0 - pow(beta1, t), bias2 = 1.0 - pow(beta2, t);
+    for (size_t i = 0; i < n; i++) {
+        double g = grad[i];
+        param[i] -= (double)lr * weight_decay * param[i];
+        m[i] = beta1 * m[i] + (1.0 - beta1) * g;
+        v[i] = beta2 * v[i] + (1.0 - beta2) * g * g;
+        double m_hat = m[i] / bias1, v_hat = v[i] / bias2;
+        param[i] -= lr * m_hat / (sqrt(v_hat) + eps);
+    }
+}

@@ -15,6 +15,9 @@
 
 #include <cblas.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "rng.h"
 
 /* C = alpha·op(A)·op(B) + beta·C, shapes and transposes as k_matmul. With beta = 0 the
  * old C is not read (as BLAS: a NaN there does not propagate). */
@@ -73,5 +76,64 @@ void ref_row_sum(double *out, const float *x, int rows, int cols);
 void ref_row_max(double *out, const float *x, int rows, int cols);
 /* Σ x, left to right. */
 double ref_sum(const float *x, size_t n);
+
+/* ---- losses ----------------------------------------------------------------------- */
+
+/* (1/n) Σ (pred − target)², left to right. */
+double ref_mse_forward(const float *pred, const float *target, size_t n);
+/* dpred += dloss·(2/n)·(pred − target). */
+void ref_mse_backward(double *dpred, const float *pred, const float *target, float dloss, size_t n);
+/* (1/rows) Σ_r −log softmax(logits_r)[target_r] = mean of log Σ_j exp(x_j) − x_target. */
+double ref_cross_entropy_forward(const float *logits, const int32_t *targets, int rows, int V);
+/* dlogits += (dloss/rows)·(softmax(logits) − onehot(target)). */
+void ref_cross_entropy_backward(double *dlogits, const float *logits, const int32_t *targets,
+                                float dloss, int rows, int V);
+
+/* ---- dropout ---------------------------------------------------------------------- */
+
+/* The serial loop: for i = 0..n−1, mask[i] = pcg32_float(rng) >= p, out[i] = x[i]·mask/(1 − p).
+ * Advances `rng` by n draws, like the kernel. */
+void ref_dropout_forward(double *out, uint8_t *mask, const float *x, float p, Pcg32 *rng, size_t n);
+/* dx += dout·mask/(1 − p). */
+void ref_dropout_backward(double *dx, const float *dout, const uint8_t *mask, float p, size_t n);
+
+/* ---- embeddings ------------------------------------------------------------------- */
+
+/* out[b,t] = wte[ids[b,t]] + wpe[t] (wpe may be NULL). */
+void ref_embedding_forward(double *out, const int32_t *ids, const float *wte, const float *wpe,
+                           int B, int T, int C);
+/* dwte[ids[b,t]] += dout[b,t]; dwpe[t] += dout[b,t]; either may be NULL. */
+void ref_embedding_backward(double *dwte, double *dwpe, const float *dout, const int32_t *ids,
+                            int B, int T, int C);
+
+/* ---- attention heads -------------------------------------------------------------- */
+
+/* out[b,h,t,d] = qkv[b,t, which·C + h·D + d]. */
+void ref_split_heads_forward(double *out, const float *qkv, int which, int B, int T, int C, int H);
+/* dqkv[b,t, which·C + h·D + d] += dout[b,h,t,d]. */
+void ref_split_heads_backward(double *dqkv, const float *dout, int which, int B, int T, int C, int H);
+/* out[b,t,h·D + d] = y[b,h,t,d]. */
+void ref_merge_heads_forward(double *out, const float *y, int B, int T, int C, int H);
+/* dy[b,h,t,d] += dout[b,t,h·D + d]. */
+void ref_merge_heads_backward(double *dy, const float *dout, int B, int T, int C, int H);
+
+/* ---- sampling --------------------------------------------------------------------- */
+
+/* The first index of the largest x. */
+int ref_argmax(const float *x, int n);
+/* The first i with u < Σ_{j ≤ i} probs[j], summed in double; the last i with probs[i] > 0
+ * when the whole sum is ≤ u. */
+int ref_sample_categorical(const float *probs, int n, float u);
+
+/* ---- optimizer updates ------------------------------------------------------------ */
+
+/* SGD as k_sgd_update, on double parameters and velocity (velocity may be NULL when
+ * momentum is 0). */
+void ref_sgd_update(double *param, double *velocity, const float *grad, float lr, float momentum,
+                    size_t n);
+/* AdamW step t as k_adamw_update, on double parameters and moments, written as
+ * torch.optim.AdamW documents it (bias corrections divided, not multiplied). */
+void ref_adamw_update(double *param, double *m, double *v, const float *grad, float lr,
+                      float beta1, float beta2, float eps, float weight_decay, int t, size_t n);
 
 #endif /* REMAT_KERNELS_REF_H */

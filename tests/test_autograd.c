@@ -15,6 +15,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,7 @@ static void test_ops_reject_bad_shapes_and_null_inputs(void **state)
     assert_null(op_add(x, w, NULL));
     assert_null(op_matmul(x, w, CblasNoTrans, 1.0f, NULL));
     assert_null(op_mse(x, w, NULL));
+    remat_clear_error();
     assert_null(op_relu(NULL, NULL));
     assert_non_null(strstr(remat_last_error(), "earlier op"));
     Var *w2 = param(8, 5, 11);
@@ -271,6 +273,25 @@ static void test_budget_overrun_inside_an_op_leaves_no_node(void **state)
     var_free(w);
 }
 
+/* A chain of ops checked once at the end reports the failure that broke it, not the NULL
+ * input the next op saw: an OOM in the middle of a layer stays an OOM, with the ledger's
+ * message. */
+static void test_a_chain_of_ops_keeps_the_first_failure(void **state)
+{
+    (void)state;
+    Var *x = constant(64, 64, 23), *w = param(64, 64, 24);
+    mem_set_budget(mem_resident() + 100);
+    Var *h = op_linear(x, w, NULL, "fc");
+    Var *a = op_gelu(h, "act");
+    Var *y = op_add(a, x, "residual");
+    mem_set_budget(0);
+    assert_null(y);
+    assert_int_equal(remat_last_status(), REMAT_EOOM);
+    assert_non_null(strstr(remat_last_error(), "resident"));
+    var_free(x);
+    var_free(w);
+}
+
 /* ---- gradchecks ------------------------------------------------------------------------ */
 
 static Var *fn_linear(void *ctx, Var *const *in) { (void)ctx; return op_linear(in[0], in[1], in[2], NULL); }
@@ -280,6 +301,36 @@ static Var *fn_add(void *ctx, Var *const *in) { (void)ctx; return op_add(in[0], 
 static Var *fn_relu(void *ctx, Var *const *in) { (void)ctx; return op_relu(in[0], NULL); }
 static Var *fn_gelu(void *ctx, Var *const *in) { (void)ctx; return op_gelu(in[0], NULL); }
 static Var *fn_mse(void *ctx, Var *const *in) { (void)ctx; return op_mse(in[0], in[1], NULL); }
+
+static Var *fn_layernorm(void *ctx, Var *const *in) { (void)ctx; return op_layernorm(in[0], in[1], in[2], 1e-5f, NULL); }
+static Var *fn_split(void *ctx, Var *const *in) { return op_split_heads(in[0], *(QkvPart *)ctx, 2, NULL); }
+static Var *fn_merge(void *ctx, Var *const *in) { (void)ctx; return op_merge_heads(in[0], NULL); }
+static Var *fn_causal_softmax(void *ctx, Var *const *in) { (void)ctx; return op_causal_softmax(in[0], NULL); }
+static Var *fn_embedding(void *ctx, Var *const *in) { (void)ctx; return op_embedding(in[0], in[1], in[2], NULL); }
+static Var *fn_cross_entropy(void *ctx, Var *const *in) { (void)ctx; return op_cross_entropy(in[0], in[1], NULL); }
+
+/* Dropout in a gradcheck: every forward (the recorded one and each finite difference)
+ * restarts the generator from the same state, so every forward draws the same mask and
+ * the op is a fixed linear map. */
+typedef struct DropoutCtx {
+    Pcg32 start, rng;
+    float p;
+} DropoutCtx;
+
+static Var *fn_dropout(void *ctx, Var *const *in)
+{
+    DropoutCtx *c = ctx;
+    c->rng = c->start;
+    return op_dropout(in[0], c->p, &c->rng, true, NULL);
+}
+
+/* An int32 Var (no gradient) of the given shape holding `values`. */
+static Var *int_var(int ndim, const int *shape, const int32_t *values)
+{
+    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, ndim, shape);
+    memcpy(t->i32, values, t->bytes);
+    return var_create(t, false, "ids");
+}
 
 static void check_and_free(const char *label, GradcheckFn fn, void *ctx, Var **in, int n)
 {
@@ -331,6 +382,212 @@ static void test_add_relu_gelu_mse_gradcheck(void **state)
     check_and_free("mse", fn_mse, NULL, mse, 2);
 }
 
+static void test_layernorm_gradcheck(void **state)
+{
+    (void)state;
+    /* x with a row mean far from 0, so the centring is exercised; weight around 1. */
+    Var *in[] = {gradcheck_input(3, (int[]){2, 3, 8}, true, 50, 1.0f, 3.0f),
+                 gradcheck_input(1, (int[]){8}, true, 51, 0.5f, 1.5f),
+                 gradcheck_input(1, (int[]){8}, true, 52, -1.0f, 1.0f)};
+    check_and_free("layernorm", fn_layernorm, NULL, in, 3);
+    /* A frozen weight and bias: the op still gives x its gradient. */
+    Var *frozen[] = {param(4, 8, 53), gradcheck_input(1, (int[]){8}, false, 54, 0.5f, 1.5f),
+                     gradcheck_input(1, (int[]){8}, false, 55, -1.0f, 1.0f)};
+    check_and_free("layernorm frozen w,b", fn_layernorm, NULL, frozen, 3);
+}
+
+static void test_split_merge_heads_gradcheck(void **state)
+{
+    (void)state;
+    /* qkv (B,T,3C) = (2,3,12): C = 4 in 2 heads of 2. */
+    const QkvPart parts[3] = {QKV_Q, QKV_K, QKV_V};
+    const char *labels[3] = {"split_heads q", "split_heads k", "split_heads v"};
+    for (int i = 0; i < 3; i++) {
+        Var *in[] = {gradcheck_input(3, (int[]){2, 3, 12}, true, 56 + (uint64_t)i, -1, 1)};
+        QkvPart which = parts[i];
+        check_and_free(labels[i], fn_split, &which, in, 1);
+    }
+    Var *merge[] = {gradcheck_input(4, (int[]){2, 2, 3, 2}, true, 59, -1, 1)};
+    check_and_free("merge_heads", fn_merge, NULL, merge, 1);
+}
+
+static void test_causal_softmax_gradcheck(void **state)
+{
+    (void)state;
+    Var *in[] = {gradcheck_input(4, (int[]){2, 2, 5, 5}, true, 60, -2, 2)};
+    check_and_free("causal_softmax", fn_causal_softmax, NULL, in, 1);
+}
+
+static void test_dropout_gradcheck(void **state)
+{
+    (void)state;
+    DropoutCtx ctx = {.p = 0.3f};
+    pcg32_seed(&ctx.start, 61, 1);
+    Var *in[] = {param(6, 7, 62)};
+    check_and_free("dropout", fn_dropout, &ctx, in, 1);
+}
+
+static void test_embedding_gradcheck(void **state)
+{
+    (void)state;
+    /* ids (2,4) over V = 5, with repeats (token 3 four times): dwte sums them. */
+    const int32_t ids[8] = {3, 0, 3, 4, 1, 3, 3, 2};
+    Var *in[] = {int_var(2, (int[]){2, 4}, ids), param(5, 6, 63), param(7, 6, 64)};
+    check_and_free("embedding", fn_embedding, NULL, in, 3);
+    Var *no_positions[] = {int_var(2, (int[]){2, 4}, ids), param(5, 6, 65), NULL};
+    check_and_free("embedding without wpe", fn_embedding, NULL, no_positions, 2);
+}
+
+static void test_cross_entropy_gradcheck(void **state)
+{
+    (void)state;
+    const int32_t targets[6] = {0, 6, 2, 2, 5, 1};
+    Var *in[] = {gradcheck_input(3, (int[]){2, 3, 7}, true, 66, -2, 2), int_var(2, (int[]){2, 3}, targets)};
+    check_and_free("cross_entropy", fn_cross_entropy, NULL, in, 2);
+}
+
+/* ---- hand-checkable behaviour of the new ops ------------------------------------------- */
+
+/* Dropout keeps each element independently with probability 1 − p. Over n = 100000
+ * elements the kept count is Binomial(n, 1 − p): with p = 0.25 its standard deviation is
+ * sqrt(n·p·(1 − p)) ≈ 137, so the kept fraction is 0.75 ± 0.0014; a tolerance of 0.01 is
+ * 7 standard deviations (and the mask is fixed by the seed anyway). Kept elements are
+ * x/(1 − p) exactly as the kernel computes it, the rest exactly 0; only the mask is saved,
+ * one byte per element, and the generator moved on by exactly n draws. */
+static void test_dropout_keeps_the_expected_fraction_and_saves_only_the_mask(void **state)
+{
+    (void)state;
+    enum { ROWS = 100, COLS = 1000, N = ROWS * COLS };
+    const float p = 0.25f;
+    Var *x = param(ROWS, COLS, 70);
+    Pcg32 rng, expected;
+    pcg32_seed(&rng, 71, 2);
+    expected = rng;
+    pcg32_advance(&expected, N);
+    size_t act_before = mem_current(MEM_ACT);
+    Var *y = op_dropout(x, p, &rng, true, "drop");
+    assert_non_null(y);
+    assert_memory_equal(&rng, &expected, sizeof rng);
+
+    Node *node = y->creator;
+    assert_non_null(node);
+    assert_int_equal(node->n_saved, 1);
+    assert_int_equal(node->saved[0].bytes, N); /* uint8: one byte per element */
+    /* The output's N floats and the mask's N bytes, nothing else. */
+    assert_int_equal(mem_current(MEM_ACT), act_before + N * sizeof(float) + N);
+
+    size_t kept = 0;
+    const float scale = 1.0f / (1.0f - p);
+    for (size_t i = 0; i < N; i++) {
+        float xi = x->value->f32[i], yi = y->value->f32[i];
+        if (yi != 0.0f) {
+            kept++;
+            assert_true(yi == xi * scale);
+        }
+    }
+    double fraction = (double)kept / N;
+    printf("  dropout p = %.2f kept %.4f of %d elements (expected %.2f ± 0.01)\n", (double)p,
+           fraction, N, 1.0 - p);
+    assert_true(fabs(fraction - (1.0 - p)) < 0.01);
+    var_free(y);
+    tape_reset(tape_current());
+    var_free(x);
+}
+
+static void test_dropout_off_is_the_identity_and_draws_nothing(void **state)
+{
+    (void)state;
+    Var *x = param(3, 4, 72);
+    Pcg32 rng, before;
+    pcg32_seed(&rng, 73, 1);
+    before = rng;
+    Var *eval = op_dropout(x, 0.5f, &rng, false, "drop");
+    Var *zero = op_dropout(x, 0.0f, &rng, true, "drop");
+    assert_ptr_equal(eval, x); /* a new reference to x itself */
+    assert_ptr_equal(zero, x);
+    assert_int_equal(x->refcount, 3);
+    assert_memory_equal(&rng, &before, sizeof rng);
+    assert_int_equal(tape_current()->count, 0);
+    assert_null(op_dropout(x, 1.0f, &rng, true, "drop"));
+    assert_non_null(strstr(remat_last_error(), "dropout drop: p must be in [0, 1)"));
+    assert_null(op_dropout(x, 0.5f, NULL, true, "drop"));
+    var_free(eval);
+    var_free(zero);
+    var_free(x);
+}
+
+/* Uniform logits: softmax is 1/V everywhere, so the loss is −log(1/V) = ln V; the kernel
+ * gets it exactly in double, and the op's float result is ln V rounded to float. */
+static void test_cross_entropy_of_uniform_logits_is_ln_v(void **state)
+{
+    (void)state;
+    enum { ROWS = 6, V = 256 };
+    Tensor *t = tensor_create(MEM_PARAM, 2, (int[]){ROWS, V});
+    for (size_t i = 0; i < t->numel; i++) t->f32[i] = 0.125f;
+    Var *logits = var_create(t, true, "logits");
+    const int32_t targets_values[ROWS] = {0, 1, 255, 17, 17, 128};
+    Var *targets = int_var(1, (int[]){ROWS}, targets_values);
+    Var *loss = op_cross_entropy(logits, targets, "loss");
+    assert_non_null(loss);
+    printf("  cross-entropy of uniform logits %.9g, ln 256 = %.9g\n", (double)loss->value->f32[0], log(256.0));
+    assert_true(loss->value->f32[0] == (float)log(256.0));
+    /* Its gradient is (1/ROWS)·(1/V − onehot): the same for every non-target entry. */
+    assert_int_equal(backward(loss), REMAT_OK);
+    assert_float_equal(logits->grad->f32[1], 1.0f / V / ROWS, 1e-9f);
+    assert_float_equal(logits->grad->f32[0], (1.0f / V - 1.0f) / ROWS, 1e-8f);
+    var_free(loss);
+    var_free(logits);
+    var_free(targets);
+    tape_reset(tape_current());
+}
+
+static void test_embedding_rejects_an_out_of_range_id(void **state)
+{
+    (void)state;
+    const int32_t ids[6] = {0, 1, 2, 3, 9, 4};
+    Var *bad = int_var(2, (int[]){2, 3}, ids), *wte = param(5, 4, 74), *wpe = param(3, 4, 75);
+    assert_null(op_embedding(bad, wte, wpe, "embd"));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
+    printf("  %s\n", remat_last_error());
+    assert_non_null(strstr(remat_last_error(), "embedding embd: token id 9 at (1,1) is outside the vocabulary [0, 5)"));
+    /* A sequence longer than the position table, and float ids, are rejected too. */
+    Var *short_wpe = param(2, 4, 76);
+    const int32_t fine[6] = {0, 1, 2, 3, 4, 0};
+    Var *good = int_var(2, (int[]){2, 3}, fine);
+    assert_null(op_embedding(good, wte, short_wpe, "embd"));
+    assert_non_null(strstr(remat_last_error(), "T_max >= 3"));
+    assert_null(op_embedding(wte, wte, NULL, "embd"));
+    assert_non_null(strstr(remat_last_error(), "ids must be int32"));
+    assert_int_equal(tape_current()->count, 0);
+    Var *all[] = {bad, wte, wpe, short_wpe, good};
+    for (int i = 0; i < 5; i++) var_free(all[i]);
+}
+
+static void test_new_ops_reject_bad_shapes(void **state)
+{
+    (void)state;
+    Var *x = param(4, 6, 77), *w5 = gradcheck_input(1, (int[]){5}, true, 78, -1, 1);
+    Var *qkv = gradcheck_input(3, (int[]){2, 3, 12}, true, 79, -1, 1);
+    assert_null(op_layernorm(x, w5, w5, 1e-5f, "attn.ln"));
+    assert_non_null(strstr(remat_last_error(), "layernorm attn.ln"));
+    assert_null(op_split_heads(qkv, QKV_Q, 3, "attn.split_q")); /* C = 4 in 3 heads */
+    assert_non_null(strstr(remat_last_error(), "split_heads attn.split_q"));
+    assert_null(op_split_heads(x, QKV_Q, 2, NULL)); /* not (B,T,3C) */
+    assert_null(op_merge_heads(x, "attn.merge"));
+    assert_non_null(strstr(remat_last_error(), "merge_heads attn.merge"));
+    assert_null(op_causal_softmax(x, "attn.softmax")); /* (4,6) is not square */
+    assert_non_null(strstr(remat_last_error(), "causal_softmax attn.softmax"));
+    const int32_t t[4] = {0, 1, 2, 6};
+    Var *targets = int_var(1, (int[]){4}, t);
+    assert_null(op_cross_entropy(x, targets, "loss")); /* 6 is outside [0, 6) */
+    assert_non_null(strstr(remat_last_error(), "cross_entropy loss: target 6 at row 3"));
+    assert_null(op_cross_entropy(x, x, "loss"));
+    assert_non_null(strstr(remat_last_error(), "targets must be int32"));
+    assert_int_equal(tape_current()->count, 0);
+    Var *all[] = {x, w5, qkv, targets};
+    for (int i = 0; i < 4; i++) var_free(all[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -346,6 +603,18 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_linear_gradcheck, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_matmul_gradcheck, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_add_relu_gelu_mse_gradcheck, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_a_chain_of_ops_keeps_the_first_failure, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_layernorm_gradcheck, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_split_merge_heads_gradcheck, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_causal_softmax_gradcheck, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_dropout_gradcheck, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_embedding_gradcheck, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_cross_entropy_gradcheck, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_dropout_keeps_the_expected_fraction_and_saves_only_the_mask, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_dropout_off_is_the_identity_and_draws_nothing, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_cross_entropy_of_uniform_logits_is_ln_v, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_embedding_rejects_an_out_of_range_id, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_new_ops_reject_bad_shapes, clean_state, clean_state),
     };
     return cmocka_run_group_tests_name("autograd", tests, NULL, NULL);
 }

@@ -40,6 +40,22 @@ static void test_reset_zeroes_and_returns_to_forward(void **state)
     assert_int_equal(flops_phase(), PHASE_FORWARD);
 }
 
+static void test_snapshot_and_restore_undo_uncounted_work(void **state)
+{
+    (void)state;
+    flops_reset();
+    flops_add(10);
+    FlopCounts before = flops_snapshot();
+    flops_set_phase(PHASE_BACKWARD);
+    flops_add(99);
+    flops_restore(&before);
+    assert_int_equal(flops_get(PHASE_FORWARD), 10);
+    assert_int_equal(flops_get(PHASE_BACKWARD), 0);
+    /* The phase is not part of the counts: it stays where it was set. */
+    assert_int_equal(flops_phase(), PHASE_BACKWARD);
+    flops_reset();
+}
+
 static void test_phase_names(void **state)
 {
     (void)state;
@@ -53,6 +69,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flops_go_to_the_current_phase),
         cmocka_unit_test(test_reset_zeroes_and_returns_to_forward),
+        cmocka_unit_test(test_snapshot_and_restore_undo_uncounted_work),
         cmocka_unit_test(test_phase_names),
     };
     return cmocka_run_group_tests_name("flops", tests, NULL, NULL);

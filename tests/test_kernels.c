@@ -165,6 +165,22 @@ static void grad_check(const char *what, const Grad *g, double tol)
     }
 }
 
+/* As grad_check, for kernels that add each term straight into the gradient (a scatter:
+ * several terms may land on the same element, so they cannot be summed first). Then
+ * init joins the sum at its start, not its end: got and init + fresh are the same terms
+ * added in another order, equal up to the sum tolerance `sum_tol` rather than one
+ * rounding. */
+static void grad_check_scatter(const char *what, const Grad *g, double tol, double sum_tol)
+{
+    assert_close(what, g->got, g->want, g->n, tol);
+    for (size_t i = 0; i < g->n; i++) {
+        double sum = (double)g->init[i] + (double)g->fresh[i];
+        if (!(fabs((double)g->got[i] - sum) <= sum_tol * fmax(1.0, fabs(sum))))
+            fail_msg("%s does not accumulate: element %zu is %.9g, init + fresh is %.9g", what,
+                     i, (double)g->got[i], sum);
+    }
+}
+
 static void grad_free(Grad *g)
 {
     free(g->init);
@@ -610,6 +626,344 @@ static void test_row_reductions_and_sum_match_reference(void **state)
     free(y);
 }
 
+/* ---- losses ----------------------------------------------------------------------- */
+
+static void test_mse_forward_backward_match_reference(void **state)
+{
+    (void)state;
+    seed(16);
+    const size_t sizes[2] = {1013, EW_N}; /* one partial block; many blocks, threaded */
+    for (int s = 0; s < 2; s++) {
+        size_t n = sizes[s];
+        float *pred = random_floats(n, -1.0f, 1.0f), *target = random_floats(n, -1.0f, 1.0f);
+        /* The kernel sums in double in another order than the reference: the textbook bound
+         * n·DBL_EPSILON on the sum of n terms, relative to the mean (all terms ≥ 0). */
+        double got = k_mse_forward(pred, target, n), want = ref_mse_forward(pred, target, n);
+        double tol = (double)n * DBL_EPSILON * want;
+        print_message("  %-28s |diff| %.3g (tol %.3g)\n", "mse_forward", fabs(got - want), tol);
+        assert_true(fabs(got - want) <= tol);
+
+        /* Backward: dloss·2/n rounded once, then a multiply and the +=: a few roundings of
+         * values up to ~1 (dloss is chosen so the gradient is not tiny next to init). */
+        Grad dpred = grad_create(n);
+        const float dloss = 0.25f * (float)n;
+        k_mse_backward(dpred.got, pred, target, dloss, n);
+        k_mse_backward(dpred.fresh, pred, target, dloss, n);
+        ref_mse_backward(dpred.want, pred, target, dloss, n);
+        grad_check("mse_backward", &dpred, 4.0 * FLT_EPSILON);
+        free(pred);
+        free(target);
+        grad_free(&dpred);
+    }
+}
+
+/* Random targets in [0, V). */
+static int32_t *random_ids(size_t n, int V)
+{
+    int32_t *p = malloc((n ? n : 1) * sizeof *p);
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i++) p[i] = (int32_t)(xorshift32() % (uint32_t)V);
+    return p;
+}
+
+static void check_cross_entropy(int rows, int V)
+{
+    size_t n = (size_t)rows * V;
+    float *logits = random_floats(n, -4.0f, 4.0f);
+    for (int j = 0; j < V; j++) logits[j] += 1000.0f; /* row 0: expf(x) alone would overflow */
+    int32_t *targets = random_ids((size_t)rows, V);
+    /* Each row's loss is log Σ exp(x − max) + max − x_t. The argument x − max (|.| < 8)
+     * rounds by up to 8·FLT_EPSILON/2, expf adds an ulp, and the double sum and log add
+     * nothing visible: every row is off by a few 1e-7 at most, and so is their mean.
+     * 16·FLT_EPSILON leaves a margin of about 3. */
+    double got = k_cross_entropy_forward(logits, targets, rows, V);
+    double want = ref_cross_entropy_forward(logits, targets, rows, V);
+    double tol = 16.0 * FLT_EPSILON * fmax(1.0, fabs(want));
+    print_message("  %-28s |diff| %.3g (tol %.3g)\n", "cross_entropy_forward", fabs(got - want), tol);
+    assert_true(fabs(got - want) <= tol);
+
+    /* dloss = 0.75·rows makes each row's gradient 0.75·(softmax − onehot): of size ~1 at
+     * the target. The softmax carries the forward's relative error; 16·FLT_EPSILON. */
+    Grad dx = grad_create(n);
+    const float dloss = 0.75f * (float)rows;
+    k_cross_entropy_backward(dx.got, logits, targets, dloss, rows, V);
+    k_cross_entropy_backward(dx.fresh, logits, targets, dloss, rows, V);
+    ref_cross_entropy_backward(dx.want, logits, targets, dloss, rows, V);
+    grad_check("cross_entropy_backward", &dx, 16.0 * FLT_EPSILON);
+    free(logits);
+    free(targets);
+    grad_free(&dx);
+}
+
+static void test_cross_entropy_forward_backward_match_reference(void **state)
+{
+    (void)state;
+    seed(17);
+    check_cross_entropy(SMALL_ROWS, SMALL_COLS);
+    check_cross_entropy(BIG_ROWS, BIG_COLS);
+}
+
+static void test_cross_entropy_of_uniform_logits_is_log_v(void **state)
+{
+    (void)state;
+    /* Equal logits: every exp(x − max) is exactly 1, the sum exactly V, and each row's
+     * loss is log(V) + (max − x_t) = log(V) exactly in double, even at 500, where exp(x)
+     * alone would overflow float. Only the mean over rows rounds: a sum of 5 terms and a
+     * division, a few DBL_EPSILON. */
+    enum { ROWS = 5, V = 256 };
+    float *logits = malloc(ROWS * V * sizeof *logits);
+    assert_non_null(logits);
+    int32_t targets[ROWS] = {0, 255, 7, 7, 100};
+    for (int i = 0; i < ROWS * V; i++) logits[i] = 500.0f;
+    double loss = k_cross_entropy_forward(logits, targets, ROWS, V);
+    print_message("  %-28s %.17g, log(256) = %.17g\n", "uniform logits", loss, log((double)V));
+    assert_true(fabs(loss - log((double)V)) <= 8.0 * DBL_EPSILON * log((double)V));
+    free(logits);
+}
+
+/* ---- dropout ---------------------------------------------------------------------- */
+
+static void check_dropout(size_t n, float p)
+{
+    float *x = random_floats(n, -1.0f, 1.0f), *dout = random_floats(n, -1.0f, 1.0f);
+    float *out = zero_floats(n);
+    double *out_ref = to_double(out, n);
+    uint8_t *mask = malloc(n), *mask_ref = malloc(n);
+    assert_non_null(mask);
+    assert_non_null(mask_ref);
+    Pcg32 rng, rng_ref, advanced;
+    pcg32_seed(&rng, 42, 3);
+    rng_ref = advanced = rng;
+    pcg32_advance(&advanced, n);
+
+    k_dropout_forward(out, mask, x, p, &rng, n);
+    ref_dropout_forward(out_ref, mask_ref, x, p, &rng_ref, n);
+    /* The same draws, element for element, as the serial loop; and the caller's generator
+     * ends exactly n draws on. */
+    assert_memory_equal(mask, mask_ref, n);
+    assert_memory_equal(&rng, &rng_ref, sizeof rng);
+    assert_memory_equal(&rng, &advanced, sizeof rng);
+    /* x·(1/(1 − p)): the scale rounded once, the product once. */
+    assert_close("dropout_forward", out, out_ref, n, 2.0 * FLT_EPSILON);
+    for (size_t i = 0; i < n; i++)
+        if (!mask[i]) assert_true(out[i] == 0.0f);
+
+    Grad dx = grad_create(n);
+    k_dropout_backward(dx.got, dout, mask, p, n);
+    k_dropout_backward(dx.fresh, dout, mask, p, n);
+    ref_dropout_backward(dx.want, dout, mask, p, n);
+    grad_check("dropout_backward", &dx, 3.0 * FLT_EPSILON); /* scale, product, += */
+    for (size_t i = 0; i < n; i++)
+        if (!mask[i]) assert_true(dx.fresh[i] == 0.0f);
+    free(x);
+    free(dout);
+    free(out);
+    free(out_ref);
+    free(mask);
+    free(mask_ref);
+    grad_free(&dx);
+}
+
+static void test_dropout_matches_the_serial_loop(void **state)
+{
+    (void)state;
+    seed(18);
+    check_dropout(1000, 0.5f);            /* less than one block of draws, one thread */
+    check_dropout(3 * 4096 + 5, 0.1f);    /* whole blocks and a partial one, threaded */
+    check_dropout(EW_N, 0.3f);            /* many blocks */
+    check_dropout(5000, 0.0f);            /* p = 0 keeps everything and still draws n */
+}
+
+/* ---- embeddings ------------------------------------------------------------------- */
+
+static void check_embedding(int B, int T, int C, int V, int with_positions)
+{
+    size_t n = (size_t)B * T * C;
+    int32_t *ids = random_ids((size_t)B * T, V); /* V small: ids repeat, rows collide */
+    float *wte = random_floats((size_t)V * C, -1.0f, 1.0f);
+    float *wpe = with_positions ? random_floats((size_t)T * C, -1.0f, 1.0f) : NULL;
+    float *out = zero_floats(n), *dout = random_floats(n, -1.0f, 1.0f);
+    double *out_ref = to_double(out, n);
+    k_embedding_forward(out, ids, wte, wpe, B, T, C);
+    ref_embedding_forward(out_ref, ids, wte, wpe, B, T, C);
+    assert_close("embedding_forward", out, out_ref, n, FLT_EPSILON); /* one add */
+
+    /* dwte's rows gather up to B·T tokens, dwpe's B tokens, each of size up to 1. */
+    Grad dwte = grad_create((size_t)V * C), dwpe = grad_create((size_t)T * C);
+    float *dwpe_got = with_positions ? dwpe.got : NULL, *dwpe_fresh = with_positions ? dwpe.fresh : NULL;
+    double *dwpe_want = with_positions ? dwpe.want : NULL;
+    k_embedding_backward(dwte.got, dwpe_got, dout, ids, B, T, C);
+    k_embedding_backward(dwte.fresh, dwpe_fresh, dout, ids, B, T, C);
+    ref_embedding_backward(dwte.want, dwpe_want, dout, ids, B, T, C);
+    grad_check_scatter("embedding_backward dwte", &dwte, sum_tol(B * T, 1.0), sum_tol(B * T + 1, 1.0));
+    grad_check_scatter("embedding_backward dwpe", &dwpe, sum_tol(B, 1.0), sum_tol(B + 1, 1.0));
+    free(ids);
+    free(wte);
+    free(wpe);
+    free(out);
+    free(dout);
+    free(out_ref);
+    grad_free(&dwte);
+    grad_free(&dwpe);
+}
+
+static void test_embedding_forward_backward_match_reference(void **state)
+{
+    (void)state;
+    seed(19);
+    check_embedding(3, 7, 53, 5, 1);
+    check_embedding(3, 7, 53, 5, 0);     /* no position table: dwpe untouched */
+    check_embedding(8, 64, 257, 11, 1);  /* threaded, a partial column block */
+}
+
+/* ---- attention heads -------------------------------------------------------------- */
+
+static void check_heads(int B, int T, int C, int H)
+{
+    size_t n = (size_t)B * T * C;
+    float *qkv = random_floats(3 * n, -1.0f, 1.0f), *heads = zero_floats(n);
+    float *dheads = random_floats(n, -1.0f, 1.0f);
+    double *heads_ref = to_double(heads, n);
+    for (int which = 0; which < 3; which++) {
+        k_split_heads_forward(heads, qkv, which, B, T, C, H);
+        ref_split_heads_forward(heads_ref, qkv, which, B, T, C, H);
+        assert_close("split_heads_forward", heads, heads_ref, n, 0.0); /* a copy: exact */
+        /* Backward adds into one part of dqkv and leaves the other two as they were. */
+        Grad dqkv = grad_create(3 * n);
+        k_split_heads_backward(dqkv.got, dheads, which, B, T, C, H);
+        k_split_heads_backward(dqkv.fresh, dheads, which, B, T, C, H);
+        ref_split_heads_backward(dqkv.want, dheads, which, B, T, C, H);
+        grad_check("split_heads_backward", &dqkv, FLT_EPSILON);
+        grad_free(&dqkv);
+    }
+    /* Merging the heads of q gives back exactly the q part of every row of qkv. */
+    float *merged = zero_floats(n);
+    double *merged_ref = to_double(merged, n);
+    k_split_heads_forward(heads, qkv, 0, B, T, C, H);
+    k_merge_heads_forward(merged, heads, B, T, C, H);
+    ref_merge_heads_forward(merged_ref, heads, B, T, C, H);
+    assert_close("merge_heads_forward", merged, merged_ref, n, 0.0);
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        assert_memory_equal(merged + r * C, qkv + r * 3 * C, (size_t)C * sizeof(float));
+    Grad dy = grad_create(n);
+    k_merge_heads_backward(dy.got, dheads, B, T, C, H);
+    k_merge_heads_backward(dy.fresh, dheads, B, T, C, H);
+    ref_merge_heads_backward(dy.want, dheads, B, T, C, H);
+    grad_check("merge_heads_backward", &dy, FLT_EPSILON);
+    free(qkv);
+    free(heads);
+    free(dheads);
+    free(heads_ref);
+    free(merged);
+    free(merged_ref);
+    grad_free(&dy);
+}
+
+static void test_split_merge_heads_match_reference(void **state)
+{
+    (void)state;
+    seed(20);
+    check_heads(3, 5, 12, 3);
+    check_heads(4, 64, 256, 4); /* 2^16 elements per part: threaded */
+}
+
+/* ---- sampling --------------------------------------------------------------------- */
+
+static void test_argmax_and_sampling_match_reference(void **state)
+{
+    (void)state;
+    seed(22);
+    enum { V = 257, DRAWS = 20000 };
+    float *x = random_floats(V, -4.0f, 4.0f), *probs = zero_floats(V);
+    x[100] = x[200] = 5.0f; /* a tie for the maximum: the first one wins */
+    assert_int_equal(k_argmax(x, V), 100);
+    assert_int_equal(ref_argmax(x, V), 100);
+
+    /* Draws against the reference, which sums the probabilities in double. The two agree
+     * except where u falls between the float and the double cumulative sum at a boundary,
+     * which can only happen within the sum tolerance of that boundary. */
+    k_softmax_forward(probs, x, 1, V);
+    int mismatches = 0;
+    for (int i = 0; i < DRAWS; i++) {
+        float u = uniform(0.0f, 1.0f);
+        int got = k_sample_categorical(probs, V, u), want = ref_sample_categorical(probs, V, u);
+        if (got == want) continue;
+        mismatches++;
+        double boundary = 0.0;
+        for (int j = 0; j <= (got < want ? got : want); j++) boundary += probs[j];
+        if (!(fabs((double)u - boundary) <= sum_tol(V, 1.0)))
+            fail_msg("draw %d: u = %.9g gives %d, reference %d, %.3g from the boundary", i,
+                     (double)u, got, want, fabs((double)u - boundary));
+    }
+    print_message("  %-28s %d of %d draws differ, all at a boundary\n", "sample_categorical",
+                  mismatches, DRAWS);
+
+    /* The draw lands where the mass is: token 1 has half of it. */
+    const float three[5] = {0.25f, 0.5f, 0.249f, 0.0f, 0.0f}; /* sums to 0.999 */
+    assert_int_equal(k_sample_categorical(three, 5, 0.0f), 0);
+    assert_int_equal(k_sample_categorical(three, 5, 0.25f), 1);
+    assert_int_equal(k_sample_categorical(three, 5, 0.7499f), 1);
+    assert_int_equal(k_sample_categorical(three, 5, 0.75f), 2);
+    /* u above the (rounded) total: the last token with any mass, never a zero one. */
+    assert_int_equal(k_sample_categorical(three, 5, 0.9995f), 2);
+    assert_int_equal(ref_sample_categorical(three, 5, 0.9995f), 2);
+    free(x);
+    free(probs);
+}
+
+/* ---- optimizer updates ------------------------------------------------------------ */
+
+static void test_sgd_adamw_updates_match_reference(void **state)
+{
+    (void)state;
+    seed(21);
+    const size_t n = EW_N;
+    float *grad = random_floats(n, -1.0f, 1.0f);
+    float *param = random_floats(n, -1.0f, 1.0f), *state0 = random_floats(n, -1.0f, 1.0f);
+    float *state1 = random_floats(n, 0.0f, 1.0f); /* AdamW's v is never negative */
+    double *param_ref = to_double(param, n), *state0_ref = to_double(state0, n);
+    double *state1_ref = to_double(state1, n);
+
+    /* Plain SGD: param −= lr·grad, two roundings. */
+    k_sgd_update(param, NULL, grad, 0.1f, 0.0f, n);
+    ref_sgd_update(param_ref, NULL, grad, 0.1f, 0.0f, n);
+    assert_close("sgd_update", param, param_ref, n, 2.0 * FLT_EPSILON);
+
+    /* With momentum: the velocity's two roundings carry into the parameter's. The
+     * references restart from the kernel's float values, so errors do not pile up. */
+    for (size_t i = 0; i < n; i++) param_ref[i] = param[i];
+    k_sgd_update(param, state0, grad, 0.1f, 0.9f, n);
+    ref_sgd_update(param_ref, state0_ref, grad, 0.1f, 0.9f, n);
+    assert_close("sgd_update velocity", state0, state0_ref, n, 2.0 * FLT_EPSILON);
+    assert_close("sgd_update momentum", param, param_ref, n, 4.0 * FLT_EPSILON);
+
+    /* AdamW at steps 1 and 7. m and v take two or three roundings each; the update
+     * lr·m̂/(sqrt(v̂) + eps) about ten in all (each ≤ FLT_EPSILON/2 relative), on a step
+     * of size up to lr·|m̂|/sqrt(v̂); with lr = 1e-2 that stays below the parameter's size,
+     * so 16·FLT_EPSILON relative to max(1, |param|) bounds them all. */
+    const int steps[2] = {1, 7};
+    for (int s = 0; s < 2; s++) {
+        for (size_t i = 0; i < n; i++) {
+            param_ref[i] = param[i];
+            state0_ref[i] = state0[i];
+            state1_ref[i] = state1[i];
+        }
+        k_adamw_update(param, state0, state1, grad, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, steps[s], n);
+        ref_adamw_update(param_ref, state0_ref, state1_ref, grad, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f,
+                         steps[s], n);
+        assert_close("adamw_update m", state0, state0_ref, n, 4.0 * FLT_EPSILON);
+        assert_close("adamw_update v", state1, state1_ref, n, 4.0 * FLT_EPSILON);
+        assert_close("adamw_update param", param, param_ref, n, 16.0 * FLT_EPSILON);
+    }
+    free(grad);
+    free(param);
+    free(state0);
+    free(state1);
+    free(param_ref);
+    free(state0_ref);
+    free(state1_ref);
+}
+
 /* ---- determinism ------------------------------------------------------------------ */
 
 /* One set of inputs and one output area shared by every kernel in the determinism tests,
@@ -621,23 +975,34 @@ enum {
     DET_N = DET_ROWS * DET_COLS,
     DET_BH = 4, /* causal softmax on (DET_BH, DET_T, DET_T), inside a */
     DET_T = 128,
-    DET_OUT = DET_N + 2 * DET_COLS + 2 * DET_ROWS, /* the main output, two of each size */
+    /* The GPT's kernels see a as a batch of DET_B sequences of DET_T tokens of DET_COLS
+     * channels (DET_B·DET_T = DET_ROWS), in DET_H heads of 43, over a vocabulary of DET_V
+     * (ids, and cross-entropy targets, are in [0, DET_V)). */
+    DET_B = DET_ROWS / DET_T,
+    DET_H = 7,
+    DET_V = 50,
+    DET_MAIN = 3 * DET_N, /* the main output: room for a (B,T,3C) gradient */
+    DET_OUT = DET_MAIN + 2 * DET_COLS + 2 * DET_ROWS + DET_N / 4, /* two of each size, a mask */
 };
 
 typedef struct Work {
     float *a, *b;         /* (DET_ROWS, DET_COLS) inputs, uniform in [-1, 1) */
+    float *qkv;           /* (DET_ROWS, 3·DET_COLS), uniform in [-1, 1) */
+    int32_t *ids;         /* (DET_ROWS) in [0, DET_V) */
     float *wide;          /* DET_N floats from wide_floats, for k_sum */
     float *weight, *bias; /* (DET_COLS) */
     float *mean, *rstd;   /* (DET_ROWS), from a LayerNorm forward of a */
+    Pcg32 rng;            /* every dropout run starts from this state */
     float *out_init;      /* DET_OUT random floats: every run starts its outputs from these */
     float *out;           /* DET_OUT floats where the kernels write */
-    double sum;           /* k_sum's result */
+    double sum;           /* k_sum's (and k_cross_entropy_forward's) result */
 } Work;
 
-static float *out_cols_a(Work *w) { return w->out + DET_N; }
-static float *out_cols_b(Work *w) { return w->out + DET_N + DET_COLS; }
-static float *out_rows_a(Work *w) { return w->out + DET_N + 2 * DET_COLS; }
-static float *out_rows_b(Work *w) { return w->out + DET_N + 2 * DET_COLS + DET_ROWS; }
+static float *out_cols_a(Work *w) { return w->out + DET_MAIN; }
+static float *out_cols_b(Work *w) { return w->out + DET_MAIN + DET_COLS; }
+static float *out_rows_a(Work *w) { return w->out + DET_MAIN + 2 * DET_COLS; }
+static float *out_rows_b(Work *w) { return w->out + DET_MAIN + 2 * DET_COLS + DET_ROWS; }
+static uint8_t *out_mask(Work *w) { return (uint8_t *)(w->out + DET_MAIN + 2 * DET_COLS + 2 * DET_ROWS); }
 
 static void run_fill(Work *w) { k_fill(w->out, 0.5f, DET_N); }
 static void run_copy(Work *w) { k_copy(w->out, w->a, DET_N); }
@@ -683,6 +1048,65 @@ static void run_matmul_batched(Work *w)
     k_matmul_batched(w->out, w->a, w->b, 16, 64, 64, 64, CblasNoTrans, CblasTrans, 1.0f, 0.0f);
 }
 
+static void run_cross_entropy_forward(Work *w)
+{
+    w->sum = k_cross_entropy_forward(w->a, w->ids, DET_ROWS, DET_COLS);
+}
+static void run_cross_entropy_backward(Work *w)
+{
+    k_cross_entropy_backward(w->out, w->a, w->ids, 3.0f, DET_ROWS, DET_COLS);
+}
+static void run_dropout_forward(Work *w)
+{
+    Pcg32 rng = w->rng;
+    k_dropout_forward(w->out, out_mask(w), w->a, 0.2f, &rng, DET_N);
+}
+static void run_dropout_backward(Work *w)
+{
+    k_dropout_backward(w->out, w->a, (const uint8_t *)w->b, 0.2f, DET_N); /* b's bytes as a mask */
+}
+static void run_embedding_forward(Work *w)
+{
+    /* a's first DET_V rows as the token table, b's first DET_T rows as the positions */
+    k_embedding_forward(w->out, w->ids, w->a, w->b, DET_B, DET_T, DET_COLS);
+}
+static void run_embedding_backward(Work *w)
+{
+    float *dwte = w->out, *dwpe = w->out + DET_V * DET_COLS;
+    k_embedding_backward(dwte, dwpe, w->a, w->ids, DET_B, DET_T, DET_COLS);
+}
+static void run_split_heads_forward(Work *w)
+{
+    k_split_heads_forward(w->out, w->qkv, 1, DET_B, DET_T, DET_COLS, DET_H);
+}
+static void run_split_heads_backward(Work *w)
+{
+    k_split_heads_backward(w->out, w->a, 2, DET_B, DET_T, DET_COLS, DET_H);
+}
+static void run_merge_heads_forward(Work *w)
+{
+    k_merge_heads_forward(w->out, w->a, DET_B, DET_T, DET_COLS, DET_H);
+}
+static void run_merge_heads_backward(Work *w)
+{
+    k_merge_heads_backward(w->out, w->a, DET_B, DET_T, DET_COLS, DET_H);
+}
+static void run_argmax(Work *w) { w->sum = k_argmax(w->a, DET_N); }
+static void run_sample_categorical(Work *w) { w->sum = k_sample_categorical(w->weight, DET_COLS, 0.7f); }
+static void run_mse_forward(Work *w) { w->sum = k_mse_forward(w->a, w->b, DET_N); }
+static void run_mse_backward(Work *w) { k_mse_backward(w->out, w->a, w->b, 5.0f, DET_N); }
+static void run_sgd_update(Work *w)
+{
+    k_sgd_update(w->out, w->out + DET_N, w->a, 0.1f, 0.9f, DET_N);
+}
+static void run_adamw_update(Work *w)
+{
+    /* v must not be negative: b's magnitudes, in the last third of the main output */
+    float *v = w->out + 2 * DET_N;
+    for (size_t i = 0; i < DET_N; i++) v[i] = fabsf(w->b[i]);
+    k_adamw_update(w->out, w->out + DET_N, v, w->a, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 3, DET_N);
+}
+
 typedef struct KernelCase {
     const char *name;
     void (*run)(Work *w);
@@ -712,6 +1136,22 @@ static const KernelCase CASES[] = {
     {"k_row_sum", run_row_sum, 1},
     {"k_row_max", run_row_max, 1},
     {"k_sum", run_sum, 1},
+    {"k_cross_entropy_forward", run_cross_entropy_forward, 1},
+    {"k_cross_entropy_backward", run_cross_entropy_backward, 1},
+    {"k_dropout_forward", run_dropout_forward, 1},
+    {"k_dropout_backward", run_dropout_backward, 1},
+    {"k_embedding_forward", run_embedding_forward, 1},
+    {"k_embedding_backward", run_embedding_backward, 1},
+    {"k_split_heads_forward", run_split_heads_forward, 1},
+    {"k_split_heads_backward", run_split_heads_backward, 1},
+    {"k_merge_heads_forward", run_merge_heads_forward, 1},
+    {"k_merge_heads_backward", run_merge_heads_backward, 1},
+    {"k_argmax", run_argmax, 1},
+    {"k_sample_categorical", run_sample_categorical, 1},
+    {"k_mse_forward", run_mse_forward, 1},
+    {"k_mse_backward", run_mse_backward, 1},
+    {"k_sgd_update", run_sgd_update, 1},
+    {"k_adamw_update", run_adamw_update, 1},
     {"k_matmul", run_matmul, 0},
     {"k_matmul_batched", run_matmul_batched, 0},
 };
@@ -828,6 +1268,54 @@ static void test_kernels_count_documented_flops(void **state)
     (void)k_sum(a, N);
     expect_flops("k_sum", N);
 
+    int32_t ids[R] = {0, 4, 1, 4, 2, 3, 0}; /* targets in [0, C), ids in [0, R) */
+    (void)k_cross_entropy_forward(a, ids, R, C);
+    expect_flops("k_cross_entropy_forward", R * (4 * C + 4) + 1);
+    k_cross_entropy_backward(out, a, ids, 1.0f, R, C);
+    expect_flops("k_cross_entropy_backward", R * (8 * C + 2) + 1);
+    Pcg32 rng;
+    pcg32_seed(&rng, 1, 1);
+    uint8_t mask[N];
+    k_dropout_forward(out, mask, a, 0.5f, &rng, N);
+    expect_flops("k_dropout_forward", 2 * N);
+    k_dropout_backward(out, a, mask, 0.5f, N);
+    expect_flops("k_dropout_backward", 2 * N);
+    /* embeddings of BATCH·T tokens of C channels, tables a (R,C) and b (T,C) */
+    k_embedding_forward(out, ids, a, b, 1, R, C);
+    expect_flops("k_embedding_forward", R * C);
+    k_embedding_forward(out, ids, a, NULL, 1, R, C);
+    expect_flops("k_embedding_forward without positions", 0);
+    k_embedding_backward(out, out + R * C, a, ids, 1, R, C);
+    expect_flops("k_embedding_backward", 2 * R * C);
+    k_embedding_backward(out, NULL, a, ids, 1, R, C);
+    expect_flops("k_embedding_backward without positions", R * C);
+    /* heads: (1,T,3·4) split into 2 heads of 2 */
+    k_split_heads_forward(out, a, 1, 1, T, 4, 2);
+    expect_flops("k_split_heads_forward", 0);
+    k_split_heads_backward(out, a, 1, 1, T, 4, 2);
+    expect_flops("k_split_heads_backward", T * 4);
+    k_merge_heads_forward(out, a, 1, T, 4, 2);
+    expect_flops("k_merge_heads_forward", 0);
+    k_merge_heads_backward(out, a, 1, T, 4, 2);
+    expect_flops("k_merge_heads_backward", T * 4);
+    (void)k_argmax(a, N);
+    expect_flops("k_argmax", N - 1);
+    const float probs[4] = {0.25f, 0.25f, 0.25f, 0.25f};
+    assert_int_equal(k_sample_categorical(probs, 4, 0.6f), 2); /* scans 3 elements */
+    expect_flops("k_sample_categorical", 2 * 3);
+    (void)k_mse_forward(a, b, N);
+    expect_flops("k_mse_forward", 3 * N);
+    k_mse_backward(out, a, b, 1.0f, N);
+    expect_flops("k_mse_backward", 3 * N);
+    k_sgd_update(out, NULL, a, 0.1f, 0.0f, N);
+    expect_flops("k_sgd_update", 2 * N);
+    k_sgd_update(out, c1, a, 0.1f, 0.9f, C);
+    expect_flops("k_sgd_update with momentum", 4 * C);
+    float v[N];
+    for (int i = 0; i < N; i++) v[i] = fabsf(b[i]);
+    k_adamw_update(out, c1, v, a, 0.1f, 0.9f, 0.999f, 1e-8f, 0.0f, 1, C);
+    expect_flops("k_adamw_update", 16 * C);
+
     /* The count goes to the current phase, whatever it is. */
     Phase previous = flops_set_phase(PHASE_RECOMPUTE);
     k_add(out, a, b, N);
@@ -857,6 +1345,9 @@ static int group_setup(void **state)
     seed(15);
     w->a = random_floats(DET_N, -1.0f, 1.0f);
     w->b = random_floats(DET_N, -1.0f, 1.0f);
+    w->qkv = random_floats(3 * (size_t)DET_N, -1.0f, 1.0f);
+    w->ids = random_ids(DET_ROWS, DET_V);
+    pcg32_seed(&w->rng, 15, 1);
     w->wide = wide_floats(DET_N);
     w->weight = random_floats(DET_COLS, 0.5f, 1.5f);
     w->bias = random_floats(DET_COLS, -1.0f, 1.0f);
@@ -876,6 +1367,8 @@ static int group_teardown(void **state)
     Work *w = *state;
     free(w->a);
     free(w->b);
+    free(w->qkv);
+    free(w->ids);
     free(w->wide);
     free(w->weight);
     free(w->bias);
@@ -904,6 +1397,14 @@ int main(void)
         cmocka_unit_test(test_causal_softmax_masks_exactly),
         cmocka_unit_test(test_layernorm_forward_backward_match_reference),
         cmocka_unit_test(test_row_reductions_and_sum_match_reference),
+        cmocka_unit_test(test_mse_forward_backward_match_reference),
+        cmocka_unit_test(test_cross_entropy_forward_backward_match_reference),
+        cmocka_unit_test(test_cross_entropy_of_uniform_logits_is_log_v),
+        cmocka_unit_test(test_dropout_matches_the_serial_loop),
+        cmocka_unit_test(test_embedding_forward_backward_match_reference),
+        cmocka_unit_test(test_split_merge_heads_match_reference),
+        cmocka_unit_test(test_argmax_and_sampling_match_reference),
+        cmocka_unit_test(test_sgd_adamw_updates_match_reference),
         cmocka_unit_test(test_kernels_deterministic_run_to_run),
         cmocka_unit_test(test_kernels_same_on_one_and_two_threads),
         cmocka_unit_test(test_kernels_count_documented_flops),

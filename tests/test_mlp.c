@@ -56,7 +56,9 @@ static void test_activation_peak_equals_the_derived_bytes(void **state)
         assert_non_null(m);
         assert_non_null(task);
         Var *x, *y;
-        assert_int_equal(mlp_task_batch(task, B, &x, &y), REMAT_OK);
+        Pcg32 data;
+        pcg32_seed(&data, 2, 0);
+        assert_int_equal(mlp_task_batch(task, &data, B, &x, &y), REMAT_OK);
         TrainCtx ctx = {.training = true};
         pcg32_seed(&ctx.rng, 3, 0);
 
@@ -149,7 +151,7 @@ static void test_step_without_gradients_changes_nothing(void **state)
     model_free(m);
 }
 
-/* Training works and is reproducible: with AdamW the loss falls clearly within 60 steps,
+/* Training works and is reproducible: with AdamW the loss falls clearly within 200 steps,
  * and a second run from the same seeds gives bit-identical losses. */
 static void train_losses(float *losses, int steps)
 {
@@ -160,9 +162,11 @@ static void train_losses(float *losses, int steps)
     Optimizer *opt = optim_create(&adamw, m->params, m->n_params);
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 10, 0);
+    Pcg32 data;
+    pcg32_seed(&data, 11, 0);
     for (int s = 0; s < steps; s++) {
         Var *x, *y;
-        assert_int_equal(mlp_task_batch(task, B, &x, &y), REMAT_OK);
+        assert_int_equal(mlp_task_batch(task, &data, B, &x, &y), REMAT_OK);
         optim_zero_grad(opt);
         losses[s] = forward_backward(m, x, y, &ctx);
         assert_int_equal(optim_step(opt), REMAT_OK);
@@ -177,14 +181,14 @@ static void train_losses(float *losses, int steps)
 static void test_training_reduces_loss_reproducibly(void **state)
 {
     (void)state;
-    enum { STEPS = 60 };
+    enum { STEPS = 200 };
     float first[STEPS], second[STEPS];
     train_losses(first, STEPS);
     train_losses(second, STEPS);
     assert_memory_equal(first, second, sizeof first);
     float start = (first[0] + first[1] + first[2]) / 3, end = (first[STEPS - 3] + first[STEPS - 2] + first[STEPS - 1]) / 3;
     printf("  mean loss of the first 3 steps %.4f, of the last 3 %.4f\n", start, end);
-    /* A working optimizer halves this loss within 60 steps; a broken sign or a zero
+    /* A working optimizer halves this loss within 200 steps; a broken sign or a zero
      * gradient leaves it flat or makes it grow. */
     assert_true(end < 0.5f * start);
 }

@@ -1,0 +1,73 @@
+/*
+ * ops_embedding.c — embedding: token ids in, vectors out.
+ *
+ * The input is not a float tensor but int32 token ids, which have no gradient; the
+ * gradient goes to the tables. Token id v's row of wte receives the sum of dout over
+ * every position where v occurs, which is a scatter-add (k_embedding_backward). The op
+ * saves only the ids (4 bytes per token), not the (B,T,C) output.
+ *
+ * Ids are checked here, before the kernel reads a table row with them: an id outside
+ * [0, V) would read outside the table. Letters: B batch, T time, C channels,
+ * V vocabulary, T_max the position table's rows.
+ */
+#include "ops.h"
+
+#include "kernels.h"
+#include "ops_internal.h"
+
+/* ---- embedding ---------------------------------------------------------------------- */
+
+/* Backward of embedding. Forward was out[b,t] = wte[ids[b,t]] + wpe[t]; so
+ *   dwte[ids[b,t]] += dout[b,t]    for every token,
+ *   dwpe[t]        += Σ_b dout[b,t]. */
+static RematStatus embedding_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
+{
+    const int B = node->attrs.i[0], T = node->attrs.i[1], C = node->attrs.i[2];
+    Tensor *ids = saved_tensor(node, 0);
+    if (!ids) return remat_last_status();
+    float *dwte = dinputs[1] ? dinputs[1]->f32 : NULL, *dwpe = dinputs[2] ? dinputs[2]->f32 : NULL;
+    if (dwte || dwpe) k_embedding_backward(dwte, dwpe, dout->f32, ids->i32, B, T, C);
+    tensor_free(ids);
+    return REMAT_OK;
+}
+
+static const OpInfo EMBEDDING_OP = {"embedding", embedding_backward};
+
+Var *op_embedding(Var *ids, Var *wte, Var *wpe, const char *tag)
+{
+    Var *inputs[3] = {ids, wte, wpe};
+    if (ops_check_inputs("embedding", inputs, 2) != REMAT_OK) return NULL;
+    char label[64], is[48], ws[48], ps[48];
+    ops_label(label, sizeof label, "embedding", tag);
+    if (ops_check_dtype(label, ids, "ids", DTYPE_I32) != REMAT_OK ||
+        ops_check_dtype(label, wte, "wte", DTYPE_F32) != REMAT_OK ||
+        (wpe && ops_check_dtype(label, wpe, "wpe", DTYPE_F32) != REMAT_OK))
+        return NULL;
+    const Tensor *Ids = ids->value, *Wte = wte->value, *Wpe = wpe ? wpe->value : NULL;
+    tensor_shape_str(is, sizeof is, Ids);
+    tensor_shape_str(ws, sizeof ws, Wte);
+    if (Ids->ndim != 2 || Wte->ndim != 2) {
+        remat_fail(REMAT_EINVAL, "%s: want ids (B,T) and wte (V,C), got %s and %s", label, is, ws);
+        return NULL;
+    }
+    const int B = Ids->shape[0], T = Ids->shape[1], V = Wte->shape[0], C = Wte->shape[1];
+    if (Wpe && (Wpe->ndim != 2 || Wpe->shape[1] != C || Wpe->shape[0] < T)) {
+        remat_fail(REMAT_EINVAL, "%s: wpe %s does not fit ids %s and wte %s (want (T_max,%d) "
+                   "with T_max >= %d)", label, tensor_shape_str(ps, sizeof ps, Wpe), is, ws, C, T);
+        return NULL;
+    }
+    for (size_t i = 0; i < Ids->numel; i++) {
+        if (Ids->i32[i] < 0 || Ids->i32[i] >= V) {
+            remat_fail(REMAT_EINVAL, "%s: token id %d at (%zu,%zu) is outside the vocabulary [0, %d)",
+                       label, (int)Ids->i32[i], i / (size_t)T, i % (size_t)T, V);
+            return NULL;
+        }
+    }
+
+    Tensor *out = tensor_create(MEM_ACT, 3, (int[]){B, T, C});
+    if (!out) return NULL;
+    k_embedding_forward(out->f32, Ids->i32, Wte->f32, Wpe ? Wpe->f32 : NULL, B, T, C);
+    NodeAttrs attrs = {.i = {B, T, C}};
+    Tensor *save[1] = {ids->value};
+    return ops_record(&EMBEDDING_OP, tag, inputs, wpe ? 3 : 2, out, save, 1, &attrs);
+}

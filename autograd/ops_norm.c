@@ -1,0 +1,100 @@
+/*
+ * ops_norm.c — normalisation: layernorm.
+ *
+ * LayerNorm is the op that shows a design choice about what to save. Its backward needs
+ * x's per-row mean and rstd; they are N floats each, tiny next to x (N·C), so the
+ * forward keeps the ones it computed instead of making the backward find them again.
+ * What is saved is x itself, the weight, and those two small vectors. Letters: N rows
+ * (leading dims flattened), C the normalised width.
+ */
+#include "ops.h"
+
+#include <math.h>
+
+#include "kernels.h"
+#include "ops_internal.h"
+
+/* ---- layernorm ---------------------------------------------------------------------- */
+
+/* Backward of layernorm. Forward was, per row, norm = (x − mean)·rstd and
+ * out = norm·weight + bias; so (written out beside k_layernorm_backward)
+ *   dbias   += Σ_rows dout
+ *   dweight += Σ_rows dout·norm
+ *   dx      += rstd·(dnorm − mean(dnorm) − norm·mean(dnorm·norm)),  dnorm = dout·weight.
+ * The kernel produces all three at once. A gradient that no input wants (a frozen weight,
+ * a constant x) goes to a scratch buffer whose contents are then dropped. */
+static RematStatus layernorm_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
+{
+    const int N = node->attrs.i[0], C = node->attrs.i[1];
+    Tensor *x = saved_tensor(node, 0), *weight = saved_tensor(node, 1);
+    Tensor *mean = saved_tensor(node, 2), *rstd = saved_tensor(node, 3);
+    Tensor *scratch = NULL;
+    RematStatus status = REMAT_OK;
+    if (!x || !weight || !mean || !rstd) {
+        status = remat_last_status();
+        goto done;
+    }
+    const int scratch_n = (dinputs[0] ? 0 : N * C) + (dinputs[1] ? 0 : C) + (dinputs[2] ? 0 : C);
+    if (scratch_n > 0 && !(scratch = tensor_create(MEM_WORK, 1, (int[]){scratch_n}))) {
+        status = remat_last_status();
+        goto done;
+    }
+    float *spare = scratch ? scratch->f32 : NULL; /* handed out in the order dx, dweight, dbias */
+    float *dx = dinputs[0] ? dinputs[0]->f32 : spare;
+    if (!dinputs[0]) spare += (size_t)N * C;
+    float *dweight = dinputs[1] ? dinputs[1]->f32 : spare;
+    if (!dinputs[1]) spare += C;
+    float *dbias = dinputs[2] ? dinputs[2]->f32 : spare;
+    k_layernorm_backward(dx, dweight, dbias, dout->f32, x->f32, weight->f32, mean->f32,
+                         rstd->f32, N, C);
+done:
+    tensor_free(scratch);
+    tensor_free(x);
+    tensor_free(weight);
+    tensor_free(mean);
+    tensor_free(rstd);
+    return status;
+}
+
+static const OpInfo LAYERNORM_OP = {"layernorm", layernorm_backward};
+
+Var *op_layernorm(Var *x, Var *weight, Var *bias, float eps, const char *tag)
+{
+    Var *inputs[3] = {x, weight, bias};
+    if (ops_check_inputs("layernorm", inputs, 3) != REMAT_OK) return NULL;
+    char label[64], xs[48];
+    ops_label(label, sizeof label, "layernorm", tag);
+    for (int i = 0; i < 3; i++)
+        if (ops_check_dtype(label, inputs[i], i == 0 ? "x" : i == 1 ? "weight" : "bias", DTYPE_F32) != REMAT_OK)
+            return NULL;
+    const Tensor *X = x->value;
+    const int C = X->shape[X->ndim - 1], N = ops_rows(X);
+    const Tensor *W = weight->value, *Bt = bias->value;
+    if (W->ndim != 1 || W->shape[0] != C || Bt->ndim != 1 || Bt->shape[0] != C) {
+        remat_fail(REMAT_EINVAL, "%s: x %s wants weight and bias of shape (%d), got %zu and %zu elements",
+                   label, tensor_shape_str(xs, sizeof xs, X), C, W->numel, Bt->numel);
+        return NULL;
+    }
+    if (!(eps >= 0.0f) || isinf(eps)) {
+        remat_fail(REMAT_EINVAL, "%s: eps must be finite and >= 0, got %g", label, (double)eps);
+        return NULL;
+    }
+
+    Tensor *out = ops_alloc_like(X);
+    Tensor *mean = tensor_create(MEM_ACT, 1, (int[]){N});
+    Tensor *rstd = tensor_create(MEM_ACT, 1, (int[]){N});
+    if (!out || !mean || !rstd) {
+        tensor_free(out);
+        tensor_free(mean);
+        tensor_free(rstd);
+        return NULL;
+    }
+    k_layernorm_forward(out->f32, mean->f32, rstd->f32, X->f32, W->f32, Bt->f32, N, C, eps);
+
+    NodeAttrs attrs = {.i = {N, C}, .f = {eps}};
+    Tensor *save[4] = {x->value, weight->value, mean, rstd};
+    Var *y = ops_record(&LAYERNORM_OP, tag, inputs, 3, out, save, 4, &attrs);
+    tensor_free(mean); /* the node holds them now, or nobody needs them (grad mode off) */
+    tensor_free(rstd);
+    return y;
+}

@@ -1,0 +1,173 @@
+/*
+ * model_file.c — saving and loading a model and its training state (see model_file.h).
+ */
+#include "model_file.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define META_STEP "remat.step"
+#define META_DATA_RNG "remat.data_rng"
+#define META_DROPOUT_RNG "remat.dropout_rng"
+
+/* The names under which parameter i's optimizer state is stored ("" when there is none). */
+static void state_names(const Model *model, const Optimizer *opt, int i, char *name0, char *name1, size_t size)
+{
+    Tensor *s0, *s1;
+    optim_state(opt, i, &s0, &s1);
+    const char *param = model->params[i].var->name;
+    snprintf(name0, size, s0 ? (s1 ? "optim.m.%s" : "optim.velocity.%s") : "%.0s", param);
+    snprintf(name1, size, s1 ? "optim.v.%s" : "%.0s", param);
+}
+
+static void format_rng(char *buf, size_t size, const Pcg32 *rng)
+{
+    snprintf(buf, size, "%016" PRIx64 ":%016" PRIx64, rng->state, rng->inc);
+}
+
+static RematStatus parse_rng(const StFile *f, const char *key, const char *path, Pcg32 *rng)
+{
+    const char *text = st_meta(f, key);
+    uint64_t state, inc;
+    if (!text || sscanf(text, "%" SCNx64 ":%" SCNx64, &state, &inc) != 2 || (inc & 1) == 0)
+        return remat_fail(REMAT_ECORRUPT, "%s: metadata %s is %s; a training file stores a generator "
+                          "state as two hex numbers (was it saved without --save during training?)",
+                          path, key, text ? "malformed" : "missing");
+    rng->state = state;
+    rng->inc = inc;
+    return REMAT_OK;
+}
+
+RematStatus model_save(const Model *model, const Optimizer *opt, const TrainState *state,
+                       const StMeta *meta, int n_meta, const char *path)
+{
+    if (!model || !path || (!opt) != (!state))
+        return remat_fail(REMAT_EINVAL, "model_save: need a model and a path, and an optimizer "
+                          "together with a training state or neither");
+    const int n = model->n_params;
+    const int max_entries = 3 * n;
+    StEntry *entries = calloc((size_t)max_entries, sizeof *entries);
+    char (*names)[2][NODE_NAME_LEN + 16] = calloc((size_t)n, sizeof *names);
+    StMeta *all_meta = calloc((size_t)n_meta + 3, sizeof *all_meta);
+    if (!entries || !names || !all_meta) {
+        free(entries), free(names), free(all_meta);
+        return remat_fail(REMAT_ENOMEM, "model_save: no memory for the file's index");
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++) entries[k++] = (StEntry){model->params[i].var->name, model->params[i].var->value};
+    for (int i = 0; opt && i < n; i++) {
+        Tensor *s0, *s1;
+        optim_state(opt, i, &s0, &s1);
+        state_names(model, opt, i, names[i][0], names[i][1], sizeof names[i][0]);
+        if (s0) entries[k++] = (StEntry){names[i][0], s0};
+        if (s1) entries[k++] = (StEntry){names[i][1], s1};
+    }
+    int m = 0;
+    for (int i = 0; i < n_meta; i++) all_meta[m++] = meta[i];
+    char step[24], data_rng[40], dropout_rng[40];
+    if (state) {
+        snprintf(step, sizeof step, "%d", state->step);
+        format_rng(data_rng, sizeof data_rng, &state->data_rng);
+        format_rng(dropout_rng, sizeof dropout_rng, &state->dropout_rng);
+        all_meta[m++] = (StMeta){META_STEP, step};
+        all_meta[m++] = (StMeta){META_DATA_RNG, data_rng};
+        all_meta[m++] = (StMeta){META_DROPOUT_RNG, dropout_rng};
+    }
+    RematStatus status = st_save(path, entries, k, all_meta, m);
+    free(entries);
+    free(names);
+    free(all_meta);
+    return status;
+}
+
+/* Reads tensor `name` into a new MEM_WORK tensor and checks it has `like`'s shape. */
+static Tensor *read_checked(const StFile *f, const char *path, const char *name, const Tensor *like)
+{
+    Tensor *t = st_get(f, name, MEM_WORK);
+    if (!t) {
+        if (remat_last_status() == REMAT_EINVAL)
+            remat_fail(REMAT_ECORRUPT, "%s has no tensor %s: is it a file of this model (and, to "
+                       "resume, a training file saved with its optimizer)?", path, name);
+        return NULL;
+    }
+    if (t->dtype != like->dtype || !tensor_same_shape(t, like)) {
+        char want[48], got[48];
+        remat_fail(REMAT_ECORRUPT, "%s: tensor %s has shape %s, but this model's is %s (a file of "
+                   "another configuration?)", path, name, tensor_shape_str(got, sizeof got, t),
+                   tensor_shape_str(want, sizeof want, like));
+        tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const char *path)
+{
+    if (!model || !path || (!opt) != (!state))
+        return remat_fail(REMAT_EINVAL, "model_load: need a model and a path, and an optimizer "
+                          "together with a training state or neither");
+    StFile *f = st_load(path);
+    if (!f) return remat_last_status();
+
+    /* Phase 1: read and check everything into staging tensors; nothing is changed yet. */
+    const int n = model->n_params;
+    Tensor **staged = calloc((size_t)n * 3, sizeof *staged);
+    Tensor **target = calloc((size_t)n * 3, sizeof *target);
+    RematStatus status = staged && target ? REMAT_OK : remat_fail(REMAT_ENOMEM, "model_load: no memory");
+    TrainState loaded = {0};
+    int k = 0;
+    for (int i = 0; i < n && status == REMAT_OK; i++) {
+        Var *p = model->params[i].var;
+        target[k] = p->value;
+        if (!(staged[k++] = read_checked(f, path, p->name, p->value))) status = remat_last_status();
+        if (!opt || status != REMAT_OK) continue;
+        Tensor *s[2];
+        char names[2][NODE_NAME_LEN + 16];
+        optim_state(opt, i, &s[0], &s[1]);
+        state_names(model, opt, i, names[0], names[1], sizeof names[0]);
+        for (int j = 0; j < 2 && status == REMAT_OK; j++) {
+            if (!s[j]) continue;
+            target[k] = s[j];
+            if (!(staged[k++] = read_checked(f, path, names[j], s[j]))) status = remat_last_status();
+        }
+    }
+    if (status == REMAT_OK && state) {
+        const char *step = st_meta(f, META_STEP);
+        char *end = NULL;
+        long steps = step ? strtol(step, &end, 10) : -1;
+        if (!step || *end || steps < 0 || steps > INT32_MAX)
+            status = remat_fail(REMAT_ECORRUPT, "%s: metadata %s is missing or not a step count", path, META_STEP);
+        else
+            loaded.step = (int)steps;
+        if (status == REMAT_OK) status = parse_rng(f, META_DATA_RNG, path, &loaded.data_rng);
+        if (status == REMAT_OK) status = parse_rng(f, META_DROPOUT_RNG, path, &loaded.dropout_rng);
+    }
+
+    /* Phase 2: everything checked out; apply it. */
+    if (status == REMAT_OK) {
+        for (int i = 0; i < k; i++) memcpy(target[i]->data, staged[i]->data, staged[i]->bytes);
+        if (state) {
+            *state = loaded;
+            optim_set_steps(opt, loaded.step);
+        }
+    }
+    for (int i = 0; staged && i < k; i++) tensor_free(staged[i]);
+    free(staged);
+    free(target);
+    st_close(f);
+    return status;
+}
+
+RematStatus model_file_meta(const char *path, const char *key, char *buf, size_t size)
+{
+    StFile *f = st_load(path);
+    if (!f) return remat_last_status();
+    const char *value = st_meta(f, key);
+    RematStatus status = REMAT_OK;
+    if (value) snprintf(buf, size, "%s", value);
+    else status = remat_fail(REMAT_EINVAL, "%s has no metadata %s", path, key);
+    st_close(f);
+    return status;
+}

@@ -1,0 +1,47 @@
+/*
+ * model_file.h — a model's parameters, and optionally everything needed to resume its
+ * training bit for bit, in one safetensors file.
+ *
+ * Tensors are stored under the parameters' own names, which for the GPT are Hugging Face
+ * GPT-2's ("wte.weight", "h.0.attn.c_attn.weight" stored [in, out], ...), so a file loads
+ * into PyTorch by name. A training file adds the optimizer's state ("optim.m.<name>",
+ * "optim.v.<name>" for AdamW; "optim.velocity.<name>" for SGD with momentum) and, in the
+ * metadata, the step count and both generators' states (batch sampling and dropout).
+ *
+ * Writes are atomic (temp file, fsync, rename): a crash or a full disk leaves the previous
+ * file whole. Loads are all-or-nothing: every tensor is read and checked before any
+ * parameter is overwritten.
+ */
+#ifndef REMAT_MODEL_FILE_H
+#define REMAT_MODEL_FILE_H
+
+#include "model.h"
+#include "optim.h"
+#include "safetensors.h"
+
+/* Where a training run is, beyond its parameters and optimizer state. */
+typedef struct TrainState {
+    int step;          /* steps completed */
+    Pcg32 data_rng;    /* draws the training batches */
+    Pcg32 dropout_rng; /* draws dropout masks (TrainCtx.rng) */
+} TrainState;
+
+/* Writes the model's parameters to `path`; with `opt` and `state` (both or neither),
+ * also the optimizer state and the training state. `meta` (n_meta entries, may be NULL)
+ * adds string metadata such as the model's configuration. REMAT_EIO on a write failure,
+ * with any old file at `path` untouched. */
+RematStatus model_save(const Model *model, const Optimizer *opt, const TrainState *state,
+                       const StMeta *meta, int n_meta, const char *path);
+
+/* Reads parameters (and, when `opt` and `state` are given, the optimizer and training
+ * state) from `path` into an already built model of the same configuration. On error —
+ * a missing file (REMAT_EIO), a bad file or one for another configuration
+ * (REMAT_ECORRUPT, naming the tensor and both shapes) — changes nothing. */
+RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const char *path);
+
+/* The metadata value stored under `key` in the file at `path`, copied into `buf`
+ * (size bytes); REMAT_EINVAL naming the key if it is absent. For reading a file's
+ * configuration before building the model it belongs to. */
+RematStatus model_file_meta(const char *path, const char *key, char *buf, size_t size);
+
+#endif /* REMAT_MODEL_FILE_H */

@@ -1,0 +1,541 @@
+/*
+ * train.c — the training loop: options, the step, evaluation, files, and the report of
+ * what the ledgers measured (see train.h).
+ *
+ * One training step, as every strategy will see it:
+ *
+ *     draw a batch          (data generator; counted before the step is measured)
+ *     zero the gradients
+ *     loss = model_loss()   FORWARD FLOPs; activations saved for backward
+ *     backward(loss)        BACKWARD FLOPs; saved activations freed as they are used
+ *     optimizer step        OPTIMIZER FLOPs; only if everything before succeeded
+ *
+ * A step that fails (the memory budget, a file error) leaves the parameters and optimizer
+ * state as they were before it: the optimizer runs last, and only after backward worked.
+ */
+#include "train.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data.h"
+#include "flops.h"
+#include "gpt.h"
+#include "mlp.h"
+#include "model_file.h"
+#include "platform.h"
+
+#ifndef REMAT_DATA_DIR
+#define REMAT_DATA_DIR "data"
+#endif
+
+/* ---- options ------------------------------------------------------------------------- */
+
+TrainOptions train_defaults(const char *model)
+{
+    const bool mlp = model && !strcmp(model, "mlp");
+    return (TrainOptions){
+        .model = mlp ? "mlp" : "gpt",
+        .layers = mlp ? 16 : 4,
+        .d_model = mlp ? 256 : 128,
+        .heads = 4,
+        .seq = 64,
+        .batch = mlp ? 64 : 16,
+        .dropout = mlp ? 0.0f : 0.1f,
+        .optimizer = "adamw",
+        .lr = mlp ? 1e-3f : 2e-3f,
+        .momentum = 0.9f,
+        .weight_decay = 0.01f,
+        .steps = 300,
+        .seed = 1337,
+        .threads = 0,
+        .eval_every = 50,
+        .eval_batches = 8,
+        .sample_chars = 300,
+        .data = REMAT_DATA_DIR "/corpus.txt",
+    };
+}
+
+void train_usage(FILE *out)
+{
+    fprintf(out,
+        "usage: train [--model gpt|mlp] [options]\n"
+        "Trains one of remat's two reference models and reports what the memory and FLOP\n"
+        "ledgers measured.\n\n"
+        "model\n"
+        "  --model gpt|mlp     the char-level GPT on data/ (default) or the MLP chain\n"
+        "  --layers N          GPT blocks or MLP layers (gpt 4, mlp 16)\n"
+        "  --d-model D         GPT channels, or the MLP's width (gpt 128, mlp 256)\n"
+        "  --heads H           GPT attention heads; D must divide by H (4)\n"
+        "  --seq T             GPT tokens per sequence (64)\n"
+        "  --dropout P         GPT dropout probability in [0, 1) (0.1)\n"
+        "training\n"
+        "  --batch B           sequences (GPT) or examples (MLP) per step (gpt 16, mlp 64)\n"
+        "  --optimizer adamw|sgd  (adamw)\n"
+        "  --lr X              learning rate (gpt 2e-3, mlp 1e-3)\n"
+        "  --momentum X        SGD momentum in [0, 1) (0.9)\n"
+        "  --weight-decay X    AdamW weight decay on weight matrices (0.01)\n"
+        "  --steps N           total training steps; a resumed run continues up to N (300)\n"
+        "  --seed S            seeds initialisation, batches and dropout (1337)\n"
+        "  --threads N         threads for BLAS and remat's loops (all cores)\n"
+        "  --eval-every N      validation loss every N steps, 0 for only at the end (50)\n"
+        "  --eval-batches N    batches per validation (8)\n"
+        "  --data FILE         GPT training text (" REMAT_DATA_DIR "/corpus.txt)\n"
+        "  --sample N          GPT: characters of text generated at the end (300)\n"
+        "files\n"
+        "  --save FILE         write parameters, optimizer and training state (safetensors)\n"
+        "  --resume FILE       continue a run saved with --save, bit-identically\n"
+        "  --dump-step FILE    write the first step's parameters, batch, loss and gradients\n"
+        "  --dump-graph FILE   write the first step's tape as a Graphviz .dot file\n"
+        "output\n"
+        "  --quiet             no per-step lines or progress bar\n"
+        "  --help              this text\n");
+}
+
+/* Parses a whole number in [lo, hi]. */
+static bool parse_int(const char *text, long lo, long hi, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi) return false;
+    *out = (int)v;
+    return true;
+}
+
+/* Parses a finite float in [lo, hi) (hi_inclusive: [lo, hi]). */
+static bool parse_float(const char *text, double lo, double hi, bool hi_inclusive, float *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !isfinite(v) || v < lo || v > hi || (!hi_inclusive && v == hi))
+        return false;
+    *out = (float)v;
+    return true;
+}
+
+int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *err)
+{
+    /* --model decides the defaults, so find it first. */
+    const char *model = "gpt";
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--model")) model = argv[i + 1];
+    if (strcmp(model, "gpt") && strcmp(model, "mlp")) {
+        fprintf(err, "train: --model must be gpt or mlp, not '%s'\n", model);
+        train_usage(err);
+        return 2;
+    }
+    *opt = train_defaults(model);
+
+    for (int i = 1; i < argc; i++) {
+        const char *flag = argv[i];
+        if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
+            train_usage(out);
+            return 1;
+        }
+        if (!strcmp(flag, "--quiet")) {
+            opt->quiet = true;
+            continue;
+        }
+        const char *v = i + 1 < argc ? argv[++i] : NULL;
+        bool ok = v != NULL;
+        if (!ok) {
+            fprintf(err, "train: %s needs a value\n", flag);
+            train_usage(err);
+            return 2;
+        }
+        if (!strcmp(flag, "--model")) continue; /* handled above */
+        else if (!strcmp(flag, "--layers")) ok = parse_int(v, 1, 4096, &opt->layers);
+        else if (!strcmp(flag, "--d-model")) ok = parse_int(v, 1, 65536, &opt->d_model);
+        else if (!strcmp(flag, "--heads")) ok = parse_int(v, 1, 1024, &opt->heads);
+        else if (!strcmp(flag, "--seq")) ok = parse_int(v, 1, 65536, &opt->seq);
+        else if (!strcmp(flag, "--batch")) ok = parse_int(v, 1, 1 << 20, &opt->batch);
+        else if (!strcmp(flag, "--dropout")) ok = parse_float(v, 0.0, 1.0, false, &opt->dropout);
+        else if (!strcmp(flag, "--optimizer")) {
+            ok = !strcmp(v, "adamw") || !strcmp(v, "sgd");
+            opt->optimizer = v;
+        }
+        else if (!strcmp(flag, "--lr")) ok = parse_float(v, 1e-12, 10.0, true, &opt->lr);
+        else if (!strcmp(flag, "--momentum")) ok = parse_float(v, 0.0, 1.0, false, &opt->momentum);
+        else if (!strcmp(flag, "--weight-decay")) ok = parse_float(v, 0.0, 10.0, true, &opt->weight_decay);
+        else if (!strcmp(flag, "--steps")) ok = parse_int(v, 0, 100000000, &opt->steps);
+        else if (!strcmp(flag, "--seed")) {
+            char *end = NULL;
+            errno = 0;
+            unsigned long long s = strtoull(v, &end, 10);
+            ok = !errno && end != v && !*end && v[0] != '-';
+            opt->seed = s;
+        }
+        else if (!strcmp(flag, "--threads")) ok = parse_int(v, 1, 1024, &opt->threads);
+        else if (!strcmp(flag, "--eval-every")) ok = parse_int(v, 0, 100000000, &opt->eval_every);
+        else if (!strcmp(flag, "--eval-batches")) ok = parse_int(v, 1, 100000, &opt->eval_batches);
+        else if (!strcmp(flag, "--sample")) ok = parse_int(v, 0, 1000000, &opt->sample_chars);
+        else if (!strcmp(flag, "--data")) opt->data = v;
+        else if (!strcmp(flag, "--save")) opt->save = v;
+        else if (!strcmp(flag, "--resume")) opt->resume = v;
+        else if (!strcmp(flag, "--dump-step")) opt->dump_step = v;
+        else if (!strcmp(flag, "--dump-graph")) opt->dump_graph = v;
+        else {
+            fprintf(err, "train: unknown flag %s\n", flag);
+            train_usage(err);
+            return 2;
+        }
+        if (!ok) {
+            fprintf(err, "train: bad value for %s: '%s'\n", flag, v);
+            train_usage(err);
+            return 2;
+        }
+    }
+    if (!strcmp(opt->model, "gpt") && opt->d_model % opt->heads != 0) {
+        fprintf(err, "train: --d-model %d does not divide into %d heads\n", opt->d_model, opt->heads);
+        train_usage(err);
+        return 2;
+    }
+    return 0;
+}
+
+/* ---- a run --------------------------------------------------------------------------- */
+
+typedef struct Run {
+    const TrainOptions *opt;
+    bool gpt;
+    Model *model;
+    Optimizer *optim;
+    TrainState state;
+    TextData *text; /* GPT */
+    MlpTask *task;  /* MLP */
+} Run;
+
+/* A batch: input and targets as new constant Vars (int32 tokens for the GPT). */
+static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input, Var **targets)
+{
+    const TrainOptions *o = run->opt;
+    if (!run->gpt) return mlp_task_batch(run->task, rng, o->batch, input, targets);
+    *input = *targets = NULL;
+    Tensor *in = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq});
+    Tensor *tg = in ? tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq}) : NULL;
+    RematStatus status = tg ? text_data_batch(run->text, split, rng, o->batch, o->seq, in->i32, tg->i32)
+                            : remat_last_status();
+    if (status != REMAT_OK) {
+        tensor_free(in);
+        tensor_free(tg);
+        return status;
+    }
+    *input = var_create(in, false, "tokens");
+    *targets = var_create(tg, false, "targets");
+    return *input && *targets ? REMAT_OK : remat_last_status();
+}
+
+/* Mean loss over opt->eval_batches validation batches, with grad mode and dropout off.
+ * The batches come from a generator seeded the same way each time, so successive
+ * evaluations compare like with like and never disturb the training generators. */
+static RematStatus evaluate(Run *run, float *mean_loss)
+{
+    Pcg32 rng;
+    pcg32_seed(&rng, run->opt->seed, 0x7a1);
+    TrainCtx ctx = {.training = false};
+    bool was = grad_set_enabled(false);
+    FlopCounts before = flops_snapshot(); /* evaluation is not part of training */
+    double sum = 0.0;
+    RematStatus status = REMAT_OK;
+    for (int b = 0; b < run->opt->eval_batches && status == REMAT_OK; b++) {
+        Var *x, *y;
+        status = draw_batch(run, run->gpt ? TEXT_VAL : TEXT_TRAIN, &rng, &x, &y);
+        if (status != REMAT_OK) break;
+        Var *loss = model_loss(run->model, x, y, &ctx);
+        if (loss) sum += loss->value->f32[0];
+        else status = remat_last_status();
+        var_free(loss);
+        var_free(x);
+        var_free(y);
+    }
+    grad_set_enabled(was);
+    flops_restore(&before);
+    *mean_loss = (float)(sum / run->opt->eval_batches);
+    return status;
+}
+
+static RematStatus dump_step(const Run *run, Var *input, Var *targets, Var *loss, const char *path)
+{
+    const Model *m = run->model;
+    const int n = m->n_params;
+    StEntry *entries = calloc((size_t)(2 * n + 3), sizeof *entries);
+    char (*names)[NODE_NAME_LEN + 8] = calloc((size_t)n, sizeof *names);
+    if (!entries || !names) {
+        free(entries), free(names);
+        return remat_fail(REMAT_ENOMEM, "--dump-step: no memory for the file's index");
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++) entries[k++] = (StEntry){m->params[i].var->name, m->params[i].var->value};
+    entries[k++] = (StEntry){"input", input->value};
+    entries[k++] = (StEntry){"target", targets->value};
+    entries[k++] = (StEntry){"loss", loss->value};
+    for (int i = 0; i < n; i++) {
+        if (!m->params[i].var->grad) continue;
+        snprintf(names[i], sizeof names[i], "grad.%s", m->params[i].var->name);
+        entries[k++] = (StEntry){names[i], m->params[i].var->grad};
+    }
+    const StMeta meta[] = {{"remat.model", run->opt->model}, {"remat.contents", "first step before the update"}};
+    RematStatus status = st_save(path, entries, k, meta, 2);
+    free(entries);
+    free(names);
+    return status;
+}
+
+/* One training step; *loss_value gets the loss. On error nothing has been updated. */
+static RematStatus train_step(Run *run, float *loss_value, bool first)
+{
+    const TrainOptions *o = run->opt;
+    Var *x = NULL, *y = NULL;
+    FlopCounts before = flops_snapshot(); /* the MLP's teacher is data, not training work */
+    RematStatus status = draw_batch(run, TEXT_TRAIN, &run->state.data_rng, &x, &y);
+    flops_restore(&before);
+    if (status != REMAT_OK) return status;
+
+    TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true};
+    optim_zero_grad(run->optim);
+    flops_set_phase(PHASE_FORWARD);
+    Var *loss = model_loss(run->model, x, y, &ctx);
+    if (!loss) status = remat_last_status();
+    if (status == REMAT_OK && first && o->dump_graph) status = tape_dump_dot(tape_current(), o->dump_graph);
+    if (status == REMAT_OK) status = backward(loss);
+    if (status == REMAT_OK && first && o->dump_step) status = dump_step(run, x, y, loss, o->dump_step);
+    if (status == REMAT_OK) status = optim_step(run->optim);
+    if (status == REMAT_OK) {
+        *loss_value = loss->value->f32[0];
+        run->state.dropout_rng = ctx.rng;
+        run->state.step++;
+    }
+    flops_set_phase(PHASE_FORWARD);
+    var_free(loss);
+    var_free(x);
+    var_free(y);
+    tape_reset(tape_current());
+    return status;
+}
+
+/* The model's configuration as file metadata, to check a resumed file against. */
+static int config_meta(const TrainOptions *o, char values[][24], StMeta *meta)
+{
+    const char *keys[] = {"remat.layers", "remat.d_model", "remat.heads", "remat.seq"};
+    const int nums[] = {o->layers, o->d_model, o->heads, o->seq};
+    const int n = !strcmp(o->model, "gpt") ? 4 : 2;
+    meta[0] = (StMeta){"remat.model", o->model};
+    for (int i = 0; i < n; i++) {
+        snprintf(values[i], 24, "%d", nums[i]);
+        meta[i + 1] = (StMeta){keys[i], values[i]};
+    }
+    return n + 1;
+}
+
+static RematStatus check_resume_config(const TrainOptions *o)
+{
+    char values[4][24], found[64];
+    StMeta meta[5];
+    const char *flags[] = {"--model", "--layers", "--d-model", "--heads", "--seq"};
+    int n = config_meta(o, values, meta);
+    for (int i = 0; i < n; i++) {
+        if (model_file_meta(o->resume, meta[i].key, found, sizeof found) != REMAT_OK) return remat_last_status();
+        if (strcmp(found, meta[i].value))
+            return remat_fail(REMAT_EINVAL, "%s was trained with %s %s, not %s: pass the same model "
+                              "flags to resume it", o->resume, flags[i], found, meta[i].value);
+    }
+    return REMAT_OK;
+}
+
+static RematStatus build(Run *run)
+{
+    const TrainOptions *o = run->opt;
+    run->gpt = !strcmp(o->model, "gpt");
+    if (run->gpt) {
+        run->text = text_data_load(o->data, 0.1);
+        if (!run->text) return remat_last_status();
+        GptConfig c = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads,
+                       .seq_len = o->seq, .vocab = 256, .dropout = o->dropout, .seed = o->seed};
+        run->model = gpt_create(&c);
+    } else {
+        run->task = mlp_task_create(o->d_model, o->seed + 1);
+        if (!run->task) return remat_last_status();
+        run->model = mlp_create(&(MlpConfig){.n_layers = o->layers, .width = o->d_model, .seed = o->seed});
+    }
+    if (!run->model) return remat_last_status();
+
+    OptimConfig oc = !strcmp(o->optimizer, "sgd") ? optim_sgd_defaults(o->lr, o->momentum)
+                                                  : optim_adamw_defaults(o->lr);
+    oc.weight_decay = o->weight_decay;
+    run->optim = optim_create(&oc, run->model->params, run->model->n_params);
+    if (!run->optim) return remat_last_status();
+
+    pcg32_seed(&run->state.data_rng, o->seed, 0xda7a);
+    pcg32_seed(&run->state.dropout_rng, o->seed, 0xd0);
+    if (o->resume) {
+        if (check_resume_config(o) != REMAT_OK) return remat_last_status();
+        if (model_load(run->model, run->optim, &run->state, o->resume) != REMAT_OK) return remat_last_status();
+    }
+    return REMAT_OK;
+}
+
+static void destroy(Run *run)
+{
+    optim_free(run->optim);
+    model_free(run->model);
+    text_data_free(run->text);
+    mlp_task_free(run->task);
+}
+
+/* ---- output -------------------------------------------------------------------------- */
+
+static void progress(FILE *out, bool tty, int step, int total, float loss, double seconds_per_step, int tokens_per_step)
+{
+    if (tty) {
+        enum { WIDTH = 30 };
+        int filled = total ? (int)((long)WIDTH * step / total) : WIDTH;
+        char bar[WIDTH + 1];
+        for (int i = 0; i < WIDTH; i++) bar[i] = i < filled ? '#' : '.';
+        bar[WIDTH] = '\0';
+        fprintf(out, "\r  step %5d/%d [%s] loss %.4f  %.1f ms/step  %.0f tok/s   ", step, total, bar, loss,
+                1e3 * seconds_per_step, tokens_per_step / seconds_per_step);
+        fflush(out);
+    } else {
+        fprintf(out, "  step %5d/%d  loss %.6f  %.1f ms/step  %.0f tok/s\n", step, total, loss,
+                1e3 * seconds_per_step, tokens_per_step / seconds_per_step);
+    }
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void print_report(FILE *out, const Run *run, const TrainReport *r)
+{
+    char buf[32];
+    fprintf(out, "\n  peak memory by kind over the run\n");
+    for (int k = 0; k < MEM_DISK; k++)
+        fprintf(out, "    %-12s %12s\n", mem_kind_name((MemKind)k), mem_format_bytes(buf, sizeof buf, mem_peak((MemKind)k)));
+    fprintf(out, "    %-12s %12s  (all kinds at the same moment)\n", "resident", mem_format_bytes(buf, sizeof buf, mem_peak_resident()));
+    if (r->steps_run == 0) return;
+    fprintf(out, "\n  FLOPs per training step by phase\n");
+    for (int p = 0; p < PHASE_COUNT; p++)
+        fprintf(out, "    %-12s %10.3f GFLOP\n", phase_name((Phase)p), (double)flops_get((Phase)p) / r->steps_run * 1e-9);
+    const double per_step = (double)flops_total() / r->steps_run;
+    const int tokens = run->opt->batch * (run->gpt ? run->opt->seq : 1);
+    fprintf(out, "\n  median step %.2f ms: %.1f GFLOP/s, %.0f %s/s\n", 1e3 * r->median_step_seconds,
+            per_step / r->median_step_seconds * 1e-9, tokens / r->median_step_seconds,
+            run->gpt ? "tokens" : "examples");
+}
+
+static void print_sample(FILE *out, Run *run)
+{
+    const int n = run->opt->sample_chars;
+    if (!run->gpt || n <= 0) return;
+    int32_t *text = malloc((size_t)n * sizeof *text);
+    if (!text) return;
+    Pcg32 rng;
+    pcg32_seed(&rng, run->opt->seed, 0x5a);
+    const int32_t prompt[] = {'\n'};
+    if (gpt_generate(run->model, prompt, 1, n, 0.8f, &rng, text) == REMAT_OK) {
+        fprintf(out, "\n  sample (temperature 0.8):\n  ");
+        for (int i = 0; i < n; i++) {
+            fputc(text[i] == '\n' ? '\n' : (int)text[i], out);
+            if (text[i] == '\n') fputs("  ", out);
+        }
+        fputc('\n', out);
+    } else {
+        fprintf(out, "\n  sample: %s\n", remat_last_error());
+    }
+    free(text);
+}
+
+/* ---- train_run ------------------------------------------------------------------------ */
+
+RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
+{
+    memset(report, 0, sizeof *report);
+    report->first_val_loss = report->last_val_loss = NAN;
+    if (opt->threads && platform_set_threads(opt->threads) != REMAT_OK) return remat_last_status();
+    PlatformInfo info = platform_info();
+    if (platform_check() != REMAT_OK) fprintf(out, "  warning: %s\n", remat_last_error());
+
+    Run run = {.opt = opt};
+    RematStatus status = build(&run);
+    if (status != REMAT_OK) {
+        destroy(&run);
+        return status;
+    }
+    const int first = run.state.step;
+    const int to_run = opt->steps > first ? opt->steps - first : 0;
+    report->first_step = first;
+    report->losses = calloc((size_t)(to_run ? to_run : 1), sizeof *report->losses);
+    double *times = calloc((size_t)(to_run ? to_run : 1), sizeof *times);
+    if (!report->losses || !times) {
+        free(times);
+        destroy(&run);
+        return remat_fail(REMAT_ENOMEM, "train: no memory for the loss log");
+    }
+
+    char pbytes[32];
+    fprintf(out, "remat train: %s, %d %s, %s %d, %s of parameters, %s, %d threads (OpenBLAS %s, %s)\n",
+            opt->model, opt->layers, run.gpt ? "blocks" : "layers", run.gpt ? "d_model" : "width",
+            opt->d_model, mem_format_bytes(pbytes, sizeof pbytes, model_param_bytes(run.model)),
+            opt->optimizer, info.threads, info.blas_threading, info.blas_core);
+    if (first) fprintf(out, "  resumed from %s at step %d\n", opt->resume, first);
+
+    const bool tty = !opt->quiet && isatty(fileno(out));
+    const int tokens_per_step = opt->batch * (run.gpt ? opt->seq : 1);
+    status = evaluate(&run, &report->first_val_loss);
+    if (status == REMAT_OK) fprintf(out, "  step %5d  validation loss %.4f\n", first, report->first_val_loss);
+
+    flops_reset();
+    mem_reset_peaks();
+    for (int s = 0; s < to_run && status == REMAT_OK; s++) {
+        double t0 = platform_seconds();
+        status = train_step(&run, &report->losses[s], s == 0);
+        if (status != REMAT_OK) break;
+        times[s] = platform_seconds() - t0;
+        report->steps_run = s + 1;
+        const int step = run.state.step;
+        if (!opt->quiet && (tty || step % 10 == 0 || s + 1 == to_run))
+            progress(out, tty, step, opt->steps, report->losses[s], times[s], tokens_per_step);
+        if (opt->eval_every && step % opt->eval_every == 0 && s + 1 < to_run) {
+            float val;
+            status = evaluate(&run, &val);
+            if (status == REMAT_OK) fprintf(out, "%s  step %5d  validation loss %.4f\n", tty ? "\n" : "", step, val);
+        }
+    }
+    if (tty) fputc('\n', out);
+    if (status == REMAT_OK) {
+        status = evaluate(&run, &report->last_val_loss);
+        if (status == REMAT_OK)
+            fprintf(out, "  step %5d  validation loss %.4f (was %.4f)\n", run.state.step,
+                    report->last_val_loss, report->first_val_loss);
+    }
+    if (report->steps_run) {
+        qsort(times, (size_t)report->steps_run, sizeof *times, compare_doubles);
+        report->median_step_seconds = times[report->steps_run / 2];
+    }
+    print_report(out, &run, report);
+    if (status == REMAT_OK) print_sample(out, &run);
+    if (status == REMAT_OK && opt->save) {
+        char values[4][24];
+        StMeta meta[5];
+        int n_meta = config_meta(opt, values, meta);
+        status = model_save(run.model, run.optim, &run.state, meta, n_meta, opt->save);
+        if (status == REMAT_OK) fprintf(out, "  saved %s (step %d)\n", opt->save, run.state.step);
+    }
+    free(times);
+    destroy(&run);
+    return status;
+}
+
+void train_report_free(TrainReport *report)
+{
+    if (!report) return;
+    free(report->losses);
+    report->losses = NULL;
+}

@@ -1,0 +1,70 @@
+/*
+ * train.h — the training loop behind the `train` program, callable from tests.
+ *
+ * train_parse_args turns a command line into TrainOptions (every flag is documented in
+ * train_usage); train_run builds the model, trains it, evaluates it, saves it, and reports
+ * what the ledgers measured. The `train` program is these two calls and nothing else.
+ */
+#ifndef REMAT_TRAIN_H
+#define REMAT_TRAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "error.h"
+
+typedef struct TrainOptions {
+    const char *model;      /* "gpt" or "mlp" */
+    int layers;             /* L (GPT blocks) or N (MLP layers) */
+    int d_model;            /* the GPT's channels, or the MLP's width */
+    int heads;              /* GPT only */
+    int seq;                /* GPT only: tokens per sequence (T) */
+    int batch;              /* B */
+    float dropout;          /* GPT only */
+    const char *optimizer;  /* "adamw" or "sgd" */
+    float lr;
+    float momentum;         /* SGD only */
+    float weight_decay;     /* AdamW only */
+    int steps;              /* total steps; a resumed run continues up to this count */
+    uint64_t seed;
+    int threads;
+    int eval_every;         /* 0: evaluate only at the end */
+    int eval_batches;
+    int sample_chars;       /* GPT only: characters of text generated at the end */
+    const char *data;       /* GPT only: the text file */
+    const char *save;       /* write the model and training state here at the end */
+    const char *resume;     /* continue from a file written with --save */
+    const char *dump_step;  /* write step 1's parameters, batch, loss and gradients here */
+    const char *dump_graph; /* write step 1's tape as Graphviz here */
+    bool quiet;             /* no per-step output */
+} TrainOptions;
+
+/* The defaults for `model` ("gpt" or "mlp"). */
+TrainOptions train_defaults(const char *model);
+
+/* Parses argv into *opt. Returns 0 to go on, 1 when --help was printed (exit 0), 2 for a
+ * bad flag or value (a message and the usage went to `err`; exit 2). */
+int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *err);
+
+/* Prints the usage text. */
+void train_usage(FILE *out);
+
+/* What a run measured. */
+typedef struct TrainReport {
+    int first_step;        /* 0, or the step a resumed run started from */
+    int steps_run;
+    float *losses;         /* steps_run training losses (owned; free with train_report_free) */
+    float first_val_loss;  /* validation loss before the first step run (NaN if not measured) */
+    float last_val_loss;   /* validation loss after the last */
+    double median_step_seconds;
+} TrainReport;
+
+/* Runs training as `opt` says, printing progress to `out` (a progress bar when `out` is a
+ * terminal, plain lines otherwise). On error returns the status with a clear message;
+ * the report then holds the steps that did complete. */
+RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out);
+
+void train_report_free(TrainReport *report);
+
+#endif /* REMAT_TRAIN_H */

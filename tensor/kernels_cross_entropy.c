@@ -1,0 +1,119 @@
+/*
+ * kernels_cross_entropy.c — softmax and cross-entropy fused: the char-level GPT's loss
+ * (see kernels.h).
+ *
+ * What it is: for each row of logits x (one position's scores over the V tokens) the
+ * loss is −log softmax(x)[target] = log Σ_j exp(x_j − max) + max − x_target. Computing it
+ * this way (log-sum-exp with the max subtracted) needs no softmax array and cannot
+ * overflow. The backward needs softmax(x) itself; it recomputes it from the saved logits,
+ * two passes over each row, instead of keeping a (rows,V) array of probabilities alive
+ * from the forward.
+ * What it is not: a general softmax (kernels_rows.c has that) or a loss with label
+ * smoothing, class weights or an ignored index.
+ *
+ * Determinism. Each row's exp-sum is accumulated in double in column order, on one
+ * thread. The forward then reduces the rows to one number: rows are cut into fixed blocks
+ * of XENT_BLOCK, each block summed in row order in double, and the block sums added in
+ * block order (as k_mse_forward does), so the loss is the same on any thread count. The
+ * backward is per row. Rows are spread over threads with static schedules.
+ *
+ * Aliasing: dlogits must not overlap logits.
+ * Sizes: logits and dlogits are (rows,V); targets is (rows), each in [0, V) (the caller
+ * checks, kernels trust).
+ */
+#include "kernels.h"
+
+#include <math.h>
+
+#include "flops.h"
+
+/* Threads pay for themselves early here: every element costs an expf (see the table in
+ * kernels_rows.c; its softmax kernels start at 2^12 elements too). */
+#define XENT_PARALLEL_MIN ((size_t)1 << 12)
+
+/* The forward sums XENT_BLOCK rows per partial sum and keeps XENT_GROUP partial sums on
+ * the stack per parallel region. */
+#define XENT_BLOCK 16
+#define XENT_GROUP 256
+
+/* max x[0..n) for n ≥ 1. A max does not round, so any order gives the same result and
+ * gcc may vectorise it (as max_of in kernels_rows.c). */
+static float row_max(const float *x, int n)
+{
+    float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (int j = 0; j < n; j++) m = x[j] > m ? x[j] : m;
+    return m;
+}
+
+/* Σ_j exp(x_j − maxval), each exp in float, summed in double in column order. */
+static double exp_sum(const float *x, float maxval, int n)
+{
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) sum += (double)expf(x[j] - maxval);
+    return sum;
+}
+
+/* ---- forward ---------------------------------------------------------------------- */
+
+/* One row's loss: −log(exp(x_t − max) / Σ_j exp(x_j − max)) = log Σ_j exp(x_j − max) + max − x_t.
+ * 4·V + 3 FLOPs: V compares (max), V subtracts, V exps and V adds (the sum); a log, an
+ * add and a subtract. */
+static double cross_entropy_row(const float *x, int target, int V)
+{
+    float maxval = row_max(x, V);
+    /* The difference of two floats is exact in double: max − x_t adds no rounding. */
+    return log(exp_sum(x, maxval, V)) + ((double)maxval - (double)x[target]);
+}
+
+double k_cross_entropy_forward(const float *logits, const int32_t *targets, int rows, int V)
+{
+    const int blocks = (rows + XENT_BLOCK - 1) / XENT_BLOCK;
+    double total = 0.0;
+    for (int g0 = 0; g0 < blocks; g0 += XENT_GROUP) {
+        const int g1 = blocks - g0 < XENT_GROUP ? blocks : g0 + XENT_GROUP;
+        double block_sum[XENT_GROUP];
+#pragma omp parallel for schedule(static) if ((size_t)(g1 - g0) * XENT_BLOCK * V >= XENT_PARALLEL_MIN)
+        for (int b = g0; b < g1; b++) {
+            const int r0 = b * XENT_BLOCK, r1 = rows - r0 < XENT_BLOCK ? rows : r0 + XENT_BLOCK;
+            double s = 0.0;
+            for (int r = r0; r < r1; r++) s += cross_entropy_row(logits + (size_t)r * V, targets[r], V);
+            block_sum[b - g0] = s;
+        }
+        for (int b = g0; b < g1; b++) total += block_sum[b - g0];
+    }
+    /* per row the row's 4·V + 3 and one add into the total; one division for the mean */
+    flops_add((uint64_t)rows * (4 * (uint64_t)V + 4) + 1);
+    return total / (double)rows;
+}
+
+/* ---- backward --------------------------------------------------------------------- */
+
+/* One row. Forward was loss_r = log Σ_j exp(x_j) − x_t (max subtracted or not: the same
+ * value), so
+ *   d loss_r / d x_j = exp(x_j) / Σ_k exp(x_k) − [j = t] = softmax(x)_j − onehot(t)_j,
+ * and the mean over rows scales it by 1/rows:
+ *   dx_j += scale·softmax(x)_j − scale·[j = t],   scale = dloss/rows.
+ * softmax(x)_j = exp(x_j − max)/sum is recomputed: the first pass finds max and sum, the
+ * second folds scale/sum into one factor. 8·V + 2 FLOPs: 4·V for max and sum as in the
+ * forward; per element a subtract, an exp, a multiply and an add; one division (the
+ * factor) and one subtract (the target's −scale). */
+static void cross_entropy_row_backward(float *dx, const float *x, int target, float scale, int V)
+{
+    const float maxval = row_max(x, V);
+    const float factor = (float)((double)scale / exp_sum(x, maxval, V));
+    for (int j = 0; j < V; j++) dx[j] += factor * expf(x[j] - maxval);
+    dx[target] -= scale;
+}
+
+void k_cross_entropy_backward(float *dlogits, const float *logits, const int32_t *targets,
+                              float dloss, int rows, int V)
+{
+    const float scale = dloss / (float)rows;
+#pragma omp parallel for schedule(static) if ((size_t)rows * V >= XENT_PARALLEL_MIN)
+    for (int r = 0; r < rows; r++) {
+        const size_t off = (size_t)r * V;
+        cross_entropy_row_backward(dlogits + off, logits + off, targets[r], scale, V);
+    }
+    flops_add((uint64_t)rows * (8 * (uint64_t)V + 2) + 1); /* and the division for scale */
+}

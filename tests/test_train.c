@@ -1,0 +1,259 @@
+/*
+ * test_train.c — the training program's contract: its command line, its files, and that a
+ * resumed run continues with bit-identical losses.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model_file.h"
+#include "mlp.h"
+#include "safetensors.h"
+#include "train.h"
+
+static FILE *sink;
+static char dir[] = "/tmp/remat_train_XXXXXX";
+
+static int group_setup(void **state)
+{
+    (void)state;
+    sink = fopen("/dev/null", "w");
+    return sink && mkdtemp(dir) ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    fclose(sink);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd);
+}
+
+static int parse(TrainOptions *opt, int argc, char **argv)
+{
+    return train_parse_args(argc, argv, opt, sink, sink);
+}
+
+static void path_in_dir(char *buf, size_t size, const char *name)
+{
+    snprintf(buf, size, "%s/%s", dir, name);
+}
+
+/* ---- command line --------------------------------------------------------------------- */
+
+static void test_parse_accepts_every_documented_flag(void **state)
+{
+    (void)state;
+    TrainOptions o;
+    char *argv[] = {"train", "--model", "mlp", "--layers", "3", "--d-model", "16", "--batch", "4",
+                    "--steps", "7", "--lr", "0.01", "--optimizer", "sgd", "--momentum", "0.5",
+                    "--seed", "42", "--threads", "1", "--eval-every", "0", "--eval-batches", "2",
+                    "--quiet", "--save", "x.st"};
+    assert_int_equal(parse(&o, 28, argv), 0);
+    assert_string_equal(o.model, "mlp");
+    assert_int_equal(o.layers, 3);
+    assert_int_equal(o.d_model, 16);
+    assert_int_equal(o.steps, 7);
+    assert_string_equal(o.optimizer, "sgd");
+    assert_float_equal(o.momentum, 0.5f, 0.0f);
+    assert_int_equal(o.seed, 42);
+    assert_true(o.quiet);
+    assert_string_equal(o.save, "x.st");
+}
+
+static void test_parse_rejects_bad_input_with_exit_code_2(void **state)
+{
+    (void)state;
+    TrainOptions o;
+    char *unknown[] = {"train", "--bogus"};
+    char *missing[] = {"train", "--layers"};
+    char *negative[] = {"train", "--layers", "-3"};
+    char *junk[] = {"train", "--lr", "fast"};
+    char *dropout[] = {"train", "--dropout", "1.0"};
+    char *model[] = {"train", "--model", "rnn"};
+    char *heads[] = {"train", "--d-model", "100", "--heads", "3"};
+    char *optimizer[] = {"train", "--optimizer", "adam"};
+    char *nan[] = {"train", "--lr", "nan"};
+    assert_int_equal(parse(&o, 2, unknown), 2);
+    assert_int_equal(parse(&o, 2, missing), 2);
+    assert_int_equal(parse(&o, 3, negative), 2);
+    assert_int_equal(parse(&o, 3, junk), 2);
+    assert_int_equal(parse(&o, 3, dropout), 2);
+    assert_int_equal(parse(&o, 3, model), 2);
+    assert_int_equal(parse(&o, 5, heads), 2);
+    assert_int_equal(parse(&o, 3, optimizer), 2);
+    assert_int_equal(parse(&o, 3, nan), 2);
+    char *help[] = {"train", "--help"};
+    assert_int_equal(parse(&o, 2, help), 1);
+}
+
+/* ---- runs ----------------------------------------------------------------------------- */
+
+static TrainOptions small_mlp(int steps)
+{
+    TrainOptions o = train_defaults("mlp");
+    o.layers = 3;
+    o.d_model = 16;
+    o.batch = 8;
+    o.steps = steps;
+    o.eval_every = 0;
+    o.eval_batches = 2;
+    o.quiet = true;
+    return o;
+}
+
+static void test_resume_continues_bit_identically(void **state)
+{
+    (void)state;
+    char saved[256];
+    path_in_dir(saved, sizeof saved, "half.safetensors");
+
+    TrainOptions whole = small_mlp(20);
+    TrainReport straight;
+    assert_int_equal(train_run(&whole, &straight, sink), REMAT_OK);
+    assert_int_equal(straight.steps_run, 20);
+
+    TrainOptions first = small_mlp(10);
+    first.save = saved;
+    TrainReport a;
+    assert_int_equal(train_run(&first, &a, sink), REMAT_OK);
+
+    TrainOptions second = small_mlp(20);
+    second.resume = saved;
+    TrainReport b;
+    assert_int_equal(train_run(&second, &b, sink), REMAT_OK);
+    assert_int_equal(b.first_step, 10);
+    assert_int_equal(b.steps_run, 10);
+
+    assert_memory_equal(a.losses, straight.losses, 10 * sizeof(float));
+    assert_memory_equal(b.losses, straight.losses + 10, 10 * sizeof(float));
+    assert_true(b.last_val_loss == straight.last_val_loss);
+    train_report_free(&straight);
+    train_report_free(&a);
+    train_report_free(&b);
+    assert_int_equal(mem_live_blocks(), 0);
+}
+
+static void test_resume_refuses_another_configuration(void **state)
+{
+    (void)state;
+    char saved[256];
+    path_in_dir(saved, sizeof saved, "small.safetensors");
+    TrainOptions o = small_mlp(2);
+    o.save = saved;
+    TrainReport r;
+    assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
+    train_report_free(&r);
+
+    TrainOptions other = small_mlp(4);
+    other.layers = 4;
+    other.resume = saved;
+    assert_int_equal(train_run(&other, &r, sink), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "trained with --layers 3, not 4"));
+    train_report_free(&r);
+    assert_int_equal(mem_live_blocks(), 0);
+}
+
+static void test_missing_files_are_clear_errors(void **state)
+{
+    (void)state;
+    TrainReport r;
+    TrainOptions gpt = train_defaults("gpt");
+    gpt.data = "/nonexistent/corpus.txt";
+    gpt.quiet = true;
+    assert_int_equal(train_run(&gpt, &r, sink), REMAT_EIO);
+    assert_non_null(strstr(remat_last_error(), "/nonexistent/corpus.txt"));
+    train_report_free(&r);
+
+    TrainOptions o = small_mlp(2);
+    o.resume = "/nonexistent/run.safetensors";
+    assert_int_equal(train_run(&o, &r, sink), REMAT_EIO);
+    train_report_free(&r);
+    assert_int_equal(mem_live_blocks(), 0);
+}
+
+static void test_dump_step_holds_parameters_batch_loss_and_gradients(void **state)
+{
+    (void)state;
+    char dumped[256];
+    path_in_dir(dumped, sizeof dumped, "step.safetensors");
+    TrainOptions o = small_mlp(1);
+    o.dump_step = dumped;
+    TrainReport r;
+    assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
+    StFile *f = st_load(dumped);
+    assert_non_null(f);
+    /* 3 layers x (weight, bias), their 6 gradients, input, target, loss. */
+    assert_int_equal(st_count(f), 15);
+    Tensor *loss = st_get(f, "loss", MEM_WORK);
+    assert_non_null(loss);
+    assert_memory_equal(loss->f32, &r.losses[0], sizeof(float));
+    Tensor *grad = st_get(f, "grad.h.0.weight", MEM_WORK);
+    assert_non_null(grad);
+    assert_int_equal(grad->shape[0], 16);
+    tensor_free(loss);
+    tensor_free(grad);
+    st_close(f);
+    train_report_free(&r);
+}
+
+/* ---- model files ------------------------------------------------------------------------ */
+
+static void test_damaged_file_changes_nothing(void **state)
+{
+    (void)state;
+    char good[256], bad[256];
+    path_in_dir(good, sizeof good, "good.safetensors");
+    path_in_dir(bad, sizeof bad, "bad.safetensors");
+    Model *m = mlp_create(&(MlpConfig){.n_layers = 2, .width = 8, .seed = 1});
+    assert_int_equal(model_save(m, NULL, NULL, NULL, 0, good), REMAT_OK);
+
+    /* A copy cut short in the middle of the last tensor. */
+    FILE *in = fopen(good, "rb"), *out = fopen(bad, "wb");
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, in);
+    fwrite(buf, 1, n - 12, out);
+    fclose(in);
+    fclose(out);
+
+    Model *other = mlp_create(&(MlpConfig){.n_layers = 2, .width = 8, .seed = 2});
+    Tensor *before = tensor_clone(other->params[0].var->value, MEM_WORK);
+    assert_int_equal(model_load(other, NULL, NULL, bad), REMAT_ECORRUPT);
+    assert_memory_equal(before->data, other->params[0].var->value->data, before->bytes);
+    /* A file of another width is refused by name, also without changing anything. */
+    Model *wide = mlp_create(&(MlpConfig){.n_layers = 2, .width = 9, .seed = 3});
+    assert_int_equal(model_load(wide, NULL, NULL, good), REMAT_ECORRUPT);
+    assert_non_null(strstr(remat_last_error(), "h.0.weight"));
+    /* The good file loads, and then the parameters are the saved ones. */
+    assert_int_equal(model_load(other, NULL, NULL, good), REMAT_OK);
+    assert_memory_equal(m->params[3].var->value->data, other->params[3].var->value->data,
+                        m->params[3].var->value->bytes);
+    tensor_free(before);
+    model_free(m);
+    model_free(other);
+    model_free(wide);
+    assert_int_equal(mem_live_blocks(), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_accepts_every_documented_flag),
+        cmocka_unit_test(test_parse_rejects_bad_input_with_exit_code_2),
+        cmocka_unit_test(test_resume_continues_bit_identically),
+        cmocka_unit_test(test_resume_refuses_another_configuration),
+        cmocka_unit_test(test_missing_files_are_clear_errors),
+        cmocka_unit_test(test_dump_step_holds_parameters_batch_loss_and_gradients),
+        cmocka_unit_test(test_damaged_file_changes_nothing),
+    };
+    return cmocka_run_group_tests_name("train", tests, group_setup, group_teardown);
+}
