@@ -63,6 +63,10 @@ void mem_free(void *block);
 MemKind mem_block_kind(const void *block);
 size_t mem_block_bytes(const void *block);
 
+/* Returns the pages of freed blocks, which the allocator keeps for reuse, to the operating
+ * system, so that the process's resident size comes down to what the ledger holds. */
+void mem_return_free_pages(void);
+
 /* Records `delta` bytes of `kind` that were not allocated with mem_alloc (the offload
  * room uses it for MEM_DISK). A resident kind is checked against the budget like an
  * allocation. On error (a negative balance, or the budget) changes nothing. */
