@@ -79,6 +79,7 @@ Tape *tape_create(void)
 
 static void node_free(Node *node)
 {
+    if (node->state_free) node->state_free(node->state);
     node_release_saved(node);
     for (int i = 0; i < node->n_inputs; i++) var_free(node->inputs[i].leaf);
     tensor_free(node->grad);
@@ -145,8 +146,10 @@ static bool input_needs_grad(const Var *v)
     return v && (v->creator != NULL || v->requires_grad);
 }
 
-Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                  const Tensor *out, RematStatus *err)
+/* node_create and node_create_always: `always` records the node even when no input
+ * needs a gradient. */
+static Node *create_node(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                         const Tensor *out, bool always, RematStatus *err)
 {
     *err = REMAT_OK;
     if (!grad_mode) return NULL;
@@ -154,7 +157,7 @@ Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_i
         *err = remat_fail(REMAT_EINVAL, "%s: %d inputs, at most %d", op->name, n_inputs, NODE_MAX_INPUTS);
         return NULL;
     }
-    bool needed = false;
+    bool needed = always;
     for (int i = 0; i < n_inputs; i++) needed |= input_needs_grad(inputs[i]);
     if (!needed) return NULL;
 
@@ -184,6 +187,18 @@ Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_i
     return node;
 }
 
+Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                  const Tensor *out, RematStatus *err)
+{
+    return create_node(op, tag, inputs, n_inputs, out, false, err);
+}
+
+Node *node_create_always(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                         const Tensor *out, RematStatus *err)
+{
+    return create_node(op, tag, inputs, n_inputs, out, true, err);
+}
+
 Var *var_from_op(Tensor *value, Node *node)
 {
     Var *v = var_create(value, node != NULL, node ? node->name : NULL);
@@ -193,6 +208,46 @@ Var *var_from_op(Tensor *value, Node *node)
         node->output = v;
     }
     return v;
+}
+
+/* ---- op hooks ------------------------------------------------------------------------ */
+
+#define OP_HOOKS_MAX_DEPTH 8
+static const OpHooks *op_hooks_stack[OP_HOOKS_MAX_DEPTH];
+static int op_hooks_depth;
+
+RematStatus op_hooks_push(const OpHooks *hooks)
+{
+    if (!hooks || op_hooks_depth == OP_HOOKS_MAX_DEPTH)
+        return remat_fail(REMAT_EINVAL, "op_hooks_push: %s",
+                          hooks ? "hook stack is full (8 levels)" : "hooks are NULL");
+    op_hooks_stack[op_hooks_depth++] = hooks;
+    return REMAT_OK;
+}
+
+void op_hooks_pop(void)
+{
+    if (op_hooks_depth > 0) op_hooks_depth--;
+}
+
+Tensor *op_hooks_lookup(const OpInfo *op, const char *tag, int index)
+{
+    for (int i = op_hooks_depth - 1; i >= 0; i--) {
+        const OpHooks *h = op_hooks_stack[i];
+        Tensor *t = h->lookup ? h->lookup(h->ctx, op, tag, index) : NULL;
+        if (t) return t;
+    }
+    return NULL;
+}
+
+RematStatus op_hooks_observe(const OpInfo *op, const char *tag, int index, Tensor *out)
+{
+    for (int i = op_hooks_depth - 1; i >= 0; i--) {
+        const OpHooks *h = op_hooks_stack[i];
+        RematStatus status = h->observe ? h->observe(h->ctx, op, tag, index, out) : REMAT_OK;
+        if (status != REMAT_OK) return status;
+    }
+    return REMAT_OK;
 }
 
 /* ---- the saved-tensor path ---------------------------------------------------------- */
@@ -278,7 +333,10 @@ static RematStatus grad_buffer(Node *node, int i, Tensor **out)
     } else if (e->leaf) {
         Var *leaf = e->leaf;
         if (!leaf->grad) {
-            leaf->grad = tensor_zeros(MEM_GRAD, leaf->value->ndim, leaf->value->shape);
+            /* A parameter's gradient is GRAD; any other leaf's (a checkpoint region's input
+             * in its replay, a test's input) is an activation gradient. */
+            MemKind kind = leaf->value->kind == MEM_PARAM ? MEM_GRAD : MEM_ACT;
+            leaf->grad = tensor_zeros(kind, leaf->value->ndim, leaf->value->shape);
             if (!leaf->grad) return remat_last_status();
         }
         *out = leaf->grad;
@@ -300,30 +358,38 @@ RematStatus backward(Var *loss)
     return status;
 }
 
-RematStatus backward_from(Var *out, const Tensor *dout)
+RematStatus backward_from(Var *out, Tensor *dout)
 {
     if (!out || !dout) return remat_fail(REMAT_EINVAL, "backward: output or its gradient is NULL");
-    if (!tensor_same_shape(out->value, dout)) {
-        char os[48], ds[48];
-        return remat_fail(REMAT_EINVAL, "backward: gradient %s does not match output %s",
-                          tensor_shape_str(ds, sizeof ds, dout), tensor_shape_str(os, sizeof os, out->value));
-    }
-    Node *root = out->creator;
-    if (!root)
+    if (!out->creator)
         return remat_fail(REMAT_ESTATE, "backward: the output has no graph (no parameter requires "
                           "grad, or it was computed with grad mode off — did you forget "
                           "requires_grad on the parameters?)");
+    return backward_node(out->creator, dout);
+}
+
+RematStatus backward_node(Node *root, Tensor *dout)
+{
+    if (!root || !dout) return remat_fail(REMAT_EINVAL, "backward: node or gradient is NULL");
+    bool same = dout->ndim == root->out_ndim;
+    for (int d = 0; same && d < dout->ndim; d++) same = dout->shape[d] == root->out_shape[d];
+    if (!same) {
+        char ds[48];
+        return remat_fail(REMAT_EINVAL, "backward: gradient %s does not match the shape of %s's output",
+                          tensor_shape_str(ds, sizeof ds, dout), root->name);
+    }
     Tape *tape = current_tape;
     if (root->index >= tape->count || tape->nodes[root->index] != root)
-        return remat_fail(REMAT_ESTATE, "backward: the output was not recorded on the current tape");
+        return remat_fail(REMAT_ESTATE, "backward: %s was not recorded on the current tape", root->name);
 
     if (root->grad) {
         Phase seeding = flops_set_phase(PHASE_BACKWARD);
         k_axpy(root->grad->f32, dout->f32, 1.0f, dout->numel);
         flops_set_phase(seeding);
     } else {
-        root->grad = tensor_clone(dout, MEM_ACT);
-        if (!root->grad) return remat_last_status();
+        /* No copy: the root's backward only reads its gradient, and no node after the
+         * root on the tape is visited, so nothing else can add to it. */
+        root->grad = tensor_retain(dout);
     }
 
     Phase previous = flops_set_phase(PHASE_BACKWARD);

@@ -122,6 +122,9 @@ struct Node {
     int out_shape[TENSOR_MAX_DIMS];
     Tensor *grad;                 /* d(loss)/d(output), alive only while backward needs it */
     Var *output;                  /* the Var this node made (weak: cleared by var_free) */
+    void *state;                  /* what an op keeps beyond attrs (a checkpoint region's
+                                     replay record); freed with the node by state_free */
+    void (*state_free)(void *state);
 };
 
 /* Called by an op after computing `out` from `inputs`. If grad mode is on and some input
@@ -129,6 +132,12 @@ struct Node {
  * and *err stays REMAT_OK. On error returns NULL and sets *err. */
 Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
                   const Tensor *out, RematStatus *err);
+
+/* As node_create, but records the node whenever grad mode is on, even if no input needs
+ * a gradient: for a checkpoint region, whose parameters inside get their gradients
+ * through the region's own backward. */
+Node *node_create_always(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                         const Tensor *out, RematStatus *err);
 
 /* Removes `node`, the most recent node of the current tape, and frees it with what it
  * saved: for an op that fails after node_create. NULL is a no-op. */
@@ -169,6 +178,38 @@ Tensor *saved_tensor(Node *node, int i);
 /* Releases every saved tensor of `node` (backward does this after the node has run). */
 void node_release_saved(Node *node);
 
+/* ---- op hooks: what selective checkpointing plugs into -------------------------------- */
+
+/* Every op makes its outputs through ops_output (ops_internal.h): the tensor it returns,
+ * and any other tensor it creates and saves (a dropout's mask, a LayerNorm's mean and
+ * rstd), numbered 0, 1, ... in the order the op makes them. Hooks on a stack see each:
+ *
+ *   lookup   offers a tensor to use instead of computing (one new reference), or NULL.
+ *            Asked from the top of the stack down; the first offer wins, and then the op
+ *            skips its arithmetic (and its FLOPs).
+ *   observe  is told of every output, offered or freshly allocated (borrowed; it may keep
+ *            a reference). Called on every hook, top down. NULL when a hook only offers.
+ *
+ * A checkpoint region with a selective policy observes its first forward to keep the
+ * outputs the policy saves, and offers them back during the replay. */
+typedef struct OpHooks {
+    const char *name;
+    Tensor *(*lookup)(void *ctx, const OpInfo *op, const char *tag, int index);
+    RematStatus (*observe)(void *ctx, const OpInfo *op, const char *tag, int index, Tensor *out);
+    void *ctx;
+} OpHooks;
+
+/* Pushes hooks (they must outlive their use); pop removes the top. push fails with
+ * REMAT_EINVAL past 8 levels. */
+RematStatus op_hooks_push(const OpHooks *hooks);
+void op_hooks_pop(void);
+
+/* For ops_output: the first offer of the stack, or NULL. */
+Tensor *op_hooks_lookup(const OpInfo *op, const char *tag, int index);
+
+/* For ops_output: tells every hook of `out`; the first error is returned. */
+RematStatus op_hooks_observe(const OpInfo *op, const char *tag, int index, Tensor *out);
+
 /* ---- the tape ----------------------------------------------------------------------- */
 
 typedef struct Tape {
@@ -203,16 +244,20 @@ RematStatus tape_dump_dot(const Tape *tape, const char *path);
 
 /* Backpropagates from `loss` (a single-element Var) through the current tape, in reverse:
  * every leaf that requires grad gets d(loss)/d(leaf) added to its .grad (allocated as
- * MEM_GRAD zeros if missing). Nodes not on a path from a parameter are skipped; each
- * node's gradient and saved tensors are freed as soon as it has run.
+ * zeros if missing: MEM_GRAD for a parameter, MEM_ACT for any other leaf). Nodes not on a
+ * path from a parameter are skipped; each node's gradient and saved tensors are freed as
+ * soon as it has run.
  * On error (no graph, a freed saved tensor, the budget) returns the status; the gradients
  * of leaves may then be partial, so the caller must not apply them. */
 RematStatus backward(Var *loss);
 
-/* As backward, from an output of any shape whose gradient is `dout` (borrowed). A
- * checkpoint region's backward uses it to push the gradient it received through the
- * region's replayed sub-tape. */
-RematStatus backward_from(Var *out, const Tensor *dout);
+/* As backward, from an output of any shape whose gradient is `dout` (borrowed: backward
+ * holds a reference while it runs, and only reads it). */
+RematStatus backward_from(Var *out, Tensor *dout);
+
+/* As backward_from, from the node that made an output — for a caller that has already
+ * let the output's value go (a checkpoint region's replay: nothing reads it). */
+RematStatus backward_node(Node *root, Tensor *dout);
 
 /* Zeroes the gradient of a leaf (keeps the buffer). */
 void var_zero_grad(Var *v);

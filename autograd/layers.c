@@ -64,35 +64,40 @@ Var *layer_add_param(Layer *layer, const char *suffix, bool decay, int ndim, con
     return v;
 }
 
-/* ---- linear + relu --------------------------------------------------------------------- */
+/* ---- the residual MLP block ----------------------------------------------------------- */
 
-typedef struct LinearRelu {
+typedef struct ResidualMlp {
     Layer base;
-    Var *weight; /* (width_in, width_out), borrowed from base.params */
-    Var *bias;   /* (width_out) */
-} LinearRelu;
+    Var *weight; /* (width, width), borrowed from base.params */
+    Var *bias;   /* (width) */
+} ResidualMlp;
 
-static Var *linear_relu_forward(Layer *layer, Var *x, TrainCtx *ctx)
+/* y = x + relu(x·W + b). What backward keeps: the linear saves x, the relu saves its
+ * output r; the sum saves nothing, and y is the next block's x. Two activations of B·W
+ * floats per block, one of which is the block's input. */
+static Var *residual_mlp_forward(Layer *layer, Var *x, TrainCtx *ctx)
 {
     (void)ctx;
-    LinearRelu *l = (LinearRelu *)layer;
+    ResidualMlp *l = (ResidualMlp *)layer;
     Var *h = op_linear(x, l->weight, l->bias, "mlp.fc");
-    Var *y = op_relu(h, "mlp.relu");
+    Var *r = op_relu(h, "mlp.relu");
     var_free(h); /* relu saved its output; h itself is no longer needed */
+    Var *y = op_add(x, r, "mlp.residual");
+    var_free(r);
     return y;
 }
 
-Layer *linear_relu_create(const char *name, int width_in, int width_out, Pcg32 *rng)
+Layer *residual_mlp_create(const char *name, int width, float std, Pcg32 *rng)
 {
-    if (width_in <= 0 || width_out <= 0) {
-        remat_fail(REMAT_EINVAL, "linear_relu_create: widths must be > 0, got %d and %d", width_in, width_out);
+    if (width <= 0 || !(std >= 0.0f)) {
+        remat_fail(REMAT_EINVAL, "residual_mlp_create: need width > 0 and std >= 0, got %d and %g",
+                   width, (double)std);
         return NULL;
     }
-    LinearRelu *l = layer_alloc(sizeof *l, "linear_relu", name, linear_relu_forward);
+    ResidualMlp *l = layer_alloc(sizeof *l, "residual_mlp", name, residual_mlp_forward);
     if (!l) return NULL;
-    l->weight = layer_add_param(&l->base, "weight", true, 2, (int[]){width_in, width_out},
-                          sqrtf(2.0f / (float)width_in), 0.0f, rng);
-    l->bias = layer_add_param(&l->base, "bias", false, 1, (int[]){width_out}, 0.0f, 0.0f, rng);
+    l->weight = layer_add_param(&l->base, "weight", true, 2, (int[]){width, width}, std, 0.0f, rng);
+    l->bias = layer_add_param(&l->base, "bias", false, 1, (int[]){width}, 0.0f, 0.0f, rng);
     if (!l->weight || !l->bias) {
         layer_free(&l->base);
         return NULL;

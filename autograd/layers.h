@@ -29,7 +29,7 @@ typedef struct Layer Layer;
 typedef Var *(*LayerForwardFn)(Layer *layer, Var *x, TrainCtx *ctx);
 
 struct Layer {
-    const char *kind;               /* "linear_relu", "gpt_block", ... */
+    const char *kind;               /* "residual_mlp", "gpt_block", ... */
     char name[LAYER_NAME_LEN];      /* scope of its nodes, e.g. "h.3" */
     LayerForwardFn forward;
     int n_params;
@@ -61,10 +61,9 @@ Var *layer_add_param(Layer *layer, const char *suffix, bool decay, int ndim, con
 
 /* ---- the MLP chain's layer ----------------------------------------------------------- */
 
-/* y = relu(x·W + b) with W (width_in, width_out) initialised N(0, 2/width_in) (He et al.
- * 2015, which keeps activations' scale through a deep ReLU chain) and b = 0.
- * Tags: "mlp.fc", "mlp.relu". NULL on error. */
-Layer *linear_relu_create(const char *name, int width_in, int width_out, Pcg32 *rng);
+/* A residual block y = x + relu(x·W + b), with W (width, width) drawn from N(0, std²) and
+ * b = 0. Tags: "mlp.fc", "mlp.relu", "mlp.residual". NULL on error. */
+Layer *residual_mlp_create(const char *name, int width, float std, Pcg32 *rng);
 
 /* ---- the GPT's block (layers_gpt.c) -------------------------------------------------- */
 

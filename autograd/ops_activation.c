@@ -28,9 +28,10 @@ static const OpInfo RELU_OP = {"relu", relu_backward};
 Var *op_relu(Var *x, const char *tag)
 {
     if (ops_check_inputs("relu", &x, 1) != REMAT_OK) return NULL;
-    Tensor *out = ops_alloc_like(x->value);
+    bool cached;
+    Tensor *out = ops_output(&RELU_OP, tag, 0, DTYPE_F32, x->value->ndim, x->value->shape, &cached);
     if (!out) return NULL;
-    k_relu_forward(out->f32, x->value->f32, out->numel);
+    if (!cached) k_relu_forward(out->f32, x->value->f32, out->numel);
     return ops_record(&RELU_OP, tag, &x, 1, out, &out, 1, NULL);
 }
 
@@ -52,8 +53,9 @@ static const OpInfo GELU_OP = {"gelu", gelu_backward};
 Var *op_gelu(Var *x, const char *tag)
 {
     if (ops_check_inputs("gelu", &x, 1) != REMAT_OK) return NULL;
-    Tensor *out = ops_alloc_like(x->value);
+    bool cached;
+    Tensor *out = ops_output(&GELU_OP, tag, 0, DTYPE_F32, x->value->ndim, x->value->shape, &cached);
     if (!out) return NULL;
-    k_gelu_forward(out->f32, x->value->f32, out->numel);
+    if (!cached) k_gelu_forward(out->f32, x->value->f32, out->numel);
     return ops_record(&GELU_OP, tag, &x, 1, out, &x->value, 1, NULL);
 }

@@ -54,9 +54,10 @@ Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
         remat_fail(REMAT_EINVAL, "%s: which must be QKV_Q, QKV_K or QKV_V, got %d", label, (int)which);
         return NULL;
     }
-    Tensor *out = tensor_create(MEM_ACT, 4, (int[]){B, H, T, C / H});
+    bool cached;
+    Tensor *out = ops_output(&SPLIT_HEADS_OP, tag, 0, DTYPE_F32, 4, (int[]){B, H, T, C / H}, &cached);
     if (!out) return NULL;
-    k_split_heads_forward(out->f32, X->f32, (int)which, B, T, C, H);
+    if (!cached) k_split_heads_forward(out->f32, X->f32, (int)which, B, T, C, H);
     NodeAttrs attrs = {.i = {B, T, C, H, (int)which}};
     return ops_record(&SPLIT_HEADS_OP, tag, &qkv, 1, out, NULL, 0, &attrs);
 }
@@ -86,9 +87,10 @@ Var *op_merge_heads(Var *y, const char *tag)
         return NULL;
     }
     const int B = Y->shape[0], H = Y->shape[1], T = Y->shape[2], C = H * Y->shape[3];
-    Tensor *out = tensor_create(MEM_ACT, 3, (int[]){B, T, C});
+    bool cached;
+    Tensor *out = ops_output(&MERGE_HEADS_OP, tag, 0, DTYPE_F32, 3, (int[]){B, T, C}, &cached);
     if (!out) return NULL;
-    k_merge_heads_forward(out->f32, Y->f32, B, T, C, H);
+    if (!cached) k_merge_heads_forward(out->f32, Y->f32, B, T, C, H);
     NodeAttrs attrs = {.i = {B, T, C, H}};
     return ops_record(&MERGE_HEADS_OP, tag, &y, 1, out, NULL, 0, &attrs);
 }
@@ -124,9 +126,10 @@ Var *op_causal_softmax(Var *scores, const char *tag)
     }
     const int T = S->shape[S->ndim - 1];
     const int BH = (int)(S->numel / ((size_t)T * (size_t)T));
-    Tensor *out = ops_alloc_like(S);
+    bool cached;
+    Tensor *out = ops_output(&CAUSAL_SOFTMAX_OP, tag, 0, DTYPE_F32, S->ndim, S->shape, &cached);
     if (!out) return NULL;
-    k_causal_softmax_forward(out->f32, S->f32, BH, T);
+    if (!cached) k_causal_softmax_forward(out->f32, S->f32, BH, T);
     NodeAttrs attrs = {.i = {BH, T}};
     return ops_record(&CAUSAL_SOFTMAX_OP, tag, &scores, 1, out, &out, 1, &attrs);
 }

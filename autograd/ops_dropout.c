@@ -51,15 +51,22 @@ Var *op_dropout(Var *x, float p, Pcg32 *rng, bool training, const char *tag)
     }
 
     const Tensor *X = x->value;
-    Tensor *out = ops_alloc_like(X);
-    Tensor *mask = tensor_create_typed(MEM_ACT, DTYPE_U8, X->ndim, X->shape);
-    if (!out || !mask) {
-        tensor_free(out);
+    bool cached;
+    Tensor *mask = ops_output(&DROPOUT_OP, tag, 0, DTYPE_U8, X->ndim, X->shape, &cached);
+    Tensor *out = mask ? ops_output(&DROPOUT_OP, tag, 1, DTYPE_F32, X->ndim, X->shape, &cached) : NULL;
+    if (!out) {
         tensor_free(mask);
         return NULL;
     }
     const Pcg32 before = *rng;
-    k_dropout_forward(out->f32, mask->u8, X->f32, p, rng, X->numel);
+    if (cached) {
+        /* A checkpoint replay offered the mask and output of the first forward. The
+         * generator must still move on by the draws they took, one per element, or every
+         * later random draw of the replay would shift (DESIGN.md's pitfall). */
+        pcg32_advance(rng, X->numel);
+    } else {
+        k_dropout_forward(out->f32, mask->u8, X->f32, p, rng, X->numel);
+    }
 
     NodeAttrs attrs = {.f = {p}};
     Var *y = ops_record(&DROPOUT_OP, tag, &x, 1, out, &mask, 1, &attrs);

@@ -64,9 +64,10 @@ Var *op_embedding(Var *ids, Var *wte, Var *wpe, const char *tag)
         }
     }
 
-    Tensor *out = tensor_create(MEM_ACT, 3, (int[]){B, T, C});
+    bool cached;
+    Tensor *out = ops_output(&EMBEDDING_OP, tag, 0, DTYPE_F32, 3, (int[]){B, T, C}, &cached);
     if (!out) return NULL;
-    k_embedding_forward(out->f32, Ids->i32, Wte->f32, Wpe ? Wpe->f32 : NULL, B, T, C);
+    if (!cached) k_embedding_forward(out->f32, Ids->i32, Wte->f32, Wpe ? Wpe->f32 : NULL, B, T, C);
     NodeAttrs attrs = {.i = {B, T, C}};
     Tensor *save[1] = {ids->value};
     return ops_record(&EMBEDDING_OP, tag, inputs, wpe ? 3 : 2, out, save, 1, &attrs);

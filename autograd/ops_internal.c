@@ -65,7 +65,28 @@ int ops_rows(const Tensor *t)
     return (int)(t->numel / (size_t)t->shape[t->ndim - 1]);
 }
 
-Tensor *ops_alloc_like(const Tensor *like)
+Tensor *ops_output(const OpInfo *op, const char *tag, int index, DType dtype, int ndim,
+                   const int *shape, bool *cached)
 {
-    return tensor_create(MEM_ACT, like->ndim, like->shape);
+    Tensor *out = op_hooks_lookup(op, tag, index);
+    *cached = out != NULL;
+    if (out) {
+        bool same = out->dtype == dtype && out->ndim == ndim;
+        for (int d = 0; same && d < ndim; d++) same = out->shape[d] == shape[d];
+        if (!same) {
+            char got[48];
+            remat_fail(REMAT_ESTATE, "%s %s: the cached output %d has shape %s, not the one this "
+                       "replay asks for: the replay did not follow the first forward", op->name,
+                       tag ? tag : "", index, tensor_shape_str(got, sizeof got, out));
+            tensor_free(out);
+            return NULL;
+        }
+    } else if (!(out = tensor_create_typed(MEM_ACT, dtype, ndim, shape))) {
+        return NULL;
+    }
+    if (op_hooks_observe(op, tag, index, out) != REMAT_OK) {
+        tensor_free(out);
+        return NULL;
+    }
+    return out;
 }

@@ -32,7 +32,13 @@ Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inp
 /* Rows of a tensor whose last dimension is its width: the product of the leading dims. */
 int ops_rows(const Tensor *t);
 
-/* A tensor of the same shape as `like`, MEM_ACT, uninitialised; NULL on error. */
-Tensor *ops_alloc_like(const Tensor *like);
+/* Output number `index` (0, 1, ... in the order the op makes them) of `op`, through the
+ * op hooks (autograd.h): a tensor a hook offers, with *cached set — its contents are
+ * already there and the op must not compute it — or a new, uninitialised MEM_ACT tensor
+ * of the given type and shape, with *cached cleared. Every hook has observed it.
+ * NULL on error: the budget, or an offered tensor of another type or shape (the replay
+ * of a checkpoint region did not follow its first forward). */
+Tensor *ops_output(const OpInfo *op, const char *tag, int index, DType dtype, int ndim,
+                   const int *shape, bool *cached);
 
 #endif /* REMAT_OPS_INTERNAL_H */

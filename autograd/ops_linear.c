@@ -64,10 +64,13 @@ Var *op_linear(Var *x, Var *weight, Var *bias, const char *tag)
     int shape[TENSOR_MAX_DIMS];
     memcpy(shape, X->shape, sizeof shape);
     shape[X->ndim - 1] = OUT;
-    Tensor *out = tensor_create(MEM_ACT, X->ndim, shape);
+    bool cached;
+    Tensor *out = ops_output(&LINEAR_OP, tag, 0, DTYPE_F32, X->ndim, shape, &cached);
     if (!out) return NULL;
-    k_matmul(out->f32, X->f32, W->f32, N, OUT, IN, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
-    if (bias) k_bias_add(out->f32, bias->value->f32, N, OUT);
+    if (!cached) {
+        k_matmul(out->f32, X->f32, W->f32, N, OUT, IN, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
+        if (bias) k_bias_add(out->f32, bias->value->f32, N, OUT);
+    }
 
     NodeAttrs attrs = {.i = {N, IN, OUT}};
     Tensor *save[2] = {x->value, weight->value};
@@ -142,11 +145,12 @@ Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *
     int shape[TENSOR_MAX_DIMS];
     memcpy(shape, A->shape, sizeof shape);
     shape[A->ndim - 1] = N;
-    Tensor *out = tensor_create(MEM_ACT, A->ndim, shape);
+    bool cached;
+    Tensor *out = ops_output(&MATMUL_OP, tag, 0, DTYPE_F32, A->ndim, shape, &cached);
     if (!out) return NULL;
-    if (shared_b)
+    if (!cached && shared_b)
         k_matmul(out->f32, A->f32, Bt->f32, batch * M, N, K, CblasNoTrans, transB, alpha, 0.0f);
-    else
+    else if (!cached)
         k_matmul_batched(out->f32, A->f32, Bt->f32, batch, M, N, K, CblasNoTrans, transB, alpha, 0.0f);
 
     NodeAttrs attrs = {.i = {batch, M, N, K, transB == CblasTrans, shared_b}, .f = {alpha}};
@@ -177,8 +181,9 @@ Var *op_add(Var *a, Var *b, const char *tag)
                    tensor_shape_str(as, sizeof as, a->value), tensor_shape_str(bs, sizeof bs, b->value));
         return NULL;
     }
-    Tensor *out = ops_alloc_like(a->value);
+    bool cached;
+    Tensor *out = ops_output(&ADD_OP, tag, 0, DTYPE_F32, a->value->ndim, a->value->shape, &cached);
     if (!out) return NULL;
-    k_add(out->f32, a->value->f32, b->value->f32, out->numel);
+    if (!cached) k_add(out->f32, a->value->f32, b->value->f32, out->numel);
     return ops_record(&ADD_OP, tag, inputs, 2, out, NULL, 0, NULL);
 }

@@ -37,9 +37,10 @@ Var *op_mse(Var *pred, Var *target, const char *tag)
                    pred->value->numel, target->value->numel);
         return NULL;
     }
-    Tensor *out = tensor_create(MEM_ACT, 1, (int[]){1});
+    bool cached;
+    Tensor *out = ops_output(&MSE_OP, tag, 0, DTYPE_F32, 1, (int[]){1}, &cached);
     if (!out) return NULL;
-    out->f32[0] = (float)k_mse_forward(pred->value->f32, target->value->f32, pred->value->numel);
+    if (!cached) out->f32[0] = (float)k_mse_forward(pred->value->f32, target->value->f32, pred->value->numel);
     Tensor *save[2] = {pred->value, target->value};
     return ops_record(&MSE_OP, tag, inputs, 2, out, save, 2, NULL);
 }
@@ -92,9 +93,10 @@ Var *op_cross_entropy(Var *logits, Var *targets, const char *tag)
             return NULL;
         }
     }
-    Tensor *out = tensor_create(MEM_ACT, 1, (int[]){1});
+    bool cached;
+    Tensor *out = ops_output(&CROSS_ENTROPY_OP, tag, 0, DTYPE_F32, 1, (int[]){1}, &cached);
     if (!out) return NULL;
-    out->f32[0] = (float)k_cross_entropy_forward(L->f32, Tg->i32, N, V);
+    if (!cached) out->f32[0] = (float)k_cross_entropy_forward(L->f32, Tg->i32, N, V);
     NodeAttrs attrs = {.i = {N, V}};
     Tensor *save[2] = {logits->value, targets->value};
     return ops_record(&CROSS_ENTROPY_OP, tag, inputs, 2, out, save, 2, &attrs);

@@ -80,16 +80,16 @@ Var *op_layernorm(Var *x, Var *weight, Var *bias, float eps, const char *tag)
         return NULL;
     }
 
-    Tensor *out = ops_alloc_like(X);
-    Tensor *mean = tensor_create(MEM_ACT, 1, (int[]){N});
-    Tensor *rstd = tensor_create(MEM_ACT, 1, (int[]){N});
-    if (!out || !mean || !rstd) {
+    bool cached;
+    Tensor *out = ops_output(&LAYERNORM_OP, tag, 0, DTYPE_F32, X->ndim, X->shape, &cached);
+    Tensor *mean = out ? ops_output(&LAYERNORM_OP, tag, 1, DTYPE_F32, 1, (int[]){N}, &cached) : NULL;
+    Tensor *rstd = mean ? ops_output(&LAYERNORM_OP, tag, 2, DTYPE_F32, 1, (int[]){N}, &cached) : NULL;
+    if (!rstd) {
         tensor_free(out);
         tensor_free(mean);
-        tensor_free(rstd);
         return NULL;
     }
-    k_layernorm_forward(out->f32, mean->f32, rstd->f32, X->f32, W->f32, Bt->f32, N, C, eps);
+    if (!cached) k_layernorm_forward(out->f32, mean->f32, rstd->f32, X->f32, W->f32, Bt->f32, N, C, eps);
 
     NodeAttrs attrs = {.i = {N, C}, .f = {eps}};
     Tensor *save[4] = {x->value, weight->value, mean, rstd};

@@ -1,10 +1,17 @@
 /*
- * mlp.h — the MLP chain: N layers of Linear(W,W)+ReLU and an MSE loss, trained to imitate
- * a fixed random teacher network.
+ * mlp.h — the MLP chain: N residual blocks y = x + relu(x·W + b) and an MSE loss, trained
+ * to imitate a fixed random teacher network.
  *
- * This is the "idealized chain" of quiz question 4: every layer's activation has the
- * same size (B·W floats), so the memory of each checkpoint strategy can be derived by
- * hand and compared with the ledger to the byte.
+ * This is the "idealized chain" of quiz question 4: every block keeps the same two
+ * activations of B·W floats for backward (its input, and its relu's output), so the
+ * memory of each checkpoint strategy can be derived by hand and compared with the ledger
+ * to the byte.
+ *
+ * Why residual blocks rather than a plain Linear+ReLU stack: in a plain stack, the only
+ * tensor a layer keeps is its relu's output, which is also the next layer's input — so
+ * checkpointing every layer (which keeps exactly the layer inputs) would save nothing, and
+ * a 256-layer plain ReLU stack barely trains. A residual block keeps one tensor besides its
+ * input, as real blocks do (a transformer block keeps many), and trains at any depth.
  */
 #ifndef REMAT_MLP_H
 #define REMAT_MLP_H
@@ -17,8 +24,10 @@ typedef struct MlpConfig {
     uint64_t seed;
 } MlpConfig;
 
-/* The chain: layers "h.0" … "h.{N-1}", each linear_relu(W, W); embed is the identity;
- * the head is mse(x_N, targets). NULL on error (bad config, budget). */
+/* The chain: blocks "h.0" … "h.{N-1}", each residual_mlp(W) with weights drawn from
+ * N(0, 2/(W·N)) — He et al.'s 2/W, divided by N so that each block adds about 1/N to the
+ * activations' variance and N blocks grow it by about e, whatever N is; embed is the
+ * identity; the head is mse(x_N, targets). NULL on error (bad config, budget). */
 Model *mlp_create(const MlpConfig *config);
 
 /* The synthetic regression task: inputs x ~ N(0, 1) of shape (B, W), drawn from a

@@ -8,14 +8,24 @@
 
 Var *model_loss(Model *model, Var *input, Var *targets, TrainCtx *ctx)
 {
+    return model_loss_planned(model, NULL, input, targets, ctx);
+}
+
+Var *model_loss_planned(Model *model, const Plan *plan, Var *input, Var *targets, TrainCtx *ctx)
+{
     if (!model || !input || !targets) {
         remat_fail(REMAT_EINVAL, "model_loss: model, input and targets are required");
         return NULL;
     }
     Var *x = model->embed(model, input, ctx);
-    for (int i = 0; i < model->n_layers && x; i++) {
+    if (plan && x) {
+        Var *chain = plan_forward(plan, x, ctx);
+        var_free(x); /* whatever the chain saved of x stays alive through the tape */
+        x = chain;
+    }
+    for (int i = 0; !plan && i < model->n_layers && x; i++) {
         Var *next = layer_forward(model->layers[i], x, ctx);
-        var_free(x); /* whatever the layer saved of x stays alive through the tape */
+        var_free(x);
         x = next;
     }
     Var *loss = x ? model->head(model, x, targets, ctx) : NULL;

@@ -11,6 +11,7 @@
 #define REMAT_MODEL_H
 
 #include "layers.h"
+#include "strategy.h"
 
 typedef struct Model Model;
 
@@ -32,6 +33,10 @@ struct Model {
  * so only what ops saved stays alive. Returns the loss (caller owns) or NULL on error.
  * `input` and `targets` are borrowed. */
 Var *model_loss(Model *model, Var *input, Var *targets, TrainCtx *ctx);
+
+/* As model_loss, with the chain run as `plan` says (a checkpoint strategy made for this
+ * model's layers by plan_create); a NULL plan is strategy none. */
+Var *model_loss_planned(Model *model, const Plan *plan, Var *input, Var *targets, TrainCtx *ctx);
 
 /* Frees the model, its layers and all parameters. NULL is a no-op. */
 void model_free(Model *model);

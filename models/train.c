@@ -45,6 +45,7 @@ TrainOptions train_defaults(const char *model)
         .seq = 64,
         .batch = mlp ? 64 : 16,
         .dropout = mlp ? 0.0f : 0.1f,
+        .strategy = "none",
         .optimizer = "adamw",
         .lr = mlp ? 1e-3f : 2e-3f,
         .momentum = 0.9f,
@@ -72,6 +73,13 @@ void train_usage(FILE *out)
         "  --heads H           GPT attention heads; D must divide by H (4)\n"
         "  --seq T             GPT tokens per sequence (64)\n"
         "  --dropout P         GPT dropout probability in [0, 1) (0.1)\n"
+        "checkpointing\n"
+        "  --strategy S        none, full (every layer a region), sqrt (segments of about\n"
+        "                      sqrt(N) layers) or selective (every layer, with a policy) (none)\n"
+        "  --policy P          selective's policy: attention_core (default) or dots\n"
+        "  --no-rng-replay     replay regions without restoring the generator: dropout\n"
+        "                      draws new masks and gradients come out wrong (quiz question 7)\n"
+        "  --determinism-check check that every replay reproduced its first forward\n"
         "training\n"
         "  --batch B           sequences (GPT) or examples (MLP) per step (gpt 16, mlp 64)\n"
         "  --optimizer adamw|sgd  (adamw)\n"
@@ -137,8 +145,10 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
             train_usage(out);
             return 1;
         }
-        if (!strcmp(flag, "--quiet")) {
-            opt->quiet = true;
+        if (!strcmp(flag, "--quiet") || !strcmp(flag, "--no-rng-replay") || !strcmp(flag, "--determinism-check")) {
+            if (!strcmp(flag, "--quiet")) opt->quiet = true;
+            if (!strcmp(flag, "--no-rng-replay")) opt->no_rng_replay = true;
+            if (!strcmp(flag, "--determinism-check")) opt->determinism_check = true;
             continue;
         }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
@@ -155,6 +165,15 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
         else if (!strcmp(flag, "--seq")) ok = parse_int(v, 1, 65536, &opt->seq);
         else if (!strcmp(flag, "--batch")) ok = parse_int(v, 1, 1 << 20, &opt->batch);
         else if (!strcmp(flag, "--dropout")) ok = parse_float(v, 0.0, 1.0, false, &opt->dropout);
+        else if (!strcmp(flag, "--strategy")) {
+            StrategyKind kind;
+            ok = strategy_parse(v, &kind) == REMAT_OK;
+            opt->strategy = v;
+        }
+        else if (!strcmp(flag, "--policy")) {
+            ok = policy_by_name(v) != NULL;
+            opt->policy = v;
+        }
         else if (!strcmp(flag, "--optimizer")) {
             ok = !strcmp(v, "adamw") || !strcmp(v, "sgd");
             opt->optimizer = v;
@@ -204,6 +223,7 @@ typedef struct Run {
     const TrainOptions *opt;
     bool gpt;
     Model *model;
+    Plan *plan;     /* the checkpointing strategy over the model's layers */
     Optimizer *optim;
     TrainState state;
     TextData *text; /* GPT */
@@ -246,7 +266,7 @@ static RematStatus evaluate(Run *run, float *mean_loss)
         Var *x, *y;
         status = draw_batch(run, run->gpt ? TEXT_VAL : TEXT_TRAIN, &rng, &x, &y);
         if (status != REMAT_OK) break;
-        Var *loss = model_loss(run->model, x, y, &ctx);
+        Var *loss = model_loss_planned(run->model, run->plan, x, y, &ctx);
         if (loss) sum += loss->value->f32[0];
         else status = remat_last_status();
         var_free(loss);
@@ -299,7 +319,7 @@ static RematStatus train_step(Run *run, float *loss_value, bool first)
     TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true};
     optim_zero_grad(run->optim);
     flops_set_phase(PHASE_FORWARD);
-    Var *loss = model_loss(run->model, x, y, &ctx);
+    Var *loss = model_loss_planned(run->model, run->plan, x, y, &ctx);
     if (!loss) status = remat_last_status();
     if (status == REMAT_OK && first && o->dump_graph) status = tape_dump_dot(tape_current(), o->dump_graph);
     if (status == REMAT_OK) status = backward(loss);
@@ -364,6 +384,14 @@ static RematStatus build(Run *run)
     }
     if (!run->model) return remat_last_status();
 
+    Strategy strategy = strategy_defaults(STRATEGY_NONE);
+    if (strategy_parse(o->strategy, &strategy.kind) != REMAT_OK) return remat_last_status();
+    strategy.policy = policy_by_name(o->policy);
+    strategy.preserve_rng = !o->no_rng_replay;
+    strategy.determinism_check = o->determinism_check;
+    run->plan = plan_create(&strategy, run->model->layers, run->model->n_layers);
+    if (!run->plan) return remat_last_status();
+
     OptimConfig oc = !strcmp(o->optimizer, "sgd") ? optim_sgd_defaults(o->lr, o->momentum)
                                                   : optim_adamw_defaults(o->lr);
     oc.weight_decay = o->weight_decay;
@@ -381,6 +409,7 @@ static RematStatus build(Run *run)
 
 static void destroy(Run *run)
 {
+    plan_free(run->plan);
     optim_free(run->optim);
     model_free(run->model);
     text_data_free(run->text);
@@ -484,6 +513,13 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
             opt->model, opt->layers, run.gpt ? "blocks" : "layers", run.gpt ? "d_model" : "width",
             opt->d_model, mem_format_bytes(pbytes, sizeof pbytes, model_param_bytes(run.model)),
             opt->optimizer, info.threads, info.blas_threading, info.blas_core);
+    fprintf(out, "  checkpointing: %s", strategy_name(run.plan->strategy.kind));
+    if (run.plan->strategy.kind != STRATEGY_NONE)
+        fprintf(out, ", %d region%s", run.plan->n_segments, run.plan->n_segments == 1 ? "" : "s");
+    if (run.plan->strategy.policy) fprintf(out, ", policy %s", run.plan->strategy.policy->name);
+    if (run.plan->strategy.kind != STRATEGY_NONE && !run.plan->strategy.preserve_rng)
+        fprintf(out, ", generator NOT replayed");
+    fputc('\n', out);
     if (first) fprintf(out, "  resumed from %s at step %d\n", opt->resume, first);
 
     const bool tty = !opt->quiet && isatty(fileno(out));

@@ -22,6 +22,10 @@ typedef struct TrainOptions {
     int seq;                /* GPT only: tokens per sequence (T) */
     int batch;              /* B */
     float dropout;          /* GPT only */
+    const char *strategy;   /* checkpointing: "none", "full", "sqrt" or "selective" */
+    const char *policy;     /* selective's policy: "attention_core" or "dots" */
+    bool no_rng_replay;     /* regions replay without restoring the generator (wrong, on purpose) */
+    bool determinism_check; /* regions check that each replay reproduced its first forward */
     const char *optimizer;  /* "adamw" or "sgd" */
     float lr;
     float momentum;         /* SGD only */

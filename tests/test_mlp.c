@@ -36,19 +36,25 @@ static float forward_backward(Model *m, Var *x, Var *y, TrainCtx *ctx)
     return value;
 }
 
-/* Peak ACT of one step of the N-layer chain, with a = B·W·4 bytes per activation:
- *   2a      the batch's inputs x and targets y, held by the caller
- *   N·a     the output of every layer's relu, saved once (relu i and linear i+1 share it)
- *   2a      in backward, at the last relu: the gradient of its output and of its input
- *   8 B     the loss value and its seed gradient d(loss)/d(loss) = 1
- * Forward alone peaks lower, at 2a + (N+1)·a (the last linear's output beside its relu's).
- * So peak = (N + 4)·a + 8, exactly, for every N. */
+/* Peak ACT of one step of the N-block residual chain (N ≥ 2), with a = B·W·4 bytes per
+ * activation. Each block k saves its input x_k (for the linear) and its relu's output r_k.
+ * The peak comes in backward, in the last block's relu, when its input gradient is
+ * allocated. Live then:
+ *   2a        the batch's inputs x_0 and targets y, held by the caller
+ *   2(N−1)·a  r_k and x_k saved by the blocks before the last (x_0 counted above) and the
+ *             last block's input x_{N−1}
+ *   a         the last block's r_{N−1}, released right after this op
+ *   3a        gradients: of x_{N−1} (from the residual sum), of r_{N−1}, and of the relu's
+ *             input, just allocated
+ *   8 B       the loss value and its seed gradient d(loss)/d(loss) = 1
+ * (The chain's output x_N and its gradient were freed when the loss node had run.)
+ * Forward alone peaks lower, at 2a + 2N·a. So peak = (2N + 4)·a + 8, exactly. */
 static void test_activation_peak_equals_the_derived_bytes(void **state)
 {
     (void)state;
     enum { B = 16, W = 32 };
     const size_t a = (size_t)B * W * sizeof(float);
-    const int depths[] = {1, 4, 16, 64};
+    const int depths[] = {2, 4, 16, 64};
     for (int d = 0; d < 4; d++) {
         const int N = depths[d];
         Model *m = mlp_create(&(MlpConfig){.n_layers = N, .width = W, .seed = 1});
@@ -64,8 +70,8 @@ static void test_activation_peak_equals_the_derived_bytes(void **state)
 
         mem_reset_peaks();
         forward_backward(m, x, y, &ctx);
-        size_t expected = (size_t)(N + 4) * a + 8;
-        printf("  N=%-3d peak ACT %zu bytes, derived (N+4)·a + 8 = %zu\n", N, mem_peak(MEM_ACT), expected);
+        size_t expected = (size_t)(2 * N + 4) * a + 8;
+        printf("  N=%-3d peak ACT %zu bytes, derived (2N+4)·a + 8 = %zu\n", N, mem_peak(MEM_ACT), expected);
         assert_int_equal(mem_peak(MEM_ACT), expected);
         /* After the step only the batch is left; every gradient buffer and saved tensor is gone. */
         assert_int_equal(mem_current(MEM_ACT), 2 * a);

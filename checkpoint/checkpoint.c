@@ -1,0 +1,246 @@
+/*
+ * checkpoint.c — checkpoint regions: the first forward, the replay in backward, RNG
+ * replay, the determinism check, and the selective policies' output cache
+ * (see checkpoint.h and policy.h).
+ */
+#include "checkpoint.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flops.h"
+#include "kernels.h"
+
+/* ---- the policy's cache -------------------------------------------------------------- */
+
+/* The outputs a policy saved in a region's first forward, in the order the ops made them.
+ * The replay runs the same ops in the same order, so it takes them back from the front. */
+typedef struct CacheEntry {
+    const OpInfo *op;
+    const char *tag;
+    int index;
+    Tensor *tensor; /* one reference */
+} CacheEntry;
+
+typedef struct Cache {
+    const Policy *policy;
+    CacheEntry *entries;
+    int count, capacity;
+    int next;   /* the replay's position */
+    bool error; /* the replay asked for something the first forward did not keep */
+} Cache;
+
+static bool cache_decides_save(const Cache *c, const OpInfo *op, const char *tag)
+{
+    return c->policy->decide(op->name, tag, c->policy->user) == POLICY_SAVE;
+}
+
+/* First forward: keep the outputs of the ops the policy saves. */
+static RematStatus cache_observe(void *ctx, const OpInfo *op, const char *tag, int index, Tensor *out)
+{
+    Cache *c = ctx;
+    if (!cache_decides_save(c, op, tag)) return REMAT_OK;
+    if (c->count == c->capacity) {
+        int capacity = c->capacity ? 2 * c->capacity : 32;
+        CacheEntry *entries = realloc(c->entries, (size_t)capacity * sizeof *entries);
+        if (!entries) return remat_fail(REMAT_ENOMEM, "checkpoint: no memory for the policy's cache");
+        c->entries = entries;
+        c->capacity = capacity;
+    }
+    c->entries[c->count++] = (CacheEntry){op, tag, index, tensor_retain(out)};
+    return REMAT_OK;
+}
+
+/* Replay: offer the kept output of an op the policy saves, in first-forward order. */
+static Tensor *cache_lookup(void *ctx, const OpInfo *op, const char *tag, int index)
+{
+    Cache *c = ctx;
+    if (!cache_decides_save(c, op, tag)) return NULL;
+    if (c->next == c->count) {
+        c->error = true;
+        return NULL;
+    }
+    CacheEntry *e = &c->entries[c->next];
+    if (e->op != op || e->index != index || (e->tag != tag && (!e->tag || !tag || strcmp(e->tag, tag)))) {
+        c->error = true;
+        return NULL;
+    }
+    c->next++;
+    Tensor *t = e->tensor; /* hand over the cache's reference: it is not needed again */
+    e->tensor = NULL;
+    return t;
+}
+
+static void cache_clear(Cache *c)
+{
+    for (int i = 0; i < c->count; i++) tensor_free(c->entries[i].tensor);
+    free(c->entries);
+    c->entries = NULL;
+    c->count = c->capacity = c->next = 0;
+}
+
+/* ---- a region's record --------------------------------------------------------------- */
+
+/* Everything a region's backward needs to replay its forward; owned by its node. */
+typedef struct Region {
+    RegionFn fn;
+    void *fn_ctx;
+    TrainCtx *ctx;
+    CheckpointOptions opts;
+    char name[NODE_NAME_LEN];
+    Pcg32 rng_at_entry;
+    uint64_t output_hash; /* of the first forward's output, for the determinism check */
+    Cache cache;
+} Region;
+
+static void region_free(void *state)
+{
+    Region *r = state;
+    cache_clear(&r->cache);
+    free(r);
+}
+
+/* A cheap 64-bit hash of a tensor's bytes and shape (FNV-1a over 32-bit words), enough to
+ * tell whether a replay reproduced its first forward. */
+static uint64_t tensor_hash(const Tensor *t)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int d = 0; d < t->ndim; d++) h = (h ^ (uint64_t)t->shape[d]) * 1099511628211ull;
+    const uint32_t *words = t->data;
+    const size_t n = t->bytes / 4;
+    for (size_t i = 0; i < n; i++) h = (h ^ words[i]) * 1099511628211ull;
+    const unsigned char *bytes = t->data;
+    for (size_t i = 4 * n; i < t->bytes; i++) h = (h ^ bytes[i]) * 1099511628211ull;
+    return h;
+}
+
+CheckpointOptions checkpoint_defaults(void)
+{
+    return (CheckpointOptions){.preserve_rng = true};
+}
+
+/* ---- backward: the replay ------------------------------------------------------------ */
+
+/* Backward of a region. Forward was y = fn(x) with nothing saved inside; so recompute
+ * y = fn(x) with grad on into a sub-tape (RECOMPUTE FLOPs), then backpropagate dy through
+ * it: dx += J_fn(x)^T·dy, and every parameter inside gets its gradient on the way. */
+static RematStatus region_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
+{
+    Region *r = node->state;
+    Tensor *x = saved_tensor(node, 0);
+    if (!x) return remat_last_status();
+
+    /* The generator: replay the first forward's draws, then put it back. */
+    TrainCtx *ctx = r->ctx;
+    const Pcg32 rng_now = ctx ? ctx->rng : (Pcg32){0};
+    if (ctx && r->opts.preserve_rng) ctx->rng = r->rng_at_entry;
+
+    Tape *sub = tape_create();
+    Var *x_leaf = sub ? var_create(tensor_retain(x), dinputs[0] != NULL, "checkpoint.input") : NULL;
+    RematStatus status = x_leaf ? REMAT_OK : remat_last_status();
+    /* The region's input gradient accumulates straight into the buffer backward gave us. */
+    if (x_leaf && dinputs[0]) x_leaf->grad = tensor_retain(dinputs[0]);
+
+    Tape *outer = tape_set_current(sub);
+    const bool was = grad_set_enabled(true);
+    const Phase phase = flops_set_phase(PHASE_RECOMPUTE);
+    OpHooks replay = {.name = "checkpoint replay", .lookup = cache_lookup, .ctx = &r->cache};
+    const bool cached = r->opts.policy && r->cache.count > 0;
+    if (status == REMAT_OK && cached) status = op_hooks_push(&replay);
+    Var *y = NULL;
+    if (status == REMAT_OK) {
+        y = r->fn(r->fn_ctx, x_leaf, ctx);
+        if (!y) status = remat_last_status();
+    }
+    if (cached) op_hooks_pop();
+    if (status == REMAT_OK && r->cache.error)
+        status = remat_fail(REMAT_ESTATE, "checkpoint region %s: the replay ran different ops than "
+                            "the first forward, so the policy's cache does not match", r->name);
+    if (status == REMAT_OK && r->opts.determinism_check && tensor_hash(y->value) != r->output_hash)
+        status = remat_fail(REMAT_ESTATE,
+                            "checkpoint region %s: the replay computed a different output than the "
+                            "first forward (%s); its gradients would be wrong. Random ops in it need "
+                            "the generator replayed (preserve_rng, the default; --no-rng-replay "
+                            "turns it off)", r->name,
+                            r->opts.preserve_rng ? "with the generator replayed" : "without replaying the generator");
+    /* Backward needs the node that made y, not y's value: let the value go first. No node:
+     * nothing inside needed a gradient (no parameters, and x a constant). */
+    Node *root = y ? y->creator : NULL;
+    var_free(y);
+    flops_set_phase(PHASE_BACKWARD);
+    /* dout is the engine's buffer for this node; backward_node only takes a reference. */
+    if (status == REMAT_OK && root) status = backward_node(root, (Tensor *)dout);
+
+    flops_set_phase(phase);
+    grad_set_enabled(was);
+    var_free(x_leaf);
+    tape_set_current(outer);
+    tape_free(sub);
+    cache_clear(&r->cache); /* "caches are freed when the region's backward ends" */
+    if (ctx && r->opts.preserve_rng) ctx->rng = rng_now;
+    tensor_free(x);
+    return status;
+}
+
+static const OpInfo CHECKPOINT_OP = {"checkpoint", region_backward};
+
+/* ---- forward ------------------------------------------------------------------------- */
+
+Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const CheckpointOptions *opts)
+{
+    if (!fn || !x) {
+        remat_fail(REMAT_EINVAL, "checkpoint: %s is NULL", fn ? "the input" : "the region's function");
+        return NULL;
+    }
+    CheckpointOptions o = opts ? *opts : checkpoint_defaults();
+    if (!grad_enabled()) return fn(fn_ctx, x, ctx); /* inference, or inside another region's first forward */
+
+    Region *r = calloc(1, sizeof *r);
+    if (!r) {
+        remat_fail(REMAT_ENOMEM, "checkpoint: no memory for a region");
+        return NULL;
+    }
+    *r = (Region){.fn = fn, .fn_ctx = fn_ctx, .ctx = ctx, .opts = o};
+    snprintf(r->name, sizeof r->name, "%s", o.name ? o.name : "region");
+    r->opts.name = r->name;
+    r->cache.policy = o.policy;
+    if (ctx) r->rng_at_entry = ctx->rng;
+
+    /* The first forward: no graph, and with a policy, its chosen outputs kept. */
+    OpHooks keep = {.name = "checkpoint cache", .observe = cache_observe, .ctx = &r->cache};
+    RematStatus status = o.policy ? op_hooks_push(&keep) : REMAT_OK;
+    Var *y = NULL;
+    if (status == REMAT_OK) {
+        grad_set_enabled(false);
+        y = fn(fn_ctx, x, ctx);
+        grad_set_enabled(true);
+        if (o.policy) op_hooks_pop();
+    }
+    if (!y) {
+        region_free(r);
+        return NULL;
+    }
+    if (o.determinism_check) r->output_hash = tensor_hash(y->value);
+
+    /* One node for the whole region, recorded even when x needs no gradient: the
+     * parameters inside do. */
+    RematStatus err;
+    Node *node = node_create_always(&CHECKPOINT_OP, "checkpoint", &x, 1, y->value, &err);
+    if (!node) {
+        region_free(r);
+        var_free(y);
+        return NULL;
+    }
+    node->state = r;
+    node->state_free = region_free;
+    snprintf(node->name, sizeof node->name, "%s", r->name);
+    if (save_for_backward(node, x->value) != REMAT_OK) {
+        node_discard(node);
+        var_free(y);
+        return NULL;
+    }
+    Var *out = var_from_op(tensor_retain(y->value), node);
+    var_free(y);
+    return out;
+}

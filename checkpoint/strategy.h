@@ -1,0 +1,73 @@
+/*
+ * strategy.h — checkpointing strategies over a sequence of layers, one call for any model.
+ *
+ *   none       every layer runs normally: all activations are kept until backward.
+ *   full       every layer is a checkpoint region: only each layer's input is kept, and
+ *              each layer's forward runs twice.
+ *   sqrt       contiguous segments of about sqrt(N) layers, each a region: about sqrt(N)
+ *              segment inputs are kept, plus one segment's activations while it is
+ *              recomputed — O(sqrt(N)) activation memory for one extra forward
+ *              (Chen et al. 2016; quiz question 4).
+ *   selective  every layer is a region with a policy (policy.h) that keeps the outputs of
+ *              expensive ops and recomputes the cheap, memory-heavy ones (quiz question 5).
+ *
+ * How sqrt rounds: segments hold k = ceil(sqrt(N)) layers or fewer; there are
+ * s = ceil(N / k) of them, as equal as possible (sizes differ by at most one, the longer
+ * ones first). A step keeps s segment inputs and one segment's k layers of activations,
+ * s + k in all, which is smallest near k = sqrt(N); rounding k up keeps s ≤ k, so the
+ * segment being recomputed, not the stored inputs, bounds the peak. N = 16 gives 4
+ * segments of 4; N = 32 gives 6 segments (6,6,5,5,5,5); N = 64 gives 8 of 8.
+ *
+ * A plan is made once per model and reused every step: it owns the segment records that
+ * regions point to until their backward has run.
+ */
+#ifndef REMAT_STRATEGY_H
+#define REMAT_STRATEGY_H
+
+#include "checkpoint.h"
+
+typedef enum StrategyKind {
+    STRATEGY_NONE = 0,
+    STRATEGY_FULL,
+    STRATEGY_SQRT,
+    STRATEGY_SELECTIVE,
+} StrategyKind;
+
+typedef struct Strategy {
+    StrategyKind kind;
+    const Policy *policy;   /* selective only; NULL there means attention_core */
+    bool preserve_rng;      /* replay dropout's draws (default on) */
+    bool determinism_check; /* compare each replay with its first forward (default off) */
+} Strategy;
+
+/* The strategy of that kind with default options. */
+Strategy strategy_defaults(StrategyKind kind);
+
+/* "none", "full", "sqrt", "selective". */
+const char *strategy_name(StrategyKind kind);
+
+/* The kind called `name`; REMAT_EINVAL with the list of names otherwise. */
+RematStatus strategy_parse(const char *name, StrategyKind *kind);
+
+/* A contiguous run of layers that is run as one region (or plainly, for none). */
+typedef struct Segment {
+    Layer **layers;
+    int count;
+    char name[NODE_NAME_LEN]; /* "h.4", or "h.4-h.7" */
+} Segment;
+
+typedef struct Plan {
+    Strategy strategy;
+    int n_segments;
+    Segment *segments;
+} Plan;
+
+/* A plan for `n` layers (borrowed: they must outlive the plan). NULL on error. */
+Plan *plan_create(const Strategy *strategy, Layer **layers, int n);
+void plan_free(Plan *plan);
+
+/* Runs every layer on x as the plan says; returns the last layer's output (a new Var the
+ * caller owns; x is borrowed). NULL on error. */
+Var *plan_forward(const Plan *plan, Var *x, TrainCtx *ctx);
+
+#endif /* REMAT_STRATEGY_H */

@@ -1,0 +1,357 @@
+/*
+ * test_checkpoint.c — activation checkpointing, shown by the ledgers.
+ *
+ * Every strategy gives the same losses and parameters as none, to the bit, dropout
+ * included; the activation memory of the MLP chain scales as derived for each strategy;
+ * recomputation costs exactly one extra forward of the checkpointed layers; without RNG
+ * replay, dropout's gradients come out wrong and the determinism check names the region.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "gpt.h"
+#include "mlp.h"
+#include "optim.h"
+#include "strategy.h"
+
+static MlpTask *task; /* the MLP's teacher, for the whole test (its weights are MEM_WORK) */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    task = mlp_task_create(16, 6);
+    return task ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    mlp_task_free(task);
+    return mem_live_blocks() == 0 ? 0 : -1;
+}
+
+/* Every test starts and ends with no model, activation or optimizer state alive. */
+static int clean_state(void **state)
+{
+    (void)state;
+    tape_reset(tape_current());
+    remat_clear_error();
+    flops_reset();
+    const MemKind kinds[] = {MEM_PARAM, MEM_GRAD, MEM_OPTIM, MEM_ACT};
+    for (int i = 0; i < 4; i++)
+        if (mem_current(kinds[i]) != 0) return -1;
+    return 0;
+}
+
+/* ---- a few training steps under a strategy -------------------------------------------- */
+
+enum { STEPS = 3 };
+
+typedef struct Outcome {
+    float losses[STEPS];
+    Tensor *params[64]; /* copies of every parameter after the last step (MEM_WORK) */
+    int n_params;
+} Outcome;
+
+static void outcome_free(Outcome *o)
+{
+    for (int i = 0; i < o->n_params; i++) tensor_free(o->params[i]);
+}
+
+/* Builds the model fresh from its seed, trains STEPS AdamW steps on batches drawn with a
+ * fixed seed, and records the losses and final parameters. */
+static RematStatus train(Model *(*build)(void), Var *(*batch)(Pcg32 *, Var **), const Strategy *s, Outcome *out)
+{
+    Model *m = build();
+    assert_non_null(m);
+    Plan *plan = plan_create(s, m->layers, m->n_layers);
+    OptimConfig c = optim_adamw_defaults(1e-2f);
+    Optimizer *opt = optim_create(&c, m->params, m->n_params);
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 77, 1);
+    Pcg32 data;
+    pcg32_seed(&data, 78, 2);
+    RematStatus status = REMAT_OK;
+    for (int step = 0; step < STEPS && status == REMAT_OK; step++) {
+        Var *y;
+        Var *x = batch(&data, &y);
+        optim_zero_grad(opt);
+        Var *loss = model_loss_planned(m, plan, x, y, &ctx);
+        status = loss ? backward(loss) : remat_last_status();
+        if (status == REMAT_OK) {
+            out->losses[step] = loss->value->f32[0];
+            status = optim_step(opt);
+        }
+        var_free(loss);
+        var_free(x);
+        var_free(y);
+        tape_reset(tape_current());
+        /* Nothing of the step's activations outlives it: sub-tapes and caches are gone. */
+        assert_int_equal(mem_current(MEM_ACT), 0);
+    }
+    out->n_params = m->n_params;
+    for (int i = 0; i < m->n_params; i++) out->params[i] = tensor_clone(m->params[i].var->value, MEM_WORK);
+    optim_free(opt);
+    plan_free(plan);
+    model_free(m);
+    return status;
+}
+
+static void assert_same_outcome(const Outcome *a, const Outcome *b, const char *what)
+{
+    if (memcmp(a->losses, b->losses, sizeof a->losses))
+        fail_msg("%s: losses differ (%.9g vs %.9g at step 0)", what, a->losses[0], b->losses[0]);
+    assert_int_equal(a->n_params, b->n_params);
+    for (int i = 0; i < a->n_params; i++)
+        if (memcmp(a->params[i]->data, b->params[i]->data, a->params[i]->bytes))
+            fail_msg("%s: parameter %d differs after %d steps", what, i, STEPS);
+}
+
+/* The models: an 8-block MLP chain, and a 3-block GPT with dropout 0.1 everywhere. */
+static Model *mlp8(void) { return mlp_create(&(MlpConfig){.n_layers = 8, .width = 16, .seed = 5}); }
+
+static Var *mlp_batch(Pcg32 *rng, Var **y)
+{
+    Var *x;
+    assert_int_equal(mlp_task_batch(task, rng, 4, &x, y), REMAT_OK);
+    return x;
+}
+
+static Model *gpt3(void)
+{
+    return gpt_create(&(GptConfig){.n_layers = 3, .d_model = 16, .n_heads = 2, .seq_len = 8,
+                                   .vocab = 256, .dropout = 0.1f, .seed = 7});
+}
+
+static Var *token_batch(Pcg32 *rng, Var **y)
+{
+    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 8});
+    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 8});
+    for (int i = 0; i < 16; i++) {
+        x->i32[i] = (int32_t)pcg32_bounded(rng, 256);
+        t->i32[i] = (int32_t)pcg32_bounded(rng, 256);
+    }
+    *y = var_create(t, false, "targets");
+    return var_create(x, false, "tokens");
+}
+
+static void check_all_strategies(Model *(*build)(void), Var *(*batch)(Pcg32 *, Var **), const char *model)
+{
+    Outcome reference = {0};
+    Strategy none = strategy_defaults(STRATEGY_NONE);
+    assert_int_equal(train(build, batch, &none, &reference), REMAT_OK);
+    const Strategy others[] = {
+        strategy_defaults(STRATEGY_FULL),
+        strategy_defaults(STRATEGY_SQRT),
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .preserve_rng = true},
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_DOTS_SAVEABLE, .preserve_rng = true},
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_NOTHING_SAVEABLE, .preserve_rng = true},
+    };
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        Outcome o = {0};
+        char what[96];
+        snprintf(what, sizeof what, "%s, %s%s%s", model, strategy_name(others[i].kind),
+                 others[i].policy ? " " : "", others[i].policy ? others[i].policy->name : "");
+        assert_int_equal(train(build, batch, &others[i], &o), REMAT_OK);
+        assert_same_outcome(&reference, &o, what);
+        printf("  %-40s losses and parameters identical to none\n", what);
+        outcome_free(&o);
+    }
+    outcome_free(&reference);
+}
+
+static void test_every_strategy_is_bit_identical_on_the_mlp(void **state)
+{
+    (void)state;
+    check_all_strategies(mlp8, mlp_batch, "mlp");
+}
+
+static void test_every_strategy_is_bit_identical_on_the_gpt_with_dropout(void **state)
+{
+    (void)state;
+    check_all_strategies(gpt3, token_batch, "gpt");
+}
+
+/* ---- RNG replay ----------------------------------------------------------------------- */
+
+static void test_without_rng_replay_dropout_gradients_are_wrong(void **state)
+{
+    (void)state;
+    Outcome reference = {0}, wrong = {0};
+    Strategy none = strategy_defaults(STRATEGY_NONE);
+    Strategy no_replay = strategy_defaults(STRATEGY_FULL);
+    no_replay.preserve_rng = false;
+    assert_int_equal(train(gpt3, token_batch, &none, &reference), REMAT_OK);
+    assert_int_equal(train(gpt3, token_batch, &no_replay, &wrong), REMAT_OK);
+    /* The first loss is the same (the first forward is not a replay); the gradients were
+     * computed through masks the forward never used, so the parameters after one update
+     * differ, and with them every later loss. */
+    assert_memory_equal(&reference.losses[0], &wrong.losses[0], sizeof(float));
+    double worst = 0.0;
+    for (int i = 0; i < reference.n_params; i++)
+        for (size_t j = 0; j < reference.params[i]->numel; j++)
+            worst = fmax(worst, fabs(reference.params[i]->f32[j] - wrong.params[i]->f32[j]));
+    printf("  without RNG replay: max |parameter difference| after %d steps %.3e\n", STEPS, worst);
+    assert_true(worst > 1e-4);
+    outcome_free(&reference);
+    outcome_free(&wrong);
+
+    /* The determinism check catches it in the first region backward reaches, the last. */
+    Outcome checked = {0};
+    Strategy check = no_replay;
+    check.determinism_check = true;
+    assert_int_equal(train(gpt3, token_batch, &check, &checked), REMAT_ESTATE);
+    printf("  determinism check: %s\n", remat_last_error());
+    assert_non_null(strstr(remat_last_error(), "checkpoint region h.2: the replay computed a different output"));
+    outcome_free(&checked);
+
+    /* With replay, the check passes. */
+    Outcome fine = {0};
+    Strategy replay = strategy_defaults(STRATEGY_FULL);
+    replay.determinism_check = true;
+    assert_int_equal(train(gpt3, token_batch, &replay, &fine), REMAT_OK);
+    outcome_free(&fine);
+}
+
+/* ---- nested regions ----------------------------------------------------------------------- */
+
+typedef struct Pair {
+    Layer **layers; /* two layers, each its own inner region */
+} Pair;
+
+static Var *one_layer(void *fn_ctx, Var *x, TrainCtx *ctx) { return layer_forward(fn_ctx, x, ctx); }
+
+static Var *two_layers(void *fn_ctx, Var *x, TrainCtx *ctx)
+{
+    Pair *p = fn_ctx;
+    Var *h = layer_forward(p->layers[0], x, ctx);
+    Var *y = h ? layer_forward(p->layers[1], h, ctx) : NULL;
+    var_free(h);
+    return y;
+}
+
+static Var *two_regions(void *fn_ctx, Var *x, TrainCtx *ctx)
+{
+    Pair *p = fn_ctx;
+    CheckpointOptions o = checkpoint_defaults();
+    o.name = "inner";
+    Var *h = checkpoint(one_layer, p->layers[0], x, ctx, &o);
+    Var *y = h ? checkpoint(one_layer, p->layers[1], h, ctx, &o) : NULL;
+    var_free(h);
+    return y;
+}
+
+static void test_nested_regions_give_the_same_gradients(void **state)
+{
+    (void)state;
+    Tensor *grads[2][4];
+    for (int nested = 0; nested < 2; nested++) {
+        Model *m = gpt_create(&(GptConfig){.n_layers = 2, .d_model = 16, .n_heads = 2, .seq_len = 8,
+                                           .vocab = 256, .dropout = 0.1f, .seed = 9});
+        Pcg32 data;
+        pcg32_seed(&data, 10, 0);
+        Var *y, *x = token_batch(&data, &y);
+        TrainCtx ctx = {.training = true};
+        pcg32_seed(&ctx.rng, 11, 0);
+        Var *h = m->embed(m, x, &ctx);
+        Pair pair = {m->layers};
+        CheckpointOptions outer = checkpoint_defaults();
+        outer.name = "outer";
+        /* Plain layers, or an outer region holding two inner ones. */
+        Var *z = nested ? checkpoint(two_regions, &pair, h, &ctx, &outer) : two_layers(&pair, h, &ctx);
+        var_free(h);
+        Var *loss = m->head(m, z, y, &ctx);
+        var_free(z);
+        assert_int_equal(backward(loss), REMAT_OK);
+        for (int i = 0; i < 4; i++) grads[nested][i] = tensor_clone(m->layers[i / 2]->params[i % 2 * 2].var->grad, MEM_WORK);
+        var_free(loss);
+        var_free(x);
+        var_free(y);
+        tape_reset(tape_current());
+        model_free(m);
+    }
+    for (int i = 0; i < 4; i++) {
+        assert_memory_equal(grads[0][i]->data, grads[1][i]->data, grads[0][i]->bytes);
+        tensor_free(grads[0][i]);
+        tensor_free(grads[1][i]);
+    }
+}
+
+/* ---- memory and FLOPs on the MLP chain ---------------------------------------------------- */
+
+typedef struct StepMeasure {
+    size_t peak_act;
+    uint64_t forward, backward, recompute;
+} StepMeasure;
+
+/* One forward + backward of an N-block chain (W = 32, B = 4) under `kind`. */
+static StepMeasure measure_mlp(int N, StrategyKind kind)
+{
+    Model *m = mlp_create(&(MlpConfig){.n_layers = N, .width = 32, .seed = 1});
+    MlpTask *wide = mlp_task_create(32, 2);
+    Pcg32 data;
+    pcg32_seed(&data, 3, 0);
+    Var *x, *y;
+    assert_int_equal(mlp_task_batch(wide, &data, 4, &x, &y), REMAT_OK);
+    Strategy s = strategy_defaults(kind);
+    Plan *plan = plan_create(&s, m->layers, m->n_layers);
+    TrainCtx ctx = {.training = true};
+    flops_reset();
+    mem_reset_peaks();
+    Var *loss = model_loss_planned(m, plan, x, y, &ctx);
+    assert_int_equal(backward(loss), REMAT_OK);
+    StepMeasure r = {mem_peak(MEM_ACT), flops_get(PHASE_FORWARD), flops_get(PHASE_BACKWARD),
+                     flops_get(PHASE_RECOMPUTE)};
+    var_free(loss);
+    tape_reset(tape_current());
+    var_free(x);
+    var_free(y);
+    plan_free(plan);
+    mlp_task_free(wide);
+    model_free(m);
+    return r;
+}
+
+static void test_recompute_costs_one_extra_forward_of_the_chain(void **state)
+{
+    (void)state;
+    enum { N = 16, B = 4, W = 32 };
+    StepMeasure none = measure_mlp(N, STRATEGY_NONE);
+    StepMeasure full = measure_mlp(N, STRATEGY_FULL);
+    StepMeasure sqrt_ = measure_mlp(N, STRATEGY_SQRT);
+    /* The forward of the chain is everything the forward counts but the loss (mse: 3
+     * FLOPs per element of the (B,W) output). full and sqrt both run it exactly once more. */
+    const uint64_t chain_forward = none.forward - 3 * (uint64_t)B * W;
+    printf("  FLOPs, N=%d: forward %llu, backward %llu; recompute: none %llu, full %llu, sqrt %llu\n", N,
+           (unsigned long long)none.forward, (unsigned long long)none.backward,
+           (unsigned long long)none.recompute, (unsigned long long)full.recompute,
+           (unsigned long long)sqrt_.recompute);
+    assert_int_equal(none.recompute, 0);
+    assert_int_equal(full.recompute, chain_forward);
+    assert_int_equal(sqrt_.recompute, chain_forward);
+    /* The first forward and the backward are the same work whatever the strategy. */
+    assert_int_equal(full.forward, none.forward);
+    assert_int_equal(full.backward, none.backward);
+    assert_int_equal(sqrt_.backward, none.backward);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_every_strategy_is_bit_identical_on_the_mlp, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_every_strategy_is_bit_identical_on_the_gpt_with_dropout, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_without_rng_replay_dropout_gradients_are_wrong, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_nested_regions_give_the_same_gradients, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_recompute_costs_one_extra_forward_of_the_chain, clean_state, clean_state),
+    };
+    return cmocka_run_group_tests_name("checkpoint", tests, group_setup, group_teardown);
+}
