@@ -344,6 +344,58 @@ static void test_recompute_costs_one_extra_forward_of_the_chain(void **state)
     assert_int_equal(sqrt_.backward, none.backward);
 }
 
+/* Peak ACT of one training step of the N-block residual MLP chain, in units of one
+ * activation a = B·W·4 bytes (plus 8 bytes: the loss and its seed gradient). Each block
+ * keeps two activations for backward — its input x_k and its relu's output r_k — and the
+ * peak always comes in backward, at the last block's relu, when the gradient of its input
+ * has just been allocated (test_mlp.c spells out none's count).
+ *
+ *   none   2N + 4      2 (the batch: x_0 and the targets) + 2N − 2 (every r_k and x_k
+ *                      still stored) + 1 (r_{N−1}) + 3 gradients (of x_{N−1}, r_{N−1} and
+ *                      the relu's input)
+ *   full   N + 6       2 + N − 1 (the regions' inputs x_1 … x_{N−1}) + 2 (the last region's
+ *                      output gradient, and the buffer for its input gradient) + 1 (r_{N−1},
+ *                      replayed) + 2 (gradients of r_{N−1} and of the relu's input). One
+ *                      stored activation per block instead of two: full's slope is half of
+ *                      none's, because a block keeps its input and one more tensor.
+ *   sqrt   s + 2k + 5  with k = ceil(sqrt(N)) blocks per segment and s = ceil(N/k) segments:
+ *                      2 + s − 1 (segment inputs) + 2 (the last segment's output and input
+ *                      gradients) + 2k − 1 (its replayed blocks' r_j and inner x_j) + 3
+ *                      gradients at its last relu, as in none.
+ *
+ * So from N = 16 to 256 none grows 516/36 = 14.3x (16x in the limit: linear) and sqrt
+ * 53/17 = 3.1x (4x in the limit: sqrt(N)). The test checks every figure exactly, and the
+ * ratios against those limits with the distance the +4 and +5 terms leave at these N. */
+static size_t units_none(int N) { return (size_t)(2 * N + 4); }
+static size_t units_full(int N) { return (size_t)(N + 6); }
+static size_t units_sqrt(int N)
+{
+    int k = (int)ceil(sqrt((double)N)), s = (N + k - 1) / k;
+    return (size_t)(s + 2 * k + 5);
+}
+
+static void test_activation_memory_scales_as_derived(void **state)
+{
+    (void)state;
+    const int depths[] = {4, 16, 64, 256};
+    const size_t a = 4 * 32 * sizeof(float);
+    size_t peak[4][3];
+    printf("  peak ACT of one step, in units of one activation a = B·W·4 = %zu bytes (+8 B)\n", a);
+    printf("  %5s %8s %8s %8s\n", "N", "none", "full", "sqrt");
+    for (int d = 0; d < 4; d++) {
+        const int N = depths[d];
+        for (int k = 0; k < 3; k++) peak[d][k] = measure_mlp(N, (StrategyKind)k).peak_act;
+        printf("  %5d %8zu %8zu %8zu\n", N, (peak[d][0] - 8) / a, (peak[d][1] - 8) / a, (peak[d][2] - 8) / a);
+        assert_int_equal(peak[d][0], units_none(N) * a + 8);
+        assert_int_equal(peak[d][1], units_full(N) * a + 8);
+        assert_int_equal(peak[d][2], units_sqrt(N) * a + 8);
+    }
+    const double none_ratio = (double)peak[3][0] / peak[1][0], sqrt_ratio = (double)peak[3][2] / peak[1][2];
+    printf("  peak(256)/peak(16): none %.2f (linear: 16), sqrt %.2f (sqrt(N): 4)\n", none_ratio, sqrt_ratio);
+    assert_true(none_ratio > 13.0 && none_ratio <= 16.0);
+    assert_true(sqrt_ratio > 2.8 && sqrt_ratio <= 4.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +404,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_without_rng_replay_dropout_gradients_are_wrong, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_nested_regions_give_the_same_gradients, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_recompute_costs_one_extra_forward_of_the_chain, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_activation_memory_scales_as_derived, clean_state, clean_state),
     };
     return cmocka_run_group_tests_name("checkpoint", tests, group_setup, group_teardown);
 }
