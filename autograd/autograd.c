@@ -250,6 +250,15 @@ RematStatus op_hooks_observe(const OpInfo *op, const char *tag, int index, Tenso
     return REMAT_OK;
 }
 
+void op_hooks_recorded(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                       Tensor *const *saved, int n_saved)
+{
+    for (int i = op_hooks_depth - 1; i >= 0; i--) {
+        const OpHooks *h = op_hooks_stack[i];
+        if (h->recorded) h->recorded(h->ctx, op, tag, inputs, n_inputs, saved, n_saved);
+    }
+}
+
 /* ---- the saved-tensor path ---------------------------------------------------------- */
 
 #define HOOKS_MAX_DEPTH 8

@@ -189,6 +189,7 @@ void node_release_saved(Node *node);
  *            skips its arithmetic (and its FLOPs).
  *   observe  is told of every output, offered or freshly allocated (borrowed; it may keep
  *            a reference). Called on every hook, top down. NULL when a hook only offers.
+ *   recorded (below) is told what the op read and what its backward would keep.
  *
  * A checkpoint region with a selective policy observes its first forward to keep the
  * outputs the policy saves, and offers them back during the replay. */
@@ -196,6 +197,11 @@ typedef struct OpHooks {
     const char *name;
     Tensor *(*lookup)(void *ctx, const OpInfo *op, const char *tag, int index);
     RematStatus (*observe)(void *ctx, const OpInfo *op, const char *tag, int index, Tensor *out);
+    /* Told, once an op has computed, what it read and what its backward keeps — even with
+     * grad mode off, when nothing is actually saved: `inputs` (n_inputs, entries may be
+     * NULL) and `saved` (n_saved tensors). NULL when a hook does not care. */
+    void (*recorded)(void *ctx, const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                     Tensor *const *saved, int n_saved);
     void *ctx;
 } OpHooks;
 
@@ -209,6 +215,10 @@ Tensor *op_hooks_lookup(const OpInfo *op, const char *tag, int index);
 
 /* For ops_output: tells every hook of `out`; the first error is returned. */
 RematStatus op_hooks_observe(const OpInfo *op, const char *tag, int index, Tensor *out);
+
+/* For ops_record: tells every hook what an op read and what its backward keeps. */
+void op_hooks_recorded(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                       Tensor *const *saved, int n_saved);
 
 /* ---- the tape ----------------------------------------------------------------------- */
 

@@ -15,12 +15,25 @@
 /* ---- the policy's cache -------------------------------------------------------------- */
 
 /* The outputs a policy saved in a region's first forward, in the order the ops made them.
- * The replay runs the same ops in the same order, so it takes them back from the front. */
+ * The replay runs the same ops in the same order, so it takes them back from the front.
+ *
+ * Not every output a policy saves is worth keeping. Kept are those the replay will read:
+ * what some op's backward keeps (a linear's input), and what an op the policy recomputes
+ * takes as input (the scores that attention_core's softmax recomputes from). An output
+ * that only feeds ops which are themselves served from the cache — attn.qkv's output,
+ * read by nobody once q, k and v come from the cache — is released after the first
+ * forward, and the replay gets a placeholder of its shape whose contents are never read.
+ * This is what makes attention_core keep exactly what the region would keep without
+ * checkpointing, minus the attention core (Korthikanti et al. 2022). */
 typedef struct CacheEntry {
     const OpInfo *op;
     const char *tag;
     int index;
-    Tensor *tensor; /* one reference */
+    Tensor *tensor; /* one reference; NULL once released or handed to the replay */
+    bool needed;    /* the replay reads it */
+    DType dtype;    /* the shape, for a placeholder */
+    int ndim;
+    int shape[TENSOR_MAX_DIMS];
 } CacheEntry;
 
 typedef struct Cache {
@@ -48,8 +61,40 @@ static RematStatus cache_observe(void *ctx, const OpInfo *op, const char *tag, i
         c->entries = entries;
         c->capacity = capacity;
     }
-    c->entries[c->count++] = (CacheEntry){op, tag, index, tensor_retain(out)};
+    CacheEntry *e = &c->entries[c->count++];
+    *e = (CacheEntry){.op = op, .tag = tag, .index = index, .tensor = tensor_retain(out),
+                      .dtype = out->dtype, .ndim = out->ndim};
+    memcpy(e->shape, out->shape, sizeof e->shape);
     return REMAT_OK;
+}
+
+/* Marks the kept output `t` (if it is one) as read by the replay. */
+static void cache_mark_needed(Cache *c, const Tensor *t)
+{
+    for (int i = 0; t && i < c->count; i++)
+        if (c->entries[i].tensor == t) c->entries[i].needed = true;
+}
+
+/* First forward: what each op's backward keeps is needed; so are the inputs of the ops the
+ * replay will recompute. */
+static void cache_recorded(void *ctx, const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                           Tensor *const *saved, int n_saved)
+{
+    Cache *c = ctx;
+    for (int i = 0; i < n_saved; i++) cache_mark_needed(c, saved[i]);
+    if (cache_decides_save(c, op, tag)) return;
+    for (int i = 0; i < n_inputs; i++)
+        if (inputs[i]) cache_mark_needed(c, inputs[i]->value);
+}
+
+/* After the first forward: release what the replay will not read. */
+static void cache_release_unneeded(Cache *c)
+{
+    for (int i = 0; i < c->count; i++) {
+        if (c->entries[i].needed) continue;
+        tensor_free(c->entries[i].tensor);
+        c->entries[i].tensor = NULL;
+    }
 }
 
 /* Replay: offer the kept output of an op the policy saves, in first-forward order. */
@@ -67,6 +112,8 @@ static Tensor *cache_lookup(void *ctx, const OpInfo *op, const char *tag, int in
         return NULL;
     }
     c->next++;
+    if (!e->needed) /* nobody reads it: a placeholder of its shape */
+        return tensor_create_typed(MEM_ACT, e->dtype, e->ndim, e->shape);
     Tensor *t = e->tensor; /* hand over the cache's reference: it is not needed again */
     e->tensor = NULL;
     return t;
@@ -208,7 +255,8 @@ Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const Checkpoi
     if (ctx) r->rng_at_entry = ctx->rng;
 
     /* The first forward: no graph, and with a policy, its chosen outputs kept. */
-    OpHooks keep = {.name = "checkpoint cache", .observe = cache_observe, .ctx = &r->cache};
+    OpHooks keep = {.name = "checkpoint cache", .observe = cache_observe, .recorded = cache_recorded,
+                    .ctx = &r->cache};
     RematStatus status = o.policy ? op_hooks_push(&keep) : REMAT_OK;
     Var *y = NULL;
     if (status == REMAT_OK) {
@@ -220,6 +268,10 @@ Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const Checkpoi
     if (!y) {
         region_free(r);
         return NULL;
+    }
+    if (o.policy) {
+        cache_mark_needed(&r->cache, y->value); /* the region's output is read (it is the result) */
+        cache_release_unneeded(&r->cache);
     }
     if (o.determinism_check) r->output_hash = tensor_hash(y->value);
 

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "checkpoint.h"
+#include "flops.h"
+#include "kernels.h"
 #include "gpt.h"
 #include "mlp.h"
 #include "optim.h"
@@ -396,6 +398,98 @@ static void test_activation_memory_scales_as_derived(void **state)
     assert_true(sqrt_ratio > 2.8 && sqrt_ratio <= 4.0);
 }
 
+/* ---- selective policies on the GPT ------------------------------------------------------ */
+
+typedef struct GptMeasure {
+    size_t stored;      /* ACT held between the forward and the backward */
+    size_t peak;        /* peak ACT of the step */
+    uint64_t recompute; /* RECOMPUTE FLOPs */
+} GptMeasure;
+
+enum { SEL_L = 2, SEL_B = 2, SEL_T = 256, SEL_C = 128, SEL_H = 4 };
+
+static GptMeasure measure_gpt(const Strategy *s)
+{
+    Model *m = gpt_create(&(GptConfig){.n_layers = SEL_L, .d_model = SEL_C, .n_heads = SEL_H,
+                                       .seq_len = SEL_T, .vocab = 256, .dropout = 0.1f, .seed = 3});
+    Plan *plan = plan_create(s, m->layers, m->n_layers);
+    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){SEL_B, SEL_T});
+    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){SEL_B, SEL_T});
+    for (size_t i = 0; i < x->numel; i++) x->i32[i] = (int32_t)(i * 7 % 256), t->i32[i] = (int32_t)(i * 11 % 256);
+    Var *xv = var_create(x, false, NULL), *tv = var_create(t, false, NULL);
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 4, 4);
+    flops_reset();
+    mem_reset_peaks();
+    Var *loss = model_loss_planned(m, plan, xv, tv, &ctx);
+    GptMeasure r = {.stored = mem_current(MEM_ACT)};
+    assert_int_equal(backward(loss), REMAT_OK);
+    r.peak = mem_peak(MEM_ACT);
+    r.recompute = flops_get(PHASE_RECOMPUTE);
+    var_free(loss);
+    tape_reset(tape_current());
+    var_free(xv);
+    var_free(tv);
+    plan_free(plan);
+    model_free(m);
+    return r;
+}
+
+/* FLOPs of one layer's attention core, as the kernels count them: the scores and the
+ * weights·V products, 2·(2·B·H·T·T·D) = 4·B·T²·C; the causal softmax and the dropout,
+ * measured by running their kernels once on buffers of the same size. */
+static uint64_t core_flops_per_layer(void)
+{
+    const int BH = SEL_B * SEL_H;
+    const size_t n = (size_t)BH * SEL_T * SEL_T;
+    float *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b);
+    uint8_t *mask = calloc(n, 1);
+    Pcg32 rng;
+    pcg32_seed(&rng, 1, 1);
+    FlopCounts before = flops_snapshot();
+    k_causal_softmax_forward(b, a, BH, SEL_T);
+    k_dropout_forward(a, mask, b, 0.1f, &rng, n);
+    uint64_t elementwise = flops_total();
+    flops_restore(&before);
+    elementwise -= flops_total();
+    free(a), free(b), free(mask);
+    return 4ull * SEL_B * SEL_T * SEL_T * SEL_C + elementwise;
+}
+
+static void test_selective_policies_keep_what_they_promise(void **state)
+{
+    (void)state;
+    Strategy none = strategy_defaults(STRATEGY_NONE), full = strategy_defaults(STRATEGY_FULL);
+    Strategy core = {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .preserve_rng = true};
+    Strategy dots = {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_DOTS_SAVEABLE, .preserve_rng = true};
+    GptMeasure n = measure_gpt(&none), f = measure_gpt(&full), c = measure_gpt(&core), d = measure_gpt(&dots);
+    printf("  GPT L=%d B=%d T=%d C=%d H=%d, dropout 0.1\n", SEL_L, SEL_B, SEL_T, SEL_C, SEL_H);
+    printf("  %-26s %12s %12s %16s %9s\n", "strategy", "stored ACT", "peak ACT", "RECOMPUTE FLOPs", "of full");
+    const struct { const char *name; GptMeasure m; } rows[] = {
+        {"none", n}, {"full", f}, {"selective attention_core", c}, {"selective dots_saveable", d}};
+    for (int i = 0; i < 4; i++)
+        printf("  %-26s %12zu %12zu %16llu %8.1f%%\n", rows[i].name, rows[i].m.stored, rows[i].m.peak,
+               (unsigned long long)rows[i].m.recompute, 100.0 * (double)rows[i].m.recompute / (double)f.recompute);
+
+    /* attention_core stores what none stores minus, per layer, exactly the core's saved
+     * tensors: the softmax's output (float), the dropout's mask (1 byte) and the dropout's
+     * output (float), each B·H·T·T elements. (The scores are not in that list: without
+     * checkpointing the softmax does not keep them either.) */
+    const size_t core_bytes = (size_t)SEL_L * SEL_B * SEL_H * SEL_T * SEL_T * (4 + 1 + 4);
+    assert_int_equal(n.stored - c.stored, core_bytes);
+    /* It recomputes exactly the core: its two matmuls, the softmax and the dropout. */
+    assert_int_equal(c.recompute, SEL_L * core_flops_per_layer());
+    /* That is T/(6C + T) of a layer's forward FLOPs (+ the cheap elementwise ops of full):
+     * 25% here, since T = 2C; Korthikanti et al.'s "small overhead" needs T well below C. */
+    const double share = (double)c.recompute / (double)f.recompute;
+    assert_true(share > 0.2 && share < 0.3);
+    /* dots_saveable keeps every matmul's output and recomputes only the elementwise ops:
+     * the least recomputation, and in between none and attention_core in stored bytes. */
+    assert_true(d.recompute < c.recompute);
+    assert_true(d.stored < n.stored && d.stored > c.stored);
+    assert_true(f.stored < c.stored);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +499,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_nested_regions_give_the_same_gradients, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_recompute_costs_one_extra_forward_of_the_chain, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_activation_memory_scales_as_derived, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_selective_policies_keep_what_they_promise, clean_state, clean_state),
     };
     return cmocka_run_group_tests_name("checkpoint", tests, group_setup, group_teardown);
 }
