@@ -1,5 +1,5 @@
 /*
- * layers.c — the Layer interface and the MLP chain's Linear+ReLU layer (see layers.h).
+ * layers.c — the Layer interface and the MLP chain's residual block (see layers.h).
  * The GPT block is in layers_gpt.c.
  */
 #include "layers.h"

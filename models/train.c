@@ -98,6 +98,7 @@ void train_usage(FILE *out)
         "  --resume FILE       continue a run saved with --save, bit-identically\n"
         "  --dump-step FILE    write the first step's parameters, batch, loss and gradients\n"
         "  --dump-graph FILE   write the first step's tape as a Graphviz .dot file\n"
+        "  --print-tape        print the first step's tape: every node, what it saved, its bytes\n"
         "output\n"
         "  --quiet             no per-step lines or progress bar\n"
         "  --help              this text\n");
@@ -145,8 +146,10 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
             train_usage(out);
             return 1;
         }
-        if (!strcmp(flag, "--quiet") || !strcmp(flag, "--no-rng-replay") || !strcmp(flag, "--determinism-check")) {
+        if (!strcmp(flag, "--quiet") || !strcmp(flag, "--no-rng-replay") || !strcmp(flag, "--determinism-check") ||
+            !strcmp(flag, "--print-tape")) {
             if (!strcmp(flag, "--quiet")) opt->quiet = true;
+            if (!strcmp(flag, "--print-tape")) opt->print_tape = true;
             if (!strcmp(flag, "--no-rng-replay")) opt->no_rng_replay = true;
             if (!strcmp(flag, "--determinism-check")) opt->determinism_check = true;
             continue;
@@ -307,7 +310,7 @@ static RematStatus dump_step(const Run *run, Var *input, Var *targets, Var *loss
 }
 
 /* One training step; *loss_value gets the loss. On error nothing has been updated. */
-static RematStatus train_step(Run *run, float *loss_value, bool first)
+static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out)
 {
     const TrainOptions *o = run->opt;
     Var *x = NULL, *y = NULL;
@@ -322,6 +325,11 @@ static RematStatus train_step(Run *run, float *loss_value, bool first)
     Var *loss = model_loss_planned(run->model, run->plan, x, y, &ctx);
     if (!loss) status = remat_last_status();
     if (status == REMAT_OK && first && o->dump_graph) status = tape_dump_dot(tape_current(), o->dump_graph);
+    if (status == REMAT_OK && first && o->print_tape) {
+        fprintf(out, "\n  the tape of step %d after its forward:\n", run->state.step + 1);
+        tape_print(tape_current(), out);
+        fputc('\n', out);
+    }
     if (status == REMAT_OK) status = backward(loss);
     if (status == REMAT_OK && first && o->dump_step) status = dump_step(run, x, y, loss, o->dump_step);
     if (status == REMAT_OK) status = optim_step(run->optim);
@@ -531,7 +539,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
     mem_reset_peaks();
     for (int s = 0; s < to_run && status == REMAT_OK; s++) {
         double t0 = platform_seconds();
-        status = train_step(&run, &report->losses[s], s == 0);
+        status = train_step(&run, &report->losses[s], s == 0, out);
         if (status != REMAT_OK) break;
         times[s] = platform_seconds() - t0;
         report->steps_run = s + 1;
