@@ -117,6 +117,8 @@ void tape_set_scope(const char *prefix)
     snprintf(scope, sizeof scope, "%s", prefix ? prefix : "");
 }
 
+const char *tape_scope(void) { return scope; }
+
 static RematStatus tape_append(Tape *tape, Node *node)
 {
     if (tape->count == tape->capacity) {
@@ -279,6 +281,15 @@ void saved_hooks_pop(void)
     if (hooks_depth > 0) hooks_depth--;
 }
 
+static const SavedObserver *observer;
+
+const SavedObserver *saved_observer_set(const SavedObserver *o)
+{
+    const SavedObserver *previous = observer;
+    observer = o;
+    return previous;
+}
+
 RematStatus save_for_backward(Node *node, Tensor *t)
 {
     if (!node || !t) return remat_fail(REMAT_EINVAL, "save_for_backward: node or tensor is NULL");
@@ -291,6 +302,7 @@ RematStatus save_for_backward(Node *node, Tensor *t)
     if (!packed) return remat_last_status() != REMAT_OK ? remat_last_status() : REMAT_ESTATE;
     node->saved[slot] = (SavedSlot){.packed = packed, .hooks = hooks, .bytes = t->bytes};
     node->n_saved++;
+    if (observer && observer->saved) observer->saved(observer->ctx, node, slot, t);
     return REMAT_OK;
 }
 
@@ -322,6 +334,7 @@ void node_release_saved(Node *node)
         else tensor_free((Tensor *)s->packed);
         s->packed = NULL;
         s->released = true;
+        if (observer && observer->released) observer->released(observer->ctx, node, i);
     }
 }
 

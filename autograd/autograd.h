@@ -166,6 +166,18 @@ typedef struct SavedHooks {
 RematStatus saved_hooks_push(const SavedHooks *hooks);
 void saved_hooks_pop(void);
 
+/* Someone who wants to watch the saved-tensor path without changing it (train's
+ * --explain-memory): told of every tensor saved (after the hooks packed it) and of every
+ * slot released. One observer at a time; it must outlive its use. */
+typedef struct SavedObserver {
+    void (*saved)(void *ctx, const Node *node, int slot, const Tensor *t);
+    void (*released)(void *ctx, const Node *node, int slot);
+    void *ctx;
+} SavedObserver;
+
+/* Sets the observer (NULL: none); returns the previous one. */
+const SavedObserver *saved_observer_set(const SavedObserver *observer);
+
 /* Saves `t` for backward in the next slot of `node`, through the top hooks.
  * On error (too many slots, a hook failure) returns its status and saves nothing. */
 RematStatus save_for_backward(Node *node, Tensor *t);
@@ -243,6 +255,9 @@ void tape_reset(Tape *tape);
 /* Prefixes the names of nodes created from now on ("h.3" gives "h.3.attn.softmax").
  * NULL clears it. The string is copied (up to 31 characters). */
 void tape_set_scope(const char *scope);
+
+/* The current prefix ("" when none). */
+const char *tape_scope(void);
 
 /* One line per node: index, name, op, output shape, saved tensors and their bytes. */
 void tape_print(const Tape *tape, FILE *out);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "explain.h"
 #include "flops.h"
 #include "kernels.h"
 
@@ -87,11 +88,14 @@ static void cache_recorded(void *ctx, const OpInfo *op, const char *tag, Var *co
         if (inputs[i]) cache_mark_needed(c, inputs[i]->value);
 }
 
-/* After the first forward: release what the replay will not read. */
-static void cache_release_unneeded(Cache *c)
+/* After the first forward of region `region`: release what the replay will not read. */
+static void cache_release_unneeded(Cache *c, const char *region)
 {
     for (int i = 0; i < c->count; i++) {
-        if (c->entries[i].needed) continue;
+        if (c->entries[i].needed) {
+            explain_note_cached(region, c->entries[i].op->name, c->entries[i].tag, c->entries[i].tensor);
+            continue;
+        }
         tensor_free(c->entries[i].tensor);
         c->entries[i].tensor = NULL;
     }
@@ -271,7 +275,7 @@ Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const Checkpoi
     }
     if (o.policy) {
         cache_mark_needed(&r->cache, y->value); /* the region's output is read (it is the result) */
-        cache_release_unneeded(&r->cache);
+        cache_release_unneeded(&r->cache, r->name);
     }
     if (o.determinism_check) r->output_hash = tensor_hash(y->value);
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "data.h"
+#include "explain.h"
 #include "flops.h"
 #include "gpt.h"
 #include "mlp.h"
@@ -99,6 +100,8 @@ void train_usage(FILE *out)
         "  --dump-step FILE    write the first step's parameters, batch, loss and gradients\n"
         "  --dump-graph FILE   write the first step's tape as a Graphviz .dot file\n"
         "  --print-tape        print the first step's tape: every node, what it saved, its bytes\n"
+        "  --explain-memory    print every activation the first step kept, dropped for\n"
+        "                      recomputation or cached, when it came and went, and the totals\n"
         "output\n"
         "  --quiet             no per-step lines or progress bar\n"
         "  --help              this text\n");
@@ -147,7 +150,8 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
             return 1;
         }
         if (!strcmp(flag, "--quiet") || !strcmp(flag, "--no-rng-replay") || !strcmp(flag, "--determinism-check") ||
-            !strcmp(flag, "--print-tape")) {
+            !strcmp(flag, "--print-tape") || !strcmp(flag, "--explain-memory")) {
+            if (!strcmp(flag, "--explain-memory")) opt->explain_memory = true;
             if (!strcmp(flag, "--quiet")) opt->quiet = true;
             if (!strcmp(flag, "--print-tape")) opt->print_tape = true;
             if (!strcmp(flag, "--no-rng-replay")) opt->no_rng_replay = true;
@@ -322,8 +326,10 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true};
     optim_zero_grad(run->optim);
     flops_set_phase(PHASE_FORWARD);
+    Explain *explain = first && o->explain_memory ? explain_start() : NULL;
     Var *loss = model_loss_planned(run->model, run->plan, x, y, &ctx);
     if (!loss) status = remat_last_status();
+    const size_t stored = mem_current(MEM_ACT);
     if (status == REMAT_OK && first && o->dump_graph) status = tape_dump_dot(tape_current(), o->dump_graph);
     if (status == REMAT_OK && first && o->print_tape) {
         fprintf(out, "\n  the tape of step %d after its forward:\n", run->state.step + 1);
@@ -331,6 +337,13 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
         fputc('\n', out);
     }
     if (status == REMAT_OK) status = backward(loss);
+    if (explain) {
+        explain_stop(explain);
+        fprintf(out, "\n");
+        explain_print(explain, out, stored, mem_peak(MEM_ACT));
+        fprintf(out, "\n");
+        explain_free(explain);
+    }
     if (status == REMAT_OK && first && o->dump_step) status = dump_step(run, x, y, loss, o->dump_step);
     if (status == REMAT_OK) status = optim_step(run->optim);
     if (status == REMAT_OK) {

@@ -42,6 +42,7 @@ typedef struct TrainOptions {
     const char *dump_step;  /* write step 1's parameters, batch, loss and gradients here */
     const char *dump_graph; /* write step 1's tape as Graphviz here */
     bool print_tape;        /* print step 1's tape, one line per node */
+    bool explain_memory;    /* print what step 1 kept for backward, tensor by tensor */
     bool quiet;             /* no per-step output */
 } TrainOptions;
 

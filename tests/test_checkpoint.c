@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "checkpoint.h"
+#include "explain.h"
 #include "flops.h"
 #include "kernels.h"
 #include "gpt.h"
@@ -490,6 +491,44 @@ static void test_selective_policies_keep_what_they_promise(void **state)
     assert_true(f.stored < c.stored);
 }
 
+/* explain (train --explain-memory) accounts for what the ledger holds between forward and
+ * backward: the tensors kept and cached, plus the loss value (4 bytes), which no op saves. */
+static void test_explain_accounts_for_the_stored_bytes(void **state)
+{
+    (void)state;
+    const StrategyKind kinds[] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};
+    for (int k = 0; k < 4; k++) {
+        Model *m = mlp_create(&(MlpConfig){.n_layers = 9, .width = 16, .seed = 1});
+        Strategy s = strategy_defaults(kinds[k]);
+        s.policy = &POLICY_DOTS_SAVEABLE;
+        Plan *plan = plan_create(&s, m->layers, m->n_layers);
+        Pcg32 data;
+        pcg32_seed(&data, 3, 0);
+        Var *y, *x = mlp_batch(&data, &y);
+        TrainCtx ctx = {.training = true};
+        Explain *ex = explain_start();
+        assert_non_null(ex);
+        Var *loss = model_loss_planned(m, plan, x, y, &ctx);
+        const size_t stored = mem_current(MEM_ACT);
+        assert_int_equal(backward(loss), REMAT_OK);
+        explain_stop(ex);
+        const size_t kept = explain_bytes(ex, "kept"), cached = explain_bytes(ex, "cached");
+        printf("  %-9s stored %6zu B = kept %6zu + cached %6zu + the loss 4; dropped %6zu, recomputed %6zu\n",
+               strategy_name(kinds[k]), stored, kept, cached, explain_bytes(ex, "dropped"),
+               explain_bytes(ex, "recomputed"));
+        assert_int_equal(stored, kept + cached + sizeof(float));
+        if (kinds[k] == STRATEGY_NONE) assert_int_equal(explain_bytes(ex, "dropped"), 0);
+        else assert_true(explain_bytes(ex, "recomputed") > 0);
+        explain_free(ex);
+        var_free(loss);
+        tape_reset(tape_current());
+        var_free(x);
+        var_free(y);
+        plan_free(plan);
+        model_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -500,6 +539,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_recompute_costs_one_extra_forward_of_the_chain, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_activation_memory_scales_as_derived, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_selective_policies_keep_what_they_promise, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_explain_accounts_for_the_stored_bytes, clean_state, clean_state),
     };
     return cmocka_run_group_tests_name("checkpoint", tests, group_setup, group_teardown);
 }

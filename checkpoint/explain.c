@@ -1,0 +1,215 @@
+/*
+ * explain.c — recording and printing what a step keeps for backward (see explain.h).
+ *
+ * Two listeners: a SavedObserver sees every tensor actually saved (and every release);
+ * an OpHooks `recorded` callback sees, for every op, what its backward would keep — which
+ * is how the tensors a checkpoint region's first forward did not save become visible.
+ * Time is counted in events (ops run, tensors saved or released), so a row says when in
+ * the step its tensor came and went.
+ */
+#include "explain.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "flops.h"
+
+typedef enum Fate { FATE_KEPT, FATE_DROPPED, FATE_CACHED, FATE_RECOMPUTED, FATE_HOOKED, FATE_COUNT } Fate;
+
+static const char *const FATE_NAMES[FATE_COUNT] = {"kept", "dropped", "cached", "recomputed", "hooked"};
+
+typedef struct Row {
+    char name[NODE_NAME_LEN];
+    const char *op;
+    char shape[40];
+    size_t bytes;
+    Fate fate;
+    const char *hooks;    /* FATE_HOOKED: who packed it */
+    Phase saved_phase;
+    long saved_at;
+    Phase released_phase; /* valid when released_at >= 0 */
+    long released_at;
+    const Node *node;     /* saved rows: where it lives, to match its release */
+    int slot;
+    const Tensor *tensor; /* to count a tensor saved twice once (compared, never read) */
+    bool shared;          /* an earlier live row holds the same tensor */
+} Row;
+
+struct Explain {
+    Row *rows;
+    int count, capacity;
+    long clock;
+    bool running;
+    OpHooks hooks;
+    SavedObserver observer;
+};
+
+static Explain *active;
+
+static Row *add_row(Explain *ex, const char *name, const char *op, const Tensor *t, Fate fate)
+{
+    if (ex->count == ex->capacity) {
+        int capacity = ex->capacity ? 2 * ex->capacity : 256;
+        Row *rows = realloc(ex->rows, (size_t)capacity * sizeof *rows);
+        if (!rows) return NULL; /* the table loses a row; the step itself is unaffected */
+        ex->rows = rows;
+        ex->capacity = capacity;
+    }
+    Row *r = &ex->rows[ex->count++];
+    *r = (Row){.op = op, .bytes = t->bytes, .fate = fate, .saved_phase = flops_phase(),
+               .saved_at = ex->clock++, .released_at = -1, .slot = -1, .tensor = t};
+    snprintf(r->name, sizeof r->name, "%s", name);
+    tensor_shape_str(r->shape, sizeof r->shape, t);
+    for (int i = 0; i < ex->count - 1; i++) {
+        const Row *o = &ex->rows[i];
+        if (o->tensor == t && o->released_at < 0 && o->fate != FATE_DROPPED) r->shared = true;
+    }
+    return r;
+}
+
+/* Every op, grad mode on or off: with it off, what its backward would keep is dropped. */
+static void on_recorded(void *ctx, const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                        Tensor *const *saved, int n_saved)
+{
+    (void)inputs, (void)n_inputs;
+    Explain *ex = ctx;
+    ex->clock++;
+    if (grad_enabled()) return; /* the saved observer sees these as they are saved */
+    for (int i = 0; i < n_saved; i++) {
+        if (saved[i]->kind == MEM_PARAM) continue;
+        char name[NODE_NAME_LEN];
+        const char *scope = tape_scope(), *label = tag ? tag : op->name;
+        snprintf(name, sizeof name, "%.31s%s%s", scope, scope[0] ? "." : "", label);
+        add_row(ex, name, op->name, saved[i], FATE_DROPPED);
+    }
+}
+
+static void on_saved(void *ctx, const Node *node, int slot, const Tensor *t)
+{
+    Explain *ex = ctx;
+    if (t->kind == MEM_PARAM) return;
+    Fate fate = node->saved[slot].hooks ? FATE_HOOKED
+              : flops_phase() == PHASE_RECOMPUTE ? FATE_RECOMPUTED : FATE_KEPT;
+    Row *r = add_row(ex, node->name, node->op->name, t, fate);
+    if (!r) return;
+    r->node = node;
+    r->slot = slot;
+    if (fate == FATE_HOOKED) r->hooks = node->saved[slot].hooks->name;
+}
+
+static void on_released(void *ctx, const Node *node, int slot)
+{
+    Explain *ex = ctx;
+    for (int i = ex->count - 1; i >= 0; i--) {
+        Row *r = &ex->rows[i];
+        if (r->node == node && r->slot == slot && r->released_at < 0) {
+            r->released_at = ex->clock++;
+            r->released_phase = flops_phase();
+            return;
+        }
+    }
+}
+
+void explain_note_cached(const char *region, const char *op, const char *tag, const Tensor *t)
+{
+    if (!active || !active->running) return;
+    char name[NODE_NAME_LEN];
+    snprintf(name, sizeof name, "%.31s.%s", region, tag ? tag : op);
+    add_row(active, name, op, t, FATE_CACHED);
+}
+
+Explain *explain_start(void)
+{
+    if (active) {
+        remat_fail(REMAT_ESTATE, "explain_start: a recording is already running");
+        return NULL;
+    }
+    Explain *ex = calloc(1, sizeof *ex);
+    if (!ex) {
+        remat_fail(REMAT_ENOMEM, "explain_start: no memory");
+        return NULL;
+    }
+    ex->hooks = (OpHooks){.name = "explain", .recorded = on_recorded, .ctx = ex};
+    ex->observer = (SavedObserver){.saved = on_saved, .released = on_released, .ctx = ex};
+    if (op_hooks_push(&ex->hooks) != REMAT_OK) {
+        free(ex);
+        return NULL;
+    }
+    saved_observer_set(&ex->observer);
+    ex->running = true;
+    active = ex;
+    return ex;
+}
+
+void explain_stop(Explain *ex)
+{
+    if (!ex || !ex->running) return;
+    saved_observer_set(NULL);
+    op_hooks_pop(); /* explain_start pushed it first, before the step: it is the only one left */
+    ex->running = false;
+    active = NULL;
+}
+
+void explain_free(Explain *ex)
+{
+    if (!ex) return;
+    explain_stop(ex);
+    free(ex->rows);
+    free(ex);
+}
+
+size_t explain_bytes(const Explain *ex, const char *fate)
+{
+    size_t bytes = 0;
+    for (int i = 0; ex && i < ex->count; i++) {
+        const Row *r = &ex->rows[i];
+        if (!r->shared && !strcmp(FATE_NAMES[r->fate], fate)) bytes += r->bytes;
+    }
+    return bytes;
+}
+
+static void when(char *buf, size_t size, Phase phase, long at)
+{
+    if (at < 0) snprintf(buf, size, "-");
+    else snprintf(buf, size, "%s %ld", phase_name(phase), at);
+}
+
+void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak)
+{
+    char bytes[32], saved[32], released[32];
+    fprintf(out, "  every activation the step kept (or would have kept) for backward; time in events\n");
+    fprintf(out, "  %4s  %-26s %-15s %-18s %10s  %-15s %-15s %s\n", "#", "saved by", "op", "shape", "bytes",
+            "saved", "released", "fate");
+    size_t total[FATE_COUNT] = {0};
+    int n[FATE_COUNT] = {0};
+    size_t largest_replay = 0, replay = 0;
+    for (int i = 0; i < ex->count; i++) {
+        const Row *r = &ex->rows[i];
+        when(saved, sizeof saved, r->saved_phase, r->saved_at);
+        if (r->fate == FATE_DROPPED) snprintf(released, sizeof released, "(not saved)");
+        else if (r->fate == FATE_CACHED) snprintf(released, sizeof released, "in its replay");
+        else when(released, sizeof released, r->released_phase, r->released_at);
+        fprintf(out, "  %4d  %-26s %-15s %-18s %10s  %-15s %-15s %s%s%s%s\n", i, r->name, r->op, r->shape,
+                mem_format_bytes(bytes, sizeof bytes, r->bytes), saved, released, FATE_NAMES[r->fate],
+                r->hooks ? " via " : "", r->hooks ? r->hooks : "", r->shared ? " (same tensor as above)" : "");
+        if (!r->shared) {
+            total[r->fate] += r->bytes;
+            n[r->fate]++;
+        }
+        /* A replay's saved bytes: consecutive recomputed rows belong to one region. */
+        replay = r->fate == FATE_RECOMPUTED ? replay + (r->shared ? 0 : r->bytes) : 0;
+        if (replay > largest_replay) largest_replay = replay;
+    }
+    fprintf(out, "\n  totals (a tensor saved twice counted once)\n");
+    for (int f = 0; f < FATE_COUNT; f++)
+        if (n[f]) fprintf(out, "    %-11s %5d tensors %12s\n", FATE_NAMES[f], n[f], mem_format_bytes(bytes, sizeof bytes, total[f]));
+
+    const size_t predicted = total[FATE_KEPT] + total[FATE_CACHED] + largest_replay;
+    char p[32], m[32], s[32];
+    fprintf(out, "\n  predicted peak of saved activations: kept + cached + the largest replay = %s\n",
+            mem_format_bytes(p, sizeof p, predicted));
+    fprintf(out, "  measured by the ledger: %s held between forward and backward, peak %s\n",
+            mem_format_bytes(s, sizeof s, stored), mem_format_bytes(m, sizeof m, peak));
+    fprintf(out, "  (the ledger also counts what the table does not: the batch, the loss, the region\n"
+                 "  outputs in flight, and the gradient buffers alive at the peak)\n");
+}

@@ -1,0 +1,53 @@
+/*
+ * explain.h — what one training step keeps for backward, tensor by tensor
+ * (`train --explain-memory`; JAX's print_saved_residuals, with the step's timeline).
+ *
+ * While started, it watches the saved-tensor path and every op, and records each
+ * activation an op keeps — or would keep — for backward, with its fate:
+ *
+ *   kept        saved in the forward and held until backward used it
+ *   dropped     would have been saved, but the op ran in a checkpoint region's first
+ *               forward: it is recomputed in backward instead
+ *   cached      kept by a selective policy's cache between the forward and the replay
+ *   recomputed  saved again by a region's replay, and released within that region's backward
+ *   hooked      handed to saved-tensor hooks (e.g. offloaded), named in the table
+ *
+ * Parameters saved by reference (a linear's weight) are not activations and are left
+ * out. A tensor saved by two ops (a relu's output is also the next linear's input) is
+ * listed twice but counted once.
+ *
+ * What it is not: a profiler. It changes nothing the step computes or allocates (its own
+ * records are host memory, outside the ledger).
+ */
+#ifndef REMAT_EXPLAIN_H
+#define REMAT_EXPLAIN_H
+
+#include <stdio.h>
+
+#include "autograd.h"
+
+typedef struct Explain Explain;
+
+/* Starts recording. One at a time; NULL on error (another one is running, no memory). */
+Explain *explain_start(void);
+
+/* Stops recording; the records stay for explain_print. */
+void explain_stop(Explain *ex);
+
+/* Prints the table, the totals per fate, and the predicted against the measured peak:
+ * `stored` is the ACT the ledger held between forward and backward, `peak` the step's
+ * peak ACT. */
+void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak);
+
+/* Bytes of the distinct tensors of one fate ("kept", "dropped", "cached", "recomputed",
+ * "hooked"), as the totals print them; 0 for an unknown fate. */
+size_t explain_bytes(const Explain *ex, const char *fate);
+
+/* Frees the records (stopping first if needed). NULL is a no-op. */
+void explain_free(Explain *ex);
+
+/* For checkpoint.c: the cache of region `region` has kept `t`, the output of `op` (tag may
+ * be NULL), for the replay. */
+void explain_note_cached(const char *region, const char *op, const char *tag, const Tensor *t);
+
+#endif /* REMAT_EXPLAIN_H */
