@@ -1,0 +1,74 @@
+/*
+ * fixtures.c — the quiz tests' shared models and step helper (see fixtures.h).
+ */
+#include "fixtures.h"
+
+#include <math.h>
+#include <string.h>
+
+Model *quiz_gpt(float dropout)
+{
+    return gpt_create(&(GptConfig){.n_layers = 3, .d_model = 32, .n_heads = 4, .seq_len = 16,
+                                   .vocab = 256, .dropout = dropout, .seed = 2026});
+}
+
+Var *quiz_tokens(uint64_t seed, Var **targets)
+{
+    Pcg32 rng;
+    pcg32_seed(&rng, seed, 11);
+    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 16});
+    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 16});
+    for (size_t i = 0; i < x->numel; i++) {
+        x->i32[i] = (int32_t)pcg32_bounded(&rng, 256);
+        t->i32[i] = (int32_t)pcg32_bounded(&rng, 256);
+    }
+    *targets = var_create(t, false, "targets");
+    return var_create(x, false, "tokens");
+}
+
+QuizStep quiz_step(Model *model, const Strategy *strategy, Var *x, Var *targets)
+{
+    QuizStep s = {0};
+    Plan *plan = plan_create(strategy, model->layers, model->n_layers);
+    for (int i = 0; i < model->n_params; i++) var_zero_grad(model->params[i].var);
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 7, 7);
+    flops_reset();
+    mem_reset_peaks();
+    Var *loss = model_loss_planned(model, plan, x, targets, &ctx);
+    s.status = loss ? REMAT_OK : remat_last_status();
+    s.stored_act = mem_current(MEM_ACT);
+    if (s.status == REMAT_OK) s.status = backward(loss);
+    s.peak_act = mem_peak(MEM_ACT);
+    for (int p = 0; p < PHASE_COUNT; p++) s.flops[p] = flops_get((Phase)p);
+    if (loss) s.loss = loss->value->f32[0];
+    for (int i = 0; s.status == REMAT_OK && i < model->n_params && i < 64; i++)
+        s.grads[s.n_grads++] = tensor_clone(model->params[i].var->grad, MEM_WORK);
+    var_free(loss);
+    tape_reset(tape_current());
+    plan_free(plan);
+    return s;
+}
+
+void quiz_step_free(QuizStep *s)
+{
+    for (int i = 0; i < s->n_grads; i++) tensor_free(s->grads[i]);
+    s->n_grads = 0;
+}
+
+double quiz_max_grad_diff(const QuizStep *a, const QuizStep *b)
+{
+    double worst = 0.0;
+    for (int i = 0; i < a->n_grads && i < b->n_grads; i++)
+        for (size_t j = 0; j < a->grads[i]->numel; j++)
+            worst = fmax(worst, fabs((double)a->grads[i]->f32[j] - (double)b->grads[i]->f32[j]));
+    return worst;
+}
+
+bool quiz_same_grads(const QuizStep *a, const QuizStep *b)
+{
+    if (a->n_grads != b->n_grads || a->n_grads == 0) return false;
+    for (int i = 0; i < a->n_grads; i++)
+        if (memcmp(a->grads[i]->data, b->grads[i]->data, a->grads[i]->bytes)) return false;
+    return true;
+}

@@ -1,0 +1,42 @@
+/*
+ * fixtures.h — small models and one-step helpers shared by the quiz tests
+ * (tests/quiz/test_q*.c), so that each test reads as its argument and nothing else.
+ */
+#ifndef REMAT_QUIZ_FIXTURES_H
+#define REMAT_QUIZ_FIXTURES_H
+
+#include "gpt.h"
+#include "mlp.h"
+#include "strategy.h"
+
+/* A 3-block GPT (C=32, H=4, T=16, vocabulary 256), dropout `dropout`, fixed seed. */
+Model *quiz_gpt(float dropout);
+
+/* A batch of 2 random token sequences of 16 and their targets (constant Vars). */
+Var *quiz_tokens(uint64_t seed, Var **targets);
+
+/* What one forward + backward measured. */
+typedef struct QuizStep {
+    float loss;
+    size_t stored_act;  /* ACT held between forward and backward */
+    size_t peak_act;    /* peak ACT of the step */
+    uint64_t flops[PHASE_COUNT];
+    Tensor *grads[64];  /* copies (MEM_WORK) of every parameter's gradient */
+    int n_grads;
+    RematStatus status; /* REMAT_OK, or what backward returned */
+} QuizStep;
+
+/* One forward + backward of `model` on (x, targets) under `strategy` (dropout on, the
+ * generator seeded the same way every time). Gradients are zeroed first. */
+QuizStep quiz_step(Model *model, const Strategy *strategy, Var *x, Var *targets);
+
+/* Frees the gradient copies. */
+void quiz_step_free(QuizStep *s);
+
+/* The largest |a − b| over every gradient of two steps. */
+double quiz_max_grad_diff(const QuizStep *a, const QuizStep *b);
+
+/* True if the two steps' gradients are identical, bit for bit. */
+bool quiz_same_grads(const QuizStep *a, const QuizStep *b);
+
+#endif /* REMAT_QUIZ_FIXTURES_H */
