@@ -27,6 +27,7 @@
 #include "gpt.h"
 #include "mlp.h"
 #include "model_file.h"
+#include "offload.h"
 #include "platform.h"
 
 #ifndef REMAT_DATA_DIR
@@ -81,6 +82,12 @@ void train_usage(FILE *out)
         "  --no-rng-replay     replay regions without restoring the generator: dropout\n"
         "                      draws new masks and gradients come out wrong (quiz question 7)\n"
         "  --determinism-check check that every replay reproduced its first forward\n"
+        "offload (saved activations spilled to an mmap'd file on disk, read back in backward)\n"
+        "  --offload P         all (every saved activation of 64 KiB or more), large (1 MiB\n"
+        "                      or more) or boundary (the inputs checkpoint regions keep)\n"
+        "  --offload-dir DIR   where the spill file goes ($TMPDIR, else /tmp)\n"
+        "  --offload-no-cache  drop spilled records from the page cache: backward reads the\n"
+        "                      disk. A step whose offload fails is redone without offload\n"
         "training\n"
         "  --batch B           sequences (GPT) or examples (MLP) per step (gpt 16, mlp 64)\n"
         "  --optimizer adamw|sgd  (adamw)\n"
@@ -158,6 +165,10 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
             if (!strcmp(flag, "--determinism-check")) opt->determinism_check = true;
             continue;
         }
+        if (!strcmp(flag, "--offload-no-cache")) {
+            opt->offload_no_cache = true;
+            continue;
+        }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
         bool ok = v != NULL;
         if (!ok) {
@@ -181,6 +192,12 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
             ok = policy_by_name(v) != NULL;
             opt->policy = v;
         }
+        else if (!strcmp(flag, "--offload")) {
+            OffloadPolicy policy;
+            ok = offload_policy_parse(v, &policy) == REMAT_OK;
+            opt->offload = v;
+        }
+        else if (!strcmp(flag, "--offload-dir")) opt->offload_dir = v;
         else if (!strcmp(flag, "--optimizer")) {
             ok = !strcmp(v, "adamw") || !strcmp(v, "sgd");
             opt->optimizer = v;
@@ -221,6 +238,11 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
         train_usage(err);
         return 2;
     }
+    if (!opt->offload && (opt->offload_dir || opt->offload_no_cache)) {
+        fprintf(err, "train: --offload-dir and --offload-no-cache need --offload\n");
+        train_usage(err);
+        return 2;
+    }
     return 0;
 }
 
@@ -235,6 +257,7 @@ typedef struct Run {
     TrainState state;
     TextData *text; /* GPT */
     MlpTask *task;  /* MLP */
+    Offload *offload; /* --offload: the forward's saves go to a spill file; NULL when off */
 } Run;
 
 /* A batch: input and targets as new constant Vars (int32 tokens for the GPT). */
@@ -313,6 +336,34 @@ static RematStatus dump_step(const Run *run, Var *input, Var *targets, Var *loss
     return status;
 }
 
+/* The step's forward. With --offload, what it saves for backward goes to the spill file:
+ * the hooks are pushed for the forward only, and backward reads each record back through
+ * the saved slot that holds it. Returns the loss, or NULL on error. */
+static Var *step_forward(Run *run, Var *x, Var *y, TrainCtx *ctx)
+{
+    if (!run->offload) return model_loss_planned(run->model, run->plan, x, y, ctx);
+    if (offload_push(run->offload) != REMAT_OK) return NULL;
+    Var *loss = model_loss_planned(run->model, run->plan, x, y, ctx);
+    if (offload_pop(run->offload) != REMAT_OK) { /* the records may not have reached the disk */
+        var_free(loss);
+        return NULL;
+    }
+    return loss;
+}
+
+/* After a failed step: if offload is what failed (a full disk, a corrupted record), says
+ * so, turns offload off and returns true, so that the caller redoes the step with its
+ * activations in RAM; the failed step changed no parameter or optimizer state. */
+static bool give_up_offload(Run *run, FILE *out)
+{
+    if (!run->offload || offload_stats(run->offload).failures == 0) return false;
+    fprintf(out, "\n  offload failed: %s\n  continuing without offload: step %d is redone with its "
+            "activations in RAM\n", remat_last_error(), run->state.step + 1);
+    offload_free(run->offload);
+    run->offload = NULL;
+    return true;
+}
+
 /* One training step; *loss_value gets the loss. On error nothing has been updated. */
 static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out)
 {
@@ -327,7 +378,7 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     optim_zero_grad(run->optim);
     flops_set_phase(PHASE_FORWARD);
     Explain *explain = first && o->explain_memory ? explain_start() : NULL;
-    Var *loss = model_loss_planned(run->model, run->plan, x, y, &ctx);
+    Var *loss = step_forward(run, x, y, &ctx);
     if (!loss) status = remat_last_status();
     const size_t stored = mem_current(MEM_ACT);
     if (status == REMAT_OK && first && o->dump_graph) status = tape_dump_dot(tape_current(), o->dump_graph);
@@ -413,6 +464,15 @@ static RematStatus build(Run *run)
     run->plan = plan_create(&strategy, run->model->layers, run->model->n_layers);
     if (!run->plan) return remat_last_status();
 
+    if (o->offload) {
+        OffloadOptions oo = offload_defaults(OFFLOAD_ALL);
+        if (offload_policy_parse(o->offload, &oo.policy) != REMAT_OK) return remat_last_status();
+        oo.dir = o->offload_dir;
+        oo.drop_cache = o->offload_no_cache;
+        run->offload = offload_create(&oo);
+        if (!run->offload) return remat_last_status();
+    }
+
     OptimConfig oc = !strcmp(o->optimizer, "sgd") ? optim_sgd_defaults(o->lr, o->momentum)
                                                   : optim_adamw_defaults(o->lr);
     oc.weight_decay = o->weight_decay;
@@ -435,6 +495,7 @@ static void destroy(Run *run)
     model_free(run->model);
     text_data_free(run->text);
     mlp_task_free(run->task);
+    offload_free(run->offload);
 }
 
 /* ---- output -------------------------------------------------------------------------- */
@@ -469,6 +530,9 @@ static void print_report(FILE *out, const Run *run, const TrainReport *r)
     for (int k = 0; k < MEM_DISK; k++)
         fprintf(out, "    %-12s %12s\n", mem_kind_name((MemKind)k), mem_format_bytes(buf, sizeof buf, mem_peak((MemKind)k)));
     fprintf(out, "    %-12s %12s  (all kinds at the same moment)\n", "resident", mem_format_bytes(buf, sizeof buf, mem_peak_resident()));
+    if (run->opt->offload)
+        fprintf(out, "    %-12s %12s  (in the spill file: not resident)\n", mem_kind_name(MEM_DISK),
+                mem_format_bytes(buf, sizeof buf, mem_peak(MEM_DISK)));
     if (r->steps_run == 0) return;
     fprintf(out, "\n  FLOPs per training step by phase\n");
     for (int p = 0; p < PHASE_COUNT; p++)
@@ -541,6 +605,10 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
     if (run.plan->strategy.kind != STRATEGY_NONE && !run.plan->strategy.preserve_rng)
         fprintf(out, ", generator NOT replayed");
     fputc('\n', out);
+    if (run.offload) {
+        char spill[320];
+        fprintf(out, "  offload: %s\n", offload_describe(run.offload, spill, sizeof spill));
+    }
     if (first) fprintf(out, "  resumed from %s at step %d\n", opt->resume, first);
 
     const bool tty = !opt->quiet && isatty(fileno(out));
@@ -552,7 +620,12 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
     mem_reset_peaks();
     for (int s = 0; s < to_run && status == REMAT_OK; s++) {
         double t0 = platform_seconds();
+        const Pcg32 data_rng = run.state.data_rng;
         status = train_step(&run, &report->losses[s], s == 0, out);
+        if (status != REMAT_OK && give_up_offload(&run, out)) {
+            run.state.data_rng = data_rng; /* the same batch again */
+            status = train_step(&run, &report->losses[s], s == 0, out);
+        }
         if (status != REMAT_OK) break;
         times[s] = platform_seconds() - t0;
         report->steps_run = s + 1;

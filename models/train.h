@@ -26,6 +26,9 @@ typedef struct TrainOptions {
     const char *policy;     /* selective's policy: "attention_core" or "dots" */
     bool no_rng_replay;     /* regions replay without restoring the generator (wrong, on purpose) */
     bool determinism_check; /* regions check that each replay reproduced its first forward */
+    const char *offload;    /* spill saved activations to disk: NULL (off), "all", "large" or "boundary" */
+    const char *offload_dir;/* where the spill file goes (NULL: $TMPDIR, else /tmp) */
+    bool offload_no_cache;  /* drop spilled records from the page cache: backward reads the disk */
     const char *optimizer;  /* "adamw" or "sgd" */
     float lr;
     float momentum;         /* SGD only */

@@ -1,0 +1,560 @@
+/*
+ * offload.c — the spill file and the pack, unpack and release hooks (see offload.h).
+ *
+ * The file is a run of records appended one after the other, each starting on a page:
+ *
+ *     [ header | data ............ | pad ][ header | data ... | pad ][ ...
+ *     ^ offset 0                          ^ the next record's offset     ^ tail
+ *
+ * The header (64 bytes) says what the record holds; the data follows it, on a cache line.
+ * Starting each record on a page lets madvise and posix_fadvise act on exactly its pages.
+ *
+ * Two ways of moving the bytes (OffloadOptions.io):
+ *
+ *   syscalls  pack is one pwritev (header and data) at the record's offset: the kernel
+ *             copies the tensor into the page cache, and the process never maps those
+ *             pages, so they are never in its RSS. unpack is one preadv back into a new
+ *             tensor.
+ *   mmap      the whole file is mapped MAP_SHARED. pack memcpys into the mapping (a page
+ *             fault per page allocates page-cache pages), then madvise(MADV_DONTNEED):
+ *             the pages leave the process, and, the mapping being shared, their dirty
+ *             contents stay in the page cache to be written back — nothing is lost. unpack
+ *             memcpys out of the mapping (page faults again) and hands the pages back.
+ *
+ * Both leave the data in the page cache, which the kernel writes to disk when it likes;
+ * no msync is needed for that (Linux tracks a shared mapping's dirty pages itself). With
+ * drop_cache, offload_pop writes the forward's records to disk (fdatasync) and drops them
+ * from the page cache (posix_fadvise(POSIX_FADV_DONTNEED): only clean, unmapped pages can
+ * be dropped, hence that order), so that backward has to read the disk.
+ *
+ * Prefetch: backward unpacks in the reverse order of the forward's packs, so when it
+ * unpacks record i (and when the forward ends) the next `prefetch` records are i − 1,
+ * i − 2, ...: each gets its tensor allocated now and a read queued on the helper thread
+ * (prefetch.h), and unpack only waits for it. The thread reads with preadv in both modes:
+ * a file descriptor stays valid while the file grows, a mapping may be replaced.
+ *
+ * syscalls is the default because it is measured to be an order of magnitude cheaper here
+ * (offload/README.md): the mmap path pays a page fault per 4 KiB page each way and a TLB
+ * flush per madvise, which on this virtual machine cost about 10 and 40 microseconds.
+ */
+#define _DEFAULT_SOURCE /* madvise, preadv and pwritev */
+
+#include "offload.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "platform.h"
+#include "prefetch.h"
+
+#define RECORD_MAGIC 0x464f4d52u /* "RMOF" */
+#define HEADER_BYTES 64
+
+/* A record's header, as written at its start. Every field is fixed-size and there is no
+ * padding, so a header read back can be compared with the one kept in RAM by memcmp. */
+typedef struct RecordHeader {
+    uint32_t magic;
+    uint32_t dtype;
+    uint64_t sequence;                 /* records this offloader wrote before this one */
+    uint64_t bytes;                    /* the data's size */
+    int32_t ndim;
+    int32_t shape[TENSOR_MAX_DIMS];
+    uint32_t crc;                      /* CRC-32C of the data */
+} RecordHeader;
+
+_Static_assert(sizeof(RecordHeader) == 48 && sizeof(RecordHeader) <= HEADER_BYTES,
+               "the header has no padding and fits before the data");
+
+/* What a saved slot holds: a tensor kept in RAM, or where its record is in the file. */
+typedef struct Record {
+    Tensor *kept;          /* one reference, if the tensor stayed in RAM; NULL: on disk */
+    size_t index;          /* position among the records written since the last reset */
+    size_t offset;         /* where the record starts in the file (page-aligned) */
+    size_t span;           /* its length in the file: whole pages */
+    RecordHeader header;   /* what was written, to check what is read back */
+    Tensor *staged;        /* read ahead: the tensor the helper thread reads into (one
+                              reference, handed to unpack), or NULL */
+    PrefetchRead read;     /* that read, while the thread owns it */
+    unsigned char staged_head[HEADER_BYTES]; /* the header it read */
+    bool prefetched;       /* a read-ahead was asked for */
+} Record;
+
+struct Offload {
+    OffloadOptions opts;
+    char *dir;             /* owned copy of where the file lives */
+    SavedHooks hooks;      /* pack, unpack and release with this offloader as ctx */
+    int fd;                /* the spill file, unlinked */
+    unsigned char *map;    /* io mmap: the whole file, MAP_SHARED; NULL otherwise or while empty */
+    size_t capacity;       /* the file's size */
+    size_t tail;           /* where the next record goes */
+    size_t page;
+    Record **order;        /* records written since the last reset, in order; NULL once released */
+    size_t count, order_capacity;
+    size_t live;           /* records written and not yet released */
+    uint64_t sequence;
+    Prefetcher *prefetcher; /* the read-ahead thread; NULL when prefetch is 0 */
+    OffloadStats stats;
+};
+
+static size_t round_up(size_t n, size_t unit) { return (n + unit - 1) / unit * unit; }
+
+/* "saved tensor 0 of linear #3 (h.3.mlp.fc)", for messages. */
+static const char *slot_name(char *buf, size_t size, const Node *node, int slot)
+{
+    snprintf(buf, size, "saved tensor %d of %s #%d (%s)", slot, node->op->name, node->index, node->name);
+    return buf;
+}
+
+/* ---- options ------------------------------------------------------------------------- */
+
+static const char *const POLICY_NAMES[] = {"all", "large", "boundary"};
+
+OffloadOptions offload_defaults(OffloadPolicy policy)
+{
+    return (OffloadOptions){.policy = policy, .io = OFFLOAD_IO_SYSCALLS, .min_bytes = OFFLOAD_MIN_BYTES,
+                            .large_bytes = OFFLOAD_LARGE_BYTES, .prefetch = OFFLOAD_PREFETCH,
+                            .grow_bytes = OFFLOAD_GROW_BYTES};
+}
+
+const char *offload_policy_name(OffloadPolicy policy)
+{
+    return (unsigned)policy <= OFFLOAD_BOUNDARY ? POLICY_NAMES[policy] : "unknown";
+}
+
+RematStatus offload_policy_parse(const char *name, OffloadPolicy *policy)
+{
+    for (int p = 0; name && p <= OFFLOAD_BOUNDARY; p++) {
+        if (!strcmp(name, POLICY_NAMES[p])) {
+            *policy = (OffloadPolicy)p;
+            return REMAT_OK;
+        }
+    }
+    return remat_fail(REMAT_EINVAL, "unknown offload policy '%s' (expected all, large or boundary)",
+                      name ? name : "(null)");
+}
+
+/* Whether the policy sends `t`, saved by `node`, to disk. */
+static bool chooses(const Offload *off, const Tensor *t, const Node *node)
+{
+    const OffloadOptions *o = &off->opts;
+    if (t->kind != MEM_ACT || t->bytes < o->min_bytes) return false;
+    switch (o->policy) {
+    case OFFLOAD_ALL:
+        return true;
+    case OFFLOAD_LARGE:
+        return t->bytes >= o->large_bytes ||
+               (o->tag_prefix && node->tag && !strncmp(node->tag, o->tag_prefix, strlen(o->tag_prefix)));
+    case OFFLOAD_BOUNDARY:
+        return !strcmp(node->op->name, "checkpoint");
+    }
+    return false;
+}
+
+/* ---- the spill file ------------------------------------------------------------------ */
+
+/* Grows the file to hold `need` bytes, in steps of grow_bytes (and, for io mmap, maps all
+ * of it). posix_fallocate reserves the blocks, so a full disk shows here, as an error,
+ * rather than as a failed write — or, through a mapping, a SIGBUS — in the middle of a
+ * record. On error the file and mapping stay as they were. */
+static RematStatus grow(Offload *off, size_t need, const char *what)
+{
+    const size_t capacity = round_up(need, off->opts.grow_bytes);
+    char from[32], to[32];
+    mem_format_bytes(from, sizeof from, off->capacity);
+    mem_format_bytes(to, sizeof to, capacity);
+    int err = posix_fallocate(off->fd, (off_t)off->capacity, (off_t)(capacity - off->capacity));
+    if (err)
+        return remat_fail(REMAT_EIO, "offload: cannot write %s: the spill file in %s cannot grow from %s "
+                          "to %s: %s%s", what, off->dir, from, to, strerror(err),
+                          err == ENOSPC ? " (the disk is full)"
+                          : err == EFBIG ? " (the file-size limit, ulimit -f, was reached)"
+                          : err == EDQUOT ? " (the disk quota is used up)" : "");
+    if (off->opts.io == OFFLOAD_IO_MMAP) {
+        void *map = mmap(NULL, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, off->fd, 0);
+        if (map == MAP_FAILED)
+            return remat_fail(REMAT_EIO, "offload: cannot write %s: mapping the %s spill file in %s failed: %s",
+                              what, to, off->dir, strerror(errno));
+        if (off->map) munmap(off->map, off->capacity);
+        off->map = map;
+    }
+    off->capacity = capacity;
+    return REMAT_OK;
+}
+
+/* ---- moving the bytes ---------------------------------------------------------------- */
+
+/* io mmap: hands the record's pages back (see the top of this file). */
+static RematStatus unmap_pages(Offload *off, const Record *r, const char *what)
+{
+    if (madvise(off->map + r->offset, r->span, MADV_DONTNEED) == 0) return REMAT_OK;
+    return remat_fail(REMAT_EIO, "offload: %s: madvise(MADV_DONTNEED) failed: %s", what, strerror(errno));
+}
+
+/* Writes the record's header and `t`'s bytes at r->offset. */
+static RematStatus store(Offload *off, const Record *r, const Tensor *t, const char *what)
+{
+    if (off->opts.io == OFFLOAD_IO_MMAP) {
+        unsigned char *at = off->map + r->offset;
+        memcpy(at, &r->header, sizeof r->header);
+        memcpy(at + HEADER_BYTES, t->data, t->bytes);
+        return unmap_pages(off, r, what);
+    }
+    unsigned char head[HEADER_BYTES] = {0};
+    memcpy(head, &r->header, sizeof r->header);
+    const struct iovec iov[2] = {{head, HEADER_BYTES}, {t->data, t->bytes}};
+    const ssize_t n = pwritev(off->fd, iov, 2, (off_t)r->offset);
+    if (n != (ssize_t)(HEADER_BYTES + t->bytes))
+        return remat_fail(REMAT_EIO, "offload: cannot write %s to the spill file in %s: %s", what, off->dir,
+                          n < 0 ? strerror(errno) : "short write");
+    return REMAT_OK;
+}
+
+/* Reads the record back: its header into *header, its data into `t`. */
+static RematStatus load(Offload *off, const Record *r, Tensor *t, RecordHeader *header, const char *what)
+{
+    if (off->opts.io == OFFLOAD_IO_MMAP) {
+        const unsigned char *at = off->map + r->offset;
+        memcpy(header, at, sizeof *header);
+        memcpy(t->data, at + HEADER_BYTES, t->bytes);
+        return unmap_pages(off, r, what);
+    }
+    unsigned char head[HEADER_BYTES];
+    const struct iovec iov[2] = {{head, HEADER_BYTES}, {t->data, t->bytes}};
+    const ssize_t n = preadv(off->fd, iov, 2, (off_t)r->offset);
+    if (n != (ssize_t)(HEADER_BYTES + t->bytes))
+        return remat_fail(REMAT_EIO, "offload: cannot read back %s from the spill file in %s: %s", what, off->dir,
+                          n < 0 ? strerror(errno) : "short read");
+    memcpy(header, head, sizeof *header);
+    return REMAT_OK;
+}
+
+/* ---- records ------------------------------------------------------------------------- */
+
+/* Appends `t` to the file as a record described by `r`. On error the ledger is unchanged
+ * and the tail does not move, so nothing of it counts. */
+static RematStatus write_record(Offload *off, Record *r, const Tensor *t, const char *what)
+{
+    if (off->count == off->order_capacity) {
+        size_t capacity = off->order_capacity ? 2 * off->order_capacity : 64;
+        Record **order = realloc(off->order, capacity * sizeof *order);
+        if (!order) return remat_fail(REMAT_ENOMEM, "offload: cannot write %s: no memory for its record", what);
+        off->order = order;
+        off->order_capacity = capacity;
+    }
+    const size_t span = round_up(HEADER_BYTES + t->bytes, off->page);
+    if (off->tail + span > off->capacity) {
+        RematStatus status = grow(off, off->tail + span, what);
+        if (status != REMAT_OK) return status;
+    }
+    r->index = off->count;
+    r->offset = off->tail;
+    r->span = span;
+    r->header = (RecordHeader){.magic = RECORD_MAGIC, .dtype = (uint32_t)t->dtype, .sequence = off->sequence,
+                               .bytes = t->bytes, .ndim = t->ndim, .crc = crc32c(t->data, t->bytes)};
+    for (int d = 0; d < TENSOR_MAX_DIMS; d++) r->header.shape[d] = t->shape[d];
+    RematStatus status = store(off, r, t, what);
+    if (status != REMAT_OK) return status;
+
+    mem_account(MEM_DISK, (int64_t)t->bytes); /* DISK is not resident: no budget to cross */
+    off->order[off->count++] = r;
+    off->live++;
+    off->tail += span;
+    off->sequence++;
+    off->stats.records_written++;
+    off->stats.bytes_written += t->bytes;
+    return REMAT_OK;
+}
+
+/* Reads record `r` back into a new tensor (one reference, the caller's) and checks it:
+ * the file still holds the whole record, its header is the one written, its data has the
+ * checksum it was written with. NULL on error. A file truncated behind our back is
+ * unmapped (touching its missing pages would raise SIGBUS); the next write grows it again. */
+static Tensor *read_record(Offload *off, Record *r, const char *what)
+{
+    struct stat st;
+    if (fstat(off->fd, &st) != 0) {
+        remat_fail(REMAT_EIO, "offload: cannot read back %s: fstat of the spill file failed: %s", what,
+                   strerror(errno));
+        return NULL;
+    }
+    if ((size_t)st.st_size < r->offset + r->span || r->offset + r->span > off->capacity) {
+        if (off->map) munmap(off->map, off->capacity);
+        off->map = NULL;
+        off->capacity = 0;
+        remat_fail(REMAT_ECORRUPT, "offload: cannot read back %s: the spill file in %s is %lld bytes long but "
+                   "its record %zu ends at byte %zu (the file was truncated)", what, off->dir,
+                   (long long)st.st_size, r->index, r->offset + r->span);
+        return NULL;
+    }
+    const RecordHeader *h = &r->header;
+    RecordHeader found;
+    RematStatus status = REMAT_OK;
+    Tensor *t = r->staged;
+    if (t) { /* read ahead: wait for the helper thread, then check what it read */
+        r->staged = NULL;
+        prefetch_wait(off->prefetcher, &r->read);
+        memcpy(&found, r->staged_head, sizeof found);
+        if (r->read.error)
+            status = remat_fail(REMAT_EIO, "offload: cannot read back %s from the spill file in %s: %s", what,
+                                off->dir, r->read.error < 0 ? "short read" : strerror(r->read.error));
+    } else {
+        t = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
+        if (!t) return NULL;
+        status = load(off, r, t, &found, what);
+    }
+    if (status == REMAT_OK && memcmp(&found, h, sizeof found))
+        status = remat_fail(REMAT_ECORRUPT, "offload: cannot read back %s: the header of its record %zu (at byte "
+                            "%zu of the spill file in %s) is not the one written: the file was changed", what,
+                            r->index, r->offset, off->dir);
+    const uint32_t crc = status == REMAT_OK ? crc32c(t->data, t->bytes) : h->crc;
+    if (crc != h->crc) {
+        char size[32];
+        status = remat_fail(REMAT_ECORRUPT, "offload: %s is corrupt in the spill file in %s: record %zu (%s at "
+                            "byte %zu) has checksum 0x%08x, it was written with 0x%08x (the file was changed "
+                            "after it was written, or the disk returned bad data)", what, off->dir, r->index,
+                            mem_format_bytes(size, sizeof size, t->bytes), r->offset + HEADER_BYTES, crc, h->crc);
+    }
+    if (status != REMAT_OK) {
+        tensor_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* Starts reading back the `prefetch` live records written just before position `end`:
+ * backward unpacks in the reverse order of the forward's packs. A record whose tensor
+ * cannot be allocated now (the budget) is simply read when unpack asks for it. */
+static void prefetch_before(Offload *off, size_t end)
+{
+    int window = off->opts.prefetch;
+    for (size_t i = end; i > 0 && window > 0; i--) {
+        Record *r = off->order[i - 1];
+        if (!r) continue;
+        window--;
+        if (r->prefetched) continue;
+        const RecordHeader *h = &r->header;
+        r->staged = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
+        if (!r->staged) continue;
+        r->prefetched = true;
+        r->read = (PrefetchRead){.head = r->staged_head, .head_bytes = HEADER_BYTES, .data = r->staged->data,
+                                 .data_bytes = r->staged->bytes, .offset = (off_t)r->offset};
+        prefetch_submit(off->prefetcher, &r->read);
+        off->stats.prefetched++;
+    }
+}
+
+/* drop_cache, at the end of the forward: the records go to disk and leave the page cache. */
+static RematStatus drop_cached_records(Offload *off)
+{
+    if (off->tail == 0) return REMAT_OK;
+    if (fdatasync(off->fd) != 0)
+        return remat_fail(REMAT_EIO, "offload: writing the spill file in %s to the disk failed: %s (the "
+                          "forward's saved tensors may be lost)", off->dir, strerror(errno));
+    int err = posix_fadvise(off->fd, 0, (off_t)off->tail, POSIX_FADV_DONTNEED);
+    if (err)
+        return remat_fail(REMAT_EIO, "offload: dropping the spill file in %s from the page cache failed: %s",
+                          off->dir, strerror(err));
+    return REMAT_OK;
+}
+
+/* ---- the hooks ----------------------------------------------------------------------- */
+
+/* Counts the last failure if the spill file caused it (not, say, the memory budget). */
+static void count_failure(Offload *off)
+{
+    const RematStatus s = remat_last_status();
+    if (s == REMAT_EIO || s == REMAT_ECORRUPT) off->stats.failures++;
+}
+
+static void *offload_pack(void *ctx, Tensor *t, const Node *node, int slot)
+{
+    Offload *off = ctx;
+    Record *r = calloc(1, sizeof *r);
+    char what[NODE_NAME_LEN + 64];
+    if (!r) {
+        remat_fail(REMAT_ENOMEM, "offload: no memory to save %s", slot_name(what, sizeof what, node, slot));
+        return NULL;
+    }
+    if (!chooses(off, t, node)) {
+        r->kept = tensor_retain(t);
+        off->stats.kept++;
+        return r;
+    }
+    slot_name(what, sizeof what, node, slot);
+    const double start = platform_seconds();
+    RematStatus status = write_record(off, r, t, what);
+    off->stats.write_seconds += platform_seconds() - start;
+    if (status != REMAT_OK) {
+        free(r);
+        count_failure(off);
+        return NULL;
+    }
+    return r;
+}
+
+static Tensor *offload_unpack(void *ctx, void *packed, const Node *node, int slot)
+{
+    Offload *off = ctx;
+    Record *r = packed;
+    if (r->kept) return tensor_retain(r->kept);
+    const double start = platform_seconds();
+    char what[NODE_NAME_LEN + 64];
+    slot_name(what, sizeof what, node, slot);
+    if (off->prefetcher) prefetch_before(off, r->index);
+    Tensor *t = read_record(off, r, what);
+    off->stats.read_seconds += platform_seconds() - start;
+    if (t) off->stats.records_read++;
+    else count_failure(off);
+    return t;
+}
+
+static void offload_release(void *ctx, void *packed)
+{
+    Offload *off = ctx;
+    Record *r = packed;
+    if (r->kept) {
+        tensor_free(r->kept);
+    } else {
+        if (r->staged) { /* read ahead but never unpacked (backward stopped early) */
+            prefetch_wait(off->prefetcher, &r->read);
+            tensor_free(r->staged);
+        }
+        mem_account(MEM_DISK, -(int64_t)r->header.bytes);
+        off->order[r->index] = NULL;
+        if (--off->live == 0) off->count = off->tail = 0; /* the next step starts at byte 0 */
+    }
+    free(r);
+}
+
+/* ---- the offloader ------------------------------------------------------------------- */
+
+Offload *offload_create(const OffloadOptions *opts)
+{
+    if (!opts || (unsigned)opts->policy > OFFLOAD_BOUNDARY || (unsigned)opts->io > OFFLOAD_IO_MMAP ||
+        opts->prefetch < 0 || opts->grow_bytes == 0) {
+        remat_fail(REMAT_EINVAL, "offload_create: need options with a known policy and io, prefetch >= 0 "
+                   "and grow_bytes > 0");
+        return NULL;
+    }
+    const char *env = getenv("TMPDIR");
+    const char *dir = opts->dir ? opts->dir : env && env[0] ? env : "/tmp";
+    Offload *off = calloc(1, sizeof *off);
+    const size_t path_size = strlen(dir) + sizeof "/remat-spill-XXXXXX";
+    char *path = malloc(path_size);
+    char *dir_copy = strdup(dir);
+    if (!off || !path || !dir_copy) {
+        free(off), free(path), free(dir_copy);
+        remat_fail(REMAT_ENOMEM, "offload_create: no memory");
+        return NULL;
+    }
+    snprintf(path, path_size, "%s/remat-spill-XXXXXX", dir);
+    int fd = mkstemp(path);
+    int err = fd < 0 ? errno : unlink(path) != 0 ? errno : 0;
+    free(path);
+    if (err) {
+        if (fd >= 0) close(fd);
+        free(off), free(dir_copy);
+        remat_fail(REMAT_EIO, "offload: cannot create a spill file in %s: %s%s", dir, strerror(err),
+                   err == ENOENT ? " (does the directory exist?)"
+                   : err == ENOTDIR ? " (it is not a directory)"
+                   : err == EACCES || err == EPERM || err == EROFS ? " (the directory is not writable)" : "");
+        return NULL;
+    }
+    (void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* a child process has no business with it */
+    if (opts->prefetch > 0 && !(off->prefetcher = prefetch_create(fd))) {
+        close(fd);
+        free(off), free(dir_copy);
+        return NULL;
+    }
+    off->opts = *opts;
+    off->opts.dir = off->dir = dir_copy;
+    off->page = (size_t)sysconf(_SC_PAGESIZE);
+    off->opts.grow_bytes = round_up(opts->grow_bytes, off->page);
+    off->fd = fd;
+    off->hooks = (SavedHooks){.name = "offload", .pack = offload_pack, .unpack = offload_unpack,
+                              .release = offload_release, .ctx = off};
+    return off;
+}
+
+void offload_free(Offload *off)
+{
+    if (!off) return;
+    if (off->live > 0) {
+        fprintf(stderr, "remat: offload_free: %zu spilled tensors are still saved on a tape; reset the "
+                "tape (or run its backward) before freeing the offloader\n", off->live);
+        abort();
+    }
+    prefetch_free(off->prefetcher);
+    if (off->map) munmap(off->map, off->capacity);
+    close(off->fd);
+    free(off->order);
+    free(off->dir);
+    free(off);
+}
+
+RematStatus offload_push(Offload *off)
+{
+    if (!off) return remat_fail(REMAT_EINVAL, "offload_push: the offloader is NULL");
+    return saved_hooks_push(&off->hooks);
+}
+
+RematStatus offload_pop(Offload *off)
+{
+    if (!off) return remat_fail(REMAT_EINVAL, "offload_pop: the offloader is NULL");
+    saved_hooks_pop();
+    RematStatus status = off->opts.drop_cache ? drop_cached_records(off) : REMAT_OK;
+    if (status != REMAT_OK) count_failure(off);
+    else if (off->prefetcher) prefetch_before(off, off->count);
+    return status;
+}
+
+OffloadStats offload_stats(const Offload *off)
+{
+    OffloadStats s = off->stats;
+    s.live_records = off->live;
+    s.file_bytes = off->capacity;
+    return s;
+}
+
+char *offload_describe(const Offload *off, char *buf, size_t size)
+{
+    const OffloadOptions *o = &off->opts;
+    char min[32], large[32], prefix[64] = "", what[160];
+    mem_format_bytes(min, sizeof min, o->min_bytes);
+    mem_format_bytes(large, sizeof large, o->large_bytes);
+    if (o->policy == OFFLOAD_LARGE && o->tag_prefix) snprintf(prefix, sizeof prefix, " or tagged %s*", o->tag_prefix);
+    if (o->policy == OFFLOAD_ALL) snprintf(what, sizeof what, "every saved activation");
+    else if (o->policy == OFFLOAD_LARGE) snprintf(what, sizeof what, "saved activations of %s or more%s", large, prefix);
+    else snprintf(what, sizeof what, "the inputs checkpoint regions keep");
+    char ahead[64] = "no prefetch";
+    if (o->prefetch)
+        snprintf(ahead, sizeof ahead, "prefetch %d record%s ahead on a helper thread", o->prefetch,
+                 o->prefetch == 1 ? "" : "s");
+    snprintf(buf, size, "%s (%s) of %s or more, to a spill file in %s by %s; page cache %s; %s",
+             offload_policy_name(o->policy), what, min, off->dir,
+             o->io == OFFLOAD_IO_MMAP ? "mmap" : "pwritev/preadv",
+             o->drop_cache ? "dropped after the forward (backward reads the disk)" : "kept", ahead);
+    return buf;
+}
+
+/* ---- for tests ----------------------------------------------------------------------- */
+
+int offload_debug_fd(const Offload *off) { return off->fd; }
+
+RematStatus offload_debug_record(const Offload *off, size_t index, size_t *data_offset, size_t *bytes)
+{
+    if (index >= off->count || !off->order[index])
+        return remat_fail(REMAT_EINVAL, "offload_debug_record: no live record %zu (%zu written since the "
+                          "last reset)", index, off->count);
+    *data_offset = off->order[index]->offset + HEADER_BYTES;
+    *bytes = off->order[index]->header.bytes;
+    return REMAT_OK;
+}

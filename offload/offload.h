@@ -1,0 +1,189 @@
+/*
+ * offload.h — activation offload: tensors saved for backward go to a spill file on disk
+ * during the forward and come back, prefetched, during the backward (quiz question 6).
+ *
+ * On a GPU, offload moves activations from device memory to CPU memory or NVMe. Here the
+ * scarce memory is the process's resident RAM and the slow, large one is the disk: a
+ * saved tensor is copied into a spill file, so it leaves the process's RSS, and backward
+ * reads the bytes back into a new tensor. The copy goes either through the kernel
+ * (pwritev/preadv: the default, measured the cheaper here) or through an mmap(MAP_SHARED)
+ * of the file whose pages are then handed back with madvise(MADV_DONTNEED); either way
+ * the bytes wait in the page cache and on disk, not in the process (offload.c shows both).
+ * It plugs into the saved-tensor path (autograd.h) as a pair of pack/unpack hooks, so no
+ * op knows it exists, and it combines with checkpointing: a region's input is saved
+ * through the same path, so offload can take it too.
+ *
+ *     Offload *off = offload_create(&(OffloadOptions){...});   opens the spill file
+ *     offload_push(off);                     the forward's saves now go through it
+ *     Var *loss = model_loss(...);
+ *     offload_pop(off);                      starts reading the last records back
+ *     backward(loss);                        each record is read back, checked, released
+ *     tape_reset(tape_current());            the file's space is reused by the next step
+ *     offload_free(off);
+ *
+ * Push the hooks for the forward only. Each saved slot remembers the hooks that packed
+ * it, so backward reads the records back whether or not the hooks are still pushed; left
+ * pushed through backward, they would also spill what a checkpoint region's replay saves,
+ * only to read it back a moment later.
+ *
+ * Ownership. pack is given a tensor it does not own: the op's output, or a Var the caller
+ * still holds. The hooks keep no reference to a tensor they spill. They copy its bytes
+ * and let it go, so its RAM is freed when its other holders drop it: in a training step
+ * the layer frees its intermediate Vars right after the op, so the saved reference was the
+ * last one and ACT goes down at once. A tensor that someone else keeps (the batch the
+ * caller holds) stays resident and is also on disk. The ledger moves the bytes honestly:
+ * DISK goes up by the tensor's bytes when it is written and down when its record is
+ * released; ACT goes down when the last holder frees the tensor, and up again when
+ * backward reads it back into a new one.
+ *
+ * What is spilled. Never a tensor that is not MEM_ACT (a linear's saved weight is a
+ * parameter, and stays), never one smaller than min_bytes, and of the rest what the
+ * policy chooses:
+ *   all       every saved activation;
+ *   large     tensors of at least large_bytes, or saved by a node whose tag starts with
+ *             tag_prefix;
+ *   boundary  only what checkpoint regions keep — their inputs (node op "checkpoint"):
+ *             with sqrt, the segment boundaries go to disk, and resident activations stay
+ *             near one segment's working set.
+ * Why a threshold: every record costs a fixed price whatever its size — its system calls
+ * (the write, the read, a read-ahead, and fdatasync and fadvise without the page cache),
+ * a 64-byte header and up to a page of padding in the file, its bookkeeping — measured at
+ * about 20 microseconds for a 4 KiB record here, as long as copying 100 KiB (README.md).
+ * For LayerNorm's per-row mean and rstd, a few KiB each, that is paid to free almost
+ * nothing; from 64 KiB up the copy dominates and the cost per byte is flat.
+ *
+ * The spill file is created in a directory the caller chooses (default $TMPDIR, or /tmp)
+ * and unlinked at once, so it has no name and a crash leaves nothing behind. It is
+ * append-only and grown with posix_fallocate in large steps, so its blocks are reserved
+ * before anything is written: a full disk is an error from the growth, not a failed
+ * write (or, through a mapping, a SIGBUS) in the middle of a record. When every record
+ * has been released the append position goes back to the start, so each step reuses the
+ * space of the last.
+ *
+ * Integrity. Each record carries a header (size, dtype, shape, its sequence number) and
+ * a CRC-32C of its bytes; unpack checks both against what pack remembered in RAM.
+ *
+ * Errors. Every failure is REMAT_EIO (the directory is missing or unwritable, the disk is
+ * full, the file-size limit was reached, a write-back failed) or REMAT_ECORRUPT (a record
+ * whose header or checksum does not match, or a file shorter than its records), with a
+ * message naming the cause and the tensor. A failed pack saves nothing and accounts
+ * nothing, so the op fails and so does the forward; a failed unpack fails backward. The
+ * caller must then not apply the step (models/train.c redoes it without offload).
+ *
+ * What this is not: thread-safe (the engine is single-threaded), or a cache of the same
+ * tensor saved twice — two nodes saving one tensor get two records, because the hooks
+ * hold no reference by which they could tell the same tensor from a new one at the same
+ * address.
+ */
+#ifndef REMAT_OFFLOAD_H
+#define REMAT_OFFLOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "autograd.h"
+
+typedef enum OffloadPolicy {
+    OFFLOAD_ALL = 0,
+    OFFLOAD_LARGE,
+    OFFLOAD_BOUNDARY,
+} OffloadPolicy;
+
+#define OFFLOAD_MIN_BYTES ((size_t)64 << 10)   /* default: smaller saved tensors stay in RAM */
+#define OFFLOAD_LARGE_BYTES ((size_t)1 << 20)  /* default: what "large" means */
+#define OFFLOAD_GROW_BYTES ((size_t)64 << 20)  /* default: the file grows this much at a time */
+#define OFFLOAD_PREFETCH 2                     /* default: records read ahead in backward */
+
+/* How the bytes move between a tensor and the file (offload.c describes both). */
+typedef enum OffloadIo {
+    OFFLOAD_IO_SYSCALLS = 0, /* pwritev and preadv: the kernel copies, nothing is mapped */
+    OFFLOAD_IO_MMAP,         /* memcpy through a MAP_SHARED mapping, then MADV_DONTNEED */
+} OffloadIo;
+
+typedef struct OffloadOptions {
+    OffloadPolicy policy;
+    OffloadIo io;
+    const char *dir;        /* where the spill file is created; NULL: $TMPDIR, else /tmp (copied) */
+    size_t min_bytes;       /* saved tensors smaller than this stay in RAM, for every policy */
+    size_t large_bytes;     /* large: spill tensors of at least this many bytes, ... */
+    const char *tag_prefix; /* large: ... or saved by a node whose tag starts with this
+                               (NULL: size only; the string must outlive the Offload) */
+    bool drop_cache;        /* at the end of the forward, put the records on disk
+                               (fdatasync) and drop them from the page cache (posix_fadvise),
+                               so backward reads the disk: what a benchmark of real disk
+                               reads wants */
+    int prefetch;           /* in backward, records a helper thread reads ahead of the one
+                               being unpacked, into tensors allocated (ACT) when the read is
+                               queued; 0: no thread, each record is read when unpacked */
+    size_t grow_bytes;      /* the file grows by at least this much at a time (> 0) */
+} OffloadOptions;
+
+/* The defaults for `policy`: io by system calls, min_bytes OFFLOAD_MIN_BYTES, large_bytes
+ * OFFLOAD_LARGE_BYTES, no tag prefix, the page cache kept, prefetch OFFLOAD_PREFETCH,
+ * growth OFFLOAD_GROW_BYTES, the directory from $TMPDIR. */
+OffloadOptions offload_defaults(OffloadPolicy policy);
+
+/* "all", "large", "boundary". */
+const char *offload_policy_name(OffloadPolicy policy);
+
+/* The policy called `name`; REMAT_EINVAL naming the choices otherwise. */
+RematStatus offload_policy_parse(const char *name, OffloadPolicy *policy);
+
+typedef struct Offload Offload;
+
+/* Creates an offloader and its spill file: created in the directory and unlinked at
+ * once. The caller owns the result and frees it with offload_free. NULL on error, with
+ * nothing left behind: REMAT_EINVAL for bad options, REMAT_EIO when the file cannot be
+ * made ("offload: cannot create a spill file in /nope: No such file or directory"),
+ * REMAT_ENOMEM. */
+Offload *offload_create(const OffloadOptions *opts);
+
+/* Closes the spill file and frees the offloader. NULL is a no-op. Every record it wrote
+ * must have been released first (reset the tape that saved them): freeing it under live
+ * records is a bug, which prints what happened and aborts. */
+void offload_free(Offload *off);
+
+/* Pushes the offloader's hooks on the saved-tensor stack: from now on every tensor an op
+ * saves goes through them. REMAT_EINVAL if the stack is full. */
+RematStatus offload_push(Offload *off);
+
+/* Pops the hooks (they must be the top of the stack); with drop_cache, writes the
+ * forward's records to disk and drops them from the page cache; with prefetch, starts
+ * reading back the last records written, which backward wants first. REMAT_EIO if the
+ * records could not be written to disk (they may be lost: do not run backward);
+ * REMAT_EINVAL for a NULL offloader. The hooks are popped in every case but that one. */
+RematStatus offload_pop(Offload *off);
+
+/* What the offloader has done since it was created. */
+typedef struct OffloadStats {
+    size_t records_written; /* tensors spilled */
+    size_t bytes_written;   /* their bytes (what DISK was charged) */
+    size_t kept;            /* saves kept in RAM: below min_bytes, not MEM_ACT, or not chosen */
+    size_t records_read;    /* records read back by unpack */
+    size_t prefetched;      /* records read ahead by the helper thread */
+    size_t live_records;    /* written and not yet released */
+    size_t file_bytes;      /* the spill file's size (it grows, and is reused) */
+    size_t failures;        /* packs, unpacks and pops that failed because of the spill file
+                               (REMAT_EIO, REMAT_ECORRUPT; not the memory budget) */
+    double write_seconds;   /* time spent in pack writing records */
+    double read_seconds;    /* time spent in unpack reading them back */
+} OffloadStats;
+
+OffloadStats offload_stats(const Offload *off);
+
+/* Writes a one-line description of what the offloader does into `buf` and returns it:
+ * "all (every saved activation) of 64.0 KiB or more, to a spill file in /tmp by
+ * pwritev/preadv; page cache kept; prefetch 2 records ahead on a helper thread". */
+char *offload_describe(const Offload *off, char *buf, size_t size);
+
+/* ---- for tests that damage the spill file ------------------------------------------- */
+
+/* The spill file's descriptor, for a test that changes the file behind the offloader's
+ * back (pwrite a flipped byte, ftruncate it). It stays owned by the offloader. */
+int offload_debug_fd(const Offload *off);
+
+/* Where the data of the index-th record written since the file was last reset starts in
+ * the file, and its bytes. REMAT_EINVAL if there is no such live record. */
+RematStatus offload_debug_record(const Offload *off, size_t index, size_t *data_offset, size_t *bytes);
+
+#endif /* REMAT_OFFLOAD_H */

@@ -1,0 +1,997 @@
+/*
+ * test_offload.c — activation offload to disk, shown by the ledgers and by the kernel.
+ *
+ * With offload (alone, or under any checkpoint strategy) losses and gradients are those of
+ * none, to the bit; on the MLP chain the peak of resident activations no longer grows
+ * with depth, while DISK holds exactly what none kept in RAM; the process's resident size
+ * really drops; every fault — a missing or unwritable directory, a full disk, a corrupted
+ * or truncated record — is a clear error that leaves the training state as it was, and the
+ * training loop then carries on without offload. CRC-32C is checked against its published
+ * values.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "gpt.h"
+#include "mlp.h"
+#include "offload.h"
+#include "optim.h"
+#include "strategy.h"
+#include "train.h"
+
+static char spill_dir[] = "/tmp/remat_offload_XXXXXX";
+static MlpTask *task16; /* the small MLP's teacher, for the whole test (its weights are MEM_WORK) */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    task16 = mlp_task_create(16, 6);
+    return task16 && mkdtemp(spill_dir) ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    mlp_task_free(task16);
+    /* The spill files were unlinked as soon as they were made: the directory is empty. */
+    if (rmdir(spill_dir) != 0) return -1;
+    return mem_live_blocks() == 0 ? 0 : -1;
+}
+
+/* Every test starts and ends with nothing resident but what it makes, and nothing on disk. */
+static int clean_state(void **state)
+{
+    (void)state;
+    tape_reset(tape_current());
+    remat_clear_error();
+    const MemKind kinds[] = {MEM_PARAM, MEM_GRAD, MEM_OPTIM, MEM_ACT, MEM_DISK};
+    for (int i = 0; i < 5; i++)
+        if (mem_current(kinds[i]) != 0) return -1;
+    return 0;
+}
+
+/* Offload everything saved, to the test's directory: min_bytes 0, so that even the tiny
+ * models below send every activation (a LayerNorm's mean and rstd included) to disk. */
+static OffloadOptions everything(OffloadPolicy policy)
+{
+    OffloadOptions o = offload_defaults(policy);
+    o.min_bytes = 0;
+    o.dir = spill_dir;
+    return o;
+}
+
+/* ---- CRC-32C --------------------------------------------------------------------------- */
+
+static void test_crc32c_matches_published_check_values(void **state)
+{
+    (void)state;
+    /* The CRC catalogue's check value, and RFC 3720 (iSCSI), appendix B.4. */
+    unsigned char zeros[32] = {0}, ones[32], up[32], down[32];
+    for (int i = 0; i < 32; i++) ones[i] = 0xFF, up[i] = (unsigned char)i, down[i] = (unsigned char)(31 - i);
+    const struct { const void *data; size_t n; uint32_t crc; } vectors[] = {
+        {"123456789", 9, 0xE3069283u}, {zeros, 32, 0x8A9136AAu}, {ones, 32, 0x62A8AB43u},
+        {up, 32, 0x46DD794Eu}, {down, 32, 0x113FDB5Cu}, {"", 0, 0u},
+    };
+    for (size_t i = 0; i < sizeof vectors / sizeof vectors[0]; i++) {
+        assert_int_equal(crc32c(vectors[i].data, vectors[i].n), vectors[i].crc);
+        assert_int_equal(crc32c_ref(vectors[i].data, vectors[i].n), vectors[i].crc);
+    }
+}
+
+static void test_crc32c_fast_path_matches_the_reference(void **state)
+{
+    (void)state;
+    enum { N = (1 << 16) + 13 };
+    unsigned char *buf = malloc(N + 8);
+    assert_non_null(buf);
+    Pcg32 rng;
+    pcg32_seed(&rng, 5, 5);
+    for (size_t i = 0; i < N + 8; i++) buf[i] = (unsigned char)pcg32_next(&rng);
+    /* Every length up to 40 at every alignment (the 8-byte loop's head and tail), and a
+     * long buffer. */
+    for (int offset = 0; offset < 8; offset++)
+        for (size_t n = 0; n <= 40; n++) assert_int_equal(crc32c(buf + offset, n), crc32c_ref(buf + offset, n));
+    assert_int_equal(crc32c(buf + 3, N), crc32c_ref(buf + 3, N));
+    free(buf);
+}
+
+/* ---- policies --------------------------------------------------------------------------- */
+
+static void test_policy_names_parse_and_print(void **state)
+{
+    (void)state;
+    for (int p = OFFLOAD_ALL; p <= OFFLOAD_BOUNDARY; p++) {
+        OffloadPolicy parsed;
+        assert_int_equal(offload_policy_parse(offload_policy_name((OffloadPolicy)p), &parsed), REMAT_OK);
+        assert_int_equal(parsed, p);
+    }
+    OffloadPolicy parsed;
+    assert_int_equal(offload_policy_parse("some", &parsed), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "expected all, large or boundary"));
+}
+
+/* ---- a few training steps, with and without offload --------------------------------------- */
+
+enum { STEPS = 3, MAX_PARAMS = 64 };
+
+typedef struct Outcome {
+    float losses[STEPS];
+    Tensor *grads[MAX_PARAMS];  /* copies of the first step's gradients (MEM_WORK) */
+    Tensor *params[MAX_PARAMS]; /* copies of every parameter after the last step (MEM_WORK) */
+    int n_params;
+    OffloadStats stats;
+} Outcome;
+
+static void outcome_free(Outcome *o)
+{
+    for (int i = 0; i < o->n_params; i++) {
+        tensor_free(o->grads[i]);
+        tensor_free(o->params[i]);
+    }
+}
+
+/* The forward with the offloader's hooks pushed (when there is one), then backward. The
+ * loss (caller frees) is left in *loss even when backward fails; NULL if the forward did. */
+static RematStatus forward_backward(Model *m, const Plan *plan, Offload *off, Var *x, Var *y, TrainCtx *ctx,
+                                    Var **loss)
+{
+    assert_int_equal(off ? offload_push(off) : REMAT_OK, REMAT_OK);
+    *loss = model_loss_planned(m, plan, x, y, ctx);
+    const RematStatus popped = off ? offload_pop(off) : REMAT_OK;
+    if (!*loss) return remat_last_status();
+    return popped != REMAT_OK ? popped : backward(*loss);
+}
+
+/* Builds the model fresh from its seed and trains STEPS AdamW steps on batches drawn with
+ * a fixed seed, under strategy `s` and, if `oo` is given, offloading as it says. */
+static RematStatus train(Model *(*build)(void), Var *(*batch)(Pcg32 *, Var **), const Strategy *s,
+                         const OffloadOptions *oo, Outcome *out)
+{
+    Model *m = build();
+    assert_non_null(m);
+    assert_true(m->n_params <= MAX_PARAMS);
+    Plan *plan = plan_create(s, m->layers, m->n_layers);
+    OptimConfig c = optim_adamw_defaults(1e-2f);
+    Optimizer *opt = optim_create(&c, m->params, m->n_params);
+    Offload *off = oo ? offload_create(oo) : NULL;
+    assert_true(!oo || off);
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 77, 1);
+    Pcg32 data;
+    pcg32_seed(&data, 78, 2);
+    RematStatus status = REMAT_OK;
+    out->n_params = m->n_params;
+    for (int step = 0; step < STEPS && status == REMAT_OK; step++) {
+        Var *y, *x = batch(&data, &y);
+        optim_zero_grad(opt);
+        Var *loss;
+        status = forward_backward(m, plan, off, x, y, &ctx, &loss);
+        for (int i = 0; status == REMAT_OK && step == 0 && i < m->n_params; i++)
+            out->grads[i] = tensor_clone(m->params[i].var->grad, MEM_WORK);
+        if (status == REMAT_OK) {
+            out->losses[step] = loss->value->f32[0];
+            status = optim_step(opt);
+        }
+        var_free(loss);
+        var_free(x);
+        var_free(y);
+        tape_reset(tape_current());
+        /* Nothing of the step outlives it, in RAM or on disk. */
+        assert_int_equal(mem_current(MEM_ACT), 0);
+        assert_int_equal(mem_current(MEM_DISK), 0);
+    }
+    for (int i = 0; i < m->n_params; i++) out->params[i] = tensor_clone(m->params[i].var->value, MEM_WORK);
+    if (off) out->stats = offload_stats(off);
+    offload_free(off);
+    optim_free(opt);
+    plan_free(plan);
+    model_free(m);
+    return status;
+}
+
+static void assert_same_outcome(const Outcome *a, const Outcome *b, const char *what)
+{
+    if (memcmp(a->losses, b->losses, sizeof a->losses))
+        fail_msg("%s: losses differ (%.9g vs %.9g at step 0)", what, a->losses[0], b->losses[0]);
+    assert_int_equal(a->n_params, b->n_params);
+    for (int i = 0; i < a->n_params; i++) {
+        if (memcmp(a->grads[i]->data, b->grads[i]->data, a->grads[i]->bytes))
+            fail_msg("%s: the gradient of parameter %d differs", what, i);
+        if (memcmp(a->params[i]->data, b->params[i]->data, a->params[i]->bytes))
+            fail_msg("%s: parameter %d differs after %d steps", what, i, STEPS);
+    }
+}
+
+/* The models: an 8-block MLP chain, and a 3-block GPT with dropout 0.1 everywhere. */
+static Model *mlp8(void) { return mlp_create(&(MlpConfig){.n_layers = 8, .width = 16, .seed = 5}); }
+
+static Var *mlp_batch(Pcg32 *rng, Var **y)
+{
+    Var *x;
+    assert_int_equal(mlp_task_batch(task16, rng, 4, &x, y), REMAT_OK);
+    return x;
+}
+
+static Model *gpt3(void)
+{
+    return gpt_create(&(GptConfig){.n_layers = 3, .d_model = 16, .n_heads = 2, .seq_len = 8,
+                                   .vocab = 256, .dropout = 0.1f, .seed = 7});
+}
+
+static Var *token_batch(Pcg32 *rng, Var **y)
+{
+    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 8});
+    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 8});
+    for (int i = 0; i < 16; i++) {
+        x->i32[i] = (int32_t)pcg32_bounded(rng, 256);
+        t->i32[i] = (int32_t)pcg32_bounded(rng, 256);
+    }
+    *y = var_create(t, false, "targets");
+    return var_create(x, false, "tokens");
+}
+
+/* Every strategy, each with offload all and boundary, through both ways of moving bytes,
+ * with and without the page cache, against none without offload. */
+static void check_offload_with_every_strategy(Model *(*build)(void), Var *(*batch)(Pcg32 *, Var **),
+                                              const char *model)
+{
+    Outcome reference = {0};
+    Strategy none = strategy_defaults(STRATEGY_NONE);
+    assert_int_equal(train(build, batch, &none, NULL, &reference), REMAT_OK);
+    const Strategy strategies[] = {
+        none,
+        strategy_defaults(STRATEGY_FULL),
+        strategy_defaults(STRATEGY_SQRT),
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .preserve_rng = true},
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_DOTS_SAVEABLE, .preserve_rng = true},
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_NOTHING_SAVEABLE, .preserve_rng = true},
+    };
+    const struct { OffloadPolicy policy; OffloadIo io; bool drop_cache; } variants[] = {
+        {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, false}, {OFFLOAD_BOUNDARY, OFFLOAD_IO_SYSCALLS, false},
+        {OFFLOAD_ALL, OFFLOAD_IO_MMAP, false}, {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, true},
+        {OFFLOAD_ALL, OFFLOAD_IO_MMAP, true},
+    };
+    for (size_t i = 0; i < sizeof strategies / sizeof strategies[0]; i++) {
+        for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+            const Strategy *s = &strategies[i];
+            if (variants[v].policy == OFFLOAD_BOUNDARY && s->kind == STRATEGY_NONE) continue; /* nothing to take */
+            OffloadOptions oo = everything(variants[v].policy);
+            oo.io = variants[v].io;
+            oo.drop_cache = variants[v].drop_cache;
+            Outcome o = {0};
+            char what[128];
+            snprintf(what, sizeof what, "%s, %s%s%s, offload %s by %s%s", model, strategy_name(s->kind),
+                     s->policy ? " " : "", s->policy ? s->policy->name : "", offload_policy_name(oo.policy),
+                     oo.io == OFFLOAD_IO_MMAP ? "mmap" : "syscalls", oo.drop_cache ? ", no page cache" : "");
+            assert_int_equal(train(build, batch, s, &oo, &o), REMAT_OK);
+            assert_same_outcome(&reference, &o, what);
+            assert_true(o.stats.records_written > 0);
+            assert_int_equal(o.stats.records_read, o.stats.records_written);
+            printf("  %-72s %3zu records, identical to none\n", what, o.stats.records_written / STEPS);
+            outcome_free(&o);
+        }
+    }
+    outcome_free(&reference);
+}
+
+static void test_offload_is_bit_identical_with_every_strategy_on_the_mlp(void **state)
+{
+    (void)state;
+    check_offload_with_every_strategy(mlp8, mlp_batch, "mlp");
+}
+
+static void test_offload_is_bit_identical_with_every_strategy_on_the_gpt_with_dropout(void **state)
+{
+    (void)state;
+    check_offload_with_every_strategy(gpt3, token_batch, "gpt");
+}
+
+/* ---- a chain in training ---------------------------------------------------------------- */
+
+/* W = 256, B = 64: one activation is a = B·W·4 = 64 KiB, exactly the default min_bytes, so
+ * the default options send every activation to disk and the threshold keeps nothing. */
+enum { CHAIN_W = 256, CHAIN_B = 64 };
+static const size_t CHAIN_A = (size_t)CHAIN_B * CHAIN_W * sizeof(float);
+
+/* A small chain with AdamW that has taken one step (so its optimizer state is not zero),
+ * and a snapshot of what a failed step must not touch. */
+typedef struct Trainee {
+    Model *model;
+    Optimizer *opt;
+    MlpTask *teacher;
+    Pcg32 data;
+    TrainCtx ctx;
+    Tensor *snapshot[3 * MAX_PARAMS]; /* parameters, AdamW's m and v (MEM_WORK copies) */
+} Trainee;
+
+enum { TRAINEE_N = 4 };
+
+static void trainee_step(Trainee *t, Offload *off, RematStatus expected)
+{
+    Var *x, *y, *loss;
+    assert_int_equal(mlp_task_batch(t->teacher, &t->data, CHAIN_B, &x, &y), REMAT_OK);
+    optim_zero_grad(t->opt);
+    RematStatus status = forward_backward(t->model, NULL, off, x, y, &t->ctx, &loss);
+    assert_int_equal(status, expected);
+    if (status == REMAT_OK) assert_int_equal(optim_step(t->opt), REMAT_OK); /* never after a failure */
+    var_free(loss);
+    var_free(x);
+    var_free(y);
+    tape_reset(tape_current());
+}
+
+static void trainee_create(Trainee *t)
+{
+    *t = (Trainee){.model = mlp_create(&(MlpConfig){.n_layers = TRAINEE_N, .width = CHAIN_W, .seed = 4}),
+                   .teacher = mlp_task_create(CHAIN_W, 5), .ctx = {.training = true}};
+    OptimConfig c = optim_adamw_defaults(1e-3f);
+    t->opt = optim_create(&c, t->model->params, t->model->n_params);
+    pcg32_seed(&t->data, 6, 0);
+    trainee_step(t, NULL, REMAT_OK);
+}
+
+static void trainee_snapshot(Trainee *t)
+{
+    for (int i = 0; i < t->model->n_params; i++) {
+        Tensor *m, *v;
+        optim_state(t->opt, i, &m, &v);
+        t->snapshot[3 * i] = tensor_clone(t->model->params[i].var->value, MEM_WORK);
+        t->snapshot[3 * i + 1] = tensor_clone(m, MEM_WORK);
+        t->snapshot[3 * i + 2] = tensor_clone(v, MEM_WORK);
+    }
+}
+
+/* Parameters and optimizer state are byte-identical to the snapshot, which is dropped. */
+static void trainee_assert_untouched(Trainee *t)
+{
+    for (int i = 0; i < t->model->n_params; i++) {
+        Tensor *now[3] = {t->model->params[i].var->value};
+        optim_state(t->opt, i, &now[1], &now[2]);
+        for (int j = 0; j < 3; j++) {
+            Tensor *before = t->snapshot[3 * i + j];
+            assert_memory_equal(before->data, now[j]->data, before->bytes);
+            tensor_free(before);
+        }
+    }
+    assert_int_equal(optim_steps(t->opt), 1);
+}
+
+static void trainee_free(Trainee *t)
+{
+    optim_free(t->opt);
+    model_free(t->model);
+    mlp_task_free(t->teacher);
+}
+
+/* The second step of a fresh trainee, without offload, as the parameters it leaves. */
+static void assert_same_parameters(const Trainee *a, const Trainee *b)
+{
+    for (int i = 0; i < a->model->n_params; i++) {
+        const Tensor *pa = a->model->params[i].var->value, *pb = b->model->params[i].var->value;
+        assert_memory_equal(pa->data, pb->data, pa->bytes);
+    }
+}
+
+/* ---- what each policy sends to disk ------------------------------------------------------ */
+
+/* The contract of offload.h, restated: whether `o` spills tensor `t` saved by `node`. */
+static bool contract_spills(const OffloadOptions *o, const Node *node, const Tensor *t)
+{
+    if (t->kind != MEM_ACT || t->bytes < o->min_bytes) return false;
+    if (o->policy == OFFLOAD_BOUNDARY) return !strcmp(node->op->name, "checkpoint");
+    if (o->policy == OFFLOAD_LARGE)
+        return t->bytes >= o->large_bytes ||
+               (o->tag_prefix && node->tag && !strncmp(node->tag, o->tag_prefix, strlen(o->tag_prefix)));
+    return true;
+}
+
+static void test_each_policy_spills_what_it_promises(void **state)
+{
+    (void)state;
+    /* L = 4, T = 64, C = 64, H = 2, B = 2: activations of 32 KiB (B,T,C), 128 KiB (B,T,4C) and
+     * 64 KiB (B,H,T,T), dropout masks of 16 KiB, LayerNorm statistics of 512 B. */
+    Model *m = gpt_create(&(GptConfig){.n_layers = 4, .d_model = 64, .n_heads = 2, .seq_len = 64,
+                                       .vocab = 256, .dropout = 0.1f, .seed = 3});
+    Tensor *tokens = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 64});
+    Tensor *targets = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 64});
+    for (int i = 0; i < 128; i++) tokens->i32[i] = i * 7 % 256, targets->i32[i] = i * 11 % 256;
+    Var *x = var_create(tokens, false, "tokens"), *y = var_create(targets, false, "targets");
+    OffloadOptions defaults = offload_defaults(OFFLOAD_ALL), tiny = everything(OFFLOAD_ALL);
+    OffloadOptions large = offload_defaults(OFFLOAD_LARGE), attn = offload_defaults(OFFLOAD_LARGE);
+    OffloadOptions boundary = everything(OFFLOAD_BOUNDARY);
+    large.large_bytes = 128 << 10;
+    attn.large_bytes = SIZE_MAX;
+    attn.tag_prefix = "attn.";
+    const struct { const char *what; OffloadOptions o; StrategyKind strategy; } cases[] = {
+        {"all, default threshold", defaults, STRATEGY_NONE},
+        {"all, no threshold", tiny, STRATEGY_NONE},
+        {"large, >= 128 KiB", large, STRATEGY_NONE},
+        {"large, tagged attn.*", attn, STRATEGY_NONE},
+        {"boundary, sqrt, no thr.", boundary, STRATEGY_SQRT},
+    };
+    printf("  %-24s %8s %12s %6s\n", "policy", "records", "on disk", "kept");
+    for (int c = 0; c < 5; c++) {
+        OffloadOptions o = cases[c].o;
+        o.dir = spill_dir;
+        Strategy strategy = strategy_defaults(cases[c].strategy);
+        Plan *plan = plan_create(&strategy, m->layers, m->n_layers);
+        /* What the contract says, from the tape of a forward without offload. */
+        TrainCtx ctx = {.training = true};
+        Var *loss = model_loss_planned(m, plan, x, y, &ctx);
+        size_t want_records = 0, want_bytes = 0, saves = 0, params_saved = 0;
+        const Tape *tape = tape_current();
+        for (int k = 0; k < tape->count; k++) {
+            const Node *node = tape->nodes[k];
+            for (int i = 0; i < node->n_saved; i++) {
+                const Tensor *t = node->saved[i].packed;
+                saves++;
+                params_saved += t->kind == MEM_PARAM;
+                if (!contract_spills(&o, node, t)) continue;
+                want_records++;
+                want_bytes += t->bytes;
+            }
+        }
+        var_free(loss);
+        tape_reset(tape_current());
+        /* What the offloader did. */
+        Offload *off = offload_create(&o);
+        assert_non_null(off);
+        assert_int_equal(offload_push(off), REMAT_OK);
+        loss = model_loss_planned(m, plan, x, y, &ctx);
+        assert_int_equal(offload_pop(off), REMAT_OK);
+        OffloadStats st = offload_stats(off);
+        printf("  %-24s %8zu %12zu %6zu\n", cases[c].what, st.records_written, mem_current(MEM_DISK), st.kept);
+        assert_int_equal(st.records_written, want_records);
+        assert_int_equal(mem_current(MEM_DISK), want_bytes);
+        assert_int_equal(st.kept + st.records_written, saves);
+        assert_true(st.kept >= params_saved); /* a parameter is never spilled */
+        var_free(loss);
+        tape_reset(tape_current());
+        offload_free(off);
+        plan_free(plan);
+    }
+    var_free(x);
+    var_free(y);
+    model_free(m);
+}
+
+/* The file's space is reused step after step, and prefetch reads every record ahead. */
+static void test_the_spill_file_is_reused_and_every_record_is_prefetched(void **state)
+{
+    (void)state;
+    for (int prefetch = 0; prefetch <= OFFLOAD_PREFETCH; prefetch += OFFLOAD_PREFETCH) {
+        Trainee t;
+        trainee_create(&t);
+        OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+        o.dir = spill_dir;
+        o.prefetch = prefetch;
+        Offload *off = offload_create(&o);
+        assert_non_null(off);
+        size_t file_bytes = 0;
+        for (int step = 0; step < 3; step++) {
+            trainee_step(&t, off, REMAT_OK);
+            OffloadStats st = offload_stats(off);
+            if (step == 0) file_bytes = st.file_bytes;
+            assert_int_equal(st.file_bytes, file_bytes); /* it grew once, in the first step */
+            assert_int_equal(st.live_records, 0);
+            assert_int_equal(st.records_written, (size_t)(step + 1) * (2 * TRAINEE_N + 2));
+            assert_int_equal(st.records_read, st.records_written);
+            assert_int_equal(st.prefetched, prefetch ? st.records_written : 0);
+        }
+        assert_int_equal(file_bytes, OFFLOAD_GROW_BYTES);
+        offload_free(off);
+        trainee_free(&t);
+    }
+}
+
+/* ---- memory on the MLP chain ------------------------------------------------------------- */
+
+typedef struct ChainMeasure {
+    size_t peak_act;   /* peak ACT of the step */
+    size_t peak_disk;  /* peak DISK of the step */
+    size_t saved_act;  /* bytes of activations the tape kept in RAM for backward, after the forward */
+} ChainMeasure;
+
+/* Bytes of MEM_ACT tensors the tape's nodes hold as plain references (not through hooks). */
+static size_t saved_in_ram(const Tape *tape)
+{
+    size_t bytes = 0;
+    for (int k = 0; k < tape->count; k++) {
+        const Node *node = tape->nodes[k];
+        for (int i = 0; i < node->n_saved; i++) {
+            const SavedSlot *slot = &node->saved[i];
+            const Tensor *t = slot->packed;
+            if (!slot->released && !slot->hooks && t->kind == MEM_ACT) bytes += t->bytes;
+        }
+    }
+    return bytes;
+}
+
+/* An N-block chain of width W with its teacher and one batch of B examples. */
+typedef struct Chain {
+    Model *model;
+    MlpTask *teacher;
+    Var *x, *y;
+} Chain;
+
+static Chain chain_create(int N, int W, int B)
+{
+    Chain c = {.model = mlp_create(&(MlpConfig){.n_layers = N, .width = W, .seed = 1}),
+               .teacher = mlp_task_create(W, 2)};
+    assert_true(c.model && c.teacher);
+    Pcg32 data;
+    pcg32_seed(&data, 3, 0);
+    assert_int_equal(mlp_task_batch(c.teacher, &data, B, &c.x, &c.y), REMAT_OK);
+    return c;
+}
+
+static void chain_free(Chain *c)
+{
+    var_free(c->x);
+    var_free(c->y);
+    mlp_task_free(c->teacher);
+    model_free(c->model);
+}
+
+/* One forward and backward of an N-block chain under `kind`, offloading as `oo` says (NULL:
+ * no offload). */
+static ChainMeasure measure_chain(int N, StrategyKind kind, const OffloadOptions *oo)
+{
+    Chain c = chain_create(N, CHAIN_W, CHAIN_B);
+    Model *m = c.model;
+    Strategy s = strategy_defaults(kind);
+    Plan *plan = plan_create(&s, m->layers, m->n_layers);
+    Offload *off = oo ? offload_create(oo) : NULL;
+    assert_true(!oo || off);
+    TrainCtx ctx = {.training = true};
+    mem_reset_peaks();
+    assert_int_equal(!off || offload_push(off) == REMAT_OK, 1);
+    Var *loss = model_loss_planned(m, plan, c.x, c.y, &ctx);
+    if (off) assert_int_equal(offload_pop(off), REMAT_OK);
+    assert_non_null(loss);
+    ChainMeasure r = {.saved_act = saved_in_ram(tape_current())};
+    assert_int_equal(backward(loss), REMAT_OK);
+    r.peak_act = mem_peak(MEM_ACT);
+    r.peak_disk = mem_peak(MEM_DISK);
+    var_free(loss);
+    tape_reset(tape_current());
+    offload_free(off);
+    plan_free(plan);
+    chain_free(&c);
+    return r;
+}
+
+/* Peak ACT of one step of the N-block chain, in units of one activation a (+ 8 bytes: the
+ * loss and its seed gradient), with the default options (every activation is a ≥ min_bytes,
+ * so the threshold keeps nothing in RAM). test_checkpoint.c derives the figures without
+ * offload: none 2N + 4, full N + 6, sqrt s + 2k + 5 (k = ceil(sqrt N) blocks per segment,
+ * s = ceil(N/k) segments).
+ *
+ *   offload all     6     2 (the batch x_0 and the targets: the caller holds them, so
+ *                         spilling them frees nothing) + 4, one block's backward at its
+ *                         relu: the gradient flowing into the block's input, the relu's
+ *                         output gradient, the relu's output read back from disk, and the
+ *                         gradient of the relu's input. Everything else is on disk.
+ *   full, boundary  8     2 (the batch) + 1 (the current region's input, read back for its
+ *                         replay) + 5, full's region at work (its output and input
+ *                         gradients, the replayed relu output, and two gradients).
+ *   sqrt, boundary  2k+7  2 (the batch) + 1 (the segment's input, read back) + 2 (its output
+ *                         and input gradients) + 2k − 1 (its replayed blocks) + 3 gradients:
+ *                         sqrt's s + 2k + 5 with the s − 1 stored boundaries gone but the
+ *                         one being replayed — one segment's working set.
+ *
+ * None of these grows with N but sqrt's, as sqrt(N). Prefetching p records adds p: the
+ * records read ahead get their tensors when their reads are queued, before backward asks
+ * for them. DISK peaks at exactly the bytes of the activations none keeps in RAM: 2N + 2
+ * (every block's input and relu output, and the loss's prediction and targets) for
+ * offload all; the N region inputs for full, the s segment inputs for sqrt. */
+static void test_offload_all_keeps_one_block_of_the_chain_whatever_its_depth(void **state)
+{
+    (void)state;
+    enum { P = OFFLOAD_PREFETCH };
+    const struct { const char *name; StrategyKind strategy; OffloadPolicy policy; int prefetch; } runs[] = {
+        {"offload all", STRATEGY_NONE, OFFLOAD_ALL, 0},
+        {"+ prefetch", STRATEGY_NONE, OFFLOAD_ALL, P},
+        {"full+bound.", STRATEGY_FULL, OFFLOAD_BOUNDARY, 0},
+        {"+ prefetch", STRATEGY_FULL, OFFLOAD_BOUNDARY, P},
+        {"sqrt+bound.", STRATEGY_SQRT, OFFLOAD_BOUNDARY, 0},
+        {"+ prefetch", STRATEGY_SQRT, OFFLOAD_BOUNDARY, P},
+    };
+    const size_t a = CHAIN_A;
+    printf("  peak ACT (and DISK) of one step, in units of a = B·W·4 = %zu bytes (+8 B ACT)\n  %4s %10s", a, "N", "none");
+    for (int i = 0; i < 6; i++) printf(" %14s", runs[i].name);
+    printf("\n");
+    const int depths[] = {16, 64};
+    for (int d = 0; d < 2; d++) {
+        const int N = depths[d], k = (int)ceil(sqrt((double)N)), s = (N + k - 1) / k;
+        const ChainMeasure none = measure_chain(N, STRATEGY_NONE, NULL);
+        assert_int_equal(none.peak_act, (size_t)(2 * N + 4) * a + 8);
+        assert_int_equal(none.saved_act, (size_t)(2 * N + 2) * a);
+        /* What each run's ACT and DISK peaks must be, in units of a. */
+        const size_t want_act[6] = {6, 6 + P, 8, 8 + P, (size_t)(2 * k + 7), (size_t)(2 * k + 7 + P)};
+        const size_t want_disk[6] = {(size_t)(2 * N + 2), (size_t)(2 * N + 2), (size_t)N, (size_t)N, (size_t)s, (size_t)s};
+        printf("  %4d %4zu (%3zu)", N, (none.peak_act - 8) / a, none.peak_disk / a);
+        for (int i = 0; i < 6; i++) {
+            OffloadOptions o = offload_defaults(runs[i].policy);
+            o.dir = spill_dir;
+            o.prefetch = runs[i].prefetch;
+            const ChainMeasure m = measure_chain(N, runs[i].strategy, &o);
+            printf(" %8zu (%3zu)", (m.peak_act - 8) / a, m.peak_disk / a);
+            assert_int_equal(m.peak_act, want_act[i] * a + 8);
+            assert_int_equal(m.peak_disk, want_disk[i] * a);
+        }
+        printf("\n");
+        /* offload all's DISK is exactly what none kept in RAM for backward. */
+        assert_int_equal(want_disk[0] * a, none.saved_act);
+    }
+}
+
+/* ---- the process's resident memory ------------------------------------------------------ */
+
+/* The process's resident set in bytes, as the kernel counts it (/proc/self/statm). */
+static size_t rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    assert_non_null(f);
+    unsigned long size, resident;
+    assert_int_equal(fscanf(f, "%lu %lu", &size, &resident), 2);
+    fclose(f);
+    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+typedef struct RssMeasure {
+    double ledger_mib; /* resident bytes the ledger gained over the forward */
+    double rss_mib;    /* resident bytes the kernel says the process gained */
+} RssMeasure;
+
+/* The growth of the ledger's resident bytes and of the process's RSS over one forward of
+ * the chain, measured once the allocator has handed its free pages back. */
+static RssMeasure measure_forward_rss(Model *m, Var *x, Var *y, Offload *off)
+{
+    TrainCtx ctx = {.training = true};
+    mem_return_free_pages();
+    const size_t rss0 = rss_bytes(), ledger0 = mem_resident();
+    if (off) assert_int_equal(offload_push(off), REMAT_OK);
+    Var *loss = model_loss_planned(m, NULL, x, y, &ctx);
+    if (off) assert_int_equal(offload_pop(off), REMAT_OK);
+    assert_non_null(loss);
+    mem_return_free_pages();
+    RssMeasure r = {((double)mem_resident() - (double)ledger0) / 1048576.0,
+                    ((double)rss_bytes() - (double)rss0) / 1048576.0};
+    assert_int_equal(backward(loss), REMAT_OK);
+    var_free(loss);
+    tape_reset(tape_current());
+    return r;
+}
+
+static void test_offload_really_lowers_the_resident_set(void **state)
+{
+    (void)state;
+#ifdef __SANITIZE_ADDRESS__
+    /* AddressSanitizer's allocator holds freed memory in quarantine, so the process's RSS
+     * measures the sanitizer, not the program; the Release build runs this test. */
+    skip();
+#endif
+    enum { N = 16 };
+    Chain c = chain_create(N, 1024, 256); /* one activation is 1 MiB; none keeps 2N of them */
+    Model *m = c.model;
+    Var *x = c.x, *y = c.y;
+    /* A first step without offload, unmeasured: OpenBLAS and OpenMP allocate their buffers
+     * and thread stacks on first use. */
+    measure_forward_rss(m, x, y, NULL);
+    const RssMeasure none = measure_forward_rss(m, x, y, NULL);
+    printf("  over one forward (MiB): none: ledger +%.2f, RSS +%.2f\n", none.ledger_mib, none.rss_mib);
+    /* The kernel agrees with the ledger to within 1 MiB (one activation): what the ledger
+     * does not count is host memory that is not tensor data — the tape's nodes and the
+     * offloader's records, a few dozen KiB here — and the allocator returns free memory
+     * in whole pages only. Measured: within 0.02 MiB. */
+    assert_true(fabs(none.rss_mib - none.ledger_mib) < 1.0);
+    /* none keeps 2N activations of 1 MiB (x_0 and the targets existed before). */
+    assert_true(none.ledger_mib > 2 * N - 1);
+    for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP; io++) {
+        OffloadOptions oo = offload_defaults(OFFLOAD_ALL);
+        oo.dir = spill_dir;
+        oo.io = (OffloadIo)io;
+        Offload *off = offload_create(&oo);
+        assert_non_null(off);
+        measure_forward_rss(m, x, y, off); /* unmeasured: the spill file grows to its size */
+        const RssMeasure spilled = measure_forward_rss(m, x, y, off);
+        printf("  offload all by %-8s: ledger +%.2f, RSS +%.2f\n", io == OFFLOAD_IO_MMAP ? "mmap" : "syscalls",
+               spilled.ledger_mib, spilled.rss_mib);
+        /* Offload keeps none of them in RAM but the two records prefetch has started to
+         * read back for backward (the loss's prediction and targets, 1 MiB each), and the
+         * file's pages are not in the process either: never mapped (syscalls), or handed
+         * back with MADV_DONTNEED (mmap). */
+        assert_true(fabs(spilled.ledger_mib - OFFLOAD_PREFETCH) < 0.01);
+        assert_true(fabs(spilled.rss_mib - spilled.ledger_mib) < 1.0);
+        offload_free(off);
+    }
+    chain_free(&c);
+}
+
+/* ---- faults ----------------------------------------------------------------------------- */
+
+static void test_a_missing_or_unwritable_directory_is_a_clear_error(void **state)
+{
+    (void)state;
+    char missing[64], file[64], readonly[64];
+    snprintf(missing, sizeof missing, "%s/missing", spill_dir);
+    snprintf(file, sizeof file, "%s/a-file", spill_dir);
+    snprintf(readonly, sizeof readonly, "%s/read-only", spill_dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(mkdir(readonly, 0555), 0);
+    /* Root ignores permission bits, so as root the unwritable directory is /sys, where no
+     * one may create a file. */
+    const char *unwritable = geteuid() == 0 ? "/sys" : readonly;
+    const struct { const char *dir, *cause; } cases[] = {
+        {missing, "No such file or directory (does the directory exist?)"},
+        {file, "(it is not a directory)"},
+        {unwritable, "(the directory is not writable)"},
+    };
+    for (int i = 0; i < 3; i++) {
+        OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+        o.dir = cases[i].dir;
+        remat_clear_error();
+        assert_null(offload_create(&o));
+        printf("  %s\n", remat_last_error());
+        assert_int_equal(remat_last_status(), REMAT_EIO);
+        assert_non_null(strstr(remat_last_error(), "cannot create a spill file in"));
+        assert_non_null(strstr(remat_last_error(), cases[i].dir));
+        assert_non_null(strstr(remat_last_error(), cases[i].cause));
+    }
+    assert_int_equal(unlink(file), 0);
+    assert_int_equal(rmdir(readonly), 0);
+}
+
+/* A file-size limit of 1 MiB, far below the spill file's first growth (64 MiB), stands in
+ * for a full disk: the growth fails with EFBIG, as it would with ENOSPC. The kernel also
+ * sends SIGXFSZ, which would kill the process: it is ignored while the limit holds.
+ * disk_full_end puts both back. */
+typedef struct DiskFull {
+    struct rlimit before;
+    void (*previous)(int);
+} DiskFull;
+
+static DiskFull disk_full_begin(void)
+{
+    DiskFull d;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &d.before), 0);
+    struct rlimit small = d.before;
+    small.rlim_cur = 1 << 20;
+    d.previous = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+    return d;
+}
+
+static void disk_full_end(const DiskFull *d)
+{
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &d->before), 0);
+    signal(SIGXFSZ, d->previous);
+}
+
+static void test_a_full_disk_fails_the_forward_and_leaves_the_state_intact(void **state)
+{
+    (void)state;
+    Trainee t, reference;
+    trainee_create(&t);
+    trainee_create(&reference);
+    trainee_snapshot(&t);
+    OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+    o.dir = spill_dir;
+    Offload *off = offload_create(&o);
+    assert_non_null(off);
+
+    DiskFull full = disk_full_begin();
+    Pcg32 data_before = t.data;
+    trainee_step(&t, off, REMAT_EIO);
+    disk_full_end(&full);
+
+    printf("  %s\n", remat_last_error());
+    assert_non_null(strstr(remat_last_error(), "saved tensor 0 of linear #0 (h.0.mlp.fc)"));
+    assert_non_null(strstr(remat_last_error(), "the file-size limit, ulimit -f, was reached"));
+    assert_int_equal(offload_stats(off).failures, 1);
+    assert_int_equal(offload_stats(off).records_written, 0);
+    assert_int_equal(mem_current(MEM_DISK), 0);
+    trainee_assert_untouched(&t);
+
+    /* The run continues without offload, redoing the step on the same batch, and ends
+     * where a run that never failed does. */
+    t.data = data_before;
+    trainee_step(&t, NULL, REMAT_OK);
+    trainee_step(&reference, NULL, REMAT_OK);
+    assert_same_parameters(&t, &reference);
+    offload_free(off);
+    trainee_free(&t);
+    trainee_free(&reference);
+}
+
+typedef enum Damage { FLIP_DATA, FLIP_HEADER, TRUNCATE } Damage;
+
+static void test_a_damaged_record_is_caught_when_it_is_read_back(void **state)
+{
+    (void)state;
+    /* Truncating the file there loses the records after it too, among them the loss's,
+     * which backward reads first. */
+    const struct { Damage damage; const char *who, *says; } cases[] = {
+        {FLIP_DATA, "saved tensor 0 of relu #10 (h.3.mlp.relu)", "checksum"},
+        {FLIP_HEADER, "saved tensor 0 of relu #10 (h.3.mlp.relu)", "is not the one written"},
+        {TRUNCATE, "of mse #12 (loss)", "the file was truncated"},
+    };
+    for (int k = 0; k < 9; k++) {
+        /* Each damage, through each way of reading back: preadv, the mapping, and the
+         * prefetch thread (which reads the damaged record ahead). */
+        const int c = k % 3, reader = k / 3;
+        Trainee t;
+        trainee_create(&t);
+        trainee_snapshot(&t);
+        OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+        o.dir = spill_dir;
+        o.io = reader == 1 ? OFFLOAD_IO_MMAP : OFFLOAD_IO_SYSCALLS;
+        o.prefetch = reader == 2 ? OFFLOAD_PREFETCH : 0;
+        Offload *off = offload_create(&o);
+        assert_non_null(off);
+        Var *x, *y;
+        assert_int_equal(mlp_task_batch(t.teacher, &t.data, CHAIN_B, &x, &y), REMAT_OK);
+        assert_int_equal(offload_push(off), REMAT_OK);
+        Var *loss = model_loss_planned(t.model, NULL, x, y, &t.ctx);
+        assert_int_equal(offload_pop(off), REMAT_OK);
+        assert_non_null(loss);
+
+        /* Damage the relu output of the last block, record 2N − 1 (records go x_0, r_0,
+         * x_1, r_1, ..., then the loss's prediction and targets). */
+        const int fd = offload_debug_fd(off);
+        size_t at, bytes;
+        assert_int_equal(offload_debug_record(off, 2 * TRAINEE_N - 1, &at, &bytes), REMAT_OK);
+        if (cases[c].damage == TRUNCATE) {
+            assert_int_equal(ftruncate(fd, (off_t)at), 0);
+        } else {
+            const off_t where = (off_t)(cases[c].damage == FLIP_DATA ? at + bytes / 2 : at - 64 + 8);
+            unsigned char byte;
+            assert_int_equal(pread(fd, &byte, 1, where), 1);
+            byte ^= 0x01;
+            assert_int_equal(pwrite(fd, &byte, 1, where), 1);
+        }
+        assert_int_equal(backward(loss), REMAT_ECORRUPT);
+        printf("  %s\n", remat_last_error());
+        assert_non_null(strstr(remat_last_error(), cases[c].who));
+        assert_non_null(strstr(remat_last_error(), cases[c].says));
+        assert_true(offload_stats(off).failures >= 1); /* the loss's two records, truncated */
+        assert_int_equal(offload_stats(off).prefetched > 0, reader == 2);
+        /* Backward stopped: some gradients may be partial, so no optimizer step runs, and
+         * parameters and optimizer state are as they were. */
+        var_free(loss);
+        var_free(x);
+        var_free(y);
+        tape_reset(tape_current());
+        assert_int_equal(mem_current(MEM_DISK), 0);
+        trainee_assert_untouched(&t);
+        offload_free(off);
+        trainee_free(&t);
+    }
+}
+
+/* ---- the training loop ----------------------------------------------------------------- */
+
+static int parse(TrainOptions *opt, int argc, char **argv)
+{
+    FILE *sink = fopen("/dev/null", "w");
+    assert_non_null(sink);
+    int parsed = train_parse_args(argc, argv, opt, sink, sink);
+    fclose(sink);
+    return parsed;
+}
+
+static void test_train_takes_the_offload_flags(void **state)
+{
+    (void)state;
+    TrainOptions o;
+    char *good[] = {"train", "--offload", "boundary", "--offload-dir", "/somewhere", "--offload-no-cache"};
+    assert_int_equal(parse(&o, 6, good), 0);
+    assert_string_equal(o.offload, "boundary");
+    assert_string_equal(o.offload_dir, "/somewhere");
+    assert_true(o.offload_no_cache);
+    char *unknown[] = {"train", "--offload", "some"};
+    char *alone[] = {"train", "--offload-dir", "/somewhere"};
+    char *no_cache_alone[] = {"train", "--offload-no-cache"};
+    assert_int_equal(parse(&o, 3, unknown), 2);
+    assert_int_equal(parse(&o, 3, alone), 2);
+    assert_int_equal(parse(&o, 2, no_cache_alone), 2);
+    char *plain[] = {"train"};
+    assert_int_equal(parse(&o, 1, plain), 0);
+    assert_null(o.offload);
+}
+
+/* A short MLP run whose activations (64 KiB) are all spilled by the default options. */
+static TrainOptions offload_run_options(const char *offload, const char *dir)
+{
+    TrainOptions o = train_defaults("mlp");
+    o.layers = 2;
+    o.d_model = CHAIN_W;
+    o.batch = CHAIN_B;
+    o.steps = 3;
+    o.eval_every = 0;
+    o.eval_batches = 1;
+    o.quiet = true;
+    o.offload = offload;
+    o.offload_dir = dir;
+    return o;
+}
+
+static void test_train_redoes_a_failed_step_without_offload(void **state)
+{
+    (void)state;
+    FILE *sink = fopen("/dev/null", "w");
+    assert_non_null(sink);
+    TrainReport in_ram, fell_back;
+    TrainOptions plain = offload_run_options(NULL, NULL);
+    assert_int_equal(train_run(&plain, &in_ram, sink), REMAT_OK);
+
+    /* The disk is "full" from the first write on: step 1's forward fails, the loop says so,
+     * turns offload off and redoes the step on the same batch. */
+    char *printed = NULL;
+    size_t printed_size = 0;
+    FILE *out = open_memstream(&printed, &printed_size);
+    assert_non_null(out);
+    TrainOptions spilled = offload_run_options("all", spill_dir);
+    DiskFull full = disk_full_begin();
+    RematStatus status = train_run(&spilled, &fell_back, out);
+    disk_full_end(&full);
+    fclose(out);
+    assert_int_equal(status, REMAT_OK);
+    assert_non_null(strstr(printed, "offload failed: offload: cannot write saved tensor"));
+    assert_non_null(strstr(printed, "continuing without offload: step 1 is redone"));
+    /* Nothing of the failed attempt was applied: the run is the one that never offloaded. */
+    assert_int_equal(fell_back.steps_run, in_ram.steps_run);
+    assert_memory_equal(fell_back.losses, in_ram.losses, (size_t)in_ram.steps_run * sizeof(float));
+    assert_memory_equal(&fell_back.last_val_loss, &in_ram.last_val_loss, sizeof(float));
+    free(printed);
+    train_report_free(&in_ram);
+    train_report_free(&fell_back);
+
+    /* A directory that does not exist is a mistake on the command line: the run stops
+     * before training, saying which directory. */
+    char missing[64];
+    snprintf(missing, sizeof missing, "%s/missing", spill_dir);
+    TrainOptions nowhere = offload_run_options("all", missing);
+    TrainReport none;
+    assert_int_equal(train_run(&nowhere, &none, sink), REMAT_EIO);
+    assert_non_null(strstr(remat_last_error(), missing));
+    train_report_free(&none);
+    fclose(sink);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_crc32c_matches_published_check_values),
+        cmocka_unit_test(test_crc32c_fast_path_matches_the_reference),
+        cmocka_unit_test_setup_teardown(test_policy_names_parse_and_print, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_offload_is_bit_identical_with_every_strategy_on_the_mlp, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_offload_is_bit_identical_with_every_strategy_on_the_gpt_with_dropout, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_each_policy_spills_what_it_promises, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_the_spill_file_is_reused_and_every_record_is_prefetched, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_offload_all_keeps_one_block_of_the_chain_whatever_its_depth, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_offload_really_lowers_the_resident_set, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_a_missing_or_unwritable_directory_is_a_clear_error, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_a_full_disk_fails_the_forward_and_leaves_the_state_intact, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_a_damaged_record_is_caught_when_it_is_read_back, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_train_takes_the_offload_flags, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_train_redoes_a_failed_step_without_offload, clean_state, clean_state),
+    };
+    return cmocka_run_group_tests_name("offload", tests, group_setup, group_teardown);
+}
