@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PACKAGES=(build-essential cmake pkg-config libopenblas-openmp-dev libcmocka-dev libpcg-cpp-dev libcjson-dev)
+PACKAGES=(build-essential cmake pkg-config libopenblas-openmp-dev libcmocka-dev libpcg-cpp-dev libcjson-dev gnuplot-nox)
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 install_missing() {

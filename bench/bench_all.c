@@ -1,0 +1,109 @@
+/*
+ * bench_all.c — runs every question bench, one after the other, and merges what they wrote
+ * into results/summary.json.
+ *
+ * Each bench runs as its own process (found beside this binary), with the same --quick and
+ * --results as bench_all got, its output passing straight through. bench_all then writes
+ * its own results (which bench ran, its exit status and seconds) as bench_all.json, and
+ * summary.json: the same, plus every bench's JSON under "benches". A bench that fails does
+ * not stop the others; bench_all then exits 1 naming it.
+ *
+ * What it is not: a scheduler. Benches run one at a time, since each measures time and
+ * two at once would slow each other down.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "platform.h"
+#include "results.h"
+
+static const BenchInfo INFO = {
+    .name = "bench_all",
+    .question = "every quiz question that a bench answers, in one run",
+    .about = "  Runs bench_scaling, bench_selective, bench_placement, bench_dropout,\n"
+             "  bench_memory_budget and bench_timeline (from this binary's directory), then merges\n"
+             "  their JSON into DIR/summary.json.",
+    .quick = "every bench with --quick (about a minute)",
+    .full = "every bench in its full mode (several minutes)",
+    .timed = false,
+};
+
+static const char *const BENCHES[] = {
+    "bench_scaling", "bench_selective", "bench_placement", "bench_dropout", "bench_memory_budget", "bench_timeline",
+};
+enum { N_BENCHES = sizeof BENCHES / sizeof BENCHES[0] };
+
+/* Runs `path` with `args` (NULL-terminated, args[0] the program), waits, and returns its
+ * exit status (128 + the signal if one killed it), or -1 if it could not be started. */
+static int run(const char *path, char *const args[])
+{
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        execv(path, args);
+        fprintf(stderr, "bench_all: cannot run %s\n", path);
+        _exit(127);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) != pid) return -1;
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+static const ResultsField FIELDS[] = {
+    {"bench", ""},
+    {"exit_status", "0 ok, 1 error, 2 bad flag"},
+    {"seconds", "seconds"},
+};
+
+int main(int argc, char **argv)
+{
+    BenchOptions o;
+    Results *results;
+    const int start = bench_start(&INFO, argc, argv, &o, &results);
+    if (start != BENCH_RUN) return start;
+
+    /* The benches live beside this binary. */
+    char dir[4096] = ".";
+    const char *slash = strrchr(argv[0], '/');
+    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - argv[0]), argv[0]);
+
+    results_config_str(results, "results_dir", o.results_dir);
+    ResultsTable *runs = results_table(results, "runs", "each bench that ran", FIELDS,
+                                       (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+    int failed = 0;
+    char failures[512] = "";
+    double total = 0.0;
+    for (int i = 0; i < N_BENCHES; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, BENCHES[i]);
+        char *args[] = {path, "--results", (char *)o.results_dir, o.quick ? "--quick" : NULL, NULL};
+        printf("\n==== %s%s\n", BENCHES[i], o.quick ? " --quick" : "");
+        const double t0 = platform_seconds();
+        const int code = run(path, args);
+        const double seconds = platform_seconds() - t0;
+        total += seconds;
+        printf("==== %s: %s in %.1f s\n", BENCHES[i], code == 0 ? "done" : "FAILED", seconds);
+        ResultsRecord *rec = results_record(runs);
+        record_str(rec, "bench", BENCHES[i]);
+        record_num(rec, "exit_status", code);
+        record_num(rec, "seconds", seconds);
+        if (code != 0) {
+            failed++;
+            const size_t used = strlen(failures);
+            snprintf(failures + used, sizeof failures - used, "%s%s (exit %d)", used ? ", " : "", BENCHES[i], code);
+        }
+    }
+
+    RematStatus status = results_write_summary(results, o.results_dir, BENCHES, N_BENCHES);
+    if (status == REMAT_OK) {
+        printf("\n  %d benches in %.1f s; merged into %s/summary.json\n", N_BENCHES, total, o.results_dir);
+        if (failed)
+            status = remat_fail(REMAT_ESTATE, "%d bench%s failed: %s", failed, failed == 1 ? "" : "es", failures);
+    }
+    return bench_finish(&INFO, &o, results, status);
+}

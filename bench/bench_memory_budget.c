@@ -1,0 +1,293 @@
+/*
+ * bench_memory_budget.c — quiz question 8: checkpointing shrinks activations, but the
+ * optimizer's state stays, so a job can still run out of memory however much it recomputes.
+ *
+ * A training job here is: build the GPT, draw a batch, create its optimizer, run two
+ * training steps (the second is the steady state: every gradient exists throughout). Under
+ * a ledger budget (mem_set_budget) the ledger behaves like a device of that size: an
+ * allocation that would cross it fails with a message listing what is resident by kind.
+ *
+ * For each strategy (none, full, sqrt, selective) with AdamW it reports:
+ *   - the breakdown: params, grads, optimizer state, peak activations, peak total;
+ *   - whether the job fits under one budget between the strategies' peaks (and the OOM
+ *     message of those that do not);
+ *   - the smallest budget it fits in, searched by running the job: an exponential search
+ *     brackets the answer around the unconstrained peak, bisection closes the bracket.
+ *     (The ledger is exact, so the answer is that peak to the byte, in two runs.)
+ * Then it runs every strategy at a budget of exactly params + grads + optimizer: nothing
+ * fits there, whatever is recomputed, and the OOM message shows why. Last, what does fit
+ * there: SGD without momentum keeps no optimizer state, so the same model and strategies
+ * need params + grads + activations only. (Optimizer state in the offload file is not
+ * built; SGD without momentum is what this bench shows.)
+ *
+ * What it is not: a planner that picks a strategy for a budget (checkpoint/ will grow one).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "measure.h"
+#include "results.h"
+
+static const BenchInfo INFO = {
+    .name = "bench_memory_budget",
+    .question = "quiz question 8: recomputation does not remove optimizer state, so a job can still be out of memory",
+    .about = "  The GPT with AdamW under a memory budget: for none, full, sqrt and selective, the\n"
+             "  bytes of params, grads, optimizer state and activations, whether a job fits a budget,\n"
+             "  the smallest budget it fits in; that nothing fits at params + grads + optimizer; and\n"
+             "  what fits there instead: SGD without momentum (no optimizer state).",
+    .quick = "L = 4, D = 128, H = 4, T = 32, B = 4 (a few seconds)",
+    .full = "L = 6, D = 256, H = 4, T = 128, B = 4",
+    .timed = false,
+};
+
+enum { N_KINDS = 4, JOB_STEPS = 2 };
+static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};
+
+/* What one job did under a budget. */
+typedef struct JobResult {
+    RematStatus status;           /* REMAT_OK: it fits */
+    char message[512];            /* the OOM message when it did not */
+    size_t current[MEM_KIND_COUNT]; /* each kind's bytes at the end of the job */
+    size_t peak_act, peak_work, peak_resident;
+} JobResult;
+
+/* Runs the whole job (model, batch, optimizer, JOB_STEPS steps) under `budget` (0: none)
+ * and frees it all. Returns REMAT_OK whether or not it fit (r->status says which), or the
+ * status of an error that is not the budget's. */
+static RematStatus run_job(const GptShape *shape, StrategyKind kind, OptimKind optim, size_t budget, JobResult *r)
+{
+    memset(r, 0, sizeof *r);
+    mem_reset_peaks();
+    mem_set_budget(budget);
+    const OptimConfig c = optim == OPTIM_ADAMW ? optim_adamw_defaults(1e-3f) : optim_sgd_defaults(1e-2f, 0.0f);
+    GptBench g;
+    RematStatus status = gpt_bench_create(&g, shape, &c);
+    const Strategy s = strategy_defaults(kind);
+    Plan *plan = status == REMAT_OK ? plan_create(&s, g.model->layers, g.model->n_layers) : NULL;
+    if (status == REMAT_OK && !plan) status = remat_last_status();
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 3, 4);
+    StepStats step;
+    for (int i = 0; i < JOB_STEPS && status == REMAT_OK; i++)
+        status = step_run(g.model, &(Variant){.name = strategy_name(kind), .plan = plan}, g.opt, &g.batch, &ctx, &step);
+    r->status = status;
+    if (status != REMAT_OK) snprintf(r->message, sizeof r->message, "%s", remat_last_error());
+    for (int k = 0; k < MEM_KIND_COUNT; k++) r->current[k] = mem_current((MemKind)k);
+    r->peak_act = mem_peak(MEM_ACT);
+    r->peak_work = mem_peak(MEM_WORK);
+    r->peak_resident = mem_peak_resident();
+    plan_free(plan);
+    gpt_bench_free(&g);
+    mem_set_budget(0);
+    if (status != REMAT_OK && status != REMAT_EOOM) return remat_fail(status, "%s", r->message);
+    remat_clear_error();
+    return REMAT_OK;
+}
+
+/* The smallest budget the job fits in. Exponential search from the unconstrained peak
+ * brackets it (hi fits, lo does not), bisection closes the bracket; *trials counts the
+ * jobs run. */
+static RematStatus smallest_budget(const GptShape *shape, StrategyKind kind, OptimKind optim, size_t peak,
+                                   size_t *smallest, int *trials)
+{
+    JobResult r;
+    size_t hi = peak, lo = peak - 1, step = 1;
+    *trials = 0;
+    RematStatus status = REMAT_OK;
+    for (;; hi += step, step *= 2) { /* grow hi until the job fits */
+        if ((status = run_job(shape, kind, optim, hi, &r)) != REMAT_OK) return status;
+        ++*trials;
+        if (r.status == REMAT_OK) break;
+        lo = hi;
+    }
+    for (step = 1;; step *= 2) { /* lower lo until the job does not fit */
+        if ((status = run_job(shape, kind, optim, lo, &r)) != REMAT_OK) return status;
+        ++*trials;
+        if (r.status != REMAT_OK) break;
+        hi = lo;
+        if (lo == 1) break; /* it fits in one byte: nothing smaller to try */
+        lo = lo > step ? lo - step : 1;
+    }
+    while (hi - lo > 1) { /* lo does not fit (or hi is 1), hi does */
+        const size_t mid = lo + (hi - lo) / 2;
+        if ((status = run_job(shape, kind, optim, mid, &r)) != REMAT_OK) return status;
+        ++*trials;
+        if (r.status == REMAT_OK) hi = mid;
+        else lo = mid;
+    }
+    *smallest = hi;
+    return REMAT_OK;
+}
+
+/* Everything measured for one optimizer. */
+typedef struct OptimRun {
+    OptimKind optim;
+    JobResult free_run[N_KINDS]; /* without a budget */
+    size_t smallest[N_KINDS];
+    int trials[N_KINDS];
+} OptimRun;
+
+static RematStatus measure_optimizer(const GptShape *shape, OptimRun *o, Progress *progress)
+{
+    const char *optim = o->optim == OPTIM_ADAMW ? "AdamW" : "SGD";
+    for (int k = 0; k < N_KINDS; k++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s %s", optim, strategy_name(KINDS[k]));
+        RematStatus status = run_job(shape, KINDS[k], o->optim, 0, &o->free_run[k]);
+        if (status == REMAT_OK && o->free_run[k].status != REMAT_OK) /* no budget, yet out of memory */
+            status = remat_fail(o->free_run[k].status, "%s", o->free_run[k].message);
+        if (status == REMAT_OK)
+            status = smallest_budget(shape, KINDS[k], o->optim, o->free_run[k].peak_resident, &o->smallest[k],
+                                     &o->trials[k]);
+        if (status != REMAT_OK) return status;
+        progress_tick(progress, label);
+    }
+    return REMAT_OK;
+}
+
+static const ResultsField JOB_FIELDS[] = {
+    {"optimizer", ""},        {"strategy", ""},
+    {"params", "bytes"},      {"grads", "bytes"},
+    {"optimizer_state", "bytes"}, {"peak_act", "bytes"},
+    {"peak_work", "bytes"},   {"peak_resident", "bytes"},
+    {"smallest_budget", "bytes"}, {"search_trials", "jobs"},
+    {"demo_budget", "bytes"}, {"fits_demo_budget", "bool"},
+    {"demo_message", ""},     {"fits_at_adamw_floor", "bool"},
+    {"floor_message", ""},
+};
+
+static const ResultsField FLOOR_FIELDS[] = {
+    {"params", "bytes"},
+    {"grads", "bytes"},
+    {"optimizer_state", "bytes"},
+    {"params_grads_optimizer", "bytes"},
+    {"any_strategy_fits", "bool"},
+    {"sgd_smallest_budget", "bytes"},
+    {"sgd_strategy", ""},
+};
+
+/* The 1 MiB multiple halfway between the smallest and the largest of the peaks. */
+static size_t demo_budget(const OptimRun *o)
+{
+    size_t lo = (size_t)-1, hi = 0;
+    for (int k = 0; k < N_KINDS; k++) {
+        const size_t p = o->free_run[k].peak_resident;
+        lo = p < lo ? p : lo;
+        hi = p > hi ? p : hi;
+    }
+    const size_t MiB = 1024 * 1024, mid = lo + (hi - lo) / 2;
+    return mid / MiB * MiB > lo ? mid / MiB * MiB : mid;
+}
+
+static void print_breakdown(const OptimRun *o, const char *title)
+{
+    printf("\n  %s\n", title);
+    printf("  %-10s %9s %9s %10s %9s %10s %16s %20s %7s\n", "strategy", "params", "grads", "optimizer", "peak ACT",
+           "peak total", "smallest budget", "", "trials");
+    printf("  %-10s %9s %9s %10s %9s %10s %16s %20s\n", "", "MiB", "MiB", "MiB", "MiB", "MiB", "MiB", "bytes");
+    for (int k = 0; k < N_KINDS; k++) {
+        const JobResult *r = &o->free_run[k];
+        printf("  %-10s %9.2f %9.2f %10.2f %9.2f %10.2f %16.2f %20zu %7d\n", strategy_name(KINDS[k]),
+               mib(r->current[MEM_PARAM]), mib(r->current[MEM_GRAD]), mib(r->current[MEM_OPTIM]), mib(r->peak_act),
+               mib(r->peak_resident), mib(o->smallest[k]), o->smallest[k], o->trials[k]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    BenchOptions o;
+    Results *results;
+    const int start = bench_start(&INFO, argc, argv, &o, &results);
+    if (start != BENCH_RUN) return start;
+    const GptShape shape = o.quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 32, .B = 4, .dropout = 0.1f}
+                                   : (GptShape){.L = 6, .C = 256, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
+    results_config_gpt(results, &shape);
+    results_config_num(results, "steps_per_job", JOB_STEPS);
+    ResultsTable *jobs = results_table(results, "jobs", "one training job per optimizer and strategy", JOB_FIELDS,
+                                       (int)(sizeof JOB_FIELDS / sizeof JOB_FIELDS[0]), true);
+    ResultsTable *floor = results_table(results, "floor", "what no recomputation can remove", FLOOR_FIELDS,
+                                        (int)(sizeof FLOOR_FIELDS / sizeof FLOOR_FIELDS[0]), true);
+    RematStatus status = REMAT_OK;
+    OptimRun adamw = {.optim = OPTIM_ADAMW}, sgd = {.optim = OPTIM_SGD};
+    JobResult demo[N_KINDS], at_floor[N_KINDS];
+    Progress progress;
+    progress_begin(&progress, 4 * N_KINDS);
+    if (status == REMAT_OK) status = measure_optimizer(&shape, &adamw, &progress);
+    const size_t budget = demo_budget(&adamw);
+    const JobResult *base = &adamw.free_run[0];
+    const size_t pgo = base->current[MEM_PARAM] + base->current[MEM_GRAD] + base->current[MEM_OPTIM];
+    for (int k = 0; k < N_KINDS && status == REMAT_OK; k++) {
+        status = run_job(&shape, KINDS[k], OPTIM_ADAMW, budget, &demo[k]);
+        if (status == REMAT_OK) status = run_job(&shape, KINDS[k], OPTIM_ADAMW, pgo, &at_floor[k]);
+        progress_tick(&progress, "AdamW at two budgets");
+    }
+    if (status == REMAT_OK) status = measure_optimizer(&shape, &sgd, &progress);
+    progress_end(&progress);
+
+    if (status == REMAT_OK) {
+        char text[64];
+        printf("\n  GPT %s; a job = model + batch + optimizer + %d training steps\n",
+               gpt_shape_str(text, sizeof text, &shape), JOB_STEPS);
+        print_breakdown(&adamw, "AdamW (two state tensors per parameter)");
+        printf("  The smallest budget is each job's peak total to the byte: the ledger counts exactly.\n");
+
+        printf("\n  under a budget of %.2f MiB:\n", mib(budget));
+        for (int k = 0; k < N_KINDS; k++)
+            printf("    %-10s %s%s\n", strategy_name(KINDS[k]), demo[k].status == REMAT_OK ? "fits" : "does not fit: ",
+                   demo[k].message);
+
+        bool any = false;
+        printf("\n  at params + grads + optimizer = %.2f MiB (%zu bytes):\n", mib(pgo), pgo);
+        for (int k = 0; k < N_KINDS; k++) {
+            any = any || at_floor[k].status == REMAT_OK;
+            printf("    %-10s %s%s\n", strategy_name(KINDS[k]),
+                   at_floor[k].status == REMAT_OK ? "fits" : "does not fit: ", at_floor[k].message);
+        }
+        printf("  %s Recomputation removes activations only;\n"
+               "  params, their grads and AdamW's two moments per parameter stay resident all along.\n",
+               any ? "Something fits here." : "Nothing fits here, whatever is recomputed.");
+
+        print_breakdown(&sgd, "SGD without momentum (no optimizer state)");
+        int best = 0;
+        for (int k = 1; k < N_KINDS; k++) best = sgd.smallest[k] < sgd.smallest[best] ? k : best;
+        printf("  What fits instead: SGD without momentum keeps no optimizer state; with %s it needs\n"
+               "  %.2f MiB, %s AdamW's params + grads + optimizer (%.2f MiB). (Keeping the optimizer\n"
+               "  state in the offload file would be the other way; it is not built.)\n",
+               strategy_name(KINDS[best]), mib(sgd.smallest[best]), sgd.smallest[best] < pgo ? "below" : "not below",
+               mib(pgo));
+
+        for (int pass = 0; pass < 2; pass++) {
+            const OptimRun *run = pass ? &sgd : &adamw;
+            for (int k = 0; k < N_KINDS; k++) {
+                const JobResult *r = &run->free_run[k];
+                ResultsRecord *rec = results_record(jobs);
+                record_str(rec, "optimizer", pass ? "sgd" : "adamw");
+                record_str(rec, "strategy", strategy_name(KINDS[k]));
+                record_num(rec, "params", (double)r->current[MEM_PARAM]);
+                record_num(rec, "grads", (double)r->current[MEM_GRAD]);
+                record_num(rec, "optimizer_state", (double)r->current[MEM_OPTIM]);
+                record_num(rec, "peak_act", (double)r->peak_act);
+                record_num(rec, "peak_work", (double)r->peak_work);
+                record_num(rec, "peak_resident", (double)r->peak_resident);
+                record_num(rec, "smallest_budget", (double)run->smallest[k]);
+                record_num(rec, "search_trials", run->trials[k]);
+                if (pass) continue;
+                record_num(rec, "demo_budget", (double)budget);
+                record_bool(rec, "fits_demo_budget", demo[k].status == REMAT_OK);
+                record_str(rec, "demo_message", demo[k].message);
+                record_bool(rec, "fits_at_adamw_floor", at_floor[k].status == REMAT_OK);
+                record_str(rec, "floor_message", at_floor[k].message);
+            }
+        }
+        ResultsRecord *rec = results_record(floor);
+        record_num(rec, "params", (double)base->current[MEM_PARAM]);
+        record_num(rec, "grads", (double)base->current[MEM_GRAD]);
+        record_num(rec, "optimizer_state", (double)base->current[MEM_OPTIM]);
+        record_num(rec, "params_grads_optimizer", (double)pgo);
+        record_bool(rec, "any_strategy_fits", any);
+        record_num(rec, "sgd_smallest_budget", (double)sgd.smallest[best]);
+        record_str(rec, "sgd_strategy", strategy_name(KINDS[best]));
+    }
+    return bench_finish(&INFO, &o, results, status);
+}

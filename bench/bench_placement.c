@@ -1,0 +1,204 @@
+/*
+ * bench_placement.c — quiz question 3: why checkpointing's overhead must be measured on the
+ * actual model: placement, operators and hardware decide what a replay costs.
+ *
+ * The same GPT is trained with its checkpoint regions placed five ways:
+ *
+ *   none             no regions
+ *   whole blocks     every block a region (strategy full)
+ *   attention only   every block a region whose policy recomputes the attention branch
+ *                    (ops tagged "attn.*") and keeps the MLP branch's outputs
+ *   MLP only         the same with "mlp.*" recomputed and "attn.*" kept
+ *   every other      blocks 0, 2, 4, ... are regions; 1, 3, ... run plainly (a forward of
+ *                    this file's own, since a Plan applies one strategy to every segment)
+ *
+ * on 1 thread and on 2, strategies alternating step by step. For each it reports the
+ * activation memory saved against none, the recompute FLOP overhead and the time
+ * overhead, and their ratio: what a recomputed FLOP costs against an average FLOP of the
+ * step. Attention's softmax and dropout do few FLOPs per byte, the MLP's matmuls many, and
+ * a second thread speeds up matmuls more than elementwise loops: the same FLOP overhead
+ * costs different time.
+ *
+ * What it is not: a test; it asserts nothing about time.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "cli.h"
+#include "measure.h"
+#include "platform.h"
+#include "results.h"
+
+static const BenchInfo INFO = {
+    .name = "bench_placement",
+    .question = "quiz question 3: checkpoint placement, operators and hardware decide what a replay costs",
+    .about = "  The GPT with regions placed as whole blocks, attention only, MLP only and every other\n"
+             "  block, against none, on 1 and 2 threads: activation memory saved, recompute FLOP\n"
+             "  overhead, time overhead, and what a recomputed FLOP costs in time.",
+    .quick = "L = 2, D = 128, T = 128, B = 2, 3 timed steps (a few seconds)",
+    .full = "L = 4, D = 256, H = 4, T = 256, B = 4, 7 timed steps after 2 warm-up rounds",
+    .timed = true,
+};
+
+/* Recomputes the ops whose tag starts with the policy's prefix (`user`), keeps the rest. */
+static PolicyDecision recompute_prefix(const char *op, const char *tag, void *user)
+{
+    (void)op;
+    const char *prefix = user;
+    return tag && !strncmp(tag, prefix, strlen(prefix)) ? POLICY_RECOMPUTE : POLICY_SAVE;
+}
+
+static const Policy ATTENTION_ONLY = {"attention only", recompute_prefix, "attn."};
+static const Policy MLP_ONLY = {"MLP only", recompute_prefix, "mlp."};
+
+static Var *one_block(void *layer, Var *x, TrainCtx *ctx)
+{
+    return layer_forward(layer, x, ctx);
+}
+
+/* The GPT's forward with blocks 0, 2, 4, ... as checkpoint regions and the others plain. */
+static Var *every_other_block(void *user, Model *m, const Batch *batch, TrainCtx *ctx)
+{
+    (void)user;
+    Var *h = m->embed(m, batch->x, ctx);
+    for (int i = 0; i < m->n_layers && h; i++) {
+        Var *next;
+        if (i % 2 == 0) {
+            CheckpointOptions o = checkpoint_defaults();
+            o.name = m->layers[i]->name;
+            next = checkpoint(one_block, m->layers[i], h, ctx, &o);
+        } else {
+            next = layer_forward(m->layers[i], h, ctx);
+        }
+        var_free(h);
+        h = next;
+    }
+    Var *loss = h ? m->head(m, h, batch->y, ctx) : NULL;
+    var_free(h);
+    return loss;
+}
+
+enum { N_PLACEMENTS = 5, MAX_THREADS = 2 };
+
+/* How each placement is made: a strategy (with a policy), or the forward above. */
+typedef struct Placement {
+    const char *name;
+    StrategyKind kind;
+    const Policy *policy;
+    LossFn loss;
+} Placement;
+
+static const Placement PLACEMENTS[N_PLACEMENTS] = {
+    {"none", STRATEGY_NONE, NULL, NULL},
+    {"whole blocks", STRATEGY_FULL, NULL, NULL},
+    {"attention only", STRATEGY_SELECTIVE, &ATTENTION_ONLY, NULL},
+    {"MLP only", STRATEGY_SELECTIVE, &MLP_ONLY, NULL},
+    {"every other", STRATEGY_NONE, NULL, every_other_block},
+};
+
+static const ResultsField FIELDS[] = {
+    {"threads", "threads"},
+    {"placement", ""},
+    {"act_stored", "bytes"},
+    {"peak_act", "bytes"},
+    {"act_saved", "bytes"},
+    {"act_saved_fraction", "ratio"},
+    {"recompute_flops", "FLOPs"},
+    {"flop_overhead", "ratio"},
+    {"step_seconds", "seconds"},
+    {"time_overhead", "ratio"},
+    {"time_per_flop_overhead", "ratio"},
+};
+
+static void print_and_record(int threads, const StepStats *stats, ResultsTable *table)
+{
+    const StepStats *none = &stats[0];
+    printf("\n  %d thread%s\n", threads, threads == 1 ? "" : "s");
+    printf("  %-15s %10s %10s %9s %11s %9s %9s %9s %10s\n", "placement", "stored", "peak ACT", "ACT saved",
+           "recompute", "FLOP", "step", "time", "time ovh /");
+    printf("  %-15s %10s %10s %9s %11s %9s %9s %9s %10s\n", "", "MiB", "MiB", "vs none", "GFLOP", "overhead", "ms",
+           "overhead", "FLOP ovh");
+    for (int p = 0; p < N_PLACEMENTS; p++) {
+        const StepStats *s = &stats[p];
+        const double saved = (double)none->peak[MEM_ACT] - (double)s->peak[MEM_ACT];
+        const double fraction = saved / (double)none->peak[MEM_ACT];
+        const double time_ratio = s->seconds / none->seconds, flops = flop_overhead(s);
+        const double per_flop = flops > 0 ? (time_ratio - 1.0) / flops : 0.0;
+        printf("  %-15s %10.2f %10.2f %8.1f%% %11.3f %8.1f%% %9.2f %8.2fx", PLACEMENTS[p].name, mib(s->act_stored),
+               mib(s->peak[MEM_ACT]), 100.0 * fraction, 1e-9 * (double)s->flops[PHASE_RECOMPUTE], 100.0 * flops,
+               1e3 * s->seconds, time_ratio);
+        if (flops > 0) printf(" %10.2f\n", per_flop);
+        else printf(" %10s\n", "-");
+        ResultsRecord *rec = results_record(table);
+        record_num(rec, "threads", threads);
+        record_str(rec, "placement", PLACEMENTS[p].name);
+        record_num(rec, "act_stored", (double)s->act_stored);
+        record_num(rec, "peak_act", (double)s->peak[MEM_ACT]);
+        record_num(rec, "act_saved", saved);
+        record_num(rec, "act_saved_fraction", fraction);
+        record_num(rec, "recompute_flops", (double)s->flops[PHASE_RECOMPUTE]);
+        record_num(rec, "flop_overhead", flops);
+        record_num(rec, "step_seconds", s->seconds);
+        record_num(rec, "time_overhead", time_ratio);
+        if (flops > 0) record_num(rec, "time_per_flop_overhead", per_flop);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    BenchOptions o;
+    Results *results;
+    const int start = bench_start(&INFO, argc, argv, &o, &results);
+    if (start != BENCH_RUN) return start;
+    const GptShape shape = o.quick ? (GptShape){.L = 2, .C = 128, .H = 4, .T = 128, .B = 2, .dropout = 0.1f}
+                                   : (GptShape){.L = 4, .C = 256, .H = 4, .T = 256, .B = 4, .dropout = 0.1f};
+    const int warmup = o.quick ? 1 : 2, steps = bench_steps(&o, 3, 7);
+    const int threads_before = platform_info().threads;
+    const int n_threads = platform_info().cores < MAX_THREADS ? platform_info().cores : MAX_THREADS;
+    results_config_gpt(results, &shape);
+    results_config_str(results, "optimizer", "adamw");
+    results_config_num(results, "warmup_rounds", warmup);
+    results_config_num(results, "timed_steps", steps);
+    ResultsTable *table = results_table(results, "placements", "one AdamW step per placement and thread count",
+                                        FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+    const OptimConfig adamw = optim_adamw_defaults(1e-3f);
+    GptBench g;
+    RematStatus status = gpt_bench_create(&g, &shape, &adamw);
+    Plan *plans[N_PLACEMENTS] = {0};
+    Variant variants[N_PLACEMENTS];
+    for (int p = 0; p < N_PLACEMENTS && status == REMAT_OK; p++) {
+        Strategy s = strategy_defaults(PLACEMENTS[p].kind);
+        s.policy = PLACEMENTS[p].policy;
+        plans[p] = plan_create(&s, g.model->layers, g.model->n_layers);
+        if (!plans[p]) status = remat_last_status();
+        variants[p] = (Variant){.name = PLACEMENTS[p].name, .plan = plans[p], .loss = PLACEMENTS[p].loss};
+    }
+
+    StepStats stats[MAX_THREADS][N_PLACEMENTS];
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 3, 4);
+    Progress progress;
+    progress_begin(&progress, n_threads * N_PLACEMENTS * (warmup + steps));
+    for (int t = 0; t < n_threads && status == REMAT_OK; t++) {
+        char label[32];
+        snprintf(label, sizeof label, "%d thread%s", t + 1, t ? "s" : "");
+        status = platform_set_threads(t + 1);
+        if (status == REMAT_OK)
+            status = steps_alternate(g.model, variants, N_PLACEMENTS, g.opt, &g.batch, &ctx, warmup, steps, &progress,
+                                     label, stats[t]);
+    }
+    progress_end(&progress);
+    platform_set_threads(threads_before);
+
+    if (status == REMAT_OK) {
+        char text[64];
+        printf("\n  GPT %s, AdamW; \"time ovh / FLOP ovh\" = (time overhead - 1) / recompute FLOP overhead:\n"
+               "  above 1, a recomputed FLOP costs more time than the step's average FLOP\n",
+               gpt_shape_str(text, sizeof text, &shape));
+        for (int t = 0; t < n_threads; t++) print_and_record(t + 1, stats[t], table);
+    }
+    for (int p = 0; p < N_PLACEMENTS; p++) plan_free(plans[p]);
+    gpt_bench_free(&g);
+    return bench_finish(&INFO, &o, results, status);
+}

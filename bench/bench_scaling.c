@@ -1,0 +1,257 @@
+/*
+ * bench_scaling.c — quiz questions 1 and 4 on the MLP chain: what recomputation trades
+ * for memory (extra FLOPs, and the time they take), and how activation memory grows with
+ * depth under none, full and sqrt(N) checkpointing.
+ *
+ * For each depth N (doubling) it builds the residual MLP chain of width W and runs AdamW
+ * training steps on one batch under the three strategies, alternating step by step, and
+ * records each strategy's peak activation memory, peak training memory, FLOPs by phase,
+ * recompute FLOP overhead, median step time and time overhead against none. Then it fits
+ * the least-squares slope of ln(peak ACT) against ln(N) for each strategy and prints it
+ * next to the theory: none and full grow linearly (slope 1), sqrt as sqrt(N) (slope 0.5).
+ *
+ * The peaks are also checked against the counts derived by hand in tests/test_checkpoint.c
+ * (in units of one activation of B·W floats): none 2N + 4, full N + 6, sqrt s + 2k + 5.
+ * Their constant terms (the batch, the loss's gradients) are why a fit over small N comes
+ * out below the asymptotic slope; the slope over the last doubling is printed beside it.
+ *
+ * What it is not: a test. It asserts nothing about time; tests/test_bench.c checks the
+ * slopes of a --quick run.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "measure.h"
+#include "mlp.h"
+#include "results.h"
+
+static const BenchInfo INFO = {
+    .name = "bench_scaling",
+    .question = "quiz questions 1 and 4: recomputation trades FLOPs for memory; sqrt(N) checkpoints "
+                "give O(sqrt N) activations",
+    .about = "  The MLP chain at depths N = 4, 8, ..., 256 under the strategies none, full and sqrt:\n"
+             "  peak activation and training memory, FLOPs by phase, recompute FLOP overhead, median\n"
+             "  step time and time overhead (strategies alternate step by step), and the log-log\n"
+             "  slope of peak activation memory against N next to the theory (1, 1, 0.5).",
+    .quick = "W = 64, B = 16, N = 8..256, 3 timed steps (a few seconds)",
+    .full = "W = 256, B = 32, N = 4..256, 9 timed steps after 2 warm-up rounds",
+    .timed = true,
+};
+
+enum { N_KINDS = 3, MAX_DEPTHS = 8 };
+static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT};
+static const double THEORY[N_KINDS] = {1.0, 1.0, 0.5};
+
+typedef struct Config {
+    int width, batch;
+    int depths[MAX_DEPTHS];
+    int n_depths;
+    int warmup, steps;
+} Config;
+
+/* One depth's measurements. */
+typedef struct Depth {
+    int N;
+    int segments[N_KINDS];
+    size_t derived[N_KINDS]; /* peak ACT in units of a, derived by hand */
+    StepStats stats[N_KINDS];
+} Depth;
+
+/* Peak ACT of a step in units of one activation a = B·W·4 bytes, as derived by hand (the
+ * ledger adds 8 bytes: the loss and its seed gradient). tests/test_checkpoint.c spells it
+ * out for none (2N + 4), full (N + 6) and sqrt at square N (s + 2k + 5); in general the
+ * peak comes in backward while some region j is replayed:
+ *
+ *   2 (the batch) + j (the inputs of regions 1..j, still stored) + 2 (the region's output
+ *   gradient and its input gradient buffer) + 2·size − 1 (its replayed blocks' relu outputs
+ *   and inner inputs) + 3 gradients at its last relu (2 for a one-block region, whose input
+ *   gradient is the buffer already counted),
+ *
+ * and the peak is the largest of these over the regions: with unequal sqrt segments
+ * (N = 32: sizes 6,6,5,5,5,5) it is not always the last one. */
+static size_t derived_units(const Plan *plan, int N)
+{
+    if (plan->strategy.kind == STRATEGY_NONE) return (size_t)(2 * N + 4);
+    int worst = 0;
+    for (int j = 0; j < plan->n_segments; j++) {
+        const int size = plan->segments[j].count;
+        const int units = 2 + j + 2 + (2 * size - 1) + (size > 1 ? 3 : 2);
+        if (units > worst) worst = units;
+    }
+    return (size_t)worst;
+}
+
+/* Builds the chain of depth N, trains it under the three strategies alternately, frees it. */
+static RematStatus measure_depth(const Config *c, MlpTask *task, Depth *d, Progress *progress)
+{
+    Model *m = mlp_create(&(MlpConfig){.n_layers = d->N, .width = c->width, .seed = 1});
+    if (!m) return remat_last_status();
+    Plan *plans[N_KINDS] = {0};
+    Variant variants[N_KINDS];
+    RematStatus status = REMAT_OK;
+    for (int k = 0; k < N_KINDS && status == REMAT_OK; k++) {
+        const Strategy s = strategy_defaults(KINDS[k]);
+        plans[k] = plan_create(&s, m->layers, m->n_layers);
+        if (!plans[k]) {
+            status = remat_last_status();
+            break;
+        }
+        d->segments[k] = plans[k]->n_segments;
+        d->derived[k] = derived_units(plans[k], d->N);
+        variants[k] = (Variant){.name = strategy_name(KINDS[k]), .plan = plans[k]};
+    }
+    const OptimConfig adamw = optim_adamw_defaults(1e-3f);
+    Optimizer *opt = status == REMAT_OK ? optim_create(&adamw, m->params, m->n_params) : NULL;
+    if (status == REMAT_OK && !opt) status = remat_last_status();
+    Pcg32 data;
+    pcg32_seed(&data, 2, 3);
+    Batch batch = {0};
+    if (status == REMAT_OK) status = mlp_task_batch(task, &data, c->batch, &batch.x, &batch.y);
+    TrainCtx ctx = {.training = true};
+    char label[32];
+    snprintf(label, sizeof label, "N=%d", d->N);
+    if (status == REMAT_OK)
+        status = steps_alternate(m, variants, N_KINDS, opt, &batch, &ctx, c->warmup, c->steps, progress, label,
+                                 d->stats);
+    batch_free(&batch);
+    optim_free(opt);
+    for (int k = 0; k < N_KINDS; k++) plan_free(plans[k]);
+    model_free(m);
+    return status;
+}
+
+/* The least-squares slope of ln(y) against ln(x). */
+static double loglog_slope(const double *x, const double *y, int n)
+{
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int i = 0; i < n; i++) {
+        const double lx = log(x[i]), ly = log(y[i]);
+        sx += lx, sy += ly, sxx += lx * lx, sxy += lx * ly;
+    }
+    return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+static const ResultsField STEP_FIELDS[] = {
+    {"n_layers", "layers"},        {"strategy", ""},
+    {"segments", "regions"},       {"peak_act", "bytes"},
+    {"peak_act_units", "activations of B*W floats"},
+    {"derived_units", "activations of B*W floats"},
+    {"peak_resident", "bytes"},    {"params", "bytes"},
+    {"grads", "bytes"},            {"optimizer", "bytes"},
+    {"forward_flops", "FLOPs"},    {"backward_flops", "FLOPs"},
+    {"recompute_flops", "FLOPs"},  {"optimizer_flops", "FLOPs"},
+    {"flop_overhead", "ratio"},    {"step_seconds", "seconds"},
+    {"time_overhead", "ratio"},
+};
+
+static const ResultsField SLOPE_FIELDS[] = {
+    {"strategy", ""},
+    {"slope", "d ln(peak ACT) / d ln(N), least squares over all N"},
+    {"slope_last_doubling", "d ln(peak ACT) / d ln(N) between the two largest N"},
+    {"theory", "d ln(peak ACT) / d ln(N) as N grows"},
+};
+
+static void print_and_record(const Config *c, const Depth *depths, Results *results)
+{
+    ResultsTable *steps = results_table(results, "steps", "one AdamW training step per depth and strategy",
+                                        STEP_FIELDS, (int)(sizeof STEP_FIELDS / sizeof STEP_FIELDS[0]), true);
+    const size_t a = (size_t)c->batch * (size_t)c->width * sizeof(float);
+    printf("\n  one AdamW step of the MLP chain, W = %d, B = %d (a = one B*W activation = %zu bytes)\n",
+           c->width, c->batch, a);
+    printf("  %4s %-5s %4s %10s %7s %8s %10s %8s %8s %9s %8s %8s %8s\n", "N", "strat", "segs", "peak ACT",
+           "in a", "derived", "peak all", "fwd", "bwd", "recompute", "FLOP", "step", "time");
+    printf("  %4s %-5s %4s %10s %7s %8s %10s %8s %8s %9s %8s %8s %8s\n", "", "", "", "MiB", "", "", "MiB",
+           "GFLOP", "GFLOP", "GFLOP", "overhead", "ms", "overhead");
+    for (int i = 0; i < c->n_depths; i++) {
+        const Depth *d = &depths[i];
+        for (int k = 0; k < N_KINDS; k++) {
+            const StepStats *s = &d->stats[k];
+            const double units = (double)(s->peak[MEM_ACT] - 8) / (double)a;
+            const size_t derived = d->derived[k];
+            const double time_ratio = s->seconds / d->stats[0].seconds;
+            printf("  %4d %-5s %4d %10.2f %7.0f %8zu%s %9.2f %8.3f %8.3f %9.3f %7.1f%% %8.2f %7.2fx\n", d->N,
+                   strategy_name(KINDS[k]), d->segments[k], mib(s->peak[MEM_ACT]), units, derived,
+                   s->peak[MEM_ACT] == derived * a + 8 ? "=" : "!", mib(s->peak_resident),
+                   1e-9 * (double)s->flops[PHASE_FORWARD], 1e-9 * (double)s->flops[PHASE_BACKWARD],
+                   1e-9 * (double)s->flops[PHASE_RECOMPUTE], 100.0 * flop_overhead(s), 1e3 * s->seconds,
+                   time_ratio);
+            ResultsRecord *rec = results_record(steps);
+            record_num(rec, "n_layers", d->N);
+            record_str(rec, "strategy", strategy_name(KINDS[k]));
+            record_num(rec, "segments", d->segments[k]);
+            record_num(rec, "peak_act", (double)s->peak[MEM_ACT]);
+            record_num(rec, "peak_act_units", units);
+            record_num(rec, "derived_units", (double)derived);
+            record_num(rec, "peak_resident", (double)s->peak_resident);
+            record_num(rec, "params", (double)s->start[MEM_PARAM]);
+            record_num(rec, "grads", (double)s->start[MEM_GRAD]);
+            record_num(rec, "optimizer", (double)s->start[MEM_OPTIM]);
+            record_num(rec, "forward_flops", (double)s->flops[PHASE_FORWARD]);
+            record_num(rec, "backward_flops", (double)s->flops[PHASE_BACKWARD]);
+            record_num(rec, "recompute_flops", (double)s->flops[PHASE_RECOMPUTE]);
+            record_num(rec, "optimizer_flops", (double)s->flops[PHASE_OPTIMIZER]);
+            record_num(rec, "flop_overhead", flop_overhead(s));
+            record_num(rec, "step_seconds", s->seconds);
+            record_num(rec, "time_overhead", time_ratio);
+        }
+    }
+    printf("  (\"=\": the peak is exactly the count derived by hand, times a, + 8 bytes: see derived_units)\n");
+
+    ResultsTable *slopes = results_table(results, "slopes", "log-log slope of peak ACT against N", SLOPE_FIELDS,
+                                         (int)(sizeof SLOPE_FIELDS / sizeof SLOPE_FIELDS[0]), true);
+    printf("\n  peak activation memory against depth, on log-log axes\n");
+    printf("  %-9s %14s %20s %8s\n", "strategy", "fitted slope", "last doubling slope", "theory");
+    double n[MAX_DEPTHS], peak[MAX_DEPTHS];
+    for (int k = 0; k < N_KINDS; k++) {
+        for (int i = 0; i < c->n_depths; i++) {
+            n[i] = depths[i].N;
+            peak[i] = (double)depths[i].stats[k].peak[MEM_ACT];
+        }
+        const int last = c->n_depths - 1;
+        const double slope = loglog_slope(n, peak, c->n_depths);
+        const double local = log(peak[last] / peak[last - 1]) / log(n[last] / n[last - 1]);
+        printf("  %-9s %14.3f %20.3f %8.2f\n", strategy_name(KINDS[k]), slope, local, THEORY[k]);
+        ResultsRecord *rec = results_record(slopes);
+        record_str(rec, "strategy", strategy_name(KINDS[k]));
+        record_num(rec, "slope", slope);
+        record_num(rec, "slope_last_doubling", local);
+        record_num(rec, "theory", THEORY[k]);
+    }
+    printf("  The fit runs below the theory because of the constant terms of the derived counts\n"
+           "  (the batch, the last block's gradients): they weigh most at small N.\n");
+}
+
+int main(int argc, char **argv)
+{
+    BenchOptions o;
+    Results *results;
+    const int start = bench_start(&INFO, argc, argv, &o, &results);
+    if (start != BENCH_RUN) return start;
+
+    Config c = o.quick ? (Config){.width = 64, .batch = 16, .depths = {8, 16, 32, 64, 128, 256}, .n_depths = 6,
+                                  .warmup = 1}
+                       : (Config){.width = 256, .batch = 32, .depths = {4, 8, 16, 32, 64, 128, 256}, .n_depths = 7,
+                                  .warmup = 2};
+    c.steps = bench_steps(&o, 3, 9);
+    results_config_str(results, "model", "mlp");
+    results_config_num(results, "width", c.width);
+    results_config_num(results, "batch", c.batch);
+    results_config_ints(results, "depths", c.depths, c.n_depths);
+    results_config_str(results, "optimizer", "adamw");
+    results_config_num(results, "warmup_rounds", c.warmup);
+    results_config_num(results, "timed_steps", c.steps);
+    MlpTask *task = mlp_task_create(c.width, 7);
+    RematStatus status = task ? REMAT_OK : remat_last_status();
+    Depth depths[MAX_DEPTHS] = {0};
+    Progress progress;
+    progress_begin(&progress, c.n_depths * N_KINDS * (c.warmup + c.steps));
+    for (int i = 0; i < c.n_depths && status == REMAT_OK; i++) {
+        depths[i].N = c.depths[i];
+        status = measure_depth(&c, task, &depths[i], &progress);
+    }
+    progress_end(&progress);
+    mlp_task_free(task);
+    if (status == REMAT_OK) print_and_record(&c, depths, results);
+    return bench_finish(&INFO, &o, results, status);
+}

@@ -1,0 +1,181 @@
+/*
+ * bench_timeline.c — quiz question 2, seen over time: a forward piles up the activations
+ * backward will need, and backward releases them; checkpointing turns the pile into a
+ * sawtooth.
+ *
+ * For each strategy (none, full, sqrt, selective with attention_core) it runs AdamW
+ * training steps of the GPT, after warm-up steps, with the memory ledger's event timeline
+ * recording (mem_timeline_start): every allocation and free, its time, the FLOP phase it
+ * happened in, and every kind's bytes right after it. Of three recorded steps it keeps the
+ * one with the median time (the bytes are the same in all three; the times are not). The events go to
+ * results/bench_timeline.events.csv (plots.sh draws activations over time, one line per
+ * strategy, on shared axes); the JSON keeps a summary per strategy.
+ *
+ * What it is not: a profiler. The times are those of the ledger's events, which include
+ * the small cost of recording them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "measure.h"
+#include "results.h"
+
+static const BenchInfo INFO = {
+    .name = "bench_timeline",
+    .question = "quiz question 2: the forward keeps activations because backward needs them; "
+                "memory over one step, per strategy",
+    .about = "  One AdamW step of the GPT per strategy (none, full, sqrt, selective) with the memory\n"
+             "  ledger's event timeline recording: bytes by kind after every allocation and free,\n"
+             "  with its time and phase, written to bench_timeline.events.csv.",
+    .quick = "L = 4, D = 128, H = 4, T = 64, B = 4 (a second)",
+    .full = "L = 8, D = 128, H = 4, T = 128, B = 8",
+    .timed = false,
+};
+
+enum { N_KINDS = 4, TIMELINE_CAPACITY = 1 << 20, WARMUP_STEPS = 3, RECORDED_STEPS = 3 };
+static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};
+
+static const ResultsField EVENT_FIELDS[] = {
+    {"strategy", ""},       {"event", "index"},   {"time_ms", "milliseconds since the step began"},
+    {"phase", ""},          {"kind", ""},         {"delta", "bytes"},
+    {"params", "bytes"},    {"grads", "bytes"},   {"optimizer", "bytes"},
+    {"act", "bytes"},       {"work", "bytes"},    {"resident", "bytes"},
+};
+
+static const ResultsField STEP_FIELDS[] = {
+    {"strategy", ""},         {"events", "events"}, {"act_stored", "bytes"},
+    {"peak_act", "bytes"},    {"peak_resident", "bytes"},
+    {"step_seconds", "seconds"},
+};
+
+/* Copies the recorded events of one strategy's step into the events table. */
+static void record_events(ResultsTable *events, const char *strategy, const MemEvent *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t resident = 0;
+        for (int k = 0; k < MEM_DISK; k++) resident += e[i].current[k];
+        ResultsRecord *rec = results_record(events);
+        record_str(rec, "strategy", strategy);
+        record_num(rec, "event", (double)i);
+        record_num(rec, "time_ms", 1e3 * e[i].seconds);
+        record_str(rec, "phase", phase_name(e[i].phase));
+        record_str(rec, "kind", mem_kind_name(e[i].kind));
+        record_num(rec, "delta", (double)e[i].delta);
+        record_num(rec, "params", (double)e[i].current[MEM_PARAM]);
+        record_num(rec, "grads", (double)e[i].current[MEM_GRAD]);
+        record_num(rec, "optimizer", (double)e[i].current[MEM_OPTIM]);
+        record_num(rec, "act", (double)e[i].current[MEM_ACT]);
+        record_num(rec, "work", (double)e[i].current[MEM_WORK]);
+        record_num(rec, "resident", (double)resident);
+    }
+}
+
+/* The index of the median of n values (the upper one for even n). */
+static int median_index(const double *v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int below = 0; /* values ranked before v[i], ties broken by index */
+        for (int j = 0; j < n; j++) below += v[j] < v[i] || (v[j] == v[i] && j < i);
+        if (below == n / 2) return i;
+    }
+    return 0;
+}
+
+/* WARMUP_STEPS untimed steps of the strategy (its first steps are slower: the allocator is
+ * still taking pages from the system), then RECORDED_STEPS steps with the timeline
+ * recording; the events of the one with the median time go to `events`. */
+static RematStatus timeline_step(GptBench *g, StrategyKind kind, ResultsTable *events, StepStats *stats,
+                                 size_t *n_events)
+{
+    const Strategy s = strategy_defaults(kind);
+    Plan *plan = plan_create(&s, g->model->layers, g->model->n_layers);
+    if (!plan) return remat_last_status();
+    const Variant v = {.name = strategy_name(kind), .plan = plan};
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 3, 4);
+    RematStatus status = REMAT_OK;
+    for (int i = 0; i < WARMUP_STEPS && status == REMAT_OK; i++)
+        status = step_run(g->model, &v, g->opt, &g->batch, &ctx, stats);
+
+    MemEvent *runs[RECORDED_STEPS] = {0}; /* each recorded step's events, copied */
+    size_t counts[RECORDED_STEPS] = {0};
+    StepStats run_stats[RECORDED_STEPS];
+    double seconds[RECORDED_STEPS];
+    for (int r = 0; r < RECORDED_STEPS && status == REMAT_OK; r++) {
+        if ((status = mem_timeline_start(TIMELINE_CAPACITY)) != REMAT_OK) break;
+        status = step_run(g->model, &v, g->opt, &g->batch, &ctx, &run_stats[r]);
+        mem_timeline_stop();
+        seconds[r] = run_stats[r].seconds;
+        const MemEvent *e = mem_timeline_events(&counts[r]);
+        if (status == REMAT_OK && mem_timeline_dropped())
+            status = remat_fail(REMAT_ESTATE, "the timeline dropped %zu events past its %d: raise TIMELINE_CAPACITY",
+                                mem_timeline_dropped(), TIMELINE_CAPACITY);
+        if (status == REMAT_OK && !(runs[r] = malloc(counts[r] * sizeof *runs[r])))
+            status = remat_fail(REMAT_ENOMEM, "no memory for a copy of %zu events", counts[r]);
+        if (status == REMAT_OK) memcpy(runs[r], e, counts[r] * sizeof *e);
+    }
+    mem_timeline_free();
+    if (status == REMAT_OK) {
+        const int mid = median_index(seconds, RECORDED_STEPS);
+        *stats = run_stats[mid];
+        *n_events = counts[mid];
+        record_events(events, v.name, runs[mid], counts[mid]);
+    }
+    for (int r = 0; r < RECORDED_STEPS; r++) free(runs[r]);
+    plan_free(plan);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    BenchOptions o;
+    Results *results;
+    const int start = bench_start(&INFO, argc, argv, &o, &results);
+    if (start != BENCH_RUN) return start;
+    const GptShape shape = o.quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f}
+                                   : (GptShape){.L = 8, .C = 128, .H = 4, .T = 128, .B = 8, .dropout = 0.1f};
+    results_config_gpt(results, &shape);
+    results_config_str(results, "optimizer", "adamw");
+    results_config_str(results, "selective_policy", "attention_core");
+    ResultsTable *steps = results_table(results, "steps", "the recorded step of each strategy", STEP_FIELDS,
+                                        (int)(sizeof STEP_FIELDS / sizeof STEP_FIELDS[0]), true);
+    ResultsTable *events = results_table(results, "events", "every ledger event of each recorded step", EVENT_FIELDS,
+                                         (int)(sizeof EVENT_FIELDS / sizeof EVENT_FIELDS[0]), false);
+    const OptimConfig adamw = optim_adamw_defaults(1e-3f);
+    GptBench g;
+    RematStatus status = gpt_bench_create(&g, &shape, &adamw);
+
+    StepStats stats[N_KINDS];
+    size_t n_events[N_KINDS] = {0};
+    Progress progress;
+    progress_begin(&progress, N_KINDS);
+    for (int k = 0; k < N_KINDS && status == REMAT_OK; k++) {
+        status = timeline_step(&g, KINDS[k], events, &stats[k], &n_events[k]);
+        progress_tick(&progress, strategy_name(KINDS[k]));
+    }
+    progress_end(&progress);
+
+    if (status == REMAT_OK) {
+        char text[64];
+        printf("\n  GPT %s, AdamW; one recorded step per strategy\n", gpt_shape_str(text, sizeof text, &shape));
+        printf("  %-10s %8s %12s %12s %12s %9s\n", "strategy", "events", "stored MiB", "peak ACT MiB",
+               "peak all MiB", "step ms");
+        for (int k = 0; k < N_KINDS; k++) {
+            const StepStats *s = &stats[k];
+            printf("  %-10s %8zu %12.2f %12.2f %12.2f %9.2f\n", strategy_name(KINDS[k]), n_events[k],
+                   mib(s->act_stored), mib(s->peak[MEM_ACT]), mib(s->peak_resident), 1e3 * s->seconds);
+            ResultsRecord *rec = results_record(steps);
+            record_str(rec, "strategy", strategy_name(KINDS[k]));
+            record_num(rec, "events", (double)n_events[k]);
+            record_num(rec, "act_stored", (double)s->act_stored);
+            record_num(rec, "peak_act", (double)s->peak[MEM_ACT]);
+            record_num(rec, "peak_resident", (double)s->peak_resident);
+            record_num(rec, "step_seconds", s->seconds);
+        }
+        printf("  (\"stored\": activations held between the forward and the backward)\n");
+    }
+    gpt_bench_free(&g);
+    return bench_finish(&INFO, &o, results, status);
+}

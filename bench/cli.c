@@ -1,0 +1,167 @@
+/*
+ * cli.c — flags, header, progress and ending shared by the bench binaries (see cli.h).
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "memory.h"
+#include "platform.h"
+
+/* ---- flags ------------------------------------------------------------------------------ */
+
+void bench_usage(const BenchInfo *info, FILE *out)
+{
+    fprintf(out, "usage: %s [--quick] [--results DIR]%s [--help]\n", info->name, info->timed ? " [--steps N]" : "");
+    fprintf(out, "  %s\n%s\n", info->question, info->about);
+    fprintf(out, "  --quick        %s\n", info->quick);
+    fprintf(out, "                 (default: %s)\n", info->full);
+    fprintf(out, "  --results DIR  write DIR/%s.json and its CSV files (default: results)\n", info->name);
+    if (info->timed) fprintf(out, "  --steps N      timed steps per configuration, 1..1000 (default: the mode's)\n");
+    fprintf(out, "  --help         this text\n");
+}
+
+/* Parses a whole number in [lo, hi]. */
+static bool parse_int(const char *text, long lo, long hi, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi) return false;
+    *out = (int)v;
+    return true;
+}
+
+int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions *opt)
+{
+    *opt = (BenchOptions){.results_dir = "results"};
+    for (int i = 1; i < argc; i++) {
+        const char *flag = argv[i];
+        if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
+            bench_usage(info, stdout);
+            return 1;
+        }
+        if (!strcmp(flag, "--quick")) {
+            opt->quick = true;
+            continue;
+        }
+        const bool takes_value = !strcmp(flag, "--results") || (info->timed && !strcmp(flag, "--steps"));
+        if (!takes_value) {
+            fprintf(stderr, "%s: unknown flag %s\n", info->name, flag);
+            bench_usage(info, stderr);
+            return 2;
+        }
+        const char *value = i + 1 < argc ? argv[++i] : NULL;
+        bool ok = value && value[0];
+        if (ok && !strcmp(flag, "--results")) opt->results_dir = value;
+        else if (ok) ok = parse_int(value, 1, 1000, &opt->steps);
+        if (!ok) {
+            fprintf(stderr, "%s: bad or missing value for %s%s%s\n", info->name, flag, value ? ": " : "",
+                    value ? value : "");
+            bench_usage(info, stderr);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+int bench_steps(const BenchOptions *opt, int quick_steps, int full_steps)
+{
+    if (opt->steps) return opt->steps;
+    return opt->quick ? quick_steps : full_steps;
+}
+
+void bench_print_header(const BenchInfo *info, const BenchOptions *opt)
+{
+    const PlatformInfo p = platform_info();
+    printf("remat %s: %s\n", info->name, info->question);
+    printf("  %s mode; OpenBLAS %s build, core %s; %d thread%s\n", opt->quick ? "quick" : "full",
+           p.blas_threading, p.blas_core, p.threads, p.threads == 1 ? "" : "s");
+    if (platform_check() != REMAT_OK) printf("  warning: %s\n", remat_last_error());
+    fflush(stdout);
+}
+
+int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results)
+{
+    *results = NULL;
+    const int parsed = bench_parse_args(info, argc, argv, opt);
+    if (parsed) return parsed == 1 ? 0 : 2;
+    bench_print_header(info, opt);
+    *results = results_create(info->name, info->question, opt->quick);
+    if (*results) return BENCH_RUN;
+    fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
+    return 1;
+}
+
+int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *results, RematStatus status)
+{
+    if (status == REMAT_OK && !results) status = remat_fail(REMAT_ENOMEM, "no results to write");
+    if (status == REMAT_OK) status = results_write(results, opt->results_dir);
+    results_free(results);
+    if (status == REMAT_OK && mem_live_blocks() != 0) {
+        char held[256];
+        status = remat_fail(REMAT_ESTATE, "the bench left %zu blocks in the memory ledger (%s): "
+                            "it must free everything it makes", mem_live_blocks(),
+                            mem_describe_resident(held, sizeof held));
+    }
+    if (status != REMAT_OK) {
+        fflush(stdout);
+        fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
+        return 1;
+    }
+    printf("\n  results: %s/%s.json (and CSV beside it)\n", opt->results_dir, info->name);
+    return 0;
+}
+
+/* ---- progress --------------------------------------------------------------------------- */
+
+enum { BAR_WIDTH = 30 };
+
+void progress_begin(Progress *p, int total)
+{
+    *p = (Progress){.total = total, .tty = isatty(fileno(stdout))};
+}
+
+void progress_tick(Progress *p, const char *label)
+{
+    p->done++;
+    if (p->tty) {
+        char bar[BAR_WIDTH + 1];
+        const int filled = p->total > 0 ? (int)((long)BAR_WIDTH * p->done / p->total) : BAR_WIDTH;
+        for (int i = 0; i < BAR_WIDTH; i++) bar[i] = i < filled ? '#' : '.';
+        bar[BAR_WIDTH] = '\0';
+        printf("\r  [%s] %4d/%-4d %-40.40s", bar, p->done, p->total, label);
+    } else if (strcmp(label, p->label) != 0) {
+        printf("  measuring %s (%d/%d)\n", label, p->done, p->total);
+    }
+    snprintf(p->label, sizeof p->label, "%s", label);
+    fflush(stdout);
+}
+
+void progress_end(Progress *p)
+{
+    if (p->tty) printf("\r%*s\r", BAR_WIDTH + 60, "");
+    fflush(stdout);
+}
+
+/* ---- numbers ---------------------------------------------------------------------------- */
+
+static int compare_doubles(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double median(double *values, int n)
+{
+    qsort(values, (size_t)n, sizeof *values, compare_doubles);
+    return values[n / 2];
+}
+
+double mib(size_t bytes)
+{
+    return (double)bytes / (1024.0 * 1024.0);
+}

@@ -1,0 +1,96 @@
+/*
+ * cli.h — what every bench binary shares on its command line and its terminal: the common
+ * flags, the header, a progress bar, medians, and the ending (results written, ledger
+ * checked clean, exit status).
+ *
+ * Every bench takes the same flags:
+ *
+ *   --quick         a small configuration that runs in seconds (the smoke test runs this)
+ *   --results DIR   where results/<bench>.json and its CSV files go (default: results)
+ *   --steps N       timed steps per configuration (benches that time steps)
+ *   --help          what the bench measures and these flags
+ *
+ * and ends the same way: exit 0 when it measured and wrote everything, 1 on an error (a
+ * clear message on stderr), 2 for a bad flag (with the usage). What this is not: a
+ * general option parser; a bench with more flags than these would grow its own.
+ */
+#ifndef REMAT_BENCH_CLI_H
+#define REMAT_BENCH_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "error.h"
+#include "results.h"
+
+/* What a bench says about itself, for --help, its header and its results. */
+typedef struct BenchInfo {
+    const char *name;     /* "bench_scaling" */
+    const char *question; /* the quiz question(s) it answers, one line */
+    const char *about;    /* what it measures: a few lines, each starting with two spaces */
+    const char *quick;    /* what --quick runs, one line */
+    const char *full;     /* what the default runs, one line */
+    bool timed;           /* it times steps, so it takes --steps */
+} BenchInfo;
+
+typedef struct BenchOptions {
+    bool quick;
+    const char *results_dir; /* "results" unless --results */
+    int steps;               /* --steps, or 0 for the bench's default */
+} BenchOptions;
+
+/* Prints the usage of `info`'s bench to `out`. */
+void bench_usage(const BenchInfo *info, FILE *out);
+
+/* Parses the common flags into *opt. Returns 0 to run, 1 when --help was printed (exit 0),
+ * 2 for a bad flag or value (a message and the usage went to stderr; exit 2). */
+int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions *opt);
+
+/* Prints the bench's first lines: its name and question, the mode, the BLAS and threads. */
+void bench_print_header(const BenchInfo *info, const BenchOptions *opt);
+
+#define BENCH_RUN (-1)
+
+/* How every bench starts: parses the flags, prints the header, and creates the bench's
+ * Results (*results, owned by the caller until bench_finish). Returns BENCH_RUN to go on,
+ * or the exit status to return right away: 0 after --help, 2 for a bad flag, 1 when the
+ * Results could not be made (the message went to stderr). */
+int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results);
+
+/* The bench's steps for its mode: --steps if given, else `quick_steps` or `full_steps`. */
+int bench_steps(const BenchOptions *opt, int quick_steps, int full_steps);
+
+/* Ends a bench run; returns its exit status. With `status` REMAT_OK it writes `results`
+ * into opt->results_dir and checks that the memory ledger holds nothing (a bench frees
+ * everything it made); a failure of either, or a `status` that is not REMAT_OK, prints
+ * "<bench>: <remat_last_error()>" on stderr and gives 1. Frees `results` in every case. */
+int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *results, RematStatus status);
+
+/* ---- progress --------------------------------------------------------------------------- */
+
+/* Progress through a known number of units of work, on stdout: a bar redrawn in place when
+ * stdout is a terminal; otherwise a plain line each time the label changes. */
+typedef struct Progress {
+    int total, done;
+    bool tty;
+    char label[64];
+} Progress;
+
+void progress_begin(Progress *p, int total);
+
+/* One unit done; `label` says what is being measured ("N=64 sqrt"). */
+void progress_tick(Progress *p, const char *label);
+
+/* Clears the bar (on a terminal), so that a table can follow. */
+void progress_end(Progress *p);
+
+/* ---- numbers ---------------------------------------------------------------------------- */
+
+/* The median of `n` ≥ 1 values (sorts them in place; the upper median for even n). */
+double median(double *values, int n);
+
+/* Bytes in MiB, for tables. */
+double mib(size_t bytes);
+
+#endif /* REMAT_BENCH_CLI_H */

@@ -1,0 +1,237 @@
+/*
+ * measure.c — measuring training steps, alternating variants, and the census of what a
+ * forward keeps (see measure.h).
+ */
+#include "measure.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt.h"
+#include "platform.h"
+
+/* ---- batches and the GPT ------------------------------------------------------------------ */
+
+/* A constant (B,T) Var of random byte tokens. */
+static Var *random_tokens(int B, int T, Pcg32 *rng, const char *name)
+{
+    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
+    if (!t) return NULL;
+    for (size_t i = 0; i < t->numel; i++) t->i32[i] = (int32_t)pcg32_bounded(rng, 256);
+    return var_create(t, false, name);
+}
+
+/* B sequences of T random tokens and random targets; on error *b stays empty. */
+static RematStatus batch_tokens(Batch *b, int B, int T, uint64_t seed)
+{
+    Pcg32 rng;
+    pcg32_seed(&rng, seed, 0xba7c4);
+    b->x = random_tokens(B, T, &rng, "tokens");
+    b->y = b->x ? random_tokens(B, T, &rng, "targets") : NULL;
+    if (b->y) return REMAT_OK;
+    batch_free(b);
+    return remat_last_status();
+}
+
+void batch_free(Batch *b)
+{
+    var_free(b->x);
+    var_free(b->y);
+    b->x = b->y = NULL;
+}
+
+static Model *gpt_for_bench(const GptShape *s, uint64_t seed)
+{
+    return gpt_create(&(GptConfig){.n_layers = s->L, .d_model = s->C, .n_heads = s->H, .seq_len = s->T,
+                                   .vocab = 256, .dropout = s->dropout, .seed = seed});
+}
+
+void results_config_gpt(Results *r, const GptShape *s)
+{
+    results_config_str(r, "model", "gpt");
+    results_config_num(r, "layers", s->L);
+    results_config_num(r, "d_model", s->C);
+    results_config_num(r, "heads", s->H);
+    if (s->T) results_config_num(r, "seq", s->T);
+    results_config_num(r, "batch", s->B);
+    results_config_num(r, "dropout", round((double)s->dropout * 1e6) / 1e6); /* 0.1, not 0.100000001 */
+}
+
+char *gpt_shape_str(char *buf, size_t size, const GptShape *s)
+{
+    snprintf(buf, size, "L=%d D=%d H=%d T=%d B=%d, dropout %g", s->L, s->C, s->H, s->T, s->B, (double)s->dropout);
+    return buf;
+}
+
+RematStatus gpt_bench_create(GptBench *g, const GptShape *s, const OptimConfig *optim)
+{
+    *g = (GptBench){0};
+    g->model = gpt_for_bench(s, 1);
+    if (!g->model) return remat_last_status();
+    const RematStatus status = batch_tokens(&g->batch, s->B, s->T, 2);
+    if (status != REMAT_OK || !optim) return status;
+    g->opt = optim_create(optim, g->model->params, g->model->n_params);
+    return g->opt ? REMAT_OK : remat_last_status();
+}
+
+void gpt_bench_free(GptBench *g)
+{
+    optim_free(g->opt);
+    batch_free(&g->batch);
+    model_free(g->model);
+    *g = (GptBench){0};
+}
+
+/* ---- one step ----------------------------------------------------------------------------- */
+
+static Var *variant_loss(const Variant *v, Model *model, const Batch *batch, TrainCtx *ctx)
+{
+    if (v->loss) return v->loss(v->user, model, batch, ctx);
+    return model_loss_planned(model, v->plan, batch->x, batch->y, ctx);
+}
+
+RematStatus step_run(Model *model, const Variant *v, Optimizer *opt, const Batch *batch, TrainCtx *ctx,
+                     StepStats *stats)
+{
+    memset(stats, 0, sizeof *stats);
+    for (int k = 0; k < MEM_KIND_COUNT; k++) stats->start[k] = mem_current((MemKind)k);
+    flops_reset();
+    mem_reset_peaks();
+    const double t0 = platform_seconds();
+
+    for (int i = 0; i < model->n_params; i++) var_zero_grad(model->params[i].var);
+    flops_set_phase(PHASE_FORWARD);
+    Var *loss = variant_loss(v, model, batch, ctx);
+    RematStatus status = loss ? REMAT_OK : remat_last_status();
+    stats->act_stored = mem_current(MEM_ACT);
+    if (status == REMAT_OK) status = backward(loss);
+    if (status == REMAT_OK && opt) status = optim_step(opt);
+    var_free(loss);
+    tape_reset(tape_current());
+    flops_set_phase(PHASE_FORWARD);
+
+    stats->seconds = platform_seconds() - t0;
+    for (int k = 0; k < MEM_KIND_COUNT; k++) stats->peak[k] = mem_peak((MemKind)k);
+    stats->peak_resident = mem_peak_resident();
+    for (int p = 0; p < PHASE_COUNT; p++) stats->flops[p] = flops_get((Phase)p);
+    return status;
+}
+
+double flop_overhead(const StepStats *s)
+{
+    const double done = (double)(s->flops[PHASE_FORWARD] + s->flops[PHASE_BACKWARD]);
+    return done > 0 ? (double)s->flops[PHASE_RECOMPUTE] / done : 0.0;
+}
+
+RematStatus steps_alternate(Model *model, const Variant *variants, int n, Optimizer *opt, const Batch *batch,
+                            TrainCtx *ctx, int warmup, int steps, Progress *progress, const char *label,
+                            StepStats *out)
+{
+    double *times = malloc((size_t)n * (size_t)steps * sizeof *times); /* times[i·steps + round] */
+    if (!times) return remat_fail(REMAT_ENOMEM, "no memory for %d step times", n * steps);
+    RematStatus status = REMAT_OK;
+    for (int round = 0; round < warmup + steps && status == REMAT_OK; round++) {
+        for (int j = 0; j < n && status == REMAT_OK; j++) {
+            const int i = (round + j) % n;
+            status = step_run(model, &variants[i], opt, batch, ctx, &out[i]);
+            if (round >= warmup) times[i * steps + round - warmup] = out[i].seconds;
+            if (progress) progress_tick(progress, label);
+        }
+    }
+    for (int i = 0; i < n && status == REMAT_OK; i++) out[i].seconds = median(&times[i * steps], steps);
+    free(times);
+    return status;
+}
+
+/* ---- the census --------------------------------------------------------------------------- */
+
+/* Every op output of the forward, each with one reference held by the census. */
+typedef struct Observed {
+    Tensor **tensors;
+    const char **tags;
+    int count, capacity;
+} Observed;
+
+static RematStatus observe_output(void *ctx, const OpInfo *op, const char *tag, int index, Tensor *out)
+{
+    (void)op, (void)index;
+    Observed *o = ctx;
+    if (o->count == o->capacity) {
+        const int capacity = o->capacity ? 2 * o->capacity : 256;
+        Tensor **tensors = realloc(o->tensors, (size_t)capacity * sizeof *tensors);
+        if (tensors) o->tensors = tensors;
+        const char **tags = tensors ? realloc(o->tags, (size_t)capacity * sizeof *tags) : NULL;
+        if (!tags) return remat_fail(REMAT_ENOMEM, "census: no memory to follow %d outputs", capacity);
+        o->tags = tags;
+        o->capacity = capacity;
+    }
+    o->tensors[o->count] = tensor_retain(out);
+    o->tags[o->count] = tag ? tag : "untagged";
+    o->count++;
+    return REMAT_OK;
+}
+
+/* Adds `bytes` under `tag`. */
+static RematStatus census_add(Census *c, const char *tag, size_t bytes, int *capacity)
+{
+    for (int i = 0; i < c->count; i++) {
+        if (!strcmp(c->tags[i].tag, tag)) {
+            c->tags[i].bytes += bytes;
+            c->total += bytes;
+            return REMAT_OK;
+        }
+    }
+    if (c->count == *capacity) {
+        *capacity = *capacity ? 2 * *capacity : 32;
+        TagBytes *tags = realloc(c->tags, (size_t)*capacity * sizeof *tags);
+        if (!tags) return remat_fail(REMAT_ENOMEM, "census: no memory for %d tags", *capacity);
+        c->tags = tags;
+    }
+    c->tags[c->count++] = (TagBytes){tag, bytes};
+    c->total += bytes;
+    return REMAT_OK;
+}
+
+RematStatus census_forward(Model *model, const Variant *v, const Batch *batch, TrainCtx *ctx, Census *out)
+{
+    *out = (Census){0};
+    Observed seen = {0};
+    const OpHooks hooks = {.name = "census", .observe = observe_output, .ctx = &seen};
+    RematStatus status = op_hooks_push(&hooks);
+    if (status != REMAT_OK) return status;
+    const FlopCounts before = flops_snapshot(); /* a census is not a measured step */
+    Var *loss = variant_loss(v, model, batch, ctx);
+    op_hooks_pop();
+    flops_restore(&before);
+    if (!loss) status = remat_last_status();
+
+    /* Alive after the forward: an output that someone besides the census still holds. */
+    int capacity = 0;
+    for (int i = 0; i < seen.count && status == REMAT_OK; i++) {
+        const Tensor *t = seen.tensors[i];
+        if (t->refcount > 1 && t->kind == MEM_ACT) status = census_add(out, seen.tags[i], t->bytes, &capacity);
+    }
+    for (int i = 0; i < seen.count; i++) tensor_free(seen.tensors[i]);
+    free(seen.tensors);
+    free(seen.tags);
+    var_free(loss);
+    tape_reset(tape_current());
+    if (status != REMAT_OK) census_free(out);
+    return status;
+}
+
+size_t census_bytes(const Census *c, const char *prefix)
+{
+    size_t bytes = 0;
+    const size_t n = strlen(prefix);
+    for (int i = 0; i < c->count; i++)
+        if (!strncmp(c->tags[i].tag, prefix, n)) bytes += c->tags[i].bytes;
+    return bytes;
+}
+
+void census_free(Census *c)
+{
+    free(c->tags);
+    *c = (Census){0};
+}

@@ -1,0 +1,140 @@
+/*
+ * measure.h — how the benches measure a training step: its bytes by kind and FLOPs by
+ * phase (exact, from the ledgers), its time (the median of several steps, strategies run
+ * alternately), and what a forward leaves alive for backward, by the tag of the op that
+ * made each tensor.
+ *
+ * A Variant is one way of running the model's forward: a checkpointing Plan (strategy.h),
+ * or a forward a bench writes itself (bench_placement's "every other block"). The benches
+ * compare variants of the same model on the same batch, so every difference they report
+ * comes from what the variant keeps and recomputes.
+ *
+ * What this is not: the training loop (models/train.c). A measured step is the same step
+ * (zero the gradients, forward, backward, optimizer) on a fixed batch, without data
+ * loading, evaluation or files, so that only the step is on the clock.
+ */
+#ifndef REMAT_BENCH_MEASURE_H
+#define REMAT_BENCH_MEASURE_H
+
+#include <stdint.h>
+
+#include "cli.h"
+#include "flops.h"
+#include "model.h"
+#include "optim.h"
+
+/* ---- batches and the GPT ------------------------------------------------------------------ */
+
+/* One batch: inputs and targets, constant Vars in MEM_ACT. */
+typedef struct Batch {
+    Var *x, *y;
+} Batch;
+
+/* Frees both Vars and empties *b. An empty batch is a no-op. */
+void batch_free(Batch *b);
+
+/* The sizes of a bench's GPT: L blocks, d_model C, H heads, sequences of T tokens, B per
+ * batch, dropout p everywhere. */
+typedef struct GptShape {
+    int L, C, H, T, B;
+    float dropout;
+} GptShape;
+
+/* Adds the shape to a results config: model "gpt", layers, d_model, heads, seq (left out
+ * when T is 0: a bench that varies it records its list), batch, dropout. */
+void results_config_gpt(Results *r, const GptShape *s);
+
+/* "L=4 D=128 H=4 T=256 B=4, dropout 0.1" into `buf`; returns `buf`. */
+char *gpt_shape_str(char *buf, size_t size, const GptShape *s);
+
+/* What a bench trains: a byte-level GPT of some shape (vocab 256, seq_len T, initialised
+ * from seed 1), a batch of B sequences of T random tokens and random targets (seed 2: the
+ * benches measure steps, not learning, so the tokens need not be text), and an optimizer
+ * over its parameters (or none). */
+typedef struct GptBench {
+    Model *model;
+    Batch batch;
+    Optimizer *opt; /* NULL when made without one */
+} GptBench;
+
+/* Builds all three, the optimizer from `optim` (NULL: none). On error returns the status;
+ * what was built is left in *g for gpt_bench_free. */
+RematStatus gpt_bench_create(GptBench *g, const GptShape *s, const OptimConfig *optim);
+
+/* Frees what *g holds and empties it. */
+void gpt_bench_free(GptBench *g);
+
+/* ---- one step ----------------------------------------------------------------------------- */
+
+/* The forward of a variant, from a batch to the loss (a new Var the caller owns), or NULL. */
+typedef Var *(*LossFn)(void *user, Model *model, const Batch *batch, TrainCtx *ctx);
+
+typedef struct Variant {
+    const char *name; /* for tables: "none", "attention only", ... */
+    const Plan *plan; /* the forward is model_loss_planned with this plan (NULL: none)... */
+    LossFn loss;      /* ...unless the bench gives its own */
+    void *user;       /* passed to `loss` */
+} Variant;
+
+/* What one training step did. */
+typedef struct StepStats {
+    double seconds;               /* the step; after steps_alternate, the median step */
+    size_t act_stored;            /* MEM_ACT held between the forward and the backward */
+    size_t start[MEM_KIND_COUNT]; /* each kind's bytes when the step began */
+    size_t peak[MEM_KIND_COUNT];  /* each kind's peak during the step */
+    size_t peak_resident;         /* the peak of all resident kinds together */
+    uint64_t flops[PHASE_COUNT];  /* the step's FLOPs by phase */
+} StepStats;
+
+/* One training step of `model` as `v` runs it, on `batch`: zero every parameter's
+ * gradient, forward (FORWARD), backward (BACKWARD, and RECOMPUTE inside regions), then
+ * optim_step if `opt` is not NULL (OPTIMIZER). Resets the ledgers' peaks and FLOP counts
+ * first, and leaves no activation behind. On error returns the status (the budget's OOM
+ * message, a region's determinism check, ...) with the parameters not updated. */
+RematStatus step_run(Model *model, const Variant *v, Optimizer *opt, const Batch *batch, TrainCtx *ctx,
+                     StepStats *stats);
+
+/* Recompute FLOP overhead: RECOMPUTE / (FORWARD + BACKWARD) FLOPs of the step. */
+double flop_overhead(const StepStats *s);
+
+/* Runs the n variants alternately on one model, optimizer and batch: `warmup` untimed
+ * rounds, then `steps` timed rounds, each round one step of every variant, each round
+ * starting one variant later (so that none always follows the same one). out[i] gets
+ * variant i's last step, with `seconds` the median of its timed steps. `progress` (may be
+ * NULL) ticks once per step, labelled `label` (the configuration: "N=64"). On error
+ * returns the status; out is then incomplete. */
+RematStatus steps_alternate(Model *model, const Variant *variants, int n, Optimizer *opt, const Batch *batch,
+                            TrainCtx *ctx, int warmup, int steps, Progress *progress, const char *label,
+                            StepStats *out);
+
+/* ---- what a forward keeps, by tag ---------------------------------------------------------- */
+
+typedef struct TagBytes {
+    const char *tag; /* the op's tag ("attn.softmax"; "untagged" for an op without one) */
+    size_t bytes;
+} TagBytes;
+
+/* The activation bytes alive after a forward, grouped by the tag of the op that made each
+ * tensor (a LayerNorm's output, mean and rstd all count under its tag; a dropout's mask
+ * and output under its). Whoever holds a tensor — a node on the tape, a checkpoint region
+ * (its input), a selective policy's cache — it is counted once. */
+typedef struct Census {
+    TagBytes *tags; /* in order of first appearance; owned */
+    int count;
+    size_t total;   /* the sum over tags */
+} Census;
+
+/* Runs the forward of `v` on `batch` and counts what it leaves alive, by tag (the batch
+ * itself is not an op's output and is not counted). How: an op hook holds a reference to
+ * every op output while the forward runs; afterwards, the outputs someone else holds too
+ * are the ones the forward keeps. Runs no backward; leaves no activation behind.
+ * On error returns the status and *out is empty. */
+RematStatus census_forward(Model *model, const Variant *v, const Batch *batch, TrainCtx *ctx, Census *out);
+
+/* Bytes of tensors made by ops whose tag starts with `prefix` ("attn.softmax" exactly, or
+ * "attn." for the attention branch). */
+size_t census_bytes(const Census *c, const char *prefix);
+
+void census_free(Census *c);
+
+#endif /* REMAT_BENCH_MEASURE_H */

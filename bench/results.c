@@ -1,0 +1,467 @@
+/*
+ * results.c — the results writer: a cJSON document built as a bench runs, written as JSON
+ * and CSV at the end (see results.h; the schema is in bench/README.md).
+ */
+#include "results.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "platform.h"
+
+#ifndef REMAT_SOURCE_DIR
+#define REMAT_SOURCE_DIR "."
+#endif
+
+#define RESULTS_MAX_TABLES 8
+#define RESULTS_NAME_LEN 48
+
+struct ResultsRecord {
+    cJSON *obj;          /* owned by the table's records array */
+    ResultsTable *table;
+    ResultsRecord *next;
+};
+
+struct ResultsTable {
+    Results *owner;
+    char name[RESULTS_NAME_LEN];
+    const ResultsField *fields; /* borrowed */
+    int n_fields;
+    cJSON *records;             /* in the document when in_json, else owned here */
+    bool in_json;
+    ResultsRecord *first, *last;
+};
+
+struct Results {
+    char bench[RESULTS_NAME_LEN];
+    cJSON *root;   /* the whole document */
+    cJSON *config; /* in root */
+    cJSON *tables; /* in root */
+    ResultsTable table[RESULTS_MAX_TABLES];
+    int n_tables;
+    RematStatus error; /* the first mistake while filling, reported by results_write */
+    char message[256];
+};
+
+/* ---- remembering the first error -------------------------------------------------------- */
+
+__attribute__((format(printf, 3, 4)))
+static void remember(Results *r, RematStatus status, const char *fmt, ...)
+{
+    if (r->error != REMAT_OK) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->message, sizeof r->message, fmt, ap);
+    va_end(ap);
+    r->error = status;
+}
+
+/* Adds `item` to `object` under `key`, remembering a failure (cJSON out of memory). */
+static void add_item(Results *r, cJSON *object, const char *key, cJSON *item)
+{
+    if (item && cJSON_AddItemToObject(object, key, item)) return;
+    cJSON_Delete(item);
+    remember(r, REMAT_ENOMEM, "results %s: no memory to add '%s'", r->bench, key);
+}
+
+/* ---- who, when, where ------------------------------------------------------------------- */
+
+/* The first line a shell command prints, without its newline, into `buf`; false if it
+ * printed nothing or could not run. */
+static bool command_line(const char *command, char *buf, size_t size)
+{
+    FILE *p = popen(command, "r");
+    if (!p) return false;
+    bool got = fgets(buf, (int)size, p) != NULL;
+    pclose(p);
+    if (got) buf[strcspn(buf, "\n")] = '\0';
+    return got && buf[0];
+}
+
+/* git_commit ("unknown" without git or outside a checkout) and git_dirty (tracked files
+ * changed since that commit; null when unknown), read from the source tree at run time so
+ * they describe the code that was built, even if the build directory is older. */
+static void add_git(Results *r)
+{
+    char cmd[512], commit[64], change[256];
+    bool known = !strchr(REMAT_SOURCE_DIR, '\'');
+    if (known) {
+        snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse HEAD 2>/dev/null", REMAT_SOURCE_DIR);
+        known = command_line(cmd, commit, sizeof commit);
+    }
+    add_item(r, r->root, "git_commit", cJSON_CreateString(known ? commit : "unknown"));
+    if (!known) {
+        add_item(r, r->root, "git_dirty", cJSON_CreateNull());
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null", REMAT_SOURCE_DIR);
+    add_item(r, r->root, "git_dirty", cJSON_CreateBool(command_line(cmd, change, sizeof change)));
+}
+
+static void add_machine(Results *r, const PlatformInfo *info)
+{
+    cJSON *m = cJSON_CreateObject();
+    add_item(r, r->root, "machine", m);
+    if (!m) return;
+    struct utsname u;
+    const bool named = uname(&u) == 0;
+    char os[256];
+    snprintf(os, sizeof os, "%s %s %s", named ? u.sysname : "unknown", named ? u.release : "",
+             named ? u.machine : "");
+    const char *coretype = getenv("OPENBLAS_CORETYPE");
+    add_item(r, m, "hostname", cJSON_CreateString(named ? u.nodename : "unknown"));
+    add_item(r, m, "os", cJSON_CreateString(os));
+    add_item(r, m, "cores", cJSON_CreateNumber(info->cores));
+    add_item(r, m, "blas_config", cJSON_CreateString(info->blas_config));
+    add_item(r, m, "blas_core", cJSON_CreateString(info->blas_core));
+    add_item(r, m, "blas_threading", cJSON_CreateString(info->blas_threading));
+    add_item(r, m, "openblas_coretype", coretype ? cJSON_CreateString(coretype) : cJSON_CreateNull());
+}
+
+Results *results_create(const char *bench, const char *question, bool quick)
+{
+    Results *r = calloc(1, sizeof *r);
+    if (!r || !(r->root = cJSON_CreateObject())) {
+        free(r);
+        remat_fail(REMAT_ENOMEM, "results: no memory for the results of %s", bench);
+        return NULL;
+    }
+    snprintf(r->bench, sizeof r->bench, "%s", bench);
+    char date[32];
+    const time_t now = time(NULL);
+    struct tm utc;
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &utc));
+    const PlatformInfo info = platform_info();
+
+    add_item(r, r->root, "schema", cJSON_CreateString(RESULTS_SCHEMA));
+    add_item(r, r->root, "bench", cJSON_CreateString(bench));
+    add_item(r, r->root, "question", cJSON_CreateString(question));
+    add_item(r, r->root, "mode", cJSON_CreateString(quick ? "quick" : "full"));
+    add_item(r, r->root, "date", cJSON_CreateString(date));
+    add_git(r);
+    add_machine(r, &info);
+    add_item(r, r->root, "threads", cJSON_CreateNumber(info.threads));
+    r->config = cJSON_CreateObject();
+    add_item(r, r->root, "config", r->config);
+    r->tables = cJSON_CreateObject();
+    add_item(r, r->root, "tables", r->tables);
+    if (r->error != REMAT_OK) {
+        remat_fail(r->error, "%s", r->message);
+        results_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void results_free(Results *r)
+{
+    if (!r) return;
+    for (int i = 0; i < r->n_tables; i++) {
+        ResultsTable *t = &r->table[i];
+        if (!t->in_json) cJSON_Delete(t->records);
+        for (ResultsRecord *rec = t->first, *next; rec; rec = next) {
+            next = rec->next;
+            free(rec);
+        }
+    }
+    cJSON_Delete(r->root);
+    free(r);
+}
+
+/* ---- config ----------------------------------------------------------------------------- */
+
+void results_config_num(Results *r, const char *key, double value)
+{
+    add_item(r, r->config, key, cJSON_CreateNumber(value));
+}
+
+void results_config_str(Results *r, const char *key, const char *value)
+{
+    add_item(r, r->config, key, cJSON_CreateString(value));
+}
+
+void results_config_ints(Results *r, const char *key, const int *values, int n)
+{
+    add_item(r, r->config, key, cJSON_CreateIntArray(values, n));
+}
+
+/* ---- tables and records ----------------------------------------------------------------- */
+
+ResultsTable *results_table(Results *r, const char *name, const char *about, const ResultsField *fields,
+                            int n_fields, bool in_json)
+{
+    if (r->n_tables == RESULTS_MAX_TABLES) {
+        remember(r, REMAT_EINVAL, "results %s: more than %d tables", r->bench, RESULTS_MAX_TABLES);
+        return NULL;
+    }
+    ResultsTable *t = &r->table[r->n_tables++];
+    *t = (ResultsTable){.owner = r, .fields = fields, .n_fields = n_fields, .in_json = in_json};
+    snprintf(t->name, sizeof t->name, "%s", name);
+
+    char csv[2 * RESULTS_NAME_LEN + 8];
+    if (r->n_tables == 1) snprintf(csv, sizeof csv, "%s.csv", r->bench);
+    else snprintf(csv, sizeof csv, "%s.%s.csv", r->bench, name);
+    cJSON *obj = cJSON_CreateObject();
+    add_item(r, r->tables, name, obj);
+    if (!obj) return NULL;
+    add_item(r, obj, "about", cJSON_CreateString(about));
+    add_item(r, obj, "csv", cJSON_CreateString(csv));
+    cJSON *list = cJSON_CreateArray();
+    add_item(r, obj, "fields", list);
+    for (int i = 0; list && i < n_fields; i++) {
+        cJSON *f = cJSON_CreateObject();
+        if (!f || !cJSON_AddItemToArray(list, f)) {
+            cJSON_Delete(f);
+            remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, name);
+            break;
+        }
+        add_item(r, f, "name", cJSON_CreateString(fields[i].name));
+        add_item(r, f, "unit", cJSON_CreateString(fields[i].unit));
+    }
+    t->records = cJSON_CreateArray();
+    if (in_json) add_item(r, obj, "records", t->records);
+    if (!t->records) remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, name);
+    return r->error == REMAT_OK ? t : NULL;
+}
+
+ResultsRecord *results_record(ResultsTable *t)
+{
+    if (!t) return NULL;
+    ResultsRecord *rec = calloc(1, sizeof *rec);
+    cJSON *obj = rec ? cJSON_CreateObject() : NULL;
+    if (!obj || !cJSON_AddItemToArray(t->records, obj)) {
+        cJSON_Delete(obj);
+        free(rec);
+        remember(t->owner, REMAT_ENOMEM, "results %s: no memory for a record of table %s", t->owner->bench, t->name);
+        return NULL;
+    }
+    *rec = (ResultsRecord){.obj = obj, .table = t};
+    if (t->last) t->last->next = rec;
+    else t->first = rec;
+    t->last = rec;
+    return rec;
+}
+
+/* Adds `item` as `field` of `rec`, after checking that the table declares the field. */
+static void record_set(ResultsRecord *rec, const char *field, cJSON *item)
+{
+    if (!rec) {
+        cJSON_Delete(item);
+        return;
+    }
+    const ResultsTable *t = rec->table;
+    for (int i = 0; i < t->n_fields; i++) {
+        if (!strcmp(t->fields[i].name, field)) {
+            add_item(t->owner, rec->obj, field, item);
+            return;
+        }
+    }
+    cJSON_Delete(item);
+    remember(t->owner, REMAT_EINVAL, "results %s: table %s has no field '%s'", t->owner->bench, t->name, field);
+}
+
+void record_num(ResultsRecord *rec, const char *field, double value)
+{
+    record_set(rec, field, cJSON_CreateNumber(value));
+}
+
+void record_str(ResultsRecord *rec, const char *field, const char *value)
+{
+    record_set(rec, field, cJSON_CreateString(value));
+}
+
+void record_bool(ResultsRecord *rec, const char *field, bool value)
+{
+    record_set(rec, field, cJSON_CreateBool(value));
+}
+
+/* ---- files ------------------------------------------------------------------------------ */
+
+/* mkdir -p. */
+static RematStatus make_dirs(const char *dir)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+        return remat_fail(REMAT_EINVAL, "results: the directory name is too long: %s", dir);
+    for (char *p = path + 1;; p++) {
+        const bool end = *p == '\0';
+        if (*p != '/' && !end) continue;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return remat_fail(REMAT_EIO, "results: cannot create directory %s: %s", path, strerror(errno));
+        if (end) break;
+        *p = '/';
+    }
+    return REMAT_OK;
+}
+
+/* Opens <path>.tmp for writing; finish_file renames it to <path> once it is complete. */
+static FILE *start_file(const char *path, char *tmp, size_t size)
+{
+    snprintf(tmp, size, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) remat_fail(REMAT_EIO, "results: cannot write %s: %s", tmp, strerror(errno));
+    return f;
+}
+
+static RematStatus finish_file(FILE *f, const char *tmp, const char *path)
+{
+    const bool written = !ferror(f);
+    if (fclose(f) != 0 || !written) {
+        remove(tmp);
+        return remat_fail(REMAT_EIO, "results: writing %s failed: %s", tmp, strerror(errno));
+    }
+    if (rename(tmp, path) != 0) {
+        remove(tmp);
+        return remat_fail(REMAT_EIO, "results: cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    }
+    return REMAT_OK;
+}
+
+/* A number as CSV: whole numbers exactly (bytes and FLOPs are whole), others to 9 digits. */
+static void csv_number(FILE *f, double v)
+{
+    if (v == floor(v) && fabs(v) < 9007199254740992.0) fprintf(f, "%.0f", v);
+    else fprintf(f, "%.9g", v);
+}
+
+/* A string as CSV (RFC 4180): quoted when it holds a comma, a quote or a line break. */
+static void csv_string(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static RematStatus write_csv(const ResultsTable *t, const char *dir)
+{
+    const cJSON *csv = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(t->owner->tables, t->name), "csv");
+    char path[4096], tmp[4100];
+    snprintf(path, sizeof path, "%s/%s", dir, cJSON_GetStringValue(csv));
+    FILE *f = start_file(path, tmp, sizeof tmp);
+    if (!f) return REMAT_EIO;
+    for (int i = 0; i < t->n_fields; i++) fprintf(f, "%s%s", i ? "," : "", t->fields[i].name);
+    fputc('\n', f);
+    for (const ResultsRecord *rec = t->first; rec; rec = rec->next) {
+        for (int i = 0; i < t->n_fields; i++) {
+            if (i) fputc(',', f);
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec->obj, t->fields[i].name);
+            if (cJSON_IsNumber(v)) csv_number(f, v->valuedouble);
+            else if (cJSON_IsString(v)) csv_string(f, v->valuestring);
+            else if (cJSON_IsBool(v)) fputs(cJSON_IsTrue(v) ? "true" : "false", f);
+        }
+        fputc('\n', f);
+    }
+    return finish_file(f, tmp, path);
+}
+
+static RematStatus write_json(const cJSON *root, const char *path)
+{
+    char *text = cJSON_Print(root);
+    if (!text) return remat_fail(REMAT_ENOMEM, "results: no memory to print %s", path);
+    char tmp[4100];
+    FILE *f = start_file(path, tmp, sizeof tmp);
+    RematStatus status = REMAT_EIO;
+    if (f) {
+        fputs(text, f);
+        fputc('\n', f);
+        status = finish_file(f, tmp, path);
+    }
+    cJSON_free(text);
+    return status;
+}
+
+/* The CSV files, then the JSON document at <dir>/<json_name>. */
+static RematStatus write_all(Results *r, const char *dir, const char *json_name)
+{
+    if (r->error != REMAT_OK) return remat_fail(r->error, "%s", r->message);
+    for (int i = 0; i < r->n_tables; i++) { /* how many records, also for tables kept in CSV only */
+        cJSON *obj = cJSON_GetObjectItemCaseSensitive(r->tables, r->table[i].name);
+        cJSON_DeleteItemFromObjectCaseSensitive(obj, "count");
+        add_item(r, obj, "count", cJSON_CreateNumber(cJSON_GetArraySize(r->table[i].records)));
+    }
+    if (r->error != REMAT_OK) return remat_fail(r->error, "%s", r->message);
+    RematStatus status = make_dirs(dir);
+    for (int i = 0; i < r->n_tables && status == REMAT_OK; i++) status = write_csv(&r->table[i], dir);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, json_name);
+    return status == REMAT_OK ? write_json(r->root, path) : status;
+}
+
+RematStatus results_write(Results *r, const char *dir)
+{
+    char name[RESULTS_NAME_LEN + 8];
+    snprintf(name, sizeof name, "%s.json", r->bench);
+    return write_all(r, dir, name);
+}
+
+/* The parsed contents of a JSON file (caller owns), NULL with *missing set when there is no
+ * such file, or NULL with an error when it cannot be read or parsed. */
+static cJSON *read_json(const char *path, bool *missing)
+{
+    FILE *f = fopen(path, "rb");
+    *missing = !f && errno == ENOENT;
+    if (!f) {
+        if (!*missing) remat_fail(REMAT_EIO, "results: cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *text = NULL;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)size + 1)))
+        text[fread(text, 1, (size_t)size, f)] = '\0';
+    fclose(f);
+    if (!text) {
+        remat_fail(REMAT_EIO, "results: cannot read %s", path);
+        return NULL;
+    }
+    cJSON *doc = cJSON_Parse(text);
+    free(text);
+    if (!doc) remat_fail(REMAT_ECORRUPT, "results: %s is not valid JSON", path);
+    return doc;
+}
+
+RematStatus results_write_summary(Results *r, const char *dir, const char *const *benches, int n)
+{
+    cJSON *all = cJSON_CreateObject();
+    if (!all) return remat_fail(REMAT_ENOMEM, "results: no memory for the summary");
+    RematStatus status = REMAT_OK;
+    for (int i = 0; i < n && status == REMAT_OK; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.json", dir, benches[i]);
+        bool missing;
+        cJSON *doc = read_json(path, &missing);
+        if (doc && !cJSON_AddItemToObject(all, benches[i], doc)) {
+            cJSON_Delete(doc);
+            status = remat_fail(REMAT_ENOMEM, "results: no memory for the summary");
+        } else if (!doc && !missing) {
+            status = remat_last_status();
+        }
+    }
+    if (status == REMAT_OK && !cJSON_AddItemToObject(r->root, "benches", all)) {
+        cJSON_Delete(all);
+        return remat_fail(REMAT_ENOMEM, "results: no memory for the summary");
+    }
+    if (status != REMAT_OK) {
+        cJSON_Delete(all);
+        return status;
+    }
+    status = write_all(r, dir, "summary.json");
+    cJSON_Delete(cJSON_DetachItemViaPointer(r->root, all));
+    return status;
+}

@@ -1,0 +1,88 @@
+/*
+ * results.h — the one results schema every bench writes: <dir>/<bench>.json, and a CSV per
+ * table beside it (bench/README.md documents the schema field by field).
+ *
+ *     Results *r = results_create("bench_scaling", "quiz questions 1 and 4", quick);
+ *     results_config_num(r, "width", 256);
+ *     static const ResultsField fields[] = {{"n_layers", "layers"}, {"peak_act", "bytes"}};
+ *     ResultsTable *t = results_table(r, "steps", "one training step per depth", fields, 2, true);
+ *     ResultsRecord *rec = results_record(t);
+ *     record_num(rec, "n_layers", 64);
+ *     record_num(rec, "peak_act", 1234567);
+ *     if (results_write(r, "results") != REMAT_OK) ...remat_last_error()...
+ *     results_free(r);
+ *
+ * A Results holds what one run of a bench measured: who ran it (machine, threads, OpenBLAS
+ * core and threading, date, git commit), how (the bench's config), and tables of records.
+ * A table declares its fields and their units once; each record then sets some of them by
+ * name. Mistakes while filling (a field the table did not declare, cJSON out of memory)
+ * are remembered and reported by results_write, so a bench does not check every call.
+ *
+ * What this is not: a JSON library (that is cJSON, from Debian's libcjson-dev) or a
+ * reader of results (the quiz and tests/test_bench.c read them with cJSON directly).
+ */
+#ifndef REMAT_BENCH_RESULTS_H
+#define REMAT_BENCH_RESULTS_H
+
+#include <stdbool.h>
+
+#include "error.h"
+
+#define RESULTS_SCHEMA "remat-bench/1"
+
+typedef struct Results Results;
+typedef struct ResultsTable ResultsTable;
+typedef struct ResultsRecord ResultsRecord;
+
+/* One column of a table: its name (lower_snake_case) and unit ("bytes", "FLOPs",
+ * "seconds", "ratio", "layers", ...; "" for a label). The strings must outlive the table. */
+typedef struct ResultsField {
+    const char *name;
+    const char *unit;
+} ResultsField;
+
+/* A new, empty Results for `bench` (e.g. "bench_scaling"), answering `question`, run in
+ * quick mode or not. It records the machine, the thread count in use now, the date and the
+ * git commit (read from the source tree at run time; "unknown" without git). The caller
+ * owns it (results_free). NULL on error (out of memory). */
+Results *results_create(const char *bench, const char *question, bool quick);
+
+/* Frees `r` and its tables. NULL is a no-op. */
+void results_free(Results *r);
+
+/* Adds `key` to the run's config: a number, a string, or a list of whole numbers. */
+void results_config_num(Results *r, const char *key, double value);
+void results_config_str(Results *r, const char *key, const char *value);
+void results_config_ints(Results *r, const char *key, const int *values, int n);
+
+/* Adds a table called `name` with `n_fields` fields (the array is borrowed and must outlive
+ * `r`). Its records go to a CSV file: <bench>.csv for the first table, <bench>.<name>.csv
+ * for the others; with in_json they are also in the JSON (a long event log sets it false and
+ * the JSON only names its CSV). Returns the table (owned by `r`), or NULL after remembering
+ * an error. */
+ResultsTable *results_table(Results *r, const char *name, const char *about, const ResultsField *fields,
+                            int n_fields, bool in_json);
+
+/* Appends an empty record to `t` and returns it (owned by the table). A NULL table (an
+ * earlier error) gives NULL, which the record_* setters accept and ignore. */
+ResultsRecord *results_record(ResultsTable *t);
+
+/* Sets a field of a record. A field the table did not declare is an error remembered for
+ * results_write. */
+void record_num(ResultsRecord *rec, const char *field, double value);
+void record_str(ResultsRecord *rec, const char *field, const char *value);
+void record_bool(ResultsRecord *rec, const char *field, bool value);
+
+/* Writes <dir>/<bench>.json and the tables' CSV files, each through a temporary file
+ * renamed into place, creating `dir` (and its parents) if needed. Returns REMAT_OK, or the
+ * first error remembered while filling, or REMAT_EIO naming the file that could not be
+ * written. */
+RematStatus results_write(Results *r, const char *dir);
+
+/* As results_write, but the JSON goes to <dir>/summary.json and also holds, under
+ * "benches", the parsed <dir>/<name>.json of each of the n `benches` that has one (bench_all
+ * merges everything it ran this way). A file that is missing is left out; one that does
+ * not parse is an error (REMAT_ECORRUPT naming it). */
+RematStatus results_write_summary(Results *r, const char *dir, const char *const *benches, int n);
+
+#endif /* REMAT_BENCH_RESULTS_H */

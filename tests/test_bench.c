@@ -1,0 +1,385 @@
+/*
+ * test_bench.c — the bench binaries, run for real: bench_all --quick writes every bench's
+ * results into a temporary directory, and the tests read them back with cJSON.
+ *
+ * They check the schema (every key bench/README.md promises is there), that each bench
+ * measured what its question needs with sane values — the sqrt slope near 0.5 and none's
+ * near 1, the selective bytes equal to the formula, replayed dropout gradients exactly
+ * those of none, sqrt's smallest budget below none's — and that every binary answers
+ * --help with 0 and a bad flag with 2; and the writer itself (CSV quoting, exact whole
+ * numbers, a misspelt field refused). Nothing here depends on time: step times are
+ * measured by the benches but never compared.
+ *
+ * What it is not: a test of the strategies themselves (test_checkpoint.c is).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "results.h"
+
+#ifndef REMAT_BENCH_DIR
+#error "REMAT_BENCH_DIR must name the directory of the bench binaries"
+#endif
+
+static const char *const BENCHES[] = {
+    "bench_scaling", "bench_selective", "bench_placement", "bench_dropout", "bench_memory_budget", "bench_timeline",
+};
+enum { N_BENCHES = sizeof BENCHES / sizeof BENCHES[0] };
+
+static char dir[] = "/tmp/remat_bench_XXXXXX";
+static cJSON *summary; /* results/summary.json of the quick run */
+
+/* Runs REMAT_BENCH_DIR/<bench> with up to three arguments (NULL-terminated), its output
+ * going to <dir>/<bench>.log; returns its exit status, or -1 if it did not exit. */
+static int run_bench(const char *bench, const char *a, const char *b, const char *c)
+{
+    char path[512], log[512];
+    snprintf(path, sizeof path, "%s/%s", REMAT_BENCH_DIR, bench);
+    snprintf(log, sizeof log, "%s/%s.log", dir, bench);
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        const int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
+            dup2(fd, STDERR_FILENO);
+        }
+        execl(path, path, a, b, c, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+}
+
+static cJSON *read_json(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char text[1 << 22];
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    return cJSON_Parse(text);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    if (!mkdtemp(dir)) return -1;
+    const int status = run_bench("bench_all", "--quick", "--results", dir);
+    if (status != 0) {
+        fprintf(stderr, "bench_all --quick exited with %d; its output is in %s/bench_all.log\n", status, dir);
+        return -1;
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    summary = read_json(path);
+    return summary ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    cJSON_Delete(summary);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd);
+}
+
+/* ---- reading results ------------------------------------------------------------------ */
+
+static const cJSON *get(const cJSON *obj, const char *key)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!item) fail_msg("missing key '%s'", key);
+    return item;
+}
+
+static const cJSON *bench(const char *name)
+{
+    return get(get(summary, "benches"), name);
+}
+
+/* The records of a table of a results document (summary itself, or bench(name)). */
+static const cJSON *records(const cJSON *doc, const char *table)
+{
+    const cJSON *r = get(get(get(doc, "tables"), table), "records");
+    assert_true(cJSON_IsArray(r));
+    assert_true(cJSON_GetArraySize(r) > 0);
+    return r;
+}
+
+static double num(const cJSON *record, const char *field)
+{
+    const cJSON *v = get(record, field);
+    if (!cJSON_IsNumber(v)) fail_msg("field '%s' is not a number", field);
+    return v->valuedouble;
+}
+
+static const char *str(const cJSON *record, const char *field)
+{
+    const cJSON *v = get(record, field);
+    if (!cJSON_IsString(v)) fail_msg("field '%s' is not a string", field);
+    return v->valuestring;
+}
+
+/* The first record of a table whose string fields match (up to two; NULL field: unused). */
+static const cJSON *find(const cJSON *list, const char *f1, const char *v1, const char *f2, const char *v2)
+{
+    const cJSON *r;
+    cJSON_ArrayForEach(r, list)
+        if (!strcmp(str(r, f1), v1) && (!f2 || !strcmp(str(r, f2), v2))) return r;
+    fail_msg("no record with %s = %s", f1, v1);
+    return NULL;
+}
+
+/* ---- the schema ----------------------------------------------------------------------- */
+
+static void check_header(const cJSON *doc, const char *name)
+{
+    assert_string_equal(str(doc, "schema"), "remat-bench/1");
+    assert_string_equal(str(doc, "bench"), name);
+    assert_string_equal(str(doc, "mode"), "quick");
+    assert_int_equal(strlen(str(doc, "date")), strlen("2025-01-01T00:00:00Z"));
+    assert_true(strlen(str(doc, "git_commit")) > 0); /* a sha, or "unknown" */
+    const cJSON *machine = get(doc, "machine");
+    assert_true(num(machine, "cores") >= 1);
+    assert_true(strlen(str(machine, "blas_core")) > 0);
+    assert_true(strlen(str(machine, "blas_threading")) > 0);
+    assert_true(num(doc, "threads") >= 1);
+    assert_true(cJSON_IsObject(get(doc, "config")));
+    const cJSON *table;
+    cJSON_ArrayForEach(table, get(doc, "tables")) {
+        assert_true(cJSON_GetArraySize(get(table, "fields")) > 0);
+        assert_true(num(table, "count") > 0);
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, str(table, "csv"));
+        assert_int_equal(access(path, R_OK), 0);
+    }
+}
+
+static void test_every_bench_writes_the_schema(void **state)
+{
+    (void)state;
+    check_header(summary, "bench_all");
+    const cJSON *run;
+    cJSON_ArrayForEach(run, records(summary, "runs")) assert_int_equal(num(run, "exit_status"), 0);
+    for (int i = 0; i < N_BENCHES; i++) {
+        check_header(bench(BENCHES[i]), BENCHES[i]);
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s.json", dir, BENCHES[i]);
+        cJSON *own = read_json(path); /* the bench's own file parses too */
+        assert_non_null(own);
+        cJSON_Delete(own);
+    }
+}
+
+static void test_every_bench_answers_help_and_rejects_bad_flags(void **state)
+{
+    (void)state;
+    for (int i = 0; i < N_BENCHES; i++) {
+        assert_int_equal(run_bench(BENCHES[i], "--help", NULL, NULL), 0);
+        assert_int_equal(run_bench(BENCHES[i], "--no-such-flag", NULL, NULL), 2);
+        assert_int_equal(run_bench(BENCHES[i], "--results", NULL, NULL), 2);
+    }
+    assert_int_equal(run_bench("bench_scaling", "--steps", "0", NULL), 2);
+    assert_int_equal(run_bench("bench_dropout", "--steps", "3", NULL), 2); /* it times nothing */
+}
+
+/* ---- what each bench measured ----------------------------------------------------------- */
+
+static void test_scaling_slopes_are_those_of_the_theory(void **state)
+{
+    (void)state;
+    const cJSON *slopes = records(bench("bench_scaling"), "slopes");
+    const double none = num(find(slopes, "strategy", "none", NULL, NULL), "slope");
+    const double full = num(find(slopes, "strategy", "full", NULL, NULL), "slope");
+    const double sqrt_ = num(find(slopes, "strategy", "sqrt", NULL, NULL), "slope");
+    printf("  slopes of peak ACT vs N: none %.3f, full %.3f, sqrt %.3f\n", none, full, sqrt_);
+    /* Theory: 1, 1 and 0.5 as N grows; the constant terms of the derived counts pull a fit
+     * over N = 8..256 a little below (none 0.94, sqrt 0.40 here). */
+    assert_true(none > 0.85 && none < 1.15);
+    assert_true(full > 0.75 && full < 1.15);
+    assert_true(sqrt_ > 0.35 && sqrt_ < 0.65);
+    const cJSON *r;
+    cJSON_ArrayForEach(r, records(bench("bench_scaling"), "steps")) {
+        assert_true(num(r, "peak_act_units") == num(r, "derived_units")); /* exact, by hand */
+        if (!strcmp(str(r, "strategy"), "none")) assert_true(num(r, "recompute_flops") == 0);
+        else assert_true(num(r, "flop_overhead") > 0.3 && num(r, "flop_overhead") < 0.4);
+    }
+}
+
+static void test_selective_bytes_match_the_formula(void **state)
+{
+    (void)state;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, records(bench("bench_selective"), "policies")) {
+        assert_true(num(r, "act_per_layer") == num(r, "formula_per_layer"));
+        assert_true(cJSON_IsTrue(get(r, "census_complete")));
+        if (!strcmp(str(r, "policy"), "none")) /* the paper's count, without the LayerNorm statistics */
+            assert_true(num(r, "korthikanti_fp32_per_layer") < num(r, "act_per_layer"));
+    }
+    cJSON_ArrayForEach(r, records(bench("bench_selective"), "tags"))
+        if (!strcmp(str(r, "policy"), "none")) assert_true(num(r, "bytes_per_layer") == num(r, "formula_none"));
+}
+
+static void test_placements_save_memory(void **state)
+{
+    (void)state;
+    const cJSON *r;
+    int placements = 0;
+    cJSON_ArrayForEach(r, records(bench("bench_placement"), "placements")) {
+        if (!strcmp(str(r, "placement"), "none")) continue;
+        placements++;
+        assert_true(num(r, "act_saved") > 0);
+        assert_true(num(r, "recompute_flops") > 0);
+    }
+    assert_true(placements >= 4);
+}
+
+static void test_dropout_replay_is_exact_and_its_absence_is_caught(void **state)
+{
+    (void)state;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, records(bench("bench_dropout"), "gradients")) {
+        const bool replay = cJSON_IsTrue(get(r, "rng_replay"));
+        if (replay) {
+            assert_true(num(r, "max_abs_grad_diff") == 0.0);
+            assert_string_equal(str(r, "determinism_check"), "passed");
+        } else {
+            assert_true(num(r, "max_abs_grad_diff") > 0.0);
+        }
+    }
+    const cJSON *list = records(bench("bench_dropout"), "gradients");
+    const cJSON *full = NULL;
+    cJSON_ArrayForEach(r, list)
+        if (!strcmp(str(r, "strategy"), "full") && !cJSON_IsTrue(get(r, "rng_replay"))) full = r;
+    assert_non_null(full);
+    assert_string_equal(str(full, "determinism_check"), "caught");
+    assert_non_null(strstr(str(full, "check_message"), "checkpoint region h."));
+}
+
+static void test_memory_budget_findings(void **state)
+{
+    (void)state;
+    const cJSON *jobs = records(bench("bench_memory_budget"), "jobs");
+    const cJSON *floor = cJSON_GetArrayItem(records(bench("bench_memory_budget"), "floor"), 0);
+    const double pgo = num(floor, "params_grads_optimizer");
+    const double none = num(find(jobs, "optimizer", "adamw", "strategy", "none"), "smallest_budget");
+    const double sqrt_ = num(find(jobs, "optimizer", "adamw", "strategy", "sqrt"), "smallest_budget");
+    printf("  smallest budgets with AdamW: none %.0f, sqrt %.0f bytes; params+grads+optimizer %.0f\n", none, sqrt_,
+           pgo);
+    assert_true(sqrt_ < none);
+    assert_false(cJSON_IsTrue(get(floor, "any_strategy_fits")));
+    assert_true(num(floor, "sgd_smallest_budget") < pgo);
+    const cJSON *r;
+    cJSON_ArrayForEach(r, jobs) {
+        /* The search finds each job's peak to the byte, and AdamW's floor holds. */
+        assert_true(num(r, "smallest_budget") == num(r, "peak_resident"));
+        if (!strcmp(str(r, "optimizer"), "adamw")) {
+            assert_true(num(r, "smallest_budget") > pgo);
+            assert_non_null(strstr(str(r, "floor_message"), "optimizer"));
+        }
+    }
+}
+
+static void test_timeline_records_every_strategy(void **state)
+{
+    (void)state;
+    const cJSON *steps = records(bench("bench_timeline"), "steps");
+    assert_int_equal(cJSON_GetArraySize(steps), 4);
+    const cJSON *r;
+    cJSON_ArrayForEach(r, steps) assert_true(num(r, "events") > 0);
+    assert_true(num(find(steps, "strategy", "full", NULL, NULL), "peak_act") <
+                num(find(steps, "strategy", "none", NULL, NULL), "peak_act"));
+    /* The events are in the CSV only: one header line and one line per event. */
+    char path[512], line[512];
+    snprintf(path, sizeof path, "%s/bench_timeline.events.csv", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int lines = 0;
+    while (fgets(line, sizeof line, f)) lines++;
+    fclose(f);
+    double events = 0;
+    cJSON_ArrayForEach(r, steps) events += num(r, "events");
+    assert_int_equal(lines, (int)events + 1);
+}
+
+/* ---- the writer itself ------------------------------------------------------------------ */
+
+static const ResultsField WRITER_FIELDS[] = {{"name", ""}, {"bytes", "bytes"}, {"ratio", "ratio"}};
+
+static void test_writer_writes_csv_beside_json(void **state)
+{
+    (void)state;
+    Results *r = results_create("writer_check", "none", true);
+    assert_non_null(r);
+    results_config_num(r, "width", 8);
+    ResultsTable *t = results_table(r, "rows", "two rows", WRITER_FIELDS, 3, true);
+    ResultsRecord *rec = results_record(t);
+    record_str(rec, "name", "a, \"quoted\" name");
+    record_num(rec, "bytes", 9007199254740991.0); /* 2^53 - 1: whole numbers stay exact */
+    rec = results_record(t);
+    record_str(rec, "name", "plain");
+    record_num(rec, "ratio", 0.25);
+    assert_int_equal(results_write(r, dir), REMAT_OK);
+    results_free(r);
+
+    char path[512], text[256] = "";
+    snprintf(path, sizeof path, "%s/writer_check.csv", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    assert_string_equal(text, "name,bytes,ratio\n\"a, \"\"quoted\"\" name\",9007199254740991,\nplain,,0.25\n");
+    snprintf(path, sizeof path, "%s/writer_check.json", dir);
+    cJSON *doc = read_json(path);
+    assert_non_null(doc);
+    assert_true(num(get(doc, "config"), "width") == 8);
+    cJSON_Delete(doc);
+}
+
+static void test_writer_refuses_a_field_the_table_did_not_declare(void **state)
+{
+    (void)state;
+    Results *r = results_create("writer_typo", "none", true);
+    ResultsTable *t = results_table(r, "rows", "one row", WRITER_FIELDS, 3, true);
+    record_num(results_record(t), "byets", 1);
+    assert_int_equal(results_write(r, dir), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "table rows has no field 'byets'"));
+    results_free(r);
+    char path[512];
+    snprintf(path, sizeof path, "%s/writer_typo.json", dir);
+    assert_int_equal(access(path, F_OK), -1); /* nothing written */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_bench_writes_the_schema),
+        cmocka_unit_test(test_every_bench_answers_help_and_rejects_bad_flags),
+        cmocka_unit_test(test_scaling_slopes_are_those_of_the_theory),
+        cmocka_unit_test(test_selective_bytes_match_the_formula),
+        cmocka_unit_test(test_placements_save_memory),
+        cmocka_unit_test(test_dropout_replay_is_exact_and_its_absence_is_caught),
+        cmocka_unit_test(test_memory_budget_findings),
+        cmocka_unit_test(test_timeline_records_every_strategy),
+        cmocka_unit_test(test_writer_writes_csv_beside_json),
+        cmocka_unit_test(test_writer_refuses_a_field_the_table_did_not_declare),
+    };
+    return cmocka_run_group_tests_name("bench", tests, group_setup, group_teardown);
+}
