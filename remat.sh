@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # remat.sh — install what is missing, build, and run remat.
 #
-#   ./remat.sh run        install missing packages, build, run the main job (default)
+#   ./remat.sh run        install missing packages, build, run the main job (default):
+#                         the benches in quick mode, their plots, then the quiz
 #   ./remat.sh test       install missing packages, build, run every test
 #   ./remat.sh sanitize   the tests again, built with AddressSanitizer + UBSan
 #   ./remat.sh debug      a -O0 -g3 build in build-debug/ for stepping through in gdb
@@ -60,7 +61,11 @@ case "$mode" in
   run)
     install_missing
     build build Release
-    ./build/bench/bench_sgemm
+    ./build/bench/bench_sgemm --quick
+    ./build/bench/bench_all --quick --results results
+    bench/plots.sh results results/plots
+    echo "remat: results in results/, plots in results/plots/"
+    ./build/quiz/quiz --results results
     ;;
   test)
     install_missing
@@ -78,7 +83,7 @@ case "$mode" in
     echo "remat: debug build in build-debug/ (try: gdb --args build-debug/tests/test_memory)"
     ;;
   -h|--help|help)
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
     ;;
   *)
     echo "remat.sh: unknown command '$mode' (expected run, test, sanitize or debug)" >&2

@@ -1,0 +1,181 @@
+/*
+ * bank.c — reading and checking quiz/questions.json (see bank.h). Every check names the
+ * file and the path of the field it found wrong.
+ */
+#include "bank.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdbool.h>
+#include <string.h>
+
+static const char *const LANG_KEYS[LANG_COUNT] = {"en", "ar"};
+
+RematStatus quiz_lang_parse(const char *name, QuizLang *lang)
+{
+    for (int l = 0; name && l < LANG_COUNT; l++) {
+        if (!strcmp(name, LANG_KEYS[l])) {
+            *lang = (QuizLang)l;
+            return REMAT_OK;
+        }
+    }
+    return remat_fail(REMAT_EINVAL, "unknown language '%s' (expected en or ar)", name ? name : "(null)");
+}
+
+/* The whole file as a string the caller frees; NULL with REMAT_EIO. */
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        remat_fail(REMAT_EIO, "cannot open the question bank %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *text = NULL;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)size + 1))) {
+        if (fread(text, 1, (size_t)size, f) == (size_t)size) {
+            text[size] = '\0';
+        } else {
+            free(text);
+            text = NULL;
+        }
+    }
+    fclose(f);
+    if (!text) remat_fail(REMAT_EIO, "cannot read the question bank %s", path);
+    return text;
+}
+
+/* A string field, or an error naming `where`.`key`. */
+static const char *need_string(const cJSON *obj, const char *key, const char *path, const char *where)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (cJSON_IsString(item) && item->valuestring[0]) return item->valuestring;
+    remat_fail(REMAT_ECORRUPT, "%s: %s.%s: %s", path, where, key, item ? "must be a non-empty string" : "missing");
+    return NULL;
+}
+
+/* A {"en": ..., "ar": ...} text. */
+static RematStatus need_text(const cJSON *obj, const char *key, const char *path, const char *where, QuizText *out)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char inner[160];
+    snprintf(inner, sizeof inner, "%s.%s", where, key);
+    if (!cJSON_IsObject(item))
+        return remat_fail(REMAT_ECORRUPT, "%s: %s: %s", path, inner, item ? "must be an object of en and ar" : "missing");
+    for (int l = 0; l < LANG_COUNT; l++)
+        if (!(out->lang[l] = need_string(item, LANG_KEYS[l], path, inner))) return REMAT_ECORRUPT;
+    return REMAT_OK;
+}
+
+static RematStatus load_measurements(const cJSON *q, const char *path, const char *where, Question *out)
+{
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(q, "measurements");
+    if (!cJSON_IsObject(all))
+        return remat_fail(REMAT_ECORRUPT, "%s: %s.measurements: %s", path, where, all ? "must be an object" : "missing");
+    out->n_measurements = cJSON_GetArraySize(all);
+    out->measurements = calloc((size_t)out->n_measurements + 1, sizeof *out->measurements);
+    if (!out->measurements) return remat_fail(REMAT_ENOMEM, "%s: no memory for its measurements", path);
+    int i = 0;
+    for (const cJSON *m = all->child; m; m = m->next, i++) {
+        char inner[200];
+        snprintf(inner, sizeof inner, "%s.measurements.%s", where, m->string);
+        Measurement *mm = &out->measurements[i];
+        mm->name = m->string;
+        if (!(mm->bench = need_string(m, "bench", path, inner)) || !(mm->table = need_string(m, "table", path, inner)) ||
+            !(mm->field = need_string(m, "field", path, inner)) || !(mm->format = need_string(m, "format", path, inner)))
+            return REMAT_ECORRUPT;
+        static const char *const formats[] = {"bytes", "percent", "excess", "number", "int", "text"};
+        bool known = false;
+        for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) known |= !strcmp(mm->format, formats[f]);
+        if (!known)
+            return remat_fail(REMAT_ECORRUPT, "%s: %s.format: '%s' is not bytes, percent, excess, number, int or text",
+                              path, inner, mm->format);
+        mm->where = cJSON_GetObjectItemCaseSensitive(m, "where");
+        if (mm->where && !cJSON_IsObject(mm->where))
+            return remat_fail(REMAT_ECORRUPT, "%s: %s.where: must be an object", path, inner);
+    }
+    return REMAT_OK;
+}
+
+static RematStatus load_question(const cJSON *q, int index, const char *path, Question *out)
+{
+    char where[32];
+    snprintf(where, sizeof where, "questions[%d]", index);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(q, "id");
+    if (!cJSON_IsNumber(id) || id->valueint != index + 1)
+        return remat_fail(REMAT_ECORRUPT, "%s: %s.id: must be %d", path, where, index + 1);
+    out->id = id->valueint;
+    if (need_text(q, "question", path, where, &out->question) != REMAT_OK) return REMAT_ECORRUPT;
+    const cJSON *options = cJSON_GetObjectItemCaseSensitive(q, "options");
+    if (!cJSON_IsArray(options) || cJSON_GetArraySize(options) != QUIZ_OPTIONS)
+        return remat_fail(REMAT_ECORRUPT, "%s: %s.options: need %d options, found %d", path, where, QUIZ_OPTIONS,
+                          cJSON_IsArray(options) ? cJSON_GetArraySize(options) : 0);
+    for (int o = 0; o < QUIZ_OPTIONS; o++) {
+        char inner[48];
+        snprintf(inner, sizeof inner, "%s.options[%d]", where, o);
+        const cJSON *opt = cJSON_GetArrayItem(options, o);
+        for (int l = 0; l < LANG_COUNT; l++)
+            if (!(out->options[o].lang[l] = need_string(opt, LANG_KEYS[l], path, inner))) return REMAT_ECORRUPT;
+    }
+    const cJSON *correct = cJSON_GetObjectItemCaseSensitive(q, "correct");
+    if (!cJSON_IsNumber(correct) || correct->valueint < 0 || correct->valueint >= QUIZ_OPTIONS)
+        return remat_fail(REMAT_ECORRUPT, "%s: %s.correct: must be an option index 0..3", path, where);
+    out->correct = correct->valueint;
+    if (need_text(q, "explanation", path, where, &out->explanation) != REMAT_OK) return REMAT_ECORRUPT;
+    const cJSON *test = cJSON_GetObjectItemCaseSensitive(q, "test");
+    char inner[48];
+    snprintf(inner, sizeof inner, "%s.test", where);
+    if (!(out->test_file = need_string(test, "file", path, inner)) || !(out->test_name = need_string(test, "name", path, inner)) ||
+        !(out->bench = need_string(q, "bench", path, where)))
+        return REMAT_ECORRUPT;
+    return load_measurements(q, path, where, out);
+}
+
+Bank *bank_load(const char *path)
+{
+    char *text = read_file(path);
+    if (!text) return NULL;
+    Bank *bank = calloc(1, sizeof *bank);
+    if (!bank) {
+        free(text);
+        remat_fail(REMAT_ENOMEM, "no memory for the question bank");
+        return NULL;
+    }
+    bank->doc = cJSON_Parse(text);
+    free(text);
+    RematStatus status = REMAT_OK;
+    if (!bank->doc) {
+        const char *at = cJSON_GetErrorPtr();
+        status = remat_fail(REMAT_ECORRUPT, "%s: not valid JSON near \"%.24s\"", path, at ? at : "");
+    }
+    if (status == REMAT_OK && (need_text(bank->doc, "title", path, "bank", &bank->title) != REMAT_OK ||
+                               need_text(bank->doc, "subtitle", path, "bank", &bank->subtitle) != REMAT_OK ||
+                               need_text(bank->doc, "description", path, "bank", &bank->description) != REMAT_OK))
+        status = REMAT_ECORRUPT;
+    const cJSON *questions = bank->doc ? cJSON_GetObjectItemCaseSensitive(bank->doc, "questions") : NULL;
+    if (status == REMAT_OK && (!cJSON_IsArray(questions) || cJSON_GetArraySize(questions) != 8))
+        status = remat_fail(REMAT_ECORRUPT, "%s: questions: need 8 questions, found %d", path,
+                            cJSON_IsArray(questions) ? cJSON_GetArraySize(questions) : 0);
+    if (status == REMAT_OK) {
+        bank->n_questions = 8;
+        bank->questions = calloc(8, sizeof *bank->questions);
+        if (!bank->questions) status = remat_fail(REMAT_ENOMEM, "no memory for the questions");
+    }
+    for (int i = 0; status == REMAT_OK && i < bank->n_questions; i++)
+        status = load_question(cJSON_GetArrayItem(questions, i), i, path, &bank->questions[i]);
+    if (status != REMAT_OK) {
+        bank_free(bank);
+        return NULL;
+    }
+    return bank;
+}
+
+void bank_free(Bank *bank)
+{
+    if (!bank) return;
+    for (int i = 0; bank->questions && i < bank->n_questions; i++) free(bank->questions[i].measurements);
+    free(bank->questions);
+    cJSON_Delete(bank->doc);
+    free(bank);
+}

@@ -1,0 +1,175 @@
+/*
+ * explain_fill.c — reading the benches' results and filling explanations (see
+ * explain_fill.h).
+ */
+#include "explain_fill.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory.h"
+
+#define MAX_FILES 16
+
+typedef struct ResultsFile {
+    char bench[64];
+    cJSON *doc;  /* NULL when the file is missing */
+    bool broken; /* present but not valid JSON */
+} ResultsFile;
+
+struct ResultsDir {
+    char dir[512];
+    ResultsFile files[MAX_FILES];
+    int n;
+};
+
+ResultsDir *results_open(const char *dir)
+{
+    ResultsDir *r = calloc(1, sizeof *r);
+    if (r) snprintf(r->dir, sizeof r->dir, "%s", dir);
+    return r;
+}
+
+void results_close(ResultsDir *r)
+{
+    if (!r) return;
+    for (int i = 0; i < r->n; i++) cJSON_Delete(r->files[i].doc);
+    free(r);
+}
+
+/* The parsed results of `bench`, reading the file the first time; NULL if missing. */
+static const ResultsFile *results_file(ResultsDir *r, const char *bench)
+{
+    for (int i = 0; i < r->n; i++)
+        if (!strcmp(r->files[i].bench, bench)) return &r->files[i];
+    if (r->n == MAX_FILES) return NULL;
+    ResultsFile *f = &r->files[r->n++];
+    snprintf(f->bench, sizeof f->bench, "%s", bench);
+    char path[640];
+    snprintf(path, sizeof path, "%s/%s.json", r->dir, bench);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return f;
+    char *text = NULL;
+    long size = fseek(fp, 0, SEEK_END) == 0 ? ftell(fp) : -1;
+    if (size >= 0 && fseek(fp, 0, SEEK_SET) == 0 && (text = malloc((size_t)size + 1)) &&
+        fread(text, 1, (size_t)size, fp) == (size_t)size) {
+        text[size] = '\0';
+        f->doc = cJSON_Parse(text);
+    }
+    f->broken = !f->doc;
+    free(text);
+    fclose(fp);
+    return f;
+}
+
+/* True if every entry of `where` equals the record's field of the same name. */
+static bool record_matches(const cJSON *record, const cJSON *where)
+{
+    for (const cJSON *w = where ? where->child : NULL; w; w = w->next) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(record, w->string);
+        if (!v) return false;
+        if (cJSON_IsNumber(w) && (!cJSON_IsNumber(v) || v->valuedouble != w->valuedouble)) return false;
+        if (cJSON_IsString(w) && (!cJSON_IsString(v) || strcmp(v->valuestring, w->valuestring))) return false;
+        if (cJSON_IsBool(w) && (!cJSON_IsBool(v) || cJSON_IsTrue(v) != cJSON_IsTrue(w))) return false;
+    }
+    return true;
+}
+
+typedef enum Lookup { FOUND, MISSING, MALFORMED } Lookup;
+
+/* Finds the value `m` quotes. */
+static Lookup lookup(ResultsDir *r, const Measurement *m, const cJSON **value, char *why, size_t why_size)
+{
+    const ResultsFile *f = results_file(r, m->bench);
+    if (!f || (!f->doc && !f->broken)) return MISSING;
+    if (f->broken) {
+        snprintf(why, why_size, "%.300s/%s.json is not valid JSON", r->dir, m->bench);
+        return MALFORMED;
+    }
+    const cJSON *tables = cJSON_GetObjectItemCaseSensitive(f->doc, "tables");
+    const cJSON *table = cJSON_GetObjectItemCaseSensitive(tables, m->table);
+    const cJSON *records = cJSON_GetObjectItemCaseSensitive(table, "records");
+    if (!cJSON_IsArray(records)) {
+        snprintf(why, why_size, "%.300s/%s.json: tables.%s.records is missing", r->dir, m->bench, m->table);
+        return MALFORMED;
+    }
+    for (const cJSON *rec = records->child; rec; rec = rec->next) {
+        if (!record_matches(rec, m->where)) continue;
+        *value = cJSON_GetObjectItemCaseSensitive(rec, m->field);
+        if (*value) return FOUND;
+        snprintf(why, why_size, "%.300s/%s.json: a record of tables.%s has no field %s", r->dir, m->bench, m->table, m->field);
+        return MALFORMED;
+    }
+    return MISSING; /* e.g. a quick run that measured fewer configurations */
+}
+
+static void format_value(char *buf, size_t size, const cJSON *v, const char *format)
+{
+    if (cJSON_IsString(v)) {
+        snprintf(buf, size, "%s", v->valuestring);
+    } else if (cJSON_IsBool(v)) {
+        snprintf(buf, size, "%s", cJSON_IsTrue(v) ? "yes" : "no");
+    } else if (!strcmp(format, "bytes")) {
+        mem_format_bytes(buf, size, v->valuedouble > 0 ? (size_t)v->valuedouble : 0);
+    } else if (!strcmp(format, "percent")) {
+        snprintf(buf, size, "%.1f%%", 100.0 * v->valuedouble);
+    } else if (!strcmp(format, "excess")) {
+        snprintf(buf, size, "%+.1f%%", 100.0 * (v->valuedouble - 1.0));
+    } else if (!strcmp(format, "int")) {
+        snprintf(buf, size, "%.0f", v->valuedouble);
+    } else {
+        snprintf(buf, size, "%.3g", v->valuedouble);
+    }
+}
+
+int measured_count(const Question *q, ResultsDir *results)
+{
+    int found = 0;
+    for (int i = 0; i < q->n_measurements; i++) {
+        const cJSON *v;
+        char why[8];
+        found += lookup(results, &q->measurements[i], &v, why, sizeof why) == FOUND;
+    }
+    return found;
+}
+
+RematStatus fill_explanation(char *buf, size_t size, const Question *q, QuizLang lang, ResultsDir *results)
+{
+    const char *text = q->explanation.lang[lang];
+    RematStatus status = REMAT_OK;
+    size_t used = 0;
+    buf[0] = '\0';
+    while (*text && used + 1 < size) {
+        const char *open = strchr(text, '{'), *close = open ? strchr(open, '}') : NULL;
+        size_t plain = open && close ? (size_t)(open - text) : strlen(text);
+        int n = snprintf(buf + used, size - used, "%.*s", (int)plain, text);
+        used += n > 0 ? (size_t)n : 0;
+        if (!open || !close || used + 1 >= size) break;
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(close - open - 1), open + 1);
+        text = close + 1;
+
+        const Measurement *m = NULL;
+        for (int i = 0; i < q->n_measurements; i++)
+            if (!strcmp(q->measurements[i].name, name)) m = &q->measurements[i];
+        char why[1024] = "", value[sizeof why + 8];
+        const cJSON *v = NULL;
+        Lookup found = m ? lookup(results, m, &v, why, sizeof why) : MALFORMED;
+        if (!m) snprintf(why, sizeof why, "the question bank has no measurement %s", name);
+        if (found == FOUND) {
+            format_value(value, sizeof value, v, m->format);
+        } else if (found == MISSING) {
+            snprintf(value, sizeof value, lang == LANG_AR ? "(لم يُقَس بعد: شغّل build/bench/%s --quick)"
+                                                          : "(not measured yet: run build/bench/%s --quick)", m->bench);
+        } else {
+            status = remat_fail(REMAT_ECORRUPT, "%s", why);
+            snprintf(value, sizeof value, "(%s)", why);
+        }
+        n = snprintf(buf + used, size - used, "%s", value);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    if (used >= size) buf[size - 1] = '\0';
+    return status;
+}

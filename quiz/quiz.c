@@ -1,0 +1,255 @@
+/*
+ * quiz.c — the Activation Recomputation Quiz, in a terminal, in English or Arabic.
+ *
+ * Eight questions, each with four options shuffled by PCG32. After every answer: right or
+ * wrong, the correct option, and an explanation quoting what this machine's benches
+ * measured, with the test that proves the answer and the bench that measures it. The
+ * score comes at the end, with a line per question.
+ *
+ *   quiz                       interactive (on a terminal)
+ *   quiz --preview             every question and its options, no answers
+ *   quiz --answers 2,4,1,...   a non-interactive run: one answer per question
+ *
+ * Without a terminal and without --answers it prints the preview and exits 0, so the main
+ * job never waits for input nobody can give. End of input ends the quiz with the score so
+ * far; an invalid answer asks again.
+ */
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bank.h"
+#include "explain_fill.h"
+#include "rng.h"
+
+#ifndef REMAT_QUIZ_BANK
+#define REMAT_QUIZ_BANK "quiz/questions.json"
+#endif
+
+typedef struct Options {
+    QuizLang lang;
+    bool preview, shuffle;
+    const char *answers; /* comma-separated, or NULL */
+    const char *results;
+    const char *bank;
+    uint64_t seed;
+} Options;
+
+/* The words the program itself says, in both languages. */
+typedef struct Words {
+    const char *question_of, *your_answer, *invalid, *right, *wrong, *correct_was, *proof, *measure,
+        *score, *preview_note, *ended;
+} Words;
+
+static const Words WORDS[LANG_COUNT] = {
+    [LANG_EN] = {"Question %d of %d", "Your answer (1-4 or a-d): ", "Please answer 1-4 or a-d.",
+                 "Right.", "Not quite.", "The answer: %c) %s", "Proof: %s, %s", "Measured by: build/bench/%s",
+                 "Score: %d of %d", "Answers and explanations are shown while you take the quiz (run it in a terminal).",
+                 "Input ended: the quiz stops here."},
+    [LANG_AR] = {"السؤال %d من %d", "إجابتك (1-4 أو a-d): ", "يُرجى الإجابة برقم من 1 إلى 4 أو بحرف من a إلى d.",
+                 "صحيح.", "ليس تمامًا.", "الإجابة: %c) %s", "البرهان: %s، %s", "يقيسه: build/bench/%s",
+                 "النتيجة: %d من %d", "تظهر الإجابات والتفسيرات أثناء إجراء الاختبار (شغّله في طرفية).",
+                 "انتهى الإدخال: يتوقف الاختبار هنا."},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: quiz [--lang en|ar] [--preview] [--answers LIST] [--results DIR] [--seed N]\n"
+            "            [--no-shuffle] [--bank FILE]\n"
+            "  The Activation Recomputation Quiz: 8 questions, with explanations that quote what\n"
+            "  this machine's benches measured.\n"
+            "  --lang en|ar     English (default) or Arabic (UTF-8; a terminal with bidi support\n"
+            "                   shows it right to left)\n"
+            "  --preview        every question with its options, no answers\n"
+            "  --answers LIST   answer without a terminal, e.g. 2,4,1,3,4,2,3,1 (numbers or\n"
+            "                   letters, in the order the options are shown)\n"
+            "  --results DIR    where the benches wrote their JSON (default: results)\n"
+            "  --seed N         the order of the options (default: a new order each run)\n"
+            "  --no-shuffle     the options in the order of the source quiz\n"
+            "  --bank FILE      the question bank (default: %s)\n"
+            "  --help           this text\n",
+            REMAT_QUIZ_BANK);
+}
+
+static int parse_options(int argc, char **argv, Options *o)
+{
+    *o = (Options){.lang = LANG_EN, .shuffle = true, .results = "results", .bank = REMAT_QUIZ_BANK,
+                   .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--preview")) {
+            o->preview = true;
+        } else if (!strcmp(a, "--no-shuffle")) {
+            o->shuffle = false;
+        } else if (!strcmp(a, "--lang") && v) {
+            if (quiz_lang_parse(v, &o->lang) != REMAT_OK) goto bad;
+            i++;
+        } else if (!strcmp(a, "--answers") && v) {
+            o->answers = v;
+            i++;
+        } else if (!strcmp(a, "--results") && v) {
+            o->results = v;
+            i++;
+        } else if (!strcmp(a, "--bank") && v) {
+            o->bank = v;
+            i++;
+        } else if (!strcmp(a, "--seed") && v) {
+            char *end = NULL;
+            o->seed = strtoull(v, &end, 10);
+            if (!v[0] || *end || v[0] == '-') goto bad;
+            i++;
+        } else {
+            fprintf(stderr, "quiz: unknown option or missing value: %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+        continue;
+    bad:
+        fprintf(stderr, "quiz: bad value for %s: %s\n", a, v);
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+/* The option order shown for each question: a Fisher–Yates shuffle drawn from PCG32. */
+static void option_orders(const Options *o, int orders[][QUIZ_OPTIONS], int n)
+{
+    Pcg32 rng;
+    pcg32_seed(&rng, o->seed, 0x9a1);
+    for (int q = 0; q < n; q++) {
+        for (int i = 0; i < QUIZ_OPTIONS; i++) orders[q][i] = i;
+        for (int i = QUIZ_OPTIONS - 1; o->shuffle && i > 0; i--) {
+            int j = (int)pcg32_bounded(&rng, (uint32_t)i + 1), t = orders[q][i];
+            orders[q][i] = orders[q][j];
+            orders[q][j] = t;
+        }
+    }
+}
+
+static void print_question(const Bank *b, int q, const int *order, QuizLang lang)
+{
+    printf("\n");
+    printf(WORDS[lang].question_of, q + 1, b->n_questions);
+    printf("\n%s\n", b->questions[q].question.lang[lang]);
+    for (int i = 0; i < QUIZ_OPTIONS; i++)
+        printf("  %d) %s\n", i + 1, b->questions[q].options[order[i]].lang[lang]);
+}
+
+/* 0..3 from "1".."4" or "a".."d" (surrounding blanks ignored); -1 otherwise. */
+static int parse_answer(const char *text)
+{
+    while (isspace((unsigned char)*text)) text++;
+    int c = tolower((unsigned char)text[0]);
+    const char *rest = text[0] ? text + 1 : text;
+    while (isspace((unsigned char)*rest)) rest++;
+    if (*rest) return -1;
+    if (c >= '1' && c <= '4') return c - '1';
+    if (c >= 'a' && c <= 'd') return c - 'a';
+    return -1;
+}
+
+/* The next answer from --answers (*answers not NULL), or from the terminal; -2 at the end
+ * of input. */
+static int next_answer(const char **answers, QuizLang lang)
+{
+    if (*answers) {
+        if (!**answers) return -2;
+        const char *comma = strchr(*answers, ',');
+        char one[16];
+        size_t len = comma ? (size_t)(comma - *answers) : strlen(*answers);
+        snprintf(one, sizeof one, "%.*s", (int)(len < 15 ? len : 15), *answers);
+        *answers = comma ? comma + 1 : *answers + len;
+        return parse_answer(one);
+    }
+    for (;;) {
+        printf("%s", WORDS[lang].your_answer);
+        fflush(stdout);
+        char line[64];
+        if (!fgets(line, sizeof line, stdin)) return -2;
+        line[strcspn(line, "\n")] = '\0';
+        int a = parse_answer(line);
+        if (a >= 0) return a;
+        printf("%s\n", WORDS[lang].invalid);
+    }
+}
+
+static void print_header(const Bank *b, QuizLang lang)
+{
+    printf("%s\n%s\n%s\n", b->subtitle.lang[lang], b->title.lang[lang], b->description.lang[lang]);
+}
+
+int main(int argc, char **argv)
+{
+    Options o;
+    int parsed = parse_options(argc, argv, &o);
+    if (parsed) return parsed;
+    Bank *bank = bank_load(o.bank);
+    if (!bank) {
+        fprintf(stderr, "quiz: %s\n", remat_last_error());
+        return 1;
+    }
+    const Words *w = &WORDS[o.lang];
+    int orders[8][QUIZ_OPTIONS];
+    option_orders(&o, orders, bank->n_questions);
+    print_header(bank, o.lang);
+
+    if (o.preview || (!o.answers && !isatty(STDIN_FILENO))) {
+        for (int q = 0; q < bank->n_questions; q++) print_question(bank, q, orders[q], o.lang);
+        printf("\n%s\n", w->preview_note);
+        bank_free(bank);
+        return 0;
+    }
+
+    ResultsDir *results = results_open(o.results);
+    const char *answers = o.answers;
+    int given[8], score = 0, asked = 0, status = 0;
+    for (int q = 0; q < bank->n_questions; q++) {
+        const Question *question = &bank->questions[q];
+        print_question(bank, q, orders[q], o.lang);
+        int a = next_answer(&answers, o.lang);
+        if (a == -2) {
+            printf("\n%s\n", w->ended);
+            break;
+        }
+        if (a == -1) { /* only --answers can give an invalid answer without asking again */
+            fprintf(stderr, "quiz: --answers: answer %d is not 1-4 or a-d\n", q + 1);
+            status = 2;
+            break;
+        }
+        asked++;
+        given[q] = orders[q][a];
+        const bool right = given[q] == question->correct;
+        score += right;
+        int shown = 0;
+        while (orders[q][shown] != question->correct) shown++;
+        printf("%s ", right ? w->right : w->wrong);
+        printf(w->correct_was, '1' + shown, question->options[question->correct].lang[o.lang]);
+        char text[4096];
+        if (fill_explanation(text, sizeof text, question, o.lang, results) != REMAT_OK)
+            fprintf(stderr, "quiz: %s\n", remat_last_error());
+        printf("\n%s\n", text);
+        printf(w->proof, question->test_file, question->test_name);
+        printf("\n");
+        printf(w->measure, question->bench);
+        printf("\n");
+    }
+
+    printf("\n");
+    printf(w->score, score, bank->n_questions);
+    printf("\n");
+    for (int q = 0; q < asked; q++)
+        printf("  %s %d. %s\n", given[q] == bank->questions[q].correct ? "✓" : "✗", q + 1,
+               bank->questions[q].options[bank->questions[q].correct].lang[o.lang]);
+    results_close(results);
+    bank_free(bank);
+    return status;
+}
