@@ -143,12 +143,12 @@ Bank *bank_load(const char *path)
         return NULL;
     }
     bank->doc = cJSON_Parse(text);
-    free(text);
     RematStatus status = REMAT_OK;
     if (!bank->doc) {
-        const char *at = cJSON_GetErrorPtr();
+        const char *at = cJSON_GetErrorPtr(); /* points into `text`: report before freeing it */
         status = remat_fail(REMAT_ECORRUPT, "%s: not valid JSON near \"%.24s\"", path, at ? at : "");
     }
+    free(text);
     if (status == REMAT_OK && (need_text(bank->doc, "title", path, "bank", &bank->title) != REMAT_OK ||
                                need_text(bank->doc, "subtitle", path, "bank", &bank->subtitle) != REMAT_OK ||
                                need_text(bank->doc, "description", path, "bank", &bank->description) != REMAT_OK))
