@@ -46,7 +46,7 @@ typedef struct Question {
     int correct; /* 0..3, in the order of `options` */
     QuizText explanation;
     const char *test_file, *test_name;
-    const char *bench;
+    const char *bench; /* the program that measures it, under build/: "bench/bench_scaling" */
     Measurement *measurements;
     int n_measurements;
 } Question;

@@ -47,11 +47,11 @@ typedef struct Words {
 
 static const Words WORDS[LANG_COUNT] = {
     [LANG_EN] = {"Question %d of %d", "Your answer (1-4 or a-d): ", "Please answer 1-4 or a-d.",
-                 "Right.", "Not quite.", "The answer: %c) %s", "Proof: %s, %s", "Measured by: build/bench/%s",
+                 "Right.", "Not quite.", "The answer: %c) %s", "Proof: %s, %s", "Measured by: build/%s",
                  "Score: %d of %d", "Answers and explanations are shown while you take the quiz (run it in a terminal).",
                  "Input ended: the quiz stops here."},
     [LANG_AR] = {"السؤال %d من %d", "إجابتك (1-4 أو a-d): ", "يُرجى الإجابة برقم من 1 إلى 4 أو بحرف من a إلى d.",
-                 "صحيح.", "ليس تمامًا.", "الإجابة: %c) %s", "البرهان: %s، %s", "يقيسه: build/bench/%s",
+                 "صحيح.", "ليس تمامًا.", "الإجابة: %c) %s", "البرهان: %s، %s", "يقيسه: build/%s",
                  "النتيجة: %d من %d", "تظهر الإجابات والتفسيرات أثناء إجراء الاختبار (شغّله في طرفية).",
                  "انتهى الإدخال: يتوقف الاختبار هنا."},
 };
