@@ -253,11 +253,11 @@ RematStatus op_hooks_observe(const OpInfo *op, const char *tag, int index, Tenso
 }
 
 void op_hooks_recorded(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                       Tensor *const *saved, int n_saved)
+                       Tensor *const *saved, int n_saved, const Tensor *out)
 {
     for (int i = op_hooks_depth - 1; i >= 0; i--) {
         const OpHooks *h = op_hooks_stack[i];
-        if (h->recorded) h->recorded(h->ctx, op, tag, inputs, n_inputs, saved, n_saved);
+        if (h->recorded) h->recorded(h->ctx, op, tag, inputs, n_inputs, saved, n_saved, out);
     }
 }
 

@@ -209,11 +209,11 @@ typedef struct OpHooks {
     const char *name;
     Tensor *(*lookup)(void *ctx, const OpInfo *op, const char *tag, int index);
     RematStatus (*observe)(void *ctx, const OpInfo *op, const char *tag, int index, Tensor *out);
-    /* Told, once an op has computed, what it read and what its backward keeps — even with
-     * grad mode off, when nothing is actually saved: `inputs` (n_inputs, entries may be
-     * NULL) and `saved` (n_saved tensors). NULL when a hook does not care. */
+    /* Told, once an op has computed `out`, what it read and what its backward keeps — even
+     * with grad mode off, when nothing is actually saved: `inputs` (n_inputs, entries may
+     * be NULL) and `saved` (n_saved tensors). NULL when a hook does not care. */
     void (*recorded)(void *ctx, const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                     Tensor *const *saved, int n_saved);
+                     Tensor *const *saved, int n_saved, const Tensor *out);
     void *ctx;
 } OpHooks;
 
@@ -230,7 +230,7 @@ RematStatus op_hooks_observe(const OpInfo *op, const char *tag, int index, Tenso
 
 /* For ops_record: tells every hook what an op read and what its backward keeps. */
 void op_hooks_recorded(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                       Tensor *const *saved, int n_saved);
+                       Tensor *const *saved, int n_saved, const Tensor *out);
 
 /* ---- the tape ----------------------------------------------------------------------- */
 

@@ -41,7 +41,7 @@ const char *ops_label(char *buf, size_t size, const char *op, const char *tag)
 Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
                 Tensor *out, Tensor *const *save, int n_save, const NodeAttrs *attrs)
 {
-    op_hooks_recorded(op, tag, inputs, n_inputs, save, n_save);
+    op_hooks_recorded(op, tag, inputs, n_inputs, save, n_save, out);
     RematStatus err;
     Node *node = node_create(op, tag, inputs, n_inputs, out, &err);
     if (err != REMAT_OK) {

@@ -8,8 +8,9 @@
  * default) and without it (what train --no-rng-replay does). For each it reports the
  * largest |gradient difference| against the reference over every parameter — exactly 0
  * with replay, since every strategy is bit-identical to none — and the verdict of the
- * determinism check (Strategy.determinism_check), which hashes each region's output in the
- * first forward and in the replay and fails backward with a message naming the region.
+ * determinism check (Strategy.determinism_check), which hashes every recomputed op's output
+ * in the first forward and in the replay and fails backward with a message naming the
+ * region and the first op that diverged.
  *
  * What it is not: a test (tests/test_checkpoint.c proves the same on a smaller model); no
  * optimizer step runs, so the gradients compared are those of the same parameters.
@@ -164,11 +165,10 @@ int main(int argc, char **argv)
         printf("\n  With the generator replayed, every region's recomputation draws the masks its first\n"
                "  forward drew, and the gradients are those of none to the bit. Without it, the replay\n"
                "  draws new masks: backward differentiates a forward that never happened. The\n"
-               "  determinism check compares each region's output in the replay with the first\n"
-               "  forward's, and catches full and sqrt in the first region backward reaches (the last).\n"
-               "  It cannot catch selective attention_core: there the replay serves the region's output\n"
-               "  itself from the policy's cache, so it always matches, while backward goes through the\n"
-               "  new dropout mask the replay drew for the attention core.\n");
+               "  determinism check compares every recomputed op's output in the replay with the first\n"
+               "  forward's, so it names the first op that diverged — here a dropout — in the first\n"
+               "  region backward reaches (the last), even under selective attention_core, whose\n"
+               "  region output itself comes from the policy's cache.\n");
     }
     for (int i = 0; reference && i < m->n_params; i++) tensor_free(reference[i]);
     free(reference);

@@ -13,6 +13,20 @@
 #include "flops.h"
 #include "kernels.h"
 
+/* A cheap 64-bit hash of a tensor's bytes and shape (FNV-1a over 32-bit words), enough to
+ * tell whether a replay reproduced its first forward. */
+static uint64_t tensor_hash(const Tensor *t)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int d = 0; d < t->ndim; d++) h = (h ^ (uint64_t)t->shape[d]) * 1099511628211ull;
+    const uint32_t *words = t->data;
+    const size_t n = t->bytes / 4;
+    for (size_t i = 0; i < n; i++) h = (h ^ words[i]) * 1099511628211ull;
+    const unsigned char *bytes = t->data;
+    for (size_t i = 4 * n; i < t->bytes; i++) h = (h ^ bytes[i]) * 1099511628211ull;
+    return h;
+}
+
 /* ---- the policy's cache -------------------------------------------------------------- */
 
 /* The outputs a policy saved in a region's first forward, in the order the ops made them.
@@ -38,16 +52,24 @@ typedef struct CacheEntry {
 } CacheEntry;
 
 typedef struct Cache {
-    const Policy *policy;
+    const Policy *policy; /* NULL: nothing is kept (full recomputation) */
     CacheEntry *entries;
     int count, capacity;
     int next;   /* the replay's position */
     bool error; /* the replay asked for something the first forward did not keep */
+    /* The determinism check: a hash of every recomputed op's output in the first forward,
+     * compared op by op in the replay, so a divergence is caught where it happens — even
+     * when the region's own output comes from the cache. */
+    bool check;
+    uint64_t *hashes;
+    int n_hashes, hash_capacity, next_hash;
+    const OpInfo *diverged_op; /* the first recomputed op whose output differed */
+    const char *diverged_tag;
 } Cache;
 
 static bool cache_decides_save(const Cache *c, const OpInfo *op, const char *tag)
 {
-    return c->policy->decide(op->name, tag, c->policy->user) == POLICY_SAVE;
+    return c->policy && c->policy->decide(op->name, tag, c->policy->user) == POLICY_SAVE;
 }
 
 /* First forward: keep the outputs of the ops the policy saves. */
@@ -79,13 +101,38 @@ static void cache_mark_needed(Cache *c, const Tensor *t)
 /* First forward: what each op's backward keeps is needed; so are the inputs of the ops the
  * replay will recompute. */
 static void cache_recorded(void *ctx, const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                           Tensor *const *saved, int n_saved)
+                           Tensor *const *saved, int n_saved, const Tensor *out)
 {
     Cache *c = ctx;
     for (int i = 0; i < n_saved; i++) cache_mark_needed(c, saved[i]);
     if (cache_decides_save(c, op, tag)) return;
     for (int i = 0; i < n_inputs; i++)
         if (inputs[i]) cache_mark_needed(c, inputs[i]->value);
+    if (!c->check) return;
+    if (c->n_hashes == c->hash_capacity) {
+        int capacity = c->hash_capacity ? 2 * c->hash_capacity : 64;
+        uint64_t *hashes = realloc(c->hashes, (size_t)capacity * sizeof *hashes);
+        if (!hashes) {
+            c->check = false; /* no room to check: the replay is simply not checked */
+            return;
+        }
+        c->hashes = hashes;
+        c->hash_capacity = capacity;
+    }
+    c->hashes[c->n_hashes++] = tensor_hash(out);
+}
+
+/* Replay: compare each recomputed op's output with the first forward's. */
+static void cache_replay_recorded(void *ctx, const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                                  Tensor *const *saved, int n_saved, const Tensor *out)
+{
+    (void)inputs, (void)n_inputs, (void)saved, (void)n_saved;
+    Cache *c = ctx;
+    if (!c->check || cache_decides_save(c, op, tag) || c->diverged_op) return;
+    if (c->next_hash == c->n_hashes || c->hashes[c->next_hash++] != tensor_hash(out)) {
+        c->diverged_op = op;
+        c->diverged_tag = tag;
+    }
 }
 
 /* After the first forward of region `region`: release what the replay will not read. */
@@ -127,8 +174,11 @@ static void cache_clear(Cache *c)
 {
     for (int i = 0; i < c->count; i++) tensor_free(c->entries[i].tensor);
     free(c->entries);
+    free(c->hashes);
     c->entries = NULL;
+    c->hashes = NULL;
     c->count = c->capacity = c->next = 0;
+    c->n_hashes = c->hash_capacity = c->next_hash = 0;
 }
 
 /* ---- a region's record --------------------------------------------------------------- */
@@ -141,7 +191,6 @@ typedef struct Region {
     CheckpointOptions opts;
     char name[NODE_NAME_LEN];
     Pcg32 rng_at_entry;
-    uint64_t output_hash; /* of the first forward's output, for the determinism check */
     Cache cache;
 } Region;
 
@@ -150,20 +199,6 @@ static void region_free(void *state)
     Region *r = state;
     cache_clear(&r->cache);
     free(r);
-}
-
-/* A cheap 64-bit hash of a tensor's bytes and shape (FNV-1a over 32-bit words), enough to
- * tell whether a replay reproduced its first forward. */
-static uint64_t tensor_hash(const Tensor *t)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (int d = 0; d < t->ndim; d++) h = (h ^ (uint64_t)t->shape[d]) * 1099511628211ull;
-    const uint32_t *words = t->data;
-    const size_t n = t->bytes / 4;
-    for (size_t i = 0; i < n; i++) h = (h ^ words[i]) * 1099511628211ull;
-    const unsigned char *bytes = t->data;
-    for (size_t i = 4 * n; i < t->bytes; i++) h = (h ^ bytes[i]) * 1099511628211ull;
-    return h;
 }
 
 CheckpointOptions checkpoint_defaults(void)
@@ -196,24 +231,27 @@ static RematStatus region_backward(Node *node, const Tensor *dout, Tensor *const
     Tape *outer = tape_set_current(sub);
     const bool was = grad_set_enabled(true);
     const Phase phase = flops_set_phase(PHASE_RECOMPUTE);
-    OpHooks replay = {.name = "checkpoint replay", .lookup = cache_lookup, .ctx = &r->cache};
-    const bool cached = r->opts.policy && r->cache.count > 0;
-    if (status == REMAT_OK && cached) status = op_hooks_push(&replay);
+    OpHooks replay = {.name = "checkpoint replay", .lookup = cache_lookup, .recorded = cache_replay_recorded,
+                      .ctx = &r->cache};
+    const bool hooked = r->cache.count > 0 || r->cache.check;
+    bool pushed = false;
+    if (status == REMAT_OK && hooked) pushed = (status = op_hooks_push(&replay)) == REMAT_OK;
     Var *y = NULL;
     if (status == REMAT_OK) {
         y = r->fn(r->fn_ctx, x_leaf, ctx);
         if (!y) status = remat_last_status();
     }
-    if (cached) op_hooks_pop();
+    if (pushed) op_hooks_pop();
     if (status == REMAT_OK && r->cache.error)
         status = remat_fail(REMAT_ESTATE, "checkpoint region %s: the replay ran different ops than "
                             "the first forward, so the policy's cache does not match", r->name);
-    if (status == REMAT_OK && r->opts.determinism_check && tensor_hash(y->value) != r->output_hash)
+    if (status == REMAT_OK && r->cache.diverged_op)
         status = remat_fail(REMAT_ESTATE,
                             "checkpoint region %s: the replay computed a different output than the "
-                            "first forward (%s); its gradients would be wrong. Random ops in it need "
-                            "the generator replayed (preserve_rng, the default; --no-rng-replay "
-                            "turns it off)", r->name,
+                            "first forward, first at %s (%s) (%s); its gradients would be wrong. Random "
+                            "ops in it need the generator replayed (preserve_rng, the default; "
+                            "--no-rng-replay turns it off)", r->name, r->cache.diverged_op->name,
+                            r->cache.diverged_tag ? r->cache.diverged_tag : "untagged",
                             r->opts.preserve_rng ? "with the generator replayed" : "without replaying the generator");
     /* Backward needs the node that made y, not y's value: let the value go first. No node:
      * nothing inside needed a gradient (no parameters, and x a constant). */
@@ -256,18 +294,21 @@ Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const Checkpoi
     snprintf(r->name, sizeof r->name, "%s", o.name ? o.name : "region");
     r->opts.name = r->name;
     r->cache.policy = o.policy;
+    r->cache.check = o.determinism_check;
     if (ctx) r->rng_at_entry = ctx->rng;
 
-    /* The first forward: no graph, and with a policy, its chosen outputs kept. */
+    /* The first forward: no graph; with a policy, its chosen outputs kept; with the
+     * determinism check, every recomputed output's hash noted. */
     OpHooks keep = {.name = "checkpoint cache", .observe = cache_observe, .recorded = cache_recorded,
                     .ctx = &r->cache};
-    RematStatus status = o.policy ? op_hooks_push(&keep) : REMAT_OK;
+    const bool hooked = o.policy || o.determinism_check;
+    RematStatus status = hooked ? op_hooks_push(&keep) : REMAT_OK;
     Var *y = NULL;
     if (status == REMAT_OK) {
         grad_set_enabled(false);
         y = fn(fn_ctx, x, ctx);
         grad_set_enabled(true);
-        if (o.policy) op_hooks_pop();
+        if (hooked) op_hooks_pop();
     }
     if (!y) {
         region_free(r);
@@ -277,7 +318,6 @@ Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const Checkpoi
         cache_mark_needed(&r->cache, y->value); /* the region's output is read (it is the result) */
         cache_release_unneeded(&r->cache, r->name);
     }
-    if (o.determinism_check) r->output_hash = tensor_hash(y->value);
 
     /* One node for the whole region, recorded even when x needs no gradient: the
      * parameters inside do. */

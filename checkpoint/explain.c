@@ -69,9 +69,9 @@ static Row *add_row(Explain *ex, const char *name, const char *op, const Tensor 
 
 /* Every op, grad mode on or off: with it off, what its backward would keep is dropped. */
 static void on_recorded(void *ctx, const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                        Tensor *const *saved, int n_saved)
+                        Tensor *const *saved, int n_saved, const Tensor *out)
 {
-    (void)inputs, (void)n_inputs;
+    (void)inputs, (void)n_inputs, (void)out;
     Explain *ex = ctx;
     ex->clock++;
     if (grad_enabled()) return; /* the saved observer sees these as they are saved */

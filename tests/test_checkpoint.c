@@ -217,6 +217,15 @@ static void test_without_rng_replay_dropout_gradients_are_wrong(void **state)
     assert_non_null(strstr(remat_last_error(), "checkpoint region h.2: the replay computed a different output"));
     outcome_free(&checked);
 
+    /* Under a selective policy the region's output comes from the cache, so comparing it
+     * alone would miss the divergence; the check compares every recomputed op. */
+    Outcome selective = {0};
+    Strategy sel = {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .preserve_rng = false,
+                    .determinism_check = true};
+    assert_int_equal(train(gpt3, token_batch, &sel, &selective), REMAT_ESTATE);
+    assert_non_null(strstr(remat_last_error(), "first at dropout (attn.dropout)"));
+    outcome_free(&selective);
+
     /* With replay, the check passes. */
     Outcome fine = {0};
     Strategy replay = strategy_defaults(STRATEGY_FULL);
