@@ -179,45 +179,63 @@ static RematStatus bench_model(const char *title, Model *m, Var *x, Var *y, cons
 
 /* ---- the cost of one record ------------------------------------------------------------- */
 
-/* Pack and unpack of one record of each size, alone: a relu on a leaf that needs a
- * gradient saves its output through the hooks, and saved_tensor reads it back. */
+/* Pack and unpack of one record of `bytes`, alone, `reps` times: a relu on a leaf that
+ * needs a gradient saves its output through the hooks, and saved_tensor reads it back.
+ * The microseconds each took on average go to *pack_us and *unpack_us. */
+static RematStatus time_record(Offload *off, size_t bytes, int reps, double *pack_us, double *unpack_us)
+{
+    Tensor *value = tensor_zeros(MEM_ACT, 1, (int[]){(int)(bytes / sizeof(float))});
+    Var *x = value ? var_create(value, true, "x") : NULL;
+    RematStatus status = x ? REMAT_OK : remat_last_status();
+    const OffloadStats before = offload_stats(off);
+    for (int rep = 0; rep < reps && status == REMAT_OK; rep++) {
+        status = offload_push(off);
+        Var *y = status == REMAT_OK ? op_relu(x, "probe") : NULL;
+        if (status == REMAT_OK) status = offload_pop(off);
+        Tensor *back = y ? saved_tensor(y->creator, 0) : NULL;
+        if (!back) status = remat_last_status();
+        tensor_free(back);
+        var_free(y);
+        tape_reset(tape_current());
+    }
+    var_free(x);
+    const OffloadStats after = offload_stats(off);
+    *pack_us = 1e6 * (after.write_seconds - before.write_seconds) / reps;
+    *unpack_us = 1e6 * (after.read_seconds - before.read_seconds) / reps;
+    return status;
+}
+
+/* The cost of one record of each size from 4 KiB to 4 MiB, through both ways of moving
+ * bytes, with the page cache kept and no prefetch: what the min_bytes threshold is about. */
 static RematStatus bench_record_sizes(const Options *o)
 {
     enum { REPS = 64 };
-    OffloadOptions oo = offload_defaults(OFFLOAD_ALL);
-    oo.dir = o->dir;
-    oo.min_bytes = 0;
-    oo.prefetch = 0;
-    Offload *off = offload_create(&oo);
-    if (!off) return remat_last_status();
-    char where[320];
-    printf("\n  one record alone: %s\n  %10s %14s %14s %14s\n", offload_describe(off, where, sizeof where),
-           "size", "pack", "unpack", "pack+unpack");
+    Offload *off[2] = {NULL, NULL};
     RematStatus status = REMAT_OK;
-    for (size_t bytes = 4096; bytes <= ((size_t)4 << 20) && status == REMAT_OK; bytes *= 4) {
-        Tensor *value = tensor_zeros(MEM_ACT, 1, (int[]){(int)(bytes / sizeof(float))});
-        Var *x = value ? var_create(value, true, "x") : NULL;
-        const OffloadStats before = offload_stats(off);
-        for (int rep = 0; rep < REPS && x && status == REMAT_OK; rep++) {
-            status = offload_push(off);
-            Var *y = status == REMAT_OK ? op_relu(x, "probe") : NULL;
-            if (status == REMAT_OK) status = offload_pop(off);
-            Tensor *back = y ? saved_tensor(y->creator, 0) : NULL;
-            if (!back) status = remat_last_status();
-            tensor_free(back);
-            var_free(y);
-            tape_reset(tape_current());
-        }
-        if (!x) status = remat_last_status();
-        var_free(x);
-        const OffloadStats after = offload_stats(off);
-        const double write_us = 1e6 * (after.write_seconds - before.write_seconds) / REPS;
-        const double read_us = 1e6 * (after.read_seconds - before.read_seconds) / REPS;
-        char size[32];
-        printf("  %10s %9.1f us %9.1f us %9.1f us  (%.2f GB/s)\n", mem_format_bytes(size, sizeof size, bytes),
-               write_us, read_us, write_us + read_us, 2e-3 * (double)bytes / (write_us + read_us));
+    for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
+        OffloadOptions oo = offload_defaults(OFFLOAD_ALL);
+        oo.dir = o->dir;
+        oo.io = (OffloadIo)io;
+        oo.min_bytes = 0;
+        oo.prefetch = 0;
+        off[io] = offload_create(&oo);
+        double pack_us, unpack_us; /* one record first, unmeasured: the file grows to its size */
+        status = off[io] ? time_record(off[io], (size_t)4 << 20, 1, &pack_us, &unpack_us) : remat_last_status();
     }
-    offload_free(off);
+    printf("\n  one record alone, page cache kept, no prefetch: pack + unpack (pack, unpack)\n  %10s %30s %30s\n",
+           "size", "pwritev/preadv", "mmap");
+    for (size_t bytes = 4096; bytes <= ((size_t)4 << 20) && status == REMAT_OK; bytes *= 4) {
+        char size[32];
+        printf("  %10s", mem_format_bytes(size, sizeof size, bytes));
+        for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
+            double pack_us, unpack_us;
+            status = time_record(off[io], bytes, REPS, &pack_us, &unpack_us);
+            printf(" %9.1f us (%6.1f, %6.1f)", pack_us + unpack_us, pack_us, unpack_us);
+        }
+        printf("\n");
+    }
+    offload_free(off[0]);
+    offload_free(off[1]);
     return status;
 }
 
