@@ -33,9 +33,10 @@
  * (prefetch.h), and unpack only waits for it. The thread reads with preadv in both modes:
  * a file descriptor stays valid while the file grows, a mapping may be replaced.
  *
- * syscalls is the default because it is measured to be an order of magnitude cheaper here
- * (offload/README.md): the mmap path pays a page fault per 4 KiB page each way and a TLB
- * flush per madvise, which on this virtual machine cost about 10 and 40 microseconds.
+ * syscalls is the default because it is measured four to ten times cheaper per record
+ * here (offload/README.md): the mmap path pays a page fault per 4 KiB page each way and a
+ * TLB flush per madvise, which on this virtual machine cost about 10 microseconds a page
+ * and 20 to 60 a flush.
  */
 #define _DEFAULT_SOURCE /* madvise, preadv and pwritev */
 

@@ -45,12 +45,12 @@
  *   boundary  only what checkpoint regions keep — their inputs (node op "checkpoint"):
  *             with sqrt, the segment boundaries go to disk, and resident activations stay
  *             near one segment's working set.
- * Why a threshold: every record costs a fixed price whatever its size — its system calls
- * (the write, the read, a read-ahead, and fdatasync and fadvise without the page cache),
- * a 64-byte header and up to a page of padding in the file, its bookkeeping — measured at
- * about 20 microseconds for a 4 KiB record here, as long as copying 100 KiB (README.md).
- * For LayerNorm's per-row mean and rstd, a few KiB each, that is paid to free almost
- * nothing; from 64 KiB up the copy dominates and the cost per byte is flat.
+ * Why a threshold: every record costs a fixed price whatever its size — its two system
+ * calls, a 64-byte header and up to a page of padding in the file, its bookkeeping —
+ * measured at about 14 microseconds here, as long as the copies of a 64 KiB record take
+ * (README.md). For LayerNorm's per-row mean and rstd, a few KiB each, that is paid to
+ * free almost nothing; from 64 KiB up the copy is at least half the cost, and from
+ * 256 KiB the cost per byte is flat.
  *
  * The spill file is created in a directory the caller chooses (default $TMPDIR, or /tmp)
  * and unlinked at once, so it has no name and a crash leaves nothing behind. It is
@@ -60,17 +60,24 @@
  * has been released the append position goes back to the start, so each step reuses the
  * space of the last.
  *
+ * Prefetch. Backward unpacks in the reverse order of the forward's packs, so the records
+ * it will want next are known: a helper thread (prefetch.h) reads the next `prefetch` of
+ * them into their tensors while backward computes. Those tensors are ACT from the moment
+ * their read is queued, so prefetching p records raises the peak by about p records.
+ *
  * Integrity. Each record carries a header (size, dtype, shape, its sequence number) and
  * a CRC-32C of its bytes; unpack checks both against what pack remembered in RAM.
  *
- * Errors. Every failure is REMAT_EIO (the directory is missing or unwritable, the disk is
- * full, the file-size limit was reached, a write-back failed) or REMAT_ECORRUPT (a record
- * whose header or checksum does not match, or a file shorter than its records), with a
- * message naming the cause and the tensor. A failed pack saves nothing and accounts
+ * Errors. A failure of the file is REMAT_EIO (the directory is missing or unwritable, the
+ * disk is full, the file-size limit was reached, a write-back failed) or REMAT_ECORRUPT (a
+ * record whose header or checksum does not match, or a file shorter than its records),
+ * with a message naming the cause and the tensor; reading a record back allocates, so it
+ * can also meet the memory budget (REMAT_EOOM). A failed pack saves nothing and accounts
  * nothing, so the op fails and so does the forward; a failed unpack fails backward. The
  * caller must then not apply the step (models/train.c redoes it without offload).
  *
- * What this is not: thread-safe (the engine is single-threaded), or a cache of the same
+ * What this is not: callable from several threads (the engine is single-threaded; the
+ * helper thread only reads the file into tensors it is handed), or a cache of the same
  * tensor saved twice — two nodes saving one tensor get two records, because the hooks
  * hold no reference by which they could tell the same tensor from a new one at the same
  * address.

@@ -10,11 +10,11 @@
  * read ahead with no thread at all: WILLNEED only starts the disk reads, and the copy out
  * of the page cache (with a wait for what has not arrived yet) still happens on the
  * computing thread when backward asks; the helper thread does both while backward
- * computes. Measured with the page cache dropped (offload/README.md, two runs), backward
- * waited 1.7 to 2.4 times longer for its records on the MLP chain with WILLNEED than with
- * the thread, and 1.0 to 1.2 times on the GPT; with the page cache kept the two cost the
- * same. The price of the thread is memory: a record read ahead needs its tensor before
- * anyone asks for it.
+ * computes. Measured with the page cache dropped (offload/README.md), backward waited
+ * 110 ms a step for its records on the MLP chain with WILLNEED, no less than without
+ * prefetch, and 37 ms with the thread; 45 and 35 ms on the GPT. With the page cache kept
+ * the two cost the same. The price of the thread is memory: a record read ahead needs its
+ * tensor before anyone asks for it.
  *
  * Contract: between prefetch_submit and prefetch_wait the caller must not touch the
  * PrefetchRead nor its buffers (the thread writes them); after prefetch_wait it owns them
