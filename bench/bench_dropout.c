@@ -23,6 +23,9 @@
 #include "measure.h"
 #include "results.h"
 
+enum { N_STRATEGIES = 3 };
+static const StrategyKind KINDS[N_STRATEGIES] = {STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};
+
 static const BenchInfo INFO = {
     .name = "bench_dropout",
     .question = "quiz question 7: replaying a region with dropout needs the generator state of its first forward",
@@ -32,10 +35,10 @@ static const BenchInfo INFO = {
     .quick = "L = 4, D = 64, H = 4, T = 32, B = 2 (a second)",
     .full = "L = 4, D = 128, H = 4, T = 128, B = 4",
     .timed = false,
+    .strategies = KINDS,
+    .n_strategies = N_STRATEGIES,
+    .takes_policy = true,
 };
-
-enum { N_STRATEGIES = 3 };
-static const StrategyKind KINDS[N_STRATEGIES] = {STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};
 static const uint64_t DROPOUT_SEED = 11;
 
 /* One step's gradients (forward and backward, no update) of `m` under `s`, with the
@@ -75,7 +78,7 @@ static const ResultsField FIELDS[] = {
 
 /* One strategy with or without replay: what it measured. */
 typedef struct Outcome {
-    const char *strategy;
+    char strategy[64];
     bool replay;
     double diff;       /* max |grad − reference| */
     bool check_passed; /* the determinism check's verdict */
@@ -83,14 +86,18 @@ typedef struct Outcome {
 } Outcome;
 
 /* Measures one strategy with and without replay into out[0] (with) and out[1] (without). */
-static RematStatus compare(Model *m, StrategyKind kind, Tensor *const *reference, const Batch *batch,
+static RematStatus compare(Model *m, const Strategy *strategy, Tensor *const *reference, const Batch *batch,
                            Outcome out[2], Progress *progress)
 {
     for (int i = 0; i < 2; i++) {
         Outcome *r = &out[i];
-        r->strategy = kind == STRATEGY_SELECTIVE ? "selective (attention_core)" : strategy_name(kind);
+        if (strategy->kind == STRATEGY_SELECTIVE)
+            snprintf(r->strategy, sizeof r->strategy, "selective (%s)",
+                     strategy->policy ? strategy->policy->name : POLICY_ATTENTION_CORE.name);
+        else
+            snprintf(r->strategy, sizeof r->strategy, "%s", strategy_name(strategy->kind));
         r->replay = i == 0;
-        Strategy s = strategy_defaults(kind);
+        Strategy s = *strategy;
         s.preserve_rng = r->replay;
         RematStatus status = gradients(m, &s, batch);
         if (status != REMAT_OK) return status;
@@ -103,7 +110,7 @@ static RematStatus compare(Model *m, StrategyKind kind, Tensor *const *reference
         if (!r->check_passed) snprintf(r->message, sizeof r->message, "%s", remat_last_error());
         remat_clear_error();
         char label[64];
-        snprintf(label, sizeof label, "%s, replay %s", r->strategy, r->replay ? "on" : "off");
+        snprintf(label, sizeof label, "%.40s, replay %s", r->strategy, r->replay ? "on" : "off");
         progress_tick(progress, label);
     }
     return REMAT_OK;
@@ -148,11 +155,13 @@ int main(int argc, char **argv)
         if (!reference[i]) status = remat_last_status();
     }
 
+    Strategy sweep[N_STRATEGIES];
+    const int n = bench_sweep(&INFO, &o, NULL, sweep);
     Outcome outcomes[N_STRATEGIES][2] = {0};
     Progress progress;
-    progress_begin(&progress, 2 * N_STRATEGIES);
-    for (int k = 0; k < N_STRATEGIES && status == REMAT_OK; k++)
-        status = compare(m, KINDS[k], reference, &g.batch, outcomes[k], &progress);
+    progress_begin(&progress, 2 * n);
+    for (int k = 0; k < n && status == REMAT_OK; k++)
+        status = compare(m, &sweep[k], reference, &g.batch, outcomes[k], &progress);
     progress_end(&progress);
     if (status == REMAT_OK) {
         char text[64];
@@ -160,7 +169,7 @@ int main(int argc, char **argv)
                gpt_shape_str(text, sizeof text, &shape));
         printf("  %-27s %-10s %22s %14s   %s\n", "strategy", "RNG replay", "max |grad - none's|", "bit-identical",
                "determinism check");
-        for (int k = 0; k < N_STRATEGIES; k++)
+        for (int k = 0; k < n; k++)
             for (int i = 0; i < 2; i++) print_and_record(&outcomes[k][i], table);
         printf("\n  With the generator replayed, every region's recomputation draws the masks its first\n"
                "  forward drew, and the gradients are those of none to the bit. Without it, the replay\n"

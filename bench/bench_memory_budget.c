@@ -29,6 +29,9 @@
 #include "measure.h"
 #include "results.h"
 
+enum { N_KINDS = 4, JOB_STEPS = 2 };
+static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};
+
 static const BenchInfo INFO = {
     .name = "bench_memory_budget",
     .question = "quiz question 8: recomputation does not remove optimizer state, so a job can still be out of memory",
@@ -39,10 +42,17 @@ static const BenchInfo INFO = {
     .quick = "L = 4, D = 128, H = 4, T = 32, B = 4 (a few seconds)",
     .full = "L = 6, D = 256, H = 4, T = 128, B = 4",
     .timed = false,
+    .strategies = KINDS,
+    .n_strategies = N_KINDS,
+    .takes_policy = true,
+    .takes_rng_replay = true,
 };
 
-enum { N_KINDS = 4, JOB_STEPS = 2 };
-static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};
+/* The strategies the command line leaves to measure, none first. */
+typedef struct Sweep {
+    Strategy s[N_KINDS];
+    int n;
+} Sweep;
 
 /* What one job did under a budget. */
 typedef struct JobResult {
@@ -55,7 +65,7 @@ typedef struct JobResult {
 /* Runs the whole job (model, batch, optimizer, JOB_STEPS steps) under `budget` (0: none)
  * and frees it all. Returns REMAT_OK whether or not it fit (r->status says which), or the
  * status of an error that is not the budget's. */
-static RematStatus run_job(const GptShape *shape, StrategyKind kind, OptimKind optim, size_t budget, JobResult *r)
+static RematStatus run_job(const GptShape *shape, const Strategy *s, OptimKind optim, size_t budget, JobResult *r)
 {
     memset(r, 0, sizeof *r);
     mem_reset_peaks();
@@ -63,14 +73,13 @@ static RematStatus run_job(const GptShape *shape, StrategyKind kind, OptimKind o
     const OptimConfig c = optim == OPTIM_ADAMW ? optim_adamw_defaults(1e-3f) : optim_sgd_defaults(1e-2f, 0.0f);
     GptBench g;
     RematStatus status = gpt_bench_create(&g, shape, &c);
-    const Strategy s = strategy_defaults(kind);
-    Plan *plan = status == REMAT_OK ? plan_create(&s, g.model->layers, g.model->n_layers) : NULL;
+    Plan *plan = status == REMAT_OK ? plan_create(s, g.model->layers, g.model->n_layers) : NULL;
     if (status == REMAT_OK && !plan) status = remat_last_status();
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 3, 4);
     StepStats step;
     for (int i = 0; i < JOB_STEPS && status == REMAT_OK; i++)
-        status = step_run(g.model, &(Variant){.name = strategy_name(kind), .plan = plan}, g.opt, &g.batch, &ctx, &step);
+        status = step_run(g.model, &(Variant){.name = strategy_name(s->kind), .plan = plan}, g.opt, &g.batch, &ctx, &step);
     r->status = status;
     if (status != REMAT_OK) snprintf(r->message, sizeof r->message, "%s", remat_last_error());
     for (int k = 0; k < MEM_KIND_COUNT; k++) r->current[k] = mem_current((MemKind)k);
@@ -88,7 +97,7 @@ static RematStatus run_job(const GptShape *shape, StrategyKind kind, OptimKind o
 /* The smallest budget the job fits in. Exponential search from the unconstrained peak
  * brackets it (hi fits, lo does not), bisection closes the bracket; *trials counts the
  * jobs run. */
-static RematStatus smallest_budget(const GptShape *shape, StrategyKind kind, OptimKind optim, size_t peak,
+static RematStatus smallest_budget(const GptShape *shape, const Strategy *s, OptimKind optim, size_t peak,
                                    size_t *smallest, int *trials)
 {
     JobResult r;
@@ -96,13 +105,13 @@ static RematStatus smallest_budget(const GptShape *shape, StrategyKind kind, Opt
     *trials = 0;
     RematStatus status = REMAT_OK;
     for (;; hi += step, step *= 2) { /* grow hi until the job fits */
-        if ((status = run_job(shape, kind, optim, hi, &r)) != REMAT_OK) return status;
+        if ((status = run_job(shape, s, optim, hi, &r)) != REMAT_OK) return status;
         ++*trials;
         if (r.status == REMAT_OK) break;
         lo = hi;
     }
     for (step = 1;; step *= 2) { /* lower lo until the job does not fit */
-        if ((status = run_job(shape, kind, optim, lo, &r)) != REMAT_OK) return status;
+        if ((status = run_job(shape, s, optim, lo, &r)) != REMAT_OK) return status;
         ++*trials;
         if (r.status != REMAT_OK) break;
         hi = lo;
@@ -111,7 +120,7 @@ static RematStatus smallest_budget(const GptShape *shape, StrategyKind kind, Opt
     }
     while (hi - lo > 1) { /* lo does not fit (or hi is 1), hi does */
         const size_t mid = lo + (hi - lo) / 2;
-        if ((status = run_job(shape, kind, optim, mid, &r)) != REMAT_OK) return status;
+        if ((status = run_job(shape, s, optim, mid, &r)) != REMAT_OK) return status;
         ++*trials;
         if (r.status == REMAT_OK) hi = mid;
         else lo = mid;
@@ -123,6 +132,7 @@ static RematStatus smallest_budget(const GptShape *shape, StrategyKind kind, Opt
 /* Everything measured for one optimizer. */
 typedef struct OptimRun {
     OptimKind optim;
+    const Sweep *sweep;
     JobResult free_run[N_KINDS]; /* without a budget */
     size_t smallest[N_KINDS];
     int trials[N_KINDS];
@@ -131,14 +141,15 @@ typedef struct OptimRun {
 static RematStatus measure_optimizer(const GptShape *shape, OptimRun *o, Progress *progress)
 {
     const char *optim = o->optim == OPTIM_ADAMW ? "AdamW" : "SGD";
-    for (int k = 0; k < N_KINDS; k++) {
+    for (int k = 0; k < o->sweep->n; k++) {
+        const Strategy *s = &o->sweep->s[k];
         char label[64];
-        snprintf(label, sizeof label, "%s %s", optim, strategy_name(KINDS[k]));
-        RematStatus status = run_job(shape, KINDS[k], o->optim, 0, &o->free_run[k]);
+        snprintf(label, sizeof label, "%s %s", optim, strategy_name(s->kind));
+        RematStatus status = run_job(shape, s, o->optim, 0, &o->free_run[k]);
         if (status == REMAT_OK && o->free_run[k].status != REMAT_OK) /* no budget, yet out of memory */
             status = remat_fail(o->free_run[k].status, "%s", o->free_run[k].message);
         if (status == REMAT_OK)
-            status = smallest_budget(shape, KINDS[k], o->optim, o->free_run[k].peak_resident, &o->smallest[k],
+            status = smallest_budget(shape, s, o->optim, o->free_run[k].peak_resident, &o->smallest[k],
                                      &o->trials[k]);
         if (status != REMAT_OK) return status;
         progress_tick(progress, label);
@@ -171,7 +182,7 @@ static const ResultsField FLOOR_FIELDS[] = {
 static size_t demo_budget(const OptimRun *o)
 {
     size_t lo = (size_t)-1, hi = 0;
-    for (int k = 0; k < N_KINDS; k++) {
+    for (int k = 0; k < o->sweep->n; k++) {
         const size_t p = o->free_run[k].peak_resident;
         lo = p < lo ? p : lo;
         hi = p > hi ? p : hi;
@@ -186,9 +197,9 @@ static void print_breakdown(const OptimRun *o, const char *title)
     printf("  %-10s %9s %9s %10s %9s %10s %16s %20s %7s\n", "strategy", "params", "grads", "optimizer", "peak ACT",
            "peak total", "smallest budget", "", "trials");
     printf("  %-10s %9s %9s %10s %9s %10s %16s %20s\n", "", "MiB", "MiB", "MiB", "MiB", "MiB", "MiB", "bytes");
-    for (int k = 0; k < N_KINDS; k++) {
+    for (int k = 0; k < o->sweep->n; k++) {
         const JobResult *r = &o->free_run[k];
-        printf("  %-10s %9.2f %9.2f %10.2f %9.2f %10.2f %16.2f %20zu %7d\n", strategy_name(KINDS[k]),
+        printf("  %-10s %9.2f %9.2f %10.2f %9.2f %10.2f %16.2f %20zu %7d\n", strategy_name(o->sweep->s[k].kind),
                mib(r->current[MEM_PARAM]), mib(r->current[MEM_GRAD]), mib(r->current[MEM_OPTIM]), mib(r->peak_act),
                mib(r->peak_resident), mib(o->smallest[k]), o->smallest[k], o->trials[k]);
     }
@@ -209,17 +220,19 @@ int main(int argc, char **argv)
     ResultsTable *floor = results_table(results, "floor", "what no recomputation can remove", FLOOR_FIELDS,
                                         (int)(sizeof FLOOR_FIELDS / sizeof FLOOR_FIELDS[0]), true);
     RematStatus status = REMAT_OK;
-    OptimRun adamw = {.optim = OPTIM_ADAMW}, sgd = {.optim = OPTIM_SGD};
+    Sweep sweep;
+    sweep.n = bench_sweep(&INFO, &o, NULL, sweep.s);
+    OptimRun adamw = {.optim = OPTIM_ADAMW, .sweep = &sweep}, sgd = {.optim = OPTIM_SGD, .sweep = &sweep};
     JobResult demo[N_KINDS], at_floor[N_KINDS];
     Progress progress;
-    progress_begin(&progress, 4 * N_KINDS);
+    progress_begin(&progress, 4 * sweep.n);
     if (status == REMAT_OK) status = measure_optimizer(&shape, &adamw, &progress);
     const size_t budget = demo_budget(&adamw);
     const JobResult *base = &adamw.free_run[0];
     const size_t pgo = base->current[MEM_PARAM] + base->current[MEM_GRAD] + base->current[MEM_OPTIM];
-    for (int k = 0; k < N_KINDS && status == REMAT_OK; k++) {
-        status = run_job(&shape, KINDS[k], OPTIM_ADAMW, budget, &demo[k]);
-        if (status == REMAT_OK) status = run_job(&shape, KINDS[k], OPTIM_ADAMW, pgo, &at_floor[k]);
+    for (int k = 0; k < sweep.n && status == REMAT_OK; k++) {
+        status = run_job(&shape, &sweep.s[k], OPTIM_ADAMW, budget, &demo[k]);
+        if (status == REMAT_OK) status = run_job(&shape, &sweep.s[k], OPTIM_ADAMW, pgo, &at_floor[k]);
         progress_tick(&progress, "AdamW at two budgets");
     }
     if (status == REMAT_OK) status = measure_optimizer(&shape, &sgd, &progress);
@@ -233,15 +246,15 @@ int main(int argc, char **argv)
         printf("  The smallest budget is each job's peak total to the byte: the ledger counts exactly.\n");
 
         printf("\n  under a budget of %.2f MiB:\n", mib(budget));
-        for (int k = 0; k < N_KINDS; k++)
-            printf("    %-10s %s%s\n", strategy_name(KINDS[k]), demo[k].status == REMAT_OK ? "fits" : "does not fit: ",
+        for (int k = 0; k < sweep.n; k++)
+            printf("    %-10s %s%s\n", strategy_name(sweep.s[k].kind), demo[k].status == REMAT_OK ? "fits" : "does not fit: ",
                    demo[k].message);
 
         bool any = false;
         printf("\n  at params + grads + optimizer = %.2f MiB (%zu bytes):\n", mib(pgo), pgo);
-        for (int k = 0; k < N_KINDS; k++) {
+        for (int k = 0; k < sweep.n; k++) {
             any = any || at_floor[k].status == REMAT_OK;
-            printf("    %-10s %s%s\n", strategy_name(KINDS[k]),
+            printf("    %-10s %s%s\n", strategy_name(sweep.s[k].kind),
                    at_floor[k].status == REMAT_OK ? "fits" : "does not fit: ", at_floor[k].message);
         }
         printf("  %s Recomputation removes activations only;\n"
@@ -250,20 +263,20 @@ int main(int argc, char **argv)
 
         print_breakdown(&sgd, "SGD without momentum (no optimizer state)");
         int best = 0;
-        for (int k = 1; k < N_KINDS; k++) best = sgd.smallest[k] < sgd.smallest[best] ? k : best;
+        for (int k = 1; k < sweep.n; k++) best = sgd.smallest[k] < sgd.smallest[best] ? k : best;
         printf("  What fits instead: SGD without momentum keeps no optimizer state; with %s it needs\n"
                "  %.2f MiB, %s AdamW's params + grads + optimizer (%.2f MiB). (Keeping the optimizer\n"
                "  state in the offload file would be the other way; it is not built.)\n",
-               strategy_name(KINDS[best]), mib(sgd.smallest[best]), sgd.smallest[best] < pgo ? "below" : "not below",
+               strategy_name(sweep.s[best].kind), mib(sgd.smallest[best]), sgd.smallest[best] < pgo ? "below" : "not below",
                mib(pgo));
 
         for (int pass = 0; pass < 2; pass++) {
             const OptimRun *run = pass ? &sgd : &adamw;
-            for (int k = 0; k < N_KINDS; k++) {
+            for (int k = 0; k < sweep.n; k++) {
                 const JobResult *r = &run->free_run[k];
                 ResultsRecord *rec = results_record(jobs);
                 record_str(rec, "optimizer", pass ? "sgd" : "adamw");
-                record_str(rec, "strategy", strategy_name(KINDS[k]));
+                record_str(rec, "strategy", strategy_name(sweep.s[k].kind));
                 record_num(rec, "params", (double)r->current[MEM_PARAM]);
                 record_num(rec, "grads", (double)r->current[MEM_GRAD]);
                 record_num(rec, "optimizer_state", (double)r->current[MEM_OPTIM]);
@@ -287,7 +300,7 @@ int main(int argc, char **argv)
         record_num(rec, "params_grads_optimizer", (double)pgo);
         record_bool(rec, "any_strategy_fits", any);
         record_num(rec, "sgd_smallest_budget", (double)sgd.smallest[best]);
-        record_str(rec, "sgd_strategy", strategy_name(KINDS[best]));
+        record_str(rec, "sgd_strategy", strategy_name(sweep.s[best].kind));
     }
     return bench_finish(&INFO, &o, results, status);
 }

@@ -39,6 +39,7 @@ static const BenchInfo INFO = {
     .quick = "L = 2, D = 128, T = 128, B = 2, 3 timed steps (a few seconds)",
     .full = "L = 4, D = 256, H = 4, T = 256, B = 4, 7 timed steps after 2 warm-up rounds",
     .timed = true,
+    .takes_rng_replay = true,
 };
 
 /* Recomputes the ops whose tag starts with the policy's prefix (`user`), keeps the rest. */
@@ -57,16 +58,18 @@ static Var *one_block(void *layer, Var *x, TrainCtx *ctx)
     return layer_forward(layer, x, ctx);
 }
 
-/* The GPT's forward with blocks 0, 2, 4, ... as checkpoint regions and the others plain. */
+/* The GPT's forward with blocks 0, 2, 4, ... as checkpoint regions and the others plain;
+ * `user` points to whether the regions replay the generator (--no-rng-replay). */
 static Var *every_other_block(void *user, Model *m, const Batch *batch, TrainCtx *ctx)
 {
-    (void)user;
+    const bool *preserve_rng = user;
     Var *h = m->embed(m, batch->x, ctx);
     for (int i = 0; i < m->n_layers && h; i++) {
         Var *next;
         if (i % 2 == 0) {
             CheckpointOptions o = checkpoint_defaults();
             o.name = m->layers[i]->name;
+            o.preserve_rng = *preserve_rng;
             next = checkpoint(one_block, m->layers[i], h, ctx, &o);
         } else {
             next = layer_forward(m->layers[i], h, ctx);
@@ -168,11 +171,11 @@ int main(int argc, char **argv)
     Plan *plans[N_PLACEMENTS] = {0};
     Variant variants[N_PLACEMENTS];
     for (int p = 0; p < N_PLACEMENTS && status == REMAT_OK; p++) {
-        Strategy s = strategy_defaults(PLACEMENTS[p].kind);
-        s.policy = PLACEMENTS[p].policy;
+        const Strategy s = bench_strategy(&o, PLACEMENTS[p].kind, PLACEMENTS[p].policy);
         plans[p] = plan_create(&s, g.model->layers, g.model->n_layers);
         if (!plans[p]) status = remat_last_status();
-        variants[p] = (Variant){.name = PLACEMENTS[p].name, .plan = plans[p], .loss = PLACEMENTS[p].loss};
+        variants[p] = (Variant){.name = PLACEMENTS[p].name, .plan = plans[p], .loss = PLACEMENTS[p].loss,
+                                .user = &o.preserve_rng};
     }
 
     StepStats stats[MAX_THREADS][N_PLACEMENTS];

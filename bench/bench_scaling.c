@@ -26,6 +26,9 @@
 #include "mlp.h"
 #include "results.h"
 
+enum { N_KINDS = 3, MAX_DEPTHS = 8 };
+static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT};
+
 static const BenchInfo INFO = {
     .name = "bench_scaling",
     .question = "quiz questions 1 and 4: recomputation trades FLOPs for memory; sqrt(N) checkpoints "
@@ -37,13 +40,19 @@ static const BenchInfo INFO = {
     .quick = "W = 64, B = 16, N = 8..256, 3 timed steps (a few seconds)",
     .full = "W = 256, B = 32, N = 4..256, 9 timed steps after 2 warm-up rounds",
     .timed = true,
+    .strategies = KINDS,
+    .n_strategies = N_KINDS,
 };
 
-enum { N_KINDS = 3, MAX_DEPTHS = 8 };
-static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT};
-static const double THEORY[N_KINDS] = {1.0, 1.0, 0.5};
+/* The slope of ln(peak ACT) against ln(N) as N grows: linear for none and full, sqrt for sqrt. */
+static double theory(StrategyKind kind)
+{
+    return kind == STRATEGY_SQRT ? 0.5 : 1.0;
+}
 
 typedef struct Config {
+    Strategy strategies[N_KINDS]; /* what the command line leaves of the sweep, none first */
+    int n_strategies;
     int width, batch;
     int depths[MAX_DEPTHS];
     int n_depths;
@@ -90,16 +99,15 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, Depth *d, Progr
     Plan *plans[N_KINDS] = {0};
     Variant variants[N_KINDS];
     RematStatus status = REMAT_OK;
-    for (int k = 0; k < N_KINDS && status == REMAT_OK; k++) {
-        const Strategy s = strategy_defaults(KINDS[k]);
-        plans[k] = plan_create(&s, m->layers, m->n_layers);
+    for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
+        plans[k] = plan_create(&c->strategies[k], m->layers, m->n_layers);
         if (!plans[k]) {
             status = remat_last_status();
             break;
         }
         d->segments[k] = plans[k]->n_segments;
         d->derived[k] = derived_units(plans[k], d->N);
-        variants[k] = (Variant){.name = strategy_name(KINDS[k]), .plan = plans[k]};
+        variants[k] = (Variant){.name = strategy_name(c->strategies[k].kind), .plan = plans[k]};
     }
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     Optimizer *opt = status == REMAT_OK ? optim_create(&adamw, m->params, m->n_params) : NULL;
@@ -112,11 +120,11 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, Depth *d, Progr
     char label[32];
     snprintf(label, sizeof label, "N=%d", d->N);
     if (status == REMAT_OK)
-        status = steps_alternate(m, variants, N_KINDS, opt, &batch, &ctx, c->warmup, c->steps, progress, label,
+        status = steps_alternate(m, variants, c->n_strategies, opt, &batch, &ctx, c->warmup, c->steps, progress, label,
                                  d->stats);
     batch_free(&batch);
     optim_free(opt);
-    for (int k = 0; k < N_KINDS; k++) plan_free(plans[k]);
+    for (int k = 0; k < c->n_strategies; k++) plan_free(plans[k]);
     model_free(m);
     return status;
 }
@@ -165,20 +173,21 @@ static void print_and_record(const Config *c, const Depth *depths, Results *resu
            "GFLOP", "GFLOP", "GFLOP", "overhead", "ms", "overhead");
     for (int i = 0; i < c->n_depths; i++) {
         const Depth *d = &depths[i];
-        for (int k = 0; k < N_KINDS; k++) {
+        for (int k = 0; k < c->n_strategies; k++) {
+            const StrategyKind kind = c->strategies[k].kind;
             const StepStats *s = &d->stats[k];
             const double units = (double)(s->peak[MEM_ACT] - 8) / (double)a;
             const size_t derived = d->derived[k];
             const double time_ratio = s->seconds / d->stats[0].seconds;
             printf("  %4d %-5s %4d %10.2f %7.0f %8zu%s %9.2f %8.3f %8.3f %9.3f %7.1f%% %8.2f %7.2fx\n", d->N,
-                   strategy_name(KINDS[k]), d->segments[k], mib(s->peak[MEM_ACT]), units, derived,
+                   strategy_name(kind), d->segments[k], mib(s->peak[MEM_ACT]), units, derived,
                    s->peak[MEM_ACT] == derived * a + 8 ? "=" : "!", mib(s->peak_resident),
                    1e-9 * (double)s->flops[PHASE_FORWARD], 1e-9 * (double)s->flops[PHASE_BACKWARD],
                    1e-9 * (double)s->flops[PHASE_RECOMPUTE], 100.0 * flop_overhead(s), 1e3 * s->seconds,
                    time_ratio);
             ResultsRecord *rec = results_record(steps);
             record_num(rec, "n_layers", d->N);
-            record_str(rec, "strategy", strategy_name(KINDS[k]));
+            record_str(rec, "strategy", strategy_name(kind));
             record_num(rec, "segments", d->segments[k]);
             record_num(rec, "peak_act", (double)s->peak[MEM_ACT]);
             record_num(rec, "peak_act_units", units);
@@ -203,7 +212,8 @@ static void print_and_record(const Config *c, const Depth *depths, Results *resu
     printf("\n  peak activation memory against depth, on log-log axes\n");
     printf("  %-9s %14s %20s %8s\n", "strategy", "fitted slope", "last doubling slope", "theory");
     double n[MAX_DEPTHS], peak[MAX_DEPTHS];
-    for (int k = 0; k < N_KINDS; k++) {
+    for (int k = 0; k < c->n_strategies; k++) {
+        const StrategyKind kind = c->strategies[k].kind;
         for (int i = 0; i < c->n_depths; i++) {
             n[i] = depths[i].N;
             peak[i] = (double)depths[i].stats[k].peak[MEM_ACT];
@@ -211,12 +221,12 @@ static void print_and_record(const Config *c, const Depth *depths, Results *resu
         const int last = c->n_depths - 1;
         const double slope = loglog_slope(n, peak, c->n_depths);
         const double local = log(peak[last] / peak[last - 1]) / log(n[last] / n[last - 1]);
-        printf("  %-9s %14.3f %20.3f %8.2f\n", strategy_name(KINDS[k]), slope, local, THEORY[k]);
+        printf("  %-9s %14.3f %20.3f %8.2f\n", strategy_name(kind), slope, local, theory(kind));
         ResultsRecord *rec = results_record(slopes);
-        record_str(rec, "strategy", strategy_name(KINDS[k]));
+        record_str(rec, "strategy", strategy_name(kind));
         record_num(rec, "slope", slope);
         record_num(rec, "slope_last_doubling", local);
-        record_num(rec, "theory", THEORY[k]);
+        record_num(rec, "theory", theory(kind));
     }
     printf("  The fit runs below the theory because of the constant terms of the derived counts\n"
            "  (the batch, the last block's gradients): they weigh most at small N.\n");
@@ -234,6 +244,7 @@ int main(int argc, char **argv)
                        : (Config){.width = 256, .batch = 32, .depths = {4, 8, 16, 32, 64, 128, 256}, .n_depths = 7,
                                   .warmup = 2};
     c.steps = bench_steps(&o, 3, 9);
+    c.n_strategies = bench_sweep(&INFO, &o, NULL, c.strategies);
     results_config_str(results, "model", "mlp");
     results_config_num(results, "width", c.width);
     results_config_num(results, "batch", c.batch);
@@ -245,7 +256,7 @@ int main(int argc, char **argv)
     RematStatus status = task ? REMAT_OK : remat_last_status();
     Depth depths[MAX_DEPTHS] = {0};
     Progress progress;
-    progress_begin(&progress, c.n_depths * N_KINDS * (c.warmup + c.steps));
+    progress_begin(&progress, c.n_depths * c.n_strategies * (c.warmup + c.steps));
     for (int i = 0; i < c.n_depths && status == REMAT_OK; i++) {
         depths[i].N = c.depths[i];
         status = measure_depth(&c, task, &depths[i], &progress);

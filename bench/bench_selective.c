@@ -31,6 +31,11 @@
 #include "measure.h"
 #include "results.h"
 
+enum { N_POLICIES = 4, MAX_SEQS = 3 };
+
+/* The rows are policies: none, full (nothing_saveable) and selective's presets. */
+static const StrategyKind KINDS[] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SELECTIVE};
+
 static const BenchInfo INFO = {
     .name = "bench_selective",
     .question = "quiz question 5: selective recomputation recomputes the cheap, memory-heavy ops "
@@ -42,9 +47,11 @@ static const BenchInfo INFO = {
     .quick = "L = 2, B = 2, T = 64 and 128, 3 timed steps (a few seconds)",
     .full = "L = 4, B = 4, T = 128, 256 and 512, 7 timed steps after 2 warm-up rounds",
     .timed = true,
+    .strategies = KINDS,
+    .n_strategies = 3,
+    .takes_policy = true,
+    .takes_rng_replay = true,
 };
-
-enum { N_POLICIES = 4, MAX_SEQS = 3 };
 
 /* A tensor a block keeps, by the tag of the op that made it, and its bytes under none:
  * btc·B·T·C + bht2·B·H·T² + bt·B·T. The rows with no bytes under none are outputs only
@@ -99,6 +106,30 @@ static const PolicyFormula POLICY_FORMULA[N_POLICIES] = {
     {"attention_core", &POLICY_ATTENTION_CORE, {.btc = 66, .bt = 16}, {.btc = 66}, true},
 };
 
+/* The policies the command line leaves to measure (none first), and how regions replay. */
+typedef struct Rows {
+    const PolicyFormula *f[N_POLICIES];
+    int n;
+    bool preserve_rng;
+} Rows;
+
+/* --strategy keeps none and the rows of that strategy; --policy keeps, of selective's rows,
+ * that policy's. */
+static Rows rows_wanted(const BenchOptions *o)
+{
+    Rows rows = {.preserve_rng = o->preserve_rng};
+    for (int p = 0; p < N_POLICIES; p++) {
+        const Policy *policy = POLICY_FORMULA[p].policy;
+        const StrategyKind kind = !policy                             ? STRATEGY_NONE
+                                  : policy == &POLICY_NOTHING_SAVEABLE ? STRATEGY_FULL
+                                                                       : STRATEGY_SELECTIVE;
+        if (!bench_measures(o, kind)) continue;
+        if (kind == STRATEGY_SELECTIVE && o->policy && o->policy != policy) continue;
+        rows.f[rows.n++] = &POLICY_FORMULA[p];
+    }
+    return rows;
+}
+
 static size_t formula_bytes(const TagRow *f, const GptShape *s)
 {
     const size_t B = (size_t)s->B, T = (size_t)s->T, C = (size_t)s->C, H = (size_t)s->H;
@@ -107,6 +138,7 @@ static size_t formula_bytes(const TagRow *f, const GptShape *s)
 
 /* What one sequence length measured, per policy. */
 typedef struct SeqResult {
+    const Rows *rows;
     GptShape shape;
     Census census[N_POLICIES];
     StepStats stats[N_POLICIES];
@@ -122,24 +154,26 @@ static RematStatus measure_seq(SeqResult *r, int warmup, int steps, Progress *pr
     RematStatus status = gpt_bench_create(&g, &r->shape, &adamw);
     Plan *plans[N_POLICIES] = {0};
     Variant variants[N_POLICIES];
-    for (int p = 0; p < N_POLICIES && status == REMAT_OK; p++) {
-        Strategy st = strategy_defaults(POLICY_FORMULA[p].policy ? STRATEGY_SELECTIVE : STRATEGY_NONE);
-        st.policy = POLICY_FORMULA[p].policy;
+    const Rows *rows = r->rows;
+    for (int p = 0; p < rows->n && status == REMAT_OK; p++) {
+        Strategy st = strategy_defaults(rows->f[p]->policy ? STRATEGY_SELECTIVE : STRATEGY_NONE);
+        st.policy = rows->f[p]->policy;
+        st.preserve_rng = rows->preserve_rng;
         plans[p] = plan_create(&st, g.model->layers, g.model->n_layers);
         if (!plans[p]) status = remat_last_status();
-        variants[p] = (Variant){.name = POLICY_FORMULA[p].name, .plan = plans[p]};
+        variants[p] = (Variant){.name = rows->f[p]->name, .plan = plans[p]};
     }
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 3, 4);
-    for (int p = 0; p < N_POLICIES && status == REMAT_OK; p++)
+    for (int p = 0; p < rows->n && status == REMAT_OK; p++)
         status = census_forward(g.model, &variants[p], &g.batch, &ctx, &r->census[p]);
     if (status == REMAT_OK) r->batch_bytes = g.batch.x->value->bytes + g.batch.y->value->bytes;
     char label[32];
     snprintf(label, sizeof label, "T=%d", r->shape.T);
     if (status == REMAT_OK)
-        status = steps_alternate(g.model, variants, N_POLICIES, g.opt, &g.batch, &ctx, warmup, steps, progress, label,
+        status = steps_alternate(g.model, variants, rows->n, g.opt, &g.batch, &ctx, warmup, steps, progress, label,
                                  r->stats);
-    for (int p = 0; p < N_POLICIES; p++) plan_free(plans[p]);
+    for (int p = 0; p < rows->n; p++) plan_free(plans[p]);
     gpt_bench_free(&g);
     return status;
 }
@@ -173,17 +207,18 @@ static void print_tags(const SeqResult *r, ResultsTable *tags)
     const GptShape *s = &r->shape;
     printf("\n  T = %d: activation bytes per layer left for backward, by the op that made them\n", s->T);
     printf("  %-18s %-34s", "tag", "what it is");
-    for (int p = 0; p < N_POLICIES; p++) printf(" %14s", POLICY_FORMULA[p].name);
+    const Rows *rows = r->rows;
+    for (int p = 0; p < rows->n; p++) printf(" %14s", rows->f[p]->name);
     printf(" %14s\n", "formula (none)");
     for (int i = 0; i < N_TAGS; i++) {
         const size_t formula = formula_bytes(&TAGS[i], s);
         printf("  %-18s %-34s", TAGS[i].tag, TAGS[i].what);
-        for (int p = 0; p < N_POLICIES; p++) {
+        for (int p = 0; p < rows->n; p++) {
             const size_t bytes = census_bytes(&r->census[p], TAGS[i].tag) / (size_t)s->L;
             printf(" %14zu", bytes);
             ResultsRecord *rec = results_record(tags);
             record_num(rec, "seq", s->T);
-            record_str(rec, "policy", POLICY_FORMULA[p].name);
+            record_str(rec, "policy", rows->f[p]->name);
             record_str(rec, "tag", TAGS[i].tag);
             record_num(rec, "bytes_per_layer", (double)bytes);
             if (p == 0) record_num(rec, "formula_none", (double)formula);
@@ -195,11 +230,12 @@ static void print_tags(const SeqResult *r, ResultsTable *tags)
 static void print_policies(const SeqResult *r, ResultsTable *table)
 {
     const GptShape *s = &r->shape;
-    const char *rows[] = {"per layer, measured", "this model's formula", "Korthikanti et al., fp32"};
+    const Rows *rows = r->rows;
+    const char *lines[] = {"per layer, measured", "this model's formula", "Korthikanti et al., fp32"};
     for (int row = 0; row < 3; row++) {
-        printf("  %-53s", rows[row]);
-        for (int p = 0; p < N_POLICIES; p++) {
-            const PolicyFormula *f = &POLICY_FORMULA[p];
+        printf("  %-53s", lines[row]);
+        for (int p = 0; p < rows->n; p++) {
+            const PolicyFormula *f = rows->f[p];
             const Census *c = &r->census[p];
             const size_t measured = (census_bytes(c, "attn.") + census_bytes(c, "mlp.")) / (size_t)s->L;
             const size_t formula = formula_bytes(&f->model, s);
@@ -213,8 +249,8 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
     printf("\n  %-16s %12s %12s %10s %11s %9s %9s %9s\n", "policy", "stored MiB", "peak ACT MiB", "census",
            "recompute", "FLOP", "step ms", "time");
     printf("  %-16s %12s %12s %10s %11s %9s %9s %9s\n", "", "", "", "complete", "GFLOP", "overhead", "", "overhead");
-    for (int p = 0; p < N_POLICIES; p++) {
-        const PolicyFormula *f = &POLICY_FORMULA[p];
+    for (int p = 0; p < rows->n; p++) {
+        const PolicyFormula *f = rows->f[p];
         const Census *c = &r->census[p];
         const StepStats *st = &r->stats[p];
         const size_t measured = (census_bytes(c, "attn.") + census_bytes(c, "mlp.")) / (size_t)s->L;
@@ -263,10 +299,12 @@ int main(int argc, char **argv)
     ResultsTable *tags = results_table(results, "tags", "activation bytes per layer by the tag of the op that made "
                                        "them", TAG_FIELDS, (int)(sizeof TAG_FIELDS / sizeof TAG_FIELDS[0]), true);
     RematStatus status = REMAT_OK;
+    const Rows rows = rows_wanted(&o);
     SeqResult r[MAX_SEQS] = {0};
     Progress progress;
-    progress_begin(&progress, n_seqs * N_POLICIES * (warmup + steps));
+    progress_begin(&progress, n_seqs * rows.n * (warmup + steps));
     for (int i = 0; i < n_seqs && status == REMAT_OK; i++) {
+        r[i].rows = &rows;
         r[i].shape = base;
         r[i].shape.T = seqs[i];
         status = measure_seq(&r[i], warmup, steps, &progress);
@@ -288,6 +326,6 @@ int main(int argc, char **argv)
                "  are every byte of activations the forward left, so nothing kept went uncounted.)\n");
     }
     for (int i = 0; i < n_seqs; i++)
-        for (int p = 0; p < N_POLICIES; p++) census_free(&r[i].census[p]);
+        for (int p = 0; p < rows.n; p++) census_free(&r[i].census[p]);
     return bench_finish(&INFO, &o, results, status);
 }

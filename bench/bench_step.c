@@ -1,190 +1,211 @@
 /*
  * bench_step.c — how fast one training step runs, against the machine's sgemm peak.
  *
- * For the char-level GPT (L=4, D=256, H=4, T=128, B=8) and the MLP chain (N=16, W=1024,
- * B=256), each with AdamW, it times whole training steps (forward, backward, optimizer)
- * on 1 and 2 threads and prints the median step time and the achieved GFLOP/s, counting
- * the FLOPs the ledger recorded for the step (model FLOPs: the matmuls plus every
- * elementwise op). It also times a square sgemm on the same thread count, so each figure
- * comes with its ceiling measured in the same run.
+ * For the char-level GPT (L=4, D=256, H=4, T=128, B=8, dropout 0.1) and the MLP chain
+ * (N=16, W=1024, B=256), each with AdamW, it times whole training steps (forward,
+ * backward, optimizer) under each checkpoint strategy, on 1 and 2 threads, and prints the
+ * median step time and the achieved GFLOP/s. The FLOPs are those the ledger recorded for
+ * the step — the matmuls plus every elementwise op, recomputation included, so the rate
+ * says how busy the machine was, and the recompute column says how much of that work was
+ * done twice. Each thread count also times a square sgemm, so every figure comes with its
+ * ceiling measured in the same run.
  *
  * It is a benchmark, not a test: it asserts nothing about time.
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "flops.h"
-#include "gpt.h"
+#include "cli.h"
 #include "kernels.h"
+#include "measure.h"
 #include "mlp.h"
-#include "optim.h"
 #include "platform.h"
+#include "results.h"
 
-typedef struct Options {
-    int steps;  /* timed steps per configuration */
-    int warmup; /* untimed steps first */
-    bool quick;
-} Options;
+enum { N_KINDS = 4, N_MODELS = 2, MAX_THREADS = 2 };
+static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: bench_step [--quick] [--steps N]\n"
-            "  Times whole training steps of the GPT (L=4, D=256, H=4, T=128, B=8) and the MLP chain\n"
-            "  (N=16, W=1024, B=256) with AdamW on 1 and 2 threads, and prints the median step time\n"
-            "  and achieved GFLOP/s next to the sgemm peak measured on the same threads.\n"
-            "  --quick    3 timed steps each (a few seconds)\n"
-            "  --steps N  timed steps per configuration, 1..1000 (default 15)\n"
-            "  --help     this text\n");
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+static const BenchInfo INFO = {
+    .name = "bench_step",
+    .question = "how fast a training step runs, against the machine's sgemm peak",
+    .about = "  Whole AdamW training steps of the GPT (L=4, D=256, H=4, T=128, B=8) and the MLP chain\n"
+             "  (N=16, W=1024, B=256) under each strategy on 1 and 2 threads: median step time and\n"
+             "  GFLOP/s (the ledger's FLOPs, recomputation included) next to the sgemm peak measured\n"
+             "  on the same threads.",
+    .quick = "2 timed steps after 1 warm-up round (about 15 seconds)",
+    .full = "15 timed steps after 2 warm-up rounds",
+    .timed = true,
+    .strategies = KINDS,
+    .n_strategies = N_KINDS,
+    .takes_policy = true,
+    .takes_rng_replay = true,
+};
 
 /* Median GFLOP/s of a 2048³ sgemm on the current thread count. */
-static double sgemm_peak(void)
+static RematStatus sgemm_peak(double *gflops)
 {
     enum { N = 2048, REPS = 5 };
-    float *A = malloc((size_t)N * N * sizeof *A), *B = malloc((size_t)N * N * sizeof *B),
-          *C = malloc((size_t)N * N * sizeof *C);
-    double gflops = 0.0;
-    if (A && B && C) {
-        for (size_t i = 0; i < (size_t)N * N; i++) A[i] = B[i] = (float)(i % 7) * 0.1f;
+    const size_t n = (size_t)N * N;
+    float *A = malloc(n * sizeof *A), *B = malloc(n * sizeof *B), *C = malloc(n * sizeof *C);
+    RematStatus status = A && B && C ? REMAT_OK : remat_fail(REMAT_ENOMEM, "no memory for the sgemm operands");
+    if (status == REMAT_OK) {
+        for (size_t i = 0; i < n; i++) A[i] = B[i] = (float)(i % 7) * 0.1f;
         double t[REPS];
         k_matmul(C, A, B, N, N, N, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
         for (int r = 0; r < REPS; r++) {
-            double t0 = platform_seconds();
+            const double t0 = platform_seconds();
             k_matmul(C, A, B, N, N, N, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
             t[r] = platform_seconds() - t0;
         }
-        qsort(t, REPS, sizeof t[0], compare_doubles);
-        gflops = 2.0 * N * N * (double)N / t[REPS / 2] * 1e-9;
+        *gflops = 2.0 * N * N * (double)N / median(t, REPS) * 1e-9;
     }
     free(A), free(B), free(C);
     flops_reset();
-    return gflops;
-}
-
-/* Times `steps` training steps of `model` on a fixed batch. */
-static RematStatus time_steps(Model *model, Var *x, Var *y, const Options *o, double *median_s, double *flops_per_step)
-{
-    OptimConfig adamw = optim_adamw_defaults(1e-4f);
-    Optimizer *opt = optim_create(&adamw, model->params, model->n_params);
-    if (!opt) return remat_last_status();
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 1, 2);
-    double *t = calloc((size_t)o->steps, sizeof *t);
-    RematStatus status = t ? REMAT_OK : remat_fail(REMAT_ENOMEM, "bench_step: no memory");
-    for (int s = 0; s < o->warmup + o->steps && status == REMAT_OK; s++) {
-        if (s == o->warmup) flops_reset();
-        double t0 = platform_seconds();
-        optim_zero_grad(opt);
-        flops_set_phase(PHASE_FORWARD);
-        Var *loss = model_loss(model, x, y, &ctx);
-        status = loss ? backward(loss) : remat_last_status();
-        if (status == REMAT_OK) status = optim_step(opt);
-        var_free(loss);
-        tape_reset(tape_current());
-        if (s >= o->warmup) t[s - o->warmup] = platform_seconds() - t0;
-    }
-    if (status == REMAT_OK) {
-        *flops_per_step = (double)flops_total() / o->steps;
-        qsort(t, (size_t)o->steps, sizeof *t, compare_doubles);
-        *median_s = t[o->steps / 2];
-    }
-    free(t);
-    optim_free(opt);
     return status;
 }
 
-static Var *random_tokens(int B, int T, Pcg32 *rng)
+static const char *const MODEL_NAMES[N_MODELS] = {"gpt L=4 D=256 H=4 T=128 B=8", "mlp N=16 W=1024 B=256"};
+
+/* One model with its batch and optimizer, and a plan per strategy measured. */
+typedef struct Subject {
+    Model *model;
+    Batch batch;
+    Optimizer *opt;
+    Plan *plans[N_KINDS];
+    Variant variants[N_KINDS];
+} Subject;
+
+static void subject_free(Subject *s)
 {
-    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
-    if (!t) return NULL;
-    for (size_t i = 0; i < t->numel; i++) t->i32[i] = (int32_t)pcg32_bounded(rng, 256);
-    return var_create(t, false, "tokens");
+    for (int k = 0; k < N_KINDS; k++) plan_free(s->plans[k]);
+    optim_free(s->opt);
+    batch_free(&s->batch);
+    model_free(s->model);
+    *s = (Subject){0};
 }
 
-static RematStatus bench_gpt(const Options *o, double *median_s, double *flops)
+/* The GPT of the header, through the benches' GPT helper. */
+static RematStatus gpt_subject(Subject *s, const OptimConfig *adamw)
 {
-    enum { L = 4, D = 256, H = 4, T = 128, B = 8 };
-    Model *m = gpt_create(&(GptConfig){.n_layers = L, .d_model = D, .n_heads = H, .seq_len = T,
-                                       .vocab = 256, .dropout = 0.1f, .seed = 1});
-    Pcg32 rng;
-    pcg32_seed(&rng, 3, 4);
-    Var *x = random_tokens(B, T, &rng), *y = random_tokens(B, T, &rng);
-    RematStatus status = m && x && y ? time_steps(m, x, y, o, median_s, flops) : remat_last_status();
-    var_free(x), var_free(y);
-    model_free(m);
+    GptBench g;
+    const RematStatus status = gpt_bench_create(&g, &(GptShape){.L = 4, .C = 256, .H = 4, .T = 128, .B = 8,
+                                                               .dropout = 0.1f}, adamw);
+    *s = (Subject){.model = g.model, .batch = g.batch, .opt = g.opt};
     return status;
 }
 
-static RematStatus bench_mlp(const Options *o, double *median_s, double *flops)
+/* The MLP chain of the header, on a batch of its teacher task. */
+static RematStatus mlp_subject(Subject *s, const OptimConfig *adamw)
 {
     enum { N = 16, W = 1024, B = 256 };
-    Model *m = mlp_create(&(MlpConfig){.n_layers = N, .width = W, .seed = 1});
-    MlpTask *task = mlp_task_create(W, 2);
+    *s = (Subject){0};
+    s->model = mlp_create(&(MlpConfig){.n_layers = N, .width = W, .seed = 1});
+    MlpTask *task = s->model ? mlp_task_create(W, 2) : NULL;
     Pcg32 rng;
     pcg32_seed(&rng, 5, 6);
-    Var *x = NULL, *y = NULL;
-    RematStatus status = m && task ? mlp_task_batch(task, &rng, B, &x, &y) : remat_last_status();
-    if (status == REMAT_OK) status = time_steps(m, x, y, o, median_s, flops);
-    var_free(x), var_free(y);
+    RematStatus status = task ? mlp_task_batch(task, &rng, B, &s->batch.x, &s->batch.y) : remat_last_status();
     mlp_task_free(task);
-    model_free(m);
+    if (status == REMAT_OK) s->opt = optim_create(adamw, s->model->params, s->model->n_params);
+    return status == REMAT_OK && !s->opt ? remat_last_status() : status;
+}
+
+/* Makes model `which` (0 the GPT, 1 the MLP) and a plan for each strategy in `sweep`. */
+static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, int n)
+{
+    const OptimConfig adamw = optim_adamw_defaults(1e-4f);
+    RematStatus status = which == 0 ? gpt_subject(s, &adamw) : mlp_subject(s, &adamw);
+    for (int k = 0; k < n && status == REMAT_OK; k++) {
+        s->plans[k] = plan_create(&sweep[k], s->model->layers, s->model->n_layers);
+        if (!s->plans[k]) status = remat_last_status();
+        s->variants[k] = (Variant){.name = strategy_name(sweep[k].kind), .plan = s->plans[k]};
+    }
     return status;
+}
+
+static const ResultsField FIELDS[] = {
+    {"model", ""},
+    {"strategy", ""},
+    {"threads", "threads"},
+    {"step_seconds", "seconds"},
+    {"flops", "FLOPs per step, recomputation included"},
+    {"recompute_flops", "FLOPs per step"},
+    {"gflops_per_second", "GFLOP/s"},
+    {"sgemm_gflops_per_second", "GFLOP/s"},
+    {"fraction_of_peak", "ratio"},
+    {"peak_act", "bytes"},
+};
+
+static void print_and_record(const char *model, const Strategy *sweep, const StepStats *st, int n, int threads,
+                             double peak, ResultsTable *table)
+{
+    for (int k = 0; k < n; k++) {
+        uint64_t flops = 0;
+        for (int p = 0; p < PHASE_COUNT; p++) flops += st[k].flops[p];
+        const double rate = (double)flops / st[k].seconds * 1e-9;
+        const char *strategy = strategy_name(sweep[k].kind);
+        printf("  %-28s %-9s %7d %9.2f %9.3f %9.3f %8.1f %8.1f %6.0f%% %9.2f\n", model, strategy,
+               threads, 1e3 * st[k].seconds, 1e-9 * (double)flops, 1e-9 * (double)st[k].flops[PHASE_RECOMPUTE],
+               rate, peak, 100.0 * rate / peak, mib(st[k].peak[MEM_ACT]));
+        ResultsRecord *rec = results_record(table);
+        record_str(rec, "model", model);
+        record_str(rec, "strategy", strategy);
+        record_num(rec, "threads", threads);
+        record_num(rec, "step_seconds", st[k].seconds);
+        record_num(rec, "flops", (double)flops);
+        record_num(rec, "recompute_flops", (double)st[k].flops[PHASE_RECOMPUTE]);
+        record_num(rec, "gflops_per_second", rate);
+        record_num(rec, "sgemm_gflops_per_second", peak);
+        record_num(rec, "fraction_of_peak", rate / peak);
+        record_num(rec, "peak_act", (double)st[k].peak[MEM_ACT]);
+    }
 }
 
 int main(int argc, char **argv)
 {
-    Options o = {.steps = 15, .warmup = 2};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--quick")) {
-            o.quick = true;
-            o.steps = 3;
-            o.warmup = 1;
-        } else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
-            char *end = NULL;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 1000) {
-                fprintf(stderr, "bench_step: bad value for --steps: %s\n", argv[i]);
-                usage(stderr);
-                return 2;
-            }
-            o.steps = (int)v;
-        } else {
-            fprintf(stderr, "bench_step: unknown option or missing value: %s\n", argv[i]);
-            usage(stderr);
-            return 2;
+    BenchOptions o;
+    Results *results;
+    const int start = bench_start(&INFO, argc, argv, &o, &results);
+    if (start != BENCH_RUN) return start;
+    Strategy sweep[N_KINDS];
+    const int n = bench_sweep(&INFO, &o, NULL, sweep);
+    const int warmup = o.quick ? 1 : 2, steps = bench_steps(&o, 2, 15);
+    const int cores = platform_info().cores, max_threads = cores < MAX_THREADS ? cores : MAX_THREADS;
+    results_config_str(results, "optimizer", "adamw");
+    results_config_num(results, "warmup_rounds", warmup);
+    results_config_num(results, "timed_steps", steps);
+    ResultsTable *table = results_table(results, "steps", "one AdamW step per model, strategy and thread count",
+                                        FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+    RematStatus status = REMAT_OK;
+    double peaks[MAX_THREADS] = {0};
+    StepStats stats[N_MODELS][MAX_THREADS][N_KINDS];
+    Progress progress;
+    progress_begin(&progress, N_MODELS * max_threads * n * (warmup + steps));
+    for (int t = 0; t < max_threads && status == REMAT_OK; t++) {
+        status = platform_set_threads(t + 1);
+        if (status == REMAT_OK) status = sgemm_peak(&peaks[t]);
+        for (int m = 0; m < N_MODELS && status == REMAT_OK; m++) {
+            Subject s;
+            status = subject_create(&s, m, sweep, n);
+            char label[48];
+            snprintf(label, sizeof label, "%.3s, %d thread%s", MODEL_NAMES[m], t + 1, t ? "s" : "");
+            TrainCtx ctx = {.training = true};
+            pcg32_seed(&ctx.rng, 1, 2);
+            if (status == REMAT_OK)
+                status = steps_alternate(s.model, s.variants, n, s.opt, &s.batch, &ctx, warmup, steps, &progress,
+                                         label, stats[m][t]);
+            subject_free(&s);
         }
     }
-    PlatformInfo info = platform_info();
-    printf("remat bench_step: whole training steps (forward, backward, AdamW) against the sgemm peak\n");
-    printf("  OpenBLAS %s build, core %s; %d timed steps after %d warm-up, median\n\n", info.blas_threading,
-           info.blas_core, o.steps, o.warmup);
-    printf("  %-34s %7s %10s %9s %12s %8s\n", "model", "threads", "step ms", "GFLOP/s", "sgemm GFLOP/s", "of peak");
-    const int max_threads = info.cores < 2 ? info.cores : 2;
-    for (int model = 0; model < 2; model++) {
-        for (int threads = 1; threads <= max_threads; threads++) {
-            if (platform_set_threads(threads) != REMAT_OK) break;
-            double peak = sgemm_peak(), median = 0, flops = 0;
-            RematStatus status = model == 0 ? bench_gpt(&o, &median, &flops) : bench_mlp(&o, &median, &flops);
-            if (status != REMAT_OK) {
-                fprintf(stderr, "bench_step: %s\n", remat_last_error());
-                return 1;
-            }
-            double gflops = flops / median * 1e-9;
-            printf("  %-34s %7d %10.2f %9.1f %12.1f %7.0f%%\n",
-                   model == 0 ? "gpt L=4 D=256 H=4 T=128 B=8" : "mlp N=16 W=1024 B=256", threads,
-                   1e3 * median, gflops, peak, 100.0 * gflops / peak);
-        }
+    progress_end(&progress);
+    if (status == REMAT_OK) {
+        printf("\n  median of %d steps after %d warm-up rounds; strategies alternate step by step\n", steps, warmup);
+        printf("  %-28s %-9s %7s %9s %9s %9s %8s %8s %7s %9s\n", "model", "strategy", "threads", "step ms", "GFLOP",
+               "recompute", "GFLOP/s", "sgemm", "of peak", "peak ACT");
+        printf("  %-28s %-9s %7s %9s %9s %9s %8s %8s %7s %9s\n", "", "", "", "", "per step", "GFLOP", "", "GFLOP/s",
+               "", "MiB");
+        for (int m = 0; m < N_MODELS; m++)
+            for (int t = 0; t < max_threads; t++)
+                print_and_record(MODEL_NAMES[m], sweep, stats[m][t], n, t + 1, peaks[t], table);
     }
-    return 0;
+    return bench_finish(&INFO, &o, results, status);
 }

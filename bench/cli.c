@@ -15,13 +15,23 @@
 
 void bench_usage(const BenchInfo *info, FILE *out)
 {
-    fprintf(out, "usage: %s [--quick] [--results DIR]%s [--help]\n", info->name, info->timed ? " [--steps N]" : "");
+    fprintf(out, "usage: %s [--quick] [--results DIR]%s%s%s%s [--help]\n", info->name, info->timed ? " [--steps N]" : "",
+            info->strategies ? " [--strategy S]" : "", info->takes_policy ? " [--policy P]" : "",
+            info->takes_rng_replay ? " [--no-rng-replay]" : "");
     fprintf(out, "  %s\n%s\n", info->question, info->about);
-    fprintf(out, "  --quick        %s\n", info->quick);
-    fprintf(out, "                 (default: %s)\n", info->full);
-    fprintf(out, "  --results DIR  write DIR/%s.json and its CSV files (default: results)\n", info->name);
-    if (info->timed) fprintf(out, "  --steps N      timed steps per configuration, 1..1000 (default: the mode's)\n");
-    fprintf(out, "  --help         this text\n");
+    fprintf(out, "  --quick           %s\n", info->quick);
+    fprintf(out, "                    (default: %s)\n", info->full);
+    fprintf(out, "  --results DIR     write DIR/%s.json and its CSV files (default: results)\n", info->name);
+    if (info->timed) fprintf(out, "  --steps N         timed steps per configuration, 1..1000 (default: the mode's)\n");
+    if (info->strategies) {
+        fprintf(out, "  --strategy S      measure only S (with none, the baseline); S is one of");
+        for (int k = 0; k < info->n_strategies; k++) fprintf(out, " %s", strategy_name(info->strategies[k]));
+        fprintf(out, "\n");
+    }
+    if (info->takes_policy) fprintf(out, "  --policy P        selective's policy: dots, attention_core or nothing_saveable\n");
+    if (info->takes_rng_replay)
+        fprintf(out, "  --no-rng-replay   replay regions without restoring the generator (dropout's masks change)\n");
+    fprintf(out, "  --help            this text\n");
 }
 
 /* Parses a whole number in [lo, hi]. */
@@ -35,30 +45,69 @@ static bool parse_int(const char *text, long lo, long hi, int *out)
     return true;
 }
 
+/* Whether `flag` is a strategy flag that `info`'s bench does not take. */
+static bool refused(const BenchInfo *info, const char *flag)
+{
+    return (!strcmp(flag, "--strategy") && !info->strategies) || (!strcmp(flag, "--policy") && !info->takes_policy) ||
+           (!strcmp(flag, "--no-rng-replay") && !info->takes_rng_replay);
+}
+
+/* Sets opt->strategy from `name` if it is one of the bench's strategies. */
+static bool parse_strategy(const BenchInfo *info, const char *name, BenchOptions *opt)
+{
+    StrategyKind kind;
+    if (strategy_parse(name, &kind) != REMAT_OK) return false;
+    for (int k = 0; k < info->n_strategies; k++)
+        if (info->strategies[k] == kind) {
+            opt->one_strategy = true;
+            opt->strategy = kind;
+            return true;
+        }
+    return false;
+}
+
+/* Sets the value of a flag that takes one; false if the value is bad. */
+static bool parse_value(const BenchInfo *info, const char *flag, const char *value, BenchOptions *opt)
+{
+    if (!strcmp(flag, "--results")) opt->results_dir = value;
+    else if (!strcmp(flag, "--steps")) return parse_int(value, 1, 1000, &opt->steps);
+    else if (!strcmp(flag, "--strategy")) return parse_strategy(info, value, opt);
+    else if (!strcmp(flag, "--policy")) return (opt->policy = policy_by_name(value)) != NULL;
+    return true;
+}
+
 int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions *opt)
 {
-    *opt = (BenchOptions){.results_dir = "results"};
+    *opt = (BenchOptions){.results_dir = "results", .preserve_rng = true};
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
         if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
             bench_usage(info, stdout);
             return 1;
         }
+        if (refused(info, flag)) {
+            fprintf(stderr, "%s: %s does not apply to what this bench measures (its flags are below)\n",
+                    info->name, flag);
+            bench_usage(info, stderr);
+            return 2;
+        }
         if (!strcmp(flag, "--quick")) {
             opt->quick = true;
             continue;
         }
-        const bool takes_value = !strcmp(flag, "--results") || (info->timed && !strcmp(flag, "--steps"));
+        if (!strcmp(flag, "--no-rng-replay")) {
+            opt->preserve_rng = false;
+            continue;
+        }
+        const bool takes_value = !strcmp(flag, "--results") || (info->timed && !strcmp(flag, "--steps")) ||
+                                 !strcmp(flag, "--strategy") || !strcmp(flag, "--policy");
         if (!takes_value) {
             fprintf(stderr, "%s: unknown flag %s\n", info->name, flag);
             bench_usage(info, stderr);
             return 2;
         }
         const char *value = i + 1 < argc ? argv[++i] : NULL;
-        bool ok = value && value[0];
-        if (ok && !strcmp(flag, "--results")) opt->results_dir = value;
-        else if (ok) ok = parse_int(value, 1, 1000, &opt->steps);
-        if (!ok) {
+        if (!value || !value[0] || !parse_value(info, flag, value, opt)) {
             fprintf(stderr, "%s: bad or missing value for %s%s%s\n", info->name, flag, value ? ": " : "",
                     value ? value : "");
             bench_usage(info, stderr);
@@ -66,6 +115,27 @@ int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions 
         }
     }
     return 0;
+}
+
+bool bench_measures(const BenchOptions *opt, StrategyKind kind)
+{
+    return !opt->one_strategy || kind == opt->strategy || kind == STRATEGY_NONE;
+}
+
+int bench_sweep(const BenchInfo *info, const BenchOptions *opt, const Policy *policy, Strategy *out)
+{
+    int n = 0;
+    for (int k = 0; k < info->n_strategies; k++)
+        if (bench_measures(opt, info->strategies[k])) out[n++] = bench_strategy(opt, info->strategies[k], policy);
+    return n;
+}
+
+Strategy bench_strategy(const BenchOptions *opt, StrategyKind kind, const Policy *policy)
+{
+    Strategy s = strategy_defaults(kind);
+    s.policy = opt->policy ? opt->policy : policy;
+    s.preserve_rng = opt->preserve_rng;
+    return s;
 }
 
 int bench_steps(const BenchOptions *opt, int quick_steps, int full_steps)
@@ -84,6 +154,22 @@ void bench_print_header(const BenchInfo *info, const BenchOptions *opt)
     fflush(stdout);
 }
 
+/* Says in the header and in the results which strategy flags narrowed or changed the run,
+ * so that nobody reads a narrowed run as the whole sweep. */
+static void record_strategy_flags(Results *r, const BenchOptions *opt)
+{
+    if (opt->one_strategy) {
+        printf("  only strategy %s (and none, the baseline)\n", strategy_name(opt->strategy));
+        results_config_str(r, "only_strategy", strategy_name(opt->strategy));
+    }
+    if (opt->policy) {
+        printf("  selective's policy: %s\n", opt->policy->name);
+        results_config_str(r, "policy", opt->policy->name);
+    }
+    if (!opt->preserve_rng) printf("  RNG replay off: dropout draws fresh masks in every replay\n");
+    results_config_str(r, "rng_replay", opt->preserve_rng ? "on" : "off");
+}
+
 int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results)
 {
     *results = NULL;
@@ -91,7 +177,10 @@ int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt,
     if (parsed) return parsed == 1 ? 0 : 2;
     bench_print_header(info, opt);
     *results = results_create(info->name, info->question, opt->quick);
-    if (*results) return BENCH_RUN;
+    if (*results) {
+        record_strategy_flags(*results, opt);
+        return BENCH_RUN;
+    }
     fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
     return 1;
 }

@@ -10,6 +10,16 @@
  *   --steps N       timed steps per configuration (benches that time steps)
  *   --help          what the bench measures and these flags
  *
+ * and, in every bench that trains with checkpointing, the strategy flags of `train`:
+ *
+ *   --strategy S    measure only strategy S (next to none, the baseline every overhead is
+ *                   measured against) instead of the bench's whole sweep
+ *   --policy P      the policy of strategy selective (dots or attention_core)
+ *   --no-rng-replay replay regions without restoring the generator (dropout's masks change)
+ *
+ * A bench says which of them apply to it in its BenchInfo; the others are refused with a
+ * message, not ignored: a flag that silently changes nothing would mislead.
+ *
  * and ends the same way: exit 0 when it measured and wrote everything, 1 on an error (a
  * clear message on stderr), 2 for a bad flag (with the usage). What this is not: a
  * general option parser; a bench with more flags than these would grow its own.
@@ -23,6 +33,7 @@
 
 #include "error.h"
 #include "results.h"
+#include "strategy.h"
 
 /* What a bench says about itself, for --help, its header and its results. */
 typedef struct BenchInfo {
@@ -32,12 +43,23 @@ typedef struct BenchInfo {
     const char *quick;    /* what --quick runs, one line */
     const char *full;     /* what the default runs, one line */
     bool timed;           /* it times steps, so it takes --steps */
+    /* The strategies the bench sweeps, so --strategy may pick one of them (NULL: it takes
+     * no --strategy); whether its selective runs take --policy; whether its regions take
+     * --no-rng-replay. */
+    const StrategyKind *strategies;
+    int n_strategies;
+    bool takes_policy;
+    bool takes_rng_replay;
 } BenchInfo;
 
 typedef struct BenchOptions {
     bool quick;
     const char *results_dir; /* "results" unless --results */
     int steps;               /* --steps, or 0 for the bench's default */
+    bool one_strategy;       /* --strategy was given: measure `strategy` (and none) only */
+    StrategyKind strategy;
+    const Policy *policy;    /* --policy, or NULL for the bench's own */
+    bool preserve_rng;       /* false with --no-rng-replay */
 } BenchOptions;
 
 /* Prints the usage of `info`'s bench to `out`. */
@@ -46,6 +68,19 @@ void bench_usage(const BenchInfo *info, FILE *out);
 /* Parses the common flags into *opt. Returns 0 to run, 1 when --help was printed (exit 0),
  * 2 for a bad flag or value (a message and the usage went to stderr; exit 2). */
 int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions *opt);
+
+/* Whether the bench should measure strategy `kind`: every one of its sweep without
+ * --strategy; with it, that one and none (the baseline). */
+bool bench_measures(const BenchOptions *opt, StrategyKind kind);
+
+/* The strategies of the bench's sweep that the command line leaves to measure, in order,
+ * each made by bench_strategy with `policy`, into out[] (room for info->n_strategies);
+ * returns how many. */
+int bench_sweep(const BenchInfo *info, const BenchOptions *opt, const Policy *policy, Strategy *out);
+
+/* Strategy `kind` with the options of the command line: --policy for selective (else
+ * `policy`, which may be NULL for the default) and --no-rng-replay. */
+Strategy bench_strategy(const BenchOptions *opt, StrategyKind kind, const Policy *policy);
 
 /* Prints the bench's first lines: its name and question, the mode, the BLAS and threads. */
 void bench_print_header(const BenchInfo *info, const BenchOptions *opt);

@@ -41,13 +41,19 @@ enum { N_BENCHES = sizeof BENCHES / sizeof BENCHES[0] };
 static char dir[] = "/tmp/remat_bench_XXXXXX";
 static cJSON *summary; /* results/summary.json of the quick run */
 
-/* Runs REMAT_BENCH_DIR/<bench> with up to three arguments (NULL-terminated), its output
- * going to <dir>/<bench>.log; returns its exit status, or -1 if it did not exit. */
-static int run_bench(const char *bench, const char *a, const char *b, const char *c)
+/* Runs REMAT_BENCH_DIR/<bench> with its arguments (up to 8, then NULL), its output going
+ * to <dir>/<bench>.log; returns its exit status, or -1 if it did not exit. */
+static int run_bench(const char *bench, ...)
 {
+    enum { MAX_ARGS = 8 };
     char path[512], log[512];
     snprintf(path, sizeof path, "%s/%s", REMAT_BENCH_DIR, bench);
     snprintf(log, sizeof log, "%s/%s.log", dir, bench);
+    char *argv[MAX_ARGS + 2] = {path};
+    va_list ap;
+    va_start(ap, bench);
+    for (int i = 1; i <= MAX_ARGS && (argv[i] = va_arg(ap, char *)) != NULL; i++) continue;
+    va_end(ap);
     fflush(stdout);
     const pid_t pid = fork();
     if (pid == 0) {
@@ -56,7 +62,7 @@ static int run_bench(const char *bench, const char *a, const char *b, const char
             dup2(fd, STDOUT_FILENO);
             dup2(fd, STDERR_FILENO);
         }
-        execl(path, path, a, b, c, (char *)NULL);
+        execv(path, argv);
         _exit(127);
     }
     int status;
@@ -79,7 +85,7 @@ static int group_setup(void **state)
 {
     (void)state;
     if (!mkdtemp(dir)) return -1;
-    const int status = run_bench("bench_all", "--quick", "--results", dir);
+    const int status = run_bench("bench_all", "--quick", "--results", dir, NULL);
     if (status != 0) {
         fprintf(stderr, "bench_all --quick exited with %d; its output is in %s/bench_all.log\n", status, dir);
         return -1;
@@ -197,6 +203,46 @@ static void test_every_bench_answers_help_and_rejects_bad_flags(void **state)
     }
     assert_int_equal(run_bench("bench_scaling", "--steps", "0", NULL), 2);
     assert_int_equal(run_bench("bench_dropout", "--steps", "3", NULL), 2); /* it times nothing */
+}
+
+static void test_strategy_flags_narrow_the_run_or_are_refused(void **state)
+{
+    (void)state;
+    char out[600], path[700];
+    snprintf(out, sizeof out, "%s/flags", dir);
+    /* --strategy and --policy: only that strategy with that policy is measured, and the
+     * results say so. */
+    assert_int_equal(run_bench("bench_dropout", "--quick", "--strategy", "selective", "--policy", "dots", "--results",
+                               out, NULL),
+                     0);
+    snprintf(path, sizeof path, "%s/bench_dropout.json", out);
+    cJSON *doc = read_json(path);
+    assert_non_null(doc);
+    assert_string_equal(str(get(doc, "config"), "only_strategy"), "selective");
+    assert_string_equal(str(get(doc, "config"), "policy"), "dots_saveable");
+    const cJSON *r;
+    int rows = 0;
+    cJSON_ArrayForEach(r, records(doc, "gradients")) {
+        assert_string_equal(str(r, "strategy"), "selective (dots_saveable)");
+        rows++;
+    }
+    assert_int_equal(rows, 2); /* with and without replay */
+    cJSON_Delete(doc);
+    /* --no-rng-replay reaches the regions: bench_placement's replays draw new masks, and the
+     * results say replay was off. */
+    assert_int_equal(run_bench("bench_placement", "--quick", "--steps", "1", "--no-rng-replay", "--results", out, NULL),
+                     0);
+    snprintf(path, sizeof path, "%s/bench_placement.json", out);
+    doc = read_json(path);
+    assert_non_null(doc);
+    assert_string_equal(str(get(doc, "config"), "rng_replay"), "off");
+    cJSON_Delete(doc);
+    /* A flag that does not fit what a bench measures is refused, not ignored. */
+    assert_int_equal(run_bench("bench_placement", "--strategy", "full", NULL), 2);
+    assert_int_equal(run_bench("bench_scaling", "--strategy", "selective", NULL), 2); /* not in its sweep */
+    assert_int_equal(run_bench("bench_scaling", "--policy", "dots", NULL), 2);
+    assert_int_equal(run_bench("bench_dropout", "--no-rng-replay", NULL), 2); /* it measures both */
+    assert_int_equal(run_bench("bench_selective", "--policy", "no_such_policy", NULL), 2);
 }
 
 /* ---- what each bench measured ----------------------------------------------------------- */
@@ -375,6 +421,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_bench_writes_the_schema),
         cmocka_unit_test(test_every_bench_answers_help_and_rejects_bad_flags),
+        cmocka_unit_test(test_strategy_flags_narrow_the_run_or_are_refused),
         cmocka_unit_test(test_scaling_slopes_are_those_of_the_theory),
         cmocka_unit_test(test_selective_bytes_match_the_formula),
         cmocka_unit_test(test_placements_save_memory),
