@@ -82,12 +82,14 @@ void train_usage(FILE *out)
         "  --no-rng-replay     replay regions without restoring the generator: dropout\n"
         "                      draws new masks and gradients come out wrong (quiz question 7)\n"
         "  --determinism-check check that every replay reproduced its first forward\n"
-        "offload (saved activations spilled to an mmap'd file on disk, read back in backward)\n"
+        "offload (saved activations written to a spill file on disk, read back in backward)\n"
         "  --offload P         all (every saved activation of 64 KiB or more), large (1 MiB\n"
         "                      or more) or boundary (the inputs checkpoint regions keep)\n"
         "  --offload-dir DIR   where the spill file goes ($TMPDIR, else /tmp)\n"
         "  --offload-no-cache  drop spilled records from the page cache: backward reads the\n"
         "                      disk. A step whose offload fails is redone without offload\n"
+        "  --offload-mmap      move the bytes through a MAP_SHARED mapping of the spill file\n"
+        "                      instead of pwritev/preadv (slower here: see offload/README.md)\n"
         "training\n"
         "  --batch B           sequences (GPT) or examples (MLP) per step (gpt 16, mlp 64)\n"
         "  --optimizer adamw|sgd  (adamw)\n"
@@ -165,8 +167,9 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
             if (!strcmp(flag, "--determinism-check")) opt->determinism_check = true;
             continue;
         }
-        if (!strcmp(flag, "--offload-no-cache")) {
-            opt->offload_no_cache = true;
+        if (!strcmp(flag, "--offload-no-cache") || !strcmp(flag, "--offload-mmap")) {
+            if (!strcmp(flag, "--offload-no-cache")) opt->offload_no_cache = true;
+            else opt->offload_mmap = true;
             continue;
         }
         const char *v = i + 1 < argc ? argv[++i] : NULL;
@@ -238,8 +241,8 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
         train_usage(err);
         return 2;
     }
-    if (!opt->offload && (opt->offload_dir || opt->offload_no_cache)) {
-        fprintf(err, "train: --offload-dir and --offload-no-cache need --offload\n");
+    if (!opt->offload && (opt->offload_dir || opt->offload_no_cache || opt->offload_mmap)) {
+        fprintf(err, "train: --offload-dir, --offload-no-cache and --offload-mmap need --offload\n");
         train_usage(err);
         return 2;
     }
@@ -469,6 +472,7 @@ static RematStatus build(Run *run)
         if (offload_policy_parse(o->offload, &oo.policy) != REMAT_OK) return remat_last_status();
         oo.dir = o->offload_dir;
         oo.drop_cache = o->offload_no_cache;
+        oo.io = o->offload_mmap ? OFFLOAD_IO_MMAP : OFFLOAD_IO_SYSCALLS;
         run->offload = offload_create(&oo);
         if (!run->offload) return remat_last_status();
     }

@@ -29,6 +29,7 @@ typedef struct TrainOptions {
     const char *offload;    /* spill saved activations to disk: NULL (off), "all", "large" or "boundary" */
     const char *offload_dir;/* where the spill file goes (NULL: $TMPDIR, else /tmp) */
     bool offload_no_cache;  /* drop spilled records from the page cache: backward reads the disk */
+    bool offload_mmap;      /* move the bytes through a mapping of the file, not pwritev/preadv */
     const char *optimizer;  /* "adamw" or "sgd" */
     float lr;
     float momentum;         /* SGD only */

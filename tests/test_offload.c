@@ -908,9 +908,14 @@ static void test_train_takes_the_offload_flags(void **state)
     char *unknown[] = {"train", "--offload", "some"};
     char *alone[] = {"train", "--offload-dir", "/somewhere"};
     char *no_cache_alone[] = {"train", "--offload-no-cache"};
+    char *mmap_alone[] = {"train", "--offload-mmap"};
     assert_int_equal(parse(&o, 3, unknown), 2);
     assert_int_equal(parse(&o, 3, alone), 2);
     assert_int_equal(parse(&o, 2, no_cache_alone), 2);
+    assert_int_equal(parse(&o, 2, mmap_alone), 2);
+    char *mapped[] = {"train", "--offload", "all", "--offload-mmap"};
+    assert_int_equal(parse(&o, 4, mapped), 0);
+    assert_true(o.offload_mmap);
     char *plain[] = {"train"};
     assert_int_equal(parse(&o, 1, plain), 0);
     assert_null(o.offload);
@@ -930,6 +935,29 @@ static TrainOptions offload_run_options(const char *offload, const char *dir)
     o.offload = offload;
     o.offload_dir = dir;
     return o;
+}
+
+/* Offload changes where the saved bytes wait, never what training computes: the losses of
+ * a run with every activation spilled, by pwritev or through a mapping, are those of the
+ * run in RAM to the bit. */
+static void test_train_losses_are_those_of_the_run_in_ram(void **state)
+{
+    (void)state;
+    FILE *sink = fopen("/dev/null", "w");
+    assert_non_null(sink);
+    TrainReport in_ram, spilled[2];
+    TrainOptions plain = offload_run_options(NULL, NULL);
+    assert_int_equal(train_run(&plain, &in_ram, sink), REMAT_OK);
+    for (int io = 0; io < 2; io++) {
+        TrainOptions o = offload_run_options("all", spill_dir);
+        o.offload_mmap = io == 1;
+        assert_int_equal(train_run(&o, &spilled[io], sink), REMAT_OK);
+        assert_int_equal(spilled[io].steps_run, in_ram.steps_run);
+        assert_memory_equal(spilled[io].losses, in_ram.losses, (size_t)in_ram.steps_run * sizeof(float));
+        train_report_free(&spilled[io]);
+    }
+    train_report_free(&in_ram);
+    fclose(sink);
 }
 
 static void test_train_redoes_a_failed_step_without_offload(void **state)
@@ -968,6 +996,7 @@ static void test_train_redoes_a_failed_step_without_offload(void **state)
     char missing[64];
     snprintf(missing, sizeof missing, "%s/missing", spill_dir);
     TrainOptions nowhere = offload_run_options("all", missing);
+    nowhere.offload_mmap = true; /* the same check, whichever way the bytes would move */
     TrainReport none;
     assert_int_equal(train_run(&nowhere, &none, sink), REMAT_EIO);
     assert_non_null(strstr(remat_last_error(), missing));
@@ -991,6 +1020,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_full_disk_fails_the_forward_and_leaves_the_state_intact, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_a_damaged_record_is_caught_when_it_is_read_back, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_train_takes_the_offload_flags, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_train_losses_are_those_of_the_run_in_ram, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_train_redoes_a_failed_step_without_offload, clean_state, clean_state),
     };
     return cmocka_run_group_tests_name("offload", tests, group_setup, group_teardown);
