@@ -3,8 +3,9 @@
  * the optimal count, the schedule that attains it, an executor inside remat's autograd, and
  * a predictor of its peak activation memory and recompute FLOPs.
  *
- * Room: checkpoint/. Owns Revolve only; uses autograd/ (tape, saved-tensor path, backward)
- * and tensor/ (the ledgers, PCG32). Touches nothing of the other strategies.
+ * Room: checkpoint/. Owns Revolve only: the count, schedule and predictor in revolve.c, the
+ * executor in revolve_run.c. Uses autograd/ (tape, saved-tensor path, backward) and
+ * tensor/ (the ledgers, PCG32); touches nothing of the other strategies.
  *
  * Why binomial checkpointing. Single-level segments (sqrt, strategy.h) keep k segment
  * inputs and recompute each layer once, but while a segment is replayed all its l/k layers'
@@ -107,8 +108,8 @@ void revolve_schedule_print(const RevolveSchedule *schedule, FILE *out);
 /* ---- the executor --------------------------------------------------------------------- */
 
 /* Runs layers[0 … l−1] on x under the Revolve schedule with `slots` slots and returns
- * x_l, a new Var the caller owns (x is borrowed). With grad mode on, one node ("revolve")
- * goes on the tape; its backward reverses the chain, accumulating every layer's parameter
+ * x_l, a new Var the caller owns (x is borrowed). With grad mode on, one node goes on the
+ * tape (op "checkpoint", as a region's, named "revolve h.0-h.7, s=3"); its backward reverses the chain, accumulating every layer's parameter
  * gradients and x's gradient. With grad mode off the layers simply run. The layers and
  * ctx must live until that backward has run (ctx's generator is saved and restored, as a
  * checkpoint region does). NULL on error: REMAT_EINVAL for a NULL layer or input, l < 1 or
@@ -117,21 +118,25 @@ Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx);
 
 /* ---- the predictor -------------------------------------------------------------------- */
 
-/* What one layer of a uniform chain costs, measured by revolve_measure_layer. */
+/* What one layer of a uniform chain costs, measured by revolve_measure_layer on the
+ * chain's first layer and input. */
 typedef struct RevolveLayerCost {
-    size_t input_bytes;     /* a: the bytes of a layer's input (= its output, = a gradient) */
-    size_t forward_bytes;   /* the most ACT above its input while it runs with grad off,
-                               its output included */
-    size_t reverse_bytes;   /* its working set: the most ACT above its input and its output's
-                               gradient while it is reversed (forward with grad on into a
-                               sub-tape, then backward), its input's gradient included */
-    uint64_t forward_flops; /* F: the FLOPs of one forward */
+    size_t input_bytes;         /* a: the bytes of a layer's input (= its output, = a gradient) */
+    size_t forward_bytes;       /* the most ACT above its input while it runs with grad off,
+                                   its output included */
+    size_t reverse_bytes;       /* its working set: the most ACT above its input and its
+                                   output's gradient while it is reversed (forward with grad on
+                                   into a sub-tape, then backward), its input's gradient included */
+    size_t first_reverse_bytes; /* the same for layer 0, whose input gradient goes to the
+                                   engine's buffer (already allocated) or is not computed */
+    bool input_needs_grad;      /* the chain's input needs a gradient */
+    uint64_t forward_flops;     /* F: the FLOPs of one forward */
 } RevolveLayerCost;
 
-/* Measures `layer` on input x (borrowed) by running it as the executor does: once with
- * grad off, once reversed. It leaves the layer's gradients, ctx's generator and the FLOP
- * ledger as they were, but resets the memory ledger's peaks (mem_reset_peaks). On error
- * returns the status and leaves *cost unchanged. */
+/* Measures `layer` on x (borrowed), the chain's input, by running it as the executor does:
+ * once with grad off, then reversed (as any layer, and as layer 0). It leaves the layer's
+ * gradients, ctx's generator and the FLOP ledger as they were, but resets the memory
+ * ledger's peaks (mem_reset_peaks). On error returns the status and leaves *cost unchanged. */
 RematStatus revolve_measure_layer(Layer *layer, Var *x, TrainCtx *ctx, RevolveLayerCost *cost);
 
 typedef struct RevolvePrediction {
@@ -144,11 +149,9 @@ typedef struct RevolvePrediction {
     uint64_t recompute_flops;   /* (t(l, s) + 1)·F */
 } RevolvePrediction;
 
-/* Predicts the executor's memory and FLOPs for `schedule` on a uniform chain by walking its
- * actions and adding up what is alive at each moment (revolve.c spells out the model).
- * `input_needs_grad`: whether the chain's input needs a gradient (the engine then holds a
- * buffer for it during the backward). REMAT_EINVAL for NULL arguments. */
-RematStatus revolve_predict(const RevolveSchedule *schedule, const RevolveLayerCost *layer, bool input_needs_grad,
-                            RevolvePrediction *out);
+/* Predicts the executor's memory and FLOPs for `schedule` on a uniform chain whose layers
+ * each cost `layer`, by walking the schedule's actions and adding up what is alive at each
+ * moment (revolve.c spells out the model). REMAT_EINVAL for NULL arguments. */
+RematStatus revolve_predict(const RevolveSchedule *schedule, const RevolveLayerCost *layer, RevolvePrediction *out);
 
 #endif /* REMAT_REVOLVE_H */
