@@ -112,8 +112,9 @@ void revolve_schedule_print(const RevolveSchedule *schedule, FILE *out);
  * tape (op "checkpoint", as a region's, named "revolve h.0-h.7, s=3"); its backward reverses the chain, accumulating every layer's parameter
  * gradients and x's gradient. With grad mode off the layers simply run. The layers and
  * ctx must live until that backward has run (ctx's generator is saved and restored, as a
- * checkpoint region does). NULL on error: REMAT_EINVAL for a NULL layer or input, l < 1 or
- * slots < 1; nothing is recorded then. */
+ * checkpoint region does). NULL on error — REMAT_EINVAL for a NULL layer or input, l < 1 or
+ * slots < 1; a layer's error, or the memory budget's — with nothing recorded or kept and
+ * ctx's generator as it was. */
 Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx);
 
 /* ---- the predictor -------------------------------------------------------------------- */

@@ -280,6 +280,7 @@ Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx)
 
     Run *run = run_create(layers, l, slots, ctx);
     if (!run) return NULL;
+    const Pcg32 rng_at_entry = ctx ? ctx->rng : (Pcg32){0};
     Var *last = NULL;
     Var *y = first_forward(run, x, &last);
     RematStatus status = y ? REMAT_OK : remat_last_status();
@@ -299,6 +300,7 @@ Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx)
     run_free(run);
     if (status != REMAT_OK) {
         var_free(y);
+        if (ctx) ctx->rng = rng_at_entry; /* as if the chain had not run */
         return NULL;
     }
     Var *out = var_from_op(tensor_retain(y->value), node);

@@ -585,6 +585,33 @@ static void test_abandoned_forward_frees_its_checkpoints(void **state)
     fixture_free(&f);
 }
 
+/* A forward that fails half-way (the memory budget) keeps nothing and leaves the
+ * generator where it was. */
+static void test_failing_forward_loses_nothing(void **state)
+{
+    (void)state;
+    Fixture f = fixture(gpt4(), token_batch);
+    Var *h = f.m->embed(f.m, f.x, &f.ctx);
+    RevolveLayerCost cost;
+    assert_int_equal(revolve_measure_layer(f.m->layers[0], h, &f.ctx, &cost), REMAT_OK);
+    const size_t act = mem_current(MEM_ACT);
+    const int nodes = tape_current()->count;
+    const Pcg32 rng = f.ctx.rng;
+    /* Room for the first block's forward on top of x_0, not for the second's on top of x_1:
+     * it fails with x_0 stored and x_1 made. */
+    mem_set_budget(mem_resident() + cost.forward_bytes + cost.input_bytes / 2);
+    Var *z = revolve_forward(f.m->layers, f.m->n_layers, 2, h, &f.ctx);
+    mem_set_budget(0);
+    assert_null(z);
+    assert_int_equal(remat_last_status(), REMAT_EOOM);
+    printf("  %s\n", remat_last_error());
+    assert_int_equal(tape_current()->count, nodes);
+    assert_int_equal(mem_current(MEM_ACT), act);
+    assert_memory_equal(&f.ctx.rng, &rng, sizeof rng);
+    var_free(h);
+    fixture_free(&f);
+}
+
 /* A backward that fails half-way (the memory budget) reports it, puts the generator back,
  * and leaves nothing behind once the tape is reset; the parameters are untouched. */
 static void test_failing_backward_loses_nothing(void **state)
@@ -700,6 +727,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_executor_rejects_bad_input, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_grad_off_runs_the_layers_plainly, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_abandoned_forward_frees_its_checkpoints, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_failing_forward_loses_nothing, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_failing_backward_loses_nothing, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_measuring_a_layer_changes_nothing, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_offload_takes_the_checkpoints, clean_state, clean_state),
