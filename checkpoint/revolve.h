@@ -62,7 +62,7 @@
 
 /* Griewank's minimal number of forward step evaluations t(l, s) for reversing l steps
  * with s slots (the convention above), into *t, and the repetition number r into *r (r may
- * be NULL; r = 1 when l ≤ s + 1, 0 when l = 1). REMAT_EINVAL, with *t and *r unchanged,
+ * be NULL; r = 0 when l = 1, 1 when 2 ≤ l ≤ s + 1). REMAT_EINVAL, with *t and *r unchanged,
  * when l < 1, s < 1 or t(l, s) does not fit in 64 bits. */
 RematStatus revolve_forward_count(int64_t l, int64_t s, int64_t *t, int64_t *r);
 
