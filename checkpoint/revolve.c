@@ -1,0 +1,305 @@
+/*
+ * revolve.c — binomial checkpointing: the count, the schedule and the predictor (see
+ * revolve.h for the convention and how it maps to the FLOP ledger). The executor that runs
+ * a schedule inside autograd is in revolve_run.c.
+ *
+ * Notation: the chain is x_0 → x_1 → … → x_l; step i (1 ≤ i ≤ l) is layer i − 1 and maps
+ * x_{i−1} to x_i. β(s, r) = C(s + r, s) is the most steps s slots can reverse when no step
+ * is advanced over more than r times.
+ */
+#include "revolve.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+/* ---- binomials ------------------------------------------------------------------------ */
+
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* β(s, j + 1) from beta = β(s, j): C(s+j+1, s) = C(s+j, s)·(s+j+1)/(j+1). The division is
+ * exact; it is done before the multiplication (through their gcd) so that only a result
+ * above 2^64 overflows, and then UINT64_MAX is returned (bigger than any chain). */
+static uint64_t beta_next(uint64_t beta, uint64_t s, uint64_t j)
+{
+    const uint64_t g = gcd_u64(beta, j + 1);
+    const uint64_t left = beta / g, right = (s + j + 1) / ((j + 1) / g);
+    if (right != 0 && left > UINT64_MAX / right) return UINT64_MAX;
+    return left * right;
+}
+
+/* ---- the count ------------------------------------------------------------------------ */
+
+/* t(l, s) = r·l − C(s + r, s + 1), and C(s + r, s + 1) = Σ_{j<r} C(s + j, s) (the
+ * hockey-stick identity), so t = Σ_{j<r} (l − β(s, j)): one term per repetition, each
+ * positive. Summing those terms needs no product that could overflow, and the sum can be
+ * checked against INT64_MAX term by term. The loop runs r times. */
+RematStatus revolve_forward_count(int64_t l, int64_t s, int64_t *t, int64_t *r)
+{
+    if (l < 1 || s < 1 || !t)
+        return remat_fail(REMAT_EINVAL, "revolve: the count needs l ≥ 1 steps and s ≥ 1 slots "
+                          "(got l = %" PRId64 ", s = %" PRId64 ")%s", l, s, t ? "" : ", and somewhere to put it");
+    uint64_t beta = 1, sum = 0, reps = 0;
+    while (beta < (uint64_t)l) {
+        sum += (uint64_t)l - beta;
+        if (sum > INT64_MAX)
+            return remat_fail(REMAT_EINVAL, "revolve: t(l, s) for l = %" PRId64 ", s = %" PRId64
+                              " does not fit in 64 bits", l, s);
+        beta = beta_next(beta, (uint64_t)s, reps);
+        reps++;
+    }
+    *t = (int64_t)sum;
+    if (r) *r = (int64_t)reps;
+    return REMAT_OK;
+}
+
+/* ---- the schedule --------------------------------------------------------------------- */
+
+/* The optimal split of n ≥ 2 steps with s ≥ 1 slots (one of them holding the first state):
+ * how many steps m to advance before storing the next checkpoint. With r the repetition
+ * number of (n, s), the binomial recursion β(s, r) = β(s, r−1) + β(s−1, r) says what an
+ * optimal split looks like: the left part (m steps, reversed later with all s slots, its
+ * steps already advanced over once) needs at most r − 1 repetitions, and the right part
+ * (n − m steps, with s − 1 slots) at most r. Because t(·, s) is convex and piecewise linear
+ * with slope r between β(s, r−1) and β(s, r), the split costs exactly t(n, s) when
+ *
+ *     β(s, r−2) ≤ m ≤ β(s, r−1)   and   β(s−1, r−1) ≤ n − m ≤ β(s−1, r):
+ *
+ * then m + t(n−m, s−1) + t(m, s) = m + r(n−m) − β(s, r−1) + (r−1)m − β(s+1, r−2) =
+ * r·n − β(s+1, r−1) by Pascal's rule. We take the largest such m (the first sweep jumps as
+ * far as it can): m = min(β(s, r−1), n − β(s−1, r−1)). Sizes are ints, so every binomial
+ * here is below n < 2^31 and no product overflows. */
+static int optimal_split(int n, int s)
+{
+    uint64_t beta = 1, reps = 0; /* β(s, reps) */
+    uint64_t below = 0;          /* β(s, reps − 1) */
+    while (beta < (uint64_t)n) {
+        below = beta;
+        beta = beta_next(beta, (uint64_t)s, reps);
+        reps++;
+    }
+    /* reps ≥ 1 since n ≥ 2. β(s−1, r−1) = β(s, r−1)·s/(s + r − 1). */
+    const uint64_t left_most = below;
+    const uint64_t right_least = below * (uint64_t)s / ((uint64_t)s + reps - 1);
+    const uint64_t m = (uint64_t)n - right_least;
+    return (int)(m < left_most ? m : left_most);
+}
+
+/* A part of the chain being reversed: steps first+1 … last, from x_first, which is the
+ * current state and, if the part has more than one step, kept in slot `slot`. */
+typedef struct Part {
+    int first, last, slot;
+} Part;
+
+static void emit(RevolveSchedule *sch, RevolveAction a)
+{
+    if (a.kind == REVOLVE_ADVANCE) sch->forward_count += a.steps;
+    if (a.kind == REVOLVE_STORE && a.slot + 1 > sch->slots_used) sch->slots_used = a.slot + 1;
+    if (a.kind == REVOLVE_REVERSE && sch->first_reverse < 0) sch->first_reverse = sch->n_actions;
+    sch->actions[sch->n_actions++] = a;
+}
+
+/* The binomial recursion, with the recursion on the right part kept on an explicit stack
+ * (its depth is at most s + 1, which may be large) and the left part done in a loop:
+ *
+ *   reverse(part from x_f to x_e, slots from k on):
+ *       while the part has more than one step:
+ *           m = optimal_split(e − f, s − k)
+ *           advance m from x_f; if e − (f + m) > 1: store x_{f+m} in slot k + 1
+ *           reverse(x_{f+m} … x_e, slots from k + 1 on)
+ *           restore x_f from slot k (releasing it when one step is left); e = f + m
+ *       reverse step f + 1
+ *
+ * Each split adds one part, so there are l − 1 advances, at most l − 1 stores and
+ * restores, and l reversals: at most 4l actions. */
+static void generate(RevolveSchedule *sch, Part *stack)
+{
+    const int l = sch->steps, s = sch->slots;
+    int depth = 0;
+    stack[depth++] = (Part){0, l, 0};
+    if (l > 1) emit(sch, (RevolveAction){.kind = REVOLVE_STORE, .position = 0, .slot = 0});
+    while (depth > 0) {
+        Part *p = &stack[depth - 1];
+        const int n = p->last - p->first;
+        if (n > 1) {
+            const int m = optimal_split(n, s - p->slot);
+            emit(sch, (RevolveAction){.kind = REVOLVE_ADVANCE, .position = p->first, .steps = m});
+            Part right = {p->first + m, p->last, p->slot + 1};
+            if (right.last - right.first > 1)
+                emit(sch, (RevolveAction){.kind = REVOLVE_STORE, .position = right.first, .slot = right.slot});
+            stack[depth++] = right;
+            continue;
+        }
+        emit(sch, (RevolveAction){.kind = REVOLVE_REVERSE, .position = p->first});
+        const int done = p->first;
+        depth--;
+        if (depth == 0) break;
+        Part *parent = &stack[depth - 1]; /* its right part is reversed: now its left part */
+        parent->last = done;
+        emit(sch, (RevolveAction){.kind = REVOLVE_RESTORE, .position = parent->first, .slot = parent->slot,
+                                  .release = parent->last - parent->first == 1});
+    }
+}
+
+/* Layer j's recomputations: the advances over it after the first sweep, and its reversal. */
+static void count_recomputations(RevolveSchedule *sch)
+{
+    for (int i = sch->first_reverse; i < sch->n_actions; i++) {
+        const RevolveAction *a = &sch->actions[i];
+        if (a->kind == REVOLVE_ADVANCE)
+            for (int j = a->position; j < a->position + a->steps; j++) sch->recomputed[j]++;
+        if (a->kind == REVOLVE_REVERSE) sch->recomputed[a->position]++;
+    }
+}
+
+RevolveSchedule *revolve_schedule_create(int l, int s)
+{
+    if (l < 1 || s < 1) {
+        remat_fail(REMAT_EINVAL, "revolve: a schedule needs l ≥ 1 steps and s ≥ 1 slots (got l = %d, s = %d)", l, s);
+        return NULL;
+    }
+    int64_t t, r;
+    if (revolve_forward_count(l, s, &t, &r) != REMAT_OK) return NULL;
+    const int depth = (s < l ? s : l) + 1;
+    RevolveSchedule *sch = calloc(1, sizeof *sch);
+    RevolveAction *actions = calloc(4 * (size_t)l, sizeof *actions);
+    int *recomputed = calloc((size_t)l, sizeof *recomputed);
+    Part *stack = calloc((size_t)depth, sizeof *stack);
+    if (!sch || !actions || !recomputed || !stack) {
+        free(sch), free(actions), free(recomputed), free(stack);
+        remat_fail(REMAT_ENOMEM, "revolve: no memory for the schedule of %d steps", l);
+        return NULL;
+    }
+    *sch = (RevolveSchedule){.steps = l, .slots = s, .repetitions = (int)r, .actions = actions,
+                             .first_reverse = -1, .recomputed = recomputed};
+    generate(sch, stack);
+    free(stack);
+    count_recomputations(sch);
+    return sch;
+}
+
+void revolve_schedule_free(RevolveSchedule *schedule)
+{
+    if (!schedule) return;
+    free(schedule->actions);
+    free(schedule->recomputed);
+    free(schedule);
+}
+
+void revolve_schedule_print(const RevolveSchedule *sch, FILE *out)
+{
+    if (!sch || !out) return;
+    fprintf(out, "revolve: %d steps, %d slots (%d used), r = %d, t = %" PRId64 " forward steps "
+            "(Griewank's count); %" PRId64 " layer forwards recomputed\n", sch->steps, sch->slots,
+            sch->slots_used, sch->repetitions, sch->forward_count, sch->forward_count + 1);
+    for (int i = 0; i < sch->n_actions; i++) {
+        const RevolveAction *a = &sch->actions[i];
+        if (i == sch->first_reverse) fprintf(out, "  -- backward --\n");
+        switch (a->kind) {
+        case REVOLVE_ADVANCE:
+            fprintf(out, "  advance %d from x_%d to x_%d\n", a->steps, a->position, a->position + a->steps);
+            break;
+        case REVOLVE_STORE: fprintf(out, "  store x_%d in slot %d\n", a->position, a->slot); break;
+        case REVOLVE_RESTORE:
+            fprintf(out, "  restore x_%d from slot %d%s\n", a->position, a->slot, a->release ? " (its last use)" : "");
+            break;
+        case REVOLVE_REVERSE: fprintf(out, "  reverse step %d (layer %d)\n", a->position + 1, a->position); break;
+        }
+    }
+    fprintf(out, "  recomputed per layer:");
+    for (int j = 0; j < sch->steps; j++) fprintf(out, " %d", sch->recomputed[j]);
+    fprintf(out, "\n");
+}
+
+/* ---- the predictor ---------------------------------------------------------------------- */
+
+/* What is alive while the executor runs, in bytes, as the schedule is walked:
+ *
+ *   states     x_0 and every state kept in a slot, plus the current state when it is not
+ *              also in a slot: a bytes each (the executor's input is counted: a slot keeps
+ *              it alive whether or not the caller does);
+ *   gradients  in the backward only: the chain output's gradient, given to the executor
+ *              and alive until it returns; the chain input's gradient buffer, when the
+ *              input needs one; and the gradient between two reversals (the last reversed
+ *              layer's input gradient): a bytes each;
+ *   the layer  forward_bytes on top while a layer runs with grad off, reverse_bytes while
+ *              one is reversed (first_reverse_bytes for layer 0).
+ *
+ * The peak is the most of these at any moment. It is exact when every layer allocates and
+ * frees as the measured one does: a uniform chain. */
+typedef struct Walk {
+    const RevolveLayerCost *layer;
+    size_t live;       /* bytes of states and gradients alive */
+    size_t peak;
+    bool cur_in_slot;  /* the current state is also kept in a slot */
+    bool dy_separate;  /* a gradient between reversals is alive (not the engine's dout) */
+} Walk;
+
+static void walk_peak(Walk *w, size_t on_top)
+{
+    if (w->live + on_top > w->peak) w->peak = w->live + on_top;
+}
+
+static void walk_advance(Walk *w, int steps)
+{
+    const size_t a = w->layer->input_bytes;
+    for (int j = 0; j < steps; j++) {
+        walk_peak(w, w->layer->forward_bytes);
+        w->live += a; /* the next state */
+        if (!w->cur_in_slot) w->live -= a;
+        w->cur_in_slot = false;
+    }
+}
+
+static void walk_action(Walk *w, const RevolveAction *act)
+{
+    const size_t a = w->layer->input_bytes;
+    switch (act->kind) {
+    case REVOLVE_ADVANCE: walk_advance(w, act->steps); break;
+    case REVOLVE_STORE: w->cur_in_slot = true; break;
+    case REVOLVE_RESTORE: /* the slot's state becomes current: no new bytes */
+        w->cur_in_slot = !act->release;
+        break;
+    case REVOLVE_REVERSE:
+        walk_peak(w, act->position == 0 ? w->layer->first_reverse_bytes : w->layer->reverse_bytes);
+        if (!w->cur_in_slot) w->live -= a; /* the state is used up */
+        if (w->dy_separate) w->live -= a;
+        if (act->position > 0) w->live += a; /* the next gradient between reversals */
+        w->dy_separate = act->position > 0;
+        w->cur_in_slot = false;
+        break;
+    }
+}
+
+RematStatus revolve_predict(const RevolveSchedule *schedule, const RevolveLayerCost *layer, RevolvePrediction *out)
+{
+    if (!schedule || !layer || !out)
+        return remat_fail(REMAT_EINVAL, "revolve_predict: %s is NULL",
+                          !schedule ? "the schedule" : !layer ? "the layer's cost" : "out");
+    const size_t a = layer->input_bytes;
+    Walk w = {.layer = layer, .live = a}; /* x_0, the current state */
+    for (int i = 0; i < schedule->first_reverse; i++) walk_action(&w, &schedule->actions[i]);
+    walk_peak(&w, layer->forward_bytes); /* the last layer, for the output; x_{l−1} stays */
+    RevolvePrediction p = {.forward_peak = w.peak};
+
+    /* The backward: the output x_l is gone (the loss has used it), x_{l−1} is the current
+     * state, and the output's gradient (and the input's buffer) have arrived. */
+    w.live += a + (layer->input_needs_grad ? a : 0);
+    w.peak = 0;
+    for (int i = schedule->first_reverse; i < schedule->n_actions; i++) walk_action(&w, &schedule->actions[i]);
+    p.backward_peak = w.peak;
+
+    int64_t recomputed = 0;
+    for (int j = 0; j < schedule->steps; j++) recomputed += schedule->recomputed[j];
+    p.forward_flops = (uint64_t)schedule->steps * layer->forward_flops;
+    p.recompute_flops = (uint64_t)recomputed * layer->forward_flops;
+    *out = p;
+    return REMAT_OK;
+}

@@ -1,0 +1,161 @@
+/*
+ * revolve.h — binomial checkpointing (Griewank & Walther's Revolve) for a chain of layers:
+ * the optimal count, the schedule that attains it, an executor inside remat's autograd, and
+ * a predictor of its peak activation memory and recompute FLOPs.
+ *
+ * Room: checkpoint/. Owns Revolve only: the count, schedule and predictor in revolve.c, the
+ * executor in revolve_run.c. Uses autograd/ (tape, saved-tensor path, backward) and
+ * tensor/ (the ledgers, PCG32); touches nothing of the other strategies.
+ *
+ * Why binomial checkpointing. Single-level segments (sqrt, strategy.h) keep k segment
+ * inputs and recompute each layer once, but while a segment is replayed all its l/k layers'
+ * activations are alive: the memory never goes below about k + l/k ≥ 2·sqrt(l) layer-sized
+ * tensors. When memory is tighter than that, the only way on is to recompute some layers
+ * more than once. Revolve keeps at most `s` stored states (slots) plus the state being
+ * worked on, for any s ≥ 1, and lets a layer be recomputed up to r times, where r is the
+ * smallest "repetition number" with C(s + r, s) ≥ l. Among all schedules with s slots it
+ * does the fewest forward evaluations (Griewank 1992; Griewank & Walther 2000). On the
+ * 64-block MLP chain, sqrt peaks at 29 block-sized activations and recomputes 64 block
+ * forwards; Revolve with 4 slots peaks at 12 and recomputes 201 (build/tests/test_revolve
+ * and build/tests/test_checkpoint measure both; checkpoint/README.md has the table).
+ *
+ * The count. Reversing l steps x_0 → x_1 → … → x_l with s slots takes at least
+ *
+ *     t(l, s) = r·l − C(s + r, s + 1),   r the smallest integer with C(s + r, s) ≥ l,
+ *     t(l, s) = l − 1                     when l ≤ s + 1,
+ *
+ * forward step evaluations (l = 100, s = 10: r = 3, t = 222). Griewank's convention: the
+ * reversal starts from x_0 in hand; one of the s slots holds x_0; the first sweep advances
+ * to x_{l−1} (not x_l); and the reversal of step i runs step i's forward once more, taped,
+ * as part of its reverse step — that evaluation is not counted in t.
+ *
+ * The count in remat's FLOP ledger. remat's executor must give the loss x_l, so its first
+ * forward is Griewank's first sweep (l − 1 evaluations, part of t) plus one evaluation of
+ * the last layer: l layer forwards, counted FORWARD. Everything later is RECOMPUTE: the
+ * t − (l − 1) advances left in the schedule, and the l reverse steps, each running its
+ * layer with grad on (none of them is the first forward of its layer). So
+ *
+ *     RECOMPUTE layer forwards = t(l, s) − (l − 1) + l = t(l, s) + 1,
+ *
+ * and on a uniform chain whose layers each cost F forward FLOPs, RECOMPUTE FLOPs =
+ * (t(l, s) + 1)·F (tests/test_revolve.c checks this on the ledger). With s ≥ l − 1 that is
+ * l·F: every layer once, exactly what strategy full pays.
+ *
+ * The schedule (revolve_schedule_create) is a list of actions — advance k steps, store the
+ * current state in a slot, restore one, reverse one step — made by the binomial recursion
+ * with the largest optimal split (see revolve.c). The executor (revolve_forward) runs a
+ * chain of layers as one tape node, like a checkpoint region (checkpoint.h): its forward
+ * runs the actions up to the first reversal with grad off, storing each checkpoint and the
+ * generator's state with it through the saved-tensor path; its backward runs the rest.
+ * Dropout draws the same masks as in the first forward, so gradients are bit-identical to
+ * running the layers plainly.
+ */
+#ifndef REMAT_REVOLVE_H
+#define REMAT_REVOLVE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "layers.h"
+
+/* ---- the count ------------------------------------------------------------------------ */
+
+/* Griewank's minimal number of forward step evaluations t(l, s) for reversing l steps
+ * with s slots (the convention above), into *t, and the repetition number r into *r (r may
+ * be NULL; r = 0 when l = 1, 1 when 2 ≤ l ≤ s + 1). REMAT_EINVAL, with *t and *r unchanged,
+ * when l < 1, s < 1 or t(l, s) does not fit in 64 bits. */
+RematStatus revolve_forward_count(int64_t l, int64_t s, int64_t *t, int64_t *r);
+
+/* ---- the schedule --------------------------------------------------------------------- */
+
+typedef enum RevolveActionKind {
+    REVOLVE_ADVANCE, /* run `steps` layers from x_position, grad off: the state becomes x_{position+steps} */
+    REVOLVE_STORE,   /* keep the current state x_position in `slot` */
+    REVOLVE_RESTORE, /* make x_position, kept in `slot`, the current state */
+    REVOLVE_REVERSE, /* reverse step position + 1 (layer `position`) from the current x_position */
+} RevolveActionKind;
+
+typedef struct RevolveAction {
+    RevolveActionKind kind;
+    int position; /* the state the action starts from (see the kinds) */
+    int steps;    /* ADVANCE: how many layers */
+    int slot;     /* STORE, RESTORE: 0 … slots − 1 */
+    bool release; /* RESTORE: the slot's last use; its state leaves the slot */
+} RevolveAction;
+
+typedef struct RevolveSchedule {
+    int steps;              /* l, the chain's length */
+    int slots;              /* s, as asked */
+    int slots_used;         /* how many the schedule uses: min(s, l − 1) */
+    int repetitions;        /* r: no layer is advanced over more than r times */
+    int64_t forward_count;  /* the advances' steps summed: t(l, s), Griewank's count */
+    int n_actions;
+    RevolveAction *actions; /* owned */
+    int first_reverse;      /* the actions before it are the executor's first forward */
+    int *recomputed;        /* owned, l entries: how many times the executor recomputes layer j
+                               (advances after the first sweep, and its reverse step); they
+                               sum to t(l, s) + 1 */
+} RevolveSchedule;
+
+/* The binomial schedule for l steps and s slots (l, s ≥ 1). The caller owns it and frees
+ * it with revolve_schedule_free. NULL with REMAT_EINVAL (l < 1, s < 1) or REMAT_ENOMEM. */
+RevolveSchedule *revolve_schedule_create(int l, int s);
+
+/* NULL is a no-op. */
+void revolve_schedule_free(RevolveSchedule *schedule);
+
+/* One line per action ("advance 3 from x_0", "store x_3 in slot 1", ...), then how many
+ * times each layer is recomputed. */
+void revolve_schedule_print(const RevolveSchedule *schedule, FILE *out);
+
+/* ---- the executor --------------------------------------------------------------------- */
+
+/* Runs layers[0 … l−1] on x under the Revolve schedule with `slots` slots and returns
+ * x_l, a new Var the caller owns (x is borrowed). With grad mode on, one node goes on the
+ * tape (op "checkpoint", as a region's, named "revolve h.0-h.7, s=3"); its backward reverses the chain, accumulating every layer's parameter
+ * gradients and x's gradient. With grad mode off the layers simply run. The layers and
+ * ctx must live until that backward has run (ctx's generator is saved and restored, as a
+ * checkpoint region does). NULL on error — REMAT_EINVAL for a NULL layer or input, l < 1 or
+ * slots < 1; a layer's error, or the memory budget's — with nothing recorded or kept and
+ * ctx's generator as it was. */
+Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx);
+
+/* ---- the predictor -------------------------------------------------------------------- */
+
+/* What one layer of a uniform chain costs, measured by revolve_measure_layer on the
+ * chain's first layer and input. */
+typedef struct RevolveLayerCost {
+    size_t input_bytes;         /* a: the bytes of a layer's input (= its output, = a gradient) */
+    size_t forward_bytes;       /* the most ACT above its input while it runs with grad off,
+                                   its output included */
+    size_t reverse_bytes;       /* its working set: the most ACT above its input and its
+                                   output's gradient while it is reversed (forward with grad on
+                                   into a sub-tape, then backward), its input's gradient included */
+    size_t first_reverse_bytes; /* the same for layer 0, whose input gradient goes to the
+                                   engine's buffer (already allocated) or is not computed */
+    bool input_needs_grad;      /* the chain's input needs a gradient */
+    uint64_t forward_flops;     /* F: the FLOPs of one forward */
+} RevolveLayerCost;
+
+/* Measures `layer` on x (borrowed), the chain's input, by running it as the executor does:
+ * once with grad off, then reversed (as any layer, and as layer 0). It leaves the layer's
+ * gradients, ctx's generator and the FLOP ledger as they were, but resets the memory
+ * ledger's peaks (mem_reset_peaks). On error returns the status and leaves *cost unchanged. */
+RematStatus revolve_measure_layer(Layer *layer, Var *x, TrainCtx *ctx, RevolveLayerCost *cost);
+
+typedef struct RevolvePrediction {
+    size_t forward_peak;        /* the most ACT the executor holds in its forward: its input,
+                                   the states it keeps, the layer running, its output */
+    size_t backward_peak;       /* the most in its backward: the states it keeps, the
+                                   gradients (its output's, given to it; its input's if needed;
+                                   the one between layers) and the working set */
+    uint64_t forward_flops;     /* l·F */
+    uint64_t recompute_flops;   /* (t(l, s) + 1)·F */
+} RevolvePrediction;
+
+/* Predicts the executor's memory and FLOPs for `schedule` on a uniform chain whose layers
+ * each cost `layer`, by walking the schedule's actions and adding up what is alive at each
+ * moment (revolve.c spells out the model). REMAT_EINVAL for NULL arguments. */
+RematStatus revolve_predict(const RevolveSchedule *schedule, const RevolveLayerCost *layer, RevolvePrediction *out);
+
+#endif /* REMAT_REVOLVE_H */

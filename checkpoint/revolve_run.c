@@ -1,0 +1,407 @@
+/*
+ * revolve_run.c — the Revolve executor: a chain of layers run under a binomial schedule as
+ * one tape node, whose backward restores, advances and reverses one layer at a time; and
+ * the measurement of one layer that the predictor needs (see revolve.h).
+ *
+ * Room: checkpoint/. Uses autograd/ (tapes, grad mode, the saved-tensor path, backward_node)
+ * and tensor/ (the ledgers, PCG32).
+ */
+#include "revolve.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "flops.h"
+#include "memory.h"
+
+/* ---- the executor: one layer, either way ------------------------------------------------ */
+
+/* Advances the current state through layers[from … from+steps−1] with grad off: each
+ * state is dropped as soon as the next exists (a state kept in a slot stays alive there). */
+static RematStatus advance(Layer **layers, int from, int steps, Var **cur, TrainCtx *ctx)
+{
+    const bool was = grad_set_enabled(false);
+    RematStatus status = REMAT_OK;
+    for (int j = from; j < from + steps && status == REMAT_OK; j++) {
+        Var *next = layer_forward(layers[j], *cur, ctx);
+        if (!next) {
+            status = remat_last_status();
+            break;
+        }
+        var_free(*cur);
+        *cur = next;
+    }
+    grad_set_enabled(was);
+    return status;
+}
+
+/* Reverses one layer from its input x: y = layer(x) again with grad on into a sub-tape
+ * (RECOMPUTE), then dy through it: dx = J_layer(x)^T·dy, and the layer's parameters get
+ * their gradients on the way. The sub-tape is freed before returning. With want_dx, *dx
+ * is the input's gradient (a new reference); it accumulates into `dx_into` when one is
+ * given (the engine's buffer for the chain's input), else into a fresh buffer. */
+static RematStatus reverse_layer(Layer *layer, Tensor *x, const Tensor *dy, Tensor *dx_into, bool want_dx,
+                                 TrainCtx *ctx, Tensor **dx)
+{
+    *dx = NULL;
+    Tape *sub = tape_create();
+    if (!sub) return remat_last_status();
+    Var *leaf = var_create(tensor_retain(x), want_dx, "revolve.input");
+    if (!leaf) {
+        tape_free(sub);
+        return remat_last_status();
+    }
+    if (dx_into) leaf->grad = tensor_retain(dx_into);
+
+    Tape *outer = tape_set_current(sub);
+    const bool was = grad_set_enabled(true);
+    const Phase phase = flops_set_phase(PHASE_RECOMPUTE);
+    Var *y = layer_forward(layer, leaf, ctx);
+    RematStatus status = y ? REMAT_OK : remat_last_status();
+    /* Backward needs the node that made y, not y's value: let the value go first. */
+    Node *root = y ? y->creator : NULL;
+    var_free(y);
+    flops_set_phase(PHASE_BACKWARD);
+    /* dy is only read: backward_node takes a reference for the root's gradient. */
+    if (status == REMAT_OK && root) status = backward_node(root, (Tensor *)dy);
+    flops_set_phase(phase);
+    grad_set_enabled(was);
+    tape_set_current(outer);
+    tape_free(sub);
+    if (status == REMAT_OK && want_dx) {
+        /* No gradient reached x (a layer that ignores its input): it is zero. */
+        *dx = leaf->grad ? tensor_retain(leaf->grad) : tensor_zeros(MEM_ACT, x->ndim, x->shape);
+        if (!*dx) status = remat_last_status();
+    }
+    var_free(leaf);
+    return status;
+}
+
+/* ---- the executor: the run's record --------------------------------------------------- */
+
+/* Everything the chain's backward needs; owned by the chain's node. Each stored state is
+ * saved by a node of its own ("revolve.slot", op "checkpoint", so offload's boundary
+ * policy takes Revolve's checkpoints as it takes regions' inputs) on a tape private to the
+ * run: the saved-tensor path, with its hooks and the ACT ledger, holds every checkpoint. */
+typedef struct Run {
+    Layer **layers;
+    TrainCtx *ctx;
+    RevolveSchedule *schedule;
+    Tape *slot_tape;
+    int n_slots;      /* the schedule's slots_used, at least 1 */
+    Node **slot_node; /* n_slots entries: the node holding each slot's state, or NULL */
+    Pcg32 *slot_rng;  /* the generator's state at each slot's position */
+    Pcg32 rng_last;   /* at x_{l−1}, where the reversal starts */
+    char name[NODE_NAME_LEN];
+} Run;
+
+static void run_free(void *state)
+{
+    Run *run = state;
+    if (!run) return;
+    tape_free(run->slot_tape); /* releases every stored state still held */
+    revolve_schedule_free(run->schedule);
+    free(run->slot_node);
+    free(run->slot_rng);
+    free(run);
+}
+
+static Run *run_create(Layer **layers, int l, int slots, TrainCtx *ctx)
+{
+    Run *run = calloc(1, sizeof *run);
+    if (!run) {
+        remat_fail(REMAT_ENOMEM, "revolve: no memory for a run");
+        return NULL;
+    }
+    *run = (Run){.layers = layers, .ctx = ctx, .schedule = revolve_schedule_create(l, slots), .n_slots = 1};
+    if (run->schedule && run->schedule->slots_used > 1) run->n_slots = run->schedule->slots_used;
+    run->slot_tape = run->schedule ? tape_create() : NULL;
+    run->slot_node = calloc((size_t)run->n_slots, sizeof *run->slot_node);
+    run->slot_rng = calloc((size_t)run->n_slots, sizeof *run->slot_rng);
+    if (!run->schedule || !run->slot_tape || !run->slot_node || !run->slot_rng) {
+        if (run->schedule && run->slot_tape) remat_fail(REMAT_ENOMEM, "revolve: no memory for %d slots", run->n_slots);
+        run_free(run);
+        return NULL;
+    }
+    if (l == 1) snprintf(run->name, sizeof run->name, "revolve %.24s, s=%d", layers[0]->name, slots);
+    else snprintf(run->name, sizeof run->name, "revolve %.20s-%.20s, s=%d", layers[0]->name, layers[l - 1]->name, slots);
+    return run;
+}
+
+static const OpInfo SLOT_OP = {"checkpoint", NULL}; /* never backpropagated: it only holds a state */
+
+/* STORE: keeps the current state in `slot` through the saved-tensor path, with the
+ * generator's state at its position. */
+static RematStatus store(Run *run, int slot, int position, Var *cur)
+{
+    if (run->slot_node[slot]) node_release_saved(run->slot_node[slot]);
+    run->slot_node[slot] = NULL;
+    Tape *outer = tape_set_current(run->slot_tape);
+    const bool was = grad_set_enabled(true); /* nodes are recorded with grad mode on only */
+    RematStatus status;
+    Node *node = node_create_always(&SLOT_OP, "revolve.slot", NULL, 0, cur->value, &status);
+    if (node) {
+        snprintf(node->name, sizeof node->name, "revolve.slot%d.x_%d", slot, position);
+        status = save_for_backward(node, cur->value);
+    }
+    grad_set_enabled(was);
+    tape_set_current(outer);
+    if (status != REMAT_OK) return status;
+    run->slot_node[slot] = node;
+    if (run->ctx) run->slot_rng[slot] = run->ctx->rng;
+    return REMAT_OK;
+}
+
+/* RESTORE: the state in `slot` becomes the current one, and the generator goes back to
+ * where it was at that position, so dropout draws the first forward's masks again. */
+static RematStatus restore(Run *run, int slot, bool release, Var **cur)
+{
+    Node *node = run->slot_node[slot];
+    if (!node) return remat_fail(REMAT_ESTATE, "%s: slot %d is empty", run->name, slot);
+    Tensor *t = saved_tensor(node, 0);
+    Var *v = t ? var_create(t, false, "revolve.state") : NULL;
+    if (!v) return remat_last_status();
+    var_free(*cur);
+    *cur = v;
+    if (run->ctx) run->ctx->rng = run->slot_rng[slot];
+    if (release) {
+        node_release_saved(node);
+        run->slot_node[slot] = NULL;
+    }
+    return REMAT_OK;
+}
+
+/* ---- the executor: backward ------------------------------------------------------------ */
+
+/* Backward of the chain: the schedule's actions from the first reversal on. dy starts as
+ * the chain output's gradient (the engine's) and becomes each reversed layer's input
+ * gradient; the first layer's accumulates into dinputs[0] when the chain's input needs it. */
+static RematStatus revolve_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
+{
+    Run *run = node->state;
+    const RevolveSchedule *sch = run->schedule;
+    TrainCtx *ctx = run->ctx;
+    const Pcg32 rng_now = ctx ? ctx->rng : (Pcg32){0};
+    if (ctx) ctx->rng = run->rng_last;
+
+    Tensor *last = saved_tensor(node, 0); /* x_{l−1}, the current state */
+    Var *cur = last ? var_create(last, false, "revolve.state") : NULL;
+    RematStatus status = cur ? REMAT_OK : remat_last_status();
+    node_release_saved(node); /* cur holds x_{l−1} now */
+    Tensor *dy = NULL;        /* NULL: dout */
+    for (int i = sch->first_reverse; i < sch->n_actions && status == REMAT_OK; i++) {
+        const RevolveAction *a = &sch->actions[i];
+        switch (a->kind) {
+        case REVOLVE_ADVANCE: {
+            const Phase phase = flops_set_phase(PHASE_RECOMPUTE);
+            status = advance(run->layers, a->position, a->steps, &cur, ctx);
+            flops_set_phase(phase);
+            break;
+        }
+        case REVOLVE_STORE: status = store(run, a->slot, a->position, cur); break;
+        case REVOLVE_RESTORE: status = restore(run, a->slot, a->release, &cur); break;
+        case REVOLVE_REVERSE: {
+            const bool first_layer = a->position == 0;
+            Tensor *dx;
+            status = reverse_layer(run->layers[a->position], cur->value, dy ? dy : dout,
+                                   first_layer ? dinputs[0] : NULL, !first_layer || dinputs[0], ctx, &dx);
+            var_free(cur); /* the state is used up */
+            cur = NULL;
+            tensor_free(dy);
+            dy = dx;
+            break;
+        }
+        }
+    }
+    tensor_free(dy);
+    var_free(cur);
+    tape_reset(run->slot_tape); /* nothing stays stored once the chain is reversed (or failed) */
+    memset(run->slot_node, 0, (size_t)run->n_slots * sizeof *run->slot_node);
+    if (ctx) ctx->rng = rng_now;
+    return status;
+}
+
+/* Named "checkpoint" as regions are: offload's boundary policy takes x_{l−1} as it takes a
+ * region's input. */
+static const OpInfo REVOLVE_OP = {"checkpoint", revolve_backward};
+
+/* ---- the executor: forward -------------------------------------------------------------- */
+
+static Var *run_plainly(Layer **layers, int l, Var *x, TrainCtx *ctx)
+{
+    Var *cur = var_retain(x);
+    if (advance(layers, 0, l, &cur, ctx) == REMAT_OK) return cur;
+    var_free(cur);
+    return NULL;
+}
+
+/* The first forward: the actions up to the first reversal (advances to x_{l−1}, storing
+ * checkpoints on the way), then the last layer, for the output. Grad mode is off: nothing
+ * but the checkpoints is kept. */
+static Var *first_forward(Run *run, Var *x, Var **last)
+{
+    const RevolveSchedule *sch = run->schedule;
+    Var *cur = var_retain(x);
+    RematStatus status = REMAT_OK;
+    for (int i = 0; i < sch->first_reverse && status == REMAT_OK; i++) {
+        const RevolveAction *a = &sch->actions[i];
+        if (a->kind == REVOLVE_STORE) status = store(run, a->slot, a->position, cur);
+        else status = advance(run->layers, a->position, a->steps, &cur, run->ctx);
+    }
+    Var *y = NULL;
+    if (status == REMAT_OK) {
+        if (run->ctx) run->rng_last = run->ctx->rng;
+        const bool was = grad_set_enabled(false);
+        y = layer_forward(run->layers[sch->steps - 1], cur, run->ctx);
+        grad_set_enabled(was);
+    }
+    if (!y) {
+        var_free(cur);
+        return NULL;
+    }
+    *last = cur;
+    return y;
+}
+
+Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx)
+{
+    if (!layers || !x || l < 1 || slots < 1) {
+        remat_fail(REMAT_EINVAL, "revolve_forward: need layers, an input, l ≥ 1 and slots ≥ 1 (got %s, %s, "
+                   "l = %d, slots = %d)", layers ? "layers" : "no layers", x ? "an input" : "no input", l, slots);
+        return NULL;
+    }
+    for (int j = 0; j < l; j++) {
+        if (!layers[j]) {
+            remat_fail(REMAT_EINVAL, "revolve_forward: layer %d of %d is NULL", j, l);
+            return NULL;
+        }
+    }
+    if (!grad_enabled()) return run_plainly(layers, l, x, ctx);
+
+    Run *run = run_create(layers, l, slots, ctx);
+    if (!run) return NULL;
+    const Pcg32 rng_at_entry = ctx ? ctx->rng : (Pcg32){0};
+    Var *last = NULL;
+    Var *y = first_forward(run, x, &last);
+    RematStatus status = y ? REMAT_OK : remat_last_status();
+    /* One node for the whole chain, recorded even when x needs no gradient: the layers'
+     * parameters do. It saves x_{l−1}, where the reversal starts. */
+    Node *node = NULL;
+    if (status == REMAT_OK) node = node_create_always(&REVOLVE_OP, "revolve", &x, 1, y->value, &status);
+    if (node) {
+        node->state = run;
+        node->state_free = run_free;
+        run = NULL;
+        snprintf(node->name, sizeof node->name, "%s", ((Run *)node->state)->name);
+        status = save_for_backward(node, last->value);
+        if (status != REMAT_OK) node_discard(node);
+    }
+    var_free(last);
+    run_free(run);
+    if (status != REMAT_OK) {
+        var_free(y);
+        if (ctx) ctx->rng = rng_at_entry; /* as if the chain had not run */
+        return NULL;
+    }
+    Var *out = var_from_op(tensor_retain(y->value), node);
+    var_free(y);
+    return out;
+}
+
+/* ---- measuring one layer ------------------------------------------------------------------ */
+
+/* Parameter gradients as they were before a measurement: a copy of each, or NULL for
+ * none yet (then the measurement's buffer is dropped afterwards). */
+typedef struct GradBackup {
+    Tensor *copy[LAYER_MAX_PARAMS];
+    bool had[LAYER_MAX_PARAMS];
+} GradBackup;
+
+static RematStatus grads_backup(const Layer *layer, GradBackup *b)
+{
+    *b = (GradBackup){0};
+    for (int i = 0; i < layer->n_params; i++) {
+        const Tensor *g = layer->params[i].var->grad;
+        b->had[i] = g != NULL;
+        if (g && !(b->copy[i] = tensor_clone(g, MEM_WORK))) {
+            for (int k = 0; k < i; k++) tensor_free(b->copy[k]);
+            return remat_last_status();
+        }
+    }
+    return REMAT_OK;
+}
+
+static void grads_restore(Layer *layer, GradBackup *b)
+{
+    for (int i = 0; i < layer->n_params; i++) {
+        Var *p = layer->params[i].var;
+        if (b->had[i]) {
+            memcpy(p->grad->data, b->copy[i]->data, b->copy[i]->bytes);
+            tensor_free(b->copy[i]);
+        } else {
+            tensor_free(p->grad);
+            p->grad = NULL;
+        }
+    }
+}
+
+/* The most ACT above what is alive now while one layer is reversed from x with output
+ * gradient dy (see reverse_layer for dx_into and want_dx). */
+static RematStatus reverse_peak(Layer *layer, Var *x, const Tensor *dy, Tensor *dx_into, bool want_dx,
+                                TrainCtx *ctx, size_t *bytes)
+{
+    const size_t base = mem_current(MEM_ACT);
+    mem_reset_peaks();
+    Tensor *dx;
+    RematStatus status = reverse_layer(layer, x->value, dy, dx_into, want_dx, ctx, &dx);
+    *bytes = mem_peak(MEM_ACT) - base;
+    tensor_free(dx);
+    return status;
+}
+
+/* Runs the layer as an advance does, then reverses it as the backward does — as any layer
+ * (a fresh buffer for its input gradient) and as layer 0 (the engine's buffer, or none) —
+ * and reads the ledgers: the peaks above what was alive before each. */
+static RematStatus measure(Layer *layer, Var *x, TrainCtx *ctx, RevolveLayerCost *cost)
+{
+    const uint64_t flops_before = flops_total();
+    const size_t base = mem_current(MEM_ACT);
+    mem_reset_peaks();
+    Var *y = var_retain(x);
+    RematStatus status = advance(&layer, 0, 1, &y, ctx);
+    if (status != REMAT_OK) {
+        var_free(y);
+        return status;
+    }
+    *cost = (RevolveLayerCost){.input_bytes = x->value->bytes, .forward_bytes = mem_peak(MEM_ACT) - base,
+                               .input_needs_grad = x->creator || x->requires_grad,
+                               .forward_flops = flops_total() - flops_before};
+    Tensor *dy = tensor_zeros(MEM_ACT, y->value->ndim, y->value->shape);
+    var_free(y);
+    Tensor *buffer = dy && cost->input_needs_grad ? tensor_zeros(MEM_ACT, x->value->ndim, x->value->shape) : NULL;
+    if (!dy || (cost->input_needs_grad && !buffer)) status = remat_last_status();
+    if (status == REMAT_OK) status = reverse_peak(layer, x, dy, NULL, true, ctx, &cost->reverse_bytes);
+    if (status == REMAT_OK)
+        status = reverse_peak(layer, x, dy, buffer, cost->input_needs_grad, ctx, &cost->first_reverse_bytes);
+    tensor_free(buffer);
+    tensor_free(dy);
+    return status;
+}
+
+RematStatus revolve_measure_layer(Layer *layer, Var *x, TrainCtx *ctx, RevolveLayerCost *cost)
+{
+    if (!layer || !x || !cost)
+        return remat_fail(REMAT_EINVAL, "revolve_measure_layer: %s is NULL", !layer ? "the layer" : !x ? "the input" : "cost");
+    GradBackup backup;
+    RematStatus status = grads_backup(layer, &backup);
+    if (status != REMAT_OK) return status;
+    const FlopCounts flops = flops_snapshot();
+    const Pcg32 rng = ctx ? ctx->rng : (Pcg32){0};
+    RevolveLayerCost measured;
+    status = measure(layer, x, ctx, &measured);
+    if (ctx) ctx->rng = rng;
+    flops_restore(&flops);
+    grads_restore(layer, &backup);
+    if (status == REMAT_OK) *cost = measured;
+    return status;
+}

@@ -1,0 +1,736 @@
+/*
+ * test_revolve.c — binomial checkpointing (checkpoint/revolve.h), shown by the ledgers.
+ *
+ * The count equals Griewank's t(l, s) on the published grid and a brute-force minimum;
+ * the schedule is a valid reversal that attains it; the executor gives losses and
+ * parameters bit-identical to running the layers plainly (dropout included), recomputes
+ * exactly (t(l, s) + 1) layer forwards on the FLOP ledger, and peaks at exactly the bytes
+ * the predictor says; bad input and a failing backward lose nothing.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flops.h"
+#include "gpt.h"
+#include "mlp.h"
+#include "offload.h"
+#include "optim.h"
+#include "revolve.h"
+#include "strategy.h"
+
+static MlpTask *task; /* the MLP's teacher, for the whole test (its weights are MEM_WORK) */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    task = mlp_task_create(32, 6);
+    return task ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    mlp_task_free(task);
+    return mem_live_blocks() == 0 ? 0 : -1;
+}
+
+/* Every test starts and ends with no model, activation or optimizer state alive. */
+static int clean_state(void **state)
+{
+    (void)state;
+    tape_reset(tape_current());
+    remat_clear_error();
+    flops_reset();
+    const MemKind kinds[] = {MEM_PARAM, MEM_GRAD, MEM_OPTIM, MEM_ACT};
+    for (int i = 0; i < 4; i++)
+        if (mem_current(kinds[i]) != 0) return -1;
+    return 0;
+}
+
+/* ---- the count ------------------------------------------------------------------------- */
+
+static int64_t count(int64_t l, int64_t s, int64_t *r)
+{
+    int64_t t = -1;
+    assert_int_equal(revolve_forward_count(l, s, &t, r), REMAT_OK);
+    return t;
+}
+
+static void test_count_matches_the_published_examples(void **state)
+{
+    (void)state;
+    int64_t r;
+    assert_int_equal(count(100, 10, &r), 222);
+    assert_int_equal(r, 3);
+    assert_int_equal(count(64, 8, &r), 137);
+    /* Enough slots for every state but the last: each step advanced over once. */
+    assert_int_equal(count(9, 8, &r), 8);
+    assert_int_equal(r, 1);
+    assert_int_equal(count(1, 1, &r), 0);
+    assert_int_equal(r, 0);
+    /* One slot (x_0): every reversal starts again from x_0, l(l−1)/2 steps. */
+    assert_int_equal(count(50, 1, &r), 50 * 49 / 2);
+    assert_int_equal(r, 49);
+}
+
+/* The optimum by brute force, independent of the closed form: reversing n steps from x_0
+ * (kept in one of the k slots when n > 1) either is one reverse step (n = 1), or advances
+ * m steps, keeps x_m in another slot, reverses the last n − m steps with the k − 1 slots
+ * left, then the first m steps with all k slots (x_0 is still kept):
+ *     T(1, k) = 0,  T(n > 1, 0) = ∞,  T(n, k) = min over 1 ≤ m < n of m + T(n−m, k−1) + T(m, k). */
+enum { BRUTE_L = 60, BRUTE_S = 8 };
+static int64_t brute[BRUTE_L + 1][BRUTE_S + 1];
+
+static void brute_force_fill(void)
+{
+    for (int k = 0; k <= BRUTE_S; k++) brute[1][k] = 0;
+    for (int n = 2; n <= BRUTE_L; n++) {
+        brute[n][0] = INT64_MAX;
+        for (int k = 1; k <= BRUTE_S; k++) {
+            int64_t best = INT64_MAX;
+            for (int m = 1; m < n; m++) {
+                if (brute[n - m][k - 1] == INT64_MAX) continue;
+                const int64_t cost = m + brute[n - m][k - 1] + brute[m][k];
+                if (cost < best) best = cost;
+            }
+            brute[n][k] = best;
+        }
+    }
+}
+
+static void test_count_equals_the_brute_force_minimum(void **state)
+{
+    (void)state;
+    brute_force_fill();
+    for (int n = 1; n <= BRUTE_L; n++)
+        for (int k = 1; k <= BRUTE_S; k++)
+            if (count(n, k, NULL) != brute[n][k])
+                fail_msg("t(%d, %d): closed form %" PRId64 ", brute force %" PRId64, n, k, count(n, k, NULL), brute[n][k]);
+}
+
+static void test_count_rejects_bad_input(void **state)
+{
+    (void)state;
+    int64_t t = 7, r = 7;
+    assert_int_equal(revolve_forward_count(0, 3, &t, &r), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "l ≥ 1 steps and s ≥ 1 slots (got l = 0, s = 3)"));
+    assert_int_equal(revolve_forward_count(5, 0, &t, &r), REMAT_EINVAL);
+    assert_int_equal(revolve_forward_count(-4, 2, &t, &r), REMAT_EINVAL);
+    assert_int_equal(revolve_forward_count(5, 2, NULL, &r), REMAT_EINVAL);
+    /* One slot and 2^62 steps: l(l−1)/2 is far beyond 64 bits. */
+    assert_int_equal(revolve_forward_count(INT64_C(1) << 62, 1, &t, &r), REMAT_EINVAL);
+    printf("  %s\n", remat_last_error());
+    assert_non_null(strstr(remat_last_error(), "does not fit in 64 bits"));
+    assert_int_equal(t, 7); /* nothing written on failure */
+    assert_int_equal(r, 7);
+    /* Many slots are fine, however many: t = l − 1. */
+    assert_int_equal(count(1000, INT64_MAX, NULL), 999);
+}
+
+/* ---- the schedule ------------------------------------------------------------------------ */
+
+/* Replays a schedule on positions only, checking that it is a correct reversal: every
+ * action starts from the state it says, slots hold what is restored from them, no more
+ * than s slots are ever occupied, and steps are reversed from l down to 1. Returns the
+ * forward steps advanced over (Griewank's count). */
+static int64_t check_schedule(const RevolveSchedule *sch)
+{
+    const int l = sch->steps, s = sch->slots;
+    int *slot_pos = malloc((size_t)sch->slots_used * sizeof *slot_pos + sizeof *slot_pos);
+    assert_non_null(slot_pos);
+    for (int k = 0; k < sch->slots_used; k++) slot_pos[k] = -1;
+    int cur = 0, next_reverse = l - 1, occupied = 0, first_reverse = -1;
+    int64_t advanced = 0;
+    for (int i = 0; i < sch->n_actions; i++) {
+        const RevolveAction *a = &sch->actions[i];
+        switch (a->kind) {
+        case REVOLVE_ADVANCE:
+            assert_int_equal(cur, a->position);
+            assert_true(a->steps >= 1 && cur + a->steps <= next_reverse);
+            cur += a->steps;
+            advanced += a->steps;
+            break;
+        case REVOLVE_STORE:
+            assert_int_equal(cur, a->position);
+            assert_true(a->slot >= 0 && a->slot < s && a->slot < sch->slots_used);
+            if (slot_pos[a->slot] < 0) occupied++;
+            slot_pos[a->slot] = cur;
+            assert_true(occupied <= s);
+            break;
+        case REVOLVE_RESTORE:
+            assert_true(a->slot >= 0 && a->slot < sch->slots_used);
+            assert_int_equal(slot_pos[a->slot], a->position);
+            cur = a->position;
+            if (a->release) slot_pos[a->slot] = -1, occupied--;
+            break;
+        case REVOLVE_REVERSE:
+            if (first_reverse < 0) first_reverse = i;
+            assert_int_equal(cur, a->position);
+            assert_int_equal(a->position, next_reverse);
+            next_reverse--;
+            cur = -1; /* used up: the next action must restore */
+            break;
+        }
+    }
+    assert_int_equal(next_reverse, -1);
+    assert_int_equal(occupied, 0); /* every slot released at its last use */
+    assert_int_equal(first_reverse, sch->first_reverse);
+    free(slot_pos);
+    return advanced;
+}
+
+/* The per-layer recomputations sum to t + 1 (revolve.h), none exceeds r, and the last
+ * layer is recomputed exactly once (its reversal). */
+static void check_recomputed(const RevolveSchedule *sch)
+{
+    int64_t sum = 0;
+    int most = 0;
+    for (int j = 0; j < sch->steps; j++) {
+        sum += sch->recomputed[j];
+        if (sch->recomputed[j] > most) most = sch->recomputed[j];
+        assert_true(sch->recomputed[j] >= 1);
+    }
+    assert_int_equal(sum, sch->forward_count + 1);
+    assert_true(most <= (sch->repetitions > 1 ? sch->repetitions : 1));
+    assert_int_equal(sch->recomputed[sch->steps - 1], 1);
+}
+
+static void test_schedule_attains_the_count_on_the_grid(void **state)
+{
+    (void)state;
+    const int ls[] = {64, 100, 256}, ss[] = {2, 3, 4, 8, 10};
+    printf("  %5s %3s %3s %8s %16s\n", "l", "s", "r", "t(l,s)", "most recomputed");
+    for (int i = 0; i < 3; i++) {
+        for (int k = 0; k < 5; k++) {
+            RevolveSchedule *sch = revolve_schedule_create(ls[i], ss[k]);
+            assert_non_null(sch);
+            int64_t r;
+            const int64_t t = count(ls[i], ss[k], &r);
+            assert_int_equal(check_schedule(sch), t);
+            assert_int_equal(sch->forward_count, t);
+            assert_int_equal(sch->repetitions, r);
+            assert_int_equal(sch->slots_used, ss[k]);
+            check_recomputed(sch);
+            int most = 0;
+            for (int j = 0; j < sch->steps; j++) most = sch->recomputed[j] > most ? sch->recomputed[j] : most;
+            printf("  %5d %3d %3" PRId64 " %8" PRId64 " %16d\n", ls[i], ss[k], r, t, most);
+            revolve_schedule_free(sch);
+        }
+    }
+}
+
+static void test_schedule_attains_the_brute_force_minimum(void **state)
+{
+    (void)state;
+    brute_force_fill();
+    for (int n = 1; n <= 40; n++) {
+        for (int k = 1; k <= 6; k++) {
+            RevolveSchedule *sch = revolve_schedule_create(n, k);
+            assert_non_null(sch);
+            if (check_schedule(sch) != brute[n][k])
+                fail_msg("l = %d, s = %d: the schedule advances %" PRId64 " steps, the minimum is %" PRId64, n, k,
+                         sch->forward_count, brute[n][k]);
+            check_recomputed(sch);
+            assert_int_equal(sch->slots_used, n > 1 ? (k < n - 1 ? k : n - 1) : 0);
+            revolve_schedule_free(sch);
+        }
+    }
+    /* A small one, for the reader. */
+    RevolveSchedule *sch = revolve_schedule_create(6, 2);
+    revolve_schedule_print(sch, stdout);
+    revolve_schedule_free(sch);
+}
+
+static void test_schedule_rejects_bad_input(void **state)
+{
+    (void)state;
+    assert_null(revolve_schedule_create(0, 2));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "got l = 0, s = 2"));
+    assert_null(revolve_schedule_create(5, 0));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
+    assert_null(revolve_schedule_create(-3, -3));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
+    revolve_schedule_free(NULL);
+}
+
+/* ---- the executor: bit-identical training ----------------------------------------------- */
+
+enum { STEPS = 3 };
+
+typedef struct Outcome {
+    float losses[STEPS];
+    Tensor *params[64]; /* copies of every parameter after the last step (MEM_WORK) */
+    int n_params;
+} Outcome;
+
+static void outcome_free(Outcome *o)
+{
+    for (int i = 0; i < o->n_params; i++) tensor_free(o->params[i]);
+}
+
+/* The loss with the chain run plainly (slots = 0) or by Revolve with that many slots. */
+static Var *step_loss(Model *m, int slots, Var *x, Var *y, TrainCtx *ctx)
+{
+    if (slots == 0) return model_loss(m, x, y, ctx);
+    Var *h = m->embed(m, x, ctx);
+    Var *z = h ? revolve_forward(m->layers, m->n_layers, slots, h, ctx) : NULL;
+    var_free(h);
+    Var *loss = z ? m->head(m, z, y, ctx) : NULL;
+    var_free(z);
+    return loss;
+}
+
+/* Builds the model fresh from its seed, trains STEPS AdamW steps on batches drawn with a
+ * fixed seed, and records the losses and the final parameters. */
+static void train(Model *(*build)(void), Var *(*batch)(Pcg32 *, Var **), int slots, Outcome *out)
+{
+    Model *m = build();
+    assert_non_null(m);
+    OptimConfig c = optim_adamw_defaults(1e-2f);
+    Optimizer *opt = optim_create(&c, m->params, m->n_params);
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 77, 1);
+    Pcg32 data;
+    pcg32_seed(&data, 78, 2);
+    for (int step = 0; step < STEPS; step++) {
+        Var *y, *x = batch(&data, &y);
+        optim_zero_grad(opt);
+        Var *loss = step_loss(m, slots, x, y, &ctx);
+        assert_non_null(loss);
+        assert_int_equal(backward(loss), REMAT_OK);
+        out->losses[step] = loss->value->f32[0];
+        assert_int_equal(optim_step(opt), REMAT_OK);
+        var_free(loss);
+        var_free(x);
+        var_free(y);
+        tape_reset(tape_current());
+        /* Nothing of the step's activations outlives it: slots, sub-tapes, gradients. */
+        assert_int_equal(mem_current(MEM_ACT), 0);
+    }
+    out->n_params = m->n_params;
+    for (int i = 0; i < m->n_params; i++) out->params[i] = tensor_clone(m->params[i].var->value, MEM_WORK);
+    optim_free(opt);
+    model_free(m);
+}
+
+static void assert_same_as_plain(Model *(*build)(void), Var *(*batch)(Pcg32 *, Var **), const int *slots,
+                                 int n_slots, const char *model)
+{
+    Outcome plain = {0};
+    train(build, batch, 0, &plain);
+    for (int k = 0; k < n_slots; k++) {
+        Outcome o = {0};
+        train(build, batch, slots[k], &o);
+        for (int step = 0; step < STEPS; step++)
+            if (memcmp(&plain.losses[step], &o.losses[step], sizeof(float)))
+                fail_msg("%s, %d slots: the loss of step %d differs (%.9g, plainly %.9g)", model, slots[k], step,
+                         o.losses[step], plain.losses[step]);
+        assert_int_equal(plain.n_params, o.n_params);
+        for (int i = 0; i < o.n_params; i++)
+            if (memcmp(plain.params[i]->data, o.params[i]->data, o.params[i]->bytes))
+                fail_msg("%s, %d slots: parameter %d differs after %d steps", model, slots[k], i, STEPS);
+        printf("  %s, revolve with %d slots: losses and parameters identical to none\n", model, slots[k]);
+        outcome_free(&o);
+    }
+    outcome_free(&plain);
+}
+
+static Model *mlp8(void) { return mlp_create(&(MlpConfig){.n_layers = 8, .width = 32, .seed = 5}); }
+
+static Var *mlp_batch(Pcg32 *rng, Var **y)
+{
+    Var *x;
+    assert_int_equal(mlp_task_batch(task, rng, 4, &x, y), REMAT_OK);
+    return x;
+}
+
+/* A 4-block GPT with dropout 0.1 everywhere: the generator must be replayed exactly. */
+static Model *gpt4(void)
+{
+    return gpt_create(&(GptConfig){.n_layers = 4, .d_model = 16, .n_heads = 2, .seq_len = 8,
+                                   .vocab = 256, .dropout = 0.1f, .seed = 7});
+}
+
+static Var *token_batch(Pcg32 *rng, Var **y)
+{
+    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 8});
+    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 8});
+    for (int i = 0; i < 16; i++) {
+        x->i32[i] = (int32_t)pcg32_bounded(rng, 256);
+        t->i32[i] = (int32_t)pcg32_bounded(rng, 256);
+    }
+    *y = var_create(t, false, "targets");
+    return var_create(x, false, "tokens");
+}
+
+static void test_executor_is_bit_identical_on_the_mlp(void **state)
+{
+    (void)state;
+    const int slots[] = {1, 2, 3, 7, 20};
+    assert_same_as_plain(mlp8, mlp_batch, slots, 5, "mlp (8 blocks)");
+}
+
+static void test_executor_is_bit_identical_on_the_gpt_with_dropout(void **state)
+{
+    (void)state;
+    const int slots[] = {1, 2, 3};
+    assert_same_as_plain(gpt4, token_batch, slots, 3, "gpt (4 blocks, dropout 0.1)");
+}
+
+/* ---- the executor: the ledgers against the predictor ------------------------------------ */
+
+enum { W = 32, B = 4 };
+
+/* A model, one batch drawn from a fixed seed, and a training context. */
+typedef struct Fixture {
+    Model *m;
+    Var *x, *y;
+    TrainCtx ctx;
+} Fixture;
+
+static Fixture fixture(Model *m, Var *(*batch)(Pcg32 *, Var **))
+{
+    assert_non_null(m);
+    Fixture f = {.m = m, .ctx = {.training = true}};
+    Pcg32 data;
+    pcg32_seed(&data, 3, 0);
+    f.x = batch(&data, &f.y);
+    pcg32_seed(&f.ctx.rng, 5, 5);
+    return f;
+}
+
+/* Frees the model and the batch; the step's activations must all be gone by then. */
+static void fixture_free(Fixture *f)
+{
+    tape_reset(tape_current());
+    var_free(f->x);
+    var_free(f->y);
+    model_free(f->m);
+    assert_int_equal(mem_current(MEM_ACT), 0);
+}
+
+/* An N-block MLP chain of width W. Its embed is the identity: the batch is the chain's x_0. */
+static Model *mlp_chain(int N) { return mlp_create(&(MlpConfig){.n_layers = N, .width = W, .seed = 1}); }
+
+/* ---- the executor: the ledgers against the predictor ------------------------------------ */
+
+typedef struct StepMeasure {
+    size_t forward_peak;  /* peak ACT from the chain's start to its output */
+    size_t backward_peak; /* peak ACT from then to the end of backward */
+    uint64_t forward, recompute; /* the chain's first forward; the step's RECOMPUTE */
+} StepMeasure;
+
+/* One step of an N-block MLP chain with the chain run by Revolve with `slots` slots.
+ * First measures layer 0 into *cost. */
+static StepMeasure measure_mlp(int N, int slots, RevolveLayerCost *cost)
+{
+    Fixture f = fixture(mlp_chain(N), mlp_batch);
+    assert_int_equal(revolve_measure_layer(f.m->layers[0], f.x, &f.ctx, cost), REMAT_OK);
+    flops_reset();
+    mem_reset_peaks();
+    Var *z = revolve_forward(f.m->layers, N, slots, f.x, &f.ctx);
+    assert_non_null(z);
+    StepMeasure r = {.forward_peak = mem_peak(MEM_ACT), .forward = flops_get(PHASE_FORWARD)};
+    mem_reset_peaks();
+    Var *loss = f.m->head(f.m, z, f.y, &f.ctx);
+    var_free(z);
+    assert_int_equal(backward(loss), REMAT_OK);
+    r.backward_peak = mem_peak(MEM_ACT);
+    r.recompute = flops_get(PHASE_RECOMPUTE);
+    var_free(loss);
+    fixture_free(&f);
+    return r;
+}
+
+/* Measured against predicted, for a few (N, s). Outside the chain the step holds the
+ * targets (a bytes) throughout, and in backward also the loss and its seed gradient
+ * (4 bytes each); the batch x is the chain's input, which the prediction counts. */
+static void test_ledger_equals_the_prediction_on_the_mlp(void **state)
+{
+    (void)state;
+    const int cases[][2] = {{1, 1}, {2, 1}, {8, 1}, {8, 2}, {8, 7}, {16, 2}, {16, 3}, {32, 3}, {32, 4}, {64, 2}, {64, 4}, {64, 8}};
+    const int n_cases = (int)(sizeof cases / sizeof cases[0]);
+    const size_t a = (size_t)B * W * sizeof(float);
+    printf("  MLP W=%d B=%d: a = %zu bytes; peaks of the step in units of a (+8 B); FLOPs per layer F\n", W, B, a);
+    printf("  %4s %3s %7s %12s %12s %14s %14s\n", "N", "s", "t(N,s)", "fwd peak", "bwd peak", "RECOMPUTE/F", "predicted/F");
+    for (int c = 0; c < n_cases; c++) {
+        const int N = cases[c][0], s = cases[c][1];
+        RevolveLayerCost cost;
+        StepMeasure got = measure_mlp(N, s, &cost);
+        assert_int_equal(cost.input_bytes, a);
+        RevolveSchedule *sch = revolve_schedule_create(N, s);
+        RevolvePrediction p;
+        assert_int_equal(revolve_predict(sch, &cost, &p), REMAT_OK);
+        printf("  %4d %3d %7" PRId64 " %12zu %12zu %14" PRIu64 " %14" PRIu64 "\n", N, s, sch->forward_count,
+               got.forward_peak / a, (got.backward_peak - 8) / a, got.recompute / cost.forward_flops,
+               p.recompute_flops / cost.forward_flops);
+        /* FLOPs: the first forward is every layer once; RECOMPUTE is (t + 1) layer forwards. */
+        assert_int_equal(got.forward, (uint64_t)N * cost.forward_flops);
+        assert_int_equal(got.forward, p.forward_flops);
+        assert_int_equal(got.recompute, (uint64_t)(sch->forward_count + 1) * cost.forward_flops);
+        assert_int_equal(got.recompute, p.recompute_flops);
+        /* Bytes, exactly. */
+        assert_int_equal(got.forward_peak, p.forward_peak + a);
+        assert_int_equal(got.backward_peak, p.backward_peak + a + 8);
+        revolve_schedule_free(sch);
+    }
+}
+
+/* With s = l − 1 slots every layer input is kept and each layer is recomputed once:
+ * Revolve is then strategy full, to the byte and the FLOP. */
+static void test_enough_slots_is_strategy_full(void **state)
+{
+    (void)state;
+    enum { N = 12 };
+    RevolveLayerCost cost;
+    StepMeasure rev = measure_mlp(N, N - 1, &cost);
+    Fixture f = fixture(mlp_chain(N), mlp_batch);
+    Strategy full = strategy_defaults(STRATEGY_FULL);
+    Plan *plan = plan_create(&full, f.m->layers, N);
+    flops_reset();
+    mem_reset_peaks();
+    Var *loss = model_loss_planned(f.m, plan, f.x, f.y, &f.ctx);
+    assert_int_equal(backward(loss), REMAT_OK);
+    printf("  N = %d: peak ACT revolve(s = N−1) %zu B, full %zu B; RECOMPUTE %" PRIu64 " and %" PRIu64 " FLOPs\n", N,
+           rev.backward_peak, mem_peak(MEM_ACT), rev.recompute, flops_get(PHASE_RECOMPUTE));
+    assert_int_equal(rev.backward_peak, mem_peak(MEM_ACT));
+    assert_int_equal(rev.recompute, flops_get(PHASE_RECOMPUTE));
+    var_free(loss);
+    plan_free(plan);
+    fixture_free(&f);
+}
+
+/* ---- the executor: errors, and what it leaves behind ------------------------------------ */
+
+static void test_executor_rejects_bad_input(void **state)
+{
+    (void)state;
+    Fixture f = fixture(mlp8(), mlp_batch);
+    Layer **layers = f.m->layers;
+    const size_t act = mem_current(MEM_ACT);
+    Layer *holes[3] = {layers[0], NULL, layers[2]};
+    struct { Layer **layers; int l, s; Var *x; const char *says; } bad[] = {
+        {NULL, 8, 2, f.x, "got no layers"},
+        {layers, 8, 2, NULL, "no input"},
+        {layers, 0, 2, f.x, "l = 0"},
+        {layers, 8, 0, f.x, "slots = 0"},
+        {layers, -1, -1, f.x, "l = -1, slots = -1"},
+        {holes, 3, 2, f.x, "layer 1 of 3 is NULL"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_null(revolve_forward(bad[i].layers, bad[i].l, bad[i].s, bad[i].x, &f.ctx));
+        assert_int_equal(remat_last_status(), REMAT_EINVAL);
+        if (!strstr(remat_last_error(), bad[i].says)) fail_msg("'%s' does not say '%s'", remat_last_error(), bad[i].says);
+        assert_int_equal(tape_current()->count, 0);
+        assert_int_equal(mem_current(MEM_ACT), act);
+    }
+    printf("  %s\n", remat_last_error());
+    RevolveLayerCost cost;
+    RevolvePrediction p;
+    RevolveSchedule *sch = revolve_schedule_create(8, 2);
+    assert_int_equal(revolve_measure_layer(NULL, f.x, &f.ctx, &cost), REMAT_EINVAL);
+    assert_int_equal(revolve_measure_layer(layers[0], NULL, &f.ctx, &cost), REMAT_EINVAL);
+    assert_int_equal(revolve_predict(sch, NULL, &p), REMAT_EINVAL);
+    assert_int_equal(revolve_predict(NULL, &cost, &p), REMAT_EINVAL);
+    revolve_schedule_free(sch);
+    fixture_free(&f);
+}
+
+/* Grad mode off (evaluation): the layers just run, nothing is recorded or kept. */
+static void test_grad_off_runs_the_layers_plainly(void **state)
+{
+    (void)state;
+    Fixture f = fixture(mlp8(), mlp_batch);
+    const bool was = grad_set_enabled(false);
+    Var *plain = var_retain(f.x);
+    for (int i = 0; i < f.m->n_layers; i++) {
+        Var *next = layer_forward(f.m->layers[i], plain, &f.ctx);
+        var_free(plain);
+        plain = next;
+    }
+    Var *rev = revolve_forward(f.m->layers, f.m->n_layers, 2, f.x, &f.ctx);
+    grad_set_enabled(was);
+    assert_non_null(rev);
+    assert_null(rev->creator);
+    assert_int_equal(tape_current()->count, 0);
+    assert_memory_equal(plain->value->data, rev->value->data, rev->value->bytes);
+    var_free(plain);
+    var_free(rev);
+    fixture_free(&f);
+}
+
+/* A forward whose backward never runs (the step is abandoned): resetting the tape frees
+ * every checkpoint. */
+static void test_abandoned_forward_frees_its_checkpoints(void **state)
+{
+    (void)state;
+    Fixture f = fixture(mlp_chain(16), mlp_batch);
+    const size_t act = mem_current(MEM_ACT);
+    Var *z = revolve_forward(f.m->layers, 16, 3, f.x, &f.ctx);
+    assert_non_null(z);
+    var_free(z);
+    /* Three slots (x_0 is the caller's batch) and x_15: three more activations held. */
+    assert_int_equal(mem_current(MEM_ACT), act + 3 * (size_t)B * W * sizeof(float));
+    tape_reset(tape_current());
+    assert_int_equal(mem_current(MEM_ACT), act);
+    fixture_free(&f);
+}
+
+/* A forward that fails half-way (the memory budget) keeps nothing and leaves the
+ * generator where it was. */
+static void test_failing_forward_loses_nothing(void **state)
+{
+    (void)state;
+    Fixture f = fixture(gpt4(), token_batch);
+    Var *h = f.m->embed(f.m, f.x, &f.ctx);
+    RevolveLayerCost cost;
+    assert_int_equal(revolve_measure_layer(f.m->layers[0], h, &f.ctx, &cost), REMAT_OK);
+    const size_t act = mem_current(MEM_ACT);
+    const int nodes = tape_current()->count;
+    const Pcg32 rng = f.ctx.rng;
+    /* Room for the first block's forward on top of x_0, not for the second's on top of x_1:
+     * it fails with x_0 stored and x_1 made. */
+    mem_set_budget(mem_resident() + cost.forward_bytes + cost.input_bytes / 2);
+    Var *z = revolve_forward(f.m->layers, f.m->n_layers, 2, h, &f.ctx);
+    mem_set_budget(0);
+    assert_null(z);
+    assert_int_equal(remat_last_status(), REMAT_EOOM);
+    printf("  %s\n", remat_last_error());
+    assert_int_equal(tape_current()->count, nodes);
+    assert_int_equal(mem_current(MEM_ACT), act);
+    assert_memory_equal(&f.ctx.rng, &rng, sizeof rng);
+    var_free(h);
+    fixture_free(&f);
+}
+
+/* A backward that fails half-way (the memory budget) reports it, puts the generator back,
+ * and leaves nothing behind once the tape is reset; the parameters are untouched. */
+static void test_failing_backward_loses_nothing(void **state)
+{
+    (void)state;
+    Fixture f = fixture(gpt4(), token_batch);
+    Tensor *before = tensor_clone(f.m->layers[2]->params[0].var->value, MEM_WORK);
+    Var *loss = step_loss(f.m, 2, f.x, f.y, &f.ctx);
+    assert_non_null(loss);
+    const Pcg32 rng = f.ctx.rng;
+    /* 48 KiB more than now: enough for the head's backward (the logits' gradient, the
+     * final LayerNorm's and the token table's gradients), not for the reversals too. */
+    mem_set_budget(mem_resident() + (48 << 10));
+    const RematStatus status = backward(loss);
+    mem_set_budget(0);
+    assert_int_equal(status, REMAT_EOOM);
+    printf("  %s\n", remat_last_error());
+    /* It failed inside the chain's backward: the head's parameters have their gradients,
+     * the first block none. */
+    assert_non_null(f.m->params[f.m->n_params - 1].var->grad);
+    assert_null(f.m->layers[0]->params[0].var->grad);
+    assert_memory_equal(&f.ctx.rng, &rng, sizeof rng);
+    assert_memory_equal(before->data, f.m->layers[2]->params[0].var->value->data, before->bytes);
+    var_free(loss);
+    tensor_free(before);
+    fixture_free(&f);
+}
+
+/* Measuring a layer leaves its gradients, the generator and the FLOP ledger as they were. */
+static void test_measuring_a_layer_changes_nothing(void **state)
+{
+    (void)state;
+    Fixture f = fixture(gpt4(), token_batch);
+    Var *loss = model_loss(f.m, f.x, f.y, &f.ctx);
+    assert_int_equal(backward(loss), REMAT_OK);
+    var_free(loss);
+    tape_reset(tape_current());
+    Layer *layer = f.m->layers[0];
+    Tensor *grads[LAYER_MAX_PARAMS];
+    for (int i = 0; i < layer->n_params; i++) grads[i] = tensor_clone(layer->params[i].var->grad, MEM_WORK);
+    Var *h = f.m->embed(f.m, f.x, &f.ctx);
+    const Pcg32 rng = f.ctx.rng;
+    const FlopCounts flops = flops_snapshot();
+    RevolveLayerCost cost;
+    assert_int_equal(revolve_measure_layer(layer, h, &f.ctx, &cost), REMAT_OK);
+    printf("  gpt block: a = %zu B, forward %zu B, reverse %zu B (layer 0: %zu B), F = %" PRIu64 " FLOPs\n",
+           cost.input_bytes, cost.forward_bytes, cost.reverse_bytes, cost.first_reverse_bytes, cost.forward_flops);
+    assert_true(cost.input_needs_grad); /* the embeddings' output */
+    assert_true(cost.reverse_bytes > cost.forward_bytes && cost.forward_flops > 0);
+    assert_memory_equal(&f.ctx.rng, &rng, sizeof rng);
+    const FlopCounts after = flops_snapshot();
+    assert_memory_equal(&flops, &after, sizeof after);
+    for (int i = 0; i < layer->n_params; i++) {
+        assert_memory_equal(grads[i]->data, layer->params[i].var->grad->data, grads[i]->bytes);
+        tensor_free(grads[i]);
+    }
+    var_free(h);
+    fixture_free(&f);
+}
+
+/* The checkpoints go through the saved-tensor path: offload's boundary policy spills the
+ * ones the first forward stores, and the gradients stay bit-identical. */
+static void test_offload_takes_the_checkpoints(void **state)
+{
+    (void)state;
+    enum { N = 16, S = 3 };
+    RevolveSchedule *sch = revolve_schedule_create(N, S);
+    int stores = 0; /* x_0 and the other states the first forward stores */
+    for (int i = 0; i < sch->first_reverse; i++) stores += sch->actions[i].kind == REVOLVE_STORE;
+    revolve_schedule_free(sch);
+    Tensor *grads[2];
+    for (int run = 0; run < 2; run++) {
+        Fixture f = fixture(mlp_chain(N), mlp_batch);
+        OffloadOptions o = offload_defaults(OFFLOAD_BOUNDARY);
+        o.min_bytes = 0;
+        Offload *off = run ? offload_create(&o) : NULL;
+        if (off) assert_int_equal(offload_push(off), REMAT_OK);
+        Var *loss = step_loss(f.m, S, f.x, f.y, &f.ctx);
+        if (off) assert_int_equal(offload_pop(off), REMAT_OK);
+        assert_non_null(loss);
+        if (off) { /* the stored states, and x_15 */
+            printf("  offload (boundary): %zu records, %zu bytes on disk\n", offload_stats(off).records_written,
+                   mem_current(MEM_DISK));
+            assert_int_equal(offload_stats(off).records_written, stores + 1);
+            assert_int_equal(mem_current(MEM_DISK), (size_t)(stores + 1) * B * W * sizeof(float));
+        }
+        assert_int_equal(backward(loss), REMAT_OK);
+        grads[run] = tensor_clone(f.m->layers[0]->params[0].var->grad, MEM_WORK);
+        var_free(loss);
+        tape_reset(tape_current());
+        assert_int_equal(mem_current(MEM_DISK), 0);
+        offload_free(off);
+        fixture_free(&f);
+    }
+    assert_memory_equal(grads[0]->data, grads[1]->data, grads[0]->bytes);
+    tensor_free(grads[0]);
+    tensor_free(grads[1]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_count_matches_the_published_examples, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_count_equals_the_brute_force_minimum, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_count_rejects_bad_input, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_schedule_attains_the_count_on_the_grid, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_schedule_attains_the_brute_force_minimum, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_schedule_rejects_bad_input, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_executor_is_bit_identical_on_the_mlp, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_executor_is_bit_identical_on_the_gpt_with_dropout, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_ledger_equals_the_prediction_on_the_mlp, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_enough_slots_is_strategy_full, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_executor_rejects_bad_input, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_grad_off_runs_the_layers_plainly, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_abandoned_forward_frees_its_checkpoints, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_failing_forward_loses_nothing, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_failing_backward_loses_nothing, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_measuring_a_layer_changes_nothing, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_offload_takes_the_checkpoints, clean_state, clean_state),
+    };
+    return cmocka_run_group_tests_name("revolve", tests, group_setup, group_teardown);
+}
