@@ -19,6 +19,7 @@
 
 #include "checkpoint.h"
 #include "explain.h"
+#include "fixture_train.h"
 #include "flops.h"
 #include "kernels.h"
 #include "gpt.h"
@@ -26,132 +27,27 @@
 #include "optim.h"
 #include "strategy.h"
 
-static MlpTask *task; /* the MLP's teacher, for the whole test (its weights are MEM_WORK) */
-
-static int group_setup(void **state)
-{
-    (void)state;
-    task = mlp_task_create(16, 6);
-    return task ? 0 : -1;
-}
-
 static int group_teardown(void **state)
 {
     (void)state;
-    mlp_task_free(task);
     return mem_live_blocks() == 0 ? 0 : -1;
 }
 
-/* Every test starts and ends with no model, activation or optimizer state alive. */
-static int clean_state(void **state)
-{
-    (void)state;
-    tape_reset(tape_current());
-    remat_clear_error();
-    flops_reset();
-    const MemKind kinds[] = {MEM_PARAM, MEM_GRAD, MEM_OPTIM, MEM_ACT};
-    for (int i = 0; i < 4; i++)
-        if (mem_current(kinds[i]) != 0) return -1;
-    return 0;
-}
-
-/* ---- a few training steps under a strategy -------------------------------------------- */
-
-enum { STEPS = 3 };
-
-typedef struct Outcome {
-    float losses[STEPS];
-    Tensor *params[64]; /* copies of every parameter after the last step (MEM_WORK) */
-    int n_params;
-} Outcome;
-
-static void outcome_free(Outcome *o)
-{
-    for (int i = 0; i < o->n_params; i++) tensor_free(o->params[i]);
-}
-
-/* Builds the model fresh from its seed, trains STEPS AdamW steps on batches drawn with a
- * fixed seed, and records the losses and final parameters. */
-static RematStatus train(Model *(*build)(void), Var *(*batch)(Pcg32 *, Var **), const Strategy *s, Outcome *out)
-{
-    Model *m = build();
-    assert_non_null(m);
-    Plan *plan = plan_create(s, m->layers, m->n_layers);
-    OptimConfig c = optim_adamw_defaults(1e-2f);
-    Optimizer *opt = optim_create(&c, m->params, m->n_params);
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 77, 1);
-    Pcg32 data;
-    pcg32_seed(&data, 78, 2);
-    RematStatus status = REMAT_OK;
-    for (int step = 0; step < STEPS && status == REMAT_OK; step++) {
-        Var *y;
-        Var *x = batch(&data, &y);
-        optim_zero_grad(opt);
-        Var *loss = model_loss_planned(m, plan, x, y, &ctx);
-        status = loss ? backward(loss) : remat_last_status();
-        if (status == REMAT_OK) {
-            out->losses[step] = loss->value->f32[0];
-            status = optim_step(opt);
-        }
-        var_free(loss);
-        var_free(x);
-        var_free(y);
-        tape_reset(tape_current());
-        /* Nothing of the step's activations outlives it: sub-tapes and caches are gone. */
-        assert_int_equal(mem_current(MEM_ACT), 0);
-    }
-    out->n_params = m->n_params;
-    for (int i = 0; i < m->n_params; i++) out->params[i] = tensor_clone(m->params[i].var->value, MEM_WORK);
-    optim_free(opt);
-    plan_free(plan);
-    model_free(m);
-    return status;
-}
-
-static void assert_same_outcome(const Outcome *a, const Outcome *b, const char *what)
-{
-    if (memcmp(a->losses, b->losses, sizeof a->losses))
-        fail_msg("%s: losses differ (%.9g vs %.9g at step 0)", what, a->losses[0], b->losses[0]);
-    assert_int_equal(a->n_params, b->n_params);
-    for (int i = 0; i < a->n_params; i++)
-        if (memcmp(a->params[i]->data, b->params[i]->data, a->params[i]->bytes))
-            fail_msg("%s: parameter %d differs after %d steps", what, i, STEPS);
-}
+/* ---- a few training steps under a strategy (fixture_train.h) ------------------------------ */
 
 /* The models: an 8-block MLP chain, and a 3-block GPT with dropout 0.1 everywhere. */
-static Model *mlp8(void) { return mlp_create(&(MlpConfig){.n_layers = 8, .width = 16, .seed = 5}); }
+static const Trainee MLP8 = {"mlp", 8, 16}, GPT3 = {"gpt", 3, 0};
 
-static Var *mlp_batch(Pcg32 *rng, Var **y)
+static RematStatus train(const Trainee *t, const Strategy *s, Outcome *out)
 {
-    Var *x;
-    assert_int_equal(mlp_task_batch(task, rng, 4, &x, y), REMAT_OK);
-    return x;
+    return fixture_train(t, &(Way){.strategy = s}, out);
 }
 
-static Model *gpt3(void)
-{
-    return gpt_create(&(GptConfig){.n_layers = 3, .d_model = 16, .n_heads = 2, .seq_len = 8,
-                                   .vocab = 256, .dropout = 0.1f, .seed = 7});
-}
-
-static Var *token_batch(Pcg32 *rng, Var **y)
-{
-    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 8});
-    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 8});
-    for (int i = 0; i < 16; i++) {
-        x->i32[i] = (int32_t)pcg32_bounded(rng, 256);
-        t->i32[i] = (int32_t)pcg32_bounded(rng, 256);
-    }
-    *y = var_create(t, false, "targets");
-    return var_create(x, false, "tokens");
-}
-
-static void check_all_strategies(Model *(*build)(void), Var *(*batch)(Pcg32 *, Var **), const char *model)
+static void check_all_strategies(const Trainee *t)
 {
     Outcome reference = {0};
     Strategy none = strategy_defaults(STRATEGY_NONE);
-    assert_int_equal(train(build, batch, &none, &reference), REMAT_OK);
+    assert_int_equal(train(t, &none, &reference), REMAT_OK);
     const Strategy others[] = {
         strategy_defaults(STRATEGY_FULL),
         strategy_defaults(STRATEGY_SQRT),
@@ -162,11 +58,11 @@ static void check_all_strategies(Model *(*build)(void), Var *(*batch)(Pcg32 *, V
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
         Outcome o = {0};
         char what[96];
-        snprintf(what, sizeof what, "%s, %s%s%s", model, strategy_name(others[i].kind),
+        snprintf(what, sizeof what, "%s, %s%s%s", t->kind, strategy_name(others[i].kind),
                  others[i].policy ? " " : "", others[i].policy ? others[i].policy->name : "");
-        assert_int_equal(train(build, batch, &others[i], &o), REMAT_OK);
+        assert_int_equal(train(t, &others[i], &o), REMAT_OK);
         assert_same_outcome(&reference, &o, what);
-        printf("  %-40s losses and parameters identical to none\n", what);
+        printf("  %-40s losses, gradients and parameters identical to none\n", what);
         outcome_free(&o);
     }
     outcome_free(&reference);
@@ -175,13 +71,13 @@ static void check_all_strategies(Model *(*build)(void), Var *(*batch)(Pcg32 *, V
 static void test_every_strategy_is_bit_identical_on_the_mlp(void **state)
 {
     (void)state;
-    check_all_strategies(mlp8, mlp_batch, "mlp");
+    check_all_strategies(&MLP8);
 }
 
 static void test_every_strategy_is_bit_identical_on_the_gpt_with_dropout(void **state)
 {
     (void)state;
-    check_all_strategies(gpt3, token_batch, "gpt");
+    check_all_strategies(&GPT3);
 }
 
 /* ---- RNG replay ----------------------------------------------------------------------- */
@@ -193,8 +89,8 @@ static void test_without_rng_replay_dropout_gradients_are_wrong(void **state)
     Strategy none = strategy_defaults(STRATEGY_NONE);
     Strategy no_replay = strategy_defaults(STRATEGY_FULL);
     no_replay.preserve_rng = false;
-    assert_int_equal(train(gpt3, token_batch, &none, &reference), REMAT_OK);
-    assert_int_equal(train(gpt3, token_batch, &no_replay, &wrong), REMAT_OK);
+    assert_int_equal(train(&GPT3, &none, &reference), REMAT_OK);
+    assert_int_equal(train(&GPT3, &no_replay, &wrong), REMAT_OK);
     /* The first loss is the same (the first forward is not a replay); the gradients were
      * computed through masks the forward never used, so the parameters after one update
      * differ, and with them every later loss. */
@@ -203,7 +99,7 @@ static void test_without_rng_replay_dropout_gradients_are_wrong(void **state)
     for (int i = 0; i < reference.n_params; i++)
         for (size_t j = 0; j < reference.params[i]->numel; j++)
             worst = fmax(worst, fabs(reference.params[i]->f32[j] - wrong.params[i]->f32[j]));
-    printf("  without RNG replay: max |parameter difference| after %d steps %.3e\n", STEPS, worst);
+    printf("  without RNG replay: max |parameter difference| after %d steps %.3e\n", FIXTURE_STEPS, worst);
     assert_true(worst > 1e-4);
     outcome_free(&reference);
     outcome_free(&wrong);
@@ -212,7 +108,7 @@ static void test_without_rng_replay_dropout_gradients_are_wrong(void **state)
     Outcome checked = {0};
     Strategy check = no_replay;
     check.determinism_check = true;
-    assert_int_equal(train(gpt3, token_batch, &check, &checked), REMAT_ESTATE);
+    assert_int_equal(train(&GPT3, &check, &checked), REMAT_ESTATE);
     printf("  determinism check: %s\n", remat_last_error());
     assert_non_null(strstr(remat_last_error(), "checkpoint region h.2: the replay computed a different output"));
     outcome_free(&checked);
@@ -222,7 +118,7 @@ static void test_without_rng_replay_dropout_gradients_are_wrong(void **state)
     Outcome selective = {0};
     Strategy sel = {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .preserve_rng = false,
                     .determinism_check = true};
-    assert_int_equal(train(gpt3, token_batch, &sel, &selective), REMAT_ESTATE);
+    assert_int_equal(train(&GPT3, &sel, &selective), REMAT_ESTATE);
     assert_non_null(strstr(remat_last_error(), "first at dropout (attn.dropout)"));
     outcome_free(&selective);
 
@@ -230,7 +126,7 @@ static void test_without_rng_replay_dropout_gradients_are_wrong(void **state)
     Outcome fine = {0};
     Strategy replay = strategy_defaults(STRATEGY_FULL);
     replay.determinism_check = true;
-    assert_int_equal(train(gpt3, token_batch, &replay, &fine), REMAT_OK);
+    assert_int_equal(train(&GPT3, &replay, &fine), REMAT_OK);
     outcome_free(&fine);
 }
 
@@ -271,7 +167,7 @@ static void test_nested_regions_give_the_same_gradients(void **state)
                                            .vocab = 256, .dropout = 0.1f, .seed = 9});
         Pcg32 data;
         pcg32_seed(&data, 10, 0);
-        Var *y, *x = token_batch(&data, &y);
+        Var *y, *x = fixture_batch(&GPT3, &data, &y);
         TrainCtx ctx = {.training = true};
         pcg32_seed(&ctx.rng, 11, 0);
         Var *h = m->embed(m, x, &ctx);
@@ -553,7 +449,7 @@ static void test_explain_accounts_for_the_stored_bytes(void **state)
         Plan *plan = plan_create(&s, m->layers, m->n_layers);
         Pcg32 data;
         pcg32_seed(&data, 3, 0);
-        Var *y, *x = mlp_batch(&data, &y);
+        Var *y, *x = fixture_batch(&MLP8, &data, &y); /* width 16, as this chain */
         TrainCtx ctx = {.training = true};
         Explain *ex = explain_start();
         assert_non_null(ex);
@@ -581,15 +477,15 @@ static void test_explain_accounts_for_the_stored_bytes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_every_strategy_is_bit_identical_on_the_mlp, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_every_strategy_is_bit_identical_on_the_gpt_with_dropout, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_without_rng_replay_dropout_gradients_are_wrong, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_nested_regions_give_the_same_gradients, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_recompute_costs_one_extra_forward_of_the_chain, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_activation_memory_scales_as_derived, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_selective_policies_keep_what_they_promise, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_attention_core_recomputes_little_on_a_wide_model, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_explain_accounts_for_the_stored_bytes, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_every_strategy_is_bit_identical_on_the_mlp, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_every_strategy_is_bit_identical_on_the_gpt_with_dropout, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_without_rng_replay_dropout_gradients_are_wrong, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_nested_regions_give_the_same_gradients, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_recompute_costs_one_extra_forward_of_the_chain, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_activation_memory_scales_as_derived, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_selective_policies_keep_what_they_promise, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_attention_core_recomputes_little_on_a_wide_model, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_explain_accounts_for_the_stored_bytes, fixture_clean_state, fixture_clean_state),
     };
-    return cmocka_run_group_tests_name("checkpoint", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("checkpoint", tests, NULL, group_teardown);
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "fixture_train.h"
 #include "gpt.h"
 #include "mlp.h"
 #include "offload.h"
@@ -33,34 +34,19 @@
 #include "train.h"
 
 static char spill_dir[] = "/tmp/remat_offload_XXXXXX";
-static MlpTask *task16; /* the small MLP's teacher, for the whole test (its weights are MEM_WORK) */
 
 static int group_setup(void **state)
 {
     (void)state;
-    task16 = mlp_task_create(16, 6);
-    return task16 && mkdtemp(spill_dir) ? 0 : -1;
+    return mkdtemp(spill_dir) ? 0 : -1;
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    mlp_task_free(task16);
     /* The spill files were unlinked as soon as they were made: the directory is empty. */
     if (rmdir(spill_dir) != 0) return -1;
     return mem_live_blocks() == 0 ? 0 : -1;
-}
-
-/* Every test starts and ends with nothing resident but what it makes, and nothing on disk. */
-static int clean_state(void **state)
-{
-    (void)state;
-    tape_reset(tape_current());
-    remat_clear_error();
-    const MemKind kinds[] = {MEM_PARAM, MEM_GRAD, MEM_OPTIM, MEM_ACT, MEM_DISK};
-    for (int i = 0; i < 5; i++)
-        if (mem_current(kinds[i]) != 0) return -1;
-    return 0;
 }
 
 /* Offload everything saved, to the test's directory: min_bytes 0, so that even the tiny
@@ -123,134 +109,31 @@ static void test_policy_names_parse_and_print(void **state)
     assert_non_null(strstr(remat_last_error(), "expected all, large or boundary"));
 }
 
-/* ---- a few training steps, with and without offload --------------------------------------- */
-
-enum { STEPS = 3, MAX_PARAMS = 64 };
-
-typedef struct Outcome {
-    float losses[STEPS];
-    Tensor *grads[MAX_PARAMS];  /* copies of the first step's gradients (MEM_WORK) */
-    Tensor *params[MAX_PARAMS]; /* copies of every parameter after the last step (MEM_WORK) */
-    int n_params;
-    OffloadStats stats;
-} Outcome;
-
-static void outcome_free(Outcome *o)
-{
-    for (int i = 0; i < o->n_params; i++) {
-        tensor_free(o->grads[i]);
-        tensor_free(o->params[i]);
-    }
-}
-
-/* The forward with the offloader's hooks pushed (when there is one), then backward. The
- * loss (caller frees) is left in *loss even when backward fails; NULL if the forward did. */
-static RematStatus forward_backward(Model *m, const Plan *plan, Offload *off, Var *x, Var *y, TrainCtx *ctx,
-                                    Var **loss)
-{
-    assert_int_equal(off ? offload_push(off) : REMAT_OK, REMAT_OK);
-    *loss = model_loss_planned(m, plan, x, y, ctx);
-    const RematStatus popped = off ? offload_pop(off) : REMAT_OK;
-    if (!*loss) return remat_last_status();
-    return popped != REMAT_OK ? popped : backward(*loss);
-}
-
-/* Builds the model fresh from its seed and trains STEPS AdamW steps on batches drawn with
- * a fixed seed, under strategy `s` and, if `oo` is given, offloading as it says. */
-static RematStatus train(Model *(*build)(void), Var *(*batch)(Pcg32 *, Var **), const Strategy *s,
-                         const OffloadOptions *oo, Outcome *out)
-{
-    Model *m = build();
-    assert_non_null(m);
-    assert_true(m->n_params <= MAX_PARAMS);
-    Plan *plan = plan_create(s, m->layers, m->n_layers);
-    OptimConfig c = optim_adamw_defaults(1e-2f);
-    Optimizer *opt = optim_create(&c, m->params, m->n_params);
-    Offload *off = oo ? offload_create(oo) : NULL;
-    assert_true(!oo || off);
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 77, 1);
-    Pcg32 data;
-    pcg32_seed(&data, 78, 2);
-    RematStatus status = REMAT_OK;
-    out->n_params = m->n_params;
-    for (int step = 0; step < STEPS && status == REMAT_OK; step++) {
-        Var *y, *x = batch(&data, &y);
-        optim_zero_grad(opt);
-        Var *loss;
-        status = forward_backward(m, plan, off, x, y, &ctx, &loss);
-        for (int i = 0; status == REMAT_OK && step == 0 && i < m->n_params; i++)
-            out->grads[i] = tensor_clone(m->params[i].var->grad, MEM_WORK);
-        if (status == REMAT_OK) {
-            out->losses[step] = loss->value->f32[0];
-            status = optim_step(opt);
-        }
-        var_free(loss);
-        var_free(x);
-        var_free(y);
-        tape_reset(tape_current());
-        /* Nothing of the step outlives it, in RAM or on disk. */
-        assert_int_equal(mem_current(MEM_ACT), 0);
-        assert_int_equal(mem_current(MEM_DISK), 0);
-    }
-    for (int i = 0; i < m->n_params; i++) out->params[i] = tensor_clone(m->params[i].var->value, MEM_WORK);
-    if (off) out->stats = offload_stats(off);
-    offload_free(off);
-    optim_free(opt);
-    plan_free(plan);
-    model_free(m);
-    return status;
-}
-
-static void assert_same_outcome(const Outcome *a, const Outcome *b, const char *what)
-{
-    if (memcmp(a->losses, b->losses, sizeof a->losses))
-        fail_msg("%s: losses differ (%.9g vs %.9g at step 0)", what, a->losses[0], b->losses[0]);
-    assert_int_equal(a->n_params, b->n_params);
-    for (int i = 0; i < a->n_params; i++) {
-        if (memcmp(a->grads[i]->data, b->grads[i]->data, a->grads[i]->bytes))
-            fail_msg("%s: the gradient of parameter %d differs", what, i);
-        if (memcmp(a->params[i]->data, b->params[i]->data, a->params[i]->bytes))
-            fail_msg("%s: parameter %d differs after %d steps", what, i, STEPS);
-    }
-}
+/* ---- a few training steps, with and without offload (fixture_train.h) ------------------ */
 
 /* The models: an 8-block MLP chain, and a 3-block GPT with dropout 0.1 everywhere. */
-static Model *mlp8(void) { return mlp_create(&(MlpConfig){.n_layers = 8, .width = 16, .seed = 5}); }
+static const Trainee MLP8 = {"mlp", 8, 16}, GPT3 = {"gpt", 3, 0};
 
-static Var *mlp_batch(Pcg32 *rng, Var **y)
+/* Trains under strategy `s`, offloading as `oo` says (NULL: in RAM); *stats gets what the
+ * offloader did. */
+static RematStatus train(const Trainee *t, const Strategy *s, const OffloadOptions *oo, Outcome *out,
+                         OffloadStats *stats)
 {
-    Var *x;
-    assert_int_equal(mlp_task_batch(task16, rng, 4, &x, y), REMAT_OK);
-    return x;
-}
-
-static Model *gpt3(void)
-{
-    return gpt_create(&(GptConfig){.n_layers = 3, .d_model = 16, .n_heads = 2, .seq_len = 8,
-                                   .vocab = 256, .dropout = 0.1f, .seed = 7});
-}
-
-static Var *token_batch(Pcg32 *rng, Var **y)
-{
-    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 8});
-    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 8});
-    for (int i = 0; i < 16; i++) {
-        x->i32[i] = (int32_t)pcg32_bounded(rng, 256);
-        t->i32[i] = (int32_t)pcg32_bounded(rng, 256);
-    }
-    *y = var_create(t, false, "targets");
-    return var_create(x, false, "tokens");
+    Offload *off = oo ? offload_create(oo) : NULL;
+    assert_true(!oo || off);
+    const RematStatus status = fixture_train(t, &(Way){.strategy = s, .offload = off}, out);
+    if (off && stats) *stats = offload_stats(off);
+    offload_free(off);
+    return status;
 }
 
 /* Every strategy, each with offload all and boundary, through both ways of moving bytes,
  * with and without the page cache, against none without offload. */
-static void check_offload_with_every_strategy(Model *(*build)(void), Var *(*batch)(Pcg32 *, Var **),
-                                              const char *model)
+static void check_offload_with_every_strategy(const Trainee *t)
 {
     Outcome reference = {0};
     Strategy none = strategy_defaults(STRATEGY_NONE);
-    assert_int_equal(train(build, batch, &none, NULL, &reference), REMAT_OK);
+    assert_int_equal(train(t, &none, NULL, &reference, NULL), REMAT_OK);
     const Strategy strategies[] = {
         none,
         strategy_defaults(STRATEGY_FULL),
@@ -272,15 +155,16 @@ static void check_offload_with_every_strategy(Model *(*build)(void), Var *(*batc
             oo.io = variants[v].io;
             oo.drop_cache = variants[v].drop_cache;
             Outcome o = {0};
+            OffloadStats stats;
             char what[128];
-            snprintf(what, sizeof what, "%s, %s%s%s, offload %s by %s%s", model, strategy_name(s->kind),
+            snprintf(what, sizeof what, "%s, %s%s%s, offload %s by %s%s", t->kind, strategy_name(s->kind),
                      s->policy ? " " : "", s->policy ? s->policy->name : "", offload_policy_name(oo.policy),
                      oo.io == OFFLOAD_IO_MMAP ? "mmap" : "syscalls", oo.drop_cache ? ", no page cache" : "");
-            assert_int_equal(train(build, batch, s, &oo, &o), REMAT_OK);
+            assert_int_equal(train(t, s, &oo, &o, &stats), REMAT_OK);
             assert_same_outcome(&reference, &o, what);
-            assert_true(o.stats.records_written > 0);
-            assert_int_equal(o.stats.records_read, o.stats.records_written);
-            printf("  %-72s %3zu records, identical to none\n", what, o.stats.records_written / STEPS);
+            assert_true(stats.records_written > 0);
+            assert_int_equal(stats.records_read, stats.records_written);
+            printf("  %-72s %3zu records, identical to none\n", what, stats.records_written / FIXTURE_STEPS);
             outcome_free(&o);
         }
     }
@@ -290,13 +174,13 @@ static void check_offload_with_every_strategy(Model *(*build)(void), Var *(*batc
 static void test_offload_is_bit_identical_with_every_strategy_on_the_mlp(void **state)
 {
     (void)state;
-    check_offload_with_every_strategy(mlp8, mlp_batch, "mlp");
+    check_offload_with_every_strategy(&MLP8);
 }
 
 static void test_offload_is_bit_identical_with_every_strategy_on_the_gpt_with_dropout(void **state)
 {
     (void)state;
-    check_offload_with_every_strategy(gpt3, token_batch, "gpt");
+    check_offload_with_every_strategy(&GPT3);
 }
 
 /* ---- a chain in training ---------------------------------------------------------------- */
@@ -308,23 +192,23 @@ static const size_t CHAIN_A = (size_t)CHAIN_B * CHAIN_W * sizeof(float);
 
 /* A small chain with AdamW that has taken one step (so its optimizer state is not zero),
  * and a snapshot of what a failed step must not touch. */
-typedef struct Trainee {
+typedef struct Learner {
     Model *model;
     Optimizer *opt;
     MlpTask *teacher;
     Pcg32 data;
     TrainCtx ctx;
-    Tensor *snapshot[3 * MAX_PARAMS]; /* parameters, AdamW's m and v (MEM_WORK copies) */
-} Trainee;
+    Tensor *snapshot[3 * FIXTURE_MAX_PARAMS]; /* parameters, AdamW's m and v (MEM_WORK copies) */
+} Learner;
 
-enum { TRAINEE_N = 4 };
+enum { LEARNER_N = 4 };
 
-static void trainee_step(Trainee *t, Offload *off, RematStatus expected)
+static void learner_step(Learner *t, Offload *off, RematStatus expected)
 {
     Var *x, *y, *loss;
     assert_int_equal(mlp_task_batch(t->teacher, &t->data, CHAIN_B, &x, &y), REMAT_OK);
     optim_zero_grad(t->opt);
-    RematStatus status = forward_backward(t->model, NULL, off, x, y, &t->ctx, &loss);
+    RematStatus status = fixture_forward_backward(t->model, NULL, &(Way){.offload = off}, x, y, &t->ctx, &loss);
     assert_int_equal(status, expected);
     if (status == REMAT_OK) assert_int_equal(optim_step(t->opt), REMAT_OK); /* never after a failure */
     var_free(loss);
@@ -333,17 +217,17 @@ static void trainee_step(Trainee *t, Offload *off, RematStatus expected)
     tape_reset(tape_current());
 }
 
-static void trainee_create(Trainee *t)
+static void learner_create(Learner *t)
 {
-    *t = (Trainee){.model = mlp_create(&(MlpConfig){.n_layers = TRAINEE_N, .width = CHAIN_W, .seed = 4}),
+    *t = (Learner){.model = mlp_create(&(MlpConfig){.n_layers = LEARNER_N, .width = CHAIN_W, .seed = 4}),
                    .teacher = mlp_task_create(CHAIN_W, 5), .ctx = {.training = true}};
     OptimConfig c = optim_adamw_defaults(1e-3f);
     t->opt = optim_create(&c, t->model->params, t->model->n_params);
     pcg32_seed(&t->data, 6, 0);
-    trainee_step(t, NULL, REMAT_OK);
+    learner_step(t, NULL, REMAT_OK);
 }
 
-static void trainee_snapshot(Trainee *t)
+static void learner_snapshot(Learner *t)
 {
     for (int i = 0; i < t->model->n_params; i++) {
         Tensor *m, *v;
@@ -355,7 +239,7 @@ static void trainee_snapshot(Trainee *t)
 }
 
 /* Parameters and optimizer state are byte-identical to the snapshot, which is dropped. */
-static void trainee_assert_untouched(Trainee *t)
+static void learner_assert_untouched(Learner *t)
 {
     for (int i = 0; i < t->model->n_params; i++) {
         Tensor *now[3] = {t->model->params[i].var->value};
@@ -369,7 +253,7 @@ static void trainee_assert_untouched(Trainee *t)
     assert_int_equal(optim_steps(t->opt), 1);
 }
 
-static void trainee_free(Trainee *t)
+static void learner_free(Learner *t)
 {
     optim_free(t->opt);
     model_free(t->model);
@@ -377,7 +261,7 @@ static void trainee_free(Trainee *t)
 }
 
 /* The second step of a fresh trainee, without offload, as the parameters it leaves. */
-static void assert_same_parameters(const Trainee *a, const Trainee *b)
+static void assert_same_parameters(const Learner *a, const Learner *b)
 {
     for (int i = 0; i < a->model->n_params; i++) {
         const Tensor *pa = a->model->params[i].var->value, *pb = b->model->params[i].var->value;
@@ -473,8 +357,8 @@ static void test_the_spill_file_is_reused_and_every_record_is_prefetched(void **
 {
     (void)state;
     for (int prefetch = 0; prefetch <= OFFLOAD_PREFETCH; prefetch += OFFLOAD_PREFETCH) {
-        Trainee t;
-        trainee_create(&t);
+        Learner t;
+        learner_create(&t);
         OffloadOptions o = offload_defaults(OFFLOAD_ALL);
         o.dir = spill_dir;
         o.prefetch = prefetch;
@@ -482,18 +366,18 @@ static void test_the_spill_file_is_reused_and_every_record_is_prefetched(void **
         assert_non_null(off);
         size_t file_bytes = 0;
         for (int step = 0; step < 3; step++) {
-            trainee_step(&t, off, REMAT_OK);
+            learner_step(&t, off, REMAT_OK);
             OffloadStats st = offload_stats(off);
             if (step == 0) file_bytes = st.file_bytes;
             assert_int_equal(st.file_bytes, file_bytes); /* it grew once, in the first step */
             assert_int_equal(st.live_records, 0);
-            assert_int_equal(st.records_written, (size_t)(step + 1) * (2 * TRAINEE_N + 2));
+            assert_int_equal(st.records_written, (size_t)(step + 1) * (2 * LEARNER_N + 2));
             assert_int_equal(st.records_read, st.records_written);
             assert_int_equal(st.prefetched, prefetch ? st.records_written : 0);
         }
         assert_int_equal(file_bytes, OFFLOAD_GROW_BYTES);
         offload_free(off);
-        trainee_free(&t);
+        learner_free(&t);
     }
 }
 
@@ -787,10 +671,10 @@ static void disk_full_end(const DiskFull *d)
 static void test_a_full_disk_fails_the_forward_and_leaves_the_state_intact(void **state)
 {
     (void)state;
-    Trainee t, reference;
-    trainee_create(&t);
-    trainee_create(&reference);
-    trainee_snapshot(&t);
+    Learner t, reference;
+    learner_create(&t);
+    learner_create(&reference);
+    learner_snapshot(&t);
     OffloadOptions o = offload_defaults(OFFLOAD_ALL);
     o.dir = spill_dir;
     Offload *off = offload_create(&o);
@@ -798,7 +682,7 @@ static void test_a_full_disk_fails_the_forward_and_leaves_the_state_intact(void 
 
     DiskFull full = disk_full_begin();
     Pcg32 data_before = t.data;
-    trainee_step(&t, off, REMAT_EIO);
+    learner_step(&t, off, REMAT_EIO);
     disk_full_end(&full);
 
     printf("  %s\n", remat_last_error());
@@ -807,17 +691,17 @@ static void test_a_full_disk_fails_the_forward_and_leaves_the_state_intact(void 
     assert_int_equal(offload_stats(off).failures, 1);
     assert_int_equal(offload_stats(off).records_written, 0);
     assert_int_equal(mem_current(MEM_DISK), 0);
-    trainee_assert_untouched(&t);
+    learner_assert_untouched(&t);
 
     /* The run continues without offload, redoing the step on the same batch, and ends
      * where a run that never failed does. */
     t.data = data_before;
-    trainee_step(&t, NULL, REMAT_OK);
-    trainee_step(&reference, NULL, REMAT_OK);
+    learner_step(&t, NULL, REMAT_OK);
+    learner_step(&reference, NULL, REMAT_OK);
     assert_same_parameters(&t, &reference);
     offload_free(off);
-    trainee_free(&t);
-    trainee_free(&reference);
+    learner_free(&t);
+    learner_free(&reference);
 }
 
 typedef enum Damage { FLIP_DATA, FLIP_HEADER, TRUNCATE } Damage;
@@ -836,9 +720,9 @@ static void test_a_damaged_record_is_caught_when_it_is_read_back(void **state)
         /* Each damage, through each way of reading back: preadv, the mapping, and the
          * prefetch thread (which reads the damaged record ahead). */
         const int c = k % 3, reader = k / 3;
-        Trainee t;
-        trainee_create(&t);
-        trainee_snapshot(&t);
+        Learner t;
+        learner_create(&t);
+        learner_snapshot(&t);
         OffloadOptions o = offload_defaults(OFFLOAD_ALL);
         o.dir = spill_dir;
         o.io = reader == 1 ? OFFLOAD_IO_MMAP : OFFLOAD_IO_SYSCALLS;
@@ -856,7 +740,7 @@ static void test_a_damaged_record_is_caught_when_it_is_read_back(void **state)
          * x_1, r_1, ..., then the loss's prediction and targets). */
         const int fd = offload_debug_fd(off);
         size_t at, bytes;
-        assert_int_equal(offload_debug_record(off, 2 * TRAINEE_N - 1, &at, &bytes), REMAT_OK);
+        assert_int_equal(offload_debug_record(off, 2 * LEARNER_N - 1, &at, &bytes), REMAT_OK);
         if (cases[c].damage == TRUNCATE) {
             assert_int_equal(ftruncate(fd, (off_t)at), 0);
         } else {
@@ -879,9 +763,9 @@ static void test_a_damaged_record_is_caught_when_it_is_read_back(void **state)
         var_free(y);
         tape_reset(tape_current());
         assert_int_equal(mem_current(MEM_DISK), 0);
-        trainee_assert_untouched(&t);
+        learner_assert_untouched(&t);
         offload_free(off);
-        trainee_free(&t);
+        learner_free(&t);
     }
 }
 
@@ -1009,19 +893,19 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc32c_matches_published_check_values),
         cmocka_unit_test(test_crc32c_fast_path_matches_the_reference),
-        cmocka_unit_test_setup_teardown(test_policy_names_parse_and_print, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_offload_is_bit_identical_with_every_strategy_on_the_mlp, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_offload_is_bit_identical_with_every_strategy_on_the_gpt_with_dropout, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_each_policy_spills_what_it_promises, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_the_spill_file_is_reused_and_every_record_is_prefetched, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_offload_all_keeps_one_block_of_the_chain_whatever_its_depth, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_offload_really_lowers_the_resident_set, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_a_missing_or_unwritable_directory_is_a_clear_error, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_a_full_disk_fails_the_forward_and_leaves_the_state_intact, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_a_damaged_record_is_caught_when_it_is_read_back, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_train_takes_the_offload_flags, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_train_losses_are_those_of_the_run_in_ram, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_train_redoes_a_failed_step_without_offload, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_policy_names_parse_and_print, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_offload_is_bit_identical_with_every_strategy_on_the_mlp, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_offload_is_bit_identical_with_every_strategy_on_the_gpt_with_dropout, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_each_policy_spills_what_it_promises, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_the_spill_file_is_reused_and_every_record_is_prefetched, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_offload_all_keeps_one_block_of_the_chain_whatever_its_depth, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_offload_really_lowers_the_resident_set, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_a_missing_or_unwritable_directory_is_a_clear_error, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_a_full_disk_fails_the_forward_and_leaves_the_state_intact, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_a_damaged_record_is_caught_when_it_is_read_back, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_train_takes_the_offload_flags, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_train_losses_are_those_of_the_run_in_ram, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_train_redoes_a_failed_step_without_offload, fixture_clean_state, fixture_clean_state),
     };
     return cmocka_run_group_tests_name("offload", tests, group_setup, group_teardown);
 }

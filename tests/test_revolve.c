@@ -23,36 +23,14 @@
 #include "mlp.h"
 #include "offload.h"
 #include "optim.h"
+#include "fixture_train.h"
 #include "revolve.h"
 #include "strategy.h"
-
-static MlpTask *task; /* the MLP's teacher, for the whole test (its weights are MEM_WORK) */
-
-static int group_setup(void **state)
-{
-    (void)state;
-    task = mlp_task_create(32, 6);
-    return task ? 0 : -1;
-}
 
 static int group_teardown(void **state)
 {
     (void)state;
-    mlp_task_free(task);
     return mem_live_blocks() == 0 ? 0 : -1;
-}
-
-/* Every test starts and ends with no model, activation or optimizer state alive. */
-static int clean_state(void **state)
-{
-    (void)state;
-    tape_reset(tape_current());
-    remat_clear_error();
-    flops_reset();
-    const MemKind kinds[] = {MEM_PARAM, MEM_GRAD, MEM_OPTIM, MEM_ACT};
-    for (int i = 0; i < 4; i++)
-        if (mem_current(kinds[i]) != 0) return -1;
-    return 0;
 }
 
 /* ---- the count ------------------------------------------------------------------------- */
@@ -264,126 +242,40 @@ static void test_schedule_rejects_bad_input(void **state)
 
 /* ---- the executor: bit-identical training ----------------------------------------------- */
 
-enum { STEPS = 3 };
+/* The models (fixture_train.h): an 8-block MLP chain of width 32, and a 4-block GPT with
+ * dropout 0.1 everywhere, whose generator must be replayed exactly. */
+static const Trainee MLP8 = {"mlp", 8, 32}, GPT4 = {"gpt", 4, 0};
 
-typedef struct Outcome {
-    float losses[STEPS];
-    Tensor *params[64]; /* copies of every parameter after the last step (MEM_WORK) */
-    int n_params;
-} Outcome;
-
-static void outcome_free(Outcome *o)
+/* A few training steps with the chain under Revolve, for each number of slots, against the
+ * same steps run plainly. */
+static void assert_same_as_plain(const Trainee *t, const int *slots, int n_slots)
 {
-    for (int i = 0; i < o->n_params; i++) tensor_free(o->params[i]);
-}
-
-/* The loss with the chain run plainly (slots = 0) or by Revolve with that many slots. */
-static Var *step_loss(Model *m, int slots, Var *x, Var *y, TrainCtx *ctx)
-{
-    if (slots == 0) return model_loss(m, x, y, ctx);
-    Var *h = m->embed(m, x, ctx);
-    Var *z = h ? revolve_forward(m->layers, m->n_layers, slots, h, ctx) : NULL;
-    var_free(h);
-    Var *loss = z ? m->head(m, z, y, ctx) : NULL;
-    var_free(z);
-    return loss;
-}
-
-/* Builds the model fresh from its seed, trains STEPS AdamW steps on batches drawn with a
- * fixed seed, and records the losses and the final parameters. */
-static void train(Model *(*build)(void), Var *(*batch)(Pcg32 *, Var **), int slots, Outcome *out)
-{
-    Model *m = build();
-    assert_non_null(m);
-    OptimConfig c = optim_adamw_defaults(1e-2f);
-    Optimizer *opt = optim_create(&c, m->params, m->n_params);
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 77, 1);
-    Pcg32 data;
-    pcg32_seed(&data, 78, 2);
-    for (int step = 0; step < STEPS; step++) {
-        Var *y, *x = batch(&data, &y);
-        optim_zero_grad(opt);
-        Var *loss = step_loss(m, slots, x, y, &ctx);
-        assert_non_null(loss);
-        assert_int_equal(backward(loss), REMAT_OK);
-        out->losses[step] = loss->value->f32[0];
-        assert_int_equal(optim_step(opt), REMAT_OK);
-        var_free(loss);
-        var_free(x);
-        var_free(y);
-        tape_reset(tape_current());
-        /* Nothing of the step's activations outlives it: slots, sub-tapes, gradients. */
-        assert_int_equal(mem_current(MEM_ACT), 0);
-    }
-    out->n_params = m->n_params;
-    for (int i = 0; i < m->n_params; i++) out->params[i] = tensor_clone(m->params[i].var->value, MEM_WORK);
-    optim_free(opt);
-    model_free(m);
-}
-
-static void assert_same_as_plain(Model *(*build)(void), Var *(*batch)(Pcg32 *, Var **), const int *slots,
-                                 int n_slots, const char *model)
-{
-    Outcome plain = {0};
-    train(build, batch, 0, &plain);
+    Outcome plain;
+    assert_int_equal(fixture_train(t, &(Way){0}, &plain), REMAT_OK);
     for (int k = 0; k < n_slots; k++) {
-        Outcome o = {0};
-        train(build, batch, slots[k], &o);
-        for (int step = 0; step < STEPS; step++)
-            if (memcmp(&plain.losses[step], &o.losses[step], sizeof(float)))
-                fail_msg("%s, %d slots: the loss of step %d differs (%.9g, plainly %.9g)", model, slots[k], step,
-                         o.losses[step], plain.losses[step]);
-        assert_int_equal(plain.n_params, o.n_params);
-        for (int i = 0; i < o.n_params; i++)
-            if (memcmp(plain.params[i]->data, o.params[i]->data, o.params[i]->bytes))
-                fail_msg("%s, %d slots: parameter %d differs after %d steps", model, slots[k], i, STEPS);
-        printf("  %s, revolve with %d slots: losses and parameters identical to none\n", model, slots[k]);
+        Outcome o;
+        char what[96];
+        snprintf(what, sizeof what, "%s (%d blocks), revolve with %d slots", t->kind, t->layers, slots[k]);
+        assert_int_equal(fixture_train(t, &(Way){.revolve_slots = slots[k]}, &o), REMAT_OK);
+        assert_same_outcome(&plain, &o, what);
+        printf("  %s: losses, gradients and parameters identical to none\n", what);
         outcome_free(&o);
     }
     outcome_free(&plain);
-}
-
-static Model *mlp8(void) { return mlp_create(&(MlpConfig){.n_layers = 8, .width = 32, .seed = 5}); }
-
-static Var *mlp_batch(Pcg32 *rng, Var **y)
-{
-    Var *x;
-    assert_int_equal(mlp_task_batch(task, rng, 4, &x, y), REMAT_OK);
-    return x;
-}
-
-/* A 4-block GPT with dropout 0.1 everywhere: the generator must be replayed exactly. */
-static Model *gpt4(void)
-{
-    return gpt_create(&(GptConfig){.n_layers = 4, .d_model = 16, .n_heads = 2, .seq_len = 8,
-                                   .vocab = 256, .dropout = 0.1f, .seed = 7});
-}
-
-static Var *token_batch(Pcg32 *rng, Var **y)
-{
-    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 8});
-    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 8});
-    for (int i = 0; i < 16; i++) {
-        x->i32[i] = (int32_t)pcg32_bounded(rng, 256);
-        t->i32[i] = (int32_t)pcg32_bounded(rng, 256);
-    }
-    *y = var_create(t, false, "targets");
-    return var_create(x, false, "tokens");
 }
 
 static void test_executor_is_bit_identical_on_the_mlp(void **state)
 {
     (void)state;
     const int slots[] = {1, 2, 3, 7, 20};
-    assert_same_as_plain(mlp8, mlp_batch, slots, 5, "mlp (8 blocks)");
+    assert_same_as_plain(&MLP8, slots, 5);
 }
 
 static void test_executor_is_bit_identical_on_the_gpt_with_dropout(void **state)
 {
     (void)state;
     const int slots[] = {1, 2, 3};
-    assert_same_as_plain(gpt4, token_batch, slots, 3, "gpt (4 blocks, dropout 0.1)");
+    assert_same_as_plain(&GPT4, slots, 3);
 }
 
 /* ---- the executor: the ledgers against the predictor ------------------------------------ */
@@ -397,13 +289,13 @@ typedef struct Fixture {
     TrainCtx ctx;
 } Fixture;
 
-static Fixture fixture(Model *m, Var *(*batch)(Pcg32 *, Var **))
+static Fixture fixture(const Trainee *t)
 {
-    assert_non_null(m);
-    Fixture f = {.m = m, .ctx = {.training = true}};
+    Fixture f = {.m = fixture_model(t), .ctx = {.training = true}};
+    assert_non_null(f.m);
     Pcg32 data;
     pcg32_seed(&data, 3, 0);
-    f.x = batch(&data, &f.y);
+    f.x = fixture_batch(t, &data, &f.y);
     pcg32_seed(&f.ctx.rng, 5, 5);
     return f;
 }
@@ -418,8 +310,8 @@ static void fixture_free(Fixture *f)
     assert_int_equal(mem_current(MEM_ACT), 0);
 }
 
-/* An N-block MLP chain of width W. Its embed is the identity: the batch is the chain's x_0. */
-static Model *mlp_chain(int N) { return mlp_create(&(MlpConfig){.n_layers = N, .width = W, .seed = 1}); }
+/* The MLP chains below are of width W, batches of B rows (fixture_train.h). Their embed is
+ * the identity: the batch is the chain's x_0. */
 
 /* ---- the executor: the ledgers against the predictor ------------------------------------ */
 
@@ -433,7 +325,7 @@ typedef struct StepMeasure {
  * First measures layer 0 into *cost. */
 static StepMeasure measure_mlp(int N, int slots, RevolveLayerCost *cost)
 {
-    Fixture f = fixture(mlp_chain(N), mlp_batch);
+    Fixture f = fixture(&(Trainee){"mlp", N, W});
     assert_int_equal(revolve_measure_layer(f.m->layers[0], f.x, &f.ctx, cost), REMAT_OK);
     flops_reset();
     mem_reset_peaks();
@@ -493,7 +385,7 @@ static void test_enough_slots_is_strategy_full(void **state)
     enum { N = 12 };
     RevolveLayerCost cost;
     StepMeasure rev = measure_mlp(N, N - 1, &cost);
-    Fixture f = fixture(mlp_chain(N), mlp_batch);
+    Fixture f = fixture(&(Trainee){"mlp", N, W});
     Strategy full = strategy_defaults(STRATEGY_FULL);
     Plan *plan = plan_create(&full, f.m->layers, N);
     flops_reset();
@@ -514,7 +406,7 @@ static void test_enough_slots_is_strategy_full(void **state)
 static void test_executor_rejects_bad_input(void **state)
 {
     (void)state;
-    Fixture f = fixture(mlp8(), mlp_batch);
+    Fixture f = fixture(&MLP8);
     Layer **layers = f.m->layers;
     const size_t act = mem_current(MEM_ACT);
     Layer *holes[3] = {layers[0], NULL, layers[2]};
@@ -549,7 +441,7 @@ static void test_executor_rejects_bad_input(void **state)
 static void test_grad_off_runs_the_layers_plainly(void **state)
 {
     (void)state;
-    Fixture f = fixture(mlp8(), mlp_batch);
+    Fixture f = fixture(&MLP8);
     const bool was = grad_set_enabled(false);
     Var *plain = var_retain(f.x);
     for (int i = 0; i < f.m->n_layers; i++) {
@@ -573,7 +465,7 @@ static void test_grad_off_runs_the_layers_plainly(void **state)
 static void test_abandoned_forward_frees_its_checkpoints(void **state)
 {
     (void)state;
-    Fixture f = fixture(mlp_chain(16), mlp_batch);
+    Fixture f = fixture(&(Trainee){"mlp", 16, W});
     const size_t act = mem_current(MEM_ACT);
     Var *z = revolve_forward(f.m->layers, 16, 3, f.x, &f.ctx);
     assert_non_null(z);
@@ -590,7 +482,7 @@ static void test_abandoned_forward_frees_its_checkpoints(void **state)
 static void test_failing_forward_loses_nothing(void **state)
 {
     (void)state;
-    Fixture f = fixture(gpt4(), token_batch);
+    Fixture f = fixture(&GPT4);
     Var *h = f.m->embed(f.m, f.x, &f.ctx);
     RevolveLayerCost cost;
     assert_int_equal(revolve_measure_layer(f.m->layers[0], h, &f.ctx, &cost), REMAT_OK);
@@ -617,9 +509,9 @@ static void test_failing_forward_loses_nothing(void **state)
 static void test_failing_backward_loses_nothing(void **state)
 {
     (void)state;
-    Fixture f = fixture(gpt4(), token_batch);
+    Fixture f = fixture(&GPT4);
     Tensor *before = tensor_clone(f.m->layers[2]->params[0].var->value, MEM_WORK);
-    Var *loss = step_loss(f.m, 2, f.x, f.y, &f.ctx);
+    Var *loss = fixture_revolve_loss(f.m, 2, f.x, f.y, &f.ctx);
     assert_non_null(loss);
     const Pcg32 rng = f.ctx.rng;
     /* 48 KiB more than now: enough for the head's backward (the logits' gradient, the
@@ -644,7 +536,7 @@ static void test_failing_backward_loses_nothing(void **state)
 static void test_measuring_a_layer_changes_nothing(void **state)
 {
     (void)state;
-    Fixture f = fixture(gpt4(), token_batch);
+    Fixture f = fixture(&GPT4);
     Var *loss = model_loss(f.m, f.x, f.y, &f.ctx);
     assert_int_equal(backward(loss), REMAT_OK);
     var_free(loss);
@@ -684,12 +576,12 @@ static void test_offload_takes_the_checkpoints(void **state)
     revolve_schedule_free(sch);
     Tensor *grads[2];
     for (int run = 0; run < 2; run++) {
-        Fixture f = fixture(mlp_chain(N), mlp_batch);
+        Fixture f = fixture(&(Trainee){"mlp", N, W});
         OffloadOptions o = offload_defaults(OFFLOAD_BOUNDARY);
         o.min_bytes = 0;
         Offload *off = run ? offload_create(&o) : NULL;
         if (off) assert_int_equal(offload_push(off), REMAT_OK);
-        Var *loss = step_loss(f.m, S, f.x, f.y, &f.ctx);
+        Var *loss = fixture_revolve_loss(f.m, S, f.x, f.y, &f.ctx);
         if (off) assert_int_equal(offload_pop(off), REMAT_OK);
         assert_non_null(loss);
         if (off) { /* the stored states, and x_15 */
@@ -714,23 +606,23 @@ static void test_offload_takes_the_checkpoints(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_count_matches_the_published_examples, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_count_equals_the_brute_force_minimum, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_count_rejects_bad_input, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_schedule_attains_the_count_on_the_grid, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_schedule_attains_the_brute_force_minimum, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_schedule_rejects_bad_input, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_executor_is_bit_identical_on_the_mlp, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_executor_is_bit_identical_on_the_gpt_with_dropout, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_ledger_equals_the_prediction_on_the_mlp, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_enough_slots_is_strategy_full, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_executor_rejects_bad_input, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_grad_off_runs_the_layers_plainly, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_abandoned_forward_frees_its_checkpoints, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_failing_forward_loses_nothing, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_failing_backward_loses_nothing, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_measuring_a_layer_changes_nothing, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_offload_takes_the_checkpoints, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_count_matches_the_published_examples, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_count_equals_the_brute_force_minimum, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_count_rejects_bad_input, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_schedule_attains_the_count_on_the_grid, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_schedule_attains_the_brute_force_minimum, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_schedule_rejects_bad_input, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_executor_is_bit_identical_on_the_mlp, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_executor_is_bit_identical_on_the_gpt_with_dropout, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_ledger_equals_the_prediction_on_the_mlp, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_enough_slots_is_strategy_full, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_executor_rejects_bad_input, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_grad_off_runs_the_layers_plainly, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_abandoned_forward_frees_its_checkpoints, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_failing_forward_loses_nothing, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_failing_backward_loses_nothing, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_measuring_a_layer_changes_nothing, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_offload_takes_the_checkpoints, fixture_clean_state, fixture_clean_state),
     };
-    return cmocka_run_group_tests_name("revolve", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("revolve", tests, NULL, group_teardown);
 }

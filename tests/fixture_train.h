@@ -1,0 +1,79 @@
+/*
+ * fixture_train.h — a few training steps of a small model, for the tests that prove a way
+ * of keeping activations changes nothing that training computes.
+ *
+ * A test names a small model (a Trainee) and a way of running its steps (a Way: a
+ * checkpoint strategy, offload, Revolve), trains a few AdamW steps from fixed seeds, and
+ * compares the Outcome — every loss, the first step's gradients, the final parameters —
+ * with the Outcome of plain training, byte for byte. After each step it checks that no
+ * activation outlived it, in RAM or on disk.
+ *
+ * Used by test_checkpoint.c, test_offload.c and test_revolve.c.
+ */
+#ifndef REMAT_TEST_FIXTURE_TRAIN_H
+#define REMAT_TEST_FIXTURE_TRAIN_H
+
+#include "model.h"
+#include "offload.h"
+#include "strategy.h"
+
+enum { FIXTURE_STEPS = 3, FIXTURE_MAX_PARAMS = 64 };
+
+/* A small model: the MLP chain (`layers` blocks of `width`, on its teacher task, batches of
+ * 4) or the GPT (`layers` blocks, d_model 16, 2 heads, 8 tokens, dropout 0.1 everywhere,
+ * batches of 2 random sequences). */
+typedef struct Trainee {
+    const char *kind; /* "mlp" or "gpt" */
+    int layers;
+    int width;        /* the MLP's; the GPT's d_model is 16 */
+} Trainee;
+
+/* How the steps run. All zero: plainly (strategy none, in RAM). */
+typedef struct Way {
+    const Strategy *strategy; /* NULL: none */
+    Offload *offload;         /* the forward's saves go through its hooks; NULL: in RAM */
+    int revolve_slots;        /* > 0: the chain runs under Revolve with this many slots,
+                                 instead of the strategy */
+} Way;
+
+/* What a few steps computed: copies in MEM_WORK. */
+typedef struct Outcome {
+    float losses[FIXTURE_STEPS];
+    Tensor *grads[FIXTURE_MAX_PARAMS];  /* the first step's gradients */
+    Tensor *params[FIXTURE_MAX_PARAMS]; /* every parameter after the last step */
+    int n_params;
+} Outcome;
+
+/* A cmocka setup and teardown for every test of these files: clears the tape, the last
+ * error and the FLOP ledger, and returns -1 (the test fails) if any parameter, gradient,
+ * optimizer state, activation or spilled record is alive. */
+int fixture_clean_state(void **state);
+
+/* The trainee built fresh from its seed. */
+Model *fixture_model(const Trainee *t);
+
+/* A batch of the trainee's task drawn from `rng`: the inputs, and the targets in *y. */
+Var *fixture_batch(const Trainee *t, Pcg32 *rng, Var **y);
+
+/* The loss with the chain under Revolve with `slots` slots: embed, the chain as one Revolve
+ * node, head. NULL on error. */
+Var *fixture_revolve_loss(Model *m, int slots, Var *x, Var *y, TrainCtx *ctx);
+
+/* One step's forward, the way `way` says (`plan` is the strategy's, made for `m`), inside
+ * the offload hooks when there are some; then backward. The loss (caller frees) is left in
+ * *loss even when backward fails; NULL if the forward did. */
+RematStatus fixture_forward_backward(Model *m, const Plan *plan, const Way *way, Var *x, Var *y, TrainCtx *ctx,
+                                     Var **loss);
+
+/* Builds the trainee, trains FIXTURE_STEPS AdamW steps the way `way` says on batches drawn
+ * from a fixed seed (dropout from another), and records *out (free it with outcome_free,
+ * whatever the status). Returns the first error (e.g. a determinism check's REMAT_ESTATE),
+ * after which no further step runs. */
+RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out);
+
+void outcome_free(Outcome *o);
+
+/* Fails the test, saying `what` and where, unless a and b are the same to the bit. */
+void assert_same_outcome(const Outcome *a, const Outcome *b, const char *what);
+
+#endif /* REMAT_TEST_FIXTURE_TRAIN_H */
