@@ -16,8 +16,11 @@
  *
  * ---- the cost model -------------------------------------------------------------------
  *
- * One profiling step runs the chain with every layer its own region and reads the ACT
- * ledger around each stage (chain_profile). Per layer k it measures:
+ * One profiling step on one batch, run twice — every layer plainly, then every layer its
+ * own region — reads the ledgers around each stage (chain_profile). Twice, because a
+ * layer's backward holds different things in the two cases: plainly, the gradient flowing
+ * in is freed after the layer's last op; as a region's last layer, it stays alive to the
+ * end. Per layer k it measures:
  *
  *   in_k, out_k  bytes of x_k and x_{k+1}
  *   g_k          bytes of x_k's gradient buffer (0 when x_k needs none: the MLP's input)
@@ -26,13 +29,15 @@
  *   fwd_k        the most ACT above its start during that forward (grad on)
  *   ng_k         the same for a forward with grad off (a region's first forward)
  *   back_k       the most ACT above "kept_k − out_k + what was there before" during its
- *                backward, including the allocation of g_k (for layer 0, the embed
- *                stage's backward too)
+ *                backward, including the allocation of g_k: back_plain_k run plainly,
+ *                back_held_k as a region's last layer
  *   flops_k      its forward FLOPs, which is what it costs to recompute
  *
  * and for the stages around the chain: base (ACT before the step: the batch), embed
  * (what the embed stage leaves, x_0 included) and its peak, the head's peak above its
- * start through its backward, and what backward holds besides (the loss and its seed).
+ * start through its backward, what backward holds besides (the loss and its seed), and
+ * the peak once the chain's backward is done (the embed stage's backward, the same for
+ * every schedule).
  *
  * The forward state before layer k is S(k): S(0) = base + embed; a plain layer adds
  * kept_k; a region [a, b] adds only out_b (it keeps x_a, already counted). The predicted
@@ -40,14 +45,17 @@
  *
  *   embed          base + embed_peak
  *   plain k        S(k) + fwd_k                                          (forward)
- *                  S(k) + kept_k − out_k + g_{k+1} + R + back_k           (backward)
+ *                  S(k) + kept_k − out_k + g_{k+1} + R + back_plain_k     (backward)
  *   region [a,b]   S(a) + ng_a;  S(a) + in_k + ng_k for a < k ≤ b          (first forward)
  *                  P + g_a + Σ_{i=a}^{k−1} kept_i + fwd_k                   (replay of k)
- *                  P + [k > a]·g_a + Σ_{i=a}^{k} kept_i − out_k
- *                    + [k < b]·g_{k+1} + back_k                            (backward of k)
+ *                  P + [k > a or k < b]·g_a + Σ_{i=a}^{k} kept_i − out_k
+ *                    + [k < b]·(g_{k+1} + back_plain_k) + [k = b]·back_held_k (backward of k)
  *                  with P = S(a) + g_{b+1} + R: the kept inputs, the gradient flowing
- *                  in, and the loss
+ *                  in, and the loss. (For k = a < b, g_a is counted although back_plain_a
+ *                  counts it too: plainly it may come late, in a region it is there from
+ *                  the start; the sum is an upper bound, never reached first on the MLP.)
  *   head           S(L) + head_peak
+ *   after          tail_peak                                   (the embed stage's backward)
  *
  * In words: the inputs kept so far, plus the segment being recomputed, plus what its
  * backward holds at once (gradients in and out, the layer's transient). RECOMPUTE FLOPs
@@ -59,7 +67,7 @@
  * refuses a chain that breaks them.
  *
  * Exactness: on the MLP chain the prediction equals the ledger to the byte for every
- * schedule. On the GPT it is an upper bound that can be high by at most one block input
+ * schedule tests/test_planner.c tries (fixed, random and planned). On the GPT it is an upper bound that can be high by at most one block input
  * (B·T·C floats): a block's input gradient is allocated only when backward reaches the
  * attention residual, half way through the block, while the profile's one-layer region
  * holds it from the start of the block's backward. tests/test_planner.c measures both.
