@@ -237,10 +237,12 @@ static void test_dp_is_never_beaten(void **state)
     fixture_free(&f);
 }
 
-/* Every planned schedule trains like none: same losses and parameters, to the bit. */
+/* Every planned schedule trains like none: same losses, gradients and parameters, to the bit. */
 enum { STEPS = 3 };
 
-static void train_gpt(const Schedule *s, float *losses, Tensor **params, int *n_params)
+/* Trains the 6-block GPT for STEPS AdamW steps under `s` (NULL: none); records the losses,
+ * the first step's gradients (grads[0 .. n)) and the final parameters (params[0 .. n)). */
+static void train_gpt(const Schedule *s, float *losses, Tensor **grads, Tensor **params, int *n_params)
 {
     Model *m = gpt_create(&(GptConfig){.n_layers = 6, .d_model = 32, .n_heads = 2, .seq_len = 16, .vocab = 256,
                                        .dropout = 0.1f, .seed = 3});
@@ -255,6 +257,7 @@ static void train_gpt(const Schedule *s, float *losses, Tensor **params, int *n_
         Var *loss = model_loss_planned(m, plan, x, y, &ctx);
         assert_int_equal(backward(loss), REMAT_OK);
         losses[step] = loss->value->f32[0];
+        for (int i = 0; step == 0 && i < m->n_params; i++) grads[i] = tensor_clone(m->params[i].var->grad, MEM_WORK);
         assert_int_equal(optim_step(opt), REMAT_OK);
         var_free(loss);
         var_free(x);
@@ -274,9 +277,9 @@ static void test_planned_schedules_are_bit_identical_to_none(void **state)
     Fixture f = {0};
     fixture_gpt(&f, 6);
     float ref_losses[STEPS], losses[STEPS];
-    Tensor *ref[128], *got[128];
+    Tensor *ref[128], *got[128], *ref_grads[128], *got_grads[128];
     int n_ref, n_got, tried = 0;
-    train_gpt(NULL, ref_losses, ref, &n_ref);
+    train_gpt(NULL, ref_losses, ref_grads, ref, &n_ref);
     const size_t lo = planner_min_budget(f.cost);
     Schedule *none = schedule_for_strategy(f.cost, STRATEGY_NONE);
     for (int i = 0; i <= 4; i++) {
@@ -284,19 +287,24 @@ static void test_planned_schedules_are_bit_identical_to_none(void **state)
         for (int k = PLANNER_CHEN; k <= PLANNER_DP; k++) {
             Schedule *s = planner_plan((PlannerKind)k, f.cost, budget);
             if (!s) continue;
-            train_gpt(s, losses, got, &n_got);
+            train_gpt(s, losses, got_grads, got, &n_got);
             assert_memory_equal(ref_losses, losses, sizeof losses);
             assert_int_equal(n_ref, n_got);
             for (int p = 0; p < n_got; p++) {
+                assert_memory_equal(ref_grads[p]->data, got_grads[p]->data, ref_grads[p]->bytes);
                 assert_memory_equal(ref[p]->data, got[p]->data, ref[p]->bytes);
+                tensor_free(got_grads[p]);
                 tensor_free(got[p]);
             }
             schedule_free(s);
             tried++;
         }
     }
-    printf("  GPT with dropout: %d planned schedules, losses and parameters identical to none\n", tried);
-    for (int p = 0; p < n_ref; p++) tensor_free(ref[p]);
+    printf("  GPT with dropout: %d planned schedules, losses, gradients and parameters identical to none\n", tried);
+    for (int p = 0; p < n_ref; p++) {
+        tensor_free(ref_grads[p]);
+        tensor_free(ref[p]);
+    }
     schedule_free(none);
     fixture_free(&f);
 }
