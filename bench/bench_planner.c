@@ -2,8 +2,10 @@
  * bench_planner.c — budget-driven checkpoint planning: for a memory budget, how much
  * recomputation does each planner pay, and how far is the heuristic from the optimum?
  *
- * For the MLP chain and for the GPT (whose embedding and head make the chain's ends
- * heterogeneous) it measures the chain cost model with one profiling step, then sweeps
+ * For three chains — the MLP chain (uniform), the GPT (whose embedding and head make the
+ * chain's ends heterogeneous) and the same GPT with blocks of varying head counts (each
+ * block's attention keeps B·H·T² floats, so its memory varies several-fold from block to
+ * block while its FLOPs barely do) — it measures the chain cost model with one profiling step, then sweeps
  * the budget from the smallest feasible (params + grads + AdamW state + the leanest
  * schedule's activations) to what none needs. At each budget it asks the exact dynamic
  * program and Chen et al.'s search for a schedule, and runs one AdamW step under it with
@@ -29,12 +31,12 @@ static const BenchInfo INFO = {
     .name = "bench_planner",
     .question = "for a memory budget, the cheapest checkpoint schedule: how far are Chen's search, sqrt "
                 "and full from the exact optimum?",
-    .about = "  The MLP chain and the GPT: budgets from the smallest feasible to store-all; at each,\n"
+    .about = "  The MLP chain, the GPT and a GPT of varying head counts: budgets from the smallest feasible to store-all; at each,\n"
              "  the exact DP's and Chen et al. 2016's schedules, each run for one AdamW step under the\n"
              "  ledger's budget (predicted against measured peak memory and RECOMPUTE FLOPs); none,\n"
              "  full and sqrt as points; each heuristic's recompute FLOPs relative to the optimum.",
-    .quick = "MLP N = 16, W = 64, B = 16; GPT L = 6, C = 64, T = 32, B = 2; 12 budgets (seconds)",
-    .full = "MLP N = 32, W = 256, B = 32; GPT L = 12, C = 128, T = 128, B = 4; 24 budgets",
+    .quick = "MLP N = 16, W = 64, B = 16; GPTs L = 6, C = 64, T = 32, B = 2; 12 budgets (seconds)",
+    .full = "MLP N = 32, W = 256, B = 32; GPTs L = 12, C = 128, T = 128, B = 4; 24 budgets",
     .timed = false,
 };
 
@@ -48,7 +50,7 @@ typedef struct Chain {
 } Chain;
 
 static const ResultsField POINT_FIELDS[] = {
-    {"model", ""},
+    {"model", "mlp, gpt, or gpt_heads (blocks of varying head counts)"},
     {"planner", "dp, chen, or a fixed strategy: none, full, sqrt"},
     {"budget", "bytes"},
     {"found", "a schedule fits the budget"},
@@ -112,13 +114,33 @@ static RematStatus mlp_chain(Chain *c, int N, int W, int B)
     return status == REMAT_OK ? chain_finish(c) : status;
 }
 
-static RematStatus gpt_chain(Chain *c, const GptShape *s)
+/* Gives block i of the GPT `heads[i]` heads (new blocks, drawn from their own generator),
+ * keeping its embeddings and final LayerNorm, which the parameter list holds first (wte,
+ * wpe) and last (ln_f weight and bias). */
+static RematStatus vary_heads(Model *m, const GptShape *s, const int *heads)
 {
-    *c = (Chain){.name = "gpt"};
+    const Param extra[2] = {m->params[0], m->params[1]};
+    const Param tail[2] = {m->params[m->n_params - 2], m->params[m->n_params - 1]};
+    Pcg32 init;
+    pcg32_seed(&init, 7, 1);
+    for (int i = 0; i < m->n_layers; i++) {
+        Layer *block = gpt_block_create(m->layers[i]->name, s->C, heads[i], s->dropout, s->L, &init);
+        if (!block) return remat_last_status();
+        layer_free(m->layers[i]);
+        m->layers[i] = block;
+    }
+    return model_collect_params(m, extra, 2, tail, 2);
+}
+
+/* The GPT of shape `s`; with `heads`, its blocks get those head counts. */
+static RematStatus gpt_chain(Chain *c, const char *name, const GptShape *s, const int *heads)
+{
+    *c = (Chain){.name = name};
     GptBench g;
-    const RematStatus status = gpt_bench_create(&g, s, NULL);
+    RematStatus status = gpt_bench_create(&g, s, NULL);
     c->model = g.model;
     c->batch = g.batch;
+    if (status == REMAT_OK && heads) status = vary_heads(c->model, s, heads);
     return status == REMAT_OK ? chain_finish(c) : status;
 }
 
@@ -304,13 +326,18 @@ int main(int argc, char **argv)
     const int N = o.quick ? 16 : 32, W = o.quick ? 64 : 256, B = o.quick ? 16 : 32;
     const GptShape gpt = o.quick ? (GptShape){.L = 6, .C = 64, .H = 2, .T = 32, .B = 2, .dropout = 0.1f}
                                  : (GptShape){.L = 12, .C = 128, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
+    static const int QUICK_HEADS[] = {16, 1, 2, 8, 1, 4};
+    static const int FULL_HEADS[] = {32, 1, 1, 16, 2, 2, 8, 1, 4, 32, 1, 2};
+    const int *heads = o.quick ? QUICK_HEADS : FULL_HEADS;
     const int n_budgets = o.quick ? 12 : 24;
     results_config_num(results, "mlp_layers", N);
     results_config_num(results, "mlp_width", W);
     results_config_num(results, "mlp_batch", B);
     results_config_gpt(results, &gpt);
+    results_config_ints(results, "varied_heads", heads, gpt.L);
     results_config_num(results, "budgets", n_budgets);
     results_config_str(results, "optimizer", "adamw");
+    RematStatus status = REMAT_OK;
     ResultsTable *points = results_table(results, "points", "each planner's schedule at each budget, run for one "
                                          "AdamW step under that budget; fixed strategies at their own memory",
                                          POINT_FIELDS, (int)(sizeof POINT_FIELDS / sizeof POINT_FIELDS[0]), true);
@@ -318,14 +345,14 @@ int main(int argc, char **argv)
                                           SUMMARY_FIELDS, (int)(sizeof SUMMARY_FIELDS / sizeof SUMMARY_FIELDS[0]),
                                           true);
     Progress progress;
-    progress_begin(&progress, 2 * n_budgets);
-    Chain chains[2] = {0};
-    RematStatus status = mlp_chain(&chains[0], N, W, B);
-    if (status == REMAT_OK) status = sweep(&chains[0], n_budgets, points, summary, &progress);
-    chain_free(&chains[0]);
-    if (status == REMAT_OK) status = gpt_chain(&chains[1], &gpt);
-    if (status == REMAT_OK) status = sweep(&chains[1], n_budgets, points, summary, &progress);
-    chain_free(&chains[1]);
+    progress_begin(&progress, 3 * n_budgets);
+    for (int i = 0; i < 3 && status == REMAT_OK; i++) {
+        Chain chain = {0};
+        status = i == 0 ? mlp_chain(&chain, N, W, B) : gpt_chain(&chain, i == 1 ? "gpt" : "gpt_heads", &gpt,
+                                                                 i == 1 ? NULL : heads);
+        if (status == REMAT_OK) status = sweep(&chain, n_budgets, points, summary, &progress);
+        chain_free(&chain);
+    }
     progress_end(&progress);
     return bench_finish(&INFO, &o, results, status);
 }

@@ -323,7 +323,8 @@ static void test_timeline_records_every_strategy(void **state)
 }
 
 /* Every planned schedule fits its budget as the ledger measured it; the MLP's prediction
- * is exact, the GPT's an upper bound; the optimum is never beaten; the summary is there. */
+ * is exact, the GPTs' an upper bound; the optimum is never beaten; the summary has all
+ * three chains. */
 static void test_planner_schedules_fit_and_the_optimum_wins(void **state)
 {
     (void)state;
@@ -343,8 +344,9 @@ static void test_planner_schedules_fit_and_the_optimum_wins(void **state)
     }
     assert_true(found > 20);
     const cJSON *summary_records = records(bench("bench_planner"), "summary");
-    for (int m = 0; m < 2; m++) {
-        const char *model = m ? "gpt" : "mlp";
+    const char *const models[] = {"mlp", "gpt", "gpt_heads"};
+    for (int m = 0; m < 3; m++) {
+        const char *model = models[m];
         const cJSON *dp = find(summary_records, "model", model, "planner", "dp");
         const cJSON *chen = find(summary_records, "model", model, "planner", "chen");
         printf("  %s: chen's recompute FLOPs / the optimum's, geometric mean %.3f over %.0f budgets\n", model,
