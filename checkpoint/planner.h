@@ -134,6 +134,9 @@ ChainCost *chain_profile(Layer **layers, int n, const ChainStages *stages, const
 
 void chain_cost_free(ChainCost *cost);
 
+/* Bytes of x_k's gradient for 0 ≤ k ≤ L (x_L's: the size of the chain's output). */
+size_t chain_grad_bytes(const ChainCost *cost, int k);
+
 /* ---- schedules ------------------------------------------------------------------------- */
 
 typedef struct ScheduleSegment {

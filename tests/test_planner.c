@@ -16,6 +16,7 @@
 #include "flops.h"
 #include "gpt.h"
 #include "mlp.h"
+#include "ops.h"
 #include "optim.h"
 #include "planner.h"
 
@@ -344,6 +345,66 @@ static void test_infeasible_budget_states_the_smallest_feasible(void **state)
     fixture_free(&f);
 }
 
+/* Chains the model does not describe are refused, naming the layer: one whose layers do
+ * not keep their input (y = x + relu(x): relu saves its output, the add nothing), and one
+ * whose layers keep their own output (y = relu(x·W): relu saves y itself). */
+static Var *no_input_forward(Layer *layer, Var *x, TrainCtx *ctx)
+{
+    (void)layer, (void)ctx;
+    Var *r = op_relu(x, "relu");
+    Var *y = op_add(x, r, "residual");
+    var_free(r);
+    return y;
+}
+
+static Var *keeps_output_forward(Layer *layer, Var *x, TrainCtx *ctx)
+{
+    (void)ctx;
+    Var *h = op_linear(x, layer->params[0].var, NULL, "fc");
+    Var *y = op_relu(h, "relu");
+    var_free(h);
+    return y;
+}
+
+static Var *stage_input(void *user, TrainCtx *ctx)
+{
+    (void)ctx;
+    return var_retain(((Var **)user)[0]);
+}
+
+static Var *stage_mse(void *user, Var *x, TrainCtx *ctx)
+{
+    (void)ctx;
+    return op_mse(x, ((Var **)user)[1], "loss");
+}
+
+static void test_chains_the_model_cannot_describe_are_refused(void **state)
+{
+    (void)state;
+    const LayerForwardFn forwards[2] = {no_input_forward, keeps_output_forward};
+    const char *const expected[2] = {"layer h.0 does not keep its input", "layer h.0 keeps its own output"};
+    Pcg32 rng;
+    pcg32_seed(&rng, 1, 1);
+    for (int i = 0; i < 2; i++) {
+        Layer *layers[2];
+        for (int k = 0; k < 2; k++) {
+            layers[k] = layer_alloc(sizeof(Layer), "test", k ? "h.1" : "h.0", forwards[i]);
+            assert_non_null(layer_add_param(layers[k], "w", true, 2, (int[]){8, 8}, 0.1f, 0.0f, &rng));
+        }
+        Var *io[2] = {var_create(tensor_zeros(MEM_ACT, 2, (int[]){4, 8}), true, "x"),
+                      var_create(tensor_zeros(MEM_ACT, 2, (int[]){4, 8}), false, "y")};
+        const ChainStages stages = {stage_input, stage_mse, io};
+        assert_null(chain_profile(layers, 2, &stages, NULL));
+        assert_int_equal(remat_last_status(), REMAT_EINVAL);
+        printf("  %s\n", remat_last_error());
+        assert_non_null(strstr(remat_last_error(), expected[i]));
+        var_free(io[0]);
+        var_free(io[1]);
+        tape_reset(tape_current());
+        for (int k = 0; k < 2; k++) layer_free(layers[k]);
+    }
+}
+
 static void test_memory_sizes_parse_with_units(void **state)
 {
     (void)state;
@@ -376,6 +437,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dp_is_never_beaten, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_planned_schedules_are_bit_identical_to_none, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_infeasible_budget_states_the_smallest_feasible, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_chains_the_model_cannot_describe_are_refused, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_memory_sizes_parse_with_units, clean_state, clean_state),
     };
     return cmocka_run_group_tests_name("planner", tests, NULL, NULL);
