@@ -11,7 +11,8 @@
  *   selective  every layer is a region with a policy (policy.h) that keeps the outputs of
  *              expensive ops and recomputes the cheap, memory-heavy ones (quiz question 5).
  *   budget     the segments a planner chose for a memory budget (planner.h): some are
- *              regions, the others run plainly. Made with plan_create_segments.
+ *              regions, the others run plainly. Made by plan_from_schedule (planner.h)
+ *              with plan_create_segments.
  *
  * How sqrt rounds: segments hold k = ceil(sqrt(N)) layers or fewer; there are
  * s = ceil(N / k) of them, as equal as possible (sizes differ by at most one, the longer

@@ -78,8 +78,8 @@ void train_usage(FILE *out)
         "  --dropout P         GPT dropout probability in [0, 1) (0.1)\n"
         "checkpointing\n"
         "  --strategy S        none, full (every layer a region), sqrt (segments of about\n"
-        "                      sqrt(N) layers) or selective (every layer, with a policy) (none)\n"
-        "                      or budget (the cheapest schedule that fits --memory-budget)\n"
+        "                      sqrt(N) layers), selective (every layer, with a policy) or\n"
+        "                      budget (the cheapest schedule that fits --memory-budget) (none)\n"
         "  --memory-budget S   budget: bytes a training step may hold in all (params, grads,\n"
         "                      optimizer, activations), with a unit: B, KiB, MiB or GiB\n"
         "  --planner P         budget: dp (the exact optimum, default) or chen (Chen et al.\n"
@@ -194,10 +194,20 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
             ok = strategy_parse(v, &kind) == REMAT_OK;
             opt->strategy = v;
         }
-        else if (!strcmp(flag, "--memory-budget")) ok = parse_memory_size(v, &opt->memory_budget) == REMAT_OK;
+        else if (!strcmp(flag, "--memory-budget")) {
+            if (parse_memory_size(v, &opt->memory_budget) != REMAT_OK) {
+                fprintf(err, "train: --memory-budget: %s\n", remat_last_error());
+                train_usage(err);
+                return 2;
+            }
+        }
         else if (!strcmp(flag, "--planner")) {
             PlannerKind kind;
-            ok = planner_parse(v, &kind) == REMAT_OK && kind != PLANNER_REVOLVE;
+            ok = planner_parse(v, &kind) == REMAT_OK;
+            if (ok && kind == PLANNER_REVOLVE) {
+                fprintf(err, "train: --planner revolve is not available yet: use dp or chen\n");
+                return 2;
+            }
             opt->planner = v;
         }
         else if (!strcmp(flag, "--policy")) {
