@@ -381,6 +381,11 @@ static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, b
 {
     Dp dp;
     *none_fits = false;
+    if (c->n_layers > PLANNER_DP_MAX_LAYERS) {
+        remat_fail(REMAT_EINVAL, "the exact search plans chains of up to %d layers (its work grows as L^3), this "
+                   "one has %d: use the chen planner", PLANNER_DP_MAX_LAYERS, c->n_layers);
+        return NULL;
+    }
     if (dp_init(&dp, c, goal, act_budget) != REMAT_OK) return NULL;
     int best;
     Schedule *s = NULL;
@@ -511,6 +516,10 @@ static RematStatus fail_too_small(const ChainCost *c, size_t budget)
 {
     const size_t min_budget = planner_min_budget(c);
     char b[32], m[32], fixed[32], work[32], act[32];
+    if (min_budget == 0) /* a chain too long for the exact search */
+        return remat_fail(REMAT_EOOM, "memory budget %s: no schedule found fits it (params, grads, optimizer and "
+                          "workspace alone take %s)", mem_format_bytes(b, sizeof b, budget),
+                          mem_format_bytes(fixed, sizeof fixed, c->fixed + c->work_peak));
     return remat_fail(REMAT_EOOM, "memory budget %s is below what any checkpoint schedule needs: the smallest "
                       "feasible budget is %s = %zu bytes (params, grads, optimizer and workspace %s + kernel scratch %s + "
                       "the leanest schedule's peak activations %s)",
@@ -545,7 +554,7 @@ Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget)
     Schedule *s = chen_search(cost, act_budget, &leanest);
     if (s || leanest == SIZE_MAX) return s;
     const size_t min_budget = planner_min_budget(cost);
-    if (min_budget > budget) {
+    if (min_budget > budget || min_budget == 0) {
         fail_too_small(cost, budget);
         return NULL;
     }

@@ -197,12 +197,16 @@ RematStatus planner_parse(const char *name, PlannerKind *kind);
  * total memory is at most `budget` bytes. The caller owns it. NULL on error:
  * REMAT_EOOM when no schedule fits, with a message stating the smallest feasible budget
  * and what it is made of; for chen, also when its search of b finds none that fits
- * although one exists (the message says so); REMAT_EINVAL for revolve (not available)
- * or bad arguments. */
+ * although one exists (the message says so); REMAT_EINVAL for revolve (not available),
+ * for dp on a chain longer than PLANNER_DP_MAX_LAYERS, or bad arguments. */
 Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget);
 
+/* The exact search's limit: its work grows as L^3 (L = 1024 takes seconds). */
+#define PLANNER_DP_MAX_LAYERS 1024
+
 /* The smallest budget any single-level schedule fits in: fixed + work_peak + the least
- * peak ACT over all schedules (found by the exact search). */
+ * peak ACT over all schedules (found by the exact search); 0 for a chain longer than
+ * PLANNER_DP_MAX_LAYERS. */
 size_t planner_min_budget(const ChainCost *cost);
 
 /* ---- sizes ------------------------------------------------------------------------------ */

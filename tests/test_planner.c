@@ -405,6 +405,28 @@ static void test_chains_the_model_cannot_describe_are_refused(void **state)
     }
 }
 
+/* The exact search refuses chains past its limit and says what to use; Chen's search,
+ * linear in L per threshold, still plans them. The chain here is a hand-made cost model. */
+static void test_long_chains_go_to_chen(void **state)
+{
+    (void)state;
+    enum { L = PLANNER_DP_MAX_LAYERS + 1 };
+    ChainLayer *layers = calloc(L, sizeof *layers);
+    for (int k = 0; k < L; k++)
+        layers[k] = (ChainLayer){.in_bytes = 64, .out_bytes = 64, .grad_bytes = 64, .kept = 128, .fwd_peak = 128,
+                                 .nograd_peak = 128, .back_plain = 128, .back_held = 192, .flops = 1000};
+    const ChainCost cost = {.n_layers = L, .layers = layers, .base = 128, .head_peak = 256, .resid = 8, .fixed = 4096};
+    assert_null(planner_plan(PLANNER_DP, &cost, 1 << 20));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "use the chen planner"));
+    assert_int_equal(planner_min_budget(&cost), 0);
+    Schedule *s = planner_plan(PLANNER_CHEN, &cost, 1 << 20);
+    assert_non_null(s);
+    assert_true(s->peak_total <= 1 << 20);
+    schedule_free(s);
+    free(layers);
+}
+
 static void test_memory_sizes_parse_with_units(void **state)
 {
     (void)state;
@@ -438,6 +460,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_planned_schedules_are_bit_identical_to_none, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_infeasible_budget_states_the_smallest_feasible, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_chains_the_model_cannot_describe_are_refused, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_long_chains_go_to_chen, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_memory_sizes_parse_with_units, clean_state, clean_state),
     };
     return cmocka_run_group_tests_name("planner", tests, NULL, NULL);
