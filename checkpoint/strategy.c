@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const NAMES[] = {"none", "full", "sqrt", "selective"};
+static const char *const NAMES[] = {"none", "full", "sqrt", "selective", "budget"};
 
 Strategy strategy_defaults(StrategyKind kind)
 {
@@ -28,12 +28,11 @@ RematStatus strategy_parse(const char *name, StrategyKind *kind)
             return REMAT_OK;
         }
     }
-    return remat_fail(REMAT_EINVAL, "unknown strategy '%s' (expected none, full, sqrt or selective)",
+    return remat_fail(REMAT_EINVAL, "unknown strategy '%s' (expected none, full, sqrt, selective or budget)",
                       name ? name : "(null)");
 }
 
-/* Segment sizes for the strategy (see strategy.h for sqrt's rounding); returns how many. */
-static int segment_sizes(StrategyKind kind, int n, int *sizes)
+int strategy_segment_sizes(StrategyKind kind, int n, int *sizes)
 {
     if (kind == STRATEGY_NONE) {
         sizes[0] = n;
@@ -49,40 +48,77 @@ static int segment_sizes(StrategyKind kind, int n, int *sizes)
     return s;
 }
 
-Plan *plan_create(const Strategy *strategy, Layer **layers, int n)
+Plan *plan_create_segments(const Strategy *strategy, Layer **layers, int n, const int *counts,
+                           const bool *region, int n_segments)
 {
-    if (!strategy || !layers || n < 1) {
-        remat_fail(REMAT_EINVAL, "plan_create: need a strategy and at least one layer");
+    if (!strategy || !layers || n < 1 || !counts || !region || n_segments < 1 || n_segments > n) {
+        remat_fail(REMAT_EINVAL, "plan_create: need a strategy, at least one layer and 1 to %d segments", n);
         return NULL;
     }
-    if ((unsigned)strategy->kind > STRATEGY_SELECTIVE) {
-        remat_fail(REMAT_EINVAL, "plan_create: unknown strategy %d", (int)strategy->kind);
+    int total = 0;
+    for (int i = 0; i < n_segments; i++) {
+        if (counts[i] < 1) {
+            remat_fail(REMAT_EINVAL, "plan_create: segment %d has %d layers", i, counts[i]);
+            return NULL;
+        }
+        total += counts[i];
+    }
+    if (total != n) {
+        remat_fail(REMAT_EINVAL, "plan_create: the segments hold %d layers, the chain has %d", total, n);
         return NULL;
     }
     Plan *plan = calloc(1, sizeof *plan);
-    int *sizes = calloc((size_t)n, sizeof *sizes);
-    Segment *segments = calloc((size_t)n, sizeof *segments);
-    if (!plan || !sizes || !segments) {
-        free(plan), free(sizes), free(segments);
-        remat_fail(REMAT_ENOMEM, "plan_create: no memory for %d segments", n);
+    Segment *segments = calloc((size_t)n_segments, sizeof *segments);
+    if (!plan || !segments) {
+        free(plan), free(segments);
+        remat_fail(REMAT_ENOMEM, "plan_create: no memory for %d segments", n_segments);
         return NULL;
     }
     plan->strategy = *strategy;
     if (plan->strategy.kind == STRATEGY_SELECTIVE && !plan->strategy.policy)
         plan->strategy.policy = &POLICY_ATTENTION_CORE;
-    plan->n_segments = segment_sizes(strategy->kind, n, sizes);
+    plan->n_segments = n_segments;
     plan->segments = segments;
-    for (int i = 0, first = 0; i < plan->n_segments; first += sizes[i], i++) {
+    for (int i = 0, first = 0; i < n_segments; first += counts[i], i++) {
         Segment *seg = &segments[i];
         seg->layers = layers + first;
-        seg->count = sizes[i];
+        seg->count = counts[i];
+        seg->region = region[i];
         if (seg->count == 1)
             snprintf(seg->name, sizeof seg->name, "%s", layers[first]->name);
         else
             snprintf(seg->name, sizeof seg->name, "%.28s-%.28s", layers[first]->name,
                      layers[first + seg->count - 1]->name);
     }
+    return plan;
+}
+
+Plan *plan_create(const Strategy *strategy, Layer **layers, int n)
+{
+    if (!strategy || !layers || n < 1) {
+        remat_fail(REMAT_EINVAL, "plan_create: need a strategy and at least one layer");
+        return NULL;
+    }
+    if (strategy->kind == STRATEGY_BUDGET) {
+        remat_fail(REMAT_EINVAL, "plan_create: a budget plan needs the planner's segments (plan_from_schedule)");
+        return NULL;
+    }
+    if ((unsigned)strategy->kind > STRATEGY_SELECTIVE) {
+        remat_fail(REMAT_EINVAL, "plan_create: unknown strategy %d", (int)strategy->kind);
+        return NULL;
+    }
+    int *sizes = calloc((size_t)n, sizeof *sizes);
+    bool *region = calloc((size_t)n, sizeof *region);
+    if (!sizes || !region) {
+        free(sizes), free(region);
+        remat_fail(REMAT_ENOMEM, "plan_create: no memory for %d segments", n);
+        return NULL;
+    }
+    const int count = strategy_segment_sizes(strategy->kind, n, sizes);
+    for (int i = 0; i < count; i++) region[i] = strategy->kind != STRATEGY_NONE;
+    Plan *plan = plan_create_segments(strategy, layers, n, sizes, region, count);
     free(sizes);
+    free(region);
     return plan;
 }
 
@@ -118,7 +154,7 @@ Var *plan_forward(const Plan *plan, Var *x, TrainCtx *ctx)
     for (int i = 0; i < plan->n_segments && h; i++) {
         Segment *seg = &plan->segments[i];
         Var *next;
-        if (s->kind == STRATEGY_NONE) {
+        if (!seg->region) {
             next = run_segment(seg, h, ctx);
         } else {
             CheckpointOptions o = {.name = seg->name, .preserve_rng = s->preserve_rng,

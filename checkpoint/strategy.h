@@ -10,6 +10,9 @@
  *              (Chen et al. 2016; quiz question 4).
  *   selective  every layer is a region with a policy (policy.h) that keeps the outputs of
  *              expensive ops and recomputes the cheap, memory-heavy ones (quiz question 5).
+ *   budget     the segments a planner chose for a memory budget (planner.h): some are
+ *              regions, the others run plainly. Made by plan_from_schedule (planner.h)
+ *              with plan_create_segments.
  *
  * How sqrt rounds: segments hold k = ceil(sqrt(N)) layers or fewer; there are
  * s = ceil(N / k) of them, as equal as possible (sizes differ by at most one, the longer
@@ -31,6 +34,7 @@ typedef enum StrategyKind {
     STRATEGY_FULL,
     STRATEGY_SQRT,
     STRATEGY_SELECTIVE,
+    STRATEGY_BUDGET,
 } StrategyKind;
 
 typedef struct Strategy {
@@ -43,16 +47,17 @@ typedef struct Strategy {
 /* The strategy of that kind with default options. */
 Strategy strategy_defaults(StrategyKind kind);
 
-/* "none", "full", "sqrt", "selective". */
+/* "none", "full", "sqrt", "selective", "budget". */
 const char *strategy_name(StrategyKind kind);
 
 /* The kind called `name`; REMAT_EINVAL with the list of names otherwise. */
 RematStatus strategy_parse(const char *name, StrategyKind *kind);
 
-/* A contiguous run of layers that is run as one region (or plainly, for none). */
+/* A contiguous run of layers that is run as one region, or plainly. */
 typedef struct Segment {
     Layer **layers;
     int count;
+    bool region;              /* a checkpoint region (none's segment and a budget plan's plain ones: false) */
     char name[NODE_NAME_LEN]; /* "h.4", or "h.4-h.7" */
 } Segment;
 
@@ -62,8 +67,19 @@ typedef struct Plan {
     Segment *segments;
 } Plan;
 
-/* A plan for `n` layers (borrowed: they must outlive the plan). NULL on error. */
+/* A plan for `n` layers (borrowed: they must outlive the plan). NULL on error, and
+ * REMAT_EINVAL for budget, which needs its segments (plan_create_segments). */
 Plan *plan_create(const Strategy *strategy, Layer **layers, int n);
+
+/* A plan of `n_segments` segments of counts[i] layers each (covering all `n` layers in
+ * order), regions where region[i] is true. NULL on error (REMAT_EINVAL if the counts do
+ * not add up to n). */
+Plan *plan_create_segments(const Strategy *strategy, Layer **layers, int n, const int *counts,
+                           const bool *region, int n_segments);
+
+/* The segment sizes of none, full or sqrt for `n` layers (see the top of this file) into
+ * sizes[0 .. n); returns how many. */
+int strategy_segment_sizes(StrategyKind kind, int n, int *sizes);
 void plan_free(Plan *plan);
 
 /* Runs every layer on x as the plan says; returns the last layer's output (a new Var the

@@ -33,6 +33,35 @@ Var *model_loss_planned(Model *model, const Plan *plan, Var *input, Var *targets
     return loss;
 }
 
+/* The model's stages as the profiling step calls them. */
+typedef struct ProfiledModel {
+    Model *model;
+    Var *input, *targets;
+} ProfiledModel;
+
+static Var *profiled_embed(void *user, TrainCtx *ctx)
+{
+    ProfiledModel *p = user;
+    return p->model->embed(p->model, p->input, ctx);
+}
+
+static Var *profiled_head(void *user, Var *x, TrainCtx *ctx)
+{
+    ProfiledModel *p = user;
+    return p->model->head(p->model, x, p->targets, ctx);
+}
+
+ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx *ctx)
+{
+    if (!model || !input || !targets) {
+        remat_fail(REMAT_EINVAL, "model_profile: model, input and targets are required");
+        return NULL;
+    }
+    ProfiledModel p = {model, input, targets};
+    const ChainStages stages = {profiled_embed, profiled_head, &p};
+    return chain_profile(model->layers, model->n_layers, &stages, ctx);
+}
+
 void model_free(Model *model)
 {
     if (!model) return;

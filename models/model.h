@@ -11,6 +11,7 @@
 #define REMAT_MODEL_H
 
 #include "layers.h"
+#include "planner.h"
 #include "strategy.h"
 
 typedef struct Model Model;
@@ -37,6 +38,13 @@ Var *model_loss(Model *model, Var *input, Var *targets, TrainCtx *ctx);
 /* As model_loss, with the chain run as `plan` says (a checkpoint strategy made for this
  * model's layers by plan_create); a NULL plan is strategy none. */
 Var *model_loss_planned(Model *model, const Plan *plan, Var *input, Var *targets, TrainCtx *ctx);
+
+/* The chain cost model of `model` (planner.h), measured by one profiling step on this
+ * batch (`input` and `targets` borrowed) with the dropout generator of `ctx` (copied, not
+ * advanced). Leaves gradients in the parameters: zero them before training. Create the
+ * optimizer first, so that the cost's fixed memory includes its state. The caller owns
+ * the result (chain_cost_free); NULL on error. */
+ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx *ctx);
 
 /* Frees the model, its layers and all parameters. NULL is a no-op. */
 void model_free(Model *model);

@@ -48,6 +48,7 @@ TrainOptions train_defaults(const char *model)
         .batch = mlp ? 64 : 16,
         .dropout = mlp ? 0.0f : 0.1f,
         .strategy = "none",
+        .planner = "dp",
         .optimizer = "adamw",
         .lr = mlp ? 1e-3f : 2e-3f,
         .momentum = 0.9f,
@@ -77,7 +78,12 @@ void train_usage(FILE *out)
         "  --dropout P         GPT dropout probability in [0, 1) (0.1)\n"
         "checkpointing\n"
         "  --strategy S        none, full (every layer a region), sqrt (segments of about\n"
-        "                      sqrt(N) layers) or selective (every layer, with a policy) (none)\n"
+        "                      sqrt(N) layers), selective (every layer, with a policy) or\n"
+        "                      budget (the cheapest schedule that fits --memory-budget) (none)\n"
+        "  --memory-budget S   budget: bytes a training step may hold in all (params, grads,\n"
+        "                      optimizer, activations), with a unit: B, KiB, MiB or GiB\n"
+        "  --planner P         budget: dp (the exact optimum, default) or chen (Chen et al.\n"
+        "                      2016's search); the schedule is printed before training\n"
         "  --policy P          selective's policy: attention_core (default) or dots\n"
         "  --no-rng-replay     replay regions without restoring the generator: dropout\n"
         "                      draws new masks and gradients come out wrong (quiz question 7)\n"
@@ -191,6 +197,22 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
             ok = strategy_parse(v, &kind) == REMAT_OK;
             opt->strategy = v;
         }
+        else if (!strcmp(flag, "--memory-budget")) {
+            if (parse_memory_size(v, &opt->memory_budget) != REMAT_OK) {
+                fprintf(err, "train: --memory-budget: %s\n", remat_last_error());
+                train_usage(err);
+                return 2;
+            }
+        }
+        else if (!strcmp(flag, "--planner")) {
+            PlannerKind kind;
+            ok = planner_parse(v, &kind) == REMAT_OK;
+            if (ok && kind == PLANNER_REVOLVE) {
+                fprintf(err, "train: --planner revolve is not available yet: use dp or chen\n");
+                return 2;
+            }
+            opt->planner = v;
+        }
         else if (!strcmp(flag, "--policy")) {
             ok = policy_by_name(v) != NULL;
             opt->policy = v;
@@ -241,6 +263,18 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
         train_usage(err);
         return 2;
     }
+    const bool budget = !strcmp(opt->strategy, "budget");
+    if (budget != (opt->memory_budget > 0)) {
+        fprintf(err, "train: %s\n", budget ? "--strategy budget needs --memory-budget (e.g. 300MiB)"
+                                            : "--memory-budget is for --strategy budget");
+        train_usage(err);
+        return 2;
+    }
+    if (budget && opt->offload) {
+        fprintf(err, "train: --strategy budget plans for activations in RAM; it does not combine with --offload\n");
+        train_usage(err);
+        return 2;
+    }
     if (!opt->offload && (opt->offload_dir || opt->offload_no_cache || opt->offload_mmap)) {
         fprintf(err, "train: --offload-dir, --offload-no-cache and --offload-mmap need --offload\n");
         train_usage(err);
@@ -256,6 +290,8 @@ typedef struct Run {
     bool gpt;
     Model *model;
     Plan *plan;     /* the checkpointing strategy over the model's layers */
+    ChainCost *cost;     /* budget: the chain's measured cost model */
+    Schedule *schedule;  /* budget: the schedule the planner chose */
     Optimizer *optim;
     TrainState state;
     TextData *text; /* GPT */
@@ -442,6 +478,33 @@ static RematStatus check_resume_config(const TrainOptions *o)
     return REMAT_OK;
 }
 
+/* --strategy budget: measures the chain on one batch (drawn from a copy of the data
+ * generator, so training sees the same batches), asks the planner for the cheapest
+ * schedule that fits, and makes it the plan. Needs the optimizer, whose state is part of
+ * the fixed memory. The profiling step's gradients are zeroed by every step before use. */
+static RematStatus plan_budget(Run *run, const Strategy *strategy)
+{
+    const TrainOptions *o = run->opt;
+    PlannerKind kind;
+    if (planner_parse(o->planner, &kind) != REMAT_OK) return remat_last_status();
+    Pcg32 data = run->state.data_rng;
+    Var *x = NULL, *y = NULL;
+    FlopCounts before = flops_snapshot();
+    RematStatus status = draw_batch(run, TEXT_TRAIN, &data, &x, &y);
+    flops_restore(&before);
+    if (status != REMAT_OK) return status;
+    TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true};
+    run->cost = model_profile(run->model, x, y, &ctx);
+    var_free(x);
+    var_free(y);
+    optim_zero_grad(run->optim);
+    if (!run->cost) return remat_last_status();
+    run->schedule = planner_plan(kind, run->cost, o->memory_budget);
+    if (!run->schedule) return remat_last_status();
+    run->plan = plan_from_schedule(strategy, run->model->layers, run->schedule);
+    return run->plan ? REMAT_OK : remat_last_status();
+}
+
 static RematStatus build(Run *run)
 {
     const TrainOptions *o = run->opt;
@@ -464,8 +527,10 @@ static RematStatus build(Run *run)
     strategy.policy = policy_by_name(o->policy);
     strategy.preserve_rng = !o->no_rng_replay;
     strategy.determinism_check = o->determinism_check;
-    run->plan = plan_create(&strategy, run->model->layers, run->model->n_layers);
-    if (!run->plan) return remat_last_status();
+    if (strategy.kind != STRATEGY_BUDGET) {
+        run->plan = plan_create(&strategy, run->model->layers, run->model->n_layers);
+        if (!run->plan) return remat_last_status();
+    }
 
     if (o->offload) {
         OffloadOptions oo = offload_defaults(OFFLOAD_ALL);
@@ -489,12 +554,14 @@ static RematStatus build(Run *run)
         if (check_resume_config(o) != REMAT_OK) return remat_last_status();
         if (model_load(run->model, run->optim, &run->state, o->resume) != REMAT_OK) return remat_last_status();
     }
-    return REMAT_OK;
+    return strategy.kind == STRATEGY_BUDGET ? plan_budget(run, &strategy) : REMAT_OK;
 }
 
 static void destroy(Run *run)
 {
     plan_free(run->plan);
+    schedule_free(run->schedule);
+    chain_cost_free(run->cost);
     optim_free(run->optim);
     model_free(run->model);
     text_data_free(run->text);
@@ -603,12 +670,22 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
             opt->d_model, mem_format_bytes(pbytes, sizeof pbytes, model_param_bytes(run.model)),
             opt->optimizer, info.threads, info.blas_threading, info.blas_core);
     fprintf(out, "  checkpointing: %s", strategy_name(run.plan->strategy.kind));
-    if (run.plan->strategy.kind != STRATEGY_NONE)
-        fprintf(out, ", %d region%s", run.plan->n_segments, run.plan->n_segments == 1 ? "" : "s");
+    int regions = 0;
+    for (int i = 0; i < run.plan->n_segments; i++) regions += run.plan->segments[i].region;
+    if (run.plan->strategy.kind != STRATEGY_NONE) fprintf(out, ", %d region%s", regions, regions == 1 ? "" : "s");
     if (run.plan->strategy.policy) fprintf(out, ", policy %s", run.plan->strategy.policy->name);
     if (run.plan->strategy.kind != STRATEGY_NONE && !run.plan->strategy.preserve_rng)
         fprintf(out, ", generator NOT replayed");
-    fputc('\n', out);
+    if (run.schedule) {
+        char budget[32];
+        fprintf(out, ", planner %s, budget %s\n", opt->planner,
+                mem_format_bytes(budget, sizeof budget, opt->memory_budget));
+        schedule_print(run.schedule, run.cost, run.model->layers, out);
+        fprintf(out, "  the ledger enforces the budget from here on\n");
+        mem_set_budget(opt->memory_budget);
+    } else {
+        fputc('\n', out);
+    }
     if (run.offload) {
         char spill[320];
         fprintf(out, "  offload: %s\n", offload_describe(run.offload, spill, sizeof spill));
@@ -662,6 +739,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         status = model_save(run.model, run.optim, &run.state, meta, n_meta, opt->save);
         if (status == REMAT_OK) fprintf(out, "  saved %s (step %d)\n", opt->save, run.state.step);
     }
+    if (run.schedule) mem_set_budget(0);
     free(times);
     destroy(&run);
     return status;

@@ -22,7 +22,9 @@ typedef struct TrainOptions {
     int seq;                /* GPT only: tokens per sequence (T) */
     int batch;              /* B */
     float dropout;          /* GPT only */
-    const char *strategy;   /* checkpointing: "none", "full", "sqrt" or "selective" */
+    const char *strategy;   /* checkpointing: "none", "full", "sqrt", "selective" or "budget" */
+    size_t memory_budget;   /* budget only: bytes the whole step must fit in (0: not given) */
+    const char *planner;    /* budget only: "dp" or "chen" */
     const char *policy;     /* selective's policy: "attention_core" or "dots" */
     bool no_rng_replay;     /* regions replay without restoring the generator (wrong, on purpose) */
     bool determinism_check; /* regions check that each replay reproduced its first forward */

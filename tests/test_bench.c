@@ -35,6 +35,7 @@
 
 static const char *const BENCHES[] = {
     "bench_scaling", "bench_selective", "bench_placement", "bench_dropout", "bench_memory_budget", "bench_timeline",
+    "bench_planner",
 };
 enum { N_BENCHES = sizeof BENCHES / sizeof BENCHES[0] };
 
@@ -367,6 +368,42 @@ static void test_timeline_records_every_strategy(void **state)
     assert_int_equal(lines, (int)events + 1);
 }
 
+/* Every planned schedule fits its budget as the ledger measured it; the MLP's prediction
+ * is exact, the GPTs' an upper bound; the optimum is never beaten; the summary has all
+ * three chains. */
+static void test_planner_schedules_fit_and_the_optimum_wins(void **state)
+{
+    (void)state;
+    const cJSON *points = records(bench("bench_planner"), "points");
+    const cJSON *r;
+    int found = 0;
+    cJSON_ArrayForEach(r, points) {
+        if (!cJSON_IsTrue(get(r, "found"))) continue;
+        found++;
+        assert_true(num(r, "measured_peak_resident") <= num(r, "budget"));
+        assert_true(num(r, "measured_recompute_flops") == num(r, "recompute_flops"));
+        const bool mlp = !strcmp(str(r, "model"), "mlp");
+        if (mlp) assert_true(num(r, "measured_peak_act") == num(r, "predicted_peak_act"));
+        else assert_true(num(r, "measured_peak_act") <= num(r, "predicted_peak_act"));
+        const cJSON *ratio = cJSON_GetObjectItemCaseSensitive(r, "ratio_to_dp");
+        if (ratio) assert_true(ratio->valuedouble >= 1.0);
+    }
+    assert_true(found > 20);
+    const cJSON *summary_records = records(bench("bench_planner"), "summary");
+    const char *const models[] = {"mlp", "gpt", "gpt_heads"};
+    for (int m = 0; m < 3; m++) {
+        const char *model = models[m];
+        const cJSON *dp = find(summary_records, "model", model, "planner", "dp");
+        const cJSON *chen = find(summary_records, "model", model, "planner", "chen");
+        printf("  %s: chen's recompute FLOPs / the optimum's, geometric mean %.3f over %.0f budgets\n", model,
+               num(chen, "geomean_ratio_to_dp"), num(chen, "compared"));
+        assert_true(num(dp, "geomean_ratio_to_dp") == 1.0);
+        assert_true(num(dp, "found") == num(dp, "budgets"));
+        assert_true(num(chen, "geomean_ratio_to_dp") >= 1.0);
+        assert_true(num(dp, "min_budget") < num(dp, "none_budget"));
+    }
+}
+
 /* ---- the writer itself ------------------------------------------------------------------ */
 
 static const ResultsField WRITER_FIELDS[] = {{"name", ""}, {"bytes", "bytes"}, {"ratio", "ratio"}};
@@ -428,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_dropout_replay_is_exact_and_its_absence_is_caught),
         cmocka_unit_test(test_memory_budget_findings),
         cmocka_unit_test(test_timeline_records_every_strategy),
+        cmocka_unit_test(test_planner_schedules_fit_and_the_optimum_wins),
         cmocka_unit_test(test_writer_writes_csv_beside_json),
         cmocka_unit_test(test_writer_refuses_a_field_the_table_did_not_declare),
     };

@@ -96,6 +96,32 @@ static void test_parse_rejects_bad_input_with_exit_code_2(void **state)
     assert_int_equal(parse(&o, 2, help), 1);
 }
 
+static void test_parse_budget_flags(void **state)
+{
+    (void)state;
+    TrainOptions o;
+    char *good[] = {"train", "--strategy", "budget", "--memory-budget", "300MiB", "--planner", "chen"};
+    assert_int_equal(parse(&o, 7, good), 0);
+    assert_int_equal(o.memory_budget, 300u << 20);
+    assert_string_equal(o.planner, "chen");
+    char *garbage[] = {"train", "--strategy", "budget", "--memory-budget", "lots"};
+    char *unit[] = {"train", "--strategy", "budget", "--memory-budget", "300MB"};
+    char *negative[] = {"train", "--strategy", "budget", "--memory-budget", "-1GiB"};
+    char *no_budget[] = {"train", "--strategy", "budget"};
+    char *no_strategy[] = {"train", "--memory-budget", "300MiB"};
+    char *planner[] = {"train", "--strategy", "budget", "--memory-budget", "1GiB", "--planner", "greedy"};
+    char *reserved[] = {"train", "--strategy", "budget", "--memory-budget", "1GiB", "--planner", "revolve"};
+    char *offload[] = {"train", "--strategy", "budget", "--memory-budget", "1GiB", "--offload", "all"};
+    assert_int_equal(parse(&o, 5, garbage), 2);
+    assert_int_equal(parse(&o, 5, unit), 2);
+    assert_int_equal(parse(&o, 5, negative), 2);
+    assert_int_equal(parse(&o, 3, no_budget), 2);
+    assert_int_equal(parse(&o, 3, no_strategy), 2);
+    assert_int_equal(parse(&o, 7, planner), 2);
+    assert_int_equal(parse(&o, 7, reserved), 2);
+    assert_int_equal(parse(&o, 7, offload), 2);
+}
+
 /* ---- runs ----------------------------------------------------------------------------- */
 
 static TrainOptions small_mlp(int steps)
@@ -109,6 +135,44 @@ static TrainOptions small_mlp(int steps)
     o.eval_batches = 2;
     o.quiet = true;
     return o;
+}
+
+/* A budget below the leanest schedule is a clear error that names the smallest feasible
+ * budget and changes nothing; a run at exactly that budget trains like none, to the bit,
+ * with the ledger enforcing the budget throughout. */
+static void test_budget_strategy_trains_like_none(void **state)
+{
+    (void)state;
+    TrainOptions plain = small_mlp(5);
+    TrainReport reference, r;
+    assert_int_equal(train_run(&plain, &reference, sink), REMAT_OK);
+
+    TrainOptions o = small_mlp(5);
+    o.strategy = "budget";
+    o.memory_budget = 4000; /* below the parameters alone */
+    assert_int_equal(train_run(&o, &r, sink), REMAT_EOOM);
+    const char *at = strstr(remat_last_error(), "the smallest feasible budget is");
+    assert_non_null(at);
+    assert_int_equal(r.steps_run, 0);
+    train_report_free(&r);
+    unsigned long long smallest = 0;
+    assert_non_null(strstr(at, "= "));
+    assert_int_equal(sscanf(strstr(at, "= "), "= %llu bytes", &smallest), 1);
+
+    for (int k = 0; k < 2; k++) {
+        o.planner = k ? "chen" : "dp";
+        o.memory_budget = (size_t)smallest;
+        const RematStatus status = train_run(&o, &r, sink);
+        printf("  --planner %s at the smallest feasible budget (%llu bytes): %s\n", o.planner, smallest,
+               status == REMAT_OK ? "trained, losses identical to none" : remat_last_error());
+        if (!k || status == REMAT_OK) { /* Chen's search may not reach the exact optimum's budget */
+            assert_int_equal(status, REMAT_OK);
+            assert_memory_equal(r.losses, reference.losses, 5 * sizeof(float));
+        }
+        assert_int_equal(mem_budget(), 0); /* the run takes its budget away again */
+        train_report_free(&r);
+    }
+    train_report_free(&reference);
 }
 
 static void test_resume_continues_bit_identically(void **state)
@@ -249,6 +313,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_accepts_every_documented_flag),
         cmocka_unit_test(test_parse_rejects_bad_input_with_exit_code_2),
+        cmocka_unit_test(test_parse_budget_flags),
+        cmocka_unit_test(test_budget_strategy_trains_like_none),
         cmocka_unit_test(test_resume_continues_bit_identically),
         cmocka_unit_test(test_resume_refuses_another_configuration),
         cmocka_unit_test(test_missing_files_are_clear_errors),

@@ -1,0 +1,299 @@
+/*
+ * chain_profile.c — measuring the chain cost model (planner.h) with one profiling step on
+ * one batch, run twice: every layer plainly, then every layer its own region.
+ *
+ * Owns: the Probe that watches the step. Touches: the ledgers (reads them, resets their
+ * peaks between windows), the saved-tensor path's observer (set for the backward and put
+ * back), the model's layers only through layer_forward and checkpoint(). The FLOP ledger
+ * and the caller's generator are left as they were.
+ */
+#include "planner.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flops.h"
+
+static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
+/* ---- profiling ------------------------------------------------------------------------- */
+
+/* Two passes of one step's forward and backward measure the model. In the first, every
+ * layer runs plainly: its forward is measured around the call, and its backward between
+ * the moments the saved-tensor path releases the layer's last tensor — which, since a
+ * layer keeps its input, is the end of its backward. In the second, every layer is its
+ * own region: its first forward (grad off) and its backward as a region's last layer,
+ * where the gradient flowing in stays alive to the end. */
+enum { WINDOW_NONE = -2, WINDOW_HEAD = -1 };
+
+typedef enum ProbePass { PASS_PLAIN, PASS_REGIONS } ProbePass;
+
+typedef struct Probe {
+    Layer **layers;
+    ChainCost *cost;
+    ProbePass pass;
+    int window;         /* the layer whose backward is being watched, the head, or none */
+    size_t window_base; /* ACT the open window's peak is measured above */
+    size_t last_release;/* ACT when the saved-tensor path last released something */
+    bool chain_done;    /* the plain pass's backward has left the chain (layer 0 is done) */
+    size_t work_peak;   /* the most MEM_WORK seen, across the resets of the peaks */
+    size_t resid;       /* what backward holds besides, as the first replay saw it */
+    bool failed;        /* an assumption of the model broken: */
+    char message[256];  /* the first one, said */
+} Probe;
+
+typedef struct ProbeLayer {
+    Probe *probe;
+    int k;
+} ProbeLayer;
+
+/* Notes that the chain breaks an assumption of the model (the first such note is kept). */
+static void probe_fail(Probe *p, const char *fmt, ...)
+{
+    if (p->failed) return;
+    p->failed = true;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->message, sizeof p->message, fmt, ap);
+    va_end(ap);
+}
+
+/* Resets the ledger's peaks, keeping the most workspace seen so far. */
+static void probe_reset_peaks(Probe *p)
+{
+    p->work_peak = max_size(p->work_peak, mem_peak(MEM_WORK));
+    mem_reset_peaks();
+}
+
+static size_t peak_above(size_t base)
+{
+    const size_t peak = mem_peak(MEM_ACT);
+    return peak > base ? peak - base : 0;
+}
+
+/* The layer whose ops made `node` ("h.3.mlp.fc" is layer h.3's), or −1. */
+static int layer_of(const Probe *p, const char *name)
+{
+    for (int k = 0; k < p->cost->n_layers; k++) {
+        const size_t len = strlen(p->layers[k]->name);
+        if (!strncmp(name, p->layers[k]->name, len) && name[len] == '.') return k;
+    }
+    return -1;
+}
+
+/* The plain pass: each release ends a window of the backward. Windows before the chain's
+ * are the head's, those of a layer its backward's, those after the chain the embed
+ * stage's (its peak is the same for every schedule: kept as an absolute figure). */
+static void plain_released(Probe *p, const Node *node)
+{
+    ChainCost *c = p->cost;
+    const int k = layer_of(p, node->name);
+    if (k >= 0 && k != p->window) {
+        p->window = k; /* layer k's backward began after the last release */
+        p->window_base = p->last_release;
+    }
+    if (k >= 0) c->layers[k].back_plain = max_size(c->layers[k].back_plain, peak_above(p->window_base));
+    else if (p->window == WINDOW_HEAD) c->head_peak = max_size(c->head_peak, peak_above(p->window_base));
+    else c->tail_peak = max_size(c->tail_peak, mem_peak(MEM_ACT));
+    if (k < 0 && p->window == 0) p->chain_done = true;
+    if (p->chain_done) p->window = WINDOW_NONE;
+    p->last_release = mem_current(MEM_ACT);
+    probe_reset_peaks(p);
+}
+
+/* The regions pass: the release of a region's input ends that layer's backward. */
+static void region_released(Probe *p, const Node *node)
+{
+    if (p->window < 0 || strcmp(node->op->name, "checkpoint") || strcmp(node->name, p->layers[p->window]->name))
+        return;
+    p->cost->layers[p->window].back_held = peak_above(p->window_base);
+    p->window = WINDOW_NONE;
+}
+
+static void probe_released(void *ctx, const Node *node, int slot)
+{
+    (void)slot;
+    Probe *p = ctx;
+    if (p->pass == PASS_PLAIN) plain_released(p, node);
+    else region_released(p, node);
+}
+
+/* The forward state S(k) of the regions pass: base, the embed stage, and the outputs
+ * x_1 .. x_k the regions keep. */
+static size_t probe_state(const ChainCost *c, int k)
+{
+    size_t s = c->base + c->embed;
+    for (int i = 0; i < k; i++) s += c->layers[i].out_bytes;
+    return s;
+}
+
+/* The plain pass's forward of layer k: fwd_k, kept_k, flops_k, the sizes, and the
+ * model's assumptions. */
+static Var *probe_plain_layer(Probe *p, int k, Var *x, TrainCtx *ctx)
+{
+    ChainLayer *c = &p->cost->layers[k];
+    const size_t before = mem_current(MEM_ACT);
+    const int input_refs = x->value->refcount;
+    const uint64_t flops = flops_get(PHASE_FORWARD);
+    probe_reset_peaks(p);
+    Var *y = layer_forward(p->layers[k], x, ctx);
+    if (!y) return NULL;
+    c->flops = flops_get(PHASE_FORWARD) - flops;
+    c->fwd_peak = mem_peak(MEM_ACT) - before;
+    c->kept = mem_current(MEM_ACT) - before;
+    c->in_bytes = x->value->bytes;
+    c->out_bytes = y->value->bytes;
+    if (x->value->refcount <= input_refs)
+        probe_fail(p, "planner: layer %s does not keep its input for backward; the chain model assumes "
+                   "every layer does", p->layers[k]->name);
+    if (y->value->refcount != 1)
+        probe_fail(p, "planner: layer %s keeps its own output for backward; the chain model assumes the "
+                   "next layer owns it", p->layers[k]->name);
+    return y;
+}
+
+/* The regions pass's first forward of layer k (grad off): ng_k. */
+static Var *probe_first_forward(Probe *p, int k, Var *x, TrainCtx *ctx)
+{
+    const size_t before = mem_current(MEM_ACT);
+    probe_reset_peaks(p);
+    Var *y = layer_forward(p->layers[k], x, ctx);
+    if (y) p->cost->layers[k].nograd_peak = mem_peak(MEM_ACT) - before;
+    return y;
+}
+
+/* The regions pass's replay of layer k: g_k and the composition check; then opens the
+ * window that watches its backward. */
+static Var *probe_replay(Probe *p, int k, Var *x, TrainCtx *ctx)
+{
+    ChainLayer *c = &p->cost->layers[k];
+    const size_t before = mem_current(MEM_ACT);
+    c->grad_bytes = x->grad ? x->grad->bytes : 0;
+    /* What backward holds here besides the kept inputs and the two gradients is the same
+     * for every layer (the loss and its seed), or the chain does not compose. */
+    const size_t known = probe_state(p->cost, k) + chain_grad_bytes(p->cost, k + 1) + c->grad_bytes;
+    const size_t resid = before >= known ? before - known : SIZE_MAX;
+    if (k == p->cost->n_layers - 1) p->resid = resid;
+    if (resid != p->resid)
+        probe_fail(p, "planner: the chain does not compose at layer %s: backward holds %zu bytes there, %zu "
+                   "expected", p->layers[k]->name, before, known + p->resid);
+    Var *y = layer_forward(p->layers[k], x, ctx);
+    if (!y) return NULL;
+    /* Its backward starts once the output is released, without its input's gradient. */
+    p->window_base = before + c->kept - c->out_bytes - c->grad_bytes;
+    p->window = k;
+    probe_reset_peaks(p);
+    return y;
+}
+
+static Var *probe_region_layer(void *fn_ctx, Var *x, TrainCtx *ctx)
+{
+    ProbeLayer *pl = fn_ctx;
+    return grad_enabled() ? probe_replay(pl->probe, pl->k, x, ctx) : probe_first_forward(pl->probe, pl->k, x, ctx);
+}
+
+/* One pass's forward: the embed stage, the chain as the pass runs it, the head. */
+static Var *probe_forward(Probe *p, ProbeLayer *pl, const ChainStages *stages, TrainCtx *ctx)
+{
+    ChainCost *c = p->cost;
+    c->base = mem_current(MEM_ACT);
+    probe_reset_peaks(p);
+    Var *x0 = stages->embed(stages->user, ctx);
+    if (!x0) return NULL;
+    c->embed_peak = mem_peak(MEM_ACT) - c->base;
+    c->embed = mem_current(MEM_ACT) - c->base;
+    Var *h = var_retain(x0);
+    for (int k = 0; k < c->n_layers && h; k++) {
+        Var *next;
+        if (p->pass == PASS_PLAIN) {
+            next = probe_plain_layer(p, k, h, ctx);
+        } else {
+            pl[k] = (ProbeLayer){p, k};
+            CheckpointOptions o = checkpoint_defaults();
+            o.name = p->layers[k]->name;
+            next = checkpoint(probe_region_layer, &pl[k], h, ctx, &o);
+        }
+        var_free(h);
+        h = next;
+    }
+    var_free(x0);
+    if (!h) return NULL;
+    p->window_base = mem_current(MEM_ACT);
+    p->window = WINDOW_HEAD;
+    probe_reset_peaks(p);
+    Var *loss = stages->head(stages->user, h, ctx);
+    var_free(h);
+    return loss;
+}
+
+/* One pass: forward and backward with the release observer on. */
+static RematStatus probe_pass(Probe *p, ProbePass pass, ProbeLayer *pl, const ChainStages *stages, TrainCtx ctx)
+{
+    p->pass = pass;
+    p->window = WINDOW_NONE;
+    p->chain_done = false;
+    const uint64_t forward_start = flops_get(PHASE_FORWARD);
+    Var *loss = probe_forward(p, pl, stages, &ctx);
+    if (pass == PASS_PLAIN) p->cost->forward_flops = flops_get(PHASE_FORWARD) - forward_start;
+    if (loss) p->last_release = mem_current(MEM_ACT);
+    const SavedObserver watch = {.released = probe_released, .ctx = p};
+    const SavedObserver *previous = saved_observer_set(&watch);
+    RematStatus status = loss ? backward(loss) : remat_last_status();
+    saved_observer_set(previous);
+    if (pass == PASS_PLAIN) p->cost->tail_peak = max_size(p->cost->tail_peak, mem_peak(MEM_ACT));
+    var_free(loss);
+    tape_reset(tape_current());
+    flops_set_phase(PHASE_FORWARD);
+    return status;
+}
+
+ChainCost *chain_profile(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx)
+{
+    if (!layers || n < 1 || !stages || !stages->embed || !stages->head) {
+        remat_fail(REMAT_EINVAL, "chain_profile: need at least one layer and both stages");
+        return NULL;
+    }
+    ChainCost *cost = calloc(1, sizeof *cost);
+    ChainLayer *per_layer = calloc((size_t)n, sizeof *per_layer);
+    ProbeLayer *pl = calloc((size_t)n, sizeof *pl);
+    if (!cost || !per_layer || !pl) {
+        free(cost), free(per_layer), free(pl);
+        remat_fail(REMAT_ENOMEM, "chain_profile: no memory for %d layers", n);
+        return NULL;
+    }
+    cost->n_layers = n;
+    cost->layers = per_layer;
+    Probe p = {.layers = layers, .cost = cost};
+    const TrainCtx step = ctx ? *ctx : (TrainCtx){.training = true};
+    const size_t work_before = mem_current(MEM_WORK);
+    mem_reset_peaks(); /* the workspace's peak from before the step is not the step's */
+    const FlopCounts flops_before = flops_snapshot();
+    const Phase phase = flops_set_phase(PHASE_FORWARD);
+    const bool was = grad_set_enabled(true);
+
+    RematStatus status = probe_pass(&p, PASS_PLAIN, pl, stages, step);
+    if (status == REMAT_OK && !p.failed) status = probe_pass(&p, PASS_REGIONS, pl, stages, step);
+    grad_set_enabled(was);
+    flops_restore(&flops_before);
+    flops_set_phase(phase);
+    p.work_peak = max_size(p.work_peak, mem_peak(MEM_WORK));
+    mem_reset_peaks();
+    free(pl);
+    if (status == REMAT_OK && p.failed) status = remat_fail(REMAT_EINVAL, "%s", p.message);
+    if (status != REMAT_OK) {
+        chain_cost_free(cost);
+        return NULL;
+    }
+    cost->resid = p.resid;
+    cost->fixed = mem_current(MEM_PARAM) + mem_current(MEM_GRAD) + mem_current(MEM_OPTIM) + mem_current(MEM_WORK);
+    cost->work_peak = p.work_peak > work_before ? p.work_peak - work_before : 0;
+    return cost;
+}
+
+void chain_cost_free(ChainCost *cost)
+{
+    if (!cost) return;
+    free(cost->layers);
+    free(cost);
+}
