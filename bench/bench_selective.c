@@ -118,7 +118,7 @@ typedef struct SeqResult {
 static RematStatus measure_seq(SeqResult *r, int warmup, int steps, Progress *progress)
 {
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
-    GptBench g;
+    ModelBench g;
     RematStatus status = gpt_bench_create(&g, &r->shape, &adamw);
     Plan *plans[N_POLICIES] = {0};
     Variant variants[N_POLICIES];
@@ -140,7 +140,7 @@ static RematStatus measure_seq(SeqResult *r, int warmup, int steps, Progress *pr
         status = steps_alternate(g.model, variants, N_POLICIES, g.opt, &g.batch, &ctx, warmup, steps, progress, label,
                                  r->stats);
     for (int p = 0; p < N_POLICIES; p++) plan_free(plans[p]);
-    gpt_bench_free(&g);
+    model_bench_free(&g);
     return status;
 }
 

@@ -86,7 +86,7 @@ static int median_index(const double *v, int n)
 /* WARMUP_STEPS untimed steps of the strategy (its first steps are slower: the allocator is
  * still taking pages from the system), then RECORDED_STEPS steps with the timeline
  * recording; the events of the one with the median time go to `events`. */
-static RematStatus timeline_step(GptBench *g, StrategyKind kind, ResultsTable *events, StepStats *stats,
+static RematStatus timeline_step(ModelBench *g, StrategyKind kind, ResultsTable *events, StepStats *stats,
                                  size_t *n_events)
 {
     const Strategy s = strategy_defaults(kind);
@@ -144,7 +144,7 @@ int main(int argc, char **argv)
     ResultsTable *events = results_table(results, "events", "every ledger event of each recorded step", EVENT_FIELDS,
                                          (int)(sizeof EVENT_FIELDS / sizeof EVENT_FIELDS[0]), false);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
-    GptBench g;
+    ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, &adamw);
 
     StepStats stats[N_KINDS];
@@ -176,6 +176,6 @@ int main(int argc, char **argv)
         }
         printf("  (\"stored\": activations held between the forward and the backward)\n");
     }
-    gpt_bench_free(&g);
+    model_bench_free(&g);
     return bench_finish(&INFO, &o, results, status);
 }
