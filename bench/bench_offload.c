@@ -100,20 +100,6 @@ typedef struct Runner {
     Offload *offload; /* NULL without offload */
 } Runner;
 
-/* The forward of an offloading configuration: its hooks pushed for the forward only, as
- * train does, so that backward reads the records back and a region's replay stays in RAM. */
-static Var *offloaded_loss(void *user, Model *model, const Batch *batch, TrainCtx *ctx)
-{
-    Runner *r = user;
-    if (offload_push(r->offload) != REMAT_OK) return NULL;
-    Var *loss = model_loss_planned(model, r->plan, batch->x, batch->y, ctx);
-    if (offload_pop(r->offload) != REMAT_OK) { /* the records may not have reached the disk */
-        var_free(loss);
-        return NULL;
-    }
-    return loss;
-}
-
 static RematStatus runner_create(Runner *r, const Config *c, const Model *m, const char *dir)
 {
     *r = (Runner){.config = c};
@@ -213,8 +199,7 @@ static RematStatus measure_model(const char *model, const char *title, ModelBenc
     RematStatus status = REMAT_OK;
     for (int c = 0; c < N_CONFIGS && status == REMAT_OK; c++) {
         status = runner_create(&runners[c], &CONFIGS[c], g->model, setup->dir);
-        variants[c] = (Variant){.name = CONFIGS[c].name, .plan = runners[c].plan};
-        if (CONFIGS[c].offload) variants[c].loss = offloaded_loss, variants[c].user = &runners[c];
+        variants[c] = (Variant){.name = CONFIGS[c].name, .plan = runners[c].plan, .offload = runners[c].offload};
     }
     StepStats stats[N_CONFIGS];
     TrainCtx ctx = {.training = true};

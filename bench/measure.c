@@ -104,8 +104,14 @@ void model_bench_free(ModelBench *g)
 
 static Var *variant_loss(const Variant *v, Model *model, const Batch *batch, TrainCtx *ctx)
 {
-    if (v->loss) return v->loss(v->user, model, batch, ctx);
-    return model_loss_planned(model, v->plan, batch->x, batch->y, ctx);
+    if (v->offload && offload_push(v->offload) != REMAT_OK) return NULL;
+    Var *loss = v->loss ? v->loss(v->user, model, batch, ctx)
+                        : model_loss_planned(model, v->plan, batch->x, batch->y, ctx);
+    if (v->offload && offload_pop(v->offload) != REMAT_OK) { /* the records may not have reached the disk */
+        var_free(loss);
+        return NULL;
+    }
+    return loss;
 }
 
 RematStatus step_run(Model *model, const Variant *v, Optimizer *opt, const Batch *batch, TrainCtx *ctx,

@@ -5,9 +5,10 @@
  * made each tensor.
  *
  * A Variant is one way of running the model's forward: a checkpointing Plan (strategy.h),
- * or a forward a bench writes itself (bench_placement's "every other block"). The benches
- * compare variants of the same model on the same batch, so every difference they report
- * comes from what the variant keeps and recomputes.
+ * or a forward a bench writes itself (bench_placement's "every other block"), and where
+ * what it saves for backward goes (RAM, or an offloader's spill file). The benches compare
+ * variants of the same model on the same batch, so every difference they report comes
+ * from what the variant keeps, recomputes and spills.
  *
  * What this is not: the training loop (models/train.c). A measured step is the same step
  * (zero the gradients, forward, backward, optimizer) on a fixed batch, without data
@@ -21,6 +22,7 @@
 #include "cli.h"
 #include "flops.h"
 #include "model.h"
+#include "offload.h"
 #include "optim.h"
 
 /* ---- batches and the models ---------------------------------------------------------------- */
@@ -82,6 +84,9 @@ typedef struct Variant {
     const char *name; /* for tables: "none", "attention only", ... */
     const Plan *plan; /* the forward is model_loss_planned with this plan (NULL: none)... */
     LossFn loss;      /* ...unless the bench gives its own */
+    Offload *offload; /* not NULL: its hooks are pushed for the forward only, as train does,
+                         so what the forward saves goes to its spill file and backward
+                         reads it back (a region's replay saves in RAM) */
     void *user;       /* passed to `loss` */
 } Variant;
 

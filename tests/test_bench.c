@@ -315,11 +315,19 @@ static void test_timeline_records_every_strategy(void **state)
 {
     (void)state;
     const cJSON *steps = records(bench("bench_timeline"), "steps");
-    assert_int_equal(cJSON_GetArraySize(steps), 4);
+    assert_int_equal(cJSON_GetArraySize(steps), 6);
     const cJSON *r;
     cJSON_ArrayForEach(r, steps) assert_true(num(r, "events") > 0);
-    assert_true(num(find(steps, "strategy", "full", NULL, NULL), "peak_act") <
-                num(find(steps, "strategy", "none", NULL, NULL), "peak_act"));
+    const double none = num(find(steps, "strategy", "none", NULL, NULL), "peak_act");
+    assert_true(num(find(steps, "strategy", "full", NULL, NULL), "peak_act") < none);
+    /* The offload series move activations to disk; the strategies in RAM never touch it. */
+    const cJSON *offload = find(steps, "strategy", "offload", NULL, NULL);
+    const cJSON *combined = find(steps, "strategy", "offload+sqrt", NULL, NULL);
+    assert_true(num(offload, "peak_act") < none);
+    assert_true(num(offload, "peak_disk") > num(combined, "peak_disk"));
+    assert_true(num(combined, "peak_disk") > 0);
+    assert_true(num(combined, "act_stored") < num(find(steps, "strategy", "sqrt", NULL, NULL), "act_stored"));
+    assert_true(num(find(steps, "strategy", "selective", NULL, NULL), "peak_disk") == 0);
     /* The events are in the CSV only: one header line and one line per event. */
     char path[512], line[512];
     snprintf(path, sizeof path, "%s/bench_timeline.events.csv", dir);
