@@ -50,7 +50,7 @@ static const BenchInfo INFO = {
              "  with the page cache kept and dropped: median step time (configurations alternate), peak\n"
              "  ACT and DISK, time in pack and unpack; then the cost of one record of 4 KiB to 4 MiB.\n"
              "  --offload-dir DIR  where the spill file goes (default: $TMPDIR, else /tmp)",
-    .quick = "MLP N=8 W=256 B=64, GPT L=4 D=128 H=4 T=64 B=4, 3 timed steps (a few seconds)",
+    .quick = "MLP N=16 W=256 B=64, GPT L=4 D=128 H=4 T=64 B=4, 3 timed steps (a few seconds)",
     .full = "MLP N=32 W=2048 B=256, GPT L=4 D=256 H=4 T=128 B=8, 7 timed steps after a warm-up round",
     .timed = true,
 };
@@ -337,7 +337,7 @@ int main(int argc, char **argv)
     const int start = bench_start(&INFO, argc, argv, &o, &results);
     if (start != BENCH_RUN) return start;
 
-    const MlpShape mlp = o.quick ? (MlpShape){.N = 8, .W = 256, .B = 64} : (MlpShape){.N = 32, .W = 2048, .B = 256};
+    const MlpShape mlp = o.quick ? (MlpShape){.N = 16, .W = 256, .B = 64} : (MlpShape){.N = 32, .W = 2048, .B = 256};
     const GptShape gpt = o.quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f}
                                  : (GptShape){.L = 4, .C = 256, .H = 4, .T = 128, .B = 8, .dropout = 0.1f};
     setup.steps = bench_steps(&o, 3, 7);

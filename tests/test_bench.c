@@ -384,10 +384,10 @@ static void test_offload_moves_activations_to_disk(void **state)
         }
         assert_int_equal(rows, 8);
         /* With sqrt only the kept segment inputs go to disk, and less stays resident than
-         * with sqrt alone. */
+         * with sqrt alone, between the forward and the backward and at the peak. */
         assert_true(num(combined, "peak_disk") < num(all, "peak_disk"));
         assert_true(num(combined, "act_stored") < num(sqrt_, "act_stored"));
-        assert_true(num(combined, "peak_act") <= num(sqrt_, "peak_act"));
+        assert_true(num(combined, "peak_act") < num(sqrt_, "peak_act"));
     }
     /* The MLP chain, exact (offload/README.md): in units of one activation a = B·W floats,
      * none peaks at 2N + 4 (+ 8 bytes: the loss and its seed), offload all at 6, and DISK
