@@ -141,7 +141,7 @@ int main(int argc, char **argv)
     results_config_gpt(results, &shape);
     ResultsTable *table = results_table(results, "gradients", "gradients of one batch against no checkpointing",
                                         FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
-    GptBench g;
+    ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, NULL);
     Model *m = g.model;
 
@@ -181,6 +181,6 @@ int main(int argc, char **argv)
     }
     for (int i = 0; reference && i < m->n_params; i++) tensor_free(reference[i]);
     free(reference);
-    gpt_bench_free(&g);
+    model_bench_free(&g);
     return bench_finish(&INFO, &o, results, status);
 }

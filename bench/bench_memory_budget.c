@@ -71,7 +71,7 @@ static RematStatus run_job(const GptShape *shape, const Strategy *s, OptimKind o
     mem_reset_peaks();
     mem_set_budget(budget);
     const OptimConfig c = optim == OPTIM_ADAMW ? optim_adamw_defaults(1e-3f) : optim_sgd_defaults(1e-2f, 0.0f);
-    GptBench g;
+    ModelBench g;
     RematStatus status = gpt_bench_create(&g, shape, &c);
     Plan *plan = status == REMAT_OK ? plan_create(s, g.model->layers, g.model->n_layers) : NULL;
     if (status == REMAT_OK && !plan) status = remat_last_status();
@@ -87,7 +87,7 @@ static RematStatus run_job(const GptShape *shape, const Strategy *s, OptimKind o
     r->peak_work = mem_peak(MEM_WORK);
     r->peak_resident = mem_peak_resident();
     plan_free(plan);
-    gpt_bench_free(&g);
+    model_bench_free(&g);
     mem_set_budget(0);
     if (status != REMAT_OK && status != REMAT_EOOM) return remat_fail(status, "%s", r->message);
     remat_clear_error();

@@ -166,7 +166,7 @@ int main(int argc, char **argv)
     ResultsTable *table = results_table(results, "placements", "one AdamW step per placement and thread count",
                                         FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
-    GptBench g;
+    ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, &adamw);
     Plan *plans[N_PLACEMENTS] = {0};
     Variant variants[N_PLACEMENTS];
@@ -202,6 +202,6 @@ int main(int argc, char **argv)
         for (int t = 0; t < n_threads; t++) print_and_record(t + 1, stats[t], table);
     }
     for (int p = 0; p < N_PLACEMENTS; p++) plan_free(plans[p]);
-    gpt_bench_free(&g);
+    model_bench_free(&g);
     return bench_finish(&INFO, &o, results, status);
 }

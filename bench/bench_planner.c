@@ -136,7 +136,7 @@ static RematStatus vary_heads(Model *m, const GptShape *s, const int *heads)
 static RematStatus gpt_chain(Chain *c, const char *name, const GptShape *s, const int *heads)
 {
     *c = (Chain){.name = name};
-    GptBench g;
+    ModelBench g;
     RematStatus status = gpt_bench_create(&g, s, NULL);
     c->model = g.model;
     c->batch = g.batch;

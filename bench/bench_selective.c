@@ -150,7 +150,7 @@ typedef struct SeqResult {
 static RematStatus measure_seq(SeqResult *r, int warmup, int steps, Progress *progress)
 {
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
-    GptBench g;
+    ModelBench g;
     RematStatus status = gpt_bench_create(&g, &r->shape, &adamw);
     Plan *plans[N_POLICIES] = {0};
     Variant variants[N_POLICIES];
@@ -174,7 +174,7 @@ static RematStatus measure_seq(SeqResult *r, int warmup, int steps, Progress *pr
         status = steps_alternate(g.model, variants, rows->n, g.opt, &g.batch, &ctx, warmup, steps, progress, label,
                                  r->stats);
     for (int p = 0; p < rows->n; p++) plan_free(plans[p]);
-    gpt_bench_free(&g);
+    model_bench_free(&g);
     return status;
 }
 

@@ -18,7 +18,6 @@
 #include "cli.h"
 #include "kernels.h"
 #include "measure.h"
-#include "mlp.h"
 #include "platform.h"
 #include "results.h"
 
@@ -68,9 +67,7 @@ static const char *const MODEL_NAMES[N_MODELS] = {"gpt L=4 D=256 H=4 T=128 B=8",
 
 /* One model with its batch and optimizer, and a plan per strategy measured. */
 typedef struct Subject {
-    Model *model;
-    Batch batch;
-    Optimizer *opt;
+    ModelBench bench;
     Plan *plans[N_KINDS];
     Variant variants[N_KINDS];
 } Subject;
@@ -78,44 +75,23 @@ typedef struct Subject {
 static void subject_free(Subject *s)
 {
     for (int k = 0; k < N_KINDS; k++) plan_free(s->plans[k]);
-    optim_free(s->opt);
-    batch_free(&s->batch);
-    model_free(s->model);
+    model_bench_free(&s->bench);
     *s = (Subject){0};
 }
 
-/* The GPT of the header, through the benches' GPT helper. */
-static RematStatus gpt_subject(Subject *s, const OptimConfig *adamw)
-{
-    GptBench g;
-    const RematStatus status = gpt_bench_create(&g, &(GptShape){.L = 4, .C = 256, .H = 4, .T = 128, .B = 8,
-                                                               .dropout = 0.1f}, adamw);
-    *s = (Subject){.model = g.model, .batch = g.batch, .opt = g.opt};
-    return status;
-}
-
-/* The MLP chain of the header, on a batch of its teacher task. */
-static RematStatus mlp_subject(Subject *s, const OptimConfig *adamw)
-{
-    enum { N = 16, W = 1024, B = 256 };
-    *s = (Subject){0};
-    s->model = mlp_create(&(MlpConfig){.n_layers = N, .width = W, .seed = 1});
-    MlpTask *task = s->model ? mlp_task_create(W, 2) : NULL;
-    Pcg32 rng;
-    pcg32_seed(&rng, 5, 6);
-    RematStatus status = task ? mlp_task_batch(task, &rng, B, &s->batch.x, &s->batch.y) : remat_last_status();
-    mlp_task_free(task);
-    if (status == REMAT_OK) s->opt = optim_create(adamw, s->model->params, s->model->n_params);
-    return status == REMAT_OK && !s->opt ? remat_last_status() : status;
-}
-
-/* Makes model `which` (0 the GPT, 1 the MLP) and a plan for each strategy in `sweep`. */
+/* Makes model `which` (0 the GPT, 1 the MLP chain of the header) and a plan for each
+ * strategy in `sweep`. */
 static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, int n)
 {
+    *s = (Subject){0};
     const OptimConfig adamw = optim_adamw_defaults(1e-4f);
-    RematStatus status = which == 0 ? gpt_subject(s, &adamw) : mlp_subject(s, &adamw);
+    RematStatus status =
+        which == 0
+            ? gpt_bench_create(&s->bench, &(GptShape){.L = 4, .C = 256, .H = 4, .T = 128, .B = 8, .dropout = 0.1f},
+                               &adamw)
+            : mlp_bench_create(&s->bench, &(MlpShape){.N = 16, .W = 1024, .B = 256}, &adamw);
     for (int k = 0; k < n && status == REMAT_OK; k++) {
-        s->plans[k] = plan_create(&sweep[k], s->model->layers, s->model->n_layers);
+        s->plans[k] = plan_create(&sweep[k], s->bench.model->layers, s->bench.model->n_layers);
         if (!s->plans[k]) status = remat_last_status();
         s->variants[k] = (Variant){.name = strategy_name(sweep[k].kind), .plan = s->plans[k]};
     }
@@ -191,8 +167,8 @@ int main(int argc, char **argv)
             TrainCtx ctx = {.training = true};
             pcg32_seed(&ctx.rng, 1, 2);
             if (status == REMAT_OK)
-                status = steps_alternate(s.model, s.variants, n, s.opt, &s.batch, &ctx, warmup, steps, &progress,
-                                         label, stats[m][t]);
+                status = steps_alternate(s.bench.model, s.variants, n, s.bench.opt, &s.bench.batch, &ctx, warmup,
+                                         steps, &progress, label, stats[m][t]);
             subject_free(&s);
         }
     }

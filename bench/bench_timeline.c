@@ -3,13 +3,17 @@
  * backward will need, and backward releases them; checkpointing turns the pile into a
  * sawtooth.
  *
- * For each strategy (none, full, sqrt, selective with attention_core) it runs AdamW
+ * For each strategy (none, full, sqrt, selective with attention_core), and for offload
+ * (every saved activation spilled to disk, two records prefetched) and offload+sqrt (sqrt
+ * with its segment inputs spilled, no prefetch), it runs AdamW
  * training steps of the GPT, after warm-up steps, with the memory ledger's event timeline
  * recording (mem_timeline_start): every allocation and free, its time, the FLOP phase it
  * happened in, and every kind's bytes right after it. Of three recorded steps it keeps the
  * one with the median time (the bytes are the same in all three; the times are not). The events go to
  * results/bench_timeline.events.csv (plots.sh draws activations over time, one line per
- * strategy, on shared axes); the JSON keeps a summary per strategy.
+ * strategy, on shared axes, and the DISK bytes of the offload series); the JSON keeps a
+ * summary per strategy. The offload series spill to the default directory ($TMPDIR, else
+ * /tmp) with the page cache kept: bench_offload measures the disk itself.
  *
  * What it is not: a profiler. The times are those of the ledger's events, which include
  * the small cost of recording them.
@@ -22,31 +26,59 @@
 #include "measure.h"
 #include "results.h"
 
+/* What --strategy may pick; it keeps none, that strategy, and the offload series run under
+ * it (offload with none, offload+sqrt with sqrt). */
+static const StrategyKind KINDS[] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};
+
 static const BenchInfo INFO = {
     .name = "bench_timeline",
     .question = "quiz question 2: the forward keeps activations because backward needs them; "
                 "memory over one step, per strategy",
-    .about = "  One AdamW step of the GPT per strategy (none, full, sqrt, selective) with the memory\n"
-             "  ledger's event timeline recording: bytes by kind after every allocation and free,\n"
-             "  with its time and phase, written to bench_timeline.events.csv.",
+    .about = "  One AdamW step of the GPT per strategy (none, full, sqrt, selective, and offload and\n"
+             "  offload+sqrt) with the memory ledger's event timeline recording: bytes by kind after\n"
+             "  every allocation and free, with its time and phase, written to\n"
+             "  bench_timeline.events.csv.",
     .quick = "L = 4, D = 128, H = 4, T = 64, B = 4 (a second)",
     .full = "L = 8, D = 128, H = 4, T = 128, B = 8",
     .timed = false,
+    .strategies = KINDS,
+    .n_strategies = 4,
+    .takes_policy = true,
+    .takes_rng_replay = true,
 };
 
-enum { N_KINDS = 4, TIMELINE_CAPACITY = 1 << 20, WARMUP_STEPS = 3, RECORDED_STEPS = 3 };
-static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};
+enum { TIMELINE_CAPACITY = 1 << 20, WARMUP_STEPS = 3, RECORDED_STEPS = 3 };
+
+/* One line of the plot: a strategy, and whether what it saves goes to a spill file. */
+typedef struct Series {
+    const char *name;
+    StrategyKind kind;
+    bool offload;
+    OffloadPolicy policy;
+    int prefetch;
+} Series;
+
+static const Series SERIES[] = {
+    {"none", STRATEGY_NONE, false, OFFLOAD_ALL, 0},
+    {"full", STRATEGY_FULL, false, OFFLOAD_ALL, 0},
+    {"sqrt", STRATEGY_SQRT, false, OFFLOAD_ALL, 0},
+    {"selective", STRATEGY_SELECTIVE, false, OFFLOAD_ALL, 0},
+    {"offload", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH},
+    {"offload+sqrt", STRATEGY_SQRT, true, OFFLOAD_BOUNDARY, 0},
+};
+enum { N_SERIES = sizeof SERIES / sizeof SERIES[0] };
 
 static const ResultsField EVENT_FIELDS[] = {
     {"strategy", ""},       {"event", "index"},   {"time_ms", "milliseconds since the step began"},
     {"phase", ""},          {"kind", ""},         {"delta", "bytes"},
     {"params", "bytes"},    {"grads", "bytes"},   {"optimizer", "bytes"},
     {"act", "bytes"},       {"work", "bytes"},    {"resident", "bytes"},
+    {"disk", "bytes"},
 };
 
 static const ResultsField STEP_FIELDS[] = {
     {"strategy", ""},         {"events", "events"}, {"act_stored", "bytes"},
-    {"peak_act", "bytes"},    {"peak_resident", "bytes"},
+    {"peak_act", "bytes"},    {"peak_resident", "bytes"}, {"peak_disk", "bytes"},
     {"step_seconds", "seconds"},
 };
 
@@ -69,6 +101,7 @@ static void record_events(ResultsTable *events, const char *strategy, const MemE
         record_num(rec, "act", (double)e[i].current[MEM_ACT]);
         record_num(rec, "work", (double)e[i].current[MEM_WORK]);
         record_num(rec, "resident", (double)resident);
+        record_num(rec, "disk", (double)e[i].current[MEM_DISK]);
     }
 }
 
@@ -86,13 +119,22 @@ static int median_index(const double *v, int n)
 /* WARMUP_STEPS untimed steps of the strategy (its first steps are slower: the allocator is
  * still taking pages from the system), then RECORDED_STEPS steps with the timeline
  * recording; the events of the one with the median time go to `events`. */
-static RematStatus timeline_step(GptBench *g, StrategyKind kind, ResultsTable *events, StepStats *stats,
-                                 size_t *n_events)
+static RematStatus timeline_step(ModelBench *g, const Series *series, const BenchOptions *o, ResultsTable *events,
+                                 StepStats *stats, size_t *n_events)
 {
-    const Strategy s = strategy_defaults(kind);
+    const Strategy s = bench_strategy(o, series->kind, NULL);
     Plan *plan = plan_create(&s, g->model->layers, g->model->n_layers);
     if (!plan) return remat_last_status();
-    const Variant v = {.name = strategy_name(kind), .plan = plan};
+    Offload *off = NULL;
+    if (series->offload) {
+        OffloadOptions oo = offload_defaults(series->policy);
+        oo.prefetch = series->prefetch;
+        if (!(off = offload_create(&oo))) {
+            plan_free(plan);
+            return remat_last_status();
+        }
+    }
+    const Variant v = {.name = series->name, .plan = plan, .offload = off};
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 3, 4);
     RematStatus status = REMAT_OK;
@@ -124,6 +166,7 @@ static RematStatus timeline_step(GptBench *g, StrategyKind kind, ResultsTable *e
         record_events(events, v.name, runs[mid], counts[mid]);
     }
     for (int r = 0; r < RECORDED_STEPS; r++) free(runs[r]);
+    offload_free(off);
     plan_free(plan);
     return status;
 }
@@ -138,44 +181,51 @@ int main(int argc, char **argv)
                                    : (GptShape){.L = 8, .C = 128, .H = 4, .T = 128, .B = 8, .dropout = 0.1f};
     results_config_gpt(results, &shape);
     results_config_str(results, "optimizer", "adamw");
-    results_config_str(results, "selective_policy", "attention_core");
+    results_config_str(results, "selective_policy", o.policy ? o.policy->name : POLICY_ATTENTION_CORE.name);
     ResultsTable *steps = results_table(results, "steps", "the recorded step of each strategy", STEP_FIELDS,
                                         (int)(sizeof STEP_FIELDS / sizeof STEP_FIELDS[0]), true);
     ResultsTable *events = results_table(results, "events", "every ledger event of each recorded step", EVENT_FIELDS,
                                          (int)(sizeof EVENT_FIELDS / sizeof EVENT_FIELDS[0]), false);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
-    GptBench g;
+    ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, &adamw);
 
-    StepStats stats[N_KINDS];
-    size_t n_events[N_KINDS] = {0};
+    const Series *series[N_SERIES];
+    int n = 0;
+    for (int k = 0; k < N_SERIES; k++)
+        if (bench_measures(&o, SERIES[k].kind)) series[n++] = &SERIES[k];
+    StepStats stats[N_SERIES];
+    size_t n_events[N_SERIES] = {0};
     Progress progress;
-    progress_begin(&progress, N_KINDS);
-    for (int k = 0; k < N_KINDS && status == REMAT_OK; k++) {
-        status = timeline_step(&g, KINDS[k], events, &stats[k], &n_events[k]);
-        progress_tick(&progress, strategy_name(KINDS[k]));
+    progress_begin(&progress, n);
+    for (int k = 0; k < n && status == REMAT_OK; k++) {
+        status = timeline_step(&g, series[k], &o, events, &stats[k], &n_events[k]);
+        progress_tick(&progress, series[k]->name);
     }
     progress_end(&progress);
 
     if (status == REMAT_OK) {
         char text[64];
         printf("\n  GPT %s, AdamW; one recorded step per strategy\n", gpt_shape_str(text, sizeof text, &shape));
-        printf("  %-10s %8s %12s %12s %12s %9s\n", "strategy", "events", "stored MiB", "peak ACT MiB",
-               "peak all MiB", "step ms");
-        for (int k = 0; k < N_KINDS; k++) {
+        printf("  %-12s %8s %12s %12s %12s %13s %9s\n", "strategy", "events", "stored MiB", "peak ACT MiB",
+               "peak all MiB", "peak DISK MiB", "step ms");
+        for (int k = 0; k < n; k++) {
             const StepStats *s = &stats[k];
-            printf("  %-10s %8zu %12.2f %12.2f %12.2f %9.2f\n", strategy_name(KINDS[k]), n_events[k],
-                   mib(s->act_stored), mib(s->peak[MEM_ACT]), mib(s->peak_resident), 1e3 * s->seconds);
+            printf("  %-12s %8zu %12.2f %12.2f %12.2f %13.2f %9.2f\n", series[k]->name, n_events[k],
+                   mib(s->act_stored), mib(s->peak[MEM_ACT]), mib(s->peak_resident), mib(s->peak[MEM_DISK]),
+                   1e3 * s->seconds);
             ResultsRecord *rec = results_record(steps);
-            record_str(rec, "strategy", strategy_name(KINDS[k]));
+            record_str(rec, "strategy", series[k]->name);
             record_num(rec, "events", (double)n_events[k]);
             record_num(rec, "act_stored", (double)s->act_stored);
             record_num(rec, "peak_act", (double)s->peak[MEM_ACT]);
             record_num(rec, "peak_resident", (double)s->peak_resident);
+            record_num(rec, "peak_disk", (double)s->peak[MEM_DISK]);
             record_num(rec, "step_seconds", s->seconds);
         }
-        printf("  (\"stored\": activations held between the forward and the backward)\n");
+        printf("  (\"stored\": activations held between the forward and the backward; DISK: bytes in the\n"
+               "  spill file, not resident)\n");
     }
-    gpt_bench_free(&g);
+    model_bench_free(&g);
     return bench_finish(&INFO, &o, results, status);
 }

@@ -15,9 +15,10 @@
 
 void bench_usage(const BenchInfo *info, FILE *out)
 {
-    fprintf(out, "usage: %s [--quick] [--results DIR]%s%s%s%s [--help]\n", info->name, info->timed ? " [--steps N]" : "",
-            info->strategies ? " [--strategy S]" : "", info->takes_policy ? " [--policy P]" : "",
-            info->takes_rng_replay ? " [--no-rng-replay]" : "");
+    fprintf(out, "usage: %s [--quick] [--results DIR]%s%s%s%s%s%s [--help]\n", info->name,
+            info->timed ? " [--steps N]" : "", info->strategies ? " [--strategy S]" : "",
+            info->takes_policy ? " [--policy P]" : "", info->takes_rng_replay ? " [--no-rng-replay]" : "",
+            info->own_flags ? " " : "", info->own_flags ? info->own_flags : "");
     fprintf(out, "  %s\n%s\n", info->question, info->about);
     fprintf(out, "  --quick           %s\n", info->quick);
     fprintf(out, "                    (default: %s)\n", info->full);
@@ -31,6 +32,7 @@ void bench_usage(const BenchInfo *info, FILE *out)
     if (info->takes_policy) fprintf(out, "  --policy P        selective's policy: dots, attention_core or nothing_saveable\n");
     if (info->takes_rng_replay)
         fprintf(out, "  --no-rng-replay   replay regions without restoring the generator (dropout's masks change)\n");
+    if (info->own_flags_help) fputs(info->own_flags_help, out);
     fprintf(out, "  --help            this text\n");
 }
 

@@ -50,6 +50,10 @@ typedef struct BenchInfo {
     int n_strategies;
     bool takes_policy;
     bool takes_rng_replay;
+    /* Flags the bench parses itself before bench_start (NULL: none): for the usage line,
+     * and their help lines, each starting with two spaces and ending with a newline. */
+    const char *own_flags;
+    const char *own_flags_help;
 } BenchInfo;
 
 typedef struct BenchOptions {

@@ -9,9 +9,10 @@
 #include <string.h>
 
 #include "gpt.h"
+#include "mlp.h"
 #include "platform.h"
 
-/* ---- batches and the GPT ------------------------------------------------------------------ */
+/* ---- batches and the models ---------------------------------------------------------------- */
 
 /* A constant (B,T) Var of random byte tokens. */
 static Var *random_tokens(int B, int T, Pcg32 *rng, const char *name)
@@ -64,9 +65,9 @@ char *gpt_shape_str(char *buf, size_t size, const GptShape *s)
     return buf;
 }
 
-RematStatus gpt_bench_create(GptBench *g, const GptShape *s, const OptimConfig *optim)
+RematStatus gpt_bench_create(ModelBench *g, const GptShape *s, const OptimConfig *optim)
 {
-    *g = (GptBench){0};
+    *g = (ModelBench){0};
     g->model = gpt_for_bench(s, 1);
     if (!g->model) return remat_last_status();
     const RematStatus status = batch_tokens(&g->batch, s->B, s->T, 2);
@@ -75,20 +76,42 @@ RematStatus gpt_bench_create(GptBench *g, const GptShape *s, const OptimConfig *
     return g->opt ? REMAT_OK : remat_last_status();
 }
 
-void gpt_bench_free(GptBench *g)
+RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, const OptimConfig *optim)
+{
+    *g = (ModelBench){0};
+    g->model = mlp_create(&(MlpConfig){.n_layers = s->N, .width = s->W, .seed = 1});
+    if (!g->model) return remat_last_status();
+    MlpTask *task = mlp_task_create(s->W, 2);
+    if (!task) return remat_last_status();
+    Pcg32 rows;
+    pcg32_seed(&rows, 3, 0);
+    const RematStatus status = mlp_task_batch(task, &rows, s->B, &g->batch.x, &g->batch.y);
+    mlp_task_free(task);
+    if (status != REMAT_OK || !optim) return status;
+    g->opt = optim_create(optim, g->model->params, g->model->n_params);
+    return g->opt ? REMAT_OK : remat_last_status();
+}
+
+void model_bench_free(ModelBench *g)
 {
     optim_free(g->opt);
     batch_free(&g->batch);
     model_free(g->model);
-    *g = (GptBench){0};
+    *g = (ModelBench){0};
 }
 
 /* ---- one step ----------------------------------------------------------------------------- */
 
 static Var *variant_loss(const Variant *v, Model *model, const Batch *batch, TrainCtx *ctx)
 {
-    if (v->loss) return v->loss(v->user, model, batch, ctx);
-    return model_loss_planned(model, v->plan, batch->x, batch->y, ctx);
+    if (v->offload && offload_push(v->offload) != REMAT_OK) return NULL;
+    Var *loss = v->loss ? v->loss(v->user, model, batch, ctx)
+                        : model_loss_planned(model, v->plan, batch->x, batch->y, ctx);
+    if (v->offload && offload_pop(v->offload) != REMAT_OK) { /* the records may not have reached the disk */
+        var_free(loss);
+        return NULL;
+    }
+    return loss;
 }
 
 RematStatus step_run(Model *model, const Variant *v, Optimizer *opt, const Batch *batch, TrainCtx *ctx,

@@ -5,9 +5,10 @@
  * made each tensor.
  *
  * A Variant is one way of running the model's forward: a checkpointing Plan (strategy.h),
- * or a forward a bench writes itself (bench_placement's "every other block"). The benches
- * compare variants of the same model on the same batch, so every difference they report
- * comes from what the variant keeps and recomputes.
+ * or a forward a bench writes itself (bench_placement's "every other block"), and where
+ * what it saves for backward goes (RAM, or an offloader's spill file). The benches compare
+ * variants of the same model on the same batch, so every difference they report comes
+ * from what the variant keeps, recomputes and spills.
  *
  * What this is not: the training loop (models/train.c). A measured step is the same step
  * (zero the gradients, forward, backward, optimizer) on a fixed batch, without data
@@ -21,9 +22,10 @@
 #include "cli.h"
 #include "flops.h"
 #include "model.h"
+#include "offload.h"
 #include "optim.h"
 
-/* ---- batches and the GPT ------------------------------------------------------------------ */
+/* ---- batches and the models ---------------------------------------------------------------- */
 
 /* One batch: inputs and targets, constant Vars in MEM_ACT. */
 typedef struct Batch {
@@ -47,22 +49,31 @@ void results_config_gpt(Results *r, const GptShape *s);
 /* "L=4 D=128 H=4 T=256 B=4, dropout 0.1" into `buf`; returns `buf`. */
 char *gpt_shape_str(char *buf, size_t size, const GptShape *s);
 
-/* What a bench trains: a byte-level GPT of some shape (vocab 256, seq_len T, initialised
- * from seed 1), a batch of B sequences of T random tokens and random targets (seed 2: the
- * benches measure steps, not learning, so the tokens need not be text), and an optimizer
+/* What a bench trains: a model, one batch it steps on again and again, and an optimizer
  * over its parameters (or none). */
-typedef struct GptBench {
+typedef struct ModelBench {
     Model *model;
     Batch batch;
     Optimizer *opt; /* NULL when made without one */
-} GptBench;
+} ModelBench;
 
-/* Builds all three, the optimizer from `optim` (NULL: none). On error returns the status;
- * what was built is left in *g for gpt_bench_free. */
-RematStatus gpt_bench_create(GptBench *g, const GptShape *s, const OptimConfig *optim);
+/* A byte-level GPT of shape `s` (vocab 256, seq_len T, initialised from seed 1), a batch of
+ * B sequences of T random tokens and random targets (seed 2: the benches measure steps,
+ * not learning, so the tokens need not be text), and the optimizer from `optim` (NULL:
+ * none). On error returns the status; what was built is left in *g for model_bench_free. */
+RematStatus gpt_bench_create(ModelBench *g, const GptShape *s, const OptimConfig *optim);
+
+/* The sizes of a bench's residual MLP chain: N blocks of width W, B rows per batch. */
+typedef struct MlpShape {
+    int N, W, B;
+} MlpShape;
+
+/* As gpt_bench_create, for the MLP chain of shape `s` (initialised from seed 1) and a batch
+ * of B examples of its synthetic teacher task (teacher seed 2, rows seed 3). */
+RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, const OptimConfig *optim);
 
 /* Frees what *g holds and empties it. */
-void gpt_bench_free(GptBench *g);
+void model_bench_free(ModelBench *g);
 
 /* ---- one step ----------------------------------------------------------------------------- */
 
@@ -73,6 +84,9 @@ typedef struct Variant {
     const char *name; /* for tables: "none", "attention only", ... */
     const Plan *plan; /* the forward is model_loss_planned with this plan (NULL: none)... */
     LossFn loss;      /* ...unless the bench gives its own */
+    Offload *offload; /* not NULL: its hooks are pushed for the forward only, as train does,
+                         so what the forward saves goes to its spill file and backward
+                         reads it back (a region's replay saves in RAM) */
     void *user;       /* passed to `loss` */
 } Variant;
 

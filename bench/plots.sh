@@ -8,8 +8,9 @@
 #
 #   scaling.png     peak activation memory against depth N on log-log axes, per strategy,
 #                   with the fitted slopes and the theory's (bench_scaling)
-#   timeline.png    activation memory over one training step, per strategy, on shared
-#                   axes: the sawtooth of checkpointing (bench_timeline)
+#   timeline.png    activation memory over one training step, per strategy and with
+#                   offload, on shared axes: the sawtooth of checkpointing, and the bytes
+#                   offload moves to disk (bench_timeline)
 #   placement.png   memory saved and overheads of checkpoint placements on 1 and 2 threads
 #                   (bench_placement)
 #   selective.png   activation bytes per layer and overheads of the selective policies per
@@ -101,21 +102,39 @@ plot "$tmp/scaling.dat" index 0 using 1:2 with linespoints pt 7 ps 1.3 title "$(
 EOF
 
 # ---- timeline.png --------------------------------------------------------------------
-for s in none full sqrt selective; do
+# Blocks 0-5: the activations of each series; 6 and 7: the spill file's bytes of the two
+# offload series.
+series="none full sqrt selective offload offload+sqrt"
+for s in $series; do
+  grep -q "^$s," "$results/bench_timeline.events.csv" ||
+    { echo "plots.sh: $results/bench_timeline.events.csv has no $s series: run bench_timeline again" >&2; exit 1; }
+done
+for s in $series; do
   csv "$results/bench_timeline.events.csv" '$(c["strategy"]) == "'$s'" { print $(c["time_ms"]), $(c["act"]) / 1048576 }'
   printf '\n\n'
 done >"$tmp/timeline.dat"
+for s in offload offload+sqrt; do
+  csv "$results/bench_timeline.events.csv" '$(c["strategy"]) == "'$s'" { print $(c["time_ms"]), $(c["disk"]) / 1048576 }'
+  printf '\n\n'
+done >>"$tmp/timeline.dat"
 gnuplot <<EOF
 $common
+set terminal pngcairo noenhanced size 1100,700 font "DejaVu Sans,12"
 set output "$out/timeline.png"
-set title "Activation memory over one AdamW training step\n$(gpt_config bench_timeline) (bench_timeline)"
+set title "Memory over one AdamW training step\n$(gpt_config bench_timeline) (bench_timeline)"
 set xlabel "time since the step began, ms"
-set ylabel "activations held, MiB"
 set key top right
-plot "$tmp/timeline.dat" index 0 using 1:2 with steps lw 2 title "none", \
-     "" index 1 using 1:2 with steps lw 2 title "full (every block a region)", \
-     "" index 2 using 1:2 with steps lw 2 title "sqrt (segments of ~sqrt(L) blocks)", \
-     "" index 3 using 1:2 with steps lw 2 title "selective (attention_core)"
+set ylabel "activations held (lines) and bytes in the spill file (shaded), MiB"
+plot "$tmp/timeline.dat" index 6 using 1:2 with fillsteps fs transparent solid 0.18 noborder lc rgb "#d62728" \
+       title "offload: on disk, not resident", \
+     "" index 7 using 1:2 with fillsteps fs transparent solid 0.35 noborder lc rgb "#ff7f0e" \
+       title "offload+sqrt: on disk, not resident", \
+     "" index 0 using 1:2 with steps lw 2 lc rgb "#555555" title "none", \
+     "" index 1 using 1:2 with steps lw 2 lc rgb "#1f77b4" title "full (every block a region)", \
+     "" index 2 using 1:2 with steps lw 2 lc rgb "#2ca02c" title "sqrt (segments of ~sqrt(L) blocks)", \
+     "" index 3 using 1:2 with steps lw 2 lc rgb "#9467bd" title "selective (attention_core)", \
+     "" index 4 using 1:2 with steps lw 2.5 lc rgb "#d62728" title "offload (all, 2 records prefetched)", \
+     "" index 5 using 1:2 with steps lw 2.5 lc rgb "#ff7f0e" title "offload+sqrt (segment inputs spilled)"
 EOF
 
 # ---- placement.png -------------------------------------------------------------------

@@ -5,7 +5,8 @@
  * They check the schema (every key bench/README.md promises is there), that each bench
  * measured what its question needs with sane values — the sqrt slope near 0.5 and none's
  * near 1, the selective bytes equal to the formula, replayed dropout gradients exactly
- * those of none, sqrt's smallest budget below none's — and that every binary answers
+ * those of none, sqrt's smallest budget below none's, offload's resident peak below
+ * none's by the bytes it put on disk — and that every binary answers
  * --help with 0 and a bad flag with 2; and the writer itself (CSV quoting, exact whole
  * numbers, a misspelt field refused). Nothing here depends on time: step times are
  * measured by the benches but never compared.
@@ -34,8 +35,8 @@
 #endif
 
 static const char *const BENCHES[] = {
-    "bench_scaling", "bench_selective", "bench_placement", "bench_dropout", "bench_memory_budget", "bench_timeline",
-    "bench_planner",
+    "bench_scaling",       "bench_selective", "bench_placement", "bench_dropout",
+    "bench_memory_budget", "bench_offload",   "bench_timeline",  "bench_planner",
 };
 enum { N_BENCHES = sizeof BENCHES / sizeof BENCHES[0] };
 
@@ -204,6 +205,16 @@ static void test_every_bench_answers_help_and_rejects_bad_flags(void **state)
     }
     assert_int_equal(run_bench("bench_scaling", "--steps", "0", NULL), 2);
     assert_int_equal(run_bench("bench_dropout", "--steps", "3", NULL), 2); /* it times nothing */
+    assert_int_equal(run_bench("bench_offload", "--quick", "--offload-dir", NULL), 2);
+    /* A spill directory that does not exist is an error that names it. */
+    assert_int_equal(run_bench("bench_offload", "--quick", "--offload-dir", "/nonexistent/remat"), 1);
+    char path[512], log[1 << 14] = "";
+    snprintf(path, sizeof path, "%s/bench_offload.log", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    log[fread(log, 1, sizeof log - 1, f)] = '\0';
+    fclose(f);
+    assert_non_null(strstr(log, "cannot create a spill file in /nonexistent/remat"));
 }
 
 static void test_strategy_flags_narrow_the_run_or_are_refused(void **state)
@@ -350,11 +361,19 @@ static void test_timeline_records_every_strategy(void **state)
 {
     (void)state;
     const cJSON *steps = records(bench("bench_timeline"), "steps");
-    assert_int_equal(cJSON_GetArraySize(steps), 4);
+    assert_int_equal(cJSON_GetArraySize(steps), 6);
     const cJSON *r;
     cJSON_ArrayForEach(r, steps) assert_true(num(r, "events") > 0);
-    assert_true(num(find(steps, "strategy", "full", NULL, NULL), "peak_act") <
-                num(find(steps, "strategy", "none", NULL, NULL), "peak_act"));
+    const double none = num(find(steps, "strategy", "none", NULL, NULL), "peak_act");
+    assert_true(num(find(steps, "strategy", "full", NULL, NULL), "peak_act") < none);
+    /* The offload series move activations to disk; the strategies in RAM never touch it. */
+    const cJSON *offload = find(steps, "strategy", "offload", NULL, NULL);
+    const cJSON *combined = find(steps, "strategy", "offload+sqrt", NULL, NULL);
+    assert_true(num(offload, "peak_act") < none);
+    assert_true(num(offload, "peak_disk") > num(combined, "peak_disk"));
+    assert_true(num(combined, "peak_disk") > 0);
+    assert_true(num(combined, "act_stored") < num(find(steps, "strategy", "sqrt", NULL, NULL), "act_stored"));
+    assert_true(num(find(steps, "strategy", "selective", NULL, NULL), "peak_disk") == 0);
     /* The events are in the CSV only: one header line and one line per event. */
     char path[512], line[512];
     snprintf(path, sizeof path, "%s/bench_timeline.events.csv", dir);
@@ -402,6 +421,72 @@ static void test_planner_schedules_fit_and_the_optimum_wins(void **state)
         assert_true(num(chen, "geomean_ratio_to_dp") >= 1.0);
         assert_true(num(dp, "min_budget") < num(dp, "none_budget"));
     }
+}
+
+static const cJSON *offload_row(const cJSON *steps, const char *model, const char *config, const char *cache)
+{
+    const cJSON *r;
+    cJSON_ArrayForEach(r, steps) {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(r, "page_cache");
+        if (!strcmp(str(r, "model"), model) && !strcmp(str(r, "config"), config) &&
+            (!cache || (cJSON_IsString(c) && !strcmp(c->valuestring, cache))))
+            return r;
+    }
+    fail_msg("no %s row %s (page cache %s)", model, config, cache ? cache : "-");
+    return NULL;
+}
+
+static void test_offload_moves_activations_to_disk(void **state)
+{
+    (void)state;
+    const cJSON *doc = bench("bench_offload"), *steps = records(doc, "steps");
+    static const char *const MODELS[] = {"mlp", "gpt"};
+    for (int m = 0; m < 2; m++) {
+        const cJSON *none = offload_row(steps, MODELS[m], "none", NULL);
+        const cJSON *sqrt_ = offload_row(steps, MODELS[m], "sqrt", NULL);
+        const cJSON *all = offload_row(steps, MODELS[m], "offload", "kept");
+        const cJSON *combined = offload_row(steps, MODELS[m], "offload+sqrt", "kept");
+        assert_true(num(none, "peak_disk") == 0);
+        const cJSON *r;
+        int rows = 0;
+        cJSON_ArrayForEach(r, steps) {
+            if (strcmp(str(r, "model"), MODELS[m]) || !cJSON_GetObjectItemCaseSensitive(r, "page_cache")) continue;
+            rows++;
+            /* Every offload row moved activations out of RAM, whichever page-cache mode ran. */
+            assert_true(!strcmp(str(r, "page_cache"), "kept") || !strcmp(str(r, "page_cache"), "dropped"));
+            assert_true(num(r, "peak_disk") > 0);
+            assert_true(num(r, "peak_disk") == num(r, "disk_written_per_step"));
+            assert_true(num(r, "peak_act") < num(none, "peak_act"));
+            /* What is spilled depends on the policy only, not on the page cache or the way
+             * the bytes move; and offload adds no FLOPs to its strategy's. */
+            const cJSON *same = !strcmp(str(r, "policy"), "all") ? all : combined;
+            assert_true(num(r, "peak_disk") == num(same, "peak_disk"));
+            assert_true(num(r, "recompute_flops") == num(!strcmp(str(r, "strategy"), "sqrt") ? sqrt_ : none,
+                                                         "recompute_flops"));
+        }
+        assert_int_equal(rows, 8);
+        /* With sqrt only the kept segment inputs go to disk, and less stays resident than
+         * with sqrt alone, between the forward and the backward and at the peak. */
+        assert_true(num(combined, "peak_disk") < num(all, "peak_disk"));
+        assert_true(num(combined, "act_stored") < num(sqrt_, "act_stored"));
+        assert_true(num(combined, "peak_act") < num(sqrt_, "peak_act"));
+    }
+    /* The MLP chain, exact (offload/README.md): in units of one activation a = B·W floats,
+     * none peaks at 2N + 4 (+ 8 bytes: the loss and its seed), offload all at 6, and DISK
+     * at what none kept for backward, 2N + 2. */
+    const cJSON *config = get(doc, "config");
+    const double N = num(config, "mlp_layers"), a = num(config, "mlp_width") * num(config, "mlp_batch") * 4;
+    assert_true(num(offload_row(steps, "mlp", "none", NULL), "peak_act") == (2 * N + 4) * a + 8);
+    assert_true(num(offload_row(steps, "mlp", "offload", "dropped"), "peak_act") == 6 * a + 8);
+    assert_true(num(offload_row(steps, "mlp", "offload", "dropped"), "peak_disk") == (2 * N + 2) * a);
+    /* The cost of one record, each size through both ways of moving bytes. */
+    const cJSON *r;
+    int sizes = 0;
+    cJSON_ArrayForEach(r, records(doc, "records")) {
+        sizes++;
+        assert_true(num(r, "pack_seconds") > 0 && num(r, "unpack_seconds") > 0);
+    }
+    assert_int_equal(sizes, 12);
 }
 
 /* ---- the writer itself ------------------------------------------------------------------ */
@@ -464,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_placements_save_memory),
         cmocka_unit_test(test_dropout_replay_is_exact_and_its_absence_is_caught),
         cmocka_unit_test(test_memory_budget_findings),
+        cmocka_unit_test(test_offload_moves_activations_to_disk),
         cmocka_unit_test(test_timeline_records_every_strategy),
         cmocka_unit_test(test_planner_schedules_fit_and_the_optimum_wins),
         cmocka_unit_test(test_writer_writes_csv_beside_json),

@@ -28,6 +28,11 @@ Var *quiz_tokens(uint64_t seed, Var **targets)
 
 QuizStep quiz_step(Model *model, const Strategy *strategy, Var *x, Var *targets)
 {
+    return quiz_step_offloaded(model, strategy, NULL, x, targets);
+}
+
+QuizStep quiz_step_offloaded(Model *model, const Strategy *strategy, Offload *off, Var *x, Var *targets)
+{
     QuizStep s = {0};
     Plan *plan = plan_create(strategy, model->layers, model->n_layers);
     for (int i = 0; i < model->n_params; i++) var_zero_grad(model->params[i].var);
@@ -35,11 +40,18 @@ QuizStep quiz_step(Model *model, const Strategy *strategy, Var *x, Var *targets)
     pcg32_seed(&ctx.rng, 7, 7);
     flops_reset();
     mem_reset_peaks();
-    Var *loss = model_loss_planned(model, plan, x, targets, &ctx);
-    s.status = loss ? REMAT_OK : remat_last_status();
+    s.status = off ? offload_push(off) : REMAT_OK;
+    const bool pushed = off && s.status == REMAT_OK;
+    Var *loss = s.status == REMAT_OK ? model_loss_planned(model, plan, x, targets, &ctx) : NULL;
+    if (s.status == REMAT_OK && !loss) s.status = remat_last_status();
+    if (pushed) {
+        const RematStatus popped = offload_pop(off);
+        if (s.status == REMAT_OK) s.status = popped;
+    }
     s.stored_act = mem_current(MEM_ACT);
     if (s.status == REMAT_OK) s.status = backward(loss);
     s.peak_act = mem_peak(MEM_ACT);
+    s.peak_disk = mem_peak(MEM_DISK);
     for (int p = 0; p < PHASE_COUNT; p++) s.flops[p] = flops_get((Phase)p);
     if (loss) s.loss = loss->value->f32[0];
     for (int i = 0; s.status == REMAT_OK && i < model->n_params && i < 64; i++)

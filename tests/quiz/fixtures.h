@@ -7,6 +7,7 @@
 
 #include "gpt.h"
 #include "mlp.h"
+#include "offload.h"
 #include "strategy.h"
 
 /* A 3-block GPT (C=32, H=4, T=16, vocabulary 256), dropout `dropout`, fixed seed. */
@@ -20,6 +21,7 @@ typedef struct QuizStep {
     float loss;
     size_t stored_act;  /* ACT held between forward and backward */
     size_t peak_act;    /* peak ACT of the step */
+    size_t peak_disk;   /* peak DISK of the step (bytes in an offload spill file) */
     uint64_t flops[PHASE_COUNT];
     Tensor *grads[64];  /* copies (MEM_WORK) of every parameter's gradient */
     int n_grads;
@@ -29,6 +31,10 @@ typedef struct QuizStep {
 /* One forward + backward of `model` on (x, targets) under `strategy` (dropout on, the
  * generator seeded the same way every time). Gradients are zeroed first. */
 QuizStep quiz_step(Model *model, const Strategy *strategy, Var *x, Var *targets);
+
+/* As quiz_step, with the hooks of `off` pushed for the forward only, as train does: what
+ * the forward saves goes to the spill file, and backward reads it back. */
+QuizStep quiz_step_offloaded(Model *model, const Strategy *strategy, Offload *off, Var *x, Var *targets);
 
 /* Frees the gradient copies. */
 void quiz_step_free(QuizStep *s);

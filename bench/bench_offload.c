@@ -1,0 +1,386 @@
+/*
+ * bench_offload.c — quiz question 6: offloading saved activations to disk, alone and
+ * combined with recomputation, and what it costs.
+ *
+ * For the MLP chain and the GPT, both with AdamW, it runs whole training steps (forward,
+ * backward, optimizer) under each configuration, taking turns one step each, round after
+ * round, so that a slow moment of the machine falls on all of them alike:
+ *
+ *   none                      everything in RAM
+ *   sqrt                      sqrt(N) checkpointing, in RAM
+ *   offload                   every saved activation spilled (policy all), no prefetch
+ *   offload+prefetch          the same, two records read ahead by the helper thread
+ *   offload+sqrt              sqrt checkpointing with its segment inputs spilled (policy
+ *                             boundary), no prefetch: backward reads one record per segment,
+ *                             when it starts replaying that segment, and a record read ahead
+ *                             would sit in RAM through a whole replay, which is what spilling
+ *                             the segment inputs is meant to avoid
+ *   offload+prefetch (mmap)   offload+prefetch moving the bytes through a mapping instead of
+ *                             pwritev/preadv
+ *
+ * each offload configuration once with the page cache kept and once with it dropped at
+ * the end of every forward (backward then reads the disk); every row says which ran. For
+ * each it records the median step time and its ratio to none's, the peaks of resident
+ * activations (ACT) and of DISK, and the time spent inside pack (write) and unpack (read,
+ * which includes waiting for a prefetch) per step. Then it times pack and unpack of one
+ * record alone, for sizes from 4 KiB to 4 MiB, through both ways of moving bytes: the fixed
+ * cost per record that offload's min_bytes threshold is about (offload/README.md).
+ *
+ * Besides the common flags it takes --offload-dir DIR, the directory of the spill file.
+ * What it is not: a test. It asserts nothing about time; tests/test_bench.c checks the
+ * bytes of a --quick run.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "measure.h"
+#include "offload.h"
+#include "ops.h"
+#include "results.h"
+
+static const BenchInfo INFO = {
+    .name = "bench_offload",
+    .question = "quiz question 6: offloading activations to disk frees resident memory, and combines "
+                "with recomputation",
+    .about = "  The MLP chain and the GPT, AdamW steps under none, sqrt, offload (all), offload with\n"
+             "  prefetch, offload under sqrt (its segment inputs) and offload through mmap, each offload\n"
+             "  with the page cache kept and dropped: median step time (configurations alternate), peak\n"
+             "  ACT and DISK, time in pack and unpack; then the cost of one record of 4 KiB to 4 MiB.",
+    .quick = "MLP N=16 W=256 B=64, GPT L=4 D=128 H=4 T=64 B=4, 3 timed steps (a few seconds)",
+    .full = "MLP N=32 W=2048 B=256, GPT L=4 D=256 H=4 T=128 B=8, 7 timed steps after a warm-up round",
+    .timed = true,
+    .own_flags = "[--offload-dir DIR]",
+    .own_flags_help = "  --offload-dir DIR where the spill file goes (default: $TMPDIR, else /tmp)\n",
+};
+
+enum { WARMUP_ROUNDS = 1 };
+
+/* ---- the configurations ----------------------------------------------------------------- */
+
+typedef struct Config {
+    const char *name;
+    StrategyKind strategy;
+    bool offload;
+    OffloadPolicy policy;
+    int prefetch;
+    bool drop_cache;
+    OffloadIo io;
+} Config;
+
+static const Config CONFIGS[] = {
+    {"none", STRATEGY_NONE, false, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS},
+    {"sqrt", STRATEGY_SQRT, false, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS},
+    {"offload", STRATEGY_NONE, true, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS},
+    {"offload+prefetch", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, false, OFFLOAD_IO_SYSCALLS},
+    {"offload+sqrt", STRATEGY_SQRT, true, OFFLOAD_BOUNDARY, 0, false, OFFLOAD_IO_SYSCALLS},
+    {"offload+prefetch (mmap)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, false, OFFLOAD_IO_MMAP},
+    {"offload", STRATEGY_NONE, true, OFFLOAD_ALL, 0, true, OFFLOAD_IO_SYSCALLS},
+    {"offload+prefetch", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, true, OFFLOAD_IO_SYSCALLS},
+    {"offload+sqrt", STRATEGY_SQRT, true, OFFLOAD_BOUNDARY, 0, true, OFFLOAD_IO_SYSCALLS},
+    {"offload+prefetch (mmap)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, true, OFFLOAD_IO_MMAP},
+};
+enum { N_CONFIGS = sizeof CONFIGS / sizeof CONFIGS[0] };
+
+static const char *io_name(OffloadIo io)
+{
+    return io == OFFLOAD_IO_MMAP ? "mmap" : "pwritev";
+}
+
+static const char *page_cache_name(const Config *c)
+{
+    return !c->offload ? "-" : c->drop_cache ? "dropped" : "kept";
+}
+
+/* A configuration made ready to step on one model: its plan and its offloader. */
+typedef struct Runner {
+    const Config *config;
+    Plan *plan;
+    Offload *offload; /* NULL without offload */
+} Runner;
+
+static RematStatus runner_create(Runner *r, const Config *c, const Model *m, const char *dir)
+{
+    *r = (Runner){.config = c};
+    const Strategy s = strategy_defaults(c->strategy);
+    r->plan = plan_create(&s, m->layers, m->n_layers);
+    if (!r->plan || !c->offload) return r->plan ? REMAT_OK : remat_last_status();
+    OffloadOptions oo = offload_defaults(c->policy);
+    oo.dir = dir;
+    oo.prefetch = c->prefetch;
+    oo.drop_cache = c->drop_cache;
+    oo.io = c->io;
+    r->offload = offload_create(&oo);
+    return r->offload ? REMAT_OK : remat_last_status();
+}
+
+static void runner_free(Runner *r)
+{
+    offload_free(r->offload);
+    plan_free(r->plan);
+    *r = (Runner){0};
+}
+
+/* ---- training steps under each configuration ------------------------------------------- */
+
+typedef struct Setup {
+    const char *dir; /* --offload-dir, or NULL */
+    int steps;       /* timed rounds */
+    int record_reps; /* pack + unpack of one record, per size and way */
+} Setup;
+
+static const ResultsField STEP_FIELDS[] = {
+    {"model", ""},
+    {"layers", "layers"},
+    {"config", ""},
+    {"strategy", ""},
+    {"policy", ""},
+    {"prefetch", "records"},
+    {"io", ""},
+    {"page_cache", ""},
+    {"peak_act", "bytes"},
+    {"peak_disk", "bytes"},
+    {"act_stored", "bytes"},
+    {"peak_resident", "bytes"},
+    {"records_per_step", "records"},
+    {"disk_written_per_step", "bytes"},
+    {"recompute_flops", "FLOPs"},
+    {"flop_overhead", "ratio"},
+    {"step_seconds", "seconds"},
+    {"time_overhead", "ratio"},
+    {"write_seconds", "seconds per step, inside pack"},
+    {"read_seconds", "seconds per step, inside unpack"},
+};
+
+/* Prints and records one configuration's row; `none` is the first configuration's step. */
+static void record_step(ResultsTable *t, const char *model, int layers, const Runner *r, const StepStats *s,
+                        const StepStats *none, int rounds)
+{
+    const Config *c = r->config;
+    const OffloadStats o = r->offload ? offload_stats(r->offload) : (OffloadStats){0};
+    const double ratio = s->seconds / none->seconds;
+    char act[32], disk[32];
+    printf("  %-24s %-8s %9.1f ms %7.2fx %7.1f%% %11s %11s %9.1f ms %9.1f ms\n", c->name, page_cache_name(c),
+           1e3 * s->seconds, ratio, 100.0 * flop_overhead(s), mem_format_bytes(act, sizeof act, s->peak[MEM_ACT]),
+           mem_format_bytes(disk, sizeof disk, s->peak[MEM_DISK]), 1e3 * o.write_seconds / rounds,
+           1e3 * o.read_seconds / rounds);
+    ResultsRecord *rec = results_record(t);
+    record_str(rec, "model", model);
+    record_num(rec, "layers", layers);
+    record_str(rec, "config", c->name);
+    record_str(rec, "strategy", strategy_name(c->strategy));
+    if (c->offload) {
+        record_str(rec, "policy", offload_policy_name(c->policy));
+        record_num(rec, "prefetch", c->prefetch);
+        record_str(rec, "io", io_name(c->io));
+        record_str(rec, "page_cache", page_cache_name(c));
+        record_num(rec, "records_per_step", (double)(o.records_written / (size_t)rounds));
+        record_num(rec, "disk_written_per_step", (double)(o.bytes_written / (size_t)rounds));
+        record_num(rec, "write_seconds", o.write_seconds / rounds);
+        record_num(rec, "read_seconds", o.read_seconds / rounds);
+    }
+    record_num(rec, "peak_act", (double)s->peak[MEM_ACT]);
+    record_num(rec, "peak_disk", (double)s->peak[MEM_DISK]);
+    record_num(rec, "act_stored", (double)s->act_stored);
+    record_num(rec, "peak_resident", (double)s->peak_resident);
+    record_num(rec, "recompute_flops", (double)s->flops[PHASE_RECOMPUTE]);
+    record_num(rec, "flop_overhead", flop_overhead(s));
+    record_num(rec, "step_seconds", s->seconds);
+    record_num(rec, "time_overhead", ratio);
+}
+
+/* Every configuration on one model, alternately; prints its table and records its rows. */
+static RematStatus measure_model(const char *model, const char *title, ModelBench *g, const Setup *setup,
+                                 Progress *progress, ResultsTable *table)
+{
+    Runner runners[N_CONFIGS] = {{0}};
+    Variant variants[N_CONFIGS];
+    RematStatus status = REMAT_OK;
+    for (int c = 0; c < N_CONFIGS && status == REMAT_OK; c++) {
+        status = runner_create(&runners[c], &CONFIGS[c], g->model, setup->dir);
+        variants[c] = (Variant){.name = CONFIGS[c].name, .plan = runners[c].plan, .offload = runners[c].offload};
+    }
+    StepStats stats[N_CONFIGS];
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 1, 2);
+    if (status == REMAT_OK)
+        status = steps_alternate(g->model, variants, N_CONFIGS, g->opt, &g->batch, &ctx, WARMUP_ROUNDS,
+                                 setup->steps, progress, model, stats);
+    if (status == REMAT_OK) {
+        progress_end(progress);
+        printf("\n  %s\n  %-24s %-8s %12s %8s %8s %11s %11s %12s %12s\n", title, "configuration", "cache",
+               "median step", "vs none", "FLOPs+", "peak ACT", "peak DISK", "write/step", "read/step");
+        for (int c = 0; c < N_CONFIGS; c++)
+            record_step(table, model, g->model->n_layers, &runners[c], &stats[c], &stats[0],
+                        WARMUP_ROUNDS + setup->steps);
+    }
+    for (int c = 0; c < N_CONFIGS; c++) runner_free(&runners[c]);
+    return status;
+}
+
+/* ---- the cost of one record ------------------------------------------------------------- */
+
+/* Pack and unpack of one record of `bytes`, alone, `reps` times: a relu on a leaf that
+ * needs a gradient saves its output through the hooks, and saved_tensor reads it back.
+ * The seconds each took on average go to *pack_s and *unpack_s. */
+static RematStatus time_record(Offload *off, size_t bytes, int reps, double *pack_s, double *unpack_s)
+{
+    Tensor *value = tensor_zeros(MEM_ACT, 1, (int[]){(int)(bytes / sizeof(float))});
+    Var *x = value ? var_create(value, true, "x") : NULL;
+    RematStatus status = x ? REMAT_OK : remat_last_status();
+    const OffloadStats before = offload_stats(off);
+    for (int rep = 0; rep < reps && status == REMAT_OK; rep++) {
+        status = offload_push(off);
+        Var *y = status == REMAT_OK ? op_relu(x, "record") : NULL;
+        if (status == REMAT_OK) status = offload_pop(off);
+        Tensor *back = y ? saved_tensor(y->creator, 0) : NULL;
+        if (!back && status == REMAT_OK) status = remat_last_status();
+        tensor_free(back);
+        var_free(y);
+        tape_reset(tape_current());
+    }
+    var_free(x);
+    const OffloadStats after = offload_stats(off);
+    *pack_s = (after.write_seconds - before.write_seconds) / reps;
+    *unpack_s = (after.read_seconds - before.read_seconds) / reps;
+    return status;
+}
+
+static const ResultsField RECORD_FIELDS[] = {
+    {"io", ""},
+    {"bytes", "bytes"},
+    {"pack_seconds", "seconds per record"},
+    {"unpack_seconds", "seconds per record"},
+};
+
+enum { RECORD_MIN = 4096, RECORD_MAX = 4 << 20, RECORD_SIZES = 6 };
+
+/* One record of each size from 4 KiB to 4 MiB, through both ways of moving bytes, with the
+ * page cache kept and no prefetch. */
+static RematStatus measure_records(const Setup *setup, Progress *progress, ResultsTable *table)
+{
+    Offload *off[2] = {NULL, NULL};
+    RematStatus status = REMAT_OK;
+    for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
+        OffloadOptions oo = offload_defaults(OFFLOAD_ALL);
+        oo.dir = setup->dir;
+        oo.io = (OffloadIo)io;
+        oo.min_bytes = 0;
+        oo.prefetch = 0;
+        off[io] = offload_create(&oo);
+        double pack_s, unpack_s; /* one record first, unmeasured: the file grows to its size */
+        status = off[io] ? time_record(off[io], RECORD_MAX, 1, &pack_s, &unpack_s) : remat_last_status();
+    }
+    double cost[RECORD_SIZES][2][2]; /* [size][io][pack, unpack] */
+    for (int i = 0; i < RECORD_SIZES && status == REMAT_OK; i++) {
+        for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
+            status = time_record(off[io], (size_t)RECORD_MIN << (2 * i), setup->record_reps, &cost[i][io][0],
+                                 &cost[i][io][1]);
+            progress_tick(progress, "one record");
+        }
+    }
+    offload_free(off[0]);
+    offload_free(off[1]);
+    if (status != REMAT_OK) return status;
+    progress_end(progress);
+    printf("\n  one record alone, page cache kept, no prefetch: pack + unpack (pack, unpack), mean of %d\n"
+           "  %10s %30s %30s\n", setup->record_reps, "size", "pwritev/preadv", "mmap");
+    for (int i = 0; i < RECORD_SIZES; i++) {
+        const size_t bytes = (size_t)RECORD_MIN << (2 * i);
+        char size[32];
+        printf("  %10s", mem_format_bytes(size, sizeof size, bytes));
+        for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP; io++) {
+            const double pack = cost[i][io][0], unpack = cost[i][io][1];
+            printf(" %9.1f us (%6.1f, %6.1f)", 1e6 * (pack + unpack), 1e6 * pack, 1e6 * unpack);
+            ResultsRecord *rec = results_record(table);
+            record_str(rec, "io", io_name((OffloadIo)io));
+            record_num(rec, "bytes", (double)bytes);
+            record_num(rec, "pack_seconds", pack);
+            record_num(rec, "unpack_seconds", unpack);
+        }
+        printf("\n");
+    }
+    return REMAT_OK;
+}
+
+/* ---- the command line ------------------------------------------------------------------- */
+
+/* Takes --offload-dir DIR out of argv, leaving the common flags for bench_start. Returns
+ * false, after printing why and the usage, when the flag has no value. */
+static bool take_offload_dir(int *argc, char **argv, const char **dir)
+{
+    int kept = 1;
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--offload-dir") != 0) {
+            argv[kept++] = argv[i];
+            continue;
+        }
+        if (i + 1 >= *argc || !argv[i + 1][0]) {
+            fprintf(stderr, "%s: bad or missing value for --offload-dir\n", INFO.name);
+            bench_usage(&INFO, stderr);
+            return false;
+        }
+        *dir = argv[++i];
+    }
+    *argc = kept;
+    argv[kept] = NULL;
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    Setup setup = {0};
+    if (!take_offload_dir(&argc, argv, &setup.dir)) return 2;
+    BenchOptions o;
+    Results *results;
+    const int start = bench_start(&INFO, argc, argv, &o, &results);
+    if (start != BENCH_RUN) return start;
+
+    const MlpShape mlp = o.quick ? (MlpShape){.N = 16, .W = 256, .B = 64} : (MlpShape){.N = 32, .W = 2048, .B = 256};
+    const GptShape gpt = o.quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f}
+                                 : (GptShape){.L = 4, .C = 256, .H = 4, .T = 128, .B = 8, .dropout = 0.1f};
+    setup.steps = bench_steps(&o, 3, 7);
+    setup.record_reps = o.quick ? 8 : 64;
+    results_config_num(results, "mlp_layers", mlp.N);
+    results_config_num(results, "mlp_width", mlp.W);
+    results_config_num(results, "mlp_batch", mlp.B);
+    results_config_num(results, "gpt_layers", gpt.L);
+    results_config_num(results, "gpt_d_model", gpt.C);
+    results_config_num(results, "gpt_heads", gpt.H);
+    results_config_num(results, "gpt_seq", gpt.T);
+    results_config_num(results, "gpt_batch", gpt.B);
+    results_config_num(results, "gpt_dropout", round((double)gpt.dropout * 1e6) / 1e6);
+    results_config_str(results, "optimizer", "adamw");
+    const char *tmpdir = getenv("TMPDIR"); /* where offload_create puts the file without --offload-dir */
+    results_config_str(results, "offload_dir", setup.dir ? setup.dir : tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+    results_config_num(results, "min_bytes", (double)OFFLOAD_MIN_BYTES);
+    results_config_num(results, "warmup_rounds", WARMUP_ROUNDS);
+    results_config_num(results, "timed_steps", setup.steps);
+    ResultsTable *steps = results_table(results, "steps", "one AdamW training step per model and configuration",
+                                        STEP_FIELDS, (int)(sizeof STEP_FIELDS / sizeof STEP_FIELDS[0]), true);
+    ResultsTable *records = results_table(results, "records", "pack and unpack of one record alone",
+                                          RECORD_FIELDS, (int)(sizeof RECORD_FIELDS / sizeof RECORD_FIELDS[0]),
+                                          true);
+
+    Progress progress;
+    progress_begin(&progress, 2 * N_CONFIGS * (WARMUP_ROUNDS + setup.steps) + 2 * RECORD_SIZES);
+    const OptimConfig adamw = optim_adamw_defaults(1e-4f);
+    char title[128], shape[64];
+    ModelBench g;
+    RematStatus status = mlp_bench_create(&g, &mlp, &adamw);
+    snprintf(title, sizeof title, "MLP chain N=%d W=%d B=%d, AdamW", mlp.N, mlp.W, mlp.B);
+    if (status == REMAT_OK) status = measure_model("mlp", title, &g, &setup, &progress, steps);
+    model_bench_free(&g);
+    if (status == REMAT_OK) status = gpt_bench_create(&g, &gpt, &adamw);
+    snprintf(title, sizeof title, "GPT %s, AdamW", gpt_shape_str(shape, sizeof shape, &gpt));
+    if (status == REMAT_OK) status = measure_model("gpt", title, &g, &setup, &progress, steps);
+    model_bench_free(&g);
+    if (status == REMAT_OK) status = measure_records(&setup, &progress, records);
+    progress_end(&progress);
+    if (status == REMAT_OK)
+        printf("\n  (cache: the page cache kept, or dropped after each forward so that backward reads the\n"
+               "  disk; FLOPs+: recompute FLOP overhead; write and read: time inside pack and unpack)\n");
+    return bench_finish(&INFO, &o, results, status);
+}
