@@ -1,6 +1,7 @@
 /*
  * planner.h — budget-driven checkpoint planning: the cheapest single-level schedule of
- * checkpoint regions over a chain of layers that fits a memory budget.
+ * checkpoint regions over a chain of layers that fits a memory budget, or, on a chain of
+ * identical layers, the cheapest Revolve schedule (planner_revolve.c).
  *
  * Where it sits: checkpoint/, above autograd/ and tensor/. It owns the chain cost model
  * (measured by one profiling step), the prediction of a schedule's peak activation
