@@ -1,7 +1,9 @@
 /*
  * planner.c — the prediction of a schedule's peak ACT and RECOMPUTE FLOPs from the chain
  * cost model (measured by chain_profile.c); the exact dynamic program and Chen et al.'s
- * budget search; memory sizes with units (see planner.h for the model and its formula).
+ * budget search; the dispatch to the three planners; memory sizes with units (see
+ * planner.h for the model and its formula). Revolve's prediction and its choice of slots
+ * are in planner_revolve.c.
  *
  * Owns: Schedule records and the searches' scratch. Touches: nothing but its arguments;
  * plan_from_schedule makes a Plan (strategy.h).
@@ -143,9 +145,24 @@ Schedule *schedule_for_strategy(const ChainCost *cost, StrategyKind kind)
     return s;
 }
 
+void schedule_keep_best(Schedule **best, Schedule *candidate, size_t act_budget, size_t *leanest)
+{
+    if (candidate->peak_act < *leanest) *leanest = candidate->peak_act;
+    const Schedule *b = *best;
+    const bool better = !b || candidate->recompute_flops < b->recompute_flops ||
+                        (candidate->recompute_flops == b->recompute_flops && candidate->peak_act < b->peak_act);
+    if (candidate->peak_act <= act_budget && better) {
+        schedule_free(*best);
+        *best = candidate;
+    } else {
+        schedule_free(candidate);
+    }
+}
+
 void schedule_free(Schedule *s)
 {
     if (!s) return;
+    revolve_schedule_free(s->revolve);
     free(s->segments);
     free(s);
 }
@@ -168,6 +185,7 @@ Plan *plan_from_schedule(const Strategy *strategy, Layer **layers, const Schedul
         st.kind = STRATEGY_BUDGET;
         st.policy = NULL;
         plan = plan_create_segments(&st, layers, s->n_layers, counts, region, s->n_segments);
+        if (plan) plan->revolve_slots = s->revolve_slots;
     } else {
         remat_fail(REMAT_ENOMEM, "plan_from_schedule: no memory for %d segments", s->n_segments);
     }
@@ -176,9 +194,45 @@ Plan *plan_from_schedule(const Strategy *strategy, Layer **layers, const Schedul
     return plan;
 }
 
-void schedule_print(const Schedule *s, const ChainCost *cost, Layer **layers, FILE *out)
+/* The predicted peak and recompute figures every schedule's print ends with. */
+static void print_prediction(const Schedule *s, const ChainCost *cost, FILE *out)
 {
     char peak[32], total[32];
+    fprintf(out, "predicted peak activations %s, peak memory %s,\n"
+                 "    recompute %.3f GFLOP per step (%.1f%% of the forward)\n",
+            mem_format_bytes(peak, sizeof peak, s->peak_act), mem_format_bytes(total, sizeof total, s->peak_total),
+            (double)s->recompute_flops * 1e-9,
+            cost->forward_flops ? 100.0 * (double)s->recompute_flops / (double)cost->forward_flops : 0.0);
+}
+
+/* A Revolve schedule: its slots and repetition number, and how often each layer is
+ * recomputed (runs of equal counts together, so a long chain stays a few lines). */
+static void print_revolve(const Schedule *s, const ChainCost *cost, Layer **layers, FILE *out)
+{
+    const RevolveSchedule *r = s->revolve;
+    fprintf(out, "  schedule: Revolve over all %d layers with %d slot%s (%d used): it keeps at most %d layer input%s "
+            "besides the one being worked on;\n    no layer recomputed more than %d times, %lld layer forwards "
+            "recomputed in all (t(L, s) + 1)\n", r->steps, r->slots, r->slots == 1 ? "" : "s", r->slots_used, r->slots,
+            r->slots == 1 ? "" : "s", r->repetitions, (long long)r->forward_count + 1);
+    fprintf(out, "    recomputed per layer:");
+    for (int j = 0; j < r->steps;) {
+        int end = j;
+        while (end + 1 < r->steps && r->recomputed[end + 1] == r->recomputed[j]) end++;
+        if (layers && end == j) fprintf(out, " %s %d×;", layers[j]->name, r->recomputed[j]);
+        else if (layers) fprintf(out, " %s-%s %d× each;", layers[j]->name, layers[end]->name, r->recomputed[j]);
+        else fprintf(out, " %d-%d %d×;", j, end, r->recomputed[j]);
+        j = end + 1;
+    }
+    fprintf(out, "\n    ");
+    print_prediction(s, cost, out);
+}
+
+void schedule_print(const Schedule *s, const ChainCost *cost, Layer **layers, FILE *out)
+{
+    if (s->revolve) {
+        print_revolve(s, cost, layers, out);
+        return;
+    }
     int kept = 0, regions = 0;
     for (int i = 0; i < s->n_segments; i++) regions += s->segments[i].region;
     fprintf(out, "  schedule: %d segment%s, %d of them regions\n", s->n_segments, s->n_segments == 1 ? "" : "s", regions);
@@ -194,11 +248,8 @@ void schedule_print(const Schedule *s, const ChainCost *cost, Layer **layers, FI
                 g->region ? "its input kept; each layer's forward runs twice (recomputed once)"
                           : "every activation kept; each layer's forward runs once");
     }
-    fprintf(out, "    inputs kept by regions: %d; predicted peak activations %s, peak memory %s,\n"
-                 "    recompute %.3f GFLOP per step (%.1f%% of the forward)\n",
-            kept, mem_format_bytes(peak, sizeof peak, s->peak_act), mem_format_bytes(total, sizeof total, s->peak_total),
-            (double)s->recompute_flops * 1e-9,
-            cost->forward_flops ? 100.0 * (double)s->recompute_flops / (double)cost->forward_flops : 0.0);
+    fprintf(out, "    inputs kept by regions: %d; ", kept);
+    print_prediction(s, cost, out);
 }
 
 /* ---- the exact dynamic program --------------------------------------------------------- */
@@ -477,15 +528,7 @@ static Schedule *chen_search(const ChainCost *c, size_t act_budget, size_t *lean
         const int n = chen_segments(c, b[i], segs, &x, &y);
         Schedule *s = schedule_create(c, segs, n);
         if (!s) break;
-        if (s->peak_act < *leanest) *leanest = s->peak_act;
-        const bool better = !best || s->recompute_flops < best->recompute_flops ||
-                            (s->recompute_flops == best->recompute_flops && s->peak_act < best->peak_act);
-        if (s->peak_act <= act_budget && better) {
-            schedule_free(best);
-            best = s;
-        } else {
-            schedule_free(s);
-        }
+        schedule_keep_best(&best, s, act_budget, leanest);
     }
     free(segs);
     return best;
@@ -508,46 +551,55 @@ RematStatus planner_parse(const char *name, PlannerKind *kind)
             return REMAT_OK;
         }
     }
-    return remat_fail(REMAT_EINVAL, "unknown planner '%s' (expected chen or dp)", name ? name : "(null)");
+    return remat_fail(REMAT_EINVAL, "unknown planner '%s' (expected chen, dp or revolve)", name ? name : "(null)");
 }
 
-/* REMAT_EOOM for a budget below the leanest schedule's need, saying what that need is. */
-static RematStatus fail_too_small(const ChainCost *c, size_t budget)
+/* REMAT_EOOM for a budget below `min_budget`, the leanest schedule's need for planner
+ * `kind` (0: unknown), saying what that need is; for dp and chen, also where planner
+ * revolve starts when it starts lower (a uniform chain). */
+static RematStatus fail_too_small(const ChainCost *c, PlannerKind kind, size_t budget, size_t min_budget)
 {
-    const size_t min_budget = planner_min_budget(c);
-    char b[32], m[32], fixed[32], work[32], act[32];
+    char b[32], m[32], fixed[32], work[32], act[32], lower[160] = "";
     if (min_budget == 0) /* a chain too long for the exact search */
         return remat_fail(REMAT_EOOM, "memory budget %s: no schedule found fits it (params, grads, optimizer and "
                           "workspace alone take %s)", mem_format_bytes(b, sizeof b, budget),
                           mem_format_bytes(fixed, sizeof fixed, c->fixed + c->work_peak));
-    return remat_fail(REMAT_EOOM, "memory budget %s is below what any checkpoint schedule needs: the smallest "
+    const size_t revolve_min = kind == PLANNER_REVOLVE ? 0 : planner_revolve_min_budget(c);
+    if (revolve_min > 0 && revolve_min < min_budget)
+        snprintf(lower, sizeof lower, "; planner revolve, which recomputes layers more than once, fits from %s",
+                 mem_format_bytes(m, sizeof m, revolve_min));
+    return remat_fail(REMAT_EOOM, "memory budget %s is below what any %s schedule needs: the smallest "
                       "feasible budget is %s = %zu bytes (params, grads, optimizer and workspace %s + kernel scratch %s + "
-                      "the leanest schedule's peak activations %s)",
-                      mem_format_bytes(b, sizeof b, budget), mem_format_bytes(m, sizeof m, min_budget), min_budget,
+                      "the leanest schedule's peak activations %s)%s",
+                      mem_format_bytes(b, sizeof b, budget), kind == PLANNER_REVOLVE ? "Revolve" : "single-level",
+                      mem_format_bytes(m, sizeof m, min_budget), min_budget,
                       mem_format_bytes(fixed, sizeof fixed, c->fixed), mem_format_bytes(work, sizeof work, c->work_peak),
-                      mem_format_bytes(act, sizeof act, min_budget - c->fixed - c->work_peak));
+                      mem_format_bytes(act, sizeof act, min_budget - c->fixed - c->work_peak), lower);
 }
 
 Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget)
 {
     if (!cost || (unsigned)kind >= PLANNER_COUNT) {
-        remat_fail(REMAT_EINVAL, "planner_plan: need a chain cost and a planner (chen or dp)");
+        remat_fail(REMAT_EINVAL, "planner_plan: need a chain cost and a planner (chen, dp or revolve)");
         return NULL;
     }
-    if (kind == PLANNER_REVOLVE) {
-        remat_fail(REMAT_EINVAL, "planner revolve is not available yet: use chen or dp");
-        return NULL;
-    }
+    if (kind == PLANNER_REVOLVE && chain_check_uniform(cost) != REMAT_OK) return NULL;
     const size_t reserved = cost->fixed + cost->work_peak;
     if (budget <= reserved) {
-        fail_too_small(cost, budget);
+        fail_too_small(cost, kind, budget, kind == PLANNER_REVOLVE ? planner_revolve_min_budget(cost) : planner_min_budget(cost));
         return NULL;
     }
     const size_t act_budget = budget - reserved;
+    if (kind == PLANNER_REVOLVE) {
+        size_t leanest;
+        Schedule *s = planner_revolve_search(cost, act_budget, &leanest);
+        if (!s && leanest != SIZE_MAX) fail_too_small(cost, kind, budget, reserved + leanest);
+        return s;
+    }
     if (kind == PLANNER_DP) {
         bool none_fits;
         Schedule *s = dp_search(cost, DP_FEWEST_FLOPS, act_budget, &none_fits);
-        if (!s && none_fits) fail_too_small(cost, budget);
+        if (!s && none_fits) fail_too_small(cost, kind, budget, planner_min_budget(cost));
         return s;
     }
     size_t leanest = SIZE_MAX;
@@ -555,7 +607,7 @@ Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget)
     if (s || leanest == SIZE_MAX) return s;
     const size_t min_budget = planner_min_budget(cost);
     if (min_budget > budget || min_budget == 0) {
-        fail_too_small(cost, budget);
+        fail_too_small(cost, kind, budget, min_budget);
         return NULL;
     }
     char b[32], need[32], m[32];

@@ -1,6 +1,7 @@
 /*
  * planner.h — budget-driven checkpoint planning: the cheapest single-level schedule of
- * checkpoint regions over a chain of layers that fits a memory budget.
+ * checkpoint regions over a chain of layers that fits a memory budget, or, on a chain of
+ * identical layers, the cheapest Revolve schedule (planner_revolve.c).
  *
  * Where it sits: checkpoint/, above autograd/ and tensor/. It owns the chain cost model
  * (measured by one profiling step), the prediction of a schedule's peak activation
@@ -86,6 +87,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "revolve.h"
 #include "strategy.h"
 
 /* ---- the chain model ------------------------------------------------------------------- */
@@ -151,6 +153,10 @@ typedef struct Schedule {
     size_t peak_act;           /* predicted peak ACT of a step */
     uint64_t recompute_flops;  /* predicted RECOMPUTE FLOPs of a step */
     size_t peak_total;         /* predicted peak of the step's resident memory (see above) */
+    int revolve_slots;         /* > 0: a Revolve schedule (planner revolve): the whole chain runs
+                                  under Revolve with this many slots, as one segment */
+    RevolveSchedule *revolve;  /* owned, with revolve_slots: its actions and how often each layer
+                                  is recomputed; NULL otherwise */
 } Schedule;
 
 /* A schedule of `n` segments (copied; they must cover the chain in order), with adjacent
@@ -164,8 +170,14 @@ Schedule *schedule_create(const ChainCost *cost, const ScheduleSegment *segments
 Schedule *schedule_for_strategy(const ChainCost *cost, StrategyKind kind);
 
 /* A plan (strategy.h) that runs `s` over `layers` with the options of `strategy` (its
- * kind becomes budget). NULL on error. */
+ * kind becomes budget; a Revolve schedule's plan carries its slots, see strategy.h). NULL
+ * on error. */
 Plan *plan_from_schedule(const Strategy *strategy, Layer **layers, const Schedule *s);
+
+/* A search's step: keeps in *best whichever of *best and `candidate` (owned by the call)
+ * has the fewest RECOMPUTE FLOPs among those whose peak ACT fits `act_budget` (ties: the
+ * leaner), frees the other, and lowers *leanest to the candidate's peak ACT. */
+void schedule_keep_best(Schedule **best, Schedule *candidate, size_t act_budget, size_t *leanest);
 
 void schedule_free(Schedule *s);
 
@@ -174,8 +186,9 @@ void schedule_free(Schedule *s);
 size_t chain_predict(const ChainCost *cost, const ScheduleSegment *segments, int n, uint64_t *recompute);
 
 /* Prints the schedule: each segment, which inputs are kept, how often each layer runs
- * its forward, the predicted peak ACT and RECOMPUTE FLOPs. `layers` (may be NULL) give
- * the names. */
+ * its forward, the predicted peak ACT and RECOMPUTE FLOPs; for a Revolve schedule, its
+ * slots, repetition number and how often each layer is recomputed. `layers` (may be
+ * NULL) give the names. */
 void schedule_print(const Schedule *s, const ChainCost *cost, Layer **layers, FILE *out);
 
 /* ---- planners -------------------------------------------------------------------------- */
@@ -183,7 +196,7 @@ void schedule_print(const Schedule *s, const ChainCost *cost, Layer **layers, FI
 typedef enum PlannerKind {
     PLANNER_CHEN = 0, /* Chen et al. 2016, Algorithm 3 with the sqrt(x·y) search of b */
     PLANNER_DP,       /* the exact optimum over single-level schedules */
-    PLANNER_REVOLVE,  /* reserved: binomial multi-recompute schedules, not available yet */
+    PLANNER_REVOLVE,  /* Griewank & Walther's binomial schedules, uniform chains only */
     PLANNER_COUNT
 } PlannerKind;
 
@@ -197,8 +210,9 @@ RematStatus planner_parse(const char *name, PlannerKind *kind);
  * total memory is at most `budget` bytes. The caller owns it. NULL on error:
  * REMAT_EOOM when no schedule fits, with a message stating the smallest feasible budget
  * and what it is made of; for chen, also when its search of b finds none that fits
- * although one exists (the message says so); REMAT_EINVAL for revolve (not available),
- * for dp on a chain longer than PLANNER_DP_MAX_LAYERS, or bad arguments. */
+ * although one exists (the message says so); REMAT_EINVAL for revolve on a chain that is
+ * not uniform (chain_check_uniform), for dp on a chain longer than PLANNER_DP_MAX_LAYERS,
+ * or bad arguments. */
 Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget);
 
 /* The exact search's limit: its work grows as L^3 (L = 1024 takes seconds). */
@@ -208,6 +222,52 @@ Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget);
  * peak ACT over all schedules (found by the exact search); 0 for a chain longer than
  * PLANNER_DP_MAX_LAYERS. */
 size_t planner_min_budget(const ChainCost *cost);
+
+/* ---- Revolve over the chain (planner_revolve.c) ------------------------------------------
+ *
+ * Revolve's schedules assume a uniform chain: every layer costs the same. A uniform chain
+ * is read off the cost model: layers 1 … L−1 measured alike in every figure, and layer 0
+ * like them in all but what its backward holds (the chain's input may need no gradient,
+ * as the MLP's does not). The Revolve predictor (revolve.h) then takes its per-layer
+ * costs from the same profiling step as the other planners, and the stages around the
+ * chain (batch, embed, head, loss) are added as planner.h's formula adds them, so a
+ * budget means the same for all three planners:
+ *
+ *   forward        S(0) − in_0 + the executor's forward peak   (it counts x_0 itself)
+ *   head           S(0) − in_0 + what the executor keeps + out + head_peak
+ *   chain backward S(0) − in_0 + R + the executor's backward peak
+ *   embed, after   as for any schedule
+ *
+ * The planner tries every slot count s = 1 … L−1 (and storing everything, strategy none)
+ * and keeps the one with the fewest RECOMPUTE FLOPs, (t(L, s) + 1)·F, that fits; fewer
+ * slots recompute more, so that is the most slots the budget holds.
+ *
+ * Why its curve reaches lower budgets than the single-level planners: a single-level
+ * schedule holds its kept inputs plus one whole segment while that segment is replayed,
+ * so it never needs less than about 2·sqrt(L) layers' worth of activations. Revolve with
+ * one slot holds x_0, the state being advanced and one layer's working set, whatever L —
+ * paying for it by recomputing layers up to L − 1 times. */
+
+/* REMAT_OK if the chain is uniform; else REMAT_EINVAL with a message naming the first
+ * layer that differs from layer 1 and in what. */
+RematStatus chain_check_uniform(const ChainCost *cost);
+
+/* The Revolve schedule with `slots` slots (1 ≤ slots) over a uniform chain, predicted
+ * against `cost`. The caller owns it. NULL on error (REMAT_EINVAL for a chain that is not
+ * uniform or bad arguments; REMAT_ENOMEM). */
+Schedule *schedule_revolve(const ChainCost *cost, int slots);
+
+/* planner revolve's search: of none and the Revolve schedules with 1 … max(1, L−1) slots,
+ * the one with the fewest RECOMPUTE FLOPs whose predicted peak ACT is at most
+ * `act_budget` (ties: the leaner). The caller owns it. *leanest gets the least peak ACT
+ * among them (SIZE_MAX when the chain is not uniform). NULL when none fits (no error
+ * set) or on error (REMAT_EINVAL for a chain that is not uniform). */
+Schedule *planner_revolve_search(const ChainCost *cost, size_t act_budget, size_t *leanest);
+
+/* The smallest budget planner revolve fits in (its leanest schedule's peak_total, as
+ * planner_min_budget for the single-level planners); 0 for a chain that is not uniform,
+ * with chain_check_uniform's error set. */
+size_t planner_revolve_min_budget(const ChainCost *cost);
 
 /* ---- sizes ------------------------------------------------------------------------------ */
 

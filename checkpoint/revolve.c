@@ -287,7 +287,7 @@ RematStatus revolve_predict(const RevolveSchedule *schedule, const RevolveLayerC
     Walk w = {.layer = layer, .live = a}; /* x_0, the current state */
     for (int i = 0; i < schedule->first_reverse; i++) walk_action(&w, &schedule->actions[i]);
     walk_peak(&w, layer->forward_bytes); /* the last layer, for the output; x_{l−1} stays */
-    RevolvePrediction p = {.forward_peak = w.peak};
+    RevolvePrediction p = {.forward_peak = w.peak, .forward_kept = w.live};
 
     /* The backward: the output x_l is gone (the loss has used it), x_{l−1} is the current
      * state, and the output's gradient (and the input's buffer) have arrived. */

@@ -146,6 +146,8 @@ RematStatus revolve_measure_layer(Layer *layer, Var *x, TrainCtx *ctx, RevolveLa
 typedef struct RevolvePrediction {
     size_t forward_peak;        /* the most ACT the executor holds in its forward: its input,
                                    the states it keeps, the layer running, its output */
+    size_t forward_kept;        /* what it holds once its forward is done, its output aside:
+                                   x_0, the states in slots and x_{l−1} */
     size_t backward_peak;       /* the most in its backward: the states it keeps, the
                                    gradients (its output's, given to it; its input's if needed;
                                    the one between layers) and the working set */

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "revolve.h"
+
 static const char *const NAMES[] = {"none", "full", "sqrt", "selective", "budget"};
 
 Strategy strategy_defaults(StrategyKind kind)
@@ -149,6 +151,8 @@ Var *plan_forward(const Plan *plan, Var *x, TrainCtx *ctx)
         remat_fail(REMAT_EINVAL, "plan_forward: %s is NULL", plan ? "the input" : "the plan");
         return NULL;
     }
+    if (plan->revolve_slots > 0)
+        return revolve_forward(plan->segments[0].layers, plan->segments[0].count, plan->revolve_slots, x, ctx);
     const Strategy *s = &plan->strategy;
     Var *h = var_retain(x);
     for (int i = 0; i < plan->n_segments && h; i++) {

@@ -12,7 +12,8 @@
  *              expensive ops and recomputes the cheap, memory-heavy ones (quiz question 5).
  *   budget     the segments a planner chose for a memory budget (planner.h): some are
  *              regions, the others run plainly. Made by plan_from_schedule (planner.h)
- *              with plan_create_segments.
+ *              with plan_create_segments. Planner revolve's plan is one segment of every
+ *              layer with revolve_slots set: the chain runs under Revolve (revolve.h).
  *
  * How sqrt rounds: segments hold k = ceil(sqrt(N)) layers or fewer; there are
  * s = ceil(N / k) of them, as equal as possible (sizes differ by at most one, the longer
@@ -65,6 +66,9 @@ typedef struct Plan {
     Strategy strategy;
     int n_segments;
     Segment *segments;
+    int revolve_slots; /* > 0: its one segment runs under Revolve with this many slots
+                          (revolve_forward: the generator is always replayed, and
+                          determinism_check does not apply) */
 } Plan;
 
 /* A plan for `n` layers (borrowed: they must outlive the plan). NULL on error, and
@@ -82,7 +86,8 @@ Plan *plan_create_segments(const Strategy *strategy, Layer **layers, int n, cons
 int strategy_segment_sizes(StrategyKind kind, int n, int *sizes);
 void plan_free(Plan *plan);
 
-/* Runs every layer on x as the plan says; returns the last layer's output (a new Var the
+/* Runs every layer on x as the plan says — segment by segment, or the whole chain under
+ * Revolve when revolve_slots is set; returns the last layer's output (a new Var the
  * caller owns; x is borrowed). NULL on error. */
 Var *plan_forward(const Plan *plan, Var *x, TrainCtx *ctx);
 

@@ -82,8 +82,11 @@ void train_usage(FILE *out)
         "                      budget (the cheapest schedule that fits --memory-budget) (none)\n"
         "  --memory-budget S   budget: bytes a training step may hold in all (params, grads,\n"
         "                      optimizer, activations), with a unit: B, KiB, MiB or GiB\n"
-        "  --planner P         budget: dp (the exact optimum, default) or chen (Chen et al.\n"
-        "                      2016's search); the schedule is printed before training\n"
+        "  --planner P         budget: dp (the exact optimum over single-level schedules,\n"
+        "                      default), chen (Chen et al. 2016's search) or revolve\n"
+        "                      (binomial schedules for chains of identical layers, which\n"
+        "                      recompute layers more than once and fit tighter budgets);\n"
+        "                      the schedule is printed before training\n"
         "  --policy P          selective's policy: attention_core (default) or dots\n"
         "  --no-rng-replay     replay regions without restoring the generator: dropout\n"
         "                      draws new masks and gradients come out wrong (quiz question 7)\n"
@@ -207,10 +210,6 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
         else if (!strcmp(flag, "--planner")) {
             PlannerKind kind;
             ok = planner_parse(v, &kind) == REMAT_OK;
-            if (ok && kind == PLANNER_REVOLVE) {
-                fprintf(err, "train: --planner revolve is not available yet: use dp or chen\n");
-                return 2;
-            }
             opt->planner = v;
         }
         else if (!strcmp(flag, "--policy")) {
@@ -267,6 +266,12 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
     if (budget != (opt->memory_budget > 0)) {
         fprintf(err, "train: %s\n", budget ? "--strategy budget needs --memory-budget (e.g. 300MiB)"
                                             : "--memory-budget is for --strategy budget");
+        train_usage(err);
+        return 2;
+    }
+    if (budget && !strcmp(opt->planner, "revolve") && (opt->no_rng_replay || opt->determinism_check)) {
+        fprintf(err, "train: --planner revolve always replays the generator and has no determinism check; "
+                "--no-rng-replay and --determinism-check are for regions (dp, chen or the other strategies)\n");
         train_usage(err);
         return 2;
     }
@@ -672,7 +677,9 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
     fprintf(out, "  checkpointing: %s", strategy_name(run.plan->strategy.kind));
     int regions = 0;
     for (int i = 0; i < run.plan->n_segments; i++) regions += run.plan->segments[i].region;
-    if (run.plan->strategy.kind != STRATEGY_NONE) fprintf(out, ", %d region%s", regions, regions == 1 ? "" : "s");
+    if (run.plan->revolve_slots > 0) fprintf(out, ", Revolve with %d slot%s", run.plan->revolve_slots,
+                                             run.plan->revolve_slots == 1 ? "" : "s");
+    else if (run.plan->strategy.kind != STRATEGY_NONE) fprintf(out, ", %d region%s", regions, regions == 1 ? "" : "s");
     if (run.plan->strategy.policy) fprintf(out, ", policy %s", run.plan->strategy.policy->name);
     if (run.plan->strategy.kind != STRATEGY_NONE && !run.plan->strategy.preserve_rng)
         fprintf(out, ", generator NOT replayed");

@@ -97,8 +97,9 @@ RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out)
     Model *m = fixture_model(t);
     assert_non_null(m);
     assert_true(m->n_params <= FIXTURE_MAX_PARAMS);
-    const Strategy none = strategy_defaults(STRATEGY_NONE);
-    Plan *plan = plan_create(way->strategy ? way->strategy : &none, m->layers, m->n_layers);
+    const Strategy none = strategy_defaults(STRATEGY_NONE), budget = strategy_defaults(STRATEGY_BUDGET);
+    Plan *plan = way->schedule ? plan_from_schedule(&budget, m->layers, way->schedule)
+                               : plan_create(way->strategy ? way->strategy : &none, m->layers, m->n_layers);
     assert_non_null(plan);
     const OptimConfig c = optim_adamw_defaults(1e-2f);
     Optimizer *opt = optim_create(&c, m->params, m->n_params);

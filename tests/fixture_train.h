@@ -8,13 +8,14 @@
  * with the Outcome of plain training, byte for byte. After each step it checks that no
  * activation outlived it, in RAM or on disk.
  *
- * Used by test_checkpoint.c, test_offload.c and test_revolve.c.
+ * Used by test_checkpoint.c, test_offload.c, test_revolve.c and test_planner.c.
  */
 #ifndef REMAT_TEST_FIXTURE_TRAIN_H
 #define REMAT_TEST_FIXTURE_TRAIN_H
 
 #include "model.h"
 #include "offload.h"
+#include "planner.h"
 #include "strategy.h"
 
 enum { FIXTURE_STEPS = 3, FIXTURE_MAX_PARAMS = 64 };
@@ -34,6 +35,8 @@ typedef struct Way {
     Offload *offload;         /* the forward's saves go through its hooks; NULL: in RAM */
     int revolve_slots;        /* > 0: the chain runs under Revolve with this many slots,
                                  instead of the strategy */
+    const Schedule *schedule; /* a planner's schedule (planner.h) for a chain of this many
+                                 layers, run as strategy budget; instead of the strategy */
 } Way;
 
 /* What a few steps computed: copies in MEM_WORK. */

@@ -9,10 +9,12 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixture_train.h"
 #include "flops.h"
 #include "gpt.h"
 #include "mlp.h"
@@ -169,7 +171,8 @@ static void test_prediction_equals_measurement_on_the_mlp(void **state)
 
 /* On the GPT the prediction is an upper bound, too high by at most one block input: a
  * block's input gradient is allocated half way through its backward, the profile's
- * one-block region holds it from the start. FLOPs are exact. */
+ * one-block region holds it from the start. FLOPs are exact. The same holds for Revolve
+ * with 1 to 5 slots (the last five schedules), whose reversals allocate it alike. */
 static void test_prediction_bounds_measurement_on_the_gpt(void **state)
 {
     (void)state;
@@ -180,8 +183,9 @@ static void test_prediction_bounds_measurement_on_the_gpt(void **state)
     pcg32_seed(&rng, 9, 9);
     size_t worst = 0;
     int exact = 0;
-    for (int t = 0; t < 30; t++) {
-        Schedule *s = t < 3 ? schedule_for_strategy(f.cost, (StrategyKind)t) : random_schedule(f.cost, &rng);
+    for (int t = 0; t < 35; t++) {
+        Schedule *s = t < 3 ? schedule_for_strategy(f.cost, (StrategyKind)t)
+                    : t < 30 ? random_schedule(f.cost, &rng) : schedule_revolve(f.cost, t - 29);
         Measured m = measure(&f, s);
         assert_int_equal(m.recompute, s->recompute_flops);
         assert_true(s->peak_act >= m.peak_act);
@@ -190,9 +194,153 @@ static void test_prediction_bounds_measurement_on_the_gpt(void **state)
         exact += s->peak_act == m.peak_act;
         schedule_free(s);
     }
-    printf("  GPT L=6: 30 schedules, %d exact, the others high by at most %zu bytes (one block input: %zu)\n",
+    printf("  GPT L=6: 35 schedules (5 of them Revolve), %d exact, the others high by at most %zu bytes (one block input: %zu)\n",
            exact, worst, block_input);
     fixture_free(&f);
+}
+
+/* ---- Revolve as a planner ---------------------------------------------------------------- */
+
+/* On the MLP chain the Revolve prediction is exact too: every slot count, and what planner
+ * revolve chooses at budgets from its smallest feasible one to store-all — which is the
+ * schedule with the most slots that fits. */
+static void test_revolve_prediction_equals_measurement_on_the_mlp(void **state)
+{
+    (void)state;
+    enum { N = 12 };
+    Fixture f = {0};
+    fixture_mlp(&f, N);
+    const size_t a = f.cost->layers[0].in_bytes;
+    printf("  MLP N=%d, a = %zu bytes: slots, peak ACT (predicted = measured), RECOMPUTE layer forwards\n", N, a);
+    for (int slots = 1; slots < N; slots++) {
+        Schedule *s = schedule_revolve(f.cost, slots);
+        assert_non_null(s);
+        Measured m = measure(&f, s);
+        assert_int_equal(m.peak_act, s->peak_act);
+        assert_int_equal(m.recompute, s->recompute_flops);
+        assert_int_equal(s->recompute_flops, (uint64_t)(s->revolve->forward_count + 1) * f.cost->layers[0].flops);
+        printf("  %3d %8zu B %4" PRIu64 "\n", slots, m.peak_act, m.recompute / f.cost->layers[0].flops);
+        schedule_free(s);
+    }
+    const size_t lo = planner_revolve_min_budget(f.cost);
+    Schedule *none = schedule_for_strategy(f.cost, STRATEGY_NONE);
+    for (int i = 0; i <= 8; i++) {
+        const size_t budget = lo + (none->peak_total - lo) * (size_t)i / 8;
+        Schedule *s = planner_plan(PLANNER_REVOLVE, f.cost, budget);
+        assert_non_null(s);
+        assert_true(s->peak_total <= budget);
+        Measured m = measure(&f, s);
+        assert_int_equal(m.peak_act, s->peak_act);
+        assert_int_equal(m.recompute, s->recompute_flops);
+        /* No schedule with more slots fits (more slots never recompute more). */
+        for (int more = s->revolve_slots + 1; s->revolve_slots > 0 && more < N; more++) {
+            Schedule *t = schedule_revolve(f.cost, more);
+            assert_true(t->peak_total > budget || t->recompute_flops >= s->recompute_flops);
+            schedule_free(t);
+        }
+        schedule_free(s);
+    }
+    schedule_free(none);
+    fixture_free(&f);
+}
+
+/* Revolve's smallest feasible budget is below the single-level planners': a budget between
+ * the two is EOOM for dp and chen, and planner revolve fits it (and the step, run under the
+ * ledger's budget, stays within it). Where both fit, dp (the best single-level schedule)
+ * and Revolve (the best schedule with s slots, recomputing layers more than once) are not
+ * ordered: the test counts which is cheaper where, and asserts no order. */
+static void check_revolve_reaches_lower(Fixture *f, const char *what)
+{
+    const size_t lo_dp = planner_min_budget(f->cost), lo_rev = planner_revolve_min_budget(f->cost);
+    assert_true(lo_rev > 0);
+    assert_true(lo_rev < lo_dp);
+    for (int k = PLANNER_CHEN; k <= PLANNER_DP; k++) {
+        assert_null(planner_plan((PlannerKind)k, f->cost, lo_rev));
+        assert_int_equal(remat_last_status(), REMAT_EOOM);
+    }
+    Schedule *rev = planner_plan(PLANNER_REVOLVE, f->cost, lo_rev);
+    assert_non_null(rev);
+    assert_int_equal(rev->peak_total, lo_rev);
+    Strategy st = strategy_defaults(STRATEGY_BUDGET);
+    Plan *plan = plan_from_schedule(&st, f->model->layers, rev);
+    TrainCtx ctx = step_ctx();
+    mem_set_budget(lo_rev);
+    Var *loss = model_loss_planned(f->model, plan, f->x, f->y, &ctx);
+    assert_non_null(loss);
+    assert_int_equal(backward(loss), REMAT_OK);
+    mem_set_budget(0);
+    var_free(loss);
+    tape_reset(tape_current());
+    plan_free(plan);
+
+    Schedule *none = schedule_for_strategy(f->cost, STRATEGY_NONE);
+    int cheaper = 0, dearer = 0, equal = 0;
+    for (int i = 0; i <= 24; i++) {
+        const size_t budget = lo_dp + (none->peak_total - lo_dp) * (size_t)i / 24;
+        Schedule *dp = planner_plan(PLANNER_DP, f->cost, budget), *r = planner_plan(PLANNER_REVOLVE, f->cost, budget);
+        assert_true(dp && r);
+        cheaper += r->recompute_flops < dp->recompute_flops;
+        dearer += r->recompute_flops > dp->recompute_flops;
+        equal += r->recompute_flops == dp->recompute_flops;
+        schedule_free(dp);
+        schedule_free(r);
+    }
+    printf("  %s: smallest feasible budget revolve %zu B (%d slot%s, %.1f× the forward recomputed), dp %zu B; "
+           "at 25 budgets from dp's: revolve cheaper at %d, dearer at %d, equal at %d\n", what, lo_rev,
+           rev->revolve_slots, rev->revolve_slots == 1 ? "" : "s",
+           (double)rev->recompute_flops / (double)f->cost->forward_flops, lo_dp, cheaper, dearer, equal);
+    schedule_free(rev);
+    schedule_free(none);
+}
+
+/* Runs `check` on the 16-layer MLP chain and on the 6-block GPT. */
+static void on_mlp_and_gpt(void (*check)(Fixture *f, const char *what))
+{
+    Fixture f = {0};
+    fixture_mlp(&f, 16);
+    check(&f, "MLP N=16");
+    fixture_free(&f);
+    fixture_gpt(&f, 6);
+    check(&f, "GPT L=6");
+    fixture_free(&f);
+}
+
+static void test_revolve_reaches_below_the_single_level_minimum(void **state)
+{
+    (void)state;
+    on_mlp_and_gpt(check_revolve_reaches_lower);
+}
+
+/* A chain whose layers differ is refused by planner revolve, naming the first that does. */
+static void test_revolve_refuses_a_chain_that_is_not_uniform(void **state)
+{
+    (void)state;
+    enum { L = 6 };
+    ChainLayer layers[L];
+    for (int k = 0; k < L; k++)
+        layers[k] = (ChainLayer){.in_bytes = 64, .out_bytes = 64, .grad_bytes = 64, .kept = 128, .fwd_peak = 128,
+                                 .nograd_peak = 128, .back_plain = 128, .back_held = 192, .flops = 1000};
+    layers[0].grad_bytes = 0; /* the chain's input needs no gradient: still uniform */
+    layers[0].back_held = 128;
+    ChainCost cost = {.n_layers = L, .layers = layers, .base = 128, .head_peak = 256, .resid = 8, .fixed = 4096};
+    assert_int_equal(chain_check_uniform(&cost), REMAT_OK);
+    Schedule *s = planner_plan(PLANNER_REVOLVE, &cost, 1 << 20);
+    assert_non_null(s);
+    schedule_free(s);
+    layers[4].kept = 256;
+    layers[5].flops = 2000;
+    assert_null(planner_plan(PLANNER_REVOLVE, &cost, 1 << 20));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
+    printf("  %s\n", remat_last_error());
+    assert_non_null(strstr(remat_last_error(), "layer 4 differs from layer 1 in its kept bytes (256, against 128)"));
+    assert_null(schedule_revolve(&cost, 2));
+    assert_int_equal(planner_revolve_min_budget(&cost), 0);
+    layers[4].kept = 128;
+    layers[0].flops = 999; /* layer 0's forward must match too */
+    assert_int_equal(chain_check_uniform(&cost), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "layer 0 differs"));
+    assert_null(schedule_revolve(NULL, 1));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
 }
 
 /* ---- the planners ------------------------------------------------------------------------ */
@@ -229,85 +377,59 @@ static void check_dp_is_never_beaten(Fixture *f, const char *what)
 static void test_dp_is_never_beaten(void **state)
 {
     (void)state;
-    Fixture f = {0};
-    fixture_mlp(&f, 16);
-    check_dp_is_never_beaten(&f, "MLP N=16");
-    fixture_free(&f);
-    fixture_gpt(&f, 6);
-    check_dp_is_never_beaten(&f, "GPT L=6");
-    fixture_free(&f);
+    on_mlp_and_gpt(check_dp_is_never_beaten);
 }
 
-/* Every planned schedule trains like none: same losses, gradients and parameters, to the bit. */
-enum { STEPS = 3 };
-
-/* Trains the 6-block GPT for STEPS AdamW steps under `s` (NULL: none); records the losses,
- * the first step's gradients (grads[0 .. n)) and the final parameters (params[0 .. n)). */
-static void train_gpt(const Schedule *s, float *losses, Tensor **grads, Tensor **params, int *n_params)
+/* Every planned schedule trains like none: same losses, gradients and parameters, to the
+ * bit (fixture_train.h), for each planner at budgets from its smallest feasible to
+ * store-all. The schedules are planned on the trainee's own cost model. */
+static void check_planned_like_none(const Trainee *t)
 {
-    Model *m = gpt_create(&(GptConfig){.n_layers = 6, .d_model = 32, .n_heads = 2, .seq_len = 16, .vocab = 256,
-                                       .dropout = 0.1f, .seed = 3});
-    Strategy st = strategy_defaults(STRATEGY_BUDGET);
-    Plan *plan = s ? plan_from_schedule(&st, m->layers, s) : NULL;
-    OptimConfig c = optim_adamw_defaults(1e-2f);
-    Optimizer *opt = optim_create(&c, m->params, m->n_params);
+    Model *m = fixture_model(t);
+    Pcg32 data;
+    pcg32_seed(&data, 3, 0);
+    Var *y, *x = fixture_batch(t, &data, &y);
     TrainCtx ctx = step_ctx();
-    for (int step = 0; step < STEPS; step++) {
-        Var *y, *x = token_batch(2, 16, &y);
-        optim_zero_grad(opt);
-        Var *loss = model_loss_planned(m, plan, x, y, &ctx);
-        assert_int_equal(backward(loss), REMAT_OK);
-        losses[step] = loss->value->f32[0];
-        for (int i = 0; step == 0 && i < m->n_params; i++) grads[i] = tensor_clone(m->params[i].var->grad, MEM_WORK);
-        assert_int_equal(optim_step(opt), REMAT_OK);
-        var_free(loss);
-        var_free(x);
-        var_free(y);
-        tape_reset(tape_current());
-    }
-    *n_params = m->n_params;
-    for (int i = 0; i < m->n_params; i++) params[i] = tensor_clone(m->params[i].var->value, MEM_WORK);
-    optim_free(opt);
-    plan_free(plan);
+    ChainCost *cost = model_profile(m, x, y, &ctx);
+    assert_non_null(cost);
+    var_free(x);
+    var_free(y);
     model_free(m);
+    tape_reset(tape_current());
+
+    Outcome plain, got;
+    assert_int_equal(fixture_train(t, &(Way){0}, &plain), REMAT_OK);
+    Schedule *none = schedule_for_strategy(cost, STRATEGY_NONE);
+    int tried = 0, revolve_slots = 0;
+    for (int k = PLANNER_CHEN; k < PLANNER_COUNT; k++) {
+        const size_t lo = k == PLANNER_REVOLVE ? planner_revolve_min_budget(cost) : planner_min_budget(cost);
+        for (int i = 0; i <= 4; i++) {
+            Schedule *s = planner_plan((PlannerKind)k, cost, lo + (none->peak_total - lo) * (size_t)i / 4);
+            if (!s) continue; /* Chen's search may find nothing at the tightest budgets */
+            char what[96];
+            snprintf(what, sizeof what, "%s%s, planner %s, budget %d/4", t->kind, t->kind[0] == 'g' ? " with dropout" : "",
+                     planner_name((PlannerKind)k), i);
+            assert_int_equal(fixture_train(t, &(Way){.schedule = s}, &got), REMAT_OK);
+            assert_same_outcome(&plain, &got, what);
+            outcome_free(&got);
+            revolve_slots += s->revolve_slots > 0;
+            schedule_free(s);
+            tried++;
+        }
+    }
+    printf("  %s of %d layers: %d planned schedules (%d of them Revolve), losses, gradients and parameters "
+           "identical to none\n", t->kind, t->layers, tried, revolve_slots);
+    assert_true(revolve_slots > 0);
+    outcome_free(&plain);
+    schedule_free(none);
+    chain_cost_free(cost);
 }
 
 static void test_planned_schedules_are_bit_identical_to_none(void **state)
 {
     (void)state;
-    Fixture f = {0};
-    fixture_gpt(&f, 6);
-    float ref_losses[STEPS], losses[STEPS];
-    Tensor *ref[128], *got[128], *ref_grads[128], *got_grads[128];
-    int n_ref, n_got, tried = 0;
-    train_gpt(NULL, ref_losses, ref_grads, ref, &n_ref);
-    const size_t lo = planner_min_budget(f.cost);
-    Schedule *none = schedule_for_strategy(f.cost, STRATEGY_NONE);
-    for (int i = 0; i <= 4; i++) {
-        const size_t budget = lo + (none->peak_total - lo) * (size_t)i / 4;
-        for (int k = PLANNER_CHEN; k <= PLANNER_DP; k++) {
-            Schedule *s = planner_plan((PlannerKind)k, f.cost, budget);
-            if (!s) continue;
-            train_gpt(s, losses, got_grads, got, &n_got);
-            assert_memory_equal(ref_losses, losses, sizeof losses);
-            assert_int_equal(n_ref, n_got);
-            for (int p = 0; p < n_got; p++) {
-                assert_memory_equal(ref_grads[p]->data, got_grads[p]->data, ref_grads[p]->bytes);
-                assert_memory_equal(ref[p]->data, got[p]->data, ref[p]->bytes);
-                tensor_free(got_grads[p]);
-                tensor_free(got[p]);
-            }
-            schedule_free(s);
-            tried++;
-        }
-    }
-    printf("  GPT with dropout: %d planned schedules, losses, gradients and parameters identical to none\n", tried);
-    for (int p = 0; p < n_ref; p++) {
-        tensor_free(ref_grads[p]);
-        tensor_free(ref[p]);
-    }
-    schedule_free(none);
-    fixture_free(&f);
+    check_planned_like_none(&(Trainee){"gpt", 4, 0});
+    check_planned_like_none(&(Trainee){"mlp", 8, 16});
 }
 
 /* ---- errors ------------------------------------------------------------------------------ */
@@ -319,14 +441,17 @@ static void test_infeasible_budget_states_the_smallest_feasible(void **state)
     fixture_mlp(&f, 8);
     const size_t lo = planner_min_budget(f.cost);
     char expected[32], message[512];
-    snprintf(expected, sizeof expected, "= %zu bytes", lo);
-    for (int k = PLANNER_CHEN; k <= PLANNER_DP; k++) {
-        assert_null(planner_plan((PlannerKind)k, f.cost, lo - 1));
+    for (int k = PLANNER_CHEN; k < PLANNER_COUNT; k++) {
+        const size_t lo_k = k == PLANNER_REVOLVE ? planner_revolve_min_budget(f.cost) : lo;
+        snprintf(expected, sizeof expected, "= %zu bytes", lo_k);
+        assert_null(planner_plan((PlannerKind)k, f.cost, lo_k - 1));
         assert_int_equal(remat_last_status(), REMAT_EOOM);
         snprintf(message, sizeof message, "%s", remat_last_error());
         printf("  %s: %s\n", planner_name((PlannerKind)k), message);
         assert_non_null(strstr(message, "smallest feasible budget is"));
         assert_non_null(strstr(message, expected));
+        /* On this uniform chain, dp and chen say where Revolve starts. */
+        assert_true(k == PLANNER_REVOLVE || strstr(message, "planner revolve, which recomputes layers more than once"));
         assert_null(planner_plan((PlannerKind)k, f.cost, 1000)); /* below params alone */
         assert_int_equal(remat_last_status(), REMAT_EOOM);
     }
@@ -334,10 +459,11 @@ static void test_infeasible_budget_states_the_smallest_feasible(void **state)
     assert_non_null(dp);
     assert_int_equal(dp->peak_total, lo);
     schedule_free(dp);
-    /* Revolve is reserved, and says so. */
-    assert_null(planner_plan(PLANNER_REVOLVE, f.cost, lo));
-    assert_int_equal(remat_last_status(), REMAT_EINVAL);
-    assert_non_null(strstr(remat_last_error(), "not available"));
+    const size_t lo_rev = planner_revolve_min_budget(f.cost);
+    Schedule *rev = planner_plan(PLANNER_REVOLVE, f.cost, lo_rev);
+    assert_non_null(rev);
+    assert_int_equal(rev->peak_total, lo_rev);
+    schedule_free(rev);
     /* A schedule that does not cover the chain is refused, and says where. */
     const ScheduleSegment gap[] = {{0, 3, true}, {4, 4, false}};
     assert_null(schedule_create(f.cost, gap, 2));
@@ -456,8 +582,12 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_prediction_equals_measurement_on_the_mlp, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_prediction_bounds_measurement_on_the_gpt, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_revolve_prediction_equals_measurement_on_the_mlp, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_revolve_reaches_below_the_single_level_minimum, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_revolve_refuses_a_chain_that_is_not_uniform, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_dp_is_never_beaten, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_planned_schedules_are_bit_identical_to_none, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_planned_schedules_are_bit_identical_to_none, fixture_clean_state,
+                                        fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_infeasible_budget_states_the_smallest_feasible, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_chains_the_model_cannot_describe_are_refused, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_long_chains_go_to_chen, clean_state, clean_state),

@@ -110,7 +110,9 @@ static void test_parse_budget_flags(void **state)
     char *no_budget[] = {"train", "--strategy", "budget"};
     char *no_strategy[] = {"train", "--memory-budget", "300MiB"};
     char *planner[] = {"train", "--strategy", "budget", "--memory-budget", "1GiB", "--planner", "greedy"};
-    char *reserved[] = {"train", "--strategy", "budget", "--memory-budget", "1GiB", "--planner", "revolve"};
+    char *revolve[] = {"train", "--strategy", "budget", "--memory-budget", "1GiB", "--planner", "revolve"};
+    char *revolve_no_replay[] = {"train", "--strategy", "budget", "--memory-budget", "1GiB", "--planner", "revolve",
+                                 "--no-rng-replay"};
     char *offload[] = {"train", "--strategy", "budget", "--memory-budget", "1GiB", "--offload", "all"};
     assert_int_equal(parse(&o, 5, garbage), 2);
     assert_int_equal(parse(&o, 5, unit), 2);
@@ -118,7 +120,9 @@ static void test_parse_budget_flags(void **state)
     assert_int_equal(parse(&o, 3, no_budget), 2);
     assert_int_equal(parse(&o, 3, no_strategy), 2);
     assert_int_equal(parse(&o, 7, planner), 2);
-    assert_int_equal(parse(&o, 7, reserved), 2);
+    assert_int_equal(parse(&o, 7, revolve), 0);
+    assert_string_equal(o.planner, "revolve");
+    assert_int_equal(parse(&o, 8, revolve_no_replay), 2); /* Revolve always replays the generator */
     assert_int_equal(parse(&o, 7, offload), 2);
 }
 
@@ -137,6 +141,24 @@ static TrainOptions small_mlp(int steps)
     return o;
 }
 
+/* The smallest feasible budget `planner` states for `o` when its budget is too small (the
+ * run fails with EOOM before any step). */
+static size_t smallest_budget(TrainOptions *o, const char *planner)
+{
+    TrainReport r;
+    o->planner = planner;
+    o->memory_budget = 4000;
+    assert_int_equal(train_run(o, &r, sink), REMAT_EOOM);
+    assert_int_equal(r.steps_run, 0);
+    train_report_free(&r);
+    const char *at = strstr(remat_last_error(), "the smallest feasible budget is");
+    unsigned long long smallest = 0;
+    assert_non_null(at);
+    assert_non_null(strstr(at, "= "));
+    assert_int_equal(sscanf(strstr(at, "= "), "= %llu bytes", &smallest), 1);
+    return (size_t)smallest;
+}
+
 /* A budget below the leanest schedule is a clear error that names the smallest feasible
  * budget and changes nothing; a run at exactly that budget trains like none, to the bit,
  * with the ledger enforcing the budget throughout. */
@@ -149,21 +171,13 @@ static void test_budget_strategy_trains_like_none(void **state)
 
     TrainOptions o = small_mlp(5);
     o.strategy = "budget";
-    o.memory_budget = 4000; /* below the parameters alone */
-    assert_int_equal(train_run(&o, &r, sink), REMAT_EOOM);
-    const char *at = strstr(remat_last_error(), "the smallest feasible budget is");
-    assert_non_null(at);
-    assert_int_equal(r.steps_run, 0);
-    train_report_free(&r);
-    unsigned long long smallest = 0;
-    assert_non_null(strstr(at, "= "));
-    assert_int_equal(sscanf(strstr(at, "= "), "= %llu bytes", &smallest), 1);
+    const size_t smallest = smallest_budget(&o, "dp"); /* 4000 bytes: below the parameters alone */
 
     for (int k = 0; k < 2; k++) {
         o.planner = k ? "chen" : "dp";
-        o.memory_budget = (size_t)smallest;
+        o.memory_budget = smallest;
         const RematStatus status = train_run(&o, &r, sink);
-        printf("  --planner %s at the smallest feasible budget (%llu bytes): %s\n", o.planner, smallest,
+        printf("  --planner %s at the smallest feasible budget (%zu bytes): %s\n", o.planner, smallest,
                status == REMAT_OK ? "trained, losses identical to none" : remat_last_error());
         if (!k || status == REMAT_OK) { /* Chen's search may not reach the exact optimum's budget */
             assert_int_equal(status, REMAT_OK);
@@ -172,6 +186,41 @@ static void test_budget_strategy_trains_like_none(void **state)
         assert_int_equal(mem_budget(), 0); /* the run takes its budget away again */
         train_report_free(&r);
     }
+    train_report_free(&reference);
+}
+
+/* --planner revolve on the 8-layer MLP: it fits a budget below dp's smallest, where dp
+ * fails with EOOM, and trains there like none, to the bit, printing its schedule first. */
+static void test_revolve_planner_trains_below_dp(void **state)
+{
+    (void)state;
+    TrainOptions plain = small_mlp(4);
+    plain.layers = 8;
+    TrainReport reference, r;
+    assert_int_equal(train_run(&plain, &reference, sink), REMAT_OK);
+    TrainOptions o = plain;
+    o.strategy = "budget";
+    const size_t dp = smallest_budget(&o, "dp"), revolve = smallest_budget(&o, "revolve");
+    printf("  MLP of 8 layers: smallest feasible budget dp %zu bytes, revolve %zu bytes\n", dp, revolve);
+    assert_true(revolve < dp);
+    o.memory_budget = revolve;
+    o.planner = "dp";
+    assert_int_equal(train_run(&o, &r, sink), REMAT_EOOM);
+    assert_non_null(strstr(remat_last_error(), "planner revolve, which recomputes layers more than once, fits from"));
+    train_report_free(&r);
+    o.planner = "revolve";
+    char printed[8192] = "";
+    FILE *out = fmemopen(printed, sizeof printed - 1, "w");
+    assert_non_null(out);
+    const RematStatus status = train_run(&o, &r, out);
+    fclose(out);
+    assert_int_equal(status, REMAT_OK);
+    assert_memory_equal(r.losses, reference.losses, 4 * sizeof(float));
+    assert_non_null(strstr(printed, "Revolve with 1 slot"));
+    assert_non_null(strstr(printed, "recomputed per layer:"));
+    printf("%s", strstr(printed, "  checkpointing"));
+    assert_int_equal(mem_budget(), 0);
+    train_report_free(&r);
     train_report_free(&reference);
 }
 
@@ -315,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_parse_rejects_bad_input_with_exit_code_2),
         cmocka_unit_test(test_parse_budget_flags),
         cmocka_unit_test(test_budget_strategy_trains_like_none),
+        cmocka_unit_test(test_revolve_planner_trains_below_dp),
         cmocka_unit_test(test_resume_continues_bit_identically),
         cmocka_unit_test(test_resume_refuses_another_configuration),
         cmocka_unit_test(test_missing_files_are_clear_errors),
