@@ -576,7 +576,9 @@ static void destroy(Run *run)
 
 /* ---- output -------------------------------------------------------------------------- */
 
-static void progress(FILE *out, bool tty, int step, int total, float loss, double seconds_per_step, int tokens_per_step)
+/* `unit` is what tokens_per_step counts: "tok" for the GPT, "ex" (examples) for the MLP. */
+static void progress(FILE *out, bool tty, int step, int total, float loss, double seconds_per_step, int tokens_per_step,
+                     const char *unit)
 {
     if (tty) {
         enum { WIDTH = 30 };
@@ -584,12 +586,12 @@ static void progress(FILE *out, bool tty, int step, int total, float loss, doubl
         char bar[WIDTH + 1];
         for (int i = 0; i < WIDTH; i++) bar[i] = i < filled ? '#' : '.';
         bar[WIDTH] = '\0';
-        fprintf(out, "\r  step %5d/%d [%s] loss %.4f  %.1f ms/step  %.0f tok/s   ", step, total, bar, loss,
-                1e3 * seconds_per_step, tokens_per_step / seconds_per_step);
+        fprintf(out, "\r  step %5d/%d [%s] loss %.4f  %.1f ms/step  %.0f %s/s   ", step, total, bar, loss,
+                1e3 * seconds_per_step, tokens_per_step / seconds_per_step, unit);
         fflush(out);
     } else {
-        fprintf(out, "  step %5d/%d  loss %.6f  %.1f ms/step  %.0f tok/s\n", step, total, loss,
-                1e3 * seconds_per_step, tokens_per_step / seconds_per_step);
+        fprintf(out, "  step %5d/%d  loss %.6f  %.1f ms/step  %.0f %s/s\n", step, total, loss,
+                1e3 * seconds_per_step, tokens_per_step / seconds_per_step, unit);
     }
 }
 
@@ -719,7 +721,8 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         report->steps_run = s + 1;
         const int step = run.state.step;
         if (!opt->quiet && (tty || step % 10 == 0 || s + 1 == to_run))
-            progress(out, tty, step, opt->steps, report->losses[s], times[s], tokens_per_step);
+            progress(out, tty, step, opt->steps, report->losses[s], times[s], tokens_per_step,
+                     run.gpt ? "tok" : "ex");
         if (opt->eval_every && step % opt->eval_every == 0 && s + 1 < to_run) {
             float val;
             status = evaluate(&run, &val);
