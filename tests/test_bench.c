@@ -44,7 +44,10 @@ static char dir[] = "/tmp/remat_bench_XXXXXX";
 static cJSON *summary; /* results/summary.json of the quick run */
 
 /* Runs REMAT_BENCH_DIR/<bench> with its arguments (up to 8, then NULL), its output going
- * to <dir>/<bench>.log; returns its exit status, or -1 if it did not exit. */
+ * to <dir>/<bench>.log; returns its exit status, or -1 if it did not exit. The compiler
+ * checks that every call ends with NULL. */
+static int run_bench(const char *bench, ...) __attribute__((sentinel));
+
 static int run_bench(const char *bench, ...)
 {
     enum { MAX_ARGS = 8 };
@@ -207,7 +210,7 @@ static void test_every_bench_answers_help_and_rejects_bad_flags(void **state)
     assert_int_equal(run_bench("bench_dropout", "--steps", "3", NULL), 2); /* it times nothing */
     assert_int_equal(run_bench("bench_offload", "--quick", "--offload-dir", NULL), 2);
     /* A spill directory that does not exist is an error that names it. */
-    assert_int_equal(run_bench("bench_offload", "--quick", "--offload-dir", "/nonexistent/remat"), 1);
+    assert_int_equal(run_bench("bench_offload", "--quick", "--offload-dir", "/nonexistent/remat", NULL), 1);
     char path[512], log[1 << 14] = "";
     snprintf(path, sizeof path, "%s/bench_offload.log", dir);
     FILE *f = fopen(path, "r");
