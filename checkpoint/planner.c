@@ -235,7 +235,8 @@ void schedule_print(const Schedule *s, const ChainCost *cost, Layer **layers, FI
     }
     int kept = 0, regions = 0;
     for (int i = 0; i < s->n_segments; i++) regions += s->segments[i].region;
-    fprintf(out, "  schedule: %d segment%s, %d of them regions\n", s->n_segments, s->n_segments == 1 ? "" : "s", regions);
+    fprintf(out, "  schedule: %d segment%s, %d of them regions%s\n", s->n_segments, s->n_segments == 1 ? "" : "s", regions,
+            regions ? "" : ": the budget holds every activation, so nothing is recomputed");
     for (int i = 0; i < s->n_segments; i++) {
         const ScheduleSegment *g = &s->segments[i];
         char name[64];
