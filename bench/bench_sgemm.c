@@ -14,6 +14,7 @@
 
 #include "kernels.h"
 #include "kernels_ref.h"
+#include "parse.h"
 #include "platform.h"
 #include "rng.h"
 
@@ -38,16 +39,6 @@ static void usage(FILE *out)
             "  --help         this text\n");
 }
 
-/* Parses a whole decimal int in [lo, hi]; returns 0 on success. */
-static int parse_int(const char *text, int lo, int hi, int *out)
-{
-    char *end = NULL;
-    long v = strtol(text, &end, 10);
-    if (!text[0] || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
 static int parse_options(int argc, char **argv, Options *opt)
 {
     opt->size = 2048;
@@ -63,17 +54,17 @@ static int parse_options(int argc, char **argv, Options *opt)
             opt->size = 1024;
             opt->reps = 5;
         } else if (!strcmp(arg, "--size") && value) {
-            if (parse_int(value, 64, 8192, &opt->size)) goto bad_value;
+            if (!parse_int(value, 64, 8192, &opt->size)) goto bad_value;
             i++;
         } else if (!strcmp(arg, "--reps") && value) {
-            if (parse_int(value, 1, 100, &opt->reps)) goto bad_value;
+            if (!parse_int(value, 1, 100, &opt->reps)) goto bad_value;
             i++;
         } else if (!strcmp(arg, "--threads") && value) {
             char list[256];
             snprintf(list, sizeof list, "%s", value);
             opt->n_threads = 0;
             for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-                if (opt->n_threads == MAX_THREAD_COUNTS || parse_int(tok, 1, 1024, &opt->threads[opt->n_threads]))
+                if (opt->n_threads == MAX_THREAD_COUNTS || !parse_int(tok, 1, 1024, &opt->threads[opt->n_threads]))
                     goto bad_value;
                 opt->n_threads++;
             }

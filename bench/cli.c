@@ -3,12 +3,12 @@
  */
 #include "cli.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "memory.h"
+#include "parse.h"
 #include "platform.h"
 
 /* ---- flags ------------------------------------------------------------------------------ */
@@ -34,17 +34,6 @@ void bench_usage(const BenchInfo *info, FILE *out)
         fprintf(out, "  --no-rng-replay   replay regions without restoring the generator (dropout's masks change)\n");
     if (info->own_flags_help) fputs(info->own_flags_help, out);
     fprintf(out, "  --help            this text\n");
-}
-
-/* Parses a whole number in [lo, hi]. */
-static bool parse_int(const char *text, long lo, long hi, int *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi) return false;
-    *out = (int)v;
-    return true;
 }
 
 /* Whether `flag` is a strategy flag that `info`'s bench does not take. */

@@ -28,6 +28,7 @@
 #include "mlp.h"
 #include "model_file.h"
 #include "offload.h"
+#include "parse.h"
 #include "platform.h"
 
 #ifndef REMAT_DATA_DIR
@@ -123,17 +124,6 @@ void train_usage(FILE *out)
         "output\n"
         "  --quiet             no per-step lines or progress bar\n"
         "  --help              this text\n");
-}
-
-/* Parses a whole number in [lo, hi]. */
-static bool parse_int(const char *text, long lo, long hi, int *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi) return false;
-    *out = (int)v;
-    return true;
 }
 
 /* Parses a finite float in [lo, hi) (hi_inclusive: [lo, hi]). */
