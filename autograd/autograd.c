@@ -2,13 +2,13 @@
  * autograd.c — the engine: Vars, nodes on a tape, the saved-tensor path, and backward
  * (see autograd.h). The ops themselves live in ops_*.c.
  */
-#include "autograd.h"
+#include "autograd/autograd.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "flops.h"
-#include "kernels.h"
+#include "tensor/flops.h"
+#include "tensor/kernels.h"
 
 /* ---- Var ---------------------------------------------------------------------------- */
 

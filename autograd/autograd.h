@@ -36,8 +36,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "error.h"
-#include "tensor.h"
+#include "tensor/error.h"
+#include "tensor/tensor.h"
 
 #define NODE_MAX_INPUTS 4
 #define NODE_MAX_SAVED 6

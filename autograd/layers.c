@@ -2,13 +2,13 @@
  * layers.c — the Layer interface and the MLP chain's residual block (see layers.h).
  * The GPT block is in layers_gpt.c.
  */
-#include "layers.h"
+#include "autograd/layers.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
+#include "autograd/ops.h"
 
 Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx)
 {

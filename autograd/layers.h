@@ -11,9 +11,9 @@
 #ifndef REMAT_LAYERS_H
 #define REMAT_LAYERS_H
 
-#include "autograd.h"
-#include "optim.h"
-#include "rng.h"
+#include "autograd/autograd.h"
+#include "autograd/optim.h"
+#include "tensor/rng.h"
 
 #define LAYER_MAX_PARAMS 16
 #define LAYER_NAME_LEN 24

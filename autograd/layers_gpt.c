@@ -28,12 +28,12 @@
  * What it is not: a fused or optimised attention (ops_attention.c says why), or a block
  * with options (no bias-free variant, no rotary embeddings, no KV cache).
  */
-#include "layers.h"
+#include "autograd/layers.h"
 
 #include <math.h>
 #include <stdio.h>
 
-#include "ops.h"
+#include "autograd/ops.h"
 
 #define GPT_LN_EPS 1e-5f   /* GPT-2's layer_norm_epsilon */
 #define GPT_INIT_STD 0.02f /* GPT-2's initializer_range */

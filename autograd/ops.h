@@ -28,8 +28,8 @@
 #include <cblas.h>
 #include <stdbool.h>
 
-#include "autograd.h"
-#include "rng.h"
+#include "autograd/autograd.h"
+#include "tensor/rng.h"
 
 /* ---- ops_linear.c ------------------------------------------------------------------- */
 

@@ -5,9 +5,9 @@
  * can be read off its output (out > 0), and the next linear saves that same output as its
  * input, so relu costs no extra activation memory; gelu's derivative needs its input.
  */
-#include "ops.h"
+#include "autograd/ops.h"
 
-#include "kernels.h"
+#include "tensor/kernels.h"
 #include "ops_internal.h"
 
 /* ---- relu --------------------------------------------------------------------------- */

@@ -13,9 +13,9 @@
  * materialised, which is exactly the activation that "attention_core" recomputation is
  * about. Letters: B batch, T time, C channels, H heads, D = C/H.
  */
-#include "ops.h"
+#include "autograd/ops.h"
 
-#include "kernels.h"
+#include "tensor/kernels.h"
 #include "ops_internal.h"
 
 /* ---- split_heads -------------------------------------------------------------------- */

@@ -11,11 +11,11 @@
  * When not training, or with p = 0, dropout is the identity and this op is a no-op: no
  * draw, no node, no new tensor; it hands back x itself with one more reference.
  */
-#include "ops.h"
+#include "autograd/ops.h"
 
 #include <math.h>
 
-#include "kernels.h"
+#include "tensor/kernels.h"
 #include "ops_internal.h"
 
 /* ---- dropout ------------------------------------------------------------------------ */

@@ -10,9 +10,9 @@
  * [0, V) would read outside the table. Letters: B batch, T time, C channels,
  * V vocabulary, T_max the position table's rows.
  */
-#include "ops.h"
+#include "autograd/ops.h"
 
-#include "kernels.h"
+#include "tensor/kernels.h"
 #include "ops_internal.h"
 
 /* ---- embedding ---------------------------------------------------------------------- */

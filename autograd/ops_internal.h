@@ -5,7 +5,7 @@
 #ifndef REMAT_OPS_INTERNAL_H
 #define REMAT_OPS_INTERNAL_H
 
-#include "autograd.h"
+#include "autograd/autograd.h"
 
 /* REMAT_OK if none of the n inputs is NULL. A NULL input is taken to be the result of an
  * earlier op that failed, in a chain of ops checked once at the end: then the earlier

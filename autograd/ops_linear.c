@@ -5,11 +5,11 @@
  * shapes, allocate the output, and record what backward needs. Letters: N rows (leading
  * dims flattened), IN/OUT a linear's widths, M/K/N a matmul's sizes.
  */
-#include "ops.h"
+#include "autograd/ops.h"
 
 #include <string.h>
 
-#include "kernels.h"
+#include "tensor/kernels.h"
 #include "ops_internal.h"
 
 /* ---- linear ------------------------------------------------------------------------- */

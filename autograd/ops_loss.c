@@ -3,11 +3,11 @@
  * chain's regression; softmax + cross-entropy, fused, for the GPT's next-token
  * prediction (letters: N rows, V vocabulary).
  */
-#include "ops.h"
+#include "autograd/ops.h"
 
 #include <string.h>
 
-#include "kernels.h"
+#include "tensor/kernels.h"
 #include "ops_internal.h"
 
 /* ---- mse ---------------------------------------------------------------------------- */

@@ -7,11 +7,11 @@
  * What is saved is x itself, the weight, and those two small vectors. Letters: N rows
  * (leading dims flattened), C the normalised width.
  */
-#include "ops.h"
+#include "autograd/ops.h"
 
 #include <math.h>
 
-#include "kernels.h"
+#include "tensor/kernels.h"
 #include "ops_internal.h"
 
 /* ---- layernorm ---------------------------------------------------------------------- */

@@ -2,13 +2,13 @@
  * optim.c — SGD and AdamW over a parameter list (see optim.h). The arithmetic is in
  * tensor/kernels_optim.c; this file owns the state and the all-or-nothing step.
  */
-#include "optim.h"
+#include "autograd/optim.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "flops.h"
-#include "kernels.h"
+#include "tensor/flops.h"
+#include "tensor/kernels.h"
 
 struct Optimizer {
     OptimConfig config;

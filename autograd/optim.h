@@ -13,7 +13,7 @@
 #ifndef REMAT_OPTIM_H
 #define REMAT_OPTIM_H
 
-#include "autograd.h"
+#include "autograd/autograd.h"
 
 /* A parameter as an optimizer sees it: the Var (a leaf that requires grad) and whether
  * weight decay applies to it (GPT-2 practice: matrices yes, biases and norms no). */

@@ -16,9 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "platform.h"
-#include "results.h"
+#include "bench/cli.h"
+#include "tensor/platform.h"
+#include "bench/results.h"
 
 static const BenchInfo INFO = {
     .name = "bench_all",

@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "measure.h"
-#include "results.h"
+#include "bench/cli.h"
+#include "bench/measure.h"
+#include "bench/results.h"
 
 enum { N_STRATEGIES = 3 };
 static const StrategyKind KINDS[N_STRATEGIES] = {STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};

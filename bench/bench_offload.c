@@ -35,11 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "measure.h"
-#include "offload.h"
-#include "ops.h"
-#include "results.h"
+#include "bench/cli.h"
+#include "bench/measure.h"
+#include "offload/offload.h"
+#include "autograd/ops.h"
+#include "bench/results.h"
 
 static const BenchInfo INFO = {
     .name = "bench_offload",

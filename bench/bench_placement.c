@@ -24,11 +24,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "checkpoint.h"
-#include "cli.h"
-#include "measure.h"
-#include "platform.h"
-#include "results.h"
+#include "checkpoint/checkpoint.h"
+#include "bench/cli.h"
+#include "bench/measure.h"
+#include "tensor/platform.h"
+#include "bench/results.h"
 
 static const BenchInfo INFO = {
     .name = "bench_placement",

@@ -26,11 +26,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "measure.h"
-#include "mlp.h"
-#include "planner.h"
-#include "results.h"
+#include "bench/cli.h"
+#include "bench/measure.h"
+#include "models/mlp.h"
+#include "checkpoint/planner.h"
+#include "bench/results.h"
 
 static const BenchInfo INFO = {
     .name = "bench_planner",

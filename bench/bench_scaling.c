@@ -21,10 +21,10 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "cli.h"
-#include "measure.h"
-#include "mlp.h"
-#include "results.h"
+#include "bench/cli.h"
+#include "bench/measure.h"
+#include "models/mlp.h"
+#include "bench/results.h"
 
 enum { N_KINDS = 3, MAX_DEPTHS = 8 };
 static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT};

@@ -27,9 +27,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "measure.h"
-#include "results.h"
+#include "bench/cli.h"
+#include "bench/measure.h"
+#include "bench/results.h"
 
 enum { N_POLICIES = 4, MAX_SEQS = 3 };
 

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "kernels_ref.h"
-#include "parse.h"
-#include "platform.h"
-#include "rng.h"
+#include "tensor/kernels.h"
+#include "tensor/kernels_ref.h"
+#include "tensor/parse.h"
+#include "tensor/platform.h"
+#include "tensor/rng.h"
 
 #define MAX_THREAD_COUNTS 8
 

@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "measure.h"
-#include "results.h"
+#include "bench/cli.h"
+#include "bench/measure.h"
+#include "bench/results.h"
 
 /* What --strategy may pick; it keeps none, that strategy, and the offload series run under
  * it (offload with none, offload+sqrt with sqrt). */

@@ -1,15 +1,15 @@
 /*
  * cli.c — flags, header, progress and ending shared by the bench binaries (see cli.h).
  */
-#include "cli.h"
+#include "bench/cli.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "memory.h"
-#include "parse.h"
-#include "platform.h"
+#include "tensor/memory.h"
+#include "tensor/parse.h"
+#include "tensor/platform.h"
 
 /* ---- flags ------------------------------------------------------------------------------ */
 

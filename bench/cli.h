@@ -31,9 +31,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "error.h"
-#include "results.h"
-#include "strategy.h"
+#include "tensor/error.h"
+#include "bench/results.h"
+#include "checkpoint/strategy.h"
 
 /* What a bench says about itself, for --help, its header and its results. */
 typedef struct BenchInfo {

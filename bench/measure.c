@@ -2,15 +2,15 @@
  * measure.c — measuring training steps, alternating variants, and the census of what a
  * forward keeps (see measure.h).
  */
-#include "measure.h"
+#include "bench/measure.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpt.h"
-#include "mlp.h"
-#include "platform.h"
+#include "models/gpt.h"
+#include "models/mlp.h"
+#include "tensor/platform.h"
 
 /* ---- batches and the models ---------------------------------------------------------------- */
 

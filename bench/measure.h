@@ -19,11 +19,11 @@
 
 #include <stdint.h>
 
-#include "cli.h"
-#include "flops.h"
-#include "model.h"
-#include "offload.h"
-#include "optim.h"
+#include "bench/cli.h"
+#include "tensor/flops.h"
+#include "models/model.h"
+#include "offload/offload.h"
+#include "autograd/optim.h"
 
 /* ---- batches and the models ---------------------------------------------------------------- */
 

@@ -2,7 +2,7 @@
  * results.c — the results writer: a cJSON document built as a bench runs, written as JSON
  * and CSV at the end (see results.h; the schema is in bench/README.md).
  */
-#include "results.h"
+#include "bench/results.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -15,7 +15,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 
-#include "platform.h"
+#include "tensor/platform.h"
 
 #ifndef REMAT_SOURCE_DIR
 #define REMAT_SOURCE_DIR "."

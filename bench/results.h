@@ -26,7 +26,7 @@
 
 #include <stdbool.h>
 
-#include "error.h"
+#include "tensor/error.h"
 
 #define RESULTS_SCHEMA "remat-bench/1"
 

@@ -7,13 +7,13 @@
  * back), the model's layers only through layer_forward and checkpoint(). The FLOP ledger
  * and the caller's generator are left as they were.
  */
-#include "planner.h"
+#include "checkpoint/planner.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "flops.h"
+#include "tensor/flops.h"
 
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 

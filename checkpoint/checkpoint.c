@@ -3,15 +3,15 @@
  * replay, the determinism check, and the selective policies' output cache
  * (see checkpoint.h and policy.h).
  */
-#include "checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "explain.h"
-#include "flops.h"
-#include "kernels.h"
+#include "checkpoint/explain.h"
+#include "tensor/flops.h"
+#include "tensor/kernels.h"
 
 /* A cheap 64-bit hash of a tensor's bytes and shape (FNV-1a over 32-bit words), enough to
  * tell whether a replay reproduced its first forward. */

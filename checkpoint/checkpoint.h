@@ -29,8 +29,8 @@
 #ifndef REMAT_CHECKPOINT_H
 #define REMAT_CHECKPOINT_H
 
-#include "layers.h"
-#include "policy.h"
+#include "autograd/layers.h"
+#include "checkpoint/policy.h"
 
 /* The function a region runs: its output from x (a new Var the caller owns; x borrowed). */
 typedef Var *(*RegionFn)(void *fn_ctx, Var *x, TrainCtx *ctx);

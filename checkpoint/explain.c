@@ -7,12 +7,12 @@
  * Time is counted in events (ops run, tensors saved or released), so a row says when in
  * the step its tensor came and went.
  */
-#include "explain.h"
+#include "checkpoint/explain.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "flops.h"
+#include "tensor/flops.h"
 
 typedef enum Fate { FATE_KEPT, FATE_DROPPED, FATE_CACHED, FATE_RECOMPUTED, FATE_HOOKED, FATE_COUNT } Fate;
 

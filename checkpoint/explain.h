@@ -24,7 +24,7 @@
 
 #include <stdio.h>
 
-#include "autograd.h"
+#include "autograd/autograd.h"
 
 typedef struct Explain Explain;
 

@@ -8,7 +8,7 @@
  * Owns: Schedule records and the searches' scratch. Touches: nothing but its arguments;
  * plan_from_schedule makes a Plan (strategy.h).
  */
-#include "planner.h"
+#include "checkpoint/planner.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -87,8 +87,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "revolve.h"
-#include "strategy.h"
+#include "checkpoint/revolve.h"
+#include "checkpoint/strategy.h"
 
 /* ---- the chain model ------------------------------------------------------------------- */
 

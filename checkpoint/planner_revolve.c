@@ -7,7 +7,7 @@
  * Owns: the Revolve Schedule records it makes. Touches: nothing but its arguments; the
  * schedule itself comes from revolve.c, and the choice of slots is in planner.c.
  */
-#include "planner.h"
+#include "checkpoint/planner.h"
 
 #include <stdlib.h>
 

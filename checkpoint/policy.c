@@ -1,7 +1,7 @@
 /*
  * policy.c — the preset selective-recomputation policies (see policy.h).
  */
-#include "policy.h"
+#include "checkpoint/policy.h"
 
 #include <stddef.h>
 #include <string.h>

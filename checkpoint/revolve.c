@@ -7,7 +7,7 @@
  * x_{i−1} to x_i. β(s, r) = C(s + r, s) is the most steps s slots can reverse when no step
  * is advanced over more than r times.
  */
-#include "revolve.h"
+#include "checkpoint/revolve.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -56,7 +56,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "layers.h"
+#include "autograd/layers.h"
 
 /* ---- the count ------------------------------------------------------------------------ */
 

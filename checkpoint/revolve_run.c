@@ -6,13 +6,13 @@
  * Room: checkpoint/. Uses autograd/ (tapes, grad mode, the saved-tensor path, backward_node)
  * and tensor/ (the ledgers, PCG32).
  */
-#include "revolve.h"
+#include "checkpoint/revolve.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "flops.h"
-#include "memory.h"
+#include "tensor/flops.h"
+#include "tensor/memory.h"
 
 /* ---- the executor: one layer, either way ------------------------------------------------ */
 

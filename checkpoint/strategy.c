@@ -2,13 +2,13 @@
  * strategy.c — turning a strategy into segments of layers, and running them (see
  * strategy.h).
  */
-#include "strategy.h"
+#include "checkpoint/strategy.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "revolve.h"
+#include "checkpoint/revolve.h"
 
 static const char *const NAMES[] = {"none", "full", "sqrt", "selective", "budget"};
 

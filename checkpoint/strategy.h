@@ -28,7 +28,7 @@
 #ifndef REMAT_STRATEGY_H
 #define REMAT_STRATEGY_H
 
-#include "checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 typedef enum StrategyKind {
     STRATEGY_NONE = 0,

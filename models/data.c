@@ -1,7 +1,7 @@
 /*
  * data.c — the text data loader (see data.h): read a file, split it, sample windows.
  */
-#include "data.h"
+#include "models/data.h"
 
 #include <errno.h>
 #include <math.h>

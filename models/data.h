@@ -23,8 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "rng.h"
+#include "tensor/error.h"
+#include "tensor/rng.h"
 
 #define TEXT_VOCAB_SIZE 256 /* one token per byte value */
 

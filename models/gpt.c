@@ -6,15 +6,15 @@
  * LM head has no weight of its own: logits = ln_f(x) · wte^T, one op_matmul with the
  * token table transposed (GPT-2's weight tying).
  */
-#include "gpt.h"
+#include "models/gpt.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "ops.h"
+#include "tensor/kernels.h"
+#include "autograd/ops.h"
 
 #define GPT_LN_EPS 1e-5f   /* GPT-2's layer_norm_epsilon */
 #define GPT_INIT_STD 0.02f /* GPT-2's initializer_range */

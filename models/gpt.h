@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "model.h"
+#include "models/model.h"
 
 typedef struct GptConfig {
     int n_layers;  /* L ≥ 1 blocks */

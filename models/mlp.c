@@ -1,12 +1,12 @@
 /*
  * mlp.c — the MLP chain model and its teacher task (see mlp.h).
  */
-#include "mlp.h"
+#include "models/mlp.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#include "ops.h"
+#include "autograd/ops.h"
 
 /* ---- the model -------------------------------------------------------------------------- */
 

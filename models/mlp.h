@@ -16,7 +16,7 @@
 #ifndef REMAT_MLP_H
 #define REMAT_MLP_H
 
-#include "model.h"
+#include "models/model.h"
 
 typedef struct MlpConfig {
     int n_layers; /* N ≥ 1 */

@@ -1,7 +1,7 @@
 /*
  * model.c — running a Model's stages in order, and freeing one (see model.h).
  */
-#include "model.h"
+#include "models/model.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,9 +10,9 @@
 #ifndef REMAT_MODEL_H
 #define REMAT_MODEL_H
 
-#include "layers.h"
-#include "planner.h"
-#include "strategy.h"
+#include "autograd/layers.h"
+#include "checkpoint/planner.h"
+#include "checkpoint/strategy.h"
 
 typedef struct Model Model;
 

@@ -1,7 +1,7 @@
 /*
  * model_file.c — saving and loading a model and its training state (see model_file.h).
  */
-#include "model_file.h"
+#include "models/model_file.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -15,9 +15,9 @@
 #ifndef REMAT_MODEL_FILE_H
 #define REMAT_MODEL_FILE_H
 
-#include "model.h"
-#include "optim.h"
-#include "safetensors.h"
+#include "models/model.h"
+#include "autograd/optim.h"
+#include "models/safetensors.h"
 
 /* Where a training run is, beyond its parameters and optimizer state. */
 typedef struct TrainState {

@@ -6,7 +6,7 @@
  * never pass through cJSON: the writer writes them straight from each Tensor's storage,
  * the reader preads them straight into the new tensor's storage.
  */
-#include "safetensors.h"
+#include "models/safetensors.h"
 
 #include <cJSON.h>
 #include <errno.h>

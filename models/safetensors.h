@@ -32,9 +32,9 @@
 #ifndef REMAT_SAFETENSORS_H
 #define REMAT_SAFETENSORS_H
 
-#include "error.h"
-#include "memory.h"
-#include "tensor.h"
+#include "tensor/error.h"
+#include "tensor/memory.h"
+#include "tensor/tensor.h"
 
 /* The header may be at most this long, as in the reference implementation. */
 #define ST_MAX_HEADER_BYTES 100000000u

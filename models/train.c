@@ -13,7 +13,7 @@
  * A step that fails (the memory budget, a file error) leaves the parameters and optimizer
  * state as they were before it: the optimizer runs last, and only after backward worked.
  */
-#include "train.h"
+#include "models/train.h"
 
 #include <errno.h>
 #include <math.h>
@@ -21,15 +21,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "data.h"
-#include "explain.h"
-#include "flops.h"
-#include "gpt.h"
-#include "mlp.h"
-#include "model_file.h"
-#include "offload.h"
-#include "parse.h"
-#include "platform.h"
+#include "models/data.h"
+#include "checkpoint/explain.h"
+#include "tensor/flops.h"
+#include "models/gpt.h"
+#include "models/mlp.h"
+#include "models/model_file.h"
+#include "offload/offload.h"
+#include "tensor/parse.h"
+#include "tensor/platform.h"
 
 #ifndef REMAT_DATA_DIR
 #define REMAT_DATA_DIR "data"

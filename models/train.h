@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "error.h"
+#include "tensor/error.h"
 
 typedef struct TrainOptions {
     const char *model;      /* "gpt" or "mlp" */

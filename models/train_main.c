@@ -4,7 +4,7 @@
  */
 #include <stdio.h>
 
-#include "train.h"
+#include "models/train.h"
 
 int main(int argc, char **argv)
 {

@@ -40,7 +40,7 @@
  */
 #define _DEFAULT_SOURCE /* madvise, preadv and pwritev */
 
-#include "offload.h"
+#include "offload/offload.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,7 +53,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
-#include "platform.h"
+#include "tensor/platform.h"
 #include "prefetch.h"
 
 #define RECORD_MAGIC 0x464f4d52u /* "RMOF" */

@@ -88,7 +88,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "autograd.h"
+#include "autograd/autograd.h"
 
 typedef enum OffloadPolicy {
     OFFLOAD_ALL = 0,

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "tensor/error.h"
 
 /* One read of head_bytes + data_bytes at `offset` into two buffers (as preadv). */
 typedef struct PrefetchRead {

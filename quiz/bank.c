@@ -2,7 +2,7 @@
  * bank.c — reading and checking quiz/questions.json (see bank.h). Every check names the
  * file and the path of the field it found wrong.
  */
-#include "bank.h"
+#include "quiz/bank.h"
 
 #include <errno.h>
 #include <stdio.h>

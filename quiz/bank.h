@@ -15,7 +15,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "error.h"
+#include "tensor/error.h"
 
 #define QUIZ_OPTIONS 4
 

@@ -2,14 +2,14 @@
  * explain_fill.c — reading the benches' results and filling explanations (see
  * explain_fill.h).
  */
-#include "explain_fill.h"
+#include "quiz/explain_fill.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "memory.h"
+#include "tensor/memory.h"
 
 #define MAX_FILES 16
 

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "bank.h"
+#include "quiz/bank.h"
 
 /* The results of the benches, read from one directory on demand. */
 typedef struct ResultsDir ResultsDir;

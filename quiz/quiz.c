@@ -22,9 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bank.h"
-#include "explain_fill.h"
-#include "rng.h"
+#include "quiz/bank.h"
+#include "quiz/explain_fill.h"
+#include "tensor/rng.h"
 
 #ifndef REMAT_QUIZ_BANK
 #define REMAT_QUIZ_BANK "quiz/questions.json"

@@ -1,7 +1,7 @@
 /*
  * flops.c — the FLOP ledger (see flops.h): one counter per phase and the current phase.
  */
-#include "flops.h"
+#include "tensor/flops.h"
 
 static uint64_t counts[PHASE_COUNT];
 static Phase current = PHASE_FORWARD;

@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rng.h"
+#include "tensor/rng.h"
 
 /* ---- matmul (kernels_matmul.c) ---------------------------------------------------- */
 

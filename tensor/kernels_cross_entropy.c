@@ -21,11 +21,11 @@
  * Sizes: logits and dlogits are (rows,V); targets is (rows), each in [0, V) (the caller
  * checks, kernels trust).
  */
-#include "kernels.h"
+#include "tensor/kernels.h"
 
 #include <math.h>
 
-#include "flops.h"
+#include "tensor/flops.h"
 
 /* Threads pay for themselves early here: every element costs an expf (see the table in
  * kernels_rows.c; its softmax kernels start at 2^12 elements too). */

@@ -33,9 +33,9 @@
  *
  * Aliasing: out must not overlap x; dx must not overlap dout.
  */
-#include "kernels.h"
+#include "tensor/kernels.h"
 
-#include "flops.h"
+#include "tensor/flops.h"
 
 /* Elements per block with its own advanced copy of the generator (see above). */
 #define DROPOUT_BLOCK 4096

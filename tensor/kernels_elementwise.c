@@ -18,12 +18,12 @@
  *
  * Sizes: n is a flat element count; rows, cols describe a row-major (rows,cols) array.
  */
-#include "kernels.h"
+#include "tensor/kernels.h"
 
 #include <math.h>
 #include <stdint.h>
 
-#include "flops.h"
+#include "tensor/flops.h"
 
 /* When to use threads. Opening an OpenMP parallel region costs a few microseconds, so a
  * loop runs on the calling thread until it is long enough to pay for that. Measured with

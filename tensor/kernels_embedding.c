@@ -20,9 +20,9 @@
  * Sizes: ids (B,T); wte and dwte (V,C); wpe and dwpe (at least T rows, C); out and dout
  * (B,T,C). V itself is not needed here.
  */
-#include "kernels.h"
+#include "tensor/kernels.h"
 
-#include "flops.h"
+#include "tensor/flops.h"
 
 /* Single streaming passes: threads pay from about 2^16 elements, as for k_add (the
  * measurements are in kernels_elementwise.c). */

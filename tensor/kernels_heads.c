@@ -19,9 +19,9 @@
  * Sizes: B, T, C, H with D = C/H (C a multiple of H, checked by the caller); which is
  * 0, 1 or 2 for q, k or v.
  */
-#include "kernels.h"
+#include "tensor/kernels.h"
 
-#include "flops.h"
+#include "tensor/flops.h"
 
 /* Single streaming passes: threads pay from about 2^16 elements (kernels_elementwise.c). */
 #define PARALLEL_MIN_ELEMS ((size_t)1 << 16)

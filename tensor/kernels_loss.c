@@ -7,11 +7,11 @@
  * order: the same result on any thread count.
  * What it is not: a general reduction library (k_sum in kernels_rows.c is the plain sum).
  */
-#include "kernels.h"
+#include "tensor/kernels.h"
 
 #include <stdint.h>
 
-#include "flops.h"
+#include "tensor/flops.h"
 
 #define MSE_BLOCK 4096
 #define MSE_GROUP 256                        /* block sums kept on the stack per round */

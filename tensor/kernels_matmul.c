@@ -23,12 +23,12 @@
  * is at most BATCH_ACROSS_MAX_FLOPS; otherwise go inside. Either way each product is one
  * sgemm call on the same data.
  */
-#include "kernels.h"
+#include "tensor/kernels.h"
 
 #include <omp.h>
 #include <stdint.h>
 
-#include "flops.h"
+#include "tensor/flops.h"
 
 /* Largest product (in FLOPs, 2·M·N·K) that k_matmul_batched spreads across threads:
  * 2^27, which is 1024·1024·64, attention's score product at T = 1024, head size 64.

@@ -6,11 +6,11 @@
  * thread count. FLOPs go to whichever phase is current (the optimizer sets
  * PHASE_OPTIMIZER).
  */
-#include "kernels.h"
+#include "tensor/kernels.h"
 
 #include <math.h>
 
-#include "flops.h"
+#include "tensor/flops.h"
 
 /* Below this many elements the threads cost more than they save. */
 #define OPTIM_PARALLEL_MIN 32768

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rng.h"
+#include "tensor/rng.h"
 
 /* C = alpha·op(A)·op(B) + beta·C, shapes and transposes as k_matmul. With beta = 0 the
  * old C is not read (as BLAS: a NaN there does not propagate). */

@@ -25,12 +25,12 @@
  * Sizes: rows, cols describe a row-major (rows,cols) array; BH·T rows of length T for the
  * causal softmax (BH = batch·heads, T = sequence length); n is a flat element count.
  */
-#include "kernels.h"
+#include "tensor/kernels.h"
 
 #include <math.h>
 #include <stdint.h>
 
-#include "flops.h"
+#include "tensor/flops.h"
 
 /* When to use threads, by total elements (rows·cols), measured as in
  * kernels_elementwise.c (time on 1 thread / time on 2, 2-core Zen):

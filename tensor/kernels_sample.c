@@ -8,9 +8,9 @@
  * What it is not: top-k, nucleus or any other sampling policy; the caller shapes the
  * distribution first (temperature with k_scale, then k_softmax_forward).
  */
-#include "kernels.h"
+#include "tensor/kernels.h"
 
-#include "flops.h"
+#include "tensor/flops.h"
 
 int k_argmax(const float *x, int n)
 {

@@ -15,7 +15,7 @@
  * what the heap keeps. mem_return_free_pages hands the kept pages back when a caller
  * wants the process's resident size to match the ledger.
  */
-#include "memory.h"
+#include "tensor/memory.h"
 
 #include <inttypes.h>
 #include <malloc.h>

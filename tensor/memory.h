@@ -28,8 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
-#include "flops.h"
+#include "tensor/error.h"
+#include "tensor/flops.h"
 
 #define MEM_ALIGNMENT 64 /* bytes; every block starts on a cache line (and an AVX-512 vector) */
 

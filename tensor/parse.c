@@ -1,7 +1,7 @@
 /*
  * parse.c — reading numbers from the command line (see parse.h).
  */
-#include "parse.h"
+#include "tensor/parse.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
  * platform.c — OpenBLAS and OpenMP introspection and thread control (see platform.h).
  */
-#include "platform.h"
+#include "tensor/platform.h"
 
 #include <cblas.h>
 #include <omp.h>

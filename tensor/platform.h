@@ -9,7 +9,7 @@
 #ifndef REMAT_PLATFORM_H
 #define REMAT_PLATFORM_H
 
-#include "error.h"
+#include "tensor/error.h"
 
 typedef struct PlatformInfo {
     const char *blas_config;   /* openblas_get_config(), e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." */

@@ -13,7 +13,7 @@
  * no other PCG variants, no seeding from entropy and no cached second normal. The
  * generator stays a plain {state, inc} so that a struct copy saves it completely.
  */
-#include "rng.h"
+#include "tensor/rng.h"
 
 #include <math.h>
 

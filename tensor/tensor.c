@@ -2,7 +2,7 @@
  * tensor.c — creation, refcounting and release of Tensors (see tensor.h).
  * The storage comes from the memory ledger; the small struct itself is host memory.
  */
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 #include <stdio.h>
 #include <stdlib.h>

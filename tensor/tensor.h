@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "memory.h"
+#include "tensor/memory.h"
 
 #define TENSOR_MAX_DIMS 4
 

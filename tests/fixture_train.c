@@ -11,11 +11,11 @@
 #include <string.h>
 
 #include "fixture_train.h"
-#include "flops.h"
-#include "gpt.h"
-#include "mlp.h"
-#include "optim.h"
-#include "revolve.h"
+#include "tensor/flops.h"
+#include "models/gpt.h"
+#include "models/mlp.h"
+#include "autograd/optim.h"
+#include "checkpoint/revolve.h"
 
 enum { MLP_BATCH = 4, GPT_BATCH = 2, GPT_SEQ = 8, TEACHER_SEED = 6 };
 

@@ -13,10 +13,10 @@
 #ifndef REMAT_TEST_FIXTURE_TRAIN_H
 #define REMAT_TEST_FIXTURE_TRAIN_H
 
-#include "model.h"
-#include "offload.h"
-#include "planner.h"
-#include "strategy.h"
+#include "models/model.h"
+#include "offload/offload.h"
+#include "checkpoint/planner.h"
+#include "checkpoint/strategy.h"
 
 enum { FIXTURE_STEPS = 3, FIXTURE_MAX_PARAMS = 64 };
 

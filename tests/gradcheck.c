@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "rng.h"
+#include "tensor/rng.h"
 
 Var *gradcheck_input(int ndim, const int *shape, bool requires_grad, uint64_t seed, float lo, float hi)
 {

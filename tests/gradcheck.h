@@ -10,7 +10,7 @@
 #ifndef REMAT_TESTS_GRADCHECK_H
 #define REMAT_TESTS_GRADCHECK_H
 
-#include "autograd.h"
+#include "autograd/autograd.h"
 
 /* Builds the op's output from `inputs` (it must not free them). NULL on error. */
 typedef Var *(*GradcheckFn)(void *ctx, Var *const *inputs);

@@ -21,9 +21,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "autograd.h"
+#include "autograd/autograd.h"
 #include "gradcheck.h"
-#include "ops.h"
+#include "autograd/ops.h"
 
 #define GRADCHECK_EPS 1e-2
 #define GRADCHECK_TOL 2e-3

@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "results.h"
+#include "bench/results.h"
 
 #ifndef REMAT_BENCH_DIR
 #error "REMAT_BENCH_DIR must name the directory of the bench binaries"

@@ -17,15 +17,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
-#include "explain.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/explain.h"
 #include "fixture_train.h"
-#include "flops.h"
-#include "kernels.h"
-#include "gpt.h"
-#include "mlp.h"
-#include "optim.h"
-#include "strategy.h"
+#include "tensor/flops.h"
+#include "tensor/kernels.h"
+#include "models/gpt.h"
+#include "models/mlp.h"
+#include "autograd/optim.h"
+#include "checkpoint/strategy.h"
 
 static int group_teardown(void **state)
 {

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "data.h"
+#include "models/data.h"
 
 /* The folder holding corpus.txt; CMake sets it to the source tree's data/. */
 #ifndef REMAT_DATA_DIR

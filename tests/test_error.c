@@ -11,8 +11,8 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "error.h"
-#include "platform.h"
+#include "tensor/error.h"
+#include "tensor/platform.h"
 
 static void test_fail_records_status_and_message(void **state)
 {

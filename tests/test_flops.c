@@ -8,7 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "flops.h"
+#include "tensor/flops.h"
 
 static void test_flops_go_to_the_current_phase(void **state)
 {

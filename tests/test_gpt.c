@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data.h"
-#include "gpt.h"
-#include "optim.h"
+#include "models/data.h"
+#include "models/gpt.h"
+#include "autograd/optim.h"
 
 #define CORPUS REMAT_DATA_DIR "/corpus.txt"
 

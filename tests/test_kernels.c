@@ -34,9 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flops.h"
-#include "kernels.h"
-#include "kernels_ref.h"
+#include "tensor/flops.h"
+#include "tensor/kernels.h"
+#include "tensor/kernels_ref.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
 

@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "memory.h"
+#include "tensor/memory.h"
 
 #define MiB ((size_t)1 << 20)
 

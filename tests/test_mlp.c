@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mlp.h"
-#include "optim.h"
+#include "models/mlp.h"
+#include "autograd/optim.h"
 
 static int clean_state(void **state)
 {

@@ -24,14 +24,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crc32c.h"
+#include "offload/crc32c.h"
 #include "fixture_train.h"
-#include "gpt.h"
-#include "mlp.h"
-#include "offload.h"
-#include "optim.h"
-#include "strategy.h"
-#include "train.h"
+#include "models/gpt.h"
+#include "models/mlp.h"
+#include "offload/offload.h"
+#include "autograd/optim.h"
+#include "checkpoint/strategy.h"
+#include "models/train.h"
 
 static char spill_dir[] = "/tmp/remat_offload_XXXXXX";
 

@@ -15,12 +15,12 @@
 #include <string.h>
 
 #include "fixture_train.h"
-#include "flops.h"
-#include "gpt.h"
-#include "mlp.h"
-#include "ops.h"
-#include "optim.h"
-#include "planner.h"
+#include "tensor/flops.h"
+#include "models/gpt.h"
+#include "models/mlp.h"
+#include "autograd/ops.h"
+#include "autograd/optim.h"
+#include "checkpoint/planner.h"
 
 /* ---- fixtures: a model, one batch, its cost -------------------------------------------- */
 

@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bank.h"
-#include "explain_fill.h"
+#include "quiz/bank.h"
+#include "quiz/explain_fill.h"
 
 #ifndef REMAT_QUIZ_BIN
 #define REMAT_QUIZ_BIN "quiz/quiz"

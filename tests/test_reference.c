@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpt.h"
-#include "model_file.h"
-#include "safetensors.h"
+#include "models/gpt.h"
+#include "models/model_file.h"
+#include "models/safetensors.h"
 
 #ifndef REMAT_REFERENCE_FILE
 #define REMAT_REFERENCE_FILE "tests/reference/gpt_reference.safetensors"

@@ -18,14 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flops.h"
-#include "gpt.h"
-#include "mlp.h"
-#include "offload.h"
-#include "optim.h"
+#include "tensor/flops.h"
+#include "models/gpt.h"
+#include "models/mlp.h"
+#include "offload/offload.h"
+#include "autograd/optim.h"
 #include "fixture_train.h"
-#include "revolve.h"
-#include "strategy.h"
+#include "checkpoint/revolve.h"
+#include "checkpoint/strategy.h"
 
 static int group_teardown(void **state)
 {

@@ -21,7 +21,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "rng.h"
+#include "tensor/rng.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* The published reference: pcg32-demo, round 1                                        */

@@ -24,7 +24,7 @@
  * must be told that their functions have C names. */
 extern "C" {
 #include <cmocka.h>
-#include "rng.h"
+#include "tensor/rng.h"
 }
 
 /* The (seed, stream) pairs every test runs on: the demo's 42/54, all zeros, all ones,

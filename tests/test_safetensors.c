@@ -20,7 +20,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "safetensors.h"
+#include "models/safetensors.h"
 
 /* ---- fixtures and helpers --------------------------------------------------------- */
 

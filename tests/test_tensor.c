@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "tensor.h"
+#include "tensor/tensor.h"
 
 static int ledger_empty(void **state)
 {

@@ -14,10 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model_file.h"
-#include "mlp.h"
-#include "safetensors.h"
-#include "train.h"
+#include "models/model_file.h"
+#include "models/mlp.h"
+#include "models/safetensors.h"
+#include "models/train.h"
 
 static FILE *sink;
 static char dir[] = "/tmp/remat_train_XXXXXX";

@@ -5,10 +5,10 @@
 #ifndef REMAT_QUIZ_FIXTURES_H
 #define REMAT_QUIZ_FIXTURES_H
 
-#include "gpt.h"
-#include "mlp.h"
-#include "offload.h"
-#include "strategy.h"
+#include "models/gpt.h"
+#include "models/mlp.h"
+#include "offload/offload.h"
+#include "checkpoint/strategy.h"
 
 /* A 3-block GPT (C=32, H=4, T=16, vocabulary 256), dropout `dropout`, fixed seed. */
 Model *quiz_gpt(float dropout);

@@ -23,8 +23,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "ops.h"
+#include "tensor/kernels.h"
+#include "autograd/ops.h"
 
 static Var *filled(int rows, int cols, bool grad, float scale)
 {

@@ -26,7 +26,7 @@
 #include <stdio.h>
 
 #include "fixtures.h"
-#include "offload.h"
+#include "offload/offload.h"
 
 /* One step of `m` with an offloader of `policy` and `prefetch` records read ahead, its
  * hooks pushed for the forward only. */

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "fixtures.h"
-#include "optim.h"
+#include "autograd/optim.h"
 
 static void test_q8_no_amount_of_recomputation_makes_room_for_adamw(void **state)
 {
