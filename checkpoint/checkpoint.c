@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "checkpoint/explain.h"
+#include "replay.h"
 #include "tensor/flops.h"
 #include "tensor/kernels.h"
 
@@ -208,66 +209,54 @@ CheckpointOptions checkpoint_defaults(void)
 
 /* ---- backward: the replay ------------------------------------------------------------ */
 
+/* The errors a replay can find before its backward: the policy's cache did not match, or
+ * the determinism check saw a recomputed output differ from the first forward's. */
+static RematStatus replay_check(const Region *r)
+{
+    if (r->cache.error)
+        return remat_fail(REMAT_ESTATE, "checkpoint region %s: the replay ran different ops than "
+                          "the first forward, so the policy's cache does not match", r->name);
+    if (r->cache.diverged_op)
+        return remat_fail(REMAT_ESTATE,
+                          "checkpoint region %s: the replay computed a different output than the "
+                          "first forward, first at %s (%s) (%s); its gradients would be wrong. Random "
+                          "ops in it need the generator replayed (preserve_rng, the default; "
+                          "--no-rng-replay turns it off)", r->name, r->cache.diverged_op->name,
+                          r->cache.diverged_tag ? r->cache.diverged_tag : "untagged",
+                          r->opts.preserve_rng ? "with the generator replayed" : "without replaying the generator");
+    return REMAT_OK;
+}
+
 /* Backward of a region. Forward was y = fn(x) with nothing saved inside; so recompute
- * y = fn(x) with grad on into a sub-tape (RECOMPUTE FLOPs), then backpropagate dy through
- * it: dx += J_fn(x)^T·dy, and every parameter inside gets its gradient on the way. */
+ * y = fn(x) with grad on into a private tape (RECOMPUTE FLOPs), then backpropagate dy
+ * through it: dx += J_fn(x)^T·dy, and every parameter inside gets its gradient on the way.
+ * The replay (replay.h) puts the generator back to its state at the region's entry, so
+ * dropout draws the first forward's masks, and the policy's cache serves what it kept. */
 static RematStatus region_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
     Region *r = node->state;
     Tensor *x = saved_tensor(node, 0);
     if (!x) return remat_last_status();
 
-    /* The generator: replay the first forward's draws, then put it back. */
-    TrainCtx *ctx = r->ctx;
-    const Pcg32 rng_now = ctx ? ctx->rng : (Pcg32){0};
-    if (ctx && r->opts.preserve_rng) ctx->rng = r->rng_at_entry;
-
-    Tape *sub = tape_create();
-    Var *x_leaf = sub ? var_create(tensor_retain(x), dinputs[0] != NULL, "checkpoint.input") : NULL;
-    RematStatus status = x_leaf ? REMAT_OK : remat_last_status();
-    /* The region's input gradient accumulates straight into the buffer backward gave us. */
-    if (x_leaf && dinputs[0]) x_leaf->grad = tensor_retain(dinputs[0]);
-
-    Tape *outer = tape_set_current(sub);
-    const bool was = grad_set_enabled(true);
-    const Phase phase = flops_set_phase(PHASE_RECOMPUTE);
-    OpHooks replay = {.name = "checkpoint replay", .lookup = cache_lookup, .recorded = cache_replay_recorded,
-                      .ctx = &r->cache};
+    const OpHooks cache_hooks = {.name = "checkpoint replay", .lookup = cache_lookup,
+                                 .recorded = cache_replay_recorded, .ctx = &r->cache};
     const bool hooked = r->cache.count > 0 || r->cache.check;
-    bool pushed = false;
-    if (status == REMAT_OK && hooked) pushed = (status = op_hooks_push(&replay)) == REMAT_OK;
+    ReplayScope scope;
+    RematStatus status = replay_enter(&scope, &(ReplayOptions){
+        .record = true, .ctx = r->ctx, .rng = r->opts.preserve_rng ? &r->rng_at_entry : NULL,
+        .hooks = hooked ? &cache_hooks : NULL});
+    /* The region's input gradient accumulates straight into the buffer backward gave us. */
+    Var *x_leaf = status == REMAT_OK ? replay_input(x, dinputs[0], dinputs[0] != NULL, "checkpoint.input") : NULL;
+    if (status == REMAT_OK && !x_leaf) status = remat_last_status();
     Var *y = NULL;
-    if (status == REMAT_OK) {
-        y = r->fn(r->fn_ctx, x_leaf, ctx);
-        if (!y) status = remat_last_status();
-    }
-    if (pushed) op_hooks_pop();
-    if (status == REMAT_OK && r->cache.error)
-        status = remat_fail(REMAT_ESTATE, "checkpoint region %s: the replay ran different ops than "
-                            "the first forward, so the policy's cache does not match", r->name);
-    if (status == REMAT_OK && r->cache.diverged_op)
-        status = remat_fail(REMAT_ESTATE,
-                            "checkpoint region %s: the replay computed a different output than the "
-                            "first forward, first at %s (%s) (%s); its gradients would be wrong. Random "
-                            "ops in it need the generator replayed (preserve_rng, the default; "
-                            "--no-rng-replay turns it off)", r->name, r->cache.diverged_op->name,
-                            r->cache.diverged_tag ? r->cache.diverged_tag : "untagged",
-                            r->opts.preserve_rng ? "with the generator replayed" : "without replaying the generator");
-    /* Backward needs the node that made y, not y's value: let the value go first. No node:
-     * nothing inside needed a gradient (no parameters, and x a constant). */
-    Node *root = y ? y->creator : NULL;
-    var_free(y);
-    flops_set_phase(PHASE_BACKWARD);
-    /* dout is the engine's buffer for this node; backward_node only takes a reference. */
-    if (status == REMAT_OK && root) status = backward_node(root, (Tensor *)dout);
-
-    flops_set_phase(phase);
-    grad_set_enabled(was);
+    if (status == REMAT_OK && !(y = r->fn(r->fn_ctx, x_leaf, r->ctx))) status = remat_last_status();
+    if (status == REMAT_OK) status = replay_check(r);
+    /* dout is the engine's buffer for this node; the replay only reads it. */
+    if (status == REMAT_OK) status = replay_backward(&scope, y, dout);
+    else var_free(y);
     var_free(x_leaf);
-    tape_set_current(outer);
-    tape_free(sub);
+    replay_leave(&scope);
     cache_clear(&r->cache); /* "caches are freed when the region's backward ends" */
-    if (ctx && r->opts.preserve_rng) ctx->rng = rng_now;
     tensor_free(x);
     return status;
 }

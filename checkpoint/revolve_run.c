@@ -11,63 +11,43 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "replay.h"
 #include "tensor/flops.h"
 #include "tensor/memory.h"
 
 /* ---- the executor: one layer, either way ------------------------------------------------ */
 
-/* Advances the current state through layers[from … from+steps−1] with grad off: each
- * state is dropped as soon as the next exists (a state kept in a slot stays alive there). */
+/* Advances the current state through layers[from … from+steps−1] in the grad mode the
+ * caller set (off: the first forward, or a replay scope that records nothing): each state
+ * is dropped as soon as the next exists (a state kept in a slot stays alive there). */
 static RematStatus advance(Layer **layers, int from, int steps, Var **cur, TrainCtx *ctx)
 {
-    const bool was = grad_set_enabled(false);
-    RematStatus status = REMAT_OK;
-    for (int j = from; j < from + steps && status == REMAT_OK; j++) {
+    for (int j = from; j < from + steps; j++) {
         Var *next = layer_forward(layers[j], *cur, ctx);
-        if (!next) {
-            status = remat_last_status();
-            break;
-        }
+        if (!next) return remat_last_status();
         var_free(*cur);
         *cur = next;
     }
-    grad_set_enabled(was);
-    return status;
+    return REMAT_OK;
 }
 
-/* Reverses one layer from its input x: y = layer(x) again with grad on into a sub-tape
- * (RECOMPUTE), then dy through it: dx = J_layer(x)^T·dy, and the layer's parameters get
- * their gradients on the way. The sub-tape is freed before returning. With want_dx, *dx
- * is the input's gradient (a new reference); it accumulates into `dx_into` when one is
- * given (the engine's buffer for the chain's input), else into a fresh buffer. */
+/* Reverses one layer from its input x: y = layer(x) again, taped, in a replay (replay.h:
+ * RECOMPUTE, the generator running on from where the schedule put it), then dy through
+ * it: dx = J_layer(x)^T·dy, and the layer's parameters get their gradients on the way.
+ * With want_dx, *dx is the input's gradient (a new reference); it accumulates into
+ * `dx_into` when one is given (the engine's buffer for the chain's input), else into a
+ * fresh buffer. */
 static RematStatus reverse_layer(Layer *layer, Tensor *x, const Tensor *dy, Tensor *dx_into, bool want_dx,
                                  TrainCtx *ctx, Tensor **dx)
 {
     *dx = NULL;
-    Tape *sub = tape_create();
-    if (!sub) return remat_last_status();
-    Var *leaf = var_create(tensor_retain(x), want_dx, "revolve.input");
-    if (!leaf) {
-        tape_free(sub);
-        return remat_last_status();
-    }
-    if (dx_into) leaf->grad = tensor_retain(dx_into);
-
-    Tape *outer = tape_set_current(sub);
-    const bool was = grad_set_enabled(true);
-    const Phase phase = flops_set_phase(PHASE_RECOMPUTE);
-    Var *y = layer_forward(layer, leaf, ctx);
-    RematStatus status = y ? REMAT_OK : remat_last_status();
-    /* Backward needs the node that made y, not y's value: let the value go first. */
-    Node *root = y ? y->creator : NULL;
-    var_free(y);
-    flops_set_phase(PHASE_BACKWARD);
-    /* dy is only read: backward_node takes a reference for the root's gradient. */
-    if (status == REMAT_OK && root) status = backward_node(root, (Tensor *)dy);
-    flops_set_phase(phase);
-    grad_set_enabled(was);
-    tape_set_current(outer);
-    tape_free(sub);
+    ReplayScope scope;
+    RematStatus status = replay_enter(&scope, &(ReplayOptions){.record = true, .ctx = ctx});
+    if (status != REMAT_OK) return status;
+    Var *leaf = replay_input(x, dx_into, want_dx, "revolve.input");
+    Var *y = leaf ? layer_forward(layer, leaf, ctx) : NULL;
+    status = y ? replay_backward(&scope, y, dy) : remat_last_status();
+    replay_leave(&scope);
     if (status == REMAT_OK && want_dx) {
         /* No gradient reached x (a layer that ignores its input): it is zero. */
         *dx = leaf->grad ? tensor_retain(leaf->grad) : tensor_zeros(MEM_ACT, x->ndim, x->shape);
@@ -180,31 +160,28 @@ static RematStatus revolve_backward(Node *node, const Tensor *dout, Tensor *cons
 {
     Run *run = node->state;
     const RevolveSchedule *sch = run->schedule;
-    TrainCtx *ctx = run->ctx;
-    const Pcg32 rng_now = ctx ? ctx->rng : (Pcg32){0};
-    if (ctx) ctx->rng = run->rng_last;
-
+    /* The whole reversal is one replay that records nothing itself: advances run in it
+     * with grad off, each reversal opens a recording replay of its own, and the generator
+     * starts where the first forward reached x_{l−1} and is put back at the end. */
+    ReplayScope scope;
+    RematStatus status = replay_enter(&scope, &(ReplayOptions){.ctx = run->ctx, .rng = &run->rng_last});
+    if (status != REMAT_OK) return status;
     Tensor *last = saved_tensor(node, 0); /* x_{l−1}, the current state */
     Var *cur = last ? var_create(last, false, "revolve.state") : NULL;
-    RematStatus status = cur ? REMAT_OK : remat_last_status();
+    if (!cur) status = remat_last_status();
     node_release_saved(node); /* cur holds x_{l−1} now */
     Tensor *dy = NULL;        /* NULL: dout */
     for (int i = sch->first_reverse; i < sch->n_actions && status == REMAT_OK; i++) {
         const RevolveAction *a = &sch->actions[i];
         switch (a->kind) {
-        case REVOLVE_ADVANCE: {
-            const Phase phase = flops_set_phase(PHASE_RECOMPUTE);
-            status = advance(run->layers, a->position, a->steps, &cur, ctx);
-            flops_set_phase(phase);
-            break;
-        }
+        case REVOLVE_ADVANCE: status = advance(run->layers, a->position, a->steps, &cur, run->ctx); break;
         case REVOLVE_STORE: status = store(run, a->slot, a->position, cur); break;
         case REVOLVE_RESTORE: status = restore(run, a->slot, a->release, &cur); break;
         case REVOLVE_REVERSE: {
             const bool first_layer = a->position == 0;
             Tensor *dx;
             status = reverse_layer(run->layers[a->position], cur->value, dy ? dy : dout,
-                                   first_layer ? dinputs[0] : NULL, !first_layer || dinputs[0], ctx, &dx);
+                                   first_layer ? dinputs[0] : NULL, !first_layer || dinputs[0], run->ctx, &dx);
             var_free(cur); /* the state is used up */
             cur = NULL;
             tensor_free(dy);
@@ -217,7 +194,7 @@ static RematStatus revolve_backward(Node *node, const Tensor *dout, Tensor *cons
     var_free(cur);
     tape_reset(run->slot_tape); /* nothing stays stored once the chain is reversed (or failed) */
     memset(run->slot_node, 0, (size_t)run->n_slots * sizeof *run->slot_node);
-    if (ctx) ctx->rng = rng_now;
+    replay_leave(&scope);
     return status;
 }
 
@@ -227,6 +204,7 @@ static const OpInfo REVOLVE_OP = {"checkpoint", revolve_backward};
 
 /* ---- the executor: forward -------------------------------------------------------------- */
 
+/* With grad mode off (inference, or inside a region's first forward) the chain simply runs. */
 static Var *run_plainly(Layer **layers, int l, Var *x, TrainCtx *ctx)
 {
     Var *cur = var_retain(x);
@@ -242,6 +220,7 @@ static Var *first_forward(Run *run, Var *x, Var **last)
 {
     const RevolveSchedule *sch = run->schedule;
     Var *cur = var_retain(x);
+    const bool was = grad_set_enabled(false);
     RematStatus status = REMAT_OK;
     for (int i = 0; i < sch->first_reverse && status == REMAT_OK; i++) {
         const RevolveAction *a = &sch->actions[i];
@@ -251,10 +230,9 @@ static Var *first_forward(Run *run, Var *x, Var **last)
     Var *y = NULL;
     if (status == REMAT_OK) {
         if (run->ctx) run->rng_last = run->ctx->rng;
-        const bool was = grad_set_enabled(false);
         y = layer_forward(run->layers[sch->steps - 1], cur, run->ctx);
-        grad_set_enabled(was);
     }
+    grad_set_enabled(was);
     if (!y) {
         var_free(cur);
         return NULL;
@@ -368,7 +346,9 @@ static RematStatus measure(Layer *layer, Var *x, TrainCtx *ctx, RevolveLayerCost
     const size_t base = mem_current(MEM_ACT);
     mem_reset_peaks();
     Var *y = var_retain(x);
+    const bool was = grad_set_enabled(false);
     RematStatus status = advance(&layer, 0, 1, &y, ctx);
+    grad_set_enabled(was);
     if (status != REMAT_OK) {
         var_free(y);
         return status;

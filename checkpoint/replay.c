@@ -1,0 +1,72 @@
+/*
+ * replay.c — entering and leaving a replay of forward work (see replay.h).
+ */
+#include "replay.h"
+
+RematStatus replay_enter(ReplayScope *scope, const ReplayOptions *opts)
+{
+    *scope = (ReplayScope){0};
+    Tape *tape = NULL;
+    if (opts->record && !(tape = tape_create())) return remat_last_status();
+    if (opts->hooks) {
+        const RematStatus status = op_hooks_push(opts->hooks);
+        if (status != REMAT_OK) {
+            tape_free(tape);
+            return status;
+        }
+        scope->hooks_pushed = true;
+    }
+    scope->entered = true;
+    scope->tape = tape;
+    scope->outer_tape = tape ? tape_set_current(tape) : tape_current();
+    scope->outer_grad = grad_set_enabled(opts->record);
+    scope->outer_phase = flops_set_phase(PHASE_RECOMPUTE);
+    scope->ctx = opts->ctx;
+    if (opts->ctx && opts->rng) {
+        scope->outer_rng = opts->ctx->rng;
+        scope->rng_set = true;
+        opts->ctx->rng = *opts->rng;
+    }
+    return REMAT_OK;
+}
+
+Var *replay_input(const Tensor *x, Tensor *dx_into, bool want_grad, const char *name)
+{
+    Var *leaf = var_create(tensor_retain((Tensor *)x), want_grad, name);
+    if (leaf && want_grad && dx_into) leaf->grad = tensor_retain(dx_into);
+    return leaf;
+}
+
+/* Backward of a replay. Forward was y = f(x) on the replay's tape; so walk that tape from
+ * y's node with dy: every leaf inside (x, the parameters) gets its share of J_f^T·dy. */
+RematStatus replay_backward(ReplayScope *scope, Var *y, const Tensor *dy)
+{
+    if (scope->hooks_pushed) { /* they serve the forward; a region nested inside has its own */
+        op_hooks_pop();
+        scope->hooks_pushed = false;
+    }
+    if (!scope->tape) {
+        var_free(y);
+        return remat_fail(REMAT_ESTATE, "replay_backward: this replay records no tape (an advance)");
+    }
+    Node *root = y ? y->creator : NULL;
+    var_free(y);
+    if (!root) return REMAT_OK;
+    flops_set_phase(PHASE_BACKWARD);
+    /* dy is only read: backward_node takes a reference for the root's gradient. */
+    const RematStatus status = backward_node(root, (Tensor *)dy);
+    flops_set_phase(PHASE_RECOMPUTE);
+    return status;
+}
+
+void replay_leave(ReplayScope *scope)
+{
+    if (!scope->entered) return;
+    if (scope->hooks_pushed) op_hooks_pop();
+    flops_set_phase(scope->outer_phase);
+    grad_set_enabled(scope->outer_grad);
+    if (scope->tape) tape_set_current(scope->outer_tape);
+    tape_free(scope->tape);
+    if (scope->rng_set) scope->ctx->rng = scope->outer_rng;
+    *scope = (ReplayScope){0};
+}
