@@ -50,7 +50,7 @@ static RematStatus gradients(Model *m, const Strategy *s, const Batch *batch)
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, DROPOUT_SEED, 1);
     StepStats unused;
-    const RematStatus status = step_run(m, &(Variant){.name = strategy_name(s->kind), .plan = plan}, NULL, batch,
+    const RematStatus status = step_measure(m, &(Variant){.name = strategy_name(s->kind), .plan = plan}, NULL, batch,
                                         &ctx, &unused);
     plan_free(plan);
     return status;

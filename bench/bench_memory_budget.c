@@ -79,7 +79,7 @@ static RematStatus run_job(const GptShape *shape, const Strategy *s, OptimKind o
     pcg32_seed(&ctx.rng, 3, 4);
     StepStats step;
     for (int i = 0; i < JOB_STEPS && status == REMAT_OK; i++)
-        status = step_run(g.model, &(Variant){.name = strategy_name(s->kind), .plan = plan}, g.opt, &g.batch, &ctx, &step);
+        status = step_measure(g.model, &(Variant){.name = strategy_name(s->kind), .plan = plan}, g.opt, &g.batch, &ctx, &step);
     r->status = status;
     if (status != REMAT_OK) snprintf(r->message, sizeof r->message, "%s", remat_last_error());
     for (int k = 0; k < MEM_KIND_COUNT; k++) r->current[k] = mem_current((MemKind)k);

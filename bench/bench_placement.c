@@ -9,8 +9,7 @@
  *   attention only   every block a region whose policy recomputes the attention branch
  *                    (ops tagged "attn.*") and keeps the MLP branch's outputs
  *   MLP only         the same with "mlp.*" recomputed and "attn.*" kept
- *   every other      blocks 0, 2, 4, ... are regions; 1, 3, ... run plainly (a forward of
- *                    this file's own, since a Plan applies one strategy to every segment)
+ *   every other      blocks 0, 2, 4, ... are regions; 1, 3, ... run plainly
  *
  * on 1 thread and on 2, strategies alternating step by step. For each it reports the
  * activation memory saved against none, the recompute FLOP overhead and the time
@@ -22,9 +21,9 @@
  * What it is not: a test; it asserts nothing about time.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint/checkpoint.h"
 #include "bench/cli.h"
 #include "bench/measure.h"
 #include "tensor/platform.h"
@@ -53,51 +52,43 @@ static PolicyDecision recompute_prefix(const char *op, const char *tag, void *us
 static const Policy ATTENTION_ONLY = {"attention only", recompute_prefix, "attn."};
 static const Policy MLP_ONLY = {"MLP only", recompute_prefix, "mlp."};
 
-static Var *one_block(void *layer, Var *x, TrainCtx *ctx)
+/* Blocks 0, 2, 4, ... as checkpoint regions and the others plain: a plan of one-block
+ * segments, every other one a region. NULL on error. */
+static Plan *every_other_block(const Strategy *s, Model *m)
 {
-    return layer_forward(layer, x, ctx);
-}
-
-/* The GPT's forward with blocks 0, 2, 4, ... as checkpoint regions and the others plain;
- * `user` points to whether the regions replay the generator (--no-rng-replay). */
-static Var *every_other_block(void *user, Model *m, const Batch *batch, TrainCtx *ctx)
-{
-    const bool *preserve_rng = user;
-    Var *h = m->embed(m, batch->x, ctx);
-    for (int i = 0; i < m->n_layers && h; i++) {
-        Var *next;
-        if (i % 2 == 0) {
-            CheckpointOptions o = checkpoint_defaults();
-            o.name = m->layers[i]->name;
-            o.preserve_rng = *preserve_rng;
-            next = checkpoint(one_block, m->layers[i], h, ctx, &o);
-        } else {
-            next = layer_forward(m->layers[i], h, ctx);
+    int *counts = calloc((size_t)m->n_layers, sizeof *counts);
+    bool *region = calloc((size_t)m->n_layers, sizeof *region);
+    Plan *plan = NULL;
+    if (counts && region) {
+        for (int i = 0; i < m->n_layers; i++) {
+            counts[i] = 1;
+            region[i] = i % 2 == 0;
         }
-        var_free(h);
-        h = next;
+        plan = plan_create_segments(s, m->layers, m->n_layers, counts, region, m->n_layers);
+    } else {
+        remat_fail(REMAT_ENOMEM, "no memory for %d segments", m->n_layers);
     }
-    Var *loss = h ? m->head(m, h, batch->y, ctx) : NULL;
-    var_free(h);
-    return loss;
+    free(counts);
+    free(region);
+    return plan;
 }
 
 enum { N_PLACEMENTS = 5, MAX_THREADS = 2 };
 
-/* How each placement is made: a strategy (with a policy), or the forward above. */
+/* How each placement is made: a strategy (with a policy), or the plan above. */
 typedef struct Placement {
     const char *name;
     StrategyKind kind;
     const Policy *policy;
-    LossFn loss;
+    bool every_other;
 } Placement;
 
 static const Placement PLACEMENTS[N_PLACEMENTS] = {
-    {"none", STRATEGY_NONE, NULL, NULL},
-    {"whole blocks", STRATEGY_FULL, NULL, NULL},
-    {"attention only", STRATEGY_SELECTIVE, &ATTENTION_ONLY, NULL},
-    {"MLP only", STRATEGY_SELECTIVE, &MLP_ONLY, NULL},
-    {"every other", STRATEGY_NONE, NULL, every_other_block},
+    {"none", STRATEGY_NONE, NULL, false},
+    {"whole blocks", STRATEGY_FULL, NULL, false},
+    {"attention only", STRATEGY_SELECTIVE, &ATTENTION_ONLY, false},
+    {"MLP only", STRATEGY_SELECTIVE, &MLP_ONLY, false},
+    {"every other", STRATEGY_FULL, NULL, true},
 };
 
 static const ResultsField FIELDS[] = {
@@ -172,10 +163,10 @@ int main(int argc, char **argv)
     Variant variants[N_PLACEMENTS];
     for (int p = 0; p < N_PLACEMENTS && status == REMAT_OK; p++) {
         const Strategy s = bench_strategy(&o, PLACEMENTS[p].kind, PLACEMENTS[p].policy);
-        plans[p] = plan_create(&s, g.model->layers, g.model->n_layers);
+        plans[p] = PLACEMENTS[p].every_other ? every_other_block(&s, g.model)
+                                             : plan_create(&s, g.model->layers, g.model->n_layers);
         if (!plans[p]) status = remat_last_status();
-        variants[p] = (Variant){.name = PLACEMENTS[p].name, .plan = plans[p], .loss = PLACEMENTS[p].loss,
-                                .user = &o.preserve_rng};
+        variants[p] = (Variant){.name = PLACEMENTS[p].name, .plan = plans[p]};
     }
 
     StepStats stats[MAX_THREADS][N_PLACEMENTS];

@@ -177,7 +177,7 @@ static RematStatus run_schedule(Chain *c, const Schedule *s, size_t budget, Step
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 5, 5);
     mem_set_budget(budget);
-    const RematStatus status = step_run(c->model, &v, c->opt, &c->batch, &ctx, stats);
+    const RematStatus status = step_measure(c->model, &v, c->opt, &c->batch, &ctx, stats);
     mem_set_budget(0);
     plan_free(plan);
     return status;

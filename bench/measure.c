@@ -102,39 +102,24 @@ void model_bench_free(ModelBench *g)
 
 /* ---- one step ----------------------------------------------------------------------------- */
 
-static Var *variant_loss(const Variant *v, Model *model, const Batch *batch, TrainCtx *ctx)
+static Step variant_step(const Variant *v, Model *model, Optimizer *opt)
 {
-    if (v->offload && offload_push(v->offload) != REMAT_OK) return NULL;
-    Var *loss = v->loss ? v->loss(v->user, model, batch, ctx)
-                        : model_loss_planned(model, v->plan, batch->x, batch->y, ctx);
-    if (v->offload && offload_pop(v->offload) != REMAT_OK) { /* the records may not have reached the disk */
-        var_free(loss);
-        return NULL;
-    }
-    return loss;
+    return (Step){.model = model, .plan = v->plan, .offload = v->offload, .optim = opt};
 }
 
-RematStatus step_run(Model *model, const Variant *v, Optimizer *opt, const Batch *batch, TrainCtx *ctx,
-                     StepStats *stats)
+RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const Batch *batch, TrainCtx *ctx,
+                         StepStats *stats)
 {
     memset(stats, 0, sizeof *stats);
     for (int k = 0; k < MEM_KIND_COUNT; k++) stats->start[k] = mem_current((MemKind)k);
     flops_reset();
     mem_reset_peaks();
     const double t0 = platform_seconds();
-
-    for (int i = 0; i < model->n_params; i++) var_zero_grad(model->params[i].var);
-    flops_set_phase(PHASE_FORWARD);
-    Var *loss = variant_loss(v, model, batch, ctx);
-    RematStatus status = loss ? REMAT_OK : remat_last_status();
-    stats->act_stored = mem_current(MEM_ACT);
-    if (status == REMAT_OK) status = backward(loss);
-    if (status == REMAT_OK && opt) status = optim_step(opt);
-    var_free(loss);
-    tape_reset(tape_current());
-    flops_set_phase(PHASE_FORWARD);
-
+    const Step step = variant_step(v, model, opt);
+    StepResult result;
+    const RematStatus status = step_run(&step, batch->x, batch->y, ctx, NULL, &result);
     stats->seconds = platform_seconds() - t0;
+    stats->act_stored = result.act_stored;
     for (int k = 0; k < MEM_KIND_COUNT; k++) stats->peak[k] = mem_peak((MemKind)k);
     stats->peak_resident = mem_peak_resident();
     for (int p = 0; p < PHASE_COUNT; p++) stats->flops[p] = flops_get((Phase)p);
@@ -157,7 +142,7 @@ RematStatus steps_alternate(Model *model, const Variant *variants, int n, Optimi
     for (int round = 0; round < warmup + steps && status == REMAT_OK; round++) {
         for (int j = 0; j < n && status == REMAT_OK; j++) {
             const int i = (round + j) % n;
-            status = step_run(model, &variants[i], opt, batch, ctx, &out[i]);
+            status = step_measure(model, &variants[i], opt, batch, ctx, &out[i]);
             if (round >= warmup) times[i * steps + round - warmup] = out[i].seconds;
             if (progress) progress_tick(progress, label);
         }
@@ -224,7 +209,8 @@ RematStatus census_forward(Model *model, const Variant *v, const Batch *batch, T
     RematStatus status = op_hooks_push(&hooks);
     if (status != REMAT_OK) return status;
     const FlopCounts before = flops_snapshot(); /* a census is not a measured step */
-    Var *loss = variant_loss(v, model, batch, ctx);
+    const Step step = variant_step(v, model, NULL);
+    Var *loss = step_forward(&step, batch->x, batch->y, ctx);
     op_hooks_pop();
     flops_restore(&before);
     if (!loss) status = remat_last_status();

@@ -4,15 +4,14 @@
  * alternately), and what a forward leaves alive for backward, by the tag of the op that
  * made each tensor.
  *
- * A Variant is one way of running the model's forward: a checkpointing Plan (strategy.h),
- * or a forward a bench writes itself (bench_placement's "every other block"), and where
- * what it saves for backward goes (RAM, or an offloader's spill file). The benches compare
+ * A Variant is one way of running the model's step: a checkpointing Plan (strategy.h) and
+ * where what the forward saves for backward goes (RAM, or an offloader's spill file). The benches compare
  * variants of the same model on the same batch, so every difference they report comes
  * from what the variant keeps, recomputes and spills.
  *
- * What this is not: the training loop (models/train.c). A measured step is the same step
- * (zero the gradients, forward, backward, optimizer) on a fixed batch, without data
- * loading, evaluation or files, so that only the step is on the clock.
+ * What this is not: a step of its own. A measured step is models/step.h's step_run, the
+ * one train runs, on a fixed batch, without data loading, evaluation or files, so that
+ * only the step is on the clock.
  */
 #ifndef REMAT_BENCH_MEASURE_H
 #define REMAT_BENCH_MEASURE_H
@@ -22,6 +21,7 @@
 #include "bench/cli.h"
 #include "tensor/flops.h"
 #include "models/model.h"
+#include "models/step.h"
 #include "offload/offload.h"
 #include "autograd/optim.h"
 
@@ -77,17 +77,11 @@ void model_bench_free(ModelBench *g);
 
 /* ---- one step ----------------------------------------------------------------------------- */
 
-/* The forward of a variant, from a batch to the loss (a new Var the caller owns), or NULL. */
-typedef Var *(*LossFn)(void *user, Model *model, const Batch *batch, TrainCtx *ctx);
-
 typedef struct Variant {
     const char *name; /* for tables: "none", "attention only", ... */
-    const Plan *plan; /* the forward is model_loss_planned with this plan (NULL: none)... */
-    LossFn loss;      /* ...unless the bench gives its own */
-    Offload *offload; /* not NULL: its hooks are pushed for the forward only, as train does,
-                         so what the forward saves goes to its spill file and backward
-                         reads it back (a region's replay saves in RAM) */
-    void *user;       /* passed to `loss` */
+    const Plan *plan; /* what the forward keeps (NULL: none) */
+    Offload *offload; /* not NULL: what the forward saves goes to its spill file and
+                         backward reads it back (a region's replay saves in RAM) */
 } Variant;
 
 /* What one training step did. */
@@ -100,12 +94,12 @@ typedef struct StepStats {
     uint64_t flops[PHASE_COUNT];  /* the step's FLOPs by phase */
 } StepStats;
 
-/* One training step of `model` as `v` runs it, on `batch`: zero every parameter's
- * gradient, forward (FORWARD), backward (BACKWARD, and RECOMPUTE inside regions), then
- * optim_step if `opt` is not NULL (OPTIMIZER). Resets the ledgers' peaks and FLOP counts
- * first, and leaves no activation behind. On error returns the status (the budget's OOM
- * message, a region's determinism check, ...) with the parameters not updated. */
-RematStatus step_run(Model *model, const Variant *v, Optimizer *opt, const Batch *batch, TrainCtx *ctx,
+/* One training step (models/step.h) of `model` as `v` runs it, on `batch`, with the
+ * optimizer `opt` (NULL: gradients only), measured: resets the ledgers' peaks and FLOP
+ * counts first, then reads them and the clock. On error returns the status (the
+ * budget's OOM message, a region's determinism check, ...) with the parameters not
+ * updated. */
+RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const Batch *batch, TrainCtx *ctx,
                      StepStats *stats);
 
 /* Recompute FLOP overhead: RECOMPUTE / (FORWARD + BACKWARD) FLOPs of the step. */

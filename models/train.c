@@ -27,6 +27,7 @@
 #include "models/gpt.h"
 #include "models/mlp.h"
 #include "models/model_file.h"
+#include "models/step.h"
 #include "offload/offload.h"
 #include "tensor/parse.h"
 #include "tensor/platform.h"
@@ -370,21 +371,6 @@ static RematStatus dump_step(const Run *run, Var *input, Var *targets, Var *loss
     return status;
 }
 
-/* The step's forward. With --offload, what it saves for backward goes to the spill file:
- * the hooks are pushed for the forward only, and backward reads each record back through
- * the saved slot that holds it. Returns the loss, or NULL on error. */
-static Var *step_forward(Run *run, Var *x, Var *y, TrainCtx *ctx)
-{
-    if (!run->offload) return model_loss_planned(run->model, run->plan, x, y, ctx);
-    if (offload_push(run->offload) != REMAT_OK) return NULL;
-    Var *loss = model_loss_planned(run->model, run->plan, x, y, ctx);
-    if (offload_pop(run->offload) != REMAT_OK) { /* the records may not have reached the disk */
-        var_free(loss);
-        return NULL;
-    }
-    return loss;
-}
-
 /* After a failed step: if offload is what failed (a full disk, a corrupted record), says
  * so, turns offload off and returns true, so that the caller redoes the step with its
  * activations in RAM; the failed step changed no parameter or optimizer state. */
@@ -398,10 +384,44 @@ static bool give_up_offload(Run *run, FILE *out)
     return true;
 }
 
-/* One training step; *loss_value gets the loss. On error nothing has been updated. */
+/* What the first step shows on the way, as train's flags ask: its tape after the forward
+ * (--print-tape, --dump-graph), what it kept for backward (--explain-memory), and its
+ * gradients before the update (--dump-step). */
+typedef struct FirstStep {
+    Run *run;
+    Var *input, *targets;
+    Explain *explain;
+    FILE *out;
+} FirstStep;
+
+static RematStatus first_forward_done(void *user, Var *loss)
+{
+    (void)loss;
+    const FirstStep *f = user;
+    const TrainOptions *o = f->run->opt;
+    if (o->dump_graph) {
+        const RematStatus status = tape_dump_dot(tape_current(), o->dump_graph);
+        if (status != REMAT_OK) return status;
+    }
+    if (o->print_tape) {
+        fprintf(f->out, "\n  the tape of step %d after its forward:\n", f->run->state.step + 1);
+        tape_print(tape_current(), f->out);
+        fputc('\n', f->out);
+    }
+    return REMAT_OK;
+}
+
+static RematStatus first_backward_done(void *user, Var *loss)
+{
+    FirstStep *f = user;
+    explain_stop(f->explain); /* what the backward released is all it records */
+    return f->run->opt->dump_step ? dump_step(f->run, f->input, f->targets, loss, f->run->opt->dump_step) : REMAT_OK;
+}
+
+/* One training step (models/step.h) on the next batch; *loss_value gets the loss. On
+ * error nothing has been updated, the generators included. */
 static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out)
 {
-    const TrainOptions *o = run->opt;
     Var *x = NULL, *y = NULL;
     FlopCounts before = flops_snapshot(); /* the MLP's teacher is data, not training work */
     RematStatus status = draw_batch(run, TEXT_TRAIN, &run->state.data_rng, &x, &y);
@@ -409,38 +429,26 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     if (status != REMAT_OK) return status;
 
     TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true};
-    optim_zero_grad(run->optim);
-    flops_set_phase(PHASE_FORWARD);
-    Explain *explain = first && o->explain_memory ? explain_start() : NULL;
-    Var *loss = step_forward(run, x, y, &ctx);
-    if (!loss) status = remat_last_status();
-    const size_t stored = mem_current(MEM_ACT);
-    if (status == REMAT_OK && first && o->dump_graph) status = tape_dump_dot(tape_current(), o->dump_graph);
-    if (status == REMAT_OK && first && o->print_tape) {
-        fprintf(out, "\n  the tape of step %d after its forward:\n", run->state.step + 1);
-        tape_print(tape_current(), out);
-        fputc('\n', out);
-    }
-    if (status == REMAT_OK) status = backward(loss);
-    if (explain) {
-        explain_stop(explain);
+    FirstStep f = {.run = run, .input = x, .targets = y, .out = out,
+                   .explain = first && run->opt->explain_memory ? explain_start() : NULL};
+    const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
+    const Step step = {.model = run->model, .plan = run->plan, .offload = run->offload, .optim = run->optim};
+    StepResult result;
+    status = step_run(&step, x, y, &ctx, first ? &hooks : NULL, &result);
+    if (f.explain) {
+        explain_stop(f.explain);
         fprintf(out, "\n");
-        explain_print(explain, out, stored, mem_peak(MEM_ACT));
+        explain_print(f.explain, out, result.act_stored, mem_peak(MEM_ACT));
         fprintf(out, "\n");
-        explain_free(explain);
+        explain_free(f.explain);
     }
-    if (status == REMAT_OK && first && o->dump_step) status = dump_step(run, x, y, loss, o->dump_step);
-    if (status == REMAT_OK) status = optim_step(run->optim);
     if (status == REMAT_OK) {
-        *loss_value = loss->value->f32[0];
+        *loss_value = result.loss;
         run->state.dropout_rng = ctx.rng;
         run->state.step++;
     }
-    flops_set_phase(PHASE_FORWARD);
-    var_free(loss);
     var_free(x);
     var_free(y);
-    tape_reset(tape_current());
     return status;
 }
 

@@ -79,16 +79,27 @@ Var *fixture_revolve_loss(Model *m, int slots, Var *x, Var *y, TrainCtx *ctx)
     return loss;
 }
 
-RematStatus fixture_forward_backward(Model *m, const Plan *plan, const Way *way, Var *x, Var *y, TrainCtx *ctx,
-                                    Var **loss)
+/* The plan that runs the chain the way `way` says. */
+static Plan *way_plan(const Way *way, Model *m)
 {
-    *loss = NULL;
-    if (way->offload && offload_push(way->offload) != REMAT_OK) return remat_last_status();
-    *loss = way->revolve_slots > 0 ? fixture_revolve_loss(m, way->revolve_slots, x, y, ctx)
-                                   : model_loss_planned(m, plan, x, y, ctx);
-    const RematStatus popped = way->offload ? offload_pop(way->offload) : REMAT_OK;
-    if (!*loss) return remat_last_status();
-    return popped != REMAT_OK ? popped : backward(*loss);
+    const Strategy none = strategy_defaults(STRATEGY_NONE), budget = strategy_defaults(STRATEGY_BUDGET);
+    if (way->schedule) return plan_from_schedule(&budget, m->layers, way->schedule);
+    if (way->revolve_slots <= 0) return plan_create(way->strategy ? way->strategy : &none, m->layers, m->n_layers);
+    Plan *plan = plan_create_segments(&budget, m->layers, m->n_layers, &m->n_layers, &(bool){true}, 1);
+    if (plan) plan->revolve_slots = way->revolve_slots;
+    return plan;
+}
+
+/* The first step's gradients, copied before the optimizer applies them. */
+static RematStatus copy_grads(void *user, Var *loss)
+{
+    (void)loss;
+    Outcome *out = user;
+    for (int i = 0; i < out->n_params; i++) {
+        out->grads[i] = tensor_clone(out->model->params[i].var->grad, MEM_WORK);
+        if (!out->grads[i]) return remat_last_status();
+    }
+    return REMAT_OK;
 }
 
 RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out)
@@ -97,9 +108,7 @@ RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out)
     Model *m = fixture_model(t);
     assert_non_null(m);
     assert_true(m->n_params <= FIXTURE_MAX_PARAMS);
-    const Strategy none = strategy_defaults(STRATEGY_NONE), budget = strategy_defaults(STRATEGY_BUDGET);
-    Plan *plan = way->schedule ? plan_from_schedule(&budget, m->layers, way->schedule)
-                               : plan_create(way->strategy ? way->strategy : &none, m->layers, m->n_layers);
+    Plan *plan = way_plan(way, m);
     assert_non_null(plan);
     const OptimConfig c = optim_adamw_defaults(1e-2f);
     Optimizer *opt = optim_create(&c, m->params, m->n_params);
@@ -110,26 +119,22 @@ RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out)
     pcg32_seed(&data, 78, 2);
     RematStatus status = REMAT_OK;
     out->n_params = m->n_params;
-    for (int step = 0; step < FIXTURE_STEPS && status == REMAT_OK; step++) {
+    out->model = m;
+    const Step step = {.model = m, .plan = plan, .offload = way->offload, .optim = opt};
+    const StepHooks first = {.backward_done = copy_grads, .user = out};
+    for (int i = 0; i < FIXTURE_STEPS && status == REMAT_OK; i++) {
         Var *y, *x = fixture_batch(t, &data, &y);
-        optim_zero_grad(opt);
-        Var *loss;
-        status = fixture_forward_backward(m, plan, way, x, y, &ctx, &loss);
-        for (int i = 0; status == REMAT_OK && step == 0 && i < m->n_params; i++)
-            out->grads[i] = tensor_clone(m->params[i].var->grad, MEM_WORK);
-        if (status == REMAT_OK) {
-            out->losses[step] = loss->value->f32[0];
-            status = optim_step(opt);
-        }
-        var_free(loss);
+        StepResult result;
+        status = step_run(&step, x, y, &ctx, i == 0 ? &first : NULL, &result);
+        out->losses[i] = result.loss;
         var_free(x);
         var_free(y);
-        tape_reset(tape_current());
         /* Nothing of the step outlives it: sub-tapes, caches, Revolve's slots, records. */
         assert_int_equal(mem_current(MEM_ACT), 0);
         assert_int_equal(mem_current(MEM_DISK), 0);
     }
     for (int i = 0; i < m->n_params; i++) out->params[i] = tensor_clone(m->params[i].var->value, MEM_WORK);
+    out->model = NULL;
     optim_free(opt);
     plan_free(plan);
     model_free(m);

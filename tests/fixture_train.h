@@ -14,6 +14,7 @@
 #define REMAT_TEST_FIXTURE_TRAIN_H
 
 #include "models/model.h"
+#include "models/step.h"
 #include "offload/offload.h"
 #include "checkpoint/planner.h"
 #include "checkpoint/strategy.h"
@@ -45,6 +46,7 @@ typedef struct Outcome {
     Tensor *grads[FIXTURE_MAX_PARAMS];  /* the first step's gradients */
     Tensor *params[FIXTURE_MAX_PARAMS]; /* every parameter after the last step */
     int n_params;
+    const Model *model; /* while training: whose gradients the first step copies */
 } Outcome;
 
 /* A cmocka setup and teardown for every test of these files: clears the tape, the last
@@ -62,13 +64,7 @@ Var *fixture_batch(const Trainee *t, Pcg32 *rng, Var **y);
  * node, head. NULL on error. */
 Var *fixture_revolve_loss(Model *m, int slots, Var *x, Var *y, TrainCtx *ctx);
 
-/* One step's forward, the way `way` says (`plan` is the strategy's, made for `m`), inside
- * the offload hooks when there are some; then backward. The loss (caller frees) is left in
- * *loss even when backward fails; NULL if the forward did. */
-RematStatus fixture_forward_backward(Model *m, const Plan *plan, const Way *way, Var *x, Var *y, TrainCtx *ctx,
-                                     Var **loss);
-
-/* Builds the trainee, trains FIXTURE_STEPS AdamW steps the way `way` says on batches drawn
+/* Builds the trainee, trains FIXTURE_STEPS AdamW steps (models/step.h) the way `way` says on batches drawn
  * from a fixed seed (dropout from another), and records *out (free it with outcome_free,
  * whatever the status). Returns the first error (e.g. a determinism check's REMAT_ESTATE),
  * after which no further step runs. */

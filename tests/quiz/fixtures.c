@@ -31,33 +31,38 @@ QuizStep quiz_step(Model *model, const Strategy *strategy, Var *x, Var *targets)
     return quiz_step_offloaded(model, strategy, NULL, x, targets);
 }
 
+/* Where the gradients are copied once backward has computed them. */
+typedef struct GradCopy {
+    const Model *model;
+    QuizStep *step;
+} GradCopy;
+
+static RematStatus copy_grads(void *user, Var *loss)
+{
+    (void)loss;
+    GradCopy *c = user;
+    for (int i = 0; i < c->model->n_params && i < 64; i++)
+        c->step->grads[c->step->n_grads++] = tensor_clone(c->model->params[i].var->grad, MEM_WORK);
+    return REMAT_OK;
+}
+
 QuizStep quiz_step_offloaded(Model *model, const Strategy *strategy, Offload *off, Var *x, Var *targets)
 {
     QuizStep s = {0};
+    GradCopy copy = {model, &s};
     Plan *plan = plan_create(strategy, model->layers, model->n_layers);
-    for (int i = 0; i < model->n_params; i++) var_zero_grad(model->params[i].var);
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 7, 7);
     flops_reset();
     mem_reset_peaks();
-    s.status = off ? offload_push(off) : REMAT_OK;
-    const bool pushed = off && s.status == REMAT_OK;
-    Var *loss = s.status == REMAT_OK ? model_loss_planned(model, plan, x, targets, &ctx) : NULL;
-    if (s.status == REMAT_OK && !loss) s.status = remat_last_status();
-    if (pushed) {
-        const RematStatus popped = offload_pop(off);
-        if (s.status == REMAT_OK) s.status = popped;
-    }
-    s.stored_act = mem_current(MEM_ACT);
-    if (s.status == REMAT_OK) s.status = backward(loss);
+    const Step step = {.model = model, .plan = plan, .offload = off};
+    StepResult result;
+    s.status = step_run(&step, x, targets, &ctx, &(StepHooks){.backward_done = copy_grads, .user = &copy}, &result);
+    s.loss = result.loss;
+    s.stored_act = result.act_stored;
     s.peak_act = mem_peak(MEM_ACT);
     s.peak_disk = mem_peak(MEM_DISK);
     for (int p = 0; p < PHASE_COUNT; p++) s.flops[p] = flops_get((Phase)p);
-    if (loss) s.loss = loss->value->f32[0];
-    for (int i = 0; s.status == REMAT_OK && i < model->n_params && i < 64; i++)
-        s.grads[s.n_grads++] = tensor_clone(model->params[i].var->grad, MEM_WORK);
-    var_free(loss);
-    tape_reset(tape_current());
     plan_free(plan);
     return s;
 }

@@ -7,6 +7,7 @@
 
 #include "models/gpt.h"
 #include "models/mlp.h"
+#include "models/step.h"
 #include "offload/offload.h"
 #include "checkpoint/strategy.h"
 
@@ -25,11 +26,12 @@ typedef struct QuizStep {
     uint64_t flops[PHASE_COUNT];
     Tensor *grads[64];  /* copies (MEM_WORK) of every parameter's gradient */
     int n_grads;
-    RematStatus status; /* REMAT_OK, or what backward returned */
+    RematStatus status; /* REMAT_OK, or what the step returned */
 } QuizStep;
 
-/* One forward + backward of `model` on (x, targets) under `strategy` (dropout on, the
- * generator seeded the same way every time). Gradients are zeroed first. */
+/* One training step (models/step.h) of `model` on (x, targets) under `strategy`, without
+ * an optimizer: forward and backward, gradients zeroed first (dropout on, the generator
+ * seeded the same way every time). */
 QuizStep quiz_step(Model *model, const Strategy *strategy, Var *x, Var *targets);
 
 /* As quiz_step, with the hooks of `off` pushed for the forward only, as train does: what
