@@ -127,6 +127,12 @@ struct Node {
     void (*state_free)(void *state);
 };
 
+/* The tag of every node whose saved tensor is what a checkpoint keeps to run its forward
+ * again from: a region's input, a state Revolve stores. checkpoint/ tags its nodes so, and
+ * offload's boundary policy takes what they save: rooms above autograd recognise each
+ * other's tensors by tag, never by op name. */
+#define TAG_CHECKPOINT_INPUT "checkpoint.input"
+
 /* Called by an op after computing `out` from `inputs`. If grad mode is on and some input
  * requires grad, appends a node to the current tape and returns it; otherwise returns NULL
  * and *err stays REMAT_OK. On error returns NULL and sets *err. */

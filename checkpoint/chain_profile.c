@@ -105,7 +105,7 @@ static void plain_released(Probe *p, const Node *node)
 /* The regions pass: the release of a region's input ends that layer's backward. */
 static void region_released(Probe *p, const Node *node)
 {
-    if (p->window < 0 || strcmp(node->op->name, "checkpoint") || strcmp(node->name, p->layers[p->window]->name))
+    if (p->window < 0 || !node->tag || strcmp(node->tag, TAG_CHECKPOINT_INPUT) || strcmp(node->name, p->layers[p->window]->name))
         return;
     p->cost->layers[p->window].back_held = peak_above(p->window_base);
     p->window = WINDOW_NONE;

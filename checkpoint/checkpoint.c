@@ -311,7 +311,7 @@ Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const Checkpoi
     /* One node for the whole region, recorded even when x needs no gradient: the
      * parameters inside do. */
     RematStatus err;
-    Node *node = node_create_always(&CHECKPOINT_OP, "checkpoint", &x, 1, y->value, &err);
+    Node *node = node_create_always(&CHECKPOINT_OP, TAG_CHECKPOINT_INPUT, &x, 1, y->value, &err);
     if (!node) {
         region_free(r);
         var_free(y);

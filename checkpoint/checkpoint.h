@@ -5,9 +5,9 @@
  *     y = checkpoint(fn, fn_ctx, x, ctx, &opts);
  *
  * First forward: fn(x) runs with grad mode off, so its ops save nothing; the region keeps
- * only its input x (saved by the region's node, op "checkpoint", through the saved-tensor
- * path, so offload can choose it like any other saved tensor) and the random generator's
- * state at entry. That one node goes on the tape. Its backward:
+ * only its input x (saved by the region's node, op "checkpoint", tagged TAG_CHECKPOINT_INPUT
+ * (autograd.h), through the saved-tensor path, so offload can choose it like any other
+ * saved tensor) and the random generator's state at entry. That one node goes on the tape. Its backward:
  *
  *   1. puts the generator back to its state at entry (preserve_rng), so dropout draws the
  *      same masks as the first forward did — quiz question 7;

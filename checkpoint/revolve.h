@@ -112,7 +112,8 @@ void revolve_schedule_print(const RevolveSchedule *schedule, FILE *out);
 
 /* Runs layers[0 … l−1] on x under the Revolve schedule with `slots` slots and returns
  * x_l, a new Var the caller owns (x is borrowed). With grad mode on, one node goes on the
- * tape (op "checkpoint", as a region's, named "revolve h.0-h.7, s=3"); its backward reverses the chain, accumulating every layer's parameter
+ * tape (op "revolve", named "revolve h.0-h.7, s=3", tagged TAG_CHECKPOINT_INPUT as a region's
+ * node is); its backward reverses the chain, accumulating every layer's parameter
  * gradients and x's gradient. With grad mode off the layers simply run. The layers and
  * ctx must live until that backward has run (ctx's generator is saved and restored, as a
  * checkpoint region does). NULL on error — REMAT_EINVAL for a NULL layer or input, l < 1 or

@@ -60,9 +60,10 @@ static RematStatus reverse_layer(Layer *layer, Tensor *x, const Tensor *dy, Tens
 /* ---- the executor: the run's record --------------------------------------------------- */
 
 /* Everything the chain's backward needs; owned by the chain's node. Each stored state is
- * saved by a node of its own ("revolve.slot", op "checkpoint", so offload's boundary
- * policy takes Revolve's checkpoints as it takes regions' inputs) on a tape private to the
- * run: the saved-tensor path, with its hooks and the ACT ledger, holds every checkpoint. */
+ * saved by a node of its own (op "revolve.slot", tagged TAG_CHECKPOINT_INPUT, so offload's
+ * boundary policy takes Revolve's checkpoints as it takes regions' inputs) on a tape
+ * private to the run: the saved-tensor path, with its hooks and the ACT ledger, holds
+ * every checkpoint. */
 typedef struct Run {
     Layer **layers;
     TrainCtx *ctx;
@@ -108,7 +109,7 @@ static Run *run_create(Layer **layers, int l, int slots, TrainCtx *ctx)
     return run;
 }
 
-static const OpInfo SLOT_OP = {"checkpoint", NULL}; /* never backpropagated: it only holds a state */
+static const OpInfo SLOT_OP = {"revolve.slot", NULL}; /* never backpropagated: it only holds a state */
 
 /* STORE: keeps the current state in `slot` through the saved-tensor path, with the
  * generator's state at its position. */
@@ -119,7 +120,7 @@ static RematStatus store(Run *run, int slot, int position, Var *cur)
     Tape *outer = tape_set_current(run->slot_tape);
     const bool was = grad_set_enabled(true); /* nodes are recorded with grad mode on only */
     RematStatus status;
-    Node *node = node_create_always(&SLOT_OP, "revolve.slot", NULL, 0, cur->value, &status);
+    Node *node = node_create_always(&SLOT_OP, TAG_CHECKPOINT_INPUT, NULL, 0, cur->value, &status);
     if (node) {
         snprintf(node->name, sizeof node->name, "revolve.slot%d.x_%d", slot, position);
         status = save_for_backward(node, cur->value);
@@ -198,9 +199,7 @@ static RematStatus revolve_backward(Node *node, const Tensor *dout, Tensor *cons
     return status;
 }
 
-/* Named "checkpoint" as regions are: offload's boundary policy takes x_{l−1} as it takes a
- * region's input. */
-static const OpInfo REVOLVE_OP = {"checkpoint", revolve_backward};
+static const OpInfo REVOLVE_OP = {"revolve", revolve_backward};
 
 /* ---- the executor: forward -------------------------------------------------------------- */
 
@@ -265,7 +264,7 @@ Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx)
     /* One node for the whole chain, recorded even when x needs no gradient: the layers'
      * parameters do. It saves x_{l−1}, where the reversal starts. */
     Node *node = NULL;
-    if (status == REMAT_OK) node = node_create_always(&REVOLVE_OP, "revolve", &x, 1, y->value, &status);
+    if (status == REMAT_OK) node = node_create_always(&REVOLVE_OP, TAG_CHECKPOINT_INPUT, &x, 1, y->value, &status);
     if (node) {
         node->state = run;
         node->state_free = run_free;

@@ -154,7 +154,7 @@ static bool chooses(const Offload *off, const Tensor *t, const Node *node)
         return t->bytes >= o->large_bytes ||
                (o->tag_prefix && node->tag && !strncmp(node->tag, o->tag_prefix, strlen(o->tag_prefix)));
     case OFFLOAD_BOUNDARY:
-        return !strcmp(node->op->name, "checkpoint");
+        return node->tag && !strcmp(node->tag, TAG_CHECKPOINT_INPUT);
     }
     return false;
 }

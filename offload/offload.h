@@ -42,7 +42,8 @@
  *   all       every saved activation;
  *   large     tensors of at least large_bytes, or saved by a node whose tag starts with
  *             tag_prefix;
- *   boundary  only what checkpoint regions keep — their inputs (node op "checkpoint"):
+ *   boundary  only what checkpoints keep to replay from — regions' inputs and Revolve's
+ *             states, saved by nodes tagged TAG_CHECKPOINT_INPUT (autograd.h):
  *             with sqrt, the segment boundaries go to disk, and resident activations stay
  *             near one segment's working set.
  * Why a threshold: every record costs a fixed price whatever its size — its two system

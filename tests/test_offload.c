@@ -273,7 +273,7 @@ static void assert_same_parameters(const Learner *a, const Learner *b)
 static bool contract_spills(const OffloadOptions *o, const Node *node, const Tensor *t)
 {
     if (t->kind != MEM_ACT || t->bytes < o->min_bytes) return false;
-    if (o->policy == OFFLOAD_BOUNDARY) return !strcmp(node->op->name, "checkpoint");
+    if (o->policy == OFFLOAD_BOUNDARY) return node->tag && !strcmp(node->tag, TAG_CHECKPOINT_INPUT);
     if (o->policy == OFFLOAD_LARGE)
         return t->bytes >= o->large_bytes ||
                (o->tag_prefix && node->tag && !strncmp(node->tag, o->tag_prefix, strlen(o->tag_prefix)));
