@@ -22,6 +22,17 @@ Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx)
     return y;
 }
 
+Var *layers_forward(Layer **layers, int n, Var *x, TrainCtx *ctx)
+{
+    Var *h = var_retain(x);
+    for (int i = 0; i < n && h; i++) {
+        Var *next = layer_forward(layers[i], h, ctx);
+        var_free(h);
+        h = next;
+    }
+    return h;
+}
+
 void *layer_alloc(size_t size, const char *kind, const char *name, LayerForwardFn forward)
 {
     Layer *layer = calloc(1, size);

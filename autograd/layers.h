@@ -40,6 +40,11 @@ struct Layer {
  * (caller owns) or NULL on error; `x` is borrowed. */
 Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx);
 
+/* Runs layers[0 .. n) one after another on `x` (borrowed), each intermediate freed as soon
+ * as the next exists, so only what ops saved stays alive. Returns the last output (caller
+ * owns) or NULL on error. */
+Var *layers_forward(Layer **layers, int n, Var *x, TrainCtx *ctx);
+
 /* For a concrete layer's create function: a zero-filled struct of `size` bytes (which
  * starts with its Layer) with kind, name (NULL: `kind`) and forward set. NULL on error. */
 void *layer_alloc(size_t size, const char *kind, const char *name, LayerForwardFn forward);

@@ -45,14 +45,14 @@ static const uint64_t DROPOUT_SEED = 11;
  * dropout generator seeded the same way each time. */
 static RematStatus gradients(Model *m, const Strategy *s, const Batch *batch)
 {
-    Plan *plan = plan_create(s, m->layers, m->n_layers);
-    if (!plan) return remat_last_status();
+    Schedule *schedule = schedule_for_strategy(s, m->n_layers);
+    if (!schedule) return remat_last_status();
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, DROPOUT_SEED, 1);
     StepStats unused;
-    const RematStatus status = step_measure(m, &(Variant){.name = strategy_name(s->kind), .plan = plan}, NULL, batch,
+    const RematStatus status = step_measure(m, &(Variant){.name = strategy_name(s->kind), .schedule = schedule}, NULL, batch,
                                         &ctx, &unused);
-    plan_free(plan);
+    schedule_free(schedule);
     return status;
 }
 

@@ -73,20 +73,20 @@ static RematStatus run_job(const GptShape *shape, const Strategy *s, OptimKind o
     const OptimConfig c = optim == OPTIM_ADAMW ? optim_adamw_defaults(1e-3f) : optim_sgd_defaults(1e-2f, 0.0f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, shape, &c);
-    Plan *plan = status == REMAT_OK ? plan_create(s, g.model->layers, g.model->n_layers) : NULL;
-    if (status == REMAT_OK && !plan) status = remat_last_status();
+    Schedule *schedule = status == REMAT_OK ? schedule_for_strategy(s, g.model->n_layers) : NULL;
+    if (status == REMAT_OK && !schedule) status = remat_last_status();
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 3, 4);
     StepStats step;
     for (int i = 0; i < JOB_STEPS && status == REMAT_OK; i++)
-        status = step_measure(g.model, &(Variant){.name = strategy_name(s->kind), .plan = plan}, g.opt, &g.batch, &ctx, &step);
+        status = step_measure(g.model, &(Variant){.name = strategy_name(s->kind), .schedule = schedule}, g.opt, &g.batch, &ctx, &step);
     r->status = status;
     if (status != REMAT_OK) snprintf(r->message, sizeof r->message, "%s", remat_last_error());
     for (int k = 0; k < MEM_KIND_COUNT; k++) r->current[k] = mem_current((MemKind)k);
     r->peak_act = mem_peak(MEM_ACT);
     r->peak_work = mem_peak(MEM_WORK);
     r->peak_resident = mem_peak_resident();
-    plan_free(plan);
+    schedule_free(schedule);
     model_bench_free(&g);
     mem_set_budget(0);
     if (status != REMAT_OK && status != REMAT_EOOM) return remat_fail(status, "%s", r->message);

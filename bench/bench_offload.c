@@ -94,10 +94,10 @@ static const char *page_cache_name(const Config *c)
     return !c->offload ? "-" : c->drop_cache ? "dropped" : "kept";
 }
 
-/* A configuration made ready to step on one model: its plan and its offloader. */
+/* A configuration made ready to step on one model: its schedule and its offloader. */
 typedef struct Runner {
     const Config *config;
-    Plan *plan;
+    Schedule *schedule;
     Offload *offload; /* NULL without offload */
 } Runner;
 
@@ -105,8 +105,8 @@ static RematStatus runner_create(Runner *r, const Config *c, const Model *m, con
 {
     *r = (Runner){.config = c};
     const Strategy s = strategy_defaults(c->strategy);
-    r->plan = plan_create(&s, m->layers, m->n_layers);
-    if (!r->plan || !c->offload) return r->plan ? REMAT_OK : remat_last_status();
+    r->schedule = schedule_for_strategy(&s, m->n_layers);
+    if (!r->schedule || !c->offload) return r->schedule ? REMAT_OK : remat_last_status();
     OffloadOptions oo = offload_defaults(c->policy);
     oo.dir = dir;
     oo.prefetch = c->prefetch;
@@ -119,7 +119,7 @@ static RematStatus runner_create(Runner *r, const Config *c, const Model *m, con
 static void runner_free(Runner *r)
 {
     offload_free(r->offload);
-    plan_free(r->plan);
+    schedule_free(r->schedule);
     *r = (Runner){0};
 }
 
@@ -200,7 +200,7 @@ static RematStatus measure_model(const char *model, const char *title, ModelBenc
     RematStatus status = REMAT_OK;
     for (int c = 0; c < N_CONFIGS && status == REMAT_OK; c++) {
         status = runner_create(&runners[c], &CONFIGS[c], g->model, setup->dir);
-        variants[c] = (Variant){.name = CONFIGS[c].name, .plan = runners[c].plan, .offload = runners[c].offload};
+        variants[c] = (Variant){.name = CONFIGS[c].name, .schedule = runners[c].schedule, .offload = runners[c].offload};
     }
     StepStats stats[N_CONFIGS];
     TrainCtx ctx = {.training = true};

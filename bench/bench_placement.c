@@ -52,30 +52,25 @@ static PolicyDecision recompute_prefix(const char *op, const char *tag, void *us
 static const Policy ATTENTION_ONLY = {"attention only", recompute_prefix, "attn."};
 static const Policy MLP_ONLY = {"MLP only", recompute_prefix, "mlp."};
 
-/* Blocks 0, 2, 4, ... as checkpoint regions and the others plain: a plan of one-block
- * segments, every other one a region. NULL on error. */
-static Plan *every_other_block(const Strategy *s, Model *m)
+/* Blocks 0, 2, 4, ... as checkpoint regions and the others plain: a schedule of one-block
+ * segments, every other one a region, replaying as `s` says. NULL on error. */
+static Schedule *every_other_block(const Strategy *s, int n_layers)
 {
-    int *counts = calloc((size_t)m->n_layers, sizeof *counts);
-    bool *region = calloc((size_t)m->n_layers, sizeof *region);
-    Plan *plan = NULL;
-    if (counts && region) {
-        for (int i = 0; i < m->n_layers; i++) {
-            counts[i] = 1;
-            region[i] = i % 2 == 0;
-        }
-        plan = plan_create_segments(s, m->layers, m->n_layers, counts, region, m->n_layers);
-    } else {
-        remat_fail(REMAT_ENOMEM, "no memory for %d segments", m->n_layers);
+    Segment *segs = calloc((size_t)n_layers, sizeof *segs);
+    if (!segs) {
+        remat_fail(REMAT_ENOMEM, "no memory for %d segments", n_layers);
+        return NULL;
     }
-    free(counts);
-    free(region);
-    return plan;
+    for (int i = 0; i < n_layers; i++) segs[i] = (Segment){i, 1, i % 2 == 0 ? SEGMENT_REGION : SEGMENT_PLAIN, NULL, 0};
+    Schedule *schedule = schedule_create(STRATEGY_FULL, segs, n_layers, n_layers);
+    free(segs);
+    if (schedule) schedule->preserve_rng = s->preserve_rng;
+    return schedule;
 }
 
 enum { N_PLACEMENTS = 5, MAX_THREADS = 2 };
 
-/* How each placement is made: a strategy (with a policy), or the plan above. */
+/* How each placement is made: a strategy (with a policy), or the schedule above. */
 typedef struct Placement {
     const char *name;
     StrategyKind kind;
@@ -159,14 +154,14 @@ int main(int argc, char **argv)
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, &adamw);
-    Plan *plans[N_PLACEMENTS] = {0};
+    Schedule *schedules[N_PLACEMENTS] = {0};
     Variant variants[N_PLACEMENTS];
     for (int p = 0; p < N_PLACEMENTS && status == REMAT_OK; p++) {
         const Strategy s = bench_strategy(&o, PLACEMENTS[p].kind, PLACEMENTS[p].policy);
-        plans[p] = PLACEMENTS[p].every_other ? every_other_block(&s, g.model)
-                                             : plan_create(&s, g.model->layers, g.model->n_layers);
-        if (!plans[p]) status = remat_last_status();
-        variants[p] = (Variant){.name = PLACEMENTS[p].name, .plan = plans[p]};
+        schedules[p] = PLACEMENTS[p].every_other ? every_other_block(&s, g.model->n_layers)
+                                             : schedule_for_strategy(&s, g.model->n_layers);
+        if (!schedules[p]) status = remat_last_status();
+        variants[p] = (Variant){.name = PLACEMENTS[p].name, .schedule = schedules[p]};
     }
 
     StepStats stats[MAX_THREADS][N_PLACEMENTS];
@@ -192,7 +187,7 @@ int main(int argc, char **argv)
                gpt_shape_str(text, sizeof text, &shape));
         for (int t = 0; t < n_threads; t++) print_and_record(t + 1, stats[t], table);
     }
-    for (int p = 0; p < N_PLACEMENTS; p++) plan_free(plans[p]);
+    for (int p = 0; p < N_PLACEMENTS; p++) schedule_free(schedules[p]);
     model_bench_free(&g);
     return bench_finish(&INFO, &o, results, status);
 }

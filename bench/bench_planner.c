@@ -170,16 +170,12 @@ typedef struct Point {
 /* One AdamW step under schedule `s` with the ledger's budget set to `budget`. */
 static RematStatus run_schedule(Chain *c, const Schedule *s, size_t budget, StepStats *stats)
 {
-    Strategy st = strategy_defaults(STRATEGY_BUDGET);
-    Plan *plan = plan_from_schedule(&st, c->model->layers, s);
-    if (!plan) return remat_last_status();
-    const Variant v = {.name = "planned", .plan = plan};
+    const Variant v = {.name = "planned", .schedule = s};
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 5, 5);
     mem_set_budget(budget);
     const RematStatus status = step_measure(c->model, &v, c->opt, &c->batch, &ctx, stats);
     mem_set_budget(0);
-    plan_free(plan);
     return status;
 }
 
@@ -187,13 +183,6 @@ static double ratio_of(uint64_t flops, uint64_t optimum)
 {
     if (optimum == 0) return flops == 0 ? 1.0 : NAN;
     return (double)flops / (double)optimum;
-}
-
-static int regions_of(const Schedule *s)
-{
-    int regions = 0;
-    for (int i = 0; i < s->n_segments; i++) regions += s->segments[i].region;
-    return regions;
 }
 
 static void record_point(ResultsTable *t, const Chain *c, const Point *p)
@@ -206,15 +195,15 @@ static void record_point(ResultsTable *t, const Chain *c, const Point *p)
     record_bool(rec, "below_dp_minimum", p->below_dp);
     if (!p->s) return;
     record_num(rec, "segments", p->s->n_segments);
-    record_num(rec, "regions", regions_of(p->s));
-    if (p->s->revolve_slots) record_num(rec, "slots", p->s->revolve_slots);
-    record_num(rec, "predicted_peak_act", (double)p->s->peak_act);
+    record_num(rec, "regions", schedule_regions(p->s));
+    if (schedule_revolve_slots(p->s)) record_num(rec, "slots", schedule_revolve_slots(p->s));
+    record_num(rec, "predicted_peak_act", (double)p->s->predicted.peak_act);
     record_num(rec, "measured_peak_act", (double)p->measured.peak[MEM_ACT]);
-    record_num(rec, "predicted_peak_total", (double)p->s->peak_total);
+    record_num(rec, "predicted_peak_total", (double)p->s->predicted.peak_total);
     record_num(rec, "measured_peak_resident", (double)p->measured.peak_resident);
-    record_num(rec, "recompute_flops", (double)p->s->recompute_flops);
+    record_num(rec, "recompute_flops", (double)p->s->predicted.recompute_flops);
     record_num(rec, "measured_recompute_flops", (double)p->measured.flops[PHASE_RECOMPUTE]);
-    record_num(rec, "recompute_share", (double)p->s->recompute_flops / (double)p->measured.flops[PHASE_FORWARD]);
+    record_num(rec, "recompute_share", (double)p->s->predicted.recompute_flops / (double)p->measured.flops[PHASE_FORWARD]);
     if (!isnan(p->ratio)) record_num(rec, "ratio_to_dp", p->ratio);
 }
 
@@ -225,11 +214,11 @@ static void print_point(const Point *p)
         return;
     }
     char layout[16];
-    if (p->s->revolve_slots) snprintf(layout, sizeof layout, "s=%d", p->s->revolve_slots);
-    else snprintf(layout, sizeof layout, "%d/%d", regions_of(p->s), p->s->n_segments);
+    if (schedule_revolve_slots(p->s)) snprintf(layout, sizeof layout, "s=%d", schedule_revolve_slots(p->s));
+    else snprintf(layout, sizeof layout, "%d/%d", schedule_regions(p->s), p->s->n_segments);
     printf("  %-7s %10.3f %8s %10.3f %10.3f %10.3f %10.3f %11.4f %11.4f %7.3f\n", p->planner, mib(p->budget), layout,
-           mib(p->s->peak_act), mib(p->measured.peak[MEM_ACT]), mib(p->s->peak_total), mib(p->measured.peak_resident),
-           1e-9 * (double)p->s->recompute_flops, 1e-9 * (double)p->measured.flops[PHASE_RECOMPUTE], p->ratio);
+           mib(p->s->predicted.peak_act), mib(p->measured.peak[MEM_ACT]), mib(p->s->predicted.peak_total), mib(p->measured.peak_resident),
+           1e-9 * (double)p->s->predicted.recompute_flops, 1e-9 * (double)p->measured.flops[PHASE_RECOMPUTE], p->ratio);
 }
 
 /* ---- the sweep ---------------------------------------------------------------------------- */
@@ -250,7 +239,7 @@ static void tally_add(Tally *t, const Point *p, uint64_t optimum)
     t->budgets++;
     if (!p->s) return;
     t->found++;
-    if (optimum == 0 && p->s->recompute_flops > 0) t->zero_optimum++;
+    if (optimum == 0 && p->s->predicted.recompute_flops > 0) t->zero_optimum++;
     if (isnan(p->ratio)) return;
     if (t->compared == 0 || p->ratio < t->best) t->best = p->ratio;
     t->compared++;
@@ -288,7 +277,7 @@ static RematStatus plan_point(Chain *c, PlannerKind kind, size_t budget, uint64_
     *own = planner_plan(kind, c->cost, budget);
     if (!*own) return remat_last_status() == REMAT_EOOM ? REMAT_OK : remat_last_status();
     p->s = *own;
-    p->ratio = ratio_of((*own)->recompute_flops, optimum);
+    p->ratio = ratio_of((*own)->predicted.recompute_flops, optimum);
     return run_schedule(c, *own, budget, &p->measured);
 }
 
@@ -316,7 +305,7 @@ static RematStatus sweep_budget(Sweep *w, size_t budget)
         status = plan_point(w->c, PLANNERS[k], budget, optimum, &p[k], &own[k]);
         p[k].below_dp = budget < w->lo;
         if (k == 0 && own[0]) {
-            optimum = own[0]->recompute_flops;
+            optimum = own[0]->predicted.recompute_flops;
             p[0].ratio = 1.0;
         }
     }
@@ -336,12 +325,12 @@ static RematStatus sweep_fixed(Sweep *w, ResultsTable *summary)
     Chain *c = w->c;
     RematStatus status = REMAT_OK;
     for (int k = 0; k < 3 && status == REMAT_OK; k++) {
-        Schedule *fixed = schedule_for_strategy(c->cost, (StrategyKind)k);
+        Schedule *fixed = chain_schedule_for_strategy(c->cost, (StrategyKind)k);
         if (!fixed) return remat_last_status();
-        Point p = {.planner = strategy_name((StrategyKind)k), .budget = fixed->peak_total, .s = fixed};
+        Point p = {.planner = strategy_name((StrategyKind)k), .budget = fixed->predicted.peak_total, .s = fixed};
         Schedule *dp = planner_plan(PLANNER_DP, c->cost, p.budget);
-        const uint64_t optimum = dp ? dp->recompute_flops : 0;
-        p.ratio = dp ? ratio_of(fixed->recompute_flops, optimum) : NAN;
+        const uint64_t optimum = dp ? dp->predicted.recompute_flops : 0;
+        p.ratio = dp ? ratio_of(fixed->predicted.recompute_flops, optimum) : NAN;
         schedule_free(dp);
         status = run_schedule(c, fixed, p.budget, &p.measured);
         if (status == REMAT_OK) {
@@ -364,9 +353,9 @@ static RematStatus sweep(Chain *c, int n_budgets, int n_below, ResultsTable *poi
                          Progress *progress)
 {
     Sweep w = {.c = c, .lo = planner_min_budget(c->cost), .points = points, .progress = progress, .n_planners = 3};
-    Schedule *none = schedule_for_strategy(c->cost, STRATEGY_NONE);
+    Schedule *none = chain_schedule_for_strategy(c->cost, STRATEGY_NONE);
     if (!none) return remat_last_status();
-    w.hi = none->peak_total;
+    w.hi = none->predicted.peak_total;
     schedule_free(none);
     char not_uniform[320] = "";
     if (chain_check_uniform(c->cost) != REMAT_OK) {

@@ -79,12 +79,12 @@ typedef struct Depth {
  *
  * and the peak is the largest of these over the regions: with unequal sqrt segments
  * (N = 32: sizes 6,6,5,5,5,5) it is not always the last one. */
-static size_t derived_units(const Plan *plan, int N)
+static size_t derived_units(const Schedule *schedule, int N)
 {
-    if (plan->strategy.kind == STRATEGY_NONE) return (size_t)(2 * N + 4);
+    if (schedule->strategy == STRATEGY_NONE) return (size_t)(2 * N + 4);
     int worst = 0;
-    for (int j = 0; j < plan->n_segments; j++) {
-        const int size = plan->segments[j].count;
+    for (int j = 0; j < schedule->n_segments; j++) {
+        const int size = schedule->segments[j].count;
         const int units = 2 + j + 2 + (2 * size - 1) + (size > 1 ? 3 : 2);
         if (units > worst) worst = units;
     }
@@ -96,18 +96,18 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, Depth *d, Progr
 {
     Model *m = mlp_create(&(MlpConfig){.n_layers = d->N, .width = c->width, .seed = 1});
     if (!m) return remat_last_status();
-    Plan *plans[N_KINDS] = {0};
+    Schedule *schedules[N_KINDS] = {0};
     Variant variants[N_KINDS];
     RematStatus status = REMAT_OK;
     for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
-        plans[k] = plan_create(&c->strategies[k], m->layers, m->n_layers);
-        if (!plans[k]) {
+        schedules[k] = schedule_for_strategy(&c->strategies[k], m->n_layers);
+        if (!schedules[k]) {
             status = remat_last_status();
             break;
         }
-        d->segments[k] = plans[k]->n_segments;
-        d->derived[k] = derived_units(plans[k], d->N);
-        variants[k] = (Variant){.name = strategy_name(c->strategies[k].kind), .plan = plans[k]};
+        d->segments[k] = schedules[k]->n_segments;
+        d->derived[k] = derived_units(schedules[k], d->N);
+        variants[k] = (Variant){.name = strategy_name(c->strategies[k].kind), .schedule = schedules[k]};
     }
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     Optimizer *opt = status == REMAT_OK ? optim_create(&adamw, m->params, m->n_params) : NULL;
@@ -124,7 +124,7 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, Depth *d, Progr
                                  d->stats);
     batch_free(&batch);
     optim_free(opt);
-    for (int k = 0; k < c->n_strategies; k++) plan_free(plans[k]);
+    for (int k = 0; k < c->n_strategies; k++) schedule_free(schedules[k]);
     model_free(m);
     return status;
 }

@@ -152,16 +152,16 @@ static RematStatus measure_seq(SeqResult *r, int warmup, int steps, Progress *pr
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &r->shape, &adamw);
-    Plan *plans[N_POLICIES] = {0};
+    Schedule *schedules[N_POLICIES] = {0};
     Variant variants[N_POLICIES];
     const Rows *rows = r->rows;
     for (int p = 0; p < rows->n && status == REMAT_OK; p++) {
         Strategy st = strategy_defaults(rows->f[p]->policy ? STRATEGY_SELECTIVE : STRATEGY_NONE);
         st.policy = rows->f[p]->policy;
         st.preserve_rng = rows->preserve_rng;
-        plans[p] = plan_create(&st, g.model->layers, g.model->n_layers);
-        if (!plans[p]) status = remat_last_status();
-        variants[p] = (Variant){.name = rows->f[p]->name, .plan = plans[p]};
+        schedules[p] = schedule_for_strategy(&st, g.model->n_layers);
+        if (!schedules[p]) status = remat_last_status();
+        variants[p] = (Variant){.name = rows->f[p]->name, .schedule = schedules[p]};
     }
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 3, 4);
@@ -173,7 +173,7 @@ static RematStatus measure_seq(SeqResult *r, int warmup, int steps, Progress *pr
     if (status == REMAT_OK)
         status = steps_alternate(g.model, variants, rows->n, g.opt, &g.batch, &ctx, warmup, steps, progress, label,
                                  r->stats);
-    for (int p = 0; p < rows->n; p++) plan_free(plans[p]);
+    for (int p = 0; p < rows->n; p++) schedule_free(schedules[p]);
     model_bench_free(&g);
     return status;
 }

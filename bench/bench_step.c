@@ -65,21 +65,21 @@ static RematStatus sgemm_peak(double *gflops)
 
 static const char *const MODEL_NAMES[N_MODELS] = {"gpt L=4 D=256 H=4 T=128 B=8", "mlp N=16 W=1024 B=256"};
 
-/* One model with its batch and optimizer, and a plan per strategy measured. */
+/* One model with its batch and optimizer, and a schedule per strategy measured. */
 typedef struct Subject {
     ModelBench bench;
-    Plan *plans[N_KINDS];
+    Schedule *schedules[N_KINDS];
     Variant variants[N_KINDS];
 } Subject;
 
 static void subject_free(Subject *s)
 {
-    for (int k = 0; k < N_KINDS; k++) plan_free(s->plans[k]);
+    for (int k = 0; k < N_KINDS; k++) schedule_free(s->schedules[k]);
     model_bench_free(&s->bench);
     *s = (Subject){0};
 }
 
-/* Makes model `which` (0 the GPT, 1 the MLP chain of the header) and a plan for each
+/* Makes model `which` (0 the GPT, 1 the MLP chain of the header) and a schedule for each
  * strategy in `sweep`. */
 static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, int n)
 {
@@ -91,9 +91,9 @@ static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, 
                                &adamw)
             : mlp_bench_create(&s->bench, &(MlpShape){.N = 16, .W = 1024, .B = 256}, &adamw);
     for (int k = 0; k < n && status == REMAT_OK; k++) {
-        s->plans[k] = plan_create(&sweep[k], s->bench.model->layers, s->bench.model->n_layers);
-        if (!s->plans[k]) status = remat_last_status();
-        s->variants[k] = (Variant){.name = strategy_name(sweep[k].kind), .plan = s->plans[k]};
+        s->schedules[k] = schedule_for_strategy(&sweep[k], s->bench.model->n_layers);
+        if (!s->schedules[k]) status = remat_last_status();
+        s->variants[k] = (Variant){.name = strategy_name(sweep[k].kind), .schedule = s->schedules[k]};
     }
     return status;
 }

@@ -123,18 +123,18 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
                                  StepStats *stats, size_t *n_events)
 {
     const Strategy s = bench_strategy(o, series->kind, NULL);
-    Plan *plan = plan_create(&s, g->model->layers, g->model->n_layers);
-    if (!plan) return remat_last_status();
+    Schedule *schedule = schedule_for_strategy(&s, g->model->n_layers);
+    if (!schedule) return remat_last_status();
     Offload *off = NULL;
     if (series->offload) {
         OffloadOptions oo = offload_defaults(series->policy);
         oo.prefetch = series->prefetch;
         if (!(off = offload_create(&oo))) {
-            plan_free(plan);
+            schedule_free(schedule);
             return remat_last_status();
         }
     }
-    const Variant v = {.name = series->name, .plan = plan, .offload = off};
+    const Variant v = {.name = series->name, .schedule = schedule, .offload = off};
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 3, 4);
     RematStatus status = REMAT_OK;
@@ -167,7 +167,7 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
     }
     for (int r = 0; r < RECORDED_STEPS; r++) free(runs[r]);
     offload_free(off);
-    plan_free(plan);
+    schedule_free(schedule);
     return status;
 }
 

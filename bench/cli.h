@@ -33,7 +33,7 @@
 
 #include "tensor/error.h"
 #include "bench/results.h"
-#include "checkpoint/strategy.h"
+#include "checkpoint/schedule.h"
 
 /* What a bench says about itself, for --help, its header and its results. */
 typedef struct BenchInfo {

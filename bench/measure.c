@@ -104,7 +104,7 @@ void model_bench_free(ModelBench *g)
 
 static Step variant_step(const Variant *v, Model *model, Optimizer *opt)
 {
-    return (Step){.model = model, .plan = v->plan, .offload = v->offload, .optim = opt};
+    return (Step){.model = model, .schedule = v->schedule, .offload = v->offload, .optim = opt};
 }
 
 RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const Batch *batch, TrainCtx *ctx,

@@ -4,10 +4,10 @@
  * alternately), and what a forward leaves alive for backward, by the tag of the op that
  * made each tensor.
  *
- * A Variant is one way of running the model's step: a checkpointing Plan (strategy.h) and
- * where what the forward saves for backward goes (RAM, or an offloader's spill file). The benches compare
- * variants of the same model on the same batch, so every difference they report comes
- * from what the variant keeps, recomputes and spills.
+ * A Variant is one way of running the model's step: a checkpointing schedule
+ * (schedule.h) and where what the forward saves for backward goes (RAM, or an offloader's
+ * spill file). The benches compare variants of the same model on the same batch, so every
+ * difference they report comes from what the variant keeps, recomputes and spills.
  *
  * What this is not: a step of its own. A measured step is models/step.h's step_run, the
  * one train runs, on a fixed batch, without data loading, evaluation or files, so that
@@ -79,7 +79,7 @@ void model_bench_free(ModelBench *g);
 
 typedef struct Variant {
     const char *name; /* for tables: "none", "attention only", ... */
-    const Plan *plan; /* what the forward keeps (NULL: none) */
+    const Schedule *schedule; /* what the forward keeps (NULL: none) */
     Offload *offload; /* not NULL: what the forward saves goes to its spill file and
                          backward reads it back (a region's replay saves in RAM) */
 } Variant;

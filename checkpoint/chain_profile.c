@@ -1,5 +1,5 @@
 /*
- * chain_profile.c — measuring the chain cost model (planner.h) with one profiling step on
+ * chain_profile.c — measuring the chain cost model (cost.h) with one profiling step on
  * one batch, run twice: every layer plainly, then every layer its own region.
  *
  * Owns: the Probe that watches the step. Touches: the ledgers (reads them, resets their
@@ -7,7 +7,7 @@
  * back), the model's layers only through layer_forward and checkpoint(). The FLOP ledger
  * and the caller's generator are left as they were.
  */
-#include "checkpoint/planner.h"
+#include "checkpoint/cost.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

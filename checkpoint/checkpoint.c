@@ -188,6 +188,8 @@ static void cache_clear(Cache *c)
 typedef struct Region {
     RegionFn fn;
     void *fn_ctx;
+    Layer **layers; /* checkpoint_layers: the run of layers fn runs (fn_ctx is the region) */
+    int n_layers;
     TrainCtx *ctx;
     CheckpointOptions opts;
     char name[NODE_NAME_LEN];
@@ -265,37 +267,37 @@ static const OpInfo CHECKPOINT_OP = {"checkpoint", region_backward};
 
 /* ---- forward ------------------------------------------------------------------------- */
 
-Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const CheckpointOptions *opts)
+static Region *region_create(RegionFn fn, void *fn_ctx, TrainCtx *ctx, const CheckpointOptions *opts)
 {
-    if (!fn || !x) {
-        remat_fail(REMAT_EINVAL, "checkpoint: %s is NULL", fn ? "the input" : "the region's function");
-        return NULL;
-    }
-    CheckpointOptions o = opts ? *opts : checkpoint_defaults();
-    if (!grad_enabled()) return fn(fn_ctx, x, ctx); /* inference, or inside another region's first forward */
-
     Region *r = calloc(1, sizeof *r);
     if (!r) {
         remat_fail(REMAT_ENOMEM, "checkpoint: no memory for a region");
         return NULL;
     }
+    const CheckpointOptions o = opts ? *opts : checkpoint_defaults();
     *r = (Region){.fn = fn, .fn_ctx = fn_ctx, .ctx = ctx, .opts = o};
     snprintf(r->name, sizeof r->name, "%s", o.name ? o.name : "region");
     r->opts.name = r->name;
     r->cache.policy = o.policy;
     r->cache.check = o.determinism_check;
     if (ctx) r->rng_at_entry = ctx->rng;
+    return r;
+}
 
+/* The region's first forward, and its one node on the tape. Takes r: on error it is freed
+ * and NULL returned. */
+static Var *region_forward(Region *r, Var *x)
+{
     /* The first forward: no graph; with a policy, its chosen outputs kept; with the
      * determinism check, every recomputed output's hash noted. */
     OpHooks keep = {.name = "checkpoint cache", .observe = cache_observe, .recorded = cache_recorded,
                     .ctx = &r->cache};
-    const bool hooked = o.policy || o.determinism_check;
+    const bool hooked = r->opts.policy || r->opts.determinism_check;
     RematStatus status = hooked ? op_hooks_push(&keep) : REMAT_OK;
     Var *y = NULL;
     if (status == REMAT_OK) {
         grad_set_enabled(false);
-        y = fn(fn_ctx, x, ctx);
+        y = r->fn(r->fn_ctx, x, r->ctx);
         grad_set_enabled(true);
         if (hooked) op_hooks_pop();
     }
@@ -303,15 +305,14 @@ Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const Checkpoi
         region_free(r);
         return NULL;
     }
-    if (o.policy) {
+    if (r->opts.policy) {
         cache_mark_needed(&r->cache, y->value); /* the region's output is read (it is the result) */
         cache_release_unneeded(&r->cache, r->name);
     }
 
     /* One node for the whole region, recorded even when x needs no gradient: the
      * parameters inside do. */
-    RematStatus err;
-    Node *node = node_create_always(&CHECKPOINT_OP, TAG_CHECKPOINT_INPUT, &x, 1, y->value, &err);
+    Node *node = node_create_always(&CHECKPOINT_OP, TAG_CHECKPOINT_INPUT, &x, 1, y->value, &status);
     if (!node) {
         region_free(r);
         var_free(y);
@@ -328,4 +329,37 @@ Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const Checkpoi
     Var *out = var_from_op(tensor_retain(y->value), node);
     var_free(y);
     return out;
+}
+
+Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const CheckpointOptions *opts)
+{
+    if (!fn || !x) {
+        remat_fail(REMAT_EINVAL, "checkpoint: %s is NULL", fn ? "the input" : "the region's function");
+        return NULL;
+    }
+    if (!grad_enabled()) return fn(fn_ctx, x, ctx); /* inference, or inside another region's first forward */
+    Region *r = region_create(fn, fn_ctx, ctx, opts);
+    return r ? region_forward(r, x) : NULL;
+}
+
+/* The RegionFn of checkpoint_layers: fn_ctx is the region, which holds its layers. */
+static Var *run_layers(void *fn_ctx, Var *x, TrainCtx *ctx)
+{
+    const Region *r = fn_ctx;
+    return layers_forward(r->layers, r->n_layers, x, ctx);
+}
+
+Var *checkpoint_layers(Layer **layers, int n, Var *x, TrainCtx *ctx, const CheckpointOptions *opts)
+{
+    if (!layers || n < 1 || !x) {
+        remat_fail(REMAT_EINVAL, "checkpoint_layers: need at least one layer and an input");
+        return NULL;
+    }
+    if (!grad_enabled()) return layers_forward(layers, n, x, ctx);
+    Region *r = region_create(run_layers, NULL, ctx, opts);
+    if (!r) return NULL;
+    r->fn_ctx = r;
+    r->layers = layers;
+    r->n_layers = n;
+    return region_forward(r, x);
 }

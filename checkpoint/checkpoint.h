@@ -52,4 +52,9 @@ CheckpointOptions checkpoint_defaults(void);
  * computed a different output than the first forward ...". */
 Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const CheckpointOptions *opts);
 
+/* As checkpoint(), with a region that runs layers[0 .. n) one after another
+ * (layers_forward): the region a schedule makes of a segment. The layers must outlive the
+ * region's backward. NULL on error. */
+Var *checkpoint_layers(Layer **layers, int n, Var *x, TrainCtx *ctx, const CheckpointOptions *opts);
+
 #endif /* REMAT_CHECKPOINT_H */

@@ -1,77 +1,12 @@
 /*
- * planner.h — budget-driven checkpoint planning: the cheapest single-level schedule of
- * checkpoint regions over a chain of layers that fits a memory budget, or, on a chain of
- * identical layers, the cheapest Revolve schedule (planner_revolve.c).
+ * planner.h — budget-driven checkpoint planning: the cheapest schedule (schedule.h) over
+ * a chain of layers that fits a memory budget, by one of three searches over the chain
+ * cost model's predictions (cost.h): the exact optimum over single-level schedules, Chen
+ * et al. 2016's search, or, on a chain of identical layers, Revolve.
  *
- * Where it sits: checkpoint/, above autograd/ and tensor/. It owns the chain cost model
- * (measured by one profiling step), the prediction of a schedule's peak activation
- * memory and RECOMPUTE FLOPs, and the planners. It touches nothing of the model: the
- * profiling step runs the model's own stages through callbacks, then puts the FLOP ledger
- * and the caller's generator back.
- *
- * A schedule cuts the chain x_0 ─layer 0─▶ x_1 ─ … ─layer L−1─▶ x_L into contiguous
- * segments. A segment is either a checkpoint region (only its input x_a is kept; its
- * layers run again in backward) or plain (its layers keep what their ops save). Adjacent
- * plain layers behave as one plain segment, so a schedule is: which layer inputs start a
- * region, and where each region ends.
- *
- * ---- the cost model -------------------------------------------------------------------
- *
- * One profiling step on one batch, run twice — every layer plainly, then every layer its
- * own region — reads the ledgers around each stage (chain_profile). Twice, because a
- * layer's backward holds different things in the two cases: plainly, the gradient flowing
- * in is freed after the layer's last op; as a region's last layer, it stays alive to the
- * end. Per layer k it measures:
- *
- *   in_k, out_k  bytes of x_k and x_{k+1}
- *   g_k          bytes of x_k's gradient buffer (0 when x_k needs none: the MLP's input)
- *   kept_k       what the layer holds after a forward with grad on, its input aside: the
- *                tensors its ops saved plus its output
- *   fwd_k        the most ACT above its start during that forward (grad on)
- *   ng_k         the same for a forward with grad off (a region's first forward)
- *   back_k       the most ACT above "kept_k − out_k + what was there before" during its
- *                backward, including the allocation of g_k: back_plain_k run plainly,
- *                back_held_k as a region's last layer
- *   flops_k      its forward FLOPs, which is what it costs to recompute
- *
- * and for the stages around the chain: base (ACT before the step: the batch), embed
- * (what the embed stage leaves, x_0 included) and its peak, the head's peak above its
- * start through its backward, what backward holds besides (the loss and its seed), and
- * the peak once the chain's backward is done (the embed stage's backward, the same for
- * every schedule).
- *
- * The forward state before layer k is S(k): S(0) = base + embed; a plain layer adds
- * kept_k; a region [a, b] adds only out_b (it keeps x_a, already counted). The predicted
- * peak ACT is the largest of these moments (R = the loss and its seed):
- *
- *   embed          base + embed_peak
- *   plain k        S(k) + fwd_k                                          (forward)
- *                  S(k) + kept_k − out_k + g_{k+1} + R + back_plain_k     (backward)
- *   region [a,b]   S(a) + ng_a;  S(a) + in_k + ng_k for a < k ≤ b          (first forward)
- *                  P + g_a + Σ_{i=a}^{k−1} kept_i + fwd_k                   (replay of k)
- *                  P + [k > a or k < b]·g_a + Σ_{i=a}^{k} kept_i − out_k
- *                    + [k < b]·(g_{k+1} + back_plain_k) + [k = b]·back_held_k (backward of k)
- *                  with P = S(a) + g_{b+1} + R: the kept inputs, the gradient flowing
- *                  in, and the loss. (For k = a < b, g_a is counted although back_plain_a
- *                  counts it too: plainly it may come late, in a region it is there from
- *                  the start; the sum is an upper bound, never reached first on the MLP.)
- *   head           S(L) + head_peak
- *   after          tail_peak                                   (the embed stage's backward)
- *
- * In words: the inputs kept so far, plus the segment being recomputed, plus what its
- * backward holds at once (gradients in and out, the layer's transient). RECOMPUTE FLOPs
- * are Σ flops_k over the layers in regions.
- *
- * The model assumes what both of remat's models do: every layer keeps its own input for
- * backward (its first op is a linear or a LayerNorm) and hands its output to the next
- * layer without keeping it (its last op is a residual add). chain_profile checks both and
- * refuses a chain that breaks them.
- *
- * Exactness: on the MLP chain the prediction equals the ledger to the byte for every
- * schedule tests/test_planner.c tries (fixed, random and planned). On the GPT it is an upper bound that can be high by at most one block input
- * (B·T·C floats): a block's input gradient is allocated only when backward reaches the
- * attention residual, half way through the block, while the profile's one-layer region
- * holds it from the start of the block's backward. tests/test_planner.c measures both.
+ * Where it sits: checkpoint/. planner.c is a small dispatcher: it checks the budget
+ * against what every schedule needs, runs the search (search_dp.c, search_chen.c,
+ * search_revolve.c) and says, when nothing fits, what the smallest feasible budget is.
  *
  * ---- memory budget ---------------------------------------------------------------------
  *
@@ -80,118 +15,12 @@
  * schedule's need, every planner fails with REMAT_EOOM and says the smallest feasible
  * budget (quiz question 8's lesson).
  */
-#ifndef REMAT_PLANNER_H
-#define REMAT_PLANNER_H
+#ifndef REMAT_CHECKPOINT_PLANNER_H
+#define REMAT_CHECKPOINT_PLANNER_H
 
 #include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
 
-#include "checkpoint/revolve.h"
-#include "checkpoint/strategy.h"
-
-/* ---- the chain model ------------------------------------------------------------------- */
-
-typedef struct ChainLayer {
-    size_t in_bytes, out_bytes; /* x_k and x_{k+1} */
-    size_t grad_bytes;          /* g_k: x_k's gradient, 0 when x_k needs none */
-    size_t kept;                /* kept_k */
-    size_t fwd_peak;            /* fwd_k */
-    size_t nograd_peak;         /* ng_k */
-    size_t back_plain;          /* back_k of a plain layer (the gradient in is freed after its last op) */
-    size_t back_held;           /* back_k of a region's last layer (the gradient in stays to the end) */
-    uint64_t flops;             /* flops_k */
-} ChainLayer;
-
-typedef struct ChainCost {
-    int n_layers;
-    ChainLayer *layers;  /* n_layers, owned */
-    size_t base;         /* ACT before the step (the batch) */
-    size_t embed;        /* what the embed stage leaves, x_0 included */
-    size_t embed_peak;   /* the most ACT above base during the embed stage */
-    size_t head_peak;    /* the most ACT above S(L) during the head's forward and backward */
-    size_t resid;        /* what backward holds besides: the loss and its seed */
-    size_t tail_peak;    /* the most ACT once the chain's backward is done (the embed stage's) */
-    size_t fixed;        /* params + grads + optimizer + workspace in use, after the step */
-    size_t work_peak;    /* the most kernel scratch above that during the step */
-    uint64_t forward_flops; /* FORWARD FLOPs of a step without checkpointing */
-} ChainCost;
-
-/* The stages around the chain, as the model runs them. */
-typedef struct ChainStages {
-    Var *(*embed)(void *user, TrainCtx *ctx);          /* x_0 (a new Var) */
-    Var *(*head)(void *user, Var *x, TrainCtx *ctx);   /* the loss from x_L (a new Var) */
-    void *user;
-} ChainStages;
-
-/* Runs one profiling step (forward and backward, no optimizer) of `layers` between the
- * stages and measures the chain model above. Parameters' gradients are accumulated by it
- * (zero them before training); the FLOP ledger is put back as it was, `ctx` is not
- * changed (the step uses a copy), and the ledger's peaks are reset. Call it with the
- * batch allocated and the optimizer created, so that base and fixed see them.
- * The caller owns the result (chain_cost_free). NULL on error: REMAT_EINVAL for bad
- * arguments or a chain that breaks the model's assumptions (the message says which
- * layer), or the step's own error. */
-ChainCost *chain_profile(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx);
-
-void chain_cost_free(ChainCost *cost);
-
-/* Bytes of x_k's gradient for 0 ≤ k ≤ L (x_L's: the size of the chain's output). */
-size_t chain_grad_bytes(const ChainCost *cost, int k);
-
-/* ---- schedules ------------------------------------------------------------------------- */
-
-typedef struct ScheduleSegment {
-    int first, count; /* layers first .. first + count − 1 */
-    bool region;      /* a checkpoint region, or plain */
-} ScheduleSegment;
-
-typedef struct Schedule {
-    int n_layers;
-    int n_segments;
-    ScheduleSegment *segments; /* owned, in chain order, covering every layer once */
-    size_t peak_act;           /* predicted peak ACT of a step */
-    uint64_t recompute_flops;  /* predicted RECOMPUTE FLOPs of a step */
-    size_t peak_total;         /* predicted peak of the step's resident memory (see above) */
-    int revolve_slots;         /* > 0: a Revolve schedule (planner revolve): the whole chain runs
-                                  under Revolve with this many slots, as one segment */
-    RevolveSchedule *revolve;  /* owned, with revolve_slots: its actions and how often each layer
-                                  is recomputed; NULL otherwise */
-} Schedule;
-
-/* A schedule of `n` segments (copied; they must cover the chain in order), with adjacent
- * plain segments merged, predicted against `cost`. The caller owns it. NULL on error
- * (REMAT_EINVAL says which segment is wrong). */
-Schedule *schedule_create(const ChainCost *cost, const ScheduleSegment *segments, int n);
-
-/* The schedule a fixed strategy makes: none (one plain segment), full (every layer a
- * region) or sqrt (strategy.h's segments), predicted against `cost`. NULL on error
- * (REMAT_EINVAL for another kind). */
-Schedule *schedule_for_strategy(const ChainCost *cost, StrategyKind kind);
-
-/* A plan (strategy.h) that runs `s` over `layers` with the options of `strategy` (its
- * kind becomes budget; a Revolve schedule's plan carries its slots, see strategy.h). NULL
- * on error. */
-Plan *plan_from_schedule(const Strategy *strategy, Layer **layers, const Schedule *s);
-
-/* A search's step: keeps in *best whichever of *best and `candidate` (owned by the call)
- * has the fewest RECOMPUTE FLOPs among those whose peak ACT fits `act_budget` (ties: the
- * leaner), frees the other, and lowers *leanest to the candidate's peak ACT. */
-void schedule_keep_best(Schedule **best, Schedule *candidate, size_t act_budget, size_t *leanest);
-
-void schedule_free(Schedule *s);
-
-/* Predicts the peak ACT of one step under `segments` (n of them, covering the chain in
- * order); *recompute gets the RECOMPUTE FLOPs. */
-size_t chain_predict(const ChainCost *cost, const ScheduleSegment *segments, int n, uint64_t *recompute);
-
-/* Prints the schedule: each segment, which inputs are kept, how often each layer runs
- * its forward, the predicted peak ACT and RECOMPUTE FLOPs; for a Revolve schedule, its
- * slots, repetition number and how often each layer is recomputed. `layers` (may be
- * NULL) give the names. */
-void schedule_print(const Schedule *s, const ChainCost *cost, Layer **layers, FILE *out);
-
-/* ---- planners -------------------------------------------------------------------------- */
+#include "checkpoint/cost.h"
 
 typedef enum PlannerKind {
     PLANNER_CHEN = 0, /* Chen et al. 2016, Algorithm 3 with the sqrt(x·y) search of b */
@@ -223,47 +52,6 @@ Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget);
  * PLANNER_DP_MAX_LAYERS. */
 size_t planner_min_budget(const ChainCost *cost);
 
-/* ---- Revolve over the chain (planner_revolve.c) ------------------------------------------
- *
- * Revolve's schedules assume a uniform chain: every layer costs the same. A uniform chain
- * is read off the cost model: layers 1 … L−1 measured alike in every figure, and layer 0
- * like them in all but what its backward holds (the chain's input may need no gradient,
- * as the MLP's does not). The Revolve predictor (revolve.h) then takes its per-layer
- * costs from the same profiling step as the other planners, and the stages around the
- * chain (batch, embed, head, loss) are added as planner.h's formula adds them, so a
- * budget means the same for all three planners:
- *
- *   forward        S(0) − in_0 + the executor's forward peak   (it counts x_0 itself)
- *   head           S(0) − in_0 + what the executor keeps + out + head_peak
- *   chain backward S(0) − in_0 + R + the executor's backward peak
- *   embed, after   as for any schedule
- *
- * The planner tries every slot count s = 1 … L−1 (and storing everything, strategy none)
- * and keeps the one with the fewest RECOMPUTE FLOPs, (t(L, s) + 1)·F, that fits; fewer
- * slots recompute more, so that is the most slots the budget holds.
- *
- * Why its curve reaches lower budgets than the single-level planners: a single-level
- * schedule holds its kept inputs plus one whole segment while that segment is replayed,
- * so it never needs less than about 2·sqrt(L) layers' worth of activations. Revolve with
- * one slot holds x_0, the state being advanced and one layer's working set, whatever L —
- * paying for it by recomputing layers up to L − 1 times. */
-
-/* REMAT_OK if the chain is uniform; else REMAT_EINVAL with a message naming the first
- * layer that differs from layer 1 and in what. */
-RematStatus chain_check_uniform(const ChainCost *cost);
-
-/* The Revolve schedule with `slots` slots (1 ≤ slots) over a uniform chain, predicted
- * against `cost`. The caller owns it. NULL on error (REMAT_EINVAL for a chain that is not
- * uniform or bad arguments; REMAT_ENOMEM). */
-Schedule *schedule_revolve(const ChainCost *cost, int slots);
-
-/* planner revolve's search: of none and the Revolve schedules with 1 … max(1, L−1) slots,
- * the one with the fewest RECOMPUTE FLOPs whose predicted peak ACT is at most
- * `act_budget` (ties: the leaner). The caller owns it. *leanest gets the least peak ACT
- * among them (SIZE_MAX when the chain is not uniform). NULL when none fits (no error
- * set) or on error (REMAT_EINVAL for a chain that is not uniform). */
-Schedule *planner_revolve_search(const ChainCost *cost, size_t act_budget, size_t *leanest);
-
 /* The smallest budget planner revolve fits in (its leanest schedule's peak_total, as
  * planner_min_budget for the single-level planners); 0 for a chain that is not uniform,
  * with chain_check_uniform's error set. */
@@ -277,4 +65,4 @@ size_t planner_revolve_min_budget(const ChainCost *cost);
  * or more than SIZE_MAX bytes. */
 RematStatus parse_memory_size(const char *text, size_t *bytes);
 
-#endif /* REMAT_PLANNER_H */
+#endif /* REMAT_CHECKPOINT_PLANNER_H */

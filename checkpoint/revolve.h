@@ -7,7 +7,7 @@
  * executor in revolve_run.c. Uses autograd/ (tape, saved-tensor path, backward) and
  * tensor/ (the ledgers, PCG32); touches nothing of the other strategies.
  *
- * Why binomial checkpointing. Single-level segments (sqrt, strategy.h) keep k segment
+ * Why binomial checkpointing. Single-level segments (sqrt, schedule.h) keep k segment
  * inputs and recompute each layer once, but while a segment is replayed all its l/k layers'
  * activations are alive: the memory never goes below about k + l/k ≥ 2·sqrt(l) layer-sized
  * tensors. When memory is tighter than that, the only way on is to recompute some layers

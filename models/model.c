@@ -11,22 +11,18 @@ Var *model_loss(Model *model, Var *input, Var *targets, TrainCtx *ctx)
     return model_loss_planned(model, NULL, input, targets, ctx);
 }
 
-Var *model_loss_planned(Model *model, const Plan *plan, Var *input, Var *targets, TrainCtx *ctx)
+Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var *targets, TrainCtx *ctx)
 {
     if (!model || !input || !targets) {
         remat_fail(REMAT_EINVAL, "model_loss: model, input and targets are required");
         return NULL;
     }
     Var *x = model->embed(model, input, ctx);
-    if (plan && x) {
-        Var *chain = plan_forward(plan, x, ctx);
+    if (x) {
+        Var *chain = schedule ? schedule_forward(schedule, model->layers, model->n_layers, x, ctx)
+                              : layers_forward(model->layers, model->n_layers, x, ctx);
         var_free(x); /* whatever the chain saved of x stays alive through the tape */
         x = chain;
-    }
-    for (int i = 0; !plan && i < model->n_layers && x; i++) {
-        Var *next = layer_forward(model->layers[i], x, ctx);
-        var_free(x);
-        x = next;
     }
     Var *loss = x ? model->head(model, x, targets, ctx) : NULL;
     var_free(x);

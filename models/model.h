@@ -3,7 +3,7 @@
  *
  *     input ──embed──▶ x_0 ──layer 0──▶ x_1 ── ... ──layer N−1──▶ x_N ──head(targets)──▶ loss
  *
- * The chain in the middle is what checkpoint strategies work on: every layer maps one Var
+ * The chain in the middle is what checkpoint schedules work on: every layer maps one Var
  * to one Var of the same shape, so any contiguous run of them can become a checkpoint
  * region. Both reference models (the MLP chain and the char-level GPT) are Models.
  */
@@ -12,7 +12,6 @@
 
 #include "autograd/layers.h"
 #include "checkpoint/planner.h"
-#include "checkpoint/strategy.h"
 
 typedef struct Model Model;
 
@@ -35,9 +34,9 @@ struct Model {
  * `input` and `targets` are borrowed. */
 Var *model_loss(Model *model, Var *input, Var *targets, TrainCtx *ctx);
 
-/* As model_loss, with the chain run as `plan` says (a checkpoint strategy made for this
- * model's layers by plan_create); a NULL plan is strategy none. */
-Var *model_loss_planned(Model *model, const Plan *plan, Var *input, Var *targets, TrainCtx *ctx);
+/* As model_loss, with the chain run as `schedule` says (schedule.h: made for a chain of
+ * this model's length); a NULL schedule is strategy none. */
+Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var *targets, TrainCtx *ctx);
 
 /* The chain cost model of `model` (planner.h), measured by one profiling step on this
  * batch (`input` and `targets` borrowed) with the dropout generator of `ctx` (copied, not

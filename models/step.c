@@ -10,7 +10,7 @@
 Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx)
 {
     if (step->offload && offload_push(step->offload) != REMAT_OK) return NULL;
-    Var *loss = model_loss_planned(step->model, step->plan, input, targets, ctx);
+    Var *loss = model_loss_planned(step->model, step->schedule, input, targets, ctx);
     if (step->offload && offload_pop(step->offload) != REMAT_OK) { /* the records may not have reached the disk */
         var_free(loss);
         return NULL;

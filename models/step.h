@@ -3,7 +3,7 @@
  * run their steps through step_run, so what a step does is written here once:
  *
  *     zero the gradients    every parameter's
- *     forward               loss = the model under the plan (FORWARD FLOPs); with offload,
+ *     forward               loss = the model under the schedule (FORWARD FLOPs); with offload,
  *                           its hooks are pushed for the forward only, so what the forward
  *                           saves goes to the spill file and backward reads it back
  *     (forward_done)        a caller's look at the tape before backward consumes it
@@ -30,9 +30,9 @@
  * what applies the gradients. All borrowed. */
 typedef struct Step {
     Model *model;
-    const Plan *plan;  /* the checkpointing plan over model's layers (strategy.h); NULL: none */
-    Offload *offload;  /* saved activations go to its spill file; NULL: they stay in RAM */
-    Optimizer *optim;  /* NULL: the step only computes gradients */
+    const Schedule *schedule; /* what the forward keeps (checkpoint/schedule.h); NULL: none */
+    Offload *offload;         /* saved activations go to its spill file; NULL: they stay in RAM */
+    Optimizer *optim;         /* NULL: the step only computes gradients */
 } Step;
 
 /* Optional looks into a step. Each may fail, which fails the step (nothing is updated). */

@@ -285,9 +285,8 @@ typedef struct Run {
     const TrainOptions *opt;
     bool gpt;
     Model *model;
-    Plan *plan;     /* the checkpointing strategy over the model's layers */
+    Schedule *schedule;  /* what a step keeps: the strategy's, or the one the planner chose */
     ChainCost *cost;     /* budget: the chain's measured cost model */
-    Schedule *schedule;  /* budget: the schedule the planner chose */
     Optimizer *optim;
     TrainState state;
     TextData *text; /* GPT */
@@ -331,7 +330,7 @@ static RematStatus evaluate(Run *run, float *mean_loss)
         Var *x, *y;
         status = draw_batch(run, run->gpt ? TEXT_VAL : TEXT_TRAIN, &rng, &x, &y);
         if (status != REMAT_OK) break;
-        Var *loss = model_loss_planned(run->model, run->plan, x, y, &ctx);
+        Var *loss = model_loss_planned(run->model, run->schedule, x, y, &ctx);
         if (loss) sum += loss->value->f32[0];
         else status = remat_last_status();
         var_free(loss);
@@ -432,7 +431,7 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     FirstStep f = {.run = run, .input = x, .targets = y, .out = out,
                    .explain = first && run->opt->explain_memory ? explain_start() : NULL};
     const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
-    const Step step = {.model = run->model, .plan = run->plan, .offload = run->offload, .optim = run->optim};
+    const Step step = {.model = run->model, .schedule = run->schedule, .offload = run->offload, .optim = run->optim};
     StepResult result;
     status = step_run(&step, x, y, &ctx, first ? &hooks : NULL, &result);
     if (f.explain) {
@@ -482,9 +481,10 @@ static RematStatus check_resume_config(const TrainOptions *o)
 }
 
 /* --strategy budget: measures the chain on one batch (drawn from a copy of the data
- * generator, so training sees the same batches), asks the planner for the cheapest
- * schedule that fits, and makes it the plan. Needs the optimizer, whose state is part of
- * the fixed memory. The profiling step's gradients are zeroed by every step before use. */
+ * generator, so training sees the same batches) and asks the planner for the cheapest
+ * schedule that fits, whose regions replay as `strategy` says. Needs the optimizer, whose
+ * state is part of the fixed memory. The profiling step's gradients are zeroed by every
+ * step before use. */
 static RematStatus plan_budget(Run *run, const Strategy *strategy)
 {
     const TrainOptions *o = run->opt;
@@ -504,8 +504,9 @@ static RematStatus plan_budget(Run *run, const Strategy *strategy)
     if (!run->cost) return remat_last_status();
     run->schedule = planner_plan(kind, run->cost, o->memory_budget);
     if (!run->schedule) return remat_last_status();
-    run->plan = plan_from_schedule(strategy, run->model->layers, run->schedule);
-    return run->plan ? REMAT_OK : remat_last_status();
+    run->schedule->preserve_rng = strategy->preserve_rng;
+    run->schedule->determinism_check = strategy->determinism_check;
+    return REMAT_OK;
 }
 
 static RematStatus build(Run *run)
@@ -531,8 +532,8 @@ static RematStatus build(Run *run)
     strategy.preserve_rng = !o->no_rng_replay;
     strategy.determinism_check = o->determinism_check;
     if (strategy.kind != STRATEGY_BUDGET) {
-        run->plan = plan_create(&strategy, run->model->layers, run->model->n_layers);
-        if (!run->plan) return remat_last_status();
+        run->schedule = schedule_for_strategy(&strategy, run->model->n_layers);
+        if (!run->schedule) return remat_last_status();
     }
 
     if (o->offload) {
@@ -562,7 +563,6 @@ static RematStatus build(Run *run)
 
 static void destroy(Run *run)
 {
-    plan_free(run->plan);
     schedule_free(run->schedule);
     chain_cost_free(run->cost);
     optim_free(run->optim);
@@ -591,6 +591,23 @@ static void progress(FILE *out, bool tty, int step, int total, float loss, doubl
         fprintf(out, "  step %5d/%d  loss %.6f  %.1f ms/step  %.0f %s/s\n", step, total, loss,
                 1e3 * seconds_per_step, tokens_per_step / seconds_per_step, unit);
     }
+}
+
+/* "checkpointing: sqrt, 3 regions", with Revolve's slots, the policy and whether the
+ * generator is replayed; the line is left open for the planner's words. */
+static void print_checkpointing(FILE *out, const Schedule *s)
+{
+    fprintf(out, "  checkpointing: %s", strategy_name(s->strategy));
+    const int regions = schedule_regions(s), slots = schedule_revolve_slots(s);
+    if (slots) fprintf(out, ", Revolve with %d slot%s", slots, slots == 1 ? "" : "s");
+    else if (s->strategy != STRATEGY_NONE)
+        fprintf(out, ", %d region%s", regions, regions == 1 ? "" : "s");
+    for (int i = 0; i < s->n_segments; i++) {
+        if (s->segments[i].kind != SEGMENT_REGION || !s->segments[i].policy) continue;
+        fprintf(out, ", policy %s", s->segments[i].policy->name);
+        break;
+    }
+    if (s->strategy != STRATEGY_NONE && !s->preserve_rng) fprintf(out, ", generator NOT replayed");
 }
 
 static int compare_doubles(const void *a, const void *b)
@@ -674,20 +691,12 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
             opt->model, opt->layers, run.gpt ? "blocks" : "layers", run.gpt ? "d_model" : "width",
             opt->d_model, mem_format_bytes(pbytes, sizeof pbytes, model_param_bytes(run.model)),
             opt->optimizer, info.threads, info.blas_threading, info.blas_core);
-    fprintf(out, "  checkpointing: %s", strategy_name(run.plan->strategy.kind));
-    int regions = 0;
-    for (int i = 0; i < run.plan->n_segments; i++) regions += run.plan->segments[i].region;
-    if (run.plan->revolve_slots > 0) fprintf(out, ", Revolve with %d slot%s", run.plan->revolve_slots,
-                                             run.plan->revolve_slots == 1 ? "" : "s");
-    else if (run.plan->strategy.kind != STRATEGY_NONE) fprintf(out, ", %d region%s", regions, regions == 1 ? "" : "s");
-    if (run.plan->strategy.policy) fprintf(out, ", policy %s", run.plan->strategy.policy->name);
-    if (run.plan->strategy.kind != STRATEGY_NONE && !run.plan->strategy.preserve_rng)
-        fprintf(out, ", generator NOT replayed");
-    if (run.schedule) {
+    print_checkpointing(out, run.schedule);
+    if (run.cost) {
         char budget[32];
         fprintf(out, ", planner %s, budget %s\n", opt->planner,
                 mem_format_bytes(budget, sizeof budget, opt->memory_budget));
-        schedule_print(run.schedule, run.cost, run.model->layers, out);
+        schedule_print(run.schedule, run.model->layers, out);
         fprintf(out, "  the ledger enforces the budget from here on\n");
         mem_set_budget(opt->memory_budget);
     } else {
@@ -747,7 +756,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         status = model_save(run.model, run.optim, &run.state, meta, n_meta, opt->save);
         if (status == REMAT_OK) fprintf(out, "  saved %s (step %d)\n", opt->save, run.state.step);
     }
-    if (run.schedule) mem_set_budget(0);
+    if (run.cost) mem_set_budget(0);
     free(times);
     destroy(&run);
     return status;

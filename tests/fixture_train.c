@@ -79,15 +79,11 @@ Var *fixture_revolve_loss(Model *m, int slots, Var *x, Var *y, TrainCtx *ctx)
     return loss;
 }
 
-/* The plan that runs the chain the way `way` says. */
-static Plan *way_plan(const Way *way, Model *m)
+/* The strategy's schedule, when the way gives a strategy rather than a schedule. */
+static Schedule *strategy_schedule(const Way *way, const Model *m)
 {
-    const Strategy none = strategy_defaults(STRATEGY_NONE), budget = strategy_defaults(STRATEGY_BUDGET);
-    if (way->schedule) return plan_from_schedule(&budget, m->layers, way->schedule);
-    if (way->revolve_slots <= 0) return plan_create(way->strategy ? way->strategy : &none, m->layers, m->n_layers);
-    Plan *plan = plan_create_segments(&budget, m->layers, m->n_layers, &m->n_layers, &(bool){true}, 1);
-    if (plan) plan->revolve_slots = way->revolve_slots;
-    return plan;
+    const Strategy none = strategy_defaults(STRATEGY_NONE);
+    return way->schedule ? NULL : schedule_for_strategy(way->strategy ? way->strategy : &none, m->n_layers);
 }
 
 /* The first step's gradients, copied before the optimizer applies them. */
@@ -108,8 +104,8 @@ RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out)
     Model *m = fixture_model(t);
     assert_non_null(m);
     assert_true(m->n_params <= FIXTURE_MAX_PARAMS);
-    Plan *plan = way_plan(way, m);
-    assert_non_null(plan);
+    Schedule *own = strategy_schedule(way, m);
+    assert_true(own || way->schedule);
     const OptimConfig c = optim_adamw_defaults(1e-2f);
     Optimizer *opt = optim_create(&c, m->params, m->n_params);
     assert_non_null(opt);
@@ -120,7 +116,7 @@ RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out)
     RematStatus status = REMAT_OK;
     out->n_params = m->n_params;
     out->model = m;
-    const Step step = {.model = m, .plan = plan, .offload = way->offload, .optim = opt};
+    const Step step = {.model = m, .schedule = own ? own : way->schedule, .offload = way->offload, .optim = opt};
     const StepHooks first = {.backward_done = copy_grads, .user = out};
     for (int i = 0; i < FIXTURE_STEPS && status == REMAT_OK; i++) {
         Var *y, *x = fixture_batch(t, &data, &y);
@@ -136,7 +132,7 @@ RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out)
     for (int i = 0; i < m->n_params; i++) out->params[i] = tensor_clone(m->params[i].var->value, MEM_WORK);
     out->model = NULL;
     optim_free(opt);
-    plan_free(plan);
+    schedule_free(own);
     model_free(m);
     return status;
 }

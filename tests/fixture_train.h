@@ -3,7 +3,7 @@
  * of keeping activations changes nothing that training computes.
  *
  * A test names a small model (a Trainee) and a way of running its steps (a Way: a
- * checkpoint strategy, offload, Revolve), trains a few AdamW steps from fixed seeds, and
+ * checkpoint strategy or any schedule, offload), trains a few AdamW steps from fixed seeds, and
  * compares the Outcome — every loss, the first step's gradients, the final parameters —
  * with the Outcome of plain training, byte for byte. After each step it checks that no
  * activation outlived it, in RAM or on disk.
@@ -17,7 +17,7 @@
 #include "models/step.h"
 #include "offload/offload.h"
 #include "checkpoint/planner.h"
-#include "checkpoint/strategy.h"
+#include "checkpoint/schedule.h"
 
 enum { FIXTURE_STEPS = 3, FIXTURE_MAX_PARAMS = 64 };
 
@@ -34,10 +34,8 @@ typedef struct Trainee {
 typedef struct Way {
     const Strategy *strategy; /* NULL: none */
     Offload *offload;         /* the forward's saves go through its hooks; NULL: in RAM */
-    int revolve_slots;        /* > 0: the chain runs under Revolve with this many slots,
-                                 instead of the strategy */
-    const Schedule *schedule; /* a planner's schedule (planner.h) for a chain of this many
-                                 layers, run as strategy budget; instead of the strategy */
+    const Schedule *schedule; /* a schedule (schedule.h) for a chain of this many layers —
+                                 a planner's, Revolve's — instead of the strategy's */
 } Way;
 
 /* What a few steps computed: copies in MEM_WORK. */

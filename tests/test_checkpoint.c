@@ -25,7 +25,7 @@
 #include "models/gpt.h"
 #include "models/mlp.h"
 #include "autograd/optim.h"
-#include "checkpoint/strategy.h"
+#include "checkpoint/schedule.h"
 
 static int group_teardown(void **state)
 {
@@ -211,11 +211,11 @@ static StepMeasure measure_mlp(int N, StrategyKind kind)
     Var *x, *y;
     assert_int_equal(mlp_task_batch(wide, &data, 4, &x, &y), REMAT_OK);
     Strategy s = strategy_defaults(kind);
-    Plan *plan = plan_create(&s, m->layers, m->n_layers);
+    Schedule *schedule = schedule_for_strategy(&s, m->n_layers);
     TrainCtx ctx = {.training = true};
     flops_reset();
     mem_reset_peaks();
-    Var *loss = model_loss_planned(m, plan, x, y, &ctx);
+    Var *loss = model_loss_planned(m, schedule, x, y, &ctx);
     assert_int_equal(backward(loss), REMAT_OK);
     StepMeasure r = {mem_peak(MEM_ACT), flops_get(PHASE_FORWARD), flops_get(PHASE_BACKWARD),
                      flops_get(PHASE_RECOMPUTE)};
@@ -223,7 +223,7 @@ static StepMeasure measure_mlp(int N, StrategyKind kind)
     tape_reset(tape_current());
     var_free(x);
     var_free(y);
-    plan_free(plan);
+    schedule_free(schedule);
     mlp_task_free(wide);
     model_free(m);
     return r;
@@ -326,7 +326,7 @@ static GptMeasure measure_gpt(const Dims *d, const Strategy *s)
 {
     Model *m = gpt_create(&(GptConfig){.n_layers = d->L, .d_model = d->C, .n_heads = d->H,
                                        .seq_len = d->T, .vocab = 256, .dropout = 0.1f, .seed = 3});
-    Plan *plan = plan_create(s, m->layers, m->n_layers);
+    Schedule *schedule = schedule_for_strategy(s, m->n_layers);
     Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){d->B, d->T});
     Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){d->B, d->T});
     for (size_t i = 0; i < x->numel; i++) x->i32[i] = (int32_t)(i * 7 % 256), t->i32[i] = (int32_t)(i * 11 % 256);
@@ -335,7 +335,7 @@ static GptMeasure measure_gpt(const Dims *d, const Strategy *s)
     pcg32_seed(&ctx.rng, 4, 4);
     flops_reset();
     mem_reset_peaks();
-    Var *loss = model_loss_planned(m, plan, xv, tv, &ctx);
+    Var *loss = model_loss_planned(m, schedule, xv, tv, &ctx);
     GptMeasure r = {.stored = mem_current(MEM_ACT)};
     assert_int_equal(backward(loss), REMAT_OK);
     r.peak = mem_peak(MEM_ACT);
@@ -344,7 +344,7 @@ static GptMeasure measure_gpt(const Dims *d, const Strategy *s)
     tape_reset(tape_current());
     var_free(xv);
     var_free(tv);
-    plan_free(plan);
+    schedule_free(schedule);
     model_free(m);
     return r;
 }
@@ -446,14 +446,14 @@ static void test_explain_accounts_for_the_stored_bytes(void **state)
         Model *m = mlp_create(&(MlpConfig){.n_layers = 9, .width = 16, .seed = 1});
         Strategy s = strategy_defaults(kinds[k]);
         s.policy = &POLICY_DOTS_SAVEABLE;
-        Plan *plan = plan_create(&s, m->layers, m->n_layers);
+        Schedule *schedule = schedule_for_strategy(&s, m->n_layers);
         Pcg32 data;
         pcg32_seed(&data, 3, 0);
         Var *y, *x = fixture_batch(&MLP8, &data, &y); /* width 16, as this chain */
         TrainCtx ctx = {.training = true};
         Explain *ex = explain_start();
         assert_non_null(ex);
-        Var *loss = model_loss_planned(m, plan, x, y, &ctx);
+        Var *loss = model_loss_planned(m, schedule, x, y, &ctx);
         const size_t stored = mem_current(MEM_ACT);
         assert_int_equal(backward(loss), REMAT_OK);
         explain_stop(ex);
@@ -469,7 +469,7 @@ static void test_explain_accounts_for_the_stored_bytes(void **state)
         tape_reset(tape_current());
         var_free(x);
         var_free(y);
-        plan_free(plan);
+        schedule_free(schedule);
         model_free(m);
     }
 }

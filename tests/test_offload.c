@@ -30,7 +30,7 @@
 #include "models/mlp.h"
 #include "offload/offload.h"
 #include "autograd/optim.h"
-#include "checkpoint/strategy.h"
+#include "checkpoint/schedule.h"
 #include "models/train.h"
 
 static char spill_dir[] = "/tmp/remat_offload_XXXXXX";
@@ -309,10 +309,10 @@ static void test_each_policy_spills_what_it_promises(void **state)
         OffloadOptions o = cases[c].o;
         o.dir = spill_dir;
         Strategy strategy = strategy_defaults(cases[c].strategy);
-        Plan *plan = plan_create(&strategy, m->layers, m->n_layers);
+        Schedule *schedule = schedule_for_strategy(&strategy, m->n_layers);
         /* What the contract says, from the tape of a forward without offload. */
         TrainCtx ctx = {.training = true};
-        Var *loss = model_loss_planned(m, plan, x, y, &ctx);
+        Var *loss = model_loss_planned(m, schedule, x, y, &ctx);
         size_t want_records = 0, want_bytes = 0, saves = 0, params_saved = 0;
         const Tape *tape = tape_current();
         for (int k = 0; k < tape->count; k++) {
@@ -332,7 +332,7 @@ static void test_each_policy_spills_what_it_promises(void **state)
         Offload *off = offload_create(&o);
         assert_non_null(off);
         assert_int_equal(offload_push(off), REMAT_OK);
-        loss = model_loss_planned(m, plan, x, y, &ctx);
+        loss = model_loss_planned(m, schedule, x, y, &ctx);
         assert_int_equal(offload_pop(off), REMAT_OK);
         OffloadStats st = offload_stats(off);
         printf("  %-24s %8zu %12zu %6zu\n", cases[c].what, st.records_written, mem_current(MEM_DISK), st.kept);
@@ -343,7 +343,7 @@ static void test_each_policy_spills_what_it_promises(void **state)
         var_free(loss);
         tape_reset(tape_current());
         offload_free(off);
-        plan_free(plan);
+        schedule_free(schedule);
     }
     var_free(x);
     var_free(y);
@@ -435,13 +435,13 @@ static ChainMeasure measure_chain(int N, StrategyKind kind, const OffloadOptions
     Chain c = chain_create(N, CHAIN_W, CHAIN_B);
     Model *m = c.model;
     Strategy s = strategy_defaults(kind);
-    Plan *plan = plan_create(&s, m->layers, m->n_layers);
+    Schedule *schedule = schedule_for_strategy(&s, m->n_layers);
     Offload *off = oo ? offload_create(oo) : NULL;
     assert_true(!oo || off);
     TrainCtx ctx = {.training = true};
     mem_reset_peaks();
     assert_int_equal(!off || offload_push(off) == REMAT_OK, 1);
-    Var *loss = model_loss_planned(m, plan, c.x, c.y, &ctx);
+    Var *loss = model_loss_planned(m, schedule, c.x, c.y, &ctx);
     if (off) assert_int_equal(offload_pop(off), REMAT_OK);
     assert_non_null(loss);
     ChainMeasure r = {.saved_act = saved_in_ram(tape_current())};
@@ -451,7 +451,7 @@ static ChainMeasure measure_chain(int N, StrategyKind kind, const OffloadOptions
     var_free(loss);
     tape_reset(tape_current());
     offload_free(off);
-    plan_free(plan);
+    schedule_free(schedule);
     chain_free(&c);
     return r;
 }

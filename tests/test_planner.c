@@ -21,6 +21,7 @@
 #include "autograd/ops.h"
 #include "autograd/optim.h"
 #include "checkpoint/planner.h"
+#include "checkpoint/revolve.h"
 
 /* ---- fixtures: a model, one batch, its cost -------------------------------------------- */
 
@@ -99,33 +100,29 @@ typedef struct Measured {
 /* One forward and backward of the fixture's batch under schedule `s`. */
 static Measured measure(const Fixture *f, const Schedule *s)
 {
-    Strategy st = strategy_defaults(STRATEGY_BUDGET);
-    Plan *plan = plan_from_schedule(&st, f->model->layers, s);
-    assert_non_null(plan);
     TrainCtx ctx = step_ctx();
     flops_reset();
     mem_reset_peaks();
-    Var *loss = model_loss_planned(f->model, plan, f->x, f->y, &ctx);
+    Var *loss = model_loss_planned(f->model, s, f->x, f->y, &ctx);
     assert_int_equal(backward(loss), REMAT_OK);
     Measured m = {mem_peak(MEM_ACT), flops_get(PHASE_RECOMPUTE)};
     var_free(loss);
     tape_reset(tape_current());
-    plan_free(plan);
     return m;
 }
 
 /* A random schedule: segments of 1 to 4 layers, each a region or plain. */
 static Schedule *random_schedule(const ChainCost *c, Pcg32 *rng)
 {
-    ScheduleSegment segs[64];
+    Segment segs[64];
     int n = 0;
     for (int k = 0; k < c->n_layers;) {
         int len = 1 + (int)pcg32_bounded(rng, 4);
         if (k + len > c->n_layers) len = c->n_layers - k;
-        segs[n++] = (ScheduleSegment){k, len, pcg32_bounded(rng, 2) == 1};
+        segs[n++] = (Segment){k, len, pcg32_bounded(rng, 2) == 1 ? SEGMENT_REGION : SEGMENT_PLAIN, NULL, 0};
         k += len;
     }
-    return schedule_create(c, segs, n);
+    return chain_schedule(c, segs, n);
 }
 
 /* ---- prediction against measurement ---------------------------------------------------- */
@@ -141,25 +138,25 @@ static void test_prediction_equals_measurement_on_the_mlp(void **state)
     pcg32_seed(&rng, 9, 9);
     int checked = 0;
     for (int t = 0; t < 43; t++) {
-        Schedule *s = t < 3 ? schedule_for_strategy(f.cost, (StrategyKind)t) : random_schedule(f.cost, &rng);
+        Schedule *s = t < 3 ? chain_schedule_for_strategy(f.cost, (StrategyKind)t) : random_schedule(f.cost, &rng);
         assert_non_null(s);
         Measured m = measure(&f, s);
-        assert_int_equal(m.peak_act, s->peak_act);
-        assert_int_equal(m.recompute, s->recompute_flops);
+        assert_int_equal(m.peak_act, s->predicted.peak_act);
+        assert_int_equal(m.recompute, s->predicted.recompute_flops);
         schedule_free(s);
         checked++;
     }
     const size_t lo = planner_min_budget(f.cost);
-    Schedule *none = schedule_for_strategy(f.cost, STRATEGY_NONE);
+    Schedule *none = chain_schedule_for_strategy(f.cost, STRATEGY_NONE);
     for (int i = 0; i <= 6; i++) {
-        const size_t budget = lo + (none->peak_total - lo) * (size_t)i / 6;
+        const size_t budget = lo + (none->predicted.peak_total - lo) * (size_t)i / 6;
         for (int k = PLANNER_CHEN; k <= PLANNER_DP; k++) {
             Schedule *s = planner_plan((PlannerKind)k, f.cost, budget);
             if (!s) continue; /* Chen's search may find nothing at the tightest budgets */
             Measured m = measure(&f, s);
-            assert_int_equal(m.peak_act, s->peak_act);
-            assert_int_equal(m.recompute, s->recompute_flops);
-            assert_true(s->peak_total <= budget);
+            assert_int_equal(m.peak_act, s->predicted.peak_act);
+            assert_int_equal(m.recompute, s->predicted.recompute_flops);
+            assert_true(s->predicted.peak_total <= budget);
             schedule_free(s);
             checked++;
         }
@@ -184,14 +181,14 @@ static void test_prediction_bounds_measurement_on_the_gpt(void **state)
     size_t worst = 0;
     int exact = 0;
     for (int t = 0; t < 35; t++) {
-        Schedule *s = t < 3 ? schedule_for_strategy(f.cost, (StrategyKind)t)
-                    : t < 30 ? random_schedule(f.cost, &rng) : schedule_revolve(f.cost, t - 29);
+        Schedule *s = t < 3 ? chain_schedule_for_strategy(f.cost, (StrategyKind)t)
+                    : t < 30 ? random_schedule(f.cost, &rng) : chain_schedule_revolve(f.cost, t - 29);
         Measured m = measure(&f, s);
-        assert_int_equal(m.recompute, s->recompute_flops);
-        assert_true(s->peak_act >= m.peak_act);
-        assert_true(s->peak_act - m.peak_act <= block_input);
-        if (s->peak_act - m.peak_act > worst) worst = s->peak_act - m.peak_act;
-        exact += s->peak_act == m.peak_act;
+        assert_int_equal(m.recompute, s->predicted.recompute_flops);
+        assert_true(s->predicted.peak_act >= m.peak_act);
+        assert_true(s->predicted.peak_act - m.peak_act <= block_input);
+        if (s->predicted.peak_act - m.peak_act > worst) worst = s->predicted.peak_act - m.peak_act;
+        exact += s->predicted.peak_act == m.peak_act;
         schedule_free(s);
     }
     printf("  GPT L=6: 35 schedules (5 of them Revolve), %d exact, the others high by at most %zu bytes (one block input: %zu)\n",
@@ -213,29 +210,31 @@ static void test_revolve_prediction_equals_measurement_on_the_mlp(void **state)
     const size_t a = f.cost->layers[0].in_bytes;
     printf("  MLP N=%d, a = %zu bytes: slots, peak ACT (predicted = measured), RECOMPUTE layer forwards\n", N, a);
     for (int slots = 1; slots < N; slots++) {
-        Schedule *s = schedule_revolve(f.cost, slots);
+        Schedule *s = chain_schedule_revolve(f.cost, slots);
         assert_non_null(s);
         Measured m = measure(&f, s);
-        assert_int_equal(m.peak_act, s->peak_act);
-        assert_int_equal(m.recompute, s->recompute_flops);
-        assert_int_equal(s->recompute_flops, (uint64_t)(s->revolve->forward_count + 1) * f.cost->layers[0].flops);
+        assert_int_equal(m.peak_act, s->predicted.peak_act);
+        assert_int_equal(m.recompute, s->predicted.recompute_flops);
+        int64_t count;
+        assert_int_equal(revolve_forward_count(N, slots, &count, NULL), REMAT_OK);
+        assert_int_equal(s->predicted.recompute_flops, (uint64_t)(count + 1) * f.cost->layers[0].flops);
         printf("  %3d %8zu B %4" PRIu64 "\n", slots, m.peak_act, m.recompute / f.cost->layers[0].flops);
         schedule_free(s);
     }
     const size_t lo = planner_revolve_min_budget(f.cost);
-    Schedule *none = schedule_for_strategy(f.cost, STRATEGY_NONE);
+    Schedule *none = chain_schedule_for_strategy(f.cost, STRATEGY_NONE);
     for (int i = 0; i <= 8; i++) {
-        const size_t budget = lo + (none->peak_total - lo) * (size_t)i / 8;
+        const size_t budget = lo + (none->predicted.peak_total - lo) * (size_t)i / 8;
         Schedule *s = planner_plan(PLANNER_REVOLVE, f.cost, budget);
         assert_non_null(s);
-        assert_true(s->peak_total <= budget);
+        assert_true(s->predicted.peak_total <= budget);
         Measured m = measure(&f, s);
-        assert_int_equal(m.peak_act, s->peak_act);
-        assert_int_equal(m.recompute, s->recompute_flops);
+        assert_int_equal(m.peak_act, s->predicted.peak_act);
+        assert_int_equal(m.recompute, s->predicted.recompute_flops);
         /* No schedule with more slots fits (more slots never recompute more). */
-        for (int more = s->revolve_slots + 1; s->revolve_slots > 0 && more < N; more++) {
-            Schedule *t = schedule_revolve(f.cost, more);
-            assert_true(t->peak_total > budget || t->recompute_flops >= s->recompute_flops);
+        for (int more = schedule_revolve_slots(s) + 1; schedule_revolve_slots(s) > 0 && more < N; more++) {
+            Schedule *t = chain_schedule_revolve(f.cost, more);
+            assert_true(t->predicted.peak_total > budget || t->predicted.recompute_flops >= s->predicted.recompute_flops);
             schedule_free(t);
         }
         schedule_free(s);
@@ -260,35 +259,32 @@ static void check_revolve_reaches_lower(Fixture *f, const char *what)
     }
     Schedule *rev = planner_plan(PLANNER_REVOLVE, f->cost, lo_rev);
     assert_non_null(rev);
-    assert_int_equal(rev->peak_total, lo_rev);
-    Strategy st = strategy_defaults(STRATEGY_BUDGET);
-    Plan *plan = plan_from_schedule(&st, f->model->layers, rev);
+    assert_int_equal(rev->predicted.peak_total, lo_rev);
     TrainCtx ctx = step_ctx();
     mem_set_budget(lo_rev);
-    Var *loss = model_loss_planned(f->model, plan, f->x, f->y, &ctx);
+    Var *loss = model_loss_planned(f->model, rev, f->x, f->y, &ctx);
     assert_non_null(loss);
     assert_int_equal(backward(loss), REMAT_OK);
     mem_set_budget(0);
     var_free(loss);
     tape_reset(tape_current());
-    plan_free(plan);
 
-    Schedule *none = schedule_for_strategy(f->cost, STRATEGY_NONE);
+    Schedule *none = chain_schedule_for_strategy(f->cost, STRATEGY_NONE);
     int cheaper = 0, dearer = 0, equal = 0;
     for (int i = 0; i <= 24; i++) {
-        const size_t budget = lo_dp + (none->peak_total - lo_dp) * (size_t)i / 24;
+        const size_t budget = lo_dp + (none->predicted.peak_total - lo_dp) * (size_t)i / 24;
         Schedule *dp = planner_plan(PLANNER_DP, f->cost, budget), *r = planner_plan(PLANNER_REVOLVE, f->cost, budget);
         assert_true(dp && r);
-        cheaper += r->recompute_flops < dp->recompute_flops;
-        dearer += r->recompute_flops > dp->recompute_flops;
-        equal += r->recompute_flops == dp->recompute_flops;
+        cheaper += r->predicted.recompute_flops < dp->predicted.recompute_flops;
+        dearer += r->predicted.recompute_flops > dp->predicted.recompute_flops;
+        equal += r->predicted.recompute_flops == dp->predicted.recompute_flops;
         schedule_free(dp);
         schedule_free(r);
     }
     printf("  %s: smallest feasible budget revolve %zu B (%d slot%s, %.1f× the forward recomputed), dp %zu B; "
            "at 25 budgets from dp's: revolve cheaper at %d, dearer at %d, equal at %d\n", what, lo_rev,
-           rev->revolve_slots, rev->revolve_slots == 1 ? "" : "s",
-           (double)rev->recompute_flops / (double)f->cost->forward_flops, lo_dp, cheaper, dearer, equal);
+           schedule_revolve_slots(rev), schedule_revolve_slots(rev) == 1 ? "" : "s",
+           (double)rev->predicted.recompute_flops / (double)f->cost->forward_flops, lo_dp, cheaper, dearer, equal);
     schedule_free(rev);
     schedule_free(none);
 }
@@ -333,13 +329,13 @@ static void test_revolve_refuses_a_chain_that_is_not_uniform(void **state)
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
     printf("  %s\n", remat_last_error());
     assert_non_null(strstr(remat_last_error(), "layer 4 differs from layer 1 in its kept bytes (256, against 128)"));
-    assert_null(schedule_revolve(&cost, 2));
+    assert_null(chain_schedule_revolve(&cost, 2));
     assert_int_equal(planner_revolve_min_budget(&cost), 0);
     layers[4].kept = 128;
     layers[0].flops = 999; /* layer 0's forward must match too */
     assert_int_equal(chain_check_uniform(&cost), REMAT_EINVAL);
     assert_non_null(strstr(remat_last_error(), "layer 0 differs"));
-    assert_null(schedule_revolve(NULL, 1));
+    assert_null(chain_schedule_revolve(NULL, 1));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
 }
 
@@ -351,21 +347,21 @@ static void check_dp_is_never_beaten(Fixture *f, const char *what)
 {
     const size_t lo = planner_min_budget(f->cost);
     Schedule *fixed[3];
-    for (int k = 0; k < 3; k++) fixed[k] = schedule_for_strategy(f->cost, (StrategyKind)k);
-    const size_t hi = fixed[STRATEGY_NONE]->peak_total;
+    for (int k = 0; k < 3; k++) fixed[k] = chain_schedule_for_strategy(f->cost, (StrategyKind)k);
+    const size_t hi = fixed[STRATEGY_NONE]->predicted.peak_total;
     int budgets = 0, chen_found = 0;
     for (int i = 0; i <= 24; i++) {
         const size_t budget = lo + (hi - lo) * (size_t)i / 24;
         Schedule *dp = planner_plan(PLANNER_DP, f->cost, budget);
         assert_non_null(dp);
-        assert_true(dp->peak_total <= budget);
+        assert_true(dp->predicted.peak_total <= budget);
         Schedule *chen = planner_plan(PLANNER_CHEN, f->cost, budget);
         if (chen) {
-            assert_true(dp->recompute_flops <= chen->recompute_flops);
+            assert_true(dp->predicted.recompute_flops <= chen->predicted.recompute_flops);
             chen_found++;
         }
         for (int k = 0; k < 3; k++)
-            if (fixed[k]->peak_total <= budget) assert_true(dp->recompute_flops <= fixed[k]->recompute_flops);
+            if (fixed[k]->predicted.peak_total <= budget) assert_true(dp->predicted.recompute_flops <= fixed[k]->predicted.recompute_flops);
         schedule_free(chen);
         schedule_free(dp);
         budgets++;
@@ -399,12 +395,12 @@ static void check_planned_like_none(const Trainee *t)
 
     Outcome plain, got;
     assert_int_equal(fixture_train(t, &(Way){0}, &plain), REMAT_OK);
-    Schedule *none = schedule_for_strategy(cost, STRATEGY_NONE);
-    int tried = 0, revolve_slots = 0;
+    Schedule *none = chain_schedule_for_strategy(cost, STRATEGY_NONE);
+    int tried = 0, with_revolve = 0;
     for (int k = PLANNER_CHEN; k < PLANNER_COUNT; k++) {
         const size_t lo = k == PLANNER_REVOLVE ? planner_revolve_min_budget(cost) : planner_min_budget(cost);
         for (int i = 0; i <= 4; i++) {
-            Schedule *s = planner_plan((PlannerKind)k, cost, lo + (none->peak_total - lo) * (size_t)i / 4);
+            Schedule *s = planner_plan((PlannerKind)k, cost, lo + (none->predicted.peak_total - lo) * (size_t)i / 4);
             if (!s) continue; /* Chen's search may find nothing at the tightest budgets */
             char what[96];
             snprintf(what, sizeof what, "%s%s, planner %s, budget %d/4", t->kind, t->kind[0] == 'g' ? " with dropout" : "",
@@ -412,14 +408,14 @@ static void check_planned_like_none(const Trainee *t)
             assert_int_equal(fixture_train(t, &(Way){.schedule = s}, &got), REMAT_OK);
             assert_same_outcome(&plain, &got, what);
             outcome_free(&got);
-            revolve_slots += s->revolve_slots > 0;
+            with_revolve += schedule_revolve_slots(s) > 0;
             schedule_free(s);
             tried++;
         }
     }
     printf("  %s of %d layers: %d planned schedules (%d of them Revolve), losses, gradients and parameters "
-           "identical to none\n", t->kind, t->layers, tried, revolve_slots);
-    assert_true(revolve_slots > 0);
+           "identical to none\n", t->kind, t->layers, tried, with_revolve);
+    assert_true(with_revolve > 0);
     outcome_free(&plain);
     schedule_free(none);
     chain_cost_free(cost);
@@ -457,16 +453,16 @@ static void test_infeasible_budget_states_the_smallest_feasible(void **state)
     }
     Schedule *dp = planner_plan(PLANNER_DP, f.cost, lo);
     assert_non_null(dp);
-    assert_int_equal(dp->peak_total, lo);
+    assert_int_equal(dp->predicted.peak_total, lo);
     schedule_free(dp);
     const size_t lo_rev = planner_revolve_min_budget(f.cost);
     Schedule *rev = planner_plan(PLANNER_REVOLVE, f.cost, lo_rev);
     assert_non_null(rev);
-    assert_int_equal(rev->peak_total, lo_rev);
+    assert_int_equal(rev->predicted.peak_total, lo_rev);
     schedule_free(rev);
     /* A schedule that does not cover the chain is refused, and says where. */
-    const ScheduleSegment gap[] = {{0, 3, true}, {4, 4, false}};
-    assert_null(schedule_create(f.cost, gap, 2));
+    const Segment gap[] = {{0, 3, SEGMENT_REGION, NULL, 0}, {4, 4, SEGMENT_PLAIN, NULL, 0}};
+    assert_null(chain_schedule(f.cost, gap, 2));
     assert_non_null(strstr(remat_last_error(), "does not continue the chain at layer 3"));
     fixture_free(&f);
 }
@@ -548,7 +544,7 @@ static void test_long_chains_go_to_chen(void **state)
     assert_int_equal(planner_min_budget(&cost), 0);
     Schedule *s = planner_plan(PLANNER_CHEN, &cost, 1 << 20);
     assert_non_null(s);
-    assert_true(s->peak_total <= 1 << 20);
+    assert_true(s->predicted.peak_total <= 1 << 20);
     schedule_free(s);
     free(layers);
 }

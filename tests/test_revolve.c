@@ -25,7 +25,7 @@
 #include "autograd/optim.h"
 #include "fixture_train.h"
 #include "checkpoint/revolve.h"
-#include "checkpoint/strategy.h"
+#include "checkpoint/schedule.h"
 
 static int group_teardown(void **state)
 {
@@ -256,7 +256,10 @@ static void assert_same_as_plain(const Trainee *t, const int *slots, int n_slots
         Outcome o;
         char what[96];
         snprintf(what, sizeof what, "%s (%d blocks), revolve with %d slots", t->kind, t->layers, slots[k]);
-        assert_int_equal(fixture_train(t, &(Way){.revolve_slots = slots[k]}, &o), REMAT_OK);
+        Schedule *revolve = schedule_revolve(t->layers, slots[k]);
+        assert_non_null(revolve);
+        assert_int_equal(fixture_train(t, &(Way){.schedule = revolve}, &o), REMAT_OK);
+        schedule_free(revolve);
         assert_same_outcome(&plain, &o, what);
         printf("  %s: losses, gradients and parameters identical to none\n", what);
         outcome_free(&o);
@@ -387,17 +390,17 @@ static void test_enough_slots_is_strategy_full(void **state)
     StepMeasure rev = measure_mlp(N, N - 1, &cost);
     Fixture f = fixture(&(Trainee){"mlp", N, W});
     Strategy full = strategy_defaults(STRATEGY_FULL);
-    Plan *plan = plan_create(&full, f.m->layers, N);
+    Schedule *schedule = schedule_for_strategy(&full, N);
     flops_reset();
     mem_reset_peaks();
-    Var *loss = model_loss_planned(f.m, plan, f.x, f.y, &f.ctx);
+    Var *loss = model_loss_planned(f.m, schedule, f.x, f.y, &f.ctx);
     assert_int_equal(backward(loss), REMAT_OK);
     printf("  N = %d: peak ACT revolve(s = N−1) %zu B, full %zu B; RECOMPUTE %" PRIu64 " and %" PRIu64 " FLOPs\n", N,
            rev.backward_peak, mem_peak(MEM_ACT), rev.recompute, flops_get(PHASE_RECOMPUTE));
     assert_int_equal(rev.backward_peak, mem_peak(MEM_ACT));
     assert_int_equal(rev.recompute, flops_get(PHASE_RECOMPUTE));
     var_free(loss);
-    plan_free(plan);
+    schedule_free(schedule);
     fixture_free(&f);
 }
 

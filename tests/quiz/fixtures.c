@@ -50,12 +50,12 @@ QuizStep quiz_step_offloaded(Model *model, const Strategy *strategy, Offload *of
 {
     QuizStep s = {0};
     GradCopy copy = {model, &s};
-    Plan *plan = plan_create(strategy, model->layers, model->n_layers);
+    Schedule *schedule = schedule_for_strategy(strategy, model->n_layers);
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 7, 7);
     flops_reset();
     mem_reset_peaks();
-    const Step step = {.model = model, .plan = plan, .offload = off};
+    const Step step = {.model = model, .schedule = schedule, .offload = off};
     StepResult result;
     s.status = step_run(&step, x, targets, &ctx, &(StepHooks){.backward_done = copy_grads, .user = &copy}, &result);
     s.loss = result.loss;
@@ -63,7 +63,7 @@ QuizStep quiz_step_offloaded(Model *model, const Strategy *strategy, Offload *of
     s.peak_act = mem_peak(MEM_ACT);
     s.peak_disk = mem_peak(MEM_DISK);
     for (int p = 0; p < PHASE_COUNT; p++) s.flops[p] = flops_get((Phase)p);
-    plan_free(plan);
+    schedule_free(schedule);
     return s;
 }
 

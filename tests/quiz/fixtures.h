@@ -9,7 +9,7 @@
 #include "models/mlp.h"
 #include "models/step.h"
 #include "offload/offload.h"
-#include "checkpoint/strategy.h"
+#include "checkpoint/schedule.h"
 
 /* A 3-block GPT (C=32, H=4, T=16, vocabulary 256), dropout `dropout`, fixed seed. */
 Model *quiz_gpt(float dropout);

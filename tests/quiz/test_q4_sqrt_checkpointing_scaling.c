@@ -10,8 +10,8 @@
  * their size) grow like N, not N², and total training memory is not O(1): it grows with
  * N because the parameters do, whatever is recomputed.
  *
- * Watch it happen: break on plan_create (checkpoint/strategy.c) and print
- * plan->n_segments and plan->segments[0].count; then break on region_backward and print
+ * Watch it happen: break on schedule_for_strategy (checkpoint/schedule.c), finish, and
+ * print $->n_segments and $->segments[0].count; then break on region_backward and print
  * mem_current(MEM_ACT) each time a segment is replayed.
  */
 #include <stdarg.h>

@@ -1,0 +1,247 @@
+/*
+ * cost.c — predicting a schedule's peak ACT and RECOMPUTE FLOPs from the chain cost model
+ * (see cost.h for the model and its formula; chain_profile.c measures it).
+ *
+ * Owns: nothing beyond the schedules it returns. Touches: nothing but its arguments.
+ */
+#include "checkpoint/cost.h"
+
+#include <stdlib.h>
+
+#include "checkpoint/revolve.h"
+
+static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
+/* ---- single-level schedules ------------------------------------------------------------ */
+
+size_t chain_grad_bytes(const ChainCost *c, int k)
+{
+    return k < c->n_layers ? c->layers[k].grad_bytes : c->layers[c->n_layers - 1].out_bytes;
+}
+
+/* The most ACT above S(k) while plain layer k runs forward and, later, backward. */
+size_t chain_plain_need(const ChainCost *c, int k)
+{
+    const ChainLayer *l = &c->layers[k];
+    return max_size(l->fwd_peak, l->kept - l->out_bytes + chain_grad_bytes(c, k + 1) + c->resid + l->back_plain);
+}
+
+/* The most ACT above S(a) while region [a, b] runs its first forward, its replay and its
+ * backward (planner.h's formula, term by term). */
+size_t chain_region_need(const ChainCost *c, int a, int b)
+{
+    const ChainLayer *l = c->layers;
+    size_t need = l[a].nograd_peak;
+    for (int k = a + 1; k <= b; k++) need = max_size(need, l[k].in_bytes + l[k].nograd_peak);
+    const size_t in = chain_grad_bytes(c, b + 1) + c->resid, ga = chain_grad_bytes(c, a);
+    size_t kept = 0; /* Σ kept_i for i < k */
+    for (int k = a; k <= b; k++) {
+        need = max_size(need, in + ga + kept + l[k].fwd_peak);
+        kept += l[k].kept;
+        /* The region's last layer backpropagates with the gradient flowing in alive to the
+         * end (back_held); the others as plain layers do, but with g_a already there. */
+        const size_t held = in + (k > a || k < b ? ga : 0) + kept - l[k].out_bytes + (k < b ? chain_grad_bytes(c, k + 1) : 0);
+        need = max_size(need, held + (k == b ? l[k].back_held : l[k].back_plain));
+    }
+    return need;
+}
+
+uint64_t chain_segment_flops(const ChainCost *c, int a, int b)
+{
+    uint64_t f = 0;
+    for (int k = a; k <= b; k++) f += c->layers[k].flops;
+    return f;
+}
+
+size_t chain_predict(const ChainCost *c, const Segment *segments, int n, uint64_t *recompute)
+{
+    size_t s = c->base + c->embed, peak = max_size(c->base + c->embed_peak, c->tail_peak);
+    uint64_t flops = 0;
+    for (int i = 0; i < n; i++) {
+        const int a = segments[i].first, b = a + segments[i].count - 1;
+        if (segments[i].kind == SEGMENT_REGION) {
+            peak = max_size(peak, s + chain_region_need(c, a, b));
+            flops += chain_segment_flops(c, a, b);
+            s += c->layers[b].out_bytes;
+            continue;
+        }
+        for (int k = a; k <= b; k++) {
+            peak = max_size(peak, s + chain_plain_need(c, k));
+            s += c->layers[k].kept;
+        }
+    }
+    peak = max_size(peak, s + c->head_peak);
+    if (recompute) *recompute = flops;
+    return peak;
+}
+
+/* ---- uniform chains, for Revolve -------------------------------------------------------- */
+
+/* The first figure in which layer k differs from `ref`, or NULL. Layer 0's backward may
+ * differ (no gradient for the chain's input): only its forward figures are compared. */
+static const char *first_difference(const ChainLayer *k, const ChainLayer *ref, bool forward_only,
+                                    size_t *got, size_t *want)
+{
+    const struct { const char *what; size_t got, want; bool backward; } figures[] = {
+        {"input bytes", k->in_bytes, ref->in_bytes, false},
+        {"output bytes", k->out_bytes, ref->out_bytes, false},
+        {"kept bytes", k->kept, ref->kept, false},
+        {"forward peak", k->fwd_peak, ref->fwd_peak, false},
+        {"forward peak without grad", k->nograd_peak, ref->nograd_peak, false},
+        {"forward FLOPs", (size_t)k->flops, (size_t)ref->flops, false},
+        {"input gradient bytes", k->grad_bytes, ref->grad_bytes, true},
+        {"backward peak", k->back_plain, ref->back_plain, true},
+        {"backward peak as a region's last layer", k->back_held, ref->back_held, true},
+    };
+    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
+        if (forward_only && figures[i].backward) continue;
+        if (figures[i].got != figures[i].want) {
+            *got = figures[i].got;
+            *want = figures[i].want;
+            return figures[i].what;
+        }
+    }
+    return NULL;
+}
+
+RematStatus chain_check_uniform(const ChainCost *c)
+{
+    if (!c || c->n_layers < 1) return remat_fail(REMAT_EINVAL, "planner revolve: need a chain cost of at least one layer");
+    const ChainLayer *l = c->layers;
+    if (l[0].in_bytes != l[0].out_bytes)
+        return remat_fail(REMAT_EINVAL, "planner revolve: layer 0's output (%zu bytes) is not the size of its input "
+                          "(%zu bytes); Revolve stores every state in the same slots", l[0].out_bytes, l[0].in_bytes);
+    for (int k = 0; k < c->n_layers; k++) {
+        size_t got = 0, want = 0;
+        const char *what = k == 1 ? NULL : first_difference(&l[k], &l[c->n_layers > 1 ? 1 : 0], k == 0, &got, &want);
+        if (what)
+            return remat_fail(REMAT_EINVAL, "planner revolve: the chain is not uniform: layer %d differs from layer 1 in "
+                              "its %s (%zu, against %zu); Revolve's schedules assume every layer costs the same — "
+                              "use the dp or chen planner", k, what, got, want);
+    }
+    if (c->n_layers > 1 && l[1].grad_bytes != l[1].in_bytes)
+        return remat_fail(REMAT_EINVAL, "planner revolve: layer 1's input gradient (%zu bytes) is not the size of its "
+                          "input (%zu bytes)", l[1].grad_bytes, l[1].in_bytes);
+    return REMAT_OK;
+}
+
+/* ---- the whole step under Revolve ---------------------------------------------------------- */
+
+/* Revolve's per-layer costs (revolve.h) in terms of the chain model's figures. A layer
+ * advanced with grad off is a region's first forward: ng. A layer reversed runs forward
+ * with grad on (fwd) and then backpropagates holding kept − out with the gradient flowing
+ * in alive to the end: a region's last layer, back_held, which includes the allocation of
+ * its input gradient. For layer 0 that gradient, when there is one, is the engine's
+ * buffer, which the predictor counts already. */
+static RevolveLayerCost revolve_layer_cost(const ChainCost *c)
+{
+    const ChainLayer *first = &c->layers[0], *any = &c->layers[c->n_layers > 1 ? 1 : 0];
+    return (RevolveLayerCost){
+        .input_bytes = first->in_bytes,
+        .forward_bytes = first->nograd_peak,
+        .reverse_bytes = max_size(any->fwd_peak, any->kept - any->out_bytes + any->back_held),
+        .first_reverse_bytes = max_size(first->fwd_peak, first->kept - first->out_bytes + first->back_held - first->grad_bytes),
+        .input_needs_grad = first->grad_bytes > 0,
+        .forward_flops = first->flops,
+    };
+}
+
+/* The step's peak ACT with the chain under `p` (cost.h's formula): the executor's
+ * moments on top of what the stages around the chain hold. */
+static size_t step_peak(const ChainCost *c, const RevolvePrediction *p)
+{
+    const ChainLayer *first = &c->layers[0], *last = &c->layers[c->n_layers - 1];
+    const size_t outside = c->base + c->embed - first->in_bytes; /* S(0) without x_0 */
+    size_t peak = max_size(c->base + c->embed_peak, c->tail_peak);
+    peak = max_size(peak, outside + p->forward_peak);
+    peak = max_size(peak, outside + p->forward_kept + last->out_bytes + c->head_peak);
+    return max_size(peak, outside + c->resid + p->backward_peak);
+}
+
+/* ---- predicting a schedule --------------------------------------------------------------- */
+
+RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
+{
+    if (!s || !cost || s->n_layers != cost->n_layers)
+        return remat_fail(REMAT_EINVAL, "schedule_predict: need a schedule and the cost of its chain");
+    Prediction p = {.made = true, .forward_flops = cost->forward_flops};
+    const Segment *g = s->segments;
+    if (g[0].kind == SEGMENT_REVOLVE) {
+        if (s->n_segments != 1)
+            return remat_fail(REMAT_EINVAL, "schedule_predict: the cost model predicts Revolve over the whole chain only");
+        if (chain_check_uniform(cost) != REMAT_OK) return remat_last_status();
+        RevolveSchedule *revolve = revolve_schedule_create(g[0].count, g[0].slots);
+        if (!revolve) return remat_last_status();
+        const RevolveLayerCost layer = revolve_layer_cost(cost);
+        RevolvePrediction r;
+        revolve_predict(revolve, &layer, &r); /* cannot fail: no argument is NULL */
+        revolve_schedule_free(revolve);
+        p.peak_act = step_peak(cost, &r);
+        p.recompute_flops = r.recompute_flops;
+    } else {
+        for (int i = 0; i < s->n_segments; i++)
+            if (g[i].kind == SEGMENT_REVOLVE || (g[i].kind == SEGMENT_REGION && g[i].policy))
+                return remat_fail(REMAT_EINVAL, "schedule_predict: segment %d is %s, which the cost model does not "
+                                  "predict", i, g[i].kind == SEGMENT_REVOLVE ? "Revolve beside other segments"
+                                                                           : "a region with a selective policy");
+        p.peak_act = chain_predict(cost, g, s->n_segments, &p.recompute_flops);
+    }
+    p.peak_total = cost->fixed + cost->work_peak + p.peak_act;
+    s->predicted = p;
+    return REMAT_OK;
+}
+
+/* Takes s: predicted, or freed and NULL. */
+static Schedule *predicted(Schedule *s, const ChainCost *cost)
+{
+    if (s && schedule_predict(s, cost) != REMAT_OK) {
+        schedule_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+Schedule *chain_schedule(const ChainCost *cost, const Segment *segments, int n)
+{
+    if (!cost) {
+        remat_fail(REMAT_EINVAL, "chain_schedule: need a chain cost");
+        return NULL;
+    }
+    return predicted(schedule_create(STRATEGY_BUDGET, segments, n, cost->n_layers), cost);
+}
+
+Schedule *chain_schedule_for_strategy(const ChainCost *cost, StrategyKind kind)
+{
+    if (!cost || (kind != STRATEGY_NONE && kind != STRATEGY_FULL && kind != STRATEGY_SQRT)) {
+        remat_fail(REMAT_EINVAL, "chain_schedule_for_strategy: only none, full and sqrt have fixed segments");
+        return NULL;
+    }
+    const Strategy strategy = strategy_defaults(kind);
+    return predicted(schedule_for_strategy(&strategy, cost->n_layers), cost);
+}
+
+Schedule *chain_schedule_revolve(const ChainCost *cost, int slots)
+{
+    if (!cost || slots < 1) {
+        remat_fail(REMAT_EINVAL, "chain_schedule_revolve: need a chain cost and at least one slot (got %d)", slots);
+        return NULL;
+    }
+    if (chain_check_uniform(cost) != REMAT_OK) return NULL;
+    return predicted(schedule_revolve(cost->n_layers, slots), cost);
+}
+
+void schedule_keep_best(Schedule **best, Schedule *candidate, size_t act_budget, size_t *leanest)
+{
+    if (candidate->predicted.peak_act < *leanest) *leanest = candidate->predicted.peak_act;
+    const Schedule *b = *best;
+    const Prediction *c = &candidate->predicted;
+    const bool better = !b || c->recompute_flops < b->predicted.recompute_flops ||
+                        (c->recompute_flops == b->predicted.recompute_flops && c->peak_act < b->predicted.peak_act);
+    if (c->peak_act <= act_budget && better) {
+        schedule_free(*best);
+        *best = candidate;
+    } else {
+        schedule_free(candidate);
+    }
+}
+

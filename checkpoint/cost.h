@@ -1,0 +1,202 @@
+/*
+ * cost.h — the chain cost model: what each layer of a chain holds and computes, measured
+ * by one profiling step, and the prediction of any schedule's peak activation memory and
+ * RECOMPUTE FLOPs from it. The planners (planner.h) search over these predictions.
+ *
+ * Where it sits: checkpoint/, above autograd/ and tensor/. The profiling step
+ * (chain_profile.c) runs the model's own stages through callbacks, then puts the FLOP
+ * ledger and the caller's generator back; the prediction (cost.c) touches nothing but its
+ * arguments.
+ *
+ * A schedule cuts the chain x_0 ─layer 0─▶ x_1 ─ … ─layer L−1─▶ x_L into contiguous
+ * segments. A segment is either a checkpoint region (only its input x_a is kept; its
+ * layers run again in backward) or plain (its layers keep what their ops save). Adjacent
+ * plain layers behave as one plain segment, so a schedule is: which layer inputs start a
+ * region, and where each region ends.
+ *
+ * ---- the cost model -------------------------------------------------------------------
+ *
+ * One profiling step on one batch, run twice — every layer plainly, then every layer its
+ * own region — reads the ledgers around each stage (chain_profile). Twice, because a
+ * layer's backward holds different things in the two cases: plainly, the gradient flowing
+ * in is freed after the layer's last op; as a region's last layer, it stays alive to the
+ * end. Per layer k it measures:
+ *
+ *   in_k, out_k  bytes of x_k and x_{k+1}
+ *   g_k          bytes of x_k's gradient buffer (0 when x_k needs none: the MLP's input)
+ *   kept_k       what the layer holds after a forward with grad on, its input aside: the
+ *                tensors its ops saved plus its output
+ *   fwd_k        the most ACT above its start during that forward (grad on)
+ *   ng_k         the same for a forward with grad off (a region's first forward)
+ *   back_k       the most ACT above "kept_k − out_k + what was there before" during its
+ *                backward, including the allocation of g_k: back_plain_k run plainly,
+ *                back_held_k as a region's last layer
+ *   flops_k      its forward FLOPs, which is what it costs to recompute
+ *
+ * and for the stages around the chain: base (ACT before the step: the batch), embed
+ * (what the embed stage leaves, x_0 included) and its peak, the head's peak above its
+ * start through its backward, what backward holds besides (the loss and its seed), and
+ * the peak once the chain's backward is done (the embed stage's backward, the same for
+ * every schedule).
+ *
+ * The forward state before layer k is S(k): S(0) = base + embed; a plain layer adds
+ * kept_k; a region [a, b] adds only out_b (it keeps x_a, already counted). The predicted
+ * peak ACT is the largest of these moments (R = the loss and its seed):
+ *
+ *   embed          base + embed_peak
+ *   plain k        S(k) + fwd_k                                          (forward)
+ *                  S(k) + kept_k − out_k + g_{k+1} + R + back_plain_k     (backward)
+ *   region [a,b]   S(a) + ng_a;  S(a) + in_k + ng_k for a < k ≤ b          (first forward)
+ *                  P + g_a + Σ_{i=a}^{k−1} kept_i + fwd_k                   (replay of k)
+ *                  P + [k > a or k < b]·g_a + Σ_{i=a}^{k} kept_i − out_k
+ *                    + [k < b]·(g_{k+1} + back_plain_k) + [k = b]·back_held_k (backward of k)
+ *                  with P = S(a) + g_{b+1} + R: the kept inputs, the gradient flowing
+ *                  in, and the loss. (For k = a < b, g_a is counted although back_plain_a
+ *                  counts it too: plainly it may come late, in a region it is there from
+ *                  the start; the sum is an upper bound, never reached first on the MLP.)
+ *   head           S(L) + head_peak
+ *   after          tail_peak                                   (the embed stage's backward)
+ *
+ * In words: the inputs kept so far, plus the segment being recomputed, plus what its
+ * backward holds at once (gradients in and out, the layer's transient). RECOMPUTE FLOPs
+ * are Σ flops_k over the layers in regions.
+ *
+ * The model assumes what both of remat's models do: every layer keeps its own input for
+ * backward (its first op is a linear or a LayerNorm) and hands its output to the next
+ * layer without keeping it (its last op is a residual add). chain_profile checks both and
+ * refuses a chain that breaks them.
+ *
+ * Exactness: on the MLP chain the prediction equals the ledger to the byte for every
+ * schedule tests/test_planner.c tries (fixed, random and planned). On the GPT it is an
+ * upper bound that can be high by at most one block input (B·T·C floats): a block's input
+ * gradient is allocated only when backward reaches the attention residual, half way
+ * through the block, while the profile's one-layer region holds it from the start of the
+ * block's backward. tests/test_planner.c measures both.
+ *
+ * ---- Revolve over the chain ------------------------------------------------------------
+ *
+ * Revolve's schedules assume a uniform chain: every layer costs the same. A uniform chain
+ * is read off the cost model: layers 1 … L−1 measured alike in every figure, and layer 0
+ * like them in all but what its backward holds (the chain's input may need no gradient,
+ * as the MLP's does not). The Revolve predictor (revolve.h) then takes its per-layer
+ * costs from the same profiling step as the other planners, and the stages around the
+ * chain (batch, embed, head, loss) are added as the formula above adds them, so a
+ * budget means the same for all three planners:
+ *
+ *   forward        S(0) − in_0 + the executor's forward peak   (it counts x_0 itself)
+ *   head           S(0) − in_0 + what the executor keeps + out + head_peak
+ *   chain backward S(0) − in_0 + R + the executor's backward peak
+ *   embed, after   as for any schedule
+ *
+ * The planner tries every slot count s = 1 … L−1 (and storing everything, strategy none)
+ * and keeps the one with the fewest RECOMPUTE FLOPs, (t(L, s) + 1)·F, that fits; fewer
+ * slots recompute more, so that is the most slots the budget holds.
+ *
+ * Why its curve reaches lower budgets than the single-level planners: a single-level
+ * schedule holds its kept inputs plus one whole segment while that segment is replayed,
+ * so it never needs less than about 2·sqrt(L) layers' worth of activations. Revolve with
+ * one slot holds x_0, the state being advanced and one layer's working set, whatever L —
+ * paying for it by recomputing layers up to L − 1 times.
+ */
+#ifndef REMAT_CHECKPOINT_COST_H
+#define REMAT_CHECKPOINT_COST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "checkpoint/schedule.h"
+
+/* ---- the chain model ------------------------------------------------------------------- */
+
+typedef struct ChainLayer {
+    size_t in_bytes, out_bytes; /* x_k and x_{k+1} */
+    size_t grad_bytes;          /* g_k: x_k's gradient, 0 when x_k needs none */
+    size_t kept;                /* kept_k */
+    size_t fwd_peak;            /* fwd_k */
+    size_t nograd_peak;         /* ng_k */
+    size_t back_plain;          /* back_k of a plain layer (the gradient in is freed after its last op) */
+    size_t back_held;           /* back_k of a region's last layer (the gradient in stays to the end) */
+    uint64_t flops;             /* flops_k */
+} ChainLayer;
+
+typedef struct ChainCost {
+    int n_layers;
+    ChainLayer *layers;  /* n_layers, owned */
+    size_t base;         /* ACT before the step (the batch) */
+    size_t embed;        /* what the embed stage leaves, x_0 included */
+    size_t embed_peak;   /* the most ACT above base during the embed stage */
+    size_t head_peak;    /* the most ACT above S(L) during the head's forward and backward */
+    size_t resid;        /* what backward holds besides: the loss and its seed */
+    size_t tail_peak;    /* the most ACT once the chain's backward is done (the embed stage's) */
+    size_t fixed;        /* params + grads + optimizer + workspace in use, after the step */
+    size_t work_peak;    /* the most kernel scratch above that during the step */
+    uint64_t forward_flops; /* FORWARD FLOPs of a step without checkpointing */
+} ChainCost;
+
+/* The stages around the chain, as the model runs them. */
+typedef struct ChainStages {
+    Var *(*embed)(void *user, TrainCtx *ctx);          /* x_0 (a new Var) */
+    Var *(*head)(void *user, Var *x, TrainCtx *ctx);   /* the loss from x_L (a new Var) */
+    void *user;
+} ChainStages;
+
+/* Runs one profiling step (forward and backward, no optimizer) of `layers` between the
+ * stages and measures the chain model above. Parameters' gradients are accumulated by it
+ * (zero them before training); the FLOP ledger is put back as it was, `ctx` is not
+ * changed (the step uses a copy), and the ledger's peaks are reset. Call it with the
+ * batch allocated and the optimizer created, so that base and fixed see them.
+ * The caller owns the result (chain_cost_free). NULL on error: REMAT_EINVAL for bad
+ * arguments or a chain that breaks the model's assumptions (the message says which
+ * layer), or the step's own error. */
+ChainCost *chain_profile(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx);
+
+void chain_cost_free(ChainCost *cost);
+
+/* Bytes of x_k's gradient for 0 ≤ k ≤ L (x_L's: the size of the chain's output). */
+size_t chain_grad_bytes(const ChainCost *cost, int k);
+
+
+/* REMAT_OK if the chain is uniform (see "Revolve over the chain" above); else
+ * REMAT_EINVAL with a message naming the first layer that differs from layer 1 and in
+ * what. */
+RematStatus chain_check_uniform(const ChainCost *cost);
+
+/* ---- predictions ----------------------------------------------------------------------- */
+
+/* The terms of the formula above, in bytes above the forward state S: plain layer k's
+ * (forward and backward), and region [a, b]'s (first forward, replay and backward); and
+ * the forward FLOPs of layers a .. b, what the region recomputes. */
+size_t chain_plain_need(const ChainCost *cost, int k);
+size_t chain_region_need(const ChainCost *cost, int a, int b);
+uint64_t chain_segment_flops(const ChainCost *cost, int a, int b);
+
+/* Predicts the peak ACT of one step whose chain runs as `segments` (n of them, plain or
+ * regions without a policy, covering the chain in order); *recompute gets the RECOMPUTE
+ * FLOPs. */
+size_t chain_predict(const ChainCost *cost, const Segment *segments, int n, uint64_t *recompute);
+
+/* Fills s->predicted from `cost`: for plain segments and regions without a policy by the
+ * formula above, for one Revolve segment over a uniform chain by the Revolve predictor.
+ * REMAT_EINVAL, with s unchanged, for a schedule of another chain, a region with a policy
+ * (selective recomputation is not in the model), Revolve beside other segments or on a
+ * chain that is not uniform. */
+RematStatus schedule_predict(Schedule *s, const ChainCost *cost);
+
+/* A schedule of the `n` segments given, made by a planner (strategy budget) and
+ * predicted against `cost`. The caller owns it. NULL on error. */
+Schedule *chain_schedule(const ChainCost *cost, const Segment *segments, int n);
+
+/* The schedule strategy `kind` (none, full or sqrt) makes for this chain, predicted.
+ * NULL on error (REMAT_EINVAL for another kind). */
+Schedule *chain_schedule_for_strategy(const ChainCost *cost, StrategyKind kind);
+
+/* The whole chain under Revolve with `slots` slots (≥ 1), predicted. NULL on error
+ * (REMAT_EINVAL for a chain that is not uniform). */
+Schedule *chain_schedule_revolve(const ChainCost *cost, int slots);
+
+/* A search's step: keeps in *best whichever of *best and `candidate` (owned by the call)
+ * has the fewest RECOMPUTE FLOPs among those whose predicted peak ACT fits `act_budget`
+ * (ties: the leaner), frees the other, and lowers *leanest to the candidate's peak ACT. */
+void schedule_keep_best(Schedule **best, Schedule *candidate, size_t act_budget, size_t *leanest);
+
+#endif /* REMAT_CHECKPOINT_COST_H */

@@ -1,0 +1,266 @@
+/*
+ * schedule.c — the schedules the strategies make, and the one executor that runs any
+ * schedule (see schedule.h).
+ */
+#include "checkpoint/schedule.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint/revolve.h"
+
+/* ---- strategies ------------------------------------------------------------------------- */
+
+static const char *const NAMES[] = {"none", "full", "sqrt", "selective", "budget"};
+
+Strategy strategy_defaults(StrategyKind kind)
+{
+    return (Strategy){.kind = kind, .preserve_rng = true};
+}
+
+const char *strategy_name(StrategyKind kind)
+{
+    return (unsigned)kind < sizeof NAMES / sizeof NAMES[0] ? NAMES[kind] : "unknown";
+}
+
+RematStatus strategy_parse(const char *name, StrategyKind *kind)
+{
+    for (int k = 0; name && k < (int)(sizeof NAMES / sizeof NAMES[0]); k++) {
+        if (!strcmp(name, NAMES[k])) {
+            *kind = (StrategyKind)k;
+            return REMAT_OK;
+        }
+    }
+    return remat_fail(REMAT_EINVAL, "unknown strategy '%s' (expected none, full, sqrt, selective or budget)",
+                      name ? name : "(null)");
+}
+
+int strategy_segment_sizes(StrategyKind kind, int n, int *sizes)
+{
+    if (kind == STRATEGY_NONE) {
+        sizes[0] = n;
+        return 1;
+    }
+    if (kind != STRATEGY_SQRT) {
+        for (int i = 0; i < n; i++) sizes[i] = 1;
+        return n;
+    }
+    int k = (int)ceil(sqrt((double)n));
+    int s = (n + k - 1) / k;
+    for (int i = 0; i < s; i++) sizes[i] = n / s + (i < n % s ? 1 : 0);
+    return s;
+}
+
+/* ---- making schedules --------------------------------------------------------------------- */
+
+/* REMAT_OK if the segments cover layers 0 .. n_layers − 1 in order, each well formed. */
+static RematStatus check_segments(const Segment *segments, int n, int n_layers)
+{
+    for (int i = 0, next = 0; i < n; next += segments[i].count, i++) {
+        const Segment *g = &segments[i];
+        if (g->first != next || g->count < 1 || next + g->count > n_layers)
+            return remat_fail(REMAT_EINVAL, "schedule_create: segment %d (layers %d..%d) does not continue the "
+                              "chain at layer %d of %d", i, g->first, g->first + g->count - 1, next, n_layers);
+        if ((unsigned)g->kind > SEGMENT_REVOLVE || (g->kind == SEGMENT_REVOLVE && g->slots < 1))
+            return remat_fail(REMAT_EINVAL, "schedule_create: segment %d is of no known kind, or Revolve without "
+                              "slots", i);
+        if (i == n - 1 && next + g->count != n_layers)
+            return remat_fail(REMAT_EINVAL, "schedule_create: the segments end at layer %d of %d",
+                              next + g->count, n_layers);
+    }
+    return REMAT_OK;
+}
+
+Schedule *schedule_create(StrategyKind strategy, const Segment *segments, int n, int n_layers)
+{
+    if (!segments || n < 1 || n_layers < 1) {
+        remat_fail(REMAT_EINVAL, "schedule_create: need at least one layer and one segment");
+        return NULL;
+    }
+    if (check_segments(segments, n, n_layers) != REMAT_OK) return NULL;
+    Schedule *s = calloc(1, sizeof *s);
+    Segment *copy = calloc((size_t)n, sizeof *copy);
+    if (!s || !copy) {
+        free(s), free(copy);
+        remat_fail(REMAT_ENOMEM, "schedule_create: no memory for %d segments", n);
+        return NULL;
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        const bool both_plain = m > 0 && copy[m - 1].kind == SEGMENT_PLAIN && segments[i].kind == SEGMENT_PLAIN;
+        if (both_plain) copy[m - 1].count += segments[i].count;
+        else copy[m++] = segments[i];
+    }
+    *s = (Schedule){.strategy = strategy, .n_layers = n_layers, .n_segments = m, .segments = copy,
+                    .preserve_rng = true};
+    return s;
+}
+
+Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
+{
+    if (!strategy || n_layers < 1 || (unsigned)strategy->kind > STRATEGY_SELECTIVE) {
+        remat_fail(REMAT_EINVAL, "schedule_for_strategy: need none, full, sqrt or selective and at least one layer "
+                   "(a budget's schedule comes from a planner, planner.h)");
+        return NULL;
+    }
+    const StrategyKind kind = strategy->kind;
+    int *sizes = calloc((size_t)n_layers, sizeof *sizes);
+    Segment *segs = calloc((size_t)n_layers, sizeof *segs);
+    Schedule *s = NULL;
+    if (sizes && segs) {
+        const Policy *policy = kind != STRATEGY_SELECTIVE ? NULL
+                             : strategy->policy ? strategy->policy : &POLICY_ATTENTION_CORE;
+        const int m = strategy_segment_sizes(kind, n_layers, sizes);
+        for (int i = 0, first = 0; i < m; first += sizes[i], i++)
+            segs[i] = (Segment){first, sizes[i], kind == STRATEGY_NONE ? SEGMENT_PLAIN : SEGMENT_REGION, policy, 0};
+        s = schedule_create(kind, segs, m, n_layers);
+    } else {
+        remat_fail(REMAT_ENOMEM, "schedule_for_strategy: no memory for %d segments", n_layers);
+    }
+    if (s) {
+        s->preserve_rng = strategy->preserve_rng;
+        s->determinism_check = strategy->determinism_check;
+    }
+    free(sizes);
+    free(segs);
+    return s;
+}
+
+Schedule *schedule_revolve(int n_layers, int slots)
+{
+    const Segment whole = {0, n_layers, SEGMENT_REVOLVE, NULL, slots};
+    return schedule_create(STRATEGY_BUDGET, &whole, 1, n_layers);
+}
+
+int schedule_regions(const Schedule *s)
+{
+    int regions = 0;
+    for (int i = 0; s && i < s->n_segments; i++) regions += s->segments[i].kind == SEGMENT_REGION;
+    return regions;
+}
+
+int schedule_revolve_slots(const Schedule *s)
+{
+    return s && s->n_segments == 1 && s->segments[0].kind == SEGMENT_REVOLVE ? s->segments[0].slots : 0;
+}
+
+void schedule_free(Schedule *s)
+{
+    if (!s) return;
+    free(s->segments);
+    free(s);
+}
+
+/* ---- running one ------------------------------------------------------------------------ */
+
+/* "h.4", or "h.4-h.7": a segment named by its layers (or by their indices without them). */
+static void segment_name(char *buf, size_t size, const Segment *g, Layer **layers)
+{
+    const int last = g->first + g->count - 1;
+    if (!layers) snprintf(buf, size, "layers %d-%d", g->first, last);
+    else if (g->count == 1) snprintf(buf, size, "%s", layers[g->first]->name);
+    else snprintf(buf, size, "%.28s-%.28s", layers[g->first]->name, layers[last]->name);
+}
+
+Var *schedule_forward(const Schedule *s, Layer **layers, int n_layers, Var *x, TrainCtx *ctx)
+{
+    if (!s || !layers || !x || n_layers != s->n_layers) {
+        remat_fail(REMAT_EINVAL, "schedule_forward: need a schedule, its %d layers and an input (got %d layers)",
+                   s ? s->n_layers : 0, n_layers);
+        return NULL;
+    }
+    Var *h = var_retain(x);
+    for (int i = 0; i < s->n_segments && h; i++) {
+        const Segment *g = &s->segments[i];
+        Layer **run = layers + g->first;
+        Var *next;
+        if (g->kind == SEGMENT_PLAIN) {
+            next = layers_forward(run, g->count, h, ctx);
+        } else if (g->kind == SEGMENT_REVOLVE) {
+            next = revolve_forward(run, g->count, g->slots, h, ctx);
+        } else {
+            char name[NODE_NAME_LEN];
+            segment_name(name, sizeof name, g, layers);
+            const CheckpointOptions o = {.name = name, .preserve_rng = s->preserve_rng,
+                                         .determinism_check = s->determinism_check, .policy = g->policy};
+            next = checkpoint_layers(run, g->count, h, ctx, &o);
+        }
+        var_free(h);
+        h = next;
+    }
+    return h;
+}
+
+/* ---- printing one ------------------------------------------------------------------------ */
+
+/* The predicted peak and recompute figures a planned schedule's print ends with. */
+static void print_prediction(const Prediction *p, FILE *out)
+{
+    char peak[32], total[32];
+    fprintf(out, "predicted peak activations %s, peak memory %s,\n"
+                 "    recompute %.3f GFLOP per step (%.1f%% of the forward)\n",
+            mem_format_bytes(peak, sizeof peak, p->peak_act), mem_format_bytes(total, sizeof total, p->peak_total),
+            (double)p->recompute_flops * 1e-9,
+            p->forward_flops ? 100.0 * (double)p->recompute_flops / (double)p->forward_flops : 0.0);
+}
+
+/* A schedule that is one Revolve segment: its slots and repetition number, and how often
+ * each layer is recomputed (runs of equal counts together, so a long chain stays a few
+ * lines). */
+static void print_revolve(const Schedule *s, Layer **layers, FILE *out)
+{
+    RevolveSchedule *r = revolve_schedule_create(s->segments[0].count, s->segments[0].slots);
+    if (!r) {
+        fprintf(out, "  schedule: Revolve (%s)\n", remat_last_error());
+        return;
+    }
+    fprintf(out, "  schedule: Revolve over all %d layers with %d slot%s (%d used): it keeps at most %d layer input%s "
+            "besides the one being worked on;\n    no layer recomputed more than %d times, %lld layer forwards "
+            "recomputed in all (t(L, s) + 1)\n", r->steps, r->slots, r->slots == 1 ? "" : "s", r->slots_used, r->slots,
+            r->slots == 1 ? "" : "s", r->repetitions, (long long)r->forward_count + 1);
+    fprintf(out, "    recomputed per layer:");
+    for (int j = 0; j < r->steps;) {
+        int end = j;
+        while (end + 1 < r->steps && r->recomputed[end + 1] == r->recomputed[j]) end++;
+        if (layers && end == j) fprintf(out, " %s %d×;", layers[j]->name, r->recomputed[j]);
+        else if (layers) fprintf(out, " %s-%s %d× each;", layers[j]->name, layers[end]->name, r->recomputed[j]);
+        else fprintf(out, " %d-%d %d×;", j, end, r->recomputed[j]);
+        j = end + 1;
+    }
+    revolve_schedule_free(r);
+    fprintf(out, "\n");
+    if (s->predicted.made) {
+        fprintf(out, "    ");
+        print_prediction(&s->predicted, out);
+    }
+}
+
+/* What one segment keeps and how often its layers run forward. */
+static const char *segment_effect(const Segment *g)
+{
+    if (g->kind == SEGMENT_PLAIN) return "every activation kept; each layer's forward runs once";
+    if (g->kind == SEGMENT_REVOLVE) return "Revolve: a few stored states; layers recomputed up to r times";
+    return g->policy ? "its input and what its policy saves kept; the rest recomputed once"
+                     : "its input kept; each layer's forward runs twice (recomputed once)";
+}
+
+void schedule_print(const Schedule *s, Layer **layers, FILE *out)
+{
+    if (schedule_revolve_slots(s)) {
+        print_revolve(s, layers, out);
+        return;
+    }
+    const int regions = schedule_regions(s);
+    fprintf(out, "  schedule: %d segment%s, %d of them regions%s\n", s->n_segments, s->n_segments == 1 ? "" : "s",
+            regions, regions ? "" : ": the budget holds every activation, so nothing is recomputed");
+    for (int i = 0; i < s->n_segments; i++) {
+        const Segment *g = &s->segments[i];
+        static const char *const KINDS[] = {"plain ", "region", "revolve"};
+        char name[NODE_NAME_LEN];
+        segment_name(name, sizeof name, g, layers);
+        fprintf(out, "    %-16s %s: %s\n", name, KINDS[g->kind], segment_effect(g));
+    }
+    fprintf(out, "    inputs kept by regions: %d%s", regions, s->predicted.made ? "; " : "\n");
+    if (s->predicted.made) print_prediction(&s->predicted, out);
+}

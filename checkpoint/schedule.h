@@ -1,0 +1,146 @@
+/*
+ * schedule.h — what a training step keeps for backward, and the one executor that runs it.
+ *
+ * A schedule cuts the chain of layers x_0 ─layer 0─▶ x_1 ─ … ─layer L−1─▶ x_L into
+ * contiguous segments, each run one of three ways:
+ *
+ *   plain     its layers keep what their ops save: nothing is recomputed
+ *   region    a checkpoint region (checkpoint.h): only its input is kept, and its layers
+ *             run again in backward; a selective policy (policy.h) keeps the outputs of
+ *             the ops it saves
+ *   revolve   Griewank's binomial checkpointing (revolve.h) with `slots` stored states:
+ *             layers may be recomputed several times, to fit budgets no region fits
+ *
+ * Every way remat keeps activations is a schedule. The strategies make theirs from the
+ * chain's length alone (schedule_for_strategy); the budget planners (planner.h) choose
+ * one from a measured cost model; a bench or a test may write its own (every other
+ * block a region). schedule_forward runs any of them.
+ *
+ * The strategies:
+ *
+ *   none       one plain segment: every activation is kept until backward.
+ *   full       every layer a region: only each layer's input is kept, and each layer's
+ *              forward runs twice.
+ *   sqrt       contiguous regions of about sqrt(N) layers: about sqrt(N) segment inputs
+ *              are kept, plus one segment's activations while it is recomputed —
+ *              O(sqrt(N)) activation memory for one extra forward (Chen et al. 2016;
+ *              quiz question 4).
+ *   selective  every layer a region with a policy that keeps the outputs of expensive
+ *              ops and recomputes the cheap, memory-heavy ones (quiz question 5).
+ *   budget     the cheapest schedule that fits a memory budget: made by a planner.
+ *
+ * How sqrt rounds: segments hold k = ceil(sqrt(N)) layers or fewer; there are
+ * s = ceil(N / k) of them, as equal as possible (sizes differ by at most one, the longer
+ * ones first). A step keeps s segment inputs and one segment's k layers of activations,
+ * s + k in all, which is smallest near k = sqrt(N); rounding k up keeps s ≤ k, so the
+ * segment being recomputed, not the stored inputs, bounds the peak. N = 16 gives 4
+ * segments of 4; N = 32 gives 6 segments (6,6,5,5,5,5); N = 64 gives 8 of 8.
+ *
+ * A schedule knows layers by index, not by pointer: it is made once per model and run
+ * every step on that model's layers.
+ */
+#ifndef REMAT_CHECKPOINT_SCHEDULE_H
+#define REMAT_CHECKPOINT_SCHEDULE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "checkpoint/checkpoint.h"
+
+/* ---- strategies: how a schedule is asked for ---------------------------------------------- */
+
+typedef enum StrategyKind {
+    STRATEGY_NONE = 0,
+    STRATEGY_FULL,
+    STRATEGY_SQRT,
+    STRATEGY_SELECTIVE,
+    STRATEGY_BUDGET,
+} StrategyKind;
+
+/* A strategy and its options: what schedule_for_strategy turns into a schedule. */
+typedef struct Strategy {
+    StrategyKind kind;
+    const Policy *policy;   /* selective only; NULL there means attention_core */
+    bool preserve_rng;      /* regions replay dropout's draws (default on) */
+    bool determinism_check; /* regions compare each replay with its first forward (default off) */
+} Strategy;
+
+/* The strategy of that kind with default options. */
+Strategy strategy_defaults(StrategyKind kind);
+
+/* "none", "full", "sqrt", "selective", "budget". */
+const char *strategy_name(StrategyKind kind);
+
+/* The kind called `name`; REMAT_EINVAL with the list of names otherwise. */
+RematStatus strategy_parse(const char *name, StrategyKind *kind);
+
+/* ---- schedules --------------------------------------------------------------------------- */
+
+typedef enum SegmentKind { SEGMENT_PLAIN = 0, SEGMENT_REGION, SEGMENT_REVOLVE } SegmentKind;
+
+typedef struct Segment {
+    int first, count;     /* layers first .. first + count − 1 */
+    SegmentKind kind;
+    const Policy *policy; /* a region's selective policy; NULL: it keeps nothing inside */
+    int slots;            /* revolve: how many states it may store (≥ 1) */
+} Segment;
+
+/* What a planner predicted for a schedule from its chain cost model (cost.h). */
+typedef struct Prediction {
+    bool made;                /* false: not predicted (a strategy's schedule) */
+    size_t peak_act;          /* the step's peak ACT */
+    size_t peak_total;        /* the step's peak of resident memory, every kind */
+    uint64_t recompute_flops; /* the step's RECOMPUTE FLOPs */
+    uint64_t forward_flops;   /* the step's FORWARD FLOPs, for "% of the forward" */
+} Prediction;
+
+typedef struct Schedule {
+    StrategyKind strategy;  /* what made it, for messages */
+    int n_layers;
+    int n_segments;
+    Segment *segments;      /* owned, in chain order, covering every layer once */
+    bool preserve_rng;      /* regions replay the generator (default on); Revolve always does */
+    bool determinism_check; /* regions check each replay against their first forward */
+    Prediction predicted;
+} Schedule;
+
+/* A schedule of the `n` segments given (copied), which must cover `n_layers` layers in
+ * order, adjacent plain segments merged; made by `strategy`, replaying the generator, no
+ * determinism check, not predicted. The caller owns it. NULL on error (REMAT_EINVAL says
+ * which segment is wrong). */
+Schedule *schedule_create(StrategyKind strategy, const Segment *segments, int n, int n_layers);
+
+/* The schedule `strategy` makes for a chain of `n_layers` (none, full, sqrt or
+ * selective; see the top of this file), with its options. NULL on error: REMAT_EINVAL for
+ * budget, which a planner makes (planner.h). */
+Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers);
+
+/* The whole chain of `n_layers` under Revolve with `slots` slots, as one segment. */
+Schedule *schedule_revolve(int n_layers, int slots);
+
+/* The segment sizes of none, full or sqrt for `n` layers into sizes[0 .. n); returns how
+ * many. */
+int strategy_segment_sizes(StrategyKind kind, int n, int *sizes);
+
+/* How many segments of the schedule are regions. */
+int schedule_regions(const Schedule *s);
+
+/* The slots of a schedule that runs the whole chain under Revolve; 0 for any other. */
+int schedule_revolve_slots(const Schedule *s);
+
+/* NULL is a no-op. */
+void schedule_free(Schedule *s);
+
+/* Runs layers[0 .. n_layers) on x as the schedule says, segment by segment, and returns
+ * the last layer's output (a new Var the caller owns; x is borrowed). The layers must
+ * outlive the step's backward. NULL on error (REMAT_EINVAL when `n_layers` is not the
+ * schedule's). */
+Var *schedule_forward(const Schedule *s, Layer **layers, int n_layers, Var *x, TrainCtx *ctx);
+
+/* Prints the schedule: each segment, what it keeps and how often its layers run forward
+ * (for a Revolve segment its slots, repetition number and how often each layer is
+ * recomputed), and the prediction when there is one. `layers` (may be NULL) give the
+ * names. */
+void schedule_print(const Schedule *s, Layer **layers, FILE *out);
+
+#endif /* REMAT_CHECKPOINT_SCHEDULE_H */
