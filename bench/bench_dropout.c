@@ -37,7 +37,7 @@ static const BenchInfo INFO = {
     .timed = false,
     .strategies = KINDS,
     .n_strategies = N_STRATEGIES,
-    .takes_policy = true,
+    .step_flags = STEP_FLAG_POLICY,
 };
 static const uint64_t DROPOUT_SEED = 11;
 

@@ -44,8 +44,7 @@ static const BenchInfo INFO = {
     .timed = false,
     .strategies = KINDS,
     .n_strategies = N_KINDS,
-    .takes_policy = true,
-    .takes_rng_replay = true,
+    .step_flags = STEP_FLAG_POLICY | STEP_FLAG_NO_RNG_REPLAY,
 };
 
 /* The strategies the command line leaves to measure, none first. */

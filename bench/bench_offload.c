@@ -26,7 +26,8 @@
  * record alone, for sizes from 4 KiB to 4 MiB, through both ways of moving bytes: the fixed
  * cost per record that offload's min_bytes threshold is about (offload/README.md).
  *
- * Besides the common flags it takes --offload-dir DIR, the directory of the spill file.
+ * Besides the common flags it takes --offload-dir DIR (models/step_options.h), the
+ * directory of the spill file.
  * What it is not: a test. It asserts nothing about time; tests/test_bench.c checks the
  * bytes of a --quick run.
  */
@@ -52,8 +53,7 @@ static const BenchInfo INFO = {
     .quick = "MLP N=16 W=256 B=64, GPT L=4 D=128 H=4 T=64 B=4, 3 timed steps (a few seconds)",
     .full = "MLP N=32 W=2048 B=256, GPT L=4 D=256 H=4 T=128 B=8, 7 timed steps after a warm-up round",
     .timed = true,
-    .own_flags = "[--offload-dir DIR]",
-    .own_flags_help = "  --offload-dir DIR where the spill file goes (default: $TMPDIR, else /tmp)\n",
+    .step_flags = STEP_FLAG_OFFLOAD_DIR,
 };
 
 enum { WARMUP_ROUNDS = 1 };
@@ -305,38 +305,13 @@ static RematStatus measure_records(const Setup *setup, Progress *progress, Resul
     return REMAT_OK;
 }
 
-/* ---- the command line ------------------------------------------------------------------- */
-
-/* Takes --offload-dir DIR out of argv, leaving the common flags for bench_start. Returns
- * false, after printing why and the usage, when the flag has no value. */
-static bool take_offload_dir(int *argc, char **argv, const char **dir)
-{
-    int kept = 1;
-    for (int i = 1; i < *argc; i++) {
-        if (strcmp(argv[i], "--offload-dir") != 0) {
-            argv[kept++] = argv[i];
-            continue;
-        }
-        if (i + 1 >= *argc || !argv[i + 1][0]) {
-            fprintf(stderr, "%s: bad or missing value for --offload-dir\n", INFO.name);
-            bench_usage(&INFO, stderr);
-            return false;
-        }
-        *dir = argv[++i];
-    }
-    *argc = kept;
-    argv[kept] = NULL;
-    return true;
-}
-
 int main(int argc, char **argv)
 {
-    Setup setup = {0};
-    if (!take_offload_dir(&argc, argv, &setup.dir)) return 2;
     BenchOptions o;
     Results *results;
     const int start = bench_start(&INFO, argc, argv, &o, &results);
     if (start != BENCH_RUN) return start;
+    Setup setup = {.dir = o.step.offload_opts.dir};
 
     const MlpShape mlp = o.quick ? (MlpShape){.N = 16, .W = 256, .B = 64} : (MlpShape){.N = 32, .W = 2048, .B = 256};
     const GptShape gpt = o.quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f}

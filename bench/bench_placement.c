@@ -38,7 +38,7 @@ static const BenchInfo INFO = {
     .quick = "L = 2, D = 128, T = 128, B = 2, 3 timed steps (a few seconds)",
     .full = "L = 4, D = 256, H = 4, T = 256, B = 4, 7 timed steps after 2 warm-up rounds",
     .timed = true,
-    .takes_rng_replay = true,
+    .step_flags = STEP_FLAG_NO_RNG_REPLAY,
 };
 
 /* Recomputes the ops whose tag starts with the policy's prefix (`user`), keeps the rest. */

@@ -49,8 +49,7 @@ static const BenchInfo INFO = {
     .timed = true,
     .strategies = KINDS,
     .n_strategies = 3,
-    .takes_policy = true,
-    .takes_rng_replay = true,
+    .step_flags = STEP_FLAG_POLICY | STEP_FLAG_NO_RNG_REPLAY,
 };
 
 /* A tensor a block keeps, by the tag of the op that made it, and its bytes under none:
@@ -117,14 +116,14 @@ typedef struct Rows {
  * that policy's. */
 static Rows rows_wanted(const BenchOptions *o)
 {
-    Rows rows = {.preserve_rng = o->preserve_rng};
+    Rows rows = {.preserve_rng = o->step.strategy.preserve_rng};
     for (int p = 0; p < N_POLICIES; p++) {
         const Policy *policy = POLICY_FORMULA[p].policy;
         const StrategyKind kind = !policy                             ? STRATEGY_NONE
                                   : policy == &POLICY_NOTHING_SAVEABLE ? STRATEGY_FULL
                                                                        : STRATEGY_SELECTIVE;
         if (!bench_measures(o, kind)) continue;
-        if (kind == STRATEGY_SELECTIVE && o->policy && o->policy != policy) continue;
+        if (kind == STRATEGY_SELECTIVE && o->step.strategy.policy && o->step.strategy.policy != policy) continue;
         rows.f[rows.n++] = &POLICY_FORMULA[p];
     }
     return rows;

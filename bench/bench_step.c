@@ -36,8 +36,7 @@ static const BenchInfo INFO = {
     .timed = true,
     .strategies = KINDS,
     .n_strategies = N_KINDS,
-    .takes_policy = true,
-    .takes_rng_replay = true,
+    .step_flags = STEP_FLAG_POLICY | STEP_FLAG_NO_RNG_REPLAY,
 };
 
 /* Median GFLOP/s of a 2048³ sgemm on the current thread count. */

@@ -43,8 +43,7 @@ static const BenchInfo INFO = {
     .timed = false,
     .strategies = KINDS,
     .n_strategies = 4,
-    .takes_policy = true,
-    .takes_rng_replay = true,
+    .step_flags = STEP_FLAG_POLICY | STEP_FLAG_NO_RNG_REPLAY,
 };
 
 enum { TIMELINE_CAPACITY = 1 << 20, WARMUP_STEPS = 3, RECORDED_STEPS = 3 };
@@ -181,7 +180,7 @@ int main(int argc, char **argv)
                                    : (GptShape){.L = 8, .C = 128, .H = 4, .T = 128, .B = 8, .dropout = 0.1f};
     results_config_gpt(results, &shape);
     results_config_str(results, "optimizer", "adamw");
-    results_config_str(results, "selective_policy", o.policy ? o.policy->name : POLICY_ATTENTION_CORE.name);
+    results_config_str(results, "selective_policy", o.step.strategy.policy ? o.step.strategy.policy->name : POLICY_ATTENTION_CORE.name);
     ResultsTable *steps = results_table(results, "steps", "the recorded step of each strategy", STEP_FIELDS,
                                         (int)(sizeof STEP_FIELDS / sizeof STEP_FIELDS[0]), true);
     ResultsTable *events = results_table(results, "events", "every ledger event of each recorded step", EVENT_FIELDS,

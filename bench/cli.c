@@ -15,90 +15,84 @@
 
 void bench_usage(const BenchInfo *info, FILE *out)
 {
-    fprintf(out, "usage: %s [--quick] [--results DIR]%s%s%s%s%s%s [--help]\n", info->name,
-            info->timed ? " [--steps N]" : "", info->strategies ? " [--strategy S]" : "",
-            info->takes_policy ? " [--policy P]" : "", info->takes_rng_replay ? " [--no-rng-replay]" : "",
-            info->own_flags ? " " : "", info->own_flags ? info->own_flags : "");
+    fprintf(out, "usage: %s [--quick] [--results DIR]%s%s", info->name, info->timed ? " [--steps N]" : "",
+            info->strategies ? " [--strategy S]" : "");
+    step_options_synopsis(info->step_flags, out);
+    fprintf(out, " [--help]\n");
     fprintf(out, "  %s\n%s\n", info->question, info->about);
-    fprintf(out, "  --quick           %s\n", info->quick);
-    fprintf(out, "                    (default: %s)\n", info->full);
-    fprintf(out, "  --results DIR     write DIR/%s.json and its CSV files (default: results)\n", info->name);
-    if (info->timed) fprintf(out, "  --steps N         timed steps per configuration, 1..1000 (default: the mode's)\n");
+    /* The same columns as the step flags' help (models/step_options.h). */
+    fprintf(out, "  --quick             %s\n", info->quick);
+    fprintf(out, "                      (default: %s)\n", info->full);
+    fprintf(out, "  --results DIR       write DIR/%s.json and its CSV files (default: results)\n", info->name);
+    if (info->timed) fprintf(out, "  --steps N           timed steps per configuration, 1..1000 (default: the mode's)\n");
     if (info->strategies) {
-        fprintf(out, "  --strategy S      measure only S (with none, the baseline); S is one of");
+        fprintf(out, "  --strategy S        measure only S (with none, the baseline); S is one of");
         for (int k = 0; k < info->n_strategies; k++) fprintf(out, " %s", strategy_name(info->strategies[k]));
         fprintf(out, "\n");
     }
-    if (info->takes_policy) fprintf(out, "  --policy P        selective's policy: dots, attention_core or nothing_saveable\n");
-    if (info->takes_rng_replay)
-        fprintf(out, "  --no-rng-replay   replay regions without restoring the generator (dropout's masks change)\n");
-    if (info->own_flags_help) fputs(info->own_flags_help, out);
-    fprintf(out, "  --help            this text\n");
+    step_options_usage(info->step_flags, false, out);
+    fprintf(out, "  --help              this text\n");
 }
 
-/* Whether `flag` is a strategy flag that `info`'s bench does not take. */
-static bool refused(const BenchInfo *info, const char *flag)
+/* Whether the --strategy given is one of the bench's sweep. */
+static bool in_sweep(const BenchInfo *info, StrategyKind kind)
 {
-    return (!strcmp(flag, "--strategy") && !info->strategies) || (!strcmp(flag, "--policy") && !info->takes_policy) ||
-           (!strcmp(flag, "--no-rng-replay") && !info->takes_rng_replay);
-}
-
-/* Sets opt->strategy from `name` if it is one of the bench's strategies. */
-static bool parse_strategy(const BenchInfo *info, const char *name, BenchOptions *opt)
-{
-    StrategyKind kind;
-    if (strategy_parse(name, &kind) != REMAT_OK) return false;
     for (int k = 0; k < info->n_strategies; k++)
-        if (info->strategies[k] == kind) {
-            opt->one_strategy = true;
-            opt->strategy = kind;
-            return true;
-        }
+        if (info->strategies[k] == kind) return true;
     return false;
 }
 
-/* Sets the value of a flag that takes one; false if the value is bad. */
-static bool parse_value(const BenchInfo *info, const char *flag, const char *value, BenchOptions *opt)
+/* A step flag (the table of models/step_options.h): 1 when taken, 0 when `argv[*i]` is
+ * none, 2 after printing why it is refused or its value is bad. */
+static int parse_step_flag(const BenchInfo *info, int argc, char **argv, int *i, BenchOptions *opt)
 {
-    if (!strcmp(flag, "--results")) opt->results_dir = value;
-    else if (!strcmp(flag, "--steps")) return parse_int(value, 1, 1000, &opt->steps);
-    else if (!strcmp(flag, "--strategy")) return parse_strategy(info, value, opt);
-    else if (!strcmp(flag, "--policy")) return (opt->policy = policy_by_name(value)) != NULL;
-    return true;
+    const char *flag = argv[*i];
+    const unsigned which = step_options_flag(flag);
+    if (!which) return 0;
+    const unsigned accepted = info->step_flags | (info->strategies ? STEP_FLAG_STRATEGY : 0);
+    RematStatus status = REMAT_OK;
+    if (!(accepted & which))
+        status = remat_fail(REMAT_EINVAL, "%s does not apply to what this bench measures (its flags are below)", flag);
+    else if (step_options_parse(argc, argv, i, accepted, &opt->step) < 0)
+        status = remat_last_status();
+    else if (which == STEP_FLAG_STRATEGY && !in_sweep(info, opt->step.strategy.kind))
+        status = remat_fail(REMAT_EINVAL, "--strategy %s is not one this bench measures", argv[*i]);
+    if (status == REMAT_OK) {
+        opt->one_strategy |= which == STEP_FLAG_STRATEGY;
+        return 1;
+    }
+    fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
+    bench_usage(info, stderr);
+    return 2;
 }
 
 int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions *opt)
 {
-    *opt = (BenchOptions){.results_dir = "results", .preserve_rng = true};
+    *opt = (BenchOptions){.results_dir = "results", .step = step_options_defaults()};
+    opt->step.strategy.policy = NULL;
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
         if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
             bench_usage(info, stdout);
             return 1;
         }
-        if (refused(info, flag)) {
-            fprintf(stderr, "%s: %s does not apply to what this bench measures (its flags are below)\n",
-                    info->name, flag);
-            bench_usage(info, stderr);
-            return 2;
-        }
+        const int step_flag = parse_step_flag(info, argc, argv, &i, opt);
+        if (step_flag == 2) return 2;
+        if (step_flag == 1) continue;
         if (!strcmp(flag, "--quick")) {
             opt->quick = true;
             continue;
         }
-        if (!strcmp(flag, "--no-rng-replay")) {
-            opt->preserve_rng = false;
-            continue;
-        }
-        const bool takes_value = !strcmp(flag, "--results") || (info->timed && !strcmp(flag, "--steps")) ||
-                                 !strcmp(flag, "--strategy") || !strcmp(flag, "--policy");
+        const bool takes_value = !strcmp(flag, "--results") || (info->timed && !strcmp(flag, "--steps"));
         if (!takes_value) {
             fprintf(stderr, "%s: unknown flag %s\n", info->name, flag);
             bench_usage(info, stderr);
             return 2;
         }
         const char *value = i + 1 < argc ? argv[++i] : NULL;
-        if (!value || !value[0] || !parse_value(info, flag, value, opt)) {
+        const bool ok = value && value[0] && (strcmp(flag, "--steps") || parse_int(value, 1, 1000, &opt->steps));
+        if (ok && !strcmp(flag, "--results")) opt->results_dir = value;
+        if (!ok) {
             fprintf(stderr, "%s: bad or missing value for %s%s%s\n", info->name, flag, value ? ": " : "",
                     value ? value : "");
             bench_usage(info, stderr);
@@ -110,7 +104,7 @@ int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions 
 
 bool bench_measures(const BenchOptions *opt, StrategyKind kind)
 {
-    return !opt->one_strategy || kind == opt->strategy || kind == STRATEGY_NONE;
+    return !opt->one_strategy || kind == opt->step.strategy.kind || kind == STRATEGY_NONE;
 }
 
 int bench_sweep(const BenchInfo *info, const BenchOptions *opt, const Policy *policy, Strategy *out)
@@ -124,8 +118,8 @@ int bench_sweep(const BenchInfo *info, const BenchOptions *opt, const Policy *po
 Strategy bench_strategy(const BenchOptions *opt, StrategyKind kind, const Policy *policy)
 {
     Strategy s = strategy_defaults(kind);
-    s.policy = opt->policy ? opt->policy : policy;
-    s.preserve_rng = opt->preserve_rng;
+    s.policy = opt->step.strategy.policy ? opt->step.strategy.policy : policy;
+    s.preserve_rng = opt->step.strategy.preserve_rng;
     return s;
 }
 
@@ -149,16 +143,17 @@ void bench_print_header(const BenchInfo *info, const BenchOptions *opt)
  * so that nobody reads a narrowed run as the whole sweep. */
 static void record_strategy_flags(Results *r, const BenchOptions *opt)
 {
+    const Strategy *s = &opt->step.strategy;
     if (opt->one_strategy) {
-        printf("  only strategy %s (and none, the baseline)\n", strategy_name(opt->strategy));
-        results_config_str(r, "only_strategy", strategy_name(opt->strategy));
+        printf("  only strategy %s (and none, the baseline)\n", strategy_name(s->kind));
+        results_config_str(r, "only_strategy", strategy_name(s->kind));
     }
-    if (opt->policy) {
-        printf("  selective's policy: %s\n", opt->policy->name);
-        results_config_str(r, "policy", opt->policy->name);
+    if (s->policy) {
+        printf("  selective's policy: %s\n", s->policy->name);
+        results_config_str(r, "policy", s->policy->name);
     }
-    if (!opt->preserve_rng) printf("  RNG replay off: dropout draws fresh masks in every replay\n");
-    results_config_str(r, "rng_replay", opt->preserve_rng ? "on" : "off");
+    if (!s->preserve_rng) printf("  RNG replay off: dropout draws fresh masks in every replay\n");
+    results_config_str(r, "rng_replay", s->preserve_rng ? "on" : "off");
 }
 
 int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results)

@@ -10,19 +10,21 @@
  *   --steps N       timed steps per configuration (benches that time steps)
  *   --help          what the bench measures and these flags
  *
- * and, in every bench that trains with checkpointing, the strategy flags of `train`:
+ * and, in every bench that trains with checkpointing or offload, the flags of `train`
+ * that apply to what it measures, from the one table of a step's flags
+ * (models/step_options.h), parsed the same way as train parses them:
  *
  *   --strategy S    measure only strategy S (next to none, the baseline every overhead is
  *                   measured against) instead of the bench's whole sweep
  *   --policy P      the policy of strategy selective (dots or attention_core)
  *   --no-rng-replay replay regions without restoring the generator (dropout's masks change)
+ *   --offload-dir D where the spill file goes (bench_offload)
  *
  * A bench says which of them apply to it in its BenchInfo; the others are refused with a
  * message, not ignored: a flag that silently changes nothing would mislead.
  *
  * and ends the same way: exit 0 when it measured and wrote everything, 1 on an error (a
- * clear message on stderr), 2 for a bad flag (with the usage). What this is not: a
- * general option parser; a bench with more flags than these would grow its own.
+ * clear message on stderr), 2 for a bad flag (with the usage).
  */
 #ifndef REMAT_BENCH_CLI_H
 #define REMAT_BENCH_CLI_H
@@ -33,7 +35,7 @@
 
 #include "tensor/error.h"
 #include "bench/results.h"
-#include "checkpoint/schedule.h"
+#include "models/step_options.h"
 
 /* What a bench says about itself, for --help, its header and its results. */
 typedef struct BenchInfo {
@@ -44,26 +46,21 @@ typedef struct BenchInfo {
     const char *full;     /* what the default runs, one line */
     bool timed;           /* it times steps, so it takes --steps */
     /* The strategies the bench sweeps, so --strategy may pick one of them (NULL: it takes
-     * no --strategy); whether its selective runs take --policy; whether its regions take
-     * --no-rng-replay. */
+     * no --strategy). */
     const StrategyKind *strategies;
     int n_strategies;
-    bool takes_policy;
-    bool takes_rng_replay;
-    /* Flags the bench parses itself before bench_start (NULL: none): for the usage line,
-     * and their help lines, each starting with two spaces and ending with a newline. */
-    const char *own_flags;
-    const char *own_flags_help;
+    /* The flags of a step it takes besides --strategy (STEP_FLAG_POLICY, ...): a set of
+     * StepFlag (models/step_options.h). */
+    unsigned step_flags;
 } BenchInfo;
 
 typedef struct BenchOptions {
     bool quick;
     const char *results_dir; /* "results" unless --results */
     int steps;               /* --steps, or 0 for the bench's default */
-    bool one_strategy;       /* --strategy was given: measure `strategy` (and none) only */
-    StrategyKind strategy;
-    const Policy *policy;    /* --policy, or NULL for the bench's own */
-    bool preserve_rng;       /* false with --no-rng-replay */
+    bool one_strategy;       /* --strategy was given: measure step.strategy.kind (and none) only */
+    StepOptions step;        /* the step flags given: step.strategy.policy is NULL for the
+                                bench's own, step.offload_opts.dir NULL for the default */
 } BenchOptions;
 
 /* Prints the usage of `info`'s bench to `out`. */

@@ -2,8 +2,9 @@
  * train.h — the training loop behind the `train` program, callable from tests.
  *
  * train_parse_args turns a command line into TrainOptions (every flag is documented in
- * train_usage); train_run builds the model, trains it, evaluates it, saves it, and reports
- * what the ledgers measured. The `train` program is these two calls and nothing else.
+ * train_usage; train_cli.c); train_run builds the model, trains it, evaluates it, saves
+ * it (train.c) and reports what the ledgers measured (train_report.c). The `train`
+ * program is these two calls and nothing else.
  */
 #ifndef REMAT_TRAIN_H
 #define REMAT_TRAIN_H
@@ -12,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "models/step_options.h"
 #include "tensor/error.h"
 
 typedef struct TrainOptions {
@@ -22,16 +24,7 @@ typedef struct TrainOptions {
     int seq;                /* GPT only: tokens per sequence (T) */
     int batch;              /* B */
     float dropout;          /* GPT only */
-    const char *strategy;   /* checkpointing: "none", "full", "sqrt", "selective" or "budget" */
-    size_t memory_budget;   /* budget only: bytes the whole step must fit in (0: not given) */
-    const char *planner;    /* budget only: "dp" or "chen" */
-    const char *policy;     /* selective's policy: "attention_core" or "dots" */
-    bool no_rng_replay;     /* regions replay without restoring the generator (wrong, on purpose) */
-    bool determinism_check; /* regions check that each replay reproduced its first forward */
-    const char *offload;    /* spill saved activations to disk: NULL (off), "all", "large" or "boundary" */
-    const char *offload_dir;/* where the spill file goes (NULL: $TMPDIR, else /tmp) */
-    bool offload_no_cache;  /* drop spilled records from the page cache: backward reads the disk */
-    bool offload_mmap;      /* move the bytes through a mapping of the file, not pwritev/preadv */
+    StepOptions step;       /* what a step keeps and where: strategy, planner, budget, offload */
     const char *optimizer;  /* "adamw" or "sgd" */
     float lr;
     float momentum;         /* SGD only */

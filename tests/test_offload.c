@@ -784,9 +784,10 @@ static void test_train_takes_the_offload_flags(void **state)
     TrainOptions o;
     char *good[] = {"train", "--offload", "boundary", "--offload-dir", "/somewhere", "--offload-no-cache"};
     assert_int_equal(parse(&o, 6, good), 0);
-    assert_string_equal(o.offload, "boundary");
-    assert_string_equal(o.offload_dir, "/somewhere");
-    assert_true(o.offload_no_cache);
+    assert_true(o.step.offload);
+    assert_int_equal(o.step.offload_opts.policy, OFFLOAD_BOUNDARY);
+    assert_string_equal(o.step.offload_opts.dir, "/somewhere");
+    assert_true(o.step.offload_opts.drop_cache);
     char *unknown[] = {"train", "--offload", "some"};
     char *alone[] = {"train", "--offload-dir", "/somewhere"};
     char *no_cache_alone[] = {"train", "--offload-no-cache"};
@@ -797,14 +798,14 @@ static void test_train_takes_the_offload_flags(void **state)
     assert_int_equal(parse(&o, 2, mmap_alone), 2);
     char *mapped[] = {"train", "--offload", "all", "--offload-mmap"};
     assert_int_equal(parse(&o, 4, mapped), 0);
-    assert_true(o.offload_mmap);
+    assert_int_equal(o.step.offload_opts.io, OFFLOAD_IO_MMAP);
     char *plain[] = {"train"};
     assert_int_equal(parse(&o, 1, plain), 0);
-    assert_null(o.offload);
+    assert_false(o.step.offload);
 }
 
 /* A short MLP run whose activations (64 KiB) are all spilled by the default options. */
-static TrainOptions offload_run_options(const char *offload, const char *dir)
+static TrainOptions offload_run_options(const OffloadPolicy *offload, const char *dir)
 {
     TrainOptions o = train_defaults("mlp");
     o.layers = 2;
@@ -814,8 +815,9 @@ static TrainOptions offload_run_options(const char *offload, const char *dir)
     o.eval_every = 0;
     o.eval_batches = 1;
     o.quiet = true;
-    o.offload = offload;
-    o.offload_dir = dir;
+    o.step.offload = offload != NULL;
+    if (offload) o.step.offload_opts.policy = *offload;
+    o.step.offload_opts.dir = dir;
     return o;
 }
 
@@ -831,8 +833,8 @@ static void test_train_losses_are_those_of_the_run_in_ram(void **state)
     TrainOptions plain = offload_run_options(NULL, NULL);
     assert_int_equal(train_run(&plain, &in_ram, sink), REMAT_OK);
     for (int io = 0; io < 2; io++) {
-        TrainOptions o = offload_run_options("all", spill_dir);
-        o.offload_mmap = io == 1;
+        TrainOptions o = offload_run_options(&(OffloadPolicy){OFFLOAD_ALL}, spill_dir);
+        o.step.offload_opts.io = io == 1 ? OFFLOAD_IO_MMAP : OFFLOAD_IO_SYSCALLS;
         assert_int_equal(train_run(&o, &spilled[io], sink), REMAT_OK);
         assert_int_equal(spilled[io].steps_run, in_ram.steps_run);
         assert_memory_equal(spilled[io].losses, in_ram.losses, (size_t)in_ram.steps_run * sizeof(float));
@@ -857,7 +859,7 @@ static void test_train_redoes_a_failed_step_without_offload(void **state)
     size_t printed_size = 0;
     FILE *out = open_memstream(&printed, &printed_size);
     assert_non_null(out);
-    TrainOptions spilled = offload_run_options("all", spill_dir);
+    TrainOptions spilled = offload_run_options(&(OffloadPolicy){OFFLOAD_ALL}, spill_dir);
     DiskFull full = disk_full_begin();
     RematStatus status = train_run(&spilled, &fell_back, out);
     disk_full_end(&full);
@@ -877,8 +879,8 @@ static void test_train_redoes_a_failed_step_without_offload(void **state)
      * before training, saying which directory. */
     char missing[64];
     snprintf(missing, sizeof missing, "%s/missing", spill_dir);
-    TrainOptions nowhere = offload_run_options("all", missing);
-    nowhere.offload_mmap = true; /* the same check, whichever way the bytes would move */
+    TrainOptions nowhere = offload_run_options(&(OffloadPolicy){OFFLOAD_ALL}, missing);
+    nowhere.step.offload_opts.io = OFFLOAD_IO_MMAP; /* the same check, whichever way the bytes would move */
     TrainReport none;
     assert_int_equal(train_run(&nowhere, &none, sink), REMAT_EIO);
     assert_non_null(strstr(remat_last_error(), missing));

@@ -102,8 +102,8 @@ static void test_parse_budget_flags(void **state)
     TrainOptions o;
     char *good[] = {"train", "--strategy", "budget", "--memory-budget", "300MiB", "--planner", "chen"};
     assert_int_equal(parse(&o, 7, good), 0);
-    assert_int_equal(o.memory_budget, 300u << 20);
-    assert_string_equal(o.planner, "chen");
+    assert_int_equal(o.step.memory_budget, 300u << 20);
+    assert_int_equal(o.step.planner, PLANNER_CHEN);
     char *garbage[] = {"train", "--strategy", "budget", "--memory-budget", "lots"};
     char *unit[] = {"train", "--strategy", "budget", "--memory-budget", "300MB"};
     char *negative[] = {"train", "--strategy", "budget", "--memory-budget", "-1GiB"};
@@ -121,7 +121,7 @@ static void test_parse_budget_flags(void **state)
     assert_int_equal(parse(&o, 3, no_strategy), 2);
     assert_int_equal(parse(&o, 7, planner), 2);
     assert_int_equal(parse(&o, 7, revolve), 0);
-    assert_string_equal(o.planner, "revolve");
+    assert_int_equal(o.step.planner, PLANNER_REVOLVE);
     assert_int_equal(parse(&o, 8, revolve_no_replay), 2); /* Revolve always replays the generator */
     assert_int_equal(parse(&o, 7, offload), 2);
 }
@@ -143,11 +143,11 @@ static TrainOptions small_mlp(int steps)
 
 /* The smallest feasible budget `planner` states for `o` when its budget is too small (the
  * run fails with EOOM before any step). */
-static size_t smallest_budget(TrainOptions *o, const char *planner)
+static size_t smallest_budget(TrainOptions *o, PlannerKind planner)
 {
     TrainReport r;
-    o->planner = planner;
-    o->memory_budget = 4000;
+    o->step.planner = planner;
+    o->step.memory_budget = 4000;
     assert_int_equal(train_run(o, &r, sink), REMAT_EOOM);
     assert_int_equal(r.steps_run, 0);
     train_report_free(&r);
@@ -170,14 +170,14 @@ static void test_budget_strategy_trains_like_none(void **state)
     assert_int_equal(train_run(&plain, &reference, sink), REMAT_OK);
 
     TrainOptions o = small_mlp(5);
-    o.strategy = "budget";
-    const size_t smallest = smallest_budget(&o, "dp"); /* 4000 bytes: below the parameters alone */
+    o.step.strategy.kind = STRATEGY_BUDGET;
+    const size_t smallest = smallest_budget(&o, PLANNER_DP); /* 4000 bytes: below the parameters alone */
 
     for (int k = 0; k < 2; k++) {
-        o.planner = k ? "chen" : "dp";
-        o.memory_budget = smallest;
+        o.step.planner = k ? PLANNER_CHEN : PLANNER_DP;
+        o.step.memory_budget = smallest;
         const RematStatus status = train_run(&o, &r, sink);
-        printf("  --planner %s at the smallest feasible budget (%zu bytes): %s\n", o.planner, smallest,
+        printf("  --planner %s at the smallest feasible budget (%zu bytes): %s\n", planner_name(o.step.planner), smallest,
                status == REMAT_OK ? "trained, losses identical to none" : remat_last_error());
         if (!k || status == REMAT_OK) { /* Chen's search may not reach the exact optimum's budget */
             assert_int_equal(status, REMAT_OK);
@@ -199,16 +199,16 @@ static void test_revolve_planner_trains_below_dp(void **state)
     TrainReport reference, r;
     assert_int_equal(train_run(&plain, &reference, sink), REMAT_OK);
     TrainOptions o = plain;
-    o.strategy = "budget";
-    const size_t dp = smallest_budget(&o, "dp"), revolve = smallest_budget(&o, "revolve");
+    o.step.strategy.kind = STRATEGY_BUDGET;
+    const size_t dp = smallest_budget(&o, PLANNER_DP), revolve = smallest_budget(&o, PLANNER_REVOLVE);
     printf("  MLP of 8 layers: smallest feasible budget dp %zu bytes, revolve %zu bytes\n", dp, revolve);
     assert_true(revolve < dp);
-    o.memory_budget = revolve;
-    o.planner = "dp";
+    o.step.memory_budget = revolve;
+    o.step.planner = PLANNER_DP;
     assert_int_equal(train_run(&o, &r, sink), REMAT_EOOM);
     assert_non_null(strstr(remat_last_error(), "planner revolve, which recomputes layers more than once, fits from"));
     train_report_free(&r);
-    o.planner = "revolve";
+    o.step.planner = PLANNER_REVOLVE;
     char printed[8192] = "";
     FILE *out = fmemopen(printed, sizeof printed - 1, "w");
     assert_non_null(out);

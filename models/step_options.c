@@ -1,0 +1,203 @@
+/*
+ * step_options.c — the table of a step's checkpointing and offload flags, its parser,
+ * its checks and its help (see step_options.h).
+ */
+#include "models/step_options.h"
+
+#include <string.h>
+
+/* ---- what each flag sets ------------------------------------------------------------------ */
+
+static RematStatus set_strategy(StepOptions *o, const char *v) { return strategy_parse(v, &o->strategy.kind); }
+static RematStatus set_planner(StepOptions *o, const char *v) { return planner_parse(v, &o->planner); }
+static RematStatus set_memory_budget(StepOptions *o, const char *v) { return parse_memory_size(v, &o->memory_budget); }
+
+static RematStatus set_policy(StepOptions *o, const char *v)
+{
+    o->strategy.policy = policy_by_name(v);
+    return o->strategy.policy ? REMAT_OK
+                              : remat_fail(REMAT_EINVAL, "unknown policy '%s' (expected attention_core, dots or "
+                                           "nothing_saveable)", v);
+}
+
+static RematStatus set_offload(StepOptions *o, const char *v)
+{
+    o->offload = true;
+    return offload_policy_parse(v, &o->offload_opts.policy);
+}
+
+static RematStatus set_offload_dir(StepOptions *o, const char *v)
+{
+    o->offload_opts.dir = v;
+    return REMAT_OK;
+}
+
+static RematStatus set_no_rng_replay(StepOptions *o, const char *v)
+{
+    (void)v;
+    o->strategy.preserve_rng = false;
+    return REMAT_OK;
+}
+
+static RematStatus set_determinism_check(StepOptions *o, const char *v)
+{
+    (void)v;
+    o->strategy.determinism_check = true;
+    return REMAT_OK;
+}
+
+static RematStatus set_offload_no_cache(StepOptions *o, const char *v)
+{
+    (void)v;
+    o->offload_opts.drop_cache = true;
+    return REMAT_OK;
+}
+
+static RematStatus set_offload_mmap(StepOptions *o, const char *v)
+{
+    (void)v;
+    o->offload_opts.io = OFFLOAD_IO_MMAP;
+    return REMAT_OK;
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+typedef struct FlagSpec {
+    const char *name;
+    StepFlag flag;
+    const char *value; /* what its value is called in the usage; NULL: a switch */
+    const char *help;  /* its help, each continuation line starting with a newline */
+    RematStatus (*set)(StepOptions *o, const char *value);
+} FlagSpec;
+
+static const FlagSpec FLAGS[] = {
+    {"--strategy", STEP_FLAG_STRATEGY, "S",
+     "none, full (every layer a region), sqrt (segments of about\n"
+     "sqrt(N) layers), selective (every layer, with a policy) or\n"
+     "budget (the cheapest schedule that fits --memory-budget) (none)", set_strategy},
+    {"--memory-budget", STEP_FLAG_MEMORY_BUDGET, "S",
+     "budget: bytes a training step may hold in all (params, grads,\n"
+     "optimizer, activations), with a unit: B, KiB, MiB or GiB", set_memory_budget},
+    {"--planner", STEP_FLAG_PLANNER, "P",
+     "budget: dp (the exact optimum over single-level schedules,\n"
+     "default), chen (Chen et al. 2016's search) or revolve\n"
+     "(binomial schedules for chains of identical layers, which\n"
+     "recompute layers more than once and fit tighter budgets);\n"
+     "the schedule is printed before training", set_planner},
+    {"--policy", STEP_FLAG_POLICY, "P", "selective's policy: attention_core (default), dots or\nnothing_saveable", set_policy},
+    {"--no-rng-replay", STEP_FLAG_NO_RNG_REPLAY, NULL,
+     "replay regions without restoring the generator: dropout\n"
+     "draws new masks and gradients come out wrong (quiz question 7)", set_no_rng_replay},
+    {"--determinism-check", STEP_FLAG_DETERMINISM_CHECK, NULL, "check that every replay reproduced its first forward",
+     set_determinism_check},
+    {"--offload", STEP_FLAG_OFFLOAD, "P",
+     "all (every saved activation of 64 KiB or more), large (1 MiB\n"
+     "or more) or boundary (the inputs checkpoint regions keep)", set_offload},
+    {"--offload-dir", STEP_FLAG_OFFLOAD_DIR, "DIR", "where the spill file goes ($TMPDIR, else /tmp)", set_offload_dir},
+    {"--offload-no-cache", STEP_FLAG_OFFLOAD_NO_CACHE, NULL,
+     "drop spilled records from the page cache: backward reads the\n"
+     "disk. A step whose offload fails is redone without offload", set_offload_no_cache},
+    {"--offload-mmap", STEP_FLAG_OFFLOAD_MMAP, NULL,
+     "move the bytes through a MAP_SHARED mapping of the spill file\n"
+     "instead of pwritev/preadv (slower here: see offload/README.md)", set_offload_mmap},
+};
+enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
+
+static const unsigned OFFLOAD_FLAGS =
+    STEP_FLAG_OFFLOAD | STEP_FLAG_OFFLOAD_DIR | STEP_FLAG_OFFLOAD_NO_CACHE | STEP_FLAG_OFFLOAD_MMAP;
+
+/* ---- parsing --------------------------------------------------------------------------------- */
+
+StepOptions step_options_defaults(void)
+{
+    return (StepOptions){.strategy = strategy_defaults(STRATEGY_NONE), .planner = PLANNER_DP,
+                         .offload_opts = offload_defaults(OFFLOAD_ALL)};
+}
+
+unsigned step_options_flag(const char *name)
+{
+    for (int k = 0; k < N_FLAGS; k++)
+        if (!strcmp(name, FLAGS[k].name)) return FLAGS[k].flag;
+    return 0;
+}
+
+int step_options_parse(int argc, char **argv, int *i, unsigned accepted, StepOptions *o)
+{
+    const FlagSpec *spec = NULL;
+    for (int k = 0; k < N_FLAGS && !spec; k++)
+        if (!strcmp(argv[*i], FLAGS[k].name)) spec = &FLAGS[k];
+    if (!spec) return 0;
+    if (!(accepted & spec->flag)) {
+        remat_fail(REMAT_EINVAL, "%s does not apply here", spec->name);
+        return -1;
+    }
+    const char *value = NULL;
+    if (spec->value) {
+        value = *i + 1 < argc ? argv[*i + 1] : NULL;
+        if (!value || !value[0]) {
+            remat_fail(REMAT_EINVAL, "%s needs a value (%s)", spec->name, spec->value);
+            return -1;
+        }
+    }
+    if (spec->set(o, value) != REMAT_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", remat_last_error()); /* remat_fail writes where it reads */
+        remat_fail(REMAT_EINVAL, "%s: %s", spec->name, why);
+        return -1;
+    }
+    if (value) ++*i;
+    o->given |= spec->flag;
+    return 1;
+}
+
+RematStatus step_options_check(const StepOptions *o)
+{
+    const bool budget = o->strategy.kind == STRATEGY_BUDGET;
+    if (budget && !o->memory_budget)
+        return remat_fail(REMAT_EINVAL, "--strategy budget needs --memory-budget (e.g. 300MiB)");
+    if (!budget && o->memory_budget) return remat_fail(REMAT_EINVAL, "--memory-budget is for --strategy budget");
+    if (budget && o->planner == PLANNER_REVOLVE && (!o->strategy.preserve_rng || o->strategy.determinism_check))
+        return remat_fail(REMAT_EINVAL, "--planner revolve always replays the generator and has no determinism "
+                          "check; --no-rng-replay and --determinism-check are for regions (dp, chen or the other "
+                          "strategies)");
+    if (budget && o->offload)
+        return remat_fail(REMAT_EINVAL, "--strategy budget plans for activations in RAM; it does not combine with "
+                          "--offload");
+    if (!o->offload && (o->given & OFFLOAD_FLAGS))
+        return remat_fail(REMAT_EINVAL, "--offload-dir, --offload-no-cache and --offload-mmap need --offload");
+    return REMAT_OK;
+}
+
+/* ---- help -------------------------------------------------------------------------------------- */
+
+/* One flag's help: the flag and its value in a column of 20, its lines beside it. */
+static void usage_line(const FlagSpec *spec, FILE *out)
+{
+    char head[32];
+    snprintf(head, sizeof head, "%s%s%s", spec->name, spec->value ? " " : "", spec->value ? spec->value : "");
+    fprintf(out, "  %-19s ", head);
+    for (const char *c = spec->help; *c; c++) {
+        fputc(*c, out);
+        if (*c == '\n') fprintf(out, "%22s", "");
+    }
+    fputc('\n', out);
+}
+
+void step_options_usage(unsigned accepted, bool headings, FILE *out)
+{
+    if (headings && (accepted & ~OFFLOAD_FLAGS)) fprintf(out, "checkpointing\n");
+    for (int k = 0; k < N_FLAGS; k++)
+        if ((accepted & FLAGS[k].flag) && !(FLAGS[k].flag & OFFLOAD_FLAGS)) usage_line(&FLAGS[k], out);
+    if (headings && (accepted & OFFLOAD_FLAGS))
+        fprintf(out, "offload (saved activations written to a spill file on disk, read back in backward)\n");
+    for (int k = 0; k < N_FLAGS; k++)
+        if ((accepted & FLAGS[k].flag) && (FLAGS[k].flag & OFFLOAD_FLAGS)) usage_line(&FLAGS[k], out);
+}
+
+void step_options_synopsis(unsigned accepted, FILE *out)
+{
+    for (int k = 0; k < N_FLAGS; k++) {
+        if (!(accepted & FLAGS[k].flag)) continue;
+        fprintf(out, " [%s%s%s]", FLAGS[k].name, FLAGS[k].value ? " " : "", FLAGS[k].value ? FLAGS[k].value : "");
+    }
+}

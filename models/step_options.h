@@ -1,0 +1,80 @@
+/*
+ * step_options.h — the command-line flags that say how a training step keeps its
+ * activations, in one table, parsed once into typed options: train and every bench take
+ * them from here.
+ *
+ *   --strategy S          none, full, sqrt, selective or budget
+ *   --policy P            selective's policy
+ *   --planner P           budget's planner: dp, chen or revolve
+ *   --memory-budget SIZE  budget's bound on the whole step, with a unit
+ *   --no-rng-replay       regions replay without restoring the generator
+ *   --determinism-check   regions check each replay against their first forward
+ *   --offload P           saved activations go to a spill file: all, large or boundary
+ *   --offload-dir DIR     where the spill file goes
+ *   --offload-no-cache    backward reads the disk, not the page cache
+ *   --offload-mmap        bytes move through a mapping of the spill file
+ *
+ * A program says which of them it takes (a set of StepFlag); a flag of the table that it
+ * does not take is refused with a message, never silently ignored. A new strategy,
+ * policy, planner or offload policy is a new name in its own room's parser and needs
+ * nothing here.
+ */
+#ifndef REMAT_MODELS_STEP_OPTIONS_H
+#define REMAT_MODELS_STEP_OPTIONS_H
+
+#include <stdio.h>
+
+#include "checkpoint/planner.h"
+#include "offload/offload.h"
+
+typedef enum StepFlag {
+    STEP_FLAG_STRATEGY = 1u << 0,
+    STEP_FLAG_POLICY = 1u << 1,
+    STEP_FLAG_PLANNER = 1u << 2,
+    STEP_FLAG_MEMORY_BUDGET = 1u << 3,
+    STEP_FLAG_NO_RNG_REPLAY = 1u << 4,
+    STEP_FLAG_DETERMINISM_CHECK = 1u << 5,
+    STEP_FLAG_OFFLOAD = 1u << 6,
+    STEP_FLAG_OFFLOAD_DIR = 1u << 7,
+    STEP_FLAG_OFFLOAD_NO_CACHE = 1u << 8,
+    STEP_FLAG_OFFLOAD_MMAP = 1u << 9,
+    STEP_FLAGS_ALL = (1u << 10) - 1,
+} StepFlag;
+
+/* How a step keeps its activations, as the command line said. */
+typedef struct StepOptions {
+    Strategy strategy;    /* --strategy (none), --policy, --no-rng-replay, --determinism-check */
+    PlannerKind planner;  /* --planner (dp) */
+    size_t memory_budget; /* --memory-budget in bytes; 0: not given */
+    bool offload;         /* --offload was given */
+    OffloadOptions offload_opts; /* --offload, --offload-dir, --offload-no-cache, --offload-mmap */
+    unsigned given;       /* the StepFlag of every flag given */
+} StepOptions;
+
+/* Strategy none with its defaults, planner dp, no budget, no offload. */
+StepOptions step_options_defaults(void);
+
+/* The StepFlag of the table's flag called `name` ("--policy"), or 0 if it is none. */
+unsigned step_options_flag(const char *name);
+
+/* If argv[*i] is a flag of the table, parses it (and its value, argv[*i + 1], advancing
+ * *i past it) into *o and returns 1; returns 0, changing nothing, if it is not one. On a
+ * flag outside `accepted` (a set of StepFlag), a missing or bad value, returns -1 with
+ * REMAT_EINVAL and a message that names the flag and says why. */
+int step_options_parse(int argc, char **argv, int *i, unsigned accepted, StepOptions *o);
+
+/* REMAT_OK if the flags given make sense together; else REMAT_EINVAL saying why:
+ * --strategy budget without --memory-budget or the reverse, --planner revolve with
+ * --no-rng-replay or --determinism-check, budget with --offload, an --offload-... flag
+ * without --offload. */
+RematStatus step_options_check(const StepOptions *o);
+
+/* The help lines of the flags in `accepted` ("  --strategy S        none, full, ..."),
+ * the checkpointing flags first, then offload's; with `headings`, each group under its
+ * heading. */
+void step_options_usage(unsigned accepted, bool headings, FILE *out);
+
+/* The usage line's part for the flags in `accepted`: " [--strategy S] [--policy P] ...". */
+void step_options_synopsis(unsigned accepted, FILE *out);
+
+#endif /* REMAT_MODELS_STEP_OPTIONS_H */

@@ -1,0 +1,110 @@
+/*
+ * train_report.c — what `train` prints (see train_report.h).
+ */
+#include "train_report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/gpt.h"
+#include "tensor/flops.h"
+#include "tensor/platform.h"
+
+void report_progress(FILE *out, bool tty, int step, int total, float loss, double seconds_per_step,
+                     int tokens_per_step, const char *unit)
+{
+    if (tty) {
+        enum { WIDTH = 30 };
+        int filled = total ? (int)((long)WIDTH * step / total) : WIDTH;
+        char bar[WIDTH + 1];
+        for (int i = 0; i < WIDTH; i++) bar[i] = i < filled ? '#' : '.';
+        bar[WIDTH] = '\0';
+        fprintf(out, "\r  step %5d/%d [%s] loss %.4f  %.1f ms/step  %.0f %s/s   ", step, total, bar, loss,
+                1e3 * seconds_per_step, tokens_per_step / seconds_per_step, unit);
+        fflush(out);
+    } else {
+        fprintf(out, "  step %5d/%d  loss %.6f  %.1f ms/step  %.0f %s/s\n", step, total, loss,
+                1e3 * seconds_per_step, tokens_per_step / seconds_per_step, unit);
+    }
+}
+
+/* "checkpointing: sqrt, 3 regions", with Revolve's slots, the policy and whether the
+ * generator is replayed; the line is left open for the planner's words. */
+static void report_checkpointing(FILE *out, const Schedule *s)
+{
+    fprintf(out, "  checkpointing: %s", strategy_name(s->strategy));
+    const int regions = schedule_regions(s), slots = schedule_revolve_slots(s);
+    if (slots) fprintf(out, ", Revolve with %d slot%s", slots, slots == 1 ? "" : "s");
+    else if (s->strategy != STRATEGY_NONE)
+        fprintf(out, ", %d region%s", regions, regions == 1 ? "" : "s");
+    for (int i = 0; i < s->n_segments; i++) {
+        if (s->segments[i].kind != SEGMENT_REGION || !s->segments[i].policy) continue;
+        fprintf(out, ", policy %s", s->segments[i].policy->name);
+        break;
+    }
+    if (s->strategy != STRATEGY_NONE && !s->preserve_rng) fprintf(out, ", generator NOT replayed");
+}
+
+void report_header(FILE *out, const TrainOptions *o, const Model *m, const Schedule *s, bool planned)
+{
+    const PlatformInfo info = platform_info();
+    const bool gpt = !strcmp(o->model, "gpt");
+    char pbytes[32];
+    fprintf(out, "remat train: %s, %d %s, %s %d, %s of parameters, %s, %d threads (OpenBLAS %s, %s)\n",
+            o->model, o->layers, gpt ? "blocks" : "layers", gpt ? "d_model" : "width", o->d_model,
+            mem_format_bytes(pbytes, sizeof pbytes, model_param_bytes(m)), o->optimizer, info.threads,
+            info.blas_threading, info.blas_core);
+    report_checkpointing(out, s);
+    if (!planned) {
+        fputc('\n', out);
+        return;
+    }
+    char budget[32];
+    fprintf(out, ", planner %s, budget %s\n", planner_name(o->step.planner),
+            mem_format_bytes(budget, sizeof budget, o->step.memory_budget));
+    schedule_print(s, m->layers, out);
+}
+
+void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
+{
+    const bool gpt = !strcmp(o->model, "gpt");
+    char buf[32];
+    fprintf(out, "\n  peak memory by kind over the run\n");
+    for (int k = 0; k < MEM_DISK; k++)
+        fprintf(out, "    %-12s %12s\n", mem_kind_name((MemKind)k), mem_format_bytes(buf, sizeof buf, mem_peak((MemKind)k)));
+    fprintf(out, "    %-12s %12s  (all kinds at the same moment)\n", "resident", mem_format_bytes(buf, sizeof buf, mem_peak_resident()));
+    if (o->step.offload)
+        fprintf(out, "    %-12s %12s  (in the spill file: not resident)\n", mem_kind_name(MEM_DISK),
+                mem_format_bytes(buf, sizeof buf, mem_peak(MEM_DISK)));
+    if (r->steps_run == 0) return;
+    fprintf(out, "\n  FLOPs per training step by phase\n");
+    for (int p = 0; p < PHASE_COUNT; p++)
+        fprintf(out, "    %-12s %10.3f GFLOP\n", phase_name((Phase)p), (double)flops_get((Phase)p) / r->steps_run * 1e-9);
+    const double per_step = (double)flops_total() / r->steps_run;
+    const int tokens = o->batch * (gpt ? o->seq : 1);
+    fprintf(out, "\n  median step %.2f ms: %.1f GFLOP/s, %.0f %s/s\n", 1e3 * r->median_step_seconds,
+            per_step / r->median_step_seconds * 1e-9, tokens / r->median_step_seconds,
+            gpt ? "tokens" : "examples");
+}
+
+void report_sample(FILE *out, const TrainOptions *o, Model *m)
+{
+    const int n = o->sample_chars;
+    if (strcmp(o->model, "gpt") || n <= 0) return;
+    int32_t *text = malloc((size_t)n * sizeof *text);
+    if (!text) return;
+    Pcg32 rng;
+    pcg32_seed(&rng, o->seed, 0x5a);
+    const int32_t prompt[] = {'\n'};
+    if (gpt_generate(m, prompt, 1, n, 0.8f, &rng, text) == REMAT_OK) {
+        fprintf(out, "\n  sample (temperature 0.8):\n  ");
+        for (int i = 0; i < n; i++) {
+            fputc(text[i] == '\n' ? '\n' : (int)text[i], out);
+            if (text[i] == '\n') fputs("  ", out);
+        }
+        fputc('\n', out);
+    } else {
+        fprintf(out, "\n  sample: %s\n", remat_last_error());
+    }
+    free(text);
+}

@@ -1,0 +1,30 @@
+/*
+ * train_report.h — what `train` prints: its header, its progress, the ledgers' report
+ * and a sample of text. Internal to models/: only train.c prints through it, and it
+ * decides nothing — every figure comes from the options, the ledgers or the run.
+ */
+#ifndef REMAT_MODELS_TRAIN_REPORT_H
+#define REMAT_MODELS_TRAIN_REPORT_H
+
+#include <stdio.h>
+
+#include "models/model.h"
+#include "models/train.h"
+
+/* "remat train: gpt, 4 blocks, ..." and "  checkpointing: sqrt, 2 regions", left open
+ * for the planner's words; then, for a planned schedule, the planner, the budget and the
+ * schedule. */
+void report_header(FILE *out, const TrainOptions *o, const Model *m, const Schedule *s, bool planned);
+
+/* One step's progress line: a bar redrawn in place on a terminal (`tty`), a plain line
+ * otherwise. `unit` is what per_step counts: "tok" for the GPT, "ex" for the MLP. */
+void report_progress(FILE *out, bool tty, int step, int total, float loss, double seconds, int per_step,
+                     const char *unit);
+
+/* The peaks by kind, the FLOPs per step by phase and the median step's speed. */
+void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r);
+
+/* o->sample_chars characters the GPT generates (nothing for the MLP). */
+void report_sample(FILE *out, const TrainOptions *o, Model *m);
+
+#endif /* REMAT_MODELS_TRAIN_REPORT_H */
