@@ -32,32 +32,16 @@ static RematStatus set_offload_dir(StepOptions *o, const char *v)
     return REMAT_OK;
 }
 
-static RematStatus set_no_rng_replay(StepOptions *o, const char *v)
+/* The four switches, which take no value. */
+static void set_switch(StepOptions *o, StepFlag flag)
 {
-    (void)v;
-    o->strategy.preserve_rng = false;
-    return REMAT_OK;
-}
-
-static RematStatus set_determinism_check(StepOptions *o, const char *v)
-{
-    (void)v;
-    o->strategy.determinism_check = true;
-    return REMAT_OK;
-}
-
-static RematStatus set_offload_no_cache(StepOptions *o, const char *v)
-{
-    (void)v;
-    o->offload_opts.drop_cache = true;
-    return REMAT_OK;
-}
-
-static RematStatus set_offload_mmap(StepOptions *o, const char *v)
-{
-    (void)v;
-    o->offload_opts.io = OFFLOAD_IO_MMAP;
-    return REMAT_OK;
+    switch (flag) {
+    case STEP_FLAG_NO_RNG_REPLAY: o->strategy.preserve_rng = false; break;
+    case STEP_FLAG_DETERMINISM_CHECK: o->strategy.determinism_check = true; break;
+    case STEP_FLAG_OFFLOAD_NO_CACHE: o->offload_opts.drop_cache = true; break;
+    case STEP_FLAG_OFFLOAD_MMAP: o->offload_opts.io = OFFLOAD_IO_MMAP; break;
+    default: break;
+    }
 }
 
 /* ---- the table ------------------------------------------------------------------------------ */
@@ -67,7 +51,7 @@ typedef struct FlagSpec {
     StepFlag flag;
     const char *value; /* what its value is called in the usage; NULL: a switch */
     const char *help;  /* its help, each continuation line starting with a newline */
-    RematStatus (*set)(StepOptions *o, const char *value);
+    RematStatus (*set)(StepOptions *o, const char *value); /* a flag with a value; NULL: a switch */
 } FlagSpec;
 
 static const FlagSpec FLAGS[] = {
@@ -87,19 +71,19 @@ static const FlagSpec FLAGS[] = {
     {"--policy", STEP_FLAG_POLICY, "P", "selective's policy: attention_core (default), dots or\nnothing_saveable", set_policy},
     {"--no-rng-replay", STEP_FLAG_NO_RNG_REPLAY, NULL,
      "replay regions without restoring the generator: dropout\n"
-     "draws new masks and gradients come out wrong (quiz question 7)", set_no_rng_replay},
+     "draws new masks and gradients come out wrong (quiz question 7)", NULL},
     {"--determinism-check", STEP_FLAG_DETERMINISM_CHECK, NULL, "check that every replay reproduced its first forward",
-     set_determinism_check},
+     NULL},
     {"--offload", STEP_FLAG_OFFLOAD, "P",
      "all (every saved activation of 64 KiB or more), large (1 MiB\n"
      "or more) or boundary (the inputs checkpoint regions keep)", set_offload},
     {"--offload-dir", STEP_FLAG_OFFLOAD_DIR, "DIR", "where the spill file goes ($TMPDIR, else /tmp)", set_offload_dir},
     {"--offload-no-cache", STEP_FLAG_OFFLOAD_NO_CACHE, NULL,
      "drop spilled records from the page cache: backward reads the\n"
-     "disk. A step whose offload fails is redone without offload", set_offload_no_cache},
+     "disk. A step whose offload fails is redone without offload", NULL},
     {"--offload-mmap", STEP_FLAG_OFFLOAD_MMAP, NULL,
      "move the bytes through a MAP_SHARED mapping of the spill file\n"
-     "instead of pwritev/preadv (slower here: see offload/README.md)", set_offload_mmap},
+     "instead of pwritev/preadv (slower here: see offload/README.md)", NULL},
 };
 enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
 
@@ -139,7 +123,8 @@ int step_options_parse(int argc, char **argv, int *i, unsigned accepted, StepOpt
             return -1;
         }
     }
-    if (spec->set(o, value) != REMAT_OK) {
+    if (!spec->set) set_switch(o, spec->flag);
+    else if (spec->set(o, value) != REMAT_OK) {
         char why[256];
         snprintf(why, sizeof why, "%s", remat_last_error()); /* remat_fail writes where it reads */
         remat_fail(REMAT_EINVAL, "%s: %s", spec->name, why);

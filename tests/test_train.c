@@ -126,6 +126,41 @@ static void test_parse_budget_flags(void **state)
     assert_int_equal(parse(&o, 7, offload), 2);
 }
 
+/* The table of a step's flags (models/step_options.h) parses each flag once into its
+ * typed field, takes only the flags a program accepts, and says which flag was wrong. */
+static void test_step_options_parse_into_typed_fields(void **state)
+{
+    (void)state;
+    char *argv[] = {"bench", "--strategy", "selective", "--policy", "dots", "--no-rng-replay", "--offload-dir",
+                    "/tmp", "--quick"};
+    const int argc = 9;
+    StepOptions o = step_options_defaults();
+    const unsigned accepted = STEP_FLAG_STRATEGY | STEP_FLAG_POLICY | STEP_FLAG_NO_RNG_REPLAY;
+    int i = 1;
+    assert_int_equal(step_options_parse(argc, argv, &i, accepted, &o), 1);
+    assert_int_equal(i, 2); /* past the value */
+    assert_int_equal(o.strategy.kind, STRATEGY_SELECTIVE);
+    i = 3;
+    assert_int_equal(step_options_parse(argc, argv, &i, accepted, &o), 1);
+    assert_ptr_equal(o.strategy.policy, &POLICY_DOTS_SAVEABLE);
+    i = 5;
+    assert_int_equal(step_options_parse(argc, argv, &i, accepted, &o), 1);
+    assert_int_equal(i, 5); /* a switch takes no value */
+    assert_false(o.strategy.preserve_rng);
+    assert_int_equal(o.given, accepted);
+    i = 6; /* a flag of the table this program does not take */
+    assert_int_equal(step_options_parse(argc, argv, &i, accepted, &o), -1);
+    assert_non_null(strstr(remat_last_error(), "--offload-dir does not apply"));
+    assert_null(o.offload_opts.dir);
+    i = 8; /* not a flag of the table at all: left to the program */
+    assert_int_equal(step_options_parse(argc, argv, &i, accepted, &o), 0);
+    char *bad[] = {"train", "--planner", "greedy"};
+    i = 1;
+    assert_int_equal(step_options_parse(3, bad, &i, STEP_FLAGS_ALL, &o), -1);
+    assert_non_null(strstr(remat_last_error(), "--planner: unknown planner 'greedy'"));
+    assert_int_equal(o.planner, PLANNER_DP);
+}
+
 /* ---- runs ----------------------------------------------------------------------------- */
 
 static TrainOptions small_mlp(int steps)
@@ -363,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_parse_accepts_every_documented_flag),
         cmocka_unit_test(test_parse_rejects_bad_input_with_exit_code_2),
         cmocka_unit_test(test_parse_budget_flags),
+        cmocka_unit_test(test_step_options_parse_into_typed_fields),
         cmocka_unit_test(test_budget_strategy_trains_like_none),
         cmocka_unit_test(test_revolve_planner_trains_below_dp),
         cmocka_unit_test(test_resume_continues_bit_identically),
