@@ -13,6 +13,9 @@
 #ifndef REMAT_QUIZ_BANK_H
 #define REMAT_QUIZ_BANK_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <cjson/cJSON.h>
 
 #include "tensor/error.h"
@@ -65,6 +68,12 @@ Bank *bank_load(const char *path);
 
 /* Frees the bank. NULL is a no-op. */
 void bank_free(Bank *bank);
+
+/* The order the options of each of the bank's questions are shown in: orders[q][i] is the
+ * bank's index of the option shown (i + 1)-th. With `shuffle`, a Fisher–Yates shuffle
+ * drawn from PCG32 seeded with `seed` (the same seed, the same orders); without, the
+ * bank's own order. `orders` has a row per question. */
+void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS]);
 
 /* "en" or "ar" to a language; REMAT_EINVAL otherwise. */
 RematStatus quiz_lang_parse(const char *name, QuizLang *lang);

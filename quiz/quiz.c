@@ -24,7 +24,7 @@
 
 #include "quiz/bank.h"
 #include "quiz/explain_fill.h"
-#include "tensor/rng.h"
+#include "quiz/words.h"
 
 #ifndef REMAT_QUIZ_BANK
 #define REMAT_QUIZ_BANK "quiz/questions.json"
@@ -38,23 +38,6 @@ typedef struct Options {
     const char *bank;
     uint64_t seed;
 } Options;
-
-/* The words the program itself says, in both languages. */
-typedef struct Words {
-    const char *question_of, *your_answer, *invalid, *right, *wrong, *correct_was, *proof, *measure,
-        *score, *preview_note, *ended;
-} Words;
-
-static const Words WORDS[LANG_COUNT] = {
-    [LANG_EN] = {"Question %d of %d", "Your answer (1-4 or a-d): ", "Please answer 1-4 or a-d.",
-                 "Right.", "Not quite.", "The answer: %c) %s", "Proof: %s, %s", "Measured by: build/%s",
-                 "Score: %d of %d", "Answers and explanations are shown while you take the quiz (run it in a terminal).",
-                 "Input ended: the quiz stops here."},
-    [LANG_AR] = {"السؤال %d من %d", "إجابتك (1-4 أو a-d): ", "يُرجى الإجابة برقم من 1 إلى 4 أو بحرف من a إلى d.",
-                 "صحيح.", "ليس تمامًا.", "الإجابة: %c) %s", "البرهان: %s، %s", "يقيسه: build/%s",
-                 "النتيجة: %d من %d", "تظهر الإجابات والتفسيرات أثناء إجراء الاختبار (شغّله في طرفية).",
-                 "انتهى الإدخال: يتوقف الاختبار هنا."},
-};
 
 static void usage(FILE *out)
 {
@@ -120,25 +103,10 @@ static int parse_options(int argc, char **argv, Options *o)
     return 0;
 }
 
-/* The option order shown for each question: a Fisher–Yates shuffle drawn from PCG32. */
-static void option_orders(const Options *o, int orders[][QUIZ_OPTIONS], int n)
-{
-    Pcg32 rng;
-    pcg32_seed(&rng, o->seed, 0x9a1);
-    for (int q = 0; q < n; q++) {
-        for (int i = 0; i < QUIZ_OPTIONS; i++) orders[q][i] = i;
-        for (int i = QUIZ_OPTIONS - 1; o->shuffle && i > 0; i--) {
-            int j = (int)pcg32_bounded(&rng, (uint32_t)i + 1), t = orders[q][i];
-            orders[q][i] = orders[q][j];
-            orders[q][j] = t;
-        }
-    }
-}
-
 static void print_question(const Bank *b, int q, const int *order, QuizLang lang)
 {
     printf("\n");
-    printf(WORDS[lang].question_of, q + 1, b->n_questions);
+    printf(quiz_words(lang)->question_of, q + 1, b->n_questions);
     printf("\n%s\n", b->questions[q].question.lang[lang]);
     for (int i = 0; i < QUIZ_OPTIONS; i++)
         printf("  %d) %s\n", i + 1, b->questions[q].options[order[i]].lang[lang]);
@@ -171,14 +139,14 @@ static int next_answer(const char **answers, QuizLang lang)
         return parse_answer(one);
     }
     for (;;) {
-        printf("%s", WORDS[lang].your_answer);
+        printf("%s", quiz_words(lang)->your_answer);
         fflush(stdout);
         char line[64];
         if (!fgets(line, sizeof line, stdin)) return -2;
         line[strcspn(line, "\n")] = '\0';
         int a = parse_answer(line);
         if (a >= 0) return a;
-        printf("%s\n", WORDS[lang].invalid);
+        printf("%s\n", quiz_words(lang)->invalid);
     }
 }
 
@@ -197,9 +165,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "quiz: %s\n", remat_last_error());
         return 1;
     }
-    const Words *w = &WORDS[o.lang];
+    const QuizWords *w = quiz_words(o.lang);
     int orders[8][QUIZ_OPTIONS];
-    option_orders(&o, orders, bank->n_questions);
+    bank_option_orders(bank, o.seed, o.shuffle, orders);
     print_header(bank, o.lang);
 
     if (o.preview || (!o.answers && !isatty(STDIN_FILENO))) {
@@ -239,7 +207,9 @@ int main(int argc, char **argv)
         printf("\n%s\n", text);
         printf(w->proof, question->test_file, question->test_name);
         printf("\n");
-        printf(w->measure, question->bench);
+        char program[256];
+        snprintf(program, sizeof program, "build/%s", question->bench);
+        printf(w->measure, program);
         printf("\n");
     }
 
