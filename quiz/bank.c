@@ -131,6 +131,10 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
     if (!(out->test_file = need_string(test, "file", path, inner)) || !(out->test_name = need_string(test, "name", path, inner)) ||
         !(out->bench = need_string(q, "bench", path, where)))
         return REMAT_ECORRUPT;
+    const cJSON *plot = cJSON_GetObjectItemCaseSensitive(q, "plot");
+    snprintf(inner, sizeof inner, "%s.plot", where);
+    if (!(out->plot = need_string(plot, "file", path, inner)) || need_text(plot, "alt", path, inner, &out->plot_alt) != REMAT_OK)
+        return REMAT_ECORRUPT;
     return load_measurements(q, path, where, out);
 }
 

@@ -4,8 +4,9 @@
  * The bank holds the quiz's title, subtitle and description, and 8 questions, each in
  * English and Arabic: the question, four options, the index of the correct one, an
  * explanation with {placeholders}, the test that proves the answer (file and test name),
- * the bench that measures it, and the measurements its placeholders quote — each naming
- * a bench's results file, a table, the record to pick and the field to read.
+ * the bench that measures it, the plot bench/plots.sh draws of it, and the measurements
+ * its placeholders quote — each naming a bench's results file, a table, the record to
+ * pick and the field to read.
  *
  * What it is not: a general JSON model. Texts point into the parsed document, which the
  * Bank owns until bank_free.
@@ -50,6 +51,8 @@ typedef struct Question {
     QuizText explanation;
     const char *test_file, *test_name;
     const char *bench; /* the program that measures it, under build/: "bench/bench_scaling" */
+    const char *plot;  /* the PNG bench/plots.sh draws of it: "scaling.png" */
+    QuizText plot_alt; /* what the plot shows, for a reader who cannot see it */
     Measurement *measurements;
     int n_measurements;
 } Question;
