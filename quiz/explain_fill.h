@@ -9,8 +9,8 @@
  * Both front ends fill explanations here, so the terminal and the page say the same words
  * and quote the same figures: explain_pieces walks an explanation and hands each piece
  * (the bank's words, or one placeholder's value) to a sink; fill_explanation is the sink
- * that joins them into one line of text, as the terminal prints it; a sink that writes
- * markup can mark each figure.
+ * that joins them into one line of text, as the terminal prints it. The page's sink
+ * (page.c) writes the same pieces as HTML, marking each figure.
  */
 #ifndef REMAT_QUIZ_EXPLAIN_FILL_H
 #define REMAT_QUIZ_EXPLAIN_FILL_H

@@ -2,8 +2,8 @@
  * words.h — what the quiz program itself says, in English and Arabic.
  *
  * The bank (bank.h) holds the questions; this holds the program's own words around them:
- * prompts, verdicts, the score. Every front end takes them from here, so that each says
- * the same thing in the same words.
+ * prompts, verdicts, the score. The terminal prints them; the page (page.h) uses the same
+ * verdicts and score line, so the two front ends say the same thing in the same words.
  * Texts with %d, %c or %s are printf formats, their arguments in the order the comment
  * gives.
  */
