@@ -571,8 +571,7 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
     put_string(out, pw->when, lang);
     fputs("</dt><dd>", out);
     if (!first[0]) put_string(out, pw->not_recorded, lang);
-    else if (!strcmp(first, last)) put_string(out, first, lang);
-    else put_words(out, lang, pw->range, (const char *[]){first, last}, NULL);
+    else put_words(out, lang, strcmp(first, last) ? pw->range : "%s", (const char *[]){first, last}, "time");
     fputs("</dd>\n", out);
     put_field(out, lang, pw->mode, field_mode, src->results, benches, n_benches);
     put_field(out, lang, pw->commit, field_commit, src->results, benches, n_benches);

@@ -47,9 +47,10 @@
     }
 
     /* ---- drawing the state ---- */
+    /* A copy of an option's text as the page shows it, its isolated runs included. */
     function optionText(lang, q, option) {
         var button = questions[lang][q].querySelector('.option[data-option="' + option + '"]');
-        return button.querySelector(".text").textContent;
+        return button.querySelector(".text").cloneNode(true);
     }
 
     function drawQuestion(lang, q) {
@@ -92,8 +93,8 @@
             var said = document.createElement("span");
             said.className = "visually-hidden";
             said.textContent = (isRight ? words[lang].right : words[lang].wrong) + " ";
-            item.append(mark, said, words[lang].your_answer + ": " + optionText(lang, q, chosen));
-            if (!isRight) item.append(" · " + words[lang].the_answer + ": " + optionText(lang, q, correct[q]));
+            item.append(mark, said, words[lang].your_answer + ": ", optionText(lang, q, chosen));
+            if (!isRight) item.append(" · " + words[lang].the_answer + ": ", optionText(lang, q, correct[q]));
             list.append(item);
         });
         result.hidden = answered === 0;
