@@ -39,7 +39,7 @@ typedef struct PageWords {
     const char *noscript;                    /* with JavaScript off */
     const char *answer_summary;              /* the <details> that holds the answer */
     const char *plot_missing;                /* %s plot file, %s results dir, %s plots dir */
-    const char *plot_broken;                 /* %s plot file: present but not a PNG */
+    const char *plot_broken;                 /* %s plot file: present but not a readable PNG */
     const char *plot_caption;                /* %s plot file */
     const char *result_title, *again;        /* the score section */
     const char *your_answer, *the_answer;    /* the score's list, one line per question */
@@ -60,7 +60,7 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
         .noscript = "JavaScript is off: open “Answer and explanation” under a question to check your answer.",
         .answer_summary = "Answer and explanation",
         .plot_missing = "(plot %s not drawn yet: run bench/plots.sh %s %s)",
-        .plot_broken = "(%s is not a PNG file)",
+        .plot_broken = "(%s is not a readable PNG file)",
         .plot_caption = "%s, drawn by bench/plots.sh from this machine's results",
         .result_title = "Your score",
         .again = "Start again",
@@ -91,7 +91,7 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
         .noscript = "جافاسكربت معطّلة: افتح «الإجابة والتفسير» تحت السؤال لتتحقق من إجابتك.",
         .answer_summary = "الإجابة والتفسير",
         .plot_missing = "(لم يُرسم %s بعد: شغّل bench/plots.sh %s %s)",
-        .plot_broken = "(%s ليس ملف PNG)",
+        .plot_broken = "(%s ليس ملف PNG مقروءًا)",
         .plot_caption = "%s، رسمه bench/plots.sh من نتائج هذا الجهاز",
         .result_title = "نتيجتك",
         .again = "ابدأ من جديد",
@@ -320,14 +320,15 @@ static bool png_size(const unsigned char *data, size_t n, uint32_t *width, uint3
 
 /* Writes question `q`'s plot as a <figure> holding the PNG as a data: URI, or says why it
  * cannot. Returns REMAT_ECORRUPT (after writing the page's note) when the file is there
- * but is not a PNG. */
+ * but cannot be read or is not a PNG. */
 static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const PageSources *src)
 {
     const PageWords *pw = &PAGE_WORDS[lang];
     char path[1024], line[2048];
     snprintf(path, sizeof path, "%s/%s", src->plots_dir, q->plot);
     size_t n = 0;
-    unsigned char *png = access(path, F_OK) == 0 ? read_all(path, &n) : NULL;
+    const bool present = access(path, F_OK) == 0;
+    unsigned char *png = present ? read_all(path, &n) : NULL;
     uint32_t width, height;
     RematStatus status = REMAT_OK;
     fputs("<figure class=\"plot\">", out);
@@ -340,8 +341,8 @@ static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const P
         put_words(out, lang, pw->plot_caption, (const char *[]){q->plot}, "code");
         fputs("</figcaption>", out);
     } else {
-        if (png) {
-            status = remat_fail(REMAT_ECORRUPT, "%s is not a PNG file", path);
+        if (present) {
+            status = remat_fail(REMAT_ECORRUPT, "%s is not a readable PNG file", path);
             snprintf(line, sizeof line, pw->plot_broken, path);
         } else {
             snprintf(line, sizeof line, pw->plot_missing, q->plot, results_dir(src->results), src->plots_dir);

@@ -352,10 +352,10 @@ static void test_page_write_reports_a_bad_plot_and_refuses_a_script_that_ends_ea
                        .plots_dir = plots, .style_file = style, .script_file = script};
     /* A plot that is not a PNG: the page is written and says so; the call reports it. */
     assert_int_equal(page_write(path, &src), REMAT_ECORRUPT);
-    assert_non_null(strstr(remat_last_error(), "scaling.png is not a PNG file"));
+    assert_non_null(strstr(remat_last_error(), "scaling.png is not a readable PNG file"));
     char *html = slurp(path);
     assert_non_null(html);
-    assert_non_null(strstr(html, "scaling.png is not a PNG file)"));
+    assert_non_null(strstr(html, "scaling.png is not a readable PNG file)"));
     free(html);
     /* A script holding "</script" would end the page's <script> early: refused, and the
      * page written before is left as it was. */
