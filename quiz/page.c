@@ -8,11 +8,8 @@
  * questions come from the bank, the explanations from explain_pieces (the same pieces the
  * terminal joins into a line), the verdicts and the score line from words.h.
  *
- * Every text from the bank or the results goes through put_text, which escapes it for
- * HTML and, in the Arabic view, isolates each left-to-right run — a number with its unit,
- * a file name, code, a formula — in <bdi dir="ltr">, so that "O(N²)" or "280.0 KiB"
- * reads as written inside a right-to-left sentence instead of having its brackets and
- * signs reordered by the bidirectional algorithm.
+ * Every text from the bank or the results goes through html_text (html_text.h), which
+ * escapes it for HTML and, in the Arabic view, isolates each left-to-right run.
  *
  * What it is not: a general HTML writer. It writes this page and checks only what could
  * break it (the style or script closing its own element).
@@ -29,6 +26,8 @@
 #include <unistd.h>
 
 #include "quiz/words.h"
+
+#include "html_text.h"
 
 static const char *const LANG_CODES[LANG_COUNT] = {"en", "ar"};
 static const char *const LANG_DIRS[LANG_COUNT] = {"ltr", "rtl"};
@@ -119,154 +118,6 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
     },
 };
 
-/* ---- text: escaping and isolation ---------------------------------------------------- */
-
-static void put_escaped(FILE *out, const char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        switch (s[i]) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&#39;", out); break;
-        default: fputc(s[i], out);
-        }
-    }
-}
-
-/* The code point of the UTF-8 sequence at s[0..len) and its length in *n (a malformed
- * byte counts as one character of its own, U+FFFD). */
-static uint32_t next_char(const char *s, size_t len, size_t *n)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t need = u[0] < 0x80 ? 1 : u[0] >= 0xF0 ? 4 : u[0] >= 0xE0 ? 3 : u[0] >= 0xC0 ? 2 : 0;
-    if (need == 0 || need > len) {
-        *n = 1;
-        return 0xFFFD;
-    }
-    uint32_t c = need == 1 ? u[0] : u[0] & (0x7F >> need);
-    for (size_t i = 1; i < need; i++) {
-        if ((u[i] & 0xC0) != 0x80) {
-            *n = 1;
-            return 0xFFFD;
-        }
-        c = (c << 6) | (u[i] & 0x3F);
-    }
-    *n = need;
-    return c;
-}
-
-/* Letters, digits and punctuation of the Arabic script (its main and presentation-form
- * blocks). */
-static bool is_arabic(uint32_t c)
-{
-    return (c >= 0x0600 && c <= 0x06FF) || (c >= 0x0750 && c <= 0x077F) || (c >= 0x08A0 && c <= 0x08FF) ||
-           (c >= 0xFB50 && c <= 0xFDFF) || (c >= 0xFE70 && c <= 0xFEFF);
-}
-
-/* A character that carries a left-to-right run's meaning: a Latin letter or digit, or a
- * symbol such as ², ᵀ, √, · or ×. Spaces, ASCII punctuation, general punctuation (dashes,
- * quotation marks) and the no-break space are not: they belong to the sentence around. */
-static bool is_run_char(uint32_t c)
-{
-    if (c < 0x80) return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
-    return !is_arabic(c) && c != 0xA0 && c != 0xAB && c != 0xBB && !(c >= 0x2000 && c <= 0x206F);
-}
-
-/* Widens the left-to-right run s[*start..*end) inside the non-Arabic stretch s[from..to)
- * to the punctuation that belongs to it: a sign before a number, a percent sign after
- * one, the closing brackets of brackets it opened, and a pair of brackets or quotation
- * marks around it. */
-static void widen_run(const char *s, size_t from, size_t to, size_t *start, size_t *end)
-{
-    if (*start > from && (s[*start - 1] == '+' || s[*start - 1] == '-') && s[*start] >= '0' && s[*start] <= '9')
-        (*start)--;
-    if (*end < to && s[*end] == '%') (*end)++;
-    int open = 0;
-    for (size_t i = *start; i < *end; i++) open += (s[i] == '(') - (s[i] == ')');
-    while (open > 0 && *end < to && s[*end] == ')') {
-        (*end)++;
-        open--;
-    }
-    while (*start > from && *end < to &&
-           ((s[*start - 1] == '(' && s[*end] == ')') || (s[*start - 1] == '"' && s[*end] == '"'))) {
-        (*start)--;
-        (*end)++;
-    }
-}
-
-/* Writes `len` bytes of `s` as HTML text. In Arabic, each left-to-right run is isolated:
- * the stretches between Arabic characters are searched for their first and last run
- * character (is_run_char), widened by widen_run, and wrapped in <bdi dir="ltr">. */
-static void put_text(FILE *out, const char *s, size_t len, QuizLang lang)
-{
-    if (lang != LANG_AR) {
-        put_escaped(out, s, len);
-        return;
-    }
-    size_t i = 0;
-    while (i < len) {
-        size_t n, j = i, start = 0, end = 0;
-        bool found = false;
-        while (j < len) { /* the stretch s[i..j) holds no Arabic character */
-            uint32_t c = next_char(s + j, len - j, &n);
-            if (is_arabic(c)) break;
-            if (is_run_char(c)) {
-                if (!found) start = j;
-                found = true;
-                end = j + n;
-            }
-            j += n;
-        }
-        if (found) {
-            widen_run(s, i, j, &start, &end);
-            put_escaped(out, s + i, start - i);
-            fputs("<bdi dir=\"ltr\">", out);
-            put_escaped(out, s + start, end - start);
-            fputs("</bdi>", out);
-            put_escaped(out, s + end, j - end);
-        } else {
-            put_escaped(out, s + i, j - i);
-        }
-        for (i = j; i < len; i += n) { /* the Arabic that follows, as it is */
-            if (!is_arabic(next_char(s + i, len - i, &n))) break;
-            put_escaped(out, s + i, n);
-        }
-    }
-}
-
-static void put_string(FILE *out, const char *s, QuizLang lang)
-{
-    put_text(out, s, strlen(s), lang);
-}
-
-/* Writes a words.h format whose conversions (%s, %c, %d) are all given as strings in
- * `args`, in order, each wrapped in <tag> when `tag` is not NULL. */
-static void put_words(FILE *out, QuizLang lang, const char *format, const char *const *args, const char *tag)
-{
-    const char *p = format;
-    for (const char *conv; (conv = strchr(p, '%')) != NULL; p = conv + 2) {
-        put_text(out, p, (size_t)(conv - p), lang);
-        if (tag) fprintf(out, "<%s>", tag);
-        put_string(out, *args++, lang);
-        if (tag) fprintf(out, "</%s>", tag);
-    }
-    put_string(out, p, lang);
-}
-
-/* A JSON string for the script's data: escaped so that it cannot end its <script>. */
-static void put_json_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c == '"' || *c == '\\') fprintf(out, "\\%c", *c);
-        else if (*c < 0x20 || *c == '<' || *c == '>' || *c == '&') fprintf(out, "\\u%04x", *c);
-        else fputc(*c, out);
-    }
-    fputc('"', out);
-}
-
 /* ---- files: the style, the script and the plots -------------------------------------- */
 
 /* The whole file at `path` (its length in *size), owned by the caller; NULL with
@@ -334,11 +185,11 @@ static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const P
     fputs("<figure class=\"plot\">", out);
     if (png && png_size(png, n, &width, &height)) {
         fprintf(out, "<img width=\"%u\" height=\"%u\" alt=\"", width, height);
-        put_escaped(out, q->plot_alt.lang[lang], strlen(q->plot_alt.lang[lang]));
+        html_escaped(out, q->plot_alt.lang[lang], strlen(q->plot_alt.lang[lang]));
         fputs("\" src=\"data:image/png;base64,", out);
         put_base64(out, png, n);
         fputs("\">\n<figcaption>", out);
-        put_words(out, lang, pw->plot_caption, (const char *[]){q->plot}, "code");
+        html_words(out, lang, pw->plot_caption, (const char *[]){q->plot}, "code");
         fputs("</figcaption>", out);
     } else {
         if (present) {
@@ -348,7 +199,7 @@ static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const P
             snprintf(line, sizeof line, pw->plot_missing, q->plot, results_dir(src->results), src->plots_dir);
         }
         fputs("<p class=\"missing\">", out);
-        put_string(out, line, lang);
+        html_string(out, line, lang);
         fputs("</p>", out);
     }
     fputs("</figure>\n", out);
@@ -370,7 +221,7 @@ static void put_piece(void *ctx, PieceKind kind, const char *text, size_t len)
     static const char *const classes[] = {[PIECE_FIGURE] = "fig", [PIECE_MISSING] = "fig missing",
                                           [PIECE_BROKEN] = "fig broken"};
     if (kind != PIECE_TEXT) fprintf(sink->out, "<span class=\"%s\">", classes[kind]);
-    put_text(sink->out, text, len, sink->lang);
+    html_text(sink->out, text, len, sink->lang);
     if (kind != PIECE_TEXT) fputs("</span>", sink->out);
 }
 
@@ -385,9 +236,9 @@ static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSourc
     fprintf(out, "<article class=\"question\" id=\"%s-q%d\" data-correct=\"%d\" aria-labelledby=\"%s-q%d-stem\">\n",
             l, q + 1, question->correct + 1, l, q + 1);
     fprintf(out, "<p class=\"count\">");
-    put_string(out, count, lang);
+    html_string(out, count, lang);
     fprintf(out, "</p>\n<h2 class=\"stem\" id=\"%s-q%d-stem\">", l, q + 1);
-    put_string(out, question->question.lang[lang], lang);
+    html_string(out, question->question.lang[lang], lang);
     fprintf(out, "</h2>\n<ol class=\"options\" aria-labelledby=\"%s-q%d-stem\">\n", l, q + 1);
     int shown_correct = 0;
     for (int i = 0; i < QUIZ_OPTIONS; i++) {
@@ -395,25 +246,25 @@ static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSourc
         if (option == question->correct) shown_correct = i;
         fprintf(out, "<li><button type=\"button\" class=\"option\" data-option=\"%d\" disabled>"
                      "<span class=\"key\" aria-hidden=\"true\">%d</span> <span class=\"text\">", option + 1, i + 1);
-        put_string(out, question->options[option].lang[lang], lang);
+        html_string(out, question->options[option].lang[lang], lang);
         fputs("</span><span class=\"mark\"></span></button></li>\n", out);
     }
     fputs("</ol>\n<p class=\"verdict\" role=\"status\"></p>\n", out);
 
     fputs("<details class=\"answer\">\n<summary>", out);
-    put_string(out, PAGE_WORDS[lang].answer_summary, lang);
+    html_string(out, PAGE_WORDS[lang].answer_summary, lang);
     fputs("</summary>\n<p class=\"correct\">", out);
     const char shown[2] = {(char)('1' + shown_correct), '\0'};
-    put_words(out, lang, w->correct_was, (const char *[]){shown, question->options[question->correct].lang[lang]}, NULL);
+    html_words(out, lang, w->correct_was, (const char *[]){shown, question->options[question->correct].lang[lang]}, NULL);
     fputs("</p>\n<p class=\"explanation\">", out);
     HtmlSink sink = {out, lang};
     RematStatus status = explain_pieces(question, lang, src->results, put_piece, &sink);
     fputs("</p>\n<p class=\"proof\">", out);
-    put_words(out, lang, w->proof, (const char *[]){question->test_file, question->test_name}, "code");
+    html_words(out, lang, w->proof, (const char *[]){question->test_file, question->test_name}, "code");
     fputs("</p>\n<p class=\"bench\">", out);
     char program[256];
     snprintf(program, sizeof program, "build/%s", question->bench);
-    put_words(out, lang, w->measure, (const char *[]){program}, "code");
+    html_words(out, lang, w->measure, (const char *[]){program}, "code");
     fputs("</p>\n", out);
     RematStatus plot = put_plot(out, question, lang, src);
     fputs("</details>\n</article>\n", out);
@@ -526,15 +377,15 @@ static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *te
         if (n_owners[v] < 16) owners[v][n_owners[v]++] = benches[b];
     }
     fputs("<dt>", out);
-    put_string(out, label, lang);
+    html_string(out, label, lang);
     fputs("</dt><dd>", out);
     for (int v = 0; v < n_values; v++) {
         if (v) fputs(PAGE_WORDS[lang].semicolon, out);
-        put_string(out, values[v], lang);
+        html_string(out, values[v], lang);
         for (int o = 0; n_values > 1 && o < n_owners[v]; o++) {
             fputs(o ? PAGE_WORDS[lang].comma : " (", out);
             fputs("<code>", out);
-            put_string(out, owners[v][o], lang);
+            html_string(out, owners[v][o], lang);
             fputs(o + 1 == n_owners[v] ? "</code>)" : "</code>", out);
         }
     }
@@ -548,7 +399,7 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
     const int n_benches = quoted_benches(src->bank, benches, 16);
     fprintf(out, "<footer class=\"measured\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n<h2>", LANG_CODES[lang],
             LANG_CODES[lang], LANG_DIRS[lang]);
-    put_string(out, pw->footer_title, lang);
+    html_string(out, pw->footer_title, lang);
     fputs("</h2>\n", out);
     /* The dates of the first and the last bench run, ISO 8601 in UTC: they sort as text. */
     char first[64] = "", last[64] = "", date[64];
@@ -564,15 +415,15 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
         char line[1024];
         snprintf(line, sizeof line, pw->no_results, results_dir(src->results));
         fputs("<p>", out);
-        put_string(out, line, lang);
+        html_string(out, line, lang);
         fputs("</p>\n</footer>\n", out);
         return;
     }
     fputs("<dl>\n<dt>", out);
-    put_string(out, pw->when, lang);
+    html_string(out, pw->when, lang);
     fputs("</dt><dd>", out);
-    if (!first[0]) put_string(out, pw->not_recorded, lang);
-    else put_words(out, lang, strcmp(first, last) ? pw->range : "%s", (const char *[]){first, last}, "time");
+    if (!first[0]) html_string(out, pw->not_recorded, lang);
+    else html_words(out, lang, strcmp(first, last) ? pw->range : "%s", (const char *[]){first, last}, "time");
     fputs("</dd>\n", out);
     put_field(out, lang, pw->mode, field_mode, src->results, benches, n_benches);
     put_field(out, lang, pw->commit, field_commit, src->results, benches, n_benches);
@@ -581,12 +432,12 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
     put_field(out, lang, pw->load, field_load, src->results, benches, n_benches);
     put_field(out, lang, pw->system, field_system, src->results, benches, n_benches);
     fputs("<dt>", out);
-    put_string(out, pw->benches, lang);
+    html_string(out, pw->benches, lang);
     fputs("</dt><dd>", out);
     for (int b = 0; b < n_benches; b++) {
         if (b) fputs(pw->comma, out);
         fputs("<code>", out);
-        put_string(out, benches[b], lang);
+        html_string(out, benches[b], lang);
         fputs("</code>", out);
     }
     fputs("</dd>\n</dl>\n</footer>\n", out);
@@ -599,13 +450,13 @@ static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src)
     const Bank *bank = src->bank;
     fprintf(out, "<div class=\"view\" id=\"view-%s\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n<header>\n<p class=\"subtitle\">",
             LANG_CODES[lang], LANG_CODES[lang], LANG_CODES[lang], LANG_DIRS[lang]);
-    put_string(out, bank->subtitle.lang[lang], lang);
+    html_string(out, bank->subtitle.lang[lang], lang);
     fputs("</p>\n<h1>", out);
-    put_string(out, bank->title.lang[lang], lang);
+    html_string(out, bank->title.lang[lang], lang);
     fputs("</h1>\n<p class=\"description\">", out);
-    put_string(out, bank->description.lang[lang], lang);
+    html_string(out, bank->description.lang[lang], lang);
     fputs("</p>\n<noscript><p class=\"note\">", out);
-    put_string(out, PAGE_WORDS[lang].noscript, lang);
+    html_string(out, PAGE_WORDS[lang].noscript, lang);
     fputs("</p></noscript>\n</header>\n", out);
     RematStatus status = REMAT_OK;
     for (int q = 0; q < bank->n_questions; q++) {
@@ -630,7 +481,7 @@ static void put_script_words(FILE *out)
         fprintf(out, "%s\"%s\": {", l ? ", " : "", LANG_CODES[l]);
         for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
             fprintf(out, "%s\"%s\": ", i ? ", " : "", pairs[i][0]);
-            put_json_string(out, pairs[i][1]);
+            html_json_string(out, pairs[i][1]);
         }
         fputs("}", out);
     }
@@ -672,9 +523,9 @@ static RematStatus put_page(FILE *out, const PageSources *src, RematStatus *cont
           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
           "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n<title>",
           out);
-    put_escaped(out, bank->title.lang[LANG_EN], strlen(bank->title.lang[LANG_EN]));
+    html_escaped(out, bank->title.lang[LANG_EN], strlen(bank->title.lang[LANG_EN]));
     fputs(" · ", out);
-    put_escaped(out, bank->title.lang[LANG_AR], strlen(bank->title.lang[LANG_AR]));
+    html_escaped(out, bank->title.lang[LANG_AR], strlen(bank->title.lang[LANG_AR]));
     fputs("</title>\n", out);
     RematStatus status = put_inline(out, "style", src->style_file);
     if (status != REMAT_OK) return status;
