@@ -2,9 +2,9 @@
  * page.c — the quiz as one self-contained HTML page (see page.h).
  *
  * The page is written top to bottom with fprintf, one function per part: the head with
- * the inline style, then for each language its view (title, the eight questions, each
- * with its options as buttons and its answer inside a <details>) and its footer, the
- * score between them, and the script last. Nothing here decides what the quiz says: the
+ * the inline style; each language's view (title, the eight questions, each with its
+ * options as buttons and its answer inside a <details>); the score, which the script
+ * fills in the language shown; each language's footer; and the script last. Nothing here decides what the quiz says: the
  * questions come from the bank, the explanations from explain_pieces (the same pieces the
  * terminal joins into a line), the verdicts and the score line from words.h.
  *
