@@ -2,7 +2,8 @@
 # remat.sh — install what is missing, build, and run remat.
 #
 #   ./remat.sh run        install missing packages, build, run the main job (default):
-#                         the benches in quick mode, their plots, then the quiz
+#                         the benches in quick mode, their plots, the quiz as a page
+#                         (results/quiz.html), then the quiz in the terminal
 #   ./remat.sh test       install missing packages, build, run every test
 #   ./remat.sh sanitize   the tests again, built with AddressSanitizer + UBSan
 #   ./remat.sh debug      a -O0 -g3 build in build-debug/ for stepping through in gdb
@@ -64,7 +65,9 @@ case "$mode" in
     ./build/bench/bench_sgemm --quick
     ./build/bench/bench_all --quick --results results
     bench/plots.sh results results/plots
+    ./build/quiz/quiz --results results --html results/quiz.html
     echo "remat: results in results/, plots in results/plots/"
+    echo "remat: the quiz as one page, both languages, each answer with its plot: results/quiz.html"
     ./build/quiz/quiz --results results
     ;;
   test)
@@ -83,7 +86,7 @@ case "$mode" in
     echo "remat: debug build in build-debug/ (try: gdb --args build-debug/tests/test_memory)"
     ;;
   -h|--help|help)
-    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
     ;;
   *)
     echo "remat.sh: unknown command '$mode' (expected run, test, sanitize or debug)" >&2

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "tensor/rng.h"
+
 static const char *const LANG_KEYS[LANG_COUNT] = {"en", "ar"};
 
 RematStatus quiz_lang_parse(const char *name, QuizLang *lang)
@@ -129,7 +131,25 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
     if (!(out->test_file = need_string(test, "file", path, inner)) || !(out->test_name = need_string(test, "name", path, inner)) ||
         !(out->bench = need_string(q, "bench", path, where)))
         return REMAT_ECORRUPT;
+    const cJSON *plot = cJSON_GetObjectItemCaseSensitive(q, "plot");
+    snprintf(inner, sizeof inner, "%s.plot", where);
+    if (!(out->plot = need_string(plot, "file", path, inner)) || need_text(plot, "alt", path, inner, &out->plot_alt) != REMAT_OK)
+        return REMAT_ECORRUPT;
     return load_measurements(q, path, where, out);
+}
+
+void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS])
+{
+    Pcg32 rng;
+    pcg32_seed(&rng, seed, 0x9a1);
+    for (int q = 0; q < bank->n_questions; q++) {
+        for (int i = 0; i < QUIZ_OPTIONS; i++) orders[q][i] = i;
+        for (int i = QUIZ_OPTIONS - 1; shuffle && i > 0; i--) {
+            int j = (int)pcg32_bounded(&rng, (uint32_t)i + 1), t = orders[q][i];
+            orders[q][i] = orders[q][j];
+            orders[q][j] = t;
+        }
+    }
 }
 
 Bank *bank_load(const char *path)

@@ -4,14 +4,18 @@
  * The bank holds the quiz's title, subtitle and description, and 8 questions, each in
  * English and Arabic: the question, four options, the index of the correct one, an
  * explanation with {placeholders}, the test that proves the answer (file and test name),
- * the bench that measures it, and the measurements its placeholders quote — each naming
- * a bench's results file, a table, the record to pick and the field to read.
+ * the bench that measures it, the plot bench/plots.sh draws of it, and the measurements
+ * its placeholders quote — each naming a bench's results file, a table, the record to
+ * pick and the field to read.
  *
  * What it is not: a general JSON model. Texts point into the parsed document, which the
  * Bank owns until bank_free.
  */
 #ifndef REMAT_QUIZ_BANK_H
 #define REMAT_QUIZ_BANK_H
+
+#include <stdbool.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -47,6 +51,8 @@ typedef struct Question {
     QuizText explanation;
     const char *test_file, *test_name;
     const char *bench; /* the program that measures it, under build/: "bench/bench_scaling" */
+    const char *plot;  /* the PNG bench/plots.sh draws of it: "scaling.png" */
+    QuizText plot_alt; /* what the plot shows, for a reader who cannot see it */
     Measurement *measurements;
     int n_measurements;
 } Question;
@@ -65,6 +71,12 @@ Bank *bank_load(const char *path);
 
 /* Frees the bank. NULL is a no-op. */
 void bank_free(Bank *bank);
+
+/* The order the options of each of the bank's questions are shown in: orders[q][i] is the
+ * bank's index of the option shown (i + 1)-th. With `shuffle`, a Fisher–Yates shuffle
+ * drawn from PCG32 seeded with `seed` (the same seed, the same orders); without, the
+ * bank's own order. `orders` has a row per question. */
+void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS]);
 
 /* "en" or "ar" to a language; REMAT_EINVAL otherwise. */
 RematStatus quiz_lang_parse(const char *name, QuizLang *lang);

@@ -39,6 +39,11 @@ void results_close(ResultsDir *r)
     free(r);
 }
 
+const char *results_dir(const ResultsDir *r)
+{
+    return r->dir;
+}
+
 /* The parsed results of `bench`, reading the file the first time; NULL if missing. */
 static const ResultsFile *results_file(ResultsDir *r, const char *bench)
 {
@@ -62,6 +67,12 @@ static const ResultsFile *results_file(ResultsDir *r, const char *bench)
     free(text);
     fclose(fp);
     return f;
+}
+
+const cJSON *results_document(ResultsDir *r, const char *bench)
+{
+    const ResultsFile *f = results_file(r, bench);
+    return f ? f->doc : NULL;
 }
 
 /* True if every entry of `where` equals the record's field of the same name. */
@@ -135,18 +146,14 @@ int measured_count(const Question *q, ResultsDir *results)
     return found;
 }
 
-RematStatus fill_explanation(char *buf, size_t size, const Question *q, QuizLang lang, ResultsDir *results)
+RematStatus explain_pieces(const Question *q, QuizLang lang, ResultsDir *results, ExplainSink *sink, void *ctx)
 {
     const char *text = q->explanation.lang[lang];
     RematStatus status = REMAT_OK;
-    size_t used = 0;
-    buf[0] = '\0';
-    while (*text && used + 1 < size) {
+    for (;;) {
         const char *open = strchr(text, '{'), *close = open ? strchr(open, '}') : NULL;
-        size_t plain = open && close ? (size_t)(open - text) : strlen(text);
-        int n = snprintf(buf + used, size - used, "%.*s", (int)plain, text);
-        used += n > 0 ? (size_t)n : 0;
-        if (!open || !close || used + 1 >= size) break;
+        if (!open || !close) break;
+        if (open > text) sink(ctx, PIECE_TEXT, text, (size_t)(open - text));
         char name[64];
         snprintf(name, sizeof name, "%.*s", (int)(close - open - 1), open + 1);
         text = close + 1;
@@ -158,18 +165,44 @@ RematStatus fill_explanation(char *buf, size_t size, const Question *q, QuizLang
         const cJSON *v = NULL;
         Lookup found = m ? lookup(results, m, &v, why, sizeof why) : MALFORMED;
         if (!m) snprintf(why, sizeof why, "the question bank has no measurement %s", name);
+        PieceKind kind = PIECE_FIGURE;
         if (found == FOUND) {
             format_value(value, sizeof value, v, m->format);
         } else if (found == MISSING) {
+            kind = PIECE_MISSING;
             snprintf(value, sizeof value, lang == LANG_AR ? "(لم يُقَس بعد: شغّل build/bench/%s --quick)"
                                                           : "(not measured yet: run build/bench/%s --quick)", m->bench);
         } else {
+            kind = PIECE_BROKEN;
             status = remat_fail(REMAT_ECORRUPT, "%s", why);
             snprintf(value, sizeof value, "(%s)", why);
         }
-        n = snprintf(buf + used, size - used, "%s", value);
-        used += n > 0 ? (size_t)n : 0;
+        sink(ctx, kind, value, strlen(value));
     }
-    if (used >= size) buf[size - 1] = '\0';
+    if (*text) sink(ctx, PIECE_TEXT, text, strlen(text));
     return status;
+}
+
+/* fill_explanation's sink: appends each piece to a buffer, truncating at its end. */
+typedef struct LineBuffer {
+    char *buf;
+    size_t size, used;
+} LineBuffer;
+
+static void append_piece(void *ctx, PieceKind kind, const char *text, size_t len)
+{
+    (void)kind; /* on a terminal a figure reads like the words around it */
+    LineBuffer *line = ctx;
+    const size_t room = line->size - 1 - line->used;
+    if (len > room) len = room;
+    memcpy(line->buf + line->used, text, len);
+    line->used += len;
+    line->buf[line->used] = '\0';
+}
+
+RematStatus fill_explanation(char *buf, size_t size, const Question *q, QuizLang lang, ResultsDir *results)
+{
+    LineBuffer line = {buf, size, 0};
+    buf[0] = '\0';
+    return explain_pieces(q, lang, results, append_piece, &line);
 }

@@ -9,6 +9,7 @@
  *   quiz                       interactive (on a terminal)
  *   quiz --preview             every question and its options, no answers
  *   quiz --answers 2,4,1,...   a non-interactive run: one answer per question
+ *   quiz --html FILE           the same quiz as one self-contained page (page.h)
  *
  * Without a terminal and without --answers it prints the preview and exits 0, so the main
  * job never waits for input nobody can give. End of input ends the quiz with the score so
@@ -24,10 +25,17 @@
 
 #include "quiz/bank.h"
 #include "quiz/explain_fill.h"
-#include "tensor/rng.h"
+#include "quiz/page.h"
+#include "quiz/words.h"
 
 #ifndef REMAT_QUIZ_BANK
 #define REMAT_QUIZ_BANK "quiz/questions.json"
+#endif
+#ifndef REMAT_QUIZ_PAGE_CSS
+#define REMAT_QUIZ_PAGE_CSS "quiz/page.css"
+#endif
+#ifndef REMAT_QUIZ_PAGE_JS
+#define REMAT_QUIZ_PAGE_JS "quiz/page.js"
 #endif
 
 typedef struct Options {
@@ -35,32 +43,17 @@ typedef struct Options {
     bool preview, shuffle;
     const char *answers; /* comma-separated, or NULL */
     const char *results;
+    const char *plots; /* NULL: <results>/plots */
+    const char *html;  /* write the page here instead of asking */
     const char *bank;
     uint64_t seed;
 } Options;
-
-/* The words the program itself says, in both languages. */
-typedef struct Words {
-    const char *question_of, *your_answer, *invalid, *right, *wrong, *correct_was, *proof, *measure,
-        *score, *preview_note, *ended;
-} Words;
-
-static const Words WORDS[LANG_COUNT] = {
-    [LANG_EN] = {"Question %d of %d", "Your answer (1-4 or a-d): ", "Please answer 1-4 or a-d.",
-                 "Right.", "Not quite.", "The answer: %c) %s", "Proof: %s, %s", "Measured by: build/%s",
-                 "Score: %d of %d", "Answers and explanations are shown while you take the quiz (run it in a terminal).",
-                 "Input ended: the quiz stops here."},
-    [LANG_AR] = {"السؤال %d من %d", "إجابتك (1-4 أو a-d): ", "يُرجى الإجابة برقم من 1 إلى 4 أو بحرف من a إلى d.",
-                 "صحيح.", "ليس تمامًا.", "الإجابة: %c) %s", "البرهان: %s، %s", "يقيسه: build/%s",
-                 "النتيجة: %d من %d", "تظهر الإجابات والتفسيرات أثناء إجراء الاختبار (شغّله في طرفية).",
-                 "انتهى الإدخال: يتوقف الاختبار هنا."},
-};
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: quiz [--lang en|ar] [--preview] [--answers LIST] [--results DIR] [--seed N]\n"
-            "            [--no-shuffle] [--bank FILE]\n"
+            "            [--no-shuffle] [--bank FILE] [--html FILE [--plots DIR]]\n"
             "  The Activation Recomputation Quiz: 8 questions, with explanations that quote what\n"
             "  this machine's benches measured.\n"
             "  --lang en|ar     English (default) or Arabic (UTF-8; a terminal with bidi support\n"
@@ -69,6 +62,11 @@ static void usage(FILE *out)
             "  --answers LIST   answer without a terminal, e.g. 2,4,1,3,4,2,3,1 (numbers or\n"
             "                   letters, in the order the options are shown)\n"
             "  --results DIR    where the benches wrote their JSON (default: results)\n"
+            "  --html FILE      write the quiz, in both languages, as one self-contained HTML\n"
+            "                   page to FILE instead of asking (open it in a browser); the\n"
+            "                   URL fragment #lang=ar&answers=2,4,... answers it in the page\n"
+            "  --plots DIR      the PNGs the page shows (default: RESULTS/plots, where\n"
+            "                   bench/plots.sh draws them)\n"
             "  --seed N         the order of the options (default: a new order each run)\n"
             "  --no-shuffle     the options in the order of the source quiz\n"
             "  --bank FILE      the question bank (default: %s)\n"
@@ -98,6 +96,12 @@ static int parse_options(int argc, char **argv, Options *o)
         } else if (!strcmp(a, "--results") && v) {
             o->results = v;
             i++;
+        } else if (!strcmp(a, "--html") && v) {
+            o->html = v;
+            i++;
+        } else if (!strcmp(a, "--plots") && v) {
+            o->plots = v;
+            i++;
         } else if (!strcmp(a, "--bank") && v) {
             o->bank = v;
             i++;
@@ -120,25 +124,10 @@ static int parse_options(int argc, char **argv, Options *o)
     return 0;
 }
 
-/* The option order shown for each question: a Fisher–Yates shuffle drawn from PCG32. */
-static void option_orders(const Options *o, int orders[][QUIZ_OPTIONS], int n)
-{
-    Pcg32 rng;
-    pcg32_seed(&rng, o->seed, 0x9a1);
-    for (int q = 0; q < n; q++) {
-        for (int i = 0; i < QUIZ_OPTIONS; i++) orders[q][i] = i;
-        for (int i = QUIZ_OPTIONS - 1; o->shuffle && i > 0; i--) {
-            int j = (int)pcg32_bounded(&rng, (uint32_t)i + 1), t = orders[q][i];
-            orders[q][i] = orders[q][j];
-            orders[q][j] = t;
-        }
-    }
-}
-
 static void print_question(const Bank *b, int q, const int *order, QuizLang lang)
 {
     printf("\n");
-    printf(WORDS[lang].question_of, q + 1, b->n_questions);
+    printf(quiz_words(lang)->question_of, q + 1, b->n_questions);
     printf("\n%s\n", b->questions[q].question.lang[lang]);
     for (int i = 0; i < QUIZ_OPTIONS; i++)
         printf("  %d) %s\n", i + 1, b->questions[q].options[order[i]].lang[lang]);
@@ -171,20 +160,40 @@ static int next_answer(const char **answers, QuizLang lang)
         return parse_answer(one);
     }
     for (;;) {
-        printf("%s", WORDS[lang].your_answer);
+        printf("%s", quiz_words(lang)->your_answer);
         fflush(stdout);
         char line[64];
         if (!fgets(line, sizeof line, stdin)) return -2;
         line[strcspn(line, "\n")] = '\0';
         int a = parse_answer(line);
         if (a >= 0) return a;
-        printf("%s\n", WORDS[lang].invalid);
+        printf("%s\n", quiz_words(lang)->invalid);
     }
 }
 
 static void print_header(const Bank *b, QuizLang lang)
 {
     printf("%s\n%s\n%s\n", b->subtitle.lang[lang], b->title.lang[lang], b->description.lang[lang]);
+}
+
+/* --html: the page instead of the terminal. 0 when written (a malformed results file or
+ * plot is reported, and the page says so in its place), 1 when it could not be. */
+static int write_page(const Options *o, const Bank *bank, const int orders[][QUIZ_OPTIONS])
+{
+    char plots[1024];
+    snprintf(plots, sizeof plots, "%s/plots", o->results);
+    ResultsDir *results = results_open(o->results);
+    if (!results) {
+        fprintf(stderr, "quiz: no memory for the results\n");
+        return 1;
+    }
+    const PageSources src = {.bank = bank, .orders = orders, .results = results,
+                             .plots_dir = o->plots ? o->plots : plots,
+                             .style_file = REMAT_QUIZ_PAGE_CSS, .script_file = REMAT_QUIZ_PAGE_JS};
+    RematStatus status = page_write(o->html, &src);
+    results_close(results);
+    if (status != REMAT_OK) fprintf(stderr, "quiz: %s\n", remat_last_error());
+    return status == REMAT_OK || status == REMAT_ECORRUPT ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -197,9 +206,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "quiz: %s\n", remat_last_error());
         return 1;
     }
-    const Words *w = &WORDS[o.lang];
+    const QuizWords *w = quiz_words(o.lang);
     int orders[8][QUIZ_OPTIONS];
-    option_orders(&o, orders, bank->n_questions);
+    bank_option_orders(bank, o.seed, o.shuffle, orders);
+    if (o.html) {
+        int status = write_page(&o, bank, orders);
+        bank_free(bank);
+        return status;
+    }
     print_header(bank, o.lang);
 
     if (o.preview || (!o.answers && !isatty(STDIN_FILENO))) {
@@ -239,7 +253,9 @@ int main(int argc, char **argv)
         printf("\n%s\n", text);
         printf(w->proof, question->test_file, question->test_name);
         printf("\n");
-        printf(w->measure, question->bench);
+        char program[256];
+        snprintf(program, sizeof program, "build/%s", question->bench);
+        printf(w->measure, program);
         printf("\n");
     }
 

@@ -84,6 +84,7 @@ static void test_bank_is_complete_in_both_languages(void **state)
         for (const unsigned char *c = (const unsigned char *)ar; *c; c++) arabic |= *c >= 0xD8 && *c <= 0xDB;
         assert_true(arabic);
         assert_non_null(strstr(x->test_file, "tests/quiz/test_q"));
+        assert_non_null(strstr(x->plot, ".png"));
         assert_int_equal(x->correct, RIGHT[2 * q] - '1');
     }
     bank_free(b);

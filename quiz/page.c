@@ -1,0 +1,582 @@
+/*
+ * page.c — the quiz as one self-contained HTML page (see page.h).
+ *
+ * The page is written top to bottom with fprintf, one function per part: the head with
+ * the inline style; each language's view (title, the eight questions, each with its
+ * options as buttons and its answer inside a <details>); the score, which the script
+ * fills in the language shown; each language's footer; and the script last. Nothing here decides what the quiz says: the
+ * questions come from the bank, the explanations from explain_pieces (the same pieces the
+ * terminal joins into a line), the verdicts and the score line from words.h.
+ *
+ * Every text from the bank or the results goes through html_text (html_text.h), which
+ * escapes it for HTML and, in the Arabic view, isolates each left-to-right run.
+ *
+ * What it is not: a general HTML writer. It writes this page and checks only what could
+ * break it (the style or script closing its own element).
+ */
+#include "quiz/page.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "quiz/words.h"
+
+#include "html_text.h"
+
+static const char *const LANG_CODES[LANG_COUNT] = {"en", "ar"};
+static const char *const LANG_DIRS[LANG_COUNT] = {"ltr", "rtl"};
+
+/* The page's own words, beside the terminal's (words.h). */
+typedef struct PageWords {
+    const char *language_name;               /* in its own language, for the switch */
+    const char *noscript;                    /* with JavaScript off */
+    const char *answer_summary;              /* the <details> that holds the answer */
+    const char *plot_missing;                /* %s plot file, %s results dir, %s plots dir */
+    const char *plot_broken;                 /* %s plot file: present but not a readable PNG */
+    const char *plot_caption;                /* %s plot file */
+    const char *result_title, *again;        /* the score section */
+    const char *your_answer, *the_answer;    /* the score's list, one line per question */
+    const char *footer_title;                /* where the figures come from */
+    const char *when, *commit, *cpu, *threads, *load, *mode, *system, *benches; /* footer labels */
+    const char *no_results;                  /* %s results dir: nothing there */
+    const char *not_recorded;                /* a field the results do not hold */
+    const char *cpu_line;                    /* %s cores, %s OpenBLAS core */
+    const char *dirty, *clean;               /* after the commit */
+    const char *quick, *full;                /* the benches' modes */
+    const char *range;                       /* %s first date, %s last date */
+    const char *comma, *semicolon;           /* between the items of a list */
+} PageWords;
+
+static const PageWords PAGE_WORDS[LANG_COUNT] = {
+    [LANG_EN] = {
+        .language_name = "English",
+        .noscript = "JavaScript is off: open “Answer and explanation” under a question to check your answer.",
+        .answer_summary = "Answer and explanation",
+        .plot_missing = "(plot %s not drawn yet: run bench/plots.sh %s %s)",
+        .plot_broken = "(%s is not a readable PNG file)",
+        .plot_caption = "%s, drawn by bench/plots.sh from this machine's results",
+        .result_title = "Your score",
+        .again = "Start again",
+        .your_answer = "your answer",
+        .the_answer = "the answer",
+        .footer_title = "Where these figures come from",
+        .when = "Measured",
+        .commit = "Commit",
+        .cpu = "CPU",
+        .threads = "Threads",
+        .load = "Load while measuring",
+        .mode = "Mode",
+        .system = "System",
+        .benches = "Benches",
+        .no_results = "No results in %s yet: each figure above names the bench that measures it.",
+        .not_recorded = "not recorded in the results",
+        .cpu_line = "%s cores, OpenBLAS kernels for %s (the CPU's model is not recorded in the results)",
+        .dirty = "with uncommitted changes",
+        .clean = "no uncommitted changes",
+        .quick = "quick (small configurations)",
+        .full = "full",
+        .range = "%s to %s",
+        .comma = ", ",
+        .semicolon = "; ",
+    },
+    [LANG_AR] = {
+        .language_name = "العربية",
+        .noscript = "جافاسكربت معطّلة: افتح «الإجابة والتفسير» تحت السؤال لتتحقق من إجابتك.",
+        .answer_summary = "الإجابة والتفسير",
+        .plot_missing = "(لم يُرسم %s بعد: شغّل bench/plots.sh %s %s)",
+        .plot_broken = "(%s ليس ملف PNG مقروءًا)",
+        .plot_caption = "%s، رسمه bench/plots.sh من نتائج هذا الجهاز",
+        .result_title = "نتيجتك",
+        .again = "ابدأ من جديد",
+        .your_answer = "إجابتك",
+        .the_answer = "الإجابة",
+        .footer_title = "من أين تأتي هذه الأرقام",
+        .when = "وقت القياس",
+        .commit = "الإيداع",
+        .cpu = "المعالج",
+        .threads = "الخيوط",
+        .load = "الحمل أثناء القياس",
+        .mode = "النمط",
+        .system = "النظام",
+        .benches = "برامج القياس",
+        .no_results = "لا توجد نتائج في %s بعد: كل رقم أعلاه يسمّي برنامج القياس الذي يقيسه.",
+        .not_recorded = "غير مسجَّل في النتائج",
+        .cpu_line = "%s أنوية، ونوى OpenBLAS لـ %s (طراز المعالج غير مسجَّل في النتائج)",
+        .dirty = "مع تعديلات غير مودَعة",
+        .clean = "بلا تعديلات غير مودَعة",
+        .quick = "سريع (إعدادات صغيرة)",
+        .full = "كامل",
+        .range = "من %s إلى %s",
+        .comma = "، ",
+        .semicolon = "؛ ",
+    },
+};
+
+/* ---- files: the style, the script and the plots -------------------------------------- */
+
+/* The whole file at `path` (its length in *size), owned by the caller; NULL with
+ * REMAT_EIO. */
+static unsigned char *read_all(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        remat_fail(REMAT_EIO, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    unsigned char *data = NULL;
+    long length = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (length >= 0 && fseek(f, 0, SEEK_SET) == 0 && (data = malloc((size_t)length + 1))) {
+        if (fread(data, 1, (size_t)length, f) == (size_t)length) {
+            data[length] = '\0';
+            *size = (size_t)length;
+        } else {
+            free(data);
+            data = NULL;
+        }
+    }
+    fclose(f);
+    if (!data) remat_fail(REMAT_EIO, "cannot read %s", path);
+    return data;
+}
+
+/* Base64 (RFC 4648, with padding) of `n` bytes. */
+static void put_base64(FILE *out, const unsigned char *data, size_t n)
+{
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < n; i += 3) {
+        const uint32_t b = (uint32_t)data[i] << 16 | (i + 1 < n ? (uint32_t)data[i + 1] << 8 : 0) |
+                           (i + 2 < n ? data[i + 2] : 0);
+        fputc(digits[b >> 18 & 63], out);
+        fputc(digits[b >> 12 & 63], out);
+        fputc(i + 1 < n ? digits[b >> 6 & 63] : '=', out);
+        fputc(i + 2 < n ? digits[b & 63] : '=', out);
+    }
+}
+
+/* A PNG's width and height from its IHDR chunk; false if `data` is not a PNG. */
+static bool png_size(const unsigned char *data, size_t n, uint32_t *width, uint32_t *height)
+{
+    static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    if (n < 24 || memcmp(data, signature, 8) != 0 || memcmp(data + 12, "IHDR", 4) != 0) return false;
+    *width = (uint32_t)data[16] << 24 | (uint32_t)data[17] << 16 | (uint32_t)data[18] << 8 | data[19];
+    *height = (uint32_t)data[20] << 24 | (uint32_t)data[21] << 16 | (uint32_t)data[22] << 8 | data[23];
+    return true;
+}
+
+/* Writes question `q`'s plot as a <figure> holding the PNG as a data: URI, or says why it
+ * cannot. Returns REMAT_ECORRUPT (after writing the page's note) when the file is there
+ * but cannot be read or is not a PNG. */
+static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const PageSources *src)
+{
+    const PageWords *pw = &PAGE_WORDS[lang];
+    char path[1024], line[2048];
+    snprintf(path, sizeof path, "%s/%s", src->plots_dir, q->plot);
+    size_t n = 0;
+    const bool present = access(path, F_OK) == 0;
+    unsigned char *png = present ? read_all(path, &n) : NULL;
+    uint32_t width, height;
+    RematStatus status = REMAT_OK;
+    fputs("<figure class=\"plot\">", out);
+    if (png && png_size(png, n, &width, &height)) {
+        fprintf(out, "<img width=\"%u\" height=\"%u\" alt=\"", width, height);
+        html_escaped(out, q->plot_alt.lang[lang], strlen(q->plot_alt.lang[lang]));
+        fputs("\" src=\"data:image/png;base64,", out);
+        put_base64(out, png, n);
+        fputs("\">\n<figcaption>", out);
+        html_words(out, lang, pw->plot_caption, (const char *[]){q->plot}, "code");
+        fputs("</figcaption>", out);
+    } else {
+        if (present) {
+            status = remat_fail(REMAT_ECORRUPT, "%s is not a readable PNG file", path);
+            snprintf(line, sizeof line, pw->plot_broken, path);
+        } else {
+            snprintf(line, sizeof line, pw->plot_missing, q->plot, results_dir(src->results), src->plots_dir);
+        }
+        fputs("<p class=\"missing\">", out);
+        html_string(out, line, lang);
+        fputs("</p>", out);
+    }
+    fputs("</figure>\n", out);
+    free(png);
+    return status;
+}
+
+/* ---- one question ------------------------------------------------------------------- */
+
+/* The page's sink for explain_pieces: the bank's words as text, each figure marked. */
+typedef struct HtmlSink {
+    FILE *out;
+    QuizLang lang;
+} HtmlSink;
+
+static void put_piece(void *ctx, PieceKind kind, const char *text, size_t len)
+{
+    const HtmlSink *sink = ctx;
+    static const char *const classes[] = {[PIECE_FIGURE] = "fig", [PIECE_MISSING] = "fig missing",
+                                          [PIECE_BROKEN] = "fig broken"};
+    if (kind != PIECE_TEXT) fprintf(sink->out, "<span class=\"%s\">", classes[kind]);
+    html_text(sink->out, text, len, sink->lang);
+    if (kind != PIECE_TEXT) fputs("</span>", sink->out);
+}
+
+static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSources *src)
+{
+    const Question *question = &src->bank->questions[q];
+    const QuizWords *w = quiz_words(lang);
+    const char *l = LANG_CODES[lang];
+    char count[64];
+    snprintf(count, sizeof count, w->question_of, q + 1, src->bank->n_questions);
+
+    fprintf(out, "<article class=\"question\" id=\"%s-q%d\" data-correct=\"%d\" aria-labelledby=\"%s-q%d-stem\">\n",
+            l, q + 1, question->correct + 1, l, q + 1);
+    fprintf(out, "<p class=\"count\">");
+    html_string(out, count, lang);
+    fprintf(out, "</p>\n<h2 class=\"stem\" id=\"%s-q%d-stem\">", l, q + 1);
+    html_string(out, question->question.lang[lang], lang);
+    fprintf(out, "</h2>\n<ol class=\"options\" aria-labelledby=\"%s-q%d-stem\">\n", l, q + 1);
+    int shown_correct = 0;
+    for (int i = 0; i < QUIZ_OPTIONS; i++) {
+        const int option = src->orders[q][i];
+        if (option == question->correct) shown_correct = i;
+        fprintf(out, "<li><button type=\"button\" class=\"option\" data-option=\"%d\" disabled>"
+                     "<span class=\"key\" aria-hidden=\"true\">%d</span> <span class=\"text\">", option + 1, i + 1);
+        html_string(out, question->options[option].lang[lang], lang);
+        fputs("</span><span class=\"mark\"></span></button></li>\n", out);
+    }
+    fputs("</ol>\n<p class=\"verdict\" role=\"status\"></p>\n", out);
+
+    fputs("<details class=\"answer\">\n<summary>", out);
+    html_string(out, PAGE_WORDS[lang].answer_summary, lang);
+    fputs("</summary>\n<p class=\"correct\">", out);
+    const char shown[2] = {(char)('1' + shown_correct), '\0'};
+    html_words(out, lang, w->correct_was, (const char *[]){shown, question->options[question->correct].lang[lang]}, NULL);
+    fputs("</p>\n<p class=\"explanation\">", out);
+    HtmlSink sink = {out, lang};
+    RematStatus status = explain_pieces(question, lang, src->results, put_piece, &sink);
+    fputs("</p>\n<p class=\"proof\">", out);
+    html_words(out, lang, w->proof, (const char *[]){question->test_file, question->test_name}, "code");
+    fputs("</p>\n<p class=\"bench\">", out);
+    char program[256];
+    snprintf(program, sizeof program, "build/%s", question->bench);
+    html_words(out, lang, w->measure, (const char *[]){program}, "code");
+    fputs("</p>\n", out);
+    RematStatus plot = put_plot(out, question, lang, src);
+    fputs("</details>\n</article>\n", out);
+    return status != REMAT_OK ? status : plot;
+}
+
+/* ---- the footer: when and where the figures were measured --------------------------- */
+
+/* The benches the bank quotes, each once, in the bank's order. */
+static int quoted_benches(const Bank *bank, const char **benches, int max)
+{
+    int n = 0;
+    for (int q = 0; q < bank->n_questions; q++) {
+        for (int m = 0; m < bank->questions[q].n_measurements; m++) {
+            const char *bench = bank->questions[q].measurements[m].bench;
+            bool seen = false;
+            for (int i = 0; i < n; i++) seen |= !strcmp(benches[i], bench);
+            if (!seen && n < max) benches[n++] = bench;
+        }
+    }
+    return n;
+}
+
+/* What a results document says about one footer field, as text in `buf`; false when the
+ * document does not record it. */
+typedef bool FieldText(const cJSON *doc, QuizLang lang, char *buf, size_t size);
+
+static bool string_at(const cJSON *obj, const char *key, char *buf, size_t size)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsString(v)) return false;
+    snprintf(buf, size, "%s", v->valuestring);
+    return true;
+}
+
+static bool field_commit(const cJSON *doc, QuizLang lang, char *buf, size_t size)
+{
+    const cJSON *commit = cJSON_GetObjectItemCaseSensitive(doc, "git_commit");
+    const cJSON *dirty = cJSON_GetObjectItemCaseSensitive(doc, "git_dirty");
+    if (!cJSON_IsString(commit)) return false;
+    snprintf(buf, size, "%.12s%s%s", commit->valuestring, cJSON_IsBool(dirty) ? PAGE_WORDS[lang].comma : "",
+             !cJSON_IsBool(dirty) ? "" : cJSON_IsTrue(dirty) ? PAGE_WORDS[lang].dirty : PAGE_WORDS[lang].clean);
+    return true;
+}
+
+static bool field_cpu(const cJSON *doc, QuizLang lang, char *buf, size_t size)
+{
+    const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
+    const cJSON *cores = cJSON_GetObjectItemCaseSensitive(machine, "cores");
+    char core[128], count[16];
+    if (!cJSON_IsNumber(cores) || !string_at(machine, "blas_core", core, sizeof core)) return false;
+    snprintf(count, sizeof count, "%d", cores->valueint);
+    snprintf(buf, size, PAGE_WORDS[lang].cpu_line, count, core);
+    return true;
+}
+
+static bool field_threads(const cJSON *doc, QuizLang lang, char *buf, size_t size)
+{
+    (void)lang;
+    const cJSON *threads = cJSON_GetObjectItemCaseSensitive(doc, "threads");
+    if (!cJSON_IsNumber(threads)) return false;
+    snprintf(buf, size, "%d", threads->valueint);
+    return true;
+}
+
+/* The results schema (bench/README.md) has no load average: every document is silent. */
+static bool field_load(const cJSON *doc, QuizLang lang, char *buf, size_t size)
+{
+    (void)doc, (void)lang, (void)buf, (void)size;
+    return false;
+}
+
+static bool field_mode(const cJSON *doc, QuizLang lang, char *buf, size_t size)
+{
+    char mode[16];
+    if (!string_at(doc, "mode", mode, sizeof mode)) return false;
+    const char *said = !strcmp(mode, "quick") ? PAGE_WORDS[lang].quick : !strcmp(mode, "full") ? PAGE_WORDS[lang].full : mode;
+    snprintf(buf, size, "%s", said);
+    return true;
+}
+
+static bool field_system(const cJSON *doc, QuizLang lang, char *buf, size_t size)
+{
+    const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
+    char os[256], host[128];
+    if (!string_at(machine, "os", os, sizeof os) || !string_at(machine, "hostname", host, sizeof host)) return false;
+    snprintf(buf, size, "%s%s%s", os, PAGE_WORDS[lang].comma, host);
+    return true;
+}
+
+/* One <dt>/<dd> pair: the field's value if every bench that has results agrees on it,
+ * otherwise each value followed by the benches that recorded it, and "not recorded" for
+ * those that did not. */
+static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *text, ResultsDir *results,
+                      const char **benches, int n_benches)
+{
+    enum { MAX_VALUES = 16 };
+    char values[MAX_VALUES][512];
+    const char *owners[MAX_VALUES][16];
+    int n_values = 0, n_owners[MAX_VALUES] = {0};
+    for (int b = 0; b < n_benches; b++) {
+        const cJSON *doc = results_document(results, benches[b]);
+        if (!doc) continue;
+        char value[512];
+        if (!text(doc, lang, value, sizeof value)) snprintf(value, sizeof value, "%s", PAGE_WORDS[lang].not_recorded);
+        int v = 0;
+        while (v < n_values && strcmp(values[v], value)) v++;
+        if (v == MAX_VALUES) continue;
+        if (v == n_values) snprintf(values[n_values++], sizeof values[0], "%s", value);
+        if (n_owners[v] < 16) owners[v][n_owners[v]++] = benches[b];
+    }
+    fputs("<dt>", out);
+    html_string(out, label, lang);
+    fputs("</dt><dd>", out);
+    for (int v = 0; v < n_values; v++) {
+        if (v) fputs(PAGE_WORDS[lang].semicolon, out);
+        html_string(out, values[v], lang);
+        for (int o = 0; n_values > 1 && o < n_owners[v]; o++) {
+            fputs(o ? PAGE_WORDS[lang].comma : " (", out);
+            fputs("<code>", out);
+            html_string(out, owners[v][o], lang);
+            fputs(o + 1 == n_owners[v] ? "</code>)" : "</code>", out);
+        }
+    }
+    fputs("</dd>\n", out);
+}
+
+static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
+{
+    const PageWords *pw = &PAGE_WORDS[lang];
+    const char *benches[16];
+    const int n_benches = quoted_benches(src->bank, benches, 16);
+    fprintf(out, "<footer class=\"measured\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n<h2>", LANG_CODES[lang],
+            LANG_CODES[lang], LANG_DIRS[lang]);
+    html_string(out, pw->footer_title, lang);
+    fputs("</h2>\n", out);
+    /* The dates of the first and the last bench run, ISO 8601 in UTC: they sort as text. */
+    char first[64] = "", last[64] = "", date[64];
+    int with_results = 0;
+    for (int b = 0; b < n_benches; b++) {
+        const cJSON *doc = results_document(src->results, benches[b]);
+        with_results += doc != NULL;
+        if (!doc || !string_at(doc, "date", date, sizeof date)) continue;
+        if (!first[0] || strcmp(date, first) < 0) snprintf(first, sizeof first, "%s", date);
+        if (!last[0] || strcmp(date, last) > 0) snprintf(last, sizeof last, "%s", date);
+    }
+    if (!with_results) {
+        char line[1024];
+        snprintf(line, sizeof line, pw->no_results, results_dir(src->results));
+        fputs("<p>", out);
+        html_string(out, line, lang);
+        fputs("</p>\n</footer>\n", out);
+        return;
+    }
+    fputs("<dl>\n<dt>", out);
+    html_string(out, pw->when, lang);
+    fputs("</dt><dd>", out);
+    if (!first[0]) html_string(out, pw->not_recorded, lang);
+    else html_words(out, lang, strcmp(first, last) ? pw->range : "%s", (const char *[]){first, last}, "time");
+    fputs("</dd>\n", out);
+    put_field(out, lang, pw->mode, field_mode, src->results, benches, n_benches);
+    put_field(out, lang, pw->commit, field_commit, src->results, benches, n_benches);
+    put_field(out, lang, pw->cpu, field_cpu, src->results, benches, n_benches);
+    put_field(out, lang, pw->threads, field_threads, src->results, benches, n_benches);
+    put_field(out, lang, pw->load, field_load, src->results, benches, n_benches);
+    put_field(out, lang, pw->system, field_system, src->results, benches, n_benches);
+    fputs("<dt>", out);
+    html_string(out, pw->benches, lang);
+    fputs("</dt><dd>", out);
+    for (int b = 0; b < n_benches; b++) {
+        if (b) fputs(pw->comma, out);
+        fputs("<code>", out);
+        html_string(out, benches[b], lang);
+        fputs("</code>", out);
+    }
+    fputs("</dd>\n</dl>\n</footer>\n", out);
+}
+
+/* ---- the page ------------------------------------------------------------------------ */
+
+static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src)
+{
+    const Bank *bank = src->bank;
+    fprintf(out, "<div class=\"view\" id=\"view-%s\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n<header>\n<p class=\"subtitle\">",
+            LANG_CODES[lang], LANG_CODES[lang], LANG_CODES[lang], LANG_DIRS[lang]);
+    html_string(out, bank->subtitle.lang[lang], lang);
+    fputs("</p>\n<h1>", out);
+    html_string(out, bank->title.lang[lang], lang);
+    fputs("</h1>\n<p class=\"description\">", out);
+    html_string(out, bank->description.lang[lang], lang);
+    fputs("</p>\n<noscript><p class=\"note\">", out);
+    html_string(out, PAGE_WORDS[lang].noscript, lang);
+    fputs("</p></noscript>\n</header>\n", out);
+    RematStatus status = REMAT_OK;
+    for (int q = 0; q < bank->n_questions; q++) {
+        RematStatus s = put_question(out, q, lang, src);
+        if (status == REMAT_OK) status = s;
+    }
+    fputs("</div>\n", out);
+    return status;
+}
+
+/* The words the script needs, per language, as JSON in a <script type="application/json">. */
+static void put_script_words(FILE *out)
+{
+    fputs("<script type=\"application/json\" id=\"quiz-words\">{", out);
+    for (int l = 0; l < LANG_COUNT; l++) {
+        const QuizWords *w = quiz_words((QuizLang)l);
+        const PageWords *pw = &PAGE_WORDS[l];
+        const char *const pairs[][2] = {{"right", w->right},          {"wrong", w->wrong},
+                                        {"score", w->score},          {"result_title", pw->result_title},
+                                        {"again", pw->again},         {"your_answer", pw->your_answer},
+                                        {"the_answer", pw->the_answer}};
+        fprintf(out, "%s\"%s\": {", l ? ", " : "", LANG_CODES[l]);
+        for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+            fprintf(out, "%s\"%s\": ", i ? ", " : "", pairs[i][0]);
+            html_json_string(out, pairs[i][1]);
+        }
+        fputs("}", out);
+    }
+    fputs("}</script>\n", out);
+}
+
+/* Inlines the file at `path` inside <element>; it must not contain "</element". */
+static RematStatus put_inline(FILE *out, const char *element, const char *path)
+{
+    size_t n;
+    char *text = (char *)read_all(path, &n);
+    if (!text) return REMAT_EIO;
+    char closing[32];
+    snprintf(closing, sizeof closing, "</%s", element);
+    RematStatus status = REMAT_OK;
+    if (strstr(text, closing)) status = remat_fail(REMAT_ECORRUPT, "%s contains \"%s\", which would end the page's <%s> early", path, closing, element);
+    else fprintf(out, "<%s>\n%s</%s>\n", element, text, element);
+    free(text);
+    return status;
+}
+
+/* Reports a JavaScript error or a blocked load in the page itself (data-js-error on
+ * <html>), before the main script runs, so that even a syntax error in it is seen. */
+static const char ERROR_WATCH[] =
+    "<script>\n"
+    "function remat_page_error(what) { document.documentElement.setAttribute(\"data-js-error\", what); }\n"
+    "window.addEventListener(\"error\", function (e) { remat_page_error(e.message || \"error\"); });\n"
+    "document.addEventListener(\"securitypolicyviolation\", function (e) { remat_page_error(\"blocked \" + e.blockedURI); });\n"
+    "</script>\n";
+
+/* The whole page into `out`. Returns REMAT_OK, or the error that stopped it (the style or
+ * the script); a malformed results file or plot does not stop it and is reported in
+ * *content instead. */
+static RematStatus put_page(FILE *out, const PageSources *src, RematStatus *content)
+{
+    const Bank *bank = src->bank;
+    fputs("<!DOCTYPE html>\n<html lang=\"en\" dir=\"ltr\">\n<head>\n<meta charset=\"utf-8\">\n"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
+          "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n<title>",
+          out);
+    html_escaped(out, bank->title.lang[LANG_EN], strlen(bank->title.lang[LANG_EN]));
+    fputs(" · ", out);
+    html_escaped(out, bank->title.lang[LANG_AR], strlen(bank->title.lang[LANG_AR]));
+    fputs("</title>\n", out);
+    RematStatus status = put_inline(out, "style", src->style_file);
+    if (status != REMAT_OK) return status;
+    fputs(ERROR_WATCH, out);
+    fputs("</head>\n<body>\n<nav class=\"langs\" aria-label=\"Language · اللغة\">\n", out);
+    for (int l = 0; l < LANG_COUNT; l++)
+        fprintf(out, "<a href=\"#view-%s\" data-lang=\"%s\" lang=\"%s\" dir=\"%s\">%s</a>\n", LANG_CODES[l],
+                LANG_CODES[l], LANG_CODES[l], LANG_DIRS[l], PAGE_WORDS[l].language_name);
+    fprintf(out, "</nav>\n<main data-questions=\"%d\">\n", bank->n_questions);
+    for (int l = 0; l < LANG_COUNT; l++) {
+        RematStatus s = put_view(out, (QuizLang)l, src);
+        if (*content == REMAT_OK) *content = s;
+    }
+    fputs("<section class=\"result\" id=\"result\" aria-labelledby=\"result-title\" hidden>\n"
+          "<h2 id=\"result-title\"></h2>\n<p id=\"score\" role=\"status\"></p>\n<ol id=\"answers\"></ol>\n"
+          "<button type=\"button\" id=\"again\"></button>\n</section>\n</main>\n",
+          out);
+    for (int l = 0; l < LANG_COUNT; l++) put_footer(out, (QuizLang)l, src);
+    put_script_words(out);
+    if ((status = put_inline(out, "script", src->script_file)) != REMAT_OK) return status;
+    fputs("</body>\n</html>\n", out);
+    return REMAT_OK;
+}
+
+RematStatus page_write(const char *path, const PageSources *src)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
+        return remat_fail(REMAT_EINVAL, "cannot write %s: the name is too long", path);
+    const int fd = mkstemp(tmp);
+    if (fd < 0)
+        return remat_fail(REMAT_EIO, "cannot write %s: cannot create a temporary file beside it: %s", path, strerror(errno));
+    FILE *out = fdopen(fd, "w");
+    if (!out) {
+        const int err = errno;
+        close(fd);
+        unlink(tmp);
+        return remat_fail(REMAT_EIO, "cannot write %s: %s", path, strerror(err));
+    }
+    /* mkstemp makes the file readable by its owner only; a page is for anyone to open. */
+    RematStatus status = REMAT_OK, content = REMAT_OK;
+    if (fchmod(fd, 0644) != 0) status = remat_fail(REMAT_EIO, "cannot write %s: chmod failed: %s", path, strerror(errno));
+    if (status == REMAT_OK) status = put_page(out, src, &content);
+    if (status == REMAT_OK && (ferror(out) || fflush(out) != 0))
+        status = remat_fail(REMAT_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    if (fclose(out) != 0 && status == REMAT_OK) status = remat_fail(REMAT_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    if (status == REMAT_OK && rename(tmp, path) != 0)
+        status = remat_fail(REMAT_EIO, "cannot write %s: cannot rename %s over it: %s", path, tmp, strerror(errno));
+    if (status != REMAT_OK) {
+        unlink(tmp);
+        return status;
+    }
+    return content; /* REMAT_ECORRUPT keeps the message of the malformed file it met */
+}

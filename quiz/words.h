@@ -1,0 +1,31 @@
+/*
+ * words.h — what the quiz program itself says, in English and Arabic.
+ *
+ * The bank (bank.h) holds the questions; this holds the program's own words around them:
+ * prompts, verdicts, the score. The terminal prints them; the page (page.h) uses the same
+ * verdicts and score line, so the two front ends say the same thing in the same words.
+ * Texts with %d, %c or %s are printf formats, their arguments in the order the comment
+ * gives.
+ */
+#ifndef REMAT_QUIZ_WORDS_H
+#define REMAT_QUIZ_WORDS_H
+
+#include "quiz/bank.h"
+
+typedef struct QuizWords {
+    const char *question_of;  /* %d question number, %d questions: "Question 1 of 8" */
+    const char *your_answer;  /* the terminal's prompt */
+    const char *invalid;      /* an answer that is not 1-4 or a-d */
+    const char *right, *wrong; /* the verdict */
+    const char *correct_was;  /* %c the option's number as shown, %s its text */
+    const char *proof;        /* %s test file, %s test name */
+    const char *measure;      /* %s the bench's program: "build/bench/bench_scaling" */
+    const char *score;        /* %d right answers, %d questions: "Score: 8 of 8" */
+    const char *preview_note; /* after the preview, without a terminal */
+    const char *ended;        /* end of input before the last question */
+} QuizWords;
+
+/* The words of `lang` (static storage). */
+const QuizWords *quiz_words(QuizLang lang);
+
+#endif /* REMAT_QUIZ_WORDS_H */
