@@ -216,9 +216,13 @@ static void print_point(const Point *p)
     char layout[16];
     if (schedule_revolve_slots(p->s)) snprintf(layout, sizeof layout, "s=%d", schedule_revolve_slots(p->s));
     else snprintf(layout, sizeof layout, "%d/%d", schedule_regions(p->s), p->s->n_segments);
-    printf("  %-7s %10.3f %8s %10.3f %10.3f %10.3f %10.3f %11.4f %11.4f %7.3f\n", p->planner, mib(p->budget), layout,
-           mib(p->s->predicted.peak_act), mib(p->measured.peak[MEM_ACT]), mib(p->s->predicted.peak_total), mib(p->measured.peak_resident),
-           1e-9 * (double)p->s->predicted.recompute_flops, 1e-9 * (double)p->measured.flops[PHASE_RECOMPUTE], p->ratio);
+    char ratio[16] = "-"; /* below dp's smallest budget there is no optimum to compare with */
+    if (!isnan(p->ratio)) snprintf(ratio, sizeof ratio, "%.3f", p->ratio);
+    const Prediction *predicted = &p->s->predicted;
+    printf("  %-7s %10.3f %8s %10.3f %10.3f %10.3f %10.3f %11.4f %11.4f %7s\n", p->planner, mib(p->budget), layout,
+           mib(predicted->peak_act), mib(p->measured.peak[MEM_ACT]), mib(predicted->peak_total),
+           mib(p->measured.peak_resident), 1e-9 * (double)predicted->recompute_flops,
+           1e-9 * (double)p->measured.flops[PHASE_RECOMPUTE], ratio);
 }
 
 /* ---- the sweep ---------------------------------------------------------------------------- */
@@ -364,8 +368,10 @@ static RematStatus sweep(Chain *c, int n_budgets, int n_below, ResultsTable *poi
         w.n_planners = 2;
     }
     const size_t lo_revolve = w.n_planners == 3 ? planner_revolve_min_budget(c->cost) : 0;
-    printf("\n  %s: %d layers; smallest feasible budget %.3f MiB (revolve: %s%.3f MiB), none needs %.3f MiB\n",
-           c->name, c->cost->n_layers, mib(w.lo), w.n_planners == 3 ? "" : "not uniform, ", mib(lo_revolve), mib(w.hi));
+    char revolve[64] = "revolve: not uniform, plans nothing";
+    if (w.n_planners == 3) snprintf(revolve, sizeof revolve, "revolve: %.3f MiB", mib(lo_revolve));
+    printf("\n  %s: %d layers; smallest feasible budget %.3f MiB (%s), none needs %.3f MiB\n", c->name,
+           c->cost->n_layers, mib(w.lo), revolve, mib(w.hi));
     printf("  %-7s %10s %8s %10s %10s %10s %10s %11s %11s %7s\n", "plan", "budget", "regions", "peak ACT",
            "measured", "peak all", "measured", "recompute", "measured", "/ dp");
     printf("  %-7s %10s %8s %10s %10s %10s %10s %11s %11s %7s\n", "", "MiB", "or slots", "predicted", "MiB",

@@ -16,6 +16,7 @@ int main(int argc, char **argv)
     RematStatus status = train_run(&opt, &report, stdout);
     train_report_free(&report);
     if (status != REMAT_OK) {
+        fflush(stdout); /* block-buffered into a file: what the run printed comes first */
         fprintf(stderr, "train: %s\n", remat_last_error());
         return 1;
     }
