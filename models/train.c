@@ -1,21 +1,15 @@
 /*
- * train.c — the training loop: options, the step, evaluation, files, and the report of
- * what the ledgers measured (see train.h).
- *
- * One training step, as every strategy will see it:
- *
- *     draw a batch          (data generator; counted before the step is measured)
- *     zero the gradients
- *     loss = model_loss()   FORWARD FLOPs; activations saved for backward
- *     backward(loss)        BACKWARD FLOPs; saved activations freed as they are used
- *     optimizer step        OPTIMIZER FLOPs; only if everything before succeeded
+ * train.c — the training run (see train.h): build the model, its schedule, offloader and
+ * optimizer; draw a batch and run the one training step (step.h) on it, again and again;
+ * evaluate; resume and save files. Its command line is train_cli.c, what it prints
+ * train_report.c.
  *
  * A step that fails (the memory budget, a file error) leaves the parameters and optimizer
- * state as they were before it: the optimizer runs last, and only after backward worked.
+ * state as they were before it (step.h: the optimizer runs last, and only after backward
+ * worked); a step whose offload failed is redone with its activations in RAM.
  */
 #include "models/train.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
