@@ -56,7 +56,8 @@ struct StFile {
 
 /* ---- small helpers ---------------------------------------------------------------- */
 
-static const char *dtype_name(DType dtype)
+/* The name the format gives `dtype`. */
+static const char *st_dtype_name(DType dtype)
 {
     switch (dtype) {
     case DTYPE_F32: return "F32";
@@ -71,7 +72,7 @@ static int dtype_from_name(const char *name, DType *dtype)
 {
     static const DType known[] = {DTYPE_F32, DTYPE_I32, DTYPE_U8};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        if (strcmp(name, dtype_name(known[i])) == 0) {
+        if (strcmp(name, st_dtype_name(known[i])) == 0) {
             *dtype = known[i];
             return 1;
         }
@@ -186,7 +187,7 @@ static char *build_header(const StEntry *entries, int n, const StMeta *meta, int
          * tensor here. */
         double offsets[2] = {(double)offset, (double)(offset + t->bytes)};
         cJSON *e = cJSON_AddObjectToObject(root, entries[i].name);
-        if (!e || !cJSON_AddStringToObject(e, "dtype", dtype_name(t->dtype))) goto nomem;
+        if (!e || !cJSON_AddStringToObject(e, "dtype", st_dtype_name(t->dtype))) goto nomem;
         cJSON *shape = cJSON_CreateIntArray(t->shape, t->ndim);
         if (!shape || !cJSON_AddItemToObject(e, "shape", shape)) {
             cJSON_Delete(shape);
@@ -499,7 +500,7 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, uint64_t da
                           "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, but shape %s of %s needs %s",
                           path, name, (unsigned long long)info->begin, (unsigned long long)info->end,
                           (unsigned long long)(info->end - info->begin),
-                          shape_str(shape_buf, sizeof shape_buf, info->ndim, info->shape), dtype_name(info->dtype),
+                          shape_str(shape_buf, sizeof shape_buf, info->ndim, info->shape), st_dtype_name(info->dtype),
                           needed_buf);
     }
 
@@ -793,8 +794,8 @@ RematStatus st_read_into(const StFile *f, const char *name, Tensor *dst)
     if (!same) {
         char want[64], have[64];
         return remat_fail(REMAT_EINVAL, "st_read_into: %s: tensor %s is %s %s in the file, but the destination is %s %s",
-                          f->path, name, dtype_name(info->dtype), shape_str(have, sizeof have, info->ndim, info->shape),
-                          dtype_name(dst->dtype), shape_str(want, sizeof want, dst->ndim, dst->shape));
+                          f->path, name, st_dtype_name(info->dtype), shape_str(have, sizeof have, info->ndim, info->shape),
+                          st_dtype_name(dst->dtype), shape_str(want, sizeof want, dst->ndim, dst->shape));
     }
     return read_bytes(f, info, dst->data, "st_read_into");
 }
