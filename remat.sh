@@ -57,7 +57,7 @@ choose_blas_core() {
 
 # fuzz SECONDS: builds the fuzz targets and runs each for SECONDS from its seed corpus in
 # tests/fuzz/corpus/<target>/ (read only; what the fuzzer learns goes to
-# build-fuzz/corpus/<target>/). A crash, sanitizer report, leak or timeout stops that
+# build-fuzz/corpus/<target>/), with tests/fuzz/<target>.dict when there is one. A crash, sanitizer report, leak or timeout stops that
 # target, leaves the input in build-fuzz/findings/ and fails the whole run.
 fuzz() {
   local seconds=$1 failed=()
@@ -67,10 +67,12 @@ fuzz() {
     local name
     name=$(basename "$corpus")
     mkdir -p "build-fuzz/corpus/$name"
+    local dict=()
+    [ -f "tests/fuzz/$name.dict" ] && dict=(-dict="tests/fuzz/$name.dict")
     echo "remat: fuzz_$name for ${seconds}s"
     if ! nice -n 19 "build-fuzz/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=10 -max_len=65536 \
-        -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$name-" "build-fuzz/corpus/$name" "$corpus" \
-        2>"build-fuzz/fuzz_$name.log"; then
+        "${dict[@]}" -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$name-" \
+        "build-fuzz/corpus/$name" "$corpus" 2>"build-fuzz/fuzz_$name.log"; then
       failed+=("$name")
       tail -n 40 "build-fuzz/fuzz_$name.log" >&2
     fi
