@@ -132,8 +132,9 @@ case "$mode" in
     # Valgrind's virtual CPU has no AVX-512: build without -march=native and have OpenBLAS
     # use its AVX2 kernels. Every memcheck error and every leak (definite or possible)
     # fails the test, but for the OpenMP pool threads' own storage (tests/valgrind.supp).
-    # test_bench is left out: it runs every bench, hours under valgrind.
-    export OPENBLAS_CORETYPE=Haswell
+    # test_bench is left out: it runs every bench, hours under valgrind. Tests that
+    # measure the resident set skip that under REMAT_UNDER_VALGRIND: it is valgrind's.
+    export OPENBLAS_CORETYPE=Haswell REMAT_UNDER_VALGRIND=1
     build build-valgrind RelWithDebInfo -DREMAT_NATIVE=OFF \
       "-DCMAKE_CROSSCOMPILING_EMULATOR=valgrind;--quiet;--error-exitcode=99;--leak-check=full;--show-leak-kinds=definite,possible;--errors-for-leak-kinds=definite,possible;--suppressions=$PWD/tests/valgrind.supp"
     ctest --test-dir build-valgrind --output-on-failure -j "$JOBS" -E '^test_bench$'
