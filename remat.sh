@@ -10,7 +10,7 @@
 #                         build-fuzz/), each run S seconds (default 60) from its seed corpus;
 #                         fails on any finding, which is left in build-fuzz/findings/
 #   ./remat.sh valgrind   the tests (but test_bench) under valgrind's memcheck: errors and
-#                         leaks fail them; in build-valgrind/; slow: half an hour or more
+#                         leaks fail them; in build-valgrind/; slow: over an hour
 #
 # Every step is idempotent: packages already installed are not touched, and a build that
 # is up to date costs a second. REMAT_WERROR=ON turns compiler warnings into errors.
