@@ -7,6 +7,11 @@
 #   ./remat.sh test       install missing packages, build, run every test
 #   ./remat.sh sanitize   the tests again, built with AddressSanitizer + UBSan
 #   ./remat.sh debug      a -O0 -g3 build in build-debug/ for stepping through in gdb
+#   ./remat.sh fuzz [S]   the libFuzzer targets of tests/fuzz (clang, ASan + UBSan, in
+#                         build-fuzz/), each run S seconds (default 60) from its seed corpus;
+#                         fails on any finding, which is left in build-fuzz/findings/
+#   ./remat.sh valgrind   the tests (but test_bench) under valgrind's memcheck: errors and
+#                         leaks fail them; in build-valgrind/; slow: over an hour
 #
 # Every step is idempotent: packages already installed are not touched, and a build that
 # is up to date costs a second. REMAT_WERROR=ON turns compiler warnings into errors.
@@ -14,11 +19,14 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(build-essential cmake pkg-config libopenblas-openmp-dev libcmocka-dev libpcg-cpp-dev libcjson-dev gnuplot-nox)
+# clang's libFuzzer and sanitizer runtimes, and its OpenMP (remat's loops use OpenMP).
+FUZZ_PACKAGES=(clang libclang-rt-14-dev libomp-dev)
 JOBS=$(nproc 2>/dev/null || echo 2)
 
+# install_missing [extra packages...]: PACKAGES and the extra ones, those not installed.
 install_missing() {
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  for p in "${PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -48,12 +56,45 @@ choose_blas_core() {
   fi
 }
 
-# build DIR BUILD_TYPE [extra cmake args...]
+# fuzz SECONDS: builds the fuzz targets and runs each for SECONDS from its seed corpus in
+# tests/fuzz/corpus/<target>/ (read only; what the fuzzer learns goes to
+# build-fuzz/corpus/<target>/), with tests/fuzz/<target>.dict when there is one. A crash, sanitizer report, leak or timeout stops that
+# target, leaves the input in build-fuzz/findings/ and fails the whole run.
+fuzz() {
+  local seconds=$1 failed=()
+  CC=clang CXX=clang++ build build-fuzz RelWithDebInfo -DREMAT_FUZZ=ON -DREMAT_BUILD_TESTS=OFF --target fuzz_targets
+  mkdir -p build-fuzz/findings
+  for corpus in tests/fuzz/corpus/*/; do
+    local name
+    name=$(basename "$corpus")
+    mkdir -p "build-fuzz/corpus/$name"
+    local dict=()
+    [ -f "tests/fuzz/$name.dict" ] && dict=(-dict="tests/fuzz/$name.dict")
+    echo "remat: fuzz_$name for ${seconds}s"
+    if ! nice -n 19 "build-fuzz/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=10 -max_len=65536 \
+        "${dict[@]}" -print_final_stats=1 -artifact_prefix="build-fuzz/findings/$name-" \
+        "build-fuzz/corpus/$name" "$corpus" 2>"build-fuzz/fuzz_$name.log"; then
+      failed+=("$name")
+      tail -n 40 "build-fuzz/fuzz_$name.log" >&2
+    fi
+    grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' "build-fuzz/fuzz_$name.log" || true
+  done
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo "remat: fuzzing found something in: ${failed[*]} (inputs in build-fuzz/findings/)" >&2
+    return 1
+  fi
+}
+
+# build DIR BUILD_TYPE [extra cmake args...] [--target T]
 build() {
-  local dir=$1 type=$2
+  local dir=$1 type=$2 target=()
   shift 2
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DREMAT_WERROR="${REMAT_WERROR:-OFF}" "$@" >/dev/null
-  cmake --build "$dir" -j "$JOBS"
+  local args=()
+  while [ $# -gt 0 ]; do
+    if [ "$1" = --target ]; then target=(--target "$2"); shift 2; else args+=("$1"); shift; fi
+  done
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" -DREMAT_WERROR="${REMAT_WERROR:-OFF}" "${args[@]}" >/dev/null
+  cmake --build "$dir" -j "$JOBS" "${target[@]}"
 }
 
 mode=${1:-run}
@@ -85,11 +126,27 @@ case "$mode" in
     build build-debug Debug
     echo "remat: debug build in build-debug/ (try: gdb --args build-debug/tests/test_memory)"
     ;;
+  fuzz)
+    install_missing "${FUZZ_PACKAGES[@]}"
+    fuzz "${2:-60}"
+    ;;
+  valgrind)
+    install_missing valgrind
+    # Valgrind's virtual CPU has no AVX-512: build without -march=native and have OpenBLAS
+    # use its AVX2 kernels. Every memcheck error and every leak (definite or possible)
+    # fails the test, but for the OpenMP pool threads' own storage (tests/valgrind.supp).
+    # test_bench is left out: it runs every bench, hours under valgrind. Tests that
+    # measure the resident set skip that under REMAT_UNDER_VALGRIND: it is valgrind's.
+    export OPENBLAS_CORETYPE=Haswell REMAT_UNDER_VALGRIND=1
+    build build-valgrind RelWithDebInfo -DREMAT_NATIVE=OFF \
+      "-DCMAKE_CROSSCOMPILING_EMULATOR=valgrind;--quiet;--error-exitcode=99;--leak-check=full;--show-leak-kinds=definite,possible;--errors-for-leak-kinds=definite,possible;--suppressions=$PWD/tests/valgrind.supp"
+    ctest --test-dir build-valgrind --output-on-failure -j "$JOBS" -E '^test_bench$'
+    ;;
   -h|--help|help)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
     ;;
   *)
-    echo "remat.sh: unknown command '$mode' (expected run, test, sanitize or debug)" >&2
+    echo "remat.sh: unknown command '$mode' (expected run, test, sanitize, debug, fuzz or valgrind)" >&2
     exit 2
     ;;
 esac

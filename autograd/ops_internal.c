@@ -5,16 +5,6 @@
 
 #include <stdio.h>
 
-static const char *dtype_name(DType dtype)
-{
-    switch (dtype) {
-    case DTYPE_F32: return "float32";
-    case DTYPE_U8:  return "uint8";
-    case DTYPE_I32: return "int32";
-    }
-    return "unknown";
-}
-
 RematStatus ops_check_inputs(const char *op, Var *const *inputs, int n)
 {
     for (int i = 0; i < n; i++) {

@@ -24,7 +24,7 @@ typedef struct Options {
     int size;     /* M = N = K */
     int reps;     /* timed repetitions per thread count */
     int threads[MAX_THREAD_COUNTS];
-    int n_threads;
+    size_t n_threads;
 } Options;
 
 static void usage(FILE *out)
@@ -35,7 +35,7 @@ static void usage(FILE *out)
             "  --quick        N = 1024 and 5 repetitions (a few seconds)\n"
             "  --size N       matrix size, 64..8192 (default 2048)\n"
             "  --reps R       timed repetitions per thread count, 1..100 (default 9)\n"
-            "  --threads LIST comma-separated thread counts (default 1,2,... up to the cores)\n"
+            "  --threads LIST comma-separated thread counts, at most 8 (default 1,2,... up to the cores)\n"
             "  --help         this text\n");
 }
 
@@ -60,15 +60,7 @@ static int parse_options(int argc, char **argv, Options *opt)
             if (!parse_int(value, 1, 100, &opt->reps)) goto bad_value;
             i++;
         } else if (!strcmp(arg, "--threads") && value) {
-            char list[256];
-            snprintf(list, sizeof list, "%s", value);
-            opt->n_threads = 0;
-            for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-                if (opt->n_threads == MAX_THREAD_COUNTS || !parse_int(tok, 1, 1024, &opt->threads[opt->n_threads]))
-                    goto bad_value;
-                opt->n_threads++;
-            }
-            if (opt->n_threads == 0) goto bad_value;
+            if (!parse_int_list(value, 1, 1024, opt->threads, MAX_THREAD_COUNTS, &opt->n_threads)) goto bad_value;
             i++;
         } else {
             fprintf(stderr, "bench_sgemm: unknown option or missing value: %s\n", arg);
@@ -171,7 +163,7 @@ int main(int argc, char **argv)
 
     printf("\n  %6s  %7s  %10s  %8s\n", "size", "threads", "median ms", "GFLOP/s");
     double gflops[MAX_THREAD_COUNTS];
-    for (int t = 0; t < opt.n_threads; t++) {
+    for (size_t t = 0; t < opt.n_threads; t++) {
         if (platform_set_threads(opt.threads[t]) != REMAT_OK) {
             fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
             free(A), free(B), free(C);

@@ -8,53 +8,49 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tensor/file.h"
 
 /* ---- loading ---------------------------------------------------------------------- */
 
 /* Reads the whole regular file at `path` into a new host buffer; on success stores it in
- * *bytes (caller frees) and its length in *size. On error returns REMAT_EIO or
- * REMAT_ENOMEM with a message and stores nothing. */
+ * *bytes (caller frees) and its length in *size. On error returns REMAT_EIO, REMAT_EINVAL
+ * or REMAT_ENOMEM with a message and stores nothing. A FIFO or a device is refused without
+ * waiting for it (file_open_regular). */
 static RematStatus read_whole_file(const char *path, uint8_t **bytes, size_t *size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return remat_fail(REMAT_EIO, "text_data_load: cannot open %s: %s", path, strerror(errno));
-
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        int err = errno;
-        fclose(f);
-        return remat_fail(REMAT_EIO, "text_data_load: cannot stat %s: %s", path, strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        fclose(f);
-        return remat_fail(REMAT_EIO, "text_data_load: %s is not a regular file", path);
-    }
+    int fd;
+    uint64_t file_size;
+    RematStatus status = file_open_regular("text_data_load", path, &fd, &file_size);
+    if (status != REMAT_OK) return status;
     /* Window starts are drawn with pcg32_bounded, whose bound is 32 bits. */
-    if ((uint64_t)st.st_size > UINT32_MAX) {
-        fclose(f);
-        return remat_fail(REMAT_EINVAL, "text_data_load: %s has %lld bytes; the loader takes less than 4 GiB",
-                          path, (long long)st.st_size);
+    if (file_size > UINT32_MAX) {
+        close(fd);
+        return remat_fail(REMAT_EINVAL, "text_data_load: %s has %llu bytes; the loader takes less than 4 GiB",
+                          path, (unsigned long long)file_size);
     }
-    size_t n = (size_t)st.st_size;
-
+    const size_t n = (size_t)file_size;
     uint8_t *buf = malloc(n ? n : 1);
     if (!buf) {
-        fclose(f);
+        close(fd);
         return remat_fail(REMAT_ENOMEM, "text_data_load: no memory for the %zu bytes of %s", n, path);
     }
-    size_t got = fread(buf, 1, n, f);
-    if (got != n) {
-        int err = errno;
-        RematStatus s = ferror(f)
-            ? remat_fail(REMAT_EIO, "text_data_load: cannot read %s: %s", path, strerror(err))
-            : remat_fail(REMAT_EIO, "text_data_load: %s ended after %zu of its %zu bytes (did it shrink?)",
-                         path, got, n);
-        free(buf);
-        fclose(f);
-        return s;
+    size_t got = 0;
+    while (got < n) {
+        const ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            status = r < 0 ? remat_fail(REMAT_EIO, "text_data_load: cannot read %s: %s", path, strerror(errno))
+                           : remat_fail(REMAT_EIO, "text_data_load: %s ended after %zu of its %zu bytes (did it "
+                                        "shrink?)", path, got, n);
+            free(buf);
+            close(fd);
+            return status;
+        }
+        got += (size_t)r;
     }
-    fclose(f);
+    close(fd);
     *bytes = buf;
     *size = n;
     return REMAT_OK;

@@ -44,7 +44,8 @@ typedef struct TextData {
  * bytes (one input and its target), and the file must be smaller than 4 GiB (window
  * starts are 32-bit draws). The caller owns the result and releases it with
  * text_data_free. On error returns NULL: REMAT_EIO naming the path and the system's
- * reason when the file cannot be opened or read; REMAT_EINVAL when val_fraction is not
+ * reason when the file cannot be opened or read, or saying what it is when it is not a
+ * regular file (a FIFO is refused at once, not waited on); REMAT_EINVAL when val_fraction is not
  * in (0, 0.5] or the file is too short (or too long) for the split; REMAT_ENOMEM. */
 TextData *text_data_load(const char *path, double val_fraction);
 

@@ -4,9 +4,13 @@
 #include "models/model_file.h"
 
 #include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tensor/parse.h"
 
 #define META_STEP "remat.step"
 #define META_DATA_RNG "remat.data_rng"
@@ -27,14 +31,36 @@ static void format_rng(char *buf, size_t size, const Pcg32 *rng)
     snprintf(buf, size, "%016" PRIx64 ":%016" PRIx64, rng->state, rng->inc);
 }
 
+/* Reads the n characters at s as a hexadecimal number of 1 to 16 digits (either case);
+ * false if they are anything else. */
+static bool parse_hex_u64(const char *s, size_t n, uint64_t *out)
+{
+    if (n == 0 || n > 16) return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char c = s[i];
+        const int digit = c >= '0' && c <= '9' ? c - '0'
+                        : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                        : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (digit < 0) return false;
+        v = v << 4 | (uint64_t)digit;
+    }
+    *out = v;
+    return true;
+}
+
+/* A generator's state as format_rng writes it, "STATE:INC" in hex, and nothing else: no
+ * sign, space, "0x" or trailing characters (sscanf's %x took "1:3garbage" as 1 and 3). */
 static RematStatus parse_rng(const StFile *f, const char *key, const char *path, Pcg32 *rng)
 {
     const char *text = st_meta(f, key);
+    const char *colon = text ? strchr(text, ':') : NULL;
     uint64_t state, inc;
-    if (!text || sscanf(text, "%" SCNx64 ":%" SCNx64, &state, &inc) != 2 || (inc & 1) == 0)
+    if (!colon || !parse_hex_u64(text, (size_t)(colon - text), &state) ||
+        !parse_hex_u64(colon + 1, strlen(colon + 1), &inc) || (inc & 1) == 0)
         return remat_fail(REMAT_ECORRUPT, "%s: metadata %s is %s; a training file stores a generator "
-                          "state as two hex numbers (was it saved without --save during training?)",
-                          path, key, text ? "malformed" : "missing");
+                          "state as two hex numbers, STATE:INC with INC odd (was it saved without --save "
+                          "during training?)", path, key, text ? "malformed" : "missing");
     rng->state = state;
     rng->inc = inc;
     return REMAT_OK;
@@ -82,7 +108,8 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
     return status;
 }
 
-/* Reads tensor `name` into a new MEM_WORK tensor and checks it has `like`'s shape. */
+/* Reads tensor `name` into a new MEM_WORK tensor and checks it: `like`'s dtype and shape,
+ * and for floats, every value finite (a NaN or an infinity would only train into NaN). */
 static Tensor *read_checked(const StFile *f, const char *path, const char *name, const Tensor *like)
 {
     Tensor *t = st_get(f, name, MEM_WORK);
@@ -94,11 +121,19 @@ static Tensor *read_checked(const StFile *f, const char *path, const char *name,
     }
     if (t->dtype != like->dtype || !tensor_same_shape(t, like)) {
         char want[48], got[48];
-        remat_fail(REMAT_ECORRUPT, "%s: tensor %s has shape %s, but this model's is %s (a file of "
-                   "another configuration?)", path, name, tensor_shape_str(got, sizeof got, t),
-                   tensor_shape_str(want, sizeof want, like));
+        remat_fail(REMAT_ECORRUPT, "%s: tensor %s is %s %s, but this model's is %s %s (a file of another "
+                   "configuration?)", path, name, dtype_name(t->dtype), tensor_shape_str(got, sizeof got, t),
+                   dtype_name(like->dtype), tensor_shape_str(want, sizeof want, like));
         tensor_free(t);
         return NULL;
+    }
+    for (size_t i = 0; t->dtype == DTYPE_F32 && i < t->numel; i++) {
+        if (!isfinite(t->f32[i])) {
+            remat_fail(REMAT_ECORRUPT, "%s: tensor %s holds %s at element %zu; a model with non-finite "
+                       "values cannot be trained or used", path, name, isnan(t->f32[i]) ? "NaN" : "an infinity", i);
+            tensor_free(t);
+            return NULL;
+        }
     }
     return t;
 }
@@ -134,13 +169,8 @@ RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const ch
         }
     }
     if (status == REMAT_OK && state) {
-        const char *step = st_meta(f, META_STEP);
-        char *end = NULL;
-        long steps = step ? strtol(step, &end, 10) : -1;
-        if (!step || *end || steps < 0 || steps > INT32_MAX)
+        if (!parse_int(st_meta(f, META_STEP), 0, INT32_MAX, &loaded.step))
             status = remat_fail(REMAT_ECORRUPT, "%s: metadata %s is missing or not a step count", path, META_STEP);
-        else
-            loaded.step = (int)steps;
         if (status == REMAT_OK) status = parse_rng(f, META_DATA_RNG, path, &loaded.data_rng);
         if (status == REMAT_OK) status = parse_rng(f, META_DROPOUT_RNG, path, &loaded.dropout_rng);
     }

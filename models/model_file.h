@@ -35,8 +35,11 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
 
 /* Reads parameters (and, when `opt` and `state` are given, the optimizer and training
  * state) from `path` into an already built model of the same configuration. On error —
- * a missing file (REMAT_EIO), a bad file or one for another configuration
- * (REMAT_ECORRUPT, naming the tensor and both shapes) — changes nothing. */
+ * a missing file or one that is not a regular file (REMAT_EIO), a bad file, one for
+ * another configuration (REMAT_ECORRUPT, naming the tensor and both dtypes and shapes),
+ * a tensor holding a NaN or an infinity (REMAT_ECORRUPT, naming the tensor and the
+ * element), or training metadata that is not exactly as model_save writes it
+ * (REMAT_ECORRUPT, naming the key) — changes nothing. */
 RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const char *path);
 
 /* The metadata value stored under `key` in the file at `path`, copied into `buf`

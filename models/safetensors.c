@@ -6,18 +6,24 @@
  * never pass through cJSON: the writer writes them straight from each Tensor's storage,
  * the reader preads them straight into the new tensor's storage.
  */
+#define _GNU_SOURCE /* O_TMPFILE (Linux 3.11): the file being saved has no name until it is whole */
+
 #include "models/safetensors.h"
 
 #include <cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "tensor/file.h"
 
 /* The format stores every number little-endian, and this file writes and reads tensor
  * bytes exactly as they lie in memory. */
@@ -50,7 +56,8 @@ struct StFile {
 
 /* ---- small helpers ---------------------------------------------------------------- */
 
-static const char *dtype_name(DType dtype)
+/* The name the format gives `dtype`. */
+static const char *st_dtype_name(DType dtype)
 {
     switch (dtype) {
     case DTYPE_F32: return "F32";
@@ -65,7 +72,7 @@ static int dtype_from_name(const char *name, DType *dtype)
 {
     static const DType known[] = {DTYPE_F32, DTYPE_I32, DTYPE_U8};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        if (strcmp(name, dtype_name(known[i])) == 0) {
+        if (strcmp(name, st_dtype_name(known[i])) == 0) {
             *dtype = known[i];
             return 1;
         }
@@ -180,7 +187,7 @@ static char *build_header(const StEntry *entries, int n, const StMeta *meta, int
          * tensor here. */
         double offsets[2] = {(double)offset, (double)(offset + t->bytes)};
         cJSON *e = cJSON_AddObjectToObject(root, entries[i].name);
-        if (!e || !cJSON_AddStringToObject(e, "dtype", dtype_name(t->dtype))) goto nomem;
+        if (!e || !cJSON_AddStringToObject(e, "dtype", st_dtype_name(t->dtype))) goto nomem;
         cJSON *shape = cJSON_CreateIntArray(t->shape, t->ndim);
         if (!shape || !cJSON_AddItemToObject(e, "shape", shape)) {
             cJSON_Delete(shape);
@@ -233,7 +240,7 @@ static int write_contents(int fd, const char *header, size_t header_len,
         err = write_all(fd, entries[i].tensor->data, entries[i].tensor->bytes);
     if (err) return err;
 
-    /* mkstemp creates the file private (0600); a saved model is an ordinary file. */
+    /* The temporary file is created private (0600); a saved model is an ordinary file. */
     *step = "fchmod";
     if (fchmod(fd, 0644) != 0) return errno;
     *step = "fsync";
@@ -241,78 +248,179 @@ static int write_contents(int fd, const char *header, size_t header_len,
     return 0;
 }
 
-/* Flushes the directory holding `path`, so that a rename into it survives a crash.
- * Returns 0 or an errno value. */
-static int fsync_parent_dir(const char *path)
+/* Flushes the directory `dir`, so that a rename into it survives a crash. Returns 0 or
+ * an errno value. */
+static int fsync_dir(const char *dir)
 {
-    char *dir = copy_string(path);
-    if (!dir) return ENOMEM;
-    char *slash = strrchr(dir, '/');
-    const char *name = dir;
-    if (!slash) name = ".";
-    else if (slash == dir) slash[1] = '\0'; /* "/file" lives in "/" */
-    else *slash = '\0';
-
-    int err = 0;
-    int fd = open(name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) err = errno;
-    else {
-        if (fsync(fd) != 0) err = errno;
-        close(fd);
-    }
-    free(dir);
+    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    const int err = fsync(fd) != 0 ? errno : 0;
+    close(fd);
     return err;
+}
+
+/* ---- the temporary file ----------------------------------------------------------- */
+
+/* st_save writes a whole new file before it renames it over the old one. Where the file
+ * system has O_TMPFILE (Linux 3.11 on; ext4, xfs, btrfs, tmpfs), the new file has no name
+ * while it is written: if the process is killed then, the kernel frees it, and nothing
+ * is left behind. Once written and flushed, it is given a name beside the target
+ * (linkat through /proc/self/fd) and renamed over it. Elsewhere it is created with a name
+ * (mkstemp). The name is PATH.tmp.XXXXXX either way (six letters or digits), and a kill
+ * between naming and renaming (always a short moment with O_TMPFILE, the whole write
+ * without) leaves it behind; so each save first removes the leftovers of earlier saves to
+ * the same path. Two processes saving to one path at the same time are not supported. */
+typedef struct TempFile {
+    int fd;
+    char *dir;   /* the target's directory */
+    char *name;  /* PATH.tmp.XXXXXX */
+    bool named;  /* whether `name` exists (and must be removed if the save fails) */
+} TempFile;
+
+#define TEMP_SUFFIX ".tmp.XXXXXX"
+#define TEMP_RANDOM 6 /* the X's */
+
+static bool force_named_temp; /* st_debug_named_temp */
+
+void st_debug_named_temp(bool on) { force_named_temp = on; }
+
+/* Whether `entry`, a name in the target's directory, is a temporary file of a save to
+ * the target called `base`: base.tmp. and six letters or digits. */
+static bool is_temp_of(const char *entry, const char *base)
+{
+    const size_t n = strlen(base), dot_tmp = sizeof TEMP_SUFFIX - 1 - TEMP_RANDOM;
+    if (strncmp(entry, base, n) != 0 || strncmp(entry + n, TEMP_SUFFIX, dot_tmp) != 0) return false;
+    const char *x = entry + n + dot_tmp;
+    if (strlen(x) != TEMP_RANDOM) return false;
+    for (int i = 0; i < TEMP_RANDOM; i++)
+        if (!((x[i] >= 'A' && x[i] <= 'Z') || (x[i] >= 'a' && x[i] <= 'z') || (x[i] >= '0' && x[i] <= '9')))
+            return false;
+    return true;
+}
+
+/* Removes what killed saves to `path` left in its directory. Best effort: a leftover
+ * that cannot be removed does not stop this save. */
+static void remove_leftover_temps(const char *dir, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));)
+        if (is_temp_of(e->d_name, base)) unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+}
+
+/* Creates the temporary file for a save to `path` in `t`. Returns 0 or an errno value,
+ * with nothing left to discard. */
+static int temp_create(TempFile *t, const char *path)
+{
+    *t = (TempFile){.fd = -1};
+    t->dir = file_directory(path);
+    t->name = malloc(strlen(path) + sizeof TEMP_SUFFIX);
+    if (!t->dir || !t->name) {
+        free(t->dir), free(t->name);
+        return ENOMEM;
+    }
+    strcpy(t->name, path);
+    strcat(t->name, TEMP_SUFFIX);
+    remove_leftover_temps(t->dir, path);
+
+    /* O_TMPFILE needs the file system's support, and naming the file later needs /proc. */
+    if (!force_named_temp && access("/proc/self/fd", X_OK) == 0) {
+        t->fd = open(t->dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+        if (t->fd >= 0) return 0;
+        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
+            const int err = errno;
+            free(t->dir), free(t->name);
+            return err;
+        }
+    }
+    t->fd = mkstemp(t->name);
+    if (t->fd < 0) {
+        const int err = errno;
+        free(t->dir), free(t->name);
+        return err;
+    }
+    t->named = true;
+    return 0;
+}
+
+/* Gives an unnamed temporary file the name PATH.tmp.XXXXXX, trying suffixes until one is
+ * free. Returns 0 or an errno value. */
+static int temp_name(TempFile *t)
+{
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", t->fd);
+    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    char *x = t->name + strlen(t->name) - TEMP_RANDOM;
+    for (uint64_t attempt = 0; attempt < 100; attempt++) {
+        uint64_t v = (uint64_t)getpid() * 1000003u + attempt;
+        for (int i = 0; i < TEMP_RANDOM; i++, v /= sizeof alphabet - 1) x[i] = alphabet[v % (sizeof alphabet - 1)];
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, t->name, AT_SYMLINK_FOLLOW) == 0) {
+            t->named = true;
+            return 0;
+        }
+        if (errno != EEXIST) return errno;
+    }
+    return EEXIST;
+}
+
+/* Closes and removes the temporary file (a failed save), and frees `t`. */
+static void temp_discard(TempFile *t)
+{
+    if (t->fd >= 0) close(t->fd);
+    if (t->named) unlink(t->name);
+    free(t->dir);
+    free(t->name);
 }
 
 RematStatus st_save(const char *path, const StEntry *entries, int n, const StMeta *meta, int n_meta)
 {
     RematStatus status = check_save_args(path, entries, n, meta, n_meta);
+    if (status == REMAT_OK) status = file_check_writable(path);
     if (status != REMAT_OK) return status;
 
     size_t header_len;
     char *header = build_header(entries, n, meta, n_meta, &header_len);
     if (!header) return REMAT_ENOMEM;
 
-    static const char suffix[] = ".tmp.XXXXXX";
-    char *tmp = malloc(strlen(path) + sizeof suffix);
-    if (!tmp) {
+    TempFile tmp;
+    int err = temp_create(&tmp, path);
+    if (err) {
         free(header);
-        return remat_fail(REMAT_ENOMEM, "st_save: no memory for a file name");
-    }
-    strcpy(tmp, path);
-    strcat(tmp, suffix);
-
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int err = errno;
-        status = remat_fail(REMAT_EIO, "st_save: cannot save %s: cannot create a temporary file beside it: %s",
-                            path, strerror(err));
-        free(tmp);
-        free(header);
-        return status;
+        return remat_fail(err == ENOMEM ? REMAT_ENOMEM : REMAT_EIO,
+                          "st_save: cannot save %s: cannot create a temporary file beside it: %s", path, strerror(err));
     }
 
-    /* Temp file, write, fsync, close, rename: until the rename succeeds the old file at
-     * `path` is untouched, and on any failure the temp file is removed. */
+    /* Write, fsync, name, close, rename: until the rename succeeds the old file at `path`
+     * is untouched, and on any failure the temporary file is removed. */
     const char *step;
-    int err = write_contents(fd, header, header_len, entries, n, &step);
-    if (close(fd) != 0 && !err) {
-        err = errno;
-        step = "close";
+    err = write_contents(tmp.fd, header, header_len, entries, n, &step);
+    if (!err && !tmp.named && (err = temp_name(&tmp)) != 0) step = "naming the temporary file";
+    if (!err) {
+        const int fd = tmp.fd;
+        tmp.fd = -1;
+        if (close(fd) != 0) {
+            err = errno;
+            step = "close";
+        }
     }
-    if (!err && rename(tmp, path) != 0) {
+    if (!err && rename(tmp.name, path) != 0) {
         err = errno;
         step = "rename";
     }
     if (err) {
-        unlink(tmp);
+        temp_discard(&tmp);
         status = remat_fail(REMAT_EIO, "st_save: cannot save %s: %s failed: %s (any old file there is untouched)",
                             path, step, strerror(err));
-    } else if ((err = fsync_parent_dir(path)) != 0) {
-        status = remat_fail(REMAT_EIO, "st_save: %s was written, but flushing its directory failed: %s",
-                            path, strerror(err));
+    } else {
+        if ((err = fsync_dir(tmp.dir)) != 0)
+            status = remat_fail(REMAT_EIO, "st_save: %s was written, but flushing its directory failed: %s",
+                                path, strerror(err));
+        tmp.named = false; /* it is the file at `path` now */
+        temp_discard(&tmp);
     }
-    free(tmp);
     free(header);
     return status;
 }
@@ -392,7 +500,7 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, uint64_t da
                           "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, but shape %s of %s needs %s",
                           path, name, (unsigned long long)info->begin, (unsigned long long)info->end,
                           (unsigned long long)(info->end - info->begin),
-                          shape_str(shape_buf, sizeof shape_buf, info->ndim, info->shape), dtype_name(info->dtype),
+                          shape_str(shape_buf, sizeof shape_buf, info->ndim, info->shape), st_dtype_name(info->dtype),
                           needed_buf);
     }
 
@@ -537,21 +645,9 @@ StFile *st_load(const char *path)
     char *header = NULL;
     cJSON *root = NULL;
 
-    f->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (f->fd < 0) {
-        remat_fail(REMAT_EIO, "st_load: cannot open %s: %s", path, strerror(errno));
-        goto fail;
-    }
-    struct stat st;
-    if (fstat(f->fd, &st) != 0) {
-        remat_fail(REMAT_EIO, "st_load: cannot stat %s: %s", path, strerror(errno));
-        goto fail;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        remat_fail(REMAT_EIO, "st_load: %s is not a regular file", path);
-        goto fail;
-    }
-    if (read_header(f, (uint64_t)st.st_size, &header) != REMAT_OK) goto fail;
+    uint64_t file_size;
+    if (file_open_regular("st_load", path, &f->fd, &file_size) != REMAT_OK) goto fail;
+    if (read_header(f, file_size, &header) != REMAT_OK) goto fail;
 
     /* require_null_terminated: only whitespace may follow the JSON value. */
     const char *parse_end = NULL;
@@ -698,8 +794,8 @@ RematStatus st_read_into(const StFile *f, const char *name, Tensor *dst)
     if (!same) {
         char want[64], have[64];
         return remat_fail(REMAT_EINVAL, "st_read_into: %s: tensor %s is %s %s in the file, but the destination is %s %s",
-                          f->path, name, dtype_name(info->dtype), shape_str(have, sizeof have, info->ndim, info->shape),
-                          dtype_name(dst->dtype), shape_str(want, sizeof want, dst->ndim, dst->shape));
+                          f->path, name, st_dtype_name(info->dtype), shape_str(have, sizeof have, info->ndim, info->shape),
+                          st_dtype_name(dst->dtype), shape_str(want, sizeof want, dst->ndim, dst->shape));
     }
     return read_bytes(f, info, dst->data, "st_read_into");
 }

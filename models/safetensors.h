@@ -32,6 +32,8 @@
 #ifndef REMAT_SAFETENSORS_H
 #define REMAT_SAFETENSORS_H
 
+#include <stdbool.h>
+
 #include "tensor/error.h"
 #include "tensor/memory.h"
 #include "tensor/tensor.h"
@@ -57,17 +59,26 @@ typedef struct StFile StFile;
 /* ---- writing ---------------------------------------------------------------------- */
 
 /* Saves `n` tensors (in the order given, their data contiguous) and `n_meta` metadata
- * pairs to `path`, atomically: everything goes to a temporary file in the same directory
- * (path.tmp.XXXXXX), which is flushed to disk (fsync), renamed over `path`, and then the
- * directory entry is flushed too. A reader therefore sees either the old file or the
- * whole new one, even after a crash. The file gets mode 0644.
+ * pairs to `path`, atomically: everything goes to a temporary file in the same directory,
+ * which is flushed to disk (fsync), renamed over `path`, and then the directory entry is
+ * flushed too. A reader therefore sees either the old file or the whole new one, even
+ * after a crash. The file gets mode 0644.
+ *
+ * The temporary file has no name while it is written where the file system allows it
+ * (O_TMPFILE), so a process killed in the middle of a save leaves nothing behind; it is
+ * named path.tmp.XXXXXX only for the moment before the rename (elsewhere: throughout).
+ * Such a leftover of a killed save is removed by the next save to the same path.
  *
  * `entries` may be NULL when n is 0, `meta` when n_meta is 0. Returns REMAT_OK.
- * On error: REMAT_EINVAL for bad arguments (a NULL name or tensor, a name used twice or
- * named "__metadata__", a key used twice), with nothing written; REMAT_EIO naming the path
- * and the system's reason (no such directory, no space left, file too large, ...), with
- * the temporary file removed and any old file at `path` untouched. One exception: if
- * only the final flush of the directory fails, the new file is already in place. */
+ * On error: REMAT_EINVAL for bad arguments (a NULL or empty path, a NULL name or tensor, a
+ * name used twice or named "__metadata__", a key used twice), with nothing written;
+ * REMAT_EIO, with nothing written, when file_check_writable (tensor/file.h) refuses the
+ * path: something other than a regular file is there (a directory, a device such as
+ * /dev/null, a FIFO, a symbolic link), or its directory is missing or not writable;
+ * REMAT_EIO naming the path and the system's reason when writing fails (no space left,
+ * file too large, ...), with the temporary file removed and any old file at `path`
+ * untouched. One exception: if only the final flush of the directory fails, the new file
+ * is already in place. */
 RematStatus st_save(const char *path, const StEntry *entries, int n, const StMeta *meta, int n_meta);
 
 /* ---- reading ---------------------------------------------------------------------- */
@@ -82,8 +93,9 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
  * entry are ignored.
  *
  * The caller owns the result and releases it with st_close. On error returns NULL:
- * REMAT_EIO if the file cannot be opened or read; REMAT_ECORRUPT for any violation, with
- * a message naming the file and the offending tensor or field; REMAT_ENOMEM. */
+ * REMAT_EIO if the file cannot be opened or read, or is not a regular file (a FIFO is
+ * refused at once, not waited on); REMAT_ECORRUPT for any violation, with a message
+ * naming the file and the offending tensor or field; REMAT_ENOMEM. */
 StFile *st_load(const char *path);
 
 /* Closes the file and releases everything. NULL is a no-op. */
@@ -114,5 +126,11 @@ Tensor *st_get(const StFile *f, const char *name, MemKind kind);
  * REMAT_ECORRUPT if the file cannot be read (it shrank since st_load), in which case
  * `dst` may be partly overwritten. */
 RematStatus st_read_into(const StFile *f, const char *name, Tensor *dst);
+
+/* ---- for tests -------------------------------------------------------------------- */
+
+/* With `on`, st_save creates its temporary file with a name from the start, as it does on
+ * a file system without O_TMPFILE, so that a test can reach that path on any machine. */
+void st_debug_named_temp(bool on);
 
 #endif /* REMAT_SAFETENSORS_H */

@@ -96,17 +96,6 @@ static bool parse_float(const char *text, double lo, double hi, bool hi_inclusiv
     return true;
 }
 
-/* Parses a seed: decimal digits only, at most 2^64 − 1. */
-static bool parse_seed(const char *text, uint64_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    const unsigned long long s = strtoull(text, &end, 10);
-    if (errno || end == text || *end || text[0] == '-') return false;
-    *out = s;
-    return true;
-}
-
 /* Sets a switch of train's own; false if `flag` is none of them. */
 static bool parse_switch(const char *flag, TrainOptions *opt)
 {
@@ -134,7 +123,7 @@ static int parse_valued(const char *flag, const char *v, TrainOptions *opt)
     if (!strcmp(flag, "--momentum")) return parse_float(v, 0.0, 1.0, false, &opt->momentum);
     if (!strcmp(flag, "--weight-decay")) return parse_float(v, 0.0, 10.0, true, &opt->weight_decay);
     if (!strcmp(flag, "--steps")) return parse_int(v, 0, 100000000, &opt->steps);
-    if (!strcmp(flag, "--seed")) return parse_seed(v, &opt->seed);
+    if (!strcmp(flag, "--seed")) return parse_u64(v, 0, UINT64_MAX, &opt->seed);
     if (!strcmp(flag, "--threads")) return parse_int(v, 1, 1024, &opt->threads);
     if (!strcmp(flag, "--eval-every")) return parse_int(v, 0, 100000000, &opt->eval_every);
     if (!strcmp(flag, "--eval-batches")) return parse_int(v, 1, 100000, &opt->eval_batches);

@@ -44,6 +44,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +192,79 @@ static RematStatus grow(Offload *off, size_t need, const char *what)
     return REMAT_OK;
 }
 
+/* ---- copies through the mapping ------------------------------------------------------ */
+
+/* A MAP_SHARED mapping outlives the file's length: when someone truncates the spill file
+ * under the running process, every access to a mapped page past the new end raises
+ * SIGBUS, which kills the process. So io mmap copies in and out of the mapping only under
+ * a guard: for the length of the copies, a SIGBUS handler of ours replaces the process's;
+ * if the copying thread faults, the handler jumps back (siglongjmp) and the copy reports
+ * that the file was truncated, as the pwritev path would. The old handler is put back
+ * right after, so a program that installs its own (a test harness does) still gets every
+ * SIGBUS outside the copies. Two sigaction calls per record are cheap next to the page
+ * faults and the TLB flush the mapping costs anyway.
+ *
+ * SIGBUS is delivered to the thread that faulted and the guard is thread-local, so a
+ * fault on any other thread during a copy is not ours: the handler puts back the old
+ * handler and returns, the faulting access runs again, and the old handler (by default
+ * the kernel's: the process dies) deals with it, as it would without remat. Only one
+ * thread copies through a mapping (the prefetch thread reads with preadv).
+ *
+ * Jumping out of memcpy abandons it half way; that is safe because memcpy holds no lock
+ * and no state beyond its registers, and nothing it wrote is used after the jump. */
+/* Set while this thread copies under the guard. volatile: the handler reads it, so the
+ * compiler must store it before the copies and not drop the store as one that memcpy
+ * (whose behaviour it knows) never reads. */
+static _Thread_local sigjmp_buf *volatile bus_guard;
+static struct sigaction saved_bus_action;   /* the handler the guard replaced */
+
+static void on_sigbus(int signal_number)
+{
+    (void)signal_number;
+    if (bus_guard) siglongjmp(*bus_guard, 1);
+    sigaction(SIGBUS, &saved_bus_action, NULL);
+}
+
+/* One memcpy, from or to the mapping. */
+typedef struct Copy {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} Copy;
+
+/* Makes the `n` copies under the guard; false if one of them faulted because the file no
+ * longer holds the pages it touched (then some may be partly done). */
+static bool copy_guarded(const Copy *copies, int n)
+{
+    struct sigaction action = {.sa_handler = on_sigbus};
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGBUS, &action, &saved_bus_action);
+    sigjmp_buf env;
+    volatile bool faulted = false; /* written after sigsetjmp, read after the jump */
+    if (sigsetjmp(env, 1) == 0) { /* 1: the jump also restores the signal mask */
+        bus_guard = &env;
+        for (int i = 0; i < n; i++) memcpy(copies[i].dst, copies[i].src, copies[i].bytes);
+    } else {
+        faulted = true;
+    }
+    bus_guard = NULL;
+    sigaction(SIGBUS, &saved_bus_action, NULL);
+    return !faulted;
+}
+
+/* After a guarded copy failed: the file is shorter than the mapping, so the mapping goes
+ * (touching it again would fault again) and the next write grows the file anew. */
+static RematStatus mapping_truncated(Offload *off, const char *what, const char *doing)
+{
+    struct stat st;
+    const long long size = fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1;
+    munmap(off->map, off->capacity);
+    off->map = NULL;
+    off->capacity = 0;
+    return remat_fail(REMAT_ECORRUPT, "offload: cannot %s %s: the spill file in %s is %lld bytes long, shorter "
+                      "than its mapping (the file was truncated; SIGBUS caught)", doing, what, off->dir, size);
+}
+
 /* ---- moving the bytes ---------------------------------------------------------------- */
 
 /* io mmap: hands the record's pages back (see the top of this file). */
@@ -204,8 +279,8 @@ static RematStatus store(Offload *off, const Record *r, const Tensor *t, const c
 {
     if (off->opts.io == OFFLOAD_IO_MMAP) {
         unsigned char *at = off->map + r->offset;
-        memcpy(at, &r->header, sizeof r->header);
-        memcpy(at + HEADER_BYTES, t->data, t->bytes);
+        const Copy copies[2] = {{at, &r->header, sizeof r->header}, {at + HEADER_BYTES, t->data, t->bytes}};
+        if (!copy_guarded(copies, 2)) return mapping_truncated(off, what, "write");
         return unmap_pages(off, r, what);
     }
     unsigned char head[HEADER_BYTES] = {0};
@@ -223,8 +298,8 @@ static RematStatus load(Offload *off, const Record *r, Tensor *t, RecordHeader *
 {
     if (off->opts.io == OFFLOAD_IO_MMAP) {
         const unsigned char *at = off->map + r->offset;
-        memcpy(header, at, sizeof *header);
-        memcpy(t->data, at + HEADER_BYTES, t->bytes);
+        const Copy copies[2] = {{header, at, sizeof *header}, {t->data, at + HEADER_BYTES, t->bytes}};
+        if (!copy_guarded(copies, 2)) return mapping_truncated(off, what, "read back");
         return unmap_pages(off, r, what);
     }
     unsigned char head[HEADER_BYTES];
@@ -443,6 +518,12 @@ Offload *offload_create(const OffloadOptions *opts)
         opts->prefetch < 0 || opts->grow_bytes == 0) {
         remat_fail(REMAT_EINVAL, "offload_create: need options with a known policy and io, prefetch >= 0 "
                    "and grow_bytes > 0");
+        return NULL;
+    }
+    /* An empty path would put the file in "/" (the path is DIR/remat-spill-XXXXXX). */
+    if (opts->dir && !opts->dir[0]) {
+        remat_fail(REMAT_EINVAL, "offload: the directory for the spill file is an empty path; name a directory, "
+                   "or give none for $TMPDIR (else /tmp)");
         return NULL;
     }
     const char *env = getenv("TMPDIR");

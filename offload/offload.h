@@ -69,10 +69,20 @@
  * Integrity. Each record carries a header (size, dtype, shape, its sequence number) and
  * a CRC-32C of its bytes; unpack checks both against what pack remembered in RAM.
  *
+ * Truncation. If something truncates the spill file while the process runs, the
+ * syscalls path writes past the new end (the file grows again) and a record lost with
+ * the truncation fails its check when read back. Through a mapping, touching a page past
+ * the new end raises SIGBUS, which would kill the process; so io mmap makes each copy to
+ * or from the mapping with a SIGBUS handler of its own in place (the process's is put
+ * back after each record): a fault there becomes REMAT_ECORRUPT ("the file was
+ * truncated"), the mapping is dropped, and the next write grows the file again. What it
+ * does not survive: a SIGBUS raised on another thread while a copy is under way goes to
+ * the process's own handler (by default the process dies), as it would without remat.
+ *
  * Errors. A failure of the file is REMAT_EIO (the directory is missing or unwritable, the
  * disk is full, the file-size limit was reached, a write-back failed) or REMAT_ECORRUPT (a
- * record whose header or checksum does not match, or a file shorter than its records),
- * with a message naming the cause and the tensor; reading a record back allocates, so it
+ * record whose header or checksum does not match, or a file shorter than its records or
+ * its mapping), with a message naming the cause and the tensor; reading a record back allocates, so it
  * can also meet the memory budget (REMAT_EOOM). A failed pack saves nothing and accounts
  * nothing, so the op fails and so does the forward; a failed unpack fails backward. The
  * caller must then not apply the step (models/train.c redoes it without offload).
@@ -141,9 +151,9 @@ typedef struct Offload Offload;
 
 /* Creates an offloader and its spill file: created in the directory and unlinked at
  * once. The caller owns the result and frees it with offload_free. NULL on error, with
- * nothing left behind: REMAT_EINVAL for bad options, REMAT_EIO when the file cannot be
- * made ("offload: cannot create a spill file in /nope: No such file or directory"),
- * REMAT_ENOMEM. */
+ * nothing left behind: REMAT_EINVAL for bad options (an empty directory path among them),
+ * REMAT_EIO when the file cannot be made ("offload: cannot create a spill file in /nope:
+ * No such file or directory"), REMAT_ENOMEM. */
 Offload *offload_create(const OffloadOptions *opts);
 
 /* Closes the spill file and frees the offloader. NULL is a no-op. Every record it wrote

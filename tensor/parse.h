@@ -1,14 +1,36 @@
 /*
  * parse.h — reading numbers from the command line, the same way in every program
  * (train, the benches, the quiz): the whole text must be the number, in range.
+ *
+ * "The whole text" is meant literally. A number is decimal digits, with a leading '-'
+ * only where negative values are allowed: no leading or trailing space, no '+', no
+ * "0x", no empty text. The C library's strtol and strtoull are more forgiving than a
+ * command line should be — both skip leading white space, and strtoull takes " -1" as
+ * 18446744073709551615 — so these functions check the characters themselves before
+ * converting.
+ *
+ * What this is not: a parser of sizes with units (parse_memory_size, checkpoint/planner.h)
+ * or of floating-point values.
  */
 #ifndef REMAT_PARSE_H
 #define REMAT_PARSE_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /* Parses `text` as a whole decimal number in [lo, hi] into *out; false (and *out
- * unchanged) if it is empty, has trailing characters, overflows or is out of range. */
+ * unchanged) if it is NULL or empty, has any character besides the digits and (when lo
+ * is negative) one leading '-', overflows or is out of range. */
 bool parse_int(const char *text, long lo, long hi, int *out);
+
+/* As parse_int for an unsigned 64-bit value in [lo, hi]: digits only, no sign at all. */
+bool parse_u64(const char *text, uint64_t lo, uint64_t hi, uint64_t *out);
+
+/* Parses a comma-separated list of at most `capacity` numbers, each as parse_int with
+ * [lo, hi], into out[0 .. *count). False (and out and *count unchanged) if the text is
+ * NULL or empty, an element is empty ("1,,2", ",1", "1,") or bad, or there are more than
+ * `capacity` elements. */
+bool parse_int_list(const char *text, long lo, long hi, int *out, size_t capacity, size_t *count);
 
 #endif /* REMAT_PARSE_H */

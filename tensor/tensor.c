@@ -18,6 +18,16 @@ size_t dtype_size(DType dtype)
     return 0;
 }
 
+const char *dtype_name(DType dtype)
+{
+    switch (dtype) {
+    case DTYPE_F32: return "float32";
+    case DTYPE_U8:  return "uint8";
+    case DTYPE_I32: return "int32";
+    }
+    return "unknown";
+}
+
 Tensor *tensor_create_typed(MemKind kind, DType dtype, int ndim, const int *shape)
 {
     if (!shape || ndim < 1 || ndim > TENSOR_MAX_DIMS) {

@@ -42,6 +42,10 @@ typedef struct Tensor {
 /* Bytes per element of `dtype`. */
 size_t dtype_size(DType dtype);
 
+/* The name of `dtype` for messages: "float32", "uint8", "int32" ("unknown" for a value
+ * that is not a DType). */
+const char *dtype_name(DType dtype);
+
 /* Creates a float32 tensor of the given shape whose bytes are charged to `kind`.
  * The contents are uninitialised. Returns NULL on error (a non-positive dimension,
  * ndim outside 1..4, the budget, the host allocator) and changes nothing. */

@@ -220,6 +220,16 @@ static void test_every_bench_answers_help_and_rejects_bad_flags(void **state)
     assert_non_null(strstr(log, "cannot create a spill file in /nonexistent/remat"));
 }
 
+static void test_sgemm_refuses_a_thread_list_with_an_empty_element(void **state)
+{
+    (void)state;
+    /* Issue 16: "1,,2" was taken as 1,2; the parser split it with strtok, which skips
+     * empty fields. */
+    const char *bad[] = {"1,,2", ",1", "1,", " 1", "1,2,3,4,5,6,7,8,9"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(run_bench("bench_sgemm", "--threads", bad[i], NULL), 2);
+}
+
 static void test_strategy_flags_narrow_the_run_or_are_refused(void **state)
 {
     (void)state;
@@ -568,6 +578,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_bench_writes_the_schema),
         cmocka_unit_test(test_every_bench_answers_help_and_rejects_bad_flags),
+        cmocka_unit_test(test_sgemm_refuses_a_thread_list_with_an_empty_element),
         cmocka_unit_test(test_strategy_flags_narrow_the_run_or_are_refused),
         cmocka_unit_test(test_scaling_slopes_are_those_of_the_theory),
         cmocka_unit_test(test_selective_bytes_match_the_formula),

@@ -110,6 +110,24 @@ static void test_load_directory_is_eio(void **state)
     assert_non_null(strstr(remat_last_error(), dir));
 }
 
+/* Issue 16: opening a FIFO blocks until a writer comes, and the "not a regular file"
+ * check came after the open, so `train --data FIFO` hung for ever. The alarm turns a
+ * hang into a failed test. */
+static void test_load_fifo_is_refused_without_waiting(void **state)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/corpus.fifo", ((Fixture *)*state)->dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(10);
+    TextData *d = text_data_load(path, 0.1);
+    alarm(0);
+    assert_null(d);
+    assert_int_equal(remat_last_status(), REMAT_EIO);
+    assert_non_null(strstr(remat_last_error(), path));
+    assert_non_null(strstr(remat_last_error(), "is a FIFO, not a regular file"));
+    assert_int_equal(unlink(path), 0);
+}
+
 static void test_load_too_short_file_is_einval(void **state)
 {
     Fixture *fx = *state;
@@ -290,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_load_splits_corpus_at_val_fraction),
         cmocka_unit_test(test_load_missing_file_is_eio_naming_path),
         cmocka_unit_test(test_load_directory_is_eio),
+        cmocka_unit_test(test_load_fifo_is_refused_without_waiting),
         cmocka_unit_test(test_load_too_short_file_is_einval),
         cmocka_unit_test(test_load_rejects_val_fraction_outside_0_to_half),
         cmocka_unit_test(test_free_accepts_null),

@@ -1,9 +1,14 @@
 /*
  * test_safetensors.c — the safetensors reader and writer: round trips of every dtype with
  * metadata, the bytes on disk against the format, atomic replacement (a missing folder or
- * a full disk leaves the old file and no temporary behind), and a corrupt file of each
- * kind refused with REMAT_ECORRUPT and a message naming the file and the culprit.
+ * a full disk leaves the old file and no temporary behind; a process killed at any point
+ * of a save leaves a whole file, and the next save nothing else), targets that are not
+ * regular files refused before anything is written, a FIFO refused without waiting, and a
+ * corrupt file of each kind refused with REMAT_ECORRUPT and a message naming the file and
+ * the culprit.
  */
+#define _DEFAULT_SOURCE /* mknod, makedev and the S_IF* file types, for the device-node case */
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,9 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "models/safetensors.h"
+#include "tensor/platform.h"
 
 /* ---- fixtures and helpers --------------------------------------------------------- */
 
@@ -671,6 +681,201 @@ static void test_save_on_full_disk_is_eio_and_keeps_old_file(void **state)
     assert_int_equal(unlink(path), 0);
 }
 
+/* Issue 16: a save renamed its file over whatever was at the path; as root,
+ * `train --save /dev/null` left /dev/null a regular file. Each target below must be
+ * refused before anything is written, and stay what it was. */
+static void test_save_refuses_a_target_that_is_not_a_regular_file(void **state)
+{
+    (void)state;
+    char fifo[512], dir[512], link[512], target[512], device[512];
+    scratch_path(fifo, sizeof fifo, "fifo.safetensors");
+    scratch_path(dir, sizeof dir, "dir.safetensors");
+    scratch_path(link, sizeof link, "link.safetensors");
+    scratch_path(target, sizeof target, "target.safetensors");
+    scratch_path(device, sizeof device, "null.safetensors");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    write_bytes(target, "old", 3);
+    assert_int_equal(symlink(target, link), 0);
+    /* A device node of our own (the kernel's /dev/null, major 1 minor 3) needs root and a
+     * system that lets the test make one; without them that case is left out. */
+    const bool have_device = mknod(device, S_IFCHR | 0600, makedev(1, 3)) == 0;
+    const int entries = scratch_entries();
+
+    const struct { const char *path, *kind; mode_t type; } cases[] = {
+        {fifo, "a FIFO", S_IFIFO}, {dir, "a directory", S_IFDIR}, {link, "a symbolic link", S_IFLNK},
+        {device, "a character device", S_IFCHR},
+    };
+    Sample s = sample_make();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].type == S_IFCHR && !have_device) continue;
+        remat_clear_error();
+        assert_int_equal(sample_save(cases[i].path, s), REMAT_EIO);
+        printf("  %s\n", remat_last_error());
+        assert_non_null(strstr(remat_last_error(), cases[i].path));
+        assert_non_null(strstr(remat_last_error(), cases[i].kind));
+        assert_non_null(strstr(remat_last_error(), "not a regular file"));
+        struct stat st;
+        assert_int_equal(lstat(cases[i].path, &st), 0);
+        assert_int_equal(st.st_mode & S_IFMT, cases[i].type);
+        assert_int_equal(scratch_entries(), entries); /* and no temporary file */
+    }
+    size_t len;
+    unsigned char *old = slurp(target, &len);
+    assert_int_equal(len, 3);
+    assert_memory_equal(old, "old", 3);
+    free(old);
+    sample_free(s);
+    if (have_device) assert_int_equal(unlink(device), 0);
+    assert_int_equal(unlink(fifo), 0);
+    assert_int_equal(rmdir(dir), 0);
+    assert_int_equal(unlink(link), 0);
+    assert_int_equal(unlink(target), 0);
+}
+
+/* Issue 16: opening a FIFO blocks until a writer comes, so `train --resume FIFO` hung.
+ * The alarm turns a hang into a failed test. */
+static void test_load_refuses_a_fifo_without_waiting(void **state)
+{
+    (void)state;
+    char path[512];
+    scratch_path(path, sizeof path, "resume.fifo");
+    assert_int_equal(mkfifo(path, 0600), 0);
+    alarm(10);
+    StFile *f = st_load(path);
+    alarm(0);
+    assert_null(f);
+    assert_int_equal(remat_last_status(), REMAT_EIO);
+    assert_non_null(strstr(remat_last_error(), path));
+    assert_non_null(strstr(remat_last_error(), "is a FIFO, not a regular file"));
+    assert_int_equal(unlink(path), 0);
+}
+
+/* A save leaves no temporary file, whichever kind it makes, and removes those that
+ * killed saves to the same path left behind, and only those. */
+static void test_save_removes_leftovers_of_killed_saves_and_nothing_else(void **state)
+{
+    (void)state;
+    char path[512], ours[512], other_target[512], not_a_temp[512];
+    scratch_path(path, sizeof path, "m.safetensors");
+    scratch_path(ours, sizeof ours, "m.safetensors.tmp.Ab12Cd");
+    scratch_path(other_target, sizeof other_target, "n.safetensors.tmp.Ab12Cd");
+    scratch_path(not_a_temp, sizeof not_a_temp, "m.safetensors.tmp.backup1");
+    Sample s = sample_make();
+    for (int named = 0; named < 2; named++) {
+        st_debug_named_temp(named);
+        write_bytes(ours, "leftover", 8);
+        write_bytes(other_target, "leftover", 8);
+        write_bytes(not_a_temp, "mine", 4);
+        assert_int_equal(sample_save(path, s), REMAT_OK);
+        assert_int_equal(access(ours, F_OK), -1);
+        assert_int_equal(access(other_target, F_OK), 0);
+        assert_int_equal(access(not_a_temp, F_OK), 0);
+        assert_int_equal(scratch_entries(), 3);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0644);
+        StFile *f = st_load(path);
+        assert_non_null(f);
+        assert_int_equal(st_count(f), 3);
+        st_close(f);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(unlink(other_target), 0);
+        assert_int_equal(unlink(not_a_temp), 0);
+    }
+    st_debug_named_temp(false);
+    sample_free(s);
+}
+
+/* The crash-consistency test of issue 16: a child process saves a large file over and
+ * over, alternating two versions, and is killed with SIGKILL at many points spread over
+ * about three saves; after each kill the file must load and be one version or the other,
+ * bit for bit, and after the next save nothing else may be in the directory. Both kinds
+ * of temporary file (unnamed with O_TMPFILE, and named) are tried. */
+enum { CRASH_FLOATS = 4 << 20, CRASH_KILLS = 24 };
+
+static void crash_fill(Tensor *t, int version)
+{
+    for (size_t i = 0; i < t->numel; i++) t->f32[i] = (float)version + (float)(i % 1000) * 1e-3f;
+}
+
+static RematStatus crash_save(const char *path, Tensor *const version[2], int v)
+{
+    const StMeta meta[] = {{"version", v ? "1" : "0"}};
+    return st_save(path, (StEntry[]){{"weights", version[v]}}, 1, meta, 1);
+}
+
+/* Which version the file at `path` holds, bit for bit; fails the test if neither. */
+static int crash_version_on_disk(const char *path, Tensor *const version[2])
+{
+    StFile *f = st_load(path);
+    if (!f) fail_msg("after a kill the file does not load: %s", remat_last_error());
+    Tensor *t = st_get(f, "weights", MEM_WORK);
+    assert_non_null(t);
+    const char *v = st_meta(f, "version");
+    assert_non_null(v);
+    const int which = v[0] == '1';
+    assert_int_equal(t->bytes, version[which]->bytes);
+    assert_memory_equal(t->data, version[which]->data, t->bytes);
+    tensor_free(t);
+    st_close(f);
+    return which;
+}
+
+static void test_save_killed_at_any_point_keeps_a_whole_file_and_leaves_nothing(void **state)
+{
+    (void)state;
+    char path[512];
+    scratch_path(path, sizeof path, "crash.safetensors");
+    Tensor *version[2];
+    for (int v = 0; v < 2; v++) {
+        version[v] = tensor_create(MEM_PARAM, 1, (int[]){CRASH_FLOATS});
+        assert_non_null(version[v]);
+        crash_fill(version[v], v);
+    }
+    for (int named = 0; named < 2; named++) {
+        st_debug_named_temp(named);
+        /* How long a save takes here: the longer of two, the page cache being warm. */
+        double save_seconds = 0.0;
+        for (int i = 0; i < 2; i++) {
+            const double start = platform_seconds();
+            assert_int_equal(crash_save(path, version, 0), REMAT_OK);
+            const double seconds = platform_seconds() - start;
+            if (seconds > save_seconds) save_seconds = seconds;
+        }
+        int seen[2] = {0, 0};
+        for (int k = 0; k < CRASH_KILLS; k++) {
+            fflush(stdout);
+            const pid_t child = fork();
+            assert_true(child >= 0);
+            if (child == 0) {
+                for (int i = 1;; i++)
+                    if (crash_save(path, version, i % 2) != REMAT_OK) _exit(1);
+            }
+            /* Kill points spread evenly over about the first three saves of the child. */
+            const double delay = 3.0 * save_seconds * (k + 0.5) / CRASH_KILLS;
+            const struct timespec pause = {(time_t)delay, (long)((delay - (double)(time_t)delay) * 1e9)};
+            nanosleep(&pause, NULL);
+            assert_int_equal(kill(child, SIGKILL), 0);
+            int status;
+            assert_int_equal(waitpid(child, &status, 0), child);
+            assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL); /* not an error exit */
+            seen[crash_version_on_disk(path, version)]++;
+        }
+        printf("  %s temporary file, one save %.0f ms: after %d kills the file held version 0 %d times, "
+               "version 1 %d times, whole each time\n", named ? "named" : "unnamed (O_TMPFILE)",
+               save_seconds * 1e3, CRASH_KILLS, seen[0], seen[1]);
+        /* The next save leaves the file and nothing else. */
+        assert_int_equal(crash_save(path, version, 0), REMAT_OK);
+        assert_int_equal(scratch_entries(), 1);
+        assert_int_equal(crash_version_on_disk(path, version), 0);
+    }
+    st_debug_named_temp(false);
+    tensor_free(version[0]);
+    tensor_free(version[1]);
+    assert_int_equal(unlink(path), 0);
+}
+
 int main(void)
 {
 #define TEST(fn) cmocka_unit_test_setup_teardown(fn, ledger_empty, ledger_empty)
@@ -699,6 +904,10 @@ int main(void)
         TEST(test_save_into_missing_directory_is_eio),
         TEST(test_save_rejects_bad_entries),
         TEST(test_save_on_full_disk_is_eio_and_keeps_old_file),
+        TEST(test_save_refuses_a_target_that_is_not_a_regular_file),
+        TEST(test_load_refuses_a_fifo_without_waiting),
+        TEST(test_save_removes_leftovers_of_killed_saves_and_nothing_else),
+        TEST(test_save_killed_at_any_point_keeps_a_whole_file_and_leaves_nothing),
     };
 #undef TEST
     return cmocka_run_group_tests_name("safetensors", tests, group_setup, group_teardown);

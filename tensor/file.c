@@ -1,0 +1,131 @@
+/*
+ * file.c — opening files to read and checking paths to write (see file.h).
+ */
+#define _GNU_SOURCE /* O_TMPFILE (Linux 3.11): a probe file that never has a name */
+
+#include "tensor/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *file_kind(mode_t mode)
+{
+    if (S_ISREG(mode)) return "a regular file";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    return "a file of unknown kind";
+}
+
+RematStatus file_open_regular(const char *who, const char *path, int *fd, uint64_t *size)
+{
+    if (!who || !path || !fd || !size)
+        return remat_fail(REMAT_EINVAL, "file_open_regular: a caller's name, a path and two outputs are required");
+    struct stat st;
+    const int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (f < 0) {
+        const int err = errno;
+        /* A socket cannot be opened at all (ENXIO); say what it is rather than why not. */
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+            return remat_fail(REMAT_EIO, "%s: %s is %s, not a regular file", who, path, file_kind(st.st_mode));
+        return remat_fail(REMAT_EIO, "%s: cannot open %s: %s", who, path, strerror(err));
+    }
+    if (fstat(f, &st) != 0) {
+        const int err = errno;
+        close(f);
+        return remat_fail(REMAT_EIO, "%s: cannot stat %s: %s", who, path, strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(f);
+        return remat_fail(REMAT_EIO, "%s: %s is %s, not a regular file", who, path, file_kind(st.st_mode));
+    }
+    /* O_NONBLOCK means nothing to a regular file's reads, but the caller asked for an
+     * ordinary descriptor; clear it so the flag cannot surprise a later use. */
+    const int flags = fcntl(f, F_GETFL);
+    if (flags < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        const int err = errno;
+        close(f);
+        return remat_fail(REMAT_EIO, "%s: cannot make %s blocking: %s", who, path, strerror(err));
+    }
+    *fd = f;
+    *size = (uint64_t)st.st_size;
+    return REMAT_OK;
+}
+
+char *file_directory(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    const size_t len = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+    char *dir = malloc(len + 1);
+    if (!dir) {
+        remat_fail(REMAT_ENOMEM, "file_directory: no memory");
+        return NULL;
+    }
+    memcpy(dir, !slash ? "." : slash == path ? "/" : path, len);
+    dir[len] = '\0';
+    return dir;
+}
+
+/* Whether this process may create a file in `dir`, found by creating one: an unnamed
+ * O_TMPFILE, which vanishes when closed; on a file system without O_TMPFILE (or one such
+ * as /proc that refuses it), a named file removed at once. access(2) would not do: for
+ * root it says yes to any directory, /proc included. Returns 0 or an errno value. */
+static int can_create_in(const char *dir)
+{
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return errno;
+    static const char name[] = "/.remat-write-check-XXXXXX";
+    char *probe = malloc(strlen(dir) + sizeof name);
+    if (!probe) return ENOMEM;
+    strcpy(probe, dir);
+    strcat(probe, name);
+    fd = mkstemp(probe);
+    const int err = fd < 0 ? errno : 0;
+    if (fd >= 0) {
+        unlink(probe);
+        close(fd);
+    }
+    free(probe);
+    return err;
+}
+
+RematStatus file_check_writable(const char *path)
+{
+    if (!path || !path[0]) return remat_fail(REMAT_EINVAL, "cannot write a file: the path is empty");
+    if (path[strlen(path) - 1] == '/')
+        return remat_fail(REMAT_EIO, "cannot write %s: the path ends in '/', so it names a directory", path);
+
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISREG(st.st_mode))
+            return remat_fail(REMAT_EIO, "cannot write %s: it is %s, not a regular file; a file is written by "
+                              "renaming a new one over the path, which would replace %s", path, file_kind(st.st_mode),
+                              S_ISLNK(st.st_mode) ? "the link, not the file it points to" : "it");
+    } else if (errno != ENOENT) {
+        return remat_fail(REMAT_EIO, "cannot write %s: %s", path, strerror(errno));
+    }
+
+    char *dir = file_directory(path);
+    if (!dir) return REMAT_ENOMEM;
+    RematStatus status = REMAT_OK;
+    int err;
+    if (stat(dir, &st) != 0)
+        status = remat_fail(REMAT_EIO, "cannot write %s: its directory %s: %s", path, dir, strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        status = remat_fail(REMAT_EIO, "cannot write %s: %s is %s, not a directory", path, dir, file_kind(st.st_mode));
+    else if ((err = can_create_in(dir)) != 0)
+        status = remat_fail(REMAT_EIO, "cannot write %s: cannot create a file in %s: %s", path, dir, strerror(err));
+    free(dir);
+    return status;
+}

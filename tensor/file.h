@@ -1,0 +1,54 @@
+/*
+ * file.h — the files remat is given by name (a text corpus, a model file to load, a path
+ * to save to), checked the same way in every room before anything is read or written.
+ *
+ * Reading. A plain open(2) of a FIFO waits until something opens its other end, so a
+ * "not a regular file" check made after opening comes too late: `train --data FIFO` hung
+ * for ever. file_open_regular opens with O_NONBLOCK, which returns at once for a FIFO or
+ * a device, checks the type of what it opened (fstat on the descriptor, so nothing can
+ * be swapped in between), and only then makes the descriptor blocking again.
+ *
+ * Writing. remat writes a file by renaming a finished temporary file over the path
+ * (models/safetensors.c), and rename replaces whatever the path named — a device node
+ * such as /dev/null included, when run as root. file_check_writable refuses such a
+ * target, and a missing or unwritable directory, before any work is done, so a program
+ * can call it at start-up rather than learn it after hours of training.
+ *
+ * What this is not: a file abstraction. Callers get a plain descriptor and use the
+ * system calls they need.
+ */
+#ifndef REMAT_FILE_H
+#define REMAT_FILE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tensor/error.h"
+
+/* What kind of file `mode` (a struct stat's st_mode) describes, for messages: "a regular
+ * file", "a directory", "a FIFO", "a character device", "a block device", "a socket",
+ * "a symbolic link". */
+const char *file_kind(mode_t mode);
+
+/* Opens the regular file at `path` for reading, without blocking on a FIFO. On success
+ * stores a descriptor (close-on-exec, blocking; the caller closes it) in *fd and the
+ * file's size in *size. On error stores nothing and returns REMAT_EIO, with a message that
+ * begins with `who` and names the path and the reason ("cannot open X: No such file or
+ * directory", "X is a FIFO, not a regular file"); REMAT_EINVAL for a NULL argument. */
+RematStatus file_open_regular(const char *who, const char *path, int *fd, uint64_t *size);
+
+/* The directory part of `path`, as a new string the caller frees: "." for a bare name,
+ * "/" for "/name". NULL with REMAT_ENOMEM. */
+char *file_directory(const char *path);
+
+/* Checks that a file can be written at `path` by renaming a new file over it: the path is
+ * not empty and does not end in '/'; its directory exists, is a directory, and lets this
+ * process create a file (tried for real, with an unnamed O_TMPFILE where the file system
+ * has them, so nothing is left behind); and whatever is at the path now, if anything, is
+ * a regular file (not a directory, device, FIFO, socket or symbolic link). Changes
+ * nothing. REMAT_OK, or REMAT_EIO (REMAT_EINVAL for a NULL or empty path) with a message
+ * that names the path and what is wrong. The check is advisory: the file system can
+ * change between it and the write, which checks again. */
+RematStatus file_check_writable(const char *path);
+
+#endif /* REMAT_FILE_H */
