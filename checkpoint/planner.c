@@ -5,9 +5,6 @@
  */
 #include "checkpoint/planner.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,29 +118,4 @@ Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget)
                mem_format_bytes(b, sizeof b, budget), mem_format_bytes(need, sizeof need, leanest + reserved),
                mem_format_bytes(m, sizeof m, min_budget));
     return NULL;
-}
-
-/* ---- sizes --------------------------------------------------------------------------------- */
-
-RematStatus parse_memory_size(const char *text, size_t *bytes)
-{
-    static const struct { const char *unit; double scale; } UNITS[] = {
-        {"", 1.0}, {"B", 1.0}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
-    if (!text || !bytes) return remat_fail(REMAT_EINVAL, "memory size: no text");
-    char *end = NULL;
-    errno = 0;
-    const double v = strtod(text, &end);
-    if (end == text || errno || !isfinite(v) || v <= 0.0 || isspace((unsigned char)text[0]))
-        return remat_fail(REMAT_EINVAL, "memory size '%s': expected a positive number and a unit (B, KiB, MiB "
-                          "or GiB), e.g. 300MiB", text);
-    while (*end == ' ') end++;
-    for (size_t i = 0; i < sizeof UNITS / sizeof UNITS[0]; i++) {
-        if (strcmp(end, UNITS[i].unit)) continue;
-        const double b = v * UNITS[i].scale;
-        if (b >= (double)SIZE_MAX || b < 1.0)
-            return remat_fail(REMAT_EINVAL, "memory size '%s' is out of range", text);
-        *bytes = (size_t)b;
-        return REMAT_OK;
-    }
-    return remat_fail(REMAT_EINVAL, "memory size '%s': unknown unit '%s' (expected B, KiB, MiB or GiB)", text, end);
 }

@@ -57,12 +57,4 @@ size_t planner_min_budget(const ChainCost *cost);
  * with chain_check_uniform's error set. */
 size_t planner_revolve_min_budget(const ChainCost *cost);
 
-/* ---- sizes ------------------------------------------------------------------------------ */
-
-/* Parses a size such as "300MiB", "1.5GiB", "4096" or "64 KiB" (units B, KiB, MiB, GiB;
- * none means bytes) into whole bytes. REMAT_EINVAL, saying what was wrong, for anything
- * else: empty text, a negative, zero or non-finite number, an unknown unit, junk after it,
- * or more than SIZE_MAX bytes. */
-RematStatus parse_memory_size(const char *text, size_t *bytes);
-
 #endif /* REMAT_CHECKPOINT_PLANNER_H */

@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include "tensor/parse.h"
+
 /* ---- what each flag sets ------------------------------------------------------------------ */
 
 static RematStatus set_strategy(StepOptions *o, const char *v) { return strategy_parse(v, &o->strategy.kind); }

@@ -5,8 +5,6 @@
  */
 #include "models/train.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,18 +80,6 @@ void train_usage(FILE *out)
         "output\n"
         "  --quiet             no per-step lines or progress bar\n"
         "  --help              this text\n");
-}
-
-/* Parses a finite float in [lo, hi) (hi_inclusive: [lo, hi]). */
-static bool parse_float(const char *text, double lo, double hi, bool hi_inclusive, float *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || *end || !isfinite(v) || v < lo || v > hi || (!hi_inclusive && v == hi))
-        return false;
-    *out = (float)v;
-    return true;
 }
 
 /* Sets a switch of train's own; false if `flag` is none of them. */

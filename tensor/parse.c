@@ -8,7 +8,10 @@
  */
 #include "tensor/parse.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The value of the n characters at s, which must all be decimal digits (n >= 1), into
@@ -72,4 +75,82 @@ bool parse_int_list(const char *text, long lo, long hi, int *out, size_t capacit
         if (pass == 1) *count = n + 1;
     }
     return true;
+}
+
+/* The length of the decimal number at the start of s: an optional '-', digits with at
+ * most one '.' among or after them (at least one digit in all), then optionally 'e' or
+ * 'E', an optional sign and digits. 0 if s does not start with one. */
+static size_t decimal_length(const char *s)
+{
+    size_t i = s[0] == '-' ? 1 : 0, digits = 0;
+    for (bool dot = false;; i++) {
+        if (s[i] >= '0' && s[i] <= '9') digits++;
+        else if (s[i] == '.' && !dot) dot = true;
+        else break;
+    }
+    if (digits == 0) return 0;
+    if (s[i] == 'e' || s[i] == 'E') {
+        size_t j = i + 1;
+        if (s[j] == '-' || s[j] == '+') j++;
+        const size_t first = j;
+        while (s[j] >= '0' && s[j] <= '9') j++;
+        if (j > first) i = j;
+    }
+    return i;
+}
+
+/* The n characters at s, which decimal_length accepted, as a finite double. */
+static bool decimal_value(const char *s, size_t n, double *out)
+{
+    char buf[64];
+    if (n >= sizeof buf) return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    errno = 0;
+    const double v = strtod(buf, NULL);
+    if (errno == ERANGE && v != 0.0) return false; /* overflow; underflow to 0 is a value */
+    if (!isfinite(v)) return false;
+    *out = v;
+    return true;
+}
+
+bool parse_double(const char *text, double lo, double hi, bool hi_inclusive, double *out)
+{
+    if (!text) return false;
+    const size_t n = decimal_length(text);
+    double v;
+    if (n == 0 || text[n] != '\0' || !decimal_value(text, n, &v)) return false;
+    if (v < lo || v > hi || (!hi_inclusive && v == hi)) return false;
+    *out = v;
+    return true;
+}
+
+bool parse_float(const char *text, double lo, double hi, bool hi_inclusive, float *out)
+{
+    double v;
+    if (!parse_double(text, lo, hi, hi_inclusive, &v)) return false;
+    *out = (float)v;
+    return true;
+}
+
+RematStatus parse_memory_size(const char *text, size_t *bytes)
+{
+    static const struct { const char *unit; double scale; } UNITS[] = {
+        {"", 1.0}, {"B", 1.0}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+    if (!text || !bytes) return remat_fail(REMAT_EINVAL, "memory size: no text");
+    const size_t n = decimal_length(text);
+    double v;
+    if (n == 0 || text[0] == '-' || !decimal_value(text, n, &v) || v <= 0.0)
+        return remat_fail(REMAT_EINVAL, "memory size '%s': expected a positive number and a unit (B, KiB, MiB "
+                          "or GiB), e.g. 300MiB", text);
+    const char *unit = text + n + (text[n] == ' ' ? 1 : 0);
+    for (size_t i = 0; i < sizeof UNITS / sizeof UNITS[0]; i++) {
+        if (strcmp(unit, UNITS[i].unit)) continue;
+        const double b = v * UNITS[i].scale;
+        if (b >= (double)SIZE_MAX || b < 1.0)
+            return remat_fail(REMAT_EINVAL, "memory size '%s' is out of range", text);
+        *bytes = (size_t)b;
+        return REMAT_OK;
+    }
+    return remat_fail(REMAT_EINVAL, "memory size '%s': unknown unit '%s' (expected B, KiB, MiB or GiB)", text, unit);
 }

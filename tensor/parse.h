@@ -9,8 +9,9 @@
  * 18446744073709551615 — so these functions check the characters themselves before
  * converting.
  *
- * What this is not: a parser of sizes with units (parse_memory_size, checkpoint/planner.h)
- * or of floating-point values.
+ * Floating-point values are held to the same rule: digits with at most one '.', an
+ * optional leading '-' and an optional exponent ("1e-3", "2.5E2"). strtod alone would
+ * also take leading space, '+', hexadecimal ("0x1p-3"), "inf" and "nan".
  */
 #ifndef REMAT_PARSE_H
 #define REMAT_PARSE_H
@@ -18,6 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "tensor/error.h"
 
 /* Parses `text` as a whole decimal number in [lo, hi] into *out; false (and *out
  * unchanged) if it is NULL or empty, has any character besides the digits and (when lo
@@ -32,5 +35,19 @@ bool parse_u64(const char *text, uint64_t lo, uint64_t hi, uint64_t *out);
  * NULL or empty, an element is empty ("1,,2", ",1", "1,") or bad, or there are more than
  * `capacity` elements. */
 bool parse_int_list(const char *text, long lo, long hi, int *out, size_t capacity, size_t *count);
+
+/* Parses `text` as a whole finite decimal number in [lo, hi] (or [lo, hi) when
+ * hi_inclusive is false) into *out; false (and *out unchanged) otherwise. */
+bool parse_double(const char *text, double lo, double hi, bool hi_inclusive, double *out);
+
+/* As parse_double, stored as a float. */
+bool parse_float(const char *text, double lo, double hi, bool hi_inclusive, float *out);
+
+/* Parses a size such as "300MiB", "1.5GiB", "4096" or "64 KiB" (a decimal number as
+ * parse_double takes it, then at most one space and a unit: B, KiB, MiB or GiB; none
+ * means bytes) into whole bytes, rounded down. REMAT_EINVAL, saying what was wrong, for
+ * anything else: empty text, a negative, zero or non-finite number, an unknown unit,
+ * junk after it, less than one byte or more than SIZE_MAX. */
+RematStatus parse_memory_size(const char *text, size_t *bytes);
 
 #endif /* REMAT_PARSE_H */

@@ -120,6 +120,56 @@ static void test_parse_int_list_rejects_empty_elements_and_changes_nothing(void 
     assert_int_equal(n, 42);
 }
 
+static void test_parse_double_takes_decimal_text_only(void **state)
+{
+    (void)state;
+    double v = 0;
+    assert_true(parse_double("0.25", 0, 1, false, &v));
+    assert_true(v == 0.25);
+    assert_true(parse_double("1e-3", 0, 1, false, &v));
+    assert_true(v == 1e-3);
+    assert_true(parse_double("-2.5E1", -100, 100, true, &v));
+    assert_true(v == -25.0);
+    assert_true(parse_double("3.", 0, 10, true, &v));
+    assert_true(v == 3.0);
+    assert_true(parse_double("1", 0, 1, true, &v));
+    const char *bad[] = {"", " 0.5", "0.5 ", "+0.5", "0x1p-3", "inf", "nan", "1e", "1e+", ".", "-", "1..2",
+                         "1e400", "0.5junk", "1,5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        v = 7;
+        assert_false(parse_double(bad[i], -1e300, 1e300, true, &v));
+        assert_true(v == 7); /* nothing written */
+    }
+    assert_false(parse_double("1", 0, 1, false, &v)); /* hi excluded */
+    assert_false(parse_double("-0.1", 0, 1, false, &v));
+    float f = 0;
+    assert_true(parse_float("0.1", 0, 1, false, &f));
+    assert_true(f == 0.1f);
+}
+
+static void test_memory_sizes_parse_with_units(void **state)
+{
+    (void)state;
+    size_t b = 0;
+    assert_int_equal(parse_memory_size("300MiB", &b), REMAT_OK);
+    assert_int_equal(b, 300u << 20);
+    assert_int_equal(parse_memory_size("1.5GiB", &b), REMAT_OK);
+    assert_int_equal(b, 3u << 29);
+    assert_int_equal(parse_memory_size("64 KiB", &b), REMAT_OK);
+    assert_int_equal(b, 64u << 10);
+    assert_int_equal(parse_memory_size("4096", &b), REMAT_OK);
+    assert_int_equal(b, 4096);
+    assert_int_equal(parse_memory_size("512B", &b), REMAT_OK);
+    assert_int_equal(b, 512);
+    const char *bad[] = {"", "MiB", "-3MiB", "0", "12 parsecs", "3MiBx", "nan", "inf", "1e30GiB", " 5",
+                         "5  MiB", "0x10MiB", "+5MiB", "0.5B"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        b = 7;
+        assert_int_equal(parse_memory_size(bad[i], &b), REMAT_EINVAL);
+        assert_int_equal(b, 7); /* nothing written */
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -129,6 +179,8 @@ int main(void)
         cmocka_unit_test(test_parse_u64_takes_the_whole_range_and_no_sign),
         cmocka_unit_test(test_parse_int_list_reads_every_element),
         cmocka_unit_test(test_parse_int_list_rejects_empty_elements_and_changes_nothing),
+        cmocka_unit_test(test_parse_double_takes_decimal_text_only),
+        cmocka_unit_test(test_memory_sizes_parse_with_units),
     };
     return cmocka_run_group_tests_name("parse", tests, NULL, NULL);
 }
