@@ -15,6 +15,7 @@ Schedule *search_revolve(const ChainCost *cost, size_t act_budget, size_t *leane
     const int most = cost->n_layers > 1 ? cost->n_layers - 1 : 1; /* more slots than L − 1 change nothing */
     Schedule *best = chain_schedule_for_strategy(cost, STRATEGY_NONE); /* storing everything: no recomputation */
     if (!best) return NULL;
+    best->strategy = STRATEGY_BUDGET; /* chosen by the planner, as every schedule it returns */
     *leanest = best->predicted.peak_act;
     if (best->predicted.peak_act <= act_budget) return best;
     schedule_free(best);

@@ -153,6 +153,7 @@ static void test_prediction_equals_measurement_on_the_mlp(void **state)
         for (int k = PLANNER_CHEN; k <= PLANNER_DP; k++) {
             Schedule *s = planner_plan((PlannerKind)k, f.cost, budget);
             if (!s) continue; /* Chen's search may find nothing at the tightest budgets */
+            assert_int_equal(s->strategy, STRATEGY_BUDGET);
             Measured m = measure(&f, s);
             assert_int_equal(m.peak_act, s->predicted.peak_act);
             assert_int_equal(m.recompute, s->predicted.recompute_flops);
@@ -227,6 +228,7 @@ static void test_revolve_prediction_equals_measurement_on_the_mlp(void **state)
         const size_t budget = lo + (none->predicted.peak_total - lo) * (size_t)i / 8;
         Schedule *s = planner_plan(PLANNER_REVOLVE, f.cost, budget);
         assert_non_null(s);
+        assert_int_equal(s->strategy, STRATEGY_BUDGET); /* even when it keeps everything (i = 8) */
         assert_true(s->predicted.peak_total <= budget);
         Measured m = measure(&f, s);
         assert_int_equal(m.peak_act, s->predicted.peak_act);
@@ -402,6 +404,7 @@ static void check_planned_like_none(const Trainee *t)
         for (int i = 0; i <= 4; i++) {
             Schedule *s = planner_plan((PlannerKind)k, cost, lo + (none->predicted.peak_total - lo) * (size_t)i / 4);
             if (!s) continue; /* Chen's search may find nothing at the tightest budgets */
+            assert_int_equal(s->strategy, STRATEGY_BUDGET);
             char what[96];
             snprintf(what, sizeof what, "%s%s, planner %s, budget %d/4", t->kind, t->kind[0] == 'g' ? " with dropout" : "",
                      planner_name((PlannerKind)k), i);
