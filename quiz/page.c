@@ -47,6 +47,7 @@ typedef struct PageWords {
     const char *no_results;                  /* %s results dir: nothing there */
     const char *not_recorded;                /* a field the results do not hold */
     const char *cpu_line;                    /* %s cores, %s OpenBLAS core */
+    const char *load_line;                   /* %s load before, %s after, %s CPU steal */
     const char *dirty, *clean;               /* after the commit */
     const char *quick, *full;                /* the benches' modes */
     const char *range;                       /* %s first date, %s last date */
@@ -77,6 +78,7 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
         .no_results = "No results in %s yet: each figure above names the bench that measures it.",
         .not_recorded = "not recorded in the results",
         .cpu_line = "%s cores, OpenBLAS kernels for %s (the CPU's model is not recorded in the results)",
+        .load_line = "%s before, %s after (1-minute load average); %s of the CPU time stolen by the hypervisor",
         .dirty = "with uncommitted changes",
         .clean = "no uncommitted changes",
         .quick = "quick (small configurations)",
@@ -108,6 +110,7 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
         .no_results = "لا توجد نتائج في %s بعد: كل رقم أعلاه يسمّي برنامج القياس الذي يقيسه.",
         .not_recorded = "غير مسجَّل في النتائج",
         .cpu_line = "%s أنوية، ونوى OpenBLAS لـ %s (طراز المعالج غير مسجَّل في النتائج)",
+        .load_line = "%s قبل القياس و%s بعده (متوسط الحمل لدقيقة واحدة)؛ واستلب المشرف الافتراضي %s من وقت المعالج",
         .dirty = "مع تعديلات غير مودَعة",
         .clean = "بلا تعديلات غير مودَعة",
         .quick = "سريع (إعدادات صغيرة)",
@@ -209,20 +212,30 @@ static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const P
 
 /* ---- one question ------------------------------------------------------------------- */
 
-/* The page's sink for explain_pieces: the bank's words as text, each figure marked. */
+/* The page's sink for explain_pieces: the bank's words as text, each figure marked, the
+ * explanation one paragraph and each note one after it. */
 typedef struct HtmlSink {
     FILE *out;
     QuizLang lang;
+    bool open; /* the explanation's paragraph is open */
 } HtmlSink;
 
 static void put_piece(void *ctx, PieceKind kind, const char *text, size_t len)
 {
-    const HtmlSink *sink = ctx;
-    static const char *const classes[] = {[PIECE_FIGURE] = "fig", [PIECE_MISSING] = "fig missing",
-                                          [PIECE_BROKEN] = "fig broken"};
-    if (kind != PIECE_TEXT) fprintf(sink->out, "<span class=\"%s\">", classes[kind]);
+    HtmlSink *sink = ctx;
+    if (kind == PIECE_NOTE) {
+        if (sink->open) fputs("</p>\n", sink->out);
+        sink->open = false;
+        fputs("<p class=\"note\">", sink->out);
+        html_text(sink->out, text, len, sink->lang);
+        fputs("</p>\n", sink->out);
+        return;
+    }
+    if (!sink->open) fputs("<p class=\"explanation\">", sink->out);
+    sink->open = true;
+    if (kind == PIECE_FIGURE) fputs("<span class=\"fig\">", sink->out);
     html_text(sink->out, text, len, sink->lang);
-    if (kind != PIECE_TEXT) fputs("</span>", sink->out);
+    if (kind == PIECE_FIGURE) fputs("</span>", sink->out);
 }
 
 static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSources *src)
@@ -256,10 +269,11 @@ static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSourc
     fputs("</summary>\n<p class=\"correct\">", out);
     const char shown[2] = {(char)('1' + shown_correct), '\0'};
     html_words(out, lang, w->correct_was, (const char *[]){shown, question->options[question->correct].lang[lang]}, NULL);
-    fputs("</p>\n<p class=\"explanation\">", out);
-    HtmlSink sink = {out, lang};
+    fputs("</p>\n", out);
+    HtmlSink sink = {out, lang, false};
     RematStatus status = explain_pieces(question, lang, src->results, put_piece, &sink);
-    fputs("</p>\n<p class=\"proof\">", out);
+    if (sink.open) fputs("</p>\n", out);
+    fputs("<p class=\"proof\">", out);
     html_words(out, lang, w->proof, (const char *[]){question->test_file, question->test_name}, "code");
     fputs("</p>\n<p class=\"bench\">", out);
     char program[256];
@@ -330,11 +344,20 @@ static bool field_threads(const cJSON *doc, QuizLang lang, char *buf, size_t siz
     return true;
 }
 
-/* The results schema (bench/README.md) has no load average: every document is silent. */
+/* The machine's load around the bench (results of older benches do not record it). */
 static bool field_load(const cJSON *doc, QuizLang lang, char *buf, size_t size)
 {
-    (void)doc, (void)lang, (void)buf, (void)size;
-    return false;
+    const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
+    const cJSON *before = cJSON_GetObjectItemCaseSensitive(machine, "loadavg_before");
+    const cJSON *after = cJSON_GetObjectItemCaseSensitive(machine, "loadavg_after");
+    const cJSON *steal = cJSON_GetObjectItemCaseSensitive(machine, "cpu_steal");
+    if (!cJSON_IsNumber(before) || !cJSON_IsNumber(after) || !cJSON_IsNumber(steal)) return false;
+    char load_before[32], load_after[32], stolen[32];
+    snprintf(load_before, sizeof load_before, "%.1f", before->valuedouble);
+    snprintf(load_after, sizeof load_after, "%.1f", after->valuedouble);
+    snprintf(stolen, sizeof stolen, "%.1f%%", 100.0 * steal->valuedouble);
+    snprintf(buf, size, PAGE_WORDS[lang].load_line, load_before, load_after, stolen);
+    return true;
 }
 
 static bool field_mode(const cJSON *doc, QuizLang lang, char *buf, size_t size)
