@@ -10,6 +10,7 @@
 #include "quiz/explain_fill.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,21 +82,6 @@ const cJSON *results_document(ResultsDir *r, const char *bench)
     return f ? f->doc : NULL;
 }
 
-bool results_machine(ResultsDir *r, const char *bench, double *load, int *cores, double *steal)
-{
-    const cJSON *machine = cJSON_GetObjectItemCaseSensitive(results_document(r, bench), "machine");
-    const cJSON *before = cJSON_GetObjectItemCaseSensitive(machine, "loadavg_before");
-    const cJSON *after = cJSON_GetObjectItemCaseSensitive(machine, "loadavg_after");
-    const cJSON *stolen = cJSON_GetObjectItemCaseSensitive(machine, "cpu_steal");
-    const cJSON *count = cJSON_GetObjectItemCaseSensitive(machine, "cores");
-    if (!cJSON_IsNumber(before) || !cJSON_IsNumber(after) || !cJSON_IsNumber(stolen) || !cJSON_IsNumber(count))
-        return false;
-    *load = fmax(before->valuedouble, after->valuedouble);
-    *cores = count->valueint;
-    *steal = stolen->valuedouble;
-    return true;
-}
-
 /* ---- one figure: looked up and checked ------------------------------------------------ */
 
 typedef enum FigureState {
@@ -107,14 +93,22 @@ typedef enum FigureState {
 } FigureState;
 
 /* Why a value is invalid, in the order of words.h's invalid_why. */
-typedef enum FigureProblem { PROBLEM_NOT_NUMBER, PROBLEM_NEGATIVE, PROBLEM_NOT_WHOLE, PROBLEM_TOO_LARGE, PROBLEM_INTERVAL } FigureProblem;
+typedef enum FigureProblem {
+    PROBLEM_NOT_NUMBER,
+    PROBLEM_NEGATIVE,
+    PROBLEM_NOT_POSITIVE,
+    PROBLEM_NOT_WHOLE,
+    PROBLEM_TOO_LARGE,
+    PROBLEM_INTERVAL,
+    PROBLEM_PART_OF_INTERVAL,
+} FigureProblem;
 
 typedef struct Figure {
     const Measurement *m;
     FigureState state;
     const cJSON *value;   /* FIG_OK */
     FigureProblem problem; /* FIG_INVALID */
-    char field[160];      /* where the value is: "tables.steps.records[3].peak_act" */
+    char field[256];      /* where the value is: "tables.steps.records[3].peak_act" */
     bool spread;          /* a time whose interval and samples were read */
     double lo, hi;
     int samples;
@@ -133,32 +127,73 @@ static bool record_matches(const cJSON *record, const cJSON *where)
     return true;
 }
 
-/* Checks `v`, a value of format `format`; false with *problem set if it is invalid. */
+/* What a plausible measurement of each format is. Far beyond anything a bench on one
+ * machine measures, but not beyond what a corrupted or hand-edited file holds: "kept
+ * 16777216.0 TiB" or "kept 0 B" from a null is worse than no figure. */
+typedef struct Plausible {
+    const char *format;
+    double max;
+    bool whole, positive;
+} Plausible;
+
+static const Plausible PLAUSIBLE[] = {
+    {"bytes", 1125899906842624.0, true, false}, /* 1 PiB */
+    {"int", 1e9, true, false},
+    {"count", 1e9, true, true},                 /* samples, cores */
+    {"percent", 100.0, false, false},           /* a ratio: up to 10000% */
+    {"excess", 100.0, false, true},             /* a ratio of times: above 0 */
+    {"fraction", 1.0, false, false},            /* CPU steal */
+    {"number", 1e6, false, false},              /* slopes, gradient differences, load averages */
+};
+
+/* Checks `v`, a value of format `format` ("text" or one of PLAUSIBLE's); false with
+ * *problem set if it is not a plausible measurement. */
 static bool valid_value(const cJSON *v, const char *format, FigureProblem *problem)
 {
-    if (!strcmp(format, "text")) {
-        *problem = PROBLEM_NOT_NUMBER;
-        return cJSON_IsString(v);
-    }
     *problem = PROBLEM_NOT_NUMBER;
-    return cJSON_IsNumber(v);
+    if (!strcmp(format, "text")) return cJSON_IsString(v);
+    if (!cJSON_IsNumber(v) || isnan(v->valuedouble)) return false;
+    const Plausible *p = &PLAUSIBLE[sizeof PLAUSIBLE / sizeof PLAUSIBLE[0] - 1];
+    for (size_t i = 0; i < sizeof PLAUSIBLE / sizeof PLAUSIBLE[0]; i++)
+        if (!strcmp(PLAUSIBLE[i].format, format)) p = &PLAUSIBLE[i];
+    const double x = v->valuedouble;
+    *problem = x < 0 ? PROBLEM_NEGATIVE : p->positive && x == 0 ? PROBLEM_NOT_POSITIVE : !(x <= p->max) ? PROBLEM_TOO_LARGE
+             : p->whole && x != floor(x) ? PROBLEM_NOT_WHOLE : PROBLEM_NOT_NUMBER;
+    return *problem == PROBLEM_NOT_NUMBER;
+}
+
+/* Marks `fig` invalid: `field` of the record at `path` has `problem`. */
+static void invalid(Figure *fig, const char *path, const char *field, FigureProblem problem)
+{
+    fig->state = FIG_INVALID;
+    fig->problem = problem;
+    snprintf(fig->field, sizeof fig->field, "%s.%s", path, field);
 }
 
 /* Reads a time's interval and samples beside its value: `field`_lo, `field`_hi and
- * `samples`. Leaves fig->spread false when they are not recorded. */
-static void read_spread(const cJSON *record, Figure *fig)
+ * `samples` of the record at `path`. None of them: the older schema, fig->spread stays
+ * false. Some, or a value outside [lo, hi]: the figure is invalid. */
+static void read_spread(const cJSON *record, const char *path, Figure *fig)
 {
-    char name[128];
-    snprintf(name, sizeof name, "%s_lo", fig->m->field);
-    const cJSON *lo = cJSON_GetObjectItemCaseSensitive(record, name);
-    snprintf(name, sizeof name, "%s_hi", fig->m->field);
-    const cJSON *hi = cJSON_GetObjectItemCaseSensitive(record, name);
-    const cJSON *samples = cJSON_GetObjectItemCaseSensitive(record, "samples");
-    if (!cJSON_IsNumber(lo) || !cJSON_IsNumber(hi) || !cJSON_IsNumber(samples)) return;
+    char names[3][128];
+    snprintf(names[0], sizeof names[0], "%s_lo", fig->m->field);
+    snprintf(names[1], sizeof names[1], "%s_hi", fig->m->field);
+    snprintf(names[2], sizeof names[2], "samples");
+    const cJSON *v[3];
+    int present = 0;
+    for (int i = 0; i < 3; i++) present += (v[i] = cJSON_GetObjectItemCaseSensitive(record, names[i])) != NULL;
+    if (present == 0) return;
+    FigureProblem problem;
+    for (int i = 0; i < 3; i++) {
+        if (!v[i]) return invalid(fig, path, names[i], PROBLEM_PART_OF_INTERVAL);
+        if (!valid_value(v[i], i < 2 ? fig->m->format : "count", &problem)) return invalid(fig, path, names[i], problem);
+    }
+    fig->lo = v[0]->valuedouble;
+    fig->hi = v[1]->valuedouble;
+    fig->samples = (int)v[2]->valuedouble;
+    const double value = fig->value->valuedouble;
+    if (!(fig->lo <= value && value <= fig->hi)) return invalid(fig, path, names[0], PROBLEM_INTERVAL);
     fig->spread = true;
-    fig->lo = lo->valuedouble;
-    fig->hi = hi->valuedouble;
-    fig->samples = samples->valueint;
 }
 
 /* Finds and checks the value `m` quotes. */
@@ -178,14 +213,54 @@ static Figure find_figure(ResultsDir *r, const Measurement *m)
     int index = 0;
     for (const cJSON *rec = cJSON_IsArray(records) ? records->child : NULL; rec; rec = rec->next, index++) {
         if (!record_matches(rec, m->where)) continue;
-        snprintf(fig.field, sizeof fig.field, "tables.%s.records[%d].%s", m->table, index, m->field);
+        char path[96];
+        snprintf(path, sizeof path, "tables.%s.records[%d]", m->table, index);
+        snprintf(fig.field, sizeof fig.field, "%s.%s", path, m->field);
         fig.value = cJSON_GetObjectItemCaseSensitive(rec, m->field);
         if (!fig.value) return fig;
         fig.state = valid_value(fig.value, m->format, &fig.problem) ? FIG_OK : FIG_INVALID;
-        if (fig.state == FIG_OK && m->time) read_spread(rec, &fig);
+        if (fig.state == FIG_OK && m->time) read_spread(rec, path, &fig);
         return fig;
     }
     return fig; /* e.g. a run narrowed by a flag that measured fewer configurations */
+}
+
+/* ---- the machine while a bench ran ------------------------------------------------------ */
+
+typedef enum MachineRecord { MACHINE_RECORDED, MACHINE_NOT_RECORDED, MACHINE_INVALID } MachineRecord;
+
+/* Reads doc's machine block into *m. An invalid field makes it MACHINE_INVALID and is
+ * described in *bad (its field and problem). */
+static MachineRecord read_machine(const cJSON *doc, RecordedMachine *m, Figure *bad)
+{
+    static const struct {
+        const char *name, *format;
+        size_t offset;
+    } fields[] = {{"loadavg_before", "number", offsetof(RecordedMachine, load_before)},
+                  {"loadavg_after", "number", offsetof(RecordedMachine, load_after)},
+                  {"cpu_steal", "fraction", offsetof(RecordedMachine, steal)},
+                  {"cores", "count", offsetof(RecordedMachine, cores)}};
+    const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
+    MachineRecord record = MACHINE_RECORDED;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(machine, fields[i].name);
+        FigureProblem problem;
+        if (!v) {
+            if (record == MACHINE_RECORDED) record = MACHINE_NOT_RECORDED;
+        } else if (!valid_value(v, fields[i].format, &problem)) {
+            invalid(bad, "machine", fields[i].name, problem);
+            return MACHINE_INVALID;
+        } else {
+            *(double *)((char *)m + fields[i].offset) = v->valuedouble;
+        }
+    }
+    return record;
+}
+
+bool results_machine(const cJSON *doc, RecordedMachine *m)
+{
+    Figure bad;
+    return read_machine(doc, m, &bad) == MACHINE_RECORDED;
 }
 
 /* ---- writing a figure ------------------------------------------------------------------ */
@@ -236,8 +311,8 @@ typedef struct Judgement {
     const char *bench;      /* the bench whose times are judged */
     const Figure *culprit;  /* TIMES_FEW, TIMES_WIDE */
     const TimeOrder *order; /* TIMES_CONTRADICTED */
-    double load, steal;     /* TIMES_BUSY */
-    int cores;
+    RecordedMachine machine; /* TIMES_BUSY */
+    Figure bad_machine;     /* the machine block's invalid field (state FIG_INVALID), if any */
 } Judgement;
 
 static void blame(Judgement *j, TimeTrust trust, const Figure *culprit, const TimeOrder *order)
@@ -261,8 +336,12 @@ static Judgement judge_times(const Question *q, const Figure *figs, ResultsDir *
         if (!fig->m->time || fig->state != FIG_OK) continue;
         if (!j.bench) {
             j.bench = fig->m->bench;
-            if (!results_machine(r, j.bench, &j.load, &j.cores, &j.steal)) blame(&j, TIMES_UNKNOWN, NULL, NULL);
-            else if (j.load > j.cores || j.steal > TIME_MAX_STEAL) blame(&j, TIMES_BUSY, NULL, NULL);
+            j.bad_machine.m = fig->m;
+            const RecordedMachine *m = &j.machine;
+            if (read_machine(results_document(r, j.bench), &j.machine, &j.bad_machine) != MACHINE_RECORDED)
+                blame(&j, TIMES_UNKNOWN, NULL, NULL);
+            else if (fmax(m->load_before, m->load_after) > m->cores || m->steal > TIME_MAX_STEAL)
+                blame(&j, TIMES_BUSY, NULL, NULL);
         }
         if (!fig->spread) blame(&j, TIMES_UNKNOWN, fig, NULL);
         else if (fig->samples < TIME_MIN_SAMPLES) blame(&j, TIMES_FEW, fig, NULL);
@@ -348,36 +427,46 @@ static void note(const Fill *fill, const char *text)
     fill->sink(fill->ctx, PIECE_NOTE, text, strlen(text));
 }
 
-/* The notes about figures that are not there or not valid: one per bench and state, one
- * per invalid figure. Returns REMAT_ECORRUPT (naming the file and field) if any results
- * file or figure is malformed. */
-static RematStatus note_missing(const Fill *fill, ResultsDir *r)
+/* The note about one figure that is not there or not valid. Returns REMAT_ECORRUPT
+ * (naming the file and field) if its results file or the figure is malformed. */
+static RematStatus note_figure(const Fill *fill, ResultsDir *r, const Figure *fig)
 {
     const QuizWords *w = quiz_words(fill->lang);
+    char program[128], file[700], text[2048];
+    snprintf(program, sizeof program, "build/bench/%s", fig->m->bench);
+    snprintf(file, sizeof file, "%s/%s.json", results_dir(r), fig->m->bench);
+    RematStatus status = REMAT_OK;
+    if (fig->state == FIG_NO_FILE) {
+        snprintf(text, sizeof text, w->not_run, program);
+    } else if (fig->state == FIG_NO_RECORD) {
+        snprintf(text, sizeof text, w->not_recorded, file, program);
+    } else if (fig->state == FIG_NOT_JSON) {
+        snprintf(text, sizeof text, w->not_json, file, program);
+        status = remat_fail(REMAT_ECORRUPT, "%s is not valid JSON", file);
+    } else {
+        snprintf(text, sizeof text, w->invalid_figure, fig->field, file, w->invalid_why[fig->problem], program);
+        status = remat_fail(REMAT_ECORRUPT, "%s: %s: %s, so it is treated as not measured", file, fig->field,
+                            quiz_words(LANG_EN)->invalid_why[fig->problem]);
+    }
+    note(fill, text);
+    return status;
+}
+
+/* The notes about figures that are not there or not valid: one per bench and state, one
+ * per invalid figure (the machine block's included). Returns REMAT_ECORRUPT if any
+ * results file or figure is malformed. */
+static RematStatus note_missing(const Fill *fill, ResultsDir *r)
+{
     RematStatus status = REMAT_OK;
     for (int i = 0; i < fill->q->n_measurements; i++) {
         const Figure *fig = &fill->figs[i];
         bool said = fig->state == FIG_OK;
         for (int k = 0; k < i && !said && fig->state != FIG_INVALID; k++)
             said = fill->figs[k].state == fig->state && !strcmp(fill->figs[k].m->bench, fig->m->bench);
-        if (said) continue;
-        char program[128], file[700], text[2048];
-        snprintf(program, sizeof program, "build/bench/%s", fig->m->bench);
-        snprintf(file, sizeof file, "%s/%s.json", results_dir(r), fig->m->bench);
-        if (fig->state == FIG_NO_FILE) {
-            snprintf(text, sizeof text, w->not_run, program);
-        } else if (fig->state == FIG_NO_RECORD) {
-            snprintf(text, sizeof text, w->not_recorded, file, program);
-        } else if (fig->state == FIG_NOT_JSON) {
-            snprintf(text, sizeof text, w->not_json, file, program);
-            status = remat_fail(REMAT_ECORRUPT, "%s is not valid JSON", file);
-        } else {
-            snprintf(text, sizeof text, w->invalid_figure, fig->field, file, w->invalid_why[fig->problem], program);
-            status = remat_fail(REMAT_ECORRUPT, "%s: %s %s: treated as not measured", file, fig->field,
-                                quiz_words(LANG_EN)->invalid_why[fig->problem]);
-        }
-        note(fill, text);
+        if (!said && note_figure(fill, r, fig) != REMAT_OK) status = REMAT_ECORRUPT;
     }
+    if (fill->judged.bad_machine.state == FIG_INVALID && note_figure(fill, r, &fill->judged.bad_machine) != REMAT_OK)
+        status = REMAT_ECORRUPT;
     return status;
 }
 
@@ -394,9 +483,9 @@ static void note_times(const Fill *fill)
     switch (j->trust) {
     case TIMES_UNKNOWN: n = snprintf(text, sizeof text, w->time_unknown, program); break;
     case TIMES_BUSY:
-        snprintf(load, sizeof load, "%.1f", j->load);
-        snprintf(steal, sizeof steal, "%.1f%%", 100.0 * j->steal);
-        n = snprintf(text, sizeof text, w->time_busy, program, load, j->cores, steal);
+        snprintf(load, sizeof load, "%.1f", fmax(j->machine.load_before, j->machine.load_after));
+        snprintf(steal, sizeof steal, "%.1f%%", 100.0 * j->machine.steal);
+        n = snprintf(text, sizeof text, w->time_busy, program, load, (int)j->machine.cores, steal);
         break;
     case TIMES_FEW: n = snprintf(text, sizeof text, w->time_few, program, figure); break;
     case TIMES_WIDE: n = snprintf(text, sizeof text, w->time_wide, program, figure); break;

@@ -8,6 +8,11 @@
  * that needs it is left out (or replaced by its `otherwise`); a note below the
  * explanation then says, once, which bench to run.
  *
+ * Every figure is checked before it is quoted: its type, its sign and a plausible range for
+ * its format (a byte count is a whole number from 0 to 1 PiB, a ratio of times is above 0,
+ * ...). An invalid one — null, negative, an object, 1e30 — is treated as missing, and a
+ * note and the returned error name the file and the field.
+ *
  * Times. Bytes and FLOPs come from the ledgers and are exact; a time depends on how busy
  * the machine was. A time figure is quoted only with its interval and sample count
  * ("+28.5% (+24.1% to +31.0%, 9 paired steps)"), and only when all of the question's
@@ -60,10 +65,17 @@ const char *results_dir(const ResultsDir *r);
  * the file is missing or is not valid JSON. */
 const cJSON *results_document(ResultsDir *r, const char *bench);
 
-/* What the results say about the machine while `bench` ran: false when they do not record
- * it (or record it invalidly). `load` is the larger 1-minute load average of before and
- * after, `steal` the fraction of CPU time stolen. */
-bool results_machine(ResultsDir *r, const char *bench, double *load, int *cores, double *steal);
+/* The machine while a bench ran, as its results' "machine" block records it. */
+typedef struct RecordedMachine {
+    double load_before, load_after; /* 1-minute load averages */
+    double steal;                   /* the fraction of CPU time stolen by the hypervisor, 0..1 */
+    double cores;
+} RecordedMachine;
+
+/* Reads the machine block of a results document (results_document) into *m: false when
+ * it does not record all four fields (results of an older bench) or one is not plausible
+ * (a negative load, a steal above 1, no cores). */
+bool results_machine(const cJSON *doc, RecordedMachine *m);
 
 /* What one piece of a filled explanation is. */
 typedef enum PieceKind {

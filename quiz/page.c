@@ -347,15 +347,12 @@ static bool field_threads(const cJSON *doc, QuizLang lang, char *buf, size_t siz
 /* The machine's load around the bench (results of older benches do not record it). */
 static bool field_load(const cJSON *doc, QuizLang lang, char *buf, size_t size)
 {
-    const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
-    const cJSON *before = cJSON_GetObjectItemCaseSensitive(machine, "loadavg_before");
-    const cJSON *after = cJSON_GetObjectItemCaseSensitive(machine, "loadavg_after");
-    const cJSON *steal = cJSON_GetObjectItemCaseSensitive(machine, "cpu_steal");
-    if (!cJSON_IsNumber(before) || !cJSON_IsNumber(after) || !cJSON_IsNumber(steal)) return false;
+    RecordedMachine m;
+    if (!results_machine(doc, &m)) return false;
     char load_before[32], load_after[32], stolen[32];
-    snprintf(load_before, sizeof load_before, "%.1f", before->valuedouble);
-    snprintf(load_after, sizeof load_after, "%.1f", after->valuedouble);
-    snprintf(stolen, sizeof stolen, "%.1f%%", 100.0 * steal->valuedouble);
+    snprintf(load_before, sizeof load_before, "%.1f", m.load_before);
+    snprintf(load_after, sizeof load_after, "%.1f", m.load_after);
+    snprintf(stolen, sizeof stolen, "%.1f%%", 100.0 * m.steal);
     snprintf(buf, size, PAGE_WORDS[lang].load_line, load_before, load_after, stolen);
     return true;
 }

@@ -23,8 +23,9 @@ static const QuizWords WORDS[LANG_COUNT] = {
                         "flags?): run %s --quick to measure them.",
         .not_json = "%s is not valid JSON, so its figures are left out: run %s --quick again.",
         .invalid_figure = "The figure %s in %s is left out: %s. Run %s --quick again.",
-        .invalid_why = {"it is not a number", "it is negative", "it is not a whole number",
-                        "it is too large to be a measurement", "its interval does not hold it"},
+        .invalid_why = {"it is not a number", "it is negative", "it is not above zero", "it is not a whole number",
+                        "it is too large to be a measurement", "its interval does not hold the value",
+                        "the rest of its interval is missing"},
         .time_busy = "This machine was busy while %s measured its times (1-minute load average up to %s on "
                      "%d cores, %s of the CPU time stolen by the hypervisor): they are too noisy to teach from.",
         .time_unknown = "The results of %s do not record how much its times varied or how busy the machine was "
@@ -53,8 +54,8 @@ static const QuizWords WORDS[LANG_COUNT] = {
         .not_recorded = "لا يحوي %s سجلًا لبعض أرقام هذا التفسير (هل شُغّل بخيارات أخرى؟): شغّل %s --quick لقياسها.",
         .not_json = "الملف %s ليس JSON صالحًا، فأُسقطت أرقامه: شغّل %s --quick من جديد.",
         .invalid_figure = "أُسقط الرقم %s من %s: %s. شغّل %s --quick من جديد.",
-        .invalid_why = {"فهو ليس عددًا", "فهو سالب", "فهو ليس عددًا صحيحًا", "فهو أكبر من أن يكون قياسًا",
-                        "فمجاله لا يحتويه"},
+        .invalid_why = {"فهو ليس عددًا", "فهو سالب", "فهو ليس أكبر من الصفر", "فهو ليس عددًا صحيحًا",
+                        "فهو أكبر من أن يكون قياسًا", "فمجاله لا يحتوي القيمة", "فبقية مجاله مفقودة"},
         .time_busy = "كان هذا الجهاز مشغولًا حين قاس %s أزمنته (بلغ متوسط الحمل لدقيقة واحدة %s، وعدد الأنوية %d، "
                      "واستلب المشرف الافتراضي %s من وقت المعالج): فهي أكثر ضجيجًا من أن يُعلَّم بها.",
         .time_unknown = "لا تسجّل نتائج %s مدى تفاوت أزمنته ولا مدى انشغال الجهاز أثناء القياس (فهي من إصدار أقدم من "

@@ -34,7 +34,7 @@ typedef struct QuizWords {
     const char *not_recorded; /* %s results file, %s program: no matching record */
     const char *not_json;     /* %s results file, %s program */
     const char *invalid_figure; /* %s field, %s results file, %s why (invalid_why), %s program */
-    const char *invalid_why[5]; /* FigureProblem order: not a number, negative, not whole, too large, bad interval */
+    const char *invalid_why[7]; /* explain_fill.c's FigureProblem, in its order */
 
     /* Why the times are not taught from, then what the explanation does instead. */
     const char *time_busy;    /* %s program, %s load, %d cores, %s steal */

@@ -478,6 +478,103 @@ static void order_of_a_byte_count(cJSON *question)
                               cJSON_CreateString("blocks_saved"));
 }
 
+/* Writes `text` as the scratch results of `bench`. */
+static void write_text(const char *bench, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.json", scratch, bench);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Question `q`'s English explanation from the scratch results, expecting them to hold
+ * an invalid figure: REMAT_ECORRUPT, with a message that ends as `error` does. */
+static void explain_invalid(const Bank *b, int q, const char *error, char *text, size_t size)
+{
+    ResultsDir *r = results_open(scratch);
+    assert_non_null(r);
+    assert_int_equal(fill_explanation(text, size, &b->questions[q - 1], LANG_EN, r), REMAT_ECORRUPT);
+    const char *message = remat_last_error();
+    if (strlen(message) < strlen(error) || strcmp(message + strlen(message) - strlen(error), error))
+        fail_msg("the error was\n  %s\nnot\n  ...%s", message, error);
+    results_close(r);
+    remove_results();
+}
+
+static void test_an_invalid_figure_is_treated_as_missing_naming_the_file_and_field(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    static char text[8192], want[1024];
+    static const struct {
+        const char *value, *why;
+    } bad[] = {{"null", "it is not a number"}, {"-5", "it is negative"}, {"{\"a\": 1}", "it is not a number"},
+               {"1e30", "it is too large to be a measurement"}, {"1.5", "it is not a whole number"},
+               {"\"280 KiB\"", "it is not a number"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"tables\": {\"steps\": {\"records\": [{\"n_layers\": 64, \"strategy\": \"full\", \"peak_act\": %s, "
+                 "\"flop_overhead\": 0.334}, {\"n_layers\": 64, \"strategy\": \"none\", \"peak_act\": 540672}]}}}",
+                 bad[i].value);
+        write_text("bench_scaling", json);
+        snprintf(want, sizeof want, "%s/bench_scaling.json: tables.steps.records[0].peak_act: %s, so it is treated as "
+                 "not measured", scratch, bad[i].why);
+        explain_invalid(b, 1, want, text, sizeof text);
+        /* Not "kept 0 B" or "16777216.0 TiB": the part that quotes it is left out. */
+        assert_null(strstr(text, "On this machine"));
+        assert_non_null(strstr(text, "during backward. The loss and every gradient"));
+        snprintf(want, sizeof want, "The figure tables.steps.records[0].peak_act in %s/bench_scaling.json is left "
+                 "out: %s. Run build/bench/bench_scaling --quick again.", scratch, bad[i].why);
+        assert_string_equal(note_of(text), want);
+    }
+    /* A time's interval: every bound checked, and the value inside it. */
+    static const struct {
+        const char *fields, *field, *why;
+    } spreads[] = {
+        {"\"time_overhead_lo\": \"x\", \"time_overhead_hi\": 1.3, \"samples\": 9", "time_overhead_lo", "it is not a number"},
+        {"\"time_overhead_lo\": 1.25, \"time_overhead_hi\": 1.3, \"samples\": 9", "time_overhead_lo",
+         "its interval does not hold the value"},
+        {"\"time_overhead_lo\": 1.1, \"time_overhead_hi\": 1.3, \"samples\": 0", "samples", "it is not above zero"},
+        {"\"time_overhead_lo\": 1.1, \"time_overhead_hi\": 1.3", "samples", "the rest of its interval is missing"},
+    };
+    for (size_t i = 0; i < sizeof spreads / sizeof spreads[0]; i++) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"machine\": {\"cores\": 2, \"loadavg_before\": 0.1, \"loadavg_after\": 0.2, \"cpu_steal\": 0},"
+                 " \"tables\": {\"placements\": {\"records\": [{\"threads\": 2, \"placement\": \"whole blocks\", "
+                 "\"time_overhead\": 1.2, %s}]}}}", spreads[i].fields);
+        write_text("bench_placement", json);
+        snprintf(want, sizeof want, "tables.placements.records[0].%s: %s, so it is treated as not measured",
+                 spreads[i].field, spreads[i].why);
+        explain_invalid(b, 3, want, text, sizeof text);
+        assert_null(strstr(text, "+20.0%"));
+    }
+    /* The machine block: a negative load average is no load average. */
+    write_results(&b->questions[2], NARROW, QUIET);
+    char path[512];
+    snprintf(path, sizeof path, "%s/bench_placement.json", scratch);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char json[65536];
+    json[fread(json, 1, sizeof json - 1, f)] = '\0';
+    fclose(f);
+    cJSON *doc = cJSON_Parse(json);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(doc, "machine"), "loadavg_before", cJSON_CreateNumber(-1));
+    char *printed = cJSON_Print(doc);
+    write_text("bench_placement", printed);
+    free(printed);
+    cJSON_Delete(doc);
+    explain_invalid(b, 3, "bench_placement.json: machine.loadavg_before: it is negative, so it is treated as not measured",
+                    text, sizeof text);
+    assert_null(strstr(text, "paired steps"));
+    assert_non_null(strstr(note_of(text), "The figure machine.loadavg_before in "));
+    bank_free(b);
+}
+
 static void test_a_malformed_bank_names_the_file_and_field(void **state)
 {
     (void)state;
@@ -578,6 +675,7 @@ int main(void)
         cmocka_unit_test(test_times_measured_on_a_busy_machine_are_not_taught_from),
         cmocka_unit_test(test_wide_few_or_unknown_spreads_are_not_taught_from),
         cmocka_unit_test(test_no_explanation_states_a_comparison_its_intervals_contradict),
+        cmocka_unit_test(test_an_invalid_figure_is_treated_as_missing_naming_the_file_and_field),
         cmocka_unit_test(test_a_malformed_bank_names_the_file_and_field),
         cmocka_unit_test(test_a_bank_keeps_its_explanations_honest),
         cmocka_unit_test(test_interactive_quiz_through_a_terminal),
