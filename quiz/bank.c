@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <stdbool.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "tensor/file.h"
 #include "tensor/rng.h"
 
 static const char *const LANG_KEYS[LANG_COUNT] = {"en", "ar"};
@@ -25,26 +27,31 @@ RematStatus quiz_lang_parse(const char *name, QuizLang *lang)
     return remat_fail(REMAT_EINVAL, "unknown language '%s' (expected en or ar)", name ? name : "(null)");
 }
 
-/* The whole file as a string the caller frees; NULL with REMAT_EIO. */
-static char *read_file(const char *path)
+char *quiz_read_file(const char *who, const char *path, size_t *size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        remat_fail(REMAT_EIO, "cannot open the question bank %s: %s", path, strerror(errno));
-        return NULL;
-    }
+    int fd;
+    uint64_t length;
+    if (file_open_regular(who, path, &fd, &length) != REMAT_OK) return NULL;
     char *text = NULL;
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)size + 1))) {
-        if (fread(text, 1, (size_t)size, f) == (size_t)size) {
-            text[size] = '\0';
-        } else {
+    size_t got = 0;
+    if (length > QUIZ_MAX_FILE) {
+        remat_fail(REMAT_EIO, "%s: %s is %llu bytes, more than a quiz file can be (%d MiB)", who, path,
+                   (unsigned long long)length, QUIZ_MAX_FILE >> 20);
+    } else if (!(text = malloc((size_t)length + 1))) {
+        remat_fail(REMAT_ENOMEM, "%s: no memory for the %llu bytes of %s", who, (unsigned long long)length, path);
+    } else {
+        ssize_t n = 1;
+        while (got < length && (n = read(fd, text + got, (size_t)length - got)) > 0) got += (size_t)n;
+        if (n < 0 || got < length) {
+            remat_fail(REMAT_EIO, "%s: cannot read %s: %s", who, path, n < 0 ? strerror(errno) : "it got shorter while read");
             free(text);
             text = NULL;
+        } else {
+            text[got] = '\0';
         }
     }
-    fclose(f);
-    if (!text) remat_fail(REMAT_EIO, "cannot read the question bank %s", path);
+    close(fd);
+    if (text && size) *size = got;
     return text;
 }
 
@@ -271,7 +278,7 @@ void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int order
 
 Bank *bank_load(const char *path)
 {
-    char *text = read_file(path);
+    char *text = quiz_read_file("cannot load the question bank", path, NULL);
     if (!text) return NULL;
     Bank *bank = calloc(1, sizeof *bank);
     if (!bank) {
@@ -291,12 +298,12 @@ Bank *bank_load(const char *path)
                                need_text(bank->doc, "description", path, "bank", &bank->description) != REMAT_OK))
         status = REMAT_ECORRUPT;
     const cJSON *questions = bank->doc ? cJSON_GetObjectItemCaseSensitive(bank->doc, "questions") : NULL;
-    if (status == REMAT_OK && (!cJSON_IsArray(questions) || cJSON_GetArraySize(questions) != 8))
-        status = remat_fail(REMAT_ECORRUPT, "%s: questions: need 8 questions, found %d", path,
+    if (status == REMAT_OK && (!cJSON_IsArray(questions) || cJSON_GetArraySize(questions) != QUIZ_QUESTIONS))
+        status = remat_fail(REMAT_ECORRUPT, "%s: questions: need %d questions, found %d", path, QUIZ_QUESTIONS,
                             cJSON_IsArray(questions) ? cJSON_GetArraySize(questions) : 0);
     if (status == REMAT_OK) {
-        bank->n_questions = 8;
-        bank->questions = calloc(8, sizeof *bank->questions);
+        bank->n_questions = QUIZ_QUESTIONS;
+        bank->questions = calloc(QUIZ_QUESTIONS, sizeof *bank->questions);
         if (!bank->questions) status = remat_fail(REMAT_ENOMEM, "no memory for the questions");
     }
     for (int i = 0; status == REMAT_OK && i < bank->n_questions; i++)

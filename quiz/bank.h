@@ -30,6 +30,7 @@
 
 #include "tensor/error.h"
 
+#define QUIZ_QUESTIONS 8
 #define QUIZ_OPTIONS 4
 #define QUIZ_MAX_MEASUREMENTS 32 /* per question */
 
@@ -110,6 +111,16 @@ void bank_free(Bank *bank);
  * drawn from PCG32 seeded with `seed` (the same seed, the same orders); without, the
  * bank's own order. `orders` has a row per question. */
 void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS]);
+
+/* The largest bank, results file, style or script the quiz reads. */
+#define QUIZ_MAX_FILE (256 << 20)
+
+/* The whole regular file at `path` as a NUL-terminated string the caller frees, its length
+ * in *size when `size` is not NULL. It is opened with file_open_regular (tensor/file.h),
+ * so a directory or a FIFO is refused at once, without blocking. NULL on error: REMAT_EIO
+ * (REMAT_ENOMEM) with a message that begins with `who` and names the path and the reason
+ * ("cannot load the question bank: quiz is a directory, not a regular file"). */
+char *quiz_read_file(const char *who, const char *path, size_t *size);
 
 /* "en" or "ar" to a language; REMAT_EINVAL otherwise. */
 RematStatus quiz_lang_parse(const char *name, QuizLang *lang);

@@ -9,11 +9,13 @@
  */
 #include "quiz/explain_fill.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "quiz/words.h"
 #include "tensor/memory.h"
@@ -22,8 +24,9 @@
 
 typedef struct ResultsFile {
     char bench[64];
-    cJSON *doc;  /* NULL when the file is missing */
-    bool broken; /* present but not valid JSON */
+    cJSON *doc;      /* NULL when the file is missing or broken */
+    bool broken;     /* present but unreadable or not valid JSON */
+    char why[1024];  /* when broken: what is wrong with it */
 } ResultsFile;
 
 struct ResultsDir {
@@ -61,18 +64,13 @@ static const ResultsFile *results_file(ResultsDir *r, const char *bench)
     snprintf(f->bench, sizeof f->bench, "%s", bench);
     char path[640];
     snprintf(path, sizeof path, "%s/%s.json", r->dir, bench);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return f;
-    char *text = NULL;
-    long size = fseek(fp, 0, SEEK_END) == 0 ? ftell(fp) : -1;
-    if (size >= 0 && fseek(fp, 0, SEEK_SET) == 0 && (text = malloc((size_t)size + 1)) &&
-        fread(text, 1, (size_t)size, fp) == (size_t)size) {
-        text[size] = '\0';
-        f->doc = cJSON_Parse(text);
-    }
+    struct stat st;
+    if (stat(path, &st) != 0 && errno == ENOENT) return f; /* not run yet */
+    char *text = quiz_read_file("reading the results", path, NULL);
+    if (text && !(f->doc = cJSON_Parse(text))) snprintf(f->why, sizeof f->why, "%s is not valid JSON", path);
+    if (!text) snprintf(f->why, sizeof f->why, "%s", remat_last_error());
     f->broken = !f->doc;
     free(text);
-    fclose(fp);
     return f;
 }
 
@@ -87,7 +85,7 @@ const cJSON *results_document(ResultsDir *r, const char *bench)
 typedef enum FigureState {
     FIG_OK,
     FIG_NO_FILE,   /* the bench has not written its results */
-    FIG_NOT_JSON,  /* its results file is not valid JSON */
+    FIG_UNREADABLE, /* its results file cannot be read or is not valid JSON */
     FIG_NO_RECORD, /* no record matches, or the record lacks the field (e.g. other flags) */
     FIG_INVALID,   /* the value is there but is not a plausible measurement */
 } FigureState;
@@ -203,7 +201,8 @@ static Figure find_figure(ResultsDir *r, const Measurement *m)
     const ResultsFile *f = results_file(r, m->bench);
     if (!f || (!f->doc && !f->broken)) return fig;
     if (f->broken) {
-        fig.state = FIG_NOT_JSON;
+        fig.state = FIG_UNREADABLE;
+        snprintf(fig.field, sizeof fig.field, "%.255s", f->why);
         return fig;
     }
     fig.state = FIG_NO_RECORD;
@@ -440,9 +439,9 @@ static RematStatus note_figure(const Fill *fill, ResultsDir *r, const Figure *fi
         snprintf(text, sizeof text, w->not_run, program);
     } else if (fig->state == FIG_NO_RECORD) {
         snprintf(text, sizeof text, w->not_recorded, file, program);
-    } else if (fig->state == FIG_NOT_JSON) {
-        snprintf(text, sizeof text, w->not_json, file, program);
-        status = remat_fail(REMAT_ECORRUPT, "%s is not valid JSON", file);
+    } else if (fig->state == FIG_UNREADABLE) {
+        snprintf(text, sizeof text, w->unreadable, fig->field, program);
+        status = remat_fail(REMAT_ECORRUPT, "%s", fig->field);
     } else {
         snprintf(text, sizeof text, w->invalid_figure, fig->field, file, w->invalid_why[fig->problem], program);
         status = remat_fail(REMAT_ECORRUPT, "%s: %s: %s, so it is treated as not measured", file, fig->field,

@@ -41,7 +41,6 @@ typedef struct PageWords {
     const char *plot_broken;                 /* %s plot file: present but not a readable PNG */
     const char *plot_caption;                /* %s plot file */
     const char *result_title, *again;        /* the score section */
-    const char *your_answer, *the_answer;    /* the score's list, one line per question */
     const char *footer_title;                /* where the figures come from */
     const char *when, *commit, *cpu, *threads, *load, *mode, *system, *benches; /* footer labels */
     const char *no_results;                  /* %s results dir: nothing there */
@@ -64,8 +63,6 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
         .plot_caption = "%s, drawn by bench/plots.sh from this machine's results",
         .result_title = "Your score",
         .again = "Start again",
-        .your_answer = "your answer",
-        .the_answer = "the answer",
         .footer_title = "Where these figures come from",
         .when = "Measured",
         .commit = "Commit",
@@ -96,8 +93,6 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
         .plot_caption = "%s، رسمه bench/plots.sh من نتائج هذا الجهاز",
         .result_title = "نتيجتك",
         .again = "ابدأ من جديد",
-        .your_answer = "إجابتك",
-        .the_answer = "الإجابة",
         .footer_title = "من أين تأتي هذه الأرقام",
         .when = "وقت القياس",
         .commit = "الإيداع",
@@ -124,28 +119,10 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
 /* ---- files: the style, the script and the plots -------------------------------------- */
 
 /* The whole file at `path` (its length in *size), owned by the caller; NULL with
- * REMAT_EIO. */
+ * REMAT_EIO (a directory or a FIFO included). */
 static unsigned char *read_all(const char *path, size_t *size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        remat_fail(REMAT_EIO, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    unsigned char *data = NULL;
-    long length = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (length >= 0 && fseek(f, 0, SEEK_SET) == 0 && (data = malloc((size_t)length + 1))) {
-        if (fread(data, 1, (size_t)length, f) == (size_t)length) {
-            data[length] = '\0';
-            *size = (size_t)length;
-        } else {
-            free(data);
-            data = NULL;
-        }
-    }
-    fclose(f);
-    if (!data) remat_fail(REMAT_EIO, "cannot read %s", path);
-    return data;
+    return (unsigned char *)quiz_read_file("quiz --html", path, size);
 }
 
 /* Base64 (RFC 4648, with padding) of `n` bytes. */
@@ -496,8 +473,8 @@ static void put_script_words(FILE *out)
         const PageWords *pw = &PAGE_WORDS[l];
         const char *const pairs[][2] = {{"right", w->right},          {"wrong", w->wrong},
                                         {"score", w->score},          {"result_title", pw->result_title},
-                                        {"again", pw->again},         {"your_answer", pw->your_answer},
-                                        {"the_answer", pw->the_answer}};
+                                        {"again", pw->again},         {"your_answer", w->chosen},
+                                        {"the_answer", w->the_answer}};
         fprintf(out, "%s\"%s\": {", l ? ", " : "", LANG_CODES[l]);
         for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
             fprintf(out, "%s\"%s\": ", i ? ", " : "", pairs[i][0]);

@@ -21,6 +21,7 @@ typedef struct QuizWords {
     const char *proof;        /* %s test file, %s test name */
     const char *measure;      /* %s the bench's program: "build/bench/bench_scaling" */
     const char *score;        /* %d right answers, %d questions: "Score: 8 of 8" */
+    const char *chosen, *the_answer; /* the score's list: "your answer: ... · the answer: ..." */
     const char *preview_note; /* after the preview, without a terminal */
     const char *ended;        /* end of input before the last question */
 
@@ -32,7 +33,7 @@ typedef struct QuizWords {
     /* Notes below an explanation, about its figures (%s a bench's program). */
     const char *not_run;      /* %s program: no results file */
     const char *not_recorded; /* %s results file, %s program: no matching record */
-    const char *not_json;     /* %s results file, %s program */
+    const char *unreadable;   /* %s what is wrong with the results file, %s program */
     const char *invalid_figure; /* %s field, %s results file, %s why (invalid_why), %s program */
     const char *invalid_why[7]; /* explain_fill.c's FigureProblem, in its order */
 

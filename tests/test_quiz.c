@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -135,8 +136,14 @@ static void test_wrong_answers_score_accordingly(void **state)
     char *out = run_quiz(args, &code);
     assert_int_equal(code, 0);
     assert_non_null(strstr(out, "Score: 2 of 8"));
-    assert_non_null(strstr(out, "✗ 1."));
-    assert_non_null(strstr(out, "✓ 3."));
+    /* The closing list shows the option chosen, and the right one where they differ. */
+    assert_non_null(strstr(out, "  ✗ 1. your answer: Model accuracy · the answer: Extra computation (FLOPs)\n"));
+    assert_non_null(strstr(out, "  ✓ 3. your answer: Checkpoint placement, operators, and hardware determine the "
+                                "cost of replay\n"));
+    free(out);
+    snprintf(args, sizeof args, "--lang ar --no-shuffle --answers 1,1,1,1,1,1,1,1 --results %s", scratch);
+    out = run_quiz(args, &code);
+    assert_non_null(strstr(out, "  ✗ 1. إجابتك: دقة النموذج · الإجابة: "));
     free(out);
     /* Shuffled, the same letters mean other options; a fixed seed makes it repeatable. */
     snprintf(args, sizeof args, "--seed 5 --answers a,a,a,a,a,a,a,a --results %s", scratch);
@@ -144,11 +151,84 @@ static void test_wrong_answers_score_accordingly(void **state)
     assert_string_equal(first, second);
     free(first);
     free(second);
-    /* An answer that is not 1-4 or a-d is a usage error. */
-    snprintf(args, sizeof args, "--no-shuffle --answers 2,9 --results %s", scratch);
-    out = run_quiz(args, &code);
-    assert_int_equal(code, 2);
+    /* An answer list that is not 1 to 8 answers of one character each, 1-4 or a-d,
+     * separated by commas without spaces, is a usage error: nothing is asked. */
+    static const char *const bad[] = {"2,9", "'1              x'", "1,2,3,4,1,2,3,4,1", "1,,2", "' 1'", "'1, 2'", "12",
+                                      "1,", "''", "e"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "--no-shuffle --answers %s --results %s", bad[i], scratch);
+        out = run_quiz(args, &code);
+        assert_int_equal(code, 2);
+        assert_non_null(strstr(out, "quiz: bad value for --answers: "));
+        assert_non_null(strstr(out, "(expected 1 to 8 answers, each 1-4 or a-d, separated by commas without spaces)"));
+        assert_null(strstr(out, "Question 1 of 8"));
+        free(out);
+    }
+    /* A seed is the whole text a number, and one that fits in 64 bits. */
+    static const char *const seeds[] = {"99999999999999999999999", "' 5'", "-1", "5x", "18446744073709551616"};
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        snprintf(args, sizeof args, "--seed %s --answers 1", seeds[i]);
+        out = run_quiz(args, &code);
+        assert_int_equal(code, 2);
+        assert_non_null(strstr(out, "quiz: bad value for --seed: "));
+        free(out);
+    }
+    out = run_quiz("--seed 18446744073709551615 --answers 1 --results /nonexistent", &code);
+    assert_int_equal(code, 0);
     free(out);
+}
+
+static void test_help_gives_an_example_that_is_not_the_key(void **state)
+{
+    (void)state;
+    int code;
+    char *out = run_quiz("--help", &code);
+    assert_int_equal(code, 0);
+    assert_non_null(strstr(out, "--answers LIST"));
+    assert_null(strstr(out, RIGHT));
+    free(out);
+}
+
+static void test_a_bank_or_results_that_are_not_regular_files_are_refused(void **state)
+{
+    (void)state;
+    char dir[512], fifo[512], args[1200];
+    int code;
+    snprintf(dir, sizeof dir, "%s/a-directory", scratch);
+    snprintf(fifo, sizeof fifo, "%s/a-fifo", scratch);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    /* As the bank: a clear reason and exit 1, at once (a FIFO is not waited on). */
+    snprintf(args, sizeof args, "--bank %s --preview", dir);
+    char *out = run_quiz(args, &code);
+    assert_int_equal(code, 1);
+    assert_non_null(strstr(out, "quiz: cannot load the question bank: "));
+    assert_non_null(strstr(out, "a-directory is a directory, not a regular file"));
+    free(out);
+    snprintf(args, sizeof args, "--bank %s --preview", fifo);
+    out = run_quiz(args, &code);
+    assert_int_equal(code, 1);
+    assert_non_null(strstr(out, "a-fifo is a FIFO, not a regular file"));
+    free(out);
+    /* As a results file: said under the explanation and on stderr; the quiz goes on. */
+    char results[600];
+    snprintf(results, sizeof results, "%s/bench_scaling.json", scratch);
+    assert_int_equal(rename(dir, results), 0);
+    snprintf(args, sizeof args, "--no-shuffle --answers 2 --results %s", scratch);
+    out = run_quiz(args, &code);
+    assert_int_equal(code, 0);
+    assert_non_null(strstr(out, "The results cannot be read (reading the results: "));
+    assert_non_null(strstr(out, "bench_scaling.json is a directory, not a regular file), so their figures are left out"));
+    assert_non_null(strstr(out, "quiz: reading the results: "));
+    assert_non_null(strstr(out, "Score: 1 of 8"));
+    free(out);
+    assert_int_equal(rmdir(results), 0);
+    assert_int_equal(rename(fifo, results), 0);
+    out = run_quiz(args, &code);
+    assert_int_equal(code, 0);
+    assert_non_null(strstr(out, "bench_scaling.json is a FIFO, not a regular file), so their figures are left out"));
+    free(out);
+    assert_int_equal(unlink(results), 0);
 }
 
 static void test_without_a_terminal_the_quiz_previews(void **state)
@@ -647,6 +727,20 @@ static void test_interactive_quiz_through_a_terminal(void **state)
     assert_true(read_until(fd, out, sizeof out, &used, "Your answer"));
     assert_int_equal(write(fd, "x\n", 2), 2); /* not an answer: asked again */
     assert_true(read_until(fd, out, sizeof out, &used, "Please answer 1-4 or a-d."));
+    /* A NUL inside the line, and a 63-byte line ending in 3: neither is an answer. */
+    out[0] = '\0';
+    used = 0;
+    assert_int_equal(write(fd, "1\0junk\n", 7), 7);
+    assert_true(read_until(fd, out, sizeof out, &used, "Please answer 1-4 or a-d."));
+    char long_line[64];
+    memset(long_line, ' ', 62);
+    long_line[62] = '3';
+    long_line[63] = '\n';
+    out[0] = '\0';
+    used = 0;
+    assert_int_equal(write(fd, long_line, 64), 64);
+    assert_true(read_until(fd, out, sizeof out, &used, "Please answer 1-4 or a-d."));
+    assert_null(strstr(out, "The answer:"));
     assert_int_equal(write(fd, "b\n", 2), 2); /* question 1, right */
     assert_true(read_until(fd, out, sizeof out, &used, "Question 2 of 8"));
     assert_int_equal(write(fd, "1\n", 2), 2); /* question 2, wrong */
@@ -670,6 +764,8 @@ int main(void)
         cmocka_unit_test(test_right_answers_score_8_in_english_and_arabic),
         cmocka_unit_test(test_wrong_answers_score_accordingly),
         cmocka_unit_test(test_without_a_terminal_the_quiz_previews),
+        cmocka_unit_test(test_help_gives_an_example_that_is_not_the_key),
+        cmocka_unit_test(test_a_bank_or_results_that_are_not_regular_files_are_refused),
         cmocka_unit_test(test_explanations_quote_measured_figures),
         cmocka_unit_test(test_quiet_narrow_times_are_quoted_with_their_spread),
         cmocka_unit_test(test_times_measured_on_a_busy_machine_are_not_taught_from),
