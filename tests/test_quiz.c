@@ -101,6 +101,40 @@ static void test_bank_is_complete_in_both_languages(void **state)
     bank_free(b);
 }
 
+/* Fails if the Arabic `text` (at `where`) uses another word for activation, checkpoint,
+ * recomputation or offload than the bank's one term each: التنشيطات, نقاط التفتيش,
+ * إعادة الحساب, التفريغ. */
+static void assert_one_term_each(const char *text, const char *where)
+{
+    static const char *const others[] = {"تفعيل", "عمليات تنشيط", "نقطة حفظ", "نقاط حفظ", "نقطة تحقق", "نقاط تحقق",
+                                         "إعادة الحوسبة", "إعادة حوسبة", "تحميل", "يتم استبداله", "للترميز"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        if (strstr(text, others[i])) fail_msg("%s says \"%s\": %s", where, others[i], text);
+}
+
+static void test_arabic_says_one_term_each_throughout(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    assert_one_term_each(b->title.lang[LANG_AR], "the title");
+    assert_one_term_each(b->description.lang[LANG_AR], "the description");
+    for (int q = 0; q < b->n_questions; q++) {
+        const Question *x = &b->questions[q];
+        assert_one_term_each(x->question.lang[LANG_AR], "a question");
+        for (int o = 0; o < QUIZ_OPTIONS; o++) assert_one_term_each(x->options[o].lang[LANG_AR], "an option");
+        for (int p = 0; p < x->n_parts; p++) {
+            assert_one_term_each(x->parts[p].text.lang[LANG_AR], "an explanation");
+            if (x->parts[p].otherwise.lang[LANG_AR]) assert_one_term_each(x->parts[p].otherwise.lang[LANG_AR], "an explanation");
+        }
+    }
+    /* Question 6's answer is CPU memory, not the CPU. */
+    assert_non_null(strstr(b->questions[5].options[1].lang[LANG_AR], "ذاكرة المعالج المركزي"));
+    /* Question 1 asks what is traded (مقايضة), not what is replaced. */
+    assert_non_null(strstr(b->questions[0].question.lang[LANG_AR], "تقايض"));
+    bank_free(b);
+}
+
 static void test_right_answers_score_8_in_english_and_arabic(void **state)
 {
     (void)state;
@@ -761,6 +795,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bank_is_complete_in_both_languages),
+        cmocka_unit_test(test_arabic_says_one_term_each_throughout),
         cmocka_unit_test(test_right_answers_score_8_in_english_and_arabic),
         cmocka_unit_test(test_wrong_answers_score_accordingly),
         cmocka_unit_test(test_without_a_terminal_the_quiz_previews),
