@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@
 #include "quiz/explain_fill.h"
 #include "quiz/page.h"
 #include "quiz/words.h"
+#include "tensor/file.h"
 #include "tensor/parse.h"
 
 #ifndef REMAT_QUIZ_BANK
@@ -222,6 +224,11 @@ int main(int argc, char **argv)
     Options o;
     int parsed = parse_options(argc, argv, &o);
     if (parsed) return parsed;
+    struct stat st; /* a results directory that does not exist yet is fine: nothing measured */
+    if (stat(o.results, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "quiz: --results %s is %s, not a directory\n", o.results, file_kind(st.st_mode));
+        return 2;
+    }
     Bank *bank = bank_load(o.bank);
     if (!bank) {
         fprintf(stderr, "quiz: %s\n", remat_last_error());

@@ -244,6 +244,12 @@ static void test_a_bank_or_results_that_are_not_regular_files_are_refused(void *
     assert_int_equal(code, 1);
     assert_non_null(strstr(out, "a-fifo is a FIFO, not a regular file"));
     free(out);
+    /* --results names a directory: a file there is a usage error. */
+    snprintf(args, sizeof args, "--answers 1 --results %s", REMAT_QUIZ_BANK);
+    out = run_quiz(args, &code);
+    assert_int_equal(code, 2);
+    assert_non_null(strstr(out, "questions.json is a regular file, not a directory"));
+    free(out);
     /* As a results file: said under the explanation and on stderr; the quiz goes on. */
     char results[600];
     snprintf(results, sizeof results, "%s/bench_scaling.json", scratch);
