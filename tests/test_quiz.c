@@ -797,6 +797,58 @@ static void test_interactive_quiz_through_a_terminal(void **state)
     assert_non_null(strstr(out, "Score: 1 of 8"));
 }
 
+/* The whole file at REMAT_SOURCE_DIR/`path`, NUL-terminated, in a buffer the caller
+ * frees; NULL if it cannot be read. */
+static char *source_file(const char *path)
+{
+    char full[1024];
+    snprintf(full, sizeof full, "%s/%s", REMAT_SOURCE_DIR, path);
+    size_t size;
+    return quiz_read_file("test_quiz", full, &size);
+}
+
+/* docs/TOUR.md points students at functions in files: "`region_backward()` in
+ * `checkpoint/checkpoint.c`". Every file it names in backticks exists, and every
+ * function named before it ("`a()`, `b()` and `c()` in `file`") is defined or declared
+ * there, so that the tour follows the code when it moves. */
+static void test_the_tour_names_code_that_exists(void **state)
+{
+    (void)state;
+    char *tour = source_file("docs/TOUR.md");
+    assert_non_null(tour);
+    const char *pending[16];
+    size_t lens[16];
+    int n_pending = 0, files = 0, functions = 0;
+    for (const char *tick = strchr(tour, '`'); tick; tick = strchr(tick + 1, '`')) {
+        const char *end = strchr(tick + 1, '`');
+        if (!end || memchr(tick + 1, '\n', (size_t)(end - tick - 1))) continue;
+        const size_t len = (size_t)(end - tick - 1);
+        const char *token = tick + 1;
+        if (len > 2 && !strncmp(end - 2, "()", 2) && n_pending < 16) {
+            pending[n_pending] = token;
+            lens[n_pending++] = len - 2;
+        } else if (len > 2 && memchr(token, '/', len) && (!strncmp(end - 2, ".c", 2) || !strncmp(end - 2, ".h", 2))) {
+            char path[256];
+            snprintf(path, sizeof path, "%.*s", (int)len, token);
+            char *code = source_file(path);
+            if (!code) fail_msg("docs/TOUR.md names %s, which does not exist", path);
+            for (int i = 0; i < n_pending; i++) {
+                char call[128];
+                snprintf(call, sizeof call, "%.*s(", (int)lens[i], pending[i]);
+                if (!strstr(code, call)) fail_msg("docs/TOUR.md puts %.*s() in %s, which has no %s", (int)lens[i], pending[i], path, call);
+                functions++;
+            }
+            free(code);
+            n_pending = 0;
+            files++;
+        }
+        tick = end;
+    }
+    free(tour);
+    assert_true(files >= 20);
+    assert_true(functions >= 20);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -816,6 +868,7 @@ int main(void)
         cmocka_unit_test(test_a_malformed_bank_names_the_file_and_field),
         cmocka_unit_test(test_a_bank_keeps_its_explanations_honest),
         cmocka_unit_test(test_interactive_quiz_through_a_terminal),
+        cmocka_unit_test(test_the_tour_names_code_that_exists),
     };
     return cmocka_run_group_tests_name("quiz", tests, setup, teardown);
 }
