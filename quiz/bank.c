@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <stdbool.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "tensor/file.h"
 #include "tensor/rng.h"
 
 static const char *const LANG_KEYS[LANG_COUNT] = {"en", "ar"};
@@ -25,26 +27,31 @@ RematStatus quiz_lang_parse(const char *name, QuizLang *lang)
     return remat_fail(REMAT_EINVAL, "unknown language '%s' (expected en or ar)", name ? name : "(null)");
 }
 
-/* The whole file as a string the caller frees; NULL with REMAT_EIO. */
-static char *read_file(const char *path)
+char *quiz_read_file(const char *who, const char *path, size_t *size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        remat_fail(REMAT_EIO, "cannot open the question bank %s: %s", path, strerror(errno));
-        return NULL;
-    }
+    int fd;
+    uint64_t length;
+    if (file_open_regular(who, path, &fd, &length) != REMAT_OK) return NULL;
     char *text = NULL;
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)size + 1))) {
-        if (fread(text, 1, (size_t)size, f) == (size_t)size) {
-            text[size] = '\0';
-        } else {
+    size_t got = 0;
+    if (length > QUIZ_MAX_FILE) {
+        remat_fail(REMAT_EIO, "%s: %s is %llu bytes, more than a quiz file can be (%d MiB)", who, path,
+                   (unsigned long long)length, QUIZ_MAX_FILE >> 20);
+    } else if (!(text = malloc((size_t)length + 1))) {
+        remat_fail(REMAT_ENOMEM, "%s: no memory for the %llu bytes of %s", who, (unsigned long long)length, path);
+    } else {
+        ssize_t n = 1;
+        while (got < length && (n = read(fd, text + got, (size_t)length - got)) > 0) got += (size_t)n;
+        if (n < 0 || got < length) {
+            remat_fail(REMAT_EIO, "%s: cannot read %s: %s", who, path, n < 0 ? strerror(errno) : "it got shorter while read");
             free(text);
             text = NULL;
+        } else {
+            text[got] = '\0';
         }
     }
-    fclose(f);
-    if (!text) remat_fail(REMAT_EIO, "cannot read the question bank %s", path);
+    close(fd);
+    if (text && size) *size = got;
     return text;
 }
 
@@ -76,6 +83,8 @@ static RematStatus load_measurements(const cJSON *q, const char *path, const cha
     if (!cJSON_IsObject(all))
         return remat_fail(REMAT_ECORRUPT, "%s: %s.measurements: %s", path, where, all ? "must be an object" : "missing");
     out->n_measurements = cJSON_GetArraySize(all);
+    if (out->n_measurements > QUIZ_MAX_MEASUREMENTS)
+        return remat_fail(REMAT_ECORRUPT, "%s: %s.measurements: more than %d", path, where, QUIZ_MAX_MEASUREMENTS);
     out->measurements = calloc((size_t)out->n_measurements + 1, sizeof *out->measurements);
     if (!out->measurements) return remat_fail(REMAT_ENOMEM, "%s: no memory for its measurements", path);
     int i = 0;
@@ -96,6 +105,120 @@ static RematStatus load_measurements(const cJSON *q, const char *path, const cha
         mm->where = cJSON_GetObjectItemCaseSensitive(m, "where");
         if (mm->where && !cJSON_IsObject(mm->where))
             return remat_fail(REMAT_ECORRUPT, "%s: %s.where: must be an object", path, inner);
+        const cJSON *time = cJSON_GetObjectItemCaseSensitive(m, "time");
+        if (time && !cJSON_IsBool(time)) return remat_fail(REMAT_ECORRUPT, "%s: %s.time: must be true or false", path, inner);
+        mm->time = cJSON_IsTrue(time);
+    }
+    return REMAT_OK;
+}
+
+static const Measurement *find_measurement(const Question *q, const char *name, size_t len)
+{
+    for (int i = 0; i < q->n_measurements; i++)
+        if (strlen(q->measurements[i].name) == len && !strncmp(q->measurements[i].name, name, len)) return &q->measurements[i];
+    return NULL;
+}
+
+/* Checks that every {placeholder} of `text` names a measurement of `q`, and stores in
+ * `names` (a buffer of `size` bytes) the placeholders in order, each followed by ' ', so
+ * that the two languages of a part can be compared. */
+static RematStatus check_placeholders(const Question *q, const char *text, const char *path, const char *where,
+                                      char *names, size_t size)
+{
+    size_t used = 0;
+    names[0] = '\0';
+    for (const char *open = strchr(text, '{'); open; open = strchr(open + 1, '{')) {
+        const char *close = strchr(open, '}');
+        const size_t len = close ? (size_t)(close - open - 1) : 0;
+        if (!close || !find_measurement(q, open + 1, len))
+            return remat_fail(REMAT_ECORRUPT, "%s: %s: the placeholder {%.*s} names no measurement of the question",
+                              path, where, close ? (int)len : 10, open + 1);
+        used += (size_t)snprintf(names + used, used < size ? size - used : 0, "%.*s ", (int)len, open + 1);
+    }
+    return used < size ? REMAT_OK : remat_fail(REMAT_ECORRUPT, "%s: %s: too many placeholders", path, where);
+}
+
+/* A part's text in both languages (`key` of `part`), its placeholders checked. */
+static RematStatus load_part_text(const cJSON *part, const char *key, const Question *q, const char *path,
+                                  const char *where, QuizText *out)
+{
+    const cJSON *text = key ? cJSON_GetObjectItemCaseSensitive(part, key) : part;
+    char inner[96], names[LANG_COUNT][512];
+    snprintf(inner, sizeof inner, key ? "%s.%s" : "%s", where, key);
+    if (!cJSON_IsObject(text))
+        return remat_fail(REMAT_ECORRUPT, "%s: %s: %s", path, inner, text ? "must be an object of en and ar" : "missing");
+    for (int l = 0; l < LANG_COUNT; l++) {
+        char at[112];
+        snprintf(at, sizeof at, "%s.%s", inner, LANG_KEYS[l]);
+        if (!(out->lang[l] = need_string(text, LANG_KEYS[l], path, inner)) ||
+            check_placeholders(q, out->lang[l], path, at, names[l], sizeof names[l]) != REMAT_OK)
+            return REMAT_ECORRUPT;
+    }
+    if (strcmp(names[LANG_EN], names[LANG_AR]))
+        return remat_fail(REMAT_ECORRUPT, "%s: %s: en quotes {%s} but ar quotes {%s}: the two languages must say the same",
+                          path, inner, names[LANG_EN], names[LANG_AR]);
+    return REMAT_OK;
+}
+
+/* Whether `text` (its placeholders checked) quotes a time measurement of `q`. */
+static bool quotes_time(const Question *q, const char *text)
+{
+    for (const char *open = strchr(text, '{'); open; open = strchr(open + 1, '{')) {
+        const Measurement *m = find_measurement(q, open + 1, (size_t)(strchr(open, '}') - open - 1));
+        if (m->time) return true;
+    }
+    return false;
+}
+
+/* The explanation's parts: an array of texts, each with an optional `otherwise`. */
+static RematStatus load_explanation(const cJSON *q, const char *path, const char *where, Question *out)
+{
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(q, "explanation");
+    if (!cJSON_IsArray(all) || cJSON_GetArraySize(all) == 0)
+        return remat_fail(REMAT_ECORRUPT, "%s: %s.explanation: %s", path, where, all ? "must be a non-empty array of parts" : "missing");
+    out->n_parts = cJSON_GetArraySize(all);
+    if (!(out->parts = calloc((size_t)out->n_parts, sizeof *out->parts)))
+        return remat_fail(REMAT_ENOMEM, "%s: no memory for its explanations", path);
+    int i = 0;
+    for (const cJSON *part = all->child; part; part = part->next, i++) {
+        char inner[64];
+        snprintf(inner, sizeof inner, "%s.explanation[%d]", where, i);
+        ExplanationPart *p = &out->parts[i];
+        if (load_part_text(part, NULL, out, path, inner, &p->text) != REMAT_OK ||
+            (cJSON_GetObjectItemCaseSensitive(part, "otherwise") &&
+             load_part_text(part, "otherwise", out, path, inner, &p->otherwise) != REMAT_OK))
+            return REMAT_ECORRUPT;
+        /* A time may be too noisy to quote: what the part says must then be said without. */
+        if (quotes_time(out, p->text.lang[LANG_EN]) && (!p->otherwise.lang[LANG_EN] || quotes_time(out, p->otherwise.lang[LANG_EN])))
+            return remat_fail(REMAT_ECORRUPT, "%s: %s: quotes a time, so it needs an `otherwise` that quotes none", path, inner);
+    }
+    return REMAT_OK;
+}
+
+/* The optional `order` of the question's times: [{"lower": name, "higher": name, "why": text}]. */
+static RematStatus load_orders(const cJSON *q, const char *path, const char *where, Question *out)
+{
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(q, "order");
+    if (!all) return REMAT_OK;
+    if (!cJSON_IsArray(all)) return remat_fail(REMAT_ECORRUPT, "%s: %s.order: must be an array", path, where);
+    out->n_orders = cJSON_GetArraySize(all);
+    if (!(out->orders = calloc((size_t)out->n_orders + 1, sizeof *out->orders)))
+        return remat_fail(REMAT_ENOMEM, "%s: no memory for its orders", path);
+    int i = 0;
+    for (const cJSON *o = all->child; o; o = o->next, i++) {
+        char inner[64];
+        snprintf(inner, sizeof inner, "%s.order[%d]", where, i);
+        const char *ends[2] = {need_string(o, "lower", path, inner), NULL};
+        if (!ends[0] || !(ends[1] = need_string(o, "higher", path, inner))) return REMAT_ECORRUPT;
+        const Measurement *m[2];
+        for (int e = 0; e < 2; e++) {
+            m[e] = find_measurement(out, ends[e], strlen(ends[e]));
+            if (!m[e] || !m[e]->time)
+                return remat_fail(REMAT_ECORRUPT, "%s: %s: %s is not a time measurement of the question", path, inner, ends[e]);
+        }
+        out->orders[i].lower = m[0];
+        out->orders[i].higher = m[1];
+        if (load_part_text(o, "why", out, path, inner, &out->orders[i].why) != REMAT_OK) return REMAT_ECORRUPT;
     }
     return REMAT_OK;
 }
@@ -124,7 +247,6 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
     if (!cJSON_IsNumber(correct) || correct->valueint < 0 || correct->valueint >= QUIZ_OPTIONS)
         return remat_fail(REMAT_ECORRUPT, "%s: %s.correct: must be an option index 0..3", path, where);
     out->correct = correct->valueint;
-    if (need_text(q, "explanation", path, where, &out->explanation) != REMAT_OK) return REMAT_ECORRUPT;
     const cJSON *test = cJSON_GetObjectItemCaseSensitive(q, "test");
     char inner[48];
     snprintf(inner, sizeof inner, "%s.test", where);
@@ -135,7 +257,9 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
     snprintf(inner, sizeof inner, "%s.plot", where);
     if (!(out->plot = need_string(plot, "file", path, inner)) || need_text(plot, "alt", path, inner, &out->plot_alt) != REMAT_OK)
         return REMAT_ECORRUPT;
-    return load_measurements(q, path, where, out);
+    RematStatus status = load_measurements(q, path, where, out);
+    if (status == REMAT_OK) status = load_explanation(q, path, where, out);
+    return status == REMAT_OK ? load_orders(q, path, where, out) : status;
 }
 
 void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS])
@@ -154,7 +278,7 @@ void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int order
 
 Bank *bank_load(const char *path)
 {
-    char *text = read_file(path);
+    char *text = quiz_read_file("cannot load the question bank", path, NULL);
     if (!text) return NULL;
     Bank *bank = calloc(1, sizeof *bank);
     if (!bank) {
@@ -174,12 +298,12 @@ Bank *bank_load(const char *path)
                                need_text(bank->doc, "description", path, "bank", &bank->description) != REMAT_OK))
         status = REMAT_ECORRUPT;
     const cJSON *questions = bank->doc ? cJSON_GetObjectItemCaseSensitive(bank->doc, "questions") : NULL;
-    if (status == REMAT_OK && (!cJSON_IsArray(questions) || cJSON_GetArraySize(questions) != 8))
-        status = remat_fail(REMAT_ECORRUPT, "%s: questions: need 8 questions, found %d", path,
+    if (status == REMAT_OK && (!cJSON_IsArray(questions) || cJSON_GetArraySize(questions) != QUIZ_QUESTIONS))
+        status = remat_fail(REMAT_ECORRUPT, "%s: questions: need %d questions, found %d", path, QUIZ_QUESTIONS,
                             cJSON_IsArray(questions) ? cJSON_GetArraySize(questions) : 0);
     if (status == REMAT_OK) {
-        bank->n_questions = 8;
-        bank->questions = calloc(8, sizeof *bank->questions);
+        bank->n_questions = QUIZ_QUESTIONS;
+        bank->questions = calloc(QUIZ_QUESTIONS, sizeof *bank->questions);
         if (!bank->questions) status = remat_fail(REMAT_ENOMEM, "no memory for the questions");
     }
     for (int i = 0; status == REMAT_OK && i < bank->n_questions; i++)
@@ -194,7 +318,11 @@ Bank *bank_load(const char *path)
 void bank_free(Bank *bank)
 {
     if (!bank) return;
-    for (int i = 0; bank->questions && i < bank->n_questions; i++) free(bank->questions[i].measurements);
+    for (int i = 0; bank->questions && i < bank->n_questions; i++) {
+        free(bank->questions[i].measurements);
+        free(bank->questions[i].parts);
+        free(bank->questions[i].orders);
+    }
     free(bank->questions);
     cJSON_Delete(bank->doc);
     free(bank);

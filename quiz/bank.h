@@ -3,10 +3,19 @@
  *
  * The bank holds the quiz's title, subtitle and description, and 8 questions, each in
  * English and Arabic: the question, four options, the index of the correct one, an
- * explanation with {placeholders}, the test that proves the answer (file and test name),
- * the bench that measures it, the plot bench/plots.sh draws of it, and the measurements
- * its placeholders quote — each naming a bench's results file, a table, the record to
- * pick and the field to read.
+ * explanation in parts with {placeholders}, the test that proves the answer (file and test
+ * name), the bench that measures it, the plot bench/plots.sh draws of it, and the
+ * measurements its placeholders quote — each naming a bench's results file, a table, the
+ * record to pick and the field to read, and whether it is a time.
+ *
+ * An explanation is a list of parts, because what can be said depends on what was
+ * measured: a part that quotes figures is shown only when all of them were measured (and,
+ * for times, when they can carry the lesson: see explain_fill.h); otherwise its
+ * `otherwise` text is tried, typically the same point made from exact bytes and FLOPs;
+ * otherwise the part is left out. Parts without placeholders are always shown, so every
+ * explanation still teaches with no results at all. A question may also name the order
+ * its times must come in ("replaying attention alone costs no more than replaying whole
+ * blocks"): results whose intervals say the opposite are noise, not a lesson.
  *
  * What it is not: a general JSON model. Texts point into the parsed document, which the
  * Bank owns until bank_free.
@@ -21,7 +30,9 @@
 
 #include "tensor/error.h"
 
+#define QUIZ_QUESTIONS 8
 #define QUIZ_OPTIONS 4
+#define QUIZ_MAX_MEASUREMENTS 32 /* per question */
 
 typedef enum QuizLang { LANG_EN = 0, LANG_AR, LANG_COUNT } QuizLang;
 
@@ -33,7 +44,9 @@ typedef struct QuizText {
 /* A value an explanation quotes: {name} is replaced by `field` of the first record of
  * `table` in results/<bench>.json whose fields equal every entry of `where`, written as
  * `format` says: "bytes", "percent" (a ratio shown ×100), "excess" (a ratio r shown as
- * +(r − 1)×100%), "number", "int" or "text". */
+ * +(r − 1)×100%), "number", "int" or "text". A `time` is a figure derived from wall time
+ * (a step's seconds, a ratio of times): its record also carries `field`_lo, `field`_hi
+ * and `samples`, and it is quoted only with them. */
 typedef struct Measurement {
     const char *name;
     const char *bench;
@@ -41,14 +54,33 @@ typedef struct Measurement {
     const cJSON *where; /* an object, possibly empty */
     const char *field;
     const char *format;
+    bool time;
 } Measurement;
+
+/* One part of an explanation: `text`, or when its figures cannot be quoted, `otherwise`
+ * (both languages NULL when the part has none). */
+typedef struct ExplanationPart {
+    QuizText text;
+    QuizText otherwise;
+} ExplanationPart;
+
+/* The order two of a question's time measurements must come in: `lower` costs no more
+ * than `higher`, because `why` (a clause: "replaying attention alone cannot cost more
+ * than replaying the whole block"). */
+typedef struct TimeOrder {
+    const Measurement *lower, *higher;
+    QuizText why;
+} TimeOrder;
 
 typedef struct Question {
     int id;
     QuizText question;
     QuizText options[QUIZ_OPTIONS];
     int correct; /* 0..3, in the order of `options` */
-    QuizText explanation;
+    ExplanationPart *parts;
+    int n_parts;
+    TimeOrder *orders;
+    int n_orders;
     const char *test_file, *test_name;
     const char *bench; /* the program that measures it, under build/: "bench/bench_scaling" */
     const char *plot;  /* the PNG bench/plots.sh draws of it: "scaling.png" */
@@ -64,9 +96,11 @@ typedef struct Bank {
     cJSON *doc;
 } Bank;
 
-/* Loads and checks the bank at `path`. NULL on error: REMAT_EIO if it cannot be read;
- * REMAT_ECORRUPT naming the file and the field ("quiz/questions.json: questions[3].options:
- * need 4 options, found 3") for anything missing or malformed. */
+/* Loads and checks the bank at `path`. NULL on error: REMAT_EIO naming the file and the
+ * reason if it cannot be read (missing, a directory, a FIFO); REMAT_ECORRUPT naming the
+ * file and the field ("quiz/questions.json: questions[3].options: need 4 options, found
+ * 3") for anything missing or malformed, a placeholder that names no measurement, or the
+ * two languages of a part quoting different placeholders. */
 Bank *bank_load(const char *path);
 
 /* Frees the bank. NULL is a no-op. */
@@ -77,6 +111,16 @@ void bank_free(Bank *bank);
  * drawn from PCG32 seeded with `seed` (the same seed, the same orders); without, the
  * bank's own order. `orders` has a row per question. */
 void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS]);
+
+/* The largest bank, results file, style or script the quiz reads. */
+#define QUIZ_MAX_FILE (256 << 20)
+
+/* The whole regular file at `path` as a NUL-terminated string the caller frees, its length
+ * in *size when `size` is not NULL. It is opened with file_open_regular (tensor/file.h),
+ * so a directory or a FIFO is refused at once, without blocking. NULL on error: REMAT_EIO
+ * (REMAT_ENOMEM) with a message that begins with `who` and names the path and the reason
+ * ("cannot load the question bank: quiz is a directory, not a regular file"). */
+char *quiz_read_file(const char *who, const char *path, size_t *size);
 
 /* "en" or "ar" to a language; REMAT_EINVAL otherwise. */
 RematStatus quiz_lang_parse(const char *name, QuizLang *lang);

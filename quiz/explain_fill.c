@@ -1,22 +1,32 @@
 /*
  * explain_fill.c — reading the benches' results and filling explanations (see
  * explain_fill.h).
+ *
+ * A question is filled in three steps: every measurement it quotes is looked up and
+ * checked (a Figure: found, or why not); its times are judged together (can they carry
+ * the lesson, and if not, the first reason why); then its parts are written, each as its
+ * text, its `otherwise`, or not at all, followed by the notes.
  */
 #include "quiz/explain_fill.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "quiz/words.h"
 #include "tensor/memory.h"
 
 #define MAX_FILES 16
 
 typedef struct ResultsFile {
     char bench[64];
-    cJSON *doc;  /* NULL when the file is missing */
-    bool broken; /* present but not valid JSON */
+    cJSON *doc;      /* NULL when the file is missing or broken */
+    bool broken;     /* present but unreadable or not valid JSON */
+    char why[1024];  /* when broken: what is wrong with it */
 } ResultsFile;
 
 struct ResultsDir {
@@ -54,18 +64,13 @@ static const ResultsFile *results_file(ResultsDir *r, const char *bench)
     snprintf(f->bench, sizeof f->bench, "%s", bench);
     char path[640];
     snprintf(path, sizeof path, "%s/%s.json", r->dir, bench);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return f;
-    char *text = NULL;
-    long size = fseek(fp, 0, SEEK_END) == 0 ? ftell(fp) : -1;
-    if (size >= 0 && fseek(fp, 0, SEEK_SET) == 0 && (text = malloc((size_t)size + 1)) &&
-        fread(text, 1, (size_t)size, fp) == (size_t)size) {
-        text[size] = '\0';
-        f->doc = cJSON_Parse(text);
-    }
+    struct stat st;
+    if (stat(path, &st) != 0 && errno == ENOENT) return f; /* not run yet */
+    char *text = quiz_read_file("reading the results", path, NULL);
+    if (text && !(f->doc = cJSON_Parse(text))) snprintf(f->why, sizeof f->why, "%s is not valid JSON", path);
+    if (!text) snprintf(f->why, sizeof f->why, "%s", remat_last_error());
     f->broken = !f->doc;
     free(text);
-    fclose(fp);
     return f;
 }
 
@@ -74,6 +79,38 @@ const cJSON *results_document(ResultsDir *r, const char *bench)
     const ResultsFile *f = results_file(r, bench);
     return f ? f->doc : NULL;
 }
+
+/* ---- one figure: looked up and checked ------------------------------------------------ */
+
+typedef enum FigureState {
+    FIG_OK,
+    FIG_NO_FILE,   /* the bench has not written its results */
+    FIG_UNREADABLE, /* its results file cannot be read or is not valid JSON */
+    FIG_NO_RECORD, /* no record matches, or the record lacks the field (e.g. other flags) */
+    FIG_INVALID,   /* the value is there but is not a plausible measurement */
+} FigureState;
+
+/* Why a value is invalid, in the order of words.h's invalid_why. */
+typedef enum FigureProblem {
+    PROBLEM_NOT_NUMBER,
+    PROBLEM_NEGATIVE,
+    PROBLEM_NOT_POSITIVE,
+    PROBLEM_NOT_WHOLE,
+    PROBLEM_TOO_LARGE,
+    PROBLEM_INTERVAL,
+    PROBLEM_PART_OF_INTERVAL,
+} FigureProblem;
+
+typedef struct Figure {
+    const Measurement *m;
+    FigureState state;
+    const cJSON *value;   /* FIG_OK */
+    FigureProblem problem; /* FIG_INVALID */
+    char field[256];      /* where the value is: "tables.steps.records[3].peak_act" */
+    bool spread;          /* a time whose interval and samples were read */
+    double lo, hi;
+    int samples;
+} Figure;
 
 /* True if every entry of `where` equals the record's field of the same name. */
 static bool record_matches(const cJSON *record, const cJSON *where)
@@ -88,116 +125,404 @@ static bool record_matches(const cJSON *record, const cJSON *where)
     return true;
 }
 
-typedef enum Lookup { FOUND, MISSING, MALFORMED } Lookup;
+/* What a plausible measurement of each format is. Far beyond anything a bench on one
+ * machine measures, but not beyond what a corrupted or hand-edited file holds: "kept
+ * 16777216.0 TiB" or "kept 0 B" from a null is worse than no figure. */
+typedef struct Plausible {
+    const char *format;
+    double max;
+    bool whole, positive;
+} Plausible;
 
-/* Finds the value `m` quotes. */
-static Lookup lookup(ResultsDir *r, const Measurement *m, const cJSON **value, char *why, size_t why_size)
+static const Plausible PLAUSIBLE[] = {
+    {"bytes", 1125899906842624.0, true, false}, /* 1 PiB */
+    {"int", 1e9, true, false},
+    {"count", 1e9, true, true},                 /* samples, cores */
+    {"percent", 100.0, false, false},           /* a ratio: up to 10000% */
+    {"excess", 100.0, false, true},             /* a ratio of times: above 0 */
+    {"fraction", 1.0, false, false},            /* CPU steal */
+    {"number", 1e6, false, false},              /* slopes, gradient differences, load averages */
+};
+
+/* Checks `v`, a value of format `format` ("text" or one of PLAUSIBLE's); false with
+ * *problem set if it is not a plausible measurement. */
+static bool valid_value(const cJSON *v, const char *format, FigureProblem *problem)
 {
-    const ResultsFile *f = results_file(r, m->bench);
-    if (!f || (!f->doc && !f->broken)) return MISSING;
-    if (f->broken) {
-        snprintf(why, why_size, "%.300s/%s.json is not valid JSON", r->dir, m->bench);
-        return MALFORMED;
+    *problem = PROBLEM_NOT_NUMBER;
+    if (!strcmp(format, "text")) return cJSON_IsString(v);
+    if (!cJSON_IsNumber(v) || isnan(v->valuedouble)) return false;
+    const Plausible *p = &PLAUSIBLE[sizeof PLAUSIBLE / sizeof PLAUSIBLE[0] - 1];
+    for (size_t i = 0; i < sizeof PLAUSIBLE / sizeof PLAUSIBLE[0]; i++)
+        if (!strcmp(PLAUSIBLE[i].format, format)) p = &PLAUSIBLE[i];
+    const double x = v->valuedouble;
+    *problem = x < 0 ? PROBLEM_NEGATIVE : p->positive && x == 0 ? PROBLEM_NOT_POSITIVE : !(x <= p->max) ? PROBLEM_TOO_LARGE
+             : p->whole && x != floor(x) ? PROBLEM_NOT_WHOLE : PROBLEM_NOT_NUMBER;
+    return *problem == PROBLEM_NOT_NUMBER;
+}
+
+/* Marks `fig` invalid: `field` of the record at `path` has `problem`. */
+static void invalid(Figure *fig, const char *path, const char *field, FigureProblem problem)
+{
+    fig->state = FIG_INVALID;
+    fig->problem = problem;
+    snprintf(fig->field, sizeof fig->field, "%s.%s", path, field);
+}
+
+/* Reads a time's interval and samples beside its value: `field`_lo, `field`_hi and
+ * `samples` of the record at `path`. None of them: the older schema, fig->spread stays
+ * false. Some, or a value outside [lo, hi]: the figure is invalid. */
+static void read_spread(const cJSON *record, const char *path, Figure *fig)
+{
+    char names[3][128];
+    snprintf(names[0], sizeof names[0], "%s_lo", fig->m->field);
+    snprintf(names[1], sizeof names[1], "%s_hi", fig->m->field);
+    snprintf(names[2], sizeof names[2], "samples");
+    const cJSON *v[3];
+    int present = 0;
+    for (int i = 0; i < 3; i++) present += (v[i] = cJSON_GetObjectItemCaseSensitive(record, names[i])) != NULL;
+    if (present == 0) return;
+    FigureProblem problem;
+    for (int i = 0; i < 3; i++) {
+        if (!v[i]) return invalid(fig, path, names[i], PROBLEM_PART_OF_INTERVAL);
+        if (!valid_value(v[i], i < 2 ? fig->m->format : "count", &problem)) return invalid(fig, path, names[i], problem);
     }
+    fig->lo = v[0]->valuedouble;
+    fig->hi = v[1]->valuedouble;
+    fig->samples = (int)v[2]->valuedouble;
+    const double value = fig->value->valuedouble;
+    if (!(fig->lo <= value && value <= fig->hi)) return invalid(fig, path, names[0], PROBLEM_INTERVAL);
+    fig->spread = true;
+}
+
+/* Finds and checks the value `m` quotes. */
+static Figure find_figure(ResultsDir *r, const Measurement *m)
+{
+    Figure fig = {.m = m, .state = FIG_NO_FILE};
+    const ResultsFile *f = results_file(r, m->bench);
+    if (!f || (!f->doc && !f->broken)) return fig;
+    if (f->broken) {
+        fig.state = FIG_UNREADABLE;
+        snprintf(fig.field, sizeof fig.field, "%.255s", f->why);
+        return fig;
+    }
+    fig.state = FIG_NO_RECORD;
     const cJSON *tables = cJSON_GetObjectItemCaseSensitive(f->doc, "tables");
     const cJSON *table = cJSON_GetObjectItemCaseSensitive(tables, m->table);
     const cJSON *records = cJSON_GetObjectItemCaseSensitive(table, "records");
-    if (!cJSON_IsArray(records)) {
-        snprintf(why, why_size, "%.300s/%s.json: tables.%s.records is missing", r->dir, m->bench, m->table);
-        return MALFORMED;
-    }
-    for (const cJSON *rec = records->child; rec; rec = rec->next) {
+    int index = 0;
+    for (const cJSON *rec = cJSON_IsArray(records) ? records->child : NULL; rec; rec = rec->next, index++) {
         if (!record_matches(rec, m->where)) continue;
-        *value = cJSON_GetObjectItemCaseSensitive(rec, m->field);
-        if (*value) return FOUND;
-        snprintf(why, why_size, "%.300s/%s.json: a record of tables.%s has no field %s", r->dir, m->bench, m->table, m->field);
-        return MALFORMED;
+        char path[96];
+        snprintf(path, sizeof path, "tables.%s.records[%d]", m->table, index);
+        snprintf(fig.field, sizeof fig.field, "%s.%s", path, m->field);
+        fig.value = cJSON_GetObjectItemCaseSensitive(rec, m->field);
+        if (!fig.value) return fig;
+        fig.state = valid_value(fig.value, m->format, &fig.problem) ? FIG_OK : FIG_INVALID;
+        if (fig.state == FIG_OK && m->time) read_spread(rec, path, &fig);
+        return fig;
     }
-    return MISSING; /* e.g. a quick run that measured fewer configurations */
+    return fig; /* e.g. a run narrowed by a flag that measured fewer configurations */
 }
 
-static void format_value(char *buf, size_t size, const cJSON *v, const char *format)
+/* ---- the machine while a bench ran ------------------------------------------------------ */
+
+typedef enum MachineRecord { MACHINE_RECORDED, MACHINE_NOT_RECORDED, MACHINE_INVALID } MachineRecord;
+
+/* Reads doc's machine block into *m. An invalid field makes it MACHINE_INVALID and is
+ * described in *bad (its field and problem). */
+static MachineRecord read_machine(const cJSON *doc, RecordedMachine *m, Figure *bad)
 {
+    static const struct {
+        const char *name, *format;
+        size_t offset;
+    } fields[] = {{"loadavg_before", "number", offsetof(RecordedMachine, load_before)},
+                  {"loadavg_after", "number", offsetof(RecordedMachine, load_after)},
+                  {"cpu_steal", "fraction", offsetof(RecordedMachine, steal)},
+                  {"cores", "count", offsetof(RecordedMachine, cores)}};
+    const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
+    MachineRecord record = MACHINE_RECORDED;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(machine, fields[i].name);
+        FigureProblem problem;
+        if (!v) {
+            if (record == MACHINE_RECORDED) record = MACHINE_NOT_RECORDED;
+        } else if (!valid_value(v, fields[i].format, &problem)) {
+            invalid(bad, "machine", fields[i].name, problem);
+            return MACHINE_INVALID;
+        } else {
+            *(double *)((char *)m + fields[i].offset) = v->valuedouble;
+        }
+    }
+    return record;
+}
+
+bool results_machine(const cJSON *doc, RecordedMachine *m)
+{
+    Figure bad;
+    return read_machine(doc, m, &bad) == MACHINE_RECORDED;
+}
+
+/* ---- writing a figure ------------------------------------------------------------------ */
+
+static void format_number(char *buf, size_t size, double v, const char *format)
+{
+    if (!strcmp(format, "bytes")) {
+        mem_format_bytes(buf, size, (size_t)v);
+    } else if (!strcmp(format, "percent")) {
+        snprintf(buf, size, "%.1f%%", 100.0 * v);
+    } else if (!strcmp(format, "excess")) {
+        snprintf(buf, size, "%+.1f%%", 100.0 * (v - 1.0));
+    } else if (!strcmp(format, "int")) {
+        snprintf(buf, size, "%.0f", v);
+    } else {
+        snprintf(buf, size, "%.3g", v);
+    }
+}
+
+/* A found figure as the explanation quotes it: a time with its spread. */
+static void format_figure(char *buf, size_t size, const Figure *fig, QuizLang lang)
+{
+    const cJSON *v = fig->value;
     if (cJSON_IsString(v)) {
         snprintf(buf, size, "%s", v->valuestring);
-    } else if (cJSON_IsBool(v)) {
-        snprintf(buf, size, "%s", cJSON_IsTrue(v) ? "yes" : "no");
-    } else if (!strcmp(format, "bytes")) {
-        mem_format_bytes(buf, size, v->valuedouble > 0 ? (size_t)v->valuedouble : 0);
-    } else if (!strcmp(format, "percent")) {
-        snprintf(buf, size, "%.1f%%", 100.0 * v->valuedouble);
-    } else if (!strcmp(format, "excess")) {
-        snprintf(buf, size, "%+.1f%%", 100.0 * (v->valuedouble - 1.0));
-    } else if (!strcmp(format, "int")) {
-        snprintf(buf, size, "%.0f", v->valuedouble);
-    } else {
-        snprintf(buf, size, "%.3g", v->valuedouble);
+        return;
     }
+    char value[64], lo[64], hi[64];
+    format_number(value, sizeof value, v->valuedouble, fig->m->format);
+    if (!fig->spread) {
+        snprintf(buf, size, "%s", value);
+        return;
+    }
+    format_number(lo, sizeof lo, fig->lo, fig->m->format);
+    format_number(hi, sizeof hi, fig->hi, fig->m->format);
+    const bool ratio = !strcmp(fig->m->format, "excess") || !strcmp(fig->m->format, "percent");
+    const QuizWords *w = quiz_words(lang);
+    snprintf(buf, size, ratio ? w->paired_spread : w->timed_spread, value, lo, hi, fig->samples);
 }
 
-int measured_count(const Question *q, ResultsDir *results)
+/* ---- a question's times: can they carry the lesson? ------------------------------------ */
+
+/* The reasons, in the order a note prefers them: the first found is the one said. */
+typedef enum TimeTrust { TIMES_UNKNOWN, TIMES_BUSY, TIMES_FEW, TIMES_CONTRADICTED, TIMES_WIDE, TIMES_CARRY } TimeTrust;
+
+typedef struct Judgement {
+    TimeTrust trust;
+    const char *bench;      /* the bench whose times are judged */
+    const Figure *culprit;  /* TIMES_FEW, TIMES_WIDE */
+    const TimeOrder *order; /* TIMES_CONTRADICTED */
+    RecordedMachine machine; /* TIMES_BUSY */
+    Figure bad_machine;     /* the machine block's invalid field (state FIG_INVALID), if any */
+} Judgement;
+
+static void blame(Judgement *j, TimeTrust trust, const Figure *culprit, const TimeOrder *order)
 {
-    int found = 0;
+    if (trust >= j->trust) return;
+    j->trust = trust;
+    j->culprit = culprit;
+    j->order = order;
+}
+
+static const Figure *figure_of(const Figure *figs, const Question *q, const Measurement *m)
+{
+    return &figs[m - q->measurements];
+}
+
+static Judgement judge_times(const Question *q, const Figure *figs, ResultsDir *r)
+{
+    Judgement j = {.trust = TIMES_CARRY};
     for (int i = 0; i < q->n_measurements; i++) {
-        const cJSON *v;
-        char why[8];
-        found += lookup(results, &q->measurements[i], &v, why, sizeof why) == FOUND;
+        const Figure *fig = &figs[i];
+        if (!fig->m->time || fig->state != FIG_OK) continue;
+        if (!j.bench) {
+            j.bench = fig->m->bench;
+            j.bad_machine.m = fig->m;
+            const RecordedMachine *m = &j.machine;
+            if (read_machine(results_document(r, j.bench), &j.machine, &j.bad_machine) != MACHINE_RECORDED)
+                blame(&j, TIMES_UNKNOWN, NULL, NULL);
+            else if (fmax(m->load_before, m->load_after) > m->cores || m->steal > TIME_MAX_STEAL)
+                blame(&j, TIMES_BUSY, NULL, NULL);
+        }
+        if (!fig->spread) blame(&j, TIMES_UNKNOWN, fig, NULL);
+        else if (fig->samples < TIME_MIN_SAMPLES) blame(&j, TIMES_FEW, fig, NULL);
+        else if (fig->hi - fig->lo > TIME_MAX_WIDTH * fabs(fig->value->valuedouble)) blame(&j, TIMES_WIDE, fig, NULL);
     }
-    return found;
+    for (int o = 0; o < q->n_orders; o++) {
+        const Figure *lower = figure_of(figs, q, q->orders[o].lower), *higher = figure_of(figs, q, q->orders[o].higher);
+        if (lower->spread && higher->spread && lower->lo > higher->hi) blame(&j, TIMES_CONTRADICTED, NULL, &q->orders[o]);
+    }
+    return j;
 }
 
-RematStatus explain_pieces(const Question *q, QuizLang lang, ResultsDir *results, ExplainSink *sink, void *ctx)
-{
-    const char *text = q->explanation.lang[lang];
-    RematStatus status = REMAT_OK;
-    for (;;) {
-        const char *open = strchr(text, '{'), *close = open ? strchr(open, '}') : NULL;
-        if (!open || !close) break;
-        if (open > text) sink(ctx, PIECE_TEXT, text, (size_t)(open - text));
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(close - open - 1), open + 1);
-        text = close + 1;
+/* ---- writing the explanation ----------------------------------------------------------- */
 
-        const Measurement *m = NULL;
-        for (int i = 0; i < q->n_measurements; i++)
-            if (!strcmp(q->measurements[i].name, name)) m = &q->measurements[i];
-        char why[1024] = "", value[sizeof why + 8];
-        const cJSON *v = NULL;
-        Lookup found = m ? lookup(results, m, &v, why, sizeof why) : MALFORMED;
-        if (!m) snprintf(why, sizeof why, "the question bank has no measurement %s", name);
-        PieceKind kind = PIECE_FIGURE;
-        if (found == FOUND) {
-            format_value(value, sizeof value, v, m->format);
-        } else if (found == MISSING) {
-            kind = PIECE_MISSING;
-            snprintf(value, sizeof value, lang == LANG_AR ? "(لم يُقَس بعد: شغّل build/bench/%s --quick)"
-                                                          : "(not measured yet: run build/bench/%s --quick)", m->bench);
-        } else {
-            kind = PIECE_BROKEN;
-            status = remat_fail(REMAT_ECORRUPT, "%s", why);
-            snprintf(value, sizeof value, "(%s)", why);
-        }
-        sink(ctx, kind, value, strlen(value));
+typedef struct Fill {
+    const Question *q;
+    QuizLang lang;
+    Figure figs[QUIZ_MAX_MEASUREMENTS];
+    Judgement judged;
+    ExplainSink *sink;
+    void *ctx;
+} Fill;
+
+/* The figure {name...} at `open` names (the bank checked that it names one). */
+static const Figure *placeholder(const Fill *fill, const char *open, const char **close)
+{
+    *close = strchr(open, '}');
+    const size_t len = (size_t)(*close - open - 1);
+    for (int i = 0; i < fill->q->n_measurements; i++) {
+        const char *name = fill->q->measurements[i].name;
+        if (strlen(name) == len && !strncmp(name, open + 1, len)) return &fill->figs[i];
+    }
+    return NULL;
+}
+
+/* Whether every figure `text` quotes can be quoted: found, and for a time, trusted. */
+static bool can_say(const Fill *fill, const char *text)
+{
+    for (const char *open = strchr(text, '{'), *close; open; open = strchr(close, '{')) {
+        const Figure *fig = placeholder(fill, open, &close);
+        if (!fig || fig->state != FIG_OK || (fig->m->time && fill->judged.trust != TIMES_CARRY)) return false;
+    }
+    return true;
+}
+
+/* Hands `text` to `sink`, each placeholder as its figure. */
+static void say(const Fill *fill, const char *text, ExplainSink *sink, void *ctx)
+{
+    for (const char *open, *close; (open = strchr(text, '{')) != NULL; text = close + 1) {
+        const Figure *fig = placeholder(fill, open, &close);
+        if (open > text) sink(ctx, PIECE_TEXT, text, (size_t)(open - text));
+        char value[256];
+        format_figure(value, sizeof value, fig, fill->lang);
+        sink(ctx, PIECE_FIGURE, value, strlen(value));
     }
     if (*text) sink(ctx, PIECE_TEXT, text, strlen(text));
-    return status;
 }
 
-/* fill_explanation's sink: appends each piece to a buffer, truncating at its end. */
+/* A sink that appends every piece to a buffer, truncating at its end. */
 typedef struct LineBuffer {
     char *buf;
     size_t size, used;
 } LineBuffer;
 
-static void append_piece(void *ctx, PieceKind kind, const char *text, size_t len)
+static void append(LineBuffer *line, const char *text, size_t len)
 {
-    (void)kind; /* on a terminal a figure reads like the words around it */
-    LineBuffer *line = ctx;
     const size_t room = line->size - 1 - line->used;
     if (len > room) len = room;
     memcpy(line->buf + line->used, text, len);
     line->used += len;
     line->buf[line->used] = '\0';
+}
+
+static void append_piece(void *ctx, PieceKind kind, const char *text, size_t len)
+{
+    LineBuffer *line = ctx;
+    if (kind == PIECE_NOTE) append(line, "\n", 1); /* on a terminal, a note is a line of its own */
+    append(line, text, len);
+}
+
+static void note(const Fill *fill, const char *text)
+{
+    fill->sink(fill->ctx, PIECE_NOTE, text, strlen(text));
+}
+
+/* The note about one figure that is not there or not valid. Returns REMAT_ECORRUPT
+ * (naming the file and field) if its results file or the figure is malformed. */
+static RematStatus note_figure(const Fill *fill, ResultsDir *r, const Figure *fig)
+{
+    const QuizWords *w = quiz_words(fill->lang);
+    char program[128], file[700], text[2048];
+    snprintf(program, sizeof program, "build/bench/%s", fig->m->bench);
+    snprintf(file, sizeof file, "%s/%s.json", results_dir(r), fig->m->bench);
+    RematStatus status = REMAT_OK;
+    if (fig->state == FIG_NO_FILE) {
+        snprintf(text, sizeof text, w->not_run, program);
+    } else if (fig->state == FIG_NO_RECORD) {
+        snprintf(text, sizeof text, w->not_recorded, file, program);
+    } else if (fig->state == FIG_UNREADABLE) {
+        snprintf(text, sizeof text, w->unreadable, fig->field, program);
+        status = remat_fail(REMAT_ECORRUPT, "%s", fig->field);
+    } else {
+        snprintf(text, sizeof text, w->invalid_figure, fig->field, file, w->invalid_why[fig->problem], program);
+        status = remat_fail(REMAT_ECORRUPT, "%s: %s: %s, so it is treated as not measured", file, fig->field,
+                            quiz_words(LANG_EN)->invalid_why[fig->problem]);
+    }
+    note(fill, text);
+    return status;
+}
+
+/* The notes about figures that are not there or not valid: one per bench and state, one
+ * per invalid figure (the machine block's included). Returns REMAT_ECORRUPT if any
+ * results file or figure is malformed. */
+static RematStatus note_missing(const Fill *fill, ResultsDir *r)
+{
+    RematStatus status = REMAT_OK;
+    for (int i = 0; i < fill->q->n_measurements; i++) {
+        const Figure *fig = &fill->figs[i];
+        bool said = fig->state == FIG_OK;
+        for (int k = 0; k < i && !said && fig->state != FIG_INVALID; k++)
+            said = fill->figs[k].state == fig->state && !strcmp(fill->figs[k].m->bench, fig->m->bench);
+        if (!said && note_figure(fill, r, fig) != REMAT_OK) status = REMAT_ECORRUPT;
+    }
+    if (fill->judged.bad_machine.state == FIG_INVALID && note_figure(fill, r, &fill->judged.bad_machine) != REMAT_OK)
+        status = REMAT_ECORRUPT;
+    return status;
+}
+
+/* The note saying why the question's times are not quoted, and what is taught instead. */
+static void note_times(const Fill *fill)
+{
+    const Judgement *j = &fill->judged;
+    if (j->trust == TIMES_CARRY) return;
+    const QuizWords *w = quiz_words(fill->lang);
+    char program[128], figure[512], text[4096], load[32], steal[32];
+    snprintf(program, sizeof program, "build/bench/%s", j->bench);
+    if (j->culprit) format_figure(figure, sizeof figure, j->culprit, fill->lang);
+    int n = 0;
+    switch (j->trust) {
+    case TIMES_UNKNOWN: n = snprintf(text, sizeof text, w->time_unknown, program); break;
+    case TIMES_BUSY:
+        snprintf(load, sizeof load, "%.1f", fmax(j->machine.load_before, j->machine.load_after));
+        snprintf(steal, sizeof steal, "%.1f%%", 100.0 * j->machine.steal);
+        n = snprintf(text, sizeof text, w->time_busy, program, load, (int)j->machine.cores, steal);
+        break;
+    case TIMES_FEW: n = snprintf(text, sizeof text, w->time_few, program, figure); break;
+    case TIMES_WIDE: n = snprintf(text, sizeof text, w->time_wide, program, figure); break;
+    case TIMES_CONTRADICTED: {
+        char why[2048] = "";
+        LineBuffer line = {why, sizeof why, 0};
+        say(fill, j->order->why.lang[fill->lang], append_piece, &line);
+        n = snprintf(text, sizeof text, w->time_contradicted, program, why);
+        break;
+    }
+    case TIMES_CARRY: break;
+    }
+    if (n >= 0 && (size_t)n < sizeof text - 1) {
+        text[n++] = ' ';
+        snprintf(text + n, sizeof text - (size_t)n, w->time_instead, program);
+    }
+    note(fill, text);
+}
+
+RematStatus explain_pieces(const Question *q, QuizLang lang, ResultsDir *results, ExplainSink *sink, void *ctx)
+{
+    Fill fill = {.q = q, .lang = lang, .sink = sink, .ctx = ctx};
+    for (int i = 0; i < q->n_measurements; i++) fill.figs[i] = find_figure(results, &q->measurements[i]);
+    fill.judged = judge_times(q, fill.figs, results);
+    bool first = true;
+    for (int p = 0; p < q->n_parts; p++) {
+        const ExplanationPart *part = &q->parts[p];
+        const char *text = part->text.lang[lang];
+        const char *otherwise = part->otherwise.lang[lang];
+        if (!can_say(&fill, text)) text = otherwise && can_say(&fill, otherwise) ? otherwise : NULL;
+        if (!text) continue;
+        if (!first) sink(ctx, PIECE_TEXT, " ", 1);
+        say(&fill, text, sink, ctx);
+        first = false;
+    }
+    const RematStatus status = note_missing(&fill, results);
+    note_times(&fill);
+    return status;
 }
 
 RematStatus fill_explanation(char *buf, size_t size, const Question *q, QuizLang lang, ResultsDir *results)

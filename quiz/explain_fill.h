@@ -1,23 +1,52 @@
 /*
- * explain_fill.h — an explanation with this machine's measured figures in it.
+ * explain_fill.h — an explanation with this machine's measured figures in it, and only
+ * figures that can carry its lesson.
  *
  * An explanation's {placeholders} name the question's measurements (bank.h); each is read
  * from results/<bench>.json as the benches wrote it (bench/README.md documents the
- * schema). A figure that is not there is never made up: the placeholder becomes "(not
- * measured yet: run build/bench/<bench> --quick)", in the quiz's language.
+ * schema). A figure that is not there is never made up, and a part of the explanation
+ * that needs it is left out (or replaced by its `otherwise`); a note below the
+ * explanation then says, once, which bench to run.
+ *
+ * Every figure is checked before it is quoted: its type, its sign and a plausible range for
+ * its format (a byte count is a whole number from 0 to 1 PiB, a ratio of times is above 0,
+ * ...). An invalid one — null, negative, an object, 1e30 — is treated as missing, and a
+ * note and the returned error name the file and the field.
+ *
+ * Times. Bytes and FLOPs come from the ledgers and are exact; a time depends on how busy
+ * the machine was. A time figure is quoted only with its interval and sample count
+ * ("+28.5% (+24.1% to +31.0%, 9 paired steps)"), and only when all of the question's
+ * times can carry the lesson. They cannot when
+ *   - the results do not record the interval, the samples or the machine's state
+ *     (results of an older bench): the spread is unknown;
+ *   - the machine was busy: a 1-minute load average above the number of cores, before or
+ *     after the bench, or more than TIME_MAX_STEAL of the CPU time stolen;
+ *   - fewer than TIME_MIN_SAMPLES samples (order statistics give no 95% interval for a
+ *     median below 6);
+ *   - two times contradict an order the question declares (the lower one's interval
+ *     wholly above the higher one's): an explanation never states a comparison its own
+ *     intervals contradict;
+ *   - an interval is wider than TIME_MAX_WIDTH of its value (±5 points of a ratio near 1).
+ * Then every part quoting a time gives way to its `otherwise`, which teaches the same
+ * point from bytes and FLOPs, and a note says why in plain words and what to rerun.
  *
  * Both front ends fill explanations here, so the terminal and the page say the same words
  * and quote the same figures: explain_pieces walks an explanation and hands each piece
- * (the bank's words, or one placeholder's value) to a sink; fill_explanation is the sink
- * that joins them into one line of text, as the terminal prints it. The page's sink
- * (page.c) writes the same pieces as HTML, marking each figure.
+ * (the bank's words, a figure, a note) to a sink; fill_explanation is the sink that joins
+ * them into text as the terminal prints it. The page's sink (page.c) writes the same
+ * pieces as HTML, marking each figure.
  */
 #ifndef REMAT_QUIZ_EXPLAIN_FILL_H
 #define REMAT_QUIZ_EXPLAIN_FILL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "quiz/bank.h"
+
+#define TIME_MIN_SAMPLES 6
+#define TIME_MAX_STEAL 0.05 /* "a few percent" of the CPU time */
+#define TIME_MAX_WIDTH 0.10 /* (hi − lo) / value */
 
 /* The results of the benches, read from one directory on demand. */
 typedef struct ResultsDir ResultsDir;
@@ -36,30 +65,39 @@ const char *results_dir(const ResultsDir *r);
  * the file is missing or is not valid JSON. */
 const cJSON *results_document(ResultsDir *r, const char *bench);
 
+/* The machine while a bench ran, as its results' "machine" block records it. */
+typedef struct RecordedMachine {
+    double load_before, load_after; /* 1-minute load averages */
+    double steal;                   /* the fraction of CPU time stolen by the hypervisor, 0..1 */
+    double cores;
+} RecordedMachine;
+
+/* Reads the machine block of a results document (results_document) into *m: false when
+ * it does not record all four fields (results of an older bench) or one is not plausible
+ * (a negative load, a steal above 1, no cores). */
+bool results_machine(const cJSON *doc, RecordedMachine *m);
+
 /* What one piece of a filled explanation is. */
 typedef enum PieceKind {
-    PIECE_TEXT,    /* the bank's own words, between placeholders */
-    PIECE_FIGURE,  /* a measured value, formatted: "280.0 KiB", "33.4%", "+21.0%" */
-    PIECE_MISSING, /* "(not measured yet: run build/bench/<bench> --quick)" */
-    PIECE_BROKEN,  /* "(<file> is not valid JSON)": results that exist but are malformed */
+    PIECE_TEXT,   /* the bank's own words, between placeholders */
+    PIECE_FIGURE, /* a measured value, formatted: "280.0 KiB", "33.4%", a time with its spread */
+    PIECE_NOTE,   /* a sentence of its own, after the explanation, about its figures: which
+                     bench to run, which figure is invalid, why its times are not quoted */
 } PieceKind;
 
 /* Receives the pieces of an explanation in order: `len` bytes of `text` (not
- * NUL-terminated), of kind `kind`. */
+ * NUL-terminated), of kind `kind`. Every note comes after the last text and figure. */
 typedef void ExplainSink(void *ctx, PieceKind kind, const char *text, size_t len);
 
 /* Walks question `q`'s explanation in `lang`, handing every piece to `sink`. Returns
  * REMAT_OK, or REMAT_ECORRUPT naming the file and field when a results file exists but
- * is malformed (its placeholder then comes as a PIECE_BROKEN saying so); every piece is
- * handed over either way. */
+ * is malformed or holds an invalid figure (a note says so too); every piece is handed
+ * over either way. */
 RematStatus explain_pieces(const Question *q, QuizLang lang, ResultsDir *results, ExplainSink *sink, void *ctx);
 
 /* Writes question `q`'s explanation in `lang` into `buf` (size bytes, truncated to fit)
- * with every placeholder filled, as one line of text. Returns what explain_pieces
- * returns. */
+ * with its figures, as the terminal prints it: the explanation on one line, then each
+ * note on a line of its own. Returns what explain_pieces returns. */
 RematStatus fill_explanation(char *buf, size_t size, const Question *q, QuizLang lang, ResultsDir *results);
-
-/* How many of `q`'s measurements were found. */
-int measured_count(const Question *q, ResultsDir *results);
 
 #endif /* REMAT_QUIZ_EXPLAIN_FILL_H */

@@ -41,12 +41,12 @@ typedef struct PageWords {
     const char *plot_broken;                 /* %s plot file: present but not a readable PNG */
     const char *plot_caption;                /* %s plot file */
     const char *result_title, *again;        /* the score section */
-    const char *your_answer, *the_answer;    /* the score's list, one line per question */
     const char *footer_title;                /* where the figures come from */
     const char *when, *commit, *cpu, *threads, *load, *mode, *system, *benches; /* footer labels */
     const char *no_results;                  /* %s results dir: nothing there */
     const char *not_recorded;                /* a field the results do not hold */
     const char *cpu_line;                    /* %s cores, %s OpenBLAS core */
+    const char *load_line;                   /* %s load before, %s after, %s CPU steal */
     const char *dirty, *clean;               /* after the commit */
     const char *quick, *full;                /* the benches' modes */
     const char *range;                       /* %s first date, %s last date */
@@ -63,8 +63,6 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
         .plot_caption = "%s, drawn by bench/plots.sh from this machine's results",
         .result_title = "Your score",
         .again = "Start again",
-        .your_answer = "your answer",
-        .the_answer = "the answer",
         .footer_title = "Where these figures come from",
         .when = "Measured",
         .commit = "Commit",
@@ -77,6 +75,7 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
         .no_results = "No results in %s yet: each figure above names the bench that measures it.",
         .not_recorded = "not recorded in the results",
         .cpu_line = "%s cores, OpenBLAS kernels for %s (the CPU's model is not recorded in the results)",
+        .load_line = "%s before, %s after (1-minute load average); %s of the CPU time stolen by the hypervisor",
         .dirty = "with uncommitted changes",
         .clean = "no uncommitted changes",
         .quick = "quick (small configurations)",
@@ -94,8 +93,6 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
         .plot_caption = "%s، رسمه bench/plots.sh من نتائج هذا الجهاز",
         .result_title = "نتيجتك",
         .again = "ابدأ من جديد",
-        .your_answer = "إجابتك",
-        .the_answer = "الإجابة",
         .footer_title = "من أين تأتي هذه الأرقام",
         .when = "وقت القياس",
         .commit = "الإيداع",
@@ -107,7 +104,8 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
         .benches = "برامج القياس",
         .no_results = "لا توجد نتائج في %s بعد: كل رقم أعلاه يسمّي برنامج القياس الذي يقيسه.",
         .not_recorded = "غير مسجَّل في النتائج",
-        .cpu_line = "%s أنوية، ونوى OpenBLAS لـ %s (طراز المعالج غير مسجَّل في النتائج)",
+        .cpu_line = "عدد الأنوية %s، وشيفرة OpenBLAS المخصّصة لمعالجات %s (طراز المعالج غير مسجَّل في النتائج)",
+        .load_line = "%s قبل القياس و%s بعده (متوسط الحمل لدقيقة واحدة)؛ واستلب المشرف الافتراضي %s من وقت المعالج",
         .dirty = "مع تعديلات غير مودَعة",
         .clean = "بلا تعديلات غير مودَعة",
         .quick = "سريع (إعدادات صغيرة)",
@@ -121,28 +119,10 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
 /* ---- files: the style, the script and the plots -------------------------------------- */
 
 /* The whole file at `path` (its length in *size), owned by the caller; NULL with
- * REMAT_EIO. */
+ * REMAT_EIO (a directory or a FIFO included). */
 static unsigned char *read_all(const char *path, size_t *size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        remat_fail(REMAT_EIO, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    unsigned char *data = NULL;
-    long length = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (length >= 0 && fseek(f, 0, SEEK_SET) == 0 && (data = malloc((size_t)length + 1))) {
-        if (fread(data, 1, (size_t)length, f) == (size_t)length) {
-            data[length] = '\0';
-            *size = (size_t)length;
-        } else {
-            free(data);
-            data = NULL;
-        }
-    }
-    fclose(f);
-    if (!data) remat_fail(REMAT_EIO, "cannot read %s", path);
-    return data;
+    return (unsigned char *)quiz_read_file("quiz --html", path, size);
 }
 
 /* Base64 (RFC 4648, with padding) of `n` bytes. */
@@ -209,20 +189,30 @@ static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const P
 
 /* ---- one question ------------------------------------------------------------------- */
 
-/* The page's sink for explain_pieces: the bank's words as text, each figure marked. */
+/* The page's sink for explain_pieces: the bank's words as text, each figure marked, the
+ * explanation one paragraph and each note one after it. */
 typedef struct HtmlSink {
     FILE *out;
     QuizLang lang;
+    bool open; /* the explanation's paragraph is open */
 } HtmlSink;
 
 static void put_piece(void *ctx, PieceKind kind, const char *text, size_t len)
 {
-    const HtmlSink *sink = ctx;
-    static const char *const classes[] = {[PIECE_FIGURE] = "fig", [PIECE_MISSING] = "fig missing",
-                                          [PIECE_BROKEN] = "fig broken"};
-    if (kind != PIECE_TEXT) fprintf(sink->out, "<span class=\"%s\">", classes[kind]);
+    HtmlSink *sink = ctx;
+    if (kind == PIECE_NOTE) {
+        if (sink->open) fputs("</p>\n", sink->out);
+        sink->open = false;
+        fputs("<p class=\"note\">", sink->out);
+        html_text(sink->out, text, len, sink->lang);
+        fputs("</p>\n", sink->out);
+        return;
+    }
+    if (!sink->open) fputs("<p class=\"explanation\">", sink->out);
+    sink->open = true;
+    if (kind == PIECE_FIGURE) fputs("<span class=\"fig\">", sink->out);
     html_text(sink->out, text, len, sink->lang);
-    if (kind != PIECE_TEXT) fputs("</span>", sink->out);
+    if (kind == PIECE_FIGURE) fputs("</span>", sink->out);
 }
 
 static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSources *src)
@@ -256,10 +246,11 @@ static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSourc
     fputs("</summary>\n<p class=\"correct\">", out);
     const char shown[2] = {(char)('1' + shown_correct), '\0'};
     html_words(out, lang, w->correct_was, (const char *[]){shown, question->options[question->correct].lang[lang]}, NULL);
-    fputs("</p>\n<p class=\"explanation\">", out);
-    HtmlSink sink = {out, lang};
+    fputs("</p>\n", out);
+    HtmlSink sink = {out, lang, false};
     RematStatus status = explain_pieces(question, lang, src->results, put_piece, &sink);
-    fputs("</p>\n<p class=\"proof\">", out);
+    if (sink.open) fputs("</p>\n", out);
+    fputs("<p class=\"proof\">", out);
     html_words(out, lang, w->proof, (const char *[]){question->test_file, question->test_name}, "code");
     fputs("</p>\n<p class=\"bench\">", out);
     char program[256];
@@ -330,11 +321,17 @@ static bool field_threads(const cJSON *doc, QuizLang lang, char *buf, size_t siz
     return true;
 }
 
-/* The results schema (bench/README.md) has no load average: every document is silent. */
+/* The machine's load around the bench (results of older benches do not record it). */
 static bool field_load(const cJSON *doc, QuizLang lang, char *buf, size_t size)
 {
-    (void)doc, (void)lang, (void)buf, (void)size;
-    return false;
+    RecordedMachine m;
+    if (!results_machine(doc, &m)) return false;
+    char load_before[32], load_after[32], stolen[32];
+    snprintf(load_before, sizeof load_before, "%.1f", m.load_before);
+    snprintf(load_after, sizeof load_after, "%.1f", m.load_after);
+    snprintf(stolen, sizeof stolen, "%.1f%%", 100.0 * m.steal);
+    snprintf(buf, size, PAGE_WORDS[lang].load_line, load_before, load_after, stolen);
+    return true;
 }
 
 static bool field_mode(const cJSON *doc, QuizLang lang, char *buf, size_t size)
@@ -476,8 +473,8 @@ static void put_script_words(FILE *out)
         const PageWords *pw = &PAGE_WORDS[l];
         const char *const pairs[][2] = {{"right", w->right},          {"wrong", w->wrong},
                                         {"score", w->score},          {"result_title", pw->result_title},
-                                        {"again", pw->again},         {"your_answer", pw->your_answer},
-                                        {"the_answer", pw->the_answer}};
+                                        {"again", pw->again},         {"your_answer", w->chosen},
+                                        {"the_answer", w->the_answer}};
         fprintf(out, "%s\"%s\": {", l ? ", " : "", LANG_CODES[l]);
         for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
             fprintf(out, "%s\"%s\": ", i ? ", " : "", pairs[i][0]);

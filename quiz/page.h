@@ -12,7 +12,7 @@
  *
  * Self-contained: the style and the script are inline, the plots are data: URIs, and a
  * Content-Security-Policy forbids the page any other source. A URL fragment
- * `#lang=ar&answers=2,4,1,...` chooses the language and answers the questions (each
+ * `#lang=ar&answers=1,3,2,...` chooses the language and answers the questions (each
  * number an option in the bank's own order, as `quiz --no-shuffle` shows them), so a
  * result can be shared and a test can answer through the page itself. Without JavaScript
  * every question stays readable, its answer inside a <details>.

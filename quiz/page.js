@@ -7,7 +7,7 @@
  * keeps the score. Its state is two things, kept in the URL fragment so a result can be
  * shared or replayed:
  *
- *   #lang=ar&answers=2,4,1,3,4,2,3,1
+ *   #lang=ar&answers=1,3,2,4,1,2,4,3
  *
  * lang is en or ar; answers holds, per question, the chosen option in the bank's own
  * order (1-4, as `quiz --no-shuffle` numbers them), empty where not answered yet.

@@ -8,7 +8,7 @@
  *
  *   quiz                       interactive (on a terminal)
  *   quiz --preview             every question and its options, no answers
- *   quiz --answers 2,4,1,...   a non-interactive run: one answer per question
+ *   quiz --answers 1,3,2,...   a non-interactive run: one answer per question
  *   quiz --html FILE           the same quiz as one self-contained page (page.h)
  *
  * Without a terminal and without --answers it prints the preview and exits 0, so the main
@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +28,8 @@
 #include "quiz/explain_fill.h"
 #include "quiz/page.h"
 #include "quiz/words.h"
+#include "tensor/file.h"
+#include "tensor/parse.h"
 
 #ifndef REMAT_QUIZ_BANK
 #define REMAT_QUIZ_BANK "quiz/questions.json"
@@ -59,12 +62,13 @@ static void usage(FILE *out)
             "  --lang en|ar     English (default) or Arabic (UTF-8; a terminal with bidi support\n"
             "                   shows it right to left)\n"
             "  --preview        every question with its options, no answers\n"
-            "  --answers LIST   answer without a terminal, e.g. 2,4,1,3,4,2,3,1 (numbers or\n"
-            "                   letters, in the order the options are shown)\n"
+            "  --answers LIST   answer without a terminal, e.g. 1,3,2,4,1,2,4,3 or a,c,b,d: one\n"
+            "                   number 1-4 or letter a-d per question, in the order the options\n"
+            "                   are shown, at most 8, no spaces\n"
             "  --results DIR    where the benches wrote their JSON (default: results)\n"
             "  --html FILE      write the quiz, in both languages, as one self-contained HTML\n"
             "                   page to FILE instead of asking (open it in a browser); the\n"
-            "                   URL fragment #lang=ar&answers=2,4,... answers it in the page\n"
+            "                   URL fragment #lang=ar&answers=1,3,... answers it in the page\n"
             "  --plots DIR      the PNGs the page shows (default: RESULTS/plots, where\n"
             "                   bench/plots.sh draws them)\n"
             "  --seed N         the order of the options (default: a new order each run)\n"
@@ -74,12 +78,33 @@ static void usage(FILE *out)
             REMAT_QUIZ_BANK);
 }
 
+/* 0..3 from "1".."4" or "a".."d" (or "A".."D"), exactly one character; -1 otherwise. */
+static int parse_answer(const char *text, size_t len)
+{
+    if (len != 1) return -1;
+    const int c = tolower((unsigned char)text[0]);
+    if (c >= '1' && c <= '4') return c - '1';
+    if (c >= 'a' && c <= 'd') return c - 'a';
+    return -1;
+}
+
+/* --answers: 1 to 8 answers, comma-separated, each exactly one character of 1-4 or a-d
+ * (no spaces, no empty answer). */
+static bool valid_answers(const char *list)
+{
+    int n = 0;
+    for (const char *a = list;; a += strcspn(a, ",") + 1) {
+        if (++n > QUIZ_QUESTIONS || parse_answer(a, strcspn(a, ",")) < 0) return false;
+        if (!a[strcspn(a, ",")]) return true;
+    }
+}
+
 static int parse_options(int argc, char **argv, Options *o)
 {
     *o = (Options){.lang = LANG_EN, .shuffle = true, .results = "results", .bank = REMAT_QUIZ_BANK,
                    .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL, *expected = "";
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             exit(0);
@@ -91,6 +116,8 @@ static int parse_options(int argc, char **argv, Options *o)
             if (quiz_lang_parse(v, &o->lang) != REMAT_OK) goto bad;
             i++;
         } else if (!strcmp(a, "--answers") && v) {
+            expected = " (expected 1 to 8 answers, each 1-4 or a-d, separated by commas without spaces)";
+            if (!valid_answers(v)) goto bad;
             o->answers = v;
             i++;
         } else if (!strcmp(a, "--results") && v) {
@@ -106,9 +133,8 @@ static int parse_options(int argc, char **argv, Options *o)
             o->bank = v;
             i++;
         } else if (!strcmp(a, "--seed") && v) {
-            char *end = NULL;
-            o->seed = strtoull(v, &end, 10);
-            if (!v[0] || *end || v[0] == '-') goto bad;
+            expected = " (expected a whole number from 0 to 18446744073709551615)";
+            if (!parse_u64(v, 0, UINT64_MAX, &o->seed)) goto bad;
             i++;
         } else {
             fprintf(stderr, "quiz: unknown option or missing value: %s\n", a);
@@ -117,7 +143,7 @@ static int parse_options(int argc, char **argv, Options *o)
         }
         continue;
     bad:
-        fprintf(stderr, "quiz: bad value for %s: %s\n", a, v);
+        fprintf(stderr, "quiz: bad value for %s: '%s'%s\n", a, v, expected);
         usage(stderr);
         return 2;
     }
@@ -133,42 +159,39 @@ static void print_question(const Bank *b, int q, const int *order, QuizLang lang
         printf("  %d) %s\n", i + 1, b->questions[q].options[order[i]].lang[lang]);
 }
 
-/* 0..3 from "1".."4" or "a".."d" (surrounding blanks ignored); -1 otherwise. */
-static int parse_answer(const char *text)
-{
-    while (isspace((unsigned char)*text)) text++;
-    int c = tolower((unsigned char)text[0]);
-    const char *rest = text[0] ? text + 1 : text;
-    while (isspace((unsigned char)*rest)) rest++;
-    if (*rest) return -1;
-    if (c >= '1' && c <= '4') return c - '1';
-    if (c >= 'a' && c <= 'd') return c - 'a';
-    return -1;
-}
-
-/* The next answer from --answers (*answers not NULL), or from the terminal; -2 at the end
- * of input. */
+/* The next answer from --answers (*answers not NULL, checked by valid_answers), or from
+ * the terminal; -2 at the end of input. A typed answer is one character, blanks around it
+ * allowed, on a line of at most MAX_TYPED bytes with no NUL in it; anything else is asked
+ * again. */
+#define MAX_TYPED 16
 static int next_answer(const char **answers, QuizLang lang)
 {
     if (*answers) {
         if (!**answers) return -2;
-        const char *comma = strchr(*answers, ',');
-        char one[16];
-        size_t len = comma ? (size_t)(comma - *answers) : strlen(*answers);
-        snprintf(one, sizeof one, "%.*s", (int)(len < 15 ? len : 15), *answers);
-        *answers = comma ? comma + 1 : *answers + len;
-        return parse_answer(one);
+        const size_t len = strcspn(*answers, ",");
+        const int a = parse_answer(*answers, len);
+        *answers += len + ((*answers)[len] == ',');
+        return a;
     }
+    char *line = NULL;
+    size_t cap = 0;
+    int a = -2;
     for (;;) {
         printf("%s", quiz_words(lang)->your_answer);
         fflush(stdout);
-        char line[64];
-        if (!fgets(line, sizeof line, stdin)) return -2;
-        line[strcspn(line, "\n")] = '\0';
-        int a = parse_answer(line);
-        if (a >= 0) return a;
+        const ssize_t n = getline(&line, &cap, stdin);
+        if (n < 0) break;
+        size_t len = (size_t)n, start = 0;
+        if (len && line[len - 1] == '\n') len--;
+        while (len && isspace((unsigned char)line[len - 1])) len--;
+        while (start < len && isspace((unsigned char)line[start])) start++;
+        const bool clean = (size_t)n <= MAX_TYPED && strlen(line) == (size_t)n; /* no NUL inside */
+        if (clean && (a = parse_answer(line + start, len - start)) >= 0) break;
+        a = -2;
         printf("%s\n", quiz_words(lang)->invalid);
     }
+    free(line);
+    return a;
 }
 
 static void print_header(const Bank *b, QuizLang lang)
@@ -201,13 +224,18 @@ int main(int argc, char **argv)
     Options o;
     int parsed = parse_options(argc, argv, &o);
     if (parsed) return parsed;
+    struct stat st; /* a results directory that does not exist yet is fine: nothing measured */
+    if (stat(o.results, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "quiz: --results %s is %s, not a directory\n", o.results, file_kind(st.st_mode));
+        return 2;
+    }
     Bank *bank = bank_load(o.bank);
     if (!bank) {
         fprintf(stderr, "quiz: %s\n", remat_last_error());
         return 1;
     }
     const QuizWords *w = quiz_words(o.lang);
-    int orders[8][QUIZ_OPTIONS];
+    int orders[QUIZ_QUESTIONS][QUIZ_OPTIONS];
     bank_option_orders(bank, o.seed, o.shuffle, orders);
     if (o.html) {
         int status = write_page(&o, bank, orders);
@@ -224,19 +252,19 @@ int main(int argc, char **argv)
     }
 
     ResultsDir *results = results_open(o.results);
+    if (!results) {
+        fprintf(stderr, "quiz: no memory for the results\n");
+        bank_free(bank);
+        return 1;
+    }
     const char *answers = o.answers;
-    int given[8], score = 0, asked = 0, status = 0;
+    int given[QUIZ_QUESTIONS], score = 0, asked = 0;
     for (int q = 0; q < bank->n_questions; q++) {
         const Question *question = &bank->questions[q];
         print_question(bank, q, orders[q], o.lang);
         int a = next_answer(&answers, o.lang);
         if (a == -2) {
             printf("\n%s\n", w->ended);
-            break;
-        }
-        if (a == -1) { /* only --answers can give an invalid answer without asking again */
-            fprintf(stderr, "quiz: --answers: answer %d is not 1-4 or a-d\n", q + 1);
-            status = 2;
             break;
         }
         asked++;
@@ -247,7 +275,7 @@ int main(int argc, char **argv)
         while (orders[q][shown] != question->correct) shown++;
         printf("%s ", right ? w->right : w->wrong);
         printf(w->correct_was, '1' + shown, question->options[question->correct].lang[o.lang]);
-        char text[4096];
+        static char text[1 << 15];
         if (fill_explanation(text, sizeof text, question, o.lang, results) != REMAT_OK)
             fprintf(stderr, "quiz: %s\n", remat_last_error());
         printf("\n%s\n", text);
@@ -262,10 +290,14 @@ int main(int argc, char **argv)
     printf("\n");
     printf(w->score, score, bank->n_questions);
     printf("\n");
-    for (int q = 0; q < asked; q++)
-        printf("  %s %d. %s\n", given[q] == bank->questions[q].correct ? "✓" : "✗", q + 1,
-               bank->questions[q].options[bank->questions[q].correct].lang[o.lang]);
+    for (int q = 0; q < asked; q++) {
+        const Question *question = &bank->questions[q];
+        const bool right = given[q] == question->correct;
+        printf("  %s %d. %s: %s", right ? "✓" : "✗", q + 1, w->chosen, question->options[given[q]].lang[o.lang]);
+        if (!right) printf(" · %s: %s", w->the_answer, question->options[question->correct].lang[o.lang]);
+        printf("\n");
+    }
     results_close(results);
     bank_free(bank);
-    return status;
+    return 0;
 }

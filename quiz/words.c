@@ -4,14 +4,72 @@
 #include "quiz/words.h"
 
 static const QuizWords WORDS[LANG_COUNT] = {
-    [LANG_EN] = {"Question %d of %d", "Your answer (1-4 or a-d): ", "Please answer 1-4 or a-d.",
-                 "Right.", "Not quite.", "The answer: %c) %s", "Proof: %s, %s", "Measured by: %s",
-                 "Score: %d of %d", "Answers and explanations are shown while you take the quiz (run it in a terminal).",
-                 "Input ended: the quiz stops here."},
-    [LANG_AR] = {"السؤال %d من %d", "إجابتك (1-4 أو a-d): ", "يُرجى الإجابة برقم من 1 إلى 4 أو بحرف من a إلى d.",
-                 "صحيح.", "ليس تمامًا.", "الإجابة: %c) %s", "البرهان: %s، %s", "يقيسه: %s",
-                 "النتيجة: %d من %d", "تظهر الإجابات والتفسيرات أثناء إجراء الاختبار (شغّله في طرفية).",
-                 "انتهى الإدخال: يتوقف الاختبار هنا."},
+    [LANG_EN] = {
+        .question_of = "Question %d of %d",
+        .your_answer = "Your answer (1-4 or a-d): ",
+        .invalid = "Please answer 1-4 or a-d.",
+        .right = "Right.",
+        .wrong = "Not quite.",
+        .correct_was = "The answer: %c) %s",
+        .proof = "Proof: %s, %s",
+        .measure = "Measured by: %s",
+        .score = "Score: %d of %d",
+        .chosen = "your answer",
+        .the_answer = "the answer",
+        .preview_note = "Answers and explanations are shown while you take the quiz (run it in a terminal).",
+        .ended = "Input ended: the quiz stops here.",
+        .paired_spread = "%s (%s to %s, %d paired steps)",
+        .timed_spread = "%s (%s to %s, %d timed steps)",
+        .not_run = "No figures from this machine yet: run %s --quick to see them in this explanation.",
+        .not_recorded = "%s holds no record for some of this explanation's figures (was it run with other "
+                        "flags?): run %s --quick to measure them.",
+        .unreadable = "The results cannot be read (%s), so their figures are left out: run %s --quick again.",
+        .invalid_figure = "The figure %s in %s is left out: %s. Run %s --quick again.",
+        .invalid_why = {"it is not a number", "it is negative", "it is not above zero", "it is not a whole number",
+                        "it is too large to be a measurement", "its interval does not hold the value",
+                        "the rest of its interval is missing"},
+        .time_busy = "This machine was busy while %s measured its times (1-minute load average up to %s on "
+                     "%d cores, %s of the CPU time stolen by the hypervisor): they are too noisy to teach from.",
+        .time_unknown = "The results of %s do not record how much its times varied or how busy the machine was "
+                        "(they come from an older version of the bench), so its times are not quoted.",
+        .time_few = "%s timed too few steps to give an interval (%s), so its times are not quoted.",
+        .time_wide = "The times %s measured vary too much to carry the lesson (%s).",
+        .time_contradicted = "The times %s measured contradict each other: %s. Only noise does that.",
+        .time_instead = "This explanation teaches from the exact bytes and FLOPs instead; rerun %s --quick on "
+                        "a quiet machine to see the times.",
+    },
+    [LANG_AR] = {
+        .question_of = "السؤال %d من %d",
+        .your_answer = "إجابتك (1-4 أو a-d): ",
+        .invalid = "يُرجى الإجابة برقم من 1 إلى 4 أو بحرف من a إلى d.",
+        .right = "صحيح.",
+        .wrong = "ليس تمامًا.",
+        .correct_was = "الإجابة: %c) %s",
+        .proof = "البرهان: %s، %s",
+        .measure = "يقيسه: %s",
+        .score = "النتيجة: %d من %d",
+        .chosen = "إجابتك",
+        .the_answer = "الإجابة",
+        .preview_note = "تظهر الإجابات والتفسيرات أثناء إجراء الاختبار (شغّله في طرفية).",
+        .ended = "انتهى الإدخال: يتوقف الاختبار هنا.",
+        .paired_spread = "%s (من %s إلى %s، أزواج الخطوات: %d)",
+        .timed_spread = "%s (من %s إلى %s، الخطوات المقيسة: %d)",
+        .not_run = "لا أرقام من هذا الجهاز بعد: شغّل %s --quick لتظهر في هذا التفسير.",
+        .not_recorded = "لا يحوي %s سجلًا لبعض أرقام هذا التفسير (هل شُغّل بخيارات أخرى؟): شغّل %s --quick لقياسها.",
+        .unreadable = "تعذّرت قراءة النتائج (%s)، فأُسقطت أرقامها: شغّل %s --quick من جديد.",
+        .invalid_figure = "أُسقط الرقم %s من %s: %s. شغّل %s --quick من جديد.",
+        .invalid_why = {"فهو ليس عددًا", "فهو سالب", "فهو ليس أكبر من الصفر", "فهو ليس عددًا صحيحًا",
+                        "فهو أكبر من أن يكون قياسًا", "فمجاله لا يحتوي القيمة", "فبقية مجاله مفقودة"},
+        .time_busy = "كان هذا الجهاز مشغولًا حين قاس %s أزمنته (بلغ متوسط الحمل لدقيقة واحدة %s، وعدد الأنوية %d، "
+                     "واستلب المشرف الافتراضي %s من وقت المعالج): فهي أكثر ضجيجًا من أن يُعلَّم بها.",
+        .time_unknown = "لا تسجّل نتائج %s مدى تفاوت أزمنته ولا مدى انشغال الجهاز أثناء القياس (فهي من إصدار أقدم من "
+                        "برنامج القياس)، لذا لا تُذكر أزمنته.",
+        .time_few = "قاس %s خطوات أقل من أن تعطي مجالًا (%s)، لذا لا تُذكر أزمنته.",
+        .time_wide = "تتفاوت الأزمنة التي قاسها %s أكثر من أن تحمل الدرس (%s).",
+        .time_contradicted = "تتناقض الأزمنة التي قاسها %s: %s. ولا يفعل ذلك إلا الضجيج.",
+        .time_instead = "ويعتمد هذا التفسير بدلًا منها على البايتات والعمليات الحسابية (FLOPs) الدقيقة؛ أعد "
+                        "تشغيل %s --quick على جهاز هادئ لترى الأزمنة.",
+    },
 };
 
 const QuizWords *quiz_words(QuizLang lang)

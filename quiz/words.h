@@ -21,8 +21,29 @@ typedef struct QuizWords {
     const char *proof;        /* %s test file, %s test name */
     const char *measure;      /* %s the bench's program: "build/bench/bench_scaling" */
     const char *score;        /* %d right answers, %d questions: "Score: 8 of 8" */
+    const char *chosen, *the_answer; /* the score's list: "your answer: ... · the answer: ..." */
     const char *preview_note; /* after the preview, without a terminal */
     const char *ended;        /* end of input before the last question */
+
+    /* A time quoted with its spread: %s the value, %s and %s the interval's bounds, %d
+     * the samples: "+28.5% (+24.1% to +31.0%, 9 paired steps)". A ratio of times comes
+     * from paired steps, a time from timed steps. */
+    const char *paired_spread, *timed_spread;
+
+    /* Notes below an explanation, about its figures (%s a bench's program). */
+    const char *not_run;      /* %s program: no results file */
+    const char *not_recorded; /* %s results file, %s program: no matching record */
+    const char *unreadable;   /* %s what is wrong with the results file, %s program */
+    const char *invalid_figure; /* %s field, %s results file, %s why (invalid_why), %s program */
+    const char *invalid_why[7]; /* explain_fill.c's FigureProblem, in its order */
+
+    /* Why the times are not taught from, then what the explanation does instead. */
+    const char *time_busy;    /* %s program, %s load, %d cores, %s steal */
+    const char *time_unknown; /* %s program */
+    const char *time_few;     /* %s program, %s the figure with its spread */
+    const char *time_wide;    /* %s program, %s the figure with its spread */
+    const char *time_contradicted; /* %s program, %s the bank's clause with the figures */
+    const char *time_instead; /* %s program */
 } QuizWords;
 
 /* The words of `lang` (static storage). */

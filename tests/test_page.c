@@ -106,8 +106,9 @@ static double fake_value(const char *format, int k)
 }
 
 /* Writes results/<bench>.json for every bench the bank quotes but `skip`: the header
- * fields a bench writes (bench/README.md), threads left out of bench_memory_budget's, and
- * for every measurement a record matching its `where` with the quoted field set. */
+ * fields a bench writes (bench/README.md), threads left out of bench_memory_budget's, a
+ * quiet machine, and for every measurement a record matching its `where` with the quoted
+ * field set, and a narrow interval from 9 samples beside each time. */
 static void write_results(const char *skip)
 {
     cJSON *docs = cJSON_CreateObject();
@@ -132,6 +133,9 @@ static void write_results(const char *skip)
                 cJSON_AddStringToObject(machine, "os", "Linux 6.1 x86_64");
                 cJSON_AddNumberToObject(machine, "cores", 2);
                 cJSON_AddStringToObject(machine, "blas_core", "Haswell");
+                cJSON_AddNumberToObject(machine, "loadavg_before", 0.25);
+                cJSON_AddNumberToObject(machine, "loadavg_after", 1.5);
+                cJSON_AddNumberToObject(machine, "cpu_steal", 0.002);
                 if (strcmp(m->bench, "bench_memory_budget")) cJSON_AddNumberToObject(doc, "threads", 2);
                 cJSON_AddObjectToObject(doc, "tables");
             }
@@ -147,7 +151,17 @@ static void write_results(const char *skip)
                 if (same) record = r;
             }
             if (!record) cJSON_AddItemToArray(records, record = m->where ? cJSON_Duplicate(m->where, true) : cJSON_CreateObject());
-            if (!cJSON_GetObjectItem(record, m->field)) cJSON_AddNumberToObject(record, m->field, fake_value(m->format, k));
+            if (cJSON_GetObjectItem(record, m->field)) continue;
+            const double value = fake_value(m->format, k);
+            cJSON_AddNumberToObject(record, m->field, value);
+            if (m->time) { /* quiet and narrow: the times are quoted */
+                char name[128];
+                snprintf(name, sizeof name, "%s_lo", m->field);
+                cJSON_AddNumberToObject(record, name, value - 0.02);
+                snprintf(name, sizeof name, "%s_hi", m->field);
+                cJSON_AddNumberToObject(record, name, value + 0.02);
+                cJSON_AddNumberToObject(record, "samples", 9);
+            }
         }
     }
     for (const cJSON *doc = docs->child; doc; doc = doc->next) {
@@ -205,6 +219,9 @@ static void test_page_holds_both_languages_and_every_question(void **state)
     /* Readable without JavaScript: every answer and explanation inside a <details>. */
     assert_int_equal(count(html, "<details class=\"answer\">"), 16);
     assert_int_equal(count(html, "<p class=\"explanation\">"), 16);
+    /* The times are quoted with their spread, in both languages. */
+    assert_int_equal(count(html, " paired steps)</span>"), 5);
+    assert_int_equal(count(html, "أزواج الخطوات: <bdi dir=\"ltr\">9</bdi>)</span>"), 5);
     assert_int_equal(count(html, "<noscript>"), 2);
     /* The option order is the terminal's for the same seed: --seed 7 shuffled question 1. */
     int orders[8][QUIZ_OPTIONS];
@@ -214,10 +231,10 @@ static void test_page_holds_both_languages_and_every_question(void **state)
     snprintf(want, sizeof want, "class=\"option\" data-option=\"%d\"", orders[0][0] + 1);
     assert_non_null(q1);
     assert_ptr_equal(strstr(q1, "class=\"option\" data-option="), strstr(q1, want));
-    /* Every quoted bench's results are there but bench_dropout's: 8 figures of question 7
-     * missing in two languages, none broken. */
-    assert_int_equal(count(html, "class=\"fig missing\""), 2 * bank->questions[6].n_measurements);
-    assert_int_equal(count(html, "class=\"fig broken\""), 0);
+    /* Every quoted bench's results are there but bench_dropout's: one note, under question
+     * 7, in each language (and the two notes for readers without JavaScript). */
+    assert_int_equal(count(html, "<p class=\"note\">"), 2 + 2);
+    assert_int_equal(count(html, "<noscript><p class=\"note\">"), 2);
     free(html);
 }
 
@@ -269,7 +286,7 @@ static void test_page_escapes_text_and_isolates_left_to_right_runs_in_arabic(voi
     /* In the Arabic view a formula, a parenthesised name, a quoted message and a figure
      * with its unit each read as one left-to-right run. */
     assert_non_null(strstr(html, "<bdi dir=\"ltr\">O(N²)</bdi> لجميع"));
-    assert_non_null(strstr(html, "حساب إضافي <bdi dir=\"ltr\">(FLOPs)</bdi>"));
+    assert_non_null(strstr(html, "حسابات إضافية <bdi dir=\"ltr\">(FLOPs)</bdi>"));
     assert_non_null(strstr(html, "<bdi dir=\"ltr\">&quot;saved tensor 0 of linear #0 (h.0.mlp.fc) was freed&quot;</bdi>"));
     assert_non_null(strstr(html, "<span class=\"fig\"><bdi dir=\"ltr\">"));
     /* ... and the Arabic brackets around a number stay Arabic: "(النظرية: 0.5 و1)". */
@@ -287,8 +304,10 @@ static void test_page_says_what_was_not_measured_and_what_the_results_do_not_rec
     (void)state;
     char *html = slurp(page);
     assert_non_null(html);
-    assert_non_null(strstr(html, "(not measured yet: run build/bench/bench_dropout --quick)"));
-    assert_non_null(strstr(html, "(لم يُقَس بعد: شغّل <bdi dir=\"ltr\">build/bench/bench_dropout --quick</bdi>)"));
+    assert_non_null(strstr(html, "<p class=\"note\">No figures from this machine yet: run build/bench/bench_dropout "
+                                 "--quick to see them in this explanation.</p>"));
+    assert_non_null(strstr(html, "<p class=\"note\">لا أرقام من هذا الجهاز بعد: شغّل <bdi dir=\"ltr\">"
+                                 "build/bench/bench_dropout --quick</bdi> لتظهر في هذا التفسير.</p>"));
     char missing[1024];
     snprintf(missing, sizeof missing, "(plot dropout.png not drawn yet: run bench/plots.sh %s %s/plots)", scratch, scratch);
     assert_non_null(strstr(html, missing));
@@ -298,7 +317,8 @@ static void test_page_says_what_was_not_measured_and_what_the_results_do_not_rec
     assert_non_null(strstr(html, "<dd>0123456789ab, no uncommitted changes</dd>"));
     assert_non_null(strstr(html, "<dd>quick (small configurations)</dd>"));
     assert_non_null(strstr(html, "2 cores, OpenBLAS kernels for Haswell (the CPU&#39;s model is not recorded in the results)"));
-    assert_non_null(strstr(html, "<dt>Load while measuring</dt><dd>not recorded in the results</dd>"));
+    assert_non_null(strstr(html, "<dt>Load while measuring</dt><dd>0.2 before, 1.5 after (1-minute load average); "
+                                 "0.2% of the CPU time stolen by the hypervisor</dd>"));
     assert_non_null(strstr(html, "not recorded in the results (<code>bench_memory_budget</code>)"));
     free(html);
 }
@@ -573,6 +593,15 @@ static void test_page_in_a_browser_scores_right_and_wrong_answers(void **state)
     }
 }
 
+/* The figures question `q`'s explanation quotes when every bench but bench_dropout has
+ * quiet, narrow results: every placeholder of every part's own text. */
+static size_t quoted_figures(int q, QuizLang lang)
+{
+    size_t n = 0;
+    for (int p = 0; q != 6 && p < bank->questions[q].n_parts; p++) n += count(bank->questions[q].parts[p].text.lang[lang], "{");
+    return n;
+}
+
 static void test_page_in_a_browser_quotes_the_terminal_figures(void **state)
 {
     (void)state;
@@ -583,36 +612,46 @@ static void test_page_in_a_browser_quotes_the_terminal_figures(void **state)
         char *terminal = terminal_quiz(lang, RIGHT);
         const char *view = strstr(dom, lang == LANG_AR ? "id=\"view-ar\"" : "id=\"view-en\"");
         assert_non_null(view);
-        /* The terminal prints each explanation on the line before its proof. */
-        const char *proof = quiz_words(lang)->proof;
-        const size_t proof_prefix = strcspn(proof, "%");
+        /* The terminal prints the explanation and its notes, a line each, between the
+         * answer and the proof; the page a paragraph each, between the same two. */
+        const char *answer = quiz_words(lang)->correct_was, *proof = quiz_words(lang)->proof;
+        const size_t answer_prefix = strcspn(answer, "%"), proof_prefix = strcspn(proof, "%");
         const char *line = terminal;
         for (int q = 0; q < bank->n_questions; q++) {
-            const char *p = strstr(view, "<p class=\"explanation\">");
-            assert_non_null(p);
-            p += strlen("<p class=\"explanation\">");
-            const size_t len = (size_t)(strstr(p, "</p>") - p);
-            static char shown[16384], printed[16384];
-            text_content(p, len, shown, sizeof shown);
-            /* Each placeholder a figure of its own in the page. */
-            size_t placeholders = count(bank->questions[q].explanation.lang[lang], "{");
-            char inner[16384];
-            snprintf(inner, sizeof inner, "%.*s", (int)len, p);
-            assert_int_equal(count(inner, "<span class=\"fig"), placeholders);
-            const char *previous = NULL;
-            for (const char *next; (next = strstr(line, "\n")) != NULL; line = next + 1) {
-                if (!strncmp(next + 1, proof, proof_prefix)) {
-                    previous = line;
-                    line = next + 1;
-                    break;
-                }
+            static char shown[32768], printed[32768], inner[32768];
+            const char *from = strstr(view, "<p class=\"correct\">");
+            assert_non_null(from);
+            from = strstr(from, "</p>") + 4;
+            const char *to = strstr(from, "<p class=\"proof\">");
+            assert_non_null(to);
+            /* Each paragraph's text, a line each. */
+            size_t used = 0;
+            shown[0] = '\0';
+            for (const char *p = strstr(from, "<p"); p && p < to; p = strstr(p + 1, "<p")) {
+                const char *text = strchr(p, '>') + 1;
+                text_content(text, (size_t)(strstr(text, "</p>") - text), inner, sizeof inner);
+                used += (size_t)snprintf(shown + used, sizeof shown - used, "%s%s", used ? "\n" : "", inner);
             }
-            assert_non_null(previous);
-            snprintf(printed, sizeof printed, "%.*s", (int)strcspn(previous, "\n"), previous);
+            /* Each placeholder a figure of its own in the page. */
+            snprintf(inner, sizeof inner, "%.*s", (int)(to - from), from);
+            assert_int_equal(count(inner, "<span class=\"fig\">"), quoted_figures(q, lang));
+            char prefix[64];
+            snprintf(prefix, sizeof prefix, "%.*s", (int)answer_prefix, answer);
+            line = strstr(line, prefix); /* after the verdict: "Right. The answer: 2) ..." */
+            assert_non_null(line);
+            line = strchr(line, '\n') + 1;
+            const char *end = line;
+            while (strncmp(end, proof, proof_prefix)) {
+                end = strchr(end, '\n');
+                assert_non_null(end);
+                end++;
+            }
+            snprintf(printed, sizeof printed, "%.*s", (int)(end - line - 1), line);
             if (strcmp(shown, printed))
                 fail_msg("question %d (%s): the page says\n  %s\nthe terminal says\n  %s", q + 1,
                          lang == LANG_AR ? "ar" : "en", shown, printed);
-            view = p + len;
+            view = to;
+            line = end;
         }
         free(terminal);
     }

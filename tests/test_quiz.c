@@ -1,9 +1,12 @@
 /*
  * test_quiz.c — the quiz program and its question bank: every question complete in both
  * languages; the right answers score 8/8 in English and Arabic and wrong ones score
- * accordingly; explanations quote measured figures or say plainly that they are not
- * measured yet; a malformed bank is a clear error; and the interactive quiz is played
- * through a pseudo-terminal, prompts, a wrong key and the end of input included.
+ * accordingly; explanations quote measured figures or say once which bench to run; times
+ * are quoted only with their spread, and on results written here by hand (quiet and
+ * narrow, busy, wide, too few samples, the older schema, contradicting intervals) only
+ * when they can carry the lesson; a malformed bank is a clear error; and the interactive
+ * quiz is played through a pseudo-terminal, prompts, a wrong key and the end of input
+ * included.
  */
 #define _DEFAULT_SOURCE /* forkpty */
 #include <stdarg.h>
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,6 +73,13 @@ static char *run_quiz(const char *args, int *exit_code)
     return out;
 }
 
+static size_t count(const char *text, const char *what)
+{
+    size_t n = 0;
+    for (const char *p = text; (p = strstr(p, what)) != NULL; p += strlen(what)) n++;
+    return n;
+}
+
 static void test_bank_is_complete_in_both_languages(void **state)
 {
     (void)state;
@@ -90,6 +101,40 @@ static void test_bank_is_complete_in_both_languages(void **state)
     bank_free(b);
 }
 
+/* Fails if the Arabic `text` (at `where`) uses another word for activation, checkpoint,
+ * recomputation or offload than the bank's one term each: التنشيطات, نقاط التفتيش,
+ * إعادة الحساب, التفريغ. */
+static void assert_one_term_each(const char *text, const char *where)
+{
+    static const char *const others[] = {"تفعيل", "عمليات تنشيط", "نقطة حفظ", "نقاط حفظ", "نقطة تحقق", "نقاط تحقق",
+                                         "إعادة الحوسبة", "إعادة حوسبة", "تحميل", "يتم استبداله", "للترميز"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        if (strstr(text, others[i])) fail_msg("%s says \"%s\": %s", where, others[i], text);
+}
+
+static void test_arabic_says_one_term_each_throughout(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    assert_one_term_each(b->title.lang[LANG_AR], "the title");
+    assert_one_term_each(b->description.lang[LANG_AR], "the description");
+    for (int q = 0; q < b->n_questions; q++) {
+        const Question *x = &b->questions[q];
+        assert_one_term_each(x->question.lang[LANG_AR], "a question");
+        for (int o = 0; o < QUIZ_OPTIONS; o++) assert_one_term_each(x->options[o].lang[LANG_AR], "an option");
+        for (int p = 0; p < x->n_parts; p++) {
+            assert_one_term_each(x->parts[p].text.lang[LANG_AR], "an explanation");
+            if (x->parts[p].otherwise.lang[LANG_AR]) assert_one_term_each(x->parts[p].otherwise.lang[LANG_AR], "an explanation");
+        }
+    }
+    /* Question 6's answer is CPU memory, not the CPU. */
+    assert_non_null(strstr(b->questions[5].options[1].lang[LANG_AR], "ذاكرة المعالج المركزي"));
+    /* Question 1 asks what is traded (مقايضة), not what is replaced. */
+    assert_non_null(strstr(b->questions[0].question.lang[LANG_AR], "تقايض"));
+    bank_free(b);
+}
+
 static void test_right_answers_score_8_in_english_and_arabic(void **state)
 {
     (void)state;
@@ -100,14 +145,18 @@ static void test_right_answers_score_8_in_english_and_arabic(void **state)
     assert_int_equal(code, 0);
     assert_non_null(strstr(en, "Score: 8 of 8"));
     assert_non_null(strstr(en, "Question 8 of 8"));
-    /* No results in this directory: explanations say so instead of inventing figures. */
-    assert_non_null(strstr(en, "not measured yet: run build/bench/"));
+    /* No results in this directory: each explanation says once which bench to run, and
+     * teaches without figures rather than inventing them. */
+    assert_int_equal(count(en, "No figures from this machine yet: run build/bench/"), 8);
+    assert_non_null(strstr(en, "No figures from this machine yet: run build/bench/bench_placement --quick to see them"));
+    assert_null(strstr(en, "not measured"));
+    assert_null(strchr(en, '{'));
     free(en);
     snprintf(args, sizeof args, "--lang ar --no-shuffle --answers %s --results %s", RIGHT, scratch);
     char *ar = run_quiz(args, &code);
     assert_int_equal(code, 0);
     assert_non_null(strstr(ar, "النتيجة: 8 من 8"));
-    assert_non_null(strstr(ar, "لم يُقَس بعد"));
+    assert_int_equal(count(ar, "لا أرقام من هذا الجهاز بعد: شغّل build/bench/"), 8);
     free(ar);
 }
 
@@ -121,8 +170,14 @@ static void test_wrong_answers_score_accordingly(void **state)
     char *out = run_quiz(args, &code);
     assert_int_equal(code, 0);
     assert_non_null(strstr(out, "Score: 2 of 8"));
-    assert_non_null(strstr(out, "✗ 1."));
-    assert_non_null(strstr(out, "✓ 3."));
+    /* The closing list shows the option chosen, and the right one where they differ. */
+    assert_non_null(strstr(out, "  ✗ 1. your answer: Model accuracy · the answer: Extra computation (FLOPs)\n"));
+    assert_non_null(strstr(out, "  ✓ 3. your answer: Checkpoint placement, operators, and hardware determine the "
+                                "cost of replay\n"));
+    free(out);
+    snprintf(args, sizeof args, "--lang ar --no-shuffle --answers 1,1,1,1,1,1,1,1 --results %s", scratch);
+    out = run_quiz(args, &code);
+    assert_non_null(strstr(out, "  ✗ 1. إجابتك: دقة النموذج · الإجابة: "));
     free(out);
     /* Shuffled, the same letters mean other options; a fixed seed makes it repeatable. */
     snprintf(args, sizeof args, "--seed 5 --answers a,a,a,a,a,a,a,a --results %s", scratch);
@@ -130,11 +185,90 @@ static void test_wrong_answers_score_accordingly(void **state)
     assert_string_equal(first, second);
     free(first);
     free(second);
-    /* An answer that is not 1-4 or a-d is a usage error. */
-    snprintf(args, sizeof args, "--no-shuffle --answers 2,9 --results %s", scratch);
+    /* An answer list that is not 1 to 8 answers of one character each, 1-4 or a-d,
+     * separated by commas without spaces, is a usage error: nothing is asked. */
+    static const char *const bad[] = {"2,9", "'1              x'", "1,2,3,4,1,2,3,4,1", "1,,2", "' 1'", "'1, 2'", "12",
+                                      "1,", "''", "e"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "--no-shuffle --answers %s --results %s", bad[i], scratch);
+        out = run_quiz(args, &code);
+        assert_int_equal(code, 2);
+        assert_non_null(strstr(out, "quiz: bad value for --answers: "));
+        assert_non_null(strstr(out, "(expected 1 to 8 answers, each 1-4 or a-d, separated by commas without spaces)"));
+        assert_null(strstr(out, "Question 1 of 8"));
+        free(out);
+    }
+    /* A seed is the whole text a number, and one that fits in 64 bits. */
+    static const char *const seeds[] = {"99999999999999999999999", "' 5'", "-1", "5x", "18446744073709551616"};
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        snprintf(args, sizeof args, "--seed %s --answers 1", seeds[i]);
+        out = run_quiz(args, &code);
+        assert_int_equal(code, 2);
+        assert_non_null(strstr(out, "quiz: bad value for --seed: "));
+        free(out);
+    }
+    out = run_quiz("--seed 18446744073709551615 --answers 1 --results /nonexistent", &code);
+    assert_int_equal(code, 0);
+    free(out);
+}
+
+static void test_help_gives_an_example_that_is_not_the_key(void **state)
+{
+    (void)state;
+    int code;
+    char *out = run_quiz("--help", &code);
+    assert_int_equal(code, 0);
+    assert_non_null(strstr(out, "--answers LIST"));
+    assert_null(strstr(out, RIGHT));
+    free(out);
+}
+
+static void test_a_bank_or_results_that_are_not_regular_files_are_refused(void **state)
+{
+    (void)state;
+    char dir[512], fifo[512], args[1200];
+    int code;
+    snprintf(dir, sizeof dir, "%s/a-directory", scratch);
+    snprintf(fifo, sizeof fifo, "%s/a-fifo", scratch);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    /* As the bank: a clear reason and exit 1, at once (a FIFO is not waited on). */
+    snprintf(args, sizeof args, "--bank %s --preview", dir);
+    char *out = run_quiz(args, &code);
+    assert_int_equal(code, 1);
+    assert_non_null(strstr(out, "quiz: cannot load the question bank: "));
+    assert_non_null(strstr(out, "a-directory is a directory, not a regular file"));
+    free(out);
+    snprintf(args, sizeof args, "--bank %s --preview", fifo);
+    out = run_quiz(args, &code);
+    assert_int_equal(code, 1);
+    assert_non_null(strstr(out, "a-fifo is a FIFO, not a regular file"));
+    free(out);
+    /* --results names a directory: a file there is a usage error. */
+    snprintf(args, sizeof args, "--answers 1 --results %s", REMAT_QUIZ_BANK);
     out = run_quiz(args, &code);
     assert_int_equal(code, 2);
+    assert_non_null(strstr(out, "questions.json is a regular file, not a directory"));
     free(out);
+    /* As a results file: said under the explanation and on stderr; the quiz goes on. */
+    char results[600];
+    snprintf(results, sizeof results, "%s/bench_scaling.json", scratch);
+    assert_int_equal(rename(dir, results), 0);
+    snprintf(args, sizeof args, "--no-shuffle --answers 2 --results %s", scratch);
+    out = run_quiz(args, &code);
+    assert_int_equal(code, 0);
+    assert_non_null(strstr(out, "The results cannot be read (reading the results: "));
+    assert_non_null(strstr(out, "bench_scaling.json is a directory, not a regular file), so their figures are left out"));
+    assert_non_null(strstr(out, "quiz: reading the results: "));
+    assert_non_null(strstr(out, "Score: 1 of 8"));
+    free(out);
+    assert_int_equal(rmdir(results), 0);
+    assert_int_equal(rename(fifo, results), 0);
+    out = run_quiz(args, &code);
+    assert_int_equal(code, 0);
+    assert_non_null(strstr(out, "bench_scaling.json is a FIFO, not a regular file), so their figures are left out"));
+    free(out);
+    assert_int_equal(unlink(results), 0);
 }
 
 static void test_without_a_terminal_the_quiz_previews(void **state)
@@ -153,26 +287,89 @@ static void test_without_a_terminal_the_quiz_previews(void **state)
     free(out);
 }
 
+/* ---- results written by hand ------------------------------------------------------- */
+
+/* What a hand-written results file says of one measurement: its value and, for a time,
+ * its interval and samples (samples 0: the older schema, without them). */
+typedef struct Given {
+    const char *name;
+    double value, lo, hi;
+    int samples;
+} Given;
+
+/* The machine block of a hand-written results file; loadavg_before < 0: the older schema,
+ * without the machine's state. */
+typedef struct Machine {
+    double loadavg_before, loadavg_after, cpu_steal;
+} Machine;
+
+static const Machine QUIET = {0.3, 1.9, 0.001};
+static const Machine OLD = {-1, 0, 0};
+
+/* The exact figures questions 3 and 6 teach from when their times cannot be quoted. */
+static const Given EXACT[] = {
+    {"blocks_flops", 0.311, 0, 0, 0},     {"attn_flops", 0.133, 0, 0, 0}, {"mlp_flops", 0.178, 0, 0, 0},
+    {"blocks_saved", 2988442, 0, 0, 0},   {"attn_saved", 1772093, 0, 0, 0}, {"mlp_saved", 858112, 0, 0, 0},
+    {"offload_flops", 0.0, 0, 0, 0},      {NULL, 0, 0, 0, 0}};
+
+static double plausible(const char *format)
+{
+    return !strcmp(format, "bytes") ? 1048576 : !strcmp(format, "int") ? 64 : !strcmp(format, "percent") ? 0.2
+         : !strcmp(format, "excess") ? 1.1 : 0.172;
+}
+
+static const Given *given_for(const Given *given, const char *name)
+{
+    for (; given && given->name; given++)
+        if (!strcmp(given->name, name)) return given;
+    return NULL;
+}
+
 /* Writes, for every measurement of `q`, a record as its bench would: the fields its
- * `where` names with their values, and every field the question quotes set to `value`. */
-static void write_results(const Question *q, double value)
+ * `where` names with their values, and the field it quotes set to the value `given` or
+ * EXACT names (for the others, a plausible value of its format), with `field`_lo, `field`_hi and `samples` for a time that
+ * `given` gives samples for; measurements with the same `where` share a record. Each
+ * bench's document gets the machine block `machine`. */
+static void write_results(const Question *q, const Given *given, Machine machine)
 {
     cJSON *files = cJSON_CreateObject(); /* bench name -> document */
     for (int i = 0; i < q->n_measurements; i++) {
         const Measurement *m = &q->measurements[i];
         cJSON *doc = cJSON_GetObjectItem(files, m->bench);
-        if (!doc) cJSON_AddItemToObject(files, m->bench, doc = cJSON_CreateObject());
+        if (!doc) {
+            cJSON_AddItemToObject(files, m->bench, doc = cJSON_CreateObject());
+            cJSON *block = cJSON_AddObjectToObject(doc, "machine");
+            cJSON_AddNumberToObject(block, "cores", 2);
+            if (machine.loadavg_before >= 0) {
+                cJSON_AddNumberToObject(block, "loadavg_before", machine.loadavg_before);
+                cJSON_AddNumberToObject(block, "loadavg_after", machine.loadavg_after);
+                cJSON_AddNumberToObject(block, "cpu_steal", machine.cpu_steal);
+            }
+            cJSON_AddArrayToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(doc, "tables"), m->table), "records");
+        }
         cJSON *tables = cJSON_GetObjectItem(doc, "tables");
-        if (!tables) cJSON_AddItemToObject(doc, "tables", tables = cJSON_CreateObject());
-        cJSON *table = cJSON_GetObjectItem(tables, m->table);
-        if (!table) cJSON_AddItemToObject(tables, m->table, table = cJSON_CreateObject());
-        cJSON *records = cJSON_GetObjectItem(table, "records");
-        if (!records) cJSON_AddItemToObject(table, "records", records = cJSON_CreateArray());
-        cJSON *rec = m->where ? cJSON_Duplicate(m->where, true) : cJSON_CreateObject();
-        for (int j = 0; j < q->n_measurements; j++)
-            if (!cJSON_GetObjectItem(rec, q->measurements[j].field))
-                cJSON_AddNumberToObject(rec, q->measurements[j].field, value);
-        cJSON_AddItemToArray(records, rec);
+        if (!cJSON_GetObjectItem(tables, m->table))
+            cJSON_AddArrayToObject(cJSON_AddObjectToObject(tables, m->table), "records");
+        cJSON *records = cJSON_GetObjectItem(cJSON_GetObjectItem(tables, m->table), "records");
+        cJSON *rec = NULL;
+        for (cJSON *r = records->child; r && !rec; r = r->next) {
+            bool same = true;
+            for (const cJSON *w = m->where ? m->where->child : NULL; w && same; w = w->next)
+                same = cJSON_Compare(w, cJSON_GetObjectItem(r, w->string), true);
+            if (same) rec = r;
+        }
+        if (!rec) cJSON_AddItemToArray(records, rec = m->where ? cJSON_Duplicate(m->where, true) : cJSON_CreateObject());
+        const Given *g = given_for(given, m->name);
+        if (!g) g = given_for(EXACT, m->name);
+        if (!cJSON_GetObjectItem(rec, m->field)) cJSON_AddNumberToObject(rec, m->field, g ? g->value : plausible(m->format));
+        if (g && g->samples > 0) {
+            char name[128];
+            snprintf(name, sizeof name, "%s_lo", m->field);
+            cJSON_AddNumberToObject(rec, name, g->lo);
+            snprintf(name, sizeof name, "%s_hi", m->field);
+            cJSON_AddNumberToObject(rec, name, g->hi);
+            cJSON_AddNumberToObject(rec, "samples", g->samples);
+        }
     }
     for (const cJSON *doc = files->child; doc; doc = doc->next) {
         char path[512];
@@ -187,49 +384,328 @@ static void write_results(const Question *q, double value)
     cJSON_Delete(files);
 }
 
+static void remove_results(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -f %s/*.json", scratch);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Question `q`'s explanation in `lang` from the scratch results. */
+static void explain(const Bank *b, int q, QuizLang lang, char *text, size_t size)
+{
+    ResultsDir *r = results_open(scratch);
+    assert_non_null(r);
+    if (fill_explanation(text, size, &b->questions[q - 1], lang, r) != REMAT_OK) fail_msg("%s", remat_last_error());
+    results_close(r);
+}
+
+/* Question `q`'s explanation in English into en and Arabic into ar, from results written
+ * for it (write_results), removed afterwards. */
+static void explain_given(const Bank *b, int q, const Given *given, Machine machine, char *en, char *ar, size_t size)
+{
+    write_results(&b->questions[q - 1], given, machine);
+    explain(b, q, LANG_EN, en, size);
+    explain(b, q, LANG_AR, ar, size);
+    remove_results();
+}
+
 static void test_explanations_quote_measured_figures(void **state)
 {
     (void)state;
     Bank *b = bank_load(REMAT_QUIZ_BANK);
     assert_non_null(b);
-    const Question *q = &b->questions[6]; /* question 7: two gradient differences */
-    assert_true(q->n_measurements >= 2);
-    write_results(q, 0.172);
-    ResultsDir *r = results_open(scratch);
-    char text[4096];
-    assert_int_equal(fill_explanation(text, sizeof text, q, LANG_EN, r), REMAT_OK);
-    assert_int_equal(measured_count(q, r), q->n_measurements);
-    assert_non_null(strstr(text, "0.172"));
-    assert_null(strstr(text, "not measured"));
-    results_close(r);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -f %s/*.json", scratch);
-    assert_int_equal(system(cmd), 0);
+    static char en[8192], ar[8192];
+    explain_given(b, 7, NULL, QUIET, en, ar, sizeof en); /* question 7: two gradient differences */
+    assert_non_null(strstr(en, "by up to 0.172, and the determinism check"));
+    assert_null(strchr(en, '\n')); /* no note: nothing is missing */
+    assert_null(strchr(en, '{'));
+    assert_non_null(strstr(ar, "بما يصل إلى 0.172،"));
     bank_free(b);
 }
 
-static void test_a_malformed_bank_names_the_file_and_field(void **state)
+/* Question 3's and 6's times, narrow: +28.5% (+24.1% to +31.0%) and so on. */
+static const Given NARROW[] = {
+    {"blocks_overhead", 1.285, 1.241, 1.310, 9}, {"attn_overhead", 1.120, 1.101, 1.139, 9},
+    {"mlp_overhead", 1.150, 1.131, 1.170, 9},    {"offload_time", 1.010, 0.990, 1.030, 12},
+    {"dropped_time", 1.050, 1.020, 1.080, 12},   {NULL, 0, 0, 0, 0}};
+
+/* The notes below an explanation: everything after its first line. */
+static const char *note_of(const char *text)
+{
+    const char *nl = strchr(text, '\n');
+    assert_non_null(nl);
+    return nl + 1;
+}
+
+static void test_quiet_narrow_times_are_quoted_with_their_spread(void **state)
 {
     (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    static char en[8192], ar[8192];
+    explain_given(b, 3, NARROW, QUIET, en, ar, sizeof en);
+    assert_non_null(strstr(en, "replaying whole blocks cost +28.5% (+24.1% to +31.0%, 9 paired steps) of extra step time"));
+    assert_non_null(strstr(en, "only the MLP ops +15.0% (+13.1% to +17.0%, 9 paired steps)."));
+    assert_non_null(strstr(ar, "+28.5% (من +24.1% إلى +31.0%، أزواج الخطوات: 9)"));
+    assert_null(strchr(en, '\n'));
+    assert_null(strchr(ar, '\n'));
+    explain_given(b, 6, NARROW, QUIET, en, ar, sizeof en);
+    assert_non_null(strstr(en, "Its step time changed by +1.0% (-1.0% to +3.0%, 12 paired steps) against keeping"));
+    assert_non_null(strstr(en, "and by +5.0% (+2.0% to +8.0%, 12 paired steps) when backward read it from the disk."));
+    assert_null(strchr(en, '\n'));
+    bank_free(b);
+}
+
+static void test_times_measured_on_a_busy_machine_are_not_taught_from(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    static char en[8192], ar[8192];
+    /* The same narrow intervals, but a load average of 9.8 on 2 cores. */
+    explain_given(b, 3, NARROW, (Machine){2.1, 9.8, 0.0}, en, ar, sizeof en);
+    assert_null(strstr(en, "paired steps"));
+    assert_null(strstr(en, "of extra step time"));
+    assert_non_null(strstr(en, "replaying whole blocks added 31.1% to the step's FLOPs and saved 2.85 MiB of activations"));
+    assert_string_equal(note_of(en),
+                        "This machine was busy while build/bench/bench_placement measured its times (1-minute load "
+                        "average up to 9.8 on 2 cores, 0.0% of the CPU time stolen by the hypervisor): they are too "
+                        "noisy to teach from. This explanation teaches from the exact bytes and FLOPs instead; rerun "
+                        "build/bench/bench_placement --quick on a quiet machine to see the times.");
+    assert_null(strstr(ar, "أزواج الخطوات"));
+    assert_non_null(strstr(note_of(ar), "كان هذا الجهاز مشغولًا حين قاس build/bench/bench_placement أزمنته"));
+    /* A quiet load but 12% of the CPU stolen by the hypervisor is busy too. */
+    explain_given(b, 6, NARROW, (Machine){0.5, 0.7, 0.12}, en, ar, sizeof en);
+    assert_null(strstr(en, "Its step time changed"));
+    assert_non_null(strstr(en, "Each step wrote 1.00 MiB to the spill file and read it back during backward"));
+    assert_non_null(strstr(note_of(en), "(1-minute load average up to 0.7 on 2 cores, 12.0% of the CPU time stolen"));
+    bank_free(b);
+}
+
+static void test_wide_few_or_unknown_spreads_are_not_taught_from(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    static char en[8192], ar[8192];
+    /* Quiet, but whole blocks' interval spans 150 points. */
+    const Given wide[] = {{"blocks_overhead", 2.633, 1.900, 3.400, 9}, {"attn_overhead", 1.649, 1.6, 1.7, 9},
+                          {"mlp_overhead", 1.868, 1.8, 1.9, 9}, {NULL, 0, 0, 0, 0}};
+    explain_given(b, 3, wide, QUIET, en, ar, sizeof en);
+    assert_null(strstr(en, "of extra step time"));
+    assert_string_equal(note_of(en),
+                        "The times build/bench/bench_placement measured vary too much to carry the lesson (+163.3% "
+                        "(+90.0% to +240.0%, 9 paired steps)). This explanation teaches from the exact bytes and FLOPs "
+                        "instead; rerun build/bench/bench_placement --quick on a quiet machine to see the times.");
+    /* Narrow, but from 3 paired steps: too few for a 95% interval of a median. */
+    const Given few[] = {{"offload_time", 1.010, 1.000, 1.020, 3}, {"dropped_time", 1.050, 1.040, 1.060, 3},
+                         {NULL, 0, 0, 0, 0}};
+    explain_given(b, 6, few, QUIET, en, ar, sizeof en);
+    assert_null(strstr(en, "Its step time changed"));
+    assert_non_null(strstr(note_of(en), "build/bench/bench_offload timed too few steps to give an interval (+1.0% "
+                                        "(+0.0% to +2.0%, 3 paired steps))"));
+    /* Results of the older schema: no interval, no samples, no machine state. */
+    explain_given(b, 6, NULL, OLD, en, ar, sizeof en);
+    assert_null(strstr(en, "Its step time changed"));
+    assert_non_null(strstr(note_of(en), "The results of build/bench/bench_offload do not record how much its times "
+                                        "varied or how busy the machine was"));
+    assert_non_null(strstr(note_of(ar), "لا تسجّل نتائج build/bench/bench_offload مدى تفاوت أزمنته"));
+    bank_free(b);
+}
+
+static void test_no_explanation_states_a_comparison_its_intervals_contradict(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    static char en[8192], ar[8192];
+    /* Offload with the page cache kept measured slower than reading the disk, each
+     * interval narrow and apart: impossible but for noise. */
+    const Given reversed[] = {{"offload_time", 3.988, 3.900, 4.100, 9}, {"dropped_time", 1.432, 1.400, 1.460, 9},
+                              {NULL, 0, 0, 0, 0}};
+    explain_given(b, 6, reversed, QUIET, en, ar, sizeof en);
+    assert_null(strstr(en, "Its step time changed"));
+    assert_string_equal(note_of(en),
+                        "The times build/bench/bench_offload measured contradict each other: offload measured +298.8% "
+                        "(+290.0% to +310.0%, 9 paired steps) when the page cache kept the spill file and +43.2% "
+                        "(+40.0% to +46.0%, 9 paired steps) when backward read the disk, yet reading from the page "
+                        "cache cannot be slower than reading the disk. Only noise does that. This explanation teaches "
+                        "from the exact bytes and FLOPs instead; rerun build/bench/bench_offload --quick on a quiet "
+                        "machine to see the times.");
+    assert_non_null(strstr(note_of(ar), "تتناقض الأزمنة التي قاسها build/bench/bench_offload"));
+    /* Overlapping intervals do not contradict the order: the times are quoted. */
+    const Given close[] = {{"offload_time", 1.040, 1.010, 1.070, 9}, {"dropped_time", 1.030, 1.000, 1.060, 9},
+                           {NULL, 0, 0, 0, 0}};
+    explain_given(b, 6, close, QUIET, en, ar, sizeof en);
+    assert_non_null(strstr(en, "Its step time changed by +4.0% (+1.0% to +7.0%, 9 paired steps)"));
+    /* Question 3: attention alone measured dearer than the whole blocks that hold it. */
+    const Given dearer[] = {{"blocks_overhead", 1.20, 1.19, 1.21, 9}, {"attn_overhead", 1.30, 1.29, 1.31, 9},
+                            {"mlp_overhead", 1.10, 1.09, 1.11, 9}, {NULL, 0, 0, 0, 0}};
+    explain_given(b, 3, dearer, QUIET, en, ar, sizeof en);
+    assert_null(strstr(en, "of extra step time"));
+    assert_non_null(strstr(note_of(en), "replaying only the attention ops measured +30.0%"));
+    bank_free(b);
+}
+
+/* Loads the real bank edited by `edit` on its question `q` (0-based), written to a file;
+ * returns what bank_load returned for it. */
+static Bank *load_edited(int q, void (*edit)(cJSON *question))
+{
     char path[512];
-    snprintf(path, sizeof path, "%s/bad.json", scratch);
-    /* The real bank with question 4 cut down to three options. */
+    snprintf(path, sizeof path, "%s/edited.json", scratch);
     Bank *good = bank_load(REMAT_QUIZ_BANK);
     cJSON *doc = cJSON_Duplicate(good->doc, true);
     bank_free(good);
-    cJSON *options = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "questions"), 3), "options");
-    cJSON_DeleteItemFromArray(options, 0);
+    edit(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "questions"), q));
     char *text = cJSON_Print(doc);
     FILE *f = fopen(path, "w");
     fputs(text, f);
     fclose(f);
     free(text);
     cJSON_Delete(doc);
-    assert_null(bank_load(path));
-    assert_int_equal(remat_last_status(), REMAT_ECORRUPT);
-    assert_non_null(strstr(remat_last_error(), "bad.json: questions[3].options: need 4 options, found 3"));
+    return bank_load(path);
+}
 
-    f = fopen(path, "w");
+static void cut_an_option(cJSON *question)
+{
+    cJSON_DeleteItemFromArray(cJSON_GetObjectItem(question, "options"), 0);
+}
+
+static cJSON *part_of(cJSON *question, int p)
+{
+    return cJSON_GetArrayItem(cJSON_GetObjectItem(question, "explanation"), p);
+}
+
+static void drop_otherwise(cJSON *question)
+{
+    cJSON_DeleteItemFromObject(part_of(question, 1), "otherwise");
+}
+
+static void arabic_without_a_figure(cJSON *question)
+{
+    cJSON_ReplaceItemInObject(part_of(question, 1), "ar", cJSON_CreateString("نص بلا أرقام."));
+}
+
+static void unknown_placeholder(cJSON *question)
+{
+    cJSON_ReplaceItemInObject(part_of(question, 0), "en", cJSON_CreateString("Kept {nothing_like_it}."));
+}
+
+static void order_of_a_byte_count(cJSON *question)
+{
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(question, "order"), 0), "lower",
+                              cJSON_CreateString("blocks_saved"));
+}
+
+/* Writes `text` as the scratch results of `bench`. */
+static void write_text(const char *bench, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.json", scratch, bench);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Question `q`'s English explanation from the scratch results, expecting them to hold
+ * an invalid figure: REMAT_ECORRUPT, with a message that ends as `error` does. */
+static void explain_invalid(const Bank *b, int q, const char *error, char *text, size_t size)
+{
+    ResultsDir *r = results_open(scratch);
+    assert_non_null(r);
+    assert_int_equal(fill_explanation(text, size, &b->questions[q - 1], LANG_EN, r), REMAT_ECORRUPT);
+    const char *message = remat_last_error();
+    if (strlen(message) < strlen(error) || strcmp(message + strlen(message) - strlen(error), error))
+        fail_msg("the error was\n  %s\nnot\n  ...%s", message, error);
+    results_close(r);
+    remove_results();
+}
+
+static void test_an_invalid_figure_is_treated_as_missing_naming_the_file_and_field(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    static char text[8192], want[1024];
+    static const struct {
+        const char *value, *why;
+    } bad[] = {{"null", "it is not a number"}, {"-5", "it is negative"}, {"{\"a\": 1}", "it is not a number"},
+               {"1e30", "it is too large to be a measurement"}, {"1.5", "it is not a whole number"},
+               {"\"280 KiB\"", "it is not a number"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"tables\": {\"steps\": {\"records\": [{\"n_layers\": 64, \"strategy\": \"full\", \"peak_act\": %s, "
+                 "\"flop_overhead\": 0.334}, {\"n_layers\": 64, \"strategy\": \"none\", \"peak_act\": 540672}]}}}",
+                 bad[i].value);
+        write_text("bench_scaling", json);
+        snprintf(want, sizeof want, "%s/bench_scaling.json: tables.steps.records[0].peak_act: %s, so it is treated as "
+                 "not measured", scratch, bad[i].why);
+        explain_invalid(b, 1, want, text, sizeof text);
+        /* Not "kept 0 B" or "16777216.0 TiB": the part that quotes it is left out. */
+        assert_null(strstr(text, "On this machine"));
+        assert_non_null(strstr(text, "during backward. The loss and every gradient"));
+        snprintf(want, sizeof want, "The figure tables.steps.records[0].peak_act in %s/bench_scaling.json is left "
+                 "out: %s. Run build/bench/bench_scaling --quick again.", scratch, bad[i].why);
+        assert_string_equal(note_of(text), want);
+    }
+    /* A time's interval: every bound checked, and the value inside it. */
+    static const struct {
+        const char *fields, *field, *why;
+    } spreads[] = {
+        {"\"time_overhead_lo\": \"x\", \"time_overhead_hi\": 1.3, \"samples\": 9", "time_overhead_lo", "it is not a number"},
+        {"\"time_overhead_lo\": 1.25, \"time_overhead_hi\": 1.3, \"samples\": 9", "time_overhead_lo",
+         "its interval does not hold the value"},
+        {"\"time_overhead_lo\": 1.1, \"time_overhead_hi\": 1.3, \"samples\": 0", "samples", "it is not above zero"},
+        {"\"time_overhead_lo\": 1.1, \"time_overhead_hi\": 1.3", "samples", "the rest of its interval is missing"},
+    };
+    for (size_t i = 0; i < sizeof spreads / sizeof spreads[0]; i++) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"machine\": {\"cores\": 2, \"loadavg_before\": 0.1, \"loadavg_after\": 0.2, \"cpu_steal\": 0},"
+                 " \"tables\": {\"placements\": {\"records\": [{\"threads\": 2, \"placement\": \"whole blocks\", "
+                 "\"time_overhead\": 1.2, %s}]}}}", spreads[i].fields);
+        write_text("bench_placement", json);
+        snprintf(want, sizeof want, "tables.placements.records[0].%s: %s, so it is treated as not measured",
+                 spreads[i].field, spreads[i].why);
+        explain_invalid(b, 3, want, text, sizeof text);
+        assert_null(strstr(text, "+20.0%"));
+    }
+    /* The machine block: a negative load average is no load average. */
+    write_results(&b->questions[2], NARROW, QUIET);
+    char path[512];
+    snprintf(path, sizeof path, "%s/bench_placement.json", scratch);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char json[65536];
+    json[fread(json, 1, sizeof json - 1, f)] = '\0';
+    fclose(f);
+    cJSON *doc = cJSON_Parse(json);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(doc, "machine"), "loadavg_before", cJSON_CreateNumber(-1));
+    char *printed = cJSON_Print(doc);
+    write_text("bench_placement", printed);
+    free(printed);
+    cJSON_Delete(doc);
+    explain_invalid(b, 3, "bench_placement.json: machine.loadavg_before: it is negative, so it is treated as not measured",
+                    text, sizeof text);
+    assert_null(strstr(text, "paired steps"));
+    assert_non_null(strstr(note_of(text), "The figure machine.loadavg_before in "));
+    bank_free(b);
+}
+
+static void test_a_malformed_bank_names_the_file_and_field(void **state)
+{
+    (void)state;
+    /* The real bank with question 4 cut down to three options. */
+    assert_null(load_edited(3, cut_an_option));
+    assert_int_equal(remat_last_status(), REMAT_ECORRUPT);
+    assert_non_null(strstr(remat_last_error(), "edited.json: questions[3].options: need 4 options, found 3"));
+
+    char path[512];
+    snprintf(path, sizeof path, "%s/bad.json", scratch);
+    FILE *    f = fopen(path, "w");
     fputs("{\"title\": ", f);
     fclose(f);
     assert_null(bank_load(path));
@@ -243,6 +719,24 @@ static void test_a_malformed_bank_names_the_file_and_field(void **state)
     assert_int_equal(code, 1);
     assert_non_null(strstr(out, "not valid JSON"));
     free(out);
+}
+
+static void test_a_bank_keeps_its_explanations_honest(void **state)
+{
+    (void)state;
+    /* A part that quotes a time must say what it says without it too. */
+    assert_null(load_edited(2, drop_otherwise));
+    assert_non_null(strstr(remat_last_error(), "questions[2].explanation[1]: quotes a time, so it needs an `otherwise`"));
+    /* Both languages quote the same figures. */
+    assert_null(load_edited(0, arabic_without_a_figure));
+    assert_non_null(strstr(remat_last_error(), "questions[0].explanation[1]: en quotes {n_layers full_act none_act "
+                                               "full_recompute } but ar quotes {}"));
+    assert_null(load_edited(1, unknown_placeholder));
+    assert_non_null(strstr(remat_last_error(), "questions[1].explanation[0].en: the placeholder {nothing_like_it} "
+                                               "names no measurement"));
+    /* An order compares times. */
+    assert_null(load_edited(2, order_of_a_byte_count));
+    assert_non_null(strstr(remat_last_error(), "questions[2].order[0]: blocks_saved is not a time measurement"));
 }
 
 /* Reads from the pty until `want` appears (or the child closes it); keeps what was read. */
@@ -273,6 +767,20 @@ static void test_interactive_quiz_through_a_terminal(void **state)
     assert_true(read_until(fd, out, sizeof out, &used, "Your answer"));
     assert_int_equal(write(fd, "x\n", 2), 2); /* not an answer: asked again */
     assert_true(read_until(fd, out, sizeof out, &used, "Please answer 1-4 or a-d."));
+    /* A NUL inside the line, and a 63-byte line ending in 3: neither is an answer. */
+    out[0] = '\0';
+    used = 0;
+    assert_int_equal(write(fd, "1\0junk\n", 7), 7);
+    assert_true(read_until(fd, out, sizeof out, &used, "Please answer 1-4 or a-d."));
+    char long_line[64];
+    memset(long_line, ' ', 62);
+    long_line[62] = '3';
+    long_line[63] = '\n';
+    out[0] = '\0';
+    used = 0;
+    assert_int_equal(write(fd, long_line, 64), 64);
+    assert_true(read_until(fd, out, sizeof out, &used, "Please answer 1-4 or a-d."));
+    assert_null(strstr(out, "The answer:"));
     assert_int_equal(write(fd, "b\n", 2), 2); /* question 1, right */
     assert_true(read_until(fd, out, sizeof out, &used, "Question 2 of 8"));
     assert_int_equal(write(fd, "1\n", 2), 2); /* question 2, wrong */
@@ -289,16 +797,78 @@ static void test_interactive_quiz_through_a_terminal(void **state)
     assert_non_null(strstr(out, "Score: 1 of 8"));
 }
 
+/* The whole file at REMAT_SOURCE_DIR/`path`, NUL-terminated, in a buffer the caller
+ * frees; NULL if it cannot be read. */
+static char *source_file(const char *path)
+{
+    char full[1024];
+    snprintf(full, sizeof full, "%s/%s", REMAT_SOURCE_DIR, path);
+    size_t size;
+    return quiz_read_file("test_quiz", full, &size);
+}
+
+/* docs/TOUR.md points students at functions in files: "`region_backward()` in
+ * `checkpoint/checkpoint.c`". Every file it names in backticks exists, and every
+ * function named before it ("`a()`, `b()` and `c()` in `file`") is defined or declared
+ * there, so that the tour follows the code when it moves. */
+static void test_the_tour_names_code_that_exists(void **state)
+{
+    (void)state;
+    char *tour = source_file("docs/TOUR.md");
+    assert_non_null(tour);
+    const char *pending[16];
+    size_t lens[16];
+    int n_pending = 0, files = 0, functions = 0;
+    for (const char *tick = strchr(tour, '`'); tick; tick = strchr(tick + 1, '`')) {
+        const char *end = strchr(tick + 1, '`');
+        if (!end || memchr(tick + 1, '\n', (size_t)(end - tick - 1))) continue;
+        const size_t len = (size_t)(end - tick - 1);
+        const char *token = tick + 1;
+        if (len > 2 && !strncmp(end - 2, "()", 2) && n_pending < 16) {
+            pending[n_pending] = token;
+            lens[n_pending++] = len - 2;
+        } else if (len > 2 && memchr(token, '/', len) && (!strncmp(end - 2, ".c", 2) || !strncmp(end - 2, ".h", 2))) {
+            char path[256];
+            snprintf(path, sizeof path, "%.*s", (int)len, token);
+            char *code = source_file(path);
+            if (!code) fail_msg("docs/TOUR.md names %s, which does not exist", path);
+            for (int i = 0; i < n_pending; i++) {
+                char call[128];
+                snprintf(call, sizeof call, "%.*s(", (int)lens[i], pending[i]);
+                if (!strstr(code, call)) fail_msg("docs/TOUR.md puts %.*s() in %s, which has no %s", (int)lens[i], pending[i], path, call);
+                functions++;
+            }
+            free(code);
+            n_pending = 0;
+            files++;
+        }
+        tick = end;
+    }
+    free(tour);
+    assert_true(files >= 20);
+    assert_true(functions >= 20);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bank_is_complete_in_both_languages),
+        cmocka_unit_test(test_arabic_says_one_term_each_throughout),
         cmocka_unit_test(test_right_answers_score_8_in_english_and_arabic),
         cmocka_unit_test(test_wrong_answers_score_accordingly),
         cmocka_unit_test(test_without_a_terminal_the_quiz_previews),
+        cmocka_unit_test(test_help_gives_an_example_that_is_not_the_key),
+        cmocka_unit_test(test_a_bank_or_results_that_are_not_regular_files_are_refused),
         cmocka_unit_test(test_explanations_quote_measured_figures),
+        cmocka_unit_test(test_quiet_narrow_times_are_quoted_with_their_spread),
+        cmocka_unit_test(test_times_measured_on_a_busy_machine_are_not_taught_from),
+        cmocka_unit_test(test_wide_few_or_unknown_spreads_are_not_taught_from),
+        cmocka_unit_test(test_no_explanation_states_a_comparison_its_intervals_contradict),
+        cmocka_unit_test(test_an_invalid_figure_is_treated_as_missing_naming_the_file_and_field),
         cmocka_unit_test(test_a_malformed_bank_names_the_file_and_field),
+        cmocka_unit_test(test_a_bank_keeps_its_explanations_honest),
         cmocka_unit_test(test_interactive_quiz_through_a_terminal),
+        cmocka_unit_test(test_the_tour_names_code_that_exists),
     };
     return cmocka_run_group_tests_name("quiz", tests, setup, teardown);
 }
