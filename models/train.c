@@ -1,8 +1,8 @@
 /*
  * train.c — the training run (see train.h): build the model, its schedule, offloader and
- * optimizer; draw a batch and run the one training step (step.h) on it, again and again;
- * evaluate; resume and save files. Its command line is train_cli.c, what it prints
- * train_report.c.
+ * optimizer; draw a step's micro-batches and run the one training step (step.h) on them,
+ * again and again; evaluate; resume and save files. Its command line is train_cli.c, what
+ * it prints train_report.c.
  *
  * A step that fails (the memory budget, a file error) leaves the parameters and optimizer
  * state as they were before it (step.h: the optimizer runs last, and only after backward
@@ -44,6 +44,7 @@ typedef struct Run {
     TextData *text; /* GPT */
     MlpTask *task;  /* MLP */
     Offload *offload; /* --offload: the forward's saves go to a spill file; NULL when off */
+    int micro_batches; /* K per step: --accumulate */
 } Run;
 
 /* A batch: input and targets as new constant Vars (int32 tokens for the GPT). */
@@ -169,23 +170,49 @@ static RematStatus first_backward_done(void *user, Var *loss)
     return f->run->opt->dump_step ? dump_step(f->run, f->input, f->targets, loss, f->run->opt->dump_step) : REMAT_OK;
 }
 
-/* One training step (models/step.h) on the next batch; *loss_value gets the loss. On
- * error nothing has been updated, the generators included. */
+/* The step's K micro-batches, drawn in order from the data generator (the MLP's teacher
+ * is data, not training work: its FLOPs are not counted). On error frees what it drew. */
+static RematStatus draw_micro_batches(Run *run, MicroBatch *mb)
+{
+    FlopCounts before = flops_snapshot();
+    RematStatus status = REMAT_OK;
+    for (int r = 0; r < run->micro_batches && status == REMAT_OK; r++)
+        status = draw_batch(run, TEXT_TRAIN, &run->state.data_rng, &mb[r].input, &mb[r].targets);
+    flops_restore(&before);
+    return status;
+}
+
+static void free_micro_batches(MicroBatch *mb, int n)
+{
+    for (int r = 0; mb && r < n; r++) {
+        var_free(mb[r].input);
+        var_free(mb[r].targets);
+    }
+    free(mb);
+}
+
+/* One training step (models/step.h) on the next micro-batches; *loss_value gets the loss.
+ * On error nothing has been updated, the generators included. */
 static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out)
 {
-    Var *x = NULL, *y = NULL;
-    FlopCounts before = flops_snapshot(); /* the MLP's teacher is data, not training work */
-    RematStatus status = draw_batch(run, TEXT_TRAIN, &run->state.data_rng, &x, &y);
-    flops_restore(&before);
-    if (status != REMAT_OK) return status;
+    const Pcg32 data_rng = run->state.data_rng;
+    MicroBatch *mb = calloc((size_t)run->micro_batches, sizeof *mb);
+    RematStatus status = mb ? draw_micro_batches(run, mb) : remat_fail(REMAT_ENOMEM, "train: no memory for a step");
+    if (status != REMAT_OK) {
+        free_micro_batches(mb, run->micro_batches);
+        run->state.data_rng = data_rng;
+        return status;
+    }
+    const MicroBatch *mine = mb;
+    const int n = run->micro_batches;
 
     TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true};
-    FirstStep f = {.run = run, .input = x, .targets = y, .out = out,
+    FirstStep f = {.run = run, .input = mine->input, .targets = mine->targets, .out = out,
                    .explain = first && run->opt->explain_memory ? explain_start() : NULL};
     const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
     const Step step = {.model = run->model, .schedule = run->schedule, .offload = run->offload, .optim = run->optim};
     StepResult result;
-    status = step_run(&step, x, y, &ctx, first ? &hooks : NULL, &result);
+    status = step_run_batches(&step, mine, n, &ctx, first ? &hooks : NULL, &result);
     if (f.explain) {
         explain_stop(f.explain);
         fprintf(out, "\n");
@@ -197,9 +224,10 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
         *loss_value = result.loss;
         run->state.dropout_rng = ctx.rng;
         run->state.step++;
+    } else {
+        run->state.data_rng = data_rng; /* the same micro-batches again, if the step is redone */
     }
-    var_free(x);
-    var_free(y);
+    free_micro_batches(mb, run->micro_batches);
     return status;
 }
 
@@ -278,9 +306,37 @@ static RematStatus build_model(Run *run)
     return run->model ? REMAT_OK : remat_last_status();
 }
 
+/* The optimizer as the flags say. */
+static Optimizer *create_optimizer(const Run *run)
+{
+    const TrainOptions *o = run->opt;
+    OptimConfig oc = !strcmp(o->optimizer, "sgd") ? optim_sgd_defaults(o->lr, o->momentum)
+                                                  : optim_adamw_defaults(o->lr);
+    oc.weight_decay = o->weight_decay;
+    return optim_create(&oc, run->model->params, run->model->n_params);
+}
+
+/* K micro-batches a step. */
+static RematStatus build_micro_batches(Run *run)
+{
+    run->micro_batches = run->opt->step.accumulate;
+    if (run->micro_batches > 1 && run->opt->dump_step)
+        return remat_fail(REMAT_EINVAL, "--dump-step writes a step of one micro-batch: use it without "
+                          "--accumulate");
+    return REMAT_OK;
+}
+
+/* Resumes from opt->resume: the model, the optimizer and the training state. */
+static RematStatus resume(Run *run)
+{
+    const TrainOptions *o = run->opt;
+    if (check_resume_config(o) != REMAT_OK) return remat_last_status();
+    return model_load(run->model, run->optim, &run->state, o->resume);
+}
+
 /* Everything a run needs: the model, its schedule (a budget's once the optimizer exists,
- * whose state the budget counts), the offloader, the optimizer, the generators, and the
- * resumed state. */
+ * whose state the budget counts), the offloader, the micro-batches, the optimizer, the
+ * generators, and the resumed state. */
 static RematStatus build(Run *run)
 {
     const TrainOptions *o = run->opt;
@@ -290,19 +346,12 @@ static RematStatus build(Run *run)
         !(run->schedule = schedule_for_strategy(&step->strategy, run->model->n_layers)))
         return remat_last_status();
     if (step->offload && !(run->offload = offload_create(&step->offload_opts))) return remat_last_status();
-
-    OptimConfig oc = !strcmp(o->optimizer, "sgd") ? optim_sgd_defaults(o->lr, o->momentum)
-                                                  : optim_adamw_defaults(o->lr);
-    oc.weight_decay = o->weight_decay;
-    run->optim = optim_create(&oc, run->model->params, run->model->n_params);
-    if (!run->optim) return remat_last_status();
+    if (build_micro_batches(run) != REMAT_OK) return remat_last_status();
+    if (!(run->optim = create_optimizer(run))) return remat_last_status();
 
     pcg32_seed(&run->state.data_rng, o->seed, 0xda7a);
     pcg32_seed(&run->state.dropout_rng, o->seed, 0xd0);
-    if (o->resume) {
-        if (check_resume_config(o) != REMAT_OK) return remat_last_status();
-        if (model_load(run->model, run->optim, &run->state, o->resume) != REMAT_OK) return remat_last_status();
-    }
+    if (o->resume && resume(run) != REMAT_OK) return remat_last_status();
     return step->strategy.kind == STRATEGY_BUDGET ? plan_budget(run) : REMAT_OK;
 }
 
@@ -346,16 +395,13 @@ static RematStatus run_steps(Run *run, int to_run, TrainReport *report, double *
 {
     const TrainOptions *opt = run->opt;
     const bool tty = !opt->quiet && isatty(fileno(out));
-    const int per_step = opt->batch * (run->gpt ? opt->seq : 1);
+    const int per_step = run->micro_batches * opt->batch * (run->gpt ? opt->seq : 1);
     RematStatus status = REMAT_OK;
     for (int s = 0; s < to_run && status == REMAT_OK; s++) {
         double t0 = platform_seconds();
-        const Pcg32 data_rng = run->state.data_rng;
         status = train_step(run, &report->losses[s], s == 0, out);
-        if (status != REMAT_OK && give_up_offload(run, out)) {
-            run->state.data_rng = data_rng; /* the same batch again */
+        if (status != REMAT_OK && give_up_offload(run, out)) /* the same micro-batches again */
             status = train_step(run, &report->losses[s], s == 0, out);
-        }
         if (status != REMAT_OK) break;
         times[s] = platform_seconds() - t0;
         report->steps_run = s + 1;
@@ -378,6 +424,18 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* --save: the model, the optimizer state and the training state. */
+static RematStatus save(Run *run, FILE *out)
+{
+    const TrainOptions *opt = run->opt;
+    char values[4][24];
+    StMeta meta[5];
+    int n_meta = config_meta(opt, values, meta);
+    RematStatus status = model_save(run->model, run->optim, &run->state, meta, n_meta, opt->save);
+    if (status == REMAT_OK) fprintf(out, "  saved %s (step %d)\n", opt->save, run->state.step);
+    return status;
+}
+
 /* After the steps: the last validation, the report, a sample and the saved file. */
 static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report, double *times, FILE *out)
 {
@@ -394,13 +452,7 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
     }
     report_ledgers(out, opt, report);
     if (status == REMAT_OK) report_sample(out, opt, run->model);
-    if (status == REMAT_OK && opt->save) {
-        char values[4][24];
-        StMeta meta[5];
-        int n_meta = config_meta(opt, values, meta);
-        status = model_save(run->model, run->optim, &run->state, meta, n_meta, opt->save);
-        if (status == REMAT_OK) fprintf(out, "  saved %s (step %d)\n", opt->save, run->state.step);
-    }
+    if (status == REMAT_OK && opt->save) status = save(run, out);
     return status;
 }
 
