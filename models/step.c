@@ -1,6 +1,6 @@
 /*
  * step.c — one training step (see step.h): micro-batches, their gradients summed in
- * order, the optimizer.
+ * order, the reduction over ranks, the optimizer.
  */
 #include "models/step.h"
 
@@ -126,13 +126,17 @@ RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n,
                              const StepHooks *hooks, StepResult *out)
 {
     *out = (StepResult){.loss = NAN};
-    if (n < 1) return remat_fail(REMAT_EINVAL, "step: %d micro-batches; a step runs at least one", n);
-    const int first = 0;
+    if (n < 1 || (step->zero && n != 1))
+        return remat_fail(REMAT_EINVAL, "step: %d micro-batches; a step runs at least one, and one per rank "
+                          "under data parallelism", n);
+    const int first = step->zero ? zero_rank(step->zero) : 0;
     float loss_sum = NAN;
     Pcg32 rng_after = ctx->rng;
     RematStatus status = run_micro_batches(step, batches, n, first, ctx, hooks, out, &loss_sum, &rng_after);
-    if (status == REMAT_OK) loss_sum /= (float)n;
-    if (status == REMAT_OK && step->optim) status = optim_step(step->optim);
+    if (status == REMAT_OK && step->zero) status = zero_reduce(step->zero, loss_sum, &loss_sum);
+    else if (status == REMAT_OK) loss_sum /= (float)n;
+    if (status == REMAT_OK && step->optim)
+        status = step->zero ? zero_optimizer_step(step->zero, step->optim) : optim_step(step->optim);
     out->loss = loss_sum;
     if (status == REMAT_OK) ctx->rng = rng_after;
     flops_set_phase(PHASE_FORWARD);

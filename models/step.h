@@ -11,12 +11,15 @@
  *       backward            BACKWARD FLOPs, and RECOMPUTE inside checkpoint regions
  *       (backward_done)     a caller's look at the micro-batch's gradients
  *       accumulate          the micro-batch's gradients added to the sum of those before it
- *     scale                 the sum × 1/K
- *     optimizer             OPTIMIZER FLOPs, only if everything before succeeded
+ *     reduce                with data parallelism (dist/zero.h), the sum over the ranks'
+ *                           micro-batches, taken in rank order; then the sum × 1/K
+ *     optimizer             OPTIMIZER FLOPs, only if everything before succeeded; under
+ *                           ZeRO stage 1 or more, each rank updates its shard
  *
  * Micro-batches. A step of K micro-batches computes the gradient of the mean of their K
- * losses, in one process (`train --accumulate K`). The arithmetic is fixed so
- * that a sum over processes in process order could do the same float operations: each micro-batch's gradient g_r is computed alone, from zeroed
+ * losses, in one process (`train --accumulate K`) or one micro-batch on each of K ranks
+ * (`mpirun -np K train`), to the same bits. The arithmetic is fixed so that both do the
+ * same float operations: each micro-batch's gradient g_r is computed alone, from zeroed
  * gradients, never added by backward into a gradient already holding another micro-batch's
  * (a += inside backward rounds differently from computing g_r and adding it); then
  * s = g_0, s = s + g_r for r = 1..K-1 in order, and the gradient applied is s · (1/K). One
@@ -42,6 +45,7 @@
 #define REMAT_MODELS_STEP_H
 
 #include "autograd/optim.h"
+#include "dist/zero.h"
 #include "models/model.h"
 #include "offload/offload.h"
 
@@ -55,7 +59,11 @@ typedef struct Step {
     Model *model;
     const Schedule *schedule; /* what the forward keeps (checkpoint/schedule.h); NULL: none */
     Offload *offload;         /* saved activations go to its spill file; NULL: they stay in RAM */
-    Optimizer *optim;         /* NULL: the step only computes gradients */
+    Optimizer *optim;         /* NULL: the step only computes gradients; under ZeRO stage 1 or
+                                 more, the optimizer of this rank's shard (zero_optimizer) */
+    Zero *zero;               /* data parallelism: this process runs one micro-batch, the one
+                                 of its rank, and the gradients are reduced over the ranks;
+                                 NULL: this process runs every micro-batch of the step */
 } Step;
 
 /* One micro-batch: its input and targets, both borrowed. */
@@ -88,7 +96,9 @@ Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx);
 RematStatus step_run(const Step *step, Var *input, Var *targets, TrainCtx *ctx, const StepHooks *hooks,
                      StepResult *out);
 
-/* As step_run, for a step of n micro-batches (micro-batch r is batches[r]). ctx's generator is the step's (see
+/* As step_run, for a step of micro-batches: without step->zero, this process runs all n
+ * (micro-batch r is batches[r]); with it, n must be 1 and batches[0] is the micro-batch
+ * of this rank, one of as many as the group has ranks. ctx's generator is the step's (see
  * above: each micro-batch draws from its own stretch of it) and ends where a step of these
  * micro-batches leaves it. On error returns the status with the parameters and optimizer
  * state as they were; REMAT_ESTATE if two micro-batches drew different numbers of

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "dist/zero.h"
 #include "tensor/parse.h"
 
 /* ---- what each flag sets ------------------------------------------------------------------ */
@@ -33,6 +34,14 @@ static RematStatus set_accumulate(StepOptions *o, const char *v)
     return parse_int(v, 1, 65536, &o->accumulate) ? REMAT_OK
                                                   : remat_fail(REMAT_EINVAL, "expected a whole number from 1 to "
                                                                "65536, not '%s'", v);
+}
+
+static RematStatus set_zero(StepOptions *o, const char *v)
+{
+    if (!strcmp(v, "3"))
+        return remat_fail(REMAT_EINVAL, "stage 3 (sharded parameters) is not built; stages 0, 1 and 2 are");
+    return parse_int(v, 0, ZERO_MAX_STAGE, &o->zero_stage) ? REMAT_OK
+                                                           : remat_fail(REMAT_EINVAL, "expected 0, 1 or 2, not '%s'", v);
 }
 
 static RematStatus set_offload_dir(StepOptions *o, const char *v)
@@ -95,13 +104,17 @@ static const FlagSpec FLAGS[] = {
      "instead of pwritev/preadv (slower here: see offload/README.md)", NULL},
     {"--accumulate", STEP_FLAG_ACCUMULATE, "K",
      "K micro-batches of --batch each per optimizer step, their\n"
-     "gradients summed in micro-batch order (1)", set_accumulate},
+     "gradients summed in micro-batch order: bit-identical to\n"
+     "mpirun -np K with one micro-batch per rank (1)", set_accumulate},
+    {"--zero", STEP_FLAG_ZERO, "S",
+     "under mpirun, what the ranks shard: 0 nothing, 1 the optimizer\n"
+     "state, 2 also the gradients (0); one process shards nothing", set_zero},
 };
 enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
 
 static const unsigned OFFLOAD_FLAGS =
     STEP_FLAG_OFFLOAD | STEP_FLAG_OFFLOAD_DIR | STEP_FLAG_OFFLOAD_NO_CACHE | STEP_FLAG_OFFLOAD_MMAP;
-static const unsigned DATA_PARALLEL_FLAGS = STEP_FLAG_ACCUMULATE;
+static const unsigned DATA_PARALLEL_FLAGS = STEP_FLAG_ACCUMULATE | STEP_FLAG_ZERO;
 
 /* ---- parsing --------------------------------------------------------------------------------- */
 
@@ -197,7 +210,7 @@ void step_options_usage(unsigned accepted, bool headings, FILE *out)
                 headings ? "offload (saved activations written to a spill file on disk, read back in backward)" : NULL,
                 out);
     usage_group(accepted, DATA_PARALLEL_FLAGS,
-                headings ? "micro-batches" : NULL,
+                headings ? "data parallelism (mpirun -np K build/models/train ...: one micro-batch per rank)" : NULL,
                 out);
 }
 

@@ -4,6 +4,11 @@
  * again and again; evaluate; resume and save files. Its command line is train_cli.c, what
  * it prints train_report.c.
  *
+ * Under mpirun every rank runs this same loop: each draws all K micro-batches of a step
+ * (so the data generator moves as in one process) and runs the one of its rank; the step
+ * reduces the gradients over the ranks (dist/zero.h). Every rank evaluates the same
+ * replicated parameters; rank 0 alone prints and saves.
+ *
  * A step that fails (the memory budget, a file error) leaves the parameters and optimizer
  * state as they were before it (step.h: the optimizer runs last, and only after backward
  * worked); a step whose offload failed is redone with its activations in RAM.
@@ -24,6 +29,7 @@
 #include "models/step.h"
 #include "train_report.h"
 #include "offload/offload.h"
+#include "dist/group.h"
 #include "tensor/parse.h"
 #include "tensor/platform.h"
 
@@ -44,7 +50,9 @@ typedef struct Run {
     TextData *text; /* GPT */
     MlpTask *task;  /* MLP */
     Offload *offload; /* --offload: the forward's saves go to a spill file; NULL when off */
-    int micro_batches; /* K per step: --accumulate */
+    DistGroup world;  /* the job's ranks: {0, 1} for one process */
+    Zero *zero;       /* data parallelism over more than one rank; NULL in one process */
+    int micro_batches; /* K per step: the ranks, or --accumulate in one process */
 } Run;
 
 /* A batch: input and targets as new constant Vars (int32 tokens for the GPT). */
@@ -203,14 +211,15 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
         run->state.data_rng = data_rng;
         return status;
     }
-    const MicroBatch *mine = mb;
-    const int n = run->micro_batches;
+    const MicroBatch *mine = run->zero ? &mb[run->world.rank] : mb; /* a rank runs its own */
+    const int n = run->zero ? 1 : run->micro_batches;
 
     TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true};
     FirstStep f = {.run = run, .input = mine->input, .targets = mine->targets, .out = out,
                    .explain = first && run->opt->explain_memory ? explain_start() : NULL};
     const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
-    const Step step = {.model = run->model, .schedule = run->schedule, .offload = run->offload, .optim = run->optim};
+    const Step step = {.model = run->model, .schedule = run->schedule, .offload = run->offload, .optim = run->optim,
+                       .zero = run->zero};
     StepResult result;
     status = step_run_batches(&step, mine, n, &ctx, first ? &hooks : NULL, &result);
     if (f.explain) {
@@ -306,36 +315,55 @@ static RematStatus build_model(Run *run)
     return run->model ? REMAT_OK : remat_last_status();
 }
 
-/* The optimizer as the flags say. */
-static Optimizer *create_optimizer(const Run *run)
+/* The optimizer as the flags say: over every parameter, or under ZeRO stage 1 or more
+ * over this rank's shard. `whole` asks for one over every parameter in any case (for
+ * files). */
+static Optimizer *create_optimizer(const Run *run, bool whole)
 {
     const TrainOptions *o = run->opt;
     OptimConfig oc = !strcmp(o->optimizer, "sgd") ? optim_sgd_defaults(o->lr, o->momentum)
                                                   : optim_adamw_defaults(o->lr);
     oc.weight_decay = o->weight_decay;
+    if (run->zero && !whole) return zero_optimizer_create(run->zero, &oc);
     return optim_create(&oc, run->model->params, run->model->n_params);
 }
 
-/* K micro-batches a step. */
-static RematStatus build_micro_batches(Run *run)
+/* K micro-batches a step, one per rank under mpirun; and, on more than one rank, the
+ * reduction over them. */
+static RematStatus build_data_parallel(Run *run)
 {
-    run->micro_batches = run->opt->step.accumulate;
+    const StepOptions *step = &run->opt->step;
+    run->world = dist_world();
+    run->micro_batches = run->world.size > 1 ? run->world.size : step->accumulate;
+    if (run->world.size > 1 && step->accumulate > 1)
+        return remat_fail(REMAT_EINVAL, "--accumulate %d on %d ranks: --accumulate K is the one-process equivalent "
+                          "of mpirun -np K (one micro-batch per rank); use one or the other", step->accumulate,
+                          run->world.size);
     if (run->micro_batches > 1 && run->opt->dump_step)
         return remat_fail(REMAT_EINVAL, "--dump-step writes a step of one micro-batch: use it without "
-                          "--accumulate");
+                          "--accumulate and without mpirun");
+    if (run->world.size > 1 && !(run->zero = zero_create(&run->world, step->zero_stage, run->model->params,
+                                                         run->model->n_params)))
+        return remat_last_status();
     return REMAT_OK;
 }
 
-/* Resumes from opt->resume: the model, the optimizer and the training state. */
+/* Resumes from opt->resume: the model, the optimizer (through one over every parameter when
+ * this rank keeps only a shard of its state) and the training state. */
 static RematStatus resume(Run *run)
 {
     const TrainOptions *o = run->opt;
     if (check_resume_config(o) != REMAT_OK) return remat_last_status();
-    return model_load(run->model, run->optim, &run->state, o->resume);
+    if (!run->zero || zero_stage(run->zero) == 0) return model_load(run->model, run->optim, &run->state, o->resume);
+    Optimizer *full = create_optimizer(run, true);
+    RematStatus status = full ? model_load(run->model, full, &run->state, o->resume) : remat_last_status();
+    if (status == REMAT_OK) status = zero_scatter_optimizer(run->zero, run->optim, full);
+    optim_free(full);
+    return status;
 }
 
 /* Everything a run needs: the model, its schedule (a budget's once the optimizer exists,
- * whose state the budget counts), the offloader, the micro-batches, the optimizer, the
+ * whose state the budget counts), the offloader, the data parallelism, the optimizer, the
  * generators, and the resumed state. */
 static RematStatus build(Run *run)
 {
@@ -346,8 +374,8 @@ static RematStatus build(Run *run)
         !(run->schedule = schedule_for_strategy(&step->strategy, run->model->n_layers)))
         return remat_last_status();
     if (step->offload && !(run->offload = offload_create(&step->offload_opts))) return remat_last_status();
-    if (build_micro_batches(run) != REMAT_OK) return remat_last_status();
-    if (!(run->optim = create_optimizer(run))) return remat_last_status();
+    if (build_data_parallel(run) != REMAT_OK) return remat_last_status();
+    if (!(run->optim = create_optimizer(run, false))) return remat_last_status();
 
     pcg32_seed(&run->state.data_rng, o->seed, 0xda7a);
     pcg32_seed(&run->state.dropout_rng, o->seed, 0xd0);
@@ -364,6 +392,7 @@ static void destroy(Run *run)
     text_data_free(run->text);
     mlp_task_free(run->task);
     offload_free(run->offload);
+    zero_free(run->zero);
 }
 
 /* ---- train_run ------------------------------------------------------------------------ */
@@ -400,7 +429,7 @@ static RematStatus run_steps(Run *run, int to_run, TrainReport *report, double *
     for (int s = 0; s < to_run && status == REMAT_OK; s++) {
         double t0 = platform_seconds();
         status = train_step(run, &report->losses[s], s == 0, out);
-        if (status != REMAT_OK && give_up_offload(run, out)) /* the same micro-batches again */
+        if (status != REMAT_OK && !run->zero && give_up_offload(run, out)) /* the same micro-batches again */
             status = train_step(run, &report->losses[s], s == 0, out);
         if (status != REMAT_OK) break;
         times[s] = platform_seconds() - t0;
@@ -424,15 +453,35 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* --save: the model, the optimizer state and the training state. */
+/* --save: rank 0 writes the model, the whole optimizer state (gathered from the ranks'
+ * shards under ZeRO stage 1 or more) and the training state, as one process would. */
 static RematStatus save(Run *run, FILE *out)
 {
     const TrainOptions *opt = run->opt;
-    char values[4][24];
-    StMeta meta[5];
-    int n_meta = config_meta(opt, values, meta);
-    RematStatus status = model_save(run->model, run->optim, &run->state, meta, n_meta, opt->save);
-    if (status == REMAT_OK) fprintf(out, "  saved %s (step %d)\n", opt->save, run->state.step);
+    const bool sharded = run->zero && zero_stage(run->zero) > 0, writer = run->world.rank == 0;
+    Optimizer *full = sharded && writer ? create_optimizer(run, true) : NULL;
+    RematStatus status = sharded && writer && !full ? remat_last_status() : REMAT_OK;
+    if (status == REMAT_OK && sharded) status = zero_gather_optimizer(run->zero, run->optim, full, 0);
+    if (status == REMAT_OK && writer) {
+        char values[4][24];
+        StMeta meta[5];
+        int n_meta = config_meta(opt, values, meta);
+        status = model_save(run->model, sharded ? full : run->optim, &run->state, meta, n_meta, opt->save);
+        if (status == REMAT_OK) fprintf(out, "  saved %s (step %d)\n", opt->save, run->state.step);
+    }
+    optim_free(full);
+    return status;
+}
+
+/* Every rank's ledgers, gathered, and rank 0's report of them. */
+static RematStatus report_data_parallel(const Run *run, const TrainReport *report, FILE *out)
+{
+    const int K = run->world.size, n = (int)(sizeof(RankFigures) / sizeof(uint64_t));
+    RankFigures mine = rank_figures(), *all = malloc((size_t)K * sizeof *all);
+    if (!all) return remat_fail(REMAT_ENOMEM, "train: no memory for %d ranks' figures", K);
+    RematStatus status = dist_all_gather_u64(&run->world, (const uint64_t *)&mine, n, (uint64_t *)all);
+    if (status == REMAT_OK) report_ranks(out, run->zero, all, report->steps_run);
+    free(all);
     return status;
 }
 
@@ -451,6 +500,7 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
         report->median_step_seconds = times[report->steps_run / 2];
     }
     report_ledgers(out, opt, report);
+    if (status == REMAT_OK && run->zero) status = report_data_parallel(run, report, out);
     if (status == REMAT_OK) report_sample(out, opt, run->model);
     if (status == REMAT_OK && opt->save) status = save(run, out);
     return status;
@@ -476,6 +526,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         if (status == REMAT_OK) fprintf(out, "  step %5d  validation loss %.4f\n", first, report->first_val_loss);
         flops_reset();
         mem_reset_peaks();
+        comm_reset();
         if (status == REMAT_OK) status = run_steps(&run, to_run, report, times, out);
         status = run_finish(&run, status, report, times, out);
     }

@@ -163,6 +163,25 @@ static void test_step_options_parse_into_typed_fields(void **state)
     assert_int_equal(o.planner, PLANNER_DP);
 }
 
+static void test_parse_accumulate_and_zero(void **state)
+{
+    (void)state;
+    TrainOptions o;
+    char *good[] = {"train", "--accumulate", "3", "--zero", "2"};
+    assert_int_equal(parse(&o, 5, good), 0);
+    assert_int_equal(o.step.accumulate, 3);
+    assert_int_equal(o.step.zero_stage, 2);
+    char *none[] = {"train", "--accumulate", "0"};
+    char *junk[] = {"train", "--accumulate", "2x"};
+    char *four[] = {"train", "--zero", "4"};
+    assert_int_equal(parse(&o, 3, none), 2);
+    assert_int_equal(parse(&o, 3, junk), 2);
+    assert_int_equal(parse(&o, 3, four), 2);
+    char *three[] = {"train", "--zero", "3"};
+    assert_int_equal(parse(&o, 3, three), 2);
+    assert_non_null(strstr(remat_last_error(), "--zero: stage 3 (sharded parameters) is not built"));
+}
+
 /* ---- runs ----------------------------------------------------------------------------- */
 
 /* A copy of every parameter's gradient, in MEM_WORK. */
@@ -506,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_parse_rejects_bad_input_with_exit_code_2),
         cmocka_unit_test(test_parse_budget_flags),
         cmocka_unit_test(test_step_options_parse_into_typed_fields),
+        cmocka_unit_test(test_parse_accumulate_and_zero),
         cmocka_unit_test(test_accumulation_is_the_scaled_sum_of_micro_batches),
         cmocka_unit_test(test_accumulate_is_bit_identical_across_strategies),
         cmocka_unit_test(test_budget_strategy_trains_like_none),
