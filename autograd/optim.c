@@ -151,9 +151,10 @@ void optim_free(Optimizer *opt)
     free(opt);
 }
 
-/* Updates the range's elements; the gradient of parameter i's part is read from `flat`
- * (the range's gradient) when given, else from its .grad. */
-static RematStatus update(Optimizer *opt, const float *flat)
+/* Updates the range's elements, in `flat_params` (the range's values) when given, else in
+ * the parameters' tensors; the gradient of parameter i's part is read from `flat` (the
+ * range's gradient) when given, else from its .grad. */
+static RematStatus update(Optimizer *opt, const float *flat, float *flat_params)
 {
     if (!opt) return remat_fail(REMAT_EINVAL, "optim_step: optimizer is NULL");
     /* Check everything before changing anything. */
@@ -170,7 +171,7 @@ static RematStatus update(Optimizer *opt, const float *flat)
         overlap(opt, i, &a, &b);
         if (a == b) continue;
         Var *p = opt->params[i].var;
-        float *param = p->value->f32 + a;
+        float *param = flat_params ? flat_params + (opt->offset[i] + a - opt->begin) : p->value->f32 + a;
         const float *grad = flat ? flat + (opt->offset[i] + a - opt->begin) : p->grad->f32 + a;
         if (c->kind == OPTIM_ADAMW) {
             const float decay = opt->params[i].decay ? c->weight_decay : 0.0f;
@@ -184,12 +185,18 @@ static RematStatus update(Optimizer *opt, const float *flat)
     return REMAT_OK;
 }
 
-RematStatus optim_step(Optimizer *opt) { return update(opt, NULL); }
+RematStatus optim_step(Optimizer *opt) { return update(opt, NULL, NULL); }
 
 RematStatus optim_step_flat(Optimizer *opt, const float *grad)
 {
     if (!grad) return remat_fail(REMAT_EINVAL, "optim_step_flat: the gradient is NULL");
-    return update(opt, grad);
+    return update(opt, grad, NULL);
+}
+
+RematStatus optim_step_shard(Optimizer *opt, const float *grad, float *params)
+{
+    if (!grad || !params) return remat_fail(REMAT_EINVAL, "optim_step_shard: the gradient or parameters are NULL");
+    return update(opt, grad, params);
 }
 
 void optim_zero_grad(Optimizer *opt)

@@ -70,6 +70,11 @@ RematStatus optim_step(Optimizer *opt);
  * keeps only its shard of the gradient. */
 RematStatus optim_step_flat(Optimizer *opt, const float *grad);
 
+/* As optim_step_flat, updating `params` (end − begin floats: the range's parameter
+ * values, held apart from the parameters' tensors) instead of the tensors: for a rank that
+ * keeps only its shard of the parameters too. */
+RematStatus optim_step_shard(Optimizer *opt, const float *grad, float *params);
+
 /* Zeroes every parameter's gradient. */
 void optim_zero_grad(Optimizer *opt);
 

@@ -7,7 +7,7 @@
  *   reduce   a float array of n elements summed over the ranks, two ways taking turns:
  *            the ordered reduce-scatter + all-gather of dist/comm.h, and MPI_Allreduce;
  *            median, fastest and slowest of the samples on rank 0, after a barrier each
- *   stages   the GPT trained one micro-batch per rank at ZeRO stages 0, 1, 2 under
+ *   stages   the GPT trained one micro-batch per rank at ZeRO stages 0 to 3 under
  *            strategies none and full: each rank's params, grads and optimizer bytes after
  *            the steps beside the ZeRO formula, the bytes it sent and received per step
  *            by phase, and rank 0's median step time
@@ -23,8 +23,10 @@
 
 #include "bench/cli.h"
 #include "bench/measure.h"
+#include "zero_project.h"
 #include "dist/comm.h"
 #include "dist/zero.h"
+#include "tensor/parse.h"
 #include "tensor/platform.h"
 
 enum { N_STRATEGIES = 2 };
@@ -35,9 +37,12 @@ static BenchInfo info = {
     .question = "quiz question 8: what sharding across data-parallel ranks removes, and what it moves",
     .about = "  Run as K ranks (mpirun -np K). The rank-ordered reduction (reduce-scatter + all-gather)\n"
              "  against MPI_Allreduce over arrays of 2^10 to 2^21 floats; the GPT (L=4, D=128, H=4,\n"
-             "  T=64, B=4 per rank, dropout 0.1, AdamW) at ZeRO stages 0, 1, 2 under none and full:\n"
+             "  T=64, B=4 per rank, dropout 0.1, AdamW) at ZeRO stages 0 to 3 under none and full:\n"
              "  params, grads and optimizer bytes per rank against the ZeRO formulas, bytes sent and\n"
-             "  received per step by phase, median step time.",
+             "  received per step by phase, median step time. --project adds GPT-2's shapes (124M to\n"
+             "  1.5B) at K = 1 to 1024 by stage and strategy, with an alpha-beta network fitted to\n"
+             "  MPI_Allreduce here; --alpha S (seconds per message) and --beta S (per byte) set a\n"
+             "  cluster's instead.",
     .quick = "a GPT of 2 blocks of width 16, arrays of 2^10 and 2^16 floats, 3 steps (seconds)",
     .full = "the GPT of the header, arrays of 2^10, 2^14, 2^18 and 2^21 floats, 15 samples each",
     .timed = true,
@@ -70,7 +75,14 @@ static double time_reduction(const DistGroup *g, int method, float *x, float *sh
     return platform_seconds() - t0;
 }
 
-static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, ResultsTable *table)
+/* The sizes measured and MPI_Allreduce's fastest time at each, for the α–β fit. */
+typedef struct AllreduceFit {
+    int n;
+    double floats[4], seconds[4];
+} AllreduceFit;
+
+static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, ResultsTable *table,
+                                     AllreduceFit *fit)
 {
     const size_t sizes[] = {1u << 10, 1u << 14, 1u << 18, 1u << 21};
     const int n_sizes = o->quick ? 2 : 4, samples = bench_steps(o, 3, 15);
@@ -96,6 +108,10 @@ static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, 
             }
         for (int m = 0; m < 2; m++) {
             const double med = median(t[m], samples); /* sorts: t[m][0] is the fastest */
+            if (m == 1) { /* the fastest: the least disturbed by a busy machine */
+                fit->floats[fit->n] = (double)n;
+                fit->seconds[fit->n++] = t[m][0];
+            }
             printf("    %8zu floats  %-36s %9.1f us [%9.1f, %9.1f]\n", n, methods[m], 1e6 * med, 1e6 * t[m][0],
                    1e6 * t[m][samples - 1]);
             ResultsRecord *rec = results_record(table);
@@ -136,7 +152,7 @@ static RematStatus run_stage(const DistGroup *g, const GptShape *shape, int stag
 {
     ModelBench b;
     RematStatus status = gpt_bench_create(&b, shape, NULL);
-    Zero *z = status == REMAT_OK ? zero_create(g, stage, b.model->params, b.model->n_params) : NULL;
+    Zero *z = status == REMAT_OK ? step_zero_create(b.model, g, stage) : NULL;
     const OptimConfig adamw = optim_adamw_defaults(1e-4f);
     Optimizer *opt = z ? zero_optimizer_create(z, &adamw) : NULL;
     const Strategy strategy = strategy_defaults(kind);
@@ -184,7 +200,7 @@ static void record_stage(ResultsTable *table, int stage, StrategyKind kind, int 
     for (int r = 0; r < K; r++) {
         const RankRow *w = &rows[r];
         const uint64_t shard = shard_begin(total, r + 1, K) - shard_begin(total, r, K);
-        const uint64_t formula[3] = {4 * (uint64_t)total, 4 * (stage >= 2 ? shard : total),
+        const uint64_t formula[3] = {4 * (stage >= 3 ? shard : total), 4 * (stage >= 2 ? shard : total),
                                      8 * (stage >= 1 ? shard : total)};
         uint64_t sent = 0, received = 0;
         for (int p = 0; p < COMM_PHASE_COUNT; p++) sent += w->sent[p], received += w->received[p];
@@ -222,8 +238,9 @@ static RematStatus measure_stages(const DistGroup *g, const BenchOptions *o, Res
     const int steps = bench_steps(o, 3, 15), n = (int)(sizeof(RankRow) / sizeof(uint64_t));
     RankRow *rows = malloc((size_t)g->size * sizeof *rows);
     if (!rows) return remat_fail(REMAT_ENOMEM, "bench_zero: no memory for %d ranks", g->size);
-    printf("\n  per rank after %d steps (MiB; formula: params 4psi, grads 4psi or 4psi/K at stage 2, optimizer\n"
-           "  8psi or 8psi/K from stage 1), bytes moved per step (MiB), rank 0's median step\n", steps);
+    printf("\n  per rank after %d steps (MiB; formula: params 4psi, or 4psi/K at stage 3, grads 4psi, or 4psi/K\n"
+           "  from stage 2, optimizer 8psi, or 8psi/K from stage 1), bytes moved per step (MiB), rank 0's\n"
+           "  median step\n", steps);
     printf("    %5s %-9s %4s %10s %10s %10s %10s %10s %10s %11s %11s %9s\n", "stage", "strategy", "rank", "params",
            "grads", "optimizer", "(formula)", "(formula)", "(formula)", "sent/step", "recv/step", "step ms");
     RematStatus status = REMAT_OK;
@@ -236,11 +253,62 @@ static RematStatus measure_stages(const DistGroup *g, const BenchOptions *o, Res
             status = run_stage(g, &shape, stage, KINDS[k], steps, seconds, &mine);
             if (status != REMAT_OK) break;
             status = dist_all_gather_u64(g, (const uint64_t *)&mine, n, (uint64_t *)rows);
-            total = rows[0].current[MEM_PARAM] / 4;
+            if (stage == 0) total = rows[0].current[MEM_PARAM] / 4; /* unsharded */
             if (status == REMAT_OK) record_stage(table, stage, KINDS[k], g->size, total, rows, seconds, steps);
         }
     free(rows);
     return status;
+}
+
+/* The projection, with α and β as given, or else fitted to MPI_Allreduce's fastest times at
+ * the two largest sizes measured here (which needs more than one rank). */
+static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, double alpha, double beta,
+                                 Results *results)
+{
+    double fa = 0, fb = 0;
+    if (g->size > 1 && fit->n >= 2)
+        zero_fit_alpha_beta(g->size, fit->floats[fit->n - 2], fit->seconds[fit->n - 2], fit->floats[fit->n - 1],
+                            fit->seconds[fit->n - 1], &fa, &fb);
+    if ((alpha < 0 || beta < 0) && g->size == 1)
+        return remat_fail(REMAT_EINVAL, "--project on one rank needs --alpha and --beta: there is no network here "
+                          "to measure (run it as 2 ranks or more)");
+    printf("\n  alpha-beta fitted to MPI_Allreduce here (%d ranks): alpha %.3g s, beta %.3g s/B (%.2f GB/s)%s\n",
+           g->size, fa, fb, fb > 0 ? 1e-9 / fb : 0.0, alpha >= 0 || beta >= 0 ? "; overridden by the flags" : "");
+    results_config_num(results, "alpha_fitted_seconds", fa);
+    results_config_num(results, "beta_fitted_seconds_per_byte", fb);
+    alpha = alpha >= 0 ? alpha : fa;
+    beta = beta >= 0 ? beta : fb;
+    results_config_num(results, "alpha_seconds", alpha);
+    results_config_num(results, "beta_seconds_per_byte", beta);
+    ResultsTable *table = results_table(results, "projection", "GPT-2 shapes per rank, by K, stage and strategy",
+                                        ZERO_PROJECT_FIELDS, ZERO_PROJECT_N_FIELDS, true);
+    zero_project_table(alpha, beta, table);
+    return REMAT_OK;
+}
+
+/* --project, --alpha S, --beta S: bench_zero's own flags, taken out of argv before the
+ * common ones are parsed. Returns 0, or 2 for a bad value (after saying why). */
+static int project_flags(int *argc, char **argv, bool *project, double *alpha, double *beta)
+{
+    int kept = 1;
+    for (int i = 1; i < *argc; i++) {
+        double *value = !strcmp(argv[i], "--alpha") ? alpha : !strcmp(argv[i], "--beta") ? beta : NULL;
+        if (!strcmp(argv[i], "--project")) {
+            *project = true;
+        } else if (value) {
+            float v;
+            if (i + 1 >= *argc || !parse_float(argv[i + 1], 0.0, 1.0, false, &v)) {
+                fprintf(stderr, "bench_zero: %s needs seconds from 0 to 1 (e.g. 2e-6)\n", argv[i]);
+                return 2;
+            }
+            *value = v;
+            i++;
+        } else {
+            argv[kept++] = argv[i];
+        }
+    }
+    *argc = kept;
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -254,6 +322,12 @@ int main(int argc, char **argv)
     snprintf(name, sizeof name, "bench_zero_np%d", g.size);
     info.name = name;
     if (g.rank != 0 && !freopen("/dev/null", "w", stdout)) dist_abort(1); /* rank 0 alone prints */
+    bool project = false;
+    double alpha = -1, beta = -1;
+    if (project_flags(&argc, argv, &project, &alpha, &beta)) {
+        if (g.size > 1) dist_abort(2);
+        return 2;
+    }
     BenchOptions o;
     Results *results;
     const int start = bench_start(&info, argc, argv, &o, &results);
@@ -274,7 +348,9 @@ int main(int argc, char **argv)
     ResultsTable *stages = results_table(results, "stages", "per rank and ZeRO stage: bytes kept, bytes moved, time",
                                          STAGE_FIELDS, (int)(sizeof STAGE_FIELDS / sizeof *STAGE_FIELDS), true);
     RematStatus status = measure_stages(&g, &o, results, stages);
-    if (status == REMAT_OK) status = measure_reduction(&g, &o, reduce);
+    AllreduceFit fit = {0};
+    if (status == REMAT_OK) status = measure_reduction(&g, &o, reduce, &fit);
+    if (status == REMAT_OK && project) status = project_table(&g, &fit, alpha, beta, results);
     if (status != REMAT_OK && g.size > 1) {
         fprintf(stderr, "bench_zero: rank %d of %d: %s\n", g.rank, g.size, remat_last_error());
         dist_abort(1);

@@ -123,12 +123,6 @@ static uint64_t send_range(const FlatView *x, size_t b, size_t e, int dest, int 
     return (e - b) * sizeof(float);
 }
 
-/* Posts a send of region `to` of the view to rank `dest`. */
-static uint64_t send_region(const FlatView *x, int to, int dest, int size, int tag, MPI_Request *req)
-{
-    return send_range(x, shard_begin(x->total, to, size), shard_begin(x->total, to + 1, size), dest, tag, req);
-}
-
 size_t dist_scratch_floats(size_t n) { return n < DIST_CHUNK ? n : DIST_CHUNK; }
 
 /* Chunks of a region of n floats. */
@@ -167,7 +161,7 @@ RematStatus dist_reduce_scatter(const DistGroup *g, const FlatView *x, float sca
     return REMAT_OK;
 }
 
-RematStatus dist_all_gather(const DistGroup *g, const FlatView *x, CommPhase phase)
+RematStatus dist_all_gather_bounds(const DistGroup *g, const FlatView *x, const size_t *bounds, CommPhase phase)
 {
     const int K = g->size, me = g->rank;
     if (K == 1) return REMAT_OK;
@@ -177,18 +171,27 @@ RematStatus dist_all_gather(const DistGroup *g, const FlatView *x, CommPhase pha
     for (int r = 0; r < K; r++) {
         reqs[2 * r] = reqs[2 * r + 1] = MPI_REQUEST_NULL;
         if (r == me) continue;
-        sent += send_region(x, me, r, K, TAG_ALL_GATHER, &reqs[2 * r]);
-        const size_t rb = shard_begin(x->total, r, K), re = shard_begin(x->total, r + 1, K);
-        if (rb == re) continue;
-        MPI_Datatype type = region_type(x, rb, re);
+        sent += send_range(x, bounds[me], bounds[me + 1], r, TAG_ALL_GATHER, &reqs[2 * r]);
+        if (bounds[r] == bounds[r + 1]) continue;
+        MPI_Datatype type = region_type(x, bounds[r], bounds[r + 1]);
         MPI_Irecv(MPI_BOTTOM, 1, type, r, TAG_ALL_GATHER, MPI_COMM_WORLD, &reqs[2 * r + 1]);
         MPI_Type_free(&type);
-        received += (re - rb) * sizeof(float);
+        received += (bounds[r + 1] - bounds[r]) * sizeof(float);
     }
     MPI_Waitall(2 * K, reqs, MPI_STATUSES_IGNORE);
     free(reqs);
     count(COMM_ALL_GATHER, phase, sent, received);
     return REMAT_OK;
+}
+
+RematStatus dist_all_gather(const DistGroup *g, const FlatView *x, CommPhase phase)
+{
+    size_t *bounds = malloc((size_t)(g->size + 1) * sizeof *bounds);
+    if (!bounds) return remat_fail(REMAT_ENOMEM, "all-gather: no memory for %d bounds", g->size + 1);
+    for (int r = 0; r <= g->size; r++) bounds[r] = shard_begin(x->total, r, g->size);
+    const RematStatus status = dist_all_gather_bounds(g, x, bounds, phase);
+    free(bounds);
+    return status;
 }
 
 RematStatus dist_gather(const DistGroup *g, const FlatView *mine, const FlatView *full, int root, CommPhase phase)

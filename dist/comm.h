@@ -106,6 +106,11 @@ RematStatus dist_reduce_scatter(const DistGroup *g, const FlatView *x, float sca
  * view; afterwards all views hold the same array. */
 RematStatus dist_all_gather(const DistGroup *g, const FlatView *x, CommPhase phase);
 
+/* As dist_all_gather, with rank r's region given: the view's elements
+ * [bounds[r], bounds[r + 1]) (bounds holds g->size + 1 ascending offsets into the view;
+ * regions may be empty). For part of a sharded array: one parameter of many. */
+RematStatus dist_all_gather_bounds(const DistGroup *g, const FlatView *x, const size_t *bounds, CommPhase phase);
+
 /* Rank `root`'s `full` view (the whole array; NULL on other ranks) receives every rank's
  * `mine`, a view of that rank's region alone (its total is the region's length): the
  * parts of a sharded array put together on one rank, for a save. */

@@ -5,8 +5,17 @@
 #include "dist/zero.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "tensor/kernels.h"
+
+/* A group of parameters used together (a layer's; a model's embedding and head): at stage
+ * 3 gathered together when their owner is used. */
+typedef struct Group {
+    const void *owner;
+    int *index; /* into Zero.params */
+    int n;
+} Group;
 
 struct Zero {
     DistGroup group;
@@ -14,10 +23,18 @@ struct Zero {
     int n;
     Param *params;
     FlatPiece *pieces;  /* scratch for building views, n entries */
+    size_t *offset;     /* parameter i's first element in the flat array */
+    size_t *bounds;     /* scratch: size + 1 region bounds */
     size_t total;       /* Ψ */
     size_t begin, end;  /* this rank's shard */
-    float *grad_shard;  /* the reduced gradient of the shard: MEM_GRAD at stage 2 (kept),
+    float *grad_shard;  /* the reduced gradient of the shard: MEM_GRAD from stage 2 (kept),
                            MEM_WORK at stage 1 (from zero_reduce to the optimizer step) */
+    float *param_shard; /* stage 3: this rank's shard of the parameters (MEM_PARAM) */
+    Group *groups;
+    int n_groups;
+    int held;           /* stage 3: the group gathered now, or -1 */
+    ParamUseHooks hooks;
+    const ParamUseHooks *outer_hooks; /* while a step runs: the hooks it replaced */
 };
 
 Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
@@ -32,19 +49,34 @@ Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
         remat_fail(REMAT_ENOMEM, "zero_create: no memory");
         return NULL;
     }
+    z->offset = malloc((size_t)n * sizeof *z->offset);
+    z->bounds = malloc((size_t)(g->size + 1) * sizeof *z->bounds);
+    if (!z->offset || !z->bounds) {
+        zero_free(z);
+        remat_fail(REMAT_ENOMEM, "zero_create: no memory");
+        return NULL;
+    }
     for (int i = 0; i < n; i++) {
         z->params[i] = params[i];
+        z->offset[i] = z->total;
         z->total += params[i].var->value->numel;
     }
     z->group = *g;
     z->stage = stage;
     z->n = n;
+    z->held = -1;
     z->begin = shard_begin(z->total, g->rank, g->size);
     z->end = shard_begin(z->total, g->rank + 1, g->size);
-    if (stage == 2 && z->end > z->begin && !(z->grad_shard = mem_calloc(MEM_GRAD, (z->end - z->begin) * sizeof(float)))) {
+    const size_t bytes = (z->end - z->begin) * sizeof(float);
+    if (stage >= 2 && bytes && !(z->grad_shard = mem_calloc(MEM_GRAD, bytes))) {
         zero_free(z);
         return NULL;
     }
+    if (stage == 3 && bytes && !(z->param_shard = mem_alloc(MEM_PARAM, bytes))) {
+        zero_free(z);
+        return NULL;
+    }
+    if (stage == 3) zero_params_scatter(z); /* from here on, parameters exist in full only while used */
     return z;
 }
 
@@ -52,8 +84,13 @@ void zero_free(Zero *z)
 {
     if (!z) return;
     mem_free(z->grad_shard);
+    mem_free(z->param_shard);
+    for (int g = 0; g < z->n_groups; g++) free(z->groups[g].index);
+    free(z->groups);
     free(z->params);
     free(z->pieces);
+    free(z->offset);
+    free(z->bounds);
     free(z);
 }
 
@@ -157,6 +194,7 @@ RematStatus zero_reduce(Zero *z, float loss, float *mean_loss)
 RematStatus zero_optimizer_step(Zero *z, Optimizer *opt)
 {
     if (z->stage == 0) return optim_step(opt);
+    if (z->stage == 3) return optim_step_shard(opt, z->grad_shard, z->param_shard); /* gathered when used */
     RematStatus status = optim_step_flat(opt, z->grad_shard);
     if (z->stage == 1) { /* the shard was workspace */
         mem_free(z->grad_shard);
@@ -165,6 +203,109 @@ RematStatus zero_optimizer_step(Zero *z, Optimizer *opt)
     if (status != REMAT_OK) return status;
     const FlatView values = params_view(z, OF_VALUES);
     return dist_all_gather(&z->group, &values, COMM_PARAM_GATHER);
+}
+
+/* ---- stage 3: parameters gathered while used ------------------------------------------ */
+
+/* Gathers parameter i in full from every rank's shard: storage restored, this rank's part
+ * copied in from its shard, the others' received. */
+static RematStatus gather_param(Zero *z, int i)
+{
+    Tensor *t = z->params[i].var->value;
+    if (tensor_restore_storage(t) != REMAT_OK) return remat_last_status();
+    const size_t first = z->offset[i], last = first + t->numel;
+    for (int r = 0; r <= z->group.size; r++) {
+        const size_t s = shard_begin(z->total, r, z->group.size);
+        z->bounds[r] = s < first ? 0 : s > last ? t->numel : s - first;
+    }
+    const size_t a = z->bounds[z->group.rank], b = z->bounds[z->group.rank + 1];
+    if (b > a) memcpy(t->f32 + a, z->param_shard + (first + a - z->begin), (b - a) * sizeof(float));
+    const FlatPiece piece = {t->f32, t->numel};
+    const FlatView v = {&piece, 1, t->numel};
+    return dist_all_gather_bounds(&z->group, &v, z->bounds, COMM_PARAM_GATHER);
+}
+
+static void release_group(Zero *z, int g)
+{
+    for (int k = 0; g >= 0 && k < z->groups[g].n; k++) tensor_release_storage(z->params[z->groups[g].index[k]].var->value);
+}
+
+/* The hook of a step at stage 3: the group of `owner` gathered, the one before released, so
+ * one group is whole at a time. A checkpoint region's replay and its backward use the same
+ * layer one after the other, so they share one gather. */
+static RematStatus use_group(void *ctx, const void *owner)
+{
+    Zero *z = ctx;
+    int g = 0;
+    while (g < z->n_groups && z->groups[g].owner != owner) g++;
+    if (g == z->n_groups || g == z->held) return REMAT_OK; /* not sharded here, or already whole */
+    release_group(z, z->held);
+    z->held = -1;
+    for (int k = 0; k < z->groups[g].n; k++) {
+        const RematStatus status = gather_param(z, z->groups[g].index[k]);
+        if (status != REMAT_OK) {
+            for (int j = 0; j <= k; j++) tensor_release_storage(z->params[z->groups[g].index[j]].var->value);
+            return status;
+        }
+    }
+    z->held = g;
+    return REMAT_OK;
+}
+
+RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int n)
+{
+    Group *groups = realloc(z->groups, (size_t)(z->n_groups + 1) * sizeof *groups);
+    if (!groups) return remat_fail(REMAT_ENOMEM, "zero: no memory for a group");
+    z->groups = groups;
+    Group *g = &z->groups[z->n_groups];
+    *g = (Group){.owner = owner, .index = malloc((size_t)(n ? n : 1) * sizeof *g->index), .n = 0};
+    if (!g->index) return remat_fail(REMAT_ENOMEM, "zero: no memory for a group");
+    z->n_groups++;
+    for (int k = 0; k < n; k++) {
+        int i = 0;
+        while (i < z->n && z->params[i].var != params[k].var) i++;
+        if (i == z->n) return remat_fail(REMAT_EINVAL, "zero: parameter %s of a group is not one of the model's",
+                                         params[k].var->name);
+        g->index[g->n++] = i;
+    }
+    return REMAT_OK;
+}
+
+void zero_step_begin(Zero *z)
+{
+    if (z->stage < 3) return;
+    z->hooks = (ParamUseHooks){use_group, z};
+    z->outer_hooks = param_use_hooks_set(&z->hooks);
+}
+
+void zero_step_end(Zero *z)
+{
+    if (z->stage < 3) return;
+    release_group(z, z->held);
+    z->held = -1;
+    param_use_hooks_set(z->outer_hooks);
+}
+
+RematStatus zero_params_gather(Zero *z)
+{
+    for (int i = 0; z->stage == 3 && i < z->n; i++) {
+        const RematStatus status = gather_param(z, i);
+        if (status != REMAT_OK) return status;
+    }
+    return REMAT_OK;
+}
+
+void zero_params_scatter(Zero *z)
+{
+    if (z->stage < 3) return;
+    bool whole = true; /* after a gather that failed half way, the shard keeps what it had */
+    for (int i = 0; i < z->n; i++) whole &= z->params[i].var->value->data != NULL;
+    if (whole && z->end > z->begin) {
+        const FlatView values = params_view(z, OF_VALUES);
+        flat_read(&values, z->begin, z->end, z->param_shard);
+    }
+    for (int i = 0; i < z->n; i++) tensor_release_storage(z->params[i].var->value);
+    z->held = -1;
 }
 
 /* ---- saving and resuming --------------------------------------------------------------- */

@@ -12,11 +12,20 @@
  *             each rank updates its shard; all-gather of the parameters
  *   stage 2   params 4Ψ, grads 4Ψ/K,  optimizer 8Ψ/K    = 4Ψ + 12Ψ/K  as stage 1, and the
  *             full gradients are freed once reduced: only the shard stays
+ *   stage 3   params 4Ψ/K, grads 4Ψ/K, optimizer 8Ψ/K   = 16Ψ/K       + the working set: a
+ *             group of parameters (a layer's, or the embedding and head's) is gathered when
+ *             it is used (param_owner_set, autograd.h) — for its forward, a checkpoint
+ *             region's replay, its backward — and released when the next group is, so
+ *             one group is whole at a time; each rank updates its shard of the
+ *             parameters, and nothing is gathered after the update
  *
  * (Ψ/K is this rank's shard length, floor(Ψ(k+1)/K) − floor(Ψk/K), when K does not
- * divide Ψ.) Every stage moves about 2Ψ floats per rank per step: (K−1)/K · Ψ out and in
- * for the reduce-scatter, the same for the all-gather. The figures are the resident state
- * between steps; the reduce-scatter runs after backward, not during it, so under stage 2
+ * divide Ψ.) Stages 0 to 2 move about 2Ψ floats per rank per step: (K−1)/K · Ψ out and in
+ * for the reduce-scatter, the same for the all-gather. Stage 3 gathers each group when the
+ * forward uses it and again when backward does, unless it is still whole (the last layer
+ * of the forward is the first of the backward, and a region's replay leaves its layer
+ * whole for the region's backward): about 3Ψ. The figures are the resident state
+ * between steps; the reduce-scatter runs after backward, not during it, so from stage 2
  * the full gradient still exists while backward runs (the ledger's peak shows it), and
  * the reduction holds workspace while it runs: the sum of the shard (stages 0 and 1; at
  * stage 2 the sum is the kept gradient shard) and one chunk of DIST_CHUNK floats (256 KiB)
@@ -26,8 +35,8 @@
  * sum is taken in rank order and scaled by 1/K exactly as step.h's accumulation does, and
  * a shard's update is the same element-wise arithmetic as the whole optimizer's.
  *
- * What this is not: stage 3 (sharded parameters, gathered per layer) is not built; nor
- * gradient reduction overlapped with backward, nor bucketing.
+ * What this is not: gradient reduction overlapped with backward, bucketing, or prefetching
+ * the next group's parameters while the current one computes.
  */
 #ifndef REMAT_DIST_ZERO_H
 #define REMAT_DIST_ZERO_H
@@ -38,11 +47,14 @@
 
 typedef struct Zero Zero;
 
-enum { ZERO_MAX_STAGE = 2 };
+enum { ZERO_MAX_STAGE = 3 };
 
 /* Data parallelism over `g` at ZeRO `stage` (0..ZERO_MAX_STAGE) for the n parameters
  * `params` (copied; the Vars are borrowed and must outlive it). Stage 2 allocates this
- * rank's gradient shard (MEM_GRAD). NULL on error (a bad stage, the memory budget). */
+ * rank's gradient shard (MEM_GRAD); stage 3 also its parameter shard (MEM_PARAM), copied
+ * from the parameters, whose storage it then releases (tensor_release_storage): between
+ * steps they exist only in the shards, and zero_add_group says how they are used. NULL
+ * on error (a bad stage, the memory budget). */
 Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n);
 void zero_free(Zero *z);
 
@@ -68,6 +80,25 @@ RematStatus zero_reduce(Zero *z, float loss, float *mean_loss);
  * optimizer; stages 1 and 2 this rank's shard, then every rank's updated shard is
  * gathered into every rank's parameters. */
 RematStatus zero_optimizer_step(Zero *z, Optimizer *opt);
+
+/* Stage 3: the parameters `params` (n, each one of zero_create's) are used together by
+ * `owner` (a Layer, or the Model for its embedding and head: what param_owner_set names).
+ * A parameter in no group is never gathered by a step. REMAT_EINVAL for a parameter that
+ * is not one of zero_create's. */
+RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int n);
+
+/* Around a step's forward and backward (step.h), or an evaluation's forward: at stage 3,
+ * gathers each group as it is used and releases the last one at the end; no-ops below
+ * stage 3. */
+void zero_step_begin(Zero *z);
+void zero_step_end(Zero *z);
+
+/* Stage 3, outside a step (sampling, saving, loading): every parameter
+ * gathered in full (a collective: every rank calls it), and afterwards this rank's part
+ * of them kept in its shard and their storage released again (zero_params_scatter; after
+ * a load, it takes what was loaded). No-ops below stage 3. */
+RematStatus zero_params_gather(Zero *z);
+void zero_params_scatter(Zero *z);
 
 /* For a save: `full` (an optimizer over everything, on rank `root` only; NULL elsewhere)
  * receives the state of every rank's `shard` optimizer. Every rank calls it. */

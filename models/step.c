@@ -122,6 +122,27 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
     return status;
 }
 
+Zero *step_zero_create(Model *model, const DistGroup *g, int stage)
+{
+    Zero *z = zero_create(g, stage, model->params, model->n_params);
+    Param *rest = z ? malloc((size_t)model->n_params * sizeof *rest) : NULL;
+    RematStatus status = z && rest ? REMAT_OK : z ? remat_fail(REMAT_ENOMEM, "step: no memory") : remat_last_status();
+    for (int l = 0; l < model->n_layers && status == REMAT_OK; l++)
+        status = zero_add_group(z, model->layers[l], model->layers[l]->params, model->layers[l]->n_params);
+    int n_rest = 0;
+    for (int i = 0; i < model->n_params && status == REMAT_OK; i++) {
+        bool in_layer = false;
+        for (int l = 0; l < model->n_layers && !in_layer; l++)
+            for (int k = 0; k < model->layers[l]->n_params; k++) in_layer |= model->layers[l]->params[k].var == model->params[i].var;
+        if (!in_layer) rest[n_rest++] = model->params[i];
+    }
+    if (status == REMAT_OK) status = zero_add_group(z, model, rest, n_rest);
+    free(rest);
+    if (status == REMAT_OK) return z;
+    zero_free(z);
+    return NULL;
+}
+
 RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n, TrainCtx *ctx,
                              const StepHooks *hooks, StepResult *out)
 {
@@ -132,7 +153,9 @@ RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n,
     const int first = step->zero ? zero_rank(step->zero) : 0;
     float loss_sum = NAN;
     Pcg32 rng_after = ctx->rng;
+    if (step->zero) zero_step_begin(step->zero); /* stage 3: parameters gathered as they are used */
     RematStatus status = run_micro_batches(step, batches, n, first, ctx, hooks, out, &loss_sum, &rng_after);
+    if (step->zero) zero_step_end(step->zero);
     if (status == REMAT_OK && step->zero) status = zero_reduce(step->zero, loss_sum, &loss_sum);
     else if (status == REMAT_OK) loss_sum /= (float)n;
     if (status == REMAT_OK && step->optim)

@@ -96,6 +96,12 @@ Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx);
 RematStatus step_run(const Step *step, Var *input, Var *targets, TrainCtx *ctx, const StepHooks *hooks,
                      StepResult *out);
 
+/* Data parallelism for `model` over `g` at ZeRO `stage` (dist/zero.h), with its parameter
+ * groups for stage 3: each layer's, and the embedding and head's (every parameter in no
+ * layer, used under the model's name: model_loss_planned). The caller owns the result
+ * (zero_free); NULL on error. */
+Zero *step_zero_create(Model *model, const DistGroup *g, int stage);
+
 /* As step_run, for a step of micro-batches: without step->zero, this process runs all n
  * (micro-batch r is batches[r]); with it, n must be 1 and batches[0] is the micro-batch
  * of this rank, one of as many as the group has ranks. ctx's generator is the step's (see

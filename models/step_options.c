@@ -38,10 +38,8 @@ static RematStatus set_accumulate(StepOptions *o, const char *v)
 
 static RematStatus set_zero(StepOptions *o, const char *v)
 {
-    if (!strcmp(v, "3"))
-        return remat_fail(REMAT_EINVAL, "stage 3 (sharded parameters) is not built; stages 0, 1 and 2 are");
     return parse_int(v, 0, ZERO_MAX_STAGE, &o->zero_stage) ? REMAT_OK
-                                                           : remat_fail(REMAT_EINVAL, "expected 0, 1 or 2, not '%s'", v);
+                                                           : remat_fail(REMAT_EINVAL, "expected 0, 1, 2 or 3, not '%s'", v);
 }
 
 static RematStatus set_offload_dir(StepOptions *o, const char *v)
@@ -108,7 +106,8 @@ static const FlagSpec FLAGS[] = {
      "mpirun -np K with one micro-batch per rank (1)", set_accumulate},
     {"--zero", STEP_FLAG_ZERO, "S",
      "under mpirun, what the ranks shard: 0 nothing, 1 the optimizer\n"
-     "state, 2 also the gradients (0); one process shards nothing", set_zero},
+     "state, 2 also the gradients, 3 also the parameters, gathered\n"
+     "per layer when used (0); one process shards nothing", set_zero},
 };
 enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
 

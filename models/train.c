@@ -78,7 +78,29 @@ static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input
 /* Mean loss over opt->eval_batches validation batches, with grad mode and dropout off.
  * The batches come from a generator seeded the same way each time, so successive
  * evaluations compare like with like and never disturb the training generators. */
+static RematStatus evaluate_whole(Run *run, float *mean_loss);
+
+/* Under ZeRO stage 3 the parameters exist in full only while used: for sampling, saving
+ * and loading every rank gathers them all first and lets them go afterwards. Below stage
+ * 3, and in one process, both are no-ops. */
+static RematStatus gather_params(Run *run) { return run->zero ? zero_params_gather(run->zero) : REMAT_OK; }
+
+static void scatter_params(Run *run)
+{
+    if (run->zero) zero_params_scatter(run->zero);
+}
+
+/* At stage 3, evaluation gathers one group of parameters at a time, as a step does. */
 static RematStatus evaluate(Run *run, float *mean_loss)
+{
+    if (run->zero) zero_step_begin(run->zero);
+    const RematStatus status = evaluate_whole(run, mean_loss);
+    if (run->zero) zero_step_end(run->zero);
+    return status;
+}
+
+/* The evaluation itself. */
+static RematStatus evaluate_whole(Run *run, float *mean_loss)
 {
     Pcg32 rng;
     pcg32_seed(&rng, run->opt->seed, 0x7a1);
@@ -342,8 +364,10 @@ static RematStatus build_data_parallel(Run *run)
     if (run->micro_batches > 1 && run->opt->dump_step)
         return remat_fail(REMAT_EINVAL, "--dump-step writes a step of one micro-batch: use it without "
                           "--accumulate and without mpirun");
-    if (run->world.size > 1 && !(run->zero = zero_create(&run->world, step->zero_stage, run->model->params,
-                                                         run->model->n_params)))
+    if (run->world.size > 1 && step->zero_stage == 3 && step->strategy.kind == STRATEGY_BUDGET)
+        return remat_fail(REMAT_EINVAL, "--strategy budget plans with every parameter resident; it does not combine "
+                          "with --zero 3");
+    if (run->world.size > 1 && !(run->zero = step_zero_create(run->model, &run->world, step->zero_stage)))
         return remat_last_status();
     return REMAT_OK;
 }
@@ -356,8 +380,10 @@ static RematStatus resume(Run *run)
     if (check_resume_config(o) != REMAT_OK) return remat_last_status();
     if (!run->zero || zero_stage(run->zero) == 0) return model_load(run->model, run->optim, &run->state, o->resume);
     Optimizer *full = create_optimizer(run, true);
-    RematStatus status = full ? model_load(run->model, full, &run->state, o->resume) : remat_last_status();
+    RematStatus status = full ? gather_params(run) : remat_last_status(); /* storage to load into */
+    if (status == REMAT_OK) status = model_load(run->model, full, &run->state, o->resume);
     if (status == REMAT_OK) status = zero_scatter_optimizer(run->zero, run->optim, full);
+    scatter_params(run); /* this rank keeps its part of what was loaded */
     optim_free(full);
     return status;
 }
@@ -462,6 +488,7 @@ static RematStatus save(Run *run, FILE *out)
     Optimizer *full = sharded && writer ? create_optimizer(run, true) : NULL;
     RematStatus status = sharded && writer && !full ? remat_last_status() : REMAT_OK;
     if (status == REMAT_OK && sharded) status = zero_gather_optimizer(run->zero, run->optim, full, 0);
+    if (status == REMAT_OK) status = gather_params(run);
     if (status == REMAT_OK && writer) {
         char values[4][24];
         StMeta meta[5];
@@ -469,6 +496,7 @@ static RematStatus save(Run *run, FILE *out)
         status = model_save(run->model, sharded ? full : run->optim, &run->state, meta, n_meta, opt->save);
         if (status == REMAT_OK) fprintf(out, "  saved %s (step %d)\n", opt->save, run->state.step);
     }
+    scatter_params(run);
     optim_free(full);
     return status;
 }
@@ -501,7 +529,8 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
     }
     report_ledgers(out, opt, report);
     if (status == REMAT_OK && run->zero) status = report_data_parallel(run, report, out);
-    if (status == REMAT_OK) report_sample(out, opt, run->model);
+    if (status == REMAT_OK && (status = gather_params(run)) == REMAT_OK) report_sample(out, opt, run->model);
+    scatter_params(run);
     if (status == REMAT_OK && opt->save) status = save(run, out);
     return status;
 }

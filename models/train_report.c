@@ -106,7 +106,7 @@ RankFigures rank_figures(void)
 static uint64_t zero_formula(MemKind kind, int stage, size_t total, size_t shard)
 {
     switch (kind) {
-    case MEM_PARAM: return 4 * (uint64_t)total;
+    case MEM_PARAM: return 4 * (uint64_t)(stage >= 3 ? shard : total);
     case MEM_GRAD: return 4 * (uint64_t)(stage >= 2 ? shard : total);
     case MEM_OPTIM: return 8 * (uint64_t)(stage >= 1 ? shard : total);
     default: return 0;
@@ -119,8 +119,8 @@ void report_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int steps)
     const size_t total = zero_total(z);
     char buf[32];
     fprintf(out, "\n  memory per rank after the last step, ZeRO stage %d over %d ranks (psi = %zu parameters;\n"
-            "  formula: params 4psi, grads %s, optimizer %s, psi/K = the rank's shard)\n", stage, K, total,
-            stage >= 2 ? "4psi/K" : "4psi", stage >= 1 ? "8psi/K" : "8psi");
+            "  formula: params %s, grads %s, optimizer %s, psi/K = the rank's shard)\n", stage, K, total,
+            stage >= 3 ? "4psi/K" : "4psi", stage >= 2 ? "4psi/K" : "4psi", stage >= 1 ? "8psi/K" : "8psi");
     fprintf(out, "    %-6s", "rank");
     for (int k = MEM_PARAM; k <= MEM_OPTIM; k++) fprintf(out, " %14s %14s", mem_kind_name((MemKind)k), "(formula)");
     fprintf(out, " %14s\n", "peak resident");

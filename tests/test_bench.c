@@ -534,8 +534,9 @@ static void test_zero_bench_bytes_are_the_formulas(void **state)
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     char cmd[1024], path[512];
-    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 timeout 120 %s --oversubscribe -np 2 %s/bench_zero --quick "
-             "--results %s >%s/bench_zero.log 2>&1", REMAT_MPIEXEC, REMAT_BENCH_DIR, dir, dir);
+    snprintf(cmd, sizeof cmd, "ASAN_OPTIONS=detect_leaks=0 OMP_NUM_THREADS=1 timeout 120 %s --oversubscribe -np 2 "
+             "%s/bench_zero --quick "
+             "--project --results %s >%s/bench_zero.log 2>&1", REMAT_MPIEXEC, REMAT_BENCH_DIR, dir, dir);
     assert_int_equal(system(cmd), 0);
     snprintf(path, sizeof path, "%s/bench_zero_np2.json", dir);
     cJSON *doc = read_json(path);
@@ -552,9 +553,31 @@ static void test_zero_bench_bytes_are_the_formulas(void **state)
         assert_true((num(r, "param_gather_sent_per_step") > 0) == (num(r, "stage") >= 1));
         rows++;
     }
-    assert_int_equal(rows, 3 * 2 * 2); /* stages 0-2, none and full, 2 ranks */
+    assert_int_equal(rows, 4 * 2 * 2); /* stages 0-3, none and full, 2 ranks */
     assert_int_equal(cJSON_GetArraySize(records(doc, "reduce")), 4);
+    /* The projection: GPT-2 small's 124,439,808 parameters, its ZeRO bytes per rank, the
+     * 2(K-1)/K * 4 psi bytes a rank of stages 0-2 receives. */
+    const double psi = 124439808.0;
+    int projected = 0;
+    cJSON_ArrayForEach(r, records(doc, "projection")) {
+        if (strcmp(str(r, "model"), "gpt2 (124M)") || num(r, "ranks") != 8) continue;
+        assert_true(num(r, "parameters") == psi);
+        const int stage = (int)num(r, "stage");
+        assert_true(num(r, "optimizer") == 8.0 * (stage >= 1 ? psi / 8 : psi));
+        assert_true(num(r, "grads") == 4.0 * (stage >= 2 ? psi / 8 : psi));
+        if (stage < 3) assert_true(num(r, "moved") == 2.0 * 7.0 / 8.0 * 4.0 * psi);
+        assert_true(num(r, "comm_seconds") > 0);
+        projected++;
+    }
+    assert_int_equal(projected, 4 * 2);
     cJSON_Delete(doc);
+    /* One process has no network to fit: --project needs --alpha and --beta there. */
+    snprintf(cmd, sizeof cmd, "%s/bench_zero --quick --project --results %s >%s/bench_zero_one.log 2>&1",
+             REMAT_BENCH_DIR, dir, dir);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 1);
+    snprintf(cmd, sizeof cmd, "%s/bench_zero --quick --project --alpha 2e-6 --beta 1e-10 --results %s "
+             ">%s/bench_zero_one.log 2>&1", REMAT_BENCH_DIR, dir, dir);
+    assert_int_equal(system(cmd), 0);
 }
 
 static const ResultsField WRITER_FIELDS[] = {{"name", ""}, {"bytes", "bytes"}, {"ratio", "ratio"}};

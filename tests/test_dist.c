@@ -10,7 +10,7 @@
  *   - the optimizer state does, gathered on rank 0 (stages 1 and 2 shard it);
  *   - the ledger holds exactly the ZeRO formula of each kind for this rank's shard;
  *   - the communication ledger counted exactly the bytes each collective moved.
- * Every strategy none, full and selective, every stage 0, 1, 2. K = 3 does not divide the
+ * Every strategy none, full and selective, every stage 0, 1, 2, 3. K = 3 does not divide the
  * GPT's parameter count, so the shards are uneven. Run outside mpirun, the file is a
  * group of one and checks the same (K = 1).
  */
@@ -20,6 +20,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,6 +136,11 @@ static void check_comm(size_t total, int stage)
     const CommPhase gather = stage == 0 ? COMM_GRAD_REDUCE : COMM_PARAM_GATHER;
     assert_int_equal(c.sent[COMM_REDUCE_SCATTER][COMM_GRAD_REDUCE], STEPS * others);
     assert_int_equal(c.received[COMM_REDUCE_SCATTER][COMM_GRAD_REDUCE], STEPS * mine);
+    if (stage == 3) { /* every group gathered at least once a step: its forward */
+        assert_true(c.sent[COMM_ALL_GATHER][gather] >= STEPS * mine);
+        assert_true(c.received[COMM_ALL_GATHER][gather] >= STEPS * others);
+        return;
+    }
     assert_int_equal(c.sent[COMM_ALL_GATHER][gather], STEPS * mine);
     assert_int_equal(c.received[COMM_ALL_GATHER][gather], STEPS * others);
     assert_int_equal(c.sent[COMM_ALL_GATHER][COMM_CONTROL], STEPS * 4 * (uint64_t)(K - 1)); /* the losses */
@@ -148,7 +155,7 @@ static void check_stage(const Strategy *strategy, int stage)
     assert_int_equal(mem_current(MEM_PARAM) + mem_current(MEM_GRAD) + mem_current(MEM_OPTIM), 0);
 
     Model *m = fixture_model(&(Trainee){"gpt", 2, 0});
-    Zero *zero = zero_create(&world, stage, m->params, m->n_params);
+    Zero *zero = step_zero_create(m, &world, stage);
     assert_non_null(zero);
     const OptimConfig c = optim_adamw_defaults(1e-2f);
     Optimizer *opt = zero_optimizer_create(zero, &c);
@@ -158,10 +165,11 @@ static void check_stage(const Strategy *strategy, int stage)
 
     const size_t total = ref.total;
     const uint64_t shard = shard_bytes(total, world.rank);
-    assert_int_equal(mem_current(MEM_PARAM), 4 * (uint64_t)total);
+    assert_int_equal(mem_current(MEM_PARAM), stage >= 3 ? shard : 4 * (uint64_t)total);
     assert_int_equal(mem_current(MEM_GRAD), stage >= 2 ? shard : 4 * (uint64_t)total);
     assert_int_equal(mem_current(MEM_OPTIM), stage >= 1 ? 2 * shard : 8 * (uint64_t)total);
     check_comm(total, stage);
+    assert_int_equal(zero_params_gather(zero), REMAT_OK); /* stage 3: whole again, to compare */
 
     Optimizer *full = stage == 0 ? opt : world.rank == 0 ? optim_create(&c, m->params, m->n_params) : NULL;
     assert_int_equal(zero_gather_optimizer(zero, opt, full, 0), REMAT_OK);
@@ -169,6 +177,7 @@ static void check_stage(const Strategy *strategy, int stage)
     assert_memory_equal(got.params, ref.params, total * sizeof(float));
     if (full) assert_memory_equal(got.state, ref.state, 2 * total * sizeof(float));
     if (full != opt) optim_free(full);
+    zero_params_scatter(zero);
     final_free(&got);
     final_free(&ref);
     optim_free(opt);
@@ -199,6 +208,42 @@ static void test_stages_match_accumulation_with_selective(void **state)
 {
     (void)state;
     check_every_stage(STRATEGY_SELECTIVE);
+}
+
+/* The parameter-gathering bytes of STEPS stage-3 steps under `kind` (a 4-layer GPT). */
+static uint64_t stage3_gather_bytes(StrategyKind kind)
+{
+    Model *m = fixture_model(&(Trainee){"gpt", 4, 0});
+    Zero *zero = step_zero_create(m, &world, 3);
+    assert_non_null(zero);
+    const OptimConfig c = optim_adamw_defaults(1e-2f);
+    Optimizer *opt = zero_optimizer_create(zero, &c);
+    assert_non_null(opt);
+    comm_reset();
+    const Strategy s = strategy_defaults(kind);
+    train(m, &s, opt, zero);
+    const CommCounts counts = comm_counts();
+    optim_free(opt);
+    zero_free(zero);
+    model_free(m);
+    return counts.received[COMM_ALL_GATHER][COMM_PARAM_GATHER];
+}
+
+/* Stage 3 gathers a layer when the forward uses it and again when backward does. A region
+ * of one layer (full, selective) replays it just before its backward, so the replay and
+ * the backward share one gather: full moves exactly what none moves. sqrt's segments of
+ * two layers replay both, and the first is let go for the second before its backward
+ * needs it again: sqrt moves more. */
+static void test_stage3_replay_and_backward_share_one_gather(void **state)
+{
+    (void)state;
+    const uint64_t none = stage3_gather_bytes(STRATEGY_NONE), full = stage3_gather_bytes(STRATEGY_FULL);
+    const uint64_t sqrt_ = stage3_gather_bytes(STRATEGY_SQRT);
+    if (world.rank == 0)
+        printf("  stage 3, rank 0 received per step: none %" PRIu64 " B, full %" PRIu64 " B, sqrt %" PRIu64 " B\n",
+               none / STEPS, full / STEPS, sqrt_ / STEPS);
+    assert_int_equal(full, none);
+    if (world.size > 1) assert_true(sqrt_ > none);
 }
 
 /* A shard is as long as floor(Ψ(k+1)/K) − floor(Ψk/K): the shards tile Ψ, differ by one at
@@ -255,14 +300,14 @@ static void test_reduce_scatter_sums_in_rank_order_across_chunks_and_pieces(void
     free(mine), free(other), free(want), free(shard), free(scratch);
 }
 
-/* A stage that is not built is refused by name. */
-static void test_unbuilt_stage_is_refused(void **state)
+/* A stage that does not exist is refused by name. */
+static void test_unknown_stage_is_refused(void **state)
 {
     (void)state;
     Model *m = fixture_model(&(Trainee){"gpt", 1, 0});
-    assert_null(zero_create(&world, 3, m->params, m->n_params));
+    assert_null(zero_create(&world, 4, m->params, m->n_params));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
-    assert_non_null(strstr(remat_last_error(), "stage 3"));
+    assert_non_null(strstr(remat_last_error(), "stage 4 (0 to 3 are built)"));
     model_free(m);
 }
 
@@ -272,7 +317,9 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shards_tile_the_parameters),
         cmocka_unit_test(test_reduce_scatter_sums_in_rank_order_across_chunks_and_pieces),
-        cmocka_unit_test_setup_teardown(test_unbuilt_stage_is_refused, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_unknown_stage_is_refused, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_stage3_replay_and_backward_share_one_gather, fixture_clean_state,
+                                        fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_stages_match_accumulation_with_none, fixture_clean_state,
                                         fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_stages_match_accumulation_with_full, fixture_clean_state,
