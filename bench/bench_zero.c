@@ -260,19 +260,19 @@ static RematStatus measure_stages(const DistGroup *g, const BenchOptions *o, Res
     return status;
 }
 
-/* The projection, with α and β as given, or else fitted to MPI_Allreduce's fastest times at
- * the two largest sizes measured here (which needs more than one rank). */
+/* The projection, with α and β as given, or else from MPI_Allreduce's fastest times here:
+ * α from the smallest size, β from the largest (which needs more than one rank). */
 static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, double alpha, double beta,
                                  Results *results)
 {
     double fa = 0, fb = 0;
     if (g->size > 1 && fit->n >= 2)
-        zero_fit_alpha_beta(g->size, fit->floats[fit->n - 2], fit->seconds[fit->n - 2], fit->floats[fit->n - 1],
+        zero_fit_alpha_beta(g->size, fit->floats[0], fit->seconds[0], fit->floats[fit->n - 1],
                             fit->seconds[fit->n - 1], &fa, &fb);
     if ((alpha < 0 || beta < 0) && g->size == 1)
         return remat_fail(REMAT_EINVAL, "--project on one rank needs --alpha and --beta: there is no network here "
                           "to measure (run it as 2 ranks or more)");
-    printf("\n  alpha-beta fitted to MPI_Allreduce here (%d ranks): alpha %.3g s, beta %.3g s/B (%.2f GB/s)%s\n",
+    printf("\n  alpha-beta from MPI_Allreduce here (%d ranks): alpha %.3g s, beta %.3g s/B (%.2f GB/s)%s\n",
            g->size, fa, fb, fb > 0 ? 1e-9 / fb : 0.0, alpha >= 0 || beta >= 0 ? "; overridden by the flags" : "");
     results_config_num(results, "alpha_fitted_seconds", fa);
     results_config_num(results, "beta_fitted_seconds_per_byte", fb);

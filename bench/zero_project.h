@@ -35,9 +35,11 @@ typedef struct Projection {
 /* One rank of K at `stage` under strategy `full` (true) or none. */
 Projection zero_project(const ProjectShape *s, int K, int stage, bool full, double alpha, double beta);
 
-/* α and β from two timings of MPI_Allreduce on K ranks, of n1 < n2 floats (a ring: 2(K−1)
- * messages, 2(K−1)/K · 4n bytes per rank). A negative fit (noise) gives 0. */
-void zero_fit_alpha_beta(int K, double n1, double t1, double n2, double t2, double *alpha, double *beta);
+/* α and β from timings of MPI_Allreduce on K ranks (a ring: 2(K−1) messages,
+ * 2(K−1)/K · 4n bytes per rank): α the time of the smallest size n0 per message, β the
+ * time of the largest n1 per byte. Each ignores the other's term, so each is an upper
+ * bound: on a busy machine a fit of both to the same points came out negative. */
+void zero_fit_alpha_beta(int K, double n0, double t0, double n1, double t1, double *alpha, double *beta);
 
 /* Prints the projection for GPT-2 small to XL at K = 1, 8, 64, 1024, stages 0 to 3, none and
  * full, and records it in `table` (results.h). */
