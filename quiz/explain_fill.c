@@ -90,6 +90,20 @@ static bool record_matches(const cJSON *record, const cJSON *where)
 
 typedef enum Lookup { FOUND, MISSING, MALFORMED } Lookup;
 
+/* The command that measures what `bench` records: "build/bench/<bench> --quick", or for a
+ * bench run as K ranks, whose results are "<name>_np<K>" (bench_zero_np2),
+ * "mpirun -np K build/bench/<name> --quick". Returns buf. */
+static const char *bench_command(char *buf, size_t size, const char *bench)
+{
+    const char *np = strstr(bench, "_np");
+    int ranks = 0, used = 0;
+    if (np && sscanf(np, "_np%d%n", &ranks, &used) == 1 && np[used] == '\0' && ranks > 0)
+        snprintf(buf, size, "mpirun -np %d build/bench/%.*s --quick", ranks, (int)(np - bench), bench);
+    else
+        snprintf(buf, size, "build/bench/%s --quick", bench);
+    return buf;
+}
+
 /* Finds the value `m` quotes. */
 static Lookup lookup(ResultsDir *r, const Measurement *m, const cJSON **value, char *why, size_t why_size)
 {
@@ -170,8 +184,9 @@ RematStatus explain_pieces(const Question *q, QuizLang lang, ResultsDir *results
             format_value(value, sizeof value, v, m->format);
         } else if (found == MISSING) {
             kind = PIECE_MISSING;
-            snprintf(value, sizeof value, lang == LANG_AR ? "(لم يُقَس بعد: شغّل build/bench/%s --quick)"
-                                                          : "(not measured yet: run build/bench/%s --quick)", m->bench);
+            char command[300];
+            snprintf(value, sizeof value, lang == LANG_AR ? "(لم يُقَس بعد: شغّل %s)" : "(not measured yet: run %s)",
+                     bench_command(command, sizeof command, m->bench));
         } else {
             kind = PIECE_BROKEN;
             status = remat_fail(REMAT_ECORRUPT, "%s", why);

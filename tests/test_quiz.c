@@ -208,6 +208,23 @@ static void test_explanations_quote_measured_figures(void **state)
     bank_free(b);
 }
 
+/* A figure not measured names the command that measures it: a bench run as ranks, whose
+ * results are bench_zero_np2.json, through the launcher. */
+static void test_a_missing_figure_names_its_command(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    ResultsDir *r = results_open(scratch); /* holds no results */
+    char text[8192];
+    assert_int_equal(fill_explanation(text, sizeof text, &b->questions[7], LANG_EN, r), REMAT_OK);
+    assert_non_null(strstr(text, "(not measured yet: run mpirun -np 2 build/bench/bench_zero --quick)"));
+    assert_non_null(strstr(text, "(not measured yet: run mpirun -np 4 build/bench/bench_zero --quick)"));
+    assert_non_null(strstr(text, "(not measured yet: run build/bench/bench_memory_budget --quick)"));
+    results_close(r);
+    bank_free(b);
+}
+
 static void test_a_malformed_bank_names_the_file_and_field(void **state)
 {
     (void)state;
@@ -297,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_wrong_answers_score_accordingly),
         cmocka_unit_test(test_without_a_terminal_the_quiz_previews),
         cmocka_unit_test(test_explanations_quote_measured_figures),
+        cmocka_unit_test(test_a_missing_figure_names_its_command),
         cmocka_unit_test(test_a_malformed_bank_names_the_file_and_field),
         cmocka_unit_test(test_interactive_quiz_through_a_terminal),
     };
