@@ -156,6 +156,7 @@ RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n,
     if (step->zero) zero_step_begin(step->zero); /* stage 3: parameters gathered as they are used */
     RematStatus status = run_micro_batches(step, batches, n, first, ctx, hooks, out, &loss_sum, &rng_after);
     if (step->zero) zero_step_end(step->zero);
+    flops_set_phase(PHASE_BACKWARD); /* the reduction's adds are gradient work, as accumulation's */
     if (status == REMAT_OK && step->zero) status = zero_reduce(step->zero, loss_sum, &loss_sum);
     else if (status == REMAT_OK) loss_sum /= (float)n;
     if (status == REMAT_OK && step->optim)

@@ -118,6 +118,7 @@ void report_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int steps)
     const int K = zero_size(z), stage = zero_stage(z);
     const size_t total = zero_total(z);
     char buf[32];
+    fprintf(out, "\n  (the peaks and FLOPs above are rank 0's; every rank runs one micro-batch of each step)\n");
     fprintf(out, "\n  memory per rank after the last step, ZeRO stage %d over %d ranks (psi = %zu parameters;\n"
             "  formula: params %s, grads %s, optimizer %s, psi/K = the rank's shard)\n", stage, K, total,
             stage >= 3 ? "4psi/K" : "4psi", stage >= 2 ? "4psi/K" : "4psi", stage >= 1 ? "8psi/K" : "8psi");
