@@ -148,6 +148,33 @@ static bool input_needs_grad(const Var *v)
     return v && (v->creator != NULL || v->requires_grad);
 }
 
+/* ---- parameter use ------------------------------------------------------------------ */
+
+static const ParamUseHooks *use_hooks;
+static const void *current_owner;
+
+const ParamUseHooks *param_use_hooks_set(const ParamUseHooks *hooks)
+{
+    const ParamUseHooks *previous = use_hooks;
+    use_hooks = hooks;
+    return previous;
+}
+
+/* Tells the hooks that `owner`'s parameters are about to be read. */
+static RematStatus param_use(const void *owner)
+{
+    return owner && use_hooks && use_hooks->use ? use_hooks->use(use_hooks->ctx, owner) : REMAT_OK;
+}
+
+RematStatus param_owner_set(const void *owner, const void **previous)
+{
+    const RematStatus status = param_use(owner);
+    if (status != REMAT_OK) return status;
+    if (previous) *previous = current_owner;
+    current_owner = owner;
+    return REMAT_OK;
+}
+
 /* node_create and node_create_always: `always` records the node even when no input
  * needs a gradient. */
 static Node *create_node(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
@@ -170,6 +197,7 @@ static Node *create_node(const OpInfo *op, const char *tag, Var *const *inputs, 
     }
     node->op = op;
     node->tag = tag;
+    node->owner = current_owner;
     node->n_inputs = n_inputs;
     for (int i = 0; i < n_inputs; i++) {
         Var *in = inputs[i];
@@ -425,6 +453,7 @@ RematStatus backward_node(Node *root, Tensor *dout)
             break;
         }
         Tensor *dinputs[NODE_MAX_INPUTS] = {0};
+        status = param_use(node->owner); /* its parameters, if they come and go */
         for (int i = 0; i < node->n_inputs && status == REMAT_OK; i++)
             status = grad_buffer(node, i, &dinputs[i]);
         if (status == REMAT_OK) status = node->op->backward(node, node->grad, dinputs);

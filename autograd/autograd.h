@@ -124,6 +124,8 @@ struct Node {
     Var *output;                  /* the Var this node made (weak: cleared by var_free) */
     void *state;                  /* what an op keeps beyond attrs (a checkpoint region's
                                      replay record); freed with the node by state_free */
+    const void *owner;            /* whose parameters the op read (param_owner_set when it
+                                     was recorded); NULL: none in particular */
     void (*state_free)(void *state);
 };
 
@@ -237,6 +239,29 @@ RematStatus op_hooks_observe(const OpInfo *op, const char *tag, int index, Tenso
 /* For ops_record: tells every hook what an op read and what its backward keeps. */
 void op_hooks_recorded(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
                        Tensor *const *saved, int n_saved, const Tensor *out);
+
+/* ---- parameter use: what sharded parameters plug into -------------------------------- */
+
+/* Parameters sharded across processes (ZeRO stage 3, dist/zero.h) exist in full only while
+ * someone uses them. Whoever runs ops that read a group of parameters says so first:
+ * layer_forward says its layer, a model's embedding and head say the model. `owner` is
+ * an opaque pointer naming the group (NULL: none). The nodes recorded from now on are
+ * stamped with it, and backward says each stamped node's owner again before running it,
+ * so a hook can gather the group's parameters for a forward, a checkpoint replay and a
+ * backward alike. */
+typedef struct ParamUseHooks {
+    /* The group `owner` is about to be used; on error (e.g. the memory budget) the op that
+     * needs it fails with that status. */
+    RematStatus (*use)(void *ctx, const void *owner);
+    void *ctx;
+} ParamUseHooks;
+
+/* Sets the hooks (NULL: none, the default); returns the previous ones. */
+const ParamUseHooks *param_use_hooks_set(const ParamUseHooks *hooks);
+
+/* Makes `owner` the current owner and, when it is not NULL, tells the hooks it is used.
+ * *previous (may be NULL) gets the owner before. On error the owner is unchanged. */
+RematStatus param_owner_set(const void *owner, const void **previous);
 
 /* ---- the tape ----------------------------------------------------------------------- */
 

@@ -16,6 +16,8 @@ struct Optimizer {
     Param *params;
     Tensor **state0; /* AdamW m, SGD velocity */
     Tensor **state1; /* AdamW v */
+    size_t *offset;  /* parameter i's first element in the flat concatenation */
+    size_t begin, end; /* the flat range this optimizer updates */
     int steps;
 };
 
@@ -47,35 +49,73 @@ static RematStatus check_config(const OptimConfig *c)
     return REMAT_OK;
 }
 
-Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
+/* Parameter i's part of the flat range [begin, end): its elements [*a, *b) (*a == *b: none). */
+static void overlap(const Optimizer *opt, int i, size_t *a, size_t *b)
+{
+    const size_t first = opt->offset[i], last = first + opt->params[i].var->value->numel;
+    const size_t from = opt->begin > first ? opt->begin : first, to = opt->end < last ? opt->end : last;
+    *a = *b = 0;
+    if (from < to) {
+        *a = from - first;
+        *b = to - first;
+    }
+}
+
+/* Parameter i's state tensor over its part of the range: its own shape when whole. */
+static Tensor *state_tensor(const Optimizer *opt, int i)
+{
+    size_t a, b;
+    overlap(opt, i, &a, &b);
+    const Tensor *p = opt->params[i].var->value;
+    if (b - a == p->numel) return tensor_zeros(MEM_OPTIM, p->ndim, p->shape);
+    return tensor_zeros(MEM_OPTIM, 1, (int[]){(int)(b - a)});
+}
+
+static RematStatus check_params(const Param *params, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!params[i].var || !params[i].var->requires_grad || params[i].var->value->dtype != DTYPE_F32)
+            return remat_fail(REMAT_EINVAL, "optim_create: parameter %d (%s) is not a float leaf that requires grad",
+                              i, params[i].var ? params[i].var->name : "NULL");
+    }
+    return REMAT_OK;
+}
+
+Optimizer *optim_create_range(const OptimConfig *config, const Param *params, int n, size_t begin, size_t end)
 {
     if (!config || !params || n <= 0) {
         remat_fail(REMAT_EINVAL, "optim_create: need a config and at least one parameter");
         return NULL;
     }
-    if (check_config(config) != REMAT_OK) return NULL;
-    for (int i = 0; i < n; i++) {
-        if (!params[i].var || !params[i].var->requires_grad || params[i].var->value->dtype != DTYPE_F32) {
-            remat_fail(REMAT_EINVAL, "optim_create: parameter %d (%s) is not a float leaf that requires grad",
-                       i, params[i].var ? params[i].var->name : "NULL");
-            return NULL;
-        }
+    if (check_config(config) != REMAT_OK || check_params(params, n) != REMAT_OK) return NULL;
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += params[i].var->value->numel;
+    if (begin >= end || end > total) {
+        remat_fail(REMAT_EINVAL, "optim_create: range [%zu, %zu) is empty or outside the %zu elements of the "
+                   "parameters", begin, end, total);
+        return NULL;
     }
     Optimizer *opt = calloc(1, sizeof *opt);
     if (!opt) goto no_memory;
     opt->config = *config;
     opt->n = n;
+    opt->begin = begin;
+    opt->end = end;
     opt->params = malloc((size_t)n * sizeof *opt->params);
+    opt->offset = malloc((size_t)n * sizeof *opt->offset);
     opt->state0 = calloc((size_t)n, sizeof *opt->state0);
     opt->state1 = calloc((size_t)n, sizeof *opt->state1);
-    if (!opt->params || !opt->state0 || !opt->state1) goto no_memory;
+    if (!opt->params || !opt->offset || !opt->state0 || !opt->state1) goto no_memory;
     memcpy(opt->params, params, (size_t)n * sizeof *params);
+    for (int i = 0; i < n; i++) opt->offset[i] = i ? opt->offset[i - 1] + params[i - 1].var->value->numel : 0;
 
     const int n_states = config->kind == OPTIM_ADAMW ? 2 : config->momentum > 0.0f ? 1 : 0;
     for (int i = 0; i < n; i++) {
-        const Tensor *p = params[i].var->value;
-        if (n_states >= 1 && !(opt->state0[i] = tensor_zeros(MEM_OPTIM, p->ndim, p->shape))) goto failed;
-        if (n_states >= 2 && !(opt->state1[i] = tensor_zeros(MEM_OPTIM, p->ndim, p->shape))) goto failed;
+        size_t a, b;
+        overlap(opt, i, &a, &b);
+        if (a == b) continue;
+        if (n_states >= 1 && !(opt->state0[i] = state_tensor(opt, i))) goto failed;
+        if (n_states >= 2 && !(opt->state1[i] = state_tensor(opt, i))) goto failed;
     }
     return opt;
 
@@ -86,6 +126,19 @@ failed:
     return NULL;
 }
 
+Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
+{
+    size_t total = 0;
+    for (int i = 0; params && i < n; i++) total += params[i].var ? params[i].var->value->numel : 0;
+    return optim_create_range(config, params, n, 0, total);
+}
+
+void optim_range(const Optimizer *opt, size_t *begin, size_t *end)
+{
+    *begin = opt ? opt->begin : 0;
+    *end = opt ? opt->end : 0;
+}
+
 void optim_free(Optimizer *opt)
 {
     if (!opt) return;
@@ -94,14 +147,18 @@ void optim_free(Optimizer *opt)
     free(opt->state0);
     free(opt->state1);
     free(opt->params);
+    free(opt->offset);
     free(opt);
 }
 
-RematStatus optim_step(Optimizer *opt)
+/* Updates the range's elements, in `flat_params` (the range's values) when given, else in
+ * the parameters' tensors; the gradient of parameter i's part is read from `flat` (the
+ * range's gradient) when given, else from its .grad. */
+static RematStatus update(Optimizer *opt, const float *flat, float *flat_params)
 {
     if (!opt) return remat_fail(REMAT_EINVAL, "optim_step: optimizer is NULL");
     /* Check everything before changing anything. */
-    for (int i = 0; i < opt->n; i++)
+    for (int i = 0; i < opt->n && !flat; i++)
         if (!opt->params[i].var->grad)
             return remat_fail(REMAT_ESTATE, "optim_step: parameter %d (%s) has no gradient — "
                               "run backward first, or remove it from the optimizer",
@@ -110,19 +167,36 @@ RematStatus optim_step(Optimizer *opt)
     const OptimConfig *c = &opt->config;
     opt->steps++;
     for (int i = 0; i < opt->n; i++) {
+        size_t a, b;
+        overlap(opt, i, &a, &b);
+        if (a == b) continue;
         Var *p = opt->params[i].var;
-        const size_t n = p->value->numel;
+        float *param = flat_params ? flat_params + (opt->offset[i] + a - opt->begin) : p->value->f32 + a;
+        const float *grad = flat ? flat + (opt->offset[i] + a - opt->begin) : p->grad->f32 + a;
         if (c->kind == OPTIM_ADAMW) {
             const float decay = opt->params[i].decay ? c->weight_decay : 0.0f;
-            k_adamw_update(p->value->f32, opt->state0[i]->f32, opt->state1[i]->f32, p->grad->f32, c->lr,
-                           c->beta1, c->beta2, c->eps, decay, opt->steps, n);
+            k_adamw_update(param, opt->state0[i]->f32, opt->state1[i]->f32, grad, c->lr, c->beta1, c->beta2, c->eps,
+                           decay, opt->steps, b - a);
         } else {
-            k_sgd_update(p->value->f32, opt->state0[i] ? opt->state0[i]->f32 : NULL, p->grad->f32, c->lr,
-                         c->momentum, n);
+            k_sgd_update(param, opt->state0[i] ? opt->state0[i]->f32 : NULL, grad, c->lr, c->momentum, b - a);
         }
     }
     flops_set_phase(previous);
     return REMAT_OK;
+}
+
+RematStatus optim_step(Optimizer *opt) { return update(opt, NULL, NULL); }
+
+RematStatus optim_step_flat(Optimizer *opt, const float *grad)
+{
+    if (!grad) return remat_fail(REMAT_EINVAL, "optim_step_flat: the gradient is NULL");
+    return update(opt, grad, NULL);
+}
+
+RematStatus optim_step_shard(Optimizer *opt, const float *grad, float *params)
+{
+    if (!grad || !params) return remat_fail(REMAT_EINVAL, "optim_step_shard: the gradient or parameters are NULL");
+    return update(opt, grad, params);
 }
 
 void optim_zero_grad(Optimizer *opt)

@@ -46,9 +46,34 @@ typedef struct Optimizer Optimizer;
 Optimizer *optim_create(const OptimConfig *config, const Param *params, int n);
 void optim_free(Optimizer *opt);
 
+/* An optimizer over a shard of the parameters: the elements [begin, end) of their flat
+ * concatenation (parameter 0's elements first, each in its own order), as a rank keeps
+ * under ZeRO sharding (dist/zero.h). It holds state for those elements only: parameter
+ * i's state tensors cover its part of the range (its own shape when the range holds all
+ * of it, one dimension otherwise; NULL when none of it) and are zero-filled, so the state
+ * is 8 bytes per element of the range for AdamW. optim_step and optim_step_flat update
+ * those elements only, with the same arithmetic as the optimizer over everything (which
+ * is the range [0, total)). NULL on error, as optim_create; REMAT_EINVAL for a range
+ * outside the parameters or an empty one. */
+Optimizer *optim_create_range(const OptimConfig *config, const Param *params, int n, size_t begin, size_t end);
+
+/* The range of elements `opt` updates: [*begin, *end) of the parameters' flat
+ * concatenation. */
+void optim_range(const Optimizer *opt, size_t *begin, size_t *end);
+
 /* Updates every parameter from its gradient. REMAT_ESTATE, changing nothing, if some
  * parameter has no gradient yet. */
 RematStatus optim_step(Optimizer *opt);
+
+/* As optim_step, with the gradient of the optimizer's range given as one array of
+ * end − begin floats (borrowed), not read from the parameters' .grad: for a rank that
+ * keeps only its shard of the gradient. */
+RematStatus optim_step_flat(Optimizer *opt, const float *grad);
+
+/* As optim_step_flat, updating `params` (end − begin floats: the range's parameter
+ * values, held apart from the parameters' tensors) instead of the tensors: for a rank that
+ * keeps only its shard of the parameters too. */
+RematStatus optim_step_shard(Optimizer *opt, const float *grad, float *params);
 
 /* Zeroes every parameter's gradient. */
 void optim_zero_grad(Optimizer *opt);
@@ -56,7 +81,8 @@ void optim_zero_grad(Optimizer *opt);
 /* Steps taken so far (AdamW's t). */
 int optim_steps(const Optimizer *opt);
 
-/* The i-th parameter's state tensors (NULL where the optimizer keeps none), for saving and
+/* The i-th parameter's state tensors (NULL where the optimizer keeps none; for an
+ * optimizer over a range, its part of the range, see optim_create_range), for saving and
  * resuming. AdamW: state0 = m, state1 = v. SGD with momentum: state0 = velocity. */
 void optim_state(const Optimizer *opt, int i, Tensor **state0, Tensor **state1);
 

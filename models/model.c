@@ -17,14 +17,21 @@ Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var 
         remat_fail(REMAT_EINVAL, "model_loss: model, input and targets are required");
         return NULL;
     }
+    const void *owner;
+    if (param_owner_set(model, &owner) != REMAT_OK) return NULL; /* the embedding and head's parameters */
     Var *x = model->embed(model, input, ctx);
+    param_owner_set(owner, NULL);
     if (x) {
         Var *chain = schedule ? schedule_forward(schedule, model->layers, model->n_layers, x, ctx)
                               : layers_forward(model->layers, model->n_layers, x, ctx);
         var_free(x); /* whatever the chain saved of x stays alive through the tape */
         x = chain;
     }
-    Var *loss = x ? model->head(model, x, targets, ctx) : NULL;
+    Var *loss = NULL;
+    if (x && param_owner_set(model, &owner) == REMAT_OK) {
+        loss = model->head(model, x, targets, ctx);
+        param_owner_set(owner, NULL);
+    }
     var_free(x);
     return loss;
 }

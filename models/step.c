@@ -1,11 +1,14 @@
 /*
- * step.c — one training step (see step.h).
+ * step.c — one training step (see step.h): micro-batches, their gradients summed in
+ * order, the reduction over ranks, the optimizer.
  */
 #include "models/step.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #include "tensor/flops.h"
+#include "tensor/kernels.h"
 
 Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx)
 {
@@ -18,24 +21,155 @@ Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx)
     return loss;
 }
 
-RematStatus step_run(const Step *step, Var *input, Var *targets, TrainCtx *ctx, const StepHooks *hooks,
-                     StepResult *out)
+/* One micro-batch's forward and backward from zeroed gradients: the loss in *loss, g_r in
+ * every parameter's .grad. `hooks` (may be NULL) look at it on the way. */
+static RematStatus micro_batch(const Step *step, const MicroBatch *mb, TrainCtx *ctx, const StepHooks *hooks,
+                               StepResult *out, float *loss_value)
 {
-    *out = (StepResult){.loss = NAN};
     const Model *m = step->model;
     for (int i = 0; i < m->n_params; i++) var_zero_grad(m->params[i].var);
-
     flops_set_phase(PHASE_FORWARD);
-    Var *loss = step_forward(step, input, targets, ctx);
+    Var *loss = step_forward(step, mb->input, mb->targets, ctx);
     RematStatus status = loss ? REMAT_OK : remat_last_status();
     out->act_stored = mem_current(MEM_ACT);
     if (status == REMAT_OK && hooks && hooks->forward_done) status = hooks->forward_done(hooks->user, loss);
     if (status == REMAT_OK) status = backward(loss);
     if (status == REMAT_OK && hooks && hooks->backward_done) status = hooks->backward_done(hooks->user, loss);
-    if (status == REMAT_OK && step->optim) status = optim_step(step->optim);
-    if (loss) out->loss = loss->value->f32[0];
+    *loss_value = loss ? loss->value->f32[0] : NAN;
     var_free(loss);
     tape_reset(tape_current());
     flops_set_phase(PHASE_FORWARD);
     return status;
+}
+
+/* The gradients summed over micro-batches: sums[i] is parameter i's running sum. The
+ * first micro-batch's gradient tensor itself becomes the sum (no copy: s = g_0 exactly),
+ * and backward allocates the next one afresh from zeros. */
+static RematStatus accumulate(const Model *m, Tensor **sums, int r)
+{
+    Phase previous = flops_set_phase(PHASE_BACKWARD); /* the adds are gradient work */
+    for (int i = 0; i < m->n_params; i++) {
+        Var *p = m->params[i].var;
+        if (!p->grad) continue; /* no path from the loss: its gradient stays absent */
+        if (r == 0 || !sums[i]) {
+            sums[i] = p->grad;
+            p->grad = NULL;
+        } else {
+            k_add(sums[i]->f32, sums[i]->f32, p->grad->f32, p->grad->numel);
+        }
+    }
+    flops_set_phase(previous);
+    return REMAT_OK;
+}
+
+/* After the last micro-batch: every sum × 1/n goes back into its parameter's .grad. */
+static void apply_sums(const Model *m, Tensor **sums, int n)
+{
+    Phase previous = flops_set_phase(PHASE_BACKWARD);
+    for (int i = 0; i < m->n_params; i++) {
+        if (!sums[i]) continue;
+        Var *p = m->params[i].var;
+        k_scale(sums[i]->f32, sums[i]->f32, 1.0f / (float)n, sums[i]->numel);
+        tensor_free(p->grad);
+        p->grad = sums[i];
+        sums[i] = NULL;
+    }
+    flops_set_phase(previous);
+}
+
+/* Micro-batch r's generator, and the step's generator after it from where r's ended. */
+static Pcg32 micro_batch_rng(Pcg32 step_rng, int r)
+{
+    pcg32_advance(&step_rng, (uint64_t)r * STEP_MICRO_BATCH_STRIDE);
+    return step_rng;
+}
+
+static Pcg32 rng_after_step(Pcg32 ended, int r)
+{
+    pcg32_advance(&ended, (uint64_t)0 - (uint64_t)r * STEP_MICRO_BATCH_STRIDE); /* mod 2^64: back by r strides */
+    return ended;
+}
+
+/* The micro-batches this process runs, their gradients left summed in .grad (× 1/n when it
+ * runs them all); *loss_sum their losses summed in order, *rng_after the step's generator
+ * as it ends. `first` is the index of batches[0] among the step's micro-batches. */
+static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches, int n, int first,
+                                     TrainCtx *ctx, const StepHooks *hooks, StepResult *out, float *loss_sum,
+                                     Pcg32 *rng_after)
+{
+    const Model *m = step->model;
+    Tensor **sums = n > 1 ? calloc((size_t)m->n_params, sizeof *sums) : NULL;
+    if (n > 1 && !sums) return remat_fail(REMAT_ENOMEM, "step: no memory for the gradient sums");
+    const Pcg32 step_rng = ctx->rng;
+    RematStatus status = REMAT_OK;
+    for (int r = 0; r < n && status == REMAT_OK; r++) {
+        ctx->rng = micro_batch_rng(step_rng, first + r);
+        float loss;
+        status = micro_batch(step, &batches[r], ctx, r == 0 ? hooks : NULL, out, &loss);
+        *loss_sum = r == 0 ? loss : *loss_sum + loss;
+        const Pcg32 after = rng_after_step(ctx->rng, first + r);
+        if (status == REMAT_OK && r > 0 && (after.state != rng_after->state || after.inc != rng_after->inc))
+            status = remat_fail(REMAT_ESTATE, "step: micro-batch %d drew a different number of dropout masks "
+                                "than micro-batch 0; the generator after the step would depend on who ran it",
+                                first + r);
+        *rng_after = after;
+        if (status == REMAT_OK && n > 1) status = accumulate(m, sums, r);
+    }
+    ctx->rng = step_rng;
+    if (status == REMAT_OK && n > 1) apply_sums(m, sums, n);
+    for (int i = 0; sums && i < m->n_params; i++) tensor_free(sums[i]); /* left only on error */
+    free(sums);
+    return status;
+}
+
+Zero *step_zero_create(Model *model, const DistGroup *g, int stage)
+{
+    Zero *z = zero_create(g, stage, model->params, model->n_params);
+    Param *rest = z ? malloc((size_t)model->n_params * sizeof *rest) : NULL;
+    RematStatus status = z && rest ? REMAT_OK : z ? remat_fail(REMAT_ENOMEM, "step: no memory") : remat_last_status();
+    for (int l = 0; l < model->n_layers && status == REMAT_OK; l++)
+        status = zero_add_group(z, model->layers[l], model->layers[l]->params, model->layers[l]->n_params);
+    int n_rest = 0;
+    for (int i = 0; i < model->n_params && status == REMAT_OK; i++) {
+        bool in_layer = false;
+        for (int l = 0; l < model->n_layers && !in_layer; l++)
+            for (int k = 0; k < model->layers[l]->n_params; k++) in_layer |= model->layers[l]->params[k].var == model->params[i].var;
+        if (!in_layer) rest[n_rest++] = model->params[i];
+    }
+    if (status == REMAT_OK) status = zero_add_group(z, model, rest, n_rest);
+    free(rest);
+    if (status == REMAT_OK) return z;
+    zero_free(z);
+    return NULL;
+}
+
+RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n, TrainCtx *ctx,
+                             const StepHooks *hooks, StepResult *out)
+{
+    *out = (StepResult){.loss = NAN};
+    if (n < 1 || (step->zero && n != 1))
+        return remat_fail(REMAT_EINVAL, "step: %d micro-batches; a step runs at least one, and one per rank "
+                          "under data parallelism", n);
+    const int first = step->zero ? zero_rank(step->zero) : 0;
+    float loss_sum = NAN;
+    Pcg32 rng_after = ctx->rng;
+    if (step->zero) zero_step_begin(step->zero); /* stage 3: parameters gathered as they are used */
+    RematStatus status = run_micro_batches(step, batches, n, first, ctx, hooks, out, &loss_sum, &rng_after);
+    if (step->zero) zero_step_end(step->zero);
+    flops_set_phase(PHASE_BACKWARD); /* the reduction's adds are gradient work, as accumulation's */
+    if (status == REMAT_OK && step->zero) status = zero_reduce(step->zero, loss_sum, &loss_sum);
+    else if (status == REMAT_OK) loss_sum /= (float)n;
+    if (status == REMAT_OK && step->optim)
+        status = step->zero ? zero_optimizer_step(step->zero, step->optim) : optim_step(step->optim);
+    out->loss = loss_sum;
+    if (status == REMAT_OK) ctx->rng = rng_after;
+    flops_set_phase(PHASE_FORWARD);
+    return status;
+}
+
+RematStatus step_run(const Step *step, Var *input, Var *targets, TrainCtx *ctx, const StepHooks *hooks,
+                     StepResult *out)
+{
+    const MicroBatch mb = {input, targets};
+    return step_run_batches(step, &mb, 1, ctx, hooks, out);
 }

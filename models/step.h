@@ -2,14 +2,36 @@
  * step.h — one training step: the only one in remat. `train`, every bench and the tests
  * run their steps through step_run, so what a step does is written here once:
  *
- *     zero the gradients    every parameter's
- *     forward               loss = the model under the schedule (FORWARD FLOPs); with offload,
+ *     for each micro-batch this process runs:
+ *       zero the gradients  every parameter's
+ *       forward             loss = the model under the schedule (FORWARD FLOPs); with offload,
  *                           its hooks are pushed for the forward only, so what the forward
  *                           saves goes to the spill file and backward reads it back
- *     (forward_done)        a caller's look at the tape before backward consumes it
- *     backward              BACKWARD FLOPs, and RECOMPUTE inside checkpoint regions
- *     (backward_done)       a caller's look at the gradients before they are applied
- *     optimizer             OPTIMIZER FLOPs, only if everything before succeeded
+ *       (forward_done)      a caller's look at the tape before backward consumes it
+ *       backward            BACKWARD FLOPs, and RECOMPUTE inside checkpoint regions
+ *       (backward_done)     a caller's look at the micro-batch's gradients
+ *       accumulate          the micro-batch's gradients added to the sum of those before it
+ *     reduce                with data parallelism (dist/zero.h), the sum over the ranks'
+ *                           micro-batches, taken in rank order; then the sum × 1/K
+ *     optimizer             OPTIMIZER FLOPs, only if everything before succeeded; under
+ *                           ZeRO stage 1 or more, each rank updates its shard
+ *
+ * Micro-batches. A step of K micro-batches computes the gradient of the mean of their K
+ * losses, in one process (`train --accumulate K`) or one micro-batch on each of K ranks
+ * (`mpirun -np K train`), to the same bits. The arithmetic is fixed so that both do the
+ * same float operations: each micro-batch's gradient g_r is computed alone, from zeroed
+ * gradients, never added by backward into a gradient already holding another micro-batch's
+ * (a += inside backward rounds differently from computing g_r and adding it); then
+ * s = g_0, s = s + g_r for r = 1..K-1 in order, and the gradient applied is s · (1/K). One
+ * micro-batch (K = 1) skips both, so it is exactly the step without accumulation. The
+ * loss reported is the K losses summed in the same order, divided by K.
+ *
+ * Dropout. Micro-batch r of a step draws its masks from the step's generator (ctx->rng)
+ * moved ahead by r · 2^40 draws, so every micro-batch has its own stretch of the stream and
+ * no process needs another's draws to find its own; micro-batch 0 draws exactly what a
+ * step of one micro-batch draws. Every micro-batch draws the same count D (the same shapes
+ * pass the same dropouts), so the generator after the step is where micro-batch 0 ended,
+ * S + D, which every process computes from its own micro-batch r as (S + r·2^40 + D) − r·2^40.
  *
  * All or nothing: a step that fails anywhere (the memory budget, an offload record that
  * does not read back, a region's determinism check) has not touched the parameters or
@@ -23,8 +45,13 @@
 #define REMAT_MODELS_STEP_H
 
 #include "autograd/optim.h"
+#include "dist/zero.h"
 #include "models/model.h"
 #include "offload/offload.h"
+
+/* How far apart the dropout streams of two successive micro-batches start: 2^40 draws, far
+ * more than one micro-batch draws. */
+#define STEP_MICRO_BATCH_STRIDE ((uint64_t)1 << 40)
 
 /* What a step runs: the model, what its forward keeps, where the kept tensors go, and
  * what applies the gradients. All borrowed. */
@@ -32,10 +59,20 @@ typedef struct Step {
     Model *model;
     const Schedule *schedule; /* what the forward keeps (checkpoint/schedule.h); NULL: none */
     Offload *offload;         /* saved activations go to its spill file; NULL: they stay in RAM */
-    Optimizer *optim;         /* NULL: the step only computes gradients */
+    Optimizer *optim;         /* NULL: the step only computes gradients; under ZeRO stage 1 or
+                                 more, the optimizer of this rank's shard (zero_optimizer) */
+    Zero *zero;               /* data parallelism: this process runs one micro-batch, the one
+                                 of its rank, and the gradients are reduced over the ranks;
+                                 NULL: this process runs every micro-batch of the step */
 } Step;
 
-/* Optional looks into a step. Each may fail, which fails the step (nothing is updated). */
+/* One micro-batch: its input and targets, both borrowed. */
+typedef struct MicroBatch {
+    Var *input, *targets;
+} MicroBatch;
+
+/* Optional looks into a step, at the first micro-batch this process runs. Each may fail,
+ * which fails the step (nothing is updated). */
 typedef struct StepHooks {
     RematStatus (*forward_done)(void *user, Var *loss);  /* the forward's tape is complete */
     RematStatus (*backward_done)(void *user, Var *loss); /* every gradient is computed */
@@ -43,7 +80,7 @@ typedef struct StepHooks {
 } StepHooks;
 
 typedef struct StepResult {
-    float loss;        /* the step's loss; NaN when its forward failed */
+    float loss;        /* the step's loss, the mean over its micro-batches; NaN when a forward failed */
     size_t act_stored; /* MEM_ACT held between the forward and the backward */
 } StepResult;
 
@@ -58,5 +95,21 @@ Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx);
  * returns the status with the parameters and optimizer state as they were. */
 RematStatus step_run(const Step *step, Var *input, Var *targets, TrainCtx *ctx, const StepHooks *hooks,
                      StepResult *out);
+
+/* Data parallelism for `model` over `g` at ZeRO `stage` (dist/zero.h), with its parameter
+ * groups for stage 3: each layer's, and the embedding and head's (every parameter in no
+ * layer, used under the model's name: model_loss_planned). The caller owns the result
+ * (zero_free); NULL on error. */
+Zero *step_zero_create(Model *model, const DistGroup *g, int stage);
+
+/* As step_run, for a step of micro-batches: without step->zero, this process runs all n
+ * (micro-batch r is batches[r]); with it, n must be 1 and batches[0] is the micro-batch
+ * of this rank, one of as many as the group has ranks. ctx's generator is the step's (see
+ * above: each micro-batch draws from its own stretch of it) and ends where a step of these
+ * micro-batches leaves it. On error returns the status with the parameters and optimizer
+ * state as they were; REMAT_ESTATE if two micro-batches drew different numbers of
+ * dropout masks, so that the generator after the step would depend on who ran which. */
+RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n, TrainCtx *ctx,
+                             const StepHooks *hooks, StepResult *out);
 
 #endif /* REMAT_MODELS_STEP_H */

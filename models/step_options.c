@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "dist/zero.h"
 #include "tensor/parse.h"
 
 /* ---- what each flag sets ------------------------------------------------------------------ */
@@ -26,6 +27,19 @@ static RematStatus set_offload(StepOptions *o, const char *v)
 {
     o->offload = true;
     return offload_policy_parse(v, &o->offload_opts.policy);
+}
+
+static RematStatus set_accumulate(StepOptions *o, const char *v)
+{
+    return parse_int(v, 1, 65536, &o->accumulate) ? REMAT_OK
+                                                  : remat_fail(REMAT_EINVAL, "expected a whole number from 1 to "
+                                                               "65536, not '%s'", v);
+}
+
+static RematStatus set_zero(StepOptions *o, const char *v)
+{
+    return parse_int(v, 0, ZERO_MAX_STAGE, &o->zero_stage) ? REMAT_OK
+                                                           : remat_fail(REMAT_EINVAL, "expected 0, 1, 2 or 3, not '%s'", v);
 }
 
 static RematStatus set_offload_dir(StepOptions *o, const char *v)
@@ -86,18 +100,27 @@ static const FlagSpec FLAGS[] = {
     {"--offload-mmap", STEP_FLAG_OFFLOAD_MMAP, NULL,
      "move the bytes through a MAP_SHARED mapping of the spill file\n"
      "instead of pwritev/preadv (slower here: see offload/README.md)", NULL},
+    {"--accumulate", STEP_FLAG_ACCUMULATE, "K",
+     "K micro-batches of --batch each per optimizer step, their\n"
+     "gradients summed in micro-batch order: bit-identical to\n"
+     "mpirun -np K with one micro-batch per rank (1)", set_accumulate},
+    {"--zero", STEP_FLAG_ZERO, "S",
+     "under mpirun, what the ranks shard: 0 nothing, 1 the optimizer\n"
+     "state, 2 also the gradients, 3 also the parameters, gathered\n"
+     "per layer when used (0); one process shards nothing", set_zero},
 };
 enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
 
 static const unsigned OFFLOAD_FLAGS =
     STEP_FLAG_OFFLOAD | STEP_FLAG_OFFLOAD_DIR | STEP_FLAG_OFFLOAD_NO_CACHE | STEP_FLAG_OFFLOAD_MMAP;
+static const unsigned DATA_PARALLEL_FLAGS = STEP_FLAG_ACCUMULATE | STEP_FLAG_ZERO;
 
 /* ---- parsing --------------------------------------------------------------------------------- */
 
 StepOptions step_options_defaults(void)
 {
     return (StepOptions){.strategy = strategy_defaults(STRATEGY_NONE), .planner = PLANNER_DP,
-                         .offload_opts = offload_defaults(OFFLOAD_ALL)};
+                         .offload_opts = offload_defaults(OFFLOAD_ALL), .accumulate = 1};
 }
 
 unsigned step_options_flag(const char *name)
@@ -170,15 +193,24 @@ static void usage_line(const FlagSpec *spec, FILE *out)
     fputc('\n', out);
 }
 
+/* The help lines of the flags of `group` in `accepted`, under `heading` when asked. */
+static void usage_group(unsigned accepted, unsigned group, const char *heading, FILE *out)
+{
+    if (heading && (accepted & group)) fprintf(out, "%s\n", heading);
+    for (int k = 0; k < N_FLAGS; k++)
+        if ((accepted & FLAGS[k].flag) && (FLAGS[k].flag & group)) usage_line(&FLAGS[k], out);
+}
+
 void step_options_usage(unsigned accepted, bool headings, FILE *out)
 {
-    if (headings && (accepted & ~OFFLOAD_FLAGS)) fprintf(out, "checkpointing\n");
-    for (int k = 0; k < N_FLAGS; k++)
-        if ((accepted & FLAGS[k].flag) && !(FLAGS[k].flag & OFFLOAD_FLAGS)) usage_line(&FLAGS[k], out);
-    if (headings && (accepted & OFFLOAD_FLAGS))
-        fprintf(out, "offload (saved activations written to a spill file on disk, read back in backward)\n");
-    for (int k = 0; k < N_FLAGS; k++)
-        if ((accepted & FLAGS[k].flag) && (FLAGS[k].flag & OFFLOAD_FLAGS)) usage_line(&FLAGS[k], out);
+    usage_group(accepted, STEP_FLAGS_ALL & ~OFFLOAD_FLAGS & ~DATA_PARALLEL_FLAGS, headings ? "checkpointing" : NULL,
+                out);
+    usage_group(accepted, OFFLOAD_FLAGS,
+                headings ? "offload (saved activations written to a spill file on disk, read back in backward)" : NULL,
+                out);
+    usage_group(accepted, DATA_PARALLEL_FLAGS,
+                headings ? "data parallelism (mpirun -np K build/models/train ...: one micro-batch per rank)" : NULL,
+                out);
 }
 
 void step_options_synopsis(unsigned accepted, FILE *out)

@@ -13,6 +13,8 @@
  *   --offload-dir DIR     where the spill file goes
  *   --offload-no-cache    backward reads the disk, not the page cache
  *   --offload-mmap        bytes move through a mapping of the spill file
+ *   --accumulate K        K micro-batches per optimizer step, their gradients summed in order
+ *   --zero S              under mpirun, the ZeRO stage: what the ranks shard (dist/zero.h)
  *
  * A program says which of them it takes (a set of StepFlag); a flag of the table that it
  * does not take is refused with a message, never silently ignored. A new strategy,
@@ -38,7 +40,9 @@ typedef enum StepFlag {
     STEP_FLAG_OFFLOAD_DIR = 1u << 7,
     STEP_FLAG_OFFLOAD_NO_CACHE = 1u << 8,
     STEP_FLAG_OFFLOAD_MMAP = 1u << 9,
-    STEP_FLAGS_ALL = (1u << 10) - 1,
+    STEP_FLAG_ACCUMULATE = 1u << 10,
+    STEP_FLAG_ZERO = 1u << 11,
+    STEP_FLAGS_ALL = (1u << 12) - 1,
 } StepFlag;
 
 /* How a step keeps its activations, as the command line said. */
@@ -48,10 +52,13 @@ typedef struct StepOptions {
     size_t memory_budget; /* --memory-budget in bytes; 0: not given */
     bool offload;         /* --offload was given */
     OffloadOptions offload_opts; /* --offload, --offload-dir, --offload-no-cache, --offload-mmap */
+    int accumulate;       /* --accumulate: micro-batches per step in one process (1) */
+    int zero_stage;       /* --zero: ZeRO stage under data parallelism (0) */
     unsigned given;       /* the StepFlag of every flag given */
 } StepOptions;
 
-/* Strategy none with its defaults, planner dp, no budget, no offload. */
+/* Strategy none with its defaults, planner dp, no budget, no offload, one micro-batch,
+ * ZeRO stage 0. */
 StepOptions step_options_defaults(void);
 
 /* The StepFlag of the table's flag called `name` ("--policy"), or 0 if it is none. */
@@ -70,8 +77,8 @@ int step_options_parse(int argc, char **argv, int *i, unsigned accepted, StepOpt
 RematStatus step_options_check(const StepOptions *o);
 
 /* The help lines of the flags in `accepted` ("  --strategy S        none, full, ..."),
- * the checkpointing flags first, then offload's; with `headings`, each group under its
- * heading. */
+ * the checkpointing flags first, then offload's, then data parallelism's; with
+ * `headings`, each group under its heading. */
 void step_options_usage(unsigned accepted, bool headings, FILE *out);
 
 /* The usage line's part for the flags in `accepted`: " [--strategy S] [--policy P] ...". */

@@ -1,8 +1,13 @@
 /*
  * train.c — the training run (see train.h): build the model, its schedule, offloader and
- * optimizer; draw a batch and run the one training step (step.h) on it, again and again;
- * evaluate; resume and save files. Its command line is train_cli.c, what it prints
- * train_report.c.
+ * optimizer; draw a step's micro-batches and run the one training step (step.h) on them,
+ * again and again; evaluate; resume and save files. Its command line is train_cli.c, what
+ * it prints train_report.c.
+ *
+ * Under mpirun every rank runs this same loop: each draws all K micro-batches of a step
+ * (so the data generator moves as in one process) and runs the one of its rank; the step
+ * reduces the gradients over the ranks (dist/zero.h). Every rank evaluates the same
+ * replicated parameters; rank 0 alone prints and saves.
  *
  * A step that fails (the memory budget, a file error) leaves the parameters and optimizer
  * state as they were before it (step.h: the optimizer runs last, and only after backward
@@ -24,6 +29,7 @@
 #include "models/step.h"
 #include "train_report.h"
 #include "offload/offload.h"
+#include "dist/group.h"
 #include "tensor/parse.h"
 #include "tensor/platform.h"
 
@@ -44,6 +50,9 @@ typedef struct Run {
     TextData *text; /* GPT */
     MlpTask *task;  /* MLP */
     Offload *offload; /* --offload: the forward's saves go to a spill file; NULL when off */
+    DistGroup world;  /* the job's ranks: {0, 1} for one process */
+    Zero *zero;       /* data parallelism over more than one rank; NULL in one process */
+    int micro_batches; /* K per step: the ranks, or --accumulate in one process */
 } Run;
 
 /* A batch: input and targets as new constant Vars (int32 tokens for the GPT). */
@@ -69,7 +78,29 @@ static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input
 /* Mean loss over opt->eval_batches validation batches, with grad mode and dropout off.
  * The batches come from a generator seeded the same way each time, so successive
  * evaluations compare like with like and never disturb the training generators. */
+static RematStatus evaluate_whole(Run *run, float *mean_loss);
+
+/* Under ZeRO stage 3 the parameters exist in full only while used: for sampling, saving
+ * and loading every rank gathers them all first and lets them go afterwards. Below stage
+ * 3, and in one process, both are no-ops. */
+static RematStatus gather_params(Run *run) { return run->zero ? zero_params_gather(run->zero) : REMAT_OK; }
+
+static void scatter_params(Run *run)
+{
+    if (run->zero) zero_params_scatter(run->zero);
+}
+
+/* At stage 3, evaluation gathers one group of parameters at a time, as a step does. */
 static RematStatus evaluate(Run *run, float *mean_loss)
+{
+    if (run->zero) zero_step_begin(run->zero);
+    const RematStatus status = evaluate_whole(run, mean_loss);
+    if (run->zero) zero_step_end(run->zero);
+    return status;
+}
+
+/* The evaluation itself. */
+static RematStatus evaluate_whole(Run *run, float *mean_loss)
 {
     Pcg32 rng;
     pcg32_seed(&rng, run->opt->seed, 0x7a1);
@@ -169,23 +200,50 @@ static RematStatus first_backward_done(void *user, Var *loss)
     return f->run->opt->dump_step ? dump_step(f->run, f->input, f->targets, loss, f->run->opt->dump_step) : REMAT_OK;
 }
 
-/* One training step (models/step.h) on the next batch; *loss_value gets the loss. On
- * error nothing has been updated, the generators included. */
+/* The step's K micro-batches, drawn in order from the data generator (the MLP's teacher
+ * is data, not training work: its FLOPs are not counted). On error frees what it drew. */
+static RematStatus draw_micro_batches(Run *run, MicroBatch *mb)
+{
+    FlopCounts before = flops_snapshot();
+    RematStatus status = REMAT_OK;
+    for (int r = 0; r < run->micro_batches && status == REMAT_OK; r++)
+        status = draw_batch(run, TEXT_TRAIN, &run->state.data_rng, &mb[r].input, &mb[r].targets);
+    flops_restore(&before);
+    return status;
+}
+
+static void free_micro_batches(MicroBatch *mb, int n)
+{
+    for (int r = 0; mb && r < n; r++) {
+        var_free(mb[r].input);
+        var_free(mb[r].targets);
+    }
+    free(mb);
+}
+
+/* One training step (models/step.h) on the next micro-batches; *loss_value gets the loss.
+ * On error nothing has been updated, the generators included. */
 static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out)
 {
-    Var *x = NULL, *y = NULL;
-    FlopCounts before = flops_snapshot(); /* the MLP's teacher is data, not training work */
-    RematStatus status = draw_batch(run, TEXT_TRAIN, &run->state.data_rng, &x, &y);
-    flops_restore(&before);
-    if (status != REMAT_OK) return status;
+    const Pcg32 data_rng = run->state.data_rng;
+    MicroBatch *mb = calloc((size_t)run->micro_batches, sizeof *mb);
+    RematStatus status = mb ? draw_micro_batches(run, mb) : remat_fail(REMAT_ENOMEM, "train: no memory for a step");
+    if (status != REMAT_OK) {
+        free_micro_batches(mb, run->micro_batches);
+        run->state.data_rng = data_rng;
+        return status;
+    }
+    const MicroBatch *mine = run->zero ? &mb[run->world.rank] : mb; /* a rank runs its own */
+    const int n = run->zero ? 1 : run->micro_batches;
 
     TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true};
-    FirstStep f = {.run = run, .input = x, .targets = y, .out = out,
+    FirstStep f = {.run = run, .input = mine->input, .targets = mine->targets, .out = out,
                    .explain = first && run->opt->explain_memory ? explain_start() : NULL};
     const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
-    const Step step = {.model = run->model, .schedule = run->schedule, .offload = run->offload, .optim = run->optim};
+    const Step step = {.model = run->model, .schedule = run->schedule, .offload = run->offload, .optim = run->optim,
+                       .zero = run->zero};
     StepResult result;
-    status = step_run(&step, x, y, &ctx, first ? &hooks : NULL, &result);
+    status = step_run_batches(&step, mine, n, &ctx, first ? &hooks : NULL, &result);
     if (f.explain) {
         explain_stop(f.explain);
         fprintf(out, "\n");
@@ -197,9 +255,10 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
         *loss_value = result.loss;
         run->state.dropout_rng = ctx.rng;
         run->state.step++;
+    } else {
+        run->state.data_rng = data_rng; /* the same micro-batches again, if the step is redone */
     }
-    var_free(x);
-    var_free(y);
+    free_micro_batches(mb, run->micro_batches);
     return status;
 }
 
@@ -278,9 +337,60 @@ static RematStatus build_model(Run *run)
     return run->model ? REMAT_OK : remat_last_status();
 }
 
+/* The optimizer as the flags say: over every parameter, or under ZeRO stage 1 or more
+ * over this rank's shard. `whole` asks for one over every parameter in any case (for
+ * files). */
+static Optimizer *create_optimizer(const Run *run, bool whole)
+{
+    const TrainOptions *o = run->opt;
+    OptimConfig oc = !strcmp(o->optimizer, "sgd") ? optim_sgd_defaults(o->lr, o->momentum)
+                                                  : optim_adamw_defaults(o->lr);
+    oc.weight_decay = o->weight_decay;
+    if (run->zero && !whole) return zero_optimizer_create(run->zero, &oc);
+    return optim_create(&oc, run->model->params, run->model->n_params);
+}
+
+/* K micro-batches a step, one per rank under mpirun; and, on more than one rank, the
+ * reduction over them. */
+static RematStatus build_data_parallel(Run *run)
+{
+    const StepOptions *step = &run->opt->step;
+    run->world = dist_world();
+    run->micro_batches = run->world.size > 1 ? run->world.size : step->accumulate;
+    if (run->world.size > 1 && step->accumulate > 1)
+        return remat_fail(REMAT_EINVAL, "--accumulate %d on %d ranks: --accumulate K is the one-process equivalent "
+                          "of mpirun -np K (one micro-batch per rank); use one or the other", step->accumulate,
+                          run->world.size);
+    if (run->micro_batches > 1 && run->opt->dump_step)
+        return remat_fail(REMAT_EINVAL, "--dump-step writes a step of one micro-batch: use it without "
+                          "--accumulate and without mpirun");
+    if (run->world.size > 1 && step->zero_stage == 3 && step->strategy.kind == STRATEGY_BUDGET)
+        return remat_fail(REMAT_EINVAL, "--strategy budget plans with every parameter resident; it does not combine "
+                          "with --zero 3");
+    if (run->world.size > 1 && !(run->zero = step_zero_create(run->model, &run->world, step->zero_stage)))
+        return remat_last_status();
+    return REMAT_OK;
+}
+
+/* Resumes from opt->resume: the model, the optimizer (through one over every parameter when
+ * this rank keeps only a shard of its state) and the training state. */
+static RematStatus resume(Run *run)
+{
+    const TrainOptions *o = run->opt;
+    if (check_resume_config(o) != REMAT_OK) return remat_last_status();
+    if (!run->zero || zero_stage(run->zero) == 0) return model_load(run->model, run->optim, &run->state, o->resume);
+    Optimizer *full = create_optimizer(run, true);
+    RematStatus status = full ? gather_params(run) : remat_last_status(); /* storage to load into */
+    if (status == REMAT_OK) status = model_load(run->model, full, &run->state, o->resume);
+    if (status == REMAT_OK) status = zero_scatter_optimizer(run->zero, run->optim, full);
+    scatter_params(run); /* this rank keeps its part of what was loaded */
+    optim_free(full);
+    return status;
+}
+
 /* Everything a run needs: the model, its schedule (a budget's once the optimizer exists,
- * whose state the budget counts), the offloader, the optimizer, the generators, and the
- * resumed state. */
+ * whose state the budget counts), the offloader, the data parallelism, the optimizer, the
+ * generators, and the resumed state. */
 static RematStatus build(Run *run)
 {
     const TrainOptions *o = run->opt;
@@ -290,19 +400,12 @@ static RematStatus build(Run *run)
         !(run->schedule = schedule_for_strategy(&step->strategy, run->model->n_layers)))
         return remat_last_status();
     if (step->offload && !(run->offload = offload_create(&step->offload_opts))) return remat_last_status();
-
-    OptimConfig oc = !strcmp(o->optimizer, "sgd") ? optim_sgd_defaults(o->lr, o->momentum)
-                                                  : optim_adamw_defaults(o->lr);
-    oc.weight_decay = o->weight_decay;
-    run->optim = optim_create(&oc, run->model->params, run->model->n_params);
-    if (!run->optim) return remat_last_status();
+    if (build_data_parallel(run) != REMAT_OK) return remat_last_status();
+    if (!(run->optim = create_optimizer(run, false))) return remat_last_status();
 
     pcg32_seed(&run->state.data_rng, o->seed, 0xda7a);
     pcg32_seed(&run->state.dropout_rng, o->seed, 0xd0);
-    if (o->resume) {
-        if (check_resume_config(o) != REMAT_OK) return remat_last_status();
-        if (model_load(run->model, run->optim, &run->state, o->resume) != REMAT_OK) return remat_last_status();
-    }
+    if (o->resume && resume(run) != REMAT_OK) return remat_last_status();
     return step->strategy.kind == STRATEGY_BUDGET ? plan_budget(run) : REMAT_OK;
 }
 
@@ -315,6 +418,7 @@ static void destroy(Run *run)
     text_data_free(run->text);
     mlp_task_free(run->task);
     offload_free(run->offload);
+    zero_free(run->zero);
 }
 
 /* ---- train_run ------------------------------------------------------------------------ */
@@ -346,16 +450,13 @@ static RematStatus run_steps(Run *run, int to_run, TrainReport *report, double *
 {
     const TrainOptions *opt = run->opt;
     const bool tty = !opt->quiet && isatty(fileno(out));
-    const int per_step = opt->batch * (run->gpt ? opt->seq : 1);
+    const int per_step = run->micro_batches * opt->batch * (run->gpt ? opt->seq : 1);
     RematStatus status = REMAT_OK;
     for (int s = 0; s < to_run && status == REMAT_OK; s++) {
         double t0 = platform_seconds();
-        const Pcg32 data_rng = run->state.data_rng;
         status = train_step(run, &report->losses[s], s == 0, out);
-        if (status != REMAT_OK && give_up_offload(run, out)) {
-            run->state.data_rng = data_rng; /* the same batch again */
+        if (status != REMAT_OK && !run->zero && give_up_offload(run, out)) /* the same micro-batches again */
             status = train_step(run, &report->losses[s], s == 0, out);
-        }
         if (status != REMAT_OK) break;
         times[s] = platform_seconds() - t0;
         report->steps_run = s + 1;
@@ -378,6 +479,40 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* --save: rank 0 writes the model, the whole optimizer state (gathered from the ranks'
+ * shards under ZeRO stage 1 or more) and the training state, as one process would. */
+static RematStatus save(Run *run, FILE *out)
+{
+    const TrainOptions *opt = run->opt;
+    const bool sharded = run->zero && zero_stage(run->zero) > 0, writer = run->world.rank == 0;
+    Optimizer *full = sharded && writer ? create_optimizer(run, true) : NULL;
+    RematStatus status = sharded && writer && !full ? remat_last_status() : REMAT_OK;
+    if (status == REMAT_OK && sharded) status = zero_gather_optimizer(run->zero, run->optim, full, 0);
+    if (status == REMAT_OK) status = gather_params(run);
+    if (status == REMAT_OK && writer) {
+        char values[4][24];
+        StMeta meta[5];
+        int n_meta = config_meta(opt, values, meta);
+        status = model_save(run->model, sharded ? full : run->optim, &run->state, meta, n_meta, opt->save);
+        if (status == REMAT_OK) fprintf(out, "  saved %s (step %d)\n", opt->save, run->state.step);
+    }
+    scatter_params(run);
+    optim_free(full);
+    return status;
+}
+
+/* Every rank's ledgers, gathered, and rank 0's report of them. */
+static RematStatus report_data_parallel(const Run *run, const TrainReport *report, FILE *out)
+{
+    const int K = run->world.size, n = (int)(sizeof(RankFigures) / sizeof(uint64_t));
+    RankFigures mine = rank_figures(), *all = malloc((size_t)K * sizeof *all);
+    if (!all) return remat_fail(REMAT_ENOMEM, "train: no memory for %d ranks' figures", K);
+    RematStatus status = dist_all_gather_u64(&run->world, (const uint64_t *)&mine, n, (uint64_t *)all);
+    if (status == REMAT_OK) report_ranks(out, run->zero, all, report->steps_run);
+    free(all);
+    return status;
+}
+
 /* After the steps: the last validation, the report, a sample and the saved file. */
 static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report, double *times, FILE *out)
 {
@@ -393,14 +528,10 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
         report->median_step_seconds = times[report->steps_run / 2];
     }
     report_ledgers(out, opt, report);
-    if (status == REMAT_OK) report_sample(out, opt, run->model);
-    if (status == REMAT_OK && opt->save) {
-        char values[4][24];
-        StMeta meta[5];
-        int n_meta = config_meta(opt, values, meta);
-        status = model_save(run->model, run->optim, &run->state, meta, n_meta, opt->save);
-        if (status == REMAT_OK) fprintf(out, "  saved %s (step %d)\n", opt->save, run->state.step);
-    }
+    if (status == REMAT_OK && run->zero) status = report_data_parallel(run, report, out);
+    if (status == REMAT_OK && (status = gather_params(run)) == REMAT_OK) report_sample(out, opt, run->model);
+    scatter_params(run);
+    if (status == REMAT_OK && opt->save) status = save(run, out);
     return status;
 }
 
@@ -424,6 +555,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         if (status == REMAT_OK) fprintf(out, "  step %5d  validation loss %.4f\n", first, report->first_val_loss);
         flops_reset();
         mem_reset_peaks();
+        comm_reset();
         if (status == REMAT_OK) status = run_steps(&run, to_run, report, times, out);
         status = run_finish(&run, status, report, times, out);
     }

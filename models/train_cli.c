@@ -57,7 +57,8 @@ void train_usage(FILE *out)
     step_options_usage(STEP_FLAGS_ALL, true, out);
     fprintf(out,
         "training\n"
-        "  --batch B           sequences (GPT) or examples (MLP) per step (gpt 16, mlp 64)\n"
+        "  --batch B           sequences (GPT) or examples (MLP) per micro-batch: a step is\n"
+        "                      --accumulate of them, or one per rank (gpt 16, mlp 64)\n"
         "  --optimizer adamw|sgd  (adamw)\n"
         "  --lr X              learning rate (gpt 2e-3, mlp 1e-3)\n"
         "  --momentum X        SGD momentum in [0, 1) (0.9)\n"

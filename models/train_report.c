@@ -3,6 +3,7 @@
  */
 #include "train_report.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,63 @@ void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
     fprintf(out, "\n  median step %.2f ms: %.1f GFLOP/s, %.0f %s/s\n", 1e3 * r->median_step_seconds,
             per_step / r->median_step_seconds * 1e-9, tokens / r->median_step_seconds,
             gpt ? "tokens" : "examples");
+}
+
+RankFigures rank_figures(void)
+{
+    RankFigures f = {0};
+    for (int k = 0; k < MEM_KIND_COUNT; k++) f.current[k] = mem_current((MemKind)k);
+    f.peak_resident = mem_peak_resident();
+    const CommCounts c = comm_counts();
+    for (int p = 0; p < COMM_PHASE_COUNT; p++) {
+        f.sent[p] = comm_sent(&c, (CommPhase)p);
+        f.received[p] = comm_received(&c, (CommPhase)p);
+    }
+    return f;
+}
+
+/* The ZeRO formula for `kind` on a rank whose shard holds `shard` of the `total` parameters:
+ * what stage `stage` keeps resident between steps, in bytes (float32 AdamW). */
+static uint64_t zero_formula(MemKind kind, int stage, size_t total, size_t shard)
+{
+    switch (kind) {
+    case MEM_PARAM: return 4 * (uint64_t)(stage >= 3 ? shard : total);
+    case MEM_GRAD: return 4 * (uint64_t)(stage >= 2 ? shard : total);
+    case MEM_OPTIM: return 8 * (uint64_t)(stage >= 1 ? shard : total);
+    default: return 0;
+    }
+}
+
+void report_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int steps)
+{
+    const int K = zero_size(z), stage = zero_stage(z);
+    const size_t total = zero_total(z);
+    char buf[32];
+    fprintf(out, "\n  (the peaks and FLOPs above are rank 0's; every rank runs one micro-batch of each step)\n");
+    fprintf(out, "\n  memory per rank after the last step, ZeRO stage %d over %d ranks (psi = %zu parameters;\n"
+            "  formula: params %s, grads %s, optimizer %s, psi/K = the rank's shard)\n", stage, K, total,
+            stage >= 3 ? "4psi/K" : "4psi", stage >= 2 ? "4psi/K" : "4psi", stage >= 1 ? "8psi/K" : "8psi");
+    fprintf(out, "    %-6s", "rank");
+    for (int k = MEM_PARAM; k <= MEM_OPTIM; k++) fprintf(out, " %14s %14s", mem_kind_name((MemKind)k), "(formula)");
+    fprintf(out, " %14s\n", "peak resident");
+    for (int r = 0; r < K; r++) {
+        const size_t shard = shard_begin(total, r + 1, K) - shard_begin(total, r, K);
+        fprintf(out, "    %-6d", r);
+        for (int k = MEM_PARAM; k <= MEM_OPTIM; k++)
+            fprintf(out, " %14" PRIu64 " %14" PRIu64, ranks[r].current[k], zero_formula((MemKind)k, stage, total, shard));
+        fprintf(out, " %14s\n", mem_format_bytes(buf, sizeof buf, ranks[r].peak_resident));
+    }
+    if (steps <= 0) return;
+    fprintf(out, "\n  communication per step and rank, bytes sent / received\n    %-6s", "rank");
+    for (int p = 0; p < COMM_PHASE_COUNT; p++) fprintf(out, " %25s", comm_phase_name((CommPhase)p));
+    fputc('\n', out);
+    for (int r = 0; r < K; r++) {
+        fprintf(out, "    %-6d", r);
+        for (int p = 0; p < COMM_PHASE_COUNT; p++)
+            fprintf(out, " %12" PRIu64 " / %10" PRIu64, ranks[r].sent[p] / (uint64_t)steps,
+                    ranks[r].received[p] / (uint64_t)steps);
+        fputc('\n', out);
+    }
 }
 
 void report_sample(FILE *out, const TrainOptions *o, Model *m)

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 
+#include "dist/zero.h"
 #include "models/model.h"
 #include "models/train.h"
 
@@ -23,6 +24,24 @@ void report_progress(FILE *out, bool tty, int step, int total, float loss, doubl
 
 /* The peaks by kind, the FLOPs per step by phase and the median step's speed. */
 void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r);
+
+/* What one rank measured, gathered on every rank for the report: the ledger's current bytes
+ * by kind and its peak resident bytes, and the bytes it sent and received by phase of
+ * communication. */
+typedef struct RankFigures {
+    uint64_t current[MEM_KIND_COUNT];
+    uint64_t peak_resident;
+    uint64_t sent[COMM_PHASE_COUNT];
+    uint64_t received[COMM_PHASE_COUNT];
+} RankFigures;
+
+/* This rank's figures, now. */
+RankFigures rank_figures(void);
+
+/* Data parallelism's report: each rank's parameters, gradients and optimizer state after
+ * the last step beside the ZeRO formula for its shard, its peak, and its communication per
+ * step by phase. `ranks` holds zero_size(z) entries, rank r's at r. */
+void report_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int steps);
 
 /* o->sample_chars characters the GPT generates (nothing for the MLP). */
 void report_sample(FILE *out, const TrainOptions *o, Model *m);

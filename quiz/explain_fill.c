@@ -426,13 +426,27 @@ static void note(const Fill *fill, const char *text)
     fill->sink(fill->ctx, PIECE_NOTE, text, strlen(text));
 }
 
+/* The program that measures what `bench` records, as a note names it before "--quick":
+ * "build/bench/<bench>", or for a bench run as K ranks, whose results are "<name>_np<K>"
+ * (bench_zero_np2), "mpirun -np K build/bench/<name>". Returns buf. */
+static const char *bench_program(char *buf, size_t size, const char *bench)
+{
+    const char *np = strstr(bench, "_np");
+    int ranks = 0, used = 0;
+    if (np && sscanf(np, "_np%d%n", &ranks, &used) == 1 && np[used] == '\0' && ranks > 0)
+        snprintf(buf, size, "mpirun -np %d build/bench/%.*s", ranks, (int)(np - bench), bench);
+    else
+        snprintf(buf, size, "build/bench/%s", bench);
+    return buf;
+}
+
 /* The note about one figure that is not there or not valid. Returns REMAT_ECORRUPT
  * (naming the file and field) if its results file or the figure is malformed. */
 static RematStatus note_figure(const Fill *fill, ResultsDir *r, const Figure *fig)
 {
     const QuizWords *w = quiz_words(fill->lang);
     char program[128], file[700], text[2048];
-    snprintf(program, sizeof program, "build/bench/%s", fig->m->bench);
+    bench_program(program, sizeof program, fig->m->bench);
     snprintf(file, sizeof file, "%s/%s.json", results_dir(r), fig->m->bench);
     RematStatus status = REMAT_OK;
     if (fig->state == FIG_NO_FILE) {
@@ -476,7 +490,7 @@ static void note_times(const Fill *fill)
     if (j->trust == TIMES_CARRY) return;
     const QuizWords *w = quiz_words(fill->lang);
     char program[128], figure[512], text[4096], load[32], steal[32];
-    snprintf(program, sizeof program, "build/bench/%s", j->bench);
+    bench_program(program, sizeof program, j->bench);
     if (j->culprit) format_figure(figure, sizeof figure, j->culprit, fill->lang);
     int n = 0;
     switch (j->trust) {

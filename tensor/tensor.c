@@ -114,6 +114,21 @@ void tensor_free(Tensor *t)
     free(t);
 }
 
+void tensor_release_storage(Tensor *t)
+{
+    if (!t || !t->data) return;
+    mem_free(t->data);
+    t->data = NULL;
+}
+
+RematStatus tensor_restore_storage(Tensor *t)
+{
+    if (!t) return remat_fail(REMAT_EINVAL, "tensor_restore_storage: tensor is NULL");
+    if (t->data) return REMAT_OK;
+    t->data = mem_alloc(t->kind, t->bytes);
+    return t->data ? REMAT_OK : remat_last_status();
+}
+
 int tensor_same_shape(const Tensor *a, const Tensor *b)
 {
     if (!a || !b || a->ndim != b->ndim) return 0;

@@ -68,6 +68,17 @@ Tensor *tensor_retain(Tensor *t);
  * NULL is a no-op. */
 void tensor_free(Tensor *t);
 
+/* Gives back the storage of `t` to the ledger while the tensor itself, its shape and its
+ * references stay: data becomes NULL. For a parameter sharded across processes (ZeRO
+ * stage 3, dist/zero.h), whose storage exists only while it is gathered; nothing may read
+ * the tensor until tensor_restore_storage. A tensor without storage is a no-op. */
+void tensor_release_storage(Tensor *t);
+
+/* Allocates storage for `t` again (uninitialised, charged to its kind) after
+ * tensor_release_storage; a tensor that has storage is left as it is. On error (the
+ * budget, the host allocator) returns the status and the tensor stays without storage. */
+RematStatus tensor_restore_storage(Tensor *t);
+
 /* True if `a` and `b` have the same ndim and shape. */
 int tensor_same_shape(const Tensor *a, const Tensor *b);
 

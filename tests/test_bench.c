@@ -526,6 +526,60 @@ static void test_offload_moves_activations_to_disk(void **state)
 
 /* ---- the writer itself ------------------------------------------------------------------ */
 
+/* bench_zero as 2 ranks through the launcher: its schema, and on every rank each kind's
+ * bytes equal to the ZeRO formula of its stage, with bytes moved at every stage. */
+static void test_zero_bench_bytes_are_the_formulas(void **state)
+{
+    (void)state;
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    char cmd[1024], path[512];
+    snprintf(cmd, sizeof cmd, "ASAN_OPTIONS=detect_leaks=0 OMP_NUM_THREADS=1 timeout 120 %s --oversubscribe -np 2 "
+             "%s/bench_zero --quick "
+             "--project --results %s >%s/bench_zero.log 2>&1", REMAT_MPIEXEC, REMAT_BENCH_DIR, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/bench_zero_np2.json", dir);
+    cJSON *doc = read_json(path);
+    assert_non_null(doc);
+    check_header(doc, "bench_zero_np2");
+    assert_int_equal(num(get(doc, "config"), "ranks"), 2);
+    const cJSON *r;
+    int rows = 0;
+    cJSON_ArrayForEach(r, records(doc, "stages")) {
+        assert_true(num(r, "params") == num(r, "params_formula"));
+        assert_true(num(r, "grads") == num(r, "grads_formula"));
+        assert_true(num(r, "optimizer") == num(r, "optimizer_formula"));
+        assert_true(num(r, "grad_reduce_sent_per_step") > 0);
+        assert_true((num(r, "param_gather_sent_per_step") > 0) == (num(r, "stage") >= 1));
+        rows++;
+    }
+    assert_int_equal(rows, 4 * 2 * 2); /* stages 0-3, none and full, 2 ranks */
+    assert_int_equal(cJSON_GetArraySize(records(doc, "reduce")), 4);
+    /* The projection: GPT-2 small's 124,439,808 parameters, its ZeRO bytes per rank, the
+     * 2(K-1)/K * 4 psi bytes a rank of stages 0-2 receives. */
+    const double psi = 124439808.0;
+    int projected = 0;
+    cJSON_ArrayForEach(r, records(doc, "projection")) {
+        if (strcmp(str(r, "model"), "gpt2 (124M)") || num(r, "ranks") != 8) continue;
+        assert_true(num(r, "parameters") == psi);
+        const int stage = (int)num(r, "stage");
+        assert_true(num(r, "optimizer") == 8.0 * (stage >= 1 ? psi / 8 : psi));
+        assert_true(num(r, "grads") == 4.0 * (stage >= 2 ? psi / 8 : psi));
+        if (stage < 3) assert_true(num(r, "moved") == 2.0 * 7.0 / 8.0 * 4.0 * psi);
+        assert_true(num(r, "comm_seconds") > 0);
+        projected++;
+    }
+    assert_int_equal(projected, 4 * 2);
+    cJSON_Delete(doc);
+    /* One process has no network to fit: --project needs --alpha and --beta there. */
+    snprintf(cmd, sizeof cmd, "%s/bench_zero --quick --project --results %s >%s/bench_zero_one.log 2>&1",
+             REMAT_BENCH_DIR, dir, dir);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 1);
+    snprintf(cmd, sizeof cmd, "%s/bench_zero --quick --project --alpha 2e-6 --beta 1e-10 --results %s "
+             ">%s/bench_zero_one.log 2>&1", REMAT_BENCH_DIR, dir, dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static const ResultsField WRITER_FIELDS[] = {{"name", ""}, {"bytes", "bytes"}, {"ratio", "ratio"}};
 
 static void test_writer_writes_csv_beside_json(void **state)
@@ -577,6 +631,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_bench_writes_the_schema),
+        cmocka_unit_test(test_zero_bench_bytes_are_the_formulas),
         cmocka_unit_test(test_every_bench_answers_help_and_rejects_bad_flags),
         cmocka_unit_test(test_sgemm_refuses_a_thread_list_with_an_empty_element),
         cmocka_unit_test(test_strategy_flags_narrow_the_run_or_are_refused),

@@ -313,7 +313,7 @@ static void test_page_says_what_was_not_measured_and_what_the_results_do_not_rec
     assert_non_null(strstr(html, missing));
     /* The footer: what every results file agrees on once, what differs by bench, and what
      * the schema does not record said plainly. */
-    assert_non_null(strstr(html, "<dd><time>2026-01-01T10:00:00Z</time> to <time>2026-01-05T10:00:00Z</time></dd>"));
+    assert_non_null(strstr(html, "<dd><time>2026-01-01T10:00:00Z</time> to <time>2026-01-07T10:00:00Z</time></dd>"));
     assert_non_null(strstr(html, "<dd>0123456789ab, no uncommitted changes</dd>"));
     assert_non_null(strstr(html, "<dd>quick (small configurations)</dd>"));
     assert_non_null(strstr(html, "2 cores, OpenBLAS kernels for Haswell (the CPU&#39;s model is not recorded in the results)"));

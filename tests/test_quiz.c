@@ -424,6 +424,24 @@ static void test_explanations_quote_measured_figures(void **state)
     bank_free(b);
 }
 
+/* A figure not measured names the command that measures it: a bench run as processes,
+ * whose results are bench_zero_np2.json, through the launcher. */
+static void test_a_missing_figure_names_its_command(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    ResultsDir *r = results_open(scratch); /* holds no results */
+    char text[8192];
+    assert_int_equal(fill_explanation(text, sizeof text, &b->questions[7], LANG_EN, r), REMAT_OK);
+    assert_non_null(strstr(text, "run mpirun -np 2 build/bench/bench_zero --quick"));
+    assert_non_null(strstr(text, "run mpirun -np 4 build/bench/bench_zero --quick"));
+    assert_non_null(strstr(text, "run build/bench/bench_memory_budget --quick"));
+    assert_non_null(strstr(text, "under ZeRO stage 1 each of K processes")); /* the remedy, without figures */
+    results_close(r);
+    bank_free(b);
+}
+
 /* Question 3's and 6's times, narrow: +28.5% (+24.1% to +31.0%) and so on. */
 static const Given NARROW[] = {
     {"blocks_overhead", 1.285, 1.241, 1.310, 9}, {"attn_overhead", 1.120, 1.101, 1.139, 9},
@@ -865,6 +883,7 @@ int main(void)
         cmocka_unit_test(test_wide_few_or_unknown_spreads_are_not_taught_from),
         cmocka_unit_test(test_no_explanation_states_a_comparison_its_intervals_contradict),
         cmocka_unit_test(test_an_invalid_figure_is_treated_as_missing_naming_the_file_and_field),
+        cmocka_unit_test(test_a_missing_figure_names_its_command),
         cmocka_unit_test(test_a_malformed_bank_names_the_file_and_field),
         cmocka_unit_test(test_a_bank_keeps_its_explanations_honest),
         cmocka_unit_test(test_interactive_quiz_through_a_terminal),

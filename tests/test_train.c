@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fixture_train.h"
+#include "models/gpt.h"
 #include "models/model_file.h"
 #include "models/mlp.h"
 #include "models/safetensors.h"
@@ -161,7 +163,129 @@ static void test_step_options_parse_into_typed_fields(void **state)
     assert_int_equal(o.planner, PLANNER_DP);
 }
 
+static void test_parse_accumulate_and_zero(void **state)
+{
+    (void)state;
+    TrainOptions o;
+    char *good[] = {"train", "--accumulate", "3", "--zero", "3"};
+    assert_int_equal(parse(&o, 5, good), 0);
+    assert_int_equal(o.step.accumulate, 3);
+    assert_int_equal(o.step.zero_stage, 3);
+    char *none[] = {"train", "--accumulate", "0"};
+    char *junk[] = {"train", "--accumulate", "2x"};
+    char *four[] = {"train", "--zero", "4"};
+    assert_int_equal(parse(&o, 3, none), 2);
+    assert_int_equal(parse(&o, 3, junk), 2);
+    assert_int_equal(parse(&o, 3, four), 2);
+    assert_non_null(strstr(remat_last_error(), "--zero: expected 0, 1, 2 or 3, not '4'"));
+}
+
 /* ---- runs ----------------------------------------------------------------------------- */
+
+/* A copy of every parameter's gradient, in MEM_WORK. */
+static void copy_grads(const Model *m, Tensor **out)
+{
+    for (int i = 0; i < m->n_params; i++) assert_non_null(out[i] = tensor_clone(m->params[i].var->grad, MEM_WORK));
+}
+
+/* step.h's contract for a step of micro-batches: micro-batch r is computed alone, its
+ * dropout drawn from the step's generator moved on by r · 2^40, and the gradient is
+ * (g_0 + g_1) · (1/2) to the bit; the generator ends where micro-batch 0's ended. */
+static void test_accumulation_is_the_scaled_sum_of_micro_batches(void **state)
+{
+    (void)state;
+    const Trainee gpt = {"gpt", 2, 0};
+    Model *m = fixture_model(&gpt);
+    Pcg32 data;
+    pcg32_seed(&data, 3, 4);
+    MicroBatch mb[2];
+    for (int r = 0; r < 2; r++) mb[r].input = fixture_batch(&gpt, &data, &mb[r].targets);
+    const Step step = {.model = m}; /* no optimizer: the parameters stay as they are */
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 5, 6);
+    const Pcg32 start = ctx.rng;
+    Tensor *g[2][FIXTURE_MAX_PARAMS];
+    Pcg32 after0 = start;
+    float losses[2];
+    StepResult result;
+    for (int r = 0; r < 2; r++) {
+        ctx.rng = start;
+        pcg32_advance(&ctx.rng, (uint64_t)r << 40);
+        assert_int_equal(step_run(&step, mb[r].input, mb[r].targets, &ctx, NULL, &result), REMAT_OK);
+        if (r == 0) after0 = ctx.rng;
+        losses[r] = result.loss;
+        copy_grads(m, g[r]);
+    }
+    ctx.rng = start;
+    assert_int_equal(step_run_batches(&step, mb, 2, &ctx, NULL, &result), REMAT_OK);
+    assert_true(result.loss == (losses[0] + losses[1]) / 2.0f);
+    assert_memory_equal(&ctx.rng, &after0, sizeof after0);
+    for (int i = 0; i < m->n_params; i++) {
+        const Tensor *got = m->params[i].var->grad;
+        for (size_t k = 0; k < got->numel; k++) {
+            const float want = (g[0][i]->f32[k] + g[1][i]->f32[k]) * (1.0f / 2.0f);
+            assert_memory_equal(&got->f32[k], &want, sizeof want);
+        }
+        tensor_free(g[0][i]);
+        tensor_free(g[1][i]);
+    }
+    for (int r = 0; r < 2; r++) {
+        var_free(mb[r].input);
+        var_free(mb[r].targets);
+    }
+    model_free(m);
+}
+
+static TrainOptions small_gpt(int steps, int accumulate, StrategyKind strategy)
+{
+    TrainOptions o = train_defaults("gpt");
+    o.layers = 2;
+    o.d_model = 16;
+    o.heads = 2;
+    o.seq = 8;
+    o.batch = 2;
+    o.steps = steps;
+    o.eval_every = 0;
+    o.eval_batches = 1;
+    o.sample_chars = 0;
+    o.quiet = true;
+    o.step.accumulate = accumulate;
+    o.step.strategy = strategy_defaults(strategy);
+    return o;
+}
+
+/* --accumulate 3 trains alike under none, full and selective (dropout on), and unlike
+ * --accumulate 1; --dump-step, a one-micro-batch file, is refused with it. */
+static void test_accumulate_is_bit_identical_across_strategies(void **state)
+{
+    (void)state;
+    TrainReport none, other, one;
+    TrainOptions o = small_gpt(3, 3, STRATEGY_NONE);
+    assert_int_equal(train_run(&o, &none, sink), REMAT_OK);
+    const StrategyKind kinds[] = {STRATEGY_FULL, STRATEGY_SELECTIVE};
+    for (int k = 0; k < 2; k++) {
+        o = small_gpt(3, 3, kinds[k]);
+        assert_int_equal(train_run(&o, &other, sink), REMAT_OK);
+        assert_memory_equal(other.losses, none.losses, 3 * sizeof(float));
+        assert_true(other.last_val_loss == none.last_val_loss);
+        train_report_free(&other);
+    }
+    o = small_gpt(3, 1, STRATEGY_NONE);
+    assert_int_equal(train_run(&o, &one, sink), REMAT_OK);
+    assert_false(one.losses[2] == none.losses[2]);
+    train_report_free(&one);
+    train_report_free(&none);
+
+    char dump[256];
+    path_in_dir(dump, sizeof dump, "dump.safetensors");
+    o = small_gpt(1, 2, STRATEGY_NONE);
+    o.dump_step = dump;
+    assert_int_equal(train_run(&o, &one, sink), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "--dump-step writes a step of one micro-batch"));
+    assert_int_equal(access(dump, F_OK), -1);
+    train_report_free(&one);
+    assert_int_equal(mem_live_blocks(), 0);
+}
 
 static TrainOptions small_mlp(int steps)
 {
@@ -399,6 +523,9 @@ int main(void)
         cmocka_unit_test(test_parse_rejects_bad_input_with_exit_code_2),
         cmocka_unit_test(test_parse_budget_flags),
         cmocka_unit_test(test_step_options_parse_into_typed_fields),
+        cmocka_unit_test(test_parse_accumulate_and_zero),
+        cmocka_unit_test(test_accumulation_is_the_scaled_sum_of_micro_batches),
+        cmocka_unit_test(test_accumulate_is_bit_identical_across_strategies),
         cmocka_unit_test(test_budget_strategy_trains_like_none),
         cmocka_unit_test(test_revolve_planner_trains_below_dp),
         cmocka_unit_test(test_resume_continues_bit_identically),

@@ -1,0 +1,367 @@
+/*
+ * bench_zero.c — data parallelism over MPI: what each ZeRO stage keeps per rank, what it
+ * moves per step, what a step costs, and what the rank-ordered reduction costs against
+ * MPI_Allreduce. Run it as K ranks: `mpirun -np K build/bench/bench_zero`; started plainly
+ * it is one rank (K = 1, nothing moves). It writes <dir>/bench_zero_npK.json and CSV.
+ *
+ *   reduce   a float array of n elements summed over the ranks, two ways taking turns:
+ *            the ordered reduce-scatter + all-gather of dist/comm.h, and MPI_Allreduce;
+ *            median, fastest and slowest of the samples on rank 0, after a barrier each
+ *   stages   the GPT trained one micro-batch per rank at ZeRO stages 0 to 3 under
+ *            strategies none and full: each rank's params, grads and optimizer bytes after
+ *            the steps beside the ZeRO formula, the bytes it sent and received per step
+ *            by phase, and rank 0's median step time
+ *
+ * Bytes are exact; times are only as quiet as the machine, and K ranks on fewer cores
+ * than K are oversubscribed (every time measured so says it in the results' config).
+ * It is a benchmark, not a test: it asserts nothing about time.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/cli.h"
+#include "bench/measure.h"
+#include "zero_project.h"
+#include "dist/comm.h"
+#include "dist/zero.h"
+#include "tensor/parse.h"
+#include "tensor/platform.h"
+
+enum { N_STRATEGIES = 2 };
+static const StrategyKind KINDS[N_STRATEGIES] = {STRATEGY_NONE, STRATEGY_FULL};
+
+static BenchInfo info = {
+    .name = "bench_zero",
+    .question = "quiz question 8: what sharding across data-parallel ranks removes, and what it moves",
+    .about = "  Run as K ranks (mpirun -np K). The rank-ordered reduction (reduce-scatter + all-gather)\n"
+             "  against MPI_Allreduce over arrays of 2^10 to 2^21 floats; the GPT (L=4, D=128, H=4,\n"
+             "  T=64, B=4 per rank, dropout 0.1, AdamW) at ZeRO stages 0 to 3 under none and full:\n"
+             "  params, grads and optimizer bytes per rank against the ZeRO formulas, bytes sent and\n"
+             "  received per step by phase, median step time. --project adds GPT-2's shapes (124M to\n"
+             "  1.5B) at K = 1 to 1024 by stage and strategy, with an alpha-beta network fitted to\n"
+             "  MPI_Allreduce here; --alpha S (seconds per message) and --beta S (per byte) set a\n"
+             "  cluster's instead.",
+    .quick = "a GPT of 2 blocks of width 16, arrays of 2^10 and 2^16 floats, 3 steps (seconds)",
+    .full = "the GPT of the header, arrays of 2^10, 2^14, 2^18 and 2^21 floats, 15 samples each",
+    .timed = true,
+    .strategies = KINDS,
+    .n_strategies = N_STRATEGIES,
+};
+
+/* ---- the reduction ------------------------------------------------------------------------ */
+
+static const ResultsField REDUCE_FIELDS[] = {
+    {"floats", "elements"}, {"method", ""}, {"median_seconds", "seconds"}, {"min_seconds", "seconds"},
+    {"max_seconds", "seconds"}, {"samples", "count"}, {"bytes_sent", "bytes per call, rank 0"},
+};
+
+/* One timed call of `method` (0 ordered, 1 MPI_Allreduce) on x (n floats), after a barrier. */
+static double time_reduction(const DistGroup *g, int method, float *x, float *shard, float *scratch, size_t n)
+{
+    dist_barrier(g);
+    const FlatPiece piece = {x, n};
+    const FlatView v = {&piece, 1, n};
+    const double t0 = platform_seconds();
+    if (method == 0) {
+        dist_reduce_scatter(g, &v, 1.0f, shard, scratch, COMM_GRAD_REDUCE);
+        const size_t b = shard_begin(n, g->rank, g->size), e = shard_begin(n, g->rank + 1, g->size);
+        flat_write(&v, b, e, shard);
+        dist_all_gather(g, &v, COMM_GRAD_REDUCE);
+    } else {
+        dist_all_reduce(g, x, n, COMM_GRAD_REDUCE);
+    }
+    return platform_seconds() - t0;
+}
+
+/* The sizes measured and MPI_Allreduce's fastest time at each, for the α–β fit. */
+typedef struct AllreduceFit {
+    int n;
+    double floats[4], seconds[4];
+} AllreduceFit;
+
+static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, ResultsTable *table,
+                                     AllreduceFit *fit)
+{
+    const size_t sizes[] = {1u << 10, 1u << 14, 1u << 18, 1u << 21};
+    const int n_sizes = o->quick ? 2 : 4, samples = bench_steps(o, 3, 15);
+    static const char *const methods[] = {"ordered reduce-scatter + all-gather", "MPI_Allreduce"};
+    printf("\n  a sum over %d ranks, rank 0's time, median [fastest, slowest] of %d samples\n", g->size, samples);
+    for (int s = 0; s < n_sizes; s++) {
+        const size_t n = o->quick && s == 1 ? 1u << 16 : sizes[s];
+        float *x = malloc(n * sizeof *x), *shard = malloc(n * sizeof *x), *scratch = malloc(n * sizeof *x);
+        double *t[2] = {malloc((size_t)samples * sizeof(double)), malloc((size_t)samples * sizeof(double))};
+        if (!x || !shard || !scratch || !t[0] || !t[1]) {
+            free(x), free(shard), free(scratch), free(t[0]), free(t[1]);
+            return remat_fail(REMAT_ENOMEM, "bench_zero: no memory for %zu floats", n);
+        }
+        for (size_t i = 0; i < n; i++) x[i] = 1e-3f * (float)(i % 1000);
+        uint64_t sent[2] = {0};
+        for (int k = 0; k < samples; k++)
+            for (int m = 0; m < 2; m++) { /* taking turns, the first one alternating */
+                const int method = (m + k) % 2;
+                comm_reset();
+                t[method][k] = time_reduction(g, method, x, shard, scratch, n);
+                const CommCounts c = comm_counts();
+                sent[method] = comm_sent(&c, COMM_GRAD_REDUCE);
+            }
+        for (int m = 0; m < 2; m++) {
+            const double med = median(t[m], samples); /* sorts: t[m][0] is the fastest */
+            if (m == 1) { /* the fastest: the least disturbed by a busy machine */
+                fit->floats[fit->n] = (double)n;
+                fit->seconds[fit->n++] = t[m][0];
+            }
+            printf("    %8zu floats  %-36s %9.1f us [%9.1f, %9.1f]\n", n, methods[m], 1e6 * med, 1e6 * t[m][0],
+                   1e6 * t[m][samples - 1]);
+            ResultsRecord *rec = results_record(table);
+            record_num(rec, "floats", (double)n);
+            record_str(rec, "method", methods[m]);
+            record_num(rec, "median_seconds", med);
+            record_num(rec, "min_seconds", t[m][0]);
+            record_num(rec, "max_seconds", t[m][samples - 1]);
+            record_num(rec, "samples", samples);
+            record_num(rec, "bytes_sent", (double)sent[m]);
+        }
+        free(x), free(shard), free(scratch), free(t[0]), free(t[1]);
+    }
+    comm_reset();
+    return REMAT_OK;
+}
+
+/* ---- the stages ------------------------------------------------------------------------------ */
+
+static const ResultsField STAGE_FIELDS[] = {
+    {"stage", "ZeRO stage"}, {"strategy", ""}, {"rank", "rank"}, {"params", "bytes"}, {"grads", "bytes"},
+    {"optimizer", "bytes"}, {"params_formula", "bytes"}, {"grads_formula", "bytes"},
+    {"optimizer_formula", "bytes"}, {"peak_resident", "bytes"}, {"sent_per_step", "bytes"},
+    {"received_per_step", "bytes"}, {"grad_reduce_sent_per_step", "bytes"}, {"param_gather_sent_per_step", "bytes"},
+    {"step_seconds", "seconds, rank 0's median"}, {"step_min_seconds", "seconds, rank 0's fastest"},
+    {"step_max_seconds", "seconds, rank 0's slowest"}, {"steps", "count"},
+};
+
+/* What one rank reports after a configuration's steps. */
+typedef struct RankRow {
+    uint64_t current[MEM_KIND_COUNT], peak_resident, sent[COMM_PHASE_COUNT], received[COMM_PHASE_COUNT];
+} RankRow;
+
+/* Trains `steps` steps (after one untimed) at `stage` under `kind`, this rank on its own
+ * batch; seconds[] the median, fastest and slowest step on this rank. */
+static RematStatus run_stage(const DistGroup *g, const GptShape *shape, int stage, StrategyKind kind, int steps,
+                             double seconds[3], RankRow *row)
+{
+    ModelBench b;
+    RematStatus status = gpt_bench_create(&b, shape, NULL);
+    Zero *z = status == REMAT_OK ? step_zero_create(b.model, g, stage) : NULL;
+    const OptimConfig adamw = optim_adamw_defaults(1e-4f);
+    Optimizer *opt = z ? zero_optimizer_create(z, &adamw) : NULL;
+    const Strategy strategy = strategy_defaults(kind);
+    Schedule *schedule = opt ? schedule_for_strategy(&strategy, b.model->n_layers) : NULL;
+    double *t = malloc((size_t)steps * sizeof *t);
+    if (status == REMAT_OK && (!schedule || !t)) status = t ? remat_last_status() : REMAT_ENOMEM;
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 1, 2);
+    const Step step = {.model = b.model, .schedule = schedule, .optim = opt, .zero = z};
+    const MicroBatch mb = {b.batch.x, b.batch.y};
+    for (int s = -1; s < steps && status == REMAT_OK; s++) {
+        if (s == 0) {
+            comm_reset();
+            mem_reset_peaks();
+        }
+        dist_barrier(g);
+        const double t0 = platform_seconds();
+        StepResult result;
+        status = step_run_batches(&step, &mb, 1, &ctx, NULL, &result);
+        if (s >= 0) t[s] = platform_seconds() - t0;
+    }
+    if (status == REMAT_OK) {
+        seconds[0] = median(t, steps); /* sorts t */
+        seconds[1] = t[0];
+        seconds[2] = t[steps - 1];
+        const CommCounts c = comm_counts();
+        for (int k = 0; k < MEM_KIND_COUNT; k++) row->current[k] = mem_current((MemKind)k);
+        row->peak_resident = mem_peak_resident();
+        for (int p = 0; p < COMM_PHASE_COUNT; p++) {
+            row->sent[p] = comm_sent(&c, (CommPhase)p) / (uint64_t)steps;
+            row->received[p] = comm_received(&c, (CommPhase)p) / (uint64_t)steps;
+        }
+    }
+    free(t);
+    schedule_free(schedule);
+    optim_free(opt);
+    zero_free(z);
+    model_bench_free(&b);
+    return status;
+}
+
+static void record_stage(ResultsTable *table, int stage, StrategyKind kind, int K, size_t total, const RankRow *rows,
+                         const double seconds[3], int steps)
+{
+    for (int r = 0; r < K; r++) {
+        const RankRow *w = &rows[r];
+        const uint64_t shard = shard_begin(total, r + 1, K) - shard_begin(total, r, K);
+        const uint64_t formula[3] = {4 * (stage >= 3 ? shard : total), 4 * (stage >= 2 ? shard : total),
+                                     8 * (stage >= 1 ? shard : total)};
+        uint64_t sent = 0, received = 0;
+        for (int p = 0; p < COMM_PHASE_COUNT; p++) sent += w->sent[p], received += w->received[p];
+        printf("    %5d %-9s %4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %11.3f %11.3f %9.2f\n", stage,
+               strategy_name(kind), r, mib(w->current[MEM_PARAM]), mib(w->current[MEM_GRAD]),
+               mib(w->current[MEM_OPTIM]), mib(formula[0]), mib(formula[1]), mib(formula[2]), mib(sent),
+               mib(received), 1e3 * seconds[0]);
+        ResultsRecord *rec = results_record(table);
+        record_num(rec, "stage", stage);
+        record_str(rec, "strategy", strategy_name(kind));
+        record_num(rec, "rank", r);
+        record_num(rec, "params", (double)w->current[MEM_PARAM]);
+        record_num(rec, "grads", (double)w->current[MEM_GRAD]);
+        record_num(rec, "optimizer", (double)w->current[MEM_OPTIM]);
+        record_num(rec, "params_formula", (double)formula[0]);
+        record_num(rec, "grads_formula", (double)formula[1]);
+        record_num(rec, "optimizer_formula", (double)formula[2]);
+        record_num(rec, "peak_resident", (double)w->peak_resident);
+        record_num(rec, "sent_per_step", (double)sent);
+        record_num(rec, "received_per_step", (double)received);
+        record_num(rec, "grad_reduce_sent_per_step", (double)w->sent[COMM_GRAD_REDUCE]);
+        record_num(rec, "param_gather_sent_per_step", (double)w->sent[COMM_PARAM_GATHER]);
+        record_num(rec, "step_seconds", seconds[0]);
+        record_num(rec, "step_min_seconds", seconds[1]);
+        record_num(rec, "step_max_seconds", seconds[2]);
+        record_num(rec, "steps", steps);
+    }
+}
+
+static RematStatus measure_stages(const DistGroup *g, const BenchOptions *o, Results *results, ResultsTable *table)
+{
+    const GptShape shape = o->quick ? (GptShape){.L = 2, .C = 16, .H = 2, .T = 8, .B = 2, .dropout = 0.1f}
+                                    : (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f};
+    results_config_gpt(results, &shape);
+    const int steps = bench_steps(o, 3, 15), n = (int)(sizeof(RankRow) / sizeof(uint64_t));
+    RankRow *rows = malloc((size_t)g->size * sizeof *rows);
+    if (!rows) return remat_fail(REMAT_ENOMEM, "bench_zero: no memory for %d ranks", g->size);
+    printf("\n  per rank after %d steps (MiB; formula: params 4psi, or 4psi/K at stage 3, grads 4psi, or 4psi/K\n"
+           "  from stage 2, optimizer 8psi, or 8psi/K from stage 1), bytes moved per step (MiB), rank 0's\n"
+           "  median step\n", steps);
+    printf("    %5s %-9s %4s %10s %10s %10s %10s %10s %10s %11s %11s %9s\n", "stage", "strategy", "rank", "params",
+           "grads", "optimizer", "(formula)", "(formula)", "(formula)", "sent/step", "recv/step", "step ms");
+    RematStatus status = REMAT_OK;
+    size_t total = 0;
+    for (int stage = 0; stage <= ZERO_MAX_STAGE && status == REMAT_OK; stage++)
+        for (int k = 0; k < N_STRATEGIES && status == REMAT_OK; k++) {
+            if (!bench_measures(o, KINDS[k])) continue;
+            RankRow mine = {0};
+            double seconds[3] = {0};
+            status = run_stage(g, &shape, stage, KINDS[k], steps, seconds, &mine);
+            if (status != REMAT_OK) break;
+            status = dist_all_gather_u64(g, (const uint64_t *)&mine, n, (uint64_t *)rows);
+            if (stage == 0) total = rows[0].current[MEM_PARAM] / 4; /* unsharded */
+            if (status == REMAT_OK) record_stage(table, stage, KINDS[k], g->size, total, rows, seconds, steps);
+        }
+    free(rows);
+    return status;
+}
+
+/* The projection, with α and β as given, or else from MPI_Allreduce's fastest times here:
+ * α from the smallest size, β from the largest (which needs more than one rank). */
+static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, double alpha, double beta,
+                                 Results *results)
+{
+    double fa = 0, fb = 0;
+    if (g->size > 1 && fit->n >= 2)
+        zero_fit_alpha_beta(g->size, fit->floats[0], fit->seconds[0], fit->floats[fit->n - 1],
+                            fit->seconds[fit->n - 1], &fa, &fb);
+    if ((alpha < 0 || beta < 0) && g->size == 1)
+        return remat_fail(REMAT_EINVAL, "--project on one rank needs --alpha and --beta: there is no network here "
+                          "to measure (run it as 2 ranks or more)");
+    printf("\n  alpha-beta from MPI_Allreduce here (%d ranks): alpha %.3g s, beta %.3g s/B (%.2f GB/s)%s\n",
+           g->size, fa, fb, fb > 0 ? 1e-9 / fb : 0.0, alpha >= 0 || beta >= 0 ? "; overridden by the flags" : "");
+    results_config_num(results, "alpha_fitted_seconds", fa);
+    results_config_num(results, "beta_fitted_seconds_per_byte", fb);
+    alpha = alpha >= 0 ? alpha : fa;
+    beta = beta >= 0 ? beta : fb;
+    results_config_num(results, "alpha_seconds", alpha);
+    results_config_num(results, "beta_seconds_per_byte", beta);
+    ResultsTable *table = results_table(results, "projection", "GPT-2 shapes per rank, by K, stage and strategy",
+                                        ZERO_PROJECT_FIELDS, ZERO_PROJECT_N_FIELDS, true);
+    zero_project_table(alpha, beta, table);
+    return REMAT_OK;
+}
+
+/* --project, --alpha S, --beta S: bench_zero's own flags, taken out of argv before the
+ * common ones are parsed. Returns 0, or 2 for a bad value (after saying why). */
+static int project_flags(int *argc, char **argv, bool *project, double *alpha, double *beta)
+{
+    int kept = 1;
+    for (int i = 1; i < *argc; i++) {
+        double *value = !strcmp(argv[i], "--alpha") ? alpha : !strcmp(argv[i], "--beta") ? beta : NULL;
+        if (!strcmp(argv[i], "--project")) {
+            *project = true;
+        } else if (value) {
+            float v;
+            if (i + 1 >= *argc || !parse_float(argv[i + 1], 0.0, 1.0, false, &v)) {
+                fprintf(stderr, "bench_zero: %s needs seconds from 0 to 1 (e.g. 2e-6)\n", argv[i]);
+                return 2;
+            }
+            *value = v;
+            i++;
+        } else {
+            argv[kept++] = argv[i];
+        }
+    }
+    *argc = kept;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    DistGroup g;
+    if (dist_init(&argc, &argv, &g) != REMAT_OK) {
+        fprintf(stderr, "bench_zero: %s\n", remat_last_error());
+        return 1;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "bench_zero_np%d", g.size);
+    info.name = name;
+    if (g.rank != 0 && !freopen("/dev/null", "w", stdout)) dist_abort(1); /* rank 0 alone prints */
+    bool project = false;
+    double alpha = -1, beta = -1;
+    if (project_flags(&argc, argv, &project, &alpha, &beta)) {
+        if (g.size > 1) dist_abort(2);
+        return 2;
+    }
+    BenchOptions o;
+    Results *results;
+    const int start = bench_start(&info, argc, argv, &o, &results);
+    if (start != BENCH_RUN) {
+        if (start && g.size > 1) dist_abort(start);
+        dist_finalize();
+        return start;
+    }
+    const int cores = (int)sysconf(_SC_NPROCESSORS_ONLN); /* the machine's, not this rank's binding */
+    results_config_num(results, "ranks", g.size);
+    results_config_num(results, "cores", cores);
+    results_config_str(results, "oversubscribed", g.size * platform_info().threads > cores ? "yes" : "no");
+    printf("  %d rank%s, %d thread%s each, on %d cores%s\n", g.size, g.size == 1 ? "" : "s", platform_info().threads,
+           platform_info().threads == 1 ? "" : "s", cores,
+           g.size * platform_info().threads > cores ? ": oversubscribed, times are not a cluster's" : "");
+    ResultsTable *reduce = results_table(results, "reduce", "a sum over the ranks, ordered against MPI_Allreduce",
+                                         REDUCE_FIELDS, (int)(sizeof REDUCE_FIELDS / sizeof *REDUCE_FIELDS), true);
+    ResultsTable *stages = results_table(results, "stages", "per rank and ZeRO stage: bytes kept, bytes moved, time",
+                                         STAGE_FIELDS, (int)(sizeof STAGE_FIELDS / sizeof *STAGE_FIELDS), true);
+    RematStatus status = measure_stages(&g, &o, results, stages);
+    AllreduceFit fit = {0};
+    if (status == REMAT_OK) status = measure_reduction(&g, &o, reduce, &fit);
+    if (status == REMAT_OK && project) status = project_table(&g, &fit, alpha, beta, results);
+    if (status != REMAT_OK && g.size > 1) {
+        fprintf(stderr, "bench_zero: rank %d of %d: %s\n", g.rank, g.size, remat_last_error());
+        dist_abort(1);
+    }
+    int code;
+    if (g.rank == 0) {
+        code = bench_finish(&info, &o, results, status);
+    } else {
+        results_free(results);
+        code = mem_live_blocks() ? 1 : 0;
+    }
+    dist_finalize();
+    return code;
+}

@@ -1,0 +1,256 @@
+/*
+ * comm.c — flat views, the communication ledger and the collectives (see comm.h), over
+ * MPI_COMM_WORLD with point-to-point messages whose order this file fixes.
+ */
+#include "dist/comm.h"
+
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/kernels.h"
+
+enum { TAG_REDUCE_SCATTER = 101, TAG_ALL_GATHER = 102, TAG_GATHER = 103 };
+
+/* ---- flat views ------------------------------------------------------------------------ */
+
+size_t shard_begin(size_t total, int k, int size)
+{
+    return (size_t)((unsigned __int128)total * (unsigned)k / (unsigned)size);
+}
+
+/* Calls visit(piece data + offset, length) for each run of the view's elements [begin, end),
+ * in order. */
+#define FOR_EACH_RUN(v, begin, end, ptr, len, body)                                                     \
+    do {                                                                                                \
+        size_t first_ = 0;                                                                              \
+        for (int i_ = 0; i_ < (v)->n; first_ += (v)->pieces[i_].numel, i_++) {                         \
+            const size_t last_ = first_ + (v)->pieces[i_].numel;                                        \
+            const size_t a_ = (begin) > first_ ? (begin) : first_, b_ = (end) < last_ ? (end) : last_;  \
+            if (a_ >= b_) continue;                                                                     \
+            float *ptr = (v)->pieces[i_].data + (a_ - first_);                                          \
+            const size_t len = b_ - a_;                                                                 \
+            body;                                                                                       \
+        }                                                                                               \
+    } while (0)
+
+void flat_read(const FlatView *v, size_t begin, size_t end, float *out)
+{
+    size_t at = 0;
+    FOR_EACH_RUN(v, begin, end, p, len, { memcpy(out + at, p, len * sizeof *p); at += len; });
+}
+
+void flat_write(const FlatView *v, size_t begin, size_t end, const float *in)
+{
+    size_t at = 0;
+    FOR_EACH_RUN(v, begin, end, p, len, { memcpy(p, in + at, len * sizeof *p); at += len; });
+}
+
+/* The MPI datatype of the view's elements [begin, end): one block per piece it touches, at
+ * the piece's absolute address (sent from MPI_BOTTOM). The caller frees it. */
+static MPI_Datatype region_type(const FlatView *v, size_t begin, size_t end)
+{
+    int *lengths = malloc((size_t)v->n * sizeof *lengths);
+    MPI_Aint *addresses = malloc((size_t)v->n * sizeof *addresses);
+    if (!lengths || !addresses) {
+        free(lengths), free(addresses);
+        return MPI_DATATYPE_NULL;
+    }
+    int blocks = 0;
+    FOR_EACH_RUN(v, begin, end, p, len, {
+        MPI_Get_address(p, &addresses[blocks]);
+        lengths[blocks++] = (int)len;
+    });
+    MPI_Datatype type;
+    MPI_Type_create_hindexed(blocks, lengths, addresses, MPI_FLOAT, &type);
+    MPI_Type_commit(&type);
+    free(lengths);
+    free(addresses);
+    return type;
+}
+
+/* ---- the ledger ------------------------------------------------------------------------ */
+
+static CommCounts counts;
+
+CommCounts comm_counts(void) { return counts; }
+void comm_reset(void) { memset(&counts, 0, sizeof counts); }
+
+static void count(CommOp op, CommPhase phase, uint64_t sent, uint64_t received)
+{
+    counts.sent[op][phase] += sent;
+    counts.received[op][phase] += received;
+    counts.calls[op][phase]++;
+}
+
+uint64_t comm_sent(const CommCounts *c, CommPhase phase)
+{
+    uint64_t sum = 0;
+    for (int op = 0; op < COMM_OP_COUNT; op++) sum += c->sent[op][phase];
+    return sum;
+}
+
+uint64_t comm_received(const CommCounts *c, CommPhase phase)
+{
+    uint64_t sum = 0;
+    for (int op = 0; op < COMM_OP_COUNT; op++) sum += c->received[op][phase];
+    return sum;
+}
+
+const char *comm_op_name(CommOp op)
+{
+    static const char *names[] = {"reduce-scatter", "all-gather", "all-reduce", "gather"};
+    return op >= 0 && op < COMM_OP_COUNT ? names[op] : "unknown";
+}
+
+const char *comm_phase_name(CommPhase phase)
+{
+    static const char *names[] = {"gradient reduction", "parameter gathering", "optimizer", "control"};
+    return phase >= 0 && phase < COMM_PHASE_COUNT ? names[phase] : "unknown";
+}
+
+/* ---- collectives ----------------------------------------------------------------------- */
+
+/* Posts a send of the view's elements [b, e) to rank `dest` (nothing when empty); returns
+ * the bytes it sends. */
+static uint64_t send_range(const FlatView *x, size_t b, size_t e, int dest, int tag, MPI_Request *req)
+{
+    *req = MPI_REQUEST_NULL;
+    if (b == e) return 0;
+    MPI_Datatype type = region_type(x, b, e);
+    MPI_Isend(MPI_BOTTOM, 1, type, dest, tag, MPI_COMM_WORLD, req);
+    MPI_Type_free(&type); /* freed once the send no longer needs it */
+    return (e - b) * sizeof(float);
+}
+
+size_t dist_scratch_floats(size_t n) { return n < DIST_CHUNK ? n : DIST_CHUNK; }
+
+/* Chunks of a region of n floats. */
+static size_t chunks(size_t n) { return (n + DIST_CHUNK - 1) / DIST_CHUNK; }
+
+RematStatus dist_reduce_scatter(const DistGroup *g, const FlatView *x, float scale, float *shard, float *scratch,
+                                 CommPhase phase)
+{
+    const int K = g->size, me = g->rank;
+    const size_t b = shard_begin(x->total, me, K), n = shard_begin(x->total, me + 1, K) - b;
+    size_t n_sends = 0;
+    for (int r = 0; r < K; r++)
+        if (r != me) n_sends += chunks(shard_begin(x->total, r + 1, K) - shard_begin(x->total, r, K));
+    MPI_Request *sends = calloc(n_sends ? n_sends : 1, sizeof *sends);
+    if (!sends) return remat_fail(REMAT_ENOMEM, "reduce-scatter: no memory for %zu requests", n_sends);
+    uint64_t sent = 0;
+    size_t k = 0;
+    for (int r = 0; r < K; r++) { /* every other rank's region, chunk by chunk, in order */
+        const size_t rb = shard_begin(x->total, r, K), re = shard_begin(x->total, r + 1, K);
+        for (size_t c = rb; r != me && c < re; c += DIST_CHUNK)
+            sent += send_range(x, c, c + DIST_CHUNK < re ? c + DIST_CHUNK : re, r, TAG_REDUCE_SCATTER, &sends[k++]);
+    }
+    for (size_t c = 0; c < n; c += DIST_CHUNK) {
+        const size_t len = c + DIST_CHUNK < n ? DIST_CHUNK : n - c;
+        for (int r = 0; r < K; r++) { /* in rank order: s = x_0, then s + x_1, ... */
+            float *dst = r == 0 ? shard + c : scratch;
+            if (r == me) flat_read(x, b + c, b + c + len, dst);
+            else MPI_Recv(dst, (int)len, MPI_FLOAT, r, TAG_REDUCE_SCATTER, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (r > 0) k_add(shard + c, shard + c, scratch, len);
+        }
+    }
+    k_scale(shard, shard, scale, n);
+    if (n_sends) MPI_Waitall((int)n_sends, sends, MPI_STATUSES_IGNORE);
+    free(sends);
+    if (K > 1) count(COMM_REDUCE_SCATTER, phase, sent, (uint64_t)(K - 1) * n * sizeof(float));
+    return REMAT_OK;
+}
+
+RematStatus dist_all_gather_bounds(const DistGroup *g, const FlatView *x, const size_t *bounds, CommPhase phase)
+{
+    const int K = g->size, me = g->rank;
+    if (K == 1) return REMAT_OK;
+    MPI_Request *reqs = calloc((size_t)(2 * K), sizeof *reqs);
+    if (!reqs) return remat_fail(REMAT_ENOMEM, "all-gather: no memory for %d requests", 2 * K);
+    uint64_t sent = 0, received = 0;
+    for (int r = 0; r < K; r++) {
+        reqs[2 * r] = reqs[2 * r + 1] = MPI_REQUEST_NULL;
+        if (r == me) continue;
+        sent += send_range(x, bounds[me], bounds[me + 1], r, TAG_ALL_GATHER, &reqs[2 * r]);
+        if (bounds[r] == bounds[r + 1]) continue;
+        MPI_Datatype type = region_type(x, bounds[r], bounds[r + 1]);
+        MPI_Irecv(MPI_BOTTOM, 1, type, r, TAG_ALL_GATHER, MPI_COMM_WORLD, &reqs[2 * r + 1]);
+        MPI_Type_free(&type);
+        received += (bounds[r + 1] - bounds[r]) * sizeof(float);
+    }
+    MPI_Waitall(2 * K, reqs, MPI_STATUSES_IGNORE);
+    free(reqs);
+    count(COMM_ALL_GATHER, phase, sent, received);
+    return REMAT_OK;
+}
+
+RematStatus dist_all_gather(const DistGroup *g, const FlatView *x, CommPhase phase)
+{
+    size_t *bounds = malloc((size_t)(g->size + 1) * sizeof *bounds);
+    if (!bounds) return remat_fail(REMAT_ENOMEM, "all-gather: no memory for %d bounds", g->size + 1);
+    for (int r = 0; r <= g->size; r++) bounds[r] = shard_begin(x->total, r, g->size);
+    const RematStatus status = dist_all_gather_bounds(g, x, bounds, phase);
+    free(bounds);
+    return status;
+}
+
+RematStatus dist_gather(const DistGroup *g, const FlatView *mine, const FlatView *full, int root, CommPhase phase)
+{
+    const int K = g->size;
+    if (g->rank != root) {
+        if (!mine->total) return REMAT_OK;
+        MPI_Datatype type = region_type(mine, 0, mine->total);
+        MPI_Send(MPI_BOTTOM, 1, type, root, TAG_GATHER, MPI_COMM_WORLD);
+        MPI_Type_free(&type);
+        count(COMM_GATHER, phase, mine->total * sizeof(float), 0);
+        return REMAT_OK;
+    }
+    uint64_t received = 0;
+    for (int r = 0; r < K; r++) {
+        const size_t rb = shard_begin(full->total, r, K), re = shard_begin(full->total, r + 1, K);
+        if (rb == re) continue;
+        if (r == root) {
+            float *own = malloc((re - rb) * sizeof *own);
+            if (!own) return remat_fail(REMAT_ENOMEM, "gather: no memory for %zu floats", re - rb);
+            flat_read(mine, 0, re - rb, own);
+            flat_write(full, rb, re, own);
+            free(own);
+            continue;
+        }
+        MPI_Datatype type = region_type(full, rb, re);
+        MPI_Recv(MPI_BOTTOM, 1, type, r, TAG_GATHER, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Type_free(&type);
+        received += (re - rb) * sizeof(float);
+    }
+    if (K > 1) count(COMM_GATHER, phase, 0, received);
+    return REMAT_OK;
+}
+
+RematStatus dist_all_gather_float(const DistGroup *g, float mine, float *all, CommPhase phase)
+{
+    all[g->rank] = mine;
+    if (g->size == 1) return REMAT_OK;
+    MPI_Allgather(&mine, 1, MPI_FLOAT, all, 1, MPI_FLOAT, MPI_COMM_WORLD);
+    count(COMM_ALL_GATHER, phase, (uint64_t)(g->size - 1) * sizeof(float), (uint64_t)(g->size - 1) * sizeof(float));
+    return REMAT_OK;
+}
+
+RematStatus dist_all_reduce(const DistGroup *g, float *x, size_t n, CommPhase phase)
+{
+    if (g->size == 1) return REMAT_OK;
+    MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    /* Counted as a reduce-scatter + all-gather would move it: MPI does not say what it sent. */
+    const uint64_t bytes = 2 * (uint64_t)n * sizeof(float) * (uint64_t)(g->size - 1) / (uint64_t)g->size;
+    count(COMM_ALL_REDUCE, phase, bytes, bytes);
+    return REMAT_OK;
+}
+
+RematStatus dist_all_gather_u64(const DistGroup *g, const uint64_t *mine, int n, uint64_t *all)
+{
+    if (g->size == 1) {
+        memcpy(all, mine, (size_t)n * sizeof *mine);
+        return REMAT_OK;
+    }
+    MPI_Allgather(mine, n, MPI_UINT64_T, all, n, MPI_UINT64_T, MPI_COMM_WORLD);
+    return REMAT_OK;
+}

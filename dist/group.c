@@ -1,0 +1,53 @@
+/*
+ * group.c — the process group over MPI_COMM_WORLD (see group.h).
+ */
+#include "dist/group.h"
+
+#include <mpi.h>
+#include <stdlib.h>
+
+static bool launched;
+static DistGroup world_group = {.rank = 0, .size = 1};
+
+/* Whether a launcher started this process: each of the three names the launchers Open MPI
+ * and the PMI family use for the job's size or this rank. */
+static bool under_launcher(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_SIZE");
+}
+
+RematStatus dist_init(int *argc, char ***argv, DistGroup *world)
+{
+    *world = (DistGroup){.rank = 0, .size = 1};
+    if (!under_launcher()) return REMAT_OK;
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized && MPI_Init(argc, argv) != MPI_SUCCESS)
+        return remat_fail(REMAT_EIO, "dist_init: MPI_Init failed");
+    launched = true;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world->size);
+    world_group = *world;
+    return REMAT_OK;
+}
+
+bool dist_launched(void) { return launched; }
+
+DistGroup dist_world(void) { return world_group; }
+
+void dist_finalize(void)
+{
+    int finalized = 0;
+    if (launched && MPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) MPI_Finalize();
+}
+
+_Noreturn void dist_abort(int code)
+{
+    if (launched) MPI_Abort(MPI_COMM_WORLD, code);
+    exit(code);
+}
+
+void dist_barrier(const DistGroup *g)
+{
+    if (launched && g->size > 1) MPI_Barrier(MPI_COMM_WORLD);
+}

@@ -1,0 +1,49 @@
+/*
+ * group.h — the process group of data-parallel training: which rank this process is, and
+ * how many there are.
+ *
+ * A program started by an MPI launcher (`mpirun -np K build/models/train ...`) is one of
+ * K ranks; started plainly, it is the one rank of a group of one and never initialises
+ * MPI, so a single process runs exactly as it would without MPI (no daemon, no network
+ * probing). Which of the two it is, dist_init tells from the launcher's environment
+ * (Open MPI's OMPI_COMM_WORLD_SIZE, PMIx's PMIX_RANK, or PMI_SIZE).
+ *
+ * What this is not: sub-communicators, several groups, or fault tolerance. A rank that
+ * fails ends the whole job (dist_abort): the others would wait for it forever otherwise.
+ * Only dist/ knows MPI; every other room sees a rank and a size.
+ */
+#ifndef REMAT_DIST_GROUP_H
+#define REMAT_DIST_GROUP_H
+
+#include <stdbool.h>
+
+#include "tensor/error.h"
+
+typedef struct DistGroup {
+    int rank; /* 0 .. size-1 */
+    int size; /* the world size K; 1 for a process started without a launcher */
+} DistGroup;
+
+/* The group of every process of the job. Under a launcher, initialises MPI (once; later
+ * calls return the same group); otherwise returns {0, 1} and touches no MPI. REMAT_EIO if
+ * MPI does not start. */
+RematStatus dist_init(int *argc, char ***argv, DistGroup *world);
+
+/* The group dist_init found; {0, 1} before it, or without a launcher. */
+DistGroup dist_world(void);
+
+/* True when this process was started by an MPI launcher (and dist_init has run MPI_Init). */
+bool dist_launched(void);
+
+/* Ends MPI, if dist_init started it: every rank calls it once, at the end. */
+void dist_finalize(void);
+
+/* Ends every rank of the job at once with exit status `code` (MPI_Abort); without a
+ * launcher, exits this process with it. For a rank that failed: the others are waiting
+ * for it in a collective and would never return. */
+_Noreturn void dist_abort(int code);
+
+/* Waits until every rank has arrived. Nothing without a launcher. */
+void dist_barrier(const DistGroup *g);
+
+#endif /* REMAT_DIST_GROUP_H */

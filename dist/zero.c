@@ -1,0 +1,347 @@
+/*
+ * zero.c — the reduce stage and the sharded optimizer step of data-parallel training
+ * (see zero.h).
+ */
+#include "dist/zero.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/kernels.h"
+
+/* A group of parameters used together (a layer's; a model's embedding and head): at stage
+ * 3 gathered together when their owner is used. */
+typedef struct Group {
+    const void *owner;
+    int *index; /* into Zero.params */
+    int n;
+} Group;
+
+struct Zero {
+    DistGroup group;
+    int stage;
+    int n;
+    Param *params;
+    FlatPiece *pieces;  /* scratch for building views, n entries */
+    size_t *offset;     /* parameter i's first element in the flat array */
+    size_t *bounds;     /* scratch: size + 1 region bounds */
+    size_t total;       /* Ψ */
+    size_t begin, end;  /* this rank's shard */
+    float *grad_shard;  /* the reduced gradient of the shard: MEM_GRAD from stage 2 (kept),
+                           MEM_WORK at stage 1 (from zero_reduce to the optimizer step) */
+    float *param_shard; /* stage 3: this rank's shard of the parameters (MEM_PARAM) */
+    Group *groups;
+    int n_groups;
+    int held;           /* stage 3: the group gathered now, or -1 */
+    ParamUseHooks hooks;
+    const ParamUseHooks *outer_hooks; /* while a step runs: the hooks it replaced */
+};
+
+Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
+{
+    if (stage < 0 || stage > ZERO_MAX_STAGE || n <= 0 || !g || g->size < 1) {
+        remat_fail(REMAT_EINVAL, "zero_create: stage %d (0 to %d are built), %d parameters", stage, ZERO_MAX_STAGE, n);
+        return NULL;
+    }
+    Zero *z = calloc(1, sizeof *z);
+    if (!z || !(z->params = malloc((size_t)n * sizeof *params)) || !(z->pieces = malloc((size_t)n * sizeof *z->pieces))) {
+        zero_free(z);
+        remat_fail(REMAT_ENOMEM, "zero_create: no memory");
+        return NULL;
+    }
+    z->offset = malloc((size_t)n * sizeof *z->offset);
+    z->bounds = malloc((size_t)(g->size + 1) * sizeof *z->bounds);
+    if (!z->offset || !z->bounds) {
+        zero_free(z);
+        remat_fail(REMAT_ENOMEM, "zero_create: no memory");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        z->params[i] = params[i];
+        z->offset[i] = z->total;
+        z->total += params[i].var->value->numel;
+    }
+    z->group = *g;
+    z->stage = stage;
+    z->n = n;
+    z->held = -1;
+    z->begin = shard_begin(z->total, g->rank, g->size);
+    z->end = shard_begin(z->total, g->rank + 1, g->size);
+    const size_t bytes = (z->end - z->begin) * sizeof(float);
+    if (stage >= 2 && bytes && !(z->grad_shard = mem_calloc(MEM_GRAD, bytes))) {
+        zero_free(z);
+        return NULL;
+    }
+    if (stage == 3 && bytes && !(z->param_shard = mem_alloc(MEM_PARAM, bytes))) {
+        zero_free(z);
+        return NULL;
+    }
+    if (stage == 3) zero_params_scatter(z); /* from here on, parameters exist in full only while used */
+    return z;
+}
+
+void zero_free(Zero *z)
+{
+    if (!z) return;
+    mem_free(z->grad_shard);
+    mem_free(z->param_shard);
+    for (int g = 0; g < z->n_groups; g++) free(z->groups[g].index);
+    free(z->groups);
+    free(z->params);
+    free(z->pieces);
+    free(z->offset);
+    free(z->bounds);
+    free(z);
+}
+
+int zero_rank(const Zero *z) { return z->group.rank; }
+int zero_size(const Zero *z) { return z->group.size; }
+int zero_stage(const Zero *z) { return z->stage; }
+size_t zero_total(const Zero *z) { return z->total; }
+
+void zero_shard(const Zero *z, size_t *begin, size_t *end)
+{
+    *begin = z->begin;
+    *end = z->end;
+}
+
+Optimizer *zero_optimizer_create(const Zero *z, const OptimConfig *config)
+{
+    if (z->stage == 0) return optim_create(config, z->params, z->n);
+    if (z->end == z->begin) { /* more ranks than elements: nothing to update here */
+        remat_fail(REMAT_EINVAL, "zero: rank %d's shard is empty (%zu parameters over %d ranks)", z->group.rank,
+                   z->total, z->group.size);
+        return NULL;
+    }
+    return optim_create_range(config, z->params, z->n, z->begin, z->end);
+}
+
+/* ---- views ---------------------------------------------------------------------------------- */
+
+typedef enum Of { OF_VALUES, OF_GRADS } Of;
+
+/* The parameters' values or gradients as one flat view (in z->pieces). */
+static FlatView params_view(Zero *z, Of of)
+{
+    for (int i = 0; i < z->n; i++) {
+        const Var *p = z->params[i].var;
+        const Tensor *t = of == OF_VALUES ? p->value : p->grad;
+        z->pieces[i] = (FlatPiece){t->f32, t->numel};
+    }
+    return (FlatView){z->pieces, z->n, z->total};
+}
+
+/* An optimizer's state tensors number `which` (0: AdamW m, 1: v) as a flat view over the
+ * elements it updates, in `pieces` (n entries). */
+static FlatView state_view(const Optimizer *opt, int n, int which, FlatPiece *pieces)
+{
+    FlatView v = {pieces, 0, 0};
+    for (int i = 0; i < n; i++) {
+        Tensor *s[2];
+        optim_state(opt, i, &s[0], &s[1]);
+        if (!s[which]) continue;
+        pieces[v.n++] = (FlatPiece){s[which]->f32, s[which]->numel};
+        v.total += s[which]->numel;
+    }
+    return v;
+}
+
+/* ---- the step ---------------------------------------------------------------------------- */
+
+RematStatus zero_reduce(Zero *z, float loss, float *mean_loss)
+{
+    for (int i = 0; i < z->n; i++)
+        if (!z->params[i].var->grad)
+            return remat_fail(REMAT_ESTATE, "zero: parameter %s has no gradient on rank %d: every parameter must "
+                              "take part in the loss", z->params[i].var->name, z->group.rank);
+    const int K = z->group.size;
+    const size_t n = z->end - z->begin;
+    float *shard = z->grad_shard;
+    float *scratch = n ? mem_alloc(MEM_WORK, dist_scratch_floats(n) * sizeof *scratch) : NULL;
+    if (!shard && n) shard = mem_alloc(MEM_WORK, n * sizeof *shard);
+    if (n && (!shard || !scratch)) {
+        if (shard != z->grad_shard) mem_free(shard);
+        mem_free(scratch);
+        return remat_last_status();
+    }
+    const FlatView grads = params_view(z, OF_GRADS);
+    RematStatus status = dist_reduce_scatter(&z->group, &grads, 1.0f / (float)K, shard, scratch, COMM_GRAD_REDUCE);
+    mem_free(scratch);
+    if (z->stage == 0) { /* every rank gets the whole reduced gradient */
+        if (status == REMAT_OK) flat_write(&grads, z->begin, z->end, shard);
+        mem_free(shard);
+        if (status == REMAT_OK) status = dist_all_gather(&z->group, &grads, COMM_GRAD_REDUCE);
+    } else if (z->stage == 1) {
+        z->grad_shard = shard; /* until the optimizer step */
+    } else {
+        for (int i = 0; i < z->n; i++) { /* only the shard stays */
+            tensor_free(z->params[i].var->grad);
+            z->params[i].var->grad = NULL;
+        }
+    }
+    if (status != REMAT_OK) return status;
+
+    float *losses = malloc((size_t)K * sizeof *losses);
+    if (!losses) return remat_fail(REMAT_ENOMEM, "zero: no memory for %d losses", K);
+    status = dist_all_gather_float(&z->group, loss, losses, COMM_CONTROL);
+    float sum = losses[0];
+    for (int r = 1; r < K; r++) sum += losses[r]; /* in rank order, as step.h sums micro-batches */
+    *mean_loss = sum / (float)K;
+    free(losses);
+    return status;
+}
+
+RematStatus zero_optimizer_step(Zero *z, Optimizer *opt)
+{
+    if (z->stage == 0) return optim_step(opt);
+    if (z->stage == 3) return optim_step_shard(opt, z->grad_shard, z->param_shard); /* gathered when used */
+    RematStatus status = optim_step_flat(opt, z->grad_shard);
+    if (z->stage == 1) { /* the shard was workspace */
+        mem_free(z->grad_shard);
+        z->grad_shard = NULL;
+    }
+    if (status != REMAT_OK) return status;
+    const FlatView values = params_view(z, OF_VALUES);
+    return dist_all_gather(&z->group, &values, COMM_PARAM_GATHER);
+}
+
+/* ---- stage 3: parameters gathered while used ------------------------------------------ */
+
+/* Gathers parameter i in full from every rank's shard: storage restored, this rank's part
+ * copied in from its shard, the others' received. */
+static RematStatus gather_param(Zero *z, int i)
+{
+    Tensor *t = z->params[i].var->value;
+    if (tensor_restore_storage(t) != REMAT_OK) return remat_last_status();
+    const size_t first = z->offset[i], last = first + t->numel;
+    for (int r = 0; r <= z->group.size; r++) {
+        const size_t s = shard_begin(z->total, r, z->group.size);
+        z->bounds[r] = s < first ? 0 : s > last ? t->numel : s - first;
+    }
+    const size_t a = z->bounds[z->group.rank], b = z->bounds[z->group.rank + 1];
+    if (b > a) memcpy(t->f32 + a, z->param_shard + (first + a - z->begin), (b - a) * sizeof(float));
+    const FlatPiece piece = {t->f32, t->numel};
+    const FlatView v = {&piece, 1, t->numel};
+    return dist_all_gather_bounds(&z->group, &v, z->bounds, COMM_PARAM_GATHER);
+}
+
+static void release_group(Zero *z, int g)
+{
+    for (int k = 0; g >= 0 && k < z->groups[g].n; k++) tensor_release_storage(z->params[z->groups[g].index[k]].var->value);
+}
+
+/* The hook of a step at stage 3: the group of `owner` gathered, the one before released, so
+ * one group is whole at a time. A checkpoint region's replay and its backward use the same
+ * layer one after the other, so they share one gather. */
+static RematStatus use_group(void *ctx, const void *owner)
+{
+    Zero *z = ctx;
+    int g = 0;
+    while (g < z->n_groups && z->groups[g].owner != owner) g++;
+    if (g == z->n_groups || g == z->held) return REMAT_OK; /* not sharded here, or already whole */
+    release_group(z, z->held);
+    z->held = -1;
+    for (int k = 0; k < z->groups[g].n; k++) {
+        const RematStatus status = gather_param(z, z->groups[g].index[k]);
+        if (status != REMAT_OK) {
+            for (int j = 0; j <= k; j++) tensor_release_storage(z->params[z->groups[g].index[j]].var->value);
+            return status;
+        }
+    }
+    z->held = g;
+    return REMAT_OK;
+}
+
+RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int n)
+{
+    Group *groups = realloc(z->groups, (size_t)(z->n_groups + 1) * sizeof *groups);
+    if (!groups) return remat_fail(REMAT_ENOMEM, "zero: no memory for a group");
+    z->groups = groups;
+    Group *g = &z->groups[z->n_groups];
+    *g = (Group){.owner = owner, .index = malloc((size_t)(n ? n : 1) * sizeof *g->index), .n = 0};
+    if (!g->index) return remat_fail(REMAT_ENOMEM, "zero: no memory for a group");
+    z->n_groups++;
+    for (int k = 0; k < n; k++) {
+        int i = 0;
+        while (i < z->n && z->params[i].var != params[k].var) i++;
+        if (i == z->n) return remat_fail(REMAT_EINVAL, "zero: parameter %s of a group is not one of the model's",
+                                         params[k].var->name);
+        g->index[g->n++] = i;
+    }
+    return REMAT_OK;
+}
+
+void zero_step_begin(Zero *z)
+{
+    if (z->stage < 3) return;
+    z->hooks = (ParamUseHooks){use_group, z};
+    z->outer_hooks = param_use_hooks_set(&z->hooks);
+}
+
+void zero_step_end(Zero *z)
+{
+    if (z->stage < 3) return;
+    release_group(z, z->held);
+    z->held = -1;
+    param_use_hooks_set(z->outer_hooks);
+}
+
+RematStatus zero_params_gather(Zero *z)
+{
+    for (int i = 0; z->stage == 3 && i < z->n; i++) {
+        const RematStatus status = gather_param(z, i);
+        if (status != REMAT_OK) return status;
+    }
+    return REMAT_OK;
+}
+
+void zero_params_scatter(Zero *z)
+{
+    if (z->stage < 3) return;
+    bool whole = true; /* after a gather that failed half way, the shard keeps what it had */
+    for (int i = 0; i < z->n; i++) whole &= z->params[i].var->value->data != NULL;
+    if (whole && z->end > z->begin) {
+        const FlatView values = params_view(z, OF_VALUES);
+        flat_read(&values, z->begin, z->end, z->param_shard);
+    }
+    for (int i = 0; i < z->n; i++) tensor_release_storage(z->params[i].var->value);
+    z->held = -1;
+}
+
+/* ---- saving and resuming --------------------------------------------------------------- */
+
+RematStatus zero_gather_optimizer(Zero *z, const Optimizer *shard, Optimizer *full, int root)
+{
+    if (z->stage == 0) return REMAT_OK; /* every rank holds all of it */
+    FlatPiece *mine = malloc((size_t)z->n * sizeof *mine), *all = malloc((size_t)z->n * sizeof *all);
+    RematStatus status = mine && all ? REMAT_OK : remat_fail(REMAT_ENOMEM, "zero: no memory to gather the optimizer");
+    for (int which = 0; which < 2 && status == REMAT_OK; which++) {
+        const FlatView v = state_view(shard, z->n, which, mine);
+        if (v.n == 0) break; /* no such state (SGD) */
+        const FlatView f = full ? state_view(full, z->n, which, all) : (FlatView){0};
+        status = dist_gather(&z->group, &v, full ? &f : NULL, root, COMM_OPTIMIZER);
+    }
+    if (status == REMAT_OK && full) status = optim_set_steps(full, optim_steps(shard));
+    free(mine);
+    free(all);
+    return status;
+}
+
+RematStatus zero_scatter_optimizer(const Zero *z, Optimizer *shard, const Optimizer *full)
+{
+    if (z->stage == 0) return REMAT_OK;
+    FlatPiece *mine = malloc((size_t)z->n * sizeof *mine), *all = malloc((size_t)z->n * sizeof *all);
+    float *buf = malloc((z->end - z->begin) * sizeof *buf);
+    RematStatus status = mine && all && buf ? REMAT_OK : remat_fail(REMAT_ENOMEM, "zero: no memory to resume");
+    for (int which = 0; which < 2 && status == REMAT_OK; which++) {
+        const FlatView v = state_view(shard, z->n, which, mine), f = state_view(full, z->n, which, all);
+        if (v.n == 0) break;
+        flat_read(&f, z->begin, z->end, buf);
+        flat_write(&v, 0, v.total, buf);
+    }
+    if (status == REMAT_OK) status = optim_set_steps(shard, optim_steps(full));
+    free(mine);
+    free(all);
+    free(buf);
+    return status;
+}

@@ -1,0 +1,111 @@
+/*
+ * zero.h — data parallelism with ZeRO sharding (Rajbhandari et al. 2020), as the training
+ * step (models/step.h) uses it between backward and the optimizer.
+ *
+ * Each of K ranks has run one micro-batch of the step and holds its gradient g_r. The
+ * flat array of all Ψ parameters is cut into K contiguous shards (comm.h); rank k owns
+ * shard k. What each stage keeps, in bytes of float32 AdamW state, and what it moves:
+ *
+ *   stage 0   params 4Ψ, grads 4Ψ,    optimizer 8Ψ      = 16Ψ         gradients: ordered
+ *             reduce-scatter, then all-gather; every rank runs the whole optimizer
+ *   stage 1   params 4Ψ, grads 4Ψ,    optimizer 8Ψ/K    = 8Ψ + 8Ψ/K   ordered reduce-scatter;
+ *             each rank updates its shard; all-gather of the parameters
+ *   stage 2   params 4Ψ, grads 4Ψ/K,  optimizer 8Ψ/K    = 4Ψ + 12Ψ/K  as stage 1, and the
+ *             full gradients are freed once reduced: only the shard stays
+ *   stage 3   params 4Ψ/K, grads 4Ψ/K, optimizer 8Ψ/K   = 16Ψ/K       + the working set: a
+ *             group of parameters (a layer's, or the embedding and head's) is gathered when
+ *             it is used (param_owner_set, autograd.h) — for its forward, a checkpoint
+ *             region's replay, its backward — and released when the next group is, so
+ *             one group is whole at a time; each rank updates its shard of the
+ *             parameters, and nothing is gathered after the update
+ *
+ * (Ψ/K is this rank's shard length, floor(Ψ(k+1)/K) − floor(Ψk/K), when K does not
+ * divide Ψ.) Stages 0 to 2 move about 2Ψ floats per rank per step: (K−1)/K · Ψ out and in
+ * for the reduce-scatter, the same for the all-gather. Stage 3 gathers each group when the
+ * forward uses it and again when backward does, unless it is still whole (the last layer
+ * of the forward is the first of the backward, and a region's replay leaves its layer
+ * whole for the region's backward): about 3Ψ. The figures are the resident state
+ * between steps; the reduce-scatter runs after backward, not during it, so from stage 2
+ * the full gradient still exists while backward runs (the ledger's peak shows it), and
+ * the reduction holds workspace while it runs: the sum of the shard (stages 0 and 1; at
+ * stage 2 the sum is the kept gradient shard) and one chunk of DIST_CHUNK floats (256 KiB)
+ * that receives the other ranks' parts.
+ *
+ * Every stage gives the same bits as one process accumulating the K micro-batches: the
+ * sum is taken in rank order and scaled by 1/K exactly as step.h's accumulation does, and
+ * a shard's update is the same element-wise arithmetic as the whole optimizer's.
+ *
+ * What this is not: gradient reduction overlapped with backward, bucketing, or prefetching
+ * the next group's parameters while the current one computes.
+ */
+#ifndef REMAT_DIST_ZERO_H
+#define REMAT_DIST_ZERO_H
+
+#include "autograd/optim.h"
+#include "dist/comm.h"
+#include "dist/group.h"
+
+typedef struct Zero Zero;
+
+enum { ZERO_MAX_STAGE = 3 };
+
+/* Data parallelism over `g` at ZeRO `stage` (0..ZERO_MAX_STAGE) for the n parameters
+ * `params` (copied; the Vars are borrowed and must outlive it). Stage 2 allocates this
+ * rank's gradient shard (MEM_GRAD); stage 3 also its parameter shard (MEM_PARAM), copied
+ * from the parameters, whose storage it then releases (tensor_release_storage): between
+ * steps they exist only in the shards, and zero_add_group says how they are used. NULL
+ * on error (a bad stage, the memory budget). */
+Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n);
+void zero_free(Zero *z);
+
+int zero_rank(const Zero *z);
+int zero_size(const Zero *z);
+int zero_stage(const Zero *z);
+
+/* Ψ, and this rank's shard of it: elements [*begin, *end). */
+size_t zero_total(const Zero *z);
+void zero_shard(const Zero *z, size_t *begin, size_t *end);
+
+/* The optimizer this rank runs: over everything at stage 0, over its shard from stage 1
+ * (optim_create_range). NULL on error. */
+Optimizer *zero_optimizer_create(const Zero *z, const OptimConfig *config);
+
+/* After every rank's backward: reduces the gradients, the ranks' sum in rank order × 1/K
+ * (stage 0: into every parameter's .grad on every rank; stages 1 and 2: this rank's shard,
+ * and stage 2 frees the full gradients), and *mean_loss = the ranks' `loss` summed in
+ * rank order / K. REMAT_ESTATE if a parameter has no gradient. */
+RematStatus zero_reduce(Zero *z, float loss, float *mean_loss);
+
+/* Applies the reduced gradient with `opt` (zero_optimizer_create's): stage 0 the whole
+ * optimizer; stages 1 and 2 this rank's shard, then every rank's updated shard is
+ * gathered into every rank's parameters. */
+RematStatus zero_optimizer_step(Zero *z, Optimizer *opt);
+
+/* Stage 3: the parameters `params` (n, each one of zero_create's) are used together by
+ * `owner` (a Layer, or the Model for its embedding and head: what param_owner_set names).
+ * A parameter in no group is never gathered by a step. REMAT_EINVAL for a parameter that
+ * is not one of zero_create's. */
+RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int n);
+
+/* Around a step's forward and backward (step.h), or an evaluation's forward: at stage 3,
+ * gathers each group as it is used and releases the last one at the end; no-ops below
+ * stage 3. */
+void zero_step_begin(Zero *z);
+void zero_step_end(Zero *z);
+
+/* Stage 3, outside a step (sampling, saving, loading): every parameter
+ * gathered in full (a collective: every rank calls it), and afterwards this rank's part
+ * of them kept in its shard and their storage released again (zero_params_scatter; after
+ * a load, it takes what was loaded). No-ops below stage 3. */
+RematStatus zero_params_gather(Zero *z);
+void zero_params_scatter(Zero *z);
+
+/* For a save: `full` (an optimizer over everything, on rank `root` only; NULL elsewhere)
+ * receives the state of every rank's `shard` optimizer. Every rank calls it. */
+RematStatus zero_gather_optimizer(Zero *z, const Optimizer *shard, Optimizer *full, int root);
+
+/* For a resume: this rank's `shard` optimizer takes its part of `full`'s state (an
+ * optimizer over everything, loaded from a file) and its step count. */
+RematStatus zero_scatter_optimizer(const Zero *z, Optimizer *shard, const Optimizer *full);
+
+#endif /* REMAT_DIST_ZERO_H */

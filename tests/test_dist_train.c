@@ -1,0 +1,204 @@
+/*
+ * test_dist_train.c — `mpirun -np K build/models/train ...` as a user runs it, against
+ * `train --accumulate K` in one process: the files they save must be the same bytes
+ * (parameters, optimizer state, generators), whatever the ZeRO stage, strategy or offload
+ * (each rank its own spill file); a run saved on K ranks resumes on any other number, one
+ * process included; and a rank that fails ends the whole job with a message naming it,
+ * never a hang.
+ *
+ * Each command runs under `timeout`, so a hang fails the test (status 124) instead of
+ * stalling the suite. The launcher is the one CMake's FindMPI found; ranks are allowed to
+ * run as root (CI) and to outnumber the cores.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef REMAT_TRAIN_BIN
+#error "REMAT_TRAIN_BIN must name the train program"
+#endif
+#ifndef REMAT_MPIEXEC
+#error "REMAT_MPIEXEC must name the MPI launcher"
+#endif
+
+/* A small GPT (dropout 0.1 by default), one thread, nothing printed but the saves. */
+#define SMALL "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --eval-every 0 --eval-batches 1 --sample 0 " \
+              "--quiet --threads 1"
+/* Large enough that offload spills (64 KiB activations and more). */
+#define WIDE "--layers 2 --d-model 64 --heads 2 --seq 64 --batch 4 --eval-every 0 --eval-batches 1 --sample 0 " \
+             "--quiet --threads 1"
+/* LeakSanitizer off in ranks (sanitizer builds): see tests/CMakeLists.txt. */
+#define LAUNCH "ASAN_OPTIONS=detect_leaks=0 timeout 120 " REMAT_MPIEXEC " --oversubscribe "
+
+static char dir[] = "/tmp/remat_dist_XXXXXX";
+static char errors[8192]; /* the last command's standard error */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd);
+}
+
+/* Runs the shell command made from `fmt`, its standard output discarded and its standard
+ * error kept in `errors`; returns its exit status (124: timed out). */
+static int run(const char *fmt, ...)
+{
+    char cmd[2048], log[300];
+    snprintf(log, sizeof log, "%s/stderr.txt", dir);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    assert_true(n > 0 && (size_t)n < sizeof cmd - sizeof log - 16);
+    snprintf(cmd + n, sizeof cmd - (size_t)n, " >/dev/null 2>%s", log);
+    const int status = system(cmd);
+    FILE *f = fopen(log, "r");
+    size_t got = f ? fread(errors, 1, sizeof errors - 1, f) : 0;
+    errors[got] = '\0';
+    if (f) fclose(f);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The whole file at dir/name, in *size bytes (caller frees). */
+static char *slurp(const char *name, size_t *size)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *size = (size_t)ftell(f);
+    rewind(f);
+    char *bytes = malloc(*size ? *size : 1);
+    assert_non_null(bytes);
+    assert_int_equal(fread(bytes, 1, *size, f), *size);
+    fclose(f);
+    return bytes;
+}
+
+/* Fails unless dir/a and dir/b hold the same bytes. */
+static void assert_same_file(const char *a, const char *b)
+{
+    size_t na, nb;
+    char *x = slurp(a, &na), *y = slurp(b, &nb);
+    assert_int_equal(na, nb);
+    assert_memory_equal(x, y, na);
+    free(x);
+    free(y);
+}
+
+/* mpirun -np K with `flags` saves the file --accumulate K saves. */
+static void check_same_as_accumulate(const char *model, int K, const char *flags)
+{
+    assert_int_equal(run("%s %s --steps 3 --accumulate %d %s --save %s/one.st", REMAT_TRAIN_BIN, model, K, flags, dir), 0);
+    const int status = run(LAUNCH "-np %d %s %s --steps 3 %s --save %s/ranks.st", K, REMAT_TRAIN_BIN, model, flags, dir);
+    if (status) fprintf(stderr, "mpirun -np %d ... %s: exit %d\n%s", K, flags, status, errors);
+    assert_int_equal(status, 0);
+    assert_same_file("one.st", "ranks.st");
+}
+
+static void test_ranks_save_what_one_process_accumulating_saves(void **state)
+{
+    (void)state;
+    const char *flags[] = {"--zero 2 --strategy sqrt", "--zero 1 --strategy budget --memory-budget 2MiB",
+                           "--zero 0 --strategy selective --policy dots", "--zero 3 --strategy sqrt",
+                           "--zero 3 --strategy selective"};
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) check_same_as_accumulate(SMALL, 3, flags[i]);
+}
+
+/* Offload on every rank: each spills to its own file (created unlinked in --offload-dir). */
+static void test_ranks_with_offload_save_the_same(void **state)
+{
+    (void)state;
+    char flags[400];
+    snprintf(flags, sizeof flags, "--zero 1 --strategy full --offload all --offload-dir %s", dir);
+    check_same_as_accumulate(WIDE, 2, flags);
+    snprintf(flags, sizeof flags, "--zero 2 --offload all --offload-dir %s", dir);
+    check_same_as_accumulate(WIDE, 2, flags);
+    snprintf(flags, sizeof flags, "--zero 3 --strategy full --offload boundary --offload-dir %s", dir);
+    check_same_as_accumulate(WIDE, 2, flags);
+}
+
+/* Saved on 2 ranks (ZeRO-1), resumed on 3 (ZeRO-3), then in one process: the same bytes at
+ * every save as one process accumulating 2, then 3, then 1 micro-batches. */
+static void test_resume_across_world_sizes(void **state)
+{
+    (void)state;
+    assert_int_equal(run("%s " SMALL " --steps 2 --accumulate 2 --save %s/r1.st", REMAT_TRAIN_BIN, dir), 0);
+    assert_int_equal(run("%s " SMALL " --steps 4 --accumulate 3 --resume %s/r1.st --save %s/r2.st", REMAT_TRAIN_BIN,
+                         dir, dir), 0);
+    assert_int_equal(run("%s " SMALL " --steps 6 --resume %s/r2.st --save %s/r3.st", REMAT_TRAIN_BIN, dir, dir), 0);
+    assert_int_equal(run(LAUNCH "-np 2 %s " SMALL " --zero 1 --steps 2 --save %s/d1.st", REMAT_TRAIN_BIN, dir), 0);
+    assert_int_equal(run(LAUNCH "-np 3 %s " SMALL " --zero 3 --steps 4 --resume %s/d1.st --save %s/d2.st",
+                         REMAT_TRAIN_BIN, dir, dir), 0);
+    assert_int_equal(run("%s " SMALL " --steps 6 --resume %s/d2.st --save %s/d3.st", REMAT_TRAIN_BIN, dir, dir), 0);
+    assert_same_file("r1.st", "d1.st");
+    assert_same_file("r2.st", "d2.st");
+    assert_same_file("r3.st", "d3.st");
+}
+
+/* Bad input on rank 1 alone (its corpus does not exist): the job ends, failing, with rank
+ * 1's reason; the other rank, waiting for it, is ended too rather than hanging. */
+static void test_a_rank_with_bad_input_ends_the_job(void **state)
+{
+    (void)state;
+    const int status = run(LAUNCH "-np 1 %s " SMALL " --steps 3 : -np 1 %s " SMALL " --steps 3 --data %s/missing.txt",
+                           REMAT_TRAIN_BIN, REMAT_TRAIN_BIN, dir);
+    assert_true(status != 0 && status != 124);
+    assert_non_null(strstr(errors, "train: rank 1 of 2:"));
+    assert_non_null(strstr(errors, "missing.txt"));
+}
+
+/* A memory budget too small on rank 1 alone: the job ends with rank 1's out-of-memory
+ * message, which says what that rank holds. */
+static void test_a_rank_over_its_budget_ends_the_job(void **state)
+{
+    (void)state;
+    const int status = run(LAUNCH "-np 1 %s " SMALL " --steps 3 --strategy budget --memory-budget 4MiB : "
+                           "-np 1 %s " SMALL " --steps 3 --strategy budget --memory-budget 100KiB",
+                           REMAT_TRAIN_BIN, REMAT_TRAIN_BIN);
+    assert_true(status != 0 && status != 124);
+    assert_non_null(strstr(errors, "train: rank 1 of 2: memory budget 100.0 KiB is below what any"));
+    assert_non_null(strstr(errors, "params, grads, optimizer"));
+}
+
+/* --accumulate and mpirun are two ways to the same step, not to be combined. */
+static void test_accumulate_under_mpirun_is_refused(void **state)
+{
+    (void)state;
+    const int status = run(LAUNCH "-np 2 %s " SMALL " --steps 1 --accumulate 2", REMAT_TRAIN_BIN);
+    assert_true(status != 0 && status != 124);
+    assert_non_null(strstr(errors, "--accumulate 2 on 2 ranks"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ranks_save_what_one_process_accumulating_saves),
+        cmocka_unit_test(test_ranks_with_offload_save_the_same),
+        cmocka_unit_test(test_resume_across_world_sizes),
+        cmocka_unit_test(test_a_rank_with_bad_input_ends_the_job),
+        cmocka_unit_test(test_a_rank_over_its_budget_ends_the_job),
+        cmocka_unit_test(test_accumulate_under_mpirun_is_refused),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
