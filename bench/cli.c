@@ -66,6 +66,17 @@ static int parse_step_flag(const BenchInfo *info, int argc, char **argv, int *i,
     return 2;
 }
 
+/* The run the step flags are checked against: the strategy given, else the bench's sweep,
+ * else (a bench that places its regions itself) any strategy with regions. */
+static StepScope bench_scope(const BenchInfo *info, const BenchOptions *opt)
+{
+    StepScope scope = {.offloads = info->offloads || opt->step.offload};
+    if (opt->one_strategy) scope.strategies = 1u << opt->step.strategy.kind;
+    for (int k = 0; !opt->one_strategy && k < info->n_strategies; k++) scope.strategies |= 1u << info->strategies[k];
+    if (!opt->one_strategy && !info->strategies) scope.strategies = ~(1u << STRATEGY_NONE);
+    return scope;
+}
+
 int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions *opt)
 {
     *opt = (BenchOptions){.results_dir = "results", .step = step_options_defaults()};
@@ -98,6 +109,11 @@ int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions 
             bench_usage(info, stderr);
             return 2;
         }
+    }
+    if (step_options_check(&opt->step, bench_scope(info, opt)) != REMAT_OK) {
+        fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
+        bench_usage(info, stderr);
+        return 2;
     }
     return 0;
 }

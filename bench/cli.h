@@ -20,8 +20,11 @@
  *   --no-rng-replay replay regions without restoring the generator (dropout's masks change)
  *   --offload-dir D where the spill file goes (bench_offload)
  *
- * A bench says which of them apply to it in its BenchInfo; the others are refused with a
- * message, not ignored: a flag that silently changes nothing would mislead.
+ * A bench says which of them it takes in its BenchInfo; the others are refused with a
+ * message, not ignored: a flag that silently changes nothing would mislead. So is a flag
+ * it takes that changes nothing in the run the others describe (--policy with --strategy
+ * full): the same check as train's (step_options_check), against the strategies the bench
+ * will run.
  *
  * and ends the same way: exit 0 when it measured and wrote everything, 1 on an error (a
  * clear message on stderr), 2 for a bad flag (with the usage).
@@ -46,12 +49,13 @@ typedef struct BenchInfo {
     const char *full;     /* what the default runs, one line */
     bool timed;           /* it times steps, so it takes --steps */
     /* The strategies the bench sweeps, so --strategy may pick one of them (NULL: it takes
-     * no --strategy). */
+     * no --strategy and places its checkpoint regions itself). */
     const StrategyKind *strategies;
     int n_strategies;
     /* The flags of a step it takes besides --strategy (STEP_FLAG_POLICY, ...): a set of
      * StepFlag (models/step_options.h). */
     unsigned step_flags;
+    bool offloads; /* it offloads without --offload (bench_offload), so --offload-dir applies */
 } BenchInfo;
 
 typedef struct BenchOptions {

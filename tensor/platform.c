@@ -34,9 +34,14 @@ RematStatus platform_check(void)
                       parallel == 1 ? "pthreads" : "sequential");
 }
 
+int platform_max_threads(void)
+{
+    return 4 * omp_get_num_procs();
+}
+
 RematStatus platform_set_threads(int threads)
 {
-    int limit = 4 * omp_get_num_procs();
+    const int limit = platform_max_threads();
     if (threads < 1 || threads > limit)
         return remat_fail(REMAT_EINVAL, "thread count %d is outside 1..%d", threads, limit);
     omp_set_num_threads(threads);

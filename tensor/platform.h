@@ -26,7 +26,10 @@ PlatformInfo platform_info(void);
  * message saying which build was found and how to install the right one. */
 RematStatus platform_check(void);
 
-/* Sets the thread count of both OpenMP loops and OpenBLAS (1..cores·4).
+/* The most threads platform_set_threads takes: 4 per core. */
+int platform_max_threads(void);
+
+/* Sets the thread count of both OpenMP loops and OpenBLAS (1..platform_max_threads()).
  * On error returns REMAT_EINVAL and changes nothing. */
 RematStatus platform_set_threads(int threads);
 

@@ -268,6 +268,11 @@ static void test_strategy_flags_narrow_the_run_or_are_refused(void **state)
     assert_int_equal(run_bench("bench_scaling", "--policy", "dots", NULL), 2);
     assert_int_equal(run_bench("bench_dropout", "--no-rng-replay", NULL), 2); /* it measures both */
     assert_int_equal(run_bench("bench_selective", "--policy", "no_such_policy", NULL), 2);
+    /* Issue 16: a flag the bench takes is refused too when the strategy chosen makes it
+     * change nothing (--policy belongs to selective), and --results that cannot be a
+     * directory is refused before anything is measured. */
+    assert_int_equal(run_bench("bench_selective", "--strategy", "full", "--policy", "dots", NULL), 2);
+    assert_int_equal(run_bench("bench_timeline", "--strategy", "none", "--no-rng-replay", NULL), 2);
 }
 
 /* ---- what each bench measured ----------------------------------------------------------- */

@@ -126,6 +126,83 @@ static void test_parse_budget_flags(void **state)
     assert_int_equal(parse(&o, 7, offload), 2);
 }
 
+/* Issue 16: one rule for every flag, train's own and the step's: one that would change
+ * nothing in the run the others describe is refused with exit 2 and says why, where
+ * before --policy, --planner, --momentum, the GPT's flags with the MLP and --offload
+ * boundary with strategy none were silently ignored; --threads beyond the machine's
+ * limit failed only later, with exit 1. */
+static void test_parse_refuses_flags_that_do_not_apply(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args[4];
+        const char *why;
+    } cases[] = {
+        {{"--policy", "dots"}, "--policy does not apply: it is the policy of --strategy selective"},
+        {{"--strategy", "full", "--policy", "dots"}, "--policy does not apply"},
+        {{"--planner", "chen"}, "--planner does not apply: it is for --strategy budget"},
+        {{"--memory-budget", "1GiB"}, "--memory-budget does not apply"},
+        {{"--no-rng-replay"}, "--no-rng-replay does not apply"},
+        {{"--determinism-check"}, "--determinism-check does not apply"},
+        {{"--offload", "boundary"}, "--offload does not apply: boundary spills the inputs checkpoint regions keep"},
+        {{"--offload-dir", "/tmp"}, "--offload-dir does not apply: it says how --offload spills"},
+        {{"--offload-mmap"}, "--offload-mmap does not apply"},
+        {{"--momentum", "0.5"}, "--momentum does not apply: it is SGD's"},
+        {{"--optimizer", "sgd", "--weight-decay", "0.1"}, "--weight-decay does not apply: it is AdamW's"},
+        {{"--dropout", "0.2"}, "--dropout does not apply: it is the GPT's"},
+        {{"--heads", "2"}, "--heads does not apply"},
+        {{"--seq", "8"}, "--seq does not apply"},
+        {{"--data", "data/corpus.txt"}, "--data does not apply"},
+        {{"--sample", "10"}, "--sample does not apply"},
+        {{"--threads", "100000"}, "bad value for --threads: '100000' (expected a whole number in 1.."},
+        {{"--offload", "all", "--offload-dir", ""}, "--offload-dir needs a value"},
+        {{"--layers", " 2"}, "bad value for --layers"},
+        {{"--seed", " -1"}, "bad value for --seed"},
+        {{"--save", ""}, "--save needs a value: a path"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char *argv[8] = {"train", "--model", "mlp"};
+        int argc = 3;
+        for (int a = 0; a < 4 && cases[c].args[a]; a++) argv[argc++] = (char *)cases[c].args[a];
+        char *err_text = NULL;
+        size_t err_size = 0;
+        FILE *err = open_memstream(&err_text, &err_size);
+        assert_non_null(err);
+        TrainOptions o;
+        const int parsed = train_parse_args(argc, argv, &o, sink, err);
+        fclose(err);
+        if (parsed != 2 || !strstr(err_text, cases[c].why))
+            fail_msg("train --model mlp %s %s ...: exit %d, wanted 2 and \"%s\"; it said: %.200s", cases[c].args[0],
+                     cases[c].args[1] ? cases[c].args[1] : "", parsed, cases[c].why, err_text);
+        free(err_text);
+    }
+    /* The same flags where they apply are taken. */
+    char *gpt[] = {"train", "--strategy", "selective", "--policy", "dots", "--dropout", "0.2", "--heads", "2",
+                   "--offload", "boundary", "--no-rng-replay"};
+    TrainOptions o;
+    assert_int_equal(parse(&o, 12, gpt), 0);
+    char *sgd[] = {"train", "--model", "mlp", "--optimizer", "sgd", "--momentum", "0.5"};
+    assert_int_equal(parse(&o, 7, sgd), 0);
+}
+
+/* A bench is checked by the same table against what it runs: its sweep when --strategy
+ * is not given, and offload when it offloads by itself (bench_offload). */
+static void test_step_flags_are_checked_against_the_run(void **state)
+{
+    (void)state;
+    StepOptions o = step_options_defaults();
+    o.given = STEP_FLAG_POLICY;
+    const StepScope sweep = {.strategies = 1u << STRATEGY_NONE | 1u << STRATEGY_SELECTIVE};
+    const StepScope full = {.strategies = 1u << STRATEGY_FULL};
+    assert_int_equal(step_options_check(&o, sweep), REMAT_OK);
+    assert_int_equal(step_options_check(&o, full), REMAT_EINVAL);
+    o = step_options_defaults();
+    o.given = STEP_FLAG_OFFLOAD_DIR;
+    assert_int_equal(step_options_check(&o, full), REMAT_EINVAL);
+    assert_int_equal(step_options_check(&o, (StepScope){.strategies = 1u << STRATEGY_NONE, .offloads = true}),
+                     REMAT_OK);
+}
+
 /* The table of a step's flags (models/step_options.h) parses each flag once into its
  * typed field, takes only the flags a program accepts, and says which flag was wrong. */
 static void test_step_options_parse_into_typed_fields(void **state)
@@ -398,6 +475,8 @@ int main(void)
         cmocka_unit_test(test_parse_accepts_every_documented_flag),
         cmocka_unit_test(test_parse_rejects_bad_input_with_exit_code_2),
         cmocka_unit_test(test_parse_budget_flags),
+        cmocka_unit_test(test_parse_refuses_flags_that_do_not_apply),
+        cmocka_unit_test(test_step_flags_are_checked_against_the_run),
         cmocka_unit_test(test_step_options_parse_into_typed_fields),
         cmocka_unit_test(test_budget_strategy_trains_like_none),
         cmocka_unit_test(test_revolve_planner_trains_below_dp),
