@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tensor/file.h"
 #include "tensor/memory.h"
 #include "tensor/parse.h"
 #include "tensor/platform.h"
@@ -175,8 +176,13 @@ static void record_strategy_flags(Results *r, const BenchOptions *opt)
 int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results)
 {
     *results = NULL;
+    file_size_limit_as_error(); /* ulimit -f: "File too large", and offload redoes the step in RAM */
     const int parsed = bench_parse_args(info, argc, argv, opt);
     if (parsed) return parsed == 1 ? 0 : 2;
+    if (results_check_dir(opt->results_dir, info->name) != REMAT_OK) {
+        fprintf(stderr, "%s: %s\n", info->name, remat_last_error()); /* before hours of measuring */
+        return 1;
+    }
     bench_print_header(info, opt);
     *results = results_create(info->name, info->question, opt->quick);
     if (*results) {
@@ -204,6 +210,10 @@ int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *result
         return 1;
     }
     printf("\n  results: %s/%s.json (and CSV beside it)\n", opt->results_dir, info->name);
+    if (file_flush_stdout() != REMAT_OK) {
+        fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
+        return 1;
+    }
     return 0;
 }
 

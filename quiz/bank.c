@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "tensor/file.h"
 #include "tensor/rng.h"
 
 static const char *const LANG_KEYS[LANG_COUNT] = {"en", "ar"};
@@ -25,27 +26,14 @@ RematStatus quiz_lang_parse(const char *name, QuizLang *lang)
     return remat_fail(REMAT_EINVAL, "unknown language '%s' (expected en or ar)", name ? name : "(null)");
 }
 
-/* The whole file as a string the caller frees; NULL with REMAT_EIO. */
+/* The whole file as a string the caller frees; NULL with REMAT_EIO saying why (a
+ * directory or a FIFO is refused at once, never read or waited on). */
 static char *read_file(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        remat_fail(REMAT_EIO, "cannot open the question bank %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *text = NULL;
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)size + 1))) {
-        if (fread(text, 1, (size_t)size, f) == (size_t)size) {
-            text[size] = '\0';
-        } else {
-            free(text);
-            text = NULL;
-        }
-    }
-    fclose(f);
-    if (!text) remat_fail(REMAT_EIO, "cannot read the question bank %s", path);
-    return text;
+    enum { MAX_BANK_BYTES = 16 << 20 };
+    char *text;
+    size_t size;
+    return file_read_all("the question bank", path, MAX_BANK_BYTES, &text, &size) == REMAT_OK ? text : NULL;
 }
 
 /* A string field, or an error naming `where`.`key`. */
@@ -174,12 +162,12 @@ Bank *bank_load(const char *path)
                                need_text(bank->doc, "description", path, "bank", &bank->description) != REMAT_OK))
         status = REMAT_ECORRUPT;
     const cJSON *questions = bank->doc ? cJSON_GetObjectItemCaseSensitive(bank->doc, "questions") : NULL;
-    if (status == REMAT_OK && (!cJSON_IsArray(questions) || cJSON_GetArraySize(questions) != 8))
-        status = remat_fail(REMAT_ECORRUPT, "%s: questions: need 8 questions, found %d", path,
+    if (status == REMAT_OK && (!cJSON_IsArray(questions) || cJSON_GetArraySize(questions) != QUIZ_QUESTIONS))
+        status = remat_fail(REMAT_ECORRUPT, "%s: questions: need %d questions, found %d", path, QUIZ_QUESTIONS,
                             cJSON_IsArray(questions) ? cJSON_GetArraySize(questions) : 0);
     if (status == REMAT_OK) {
-        bank->n_questions = 8;
-        bank->questions = calloc(8, sizeof *bank->questions);
+        bank->n_questions = QUIZ_QUESTIONS;
+        bank->questions = calloc(QUIZ_QUESTIONS, sizeof *bank->questions);
         if (!bank->questions) status = remat_fail(REMAT_ENOMEM, "no memory for the questions");
     }
     for (int i = 0; status == REMAT_OK && i < bank->n_questions; i++)

@@ -21,6 +21,7 @@
 
 #include "tensor/error.h"
 
+#define QUIZ_QUESTIONS 8 /* a bank has exactly this many */
 #define QUIZ_OPTIONS 4
 
 typedef enum QuizLang { LANG_EN = 0, LANG_AR, LANG_COUNT } QuizLang;

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "tensor/file.h"
 #include "tensor/memory.h"
 
 #define MAX_FILES 16
@@ -16,7 +18,8 @@
 typedef struct ResultsFile {
     char bench[64];
     cJSON *doc;  /* NULL when the file is missing */
-    bool broken; /* present but not valid JSON */
+    bool broken; /* present but unreadable or not valid JSON */
+    char why[320]; /* if broken: why */
 } ResultsFile;
 
 struct ResultsDir {
@@ -54,18 +57,19 @@ static const ResultsFile *results_file(ResultsDir *r, const char *bench)
     snprintf(f->bench, sizeof f->bench, "%s", bench);
     char path[640];
     snprintf(path, sizeof path, "%s/%s.json", r->dir, bench);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return f;
-    char *text = NULL;
-    long size = fseek(fp, 0, SEEK_END) == 0 ? ftell(fp) : -1;
-    if (size >= 0 && fseek(fp, 0, SEEK_SET) == 0 && (text = malloc((size_t)size + 1)) &&
-        fread(text, 1, (size_t)size, fp) == (size_t)size) {
-        text[size] = '\0';
+    struct stat st;
+    if (stat(path, &st) != 0) return f; /* missing: the explanation says it was not measured */
+    enum { MAX_RESULTS_BYTES = 256 << 20 };
+    char *text;
+    size_t size;
+    if (file_read_all("results", path, MAX_RESULTS_BYTES, &text, &size) == REMAT_OK) {
         f->doc = cJSON_Parse(text);
+        free(text);
+        snprintf(f->why, sizeof f->why, "%.300s is not valid JSON", path);
+    } else {
+        snprintf(f->why, sizeof f->why, "%s", remat_last_error()); /* "results: X is a directory, ..." */
     }
     f->broken = !f->doc;
-    free(text);
-    fclose(fp);
     return f;
 }
 
@@ -96,7 +100,7 @@ static Lookup lookup(ResultsDir *r, const Measurement *m, const cJSON **value, c
     const ResultsFile *f = results_file(r, m->bench);
     if (!f || (!f->doc && !f->broken)) return MISSING;
     if (f->broken) {
-        snprintf(why, why_size, "%.300s/%s.json is not valid JSON", r->dir, m->bench);
+        snprintf(why, why_size, "%s", f->why);
         return MALFORMED;
     }
     const cJSON *tables = cJSON_GetObjectItemCaseSensitive(f->doc, "tables");

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "quiz/words.h"
+#include "tensor/file.h"
 
 #include "html_text.h"
 
@@ -121,28 +122,12 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
 /* ---- files: the style, the script and the plots -------------------------------------- */
 
 /* The whole file at `path` (its length in *size), owned by the caller; NULL with
- * REMAT_EIO. */
+ * REMAT_EIO (a directory or a FIFO is refused, never waited on). */
 static unsigned char *read_all(const char *path, size_t *size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        remat_fail(REMAT_EIO, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    unsigned char *data = NULL;
-    long length = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (length >= 0 && fseek(f, 0, SEEK_SET) == 0 && (data = malloc((size_t)length + 1))) {
-        if (fread(data, 1, (size_t)length, f) == (size_t)length) {
-            data[length] = '\0';
-            *size = (size_t)length;
-        } else {
-            free(data);
-            data = NULL;
-        }
-    }
-    fclose(f);
-    if (!data) remat_fail(REMAT_EIO, "cannot read %s", path);
-    return data;
+    enum { MAX_ASSET_BYTES = 64 << 20 };
+    char *data;
+    return file_read_all("quiz", path, MAX_ASSET_BYTES, &data, size) == REMAT_OK ? (unsigned char *)data : NULL;
 }
 
 /* Base64 (RFC 4648, with padding) of `n` bytes. */

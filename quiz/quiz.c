@@ -27,6 +27,8 @@
 #include "quiz/explain_fill.h"
 #include "quiz/page.h"
 #include "quiz/words.h"
+#include "tensor/file.h"
+#include "tensor/parse.h"
 
 #ifndef REMAT_QUIZ_BANK
 #define REMAT_QUIZ_BANK "quiz/questions.json"
@@ -41,7 +43,8 @@
 typedef struct Options {
     QuizLang lang;
     bool preview, shuffle;
-    const char *answers; /* comma-separated, or NULL */
+    bool has_answers;    /* --answers was given: answers[0 .. n_answers) */
+    int answers[QUIZ_QUESTIONS], n_answers;
     const char *results;
     const char *plots; /* NULL: <results>/plots */
     const char *html;  /* write the page here instead of asking */
@@ -60,7 +63,8 @@ static void usage(FILE *out)
             "                   shows it right to left)\n"
             "  --preview        every question with its options, no answers\n"
             "  --answers LIST   answer without a terminal, e.g. 2,4,1,3,4,2,3,1 (numbers or\n"
-            "                   letters, in the order the options are shown)\n"
+            "                   letters, in the order the options are shown; at most one per\n"
+            "                   question, each exactly 1-4 or a-d; fewer end the quiz early)\n"
             "  --results DIR    where the benches wrote their JSON (default: results)\n"
             "  --html FILE      write the quiz, in both languages, as one self-contained HTML\n"
             "                   page to FILE instead of asking (open it in a browser); the\n"
@@ -74,6 +78,51 @@ static void usage(FILE *out)
             REMAT_QUIZ_BANK);
 }
 
+/* The exit status of a run that would end with `status`: 1 instead of 0 if what it
+ * printed could not be written (stdout on a full disk), saying so. */
+static int finish(int status)
+{
+    if (file_flush_stdout() == REMAT_OK) return status;
+    fprintf(stderr, "quiz: %s\n", remat_last_error());
+    return status ? status : 1;
+}
+
+/* 0..3 from "1".."4" or "a".."d" (surrounding blanks ignored); -1 otherwise. */
+static int parse_answer(const char *text)
+{
+    while (isspace((unsigned char)*text)) text++;
+    int c = tolower((unsigned char)text[0]);
+    const char *rest = text[0] ? text + 1 : text;
+    while (isspace((unsigned char)*rest)) rest++;
+    if (*rest) return -1;
+    if (c >= '1' && c <= '4') return c - '1';
+    if (c >= 'a' && c <= 'd') return c - 'a';
+    return -1;
+}
+
+/* --answers: one answer per question, each exactly one of 1-4 or a-d, separated by commas,
+ * at most one per question; fewer end the quiz early. False with a message on stderr. */
+static bool parse_answer_list(const char *list, Options *o)
+{
+    o->n_answers = 0;
+    for (const char *at = list;;) {
+        const size_t len = strcspn(at, ",");
+        if (o->n_answers == QUIZ_QUESTIONS) {
+            fprintf(stderr, "quiz: --answers gives more than %d answers, one per question\n", QUIZ_QUESTIONS);
+            return false;
+        }
+        const int a = len == 1 ? parse_answer((char[]){at[0], '\0'}) : -1;
+        if (a < 0 || isspace((unsigned char)at[0])) {
+            fprintf(stderr, "quiz: --answers: answer %d is '%.*s', not one of 1-4 or a-d\n", o->n_answers + 1,
+                    (int)(len < 40 ? len : 40), at);
+            return false;
+        }
+        o->answers[o->n_answers++] = a;
+        if (!at[len]) return true;
+        at += len + 1;
+    }
+}
+
 static int parse_options(int argc, char **argv, Options *o)
 {
     *o = (Options){.lang = LANG_EN, .shuffle = true, .results = "results", .bank = REMAT_QUIZ_BANK,
@@ -82,7 +131,7 @@ static int parse_options(int argc, char **argv, Options *o)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
-            exit(0);
+            exit(finish(0));
         } else if (!strcmp(a, "--preview")) {
             o->preview = true;
         } else if (!strcmp(a, "--no-shuffle")) {
@@ -91,7 +140,11 @@ static int parse_options(int argc, char **argv, Options *o)
             if (quiz_lang_parse(v, &o->lang) != REMAT_OK) goto bad;
             i++;
         } else if (!strcmp(a, "--answers") && v) {
-            o->answers = v;
+            if (!parse_answer_list(v, o)) {
+                usage(stderr);
+                return 2;
+            }
+            o->has_answers = true;
             i++;
         } else if (!strcmp(a, "--results") && v) {
             o->results = v;
@@ -106,9 +159,7 @@ static int parse_options(int argc, char **argv, Options *o)
             o->bank = v;
             i++;
         } else if (!strcmp(a, "--seed") && v) {
-            char *end = NULL;
-            o->seed = strtoull(v, &end, 10);
-            if (!v[0] || *end || v[0] == '-') goto bad;
+            if (!parse_u64(v, 0, UINT64_MAX, &o->seed)) goto bad;
             i++;
         } else {
             fprintf(stderr, "quiz: unknown option or missing value: %s\n", a);
@@ -133,41 +184,37 @@ static void print_question(const Bank *b, int q, const int *order, QuizLang lang
         printf("  %d) %s\n", i + 1, b->questions[q].options[order[i]].lang[lang]);
 }
 
-/* 0..3 from "1".."4" or "a".."d" (surrounding blanks ignored); -1 otherwise. */
-static int parse_answer(const char *text)
+/* Reads one line typed at the terminal into line[size], without its newline. False at the
+ * end of input. A line too long for `line`, or holding a NUL byte, is read to its end and
+ * comes back as "?", which is no answer, so that nothing in it is taken for one. */
+static bool read_typed_line(char *line, size_t size)
 {
-    while (isspace((unsigned char)*text)) text++;
-    int c = tolower((unsigned char)text[0]);
-    const char *rest = text[0] ? text + 1 : text;
-    while (isspace((unsigned char)*rest)) rest++;
-    if (*rest) return -1;
-    if (c >= '1' && c <= '4') return c - '1';
-    if (c >= 'a' && c <= 'd') return c - 'a';
-    return -1;
+    size_t n = 0;
+    bool bad = false;
+    int c;
+    while ((c = getchar()) != EOF && c != '\n') {
+        if (c == '\0' || n + 1 >= size) bad = true;
+        else line[n++] = (char)c;
+    }
+    if (c == EOF && n == 0 && !bad) return false;
+    line[n] = '\0';
+    if (bad) snprintf(line, size, "?");
+    return true;
 }
 
-/* The next answer from --answers (*answers not NULL), or from the terminal; -2 at the end
- * of input. */
-static int next_answer(const char **answers, QuizLang lang)
+/* The next answer: from --answers (o->has_answers), where *next counts those taken, or
+ * typed at the terminal, asked again until it is one; -2 at the end of input. */
+static int next_answer(const Options *o, int *next)
 {
-    if (*answers) {
-        if (!**answers) return -2;
-        const char *comma = strchr(*answers, ',');
-        char one[16];
-        size_t len = comma ? (size_t)(comma - *answers) : strlen(*answers);
-        snprintf(one, sizeof one, "%.*s", (int)(len < 15 ? len : 15), *answers);
-        *answers = comma ? comma + 1 : *answers + len;
-        return parse_answer(one);
-    }
+    if (o->has_answers) return *next < o->n_answers ? o->answers[(*next)++] : -2;
     for (;;) {
-        printf("%s", quiz_words(lang)->your_answer);
+        printf("%s", quiz_words(o->lang)->your_answer);
         fflush(stdout);
         char line[64];
-        if (!fgets(line, sizeof line, stdin)) return -2;
-        line[strcspn(line, "\n")] = '\0';
-        int a = parse_answer(line);
+        if (!read_typed_line(line, sizeof line)) return -2;
+        const int a = parse_answer(line);
         if (a >= 0) return a;
-        printf("%s\n", quiz_words(lang)->invalid);
+        printf("%s\n", quiz_words(o->lang)->invalid);
     }
 }
 
@@ -198,6 +245,7 @@ static int write_page(const Options *o, const Bank *bank, const int orders[][QUI
 
 int main(int argc, char **argv)
 {
+    file_size_limit_as_error(); /* ulimit -f: --html fails with "File too large" instead of dying */
     Options o;
     int parsed = parse_options(argc, argv, &o);
     if (parsed) return parsed;
@@ -207,36 +255,30 @@ int main(int argc, char **argv)
         return 1;
     }
     const QuizWords *w = quiz_words(o.lang);
-    int orders[8][QUIZ_OPTIONS];
+    int orders[QUIZ_QUESTIONS][QUIZ_OPTIONS];
     bank_option_orders(bank, o.seed, o.shuffle, orders);
     if (o.html) {
         int status = write_page(&o, bank, orders);
         bank_free(bank);
-        return status;
+        return finish(status);
     }
     print_header(bank, o.lang);
 
-    if (o.preview || (!o.answers && !isatty(STDIN_FILENO))) {
+    if (o.preview || (!o.has_answers && !isatty(STDIN_FILENO))) {
         for (int q = 0; q < bank->n_questions; q++) print_question(bank, q, orders[q], o.lang);
         printf("\n%s\n", w->preview_note);
         bank_free(bank);
-        return 0;
+        return finish(0);
     }
 
     ResultsDir *results = results_open(o.results);
-    const char *answers = o.answers;
-    int given[8], score = 0, asked = 0, status = 0;
+    int taken = 0, given[QUIZ_QUESTIONS], score = 0, asked = 0;
     for (int q = 0; q < bank->n_questions; q++) {
         const Question *question = &bank->questions[q];
         print_question(bank, q, orders[q], o.lang);
-        int a = next_answer(&answers, o.lang);
+        int a = next_answer(&o, &taken);
         if (a == -2) {
             printf("\n%s\n", w->ended);
-            break;
-        }
-        if (a == -1) { /* only --answers can give an invalid answer without asking again */
-            fprintf(stderr, "quiz: --answers: answer %d is not 1-4 or a-d\n", q + 1);
-            status = 2;
             break;
         }
         asked++;
@@ -267,5 +309,5 @@ int main(int argc, char **argv)
                bank->questions[q].options[bank->questions[q].correct].lang[o.lang]);
     results_close(results);
     bank_free(bank);
-    return status;
+    return finish(0);
 }

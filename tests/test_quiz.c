@@ -12,11 +12,13 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <poll.h>
 #include <pty.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -245,10 +247,106 @@ static void test_a_malformed_bank_names_the_file_and_field(void **state)
     free(out);
 }
 
+/* Issue 16: a question bank that is a directory aborted under AddressSanitizer and said
+ * "cannot read the question bank" without the reason; one that is a FIFO hung in open();
+ * a results file that is a directory was "not valid JSON". Each now says what it is. */
+static void test_a_bank_or_results_that_is_no_regular_file_says_what_it_is(void **state)
+{
+    (void)state;
+    char fifo[512], results[512], json_dir[600], cmd[1400];
+    snprintf(fifo, sizeof fifo, "%s/bank.fifo", scratch);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    assert_null(bank_load(scratch));
+    assert_int_equal(remat_last_status(), REMAT_EIO);
+    assert_non_null(strstr(remat_last_error(), "is a directory, not a regular file"));
+    assert_null(bank_load(fifo)); /* at once: nothing waits for a writer */
+    assert_non_null(strstr(remat_last_error(), "is a FIFO, not a regular file"));
+    int code;
+    snprintf(cmd, sizeof cmd, "--bank %s --answers 1", fifo);
+    char *out = run_quiz(cmd, &code);
+    assert_int_equal(code, 1);
+    assert_non_null(strstr(out, "is a FIFO, not a regular file"));
+    free(out);
+    assert_int_equal(unlink(fifo), 0);
+
+    snprintf(results, sizeof results, "%s/results-dirs", scratch);
+    snprintf(json_dir, sizeof json_dir, "%s/bench_scaling.json", results);
+    assert_int_equal(mkdir(results, 0755), 0);
+    assert_int_equal(mkdir(json_dir, 0755), 0);
+    snprintf(cmd, sizeof cmd, "--no-shuffle --results %s --answers 2", results);
+    out = run_quiz(cmd, &code);
+    assert_int_equal(code, 0);
+    assert_non_null(strstr(out, "bench_scaling.json is a directory, not a regular file"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", results);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Issue 16: --answers "1              x" was taken as 1 and a ninth answer was ignored;
+ * --seed 99999999999999999999999 was accepted. Each is now refused with exit 2. */
+static void test_answers_and_seed_must_be_exactly_what_they_say(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args, *why;
+    } bad[] = {
+        {"--answers '1              x'", "answer 1 is '1              x', not one of 1-4 or a-d"},
+        {"--answers 1,2,3,4,1,2,3,4,1", "more than 8 answers"},
+        {"--answers 1,,2", "answer 2 is ''"},
+        {"--answers '1, 2'", "answer 2 is ' 2'"},
+        {"--answers ''", "answer 1 is ''"},
+        {"--seed 99999999999999999999999 --preview", "bad value for --seed"},
+        {"--seed ' 1' --preview", "bad value for --seed"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int code;
+        char *out = run_quiz(bad[i].args, &code);
+        if (code != 2 || !strstr(out, bad[i].why))
+            fail_msg("quiz %s: exit %d, wanted 2 and \"%s\"", bad[i].args, code, bad[i].why);
+        free(out);
+    }
+}
+
+/* Issue 16: with its output on a full device, the quiz exited 0. */
+static void test_output_that_cannot_be_written_fails(void **state)
+{
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "%s --preview > /dev/full 2>/dev/null", REMAT_QUIZ_BIN);
+    const int status = system(cmd);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 1);
+}
+
 /* Reads from the pty until `want` appears (or the child closes it); keeps what was read. */
 static bool read_until(int fd, char *buf, size_t size, size_t *used, const char *want)
 {
     while (!strstr(buf, want)) {
+        ssize_t n = read(fd, buf + *used, size - *used - 1);
+        if (n <= 0) return false;
+        *used += (size_t)n;
+        buf[*used] = '\0';
+    }
+    return true;
+}
+
+/* How many times `want` occurs in `text`. */
+static int occurrences(const char *text, const char *want)
+{
+    int n = 0;
+    for (const char *at = text; (at = strstr(at, want)); at++) n++;
+    return n;
+}
+
+/* As read_until, until `want` has appeared `times` times; false after 20 s without it. */
+static bool read_until_count(int fd, char *buf, size_t size, size_t *used, const char *want, int times)
+{
+    while (occurrences(buf, want) < times) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 20000) != 1) {
+            fprintf(stderr, "no \"%s\" #%d within 20 s; the terminal showed:\n%s\n", want, times, buf);
+            return false;
+        }
         ssize_t n = read(fd, buf + *used, size - *used - 1);
         if (n <= 0) return false;
         *used += (size_t)n;
@@ -273,6 +371,18 @@ static void test_interactive_quiz_through_a_terminal(void **state)
     assert_true(read_until(fd, out, sizeof out, &used, "Your answer"));
     assert_int_equal(write(fd, "x\n", 2), 2); /* not an answer: asked again */
     assert_true(read_until(fd, out, sizeof out, &used, "Please answer 1-4 or a-d."));
+    /* Issue 16: "1", a NUL and junk was taken as 1, and a line of 63 characters and a 3
+     * as 3 (the tail a 64-byte fgets left for the next read). Both are no answer. */
+    const char nul[] = "1\0junk\n";
+    assert_int_equal(write(fd, nul, sizeof nul - 1), (ssize_t)(sizeof nul - 1));
+    assert_true(read_until_count(fd, out, sizeof out, &used, "Please answer 1-4 or a-d.", 2));
+    char long_line[65];
+    memset(long_line, 'x', sizeof long_line);
+    long_line[sizeof long_line - 2] = '3';
+    long_line[sizeof long_line - 1] = '\n';
+    assert_int_equal(write(fd, long_line, sizeof long_line), (ssize_t)sizeof long_line);
+    assert_true(read_until_count(fd, out, sizeof out, &used, "Please answer 1-4 or a-d.", 3));
+    assert_null(strstr(out, "Question 2 of 8"));
     assert_int_equal(write(fd, "b\n", 2), 2); /* question 1, right */
     assert_true(read_until(fd, out, sizeof out, &used, "Question 2 of 8"));
     assert_int_equal(write(fd, "1\n", 2), 2); /* question 2, wrong */
@@ -298,6 +408,9 @@ int main(void)
         cmocka_unit_test(test_without_a_terminal_the_quiz_previews),
         cmocka_unit_test(test_explanations_quote_measured_figures),
         cmocka_unit_test(test_a_malformed_bank_names_the_file_and_field),
+        cmocka_unit_test(test_a_bank_or_results_that_is_no_regular_file_says_what_it_is),
+        cmocka_unit_test(test_answers_and_seed_must_be_exactly_what_they_say),
+        cmocka_unit_test(test_output_that_cannot_be_written_fails),
         cmocka_unit_test(test_interactive_quiz_through_a_terminal),
     };
     return cmocka_run_group_tests_name("quiz", tests, setup, teardown);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "models/model_file.h"
+#include "models/gpt.h"
 #include "models/mlp.h"
 #include "models/safetensors.h"
 #include "models/train.h"
@@ -259,7 +260,10 @@ static size_t smallest_budget(TrainOptions *o, PlannerKind planner)
 {
     TrainReport r;
     o->step.planner = planner;
-    o->step.memory_budget = 4000;
+    /* One byte more than parameters, gradients and AdamW's two states: below any schedule,
+     * which needs activations too, but past the check made before building the model. */
+    const double params = mlp_param_count(&(MlpConfig){.n_layers = o->layers, .width = o->d_model});
+    o->step.memory_budget = (size_t)(params * sizeof(float) * 4) + 1;
     assert_int_equal(train_run(o, &r, sink), REMAT_EOOM);
     assert_int_equal(r.steps_run, 0);
     train_report_free(&r);
@@ -283,7 +287,7 @@ static void test_budget_strategy_trains_like_none(void **state)
 
     TrainOptions o = small_mlp(5);
     o.step.strategy.kind = STRATEGY_BUDGET;
-    const size_t smallest = smallest_budget(&o, PLANNER_DP); /* 4000 bytes: below the parameters alone */
+    const size_t smallest = smallest_budget(&o, PLANNER_DP);
 
     for (int k = 0; k < 2; k++) {
         o.step.planner = k ? PLANNER_CHEN : PLANNER_DP;
@@ -368,16 +372,24 @@ static void test_resume_continues_bit_identically(void **state)
     assert_int_equal(mem_live_blocks(), 0);
 }
 
+/* Trains small_mlp(steps) and saves it as `name` in the scratch directory, whose path goes
+ * to path[size]. */
+static void save_small_run(int steps, const char *name, char *path, size_t size)
+{
+    path_in_dir(path, size, name);
+    TrainOptions o = small_mlp(steps);
+    o.save = path;
+    TrainReport r;
+    assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
+    train_report_free(&r);
+}
+
 static void test_resume_refuses_another_configuration(void **state)
 {
     (void)state;
     char saved[256];
-    path_in_dir(saved, sizeof saved, "small.safetensors");
-    TrainOptions o = small_mlp(2);
-    o.save = saved;
+    save_small_run(2, "small.safetensors", saved, sizeof saved);
     TrainReport r;
-    assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
-    train_report_free(&r);
 
     TrainOptions other = small_mlp(4);
     other.layers = 4;
@@ -428,6 +440,91 @@ static void test_dump_step_holds_parameters_batch_loss_and_gradients(void **stat
     tensor_free(loss);
     tensor_free(grad);
     st_close(f);
+    train_report_free(&r);
+}
+
+/* Issue 16: --save, --dump-step and --dump-graph into a directory that does not exist
+ * trained every step and then failed, losing the run (--dump-graph without a reason).
+ * Each is now checked before anything is built, saying which flag and why. */
+static void test_output_paths_are_checked_before_training(void **state)
+{
+    (void)state;
+    char missing[256];
+    path_in_dir(missing, sizeof missing, "no/such/dir/out.st");
+    for (int k = 0; k < 3; k++) {
+        TrainOptions o = small_mlp(3);
+        const char **field = k == 0 ? &o.save : k == 1 ? &o.dump_step : &o.dump_graph;
+        const char *flag = k == 0 ? "--save: " : k == 1 ? "--dump-step: " : "--dump-graph: ";
+        *field = missing;
+        TrainReport r;
+        assert_int_equal(train_run(&o, &r, sink), REMAT_EIO);
+        assert_int_equal(r.steps_run, 0);
+        assert_non_null(strstr(remat_last_error(), flag));
+        assert_non_null(strstr(remat_last_error(), "No such file or directory"));
+        train_report_free(&r);
+    }
+    assert_int_equal(mem_live_blocks(), 0);
+}
+
+/* Issue 16: a model whose parameters, gradients and optimizer state cannot fit the budget
+ * (or the machine) grew past 3 GB before anything stopped it. The check now comes before
+ * the model is built: nothing of it is ever allocated. */
+static void test_memory_is_checked_before_the_model_is_built(void **state)
+{
+    (void)state;
+    TrainOptions o = train_defaults("gpt");
+    o.layers = 4096;
+    o.d_model = 1024;
+    o.heads = 1;
+    o.seq = 8;
+    o.batch = 1;
+    o.quiet = true;
+    o.step.strategy.kind = STRATEGY_BUDGET;
+    o.step.memory_budget = 100u << 20;
+    TrainReport r;
+    mem_reset_peaks();
+    assert_int_equal(train_run(&o, &r, sink), REMAT_EOOM);
+    assert_non_null(strstr(remat_last_error(), "more than --memory-budget 100.0 MiB: no schedule fits"));
+    assert_int_equal(mem_peak_resident(), 0);
+    train_report_free(&r);
+    /* Without a budget, against the machine: 4096 blocks of 65536 channels are 2.4 PiB. */
+    o.step = step_options_defaults();
+    o.d_model = 65536;
+    assert_int_equal(train_run(&o, &r, sink), REMAT_ENOMEM);
+    assert_non_null(strstr(remat_last_error(), "this machine has available"));
+    assert_int_equal(mem_peak_resident(), 0);
+    train_report_free(&r);
+    /* The counts the check uses are those of the models built. */
+    Model *m = mlp_create(&(MlpConfig){.n_layers = 3, .width = 16, .seed = 1});
+    assert_int_equal(model_param_bytes(m), mlp_param_count(&(MlpConfig){.n_layers = 3, .width = 16}) * sizeof(float));
+    model_free(m);
+    const GptConfig c = {.n_layers = 2, .d_model = 8, .n_heads = 2, .seq_len = 5, .vocab = 256, .seed = 1};
+    m = gpt_create(&c);
+    assert_non_null(m);
+    assert_int_equal(model_param_bytes(m), gpt_param_count(&c) * sizeof(float));
+    model_free(m);
+}
+
+/* Issue 16: resuming a file saved at step 3 with --steps 2 trained nothing and said
+ * nothing. --steps counts every step, so that is refused, saying why. */
+static void test_resume_with_nothing_left_to_train_is_refused(void **state)
+{
+    (void)state;
+    char saved[256];
+    save_small_run(3, "step3.safetensors", saved, sizeof saved);
+    TrainReport r;
+    for (int steps = 2; steps <= 3; steps++) {
+        TrainOptions again = small_mlp(steps);
+        again.resume = saved;
+        assert_int_equal(train_run(&again, &r, sink), REMAT_EINVAL);
+        assert_non_null(strstr(remat_last_error(), "was saved at step 3"));
+        assert_non_null(strstr(remat_last_error(), "nothing is left to train"));
+        train_report_free(&r);
+    }
+    TrainOptions more = small_mlp(4);
+    more.resume = saved;
+    assert_int_equal(train_run(&more, &r, sink), REMAT_OK);
+    assert_int_equal(r.steps_run, 1);
     train_report_free(&r);
 }
 
@@ -483,6 +580,9 @@ int main(void)
         cmocka_unit_test(test_resume_continues_bit_identically),
         cmocka_unit_test(test_resume_refuses_another_configuration),
         cmocka_unit_test(test_missing_files_are_clear_errors),
+        cmocka_unit_test(test_output_paths_are_checked_before_training),
+        cmocka_unit_test(test_memory_is_checked_before_the_model_is_built),
+        cmocka_unit_test(test_resume_with_nothing_left_to_train_is_refused),
         cmocka_unit_test(test_dump_step_holds_parameters_batch_loss_and_gradients),
         cmocka_unit_test(test_damaged_file_changes_nothing),
     };
