@@ -165,6 +165,10 @@ int step_options_parse(int argc, char **argv, int *i, unsigned accepted, StepOpt
         remat_fail(REMAT_EINVAL, "%s does not apply here", spec->name);
         return -1;
     }
+    if (o->given & spec->flag) { /* the first value would be silently dropped */
+        remat_fail(REMAT_EINVAL, "%s is given twice", spec->name);
+        return -1;
+    }
     const char *value = NULL;
     if (spec->value) {
         value = *i + 1 < argc ? argv[*i + 1] : NULL;

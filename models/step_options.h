@@ -63,8 +63,8 @@ unsigned step_options_flag(const char *name);
 
 /* If argv[*i] is a flag of the table, parses it (and its value, argv[*i + 1], advancing
  * *i past it) into *o and returns 1; returns 0, changing nothing, if it is not one. On a
- * flag outside `accepted` (a set of StepFlag), a missing or bad value, returns -1 with
- * REMAT_EINVAL and a message that names the flag and says why. */
+ * flag outside `accepted` (a set of StepFlag), one already given, a missing or bad value,
+ * returns -1 with REMAT_EINVAL and a message that names the flag and says why. */
 int step_options_parse(int argc, char **argv, int *i, unsigned accepted, StepOptions *o);
 
 /* What a run does whatever its flags say, which decides whether a flag applies to it: the

@@ -252,6 +252,10 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
             return refuse(err, why);
         }
         const TrainFlag *f = &TRAIN_FLAGS[k];
+        if (opt->given & 1u << k) { /* the first value would be silently dropped */
+            snprintf(why, sizeof why, "%s is given twice", flag);
+            return refuse(err, why);
+        }
         const char *v = f->type == FLAG_SWITCH ? NULL : i + 1 < argc ? argv[++i] : "";
         if (!set_flag(f, v, opt)) {
             char wanted[64];

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -249,6 +250,11 @@ int main(int argc, char **argv)
     Options o;
     int parsed = parse_options(argc, argv, &o);
     if (parsed) return parsed;
+    struct stat st; /* results not yet measured are said so; results that are a file are a mistake */
+    if (stat(o.results, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "quiz: --results %s is %s, not a directory of results\n", o.results, file_kind(st.st_mode));
+        return 1;
+    }
     Bank *bank = bank_load(o.bank);
     if (!bank) {
         fprintf(stderr, "quiz: %s\n", remat_last_error());

@@ -280,6 +280,12 @@ static void test_a_bank_or_results_that_is_no_regular_file_says_what_it_is(void 
     free(out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", results);
     assert_int_equal(system(cmd), 0);
+    /* --results that is a file, not a directory, is a mistake, not results not yet measured. */
+    snprintf(cmd, sizeof cmd, "--results %s --answers 1", REMAT_QUIZ_BANK);
+    out = run_quiz(cmd, &code);
+    assert_int_equal(code, 1);
+    assert_non_null(strstr(out, "is a regular file, not a directory of results"));
+    free(out);
 }
 
 /* Issue 16: --answers "1              x" was taken as 1 and a ninth answer was ignored;
@@ -305,6 +311,27 @@ static void test_answers_and_seed_must_be_exactly_what_they_say(void **state)
             fail_msg("quiz %s: exit %d, wanted 2 and \"%s\"", bad[i].args, code, bad[i].why);
         free(out);
     }
+}
+
+/* --html renames the page over its path: as root that replaced /dev/full with a regular
+ * file. Anything but a regular file there is refused and left as it was (a FIFO here,
+ * which the test can make safely). */
+static void test_the_page_never_replaces_what_is_not_a_regular_file(void **state)
+{
+    (void)state;
+    char fifo[512], args[600];
+    snprintf(fifo, sizeof fifo, "%s/page.fifo", scratch);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    snprintf(args, sizeof args, "--html %s", fifo);
+    int code;
+    char *out = run_quiz(args, &code);
+    assert_int_equal(code, 1);
+    assert_non_null(strstr(out, "it is a FIFO, not a regular file"));
+    free(out);
+    struct stat st;
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(unlink(fifo), 0);
 }
 
 /* Issue 16: with its output on a full device, the quiz exited 0. */
@@ -411,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_a_bank_or_results_that_is_no_regular_file_says_what_it_is),
         cmocka_unit_test(test_answers_and_seed_must_be_exactly_what_they_say),
         cmocka_unit_test(test_output_that_cannot_be_written_fails),
+        cmocka_unit_test(test_the_page_never_replaces_what_is_not_a_regular_file),
         cmocka_unit_test(test_interactive_quiz_through_a_terminal),
     };
     return cmocka_run_group_tests_name("quiz", tests, setup, teardown);

@@ -160,6 +160,9 @@ static void test_parse_refuses_flags_that_do_not_apply(void **state)
         {{"--layers", " 2"}, "bad value for --layers"},
         {{"--seed", " -1"}, "bad value for --seed"},
         {{"--save", ""}, "--save needs a value: a path"},
+        {{"--save", "a.st", "--save", "b.st"}, "--save is given twice"},
+        {{"--strategy", "full", "--strategy", "sqrt"}, "--strategy is given twice"},
+        {{"--model", "gpt"}, "--model is given twice"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char *argv[8] = {"train", "--model", "mlp"};
