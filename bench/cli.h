@@ -24,7 +24,7 @@
  * message, not ignored: a flag that silently changes nothing would mislead. So is a flag
  * it takes that changes nothing in the run the others describe (--policy with --strategy
  * full): the same check as train's (step_options_check), against the strategies the bench
- * will run.
+ * will run. A flag given twice is refused too, rather than its first value dropped.
  *
  * and ends the same way: exit 0 when it measured and wrote everything, 1 on an error (a
  * clear message on stderr), 2 for a bad flag (with the usage).
