@@ -240,7 +240,7 @@ static int entries_in(const char *path)
     return n;
 }
 
-enum { KILLS = 16 };
+enum { KILLS = 12 };
 
 /* The crash-consistency test of issue 16 through the real program: `train --resume F
  * --save F` is killed with SIGKILL at KILLS points spread over its run, most of them
