@@ -364,13 +364,19 @@ static RematStatus check_resume_step(const TrainOptions *o)
 }
 
 /* Every file the run will write, checked before hours of training rather than after (a
- * missing directory, a path that is a device or a directory), and the resumed file's
- * model flags and step. */
+ * missing directory, a path that is a device or a directory; two outputs on one file, or
+ * an output over a file the run reads: only --save may replace the file it resumed), and
+ * the resumed file's model flags and step. */
 static RematStatus check_files(const TrainOptions *o)
 {
-    const char *flags[] = {"--save", "--dump-step", "--dump-graph"};
-    const char *paths[] = {o->save, o->dump_step, o->dump_graph};
-    for (int i = 0; i < 3; i++) {
+    const char *flags[] = {"--save", "--dump-step", "--dump-graph", "--resume", "--data"};
+    const char *paths[] = {o->save, o->dump_step, o->dump_graph, o->resume, !strcmp(o->model, "gpt") ? o->data : NULL};
+    enum { OUTPUTS = 3, ALL = 5 };
+    for (int i = 0; i < OUTPUTS; i++) {
+        for (int j = i + 1; j < ALL; j++)
+            if (paths[i] && file_same_path(paths[i], paths[j]) && !(i == 0 && j == 3))
+                return remat_fail(REMAT_EINVAL, "%s and %s name the same file, %s: one would replace the other",
+                                  flags[i], flags[j], paths[i]);
         if (!paths[i] || file_check_writable(paths[i]) == REMAT_OK) continue;
         char why[768];
         snprintf(why, sizeof why, "%s", remat_last_error());

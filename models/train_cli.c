@@ -1,7 +1,11 @@
 /*
  * train_cli.c — train's command line: its defaults, its usage, and the parse of every flag
  * into TrainOptions (see train.h). The flags of what a step keeps (strategy, planner,
- * budget, offload) come from the table in step_options.h, which the benches share.
+ * budget, offload) come from the table in step_options.h, which the benches share; train's
+ * own are the table TRAIN_FLAGS below, a row per flag with its type, its range and the
+ * runs it applies to. One rule for both tables: an unknown flag, a bad value, a flag given
+ * twice and a flag that would change nothing in the run the others describe are refused
+ * with the reason (exit 2), never ignored.
  */
 #include "models/train.h"
 

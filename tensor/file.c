@@ -181,3 +181,31 @@ RematStatus file_flush_stdout(void)
     if (!failed) return REMAT_OK;
     return remat_fail(REMAT_EIO, "cannot write to standard output: %s", errno ? strerror(errno) : "a write failed");
 }
+
+/* The canonical spelling of `path`: its directory resolved (realpath) and its name; NULL
+ * when the directory does not resolve. The caller frees it. */
+static char *canonical(const char *path)
+{
+    char *dir = file_directory(path);
+    char *real = dir ? realpath(dir, NULL) : NULL;
+    free(dir);
+    if (!real) return NULL;
+    const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+    char *out = malloc(strlen(real) + strlen(name) + 2);
+    if (out) sprintf(out, "%s/%s", real, name);
+    free(real);
+    return out;
+}
+
+bool file_same_path(const char *a, const char *b)
+{
+    if (!a || !b) return false;
+    if (!strcmp(a, b)) return true;
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char *ca = canonical(a), *cb = canonical(b);
+    const bool same = ca && cb && !strcmp(ca, cb);
+    free(ca);
+    free(cb);
+    return same;
+}

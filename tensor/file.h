@@ -20,6 +20,7 @@
 #ifndef REMAT_FILE_H
 #define REMAT_FILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -50,6 +51,12 @@ char *file_directory(const char *path);
  * that names the path and what is wrong. The check is advisory: the file system can
  * change between it and the write, which checks again. */
 RematStatus file_check_writable(const char *path);
+
+/* Whether paths `a` and `b` name the same file: the same file (device and inode) when both
+ * exist; otherwise the same name in the same directory, once the directories are resolved
+ * (so "run.st", "./run.st" and "/abs/run.st" are one path). False when either is NULL. For
+ * a program that must not write one file twice, or over a file it reads. */
+bool file_same_path(const char *a, const char *b);
 
 /* Reads the whole regular file at `path` (opened as file_open_regular does, so a FIFO or
  * a directory is refused at once, never waited on) into a new buffer the caller frees,

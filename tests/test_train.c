@@ -466,6 +466,24 @@ static void test_output_paths_are_checked_before_training(void **state)
         assert_non_null(strstr(remat_last_error(), "No such file or directory"));
         train_report_free(&r);
     }
+    /* Two outputs on one file, or an output over a file the run reads, would lose one of
+     * them: --dump-step over --save, --dump-graph over the file resumed, --save over the
+     * corpus. Only --save may replace the file it resumed (that is how a run continues). */
+    char saved[256], dotted[256];
+    path_in_dir(saved, sizeof saved, "out.st");
+    snprintf(dotted, sizeof dotted, "%s/./out.st", dir);
+    TrainOptions same = small_mlp(1);
+    same.save = saved;
+    same.dump_step = dotted;
+    TrainReport r;
+    assert_int_equal(train_run(&same, &r, sink), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "--save and --dump-step name the same file"));
+    train_report_free(&r);
+    TrainOptions corpus = train_defaults("gpt");
+    corpus.save = corpus.data;
+    assert_int_equal(train_run(&corpus, &r, sink), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "--save and --data name the same file"));
+    train_report_free(&r);
     assert_int_equal(mem_live_blocks(), 0);
 }
 
