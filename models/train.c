@@ -1,8 +1,10 @@
 /*
- * train.c — the training run (see train.h): build the model, its schedule, offloader and
- * optimizer; draw a batch and run the one training step (step.h) on it, again and again;
- * evaluate; resume and save files. Its command line is train_cli.c, what it prints
- * train_report.c.
+ * train.c — the training run (see train.h): check what can be checked before anything is
+ * built (the files it will write, what the model's parameters, gradients and optimizer
+ * state will need, the resumed file's flags and step); build the model, its schedule,
+ * offloader and optimizer; draw a batch and run the one training step (step.h) on it,
+ * again and again; evaluate; resume and save files. Its command line is train_cli.c, what
+ * it prints train_report.c.
  *
  * A step that fails (the memory budget, a file error) leaves the parameters and optimizer
  * state as they were before it (step.h: the optimizer runs last, and only after backward
