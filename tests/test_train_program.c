@@ -240,11 +240,11 @@ static int entries_in(const char *path)
     return n;
 }
 
-enum { KILLS = 12 };
+enum { KILLS = 10 };
 
 /* The crash-consistency test of issue 16 through the real program: `train --resume F
  * --save F` is killed with SIGKILL at KILLS points spread over its run, most of them
- * while it writes its 50 MB file. After every kill F must be, byte for byte, either the
+ * while it writes its 25 MB file. After every kill F must be, byte for byte, either the
  * file it resumed from or the one an uninterrupted run writes; the directory must hold
  * nothing else; and F must resume to the same file, byte for byte, as an uninterrupted
  * run does. */
@@ -259,8 +259,8 @@ static void test_killed_while_saving_keeps_the_old_file_which_resumes_bit_identi
     snprintf(next_expected, sizeof next_expected, "%s/step4.st", dir);
     snprintf(victim, sizeof victim, "%s/run.st", work);
     snprintf(next, sizeof next, "%s/next.st", dir);
-    /* 4 layers of width 1024 with AdamW: 16.8 MB of parameters, 50 MB in the file. */
-#define MODEL "--model", "mlp", "--layers", "4", "--d-model", "1024", "--batch", "4", "--eval-batches", "1", "--quiet"
+    /* 2 layers of width 1024 with AdamW: 8.4 MB of parameters, 25 MB in the file. */
+#define MODEL "--model", "mlp", "--layers", "2", "--d-model", "1024", "--batch", "4", "--eval-batches", "1", "--quiet"
     const Launch how = {0};
     assert_int_equal(run_train(&how, (char *[]){MODEL, "--steps", "2", "--save", base, NULL}), 0);
     assert_int_equal(run_train(&how, (char *[]){MODEL, "--steps", "3", "--resume", base, "--save", expected, NULL}), 0);
@@ -278,10 +278,12 @@ static void test_killed_while_saving_keeps_the_old_file_which_resumes_bit_identi
     assert_true(same_file(victim, expected));
 
     int old = 0, new = 0;
-    for (int k = 0; k < KILLS; k++) {
+    /* Kill points from 40% to 105% of the run's length: past start-up, into the save. On a
+     * busy machine runs vary; if no kill came before the save ended, earlier ones follow
+     * (5%, 10%, ... of the run), so that the old file's survival is always tested. */
+    for (int k = 0; k < KILLS || (old == 0 && k < 3 * KILLS); k++) {
         copy_file(base, victim);
-        /* Kill points from 40% to 105% of the run's length: past start-up, into the save. */
-        const double at = whole * (0.40 + 0.65 * (k + 0.5) / KILLS);
+        const double at = k < KILLS ? whole * (0.40 + 0.65 * (k + 0.5) / KILLS) : whole * 0.05 * (k - KILLS + 1);
         const int status = wait_train(start_train(&how, victim_run), at);
         const bool killed = WIFSIGNALED(status);
         assert_true(killed || (WIFEXITED(status) && WEXITSTATUS(status) == 0));
@@ -292,7 +294,7 @@ static void test_killed_while_saving_keeps_the_old_file_which_resumes_bit_identi
         old += is_old;
         new += is_new;
         /* It resumes as the whole run would have: the file it leaves is byte for byte the one. */
-        if ((is_old && old == 1) || (is_new && new == 1) || k == KILLS - 1) {
+        if ((is_old && old == 1) || (is_new && new == 1)) {
             if (is_old) {
                 assert_int_equal(run_train(&how, victim_run), 0);
                 assert_true(same_file(victim, expected));
