@@ -187,7 +187,8 @@ int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt,
     *results = NULL;
     file_size_limit_as_error(); /* ulimit -f: "File too large", and offload redoes the step in RAM */
     const int parsed = bench_parse_args(info, argc, argv, opt);
-    if (parsed) return parsed == 1 ? 0 : 2;
+    if (parsed == 1) return file_flush_stdout() == REMAT_OK ? 0 : 1; /* --help, printed where it can be read */
+    if (parsed) return 2;
     if (results_check_dir(opt->results_dir, info->name) != REMAT_OK) {
         fprintf(stderr, "%s: %s\n", info->name, remat_last_error()); /* before hours of measuring */
         return 1;

@@ -92,10 +92,13 @@ void bench_print_header(const BenchInfo *info, const BenchOptions *opt);
 
 #define BENCH_RUN (-1)
 
-/* How every bench starts: parses the flags, prints the header, and creates the bench's
- * Results (*results, owned by the caller until bench_finish). Returns BENCH_RUN to go on,
- * or the exit status to return right away: 0 after --help, 2 for a bad flag, 1 when the
- * Results could not be made (the message went to stderr). */
+/* How every bench starts: makes the file-size limit an error rather than a kill
+ * (file_size_limit_as_error), parses the flags, checks that --results can be written,
+ * prints the header, and creates the bench's Results (*results, owned by the caller until
+ * bench_finish). Returns BENCH_RUN to go on, or the exit status to return right away: 0
+ * after --help (1 if it could not be written), 2 for a bad flag, 1 when the results
+ * directory cannot be written or the Results could not be made (the message went to
+ * stderr). */
 int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results);
 
 /* The bench's steps for its mode: --steps if given, else `quick_steps` or `full_steps`. */
@@ -103,8 +106,9 @@ int bench_steps(const BenchOptions *opt, int quick_steps, int full_steps);
 
 /* Ends a bench run; returns its exit status. With `status` REMAT_OK it writes `results`
  * into opt->results_dir and checks that the memory ledger holds nothing (a bench frees
- * everything it made); a failure of either, or a `status` that is not REMAT_OK, prints
- * "<bench>: <remat_last_error()>" on stderr and gives 1. Frees `results` in every case. */
+ * everything it made); a failure of either, a `status` that is not REMAT_OK, or a standard
+ * output that could not be written, prints "<bench>: <remat_last_error()>" on stderr and
+ * gives 1. Frees `results` in every case. */
 int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *results, RematStatus status);
 
 /* ---- progress --------------------------------------------------------------------------- */

@@ -249,6 +249,22 @@ static void test_offload_under_a_file_size_limit_says_file_too_large(void **stat
     assert_non_null(strstr(log, "File too large (the file-size limit, ulimit -f, was reached)"));
 }
 
+/* Issue 16: a program whose standard output cannot be written (a full disk) exits 1, not
+ * 0: its --help, bench_sgemm's figures, and a bench's whole run alike. */
+static void test_output_that_cannot_be_written_fails(void **state)
+{
+    (void)state;
+    const char *runs[] = {"bench_scaling --help", "bench_sgemm --size 64 --reps 1 --threads 1",
+                          "bench_selective --quick --steps 1 --strategy none --results"};
+    for (int i = 0; i < 3; i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "%s/%s%s%s > /dev/full 2>/dev/null", REMAT_BENCH_DIR, runs[i], i == 2 ? " " : "",
+                 i == 2 ? dir : "");
+        const int status = system(cmd);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 1) fail_msg("%s > /dev/full did not exit 1", runs[i]);
+    }
+}
+
 static void test_sgemm_refuses_a_thread_list_with_an_empty_element(void **state)
 {
     (void)state;
@@ -616,6 +632,7 @@ int main(void)
         cmocka_unit_test(test_every_bench_answers_help_and_rejects_bad_flags),
         cmocka_unit_test(test_sgemm_refuses_a_thread_list_with_an_empty_element),
         cmocka_unit_test(test_offload_under_a_file_size_limit_says_file_too_large),
+        cmocka_unit_test(test_output_that_cannot_be_written_fails),
         cmocka_unit_test(test_strategy_flags_narrow_the_run_or_are_refused),
         cmocka_unit_test(test_scaling_slopes_are_those_of_the_theory),
         cmocka_unit_test(test_selective_bytes_match_the_formula),
