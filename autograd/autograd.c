@@ -4,6 +4,7 @@
  */
 #include "autograd/autograd.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -501,7 +502,7 @@ void tape_print(const Tape *tape, FILE *out)
 RematStatus tape_dump_dot(const Tape *tape, const char *path)
 {
     FILE *f = fopen(path, "w");
-    if (!f) return remat_fail(REMAT_EIO, "cannot write graph to %s", path);
+    if (!f) return remat_fail(REMAT_EIO, "cannot write graph to %s: %s", path, strerror(errno));
     fprintf(f, "digraph tape {\n  rankdir=BT;\n  node [shape=box, fontname=monospace];\n");
     for (int k = 0; k < tape->count; k++) {
         const Node *node = tape->nodes[k];
@@ -521,6 +522,9 @@ RematStatus tape_dump_dot(const Tape *tape, const char *path)
         }
     }
     fprintf(f, "}\n");
-    if (fclose(f) != 0) return remat_fail(REMAT_EIO, "cannot finish writing graph to %s", path);
+    const bool failed = ferror(f) != 0;
+    if (fclose(f) != 0 || failed)
+        return remat_fail(REMAT_EIO, "cannot finish writing graph to %s: %s", path,
+                          failed ? "a write failed" : strerror(errno));
     return REMAT_OK;
 }

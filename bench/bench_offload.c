@@ -54,6 +54,7 @@ static const BenchInfo INFO = {
     .full = "MLP N=32 W=2048 B=256, GPT L=4 D=256 H=4 T=128 B=8, 7 timed steps after a warm-up round",
     .timed = true,
     .step_flags = STEP_FLAG_OFFLOAD_DIR,
+    .offloads = true,
 };
 
 enum { WARMUP_ROUNDS = 1 };

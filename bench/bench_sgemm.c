@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/file.h"
 #include "tensor/kernels.h"
 #include "tensor/kernels_ref.h"
 #include "tensor/parse.h"
@@ -35,7 +36,8 @@ static void usage(FILE *out)
             "  --quick        N = 1024 and 5 repetitions (a few seconds)\n"
             "  --size N       matrix size, 64..8192 (default 2048)\n"
             "  --reps R       timed repetitions per thread count, 1..100 (default 9)\n"
-            "  --threads LIST comma-separated thread counts, at most 8 (default 1,2,... up to the cores)\n"
+            "  --threads LIST comma-separated thread counts, at most 8 of them, each 1..4 per core\n"
+            "                 (default 1,2,... up to the cores)\n"
             "  --help         this text\n");
 }
 
@@ -60,7 +62,8 @@ static int parse_options(int argc, char **argv, Options *opt)
             if (!parse_int(value, 1, 100, &opt->reps)) goto bad_value;
             i++;
         } else if (!strcmp(arg, "--threads") && value) {
-            if (!parse_int_list(value, 1, 1024, opt->threads, MAX_THREAD_COUNTS, &opt->n_threads)) goto bad_value;
+            if (!parse_int_list(value, 1, platform_max_threads(), opt->threads, MAX_THREAD_COUNTS, &opt->n_threads))
+                goto bad_value;
             i++;
         } else {
             fprintf(stderr, "bench_sgemm: unknown option or missing value: %s\n", arg);
@@ -179,5 +182,9 @@ int main(int argc, char **argv)
     free(A);
     free(B);
     free(C);
+    if (file_flush_stdout() != REMAT_OK) { /* the figures were measured for someone to read */
+        fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
+        return 1;
+    }
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tensor/file.h"
 #include "tensor/memory.h"
 #include "tensor/parse.h"
 #include "tensor/platform.h"
@@ -42,6 +43,14 @@ static bool in_sweep(const BenchInfo *info, StrategyKind kind)
     return false;
 }
 
+/* Prints "<bench>: <why>" and the usage on stderr; returns 2, the status of a bad flag. */
+static int refuse(const BenchInfo *info, const char *why)
+{
+    fprintf(stderr, "%s: %s\n", info->name, why);
+    bench_usage(info, stderr);
+    return 2;
+}
+
 /* A step flag (the table of models/step_options.h): 1 when taken, 0 when `argv[*i]` is
  * none, 2 after printing why it is refused or its value is bad. */
 static int parse_step_flag(const BenchInfo *info, int argc, char **argv, int *i, BenchOptions *opt)
@@ -61,15 +70,27 @@ static int parse_step_flag(const BenchInfo *info, int argc, char **argv, int *i,
         opt->one_strategy |= which == STEP_FLAG_STRATEGY;
         return 1;
     }
-    fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
-    bench_usage(info, stderr);
-    return 2;
+    return refuse(info, remat_last_error());
+}
+
+/* The run the step flags are checked against: the strategy given, else the bench's sweep,
+ * else (a bench that places its regions itself) any strategy with regions. */
+static StepScope bench_scope(const BenchInfo *info, const BenchOptions *opt)
+{
+    StepScope scope = {.offloads = info->offloads || opt->step.offload};
+    if (opt->one_strategy) scope.strategies = 1u << opt->step.strategy.kind;
+    for (int k = 0; !opt->one_strategy && k < info->n_strategies; k++) scope.strategies |= 1u << info->strategies[k];
+    if (!opt->one_strategy && !info->strategies) scope.strategies = ~(1u << STRATEGY_NONE);
+    return scope;
 }
 
 int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions *opt)
 {
     *opt = (BenchOptions){.results_dir = "results", .step = step_options_defaults()};
     opt->step.strategy.policy = NULL;
+    enum { QUICK = 1, RESULTS = 2, STEPS = 4 };
+    unsigned given = 0; /* the bench's own flags seen so far */
+    char why[600];
     for (int i = 1; i < argc; i++) {
         const char *flag = argv[i];
         if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
@@ -79,27 +100,32 @@ int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions 
         const int step_flag = parse_step_flag(info, argc, argv, &i, opt);
         if (step_flag == 2) return 2;
         if (step_flag == 1) continue;
-        if (!strcmp(flag, "--quick")) {
+        const unsigned which = !strcmp(flag, "--quick")                      ? QUICK
+                             : !strcmp(flag, "--results")                    ? RESULTS
+                             : info->timed && !strcmp(flag, "--steps") ? STEPS
+                                                                             : 0;
+        if (!which) {
+            snprintf(why, sizeof why, "unknown flag %s", flag);
+            return refuse(info, why);
+        }
+        if (given & which) { /* the first value would be silently dropped */
+            snprintf(why, sizeof why, "%s is given twice", flag);
+            return refuse(info, why);
+        }
+        given |= which;
+        if (which == QUICK) {
             opt->quick = true;
             continue;
         }
-        const bool takes_value = !strcmp(flag, "--results") || (info->timed && !strcmp(flag, "--steps"));
-        if (!takes_value) {
-            fprintf(stderr, "%s: unknown flag %s\n", info->name, flag);
-            bench_usage(info, stderr);
-            return 2;
-        }
         const char *value = i + 1 < argc ? argv[++i] : NULL;
-        const bool ok = value && value[0] && (strcmp(flag, "--steps") || parse_int(value, 1, 1000, &opt->steps));
-        if (ok && !strcmp(flag, "--results")) opt->results_dir = value;
+        const bool ok = value && value[0] && (which != STEPS || parse_int(value, 1, 1000, &opt->steps));
+        if (ok && which == RESULTS) opt->results_dir = value;
         if (!ok) {
-            fprintf(stderr, "%s: bad or missing value for %s%s%s\n", info->name, flag, value ? ": " : "",
-                    value ? value : "");
-            bench_usage(info, stderr);
-            return 2;
+            snprintf(why, sizeof why, "bad or missing value for %s%s%.400s", flag, value ? ": " : "", value ? value : "");
+            return refuse(info, why);
         }
     }
-    return 0;
+    return step_options_check(&opt->step, bench_scope(info, opt)) == REMAT_OK ? 0 : refuse(info, remat_last_error());
 }
 
 bool bench_measures(const BenchOptions *opt, StrategyKind kind)
@@ -159,8 +185,14 @@ static void record_strategy_flags(Results *r, const BenchOptions *opt)
 int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results)
 {
     *results = NULL;
+    file_size_limit_as_error(); /* ulimit -f: "File too large", and offload redoes the step in RAM */
     const int parsed = bench_parse_args(info, argc, argv, opt);
-    if (parsed) return parsed == 1 ? 0 : 2;
+    if (parsed == 1) return file_flush_stdout() == REMAT_OK ? 0 : 1; /* --help, printed where it can be read */
+    if (parsed) return 2;
+    if (results_check_dir(opt->results_dir, info->name) != REMAT_OK) {
+        fprintf(stderr, "%s: %s\n", info->name, remat_last_error()); /* before hours of measuring */
+        return 1;
+    }
     bench_print_header(info, opt);
     *results = results_create(info->name, info->question, opt->quick);
     if (*results) {
@@ -188,6 +220,10 @@ int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *result
         return 1;
     }
     printf("\n  results: %s/%s.json (and CSV beside it)\n", opt->results_dir, info->name);
+    if (file_flush_stdout() != REMAT_OK) {
+        fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
+        return 1;
+    }
     return 0;
 }
 

@@ -20,8 +20,11 @@
  *   --no-rng-replay replay regions without restoring the generator (dropout's masks change)
  *   --offload-dir D where the spill file goes (bench_offload)
  *
- * A bench says which of them apply to it in its BenchInfo; the others are refused with a
- * message, not ignored: a flag that silently changes nothing would mislead.
+ * A bench says which of them it takes in its BenchInfo; the others are refused with a
+ * message, not ignored: a flag that silently changes nothing would mislead. So is a flag
+ * it takes that changes nothing in the run the others describe (--policy with --strategy
+ * full): the same check as train's (step_options_check), against the strategies the bench
+ * will run. A flag given twice is refused too, rather than its first value dropped.
  *
  * and ends the same way: exit 0 when it measured and wrote everything, 1 on an error (a
  * clear message on stderr), 2 for a bad flag (with the usage).
@@ -46,12 +49,13 @@ typedef struct BenchInfo {
     const char *full;     /* what the default runs, one line */
     bool timed;           /* it times steps, so it takes --steps */
     /* The strategies the bench sweeps, so --strategy may pick one of them (NULL: it takes
-     * no --strategy). */
+     * no --strategy and places its checkpoint regions itself). */
     const StrategyKind *strategies;
     int n_strategies;
     /* The flags of a step it takes besides --strategy (STEP_FLAG_POLICY, ...): a set of
      * StepFlag (models/step_options.h). */
     unsigned step_flags;
+    bool offloads; /* it offloads without --offload (bench_offload), so --offload-dir applies */
 } BenchInfo;
 
 typedef struct BenchOptions {
@@ -88,10 +92,13 @@ void bench_print_header(const BenchInfo *info, const BenchOptions *opt);
 
 #define BENCH_RUN (-1)
 
-/* How every bench starts: parses the flags, prints the header, and creates the bench's
- * Results (*results, owned by the caller until bench_finish). Returns BENCH_RUN to go on,
- * or the exit status to return right away: 0 after --help, 2 for a bad flag, 1 when the
- * Results could not be made (the message went to stderr). */
+/* How every bench starts: makes the file-size limit an error rather than a kill
+ * (file_size_limit_as_error), parses the flags, checks that --results can be written,
+ * prints the header, and creates the bench's Results (*results, owned by the caller until
+ * bench_finish). Returns BENCH_RUN to go on, or the exit status to return right away: 0
+ * after --help (1 if it could not be written), 2 for a bad flag, 1 when the results
+ * directory cannot be written or the Results could not be made (the message went to
+ * stderr). */
 int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results);
 
 /* The bench's steps for its mode: --steps if given, else `quick_steps` or `full_steps`. */
@@ -99,8 +106,9 @@ int bench_steps(const BenchOptions *opt, int quick_steps, int full_steps);
 
 /* Ends a bench run; returns its exit status. With `status` REMAT_OK it writes `results`
  * into opt->results_dir and checks that the memory ledger holds nothing (a bench frees
- * everything it made); a failure of either, or a `status` that is not REMAT_OK, prints
- * "<bench>: <remat_last_error()>" on stderr and gives 1. Frees `results` in every case. */
+ * everything it made); a failure of either, a `status` that is not REMAT_OK, or a standard
+ * output that could not be written, prints "<bench>: <remat_last_error()>" on stderr and
+ * gives 1. Frees `results` in every case. */
 int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *results, RematStatus status);
 
 /* ---- progress --------------------------------------------------------------------------- */

@@ -15,6 +15,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 
+#include "tensor/file.h"
 #include "tensor/platform.h"
 
 #ifndef REMAT_SOURCE_DIR
@@ -411,25 +412,30 @@ RematStatus results_write(Results *r, const char *dir)
     return write_all(r, dir, name);
 }
 
+RematStatus results_check_dir(const char *dir, const char *bench)
+{
+    RematStatus status = make_dirs(dir);
+    if (status != REMAT_OK) return status;
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s.json", dir, bench) >= (int)sizeof path)
+        return remat_fail(REMAT_EINVAL, "results: the directory name is too long: %s", dir);
+    status = file_check_writable(path);
+    if (status == REMAT_OK) return status;
+    char why[768];
+    snprintf(why, sizeof why, "%s", remat_last_error());
+    return remat_fail(REMAT_EIO, "results: %s", why);
+}
+
 /* The parsed contents of a JSON file (caller owns), NULL with *missing set when there is no
  * such file, or NULL with an error when it cannot be read or parsed. */
 static cJSON *read_json(const char *path, bool *missing)
 {
-    FILE *f = fopen(path, "rb");
-    *missing = !f && errno == ENOENT;
-    if (!f) {
-        if (!*missing) remat_fail(REMAT_EIO, "results: cannot read %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *text = NULL;
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (size >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)size + 1)))
-        text[fread(text, 1, (size_t)size, f)] = '\0';
-    fclose(f);
-    if (!text) {
-        remat_fail(REMAT_EIO, "results: cannot read %s", path);
-        return NULL;
-    }
+    enum { MAX_RESULTS_BYTES = 256 << 20 };
+    struct stat st;
+    *missing = stat(path, &st) != 0 && errno == ENOENT;
+    char *text;
+    size_t size;
+    if (*missing || file_read_all("results", path, MAX_RESULTS_BYTES, &text, &size) != REMAT_OK) return NULL;
     cJSON *doc = cJSON_Parse(text);
     free(text);
     if (!doc) remat_fail(REMAT_ECORRUPT, "results: %s is not valid JSON", path);

@@ -79,6 +79,12 @@ void record_bool(ResultsRecord *rec, const char *field, bool value);
  * written. */
 RematStatus results_write(Results *r, const char *dir);
 
+/* Checks, before any measuring, that results_write can write `bench`'s files into `dir`:
+ * creates `dir` (and its parents) if needed, and checks <dir>/<bench>.json as
+ * file_check_writable does (a directory that is a file, one this process may not write
+ * in, a JSON path that is a directory...). REMAT_OK or REMAT_EIO naming what is wrong. */
+RematStatus results_check_dir(const char *dir, const char *bench);
+
 /* As results_write, but the JSON goes to <dir>/summary.json and also holds, under
  * "benches", the parsed <dir>/<name>.json of each of the n `benches` that has one (bench_all
  * merges everything it ran this way). A file that is missing is left out; one that does

@@ -146,6 +146,15 @@ failed:
     return NULL;
 }
 
+double gpt_param_count(const GptConfig *config)
+{
+    const double C = config->d_model;
+    /* A block: ln_1 and ln_2 (2C each), c_attn (C,3C)+3C, attn.c_proj (C,C)+C, c_fc
+     * (C,4C)+4C, mlp.c_proj (4C,C)+C. */
+    const double block = 12.0 * C * C + 13.0 * C;
+    return (config->vocab + config->seq_len) * C + config->n_layers * block + 2.0 * C;
+}
+
 const GptConfig *gpt_config(const Model *model)
 {
     if (!model || !model->kind || strcmp(model->kind, "gpt") != 0) return NULL;

@@ -42,6 +42,11 @@ typedef struct GptConfig {
  * n_heads, dropout in [0, 1); the message says which), or the memory budget. */
 Model *gpt_create(const GptConfig *config);
 
+/* The parameters (floats) gpt_create would make for `config`, computed without making
+ * them: V·C + T·C (embeddings) + L·(12·C² + 13·C) (blocks) + 2·C (ln_f). In double, so
+ * that no size overflows. */
+double gpt_param_count(const GptConfig *config);
+
 /* The config `model` was created with; NULL if it is not a GPT. */
 const GptConfig *gpt_config(const Model *model);
 

@@ -61,6 +61,12 @@ Model *mlp_create(const MlpConfig *config)
     return m;
 }
 
+double mlp_param_count(const MlpConfig *config)
+{
+    const double W = config->width;
+    return config->n_layers * (W * W + W); /* residual_mlp: weight (W,W), bias (W) */
+}
+
 /* ---- the teacher task ------------------------------------------------------------------- */
 
 struct MlpTask {
@@ -75,6 +81,11 @@ static Var *teacher_weight(int width, Pcg32 *rng)
     const float std = sqrtf(2.0f / (float)width);
     for (size_t i = 0; i < t->numel; i++) t->f32[i] = std * pcg32_normal(rng);
     return var_create(t, false, "teacher");
+}
+
+double mlp_task_bytes(int width)
+{
+    return 2.0 * (double)width * (double)width * sizeof(float);
 }
 
 MlpTask *mlp_task_create(int width, uint64_t seed)

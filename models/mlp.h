@@ -30,6 +30,11 @@ typedef struct MlpConfig {
  * identity; the head is mse(x_N, targets). NULL on error (bad config, budget). */
 Model *mlp_create(const MlpConfig *config);
 
+/* The parameters (floats) mlp_create would make for `config`, computed without making
+ * them, so that a program can check what a model will need before building it: N·(W² + W).
+ * In double, so that no size overflows. */
+double mlp_param_count(const MlpConfig *config);
+
 /* The synthetic regression task: inputs x ~ N(0, 1) of shape (B, W), drawn from a
  * generator the caller passes (so a training run can save and restore it), targets
  * y = relu(relu(x·T1)·T2) for a fixed random teacher (T1, T2 ~ N(0, 2/W)). The teacher's
@@ -38,6 +43,9 @@ Model *mlp_create(const MlpConfig *config);
 typedef struct MlpTask MlpTask;
 
 MlpTask *mlp_task_create(int width, uint64_t seed);
+
+/* The bytes of the teacher mlp_task_create(width, ...) makes (MEM_WORK): 2·W² floats. */
+double mlp_task_bytes(int width);
 void mlp_task_free(MlpTask *task);
 
 /* Draws a batch of `batch` examples: *x and *y are new constant Vars (MEM_ACT) the caller

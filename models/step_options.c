@@ -60,6 +60,53 @@ static void set_switch(StepOptions *o, StepFlag flag)
     }
 }
 
+/* ---- when each flag applies ------------------------------------------------------------- */
+
+/* Each returns NULL when its flag changes something in a run of scope `s`, else why it
+ * would not: the end of "--policy does not apply: ...". */
+
+static const unsigned REGION_STRATEGIES =
+    1u << STRATEGY_FULL | 1u << STRATEGY_SQRT | 1u << STRATEGY_SELECTIVE | 1u << STRATEGY_BUDGET;
+
+static const char *always(const StepOptions *o, StepScope s)
+{
+    (void)o, (void)s;
+    return NULL;
+}
+
+static const char *with_budget(const StepOptions *o, StepScope s)
+{
+    (void)o;
+    return s.strategies & 1u << STRATEGY_BUDGET ? NULL : "it is for --strategy budget";
+}
+
+static const char *with_selective(const StepOptions *o, StepScope s)
+{
+    (void)o;
+    return s.strategies & 1u << STRATEGY_SELECTIVE ? NULL : "it is the policy of --strategy selective";
+}
+
+static const char *with_regions(const StepOptions *o, StepScope s)
+{
+    (void)o;
+    return s.strategies & REGION_STRATEGIES ? NULL
+                                            : "it changes how checkpoint regions replay, and --strategy none has none";
+}
+
+static const char *with_offload_policy(const StepOptions *o, StepScope s)
+{
+    return o->offload_opts.policy != OFFLOAD_BOUNDARY || s.strategies & REGION_STRATEGIES
+               ? NULL
+               : "boundary spills the inputs checkpoint regions keep, and --strategy none has no regions "
+                 "(all or large spill every saved activation)";
+}
+
+static const char *with_offload(const StepOptions *o, StepScope s)
+{
+    (void)o;
+    return s.offloads ? NULL : "it says how --offload spills, and --offload was not given";
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 typedef struct FlagSpec {
@@ -68,46 +115,47 @@ typedef struct FlagSpec {
     const char *value; /* what its value is called in the usage; NULL: a switch */
     const char *help;  /* its help, each continuation line starting with a newline */
     RematStatus (*set)(StepOptions *o, const char *value); /* a flag with a value; NULL: a switch */
+    const char *(*applies)(const StepOptions *o, StepScope s); /* NULL if it changes the run, else why not */
 } FlagSpec;
 
 static const FlagSpec FLAGS[] = {
     {"--strategy", STEP_FLAG_STRATEGY, "S",
      "none, full (every layer a region), sqrt (segments of about\n"
      "sqrt(N) layers), selective (every layer, with a policy) or\n"
-     "budget (the cheapest schedule that fits --memory-budget) (none)", set_strategy},
+     "budget (the cheapest schedule that fits --memory-budget) (none)", set_strategy, always},
     {"--memory-budget", STEP_FLAG_MEMORY_BUDGET, "S",
      "budget: bytes a training step may hold in all (params, grads,\n"
-     "optimizer, activations), with a unit: B, KiB, MiB or GiB", set_memory_budget},
+     "optimizer, activations), with a unit: B, KiB, MiB or GiB", set_memory_budget, with_budget},
     {"--planner", STEP_FLAG_PLANNER, "P",
      "budget: dp (the exact optimum over single-level schedules,\n"
      "default), chen (Chen et al. 2016's search) or revolve\n"
      "(binomial schedules for chains of identical layers, which\n"
      "recompute layers more than once and fit tighter budgets);\n"
-     "the schedule is printed before training", set_planner},
-    {"--policy", STEP_FLAG_POLICY, "P", "selective's policy: attention_core (default), dots or\nnothing_saveable", set_policy},
+     "the schedule is printed before training", set_planner, with_budget},
+    {"--policy", STEP_FLAG_POLICY, "P", "selective's policy: attention_core (default), dots or\nnothing_saveable", set_policy, with_selective},
     {"--no-rng-replay", STEP_FLAG_NO_RNG_REPLAY, NULL,
      "replay regions without restoring the generator: dropout\n"
-     "draws new masks and gradients come out wrong (quiz question 7)", NULL},
+     "draws new masks and gradients come out wrong (quiz question 7)", NULL, with_regions},
     {"--determinism-check", STEP_FLAG_DETERMINISM_CHECK, NULL, "check that every replay reproduced its first forward",
-     NULL},
+     NULL, with_regions},
     {"--offload", STEP_FLAG_OFFLOAD, "P",
      "all (every saved activation of 64 KiB or more), large (1 MiB\n"
-     "or more) or boundary (the inputs checkpoint regions keep)", set_offload},
-    {"--offload-dir", STEP_FLAG_OFFLOAD_DIR, "DIR", "where the spill file goes ($TMPDIR, else /tmp)", set_offload_dir},
+     "or more) or boundary (the inputs checkpoint regions keep)", set_offload, with_offload_policy},
+    {"--offload-dir", STEP_FLAG_OFFLOAD_DIR, "DIR", "where the spill file goes ($TMPDIR, else /tmp)", set_offload_dir, with_offload},
     {"--offload-no-cache", STEP_FLAG_OFFLOAD_NO_CACHE, NULL,
      "drop spilled records from the page cache: backward reads the\n"
-     "disk. A step whose offload fails is redone without offload", NULL},
+     "disk. A step whose offload fails is redone without offload", NULL, with_offload},
     {"--offload-mmap", STEP_FLAG_OFFLOAD_MMAP, NULL,
      "move the bytes through a MAP_SHARED mapping of the spill file\n"
-     "instead of pwritev/preadv (slower here: see offload/README.md)", NULL},
+     "instead of pwritev/preadv (slower here: see offload/README.md)", NULL, with_offload},
     {"--accumulate", STEP_FLAG_ACCUMULATE, "K",
      "K micro-batches of --batch each per optimizer step, their\n"
      "gradients summed in micro-batch order: bit-identical to\n"
-     "mpirun -np K with one micro-batch per rank (1)", set_accumulate},
+     "mpirun -np K with one micro-batch per rank (1)", set_accumulate, always},
     {"--zero", STEP_FLAG_ZERO, "S",
      "under mpirun, what the ranks shard: 0 nothing, 1 the optimizer\n"
      "state, 2 also the gradients, 3 also the parameters, gathered\n"
-     "per layer when used (0); one process shards nothing", set_zero},
+     "per layer when used (0); one process shards nothing", set_zero, always},
 };
 enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
 
@@ -140,6 +188,10 @@ int step_options_parse(int argc, char **argv, int *i, unsigned accepted, StepOpt
         remat_fail(REMAT_EINVAL, "%s does not apply here", spec->name);
         return -1;
     }
+    if (o->given & spec->flag) { /* the first value would be silently dropped */
+        remat_fail(REMAT_EINVAL, "%s is given twice", spec->name);
+        return -1;
+    }
     const char *value = NULL;
     if (spec->value) {
         value = *i + 1 < argc ? argv[*i + 1] : NULL;
@@ -160,12 +212,20 @@ int step_options_parse(int argc, char **argv, int *i, unsigned accepted, StepOpt
     return 1;
 }
 
-RematStatus step_options_check(const StepOptions *o)
+StepScope step_options_scope(const StepOptions *o)
 {
+    return (StepScope){.strategies = 1u << o->strategy.kind, .offloads = o->offload};
+}
+
+RematStatus step_options_check(const StepOptions *o, StepScope scope)
+{
+    for (int k = 0; k < N_FLAGS; k++) {
+        const char *why = o->given & FLAGS[k].flag ? FLAGS[k].applies(o, scope) : NULL;
+        if (why) return remat_fail(REMAT_EINVAL, "%s does not apply: %s", FLAGS[k].name, why);
+    }
     const bool budget = o->strategy.kind == STRATEGY_BUDGET;
     if (budget && !o->memory_budget)
         return remat_fail(REMAT_EINVAL, "--strategy budget needs --memory-budget (e.g. 300MiB)");
-    if (!budget && o->memory_budget) return remat_fail(REMAT_EINVAL, "--memory-budget is for --strategy budget");
     if (budget && o->planner == PLANNER_REVOLVE && (!o->strategy.preserve_rng || o->strategy.determinism_check))
         return remat_fail(REMAT_EINVAL, "--planner revolve always replays the generator and has no determinism "
                           "check; --no-rng-replay and --determinism-check are for regions (dp, chen or the other "
@@ -173,8 +233,6 @@ RematStatus step_options_check(const StepOptions *o)
     if (budget && o->offload)
         return remat_fail(REMAT_EINVAL, "--strategy budget plans for activations in RAM; it does not combine with "
                           "--offload");
-    if (!o->offload && (o->given & OFFLOAD_FLAGS))
-        return remat_fail(REMAT_EINVAL, "--offload-dir, --offload-no-cache and --offload-mmap need --offload");
     return REMAT_OK;
 }
 

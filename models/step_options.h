@@ -16,10 +16,14 @@
  *   --accumulate K        K micro-batches per optimizer step, their gradients summed in order
  *   --zero S              under mpirun, the ZeRO stage: what the ranks shard (dist/zero.h)
  *
- * A program says which of them it takes (a set of StepFlag); a flag of the table that it
- * does not take is refused with a message, never silently ignored. A new strategy,
- * policy, planner or offload policy is a new name in its own room's parser and needs
- * nothing here.
+ * One rule for all of them: a flag that would change nothing is refused with a message
+ * saying why, never silently ignored. A program says which of them it takes (a set of
+ * StepFlag), and a flag outside that set is refused as it is parsed; a flag it takes but
+ * that does not apply to the run the flags describe (--policy without selective,
+ * --planner without budget, --offload-dir without --offload, --offload boundary with no
+ * regions...) is refused by step_options_check, from the table's own column that says
+ * when each flag applies. A new strategy, policy, planner or offload policy is a new name
+ * in its own room's parser and needs nothing here.
  */
 #ifndef REMAT_MODELS_STEP_OPTIONS_H
 #define REMAT_MODELS_STEP_OPTIONS_H
@@ -66,15 +70,29 @@ unsigned step_options_flag(const char *name);
 
 /* If argv[*i] is a flag of the table, parses it (and its value, argv[*i + 1], advancing
  * *i past it) into *o and returns 1; returns 0, changing nothing, if it is not one. On a
- * flag outside `accepted` (a set of StepFlag), a missing or bad value, returns -1 with
- * REMAT_EINVAL and a message that names the flag and says why. */
+ * flag outside `accepted` (a set of StepFlag), one already given, a missing or bad value,
+ * returns -1 with REMAT_EINVAL and a message that names the flag and says why. */
 int step_options_parse(int argc, char **argv, int *i, unsigned accepted, StepOptions *o);
 
-/* REMAT_OK if the flags given make sense together; else REMAT_EINVAL saying why:
- * --strategy budget without --memory-budget or the reverse, --planner revolve with
- * --no-rng-replay or --determinism-check, budget with --offload, an --offload-... flag
- * without --offload. */
-RematStatus step_options_check(const StepOptions *o);
+/* What a run does whatever its flags say, which decides whether a flag applies to it: the
+ * strategies it may use (a set of 1u << StrategyKind) and whether it offloads. */
+typedef struct StepScope {
+    unsigned strategies;
+    bool offloads;
+} StepScope;
+
+/* The scope of a run that does what its flags say and nothing else (train's): the strategy
+ * given (none by default), and offload if --offload was given. */
+StepScope step_options_scope(const StepOptions *o);
+
+/* REMAT_OK if every flag given applies to a run of `scope` and the flags make sense
+ * together; else REMAT_EINVAL with a message that names the flag and says why: a flag
+ * whose strategy or offload the run does not use (--policy without selective, --planner
+ * or --memory-budget without budget, --no-rng-replay or --determinism-check without
+ * regions, an --offload-... flag without offload, --offload boundary without regions),
+ * --strategy budget without --memory-budget, --planner revolve with --no-rng-replay or
+ * --determinism-check, budget with --offload. */
+RematStatus step_options_check(const StepOptions *o, StepScope scope);
 
 /* The help lines of the flags in `accepted` ("  --strategy S        none, full, ..."),
  * the checkpointing flags first, then offload's, then data parallelism's; with

@@ -1,8 +1,10 @@
 /*
- * train.c — the training run (see train.h): build the model, its schedule, offloader and
- * optimizer; draw a step's micro-batches and run the one training step (step.h) on them,
- * again and again; evaluate; resume and save files. Its command line is train_cli.c, what
- * it prints train_report.c.
+ * train.c — the training run (see train.h): check what can be checked before anything is
+ * built (the files it will write, what the model's parameters, gradients and optimizer
+ * state will need, the resumed file's flags and step); build the model, its schedule,
+ * offloader and optimizer; draw a step's micro-batches and run the one training step
+ * (step.h) on them, again and again; evaluate; resume and save files. Its command line is
+ * train_cli.c, what it prints train_report.c.
  *
  * Under mpirun every rank runs this same loop: each draws all K micro-batches of a step
  * (so the data generator moves as in one process) and runs the one of its rank; the step
@@ -30,6 +32,7 @@
 #include "train_report.h"
 #include "offload/offload.h"
 #include "dist/group.h"
+#include "tensor/file.h"
 #include "tensor/parse.h"
 #include "tensor/platform.h"
 
@@ -327,7 +330,7 @@ static RematStatus build_model(Run *run)
         run->text = text_data_load(o->data, 0.1);
         if (!run->text) return remat_last_status();
         GptConfig c = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads,
-                       .seq_len = o->seq, .vocab = 256, .dropout = o->dropout, .seed = o->seed};
+                       .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE, .dropout = o->dropout, .seed = o->seed};
         run->model = gpt_create(&c);
     } else {
         run->task = mlp_task_create(o->d_model, o->seed + 1);
@@ -421,12 +424,93 @@ static void destroy(Run *run)
     zero_free(run->zero);
 }
 
+/* ---- before anything is built ------------------------------------------------------------ */
+
+/* What the model's parameters, gradients and optimizer state will need on this rank,
+ * checked before any of them is allocated: against --memory-budget (which applies per
+ * rank), below which no schedule fits, and against the memory the machine has available.
+ * Under mpirun with ZeRO a rank holds its shard of what the stage shards (dist/zero.h):
+ * the optimizer state from stage 1, the gradients from 2, the parameters at 3.
+ * REMAT_EOOM or REMAT_ENOMEM saying what each needs. */
+static RematStatus check_memory(const TrainOptions *o)
+{
+    const bool gpt = !strcmp(o->model, "gpt"), sgd = !strcmp(o->optimizer, "sgd");
+    const double params = gpt ? gpt_param_count(&(GptConfig){.n_layers = o->layers, .d_model = o->d_model,
+                                                             .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE})
+                              : mlp_param_count(&(MlpConfig){.n_layers = o->layers, .width = o->d_model});
+    const double states = sgd ? (o->momentum > 0.0f ? 1.0 : 0.0) : 2.0; /* AdamW: m and v */
+    const int ranks = dist_world().size, stage = ranks > 1 ? o->step.zero_stage : 0;
+    const double p = params * sizeof(float), k = ranks;
+    const double fixed = p * (stage >= 3 ? 1.0 / k : 1.0)        /* parameters */
+                       + p * (stage >= 2 ? 1.0 / k : 1.0)        /* gradients */
+                       + p * states * (stage >= 1 ? 1.0 / k : 1.0); /* optimizer state */
+    char pb[32], fb[32], lim[32], where[64] = "";
+    if (ranks > 1) snprintf(where, sizeof where, " on each of %d ranks under ZeRO stage %d", ranks, stage);
+    mem_format_bytes(pb, sizeof pb, (size_t)fmin(p, 1e18));
+    mem_format_bytes(fb, sizeof fb, (size_t)fmin(fixed, 1e18));
+    const size_t budget = o->step.memory_budget;
+    if (budget && fixed > (double)budget)
+        return remat_fail(REMAT_EOOM, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) "
+                          "need %s%s before any activation, more than --memory-budget %s: no schedule fits; give a "
+                          "larger budget or a smaller model", pb, pb, o->optimizer, states, pb, fb, where,
+                          mem_format_bytes(lim, sizeof lim, budget));
+    const double teacher = gpt ? 0.0 : mlp_task_bytes(o->d_model);
+    const size_t available = platform_available_memory();
+    if (available && fixed + teacher > (double)available)
+        return remat_fail(REMAT_ENOMEM, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) "
+                          "need %s%s before any activation, more than the %s this machine has available: give a "
+                          "smaller model", pb, pb, o->optimizer, states, pb, fb, where,
+                          mem_format_bytes(lim, sizeof lim, available));
+    return REMAT_OK;
+}
+
+/* A resumed file's step against --steps: it must leave something to train. */
+static RematStatus check_resume_step(const TrainOptions *o)
+{
+    char text[32];
+    int step;
+    if (model_file_meta(o->resume, "remat.step", text, sizeof text) != REMAT_OK) return remat_last_status();
+    if (!parse_int(text, 0, 100000000, &step))
+        return remat_fail(REMAT_ECORRUPT, "%s: metadata remat.step is '%s', not a step count", o->resume, text);
+    if (step >= o->steps)
+        return remat_fail(REMAT_EINVAL, "%s was saved at step %d and --steps %d counts every step of the run, "
+                          "those before the file's included: nothing is left to train (give --steps above %d)",
+                          o->resume, step, o->steps, step);
+    return REMAT_OK;
+}
+
+/* Every file the run will write, checked before hours of training rather than after (a
+ * missing directory, a path that is a device or a directory; two outputs on one file, or
+ * an output over a file the run reads: only --save may replace the file it resumed), and
+ * the resumed file's model flags and step. */
+static RematStatus check_files(const TrainOptions *o)
+{
+    const char *flags[] = {"--save", "--dump-step", "--dump-graph", "--resume", "--data"};
+    const char *paths[] = {o->save, o->dump_step, o->dump_graph, o->resume, !strcmp(o->model, "gpt") ? o->data : NULL};
+    enum { OUTPUTS = 3, ALL = 5 };
+    for (int i = 0; i < OUTPUTS; i++) {
+        for (int j = i + 1; j < ALL; j++)
+            if (paths[i] && file_same_path(paths[i], paths[j]) && !(i == 0 && j == 3))
+                return remat_fail(REMAT_EINVAL, "%s and %s name the same file, %s: one would replace the other",
+                                  flags[i], flags[j], paths[i]);
+        if (!paths[i] || file_check_writable(paths[i]) == REMAT_OK) continue;
+        char why[768];
+        snprintf(why, sizeof why, "%s", remat_last_error());
+        return remat_fail(remat_last_status(), "%s: %s", flags[i], why);
+    }
+    if (o->resume && (check_resume_config(o) != REMAT_OK || check_resume_step(o) != REMAT_OK))
+        return remat_last_status();
+    return REMAT_OK;
+}
+
 /* ---- train_run ------------------------------------------------------------------------ */
 
-/* Builds the run and prints its header; then the ledger enforces a planned budget. */
+/* Checks what it can before building anything, builds the run and prints its header; then
+ * the ledger enforces a planned budget. */
 static RematStatus run_start(Run *run, FILE *out)
 {
     const TrainOptions *opt = run->opt;
+    if (check_files(opt) != REMAT_OK || check_memory(opt) != REMAT_OK) return remat_last_status();
     if (opt->threads && platform_set_threads(opt->threads) != REMAT_OK) return remat_last_status();
     if (platform_check() != REMAT_OK) fprintf(out, "  warning: %s\n", remat_last_error());
     RematStatus status = build(run);

@@ -43,13 +43,16 @@ typedef struct TrainOptions {
     bool print_tape;        /* print step 1's tape, one line per node */
     bool explain_memory;    /* print what step 1 kept for backward, tensor by tensor */
     bool quiet;             /* no per-step output */
+    unsigned given;         /* train_parse_args: a bit per flag of train's own given (train_cli.c) */
 } TrainOptions;
 
 /* The defaults for `model` ("gpt" or "mlp"). */
 TrainOptions train_defaults(const char *model);
 
 /* Parses argv into *opt. Returns 0 to go on, 1 when --help was printed (exit 0), 2 for a
- * bad flag or value (a message and the usage went to `err`; exit 2). */
+ * bad flag or value, or a flag that would change nothing in the run the others describe
+ * (--dropout with --model mlp, --momentum with adamw, --policy without selective: a
+ * message saying why and the usage went to `err`; exit 2). */
 int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *err);
 
 /* Prints the usage text. */

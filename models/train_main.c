@@ -1,6 +1,7 @@
 /*
  * train_main.c — the `train` program: parse the flags, run, exit 0 on success, 1 on a
- * failed run (the reason is printed), 2 on a bad command line. See train.h.
+ * failed run or output that could not be written (the reason is printed), 2 on a bad
+ * command line. See train.h.
  *
  * Under mpirun (`mpirun -np K build/models/train ...`) it is one rank of K: rank 0 prints
  * the training log, every rank prints its own errors, prefixed with its rank, and a rank
@@ -11,9 +12,11 @@
 
 #include "dist/group.h"
 #include "models/train.h"
+#include "tensor/file.h"
 
 int main(int argc, char **argv)
 {
+    file_size_limit_as_error(); /* ulimit -f: "File too large", and offload redoes the step in RAM */
     DistGroup world;
     if (dist_init(&argc, &argv, &world) != REMAT_OK) {
         fprintf(stderr, "train: %s\n", remat_last_error());
@@ -25,26 +28,30 @@ int main(int argc, char **argv)
         dist_abort(1);
     }
     TrainOptions opt;
-    int parsed = train_parse_args(argc, argv, &opt, out, stderr);
-    if (parsed != 0) {
-        if (world.size > 1 && parsed == 2) dist_abort(2); /* every rank saw the same command line */
-        dist_finalize();
-        return parsed == 1 ? 0 : 2;
+    const int parsed = train_parse_args(argc, argv, &opt, out, stderr);
+    if (parsed == 2 && world.size > 1) dist_abort(2); /* every rank saw the same command line */
+    if (parsed == 2) return 2;
+    RematStatus status = REMAT_OK;
+    if (parsed == 0) {
+        TrainReport report;
+        status = train_run(&opt, &report, out);
+        train_report_free(&report);
     }
-    TrainReport report;
-    RematStatus status = train_run(&opt, &report, out);
-    train_report_free(&report);
-    if (status != REMAT_OK) {
+    if (status != REMAT_OK && world.size > 1) {
         fflush(stdout); /* block-buffered into a file: what the run printed comes first */
-        if (world.size > 1) {
-            fprintf(stderr, "train: rank %d of %d: %s\n", world.rank, world.size, remat_last_error());
-            fflush(stderr);
-            dist_abort(1);
-        }
-        fprintf(stderr, "train: %s\n", remat_last_error());
-        return 1;
+        fprintf(stderr, "train: rank %d of %d: %s\n", world.rank, world.size, remat_last_error());
+        fflush(stderr);
+        dist_abort(1);
     }
     if (out != stdout) fclose(out);
+    /* What the run printed comes before its error (stdout is block-buffered into a file),
+     * and a run whose output could not be written has failed too. */
+    char why[1024];
+    snprintf(why, sizeof why, "%s", status != REMAT_OK ? remat_last_error() : "");
+    const RematStatus flushed = file_flush_stdout();
     dist_finalize();
-    return 0;
+    if (flushed != REMAT_OK) fprintf(stderr, "train: %s\n", remat_last_error());
+    else if (status == REMAT_OK) return 0;
+    if (status != REMAT_OK) fprintf(stderr, "train: %s\n", why);
+    return 1;
 }

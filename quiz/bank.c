@@ -29,29 +29,10 @@ RematStatus quiz_lang_parse(const char *name, QuizLang *lang)
 
 char *quiz_read_file(const char *who, const char *path, size_t *size)
 {
-    int fd;
-    uint64_t length;
-    if (file_open_regular(who, path, &fd, &length) != REMAT_OK) return NULL;
-    char *text = NULL;
-    size_t got = 0;
-    if (length > QUIZ_MAX_FILE) {
-        remat_fail(REMAT_EIO, "%s: %s is %llu bytes, more than a quiz file can be (%d MiB)", who, path,
-                   (unsigned long long)length, QUIZ_MAX_FILE >> 20);
-    } else if (!(text = malloc((size_t)length + 1))) {
-        remat_fail(REMAT_ENOMEM, "%s: no memory for the %llu bytes of %s", who, (unsigned long long)length, path);
-    } else {
-        ssize_t n = 1;
-        while (got < length && (n = read(fd, text + got, (size_t)length - got)) > 0) got += (size_t)n;
-        if (n < 0 || got < length) {
-            remat_fail(REMAT_EIO, "%s: cannot read %s: %s", who, path, n < 0 ? strerror(errno) : "it got shorter while read");
-            free(text);
-            text = NULL;
-        } else {
-            text[got] = '\0';
-        }
-    }
-    close(fd);
-    if (text && size) *size = got;
+    char *text;
+    size_t got;
+    if (file_read_all(who, path, QUIZ_MAX_FILE, &text, &got) != REMAT_OK) return NULL;
+    if (size) *size = got;
     return text;
 }
 

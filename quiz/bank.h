@@ -30,7 +30,7 @@
 
 #include "tensor/error.h"
 
-#define QUIZ_QUESTIONS 8
+#define QUIZ_QUESTIONS 8 /* a bank has exactly this many */
 #define QUIZ_OPTIONS 4
 #define QUIZ_MAX_MEASUREMENTS 32 /* per question */
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "quiz/words.h"
+#include "tensor/file.h"
 
 #include "html_text.h"
 
@@ -549,6 +550,9 @@ static RematStatus put_page(FILE *out, const PageSources *src, RematStatus *cont
 
 RematStatus page_write(const char *path, const PageSources *src)
 {
+    /* The page is renamed over `path`, which would replace a device such as /dev/full (as
+     * root) or a FIFO: refuse those, and a missing directory, before building anything. */
+    if (file_check_writable(path) != REMAT_OK) return remat_last_status();
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
         return remat_fail(REMAT_EINVAL, "cannot write %s: the name is too long", path);

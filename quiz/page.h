@@ -36,7 +36,10 @@ typedef struct PageSources {
 } PageSources;
 
 /* Writes the page to `path` atomically: into a temporary file beside it, renamed over
- * `path` once complete, so a reader never sees half a page. Returns REMAT_OK;
+ * `path` once complete, so a reader never sees half a page. `path` must be absent or a
+ * regular file in a directory this process can write (file_check_writable): a device, a
+ * FIFO or a directory there is refused with REMAT_EIO before anything is built, never
+ * replaced. Returns REMAT_OK;
  * REMAT_EIO naming the file and the reason when the style, the script or the page cannot
  * be read or written (the temporary file is removed and whatever was at `path` is left
  * untouched); REMAT_ECORRUPT when the style or script would break out of its element. A

@@ -78,6 +78,15 @@ static void usage(FILE *out)
             REMAT_QUIZ_BANK);
 }
 
+/* The exit status of a run that would end with `status`: 1 instead of 0 if what it
+ * printed could not be written (stdout on a full disk), saying so. */
+static int finish(int status)
+{
+    if (file_flush_stdout() == REMAT_OK) return status;
+    fprintf(stderr, "quiz: %s\n", remat_last_error());
+    return status ? status : 1;
+}
+
 /* 0..3 from "1".."4" or "a".."d" (or "A".."D"), exactly one character; -1 otherwise. */
 static int parse_answer(const char *text, size_t len)
 {
@@ -107,7 +116,7 @@ static int parse_options(int argc, char **argv, Options *o)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL, *expected = "";
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
-            exit(0);
+            exit(finish(0));
         } else if (!strcmp(a, "--preview")) {
             o->preview = true;
         } else if (!strcmp(a, "--no-shuffle")) {
@@ -221,6 +230,7 @@ static int write_page(const Options *o, const Bank *bank, const int orders[][QUI
 
 int main(int argc, char **argv)
 {
+    file_size_limit_as_error(); /* ulimit -f: --html fails with "File too large" instead of dying */
     Options o;
     int parsed = parse_options(argc, argv, &o);
     if (parsed) return parsed;
@@ -240,7 +250,7 @@ int main(int argc, char **argv)
     if (o.html) {
         int status = write_page(&o, bank, orders);
         bank_free(bank);
-        return status;
+        return finish(status);
     }
     print_header(bank, o.lang);
 
@@ -248,7 +258,7 @@ int main(int argc, char **argv)
         for (int q = 0; q < bank->n_questions; q++) print_question(bank, q, orders[q], o.lang);
         printf("\n%s\n", w->preview_note);
         bank_free(bank);
-        return 0;
+        return finish(0);
     }
 
     ResultsDir *results = results_open(o.results);
@@ -299,5 +309,5 @@ int main(int argc, char **argv)
     }
     results_close(results);
     bank_free(bank);
-    return 0;
+    return finish(0);
 }

@@ -7,6 +7,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -128,4 +131,81 @@ RematStatus file_check_writable(const char *path)
         status = remat_fail(REMAT_EIO, "cannot write %s: cannot create a file in %s: %s", path, dir, strerror(err));
     free(dir);
     return status;
+}
+
+RematStatus file_read_all(const char *who, const char *path, size_t max_bytes, char **text, size_t *size)
+{
+    if (!text || !size) return remat_fail(REMAT_EINVAL, "file_read_all: two outputs are required");
+    int fd;
+    uint64_t length;
+    if (file_open_regular(who, path, &fd, &length) != REMAT_OK) return remat_last_status();
+    if (length > max_bytes) {
+        close(fd);
+        return remat_fail(REMAT_EIO, "%s: %s holds %llu bytes, more than the %zu such a file may have", who, path,
+                          (unsigned long long)length, max_bytes);
+    }
+    char *buf = malloc((size_t)length + 1);
+    if (!buf) {
+        close(fd);
+        return remat_fail(REMAT_ENOMEM, "%s: no memory to read %s", who, path);
+    }
+    size_t got = 0;
+    while (got < length) {
+        const ssize_t n = read(fd, buf + got, (size_t)length - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            const int err = n < 0 ? errno : 0;
+            close(fd);
+            free(buf);
+            return remat_fail(REMAT_EIO, "%s: cannot read %s: %s", who, path,
+                              err ? strerror(err) : "it became shorter while being read");
+        }
+        got += (size_t)n;
+    }
+    close(fd);
+    buf[got] = '\0';
+    *text = buf;
+    *size = got;
+    return REMAT_OK;
+}
+
+void file_size_limit_as_error(void)
+{
+    signal(SIGXFSZ, SIG_IGN);
+}
+
+RematStatus file_flush_stdout(void)
+{
+    errno = 0;
+    const bool failed = fflush(stdout) != 0 || ferror(stdout);
+    if (!failed) return REMAT_OK;
+    return remat_fail(REMAT_EIO, "cannot write to standard output: %s", errno ? strerror(errno) : "a write failed");
+}
+
+/* The canonical spelling of `path`: its directory resolved (realpath) and its name; NULL
+ * when the directory does not resolve. The caller frees it. */
+static char *canonical(const char *path)
+{
+    char *dir = file_directory(path);
+    char *real = dir ? realpath(dir, NULL) : NULL;
+    free(dir);
+    if (!real) return NULL;
+    const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+    char *out = malloc(strlen(real) + strlen(name) + 2);
+    if (out) sprintf(out, "%s/%s", real, name);
+    free(real);
+    return out;
+}
+
+bool file_same_path(const char *a, const char *b)
+{
+    if (!a || !b) return false;
+    if (!strcmp(a, b)) return true;
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char *ca = canonical(a), *cb = canonical(b);
+    const bool same = ca && cb && !strcmp(ca, cb);
+    free(ca);
+    free(cb);
+    return same;
 }

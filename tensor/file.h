@@ -20,6 +20,7 @@
 #ifndef REMAT_FILE_H
 #define REMAT_FILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -50,5 +51,29 @@ char *file_directory(const char *path);
  * that names the path and what is wrong. The check is advisory: the file system can
  * change between it and the write, which checks again. */
 RematStatus file_check_writable(const char *path);
+
+/* Whether paths `a` and `b` name the same file: the same file (device and inode) when both
+ * exist; otherwise the same name in the same directory, once the directories are resolved
+ * (so "run.st", "./run.st" and "/abs/run.st" are one path). False when either is NULL. For
+ * a program that must not write one file twice, or over a file it reads. */
+bool file_same_path(const char *a, const char *b);
+
+/* Reads the whole regular file at `path` (opened as file_open_regular does, so a FIFO or
+ * a directory is refused at once, never waited on) into a new buffer the caller frees,
+ * with a '\0' after its *size bytes. Files over `max_bytes` are refused, so that a huge
+ * or growing file cannot exhaust memory. On error stores nothing and returns REMAT_EIO (a
+ * message beginning with `who` that names the path and the reason); REMAT_ENOMEM. */
+RematStatus file_read_all(const char *who, const char *path, size_t max_bytes, char **text, size_t *size);
+
+/* For a program's main, before it writes any file: makes the file-size limit (ulimit -f)
+ * an error, EFBIG ("File too large"), that the write reports and the program handles,
+ * instead of SIGXFSZ, whose default action kills the process and loses its output. */
+void file_size_limit_as_error(void);
+
+/* For a program's end: flushes standard output and says whether everything written to
+ * it arrived. REMAT_OK, or REMAT_EIO ("cannot write to standard output: No space left on
+ * device") when a write or the flush failed (stdout on a full disk, /dev/full, a closed
+ * pipe), so the program can exit non-zero instead of claiming a success nobody saw. */
+RematStatus file_flush_stdout(void);
 
 #endif /* REMAT_FILE_H */

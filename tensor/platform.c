@@ -5,7 +5,10 @@
 
 #include <cblas.h>
 #include <omp.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 PlatformInfo platform_info(void)
 {
@@ -34,9 +37,14 @@ RematStatus platform_check(void)
                       parallel == 1 ? "pthreads" : "sequential");
 }
 
+int platform_max_threads(void)
+{
+    return 4 * omp_get_num_procs();
+}
+
 RematStatus platform_set_threads(int threads)
 {
-    int limit = 4 * omp_get_num_procs();
+    const int limit = platform_max_threads();
     if (threads < 1 || threads > limit)
         return remat_fail(REMAT_EINVAL, "thread count %d is outside 1..%d", threads, limit);
     omp_set_num_threads(threads);
@@ -49,4 +57,35 @@ double platform_seconds(void)
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+}
+
+/* The number after `key` on a line of the text file at `path` ("MemAvailable:  24114396
+ * kB"), times `unit`; 0 if the file or the key cannot be read. */
+static size_t read_number(const char *path, const char *key, size_t unit)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[256];
+    size_t value = 0;
+    const size_t key_len = strlen(key);
+    while (!value && fgets(line, sizeof line, f)) {
+        unsigned long long v;
+        if (!strncmp(line, key, key_len) && sscanf(line + key_len, "%llu", &v) == 1) value = (size_t)v * unit;
+    }
+    fclose(f);
+    return value;
+}
+
+size_t platform_available_memory(void)
+{
+    size_t available = read_number("/proc/meminfo", "MemAvailable:", 1024);
+    if (!available) {
+        const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0) available = (size_t)pages * (size_t)page;
+    }
+    /* Under a cgroup v2 limit ("max" when there is none, which reads as no number). */
+    const size_t limit = read_number("/sys/fs/cgroup/memory.max", "", 1);
+    const size_t used = read_number("/sys/fs/cgroup/memory.current", "", 1);
+    if (limit && limit > used && (!available || limit - used < available)) available = limit - used;
+    return available;
 }

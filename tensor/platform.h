@@ -9,6 +9,8 @@
 #ifndef REMAT_PLATFORM_H
 #define REMAT_PLATFORM_H
 
+#include <stddef.h>
+
 #include "tensor/error.h"
 
 typedef struct PlatformInfo {
@@ -26,9 +28,19 @@ PlatformInfo platform_info(void);
  * message saying which build was found and how to install the right one. */
 RematStatus platform_check(void);
 
-/* Sets the thread count of both OpenMP loops and OpenBLAS (1..cores·4).
+/* The most threads platform_set_threads takes: 4 per core. */
+int platform_max_threads(void);
+
+/* Sets the thread count of both OpenMP loops and OpenBLAS (1..platform_max_threads()).
  * On error returns REMAT_EINVAL and changes nothing. */
 RematStatus platform_set_threads(int threads);
+
+/* The bytes of memory this process could still get without the machine swapping: Linux's
+ * MemAvailable (free memory plus what the page cache can give back), lowered to what a
+ * cgroup v2 memory.max leaves when the process runs under one; where neither can be read,
+ * the free pages (sysconf). 0 if nothing can be read: the caller then has no figure to
+ * check against. */
+size_t platform_available_memory(void);
 
 /* Seconds on a monotonic clock, for timing. */
 double platform_seconds(void);

@@ -24,7 +24,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,6 +43,7 @@ static const char *const BENCHES[] = {
 enum { N_BENCHES = sizeof BENCHES / sizeof BENCHES[0] };
 
 static char dir[] = "/tmp/remat_bench_XXXXXX";
+static rlim_t file_size_limit; /* when not 0, the soft file-size limit run_bench's child gets */
 static cJSON *summary; /* results/summary.json of the quick run */
 
 /* Runs REMAT_BENCH_DIR/<bench> with its arguments (up to 8, then NULL), its output going
@@ -66,6 +69,12 @@ static int run_bench(const char *bench, ...)
         if (fd >= 0) {
             dup2(fd, STDOUT_FILENO);
             dup2(fd, STDERR_FILENO);
+        }
+        signal(SIGXFSZ, SIG_DFL); /* as a shell starts it: the signal kills unless the bench says */
+        struct rlimit limit;
+        if (file_size_limit && getrlimit(RLIMIT_FSIZE, &limit) == 0) {
+            limit.rlim_cur = file_size_limit;
+            if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(126);
         }
         execv(path, argv);
         _exit(127);
@@ -220,6 +229,42 @@ static void test_every_bench_answers_help_and_rejects_bad_flags(void **state)
     assert_non_null(strstr(log, "cannot create a spill file in /nonexistent/remat"));
 }
 
+/* Issue 16: under `ulimit -f` SIGXFSZ killed bench_offload, losing its output; now the
+ * limit is the error the offload README promises, and the bench exits 1 saying so. */
+static void test_offload_under_a_file_size_limit_says_file_too_large(void **state)
+{
+    (void)state;
+    char out[600], path[700], log[1 << 14] = "";
+    snprintf(out, sizeof out, "%s/limited", dir);
+    snprintf(path, sizeof path, "%s/bench_offload.log", dir);
+    unlink(path);
+    file_size_limit = 64 * 1024;
+    const int status = run_bench("bench_offload", "--quick", "--steps", "1", "--results", out, NULL);
+    file_size_limit = 0;
+    assert_int_equal(status, 1); /* -1 if a signal ended it */
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    log[fread(log, 1, sizeof log - 1, f)] = '\0';
+    fclose(f);
+    assert_non_null(strstr(log, "File too large (the file-size limit, ulimit -f, was reached)"));
+}
+
+/* Issue 16: a program whose standard output cannot be written (a full disk) exits 1, not
+ * 0: its --help, bench_sgemm's figures, and a bench's whole run alike. */
+static void test_output_that_cannot_be_written_fails(void **state)
+{
+    (void)state;
+    const char *runs[] = {"bench_scaling --help", "bench_sgemm --size 64 --reps 1 --threads 1",
+                          "bench_selective --quick --steps 1 --strategy none --results"};
+    for (int i = 0; i < 3; i++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "%s/%s%s%s > /dev/full 2>/dev/null", REMAT_BENCH_DIR, runs[i], i == 2 ? " " : "",
+                 i == 2 ? dir : "");
+        const int status = system(cmd);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 1) fail_msg("%s > /dev/full did not exit 1", runs[i]);
+    }
+}
+
 static void test_sgemm_refuses_a_thread_list_with_an_empty_element(void **state)
 {
     (void)state;
@@ -268,6 +313,13 @@ static void test_strategy_flags_narrow_the_run_or_are_refused(void **state)
     assert_int_equal(run_bench("bench_scaling", "--policy", "dots", NULL), 2);
     assert_int_equal(run_bench("bench_dropout", "--no-rng-replay", NULL), 2); /* it measures both */
     assert_int_equal(run_bench("bench_selective", "--policy", "no_such_policy", NULL), 2);
+    /* Issue 16: a flag the bench takes is refused too when the strategy chosen makes it
+     * change nothing (--policy belongs to selective), and --results that cannot be a
+     * directory is refused before anything is measured. */
+    assert_int_equal(run_bench("bench_selective", "--strategy", "full", "--policy", "dots", NULL), 2);
+    assert_int_equal(run_bench("bench_timeline", "--strategy", "none", "--no-rng-replay", NULL), 2);
+    assert_int_equal(run_bench("bench_scaling", "--results", "a", "--results", "b", NULL), 2); /* given twice */
+    assert_int_equal(run_bench("bench_selective", "--policy", "dots", "--policy", "dots", NULL), 2);
 }
 
 /* ---- what each bench measured ----------------------------------------------------------- */
@@ -634,6 +686,8 @@ int main(void)
         cmocka_unit_test(test_zero_bench_bytes_are_the_formulas),
         cmocka_unit_test(test_every_bench_answers_help_and_rejects_bad_flags),
         cmocka_unit_test(test_sgemm_refuses_a_thread_list_with_an_empty_element),
+        cmocka_unit_test(test_offload_under_a_file_size_limit_says_file_too_large),
+        cmocka_unit_test(test_output_that_cannot_be_written_fails),
         cmocka_unit_test(test_strategy_flags_narrow_the_run_or_are_refused),
         cmocka_unit_test(test_scaling_slopes_are_those_of_the_theory),
         cmocka_unit_test(test_selective_bytes_match_the_formula),

@@ -169,16 +169,23 @@ static void test_a_rank_with_bad_input_ends_the_job(void **state)
 }
 
 /* A memory budget too small on rank 1 alone: the job ends with rank 1's out-of-memory
- * message, which says what that rank holds. */
+ * message, which says what that rank holds. 180 KiB holds the rank's parameters, gradients
+ * and optimizer state (169 KiB, checked before the model is built), not its activations. */
 static void test_a_rank_over_its_budget_ends_the_job(void **state)
 {
     (void)state;
     const int status = run(LAUNCH "-np 1 %s " SMALL " --steps 3 --strategy budget --memory-budget 4MiB : "
-                           "-np 1 %s " SMALL " --steps 3 --strategy budget --memory-budget 100KiB",
+                           "-np 1 %s " SMALL " --steps 3 --strategy budget --memory-budget 180KiB",
                            REMAT_TRAIN_BIN, REMAT_TRAIN_BIN);
     assert_true(status != 0 && status != 124);
-    assert_non_null(strstr(errors, "train: rank 1 of 2: memory budget 100.0 KiB is below what any"));
+    assert_non_null(strstr(errors, "train: rank 1 of 2: memory budget 180.0 KiB is below what any"));
     assert_non_null(strstr(errors, "params, grads, optimizer"));
+    /* Below even the parameters, gradients and optimizer state, it says so before building. */
+    const int early = run(LAUNCH "-np 1 %s " SMALL " --steps 3 : -np 1 %s " SMALL " --steps 3 --strategy budget "
+                          "--memory-budget 100KiB", REMAT_TRAIN_BIN, REMAT_TRAIN_BIN);
+    assert_true(early != 0 && early != 124);
+    assert_non_null(strstr(errors, "train: rank 1 of 2: the model's parameters (42.2 KiB)"));
+    assert_non_null(strstr(errors, "need 169.0 KiB on each of 2 ranks under ZeRO stage 0"));
 }
 
 /* --accumulate and mpirun are two ways to the same step, not to be combined. */

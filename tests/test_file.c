@@ -217,6 +217,52 @@ static void test_check_writable_refuses_a_missing_or_unwritable_directory(void *
     assert_int_equal(scratch_entries(), 0);
 }
 
+/* ---- reading whole files, and comparing paths ---------------------------------------- */
+
+static void test_read_all_reads_a_regular_file_and_refuses_the_rest(void **state)
+{
+    (void)state;
+    char path[512], fifo[512];
+    scratch_path(path, sizeof path, "whole.txt");
+    scratch_path(fifo, sizeof fifo, "whole.fifo");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("twelve bytes", f);
+    assert_int_equal(fclose(f), 0);
+    char *text = NULL;
+    size_t size = 0;
+    assert_int_equal(file_read_all("reader", path, 100, &text, &size), REMAT_OK);
+    assert_int_equal(size, 12);
+    assert_string_equal(text, "twelve bytes");
+    free(text);
+    assert_int_equal(file_read_all("reader", path, 11, &text, &size), REMAT_EIO); /* over the cap */
+    assert_error(REMAT_EIO, "reader: ", "holds 12 bytes, more than the 11", NULL);
+    assert_int_equal(file_read_all("reader", scratch, 100, &text, &size), REMAT_EIO);
+    assert_error(REMAT_EIO, "is a directory, not a regular file", NULL, NULL);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    assert_int_equal(file_read_all("reader", fifo, 100, &text, &size), REMAT_EIO); /* at once, no writer */
+    assert_error(REMAT_EIO, "is a FIFO, not a regular file", NULL, NULL);
+    assert_int_equal(unlink(fifo), 0);
+    assert_int_equal(unlink(path), 0);
+}
+
+static void test_same_path_sees_through_spellings(void **state)
+{
+    (void)state;
+    char a[512], dotted[600], other[512];
+    scratch_path(a, sizeof a, "same.st");
+    snprintf(dotted, sizeof dotted, "%s/./same.st", scratch);
+    scratch_path(other, sizeof other, "other.st");
+    assert_true(file_same_path(a, dotted)); /* neither exists: the same name in one directory */
+    assert_false(file_same_path(a, other));
+    FILE *f = fopen(a, "w");
+    assert_non_null(f);
+    assert_int_equal(fclose(f), 0);
+    assert_true(file_same_path(dotted, a)); /* it exists: the same inode */
+    assert_false(file_same_path(a, NULL));
+    assert_int_equal(unlink(a), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -227,6 +273,8 @@ int main(void)
         cmocka_unit_test(test_check_writable_accepts_a_new_or_regular_file),
         cmocka_unit_test(test_check_writable_refuses_what_a_rename_would_replace),
         cmocka_unit_test(test_check_writable_refuses_a_missing_or_unwritable_directory),
+        cmocka_unit_test(test_read_all_reads_a_regular_file_and_refuses_the_rest),
+        cmocka_unit_test(test_same_path_sees_through_spellings),
     };
     return cmocka_run_group_tests_name("file", tests, group_setup, group_teardown);
 }

@@ -842,8 +842,9 @@ static void test_train_takes_the_offload_flags(void **state)
 {
     (void)state;
     TrainOptions o;
-    char *good[] = {"train", "--offload", "boundary", "--offload-dir", "/somewhere", "--offload-no-cache"};
-    assert_int_equal(parse(&o, 6, good), 0);
+    char *good[] = {"train", "--strategy", "sqrt", "--offload", "boundary", "--offload-dir", "/somewhere",
+                    "--offload-no-cache"};
+    assert_int_equal(parse(&o, 8, good), 0);
     assert_true(o.step.offload);
     assert_int_equal(o.step.offload_opts.policy, OFFLOAD_BOUNDARY);
     assert_string_equal(o.step.offload_opts.dir, "/somewhere");
@@ -852,6 +853,8 @@ static void test_train_takes_the_offload_flags(void **state)
     char *alone[] = {"train", "--offload-dir", "/somewhere"};
     char *no_cache_alone[] = {"train", "--offload-no-cache"};
     char *mmap_alone[] = {"train", "--offload-mmap"};
+    char *no_regions[] = {"train", "--offload", "boundary"}; /* strategy none keeps no region inputs */
+    assert_int_equal(parse(&o, 3, no_regions), 2);
     assert_int_equal(parse(&o, 3, unknown), 2);
     assert_int_equal(parse(&o, 3, alone), 2);
     assert_int_equal(parse(&o, 2, no_cache_alone), 2);

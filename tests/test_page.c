@@ -331,19 +331,18 @@ static void test_page_to_an_unwritable_path_is_a_clear_error(void **state)
     snprintf(cmd, sizeof cmd, "%s --html /nonexistent-remat-dir/quiz.html --results %s", REMAT_QUIZ_BIN, scratch);
     char *out = run(cmd, &code);
     assert_int_equal(code, 1);
-    assert_non_null(strstr(out, "quiz: cannot write /nonexistent-remat-dir/quiz.html: cannot create a temporary "
-                                "file beside it: No such file or directory"));
+    assert_non_null(strstr(out, "quiz: cannot write /nonexistent-remat-dir/quiz.html: its directory "
+                                "/nonexistent-remat-dir: No such file or directory"));
     free(out);
-    /* A directory where the page should go: the rename fails, and no temporary file is
-     * left beside it. */
+    /* A directory where the page should go: refused before anything is written, and no
+     * temporary file is left beside it. */
     char dir[600];
     snprintf(dir, sizeof dir, "%s/a-directory", scratch);
     assert_int_equal(mkdir(dir, 0755), 0);
     snprintf(cmd, sizeof cmd, "%s --html %s --results %s", REMAT_QUIZ_BIN, dir, scratch);
     out = run(cmd, &code);
     assert_int_equal(code, 1);
-    assert_non_null(strstr(out, "cannot rename"));
-    assert_non_null(strstr(out, "Is a directory"));
+    assert_non_null(strstr(out, "it is a directory, not a regular file"));
     free(out);
     snprintf(cmd, sizeof cmd, "ls %s | grep -c '\\.tmp\\.'", scratch);
     out = run(cmd, &code);

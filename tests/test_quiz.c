@@ -757,6 +757,38 @@ static void test_a_bank_keeps_its_explanations_honest(void **state)
     assert_non_null(strstr(remat_last_error(), "questions[2].order[0]: blocks_saved is not a time measurement"));
 }
 
+/* --html renames the page over its path: as root that replaced /dev/full with a regular
+ * file. Anything but a regular file there is refused and left as it was (a FIFO here,
+ * which the test can make safely). */
+static void test_the_page_never_replaces_what_is_not_a_regular_file(void **state)
+{
+    (void)state;
+    char fifo[512], args[600];
+    snprintf(fifo, sizeof fifo, "%s/page.fifo", scratch);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    snprintf(args, sizeof args, "--html %s", fifo);
+    int code;
+    char *out = run_quiz(args, &code);
+    assert_int_equal(code, 1);
+    assert_non_null(strstr(out, "it is a FIFO, not a regular file"));
+    free(out);
+    struct stat st;
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_equal(unlink(fifo), 0);
+}
+
+/* Issue 16: with its output on a full device, the quiz exited 0. */
+static void test_output_that_cannot_be_written_fails(void **state)
+{
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "%s --preview > /dev/full 2>/dev/null", REMAT_QUIZ_BIN);
+    const int status = system(cmd);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 1);
+}
+
 /* Reads from the pty until `want` appears (or the child closes it); keeps what was read. */
 static bool read_until(int fd, char *buf, size_t size, size_t *used, const char *want)
 {
@@ -886,6 +918,8 @@ int main(void)
         cmocka_unit_test(test_a_missing_figure_names_its_command),
         cmocka_unit_test(test_a_malformed_bank_names_the_file_and_field),
         cmocka_unit_test(test_a_bank_keeps_its_explanations_honest),
+        cmocka_unit_test(test_output_that_cannot_be_written_fails),
+        cmocka_unit_test(test_the_page_never_replaces_what_is_not_a_regular_file),
         cmocka_unit_test(test_interactive_quiz_through_a_terminal),
         cmocka_unit_test(test_the_tour_names_code_that_exists),
     };

@@ -17,6 +17,7 @@
 #include "fixture_train.h"
 #include "models/gpt.h"
 #include "models/model_file.h"
+#include "models/gpt.h"
 #include "models/mlp.h"
 #include "models/safetensors.h"
 #include "models/train.h"
@@ -126,6 +127,86 @@ static void test_parse_budget_flags(void **state)
     assert_int_equal(o.step.planner, PLANNER_REVOLVE);
     assert_int_equal(parse(&o, 8, revolve_no_replay), 2); /* Revolve always replays the generator */
     assert_int_equal(parse(&o, 7, offload), 2);
+}
+
+/* Issue 16: one rule for every flag, train's own and the step's: one that would change
+ * nothing in the run the others describe is refused with exit 2 and says why, where
+ * before --policy, --planner, --momentum, the GPT's flags with the MLP and --offload
+ * boundary with strategy none were silently ignored; --threads beyond the machine's
+ * limit failed only later, with exit 1. */
+static void test_parse_refuses_flags_that_do_not_apply(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args[4];
+        const char *why;
+    } cases[] = {
+        {{"--policy", "dots"}, "--policy does not apply: it is the policy of --strategy selective"},
+        {{"--strategy", "full", "--policy", "dots"}, "--policy does not apply"},
+        {{"--planner", "chen"}, "--planner does not apply: it is for --strategy budget"},
+        {{"--memory-budget", "1GiB"}, "--memory-budget does not apply"},
+        {{"--no-rng-replay"}, "--no-rng-replay does not apply"},
+        {{"--determinism-check"}, "--determinism-check does not apply"},
+        {{"--offload", "boundary"}, "--offload does not apply: boundary spills the inputs checkpoint regions keep"},
+        {{"--offload-dir", "/tmp"}, "--offload-dir does not apply: it says how --offload spills"},
+        {{"--offload-mmap"}, "--offload-mmap does not apply"},
+        {{"--momentum", "0.5"}, "--momentum does not apply: it is SGD's"},
+        {{"--optimizer", "sgd", "--weight-decay", "0.1"}, "--weight-decay does not apply: it is AdamW's"},
+        {{"--dropout", "0.2"}, "--dropout does not apply: it is the GPT's"},
+        {{"--heads", "2"}, "--heads does not apply"},
+        {{"--seq", "8"}, "--seq does not apply"},
+        {{"--data", "data/corpus.txt"}, "--data does not apply"},
+        {{"--sample", "10"}, "--sample does not apply"},
+        {{"--threads", "100000"}, "bad value for --threads: '100000' (expected a whole number in 1.."},
+        {{"--offload", "all", "--offload-dir", ""}, "--offload-dir needs a value"},
+        {{"--layers", " 2"}, "bad value for --layers"},
+        {{"--seed", " -1"}, "bad value for --seed"},
+        {{"--save", ""}, "--save needs a value: a path"},
+        {{"--save", "a.st", "--save", "b.st"}, "--save is given twice"},
+        {{"--strategy", "full", "--strategy", "sqrt"}, "--strategy is given twice"},
+        {{"--model", "gpt"}, "--model is given twice"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char *argv[8] = {"train", "--model", "mlp"};
+        int argc = 3;
+        for (int a = 0; a < 4 && cases[c].args[a]; a++) argv[argc++] = (char *)cases[c].args[a];
+        char *err_text = NULL;
+        size_t err_size = 0;
+        FILE *err = open_memstream(&err_text, &err_size);
+        assert_non_null(err);
+        TrainOptions o;
+        const int parsed = train_parse_args(argc, argv, &o, sink, err);
+        fclose(err);
+        if (parsed != 2 || !strstr(err_text, cases[c].why))
+            fail_msg("train --model mlp %s %s ...: exit %d, wanted 2 and \"%s\"; it said: %.200s", cases[c].args[0],
+                     cases[c].args[1] ? cases[c].args[1] : "", parsed, cases[c].why, err_text);
+        free(err_text);
+    }
+    /* The same flags where they apply are taken. */
+    char *gpt[] = {"train", "--strategy", "selective", "--policy", "dots", "--dropout", "0.2", "--heads", "2",
+                   "--offload", "boundary", "--no-rng-replay"};
+    TrainOptions o;
+    assert_int_equal(parse(&o, 12, gpt), 0);
+    char *sgd[] = {"train", "--model", "mlp", "--optimizer", "sgd", "--momentum", "0.5"};
+    assert_int_equal(parse(&o, 7, sgd), 0);
+}
+
+/* A bench is checked by the same table against what it runs: its sweep when --strategy
+ * is not given, and offload when it offloads by itself (bench_offload). */
+static void test_step_flags_are_checked_against_the_run(void **state)
+{
+    (void)state;
+    StepOptions o = step_options_defaults();
+    o.given = STEP_FLAG_POLICY;
+    const StepScope sweep = {.strategies = 1u << STRATEGY_NONE | 1u << STRATEGY_SELECTIVE};
+    const StepScope full = {.strategies = 1u << STRATEGY_FULL};
+    assert_int_equal(step_options_check(&o, sweep), REMAT_OK);
+    assert_int_equal(step_options_check(&o, full), REMAT_EINVAL);
+    o = step_options_defaults();
+    o.given = STEP_FLAG_OFFLOAD_DIR;
+    assert_int_equal(step_options_check(&o, full), REMAT_EINVAL);
+    assert_int_equal(step_options_check(&o, (StepScope){.strategies = 1u << STRATEGY_NONE, .offloads = true}),
+                     REMAT_OK);
 }
 
 /* The table of a step's flags (models/step_options.h) parses each flag once into its
@@ -306,7 +387,10 @@ static size_t smallest_budget(TrainOptions *o, PlannerKind planner)
 {
     TrainReport r;
     o->step.planner = planner;
-    o->step.memory_budget = 4000;
+    /* One byte more than parameters, gradients and AdamW's two states: below any schedule,
+     * which needs activations too, but past the check made before building the model. */
+    const double params = mlp_param_count(&(MlpConfig){.n_layers = o->layers, .width = o->d_model});
+    o->step.memory_budget = (size_t)(params * sizeof(float) * 4) + 1;
     assert_int_equal(train_run(o, &r, sink), REMAT_EOOM);
     assert_int_equal(r.steps_run, 0);
     train_report_free(&r);
@@ -330,7 +414,7 @@ static void test_budget_strategy_trains_like_none(void **state)
 
     TrainOptions o = small_mlp(5);
     o.step.strategy.kind = STRATEGY_BUDGET;
-    const size_t smallest = smallest_budget(&o, PLANNER_DP); /* 4000 bytes: below the parameters alone */
+    const size_t smallest = smallest_budget(&o, PLANNER_DP);
 
     for (int k = 0; k < 2; k++) {
         o.step.planner = k ? PLANNER_CHEN : PLANNER_DP;
@@ -415,16 +499,24 @@ static void test_resume_continues_bit_identically(void **state)
     assert_int_equal(mem_live_blocks(), 0);
 }
 
+/* Trains small_mlp(steps) and saves it as `name` in the scratch directory, whose path goes
+ * to path[size]. */
+static void save_small_run(int steps, const char *name, char *path, size_t size)
+{
+    path_in_dir(path, size, name);
+    TrainOptions o = small_mlp(steps);
+    o.save = path;
+    TrainReport r;
+    assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
+    train_report_free(&r);
+}
+
 static void test_resume_refuses_another_configuration(void **state)
 {
     (void)state;
     char saved[256];
-    path_in_dir(saved, sizeof saved, "small.safetensors");
-    TrainOptions o = small_mlp(2);
-    o.save = saved;
+    save_small_run(2, "small.safetensors", saved, sizeof saved);
     TrainReport r;
-    assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
-    train_report_free(&r);
 
     TrainOptions other = small_mlp(4);
     other.layers = 4;
@@ -478,6 +570,109 @@ static void test_dump_step_holds_parameters_batch_loss_and_gradients(void **stat
     train_report_free(&r);
 }
 
+/* Issue 16: --save, --dump-step and --dump-graph into a directory that does not exist
+ * trained every step and then failed, losing the run (--dump-graph without a reason).
+ * Each is now checked before anything is built, saying which flag and why. */
+static void test_output_paths_are_checked_before_training(void **state)
+{
+    (void)state;
+    char missing[256];
+    path_in_dir(missing, sizeof missing, "no/such/dir/out.st");
+    for (int k = 0; k < 3; k++) {
+        TrainOptions o = small_mlp(3);
+        const char **field = k == 0 ? &o.save : k == 1 ? &o.dump_step : &o.dump_graph;
+        const char *flag = k == 0 ? "--save: " : k == 1 ? "--dump-step: " : "--dump-graph: ";
+        *field = missing;
+        TrainReport r;
+        assert_int_equal(train_run(&o, &r, sink), REMAT_EIO);
+        assert_int_equal(r.steps_run, 0);
+        assert_non_null(strstr(remat_last_error(), flag));
+        assert_non_null(strstr(remat_last_error(), "No such file or directory"));
+        train_report_free(&r);
+    }
+    /* Two outputs on one file, or an output over a file the run reads, would lose one of
+     * them: --dump-step over --save, --dump-graph over the file resumed, --save over the
+     * corpus. Only --save may replace the file it resumed (that is how a run continues). */
+    char saved[256], dotted[256];
+    path_in_dir(saved, sizeof saved, "out.st");
+    snprintf(dotted, sizeof dotted, "%s/./out.st", dir);
+    TrainOptions same = small_mlp(1);
+    same.save = saved;
+    same.dump_step = dotted;
+    TrainReport r;
+    assert_int_equal(train_run(&same, &r, sink), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "--save and --dump-step name the same file"));
+    train_report_free(&r);
+    TrainOptions corpus = train_defaults("gpt");
+    corpus.save = corpus.data;
+    assert_int_equal(train_run(&corpus, &r, sink), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "--save and --data name the same file"));
+    train_report_free(&r);
+    assert_int_equal(mem_live_blocks(), 0);
+}
+
+/* Issue 16: a model whose parameters, gradients and optimizer state cannot fit the budget
+ * (or the machine) grew past 3 GB before anything stopped it. The check now comes before
+ * the model is built: nothing of it is ever allocated. */
+static void test_memory_is_checked_before_the_model_is_built(void **state)
+{
+    (void)state;
+    TrainOptions o = train_defaults("gpt");
+    o.layers = 4096;
+    o.d_model = 1024;
+    o.heads = 1;
+    o.seq = 8;
+    o.batch = 1;
+    o.quiet = true;
+    o.step.strategy.kind = STRATEGY_BUDGET;
+    o.step.memory_budget = 100u << 20;
+    TrainReport r;
+    mem_reset_peaks();
+    assert_int_equal(train_run(&o, &r, sink), REMAT_EOOM);
+    assert_non_null(strstr(remat_last_error(), "more than --memory-budget 100.0 MiB: no schedule fits"));
+    assert_int_equal(mem_peak_resident(), 0);
+    train_report_free(&r);
+    /* Without a budget, against the machine: 4096 blocks of 65536 channels are 2.4 PiB. */
+    o.step = step_options_defaults();
+    o.d_model = 65536;
+    assert_int_equal(train_run(&o, &r, sink), REMAT_ENOMEM);
+    assert_non_null(strstr(remat_last_error(), "this machine has available"));
+    assert_int_equal(mem_peak_resident(), 0);
+    train_report_free(&r);
+    /* The counts the check uses are those of the models built. */
+    Model *m = mlp_create(&(MlpConfig){.n_layers = 3, .width = 16, .seed = 1});
+    assert_int_equal(model_param_bytes(m), mlp_param_count(&(MlpConfig){.n_layers = 3, .width = 16}) * sizeof(float));
+    model_free(m);
+    const GptConfig c = {.n_layers = 2, .d_model = 8, .n_heads = 2, .seq_len = 5, .vocab = 256, .seed = 1};
+    m = gpt_create(&c);
+    assert_non_null(m);
+    assert_int_equal(model_param_bytes(m), gpt_param_count(&c) * sizeof(float));
+    model_free(m);
+}
+
+/* Issue 16: resuming a file saved at step 3 with --steps 2 trained nothing and said
+ * nothing. --steps counts every step, so that is refused, saying why. */
+static void test_resume_with_nothing_left_to_train_is_refused(void **state)
+{
+    (void)state;
+    char saved[256];
+    save_small_run(3, "step3.safetensors", saved, sizeof saved);
+    TrainReport r;
+    for (int steps = 2; steps <= 3; steps++) {
+        TrainOptions again = small_mlp(steps);
+        again.resume = saved;
+        assert_int_equal(train_run(&again, &r, sink), REMAT_EINVAL);
+        assert_non_null(strstr(remat_last_error(), "was saved at step 3"));
+        assert_non_null(strstr(remat_last_error(), "nothing is left to train"));
+        train_report_free(&r);
+    }
+    TrainOptions more = small_mlp(4);
+    more.resume = saved;
+    assert_int_equal(train_run(&more, &r, sink), REMAT_OK);
+    assert_int_equal(r.steps_run, 1);
+    train_report_free(&r);
+}
+
 /* ---- model files ------------------------------------------------------------------------ */
 
 static void test_damaged_file_changes_nothing(void **state)
@@ -522,6 +717,8 @@ int main(void)
         cmocka_unit_test(test_parse_accepts_every_documented_flag),
         cmocka_unit_test(test_parse_rejects_bad_input_with_exit_code_2),
         cmocka_unit_test(test_parse_budget_flags),
+        cmocka_unit_test(test_parse_refuses_flags_that_do_not_apply),
+        cmocka_unit_test(test_step_flags_are_checked_against_the_run),
         cmocka_unit_test(test_step_options_parse_into_typed_fields),
         cmocka_unit_test(test_parse_accumulate_and_zero),
         cmocka_unit_test(test_accumulation_is_the_scaled_sum_of_micro_batches),
@@ -531,6 +728,9 @@ int main(void)
         cmocka_unit_test(test_resume_continues_bit_identically),
         cmocka_unit_test(test_resume_refuses_another_configuration),
         cmocka_unit_test(test_missing_files_are_clear_errors),
+        cmocka_unit_test(test_output_paths_are_checked_before_training),
+        cmocka_unit_test(test_memory_is_checked_before_the_model_is_built),
+        cmocka_unit_test(test_resume_with_nothing_left_to_train_is_refused),
         cmocka_unit_test(test_dump_step_holds_parameters_batch_loss_and_gradients),
         cmocka_unit_test(test_damaged_file_changes_nothing),
     };
