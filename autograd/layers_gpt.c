@@ -45,6 +45,7 @@ typedef struct WeightBias {
 
 typedef struct GptBlock {
     Layer base;
+    int index; /* its place in the chain: numbers its dropout sites */
     int C, H;
     float dropout;
     WeightBias ln_1;                     /* (C), (C) */
@@ -53,10 +54,11 @@ typedef struct GptBlock {
     struct { WeightBias c_fc, c_proj; } mlp;    /* (C,4C),(4C); (4C,C),(C) */
 } GptBlock;
 
-/* Dropout as the context asks: active only while training (a NULL ctx is inference). */
-static Var *block_dropout(Var *x, const GptBlock *b, TrainCtx *ctx, const char *tag)
+/* Dropout site `site` of this block as the context asks: active only while training (a
+ * NULL ctx is inference). */
+static Var *block_dropout(Var *x, const GptBlock *b, TrainCtx *ctx, int site, const char *tag)
 {
-    return op_dropout(x, b->dropout, ctx ? &ctx->rng : NULL, ctx && ctx->training, tag);
+    return dropout_apply(x, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, site), tag);
 }
 
 /* resid_dropout(attn.c_proj(causal self-attention(ln_1(x)))), (B,T,C). */
@@ -75,7 +77,7 @@ static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
     var_free(k);
     Var *att = op_causal_softmax(scores, "attn.softmax");
     var_free(scores);
-    Var *att_dropped = block_dropout(att, b, ctx, "attn.dropout");
+    Var *att_dropped = block_dropout(att, b, ctx, GPT_SITE_ATTN, "attn.dropout");
     var_free(att);
     Var *y = op_matmul(att_dropped, v, CblasNoTrans, 1.0f, "attn.out");
     var_free(att_dropped);
@@ -84,7 +86,7 @@ static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
     var_free(y);
     Var *proj = op_linear(merged, b->attn.c_proj.weight, b->attn.c_proj.bias, "attn.proj");
     var_free(merged);
-    Var *out = block_dropout(proj, b, ctx, "attn.resid_dropout");
+    Var *out = block_dropout(proj, b, ctx, GPT_SITE_ATTN_RESID, "attn.resid_dropout");
     var_free(proj);
     return out;
 }
@@ -99,7 +101,7 @@ static Var *mlp_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
     var_free(fc);
     Var *proj = op_linear(act, b->mlp.c_proj.weight, b->mlp.c_proj.bias, "mlp.proj");
     var_free(act);
-    Var *out = block_dropout(proj, b, ctx, "mlp.dropout");
+    Var *out = block_dropout(proj, b, ctx, GPT_SITE_MLP, "mlp.dropout");
     var_free(proj);
     return out;
 }
@@ -134,11 +136,11 @@ static bool add_weight_bias(GptBlock *b, WeightBias *wb, const char *suffix, int
     return wb->bias != NULL;
 }
 
-Layer *gpt_block_create(const char *name, int C, int H, float dropout, int n_layers, Pcg32 *init)
+Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout, int n_layers, Pcg32 *init)
 {
-    if (C <= 0 || H <= 0 || C % H != 0 || n_layers <= 0 || !init) {
-        remat_fail(REMAT_EINVAL, "gpt_block_create: need C > 0 a multiple of H > 0, n_layers > 0 "
-                   "and a generator, got C = %d, H = %d, n_layers = %d%s", C, H, n_layers,
+    if (C <= 0 || H <= 0 || C % H != 0 || n_layers <= 0 || index < 0 || !init) {
+        remat_fail(REMAT_EINVAL, "gpt_block_create: need C > 0 a multiple of H > 0, n_layers > 0, index >= 0 "
+                   "and a generator, got C = %d, H = %d, n_layers = %d, index = %d%s", C, H, n_layers, index,
                    init ? "" : ", no generator");
         return NULL;
     }
@@ -148,6 +150,7 @@ Layer *gpt_block_create(const char *name, int C, int H, float dropout, int n_lay
     }
     GptBlock *b = layer_alloc(sizeof *b, "gpt_block", name, gpt_block_forward);
     if (!b) return NULL;
+    b->index = index;
     b->C = C;
     b->H = H;
     b->dropout = dropout;

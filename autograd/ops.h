@@ -6,7 +6,7 @@
  *   ops_activation.c  relu, gelu
  *   ops_norm.c        layernorm
  *   ops_attention.c   split_heads, merge_heads, causal_softmax
- *   ops_dropout.c     dropout
+ *   ops_dropout.c     dropout (a PCG32 stream's mask, saved; or a counter-based one, regenerated)
  *   ops_embedding.c   embedding (token and position)
  *   ops_loss.c        mse, softmax + cross-entropy (fused)
  *
@@ -29,6 +29,7 @@
 #include <stdbool.h>
 
 #include "autograd/autograd.h"
+#include "tensor/counter_rng.h"
 #include "tensor/rng.h"
 
 /* ---- ops_linear.c ------------------------------------------------------------------- */
@@ -90,6 +91,15 @@ Var *op_causal_softmax(Var *scores, const char *tag);
  * nothing, records nothing, and returns a new reference to x itself (var_retain). On
  * error `rng` is left as it was. `rng` may be NULL when not training. */
 Var *op_dropout(Var *x, float p, Pcg32 *rng, bool training, const char *tag);
+
+/* The same dropout with counter-based keep decisions (tensor/counter_rng.h): mask[i] = 1
+ * when counter_rng_float(key, i) ≥ p, a pure function of the key (seed, step,
+ * micro-batch, op instance) and i. Saves NOTHING: the node keeps the key (copied) and its
+ * backward makes the mask again, counting those compares as RECOMPUTE FLOPs; hooks hear
+ * of the mask through op_hooks_regenerated. Not training, or p = 0: the identity, as
+ * op_dropout. Errors as op_dropout's, and a NULL key when training with p > 0, or a
+ * tensor of more than COUNTER_RNG_MAX_ELEMENTS. */
+Var *op_dropout_counter(Var *x, float p, const CounterKey *key, bool training, const char *tag);
 
 /* ---- ops_embedding.c ---------------------------------------------------------------- */
 

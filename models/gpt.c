@@ -47,8 +47,7 @@ static Var *gpt_embed(Model *model, Var *ids, TrainCtx *ctx)
         return NULL;
     }
     Var *x = op_embedding(ids, g->wte, g->wpe, "embd");
-    Var *out = op_dropout(x, g->config.dropout, ctx ? &ctx->rng : NULL, ctx && ctx->training,
-                          "embd.dropout");
+    Var *out = dropout_apply(x, g->config.dropout, ctx, GPT_DROPOUT_EMBED, "embd.dropout");
     var_free(x);
     return out;
 }
@@ -127,7 +126,7 @@ Model *gpt_create(const GptConfig *config)
     for (int i = 0; i < L; i++) {
         char name[LAYER_NAME_LEN];
         snprintf(name, sizeof name, "h.%d", i);
-        m->layers[i] = gpt_block_create(name, C, config->n_heads, config->dropout, L, &init);
+        m->layers[i] = gpt_block_create(name, i, C, config->n_heads, config->dropout, L, &init);
         if (!m->layers[i]) goto failed;
         m->n_layers = i + 1;
     }

@@ -46,6 +46,14 @@ typedef struct Run {
     Offload *offload; /* --offload: the forward's saves go to a spill file; NULL when off */
 } Run;
 
+/* The context of the next training step: dropout on, from the run's stream, or keyed by
+ * the run's seed and the step about to run (micro-batch 0: one batch per step). */
+static TrainCtx train_ctx(const Run *run)
+{
+    return (TrainCtx){.rng = run->state.dropout_rng, .training = true, .dropout_rng = run->opt->dropout_rng,
+                      .seed = run->opt->seed, .step = (uint64_t)run->state.step, .micro_batch = 0};
+}
+
 /* A batch: input and targets as new constant Vars (int32 tokens for the GPT). */
 static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input, Var **targets)
 {
@@ -179,7 +187,7 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     flops_restore(&before);
     if (status != REMAT_OK) return status;
 
-    TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true};
+    TrainCtx ctx = train_ctx(run);
     FirstStep f = {.run = run, .input = x, .targets = y, .out = out,
                    .explain = first && run->opt->explain_memory ? explain_start() : NULL};
     const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
@@ -246,7 +254,7 @@ static RematStatus plan_budget(Run *run)
     RematStatus status = draw_batch(run, TEXT_TRAIN, &data, &x, &y);
     flops_restore(&before);
     if (status != REMAT_OK) return status;
-    TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true};
+    TrainCtx ctx = train_ctx(run);
     run->cost = model_profile(run->model, x, y, &ctx);
     var_free(x);
     var_free(y);

@@ -53,6 +53,10 @@ void train_usage(FILE *out)
         "  --heads H           GPT attention heads; D must divide by H (4)\n"
         "  --seq T             GPT tokens per sequence (64)\n"
         "  --dropout P         GPT dropout probability in [0, 1) (0.1)\n"
+        "  --dropout-rng stream|counter  where dropout masks come from: a PCG32 stream\n"
+        "                      whose state regions replay, masks kept for backward (stream,\n"
+        "                      default); or Philox keyed by (seed, step, micro-batch, op),\n"
+        "                      masks never kept, made again in backward (counter)\n"
         );
     step_options_usage(STEP_FLAGS_ALL, true, out);
     fprintf(out,
@@ -104,6 +108,7 @@ static int parse_valued(const char *flag, const char *v, TrainOptions *opt)
     if (!strcmp(flag, "--seq")) return parse_int(v, 1, 65536, &opt->seq);
     if (!strcmp(flag, "--batch")) return parse_int(v, 1, 1 << 20, &opt->batch);
     if (!strcmp(flag, "--dropout")) return parse_float(v, 0.0, 1.0, false, &opt->dropout);
+    if (!strcmp(flag, "--dropout-rng")) return dropout_rng_parse(v, &opt->dropout_rng) == REMAT_OK;
     if (!strcmp(flag, "--optimizer")) return (opt->optimizer = v, !strcmp(v, "adamw") || !strcmp(v, "sgd"));
     if (!strcmp(flag, "--lr")) return parse_float(v, 1e-12, 10.0, true, &opt->lr);
     if (!strcmp(flag, "--momentum")) return parse_float(v, 0.0, 1.0, false, &opt->momentum);

@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensor/counter_rng.h"
 #include "tensor/rng.h"
 
 /* ---- matmul (kernels_matmul.c) ---------------------------------------------------- */
@@ -151,6 +152,16 @@ void k_cross_entropy_backward(float *dlogits, const float *logits, const int32_t
 void k_dropout_forward(float *out, uint8_t *mask, const float *x, float p, Pcg32 *rng, size_t n);
 /* Forward was out = x·mask/(1 − p); so dx += dout·mask/(1 − p). FLOPs: 2n. */
 void k_dropout_backward(float *dx, const float *dout, const uint8_t *mask, float p, size_t n);
+
+/* Inverted dropout whose keep decisions are counter-based (counter_rng.h): element i is
+ * kept when counter_rng_float(key, i) >= p; out = x·keep/(1 − p). No mask is written and
+ * nothing advances. n must be at most COUNTER_RNG_MAX_ELEMENTS. out must not overlap x.
+ * FLOPs: 2n, as k_dropout_forward. */
+void k_dropout_counter_forward(float *out, const float *x, float p, const CounterKey *key, size_t n);
+/* Forward was out = x·keep/(1 − p) with keep a function of (key, i); so the keep
+ * decisions are made again and dx += dout·keep/(1 − p). FLOPs: 2n BACKWARD, and the n
+ * compares that remake the mask as RECOMPUTE (forward work redone). */
+void k_dropout_counter_backward(float *dx, const float *dout, float p, const CounterKey *key, size_t n);
 
 /* ---- embeddings (kernels_embedding.c) --------------------------------------------- */
 

@@ -313,6 +313,11 @@ void ref_dropout_backward(double *dx, const float *dout, const uint8_t *mask, fl
         if (mask[i]) dx[i] += (double)dout[i] / (1.0 - (double)p);
 }
 
+void ref_dropout_counter_mask(uint8_t *mask, const CounterKey *key, float p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) mask[i] = counter_rng_float(key, i) >= p;
+}
+
 /* ---- embeddings ------------------------------------------------------------------- */
 
 void ref_embedding_forward(double *out, const int32_t *ids, const float *wte, const float *wpe,

@@ -764,6 +764,41 @@ static void check_dropout(size_t n, float p)
     grad_free(&dx);
 }
 
+/* Counter-based: the keep decisions of the reference's element-by-element draws, the
+ * output x·(1/(1 − p)) where kept, the backward's regenerated mask the forward's. */
+static void check_dropout_counter(size_t n, float p)
+{
+    const CounterKey key = {.seed = 1234, .step = 5, .micro_batch = 0, .op = 3};
+    float *x = random_floats(n, -1.0f, 1.0f), *dout = random_floats(n, -1.0f, 1.0f);
+    float *out = zero_floats(n);
+    uint8_t *mask = malloc(n);
+    assert_non_null(mask);
+    ref_dropout_counter_mask(mask, &key, p, n);
+    k_dropout_counter_forward(out, x, p, &key, n);
+    const float scale = 1.0f / (1.0f - p);
+    for (size_t i = 0; i < n; i++)
+        if (out[i] != (mask[i] ? x[i] * scale : 0.0f)) fail_msg("dropout_counter_forward: element %zu", i);
+    Grad dx = grad_create(n);
+    k_dropout_counter_backward(dx.got, dout, p, &key, n);
+    k_dropout_counter_backward(dx.fresh, dout, p, &key, n);
+    ref_dropout_backward(dx.want, dout, mask, p, n);
+    grad_check("dropout_counter_backward", &dx, 3.0 * FLT_EPSILON); /* scale, product, += */
+    free(x);
+    free(dout);
+    free(out);
+    free(mask);
+    grad_free(&dx);
+}
+
+static void test_dropout_counter_matches_single_draws(void **state)
+{
+    (void)state;
+    seed(19);
+    check_dropout_counter(1001, 0.5f);        /* less than one block, one thread */
+    check_dropout_counter(3 * 4096 + 5, 0.1f); /* whole blocks and a partial one, threaded */
+    check_dropout_counter(5000, 0.0f);        /* p = 0 keeps everything */
+}
+
 static void test_dropout_matches_the_serial_loop(void **state)
 {
     (void)state;
@@ -1061,6 +1096,16 @@ static void run_dropout_forward(Work *w)
     Pcg32 rng = w->rng;
     k_dropout_forward(w->out, out_mask(w), w->a, 0.2f, &rng, DET_N);
 }
+static void run_dropout_counter_forward(Work *w)
+{
+    const CounterKey key = {.seed = 9, .step = 2, .op = 4};
+    k_dropout_counter_forward(w->out, w->a, 0.2f, &key, DET_N);
+}
+static void run_dropout_counter_backward(Work *w)
+{
+    const CounterKey key = {.seed = 9, .step = 2, .op = 4};
+    k_dropout_counter_backward(w->out, w->a, 0.2f, &key, DET_N);
+}
 static void run_dropout_backward(Work *w)
 {
     k_dropout_backward(w->out, w->a, (const uint8_t *)w->b, 0.2f, DET_N); /* b's bytes as a mask */
@@ -1140,6 +1185,8 @@ static const KernelCase CASES[] = {
     {"k_cross_entropy_backward", run_cross_entropy_backward, 1},
     {"k_dropout_forward", run_dropout_forward, 1},
     {"k_dropout_backward", run_dropout_backward, 1},
+    {"k_dropout_counter_forward", run_dropout_counter_forward, 1},
+    {"k_dropout_counter_backward", run_dropout_counter_backward, 1},
     {"k_embedding_forward", run_embedding_forward, 1},
     {"k_embedding_backward", run_embedding_backward, 1},
     {"k_split_heads_forward", run_split_heads_forward, 1},
@@ -1280,6 +1327,13 @@ static void test_kernels_count_documented_flops(void **state)
     expect_flops("k_dropout_forward", 2 * N);
     k_dropout_backward(out, a, mask, 0.5f, N);
     expect_flops("k_dropout_backward", 2 * N);
+    const CounterKey key = {.seed = 1, .step = 1, .op = 1};
+    k_dropout_counter_forward(out, a, 0.5f, &key, N);
+    expect_flops("k_dropout_counter_forward", 2 * N);
+    flops_set_phase(PHASE_BACKWARD);
+    k_dropout_counter_backward(out, a, 0.5f, &key, N);
+    assert_int_equal(flops_get(PHASE_RECOMPUTE), N); /* the mask's compares, made again */
+    expect_flops("k_dropout_counter_backward", 3 * N);
     /* embeddings of BATCH·T tokens of C channels, tables a (R,C) and b (T,C) */
     k_embedding_forward(out, ids, a, b, 1, R, C);
     expect_flops("k_embedding_forward", R * C);
@@ -1401,6 +1455,7 @@ int main(void)
         cmocka_unit_test(test_cross_entropy_forward_backward_match_reference),
         cmocka_unit_test(test_cross_entropy_of_uniform_logits_is_log_v),
         cmocka_unit_test(test_dropout_matches_the_serial_loop),
+        cmocka_unit_test(test_dropout_counter_matches_single_draws),
         cmocka_unit_test(test_embedding_forward_backward_match_reference),
         cmocka_unit_test(test_split_merge_heads_match_reference),
         cmocka_unit_test(test_argmax_and_sampling_match_reference),

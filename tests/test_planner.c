@@ -385,7 +385,7 @@ static void check_planned_like_none(const Trainee *t)
     Pcg32 data;
     pcg32_seed(&data, 3, 0);
     Var *y, *x = fixture_batch(t, &data, &y);
-    TrainCtx ctx = step_ctx();
+    TrainCtx ctx = fixture_ctx(t, 0);
     ChainCost *cost = model_profile(m, x, y, &ctx);
     assert_non_null(cost);
     var_free(x);
@@ -403,7 +403,8 @@ static void check_planned_like_none(const Trainee *t)
             Schedule *s = planner_plan((PlannerKind)k, cost, lo + (none->predicted.peak_total - lo) * (size_t)i / 4);
             if (!s) continue; /* Chen's search may find nothing at the tightest budgets */
             char what[96];
-            snprintf(what, sizeof what, "%s%s, planner %s, budget %d/4", t->kind, t->kind[0] == 'g' ? " with dropout" : "",
+            snprintf(what, sizeof what, "%s%s, planner %s, budget %d/4", t->kind,
+                     t->kind[0] != 'g' ? "" : t->dropout_rng == DROPOUT_RNG_COUNTER ? " with counter dropout" : " with dropout",
                      planner_name((PlannerKind)k), i);
             assert_int_equal(fixture_train(t, &(Way){.schedule = s}, &got), REMAT_OK);
             assert_same_outcome(&plain, &got, what);
@@ -424,8 +425,9 @@ static void check_planned_like_none(const Trainee *t)
 static void test_planned_schedules_are_bit_identical_to_none(void **state)
 {
     (void)state;
-    check_planned_like_none(&(Trainee){"gpt", 4, 0});
-    check_planned_like_none(&(Trainee){"mlp", 8, 16});
+    check_planned_like_none(&(Trainee){.kind = "gpt", .layers = 4, .width = 0});
+    check_planned_like_none(&(Trainee){.kind = "gpt", .layers = 4, .width = 0, .dropout_rng = DROPOUT_RNG_COUNTER});
+    check_planned_like_none(&(Trainee){.kind = "mlp", .layers = 8, .width = 16});
 }
 
 /* ---- errors ------------------------------------------------------------------------------ */
