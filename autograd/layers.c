@@ -32,6 +32,19 @@ Var *dropout_apply(Var *x, float p, TrainCtx *ctx, uint32_t instance, const char
     return op_dropout_counter(x, p, &key, training, tag);
 }
 
+RematStatus attention_kind_parse(const char *name, AttentionKind *out)
+{
+    if (name && !strcmp(name, "naive")) *out = ATTENTION_NAIVE;
+    else if (name && !strcmp(name, "fused")) *out = ATTENTION_FUSED;
+    else return remat_fail(REMAT_EINVAL, "unknown attention '%s' (expected naive or fused)", name ? name : "");
+    return REMAT_OK;
+}
+
+const char *attention_kind_name(AttentionKind kind)
+{
+    return kind == ATTENTION_FUSED ? "fused" : "naive";
+}
+
 Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx)
 {
     if (!layer || !x) {

@@ -97,6 +97,17 @@ Layer *residual_mlp_create(const char *name, int width, float std, Pcg32 *rng);
 
 /* ---- the GPT's block (layers_gpt.c) -------------------------------------------------- */
 
+/* How a GPT block computes its attention core: primitive ops that materialise the
+ * (B,H,T,T) scores and probabilities (naive), or one fused op that keeps O(T) per head
+ * and recomputes the probabilities in backward (fused, op_attention_fused). */
+typedef enum AttentionKind { ATTENTION_NAIVE = 0, ATTENTION_FUSED } AttentionKind;
+
+/* "naive" or "fused" into *out; REMAT_EINVAL naming both otherwise (out unchanged). */
+RematStatus attention_kind_parse(const char *name, AttentionKind *out);
+
+/* "naive" or "fused". */
+const char *attention_kind_name(AttentionKind kind);
+
 /* The op instance of dropout site `site` of GPT block `index`: the embedding's dropout is
  * instance 0, and block i's attention dropout, residual dropout after the attention and
  * dropout after the MLP are 1 + 3i, 2 + 3i and 3 + 3i. A function of the model's
@@ -112,7 +123,10 @@ enum { GPT_SITE_ATTN = 0, GPT_SITE_ATTN_RESID = 1, GPT_SITE_MLP = 2, GPT_SITES_P
  * layers_gpt.c), with dropout on the attention weights too; all three dropouts use `p`
  * = `dropout` and the TrainCtx's generator when it is training (a NULL ctx: inference).
  * `index` is the block's place in the chain (0 for h.0): its dropouts are op instances
- * GPT_DROPOUT_SITE(index, site) for the counter-based generator.
+ * GPT_DROPOUT_SITE(index, site) for the counter-based generator. With `attention`
+ * ATTENTION_FUSED, attn.scores, attn.softmax, attn.dropout and attn.out are one op tagged
+ * attn.fused, whose dropout (when training with dropout > 0) must be counter-based: a
+ * forward with the stream fails, saying so.
  * Parameters are named and laid out as Hugging Face GPT-2's ("h.3.attn.c_attn.weight",
  * weights stored [in, out]) and initialised as GPT-2: weights N(0, 0.02²), the two
  * c_proj weights N(0, (0.02/sqrt(2·n_layers))²) so the residual stream's variance does
@@ -120,6 +134,7 @@ enum { GPT_SITE_ATTN = 0, GPT_SITE_ATTN_RESID = 1, GPT_SITE_MLP = 2, GPT_SITES_P
  * 2-D weights only. LayerNorm eps is 1e-5. Draws the initial values from `init`.
  * NULL on error: C, H or n_layers not positive, C not a multiple of H, dropout outside
  * [0, 1), or the memory budget. */
-Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout, int n_layers, Pcg32 *init);
+Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout, AttentionKind attention,
+                        int n_layers, Pcg32 *init);
 
 #endif /* REMAT_LAYERS_H */

@@ -5,7 +5,7 @@
  *   ops_linear.c      linear (x·W + b), matmul (batched, for attention), add
  *   ops_activation.c  relu, gelu
  *   ops_norm.c        layernorm
- *   ops_attention.c   split_heads, merge_heads, causal_softmax
+ *   ops_attention.c   split_heads, merge_heads, causal_softmax, attention_fused
  *   ops_dropout.c     dropout (a PCG32 stream's mask, saved; or a counter-based one, regenerated)
  *   ops_embedding.c   embedding (token and position)
  *   ops_loss.c        mse, softmax + cross-entropy (fused)
@@ -81,6 +81,18 @@ Var *op_merge_heads(Var *y, const char *tag);
  * (a query sees only keys up to itself); the later columns of out are exactly 0. The
  * causal mask is applied here, so the scores need no −inf fill. Saves its output. */
 Var *op_causal_softmax(Var *scores, const char *tag);
+
+/* Causal attention as one op: out (B,H,T,D) = softmax(q·kᵀ/sqrt(D), row t seeing keys
+ * 0..t) ⊙ keep/(1 − p) · v, for q, k, v (B,H,T,D) of one shape, without a (T,T) tensor
+ * (tensor/kernels_attention.c). With p > 0 the keep decisions are counter-based with
+ * `key` at the index the (B,H,T,T) probabilities would have, so an unfused attention
+ * whose dropout has the same key drops the same elements; p > 0 without a key is an
+ * error (a running stream's mask would have to be stored). Saves q, k, v, its output and
+ * the rows' log-sum-exp (B,H,T) — outputs 0 and 1, through ops_output, so a selective
+ * policy can keep them — and nothing of size T²; its backward recomputes the
+ * probabilities (and the mask), counting that work as RECOMPUTE FLOPs. Hooks hear of the
+ * probabilities and the mask through op_hooks_regenerated. Not training: pass p = 0. */
+Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const CounterKey *key, const char *tag);
 
 /* ---- ops_dropout.c ------------------------------------------------------------------ */
 

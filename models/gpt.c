@@ -126,7 +126,7 @@ Model *gpt_create(const GptConfig *config)
     for (int i = 0; i < L; i++) {
         char name[LAYER_NAME_LEN];
         snprintf(name, sizeof name, "h.%d", i);
-        m->layers[i] = gpt_block_create(name, i, C, config->n_heads, config->dropout, L, &init);
+        m->layers[i] = gpt_block_create(name, i, C, config->n_heads, config->dropout, config->attention, L, &init);
         if (!m->layers[i]) goto failed;
         m->n_layers = i + 1;
     }

@@ -276,7 +276,8 @@ static RematStatus build_model(Run *run)
         run->text = text_data_load(o->data, 0.1);
         if (!run->text) return remat_last_status();
         GptConfig c = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads,
-                       .seq_len = o->seq, .vocab = 256, .dropout = o->dropout, .seed = o->seed};
+                       .seq_len = o->seq, .vocab = 256, .dropout = o->dropout, .attention = o->attention,
+                       .seed = o->seed};
         run->model = gpt_create(&c);
     } else {
         run->task = mlp_task_create(o->d_model, o->seed + 1);

@@ -26,6 +26,7 @@ typedef struct TrainOptions {
     int batch;              /* B */
     float dropout;          /* GPT only */
     DropoutRng dropout_rng; /* GPT only: where masks come from, stream (PCG32) or counter (Philox) */
+    AttentionKind attention; /* GPT only: naive or fused attention cores */
     StepOptions step;       /* what a step keeps and where: strategy, planner, budget, offload */
     const char *optimizer;  /* "adamw" or "sgd" */
     float lr;

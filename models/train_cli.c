@@ -57,6 +57,10 @@ void train_usage(FILE *out)
         "                      whose state regions replay, masks kept for backward (stream,\n"
         "                      default); or Philox keyed by (seed, step, micro-batch, op),\n"
         "                      masks never kept, made again in backward (counter)\n"
+        "  --attention naive|fused  GPT attention core: primitive ops keeping the (T,T)\n"
+        "                      probabilities (naive, default), or one fused op keeping one\n"
+        "                      float per row and recomputing them in backward (fused;\n"
+        "                      with dropout > 0 it needs --dropout-rng counter)\n"
         );
     step_options_usage(STEP_FLAGS_ALL, true, out);
     fprintf(out,
@@ -109,6 +113,7 @@ static int parse_valued(const char *flag, const char *v, TrainOptions *opt)
     if (!strcmp(flag, "--batch")) return parse_int(v, 1, 1 << 20, &opt->batch);
     if (!strcmp(flag, "--dropout")) return parse_float(v, 0.0, 1.0, false, &opt->dropout);
     if (!strcmp(flag, "--dropout-rng")) return dropout_rng_parse(v, &opt->dropout_rng) == REMAT_OK;
+    if (!strcmp(flag, "--attention")) return attention_kind_parse(v, &opt->attention) == REMAT_OK;
     if (!strcmp(flag, "--optimizer")) return (opt->optimizer = v, !strcmp(v, "adamw") || !strcmp(v, "sgd"));
     if (!strcmp(flag, "--lr")) return parse_float(v, 1e-12, 10.0, true, &opt->lr);
     if (!strcmp(flag, "--momentum")) return parse_float(v, 0.0, 1.0, false, &opt->momentum);
@@ -133,8 +138,16 @@ static int parse_valued(const char *flag, const char *v, TrainOptions *opt)
 /* What the flags given say together; REMAT_EINVAL with the reason when it makes no sense. */
 static RematStatus check_options(const TrainOptions *opt)
 {
-    if (!strcmp(opt->model, "gpt") && opt->d_model % opt->heads != 0)
+    const bool gpt = !strcmp(opt->model, "gpt");
+    if (gpt && opt->d_model % opt->heads != 0)
         return remat_fail(REMAT_EINVAL, "--d-model %d does not divide into %d heads", opt->d_model, opt->heads);
+    if (!gpt && (opt->attention != ATTENTION_NAIVE || opt->dropout_rng != DROPOUT_RNG_STREAM))
+        return remat_fail(REMAT_EINVAL, "--attention and --dropout-rng are for --model gpt: the MLP chain has "
+                          "neither attention nor dropout");
+    if (opt->attention == ATTENTION_FUSED && opt->dropout > 0.0f && opt->dropout_rng != DROPOUT_RNG_COUNTER)
+        return remat_fail(REMAT_EINVAL, "--attention fused with --dropout %g needs --dropout-rng counter: the "
+                          "fused kernel makes its dropout mask again in backward and never stores it, which a "
+                          "running stream cannot do (or use --dropout 0)", (double)opt->dropout);
     return step_options_check(&opt->step);
 }
 

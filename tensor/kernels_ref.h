@@ -100,6 +100,18 @@ void ref_dropout_backward(double *dx, const float *dout, const uint8_t *mask, fl
 /* Counter-based: mask[i] = counter_rng_float(key, i) >= p, one element at a time. */
 void ref_dropout_counter_mask(uint8_t *mask, const CounterKey *key, float p, size_t n);
 
+/* ---- causal attention --------------------------------------------------------------- */
+
+/* Causal attention on q, k, v (BH,T,D), the textbook way: the (T,T) scores of each head,
+ * the softmax of each row over keys 0..i, dropout with mask (BH,T,T) (NULL: none; 1 keeps,
+ * scaled by 1/(1 − p)), times v. out (BH,T,D); lse (BH,T) the rows' log-sum-exp (may be
+ * NULL). */
+void ref_attention_forward(double *out, double *lse, const float *q, const float *k, const float *v,
+                           const uint8_t *mask, float p, int BH, int T, int D);
+/* Its gradients: dq, dk, dv += the derivative of Σ dout ⊙ out, through the same masks. */
+void ref_attention_backward(double *dq, double *dk, double *dv, const float *dout, const float *q,
+                            const float *k, const float *v, const uint8_t *mask, float p, int BH, int T, int D);
+
 /* ---- embeddings ------------------------------------------------------------------- */
 
 /* out[b,t] = wte[ids[b,t]] + wpe[t] (wpe may be NULL). */

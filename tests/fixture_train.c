@@ -35,7 +35,7 @@ Model *fixture_model(const Trainee *t)
 {
     if (!strcmp(t->kind, "mlp")) return mlp_create(&(MlpConfig){.n_layers = t->layers, .width = t->width, .seed = 5});
     return gpt_create(&(GptConfig){.n_layers = t->layers, .d_model = 16, .n_heads = 2, .seq_len = GPT_SEQ,
-                                   .vocab = 256, .dropout = 0.1f, .seed = 7});
+                                   .vocab = 256, .dropout = 0.1f, .attention = t->attention, .seed = 7});
 }
 
 /* The teacher is rebuilt from its seed for every batch: at these widths that costs nothing,

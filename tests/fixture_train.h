@@ -30,6 +30,7 @@ typedef struct Trainee {
     int layers;
     int width;        /* the MLP's; the GPT's d_model is 16 */
     DropoutRng dropout_rng;
+    AttentionKind attention; /* the GPT's: naive or fused (which needs DROPOUT_RNG_COUNTER) */
 } Trainee;
 
 /* The TrainCtx the fixture trains step `step` of `t` with (stream seeded (77, 1) before

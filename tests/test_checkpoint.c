@@ -37,7 +37,9 @@ static int group_teardown(void **state)
 
 /* The models: an 8-block MLP chain, and a 3-block GPT with dropout 0.1 everywhere. */
 static const Trainee MLP8 = {.kind = "mlp", .layers = 8, .width = 16}, GPT3 = {.kind = "gpt", .layers = 3, .width = 0},
-                     GPT3_COUNTER = {.kind = "gpt", .layers = 3, .width = 0, .dropout_rng = DROPOUT_RNG_COUNTER};
+                     GPT3_COUNTER = {.kind = "gpt", .layers = 3, .width = 0, .dropout_rng = DROPOUT_RNG_COUNTER},
+                     GPT3_FUSED = {.kind = "gpt", .layers = 3, .dropout_rng = DROPOUT_RNG_COUNTER,
+                                   .attention = ATTENTION_FUSED};
 
 static RematStatus train(const Trainee *t, const Strategy *s, Outcome *out)
 {
@@ -64,7 +66,8 @@ static void check_strategies(const Trainee *t, bool replay)
         char what[128];
         others[i].preserve_rng = replay;
         others[i].determinism_check = !replay;
-        snprintf(what, sizeof what, "%s%s, %s%s%s%s", t->kind, t->dropout_rng == DROPOUT_RNG_COUNTER ? " (counter)" : "",
+        snprintf(what, sizeof what, "%s%s%s, %s%s%s%s", t->kind, t->dropout_rng == DROPOUT_RNG_COUNTER ? " (counter)" : "",
+                 t->attention == ATTENTION_FUSED ? " (fused)" : "",
                  strategy_name(others[i].kind), others[i].policy ? " " : "",
                  others[i].policy ? others[i].policy->name : "", replay ? "" : ", no rng replay");
         assert_int_equal(train(t, &others[i], &o), REMAT_OK);
@@ -94,6 +97,14 @@ static void test_every_strategy_is_bit_identical_with_counter_dropout_replay_or_
     (void)state;
     check_strategies(&GPT3_COUNTER, true);
     check_strategies(&GPT3_COUNTER, false);
+}
+
+/* Fused attention, dropout inside: every strategy equals none, replayed or not. */
+static void test_every_strategy_is_bit_identical_with_fused_attention(void **state)
+{
+    (void)state;
+    check_strategies(&GPT3_FUSED, true);
+    check_strategies(&GPT3_FUSED, false);
 }
 
 /* The two generators draw different masks: the counter run is not the stream run. */
@@ -510,6 +521,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_every_strategy_is_bit_identical_on_the_gpt_with_dropout, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_every_strategy_is_bit_identical_with_counter_dropout_replay_or_not, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_counter_dropout_draws_other_masks_than_the_stream, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_every_strategy_is_bit_identical_with_fused_attention, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_without_rng_replay_dropout_gradients_are_wrong, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_nested_regions_give_the_same_gradients, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_recompute_costs_one_extra_forward_of_the_chain, fixture_clean_state, fixture_clean_state),

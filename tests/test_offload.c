@@ -113,7 +113,9 @@ static void test_policy_names_parse_and_print(void **state)
 
 /* The models: an 8-block MLP chain, and a 3-block GPT with dropout 0.1 everywhere. */
 static const Trainee MLP8 = {.kind = "mlp", .layers = 8, .width = 16}, GPT3 = {.kind = "gpt", .layers = 3, .width = 0},
-                     GPT3_COUNTER = {.kind = "gpt", .layers = 3, .width = 0, .dropout_rng = DROPOUT_RNG_COUNTER};
+                     GPT3_COUNTER = {.kind = "gpt", .layers = 3, .width = 0, .dropout_rng = DROPOUT_RNG_COUNTER},
+                     GPT3_FUSED = {.kind = "gpt", .layers = 3, .dropout_rng = DROPOUT_RNG_COUNTER,
+                                   .attention = ATTENTION_FUSED};
 
 /* Trains under strategy `s`, offloading as `oo` says (NULL: in RAM); *stats gets what the
  * offloader did. */
@@ -184,11 +186,13 @@ static void test_offload_is_bit_identical_with_every_strategy_on_the_gpt_with_dr
     check_offload_with_every_strategy(&GPT3);
 }
 
-/* Counter-based dropout keeps no mask: offload moves the rest, and nothing changes. */
+/* Counter-based dropout keeps no mask, fused attention no (T,T) tensor: offload moves
+ * the rest, and nothing changes. */
 static void test_offload_is_bit_identical_with_every_strategy_with_counter_dropout(void **state)
 {
     (void)state;
     check_offload_with_every_strategy(&GPT3_COUNTER);
+    check_offload_with_every_strategy(&GPT3_FUSED);
 }
 
 /* ---- a chain in training ---------------------------------------------------------------- */

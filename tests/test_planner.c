@@ -427,6 +427,8 @@ static void test_planned_schedules_are_bit_identical_to_none(void **state)
     (void)state;
     check_planned_like_none(&(Trainee){.kind = "gpt", .layers = 4, .width = 0});
     check_planned_like_none(&(Trainee){.kind = "gpt", .layers = 4, .width = 0, .dropout_rng = DROPOUT_RNG_COUNTER});
+    check_planned_like_none(&(Trainee){.kind = "gpt", .layers = 4, .dropout_rng = DROPOUT_RNG_COUNTER,
+                                       .attention = ATTENTION_FUSED});
     check_planned_like_none(&(Trainee){.kind = "mlp", .layers = 8, .width = 16});
 }
 
