@@ -137,4 +137,8 @@ enum { GPT_SITE_ATTN = 0, GPT_SITE_ATTN_RESID = 1, GPT_SITE_MLP = 2, GPT_SITES_P
 Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout, AttentionKind attention,
                         int n_layers, Pcg32 *init);
 
+/* Switches a GPT block's attention core to `attention` (its parameters serve both), so a
+ * bench can run one model both ways. REMAT_EINVAL if `layer` is not a GPT block. */
+RematStatus gpt_block_set_attention(Layer *layer, AttentionKind attention);
+
 #endif /* REMAT_LAYERS_H */

@@ -154,6 +154,14 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
     return out;
 }
 
+RematStatus gpt_block_set_attention(Layer *layer, AttentionKind attention)
+{
+    if (!layer || layer->forward != gpt_block_forward)
+        return remat_fail(REMAT_EINVAL, "gpt_block_set_attention: %s is not a GPT block", layer ? layer->name : "NULL");
+    ((GptBlock *)layer)->attention = attention;
+    return REMAT_OK;
+}
+
 /* Adds "{suffix}.weight" and "{suffix}.bias" to the block; false on error. */
 static bool add_weight_bias(GptBlock *b, WeightBias *wb, const char *suffix, int ndim,
                             const int *shape, float std, Pcg32 *init)

@@ -20,6 +20,9 @@
  *   --no-rng-replay replay regions without restoring the generator (dropout's masks change)
  *   --offload-dir D where the spill file goes (bench_offload)
  *
+ * and, in a bench whose GPT has dropout and that does not sweep the generator itself,
+ * train's --dropout-rng stream|counter.
+ *
  * A bench says which of them apply to it in its BenchInfo; the others are refused with a
  * message, not ignored: a flag that silently changes nothing would mislead.
  *
@@ -52,6 +55,9 @@ typedef struct BenchInfo {
     /* The flags of a step it takes besides --strategy (STEP_FLAG_POLICY, ...): a set of
      * StepFlag (models/step_options.h). */
     unsigned step_flags;
+    /* It takes train's --dropout-rng stream|counter (its model has dropout and it does not
+     * sweep the generator itself). */
+    bool dropout_rng;
 } BenchInfo;
 
 typedef struct BenchOptions {
@@ -61,6 +67,7 @@ typedef struct BenchOptions {
     bool one_strategy;       /* --strategy was given: measure step.strategy.kind (and none) only */
     StepOptions step;        /* the step flags given: step.strategy.policy is NULL for the
                                 bench's own, step.offload_opts.dir NULL for the default */
+    DropoutRng dropout_rng;  /* --dropout-rng (stream unless given) */
 } BenchOptions;
 
 /* Prints the usage of `info`'s bench to `out`. */

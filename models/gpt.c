@@ -151,6 +151,15 @@ const GptConfig *gpt_config(const Model *model)
     return &((const Gpt *)model)->config;
 }
 
+RematStatus gpt_set_attention(Model *model, AttentionKind attention)
+{
+    if (!gpt_config(model)) return remat_fail(REMAT_EINVAL, "gpt_set_attention: the model is not a GPT");
+    for (int i = 0; i < model->n_layers; i++)
+        if (gpt_block_set_attention(model->layers[i], attention) != REMAT_OK) return remat_last_status();
+    ((Gpt *)model)->config.attention = attention;
+    return REMAT_OK;
+}
+
 /* ---- generation ----------------------------------------------------------------------- */
 
 /* The logits (1,T,V) of the last T tokens of `window`, with grad mode already off and

@@ -51,6 +51,11 @@ Model *gpt_create(const GptConfig *config);
 /* The config `model` was created with; NULL if it is not a GPT. */
 const GptConfig *gpt_config(const Model *model);
 
+/* Switches every block of a GPT to attention cores of `attention` (the parameters serve
+ * both, so the model computes the same function either way, up to float32 rounding).
+ * REMAT_EINVAL if `model` is not a GPT. */
+RematStatus gpt_set_attention(Model *model, AttentionKind attention);
+
 /* Generates n_new tokens after `prompt` (n_prompt ≥ 1 tokens, each in [0, V)) and writes
  * them to out[0..n_new). Each step runs the model on the last min(length, seq_len) tokens
  * (a full recomputation, no cache) with grad mode off and dropout off, and picks the next
