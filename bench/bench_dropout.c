@@ -39,12 +39,12 @@ static const BenchInfo INFO = {
     .strategies = KINDS,
     .n_strategies = N_STRATEGIES,
     .step_flags = STEP_FLAG_POLICY,
-    .dropout_rng = true,
+    .model_flags = true,
 };
 static const uint64_t DROPOUT_SEED = 11;
 
-/* Where the masks come from: --dropout-rng. */
-static DropoutRng dropout_rng;
+/* The model flags of the command line (--dropout-rng, --attention). */
+static const BenchOptions *options;
 
 /* One step's gradients (forward and backward, no update) of `m` under `s`, with the
  * dropout generator seeded the same way each time (or the counter keyed by the same seed). */
@@ -55,7 +55,7 @@ static RematStatus gradients(Model *m, const Strategy *s, const Batch *batch)
     TrainCtx ctx = {.training = true, .seed = DROPOUT_SEED};
     pcg32_seed(&ctx.rng, DROPOUT_SEED, 1);
     StepStats unused;
-    const Variant v = {.name = strategy_name(s->kind), .schedule = schedule, .dropout_rng = dropout_rng};
+    const Variant v = bench_variant(options, (Variant){.name = strategy_name(s->kind), .schedule = schedule}, true);
     const RematStatus status = step_measure(m, &v, NULL, batch, &ctx, &unused);
     schedule_free(schedule);
     return status;
@@ -144,8 +144,9 @@ int main(int argc, char **argv)
     const GptShape shape = o.quick ? (GptShape){.L = 4, .C = 64, .H = 4, .T = 32, .B = 2, .dropout = 0.1f}
                                    : (GptShape){.L = 4, .C = 128, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
     results_config_gpt(results, &shape);
-    dropout_rng = o.dropout_rng;
-    results_config_str(results, "dropout_rng", dropout_rng_name(dropout_rng));
+    options = &o;
+    results_config_str(results, "dropout_rng", dropout_rng_name(o.dropout_rng));
+    results_config_str(results, "attention", attention_kind_name(o.attention));
     ResultsTable *table = results_table(results, "gradients", "gradients of one batch against no checkpointing",
                                         FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
     ModelBench g;
@@ -178,7 +179,7 @@ int main(int argc, char **argv)
                "determinism check");
         for (int k = 0; k < n; k++)
             for (int i = 0; i < 2; i++) print_and_record(&outcomes[k][i], table);
-        if (dropout_rng == DROPOUT_RNG_COUNTER)
+        if (o.dropout_rng == DROPOUT_RNG_COUNTER)
             printf("\n  Counter-based masks (--dropout-rng counter): every mask is a function of (seed, step,\n"
                    "  micro-batch, op, element), so a replay makes the same masks whether or not the generator\n"
                    "  is restored, and without replay too the gradients are none's to the bit.\n");

@@ -18,7 +18,7 @@ void bench_usage(const BenchInfo *info, FILE *out)
     fprintf(out, "usage: %s [--quick] [--results DIR]%s%s", info->name, info->timed ? " [--steps N]" : "",
             info->strategies ? " [--strategy S]" : "");
     step_options_synopsis(info->step_flags, out);
-    fprintf(out, "%s [--help]\n", info->dropout_rng ? " [--dropout-rng R]" : "");
+    fprintf(out, "%s [--help]\n", info->model_flags ? " [--dropout-rng R] [--attention A]" : "");
     fprintf(out, "  %s\n%s\n", info->question, info->about);
     /* The same columns as the step flags' help (models/step_options.h). */
     fprintf(out, "  --quick             %s\n", info->quick);
@@ -31,9 +31,11 @@ void bench_usage(const BenchInfo *info, FILE *out)
         fprintf(out, "\n");
     }
     step_options_usage(info->step_flags, false, out);
-    if (info->dropout_rng)
+    if (info->model_flags)
         fprintf(out, "  --dropout-rng R     stream (PCG32, masks kept; default) or counter (Philox, masks\n"
-                     "                      made again in backward, nothing to replay)\n");
+                     "                      made again in backward, nothing to replay)\n"
+                     "  --attention A       naive (default) or fused (one op keeping O(T) per head; needs\n"
+                     "                      --dropout-rng counter, the GPT having dropout)\n");
     fprintf(out, "  --help              this text\n");
 }
 
@@ -86,8 +88,10 @@ int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions 
             opt->quick = true;
             continue;
         }
-        const bool rng = info->dropout_rng && !strcmp(flag, "--dropout-rng");
-        const bool takes_value = !strcmp(flag, "--results") || (info->timed && !strcmp(flag, "--steps")) || rng;
+        const bool rng = info->model_flags && !strcmp(flag, "--dropout-rng");
+        const bool attention = info->model_flags && !strcmp(flag, "--attention");
+        const bool takes_value = !strcmp(flag, "--results") || (info->timed && !strcmp(flag, "--steps")) || rng ||
+                                 attention;
         if (!takes_value) {
             fprintf(stderr, "%s: unknown flag %s\n", info->name, flag);
             bench_usage(info, stderr);
@@ -95,7 +99,8 @@ int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions 
         }
         const char *value = i + 1 < argc ? argv[++i] : NULL;
         const bool ok = value && value[0] && (strcmp(flag, "--steps") || parse_int(value, 1, 1000, &opt->steps)) &&
-                        (!rng || dropout_rng_parse(value, &opt->dropout_rng) == REMAT_OK);
+                        (!rng || dropout_rng_parse(value, &opt->dropout_rng) == REMAT_OK) &&
+                        (!attention || attention_kind_parse(value, &opt->attention) == REMAT_OK);
         if (ok && !strcmp(flag, "--results")) opt->results_dir = value;
         if (!ok) {
             fprintf(stderr, "%s: bad or missing value for %s%s%s\n", info->name, flag, value ? ": " : "",
@@ -103,6 +108,12 @@ int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions 
             bench_usage(info, stderr);
             return 2;
         }
+    }
+    if (opt->attention == ATTENTION_FUSED && opt->dropout_rng != DROPOUT_RNG_COUNTER) {
+        fprintf(stderr, "%s: --attention fused needs --dropout-rng counter: the fused kernel makes its dropout mask "
+                "again in backward, which a running stream cannot do\n", info->name);
+        bench_usage(info, stderr);
+        return 2;
     }
     return 0;
 }

@@ -20,8 +20,9 @@
  *   --no-rng-replay replay regions without restoring the generator (dropout's masks change)
  *   --offload-dir D where the spill file goes (bench_offload)
  *
- * and, in a bench whose GPT has dropout and that does not sweep the generator itself,
- * train's --dropout-rng stream|counter.
+ * and, in a bench whose GPT has dropout and that does not sweep them itself, train's
+ * model flags --dropout-rng stream|counter and --attention naive|fused (fused with the
+ * stream is refused, as train refuses it).
  *
  * A bench says which of them apply to it in its BenchInfo; the others are refused with a
  * message, not ignored: a flag that silently changes nothing would mislead.
@@ -55,9 +56,9 @@ typedef struct BenchInfo {
     /* The flags of a step it takes besides --strategy (STEP_FLAG_POLICY, ...): a set of
      * StepFlag (models/step_options.h). */
     unsigned step_flags;
-    /* It takes train's --dropout-rng stream|counter (its model has dropout and it does not
-     * sweep the generator itself). */
-    bool dropout_rng;
+    /* It takes train's model flags --dropout-rng stream|counter and --attention
+     * naive|fused (its GPT has dropout 0.1, and it does not sweep them itself). */
+    bool model_flags;
 } BenchInfo;
 
 typedef struct BenchOptions {
@@ -68,6 +69,7 @@ typedef struct BenchOptions {
     StepOptions step;        /* the step flags given: step.strategy.policy is NULL for the
                                 bench's own, step.offload_opts.dir NULL for the default */
     DropoutRng dropout_rng;  /* --dropout-rng (stream unless given) */
+    AttentionKind attention; /* --attention (naive unless given) */
 } BenchOptions;
 
 /* Prints the usage of `info`'s bench to `out`. */

@@ -107,6 +107,14 @@ static Step variant_step(const Variant *v, Model *model, Optimizer *opt)
     return (Step){.model = model, .schedule = v->schedule, .offload = v->offload, .optim = opt};
 }
 
+Variant bench_variant(const BenchOptions *opt, Variant v, bool gpt)
+{
+    if (!gpt) return v;
+    v.dropout_rng = opt->dropout_rng;
+    v.attention = opt->attention;
+    return v;
+}
+
 RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx)
 {
     ctx->dropout_rng = v->dropout_rng;

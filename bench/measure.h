@@ -99,6 +99,11 @@ typedef struct StepStats {
     uint64_t flops[PHASE_COUNT];  /* the step's FLOPs by phase */
 } StepStats;
 
+/* The variant `v` with the model flags of the command line (--dropout-rng, --attention)
+ * applied to it, for a bench that takes them; `gpt` says whether the variant runs a GPT
+ * (the MLP chain has neither flag's subject, and keeps its variant as it is). */
+Variant bench_variant(const BenchOptions *opt, Variant v, bool gpt);
+
 /* Sets up `model` and `ctx` as variant `v` runs them: its attention cores (a GPT's) and
  * its dropout generator. REMAT_OK, or the error of a model that cannot. */
 RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx);

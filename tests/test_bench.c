@@ -44,14 +44,14 @@ enum { N_BENCHES = sizeof BENCHES / sizeof BENCHES[0] };
 static char dir[] = "/tmp/remat_bench_XXXXXX";
 static cJSON *summary; /* results/summary.json of the quick run */
 
-/* Runs REMAT_BENCH_DIR/<bench> with its arguments (up to 8, then NULL), its output going
+/* Runs REMAT_BENCH_DIR/<bench> with its arguments (up to 12, then NULL), its output going
  * to <dir>/<bench>.log; returns its exit status, or -1 if it did not exit. The compiler
  * checks that every call ends with NULL. */
 static int run_bench(const char *bench, ...) __attribute__((sentinel));
 
 static int run_bench(const char *bench, ...)
 {
-    enum { MAX_ARGS = 8 };
+    enum { MAX_ARGS = 12 };
     char path[512], log[512];
     snprintf(path, sizeof path, "%s/%s", REMAT_BENCH_DIR, bench);
     snprintf(log, sizeof log, "%s/%s.log", dir, bench);
@@ -276,6 +276,16 @@ static void test_strategy_flags_narrow_the_run_or_are_refused(void **state)
     }
     cJSON_Delete(doc);
     assert_int_equal(run_bench("bench_dropout", "--dropout-rng", "philox", NULL), 2);
+    assert_int_equal(run_bench("bench_dropout", "--attention", "fused", NULL), 2); /* with the stream */
+    /* Fused attention reaches bench_dropout's GPT: still none's gradients to the bit. */
+    assert_int_equal(run_bench("bench_dropout", "--quick", "--strategy", "full", "--attention", "fused", "--dropout-rng",
+                               "counter", "--results", out, NULL),
+                     0);
+    doc = read_json(path);
+    assert_non_null(doc);
+    assert_string_equal(str(get(doc, "config"), "attention"), "fused");
+    cJSON_ArrayForEach(r, records(doc, "gradients")) assert_true(cJSON_IsTrue(get(r, "bit_identical")));
+    cJSON_Delete(doc);
     assert_int_equal(run_bench("bench_placement", "--dropout-rng", "counter", NULL), 2); /* not one it takes */
     /* A flag that does not fit what a bench measures is refused, not ignored. */
     assert_int_equal(run_bench("bench_placement", "--strategy", "full", NULL), 2);
