@@ -478,6 +478,41 @@ static void test_attention_core_recomputes_little_on_a_wide_model(void **state)
 
 /* explain (train --explain-memory) accounts for what the ledger holds between forward and
  * backward: the tensors kept and cached, plus the loss value (4 bytes), which no op saves. */
+/* Fused attention with counter-based masks, no checkpointing: what the step kept is the
+ * ledger's stored bytes but the loss (the log-sum-exp rows among them, and the token ids
+ * the embedding and the loss keep), and what it regenerates instead
+ * is listed to the byte: per block the (B,H,T,T) probabilities and their mask and the two
+ * residual masks, and the embedding's mask. */
+static void test_explain_lists_what_fused_attention_regenerates(void **state)
+{
+    (void)state;
+    enum { L = 3, B = 2, T = 8, C = 16, H = 2 }; /* the fixture's GPT and batch */
+    Model *m = fixture_model(&GPT3_FUSED);
+    Pcg32 data;
+    pcg32_seed(&data, 3, 0);
+    Var *y, *x = fixture_batch(&GPT3_FUSED, &data, &y);
+    TrainCtx ctx = fixture_ctx(&GPT3_FUSED, 0);
+    Explain *ex = explain_start();
+    assert_non_null(ex);
+    Var *loss = model_loss_planned(m, NULL, x, y, &ctx);
+    assert_non_null(loss);
+    const size_t stored = mem_current(MEM_ACT); /* the batch too: the embedding and the loss keep it */
+    assert_int_equal(backward(loss), REMAT_OK);
+    explain_stop(ex);
+    const size_t bhtt = (size_t)B * H * T * T, btc = (size_t)B * T * C;
+    const size_t regenerated = btc + L * (bhtt * sizeof(float) + bhtt + 2 * btc);
+    printf("  fused attention, counter masks: kept %zu B (stored %zu B with the loss), regenerated %zu B\n",
+           explain_bytes(ex, "kept"), stored, explain_bytes(ex, "regenerated"));
+    assert_int_equal(explain_bytes(ex, "regenerated"), regenerated);
+    assert_int_equal(stored, explain_bytes(ex, "kept") + sizeof(float));
+    explain_free(ex);
+    var_free(loss);
+    tape_reset(tape_current());
+    var_free(x);
+    var_free(y);
+    model_free(m);
+}
+
 static void test_explain_accounts_for_the_stored_bytes(void **state)
 {
     (void)state;
@@ -529,6 +564,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_selective_policies_keep_what_they_promise, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_attention_core_recomputes_little_on_a_wide_model, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_explain_accounts_for_the_stored_bytes, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_explain_lists_what_fused_attention_regenerates, fixture_clean_state, fixture_clean_state),
     };
     return cmocka_run_group_tests_name("checkpoint", tests, NULL, group_teardown);
 }
