@@ -88,6 +88,19 @@ static void test_parse_rejects_bad_input_with_exit_code_2(void **state)
     char *counter[] = {"train", "--dropout-rng", "counter"};
     assert_int_equal(parse(&o, 3, counter), 0);
     assert_int_equal(o.dropout_rng, DROPOUT_RNG_COUNTER);
+    /* Fused attention: with counter-based masks or without dropout; not with the stream's
+     * masks, which it could not make again, and not for the MLP, which has no attention. */
+    char *fused_stream[] = {"train", "--attention", "fused"};
+    char *fused_counter[] = {"train", "--attention", "fused", "--dropout-rng", "counter"};
+    char *fused_no_dropout[] = {"train", "--attention", "fused", "--dropout", "0"};
+    char *fused_mlp[] = {"train", "--model", "mlp", "--attention", "fused"};
+    char *bad_attention[] = {"train", "--attention", "flash"};
+    assert_int_equal(parse(&o, 3, fused_stream), 2);
+    assert_int_equal(parse(&o, 5, fused_counter), 0);
+    assert_int_equal(o.attention, ATTENTION_FUSED);
+    assert_int_equal(parse(&o, 5, fused_no_dropout), 0);
+    assert_int_equal(parse(&o, 5, fused_mlp), 2);
+    assert_int_equal(parse(&o, 3, bad_attention), 2);
     assert_int_equal(parse(&o, 2, unknown), 2);
     assert_int_equal(parse(&o, 2, missing), 2);
     assert_int_equal(parse(&o, 3, negative), 2);
