@@ -87,6 +87,9 @@ typedef RematStatus (*BackwardFn)(Node *node, const Tensor *dout, Tensor *const 
 typedef struct OpInfo {
     const char *name;     /* "matmul", "relu", ...: what selective policies match */
     BackwardFn backward;  /* NULL: the op cannot be differentiated (backward fails loudly) */
+    /* What each saved tensor is, by slot ("q", ..., "log-sum-exp"), for tables that list
+     * them (--explain-memory); NULL when the op's name says enough. */
+    const char *const *saved_names;
 } OpInfo;
 
 /* A small bag of per-node attributes, so an op's backward knows its sizes and options. */

@@ -37,7 +37,7 @@ static RematStatus split_heads_backward(Node *node, const Tensor *dout, Tensor *
     return REMAT_OK;
 }
 
-static const OpInfo SPLIT_HEADS_OP = {"split_heads", split_heads_backward};
+static const OpInfo SPLIT_HEADS_OP = {.name = "split_heads", .backward = split_heads_backward};
 
 Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
 {
@@ -79,7 +79,7 @@ static RematStatus merge_heads_backward(Node *node, const Tensor *dout, Tensor *
     return REMAT_OK;
 }
 
-static const OpInfo MERGE_HEADS_OP = {"merge_heads", merge_heads_backward};
+static const OpInfo MERGE_HEADS_OP = {.name = "merge_heads", .backward = merge_heads_backward};
 
 Var *op_merge_heads(Var *y, const char *tag)
 {
@@ -116,7 +116,7 @@ static RematStatus causal_softmax_backward(Node *node, const Tensor *dout, Tenso
     return REMAT_OK;
 }
 
-static const OpInfo CAUSAL_SOFTMAX_OP = {"causal_softmax", causal_softmax_backward};
+static const OpInfo CAUSAL_SOFTMAX_OP = {.name = "causal_softmax", .backward = causal_softmax_backward};
 
 Var *op_causal_softmax(Var *scores, const char *tag)
 {
@@ -190,7 +190,9 @@ static RematStatus attention_fused_backward(Node *node, const Tensor *dout, Tens
     return status;
 }
 
-static const OpInfo ATTENTION_FUSED_OP = {"attention_fused", attention_fused_backward};
+static const char *const ATTENTION_FUSED_SAVED[] = {"q", "k", "v", "out", "log-sum-exp"};
+static const OpInfo ATTENTION_FUSED_OP = {.name = "attention_fused", .backward = attention_fused_backward,
+                                          .saved_names = ATTENTION_FUSED_SAVED};
 
 /* The checks of op_attention_fused's inputs; REMAT_OK or the error naming what is wrong. */
 static RematStatus check_fused_inputs(const char *label, Var *const qkv[3], float p, const CounterKey *key)

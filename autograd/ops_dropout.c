@@ -50,7 +50,8 @@ static RematStatus dropout_backward(Node *node, const Tensor *dout, Tensor *cons
     return REMAT_OK;
 }
 
-static const OpInfo DROPOUT_OP = {"dropout", dropout_backward};
+static const char *const DROPOUT_SAVED[] = {"mask"}; /* the stream's; the counter's saves nothing */
+static const OpInfo DROPOUT_OP = {.name = "dropout", .backward = dropout_backward, .saved_names = DROPOUT_SAVED};
 
 /* What both generators check first. Returns 1 when the op is the identity (*out set to
  * a new reference of x), 0 to go on, −1 on error. */

@@ -83,6 +83,13 @@ static void op_row_name(char *name, size_t size, const OpInfo *op, const char *t
     snprintf(name, size, "%.31s%s%s", scope, scope[0] ? "." : "", label);
 }
 
+/* `name`, with " (what)" after it when the op names its saved slot `slot`. */
+static void slot_row_name(char *out, size_t size, const char *name, const OpInfo *op, int slot)
+{
+    const char *what = op->saved_names ? op->saved_names[slot] : NULL;
+    snprintf(out, size, "%.*s%s%s%s", NODE_NAME_LEN - 1, name, what ? " (" : "", what ? what : "", what ? ")" : "");
+}
+
 /* Every op, grad mode on or off: with it off, what its backward would keep is dropped. */
 static void on_recorded(void *ctx, const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
                         Tensor *const *saved, int n_saved, const Tensor *out)
@@ -93,9 +100,10 @@ static void on_recorded(void *ctx, const OpInfo *op, const char *tag, Var *const
     if (grad_enabled()) return; /* the saved observer sees these as they are saved */
     for (int i = 0; i < n_saved; i++) {
         if (saved[i]->kind == MEM_PARAM) continue;
-        char name[NODE_NAME_LEN];
+        char name[NODE_NAME_LEN], label[NODE_NAME_LEN + 24];
         op_row_name(name, sizeof name, op, tag);
-        add_row(ex, name, op->name, saved[i], FATE_DROPPED);
+        slot_row_name(label, sizeof label, name, op, i);
+        add_row(ex, label, op->name, saved[i], FATE_DROPPED);
     }
 }
 
@@ -125,7 +133,9 @@ static void on_saved(void *ctx, const Node *node, int slot, const Tensor *t)
     if (t->kind == MEM_PARAM) return;
     Fate fate = node->saved[slot].hooks ? FATE_HOOKED
               : flops_phase() == PHASE_RECOMPUTE ? FATE_RECOMPUTED : FATE_KEPT;
-    Row *r = add_row(ex, node->name, node->op->name, t, fate);
+    char label[NODE_NAME_LEN + 24];
+    slot_row_name(label, sizeof label, node->name, node->op, slot);
+    Row *r = add_row(ex, label, node->op->name, t, fate);
     if (!r) return;
     r->node = node;
     r->slot = slot;
