@@ -8,8 +8,8 @@
  * It proves it on a GPT of 3 blocks (C = 32, H = 4, T = 128, batch 2, dropout 0.1 with
  * counter-based masks, no checkpointing): the naive attention core keeps two (B,H,T,T)
  * float tensors per block (the softmax's output and its dropped version), the fused one
- * none, in exchange for its output and the log-sum-exp rows; the ledger's difference is
- * exactly that, to the byte. The price is RECOMPUTE FLOPs inside the backward, with no
+ * none (no tensor on its tape is (.., T, T)), in exchange for its output and the
+ * log-sum-exp rows; the ledger's difference is exactly that, to the byte. The price is RECOMPUTE FLOPs inside the backward, with no
  * checkpoint region at all; and the gradients are the naive path's within float32
  * rounding.
  *
@@ -65,6 +65,27 @@ static void test_q5_fused_attention_recomputes_its_probabilities_instead_of_keep
     printf("  max |gradient difference| fused against naive: %.2e\n", diff);
     assert_true(diff < 1e-5);
     assert_true(fabs((double)n.loss - (double)f.loss) < 1e-5);
+
+    /* And no tensor the fused forward saved for backward is (T,T) in its last two dims;
+     * the naive forward saves 2 such per block (3 with the stream's masks). */
+    for (int a = 0; a < 2; a++) {
+        TrainCtx ctx = {.training = true, .dropout_rng = DROPOUT_RNG_COUNTER, .seed = 7};
+        Var *loss = model_loss(a ? fused : naive, x, t, &ctx);
+        assert_non_null(loss);
+        int square = 0;
+        const Tape *tape = tape_current();
+        for (int i = 0; i < tape->count; i++)
+            for (int s = 0; s < tape->nodes[i]->n_saved; s++) {
+                Tensor *kept = saved_tensor(tape->nodes[i], s);
+                assert_non_null(kept);
+                square += kept->ndim == 4 && kept->shape[2] == T && kept->shape[3] == T;
+                tensor_free(kept);
+            }
+        printf("  %s forward: %d saved tensors of (.., T, T)\n", a ? "fused" : "naive", square);
+        assert_int_equal(square, a ? 0 : 2 * L);
+        var_free(loss);
+        tape_reset(tape_current());
+    }
 
     quiz_step_free(&n);
     quiz_step_free(&f);
