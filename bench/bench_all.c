@@ -27,7 +27,7 @@ static const BenchInfo INFO = {
              "  bench_memory_budget, bench_offload, bench_timeline, bench_planner and\n"
              "  bench_attention (from this binary's directory), then merges their JSON into\n"
              "  DIR/summary.json.",
-    .quick = "every bench with --quick (seconds: 7 s on a quiet 2-core machine)",
+    .quick = "every bench with --quick (seconds to minutes, with what else the machine runs)",
     .full = "every bench in its full mode (several minutes)",
     .timed = false,
 };
