@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-PACKAGES=(build-essential cmake pkg-config libopenblas-openmp-dev libcmocka-dev libpcg-cpp-dev libcjson-dev gnuplot-nox libopenmpi-dev openmpi-bin)
+PACKAGES=(build-essential cmake pkg-config libopenblas-openmp-dev libcmocka-dev libpcg-cpp-dev librandom123-dev librandom123-doc zlib1g-dev libcjson-dev gnuplot-nox libopenmpi-dev openmpi-bin)
 # clang's libFuzzer and sanitizer runtimes, and its OpenMP (remat's loops use OpenMP).
 FUZZ_PACKAGES=(clang libclang-rt-14-dev libomp-dev)
 JOBS=$(nproc 2>/dev/null || echo 2)

@@ -290,6 +290,15 @@ void op_hooks_recorded(const OpInfo *op, const char *tag, Var *const *inputs, in
     }
 }
 
+void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, DType dtype, int ndim,
+                          const int *shape)
+{
+    for (int i = op_hooks_depth - 1; i >= 0; i--) {
+        const OpHooks *h = op_hooks_stack[i];
+        if (h->regenerated) h->regenerated(h->ctx, op, tag, what, dtype, ndim, shape);
+    }
+}
+
 /* ---- the saved-tensor path ---------------------------------------------------------- */
 
 #define HOOKS_MAX_DEPTH 8

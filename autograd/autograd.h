@@ -34,6 +34,7 @@
 #define REMAT_AUTOGRAD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "tensor/error.h"
@@ -86,12 +87,16 @@ typedef RematStatus (*BackwardFn)(Node *node, const Tensor *dout, Tensor *const 
 typedef struct OpInfo {
     const char *name;     /* "matmul", "relu", ...: what selective policies match */
     BackwardFn backward;  /* NULL: the op cannot be differentiated (backward fails loudly) */
+    /* What each saved tensor is, by slot ("q", ..., "log-sum-exp"), for tables that list
+     * them (--explain-memory); NULL when the op's name says enough. */
+    const char *const *saved_names;
 } OpInfo;
 
 /* A small bag of per-node attributes, so an op's backward knows its sizes and options. */
 typedef struct NodeAttrs {
     int i[6];
     float f[2];
+    uint64_t u[2]; /* 64-bit attributes (a counter-based dropout's seed and step) */
 } NodeAttrs;
 
 /* One saved tensor as the saved-tensor path holds it. */
@@ -222,6 +227,11 @@ typedef struct OpHooks {
      * be NULL) and `saved` (n_saved tensors). NULL when a hook does not care. */
     void (*recorded)(void *ctx, const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
                      Tensor *const *saved, int n_saved, const Tensor *out);
+    /* Told, after `recorded`, of a tensor the op's backward makes again instead of keeping
+     * (a counter-based dropout's mask, fused attention's probabilities): what it is and
+     * its type and shape. Nothing of it exists. NULL when a hook does not care. */
+    void (*regenerated)(void *ctx, const OpInfo *op, const char *tag, const char *what, DType dtype, int ndim,
+                        const int *shape);
     void *ctx;
 } OpHooks;
 
@@ -240,6 +250,10 @@ RematStatus op_hooks_observe(const OpInfo *op, const char *tag, int index, Tenso
 void op_hooks_recorded(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
                        Tensor *const *saved, int n_saved, const Tensor *out);
 
+/* For an op whose backward regenerates a tensor instead of keeping it: tells every hook
+ * what it is (`what`, e.g. "mask") and its type and shape. */
+void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, DType dtype, int ndim,
+                          const int *shape);
 /* ---- parameter use: what sharded parameters plug into -------------------------------- */
 
 /* Parameters sharded across processes (ZeRO stage 3, dist/zero.h) exist in full only while

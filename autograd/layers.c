@@ -10,6 +10,41 @@
 
 #include "autograd/ops.h"
 
+RematStatus dropout_rng_parse(const char *name, DropoutRng *out)
+{
+    if (name && !strcmp(name, "stream")) *out = DROPOUT_RNG_STREAM;
+    else if (name && !strcmp(name, "counter")) *out = DROPOUT_RNG_COUNTER;
+    else return remat_fail(REMAT_EINVAL, "unknown dropout generator '%s' (expected stream or counter)", name ? name : "");
+    return REMAT_OK;
+}
+
+const char *dropout_rng_name(DropoutRng rng)
+{
+    return rng == DROPOUT_RNG_COUNTER ? "counter" : "stream";
+}
+
+Var *dropout_apply(Var *x, float p, TrainCtx *ctx, uint32_t instance, const char *tag)
+{
+    const bool training = ctx && ctx->training;
+    if (!training || ctx->dropout_rng == DROPOUT_RNG_STREAM)
+        return op_dropout(x, p, ctx ? &ctx->rng : NULL, training, tag);
+    const CounterKey key = {.seed = ctx->seed, .step = ctx->step, .micro_batch = ctx->micro_batch, .op = instance};
+    return op_dropout_counter(x, p, &key, training, tag);
+}
+
+RematStatus attention_kind_parse(const char *name, AttentionKind *out)
+{
+    if (name && !strcmp(name, "naive")) *out = ATTENTION_NAIVE;
+    else if (name && !strcmp(name, "fused")) *out = ATTENTION_FUSED;
+    else return remat_fail(REMAT_EINVAL, "unknown attention '%s' (expected naive or fused)", name ? name : "");
+    return REMAT_OK;
+}
+
+const char *attention_kind_name(AttentionKind kind)
+{
+    return kind == ATTENTION_FUSED ? "fused" : "naive";
+}
+
 Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx)
 {
     if (!layer || !x) {

@@ -12,6 +12,8 @@
  *   attn.softmax         causal softmax (the mask is applied here)
  *   attn.dropout         dropout on the attention weights
  *   attn.out             att · v                                  (B,H,T,D)
+ *   attn.fused           instead of the four above, with fused attention: one op,
+ *                        nothing of size T² kept                  (B,H,T,D)
  *   attn.merge           heads side by side                       (B,T,C)
  *   attn.proj            · attn.c_proj + b
  *   attn.resid_dropout
@@ -25,8 +27,8 @@
  *
  * Each intermediate Var is freed as soon as the next op has consumed it, so all that
  * stays alive after the forward is what the ops saved for backward.
- * What it is not: a fused or optimised attention (ops_attention.c says why), or a block
- * with options (no bias-free variant, no rotary embeddings, no KV cache).
+ * What it is not: a block with options beyond its attention core's two forms (no
+ * bias-free variant, no rotary embeddings, no KV cache).
  */
 #include "autograd/layers.h"
 
@@ -45,6 +47,8 @@ typedef struct WeightBias {
 
 typedef struct GptBlock {
     Layer base;
+    int index; /* its place in the chain: numbers its dropout sites */
+    AttentionKind attention;
     int C, H;
     float dropout;
     WeightBias ln_1;                     /* (C), (C) */
@@ -53,16 +57,56 @@ typedef struct GptBlock {
     struct { WeightBias c_fc, c_proj; } mlp;    /* (C,4C),(4C); (4C,C),(C) */
 } GptBlock;
 
-/* Dropout as the context asks: active only while training (a NULL ctx is inference). */
-static Var *block_dropout(Var *x, const GptBlock *b, TrainCtx *ctx, const char *tag)
+/* Dropout site `site` of this block as the context asks: active only while training (a
+ * NULL ctx is inference). */
+static Var *block_dropout(Var *x, const GptBlock *b, TrainCtx *ctx, int site, const char *tag)
 {
-    return op_dropout(x, b->dropout, ctx ? &ctx->rng : NULL, ctx && ctx->training, tag);
+    return dropout_apply(x, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, site), tag);
+}
+
+/* The attention core from primitive ops: (B,H,T,T) scores, probabilities and their
+ * dropout, times v. Takes q, k, v. */
+static Var *attention_naive(const GptBlock *b, Var *q, Var *k, Var *v, TrainCtx *ctx)
+{
+    const int D = b->C / b->H;
+    Var *scores = op_matmul(q, k, CblasTrans, 1.0f / sqrtf((float)D), "attn.scores");
+    var_free(q);
+    var_free(k);
+    Var *att = op_causal_softmax(scores, "attn.softmax");
+    var_free(scores);
+    Var *att_dropped = block_dropout(att, b, ctx, GPT_SITE_ATTN, "attn.dropout");
+    var_free(att);
+    Var *y = op_matmul(att_dropped, v, CblasNoTrans, 1.0f, "attn.out");
+    var_free(att_dropped);
+    var_free(v);
+    return y;
+}
+
+/* The attention core as one op, its dropout keyed as the naive path's attn.dropout would
+ * be, so both drop the same probabilities. Takes q, k, v. */
+static Var *attention_fused(const GptBlock *b, Var *q, Var *k, Var *v, TrainCtx *ctx)
+{
+    const bool dropping = ctx && ctx->training && b->dropout > 0.0f;
+    Var *y = NULL;
+    if (dropping && ctx->dropout_rng != DROPOUT_RNG_COUNTER) {
+        remat_fail(REMAT_EINVAL, "%s: fused attention drops out with the counter-based generator, whose masks "
+                   "need not be stored; this run draws from the stream (use --dropout-rng counter, or dropout 0)",
+                   b->base.name);
+    } else {
+        const CounterKey key = dropping ? (CounterKey){.seed = ctx->seed, .step = ctx->step, .micro_batch = ctx->micro_batch,
+                                                       .op = GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN)}
+                                        : (CounterKey){0};
+        y = op_attention_fused(q, k, v, dropping ? b->dropout : 0.0f, dropping ? &key : NULL, "attn.fused");
+    }
+    var_free(q);
+    var_free(k);
+    var_free(v);
+    return y;
 }
 
 /* resid_dropout(attn.c_proj(causal self-attention(ln_1(x)))), (B,T,C). */
 static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
 {
-    const int D = b->C / b->H;
     Var *h = op_layernorm(x, b->ln_1.weight, b->ln_1.bias, GPT_LN_EPS, "attn.ln");
     Var *qkv = op_linear(h, b->attn.c_attn.weight, b->attn.c_attn.bias, "attn.qkv");
     var_free(h);
@@ -70,21 +114,12 @@ static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
     Var *k = op_split_heads(qkv, QKV_K, b->H, "attn.split_k");
     Var *v = op_split_heads(qkv, QKV_V, b->H, "attn.split_v");
     var_free(qkv); /* the splits saved nothing: qkv is gone now */
-    Var *scores = op_matmul(q, k, CblasTrans, 1.0f / sqrtf((float)D), "attn.scores");
-    var_free(q);
-    var_free(k);
-    Var *att = op_causal_softmax(scores, "attn.softmax");
-    var_free(scores);
-    Var *att_dropped = block_dropout(att, b, ctx, "attn.dropout");
-    var_free(att);
-    Var *y = op_matmul(att_dropped, v, CblasNoTrans, 1.0f, "attn.out");
-    var_free(att_dropped);
-    var_free(v);
+    Var *y = b->attention == ATTENTION_FUSED ? attention_fused(b, q, k, v, ctx) : attention_naive(b, q, k, v, ctx);
     Var *merged = op_merge_heads(y, "attn.merge");
     var_free(y);
     Var *proj = op_linear(merged, b->attn.c_proj.weight, b->attn.c_proj.bias, "attn.proj");
     var_free(merged);
-    Var *out = block_dropout(proj, b, ctx, "attn.resid_dropout");
+    Var *out = block_dropout(proj, b, ctx, GPT_SITE_ATTN_RESID, "attn.resid_dropout");
     var_free(proj);
     return out;
 }
@@ -99,7 +134,7 @@ static Var *mlp_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
     var_free(fc);
     Var *proj = op_linear(act, b->mlp.c_proj.weight, b->mlp.c_proj.bias, "mlp.proj");
     var_free(act);
-    Var *out = block_dropout(proj, b, ctx, "mlp.dropout");
+    Var *out = block_dropout(proj, b, ctx, GPT_SITE_MLP, "mlp.dropout");
     var_free(proj);
     return out;
 }
@@ -119,6 +154,14 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
     return out;
 }
 
+RematStatus gpt_block_set_attention(Layer *layer, AttentionKind attention)
+{
+    if (!layer || layer->forward != gpt_block_forward)
+        return remat_fail(REMAT_EINVAL, "gpt_block_set_attention: %s is not a GPT block", layer ? layer->name : "NULL");
+    ((GptBlock *)layer)->attention = attention;
+    return REMAT_OK;
+}
+
 /* Adds "{suffix}.weight" and "{suffix}.bias" to the block; false on error. */
 static bool add_weight_bias(GptBlock *b, WeightBias *wb, const char *suffix, int ndim,
                             const int *shape, float std, Pcg32 *init)
@@ -134,11 +177,12 @@ static bool add_weight_bias(GptBlock *b, WeightBias *wb, const char *suffix, int
     return wb->bias != NULL;
 }
 
-Layer *gpt_block_create(const char *name, int C, int H, float dropout, int n_layers, Pcg32 *init)
+Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout, AttentionKind attention,
+                        int n_layers, Pcg32 *init)
 {
-    if (C <= 0 || H <= 0 || C % H != 0 || n_layers <= 0 || !init) {
-        remat_fail(REMAT_EINVAL, "gpt_block_create: need C > 0 a multiple of H > 0, n_layers > 0 "
-                   "and a generator, got C = %d, H = %d, n_layers = %d%s", C, H, n_layers,
+    if (C <= 0 || H <= 0 || C % H != 0 || n_layers <= 0 || index < 0 || !init) {
+        remat_fail(REMAT_EINVAL, "gpt_block_create: need C > 0 a multiple of H > 0, n_layers > 0, index >= 0 "
+                   "and a generator, got C = %d, H = %d, n_layers = %d, index = %d%s", C, H, n_layers, index,
                    init ? "" : ", no generator");
         return NULL;
     }
@@ -148,6 +192,8 @@ Layer *gpt_block_create(const char *name, int C, int H, float dropout, int n_lay
     }
     GptBlock *b = layer_alloc(sizeof *b, "gpt_block", name, gpt_block_forward);
     if (!b) return NULL;
+    b->index = index;
+    b->attention = attention;
     b->C = C;
     b->H = H;
     b->dropout = dropout;

@@ -5,8 +5,8 @@
  *   ops_linear.c      linear (x·W + b), matmul (batched, for attention), add
  *   ops_activation.c  relu, gelu
  *   ops_norm.c        layernorm
- *   ops_attention.c   split_heads, merge_heads, causal_softmax
- *   ops_dropout.c     dropout
+ *   ops_attention.c   split_heads, merge_heads, causal_softmax, attention_fused
+ *   ops_dropout.c     dropout (a PCG32 stream's mask, saved; or a counter-based one, regenerated)
  *   ops_embedding.c   embedding (token and position)
  *   ops_loss.c        mse, softmax + cross-entropy (fused)
  *
@@ -29,6 +29,7 @@
 #include <stdbool.h>
 
 #include "autograd/autograd.h"
+#include "tensor/counter_rng.h"
 #include "tensor/rng.h"
 
 /* ---- ops_linear.c ------------------------------------------------------------------- */
@@ -81,6 +82,18 @@ Var *op_merge_heads(Var *y, const char *tag);
  * causal mask is applied here, so the scores need no −inf fill. Saves its output. */
 Var *op_causal_softmax(Var *scores, const char *tag);
 
+/* Causal attention as one op: out (B,H,T,D) = softmax(q·kᵀ/sqrt(D), row t seeing keys
+ * 0..t) ⊙ keep/(1 − p) · v, for q, k, v (B,H,T,D) of one shape, without a (T,T) tensor
+ * (tensor/kernels_attention.c). With p > 0 the keep decisions are counter-based with
+ * `key` at the index the (B,H,T,T) probabilities would have, so an unfused attention
+ * whose dropout has the same key drops the same elements; p > 0 without a key is an
+ * error (a running stream's mask would have to be stored). Saves q, k, v, its output and
+ * the rows' log-sum-exp (B,H,T) — outputs 0 and 1, through ops_output, so a selective
+ * policy can keep them — and nothing of size T²; its backward recomputes the
+ * probabilities (and the mask), counting that work as RECOMPUTE FLOPs. Hooks hear of the
+ * probabilities and the mask through op_hooks_regenerated. Not training: pass p = 0. */
+Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const CounterKey *key, const char *tag);
+
 /* ---- ops_dropout.c ------------------------------------------------------------------ */
 
 /* Inverted dropout: out = x·mask/(1 − p), mask[i] = 1 (keep) when the i-th draw of `rng`
@@ -90,6 +103,15 @@ Var *op_causal_softmax(Var *scores, const char *tag);
  * nothing, records nothing, and returns a new reference to x itself (var_retain). On
  * error `rng` is left as it was. `rng` may be NULL when not training. */
 Var *op_dropout(Var *x, float p, Pcg32 *rng, bool training, const char *tag);
+
+/* The same dropout with counter-based keep decisions (tensor/counter_rng.h): mask[i] = 1
+ * when counter_rng_float(key, i) ≥ p, a pure function of the key (seed, step,
+ * micro-batch, op instance) and i. Saves NOTHING: the node keeps the key (copied) and its
+ * backward makes the mask again, counting those compares as RECOMPUTE FLOPs; hooks hear
+ * of the mask through op_hooks_regenerated. Not training, or p = 0: the identity, as
+ * op_dropout. Errors as op_dropout's, and a NULL key when training with p > 0, or a
+ * tensor of more than COUNTER_RNG_MAX_ELEMENTS. */
+Var *op_dropout_counter(Var *x, float p, const CounterKey *key, bool training, const char *tag);
 
 /* ---- ops_embedding.c ---------------------------------------------------------------- */
 

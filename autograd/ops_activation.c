@@ -23,7 +23,7 @@ static RematStatus relu_backward(Node *node, const Tensor *dout, Tensor *const d
     return REMAT_OK;
 }
 
-static const OpInfo RELU_OP = {"relu", relu_backward};
+static const OpInfo RELU_OP = {.name = "relu", .backward = relu_backward};
 
 Var *op_relu(Var *x, const char *tag)
 {
@@ -48,7 +48,7 @@ static RematStatus gelu_backward(Node *node, const Tensor *dout, Tensor *const d
     return REMAT_OK;
 }
 
-static const OpInfo GELU_OP = {"gelu", gelu_backward};
+static const OpInfo GELU_OP = {.name = "gelu", .backward = gelu_backward};
 
 Var *op_gelu(Var *x, const char *tag)
 {

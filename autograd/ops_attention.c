@@ -1,7 +1,7 @@
 /*
  * ops_attention.c — the pieces of causal self-attention that are not matmuls: cutting
  * the fused q,k,v projection into heads, putting heads back side by side, and the causal
- * softmax.
+ * softmax; and the whole attention core as one fused op.
  *
  * Attention itself is composed from primitive ops in the GPT block (layers_gpt.c), so
  * that each step has its own node and tag for selective checkpoint policies:
@@ -9,11 +9,17 @@
  *   q, k, v = split_heads(qkv) (B,H,T,D) each
  *   scores = matmul(q, k^T)/sqrt(D), att = causal_softmax(scores), y = matmul(att, v)
  *   merge_heads(y)             (B,T,C)
- * What this file is not: a fused or flash attention. The (B,H,T,T) attention matrix is
- * materialised, which is exactly the activation that "attention_core" recomputation is
- * about. Letters: B batch, T time, C channels, H heads, D = C/H.
+ * That path materialises the (B,H,T,T) attention matrix, which is exactly the activation
+ * that "attention_core" recomputation is about. The other path is one op,
+ * attention_fused: softmax(q·kᵀ/√D, causal) ⊙ dropout · v in tiles
+ * (tensor/kernels_attention.c), keeping q, k, v, its output and one log-sum-exp per row,
+ * and recomputing the probabilities in its backward — the same trade as selective
+ * recomputation, made inside one kernel. Letters: B batch, T time, C channels, H heads,
+ * D = C/H.
  */
 #include "autograd/ops.h"
+
+#include <string.h>
 
 #include "tensor/kernels.h"
 #include "ops_internal.h"
@@ -31,7 +37,7 @@ static RematStatus split_heads_backward(Node *node, const Tensor *dout, Tensor *
     return REMAT_OK;
 }
 
-static const OpInfo SPLIT_HEADS_OP = {"split_heads", split_heads_backward};
+static const OpInfo SPLIT_HEADS_OP = {.name = "split_heads", .backward = split_heads_backward};
 
 Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
 {
@@ -73,7 +79,7 @@ static RematStatus merge_heads_backward(Node *node, const Tensor *dout, Tensor *
     return REMAT_OK;
 }
 
-static const OpInfo MERGE_HEADS_OP = {"merge_heads", merge_heads_backward};
+static const OpInfo MERGE_HEADS_OP = {.name = "merge_heads", .backward = merge_heads_backward};
 
 Var *op_merge_heads(Var *y, const char *tag)
 {
@@ -110,7 +116,7 @@ static RematStatus causal_softmax_backward(Node *node, const Tensor *dout, Tenso
     return REMAT_OK;
 }
 
-static const OpInfo CAUSAL_SOFTMAX_OP = {"causal_softmax", causal_softmax_backward};
+static const OpInfo CAUSAL_SOFTMAX_OP = {.name = "causal_softmax", .backward = causal_softmax_backward};
 
 Var *op_causal_softmax(Var *scores, const char *tag)
 {
@@ -132,4 +138,115 @@ Var *op_causal_softmax(Var *scores, const char *tag)
     if (!cached) k_causal_softmax_forward(out->f32, S->f32, BH, T);
     NodeAttrs attrs = {.i = {BH, T}};
     return ops_record(&CAUSAL_SOFTMAX_OP, tag, &scores, 1, out, &out, 1, &attrs);
+}
+
+/* ---- attention_fused ---------------------------------------------------------------- */
+
+/* The dropout a fused attention node applies: NULL without one, else filled from its
+ * attributes (p, and the counter key split over i[] and u[]). */
+static const AttnDropout *node_dropout(const Node *node, AttnDropout *drop)
+{
+    if (!node->attrs.i[3]) return NULL;
+    *drop = (AttnDropout){.p = node->attrs.f[0],
+                          .key = {.seed = node->attrs.u[0], .step = node->attrs.u[1],
+                                  .micro_batch = (uint32_t)node->attrs.i[4], .op = (uint32_t)node->attrs.i[5]}};
+    return drop;
+}
+
+/* A gradient buffer for input i: the engine's, or scratch when that input needs none
+ * (the kernel writes all three). NULL on error. */
+static Tensor *grad_or_scratch(Tensor *const dinputs[], int i, const Tensor *like)
+{
+    if (dinputs[i]) return tensor_retain(dinputs[i]);
+    Tensor *t = tensor_create(MEM_WORK, like->ndim, like->shape);
+    if (t) k_fill(t->f32, 0.0f, t->numel);
+    return t;
+}
+
+/* Backward of attention_fused. Forward was out = softmax(q·kᵀ/√D, causal) ⊙ keep/(1 − p)
+ * · v, kept as out and the rows' log-sum-exp; so the kernel recomputes each tile's
+ * probabilities from q, k and lse (RECOMPUTE FLOPs) and accumulates dq, dk, dv
+ * (k_attention_backward spells out each term). */
+static RematStatus attention_fused_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
+{
+    const int BH = node->attrs.i[0], T = node->attrs.i[1], D = node->attrs.i[2];
+    Tensor *saved[5] = {0}, *grads[3] = {0}, *work = NULL;
+    RematStatus status = REMAT_OK;
+    for (int i = 0; i < 5 && status == REMAT_OK; i++)
+        if (!(saved[i] = saved_tensor(node, i))) status = remat_last_status();
+    for (int i = 0; i < 3 && status == REMAT_OK; i++)
+        if (!(grads[i] = grad_or_scratch(dinputs, i, saved[i]))) status = remat_last_status();
+    if (status == REMAT_OK && !(work = tensor_create(MEM_WORK, 1, (int[]){(int)k_attention_work_floats(T, D)})))
+        status = remat_last_status();
+    if (status == REMAT_OK) {
+        AttnDropout drop;
+        k_attention_backward(grads[0]->f32, grads[1]->f32, grads[2]->f32, dout->f32, saved[0]->f32, saved[1]->f32,
+                             saved[2]->f32, saved[3]->f32, saved[4]->f32, BH, T, D, node_dropout(node, &drop),
+                             ATTN_PRODUCTS_DEFAULT, work->f32);
+    }
+    tensor_free(work);
+    for (int i = 0; i < 3; i++) tensor_free(grads[i]);
+    for (int i = 0; i < 5; i++) tensor_free(saved[i]);
+    return status;
+}
+
+static const char *const ATTENTION_FUSED_SAVED[] = {"q", "k", "v", "out", "log-sum-exp"};
+static const OpInfo ATTENTION_FUSED_OP = {.name = "attention_fused", .backward = attention_fused_backward,
+                                          .saved_names = ATTENTION_FUSED_SAVED};
+
+/* The checks of op_attention_fused's inputs; REMAT_OK or the error naming what is wrong. */
+static RematStatus check_fused_inputs(const char *label, Var *const qkv[3], float p, const CounterKey *key)
+{
+    static const char *const names[3] = {"q", "k", "v"};
+    char shape[48], want[48];
+    for (int i = 0; i < 3; i++)
+        if (ops_check_dtype(label, qkv[i], names[i], DTYPE_F32) != REMAT_OK) return remat_last_status();
+    const Tensor *Q = qkv[0]->value;
+    if (Q->ndim != 4)
+        return remat_fail(REMAT_EINVAL, "%s: q must be (B,H,T,D), got %s", label, tensor_shape_str(shape, sizeof shape, Q));
+    for (int i = 1; i < 3; i++)
+        if (qkv[i]->value->ndim != 4 || memcmp(qkv[i]->value->shape, Q->shape, 4 * sizeof(int)))
+            return remat_fail(REMAT_EINVAL, "%s: %s is %s, not q's %s", label, names[i],
+                              tensor_shape_str(shape, sizeof shape, qkv[i]->value), tensor_shape_str(want, sizeof want, Q));
+    if (!(p >= 0.0f && p < 1.0f)) return remat_fail(REMAT_EINVAL, "%s: p must be in [0, 1), got %g", label, (double)p);
+    if (p > 0.0f && !key)
+        return remat_fail(REMAT_EINVAL, "%s: dropout p = %g inside fused attention needs a counter key: its masks "
+                          "are made again in backward, never stored", label, (double)p);
+    return p > 0.0f ? counter_rng_check((uint64_t)Q->shape[0] * Q->shape[1] * Q->shape[2] * Q->shape[2], label) : REMAT_OK;
+}
+
+Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const CounterKey *key, const char *tag)
+{
+    Var *inputs[3] = {q, k, v};
+    if (ops_check_inputs("attention_fused", inputs, 3) != REMAT_OK) return NULL;
+    char label[64];
+    ops_label(label, sizeof label, "attention_fused", tag);
+    if (check_fused_inputs(label, inputs, p, key) != REMAT_OK) return NULL;
+    const Tensor *Q = q->value;
+    const int B = Q->shape[0], H = Q->shape[1], T = Q->shape[2], D = Q->shape[3], BH = B * H;
+    bool cached;
+    Tensor *out = ops_output(&ATTENTION_FUSED_OP, tag, 0, DTYPE_F32, 4, Q->shape, &cached);
+    Tensor *lse = out ? ops_output(&ATTENTION_FUSED_OP, tag, 1, DTYPE_F32, 3, (int[]){B, H, T}, &cached) : NULL;
+    Tensor *work = lse && !cached ? tensor_create(MEM_WORK, 1, (int[]){(int)k_attention_work_floats(T, D)}) : NULL;
+    if (!lse || (!cached && !work)) {
+        tensor_free(out);
+        tensor_free(lse);
+        return NULL;
+    }
+    const AttnDropout drop = {.p = p, .key = key ? *key : (CounterKey){0}};
+    if (!cached)
+        k_attention_forward(out->f32, lse->f32, Q->f32, k->value->f32, v->value->f32, BH, T, D, p > 0.0f ? &drop : NULL,
+                            ATTN_PRODUCTS_DEFAULT, work->f32);
+    tensor_free(work);
+    NodeAttrs attrs = {.i = {BH, T, D, p > 0.0f, (int)drop.key.micro_batch, (int)drop.key.op}, .f = {p},
+                       .u = {drop.key.seed, drop.key.step}};
+    Tensor *save[5] = {q->value, k->value, v->value, out, lse};
+    Var *y = ops_record(&ATTENTION_FUSED_OP, tag, inputs, 3, tensor_retain(out), save, 5, &attrs);
+    tensor_free(out);
+    tensor_free(lse);
+    if (!y) return NULL;
+    const int scores[4] = {B, H, T, T};
+    op_hooks_regenerated(&ATTENTION_FUSED_OP, tag, "probabilities", DTYPE_F32, 4, scores);
+    if (p > 0.0f) op_hooks_regenerated(&ATTENTION_FUSED_OP, tag, "mask", DTYPE_U8, 4, scores);
+    return y;
 }

@@ -1,15 +1,22 @@
 /*
- * ops_dropout.c — dropout, the one op whose forward is random.
+ * ops_dropout.c — dropout, the one op whose forward is random, with its mask from either
+ * of two generators.
  *
- * What it saves is the point: only the uint8 keep mask, one byte per element, never the
- * float output (4 bytes) nor x. The mask comes from the caller's PCG32 generator, one
- * draw per element in element order (k_dropout_forward), so the generator's position
- * after the op is known exactly: a checkpoint region that saves the generator at its
- * entry and restores it for the replay gets every mask back bit for bit; a replay that
- * skips a dropout can pcg32_advance past its draws.
+ * Stream (PCG32, op_dropout). What it saves is the point: only the uint8 keep mask, one
+ * byte per element, never the float output (4 bytes) nor x. The mask comes from the
+ * caller's PCG32 generator, one draw per element in element order (k_dropout_forward),
+ * so the generator's position after the op is known exactly: a checkpoint region that
+ * saves the generator at its entry and restores it for the replay gets every mask back
+ * bit for bit; a replay that skips a dropout can pcg32_advance past its draws.
  *
- * When not training, or with p = 0, dropout is the identity and this op is a no-op: no
- * draw, no node, no new tensor; it hands back x itself with one more reference.
+ * Counter (Philox, op_dropout_counter). Element i's keep decision is a pure function of
+ * the op's key (seed, step, micro-batch, op instance) and i (tensor/counter_rng.h). The
+ * op saves nothing at all: its node carries the key, and the backward makes the mask
+ * again. No generator moves, so a replay gets the same mask whether or not anything
+ * restores a generator, and a cached replay has nothing to skip.
+ *
+ * When not training, or with p = 0, dropout is the identity and these ops are no-ops: no
+ * draw, no node, no new tensor; they hand back x itself with one more reference.
  */
 #include "autograd/ops.h"
 
@@ -18,13 +25,24 @@
 #include "tensor/kernels.h"
 #include "ops_internal.h"
 
-/* ---- dropout ------------------------------------------------------------------------ */
+/* The key a counter-based dropout's node carries in its attributes. */
+static CounterKey node_key(const Node *node)
+{
+    return (CounterKey){.seed = node->attrs.u[0], .step = node->attrs.u[1],
+                        .micro_batch = (uint32_t)node->attrs.i[0], .op = (uint32_t)node->attrs.i[1]};
+}
 
 /* Backward of dropout. Forward was out = x·mask/(1 − p); so dx += dout·mask/(1 − p)
- * (nothing where the element was dropped). Read from the saved mask. */
+ * (nothing where the element was dropped). The stream's mask is read from what the node
+ * saved; the counter's is made again from the node's key. */
 static RematStatus dropout_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
     const float p = node->attrs.f[0];
+    if (node->n_saved == 0) {
+        const CounterKey key = node_key(node);
+        if (dinputs[0]) k_dropout_counter_backward(dinputs[0]->f32, dout->f32, p, &key, dout->numel);
+        return REMAT_OK;
+    }
     Tensor *mask = saved_tensor(node, 0);
     if (!mask) return remat_last_status();
     if (dinputs[0]) k_dropout_backward(dinputs[0]->f32, dout->f32, mask->u8, p, dout->numel);
@@ -32,19 +50,34 @@ static RematStatus dropout_backward(Node *node, const Tensor *dout, Tensor *cons
     return REMAT_OK;
 }
 
-static const OpInfo DROPOUT_OP = {"dropout", dropout_backward};
+static const char *const DROPOUT_SAVED[] = {"mask"}; /* the stream's; the counter's saves nothing */
+static const OpInfo DROPOUT_OP = {.name = "dropout", .backward = dropout_backward, .saved_names = DROPOUT_SAVED};
+
+/* What both generators check first. Returns 1 when the op is the identity (*out set to
+ * a new reference of x), 0 to go on, −1 on error. */
+static int dropout_prelude(Var *x, float p, bool training, const char *tag, char *label, size_t size, Var **out)
+{
+    *out = NULL;
+    if (ops_check_inputs("dropout", &x, 1) != REMAT_OK) return -1;
+    ops_label(label, size, "dropout", tag);
+    if (ops_check_dtype(label, x, "x", DTYPE_F32) != REMAT_OK) return -1;
+    if (!(p >= 0.0f && p < 1.0f)) {
+        remat_fail(REMAT_EINVAL, "%s: p must be in [0, 1), got %g", label, (double)p);
+        return -1;
+    }
+    if (!training || p == 0.0f) { /* the identity: nothing to draw or save */
+        *out = var_retain(x);
+        return 1;
+    }
+    return 0;
+}
 
 Var *op_dropout(Var *x, float p, Pcg32 *rng, bool training, const char *tag)
 {
-    if (ops_check_inputs("dropout", &x, 1) != REMAT_OK) return NULL;
     char label[64];
-    ops_label(label, sizeof label, "dropout", tag);
-    if (ops_check_dtype(label, x, "x", DTYPE_F32) != REMAT_OK) return NULL;
-    if (!(p >= 0.0f && p < 1.0f)) {
-        remat_fail(REMAT_EINVAL, "%s: p must be in [0, 1), got %g", label, (double)p);
-        return NULL;
-    }
-    if (!training || p == 0.0f) return var_retain(x); /* the identity: nothing to draw or save */
+    Var *identity;
+    const int pre = dropout_prelude(x, p, training, tag, label, sizeof label, &identity);
+    if (pre != 0) return identity;
     if (!rng) {
         remat_fail(REMAT_EINVAL, "%s: training with p = %g needs a generator, got NULL", label, (double)p);
         return NULL;
@@ -72,5 +105,27 @@ Var *op_dropout(Var *x, float p, Pcg32 *rng, bool training, const char *tag)
     Var *y = ops_record(&DROPOUT_OP, tag, &x, 1, out, &mask, 1, &attrs);
     tensor_free(mask); /* the node holds it now, or nobody needs it (grad mode off) */
     if (!y) *rng = before; /* a failed op changes nothing, the generator included */
+    return y;
+}
+
+Var *op_dropout_counter(Var *x, float p, const CounterKey *key, bool training, const char *tag)
+{
+    char label[64];
+    Var *identity;
+    const int pre = dropout_prelude(x, p, training, tag, label, sizeof label, &identity);
+    if (pre != 0) return identity;
+    if (!key) {
+        remat_fail(REMAT_EINVAL, "%s: training with p = %g needs a counter key, got NULL", label, (double)p);
+        return NULL;
+    }
+    const Tensor *X = x->value;
+    if (counter_rng_check(X->numel, label) != REMAT_OK) return NULL;
+    bool cached;
+    Tensor *out = ops_output(&DROPOUT_OP, tag, 0, DTYPE_F32, X->ndim, X->shape, &cached);
+    if (!out) return NULL;
+    if (!cached) k_dropout_counter_forward(out->f32, X->f32, p, key, X->numel); /* nothing to skip if cached */
+    NodeAttrs attrs = {.i = {(int)key->micro_batch, (int)key->op}, .f = {p}, .u = {key->seed, key->step}};
+    Var *y = ops_record(&DROPOUT_OP, tag, &x, 1, out, NULL, 0, &attrs);
+    if (y) op_hooks_regenerated(&DROPOUT_OP, tag, "mask", DTYPE_U8, X->ndim, X->shape);
     return y;
 }

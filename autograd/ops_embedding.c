@@ -31,7 +31,7 @@ static RematStatus embedding_backward(Node *node, const Tensor *dout, Tensor *co
     return REMAT_OK;
 }
 
-static const OpInfo EMBEDDING_OP = {"embedding", embedding_backward};
+static const OpInfo EMBEDDING_OP = {.name = "embedding", .backward = embedding_backward};
 
 Var *op_embedding(Var *ids, Var *wte, Var *wpe, const char *tag)
 {

@@ -39,7 +39,7 @@ done:
     return status;
 }
 
-static const OpInfo LINEAR_OP = {"linear", linear_backward};
+static const OpInfo LINEAR_OP = {.name = "linear", .backward = linear_backward};
 
 Var *op_linear(Var *x, Var *weight, Var *bias, const char *tag)
 {
@@ -116,7 +116,7 @@ done:
     return status;
 }
 
-static const OpInfo MATMUL_OP = {"matmul", matmul_backward};
+static const OpInfo MATMUL_OP = {.name = "matmul", .backward = matmul_backward};
 
 Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *tag)
 {
@@ -169,7 +169,7 @@ static RematStatus add_backward(Node *node, const Tensor *dout, Tensor *const di
     return REMAT_OK;
 }
 
-static const OpInfo ADD_OP = {"add", add_backward};
+static const OpInfo ADD_OP = {.name = "add", .backward = add_backward};
 
 Var *op_add(Var *a, Var *b, const char *tag)
 {

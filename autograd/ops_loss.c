@@ -26,7 +26,7 @@ static RematStatus mse_backward(Node *node, const Tensor *dout, Tensor *const di
     return status;
 }
 
-static const OpInfo MSE_OP = {"mse", mse_backward};
+static const OpInfo MSE_OP = {.name = "mse", .backward = mse_backward};
 
 Var *op_mse(Var *pred, Var *target, const char *tag)
 {
@@ -64,7 +64,7 @@ static RematStatus cross_entropy_backward(Node *node, const Tensor *dout, Tensor
     return status;
 }
 
-static const OpInfo CROSS_ENTROPY_OP = {"cross_entropy", cross_entropy_backward};
+static const OpInfo CROSS_ENTROPY_OP = {.name = "cross_entropy", .backward = cross_entropy_backward};
 
 Var *op_cross_entropy(Var *logits, Var *targets, const char *tag)
 {

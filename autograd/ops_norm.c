@@ -56,7 +56,8 @@ done:
     return status;
 }
 
-static const OpInfo LAYERNORM_OP = {"layernorm", layernorm_backward};
+static const char *const LAYERNORM_SAVED[] = {"x", "weight", "mean", "rstd"};
+static const OpInfo LAYERNORM_OP = {.name = "layernorm", .backward = layernorm_backward, .saved_names = LAYERNORM_SAVED};
 
 Var *op_layernorm(Var *x, Var *weight, Var *bias, float eps, const char *tag)
 {

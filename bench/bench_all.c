@@ -24,9 +24,10 @@ static const BenchInfo INFO = {
     .name = "bench_all",
     .question = "every quiz question that a bench answers, in one run",
     .about = "  Runs bench_scaling, bench_selective, bench_placement, bench_dropout,\n"
-             "  bench_memory_budget, bench_offload, bench_timeline and bench_planner (from this\n"
-             "  binary's directory), then merges their JSON into DIR/summary.json.",
-    .quick = "every bench with --quick (seconds: 7 s on a quiet 2-core machine)",
+             "  bench_memory_budget, bench_offload, bench_timeline, bench_planner and\n"
+             "  bench_attention (from this binary's directory), then merges their JSON into\n"
+             "  DIR/summary.json.",
+    .quick = "every bench with --quick (seconds to minutes, with what else the machine runs)",
     .full = "every bench in its full mode (several minutes)",
     .timed = false,
 };
@@ -34,6 +35,7 @@ static const BenchInfo INFO = {
 static const char *const BENCHES[] = {
     "bench_scaling",       "bench_selective", "bench_placement", "bench_dropout",
     "bench_memory_budget", "bench_offload",   "bench_timeline",  "bench_planner",
+    "bench_attention",
 };
 enum { N_BENCHES = sizeof BENCHES / sizeof BENCHES[0] };
 

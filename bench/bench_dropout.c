@@ -31,27 +31,32 @@ static const BenchInfo INFO = {
     .question = "quiz question 7: replaying a region with dropout needs the generator state of its first forward",
     .about = "  The GPT with dropout 0.1: the largest |gradient difference| against no checkpointing\n"
              "  under full, sqrt and selective checkpointing, with and without replaying the random\n"
-             "  generator, and the verdict of the determinism check.",
+             "  generator, and the verdict of the determinism check; with --dropout-rng counter, the\n"
+             "  same for counter-based masks, which need no replay.",
     .quick = "L = 4, D = 64, H = 4, T = 32, B = 2 (a second)",
     .full = "L = 4, D = 128, H = 4, T = 128, B = 4",
     .timed = false,
     .strategies = KINDS,
     .n_strategies = N_STRATEGIES,
     .step_flags = STEP_FLAG_POLICY,
+    .model_flags = true,
 };
 static const uint64_t DROPOUT_SEED = 11;
 
+/* The model flags of the command line (--dropout-rng, --attention). */
+static const BenchOptions *options;
+
 /* One step's gradients (forward and backward, no update) of `m` under `s`, with the
- * dropout generator seeded the same way each time. */
+ * dropout generator seeded the same way each time (or the counter keyed by the same seed). */
 static RematStatus gradients(Model *m, const Strategy *s, const Batch *batch)
 {
     Schedule *schedule = schedule_for_strategy(s, m->n_layers);
     if (!schedule) return remat_last_status();
-    TrainCtx ctx = {.training = true};
+    TrainCtx ctx = {.training = true, .seed = DROPOUT_SEED};
     pcg32_seed(&ctx.rng, DROPOUT_SEED, 1);
     StepStats unused;
-    const RematStatus status = step_measure(m, &(Variant){.name = strategy_name(s->kind), .schedule = schedule}, NULL, batch,
-                                        &ctx, &unused);
+    const Variant v = bench_variant(options, (Variant){.name = strategy_name(s->kind), .schedule = schedule}, true);
+    const RematStatus status = step_measure(m, &v, NULL, batch, &ctx, &unused);
     schedule_free(schedule);
     return status;
 }
@@ -139,6 +144,9 @@ int main(int argc, char **argv)
     const GptShape shape = o.quick ? (GptShape){.L = 4, .C = 64, .H = 4, .T = 32, .B = 2, .dropout = 0.1f}
                                    : (GptShape){.L = 4, .C = 128, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
     results_config_gpt(results, &shape);
+    options = &o;
+    results_config_str(results, "dropout_rng", dropout_rng_name(o.dropout_rng));
+    results_config_str(results, "attention", attention_kind_name(o.attention));
     ResultsTable *table = results_table(results, "gradients", "gradients of one batch against no checkpointing",
                                         FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
     ModelBench g;
@@ -171,7 +179,11 @@ int main(int argc, char **argv)
                "determinism check");
         for (int k = 0; k < n; k++)
             for (int i = 0; i < 2; i++) print_and_record(&outcomes[k][i], table);
-        printf("\n  With the generator replayed, every region's recomputation draws the masks its first\n"
+        if (o.dropout_rng == DROPOUT_RNG_COUNTER)
+            printf("\n  Counter-based masks (--dropout-rng counter): every mask is a function of (seed, step,\n"
+                   "  micro-batch, op, element), so a replay makes the same masks whether or not the generator\n"
+                   "  is restored, and without replay too the gradients are none's to the bit.\n");
+        else printf("\n  With the generator replayed, every region's recomputation draws the masks its first\n"
                "  forward drew, and the gradients are those of none to the bit. Without it, the replay\n"
                "  draws new masks: backward differentiates a forward that never happened. The\n"
                "  determinism check compares every recomputed op's output in the replay with the first\n"

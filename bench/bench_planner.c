@@ -136,7 +136,7 @@ static RematStatus vary_heads(Model *m, const GptShape *s, const int *heads)
     Pcg32 init;
     pcg32_seed(&init, 7, 1);
     for (int i = 0; i < m->n_layers; i++) {
-        Layer *block = gpt_block_create(m->layers[i]->name, s->C, heads[i], s->dropout, s->L, &init);
+        Layer *block = gpt_block_create(m->layers[i]->name, i, s->C, heads[i], s->dropout, ATTENTION_NAIVE, s->L, &init);
         if (!block) return remat_last_status();
         layer_free(m->layers[i]);
         m->layers[i] = block;

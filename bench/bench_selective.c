@@ -1,25 +1,42 @@
 /*
  * bench_selective.c — quiz question 5: selective recomputation keeps the outputs of the
- * expensive ops and recomputes the cheap ones that are big to keep.
+ * expensive ops and recomputes the cheap ones that are big to keep; and the same idea one
+ * level down, inside the kernels: fused attention and counter-based dropout masks.
  *
- * On the GPT (D = 128, H = 4, dropout 0.1) at several sequence lengths T, it runs every
- * block as a checkpoint region under each selective policy — none (no checkpointing),
- * full (nothing_saveable), dots_saveable and attention_core — and reports:
+ * On the GPT (dropout 0.1) at several sequence lengths T, it runs every block as a
+ * checkpoint region under each selective policy — none (no checkpointing), full
+ * (nothing_saveable), dots_saveable and attention_core — with each of three ways of
+ * computing the attention core and its dropout:
+ *
+ *   naive/stream    primitive ops keeping the (B,H,T,T) probabilities, masks from the
+ *                   PCG32 stream, kept for backward (remat's default)
+ *   naive/counter   the same ops, masks counter-based (Philox): never stored
+ *   fused/counter   one fused attention op, keeping one float per row, its probabilities
+ *                   and masks made again in backward (fused attention with stream dropout
+ *                   is refused: its masks cannot be made again)
+ *
+ * and reports:
  *
  *   - the activation bytes per layer a forward leaves for backward, by the tag of the op
  *     that made each tensor (measured with the census of measure.h), next to the per-layer
- *     formula of Korthikanti et al. 2022 adapted to float32 and to this model;
- *   - the recompute FLOP overhead and time overhead of a training step (policies
- *     alternating step by step).
+ *     formula (Korthikanti et al. 2022 adapted to float32 and to this model, and its
+ *     variants below);
+ *   - the recompute FLOP overhead and time of a training step (all variants alternating
+ *     step by step), with the fastest and slowest of the timed steps;
+ *   - at the longest T, a memory budget that fused attention fits and naive attention
+ *     does not: every variant without checkpointing tried under it.
  *
  * The formula. Korthikanti et al. count, per layer, sbh(34 + 5as/h) bytes with 16-bit
  * activations and 1-byte dropout masks (s = T, b = B, h = C, a = H). Every tensor of theirs
  * is one this model's ops save (autograd/layers_gpt.c), so in float32 (4 bytes) with
  * 1-byte masks it becomes 66·BTC + 9·BHT² bytes; this model's LayerNorms also keep their
- * mean and rstd (4 bytes per row each, two LayerNorms), + 16·BT. Selective recomputation
- * of the attention core drops the 9·BHT² term; full recomputation keeps only the block's
- * input, 4·BTC. dots_saveable is not in the paper; derived from the ops it is
- * 44·BTC + 4·BHT² (see POLICY_FORMULA).
+ * mean and rstd (4 bytes per row each, two LayerNorms), + 16·BT. Counter-based masks are
+ * not stored: 64·BTC + 8·BHT² + 16·BT. Fused attention keeps neither (B,H,T,T) tensor but
+ * its output and one log-sum-exp per row: 68·BTC + 4·BHT + 16·BT. Selective recomputation
+ * of the attention core drops the T² terms (and the fused op's output and rows); full
+ * recomputation keeps only the block's input, 4·BTC. dots_saveable is not in the paper;
+ * derived from the ops it is 44·BTC + 4·BHT² (the scores), or 44·BTC + 4·BHT fused (see
+ * FORMULAS).
  *
  * What it is not: a test of the policies (tests/test_checkpoint.c is); the smoke test
  * checks that the measured bytes of a --quick run equal the formulas.
@@ -30,156 +47,259 @@
 #include "bench/cli.h"
 #include "bench/measure.h"
 #include "bench/results.h"
+#include "models/gpt.h"
 
-enum { N_POLICIES = 4, MAX_SEQS = 3 };
+enum { N_POLICIES = 4, N_COMBOS = 3, N_VARIANTS = N_POLICIES * N_COMBOS, MAX_SEQS = 5 };
 
 /* The rows are policies: none, full (nothing_saveable) and selective's presets. */
 static const StrategyKind KINDS[] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SELECTIVE};
 
 static const BenchInfo INFO = {
     .name = "bench_selective",
-    .question = "quiz question 5: selective recomputation recomputes the cheap, memory-heavy ops "
-                "and keeps the expensive ones",
-    .about = "  The GPT (D = 128, H = 4, dropout 0.1) at T = 128, 256, 512 with every block a region\n"
-             "  under the policies none, full (nothing_saveable), dots_saveable and attention_core:\n"
-             "  activation bytes per layer by op tag next to Korthikanti et al.'s formula in float32,\n"
-             "  recompute FLOP overhead and time overhead.",
-    .quick = "L = 2, B = 2, T = 64 and 128, 3 timed steps (a few seconds)",
-    .full = "L = 4, B = 4, T = 128, 256 and 512, 7 timed steps after 2 warm-up rounds",
+    .question = "quiz questions 5 and 7: selective recomputation recomputes the cheap, memory-heavy ops "
+                "and keeps the expensive ones; fused attention and counter-based masks do it inside kernels",
+    .about = "  The GPT (D = 256, H = 4, dropout 0.1) at T = 128 to 2048 with every block a region under\n"
+             "  the policies none, full (nothing_saveable), dots_saveable and attention_core, each with\n"
+             "  naive attention and stream dropout, naive attention and counter-based dropout, and fused\n"
+             "  attention (counter-based dropout): activation bytes per layer by op tag next to the\n"
+             "  formulas, recompute FLOP overhead, step time (median, fastest, slowest); at the longest T,\n"
+             "  a memory budget fused attention fits and naive attention does not.",
+    .quick = "L = 2, D = 128, B = 2, T = 64 and 128, 3 timed steps (seconds)",
+    .full = "L = 4, B = 4, T = 128, 256, 512, 1024 and 2048 (naive attention up to 1024), 3 timed steps "
+            "after 1 warm-up round",
     .timed = true,
     .strategies = KINDS,
     .n_strategies = 3,
     .step_flags = STEP_FLAG_POLICY | STEP_FLAG_NO_RNG_REPLAY,
 };
 
+/* How the attention core and its dropout are computed. */
+typedef struct Combo {
+    const char *name;
+    AttentionKind attention;
+    DropoutRng dropout_rng;
+} Combo;
+
+enum { NAIVE_STREAM = 0, NAIVE_COUNTER = 1, FUSED_COUNTER = 2 };
+static const Combo COMBOS[N_COMBOS] = {
+    {"naive/stream", ATTENTION_NAIVE, DROPOUT_RNG_STREAM},
+    {"naive/counter", ATTENTION_NAIVE, DROPOUT_RNG_COUNTER},
+    {"fused/counter", ATTENTION_FUSED, DROPOUT_RNG_COUNTER},
+};
+
+/* Bytes per layer as btc·B·T·C + bht2·B·H·T² + bht·B·H·T + bt·B·T. */
+typedef struct Coef {
+    int btc, bht2, bht, bt;
+} Coef;
+
 /* A tensor a block keeps, by the tag of the op that made it, and its bytes under none:
- * btc·B·T·C + bht2·B·H·T² + bt·B·T. The rows with no bytes under none are outputs only
- * dots_saveable keeps. Korthikanti et al.'s terms are named in `what`. */
+ * `none` with a stream, plus `mask` (1-byte masks) with a stream only; naive_only and
+ * fused_only tags exist in one attention only. The rows with no bytes under none are
+ * outputs only dots_saveable keeps. Korthikanti et al.'s terms are named in `what`. */
 typedef struct TagRow {
     const char *tag;
     const char *what;
-    int btc, bht2, bt;
+    Coef none, mask;
+    bool naive_only, fused_only;
 } TagRow;
 
 static const TagRow TAGS[] = {
-    {"attn.ln", "LN1 out = QKV's input; mean, rstd", 4, 0, 8},
-    {"attn.qkv", "QKV output (dots)", 0, 0, 0},
-    {"attn.split_q", "Q: QK^T's input", 4, 0, 0},
-    {"attn.split_k", "K: QK^T's input", 4, 0, 0},
-    {"attn.split_v", "V: attention-over-V's input", 4, 0, 0},
-    {"attn.scores", "QK^T (dots)", 0, 0, 0},
-    {"attn.softmax", "softmax output", 0, 4, 0},
-    {"attn.dropout", "its mask (1 B) and output", 0, 5, 0},
-    {"attn.out", "attention over V (dots)", 0, 0, 0},
-    {"attn.merge", "output projection's input", 4, 0, 0},
-    {"attn.proj", "output projection (dots)", 0, 0, 0},
-    {"attn.resid_dropout", "its mask (1 B)", 1, 0, 0},
-    {"attn.residual", "LN2's input", 4, 0, 0},
-    {"mlp.ln", "LN2 out = fc's input; mean, rstd", 4, 0, 8},
-    {"mlp.fc", "fc output = GELU's input", 16, 0, 0},
-    {"mlp.gelu", "GELU output = proj's input", 16, 0, 0},
-    {"mlp.proj", "proj output (dots)", 0, 0, 0},
-    {"mlp.dropout", "its mask (1 B)", 1, 0, 0},
-    {"mlp.residual", "block output = next LN1's input", 4, 0, 0},
+    {"attn.ln", "LN1 out = QKV's input; mean, rstd", {.btc = 4, .bt = 8}, {0}, false, false},
+    {"attn.qkv", "QKV output (dots)", {0}, {0}, false, false},
+    {"attn.split_q", "Q: QK^T's input", {.btc = 4}, {0}, false, false},
+    {"attn.split_k", "K: QK^T's input", {.btc = 4}, {0}, false, false},
+    {"attn.split_v", "V: attention-over-V's input", {.btc = 4}, {0}, false, false},
+    {"attn.scores", "QK^T (dots)", {0}, {0}, true, false},
+    {"attn.softmax", "softmax output", {.bht2 = 4}, {0}, true, false},
+    {"attn.dropout", "its output, and mask (1 B)", {.bht2 = 4}, {.bht2 = 1}, true, false},
+    {"attn.out", "attention over V (dots)", {0}, {0}, true, false},
+    {"attn.fused", "fused: output, log-sum-exp rows", {.btc = 4, .bht = 4}, {0}, false, true},
+    {"attn.merge", "output projection's input", {.btc = 4}, {0}, false, false},
+    {"attn.proj", "output projection (dots)", {0}, {0}, false, false},
+    {"attn.resid_dropout", "its mask (1 B)", {0}, {.btc = 1}, false, false},
+    {"attn.residual", "LN2's input", {.btc = 4}, {0}, false, false},
+    {"mlp.ln", "LN2 out = fc's input; mean, rstd", {.btc = 4, .bt = 8}, {0}, false, false},
+    {"mlp.fc", "fc output = GELU's input", {.btc = 16}, {0}, false, false},
+    {"mlp.gelu", "GELU output = proj's input", {.btc = 16}, {0}, false, false},
+    {"mlp.proj", "proj output (dots)", {0}, {0}, false, false},
+    {"mlp.dropout", "its mask (1 B)", {0}, {.btc = 1}, false, false},
+    {"mlp.residual", "block output = next LN1's input", {.btc = 4}, {0}, false, false},
 };
 enum { N_TAGS = sizeof TAGS / sizeof TAGS[0] };
 
-/* A policy and its per-layer formulas, in the same three coefficients. korthikanti is
- * false where the paper has no count (its figure is then this model's formula). */
+/* A policy and its per-layer formulas, one per combo, in the same coefficients.
+ * korthikanti is false where the paper has no count. */
 typedef struct PolicyFormula {
     const char *name;
-    const Policy *policy;  /* NULL: no checkpointing */
-    TagRow model;          /* this model's bytes per layer */
-    TagRow paper;          /* Korthikanti et al. in float32 */
+    const Policy *policy;   /* NULL: no checkpointing */
+    Coef model[N_COMBOS];   /* this model's bytes per layer */
+    Coef paper;             /* Korthikanti et al. in float32 (naive/stream) */
     bool korthikanti;
 } PolicyFormula;
 
-static const PolicyFormula POLICY_FORMULA[N_POLICIES] = {
-    {"none", NULL, {.btc = 66, .bht2 = 9, .bt = 16}, {.btc = 66, .bht2 = 9}, true},
+static const PolicyFormula FORMULAS[N_POLICIES] = {
+    {"none", NULL, {{66, 9, 0, 16}, {64, 8, 0, 16}, {68, 0, 4, 16}}, {.btc = 66, .bht2 = 9}, true},
     /* full: the block's input only (the region's input, saved by its node). */
-    {"full", &POLICY_NOTHING_SAVEABLE, {.btc = 4}, {.btc = 4}, true},
-    /* dots: the block input 4, the QKV output 12, attention over V 4, the two projections'
-     * outputs 4 + 4 and fc's 16 (BTC); the scores 4 (BHT²): each is read in the replay
-     * by an op that is recomputed, so the policy's cache keeps it. */
-    {"dots_saveable", &POLICY_DOTS_SAVEABLE, {.btc = 44, .bht2 = 4}, {0}, false},
-    {"attention_core", &POLICY_ATTENTION_CORE, {.btc = 66, .bt = 16}, {.btc = 66}, true},
+    {"full", &POLICY_NOTHING_SAVEABLE, {{.btc = 4}, {.btc = 4}, {.btc = 4}}, {.btc = 4}, true},
+    /* dots: the block input 4, the QKV output 12, attention over V 4 (fused: its output 4
+     * and rows), the two projections' outputs 4 + 4 and fc's 16 (BTC); the scores 4 (BHT²):
+     * each is read in the replay by an op that is recomputed, so the policy's cache keeps it. */
+    {"dots_saveable", &POLICY_DOTS_SAVEABLE, {{44, 4, 0, 0}, {44, 4, 0, 0}, {44, 0, 4, 0}}, {0}, false},
+    /* attention_core: none without the core's tensors (and, counter-based, without masks). */
+    {"attention_core", &POLICY_ATTENTION_CORE, {{66, 0, 0, 16}, {64, 0, 0, 16}, {64, 0, 0, 16}}, {.btc = 66}, true},
 };
 
-/* The policies the command line leaves to measure (none first), and how regions replay. */
+/* One measured variant: a policy with a combo. */
+typedef struct Row {
+    const PolicyFormula *f;
+    const Combo *combo;
+} Row;
+
+/* The variants the command line leaves to measure (none first), and how regions replay. */
 typedef struct Rows {
-    const PolicyFormula *f[N_POLICIES];
+    Row r[N_VARIANTS];
     int n;
     bool preserve_rng;
 } Rows;
 
 /* --strategy keeps none and the rows of that strategy; --policy keeps, of selective's rows,
- * that policy's. */
+ * that policy's. Every policy is measured with every combo. */
 static Rows rows_wanted(const BenchOptions *o)
 {
     Rows rows = {.preserve_rng = o->step.strategy.preserve_rng};
     for (int p = 0; p < N_POLICIES; p++) {
-        const Policy *policy = POLICY_FORMULA[p].policy;
+        const Policy *policy = FORMULAS[p].policy;
         const StrategyKind kind = !policy                             ? STRATEGY_NONE
                                   : policy == &POLICY_NOTHING_SAVEABLE ? STRATEGY_FULL
                                                                        : STRATEGY_SELECTIVE;
         if (!bench_measures(o, kind)) continue;
         if (kind == STRATEGY_SELECTIVE && o->step.strategy.policy && o->step.strategy.policy != policy) continue;
-        rows.f[rows.n++] = &POLICY_FORMULA[p];
+        for (int c = 0; c < N_COMBOS; c++) rows.r[rows.n++] = (Row){&FORMULAS[p], &COMBOS[c]};
     }
     return rows;
 }
 
-static size_t formula_bytes(const TagRow *f, const GptShape *s)
+static size_t coef_bytes(const Coef *f, const GptShape *s)
 {
     const size_t B = (size_t)s->B, T = (size_t)s->T, C = (size_t)s->C, H = (size_t)s->H;
-    return (size_t)f->btc * B * T * C + (size_t)f->bht2 * B * H * T * T + (size_t)f->bt * B * T;
+    return (size_t)f->btc * B * T * C + (size_t)f->bht2 * B * H * T * T + (size_t)f->bht * B * H * T +
+           (size_t)f->bt * B * T;
 }
 
-/* What one sequence length measured, per policy. */
+/* A tag's bytes per layer under none with `combo`. */
+static size_t tag_formula(const TagRow *t, const Combo *combo, const GptShape *s)
+{
+    const bool fused = combo->attention == ATTENTION_FUSED;
+    if ((fused && t->naive_only) || (!fused && t->fused_only)) return 0;
+    return coef_bytes(&t->none, s) + (combo->dropout_rng == DROPOUT_RNG_STREAM ? coef_bytes(&t->mask, s) : 0);
+}
+
+/* The formula of a row, as this model's coefficients say. */
+static size_t row_formula(const Row *r, const GptShape *s)
+{
+    return coef_bytes(&r->f->model[r->combo - COMBOS], s);
+}
+
+/* What one sequence length measured, per variant; rows whose `measured` is false were
+ * left out (naive attention past the longest T it runs at). */
 typedef struct SeqResult {
     const Rows *rows;
     GptShape shape;
-    Census census[N_POLICIES];
-    StepStats stats[N_POLICIES];
+    bool measured[N_VARIANTS];
+    Census census[N_VARIANTS];
+    StepStats stats[N_VARIANTS];
     size_t batch_bytes;
 } SeqResult;
 
-/* Builds the GPT for one T, takes the census of each policy's forward, then times the
- * policies alternately. */
-static RematStatus measure_seq(SeqResult *r, int warmup, int steps, Progress *progress)
+/* Builds the GPT for one T, takes the census of each variant's forward, then times the
+ * variants alternately. Naive attention runs only when `naive` is set. */
+static RematStatus measure_seq(SeqResult *r, bool naive, int warmup, int steps, Progress *progress)
 {
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &r->shape, &adamw);
-    Schedule *schedules[N_POLICIES] = {0};
-    Variant variants[N_POLICIES];
+    Schedule *schedules[N_VARIANTS] = {0};
+    Variant variants[N_VARIANTS];
+    int index[N_VARIANTS], n = 0; /* variants[k] measures row index[k] */
     const Rows *rows = r->rows;
     for (int p = 0; p < rows->n && status == REMAT_OK; p++) {
-        Strategy st = strategy_defaults(rows->f[p]->policy ? STRATEGY_SELECTIVE : STRATEGY_NONE);
-        st.policy = rows->f[p]->policy;
+        const Row *row = &rows->r[p];
+        if (!naive && row->combo->attention == ATTENTION_NAIVE) continue;
+        Strategy st = strategy_defaults(row->f->policy ? STRATEGY_SELECTIVE : STRATEGY_NONE);
+        st.policy = row->f->policy;
         st.preserve_rng = rows->preserve_rng;
-        schedules[p] = schedule_for_strategy(&st, g.model->n_layers);
-        if (!schedules[p]) status = remat_last_status();
-        variants[p] = (Variant){.name = rows->f[p]->name, .schedule = schedules[p]};
+        if (!(schedules[n] = schedule_for_strategy(&st, g.model->n_layers))) status = remat_last_status();
+        variants[n] = (Variant){.name = row->f->name, .schedule = schedules[n], .dropout_rng = row->combo->dropout_rng,
+                                .attention = row->combo->attention};
+        index[n++] = p;
+        r->measured[p] = true;
     }
-    TrainCtx ctx = {.training = true};
+    TrainCtx ctx = {.training = true, .seed = 3};
     pcg32_seed(&ctx.rng, 3, 4);
-    for (int p = 0; p < rows->n && status == REMAT_OK; p++)
-        status = census_forward(g.model, &variants[p], &g.batch, &ctx, &r->census[p]);
+    for (int k = 0; k < n && status == REMAT_OK; k++)
+        status = census_forward(g.model, &variants[k], &g.batch, &ctx, &r->census[index[k]]);
     if (status == REMAT_OK) r->batch_bytes = g.batch.x->value->bytes + g.batch.y->value->bytes;
     char label[32];
     snprintf(label, sizeof label, "T=%d", r->shape.T);
+    StepStats stats[N_VARIANTS];
     if (status == REMAT_OK)
-        status = steps_alternate(g.model, variants, rows->n, g.opt, &g.batch, &ctx, warmup, steps, progress, label,
-                                 r->stats);
-    for (int p = 0; p < rows->n; p++) schedule_free(schedules[p]);
+        status = steps_alternate(g.model, variants, n, g.opt, &g.batch, &ctx, warmup, steps, progress, label, stats);
+    for (int k = 0; k < n && status == REMAT_OK; k++) r->stats[index[k]] = stats[k];
+    for (int k = 0; k < n; k++) schedule_free(schedules[k]);
     model_bench_free(&g);
     return status;
 }
 
+/* ---- the budget that fused attention fits and naive attention does not ---------------- */
+
+typedef struct BudgetTry {
+    const Combo *combo;
+    bool fits;
+    size_t peak_resident; /* when it fits */
+    char why[240];        /* when it does not: the ledger's message */
+} BudgetTry;
+
+/* At shape s, without checkpointing, the budget is fused attention's peak resident bytes
+ * plus half of what naive attention keeps beyond it (by the formulas, L·(8·BHT² − 4·BTC −
+ * 4·BHT) with counter-based masks: its two (B,H,T,T) tensors against the fused output and
+ * rows), rounded up to a MiB; then every combo tries one step under it. */
+static RematStatus budget_demo(const GptShape *s, size_t *budget, BudgetTry tries[N_COMBOS])
+{
+    const OptimConfig adamw = optim_adamw_defaults(1e-3f);
+    ModelBench g;
+    RematStatus status = gpt_bench_create(&g, s, &adamw);
+    TrainCtx ctx = {.training = true, .seed = 3};
+    pcg32_seed(&ctx.rng, 3, 4);
+    StepStats st;
+    const Variant fused = {.name = "none", .dropout_rng = DROPOUT_RNG_COUNTER, .attention = ATTENTION_FUSED};
+    if (status == REMAT_OK) status = step_measure(g.model, &fused, g.opt, &g.batch, &ctx, &st);
+    const size_t mib = (size_t)1 << 20;
+    const Coef naive = {.bht2 = 8}, fused_rows = {.btc = 4, .bht = 4};
+    const size_t half = (size_t)s->L * (coef_bytes(&naive, s) - coef_bytes(&fused_rows, s)) / 2;
+    *budget = status == REMAT_OK ? (st.peak_resident + half + mib - 1) / mib * mib : 0;
+    for (int c = 0; c < N_COMBOS && status == REMAT_OK; c++) {
+        const Variant v = {.name = "none", .dropout_rng = COMBOS[c].dropout_rng, .attention = COMBOS[c].attention};
+        tries[c] = (BudgetTry){.combo = &COMBOS[c]};
+        mem_set_budget(*budget);
+        const RematStatus tried = step_measure(g.model, &v, g.opt, &g.batch, &ctx, &st);
+        mem_set_budget(0);
+        tries[c].fits = tried == REMAT_OK;
+        if (tries[c].fits) tries[c].peak_resident = st.peak_resident;
+        else if (tried == REMAT_EOOM) snprintf(tries[c].why, sizeof tries[c].why, "%s", remat_last_error());
+        else status = tried;
+        remat_clear_error();
+    }
+    model_bench_free(&g);
+    return status;
+}
+
+/* ---- tables ------------------------------------------------------------------------------ */
+
 static const ResultsField POLICY_FIELDS[] = {
     {"seq", "tokens"},
     {"policy", ""},
+    {"attention", ""},
+    {"dropout_rng", ""},
     {"act_per_layer", "bytes"},
     {"formula_per_layer", "bytes"},
     {"korthikanti_fp32_per_layer", "bytes"},
@@ -190,81 +310,111 @@ static const ResultsField POLICY_FIELDS[] = {
     {"recompute_flops", "FLOPs"},
     {"flop_overhead", "ratio"},
     {"step_seconds", "seconds"},
+    {"step_seconds_min", "seconds"},
+    {"step_seconds_max", "seconds"},
     {"time_overhead", "ratio"},
+    {"time_vs_naive_stream", "ratio"},
 };
 
 static const ResultsField TAG_FIELDS[] = {
     {"seq", "tokens"},
     {"policy", ""},
+    {"attention", ""},
+    {"dropout_rng", ""},
     {"tag", ""},
     {"bytes_per_layer", "bytes"},
     {"formula_none", "bytes"},
 };
 
+static const ResultsField BUDGET_FIELDS[] = {
+    {"seq", "tokens"},
+    {"attention", ""},
+    {"dropout_rng", ""},
+    {"budget", "bytes"},
+    {"fits", "bool"},
+    {"peak_resident", "bytes"},
+};
+
+/* Records the label fields every row of the two per-variant tables has. */
+static void record_row(ResultsRecord *rec, int T, const Row *row)
+{
+    record_num(rec, "seq", T);
+    record_str(rec, "policy", row->f->name);
+    record_str(rec, "attention", attention_kind_name(row->combo->attention));
+    record_str(rec, "dropout_rng", dropout_rng_name(row->combo->dropout_rng));
+}
+
 static void print_tags(const SeqResult *r, ResultsTable *tags)
 {
     const GptShape *s = &r->shape;
-    printf("\n  T = %d: activation bytes per layer left for backward, by the op that made them\n", s->T);
-    printf("  %-18s %-34s", "tag", "what it is");
     const Rows *rows = r->rows;
-    for (int p = 0; p < rows->n; p++) printf(" %14s", rows->f[p]->name);
-    printf(" %14s\n", "formula (none)");
+    printf("\n  T = %d: activation bytes per layer left for backward without checkpointing, by the op that "
+           "made them\n  %-18s %-34s", s->T, "tag", "what it is");
+    for (int c = 0; c < N_COMBOS; c++) printf(" %15s", COMBOS[c].name);
+    printf("\n");
     for (int i = 0; i < N_TAGS; i++) {
-        const size_t formula = formula_bytes(&TAGS[i], s);
         printf("  %-18s %-34s", TAGS[i].tag, TAGS[i].what);
         for (int p = 0; p < rows->n; p++) {
+            const Row *row = &rows->r[p];
+            if (row->f->policy) continue; /* the tag table is none's */
+            if (!r->measured[p]) {
+                printf(" %15s", "-");
+                continue;
+            }
             const size_t bytes = census_bytes(&r->census[p], TAGS[i].tag) / (size_t)s->L;
-            printf(" %14zu", bytes);
+            const size_t formula = tag_formula(&TAGS[i], row->combo, s);
+            printf(" %14zu%s", bytes, bytes == formula ? "=" : "!");
             ResultsRecord *rec = results_record(tags);
-            record_num(rec, "seq", s->T);
-            record_str(rec, "policy", rows->f[p]->name);
+            record_row(rec, s->T, row);
             record_str(rec, "tag", TAGS[i].tag);
             record_num(rec, "bytes_per_layer", (double)bytes);
-            if (p == 0) record_num(rec, "formula_none", (double)formula);
+            record_num(rec, "formula_none", (double)formula);
         }
-        printf(" %14zu\n", formula);
+        printf("\n");
     }
+}
+
+/* The measured row `p`'s bytes per layer in the blocks. */
+static size_t per_layer(const SeqResult *r, int p)
+{
+    const Census *c = &r->census[p];
+    return (census_bytes(c, "attn.") + census_bytes(c, "mlp.")) / (size_t)r->shape.L;
+}
+
+/* The measured row with `policy` (NULL: none) and `combo`, or −1. */
+static int find_row(const SeqResult *r, const Policy *policy, const Combo *combo)
+{
+    for (int q = 0; q < r->rows->n; q++)
+        if (r->rows->r[q].f->policy == policy && r->rows->r[q].combo == combo && r->measured[q]) return q;
+    return -1;
 }
 
 static void print_policies(const SeqResult *r, ResultsTable *table)
 {
     const GptShape *s = &r->shape;
     const Rows *rows = r->rows;
-    const char *lines[] = {"per layer, measured", "this model's formula", "Korthikanti et al., fp32"};
-    for (int row = 0; row < 3; row++) {
-        printf("  %-53s", lines[row]);
-        for (int p = 0; p < rows->n; p++) {
-            const PolicyFormula *f = rows->f[p];
-            const Census *c = &r->census[p];
-            const size_t measured = (census_bytes(c, "attn.") + census_bytes(c, "mlp.")) / (size_t)s->L;
-            const size_t formula = formula_bytes(&f->model, s);
-            if (row == 0) printf(" %14zu", measured);
-            else if (row == 1) printf(" %13zu%s", formula, measured == formula ? "=" : "!");
-            else if (f->korthikanti) printf(" %14zu", formula_bytes(&f->paper, s));
-            else printf(" %14s", "(not in paper)");
-        }
-        printf("\n");
-    }
-    printf("\n  %-16s %12s %12s %10s %11s %9s %9s %9s\n", "policy", "stored MiB", "peak ACT MiB", "census",
-           "recompute", "FLOP", "step ms", "time");
-    printf("  %-16s %12s %12s %10s %11s %9s %9s %9s\n", "", "", "", "complete", "GFLOP", "overhead", "", "overhead");
+    printf("\n  %-16s %-14s %12s %12s %12s %9s %10s %9s %20s %8s\n", "policy", "attention/rng", "per layer",
+           "formula", "peak ACT MiB", "census", "recompute", "FLOP", "step ms (min-max)", "time");
     for (int p = 0; p < rows->n; p++) {
-        const PolicyFormula *f = rows->f[p];
+        if (!r->measured[p]) continue;
+        const Row *row = &rows->r[p];
         const Census *c = &r->census[p];
         const StepStats *st = &r->stats[p];
-        const size_t measured = (census_bytes(c, "attn.") + census_bytes(c, "mlp.")) / (size_t)s->L;
-        /* Everything the forward left is an op's output or the batch. */
-        const bool complete = c->total + r->batch_bytes == st->act_stored;
-        const double time_ratio = st->seconds / r->stats[0].seconds;
-        printf("  %-16s %12.2f %12.2f %10s %11.3f %8.1f%% %9.2f %8.2fx\n", f->name, mib(st->act_stored),
-               mib(st->peak[MEM_ACT]), complete ? "yes" : "NO", 1e-9 * (double)st->flops[PHASE_RECOMPUTE],
-               100.0 * flop_overhead(st), 1e3 * st->seconds, time_ratio);
+        const size_t measured = per_layer(r, p), formula = row_formula(row, s);
+        const bool complete = c->total + r->batch_bytes == st->act_stored; /* every byte is an op's or the batch */
+        const int base = find_row(r, NULL, row->combo), plain = find_row(r, row->f->policy, &COMBOS[NAIVE_STREAM]);
+        const double time_ratio = base >= 0 ? st->seconds / r->stats[base].seconds : 0.0;
+        char ms[40];
+        snprintf(ms, sizeof ms, "%.0f (%.0f-%.0f)", 1e3 * st->seconds, 1e3 * st->seconds_min, 1e3 * st->seconds_max);
+        printf("  %-16s %-14s %12zu %11zu%s %12.2f %9s %9.3fG %8.1f%% %20s %7.2fx\n", row->f->name, row->combo->name,
+               measured, formula, measured == formula ? "=" : "!", mib(st->peak[MEM_ACT]), complete ? "complete" : "NO",
+               1e-9 * (double)st->flops[PHASE_RECOMPUTE], 100.0 * flop_overhead(st), ms, time_ratio);
         ResultsRecord *rec = results_record(table);
-        record_num(rec, "seq", s->T);
-        record_str(rec, "policy", f->name);
+        record_row(rec, s->T, row);
         record_num(rec, "act_per_layer", (double)measured);
-        record_num(rec, "formula_per_layer", (double)formula_bytes(&f->model, s));
-        if (f->korthikanti) record_num(rec, "korthikanti_fp32_per_layer", (double)formula_bytes(&f->paper, s));
+        record_num(rec, "formula_per_layer", (double)formula);
+        if (row->f->korthikanti && row->combo == &COMBOS[NAIVE_STREAM])
+            record_num(rec, "korthikanti_fp32_per_layer", (double)coef_bytes(&row->f->paper, s));
         record_num(rec, "outside_blocks", (double)(c->total - measured * (size_t)s->L));
         record_num(rec, "act_stored", (double)st->act_stored);
         record_bool(rec, "census_complete", complete);
@@ -272,8 +422,45 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
         record_num(rec, "recompute_flops", (double)st->flops[PHASE_RECOMPUTE]);
         record_num(rec, "flop_overhead", flop_overhead(st));
         record_num(rec, "step_seconds", st->seconds);
+        record_num(rec, "step_seconds_min", st->seconds_min);
+        record_num(rec, "step_seconds_max", st->seconds_max);
         record_num(rec, "time_overhead", time_ratio);
+        if (plain >= 0) record_num(rec, "time_vs_naive_stream", st->seconds / r->stats[plain].seconds);
     }
+}
+
+static void print_budget(const GptShape *s, size_t budget, const BudgetTry tries[N_COMBOS], ResultsTable *table)
+{
+    char b[32], peak[32];
+    printf("\n  T = %d, no checkpointing, under a budget of %s (fused attention's peak + half of what naive\n"
+           "  attention keeps beyond it):\n", s->T,
+           mem_format_bytes(b, sizeof b, budget));
+    for (int c = 0; c < N_COMBOS; c++) {
+        const BudgetTry *t = &tries[c];
+        if (t->fits) printf("    %-14s fits: peak %s\n", t->combo->name, mem_format_bytes(peak, sizeof peak, t->peak_resident));
+        else printf("    %-14s does not fit: %.160s\n", t->combo->name, t->why);
+        ResultsRecord *rec = results_record(table);
+        record_num(rec, "seq", s->T);
+        record_str(rec, "attention", attention_kind_name(t->combo->attention));
+        record_str(rec, "dropout_rng", dropout_rng_name(t->combo->dropout_rng));
+        record_num(rec, "budget", (double)budget);
+        record_bool(rec, "fits", t->fits);
+        if (t->fits) record_num(rec, "peak_resident", (double)t->peak_resident);
+    }
+}
+
+static void print_formulas(const GptShape *base)
+{
+    printf("\n  GPT L=%d D=%d H=%d B=%d, dropout %g; every block a checkpoint region with the policy\n"
+           "  (none: no regions). Bytes per layer:\n"
+           "    Korthikanti et al. 2022: sbh(34 + 5as/h) in 16 bits with 1-byte masks; in float32, 66 BTC + 9 BHT^2.\n"
+           "    This model also keeps each LayerNorm's mean and rstd (+16 BT):\n"
+           "                      naive/stream              naive/counter             fused/counter\n"
+           "    none             66 BTC + 9 BHT^2 + 16 BT  64 BTC + 8 BHT^2 + 16 BT  68 BTC + 4 BHT + 16 BT\n"
+           "    attention_core   66 BTC + 16 BT            64 BTC + 16 BT            64 BTC + 16 BT\n"
+           "    dots_saveable    44 BTC + 4 BHT^2          44 BTC + 4 BHT^2          44 BTC + 4 BHT\n"
+           "    full             4 BTC                     4 BTC                     4 BTC\n",
+           base->L, base->C, base->H, base->B, (double)base->dropout);
 }
 
 int main(int argc, char **argv)
@@ -282,47 +469,57 @@ int main(int argc, char **argv)
     Results *results;
     const int start = bench_start(&INFO, argc, argv, &o, &results);
     if (start != BENCH_RUN) return start;
-    const int seqs_full[MAX_SEQS] = {128, 256, 512}, seqs_quick[] = {64, 128};
-    const int n_seqs = o.quick ? 2 : 3;
+    const int seqs_full[MAX_SEQS] = {128, 256, 512, 1024, 2048}, seqs_quick[] = {64, 128};
+    const int n_seqs = o.quick ? 2 : 5, naive_max = o.quick ? 128 : 1024;
     const int *seqs = o.quick ? seqs_quick : seqs_full;
     const GptShape base = o.quick ? (GptShape){.L = 2, .C = 128, .H = 4, .B = 2, .dropout = 0.1f}
-                                  : (GptShape){.L = 4, .C = 128, .H = 4, .B = 4, .dropout = 0.1f};
-    const int warmup = o.quick ? 1 : 2, steps = bench_steps(&o, 3, 7);
+                                  : (GptShape){.L = 4, .C = 256, .H = 4, .B = 4, .dropout = 0.1f};
+    const int warmup = 1, steps = bench_steps(&o, 3, 3);
     results_config_gpt(results, &base);
     results_config_ints(results, "seqs", seqs, n_seqs);
+    results_config_num(results, "naive_max_seq", naive_max);
     results_config_str(results, "optimizer", "adamw");
     results_config_num(results, "warmup_rounds", warmup);
     results_config_num(results, "timed_steps", steps);
-    ResultsTable *policies = results_table(results, "policies", "per policy and sequence length", POLICY_FIELDS,
+    ResultsTable *policies = results_table(results, "policies", "per policy, attention and dropout generator, and "
+                                           "sequence length", POLICY_FIELDS,
                                            (int)(sizeof POLICY_FIELDS / sizeof POLICY_FIELDS[0]), true);
-    ResultsTable *tags = results_table(results, "tags", "activation bytes per layer by the tag of the op that made "
-                                       "them", TAG_FIELDS, (int)(sizeof TAG_FIELDS / sizeof TAG_FIELDS[0]), true);
+    ResultsTable *tags = results_table(results, "tags", "activation bytes per layer without checkpointing by the tag "
+                                       "of the op that made them", TAG_FIELDS,
+                                       (int)(sizeof TAG_FIELDS / sizeof TAG_FIELDS[0]), true);
+    ResultsTable *budgets = results_table(results, "budget", "at the longest T without checkpointing, one step of "
+                                          "each attention under a budget fused attention fits", BUDGET_FIELDS,
+                                          (int)(sizeof BUDGET_FIELDS / sizeof BUDGET_FIELDS[0]), true);
     RematStatus status = REMAT_OK;
     const Rows rows = rows_wanted(&o);
-    SeqResult r[MAX_SEQS] = {0};
+    static SeqResult r[MAX_SEQS];
     Progress progress;
-    progress_begin(&progress, n_seqs * rows.n * (warmup + steps));
+    int units = 0;
+    for (int i = 0; i < n_seqs; i++) units += (seqs[i] <= naive_max ? rows.n : rows.n / N_COMBOS) * (warmup + steps);
+    progress_begin(&progress, units);
     for (int i = 0; i < n_seqs && status == REMAT_OK; i++) {
-        r[i].rows = &rows;
-        r[i].shape = base;
+        r[i] = (SeqResult){.rows = &rows, .shape = base};
         r[i].shape.T = seqs[i];
-        status = measure_seq(&r[i], warmup, steps, &progress);
+        status = measure_seq(&r[i], seqs[i] <= naive_max, warmup, steps, &progress);
     }
     progress_end(&progress);
+    GptShape longest = base;
+    longest.T = seqs[n_seqs - 1];
+    size_t budget = 0;
+    BudgetTry tries[N_COMBOS];
+    if (status == REMAT_OK) status = budget_demo(&longest, &budget, tries);
 
     if (status == REMAT_OK) {
-        printf("\n  GPT L=%d D=%d H=%d B=%d, dropout %g; every block a checkpoint region with the policy\n"
-               "  (none: no regions)\n", base.L, base.C, base.H, base.B, (double)base.dropout);
-        printf("  Korthikanti et al. 2022, per layer: sbh(34 + 5as/h) bytes in 16 bits with 1-byte masks;\n"
-               "  in float32 with 1-byte masks, 66 BTC + 9 BHT^2 bytes. This model keeps each LayerNorm's mean\n"
-               "  and rstd too (+16 BT): none = 66 BTC + 9 BHT^2 + 16 BT. attention_core drops the 9 BHT^2;\n"
-               "  full keeps the block input, 4 BTC; dots_saveable keeps 44 BTC + 4 BHT^2 (not in the paper).\n");
+        print_formulas(&base);
         for (int i = 0; i < n_seqs; i++) {
             print_tags(&r[i], tags);
             print_policies(&r[i], policies);
         }
+        print_budget(&longest, budget, tries, budgets);
         printf("\n  (\"=\": measured exactly as the formula. \"census complete\": the bytes by tag plus the batch\n"
-               "  are every byte of activations the forward left, so nothing kept went uncounted.)\n");
+               "  are every byte of activations the forward left, so nothing kept went uncounted. Times: median of\n"
+               "  %d steps, variants alternating, fastest and slowest in brackets; time overhead against none with\n"
+               "  the same attention and generator.)\n", steps);
     }
     for (int i = 0; i < n_seqs; i++)
         for (int p = 0; p < rows.n; p++) census_free(&r[i].census[p]);

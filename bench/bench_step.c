@@ -37,6 +37,7 @@ static const BenchInfo INFO = {
     .strategies = KINDS,
     .n_strategies = N_KINDS,
     .step_flags = STEP_FLAG_POLICY | STEP_FLAG_NO_RNG_REPLAY,
+    .model_flags = true,
 };
 
 /* Median GFLOP/s of a 2048³ sgemm on the current thread count. */
@@ -80,7 +81,7 @@ static void subject_free(Subject *s)
 
 /* Makes model `which` (0 the GPT, 1 the MLP chain of the header) and a schedule for each
  * strategy in `sweep`. */
-static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, int n)
+static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, int n, const BenchOptions *o)
 {
     *s = (Subject){0};
     const OptimConfig adamw = optim_adamw_defaults(1e-4f);
@@ -92,7 +93,8 @@ static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, 
     for (int k = 0; k < n && status == REMAT_OK; k++) {
         s->schedules[k] = schedule_for_strategy(&sweep[k], s->bench.model->n_layers);
         if (!s->schedules[k]) status = remat_last_status();
-        s->variants[k] = (Variant){.name = strategy_name(sweep[k].kind), .schedule = s->schedules[k]};
+        s->variants[k] = bench_variant(o, (Variant){.name = strategy_name(sweep[k].kind), .schedule = s->schedules[k]},
+                                       which == 0);
     }
     return status;
 }
@@ -146,6 +148,8 @@ int main(int argc, char **argv)
     const int warmup = o.quick ? 1 : 2, steps = bench_steps(&o, 2, 15);
     const int cores = platform_info().cores, max_threads = cores < MAX_THREADS ? cores : MAX_THREADS;
     results_config_str(results, "optimizer", "adamw");
+    results_config_str(results, "dropout_rng", dropout_rng_name(o.dropout_rng)); /* the GPT's */
+    results_config_str(results, "attention", attention_kind_name(o.attention));
     results_config_num(results, "warmup_rounds", warmup);
     results_config_num(results, "timed_steps", steps);
     ResultsTable *table = results_table(results, "steps", "one AdamW step per model, strategy and thread count",
@@ -160,10 +164,10 @@ int main(int argc, char **argv)
         if (status == REMAT_OK) status = sgemm_peak(&peaks[t]);
         for (int m = 0; m < N_MODELS && status == REMAT_OK; m++) {
             Subject s;
-            status = subject_create(&s, m, sweep, n);
+            status = subject_create(&s, m, sweep, n, &o);
             char label[48];
             snprintf(label, sizeof label, "%.3s, %d thread%s", MODEL_NAMES[m], t + 1, t ? "s" : "");
-            TrainCtx ctx = {.training = true};
+            TrainCtx ctx = {.training = true, .seed = 1};
             pcg32_seed(&ctx.rng, 1, 2);
             if (status == REMAT_OK)
                 status = steps_alternate(s.bench.model, s.variants, n, s.bench.opt, &s.bench.batch, &ctx, warmup,

@@ -19,7 +19,7 @@ void bench_usage(const BenchInfo *info, FILE *out)
     fprintf(out, "usage: %s [--quick] [--results DIR]%s%s", info->name, info->timed ? " [--steps N]" : "",
             info->strategies ? " [--strategy S]" : "");
     step_options_synopsis(info->step_flags, out);
-    fprintf(out, " [--help]\n");
+    fprintf(out, "%s [--help]\n", info->model_flags ? " [--dropout-rng R] [--attention A]" : "");
     fprintf(out, "  %s\n%s\n", info->question, info->about);
     /* The same columns as the step flags' help (models/step_options.h). */
     fprintf(out, "  --quick             %s\n", info->quick);
@@ -32,6 +32,11 @@ void bench_usage(const BenchInfo *info, FILE *out)
         fprintf(out, "\n");
     }
     step_options_usage(info->step_flags, false, out);
+    if (info->model_flags)
+        fprintf(out, "  --dropout-rng R     stream (PCG32, masks kept; default) or counter (Philox, masks\n"
+                     "                      made again in backward, nothing to replay)\n"
+                     "  --attention A       naive (default) or fused (one op keeping O(T) per head; needs\n"
+                     "                      --dropout-rng counter, the GPT having dropout)\n");
     fprintf(out, "  --help              this text\n");
 }
 
@@ -88,7 +93,7 @@ int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions 
 {
     *opt = (BenchOptions){.results_dir = "results", .step = step_options_defaults()};
     opt->step.strategy.policy = NULL;
-    enum { QUICK = 1, RESULTS = 2, STEPS = 4 };
+    enum { QUICK = 1, RESULTS = 2, STEPS = 4, DROPOUT_RNG = 8, ATTENTION = 16 };
     unsigned given = 0; /* the bench's own flags seen so far */
     char why[600];
     for (int i = 1; i < argc; i++) {
@@ -103,6 +108,8 @@ int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions 
         const unsigned which = !strcmp(flag, "--quick")                      ? QUICK
                              : !strcmp(flag, "--results")                    ? RESULTS
                              : info->timed && !strcmp(flag, "--steps") ? STEPS
+                             : info->model_flags && !strcmp(flag, "--dropout-rng") ? DROPOUT_RNG
+                             : info->model_flags && !strcmp(flag, "--attention") ? ATTENTION
                                                                              : 0;
         if (!which) {
             snprintf(why, sizeof why, "unknown flag %s", flag);
@@ -118,13 +125,18 @@ int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions 
             continue;
         }
         const char *value = i + 1 < argc ? argv[++i] : NULL;
-        const bool ok = value && value[0] && (which != STEPS || parse_int(value, 1, 1000, &opt->steps));
+        const bool ok = value && value[0] && (which != STEPS || parse_int(value, 1, 1000, &opt->steps)) &&
+                        (which != DROPOUT_RNG || dropout_rng_parse(value, &opt->dropout_rng) == REMAT_OK) &&
+                        (which != ATTENTION || attention_kind_parse(value, &opt->attention) == REMAT_OK);
         if (ok && which == RESULTS) opt->results_dir = value;
         if (!ok) {
             snprintf(why, sizeof why, "bad or missing value for %s%s%.400s", flag, value ? ": " : "", value ? value : "");
             return refuse(info, why);
         }
     }
+    if (opt->attention == ATTENTION_FUSED && opt->dropout_rng != DROPOUT_RNG_COUNTER)
+        return refuse(info, "--attention fused needs --dropout-rng counter: the fused kernel makes its dropout mask "
+                            "again in backward, which a running stream cannot do");
     return step_options_check(&opt->step, bench_scope(info, opt)) == REMAT_OK ? 0 : refuse(info, remat_last_error());
 }
 

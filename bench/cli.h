@@ -20,6 +20,10 @@
  *   --no-rng-replay replay regions without restoring the generator (dropout's masks change)
  *   --offload-dir D where the spill file goes (bench_offload)
  *
+ * and, in a bench whose GPT has dropout and that does not sweep them itself, train's
+ * model flags --dropout-rng stream|counter and --attention naive|fused (fused with the
+ * stream is refused, as train refuses it).
+ *
  * A bench says which of them it takes in its BenchInfo; the others are refused with a
  * message, not ignored: a flag that silently changes nothing would mislead. So is a flag
  * it takes that changes nothing in the run the others describe (--policy with --strategy
@@ -56,6 +60,9 @@ typedef struct BenchInfo {
      * StepFlag (models/step_options.h). */
     unsigned step_flags;
     bool offloads; /* it offloads without --offload (bench_offload), so --offload-dir applies */
+    /* It takes train's model flags --dropout-rng stream|counter and --attention
+     * naive|fused (its GPT has dropout 0.1, and it does not sweep them itself). */
+    bool model_flags;
 } BenchInfo;
 
 typedef struct BenchOptions {
@@ -65,6 +72,8 @@ typedef struct BenchOptions {
     bool one_strategy;       /* --strategy was given: measure step.strategy.kind (and none) only */
     StepOptions step;        /* the step flags given: step.strategy.policy is NULL for the
                                 bench's own, step.offload_opts.dir NULL for the default */
+    DropoutRng dropout_rng;  /* --dropout-rng (stream unless given) */
+    AttentionKind attention; /* --attention (naive unless given) */
 } BenchOptions;
 
 /* Prints the usage of `info`'s bench to `out`. */

@@ -107,10 +107,28 @@ static Step variant_step(const Variant *v, Model *model, Optimizer *opt)
     return (Step){.model = model, .schedule = v->schedule, .offload = v->offload, .optim = opt};
 }
 
+Variant bench_variant(const BenchOptions *opt, Variant v, bool gpt)
+{
+    if (!gpt) return v;
+    v.dropout_rng = opt->dropout_rng;
+    v.attention = opt->attention;
+    return v;
+}
+
+RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx)
+{
+    ctx->dropout_rng = v->dropout_rng;
+    if (gpt_config(model)) return gpt_set_attention(model, v->attention);
+    return v->attention == ATTENTION_NAIVE ? REMAT_OK
+                                           : remat_fail(REMAT_EINVAL, "variant %s: only a GPT has attention to fuse",
+                                                        v->name);
+}
+
 RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const Batch *batch, TrainCtx *ctx,
                          StepStats *stats)
 {
     memset(stats, 0, sizeof *stats);
+    if (variant_apply(v, model, ctx) != REMAT_OK) return remat_last_status();
     for (int k = 0; k < MEM_KIND_COUNT; k++) stats->start[k] = mem_current((MemKind)k);
     flops_reset();
     mem_reset_peaks();
@@ -147,7 +165,11 @@ RematStatus steps_alternate(Model *model, const Variant *variants, int n, Optimi
             if (progress) progress_tick(progress, label);
         }
     }
-    for (int i = 0; i < n && status == REMAT_OK; i++) out[i].seconds = median(&times[i * steps], steps);
+    for (int i = 0; i < n && status == REMAT_OK; i++) {
+        out[i].seconds = median(&times[i * steps], steps); /* sorts them: the range is at the ends */
+        out[i].seconds_min = times[i * steps];
+        out[i].seconds_max = times[i * steps + steps - 1];
+    }
     free(times);
     return status;
 }
@@ -206,6 +228,7 @@ RematStatus census_forward(Model *model, const Variant *v, const Batch *batch, T
     *out = (Census){0};
     Observed seen = {0};
     const OpHooks hooks = {.name = "census", .observe = observe_output, .ctx = &seen};
+    if (variant_apply(v, model, ctx) != REMAT_OK) return remat_last_status();
     RematStatus status = op_hooks_push(&hooks);
     if (status != REMAT_OK) return status;
     const FlopCounts before = flops_snapshot(); /* a census is not a measured step */

@@ -82,17 +82,31 @@ typedef struct Variant {
     const Schedule *schedule; /* what the forward keeps (NULL: none) */
     Offload *offload; /* not NULL: what the forward saves goes to its spill file and
                          backward reads it back (a region's replay saves in RAM) */
+    DropoutRng dropout_rng;  /* where dropout masks come from (the stream unless set):
+                                set on the step's TrainCtx */
+    AttentionKind attention; /* a GPT's attention cores (naive unless set): set on the
+                                model before its step (gpt_set_attention) */
 } Variant;
 
 /* What one training step did. */
 typedef struct StepStats {
     double seconds;               /* the step; after steps_alternate, the median step */
+    double seconds_min, seconds_max; /* after steps_alternate: the fastest and slowest timed step */
     size_t act_stored;            /* MEM_ACT held between the forward and the backward */
     size_t start[MEM_KIND_COUNT]; /* each kind's bytes when the step began */
     size_t peak[MEM_KIND_COUNT];  /* each kind's peak during the step */
     size_t peak_resident;         /* the peak of all resident kinds together */
     uint64_t flops[PHASE_COUNT];  /* the step's FLOPs by phase */
 } StepStats;
+
+/* The variant `v` with the model flags of the command line (--dropout-rng, --attention)
+ * applied to it, for a bench that takes them; `gpt` says whether the variant runs a GPT
+ * (the MLP chain has neither flag's subject, and keeps its variant as it is). */
+Variant bench_variant(const BenchOptions *opt, Variant v, bool gpt);
+
+/* Sets up `model` and `ctx` as variant `v` runs them: its attention cores (a GPT's) and
+ * its dropout generator. REMAT_OK, or the error of a model that cannot. */
+RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx);
 
 /* One training step (models/step.h) of `model` as `v` runs it, on `batch`, with the
  * optimizer `opt` (NULL: gradients only), measured: resets the ledgers' peaks and FLOP
@@ -108,7 +122,8 @@ double flop_overhead(const StepStats *s);
 /* Runs the n variants alternately on one model, optimizer and batch: `warmup` untimed
  * rounds, then `steps` timed rounds, each round one step of every variant, each round
  * starting one variant later (so that none always follows the same one). out[i] gets
- * variant i's last step, with `seconds` the median of its timed steps. `progress` (may be
+ * variant i's last step, with `seconds` the median of its timed steps and seconds_min,
+ * seconds_max their range. `progress` (may be
  * NULL) ticks once per step, labelled `label` (the configuration: "N=64"). On error
  * returns the status; out is then incomplete. */
 RematStatus steps_alternate(Model *model, const Variant *variants, int n, Optimizer *opt, const Batch *batch,

@@ -14,7 +14,7 @@
 #   placement.png   memory saved and overheads of checkpoint placements on 1 and 2 threads
 #                   (bench_placement)
 #   selective.png   activation bytes per layer and overheads of the selective policies per
-#                   sequence length (bench_selective)
+#                   sequence length, naive attention and stream dropout (bench_selective)
 #   planner.png     recompute FLOPs against the memory budget for the exact DP, Chen's
 #                   search and Revolve (on the uniform chains, down to budgets below the
 #                   DP's smallest), with none, full and sqrt as points: the MLP chain, the
@@ -180,6 +180,7 @@ EOF
 # ---- selective.png -------------------------------------------------------------------
 for field in act_per_layer flop_overhead time_overhead; do
   csv "$results/bench_selective.csv" '
+    $(c["attention"]) != "naive" || $(c["dropout_rng"]) != "stream" { next }
     { t = $(c["seq"]); p = $(c["policy"]); v = $(c["'$field'"])
       if (!(t in seen)) { seen[t] = 1; order[++n] = t }
       if ("'$field'" == "act_per_layer") v = v / 1048576

@@ -239,8 +239,10 @@ static RematStatus probe_pass(Probe *p, ProbePass pass, ProbeLayer *pl, const Ch
     if (loss) p->last_release = mem_current(MEM_ACT);
     const SavedObserver watch = {.released = probe_released, .ctx = p};
     const SavedObserver *previous = saved_observer_set(&watch);
+    const uint64_t recompute_start = flops_get(PHASE_RECOMPUTE);
     RematStatus status = loss ? backward(loss) : remat_last_status();
     saved_observer_set(previous);
+    if (pass == PASS_PLAIN) p->cost->kernel_recompute = flops_get(PHASE_RECOMPUTE) - recompute_start;
     if (pass == PASS_PLAIN) p->cost->tail_peak = max_size(p->cost->tail_peak, mem_peak(MEM_ACT));
     var_free(loss);
     tape_reset(tape_current());

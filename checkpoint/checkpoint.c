@@ -263,7 +263,7 @@ static RematStatus region_backward(Node *node, const Tensor *dout, Tensor *const
     return status;
 }
 
-static const OpInfo CHECKPOINT_OP = {"checkpoint", region_backward};
+static const OpInfo CHECKPOINT_OP = {.name = "checkpoint", .backward = region_backward};
 
 /* ---- forward ------------------------------------------------------------------------- */
 

@@ -186,6 +186,7 @@ RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
                                                                            : "a region with a selective policy");
         p.peak_act = chain_predict(cost, g, s->n_segments, &p.recompute_flops);
     }
+    p.recompute_flops += cost->kernel_recompute; /* the backward kernels' own, under any schedule */
     p.peak_total = cost->fixed + cost->work_peak + p.peak_act;
     s->predicted = p;
     return REMAT_OK;

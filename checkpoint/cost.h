@@ -59,7 +59,9 @@
  *
  * In words: the inputs kept so far, plus the segment being recomputed, plus what its
  * backward holds at once (gradients in and out, the layer's transient). RECOMPUTE FLOPs
- * are Σ flops_k over the layers in regions.
+ * are Σ flops_k over the layers in regions, plus what backward kernels redo whatever the
+ * schedule (fused attention's probabilities, counter-based dropout's masks), measured
+ * once by the plain pass.
  *
  * The model assumes what both of remat's models do: every layer keeps its own input for
  * backward (its first op is a linear or a LayerNorm) and hands its output to the next
@@ -131,6 +133,10 @@ typedef struct ChainCost {
     size_t fixed;        /* params + grads + optimizer + workspace in use, after the step */
     size_t work_peak;    /* the most kernel scratch above that during the step */
     uint64_t forward_flops; /* FORWARD FLOPs of a step without checkpointing */
+    uint64_t kernel_recompute; /* RECOMPUTE FLOPs a step's backward does inside its kernels
+                                  (fused attention's tiles, counter-based dropout's masks):
+                                  every layer's backward runs once under any schedule, so
+                                  every schedule pays them alike */
 } ChainCost;
 
 /* The stages around the chain, as the model runs them. */

@@ -14,9 +14,9 @@
 
 #include "tensor/flops.h"
 
-typedef enum Fate { FATE_KEPT, FATE_DROPPED, FATE_CACHED, FATE_RECOMPUTED, FATE_HOOKED, FATE_COUNT } Fate;
+typedef enum Fate { FATE_KEPT, FATE_DROPPED, FATE_CACHED, FATE_RECOMPUTED, FATE_HOOKED, FATE_REGENERATED, FATE_COUNT } Fate;
 
-static const char *const FATE_NAMES[FATE_COUNT] = {"kept", "dropped", "cached", "recomputed", "hooked"};
+static const char *const FATE_NAMES[FATE_COUNT] = {"kept", "dropped", "cached", "recomputed", "hooked", "regenerated"};
 
 typedef struct Row {
     char name[NODE_NAME_LEN];
@@ -46,7 +46,10 @@ struct Explain {
 
 static Explain *active;
 
-static Row *add_row(Explain *ex, const char *name, const char *op, const Tensor *t, Fate fate)
+/* A row for `t`, or, with t NULL, for a tensor that does not exist (regenerated): then
+ * its bytes and shape are given. */
+static Row *add_row_sized(Explain *ex, const char *name, const char *op, const Tensor *t, size_t bytes,
+                          const char *shape, Fate fate)
 {
     if (ex->count == ex->capacity) {
         int capacity = ex->capacity ? 2 * ex->capacity : 256;
@@ -56,15 +59,35 @@ static Row *add_row(Explain *ex, const char *name, const char *op, const Tensor 
         ex->capacity = capacity;
     }
     Row *r = &ex->rows[ex->count++];
-    *r = (Row){.op = op, .bytes = t->bytes, .fate = fate, .saved_phase = flops_phase(),
+    *r = (Row){.op = op, .bytes = bytes, .fate = fate, .saved_phase = flops_phase(),
                .saved_at = ex->clock++, .released_at = -1, .slot = -1, .tensor = t};
     snprintf(r->name, sizeof r->name, "%s", name);
-    tensor_shape_str(r->shape, sizeof r->shape, t);
-    for (int i = 0; i < ex->count - 1; i++) {
+    snprintf(r->shape, sizeof r->shape, "%s", shape);
+    for (int i = 0; t && i < ex->count - 1; i++) {
         const Row *o = &ex->rows[i];
         if (o->tensor == t && o->released_at < 0 && o->fate != FATE_DROPPED) r->shared = true;
     }
     return r;
+}
+
+static Row *add_row(Explain *ex, const char *name, const char *op, const Tensor *t, Fate fate)
+{
+    char shape[40];
+    return add_row_sized(ex, name, op, t, t->bytes, tensor_shape_str(shape, sizeof shape, t), fate);
+}
+
+/* "{scope}.{tag or op}", the name of the node an op makes (or would make). */
+static void op_row_name(char *name, size_t size, const OpInfo *op, const char *tag)
+{
+    const char *scope = tape_scope(), *label = tag ? tag : op->name;
+    snprintf(name, size, "%.31s%s%s", scope, scope[0] ? "." : "", label);
+}
+
+/* `name`, with " (what)" after it when the op names its saved slot `slot`. */
+static void slot_row_name(char *out, size_t size, const char *name, const OpInfo *op, int slot)
+{
+    const char *what = op->saved_names ? op->saved_names[slot] : NULL;
+    snprintf(out, size, "%.*s%s%s%s", NODE_NAME_LEN - 1, name, what ? " (" : "", what ? what : "", what ? ")" : "");
 }
 
 /* Every op, grad mode on or off: with it off, what its backward would keep is dropped. */
@@ -77,11 +100,31 @@ static void on_recorded(void *ctx, const OpInfo *op, const char *tag, Var *const
     if (grad_enabled()) return; /* the saved observer sees these as they are saved */
     for (int i = 0; i < n_saved; i++) {
         if (saved[i]->kind == MEM_PARAM) continue;
-        char name[NODE_NAME_LEN];
-        const char *scope = tape_scope(), *label = tag ? tag : op->name;
-        snprintf(name, sizeof name, "%.31s%s%s", scope, scope[0] ? "." : "", label);
-        add_row(ex, name, op->name, saved[i], FATE_DROPPED);
+        char name[NODE_NAME_LEN], label[NODE_NAME_LEN + 24];
+        op_row_name(name, sizeof name, op, tag);
+        slot_row_name(label, sizeof label, name, op, i);
+        add_row(ex, label, op->name, saved[i], FATE_DROPPED);
     }
+}
+
+/* An op's backward will make a tensor again instead of keeping it: one row per op of the
+ * step's first forward (a replay regenerates the same one again). */
+static void on_regenerated(void *ctx, const OpInfo *op, const char *tag, const char *what, DType dtype, int ndim,
+                           const int *shape)
+{
+    Explain *ex = ctx;
+    if (flops_phase() != PHASE_FORWARD) return;
+    char name[NODE_NAME_LEN], label[NODE_NAME_LEN + 16], dims[40];
+    op_row_name(name, sizeof name, op, tag);
+    snprintf(label, sizeof label, "%s (%s)", name, what);
+    size_t bytes = dtype_size(dtype);
+    int at = snprintf(dims, sizeof dims, "(");
+    for (int d = 0; d < ndim; d++) {
+        bytes *= (size_t)shape[d];
+        at += snprintf(dims + at, at < (int)sizeof dims ? sizeof dims - (size_t)at : 0, "%s%d", d ? "," : "", shape[d]);
+    }
+    if (at < (int)sizeof dims) snprintf(dims + at, sizeof dims - (size_t)at, ")");
+    add_row_sized(ex, label, op->name, NULL, bytes, dims, FATE_REGENERATED);
 }
 
 static void on_saved(void *ctx, const Node *node, int slot, const Tensor *t)
@@ -90,7 +133,9 @@ static void on_saved(void *ctx, const Node *node, int slot, const Tensor *t)
     if (t->kind == MEM_PARAM) return;
     Fate fate = node->saved[slot].hooks ? FATE_HOOKED
               : flops_phase() == PHASE_RECOMPUTE ? FATE_RECOMPUTED : FATE_KEPT;
-    Row *r = add_row(ex, node->name, node->op->name, t, fate);
+    char label[NODE_NAME_LEN + 24];
+    slot_row_name(label, sizeof label, node->name, node->op, slot);
+    Row *r = add_row(ex, label, node->op->name, t, fate);
     if (!r) return;
     r->node = node;
     r->slot = slot;
@@ -129,7 +174,7 @@ Explain *explain_start(void)
         remat_fail(REMAT_ENOMEM, "explain_start: no memory");
         return NULL;
     }
-    ex->hooks = (OpHooks){.name = "explain", .recorded = on_recorded, .ctx = ex};
+    ex->hooks = (OpHooks){.name = "explain", .recorded = on_recorded, .regenerated = on_regenerated, .ctx = ex};
     ex->observer = (SavedObserver){.saved = on_saved, .released = on_released, .ctx = ex};
     if (op_hooks_push(&ex->hooks) != REMAT_OK) {
         free(ex);
@@ -186,7 +231,7 @@ void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak)
     for (int i = 0; i < ex->count; i++) {
         const Row *r = &ex->rows[i];
         when(saved, sizeof saved, r->saved_phase, r->saved_at);
-        if (r->fate == FATE_DROPPED) snprintf(released, sizeof released, "(not saved)");
+        if (r->fate == FATE_DROPPED || r->fate == FATE_REGENERATED) snprintf(released, sizeof released, "(not saved)");
         else if (r->fate == FATE_CACHED) snprintf(released, sizeof released, "in its replay");
         else when(released, sizeof released, r->released_phase, r->released_at);
         fprintf(out, "  %4d  %-26s %-15s %-18s %10s  %-15s %-15s %s%s%s%s\n", i, r->name, r->op, r->shape,
@@ -202,7 +247,8 @@ void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak)
     }
     fprintf(out, "\n  totals (a tensor saved twice counted once)\n");
     for (int f = 0; f < FATE_COUNT; f++)
-        if (n[f]) fprintf(out, "    %-11s %5d tensors %12s\n", FATE_NAMES[f], n[f], mem_format_bytes(bytes, sizeof bytes, total[f]));
+        if (n[f]) fprintf(out, "    %-11s %5d tensors %12s%s\n", FATE_NAMES[f], n[f], mem_format_bytes(bytes, sizeof bytes, total[f]),
+                          f == FATE_REGENERATED ? "  never stored: backward makes them again" : "");
 
     const size_t predicted = total[FATE_KEPT] + total[FATE_CACHED] + largest_replay;
     char p[32], m[32], s[32];

@@ -11,6 +11,9 @@
  *   cached      kept by a selective policy's cache between the forward and the replay
  *   recomputed  saved again by a region's replay, and released within that region's backward
  *   hooked      handed to saved-tensor hooks (e.g. offloaded), named in the table
+ *   regenerated never stored at all: the op's backward makes it again (a counter-based
+ *               dropout's mask, fused attention's probabilities); listed with the bytes
+ *               it would have taken, counted in no total of what was kept
  *
  * Parameters saved by reference (a linear's weight) are not activations and are left
  * out. A tensor saved by two ops (a relu's output is also the next linear's input) is
@@ -40,7 +43,7 @@ void explain_stop(Explain *ex);
 void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak);
 
 /* Bytes of the distinct tensors of one fate ("kept", "dropped", "cached", "recomputed",
- * "hooked"), as the totals print them; 0 for an unknown fate. */
+ * "hooked", "regenerated"), as the totals print them; 0 for an unknown fate. */
 size_t explain_bytes(const Explain *ex, const char *fate);
 
 /* Frees the records (stopping first if needed). NULL is a no-op. */

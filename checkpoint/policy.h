@@ -11,9 +11,10 @@
  *
  * Presets:
  *   nothing_saveable  keep nothing: full recomputation.
- *   dots_saveable     keep every matmul's output (linear and matmul ops).
+ *   dots_saveable     keep every matmul's output (linear, matmul and attention_fused ops).
  *   attention_core    recompute only attn.scores, attn.softmax, attn.dropout and attn.out
- *                     — the (B,H,T,T) tensors that grow with T² — and keep the rest.
+ *                     — the (B,H,T,T) tensors that grow with T² — or attn.fused, the same
+ *                     core fused, and keep the rest.
  */
 #ifndef REMAT_POLICY_H
 #define REMAT_POLICY_H

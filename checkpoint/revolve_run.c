@@ -109,7 +109,7 @@ static Run *run_create(Layer **layers, int l, int slots, TrainCtx *ctx)
     return run;
 }
 
-static const OpInfo SLOT_OP = {"revolve.slot", NULL}; /* never backpropagated: it only holds a state */
+static const OpInfo SLOT_OP = {.name = "revolve.slot", .backward = NULL}; /* never backpropagated: it only holds a state */
 
 /* STORE: keeps the current state in `slot` through the saved-tensor path, with the
  * generator's state at its position. */
@@ -199,7 +199,7 @@ static RematStatus revolve_backward(Node *node, const Tensor *dout, Tensor *cons
     return status;
 }
 
-static const OpInfo REVOLVE_OP = {"revolve", revolve_backward};
+static const OpInfo REVOLVE_OP = {.name = "revolve", .backward = revolve_backward};
 
 /* ---- the executor: forward -------------------------------------------------------------- */
 

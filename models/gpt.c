@@ -47,8 +47,7 @@ static Var *gpt_embed(Model *model, Var *ids, TrainCtx *ctx)
         return NULL;
     }
     Var *x = op_embedding(ids, g->wte, g->wpe, "embd");
-    Var *out = op_dropout(x, g->config.dropout, ctx ? &ctx->rng : NULL, ctx && ctx->training,
-                          "embd.dropout");
+    Var *out = dropout_apply(x, g->config.dropout, ctx, GPT_DROPOUT_EMBED, "embd.dropout");
     var_free(x);
     return out;
 }
@@ -127,7 +126,7 @@ Model *gpt_create(const GptConfig *config)
     for (int i = 0; i < L; i++) {
         char name[LAYER_NAME_LEN];
         snprintf(name, sizeof name, "h.%d", i);
-        m->layers[i] = gpt_block_create(name, C, config->n_heads, config->dropout, L, &init);
+        m->layers[i] = gpt_block_create(name, i, C, config->n_heads, config->dropout, config->attention, L, &init);
         if (!m->layers[i]) goto failed;
         m->n_layers = i + 1;
     }
@@ -159,6 +158,15 @@ const GptConfig *gpt_config(const Model *model)
 {
     if (!model || !model->kind || strcmp(model->kind, "gpt") != 0) return NULL;
     return &((const Gpt *)model)->config;
+}
+
+RematStatus gpt_set_attention(Model *model, AttentionKind attention)
+{
+    if (!gpt_config(model)) return remat_fail(REMAT_EINVAL, "gpt_set_attention: the model is not a GPT");
+    for (int i = 0; i < model->n_layers; i++)
+        if (gpt_block_set_attention(model->layers[i], attention) != REMAT_OK) return remat_last_status();
+    ((Gpt *)model)->config.attention = attention;
+    return REMAT_OK;
 }
 
 /* ---- generation ----------------------------------------------------------------------- */

@@ -13,6 +13,11 @@
  * ln_f.weight, ln_f.bias. There is no separate lm_head.weight: the head reuses wte, so
  * wte's gradient is the sum of what the embedding and the head send it.
  *
+ * Dropout sites are numbered for the counter-based generator by the model's structure
+ * alone (GPT_DROPOUT_SITE in layers.h): the embedding's dropout is op instance 0, block
+ * i's three are 1 + 3i, 2 + 3i and 3 + 3i. A replay of any block, by any strategy, runs
+ * the same sites with the same numbers.
+ *
  * What it is not: a tokenizer (a token is a byte: models/data.h), a KV cache, or a
  * pretrained GPT-2 loader (the sizes are a student's, the names are compatible).
  */
@@ -30,6 +35,7 @@ typedef struct GptConfig {
     int seq_len;   /* the longest sequence: rows of wpe, T ≤ seq_len */
     int vocab;     /* V: 256 for byte tokens (TEXT_VOCAB_SIZE in data.h) */
     float dropout; /* p in [0, 1) for every dropout (embeddings, attention, residuals) */
+    AttentionKind attention; /* naive (default) or fused attention cores */
     uint64_t seed; /* the initial parameters */
 } GptConfig;
 
@@ -49,6 +55,11 @@ double gpt_param_count(const GptConfig *config);
 
 /* The config `model` was created with; NULL if it is not a GPT. */
 const GptConfig *gpt_config(const Model *model);
+
+/* Switches every block of a GPT to attention cores of `attention` (the parameters serve
+ * both, so the model computes the same function either way, up to float32 rounding).
+ * REMAT_EINVAL if `model` is not a GPT. */
+RematStatus gpt_set_attention(Model *model, AttentionKind attention);
 
 /* Generates n_new tokens after `prompt` (n_prompt ≥ 1 tokens, each in [0, V)) and writes
  * them to out[0..n_new). Each step runs the model on the last min(length, seq_len) tokens

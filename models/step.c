@@ -101,9 +101,11 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
     Tensor **sums = n > 1 ? calloc((size_t)m->n_params, sizeof *sums) : NULL;
     if (n > 1 && !sums) return remat_fail(REMAT_ENOMEM, "step: no memory for the gradient sums");
     const Pcg32 step_rng = ctx->rng;
+    const uint32_t step_micro_batch = ctx->micro_batch;
     RematStatus status = REMAT_OK;
     for (int r = 0; r < n && status == REMAT_OK; r++) {
         ctx->rng = micro_batch_rng(step_rng, first + r);
+        ctx->micro_batch = (uint32_t)(first + r); /* counter-based dropout's key, as the stream's jump */
         float loss;
         status = micro_batch(step, &batches[r], ctx, r == 0 ? hooks : NULL, out, &loss);
         *loss_sum = r == 0 ? loss : *loss_sum + loss;
@@ -116,6 +118,7 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
         if (status == REMAT_OK && n > 1) status = accumulate(m, sums, r);
     }
     ctx->rng = step_rng;
+    ctx->micro_batch = step_micro_batch;
     if (status == REMAT_OK && n > 1) apply_sums(m, sums, n);
     for (int i = 0; sums && i < m->n_params; i++) tensor_free(sums[i]); /* left only on error */
     free(sums);

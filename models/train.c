@@ -58,6 +58,14 @@ typedef struct Run {
     int micro_batches; /* K per step: the ranks, or --accumulate in one process */
 } Run;
 
+/* The context of the next training step: dropout on, from the run's stream, or keyed by
+ * the run's seed and the step about to run (micro-batch 0: one batch per step). */
+static TrainCtx train_ctx(const Run *run)
+{
+    return (TrainCtx){.rng = run->state.dropout_rng, .training = true, .dropout_rng = run->opt->dropout_rng,
+                      .seed = run->opt->seed, .step = (uint64_t)run->state.step, .micro_batch = 0};
+}
+
 /* A batch: input and targets as new constant Vars (int32 tokens for the GPT). */
 static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input, Var **targets)
 {
@@ -239,7 +247,7 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     const MicroBatch *mine = run->zero ? &mb[run->world.rank] : mb; /* a rank runs its own */
     const int n = run->zero ? 1 : run->micro_batches;
 
-    TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true};
+    TrainCtx ctx = train_ctx(run);
     FirstStep f = {.run = run, .input = mine->input, .targets = mine->targets, .out = out,
                    .explain = first && run->opt->explain_memory ? explain_start() : NULL};
     const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
@@ -308,7 +316,7 @@ static RematStatus plan_budget(Run *run)
     RematStatus status = draw_batch(run, TEXT_TRAIN, &data, &x, &y);
     flops_restore(&before);
     if (status != REMAT_OK) return status;
-    TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true};
+    TrainCtx ctx = train_ctx(run);
     run->cost = model_profile(run->model, x, y, &ctx);
     var_free(x);
     var_free(y);
@@ -330,7 +338,8 @@ static RematStatus build_model(Run *run)
         run->text = text_data_load(o->data, 0.1);
         if (!run->text) return remat_last_status();
         GptConfig c = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads,
-                       .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE, .dropout = o->dropout, .seed = o->seed};
+                       .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE, .dropout = o->dropout, .attention = o->attention,
+                       .seed = o->seed};
         run->model = gpt_create(&c);
     } else {
         run->task = mlp_task_create(o->d_model, o->seed + 1);

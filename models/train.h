@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "autograd/layers.h"
 #include "models/step_options.h"
 #include "tensor/error.h"
 
@@ -24,6 +25,8 @@ typedef struct TrainOptions {
     int seq;                /* GPT only: tokens per sequence (T) */
     int batch;              /* B */
     float dropout;          /* GPT only */
+    DropoutRng dropout_rng; /* GPT only: where masks come from, stream (PCG32) or counter (Philox) */
+    AttentionKind attention; /* GPT only: naive or fused attention cores */
     StepOptions step;       /* what a step keeps and where: strategy, planner, budget, offload */
     const char *optimizer;  /* "adamw" or "sgd" */
     float lr;

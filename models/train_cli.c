@@ -59,6 +59,14 @@ void train_usage(FILE *out)
         "  --heads H           GPT attention heads; D must divide by H (4)\n"
         "  --seq T             GPT tokens per sequence (64)\n"
         "  --dropout P         GPT dropout probability in [0, 1) (0.1)\n"
+        "  --dropout-rng stream|counter  where dropout masks come from: a PCG32 stream\n"
+        "                      whose state regions replay, masks kept for backward (stream,\n"
+        "                      default); or Philox keyed by (seed, step, micro-batch, op),\n"
+        "                      masks never kept, made again in backward (counter)\n"
+        "  --attention naive|fused  GPT attention core: primitive ops keeping the (T,T)\n"
+        "                      probabilities (naive, default), or one fused op keeping one\n"
+        "                      float per row and recomputing them in backward (fused;\n"
+        "                      with dropout > 0 it needs --dropout-rng counter)\n"
         );
     step_options_usage(STEP_FLAGS_ALL, true, out);
     fprintf(out,
@@ -98,7 +106,7 @@ void train_usage(FILE *out)
  * not apply to is refused (check_options), as the step flags are. */
 typedef enum FlagScope { FOR_ALL, FOR_GPT, FOR_SGD, FOR_ADAMW } FlagScope;
 
-typedef enum FlagType { FLAG_INT, FLAG_FLOAT, FLAG_SEED, FLAG_TEXT, FLAG_SWITCH } FlagType;
+typedef enum FlagType { FLAG_INT, FLAG_FLOAT, FLAG_SEED, FLAG_TEXT, FLAG_SWITCH, FLAG_DROPOUT_RNG, FLAG_ATTENTION } FlagType;
 
 typedef struct TrainFlag {
     const char *name;
@@ -121,6 +129,8 @@ static const TrainFlag TRAIN_FLAGS[] = {
     {"--heads", FLAG_INT, AT(heads), 1, 1024, true, NULL, FOR_GPT},
     {"--seq", FLAG_INT, AT(seq), 1, 65536, true, NULL, FOR_GPT},
     {"--dropout", FLAG_FLOAT, AT(dropout), 0.0, 1.0, false, NULL, FOR_GPT},
+    {"--dropout-rng", FLAG_DROPOUT_RNG, AT(dropout_rng), 0, 0, false, NULL, FOR_GPT},
+    {"--attention", FLAG_ATTENTION, AT(attention), 0, 0, false, NULL, FOR_GPT},
     {"--batch", FLAG_INT, AT(batch), 1, 1 << 20, true, NULL, FOR_ALL},
     {"--optimizer", FLAG_TEXT, AT(optimizer), 0, 0, false, OPTIMIZERS, FOR_ALL},
     {"--lr", FLAG_FLOAT, AT(lr), 1e-12, 10.0, true, NULL, FOR_ALL},
@@ -168,6 +178,8 @@ static bool set_flag(const TrainFlag *f, const char *v, TrainOptions *opt)
         *(const char **)field = v;
         return true;
     case FLAG_SWITCH: *(bool *)field = true; return true;
+    case FLAG_DROPOUT_RNG: return dropout_rng_parse(v, field) == REMAT_OK;
+    case FLAG_ATTENTION: return attention_kind_parse(v, field) == REMAT_OK;
     }
     return false;
 }
@@ -186,6 +198,8 @@ static void expected(const TrainFlag *f, char *buf, size_t size)
         else snprintf(buf, size, "a path");
         break;
     case FLAG_SWITCH: snprintf(buf, size, "no value"); break;
+    case FLAG_DROPOUT_RNG: snprintf(buf, size, "stream or counter"); break;
+    case FLAG_ATTENTION: snprintf(buf, size, "naive or fused"); break;
     }
 }
 
@@ -211,6 +225,10 @@ static RematStatus check_options(const TrainOptions *opt)
     }
     if (!strcmp(opt->model, "gpt") && opt->d_model % opt->heads != 0)
         return remat_fail(REMAT_EINVAL, "--d-model %d does not divide into %d heads", opt->d_model, opt->heads);
+    if (opt->attention == ATTENTION_FUSED && opt->dropout > 0.0f && opt->dropout_rng != DROPOUT_RNG_COUNTER)
+        return remat_fail(REMAT_EINVAL, "--attention fused with --dropout %g needs --dropout-rng counter: the "
+                          "fused kernel makes its dropout mask again in backward and never stores it, which a "
+                          "running stream cannot do (or use --dropout 0)", (double)opt->dropout);
     return step_options_check(&opt->step, step_options_scope(&opt->step));
 }
 

@@ -55,6 +55,8 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
             o->model, o->layers, gpt ? "blocks" : "layers", gpt ? "d_model" : "width", o->d_model,
             mem_format_bytes(pbytes, sizeof pbytes, model_param_bytes(m)), o->optimizer, info.threads,
             info.blas_threading, info.blas_core);
+    if (gpt && o->dropout_rng == DROPOUT_RNG_COUNTER) fprintf(out, ", counter-based dropout (masks not kept)");
+    if (gpt && o->attention == ATTENTION_FUSED) fprintf(out, ", fused attention");
     report_checkpointing(out, s);
     if (!planned) {
         fputc('\n', out);

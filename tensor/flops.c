@@ -17,6 +17,11 @@ Phase flops_phase(void) { return current; }
 
 void flops_add(uint64_t n) { counts[current] += n; }
 
+void flops_add_phase(Phase phase, uint64_t n)
+{
+    if ((unsigned)phase < PHASE_COUNT) counts[phase] += n;
+}
+
 uint64_t flops_get(Phase phase) { return (unsigned)phase < PHASE_COUNT ? counts[phase] : 0; }
 
 uint64_t flops_total(void)

@@ -21,7 +21,9 @@
 typedef enum Phase {
     PHASE_FORWARD = 0, /* the first forward pass of a step */
     PHASE_BACKWARD,    /* gradient computation */
-    PHASE_RECOMPUTE,   /* forward work redone inside a checkpoint region's backward */
+    PHASE_RECOMPUTE,   /* forward work redone inside a checkpoint region's backward, or
+                          inside a kernel's backward (fused attention's probabilities, a
+                          counter-based dropout's mask) */
     PHASE_OPTIMIZER,   /* the parameter update */
     PHASE_COUNT
 } Phase;
@@ -35,6 +37,10 @@ Phase flops_phase(void);
 
 /* Adds `n` FLOPs to the current phase. */
 void flops_add(uint64_t n);
+
+/* Adds `n` FLOPs to `phase`, whatever the current one: for a backward kernel that redoes
+ * forward work (PHASE_RECOMPUTE) beside its own. */
+void flops_add_phase(Phase phase, uint64_t n);
 
 /* FLOPs counted under `phase` since the last flops_reset(). */
 uint64_t flops_get(Phase phase);

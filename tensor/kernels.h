@@ -36,9 +36,11 @@
 #define REMAT_KERNELS_H
 
 #include <cblas.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensor/counter_rng.h"
 #include "tensor/rng.h"
 
 /* ---- matmul (kernels_matmul.c) ---------------------------------------------------- */
@@ -151,6 +153,57 @@ void k_cross_entropy_backward(float *dlogits, const float *logits, const int32_t
 void k_dropout_forward(float *out, uint8_t *mask, const float *x, float p, Pcg32 *rng, size_t n);
 /* Forward was out = x·mask/(1 − p); so dx += dout·mask/(1 − p). FLOPs: 2n. */
 void k_dropout_backward(float *dx, const float *dout, const uint8_t *mask, float p, size_t n);
+
+/* Inverted dropout whose keep decisions are counter-based (counter_rng.h): element i is
+ * kept when counter_rng_float(key, i) >= p; out = x·keep/(1 − p). No mask is written and
+ * nothing advances. n must be at most COUNTER_RNG_MAX_ELEMENTS. out must not overlap x.
+ * FLOPs: 2n, as k_dropout_forward. */
+void k_dropout_counter_forward(float *out, const float *x, float p, const CounterKey *key, size_t n);
+/* Forward was out = x·keep/(1 − p) with keep a function of (key, i); so the keep
+ * decisions are made again and dx += dout·keep/(1 − p). FLOPs: 2n BACKWARD, and the n
+ * compares that remake the mask as RECOMPUTE (forward work redone). */
+void k_dropout_counter_backward(float *dx, const float *dout, float p, const CounterKey *key, size_t n);
+
+/* ---- fused causal attention (kernels_attention.c) --------------------------------- */
+
+/* Query rows and keys per tile (see kernels_attention.c for why 64). */
+#define ATTN_TILE 64
+/* Below about this many multiply-adds (BH·T²·D) a head's work is too small to share out. */
+#define ATTN_PARALLEL_MIN ((size_t)1 << 18)
+
+/* How the tile products are computed: OpenBLAS sgemm, or remat's own vectorised loops. */
+typedef enum AttnProducts { ATTN_PRODUCTS_BLAS = 0, ATTN_PRODUCTS_LOOPS } AttnProducts;
+/* What the ops use: sgemm measured about twice as fast as the loops (kernels_attention.c). */
+#define ATTN_PRODUCTS_DEFAULT ATTN_PRODUCTS_BLAS
+
+/* Dropout on the attention probabilities: probability p in (0, 1) and the counter key of
+ * the (B,H,T,T) probabilities' elements. */
+typedef struct AttnDropout {
+    float p;
+    CounterKey key;
+} AttnDropout;
+
+/* Floats of scratch k_attention_forward and _backward need, on as many threads as
+ * OpenMP will use (omp_get_max_threads): allocate it just before the call. */
+size_t k_attention_work_floats(int T, int D);
+
+/* out (BH,T,D) = softmax(q·kᵀ/sqrt(D) with row i seeing keys 0..i) ⊙ keep/(1 − p) · v,
+ * and lse (BH,T) = the log-sum-exp of each row's scaled scores; q, k, v (BH,T,D). No (T,T)
+ * matrix is made: tiles of ATTN_TILE, an online softmax. drop: NULL for none, else keep
+ * decisions from counter_rng at index (bh·T + i)·T + j. work: k_attention_work_floats(T, D)
+ * floats. Bit-identical on any thread count. FLOPs: the
+ * formula at the top of kernels_attention.c. */
+void k_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, int BH, int T,
+                         int D, const AttnDropout *drop, AttnProducts how, float *work);
+/* Forward was out = a·v with a = softmax(s) ⊙ keep/(1 − p), s = q·kᵀ/sqrt(D) causal; so
+ * with p recomputed from q, k and lse tile by tile: dv += aᵀ·dout; ds = p ⊙ (dp − Δ),
+ * dp = (dout·vᵀ) ⊙ keep/(1 − p), Δ_i = dout_i·out_i; dq += ds·k/sqrt(D); dk += dsᵀ·q/sqrt(D).
+ * Accumulates (+=) into dq, dk, dv (none may be NULL). The recomputed scores,
+ * probabilities and mask count as RECOMPUTE FLOPs, the rest as the current phase's.
+ * Bit-identical on any thread count. */
+void k_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                          const float *v, const float *out, const float *lse, int BH, int T, int D,
+                          const AttnDropout *drop, AttnProducts how, float *work);
 
 /* ---- embeddings (kernels_embedding.c) --------------------------------------------- */
 

@@ -1,5 +1,6 @@
 /*
- * kernels_dropout.c — inverted dropout: a keep mask drawn from PCG32, and its backward
+ * kernels_dropout.c — inverted dropout: a keep mask drawn from PCG32, and its backward;
+ * and the same dropout with counter-based keep decisions, which stores no mask
  * (see kernels.h).
  *
  * What it is: element i is kept when the i-th draw of the generator, as a float in
@@ -20,9 +21,12 @@
  * serial loop's on any thread count. The jump costs ~64 multiply-adds per block of 4096
  * elements: nothing.
  *
- * What it is not: a counter-based generator. The mask depends on where the generator was
- * when the op ran; saving and restoring it (a struct copy) is how a replay gets the same
- * mask back.
+ * With PCG32 the mask depends on where the generator was when the op ran; saving and
+ * restoring it (a struct copy) is how a replay gets the same mask back, and the backward
+ * reads the mask the forward stored. With the counter-based generator (counter_rng.h)
+ * element i's decision is a pure function of the dropout's key and i: the forward
+ * stores nothing and the backward makes the decisions again, block by block, any block
+ * on any thread.
  *
  * Applying the mask is a multiply, x·(mask·scale), not a select: gcc 12 vectorises the
  * multiply but not a select on a uint8 condition. mask·scale is exactly scale or 0, so a
@@ -34,6 +38,8 @@
  * Aliasing: out must not overlap x; dx must not overlap dout.
  */
 #include "tensor/kernels.h"
+
+#include <stdbool.h>
 
 #include "tensor/flops.h"
 
@@ -75,4 +81,42 @@ void k_dropout_backward(float *dx, const float *dout, const uint8_t *mask, float
 #pragma omp parallel for schedule(static) if (n >= STREAM_PARALLEL_MIN)
     for (size_t i = 0; i < n; i++) dx[i] += dout[i] * ((float)mask[i] * scale);
     flops_add(2 * (uint64_t)n); /* a multiply and an add per element */
+}
+
+/* ---- counter-based ------------------------------------------------------------------ */
+
+/* dst = src · keep · scale, or dst += that when `accumulate`, with the keep decisions of
+ * `key`. Each block of DROPOUT_BLOCK elements (a multiple of 4: whole Philox blocks)
+ * makes its decisions into a buffer on its thread's stack, then applies them. Philox
+ * costs ten rounds of two 32-bit multiplies per four elements: as with a PCG32 draw,
+ * threads pay from two blocks on. */
+static void counter_apply(float *dst, const float *src, float p, const CounterKey *key, size_t n, bool accumulate)
+{
+    const float scale = 1.0f / (1.0f - p);
+    const size_t blocks = (n + DROPOUT_BLOCK - 1) / DROPOUT_BLOCK;
+#pragma omp parallel for schedule(static) if (n >= DROPOUT_PARALLEL_MIN)
+    for (size_t b = 0; b < blocks; b++) {
+        const size_t lo = b * DROPOUT_BLOCK, hi = n - lo < DROPOUT_BLOCK ? n : lo + DROPOUT_BLOCK;
+        uint8_t keep[DROPOUT_BLOCK];
+        counter_rng_keep(keep, key, lo, hi - lo, p);
+        if (accumulate)
+            for (size_t i = lo; i < hi; i++) dst[i] += src[i] * ((float)keep[i - lo] * scale);
+        else
+            for (size_t i = lo; i < hi; i++) dst[i] = src[i] * ((float)keep[i - lo] * scale);
+    }
+}
+
+void k_dropout_counter_forward(float *out, const float *x, float p, const CounterKey *key, size_t n)
+{
+    counter_apply(out, x, p, key, n, false);
+    flops_add(2 * (uint64_t)n); /* per element a compare (draw >= p) and a multiply */
+}
+
+/* Forward was out = x · keep · scale with keep made from (key, i); so the same keep is
+ * made again and dx += dout · keep · scale. */
+void k_dropout_counter_backward(float *dx, const float *dout, float p, const CounterKey *key, size_t n)
+{
+    counter_apply(dx, dout, p, key, n, true);
+    flops_add_phase(PHASE_RECOMPUTE, (uint64_t)n); /* the mask's compares, made again */
+    flops_add(2 * (uint64_t)n);                    /* a multiply and an add per element */
 }

@@ -8,6 +8,7 @@
 #include "tensor/kernels_ref.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /* ---- matmul ----------------------------------------------------------------------- */
 
@@ -311,6 +312,85 @@ void ref_dropout_backward(double *dx, const float *dout, const uint8_t *mask, fl
 {
     for (size_t i = 0; i < n; i++)
         if (mask[i]) dx[i] += (double)dout[i] / (1.0 - (double)p);
+}
+
+void ref_dropout_counter_mask(uint8_t *mask, const CounterKey *key, float p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) mask[i] = counter_rng_float(key, i) >= p;
+}
+
+/* ---- causal attention ------------------------------------------------------------- */
+
+/* Row i of head bh: the softmax probabilities P[0..i] of its scaled scores (double),
+ * and its log-sum-exp. */
+static double attention_row(double *P, const float *q, const float *k, int bh, int T, int D, int i)
+{
+    const double scale = 1.0 / sqrt((double)D);
+    double mx = -INFINITY, sum = 0.0;
+    for (int j = 0; j <= i; j++) {
+        double s = 0.0;
+        for (int d = 0; d < D; d++) s += (double)q[((size_t)bh * T + i) * D + d] * k[((size_t)bh * T + j) * D + d];
+        P[j] = s * scale;
+        mx = fmax(mx, P[j]);
+    }
+    for (int j = 0; j <= i; j++) sum += exp(P[j] - mx);
+    for (int j = 0; j <= i; j++) P[j] = exp(P[j] - mx) / sum;
+    return mx + log(sum);
+}
+
+/* The dropout factor of element (bh, i, j): keep/(1 − p), or 1 without a mask. */
+static double drop_factor(const uint8_t *mask, float p, int bh, int T, int i, int j)
+{
+    return mask ? mask[((size_t)bh * T + i) * T + j] / (1.0 - (double)p) : 1.0;
+}
+
+void ref_attention_forward(double *out, double *lse, const float *q, const float *k, const float *v,
+                           const uint8_t *mask, float p, int BH, int T, int D)
+{
+    double *P = malloc((size_t)T * sizeof *P);
+    for (int bh = 0; bh < BH; bh++)
+        for (int i = 0; i < T; i++) {
+            const double row_lse = attention_row(P, q, k, bh, T, D, i);
+            if (lse) lse[(size_t)bh * T + i] = row_lse;
+            for (int d = 0; d < D; d++) {
+                double o = 0.0;
+                for (int j = 0; j <= i; j++) o += P[j] * drop_factor(mask, p, bh, T, i, j) * v[((size_t)bh * T + j) * D + d];
+                out[((size_t)bh * T + i) * D + d] = o;
+            }
+        }
+    free(P);
+}
+
+void ref_attention_backward(double *dq, double *dk, double *dv, const float *dout, const float *q,
+                            const float *k, const float *v, const uint8_t *mask, float p, int BH, int T, int D)
+{
+    const double scale = 1.0 / sqrt((double)D);
+    double *P = malloc((size_t)T * sizeof *P), *dP = malloc((size_t)T * sizeof *dP);
+    for (int bh = 0; bh < BH; bh++)
+        for (int i = 0; i < T; i++) {
+            attention_row(P, q, k, bh, T, D, i);
+            const float *doi = dout + ((size_t)bh * T + i) * D;
+            double dot = 0.0; /* Σ_j P_j dP_j */
+            for (int j = 0; j <= i; j++) {
+                const double f = drop_factor(mask, p, bh, T, i, j);
+                double da = 0.0;
+                for (int d = 0; d < D; d++) {
+                    da += (double)doi[d] * v[((size_t)bh * T + j) * D + d];
+                    dv[((size_t)bh * T + j) * D + d] += P[j] * f * doi[d];
+                }
+                dP[j] = da * f;
+                dot += P[j] * dP[j];
+            }
+            for (int j = 0; j <= i; j++) {
+                const double ds = P[j] * (dP[j] - dot) * scale;
+                for (int d = 0; d < D; d++) {
+                    dq[((size_t)bh * T + i) * D + d] += ds * k[((size_t)bh * T + j) * D + d];
+                    dk[((size_t)bh * T + j) * D + d] += ds * q[((size_t)bh * T + i) * D + d];
+                }
+            }
+        }
+    free(P);
+    free(dP);
 }
 
 /* ---- embeddings ------------------------------------------------------------------- */

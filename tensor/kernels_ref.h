@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensor/counter_rng.h"
 #include "tensor/rng.h"
 
 /* C = alpha·op(A)·op(B) + beta·C, shapes and transposes as k_matmul. With beta = 0 the
@@ -96,6 +97,20 @@ void ref_cross_entropy_backward(double *dlogits, const float *logits, const int3
 void ref_dropout_forward(double *out, uint8_t *mask, const float *x, float p, Pcg32 *rng, size_t n);
 /* dx += dout·mask/(1 − p). */
 void ref_dropout_backward(double *dx, const float *dout, const uint8_t *mask, float p, size_t n);
+/* Counter-based: mask[i] = counter_rng_float(key, i) >= p, one element at a time. */
+void ref_dropout_counter_mask(uint8_t *mask, const CounterKey *key, float p, size_t n);
+
+/* ---- causal attention --------------------------------------------------------------- */
+
+/* Causal attention on q, k, v (BH,T,D), the textbook way: the (T,T) scores of each head,
+ * the softmax of each row over keys 0..i, dropout with mask (BH,T,T) (NULL: none; 1 keeps,
+ * scaled by 1/(1 − p)), times v. out (BH,T,D); lse (BH,T) the rows' log-sum-exp (may be
+ * NULL). */
+void ref_attention_forward(double *out, double *lse, const float *q, const float *k, const float *v,
+                           const uint8_t *mask, float p, int BH, int T, int D);
+/* Its gradients: dq, dk, dv += the derivative of Σ dout ⊙ out, through the same masks. */
+void ref_attention_backward(double *dq, double *dk, double *dv, const float *dout, const float *q,
+                            const float *k, const float *v, const uint8_t *mask, float p, int BH, int T, int D);
 
 /* ---- embeddings ------------------------------------------------------------------- */
 

@@ -35,7 +35,7 @@ Model *fixture_model(const Trainee *t)
 {
     if (!strcmp(t->kind, "mlp")) return mlp_create(&(MlpConfig){.n_layers = t->layers, .width = t->width, .seed = 5});
     return gpt_create(&(GptConfig){.n_layers = t->layers, .d_model = 16, .n_heads = 2, .seq_len = GPT_SEQ,
-                                   .vocab = 256, .dropout = 0.1f, .seed = 7});
+                                   .vocab = 256, .dropout = 0.1f, .attention = t->attention, .seed = 7});
 }
 
 /* The teacher is rebuilt from its seed for every batch: at these widths that costs nothing,
@@ -79,6 +79,13 @@ Var *fixture_revolve_loss(Model *m, int slots, Var *x, Var *y, TrainCtx *ctx)
     return loss;
 }
 
+TrainCtx fixture_ctx(const Trainee *t, int step)
+{
+    TrainCtx ctx = {.training = true, .dropout_rng = t->dropout_rng, .seed = 77, .step = (uint64_t)step};
+    pcg32_seed(&ctx.rng, 77, 1);
+    return ctx;
+}
+
 /* The strategy's schedule, when the way gives a strategy rather than a schedule. */
 static Schedule *strategy_schedule(const Way *way, const Model *m)
 {
@@ -109,8 +116,7 @@ RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out)
     const OptimConfig c = optim_adamw_defaults(1e-2f);
     Optimizer *opt = optim_create(&c, m->params, m->n_params);
     assert_non_null(opt);
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 77, 1);
+    TrainCtx ctx = fixture_ctx(t, 0);
     Pcg32 data;
     pcg32_seed(&data, 78, 2);
     RematStatus status = REMAT_OK;
@@ -121,6 +127,7 @@ RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out)
     for (int i = 0; i < FIXTURE_STEPS && status == REMAT_OK; i++) {
         Var *y, *x = fixture_batch(t, &data, &y);
         StepResult result;
+        ctx.step = (uint64_t)i;
         status = step_run(&step, x, y, &ctx, i == 0 ? &first : NULL, &result);
         out->losses[i] = result.loss;
         var_free(x);

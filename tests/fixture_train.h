@@ -23,12 +23,19 @@ enum { FIXTURE_STEPS = 3, FIXTURE_MAX_PARAMS = 64 };
 
 /* A small model: the MLP chain (`layers` blocks of `width`, on its teacher task, batches of
  * 4) or the GPT (`layers` blocks, d_model 16, 2 heads, 8 tokens, dropout 0.1 everywhere,
- * batches of 2 random sequences). */
+ * batches of 2 random sequences), its dropout masks from a PCG32 stream or, with
+ * DROPOUT_RNG_COUNTER, counter-based (seed 77, step = the step's number). */
 typedef struct Trainee {
     const char *kind; /* "mlp" or "gpt" */
     int layers;
     int width;        /* the MLP's; the GPT's d_model is 16 */
+    DropoutRng dropout_rng;
+    AttentionKind attention; /* the GPT's: naive or fused (which needs DROPOUT_RNG_COUNTER) */
 } Trainee;
+
+/* The TrainCtx the fixture trains step `step` of `t` with (stream seeded (77, 1) before
+ * the first step). */
+TrainCtx fixture_ctx(const Trainee *t, int step);
 
 /* How the steps run. All zero: plainly (strategy none, in RAM). */
 typedef struct Way {

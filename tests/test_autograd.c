@@ -324,6 +324,38 @@ static Var *fn_dropout(void *ctx, Var *const *in)
     return op_dropout(in[0], c->p, &c->rng, true, NULL);
 }
 
+/* Counter-based dropout needs no restart: the same key gives the same mask every time. */
+static const CounterKey GRADCHECK_KEY = {.seed = 61, .step = 3, .micro_batch = 0, .op = 2};
+static Var *fn_dropout_counter(void *ctx, Var *const *in)
+{
+    return op_dropout_counter(in[0], *(const float *)ctx, &GRADCHECK_KEY, true, NULL);
+}
+
+/* A hook that counts what ops say they regenerate. */
+typedef struct Regenerated {
+    int calls;
+    const char *what;
+    size_t numel;
+} Regenerated;
+
+static void note_regenerated(void *ctx, const OpInfo *op, const char *tag, const char *what, DType dtype, int ndim,
+                             const int *shape)
+{
+    (void)op, (void)tag;
+    Regenerated *r = ctx;
+    r->calls++;
+    r->what = what;
+    r->numel = dtype_size(dtype);
+    for (int d = 0; d < ndim; d++) r->numel *= (size_t)shape[d];
+}
+
+/* Fused attention with dropout p (the counter key above when p > 0). */
+static Var *fn_attention_fused(void *ctx, Var *const *in)
+{
+    const float p = *(const float *)ctx;
+    return op_attention_fused(in[0], in[1], in[2], p, p > 0.0f ? &GRADCHECK_KEY : NULL, NULL);
+}
+
 /* An int32 Var (no gradient) of the given shape holding `values`. */
 static Var *int_var(int ndim, const int *shape, const int32_t *values)
 {
@@ -427,6 +459,62 @@ static void test_dropout_gradcheck(void **state)
     check_and_free("dropout", fn_dropout, &ctx, in, 1);
 }
 
+static void test_dropout_counter_gradcheck(void **state)
+{
+    (void)state;
+    float p = 0.3f;
+    Var *in[] = {param(6, 7, 62)};
+    check_and_free("dropout_counter", fn_dropout_counter, &p, in, 1);
+}
+
+/* q, k, v of 2 batches, 2 heads, 5 tokens of 3: one partial tile, causal rows of 1 to 5
+ * keys; without and with dropout. */
+static void test_attention_fused_gradcheck(void **state)
+{
+    (void)state;
+    for (int d = 0; d < 2; d++) {
+        float p = d ? 0.2f : 0.0f;
+        Var *in[3];
+        for (int i = 0; i < 3; i++) in[i] = gradcheck_input(4, (int[]){2, 2, 5, 3}, true, 80 + (uint64_t)i, -1, 1);
+        check_and_free(d ? "attention_fused with dropout" : "attention_fused", fn_attention_fused, &p, in, 3);
+    }
+}
+
+/* Fused attention keeps q, k, v, its output and one float per row — nothing of size T² —
+ * and says so of the probabilities and the mask it makes again; bad input is refused. */
+static void test_attention_fused_saves_no_t_squared_tensor(void **state)
+{
+    (void)state;
+    enum { B = 2, H = 2, T = 33, D = 4 };
+    Var *q = gradcheck_input(4, (int[]){B, H, T, D}, true, 90, -1, 1), *k = gradcheck_input(4, (int[]){B, H, T, D}, true, 91, -1, 1);
+    Var *v = gradcheck_input(4, (int[]){B, H, T, D}, true, 92, -1, 1);
+    Regenerated seen = {0};
+    const OpHooks hooks = {.name = "test", .regenerated = note_regenerated, .ctx = &seen};
+    assert_int_equal(op_hooks_push(&hooks), REMAT_OK);
+    const size_t before = mem_current(MEM_ACT);
+    Var *y = op_attention_fused(q, k, v, 0.1f, &GRADCHECK_KEY, "attn.fused");
+    op_hooks_pop();
+    assert_non_null(y);
+    const Node *node = y->creator;
+    assert_int_equal(node->n_saved, 5);
+    for (int i = 0; i < node->n_saved; i++) assert_true(node->saved[i].bytes < (size_t)B * H * T * T);
+    assert_int_equal(node->saved[4].bytes, (size_t)B * H * T * sizeof(float)); /* the log-sum-exp rows */
+    assert_int_equal(mem_current(MEM_ACT) - before, (size_t)B * H * T * (D + 1) * sizeof(float));
+    assert_int_equal(seen.calls, 2); /* the probabilities, then the mask */
+    assert_string_equal(seen.what, "mask");
+    assert_int_equal(seen.numel, (size_t)B * H * T * T);
+    var_free(y);
+    tape_reset(tape_current());
+
+    assert_null(op_attention_fused(q, k, v, 0.1f, NULL, "attn.fused"));
+    assert_non_null(strstr(remat_last_error(), "attention_fused attn.fused: dropout p = 0.1 inside fused attention needs a counter key"));
+    Var *short_v = gradcheck_input(4, (int[]){B, H, T - 1, D}, true, 93, -1, 1);
+    assert_null(op_attention_fused(q, k, short_v, 0.0f, NULL, NULL));
+    assert_non_null(strstr(remat_last_error(), "attention_fused: v is (2,2,32,4), not q's (2,2,33,4)"));
+    var_free(short_v);
+    var_free(q), var_free(k), var_free(v);
+}
+
 static void test_embedding_gradcheck(void **state)
 {
     (void)state;
@@ -491,6 +579,59 @@ static void test_dropout_keeps_the_expected_fraction_and_saves_only_the_mask(voi
     assert_true(fabs(fraction - (1.0 - p)) < 0.01);
     var_free(y);
     tape_reset(tape_current());
+    var_free(x);
+}
+
+/* Counter-based dropout: the same fraction kept, the output x/(1 − p) or 0 as the key's
+ * draws say, and NOTHING saved: the ledger grows by the output alone, the node holds no
+ * tensor, and the hooks hear of the mask it will make again. */
+static void test_dropout_counter_saves_no_mask(void **state)
+{
+    (void)state;
+    enum { ROWS = 100, COLS = 1000, N = ROWS * COLS };
+    const float p = 0.25f;
+    const CounterKey key = {.seed = 70, .step = 9, .micro_batch = 0, .op = 5};
+    Var *x = param(ROWS, COLS, 70);
+    Regenerated seen = {0};
+    const OpHooks hooks = {.name = "test", .regenerated = note_regenerated, .ctx = &seen};
+    assert_int_equal(op_hooks_push(&hooks), REMAT_OK);
+    size_t act_before = mem_current(MEM_ACT);
+    Var *y = op_dropout_counter(x, p, &key, true, "drop");
+    op_hooks_pop();
+    assert_non_null(y);
+    assert_non_null(y->creator);
+    assert_int_equal(y->creator->n_saved, 0);
+    assert_int_equal(mem_current(MEM_ACT), act_before + N * sizeof(float));
+    assert_int_equal(seen.calls, 1);
+    assert_string_equal(seen.what, "mask");
+    assert_int_equal(seen.numel, N); /* the uint8 mask the stream would have kept */
+    size_t kept = 0;
+    const float scale = 1.0f / (1.0f - p);
+    for (size_t i = 0; i < N; i++) {
+        const bool keep = counter_rng_float(&key, i) >= p;
+        kept += keep;
+        assert_true(y->value->f32[i] == (keep ? x->value->f32[i] * scale : 0.0f));
+    }
+    printf("  counter dropout p = %.2f kept %.4f of %d elements, saved 0 bytes\n", (double)p, (double)kept / N, N);
+    assert_true(fabs((double)kept / N - (1.0 - p)) < 0.01);
+    var_free(y);
+    tape_reset(tape_current());
+    var_free(x);
+}
+
+static void test_dropout_counter_off_is_the_identity_and_needs_a_key_when_on(void **state)
+{
+    (void)state;
+    Var *x = param(3, 4, 72);
+    Var *eval = op_dropout_counter(x, 0.5f, NULL, false, "drop");
+    Var *zero = op_dropout_counter(x, 0.0f, NULL, true, "drop");
+    assert_ptr_equal(eval, x);
+    assert_ptr_equal(zero, x);
+    assert_int_equal(tape_current()->count, 0);
+    assert_null(op_dropout_counter(x, 0.5f, NULL, true, "drop"));
+    assert_non_null(strstr(remat_last_error(), "dropout drop: training with p = 0.5 needs a counter key"));
+    var_free(eval);
+    var_free(zero);
     var_free(x);
 }
 
@@ -608,10 +749,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_split_merge_heads_gradcheck, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_causal_softmax_gradcheck, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_dropout_gradcheck, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_dropout_counter_gradcheck, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_attention_fused_gradcheck, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_attention_fused_saves_no_t_squared_tensor, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_embedding_gradcheck, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_cross_entropy_gradcheck, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_dropout_keeps_the_expected_fraction_and_saves_only_the_mask, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_dropout_off_is_the_identity_and_draws_nothing, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_dropout_counter_off_is_the_identity_and_needs_a_key_when_on, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_dropout_counter_saves_no_mask, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_cross_entropy_of_uniform_logits_is_ln_v, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_embedding_rejects_an_out_of_range_id, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_new_ops_reject_bad_shapes, clean_state, clean_state),

@@ -39,6 +39,7 @@
 static const char *const BENCHES[] = {
     "bench_scaling",       "bench_selective", "bench_placement", "bench_dropout",
     "bench_memory_budget", "bench_offload",   "bench_timeline",  "bench_planner",
+    "bench_attention",
 };
 enum { N_BENCHES = sizeof BENCHES / sizeof BENCHES[0] };
 
@@ -46,14 +47,14 @@ static char dir[] = "/tmp/remat_bench_XXXXXX";
 static rlim_t file_size_limit; /* when not 0, the soft file-size limit run_bench's child gets */
 static cJSON *summary; /* results/summary.json of the quick run */
 
-/* Runs REMAT_BENCH_DIR/<bench> with its arguments (up to 8, then NULL), its output going
+/* Runs REMAT_BENCH_DIR/<bench> with its arguments (up to 12, then NULL), its output going
  * to <dir>/<bench>.log; returns its exit status, or -1 if it did not exit. The compiler
  * checks that every call ends with NULL. */
 static int run_bench(const char *bench, ...) __attribute__((sentinel));
 
 static int run_bench(const char *bench, ...)
 {
-    enum { MAX_ARGS = 8 };
+    enum { MAX_ARGS = 12 };
     char path[512], log[512];
     snprintf(path, sizeof path, "%s/%s", REMAT_BENCH_DIR, bench);
     snprintf(log, sizeof log, "%s/%s.log", dir, bench);
@@ -307,6 +308,30 @@ static void test_strategy_flags_narrow_the_run_or_are_refused(void **state)
     assert_non_null(doc);
     assert_string_equal(str(get(doc, "config"), "rng_replay"), "off");
     cJSON_Delete(doc);
+    /* --dropout-rng counter reaches bench_dropout's steps: without replay too, every
+     * strategy's gradients are none's to the bit, and the check passes. */
+    assert_int_equal(run_bench("bench_dropout", "--quick", "--dropout-rng", "counter", "--results", out, NULL), 0);
+    snprintf(path, sizeof path, "%s/bench_dropout.json", out);
+    doc = read_json(path);
+    assert_non_null(doc);
+    assert_string_equal(str(get(doc, "config"), "dropout_rng"), "counter");
+    cJSON_ArrayForEach(r, records(doc, "gradients")) {
+        assert_true(cJSON_IsTrue(get(r, "bit_identical")));
+        assert_string_equal(str(r, "determinism_check"), "passed");
+    }
+    cJSON_Delete(doc);
+    assert_int_equal(run_bench("bench_dropout", "--dropout-rng", "philox", NULL), 2);
+    assert_int_equal(run_bench("bench_dropout", "--attention", "fused", NULL), 2); /* with the stream */
+    /* Fused attention reaches bench_dropout's GPT: still none's gradients to the bit. */
+    assert_int_equal(run_bench("bench_dropout", "--quick", "--strategy", "full", "--attention", "fused", "--dropout-rng",
+                               "counter", "--results", out, NULL),
+                     0);
+    doc = read_json(path);
+    assert_non_null(doc);
+    assert_string_equal(str(get(doc, "config"), "attention"), "fused");
+    cJSON_ArrayForEach(r, records(doc, "gradients")) assert_true(cJSON_IsTrue(get(r, "bit_identical")));
+    cJSON_Delete(doc);
+    assert_int_equal(run_bench("bench_placement", "--dropout-rng", "counter", NULL), 2); /* not one it takes */
     /* A flag that does not fit what a bench measures is refused, not ignored. */
     assert_int_equal(run_bench("bench_placement", "--strategy", "full", NULL), 2);
     assert_int_equal(run_bench("bench_scaling", "--strategy", "selective", NULL), 2); /* not in its sweep */
@@ -349,14 +374,23 @@ static void test_selective_bytes_match_the_formula(void **state)
 {
     (void)state;
     const cJSON *r;
+    int rows = 0;
     cJSON_ArrayForEach(r, records(bench("bench_selective"), "policies")) {
         assert_true(num(r, "act_per_layer") == num(r, "formula_per_layer"));
         assert_true(cJSON_IsTrue(get(r, "census_complete")));
-        if (!strcmp(str(r, "policy"), "none")) /* the paper's count, without the LayerNorm statistics */
+        const bool baseline = !strcmp(str(r, "attention"), "naive") && !strcmp(str(r, "dropout_rng"), "stream");
+        if (!strcmp(str(r, "policy"), "none") && baseline) /* the paper's count, without the LayerNorm statistics */
             assert_true(num(r, "korthikanti_fp32_per_layer") < num(r, "act_per_layer"));
+        assert_true(num(r, "step_seconds_min") <= num(r, "step_seconds"));
+        assert_true(num(r, "step_seconds") <= num(r, "step_seconds_max"));
+        rows++;
     }
+    assert_int_equal(rows, 2 * 4 * 3); /* two lengths, four policies, three attention/dropout pairs */
     cJSON_ArrayForEach(r, records(bench("bench_selective"), "tags"))
-        if (!strcmp(str(r, "policy"), "none")) assert_true(num(r, "bytes_per_layer") == num(r, "formula_none"));
+        assert_true(num(r, "bytes_per_layer") == num(r, "formula_none"));
+    /* The budget fused attention fits and naive attention, either generator, does not. */
+    cJSON_ArrayForEach(r, records(bench("bench_selective"), "budget"))
+        assert_true(cJSON_IsTrue(get(r, "fits")) == !strcmp(str(r, "attention"), "fused"));
 }
 
 static void test_placements_save_memory(void **state)

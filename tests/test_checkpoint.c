@@ -36,19 +36,25 @@ static int group_teardown(void **state)
 /* ---- a few training steps under a strategy (fixture_train.h) ------------------------------ */
 
 /* The models: an 8-block MLP chain, and a 3-block GPT with dropout 0.1 everywhere. */
-static const Trainee MLP8 = {"mlp", 8, 16}, GPT3 = {"gpt", 3, 0};
+static const Trainee MLP8 = {.kind = "mlp", .layers = 8, .width = 16}, GPT3 = {.kind = "gpt", .layers = 3, .width = 0},
+                     GPT3_COUNTER = {.kind = "gpt", .layers = 3, .width = 0, .dropout_rng = DROPOUT_RNG_COUNTER},
+                     GPT3_FUSED = {.kind = "gpt", .layers = 3, .dropout_rng = DROPOUT_RNG_COUNTER,
+                                   .attention = ATTENTION_FUSED};
 
 static RematStatus train(const Trainee *t, const Strategy *s, Outcome *out)
 {
     return fixture_train(t, &(Way){.strategy = s}, out);
 }
 
-static void check_all_strategies(const Trainee *t)
+/* Every strategy against none; with `replay` false, every region replays without
+ * restoring the generator and checks each replay against its first forward (which only
+ * a counter-based dropout survives). */
+static void check_strategies(const Trainee *t, bool replay)
 {
     Outcome reference = {0};
     Strategy none = strategy_defaults(STRATEGY_NONE);
     assert_int_equal(train(t, &none, &reference), REMAT_OK);
-    const Strategy others[] = {
+    Strategy others[] = {
         strategy_defaults(STRATEGY_FULL),
         strategy_defaults(STRATEGY_SQRT),
         {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .preserve_rng = true},
@@ -57,9 +63,13 @@ static void check_all_strategies(const Trainee *t)
     };
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
         Outcome o = {0};
-        char what[96];
-        snprintf(what, sizeof what, "%s, %s%s%s", t->kind, strategy_name(others[i].kind),
-                 others[i].policy ? " " : "", others[i].policy ? others[i].policy->name : "");
+        char what[128];
+        others[i].preserve_rng = replay;
+        others[i].determinism_check = !replay;
+        snprintf(what, sizeof what, "%s%s%s, %s%s%s%s", t->kind, t->dropout_rng == DROPOUT_RNG_COUNTER ? " (counter)" : "",
+                 t->attention == ATTENTION_FUSED ? " (fused)" : "",
+                 strategy_name(others[i].kind), others[i].policy ? " " : "",
+                 others[i].policy ? others[i].policy->name : "", replay ? "" : ", no rng replay");
         assert_int_equal(train(t, &others[i], &o), REMAT_OK);
         assert_same_outcome(&reference, &o, what);
         printf("  %-40s losses, gradients and parameters identical to none\n", what);
@@ -71,13 +81,43 @@ static void check_all_strategies(const Trainee *t)
 static void test_every_strategy_is_bit_identical_on_the_mlp(void **state)
 {
     (void)state;
-    check_all_strategies(&MLP8);
+    check_strategies(&MLP8, true);
 }
 
 static void test_every_strategy_is_bit_identical_on_the_gpt_with_dropout(void **state)
 {
     (void)state;
-    check_all_strategies(&GPT3);
+    check_strategies(&GPT3, true);
+}
+
+/* Counter-based masks: every strategy equals none, with RNG replay and without it (where
+ * the determinism check finds every replay equal to its first forward). */
+static void test_every_strategy_is_bit_identical_with_counter_dropout_replay_or_not(void **state)
+{
+    (void)state;
+    check_strategies(&GPT3_COUNTER, true);
+    check_strategies(&GPT3_COUNTER, false);
+}
+
+/* Fused attention, dropout inside: every strategy equals none, replayed or not. */
+static void test_every_strategy_is_bit_identical_with_fused_attention(void **state)
+{
+    (void)state;
+    check_strategies(&GPT3_FUSED, true);
+    check_strategies(&GPT3_FUSED, false);
+}
+
+/* The two generators draw different masks: the counter run is not the stream run. */
+static void test_counter_dropout_draws_other_masks_than_the_stream(void **state)
+{
+    (void)state;
+    Outcome stream = {0}, counter = {0};
+    Strategy none = strategy_defaults(STRATEGY_NONE);
+    assert_int_equal(train(&GPT3, &none, &stream), REMAT_OK);
+    assert_int_equal(train(&GPT3_COUNTER, &none, &counter), REMAT_OK);
+    assert_memory_not_equal(&stream.losses[0], &counter.losses[0], sizeof(float));
+    outcome_free(&stream);
+    outcome_free(&counter);
 }
 
 /* ---- RNG replay ----------------------------------------------------------------------- */
@@ -438,6 +478,41 @@ static void test_attention_core_recomputes_little_on_a_wide_model(void **state)
 
 /* explain (train --explain-memory) accounts for what the ledger holds between forward and
  * backward: the tensors kept and cached, plus the loss value (4 bytes), which no op saves. */
+/* Fused attention with counter-based masks, no checkpointing: what the step kept is the
+ * ledger's stored bytes but the loss (the log-sum-exp rows among them, and the token ids
+ * the embedding and the loss keep), and what it regenerates instead
+ * is listed to the byte: per block the (B,H,T,T) probabilities and their mask and the two
+ * residual masks, and the embedding's mask. */
+static void test_explain_lists_what_fused_attention_regenerates(void **state)
+{
+    (void)state;
+    enum { L = 3, B = 2, T = 8, C = 16, H = 2 }; /* the fixture's GPT and batch */
+    Model *m = fixture_model(&GPT3_FUSED);
+    Pcg32 data;
+    pcg32_seed(&data, 3, 0);
+    Var *y, *x = fixture_batch(&GPT3_FUSED, &data, &y);
+    TrainCtx ctx = fixture_ctx(&GPT3_FUSED, 0);
+    Explain *ex = explain_start();
+    assert_non_null(ex);
+    Var *loss = model_loss_planned(m, NULL, x, y, &ctx);
+    assert_non_null(loss);
+    const size_t stored = mem_current(MEM_ACT); /* the batch too: the embedding and the loss keep it */
+    assert_int_equal(backward(loss), REMAT_OK);
+    explain_stop(ex);
+    const size_t bhtt = (size_t)B * H * T * T, btc = (size_t)B * T * C;
+    const size_t regenerated = btc + L * (bhtt * sizeof(float) + bhtt + 2 * btc);
+    printf("  fused attention, counter masks: kept %zu B (stored %zu B with the loss), regenerated %zu B\n",
+           explain_bytes(ex, "kept"), stored, explain_bytes(ex, "regenerated"));
+    assert_int_equal(explain_bytes(ex, "regenerated"), regenerated);
+    assert_int_equal(stored, explain_bytes(ex, "kept") + sizeof(float));
+    explain_free(ex);
+    var_free(loss);
+    tape_reset(tape_current());
+    var_free(x);
+    var_free(y);
+    model_free(m);
+}
+
 static void test_explain_accounts_for_the_stored_bytes(void **state)
 {
     (void)state;
@@ -479,6 +554,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_every_strategy_is_bit_identical_on_the_mlp, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_every_strategy_is_bit_identical_on_the_gpt_with_dropout, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_every_strategy_is_bit_identical_with_counter_dropout_replay_or_not, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_counter_dropout_draws_other_masks_than_the_stream, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_every_strategy_is_bit_identical_with_fused_attention, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_without_rng_replay_dropout_gradients_are_wrong, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_nested_regions_give_the_same_gradients, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_recompute_costs_one_extra_forward_of_the_chain, fixture_clean_state, fixture_clean_state),
@@ -486,6 +564,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_selective_policies_keep_what_they_promise, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_attention_core_recomputes_little_on_a_wide_model, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_explain_accounts_for_the_stored_bytes, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_explain_lists_what_fused_attention_regenerates, fixture_clean_state, fixture_clean_state),
     };
     return cmocka_run_group_tests_name("checkpoint", tests, NULL, group_teardown);
 }

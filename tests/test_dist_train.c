@@ -121,7 +121,10 @@ static void test_ranks_save_what_one_process_accumulating_saves(void **state)
     (void)state;
     const char *flags[] = {"--zero 2 --strategy sqrt", "--zero 1 --strategy budget --memory-budget 2MiB",
                            "--zero 0 --strategy selective --policy dots", "--zero 3 --strategy sqrt",
-                           "--zero 3 --strategy selective"};
+                           "--zero 3 --strategy selective",
+                           /* counter-based masks, keyed by the micro-batch: the same whichever rank draws them */
+                           "--zero 2 --strategy full --dropout-rng counter",
+                           "--zero 3 --strategy selective --dropout-rng counter --attention fused"};
     for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) check_same_as_accumulate(SMALL, 3, flags[i]);
 }
 

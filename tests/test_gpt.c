@@ -215,10 +215,11 @@ static void test_block_records_the_tagged_ops(void **state)
 #define FD_TOL 3e-2
 #define FD_SAMPLES 6
 
-static void test_model_gradient_matches_finite_differences(void **state)
+static void check_gradient_against_finite_differences(AttentionKind attention)
 {
-    (void)state;
     GptConfig c = tiny_config(0.0f);
+    c.attention = attention;
+    printf("  attention %s\n", attention_kind_name(attention));
     Model *m = gpt_create(&c);
     Pcg32 rng;
     pcg32_seed(&rng, 7, 7);
@@ -263,6 +264,80 @@ static void test_model_gradient_matches_finite_differences(void **state)
     var_free(x);
     var_free(y);
     model_free(m);
+}
+
+static void test_model_gradient_matches_finite_differences(void **state)
+{
+    (void)state;
+    check_gradient_against_finite_differences(ATTENTION_NAIVE);
+    check_gradient_against_finite_differences(ATTENTION_FUSED);
+}
+
+/* ---- fused attention against naive ------------------------------------------------------ */
+
+/* ||a − b|| / ||b|| over two tensors. */
+static double norm_error(const Tensor *a, const Tensor *b)
+{
+    double diff = 0.0, norm = 0.0;
+    for (size_t i = 0; i < b->numel; i++) {
+        const double d = (double)a->f32[i] - (double)b->f32[i];
+        diff += d * d;
+        norm += (double)b->f32[i] * b->f32[i];
+    }
+    return sqrt(diff) / (norm > 0.0 ? sqrt(norm) : 1.0);
+}
+
+/* The same GPT (2 blocks, C 32, 2 heads) with naive and with fused attention on B random
+ * sequences of T tokens, one forward and backward each, counter-based dropout p: the
+ * worst relative error (a tensor's norm) over the loss and every gradient. The naive
+ * path's attn.dropout and the fused kernel use the same key, so they drop the same
+ * probabilities. */
+static double fused_against_naive(int B, int T, float p)
+{
+    Model *m[2];
+    for (int a = 0; a < 2; a++) {
+        GptConfig c = {.n_layers = 2, .d_model = 32, .n_heads = 2, .seq_len = T, .vocab = TEXT_VOCAB_SIZE,
+                       .dropout = p, .attention = a ? ATTENTION_FUSED : ATTENTION_NAIVE, .seed = 3};
+        m[a] = gpt_create(&c);
+        assert_non_null(m[a]);
+    }
+    int32_t *ids = malloc((size_t)B * T * sizeof *ids), *next = malloc((size_t)B * T * sizeof *next);
+    assert_true(ids && next);
+    Pcg32 rng;
+    pcg32_seed(&rng, (uint64_t)T, 5);
+    for (int i = 0; i < B * T; i++) {
+        ids[i] = (int32_t)pcg32_bounded(&rng, TEXT_VOCAB_SIZE);
+        next[i] = (int32_t)pcg32_bounded(&rng, TEXT_VOCAB_SIZE);
+    }
+    Var *x = ids_var(B, T, ids), *y = ids_var(B, T, next);
+    float loss[2];
+    for (int a = 0; a < 2; a++) {
+        TrainCtx ctx = {.training = true, .dropout_rng = DROPOUT_RNG_COUNTER, .seed = 17, .step = 4};
+        loss[a] = forward_backward(m[a], x, y, &ctx);
+    }
+    double worst = fabs((double)loss[1] - loss[0]) / fabs((double)loss[0]);
+    for (int i = 0; i < m[0]->n_params; i++)
+        worst = fmax(worst, norm_error(m[1]->params[i].var->grad, m[0]->params[i].var->grad));
+    printf("  T = %4d, dropout %.1f: loss %.7f (naive %.7f), worst relative error %.2e\n", T, (double)p,
+           (double)loss[1], (double)loss[0], worst);
+    var_free(x), var_free(y);
+    free(ids), free(next);
+    model_free(m[0]), model_free(m[1]);
+    return worst;
+}
+
+/* Lengths below, at and past the kernel's tile of 64, and many tiles. float32 rounding
+ * over these sums gives ~1e-6; a wrong mask, a lost tile or an unscaled row gives errors
+ * of order 1e-2 and more. */
+static void test_fused_attention_matches_naive(void **state)
+{
+    (void)state;
+    const int lengths[] = {1, 7, 64, 129, 1000};
+    double worst = 0.0;
+    for (size_t t = 0; t < sizeof lengths / sizeof lengths[0]; t++)
+        for (int d = 0; d < 2; d++) worst = fmax(worst, fused_against_naive(lengths[t] < 1000 ? 2 : 1, lengths[t], d ? 0.1f : 0.0f));
+    printf("  worst relative error over every length: %.2e (limit 1e-5)\n", worst);
+    assert_true(worst < 1e-5);
 }
 
 /* ---- memory ---------------------------------------------------------------------------- */
@@ -489,6 +564,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_parameters_are_named_and_laid_out_as_hf_gpt2, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_block_records_the_tagged_ops, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_model_gradient_matches_finite_differences, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_fused_attention_matches_naive, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_step_leaves_only_parameters_and_gradients, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_initial_loss_is_close_to_ln_256, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_dropout_runs_with_the_same_seeds_are_bit_identical, clean_state, clean_state),

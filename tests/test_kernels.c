@@ -764,6 +764,41 @@ static void check_dropout(size_t n, float p)
     grad_free(&dx);
 }
 
+/* Counter-based: the keep decisions of the reference's element-by-element draws, the
+ * output x·(1/(1 − p)) where kept, the backward's regenerated mask the forward's. */
+static void check_dropout_counter(size_t n, float p)
+{
+    const CounterKey key = {.seed = 1234, .step = 5, .micro_batch = 0, .op = 3};
+    float *x = random_floats(n, -1.0f, 1.0f), *dout = random_floats(n, -1.0f, 1.0f);
+    float *out = zero_floats(n);
+    uint8_t *mask = malloc(n);
+    assert_non_null(mask);
+    ref_dropout_counter_mask(mask, &key, p, n);
+    k_dropout_counter_forward(out, x, p, &key, n);
+    const float scale = 1.0f / (1.0f - p);
+    for (size_t i = 0; i < n; i++)
+        if (out[i] != (mask[i] ? x[i] * scale : 0.0f)) fail_msg("dropout_counter_forward: element %zu", i);
+    Grad dx = grad_create(n);
+    k_dropout_counter_backward(dx.got, dout, p, &key, n);
+    k_dropout_counter_backward(dx.fresh, dout, p, &key, n);
+    ref_dropout_backward(dx.want, dout, mask, p, n);
+    grad_check("dropout_counter_backward", &dx, 3.0 * FLT_EPSILON); /* scale, product, += */
+    free(x);
+    free(dout);
+    free(out);
+    free(mask);
+    grad_free(&dx);
+}
+
+static void test_dropout_counter_matches_single_draws(void **state)
+{
+    (void)state;
+    seed(19);
+    check_dropout_counter(1001, 0.5f);        /* less than one block, one thread */
+    check_dropout_counter(3 * 4096 + 5, 0.1f); /* whole blocks and a partial one, threaded */
+    check_dropout_counter(5000, 0.0f);        /* p = 0 keeps everything */
+}
+
 static void test_dropout_matches_the_serial_loop(void **state)
 {
     (void)state;
@@ -772,6 +807,108 @@ static void test_dropout_matches_the_serial_loop(void **state)
     check_dropout(3 * 4096 + 5, 0.1f);    /* whole blocks and a partial one, threaded */
     check_dropout(EW_N, 0.3f);            /* many blocks */
     check_dropout(5000, 0.0f);            /* p = 0 keeps everything and still draws n */
+}
+
+/* ---- fused causal attention ------------------------------------------------------- */
+
+/* The fused kernel against the textbook attention in double, forward (out and lse) and
+ * backward, with the tile products of `how`; with p > 0, both drop the same elements
+ * (the reference's mask made element by element from the kernel's key). Returns the worst
+ * error relative to max(1, |reference|) over out, dq, dk and dv. The tolerance is the sum
+ * tolerance of T + D terms of size up to 1 (q, k, v, dout in [−1, 1], probabilities ≤ 1). */
+static double check_attention(int BH, int T, int D, float p, AttnProducts how)
+{
+    const size_t n = (size_t)BH * T * D, nn = (size_t)BH * T * T;
+    float *q = random_floats(n, -1.0f, 1.0f), *k = random_floats(n, -1.0f, 1.0f);
+    float *v = random_floats(n, -1.0f, 1.0f), *dout = random_floats(n, -1.0f, 1.0f);
+    float *out = zero_floats(n), *lse = zero_floats((size_t)BH * T);
+    double *out_ref = to_double(out, n), *lse_ref = to_double(lse, (size_t)BH * T);
+    float *work = zero_floats(k_attention_work_floats(T, D));
+    const AttnDropout drop = {.p = p, .key = {.seed = 11, .step = 2, .micro_batch = 0, .op = 4}};
+    uint8_t *mask = p > 0.0f ? malloc(nn) : NULL;
+    if (mask) ref_dropout_counter_mask(mask, &drop.key, p, nn);
+
+    k_attention_forward(out, lse, q, k, v, BH, T, D, mask ? &drop : NULL, how, work);
+    ref_attention_forward(out_ref, lse_ref, q, k, v, mask, p, BH, T, D);
+    const double tol = sum_tol(T + D, 1.0) * (mask ? 1.0 / (1.0 - p) : 1.0);
+    char what[64];
+    snprintf(what, sizeof what, "attention T=%d D=%d%s %s", T, D, mask ? " drop" : "", how == ATTN_PRODUCTS_BLAS ? "blas" : "loops");
+    assert_close(what, out, out_ref, n, tol);
+    assert_close("  lse", lse, lse_ref, (size_t)BH * T, tol);
+
+    Grad dq = grad_create(n), dk = grad_create(n), dv = grad_create(n);
+    k_attention_backward(dq.got, dk.got, dv.got, dout, q, k, v, out, lse, BH, T, D, mask ? &drop : NULL, how, work);
+    k_attention_backward(dq.fresh, dk.fresh, dv.fresh, dout, q, k, v, out, lse, BH, T, D, mask ? &drop : NULL, how, work);
+    ref_attention_backward(dq.want, dk.want, dv.want, dout, q, k, v, mask, p, BH, T, D);
+    double worst = 0.0;
+    const Grad *grads[] = {&dq, &dk, &dv};
+    const char *names[] = {"  dq", "  dk", "  dv"};
+    for (int g = 0; g < 3; g++) {
+        grad_check_scatter(names[g], grads[g], tol, sum_tol(T, 1.0));
+        for (size_t i = 0; i < n; i++)
+            worst = fmax(worst, fabs(grads[g]->got[i] - grads[g]->want[i]) / fmax(1.0, fabs(grads[g]->want[i])));
+    }
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(out[i] - out_ref[i]) / fmax(1.0, fabs(out_ref[i])));
+    free(q), free(k), free(v), free(dout), free(out), free(lse), free(out_ref), free(lse_ref), free(work), free(mask);
+    grad_free(&dq), grad_free(&dk), grad_free(&dv);
+    return worst;
+}
+
+/* Lengths that are and are not multiples of the tile, one row to many tiles; with and
+ * without dropout; BLAS and loops. */
+static void test_fused_attention_matches_the_textbook(void **state)
+{
+    (void)state;
+    seed(21);
+    const struct { int BH, T, D; } cases[] = {{3, 1, 8}, {2, 7, 16}, {2, 64, 32}, {2, 129, 64}, {1, 1000, 32}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int how = 0; how < 2; how++)
+            for (int d = 0; d < 2; d++) {
+                const double worst = check_attention(cases[c].BH, cases[c].T, cases[c].D, d ? 0.2f : 0.0f, (AttnProducts)how);
+                print_message("  worst relative error %.3g\n", worst);
+            }
+}
+
+/* FLOPs as kernels_attention.c states them, counted here tile by tile for T = 129 (three
+ * tiles, the last of one row). */
+static void test_fused_attention_counts_its_flops(void **state)
+{
+    (void)state;
+    enum { BH = 2, T = 129, D = 16, TILE = ATTN_TILE };
+    seed(22);
+    const size_t n = (size_t)BH * T * D;
+    float *q = random_floats(n, -1.0f, 1.0f), *k = random_floats(n, -1.0f, 1.0f), *v = random_floats(n, -1.0f, 1.0f);
+    float *out = zero_floats(n), *lse = zero_floats((size_t)BH * T), *dq = zero_floats(n), *dk = zero_floats(n), *dv = zero_floats(n);
+    float *work = zero_floats(k_attention_work_floats(T, D));
+    const AttnDropout drop = {.p = 0.1f, .key = {.seed = 1, .op = 1}};
+    const int rows[3] = {TILE, TILE, 1};
+    for (int d = 0; d < 2; d++) {
+        uint64_t fwd = 0, bwd = 0, rec = 0;
+        for (int qt = 0; qt < 3; qt++) {
+            for (int kt = 0; kt <= qt; kt++) {
+                uint64_t kept = 0;
+                for (int r = 0; r < rows[qt]; r++) {
+                    const int i = qt * TILE + r, last = kt * TILE + rows[kt] - 1;
+                    kept += (uint64_t)((i < last ? i : last) - kt * TILE + 1);
+                }
+                const uint64_t tile = (uint64_t)rows[qt] * rows[kt] * D;
+                fwd += 4 * tile + (uint64_t)rows[qt] * (D + 3) + (4 + 2 * d) * kept;
+                bwd += 8 * tile + (2 + d) * kept;
+                rec += 2 * tile + (2 + 2 * d) * kept;
+            }
+            fwd += (uint64_t)rows[qt] * (D + 2);
+        }
+        bwd += 2 * (uint64_t)T * D;
+        flops_reset();
+        k_attention_forward(out, lse, q, k, v, BH, T, D, d ? &drop : NULL, ATTN_PRODUCTS_BLAS, work);
+        expect_flops("k_attention_forward", BH * fwd);
+        flops_set_phase(PHASE_BACKWARD);
+        k_attention_backward(dq, dk, dv, out, q, k, v, out, lse, BH, T, D, d ? &drop : NULL, ATTN_PRODUCTS_BLAS, work);
+        assert_int_equal(flops_get(PHASE_RECOMPUTE), BH * rec);
+        assert_int_equal(flops_get(PHASE_BACKWARD), BH * bwd);
+        flops_reset();
+    }
+    free(q), free(k), free(v), free(out), free(lse), free(dq), free(dk), free(dv), free(work);
 }
 
 /* ---- embeddings ------------------------------------------------------------------- */
@@ -1061,6 +1198,38 @@ static void run_dropout_forward(Work *w)
     Pcg32 rng = w->rng;
     k_dropout_forward(w->out, out_mask(w), w->a, 0.2f, &rng, DET_N);
 }
+static void run_dropout_counter_forward(Work *w)
+{
+    const CounterKey key = {.seed = 9, .step = 2, .op = 4};
+    k_dropout_counter_forward(w->out, w->a, 0.2f, &key, DET_N);
+}
+static void run_dropout_counter_backward(Work *w)
+{
+    const CounterKey key = {.seed = 9, .step = 2, .op = 4};
+    k_dropout_counter_backward(w->out, w->a, 0.2f, &key, DET_N);
+}
+/* Fused attention on 8 heads of 200 tokens of 32: q from a, k from b, v from a's second
+ * part; with dropout, so the counter's masks are inside too. Past ATTN_PARALLEL_MIN. */
+enum { DET_ATT_BH = 8, DET_ATT_T = 200, DET_ATT_D = 32, DET_ATT_N = DET_ATT_BH * DET_ATT_T * DET_ATT_D };
+static const AttnDropout DET_ATT_DROP = {.p = 0.1f, .key = {.seed = 3, .op = 2}};
+static void run_attention_forward(Work *w)
+{
+    float *work = zero_floats(k_attention_work_floats(DET_ATT_T, DET_ATT_D));
+    k_attention_forward(w->out, w->out + DET_ATT_N, w->a, w->b, w->a + DET_ATT_N, DET_ATT_BH, DET_ATT_T, DET_ATT_D,
+                        &DET_ATT_DROP, ATTN_PRODUCTS_BLAS, work);
+    free(work);
+}
+static void run_attention_backward(Work *w)
+{
+    float *work = zero_floats(k_attention_work_floats(DET_ATT_T, DET_ATT_D));
+    float *o = zero_floats(DET_ATT_N), *lse = zero_floats(DET_ATT_BH * DET_ATT_T);
+    k_attention_forward(o, lse, w->a, w->b, w->a + DET_ATT_N, DET_ATT_BH, DET_ATT_T, DET_ATT_D, &DET_ATT_DROP,
+                        ATTN_PRODUCTS_BLAS, work);
+    k_attention_backward(w->out, w->out + DET_ATT_N, w->out + 2 * DET_ATT_N, w->b + DET_ATT_N, w->a, w->b,
+                         w->a + DET_ATT_N, o, lse, DET_ATT_BH, DET_ATT_T, DET_ATT_D, &DET_ATT_DROP, ATTN_PRODUCTS_BLAS,
+                         work);
+    free(work), free(o), free(lse);
+}
 static void run_dropout_backward(Work *w)
 {
     k_dropout_backward(w->out, w->a, (const uint8_t *)w->b, 0.2f, DET_N); /* b's bytes as a mask */
@@ -1140,6 +1309,10 @@ static const KernelCase CASES[] = {
     {"k_cross_entropy_backward", run_cross_entropy_backward, 1},
     {"k_dropout_forward", run_dropout_forward, 1},
     {"k_dropout_backward", run_dropout_backward, 1},
+    {"k_attention_forward", run_attention_forward, 1},
+    {"k_attention_backward", run_attention_backward, 1},
+    {"k_dropout_counter_forward", run_dropout_counter_forward, 1},
+    {"k_dropout_counter_backward", run_dropout_counter_backward, 1},
     {"k_embedding_forward", run_embedding_forward, 1},
     {"k_embedding_backward", run_embedding_backward, 1},
     {"k_split_heads_forward", run_split_heads_forward, 1},
@@ -1280,6 +1453,13 @@ static void test_kernels_count_documented_flops(void **state)
     expect_flops("k_dropout_forward", 2 * N);
     k_dropout_backward(out, a, mask, 0.5f, N);
     expect_flops("k_dropout_backward", 2 * N);
+    const CounterKey key = {.seed = 1, .step = 1, .op = 1};
+    k_dropout_counter_forward(out, a, 0.5f, &key, N);
+    expect_flops("k_dropout_counter_forward", 2 * N);
+    flops_set_phase(PHASE_BACKWARD);
+    k_dropout_counter_backward(out, a, 0.5f, &key, N);
+    assert_int_equal(flops_get(PHASE_RECOMPUTE), N); /* the mask's compares, made again */
+    expect_flops("k_dropout_counter_backward", 3 * N);
     /* embeddings of BATCH·T tokens of C channels, tables a (R,C) and b (T,C) */
     k_embedding_forward(out, ids, a, b, 1, R, C);
     expect_flops("k_embedding_forward", R * C);
@@ -1401,6 +1581,9 @@ int main(void)
         cmocka_unit_test(test_cross_entropy_forward_backward_match_reference),
         cmocka_unit_test(test_cross_entropy_of_uniform_logits_is_log_v),
         cmocka_unit_test(test_dropout_matches_the_serial_loop),
+        cmocka_unit_test(test_fused_attention_matches_the_textbook),
+        cmocka_unit_test(test_fused_attention_counts_its_flops),
+        cmocka_unit_test(test_dropout_counter_matches_single_draws),
         cmocka_unit_test(test_embedding_forward_backward_match_reference),
         cmocka_unit_test(test_split_merge_heads_match_reference),
         cmocka_unit_test(test_argmax_and_sampling_match_reference),

@@ -112,7 +112,10 @@ static void test_policy_names_parse_and_print(void **state)
 /* ---- a few training steps, with and without offload (fixture_train.h) ------------------ */
 
 /* The models: an 8-block MLP chain, and a 3-block GPT with dropout 0.1 everywhere. */
-static const Trainee MLP8 = {"mlp", 8, 16}, GPT3 = {"gpt", 3, 0};
+static const Trainee MLP8 = {.kind = "mlp", .layers = 8, .width = 16}, GPT3 = {.kind = "gpt", .layers = 3, .width = 0},
+                     GPT3_COUNTER = {.kind = "gpt", .layers = 3, .width = 0, .dropout_rng = DROPOUT_RNG_COUNTER},
+                     GPT3_FUSED = {.kind = "gpt", .layers = 3, .dropout_rng = DROPOUT_RNG_COUNTER,
+                                   .attention = ATTENTION_FUSED};
 
 /* Trains under strategy `s`, offloading as `oo` says (NULL: in RAM); *stats gets what the
  * offloader did. */
@@ -181,6 +184,15 @@ static void test_offload_is_bit_identical_with_every_strategy_on_the_gpt_with_dr
 {
     (void)state;
     check_offload_with_every_strategy(&GPT3);
+}
+
+/* Counter-based dropout keeps no mask, fused attention no (T,T) tensor: offload moves
+ * the rest, and nothing changes. */
+static void test_offload_is_bit_identical_with_every_strategy_with_counter_dropout(void **state)
+{
+    (void)state;
+    check_offload_with_every_strategy(&GPT3_COUNTER);
+    check_offload_with_every_strategy(&GPT3_FUSED);
 }
 
 /* ---- a chain in training ---------------------------------------------------------------- */
@@ -959,6 +971,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_policy_names_parse_and_print, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_offload_is_bit_identical_with_every_strategy_on_the_mlp, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_offload_is_bit_identical_with_every_strategy_on_the_gpt_with_dropout, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_offload_is_bit_identical_with_every_strategy_with_counter_dropout, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_each_policy_spills_what_it_promises, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_the_spill_file_is_reused_and_every_record_is_prefetched, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_offload_all_keeps_one_block_of_the_chain_whatever_its_depth, fixture_clean_state, fixture_clean_state),

@@ -30,6 +30,7 @@ typedef struct Fixture {
     MlpTask *task;
     Var *x, *y;
     ChainCost *cost;
+    DropoutRng dropout_rng; /* the GPT's dropout: the stream unless set */
 } Fixture;
 
 static Var *token_batch(int B, int T, Var **targets)
@@ -48,6 +49,15 @@ static TrainCtx step_ctx(void)
     return ctx;
 }
 
+/* The fixture's step context: step_ctx's, with the fixture's dropout generator (seed 4). */
+static TrainCtx fixture_step_ctx(const Fixture *f)
+{
+    TrainCtx ctx = step_ctx();
+    ctx.dropout_rng = f->dropout_rng;
+    ctx.seed = 4;
+    return ctx;
+}
+
 static void fixture_mlp(Fixture *f, int N)
 {
     f->model = mlp_create(&(MlpConfig){.n_layers = N, .width = 32, .seed = 1});
@@ -60,14 +70,22 @@ static void fixture_mlp(Fixture *f, int N)
     assert_non_null(f->cost);
 }
 
-static void fixture_gpt(Fixture *f, int L)
+/* A GPT of L blocks (C 32, 2 heads, T 16, dropout 0.1) with attention cores of `attention`
+ * (fused: dropout from the counter-based generator). */
+static void fixture_gpt_with(Fixture *f, int L, AttentionKind attention)
 {
+    f->dropout_rng = attention == ATTENTION_FUSED ? DROPOUT_RNG_COUNTER : DROPOUT_RNG_STREAM;
     f->model = gpt_create(&(GptConfig){.n_layers = L, .d_model = 32, .n_heads = 2, .seq_len = 16, .vocab = 256,
-                                       .dropout = 0.1f, .seed = 3});
+                                       .dropout = 0.1f, .attention = attention, .seed = 3});
     f->x = token_batch(2, 16, &f->y);
-    TrainCtx ctx = step_ctx();
+    TrainCtx ctx = fixture_step_ctx(f);
     f->cost = model_profile(f->model, f->x, f->y, &ctx);
     assert_non_null(f->cost);
+}
+
+static void fixture_gpt(Fixture *f, int L)
+{
+    fixture_gpt_with(f, L, ATTENTION_NAIVE);
 }
 
 static void fixture_free(Fixture *f)
@@ -100,7 +118,7 @@ typedef struct Measured {
 /* One forward and backward of the fixture's batch under schedule `s`. */
 static Measured measure(const Fixture *f, const Schedule *s)
 {
-    TrainCtx ctx = step_ctx();
+    TrainCtx ctx = fixture_step_ctx(f);
     flops_reset();
     mem_reset_peaks();
     Var *loss = model_loss_planned(f->model, s, f->x, f->y, &ctx);
@@ -171,11 +189,10 @@ static void test_prediction_equals_measurement_on_the_mlp(void **state)
  * block's input gradient is allocated half way through its backward, the profile's
  * one-block region holds it from the start. FLOPs are exact. The same holds for Revolve
  * with 1 to 5 slots (the last five schedules), whose reversals allocate it alike. */
-static void test_prediction_bounds_measurement_on_the_gpt(void **state)
+static void check_prediction_bounds_measurement_on_the_gpt(AttentionKind attention)
 {
-    (void)state;
     Fixture f = {0};
-    fixture_gpt(&f, 6);
+    fixture_gpt_with(&f, 6, attention);
     const size_t block_input = f.cost->layers[0].in_bytes;
     Pcg32 rng;
     pcg32_seed(&rng, 9, 9);
@@ -192,9 +209,20 @@ static void test_prediction_bounds_measurement_on_the_gpt(void **state)
         exact += s->predicted.peak_act == m.peak_act;
         schedule_free(s);
     }
-    printf("  GPT L=6: 35 schedules (5 of them Revolve), %d exact, the others high by at most %zu bytes (one block input: %zu)\n",
-           exact, worst, block_input);
+    printf("  GPT L=6, %s attention: 35 schedules (5 of them Revolve), %d exact, the others high by at most %zu bytes "
+           "(one block input: %zu); the backward kernels' own RECOMPUTE FLOPs %llu\n", attention_kind_name(attention),
+           exact, worst, block_input, (unsigned long long)f.cost->kernel_recompute);
+    assert_true((attention == ATTENTION_FUSED) == (f.cost->kernel_recompute > 0));
     fixture_free(&f);
+}
+
+/* The same with fused attention and counter-based dropout, whose backward kernels
+ * recompute under every schedule: the prediction counts them, exactly. */
+static void test_prediction_bounds_measurement_on_the_gpt(void **state)
+{
+    (void)state;
+    check_prediction_bounds_measurement_on_the_gpt(ATTENTION_NAIVE);
+    check_prediction_bounds_measurement_on_the_gpt(ATTENTION_FUSED);
 }
 
 /* ---- Revolve as a planner ---------------------------------------------------------------- */
@@ -387,7 +415,7 @@ static void check_planned_like_none(const Trainee *t)
     Pcg32 data;
     pcg32_seed(&data, 3, 0);
     Var *y, *x = fixture_batch(t, &data, &y);
-    TrainCtx ctx = step_ctx();
+    TrainCtx ctx = fixture_ctx(t, 0);
     ChainCost *cost = model_profile(m, x, y, &ctx);
     assert_non_null(cost);
     var_free(x);
@@ -406,7 +434,8 @@ static void check_planned_like_none(const Trainee *t)
             if (!s) continue; /* Chen's search may find nothing at the tightest budgets */
             assert_int_equal(s->strategy, STRATEGY_BUDGET);
             char what[96];
-            snprintf(what, sizeof what, "%s%s, planner %s, budget %d/4", t->kind, t->kind[0] == 'g' ? " with dropout" : "",
+            snprintf(what, sizeof what, "%s%s, planner %s, budget %d/4", t->kind,
+                     t->kind[0] != 'g' ? "" : t->dropout_rng == DROPOUT_RNG_COUNTER ? " with counter dropout" : " with dropout",
                      planner_name((PlannerKind)k), i);
             assert_int_equal(fixture_train(t, &(Way){.schedule = s}, &got), REMAT_OK);
             assert_same_outcome(&plain, &got, what);
@@ -427,8 +456,11 @@ static void check_planned_like_none(const Trainee *t)
 static void test_planned_schedules_are_bit_identical_to_none(void **state)
 {
     (void)state;
-    check_planned_like_none(&(Trainee){"gpt", 4, 0});
-    check_planned_like_none(&(Trainee){"mlp", 8, 16});
+    check_planned_like_none(&(Trainee){.kind = "gpt", .layers = 4, .width = 0});
+    check_planned_like_none(&(Trainee){.kind = "gpt", .layers = 4, .width = 0, .dropout_rng = DROPOUT_RNG_COUNTER});
+    check_planned_like_none(&(Trainee){.kind = "gpt", .layers = 4, .dropout_rng = DROPOUT_RNG_COUNTER,
+                                       .attention = ATTENTION_FUSED});
+    check_planned_like_none(&(Trainee){.kind = "mlp", .layers = 8, .width = 16});
 }
 
 /* ---- errors ------------------------------------------------------------------------------ */

@@ -9,7 +9,8 @@
  * Tolerance: remat computes in float32, the reference in float64. For each tensor the
  * relative error ||remat − reference|| / ||reference|| is printed; it must be under 1e-4.
  * float32 rounding over these short dot products gives ~1e-6; a wrong derivative, a
- * transposed weight or a mis-ordered head gives errors of order 1.
+ * transposed weight or a mis-ordered head gives errors of order 1. The same check runs
+ * with the attention core fused (tensor/kernels_attention.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,14 +51,16 @@ static double relative_error(const Tensor *got, const Tensor *want)
     return sqrt(diff) / (sqrt(norm) > 0 ? sqrt(norm) : 1.0);
 }
 
-static void test_gpt_matches_pytorch(void **state)
+/* The reference's model with attention cores of `attention`: the fused kernel must match
+ * PyTorch as closely as the primitive ops do. */
+static void check_matches_pytorch(AttentionKind attention)
 {
-    (void)state;
+    printf("  attention %s\n", attention_kind_name(attention));
     StFile *f = st_load(REMAT_REFERENCE_FILE);
     if (!f) fail_msg("%s", remat_last_error());
     GptConfig c = {.n_layers = meta_int(f, "layers"), .d_model = meta_int(f, "d_model"),
                    .n_heads = meta_int(f, "heads"), .seq_len = meta_int(f, "seq"), .vocab = 256,
-                   .dropout = 0.0f, .seed = 1};
+                   .dropout = 0.0f, .attention = attention, .seed = 1};
     Model *m = gpt_create(&c);
     assert_non_null(m);
     if (model_load(m, NULL, NULL, REMAT_REFERENCE_FILE) != REMAT_OK) fail_msg("%s", remat_last_error());
@@ -102,10 +105,23 @@ static void test_gpt_matches_pytorch(void **state)
     assert_int_equal(mem_live_blocks(), 0);
 }
 
+static void test_gpt_matches_pytorch(void **state)
+{
+    (void)state;
+    check_matches_pytorch(ATTENTION_NAIVE);
+}
+
+static void test_gpt_with_fused_attention_matches_pytorch(void **state)
+{
+    (void)state;
+    check_matches_pytorch(ATTENTION_FUSED);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt_matches_pytorch),
+        cmocka_unit_test(test_gpt_with_fused_attention_matches_pytorch),
     };
     return cmocka_run_group_tests_name("reference", tests, NULL, NULL);
 }

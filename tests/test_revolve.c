@@ -244,7 +244,7 @@ static void test_schedule_rejects_bad_input(void **state)
 
 /* The models (fixture_train.h): an 8-block MLP chain of width 32, and a 4-block GPT with
  * dropout 0.1 everywhere, whose generator must be replayed exactly. */
-static const Trainee MLP8 = {"mlp", 8, 32}, GPT4 = {"gpt", 4, 0};
+static const Trainee MLP8 = {.kind = "mlp", .layers = 8, .width = 32}, GPT4 = {.kind = "gpt", .layers = 4, .width = 0};
 
 /* A few training steps with the chain under Revolve, for each number of slots, against the
  * same steps run plainly. */
@@ -328,7 +328,7 @@ typedef struct StepMeasure {
  * First measures layer 0 into *cost. */
 static StepMeasure measure_mlp(int N, int slots, RevolveLayerCost *cost)
 {
-    Fixture f = fixture(&(Trainee){"mlp", N, W});
+    Fixture f = fixture(&(Trainee){.kind = "mlp", .layers = N, .width = W});
     assert_int_equal(revolve_measure_layer(f.m->layers[0], f.x, &f.ctx, cost), REMAT_OK);
     flops_reset();
     mem_reset_peaks();
@@ -388,7 +388,7 @@ static void test_enough_slots_is_strategy_full(void **state)
     enum { N = 12 };
     RevolveLayerCost cost;
     StepMeasure rev = measure_mlp(N, N - 1, &cost);
-    Fixture f = fixture(&(Trainee){"mlp", N, W});
+    Fixture f = fixture(&(Trainee){.kind = "mlp", .layers = N, .width = W});
     Strategy full = strategy_defaults(STRATEGY_FULL);
     Schedule *schedule = schedule_for_strategy(&full, N);
     flops_reset();
@@ -468,7 +468,7 @@ static void test_grad_off_runs_the_layers_plainly(void **state)
 static void test_abandoned_forward_frees_its_checkpoints(void **state)
 {
     (void)state;
-    Fixture f = fixture(&(Trainee){"mlp", 16, W});
+    Fixture f = fixture(&(Trainee){.kind = "mlp", .layers = 16, .width = W});
     const size_t act = mem_current(MEM_ACT);
     Var *z = revolve_forward(f.m->layers, 16, 3, f.x, &f.ctx);
     assert_non_null(z);
@@ -579,7 +579,7 @@ static void test_offload_takes_the_checkpoints(void **state)
     revolve_schedule_free(sch);
     Tensor *grads[2];
     for (int run = 0; run < 2; run++) {
-        Fixture f = fixture(&(Trainee){"mlp", N, W});
+        Fixture f = fixture(&(Trainee){.kind = "mlp", .layers = N, .width = W});
         OffloadOptions o = offload_defaults(OFFLOAD_BOUNDARY);
         o.min_bytes = 0;
         Offload *off = run ? offload_create(&o) : NULL;

@@ -86,6 +86,24 @@ static void test_parse_rejects_bad_input_with_exit_code_2(void **state)
     char *heads[] = {"train", "--d-model", "100", "--heads", "3"};
     char *optimizer[] = {"train", "--optimizer", "adam"};
     char *nan[] = {"train", "--lr", "nan"};
+    char *rng[] = {"train", "--dropout-rng", "philox"};
+    assert_int_equal(parse(&o, 3, rng), 2);
+    char *counter[] = {"train", "--dropout-rng", "counter"};
+    assert_int_equal(parse(&o, 3, counter), 0);
+    assert_int_equal(o.dropout_rng, DROPOUT_RNG_COUNTER);
+    /* Fused attention: with counter-based masks or without dropout; not with the stream's
+     * masks, which it could not make again, and not for the MLP, which has no attention. */
+    char *fused_stream[] = {"train", "--attention", "fused"};
+    char *fused_counter[] = {"train", "--attention", "fused", "--dropout-rng", "counter"};
+    char *fused_no_dropout[] = {"train", "--attention", "fused", "--dropout", "0"};
+    char *fused_mlp[] = {"train", "--model", "mlp", "--attention", "fused"};
+    char *bad_attention[] = {"train", "--attention", "flash"};
+    assert_int_equal(parse(&o, 3, fused_stream), 2);
+    assert_int_equal(parse(&o, 5, fused_counter), 0);
+    assert_int_equal(o.attention, ATTENTION_FUSED);
+    assert_int_equal(parse(&o, 5, fused_no_dropout), 0);
+    assert_int_equal(parse(&o, 5, fused_mlp), 2);
+    assert_int_equal(parse(&o, 3, bad_attention), 2);
     assert_int_equal(parse(&o, 2, unknown), 2);
     assert_int_equal(parse(&o, 2, missing), 2);
     assert_int_equal(parse(&o, 3, negative), 2);
@@ -275,7 +293,7 @@ static void copy_grads(const Model *m, Tensor **out)
 static void test_accumulation_is_the_scaled_sum_of_micro_batches(void **state)
 {
     (void)state;
-    const Trainee gpt = {"gpt", 2, 0};
+    const Trainee gpt = {"gpt", 2, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE};
     Model *m = fixture_model(&gpt);
     Pcg32 data;
     pcg32_seed(&data, 3, 4);
@@ -381,6 +399,23 @@ static TrainOptions small_mlp(int steps)
     return o;
 }
 
+/* A 2-block GPT on the corpus: C 32, 4 heads, 16 tokens, batch 4, dropout 0.1. */
+static TrainOptions small_gpt_with_masks(int steps, DropoutRng dropout_rng)
+{
+    TrainOptions o = train_defaults("gpt");
+    o.layers = 2;
+    o.d_model = 32;
+    o.seq = 16;
+    o.batch = 4;
+    o.steps = steps;
+    o.eval_every = 0;
+    o.eval_batches = 1;
+    o.sample_chars = 0;
+    o.quiet = true;
+    o.dropout_rng = dropout_rng;
+    return o;
+}
+
 /* The smallest feasible budget `planner` states for `o` when its budget is too small (the
  * run fails with EOOM before any step). */
 static size_t smallest_budget(TrainOptions *o, PlannerKind planner)
@@ -405,6 +440,29 @@ static size_t smallest_budget(TrainOptions *o, PlannerKind planner)
 /* A budget below the leanest schedule is a clear error that names the smallest feasible
  * budget and changes nothing; a run at exactly that budget trains like none, to the bit,
  * with the ledger enforcing the budget throughout. */
+/* train --dropout-rng counter --strategy full --no-rng-replay loses nothing: its losses
+ * are none's, bit for bit, where the stream's are not. */
+static void test_counter_dropout_trains_like_none_without_rng_replay(void **state)
+{
+    (void)state;
+    enum { STEPS = 4 };
+    for (int g = 0; g < 2; g++) {
+        const DropoutRng rng = g ? DROPOUT_RNG_COUNTER : DROPOUT_RNG_STREAM;
+        TrainOptions plain = small_gpt_with_masks(STEPS, rng), o = small_gpt_with_masks(STEPS, rng);
+        o.step.strategy = strategy_defaults(STRATEGY_FULL);
+        o.step.strategy.preserve_rng = false;
+        TrainReport reference, r;
+        assert_int_equal(train_run(&plain, &reference, sink), REMAT_OK);
+        assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
+        const bool same = !memcmp(r.losses, reference.losses, STEPS * sizeof(float));
+        printf("  --dropout-rng %s --strategy full --no-rng-replay: losses %s none's\n", dropout_rng_name(rng),
+               same ? "identical to" : "differ from");
+        assert_true(same == (rng == DROPOUT_RNG_COUNTER));
+        train_report_free(&reference);
+        train_report_free(&r);
+    }
+}
+
 static void test_budget_strategy_trains_like_none(void **state)
 {
     (void)state;
@@ -723,6 +781,7 @@ int main(void)
         cmocka_unit_test(test_parse_accumulate_and_zero),
         cmocka_unit_test(test_accumulation_is_the_scaled_sum_of_micro_batches),
         cmocka_unit_test(test_accumulate_is_bit_identical_across_strategies),
+        cmocka_unit_test(test_counter_dropout_trains_like_none_without_rng_replay),
         cmocka_unit_test(test_budget_strategy_trains_like_none),
         cmocka_unit_test(test_revolve_planner_trains_below_dp),
         cmocka_unit_test(test_resume_continues_bit_identically),

@@ -48,10 +48,16 @@ static RematStatus copy_grads(void *user, Var *loss)
 
 QuizStep quiz_step_offloaded(Model *model, const Strategy *strategy, Offload *off, Var *x, Var *targets)
 {
+    return quiz_step_with(model, strategy, off, DROPOUT_RNG_STREAM, x, targets);
+}
+
+QuizStep quiz_step_with(Model *model, const Strategy *strategy, Offload *off, DropoutRng dropout_rng, Var *x,
+                        Var *targets)
+{
     QuizStep s = {0};
     GradCopy copy = {model, &s};
     Schedule *schedule = schedule_for_strategy(strategy, model->n_layers);
-    TrainCtx ctx = {.training = true};
+    TrainCtx ctx = {.training = true, .dropout_rng = dropout_rng, .seed = 7, .step = 0};
     pcg32_seed(&ctx.rng, 7, 7);
     flops_reset();
     mem_reset_peaks();

@@ -38,6 +38,11 @@ QuizStep quiz_step(Model *model, const Strategy *strategy, Var *x, Var *targets)
  * the forward saves goes to the spill file, and backward reads it back. */
 QuizStep quiz_step_offloaded(Model *model, const Strategy *strategy, Offload *off, Var *x, Var *targets);
 
+/* As quiz_step_offloaded (`off` may be NULL), with dropout masks from `dropout_rng`: the
+ * stream seeded as quiz_step's, or counter-based with seed 7 at step 0. */
+QuizStep quiz_step_with(Model *model, const Strategy *strategy, Offload *off, DropoutRng dropout_rng, Var *x,
+                        Var *targets);
+
 /* Frees the gradient copies. */
 void quiz_step_free(QuizStep *s);
 

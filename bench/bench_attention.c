@@ -1,0 +1,260 @@
+/*
+ * bench_attention.c — quiz question 5, inside one kernel: what fused causal attention
+ * keeps and costs against the naive attention core, and which way of computing its tile
+ * products is faster on this machine.
+ *
+ * For q, k, v of B = 4 sequences, H = 4 heads of D = 64 (the GPT of D = 256) at several
+ * T, with dropout 0.1 from the counter-based generator, it times one forward and one
+ * backward of:
+ *
+ *   fused (blas)    k_attention_forward/_backward with OpenBLAS sgemm for the tile products
+ *   fused (loops)   the same kernel with its own vectorised loops for them
+ *   naive           the kernels the naive GPT block runs: the (T,T) scores by batched
+ *                   sgemm, the causal softmax, the dropout, the product with v, and their
+ *                   backward kernels
+ *
+ * taking turns round by round, and reports the median time of each with the fastest and
+ * slowest, the bytes each keeps between forward and backward (fused: its output and one
+ * log-sum-exp per row; naive: the probabilities and their dropped copy), and its FLOPs by
+ * phase from the ledger. Naive attention runs up to T = 1024: at 2048 its (T,T) tensors
+ * alone take 1.3 GB.
+ *
+ * What it is not: a training step (bench_selective times those) or a test
+ * (tests/test_kernels.c checks both kernels against the textbook attention).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/cli.h"
+#include "bench/results.h"
+#include "tensor/kernels.h"
+#include "tensor/platform.h"
+
+enum { N_WAYS = 3, MAX_SEQS = 5 };
+
+static const BenchInfo INFO = {
+    .name = "bench_attention",
+    .question = "quiz question 5: fused attention recomputes its (T,T) probabilities in backward instead of "
+                "keeping them",
+    .about = "  Causal attention, B = 4, H = 4, D = 64, dropout 0.1 (counter-based), at T = 256 to 2048:\n"
+             "  forward + backward time of the fused kernel with BLAS tile products, with its own\n"
+             "  vectorised loops, and of the naive kernels (naive up to T = 1024); bytes kept between\n"
+             "  forward and backward; FLOPs by phase.",
+    .quick = "B = 2, H = 2, D = 32, T = 128 and 256, 3 timed rounds",
+    .full = "B = 4, H = 4, D = 64, T = 256, 512, 1024 and 2048, 7 timed rounds after 1 warm-up",
+    .timed = true,
+};
+
+typedef enum Way { FUSED_BLAS, FUSED_LOOPS, NAIVE } Way;
+static const char *const WAY_NAMES[N_WAYS] = {"fused (blas)", "fused (loops)", "naive"};
+
+/* The buffers of one T: inputs, outputs and gradients, and what each way keeps. */
+typedef struct Bufs {
+    int BH, T, D;
+    float *q, *k, *v, *dout, *out, *dq, *dk, *dv;
+    float *lse, *work;               /* fused */
+    float *scores, *probs, *dropped; /* naive: (BH,T,T) each, and their gradients below */
+    float *dprobs, *dscores;
+} Bufs;
+
+static float *floats(size_t n, Pcg32 *rng)
+{
+    float *p = malloc(n * sizeof *p);
+    if (p && rng)
+        for (size_t i = 0; i < n; i++) p[i] = 2.0f * pcg32_float(rng) - 1.0f;
+    return p;
+}
+
+static void bufs_free(Bufs *b)
+{
+    float *all[] = {b->q, b->k, b->v, b->dout, b->out, b->dq, b->dk, b->dv, b->lse, b->work,
+                    b->scores, b->probs, b->dropped, b->dprobs, b->dscores};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+    *b = (Bufs){0};
+}
+
+static RematStatus bufs_create(Bufs *b, int BH, int T, int D, bool naive)
+{
+    *b = (Bufs){.BH = BH, .T = T, .D = D};
+    Pcg32 rng;
+    pcg32_seed(&rng, (uint64_t)T, 7);
+    const size_t n = (size_t)BH * T * D, nn = naive ? (size_t)BH * T * T : 1;
+    b->q = floats(n, &rng), b->k = floats(n, &rng), b->v = floats(n, &rng), b->dout = floats(n, &rng);
+    b->out = floats(n, NULL), b->dq = floats(n, NULL), b->dk = floats(n, NULL), b->dv = floats(n, NULL);
+    b->lse = floats((size_t)BH * T, NULL), b->work = floats(k_attention_work_floats(T, D), NULL);
+    b->scores = floats(nn, NULL), b->probs = floats(nn, NULL), b->dropped = floats(nn, NULL);
+    b->dprobs = floats(nn, NULL), b->dscores = floats(nn, NULL);
+    if (b->q && b->k && b->v && b->dout && b->out && b->dq && b->dk && b->dv && b->lse && b->work && b->scores &&
+        b->probs && b->dropped && b->dprobs && b->dscores)
+        return REMAT_OK;
+    bufs_free(b);
+    return remat_fail(REMAT_ENOMEM, "bench_attention: no memory for T = %d", T);
+}
+
+/* The naive GPT block's attention core, kernel by kernel, forward then backward. */
+static void naive_step(Bufs *b, const AttnDropout *drop)
+{
+    const int BH = b->BH, T = b->T, D = b->D;
+    const size_t nn = (size_t)BH * T * T;
+    const float scale = 1.0f / sqrtf((float)D);
+    k_matmul_batched(b->scores, b->q, b->k, BH, T, T, D, CblasNoTrans, CblasTrans, scale, 0.0f);
+    k_causal_softmax_forward(b->probs, b->scores, BH, T);
+    k_dropout_counter_forward(b->dropped, b->probs, drop->p, &drop->key, nn);
+    k_matmul_batched(b->out, b->dropped, b->v, BH, T, D, T, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
+    flops_set_phase(PHASE_BACKWARD);
+    k_matmul_batched(b->dprobs, b->dout, b->v, BH, T, T, D, CblasNoTrans, CblasTrans, 1.0f, 0.0f);
+    k_matmul_batched(b->dv, b->dropped, b->dout, BH, T, D, T, CblasTrans, CblasNoTrans, 1.0f, 1.0f);
+    k_fill(b->dscores, 0.0f, nn); /* the dropout's input gradient, then the softmax's */
+    k_dropout_counter_backward(b->dscores, b->dprobs, drop->p, &drop->key, nn);
+    k_fill(b->dprobs, 0.0f, nn); /* from here on, the scores' gradient */
+    k_causal_softmax_backward(b->dprobs, b->probs, b->dscores, BH, T);
+    k_matmul_batched(b->dq, b->dprobs, b->k, BH, T, D, T, CblasNoTrans, CblasNoTrans, scale, 1.0f);
+    k_matmul_batched(b->dk, b->dprobs, b->q, BH, T, D, T, CblasTrans, CblasNoTrans, scale, 1.0f);
+    flops_set_phase(PHASE_FORWARD);
+}
+
+/* One forward and backward of `way`; returns its seconds. */
+static double run_way(Bufs *b, Way way, const AttnDropout *drop)
+{
+    const double t0 = platform_seconds();
+    if (way == NAIVE) {
+        naive_step(b, drop);
+    } else {
+        const AttnProducts how = way == FUSED_BLAS ? ATTN_PRODUCTS_BLAS : ATTN_PRODUCTS_LOOPS;
+        k_attention_forward(b->out, b->lse, b->q, b->k, b->v, b->BH, b->T, b->D, drop, how, b->work);
+        flops_set_phase(PHASE_BACKWARD);
+        k_attention_backward(b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->out, b->lse, b->BH, b->T, b->D, drop,
+                             how, b->work);
+        flops_set_phase(PHASE_FORWARD);
+    }
+    return platform_seconds() - t0;
+}
+
+/* What one way measured at one T. */
+typedef struct WayResult {
+    bool ran;
+    double seconds, seconds_min, seconds_max;
+    uint64_t flops[PHASE_COUNT];
+    size_t kept; /* bytes kept between forward and backward */
+} WayResult;
+
+static RematStatus measure_seq(int BH, int T, int D, bool naive, int warmup, int rounds, Progress *progress,
+                               WayResult out[N_WAYS])
+{
+    Bufs b;
+    RematStatus status = bufs_create(&b, BH, T, D, naive);
+    if (status != REMAT_OK) return status;
+    const AttnDropout drop = {.p = 0.1f, .key = {.seed = 3, .op = 1}};
+    double *times = malloc((size_t)N_WAYS * (size_t)rounds * sizeof *times);
+    if (!times) {
+        bufs_free(&b);
+        return remat_fail(REMAT_ENOMEM, "bench_attention: no memory for the times");
+    }
+    const int ways = naive ? N_WAYS : NAIVE;
+    char label[32];
+    snprintf(label, sizeof label, "T=%d", T);
+    for (int round = 0; round < warmup + rounds; round++)
+        for (int j = 0; j < ways; j++) {
+            const int w = (round + j) % ways; /* each round starts one way later */
+            flops_reset();
+            const double s = run_way(&b, (Way)w, &drop);
+            if (round >= warmup) times[w * rounds + round - warmup] = s;
+            for (int p = 0; p < PHASE_COUNT; p++) out[w].flops[p] = flops_get((Phase)p);
+            progress_tick(progress, label);
+        }
+    for (int w = 0; w < ways; w++) {
+        out[w].ran = true;
+        out[w].seconds = median(&times[w * rounds], rounds);
+        out[w].seconds_min = times[w * rounds];
+        out[w].seconds_max = times[w * rounds + rounds - 1];
+        out[w].kept = w == NAIVE ? 2 * (size_t)BH * T * T * sizeof(float) : (size_t)BH * T * (D + 1) * sizeof(float);
+    }
+    flops_reset();
+    free(times);
+    bufs_free(&b);
+    return REMAT_OK;
+}
+
+static const ResultsField FIELDS[] = {
+    {"seq", "tokens"},
+    {"way", ""},
+    {"seconds", "seconds"},
+    {"seconds_min", "seconds"},
+    {"seconds_max", "seconds"},
+    {"kept", "bytes"},
+    {"forward_flops", "FLOPs"},
+    {"backward_flops", "FLOPs"},
+    {"recompute_flops", "FLOPs"},
+    {"vs_naive", "ratio"},
+};
+
+static void report(int T, const WayResult r[N_WAYS], ResultsTable *table)
+{
+    for (int w = 0; w < N_WAYS; w++) {
+        if (!r[w].ran) continue;
+        const double vs = r[NAIVE].ran ? r[w].seconds / r[NAIVE].seconds : 0.0;
+        char kept[32];
+        printf("  %5d  %-14s %9.1f (%6.1f - %6.1f) %12s %9.2f %9.2f %9.2f", T, WAY_NAMES[w], 1e3 * r[w].seconds,
+               1e3 * r[w].seconds_min, 1e3 * r[w].seconds_max, mem_format_bytes(kept, sizeof kept, r[w].kept),
+               1e-9 * (double)r[w].flops[PHASE_FORWARD], 1e-9 * (double)r[w].flops[PHASE_BACKWARD],
+               1e-9 * (double)r[w].flops[PHASE_RECOMPUTE]);
+        if (r[NAIVE].ran) printf(" %8.2fx", vs);
+        printf("\n");
+        ResultsRecord *rec = results_record(table);
+        record_num(rec, "seq", T);
+        record_str(rec, "way", WAY_NAMES[w]);
+        record_num(rec, "seconds", r[w].seconds);
+        record_num(rec, "seconds_min", r[w].seconds_min);
+        record_num(rec, "seconds_max", r[w].seconds_max);
+        record_num(rec, "kept", (double)r[w].kept);
+        record_num(rec, "forward_flops", (double)r[w].flops[PHASE_FORWARD]);
+        record_num(rec, "backward_flops", (double)r[w].flops[PHASE_BACKWARD]);
+        record_num(rec, "recompute_flops", (double)r[w].flops[PHASE_RECOMPUTE]);
+        if (r[NAIVE].ran) record_num(rec, "vs_naive", vs);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    BenchOptions o;
+    Results *results;
+    const int start = bench_start(&INFO, argc, argv, &o, &results);
+    if (start != BENCH_RUN) return start;
+    const int seqs_full[] = {256, 512, 1024, 2048}, seqs_quick[] = {128, 256};
+    const int n_seqs = o.quick ? 2 : 4, naive_max = o.quick ? 256 : 1024;
+    const int *seqs = o.quick ? seqs_quick : seqs_full;
+    const int B = o.quick ? 2 : 4, H = o.quick ? 2 : 4, D = o.quick ? 32 : 64;
+    const int warmup = 1, rounds = bench_steps(&o, 3, 7);
+    results_config_num(results, "batch", B);
+    results_config_num(results, "heads", H);
+    results_config_num(results, "head_dim", D);
+    results_config_num(results, "dropout", 0.1);
+    results_config_str(results, "dropout_rng", "counter");
+    results_config_num(results, "tile", ATTN_TILE);
+    results_config_ints(results, "seqs", seqs, n_seqs);
+    results_config_num(results, "naive_max_seq", naive_max);
+    results_config_num(results, "warmup_rounds", warmup);
+    results_config_num(results, "timed_rounds", rounds);
+    ResultsTable *table = results_table(results, "ways", "one forward and backward of causal attention, per way and "
+                                        "sequence length", FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+    WayResult r[MAX_SEQS][N_WAYS] = {0};
+    Progress progress;
+    int units = 0;
+    for (int i = 0; i < n_seqs; i++) units += (seqs[i] <= naive_max ? N_WAYS : NAIVE) * (warmup + rounds);
+    progress_begin(&progress, units);
+    RematStatus status = REMAT_OK;
+    for (int i = 0; i < n_seqs && status == REMAT_OK; i++)
+        status = measure_seq(B * H, seqs[i], D, seqs[i] <= naive_max, warmup, rounds, &progress, r[i]);
+    progress_end(&progress);
+    if (status == REMAT_OK) {
+        printf("\n  B=%d H=%d D=%d, dropout 0.1 (counter-based), tiles of %d; ms: median of %d rounds (fastest -\n"
+               "  slowest), ways taking turns; kept: bytes between forward and backward; GFLOP by phase\n",
+               B, H, D, ATTN_TILE, rounds);
+        printf("  %5s  %-14s %28s %12s %9s %9s %9s %9s\n", "T", "way", "ms", "kept", "forward", "backward",
+               "recompute", "vs naive");
+        for (int i = 0; i < n_seqs; i++) report(seqs[i], r[i], table);
+    }
+    return bench_finish(&INFO, &o, results, status);
+}

@@ -1,0 +1,346 @@
+/*
+ * kernels_attention.c — fused causal attention: softmax(q·kᵀ/√D + causal mask)·v, with
+ * dropout on the probabilities, without ever holding a (T,T) matrix (see kernels.h).
+ *
+ * What it is: FlashAttention's algorithm (Dao et al. 2022, and FlashAttention-2's loop
+ * order) for one CPU. For each (batch·head, tile of query rows) the forward walks the key
+ * tiles left to right up to the diagonal, keeping for each query row a running maximum m,
+ * a running sum l of exp(s − m) and an accumulator of Σ exp(s − m)·v; when a new tile
+ * raises the maximum, what was accumulated is rescaled by exp(m_old − m_new) (the
+ * "online softmax", Milakov and Gimelshein 2018). At the end out = acc / l, and the one
+ * float per row the backward needs is kept: lse = m + log l, the log-sum-exp of the row.
+ *
+ * The backward recomputes each tile's probabilities from q, k and lse:
+ * p_ij = exp(s_ij − lse_i), exact softmax values with no second pass. With Δ_i = dout_i·out_i
+ * (which equals Σ_j p_ij·dp_ij even with dropout, since out_i = Σ_j a_ij v_j):
+ *     a = p ⊙ keep/(1 − p_drop)           (the dropped probabilities the forward used)
+ *     dv_j += Σ_i a_ij dout_i
+ *     da_ij = dout_i · v_j,  dp_ij = da_ij ⊙ keep/(1 − p_drop)
+ *     ds_ij = p_ij (dp_ij − Δ_i)          (softmax's backward, row by row)
+ *     dq_i += scale · Σ_j ds_ij k_j,  dk_j += scale · Σ_i ds_ij q_i
+ * Dropout's keep decisions come from the counter-based generator (counter_rng.h) at the
+ * element index the (B,H,T,T) tensor would have, ((bh·T) + i)·T + j, so an unfused
+ * attention dropping out its (B,H,T,T) probabilities with the same key drops the same ones.
+ *
+ * Tiles: ATTN_TILE query rows by ATTN_TILE keys. With D = 64 a tile of q, k, v or out is
+ * 16 KiB and the scores another 16 KiB: a tile step touches about 80 KiB, in the 1 MiB
+ * L2 of each Zen 4 core (its 32 KiB L1 holds one operand). The same size for rows and
+ * keys keeps every row of a diagonal tile with at least one key (its own), so the
+ * running maximum is never −∞.
+ *
+ * The tile products are either OpenBLAS sgemm calls (one thread each: inside the
+ * parallel region OpenBLAS does not spawn threads) or plain loops that gcc vectorises
+ * (`omp simd`), chosen by AttnProducts. bench_attention measured sgemm faster here: a
+ * forward and backward at B = 4, H = 4, D = 64 took 165 ms against 748 ms with the loops
+ * at T = 512, 1436 against 2612 ms at T = 1024 and 3023 against 6041 ms at T = 2048
+ * (medians of 7, 2 threads, on a 2-core machine busy with other work: the ranges are in
+ * README.md), so the ops use sgemm (ATTN_PRODUCTS_DEFAULT).
+ *
+ * Threads and determinism. The forward takes (batch·head, query tile) pairs, the backward
+ * whole batch·heads — dk and dv of a head collect from every query tile, and one thread
+ * per head adds them in a fixed order with no atomics. Within a pair everything runs in a
+ * fixed order on one thread, so the results are bit-identical on any thread count.
+ *
+ * FLOPs (counted as executed for products, per kept element for the rest; a "kept"
+ * element is (i, j) with j ≤ i; rows·cols is a computed tile's size, which includes the
+ * masked half of diagonal tiles):
+ *   forward    per tile 4·rows·cols·D (q·kᵀ and p·v) + rows·(D + 3) (the rescale);
+ *              per kept element 4 (max, subtract, exp, add) + 2 with dropout;
+ *              per row D + 2 (out = acc/l, lse)
+ *   backward   per tile 8·rows·cols·D (dv, da, dq, dk) as BACKWARD and 2·rows·cols·D
+ *              (q·kᵀ again) as RECOMPUTE; per kept element 2 BACKWARD (ds) + 1 with
+ *              dropout (dp), and 2 RECOMPUTE (p again) + 2 with dropout (the mask and a);
+ *              per row 2·D BACKWARD (Δ)
+ *
+ * Aliasing: no output may overlap an input.
+ */
+#include "tensor/kernels.h"
+
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "tensor/flops.h"
+
+/* ---- tile products ---------------------------------------------------------------------- */
+
+/* C (M,N) = alpha · A · op(B) + beta · C with A (M,K) of leading dimension lda; op(B) is
+ * B (K,N) or, transposed, B (N,K); C has leading dimension ldc. */
+static void product_nn(AttnProducts how, int M, int N, int K, float alpha, const float *A, int lda,
+                       const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (how == ATTN_PRODUCTS_BLAS) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    for (int i = 0; i < M; i++) {
+        float *c = C + (size_t)i * ldc;
+        if (beta == 0.0f) memset(c, 0, (size_t)N * sizeof *c);
+        for (int k = 0; k < K; k++) {
+            const float a = alpha * A[(size_t)i * lda + k];
+            const float *b = B + (size_t)k * ldb;
+#pragma omp simd
+            for (int j = 0; j < N; j++) c[j] += a * b[j];
+        }
+    }
+}
+
+/* C (M,N) = alpha · A · Bᵀ + beta · C with B (N,K). */
+static void product_nt(AttnProducts how, int M, int N, int K, float alpha, const float *A, int lda,
+                       const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (how == ATTN_PRODUCTS_BLAS) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    for (int i = 0; i < M; i++) {
+        const float *a = A + (size_t)i * lda;
+        for (int j = 0; j < N; j++) {
+            const float *b = B + (size_t)j * ldb;
+            float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+            for (int k = 0; k < K; k++) dot += a[k] * b[k];
+            float *c = &C[(size_t)i * ldc + j];
+            *c = beta == 0.0f ? alpha * dot : alpha * dot + beta * *c;
+        }
+    }
+}
+
+/* C (M,N) = alpha · Aᵀ · B + beta · C with A (K,M), B (K,N). */
+static void product_tn(AttnProducts how, int M, int N, int K, float alpha, const float *A, int lda,
+                       const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (how == ATTN_PRODUCTS_BLAS) {
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    if (beta == 0.0f)
+        for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof *C);
+    for (int k = 0; k < K; k++) {
+        const float *b = B + (size_t)k * ldb;
+        for (int i = 0; i < M; i++) {
+            const float a = alpha * A[(size_t)k * lda + i];
+            float *c = C + (size_t)i * ldc;
+#pragma omp simd
+            for (int j = 0; j < N; j++) c[j] += a * b[j];
+        }
+    }
+}
+
+/* ---- shared pieces ---------------------------------------------------------------------- */
+
+/* Tiles of ATTN_TILE over T (the last one shorter). */
+static int tiles_of(int T) { return (T + ATTN_TILE - 1) / ATTN_TILE; }
+static int tile_len(int T, int t) { return T - t * ATTN_TILE < ATTN_TILE ? T - t * ATTN_TILE : ATTN_TILE; }
+
+/* Kept elements (i, j ≤ i) of a tile of `rows` query rows from i0 and `cols` keys from j0. */
+static uint64_t tile_kept(int i0, int rows, int j0, int cols)
+{
+    uint64_t kept = 0;
+    for (int r = 0; r < rows; r++) {
+        const int n = i0 + r - j0 + 1;
+        kept += (uint64_t)(n < 0 ? 0 : n > cols ? cols : n);
+    }
+    return kept;
+}
+
+/* The keep decisions of query row i, keys j0 .. j0 + n − 1, of head bh. */
+static void row_keep(uint8_t *keep, const AttnDropout *drop, int bh, int T, int i, int j0, int n)
+{
+    const uint64_t first = ((uint64_t)bh * (uint64_t)T + (uint64_t)i) * (uint64_t)T + (uint64_t)j0;
+    counter_rng_keep(keep, &drop->key, first, (size_t)n, drop->p);
+}
+
+/* Scratch floats of one thread. Forward: scores (tile²), acc (tile·D), m and l (tile
+ * each), keep (tile bytes); backward: p, da and a (tile² each), keep (tile² bytes), Δ for
+ * a whole head (T). One size, the sum of both with room to spare, serves either. */
+static size_t work_per_thread(int T, int D)
+{
+    const size_t tile = ATTN_TILE;
+    return 4 * tile * tile + tile * (size_t)D + 3 * tile + (size_t)T;
+}
+
+size_t k_attention_work_floats(int T, int D)
+{
+    return (size_t)omp_get_max_threads() * work_per_thread(T, D);
+}
+
+/* ---- forward ---------------------------------------------------------------------------- */
+
+/* One tile's online-softmax update for rows i0 .. i0 + rows − 1 against keys j0 ..
+ * j0 + cols − 1: s (rows,cols) holds the scaled scores on entry and the (dropped)
+ * unnormalised probabilities on return; m, l, acc are updated. */
+static void online_update(float *s, float *m, float *l, float *acc, uint8_t *keep, const AttnDropout *drop, int bh,
+                          int T, int D, int i0, int rows, int j0, int cols)
+{
+    for (int r = 0; r < rows; r++) {
+        float *sr = s + (size_t)r * cols;
+        const int n = i0 + r - j0 + 1 < cols ? i0 + r - j0 + 1 : cols; /* keys j0 .. i: at least 1 */
+        float mx = m[r];
+        for (int c = 0; c < n; c++) mx = sr[c] > mx ? sr[c] : mx;
+        const float correction = expf(m[r] - mx); /* exp(−∞) = 0 on the first tile */
+        float sum = 0.0f;
+        for (int c = 0; c < n; c++) {
+            sr[c] = expf(sr[c] - mx);
+            sum += sr[c];
+        }
+        for (int c = n; c < cols; c++) sr[c] = 0.0f; /* masked: exactly 0 */
+        l[r] = l[r] * correction + sum;
+        m[r] = mx;
+        float *ar = acc + (size_t)r * D;
+        for (int d = 0; d < D; d++) ar[d] *= correction;
+        if (drop) {
+            const float scale = 1.0f / (1.0f - drop->p);
+            row_keep(keep, drop, bh, T, i0 + r, j0, n);
+            for (int c = 0; c < n; c++) sr[c] *= (float)keep[c] * scale;
+        }
+    }
+}
+
+/* Query tile qt of head bh: out rows and lse. */
+static void forward_tile(float *out, float *lse, const float *q, const float *k, const float *v, int bh, int qt,
+                         int T, int D, float scale, const AttnDropout *drop, AttnProducts how, float *work)
+{
+    const int i0 = qt * ATTN_TILE, rows = tile_len(T, qt);
+    float *s = work, *acc = s + ATTN_TILE * ATTN_TILE, *m = acc + (size_t)ATTN_TILE * D, *l = m + ATTN_TILE;
+    uint8_t *keep = (uint8_t *)(l + ATTN_TILE);
+    const size_t head = (size_t)bh * T * D;
+    for (int r = 0; r < rows; r++) {
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+    }
+    memset(acc, 0, (size_t)rows * D * sizeof *acc);
+    for (int kt = 0; kt <= qt; kt++) {
+        const int j0 = kt * ATTN_TILE, cols = tile_len(T, kt);
+        product_nt(how, rows, cols, D, scale, q + head + (size_t)i0 * D, D, k + head + (size_t)j0 * D, D, 0.0f, s, cols);
+        online_update(s, m, l, acc, keep, drop, bh, T, D, i0, rows, j0, cols);
+        product_nn(how, rows, D, cols, 1.0f, s, cols, v + head + (size_t)j0 * D, D, 1.0f, acc, D);
+    }
+    for (int r = 0; r < rows; r++) {
+        const float inv = 1.0f / l[r];
+        float *o = out + head + (size_t)(i0 + r) * D;
+        for (int d = 0; d < D; d++) o[d] = acc[(size_t)r * D + d] * inv;
+        lse[(size_t)bh * T + i0 + r] = m[r] + logf(l[r]);
+    }
+}
+
+static uint64_t forward_flops(int BH, int T, int D, bool dropout)
+{
+    uint64_t flops = 0;
+    for (int qt = 0; qt < tiles_of(T); qt++) {
+        const int rows = tile_len(T, qt);
+        for (int kt = 0; kt <= qt; kt++) {
+            const int cols = tile_len(T, kt);
+            flops += 4 * (uint64_t)rows * cols * D + (uint64_t)rows * (D + 3);
+            flops += (4 + (dropout ? 2 : 0)) * tile_kept(qt * ATTN_TILE, rows, kt * ATTN_TILE, cols);
+        }
+        flops += (uint64_t)rows * (D + 2);
+    }
+    return flops * (uint64_t)BH;
+}
+
+void k_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, int BH, int T,
+                         int D, const AttnDropout *drop, AttnProducts how, float *work)
+{
+    const float scale = 1.0f / sqrtf((float)D);
+    const int tiles = tiles_of(T), pairs = BH * tiles;
+    const size_t per_thread = work_per_thread(T, D);
+#pragma omp parallel for schedule(dynamic, 1) if (pairs > 1 && (size_t)BH * T * T * D >= ATTN_PARALLEL_MIN)
+    for (int pair = 0; pair < pairs; pair++) {
+        /* Heaviest first: query tile t has t + 1 key tiles, so the last tiles lead. */
+        const int qt = tiles - 1 - pair / BH, bh = pair % BH;
+        forward_tile(out, lse, q, k, v, bh, qt, T, D, scale, drop, how, work + (size_t)omp_get_thread_num() * per_thread);
+    }
+    flops_add(forward_flops(BH, T, D, drop != NULL));
+}
+
+/* ---- backward --------------------------------------------------------------------------- */
+
+/* The probabilities of a tile again: p = exp(s − lse) on kept elements, 0 on masked ones;
+ * with dropout, a = p ⊙ keep·scale into `a` (else `a` is p itself). */
+static void recompute_tile(float *p, float *a, uint8_t *keep, const float *lse, const AttnDropout *drop, int bh,
+                           int T, int i0, int rows, int j0, int cols)
+{
+    for (int r = 0; r < rows; r++) {
+        float *pr = p + (size_t)r * cols;
+        const int n = i0 + r - j0 + 1 < cols ? (i0 + r - j0 + 1 > 0 ? i0 + r - j0 + 1 : 0) : cols;
+        const float row_lse = lse[(size_t)bh * T + i0 + r];
+        for (int c = 0; c < n; c++) pr[c] = expf(pr[c] - row_lse);
+        for (int c = n; c < cols; c++) pr[c] = 0.0f;
+        if (!drop) continue;
+        const float scale = 1.0f / (1.0f - drop->p);
+        float *ar = a + (size_t)r * cols;
+        row_keep(keep + (size_t)r * ATTN_TILE, drop, bh, T, i0 + r, j0, n);
+        for (int c = 0; c < n; c++) ar[c] = pr[c] * ((float)keep[(size_t)r * ATTN_TILE + c] * scale);
+        for (int c = n; c < cols; c++) ar[c] = 0.0f;
+    }
+}
+
+/* ds = p ⊙ (dp − Δ), with dp = da ⊙ keep·scale under dropout; in place over `da`. */
+static void softmax_backward_tile(float *da, const float *p, const uint8_t *keep, const float *delta,
+                                  const AttnDropout *drop, int rows, int cols)
+{
+    const float scale = drop ? 1.0f / (1.0f - drop->p) : 1.0f;
+    for (int r = 0; r < rows; r++) {
+        float *dr = da + (size_t)r * cols;
+        const float *pr = p + (size_t)r * cols;
+        if (drop)
+            for (int c = 0; c < cols; c++) dr[c] *= (float)keep[(size_t)r * ATTN_TILE + c] * scale;
+        for (int c = 0; c < cols; c++) dr[c] = pr[c] * (dr[c] - delta[r]);
+    }
+}
+
+/* Every tile of head bh, query tiles in order, each against its key tiles in order. */
+static void backward_head(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                          const float *v, const float *out, const float *lse, int bh, int T, int D, float scale,
+                          const AttnDropout *drop, AttnProducts how, float *work)
+{
+    float *p = work, *da = p + ATTN_TILE * ATTN_TILE, *delta = da + ATTN_TILE * ATTN_TILE;
+    uint8_t *keep = (uint8_t *)(delta + T); /* ATTN_TILE² bytes, a quarter of a tile² of floats */
+    float *a = drop ? (float *)(keep + ATTN_TILE * ATTN_TILE) : p;
+    const size_t head = (size_t)bh * T * D;
+    for (int i = 0; i < T; i++) { /* Δ_i = dout_i · out_i */
+        float dot = 0.0f;
+        for (int d = 0; d < D; d++) dot += dout[head + (size_t)i * D + d] * out[head + (size_t)i * D + d];
+        delta[i] = dot;
+    }
+    for (int qt = 0; qt < tiles_of(T); qt++) {
+        const int i0 = qt * ATTN_TILE, rows = tile_len(T, qt);
+        const float *qi = q + head + (size_t)i0 * D, *doi = dout + head + (size_t)i0 * D;
+        for (int kt = 0; kt <= qt; kt++) {
+            const int j0 = kt * ATTN_TILE, cols = tile_len(T, kt);
+            const float *kj = k + head + (size_t)j0 * D, *vj = v + head + (size_t)j0 * D;
+            product_nt(how, rows, cols, D, scale, qi, D, kj, D, 0.0f, p, cols); /* the scores again */
+            recompute_tile(p, a, keep, lse, drop, bh, T, i0, rows, j0, cols);
+            product_tn(how, cols, D, rows, 1.0f, a, cols, doi, D, 1.0f, dv + head + (size_t)j0 * D, D);
+            product_nt(how, rows, cols, D, 1.0f, doi, D, vj, D, 0.0f, da, cols);
+            softmax_backward_tile(da, p, keep, delta + i0, drop, rows, cols);
+            product_nn(how, rows, D, cols, scale, da, cols, kj, D, 1.0f, dq + head + (size_t)i0 * D, D);
+            product_tn(how, cols, D, rows, scale, da, cols, qi, D, 1.0f, dk + head + (size_t)j0 * D, D);
+        }
+    }
+}
+
+void k_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                          const float *v, const float *out, const float *lse, int BH, int T, int D,
+                          const AttnDropout *drop, AttnProducts how, float *work)
+{
+    const float scale = 1.0f / sqrtf((float)D);
+    const size_t per_thread = work_per_thread(T, D);
+#pragma omp parallel for schedule(static) if (BH > 1 && (size_t)BH * T * T * D >= ATTN_PARALLEL_MIN)
+    for (int bh = 0; bh < BH; bh++)
+        backward_head(dq, dk, dv, dout, q, k, v, out, lse, bh, T, D, scale, drop, how,
+                      work + (size_t)omp_get_thread_num() * per_thread);
+    uint64_t backward = 2 * (uint64_t)T * D, recompute = 0;
+    for (int qt = 0; qt < tiles_of(T); qt++) {
+        const int rows = tile_len(T, qt);
+        for (int kt = 0; kt <= qt; kt++) {
+            const int cols = tile_len(T, kt);
+            const uint64_t kept = tile_kept(qt * ATTN_TILE, rows, kt * ATTN_TILE, cols);
+            backward += 8 * (uint64_t)rows * cols * D + (2 + (drop ? 1 : 0)) * kept;
+            recompute += 2 * (uint64_t)rows * cols * D + (2 + (drop ? 2 : 0)) * kept;
+        }
+    }
+    flops_add(backward * (uint64_t)BH);
+    flops_add_phase(PHASE_RECOMPUTE, recompute * (uint64_t)BH);
+}
