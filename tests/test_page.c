@@ -593,12 +593,32 @@ static void test_page_in_a_browser_scores_right_and_wrong_answers(void **state)
     }
 }
 
+/* Whether a part's text quotes a figure of bench_dropout, whose results the page's test
+ * leaves out. */
+static bool quotes_bench_dropout(const Question *question, const char *text)
+{
+    for (const char *open = strchr(text, '{'); open; open = strchr(open + 1, '{')) {
+        const size_t len = strcspn(open + 1, "}");
+        for (int i = 0; i < question->n_measurements; i++) {
+            const Measurement *m = &question->measurements[i];
+            if (strlen(m->name) == len && !strncmp(m->name, open + 1, len) && !strcmp(m->bench, "bench_dropout"))
+                return true;
+        }
+    }
+    return false;
+}
+
 /* The figures question `q`'s explanation quotes when every bench but bench_dropout has
- * quiet, narrow results: every placeholder of every part's own text. */
+ * quiet, narrow results: every placeholder of every part's own text, but in parts that
+ * quote bench_dropout. */
 static size_t quoted_figures(int q, QuizLang lang)
 {
+    const Question *question = &bank->questions[q];
     size_t n = 0;
-    for (int p = 0; q != 6 && p < bank->questions[q].n_parts; p++) n += count(bank->questions[q].parts[p].text.lang[lang], "{");
+    for (int p = 0; p < question->n_parts; p++) {
+        const char *text = question->parts[p].text.lang[lang];
+        if (!quotes_bench_dropout(question, text)) n += count(text, "{");
+    }
     return n;
 }
 
