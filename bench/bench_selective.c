@@ -10,7 +10,7 @@
  *     that made each tensor (measured with the census of measure.h), next to the per-layer
  *     formula of Korthikanti et al. 2022 adapted to float32 and to this model;
  *   - the recompute FLOP overhead and time overhead of a training step (policies
- *     alternating step by step).
+ *     interleaved step by step, bench/timing.h), with its interval and rounds.
  *
  * The formula. Korthikanti et al. count, per layer, sbh(34 + 5as/h) bytes with 16-bit
  * activations and 1-byte dropout masks (s = T, b = B, h = C, a = H). Every tensor of theirs
@@ -44,8 +44,9 @@ static const BenchInfo INFO = {
              "  under the policies none, full (nothing_saveable), dots_saveable and attention_core:\n"
              "  activation bytes per layer by op tag next to Korthikanti et al.'s formula in float32,\n"
              "  recompute FLOP overhead and time overhead.",
-    .quick = "L = 2, B = 2, T = 64 and 128, 3 timed steps (a few seconds)",
-    .full = "L = 4, B = 4, T = 128, 256 and 512, 7 timed steps after 2 warm-up rounds",
+    .quick = "L = 2, B = 2, T = 64 and 128, 6 or more rounds until every time overhead is within\n"
+             "                      +-5 points, at most 3 s in all (a few seconds)",
+    .full = "L = 4, B = 4, T = 128, 256 and 512, 7 timed rounds after 2 warm-up rounds",
     .timed = true,
     .strategies = KINDS,
     .n_strategies = 3,
@@ -141,12 +142,14 @@ typedef struct SeqResult {
     GptShape shape;
     Census census[N_POLICIES];
     StepStats stats[N_POLICIES];
+    Estimate step[N_POLICIES];     /* step seconds */
+    Estimate overhead[N_POLICIES]; /* against none, paired by round */
     size_t batch_bytes;
 } SeqResult;
 
 /* Builds the GPT for one T, takes the census of each policy's forward, then times the
  * policies alternately. */
-static RematStatus measure_seq(SeqResult *r, int warmup, int steps, Progress *progress)
+static RematStatus measure_seq(SeqResult *r, const TimingPlan *plan, Progress *progress)
 {
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
@@ -169,9 +172,15 @@ static RematStatus measure_seq(SeqResult *r, int warmup, int steps, Progress *pr
     if (status == REMAT_OK) r->batch_bytes = g.batch.x->value->bytes + g.batch.y->value->bytes;
     char label[32];
     snprintf(label, sizeof label, "T=%d", r->shape.T);
+    Timing timing = {0};
     if (status == REMAT_OK)
-        status = steps_alternate(g.model, variants, rows->n, g.opt, &g.batch, &ctx, warmup, steps, progress, label,
-                                 r->stats);
+        status = steps_alternate(g.model, variants, rows->n, g.opt, &g.batch, &ctx, plan, progress, label, r->stats,
+                                 &timing);
+    for (int p = 0; p < rows->n && status == REMAT_OK; p++) {
+        r->step[p] = timing_median(&timing, p, STEP_SECONDS);
+        r->overhead[p] = timing_ratio(&timing, p, 0, STEP_SECONDS);
+    }
+    timing_free(&timing);
     for (int p = 0; p < rows->n; p++) schedule_free(schedules[p]);
     model_bench_free(&g);
     return status;
@@ -189,8 +198,9 @@ static const ResultsField POLICY_FIELDS[] = {
     {"peak_act", "bytes"},
     {"recompute_flops", "FLOPs"},
     {"flop_overhead", "ratio"},
-    {"step_seconds", "seconds"},
-    {"time_overhead", "ratio"},
+    RESULTS_TIMED("step_seconds", "seconds"),
+    RESULTS_TIMED("time_overhead", "ratio"),
+    RESULTS_SAMPLES,
 };
 
 static const ResultsField TAG_FIELDS[] = {
@@ -245,9 +255,10 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
         }
         printf("\n");
     }
-    printf("\n  %-16s %12s %12s %10s %11s %9s %9s %9s\n", "policy", "stored MiB", "peak ACT MiB", "census",
-           "recompute", "FLOP", "step ms", "time");
-    printf("  %-16s %12s %12s %10s %11s %9s %9s %9s\n", "", "", "", "complete", "GFLOP", "overhead", "", "overhead");
+    printf("\n  %-16s %12s %12s %10s %11s %9s %9s %s\n", "policy", "stored MiB", "peak ACT MiB", "census",
+           "recompute", "FLOP", "step ms", "time overhead");
+    printf("  %-16s %12s %12s %10s %11s %9s %9s %s\n", "", "", "", "complete", "GFLOP", "overhead", "",
+           "(95% interval, rounds)");
     for (int p = 0; p < rows->n; p++) {
         const PolicyFormula *f = rows->f[p];
         const Census *c = &r->census[p];
@@ -255,10 +266,11 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
         const size_t measured = (census_bytes(c, "attn.") + census_bytes(c, "mlp.")) / (size_t)s->L;
         /* Everything the forward left is an op's output or the batch. */
         const bool complete = c->total + r->batch_bytes == st->act_stored;
-        const double time_ratio = st->seconds / r->stats[0].seconds;
-        printf("  %-16s %12.2f %12.2f %10s %11.3f %8.1f%% %9.2f %8.2fx\n", f->name, mib(st->act_stored),
+        char spread[48];
+        printf("  %-16s %12.2f %12.2f %10s %11.3f %8.1f%% %9.2f %s\n", f->name, mib(st->act_stored),
                mib(st->peak[MEM_ACT]), complete ? "yes" : "NO", 1e-9 * (double)st->flops[PHASE_RECOMPUTE],
-               100.0 * flop_overhead(st), 1e3 * st->seconds, time_ratio);
+               100.0 * flop_overhead(st), 1e3 * r->step[p].value,
+               estimate_ratio_str(spread, sizeof spread, &r->overhead[p]));
         ResultsRecord *rec = results_record(table);
         record_num(rec, "seq", s->T);
         record_str(rec, "policy", f->name);
@@ -271,8 +283,8 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
         record_num(rec, "peak_act", (double)st->peak[MEM_ACT]);
         record_num(rec, "recompute_flops", (double)st->flops[PHASE_RECOMPUTE]);
         record_num(rec, "flop_overhead", flop_overhead(st));
-        record_num(rec, "step_seconds", st->seconds);
-        record_num(rec, "time_overhead", time_ratio);
+        record_estimate(rec, "step_seconds", &r->step[p]);
+        record_estimate(rec, "time_overhead", &r->overhead[p]);
     }
 }
 
@@ -287,12 +299,11 @@ int main(int argc, char **argv)
     const int *seqs = o.quick ? seqs_quick : seqs_full;
     const GptShape base = o.quick ? (GptShape){.L = 2, .C = 128, .H = 4, .B = 2, .dropout = 0.1f}
                                   : (GptShape){.L = 4, .C = 128, .H = 4, .B = 4, .dropout = 0.1f};
-    const int warmup = o.quick ? 1 : 2, steps = bench_steps(&o, 3, 7);
+    const TimingPlan plan = bench_timing_plan(&o, o.quick ? 1 : 2, 7, 3.0 / n_seqs);
     results_config_gpt(results, &base);
     results_config_ints(results, "seqs", seqs, n_seqs);
     results_config_str(results, "optimizer", "adamw");
-    results_config_num(results, "warmup_rounds", warmup);
-    results_config_num(results, "timed_steps", steps);
+    results_config_plan(results, &plan);
     ResultsTable *policies = results_table(results, "policies", "per policy and sequence length", POLICY_FIELDS,
                                            (int)(sizeof POLICY_FIELDS / sizeof POLICY_FIELDS[0]), true);
     ResultsTable *tags = results_table(results, "tags", "activation bytes per layer by the tag of the op that made "
@@ -301,12 +312,12 @@ int main(int argc, char **argv)
     const Rows rows = rows_wanted(&o);
     SeqResult r[MAX_SEQS] = {0};
     Progress progress;
-    progress_begin(&progress, n_seqs * rows.n * (warmup + steps));
+    progress_begin(&progress, n_seqs * timing_max_runs(&plan, rows.n));
     for (int i = 0; i < n_seqs && status == REMAT_OK; i++) {
         r[i].rows = &rows;
         r[i].shape = base;
         r[i].shape.T = seqs[i];
-        status = measure_seq(&r[i], warmup, steps, &progress);
+        status = measure_seq(&r[i], &plan, &progress);
     }
     progress_end(&progress);
 

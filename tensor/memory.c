@@ -70,6 +70,7 @@ static void record_event(MemKind kind, int64_t delta)
     }
     MemEvent *e = &timeline.events[timeline.count++];
     e->seconds = seconds_since(&timeline.start);
+    e->flops = flops_total();
     e->phase = flops_phase();
     e->kind = kind;
     e->delta = delta;

@@ -95,6 +95,8 @@ size_t mem_budget(void); /* 0 when there is none */
 /* One change to the ledger, with every kind's bytes right after it. */
 typedef struct MemEvent {
     double seconds;                  /* since mem_timeline_start */
+    uint64_t flops;                  /* the FLOP ledger's count, all phases, when it happened:
+                                        a clock that ticks with the work done, not the machine */
     Phase phase;                     /* the FLOP ledger's phase when it happened */
     MemKind kind;                    /* what changed */
     int64_t delta;                   /* + allocated, - freed */
