@@ -409,6 +409,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
     memset(report, 0, sizeof *report);
     report->first_val_loss = report->last_val_loss = NAN;
     Run run = {.opt = opt};
+    report->resident = mem_resident_watch_start(); /* before the model is built */
     RematStatus status = run_start(&run, out);
     const int first = run.state.step;
     const int to_run = opt->steps > first ? opt->steps - first : 0;
@@ -425,6 +426,8 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         flops_reset();
         mem_reset_peaks();
         if (status == REMAT_OK) status = run_steps(&run, to_run, report, times, out);
+        mem_resident_watch_stop(&report->resident);
+        report->ledger_peak = mem_peak_resident();
         status = run_finish(&run, status, report, times, out);
     }
     if (run.cost) mem_set_budget(0);
