@@ -44,6 +44,7 @@ typedef struct Run {
     TextData *text; /* GPT */
     MlpTask *task;  /* MLP */
     Offload *offload; /* --offload: the forward's saves go to a spill file; NULL when off */
+    char unpredicted[256]; /* --explain-memory: why the schedule's peak is not predicted */
 } Run;
 
 /* A batch: input and targets as new constant Vars (int32 tokens for the GPT). */
@@ -189,7 +190,9 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     if (f.explain) {
         explain_stop(f.explain);
         fprintf(out, "\n");
-        explain_print(f.explain, out, result.act_stored, mem_peak(MEM_ACT));
+        const Prediction *p = &run->schedule->predicted;
+        explain_print(f.explain, out, result.act_stored, mem_peak(MEM_ACT), p->made ? p->peak_act : 0,
+                      run->unpredicted);
         fprintf(out, "\n");
         explain_free(f.explain);
     }
@@ -237,9 +240,8 @@ static RematStatus check_resume_config(const TrainOptions *o)
  * schedule that fits, whose regions replay as `strategy` says. Needs the optimizer, whose
  * state is part of the fixed memory. The profiling step's gradients are zeroed by every
  * step before use. */
-static RematStatus plan_budget(Run *run)
+static RematStatus profile_chain(Run *run, const Policy *policy)
 {
-    const StepOptions *o = &run->opt->step;
     Pcg32 data = run->state.data_rng;
     Var *x = NULL, *y = NULL;
     FlopCounts before = flops_snapshot();
@@ -247,15 +249,37 @@ static RematStatus plan_budget(Run *run)
     flops_restore(&before);
     if (status != REMAT_OK) return status;
     TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true};
-    run->cost = model_profile(run->model, x, y, &ctx);
+    run->cost = model_profile_policy(run->model, x, y, &ctx, policy);
     var_free(x);
     var_free(y);
     optim_zero_grad(run->optim);
-    if (!run->cost) return remat_last_status();
+    return run->cost ? REMAT_OK : remat_last_status();
+}
+
+static RematStatus plan_budget(Run *run)
+{
+    const StepOptions *o = &run->opt->step;
+    if (profile_chain(run, NULL) != REMAT_OK) return remat_last_status();
     run->schedule = planner_plan(o->planner, run->cost, o->memory_budget);
     if (!run->schedule) return remat_last_status();
     run->schedule->preserve_rng = o->strategy.preserve_rng;
     run->schedule->determinism_check = o->strategy.determinism_check;
+    return REMAT_OK;
+}
+
+/* For --explain-memory: the chain cost model's prediction of the strategy's schedule, as
+ * the planner would make it (one profiling step, as plan_budget's, with the policy of the
+ * schedule's regions when they have one). A schedule the model does not cover stays
+ * unpredicted: explain_print says why. */
+static RematStatus predict_schedule(Run *run)
+{
+    const Policy *policy = NULL;
+    for (int i = 0; i < run->schedule->n_segments && !policy; i++) policy = run->schedule->segments[i].policy;
+    if (profile_chain(run, policy) != REMAT_OK) return remat_last_status();
+    if (schedule_predict(run->schedule, run->cost) != REMAT_OK) {
+        snprintf(run->unpredicted, sizeof run->unpredicted, "%s", remat_last_error());
+        remat_clear_error();
+    }
     return REMAT_OK;
 }
 
@@ -303,7 +327,8 @@ static RematStatus build(Run *run)
         if (check_resume_config(o) != REMAT_OK) return remat_last_status();
         if (model_load(run->model, run->optim, &run->state, o->resume) != REMAT_OK) return remat_last_status();
     }
-    return step->strategy.kind == STRATEGY_BUDGET ? plan_budget(run) : REMAT_OK;
+    if (step->strategy.kind == STRATEGY_BUDGET) return plan_budget(run);
+    return o->explain_memory ? predict_schedule(run) : REMAT_OK;
 }
 
 static void destroy(Run *run)
