@@ -104,6 +104,7 @@ static const ResultsField FIELDS[] = {
     {"strategy", ""},
     {"threads", "threads"},
     RESULTS_TIMED("step_seconds", "seconds"),
+    RESULTS_TIMED("time_overhead", "ratio"),
     {"flops", "FLOPs per step, recomputation included"},
     {"recompute_flops", "FLOPs per step"},
     RESULTS_TIMED("gflops_per_second", "GFLOP/s"),
@@ -135,11 +136,13 @@ static void print_and_record(const char *model, const Strategy *sweep, const Ste
         uint64_t flops = 0;
         for (int p = 0; p < PHASE_COUNT; p++) flops += st[k].flops[p];
         const Estimate seconds = timing_median(timing, k, STEP_SECONDS);
+        const Estimate overhead = timing_ratio(timing, k, 0, STEP_SECONDS); /* against none, paired by round */
         const Estimate rate = rate_of((double)flops, &seconds), fraction = fraction_of(&rate, peak);
         const char *strategy = strategy_name(sweep[k].kind);
-        char step[64];
-        printf("  %-28s %-9s %7d %-28s %9.3f %9.3f %8.1f %8.1f %6.0f%% %9.2f\n", model, strategy, threads,
-               estimate_ms_str(step, sizeof step, &seconds), 1e-9 * (double)flops,
+        char step[64], spread[48];
+        printf("  %-28s %-9s %7d %-28s %-26s %9.3f %9.3f %8.1f %8.1f %6.0f%% %9.2f\n", model, strategy, threads,
+               estimate_ms_str(step, sizeof step, &seconds), estimate_ratio_str(spread, sizeof spread, &overhead),
+               1e-9 * (double)flops,
                1e-9 * (double)st[k].flops[PHASE_RECOMPUTE], rate.value, peak->value, 100.0 * fraction.value,
                mib(st[k].peak[MEM_ACT]));
         ResultsRecord *rec = results_record(table);
@@ -147,6 +150,7 @@ static void print_and_record(const char *model, const Strategy *sweep, const Ste
         record_str(rec, "strategy", strategy);
         record_num(rec, "threads", threads);
         record_estimate(rec, "step_seconds", &seconds);
+        record_estimate(rec, "time_overhead", &overhead);
         record_num(rec, "flops", (double)flops);
         record_num(rec, "recompute_flops", (double)st[k].flops[PHASE_RECOMPUTE]);
         record_estimate(rec, "gflops_per_second", &rate);
@@ -202,10 +206,10 @@ int main(int argc, char **argv)
             for (int t = 0; t < max_threads; t++)
                 if (m || t) printf(", %d", timing[m][t].rounds);
         printf(")\n");
-        printf("  %-28s %-9s %7s %-28s %9s %9s %8s %8s %7s %9s\n", "model", "strategy", "threads", "step", "GFLOP",
-               "recompute", "GFLOP/s", "sgemm", "of peak", "peak ACT");
-        printf("  %-28s %-9s %7s %-28s %9s %9s %8s %8s %7s %9s\n", "", "", "", "", "per step", "GFLOP", "", "GFLOP/s",
-               "", "MiB");
+        printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %7s %9s\n", "model", "strategy", "threads", "step",
+               "vs none (interval, rounds)", "GFLOP", "recompute", "GFLOP/s", "sgemm", "of peak", "peak ACT");
+        printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %7s %9s\n", "", "", "", "", "", "per step", "GFLOP", "",
+               "GFLOP/s", "", "MiB");
         for (int m = 0; m < N_MODELS; m++)
             for (int t = 0; t < max_threads; t++)
                 print_and_record(MODEL_NAMES[m], sweep, stats[m][t], &timing[m][t], n, t + 1, &peaks[t], table);
