@@ -60,7 +60,8 @@ static int run(const char *path, char *const args[])
 static const ResultsField FIELDS[] = {
     {"bench", ""},
     {"exit_status", "0 ok, 1 error, 2 bad flag"},
-    {"seconds", "seconds"},
+    RESULTS_TIMED("seconds", "seconds"),
+    RESULTS_SAMPLES,
 };
 
 int main(int argc, char **argv)
@@ -94,7 +95,8 @@ int main(int argc, char **argv)
         ResultsRecord *rec = results_record(runs);
         record_str(rec, "bench", BENCHES[i]);
         record_num(rec, "exit_status", code);
-        record_num(rec, "seconds", seconds);
+        const Estimate once = estimate_single(seconds); /* one run: no spread */
+        record_estimate(rec, "seconds", &once);
         if (code != 0) {
             failed++;
             const size_t used = strlen(failures);

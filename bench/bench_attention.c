@@ -13,8 +13,8 @@
  *                   sgemm, the causal softmax, the dropout, the product with v, and their
  *                   backward kernels
  *
- * taking turns round by round, and reports the median time of each with the fastest and
- * slowest, the bytes each keeps between forward and backward (fused: its output and one
+ * taking turns round by round (bench/timing.h), and reports the median time of each with
+ * its 95% interval, the bytes each keeps between forward and backward (fused: its output and one
  * log-sum-exp per row; naive: the probabilities and their dropped copy), and its FLOPs by
  * phase from the ledger. Naive attention runs up to T = 1024: at 2048 its (T,T) tensors
  * alone take 1.3 GB.
@@ -135,84 +135,97 @@ static double run_way(Bufs *b, Way way, const AttnDropout *drop)
 /* What one way measured at one T. */
 typedef struct WayResult {
     bool ran;
-    double seconds, seconds_min, seconds_max;
+    Estimate seconds;  /* forward + backward: the median of the rounds, with its interval */
+    Estimate vs_naive; /* against naive attention in the same round (where it ran) */
     uint64_t flops[PHASE_COUNT];
     size_t kept; /* bytes kept between forward and backward */
 } WayResult;
 
-static RematStatus measure_seq(int BH, int T, int D, bool naive, int warmup, int rounds, Progress *progress,
+/* One timed run of timing_run: way `w` once, its time and FLOPs. */
+typedef struct WayRuns {
+    Bufs *b;
+    const AttnDropout *drop;
+    WayResult *out;
+    Progress *progress;
+    const char *label;
+    int progress_base;
+} WayRuns;
+
+static RematStatus way_run(void *ctx, int w, double *values)
+{
+    WayRuns *r = ctx;
+    flops_reset();
+    values[0] = run_way(r->b, (Way)w, r->drop);
+    for (int p = 0; p < PHASE_COUNT; p++) r->out[w].flops[p] = flops_get((Phase)p);
+    return REMAT_OK;
+}
+
+static void way_tick(void *ctx, int done, int total)
+{
+    (void)total;
+    WayRuns *r = ctx;
+    progress_set(r->progress, r->progress_base + done, r->label);
+}
+
+/* The ways at one T interleaved round by round as `plan` says (bench/timing.h). */
+static RematStatus measure_seq(int BH, int T, int D, bool naive, const TimingPlan *plan, Progress *progress,
                                WayResult out[N_WAYS])
 {
     Bufs b;
     RematStatus status = bufs_create(&b, BH, T, D, naive);
     if (status != REMAT_OK) return status;
     const AttnDropout drop = {.p = 0.1f, .key = {.seed = 3, .op = 1}};
-    double *times = malloc((size_t)N_WAYS * (size_t)rounds * sizeof *times);
-    if (!times) {
-        bufs_free(&b);
-        return remat_fail(REMAT_ENOMEM, "bench_attention: no memory for the times");
-    }
     const int ways = naive ? N_WAYS : NAIVE;
     char label[32];
     snprintf(label, sizeof label, "T=%d", T);
-    for (int round = 0; round < warmup + rounds; round++)
-        for (int j = 0; j < ways; j++) {
-            const int w = (round + j) % ways; /* each round starts one way later */
-            flops_reset();
-            const double s = run_way(&b, (Way)w, &drop);
-            if (round >= warmup) times[w * rounds + round - warmup] = s;
-            for (int p = 0; p < PHASE_COUNT; p++) out[w].flops[p] = flops_get((Phase)p);
-            progress_tick(progress, label);
-        }
-    for (int w = 0; w < ways; w++) {
+    WayRuns runs = {.b = &b, .drop = &drop, .out = out, .progress = progress, .label = label,
+                    .progress_base = progress->done};
+    Timing timing = {0};
+    status = timing_run(plan, ways, 1, way_run, &runs, way_tick, &runs, &timing);
+    for (int w = 0; w < ways && status == REMAT_OK; w++) {
         out[w].ran = true;
-        out[w].seconds = median(&times[w * rounds], rounds);
-        out[w].seconds_min = times[w * rounds];
-        out[w].seconds_max = times[w * rounds + rounds - 1];
+        out[w].seconds = timing_median(&timing, w, 0);
+        if (naive) out[w].vs_naive = timing_ratio(&timing, w, NAIVE, 0);
         out[w].kept = w == NAIVE ? 2 * (size_t)BH * T * T * sizeof(float) : (size_t)BH * T * (D + 1) * sizeof(float);
     }
+    timing_free(&timing);
     flops_reset();
-    free(times);
     bufs_free(&b);
-    return REMAT_OK;
+    return status;
 }
 
 static const ResultsField FIELDS[] = {
     {"seq", "tokens"},
     {"way", ""},
-    {"seconds", "seconds"},
-    {"seconds_min", "seconds"},
-    {"seconds_max", "seconds"},
+    RESULTS_TIMED("seconds", "seconds"),
     {"kept", "bytes"},
     {"forward_flops", "FLOPs"},
     {"backward_flops", "FLOPs"},
     {"recompute_flops", "FLOPs"},
-    {"vs_naive", "ratio"},
+    RESULTS_TIMED("vs_naive", "ratio"),
+    RESULTS_SAMPLES,
 };
 
 static void report(int T, const WayResult r[N_WAYS], ResultsTable *table)
 {
     for (int w = 0; w < N_WAYS; w++) {
         if (!r[w].ran) continue;
-        const double vs = r[NAIVE].ran ? r[w].seconds / r[NAIVE].seconds : 0.0;
-        char kept[32];
-        printf("  %5d  %-14s %9.1f (%6.1f - %6.1f) %12s %9.2f %9.2f %9.2f", T, WAY_NAMES[w], 1e3 * r[w].seconds,
-               1e3 * r[w].seconds_min, 1e3 * r[w].seconds_max, mem_format_bytes(kept, sizeof kept, r[w].kept),
+        char kept[32], ms[64], vs[48];
+        printf("  %5d  %-14s %28s %12s %9.2f %9.2f %9.2f", T, WAY_NAMES[w], estimate_ms_str(ms, sizeof ms, &r[w].seconds),
+               mem_format_bytes(kept, sizeof kept, r[w].kept),
                1e-9 * (double)r[w].flops[PHASE_FORWARD], 1e-9 * (double)r[w].flops[PHASE_BACKWARD],
                1e-9 * (double)r[w].flops[PHASE_RECOMPUTE]);
-        if (r[NAIVE].ran) printf(" %8.2fx", vs);
+        if (r[NAIVE].ran) printf(" %s", estimate_ratio_str(vs, sizeof vs, &r[w].vs_naive));
         printf("\n");
         ResultsRecord *rec = results_record(table);
         record_num(rec, "seq", T);
         record_str(rec, "way", WAY_NAMES[w]);
-        record_num(rec, "seconds", r[w].seconds);
-        record_num(rec, "seconds_min", r[w].seconds_min);
-        record_num(rec, "seconds_max", r[w].seconds_max);
+        record_estimate(rec, "seconds", &r[w].seconds);
         record_num(rec, "kept", (double)r[w].kept);
         record_num(rec, "forward_flops", (double)r[w].flops[PHASE_FORWARD]);
         record_num(rec, "backward_flops", (double)r[w].flops[PHASE_BACKWARD]);
         record_num(rec, "recompute_flops", (double)r[w].flops[PHASE_RECOMPUTE]);
-        if (r[NAIVE].ran) record_num(rec, "vs_naive", vs);
+        if (r[NAIVE].ran) record_estimate(rec, "vs_naive", &r[w].vs_naive);
     }
 }
 
@@ -226,7 +239,7 @@ int main(int argc, char **argv)
     const int n_seqs = o.quick ? 2 : 4, naive_max = o.quick ? 256 : 1024;
     const int *seqs = o.quick ? seqs_quick : seqs_full;
     const int B = o.quick ? 2 : 4, H = o.quick ? 2 : 4, D = o.quick ? 32 : 64;
-    const int warmup = 1, rounds = bench_steps(&o, 3, 7);
+    const TimingPlan plan = bench_timing_plan(&o, 1, 7, 4.0 / n_seqs);
     results_config_num(results, "batch", B);
     results_config_num(results, "heads", H);
     results_config_num(results, "head_dim", D);
@@ -235,23 +248,23 @@ int main(int argc, char **argv)
     results_config_num(results, "tile", ATTN_TILE);
     results_config_ints(results, "seqs", seqs, n_seqs);
     results_config_num(results, "naive_max_seq", naive_max);
-    results_config_num(results, "warmup_rounds", warmup);
-    results_config_num(results, "timed_rounds", rounds);
+    results_config_plan(results, &plan);
     ResultsTable *table = results_table(results, "ways", "one forward and backward of causal attention, per way and "
                                         "sequence length", FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
     WayResult r[MAX_SEQS][N_WAYS] = {0};
     Progress progress;
     int units = 0;
-    for (int i = 0; i < n_seqs; i++) units += (seqs[i] <= naive_max ? N_WAYS : NAIVE) * (warmup + rounds);
+    for (int i = 0; i < n_seqs; i++) units += timing_max_runs(&plan, seqs[i] <= naive_max ? N_WAYS : NAIVE);
     progress_begin(&progress, units);
     RematStatus status = REMAT_OK;
     for (int i = 0; i < n_seqs && status == REMAT_OK; i++)
-        status = measure_seq(B * H, seqs[i], D, seqs[i] <= naive_max, warmup, rounds, &progress, r[i]);
+        status = measure_seq(B * H, seqs[i], D, seqs[i] <= naive_max, &plan, &progress, r[i]);
     progress_end(&progress);
     if (status == REMAT_OK) {
-        printf("\n  B=%d H=%d D=%d, dropout 0.1 (counter-based), tiles of %d; ms: median of %d rounds (fastest -\n"
-               "  slowest), ways taking turns; kept: bytes between forward and backward; GFLOP by phase\n",
-               B, H, D, ATTN_TILE, rounds);
+        printf("\n  B=%d H=%d D=%d, dropout 0.1 (counter-based), tiles of %d; ms: median of the rounds (its 95%%\n"
+               "  interval), ways taking turns; kept: bytes between forward and backward; GFLOP by phase;\n"
+               "  vs naive: paired by round (interval, rounds)\n",
+               B, H, D, ATTN_TILE);
         printf("  %5s  %-14s %28s %12s %9s %9s %9s %9s\n", "T", "way", "ms", "kept", "forward", "backward",
                "recompute", "vs naive");
         for (int i = 0; i < n_seqs; i++) report(seqs[i], r[i], table);

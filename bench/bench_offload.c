@@ -4,7 +4,7 @@
  *
  * For the MLP chain and the GPT, both with AdamW, it runs whole training steps (forward,
  * backward, optimizer) under each configuration, taking turns one step each, round after
- * round, so that a slow moment of the machine falls on all of them alike:
+ * round (bench/timing.h), so that a slow moment of the machine falls on all of them alike:
  *
  *   none                      everything in RAM
  *   sqrt                      sqrt(N) checkpointing, in RAM
@@ -20,10 +20,11 @@
  *
  * each offload configuration once with the page cache kept and once with it dropped at
  * the end of every forward (backward then reads the disk); every row says which ran. For
- * each it records the median step time and its ratio to none's, the peaks of resident
- * activations (ACT) and of DISK, and the time spent inside pack (write) and unpack (read,
- * which includes waiting for a prefetch) per step. Then it times pack and unpack of one
- * record alone, for sizes from 4 KiB to 4 MiB, through both ways of moving bytes: the fixed
+ * each it records the median step time and the median of its ratios to none's in the same
+ * round, each with its interval, the peaks of resident activations (ACT) and of DISK, and
+ * the time spent inside pack (write) and unpack (read, which includes waiting for a
+ * prefetch) per step. Then it times pack and unpack of one record alone, for sizes from
+ * 4 KiB to 4 MiB, through both ways of moving bytes taking turns: the fixed
  * cost per record that offload's min_bytes threshold is about (offload/README.md).
  *
  * Besides the common flags it takes --offload-dir DIR (models/step_options.h), the
@@ -50,8 +51,9 @@ static const BenchInfo INFO = {
              "  prefetch, offload under sqrt (its segment inputs) and offload through mmap, each offload\n"
              "  with the page cache kept and dropped: median step time (configurations alternate), peak\n"
              "  ACT and DISK, time in pack and unpack; then the cost of one record of 4 KiB to 4 MiB.",
-    .quick = "MLP N=16 W=256 B=64, GPT L=4 D=128 H=4 T=64 B=4, 3 timed steps (a few seconds)",
-    .full = "MLP N=32 W=2048 B=256, GPT L=4 D=256 H=4 T=128 B=8, 7 timed steps after a warm-up round",
+    .quick = "MLP N=16 W=256 B=64, GPT L=4 D=128 H=4 T=64 B=4, 6 or more rounds per model until\n"
+             "                      every time overhead is within +-5 points, at most 2 s each (seconds)",
+    .full = "MLP N=32 W=2048 B=256, GPT L=4 D=256 H=4 T=128 B=8, 7 timed rounds after a warm-up round",
     .timed = true,
     .step_flags = STEP_FLAG_OFFLOAD_DIR,
     .offloads = true,
@@ -127,9 +129,9 @@ static void runner_free(Runner *r)
 /* ---- training steps under each configuration ------------------------------------------- */
 
 typedef struct Setup {
-    const char *dir; /* --offload-dir, or NULL */
-    int steps;       /* timed rounds */
-    int record_reps; /* pack + unpack of one record, per size and way */
+    const char *dir;    /* --offload-dir, or NULL */
+    TimingPlan plan;    /* the steps' rounds, per model */
+    TimingPlan records; /* pack + unpack of one record, per size, the two ways interleaved */
 } Setup;
 
 static const ResultsField STEP_FIELDS[] = {
@@ -149,24 +151,28 @@ static const ResultsField STEP_FIELDS[] = {
     {"disk_written_per_step", "bytes"},
     {"recompute_flops", "FLOPs"},
     {"flop_overhead", "ratio"},
-    {"step_seconds", "seconds"},
-    {"time_overhead", "ratio"},
-    {"write_seconds", "seconds per step, inside pack"},
-    {"read_seconds", "seconds per step, inside unpack"},
+    RESULTS_TIMED("step_seconds", "seconds"),
+    RESULTS_TIMED("time_overhead", "ratio"),
+    RESULTS_TIMED("write_seconds", "seconds per step, inside pack"),
+    RESULTS_TIMED("read_seconds", "seconds per step, inside unpack"),
+    RESULTS_SAMPLES,
 };
 
-/* Prints and records one configuration's row; `none` is the first configuration's step. */
+/* Prints and records configuration i's row; the times come from `timing`, whose variant 0
+ * is none, and `rounds` steps ran in all (warm-up included). */
 static void record_step(ResultsTable *t, const char *model, int layers, const Runner *r, const StepStats *s,
-                        const StepStats *none, int rounds)
+                        const Timing *timing, int i, int rounds)
 {
     const Config *c = r->config;
     const OffloadStats o = r->offload ? offload_stats(r->offload) : (OffloadStats){0};
-    const double ratio = s->seconds / none->seconds;
-    char act[32], disk[32];
-    printf("  %-24s %-8s %9.1f ms %7.2fx %7.1f%% %11s %11s %9.1f ms %9.1f ms\n", c->name, page_cache_name(c),
-           1e3 * s->seconds, ratio, 100.0 * flop_overhead(s), mem_format_bytes(act, sizeof act, s->peak[MEM_ACT]),
-           mem_format_bytes(disk, sizeof disk, s->peak[MEM_DISK]), 1e3 * o.write_seconds / rounds,
-           1e3 * o.read_seconds / rounds);
+    const Estimate step = timing_median(timing, i, STEP_SECONDS), ratio = timing_ratio(timing, i, 0, STEP_SECONDS);
+    const Estimate write = timing_median(timing, i, STEP_WRITE_SECONDS);
+    const Estimate read = timing_median(timing, i, STEP_READ_SECONDS);
+    char act[32], disk[32], spread[48];
+    printf("  %-24s %-8s %9.1f ms %-27s %7.1f%% %11s %11s %9.1f ms %9.1f ms\n", c->name, page_cache_name(c),
+           1e3 * step.value, estimate_ratio_str(spread, sizeof spread, &ratio), 100.0 * flop_overhead(s),
+           mem_format_bytes(act, sizeof act, s->peak[MEM_ACT]), mem_format_bytes(disk, sizeof disk, s->peak[MEM_DISK]),
+           1e3 * write.value, 1e3 * read.value);
     ResultsRecord *rec = results_record(t);
     record_str(rec, "model", model);
     record_num(rec, "layers", layers);
@@ -179,8 +185,8 @@ static void record_step(ResultsTable *t, const char *model, int layers, const Ru
         record_str(rec, "page_cache", page_cache_name(c));
         record_num(rec, "records_per_step", (double)(o.records_written / (size_t)rounds));
         record_num(rec, "disk_written_per_step", (double)(o.bytes_written / (size_t)rounds));
-        record_num(rec, "write_seconds", o.write_seconds / rounds);
-        record_num(rec, "read_seconds", o.read_seconds / rounds);
+        record_estimate(rec, "write_seconds", &write);
+        record_estimate(rec, "read_seconds", &read);
     }
     record_num(rec, "peak_act", (double)s->peak[MEM_ACT]);
     record_num(rec, "peak_disk", (double)s->peak[MEM_DISK]);
@@ -188,8 +194,8 @@ static void record_step(ResultsTable *t, const char *model, int layers, const Ru
     record_num(rec, "peak_resident", (double)s->peak_resident);
     record_num(rec, "recompute_flops", (double)s->flops[PHASE_RECOMPUTE]);
     record_num(rec, "flop_overhead", flop_overhead(s));
-    record_num(rec, "step_seconds", s->seconds);
-    record_num(rec, "time_overhead", ratio);
+    record_estimate(rec, "step_seconds", &step);
+    record_estimate(rec, "time_overhead", &ratio);
 }
 
 /* Every configuration on one model, alternately; prints its table and records its rows. */
@@ -206,54 +212,74 @@ static RematStatus measure_model(const char *model, const char *title, ModelBenc
     StepStats stats[N_CONFIGS];
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 1, 2);
+    Timing timing = {0};
     if (status == REMAT_OK)
-        status = steps_alternate(g->model, variants, N_CONFIGS, g->opt, &g->batch, &ctx, WARMUP_ROUNDS,
-                                 setup->steps, progress, model, stats);
+        status = steps_alternate(g->model, variants, N_CONFIGS, g->opt, &g->batch, &ctx, &setup->plan, progress, model,
+                                 stats, &timing);
     if (status == REMAT_OK) {
         progress_end(progress);
-        printf("\n  %s\n  %-24s %-8s %12s %8s %8s %11s %11s %12s %12s\n", title, "configuration", "cache",
-               "median step", "vs none", "FLOPs+", "peak ACT", "peak DISK", "write/step", "read/step");
+        printf("\n  %s\n  %-24s %-8s %12s %-27s %8s %11s %11s %12s %12s\n", title, "configuration", "cache",
+               "median step", "vs none (95% interval, rounds)", "FLOPs+", "peak ACT", "peak DISK", "write/step",
+               "read/step");
         for (int c = 0; c < N_CONFIGS; c++)
-            record_step(table, model, g->model->n_layers, &runners[c], &stats[c], &stats[0],
-                        WARMUP_ROUNDS + setup->steps);
+            record_step(table, model, g->model->n_layers, &runners[c], &stats[c], &timing, c,
+                        setup->plan.warmup + timing.rounds);
     }
+    timing_free(&timing);
     for (int c = 0; c < N_CONFIGS; c++) runner_free(&runners[c]);
     return status;
 }
 
 /* ---- the cost of one record ------------------------------------------------------------- */
 
-/* Pack and unpack of one record of `bytes`, alone, `reps` times: a relu on a leaf that
- * needs a gradient saves its output through the hooks, and saved_tensor reads it back.
- * The seconds each took on average go to *pack_s and *unpack_s. */
-static RematStatus time_record(Offload *off, size_t bytes, int reps, double *pack_s, double *unpack_s)
+/* One record of one size through both ways of moving bytes: what a timed run needs. */
+typedef struct RecordRun {
+    Offload *off[2]; /* [OffloadIo] */
+    Var *x;          /* a leaf of the record's size that needs a gradient */
+} RecordRun;
+
+enum { RECORD_PACK, RECORD_UNPACK, RECORD_QUANTITIES };
+
+/* Pack and unpack of one record, alone, through the way `io`: a relu on a leaf that needs
+ * a gradient saves its output through the hooks, and saved_tensor reads it back. The
+ * seconds each took go to values[RECORD_PACK] and values[RECORD_UNPACK]. */
+static RematStatus time_record(void *ctx, int io, double *values)
+{
+    RecordRun *run = ctx;
+    Offload *off = run->off[io];
+    const OffloadStats before = offload_stats(off);
+    RematStatus status = offload_push(off);
+    Var *y = status == REMAT_OK ? op_relu(run->x, "record") : NULL;
+    if (status == REMAT_OK) status = offload_pop(off);
+    Tensor *back = y ? saved_tensor(y->creator, 0) : NULL;
+    if (!back && status == REMAT_OK) status = remat_last_status();
+    tensor_free(back);
+    var_free(y);
+    tape_reset(tape_current());
+    const OffloadStats after = offload_stats(off);
+    values[RECORD_PACK] = after.write_seconds - before.write_seconds;
+    values[RECORD_UNPACK] = after.read_seconds - before.read_seconds;
+    return status;
+}
+
+/* Times one size through both ways, interleaved as `plan` says, into `timing`. */
+static RematStatus time_record_size(RecordRun *run, size_t bytes, const TimingPlan *plan, Timing *timing)
 {
     Tensor *value = tensor_zeros(MEM_ACT, 1, (int[]){(int)(bytes / sizeof(float))});
-    Var *x = value ? var_create(value, true, "x") : NULL;
-    RematStatus status = x ? REMAT_OK : remat_last_status();
-    const OffloadStats before = offload_stats(off);
-    for (int rep = 0; rep < reps && status == REMAT_OK; rep++) {
-        status = offload_push(off);
-        Var *y = status == REMAT_OK ? op_relu(x, "record") : NULL;
-        if (status == REMAT_OK) status = offload_pop(off);
-        Tensor *back = y ? saved_tensor(y->creator, 0) : NULL;
-        if (!back && status == REMAT_OK) status = remat_last_status();
-        tensor_free(back);
-        var_free(y);
-        tape_reset(tape_current());
-    }
-    var_free(x);
-    const OffloadStats after = offload_stats(off);
-    *pack_s = (after.write_seconds - before.write_seconds) / reps;
-    *unpack_s = (after.read_seconds - before.read_seconds) / reps;
+    run->x = value ? var_create(value, true, "x") : NULL;
+    RematStatus status = run->x ? REMAT_OK : remat_last_status();
+    if (status == REMAT_OK) status = timing_run(plan, 2, RECORD_QUANTITIES, time_record, run, NULL, NULL, timing);
+    var_free(run->x);
+    run->x = NULL;
     return status;
 }
 
 static const ResultsField RECORD_FIELDS[] = {
     {"io", ""},
     {"bytes", "bytes"},
-    {"pack_seconds", "seconds per record"},
-    {"unpack_seconds", "seconds per record"},
+    RESULTS_TIMED("pack_seconds", "seconds per record"),
+    RESULTS_TIMED("unpack_seconds", "seconds per record"),
+    RESULTS_SAMPLES,
 };
 
 enum { RECORD_MIN = 4096, RECORD_MAX = 4 << 20, RECORD_SIZES = 6 };
@@ -262,7 +288,7 @@ enum { RECORD_MIN = 4096, RECORD_MAX = 4 << 20, RECORD_SIZES = 6 };
  * page cache kept and no prefetch. */
 static RematStatus measure_records(const Setup *setup, Progress *progress, ResultsTable *table)
 {
-    Offload *off[2] = {NULL, NULL};
+    RecordRun run = {0};
     RematStatus status = REMAT_OK;
     for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
         OffloadOptions oo = offload_defaults(OFFLOAD_ALL);
@@ -270,40 +296,45 @@ static RematStatus measure_records(const Setup *setup, Progress *progress, Resul
         oo.io = (OffloadIo)io;
         oo.min_bytes = 0;
         oo.prefetch = 0;
-        off[io] = offload_create(&oo);
-        double pack_s, unpack_s; /* one record first, unmeasured: the file grows to its size */
-        status = off[io] ? time_record(off[io], RECORD_MAX, 1, &pack_s, &unpack_s) : remat_last_status();
+        run.off[io] = offload_create(&oo);
+        if (!run.off[io]) status = remat_last_status();
     }
-    double cost[RECORD_SIZES][2][2]; /* [size][io][pack, unpack] */
+    Timing timing[RECORD_SIZES] = {{0}};
+    /* One record of the largest size first, unmeasured: the file grows to its size. */
+    const TimingPlan grow = timing_plan_fixed(0, 1);
+    Timing grown = {0};
+    if (status == REMAT_OK) status = time_record_size(&run, RECORD_MAX, &grow, &grown);
+    timing_free(&grown);
     for (int i = 0; i < RECORD_SIZES && status == REMAT_OK; i++) {
-        for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
-            status = time_record(off[io], (size_t)RECORD_MIN << (2 * i), setup->record_reps, &cost[i][io][0],
-                                 &cost[i][io][1]);
-            progress_tick(progress, "one record");
-        }
+        status = time_record_size(&run, (size_t)RECORD_MIN << (2 * i), &setup->records, &timing[i]);
+        progress_tick(progress, "one record");
     }
-    offload_free(off[0]);
-    offload_free(off[1]);
-    if (status != REMAT_OK) return status;
-    progress_end(progress);
-    printf("\n  one record alone, page cache kept, no prefetch: pack + unpack (pack, unpack), mean of %d\n"
-           "  %10s %30s %30s\n", setup->record_reps, "size", "pwritev/preadv", "mmap");
-    for (int i = 0; i < RECORD_SIZES; i++) {
+    offload_free(run.off[0]);
+    offload_free(run.off[1]);
+    if (status == REMAT_OK) {
+        progress_end(progress);
+        printf("\n  one record alone, page cache kept, no prefetch, the two ways interleaved: pack + unpack\n"
+               "  (pack, unpack), medians of %d\n  %10s %30s %30s\n", timing[0].rounds, "size", "pwritev/preadv",
+               "mmap");
+    }
+    for (int i = 0; i < RECORD_SIZES && status == REMAT_OK; i++) {
         const size_t bytes = (size_t)RECORD_MIN << (2 * i);
         char size[32];
         printf("  %10s", mem_format_bytes(size, sizeof size, bytes));
         for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP; io++) {
-            const double pack = cost[i][io][0], unpack = cost[i][io][1];
-            printf(" %9.1f us (%6.1f, %6.1f)", 1e6 * (pack + unpack), 1e6 * pack, 1e6 * unpack);
+            const Estimate pack = timing_median(&timing[i], io, RECORD_PACK);
+            const Estimate unpack = timing_median(&timing[i], io, RECORD_UNPACK);
+            printf(" %9.1f us (%6.1f, %6.1f)", 1e6 * (pack.value + unpack.value), 1e6 * pack.value, 1e6 * unpack.value);
             ResultsRecord *rec = results_record(table);
             record_str(rec, "io", io_name((OffloadIo)io));
             record_num(rec, "bytes", (double)bytes);
-            record_num(rec, "pack_seconds", pack);
-            record_num(rec, "unpack_seconds", unpack);
+            record_estimate(rec, "pack_seconds", &pack);
+            record_estimate(rec, "unpack_seconds", &unpack);
         }
         printf("\n");
     }
-    return REMAT_OK;
+    for (int i = 0; i < RECORD_SIZES; i++) timing_free(&timing[i]);
+    return status;
 }
 
 int main(int argc, char **argv)
@@ -317,8 +348,8 @@ int main(int argc, char **argv)
     const MlpShape mlp = o.quick ? (MlpShape){.N = 16, .W = 256, .B = 64} : (MlpShape){.N = 32, .W = 2048, .B = 256};
     const GptShape gpt = o.quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f}
                                  : (GptShape){.L = 4, .C = 256, .H = 4, .T = 128, .B = 8, .dropout = 0.1f};
-    setup.steps = bench_steps(&o, 3, 7);
-    setup.record_reps = o.quick ? 8 : 64;
+    setup.plan = bench_timing_plan(&o, WARMUP_ROUNDS, 7, 2.0);
+    setup.records = timing_plan_fixed(1, o.quick ? 8 : 64);
     results_config_num(results, "mlp_layers", mlp.N);
     results_config_num(results, "mlp_width", mlp.W);
     results_config_num(results, "mlp_batch", mlp.B);
@@ -332,8 +363,8 @@ int main(int argc, char **argv)
     const char *tmpdir = getenv("TMPDIR"); /* where offload_create puts the file without --offload-dir */
     results_config_str(results, "offload_dir", setup.dir ? setup.dir : tmpdir && tmpdir[0] ? tmpdir : "/tmp");
     results_config_num(results, "min_bytes", (double)OFFLOAD_MIN_BYTES);
-    results_config_num(results, "warmup_rounds", WARMUP_ROUNDS);
-    results_config_num(results, "timed_steps", setup.steps);
+    results_config_plan(results, &setup.plan);
+    results_config_num(results, "record_rounds", setup.records.max_rounds);
     ResultsTable *steps = results_table(results, "steps", "one AdamW training step per model and configuration",
                                         STEP_FIELDS, (int)(sizeof STEP_FIELDS / sizeof STEP_FIELDS[0]), true);
     ResultsTable *records = results_table(results, "records", "pack and unpack of one record alone",
@@ -341,7 +372,7 @@ int main(int argc, char **argv)
                                           true);
 
     Progress progress;
-    progress_begin(&progress, 2 * N_CONFIGS * (WARMUP_ROUNDS + setup.steps) + 2 * RECORD_SIZES);
+    progress_begin(&progress, 2 * timing_max_runs(&setup.plan, N_CONFIGS) + RECORD_SIZES);
     const OptimConfig adamw = optim_adamw_defaults(1e-4f);
     char title[128], shape[64];
     ModelBench g;

@@ -11,7 +11,7 @@
  *   MLP only         the same with "mlp.*" recomputed and "attn.*" kept
  *   every other      blocks 0, 2, 4, ... are regions; 1, 3, ... run plainly
  *
- * on 1 thread and on 2, strategies alternating step by step. For each it reports the
+ * on 1 thread and on 2, placements interleaved step by step (bench/timing.h). For each it reports the
  * activation memory saved against none, the recompute FLOP overhead and the time
  * overhead, and their ratio: what a recomputed FLOP costs against an average FLOP of the
  * step. Attention's softmax and dropout do few FLOPs per byte, the MLP's matmuls many, and
@@ -35,8 +35,9 @@ static const BenchInfo INFO = {
     .about = "  The GPT with regions placed as whole blocks, attention only, MLP only and every other\n"
              "  block, against none, on 1 and 2 threads: activation memory saved, recompute FLOP\n"
              "  overhead, time overhead, and what a recomputed FLOP costs in time.",
-    .quick = "L = 2, D = 128, T = 128, B = 2, 3 timed steps (a few seconds)",
-    .full = "L = 4, D = 256, H = 4, T = 256, B = 4, 7 timed steps after 2 warm-up rounds",
+    .quick = "L = 2, D = 128, T = 128, B = 2, 6 or more rounds per thread count until every time\n"
+             "                      overhead is within +-5 points, at most 1.5 s each (a few seconds)",
+    .full = "L = 4, D = 256, H = 4, T = 256, B = 4, 7 timed rounds after 2 warm-up rounds",
     .timed = true,
     .step_flags = STEP_FLAG_NO_RNG_REPLAY,
 };
@@ -95,29 +96,38 @@ static const ResultsField FIELDS[] = {
     {"act_saved_fraction", "ratio"},
     {"recompute_flops", "FLOPs"},
     {"flop_overhead", "ratio"},
-    {"step_seconds", "seconds"},
-    {"time_overhead", "ratio"},
-    {"time_per_flop_overhead", "ratio"},
+    RESULTS_TIMED("step_seconds", "seconds"),
+    RESULTS_TIMED("time_overhead", "ratio"),
+    RESULTS_TIMED("time_per_flop_overhead", "ratio"),
+    RESULTS_SAMPLES,
 };
 
-static void print_and_record(int threads, const StepStats *stats, ResultsTable *table)
+/* (time overhead − 1) / FLOP overhead, applied to the estimate and its interval. */
+static Estimate per_flop(const Estimate *time, double flops)
+{
+    return (Estimate){(time->value - 1.0) / flops, (time->lo - 1.0) / flops, (time->hi - 1.0) / flops, time->samples};
+}
+
+static void print_and_record(int threads, const StepStats *stats, const Timing *timing, ResultsTable *table)
 {
     const StepStats *none = &stats[0];
     printf("\n  %d thread%s\n", threads, threads == 1 ? "" : "s");
-    printf("  %-15s %10s %10s %9s %11s %9s %9s %9s %10s\n", "placement", "stored", "peak ACT", "ACT saved",
-           "recompute", "FLOP", "step", "time", "time ovh /");
-    printf("  %-15s %10s %10s %9s %11s %9s %9s %9s %10s\n", "", "MiB", "MiB", "vs none", "GFLOP", "overhead", "ms",
-           "overhead", "FLOP ovh");
+    printf("  %-15s %10s %10s %9s %11s %9s %9s %-27s %10s\n", "placement", "stored", "peak ACT", "ACT saved",
+           "recompute", "FLOP", "step", "time overhead", "time ovh /");
+    printf("  %-15s %10s %10s %9s %11s %9s %9s %-27s %10s\n", "", "MiB", "MiB", "vs none", "GFLOP", "overhead", "ms",
+           "(95% interval, rounds)", "FLOP ovh");
     for (int p = 0; p < N_PLACEMENTS; p++) {
         const StepStats *s = &stats[p];
         const double saved = (double)none->peak[MEM_ACT] - (double)s->peak[MEM_ACT];
         const double fraction = saved / (double)none->peak[MEM_ACT];
-        const double time_ratio = s->seconds / none->seconds, flops = flop_overhead(s);
-        const double per_flop = flops > 0 ? (time_ratio - 1.0) / flops : 0.0;
-        printf("  %-15s %10.2f %10.2f %8.1f%% %11.3f %8.1f%% %9.2f %8.2fx", PLACEMENTS[p].name, mib(s->act_stored),
+        const Estimate step = timing_median(timing, p, STEP_SECONDS), ratio = timing_ratio(timing, p, 0, STEP_SECONDS);
+        const double flops = flop_overhead(s);
+        const Estimate cost = per_flop(&ratio, flops > 0 ? flops : 1.0);
+        char spread[48];
+        printf("  %-15s %10.2f %10.2f %8.1f%% %11.3f %8.1f%% %9.2f %-27s", PLACEMENTS[p].name, mib(s->act_stored),
                mib(s->peak[MEM_ACT]), 100.0 * fraction, 1e-9 * (double)s->flops[PHASE_RECOMPUTE], 100.0 * flops,
-               1e3 * s->seconds, time_ratio);
-        if (flops > 0) printf(" %10.2f\n", per_flop);
+               1e3 * step.value, estimate_ratio_str(spread, sizeof spread, &ratio));
+        if (flops > 0) printf(" %10.2f\n", cost.value);
         else printf(" %10s\n", "-");
         ResultsRecord *rec = results_record(table);
         record_num(rec, "threads", threads);
@@ -128,9 +138,9 @@ static void print_and_record(int threads, const StepStats *stats, ResultsTable *
         record_num(rec, "act_saved_fraction", fraction);
         record_num(rec, "recompute_flops", (double)s->flops[PHASE_RECOMPUTE]);
         record_num(rec, "flop_overhead", flops);
-        record_num(rec, "step_seconds", s->seconds);
-        record_num(rec, "time_overhead", time_ratio);
-        if (flops > 0) record_num(rec, "time_per_flop_overhead", per_flop);
+        record_estimate(rec, "step_seconds", &step);
+        record_estimate(rec, "time_overhead", &ratio);
+        if (flops > 0) record_estimate(rec, "time_per_flop_overhead", &cost);
     }
 }
 
@@ -142,13 +152,12 @@ int main(int argc, char **argv)
     if (start != BENCH_RUN) return start;
     const GptShape shape = o.quick ? (GptShape){.L = 2, .C = 128, .H = 4, .T = 128, .B = 2, .dropout = 0.1f}
                                    : (GptShape){.L = 4, .C = 256, .H = 4, .T = 256, .B = 4, .dropout = 0.1f};
-    const int warmup = o.quick ? 1 : 2, steps = bench_steps(&o, 3, 7);
+    const TimingPlan plan = bench_timing_plan(&o, o.quick ? 1 : 2, 7, 1.5);
     const int threads_before = platform_info().threads;
     const int n_threads = platform_info().cores < MAX_THREADS ? platform_info().cores : MAX_THREADS;
     results_config_gpt(results, &shape);
     results_config_str(results, "optimizer", "adamw");
-    results_config_num(results, "warmup_rounds", warmup);
-    results_config_num(results, "timed_steps", steps);
+    results_config_plan(results, &plan);
     ResultsTable *table = results_table(results, "placements", "one AdamW step per placement and thread count",
                                         FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
@@ -165,17 +174,18 @@ int main(int argc, char **argv)
     }
 
     StepStats stats[MAX_THREADS][N_PLACEMENTS];
+    Timing timing[MAX_THREADS] = {{0}};
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 3, 4);
     Progress progress;
-    progress_begin(&progress, n_threads * N_PLACEMENTS * (warmup + steps));
+    progress_begin(&progress, n_threads * timing_max_runs(&plan, N_PLACEMENTS));
     for (int t = 0; t < n_threads && status == REMAT_OK; t++) {
         char label[32];
         snprintf(label, sizeof label, "%d thread%s", t + 1, t ? "s" : "");
         status = platform_set_threads(t + 1);
         if (status == REMAT_OK)
-            status = steps_alternate(g.model, variants, N_PLACEMENTS, g.opt, &g.batch, &ctx, warmup, steps, &progress,
-                                     label, stats[t]);
+            status = steps_alternate(g.model, variants, N_PLACEMENTS, g.opt, &g.batch, &ctx, &plan, &progress, label,
+                                     stats[t], &timing[t]);
     }
     progress_end(&progress);
     platform_set_threads(threads_before);
@@ -185,8 +195,9 @@ int main(int argc, char **argv)
         printf("\n  GPT %s, AdamW; \"time ovh / FLOP ovh\" = (time overhead - 1) / recompute FLOP overhead:\n"
                "  above 1, a recomputed FLOP costs more time than the step's average FLOP\n",
                gpt_shape_str(text, sizeof text, &shape));
-        for (int t = 0; t < n_threads; t++) print_and_record(t + 1, stats[t], table);
+        for (int t = 0; t < n_threads; t++) print_and_record(t + 1, stats[t], &timing[t], table);
     }
+    for (int t = 0; t < n_threads; t++) timing_free(&timing[t]);
     for (int p = 0; p < N_PLACEMENTS; p++) schedule_free(schedules[p]);
     model_bench_free(&g);
     return bench_finish(&INFO, &o, results, status);

@@ -37,8 +37,9 @@ static const BenchInfo INFO = {
              "  peak activation and training memory, FLOPs by phase, recompute FLOP overhead, median\n"
              "  step time and time overhead (strategies alternate step by step), and the log-log\n"
              "  slope of peak activation memory against N next to the theory (1, 1, 0.5).",
-    .quick = "W = 64, B = 16, N = 8..256, 3 timed steps (a few seconds)",
-    .full = "W = 256, B = 32, N = 4..256, 9 timed steps after 2 warm-up rounds",
+    .quick = "W = 64, B = 16, N = 8..256, 6 or more rounds per depth until every time overhead is within\n"
+             "                      +-5 points, at most 2 s in all (a few seconds)",
+    .full = "W = 256, B = 32, N = 4..256, 9 timed rounds after 2 warm-up rounds",
     .timed = true,
     .strategies = KINDS,
     .n_strategies = N_KINDS,
@@ -56,7 +57,7 @@ typedef struct Config {
     int width, batch;
     int depths[MAX_DEPTHS];
     int n_depths;
-    int warmup, steps;
+    TimingPlan plan; /* per depth */
 } Config;
 
 /* One depth's measurements. */
@@ -65,6 +66,8 @@ typedef struct Depth {
     int segments[N_KINDS];
     size_t derived[N_KINDS]; /* peak ACT in units of a, derived by hand */
     StepStats stats[N_KINDS];
+    Estimate step[N_KINDS];     /* step seconds */
+    Estimate overhead[N_KINDS]; /* step time against none's, paired by round */
 } Depth;
 
 /* Peak ACT of a step in units of one activation a = B·W·4 bytes, as derived by hand (the
@@ -119,9 +122,15 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, Depth *d, Progr
     TrainCtx ctx = {.training = true};
     char label[32];
     snprintf(label, sizeof label, "N=%d", d->N);
+    Timing timing = {0};
     if (status == REMAT_OK)
-        status = steps_alternate(m, variants, c->n_strategies, opt, &batch, &ctx, c->warmup, c->steps, progress, label,
-                                 d->stats);
+        status = steps_alternate(m, variants, c->n_strategies, opt, &batch, &ctx, &c->plan, progress, label, d->stats,
+                                 &timing);
+    for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
+        d->step[k] = timing_median(&timing, k, STEP_SECONDS);
+        d->overhead[k] = timing_ratio(&timing, k, 0, STEP_SECONDS);
+    }
+    timing_free(&timing);
     batch_free(&batch);
     optim_free(opt);
     for (int k = 0; k < c->n_strategies; k++) schedule_free(schedules[k]);
@@ -149,8 +158,8 @@ static const ResultsField STEP_FIELDS[] = {
     {"grads", "bytes"},            {"optimizer", "bytes"},
     {"forward_flops", "FLOPs"},    {"backward_flops", "FLOPs"},
     {"recompute_flops", "FLOPs"},  {"optimizer_flops", "FLOPs"},
-    {"flop_overhead", "ratio"},    {"step_seconds", "seconds"},
-    {"time_overhead", "ratio"},
+    {"flop_overhead", "ratio"},    RESULTS_TIMED("step_seconds", "seconds"),
+    RESULTS_TIMED("time_overhead", "ratio"), RESULTS_SAMPLES,
 };
 
 static const ResultsField SLOPE_FIELDS[] = {
@@ -167,10 +176,10 @@ static void print_and_record(const Config *c, const Depth *depths, Results *resu
     const size_t a = (size_t)c->batch * (size_t)c->width * sizeof(float);
     printf("\n  one AdamW step of the MLP chain, W = %d, B = %d (a = one B*W activation = %zu bytes)\n",
            c->width, c->batch, a);
-    printf("  %4s %-5s %4s %10s %7s %8s %10s %8s %8s %9s %8s %8s %8s\n", "N", "strat", "segs", "peak ACT",
-           "in a", "derived", "peak all", "fwd", "bwd", "recompute", "FLOP", "step", "time");
-    printf("  %4s %-5s %4s %10s %7s %8s %10s %8s %8s %9s %8s %8s %8s\n", "", "", "", "MiB", "", "", "MiB",
-           "GFLOP", "GFLOP", "GFLOP", "overhead", "ms", "overhead");
+    printf("  %4s %-5s %4s %10s %7s %8s %10s %8s %8s %9s %8s %8s %-21s\n", "N", "strat", "segs", "peak ACT",
+           "in a", "derived", "peak all", "fwd", "bwd", "recompute", "FLOP", "step", "time overhead");
+    printf("  %4s %-5s %4s %10s %7s %8s %10s %8s %8s %9s %8s %8s %-21s\n", "", "", "", "MiB", "", "", "MiB",
+           "GFLOP", "GFLOP", "GFLOP", "overhead", "ms", "(95% interval) rounds");
     for (int i = 0; i < c->n_depths; i++) {
         const Depth *d = &depths[i];
         for (int k = 0; k < c->n_strategies; k++) {
@@ -178,13 +187,14 @@ static void print_and_record(const Config *c, const Depth *depths, Results *resu
             const StepStats *s = &d->stats[k];
             const double units = (double)(s->peak[MEM_ACT] - 8) / (double)a;
             const size_t derived = d->derived[k];
-            const double time_ratio = s->seconds / d->stats[0].seconds;
-            printf("  %4d %-5s %4d %10.2f %7.0f %8zu%s %9.2f %8.3f %8.3f %9.3f %7.1f%% %8.2f %7.2fx\n", d->N,
+            const Estimate *ratio = &d->overhead[k];
+            char spread[48];
+            printf("  %4d %-5s %4d %10.2f %7.0f %8zu%s %9.2f %8.3f %8.3f %9.3f %7.1f%% %8.2f %s\n", d->N,
                    strategy_name(kind), d->segments[k], mib(s->peak[MEM_ACT]), units, derived,
                    s->peak[MEM_ACT] == derived * a + 8 ? "=" : "!", mib(s->peak_resident),
                    1e-9 * (double)s->flops[PHASE_FORWARD], 1e-9 * (double)s->flops[PHASE_BACKWARD],
-                   1e-9 * (double)s->flops[PHASE_RECOMPUTE], 100.0 * flop_overhead(s), 1e3 * s->seconds,
-                   time_ratio);
+                   1e-9 * (double)s->flops[PHASE_RECOMPUTE], 100.0 * flop_overhead(s), 1e3 * d->step[k].value,
+                   estimate_ratio_str(spread, sizeof spread, ratio));
             ResultsRecord *rec = results_record(steps);
             record_num(rec, "n_layers", d->N);
             record_str(rec, "strategy", strategy_name(kind));
@@ -201,8 +211,8 @@ static void print_and_record(const Config *c, const Depth *depths, Results *resu
             record_num(rec, "recompute_flops", (double)s->flops[PHASE_RECOMPUTE]);
             record_num(rec, "optimizer_flops", (double)s->flops[PHASE_OPTIMIZER]);
             record_num(rec, "flop_overhead", flop_overhead(s));
-            record_num(rec, "step_seconds", s->seconds);
-            record_num(rec, "time_overhead", time_ratio);
+            record_estimate(rec, "step_seconds", &d->step[k]);
+            record_estimate(rec, "time_overhead", ratio);
         }
     }
     printf("  (\"=\": the peak is exactly the count derived by hand, times a, + 8 bytes: see derived_units)\n");
@@ -239,24 +249,22 @@ int main(int argc, char **argv)
     const int start = bench_start(&INFO, argc, argv, &o, &results);
     if (start != BENCH_RUN) return start;
 
-    Config c = o.quick ? (Config){.width = 64, .batch = 16, .depths = {8, 16, 32, 64, 128, 256}, .n_depths = 6,
-                                  .warmup = 1}
-                       : (Config){.width = 256, .batch = 32, .depths = {4, 8, 16, 32, 64, 128, 256}, .n_depths = 7,
-                                  .warmup = 2};
-    c.steps = bench_steps(&o, 3, 9);
+    Config c = o.quick ? (Config){.width = 64, .batch = 16, .depths = {8, 16, 32, 64, 128, 256}, .n_depths = 6}
+                       : (Config){.width = 256, .batch = 32, .depths = {4, 8, 16, 32, 64, 128, 256}, .n_depths = 7};
+    const int warmup = o.quick ? 1 : 2;
+    c.plan = bench_timing_plan(&o, warmup, 9, 2.0 / c.n_depths);
     c.n_strategies = bench_sweep(&INFO, &o, NULL, c.strategies);
     results_config_str(results, "model", "mlp");
     results_config_num(results, "width", c.width);
     results_config_num(results, "batch", c.batch);
     results_config_ints(results, "depths", c.depths, c.n_depths);
     results_config_str(results, "optimizer", "adamw");
-    results_config_num(results, "warmup_rounds", c.warmup);
-    results_config_num(results, "timed_steps", c.steps);
+    results_config_plan(results, &c.plan);
     MlpTask *task = mlp_task_create(c.width, 7);
     RematStatus status = task ? REMAT_OK : remat_last_status();
     Depth depths[MAX_DEPTHS] = {0};
     Progress progress;
-    progress_begin(&progress, c.n_depths * c.n_strategies * (c.warmup + c.steps));
+    progress_begin(&progress, c.n_depths * timing_max_runs(&c.plan, c.n_strategies));
     for (int i = 0; i < c.n_depths && status == REMAT_OK; i++) {
         depths[i].N = c.depths[i];
         status = measure_depth(&c, task, &depths[i], &progress);

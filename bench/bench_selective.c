@@ -64,8 +64,9 @@ static const BenchInfo INFO = {
              "  attention (counter-based dropout): activation bytes per layer by op tag next to the\n"
              "  formulas, recompute FLOP overhead, step time (median, fastest, slowest); at the longest T,\n"
              "  a memory budget fused attention fits and naive attention does not.",
-    .quick = "L = 2, D = 128, B = 2, T = 64 and 128, 3 timed steps (seconds)",
-    .full = "L = 4, B = 4, T = 128, 256, 512, 1024 and 2048 (naive attention up to 1024), 3 timed steps "
+    .quick = "L = 2, D = 128, B = 2, T = 64 and 128, 6 or more rounds until every time overhead is\n"
+             "                      within +-5 points, at most 6 s in all (seconds)",
+    .full = "L = 4, B = 4, T = 128, 256, 512, 1024 and 2048 (naive attention up to 1024), 6 timed rounds "
             "after 1 warm-up round",
     .timed = true,
     .strategies = KINDS,
@@ -208,12 +209,35 @@ typedef struct SeqResult {
     bool measured[N_VARIANTS];
     Census census[N_VARIANTS];
     StepStats stats[N_VARIANTS];
+    Estimate step[N_VARIANTS];      /* step seconds */
+    Estimate overhead[N_VARIANTS];  /* against the same attention and generator without a policy */
+    Estimate vs_stream[N_VARIANTS]; /* against the same policy with naive attention and stream masks */
+    bool has_vs_stream[N_VARIANTS];
     size_t batch_bytes;
 } SeqResult;
 
+static int find_row(const SeqResult *r, const Policy *policy, const Combo *combo);
+
+/* The estimates of every measured row from the interleaved rounds: variant k measured row
+ * index[k]; ratios are paired by round (bench/timing.h). */
+static void estimate_rows(SeqResult *r, const Timing *timing, const int *index, int n)
+{
+    int variant_of[N_VARIANTS];
+    for (int p = 0; p < N_VARIANTS; p++) variant_of[p] = -1;
+    for (int k = 0; k < n; k++) variant_of[index[k]] = k;
+    for (int k = 0; k < n; k++) {
+        const Row *row = &r->rows->r[index[k]];
+        const int base = find_row(r, NULL, row->combo), plain = find_row(r, row->f->policy, &COMBOS[NAIVE_STREAM]);
+        r->step[index[k]] = timing_median(timing, k, STEP_SECONDS);
+        r->overhead[index[k]] = timing_ratio(timing, k, variant_of[base], STEP_SECONDS);
+        r->has_vs_stream[index[k]] = plain >= 0;
+        if (plain >= 0) r->vs_stream[index[k]] = timing_ratio(timing, k, variant_of[plain], STEP_SECONDS);
+    }
+}
+
 /* Builds the GPT for one T, takes the census of each variant's forward, then times the
  * variants alternately. Naive attention runs only when `naive` is set. */
-static RematStatus measure_seq(SeqResult *r, bool naive, int warmup, int steps, Progress *progress)
+static RematStatus measure_seq(SeqResult *r, bool naive, const TimingPlan *plan, Progress *progress)
 {
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
@@ -242,9 +266,12 @@ static RematStatus measure_seq(SeqResult *r, bool naive, int warmup, int steps, 
     char label[32];
     snprintf(label, sizeof label, "T=%d", r->shape.T);
     StepStats stats[N_VARIANTS];
+    Timing timing = {0};
     if (status == REMAT_OK)
-        status = steps_alternate(g.model, variants, n, g.opt, &g.batch, &ctx, warmup, steps, progress, label, stats);
+        status = steps_alternate(g.model, variants, n, g.opt, &g.batch, &ctx, plan, progress, label, stats, &timing);
     for (int k = 0; k < n && status == REMAT_OK; k++) r->stats[index[k]] = stats[k];
+    if (status == REMAT_OK) estimate_rows(r, &timing, index, n);
+    timing_free(&timing);
     for (int k = 0; k < n; k++) schedule_free(schedules[k]);
     model_bench_free(&g);
     return status;
@@ -309,11 +336,10 @@ static const ResultsField POLICY_FIELDS[] = {
     {"peak_act", "bytes"},
     {"recompute_flops", "FLOPs"},
     {"flop_overhead", "ratio"},
-    {"step_seconds", "seconds"},
-    {"step_seconds_min", "seconds"},
-    {"step_seconds_max", "seconds"},
-    {"time_overhead", "ratio"},
-    {"time_vs_naive_stream", "ratio"},
+    RESULTS_TIMED("step_seconds", "seconds"),
+    RESULTS_TIMED("time_overhead", "ratio"),
+    RESULTS_TIMED("time_vs_naive_stream", "ratio"),
+    RESULTS_SAMPLES,
 };
 
 static const ResultsField TAG_FIELDS[] = {
@@ -393,8 +419,8 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
 {
     const GptShape *s = &r->shape;
     const Rows *rows = r->rows;
-    printf("\n  %-16s %-14s %12s %12s %12s %9s %10s %9s %20s %8s\n", "policy", "attention/rng", "per layer",
-           "formula", "peak ACT MiB", "census", "recompute", "FLOP", "step ms (min-max)", "time");
+    printf("\n  %-16s %-14s %12s %12s %12s %9s %10s %9s %9s %s\n", "policy", "attention/rng", "per layer",
+           "formula", "peak ACT MiB", "census", "recompute", "FLOP", "step ms", "time overhead (95% interval, rounds)");
     for (int p = 0; p < rows->n; p++) {
         if (!r->measured[p]) continue;
         const Row *row = &rows->r[p];
@@ -402,13 +428,11 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
         const StepStats *st = &r->stats[p];
         const size_t measured = per_layer(r, p), formula = row_formula(row, s);
         const bool complete = c->total + r->batch_bytes == st->act_stored; /* every byte is an op's or the batch */
-        const int base = find_row(r, NULL, row->combo), plain = find_row(r, row->f->policy, &COMBOS[NAIVE_STREAM]);
-        const double time_ratio = base >= 0 ? st->seconds / r->stats[base].seconds : 0.0;
-        char ms[40];
-        snprintf(ms, sizeof ms, "%.0f (%.0f-%.0f)", 1e3 * st->seconds, 1e3 * st->seconds_min, 1e3 * st->seconds_max);
-        printf("  %-16s %-14s %12zu %11zu%s %12.2f %9s %9.3fG %8.1f%% %20s %7.2fx\n", row->f->name, row->combo->name,
+        char spread[48];
+        printf("  %-16s %-14s %12zu %11zu%s %12.2f %9s %9.3fG %8.1f%% %9.0f %s\n", row->f->name, row->combo->name,
                measured, formula, measured == formula ? "=" : "!", mib(st->peak[MEM_ACT]), complete ? "complete" : "NO",
-               1e-9 * (double)st->flops[PHASE_RECOMPUTE], 100.0 * flop_overhead(st), ms, time_ratio);
+               1e-9 * (double)st->flops[PHASE_RECOMPUTE], 100.0 * flop_overhead(st), 1e3 * r->step[p].value,
+               estimate_ratio_str(spread, sizeof spread, &r->overhead[p]));
         ResultsRecord *rec = results_record(table);
         record_row(rec, s->T, row);
         record_num(rec, "act_per_layer", (double)measured);
@@ -421,11 +445,9 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
         record_num(rec, "peak_act", (double)st->peak[MEM_ACT]);
         record_num(rec, "recompute_flops", (double)st->flops[PHASE_RECOMPUTE]);
         record_num(rec, "flop_overhead", flop_overhead(st));
-        record_num(rec, "step_seconds", st->seconds);
-        record_num(rec, "step_seconds_min", st->seconds_min);
-        record_num(rec, "step_seconds_max", st->seconds_max);
-        record_num(rec, "time_overhead", time_ratio);
-        if (plain >= 0) record_num(rec, "time_vs_naive_stream", st->seconds / r->stats[plain].seconds);
+        record_estimate(rec, "step_seconds", &r->step[p]);
+        record_estimate(rec, "time_overhead", &r->overhead[p]);
+        if (r->has_vs_stream[p]) record_estimate(rec, "time_vs_naive_stream", &r->vs_stream[p]);
     }
 }
 
@@ -474,13 +496,12 @@ int main(int argc, char **argv)
     const int *seqs = o.quick ? seqs_quick : seqs_full;
     const GptShape base = o.quick ? (GptShape){.L = 2, .C = 128, .H = 4, .B = 2, .dropout = 0.1f}
                                   : (GptShape){.L = 4, .C = 256, .H = 4, .B = 4, .dropout = 0.1f};
-    const int warmup = 1, steps = bench_steps(&o, 3, 3);
+    const TimingPlan plan = bench_timing_plan(&o, 1, 6, 6.0 / n_seqs);
     results_config_gpt(results, &base);
     results_config_ints(results, "seqs", seqs, n_seqs);
     results_config_num(results, "naive_max_seq", naive_max);
     results_config_str(results, "optimizer", "adamw");
-    results_config_num(results, "warmup_rounds", warmup);
-    results_config_num(results, "timed_steps", steps);
+    results_config_plan(results, &plan);
     ResultsTable *policies = results_table(results, "policies", "per policy, attention and dropout generator, and "
                                            "sequence length", POLICY_FIELDS,
                                            (int)(sizeof POLICY_FIELDS / sizeof POLICY_FIELDS[0]), true);
@@ -495,12 +516,12 @@ int main(int argc, char **argv)
     static SeqResult r[MAX_SEQS];
     Progress progress;
     int units = 0;
-    for (int i = 0; i < n_seqs; i++) units += (seqs[i] <= naive_max ? rows.n : rows.n / N_COMBOS) * (warmup + steps);
+    for (int i = 0; i < n_seqs; i++) units += timing_max_runs(&plan, seqs[i] <= naive_max ? rows.n : rows.n / N_COMBOS);
     progress_begin(&progress, units);
     for (int i = 0; i < n_seqs && status == REMAT_OK; i++) {
         r[i] = (SeqResult){.rows = &rows, .shape = base};
         r[i].shape.T = seqs[i];
-        status = measure_seq(&r[i], seqs[i] <= naive_max, warmup, steps, &progress);
+        status = measure_seq(&r[i], seqs[i] <= naive_max, &plan, &progress);
     }
     progress_end(&progress);
     GptShape longest = base;
@@ -518,8 +539,8 @@ int main(int argc, char **argv)
         print_budget(&longest, budget, tries, budgets);
         printf("\n  (\"=\": measured exactly as the formula. \"census complete\": the bytes by tag plus the batch\n"
                "  are every byte of activations the forward left, so nothing kept went uncounted. Times: median of\n"
-               "  %d steps, variants alternating, fastest and slowest in brackets; time overhead against none with\n"
-               "  the same attention and generator.)\n", steps);
+               "  the rounds, variants interleaved; time overhead against none with the same attention and\n"
+               "  generator, the median of the paired ratios with its 95%% interval and rounds.)\n");
     }
     for (int i = 0; i < n_seqs; i++)
         for (int p = 0; p < rows.n; p++) census_free(&r[i].census[p]);

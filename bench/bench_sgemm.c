@@ -4,7 +4,7 @@
  *
  * It prints which OpenBLAS build and core are loaded, checks k_matmul against the naive
  * reference on small matrices (all four transpose combinations), then times square
- * sgemm on each thread count and prints the median GFLOP/s. It is not a BLAS benchmark
+ * sgemm on each thread count and prints the median GFLOP/s with its 95% interval. It is not a BLAS benchmark
  * suite: one shape family, enough to know the peak that later benches compare against.
  */
 #include <math.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "tensor/file.h"
+#include "bench/timing.h"
 #include "tensor/kernels.h"
 #include "tensor/kernels_ref.h"
 #include "tensor/parse.h"
@@ -33,7 +34,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: bench_sgemm [--quick] [--size N] [--reps R] [--threads LIST]\n"
             "  Times cblas_sgemm on N x N x N float32 matrices and prints the median GFLOP/s.\n"
-            "  --quick        N = 1024 and 5 repetitions (a few seconds)\n"
+            "  --quick        N = 1024 and 6 repetitions (a few seconds)\n"
             "  --size N       matrix size, 64..8192 (default 2048)\n"
             "  --reps R       timed repetitions per thread count, 1..100 (default 9)\n"
             "  --threads LIST comma-separated thread counts, at most 8 of them, each 1..4 per core\n"
@@ -54,7 +55,7 @@ static int parse_options(int argc, char **argv, Options *opt)
             exit(0);
         } else if (!strcmp(arg, "--quick")) {
             opt->size = 1024;
-            opt->reps = 5;
+            opt->reps = 6; /* the fewest with a 95% interval */
         } else if (!strcmp(arg, "--size") && value) {
             if (!parse_int(value, 64, 8192, &opt->size)) goto bad_value;
             i++;
@@ -111,14 +112,9 @@ static double check_matmul(Pcg32 *rng)
     return worst;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median seconds of `reps` timed k_matmul calls of size n, after one warm-up. */
-static double time_sgemm(float *C, const float *A, const float *B, int n, int reps)
+/* Seconds of `reps` timed k_matmul calls of size n, after one warm-up: their median and
+ * its 95% interval (bench/timing.h). */
+static Estimate time_sgemm(float *C, const float *A, const float *B, int n, int reps)
 {
     double times[100];
     k_matmul(C, A, B, n, n, n, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
@@ -127,8 +123,7 @@ static double time_sgemm(float *C, const float *A, const float *B, int n, int re
         k_matmul(C, A, B, n, n, n, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
         times[r] = platform_seconds() - t0;
     }
-    qsort(times, (size_t)reps, sizeof times[0], compare_doubles);
-    return times[reps / 2];
+    return estimate_median(times, reps);
 }
 
 int main(int argc, char **argv)
@@ -164,7 +159,8 @@ int main(int argc, char **argv)
     fill_uniform(A, n * n, &rng);
     fill_uniform(B, n * n, &rng);
 
-    printf("\n  %6s  %7s  %10s  %8s\n", "size", "threads", "median ms", "GFLOP/s");
+    printf("\n  %6s  %7s  %10s  %8s  %s\n", "size", "threads", "median ms", "GFLOP/s",
+           "GFLOP/s 95% interval (runs)");
     double gflops[MAX_THREAD_COUNTS];
     for (size_t t = 0; t < opt.n_threads; t++) {
         if (platform_set_threads(opt.threads[t]) != REMAT_OK) {
@@ -172,9 +168,11 @@ int main(int argc, char **argv)
             free(A), free(B), free(C);
             return 2;
         }
-        double seconds = time_sgemm(C, A, B, opt.size, opt.reps);
-        gflops[t] = 2.0 * (double)n * (double)n * (double)n / seconds * 1e-9;
-        printf("  %6d  %7d  %10.2f  %8.1f\n", opt.size, opt.threads[t], seconds * 1e3, gflops[t]);
+        const Estimate seconds = time_sgemm(C, A, B, opt.size, opt.reps);
+        const double flops = 2.0 * (double)n * (double)n * (double)n * 1e-9;
+        gflops[t] = flops / seconds.value;
+        printf("  %6d  %7d  %10.2f  %8.1f  %.1f..%.1f (%d)\n", opt.size, opt.threads[t], seconds.value * 1e3, gflops[t],
+               flops / seconds.hi, flops / seconds.lo, seconds.samples);
     }
     if (opt.n_threads > 1 && opt.threads[0] == 1)
         printf("\n  %d threads reach %.2fx the 1-thread rate.\n", opt.threads[opt.n_threads - 1],

@@ -31,8 +31,9 @@ static const BenchInfo INFO = {
              "  (N=16, W=1024, B=256) under each strategy on 1 and 2 threads: median step time and\n"
              "  GFLOP/s (the ledger's FLOPs, recomputation included) next to the sgemm peak measured\n"
              "  on the same threads.",
-    .quick = "2 timed steps after 1 warm-up round (about 15 seconds)",
-    .full = "15 timed steps after 2 warm-up rounds",
+    .quick = "6 or more rounds per model and thread count until every step time of a strategy\n"
+             "                      against none is within +-5 points, at most 2 s each (about 20 seconds)",
+    .full = "15 timed rounds after 2 warm-up rounds",
     .timed = true,
     .strategies = KINDS,
     .n_strategies = N_KINDS,
@@ -40,23 +41,24 @@ static const BenchInfo INFO = {
     .model_flags = true,
 };
 
-/* Median GFLOP/s of a 2048³ sgemm on the current thread count. */
-static RematStatus sgemm_peak(double *gflops)
+/* GFLOP/s of a 2048³ sgemm on the current thread count: the median of REPS runs, with its
+ * interval. */
+static RematStatus sgemm_peak(Estimate *gflops)
 {
-    enum { N = 2048, REPS = 5 };
+    enum { N = 2048, REPS = 6 }; /* the fewest with a 95% interval */
     const size_t n = (size_t)N * N;
     float *A = malloc(n * sizeof *A), *B = malloc(n * sizeof *B), *C = malloc(n * sizeof *C);
     RematStatus status = A && B && C ? REMAT_OK : remat_fail(REMAT_ENOMEM, "no memory for the sgemm operands");
     if (status == REMAT_OK) {
         for (size_t i = 0; i < n; i++) A[i] = B[i] = (float)(i % 7) * 0.1f;
-        double t[REPS];
+        double rate[REPS];
         k_matmul(C, A, B, N, N, N, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
         for (int r = 0; r < REPS; r++) {
             const double t0 = platform_seconds();
             k_matmul(C, A, B, N, N, N, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
-            t[r] = platform_seconds() - t0;
+            rate[r] = 2.0 * N * N * (double)N / (platform_seconds() - t0) * 1e-9;
         }
-        *gflops = 2.0 * N * N * (double)N / median(t, REPS) * 1e-9;
+        *gflops = estimate_median(rate, REPS);
     }
     free(A), free(B), free(C);
     flops_reset();
@@ -103,36 +105,61 @@ static const ResultsField FIELDS[] = {
     {"model", ""},
     {"strategy", ""},
     {"threads", "threads"},
-    {"step_seconds", "seconds"},
+    RESULTS_TIMED("step_seconds", "seconds"),
+    RESULTS_TIMED("time_overhead", "ratio"),
     {"flops", "FLOPs per step, recomputation included"},
     {"recompute_flops", "FLOPs per step"},
-    {"gflops_per_second", "GFLOP/s"},
-    {"sgemm_gflops_per_second", "GFLOP/s"},
-    {"fraction_of_peak", "ratio"},
+    RESULTS_TIMED("gflops_per_second", "GFLOP/s"),
+    RESULTS_TIMED("sgemm_gflops_per_second", "GFLOP/s"),
+    {"sgemm_samples", "sgemm runs sgemm_gflops_per_second comes from"},
+    RESULTS_TIMED("fraction_of_peak", "ratio"),
     {"peak_act", "bytes"},
+    RESULTS_SAMPLES,
 };
 
-static void print_and_record(const char *model, const Strategy *sweep, const StepStats *st, int n, int threads,
-                             double peak, ResultsTable *table)
+/* flops / seconds: the interval's ends swap, as the rate falls when the time grows. */
+static Estimate rate_of(double flops, const Estimate *seconds)
+{
+    return (Estimate){flops / seconds->value * 1e-9, flops / seconds->hi * 1e-9, flops / seconds->lo * 1e-9,
+                      seconds->samples};
+}
+
+/* The step's rate over the sgemm's: the interval from the two intervals' far ends, so it
+ * holds both (they come from different runs). */
+static Estimate fraction_of(const Estimate *rate, const Estimate *peak)
+{
+    return (Estimate){rate->value / peak->value, rate->lo / peak->hi, rate->hi / peak->lo, rate->samples};
+}
+
+static void print_and_record(const char *model, const Strategy *sweep, const StepStats *st, const Timing *timing,
+                             int n, int threads, const Estimate *peak, ResultsTable *table)
 {
     for (int k = 0; k < n; k++) {
         uint64_t flops = 0;
         for (int p = 0; p < PHASE_COUNT; p++) flops += st[k].flops[p];
-        const double rate = (double)flops / st[k].seconds * 1e-9;
+        const Estimate seconds = timing_median(timing, k, STEP_SECONDS);
+        const Estimate overhead = timing_ratio(timing, k, 0, STEP_SECONDS); /* against none, paired by round */
+        const Estimate rate = rate_of((double)flops, &seconds), fraction = fraction_of(&rate, peak);
         const char *strategy = strategy_name(sweep[k].kind);
-        printf("  %-28s %-9s %7d %9.2f %9.3f %9.3f %8.1f %8.1f %6.0f%% %9.2f\n", model, strategy,
-               threads, 1e3 * st[k].seconds, 1e-9 * (double)flops, 1e-9 * (double)st[k].flops[PHASE_RECOMPUTE],
-               rate, peak, 100.0 * rate / peak, mib(st[k].peak[MEM_ACT]));
+        char step[64], spread[48];
+        printf("  %-28s %-9s %7d %-28s %-26s %9.3f %9.3f %8.1f %8.1f %6.0f%% %9.2f\n", model, strategy, threads,
+               estimate_ms_str(step, sizeof step, &seconds), estimate_ratio_str(spread, sizeof spread, &overhead),
+               1e-9 * (double)flops,
+               1e-9 * (double)st[k].flops[PHASE_RECOMPUTE], rate.value, peak->value, 100.0 * fraction.value,
+               mib(st[k].peak[MEM_ACT]));
         ResultsRecord *rec = results_record(table);
         record_str(rec, "model", model);
         record_str(rec, "strategy", strategy);
         record_num(rec, "threads", threads);
-        record_num(rec, "step_seconds", st[k].seconds);
+        record_estimate(rec, "step_seconds", &seconds);
+        record_estimate(rec, "time_overhead", &overhead);
         record_num(rec, "flops", (double)flops);
         record_num(rec, "recompute_flops", (double)st[k].flops[PHASE_RECOMPUTE]);
-        record_num(rec, "gflops_per_second", rate);
-        record_num(rec, "sgemm_gflops_per_second", peak);
-        record_num(rec, "fraction_of_peak", rate / peak);
+        record_estimate(rec, "gflops_per_second", &rate);
+        const Estimate sgemm = {peak->value, peak->lo, peak->hi, seconds.samples}; /* its own count: sgemm_samples */
+        record_estimate(rec, "sgemm_gflops_per_second", &sgemm);
+        record_num(rec, "sgemm_samples", peak->samples);
+        record_estimate(rec, "fraction_of_peak", &fraction);
         record_num(rec, "peak_act", (double)st[k].peak[MEM_ACT]);
     }
 }
@@ -145,20 +172,20 @@ int main(int argc, char **argv)
     if (start != BENCH_RUN) return start;
     Strategy sweep[N_KINDS];
     const int n = bench_sweep(&INFO, &o, NULL, sweep);
-    const int warmup = o.quick ? 1 : 2, steps = bench_steps(&o, 2, 15);
+    const TimingPlan plan = bench_timing_plan(&o, o.quick ? 1 : 2, 15, 2.0);
     const int cores = platform_info().cores, max_threads = cores < MAX_THREADS ? cores : MAX_THREADS;
     results_config_str(results, "optimizer", "adamw");
     results_config_str(results, "dropout_rng", dropout_rng_name(o.dropout_rng)); /* the GPT's */
     results_config_str(results, "attention", attention_kind_name(o.attention));
-    results_config_num(results, "warmup_rounds", warmup);
-    results_config_num(results, "timed_steps", steps);
+    results_config_plan(results, &plan);
     ResultsTable *table = results_table(results, "steps", "one AdamW step per model, strategy and thread count",
                                         FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
     RematStatus status = REMAT_OK;
-    double peaks[MAX_THREADS] = {0};
+    Estimate peaks[MAX_THREADS] = {{0}};
     StepStats stats[N_MODELS][MAX_THREADS][N_KINDS];
+    Timing timing[N_MODELS][MAX_THREADS] = {{{0}}};
     Progress progress;
-    progress_begin(&progress, N_MODELS * max_threads * n * (warmup + steps));
+    progress_begin(&progress, N_MODELS * max_threads * timing_max_runs(&plan, n));
     for (int t = 0; t < max_threads && status == REMAT_OK; t++) {
         status = platform_set_threads(t + 1);
         if (status == REMAT_OK) status = sgemm_peak(&peaks[t]);
@@ -170,21 +197,28 @@ int main(int argc, char **argv)
             TrainCtx ctx = {.training = true, .seed = 1};
             pcg32_seed(&ctx.rng, 1, 2);
             if (status == REMAT_OK)
-                status = steps_alternate(s.bench.model, s.variants, n, s.bench.opt, &s.bench.batch, &ctx, warmup,
-                                         steps, &progress, label, stats[m][t]);
+                status = steps_alternate(s.bench.model, s.variants, n, s.bench.opt, &s.bench.batch, &ctx, &plan,
+                                         &progress, label, stats[m][t], &timing[m][t]);
             subject_free(&s);
         }
     }
     progress_end(&progress);
     if (status == REMAT_OK) {
-        printf("\n  median of %d steps after %d warm-up rounds; strategies alternate step by step\n", steps, warmup);
-        printf("  %-28s %-9s %7s %9s %9s %9s %8s %8s %7s %9s\n", "model", "strategy", "threads", "step ms", "GFLOP",
-               "recompute", "GFLOP/s", "sgemm", "of peak", "peak ACT");
-        printf("  %-28s %-9s %7s %9s %9s %9s %8s %8s %7s %9s\n", "", "", "", "", "per step", "GFLOP", "", "GFLOP/s",
-               "", "MiB");
+        printf("\n  median step and its 95%% interval, after %d warm-up rounds; strategies interleaved step\n"
+               "  by step (rounds per model and thread count: %d", plan.warmup, timing[0][0].rounds);
         for (int m = 0; m < N_MODELS; m++)
             for (int t = 0; t < max_threads; t++)
-                print_and_record(MODEL_NAMES[m], sweep, stats[m][t], n, t + 1, peaks[t], table);
+                if (m || t) printf(", %d", timing[m][t].rounds);
+        printf(")\n");
+        printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %7s %9s\n", "model", "strategy", "threads", "step",
+               "vs none (interval, rounds)", "GFLOP", "recompute", "GFLOP/s", "sgemm", "of peak", "peak ACT");
+        printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %7s %9s\n", "", "", "", "", "", "per step", "GFLOP", "",
+               "GFLOP/s", "", "MiB");
+        for (int m = 0; m < N_MODELS; m++)
+            for (int t = 0; t < max_threads; t++)
+                print_and_record(MODEL_NAMES[m], sweep, stats[m][t], &timing[m][t], n, t + 1, &peaks[t], table);
     }
+    for (int m = 0; m < N_MODELS; m++)
+        for (int t = 0; t < max_threads; t++) timing_free(&timing[m][t]);
     return bench_finish(&INFO, &o, results, status);
 }

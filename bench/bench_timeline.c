@@ -8,11 +8,13 @@
  * with its segment inputs spilled, no prefetch), it runs AdamW
  * training steps of the GPT, after warm-up steps, with the memory ledger's event timeline
  * recording (mem_timeline_start): every allocation and free, its time, the FLOP phase it
- * happened in, and every kind's bytes right after it. Of three recorded steps it keeps the
- * one with the median time (the bytes are the same in all three; the times are not). The events go to
- * results/bench_timeline.events.csv (plots.sh draws activations over time, one line per
- * strategy, on shared axes, and the DISK bytes of the offload series); the JSON keeps a
- * summary per strategy. The offload series spill to the default directory ($TMPDIR, else
+ * happened in, the FLOPs executed so far, and every kind's bytes right after it. Of three
+ * recorded steps it keeps the one with the median time (the bytes and FLOPs are the same
+ * in all three; the times are not). The events go to results/bench_timeline.events.csv
+ * (plots.sh draws activations against the FLOPs executed, a clock that does not depend on
+ * how busy the machine is, one panel per strategy, with the DISK bytes of the offload
+ * series); the JSON keeps a summary per strategy, its step time the median of the three
+ * recorded with their range. The offload series spill to the default directory ($TMPDIR, else
  * /tmp) with the page cache kept: bench_offload measures the disk itself.
  *
  * What it is not: a profiler. The times are those of the ledger's events, which include
@@ -69,6 +71,7 @@ enum { N_SERIES = sizeof SERIES / sizeof SERIES[0] };
 
 static const ResultsField EVENT_FIELDS[] = {
     {"strategy", ""},       {"event", "index"},   {"time_ms", "milliseconds since the step began"},
+    {"flops", "FLOPs executed since the step began, all phases"},
     {"phase", ""},          {"kind", ""},         {"delta", "bytes"},
     {"params", "bytes"},    {"grads", "bytes"},   {"optimizer", "bytes"},
     {"act", "bytes"},       {"work", "bytes"},    {"resident", "bytes"},
@@ -78,7 +81,8 @@ static const ResultsField EVENT_FIELDS[] = {
 static const ResultsField STEP_FIELDS[] = {
     {"strategy", ""},         {"events", "events"}, {"act_stored", "bytes"},
     {"peak_act", "bytes"},    {"peak_resident", "bytes"}, {"peak_disk", "bytes"},
-    {"step_seconds", "seconds"},
+    RESULTS_TIMED("step_seconds", "seconds"),
+    RESULTS_SAMPLES,
 };
 
 /* Copies the recorded events of one strategy's step into the events table. */
@@ -91,6 +95,7 @@ static void record_events(ResultsTable *events, const char *strategy, const MemE
         record_str(rec, "strategy", strategy);
         record_num(rec, "event", (double)i);
         record_num(rec, "time_ms", 1e3 * e[i].seconds);
+        record_num(rec, "flops", (double)e[i].flops);
         record_str(rec, "phase", phase_name(e[i].phase));
         record_str(rec, "kind", mem_kind_name(e[i].kind));
         record_num(rec, "delta", (double)e[i].delta);
@@ -119,7 +124,7 @@ static int median_index(const double *v, int n)
  * still taking pages from the system), then RECORDED_STEPS steps with the timeline
  * recording; the events of the one with the median time go to `events`. */
 static RematStatus timeline_step(ModelBench *g, const Series *series, const BenchOptions *o, ResultsTable *events,
-                                 StepStats *stats, size_t *n_events)
+                                 StepStats *stats, Estimate *seconds_estimate, size_t *n_events)
 {
     const Strategy s = bench_strategy(o, series->kind, NULL);
     Schedule *schedule = schedule_for_strategy(&s, g->model->n_layers);
@@ -161,6 +166,7 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
     if (status == REMAT_OK) {
         const int mid = median_index(seconds, RECORDED_STEPS);
         *stats = run_stats[mid];
+        *seconds_estimate = estimate_median(seconds, RECORDED_STEPS);
         *n_events = counts[mid];
         record_events(events, v.name, runs[mid], counts[mid]);
     }
@@ -194,11 +200,12 @@ int main(int argc, char **argv)
     for (int k = 0; k < N_SERIES; k++)
         if (bench_measures(&o, SERIES[k].kind)) series[n++] = &SERIES[k];
     StepStats stats[N_SERIES];
+    Estimate seconds[N_SERIES];
     size_t n_events[N_SERIES] = {0};
     Progress progress;
     progress_begin(&progress, n);
     for (int k = 0; k < n && status == REMAT_OK; k++) {
-        status = timeline_step(&g, series[k], &o, events, &stats[k], &n_events[k]);
+        status = timeline_step(&g, series[k], &o, events, &stats[k], &seconds[k], &n_events[k]);
         progress_tick(&progress, series[k]->name);
     }
     progress_end(&progress);
@@ -206,13 +213,16 @@ int main(int argc, char **argv)
     if (status == REMAT_OK) {
         char text[64];
         printf("\n  GPT %s, AdamW; one recorded step per strategy\n", gpt_shape_str(text, sizeof text, &shape));
-        printf("  %-12s %8s %12s %12s %12s %13s %9s\n", "strategy", "events", "stored MiB", "peak ACT MiB",
-               "peak all MiB", "peak DISK MiB", "step ms");
+        printf("  %-12s %8s %12s %12s %12s %13s %9s %s\n", "strategy", "events", "stored MiB", "peak ACT MiB",
+               "peak all MiB", "peak DISK MiB", "GFLOP", "step (range of the 3 recorded)");
         for (int k = 0; k < n; k++) {
             const StepStats *s = &stats[k];
-            printf("  %-12s %8zu %12.2f %12.2f %12.2f %13.2f %9.2f\n", series[k]->name, n_events[k],
+            uint64_t flops = 0;
+            for (int p = 0; p < PHASE_COUNT; p++) flops += s->flops[p];
+            char step[64];
+            printf("  %-12s %8zu %12.2f %12.2f %12.2f %13.2f %9.3f %s\n", series[k]->name, n_events[k],
                    mib(s->act_stored), mib(s->peak[MEM_ACT]), mib(s->peak_resident), mib(s->peak[MEM_DISK]),
-                   1e3 * s->seconds);
+                   1e-9 * (double)flops, estimate_ms_str(step, sizeof step, &seconds[k]));
             ResultsRecord *rec = results_record(steps);
             record_str(rec, "strategy", series[k]->name);
             record_num(rec, "events", (double)n_events[k]);
@@ -220,7 +230,7 @@ int main(int argc, char **argv)
             record_num(rec, "peak_act", (double)s->peak[MEM_ACT]);
             record_num(rec, "peak_resident", (double)s->peak_resident);
             record_num(rec, "peak_disk", (double)s->peak[MEM_DISK]);
-            record_num(rec, "step_seconds", s->seconds);
+            record_estimate(rec, "step_seconds", &seconds[k]);
         }
         printf("  (\"stored\": activations held between the forward and the backward; DISK: bytes in the\n"
                "  spill file, not resident)\n");

@@ -6,7 +6,7 @@
  *
  *   reduce   a float array of n elements summed over the ranks, two ways taking turns:
  *            the ordered reduce-scatter + all-gather of dist/comm.h, and MPI_Allreduce;
- *            median, fastest and slowest of the samples on rank 0, after a barrier each
+ *            median (with its 95% interval) and fastest of the rounds on rank 0, after a barrier each
  *   stages   the GPT trained one micro-batch per rank at ZeRO stages 0 to 3 under
  *            strategies none and full: each rank's params, grads and optimizer bytes after
  *            the steps beside the ZeRO formula, the bytes it sent and received per step
@@ -43,7 +43,7 @@ static BenchInfo info = {
              "  1.5B) at K = 1 to 1024 by stage and strategy, with an alpha-beta network fitted to\n"
              "  MPI_Allreduce here; --alpha S (seconds per message) and --beta S (per byte) set a\n"
              "  cluster's instead.",
-    .quick = "a GPT of 2 blocks of width 16, arrays of 2^10 and 2^16 floats, 3 steps (seconds)",
+    .quick = "a GPT of 2 blocks of width 16, arrays of 2^10 and 2^16 floats, 6 steps (seconds)",
     .full = "the GPT of the header, arrays of 2^10, 2^14, 2^18 and 2^21 floats, 15 samples each",
     .timed = true,
     .strategies = KINDS,
@@ -53,8 +53,8 @@ static BenchInfo info = {
 /* ---- the reduction ------------------------------------------------------------------------ */
 
 static const ResultsField REDUCE_FIELDS[] = {
-    {"floats", "elements"}, {"method", ""}, {"median_seconds", "seconds"}, {"min_seconds", "seconds"},
-    {"max_seconds", "seconds"}, {"samples", "count"}, {"bytes_sent", "bytes per call, rank 0"},
+    {"floats", "elements"}, {"method", ""}, RESULTS_TIMED("seconds", "seconds, rank 0's median"),
+    {"min_seconds", "seconds, rank 0's fastest"}, RESULTS_SAMPLES, {"bytes_sent", "bytes per call, rank 0"},
 };
 
 /* One timed call of `method` (0 ordered, 1 MPI_Allreduce) on x (n floats), after a barrier. */
@@ -85,9 +85,12 @@ static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, 
                                      AllreduceFit *fit)
 {
     const size_t sizes[] = {1u << 10, 1u << 14, 1u << 18, 1u << 21};
-    const int n_sizes = o->quick ? 2 : 4, samples = bench_steps(o, 3, 15);
+    /* A fixed number of rounds, the same on every rank (a rank that stopped early would
+     * leave the others waiting in the next collective): 6, the fewest with a 95% interval. */
+    const int n_sizes = o->quick ? 2 : 4, samples = o->steps ? o->steps : o->quick ? 6 : 15;
     static const char *const methods[] = {"ordered reduce-scatter + all-gather", "MPI_Allreduce"};
-    printf("\n  a sum over %d ranks, rank 0's time, median [fastest, slowest] of %d samples\n", g->size, samples);
+    printf("\n  a sum over %d ranks, rank 0's time, median (95%% interval) and fastest of %d rounds\n", g->size,
+           samples);
     for (int s = 0; s < n_sizes; s++) {
         const size_t n = o->quick && s == 1 ? 1u << 16 : sizes[s];
         float *x = malloc(n * sizeof *x), *shard = malloc(n * sizeof *x), *scratch = malloc(n * sizeof *x);
@@ -107,20 +110,20 @@ static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, 
                 sent[method] = comm_sent(&c, COMM_GRAD_REDUCE);
             }
         for (int m = 0; m < 2; m++) {
-            const double med = median(t[m], samples); /* sorts: t[m][0] is the fastest */
+            const Estimate e = estimate_median(t[m], samples);
+            double fastest = t[m][0];
+            for (int k = 1; k < samples; k++) fastest = t[m][k] < fastest ? t[m][k] : fastest;
             if (m == 1) { /* the fastest: the least disturbed by a busy machine */
                 fit->floats[fit->n] = (double)n;
-                fit->seconds[fit->n++] = t[m][0];
+                fit->seconds[fit->n++] = fastest;
             }
-            printf("    %8zu floats  %-36s %9.1f us [%9.1f, %9.1f]\n", n, methods[m], 1e6 * med, 1e6 * t[m][0],
-                   1e6 * t[m][samples - 1]);
+            printf("    %8zu floats  %-36s %9.1f us (%.1f..%.1f), fastest %.1f\n", n, methods[m], 1e6 * e.value,
+                   1e6 * e.lo, 1e6 * e.hi, 1e6 * fastest);
             ResultsRecord *rec = results_record(table);
             record_num(rec, "floats", (double)n);
             record_str(rec, "method", methods[m]);
-            record_num(rec, "median_seconds", med);
-            record_num(rec, "min_seconds", t[m][0]);
-            record_num(rec, "max_seconds", t[m][samples - 1]);
-            record_num(rec, "samples", samples);
+            record_estimate(rec, "seconds", &e);
+            record_num(rec, "min_seconds", fastest);
             record_num(rec, "bytes_sent", (double)sent[m]);
         }
         free(x), free(shard), free(scratch), free(t[0]), free(t[1]);
@@ -136,8 +139,7 @@ static const ResultsField STAGE_FIELDS[] = {
     {"optimizer", "bytes"}, {"params_formula", "bytes"}, {"grads_formula", "bytes"},
     {"optimizer_formula", "bytes"}, {"peak_resident", "bytes"}, {"sent_per_step", "bytes"},
     {"received_per_step", "bytes"}, {"grad_reduce_sent_per_step", "bytes"}, {"param_gather_sent_per_step", "bytes"},
-    {"step_seconds", "seconds, rank 0's median"}, {"step_min_seconds", "seconds, rank 0's fastest"},
-    {"step_max_seconds", "seconds, rank 0's slowest"}, {"steps", "count"},
+    RESULTS_TIMED("step_seconds", "seconds, rank 0's median"), RESULTS_SAMPLES,
 };
 
 /* What one rank reports after a configuration's steps. */
@@ -146,9 +148,9 @@ typedef struct RankRow {
 } RankRow;
 
 /* Trains `steps` steps (after one untimed) at `stage` under `kind`, this rank on its own
- * batch; seconds[] the median, fastest and slowest step on this rank. */
+ * batch; *seconds the median step on this rank, with its interval (bench/timing.h). */
 static RematStatus run_stage(const DistGroup *g, const GptShape *shape, int stage, StrategyKind kind, int steps,
-                             double seconds[3], RankRow *row)
+                             Estimate *seconds, RankRow *row)
 {
     ModelBench b;
     RematStatus status = gpt_bench_create(&b, shape, NULL);
@@ -175,9 +177,7 @@ static RematStatus run_stage(const DistGroup *g, const GptShape *shape, int stag
         if (s >= 0) t[s] = platform_seconds() - t0;
     }
     if (status == REMAT_OK) {
-        seconds[0] = median(t, steps); /* sorts t */
-        seconds[1] = t[0];
-        seconds[2] = t[steps - 1];
+        *seconds = estimate_median(t, steps);
         const CommCounts c = comm_counts();
         for (int k = 0; k < MEM_KIND_COUNT; k++) row->current[k] = mem_current((MemKind)k);
         row->peak_resident = mem_peak_resident();
@@ -195,7 +195,7 @@ static RematStatus run_stage(const DistGroup *g, const GptShape *shape, int stag
 }
 
 static void record_stage(ResultsTable *table, int stage, StrategyKind kind, int K, size_t total, const RankRow *rows,
-                         const double seconds[3], int steps)
+                         const Estimate *seconds)
 {
     for (int r = 0; r < K; r++) {
         const RankRow *w = &rows[r];
@@ -207,7 +207,7 @@ static void record_stage(ResultsTable *table, int stage, StrategyKind kind, int 
         printf("    %5d %-9s %4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %11.3f %11.3f %9.2f\n", stage,
                strategy_name(kind), r, mib(w->current[MEM_PARAM]), mib(w->current[MEM_GRAD]),
                mib(w->current[MEM_OPTIM]), mib(formula[0]), mib(formula[1]), mib(formula[2]), mib(sent),
-               mib(received), 1e3 * seconds[0]);
+               mib(received), 1e3 * seconds->value);
         ResultsRecord *rec = results_record(table);
         record_num(rec, "stage", stage);
         record_str(rec, "strategy", strategy_name(kind));
@@ -223,10 +223,7 @@ static void record_stage(ResultsTable *table, int stage, StrategyKind kind, int 
         record_num(rec, "received_per_step", (double)received);
         record_num(rec, "grad_reduce_sent_per_step", (double)w->sent[COMM_GRAD_REDUCE]);
         record_num(rec, "param_gather_sent_per_step", (double)w->sent[COMM_PARAM_GATHER]);
-        record_num(rec, "step_seconds", seconds[0]);
-        record_num(rec, "step_min_seconds", seconds[1]);
-        record_num(rec, "step_max_seconds", seconds[2]);
-        record_num(rec, "steps", steps);
+        record_estimate(rec, "step_seconds", seconds);
     }
 }
 
@@ -235,7 +232,7 @@ static RematStatus measure_stages(const DistGroup *g, const BenchOptions *o, Res
     const GptShape shape = o->quick ? (GptShape){.L = 2, .C = 16, .H = 2, .T = 8, .B = 2, .dropout = 0.1f}
                                     : (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f};
     results_config_gpt(results, &shape);
-    const int steps = bench_steps(o, 3, 15), n = (int)(sizeof(RankRow) / sizeof(uint64_t));
+    const int steps = o->steps ? o->steps : o->quick ? 6 : 15, n = (int)(sizeof(RankRow) / sizeof(uint64_t));
     RankRow *rows = malloc((size_t)g->size * sizeof *rows);
     if (!rows) return remat_fail(REMAT_ENOMEM, "bench_zero: no memory for %d ranks", g->size);
     printf("\n  per rank after %d steps (MiB; formula: params 4psi, or 4psi/K at stage 3, grads 4psi, or 4psi/K\n"
@@ -249,12 +246,12 @@ static RematStatus measure_stages(const DistGroup *g, const BenchOptions *o, Res
         for (int k = 0; k < N_STRATEGIES && status == REMAT_OK; k++) {
             if (!bench_measures(o, KINDS[k])) continue;
             RankRow mine = {0};
-            double seconds[3] = {0};
-            status = run_stage(g, &shape, stage, KINDS[k], steps, seconds, &mine);
+            Estimate seconds = {0};
+            status = run_stage(g, &shape, stage, KINDS[k], steps, &seconds, &mine);
             if (status != REMAT_OK) break;
             status = dist_all_gather_u64(g, (const uint64_t *)&mine, n, (uint64_t *)rows);
             if (stage == 0) total = rows[0].current[MEM_PARAM] / 4; /* unsharded */
-            if (status == REMAT_OK) record_stage(table, stage, KINDS[k], g->size, total, rows, seconds, steps);
+            if (status == REMAT_OK) record_stage(table, stage, KINDS[k], g->size, total, rows, &seconds);
         }
     free(rows);
     return status;

@@ -25,7 +25,9 @@ void bench_usage(const BenchInfo *info, FILE *out)
     fprintf(out, "  --quick             %s\n", info->quick);
     fprintf(out, "                      (default: %s)\n", info->full);
     fprintf(out, "  --results DIR       write DIR/%s.json and its CSV files (default: results)\n", info->name);
-    if (info->timed) fprintf(out, "  --steps N           timed steps per configuration, 1..1000 (default: the mode's)\n");
+    if (info->timed)
+        fprintf(out, "  --steps N           exactly N timed rounds per comparison, 1..1000 (default: the mode's;\n"
+                     "                      below 6 the interval is the range, not a 95%% interval)\n");
     if (info->strategies) {
         fprintf(out, "  --strategy S        measure only S (with none, the baseline); S is one of");
         for (int k = 0; k < info->n_strategies; k++) fprintf(out, " %s", strategy_name(info->strategies[k]));
@@ -161,10 +163,19 @@ Strategy bench_strategy(const BenchOptions *opt, StrategyKind kind, const Policy
     return s;
 }
 
-int bench_steps(const BenchOptions *opt, int quick_steps, int full_steps)
+TimingPlan bench_timing_plan(const BenchOptions *opt, int warmup, int full_rounds, double quick_cap)
 {
-    if (opt->steps) return opt->steps;
-    return opt->quick ? quick_steps : full_steps;
+    if (opt->steps) return timing_plan_fixed(warmup, opt->steps);
+    return opt->quick ? timing_plan_quick(warmup, quick_cap) : timing_plan_fixed(warmup, full_rounds);
+}
+
+void results_config_plan(Results *r, const TimingPlan *plan)
+{
+    results_config_num(r, "warmup_rounds", plan->warmup);
+    results_config_num(r, "min_rounds", plan->min_rounds);
+    results_config_num(r, "max_rounds", plan->max_rounds);
+    results_config_num(r, "target_half_width", plan->half_width);
+    results_config_num(r, "cap_seconds", plan->cap_seconds);
 }
 
 void bench_print_header(const BenchInfo *info, const BenchOptions *opt)
@@ -250,7 +261,12 @@ void progress_begin(Progress *p, int total)
 
 void progress_tick(Progress *p, const char *label)
 {
-    p->done++;
+    progress_set(p, p->done + 1, label);
+}
+
+void progress_set(Progress *p, int done, const char *label)
+{
+    p->done = done;
     if (p->tty) {
         char bar[BAR_WIDTH + 1];
         const int filled = p->total > 0 ? (int)((long)BAR_WIDTH * p->done / p->total) : BAR_WIDTH;
@@ -271,18 +287,6 @@ void progress_end(Progress *p)
 }
 
 /* ---- numbers ---------------------------------------------------------------------------- */
-
-static int compare_doubles(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double median(double *values, int n)
-{
-    qsort(values, (size_t)n, sizeof *values, compare_doubles);
-    return values[n / 2];
-}
 
 double mib(size_t bytes)
 {

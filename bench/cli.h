@@ -1,13 +1,13 @@
 /*
  * cli.h — what every bench binary shares on its command line and its terminal: the common
- * flags, the header, a progress bar, medians, and the ending (results written, ledger
+ * flags, the header, a progress bar, the timing plan, and the ending (results written, ledger
  * checked clean, exit status).
  *
  * Every bench takes the same flags:
  *
  *   --quick         a small configuration that runs in seconds (the smoke test runs this)
  *   --results DIR   where results/<bench>.json and its CSV files go (default: results)
- *   --steps N       timed steps per configuration (benches that time steps)
+ *   --steps N       exactly N timed rounds per comparison (benches that time steps)
  *   --help          what the bench measures and these flags
  *
  * and, in every bench that trains with checkpointing or offload, the flags of `train`
@@ -42,6 +42,7 @@
 
 #include "tensor/error.h"
 #include "bench/results.h"
+#include "bench/timing.h"
 #include "models/step_options.h"
 
 /* What a bench says about itself, for --help, its header and its results. */
@@ -110,8 +111,15 @@ void bench_print_header(const BenchInfo *info, const BenchOptions *opt);
  * stderr). */
 int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results);
 
-/* The bench's steps for its mode: --steps if given, else `quick_steps` or `full_steps`. */
-int bench_steps(const BenchOptions *opt, int quick_steps, int full_steps);
+/* How a bench's comparisons are timed (bench/timing.h), after `warmup` untimed rounds:
+ * with --steps N exactly N rounds; in full mode exactly `full_rounds`; in quick mode
+ * until every ratio is within ±5 points, or `quick_cap` seconds of rounds have passed
+ * once the fewest rounds with a 95% interval are done. */
+TimingPlan bench_timing_plan(const BenchOptions *opt, int warmup, int full_rounds, double quick_cap);
+
+/* Adds the plan to the results' config: warmup_rounds, min_rounds, max_rounds,
+ * target_half_width and cap_seconds (0: none). */
+void results_config_plan(Results *r, const TimingPlan *plan);
 
 /* Ends a bench run; returns its exit status. With `status` REMAT_OK it writes `results`
  * into opt->results_dir and checks that the memory ledger holds nothing (a bench frees
@@ -135,13 +143,14 @@ void progress_begin(Progress *p, int total);
 /* One unit done; `label` says what is being measured ("N=64 sqrt"). */
 void progress_tick(Progress *p, const char *label);
 
+/* `done` units done in all (a comparison that stopped early skips the rounds it did not
+ * need). */
+void progress_set(Progress *p, int done, const char *label);
+
 /* Clears the bar (on a terminal), so that a table can follow. */
 void progress_end(Progress *p);
 
 /* ---- numbers ---------------------------------------------------------------------------- */
-
-/* The median of `n` ≥ 1 values (sorts them in place; the upper median for even n). */
-double median(double *values, int n);
 
 /* Bytes in MiB, for tables. */
 double mib(size_t bytes);

@@ -132,11 +132,17 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
     for (int k = 0; k < MEM_KIND_COUNT; k++) stats->start[k] = mem_current((MemKind)k);
     flops_reset();
     mem_reset_peaks();
+    const OffloadStats io_before = v->offload ? offload_stats(v->offload) : (OffloadStats){0};
     const double t0 = platform_seconds();
     const Step step = variant_step(v, model, opt);
     StepResult result;
     const RematStatus status = step_run(&step, batch->x, batch->y, ctx, NULL, &result);
     stats->seconds = platform_seconds() - t0;
+    if (v->offload) {
+        const OffloadStats io = offload_stats(v->offload);
+        stats->write_seconds = io.write_seconds - io_before.write_seconds;
+        stats->read_seconds = io.read_seconds - io_before.read_seconds;
+    }
     stats->act_stored = result.act_stored;
     for (int k = 0; k < MEM_KIND_COUNT; k++) stats->peak[k] = mem_peak((MemKind)k);
     stats->peak_resident = mem_peak_resident();
@@ -150,28 +156,43 @@ double flop_overhead(const StepStats *s)
     return done > 0 ? (double)s->flops[PHASE_RECOMPUTE] / done : 0.0;
 }
 
-RematStatus steps_alternate(Model *model, const Variant *variants, int n, Optimizer *opt, const Batch *batch,
-                            TrainCtx *ctx, int warmup, int steps, Progress *progress, const char *label,
-                            StepStats *out)
+/* What one timed run of steps_alternate needs. */
+typedef struct Alternation {
+    Model *model;
+    const Variant *variants;
+    Optimizer *opt;
+    const Batch *batch;
+    TrainCtx *ctx;
+    StepStats *out;
+    Progress *progress;
+    const char *label;
+    int progress_base; /* the progress's count when these rounds began */
+} Alternation;
+
+static RematStatus alternation_step(void *ctx, int i, double *values)
 {
-    double *times = malloc((size_t)n * (size_t)steps * sizeof *times); /* times[i·steps + round] */
-    if (!times) return remat_fail(REMAT_ENOMEM, "no memory for %d step times", n * steps);
-    RematStatus status = REMAT_OK;
-    for (int round = 0; round < warmup + steps && status == REMAT_OK; round++) {
-        for (int j = 0; j < n && status == REMAT_OK; j++) {
-            const int i = (round + j) % n;
-            status = step_measure(model, &variants[i], opt, batch, ctx, &out[i]);
-            if (round >= warmup) times[i * steps + round - warmup] = out[i].seconds;
-            if (progress) progress_tick(progress, label);
-        }
-    }
-    for (int i = 0; i < n && status == REMAT_OK; i++) {
-        out[i].seconds = median(&times[i * steps], steps); /* sorts them: the range is at the ends */
-        out[i].seconds_min = times[i * steps];
-        out[i].seconds_max = times[i * steps + steps - 1];
-    }
-    free(times);
+    Alternation *a = ctx;
+    StepStats *s = &a->out[i];
+    const RematStatus status = step_measure(a->model, &a->variants[i], a->opt, a->batch, a->ctx, s);
+    values[STEP_SECONDS] = s->seconds;
+    values[STEP_WRITE_SECONDS] = s->write_seconds;
+    values[STEP_READ_SECONDS] = s->read_seconds;
     return status;
+}
+
+static void alternation_tick(void *ctx, int done, int total)
+{
+    (void)total;
+    Alternation *a = ctx;
+    progress_set(a->progress, a->progress_base + done, a->label);
+}
+
+RematStatus steps_alternate(Model *model, const Variant *variants, int n, Optimizer *opt, const Batch *batch,
+                            TrainCtx *ctx, const TimingPlan *plan, Progress *progress, const char *label,
+                            StepStats *out, Timing *timing)
+{
+    Alternation a = {model, variants, opt, batch, ctx, out, progress, label, progress ? progress->done : 0};
+    return timing_run(plan, n, STEP_QUANTITIES, alternation_step, &a, progress ? alternation_tick : NULL, &a, timing);
 }
 
 /* ---- the census --------------------------------------------------------------------------- */

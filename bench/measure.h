@@ -1,7 +1,7 @@
 /*
  * measure.h — how the benches measure a training step: its bytes by kind and FLOPs by
- * phase (exact, from the ledgers), its time (the median of several steps, strategies run
- * alternately), and what a forward leaves alive for backward, by the tag of the op that
+ * phase (exact, from the ledgers), its time (steps of the variants interleaved, as
+ * bench/timing.h measures every comparison), and what a forward leaves alive for backward, by the tag of the op that
  * made each tensor.
  *
  * A Variant is one way of running the model's step: a checkpointing schedule
@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "bench/cli.h"
+#include "bench/timing.h"
 #include "tensor/flops.h"
 #include "models/model.h"
 #include "models/step.h"
@@ -90,8 +91,9 @@ typedef struct Variant {
 
 /* What one training step did. */
 typedef struct StepStats {
-    double seconds;               /* the step; after steps_alternate, the median step */
-    double seconds_min, seconds_max; /* after steps_alternate: the fastest and slowest timed step */
+    double seconds;               /* the step, wall time */
+    double write_seconds;         /* of it, inside the offloader's pack (0 without offload) */
+    double read_seconds;          /* of it, inside its unpack, waiting for a prefetch included */
     size_t act_stored;            /* MEM_ACT held between the forward and the backward */
     size_t start[MEM_KIND_COUNT]; /* each kind's bytes when the step began */
     size_t peak[MEM_KIND_COUNT];  /* each kind's peak during the step */
@@ -119,16 +121,20 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
 /* Recompute FLOP overhead: RECOMPUTE / (FORWARD + BACKWARD) FLOPs of the step. */
 double flop_overhead(const StepStats *s);
 
-/* Runs the n variants alternately on one model, optimizer and batch: `warmup` untimed
- * rounds, then `steps` timed rounds, each round one step of every variant, each round
- * starting one variant later (so that none always follows the same one). out[i] gets
- * variant i's last step, with `seconds` the median of its timed steps and seconds_min,
- * seconds_max their range. `progress` (may be
- * NULL) ticks once per step, labelled `label` (the configuration: "N=64"). On error
- * returns the status; out is then incomplete. */
+/* The quantities steps_alternate times per step, in its Timing (bench/timing.h). */
+enum { STEP_SECONDS, STEP_WRITE_SECONDS, STEP_READ_SECONDS, STEP_QUANTITIES };
+
+/* Runs the n variants interleaved on one model, optimizer and batch, as `plan` says
+ * (bench/timing.h: warm-up rounds, then rounds of one step of every variant, each round
+ * starting one variant later, until the plan has enough). out[i] gets variant i's last
+ * step (its bytes and FLOPs are the same every step); *timing every timed step's
+ * STEP_QUANTITIES, for timing_median and timing_ratio (variant 0 is the baseline), and
+ * the caller frees it. `progress` (may be NULL) advances with every step, labelled
+ * `label` (the configuration: "N=64"). On error returns the status; out is then
+ * incomplete. */
 RematStatus steps_alternate(Model *model, const Variant *variants, int n, Optimizer *opt, const Batch *batch,
-                            TrainCtx *ctx, int warmup, int steps, Progress *progress, const char *label,
-                            StepStats *out);
+                            TrainCtx *ctx, const TimingPlan *plan, Progress *progress, const char *label,
+                            StepStats *out, Timing *timing);
 
 /* ---- what a forward keeps, by tag ---------------------------------------------------------- */
 

@@ -113,39 +113,58 @@ plot "$tmp/scaling.dat" index 0 using 1:2 with linespoints pt 7 ps 1.3 title "$(
 EOF
 
 # ---- timeline.png --------------------------------------------------------------------
-# Blocks 0-5: the activations of each series; 6 and 7: the spill file's bytes of the two
-# offload series.
+# One panel per series, on shared axes: activations held against the FLOPs executed since
+# the step began (a clock of the work done, which a busy machine does not stretch), the
+# line coloured by the phase it is in, so that recomputation shows as a stretch of its
+# own; the offload series shade the bytes in the spill file. Each series' file has
+# columns GFLOP, activations MiB, phase (1 forward, 2 backward, 3 recompute, 4 optimizer)
+# and spill-file MiB, two rows per event (before and after its change) so that plain
+# lines draw steps whose colour can change with the phase.
 series="none full sqrt selective offload offload+sqrt"
 for s in $series; do
   grep -q "^$s," "$results/bench_timeline.events.csv" ||
     { echo "plots.sh: $results/bench_timeline.events.csv has no $s series: run bench_timeline again" >&2; exit 1; }
+  csv "$results/bench_timeline.events.csv" '$(c["strategy"]) == "'$s'" {
+    p = $(c["phase"]); n = p == "forward" ? 1 : p == "backward" ? 2 : p == "recompute" ? 3 : 4
+    x = $(c["flops"]) / 1e9; act = $(c["act"]) / 1048576; disk = $(c["disk"]) / 1048576
+    if (seen++) print x, last_act, n, last_disk
+    print x, act, n, disk; last_act = act; last_disk = disk }' >"$tmp/timeline_$s.dat"
 done
-for s in $series; do
-  csv "$results/bench_timeline.events.csv" '$(c["strategy"]) == "'$s'" { print $(c["time_ms"]), $(c["act"]) / 1048576 }'
-  printf '\n\n'
-done >"$tmp/timeline.dat"
-for s in offload offload+sqrt; do
-  csv "$results/bench_timeline.events.csv" '$(c["strategy"]) == "'$s'" { print $(c["time_ms"]), $(c["disk"]) / 1048576 }'
-  printf '\n\n'
-done >>"$tmp/timeline.dat"
+# The shared axes: the longest step in GFLOP, the most bytes held or spilled in MiB.
+read -r x_max y_max <<<"$(cat "$tmp"/timeline_*.dat | awk -F'\t' '
+  { if ($1 > x) x = $1; if ($2 > y) y = $2; if ($4 > y) y = $4 } END { print x, y * 1.08 }')"
+# panel SERIES TITLE: one panel's gnuplot commands. Phases are colours 1-4 of the linetype
+# table set below; the spill file is shaded grey behind the line.
+panel() {
+  local disk=""
+  case "$1" in offload*) disk="\"$tmp/timeline_$1.dat\" using 1:4 with filledcurves y1=0 fs solid 0.25 noborder lc rgb \"#7f7f7f\" notitle, " ;; esac
+  cat <<EOF
+set title "$2"
+plot $disk"$tmp/timeline_$1.dat" using 1:2:3 with lines lw 2 lc variable notitle
+EOF
+}
 gnuplot <<EOF
 $common
-set terminal pngcairo noenhanced size 1100,700 font "DejaVu Sans,12"
+set terminal pngcairo noenhanced size 1500,820 font "DejaVu Sans,11"
 set output "$out/timeline.png"
-set title "Memory over one AdamW training step\n$(gpt_config bench_timeline) (bench_timeline)"
-set xlabel "time since the step began, ms"
-set key top right
-set ylabel "activations held (lines) and bytes in the spill file (shaded), MiB"
-plot "$tmp/timeline.dat" index 6 using 1:2 with fillsteps fs transparent solid 0.18 noborder lc rgb "#d62728" \
-       title "offload: on disk, not resident", \
-     "" index 7 using 1:2 with fillsteps fs transparent solid 0.35 noborder lc rgb "#ff7f0e" \
-       title "offload+sqrt: on disk, not resident", \
-     "" index 0 using 1:2 with steps lw 2 lc rgb "#555555" title "none", \
-     "" index 1 using 1:2 with steps lw 2 lc rgb "#1f77b4" title "full (every block a region)", \
-     "" index 2 using 1:2 with steps lw 2 lc rgb "#2ca02c" title "sqrt (segments of ~sqrt(L) blocks)", \
-     "" index 3 using 1:2 with steps lw 2 lc rgb "#9467bd" title "selective (attention_core)", \
-     "" index 4 using 1:2 with steps lw 2.5 lc rgb "#d62728" title "offload (all, 2 records prefetched)", \
-     "" index 5 using 1:2 with steps lw 2.5 lc rgb "#ff7f0e" title "offload+sqrt (segment inputs spilled)"
+set linetype 1 lc rgb "#1f77b4" lw 2
+set linetype 2 lc rgb "#2ca02c" lw 2
+set linetype 3 lc rgb "#d62728" lw 2
+set linetype 4 lc rgb "#9467bd" lw 2
+set xrange [0:$x_max]
+set yrange [0:$y_max]
+set grid lc rgb "#e0e0e0"
+unset key
+set multiplot layout 2,3 title "Activations held over one AdamW training step, against the work done: $(gpt_config bench_timeline) (bench_timeline)\nline colour = phase: forward (blue), backward (green), recomputation (red), optimizer (purple); grey = bytes in the spill file, not resident" margins 0.06, 0.98, 0.08, 0.86 spacing 0.05, 0.14
+set xlabel "GFLOP executed since the step began"
+set ylabel "MiB"
+$(panel none "none")
+$(panel full "full (every block a region)")
+$(panel sqrt "sqrt (segments of ~sqrt(L) blocks)")
+$(panel selective "selective (attention_core)")
+$(panel offload "offload (all, 2 records prefetched)")
+$(panel offload+sqrt "offload+sqrt (segment inputs spilled)")
+unset multiplot
 EOF
 
 # ---- placement.png -------------------------------------------------------------------
@@ -243,14 +262,18 @@ gpt_desc="GPT with embedding and head, L=$(json_num "$pj" layers) D=$(json_num "
 heads_list=$(tr -d ' \t\n' <"$pj" | sed -n 's/.*"varied_heads":\[\([0-9,]*\)\].*/\1/p')
 heads_desc="the same GPT, blocks of $heads_list heads"
 pareto() { # MODEL DESCRIPTION: one panel's gnuplot commands
+  # Revolve's block is empty where it planned nothing (a chain that is not uniform):
+  # plotting it would only make gnuplot warn that it found no points.
+  local revolve=""
+  if csv "$results/bench_planner.csv" '$(c["model"]) == "'$1'" && $(c["planner"]) == "revolve" && $(c["found"]) == "true" { found = 1 } END { exit !found }'; then
+    revolve='"" index 5 using 1:2 with steps lw 1.5 dt 2 lc rgb "#9467bd" title "Revolve (binomial, multi-level)", "" index 5 using 1:2 with points pt 4 ps 1.0 lc rgb "#9467bd" notitle, '
+  fi
   cat <<EOF
 set title "$2\nChen's search: $(geomean "$1" chen)x the single-level optimum (geometric mean)\n$(revolve_line "$1")"
 plot "$tmp/planner_$1.dat" index 0 using 1:2 with steps lw 2.5 lc rgb "#2ca02c" title "exact DP (single-level optimum)", \
      "" index 0 using 1:2 with points pt 7 ps 0.8 lc rgb "#2ca02c" notitle, \
      "" index 1 using 1:2 with points pt 6 ps 1.6 lw 1.5 lc rgb "#d62728" title "Chen et al. 2016", \
-     "" index 5 using 1:2 with steps lw 1.5 dt 2 lc rgb "#9467bd" title "Revolve (binomial, multi-level)", \
-     "" index 5 using 1:2 with points pt 4 ps 1.0 lc rgb "#9467bd" notitle, \
-     "" index 2 using 1:2 with points pt 5 ps 2.2 lc rgb "#555555" title "none", \
+     $revolve"" index 2 using 1:2 with points pt 5 ps 2.2 lc rgb "#555555" title "none", \
      "" index 3 using 1:2 with points pt 9 ps 2.5 lc rgb "#1f77b4" title "full", \
      "" index 4 using 1:2 with points pt 13 ps 2.5 lc rgb "#ff7f0e" title "sqrt"
 EOF

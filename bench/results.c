@@ -48,6 +48,8 @@ struct Results {
     cJSON *tables; /* in root */
     ResultsTable table[RESULTS_MAX_TABLES];
     int n_tables;
+    MachineState before; /* the machine when the bench started */
+    cJSON *machine;      /* in root */
     RematStatus error; /* the first mistake while filling, reported by results_write */
     char message[256];
 };
@@ -107,6 +109,8 @@ static void add_git(Results *r)
     add_item(r, r->root, "git_dirty", cJSON_CreateBool(command_line(cmd, change, sizeof change)));
 }
 
+static cJSON *load_number(double loadavg);
+
 static void add_machine(Results *r, const PlatformInfo *info)
 {
     cJSON *m = cJSON_CreateObject();
@@ -125,6 +129,32 @@ static void add_machine(Results *r, const PlatformInfo *info)
     add_item(r, m, "blas_core", cJSON_CreateString(info->blas_core));
     add_item(r, m, "blas_threading", cJSON_CreateString(info->blas_threading));
     add_item(r, m, "openblas_coretype", coretype ? cJSON_CreateString(coretype) : cJSON_CreateNull());
+    r->machine = m;
+    r->before = machine_now();
+    add_item(r, m, "loadavg_before", load_number(r->before.loadavg));
+}
+
+/* A load average, or null where Linux gave none. */
+static cJSON *load_number(double loadavg)
+{
+    return loadavg >= 0 ? cJSON_CreateNumber(loadavg) : cJSON_CreateNull();
+}
+
+/* The machine's state since results_create, into the machine block (again on a second
+ * write). */
+static void add_machine_after(Results *r)
+{
+    if (!r->machine) return;
+    const MachineState now = machine_now();
+    static const char *const keys[] = {"loadavg_after", "cpu_steal", "involuntary_switches", "cpu_seconds",
+                                       "wall_seconds"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) cJSON_DeleteItemFromObjectCaseSensitive(r->machine, keys[i]);
+    add_item(r, r->machine, "loadavg_after", load_number(now.loadavg));
+    add_item(r, r->machine, "cpu_steal", cJSON_CreateNumber(machine_steal(&r->before, &now)));
+    add_item(r, r->machine, "involuntary_switches",
+             cJSON_CreateNumber((double)(now.involuntary_switches - r->before.involuntary_switches)));
+    add_item(r, r->machine, "cpu_seconds", cJSON_CreateNumber(now.cpu_seconds - r->before.cpu_seconds));
+    add_item(r, r->machine, "wall_seconds", cJSON_CreateNumber(now.wall_seconds - r->before.wall_seconds));
 }
 
 Results *results_create(const char *bench, const char *question, bool quick)
@@ -284,6 +314,22 @@ void record_bool(ResultsRecord *rec, const char *field, bool value)
     record_set(rec, field, cJSON_CreateBool(value));
 }
 
+void record_estimate(ResultsRecord *rec, const char *field, const Estimate *e)
+{
+    char name[RESULTS_NAME_LEN + 4];
+    record_num(rec, field, e->value);
+    snprintf(name, sizeof name, "%s_lo", field);
+    record_num(rec, name, e->lo);
+    snprintf(name, sizeof name, "%s_hi", field);
+    record_num(rec, name, e->hi);
+    if (!rec) return;
+    const cJSON *samples = cJSON_GetObjectItemCaseSensitive(rec->obj, "samples");
+    if (!samples) record_num(rec, "samples", e->samples);
+    else if (samples->valuedouble != e->samples)
+        remember(rec->table->owner, REMAT_EINVAL, "results %s: %s comes from %d samples, the record's others from %.0f",
+                 rec->table->owner->bench, field, e->samples, samples->valuedouble);
+}
+
 /* ---- files ------------------------------------------------------------------------------ */
 
 /* mkdir -p. */
@@ -392,6 +438,7 @@ static RematStatus write_json(const cJSON *root, const char *path)
 static RematStatus write_all(Results *r, const char *dir, const char *json_name)
 {
     if (r->error != REMAT_OK) return remat_fail(r->error, "%s", r->message);
+    add_machine_after(r);
     for (int i = 0; i < r->n_tables; i++) { /* how many records, also for tables kept in CSV only */
         cJSON *obj = cJSON_GetObjectItemCaseSensitive(r->tables, r->table[i].name);
         cJSON_DeleteItemFromObjectCaseSensitive(obj, "count");

@@ -27,8 +27,9 @@
 #include <stdbool.h>
 
 #include "tensor/error.h"
+#include "bench/timing.h"
 
-#define RESULTS_SCHEMA "remat-bench/1"
+#define RESULTS_SCHEMA "remat-bench/2"
 
 typedef struct Results Results;
 typedef struct ResultsTable ResultsTable;
@@ -41,10 +42,17 @@ typedef struct ResultsField {
     const char *unit;
 } ResultsField;
 
+/* A time-derived field: the field, then <name>_lo and <name>_hi (its interval), all in
+ * `unit`. A table with one also declares RESULTS_SAMPLES. */
+#define RESULTS_TIMED(name, unit) {name, unit}, {name "_lo", unit}, {name "_hi", unit}
+#define RESULTS_SAMPLES {"samples", "timed runs each time-derived field comes from"}
+
 /* A new, empty Results for `bench` (e.g. "bench_scaling"), answering `question`, run in
- * quick mode or not. It records the machine, the thread count in use now, the date and the
- * git commit (read from the source tree at run time; "unknown" without git). The caller
- * owns it (results_free). NULL on error (out of memory). */
+ * quick mode or not. It records the machine (and its state now: bench/timing.h's
+ * MachineState, completed by its state when the results are written), the thread count
+ * in use now, the date and the git commit (read from the source tree at run time;
+ * "unknown" without git). The caller owns it (results_free). NULL on error (out of
+ * memory). */
 Results *results_create(const char *bench, const char *question, bool quick);
 
 /* Frees `r` and its tables. NULL is a no-op. */
@@ -73,7 +81,13 @@ void record_num(ResultsRecord *rec, const char *field, double value);
 void record_str(ResultsRecord *rec, const char *field, const char *value);
 void record_bool(ResultsRecord *rec, const char *field, bool value);
 
-/* Writes <dir>/<bench>.json and the tables' CSV files, each through a temporary file
+/* Sets a time-derived field from its estimate: `field` (the median), <field>_lo and
+ * <field>_hi (declared with RESULTS_TIMED), and "samples" (RESULTS_SAMPLES). A record's
+ * time-derived fields come from the same runs, so they share one sample count. */
+void record_estimate(ResultsRecord *rec, const char *field, const Estimate *e);
+
+/* Writes <dir>/<bench>.json and the tables' CSV files (the machine's state completed with
+ * its state now: load average, steal, context switches and CPU time since results_create), each through a temporary file
  * renamed into place, creating `dir` (and its parents) if needed. Returns REMAT_OK, or the
  * first error remembered while filling, or REMAT_EIO naming the file that could not be
  * written. */

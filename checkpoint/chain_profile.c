@@ -24,10 +24,13 @@ static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
  * the moments the saved-tensor path releases the layer's last tensor — which, since a
  * layer keeps its input, is the end of its backward. In the second, every layer is its
  * own region: its first forward (grad off) and its backward as a region's last layer,
- * where the gradient flowing in stays alive to the end. */
+ * where the gradient flowing in stays alive to the end. A third pass, when a selective
+ * policy is profiled, runs every layer as its own region under that policy and measures
+ * each whole: what its first forward adds, and its most ACT above the forward state from
+ * its first forward to the end of its backward. */
 enum { WINDOW_NONE = -2, WINDOW_HEAD = -1 };
 
-typedef enum ProbePass { PASS_PLAIN, PASS_REGIONS } ProbePass;
+typedef enum ProbePass { PASS_PLAIN, PASS_REGIONS, PASS_POLICY } ProbePass;
 
 typedef struct Probe {
     Layer **layers;
@@ -39,6 +42,7 @@ typedef struct Probe {
     bool chain_done;    /* the plain pass's backward has left the chain (layer 0 is done) */
     size_t work_peak;   /* the most MEM_WORK seen, across the resets of the peaks */
     size_t resid;       /* what backward holds besides, as the first replay saw it */
+    struct ProbeLayer *pl; /* PASS_POLICY: each layer's state and replay start */
     bool failed;        /* an assumption of the model broken: */
     char message[256];  /* the first one, said */
 } Probe;
@@ -46,6 +50,8 @@ typedef struct Probe {
 typedef struct ProbeLayer {
     Probe *probe;
     int k;
+    size_t state;            /* PASS_POLICY: the forward state S(k) (ACT before the region) */
+    uint64_t replay_flops;   /* PASS_POLICY: RECOMPUTE FLOPs when its replay began */
 } ProbeLayer;
 
 /* Notes that the chain breaks an assumption of the model (the first such note is kept). */
@@ -102,12 +108,19 @@ static void plain_released(Probe *p, const Node *node)
     probe_reset_peaks(p);
 }
 
-/* The regions pass: the release of a region's input ends that layer's backward. */
+/* The regions passes: the release of a region's input ends that layer's backward. */
 static void region_released(Probe *p, const Node *node)
 {
     if (p->window < 0 || !node->tag || strcmp(node->tag, TAG_CHECKPOINT_INPUT) || strcmp(node->name, p->layers[p->window]->name))
         return;
-    p->cost->layers[p->window].back_held = peak_above(p->window_base);
+    ChainLayer *c = &p->cost->layers[p->window];
+    if (p->pass == PASS_REGIONS) {
+        c->back_held = peak_above(p->window_base);
+    } else { /* the policy's region: its replay and backward, above the forward state */
+        const ProbeLayer *pl = &p->pl[p->window];
+        c->policy_need = max_size(c->policy_need, peak_above(pl->state));
+        c->policy_flops = flops_get(PHASE_RECOMPUTE) - pl->replay_flops;
+    }
     p->window = WINDOW_NONE;
 }
 
@@ -187,14 +200,45 @@ static Var *probe_replay(Probe *p, int k, Var *x, TrainCtx *ctx)
     return y;
 }
 
+/* The policy pass's replay of layer k: opens the window that watches it to the end of its
+ * backward. */
+static Var *probe_policy_replay(Probe *p, ProbeLayer *pl, Var *x, TrainCtx *ctx)
+{
+    pl->replay_flops = flops_get(PHASE_RECOMPUTE);
+    p->window = pl->k;
+    probe_reset_peaks(p);
+    return layer_forward(p->layers[pl->k], x, ctx);
+}
+
 static Var *probe_region_layer(void *fn_ctx, Var *x, TrainCtx *ctx)
 {
     ProbeLayer *pl = fn_ctx;
-    return grad_enabled() ? probe_replay(pl->probe, pl->k, x, ctx) : probe_first_forward(pl->probe, pl->k, x, ctx);
+    Probe *p = pl->probe;
+    if (p->pass == PASS_POLICY) return grad_enabled() ? probe_policy_replay(p, pl, x, ctx) : layer_forward(p->layers[pl->k], x, ctx);
+    return grad_enabled() ? probe_replay(p, pl->k, x, ctx) : probe_first_forward(p, pl->k, x, ctx);
+}
+
+/* Layer k as a region: of `policy` in the policy pass (measuring its first forward there),
+ * else without one. */
+static Var *probe_region(Probe *p, ProbeLayer *pl, Var *h, TrainCtx *ctx, const Policy *policy)
+{
+    CheckpointOptions o = checkpoint_defaults();
+    o.name = p->layers[pl->k]->name;
+    if (p->pass != PASS_POLICY) return checkpoint(probe_region_layer, pl, h, ctx, &o);
+    o.policy = policy;
+    ChainLayer *c = &p->cost->layers[pl->k];
+    pl->state = mem_current(MEM_ACT);
+    probe_reset_peaks(p);
+    Var *y = checkpoint(probe_region_layer, pl, h, ctx, &o);
+    if (y) {
+        c->policy_need = peak_above(pl->state);
+        c->policy_adds = mem_current(MEM_ACT) - pl->state;
+    }
+    return y;
 }
 
 /* One pass's forward: the embed stage, the chain as the pass runs it, the head. */
-static Var *probe_forward(Probe *p, ProbeLayer *pl, const ChainStages *stages, TrainCtx *ctx)
+static Var *probe_forward(Probe *p, ProbeLayer *pl, const ChainStages *stages, TrainCtx *ctx, const Policy *policy)
 {
     ChainCost *c = p->cost;
     c->base = mem_current(MEM_ACT);
@@ -209,10 +253,8 @@ static Var *probe_forward(Probe *p, ProbeLayer *pl, const ChainStages *stages, T
         if (p->pass == PASS_PLAIN) {
             next = probe_plain_layer(p, k, h, ctx);
         } else {
-            pl[k] = (ProbeLayer){p, k};
-            CheckpointOptions o = checkpoint_defaults();
-            o.name = p->layers[k]->name;
-            next = checkpoint(probe_region_layer, &pl[k], h, ctx, &o);
+            pl[k] = (ProbeLayer){.probe = p, .k = k};
+            next = probe_region(p, &pl[k], h, ctx, policy);
         }
         var_free(h);
         h = next;
@@ -228,13 +270,14 @@ static Var *probe_forward(Probe *p, ProbeLayer *pl, const ChainStages *stages, T
 }
 
 /* One pass: forward and backward with the release observer on. */
-static RematStatus probe_pass(Probe *p, ProbePass pass, ProbeLayer *pl, const ChainStages *stages, TrainCtx ctx)
+static RematStatus probe_pass(Probe *p, ProbePass pass, ProbeLayer *pl, const ChainStages *stages, TrainCtx ctx,
+                              const Policy *policy)
 {
     p->pass = pass;
     p->window = WINDOW_NONE;
     p->chain_done = false;
     const uint64_t forward_start = flops_get(PHASE_FORWARD);
-    Var *loss = probe_forward(p, pl, stages, &ctx);
+    Var *loss = probe_forward(p, pl, stages, &ctx, policy);
     if (pass == PASS_PLAIN) p->cost->forward_flops = flops_get(PHASE_FORWARD) - forward_start;
     if (loss) p->last_release = mem_current(MEM_ACT);
     const SavedObserver watch = {.released = probe_released, .ctx = p};
@@ -252,6 +295,12 @@ static RematStatus probe_pass(Probe *p, ProbePass pass, ProbeLayer *pl, const Ch
 
 ChainCost *chain_profile(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx)
 {
+    return chain_profile_policy(layers, n, stages, ctx, NULL);
+}
+
+ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx,
+                                const Policy *policy)
+{
     if (!layers || n < 1 || !stages || !stages->embed || !stages->head) {
         remat_fail(REMAT_EINVAL, "chain_profile: need at least one layer and both stages");
         return NULL;
@@ -266,7 +315,7 @@ ChainCost *chain_profile(Layer **layers, int n, const ChainStages *stages, const
     }
     cost->n_layers = n;
     cost->layers = per_layer;
-    Probe p = {.layers = layers, .cost = cost};
+    Probe p = {.layers = layers, .cost = cost, .pl = pl};
     const TrainCtx step = ctx ? *ctx : (TrainCtx){.training = true};
     const size_t work_before = mem_current(MEM_WORK);
     mem_reset_peaks(); /* the workspace's peak from before the step is not the step's */
@@ -274,8 +323,9 @@ ChainCost *chain_profile(Layer **layers, int n, const ChainStages *stages, const
     const Phase phase = flops_set_phase(PHASE_FORWARD);
     const bool was = grad_set_enabled(true);
 
-    RematStatus status = probe_pass(&p, PASS_PLAIN, pl, stages, step);
-    if (status == REMAT_OK && !p.failed) status = probe_pass(&p, PASS_REGIONS, pl, stages, step);
+    RematStatus status = probe_pass(&p, PASS_PLAIN, pl, stages, step, NULL);
+    if (status == REMAT_OK && !p.failed) status = probe_pass(&p, PASS_REGIONS, pl, stages, step, NULL);
+    if (status == REMAT_OK && !p.failed && policy) status = probe_pass(&p, PASS_POLICY, pl, stages, step, policy);
     grad_set_enabled(was);
     flops_restore(&flops_before);
     flops_set_phase(phase);
@@ -288,6 +338,7 @@ ChainCost *chain_profile(Layer **layers, int n, const ChainStages *stages, const
         return NULL;
     }
     cost->resid = p.resid;
+    cost->policy = policy;
     cost->fixed = mem_current(MEM_PARAM) + mem_current(MEM_GRAD) + mem_current(MEM_OPTIM) + mem_current(MEM_WORK);
     cost->work_peak = p.work_peak > work_before ? p.work_peak - work_before : 0;
     return cost;

@@ -59,6 +59,12 @@ size_t chain_predict(const ChainCost *c, const Segment *segments, int n, uint64_
     uint64_t flops = 0;
     for (int i = 0; i < n; i++) {
         const int a = segments[i].first, b = a + segments[i].count - 1;
+        if (segments[i].kind == SEGMENT_REGION && segments[i].policy) { /* one layer: schedule_predict checked */
+            peak = max_size(peak, s + c->layers[a].policy_need);
+            flops += c->layers[a].policy_flops;
+            s += c->layers[a].policy_adds;
+            continue;
+        }
         if (segments[i].kind == SEGMENT_REGION) {
             peak = max_size(peak, s + chain_region_need(c, a, b));
             flops += chain_segment_flops(c, a, b);
@@ -179,11 +185,14 @@ RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
         p.peak_act = step_peak(cost, &r);
         p.recompute_flops = r.recompute_flops;
     } else {
-        for (int i = 0; i < s->n_segments; i++)
-            if (g[i].kind == SEGMENT_REVOLVE || (g[i].kind == SEGMENT_REGION && g[i].policy))
+        for (int i = 0; i < s->n_segments; i++) {
+            const bool policy = g[i].kind == SEGMENT_REGION && g[i].policy;
+            if (g[i].kind == SEGMENT_REVOLVE || (policy && (g[i].policy != cost->policy || g[i].count != 1)))
                 return remat_fail(REMAT_EINVAL, "schedule_predict: segment %d is %s, which the cost model does not "
                                   "predict", i, g[i].kind == SEGMENT_REVOLVE ? "Revolve beside other segments"
-                                                                           : "a region with a selective policy");
+                                  : g[i].policy != cost->policy ? "a region with a selective policy it did not profile"
+                                                                : "a region of several layers with a selective policy");
+        }
         p.peak_act = chain_predict(cost, g, s->n_segments, &p.recompute_flops);
     }
     p.recompute_flops += cost->kernel_recompute; /* the backward kernels' own, under any schedule */

@@ -63,6 +63,15 @@
  * schedule (fused attention's probabilities, counter-based dropout's masks), measured
  * once by the plain pass.
  *
+ * Selective recomputation: a region with a policy keeps the outputs the policy caches
+ * besides its input, and its replay recomputes only the rest. Profiled with a policy
+ * (chain_profile_policy: a third pass, every layer its own region under that policy), the
+ * model measures per layer what such a region adds to the forward state (policy_adds_k:
+ * its output and its cache) and the most ACT above S(k) from its first forward to the end
+ * of its backward (policy_need_k), and the FLOPs its replay recomputes:
+ *
+ *   policy region [k, k]   S(k) + policy_need_k;   S(k+1) = S(k) + policy_adds_k
+ *
  * The model assumes what both of remat's models do: every layer keeps its own input for
  * backward (its first op is a linear or a LayerNorm) and hands its output to the next
  * layer without keeping it (its last op is a residual add). chain_profile checks both and
@@ -119,6 +128,13 @@ typedef struct ChainLayer {
     size_t back_plain;          /* back_k of a plain layer (the gradient in is freed after its last op) */
     size_t back_held;           /* back_k of a region's last layer (the gradient in stays to the end) */
     uint64_t flops;             /* flops_k */
+    /* Layer k as a one-layer region with the cost's policy (selective recomputation),
+     * when one was profiled: */
+    size_t policy_adds;         /* what its first forward adds to the forward state: its
+                                   output and the outputs the policy caches */
+    size_t policy_need;         /* the most ACT above the forward state S(k) during its first
+                                   forward, its replay and its backward */
+    uint64_t policy_flops;      /* the FLOPs its replay recomputes */
 } ChainLayer;
 
 typedef struct ChainCost {
@@ -137,6 +153,7 @@ typedef struct ChainCost {
                                   (fused attention's tiles, counter-based dropout's masks):
                                   every layer's backward runs once under any schedule, so
                                   every schedule pays them alike */
+    const Policy *policy;   /* the selective policy profiled (policy_adds, policy_need), or NULL */
 } ChainCost;
 
 /* The stages around the chain, as the model runs them. */
@@ -155,6 +172,13 @@ typedef struct ChainStages {
  * arguments or a chain that breaks the model's assumptions (the message says which
  * layer), or the step's own error. */
 ChainCost *chain_profile(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx);
+
+/* As chain_profile, and a third pass with every layer a region under `policy` (NULL: no
+ * third pass), which measures policy_adds and policy_need: then a schedule whose regions
+ * with a policy are one layer each, with this policy, is predicted too (a policy region
+ * adds policy_adds to the forward state S and needs S + policy_need at its most). */
+ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx,
+                                const Policy *policy);
 
 void chain_cost_free(ChainCost *cost);
 
@@ -182,10 +206,11 @@ uint64_t chain_segment_flops(const ChainCost *cost, int a, int b);
 size_t chain_predict(const ChainCost *cost, const Segment *segments, int n, uint64_t *recompute);
 
 /* Fills s->predicted from `cost`: for plain segments and regions without a policy by the
- * formula above, for one Revolve segment over a uniform chain by the Revolve predictor.
- * REMAT_EINVAL, with s unchanged, for a schedule of another chain, a region with a policy
- * (selective recomputation is not in the model), Revolve beside other segments or on a
- * chain that is not uniform. */
+ * formula above, for one-layer regions with the policy the cost profiled by its policy
+ * figures, for one Revolve segment over a uniform chain by the Revolve predictor.
+ * REMAT_EINVAL, with s unchanged, for a schedule of another chain, a region with another
+ * policy or of several layers with one (not in the model), Revolve beside other segments
+ * or on a chain that is not uniform. */
 RematStatus schedule_predict(Schedule *s, const ChainCost *cost);
 
 /* A schedule of the `n` segments given, made by a planner (strategy budget) and

@@ -219,7 +219,7 @@ static void when(char *buf, size_t size, Phase phase, long at)
     else snprintf(buf, size, "%s %ld", phase_name(phase), at);
 }
 
-void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak)
+void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak, size_t predicted, const char *why_not)
 {
     char bytes[32], saved[32], released[32];
     fprintf(out, "  every activation the step kept (or would have kept) for backward; time in events\n");
@@ -227,7 +227,6 @@ void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak)
             "saved", "released", "fate");
     size_t total[FATE_COUNT] = {0};
     int n[FATE_COUNT] = {0};
-    size_t largest_replay = 0, replay = 0;
     for (int i = 0; i < ex->count; i++) {
         const Row *r = &ex->rows[i];
         when(saved, sizeof saved, r->saved_phase, r->saved_at);
@@ -241,21 +240,24 @@ void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak)
             total[r->fate] += r->bytes;
             n[r->fate]++;
         }
-        /* A replay's saved bytes: consecutive recomputed rows belong to one region. */
-        replay = r->fate == FATE_RECOMPUTED ? replay + (r->shared ? 0 : r->bytes) : 0;
-        if (replay > largest_replay) largest_replay = replay;
     }
     fprintf(out, "\n  totals (a tensor saved twice counted once)\n");
     for (int f = 0; f < FATE_COUNT; f++)
         if (n[f]) fprintf(out, "    %-11s %5d tensors %12s%s\n", FATE_NAMES[f], n[f], mem_format_bytes(bytes, sizeof bytes, total[f]),
                           f == FATE_REGENERATED ? "  never stored: backward makes them again" : "");
 
-    const size_t predicted = total[FATE_KEPT] + total[FATE_CACHED] + largest_replay;
-    char p[32], m[32], s[32];
-    fprintf(out, "\n  predicted peak of saved activations: kept + cached + the largest replay = %s\n",
-            mem_format_bytes(p, sizeof p, predicted));
-    fprintf(out, "  measured by the ledger: %s held between forward and backward, peak %s\n",
+    char p[32], m[32], s[32], d[32];
+    fprintf(out, "\n  measured by the ledger: %s held between forward and backward, peak %s\n",
             mem_format_bytes(s, sizeof s, stored), mem_format_bytes(m, sizeof m, peak));
-    fprintf(out, "  (the ledger also counts what the table does not: the batch, the loss, the region\n"
-                 "  outputs in flight, and the gradient buffers alive at the peak)\n");
+    if (!predicted) {
+        fprintf(out, "  predicted peak: not predicted (%s)\n", why_not);
+        return;
+    }
+    fprintf(out, "  predicted by the chain cost model (checkpoint/cost.h, as the planner predicts it): peak %s,\n"
+                 "  %s %s the measured peak\n", mem_format_bytes(p, sizeof p, predicted),
+            mem_format_bytes(d, sizeof d, predicted > peak ? predicted - peak : peak - predicted),
+            predicted >= peak ? "above" : "below");
+    fprintf(out, "  (the peak comes in backward: the inputs kept so far, the segment being recomputed and what\n"
+                 "  its backward holds at once; the model also counts what the table does not: the batch, the\n"
+                 "  loss, the region outputs and the gradient buffers alive at the peak)\n");
 }

@@ -19,6 +19,10 @@
  * out. A tensor saved by two ops (a relu's output is also the next linear's input) is
  * listed twice but counted once.
  *
+ * Its prediction of the peak is not its own: the table shows saved tensors only, and a
+ * step's peak also holds the batch, the loss, gradients and transients it cannot see. The
+ * caller passes the chain cost model's prediction (cost.h), the one the planner makes.
+ *
  * What it is not: a profiler. It changes nothing the step computes or allocates (its own
  * records are host memory, outside the ledger).
  */
@@ -39,8 +43,9 @@ void explain_stop(Explain *ex);
 
 /* Prints the table, the totals per fate, and the predicted against the measured peak:
  * `stored` is the ACT the ledger held between forward and backward, `peak` the step's
- * peak ACT. */
-void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak);
+ * peak ACT, `predicted` the step's peak ACT as the chain cost model predicts it for the
+ * step's schedule (cost.h; 0 when not predicted, with `why_not` saying why). */
+void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak, size_t predicted, const char *why_not);
 
 /* Bytes of the distinct tensors of one fate ("kept", "dropped", "cached", "recomputed",
  * "hooked", "regenerated"), as the totals print them; 0 for an unknown fate. */

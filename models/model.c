@@ -56,13 +56,18 @@ static Var *profiled_head(void *user, Var *x, TrainCtx *ctx)
 
 ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx *ctx)
 {
+    return model_profile_policy(model, input, targets, ctx, NULL);
+}
+
+ChainCost *model_profile_policy(Model *model, Var *input, Var *targets, const TrainCtx *ctx, const Policy *policy)
+{
     if (!model || !input || !targets) {
         remat_fail(REMAT_EINVAL, "model_profile: model, input and targets are required");
         return NULL;
     }
     ProfiledModel p = {model, input, targets};
     const ChainStages stages = {profiled_embed, profiled_head, &p};
-    return chain_profile(model->layers, model->n_layers, &stages, ctx);
+    return chain_profile_policy(model->layers, model->n_layers, &stages, ctx, policy);
 }
 
 void model_free(Model *model)

@@ -45,6 +45,10 @@ Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var 
  * the result (chain_cost_free); NULL on error. */
 ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx *ctx);
 
+/* As model_profile, with a third pass that profiles `policy`'s one-layer regions
+ * (checkpoint/cost.h: chain_profile_policy). */
+ChainCost *model_profile_policy(Model *model, Var *input, Var *targets, const TrainCtx *ctx, const Policy *policy);
+
 /* Frees the model, its layers and all parameters. NULL is a no-op. */
 void model_free(Model *model);
 

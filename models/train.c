@@ -56,6 +56,7 @@ typedef struct Run {
     DistGroup world;  /* the job's ranks: {0, 1} for one process */
     Zero *zero;       /* data parallelism over more than one rank; NULL in one process */
     int micro_batches; /* K per step: the ranks, or --accumulate in one process */
+    char unpredicted[256]; /* --explain-memory: why the schedule's peak is not predicted */
 } Run;
 
 /* The context of the next training step: dropout on, from the run's stream, or keyed by
@@ -258,7 +259,9 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     if (f.explain) {
         explain_stop(f.explain);
         fprintf(out, "\n");
-        explain_print(f.explain, out, result.act_stored, mem_peak(MEM_ACT));
+        const Prediction *p = &run->schedule->predicted;
+        explain_print(f.explain, out, result.act_stored, mem_peak(MEM_ACT), p->made ? p->peak_act : 0,
+                      run->unpredicted);
         fprintf(out, "\n");
         explain_free(f.explain);
     }
@@ -307,9 +310,8 @@ static RematStatus check_resume_config(const TrainOptions *o)
  * schedule that fits, whose regions replay as `strategy` says. Needs the optimizer, whose
  * state is part of the fixed memory. The profiling step's gradients are zeroed by every
  * step before use. */
-static RematStatus plan_budget(Run *run)
+static RematStatus profile_chain(Run *run, const Policy *policy)
 {
-    const StepOptions *o = &run->opt->step;
     Pcg32 data = run->state.data_rng;
     Var *x = NULL, *y = NULL;
     FlopCounts before = flops_snapshot();
@@ -317,15 +319,37 @@ static RematStatus plan_budget(Run *run)
     flops_restore(&before);
     if (status != REMAT_OK) return status;
     TrainCtx ctx = train_ctx(run);
-    run->cost = model_profile(run->model, x, y, &ctx);
+    run->cost = model_profile_policy(run->model, x, y, &ctx, policy);
     var_free(x);
     var_free(y);
     optim_zero_grad(run->optim);
-    if (!run->cost) return remat_last_status();
+    return run->cost ? REMAT_OK : remat_last_status();
+}
+
+static RematStatus plan_budget(Run *run)
+{
+    const StepOptions *o = &run->opt->step;
+    if (profile_chain(run, NULL) != REMAT_OK) return remat_last_status();
     run->schedule = planner_plan(o->planner, run->cost, o->memory_budget);
     if (!run->schedule) return remat_last_status();
     run->schedule->preserve_rng = o->strategy.preserve_rng;
     run->schedule->determinism_check = o->strategy.determinism_check;
+    return REMAT_OK;
+}
+
+/* For --explain-memory: the chain cost model's prediction of the strategy's schedule, as
+ * the planner would make it (one profiling step, as plan_budget's, with the policy of the
+ * schedule's regions when they have one). A schedule the model does not cover stays
+ * unpredicted: explain_print says why. */
+static RematStatus predict_schedule(Run *run)
+{
+    const Policy *policy = NULL;
+    for (int i = 0; i < run->schedule->n_segments && !policy; i++) policy = run->schedule->segments[i].policy;
+    if (profile_chain(run, policy) != REMAT_OK) return remat_last_status();
+    if (schedule_predict(run->schedule, run->cost) != REMAT_OK) {
+        snprintf(run->unpredicted, sizeof run->unpredicted, "%s", remat_last_error());
+        remat_clear_error();
+    }
     return REMAT_OK;
 }
 
@@ -418,7 +442,8 @@ static RematStatus build(Run *run)
     pcg32_seed(&run->state.data_rng, o->seed, 0xda7a);
     pcg32_seed(&run->state.dropout_rng, o->seed, 0xd0);
     if (o->resume && resume(run) != REMAT_OK) return remat_last_status();
-    return step->strategy.kind == STRATEGY_BUDGET ? plan_budget(run) : REMAT_OK;
+    if (step->strategy.kind == STRATEGY_BUDGET) return plan_budget(run);
+    return o->explain_memory ? predict_schedule(run) : REMAT_OK;
 }
 
 static void destroy(Run *run)
@@ -633,6 +658,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
     memset(report, 0, sizeof *report);
     report->first_val_loss = report->last_val_loss = NAN;
     Run run = {.opt = opt};
+    report->resident = mem_resident_watch_start(); /* before the model is built */
     RematStatus status = run_start(&run, out);
     const int first = run.state.step;
     const int to_run = opt->steps > first ? opt->steps - first : 0;
@@ -650,6 +676,8 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         mem_reset_peaks();
         comm_reset();
         if (status == REMAT_OK) status = run_steps(&run, to_run, report, times, out);
+        mem_resident_watch_stop(&report->resident);
+        report->ledger_peak = mem_peak_resident();
         status = run_finish(&run, status, report, times, out);
     }
     if (run.cost) mem_set_budget(0);

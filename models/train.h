@@ -16,6 +16,7 @@
 #include "autograd/layers.h"
 #include "models/step_options.h"
 #include "tensor/error.h"
+#include "tensor/memory.h"
 
 typedef struct TrainOptions {
     const char *model;      /* "gpt" or "mlp" */
@@ -69,6 +70,11 @@ typedef struct TrainReport {
     float first_val_loss;  /* validation loss before the first step run (NaN if not measured) */
     float last_val_loss;   /* validation loss after the last */
     double median_step_seconds;
+    /* The process as the operating system counts it, from before the model was built to
+     * the end of the steps (tensor/memory.h), beside the ledger's resident peak over the
+     * steps. */
+    ResidentWatch resident;
+    size_t ledger_peak;
 } TrainReport;
 
 /* Runs training as `opt` says, printing progress to `out` (a progress bar when `out` is a

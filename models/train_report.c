@@ -4,6 +4,7 @@
 #include "train_report.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,32 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
     schedule_print(s, m->layers, out);
 }
 
+/* The process's resident memory as the operating system counts it, beside the ledger:
+ * what `top` shows, and why it is more than the ledger says. */
+static void report_process(FILE *out, const TrainReport *r)
+{
+    const ResidentWatch *w = &r->resident;
+    if (!w->known) {
+        fprintf(out, "\n  (the process's resident memory: not known here, /proc/self/status cannot be read)\n");
+        return;
+    }
+    char buf[32];
+    const double unaccounted = (double)w->peak - (double)w->baseline - (double)r->ledger_peak;
+    fprintf(out, "\n  the process, as the operating system counts it (resident set, /proc/self/status)\n");
+    fprintf(out, "    %-16s %12s  (code, libraries, OpenMP, OpenBLAS, the allocator)\n", "before the model",
+            mem_format_bytes(buf, sizeof buf, w->baseline));
+    fprintf(out, "    %-16s %12s  (the ledger's resident peak above, + before the model)\n", "ledger + before",
+            mem_format_bytes(buf, sizeof buf, w->baseline + r->ledger_peak));
+    fprintf(out, "    %-16s %12s  %s\n", "measured peak", mem_format_bytes(buf, sizeof buf, w->peak),
+            w->peak_of_work ? "(the kernel's, from before the model to the last step)"
+                            : "(the kernel's, over the whole process)");
+    fprintf(out, "    %-16s %7s%.1f MiB  not in the ledger: freed blocks the allocator keeps for reuse\n",
+            "difference", unaccounted < 0 ? "-" : "+", fabs(unaccounted) / 1048576.0);
+    fprintf(out, "    %-16s %12s  and no later block fitted (%s free at the end), OpenBLAS's\n", "", "",
+            mem_format_bytes(buf, sizeof buf, w->heap_kept));
+    fprintf(out, "    %-16s %12s  packing buffers, thread stacks, the tape's nodes\n", "", "");
+}
+
 void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
 {
     const bool gpt = !strcmp(o->model, "gpt");
@@ -79,6 +106,7 @@ void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
     if (o->step.offload)
         fprintf(out, "    %-12s %12s  (in the spill file: not resident)\n", mem_kind_name(MEM_DISK),
                 mem_format_bytes(buf, sizeof buf, mem_peak(MEM_DISK)));
+    report_process(out, r);
     if (r->steps_run == 0) return;
     fprintf(out, "\n  FLOPs per training step by phase\n");
     for (int p = 0; p < PHASE_COUNT; p++)

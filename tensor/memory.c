@@ -24,6 +24,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "tensor/platform.h"
+
 #define BLOCK_MAGIC_LIVE 0x52454d41u /* "REMA" */
 #define BLOCK_MAGIC_FREED 0xdeadf4eeu
 
@@ -70,6 +72,7 @@ static void record_event(MemKind kind, int64_t delta)
     }
     MemEvent *e = &timeline.events[timeline.count++];
     e->seconds = seconds_since(&timeline.start);
+    e->flops = flops_total();
     e->phase = flops_phase();
     e->kind = kind;
     e->delta = delta;
@@ -113,6 +116,28 @@ static void keep_freed_pages(void)
 }
 
 void mem_return_free_pages(void) { malloc_trim(0); }
+
+size_t mem_heap_kept_bytes(void) { return mallinfo2().fordblks; }
+
+ResidentWatch mem_resident_watch_start(void)
+{
+    mem_return_free_pages();
+    Resident now;
+    ResidentWatch w = {.known = platform_resident(&now) == REMAT_OK};
+    if (!w.known) return w;
+    w.baseline = now.current;
+    w.peak_of_work = platform_resident_restart_peak() == REMAT_OK;
+    remat_clear_error();
+    return w;
+}
+
+void mem_resident_watch_stop(ResidentWatch *w)
+{
+    Resident now;
+    w->known = w->known && platform_resident(&now) == REMAT_OK;
+    w->peak = w->known ? now.peak : 0;
+    w->heap_kept = mem_heap_kept_bytes();
+}
 
 void *mem_alloc(MemKind kind, size_t bytes)
 {

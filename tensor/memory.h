@@ -67,6 +67,31 @@ size_t mem_block_bytes(const void *block);
  * system, so that the process's resident size comes down to what the ledger holds. */
 void mem_return_free_pages(void);
 
+/* Bytes of freed blocks the allocator keeps for reuse now (glibc's mallinfo2: free bytes
+ * in its heap): resident, as far as the operating system knows, but in no tensor. */
+size_t mem_heap_kept_bytes(void);
+
+/* The process's resident memory (tensor/platform.h) over some work, beside the ledger:
+ *
+ *     ResidentWatch w = mem_resident_watch_start();   // before the model is built
+ *     ... build, train ...
+ *     mem_resident_watch_stop(&w);                    // w.peak against baseline + mem_peak_resident()
+ *
+ * The baseline is what the process holds before the work with no freed blocks kept
+ * (mem_return_free_pages first): code, libraries, OpenMP's and OpenBLAS's buffers as far
+ * as earlier work touched them, the allocator's own. */
+typedef struct ResidentWatch {
+    bool known;        /* false where the kernel does not say (not Linux): the rest is 0 */
+    bool peak_of_work; /* false: the kernel would not restart its peak, and `peak` is the
+                          whole process's */
+    size_t baseline;   /* resident when the watch started */
+    size_t peak;       /* the kernel's peak since then (after mem_resident_watch_stop) */
+    size_t heap_kept;  /* freed blocks the allocator kept at the stop (mem_heap_kept_bytes) */
+} ResidentWatch;
+
+ResidentWatch mem_resident_watch_start(void);
+void mem_resident_watch_stop(ResidentWatch *w);
+
 /* Records `delta` bytes of `kind` that were not allocated with mem_alloc (the offload
  * room uses it for MEM_DISK). A resident kind is checked against the budget like an
  * allocation. On error (a negative balance, or the budget) changes nothing. */
@@ -95,6 +120,8 @@ size_t mem_budget(void); /* 0 when there is none */
 /* One change to the ledger, with every kind's bytes right after it. */
 typedef struct MemEvent {
     double seconds;                  /* since mem_timeline_start */
+    uint64_t flops;                  /* the FLOP ledger's count, all phases, when it happened:
+                                        a clock that ticks with the work done, not the machine */
     Phase phase;                     /* the FLOP ledger's phase when it happened */
     MemKind kind;                    /* what changed */
     int64_t delta;                   /* + allocated, - freed */

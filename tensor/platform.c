@@ -1,9 +1,12 @@
 /*
- * platform.c — OpenBLAS and OpenMP introspection and thread control (see platform.h).
+ * platform.c — OpenBLAS and OpenMP introspection, thread control, and the process's
+ * resident memory (see platform.h).
  */
 #include "tensor/platform.h"
 
 #include <cblas.h>
+#include <errno.h>
+#include <stdbool.h>
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
@@ -88,4 +91,30 @@ size_t platform_available_memory(void)
     const size_t used = read_number("/sys/fs/cgroup/memory.current", "", 1);
     if (limit && limit > used && (!available || limit - used < available)) available = limit - used;
     return available;
+}
+
+RematStatus platform_resident(Resident *r)
+{
+    *r = (Resident){0};
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return remat_fail(REMAT_EIO, "cannot read /proc/self/status: %s", strerror(errno));
+    char line[256];
+    int found = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long kib;
+        if (sscanf(line, "VmRSS: %lu kB", &kib) == 1) r->current = (size_t)kib * 1024, found++;
+        else if (sscanf(line, "VmHWM: %lu kB", &kib) == 1) r->peak = (size_t)kib * 1024, found++;
+    }
+    fclose(f);
+    return found == 2 ? REMAT_OK : remat_fail(REMAT_EIO, "/proc/self/status has no VmRSS and VmHWM");
+}
+
+RematStatus platform_resident_restart_peak(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return remat_fail(REMAT_EIO, "cannot restart the resident peak: /proc/self/clear_refs: %s", strerror(errno));
+    const bool written = fputs("5", f) >= 0;
+    const bool closed = fclose(f) == 0;
+    return written && closed ? REMAT_OK
+                             : remat_fail(REMAT_EIO, "cannot restart the resident peak: the kernel refused");
 }

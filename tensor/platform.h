@@ -1,5 +1,6 @@
 /*
- * platform.h — the machine remat runs on: which OpenBLAS, which core, how many threads.
+ * platform.h — the machine remat runs on: which OpenBLAS, which core, how many threads,
+ * and how much of its memory the operating system counts as this process's.
  *
  * remat wants the OpenMP build of OpenBLAS, so that BLAS and remat's own OpenMP loops
  * share one thread pool. A pthread build beside OpenMP loops leaves two pools of spinning
@@ -44,5 +45,22 @@ size_t platform_available_memory(void);
 
 /* Seconds on a monotonic clock, for timing. */
 double platform_seconds(void);
+
+/* The process's resident memory as the operating system counts it (/proc/self/status):
+ * every page of it in RAM — the code and libraries, OpenBLAS's and OpenMP's buffers and
+ * thread stacks, the allocator's heap (blocks in use and freed blocks it keeps), and the
+ * tensors the ledger counts. */
+typedef struct Resident {
+    size_t current; /* VmRSS, bytes */
+    size_t peak;    /* VmHWM: the most since the process began, or since the last restart */
+} Resident;
+
+/* Reads both; REMAT_EIO where the kernel does not give them (not Linux). */
+RematStatus platform_resident(Resident *r);
+
+/* Restarts the kernel's peak at the current size (writes 5 to /proc/self/clear_refs,
+ * Linux 4.0 on), so that the next peak read is that of what follows; REMAT_EIO if the
+ * kernel refuses, and the peak is then the whole process's. */
+RematStatus platform_resident_restart_peak(void);
 
 #endif /* REMAT_PLATFORM_H */

@@ -2,7 +2,8 @@
  * test_bench.c — the bench binaries, run for real: bench_all --quick writes every bench's
  * results into a temporary directory, and the tests read them back with cJSON.
  *
- * They check the schema (every key bench/README.md promises is there), that each bench
+ * They check the schema (every key bench/README.md promises is there, every time with its
+ * interval and sample count, the machine's state around each bench), that each bench
  * measured what its question needs with sane values — the sqrt slope near 0.5 and none's
  * near 1, the selective bytes equal to the formula, replayed dropout gradients exactly
  * those of none, sqrt's smallest budget below none's, offload's resident peak below
@@ -169,15 +170,79 @@ static const cJSON *find(const cJSON *list, const char *f1, const char *v1, cons
 
 /* ---- the schema ----------------------------------------------------------------------- */
 
+/* The machine's state around the bench: load averages, steal, and what the process used. */
+static void check_machine_state(const cJSON *machine)
+{
+    assert_true(num(machine, "loadavg_before") >= 0);
+    assert_true(num(machine, "loadavg_after") >= 0);
+    const double steal = num(machine, "cpu_steal");
+    assert_true(steal >= 0 && steal <= 1);
+    assert_true(num(machine, "involuntary_switches") >= 0);
+    assert_true(num(machine, "cpu_seconds") >= 0);
+    assert_true(num(machine, "wall_seconds") > 0);
+}
+
+/* Whether a field is a time or a ratio of times: its unit counts seconds or a rate, or its
+ * name says time. Its own _lo and _hi are not fields of their own here. */
+static bool time_derived(const cJSON *field)
+{
+    const char *name = str(field, "name"), *unit = str(field, "unit");
+    const size_t n = strlen(name);
+    if (n > 3 && (!strcmp(name + n - 3, "_lo") || !strcmp(name + n - 3, "_hi"))) return false;
+    return strstr(unit, "seconds") || strstr(unit, "GFLOP/s") || strstr(name, "time") || strstr(name, "seconds");
+}
+
+static bool declares(const cJSON *table, const char *name)
+{
+    const cJSON *f;
+    cJSON_ArrayForEach(f, get(table, "fields")) if (!strcmp(str(f, "name"), name)) return true;
+    return false;
+}
+
+/* Every time-derived field is declared with <field>_lo, <field>_hi and samples, and every
+ * record that has it has them too, the median inside its interval; a comparison of
+ * interleaved steps has at least the 6 rounds a 95% interval needs. Returns how many
+ * timed values it checked. */
+static int check_timed_fields(const cJSON *doc)
+{
+    int checked = 0;
+    const cJSON *table;
+    cJSON_ArrayForEach(table, get(doc, "tables")) {
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(table, "records");
+        const cJSON *field;
+        cJSON_ArrayForEach(field, get(table, "fields")) {
+            if (!time_derived(field) || !list) continue; /* a CSV-only event log has timestamps, not estimates */
+            const char *name = str(field, "name");
+            char lo[64], hi[64];
+            snprintf(lo, sizeof lo, "%s_lo", name);
+            snprintf(hi, sizeof hi, "%s_hi", name);
+            if (!declares(table, lo) || !declares(table, hi) || !declares(table, "samples"))
+                fail_msg("%s: %s has no %s, %s and samples", str(doc, "bench"), name, lo, hi);
+            const cJSON *r;
+            cJSON_ArrayForEach(r, list) {
+                if (!cJSON_GetObjectItemCaseSensitive(r, name)) continue;
+                const double samples = num(r, "samples"), v = num(r, name);
+                assert_true(samples >= 1 && samples == (double)(int)samples);
+                if (!(num(r, lo) <= v && v <= num(r, hi)))
+                    fail_msg("%s: %s = %g outside [%g, %g]", str(doc, "bench"), name, v, num(r, lo), num(r, hi));
+                if (!strcmp(name, "time_overhead")) assert_true(samples >= 6);
+                checked++;
+            }
+        }
+    }
+    return checked;
+}
+
 static void check_header(const cJSON *doc, const char *name)
 {
-    assert_string_equal(str(doc, "schema"), "remat-bench/1");
+    assert_string_equal(str(doc, "schema"), "remat-bench/2");
     assert_string_equal(str(doc, "bench"), name);
     assert_string_equal(str(doc, "mode"), "quick");
     assert_int_equal(strlen(str(doc, "date")), strlen("2025-01-01T00:00:00Z"));
     assert_true(strlen(str(doc, "git_commit")) > 0); /* a sha, or "unknown" */
     const cJSON *machine = get(doc, "machine");
     assert_true(num(machine, "cores") >= 1);
+    check_machine_state(machine);
     assert_true(strlen(str(machine, "blas_core")) > 0);
     assert_true(strlen(str(machine, "blas_threading")) > 0);
     assert_true(num(doc, "threads") >= 1);
@@ -206,6 +271,21 @@ static void test_every_bench_writes_the_schema(void **state)
         assert_non_null(own);
         cJSON_Delete(own);
     }
+}
+
+/* The benches that time something carry every time with its interval and samples. */
+static void test_every_time_comes_with_its_interval(void **state)
+{
+    (void)state;
+    static const char *const TIMED[] = {"bench_scaling", "bench_selective", "bench_placement", "bench_offload",
+                                        "bench_timeline"};
+    for (size_t i = 0; i < sizeof TIMED / sizeof TIMED[0]; i++) {
+        const int checked = check_timed_fields(bench(TIMED[i]));
+        printf("  %s: %d timed values, each with its interval and samples\n", TIMED[i], checked);
+        assert_true(checked > 0);
+    }
+    for (int i = 0; i < N_BENCHES; i++) check_timed_fields(bench(BENCHES[i])); /* and no other goes without */
+    assert_true(check_timed_fields(summary) == N_BENCHES); /* bench_all's own run times */
 }
 
 static void test_every_bench_answers_help_and_rejects_bad_flags(void **state)
@@ -718,6 +798,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_bench_writes_the_schema),
         cmocka_unit_test(test_zero_bench_bytes_are_the_formulas),
+        cmocka_unit_test(test_every_time_comes_with_its_interval),
         cmocka_unit_test(test_every_bench_answers_help_and_rejects_bad_flags),
         cmocka_unit_test(test_sgemm_refuses_a_thread_list_with_an_empty_element),
         cmocka_unit_test(test_offload_under_a_file_size_limit_says_file_too_large),

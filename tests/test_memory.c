@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "tensor/flops.h"
 #include "tensor/memory.h"
 
 #define MiB ((size_t)1 << 20)
@@ -203,12 +204,16 @@ static void test_timeline_records_every_change(void **state)
 {
     (void)state;
     assert_int_equal(mem_timeline_start(3), REMAT_OK);
+    const FlopCounts counted = flops_snapshot();
+    flops_reset();
     Phase before = flops_set_phase(PHASE_BACKWARD);
     void *a = mem_alloc(MEM_ACT, 100);
+    flops_add(1000); /* work between two changes moves the FLOP clock, not the bytes */
     void *g = mem_alloc(MEM_GRAD, 40);
     mem_free(a);
     mem_free(g); /* the fourth event does not fit */
     flops_set_phase(before);
+    flops_restore(&counted);
     mem_timeline_stop();
 
     size_t n = 0;
@@ -223,6 +228,9 @@ static void test_timeline_records_every_change(void **state)
     assert_int_equal(ev[2].delta, -100);
     assert_int_equal(ev[2].current[MEM_ACT], 0);
     assert_true(ev[0].seconds <= ev[2].seconds);
+    assert_int_equal(ev[0].flops, 0);
+    assert_int_equal(ev[1].flops, 1000);
+    assert_int_equal(ev[2].flops, 1000);
 
     /* Stopped: nothing more is recorded. */
     void *b = mem_alloc(MEM_ACT, 8);

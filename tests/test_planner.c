@@ -129,6 +129,47 @@ static Measured measure(const Fixture *f, const Schedule *s)
     return m;
 }
 
+/* Every strategy train --explain-memory predicts, none to selective with either policy:
+ * the cost model, profiled with the schedule's policy, predicts the peak ACT within one
+ * block input of the ledger's (to the byte on the MLP chain) and the RECOMPUTE FLOPs
+ * exactly. The fixture's own cost, profiled without a policy, refuses a policy region. */
+static void check_every_strategy(Fixture *f, size_t block_input)
+{
+    static const Policy *const POLICIES[] = {&POLICY_ATTENTION_CORE, &POLICY_DOTS_SAVEABLE};
+    for (int k = 0; k < 5; k++) {
+        Strategy st = strategy_defaults(k < 3 ? (StrategyKind[]){STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT}[k]
+                                              : STRATEGY_SELECTIVE);
+        if (k >= 3) st.policy = POLICIES[k - 3];
+        Schedule *s = schedule_for_strategy(&st, f->model->n_layers);
+        assert_non_null(s);
+        if (k >= 3) assert_int_equal(schedule_predict(s, f->cost), REMAT_EINVAL); /* not profiled */
+        TrainCtx ctx = step_ctx();
+        ChainCost *cost = model_profile_policy(f->model, f->x, f->y, &ctx, st.policy);
+        assert_non_null(cost);
+        assert_int_equal(schedule_predict(s, cost), REMAT_OK);
+        const Measured m = measure(f, s);
+        printf("  %-28s predicted peak ACT %8zu, measured %8zu (one block input: %zu); recompute %" PRIu64
+               " FLOPs, measured %" PRIu64 "\n", k < 3 ? strategy_name(st.kind) : st.policy->name, s->predicted.peak_act,
+               m.peak_act, block_input, s->predicted.recompute_flops, m.recompute);
+        assert_true(s->predicted.peak_act >= m.peak_act && s->predicted.peak_act - m.peak_act <= block_input);
+        assert_true(s->predicted.recompute_flops == m.recompute);
+        chain_cost_free(cost);
+        schedule_free(s);
+    }
+}
+
+static void test_explain_predicts_every_strategy_on_both_models(void **state)
+{
+    (void)state;
+    Fixture f;
+    fixture_mlp(&f, 9);
+    check_every_strategy(&f, 0); /* exact */
+    fixture_free(&f);
+    fixture_gpt(&f, 4);
+    check_every_strategy(&f, 2 * 16 * 32 * sizeof(float)); /* B·T·C floats */
+    fixture_free(&f);
+}
+
 /* A random schedule: segments of 1 to 4 layers, each a region or plain. */
 static Schedule *random_schedule(const ChainCost *c, Pcg32 *rng)
 {
@@ -595,6 +636,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_prediction_equals_measurement_on_the_mlp, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_explain_predicts_every_strategy_on_both_models, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_prediction_bounds_measurement_on_the_gpt, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_revolve_prediction_equals_measurement_on_the_mlp, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_revolve_reaches_below_the_single_level_minimum, clean_state, clean_state),
