@@ -461,8 +461,8 @@ static void test_selective_bytes_match_the_formula(void **state)
         const bool baseline = !strcmp(str(r, "attention"), "naive") && !strcmp(str(r, "dropout_rng"), "stream");
         if (!strcmp(str(r, "policy"), "none") && baseline) /* the paper's count, without the LayerNorm statistics */
             assert_true(num(r, "korthikanti_fp32_per_layer") < num(r, "act_per_layer"));
-        assert_true(num(r, "step_seconds_min") <= num(r, "step_seconds"));
-        assert_true(num(r, "step_seconds") <= num(r, "step_seconds_max"));
+        assert_true(num(r, "step_seconds_lo") <= num(r, "step_seconds"));
+        assert_true(num(r, "step_seconds") <= num(r, "step_seconds_hi"));
         rows++;
     }
     assert_int_equal(rows, 2 * 4 * 3); /* two lengths, four policies, three attention/dropout pairs */
