@@ -29,7 +29,12 @@ static void check_text(const QuizText *t)
 static void check_question(const Question *q)
 {
     check_text(&q->question);
-    check_text(&q->explanation);
+    if (q->n_parts < 1) broken("a question has no explanation");
+    for (int p = 0; p < q->n_parts; p++) {
+        check_text(&q->parts[p].text);
+        const QuizText *o = &q->parts[p].otherwise;
+        if (o->lang[0] || o->lang[1]) check_text(o); /* an `otherwise` is whole or absent */
+    }
     for (int i = 0; i < QUIZ_OPTIONS; i++) check_text(&q->options[i]);
     if (q->correct < 0 || q->correct >= QUIZ_OPTIONS) broken("the right answer is not one of the options");
     if (!q->test_file || !q->test_name || !q->bench) broken("a question lost its test or bench");
