@@ -105,10 +105,10 @@
  * caller must then not apply the step (models/train.c redoes it without offload).
  *
  * What this is not: callable from several threads (the engine is single-threaded; the
- * helper thread only reads the file into tensors it is handed), or a cache of the same
- * tensor saved twice — two nodes saving one tensor get two records, because the hooks
- * hold no reference by which they could tell the same tensor from a new one at the same
- * address.
+ * helper thread only writes and reads the file from and into tensors it is handed), or a
+ * cache of the same tensor saved twice — two nodes saving one tensor get two records,
+ * because the hooks hold no lasting reference by which they could tell the same tensor
+ * from a new one at the same address.
  */
 #ifndef REMAT_OFFLOAD_H
 #define REMAT_OFFLOAD_H
