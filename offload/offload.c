@@ -11,12 +11,16 @@
  *
  * Two ways of moving the bytes (OffloadOptions.io):
  *
- *   syscalls  pack is one pwritev (header and data) at the record's offset: the kernel
- *             copies the tensor into the page cache, and the process never maps those
- *             pages, so they are never in its RSS. unpack is one preadv back into a new
+ *   syscalls  a record is one pwritev (header and data) at its offset: the kernel copies
+ *             the tensor into the page cache, and the process never maps those pages, so
+ *             they are never in its RSS. With write_behind, pack only reserves the
+ *             record's place in the file and queues the write, with the checksum, on the
+ *             helper thread; the record holds a reference to the tensor until
+ *             finish_writes sees the write done. unpack is one preadv back into a new
  *             tensor.
- *   mmap      the whole file is mapped MAP_SHARED. pack memcpys into the mapping (a page
- *             fault per page allocates page-cache pages), then madvise(MADV_DONTNEED):
+ *   mmap      the whole file is mapped MAP_SHARED. pack memcpys into the mapping, on the
+ *             computing thread (offload.h says why; a page fault per page allocates
+ *             page-cache pages), then madvise(MADV_DONTNEED):
  *             the pages leave the process, and, the mapping being shared, their dirty
  *             contents stay in the page cache to be written back — nothing is lost. unpack
  *             memcpys out of the mapping (page faults again) and hands the pages back.
@@ -83,11 +87,19 @@ typedef struct Record {
     size_t offset;         /* where the record starts in the file (page-aligned) */
     size_t span;           /* its length in the file: whole pages */
     RecordHeader header;   /* what was written, to check what is read back */
+    Tensor *writing;       /* written behind: the tensor the helper thread writes from (one
+                              reference, dropped when the write is finished), or NULL */
     Tensor *staged;        /* read ahead: the tensor the helper thread reads into (one
                               reference, handed to unpack), or NULL */
-    PrefetchRead read;     /* that read, while the thread owns it */
-    unsigned char staged_head[HEADER_BYTES]; /* the header it read */
+    PrefetchIo io;         /* that write or read, while the thread owns it (a record's write
+                              is finished before its read is queued) */
+    union {                /* the header the thread writes or read */
+        RecordHeader header;
+        unsigned char bytes[HEADER_BYTES];
+    } head;
     bool prefetched;       /* a read-ahead was asked for */
+    bool failed;           /* its write behind failed: it holds nothing and DISK was not charged */
+    char what[NODE_NAME_LEN + 64]; /* "saved tensor 0 of ...", for a write behind's error */
 } Record;
 
 struct Offload {
@@ -101,9 +113,11 @@ struct Offload {
     size_t page;
     Record **order;        /* records written since the last reset, in order; NULL once released */
     size_t count, order_capacity;
-    size_t live;           /* records written and not yet released */
+    size_t finished;       /* order[finished, count) are still being written behind */
+    bool write_failed;     /* a write behind failed and was reported, since the last reset */
+    size_t live;           /* records written (or being written) and not yet released */
     uint64_t sequence;
-    Prefetcher *prefetcher; /* the read-ahead thread; NULL when prefetch is 0 */
+    Prefetcher *prefetcher; /* the helper thread; NULL with no prefetch and no write-behind */
     OffloadStats stats;
 };
 
@@ -124,7 +138,7 @@ OffloadOptions offload_defaults(OffloadPolicy policy)
 {
     return (OffloadOptions){.policy = policy, .io = OFFLOAD_IO_SYSCALLS, .min_bytes = OFFLOAD_MIN_BYTES,
                             .large_bytes = OFFLOAD_LARGE_BYTES, .prefetch = OFFLOAD_PREFETCH,
-                            .grow_bytes = OFFLOAD_GROW_BYTES};
+                            .write_behind = OFFLOAD_WRITE_BEHIND, .grow_bytes = OFFLOAD_GROW_BYTES};
 }
 
 const char *offload_policy_name(OffloadPolicy policy)
@@ -314,9 +328,68 @@ static RematStatus load(Offload *off, const Record *r, Tensor *t, RecordHeader *
 
 /* ---- records ------------------------------------------------------------------------- */
 
-/* Appends `t` to the file as a record described by `r`. On error the ledger is unchanged
- * and the tail does not move, so nothing of it counts. */
-static RematStatus write_record(Offload *off, Record *r, const Tensor *t, const char *what)
+/* Whether records are written behind the forward, on the helper thread (io syscalls only:
+ * the mmap path copies into the mapping on the computing thread). */
+static bool writes_behind(const OffloadOptions *o) { return o->write_behind > 0 && o->io == OFFLOAD_IO_SYSCALLS; }
+
+/* Hands record `r` to the helper thread, which checksums `t`'s bytes into the header and
+ * writes both; `r` keeps a reference to `t` until finish_writes sees the write done. */
+static void write_behind(Offload *off, Record *r, Tensor *t)
+{
+    r->writing = tensor_retain(t);
+    memset(r->head.bytes, 0, sizeof r->head.bytes);
+    r->head.header = r->header;
+    r->io = (PrefetchIo){.write = true, .head = r->head.bytes, .head_bytes = HEADER_BYTES, .data = t->data,
+                         .data_bytes = t->bytes, .offset = (off_t)r->offset, .crc = &r->head.header.crc};
+    prefetch_submit(off->prefetcher, &r->io);
+}
+
+/* The write of the oldest record still being written behind is done: its tensor is let
+ * go (ACT falls if that was the last reference) and DISK is charged, or, if it failed,
+ * the record is marked failed. The first failure since the last reset is reported. */
+static RematStatus finish_oldest_write(Offload *off)
+{
+    Record *r = off->order[off->finished++];
+    prefetch_wait(off->prefetcher, &r->io);
+    tensor_free(r->writing);
+    r->writing = NULL;
+    const int err = r->io.error;
+    if (!err) {
+        r->header = r->head.header; /* with the checksum the thread computed */
+        mem_account(MEM_DISK, (int64_t)r->header.bytes);
+        off->stats.records_written++;
+        off->stats.bytes_written += r->header.bytes;
+        return REMAT_OK;
+    }
+    r->failed = true;
+    if (off->write_failed) return REMAT_OK; /* the step already failed with the first one */
+    off->write_failed = true;
+    off->stats.failures++;
+    return remat_fail(REMAT_EIO, "offload: cannot write %s to the spill file in %s: %s%s", r->what, off->dir,
+                      err < 0 ? "short write" : strerror(err),
+                      err == ENOSPC ? " (the disk is full)"
+                      : err == EFBIG ? " (the file-size limit, ulimit -f, was reached)"
+                      : err == EDQUOT ? " (the disk quota is used up)" : "");
+}
+
+/* Waits for the writes behind, oldest first, until at most `in_flight` are left; the
+ * first failure among them is reported (REMAT_EIO). Deterministic: which writes are
+ * finished at a given point depends on the count only, never on the thread's speed, so
+ * the ledger's figures are the same run after run. */
+static RematStatus finish_writes(Offload *off, size_t in_flight)
+{
+    RematStatus status = REMAT_OK;
+    while (off->count - off->finished > in_flight) {
+        RematStatus s = finish_oldest_write(off);
+        if (status == REMAT_OK) status = s;
+    }
+    return status;
+}
+
+/* Appends `t` to the file as a record described by `r`: written now, or handed to the
+ * helper thread when writing behind. On error the ledger is unchanged and the tail does
+ * not move, so nothing of it counts. */
+static RematStatus write_record(Offload *off, Record *r, Tensor *t, const char *what)
 {
     if (off->count == off->order_capacity) {
         size_t capacity = off->order_capacity ? 2 * off->order_capacity : 64;
@@ -334,18 +407,24 @@ static RematStatus write_record(Offload *off, Record *r, const Tensor *t, const 
     r->offset = off->tail;
     r->span = span;
     r->header = (RecordHeader){.magic = RECORD_MAGIC, .dtype = (uint32_t)t->dtype, .sequence = off->sequence,
-                               .bytes = t->bytes, .ndim = t->ndim, .crc = crc32c(t->data, t->bytes)};
+                               .bytes = t->bytes, .ndim = t->ndim};
     for (int d = 0; d < TENSOR_MAX_DIMS; d++) r->header.shape[d] = t->shape[d];
-    RematStatus status = store(off, r, t, what);
-    if (status != REMAT_OK) return status;
-
-    mem_account(MEM_DISK, (int64_t)t->bytes); /* DISK is not resident: no budget to cross */
+    if (writes_behind(&off->opts)) {
+        snprintf(r->what, sizeof r->what, "%s", what);
+        write_behind(off, r, t);
+    } else {
+        r->header.crc = crc32c(t->data, t->bytes);
+        RematStatus status = store(off, r, t, what);
+        if (status != REMAT_OK) return status;
+        mem_account(MEM_DISK, (int64_t)t->bytes); /* DISK is not resident: no budget to cross */
+        off->stats.records_written++;
+        off->stats.bytes_written += t->bytes;
+    }
     off->order[off->count++] = r;
+    if (!writes_behind(&off->opts)) off->finished = off->count; /* nothing is in flight */
     off->live++;
     off->tail += span;
     off->sequence++;
-    off->stats.records_written++;
-    off->stats.bytes_written += t->bytes;
     return REMAT_OK;
 }
 
@@ -376,11 +455,11 @@ static Tensor *read_record(Offload *off, Record *r, const char *what)
     Tensor *t = r->staged;
     if (t) { /* read ahead: wait for the helper thread, then check what it read */
         r->staged = NULL;
-        prefetch_wait(off->prefetcher, &r->read);
-        memcpy(&found, r->staged_head, sizeof found);
-        if (r->read.error)
+        prefetch_wait(off->prefetcher, &r->io);
+        found = r->head.header;
+        if (r->io.error)
             status = remat_fail(REMAT_EIO, "offload: cannot read back %s from the spill file in %s: %s", what,
-                                off->dir, r->read.error < 0 ? "short read" : strerror(r->read.error));
+                                off->dir, r->io.error < 0 ? "short read" : strerror(r->io.error));
     } else {
         t = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
         if (!t) return NULL;
@@ -420,9 +499,9 @@ static void prefetch_before(Offload *off, size_t end)
         r->staged = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
         if (!r->staged) continue;
         r->prefetched = true;
-        r->read = (PrefetchRead){.head = r->staged_head, .head_bytes = HEADER_BYTES, .data = r->staged->data,
-                                 .data_bytes = r->staged->bytes, .offset = (off_t)r->offset};
-        prefetch_submit(off->prefetcher, &r->read);
+        r->io = (PrefetchIo){.head = r->head.bytes, .head_bytes = HEADER_BYTES, .data = r->staged->data,
+                             .data_bytes = r->staged->bytes, .offset = (off_t)r->offset};
+        prefetch_submit(off->prefetcher, &r->io);
         off->stats.prefetched++;
     }
 }
@@ -466,11 +545,17 @@ static void *offload_pack(void *ctx, Tensor *t, const Node *node, int slot)
     }
     slot_name(what, sizeof what, node, slot);
     const double start = platform_seconds();
-    RematStatus status = write_record(off, r, t, what);
+    /* Writing behind: at most write_behind records in flight, this one included. A failed
+     * earlier write fails this pack: the next point where the forward can hear of it. */
+    RematStatus status = writes_behind(&off->opts) ? finish_writes(off, (size_t)off->opts.write_behind - 1)
+                                                   : REMAT_OK;
+    if (status == REMAT_OK) {
+        status = write_record(off, r, t, what);
+        if (status != REMAT_OK) count_failure(off);
+    }
     off->stats.write_seconds += platform_seconds() - start;
     if (status != REMAT_OK) {
         free(r);
-        count_failure(off);
         return NULL;
     }
     return r;
@@ -484,11 +569,19 @@ static Tensor *offload_unpack(void *ctx, void *packed, const Node *node, int slo
     const double start = platform_seconds();
     char what[NODE_NAME_LEN + 64];
     slot_name(what, sizeof what, node, slot);
-    if (off->prefetcher) prefetch_before(off, r->index);
-    Tensor *t = read_record(off, r, what);
+    Tensor *t = NULL;
+    if (r->index >= off->finished && finish_writes(off, off->count - r->index - 1) != REMAT_OK) {
+        /* still being written (hooks left pushed into backward), and a write failed */
+    } else if (r->failed) {
+        remat_fail(REMAT_EIO, "offload: cannot read back %s: its record could not be written", what);
+        off->stats.failures++;
+    } else {
+        if (off->prefetcher) prefetch_before(off, r->index);
+        t = read_record(off, r, what);
+        if (!t) count_failure(off);
+    }
     off->stats.read_seconds += platform_seconds() - start;
     if (t) off->stats.records_read++;
-    else count_failure(off);
     return t;
 }
 
@@ -499,13 +592,18 @@ static void offload_release(void *ctx, void *packed)
     if (r->kept) {
         tensor_free(r->kept);
     } else {
+        /* Still being written (the forward failed before offload_pop): wait for it. */
+        if (r->index >= off->finished) (void)finish_writes(off, off->count - r->index - 1);
         if (r->staged) { /* read ahead but never unpacked (backward stopped early) */
-            prefetch_wait(off->prefetcher, &r->read);
+            prefetch_wait(off->prefetcher, &r->io);
             tensor_free(r->staged);
         }
-        mem_account(MEM_DISK, -(int64_t)r->header.bytes);
+        if (!r->failed) mem_account(MEM_DISK, -(int64_t)r->header.bytes);
         off->order[r->index] = NULL;
-        if (--off->live == 0) off->count = off->tail = 0; /* the next step starts at byte 0 */
+        if (--off->live == 0) { /* the next step starts at byte 0 */
+            off->count = off->finished = off->tail = 0;
+            off->write_failed = false;
+        }
     }
     free(r);
 }
@@ -515,9 +613,9 @@ static void offload_release(void *ctx, void *packed)
 Offload *offload_create(const OffloadOptions *opts)
 {
     if (!opts || (unsigned)opts->policy > OFFLOAD_BOUNDARY || (unsigned)opts->io > OFFLOAD_IO_MMAP ||
-        opts->prefetch < 0 || opts->grow_bytes == 0) {
-        remat_fail(REMAT_EINVAL, "offload_create: need options with a known policy and io, prefetch >= 0 "
-                   "and grow_bytes > 0");
+        opts->prefetch < 0 || opts->write_behind < 0 || opts->grow_bytes == 0) {
+        remat_fail(REMAT_EINVAL, "offload_create: need options with a known policy and io, prefetch >= 0, "
+                   "write_behind >= 0 and grow_bytes > 0");
         return NULL;
     }
     /* An empty path would put the file in "/" (the path is DIR/remat-spill-XXXXXX). */
@@ -551,7 +649,7 @@ Offload *offload_create(const OffloadOptions *opts)
         return NULL;
     }
     (void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* a child process has no business with it */
-    if (opts->prefetch > 0 && !(off->prefetcher = prefetch_create(fd))) {
+    if ((opts->prefetch > 0 || writes_behind(opts)) && !(off->prefetcher = prefetch_create(fd))) {
         close(fd);
         free(off), free(dir_copy);
         return NULL;
@@ -592,9 +690,16 @@ RematStatus offload_pop(Offload *off)
 {
     if (!off) return remat_fail(REMAT_EINVAL, "offload_pop: the offloader is NULL");
     saved_hooks_pop();
-    RematStatus status = off->opts.drop_cache ? drop_cached_records(off) : REMAT_OK;
-    if (status != REMAT_OK) count_failure(off);
-    else if (off->prefetcher) prefetch_before(off, off->count);
+    const double start = platform_seconds();
+    RematStatus status = finish_writes(off, 0); /* counted, if it failed */
+    off->stats.write_seconds += platform_seconds() - start;
+    if (status == REMAT_OK && off->write_failed) /* reported by a pack: the forward failed */
+        status = REMAT_EIO;
+    if (status == REMAT_OK && off->opts.drop_cache) {
+        status = drop_cached_records(off);
+        if (status != REMAT_OK) count_failure(off);
+    }
+    if (status == REMAT_OK && off->prefetcher) prefetch_before(off, off->count);
     return status;
 }
 
@@ -616,13 +721,16 @@ char *offload_describe(const Offload *off, char *buf, size_t size)
     if (o->policy == OFFLOAD_ALL) snprintf(what, sizeof what, "every saved activation");
     else if (o->policy == OFFLOAD_LARGE) snprintf(what, sizeof what, "saved activations of %s or more%s", large, prefix);
     else snprintf(what, sizeof what, "the inputs checkpoint regions keep");
-    char ahead[64] = "no prefetch";
+    char ahead[64] = "no prefetch", behind[64] = "written in the forward";
     if (o->prefetch)
         snprintf(ahead, sizeof ahead, "prefetch %d record%s ahead on a helper thread", o->prefetch,
                  o->prefetch == 1 ? "" : "s");
-    snprintf(buf, size, "%s (%s) of %s or more, to a spill file in %s by %s; page cache %s; %s",
+    if (writes_behind(o))
+        snprintf(behind, sizeof behind, "written up to %d record%s behind on a helper thread", o->write_behind,
+                 o->write_behind == 1 ? "" : "s");
+    snprintf(buf, size, "%s (%s) of %s or more, to a spill file in %s by %s; %s; page cache %s; %s",
              offload_policy_name(o->policy), what, min, off->dir,
-             o->io == OFFLOAD_IO_MMAP ? "mmap" : "pwritev/preadv",
+             o->io == OFFLOAD_IO_MMAP ? "mmap" : "pwritev/preadv", behind,
              o->drop_cache ? "dropped after the forward (backward reads the disk)" : "kept", ahead);
     return buf;
 }

@@ -27,14 +27,29 @@
  * only to read it back a moment later.
  *
  * Ownership. pack is given a tensor it does not own: the op's output, or a Var the caller
- * still holds. The hooks keep no reference to a tensor they spill. They copy its bytes
- * and let it go, so its RAM is freed when its other holders drop it: in a training step
- * the layer frees its intermediate Vars right after the op, so the saved reference was the
- * last one and ACT goes down at once. A tensor that someone else keeps (the batch the
- * caller holds) stays resident and is also on disk. The ledger moves the bytes honestly:
- * DISK goes up by the tensor's bytes when it is written and down when its record is
- * released; ACT goes down when the last holder frees the tensor, and up again when
- * backward reads it back into a new one.
+ * still holds. The hooks keep a reference to a tensor they spill only until its record is
+ * written, then let it go, so its RAM is freed when its other holders drop it: in a
+ * training step the layer frees its intermediate Vars right after the op, so once the
+ * record is written the hooks' reference is the last one and ACT goes down. A tensor that
+ * someone else keeps (the batch the caller holds) stays resident and is also on disk. The
+ * ledger moves the bytes honestly: DISK goes up by the tensor's bytes when its write is
+ * seen finished and down when its record is released; ACT goes down when the last holder
+ * frees the tensor, and up again when backward reads it back into a new one.
+ *
+ * Write-behind (io syscalls, write_behind > 0, the default). pack hands the record to the
+ * helper thread, which checksums and writes it while the forward goes on; at most
+ * write_behind records are in flight: a pack first waits for the oldest write beyond
+ * that, and offload_pop waits for all of them. That is when a record's tensor is let go
+ * and DISK charged — at a point fixed by the count of records, not by the thread's
+ * speed, so the ledger's figures are the same run after run: writing w records behind
+ * keeps up to w − 1 more tensors resident in the forward than writing in it. A write
+ * that failed is reported there, by that pack (which then fails, and the forward with it)
+ * or by offload_pop, with the error pack would have given. An unpack of a record still
+ * being written (hooks left pushed into backward) waits for its write. io mmap still
+ * writes in the forward, synchronously: growing the file maps it anew and unmaps the old
+ * mapping, which a copy in flight on the helper thread could be writing into, and the
+ * SIGBUS guard saves and restores one process-wide handler, which two copying threads
+ * would race on; making both safe is not done here.
  *
  * What is spilled. Never a tensor that is not MEM_ACT (a linear's saved weight is a
  * parameter, and stays), never one smaller than min_bytes, and of the rest what the
@@ -62,8 +77,10 @@
  * space of the last.
  *
  * Prefetch. Backward unpacks in the reverse order of the forward's packs, so the records
- * it will want next are known: a helper thread (prefetch.h) reads the next `prefetch` of
- * them into their tensors while backward computes. Those tensors are ACT from the moment
+ * it will want next are known: the helper thread (prefetch.h; the same one that writes
+ * behind — the forward's writes are all finished before backward's reads are queued, so
+ * a second thread would have nothing to overlap) reads the next `prefetch` of them into
+ * their tensors while backward computes. Those tensors are ACT from the moment
  * their read is queued, so prefetching p records raises the peak by about p records.
  *
  * Integrity. Each record carries a header (size, dtype, shape, its sequence number) and
@@ -80,7 +97,7 @@
  * the process's own handler (by default the process dies), as it would without remat.
  *
  * Errors. A failure of the file is REMAT_EIO (the directory is missing or unwritable, the
- * disk is full, the file-size limit was reached, a write-back failed) or REMAT_ECORRUPT (a
+ * disk is full, the file-size limit was reached, a write was cut short, a write-back failed) or REMAT_ECORRUPT (a
  * record whose header or checksum does not match, or a file shorter than its records or
  * its mapping), with a message naming the cause and the tensor; reading a record back allocates, so it
  * can also meet the memory budget (REMAT_EOOM). A failed pack saves nothing and accounts
@@ -88,10 +105,10 @@
  * caller must then not apply the step (models/train.c redoes it without offload).
  *
  * What this is not: callable from several threads (the engine is single-threaded; the
- * helper thread only reads the file into tensors it is handed), or a cache of the same
- * tensor saved twice — two nodes saving one tensor get two records, because the hooks
- * hold no reference by which they could tell the same tensor from a new one at the same
- * address.
+ * helper thread only writes and reads the file from and into tensors it is handed), or a
+ * cache of the same tensor saved twice — two nodes saving one tensor get two records,
+ * because the hooks hold no lasting reference by which they could tell the same tensor
+ * from a new one at the same address.
  */
 #ifndef REMAT_OFFLOAD_H
 #define REMAT_OFFLOAD_H
@@ -111,6 +128,7 @@ typedef enum OffloadPolicy {
 #define OFFLOAD_LARGE_BYTES ((size_t)1 << 20)  /* default: what "large" means */
 #define OFFLOAD_GROW_BYTES ((size_t)64 << 20)  /* default: the file grows this much at a time */
 #define OFFLOAD_PREFETCH 2                     /* default: records read ahead in backward */
+#define OFFLOAD_WRITE_BEHIND 2                 /* default: records written behind the forward */
 
 /* How the bytes move between a tensor and the file (offload.c describes both). */
 typedef enum OffloadIo {
@@ -133,12 +151,16 @@ typedef struct OffloadOptions {
     int prefetch;           /* in backward, records a helper thread reads ahead of the one
                                being unpacked, into tensors allocated (ACT) when the read is
                                queued; 0: no thread, each record is read when unpacked */
+    int write_behind;       /* io syscalls: records the helper thread may still be writing
+                               while the forward goes on (each pack waits for the oldest
+                               beyond that); each keeps its tensor (ACT) until its write is
+                               seen finished. 0, or io mmap: pack writes before it returns */
     size_t grow_bytes;      /* the file grows by at least this much at a time (> 0) */
 } OffloadOptions;
 
 /* The defaults for `policy`: io by system calls, min_bytes OFFLOAD_MIN_BYTES, large_bytes
  * OFFLOAD_LARGE_BYTES, no tag prefix, the page cache kept, prefetch OFFLOAD_PREFETCH,
- * growth OFFLOAD_GROW_BYTES, the directory from $TMPDIR. */
+ * write-behind OFFLOAD_WRITE_BEHIND, growth OFFLOAD_GROW_BYTES, the directory from $TMPDIR. */
 OffloadOptions offload_defaults(OffloadPolicy policy);
 
 /* "all", "large", "boundary". */
@@ -165,16 +187,18 @@ void offload_free(Offload *off);
  * saves goes through them. REMAT_EINVAL if the stack is full. */
 RematStatus offload_push(Offload *off);
 
-/* Pops the hooks (they must be the top of the stack); with drop_cache, writes the
- * forward's records to disk and drops them from the page cache; with prefetch, starts
- * reading back the last records written, which backward wants first. REMAT_EIO if the
- * records could not be written to disk (they may be lost: do not run backward);
- * REMAT_EINVAL for a NULL offloader. The hooks are popped in every case but that one. */
+/* Pops the hooks (they must be the top of the stack); waits for the records still being
+ * written behind; with drop_cache, writes the forward's records to disk and drops them
+ * from the page cache; with prefetch, starts reading back the last records written, which
+ * backward wants first. REMAT_EIO if a record could not be written (the message names it,
+ * unless a pack already failed with it) or the records could not reach the disk: they may
+ * be lost, do not run backward; REMAT_EINVAL for a NULL offloader. The hooks are popped
+ * in every case but that one. */
 RematStatus offload_pop(Offload *off);
 
 /* What the offloader has done since it was created. */
 typedef struct OffloadStats {
-    size_t records_written; /* tensors spilled */
+    size_t records_written; /* tensors spilled (written behind: once their writes are seen done) */
     size_t bytes_written;   /* their bytes (what DISK was charged) */
     size_t kept;            /* saves kept in RAM: below min_bytes, not MEM_ACT, or not chosen */
     size_t records_read;    /* records read back by unpack */
@@ -183,7 +207,9 @@ typedef struct OffloadStats {
     size_t file_bytes;      /* the spill file's size (it grows, and is reused) */
     size_t failures;        /* packs, unpacks and pops that failed because of the spill file
                                (REMAT_EIO, REMAT_ECORRUPT; not the memory budget) */
-    double write_seconds;   /* time spent in pack writing records */
+    double write_seconds;   /* time the forward spent on writes: in pack (writing, or handing
+                               over and waiting for an older write) and in offload_pop
+                               waiting for the last ones */
     double read_seconds;    /* time spent in unpack reading them back */
 } OffloadStats;
 

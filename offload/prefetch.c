@@ -1,10 +1,10 @@
 /*
- * prefetch.c — the read-ahead thread and its queue (see prefetch.h).
+ * prefetch.c — the read-ahead and write-behind thread and its queue (see prefetch.h).
  *
- * One mutex guards the queue, the stop flag and every read's `done`; one condition
- * variable wakes the thread when a read is queued and the caller when a read is done.
+ * One mutex guards the queue, the stop flag and every request's `done`; one condition
+ * variable wakes the thread when a request is queued and the caller when one is done.
  */
-#define _DEFAULT_SOURCE /* preadv */
+#define _DEFAULT_SOURCE /* preadv, pwritev */
 
 #include "prefetch.h"
 
@@ -13,35 +13,44 @@
 #include <stdlib.h>
 #include <sys/uio.h>
 
+#include "crc32c.h"
+
 struct Prefetcher {
     int fd;
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t changed;
-    PrefetchRead *first, *last; /* the queue, oldest first */
+    PrefetchIo *first, *last; /* the queue, oldest first */
     bool stop;
 };
 
-/* The thread: take the oldest queued read, do it without the lock, mark it done. */
+/* Does one request; 0, an errno, or -1 for a short transfer. */
+static int transfer(int fd, PrefetchIo *io)
+{
+    if (io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
+    const struct iovec iov[2] = {{io->head, io->head_bytes}, {io->data, io->data_bytes}};
+    const ssize_t n = io->write ? pwritev(fd, iov, 2, io->offset) : preadv(fd, iov, 2, io->offset);
+    return n < 0 ? errno : (size_t)n != io->head_bytes + io->data_bytes ? -1 : 0;
+}
+
+/* The thread: take the oldest queued request, do it without the lock, mark it done. */
 static void *prefetch_thread(void *arg)
 {
     Prefetcher *p = arg;
     pthread_mutex_lock(&p->lock);
     for (;;) {
         while (!p->stop && !p->first) pthread_cond_wait(&p->changed, &p->lock);
-        if (!p->first) break; /* stopping, and nothing left to read */
-        PrefetchRead *read = p->first;
-        p->first = read->next;
+        if (!p->first) break; /* stopping, and nothing left to do */
+        PrefetchIo *io = p->first;
+        p->first = io->next;
         if (!p->first) p->last = NULL;
         pthread_mutex_unlock(&p->lock);
 
-        const struct iovec iov[2] = {{read->head, read->head_bytes}, {read->data, read->data_bytes}};
-        const ssize_t n = preadv(p->fd, iov, 2, read->offset);
-        const int error = n < 0 ? errno : (size_t)n != read->head_bytes + read->data_bytes ? -1 : 0;
+        const int error = transfer(p->fd, io);
 
         pthread_mutex_lock(&p->lock);
-        read->error = error;
-        read->done = true;
+        io->error = error;
+        io->done = true;
         pthread_cond_broadcast(&p->changed);
     }
     pthread_mutex_unlock(&p->lock);
@@ -52,7 +61,7 @@ Prefetcher *prefetch_create(int fd)
 {
     Prefetcher *p = calloc(1, sizeof *p);
     if (!p) {
-        remat_fail(REMAT_ENOMEM, "prefetch: no memory for the read-ahead thread's state");
+        remat_fail(REMAT_ENOMEM, "prefetch: no memory for the I/O thread's state");
         return NULL;
     }
     p->fd = fd;
@@ -63,7 +72,7 @@ Prefetcher *prefetch_create(int fd)
         pthread_cond_destroy(&p->changed);
         pthread_mutex_destroy(&p->lock);
         free(p);
-        remat_fail(REMAT_ENOMEM, "prefetch: cannot start the read-ahead thread (error %d)", err);
+        remat_fail(REMAT_ENOMEM, "prefetch: cannot start the I/O thread (error %d)", err);
         return NULL;
     }
     return p;
@@ -82,22 +91,22 @@ void prefetch_free(Prefetcher *p)
     free(p);
 }
 
-void prefetch_submit(Prefetcher *p, PrefetchRead *read)
+void prefetch_submit(Prefetcher *p, PrefetchIo *io)
 {
     pthread_mutex_lock(&p->lock);
-    read->done = false;
-    read->error = 0;
-    read->next = NULL;
-    if (p->last) p->last->next = read;
-    else p->first = read;
-    p->last = read;
+    io->done = false;
+    io->error = 0;
+    io->next = NULL;
+    if (p->last) p->last->next = io;
+    else p->first = io;
+    p->last = io;
     pthread_cond_broadcast(&p->changed);
     pthread_mutex_unlock(&p->lock);
 }
 
-void prefetch_wait(Prefetcher *p, PrefetchRead *read)
+void prefetch_wait(Prefetcher *p, PrefetchIo *io)
 {
     pthread_mutex_lock(&p->lock);
-    while (!read->done) pthread_cond_wait(&p->changed, &p->lock);
+    while (!io->done) pthread_cond_wait(&p->changed, &p->lock);
     pthread_mutex_unlock(&p->lock);
 }

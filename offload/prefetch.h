@@ -1,10 +1,14 @@
 /*
- * prefetch.h — a helper thread that reads parts of a file into memory ahead of need.
+ * prefetch.h — a helper thread that reads parts of a file into memory ahead of need, and
+ * writes parts of memory to the file behind the caller's back.
  *
- * What it is: one thread and a queue. The caller fills a PrefetchRead (where in the file,
- * into which buffers), submits it, goes on computing, and later waits for it; the thread
- * does the preadv meanwhile, so a read from the disk overlaps the caller's work. Offload
- * uses it in backward to read the records it will unpack next (offload.c).
+ * What it is: one thread and a queue. The caller fills a PrefetchIo (read or write, where
+ * in the file, which buffers), submits it, goes on computing, and later waits for it; the
+ * thread does the preadv or pwritev meanwhile, so the disk's work overlaps the caller's.
+ * Offload uses it in backward to read the records it will unpack next, and in the
+ * forward to write the records it has just packed (offload.c). Requests are done one at
+ * a time in the order they were submitted, so a read queued after a write of the same
+ * bytes reads what was written.
  *
  * Why a thread rather than posix_fadvise(POSIX_FADV_WILLNEED), which asks the kernel to
  * read ahead with no thread at all: WILLNEED only starts the disk reads, and the copy out
@@ -17,46 +21,53 @@
  * tensor before anyone asks for it.
  *
  * Contract: between prefetch_submit and prefetch_wait the caller must not touch the
- * PrefetchRead nor its buffers (the thread writes them); after prefetch_wait it owns them
- * again. Every submitted read must be waited for before prefetch_free. The file
- * descriptor must stay open while reads are queued. Calls come from one thread.
+ * PrefetchIo nor its buffers (the thread reads or writes them); after prefetch_wait it
+ * owns them again. Every submitted request must be waited for before prefetch_free. The file
+ * descriptor must stay open while requests are queued. Calls come from one thread.
  *
- * What it is not: a general thread pool, or a cache: it reads what it is told, in order.
+ * What it is not: a general thread pool, or a cache: it reads and writes what it is told,
+ * in order.
  */
 #ifndef REMAT_PREFETCH_H
 #define REMAT_PREFETCH_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "tensor/error.h"
 
-/* One read of head_bytes + data_bytes at `offset` into two buffers (as preadv). */
-typedef struct PrefetchRead {
+/* One read (as preadv) or write (as pwritev) of head_bytes + data_bytes at `offset`, from
+ * or into two buffers. A write with `crc` set first stores the CRC-32C of the data there
+ * (crc may point into `head`, which is written after it is stored): the checksum is then
+ * computed on the thread too, off the caller's path. */
+typedef struct PrefetchIo {
+    bool write;
     void *head;
     size_t head_bytes;
     void *data;
     size_t data_bytes;
     off_t offset;
-    int error;                 /* after prefetch_wait: 0, an errno, or -1 for a short read */
+    uint32_t *crc;             /* write only: where to store the data's CRC-32C, or NULL */
+    int error;                 /* after prefetch_wait: 0, an errno, or -1 for a short transfer */
     bool done;                 /* the thread's; read it only through prefetch_wait */
-    struct PrefetchRead *next; /* the queue's */
-} PrefetchRead;
+    struct PrefetchIo *next;   /* the queue's */
+} PrefetchIo;
 
 typedef struct Prefetcher Prefetcher;
 
-/* Starts a thread that reads from `fd`. The caller owns the result and frees it with
- * prefetch_free. NULL with REMAT_ENOMEM if the thread or its state cannot be made. */
+/* Starts a thread that reads from and writes to `fd`. The caller owns the result and
+ * frees it with prefetch_free. NULL with REMAT_ENOMEM if the thread or its state cannot be made. */
 Prefetcher *prefetch_create(int fd);
 
-/* Stops and joins the thread. NULL is a no-op. No read may still be queued. */
+/* Stops and joins the thread. NULL is a no-op. No request may still be queued. */
 void prefetch_free(Prefetcher *p);
 
-/* Queues `read` (its offset and buffers filled in by the caller); returns at once. */
-void prefetch_submit(Prefetcher *p, PrefetchRead *read);
+/* Queues `io` (its direction, offset and buffers filled in by the caller); returns at once. */
+void prefetch_submit(Prefetcher *p, PrefetchIo *io);
 
-/* Blocks until `read`, submitted earlier, is done; then read->error says how it went. */
-void prefetch_wait(Prefetcher *p, PrefetchRead *read);
+/* Blocks until `io`, submitted earlier, is done; then io->error says how it went. */
+void prefetch_wait(Prefetcher *p, PrefetchIo *io);
 
 #endif /* REMAT_PREFETCH_H */

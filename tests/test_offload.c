@@ -131,7 +131,8 @@ static RematStatus train(const Trainee *t, const Strategy *s, const OffloadOptio
 }
 
 /* Every strategy, each with offload all and boundary, through both ways of moving bytes,
- * with and without the page cache, against none without offload. */
+ * with and without the page cache, written behind the forward (the default) or in it,
+ * against none without offload. */
 static void check_offload_with_every_strategy(const Trainee *t)
 {
     Outcome reference = {0};
@@ -145,10 +146,11 @@ static void check_offload_with_every_strategy(const Trainee *t)
         {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_DOTS_SAVEABLE, .preserve_rng = true},
         {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_NOTHING_SAVEABLE, .preserve_rng = true},
     };
-    const struct { OffloadPolicy policy; OffloadIo io; bool drop_cache; } variants[] = {
-        {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, false}, {OFFLOAD_BOUNDARY, OFFLOAD_IO_SYSCALLS, false},
-        {OFFLOAD_ALL, OFFLOAD_IO_MMAP, false}, {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, true},
-        {OFFLOAD_ALL, OFFLOAD_IO_MMAP, true},
+    enum { BEHIND = OFFLOAD_WRITE_BEHIND };
+    const struct { OffloadPolicy policy; OffloadIo io; bool drop_cache; int write_behind; } variants[] = {
+        {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, false, BEHIND}, {OFFLOAD_BOUNDARY, OFFLOAD_IO_SYSCALLS, false, BEHIND},
+        {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, false, 0}, {OFFLOAD_ALL, OFFLOAD_IO_MMAP, false, BEHIND},
+        {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, true, BEHIND}, {OFFLOAD_ALL, OFFLOAD_IO_MMAP, true, BEHIND},
     };
     for (size_t i = 0; i < sizeof strategies / sizeof strategies[0]; i++) {
         for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
@@ -157,12 +159,14 @@ static void check_offload_with_every_strategy(const Trainee *t)
             OffloadOptions oo = everything(variants[v].policy);
             oo.io = variants[v].io;
             oo.drop_cache = variants[v].drop_cache;
+            oo.write_behind = variants[v].write_behind;
             Outcome o = {0};
             OffloadStats stats;
             char what[128];
-            snprintf(what, sizeof what, "%s, %s%s%s, offload %s by %s%s", t->kind, strategy_name(s->kind),
+            snprintf(what, sizeof what, "%s, %s%s%s, offload %s by %s%s%s", t->kind, strategy_name(s->kind),
                      s->policy ? " " : "", s->policy ? s->policy->name : "", offload_policy_name(oo.policy),
-                     oo.io == OFFLOAD_IO_MMAP ? "mmap" : "syscalls", oo.drop_cache ? ", no page cache" : "");
+                     oo.io == OFFLOAD_IO_MMAP ? "mmap" : "syscalls", oo.write_behind ? "" : ", in the forward",
+                     oo.drop_cache ? ", no page cache" : "");
             assert_int_equal(train(t, s, &oo, &o, &stats), REMAT_OK);
             assert_same_outcome(&reference, &o, what);
             assert_true(stats.records_written > 0);
@@ -533,6 +537,129 @@ static void test_offload_all_keeps_one_block_of_the_chain_whatever_its_depth(voi
     }
 }
 
+/* What the ledger shows around the end of the forward of the N-block chain, offload all,
+ * written `behind` records behind (in units of a, and bytes over them). */
+typedef struct BehindMeasure {
+    size_t peak_act_forward; /* peak ACT during the forward */
+    size_t act_before_pop, disk_before_pop;
+    size_t act_after_pop, disk_after_pop;
+    size_t peak_act;         /* of the whole step */
+} BehindMeasure;
+
+static BehindMeasure measure_behind(int N, int behind)
+{
+    Chain c = chain_create(N, CHAIN_W, CHAIN_B);
+    OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+    o.dir = spill_dir;
+    o.prefetch = 0;
+    o.write_behind = behind;
+    Offload *off = offload_create(&o);
+    assert_non_null(off);
+    TrainCtx ctx = {.training = true};
+    mem_reset_peaks();
+    assert_int_equal(offload_push(off), REMAT_OK);
+    Var *loss = model_loss_planned(c.model, NULL, c.x, c.y, &ctx);
+    assert_non_null(loss);
+    BehindMeasure m = {.peak_act_forward = mem_peak(MEM_ACT), .act_before_pop = mem_current(MEM_ACT),
+                       .disk_before_pop = mem_current(MEM_DISK)};
+    assert_int_equal(offload_pop(off), REMAT_OK);
+    m.act_after_pop = mem_current(MEM_ACT);
+    m.disk_after_pop = mem_current(MEM_DISK);
+    assert_int_equal(backward(loss), REMAT_OK);
+    m.peak_act = mem_peak(MEM_ACT);
+    var_free(loss);
+    tape_reset(tape_current());
+    assert_int_equal(mem_current(MEM_DISK), 0);
+    offload_free(off);
+    chain_free(&c);
+    return m;
+}
+
+/* Writing w records behind, a record's tensor stays in RAM (ACT) until a later pack or
+ * offload_pop sees its write finished, and only then is DISK charged: at most w records
+ * are in flight, whatever the thread's speed, so the figures are exact. In units of a:
+ *
+ *   forward peak   5 + max(0, w − 1)   5 written in the forward (the batch, 2, and a block's
+ *                                      linear at work: its input, its output and the relu's
+ *                                      output); of the w records in flight the newest is
+ *                                      one the running op still holds, the w − 1 others
+ *                                      are kept only for their writes.
+ *   before pop     2 + max(0, w − 1)   the batch, and the tensors of the w − 1 records in
+ *                  DISK 2N + 2 − w     flight after the targets (which the caller holds).
+ *   after pop      2, DISK 2N + 2      offload_pop waits for every write: as if written in
+ *                                      the forward.
+ *   step peak      max(6, 4 + w)       backward's 6 (+ 8 B: the test above), or the forward's.
+ */
+static void test_writing_behind_moves_the_ledger_at_fixed_points(void **state)
+{
+    (void)state;
+    enum { N = 16 };
+    const size_t a = CHAIN_A;
+    printf("  chain N=%d, offload all: ACT (DISK) in units of a (+ 4 or 8 B ACT)\n"
+           "  behind  forward peak  before pop    after pop   step peak\n", N);
+    for (size_t w = 0; w <= 4; w++) {
+        const BehindMeasure m = measure_behind(N, (int)w);
+        printf("  %6zu %12zu %7zu (%3zu) %6zu (%3zu) %6zu\n", w, m.peak_act_forward / a, m.act_before_pop / a,
+               m.disk_before_pop / a, m.act_after_pop / a, m.disk_after_pop / a, m.peak_act / a);
+        const size_t extra = w > 0 ? w - 1 : 0;
+        assert_int_equal(m.peak_act_forward, (5 + extra) * a);
+        assert_int_equal(m.act_before_pop, (2 + extra) * a + 4); /* + the loss; its seed gradient comes in backward */
+        assert_int_equal(m.disk_before_pop, (2 * N + 2 - w) * a);
+        assert_int_equal(m.act_after_pop, 2 * a + 4);
+        assert_int_equal(m.disk_after_pop, (2 * N + 2) * a);
+        assert_int_equal(m.peak_act, 4 + w > 6 ? (4 + w) * a : 6 * a + 8); /* the forward's has no loss yet */
+    }
+}
+
+/* The gradients of one forward and backward of a fresh 4-block chain (MEM_WORK copies),
+ * offloading as `oo` says (NULL: in RAM); with `pop_after`, the hooks stay pushed through
+ * backward, so its first unpacks meet records still being written behind. */
+static void chain_gradients(const OffloadOptions *oo, bool pop_after, Tensor **grads, int *n)
+{
+    Chain c = chain_create(4, CHAIN_W, CHAIN_B);
+    Offload *off = oo ? offload_create(oo) : NULL;
+    assert_true(!oo || off);
+    TrainCtx ctx = {.training = true};
+    assert_int_equal(!off || offload_push(off) == REMAT_OK, 1);
+    Var *loss = model_loss_planned(c.model, NULL, c.x, c.y, &ctx);
+    assert_non_null(loss);
+    if (off && !pop_after) assert_int_equal(offload_pop(off), REMAT_OK);
+    if (off && pop_after) /* the last write_behind of the 2·4 + 2 records are in flight */
+        assert_int_equal(mem_current(MEM_DISK), (size_t)(10 - oo->write_behind) * CHAIN_A);
+    assert_int_equal(backward(loss), REMAT_OK);
+    if (off && pop_after) assert_int_equal(offload_pop(off), REMAT_OK);
+    if (off) assert_int_equal(offload_stats(off).records_read, offload_stats(off).records_written);
+    *n = c.model->n_params;
+    for (int i = 0; i < *n; i++) grads[i] = tensor_clone(c.model->params[i].var->grad, MEM_WORK);
+    var_free(loss);
+    tape_reset(tape_current());
+    offload_free(off);
+    chain_free(&c);
+}
+
+/* An unpack of a record still being written waits for its write, then reads it back: the
+ * gradients are those of the run in RAM, bit for bit. */
+static void test_an_unpack_waits_for_a_record_still_being_written(void **state)
+{
+    (void)state;
+    Tensor *in_ram[FIXTURE_MAX_PARAMS], *spilled[FIXTURE_MAX_PARAMS];
+    int n, m;
+    chain_gradients(NULL, false, in_ram, &n);
+    for (int prefetch = 0; prefetch <= OFFLOAD_PREFETCH; prefetch += OFFLOAD_PREFETCH) {
+        OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+        o.dir = spill_dir;
+        o.write_behind = 4; /* the last 4 records are in flight when backward starts */
+        o.prefetch = prefetch;
+        chain_gradients(&o, true, spilled, &m);
+        assert_int_equal(m, n);
+        for (int i = 0; i < n; i++) {
+            assert_memory_equal(spilled[i]->data, in_ram[i]->data, in_ram[i]->bytes);
+            tensor_free(spilled[i]);
+        }
+    }
+    for (int i = 0; i < n; i++) tensor_free(in_ram[i]);
+}
+
 /* ---- the process's resident memory ------------------------------------------------------ */
 
 /* The process's resident set in bytes, as the kernel counts it (/proc/self/statm). */
@@ -658,18 +785,19 @@ static void test_a_missing_or_unwritable_directory_is_a_clear_error(void **state
 /* A file-size limit of 1 MiB, far below the spill file's first growth (64 MiB), stands in
  * for a full disk: the growth fails with EFBIG, as it would with ENOSPC. The kernel also
  * sends SIGXFSZ, which would kill the process: it is ignored while the limit holds.
- * disk_full_end puts both back. */
+ * disk_full_end puts both back. A write that starts past the limit fails with EFBIG even
+ * inside a file already grown, and one that crosses it is cut short at the limit. */
 typedef struct DiskFull {
     struct rlimit before;
     void (*previous)(int);
 } DiskFull;
 
-static DiskFull disk_full_begin(void)
+static DiskFull disk_full_begin(size_t limit)
 {
     DiskFull d;
     assert_int_equal(getrlimit(RLIMIT_FSIZE, &d.before), 0);
     struct rlimit small = d.before;
-    small.rlim_cur = 1 << 20;
+    small.rlim_cur = limit;
     d.previous = signal(SIGXFSZ, SIG_IGN);
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
     return d;
@@ -679,6 +807,27 @@ static void disk_full_end(const DiskFull *d)
 {
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &d->before), 0);
     signal(SIGXFSZ, d->previous);
+}
+
+/* After a step that failed saying `who` and `says`: one failure counted, `written` records
+ * written in all, nothing on disk, parameters and optimizer state as they were. Then the
+ * step is redone on the same batch (from `data_before`) offloading to `redo` (NULL: in
+ * RAM, as train does), and ends where `reference`, a run that never failed, does. */
+static void assert_failed_and_redone(Learner *t, Learner *reference, const Offload *off, Pcg32 data_before,
+                                     const char *who, const char *says, size_t written, Offload *redo)
+{
+    printf("  %s\n", remat_last_error());
+    assert_non_null(strstr(remat_last_error(), who));
+    assert_non_null(strstr(remat_last_error(), says));
+    assert_int_equal(offload_stats(off).failures, 1);
+    assert_int_equal(offload_stats(off).records_written, written);
+    assert_int_equal(offload_stats(off).live_records, 0);
+    assert_int_equal(mem_current(MEM_DISK), 0);
+    learner_assert_untouched(t);
+    t->data = data_before;
+    learner_step(t, redo, REMAT_OK);
+    learner_step(reference, NULL, REMAT_OK);
+    assert_same_parameters(t, reference);
 }
 
 static void test_a_full_disk_fails_the_forward_and_leaves_the_state_intact(void **state)
@@ -693,25 +842,13 @@ static void test_a_full_disk_fails_the_forward_and_leaves_the_state_intact(void 
     Offload *off = offload_create(&o);
     assert_non_null(off);
 
-    DiskFull full = disk_full_begin();
+    DiskFull full = disk_full_begin(1 << 20);
     Pcg32 data_before = t.data;
     learner_step(&t, off, REMAT_EIO);
     disk_full_end(&full);
 
-    printf("  %s\n", remat_last_error());
-    assert_non_null(strstr(remat_last_error(), "saved tensor 0 of linear #0 (h.0.mlp.fc)"));
-    assert_non_null(strstr(remat_last_error(), "the file-size limit, ulimit -f, was reached"));
-    assert_int_equal(offload_stats(off).failures, 1);
-    assert_int_equal(offload_stats(off).records_written, 0);
-    assert_int_equal(mem_current(MEM_DISK), 0);
-    learner_assert_untouched(&t);
-
-    /* The run continues without offload, redoing the step on the same batch, and ends
-     * where a run that never failed does. */
-    t.data = data_before;
-    learner_step(&t, NULL, REMAT_OK);
-    learner_step(&reference, NULL, REMAT_OK);
-    assert_same_parameters(&t, &reference);
+    assert_failed_and_redone(&t, &reference, off, data_before, "saved tensor 0 of linear #0 (h.0.mlp.fc)",
+                             "the file-size limit, ulimit -f, was reached", 0, NULL);
     offload_free(off);
     learner_free(&t);
     learner_free(&reference);
@@ -782,6 +919,65 @@ static void test_a_damaged_record_is_caught_when_it_is_read_back(void **state)
     }
 }
 
+/* A forward and backward with offload, on a batch of its own and without an optimizer
+ * step, so nothing the snapshot holds changes: they grow the spill file (and map it). */
+static void learner_warm_up(Learner *t, Offload *off)
+{
+    Pcg32 warm_up = t->data;
+    Var *x, *y;
+    assert_int_equal(mlp_task_batch(t->teacher, &warm_up, CHAIN_B, &x, &y), REMAT_OK);
+    const Step warm = {.model = t->model, .offload = off}; /* no optimizer: nothing is updated */
+    StepResult result;
+    assert_int_equal(step_run(&warm, x, y, &t->ctx, NULL, &result), REMAT_OK);
+    var_free(x);
+    var_free(y);
+    assert_true(offload_stats(off).file_bytes > 0);
+}
+
+/* A write behind the forward that fails — cut short, or refused by the file-size limit —
+ * fails the step at the next pack or at offload_pop, with the error a write in the
+ * forward would have given, leaves parameters and optimizer state as they were, and lets
+ * the step be redone, offloading again. Records are 64 KiB + a 64-byte
+ * header, 17 pages each; with 2 written behind, record 3's failure is seen by the pack of
+ * record 5, and record 9's (the targets, the last) by offload_pop. */
+static void test_a_failed_write_behind_fails_the_step_and_loses_nothing(void **state)
+{
+    (void)state;
+    const size_t span = (CHAIN_A + 64 + 4095) / 4096 * 4096;
+    /* written: records written in all (the warm-up's 10 and this step's): record 3's
+     * failure stops the forward at record 5, whose pack fails before handing it over;
+     * record 4, past the limit, fails too, and only the first failure is reported (one
+     * failure counted). Record 9's failure leaves the 9 before it written. */
+    const struct { size_t limit; const char *who, *says; size_t written; } cases[] = {
+        {3 * span + 4096, "saved tensor 0 of relu #4 (h.1.mlp.relu)", "short write", 10 + 3},
+        {9 * span, "saved tensor 1 of mse #12 (loss)", "File too large (the file-size limit, ulimit -f, was reached)",
+         10 + 9},
+    };
+    for (int c = 0; c < 2; c++) {
+        Learner t, reference;
+        learner_create(&t);
+        learner_create(&reference);
+        OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+        o.dir = spill_dir;
+        assert_int_equal(o.write_behind, 2);
+        Offload *off = offload_create(&o);
+        assert_non_null(off);
+        learner_warm_up(&t, off);
+        learner_snapshot(&t);
+
+        DiskFull full = disk_full_begin(cases[c].limit);
+        const Pcg32 data_before = t.data;
+        learner_step(&t, off, REMAT_EIO);
+        disk_full_end(&full);
+        /* Redone with offload: the next step spills again. */
+        assert_failed_and_redone(&t, &reference, off, data_before, cases[c].who, cases[c].says, cases[c].written,
+                                 off);
+        offload_free(off);
+        learner_free(&t);
+        learner_free(&reference);
+    }
+}
+
 /* Issue 16: with io mmap, truncating the spill file under the running process killed it
  * with SIGBUS in the middle of a write; it must fail the step as cleanly as the pwritev
  * path does, leave the training state as it was, and let the next step offload again. */
@@ -796,33 +992,15 @@ static void test_a_spill_file_truncated_under_the_mapping_fails_the_step_cleanly
     Offload *off = offload_create(&o);
     assert_non_null(off);
     learner_snapshot(&t);
-    /* A forward and backward with offload, on a batch of its own and without an optimizer
-     * step, grow and map the file. */
-    Pcg32 warm_up = t.data;
-    Var *x, *y;
-    assert_int_equal(mlp_task_batch(t.teacher, &warm_up, CHAIN_B, &x, &y), REMAT_OK);
-    const Step warm = {.model = t.model, .offload = off}; /* no optimizer: nothing is updated */
-    StepResult result;
-    assert_int_equal(step_run(&warm, x, y, &t.ctx, NULL, &result), REMAT_OK);
-    var_free(x);
-    var_free(y);
-    assert_true(offload_stats(off).file_bytes > 0);
+    learner_warm_up(&t, off);
 
     assert_int_equal(ftruncate(offload_debug_fd(off), 0), 0);
     const Pcg32 data_before = t.data;
     learner_step(&t, off, REMAT_ECORRUPT);
-    printf("  %s\n", remat_last_error());
-    assert_non_null(strstr(remat_last_error(), "cannot write saved tensor 0 of linear #0 (h.0.mlp.fc)"));
-    assert_non_null(strstr(remat_last_error(), "the file was truncated"));
-    assert_int_equal(offload_stats(off).failures, 1);
-    assert_int_equal(mem_current(MEM_DISK), 0);
-    learner_assert_untouched(&t);
-
-    /* The next step grows and maps the file again, and ends where a run in RAM does. */
-    t.data = data_before;
-    learner_step(&t, off, REMAT_OK);
-    learner_step(&reference, NULL, REMAT_OK);
-    assert_same_parameters(&t, &reference);
+    /* The next step grows and maps the file again, and ends where a run in RAM does. The
+     * warm-up wrote 2N + 2 records, the failed step none. */
+    assert_failed_and_redone(&t, &reference, off, data_before, "cannot write saved tensor 0 of linear #0 (h.0.mlp.fc)",
+                             "the file was truncated", 2 * LEARNER_N + 2, off);
     offload_free(off);
     learner_free(&t);
     learner_free(&reference);
@@ -935,7 +1113,7 @@ static void test_train_redoes_a_failed_step_without_offload(void **state)
     FILE *out = open_memstream(&printed, &printed_size);
     assert_non_null(out);
     TrainOptions spilled = offload_run_options(&(OffloadPolicy){OFFLOAD_ALL}, spill_dir);
-    DiskFull full = disk_full_begin();
+    DiskFull full = disk_full_begin(1 << 20);
     RematStatus status = train_run(&spilled, &fell_back, out);
     disk_full_end(&full);
     fclose(out);
@@ -975,9 +1153,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_each_policy_spills_what_it_promises, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_the_spill_file_is_reused_and_every_record_is_prefetched, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_offload_all_keeps_one_block_of_the_chain_whatever_its_depth, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_writing_behind_moves_the_ledger_at_fixed_points, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_an_unpack_waits_for_a_record_still_being_written, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_offload_really_lowers_the_resident_set, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_a_missing_or_unwritable_directory_is_a_clear_error, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_a_full_disk_fails_the_forward_and_leaves_the_state_intact, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_a_failed_write_behind_fails_the_step_and_loses_nothing, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_a_damaged_record_is_caught_when_it_is_read_back, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_a_spill_file_truncated_under_the_mapping_fails_the_step_cleanly, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_an_empty_directory_path_is_refused, fixture_clean_state, fixture_clean_state),
