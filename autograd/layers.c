@@ -28,8 +28,13 @@ Var *dropout_apply(Var *x, float p, TrainCtx *ctx, uint32_t instance, const char
     const bool training = ctx && ctx->training;
     if (!training || ctx->dropout_rng == DROPOUT_RNG_STREAM)
         return op_dropout(x, p, ctx ? &ctx->rng : NULL, training, tag);
-    const CounterKey key = {.seed = ctx->seed, .step = ctx->step, .micro_batch = ctx->micro_batch, .op = instance};
+    const CounterKey key = dropout_counter_key(ctx, instance);
     return op_dropout_counter(x, p, &key, training, tag);
+}
+
+CounterKey dropout_counter_key(const TrainCtx *ctx, uint32_t instance)
+{
+    return (CounterKey){.seed = ctx->seed, .step = ctx->step, .micro_batch = ctx->micro_batch, .op = instance};
 }
 
 RematStatus attention_kind_parse(const char *name, AttentionKind *out)

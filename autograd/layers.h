@@ -13,6 +13,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/optim.h"
+#include "tensor/counter_rng.h"
 #include "tensor/rng.h"
 
 #define LAYER_MAX_PARAMS 16
@@ -49,6 +50,10 @@ const char *dropout_rng_name(DropoutRng rng);
  * first forward and in any replay — and differ between sites: a model numbers its sites
  * from its structure (models/gpt.h says how the GPT does). */
 Var *dropout_apply(Var *x, float p, TrainCtx *ctx, uint32_t instance, const char *tag);
+
+/* The counter-based generator's key for op instance `instance` in the step ctx runs:
+ * (ctx->seed, ctx->step, ctx->micro_batch, instance). */
+CounterKey dropout_counter_key(const TrainCtx *ctx, uint32_t instance);
 
 typedef struct Layer Layer;
 typedef Var *(*LayerForwardFn)(Layer *layer, Var *x, TrainCtx *ctx);

@@ -93,8 +93,7 @@ static Var *attention_fused(const GptBlock *b, Var *q, Var *k, Var *v, TrainCtx 
                    "need not be stored; this run draws from the stream (use --dropout-rng counter, or dropout 0)",
                    b->base.name);
     } else {
-        const CounterKey key = dropping ? (CounterKey){.seed = ctx->seed, .step = ctx->step, .micro_batch = ctx->micro_batch,
-                                                       .op = GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN)}
+        const CounterKey key = dropping ? dropout_counter_key(ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN))
                                         : (CounterKey){0};
         y = op_attention_fused(q, k, v, dropping ? b->dropout : 0.0f, dropping ? &key : NULL, "attn.fused");
     }
