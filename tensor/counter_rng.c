@@ -5,6 +5,8 @@
  */
 #include "tensor/counter_rng.h"
 
+#include <math.h>
+
 #include <Random123/philox.h>
 
 void counter_rng_block(const CounterKey *key, uint32_t block, uint32_t words[4])
@@ -29,14 +31,52 @@ float counter_rng_float(const CounterKey *key, uint64_t index)
     return word_to_float(words[index & 3]);
 }
 
+/* The keep decision in whole numbers. A word's float is m·2^-24 with m = word >> 8, and
+ * m·2^-24 >= p exactly when m >= p·2^24 (scaling by a power of two is exact in float),
+ * that is when m >= ceil(p·2^24): the same decision as word_to_float(word) >= p, bit for
+ * bit, made with one integer compare. p <= 0 keeps every element; p >= 1, or NaN, none
+ * (m is below 2^24). */
+static uint32_t keep_threshold(float p)
+{
+    if (p <= 0.0f) return 0;
+    if (!(p < 1.0f)) return (uint32_t)1 << 24;
+    return (uint32_t)ceilf(p * 0x1.0p24f);
+}
+
+/* keep[4j + w] for the whole Philox blocks first_block .. first_block + blocks − 1. The
+ * blocks are independent and the loop is straight-line once philox4x32_R(10, ...) is
+ * inlined, so gcc -O3 vectorises it across blocks (eight at once with AVX2: the 32-bit
+ * multiplies become vpmuludq); measured about 3 times faster per element than one block
+ * at a time through counter_rng_block. */
+static void keep_whole_blocks(uint8_t *restrict keep, const CounterKey *key, uint32_t first_block, size_t blocks,
+                              uint32_t threshold)
+{
+    const philox4x32_key_t k = {{(uint32_t)key->seed, (uint32_t)(key->seed >> 32)}};
+    const uint32_t op = key->op, micro_batch = key->micro_batch, step = (uint32_t)key->step;
+    for (size_t j = 0; j < blocks; j++) {
+        const philox4x32_ctr_t c = {{first_block + (uint32_t)j, op, micro_batch, step}};
+        const philox4x32_ctr_t r = philox4x32_R(10, c, k);
+        for (int w = 0; w < 4; w++) keep[4 * j + w] = (r.v[w] >> 8) >= threshold;
+    }
+}
+
 void counter_rng_keep(uint8_t *keep, const CounterKey *key, uint64_t first, size_t n, float p)
 {
+    const uint32_t threshold = keep_threshold(p);
     uint32_t words[4];
     size_t i = 0;
-    while (i < n) {
-        const uint64_t index = first + i;
-        counter_rng_block(key, (uint32_t)(index >> 2), words);
-        for (unsigned w = (unsigned)(index & 3); w < 4 && i < n; w++, i++) keep[i] = word_to_float(words[w]) >= p;
+    /* A first partial block, up to the next multiple of 4. */
+    for (; i < n && (first + i) % 4 != 0; i++) {
+        counter_rng_block(key, (uint32_t)((first + i) >> 2), words);
+        keep[i] = (words[(first + i) & 3] >> 8) >= threshold;
+    }
+    const size_t whole = (n - i) / 4;
+    keep_whole_blocks(keep + i, key, (uint32_t)((first + i) >> 2), whole, threshold);
+    i += 4 * whole;
+    /* A last partial block. */
+    if (i < n) {
+        counter_rng_block(key, (uint32_t)((first + i) >> 2), words);
+        for (unsigned w = 0; i < n; w++, i++) keep[i] = (words[w] >> 8) >= threshold;
     }
 }
 

@@ -81,18 +81,24 @@ static void test_draw_is_the_named_word_of_its_block(void **state)
     }
 }
 
-/* Keep decisions from any first element, over any length, equal one draw at a time. */
+/* Keep decisions from any first element, over any length, equal one draw at a time
+ * compared as a float: for drop probabilities on the 2^-24 grid and off it, at the ends
+ * of [0, 1], and NaN (which keeps nothing, as the float compare does). */
 static void test_keep_from_any_start_matches_single_draws(void **state)
 {
     (void)state;
     enum { N = 37 };
+    const float ps[] = {0.3f, 0.25f, 0.1f, 0.0f, 0x1.0p-24f, 0x1.8p-25f, 0.5f + 0x1.0p-25f, 1.0f - 0x1.0p-24f, 1.0f, NAN};
     uint8_t keep[N];
-    for (uint64_t first = 0; first < 9; first++) {
-        for (size_t n = 0; n <= N; n += 3) {
-            memset(keep, 0xcc, sizeof keep);
-            counter_rng_keep(keep, &KEY, first, n, 0.3f);
-            for (size_t i = 0; i < n; i++) assert_int_equal(keep[i], counter_rng_float(&KEY, first + i) >= 0.3f);
-            for (size_t i = n; i < N; i++) assert_int_equal(keep[i], 0xcc); /* nothing past n */
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+        for (uint64_t first = 0; first < 9; first++) {
+            for (size_t n = 0; n <= N; n += 3) {
+                memset(keep, 0xcc, sizeof keep);
+                counter_rng_keep(keep, &KEY, first, n, ps[k]);
+                for (size_t i = 0; i < n; i++)
+                    assert_int_equal(keep[i], counter_rng_float(&KEY, first + i) >= ps[k]);
+                for (size_t i = n; i < N; i++) assert_int_equal(keep[i], 0xcc); /* nothing past n */
+            }
         }
     }
 }
