@@ -644,6 +644,8 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
     if (report->steps_run) {
         qsort(times, (size_t)report->steps_run, sizeof *times, compare_doubles);
         report->median_step_seconds = times[report->steps_run / 2];
+        report->fastest_step_seconds = times[0];
+        report->slowest_step_seconds = times[report->steps_run - 1];
     }
     report_ledgers(out, opt, report);
     if (status == REMAT_OK && run->zero) status = report_data_parallel(run, report, out);

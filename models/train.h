@@ -69,7 +69,8 @@ typedef struct TrainReport {
     float *losses;         /* steps_run training losses (owned; free with train_report_free) */
     float first_val_loss;  /* validation loss before the first step run (NaN if not measured) */
     float last_val_loss;   /* validation loss after the last */
-    double median_step_seconds;
+    double median_step_seconds;  /* of the steps run (the upper median for an even count) */
+    double fastest_step_seconds, slowest_step_seconds; /* their spread */
     /* The process as the operating system counts it, from before the model was built to
      * the end of the steps (tensor/memory.h), beside the ledger's resident peak over the
      * steps. */

@@ -113,9 +113,9 @@ void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
         fprintf(out, "    %-12s %10.3f GFLOP\n", phase_name((Phase)p), (double)flops_get((Phase)p) / r->steps_run * 1e-9);
     const double per_step = (double)flops_total() / r->steps_run;
     const int tokens = o->batch * (gpt ? o->seq : 1);
-    fprintf(out, "\n  median step %.2f ms: %.1f GFLOP/s, %.0f %s/s\n", 1e3 * r->median_step_seconds,
-            per_step / r->median_step_seconds * 1e-9, tokens / r->median_step_seconds,
-            gpt ? "tokens" : "examples");
+    fprintf(out, "\n  median step %.2f ms (fastest %.2f, slowest %.2f, of %d steps): %.1f GFLOP/s, %.0f %s/s\n",
+            1e3 * r->median_step_seconds, 1e3 * r->fastest_step_seconds, 1e3 * r->slowest_step_seconds, r->steps_run,
+            per_step / r->median_step_seconds * 1e-9, tokens / r->median_step_seconds, gpt ? "tokens" : "examples");
 }
 
 RankFigures rank_figures(void)
