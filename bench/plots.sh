@@ -14,7 +14,8 @@
 #   placement.png   memory saved and overheads of checkpoint placements on 1 and 2 threads
 #                   (bench_placement)
 #   selective.png   activation bytes per layer and overheads of the selective policies per
-#                   sequence length, naive attention and stream dropout (bench_selective)
+#                   sequence length, naive attention and stream dropout, and what naive and
+#                   fused attention with stream and counter-based masks keep (bench_selective)
 #   planner.png     recompute FLOPs against the memory budget for the exact DP, Chen's
 #                   search and Revolve (on the uniform chains, down to budgets below the
 #                   DP's smallest), with none, full and sqrt as points: the MLP chain, the
@@ -175,8 +176,13 @@ csv "$results/bench_placement.csv" '
     t = $(c["threads"])
     if (t == 1) { saved[p] = 100 * $(c["act_saved_fraction"]); flop[p] = 100 * $(c["flop_overhead"]) }
     time[p, t] = 100 * ($(c["time_overhead"]) - 1)
+    lo[p, t] = 100 * ($(c["time_overhead_lo"]) - 1); hi[p, t] = 100 * ($(c["time_overhead_hi"]) - 1)
+    rounds = $(c["samples"])
   }
-  END { for (i = 1; i <= n; i++) { p = order[i]; print "\"" p "\"", saved[p], flop[p], time[p, 1], ((p, 2) in time ? time[p, 2] : 0) } }
+  # columns: name, saved, FLOPs, then median, low and high of the time on 1 and 2 threads
+  function times(p, t) { return ((p, t) in time) ? time[p, t] "\t" lo[p, t] "\t" hi[p, t] : "0\t0\t0" }
+  END { for (i = 1; i <= n; i++) { p = order[i]; print "\"" p "\"", saved[p], flop[p], times(p, 1), times(p, 2) }
+        print rounds > "'"$tmp"'/placement.rounds" }
 ' >"$tmp/placement.dat"
 gnuplot <<EOF
 $common
@@ -188,36 +194,61 @@ set multiplot layout 1,2 title "Checkpoint placement on the same model: $(gpt_co
 set title "what it saves"
 set ylabel "peak activation memory saved vs none, %"
 plot "$tmp/placement.dat" using 2:xtic(1) lc rgb "#3a7d44" title "memory saved"
-set title "what it costs"
+set title "what it costs (time: median of paired ratios, bar: 95% interval, $(cat "$tmp/placement.rounds") rounds)"
 set ylabel "overhead vs none, %"
-plot "$tmp/placement.dat" using 3:xtic(1) lc rgb "#777777" title "recompute FLOPs", \
-     "" using 4 lc rgb "#1f77b4" title "step time, 1 thread", \
-     "" using 5 lc rgb "#ff7f0e" title "step time, 2 threads"
+set style histogram errorbars gap 1.5 lw 1
+plot "$tmp/placement.dat" using 3:3:3:xtic(1) lc rgb "#777777" title "recompute FLOPs", \
+     "" using 4:5:6 lc rgb "#1f77b4" title "step time, 1 thread", \
+     "" using 7:8:9 lc rgb "#ff7f0e" title "step time, 2 threads"
 unset multiplot
 EOF
 
 # ---- selective.png -------------------------------------------------------------------
-for field in act_per_layer flop_overhead time_overhead; do
+# Three panels for the policies with naive attention and stream masks (kept, recomputed,
+# paid in time with its 95% interval), and a fourth for what the kernels keep without
+# checkpointing: naive attention with stream or counter-based masks, and fused attention.
+for field in act_per_layer flop_overhead; do
   csv "$results/bench_selective.csv" '
     $(c["attention"]) != "naive" || $(c["dropout_rng"]) != "stream" { next }
     { t = $(c["seq"]); p = $(c["policy"]); v = $(c["'$field'"])
       if (!(t in seen)) { seen[t] = 1; order[++n] = t }
-      if ("'$field'" == "act_per_layer") v = v / 1048576
-      else if ("'$field'" == "time_overhead") v = 100 * (v - 1)
-      else v = 100 * v
-      val[t, p] = v }
+      val[t, p] = "'$field'" == "act_per_layer" ? v / 1048576 : 100 * v }
     END { for (i = 1; i <= n; i++) { t = order[i]
             print "T=" t, val[t, "none"], val[t, "full"], val[t, "dots_saveable"], val[t, "attention_core"] } }
   ' >"$tmp/selective_$field.dat"
 done
+# columns: T, then median, low and high of the time overhead for full, dots, attention_core
+csv "$results/bench_selective.csv" '
+  $(c["attention"]) != "naive" || $(c["dropout_rng"]) != "stream" || $(c["policy"]) == "none" { next }
+  { t = $(c["seq"]); p = $(c["policy"])
+    if (!(t in seen)) { seen[t] = 1; order[++n] = t }
+    val[t, p] = 100 * ($(c["time_overhead"]) - 1) "\t" 100 * ($(c["time_overhead_lo"]) - 1) "\t" \
+                100 * ($(c["time_overhead_hi"]) - 1)
+    rounds = $(c["samples"]) }
+  END { for (i = 1; i <= n; i++) { t = order[i]
+          print "T=" t, val[t, "full"], val[t, "dots_saveable"], val[t, "attention_core"] }
+        print rounds > "'"$tmp"'/selective.rounds" }
+' >"$tmp/selective_time_overhead.dat"
+# columns: T, then MiB kept per layer without checkpointing: naive/stream, naive/counter,
+# fused (a missing configuration, naive attention past its longest T, is "-")
+csv "$results/bench_selective.csv" '
+  $(c["policy"]) != "none" { next }
+  { t = $(c["seq"]); k = $(c["attention"]) "/" $(c["dropout_rng"])
+    if (!(t in seen)) { seen[t] = 1; order[++n] = t }
+    val[t, k] = $(c["act_per_layer"]) / 1048576 }
+  function get(t, k) { return (t, k) in val ? val[t, k] : "-" }
+  END { for (i = 1; i <= n; i++) { t = order[i]
+          print "T=" t, get(t, "naive/stream"), get(t, "naive/counter"), get(t, "fused/counter") } }
+' >"$tmp/selective_kernels.dat"
 gnuplot <<EOF
 $common
-set terminal pngcairo noenhanced size 1600,620 font "DejaVu Sans,12"
+set terminal pngcairo noenhanced size 1500,1100 font "DejaVu Sans,12"
 $bars
+set datafile missing "-"
 set output "$out/selective.png"
 set offsets 0, 0, graph 0.3, 0
-set multiplot layout 1,3 title "Selective recomputation policies, every block a region: GPT L=$(json_num "$results/bench_selective.json" layers) D=$(json_num "$results/bench_selective.json" d_model) H=$(json_num "$results/bench_selective.json" heads) B=$(json_num "$results/bench_selective.json" batch) (bench_selective)"
-set title "kept for backward"
+set multiplot layout 2,2 title "Selective recomputation, every block a region: GPT L=$(json_num "$results/bench_selective.json" layers) D=$(json_num "$results/bench_selective.json" d_model) H=$(json_num "$results/bench_selective.json" heads) B=$(json_num "$results/bench_selective.json" batch) (bench_selective)"
+set title "kept for backward (naive attention, stream masks)"
 set ylabel "activations per layer, MiB"
 plot "$tmp/selective_act_per_layer.dat" using 2:xtic(1) lc rgb "#555555" title "none", \
      "" using 3 lc rgb "#1f77b4" title "full", "" using 4 lc rgb "#2ca02c" title "dots_saveable", \
@@ -226,10 +257,17 @@ set title "recomputed"
 set ylabel "recompute FLOPs, % of forward + backward"
 plot "$tmp/selective_flop_overhead.dat" using 3:xtic(1) lc rgb "#1f77b4" title "full", \
      "" using 4 lc rgb "#2ca02c" title "dots_saveable", "" using 5 lc rgb "#d62728" title "attention_core"
-set title "paid in time"
+set title "paid in time (median of paired ratios, bar: 95% interval, $(cat "$tmp/selective.rounds") rounds)"
 set ylabel "step time overhead vs none, %"
-plot "$tmp/selective_time_overhead.dat" using 3:xtic(1) lc rgb "#1f77b4" title "full", \
-     "" using 4 lc rgb "#2ca02c" title "dots_saveable", "" using 5 lc rgb "#d62728" title "attention_core"
+set style histogram errorbars gap 1.5 lw 1
+plot "$tmp/selective_time_overhead.dat" using 2:3:4:xtic(1) lc rgb "#1f77b4" title "full", \
+     "" using 5:6:7 lc rgb "#2ca02c" title "dots_saveable", "" using 8:9:10 lc rgb "#d62728" title "attention_core"
+set style histogram clustered gap 1.5
+set title "inside the kernels, no checkpointing"
+set ylabel "activations per layer, MiB"
+plot "$tmp/selective_kernels.dat" using 2:xtic(1) lc rgb "#555555" title "naive attention, stream masks", \
+     "" using 3 lc rgb "#9467bd" title "naive attention, counter-based masks", \
+     "" using 4 lc rgb "#ff7f0e" title "fused attention, counter-based masks"
 unset multiplot
 EOF
 
