@@ -145,8 +145,6 @@ int main(int argc, char **argv)
                                    : (GptShape){.L = 4, .C = 128, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
     results_config_gpt(results, &shape);
     options = &o;
-    results_config_str(results, "dropout_rng", dropout_rng_name(o.dropout_rng));
-    results_config_str(results, "attention", attention_kind_name(o.attention));
     ResultsTable *table = results_table(results, "gradients", "gradients of one batch against no checkpointing",
                                         FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
     ModelBench g;

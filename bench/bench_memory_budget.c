@@ -47,7 +47,14 @@ static const BenchInfo INFO = {
     .strategies = KINDS,
     .n_strategies = N_KINDS,
     .step_flags = STEP_FLAG_POLICY | STEP_FLAG_NO_RNG_REPLAY,
+    .model_flags = true,
 };
+
+/* The GPT every job builds, and the command line's model flags it runs with. */
+typedef struct JobModel {
+    GptShape shape;
+    const BenchOptions *options;
+} JobModel;
 
 /* The strategies the command line leaves to measure, none first. */
 typedef struct Sweep {
@@ -67,7 +74,7 @@ typedef struct JobResult {
 /* Runs the whole job (model, batch, optimizer, JOB_STEPS steps) under `budget` (0: none)
  * and frees it all. Returns REMAT_OK whether or not it fit (r->status says which), or the
  * status of an error that is not the budget's. */
-static RematStatus run_job(const GptShape *shape, const Strategy *s, OptimKind optim, size_t budget, JobResult *r)
+static RematStatus run_job(const JobModel *m, const Strategy *s, OptimKind optim, size_t budget, JobResult *r)
 {
     memset(r, 0, sizeof *r);
     r->process = mem_resident_watch_start();
@@ -75,14 +82,14 @@ static RematStatus run_job(const GptShape *shape, const Strategy *s, OptimKind o
     mem_set_budget(budget);
     const OptimConfig c = optim == OPTIM_ADAMW ? optim_adamw_defaults(1e-3f) : optim_sgd_defaults(1e-2f, 0.0f);
     ModelBench g;
-    RematStatus status = gpt_bench_create(&g, shape, &c);
+    RematStatus status = gpt_bench_create(&g, &m->shape, &c);
     Schedule *schedule = status == REMAT_OK ? schedule_for_strategy(s, g.model->n_layers) : NULL;
     if (status == REMAT_OK && !schedule) status = remat_last_status();
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 3, 4);
+    const Variant v = bench_variant(m->options, (Variant){.name = strategy_name(s->kind), .schedule = schedule}, true);
     StepStats step;
-    for (int i = 0; i < JOB_STEPS && status == REMAT_OK; i++)
-        status = step_measure(g.model, &(Variant){.name = strategy_name(s->kind), .schedule = schedule}, g.opt, &g.batch, &ctx, &step);
+    for (int i = 0; i < JOB_STEPS && status == REMAT_OK; i++) status = step_measure(g.model, &v, g.opt, &g.batch, &ctx, &step);
     r->status = status;
     if (status != REMAT_OK) snprintf(r->message, sizeof r->message, "%s", remat_last_error());
     for (int k = 0; k < MEM_KIND_COUNT; k++) r->current[k] = mem_current((MemKind)k);
@@ -101,7 +108,7 @@ static RematStatus run_job(const GptShape *shape, const Strategy *s, OptimKind o
 /* The smallest budget the job fits in. Exponential search from the unconstrained peak
  * brackets it (hi fits, lo does not), bisection closes the bracket; *trials counts the
  * jobs run. */
-static RematStatus smallest_budget(const GptShape *shape, const Strategy *s, OptimKind optim, size_t peak,
+static RematStatus smallest_budget(const JobModel *m, const Strategy *s, OptimKind optim, size_t peak,
                                    size_t *smallest, int *trials)
 {
     JobResult r;
@@ -109,13 +116,13 @@ static RematStatus smallest_budget(const GptShape *shape, const Strategy *s, Opt
     *trials = 0;
     RematStatus status = REMAT_OK;
     for (;; hi += step, step *= 2) { /* grow hi until the job fits */
-        if ((status = run_job(shape, s, optim, hi, &r)) != REMAT_OK) return status;
+        if ((status = run_job(m, s, optim, hi, &r)) != REMAT_OK) return status;
         ++*trials;
         if (r.status == REMAT_OK) break;
         lo = hi;
     }
     for (step = 1;; step *= 2) { /* lower lo until the job does not fit */
-        if ((status = run_job(shape, s, optim, lo, &r)) != REMAT_OK) return status;
+        if ((status = run_job(m, s, optim, lo, &r)) != REMAT_OK) return status;
         ++*trials;
         if (r.status != REMAT_OK) break;
         hi = lo;
@@ -124,7 +131,7 @@ static RematStatus smallest_budget(const GptShape *shape, const Strategy *s, Opt
     }
     while (hi - lo > 1) { /* lo does not fit (or hi is 1), hi does */
         const size_t mid = lo + (hi - lo) / 2;
-        if ((status = run_job(shape, s, optim, mid, &r)) != REMAT_OK) return status;
+        if ((status = run_job(m, s, optim, mid, &r)) != REMAT_OK) return status;
         ++*trials;
         if (r.status == REMAT_OK) hi = mid;
         else lo = mid;
@@ -142,18 +149,18 @@ typedef struct OptimRun {
     int trials[N_KINDS];
 } OptimRun;
 
-static RematStatus measure_optimizer(const GptShape *shape, OptimRun *o, Progress *progress)
+static RematStatus measure_optimizer(const JobModel *m, OptimRun *o, Progress *progress)
 {
     const char *optim = o->optim == OPTIM_ADAMW ? "AdamW" : "SGD";
     for (int k = 0; k < o->sweep->n; k++) {
         const Strategy *s = &o->sweep->s[k];
         char label[64];
         snprintf(label, sizeof label, "%s %s", optim, strategy_name(s->kind));
-        RematStatus status = run_job(shape, s, o->optim, 0, &o->free_run[k]);
+        RematStatus status = run_job(m, s, o->optim, 0, &o->free_run[k]);
         if (status == REMAT_OK && o->free_run[k].status != REMAT_OK) /* no budget, yet out of memory */
             status = remat_fail(o->free_run[k].status, "%s", o->free_run[k].message);
         if (status == REMAT_OK)
-            status = smallest_budget(shape, s, o->optim, o->free_run[k].peak_resident, &o->smallest[k],
+            status = smallest_budget(m, s, o->optim, o->free_run[k].peak_resident, &o->smallest[k],
                                      &o->trials[k]);
         if (status != REMAT_OK) return status;
         progress_tick(progress, label);
@@ -239,9 +246,10 @@ int main(int argc, char **argv)
     Results *results;
     const int start = bench_start(&INFO, argc, argv, &o, &results);
     if (start != BENCH_RUN) return start;
-    const GptShape shape = o.quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 32, .B = 4, .dropout = 0.1f}
-                                   : (GptShape){.L = 6, .C = 256, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
-    results_config_gpt(results, &shape);
+    const JobModel model = {.shape = o.quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 32, .B = 4, .dropout = 0.1f}
+                                             : (GptShape){.L = 6, .C = 256, .H = 4, .T = 128, .B = 4, .dropout = 0.1f},
+                            .options = &o};
+    results_config_gpt(results, &model.shape);
     results_config_num(results, "steps_per_job", JOB_STEPS);
     ResultsTable *jobs = results_table(results, "jobs", "one training job per optimizer and strategy", JOB_FIELDS,
                                        (int)(sizeof JOB_FIELDS / sizeof JOB_FIELDS[0]), true);
@@ -254,22 +262,22 @@ int main(int argc, char **argv)
     JobResult demo[N_KINDS], at_floor[N_KINDS];
     Progress progress;
     progress_begin(&progress, 4 * sweep.n);
-    if (status == REMAT_OK) status = measure_optimizer(&shape, &adamw, &progress);
+    if (status == REMAT_OK) status = measure_optimizer(&model, &adamw, &progress);
     const size_t budget = demo_budget(&adamw);
     const JobResult *base = &adamw.free_run[0];
     const size_t pgo = base->current[MEM_PARAM] + base->current[MEM_GRAD] + base->current[MEM_OPTIM];
     for (int k = 0; k < sweep.n && status == REMAT_OK; k++) {
-        status = run_job(&shape, &sweep.s[k], OPTIM_ADAMW, budget, &demo[k]);
-        if (status == REMAT_OK) status = run_job(&shape, &sweep.s[k], OPTIM_ADAMW, pgo, &at_floor[k]);
+        status = run_job(&model, &sweep.s[k], OPTIM_ADAMW, budget, &demo[k]);
+        if (status == REMAT_OK) status = run_job(&model, &sweep.s[k], OPTIM_ADAMW, pgo, &at_floor[k]);
         progress_tick(&progress, "AdamW at two budgets");
     }
-    if (status == REMAT_OK) status = measure_optimizer(&shape, &sgd, &progress);
+    if (status == REMAT_OK) status = measure_optimizer(&model, &sgd, &progress);
     progress_end(&progress);
 
     if (status == REMAT_OK) {
         char text[64];
         printf("\n  GPT %s; a job = model + batch + optimizer + %d training steps\n",
-               gpt_shape_str(text, sizeof text, &shape), JOB_STEPS);
+               gpt_shape_str(text, sizeof text, &model.shape), JOB_STEPS);
         print_breakdown(&adamw, "AdamW (two state tensors per parameter)");
         printf("  The smallest budget is each job's peak total to the byte: the ledger counts exactly.\n");
         print_process(&adamw);

@@ -40,6 +40,7 @@ static const BenchInfo INFO = {
     .full = "L = 4, D = 256, H = 4, T = 256, B = 4, 7 timed rounds after 2 warm-up rounds",
     .timed = true,
     .step_flags = STEP_FLAG_NO_RNG_REPLAY,
+    .model_flags = true,
 };
 
 /* Recomputes the ops whose tag starts with the policy's prefix (`user`), keeps the rest. */
@@ -170,7 +171,7 @@ int main(int argc, char **argv)
         schedules[p] = PLACEMENTS[p].every_other ? every_other_block(&s, g.model->n_layers)
                                              : schedule_for_strategy(&s, g.model->n_layers);
         if (!schedules[p]) status = remat_last_status();
-        variants[p] = (Variant){.name = PLACEMENTS[p].name, .schedule = schedules[p]};
+        variants[p] = bench_variant(&o, (Variant){.name = PLACEMENTS[p].name, .schedule = schedules[p]}, true);
     }
 
     StepStats stats[MAX_THREADS][N_PLACEMENTS];

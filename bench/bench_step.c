@@ -175,8 +175,6 @@ int main(int argc, char **argv)
     const TimingPlan plan = bench_timing_plan(&o, o.quick ? 1 : 2, 15, 2.0);
     const int cores = platform_info().cores, max_threads = cores < MAX_THREADS ? cores : MAX_THREADS;
     results_config_str(results, "optimizer", "adamw");
-    results_config_str(results, "dropout_rng", dropout_rng_name(o.dropout_rng)); /* the GPT's */
-    results_config_str(results, "attention", attention_kind_name(o.attention));
     results_config_plan(results, &plan);
     ResultsTable *table = results_table(results, "steps", "one AdamW step per model, strategy and thread count",
                                         FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);

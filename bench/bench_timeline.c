@@ -46,6 +46,7 @@ static const BenchInfo INFO = {
     .strategies = KINDS,
     .n_strategies = 4,
     .step_flags = STEP_FLAG_POLICY | STEP_FLAG_NO_RNG_REPLAY,
+    .model_flags = true,
 };
 
 enum { TIMELINE_CAPACITY = 1 << 20, WARMUP_STEPS = 3, RECORDED_STEPS = 3 };
@@ -138,7 +139,7 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
             return remat_last_status();
         }
     }
-    const Variant v = {.name = series->name, .schedule = schedule, .offload = off};
+    const Variant v = bench_variant(o, (Variant){.name = series->name, .schedule = schedule, .offload = off}, true);
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 3, 4);
     RematStatus status = REMAT_OK;

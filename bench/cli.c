@@ -205,6 +205,18 @@ static void record_strategy_flags(Results *r, const BenchOptions *opt)
     results_config_str(r, "rng_replay", s->preserve_rng ? "on" : "off");
 }
 
+/* Says in the header and in the results which attention cores and dropout generator the
+ * GPT ran with, for a bench that takes the model flags. */
+static void record_model_flags(Results *r, const BenchInfo *info, const BenchOptions *opt)
+{
+    if (!info->model_flags) return;
+    if (opt->attention != ATTENTION_NAIVE || opt->dropout_rng != DROPOUT_RNG_STREAM)
+        printf("  the GPT with %s attention and %s dropout masks\n", attention_kind_name(opt->attention),
+               dropout_rng_name(opt->dropout_rng));
+    results_config_str(r, "dropout_rng", dropout_rng_name(opt->dropout_rng));
+    results_config_str(r, "attention", attention_kind_name(opt->attention));
+}
+
 int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results)
 {
     *results = NULL;
@@ -220,6 +232,7 @@ int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt,
     *results = results_create(info->name, info->question, opt->quick);
     if (*results) {
         record_strategy_flags(*results, opt);
+        record_model_flags(*results, info, opt);
         return BENCH_RUN;
     }
     fprintf(stderr, "%s: %s\n", info->name, remat_last_error());

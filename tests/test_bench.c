@@ -411,7 +411,27 @@ static void test_strategy_flags_narrow_the_run_or_are_refused(void **state)
     assert_string_equal(str(get(doc, "config"), "attention"), "fused");
     cJSON_ArrayForEach(r, records(doc, "gradients")) assert_true(cJSON_IsTrue(get(r, "bit_identical")));
     cJSON_Delete(doc);
-    assert_int_equal(run_bench("bench_placement", "--dropout-rng", "counter", NULL), 2); /* not one it takes */
+    assert_int_equal(run_bench("bench_scaling", "--dropout-rng", "counter", NULL), 2); /* the MLP has no dropout */
+    /* The model flags reach bench_timeline's GPT (and bench_placement's and
+     * bench_memory_budget's, the same bench_variant): what fused attention keeps less than
+     * naive attention, stream masks, over the quick shape's 4 layers (B = 4, T = 64,
+     * C = 128, H = 4), by the formulas 66 BTC + 9 BHT^2 + 16 BT and 68 BTC + 4 BHT + 16 BT,
+     * and the embedding dropout's stream mask outside the blocks (BTC): 4 · (9 BHT^2 −
+     * 2 BTC − 4 BHT) + BTC bytes. */
+    double stored[2];
+    for (int fused = 0; fused < 2; fused++) {
+        assert_int_equal(run_bench("bench_timeline", "--quick", "--strategy", "none", "--results", out, "--attention",
+                                   fused ? "fused" : "naive", "--dropout-rng", fused ? "counter" : "stream", NULL),
+                         0);
+        snprintf(path, sizeof path, "%s/bench_timeline.json", out);
+        doc = read_json(path);
+        assert_non_null(doc);
+        assert_string_equal(str(get(doc, "config"), "attention"), fused ? "fused" : "naive");
+        stored[fused] = num(find(records(doc, "steps"), "strategy", "none", NULL, NULL), "act_stored");
+        cJSON_Delete(doc);
+    }
+    const double B = 4, T = 64, C = 128, H = 4;
+    assert_true(stored[0] - stored[1] == 4 * (9 * B * H * T * T - 2 * B * T * C - 4 * B * H * T) + B * T * C);
     /* A flag that does not fit what a bench measures is refused, not ignored. */
     assert_int_equal(run_bench("bench_placement", "--strategy", "full", NULL), 2);
     assert_int_equal(run_bench("bench_scaling", "--strategy", "selective", NULL), 2); /* not in its sweep */
