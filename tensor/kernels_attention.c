@@ -23,8 +23,9 @@
  * attention dropping out its (B,H,T,T) probabilities with the same key drops the same ones.
  *
  * Tiles: ATTN_TILE query rows by ATTN_TILE keys. With D = 64 a tile of q, k, v or out is
- * 16 KiB and the scores another 16 KiB: a tile step touches about 80 KiB, in the 1 MiB
- * L2 of each Zen 4 core (its 32 KiB L1 holds one operand). The same size for rows and
+ * 16 KiB and the scores another 16 KiB: a tile step touches about 80 KiB, well inside
+ * the 512 KiB L2 of each core here (lscpu: AMD EPYC, family 25, AVX2 and no AVX-512;
+ * its 32 KiB L1 data cache holds one operand). The same size for rows and
  * keys keeps every row of a diagonal tile with at least one key (its own), so the
  * running maximum is never −∞.
  *
