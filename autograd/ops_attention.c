@@ -176,13 +176,14 @@ static RematStatus attention_fused_backward(Node *node, const Tensor *dout, Tens
         if (!(saved[i] = saved_tensor(node, i))) status = remat_last_status();
     for (int i = 0; i < 3 && status == REMAT_OK; i++)
         if (!(grads[i] = grad_or_scratch(dinputs, i, saved[i]))) status = remat_last_status();
-    if (status == REMAT_OK && !(work = tensor_create(MEM_WORK, 1, (int[]){(int)k_attention_work_floats(T, D)})))
+    const AttnPlan plan = ATTN_PLAN_DEFAULT;
+    if (status == REMAT_OK && !(work = tensor_create(MEM_WORK, 1, (int[]){(int)k_attention_work_floats(T, D, &plan)})))
         status = remat_last_status();
     if (status == REMAT_OK) {
         AttnDropout drop;
         k_attention_backward(grads[0]->f32, grads[1]->f32, grads[2]->f32, dout->f32, saved[0]->f32, saved[1]->f32,
                              saved[2]->f32, saved[3]->f32, saved[4]->f32, BH, T, D, node_dropout(node, &drop),
-                             ATTN_PRODUCTS_DEFAULT, work->f32);
+                             &plan, work->f32);
     }
     tensor_free(work);
     for (int i = 0; i < 3; i++) tensor_free(grads[i]);
@@ -227,7 +228,8 @@ Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const CounterKey *key, 
     bool cached;
     Tensor *out = ops_output(&ATTENTION_FUSED_OP, tag, 0, DTYPE_F32, 4, Q->shape, &cached);
     Tensor *lse = out ? ops_output(&ATTENTION_FUSED_OP, tag, 1, DTYPE_F32, 3, (int[]){B, H, T}, &cached) : NULL;
-    Tensor *work = lse && !cached ? tensor_create(MEM_WORK, 1, (int[]){(int)k_attention_work_floats(T, D)}) : NULL;
+    const AttnPlan plan = ATTN_PLAN_DEFAULT;
+    Tensor *work = lse && !cached ? tensor_create(MEM_WORK, 1, (int[]){(int)k_attention_work_floats(T, D, &plan)}) : NULL;
     if (!lse || (!cached && !work)) {
         tensor_free(out);
         tensor_free(lse);
@@ -236,7 +238,7 @@ Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const CounterKey *key, 
     const AttnDropout drop = {.p = p, .key = key ? *key : (CounterKey){0}};
     if (!cached)
         k_attention_forward(out->f32, lse->f32, Q->f32, k->value->f32, v->value->f32, BH, T, D, p > 0.0f ? &drop : NULL,
-                            ATTN_PRODUCTS_DEFAULT, work->f32);
+                            &plan, work->f32);
     tensor_free(work);
     NodeAttrs attrs = {.i = {BH, T, D, p > 0.0f, (int)drop.key.micro_batch, (int)drop.key.op}, .f = {p},
                        .u = {drop.key.seed, drop.key.step}};

@@ -7,11 +7,13 @@
  * T, with dropout 0.1 from the counter-based generator, it times one forward and one
  * backward of:
  *
- *   fused (blas)    k_attention_forward/_backward with OpenBLAS sgemm for the tile products
- *   fused (loops)   the same kernel with its own vectorised loops for them
- *   naive           the kernels the naive GPT block runs: the (T,T) scores by batched
- *                   sgemm, the causal softmax, the dropout, the product with v, and their
- *                   backward kernels
+ *   fused, blas, tile 64    k_attention_forward/_backward as the ops run them: OpenBLAS
+ *                           sgemm for the tile products, tiles of 64 rows by 64 keys
+ *   ... tile 32, tile 128   the same with smaller and larger tiles
+ *   fused, loops, tile 64   the same kernel with its own vectorised loops for the products
+ *   naive                   the kernels the naive GPT block runs: the (T,T) scores by
+ *                           batched sgemm, the causal softmax, the dropout, the product with
+ *                           v, and their backward kernels
  *
  * taking turns round by round (bench/timing.h), and reports the median time of each with
  * its 95% interval, the bytes each keeps between forward and backward (fused: its output and one
@@ -32,29 +34,40 @@
 #include "tensor/kernels.h"
 #include "tensor/platform.h"
 
-enum { N_WAYS = 3, MAX_SEQS = 5 };
+enum { N_FUSED = 4, N_WAYS = N_FUSED + 1, MAX_SEQS = 5 };
 
 static const BenchInfo INFO = {
     .name = "bench_attention",
     .question = "quiz question 5: fused attention recomputes its (T,T) probabilities in backward instead of "
                 "keeping them",
     .about = "  Causal attention, B = 4, H = 4, D = 64, dropout 0.1 (counter-based), at T = 256 to 2048:\n"
-             "  forward + backward time of the fused kernel with BLAS tile products, with its own\n"
-             "  vectorised loops, and of the naive kernels (naive up to T = 1024); bytes kept between\n"
-             "  forward and backward; FLOPs by phase.",
-    .quick = "B = 2, H = 2, D = 32, T = 128 and 256, 3 timed rounds",
+             "  forward + backward time of the fused kernel with BLAS tile products in tiles of 64 (the\n"
+             "  ops'), 32 and 128, with its own vectorised loops, and of the naive kernels (naive up\n"
+             "  to T = 1024); bytes kept between forward and backward; FLOPs by phase.",
+    .quick = "B = 2, H = 2, D = 32, T = 128 and 256, 6 or more rounds per T until every time\n"
+             "                      against naive is within +-5 points, at most 2 s each (a few seconds)",
     .full = "B = 4, H = 4, D = 64, T = 256, 512, 1024 and 2048, 7 timed rounds after 1 warm-up",
     .timed = true,
 };
 
-typedef enum Way { FUSED_BLAS, FUSED_LOOPS, NAIVE } Way;
-static const char *const WAY_NAMES[N_WAYS] = {"fused (blas)", "fused (loops)", "naive"};
+/* Way w < N_FUSED is the fused kernel with FUSED[w]'s plan; way NAIVE the naive kernels. */
+enum { NAIVE = N_FUSED };
+static const struct {
+    const char *name;
+    AttnPlan plan;
+} FUSED[N_FUSED] = {
+    {"fused, blas, tile 64", {ATTN_PRODUCTS_BLAS, ATTN_TILE}},
+    {"fused, blas, tile 32", {ATTN_PRODUCTS_BLAS, 32}},
+    {"fused, blas, tile 128", {ATTN_PRODUCTS_BLAS, 128}},
+    {"fused, loops, tile 64", {ATTN_PRODUCTS_LOOPS, ATTN_TILE}},
+};
+static const char *way_name(int w) { return w == NAIVE ? "naive" : FUSED[w].name; }
 
 /* The buffers of one T: inputs, outputs and gradients, and what each way keeps. */
 typedef struct Bufs {
     int BH, T, D;
     float *q, *k, *v, *dout, *out, *dq, *dk, *dv;
-    float *lse, *work;               /* fused */
+    float *lse, *work;               /* fused (work: for the largest tile) */
     float *scores, *probs, *dropped; /* naive: (BH,T,T) each, and their gradients below */
     float *dprobs, *dscores;
 } Bufs;
@@ -83,7 +96,12 @@ static RematStatus bufs_create(Bufs *b, int BH, int T, int D, bool naive)
     const size_t n = (size_t)BH * T * D, nn = naive ? (size_t)BH * T * T : 1;
     b->q = floats(n, &rng), b->k = floats(n, &rng), b->v = floats(n, &rng), b->dout = floats(n, &rng);
     b->out = floats(n, NULL), b->dq = floats(n, NULL), b->dk = floats(n, NULL), b->dv = floats(n, NULL);
-    b->lse = floats((size_t)BH * T, NULL), b->work = floats(k_attention_work_floats(T, D), NULL);
+    size_t work = 0;
+    for (int w = 0; w < N_FUSED; w++) {
+        const size_t need = k_attention_work_floats(T, D, &FUSED[w].plan);
+        work = need > work ? need : work;
+    }
+    b->lse = floats((size_t)BH * T, NULL), b->work = floats(work, NULL);
     b->scores = floats(nn, NULL), b->probs = floats(nn, NULL), b->dropped = floats(nn, NULL);
     b->dprobs = floats(nn, NULL), b->dscores = floats(nn, NULL);
     if (b->q && b->k && b->v && b->dout && b->out && b->dq && b->dk && b->dv && b->lse && b->work && b->scores &&
@@ -115,18 +133,18 @@ static void naive_step(Bufs *b, const AttnDropout *drop)
     flops_set_phase(PHASE_FORWARD);
 }
 
-/* One forward and backward of `way`; returns its seconds. */
-static double run_way(Bufs *b, Way way, const AttnDropout *drop)
+/* One forward and backward of way `w`; returns its seconds. */
+static double run_way(Bufs *b, int w, const AttnDropout *drop)
 {
     const double t0 = platform_seconds();
-    if (way == NAIVE) {
+    if (w == NAIVE) {
         naive_step(b, drop);
     } else {
-        const AttnProducts how = way == FUSED_BLAS ? ATTN_PRODUCTS_BLAS : ATTN_PRODUCTS_LOOPS;
-        k_attention_forward(b->out, b->lse, b->q, b->k, b->v, b->BH, b->T, b->D, drop, how, b->work);
+        const AttnPlan *plan = &FUSED[w].plan;
+        k_attention_forward(b->out, b->lse, b->q, b->k, b->v, b->BH, b->T, b->D, drop, plan, b->work);
         flops_set_phase(PHASE_BACKWARD);
         k_attention_backward(b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->out, b->lse, b->BH, b->T, b->D, drop,
-                             how, b->work);
+                             plan, b->work);
         flops_set_phase(PHASE_FORWARD);
     }
     return platform_seconds() - t0;
@@ -155,7 +173,7 @@ static RematStatus way_run(void *ctx, int w, double *values)
 {
     WayRuns *r = ctx;
     flops_reset();
-    values[0] = run_way(r->b, (Way)w, r->drop);
+    values[0] = run_way(r->b, w, r->drop);
     for (int p = 0; p < PHASE_COUNT; p++) r->out[w].flops[p] = flops_get((Phase)p);
     return REMAT_OK;
 }
@@ -175,7 +193,7 @@ static RematStatus measure_seq(int BH, int T, int D, bool naive, const TimingPla
     RematStatus status = bufs_create(&b, BH, T, D, naive);
     if (status != REMAT_OK) return status;
     const AttnDropout drop = {.p = 0.1f, .key = {.seed = 3, .op = 1}};
-    const int ways = naive ? N_WAYS : NAIVE;
+    const int ways = naive ? N_WAYS : N_FUSED;
     char label[32];
     snprintf(label, sizeof label, "T=%d", T);
     WayRuns runs = {.b = &b, .drop = &drop, .out = out, .progress = progress, .label = label,
@@ -197,6 +215,7 @@ static RematStatus measure_seq(int BH, int T, int D, bool naive, const TimingPla
 static const ResultsField FIELDS[] = {
     {"seq", "tokens"},
     {"way", ""},
+    {"tile", "rows and keys (0: naive, no tiles)"},
     RESULTS_TIMED("seconds", "seconds"),
     {"kept", "bytes"},
     {"forward_flops", "FLOPs"},
@@ -211,7 +230,7 @@ static void report(int T, const WayResult r[N_WAYS], ResultsTable *table)
     for (int w = 0; w < N_WAYS; w++) {
         if (!r[w].ran) continue;
         char kept[32], ms[64], vs[48];
-        printf("  %5d  %-14s %28s %12s %9.2f %9.2f %9.2f", T, WAY_NAMES[w], estimate_ms_str(ms, sizeof ms, &r[w].seconds),
+        printf("  %5d  %-22s %28s %12s %9.2f %9.2f %9.2f", T, way_name(w), estimate_ms_str(ms, sizeof ms, &r[w].seconds),
                mem_format_bytes(kept, sizeof kept, r[w].kept),
                1e-9 * (double)r[w].flops[PHASE_FORWARD], 1e-9 * (double)r[w].flops[PHASE_BACKWARD],
                1e-9 * (double)r[w].flops[PHASE_RECOMPUTE]);
@@ -219,7 +238,8 @@ static void report(int T, const WayResult r[N_WAYS], ResultsTable *table)
         printf("\n");
         ResultsRecord *rec = results_record(table);
         record_num(rec, "seq", T);
-        record_str(rec, "way", WAY_NAMES[w]);
+        record_str(rec, "way", way_name(w));
+        record_num(rec, "tile", w == NAIVE ? 0 : FUSED[w].plan.tile);
         record_estimate(rec, "seconds", &r[w].seconds);
         record_num(rec, "kept", (double)r[w].kept);
         record_num(rec, "forward_flops", (double)r[w].flops[PHASE_FORWARD]);
@@ -245,7 +265,7 @@ int main(int argc, char **argv)
     results_config_num(results, "head_dim", D);
     results_config_num(results, "dropout", 0.1);
     results_config_str(results, "dropout_rng", "counter");
-    results_config_num(results, "tile", ATTN_TILE);
+    results_config_num(results, "ops_tile", ATTN_TILE);
     results_config_ints(results, "seqs", seqs, n_seqs);
     results_config_num(results, "naive_max_seq", naive_max);
     results_config_plan(results, &plan);
@@ -254,18 +274,19 @@ int main(int argc, char **argv)
     WayResult r[MAX_SEQS][N_WAYS] = {0};
     Progress progress;
     int units = 0;
-    for (int i = 0; i < n_seqs; i++) units += timing_max_runs(&plan, seqs[i] <= naive_max ? N_WAYS : NAIVE);
+    for (int i = 0; i < n_seqs; i++) units += timing_max_runs(&plan, seqs[i] <= naive_max ? N_WAYS : N_FUSED);
     progress_begin(&progress, units);
     RematStatus status = REMAT_OK;
     for (int i = 0; i < n_seqs && status == REMAT_OK; i++)
         status = measure_seq(B * H, seqs[i], D, seqs[i] <= naive_max, &plan, &progress, r[i]);
     progress_end(&progress);
     if (status == REMAT_OK) {
-        printf("\n  B=%d H=%d D=%d, dropout 0.1 (counter-based), tiles of %d; ms: median of the rounds (its 95%%\n"
-               "  interval), ways taking turns; kept: bytes between forward and backward; GFLOP by phase;\n"
+        printf("\n  B=%d H=%d D=%d, dropout 0.1 (counter-based); the ops use tiles of %d; ms: median of the\n"
+               "  rounds (its 95%% interval), ways taking turns; kept: bytes between forward and backward;\n"
+               "  GFLOP by phase (a tile computes its masked half too: larger tiles, more FLOPs);\n"
                "  vs naive: paired by round (interval, rounds)\n",
                B, H, D, ATTN_TILE);
-        printf("  %5s  %-14s %28s %12s %9s %9s %9s %9s\n", "T", "way", "ms", "kept", "forward", "backward",
+        printf("  %5s  %-22s %28s %12s %9s %9s %9s %9s\n", "T", "way", "ms", "kept", "forward", "backward",
                "recompute", "vs naive");
         for (int i = 0; i < n_seqs; i++) report(seqs[i], r[i], table);
     }

@@ -166,15 +166,24 @@ void k_dropout_counter_backward(float *dx, const float *dout, float p, const Cou
 
 /* ---- fused causal attention (kernels_attention.c) --------------------------------- */
 
-/* Query rows and keys per tile (see kernels_attention.c for why 64). */
-#define ATTN_TILE 64
 /* Below about this many multiply-adds (BH·T²·D) a head's work is too small to share out. */
 #define ATTN_PARALLEL_MIN ((size_t)1 << 18)
 
 /* How the tile products are computed: OpenBLAS sgemm, or remat's own vectorised loops. */
 typedef enum AttnProducts { ATTN_PRODUCTS_BLAS = 0, ATTN_PRODUCTS_LOOPS } AttnProducts;
-/* What the ops use: sgemm measured about twice as fast as the loops (kernels_attention.c). */
-#define ATTN_PRODUCTS_DEFAULT ATTN_PRODUCTS_BLAS
+
+/* How the fused kernel runs: its tile products, and its tile size (query rows and keys per
+ * tile, at least 1). The results depend on neither beyond float rounding; the FLOPs
+ * counted depend on the tile, whose diagonal tiles compute their masked half too. */
+typedef struct AttnPlan {
+    AttnProducts products;
+    int tile;
+} AttnPlan;
+
+/* What the ops use: sgemm, measured about twice as fast as the loops, and tiles of 64
+ * (kernels_attention.c says why; bench_attention measures 32 and 128 beside it). */
+#define ATTN_TILE 64
+#define ATTN_PLAN_DEFAULT ((AttnPlan){.products = ATTN_PRODUCTS_BLAS, .tile = ATTN_TILE})
 
 /* Dropout on the attention probabilities: probability p in (0, 1) and the counter key of
  * the (B,H,T,T) probabilities' elements. */
@@ -183,18 +192,18 @@ typedef struct AttnDropout {
     CounterKey key;
 } AttnDropout;
 
-/* Floats of scratch k_attention_forward and _backward need, on as many threads as
- * OpenMP will use (omp_get_max_threads): allocate it just before the call. */
-size_t k_attention_work_floats(int T, int D);
+/* Floats of scratch k_attention_forward and _backward need with `plan`, on as many
+ * threads as OpenMP will use (omp_get_max_threads): allocate it just before the call. */
+size_t k_attention_work_floats(int T, int D, const AttnPlan *plan);
 
 /* out (BH,T,D) = softmax(q·kᵀ/sqrt(D) with row i seeing keys 0..i) ⊙ keep/(1 − p) · v,
  * and lse (BH,T) = the log-sum-exp of each row's scaled scores; q, k, v (BH,T,D). No (T,T)
- * matrix is made: tiles of ATTN_TILE, an online softmax. drop: NULL for none, else keep
- * decisions from counter_rng at index (bh·T + i)·T + j. work: k_attention_work_floats(T, D)
- * floats. Bit-identical on any thread count. FLOPs: the
+ * matrix is made: tiles of plan->tile, an online softmax. drop: NULL for none, else keep
+ * decisions from counter_rng at index (bh·T + i)·T + j. work: k_attention_work_floats(T, D,
+ * plan) floats. Bit-identical on any thread count. FLOPs: the
  * formula at the top of kernels_attention.c. */
 void k_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, int BH, int T,
-                         int D, const AttnDropout *drop, AttnProducts how, float *work);
+                         int D, const AttnDropout *drop, const AttnPlan *plan, float *work);
 /* Forward was out = a·v with a = softmax(s) ⊙ keep/(1 − p), s = q·kᵀ/sqrt(D) causal; so
  * with p recomputed from q, k and lse tile by tile: dv += aᵀ·dout; ds = p ⊙ (dp − Δ),
  * dp = (dout·vᵀ) ⊙ keep/(1 − p), Δ_i = dout_i·out_i; dq += ds·k/sqrt(D); dk += dsᵀ·q/sqrt(D).
@@ -203,7 +212,7 @@ void k_attention_forward(float *out, float *lse, const float *q, const float *k,
  * Bit-identical on any thread count. */
 void k_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                           const float *v, const float *out, const float *lse, int BH, int T, int D,
-                          const AttnDropout *drop, AttnProducts how, float *work);
+                          const AttnDropout *drop, const AttnPlan *plan, float *work);
 
 /* ---- embeddings (kernels_embedding.c) --------------------------------------------- */
 

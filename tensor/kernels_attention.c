@@ -22,7 +22,8 @@
  * element index the (B,H,T,T) tensor would have, ((bh·T) + i)·T + j, so an unfused
  * attention dropping out its (B,H,T,T) probabilities with the same key drops the same ones.
  *
- * Tiles: ATTN_TILE query rows by ATTN_TILE keys. With D = 64 a tile of q, k, v or out is
+ * Tiles: plan->tile query rows by as many keys (AttnPlan); the ops use ATTN_TILE = 64,
+ * and bench_attention times 32 and 128 beside it. With D = 64 a tile of q, k, v or out is
  * 16 KiB and the scores another 16 KiB: a tile step touches about 80 KiB, well inside
  * the 512 KiB L2 of each core here (lscpu: AMD EPYC, family 25, AVX2 and no AVX-512;
  * its 32 KiB L1 data cache holds one operand). The same size for rows and
@@ -35,7 +36,7 @@
  * forward and backward at B = 4, H = 4, D = 64 took 165 ms against 748 ms with the loops
  * at T = 512, 1436 against 2612 ms at T = 1024 and 3023 against 6041 ms at T = 2048
  * (medians of 7, 2 threads, on a 2-core machine busy with other work: the ranges are in
- * README.md), so the ops use sgemm (ATTN_PRODUCTS_DEFAULT).
+ * README.md), so the ops use sgemm (ATTN_PLAN_DEFAULT).
  *
  * Threads and determinism. The forward takes (batch·head, query tile) pairs, the backward
  * whole batch·heads — dk and dv of a head collect from every query tile, and one thread
@@ -130,9 +131,9 @@ static void product_tn(AttnProducts how, int M, int N, int K, float alpha, const
 
 /* ---- shared pieces ---------------------------------------------------------------------- */
 
-/* Tiles of ATTN_TILE over T (the last one shorter). */
-static int tiles_of(int T) { return (T + ATTN_TILE - 1) / ATTN_TILE; }
-static int tile_len(int T, int t) { return T - t * ATTN_TILE < ATTN_TILE ? T - t * ATTN_TILE : ATTN_TILE; }
+/* Tiles of `tile` over T (the last one shorter). */
+static int tiles_of(int T, int tile) { return (T + tile - 1) / tile; }
+static int tile_len(int T, int t, int tile) { return T - t * tile < tile ? T - t * tile : tile; }
 
 /* Kept elements (i, j ≤ i) of a tile of `rows` query rows from i0 and `cols` keys from j0. */
 static uint64_t tile_kept(int i0, int rows, int j0, int cols)
@@ -155,15 +156,15 @@ static void row_keep(uint8_t *keep, const AttnDropout *drop, int bh, int T, int 
 /* Scratch floats of one thread. Forward: scores (tile²), acc (tile·D), m and l (tile
  * each), keep (tile bytes); backward: p, da and a (tile² each), keep (tile² bytes), Δ for
  * a whole head (T). One size, the sum of both with room to spare, serves either. */
-static size_t work_per_thread(int T, int D)
+static size_t work_per_thread(int T, int D, int tile)
 {
-    const size_t tile = ATTN_TILE;
-    return 4 * tile * tile + tile * (size_t)D + 3 * tile + (size_t)T;
+    const size_t t = (size_t)tile;
+    return 4 * t * t + t * (size_t)D + 3 * t + (size_t)T;
 }
 
-size_t k_attention_work_floats(int T, int D)
+size_t k_attention_work_floats(int T, int D, const AttnPlan *plan)
 {
-    return (size_t)omp_get_max_threads() * work_per_thread(T, D);
+    return (size_t)omp_get_max_threads() * work_per_thread(T, D, plan->tile);
 }
 
 /* ---- forward ---------------------------------------------------------------------------- */
@@ -200,11 +201,12 @@ static void online_update(float *s, float *m, float *l, float *acc, uint8_t *kee
 
 /* Query tile qt of head bh: out rows and lse. */
 static void forward_tile(float *out, float *lse, const float *q, const float *k, const float *v, int bh, int qt,
-                         int T, int D, float scale, const AttnDropout *drop, AttnProducts how, float *work)
+                         int T, int D, float scale, const AttnDropout *drop, const AttnPlan *plan, float *work)
 {
-    const int i0 = qt * ATTN_TILE, rows = tile_len(T, qt);
-    float *s = work, *acc = s + ATTN_TILE * ATTN_TILE, *m = acc + (size_t)ATTN_TILE * D, *l = m + ATTN_TILE;
-    uint8_t *keep = (uint8_t *)(l + ATTN_TILE);
+    const int tile = plan->tile, i0 = qt * tile, rows = tile_len(T, qt, tile);
+    const AttnProducts how = plan->products;
+    float *s = work, *acc = s + (size_t)tile * tile, *m = acc + (size_t)tile * D, *l = m + tile;
+    uint8_t *keep = (uint8_t *)(l + tile);
     const size_t head = (size_t)bh * T * D;
     for (int r = 0; r < rows; r++) {
         m[r] = -INFINITY;
@@ -212,7 +214,7 @@ static void forward_tile(float *out, float *lse, const float *q, const float *k,
     }
     memset(acc, 0, (size_t)rows * D * sizeof *acc);
     for (int kt = 0; kt <= qt; kt++) {
-        const int j0 = kt * ATTN_TILE, cols = tile_len(T, kt);
+        const int j0 = kt * tile, cols = tile_len(T, kt, tile);
         product_nt(how, rows, cols, D, scale, q + head + (size_t)i0 * D, D, k + head + (size_t)j0 * D, D, 0.0f, s, cols);
         online_update(s, m, l, acc, keep, drop, bh, T, D, i0, rows, j0, cols);
         product_nn(how, rows, D, cols, 1.0f, s, cols, v + head + (size_t)j0 * D, D, 1.0f, acc, D);
@@ -225,15 +227,15 @@ static void forward_tile(float *out, float *lse, const float *q, const float *k,
     }
 }
 
-static uint64_t forward_flops(int BH, int T, int D, bool dropout)
+static uint64_t forward_flops(int BH, int T, int D, bool dropout, int tile)
 {
     uint64_t flops = 0;
-    for (int qt = 0; qt < tiles_of(T); qt++) {
-        const int rows = tile_len(T, qt);
+    for (int qt = 0; qt < tiles_of(T, tile); qt++) {
+        const int rows = tile_len(T, qt, tile);
         for (int kt = 0; kt <= qt; kt++) {
-            const int cols = tile_len(T, kt);
+            const int cols = tile_len(T, kt, tile);
             flops += 4 * (uint64_t)rows * cols * D + (uint64_t)rows * (D + 3);
-            flops += (4 + (dropout ? 2 : 0)) * tile_kept(qt * ATTN_TILE, rows, kt * ATTN_TILE, cols);
+            flops += (4 + (dropout ? 2 : 0)) * tile_kept(qt * tile, rows, kt * tile, cols);
         }
         flops += (uint64_t)rows * (D + 2);
     }
@@ -241,18 +243,18 @@ static uint64_t forward_flops(int BH, int T, int D, bool dropout)
 }
 
 void k_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, int BH, int T,
-                         int D, const AttnDropout *drop, AttnProducts how, float *work)
+                         int D, const AttnDropout *drop, const AttnPlan *plan, float *work)
 {
     const float scale = 1.0f / sqrtf((float)D);
-    const int tiles = tiles_of(T), pairs = BH * tiles;
-    const size_t per_thread = work_per_thread(T, D);
+    const int tiles = tiles_of(T, plan->tile), pairs = BH * tiles;
+    const size_t per_thread = work_per_thread(T, D, plan->tile);
 #pragma omp parallel for schedule(dynamic, 1) if (pairs > 1 && (size_t)BH * T * T * D >= ATTN_PARALLEL_MIN)
     for (int pair = 0; pair < pairs; pair++) {
         /* Heaviest first: query tile t has t + 1 key tiles, so the last tiles lead. */
         const int qt = tiles - 1 - pair / BH, bh = pair % BH;
-        forward_tile(out, lse, q, k, v, bh, qt, T, D, scale, drop, how, work + (size_t)omp_get_thread_num() * per_thread);
+        forward_tile(out, lse, q, k, v, bh, qt, T, D, scale, drop, plan, work + (size_t)omp_get_thread_num() * per_thread);
     }
-    flops_add(forward_flops(BH, T, D, drop != NULL));
+    flops_add(forward_flops(BH, T, D, drop != NULL, plan->tile));
 }
 
 /* ---- backward --------------------------------------------------------------------------- */
@@ -271,8 +273,8 @@ static void recompute_tile(float *p, float *a, uint8_t *keep, const float *lse, 
         if (!drop) continue;
         const float scale = 1.0f / (1.0f - drop->p);
         float *ar = a + (size_t)r * cols;
-        row_keep(keep + (size_t)r * ATTN_TILE, drop, bh, T, i0 + r, j0, n);
-        for (int c = 0; c < n; c++) ar[c] = pr[c] * ((float)keep[(size_t)r * ATTN_TILE + c] * scale);
+        row_keep(keep + (size_t)r * cols, drop, bh, T, i0 + r, j0, n);
+        for (int c = 0; c < n; c++) ar[c] = pr[c] * ((float)keep[(size_t)r * cols + c] * scale);
         for (int c = n; c < cols; c++) ar[c] = 0.0f;
     }
 }
@@ -286,7 +288,7 @@ static void softmax_backward_tile(float *da, const float *p, const uint8_t *keep
         float *dr = da + (size_t)r * cols;
         const float *pr = p + (size_t)r * cols;
         if (drop)
-            for (int c = 0; c < cols; c++) dr[c] *= (float)keep[(size_t)r * ATTN_TILE + c] * scale;
+            for (int c = 0; c < cols; c++) dr[c] *= (float)keep[(size_t)r * cols + c] * scale;
         for (int c = 0; c < cols; c++) dr[c] = pr[c] * (dr[c] - delta[r]);
     }
 }
@@ -294,22 +296,24 @@ static void softmax_backward_tile(float *da, const float *p, const uint8_t *keep
 /* Every tile of head bh, query tiles in order, each against its key tiles in order. */
 static void backward_head(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                           const float *v, const float *out, const float *lse, int bh, int T, int D, float scale,
-                          const AttnDropout *drop, AttnProducts how, float *work)
+                          const AttnDropout *drop, const AttnPlan *plan, float *work)
 {
-    float *p = work, *da = p + ATTN_TILE * ATTN_TILE, *delta = da + ATTN_TILE * ATTN_TILE;
-    uint8_t *keep = (uint8_t *)(delta + T); /* ATTN_TILE² bytes, a quarter of a tile² of floats */
-    float *a = drop ? (float *)(keep + ATTN_TILE * ATTN_TILE) : p;
+    const int tile = plan->tile;
+    const AttnProducts how = plan->products;
+    float *p = work, *da = p + (size_t)tile * tile, *delta = da + (size_t)tile * tile;
+    uint8_t *keep = (uint8_t *)(delta + T); /* tile² bytes, a quarter of a tile² of floats */
+    float *a = drop ? (float *)(keep + (size_t)tile * tile) : p;
     const size_t head = (size_t)bh * T * D;
     for (int i = 0; i < T; i++) { /* Δ_i = dout_i · out_i */
         float dot = 0.0f;
         for (int d = 0; d < D; d++) dot += dout[head + (size_t)i * D + d] * out[head + (size_t)i * D + d];
         delta[i] = dot;
     }
-    for (int qt = 0; qt < tiles_of(T); qt++) {
-        const int i0 = qt * ATTN_TILE, rows = tile_len(T, qt);
+    for (int qt = 0; qt < tiles_of(T, tile); qt++) {
+        const int i0 = qt * tile, rows = tile_len(T, qt, tile);
         const float *qi = q + head + (size_t)i0 * D, *doi = dout + head + (size_t)i0 * D;
         for (int kt = 0; kt <= qt; kt++) {
-            const int j0 = kt * ATTN_TILE, cols = tile_len(T, kt);
+            const int j0 = kt * tile, cols = tile_len(T, kt, tile);
             const float *kj = k + head + (size_t)j0 * D, *vj = v + head + (size_t)j0 * D;
             product_nt(how, rows, cols, D, scale, qi, D, kj, D, 0.0f, p, cols); /* the scores again */
             recompute_tile(p, a, keep, lse, drop, bh, T, i0, rows, j0, cols);
@@ -324,20 +328,21 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
 
 void k_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                           const float *v, const float *out, const float *lse, int BH, int T, int D,
-                          const AttnDropout *drop, AttnProducts how, float *work)
+                          const AttnDropout *drop, const AttnPlan *plan, float *work)
 {
     const float scale = 1.0f / sqrtf((float)D);
-    const size_t per_thread = work_per_thread(T, D);
+    const int tile = plan->tile;
+    const size_t per_thread = work_per_thread(T, D, tile);
 #pragma omp parallel for schedule(static) if (BH > 1 && (size_t)BH * T * T * D >= ATTN_PARALLEL_MIN)
     for (int bh = 0; bh < BH; bh++)
-        backward_head(dq, dk, dv, dout, q, k, v, out, lse, bh, T, D, scale, drop, how,
+        backward_head(dq, dk, dv, dout, q, k, v, out, lse, bh, T, D, scale, drop, plan,
                       work + (size_t)omp_get_thread_num() * per_thread);
     uint64_t backward = 2 * (uint64_t)T * D, recompute = 0;
-    for (int qt = 0; qt < tiles_of(T); qt++) {
-        const int rows = tile_len(T, qt);
+    for (int qt = 0; qt < tiles_of(T, tile); qt++) {
+        const int rows = tile_len(T, qt, tile);
         for (int kt = 0; kt <= qt; kt++) {
-            const int cols = tile_len(T, kt);
-            const uint64_t kept = tile_kept(qt * ATTN_TILE, rows, kt * ATTN_TILE, cols);
+            const int cols = tile_len(T, kt, tile);
+            const uint64_t kept = tile_kept(qt * tile, rows, kt * tile, cols);
             backward += 8 * (uint64_t)rows * cols * D + (2 + (drop ? 1 : 0)) * kept;
             recompute += 2 * (uint64_t)rows * cols * D + (2 + (drop ? 2 : 0)) * kept;
         }

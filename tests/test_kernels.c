@@ -816,29 +816,30 @@ static void test_dropout_matches_the_serial_loop(void **state)
  * (the reference's mask made element by element from the kernel's key). Returns the worst
  * error relative to max(1, |reference|) over out, dq, dk and dv. The tolerance is the sum
  * tolerance of T + D terms of size up to 1 (q, k, v, dout in [−1, 1], probabilities ≤ 1). */
-static double check_attention(int BH, int T, int D, float p, AttnProducts how)
+static double check_attention(int BH, int T, int D, float p, const AttnPlan *plan)
 {
     const size_t n = (size_t)BH * T * D, nn = (size_t)BH * T * T;
     float *q = random_floats(n, -1.0f, 1.0f), *k = random_floats(n, -1.0f, 1.0f);
     float *v = random_floats(n, -1.0f, 1.0f), *dout = random_floats(n, -1.0f, 1.0f);
     float *out = zero_floats(n), *lse = zero_floats((size_t)BH * T);
     double *out_ref = to_double(out, n), *lse_ref = to_double(lse, (size_t)BH * T);
-    float *work = zero_floats(k_attention_work_floats(T, D));
+    float *work = zero_floats(k_attention_work_floats(T, D, plan));
     const AttnDropout drop = {.p = p, .key = {.seed = 11, .step = 2, .micro_batch = 0, .op = 4}};
     uint8_t *mask = p > 0.0f ? malloc(nn) : NULL;
     if (mask) ref_dropout_counter_mask(mask, &drop.key, p, nn);
 
-    k_attention_forward(out, lse, q, k, v, BH, T, D, mask ? &drop : NULL, how, work);
+    k_attention_forward(out, lse, q, k, v, BH, T, D, mask ? &drop : NULL, plan, work);
     ref_attention_forward(out_ref, lse_ref, q, k, v, mask, p, BH, T, D);
     const double tol = sum_tol(T + D, 1.0) * (mask ? 1.0 / (1.0 - p) : 1.0);
     char what[64];
-    snprintf(what, sizeof what, "attention T=%d D=%d%s %s", T, D, mask ? " drop" : "", how == ATTN_PRODUCTS_BLAS ? "blas" : "loops");
+    snprintf(what, sizeof what, "attention T=%d D=%d%s %s tile %d", T, D, mask ? " drop" : "",
+             plan->products == ATTN_PRODUCTS_BLAS ? "blas" : "loops", plan->tile);
     assert_close(what, out, out_ref, n, tol);
     assert_close("  lse", lse, lse_ref, (size_t)BH * T, tol);
 
     Grad dq = grad_create(n), dk = grad_create(n), dv = grad_create(n);
-    k_attention_backward(dq.got, dk.got, dv.got, dout, q, k, v, out, lse, BH, T, D, mask ? &drop : NULL, how, work);
-    k_attention_backward(dq.fresh, dk.fresh, dv.fresh, dout, q, k, v, out, lse, BH, T, D, mask ? &drop : NULL, how, work);
+    k_attention_backward(dq.got, dk.got, dv.got, dout, q, k, v, out, lse, BH, T, D, mask ? &drop : NULL, plan, work);
+    k_attention_backward(dq.fresh, dk.fresh, dv.fresh, dout, q, k, v, out, lse, BH, T, D, mask ? &drop : NULL, plan, work);
     ref_attention_backward(dq.want, dk.want, dv.want, dout, q, k, v, mask, p, BH, T, D);
     double worst = 0.0;
     const Grad *grads[] = {&dq, &dk, &dv};
@@ -855,60 +856,69 @@ static double check_attention(int BH, int T, int D, float p, AttnProducts how)
 }
 
 /* Lengths that are and are not multiples of the tile, one row to many tiles; with and
- * without dropout; BLAS and loops. */
+ * without dropout; BLAS and loops at the default tile, and BLAS at the tiles
+ * bench_attention measures and at one that divides nothing here. */
 static void test_fused_attention_matches_the_textbook(void **state)
 {
     (void)state;
     seed(21);
     const struct { int BH, T, D; } cases[] = {{3, 1, 8}, {2, 7, 16}, {2, 64, 32}, {2, 129, 64}, {1, 1000, 32}};
+    const AttnPlan plans[] = {{ATTN_PRODUCTS_BLAS, ATTN_TILE}, {ATTN_PRODUCTS_LOOPS, ATTN_TILE},
+                              {ATTN_PRODUCTS_BLAS, 32}, {ATTN_PRODUCTS_BLAS, 128}, {ATTN_PRODUCTS_BLAS, 5}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
-        for (int how = 0; how < 2; how++)
+        for (size_t h = 0; h < sizeof plans / sizeof plans[0]; h++)
             for (int d = 0; d < 2; d++) {
-                const double worst = check_attention(cases[c].BH, cases[c].T, cases[c].D, d ? 0.2f : 0.0f, (AttnProducts)how);
+                const double worst = check_attention(cases[c].BH, cases[c].T, cases[c].D, d ? 0.2f : 0.0f, &plans[h]);
                 print_message("  worst relative error %.3g\n", worst);
             }
 }
 
-/* FLOPs as kernels_attention.c states them, counted here tile by tile for T = 129 (three
- * tiles, the last of one row). */
+/* FLOPs as kernels_attention.c states them, counted here tile by tile for T = 129: with
+ * the default tile of 64 (three tiles, the last of one row) and with tiles of 50 (50, 50
+ * and 29 rows). */
 static void test_fused_attention_counts_its_flops(void **state)
 {
     (void)state;
-    enum { BH = 2, T = 129, D = 16, TILE = ATTN_TILE };
+    enum { BH = 2, T = 129, D = 16 };
     seed(22);
     const size_t n = (size_t)BH * T * D;
     float *q = random_floats(n, -1.0f, 1.0f), *k = random_floats(n, -1.0f, 1.0f), *v = random_floats(n, -1.0f, 1.0f);
     float *out = zero_floats(n), *lse = zero_floats((size_t)BH * T), *dq = zero_floats(n), *dk = zero_floats(n), *dv = zero_floats(n);
-    float *work = zero_floats(k_attention_work_floats(T, D));
     const AttnDropout drop = {.p = 0.1f, .key = {.seed = 1, .op = 1}};
-    const int rows[3] = {TILE, TILE, 1};
-    for (int d = 0; d < 2; d++) {
-        uint64_t fwd = 0, bwd = 0, rec = 0;
-        for (int qt = 0; qt < 3; qt++) {
-            for (int kt = 0; kt <= qt; kt++) {
-                uint64_t kept = 0;
-                for (int r = 0; r < rows[qt]; r++) {
-                    const int i = qt * TILE + r, last = kt * TILE + rows[kt] - 1;
-                    kept += (uint64_t)((i < last ? i : last) - kt * TILE + 1);
+    const struct { int tile, rows[3]; } tilings[] = {{ATTN_TILE, {ATTN_TILE, ATTN_TILE, 1}}, {50, {50, 50, 29}}};
+    for (int t = 0; t < 2; t++) {
+        const int TILE = tilings[t].tile, *rows = tilings[t].rows;
+        const AttnPlan plan = {ATTN_PRODUCTS_BLAS, TILE};
+        float *work = zero_floats(k_attention_work_floats(T, D, &plan));
+        for (int d = 0; d < 2; d++) {
+            uint64_t fwd = 0, bwd = 0, rec = 0;
+            for (int qt = 0; qt < 3; qt++) {
+                for (int kt = 0; kt <= qt; kt++) {
+                    uint64_t kept = 0;
+                    for (int r = 0; r < rows[qt]; r++) {
+                        const int i = qt * TILE + r, last = kt * TILE + rows[kt] - 1;
+                        kept += (uint64_t)((i < last ? i : last) - kt * TILE + 1);
+                    }
+                    const uint64_t tile = (uint64_t)rows[qt] * rows[kt] * D;
+                    fwd += 4 * tile + (uint64_t)rows[qt] * (D + 3) + (4 + 2 * d) * kept;
+                    bwd += 8 * tile + (2 + d) * kept;
+                    rec += 2 * tile + (2 + 2 * d) * kept;
                 }
-                const uint64_t tile = (uint64_t)rows[qt] * rows[kt] * D;
-                fwd += 4 * tile + (uint64_t)rows[qt] * (D + 3) + (4 + 2 * d) * kept;
-                bwd += 8 * tile + (2 + d) * kept;
-                rec += 2 * tile + (2 + 2 * d) * kept;
+                fwd += (uint64_t)rows[qt] * (D + 2);
             }
-            fwd += (uint64_t)rows[qt] * (D + 2);
+            bwd += 2 * (uint64_t)T * D;
+            flops_reset();
+            k_attention_forward(out, lse, q, k, v, BH, T, D, d ? &drop : NULL, &plan, work);
+            expect_flops("k_attention_forward", BH * fwd);
+            flops_set_phase(PHASE_BACKWARD);
+            k_attention_backward(dq, dk, dv, out, q, k, v, out, lse, BH, T, D, d ? &drop : NULL, &plan, work);
+            assert_int_equal(flops_get(PHASE_RECOMPUTE), BH * rec);
+            assert_int_equal(flops_get(PHASE_BACKWARD), BH * bwd);
+            flops_reset();
         }
-        bwd += 2 * (uint64_t)T * D;
-        flops_reset();
-        k_attention_forward(out, lse, q, k, v, BH, T, D, d ? &drop : NULL, ATTN_PRODUCTS_BLAS, work);
-        expect_flops("k_attention_forward", BH * fwd);
-        flops_set_phase(PHASE_BACKWARD);
-        k_attention_backward(dq, dk, dv, out, q, k, v, out, lse, BH, T, D, d ? &drop : NULL, ATTN_PRODUCTS_BLAS, work);
-        assert_int_equal(flops_get(PHASE_RECOMPUTE), BH * rec);
-        assert_int_equal(flops_get(PHASE_BACKWARD), BH * bwd);
-        flops_reset();
+        free(work);
     }
-    free(q), free(k), free(v), free(out), free(lse), free(dq), free(dk), free(dv), free(work);
+    free(q), free(k), free(v), free(out), free(lse), free(dq), free(dk), free(dv);
 }
 
 /* ---- embeddings ------------------------------------------------------------------- */
@@ -1212,21 +1222,22 @@ static void run_dropout_counter_backward(Work *w)
  * part; with dropout, so the counter's masks are inside too. Past ATTN_PARALLEL_MIN. */
 enum { DET_ATT_BH = 8, DET_ATT_T = 200, DET_ATT_D = 32, DET_ATT_N = DET_ATT_BH * DET_ATT_T * DET_ATT_D };
 static const AttnDropout DET_ATT_DROP = {.p = 0.1f, .key = {.seed = 3, .op = 2}};
+static const AttnPlan DET_ATT_PLAN = {.products = ATTN_PRODUCTS_BLAS, .tile = ATTN_TILE};
 static void run_attention_forward(Work *w)
 {
-    float *work = zero_floats(k_attention_work_floats(DET_ATT_T, DET_ATT_D));
+    float *work = zero_floats(k_attention_work_floats(DET_ATT_T, DET_ATT_D, &DET_ATT_PLAN));
     k_attention_forward(w->out, w->out + DET_ATT_N, w->a, w->b, w->a + DET_ATT_N, DET_ATT_BH, DET_ATT_T, DET_ATT_D,
-                        &DET_ATT_DROP, ATTN_PRODUCTS_BLAS, work);
+                        &DET_ATT_DROP, &DET_ATT_PLAN, work);
     free(work);
 }
 static void run_attention_backward(Work *w)
 {
-    float *work = zero_floats(k_attention_work_floats(DET_ATT_T, DET_ATT_D));
+    float *work = zero_floats(k_attention_work_floats(DET_ATT_T, DET_ATT_D, &DET_ATT_PLAN));
     float *o = zero_floats(DET_ATT_N), *lse = zero_floats(DET_ATT_BH * DET_ATT_T);
     k_attention_forward(o, lse, w->a, w->b, w->a + DET_ATT_N, DET_ATT_BH, DET_ATT_T, DET_ATT_D, &DET_ATT_DROP,
-                        ATTN_PRODUCTS_BLAS, work);
+                        &DET_ATT_PLAN, work);
     k_attention_backward(w->out, w->out + DET_ATT_N, w->out + 2 * DET_ATT_N, w->b + DET_ATT_N, w->a, w->b,
-                         w->a + DET_ATT_N, o, lse, DET_ATT_BH, DET_ATT_T, DET_ATT_D, &DET_ATT_DROP, ATTN_PRODUCTS_BLAS,
+                         w->a + DET_ATT_N, o, lse, DET_ATT_BH, DET_ATT_T, DET_ATT_D, &DET_ATT_DROP, &DET_ATT_PLAN,
                          work);
     free(work), free(o), free(lse);
 }
