@@ -301,8 +301,8 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
     const int tile = plan->tile;
     const AttnProducts how = plan->products;
     float *p = work, *da = p + (size_t)tile * tile, *delta = da + (size_t)tile * tile;
-    uint8_t *keep = (uint8_t *)(delta + T); /* tile² bytes, a quarter of a tile² of floats */
-    float *a = drop ? (float *)(keep + (size_t)tile * tile) : p;
+    uint8_t *keep = (uint8_t *)(delta + T); /* tile² bytes, in the next ⌈tile²/4⌉ floats */
+    float *a = drop ? (float *)keep + ((size_t)tile * tile + 3) / 4 : p; /* aligned for any tile */
     const size_t head = (size_t)bh * T * D;
     for (int i = 0; i < T; i++) { /* Δ_i = dout_i · out_i */
         float dot = 0.0f;
