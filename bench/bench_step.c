@@ -1,5 +1,6 @@
 /*
- * bench_step.c — how fast one training step runs, against the machine's sgemm peak.
+ * bench_step.c — how fast one training step runs, against the machine's sgemm peak, and
+ * where its time goes.
  *
  * For the char-level GPT (L=4, D=256, H=4, T=128, B=8, dropout 0.1) and the MLP chain
  * (N=16, W=1024, B=256), each with AdamW, it times whole training steps (forward,
@@ -9,6 +10,13 @@
  * says how busy the machine was, and the recompute column says how much of that work was
  * done twice. Each thread count also times a square sgemm, so every figure comes with its
  * ceiling measured in the same run.
+ *
+ * Where the time goes: the FLOP ledger also keeps the wall time inside the matmuls
+ * (tensor/flops.h), so each step says how much of it the matmuls took, at what rate, and
+ * what share was spent outside them (elementwise and row kernels, attention cores, the
+ * optimizer, allocation), and how much the optimizer's phase took. The thread counts run
+ * interleaved with the strategies, round by round, so the speed-up of 2 threads over 1 is
+ * the median of paired ratios, as every time overhead is.
  *
  * It is a benchmark, not a test: it asserts nothing about time.
  */
@@ -31,8 +39,9 @@ static const BenchInfo INFO = {
              "  (N=16, W=1024, B=256) under each strategy on 1 and 2 threads: median step time and\n"
              "  GFLOP/s (the ledger's FLOPs, recomputation included) next to the sgemm peak measured\n"
              "  on the same threads.",
-    .quick = "6 or more rounds per model and thread count until every step time of a strategy\n"
-             "                      against none is within +-5 points, at most 2 s each (about 20 seconds)",
+    .quick = "6 or more rounds per model, thread counts and strategies interleaved, until every\n"
+             "                      step time against none on 1 thread is within +-5 points, at most 4 s\n"
+             "                      per model (about 20 seconds)",
     .full = "15 timed rounds after 2 warm-up rounds",
     .timed = true,
     .strategies = KINDS,
@@ -67,11 +76,12 @@ static RematStatus sgemm_peak(Estimate *gflops)
 
 static const char *const MODEL_NAMES[N_MODELS] = {"gpt L=4 D=256 H=4 T=128 B=8", "mlp N=16 W=1024 B=256"};
 
-/* One model with its batch and optimizer, and a schedule per strategy measured. */
+/* One model with its batch and optimizer, a schedule per strategy measured, and a
+ * variant per thread count and strategy: variant t·n + k runs strategy k on t+1 threads. */
 typedef struct Subject {
     ModelBench bench;
     Schedule *schedules[N_KINDS];
-    Variant variants[N_KINDS];
+    Variant variants[MAX_THREADS * N_KINDS];
 } Subject;
 
 static void subject_free(Subject *s)
@@ -81,9 +91,10 @@ static void subject_free(Subject *s)
     *s = (Subject){0};
 }
 
-/* Makes model `which` (0 the GPT, 1 the MLP chain of the header) and a schedule for each
- * strategy in `sweep`. */
-static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, int n, const BenchOptions *o)
+/* Makes model `which` (0 the GPT, 1 the MLP chain of the header), a schedule for each
+ * strategy in `sweep`, and its variants on 1..`threads` threads. */
+static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, int n, int threads,
+                                  const BenchOptions *o)
 {
     *s = (Subject){0};
     const OptimConfig adamw = optim_adamw_defaults(1e-4f);
@@ -95,8 +106,10 @@ static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, 
     for (int k = 0; k < n && status == REMAT_OK; k++) {
         s->schedules[k] = schedule_for_strategy(&sweep[k], s->bench.model->n_layers);
         if (!s->schedules[k]) status = remat_last_status();
-        s->variants[k] = bench_variant(o, (Variant){.name = strategy_name(sweep[k].kind), .schedule = s->schedules[k]},
-                                       which == 0);
+        for (int t = 0; t < threads; t++)
+            s->variants[t * n + k] = bench_variant(
+                o, (Variant){.name = strategy_name(sweep[k].kind), .schedule = s->schedules[k], .threads = t + 1},
+                which == 0);
     }
     return status;
 }
@@ -114,6 +127,12 @@ static const ResultsField FIELDS[] = {
     {"sgemm_samples", "sgemm runs sgemm_gflops_per_second comes from"},
     RESULTS_TIMED("fraction_of_peak", "ratio"),
     {"peak_act", "bytes"},
+    RESULTS_TIMED("speedup_vs_1_thread", "ratio"),
+    {"matmul_flops", "FLOPs per step"},
+    RESULTS_TIMED("matmul_seconds", "seconds"),
+    RESULTS_TIMED("matmul_gflops_per_second", "GFLOP/s"),
+    RESULTS_TIMED("outside_matmul_share", "ratio"),
+    RESULTS_TIMED("optimizer_share", "ratio"),
     RESULTS_SAMPLES,
 };
 
@@ -131,37 +150,123 @@ static Estimate fraction_of(const Estimate *rate, const Estimate *peak)
     return (Estimate){rate->value / peak->value, rate->lo / peak->hi, rate->hi / peak->lo, rate->samples};
 }
 
-static void print_and_record(const char *model, const Strategy *sweep, const StepStats *st, const Timing *timing,
-                             int n, int threads, const Estimate *peak, ResultsTable *table)
+/* 1 / ratio: a time ratio turned into a speed-up, the interval's ends swapped. */
+static Estimate inverse_of(const Estimate *ratio)
 {
-    for (int k = 0; k < n; k++) {
-        uint64_t flops = 0;
-        for (int p = 0; p < PHASE_COUNT; p++) flops += st[k].flops[p];
-        const Estimate seconds = timing_median(timing, k, STEP_SECONDS);
-        const Estimate overhead = timing_ratio(timing, k, 0, STEP_SECONDS); /* against none, paired by round */
-        const Estimate rate = rate_of((double)flops, &seconds), fraction = fraction_of(&rate, peak);
-        const char *strategy = strategy_name(sweep[k].kind);
-        char step[64], spread[48];
-        printf("  %-28s %-9s %7d %-28s %-26s %9.3f %9.3f %8.1f %8.1f %6.0f%% %9.2f\n", model, strategy, threads,
-               estimate_ms_str(step, sizeof step, &seconds), estimate_ratio_str(spread, sizeof spread, &overhead),
-               1e-9 * (double)flops,
-               1e-9 * (double)st[k].flops[PHASE_RECOMPUTE], rate.value, peak->value, 100.0 * fraction.value,
-               mib(st[k].peak[MEM_ACT]));
-        ResultsRecord *rec = results_record(table);
-        record_str(rec, "model", model);
-        record_str(rec, "strategy", strategy);
-        record_num(rec, "threads", threads);
-        record_estimate(rec, "step_seconds", &seconds);
-        record_estimate(rec, "time_overhead", &overhead);
-        record_num(rec, "flops", (double)flops);
-        record_num(rec, "recompute_flops", (double)st[k].flops[PHASE_RECOMPUTE]);
-        record_estimate(rec, "gflops_per_second", &rate);
-        const Estimate sgemm = {peak->value, peak->lo, peak->hi, seconds.samples}; /* its own count: sgemm_samples */
-        record_estimate(rec, "sgemm_gflops_per_second", &sgemm);
-        record_num(rec, "sgemm_samples", peak->samples);
-        record_estimate(rec, "fraction_of_peak", &fraction);
-        record_num(rec, "peak_act", (double)st[k].peak[MEM_ACT]);
-    }
+    return (Estimate){1.0 / ratio->value, 1.0 / ratio->hi, 1.0 / ratio->lo, ratio->samples};
+}
+
+/* What bench_step reports of one model on `threads` threads under strategy k. */
+typedef struct Row {
+    const char *model, *strategy;
+    int threads;
+    uint64_t flops;
+    const StepStats *st;
+    Estimate seconds, overhead, rate, fraction, speedup, matmul_seconds, matmul_rate, outside, optimizer;
+} Row;
+
+/* Row of variant t·n + k of `timing`: the step against none on the same threads and
+ * against the same strategy on 1 thread, each paired by round. */
+static Row row_of(const char *model, const Strategy *sweep, const StepStats *st, const Timing *timing, int n, int t,
+                  int k, const Estimate *peak)
+{
+    const int v = t * n + k;
+    Row r = {.model = model, .strategy = strategy_name(sweep[k].kind), .threads = t + 1, .st = &st[v]};
+    for (int p = 0; p < PHASE_COUNT; p++) r.flops += st[v].flops[p];
+    r.seconds = timing_median(timing, v, STEP_SECONDS);
+    r.overhead = timing_ratio(timing, v, t * n, STEP_SECONDS);
+    r.rate = rate_of((double)r.flops, &r.seconds);
+    r.fraction = fraction_of(&r.rate, peak);
+    const Estimate slower = timing_ratio(timing, v, k, STEP_SECONDS);
+    r.speedup = inverse_of(&slower);
+    r.matmul_seconds = timing_median(timing, v, STEP_MATMUL_SECONDS);
+    r.matmul_rate = rate_of((double)st[v].matmul_flops, &r.matmul_seconds);
+    r.outside = timing_median(timing, v, STEP_OUTSIDE_MATMUL_SHARE);
+    r.optimizer = timing_median(timing, v, STEP_OPTIMIZER_SHARE);
+    return r;
+}
+
+static void print_row(const Row *r, const Estimate *peak)
+{
+    char step[64], spread[48];
+    printf("  %-28s %-9s %7d %-28s %-26s %9.3f %9.3f %8.1f %8.1f %6.0f%% %9.2f\n", r->model, r->strategy, r->threads,
+           estimate_ms_str(step, sizeof step, &r->seconds), estimate_ratio_str(spread, sizeof spread, &r->overhead),
+           1e-9 * (double)r->flops, 1e-9 * (double)r->st->flops[PHASE_RECOMPUTE], r->rate.value, peak->value,
+           100.0 * r->fraction.value, mib(r->st->peak[MEM_ACT]));
+}
+
+/* "1.93x (1.88..1.97)", or "-" on 1 thread. */
+static char *speedup_str(char *buf, size_t size, const Row *r)
+{
+    if (r->threads == 1) snprintf(buf, size, "-");
+    else snprintf(buf, size, "%.2fx (%.2f..%.2f)", r->speedup.value, r->speedup.lo, r->speedup.hi);
+    return buf;
+}
+
+static void print_time_row(const Row *r)
+{
+    char speedup[48], mm[64];
+    printf("  %-28s %-9s %7d %-22s %-28s %8.1f %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f)\n", r->model,
+           r->strategy, r->threads, speedup_str(speedup, sizeof speedup, r),
+           estimate_ms_str(mm, sizeof mm, &r->matmul_seconds), r->matmul_rate.value, 100.0 * r->outside.value,
+           100.0 * r->outside.lo, 100.0 * r->outside.hi, 100.0 * r->optimizer.value, 100.0 * r->optimizer.lo,
+           100.0 * r->optimizer.hi);
+}
+
+static void record_row(const Row *r, const Estimate *peak, ResultsTable *table)
+{
+    ResultsRecord *rec = results_record(table);
+    record_str(rec, "model", r->model);
+    record_str(rec, "strategy", r->strategy);
+    record_num(rec, "threads", r->threads);
+    record_estimate(rec, "step_seconds", &r->seconds);
+    record_estimate(rec, "time_overhead", &r->overhead);
+    record_num(rec, "flops", (double)r->flops);
+    record_num(rec, "recompute_flops", (double)r->st->flops[PHASE_RECOMPUTE]);
+    record_estimate(rec, "gflops_per_second", &r->rate);
+    const Estimate sgemm = {peak->value, peak->lo, peak->hi, r->seconds.samples}; /* its own count: sgemm_samples */
+    record_estimate(rec, "sgemm_gflops_per_second", &sgemm);
+    record_num(rec, "sgemm_samples", peak->samples);
+    record_estimate(rec, "fraction_of_peak", &r->fraction);
+    record_num(rec, "peak_act", (double)r->st->peak[MEM_ACT]);
+    if (r->threads > 1) record_estimate(rec, "speedup_vs_1_thread", &r->speedup);
+    record_num(rec, "matmul_flops", (double)r->st->matmul_flops);
+    record_estimate(rec, "matmul_seconds", &r->matmul_seconds);
+    record_estimate(rec, "matmul_gflops_per_second", &r->matmul_rate);
+    record_estimate(rec, "outside_matmul_share", &r->outside);
+    record_estimate(rec, "optimizer_share", &r->optimizer);
+}
+
+/* Prints both tables of the run and records a row per model, thread count and strategy. */
+static void report(const Strategy *sweep, StepStats stats[N_MODELS][MAX_THREADS * N_KINDS],
+                   const Timing timing[N_MODELS], int n, int threads, const Estimate *peaks, ResultsTable *table)
+{
+    printf("\n  median step and its 95%% interval, after the warm-up rounds; thread counts and strategies\n"
+           "  interleaved step by step (rounds per model: %d, %d)\n",
+           timing[0].rounds, timing[1].rounds);
+    printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %7s %9s\n", "model", "strategy", "threads", "step",
+           "vs none (interval, rounds)", "GFLOP", "recompute", "GFLOP/s", "sgemm", "of peak", "peak ACT");
+    printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %7s %9s\n", "", "", "", "", "", "per step", "GFLOP", "",
+           "GFLOP/s", "", "MiB");
+    for (int m = 0; m < N_MODELS; m++)
+        for (int t = 0; t < threads; t++)
+            for (int k = 0; k < n; k++) {
+                const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, t, k, &peaks[t]);
+                print_row(&r, &peaks[t]);
+                record_row(&r, &peaks[t], table);
+            }
+    printf("\n  where the step's time goes (medians and 95%% intervals; speed-up: median of paired ratios\n"
+           "  to the same strategy on 1 thread in the same round)\n");
+    printf("  %-28s %-9s %7s %-22s %-28s %8s %-20s %-20s\n", "model", "strategy", "threads", "vs 1 thread",
+           "inside matmuls", "matmul", "outside matmuls", "optimizer");
+    printf("  %-28s %-9s %7s %-22s %-28s %8s %-20s %-20s\n", "", "", "", "", "", "GFLOP/s", "(share of step)",
+           "(share of step)");
+    for (int m = 0; m < N_MODELS; m++)
+        for (int t = 0; t < threads; t++)
+            for (int k = 0; k < n; k++) {
+                const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, t, k, &peaks[t]);
+                print_time_row(&r);
+            }
 }
 
 int main(int argc, char **argv)
@@ -172,7 +277,7 @@ int main(int argc, char **argv)
     if (start != BENCH_RUN) return start;
     Strategy sweep[N_KINDS];
     const int n = bench_sweep(&INFO, &o, NULL, sweep);
-    const TimingPlan plan = bench_timing_plan(&o, o.quick ? 1 : 2, 15, 2.0);
+    const TimingPlan plan = bench_timing_plan(&o, o.quick ? 1 : 2, 15, 4.0);
     const int cores = platform_info().cores, max_threads = cores < MAX_THREADS ? cores : MAX_THREADS;
     results_config_str(results, "optimizer", "adamw");
     results_config_str(results, "dropout_rng", dropout_rng_name(o.dropout_rng)); /* the GPT's */
@@ -182,43 +287,28 @@ int main(int argc, char **argv)
                                         FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
     RematStatus status = REMAT_OK;
     Estimate peaks[MAX_THREADS] = {{0}};
-    StepStats stats[N_MODELS][MAX_THREADS][N_KINDS];
-    Timing timing[N_MODELS][MAX_THREADS] = {{{0}}};
-    Progress progress;
-    progress_begin(&progress, N_MODELS * max_threads * timing_max_runs(&plan, n));
+    static StepStats stats[N_MODELS][MAX_THREADS * N_KINDS];
+    Timing timing[N_MODELS] = {{0}};
     for (int t = 0; t < max_threads && status == REMAT_OK; t++) {
         status = platform_set_threads(t + 1);
         if (status == REMAT_OK) status = sgemm_peak(&peaks[t]);
-        for (int m = 0; m < N_MODELS && status == REMAT_OK; m++) {
-            Subject s;
-            status = subject_create(&s, m, sweep, n, &o);
-            char label[48];
-            snprintf(label, sizeof label, "%.3s, %d thread%s", MODEL_NAMES[m], t + 1, t ? "s" : "");
-            TrainCtx ctx = {.training = true, .seed = 1};
-            pcg32_seed(&ctx.rng, 1, 2);
-            if (status == REMAT_OK)
-                status = steps_alternate(s.bench.model, s.variants, n, s.bench.opt, &s.bench.batch, &ctx, &plan,
-                                         &progress, label, stats[m][t], &timing[m][t]);
-            subject_free(&s);
-        }
+    }
+    Progress progress;
+    progress_begin(&progress, N_MODELS * timing_max_runs(&plan, n * max_threads));
+    for (int m = 0; m < N_MODELS && status == REMAT_OK; m++) {
+        Subject s;
+        status = subject_create(&s, m, sweep, n, max_threads, &o);
+        char label[48];
+        snprintf(label, sizeof label, "%.3s", MODEL_NAMES[m]);
+        TrainCtx ctx = {.training = true, .seed = 1};
+        pcg32_seed(&ctx.rng, 1, 2);
+        if (status == REMAT_OK)
+            status = steps_alternate(s.bench.model, s.variants, n * max_threads, s.bench.opt, &s.bench.batch, &ctx,
+                                     &plan, &progress, label, stats[m], &timing[m]);
+        subject_free(&s);
     }
     progress_end(&progress);
-    if (status == REMAT_OK) {
-        printf("\n  median step and its 95%% interval, after %d warm-up rounds; strategies interleaved step\n"
-               "  by step (rounds per model and thread count: %d", plan.warmup, timing[0][0].rounds);
-        for (int m = 0; m < N_MODELS; m++)
-            for (int t = 0; t < max_threads; t++)
-                if (m || t) printf(", %d", timing[m][t].rounds);
-        printf(")\n");
-        printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %7s %9s\n", "model", "strategy", "threads", "step",
-               "vs none (interval, rounds)", "GFLOP", "recompute", "GFLOP/s", "sgemm", "of peak", "peak ACT");
-        printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %7s %9s\n", "", "", "", "", "", "per step", "GFLOP", "",
-               "GFLOP/s", "", "MiB");
-        for (int m = 0; m < N_MODELS; m++)
-            for (int t = 0; t < max_threads; t++)
-                print_and_record(MODEL_NAMES[m], sweep, stats[m][t], &timing[m][t], n, t + 1, &peaks[t], table);
-    }
-    for (int m = 0; m < N_MODELS; m++)
-        for (int t = 0; t < max_threads; t++) timing_free(&timing[m][t]);
+    if (status == REMAT_OK) report(sweep, stats, timing, n, max_threads, peaks, table);
+    for (int m = 0; m < N_MODELS; m++) timing_free(&timing[m]);
     return bench_finish(&INFO, &o, results, status);
 }
