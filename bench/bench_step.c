@@ -133,6 +133,7 @@ static const ResultsField FIELDS[] = {
     RESULTS_TIMED("matmul_gflops_per_second", "GFLOP/s"),
     RESULTS_TIMED("outside_matmul_share", "ratio"),
     RESULTS_TIMED("optimizer_share", "ratio"),
+    {"minor_faults", "page faults per step (getrusage ru_minflt; the median over the steps)"},
     RESULTS_SAMPLES,
 };
 
@@ -163,6 +164,7 @@ typedef struct Row {
     uint64_t flops;
     const StepStats *st;
     Estimate seconds, overhead, rate, fraction, speedup, matmul_seconds, matmul_rate, outside, optimizer;
+    double minor_faults;
 } Row;
 
 /* Row of variant t·n + k of `timing`: the step against none on the same threads and
@@ -183,6 +185,7 @@ static Row row_of(const char *model, const Strategy *sweep, const StepStats *st,
     r.matmul_rate = rate_of((double)st[v].matmul_flops, &r.matmul_seconds);
     r.outside = timing_median(timing, v, STEP_OUTSIDE_MATMUL_SHARE);
     r.optimizer = timing_median(timing, v, STEP_OPTIMIZER_SHARE);
+    r.minor_faults = timing_median(timing, v, STEP_MINOR_FAULTS).value;
     return r;
 }
 
@@ -206,11 +209,11 @@ static char *speedup_str(char *buf, size_t size, const Row *r)
 static void print_time_row(const Row *r)
 {
     char speedup[48], mm[64];
-    printf("  %-28s %-9s %7d %-22s %-28s %8.1f %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f)\n", r->model,
+    printf("  %-28s %-9s %7d %-22s %-28s %8.1f %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %7.0f\n", r->model,
            r->strategy, r->threads, speedup_str(speedup, sizeof speedup, r),
            estimate_ms_str(mm, sizeof mm, &r->matmul_seconds), r->matmul_rate.value, 100.0 * r->outside.value,
            100.0 * r->outside.lo, 100.0 * r->outside.hi, 100.0 * r->optimizer.value, 100.0 * r->optimizer.lo,
-           100.0 * r->optimizer.hi);
+           100.0 * r->optimizer.hi, r->minor_faults);
 }
 
 static void record_row(const Row *r, const Estimate *peak, ResultsTable *table)
@@ -235,6 +238,7 @@ static void record_row(const Row *r, const Estimate *peak, ResultsTable *table)
     record_estimate(rec, "matmul_gflops_per_second", &r->matmul_rate);
     record_estimate(rec, "outside_matmul_share", &r->outside);
     record_estimate(rec, "optimizer_share", &r->optimizer);
+    record_num(rec, "minor_faults", r->minor_faults);
 }
 
 /* Prints both tables of the run and records a row per model, thread count and strategy. */
@@ -257,10 +261,10 @@ static void report(const Strategy *sweep, StepStats stats[N_MODELS][MAX_THREADS 
             }
     printf("\n  where the step's time goes (medians and 95%% intervals; speed-up: median of paired ratios\n"
            "  to the same strategy on 1 thread in the same round)\n");
-    printf("  %-28s %-9s %7s %-22s %-28s %8s %-20s %-20s\n", "model", "strategy", "threads", "vs 1 thread",
-           "inside matmuls", "matmul", "outside matmuls", "optimizer");
-    printf("  %-28s %-9s %7s %-22s %-28s %8s %-20s %-20s\n", "", "", "", "", "", "GFLOP/s", "(share of step)",
-           "(share of step)");
+    printf("  %-28s %-9s %7s %-22s %-28s %8s %-20s %-20s %7s\n", "model", "strategy", "threads", "vs 1 thread",
+           "inside matmuls", "matmul", "outside matmuls", "optimizer", "page");
+    printf("  %-28s %-9s %7s %-22s %-28s %8s %-20s %-20s %7s\n", "", "", "", "", "", "GFLOP/s", "(share of step)",
+           "(share of step)", "faults");
     for (int m = 0; m < N_MODELS; m++)
         for (int t = 0; t < threads; t++)
             for (int k = 0; k < n; k++) {

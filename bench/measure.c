@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "models/gpt.h"
 #include "models/mlp.h"
@@ -134,11 +135,16 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
     flops_reset();
     mem_reset_peaks();
     const OffloadStats io_before = v->offload ? offload_stats(v->offload) : (OffloadStats){0};
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    const long faults_before = usage.ru_minflt;
     const double t0 = platform_seconds();
     const Step step = variant_step(v, model, opt);
     StepResult result;
     const RematStatus status = step_run(&step, batch->x, batch->y, ctx, NULL, &result);
     stats->seconds = platform_seconds() - t0;
+    getrusage(RUSAGE_SELF, &usage);
+    stats->minor_faults = usage.ru_minflt - faults_before;
     if (v->offload) {
         const OffloadStats io = offload_stats(v->offload);
         stats->write_seconds = io.write_seconds - io_before.write_seconds;
@@ -196,6 +202,7 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
     values[STEP_MATMUL_SECONDS] = s->matmul_seconds;
     values[STEP_OUTSIDE_MATMUL_SHARE] = outside_matmul_share(s);
     values[STEP_OPTIMIZER_SHARE] = optimizer_share(s);
+    values[STEP_MINOR_FAULTS] = (double)s->minor_faults;
     return status;
 }
 

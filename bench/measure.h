@@ -104,6 +104,8 @@ typedef struct StepStats {
     uint64_t matmul_flops;        /* of them, inside the matmuls (tensor/flops.h) */
     double matmul_seconds;        /* the wall time inside the matmuls */
     double phase_seconds[PHASE_COUNT]; /* the wall time each phase was current */
+    long minor_faults;            /* page faults the process took during the step (getrusage's
+                                     ru_minflt: fresh pages touched for the first time) */
 } StepStats;
 
 /* The variant `v` with the model flags of the command line (--dropout-rng, --attention)
@@ -135,7 +137,7 @@ double optimizer_share(const StepStats *s);
 
 /* The quantities steps_alternate times per step, in its Timing (bench/timing.h): the
  * step's seconds, of them inside the offloader's pack and unpack, inside the matmuls,
- * the share outside the matmuls and the optimizer's share. */
+ * the share outside the matmuls, the optimizer's share, and the step's page faults. */
 enum {
     STEP_SECONDS,
     STEP_WRITE_SECONDS,
@@ -143,6 +145,7 @@ enum {
     STEP_MATMUL_SECONDS,
     STEP_OUTSIDE_MATMUL_SHARE,
     STEP_OPTIMIZER_SHARE,
+    STEP_MINOR_FAULTS,
     STEP_QUANTITIES
 };
 

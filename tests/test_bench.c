@@ -189,7 +189,8 @@ static bool time_derived(const cJSON *field)
     const char *name = str(field, "name"), *unit = str(field, "unit");
     const size_t n = strlen(name);
     if (n > 3 && (!strcmp(name + n - 3, "_lo") || !strcmp(name + n - 3, "_hi"))) return false;
-    return strstr(unit, "seconds") || strstr(unit, "GFLOP/s") || strstr(name, "time") || strstr(name, "seconds");
+    return strstr(unit, "seconds") || strstr(unit, "GFLOP/s") || strstr(unit, "GB/s") || strstr(name, "time") ||
+           strstr(name, "seconds");
 }
 
 static bool declares(const cJSON *table, const char *name)
@@ -335,7 +336,7 @@ static void test_offload_under_a_file_size_limit_says_file_too_large(void **stat
 static void test_output_that_cannot_be_written_fails(void **state)
 {
     (void)state;
-    const char *runs[] = {"bench_scaling --help", "bench_sgemm --size 64 --reps 1 --threads 1",
+    const char *runs[] = {"bench_scaling --help", "bench_sgemm --size 64 --reps 1 --threads 1 --stream-mib 8",
                           "bench_selective --quick --steps 1 --strategy none --results"};
     for (int i = 0; i < 3; i++) {
         char cmd[1024];
@@ -354,6 +355,36 @@ static void test_sgemm_refuses_a_thread_list_with_an_empty_element(void **state)
     const char *bad[] = {"1,,2", ",1", "1,", " 1", "1,2,3,4,5,6,7,8,9"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(run_bench("bench_sgemm", "--threads", bad[i], NULL), 2);
+}
+
+/* bench_sgemm --results writes the sgemm peak and the bandwidth per thread count, every
+ * rate with its interval; a bad array size is refused with exit 2. */
+static void test_sgemm_writes_its_peak_and_bandwidth(void **state)
+{
+    (void)state;
+    char out[600], path[700];
+    snprintf(out, sizeof out, "%s/sgemm", dir);
+    assert_int_equal(run_bench("bench_sgemm", "--size", "64", "--reps", "6", "--threads", "1", "--stream-mib", "4",
+                               "--results", out, NULL),
+                     0);
+    snprintf(path, sizeof path, "%s/bench_sgemm.json", out);
+    cJSON *doc = read_json(path);
+    assert_non_null(doc);
+    assert_string_equal(str(doc, "bench"), "bench_sgemm");
+    const cJSON *sgemm = records(doc, "sgemm"), *stream = records(doc, "bandwidth");
+    assert_int_equal(cJSON_GetArraySize(sgemm), 1);
+    assert_true(num(cJSON_GetArrayItem(sgemm, 0), "gflops_per_second") > 0);
+    assert_int_equal(cJSON_GetArraySize(stream), 2); /* copy and triad on 1 thread */
+    const cJSON *triad = find(stream, "kernel", "triad", NULL, NULL);
+    assert_non_null(triad);
+    assert_true(num(triad, "array_bytes") == 4.0 * (1 << 20));
+    assert_true(num(triad, "bytes_per_pass") == 3 * 4.0 * (1 << 20)); /* b and c read, a written */
+    assert_true(num(triad, "gb_per_second") > 0 && num(triad, "samples") == 6);
+    assert_int_equal(check_timed_fields(doc), 3);
+    cJSON_Delete(doc);
+    const char *bad[] = {"0", "4097", "x", "-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(run_bench("bench_sgemm", "--stream-mib", bad[i], NULL), 2);
 }
 
 static void test_strategy_flags_narrow_the_run_or_are_refused(void **state)
@@ -801,6 +832,7 @@ int main(void)
         cmocka_unit_test(test_every_time_comes_with_its_interval),
         cmocka_unit_test(test_every_bench_answers_help_and_rejects_bad_flags),
         cmocka_unit_test(test_sgemm_refuses_a_thread_list_with_an_empty_element),
+        cmocka_unit_test(test_sgemm_writes_its_peak_and_bandwidth),
         cmocka_unit_test(test_offload_under_a_file_size_limit_says_file_too_large),
         cmocka_unit_test(test_output_that_cannot_be_written_fails),
         cmocka_unit_test(test_strategy_flags_narrow_the_run_or_are_refused),
