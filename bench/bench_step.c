@@ -22,6 +22,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench/cli.h"
 #include "tensor/kernels.h"
@@ -111,6 +112,96 @@ static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, 
                 o, (Variant){.name = strategy_name(sweep[k].kind), .schedule = s->schedules[k], .threads = t + 1},
                 which == 0);
     }
+    return status;
+}
+
+/* ---- the optimizer's pass, per parameter and in one pass ----------------------------------- */
+
+/* AdamW over a model's parameter shapes (on copies: the model is not touched), two ways:
+ * one kernel call per parameter, each threaded only when it is large (how the optimizer
+ * ran before it handed every parameter over at once), and one pass over all of them split
+ * evenly over the threads (how it runs now). Same arithmetic, same bits. */
+enum { WAY_PER_PARAMETER, WAY_ONE_PASS, N_WAYS };
+static const char *const WAY_NAMES[N_WAYS] = {"per parameter", "one pass"};
+
+typedef struct OptimPasses {
+    OptimSlice slices[256];
+    int count, threads; /* the variants: way + N_WAYS · (threads − 1) */
+    float *arrays;      /* param, grad, m, v of every slice, one allocation */
+} OptimPasses;
+
+static RematStatus optim_pass(void *ctx, int variant, double *values)
+{
+    const OptimPasses *o = ctx;
+    const RematStatus status = platform_set_threads(variant / N_WAYS + 1);
+    if (status != REMAT_OK) return status;
+    const double t0 = platform_seconds();
+    if (variant % N_WAYS == WAY_PER_PARAMETER)
+        for (int s = 0; s < o->count; s++) k_adamw_update_slices(&o->slices[s], 1, 1e-4f, 0.9f, 0.999f, 1e-8f, 1);
+    else k_adamw_update_slices(o->slices, o->count, 1e-4f, 0.9f, 0.999f, 1e-8f, 1);
+    values[0] = platform_seconds() - t0;
+    return REMAT_OK;
+}
+
+/* Slices of the shapes of `model`'s parameters over fresh arrays (gradients 0.001..0.006,
+ * parameters 0.1, moments 0). */
+static RematStatus optim_passes_create(OptimPasses *o, const Model *model, int threads)
+{
+    *o = (OptimPasses){.count = model->n_params, .threads = threads};
+    if (o->count > (int)(sizeof o->slices / sizeof o->slices[0]))
+        return remat_fail(REMAT_EINVAL, "bench_step: %d parameters, more than the optimizer pass holds", o->count);
+    size_t total = 0;
+    for (int i = 0; i < o->count; i++) total += model->params[i].var->value->numel;
+    o->arrays = calloc(4 * total, sizeof *o->arrays);
+    if (!o->arrays) return remat_fail(REMAT_ENOMEM, "bench_step: no memory for the optimizer pass's arrays");
+    for (size_t i = 0; i < total; i++) {
+        o->arrays[i] = 0.1f;
+        o->arrays[total + i] = 0.001f * (float)(1 + i % 6);
+    }
+    size_t first = 0;
+    for (int i = 0; i < o->count; i++) {
+        const size_t n = model->params[i].var->value->numel;
+        float *p = o->arrays + first;
+        o->slices[i] = (OptimSlice){p, p + total, p + 2 * total, p + 3 * total, model->params[i].decay ? 0.01f : 0.0f, n};
+        first += n;
+    }
+    return REMAT_OK;
+}
+
+static const ResultsField OPTIM_FIELDS[] = {
+    {"model", ""},
+    {"threads", "threads"},
+    {"way", ""},
+    {"parameters", "tensors"},
+    RESULTS_TIMED("optimizer_seconds", "seconds"),
+    RESULTS_TIMED("time_vs_per_parameter", "ratio"),
+    RESULTS_SAMPLES,
+};
+
+/* Times both ways on every thread count, interleaved, and prints and records them. */
+static RematStatus measure_optim_passes(const Model *model, const char *name, int threads, const TimingPlan *plan,
+                                        ResultsTable *table)
+{
+    OptimPasses o;
+    RematStatus status = optim_passes_create(&o, model, threads);
+    Timing timing = {0};
+    if (status == REMAT_OK) status = timing_run(plan, N_WAYS * threads, 1, optim_pass, &o, NULL, NULL, &timing);
+    for (int v = 0; v < N_WAYS * threads && status == REMAT_OK; v++) {
+        const Estimate seconds = timing_median(&timing, v, 0);
+        const Estimate ratio = timing_ratio(&timing, v, v - v % N_WAYS, 0); /* against per parameter, same threads */
+        char t[64], r[48];
+        printf("  %-28s %7d %-14s %4d %-28s %s\n", name, v / N_WAYS + 1, WAY_NAMES[v % N_WAYS], o.count,
+               estimate_ms_str(t, sizeof t, &seconds), estimate_ratio_str(r, sizeof r, &ratio));
+        ResultsRecord *rec = results_record(table);
+        record_str(rec, "model", name);
+        record_num(rec, "threads", v / N_WAYS + 1);
+        record_str(rec, "way", WAY_NAMES[v % N_WAYS]);
+        record_num(rec, "parameters", o.count);
+        record_estimate(rec, "optimizer_seconds", &seconds);
+        record_estimate(rec, "time_vs_per_parameter", &ratio);
+    }
+    timing_free(&timing);
+    free(o.arrays);
     return status;
 }
 
@@ -289,10 +380,15 @@ int main(int argc, char **argv)
     results_config_plan(results, &plan);
     ResultsTable *table = results_table(results, "steps", "one AdamW step per model, strategy and thread count",
                                         FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+    ResultsTable *optim_table = results_table(results, "optimizer", "AdamW over each model's parameters, one call per "
+                                              "parameter against one pass, per thread count", OPTIM_FIELDS,
+                                              (int)(sizeof OPTIM_FIELDS / sizeof OPTIM_FIELDS[0]), true);
     RematStatus status = REMAT_OK;
     Estimate peaks[MAX_THREADS] = {{0}};
     static StepStats stats[N_MODELS][MAX_THREADS * N_KINDS];
     Timing timing[N_MODELS] = {{0}};
+    Subject models[N_MODELS];
+    memset(models, 0, sizeof models);
     for (int t = 0; t < max_threads && status == REMAT_OK; t++) {
         status = platform_set_threads(t + 1);
         if (status == REMAT_OK) status = sgemm_peak(&peaks[t]);
@@ -309,10 +405,22 @@ int main(int argc, char **argv)
         if (status == REMAT_OK)
             status = steps_alternate(s.bench.model, s.variants, n * max_threads, s.bench.opt, &s.bench.batch, &ctx,
                                      &plan, &progress, label, stats[m], &timing[m]);
-        subject_free(&s);
+        models[m] = s;
     }
     progress_end(&progress);
     if (status == REMAT_OK) report(sweep, stats, timing, n, max_threads, peaks, table);
+    if (status == REMAT_OK)
+        printf("\n  the optimizer's pass alone: AdamW over each model's parameter shapes, one call per parameter\n"
+               "  (threaded when it has 32768 elements or more) against one pass split evenly over the threads;\n"
+               "  ways and thread counts interleaved, medians with 95%% intervals\n"
+               "  %-28s %7s %-14s %4s %-28s %s\n",
+               "model", "threads", "way", "tensors", "time", "vs per parameter (interval, rounds)");
+    const TimingPlan optim_plan = bench_timing_plan(&o, 2, 31, 2.0);
+    for (int m = 0; m < N_MODELS; m++) {
+        if (status == REMAT_OK)
+            status = measure_optim_passes(models[m].bench.model, MODEL_NAMES[m], max_threads, &optim_plan, optim_table);
+        subject_free(&models[m]);
+    }
     for (int m = 0; m < N_MODELS; m++) timing_free(&timing[m]);
     return bench_finish(&INFO, &o, results, status);
 }

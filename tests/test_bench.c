@@ -387,6 +387,49 @@ static void test_sgemm_writes_its_peak_and_bandwidth(void **state)
         assert_int_equal(run_bench("bench_sgemm", "--stream-mib", bad[i], NULL), 2);
 }
 
+/* bench_step says where a step's time goes: the matmuls' FLOPs are part of the step's,
+ * their seconds part of its seconds, the 2-thread rows carry a speed-up, and the
+ * optimizer's two ways are timed on each model (the figures' sizes are not checked: they
+ * are times). */
+static void test_step_reports_where_the_time_goes(void **state)
+{
+    (void)state;
+    char out[600], path[700];
+    snprintf(out, sizeof out, "%s/step", dir);
+    assert_int_equal(run_bench("bench_step", "--strategy", "none", "--steps", "1", "--results", out, NULL), 0);
+    snprintf(path, sizeof path, "%s/bench_step.json", out);
+    cJSON *doc = read_json(path);
+    assert_non_null(doc);
+    const cJSON *steps = records(doc, "steps"), *r;
+    const int threads = (int)num(cJSON_GetArrayItem(steps, cJSON_GetArraySize(steps) - 1), "threads");
+    assert_int_equal(cJSON_GetArraySize(steps), 2 * threads); /* two models, none on each thread count */
+    cJSON_ArrayForEach(r, steps) {
+        assert_true(num(r, "matmul_flops") > 0 && num(r, "matmul_flops") < num(r, "flops"));
+        assert_true(num(r, "matmul_seconds") > 0 && num(r, "matmul_seconds") < num(r, "step_seconds"));
+        assert_true(num(r, "outside_matmul_share") > 0 && num(r, "outside_matmul_share") < 1);
+        assert_true(num(r, "optimizer_share") > 0 && num(r, "optimizer_share") < 1);
+        assert_true(num(r, "minor_faults") >= 0);
+        static const char *const timed[] = {"matmul_seconds", "matmul_gflops_per_second", "outside_matmul_share",
+                                            "optimizer_share"};
+        for (int i = 0; i < 4; i++) {
+            char lo[64], hi[64];
+            snprintf(lo, sizeof lo, "%s_lo", timed[i]);
+            snprintf(hi, sizeof hi, "%s_hi", timed[i]);
+            assert_true(num(r, lo) <= num(r, timed[i]) && num(r, timed[i]) <= num(r, hi));
+        }
+        assert_true((cJSON_GetObjectItemCaseSensitive(r, "speedup_vs_1_thread") != NULL) == (num(r, "threads") > 1));
+    }
+    /* The MLP chain's matmuls (W = 1024, B = 256): one (B,W)·(W,W) product per block
+     * forward, two backward (dW and dx) but no dx for the first block, whose input is
+     * data: 16 + 16 + 15 products of 2·B·W·W FLOPs each. */
+    const cJSON *mlp = find(steps, "model", "mlp N=16 W=1024 B=256", NULL, NULL);
+    assert_true(num(mlp, "matmul_flops") == 47 * 2 * 256.0 * 1024 * 1024);
+    const cJSON *optim = records(doc, "optimizer");
+    assert_int_equal(cJSON_GetArraySize(optim), 2 * 2 * threads); /* two models, two ways */
+    cJSON_ArrayForEach(r, optim) assert_true(num(r, "optimizer_seconds_lo") <= num(r, "optimizer_seconds"));
+    cJSON_Delete(doc);
+}
+
 static void test_strategy_flags_narrow_the_run_or_are_refused(void **state)
 {
     (void)state;
@@ -833,6 +876,7 @@ int main(void)
         cmocka_unit_test(test_every_bench_answers_help_and_rejects_bad_flags),
         cmocka_unit_test(test_sgemm_refuses_a_thread_list_with_an_empty_element),
         cmocka_unit_test(test_sgemm_writes_its_peak_and_bandwidth),
+        cmocka_unit_test(test_step_reports_where_the_time_goes),
         cmocka_unit_test(test_offload_under_a_file_size_limit_says_file_too_large),
         cmocka_unit_test(test_output_that_cannot_be_written_fails),
         cmocka_unit_test(test_strategy_flags_narrow_the_run_or_are_refused),
