@@ -14,7 +14,8 @@
  * Where the time goes: the FLOP ledger also keeps the wall time inside the matmuls
  * (tensor/flops.h), so each step says how much of it the matmuls took, at what rate, and
  * what share was spent outside them (elementwise and row kernels, attention cores, the
- * optimizer, allocation), and how much the optimizer's phase took. The thread counts run
+ * optimizer, allocation), and each phase's share of it (forward, backward, recompute —
+ * a region's replay —, optimizer). The thread counts run
  * interleaved with the strategies, round by round, so the speed-up of 2 threads over 1 is
  * the median of paired ratios, as every time overhead is.
  *
@@ -223,6 +224,9 @@ static const ResultsField FIELDS[] = {
     RESULTS_TIMED("matmul_seconds", "seconds"),
     RESULTS_TIMED("matmul_gflops_per_second", "GFLOP/s"),
     RESULTS_TIMED("outside_matmul_share", "ratio"),
+    RESULTS_TIMED("forward_share", "ratio"),
+    RESULTS_TIMED("backward_share", "ratio"),
+    RESULTS_TIMED("recompute_share", "ratio"),
     RESULTS_TIMED("optimizer_share", "ratio"),
     {"minor_faults", "page faults per step (getrusage ru_minflt; the median over the steps)"},
     RESULTS_SAMPLES,
@@ -254,7 +258,8 @@ typedef struct Row {
     int threads;
     uint64_t flops;
     const StepStats *st;
-    Estimate seconds, overhead, rate, fraction, speedup, matmul_seconds, matmul_rate, outside, optimizer;
+    Estimate seconds, overhead, rate, fraction, speedup, matmul_seconds, matmul_rate, outside;
+    Estimate phase[PHASE_COUNT]; /* each phase's share of the step */
     double minor_faults;
 } Row;
 
@@ -275,7 +280,7 @@ static Row row_of(const char *model, const Strategy *sweep, const StepStats *st,
     r.matmul_seconds = timing_median(timing, v, STEP_MATMUL_SECONDS);
     r.matmul_rate = rate_of((double)st[v].matmul_flops, &r.matmul_seconds);
     r.outside = timing_median(timing, v, STEP_OUTSIDE_MATMUL_SHARE);
-    r.optimizer = timing_median(timing, v, STEP_OPTIMIZER_SHARE);
+    for (int p = 0; p < PHASE_COUNT; p++) r.phase[p] = timing_median(timing, v, STEP_PHASE_SHARE + p);
     r.minor_faults = timing_median(timing, v, STEP_MINOR_FAULTS).value;
     return r;
 }
@@ -300,11 +305,14 @@ static char *speedup_str(char *buf, size_t size, const Row *r)
 static void print_time_row(const Row *r)
 {
     char speedup[48], mm[64];
-    printf("  %-28s %-9s %7d %-22s %-28s %8.1f %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %7.0f\n", r->model,
+    printf("  %-28s %-9s %7d %-22s %-28s %8.1f %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %7.0f\n",
+           r->model,
            r->strategy, r->threads, speedup_str(speedup, sizeof speedup, r),
            estimate_ms_str(mm, sizeof mm, &r->matmul_seconds), r->matmul_rate.value, 100.0 * r->outside.value,
-           100.0 * r->outside.lo, 100.0 * r->outside.hi, 100.0 * r->optimizer.value, 100.0 * r->optimizer.lo,
-           100.0 * r->optimizer.hi, r->minor_faults);
+           100.0 * r->outside.lo, 100.0 * r->outside.hi, 100.0 * r->phase[PHASE_RECOMPUTE].value,
+           100.0 * r->phase[PHASE_RECOMPUTE].lo, 100.0 * r->phase[PHASE_RECOMPUTE].hi,
+           100.0 * r->phase[PHASE_OPTIMIZER].value, 100.0 * r->phase[PHASE_OPTIMIZER].lo,
+           100.0 * r->phase[PHASE_OPTIMIZER].hi, r->minor_faults);
 }
 
 static void record_row(const Row *r, const Estimate *peak, ResultsTable *table)
@@ -328,7 +336,11 @@ static void record_row(const Row *r, const Estimate *peak, ResultsTable *table)
     record_estimate(rec, "matmul_seconds", &r->matmul_seconds);
     record_estimate(rec, "matmul_gflops_per_second", &r->matmul_rate);
     record_estimate(rec, "outside_matmul_share", &r->outside);
-    record_estimate(rec, "optimizer_share", &r->optimizer);
+    for (int p = 0; p < PHASE_COUNT; p++) {
+        char field[32];
+        snprintf(field, sizeof field, "%s_share", phase_name((Phase)p));
+        record_estimate(rec, field, &r->phase[p]);
+    }
     record_num(rec, "minor_faults", r->minor_faults);
 }
 
@@ -352,10 +364,10 @@ static void report(const Strategy *sweep, StepStats stats[N_MODELS][MAX_THREADS 
             }
     printf("\n  where the step's time goes (medians and 95%% intervals; speed-up: median of paired ratios\n"
            "  to the same strategy on 1 thread in the same round)\n");
-    printf("  %-28s %-9s %7s %-22s %-28s %8s %-20s %-20s %7s\n", "model", "strategy", "threads", "vs 1 thread",
-           "inside matmuls", "matmul", "outside matmuls", "optimizer", "page");
-    printf("  %-28s %-9s %7s %-22s %-28s %8s %-20s %-20s %7s\n", "", "", "", "", "", "GFLOP/s", "(share of step)",
-           "(share of step)", "faults");
+    printf("  %-28s %-9s %7s %-22s %-28s %8s %-20s %-20s %-20s %7s\n", "model", "strategy", "threads", "vs 1 thread",
+           "inside matmuls", "matmul", "outside matmuls", "recompute phase", "optimizer phase", "page");
+    printf("  %-28s %-9s %7s %-22s %-28s %8s %-20s %-20s %-20s %7s\n", "", "", "", "", "", "GFLOP/s",
+           "(share of step)", "(share of step)", "(share of step)", "faults");
     for (int m = 0; m < N_MODELS; m++)
         for (int t = 0; t < threads; t++)
             for (int k = 0; k < n; k++) {

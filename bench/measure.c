@@ -167,9 +167,9 @@ double outside_matmul_share(const StepStats *s)
     return s->seconds > 0 ? 1.0 - s->matmul_seconds / s->seconds : 0.0;
 }
 
-double optimizer_share(const StepStats *s)
+double phase_share(const StepStats *s, Phase phase)
 {
-    return s->seconds > 0 ? s->phase_seconds[PHASE_OPTIMIZER] / s->seconds : 0.0;
+    return s->seconds > 0 ? s->phase_seconds[phase] / s->seconds : 0.0;
 }
 
 double flop_overhead(const StepStats *s)
@@ -201,8 +201,8 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
     values[STEP_READ_SECONDS] = s->read_seconds;
     values[STEP_MATMUL_SECONDS] = s->matmul_seconds;
     values[STEP_OUTSIDE_MATMUL_SHARE] = outside_matmul_share(s);
-    values[STEP_OPTIMIZER_SHARE] = optimizer_share(s);
     values[STEP_MINOR_FAULTS] = (double)s->minor_faults;
+    for (int p = 0; p < PHASE_COUNT; p++) values[STEP_PHASE_SHARE + p] = phase_share(s, (Phase)p);
     return status;
 }
 

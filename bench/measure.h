@@ -132,21 +132,22 @@ double flop_overhead(const StepStats *s);
 /* The step's share of wall time outside the matmuls: 1 − matmul_seconds / seconds. */
 double outside_matmul_share(const StepStats *s);
 
-/* The step's share of wall time in the optimizer's phase. */
-double optimizer_share(const StepStats *s);
+/* The step's share of wall time in `phase` (flops_phase_seconds over the step's seconds). */
+double phase_share(const StepStats *s, Phase phase);
 
 /* The quantities steps_alternate times per step, in its Timing (bench/timing.h): the
  * step's seconds, of them inside the offloader's pack and unpack, inside the matmuls,
- * the share outside the matmuls, the optimizer's share, and the step's page faults. */
+ * the share outside the matmuls, the step's page faults, and each phase's share
+ * (STEP_PHASE_SHARE + phase). */
 enum {
     STEP_SECONDS,
     STEP_WRITE_SECONDS,
     STEP_READ_SECONDS,
     STEP_MATMUL_SECONDS,
     STEP_OUTSIDE_MATMUL_SHARE,
-    STEP_OPTIMIZER_SHARE,
     STEP_MINOR_FAULTS,
-    STEP_QUANTITIES
+    STEP_PHASE_SHARE,
+    STEP_QUANTITIES = STEP_PHASE_SHARE + PHASE_COUNT
 };
 
 /* Runs the n variants interleaved on one model, optimizer and batch, as `plan` says

@@ -408,6 +408,8 @@ static void test_step_reports_where_the_time_goes(void **state)
         assert_true(num(r, "matmul_seconds") > 0 && num(r, "matmul_seconds") < num(r, "step_seconds"));
         assert_true(num(r, "outside_matmul_share") > 0 && num(r, "outside_matmul_share") < 1);
         assert_true(num(r, "optimizer_share") > 0 && num(r, "optimizer_share") < 1);
+        assert_true(num(r, "forward_share") > 0 && num(r, "backward_share") > 0);
+        assert_true(num(r, "recompute_share") == 0); /* none replays nothing: its clock never ran */
         assert_true(num(r, "minor_faults") >= 0);
         static const char *const timed[] = {"matmul_seconds", "matmul_gflops_per_second", "outside_matmul_share",
                                             "optimizer_share"};
