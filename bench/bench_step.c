@@ -36,15 +36,17 @@ static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATE
 
 static const BenchInfo INFO = {
     .name = "bench_step",
-    .question = "how fast a training step runs, against the machine's sgemm peak",
+    .question = "how fast a training step runs, against the machine's sgemm peak, and where its time goes",
     .about = "  Whole AdamW training steps of the GPT (L=4, D=256, H=4, T=128, B=8) and the MLP chain\n"
              "  (N=16, W=1024, B=256) under each strategy on 1 and 2 threads: median step time and\n"
              "  GFLOP/s (the ledger's FLOPs, recomputation included) next to the sgemm peak measured\n"
-             "  on the same threads.",
+             "  on the same threads; the speed-up of 2 threads over 1; where the time goes (inside and\n"
+             "  outside the matmuls, each phase's share, page faults); and AdamW's pass alone, one\n"
+             "  call per parameter against one pass over all of them.",
     .quick = "6 or more rounds per model, thread counts and strategies interleaved, until every\n"
              "                      step time against none on 1 thread is within +-5 points, at most 4 s\n"
-             "                      per model (about 20 seconds)",
-    .full = "15 timed rounds after 2 warm-up rounds",
+             "                      per model; the optimizer's pass the same way, at most 2 s per model",
+    .full = "15 timed rounds after 2 warm-up rounds; the optimizer's pass 31 rounds",
     .timed = true,
     .strategies = KINDS,
     .n_strategies = N_KINDS,
