@@ -104,7 +104,7 @@ case "$mode" in
   run)
     install_missing
     build build Release
-    ./build/bench/bench_sgemm --quick
+    ./build/bench/bench_sgemm --quick --results results
     ./build/bench/bench_all --quick --results results
     # bench_zero runs as ranks (quiz question 8 quotes it at 2 and 4); the variables let
     # root start them, and 4 ranks oversubscribe a machine of fewer cores.

@@ -19,6 +19,7 @@ struct Optimizer {
     size_t *offset;  /* parameter i's first element in the flat concatenation */
     size_t begin, end; /* the flat range this optimizer updates */
     int steps;
+    OptimSlice *slices; /* room for one per parameter: a step's list for the kernel */
 };
 
 OptimConfig optim_adamw_defaults(float lr)
@@ -105,7 +106,8 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
     opt->offset = malloc((size_t)n * sizeof *opt->offset);
     opt->state0 = calloc((size_t)n, sizeof *opt->state0);
     opt->state1 = calloc((size_t)n, sizeof *opt->state1);
-    if (!opt->params || !opt->offset || !opt->state0 || !opt->state1) goto no_memory;
+    opt->slices = malloc((size_t)n * sizeof *opt->slices);
+    if (!opt->params || !opt->offset || !opt->state0 || !opt->state1 || !opt->slices) goto no_memory;
     memcpy(opt->params, params, (size_t)n * sizeof *params);
     for (int i = 0; i < n; i++) opt->offset[i] = i ? opt->offset[i - 1] + params[i - 1].var->value->numel : 0;
 
@@ -148,6 +150,7 @@ void optim_free(Optimizer *opt)
     free(opt->state1);
     free(opt->params);
     free(opt->offset);
+    free(opt->slices);
     free(opt);
 }
 
@@ -163,24 +166,27 @@ static RematStatus update(Optimizer *opt, const float *flat, float *flat_params)
             return remat_fail(REMAT_ESTATE, "optim_step: parameter %d (%s) has no gradient — "
                               "run backward first, or remove it from the optimizer",
                               i, opt->params[i].var->name);
-    Phase previous = flops_set_phase(PHASE_OPTIMIZER);
     const OptimConfig *c = &opt->config;
     opt->steps++;
+    int count = 0;
     for (int i = 0; i < opt->n; i++) {
         size_t a, b;
         overlap(opt, i, &a, &b);
         if (a == b) continue;
         Var *p = opt->params[i].var;
-        float *param = flat_params ? flat_params + (opt->offset[i] + a - opt->begin) : p->value->f32 + a;
-        const float *grad = flat ? flat + (opt->offset[i] + a - opt->begin) : p->grad->f32 + a;
-        if (c->kind == OPTIM_ADAMW) {
-            const float decay = opt->params[i].decay ? c->weight_decay : 0.0f;
-            k_adamw_update(param, opt->state0[i]->f32, opt->state1[i]->f32, grad, c->lr, c->beta1, c->beta2, c->eps,
-                           decay, opt->steps, b - a);
-        } else {
-            k_sgd_update(param, opt->state0[i] ? opt->state0[i]->f32 : NULL, grad, c->lr, c->momentum, b - a);
-        }
+        opt->slices[count++] = (OptimSlice){
+            .param = flat_params ? flat_params + (opt->offset[i] + a - opt->begin) : p->value->f32 + a,
+            .grad = flat ? flat + (opt->offset[i] + a - opt->begin) : p->grad->f32 + a,
+            .m = opt->state0[i] ? opt->state0[i]->f32 : NULL,
+            .v = opt->state1[i] ? opt->state1[i]->f32 : NULL,
+            .weight_decay = c->kind == OPTIM_ADAMW && opt->params[i].decay ? c->weight_decay : 0.0f,
+            .n = b - a,
+        };
     }
+    /* One pass over every parameter, its elements split evenly over the threads. */
+    Phase previous = flops_set_phase(PHASE_OPTIMIZER);
+    if (c->kind == OPTIM_ADAMW) k_adamw_update_slices(opt->slices, count, c->lr, c->beta1, c->beta2, c->eps, opt->steps);
+    else k_sgd_update_slices(opt->slices, count, c->lr, c->momentum);
     flops_set_phase(previous);
     return REMAT_OK;
 }

@@ -1,17 +1,23 @@
 /*
- * bench_sgemm.c — what this machine's float32 matmul can do: the ceiling for every
- * training step remat runs here.
+ * bench_sgemm.c — what this machine's float32 matmul and memory can do: the two ceilings
+ * for every training step remat runs here.
  *
  * It prints which OpenBLAS build and core are loaded, checks k_matmul against the naive
  * reference on small matrices (all four transpose combinations), then times square
- * sgemm on each thread count and prints the median GFLOP/s with its 95% interval. It is not a BLAS benchmark
- * suite: one shape family, enough to know the peak that later benches compare against.
+ * sgemm on each thread count and prints the median GFLOP/s with its 95% interval. Then it
+ * measures the memory bandwidth the same way, STREAM-like (McCalpin's copy and triad, on
+ * arrays far larger than the caches, OpenMP static loops): the ceiling of a pass that
+ * does a few FLOPs per element it reads, as an optimizer or an elementwise op does. With
+ * --results DIR it writes both as DIR/bench_sgemm.json (bench/README.md's schema).
+ * It is not a BLAS benchmark suite nor STREAM itself: one shape family and two loops,
+ * enough to know the ceilings that later benches compare against.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/results.h"
 #include "tensor/file.h"
 #include "bench/timing.h"
 #include "tensor/kernels.h"
@@ -25,18 +31,26 @@
 typedef struct Options {
     int size;     /* M = N = K */
     int reps;     /* timed repetitions per thread count */
+    int stream_mib; /* each of the bandwidth loops' three arrays, MiB */
     int threads[MAX_THREAD_COUNTS];
     size_t n_threads;
+    bool quick;
+    const char *results; /* directory for bench_sgemm.json, or NULL */
 } Options;
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: bench_sgemm [--quick] [--size N] [--reps R] [--threads LIST]\n"
-            "  Times cblas_sgemm on N x N x N float32 matrices and prints the median GFLOP/s.\n"
-            "  --quick        N = 1024 and 6 repetitions (a few seconds)\n"
+            "usage: bench_sgemm [--quick] [--size N] [--reps R] [--stream-mib M] [--threads LIST]\n"
+            "                   [--results DIR]\n"
+            "  Times cblas_sgemm on N x N x N float32 matrices and prints the median GFLOP/s, then\n"
+            "  the memory bandwidth of a copy and a triad over three arrays of M MiB (GB/s).\n"
+            "  --quick        N = 1024, 6 repetitions, M = 64 (a few seconds)\n"
             "  --size N       matrix size, 64..8192 (default 2048)\n"
             "  --reps R       timed repetitions per thread count, 1..100 (default 9)\n"
+            "  --stream-mib M each bandwidth array's size in MiB, 1..4096 (default 256: far larger\n"
+            "                 than the caches, which a smaller M may not be)\n"
+            "  --results DIR  also write DIR/bench_sgemm.json and its CSV files\n"
             "  --threads LIST comma-separated thread counts, at most 8 of them, each 1..4 per core\n"
             "                 (default 1,2,... up to the cores)\n"
             "  --help         this text\n");
@@ -44,9 +58,7 @@ static void usage(FILE *out)
 
 static int parse_options(int argc, char **argv, Options *opt)
 {
-    opt->size = 2048;
-    opt->reps = 9;
-    opt->n_threads = 0;
+    *opt = (Options){.size = 2048, .reps = 9, .stream_mib = 256};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -56,11 +68,19 @@ static int parse_options(int argc, char **argv, Options *opt)
         } else if (!strcmp(arg, "--quick")) {
             opt->size = 1024;
             opt->reps = 6; /* the fewest with a 95% interval */
+            opt->stream_mib = 64;
+            opt->quick = true;
         } else if (!strcmp(arg, "--size") && value) {
             if (!parse_int(value, 64, 8192, &opt->size)) goto bad_value;
             i++;
         } else if (!strcmp(arg, "--reps") && value) {
             if (!parse_int(value, 1, 100, &opt->reps)) goto bad_value;
+            i++;
+        } else if (!strcmp(arg, "--stream-mib") && value) {
+            if (!parse_int(value, 1, 4096, &opt->stream_mib)) goto bad_value;
+            i++;
+        } else if (!strcmp(arg, "--results") && value) {
+            opt->results = value;
             i++;
         } else if (!strcmp(arg, "--threads") && value) {
             if (!parse_int_list(value, 1, platform_max_threads(), opt->threads, MAX_THREAD_COUNTS, &opt->n_threads))
@@ -126,13 +146,138 @@ static Estimate time_sgemm(float *C, const float *A, const float *B, int n, int 
     return estimate_median(times, reps);
 }
 
+/* ---- memory bandwidth ---------------------------------------------------------------------- */
+
+/* McCalpin's STREAM loops, two of them: copy (a = b) and triad (a = b + s·c). */
+typedef enum StreamKernel { STREAM_COPY, STREAM_TRIAD, STREAM_KERNELS } StreamKernel;
+static const char *const STREAM_NAMES[STREAM_KERNELS] = {"copy", "triad"};
+/* Arrays each pass moves, by STREAM's count: read and written ones, not the cache's extra
+ * read of a line before it is written (write-allocate), so a rate is STREAM's. */
+static const int STREAM_ARRAYS[STREAM_KERNELS] = {2, 3};
+
+/* Seconds of one pass of kernel k over n elements, on the current threads (static
+ * schedule: each thread streams its own contiguous part). */
+static double stream_pass(StreamKernel k, float *a, const float *b, const float *c, size_t n)
+{
+    const double t0 = platform_seconds();
+    if (k == STREAM_COPY) {
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) a[i] = b[i];
+    } else {
+#pragma omp parallel for schedule(static)
+        for (size_t i = 0; i < n; i++) a[i] = b[i] + 3.0f * c[i];
+    }
+    return platform_seconds() - t0;
+}
+
+/* GB/s of `reps` passes of each kernel, interleaved (copy, triad, copy, ...) after one
+ * warm-up pass each: the median and its interval, per kernel. */
+static void time_stream(float *a, float *b, float *c, size_t n, int reps, Estimate rate[STREAM_KERNELS])
+{
+    double seconds[STREAM_KERNELS][100];
+    for (int k = 0; k < STREAM_KERNELS; k++) stream_pass((StreamKernel)k, a, b, c, n);
+    for (int r = 0; r < reps; r++)
+        for (int k = 0; k < STREAM_KERNELS; k++) seconds[k][r] = stream_pass((StreamKernel)k, a, b, c, n);
+    for (int k = 0; k < STREAM_KERNELS; k++) {
+        const Estimate t = estimate_median(seconds[k], reps);
+        const double gb = (double)STREAM_ARRAYS[k] * (double)n * sizeof(float) * 1e-9;
+        rate[k] = (Estimate){gb / t.value, gb / t.hi, gb / t.lo, t.samples};
+    }
+}
+
+/* Three arrays of opt->stream_mib MiB, first touched by the threads that stream them (a
+ * parallel loop of the same schedule as the passes), NULL on no memory. */
+static float *stream_arrays(const Options *opt, size_t *n)
+{
+    *n = (size_t)opt->stream_mib * (1u << 20) / sizeof(float);
+    float *all = malloc(3 * *n * sizeof *all);
+    if (!all) return NULL;
+    const size_t count = 3 * *n;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < count; i++) all[i] = 1.0f;
+    return all;
+}
+
+/* ---- the run ----------------------------------------------------------------------------- */
+
+static const ResultsField SGEMM_FIELDS[] = {
+    {"size", "M = N = K"},
+    {"threads", "threads"},
+    RESULTS_TIMED("gflops_per_second", "GFLOP/s"),
+    RESULTS_SAMPLES,
+};
+
+static const ResultsField STREAM_FIELDS[] = {
+    {"kernel", ""},
+    {"threads", "threads"},
+    {"array_bytes", "bytes"},
+    {"bytes_per_pass", "bytes"},
+    RESULTS_TIMED("gb_per_second", "GB/s"),
+    RESULTS_SAMPLES,
+};
+
+/* Times sgemm on every thread count of `opt`, prints it and records it in `table`;
+ * gflops[t] gets each median. REMAT_OK, or the error of a bad thread count. */
+static RematStatus run_sgemm(const Options *opt, const float *A, const float *B, float *C, double *gflops,
+                             ResultsTable *table)
+{
+    printf("\n  %6s  %7s  %10s  %8s  %s\n", "size", "threads", "median ms", "GFLOP/s", "GFLOP/s 95% interval (runs)");
+    const double flops = 2.0 * (double)opt->size * (double)opt->size * (double)opt->size * 1e-9;
+    for (size_t t = 0; t < opt->n_threads; t++) {
+        if (platform_set_threads(opt->threads[t]) != REMAT_OK) return remat_last_status();
+        const Estimate seconds = time_sgemm(C, A, B, opt->size, opt->reps);
+        const Estimate rate = {flops / seconds.value, flops / seconds.hi, flops / seconds.lo, seconds.samples};
+        gflops[t] = rate.value;
+        printf("  %6d  %7d  %10.2f  %8.1f  %.1f..%.1f (%d)\n", opt->size, opt->threads[t], seconds.value * 1e3,
+               rate.value, rate.lo, rate.hi, rate.samples);
+        ResultsRecord *rec = results_record(table);
+        record_num(rec, "size", opt->size);
+        record_num(rec, "threads", opt->threads[t]);
+        record_estimate(rec, "gflops_per_second", &rate);
+    }
+    if (opt->n_threads > 1 && opt->threads[0] == 1)
+        printf("\n  %d threads reach %.2fx the 1-thread rate.\n", opt->threads[opt->n_threads - 1],
+               gflops[opt->n_threads - 1] / gflops[0]);
+    return REMAT_OK;
+}
+
+/* Times the bandwidth loops on every thread count of `opt`, prints and records them. */
+static RematStatus run_stream(const Options *opt, ResultsTable *table)
+{
+    size_t n;
+    float *all = stream_arrays(opt, &n);
+    if (!all) return remat_fail(REMAT_ENOMEM, "no memory for three arrays of %d MiB", opt->stream_mib);
+    printf("\n  memory bandwidth: three arrays of %d MiB, STREAM's byte count (no write-allocate)\n",
+           opt->stream_mib);
+    printf("  %6s  %7s  %8s  %s\n", "kernel", "threads", "GB/s", "GB/s 95% interval (runs)");
+    RematStatus status = REMAT_OK;
+    for (size_t t = 0; t < opt->n_threads && status == REMAT_OK; t++) {
+        status = platform_set_threads(opt->threads[t]);
+        if (status != REMAT_OK) break;
+        Estimate rate[STREAM_KERNELS];
+        time_stream(all, all + n, all + 2 * n, n, opt->reps, rate);
+        for (int k = 0; k < STREAM_KERNELS; k++) {
+            printf("  %6s  %7d  %8.1f  %.1f..%.1f (%d)\n", STREAM_NAMES[k], opt->threads[t], rate[k].value,
+                   rate[k].lo, rate[k].hi, rate[k].samples);
+            ResultsRecord *rec = results_record(table);
+            record_str(rec, "kernel", STREAM_NAMES[k]);
+            record_num(rec, "threads", opt->threads[t]);
+            record_num(rec, "array_bytes", (double)n * sizeof(float));
+            record_num(rec, "bytes_per_pass", (double)STREAM_ARRAYS[k] * (double)n * sizeof(float));
+            record_estimate(rec, "gb_per_second", &rate[k]);
+        }
+    }
+    free(all);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     Options opt;
     if (parse_options(argc, argv, &opt)) return 2;
 
     PlatformInfo info = platform_info();
-    printf("remat bench_sgemm: float32 matmul throughput, the ceiling for a training step\n");
+    printf("remat bench_sgemm: float32 matmul throughput and memory bandwidth, the ceilings for a training step\n");
     printf("  OpenBLAS   %s\n", info.blas_config);
     const char *forced = getenv("OPENBLAS_CORETYPE");
     printf("  threading  %s build, core %s%s%s%s, %d processors\n", info.blas_threading, info.blas_core,
@@ -151,35 +296,36 @@ int main(int argc, char **argv)
 
     size_t n = (size_t)opt.size;
     float *A = malloc(n * n * sizeof *A), *B = malloc(n * n * sizeof *B), *C = malloc(n * n * sizeof *C);
-    if (!A || !B || !C) {
+    Results *results = results_create("bench_sgemm", "the machine's float32 matmul peak and memory bandwidth",
+                                      opt.quick);
+    if (!A || !B || !C || !results) {
         fprintf(stderr, "bench_sgemm: cannot allocate three %dx%d matrices\n", opt.size, opt.size);
         free(A), free(B), free(C);
+        results_free(results);
         return 1;
     }
+    results_config_num(results, "size", opt.size);
+    results_config_num(results, "reps", opt.reps);
+    results_config_num(results, "stream_mib", opt.stream_mib);
+    ResultsTable *sgemm = results_table(results, "sgemm", "square sgemm per thread count", SGEMM_FIELDS,
+                                        (int)(sizeof SGEMM_FIELDS / sizeof SGEMM_FIELDS[0]), true);
+    ResultsTable *stream = results_table(results, "bandwidth", "STREAM-like copy and triad per thread count",
+                                         STREAM_FIELDS, (int)(sizeof STREAM_FIELDS / sizeof STREAM_FIELDS[0]), true);
     fill_uniform(A, n * n, &rng);
     fill_uniform(B, n * n, &rng);
-
-    printf("\n  %6s  %7s  %10s  %8s  %s\n", "size", "threads", "median ms", "GFLOP/s",
-           "GFLOP/s 95% interval (runs)");
     double gflops[MAX_THREAD_COUNTS];
-    for (size_t t = 0; t < opt.n_threads; t++) {
-        if (platform_set_threads(opt.threads[t]) != REMAT_OK) {
-            fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
-            free(A), free(B), free(C);
-            return 2;
-        }
-        const Estimate seconds = time_sgemm(C, A, B, opt.size, opt.reps);
-        const double flops = 2.0 * (double)n * (double)n * (double)n * 1e-9;
-        gflops[t] = flops / seconds.value;
-        printf("  %6d  %7d  %10.2f  %8.1f  %.1f..%.1f (%d)\n", opt.size, opt.threads[t], seconds.value * 1e3, gflops[t],
-               flops / seconds.hi, flops / seconds.lo, seconds.samples);
+    RematStatus status = run_sgemm(&opt, A, B, C, gflops, sgemm);
+    free(A), free(B), free(C);
+    if (status == REMAT_OK) status = run_stream(&opt, stream);
+    if (status == REMAT_OK && opt.results) {
+        status = results_write(results, opt.results);
+        if (status == REMAT_OK) printf("\n  results: %s/bench_sgemm.json (and CSV beside it)\n", opt.results);
     }
-    if (opt.n_threads > 1 && opt.threads[0] == 1)
-        printf("\n  %d threads reach %.2fx the 1-thread rate.\n", opt.threads[opt.n_threads - 1],
-               gflops[opt.n_threads - 1] / gflops[0]);
-    free(A);
-    free(B);
-    free(C);
+    results_free(results);
+    if (status != REMAT_OK) {
+        fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
+        return status == REMAT_EINVAL ? 2 : 1;
+    }
     if (file_flush_stdout() != REMAT_OK) { /* the figures were measured for someone to read */
         fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
         return 1;

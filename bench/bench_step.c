@@ -1,5 +1,6 @@
 /*
- * bench_step.c — how fast one training step runs, against the machine's sgemm peak.
+ * bench_step.c — how fast one training step runs, against the machine's sgemm peak, and
+ * where its time goes.
  *
  * For the char-level GPT (L=4, D=256, H=4, T=128, B=8, dropout 0.1) and the MLP chain
  * (N=16, W=1024, B=256), each with AdamW, it times whole training steps (forward,
@@ -10,10 +11,19 @@
  * done twice. Each thread count also times a square sgemm, so every figure comes with its
  * ceiling measured in the same run.
  *
+ * Where the time goes: the FLOP ledger also keeps the wall time inside the matmuls
+ * (tensor/flops.h), so each step says how much of it the matmuls took, at what rate, and
+ * what share was spent outside them (elementwise and row kernels, attention cores, the
+ * optimizer, allocation), and each phase's share of it (forward, backward, recompute —
+ * a region's replay —, optimizer). The thread counts run
+ * interleaved with the strategies, round by round, so the speed-up of 2 threads over 1 is
+ * the median of paired ratios, as every time overhead is.
+ *
  * It is a benchmark, not a test: it asserts nothing about time.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench/cli.h"
 #include "tensor/kernels.h"
@@ -26,14 +36,17 @@ static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATE
 
 static const BenchInfo INFO = {
     .name = "bench_step",
-    .question = "how fast a training step runs, against the machine's sgemm peak",
+    .question = "how fast a training step runs, against the machine's sgemm peak, and where its time goes",
     .about = "  Whole AdamW training steps of the GPT (L=4, D=256, H=4, T=128, B=8) and the MLP chain\n"
              "  (N=16, W=1024, B=256) under each strategy on 1 and 2 threads: median step time and\n"
              "  GFLOP/s (the ledger's FLOPs, recomputation included) next to the sgemm peak measured\n"
-             "  on the same threads.",
-    .quick = "6 or more rounds per model and thread count until every step time of a strategy\n"
-             "                      against none is within +-5 points, at most 2 s each (about 20 seconds)",
-    .full = "15 timed rounds after 2 warm-up rounds",
+             "  on the same threads; the speed-up of 2 threads over 1; where the time goes (inside and\n"
+             "  outside the matmuls, each phase's share, page faults); and AdamW's pass alone, one\n"
+             "  call per parameter against one pass over all of them.",
+    .quick = "6 or more rounds per model, thread counts and strategies interleaved, until every\n"
+             "                      step time against none on 1 thread is within +-5 points, at most 4 s\n"
+             "                      per model; the optimizer's pass the same way, at most 2 s per model",
+    .full = "15 timed rounds after 2 warm-up rounds; the optimizer's pass 31 rounds",
     .timed = true,
     .strategies = KINDS,
     .n_strategies = N_KINDS,
@@ -67,11 +80,12 @@ static RematStatus sgemm_peak(Estimate *gflops)
 
 static const char *const MODEL_NAMES[N_MODELS] = {"gpt L=4 D=256 H=4 T=128 B=8", "mlp N=16 W=1024 B=256"};
 
-/* One model with its batch and optimizer, and a schedule per strategy measured. */
+/* One model with its batch and optimizer, a schedule per strategy measured, and a
+ * variant per thread count and strategy: variant t·n + k runs strategy k on t+1 threads. */
 typedef struct Subject {
     ModelBench bench;
     Schedule *schedules[N_KINDS];
-    Variant variants[N_KINDS];
+    Variant variants[MAX_THREADS * N_KINDS];
 } Subject;
 
 static void subject_free(Subject *s)
@@ -81,9 +95,10 @@ static void subject_free(Subject *s)
     *s = (Subject){0};
 }
 
-/* Makes model `which` (0 the GPT, 1 the MLP chain of the header) and a schedule for each
- * strategy in `sweep`. */
-static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, int n, const BenchOptions *o)
+/* Makes model `which` (0 the GPT, 1 the MLP chain of the header), a schedule for each
+ * strategy in `sweep`, and its variants on 1..`threads` threads. */
+static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, int n, int threads,
+                                  const BenchOptions *o)
 {
     *s = (Subject){0};
     const OptimConfig adamw = optim_adamw_defaults(1e-4f);
@@ -95,9 +110,101 @@ static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, 
     for (int k = 0; k < n && status == REMAT_OK; k++) {
         s->schedules[k] = schedule_for_strategy(&sweep[k], s->bench.model->n_layers);
         if (!s->schedules[k]) status = remat_last_status();
-        s->variants[k] = bench_variant(o, (Variant){.name = strategy_name(sweep[k].kind), .schedule = s->schedules[k]},
-                                       which == 0);
+        for (int t = 0; t < threads; t++)
+            s->variants[t * n + k] = bench_variant(
+                o, (Variant){.name = strategy_name(sweep[k].kind), .schedule = s->schedules[k], .threads = t + 1},
+                which == 0);
     }
+    return status;
+}
+
+/* ---- the optimizer's pass, per parameter and in one pass ----------------------------------- */
+
+/* AdamW over a model's parameter shapes (on copies: the model is not touched), two ways:
+ * one kernel call per parameter, each threaded only when it is large (how the optimizer
+ * ran before it handed every parameter over at once), and one pass over all of them split
+ * evenly over the threads (how it runs now). Same arithmetic, same bits. */
+enum { WAY_PER_PARAMETER, WAY_ONE_PASS, N_WAYS };
+static const char *const WAY_NAMES[N_WAYS] = {"per parameter", "one pass"};
+
+typedef struct OptimPasses {
+    OptimSlice slices[256];
+    int count, threads; /* the variants: way + N_WAYS · (threads − 1) */
+    float *arrays;      /* param, grad, m, v of every slice, one allocation */
+} OptimPasses;
+
+static RematStatus optim_pass(void *ctx, int variant, double *values)
+{
+    const OptimPasses *o = ctx;
+    const RematStatus status = platform_set_threads(variant / N_WAYS + 1);
+    if (status != REMAT_OK) return status;
+    const double t0 = platform_seconds();
+    if (variant % N_WAYS == WAY_PER_PARAMETER)
+        for (int s = 0; s < o->count; s++) k_adamw_update_slices(&o->slices[s], 1, 1e-4f, 0.9f, 0.999f, 1e-8f, 1);
+    else k_adamw_update_slices(o->slices, o->count, 1e-4f, 0.9f, 0.999f, 1e-8f, 1);
+    values[0] = platform_seconds() - t0;
+    return REMAT_OK;
+}
+
+/* Slices of the shapes of `model`'s parameters over fresh arrays (gradients 0.001..0.006,
+ * parameters 0.1, moments 0). */
+static RematStatus optim_passes_create(OptimPasses *o, const Model *model, int threads)
+{
+    *o = (OptimPasses){.count = model->n_params, .threads = threads};
+    if (o->count > (int)(sizeof o->slices / sizeof o->slices[0]))
+        return remat_fail(REMAT_EINVAL, "bench_step: %d parameters, more than the optimizer pass holds", o->count);
+    size_t total = 0;
+    for (int i = 0; i < o->count; i++) total += model->params[i].var->value->numel;
+    o->arrays = calloc(4 * total, sizeof *o->arrays);
+    if (!o->arrays) return remat_fail(REMAT_ENOMEM, "bench_step: no memory for the optimizer pass's arrays");
+    for (size_t i = 0; i < total; i++) {
+        o->arrays[i] = 0.1f;
+        o->arrays[total + i] = 0.001f * (float)(1 + i % 6);
+    }
+    size_t first = 0;
+    for (int i = 0; i < o->count; i++) {
+        const size_t n = model->params[i].var->value->numel;
+        float *p = o->arrays + first;
+        o->slices[i] = (OptimSlice){p, p + total, p + 2 * total, p + 3 * total, model->params[i].decay ? 0.01f : 0.0f, n};
+        first += n;
+    }
+    return REMAT_OK;
+}
+
+static const ResultsField OPTIM_FIELDS[] = {
+    {"model", ""},
+    {"threads", "threads"},
+    {"way", ""},
+    {"parameters", "tensors"},
+    RESULTS_TIMED("optimizer_seconds", "seconds"),
+    RESULTS_TIMED("time_vs_per_parameter", "ratio"),
+    RESULTS_SAMPLES,
+};
+
+/* Times both ways on every thread count, interleaved, and prints and records them. */
+static RematStatus measure_optim_passes(const Model *model, const char *name, int threads, const TimingPlan *plan,
+                                        ResultsTable *table)
+{
+    OptimPasses o;
+    RematStatus status = optim_passes_create(&o, model, threads);
+    Timing timing = {0};
+    if (status == REMAT_OK) status = timing_run(plan, N_WAYS * threads, 1, optim_pass, &o, NULL, NULL, &timing);
+    for (int v = 0; v < N_WAYS * threads && status == REMAT_OK; v++) {
+        const Estimate seconds = timing_median(&timing, v, 0);
+        const Estimate ratio = timing_ratio(&timing, v, v - v % N_WAYS, 0); /* against per parameter, same threads */
+        char t[64], r[48];
+        printf("  %-28s %7d %-14s %4d %-28s %s\n", name, v / N_WAYS + 1, WAY_NAMES[v % N_WAYS], o.count,
+               estimate_ms_str(t, sizeof t, &seconds), estimate_ratio_str(r, sizeof r, &ratio));
+        ResultsRecord *rec = results_record(table);
+        record_str(rec, "model", name);
+        record_num(rec, "threads", v / N_WAYS + 1);
+        record_str(rec, "way", WAY_NAMES[v % N_WAYS]);
+        record_num(rec, "parameters", o.count);
+        record_estimate(rec, "optimizer_seconds", &seconds);
+        record_estimate(rec, "time_vs_per_parameter", &ratio);
+    }
+    timing_free(&timing);
+    free(o.arrays);
     return status;
 }
 
@@ -114,6 +221,16 @@ static const ResultsField FIELDS[] = {
     {"sgemm_samples", "sgemm runs sgemm_gflops_per_second comes from"},
     RESULTS_TIMED("fraction_of_peak", "ratio"),
     {"peak_act", "bytes"},
+    RESULTS_TIMED("speedup_vs_1_thread", "ratio"),
+    {"matmul_flops", "FLOPs per step"},
+    RESULTS_TIMED("matmul_seconds", "seconds"),
+    RESULTS_TIMED("matmul_gflops_per_second", "GFLOP/s"),
+    RESULTS_TIMED("outside_matmul_share", "ratio"),
+    RESULTS_TIMED("forward_share", "ratio"),
+    RESULTS_TIMED("backward_share", "ratio"),
+    RESULTS_TIMED("recompute_share", "ratio"),
+    RESULTS_TIMED("optimizer_share", "ratio"),
+    {"minor_faults", "page faults per step (getrusage ru_minflt; the median over the steps)"},
     RESULTS_SAMPLES,
 };
 
@@ -131,37 +248,134 @@ static Estimate fraction_of(const Estimate *rate, const Estimate *peak)
     return (Estimate){rate->value / peak->value, rate->lo / peak->hi, rate->hi / peak->lo, rate->samples};
 }
 
-static void print_and_record(const char *model, const Strategy *sweep, const StepStats *st, const Timing *timing,
-                             int n, int threads, const Estimate *peak, ResultsTable *table)
+/* 1 / ratio: a time ratio turned into a speed-up, the interval's ends swapped. */
+static Estimate inverse_of(const Estimate *ratio)
 {
-    for (int k = 0; k < n; k++) {
-        uint64_t flops = 0;
-        for (int p = 0; p < PHASE_COUNT; p++) flops += st[k].flops[p];
-        const Estimate seconds = timing_median(timing, k, STEP_SECONDS);
-        const Estimate overhead = timing_ratio(timing, k, 0, STEP_SECONDS); /* against none, paired by round */
-        const Estimate rate = rate_of((double)flops, &seconds), fraction = fraction_of(&rate, peak);
-        const char *strategy = strategy_name(sweep[k].kind);
-        char step[64], spread[48];
-        printf("  %-28s %-9s %7d %-28s %-26s %9.3f %9.3f %8.1f %8.1f %6.0f%% %9.2f\n", model, strategy, threads,
-               estimate_ms_str(step, sizeof step, &seconds), estimate_ratio_str(spread, sizeof spread, &overhead),
-               1e-9 * (double)flops,
-               1e-9 * (double)st[k].flops[PHASE_RECOMPUTE], rate.value, peak->value, 100.0 * fraction.value,
-               mib(st[k].peak[MEM_ACT]));
-        ResultsRecord *rec = results_record(table);
-        record_str(rec, "model", model);
-        record_str(rec, "strategy", strategy);
-        record_num(rec, "threads", threads);
-        record_estimate(rec, "step_seconds", &seconds);
-        record_estimate(rec, "time_overhead", &overhead);
-        record_num(rec, "flops", (double)flops);
-        record_num(rec, "recompute_flops", (double)st[k].flops[PHASE_RECOMPUTE]);
-        record_estimate(rec, "gflops_per_second", &rate);
-        const Estimate sgemm = {peak->value, peak->lo, peak->hi, seconds.samples}; /* its own count: sgemm_samples */
-        record_estimate(rec, "sgemm_gflops_per_second", &sgemm);
-        record_num(rec, "sgemm_samples", peak->samples);
-        record_estimate(rec, "fraction_of_peak", &fraction);
-        record_num(rec, "peak_act", (double)st[k].peak[MEM_ACT]);
+    return (Estimate){1.0 / ratio->value, 1.0 / ratio->hi, 1.0 / ratio->lo, ratio->samples};
+}
+
+/* What bench_step reports of one model on `threads` threads under strategy k. */
+typedef struct Row {
+    const char *model, *strategy;
+    int threads;
+    uint64_t flops;
+    const StepStats *st;
+    Estimate seconds, overhead, rate, fraction, speedup, matmul_seconds, matmul_rate, outside;
+    Estimate phase[PHASE_COUNT]; /* each phase's share of the step */
+    double minor_faults;
+} Row;
+
+/* Row of variant t·n + k of `timing`: the step against none on the same threads and
+ * against the same strategy on 1 thread, each paired by round. */
+static Row row_of(const char *model, const Strategy *sweep, const StepStats *st, const Timing *timing, int n, int t,
+                  int k, const Estimate *peak)
+{
+    const int v = t * n + k;
+    Row r = {.model = model, .strategy = strategy_name(sweep[k].kind), .threads = t + 1, .st = &st[v]};
+    for (int p = 0; p < PHASE_COUNT; p++) r.flops += st[v].flops[p];
+    r.seconds = timing_median(timing, v, STEP_SECONDS);
+    r.overhead = timing_ratio(timing, v, t * n, STEP_SECONDS);
+    r.rate = rate_of((double)r.flops, &r.seconds);
+    r.fraction = fraction_of(&r.rate, peak);
+    const Estimate slower = timing_ratio(timing, v, k, STEP_SECONDS);
+    r.speedup = inverse_of(&slower);
+    r.matmul_seconds = timing_median(timing, v, STEP_MATMUL_SECONDS);
+    r.matmul_rate = rate_of((double)st[v].matmul_flops, &r.matmul_seconds);
+    r.outside = timing_median(timing, v, STEP_OUTSIDE_MATMUL_SHARE);
+    for (int p = 0; p < PHASE_COUNT; p++) r.phase[p] = timing_median(timing, v, STEP_PHASE_SHARE + p);
+    r.minor_faults = timing_median(timing, v, STEP_MINOR_FAULTS).value;
+    return r;
+}
+
+static void print_row(const Row *r, const Estimate *peak)
+{
+    char step[64], spread[48];
+    printf("  %-28s %-9s %7d %-28s %-26s %9.3f %9.3f %8.1f %8.1f %6.0f%% %9.2f\n", r->model, r->strategy, r->threads,
+           estimate_ms_str(step, sizeof step, &r->seconds), estimate_ratio_str(spread, sizeof spread, &r->overhead),
+           1e-9 * (double)r->flops, 1e-9 * (double)r->st->flops[PHASE_RECOMPUTE], r->rate.value, peak->value,
+           100.0 * r->fraction.value, mib(r->st->peak[MEM_ACT]));
+}
+
+/* "1.93x (1.88..1.97)", or "-" on 1 thread. */
+static char *speedup_str(char *buf, size_t size, const Row *r)
+{
+    if (r->threads == 1) snprintf(buf, size, "-");
+    else snprintf(buf, size, "%.2fx (%.2f..%.2f)", r->speedup.value, r->speedup.lo, r->speedup.hi);
+    return buf;
+}
+
+static void print_time_row(const Row *r)
+{
+    char speedup[48], mm[64];
+    printf("  %-28s %-9s %7d %-22s %-28s %8.1f %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %7.0f\n",
+           r->model,
+           r->strategy, r->threads, speedup_str(speedup, sizeof speedup, r),
+           estimate_ms_str(mm, sizeof mm, &r->matmul_seconds), r->matmul_rate.value, 100.0 * r->outside.value,
+           100.0 * r->outside.lo, 100.0 * r->outside.hi, 100.0 * r->phase[PHASE_RECOMPUTE].value,
+           100.0 * r->phase[PHASE_RECOMPUTE].lo, 100.0 * r->phase[PHASE_RECOMPUTE].hi,
+           100.0 * r->phase[PHASE_OPTIMIZER].value, 100.0 * r->phase[PHASE_OPTIMIZER].lo,
+           100.0 * r->phase[PHASE_OPTIMIZER].hi, r->minor_faults);
+}
+
+static void record_row(const Row *r, const Estimate *peak, ResultsTable *table)
+{
+    ResultsRecord *rec = results_record(table);
+    record_str(rec, "model", r->model);
+    record_str(rec, "strategy", r->strategy);
+    record_num(rec, "threads", r->threads);
+    record_estimate(rec, "step_seconds", &r->seconds);
+    record_estimate(rec, "time_overhead", &r->overhead);
+    record_num(rec, "flops", (double)r->flops);
+    record_num(rec, "recompute_flops", (double)r->st->flops[PHASE_RECOMPUTE]);
+    record_estimate(rec, "gflops_per_second", &r->rate);
+    const Estimate sgemm = {peak->value, peak->lo, peak->hi, r->seconds.samples}; /* its own count: sgemm_samples */
+    record_estimate(rec, "sgemm_gflops_per_second", &sgemm);
+    record_num(rec, "sgemm_samples", peak->samples);
+    record_estimate(rec, "fraction_of_peak", &r->fraction);
+    record_num(rec, "peak_act", (double)r->st->peak[MEM_ACT]);
+    if (r->threads > 1) record_estimate(rec, "speedup_vs_1_thread", &r->speedup);
+    record_num(rec, "matmul_flops", (double)r->st->matmul_flops);
+    record_estimate(rec, "matmul_seconds", &r->matmul_seconds);
+    record_estimate(rec, "matmul_gflops_per_second", &r->matmul_rate);
+    record_estimate(rec, "outside_matmul_share", &r->outside);
+    for (int p = 0; p < PHASE_COUNT; p++) {
+        char field[32];
+        snprintf(field, sizeof field, "%s_share", phase_name((Phase)p));
+        record_estimate(rec, field, &r->phase[p]);
     }
+    record_num(rec, "minor_faults", r->minor_faults);
+}
+
+/* Prints both tables of the run and records a row per model, thread count and strategy. */
+static void report(const Strategy *sweep, StepStats stats[N_MODELS][MAX_THREADS * N_KINDS],
+                   const Timing timing[N_MODELS], int n, int threads, const Estimate *peaks, ResultsTable *table)
+{
+    printf("\n  median step and its 95%% interval, after the warm-up rounds; thread counts and strategies\n"
+           "  interleaved step by step (rounds per model: %d, %d)\n",
+           timing[0].rounds, timing[1].rounds);
+    printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %7s %9s\n", "model", "strategy", "threads", "step",
+           "vs none (interval, rounds)", "GFLOP", "recompute", "GFLOP/s", "sgemm", "of peak", "peak ACT");
+    printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %7s %9s\n", "", "", "", "", "", "per step", "GFLOP", "",
+           "GFLOP/s", "", "MiB");
+    for (int m = 0; m < N_MODELS; m++)
+        for (int t = 0; t < threads; t++)
+            for (int k = 0; k < n; k++) {
+                const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, t, k, &peaks[t]);
+                print_row(&r, &peaks[t]);
+                record_row(&r, &peaks[t], table);
+            }
+    printf("\n  where the step's time goes (medians and 95%% intervals; speed-up: median of paired ratios\n"
+           "  to the same strategy on 1 thread in the same round)\n");
+    printf("  %-28s %-9s %7s %-22s %-28s %8s %-20s %-20s %-20s %7s\n", "model", "strategy", "threads", "vs 1 thread",
+           "inside matmuls", "matmul", "outside matmuls", "recompute phase", "optimizer phase", "page");
+    printf("  %-28s %-9s %7s %-22s %-28s %8s %-20s %-20s %-20s %7s\n", "", "", "", "", "", "GFLOP/s",
+           "(share of step)", "(share of step)", "(share of step)", "faults");
+    for (int m = 0; m < N_MODELS; m++)
+        for (int t = 0; t < threads; t++)
+            for (int k = 0; k < n; k++) {
+                const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, t, k, &peaks[t]);
+                print_time_row(&r);
+            }
 }
 
 int main(int argc, char **argv)
@@ -172,51 +386,53 @@ int main(int argc, char **argv)
     if (start != BENCH_RUN) return start;
     Strategy sweep[N_KINDS];
     const int n = bench_sweep(&INFO, &o, NULL, sweep);
-    const TimingPlan plan = bench_timing_plan(&o, o.quick ? 1 : 2, 15, 2.0);
+    const TimingPlan plan = bench_timing_plan(&o, o.quick ? 1 : 2, 15, 4.0);
     const int cores = platform_info().cores, max_threads = cores < MAX_THREADS ? cores : MAX_THREADS;
     results_config_str(results, "optimizer", "adamw");
     results_config_plan(results, &plan);
     ResultsTable *table = results_table(results, "steps", "one AdamW step per model, strategy and thread count",
                                         FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+    ResultsTable *optim_table = results_table(results, "optimizer", "AdamW over each model's parameters, one call per "
+                                              "parameter against one pass, per thread count", OPTIM_FIELDS,
+                                              (int)(sizeof OPTIM_FIELDS / sizeof OPTIM_FIELDS[0]), true);
     RematStatus status = REMAT_OK;
     Estimate peaks[MAX_THREADS] = {{0}};
-    StepStats stats[N_MODELS][MAX_THREADS][N_KINDS];
-    Timing timing[N_MODELS][MAX_THREADS] = {{{0}}};
-    Progress progress;
-    progress_begin(&progress, N_MODELS * max_threads * timing_max_runs(&plan, n));
+    static StepStats stats[N_MODELS][MAX_THREADS * N_KINDS];
+    Timing timing[N_MODELS] = {{0}};
+    Subject models[N_MODELS];
+    memset(models, 0, sizeof models);
     for (int t = 0; t < max_threads && status == REMAT_OK; t++) {
         status = platform_set_threads(t + 1);
         if (status == REMAT_OK) status = sgemm_peak(&peaks[t]);
-        for (int m = 0; m < N_MODELS && status == REMAT_OK; m++) {
-            Subject s;
-            status = subject_create(&s, m, sweep, n, &o);
-            char label[48];
-            snprintf(label, sizeof label, "%.3s, %d thread%s", MODEL_NAMES[m], t + 1, t ? "s" : "");
-            TrainCtx ctx = {.training = true, .seed = 1};
-            pcg32_seed(&ctx.rng, 1, 2);
-            if (status == REMAT_OK)
-                status = steps_alternate(s.bench.model, s.variants, n, s.bench.opt, &s.bench.batch, &ctx, &plan,
-                                         &progress, label, stats[m][t], &timing[m][t]);
-            subject_free(&s);
-        }
+    }
+    Progress progress;
+    progress_begin(&progress, N_MODELS * timing_max_runs(&plan, n * max_threads));
+    for (int m = 0; m < N_MODELS && status == REMAT_OK; m++) {
+        Subject s;
+        status = subject_create(&s, m, sweep, n, max_threads, &o);
+        char label[48];
+        snprintf(label, sizeof label, "%.3s", MODEL_NAMES[m]);
+        TrainCtx ctx = {.training = true, .seed = 1};
+        pcg32_seed(&ctx.rng, 1, 2);
+        if (status == REMAT_OK)
+            status = steps_alternate(s.bench.model, s.variants, n * max_threads, s.bench.opt, &s.bench.batch, &ctx,
+                                     &plan, &progress, label, stats[m], &timing[m]);
+        models[m] = s;
     }
     progress_end(&progress);
-    if (status == REMAT_OK) {
-        printf("\n  median step and its 95%% interval, after %d warm-up rounds; strategies interleaved step\n"
-               "  by step (rounds per model and thread count: %d", plan.warmup, timing[0][0].rounds);
-        for (int m = 0; m < N_MODELS; m++)
-            for (int t = 0; t < max_threads; t++)
-                if (m || t) printf(", %d", timing[m][t].rounds);
-        printf(")\n");
-        printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %7s %9s\n", "model", "strategy", "threads", "step",
-               "vs none (interval, rounds)", "GFLOP", "recompute", "GFLOP/s", "sgemm", "of peak", "peak ACT");
-        printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %7s %9s\n", "", "", "", "", "", "per step", "GFLOP", "",
-               "GFLOP/s", "", "MiB");
-        for (int m = 0; m < N_MODELS; m++)
-            for (int t = 0; t < max_threads; t++)
-                print_and_record(MODEL_NAMES[m], sweep, stats[m][t], &timing[m][t], n, t + 1, &peaks[t], table);
+    if (status == REMAT_OK) report(sweep, stats, timing, n, max_threads, peaks, table);
+    if (status == REMAT_OK)
+        printf("\n  the optimizer's pass alone: AdamW over each model's parameter shapes, one call per parameter\n"
+               "  (threaded when it has 32768 elements or more) against one pass split evenly over the threads;\n"
+               "  ways and thread counts interleaved, medians with 95%% intervals\n"
+               "  %-28s %7s %-14s %4s %-28s %s\n",
+               "model", "threads", "way", "tensors", "time", "vs per parameter (interval, rounds)");
+    const TimingPlan optim_plan = bench_timing_plan(&o, 2, 31, 2.0);
+    for (int m = 0; m < N_MODELS; m++) {
+        if (status == REMAT_OK)
+            status = measure_optim_passes(models[m].bench.model, MODEL_NAMES[m], max_threads, &optim_plan, optim_table);
+        subject_free(&models[m]);
     }
-    for (int m = 0; m < N_MODELS; m++)
-        for (int t = 0; t < max_threads; t++) timing_free(&timing[m][t]);
+    for (int m = 0; m < N_MODELS; m++) timing_free(&timing[m]);
     return bench_finish(&INFO, &o, results, status);
 }

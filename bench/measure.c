@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "models/gpt.h"
 #include "models/mlp.h"
@@ -118,6 +119,7 @@ Variant bench_variant(const BenchOptions *opt, Variant v, bool gpt)
 RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx)
 {
     ctx->dropout_rng = v->dropout_rng;
+    if (v->threads > 0 && platform_set_threads(v->threads) != REMAT_OK) return remat_last_status();
     if (gpt_config(model)) return gpt_set_attention(model, v->attention);
     return v->attention == ATTENTION_NAIVE ? REMAT_OK
                                            : remat_fail(REMAT_EINVAL, "variant %s: only a GPT has attention to fuse",
@@ -133,11 +135,16 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
     flops_reset();
     mem_reset_peaks();
     const OffloadStats io_before = v->offload ? offload_stats(v->offload) : (OffloadStats){0};
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    const long faults_before = usage.ru_minflt;
     const double t0 = platform_seconds();
     const Step step = variant_step(v, model, opt);
     StepResult result;
     const RematStatus status = step_run(&step, batch->x, batch->y, ctx, NULL, &result);
     stats->seconds = platform_seconds() - t0;
+    getrusage(RUSAGE_SELF, &usage);
+    stats->minor_faults = usage.ru_minflt - faults_before;
     if (v->offload) {
         const OffloadStats io = offload_stats(v->offload);
         stats->write_seconds = io.write_seconds - io_before.write_seconds;
@@ -146,8 +153,23 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
     stats->act_stored = result.act_stored;
     for (int k = 0; k < MEM_KIND_COUNT; k++) stats->peak[k] = mem_peak((MemKind)k);
     stats->peak_resident = mem_peak_resident();
-    for (int p = 0; p < PHASE_COUNT; p++) stats->flops[p] = flops_get((Phase)p);
+    for (int p = 0; p < PHASE_COUNT; p++) {
+        stats->flops[p] = flops_get((Phase)p);
+        stats->matmul_flops += flops_matmul((Phase)p);
+        stats->matmul_seconds += flops_matmul_seconds((Phase)p);
+        stats->phase_seconds[p] = flops_phase_seconds((Phase)p);
+    }
     return status;
+}
+
+double outside_matmul_share(const StepStats *s)
+{
+    return s->seconds > 0 ? 1.0 - s->matmul_seconds / s->seconds : 0.0;
+}
+
+double phase_share(const StepStats *s, Phase phase)
+{
+    return s->seconds > 0 ? s->phase_seconds[phase] / s->seconds : 0.0;
 }
 
 double flop_overhead(const StepStats *s)
@@ -177,6 +199,10 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
     values[STEP_SECONDS] = s->seconds;
     values[STEP_WRITE_SECONDS] = s->write_seconds;
     values[STEP_READ_SECONDS] = s->read_seconds;
+    values[STEP_MATMUL_SECONDS] = s->matmul_seconds;
+    values[STEP_OUTSIDE_MATMUL_SHARE] = outside_matmul_share(s);
+    values[STEP_MINOR_FAULTS] = (double)s->minor_faults;
+    for (int p = 0; p < PHASE_COUNT; p++) values[STEP_PHASE_SHARE + p] = phase_share(s, (Phase)p);
     return status;
 }
 

@@ -87,6 +87,8 @@ typedef struct Variant {
                                 set on the step's TrainCtx */
     AttentionKind attention; /* a GPT's attention cores (naive unless set): set on the
                                 model before its step (gpt_set_attention) */
+    int threads;             /* 0: the thread count in use; otherwise set before its step
+                                (platform_set_threads), so thread counts can interleave */
 } Variant;
 
 /* What one training step did. */
@@ -99,6 +101,11 @@ typedef struct StepStats {
     size_t peak[MEM_KIND_COUNT];  /* each kind's peak during the step */
     size_t peak_resident;         /* the peak of all resident kinds together */
     uint64_t flops[PHASE_COUNT];  /* the step's FLOPs by phase */
+    uint64_t matmul_flops;        /* of them, inside the matmuls (tensor/flops.h) */
+    double matmul_seconds;        /* the wall time inside the matmuls */
+    double phase_seconds[PHASE_COUNT]; /* the wall time each phase was current */
+    long minor_faults;            /* page faults the process took during the step (getrusage's
+                                     ru_minflt: fresh pages touched for the first time) */
 } StepStats;
 
 /* The variant `v` with the model flags of the command line (--dropout-rng, --attention)
@@ -106,8 +113,9 @@ typedef struct StepStats {
  * (the MLP chain has neither flag's subject, and keeps its variant as it is). */
 Variant bench_variant(const BenchOptions *opt, Variant v, bool gpt);
 
-/* Sets up `model` and `ctx` as variant `v` runs them: its attention cores (a GPT's) and
- * its dropout generator. REMAT_OK, or the error of a model that cannot. */
+/* Sets up `model` and `ctx` as variant `v` runs them: its attention cores (a GPT's), its
+ * dropout generator and its thread count. REMAT_OK, or the error of a model that cannot
+ * (or of a thread count out of range). */
 RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx);
 
 /* One training step (models/step.h) of `model` as `v` runs it, on `batch`, with the
@@ -121,8 +129,26 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
 /* Recompute FLOP overhead: RECOMPUTE / (FORWARD + BACKWARD) FLOPs of the step. */
 double flop_overhead(const StepStats *s);
 
-/* The quantities steps_alternate times per step, in its Timing (bench/timing.h). */
-enum { STEP_SECONDS, STEP_WRITE_SECONDS, STEP_READ_SECONDS, STEP_QUANTITIES };
+/* The step's share of wall time outside the matmuls: 1 − matmul_seconds / seconds. */
+double outside_matmul_share(const StepStats *s);
+
+/* The step's share of wall time in `phase` (flops_phase_seconds over the step's seconds). */
+double phase_share(const StepStats *s, Phase phase);
+
+/* The quantities steps_alternate times per step, in its Timing (bench/timing.h): the
+ * step's seconds, of them inside the offloader's pack and unpack, inside the matmuls,
+ * the share outside the matmuls, the step's page faults, and each phase's share
+ * (STEP_PHASE_SHARE + phase). */
+enum {
+    STEP_SECONDS,
+    STEP_WRITE_SECONDS,
+    STEP_READ_SECONDS,
+    STEP_MATMUL_SECONDS,
+    STEP_OUTSIDE_MATMUL_SHARE,
+    STEP_MINOR_FAULTS,
+    STEP_PHASE_SHARE,
+    STEP_QUANTITIES = STEP_PHASE_SHARE + PHASE_COUNT
+};
 
 /* Runs the n variants interleaved on one model, optimizer and batch, as `plan` says
  * (bench/timing.h: warm-up rounds, then rounds of one step of every variant, each round

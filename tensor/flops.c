@@ -1,13 +1,20 @@
 /*
- * flops.c — the FLOP ledger (see flops.h): one counter per phase and the current phase.
+ * flops.c — the FLOP ledger (see flops.h): one counter per phase, the matmuls' share of
+ * it in FLOPs and seconds, the seconds each phase was current, and the current phase.
  */
 #include "tensor/flops.h"
 
-static uint64_t counts[PHASE_COUNT];
+#include "tensor/platform.h"
+
+static FlopCounts ledger;
 static Phase current = PHASE_FORWARD;
+static double current_since; /* platform_seconds() when `current` became current */
 
 Phase flops_set_phase(Phase phase)
 {
+    const double now = platform_seconds();
+    ledger.phase_seconds[current] += now - current_since;
+    current_since = now;
     Phase previous = current;
     current = phase;
     return previous;
@@ -15,38 +22,56 @@ Phase flops_set_phase(Phase phase)
 
 Phase flops_phase(void) { return current; }
 
-void flops_add(uint64_t n) { counts[current] += n; }
+void flops_add(uint64_t n) { ledger.phase[current] += n; }
 
 void flops_add_phase(Phase phase, uint64_t n)
 {
-    if ((unsigned)phase < PHASE_COUNT) counts[phase] += n;
+    if ((unsigned)phase < PHASE_COUNT) ledger.phase[phase] += n;
 }
 
-uint64_t flops_get(Phase phase) { return (unsigned)phase < PHASE_COUNT ? counts[phase] : 0; }
+void flops_add_matmul(uint64_t n, double seconds)
+{
+    ledger.phase[current] += n;
+    ledger.matmul[current] += n;
+    ledger.matmul_seconds[current] += seconds;
+}
+
+uint64_t flops_get(Phase phase) { return (unsigned)phase < PHASE_COUNT ? ledger.phase[phase] : 0; }
+
+uint64_t flops_matmul(Phase phase) { return (unsigned)phase < PHASE_COUNT ? ledger.matmul[phase] : 0; }
+
+double flops_matmul_seconds(Phase phase)
+{
+    return (unsigned)phase < PHASE_COUNT ? ledger.matmul_seconds[phase] : 0.0;
+}
+
+double flops_phase_seconds(Phase phase)
+{
+    if ((unsigned)phase >= PHASE_COUNT) return 0.0;
+    const double running = phase == current ? platform_seconds() - current_since : 0.0;
+    return ledger.phase_seconds[phase] + running;
+}
 
 uint64_t flops_total(void)
 {
     uint64_t total = 0;
-    for (int p = 0; p < PHASE_COUNT; p++) total += counts[p];
+    for (int p = 0; p < PHASE_COUNT; p++) total += ledger.phase[p];
     return total;
 }
 
-FlopCounts flops_snapshot(void)
-{
-    FlopCounts c;
-    for (int p = 0; p < PHASE_COUNT; p++) c.phase[p] = counts[p];
-    return c;
-}
+FlopCounts flops_snapshot(void) { return ledger; }
 
 void flops_restore(const FlopCounts *c)
 {
-    for (int p = 0; p < PHASE_COUNT; p++) counts[p] = c->phase[p];
+    ledger = *c;
+    current_since = platform_seconds();
 }
 
 void flops_reset(void)
 {
-    for (int p = 0; p < PHASE_COUNT; p++) counts[p] = 0;
+    ledger = (FlopCounts){0};
     current = PHASE_FORWARD;
+    current_since = platform_seconds();
 }
 
 const char *phase_name(Phase phase)

@@ -10,6 +10,16 @@
  * sqrt, division) on one element is one FLOP; a matmul of (M,K)·(K,N) is 2·M·N·K.
  * Each kernel's comment says what it counts.
  *
+ * Beside the FLOPs, the ledger keeps wall time, so a bench can say where a step's time
+ * goes: the seconds each phase was current (from flops_reset to the read, the clock is
+ * read only when the phase changes), and the seconds and FLOPs inside the matmuls
+ * (k_matmul and k_matmul_batched read the clock before and after each call: two reads
+ * against a sgemm of at least thousands of FLOPs). Everything else a phase spent is
+ * outside the matmuls: elementwise and row kernels, attention cores, the optimizer's
+ * pass, allocation. The fused attention's own tile products are its kernel's time, not
+ * the matmuls'. The times are what the clock read on a possibly busy machine; the FLOPs
+ * are exact.
+ *
  * The ledger is a process-wide singleton used from the main thread only; kernels add to
  * it once per call, outside their parallel loops.
  */
@@ -42,22 +52,43 @@ void flops_add(uint64_t n);
  * forward work (PHASE_RECOMPUTE) beside its own. */
 void flops_add_phase(Phase phase, uint64_t n);
 
+/* Adds one matmul call: `n` FLOPs (to the current phase, as flops_add, and to its matmul
+ * FLOPs) that took `seconds` of wall time (to its matmul seconds). */
+void flops_add_matmul(uint64_t n, double seconds);
+
 /* FLOPs counted under `phase` since the last flops_reset(). */
 uint64_t flops_get(Phase phase);
 
 /* FLOPs of all phases together. */
 uint64_t flops_total(void);
 
+/* Of flops_get(phase), the FLOPs done inside matmuls (flops_add_matmul). */
+uint64_t flops_matmul(Phase phase);
+
+/* The wall seconds spent inside matmuls under `phase` since the last flops_reset(). */
+double flops_matmul_seconds(Phase phase);
+
+/* The wall seconds `phase` was the current phase since the last flops_reset() (up to now,
+ * if it is current); 0 for a phase out of range. */
+double flops_phase_seconds(Phase phase);
+
 /* Every phase's count at one moment: take one before work that should not be counted
  * (evaluating a model between training steps) and restore it afterwards. */
 typedef struct FlopCounts {
     uint64_t phase[PHASE_COUNT];
+    uint64_t matmul[PHASE_COUNT];         /* of them, inside matmuls */
+    double matmul_seconds[PHASE_COUNT];   /* the seconds inside matmuls */
+    double phase_seconds[PHASE_COUNT];    /* the seconds each phase was current */
 } FlopCounts;
 
 FlopCounts flops_snapshot(void);
+
+/* Puts back every count and time of `counts`; the clock of the current phase restarts
+ * now, so the seconds between the snapshot and the restore are not counted. */
 void flops_restore(const FlopCounts *counts);
 
-/* Zeroes every phase's count and sets the phase back to PHASE_FORWARD. */
+/* Zeroes every phase's count and times, sets the phase back to PHASE_FORWARD and starts
+ * its clock. */
 void flops_reset(void);
 
 /* "forward", "backward", "recompute", "optimizer". */

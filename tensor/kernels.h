@@ -255,12 +255,33 @@ int k_sample_categorical(const float *probs, int n, float u);
 
 /* ---- optimizer updates (kernels_optim.c) ------------------------------------------ */
 
-/* SGD: velocity = momentum·velocity + grad (when momentum > 0 and velocity is not NULL),
- * param −= lr·velocity (or lr·grad). FLOPs: 2n, or 4n with momentum. */
+/* One parameter's part of an optimizer step: its values, its gradient, its state (AdamW:
+ * the moments m and v; SGD: the velocity in m, or NULL without momentum; v unused) and
+ * AdamW's decoupled weight decay for it. */
+typedef struct OptimSlice {
+    float *param;
+    const float *grad;
+    float *m, *v;
+    float weight_decay;
+    size_t n;
+} OptimSlice;
+
+/* SGD over `count` slices in one pass: velocity = momentum·velocity + grad (when momentum
+ * > 0 and the slice's velocity is not NULL), param −= lr·velocity (or lr·grad). The
+ * elements of all slices are split evenly over the threads, so many small parameters use
+ * them all. FLOPs: 2 per element, 4 with momentum. */
+void k_sgd_update_slices(const OptimSlice *slices, int count, float lr, float momentum);
+
+/* AdamW step t ≥ 1 over `count` slices in one pass, as torch.optim.AdamW: decoupled weight
+ * decay, moments m and v updated in place, bias-corrected update; elements split evenly
+ * over the threads. FLOPs: 16 per element (see kernels_optim.c). */
+void k_adamw_update_slices(const OptimSlice *slices, int count, float lr, float beta1, float beta2, float eps,
+                           int t);
+
+/* k_sgd_update_slices of one slice. */
 void k_sgd_update(float *param, float *velocity, const float *grad, float lr, float momentum, size_t n);
 
-/* AdamW step t ≥ 1, as torch.optim.AdamW: decoupled weight decay, moments m and v updated
- * in place, bias-corrected update. FLOPs: 16n (see kernels_optim.c). */
+/* k_adamw_update_slices of one slice. */
 void k_adamw_update(float *param, float *m, float *v, const float *grad, float lr, float beta1,
                     float beta2, float eps, float weight_decay, int t, size_t n);
 

@@ -143,7 +143,9 @@ void k_relu_backward(float *dx, const float *x, const float *dout, size_t n)
 
 /* ---- GELU ------------------------------------------------------------------------- */
 
-/* tanh(u) for GELU, as 1 − 2/(e^{2u} + 1), in plain arithmetic gcc can vectorise.
+/* tanh(u) for GELU, as 1 − 2/(e^{2u} + 1), in plain arithmetic gcc can vectorise (given
+ * -fno-trapping-math, which tensor/CMakeLists.txt sets for this file: without it the
+ * clamp's compares keep the GELU loops scalar).
  *   e^v: v = k·ln2 + r with k = round(v/ln2) and |r| ≤ ln2/2; e^r by its Taylor series to
  *   r⁷ (truncation error r⁸/8! < 2e-8 for |r| ≤ 0.35); 2^k by writing k + 127 into the
  *   float's exponent bits. ln2 is split in two parts so k·ln2 is exact.

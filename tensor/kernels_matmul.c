@@ -2,8 +2,10 @@
  * kernels_matmul.c — matrix products: k_matmul and k_matmul_batched (see kernels.h).
  *
  * What it is: thin wrappers over OpenBLAS's cblas_sgemm. They work out the leading
- * dimensions of contiguous row-major matrices from the transposes, count FLOPs, and
- * decide how a batch of products is spread over the threads.
+ * dimensions of contiguous row-major matrices from the transposes, count FLOPs and the
+ * wall time inside the call (the FLOP ledger's matmul share, tensor/flops.h: one clock
+ * read before and after each call, outside any parallel loop), and decide how a batch of
+ * products is spread over the threads.
  * What it is not: a GEMM. Blocking, packing and SIMD are OpenBLAS's job. There is no
  * matmul_backward either: the backward of C = A·B is two more products,
  * dA += dC·B^T and dB += A^T·dC, which the caller issues with k_matmul and beta = 1.
@@ -29,6 +31,7 @@
 #include <stdint.h>
 
 #include "tensor/flops.h"
+#include "tensor/platform.h"
 
 /* Largest product (in FLOPs, 2·M·N·K) that k_matmul_batched spreads across threads:
  * 2^27, which is 1024·1024·64, attention's score product at T = 1024, head size 64.
@@ -67,8 +70,9 @@ static void sgemm(float *C, const float *A, const float *B, int M, int N, int K,
 void k_matmul(float *C, const float *A, const float *B, int M, int N, int K,
               CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta)
 {
+    const double t0 = platform_seconds();
     if (M > 0 && N > 0) sgemm(C, A, B, M, N, K, transA, transB, alpha, beta);
-    flops_add(2 * (uint64_t)M * (uint64_t)N * (uint64_t)K);
+    flops_add_matmul(2 * (uint64_t)M * (uint64_t)N * (uint64_t)K, platform_seconds() - t0);
 }
 
 void k_matmul_batched(float *C, const float *A, const float *B, int batch, int M, int N, int K,
@@ -76,6 +80,7 @@ void k_matmul_batched(float *C, const float *A, const float *B, int batch, int M
 {
     size_t a_step = (size_t)M * K, b_step = (size_t)K * N, c_step = (size_t)M * N;
     uint64_t flops_each = 2 * (uint64_t)M * (uint64_t)N * (uint64_t)K;
+    const double t0 = platform_seconds();
     if (M > 0 && N > 0) {
         int across = batch >= omp_get_max_threads() && flops_each <= BATCH_ACROSS_MAX_FLOPS;
         if (across) {
@@ -91,5 +96,5 @@ void k_matmul_batched(float *C, const float *A, const float *B, int batch, int M
                       alpha, beta);
         }
     }
-    flops_add((uint64_t)batch * flops_each);
+    flops_add_matmul((uint64_t)batch * flops_each, platform_seconds() - t0);
 }

@@ -1,62 +1,135 @@
 /*
- * kernels_optim.c — parameter updates: SGD (with momentum) and AdamW.
+ * kernels_optim.c — parameter updates: SGD (with momentum) and AdamW, over all of a
+ * model's parameters in one pass.
  *
- * Elementwise over a parameter and its gradient and state, OpenMP over elements; each
- * element's update depends only on that element, so the result is the same whatever the
- * thread count. FLOPs go to whichever phase is current (the optimizer sets
- * PHASE_OPTIMIZER).
+ * What it is: elementwise updates of a parameter from its gradient and state. A step hands
+ * every parameter over at once, as a list of slices; the elements of all slices together
+ * are cut into one contiguous range per thread, so a model of many small parameters (a
+ * GPT's biases and LayerNorm weights) keeps every thread busy, with one fork and join per
+ * step instead of one per parameter. Each element's update depends only on that element,
+ * so the result is the same whatever the thread count and however the ranges fall.
+ * FLOPs go to whichever phase is current (the optimizer sets PHASE_OPTIMIZER).
+ * What it is not: an optimizer. Which parameters, which state, which step: autograd/optim.c.
  */
 #include "tensor/kernels.h"
 
 #include <math.h>
+#include <omp.h>
 
 #include "tensor/flops.h"
 
-/* Below this many elements the threads cost more than they save. */
+/* Below this many elements in all the slices together, the threads cost more than they
+ * save. */
 #define OPTIM_PARALLEL_MIN 32768
 
-/* SGD with optional momentum (PyTorch's form, dampening 0):
- *   velocity = momentum·velocity + grad     (skipped when momentum is 0: velocity may be NULL)
- *   param   -= lr · velocity
- * FLOPs: 2 per element without momentum (multiply, subtract), 4 with. */
-void k_sgd_update(float *param, float *velocity, const float *grad, float lr, float momentum, size_t n)
-{
-    if (momentum == 0.0f || !velocity) {
-#pragma omp parallel for schedule(static) if (n >= OPTIM_PARALLEL_MIN)
-        for (size_t i = 0; i < n; i++) param[i] -= lr * grad[i];
-        flops_add(2 * (uint64_t)n);
-        return;
-    }
-#pragma omp parallel for schedule(static) if (n >= OPTIM_PARALLEL_MIN)
-    for (size_t i = 0; i < n; i++) {
-        velocity[i] = momentum * velocity[i] + grad[i];
-        param[i] -= lr * velocity[i];
-    }
-    flops_add(4 * (uint64_t)n);
-}
+/* The constants of one AdamW step. */
+typedef struct Adamw {
+    float lr, beta1, beta2, eps;
+    float correction1, correction2; /* 1 / (1 − beta^t), once per step */
+} Adamw;
 
 /* AdamW (Loshchilov & Hutter 2019), as PyTorch's torch.optim.AdamW, step t ≥ 1:
  *   param -= lr·weight_decay·param                 decoupled weight decay
  *   m = beta1·m + (1 − beta1)·grad                 first moment
  *   v = beta2·v + (1 − beta2)·grad²                second moment
  *   param -= lr · (m / (1 − beta1^t)) / (sqrt(v / (1 − beta2^t)) + eps)
- * The bias corrections are computed once per call, not per element.
- * FLOPs per element: decay 2, m 3, v 4, update 7 (two corrections, sqrt, add, divide,
- * multiply, subtract): 16. */
-void k_adamw_update(float *param, float *m, float *v, const float *grad, float lr, float beta1,
-                    float beta2, float eps, float weight_decay, int t, size_t n)
+ * on elements [from, to) of slice s. FLOPs per element: decay 2, m 3, v 4, update 7 (two
+ * corrections, sqrt, add, divide, multiply, subtract): 16. */
+static void adamw_range(const OptimSlice *s, size_t from, size_t to, const Adamw *a)
 {
-    const float correction1 = 1.0f / (1.0f - powf(beta1, (float)t));
-    const float correction2 = 1.0f / (1.0f - powf(beta2, (float)t));
-#pragma omp parallel for schedule(static) if (n >= OPTIM_PARALLEL_MIN)
-    for (size_t i = 0; i < n; i++) {
+    float *restrict param = s->param, *restrict m = s->m, *restrict v = s->v;
+    const float *restrict grad = s->grad;
+    const float lr = a->lr, decay = s->weight_decay, beta1 = a->beta1, beta2 = a->beta2, eps = a->eps;
+    const float correction1 = a->correction1, correction2 = a->correction2;
+    for (size_t i = from; i < to; i++) {
         float g = grad[i];
-        float p = param[i] - lr * weight_decay * param[i];
+        float p = param[i] - lr * decay * param[i];
         float mi = beta1 * m[i] + (1.0f - beta1) * g;
         float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
         m[i] = mi;
         v[i] = vi;
         param[i] = p - lr * (mi * correction1) / (sqrtf(vi * correction2) + eps);
     }
+}
+
+/* SGD on elements [from, to) of slice s (PyTorch's form, dampening 0):
+ *   velocity = momentum·velocity + grad     (skipped without momentum)
+ *   param   -= lr · velocity */
+static void sgd_range(const OptimSlice *s, size_t from, size_t to, float lr, float momentum)
+{
+    float *restrict param = s->param, *restrict velocity = s->m;
+    const float *restrict grad = s->grad;
+    if (momentum == 0.0f || !velocity) {
+        for (size_t i = from; i < to; i++) param[i] -= lr * grad[i];
+        return;
+    }
+    for (size_t i = from; i < to; i++) {
+        velocity[i] = momentum * velocity[i] + grad[i];
+        param[i] -= lr * velocity[i];
+    }
+}
+
+/* The optimizer a pass runs: AdamW's constants, or SGD's (adamw NULL). */
+typedef struct Update {
+    const Adamw *adamw;
+    float lr, momentum;
+} Update;
+
+/* Runs `u` on elements [begin, end) of the slices' concatenation. */
+static void update_span(const OptimSlice *slices, int count, size_t begin, size_t end, const Update *u)
+{
+    size_t first = 0; /* slice s's first element in the concatenation */
+    for (int s = 0; s < count && first < end; s++) {
+        const size_t last = first + slices[s].n;
+        const size_t from = begin > first ? begin - first : 0, to = (end < last ? end : last) - first;
+        if (begin < last && from < to) {
+            if (u->adamw) adamw_range(&slices[s], from, to, u->adamw);
+            else sgd_range(&slices[s], from, to, u->lr, u->momentum);
+        }
+        first = last;
+    }
+}
+
+/* Splits the slices' elements into one contiguous range per thread and runs `u`. Returns
+ * the number of elements. */
+static size_t update_all(const OptimSlice *slices, int count, const Update *u)
+{
+    size_t total = 0;
+    for (int s = 0; s < count; s++) total += slices[s].n;
+#pragma omp parallel if (total >= OPTIM_PARALLEL_MIN)
+    {
+        const size_t threads = (size_t)omp_get_num_threads(), t = (size_t)omp_get_thread_num();
+        update_span(slices, count, total * t / threads, total * (t + 1) / threads, u);
+    }
+    return total;
+}
+
+void k_sgd_update_slices(const OptimSlice *slices, int count, float lr, float momentum)
+{
+    const size_t n = update_all(slices, count, &(Update){.lr = lr, .momentum = momentum});
+    size_t with_momentum = 0;
+    for (int s = 0; s < count; s++) with_momentum += momentum != 0.0f && slices[s].m ? slices[s].n : 0;
+    flops_add(2 * (uint64_t)n + 2 * (uint64_t)with_momentum);
+}
+
+void k_adamw_update_slices(const OptimSlice *slices, int count, float lr, float beta1, float beta2, float eps,
+                           int t)
+{
+    const Adamw a = {lr, beta1, beta2, eps, 1.0f / (1.0f - powf(beta1, (float)t)),
+                     1.0f / (1.0f - powf(beta2, (float)t))};
+    const size_t n = update_all(slices, count, &(Update){.adamw = &a});
     flops_add(16 * (uint64_t)n);
+}
+
+void k_sgd_update(float *param, float *velocity, const float *grad, float lr, float momentum, size_t n)
+{
+    k_sgd_update_slices(&(OptimSlice){.param = param, .grad = grad, .m = velocity, .n = n}, 1, lr, momentum);
+}
+
+void k_adamw_update(float *param, float *m, float *v, const float *grad, float lr, float beta1, float beta2,
+                    float eps, float weight_decay, int t, size_t n)
+{
+    k_adamw_update_slices(&(OptimSlice){.param = param, .grad = grad, .m = m, .v = v, .weight_decay = weight_decay,
+                                        .n = n},
+                          1, lr, beta1, beta2, eps, t);
 }

@@ -189,7 +189,8 @@ static bool time_derived(const cJSON *field)
     const char *name = str(field, "name"), *unit = str(field, "unit");
     const size_t n = strlen(name);
     if (n > 3 && (!strcmp(name + n - 3, "_lo") || !strcmp(name + n - 3, "_hi"))) return false;
-    return strstr(unit, "seconds") || strstr(unit, "GFLOP/s") || strstr(name, "time") || strstr(name, "seconds");
+    return strstr(unit, "seconds") || strstr(unit, "GFLOP/s") || strstr(unit, "GB/s") || strstr(name, "time") ||
+           strstr(name, "seconds");
 }
 
 static bool declares(const cJSON *table, const char *name)
@@ -335,7 +336,7 @@ static void test_offload_under_a_file_size_limit_says_file_too_large(void **stat
 static void test_output_that_cannot_be_written_fails(void **state)
 {
     (void)state;
-    const char *runs[] = {"bench_scaling --help", "bench_sgemm --size 64 --reps 1 --threads 1",
+    const char *runs[] = {"bench_scaling --help", "bench_sgemm --size 64 --reps 1 --threads 1 --stream-mib 8",
                           "bench_selective --quick --steps 1 --strategy none --results"};
     for (int i = 0; i < 3; i++) {
         char cmd[1024];
@@ -354,6 +355,81 @@ static void test_sgemm_refuses_a_thread_list_with_an_empty_element(void **state)
     const char *bad[] = {"1,,2", ",1", "1,", " 1", "1,2,3,4,5,6,7,8,9"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(run_bench("bench_sgemm", "--threads", bad[i], NULL), 2);
+}
+
+/* bench_sgemm --results writes the sgemm peak and the bandwidth per thread count, every
+ * rate with its interval; a bad array size is refused with exit 2. */
+static void test_sgemm_writes_its_peak_and_bandwidth(void **state)
+{
+    (void)state;
+    char out[600], path[700];
+    snprintf(out, sizeof out, "%s/sgemm", dir);
+    assert_int_equal(run_bench("bench_sgemm", "--size", "64", "--reps", "6", "--threads", "1", "--stream-mib", "4",
+                               "--results", out, NULL),
+                     0);
+    snprintf(path, sizeof path, "%s/bench_sgemm.json", out);
+    cJSON *doc = read_json(path);
+    assert_non_null(doc);
+    assert_string_equal(str(doc, "bench"), "bench_sgemm");
+    const cJSON *sgemm = records(doc, "sgemm"), *stream = records(doc, "bandwidth");
+    assert_int_equal(cJSON_GetArraySize(sgemm), 1);
+    assert_true(num(cJSON_GetArrayItem(sgemm, 0), "gflops_per_second") > 0);
+    assert_int_equal(cJSON_GetArraySize(stream), 2); /* copy and triad on 1 thread */
+    const cJSON *triad = find(stream, "kernel", "triad", NULL, NULL);
+    assert_non_null(triad);
+    assert_true(num(triad, "array_bytes") == 4.0 * (1 << 20));
+    assert_true(num(triad, "bytes_per_pass") == 3 * 4.0 * (1 << 20)); /* b and c read, a written */
+    assert_true(num(triad, "gb_per_second") > 0 && num(triad, "samples") == 6);
+    assert_int_equal(check_timed_fields(doc), 3);
+    cJSON_Delete(doc);
+    const char *bad[] = {"0", "4097", "x", "-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(run_bench("bench_sgemm", "--stream-mib", bad[i], NULL), 2);
+}
+
+/* bench_step says where a step's time goes: the matmuls' FLOPs are part of the step's,
+ * their seconds part of its seconds, the 2-thread rows carry a speed-up, and the
+ * optimizer's two ways are timed on each model (the figures' sizes are not checked: they
+ * are times). */
+static void test_step_reports_where_the_time_goes(void **state)
+{
+    (void)state;
+    char out[600], path[700];
+    snprintf(out, sizeof out, "%s/step", dir);
+    assert_int_equal(run_bench("bench_step", "--strategy", "none", "--steps", "1", "--results", out, NULL), 0);
+    snprintf(path, sizeof path, "%s/bench_step.json", out);
+    cJSON *doc = read_json(path);
+    assert_non_null(doc);
+    const cJSON *steps = records(doc, "steps"), *r;
+    const int threads = (int)num(cJSON_GetArrayItem(steps, cJSON_GetArraySize(steps) - 1), "threads");
+    assert_int_equal(cJSON_GetArraySize(steps), 2 * threads); /* two models, none on each thread count */
+    cJSON_ArrayForEach(r, steps) {
+        assert_true(num(r, "matmul_flops") > 0 && num(r, "matmul_flops") < num(r, "flops"));
+        assert_true(num(r, "matmul_seconds") > 0 && num(r, "matmul_seconds") < num(r, "step_seconds"));
+        assert_true(num(r, "outside_matmul_share") > 0 && num(r, "outside_matmul_share") < 1);
+        assert_true(num(r, "optimizer_share") > 0 && num(r, "optimizer_share") < 1);
+        assert_true(num(r, "forward_share") > 0 && num(r, "backward_share") > 0);
+        assert_true(num(r, "recompute_share") == 0); /* none replays nothing: its clock never ran */
+        assert_true(num(r, "minor_faults") >= 0);
+        static const char *const timed[] = {"matmul_seconds", "matmul_gflops_per_second", "outside_matmul_share",
+                                            "optimizer_share"};
+        for (int i = 0; i < 4; i++) {
+            char lo[64], hi[64];
+            snprintf(lo, sizeof lo, "%s_lo", timed[i]);
+            snprintf(hi, sizeof hi, "%s_hi", timed[i]);
+            assert_true(num(r, lo) <= num(r, timed[i]) && num(r, timed[i]) <= num(r, hi));
+        }
+        assert_true((cJSON_GetObjectItemCaseSensitive(r, "speedup_vs_1_thread") != NULL) == (num(r, "threads") > 1));
+    }
+    /* The MLP chain's matmuls (W = 1024, B = 256): one (B,W)·(W,W) product per block
+     * forward, two backward (dW and dx) but no dx for the first block, whose input is
+     * data: 16 + 16 + 15 products of 2·B·W·W FLOPs each. */
+    const cJSON *mlp = find(steps, "model", "mlp N=16 W=1024 B=256", NULL, NULL);
+    assert_true(num(mlp, "matmul_flops") == 47 * 2 * 256.0 * 1024 * 1024);
+    const cJSON *optim = records(doc, "optimizer");
+    assert_int_equal(cJSON_GetArraySize(optim), 2 * 2 * threads); /* two models, two ways */
+    cJSON_ArrayForEach(r, optim) assert_true(num(r, "optimizer_seconds_lo") <= num(r, "optimizer_seconds"));
+    cJSON_Delete(doc);
 }
 
 static void test_strategy_flags_narrow_the_run_or_are_refused(void **state)
@@ -821,6 +897,8 @@ int main(void)
         cmocka_unit_test(test_every_time_comes_with_its_interval),
         cmocka_unit_test(test_every_bench_answers_help_and_rejects_bad_flags),
         cmocka_unit_test(test_sgemm_refuses_a_thread_list_with_an_empty_element),
+        cmocka_unit_test(test_sgemm_writes_its_peak_and_bandwidth),
+        cmocka_unit_test(test_step_reports_where_the_time_goes),
         cmocka_unit_test(test_offload_under_a_file_size_limit_says_file_too_large),
         cmocka_unit_test(test_output_that_cannot_be_written_fails),
         cmocka_unit_test(test_strategy_flags_narrow_the_run_or_are_refused),

@@ -1,5 +1,7 @@
 /*
- * test_flops.c — the FLOP ledger's phases. (Each kernel's own count is checked in
+ * test_flops.c — the FLOP ledger's phases, and its time bookkeeping: the matmuls' FLOPs
+ * and seconds, and the seconds each phase was current. Times are checked only for where
+ * they go, never for how long they are. (Each kernel's own count is checked in
  * test_kernels.c, next to its numerical check.)
  */
 #include <stdarg.h>
@@ -9,6 +11,7 @@
 #include <cmocka.h>
 
 #include "tensor/flops.h"
+#include "tensor/kernels.h"
 
 static void test_flops_go_to_the_current_phase(void **state)
 {
@@ -56,6 +59,77 @@ static void test_snapshot_and_restore_undo_uncounted_work(void **state)
     flops_reset();
 }
 
+static void test_matmuls_count_their_flops_and_seconds_per_phase(void **state)
+{
+    (void)state;
+    float A[3 * 4 * 5] = {0}, B[3 * 4 * 5] = {0}, C[3 * 4 * 5] = {0};
+    flops_reset();
+    k_matmul(C, A, B, 3, 5, 4, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f); /* 2·3·5·4 */
+    flops_set_phase(PHASE_BACKWARD);
+    k_matmul_batched(C, A, B, 3, 2, 2, 2, CblasNoTrans, CblasTrans, 1.0f, 0.0f); /* 3 · 2·2·2·2 */
+    flops_add(7); /* an elementwise kernel's: FLOPs, not matmul FLOPs */
+    assert_int_equal(flops_matmul(PHASE_FORWARD), 120);
+    assert_int_equal(flops_get(PHASE_FORWARD), 120);
+    assert_int_equal(flops_matmul(PHASE_BACKWARD), 48);
+    assert_int_equal(flops_get(PHASE_BACKWARD), 55);
+    assert_true(flops_matmul_seconds(PHASE_FORWARD) >= 0.0);
+    assert_true(flops_matmul_seconds(PHASE_BACKWARD) >= 0.0);
+    /* Nothing ran under recompute or optimizer: exactly nothing is there. */
+    assert_true(flops_matmul_seconds(PHASE_RECOMPUTE) == 0.0 && flops_matmul(PHASE_RECOMPUTE) == 0);
+    assert_true(flops_matmul_seconds(PHASE_OPTIMIZER) == 0.0);
+    assert_int_equal(flops_matmul(PHASE_COUNT), 0);
+    assert_true(flops_matmul_seconds(PHASE_COUNT) == 0.0);
+    flops_reset();
+    assert_int_equal(flops_matmul(PHASE_BACKWARD), 0);
+    assert_true(flops_matmul_seconds(PHASE_BACKWARD) == 0.0);
+}
+
+static void test_matmul_seconds_add_up_in_their_phase(void **state)
+{
+    (void)state;
+    flops_reset();
+    flops_add_matmul(100, 0.25);
+    flops_add_matmul(50, 0.5); /* quarters and halves add exactly in binary */
+    flops_set_phase(PHASE_OPTIMIZER);
+    flops_add_matmul(1, 1.0);
+    assert_true(flops_matmul_seconds(PHASE_FORWARD) == 0.75);
+    assert_int_equal(flops_matmul(PHASE_FORWARD), 150);
+    assert_int_equal(flops_get(PHASE_FORWARD), 150);
+    assert_true(flops_matmul_seconds(PHASE_OPTIMIZER) == 1.0);
+    assert_int_equal(flops_total(), 151);
+    const FlopCounts before = flops_snapshot();
+    flops_add_matmul(9, 2.0);
+    flops_restore(&before);
+    assert_true(flops_matmul_seconds(PHASE_OPTIMIZER) == 1.0);
+    assert_int_equal(flops_matmul(PHASE_OPTIMIZER), 1);
+    flops_reset();
+}
+
+static void test_phase_seconds_go_to_the_phase_that_was_current(void **state)
+{
+    (void)state;
+    flops_reset();
+    /* Only the current phase's clock runs. */
+    assert_true(flops_phase_seconds(PHASE_BACKWARD) == 0.0);
+    assert_true(flops_phase_seconds(PHASE_FORWARD) >= 0.0);
+    flops_set_phase(PHASE_BACKWARD);
+    const double forward = flops_phase_seconds(PHASE_FORWARD);
+    assert_true(forward >= 0.0);
+    const double backward = flops_phase_seconds(PHASE_BACKWARD);
+    assert_true(flops_phase_seconds(PHASE_BACKWARD) >= backward); /* still running */
+    assert_true(flops_phase_seconds(PHASE_FORWARD) == forward);   /* stopped */
+    assert_true(flops_phase_seconds(PHASE_OPTIMIZER) == 0.0);
+    /* A restore drops the seconds since its snapshot. */
+    const FlopCounts before = flops_snapshot();
+    flops_set_phase(PHASE_OPTIMIZER);
+    flops_set_phase(PHASE_FORWARD);
+    flops_restore(&before);
+    assert_true(flops_phase_seconds(PHASE_OPTIMIZER) == 0.0);
+    assert_true(flops_phase_seconds(PHASE_BACKWARD) == before.phase_seconds[PHASE_BACKWARD]);
+    assert_true(flops_phase_seconds((Phase)17) == 0.0);
+    flops_reset();
+}
+
 static void test_phase_names(void **state)
 {
     (void)state;
@@ -70,6 +144,9 @@ int main(void)
         cmocka_unit_test(test_flops_go_to_the_current_phase),
         cmocka_unit_test(test_reset_zeroes_and_returns_to_forward),
         cmocka_unit_test(test_snapshot_and_restore_undo_uncounted_work),
+        cmocka_unit_test(test_matmuls_count_their_flops_and_seconds_per_phase),
+        cmocka_unit_test(test_matmul_seconds_add_up_in_their_phase),
+        cmocka_unit_test(test_phase_seconds_go_to_the_phase_that_was_current),
         cmocka_unit_test(test_phase_names),
     };
     return cmocka_run_group_tests_name("flops", tests, NULL, NULL);

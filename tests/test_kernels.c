@@ -1111,6 +1111,67 @@ static void test_sgd_adamw_updates_match_reference(void **state)
     free(state1_ref);
 }
 
+/* One pass over many slices of uneven sizes, split over 2 threads wherever the ranges
+ * fall, gives the same bits as one call per slice on 1 thread: each element's update is
+ * its own. One slice has no velocity (SGD without momentum there) and no weight decay. */
+static void test_optimizer_slices_update_as_one_call_per_slice(void **state)
+{
+    (void)state;
+    enum { N_SLICES = 7 };
+    static const size_t sizes[N_SLICES] = {1, 3, 30001, 17, 40003, 5, 64};
+    size_t total = 0;
+    for (int s = 0; s < N_SLICES; s++) total += sizes[s];
+    seed(22);
+    float *grad = random_floats(total, -1.0f, 1.0f);
+    float *init[3] = {random_floats(total, -1.0f, 1.0f), random_floats(total, -1.0f, 1.0f),
+                      random_floats(total, 0.0f, 1.0f)}; /* param, m, v (never negative) */
+    float *fused[3], *alone[3];
+    for (int a = 0; a < 3; a++) {
+        fused[a] = zero_floats(total);
+        alone[a] = zero_floats(total);
+    }
+    for (int adamw = 0; adamw < 2; adamw++) {
+        for (int a = 0; a < 3; a++) {
+            memcpy(fused[a], init[a], total * sizeof *init[a]);
+            memcpy(alone[a], init[a], total * sizeof *init[a]);
+        }
+        OptimSlice slices[N_SLICES];
+        size_t first = 0;
+        for (int s = 0; s < N_SLICES; s++) {
+            const bool plain = s == 3;
+            slices[s] = (OptimSlice){fused[0] + first, grad + first, plain && !adamw ? NULL : fused[1] + first,
+                                     fused[2] + first, plain ? 0.0f : 0.1f, sizes[s]};
+            first += sizes[s];
+        }
+        omp_set_num_threads(2);
+        flops_reset();
+        if (adamw) k_adamw_update_slices(slices, N_SLICES, 1e-2f, 0.9f, 0.999f, 1e-8f, 3);
+        else k_sgd_update_slices(slices, N_SLICES, 0.1f, 0.9f);
+        expect_flops(adamw ? "k_adamw_update_slices" : "k_sgd_update_slices",
+                     adamw ? 16 * total : 4 * total - 2 * sizes[3]);
+        omp_set_num_threads(1);
+        first = 0;
+        for (int s = 0; s < N_SLICES; s++) {
+            const bool plain = s == 3;
+            if (adamw)
+                k_adamw_update(alone[0] + first, alone[1] + first, alone[2] + first, grad + first, 1e-2f, 0.9f,
+                               0.999f, 1e-8f, plain ? 0.0f : 0.1f, 3, sizes[s]);
+            else k_sgd_update(alone[0] + first, plain ? NULL : alone[1] + first, grad + first, 0.1f, 0.9f, sizes[s]);
+            first += sizes[s];
+        }
+        omp_set_num_threads(2);
+        for (int a = 0; a < 3; a++) assert_memory_equal(fused[a], alone[a], total * sizeof *fused[a]);
+        /* and something changed: the test could fail */
+        assert_true(memcmp(fused[0], init[0], total * sizeof *init[0]) != 0);
+    }
+    for (int a = 0; a < 3; a++) {
+        free(init[a]);
+        free(fused[a]);
+        free(alone[a]);
+    }
+    free(grad);
+}
+
 /* ---- determinism ------------------------------------------------------------------ */
 
 /* One set of inputs and one output area shared by every kernel in the determinism tests,
@@ -1599,6 +1660,7 @@ int main(void)
         cmocka_unit_test(test_split_merge_heads_match_reference),
         cmocka_unit_test(test_argmax_and_sampling_match_reference),
         cmocka_unit_test(test_sgd_adamw_updates_match_reference),
+        cmocka_unit_test(test_optimizer_slices_update_as_one_call_per_slice),
         cmocka_unit_test(test_kernels_deterministic_run_to_run),
         cmocka_unit_test(test_kernels_same_on_one_and_two_threads),
         cmocka_unit_test(test_kernels_count_documented_flops),
