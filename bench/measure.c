@@ -124,6 +124,25 @@ RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx)
                                                         v->name);
 }
 
+/* The clock when the forward and the backward ended, read through the step's hooks. */
+typedef struct PhaseClock {
+    double forward_end, backward_end;
+} PhaseClock;
+
+static RematStatus forward_ended(void *user, Var *loss)
+{
+    (void)loss;
+    ((PhaseClock *)user)->forward_end = platform_seconds();
+    return REMAT_OK;
+}
+
+static RematStatus backward_ended(void *user, Var *loss)
+{
+    (void)loss;
+    ((PhaseClock *)user)->backward_end = platform_seconds();
+    return REMAT_OK;
+}
+
 RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const Batch *batch, TrainCtx *ctx,
                          StepStats *stats)
 {
@@ -133,11 +152,17 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
     flops_reset();
     mem_reset_peaks();
     const OffloadStats io_before = v->offload ? offload_stats(v->offload) : (OffloadStats){0};
+    PhaseClock clock = {0};
+    const StepHooks hooks = {.forward_done = forward_ended, .backward_done = backward_ended, .user = &clock};
     const double t0 = platform_seconds();
     const Step step = variant_step(v, model, opt);
     StepResult result;
-    const RematStatus status = step_run(&step, batch->x, batch->y, ctx, NULL, &result);
+    const RematStatus status = step_run(&step, batch->x, batch->y, ctx, &hooks, &result);
     stats->seconds = platform_seconds() - t0;
+    if (status == REMAT_OK) {
+        stats->forward_seconds = clock.forward_end - t0;
+        stats->backward_seconds = clock.backward_end - clock.forward_end;
+    }
     if (v->offload) {
         const OffloadStats io = offload_stats(v->offload);
         stats->write_seconds = io.write_seconds - io_before.write_seconds;
@@ -177,6 +202,8 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
     values[STEP_SECONDS] = s->seconds;
     values[STEP_WRITE_SECONDS] = s->write_seconds;
     values[STEP_READ_SECONDS] = s->read_seconds;
+    values[STEP_FORWARD_SECONDS] = s->forward_seconds;
+    values[STEP_BACKWARD_SECONDS] = s->backward_seconds;
     return status;
 }
 

@@ -92,6 +92,8 @@ typedef struct Variant {
 /* What one training step did. */
 typedef struct StepStats {
     double seconds;               /* the step, wall time */
+    double forward_seconds;       /* of it, the forward (offload_pop's wait for the writes included) */
+    double backward_seconds;      /* of it, the backward; the rest is zeroing and the optimizer */
     double write_seconds;         /* of it, inside the offloader's pack (0 without offload) */
     double read_seconds;          /* of it, inside its unpack, waiting for a prefetch included */
     size_t act_stored;            /* MEM_ACT held between the forward and the backward */
@@ -122,7 +124,8 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
 double flop_overhead(const StepStats *s);
 
 /* The quantities steps_alternate times per step, in its Timing (bench/timing.h). */
-enum { STEP_SECONDS, STEP_WRITE_SECONDS, STEP_READ_SECONDS, STEP_QUANTITIES };
+enum { STEP_SECONDS, STEP_WRITE_SECONDS, STEP_READ_SECONDS, STEP_FORWARD_SECONDS, STEP_BACKWARD_SECONDS,
+       STEP_QUANTITIES };
 
 /* Runs the n variants interleaved on one model, optimizer and batch, as `plan` says
  * (bench/timing.h: warm-up rounds, then rounds of one step of every variant, each round
