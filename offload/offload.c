@@ -27,13 +27,16 @@
  *
  * Both leave the data in the page cache, which the kernel writes to disk when it likes;
  * no msync is needed for that (Linux tracks a shared mapping's dirty pages itself). With
- * drop_cache, each record leaves the page cache as soon as it is written, and again once
- * it is read back (prefetch_evict: sync_file_range on its pages, waiting for them, then
- * posix_fadvise(POSIX_FADV_DONTNEED), which drops only clean, unmapped pages, hence that
- * order): by the helper thread for a write behind or a read ahead, off the critical path,
- * else by whoever moved the bytes. No fsync of the whole file waits at the end of the
- * forward, and read-ahead is off (POSIX_FADV_RANDOM, MADV_RANDOM), so that reading a record
- * does not bring back its neighbours already read and dropped: backward reads the disk.
+ * drop_cache, each record's write-back to the disk starts as soon as it is written
+ * (sync_file_range with SYNC_FILE_RANGE_WRITE, which does not wait), by the helper thread
+ * for a write behind, so the disk works while the forward computes; offload_pop then waits
+ * for what is left of it and drops every record from the page cache (prefetch_evict:
+ * sync_file_range waiting on the pages, then posix_fadvise(POSIX_FADV_DONTNEED), which
+ * drops only clean, unmapped pages, hence that order), and each record read back is
+ * dropped again. No fsync: the unlinked file's metadata need not reach the disk. Read-
+ * ahead is off (POSIX_FADV_RANDOM, MADV_RANDOM), so that reading a record does not bring
+ * back its neighbours already read and dropped (for the mapping, in backward only:
+ * advise_mapping): backward reads the disk.
  *
  * Prefetch: backward unpacks in the reverse order of the forward's packs, so when it
  * unpacks record i (and when the forward ends) the next `prefetch` records are i − 1,
@@ -203,9 +206,6 @@ static RematStatus grow(Offload *off, size_t need, const char *what)
         if (map == MAP_FAILED)
             return remat_fail(REMAT_EIO, "offload: cannot write %s: mapping the %s spill file in %s failed: %s",
                               what, to, off->dir, strerror(errno));
-        /* With drop_cache, a fault reads the faulting page and no neighbours: read-around
-         * would bring back records already read and dropped. */
-        if (off->opts.drop_cache) (void)madvise(map, capacity, MADV_RANDOM);
         if (off->map) munmap(off->map, off->capacity);
         off->map = map;
     }
@@ -314,10 +314,13 @@ static const char *io_error_str(char *buf, size_t size, int err, bool write)
     return buf;
 }
 
-/* io mmap with drop_cache: the record, already unmapped, leaves the page cache too. */
-static RematStatus evict_mapped(Offload *off, const Record *r, const char *what, const char *doing)
+/* io mmap with drop_cache: the record, already unmapped, is on its way out of the page
+ * cache too: written, its write-back starts; read, it is dropped. */
+static RematStatus evict_mapped(Offload *off, const Record *r, const char *what, const char *doing, bool write)
 {
-    const int err = off->opts.drop_cache ? prefetch_evict(off->fd, (off_t)r->offset, r->span) : 0;
+    const int err = !off->opts.drop_cache ? 0
+                    : write ? prefetch_start_writeback(off->fd, (off_t)r->offset, r->span)
+                            : prefetch_evict(off->fd, (off_t)r->offset, r->span);
     char cause[128];
     if (!err) return REMAT_OK;
     return remat_fail(REMAT_EIO, "offload: cannot %s %s: taking it out of the page cache failed: %s", doing, what,
@@ -332,7 +335,7 @@ static RematStatus store(Offload *off, const Record *r, const Tensor *t, const c
         const Copy copies[2] = {{at, &r->header, sizeof r->header}, {at + HEADER_BYTES, t->data, t->bytes}};
         if (!copy_guarded(copies, 2)) return mapping_truncated(off, what, "write");
         RematStatus status = unmap_pages(off, r, what);
-        return status == REMAT_OK ? evict_mapped(off, r, what, "write") : status;
+        return status == REMAT_OK ? evict_mapped(off, r, what, "write", true) : status;
     }
     unsigned char head[HEADER_BYTES] = {0};
     memcpy(head, &r->header, sizeof r->header);
@@ -353,7 +356,7 @@ static RematStatus load(Offload *off, const Record *r, Tensor *t, RecordHeader *
         const Copy copies[2] = {{header, at, sizeof *header}, {t->data, at + HEADER_BYTES, t->bytes}};
         if (!copy_guarded(copies, 2)) return mapping_truncated(off, what, "read back");
         RematStatus status = unmap_pages(off, r, what);
-        return status == REMAT_OK ? evict_mapped(off, r, what, "read back") : status;
+        return status == REMAT_OK ? evict_mapped(off, r, what, "read back", false) : status;
     }
     unsigned char head[HEADER_BYTES];
     PrefetchIo io = record_io(off, r, false, head, t->data, t->bytes);
@@ -545,6 +548,34 @@ static void prefetch_before(Offload *off, size_t end)
     }
 }
 
+/* io mmap with drop_cache: how page faults read the file. In backward (MADV_RANDOM) a
+ * fault reads its page and no neighbours, which read-around would bring back into the
+ * cache when they were already read and dropped. In the forward (MADV_NORMAL) a write
+ * fault on a page no longer in the cache reads it from the disk before the copy
+ * overwrites it, and read-around batches those reads: measured, faulting one page at a
+ * time made the forward's writes 10 to 50 times slower (offload/README.md). */
+static void advise_mapping(Offload *off, int advice)
+{
+    if (off->map && off->opts.drop_cache) (void)madvise(off->map, off->capacity, advice);
+}
+
+/* drop_cache, at the end of the forward: every record's write-back was started when it
+ * was written, so what is left to wait for is the last ones'; then they all leave the
+ * page cache. No fsync: the file's metadata need not reach the disk. */
+static RematStatus drop_written_records(Offload *off)
+{
+    /* The whole file: the mapping's read-around may have brought in pages past the records,
+     * and the last backward's read faults mapped cached neighbours of the pages they read
+     * into the process (fault-around), which no DONTNEED of one record's pages unmapped:
+     * a mapped page cannot leave the cache. */
+    if (off->tail && off->map) (void)madvise(off->map, off->capacity, MADV_DONTNEED);
+    const int err = off->tail ? prefetch_evict(off->fd, 0, off->capacity) : 0;
+    char cause[128];
+    if (!err) return REMAT_OK;
+    return remat_fail(REMAT_EIO, "offload: writing the spill file in %s to the disk failed: %s (the forward's "
+                      "saved tensors may be lost)", off->dir, io_error_str(cause, sizeof cause, err, true));
+}
+
 /* How many of the first `bytes` of the spill file are in the page cache: mincore on a
  * mapping of them made for the question (it maps no page in, and is gone at once). */
 static RematStatus cached_bytes(const Offload *off, size_t bytes, size_t *cached)
@@ -644,6 +675,7 @@ static void offload_release(void *ctx, void *packed)
         if (!r->failed) mem_account(MEM_DISK, -(int64_t)r->header.bytes);
         off->order[r->index] = NULL;
         if (--off->live == 0) { /* the next step starts at byte 0 */
+            advise_mapping(off, MADV_NORMAL);
             off->count = off->finished = off->tail = 0;
             off->write_failed = false;
         }
@@ -742,8 +774,12 @@ RematStatus offload_pop(Offload *off)
     off->stats.write_seconds += platform_seconds() - start;
     if (status == REMAT_OK && off->write_failed) /* reported by a pack: the forward failed */
         status = REMAT_EIO;
-    if (status == REMAT_OK && off->opts.drop_cache) /* each record left the cache as it was written */
-        status = cached_bytes(off, off->tail, &off->stats.cached_after_forward);
+    if (status == REMAT_OK && off->opts.drop_cache) {
+        status = drop_written_records(off);
+        if (status != REMAT_OK) count_failure(off);
+        else status = cached_bytes(off, off->tail, &off->stats.cached_after_forward);
+        advise_mapping(off, MADV_RANDOM);
+    }
     if (status == REMAT_OK && off->prefetcher) prefetch_before(off, off->count);
     return status;
 }

@@ -144,12 +144,12 @@ typedef struct OffloadOptions {
     size_t large_bytes;     /* large: spill tensors of at least this many bytes, ... */
     const char *tag_prefix; /* large: ... or saved by a node whose tag starts with this
                                (NULL: size only; the string must outlive the Offload) */
-    bool drop_cache;        /* each record leaves the page cache once written, and again
-                               once read back: its range is written back (sync_file_range)
-                               and dropped (posix_fadvise), by whoever wrote it (the helper
-                               thread when writing behind), so backward reads the disk and
-                               no fsync waits at the end of the forward: what a benchmark
-                               of real disk reads wants */
+    bool drop_cache;        /* each record's write-back starts once it is written (on the
+                               helper thread when writing behind); offload_pop waits for
+                               what is left of it, without an fsync, and drops the records
+                               from the page cache; each is dropped again once read back.
+                               So backward reads the disk: what a benchmark of real disk
+                               reads wants */
     int prefetch;           /* in backward, records a helper thread reads ahead of the one
                                being unpacked, into tensors allocated (ACT) when the read is
                                queued; 0: no thread, each record is read when unpacked */
@@ -190,8 +190,9 @@ void offload_free(Offload *off);
 RematStatus offload_push(Offload *off);
 
 /* Pops the hooks (they must be the top of the stack); waits for the records still being
- * written behind (with drop_cache, until they are on disk and out of the page cache; it
- * then counts what is left there, stats.cached_after_forward); with prefetch, starts
+ * written behind; with drop_cache, waits for the write-back their writes started and
+ * drops them from the page cache (then counts what is left there,
+ * stats.cached_after_forward); with prefetch, starts
  * reading back the last records written, which backward wants first. REMAT_EIO if a
  * record could not be written (the message names it, unless a pack already failed with
  * it) or could not reach the disk: they may be lost, do not run backward; REMAT_EINVAL

@@ -32,6 +32,11 @@ int prefetch_evict(int fd, off_t offset, size_t bytes)
     return posix_fadvise(fd, offset, (off_t)bytes, POSIX_FADV_DONTNEED);
 }
 
+int prefetch_start_writeback(int fd, off_t offset, size_t bytes)
+{
+    return sync_file_range(fd, offset, (off_t)bytes, SYNC_FILE_RANGE_WRITE) != 0 ? errno : 0;
+}
+
 int prefetch_transfer(int fd, PrefetchIo *io)
 {
     if (io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
@@ -42,7 +47,9 @@ int prefetch_transfer(int fd, PrefetchIo *io)
         const ssize_t n = io->write ? pwritev(fd, iov, 2, io->offset) : preadv(fd, iov, 2, io->offset);
         error = n < 0 ? errno : (size_t)n != bytes ? -1 : 0;
     }
-    if (!error && io->evict) error = prefetch_evict(fd, io->offset, io->evict_bytes);
+    if (!error && io->evict)
+        error = io->write ? prefetch_start_writeback(fd, io->offset, io->evict_bytes)
+                          : prefetch_evict(fd, io->offset, io->evict_bytes);
     io->error = error;
     return error;
 }

@@ -42,9 +42,10 @@
 /* One read (as preadv) or write (as pwritev) of head_bytes + data_bytes at `offset`, from
  * or into two buffers. A write with `crc` set first stores the CRC-32C of the data there
  * (crc may point into `head`, which is written after it is stored): the checksum is then
- * computed on the thread too, off the caller's path. With `evict` set, the transfer (of
- * no bytes at all, if both sizes are 0) is followed by the eviction of `evict_bytes` from
- * `offset` out of the page cache (prefetch_evict). */
+ * computed on the thread too, off the caller's path. With `evict` set, the range of
+ * `evict_bytes` from `offset` is then on its way out of the page cache: a write starts
+ * writing it back to the disk (prefetch_start_writeback), so that a later prefetch_evict
+ * finds little left to wait for; a read drops it (prefetch_evict). */
 typedef struct PrefetchIo {
     bool write;
     void *head;
@@ -53,7 +54,7 @@ typedef struct PrefetchIo {
     size_t data_bytes;
     off_t offset;
     uint32_t *crc;             /* write only: where to store the data's CRC-32C, or NULL */
-    bool evict;                /* then write the range back and drop it from the page cache */
+    bool evict;                /* then start its write-back (a write) or drop it (a read) */
     size_t evict_bytes;        /* the range's length, from `offset` */
     int error;                 /* after prefetch_wait: 0, an errno, or -1 for a short transfer */
     bool done;                 /* the thread's; read it only through prefetch_wait */
@@ -84,5 +85,10 @@ int prefetch_transfer(int fd, PrefetchIo *io);
  * posix_fadvise(POSIX_FADV_DONTNEED) drops its clean pages (only clean pages can be
  * dropped, hence the order). Pages mapped by a process stay. 0 or an errno. */
 int prefetch_evict(int fd, off_t offset, size_t bytes);
+
+/* Starts writing the dirty pages of `bytes` of `fd` from `offset` back to the disk and
+ * returns without waiting for them (sync_file_range, SYNC_FILE_RANGE_WRITE; it may wait
+ * for a full device queue). 0 or an errno. */
+int prefetch_start_writeback(int fd, off_t offset, size_t bytes);
 
 #endif /* REMAT_PREFETCH_H */

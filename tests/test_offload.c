@@ -684,12 +684,12 @@ static size_t file_cached_bytes(int fd, size_t bytes)
     return cached;
 }
 
-/* With drop_cache every record leaves the page cache as soon as it is written, and again
- * once it is read back, whoever moves the bytes (the helper thread writing behind and
- * reading ahead, or the computing thread): when backward starts nothing of the forward's
- * records is in the cache, so backward reads the disk, and when it ends nothing is left
- * either. No fsync of the file is involved. With the cache kept, the records are there:
- * the measure can see them. */
+/* With drop_cache every record's write-back starts as it is written, offload_pop drops
+ * them all from the page cache, and each leaves it again once read back, whoever moves
+ * the bytes (the helper thread writing behind and reading ahead, or the computing
+ * thread): when backward starts nothing of the forward's records is in the cache, so
+ * backward reads the disk, and when it ends nothing is left either. With the cache kept,
+ * the records are there: the measure can see them. */
 static void test_dropping_the_page_cache_leaves_no_record_in_it(void **state)
 {
     (void)state;
