@@ -159,6 +159,11 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
         stats->matmul_seconds += flops_matmul_seconds((Phase)p);
         stats->phase_seconds[p] = flops_phase_seconds((Phase)p);
     }
+    /* The forward and the backward by the ledger's phase clocks: the forward phase holds
+     * the gradients' zeroing, the forward and offload_pop's wait for the writes; the
+     * backward, its replays too. */
+    stats->forward_seconds = stats->phase_seconds[PHASE_FORWARD];
+    stats->backward_seconds = stats->phase_seconds[PHASE_BACKWARD] + stats->phase_seconds[PHASE_RECOMPUTE];
     return status;
 }
 
@@ -203,6 +208,8 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
     values[STEP_OUTSIDE_MATMUL_SHARE] = outside_matmul_share(s);
     values[STEP_MINOR_FAULTS] = (double)s->minor_faults;
     for (int p = 0; p < PHASE_COUNT; p++) values[STEP_PHASE_SHARE + p] = phase_share(s, (Phase)p);
+    values[STEP_FORWARD_SECONDS] = s->forward_seconds;
+    values[STEP_BACKWARD_SECONDS] = s->backward_seconds;
     return status;
 }
 

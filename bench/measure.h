@@ -94,6 +94,8 @@ typedef struct Variant {
 /* What one training step did. */
 typedef struct StepStats {
     double seconds;               /* the step, wall time */
+    double forward_seconds;       /* of it, the forward (offload_pop's wait for the writes included) */
+    double backward_seconds;      /* of it, the backward, replays included; the rest is the optimizer */
     double write_seconds;         /* of it, inside the offloader's pack (0 without offload) */
     double read_seconds;          /* of it, inside its unpack, waiting for a prefetch included */
     size_t act_stored;            /* MEM_ACT held between the forward and the backward */
@@ -136,13 +138,15 @@ double outside_matmul_share(const StepStats *s);
 double phase_share(const StepStats *s, Phase phase);
 
 /* The quantities steps_alternate times per step, in its Timing (bench/timing.h): the
- * step's seconds, of them inside the offloader's pack and unpack, inside the matmuls,
- * the share outside the matmuls, the step's page faults, and each phase's share
- * (STEP_PHASE_SHARE + phase). */
+ * step's seconds, of them inside the offloader's pack and unpack, in the forward and in
+ * the backward, inside the matmuls, the share outside the matmuls, the step's page faults,
+ * and each phase's share (STEP_PHASE_SHARE + phase). */
 enum {
     STEP_SECONDS,
     STEP_WRITE_SECONDS,
     STEP_READ_SECONDS,
+    STEP_FORWARD_SECONDS,
+    STEP_BACKWARD_SECONDS,
     STEP_MATMUL_SECONDS,
     STEP_OUTSIDE_MATMUL_SHARE,
     STEP_MINOR_FAULTS,

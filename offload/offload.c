@@ -27,9 +27,16 @@
  *
  * Both leave the data in the page cache, which the kernel writes to disk when it likes;
  * no msync is needed for that (Linux tracks a shared mapping's dirty pages itself). With
- * drop_cache, offload_pop writes the forward's records to disk (fdatasync) and drops them
- * from the page cache (posix_fadvise(POSIX_FADV_DONTNEED): only clean, unmapped pages can
- * be dropped, hence that order), so that backward has to read the disk.
+ * drop_cache, each record's write-back to the disk starts as soon as it is written
+ * (sync_file_range with SYNC_FILE_RANGE_WRITE, which does not wait), by the helper thread
+ * for a write behind, so the disk works while the forward computes; offload_pop then waits
+ * for what is left of it and drops every record from the page cache (prefetch_evict:
+ * sync_file_range waiting on the pages, then posix_fadvise(POSIX_FADV_DONTNEED), which
+ * drops only clean, unmapped pages, hence that order), and each record read back is
+ * dropped again. No fsync: the unlinked file's metadata need not reach the disk. Read-
+ * ahead is off (POSIX_FADV_RANDOM, MADV_RANDOM), so that reading a record does not bring
+ * back its neighbours already read and dropped (for the mapping, in backward only:
+ * advise_mapping): backward reads the disk.
  *
  * Prefetch: backward unpacks in the reverse order of the forward's packs, so when it
  * unpacks record i (and when the forward ends) the next `prefetch` records are i − 1,
@@ -288,6 +295,38 @@ static RematStatus unmap_pages(Offload *off, const Record *r, const char *what)
     return remat_fail(REMAT_EIO, "offload: %s: madvise(MADV_DONTNEED) failed: %s", what, strerror(errno));
 }
 
+/* The transfer of record `r`'s header (`head`) and data (`data`, `bytes`) by the syscalls
+ * path, on the computing thread or the helper's; with drop_cache the record then leaves
+ * the page cache (prefetch_evict). */
+static PrefetchIo record_io(const Offload *off, const Record *r, bool write, void *head, void *data, size_t bytes)
+{
+    return (PrefetchIo){.write = write, .head = head, .head_bytes = HEADER_BYTES, .data = data, .data_bytes = bytes,
+                        .offset = (off_t)r->offset, .evict = off->opts.drop_cache, .evict_bytes = r->span};
+}
+
+/* "short write", or the errno's text, with a hint for the errors of a full disk. */
+static const char *io_error_str(char *buf, size_t size, int err, bool write)
+{
+    snprintf(buf, size, "%s%s", err < 0 ? (write ? "short write" : "short read") : strerror(err),
+             err == ENOSPC ? " (the disk is full)"
+             : err == EFBIG ? " (the file-size limit, ulimit -f, was reached)"
+             : err == EDQUOT ? " (the disk quota is used up)" : "");
+    return buf;
+}
+
+/* io mmap with drop_cache: the record, already unmapped, is on its way out of the page
+ * cache too: written, its write-back starts; read, it is dropped. */
+static RematStatus evict_mapped(Offload *off, const Record *r, const char *what, const char *doing, bool write)
+{
+    const int err = !off->opts.drop_cache ? 0
+                    : write ? prefetch_start_writeback(off->fd, (off_t)r->offset, r->span)
+                            : prefetch_evict(off->fd, (off_t)r->offset, r->span);
+    char cause[128];
+    if (!err) return REMAT_OK;
+    return remat_fail(REMAT_EIO, "offload: cannot %s %s: taking it out of the page cache failed: %s", doing, what,
+                      io_error_str(cause, sizeof cause, err, true));
+}
+
 /* Writes the record's header and `t`'s bytes at r->offset. */
 static RematStatus store(Offload *off, const Record *r, const Tensor *t, const char *what)
 {
@@ -295,15 +334,17 @@ static RematStatus store(Offload *off, const Record *r, const Tensor *t, const c
         unsigned char *at = off->map + r->offset;
         const Copy copies[2] = {{at, &r->header, sizeof r->header}, {at + HEADER_BYTES, t->data, t->bytes}};
         if (!copy_guarded(copies, 2)) return mapping_truncated(off, what, "write");
-        return unmap_pages(off, r, what);
+        RematStatus status = unmap_pages(off, r, what);
+        return status == REMAT_OK ? evict_mapped(off, r, what, "write", true) : status;
     }
     unsigned char head[HEADER_BYTES] = {0};
     memcpy(head, &r->header, sizeof r->header);
-    const struct iovec iov[2] = {{head, HEADER_BYTES}, {t->data, t->bytes}};
-    const ssize_t n = pwritev(off->fd, iov, 2, (off_t)r->offset);
-    if (n != (ssize_t)(HEADER_BYTES + t->bytes))
+    PrefetchIo io = record_io(off, r, true, head, t->data, t->bytes);
+    const int err = prefetch_transfer(off->fd, &io);
+    char cause[128];
+    if (err)
         return remat_fail(REMAT_EIO, "offload: cannot write %s to the spill file in %s: %s", what, off->dir,
-                          n < 0 ? strerror(errno) : "short write");
+                          io_error_str(cause, sizeof cause, err, true));
     return REMAT_OK;
 }
 
@@ -314,14 +355,16 @@ static RematStatus load(Offload *off, const Record *r, Tensor *t, RecordHeader *
         const unsigned char *at = off->map + r->offset;
         const Copy copies[2] = {{header, at, sizeof *header}, {t->data, at + HEADER_BYTES, t->bytes}};
         if (!copy_guarded(copies, 2)) return mapping_truncated(off, what, "read back");
-        return unmap_pages(off, r, what);
+        RematStatus status = unmap_pages(off, r, what);
+        return status == REMAT_OK ? evict_mapped(off, r, what, "read back", false) : status;
     }
     unsigned char head[HEADER_BYTES];
-    const struct iovec iov[2] = {{head, HEADER_BYTES}, {t->data, t->bytes}};
-    const ssize_t n = preadv(off->fd, iov, 2, (off_t)r->offset);
-    if (n != (ssize_t)(HEADER_BYTES + t->bytes))
+    PrefetchIo io = record_io(off, r, false, head, t->data, t->bytes);
+    const int err = prefetch_transfer(off->fd, &io);
+    char cause[128];
+    if (err)
         return remat_fail(REMAT_EIO, "offload: cannot read back %s from the spill file in %s: %s", what, off->dir,
-                          n < 0 ? strerror(errno) : "short read");
+                          io_error_str(cause, sizeof cause, err, false));
     memcpy(header, head, sizeof *header);
     return REMAT_OK;
 }
@@ -339,8 +382,8 @@ static void write_behind(Offload *off, Record *r, Tensor *t)
     r->writing = tensor_retain(t);
     memset(r->head.bytes, 0, sizeof r->head.bytes);
     r->head.header = r->header;
-    r->io = (PrefetchIo){.write = true, .head = r->head.bytes, .head_bytes = HEADER_BYTES, .data = t->data,
-                         .data_bytes = t->bytes, .offset = (off_t)r->offset, .crc = &r->head.header.crc};
+    r->io = record_io(off, r, true, r->head.bytes, t->data, t->bytes);
+    r->io.crc = &r->head.header.crc;
     prefetch_submit(off->prefetcher, &r->io);
 }
 
@@ -365,11 +408,9 @@ static RematStatus finish_oldest_write(Offload *off)
     if (off->write_failed) return REMAT_OK; /* the step already failed with the first one */
     off->write_failed = true;
     off->stats.failures++;
-    return remat_fail(REMAT_EIO, "offload: cannot write %s to the spill file in %s: %s%s", r->what, off->dir,
-                      err < 0 ? "short write" : strerror(err),
-                      err == ENOSPC ? " (the disk is full)"
-                      : err == EFBIG ? " (the file-size limit, ulimit -f, was reached)"
-                      : err == EDQUOT ? " (the disk quota is used up)" : "");
+    char cause[128];
+    return remat_fail(REMAT_EIO, "offload: cannot write %s to the spill file in %s: %s", r->what, off->dir,
+                      io_error_str(cause, sizeof cause, err, true));
 }
 
 /* Waits for the writes behind, oldest first, until at most `in_flight` are left; the
@@ -457,9 +498,11 @@ static Tensor *read_record(Offload *off, Record *r, const char *what)
         r->staged = NULL;
         prefetch_wait(off->prefetcher, &r->io);
         found = r->head.header;
-        if (r->io.error)
+        if (r->io.error) {
+            char cause[128];
             status = remat_fail(REMAT_EIO, "offload: cannot read back %s from the spill file in %s: %s", what,
-                                off->dir, r->io.error < 0 ? "short read" : strerror(r->io.error));
+                                off->dir, io_error_str(cause, sizeof cause, r->io.error, false));
+        }
     } else {
         t = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
         if (!t) return NULL;
@@ -499,24 +542,55 @@ static void prefetch_before(Offload *off, size_t end)
         r->staged = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
         if (!r->staged) continue;
         r->prefetched = true;
-        r->io = (PrefetchIo){.head = r->head.bytes, .head_bytes = HEADER_BYTES, .data = r->staged->data,
-                             .data_bytes = r->staged->bytes, .offset = (off_t)r->offset};
+        r->io = record_io(off, r, false, r->head.bytes, r->staged->data, r->staged->bytes);
         prefetch_submit(off->prefetcher, &r->io);
         off->stats.prefetched++;
     }
 }
 
-/* drop_cache, at the end of the forward: the records go to disk and leave the page cache. */
-static RematStatus drop_cached_records(Offload *off)
+/* io mmap with drop_cache: how page faults read the file. In backward (MADV_RANDOM) a
+ * fault reads its page and no neighbours, which read-around would bring back into the
+ * cache when they were already read and dropped. In the forward (MADV_NORMAL) a write
+ * fault on a page no longer in the cache reads it from the disk before the copy
+ * overwrites it, and read-around batches those reads: measured, faulting one page at a
+ * time made the forward's writes 10 to 50 times slower (offload/README.md). */
+static void advise_mapping(Offload *off, int advice)
 {
-    if (off->tail == 0) return REMAT_OK;
-    if (fdatasync(off->fd) != 0)
-        return remat_fail(REMAT_EIO, "offload: writing the spill file in %s to the disk failed: %s (the "
-                          "forward's saved tensors may be lost)", off->dir, strerror(errno));
-    int err = posix_fadvise(off->fd, 0, (off_t)off->tail, POSIX_FADV_DONTNEED);
-    if (err)
-        return remat_fail(REMAT_EIO, "offload: dropping the spill file in %s from the page cache failed: %s",
-                          off->dir, strerror(err));
+    if (off->map && off->opts.drop_cache) (void)madvise(off->map, off->capacity, advice);
+}
+
+/* drop_cache, at the end of the forward: every record's write-back was started when it
+ * was written, so what is left to wait for is the last ones'; then they all leave the
+ * page cache. No fsync: the file's metadata need not reach the disk. */
+static RematStatus drop_written_records(Offload *off)
+{
+    /* The whole file: the mapping's read-around may have brought in pages past the records,
+     * and the last backward's read faults mapped cached neighbours of the pages they read
+     * into the process (fault-around), which no DONTNEED of one record's pages unmapped:
+     * a mapped page cannot leave the cache. */
+    if (off->tail && off->map) (void)madvise(off->map, off->capacity, MADV_DONTNEED);
+    const int err = off->tail ? prefetch_evict(off->fd, 0, off->capacity) : 0;
+    char cause[128];
+    if (!err) return REMAT_OK;
+    return remat_fail(REMAT_EIO, "offload: writing the spill file in %s to the disk failed: %s (the forward's "
+                      "saved tensors may be lost)", off->dir, io_error_str(cause, sizeof cause, err, true));
+}
+
+/* How many of the first `bytes` of the spill file are in the page cache: mincore on a
+ * mapping of them made for the question (it maps no page in, and is gone at once). */
+static RematStatus cached_bytes(const Offload *off, size_t bytes, size_t *cached)
+{
+    *cached = 0;
+    if (bytes == 0) return REMAT_OK;
+    void *map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, off->fd, 0);
+    const size_t pages = (bytes + off->page - 1) / off->page;
+    unsigned char *in = map == MAP_FAILED ? NULL : malloc(pages);
+    const int err = map == MAP_FAILED ? errno : !in ? ENOMEM : mincore(map, bytes, in) != 0 ? errno : 0;
+    for (size_t i = 0; !err && i < pages; i++) *cached += (in[i] & 1) ? off->page : 0;
+    free(in);
+    if (map != MAP_FAILED) munmap(map, bytes);
+    if (err) return remat_fail(REMAT_EIO, "offload: cannot tell what of the spill file in %s is in the page cache: "
+                               "%s", off->dir, strerror(err));
     return REMAT_OK;
 }
 
@@ -601,6 +675,7 @@ static void offload_release(void *ctx, void *packed)
         if (!r->failed) mem_account(MEM_DISK, -(int64_t)r->header.bytes);
         off->order[r->index] = NULL;
         if (--off->live == 0) { /* the next step starts at byte 0 */
+            advise_mapping(off, MADV_NORMAL);
             off->count = off->finished = off->tail = 0;
             off->write_failed = false;
         }
@@ -649,6 +724,10 @@ Offload *offload_create(const OffloadOptions *opts)
         return NULL;
     }
     (void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* a child process has no business with it */
+    /* With drop_cache no read-ahead: backward reads the records backwards, so the kernel's
+     * read-ahead past a record would fill the cache again with records already read and
+     * dropped. A record is read in one request, so read-ahead would not speed it up. */
+    if (opts->drop_cache) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
     if ((opts->prefetch > 0 || writes_behind(opts)) && !(off->prefetcher = prefetch_create(fd))) {
         close(fd);
         free(off), free(dir_copy);
@@ -696,11 +775,18 @@ RematStatus offload_pop(Offload *off)
     if (status == REMAT_OK && off->write_failed) /* reported by a pack: the forward failed */
         status = REMAT_EIO;
     if (status == REMAT_OK && off->opts.drop_cache) {
-        status = drop_cached_records(off);
+        status = drop_written_records(off);
         if (status != REMAT_OK) count_failure(off);
+        else status = cached_bytes(off, off->tail, &off->stats.cached_after_forward);
+        advise_mapping(off, MADV_RANDOM);
     }
     if (status == REMAT_OK && off->prefetcher) prefetch_before(off, off->count);
     return status;
+}
+
+RematStatus offload_cached_bytes(const Offload *off, size_t *bytes)
+{
+    return cached_bytes(off, off->tail, bytes);
 }
 
 OffloadStats offload_stats(const Offload *off)
@@ -731,7 +817,7 @@ char *offload_describe(const Offload *off, char *buf, size_t size)
     snprintf(buf, size, "%s (%s) of %s or more, to a spill file in %s by %s; %s; page cache %s; %s",
              offload_policy_name(o->policy), what, min, off->dir,
              o->io == OFFLOAD_IO_MMAP ? "mmap" : "pwritev/preadv", behind,
-             o->drop_cache ? "dropped after the forward (backward reads the disk)" : "kept", ahead);
+             o->drop_cache ? "dropped record by record (backward reads the disk)" : "kept", ahead);
     return buf;
 }
 

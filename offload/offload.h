@@ -144,9 +144,11 @@ typedef struct OffloadOptions {
     size_t large_bytes;     /* large: spill tensors of at least this many bytes, ... */
     const char *tag_prefix; /* large: ... or saved by a node whose tag starts with this
                                (NULL: size only; the string must outlive the Offload) */
-    bool drop_cache;        /* at the end of the forward, put the records on disk
-                               (fdatasync) and drop them from the page cache (posix_fadvise),
-                               so backward reads the disk: what a benchmark of real disk
+    bool drop_cache;        /* each record's write-back starts once it is written (on the
+                               helper thread when writing behind); offload_pop waits for
+                               what is left of it, without an fsync, and drops the records
+                               from the page cache; each is dropped again once read back.
+                               So backward reads the disk: what a benchmark of real disk
                                reads wants */
     int prefetch;           /* in backward, records a helper thread reads ahead of the one
                                being unpacked, into tensors allocated (ACT) when the read is
@@ -188,12 +190,13 @@ void offload_free(Offload *off);
 RematStatus offload_push(Offload *off);
 
 /* Pops the hooks (they must be the top of the stack); waits for the records still being
- * written behind; with drop_cache, writes the forward's records to disk and drops them
- * from the page cache; with prefetch, starts reading back the last records written, which
- * backward wants first. REMAT_EIO if a record could not be written (the message names it,
- * unless a pack already failed with it) or the records could not reach the disk: they may
- * be lost, do not run backward; REMAT_EINVAL for a NULL offloader. The hooks are popped
- * in every case but that one. */
+ * written behind; with drop_cache, waits for the write-back their writes started and
+ * drops them from the page cache (then counts what is left there,
+ * stats.cached_after_forward); with prefetch, starts
+ * reading back the last records written, which backward wants first. REMAT_EIO if a
+ * record could not be written (the message names it, unless a pack already failed with
+ * it) or could not reach the disk: they may be lost, do not run backward; REMAT_EINVAL
+ * for a NULL offloader. The hooks are popped in every case but that one. */
 RematStatus offload_pop(Offload *off);
 
 /* What the offloader has done since it was created. */
@@ -211,9 +214,17 @@ typedef struct OffloadStats {
                                over and waiting for an older write) and in offload_pop
                                waiting for the last ones */
     double read_seconds;    /* time spent in unpack reading them back */
+    size_t cached_after_forward; /* drop_cache: bytes of the last forward's records still in
+                               the page cache when offload_pop returned (mincore), which
+                               backward would read without the disk; 0 without drop_cache */
 } OffloadStats;
 
 OffloadStats offload_stats(const Offload *off);
+
+/* How many bytes of the records written since the file was last reset (their pages, header
+ * and padding included) are in the page cache now, into *bytes (mincore). REMAT_EIO if
+ * the kernel cannot tell. */
+RematStatus offload_cached_bytes(const Offload *off, size_t *bytes);
 
 /* Writes a one-line description of what the offloader does into `buf` and returns it:
  * "all (every saved activation) of 64.0 KiB or more, to a spill file in /tmp by

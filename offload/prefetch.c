@@ -4,11 +4,12 @@
  * One mutex guards the queue, the stop flag and every request's `done`; one condition
  * variable wakes the thread when a request is queued and the caller when one is done.
  */
-#define _DEFAULT_SOURCE /* preadv, pwritev */
+#define _GNU_SOURCE /* preadv, pwritev, sync_file_range */
 
 #include "prefetch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/uio.h>
@@ -24,13 +25,33 @@ struct Prefetcher {
     bool stop;
 };
 
-/* Does one request; 0, an errno, or -1 for a short transfer. */
-static int transfer(int fd, PrefetchIo *io)
+int prefetch_evict(int fd, off_t offset, size_t bytes)
+{
+    const unsigned flags = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
+    if (sync_file_range(fd, offset, (off_t)bytes, flags) != 0) return errno;
+    return posix_fadvise(fd, offset, (off_t)bytes, POSIX_FADV_DONTNEED);
+}
+
+int prefetch_start_writeback(int fd, off_t offset, size_t bytes)
+{
+    return sync_file_range(fd, offset, (off_t)bytes, SYNC_FILE_RANGE_WRITE) != 0 ? errno : 0;
+}
+
+int prefetch_transfer(int fd, PrefetchIo *io)
 {
     if (io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
-    const struct iovec iov[2] = {{io->head, io->head_bytes}, {io->data, io->data_bytes}};
-    const ssize_t n = io->write ? pwritev(fd, iov, 2, io->offset) : preadv(fd, iov, 2, io->offset);
-    return n < 0 ? errno : (size_t)n != io->head_bytes + io->data_bytes ? -1 : 0;
+    const size_t bytes = io->head_bytes + io->data_bytes;
+    int error = 0;
+    if (bytes > 0) {
+        const struct iovec iov[2] = {{io->head, io->head_bytes}, {io->data, io->data_bytes}};
+        const ssize_t n = io->write ? pwritev(fd, iov, 2, io->offset) : preadv(fd, iov, 2, io->offset);
+        error = n < 0 ? errno : (size_t)n != bytes ? -1 : 0;
+    }
+    if (!error && io->evict)
+        error = io->write ? prefetch_start_writeback(fd, io->offset, io->evict_bytes)
+                          : prefetch_evict(fd, io->offset, io->evict_bytes);
+    io->error = error;
+    return error;
 }
 
 /* The thread: take the oldest queued request, do it without the lock, mark it done. */
@@ -46,7 +67,7 @@ static void *prefetch_thread(void *arg)
         if (!p->first) p->last = NULL;
         pthread_mutex_unlock(&p->lock);
 
-        const int error = transfer(p->fd, io);
+        const int error = prefetch_transfer(p->fd, io);
 
         pthread_mutex_lock(&p->lock);
         io->error = error;

@@ -6,9 +6,10 @@
  * in the file, which buffers), submits it, goes on computing, and later waits for it; the
  * thread does the preadv or pwritev meanwhile, so the disk's work overlaps the caller's.
  * Offload uses it in backward to read the records it will unpack next, and in the
- * forward to write the records it has just packed (offload.c). Requests are done one at
- * a time in the order they were submitted, so a read queued after a write of the same
- * bytes reads what was written.
+ * forward to write the records it has just packed (offload.c), and to take them out of
+ * the page cache once written or read, when backward must read the disk. Requests are
+ * done one at a time in the order they were submitted, so a read queued after a write of
+ * the same bytes reads what was written.
  *
  * Why a thread rather than posix_fadvise(POSIX_FADV_WILLNEED), which asks the kernel to
  * read ahead with no thread at all: WILLNEED only starts the disk reads, and the copy out
@@ -41,7 +42,10 @@
 /* One read (as preadv) or write (as pwritev) of head_bytes + data_bytes at `offset`, from
  * or into two buffers. A write with `crc` set first stores the CRC-32C of the data there
  * (crc may point into `head`, which is written after it is stored): the checksum is then
- * computed on the thread too, off the caller's path. */
+ * computed on the thread too, off the caller's path. With `evict` set, the range of
+ * `evict_bytes` from `offset` is then on its way out of the page cache: a write starts
+ * writing it back to the disk (prefetch_start_writeback), so that a later prefetch_evict
+ * finds little left to wait for; a read drops it (prefetch_evict). */
 typedef struct PrefetchIo {
     bool write;
     void *head;
@@ -50,6 +54,8 @@ typedef struct PrefetchIo {
     size_t data_bytes;
     off_t offset;
     uint32_t *crc;             /* write only: where to store the data's CRC-32C, or NULL */
+    bool evict;                /* then start its write-back (a write) or drop it (a read) */
+    size_t evict_bytes;        /* the range's length, from `offset` */
     int error;                 /* after prefetch_wait: 0, an errno, or -1 for a short transfer */
     bool done;                 /* the thread's; read it only through prefetch_wait */
     struct PrefetchIo *next;   /* the queue's */
@@ -69,5 +75,20 @@ void prefetch_submit(Prefetcher *p, PrefetchIo *io);
 
 /* Blocks until `io`, submitted earlier, is done; then io->error says how it went. */
 void prefetch_wait(Prefetcher *p, PrefetchIo *io);
+
+/* Does `io` now, on the calling thread, as the helper thread would: 0, an errno, or -1
+ * for a short transfer (also stored in io->error). */
+int prefetch_transfer(int fd, PrefetchIo *io);
+
+/* Takes `bytes` of `fd` from `offset` out of the page cache without an fsync of the whole
+ * file: sync_file_range writes the range's dirty pages back and waits for them, then
+ * posix_fadvise(POSIX_FADV_DONTNEED) drops its clean pages (only clean pages can be
+ * dropped, hence the order). Pages mapped by a process stay. 0 or an errno. */
+int prefetch_evict(int fd, off_t offset, size_t bytes);
+
+/* Starts writing the dirty pages of `bytes` of `fd` from `offset` back to the disk and
+ * returns without waiting for them (sync_file_range, SYNC_FILE_RANGE_WRITE; it may wait
+ * for a full device queue). 0 or an errno. */
+int prefetch_start_writeback(int fd, off_t offset, size_t bytes);
 
 #endif /* REMAT_PREFETCH_H */

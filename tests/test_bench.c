@@ -28,6 +28,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -733,6 +734,33 @@ static const cJSON *offload_row(const cJSON *steps, const char *model, const cha
     return NULL;
 }
 
+/* bench_offload measured the spill directory's disk (O_DIRECT), and set every offload row
+ * against its overlap bound: made of the in-RAM step's forward and backward, which it
+ * records, and the disk's time for the row's bytes. With the page cache dropped, nothing
+ * of the forward's records was left in it when backward began (mincore), unless the
+ * directory is on tmpfs, where the page cache is the file's only home. */
+static void check_offload_bound(const cJSON *doc, const cJSON *steps)
+{
+    const cJSON *r;
+    int directions = 0;
+    cJSON_ArrayForEach(r, records(doc, "disk")) {
+        directions++;
+        assert_true(num(r, "bandwidth") > 0);
+        assert_true(num(r, "bandwidth_lo") <= num(r, "bandwidth") && num(r, "bandwidth") <= num(r, "bandwidth_hi"));
+        assert_true(num(r, "file_bytes") >= num(r, "block_bytes"));
+    }
+    assert_int_equal(directions, 2);
+    struct statfs fs;
+    assert_int_equal(statfs(str(get(doc, "config"), "offload_dir"), &fs), 0);
+    cJSON_ArrayForEach(r, steps) {
+        assert_true(num(r, "forward_seconds") > 0 && num(r, "backward_seconds") > 0);
+        if (!cJSON_GetObjectItemCaseSensitive(r, "page_cache")) continue;
+        assert_true(num(r, "bound_seconds") > 0 && num(r, "vs_bound") > 0);
+        if (!strcmp(str(r, "page_cache"), "dropped") && fs.f_type != 0x01021994)
+            assert_true(num(r, "cached_after_forward") == 0);
+    }
+}
+
 static void test_offload_moves_activations_to_disk(void **state)
 {
     (void)state;
@@ -784,6 +812,7 @@ static void test_offload_moves_activations_to_disk(void **state)
         assert_true(num(r, "pack_seconds") > 0 && num(r, "unpack_seconds") > 0);
     }
     assert_int_equal(sizes, 12);
+    check_offload_bound(doc, steps);
 }
 
 /* ---- the writer itself ------------------------------------------------------------------ */

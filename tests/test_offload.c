@@ -9,6 +9,8 @@
  * training loop then carries on without offload. CRC-32C is checked against its published
  * values.
  */
+#define _DEFAULT_SOURCE /* mincore */
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/statfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -660,6 +664,82 @@ static void test_an_unpack_waits_for_a_record_still_being_written(void **state)
     for (int i = 0; i < n; i++) tensor_free(in_ram[i]);
 }
 
+/* ---- the page cache --------------------------------------------------------------------- */
+
+/* The bytes of the first `bytes` of file `fd` that sit in the page cache, by mincore on a
+ * mapping made for the question: the test's own look, not the offloader's. */
+static size_t file_cached_bytes(int fd, size_t bytes)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = (bytes + page - 1) / page;
+    if (pages == 0) return 0;
+    void *map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    assert_true(map != MAP_FAILED);
+    unsigned char *in = malloc(pages);
+    assert_non_null(in);
+    assert_int_equal(mincore(map, bytes, in), 0);
+    size_t cached = 0;
+    for (size_t i = 0; i < pages; i++) cached += (in[i] & 1) ? page : 0;
+    free(in);
+    munmap(map, bytes);
+    return cached;
+}
+
+/* With drop_cache every record's write-back starts as it is written, offload_pop drops
+ * them all from the page cache, and each leaves it again once read back, whoever moves
+ * the bytes (the helper thread writing behind and reading ahead, or the computing
+ * thread): when backward starts nothing of the forward's records is in the cache, so
+ * backward reads the disk, and when it ends nothing is left either. With the cache kept,
+ * the records are there: the measure can see them. */
+static void test_dropping_the_page_cache_leaves_no_record_in_it(void **state)
+{
+    (void)state;
+    struct statfs fs;
+    assert_int_equal(statfs(spill_dir, &fs), 0);
+    if (fs.f_type == 0x01021994) skip(); /* tmpfs: the page cache is the file's only home */
+    const struct { OffloadIo io; int write_behind, prefetch; } ways[] = {
+        {OFFLOAD_IO_SYSCALLS, OFFLOAD_WRITE_BEHIND, OFFLOAD_PREFETCH}, {OFFLOAD_IO_SYSCALLS, 0, 0},
+        {OFFLOAD_IO_MMAP, 0, OFFLOAD_PREFETCH}, {OFFLOAD_IO_MMAP, 0, 0},
+    };
+    Chain c = chain_create(8, CHAIN_W, CHAIN_B);
+    for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
+        for (int drop = 0; drop <= 1; drop++) {
+            OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+            o.dir = spill_dir;
+            o.io = ways[w].io;
+            o.write_behind = ways[w].write_behind;
+            o.prefetch = ways[w].prefetch;
+            o.drop_cache = drop;
+            Offload *off = offload_create(&o);
+            assert_non_null(off);
+            for (int step = 0; step < 2; step++) { /* the second reuses the file */
+                TrainCtx ctx = {.training = true};
+                assert_int_equal(offload_push(off), REMAT_OK);
+                Var *loss = model_loss_planned(c.model, NULL, c.x, c.y, &ctx);
+                assert_non_null(loss);
+                assert_int_equal(offload_pop(off), REMAT_OK);
+                const OffloadStats s = offload_stats(off);
+                size_t cached;
+                assert_int_equal(offload_cached_bytes(off, &cached), REMAT_OK);
+                const size_t seen = file_cached_bytes(offload_debug_fd(off), s.file_bytes);
+                if (drop) {
+                    assert_int_equal(s.cached_after_forward, 0);
+                    assert_int_equal(cached, 0);
+                    assert_int_equal(seen, 0);
+                } else { /* all 2·8 + 2 records of 64 KiB, a page of header and padding each */
+                    assert_true(cached >= 18 * CHAIN_A);
+                    assert_true(seen >= cached); /* the whole file: read-ahead past the records too */
+                }
+                assert_int_equal(backward(loss), REMAT_OK);
+                if (drop) assert_int_equal(file_cached_bytes(offload_debug_fd(off), s.file_bytes), 0);
+                var_free(loss);
+                tape_reset(tape_current());
+            }
+            offload_free(off);
+        }
+    }
+    chain_free(&c);
+}
+
 /* ---- the process's resident memory ------------------------------------------------------ */
 
 /* The process's resident set in bytes, as the kernel counts it (/proc/self/statm). */
@@ -1155,6 +1235,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offload_all_keeps_one_block_of_the_chain_whatever_its_depth, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_writing_behind_moves_the_ledger_at_fixed_points, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_an_unpack_waits_for_a_record_still_being_written, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_dropping_the_page_cache_leaves_no_record_in_it, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_offload_really_lowers_the_resident_set, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_a_missing_or_unwritable_directory_is_a_clear_error, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_a_full_disk_fails_the_forward_and_leaves_the_state_intact, fixture_clean_state, fixture_clean_state),
