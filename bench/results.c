@@ -146,11 +146,12 @@ static void add_machine_after(Results *r)
 {
     if (!r->machine) return;
     const MachineState now = machine_now();
-    static const char *const keys[] = {"loadavg_after", "cpu_steal", "involuntary_switches", "cpu_seconds",
-                                       "wall_seconds"};
+    static const char *const keys[] = {"loadavg_after", "cpu_steal", "others_cpu", "involuntary_switches",
+                                       "cpu_seconds", "wall_seconds"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) cJSON_DeleteItemFromObjectCaseSensitive(r->machine, keys[i]);
     add_item(r, r->machine, "loadavg_after", load_number(now.loadavg));
     add_item(r, r->machine, "cpu_steal", cJSON_CreateNumber(machine_steal(&r->before, &now)));
+    add_item(r, r->machine, "others_cpu", cJSON_CreateNumber(machine_others_cpu(&r->before, &now)));
     add_item(r, r->machine, "involuntary_switches",
              cJSON_CreateNumber((double)(now.involuntary_switches - r->before.involuntary_switches)));
     add_item(r, r->machine, "cpu_seconds", cJSON_CreateNumber(now.cpu_seconds - r->before.cpu_seconds));

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "tensor/platform.h"
 
@@ -185,6 +186,7 @@ static void read_cpu_ticks(MachineState *m)
     if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
                &v[7]) == 8) {
         for (int i = 0; i < 8; i++) m->total_ticks += v[i];
+        m->busy_ticks = v[0] + v[1] + v[2] + v[5] + v[6];
         m->steal_ticks = v[7];
     }
     fclose(f);
@@ -217,4 +219,15 @@ double machine_steal(const MachineState *before, const MachineState *after)
 {
     if (after->total_ticks <= before->total_ticks || after->steal_ticks < before->steal_ticks) return 0.0;
     return (double)(after->steal_ticks - before->steal_ticks) / (double)(after->total_ticks - before->total_ticks);
+}
+
+double machine_others_cpu(const MachineState *before, const MachineState *after)
+{
+    const long ticks_per_second = sysconf(_SC_CLK_TCK);
+    if (after->total_ticks <= before->total_ticks || after->busy_ticks < before->busy_ticks || ticks_per_second <= 0)
+        return 0.0;
+    const double busy = (double)(after->busy_ticks - before->busy_ticks);
+    const double own = (after->cpu_seconds - before->cpu_seconds) * (double)ticks_per_second;
+    const double others = (busy - own) / (double)(after->total_ticks - before->total_ticks);
+    return others < 0.0 ? 0.0 : others > 1.0 ? 1.0 : others; /* the two clocks tick apart by a tick or so */
 }

@@ -124,6 +124,7 @@ void timing_free(Timing *t);
 typedef struct MachineState {
     double loadavg;          /* 1-minute load average (/proc/loadavg) */
     uint64_t steal_ticks;    /* all CPUs' steal time, clock ticks (/proc/stat) */
+    uint64_t busy_ticks;     /* all CPUs' time running anything: user, nice, system, irq, softirq */
     uint64_t total_ticks;    /* all CPUs' time, every state, clock ticks */
     long involuntary_switches; /* this process's and its waited children's (getrusage) */
     double cpu_seconds;      /* user + system time of this process and its waited children */
@@ -135,5 +136,12 @@ MachineState machine_now(void);
 /* The fraction of all CPU time stolen by the hypervisor between two states (0..1; 0 when
  * /proc/stat gave nothing). */
 double machine_steal(const MachineState *before, const MachineState *after);
+
+/* The fraction of all CPU time that other processes (and the kernel's own threads) ran
+ * between two states: the CPUs' busy time less this process's CPU time, over all the
+ * CPUs' time (0..1; 0 when /proc/stat gave nothing). Unlike the load average, which
+ * counts this process's own threads (a bench running 2 threads on 2 cores makes a load of
+ * 2 by itself), it says whether anything else shared the machine. */
+double machine_others_cpu(const MachineState *before, const MachineState *after);
 
 #endif /* REMAT_BENCH_TIMING_H */

@@ -238,6 +238,7 @@ static MachineRecord read_machine(const cJSON *doc, RecordedMachine *m, Figure *
     } fields[] = {{"loadavg_before", "number", offsetof(RecordedMachine, load_before)},
                   {"loadavg_after", "number", offsetof(RecordedMachine, load_after)},
                   {"cpu_steal", "fraction", offsetof(RecordedMachine, steal)},
+                  {"others_cpu", "fraction", offsetof(RecordedMachine, others)},
                   {"cores", "count", offsetof(RecordedMachine, cores)}};
     const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
     MachineRecord record = MACHINE_RECORDED;
@@ -339,7 +340,7 @@ static Judgement judge_times(const Question *q, const Figure *figs, ResultsDir *
             const RecordedMachine *m = &j.machine;
             if (read_machine(results_document(r, j.bench), &j.machine, &j.bad_machine) != MACHINE_RECORDED)
                 blame(&j, TIMES_UNKNOWN, NULL, NULL);
-            else if (fmax(m->load_before, m->load_after) > m->cores || m->steal > TIME_MAX_STEAL)
+            else if (m->others > TIME_MAX_OTHERS || m->steal > TIME_MAX_STEAL)
                 blame(&j, TIMES_BUSY, NULL, NULL);
         }
         if (!fig->spread) blame(&j, TIMES_UNKNOWN, fig, NULL);
@@ -489,7 +490,7 @@ static void note_times(const Fill *fill)
     const Judgement *j = &fill->judged;
     if (j->trust == TIMES_CARRY) return;
     const QuizWords *w = quiz_words(fill->lang);
-    char program[128], figure[512], text[4096], load[32], steal[32];
+    char program[128], figure[512], text[4096], load[32], steal[32], others[32];
     bench_program(program, sizeof program, j->bench);
     if (j->culprit) format_figure(figure, sizeof figure, j->culprit, fill->lang);
     int n = 0;
@@ -498,7 +499,8 @@ static void note_times(const Fill *fill)
     case TIMES_BUSY:
         snprintf(load, sizeof load, "%.1f", fmax(j->machine.load_before, j->machine.load_after));
         snprintf(steal, sizeof steal, "%.1f%%", 100.0 * j->machine.steal);
-        n = snprintf(text, sizeof text, w->time_busy, program, load, (int)j->machine.cores, steal);
+        snprintf(others, sizeof others, "%.1f%%", 100.0 * j->machine.others);
+        n = snprintf(text, sizeof text, w->time_busy, program, others, steal, load, (int)j->machine.cores);
         break;
     case TIMES_FEW: n = snprintf(text, sizeof text, w->time_few, program, figure); break;
     case TIMES_WIDE: n = snprintf(text, sizeof text, w->time_wide, program, figure); break;

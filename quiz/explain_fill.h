@@ -19,8 +19,10 @@
  * times can carry the lesson. They cannot when
  *   - the results do not record the interval, the samples or the machine's state
  *     (results of an older bench): the spread is unknown;
- *   - the machine was busy: a 1-minute load average above the number of cores, before or
- *     after the bench, or more than TIME_MAX_STEAL of the CPU time stolen;
+ *   - the machine was busy: other processes ran for more than TIME_MAX_OTHERS of its CPU
+ *     time while the bench ran, or the hypervisor stole more than TIME_MAX_STEAL. (Not
+ *     the load average: a bench's own threads make it, 2 on 2 cores with nothing else
+ *     running, and a load above the cores says nothing about who ran.);
  *   - fewer than TIME_MIN_SAMPLES samples (order statistics give no 95% interval for a
  *     median below 6);
  *   - two times contradict an order the question declares (the lower one's interval
@@ -45,7 +47,8 @@
 #include "quiz/bank.h"
 
 #define TIME_MIN_SAMPLES 6
-#define TIME_MAX_STEAL 0.05 /* "a few percent" of the CPU time */
+#define TIME_MAX_STEAL 0.05  /* "a few percent" of the CPU time */
+#define TIME_MAX_OTHERS 0.25 /* half a core of two: what a compile or a browser tab takes */
 #define TIME_MAX_WIDTH 0.10 /* (hi − lo) / value */
 
 /* The results of the benches, read from one directory on demand. */
@@ -69,11 +72,12 @@ const cJSON *results_document(ResultsDir *r, const char *bench);
 typedef struct RecordedMachine {
     double load_before, load_after; /* 1-minute load averages */
     double steal;                   /* the fraction of CPU time stolen by the hypervisor, 0..1 */
+    double others;                  /* the fraction other processes ran, 0..1 */
     double cores;
 } RecordedMachine;
 
 /* Reads the machine block of a results document (results_document) into *m: false when
- * it does not record all four fields (results of an older bench) or one is not plausible
+ * it does not record all five fields (results of an older bench) or one is not plausible
  * (a negative load, a steal above 1, no cores). */
 bool results_machine(const cJSON *doc, RecordedMachine *m);
 

@@ -47,7 +47,7 @@ typedef struct PageWords {
     const char *no_results;                  /* %s results dir: nothing there */
     const char *not_recorded;                /* a field the results do not hold */
     const char *cpu_line;                    /* %s cores, %s OpenBLAS core */
-    const char *load_line;                   /* %s load before, %s after, %s CPU steal */
+    const char *load_line;                   /* %s others' CPU share, %s load before, %s after, %s CPU steal */
     const char *dirty, *clean;               /* after the commit */
     const char *quick, *full;                /* the benches' modes */
     const char *range;                       /* %s first date, %s last date */
@@ -76,7 +76,8 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
         .no_results = "No results in %s yet: each figure above names the bench that measures it.",
         .not_recorded = "not recorded in the results",
         .cpu_line = "%s cores, OpenBLAS kernels for %s (the CPU's model is not recorded in the results)",
-        .load_line = "%s before, %s after (1-minute load average); %s of the CPU time stolen by the hypervisor",
+        .load_line = "other processes ran for %s of the CPU time; 1-minute load average %s before, %s after; %s of "
+                     "the CPU time stolen by the hypervisor",
         .dirty = "with uncommitted changes",
         .clean = "no uncommitted changes",
         .quick = "quick (small configurations)",
@@ -106,7 +107,8 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
         .no_results = "لا توجد نتائج في %s بعد: كل رقم أعلاه يسمّي برنامج القياس الذي يقيسه.",
         .not_recorded = "غير مسجَّل في النتائج",
         .cpu_line = "عدد الأنوية %s، وشيفرة OpenBLAS المخصّصة لمعالجات %s (طراز المعالج غير مسجَّل في النتائج)",
-        .load_line = "%s قبل القياس و%s بعده (متوسط الحمل لدقيقة واحدة)؛ واستلب المشرف الافتراضي %s من وقت المعالج",
+        .load_line = "شغلت عمليات أخرى %s من وقت المعالج؛ ومتوسط الحمل لدقيقة واحدة %s قبل القياس و%s بعده؛ واستلب "
+                     "المشرف الافتراضي %s من وقت المعالج",
         .dirty = "مع تعديلات غير مودَعة",
         .clean = "بلا تعديلات غير مودَعة",
         .quick = "سريع (إعدادات صغيرة)",
@@ -327,11 +329,12 @@ static bool field_load(const cJSON *doc, QuizLang lang, char *buf, size_t size)
 {
     RecordedMachine m;
     if (!results_machine(doc, &m)) return false;
-    char load_before[32], load_after[32], stolen[32];
+    char others[32], load_before[32], load_after[32], stolen[32];
+    snprintf(others, sizeof others, "%.1f%%", 100.0 * m.others);
     snprintf(load_before, sizeof load_before, "%.1f", m.load_before);
     snprintf(load_after, sizeof load_after, "%.1f", m.load_after);
     snprintf(stolen, sizeof stolen, "%.1f%%", 100.0 * m.steal);
-    snprintf(buf, size, PAGE_WORDS[lang].load_line, load_before, load_after, stolen);
+    snprintf(buf, size, PAGE_WORDS[lang].load_line, others, load_before, load_after, stolen);
     return true;
 }
 

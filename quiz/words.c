@@ -28,8 +28,9 @@ static const QuizWords WORDS[LANG_COUNT] = {
         .invalid_why = {"it is not a number", "it is negative", "it is not above zero", "it is not a whole number",
                         "it is too large to be a measurement", "its interval does not hold the value",
                         "the rest of its interval is missing"},
-        .time_busy = "This machine was busy while %s measured its times (1-minute load average up to %s on "
-                     "%d cores, %s of the CPU time stolen by the hypervisor): they are too noisy to teach from.",
+        .time_busy = "This machine was busy while %s measured its times (other processes ran for %s of its CPU "
+                     "time and the hypervisor stole %s; the 1-minute load average reached %s on %d cores): they "
+                     "are too noisy to teach from.",
         .time_unknown = "The results of %s do not record how much its times varied or how busy the machine was "
                         "(they come from an older version of the bench), so its times are not quoted.",
         .time_few = "%s timed too few steps to give an interval (%s), so its times are not quoted.",
@@ -60,8 +61,9 @@ static const QuizWords WORDS[LANG_COUNT] = {
         .invalid_figure = "أُسقط الرقم %s من %s: %s. شغّل %s --quick من جديد.",
         .invalid_why = {"فهو ليس عددًا", "فهو سالب", "فهو ليس أكبر من الصفر", "فهو ليس عددًا صحيحًا",
                         "فهو أكبر من أن يكون قياسًا", "فمجاله لا يحتوي القيمة", "فبقية مجاله مفقودة"},
-        .time_busy = "كان هذا الجهاز مشغولًا حين قاس %s أزمنته (بلغ متوسط الحمل لدقيقة واحدة %s، وعدد الأنوية %d، "
-                     "واستلب المشرف الافتراضي %s من وقت المعالج): فهي أكثر ضجيجًا من أن يُعلَّم بها.",
+        .time_busy = "كان هذا الجهاز مشغولًا حين قاس %s أزمنته (شغلت عمليات أخرى %s من وقت معالجه، واستلب المشرف "
+                     "الافتراضي %s، وبلغ متوسط الحمل لدقيقة واحدة %s على %d من الأنوية): فهي أكثر ضجيجًا من أن "
+                     "يُعلَّم بها.",
         .time_unknown = "لا تسجّل نتائج %s مدى تفاوت أزمنته ولا مدى انشغال الجهاز أثناء القياس (فهي من إصدار أقدم من "
                         "برنامج القياس)، لذا لا تُذكر أزمنته.",
         .time_few = "قاس %s خطوات أقل من أن تعطي مجالًا (%s)، لذا لا تُذكر أزمنته.",

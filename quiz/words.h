@@ -38,7 +38,7 @@ typedef struct QuizWords {
     const char *invalid_why[7]; /* explain_fill.c's FigureProblem, in its order */
 
     /* Why the times are not taught from, then what the explanation does instead. */
-    const char *time_busy;    /* %s program, %s load, %d cores, %s steal */
+    const char *time_busy;    /* %s program, %s others' CPU share, %s steal, %s load, %d cores */
     const char *time_unknown; /* %s program */
     const char *time_few;     /* %s program, %s the figure with its spread */
     const char *time_wide;    /* %s program, %s the figure with its spread */

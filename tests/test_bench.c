@@ -176,8 +176,9 @@ static void check_machine_state(const cJSON *machine)
 {
     assert_true(num(machine, "loadavg_before") >= 0);
     assert_true(num(machine, "loadavg_after") >= 0);
-    const double steal = num(machine, "cpu_steal");
+    const double steal = num(machine, "cpu_steal"), others = num(machine, "others_cpu");
     assert_true(steal >= 0 && steal <= 1);
+    assert_true(others >= 0 && others <= 1);
     assert_true(num(machine, "involuntary_switches") >= 0);
     assert_true(num(machine, "cpu_seconds") >= 0);
     assert_true(num(machine, "wall_seconds") > 0);

@@ -136,6 +136,7 @@ static void write_results(const char *skip)
                 cJSON_AddNumberToObject(machine, "loadavg_before", 0.25);
                 cJSON_AddNumberToObject(machine, "loadavg_after", 1.5);
                 cJSON_AddNumberToObject(machine, "cpu_steal", 0.002);
+                cJSON_AddNumberToObject(machine, "others_cpu", 0.01);
                 if (strcmp(m->bench, "bench_memory_budget")) cJSON_AddNumberToObject(doc, "threads", 2);
                 cJSON_AddObjectToObject(doc, "tables");
             }
@@ -318,8 +319,9 @@ static void test_page_says_what_was_not_measured_and_what_the_results_do_not_rec
     assert_non_null(strstr(html, "<dd>0123456789ab, no uncommitted changes</dd>"));
     assert_non_null(strstr(html, "<dd>quick (small configurations)</dd>"));
     assert_non_null(strstr(html, "2 cores, OpenBLAS kernels for Haswell (the CPU&#39;s model is not recorded in the results)"));
-    assert_non_null(strstr(html, "<dt>Load while measuring</dt><dd>0.2 before, 1.5 after (1-minute load average); "
-                                 "0.2% of the CPU time stolen by the hypervisor</dd>"));
+    assert_non_null(strstr(html, "<dt>Load while measuring</dt><dd>other processes ran for 1.0% of the CPU time; "
+                                 "1-minute load average 0.2 before, 1.5 after; 0.2% of the CPU time stolen by the "
+                                 "hypervisor</dd>"));
     assert_non_null(strstr(html, "not recorded in the results (<code>bench_memory_budget</code>)"));
     free(html);
 }
