@@ -49,7 +49,7 @@
  * TLB flush per madvise, which on this virtual machine cost about 10 microseconds a page
  * and 20 to 60 a flush.
  */
-#define _DEFAULT_SOURCE /* madvise, preadv and pwritev */
+#define _GNU_SOURCE /* madvise, preadv, pwritev, fallocate and its FALLOC_FL_ flags */
 
 #include "offload/offload.h"
 
@@ -301,6 +301,7 @@ static RematStatus unmap_pages(Offload *off, const Record *r, const char *what)
 static PrefetchIo record_io(const Offload *off, const Record *r, bool write, void *head, void *data, size_t bytes)
 {
     return (PrefetchIo){.write = write, .head = head, .head_bytes = HEADER_BYTES, .data = data, .data_bytes = bytes,
+                        .pad_bytes = r->span - HEADER_BYTES - bytes,
                         .offset = (off_t)r->offset, .evict = off->opts.drop_cache, .evict_bytes = r->span};
 }
 
@@ -327,10 +328,23 @@ static RematStatus evict_mapped(Offload *off, const Record *r, const char *what,
                       io_error_str(cause, sizeof cause, err, true));
 }
 
+/* io mmap with drop_cache, before a record is copied into the mapping: its pages have
+ * left the page cache, so each write fault would read its page from the disk only for the
+ * copy to overwrite it. Zeroing the range (FALLOC_FL_ZERO_RANGE) marks its blocks as
+ * unwritten, still allocated: the faults then find zeros without reading the disk, and a
+ * full disk still cannot strike in the copy. A file system without it (tmpfs, whose pages
+ * never come from a disk) just faults as before, so a failure is no error. */
+static void zero_range(const Offload *off, const Record *r)
+{
+    if (off->opts.drop_cache)
+        (void)fallocate(off->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)r->offset, (off_t)r->span);
+}
+
 /* Writes the record's header and `t`'s bytes at r->offset. */
 static RematStatus store(Offload *off, const Record *r, const Tensor *t, const char *what)
 {
     if (off->opts.io == OFFLOAD_IO_MMAP) {
+        zero_range(off, r);
         unsigned char *at = off->map + r->offset;
         const Copy copies[2] = {{at, &r->header, sizeof r->header}, {at + HEADER_BYTES, t->data, t->bytes}};
         if (!copy_guarded(copies, 2)) return mapping_truncated(off, what, "write");

@@ -37,14 +37,19 @@ int prefetch_start_writeback(int fd, off_t offset, size_t bytes)
     return sync_file_range(fd, offset, (off_t)bytes, SYNC_FILE_RANGE_WRITE) != 0 ? errno : 0;
 }
 
+/* The zeros a write pads its record with (a page is at most this large where remat runs;
+ * a larger pad is left unwritten, which only costs the read of a partial page). */
+static const unsigned char ZEROS[(size_t)64 << 10];
+
 int prefetch_transfer(int fd, PrefetchIo *io)
 {
     if (io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
-    const size_t bytes = io->head_bytes + io->data_bytes;
+    const size_t pad = io->write && io->pad_bytes <= sizeof ZEROS ? io->pad_bytes : 0;
+    const size_t bytes = io->head_bytes + io->data_bytes + pad;
     int error = 0;
     if (bytes > 0) {
-        const struct iovec iov[2] = {{io->head, io->head_bytes}, {io->data, io->data_bytes}};
-        const ssize_t n = io->write ? pwritev(fd, iov, 2, io->offset) : preadv(fd, iov, 2, io->offset);
+        const struct iovec iov[3] = {{io->head, io->head_bytes}, {io->data, io->data_bytes}, {(void *)ZEROS, pad}};
+        const ssize_t n = io->write ? pwritev(fd, iov, 3, io->offset) : preadv(fd, iov, 2, io->offset);
         error = n < 0 ? errno : (size_t)n != bytes ? -1 : 0;
     }
     if (!error && io->evict)

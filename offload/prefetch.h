@@ -53,6 +53,10 @@ typedef struct PrefetchIo {
     void *data;
     size_t data_bytes;
     off_t offset;
+    size_t pad_bytes;          /* the bytes after the data up to the end of the record's last
+                                  page: a write writes them as zeros, so that no page is
+                                  written in part (a partial page not in the page cache
+                                  would be read from the disk first); a read skips them */
     uint32_t *crc;             /* write only: where to store the data's CRC-32C, or NULL */
     bool evict;                /* then start its write-back (a write) or drop it (a read) */
     size_t evict_bytes;        /* the range's length, from `offset` */
