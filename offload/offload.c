@@ -58,7 +58,7 @@
  * TLB flush per madvise, which on this virtual machine cost about 10 microseconds a page
  * and 20 to 60 a flush.
  */
-#define _GNU_SOURCE /* madvise, preadv, pwritev, fallocate and its FALLOC_FL_ flags */
+#define _GNU_SOURCE /* madvise, preadv, pwritev, statx */
 
 #include "offload/offload.h"
 
@@ -339,23 +339,10 @@ static RematStatus evict_mapped(Offload *off, const Record *r, const char *what,
                       io_error_str(cause, sizeof cause, err, true));
 }
 
-/* io mmap with drop_cache, before a record is copied into the mapping: its pages have
- * left the page cache, so each write fault would read its page from the disk only for the
- * copy to overwrite it. Zeroing the range (FALLOC_FL_ZERO_RANGE) marks its blocks as
- * unwritten, still allocated: the faults then find zeros without reading the disk, and a
- * full disk still cannot strike in the copy. A file system without it (tmpfs, whose pages
- * never come from a disk) just faults as before, so a failure is no error. */
-static void zero_range(const Offload *off, const Record *r)
-{
-    if (off->opts.drop_cache)
-        (void)fallocate(off->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)r->offset, (off_t)r->span);
-}
-
 /* Writes the record's header and `t`'s bytes at r->offset. */
 static RematStatus store(Offload *off, const Record *r, const Tensor *t, const char *what)
 {
     if (off->opts.io == OFFLOAD_IO_MMAP) {
-        zero_range(off, r);
         unsigned char *at = off->map + r->offset;
         const Copy copies[2] = {{at, &r->header, sizeof r->header}, {at + HEADER_BYTES, t->data, t->bytes}};
         if (!copy_guarded(copies, 2)) return mapping_truncated(off, what, "write");
@@ -577,9 +564,10 @@ static void prefetch_before(Offload *off, size_t end)
  * fault reads its page and no neighbours, which read-around would bring back into the
  * cache when they were already read and dropped. In the forward (MADV_NORMAL) a write
  * fault on a page no longer in the cache reads it from the disk before the copy
- * overwrites it, unless zero_range made its blocks unwritten (a file system without
- * FALLOC_FL_ZERO_RANGE), and read-around batches those reads: measured, faulting one
- * page at a time made the forward's writes 10 to 50 times slower (offload/README.md). */
+ * overwrites it, and read-around batches those reads: measured, faulting one page at a
+ * time made the forward's writes 10 to 50 times slower (offload/README.md). Zeroing the
+ * record's range first (FALLOC_FL_ZERO_RANGE: its blocks unwritten, so a fault finds
+ * zeros without the disk) was measured three to ten times slower still on ext4. */
 static void advise_mapping(Offload *off, int advice)
 {
     if (off->map && off->opts.drop_cache) (void)madvise(off->map, off->capacity, advice);
