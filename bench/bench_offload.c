@@ -17,9 +17,11 @@
  *                             the segment inputs is meant to avoid
  *   offload+prefetch (mmap)   offload+prefetch moving the bytes through a mapping instead of
  *                             pwritev/preadv
+ *   offload+prefetch (direct) offload+prefetch with O_DIRECT pwrite/pread: the page cache
+ *                             is not used, so backward reads the disk (one row)
  *
- * each offload configuration once with the page cache kept and once with it dropped at
- * the end of every forward (backward then reads the disk); every row says which ran. For
+ * each other offload configuration once with the page cache kept and once with it dropped
+ * at the end of every forward (backward then reads the disk); every row says which ran. For
  * each it records the median step time and the median of its ratios to none's in the same
  * round, each with its interval, the peaks of resident activations (ACT) and of DISK, and
  * the time spent inside pack (write) and unpack (read, which includes waiting for a
@@ -50,7 +52,7 @@ static const BenchInfo INFO = {
                 "with recomputation",
     .about = "  The MLP chain and the GPT, AdamW steps under none, sqrt, offload (all), offload with\n"
              "  prefetch, offload under sqrt (its segment inputs) and offload through mmap, each offload\n"
-             "  with the page cache kept and dropped: median step time (configurations alternate), peak\n"
+             "  with the page cache kept and dropped, and offload with O_DIRECT: median step time (configurations alternate), peak\n"
              "  ACT and DISK, time in pack and unpack, and each offload step against its overlap bound\n"
              "  from the in-RAM step's forward and backward and the disk's bandwidth, measured first\n"
              "  (O_DIRECT); then the cost of one record of 4 KiB to 4 MiB.",
@@ -88,17 +90,18 @@ static const Config CONFIGS[] = {
     {"offload+prefetch", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, true, OFFLOAD_IO_SYSCALLS},
     {"offload+sqrt", STRATEGY_SQRT, true, OFFLOAD_BOUNDARY, 0, true, OFFLOAD_IO_SYSCALLS},
     {"offload+prefetch (mmap)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, true, OFFLOAD_IO_MMAP},
+    {"offload+prefetch (direct)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, false, OFFLOAD_IO_DIRECT},
 };
 enum { N_CONFIGS = sizeof CONFIGS / sizeof CONFIGS[0] };
 
 static const char *io_name(OffloadIo io)
 {
-    return io == OFFLOAD_IO_MMAP ? "mmap" : "pwritev";
+    return io == OFFLOAD_IO_MMAP ? "mmap" : io == OFFLOAD_IO_DIRECT ? "direct" : "pwritev";
 }
 
 static const char *page_cache_name(const Config *c)
 {
-    return !c->offload ? "-" : c->drop_cache ? "dropped" : "kept";
+    return !c->offload ? "-" : c->io == OFFLOAD_IO_DIRECT ? "unused" : c->drop_cache ? "dropped" : "kept";
 }
 
 /* A configuration made ready to step on one model: its schedule and its offloader. */
@@ -238,7 +241,8 @@ static ResultsRecord *record_step(ResultsTable *t, const char *model, int layers
         record_num(rec, "disk_written_per_step", (double)(o.bytes_written / (size_t)rounds));
         record_estimate(rec, "write_seconds", &write);
         record_estimate(rec, "read_seconds", &read);
-        if (c->drop_cache) record_num(rec, "cached_after_forward", (double)o.cached_after_forward);
+        if (c->drop_cache || c->io == OFFLOAD_IO_DIRECT)
+            record_num(rec, "cached_after_forward", (double)o.cached_after_forward);
     }
     const Estimate forward = timing_median(timing, i, STEP_FORWARD_SECONDS);
     const Estimate backward = timing_median(timing, i, STEP_BACKWARD_SECONDS);

@@ -48,7 +48,7 @@ static RematStatus set_offload_dir(StepOptions *o, const char *v)
     return REMAT_OK;
 }
 
-/* The four switches, which take no value. */
+/* The switches, which take no value. */
 static void set_switch(StepOptions *o, StepFlag flag)
 {
     switch (flag) {
@@ -56,6 +56,7 @@ static void set_switch(StepOptions *o, StepFlag flag)
     case STEP_FLAG_DETERMINISM_CHECK: o->strategy.determinism_check = true; break;
     case STEP_FLAG_OFFLOAD_NO_CACHE: o->offload_opts.drop_cache = true; break;
     case STEP_FLAG_OFFLOAD_MMAP: o->offload_opts.io = OFFLOAD_IO_MMAP; break;
+    case STEP_FLAG_OFFLOAD_DIRECT: o->offload_opts.io = OFFLOAD_IO_DIRECT; break;
     default: break;
     }
 }
@@ -107,6 +108,18 @@ static const char *with_offload(const StepOptions *o, StepScope s)
     return s.offloads ? NULL : "it says how --offload spills, and --offload was not given";
 }
 
+static const char *with_offload_unmapped(const StepOptions *o, StepScope s)
+{
+    if (o->given & STEP_FLAG_OFFLOAD_MMAP) return "the bytes move through a mapping (--offload-mmap); choose one";
+    return with_offload(o, s);
+}
+
+static const char *with_offload_cached(const StepOptions *o, StepScope s)
+{
+    if (o->given & STEP_FLAG_OFFLOAD_DIRECT) return "with --offload-direct the page cache never holds the records";
+    return with_offload(o, s);
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 typedef struct FlagSpec {
@@ -144,10 +157,13 @@ static const FlagSpec FLAGS[] = {
     {"--offload-dir", STEP_FLAG_OFFLOAD_DIR, "DIR", "where the spill file goes ($TMPDIR, else /tmp)", set_offload_dir, with_offload},
     {"--offload-no-cache", STEP_FLAG_OFFLOAD_NO_CACHE, NULL,
      "drop spilled records from the page cache: backward reads the\n"
-     "disk. A step whose offload fails is redone without offload", NULL, with_offload},
+     "disk. A step whose offload fails is redone without offload", NULL, with_offload_cached},
     {"--offload-mmap", STEP_FLAG_OFFLOAD_MMAP, NULL,
      "move the bytes through a MAP_SHARED mapping of the spill file\n"
      "instead of pwritev/preadv (slower here: see offload/README.md)", NULL, with_offload},
+    {"--offload-direct", STEP_FLAG_OFFLOAD_DIRECT, NULL,
+     "move the bytes with O_DIRECT, around the page cache: backward\n"
+     "reads the disk (a file system without direct I/O is an error)", NULL, with_offload_unmapped},
     {"--accumulate", STEP_FLAG_ACCUMULATE, "K",
      "K micro-batches of --batch each per optimizer step, their\n"
      "gradients summed in micro-batch order: bit-identical to\n"
@@ -160,7 +176,8 @@ static const FlagSpec FLAGS[] = {
 enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
 
 static const unsigned OFFLOAD_FLAGS =
-    STEP_FLAG_OFFLOAD | STEP_FLAG_OFFLOAD_DIR | STEP_FLAG_OFFLOAD_NO_CACHE | STEP_FLAG_OFFLOAD_MMAP;
+    STEP_FLAG_OFFLOAD | STEP_FLAG_OFFLOAD_DIR | STEP_FLAG_OFFLOAD_NO_CACHE | STEP_FLAG_OFFLOAD_MMAP |
+                                     STEP_FLAG_OFFLOAD_DIRECT;
 static const unsigned DATA_PARALLEL_FLAGS = STEP_FLAG_ACCUMULATE | STEP_FLAG_ZERO;
 
 /* ---- parsing --------------------------------------------------------------------------------- */

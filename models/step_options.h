@@ -13,6 +13,7 @@
  *   --offload-dir DIR     where the spill file goes
  *   --offload-no-cache    backward reads the disk, not the page cache
  *   --offload-mmap        bytes move through a mapping of the spill file
+ *   --offload-direct      bytes move with O_DIRECT, around the page cache
  *   --accumulate K        K micro-batches per optimizer step, their gradients summed in order
  *   --zero S              under mpirun, the ZeRO stage: what the ranks shard (dist/zero.h)
  *
@@ -46,7 +47,8 @@ typedef enum StepFlag {
     STEP_FLAG_OFFLOAD_MMAP = 1u << 9,
     STEP_FLAG_ACCUMULATE = 1u << 10,
     STEP_FLAG_ZERO = 1u << 11,
-    STEP_FLAGS_ALL = (1u << 12) - 1,
+    STEP_FLAG_OFFLOAD_DIRECT = 1u << 12,
+    STEP_FLAGS_ALL = (1u << 13) - 1,
 } StepFlag;
 
 /* How a step keeps its activations, as the command line said. */
@@ -55,7 +57,7 @@ typedef struct StepOptions {
     PlannerKind planner;  /* --planner (dp) */
     size_t memory_budget; /* --memory-budget in bytes; 0: not given */
     bool offload;         /* --offload was given */
-    OffloadOptions offload_opts; /* --offload, --offload-dir, --offload-no-cache, --offload-mmap */
+    OffloadOptions offload_opts; /* --offload and the --offload-* flags */
     int accumulate;       /* --accumulate: micro-batches per step in one process (1) */
     int zero_stage;       /* --zero: ZeRO stage under data parallelism (0) */
     unsigned given;       /* the StepFlag of every flag given */

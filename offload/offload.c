@@ -25,7 +25,16 @@
  *             contents stay in the page cache to be written back — nothing is lost. unpack
  *             memcpys out of the mapping (page faults again) and hands the pages back.
  *
- * Both leave the data in the page cache, which the kernel writes to disk when it likes;
+ *   direct    as syscalls, with the file open O_DIRECT: the bytes go between the tensor
+ *             and the disk through an aligned bounce buffer (one for the computing
+ *             thread, one for the helper's), header, data and padding in one run, so
+ *             every transfer starts on a page and is whole pages long. The page cache
+ *             never holds a record: nothing to drop, nothing to wait for at the end of
+ *             the forward, and no copy into the kernel's memory. Copying through a
+ *             bounce buffer rather than allocating spilled tensors on pages keeps the
+ *             tensor room out of it; the copy runs where the transfer does.
+ *
+ * syscalls and mmap leave the data in the page cache, which the kernel writes to disk when it likes;
  * no msync is needed for that (Linux tracks a shared mapping's dirty pages itself). With
  * drop_cache, each record's write-back to the disk starts as soon as it is written
  * (sync_file_range with SYNC_FILE_RANGE_WRITE, which does not wait), by the helper thread
@@ -49,7 +58,7 @@
  * TLB flush per madvise, which on this virtual machine cost about 10 microseconds a page
  * and 20 to 60 a flush.
  */
-#define _DEFAULT_SOURCE /* madvise, preadv and pwritev */
+#define _GNU_SOURCE /* madvise, preadv, pwritev, statx */
 
 #include "offload/offload.h"
 
@@ -125,6 +134,7 @@ struct Offload {
     size_t live;           /* records written (or being written) and not yet released */
     uint64_t sequence;
     Prefetcher *prefetcher; /* the helper thread; NULL with no prefetch and no write-behind */
+    unsigned char *bounce; /* io direct: the computing thread's bounce buffer; NULL otherwise */
     OffloadStats stats;
 };
 
@@ -300,8 +310,10 @@ static RematStatus unmap_pages(Offload *off, const Record *r, const char *what)
  * the page cache (prefetch_evict). */
 static PrefetchIo record_io(const Offload *off, const Record *r, bool write, void *head, void *data, size_t bytes)
 {
+    const bool direct = off->opts.io == OFFLOAD_IO_DIRECT;
     return (PrefetchIo){.write = write, .head = head, .head_bytes = HEADER_BYTES, .data = data, .data_bytes = bytes,
-                        .offset = (off_t)r->offset, .evict = off->opts.drop_cache, .evict_bytes = r->span};
+                        .pad_bytes = r->span - HEADER_BYTES - bytes, .direct = direct, .offset = (off_t)r->offset,
+                        .evict = off->opts.drop_cache && !direct, .evict_bytes = r->span};
 }
 
 /* "short write", or the errno's text, with a hint for the errors of a full disk. */
@@ -340,7 +352,7 @@ static RematStatus store(Offload *off, const Record *r, const Tensor *t, const c
     unsigned char head[HEADER_BYTES] = {0};
     memcpy(head, &r->header, sizeof r->header);
     PrefetchIo io = record_io(off, r, true, head, t->data, t->bytes);
-    const int err = prefetch_transfer(off->fd, &io);
+    const int err = prefetch_transfer(off->fd, &io, off->bounce);
     char cause[128];
     if (err)
         return remat_fail(REMAT_EIO, "offload: cannot write %s to the spill file in %s: %s", what, off->dir,
@@ -360,7 +372,7 @@ static RematStatus load(Offload *off, const Record *r, Tensor *t, RecordHeader *
     }
     unsigned char head[HEADER_BYTES];
     PrefetchIo io = record_io(off, r, false, head, t->data, t->bytes);
-    const int err = prefetch_transfer(off->fd, &io);
+    const int err = prefetch_transfer(off->fd, &io, off->bounce);
     char cause[128];
     if (err)
         return remat_fail(REMAT_EIO, "offload: cannot read back %s from the spill file in %s: %s", what, off->dir,
@@ -371,9 +383,9 @@ static RematStatus load(Offload *off, const Record *r, Tensor *t, RecordHeader *
 
 /* ---- records ------------------------------------------------------------------------- */
 
-/* Whether records are written behind the forward, on the helper thread (io syscalls only:
+/* Whether records are written behind the forward, on the helper thread (io syscalls and direct:
  * the mmap path copies into the mapping on the computing thread). */
-static bool writes_behind(const OffloadOptions *o) { return o->write_behind > 0 && o->io == OFFLOAD_IO_SYSCALLS; }
+static bool writes_behind(const OffloadOptions *o) { return o->write_behind > 0 && o->io != OFFLOAD_IO_MMAP; }
 
 /* Hands record `r` to the helper thread, which checksums `t`'s bytes into the header and
  * writes both; `r` keeps a reference to `t` until finish_writes sees the write done. */
@@ -553,7 +565,9 @@ static void prefetch_before(Offload *off, size_t end)
  * cache when they were already read and dropped. In the forward (MADV_NORMAL) a write
  * fault on a page no longer in the cache reads it from the disk before the copy
  * overwrites it, and read-around batches those reads: measured, faulting one page at a
- * time made the forward's writes 10 to 50 times slower (offload/README.md). */
+ * time made the forward's writes 10 to 50 times slower (offload/README.md). Zeroing the
+ * record's range first (FALLOC_FL_ZERO_RANGE: its blocks unwritten, so a fault finds
+ * zeros without the disk) was measured three to ten times slower still on ext4. */
 static void advise_mapping(Offload *off, int advice)
 {
     if (off->map && off->opts.drop_cache) (void)madvise(off->map, off->capacity, advice);
@@ -685,9 +699,39 @@ static void offload_release(void *ctx, void *packed)
 
 /* ---- the offloader ------------------------------------------------------------------- */
 
+static bool refuse_direct; /* offload_debug_refuse_direct */
+
+/* io direct: turns O_DIRECT on for the spill file `fd` in `dir`, once sure that what
+ * offload transfers meets the file system's alignment: every record starts on a page and
+ * is whole pages long, and the bounce buffers are page-aligned, so an alignment of at
+ * most the page that divides it will do. The kernel tells it (statx, STATX_DIOALIGN)
+ * where it can; else the page is assumed, and a file system that wants more fails the
+ * first transfer with EINVAL, a clear error too. */
+static RematStatus open_direct(int fd, const char *dir, size_t page)
+{
+    struct statx sx;
+    size_t align = page;
+    int err = 0;
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
+        align = sx.stx_dio_offset_align > sx.stx_dio_mem_align ? sx.stx_dio_offset_align : sx.stx_dio_mem_align;
+        if (sx.stx_dio_offset_align == 0) err = EINVAL; /* the kernel's way of saying: no direct I/O here */
+    }
+    if (!err && (align > page || page % align))
+        return remat_fail(REMAT_EIO, "offload: the file system of %s asks direct I/O to be aligned to %zu bytes, "
+                          "more than a page (%zu): records cannot be written there with O_DIRECT; put the spill "
+                          "file elsewhere (--offload-dir) or keep the page cache", dir, align, page);
+    const int flags = fcntl(fd, F_GETFL);
+    if (!err) err = refuse_direct ? EINVAL : flags < 0 || fcntl(fd, F_SETFL, flags | O_DIRECT) != 0 ? errno : 0;
+    if (err)
+        return remat_fail(REMAT_EIO, "offload: the file system of %s refuses direct I/O (O_DIRECT: %s); put the "
+                          "spill file elsewhere (--offload-dir) or move the bytes through the page cache", dir,
+                          strerror(err));
+    return REMAT_OK;
+}
+
 Offload *offload_create(const OffloadOptions *opts)
 {
-    if (!opts || (unsigned)opts->policy > OFFLOAD_BOUNDARY || (unsigned)opts->io > OFFLOAD_IO_MMAP ||
+    if (!opts || (unsigned)opts->policy > OFFLOAD_BOUNDARY || (unsigned)opts->io > OFFLOAD_IO_DIRECT ||
         opts->prefetch < 0 || opts->write_behind < 0 || opts->grow_bytes == 0) {
         remat_fail(REMAT_EINVAL, "offload_create: need options with a known policy and io, prefetch >= 0, "
                    "write_behind >= 0 and grow_bytes > 0");
@@ -724,18 +768,25 @@ Offload *offload_create(const OffloadOptions *opts)
         return NULL;
     }
     (void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* a child process has no business with it */
-    /* With drop_cache no read-ahead: backward reads the records backwards, so the kernel's
-     * read-ahead past a record would fill the cache again with records already read and
-     * dropped. A record is read in one request, so read-ahead would not speed it up. */
-    if (opts->drop_cache) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-    if ((opts->prefetch > 0 || writes_behind(opts)) && !(off->prefetcher = prefetch_create(fd))) {
+    const bool direct = opts->io == OFFLOAD_IO_DIRECT;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (direct && (open_direct(fd, dir, page) != REMAT_OK || !(off->bounce = prefetch_bounce_create()))) {
         close(fd);
         free(off), free(dir_copy);
         return NULL;
     }
+    /* With drop_cache no read-ahead: backward reads the records backwards, so the kernel's
+     * read-ahead past a record would fill the cache again with records already read and
+     * dropped. A record is read in one request, so read-ahead would not speed it up. */
+    if (opts->drop_cache) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    if ((opts->prefetch > 0 || writes_behind(opts)) && !(off->prefetcher = prefetch_create(fd, direct))) {
+        close(fd);
+        free(off->bounce), free(off), free(dir_copy);
+        return NULL;
+    }
     off->opts = *opts;
     off->opts.dir = off->dir = dir_copy;
-    off->page = (size_t)sysconf(_SC_PAGESIZE);
+    off->page = page;
     off->opts.grow_bytes = round_up(opts->grow_bytes, off->page);
     off->fd = fd;
     off->hooks = (SavedHooks){.name = "offload", .pack = offload_pack, .unpack = offload_unpack,
@@ -754,6 +805,7 @@ void offload_free(Offload *off)
     prefetch_free(off->prefetcher);
     if (off->map) munmap(off->map, off->capacity);
     close(off->fd);
+    free(off->bounce);
     free(off->order);
     free(off->dir);
     free(off);
@@ -779,6 +831,8 @@ RematStatus offload_pop(Offload *off)
         if (status != REMAT_OK) count_failure(off);
         else status = cached_bytes(off, off->tail, &off->stats.cached_after_forward);
         advise_mapping(off, MADV_RANDOM);
+    } else if (status == REMAT_OK && off->opts.io == OFFLOAD_IO_DIRECT) { /* nothing to drop: say so */
+        status = cached_bytes(off, off->tail, &off->stats.cached_after_forward);
     }
     if (status == REMAT_OK && off->prefetcher) prefetch_before(off, off->count);
     return status;
@@ -816,14 +870,20 @@ char *offload_describe(const Offload *off, char *buf, size_t size)
                  o->write_behind == 1 ? "" : "s");
     snprintf(buf, size, "%s (%s) of %s or more, to a spill file in %s by %s; %s; page cache %s; %s",
              offload_policy_name(o->policy), what, min, off->dir,
-             o->io == OFFLOAD_IO_MMAP ? "mmap" : "pwritev/preadv", behind,
-             o->drop_cache ? "dropped record by record (backward reads the disk)" : "kept", ahead);
+             o->io == OFFLOAD_IO_MMAP ? "mmap" : o->io == OFFLOAD_IO_DIRECT ? "O_DIRECT pwrite/pread" : "pwritev/preadv",
+             behind,
+             o->io == OFFLOAD_IO_DIRECT ? "not used (backward reads the disk)"
+             : o->drop_cache            ? "dropped record by record (backward reads the disk)"
+                                        : "kept",
+             ahead);
     return buf;
 }
 
 /* ---- for tests ----------------------------------------------------------------------- */
 
 int offload_debug_fd(const Offload *off) { return off->fd; }
+
+void offload_debug_refuse_direct(bool refuse) { refuse_direct = refuse; }
 
 RematStatus offload_debug_record(const Offload *off, size_t index, size_t *data_offset, size_t *bytes)
 {

@@ -8,7 +8,8 @@
  * reads the bytes back into a new tensor. The copy goes either through the kernel
  * (pwritev/preadv: the default, measured the cheaper here) or through an mmap(MAP_SHARED)
  * of the file whose pages are then handed back with madvise(MADV_DONTNEED); either way
- * the bytes wait in the page cache and on disk, not in the process (offload.c shows both).
+ * the bytes wait in the page cache and on disk, not in the process. A third way, O_DIRECT
+ * through an aligned bounce buffer, leaves the page cache out (offload.c shows all three).
  * It plugs into the saved-tensor path (autograd.h) as a pair of pack/unpack hooks, so no
  * op knows it exists, and it combines with checkpointing: a region's input is saved
  * through the same path, so offload can take it too.
@@ -134,6 +135,8 @@ typedef enum OffloadPolicy {
 typedef enum OffloadIo {
     OFFLOAD_IO_SYSCALLS = 0, /* pwritev and preadv: the kernel copies, nothing is mapped */
     OFFLOAD_IO_MMAP,         /* memcpy through a MAP_SHARED mapping, then MADV_DONTNEED */
+    OFFLOAD_IO_DIRECT,       /* pwrite and pread with O_DIRECT, through an aligned bounce
+                                buffer: the page cache never holds the records */
 } OffloadIo;
 
 typedef struct OffloadOptions {
@@ -144,7 +147,8 @@ typedef struct OffloadOptions {
     size_t large_bytes;     /* large: spill tensors of at least this many bytes, ... */
     const char *tag_prefix; /* large: ... or saved by a node whose tag starts with this
                                (NULL: size only; the string must outlive the Offload) */
-    bool drop_cache;        /* each record's write-back starts once it is written (on the
+    bool drop_cache;        /* (io direct: nothing to drop, the records never enter the
+                               page cache) each record's write-back starts once it is written (on the
                                helper thread when writing behind); offload_pop waits for
                                what is left of it, without an fsync, and drops the records
                                from the page cache; each is dropped again once read back.
@@ -156,7 +160,8 @@ typedef struct OffloadOptions {
     int write_behind;       /* io syscalls: records the helper thread may still be writing
                                while the forward goes on (each pack waits for the oldest
                                beyond that); each keeps its tensor (ACT) until its write is
-                               seen finished. 0, or io mmap: pack writes before it returns */
+                               seen finished. 0, or io mmap: pack writes before it returns
+                               (io direct writes behind as syscalls does) */
     size_t grow_bytes;      /* the file grows by at least this much at a time (> 0) */
 } OffloadOptions;
 
@@ -214,9 +219,10 @@ typedef struct OffloadStats {
                                over and waiting for an older write) and in offload_pop
                                waiting for the last ones */
     double read_seconds;    /* time spent in unpack reading them back */
-    size_t cached_after_forward; /* drop_cache: bytes of the last forward's records still in
-                               the page cache when offload_pop returned (mincore), which
-                               backward would read without the disk; 0 without drop_cache */
+    size_t cached_after_forward; /* drop_cache or io direct: bytes of the last forward's
+                               records in the page cache when offload_pop returned
+                               (mincore), which backward would read without the disk; 0
+                               otherwise */
 } OffloadStats;
 
 OffloadStats offload_stats(const Offload *off);
@@ -236,6 +242,10 @@ char *offload_describe(const Offload *off, char *buf, size_t size);
 /* The spill file's descriptor, for a test that changes the file behind the offloader's
  * back (pwrite a flipped byte, ftruncate it). It stays owned by the offloader. */
 int offload_debug_fd(const Offload *off);
+
+/* For tests: while `refuse` is true, offload_create with io direct acts as if the file
+ * system refused O_DIRECT (EINVAL, as one without direct I/O answers). */
+void offload_debug_refuse_direct(bool refuse);
 
 /* Where the data of the index-th record written since the file was last reset starts in
  * the file, and its bytes. REMAT_EINVAL if there is no such live record. */

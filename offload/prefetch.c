@@ -12,7 +12,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "crc32c.h"
 
@@ -22,6 +24,7 @@ struct Prefetcher {
     pthread_mutex_t lock;
     pthread_cond_t changed;
     PrefetchIo *first, *last; /* the queue, oldest first */
+    unsigned char *bounce;    /* the thread's, for direct requests; NULL if none will come */
     bool stop;
 };
 
@@ -37,14 +40,69 @@ int prefetch_start_writeback(int fd, off_t offset, size_t bytes)
     return sync_file_range(fd, offset, (off_t)bytes, SYNC_FILE_RANGE_WRITE) != 0 ? errno : 0;
 }
 
-int prefetch_transfer(int fd, PrefetchIo *io)
+unsigned char *prefetch_bounce_create(void)
+{
+    void *buf = NULL;
+    const int err = posix_memalign(&buf, (size_t)sysconf(_SC_PAGESIZE), PREFETCH_BOUNCE_BYTES);
+    if (err) remat_fail(REMAT_ENOMEM, "prefetch: no memory for a %zu-byte bounce buffer", PREFETCH_BOUNCE_BYTES);
+    return err ? NULL : buf;
+}
+
+/* Copies `n` bytes between `buf` and the request's header, data and padding taken as one
+ * run, from byte `pos` of it: into buf for a write (the padding as zeros), out of buf
+ * for a read (the padding dropped). */
+static void bounce_copy(const PrefetchIo *io, size_t pos, unsigned char *buf, size_t n)
+{
+    const struct {
+        unsigned char *at;
+        size_t bytes;
+    } parts[3] = {{io->head, io->head_bytes}, {io->data, io->data_bytes}, {NULL, io->pad_bytes}};
+    for (int k = 0; k < 3 && n > 0; k++) {
+        if (pos >= parts[k].bytes) {
+            pos -= parts[k].bytes;
+            continue;
+        }
+        const size_t m = parts[k].bytes - pos < n ? parts[k].bytes - pos : n;
+        if (io->write && parts[k].at) memcpy(buf, parts[k].at + pos, m);
+        else if (io->write) memset(buf, 0, m);
+        else if (parts[k].at) memcpy(parts[k].at + pos, buf, m);
+        buf += m;
+        n -= m;
+        pos = 0;
+    }
+}
+
+/* A direct request: through `bounce`, a bounce buffer's worth at a time. */
+static int transfer_direct(int fd, const PrefetchIo *io, unsigned char *bounce)
+{
+    const size_t total = io->head_bytes + io->data_bytes + io->pad_bytes;
+    for (size_t done = 0; done < total;) {
+        const size_t n = total - done < PREFETCH_BOUNCE_BYTES ? total - done : PREFETCH_BOUNCE_BYTES;
+        const off_t at = io->offset + (off_t)done;
+        if (io->write) bounce_copy(io, done, bounce, n);
+        const ssize_t moved = io->write ? pwrite(fd, bounce, n, at) : pread(fd, bounce, n, at);
+        if (moved < 0) return errno;
+        if ((size_t)moved != n) return -1;
+        if (!io->write) bounce_copy(io, done, bounce, n);
+        done += n;
+    }
+    return 0;
+}
+
+/* The zeros a write pads its record with (a page is at most this large where remat runs;
+ * a larger pad is left unwritten, which only costs the read of a partial page). */
+static const unsigned char ZEROS[(size_t)64 << 10];
+
+int prefetch_transfer(int fd, PrefetchIo *io, unsigned char *bounce)
 {
     if (io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
-    const size_t bytes = io->head_bytes + io->data_bytes;
+    if (io->direct) return io->error = transfer_direct(fd, io, bounce);
+    const size_t pad = io->write && io->pad_bytes <= sizeof ZEROS ? io->pad_bytes : 0;
+    const size_t bytes = io->head_bytes + io->data_bytes + pad;
     int error = 0;
     if (bytes > 0) {
-        const struct iovec iov[2] = {{io->head, io->head_bytes}, {io->data, io->data_bytes}};
-        const ssize_t n = io->write ? pwritev(fd, iov, 2, io->offset) : preadv(fd, iov, 2, io->offset);
+        const struct iovec iov[3] = {{io->head, io->head_bytes}, {io->data, io->data_bytes}, {(void *)ZEROS, pad}};
+        const ssize_t n = io->write ? pwritev(fd, iov, 3, io->offset) : preadv(fd, iov, 2, io->offset);
         error = n < 0 ? errno : (size_t)n != bytes ? -1 : 0;
     }
     if (!error && io->evict)
@@ -67,7 +125,7 @@ static void *prefetch_thread(void *arg)
         if (!p->first) p->last = NULL;
         pthread_mutex_unlock(&p->lock);
 
-        const int error = prefetch_transfer(p->fd, io);
+        const int error = prefetch_transfer(p->fd, io, p->bounce);
 
         pthread_mutex_lock(&p->lock);
         io->error = error;
@@ -78,11 +136,15 @@ static void *prefetch_thread(void *arg)
     return NULL;
 }
 
-Prefetcher *prefetch_create(int fd)
+Prefetcher *prefetch_create(int fd, bool direct)
 {
     Prefetcher *p = calloc(1, sizeof *p);
     if (!p) {
         remat_fail(REMAT_ENOMEM, "prefetch: no memory for the I/O thread's state");
+        return NULL;
+    }
+    if (direct && !(p->bounce = prefetch_bounce_create())) {
+        free(p);
         return NULL;
     }
     p->fd = fd;
@@ -92,6 +154,7 @@ Prefetcher *prefetch_create(int fd)
     if (err) {
         pthread_cond_destroy(&p->changed);
         pthread_mutex_destroy(&p->lock);
+        free(p->bounce);
         free(p);
         remat_fail(REMAT_ENOMEM, "prefetch: cannot start the I/O thread (error %d)", err);
         return NULL;
@@ -109,6 +172,7 @@ void prefetch_free(Prefetcher *p)
     pthread_join(p->thread, NULL);
     pthread_cond_destroy(&p->changed);
     pthread_mutex_destroy(&p->lock);
+    free(p->bounce);
     free(p);
 }
 

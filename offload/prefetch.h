@@ -53,7 +53,16 @@ typedef struct PrefetchIo {
     void *data;
     size_t data_bytes;
     off_t offset;
+    size_t pad_bytes;          /* the bytes after the data up to the end of the record's last
+                                  page: a write writes them as zeros, so that no page is
+                                  written in part (a partial page not in the page cache
+                                  would be read from the disk first); a read skips them */
     uint32_t *crc;             /* write only: where to store the data's CRC-32C, or NULL */
+    bool direct;               /* the file is open with O_DIRECT: the transfer goes through an
+                                  aligned bounce buffer, in pwrite/pread calls of at most
+                                  PREFETCH_BOUNCE_BYTES, and moves the padding too; offset
+                                  and head + data + pad must then be aligned as the file
+                                  system asks (offload.c checks it) */
     bool evict;                /* then start its write-back (a write) or drop it (a read) */
     size_t evict_bytes;        /* the range's length, from `offset` */
     int error;                 /* after prefetch_wait: 0, an errno, or -1 for a short transfer */
@@ -63,9 +72,17 @@ typedef struct PrefetchIo {
 
 typedef struct Prefetcher Prefetcher;
 
-/* Starts a thread that reads from and writes to `fd`. The caller owns the result and
- * frees it with prefetch_free. NULL with REMAT_ENOMEM if the thread or its state cannot be made. */
-Prefetcher *prefetch_create(int fd);
+/* The size of a bounce buffer for direct transfers. */
+#define PREFETCH_BOUNCE_BYTES ((size_t)1 << 20)
+
+/* A bounce buffer of PREFETCH_BOUNCE_BYTES aligned to the page, for direct transfers made
+ * on one thread; the caller frees it with free(). NULL with REMAT_ENOMEM. */
+unsigned char *prefetch_bounce_create(void);
+
+/* Starts a thread that reads from and writes to `fd` (with a bounce buffer of its own if
+ * `direct`). The caller owns the result and frees it with prefetch_free. NULL with
+ * REMAT_ENOMEM if the thread or its state cannot be made. */
+Prefetcher *prefetch_create(int fd, bool direct);
 
 /* Stops and joins the thread. NULL is a no-op. No request may still be queued. */
 void prefetch_free(Prefetcher *p);
@@ -77,8 +94,9 @@ void prefetch_submit(Prefetcher *p, PrefetchIo *io);
 void prefetch_wait(Prefetcher *p, PrefetchIo *io);
 
 /* Does `io` now, on the calling thread, as the helper thread would: 0, an errno, or -1
- * for a short transfer (also stored in io->error). */
-int prefetch_transfer(int fd, PrefetchIo *io);
+ * for a short transfer (also stored in io->error). `bounce` (prefetch_bounce_create, used
+ * by no other thread meanwhile) is needed for a direct request only; else it may be NULL. */
+int prefetch_transfer(int fd, PrefetchIo *io, unsigned char *bounce);
 
 /* Takes `bytes` of `fd` from `offset` out of the page cache without an fsync of the whole
  * file: sync_file_range writes the range's dirty pages back and waits for them, then

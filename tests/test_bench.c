@@ -757,7 +757,7 @@ static void check_offload_bound(const cJSON *doc, const cJSON *steps)
         assert_true(num(r, "forward_seconds") > 0 && num(r, "backward_seconds") > 0);
         if (!cJSON_GetObjectItemCaseSensitive(r, "page_cache")) continue;
         assert_true(num(r, "bound_seconds") > 0 && num(r, "vs_bound") > 0);
-        if (!strcmp(str(r, "page_cache"), "dropped") && fs.f_type != 0x01021994)
+        if (strcmp(str(r, "page_cache"), "kept") && fs.f_type != 0x01021994) /* dropped, or unused (direct) */
             assert_true(num(r, "cached_after_forward") == 0);
     }
 }
@@ -779,7 +779,8 @@ static void test_offload_moves_activations_to_disk(void **state)
             if (strcmp(str(r, "model"), MODELS[m]) || !cJSON_GetObjectItemCaseSensitive(r, "page_cache")) continue;
             rows++;
             /* Every offload row moved activations out of RAM, whichever page-cache mode ran. */
-            assert_true(!strcmp(str(r, "page_cache"), "kept") || !strcmp(str(r, "page_cache"), "dropped"));
+            assert_true(!strcmp(str(r, "page_cache"), "kept") || !strcmp(str(r, "page_cache"), "dropped") ||
+                        (!strcmp(str(r, "page_cache"), "unused") && !strcmp(str(r, "io"), "direct")));
             assert_true(num(r, "peak_disk") > 0);
             assert_true(num(r, "peak_disk") == num(r, "disk_written_per_step"));
             assert_true(num(r, "peak_act") < num(none, "peak_act"));
@@ -790,7 +791,8 @@ static void test_offload_moves_activations_to_disk(void **state)
             assert_true(num(r, "recompute_flops") == num(!strcmp(str(r, "strategy"), "sqrt") ? sqrt_ : none,
                                                          "recompute_flops"));
         }
-        assert_int_equal(rows, 8);
+        assert_int_equal(rows, 9);
+        offload_row(steps, MODELS[m], "offload+prefetch (direct)", "unused");
         /* With sqrt only the kept segment inputs go to disk, and less stays resident than
          * with sqrt alone, between the forward and the backward and at the peak. */
         assert_true(num(combined, "peak_disk") < num(all, "peak_disk"));
@@ -805,6 +807,11 @@ static void test_offload_moves_activations_to_disk(void **state)
     assert_true(num(offload_row(steps, "mlp", "none", NULL), "peak_act") == (2 * N + 4) * a + 8);
     assert_true(num(offload_row(steps, "mlp", "offload", "dropped"), "peak_act") == 6 * a + 8);
     assert_true(num(offload_row(steps, "mlp", "offload", "dropped"), "peak_disk") == (2 * N + 2) * a);
+    /* O_DIRECT moves the same records: the same peaks as pwritev/preadv with prefetch. */
+    const cJSON *direct = offload_row(steps, "mlp", "offload+prefetch (direct)", "unused");
+    const cJSON *cached = offload_row(steps, "mlp", "offload+prefetch", "dropped");
+    assert_true(num(direct, "peak_act") == num(cached, "peak_act"));
+    assert_true(num(direct, "peak_disk") == num(cached, "peak_disk"));
     /* The cost of one record, each size through both ways of moving bytes. */
     const cJSON *r;
     int sizes = 0;

@@ -17,6 +17,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -137,6 +138,11 @@ static RematStatus train(const Trainee *t, const Strategy *s, const OffloadOptio
 /* Every strategy, each with offload all and boundary, through both ways of moving bytes,
  * with and without the page cache, written behind the forward (the default) or in it,
  * against none without offload. */
+static const char *io_name(OffloadIo io)
+{
+    return io == OFFLOAD_IO_MMAP ? "mmap" : io == OFFLOAD_IO_DIRECT ? "direct" : "syscalls";
+}
+
 static void check_offload_with_every_strategy(const Trainee *t)
 {
     Outcome reference = {0};
@@ -155,6 +161,7 @@ static void check_offload_with_every_strategy(const Trainee *t)
         {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, false, BEHIND}, {OFFLOAD_BOUNDARY, OFFLOAD_IO_SYSCALLS, false, BEHIND},
         {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, false, 0}, {OFFLOAD_ALL, OFFLOAD_IO_MMAP, false, BEHIND},
         {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, true, BEHIND}, {OFFLOAD_ALL, OFFLOAD_IO_MMAP, true, BEHIND},
+        {OFFLOAD_ALL, OFFLOAD_IO_DIRECT, false, BEHIND}, {OFFLOAD_ALL, OFFLOAD_IO_DIRECT, false, 0},
     };
     for (size_t i = 0; i < sizeof strategies / sizeof strategies[0]; i++) {
         for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
@@ -169,7 +176,7 @@ static void check_offload_with_every_strategy(const Trainee *t)
             char what[128];
             snprintf(what, sizeof what, "%s, %s%s%s, offload %s by %s%s%s", t->kind, strategy_name(s->kind),
                      s->policy ? " " : "", s->policy ? s->policy->name : "", offload_policy_name(oo.policy),
-                     oo.io == OFFLOAD_IO_MMAP ? "mmap" : "syscalls", oo.write_behind ? "" : ", in the forward",
+                     io_name(oo.io), oo.write_behind ? "" : ", in the forward",
                      oo.drop_cache ? ", no page cache" : "");
             assert_int_equal(train(t, s, &oo, &o, &stats), REMAT_OK);
             assert_same_outcome(&reference, &o, what);
@@ -699,6 +706,7 @@ static void test_dropping_the_page_cache_leaves_no_record_in_it(void **state)
     const struct { OffloadIo io; int write_behind, prefetch; } ways[] = {
         {OFFLOAD_IO_SYSCALLS, OFFLOAD_WRITE_BEHIND, OFFLOAD_PREFETCH}, {OFFLOAD_IO_SYSCALLS, 0, 0},
         {OFFLOAD_IO_MMAP, 0, OFFLOAD_PREFETCH}, {OFFLOAD_IO_MMAP, 0, 0},
+        {OFFLOAD_IO_DIRECT, OFFLOAD_WRITE_BEHIND, OFFLOAD_PREFETCH}, {OFFLOAD_IO_DIRECT, 0, 0},
     };
     Chain c = chain_create(8, CHAIN_W, CHAIN_B);
     for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
@@ -721,8 +729,10 @@ static void test_dropping_the_page_cache_leaves_no_record_in_it(void **state)
                 size_t cached;
                 assert_int_equal(offload_cached_bytes(off, &cached), REMAT_OK);
                 const size_t seen = file_cached_bytes(offload_debug_fd(off), s.file_bytes);
-                if (drop) {
+                if (drop && o.io != OFFLOAD_IO_DIRECT) {
                     assert_int_equal(s.cached_after_forward, 0);
+                }
+                if (drop || o.io == OFFLOAD_IO_DIRECT) { /* direct: the records never entered it */
                     assert_int_equal(cached, 0);
                     assert_int_equal(seen, 0);
                 } else { /* all 2·8 + 2 records of 64 KiB, a page of header and padding each */
@@ -730,7 +740,8 @@ static void test_dropping_the_page_cache_leaves_no_record_in_it(void **state)
                     assert_true(seen >= cached); /* the whole file: read-ahead past the records too */
                 }
                 assert_int_equal(backward(loss), REMAT_OK);
-                if (drop) assert_int_equal(file_cached_bytes(offload_debug_fd(off), s.file_bytes), 0);
+                if (drop || o.io == OFFLOAD_IO_DIRECT)
+                    assert_int_equal(file_cached_bytes(offload_debug_fd(off), s.file_bytes), 0);
                 var_free(loss);
                 tape_reset(tape_current());
             }
@@ -913,25 +924,29 @@ static void assert_failed_and_redone(Learner *t, Learner *reference, const Offlo
 static void test_a_full_disk_fails_the_forward_and_leaves_the_state_intact(void **state)
 {
     (void)state;
-    Learner t, reference;
-    learner_create(&t);
-    learner_create(&reference);
-    learner_snapshot(&t);
-    OffloadOptions o = offload_defaults(OFFLOAD_ALL);
-    o.dir = spill_dir;
-    Offload *off = offload_create(&o);
-    assert_non_null(off);
+    const OffloadIo ways[] = {OFFLOAD_IO_SYSCALLS, OFFLOAD_IO_DIRECT};
+    for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
+        Learner t, reference;
+        learner_create(&t);
+        learner_create(&reference);
+        learner_snapshot(&t);
+        OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+        o.dir = spill_dir;
+        o.io = ways[w];
+        Offload *off = offload_create(&o);
+        assert_non_null(off);
 
-    DiskFull full = disk_full_begin(1 << 20);
-    Pcg32 data_before = t.data;
-    learner_step(&t, off, REMAT_EIO);
-    disk_full_end(&full);
+        DiskFull full = disk_full_begin(1 << 20);
+        Pcg32 data_before = t.data;
+        learner_step(&t, off, REMAT_EIO);
+        disk_full_end(&full);
 
-    assert_failed_and_redone(&t, &reference, off, data_before, "saved tensor 0 of linear #0 (h.0.mlp.fc)",
-                             "the file-size limit, ulimit -f, was reached", 0, NULL);
-    offload_free(off);
-    learner_free(&t);
-    learner_free(&reference);
+        assert_failed_and_redone(&t, &reference, off, data_before, "saved tensor 0 of linear #0 (h.0.mlp.fc)",
+                                 "the file-size limit, ulimit -f, was reached", 0, NULL);
+        offload_free(off);
+        learner_free(&t);
+        learner_free(&reference);
+    }
 }
 
 typedef enum Damage { FLIP_DATA, FLIP_HEADER, TRUNCATE } Damage;
@@ -946,17 +961,18 @@ static void test_a_damaged_record_is_caught_when_it_is_read_back(void **state)
         {FLIP_HEADER, "saved tensor 0 of relu #10 (h.3.mlp.relu)", "is not the one written"},
         {TRUNCATE, "of mse #12 (loss)", "the file was truncated"},
     };
-    for (int k = 0; k < 9; k++) {
-        /* Each damage, through each way of reading back: preadv, the mapping, and the
-         * prefetch thread (which reads the damaged record ahead). */
+    for (int k = 0; k < 15; k++) {
+        /* Each damage, through each way of reading back: preadv, the mapping, the
+         * prefetch thread (which reads the damaged record ahead), and O_DIRECT without
+         * and with the thread. */
         const int c = k % 3, reader = k / 3;
         Learner t;
         learner_create(&t);
         learner_snapshot(&t);
         OffloadOptions o = offload_defaults(OFFLOAD_ALL);
         o.dir = spill_dir;
-        o.io = reader == 1 ? OFFLOAD_IO_MMAP : OFFLOAD_IO_SYSCALLS;
-        o.prefetch = reader == 2 ? OFFLOAD_PREFETCH : 0;
+        o.io = reader == 1 ? OFFLOAD_IO_MMAP : reader >= 3 ? OFFLOAD_IO_DIRECT : OFFLOAD_IO_SYSCALLS;
+        o.prefetch = reader == 2 || reader == 4 ? OFFLOAD_PREFETCH : 0;
         Offload *off = offload_create(&o);
         assert_non_null(off);
         Var *x, *y;
@@ -968,7 +984,11 @@ static void test_a_damaged_record_is_caught_when_it_is_read_back(void **state)
 
         /* Damage the relu output of the last block, record 2N − 1 (records go x_0, r_0,
          * x_1, r_1, ..., then the loss's prediction and targets). */
-        const int fd = offload_debug_fd(off);
+        /* Through a descriptor of our own: one-byte transfers are refused under O_DIRECT. */
+        char own[64];
+        snprintf(own, sizeof own, "/proc/self/fd/%d", offload_debug_fd(off));
+        const int fd = open(own, O_RDWR);
+        assert_true(fd >= 0);
         size_t at, bytes;
         assert_int_equal(offload_debug_record(off, 2 * LEARNER_N - 1, &at, &bytes), REMAT_OK);
         if (cases[c].damage == TRUNCATE) {
@@ -980,12 +1000,13 @@ static void test_a_damaged_record_is_caught_when_it_is_read_back(void **state)
             byte ^= 0x01;
             assert_int_equal(pwrite(fd, &byte, 1, where), 1);
         }
+        close(fd);
         assert_int_equal(backward(loss), REMAT_ECORRUPT);
         printf("  %s\n", remat_last_error());
         assert_non_null(strstr(remat_last_error(), cases[c].who));
         assert_non_null(strstr(remat_last_error(), cases[c].says));
         assert_true(offload_stats(off).failures >= 1); /* the loss's two records, truncated */
-        assert_int_equal(offload_stats(off).prefetched > 0, reader == 2);
+        assert_int_equal(offload_stats(off).prefetched > 0, reader == 2 || reader == 4);
         /* Backward stopped: some gradients may be partial, so no optimizer step runs, and
          * parameters and optimizer state are as they were. */
         var_free(loss);
@@ -1132,6 +1153,15 @@ static void test_train_takes_the_offload_flags(void **state)
     char *mapped[] = {"train", "--offload", "all", "--offload-mmap"};
     assert_int_equal(parse(&o, 4, mapped), 0);
     assert_int_equal(o.step.offload_opts.io, OFFLOAD_IO_MMAP);
+    char *direct[] = {"train", "--offload", "all", "--offload-direct"};
+    assert_int_equal(parse(&o, 4, direct), 0);
+    assert_int_equal(o.step.offload_opts.io, OFFLOAD_IO_DIRECT);
+    char *direct_alone[] = {"train", "--offload-direct"};
+    char *direct_mapped[] = {"train", "--offload", "all", "--offload-direct", "--offload-mmap"};
+    char *direct_no_cache[] = {"train", "--offload", "all", "--offload-no-cache", "--offload-direct"};
+    assert_int_equal(parse(&o, 2, direct_alone), 2);
+    assert_int_equal(parse(&o, 5, direct_mapped), 2);
+    assert_int_equal(parse(&o, 5, direct_no_cache), 2);
     char *plain[] = {"train"};
     assert_int_equal(parse(&o, 1, plain), 0);
     assert_false(o.step.offload);
@@ -1157,17 +1187,39 @@ static TrainOptions offload_run_options(const OffloadPolicy *offload, const char
 /* Offload changes where the saved bytes wait, never what training computes: the losses of
  * a run with every activation spilled, by pwritev or through a mapping, are those of the
  * run in RAM to the bit. */
+/* A file system that refuses O_DIRECT (injected: tmpfs and ext4 here both accept it) is
+ * a clear error from offload_create, with nothing left behind, not a silent fallback to
+ * the page cache the caller asked to avoid; and train stops before it starts. */
+static void test_a_file_system_refusing_direct_io_is_a_clear_error(void **state)
+{
+    (void)state;
+    OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+    o.dir = spill_dir;
+    o.io = OFFLOAD_IO_DIRECT;
+    offload_debug_refuse_direct(true);
+    Offload *off = offload_create(&o);
+    offload_debug_refuse_direct(false);
+    assert_null(off);
+    assert_int_equal(remat_last_status(), REMAT_EIO);
+    printf("  %s\n", remat_last_error());
+    assert_non_null(strstr(remat_last_error(), "refuses direct I/O (O_DIRECT: Invalid argument)"));
+    assert_non_null(strstr(remat_last_error(), spill_dir));
+    off = offload_create(&o); /* the same options, on a file system that takes it */
+    assert_non_null(off);
+    offload_free(off);
+}
+
 static void test_train_losses_are_those_of_the_run_in_ram(void **state)
 {
     (void)state;
     FILE *sink = fopen("/dev/null", "w");
     assert_non_null(sink);
-    TrainReport in_ram, spilled[2];
+    TrainReport in_ram, spilled[3];
     TrainOptions plain = offload_run_options(NULL, NULL);
     assert_int_equal(train_run(&plain, &in_ram, sink), REMAT_OK);
-    for (int io = 0; io < 2; io++) {
+    for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_DIRECT; io++) {
         TrainOptions o = offload_run_options(&(OffloadPolicy){OFFLOAD_ALL}, spill_dir);
-        o.step.offload_opts.io = io == 1 ? OFFLOAD_IO_MMAP : OFFLOAD_IO_SYSCALLS;
+        o.step.offload_opts.io = (OffloadIo)io;
         assert_int_equal(train_run(&o, &spilled[io], sink), REMAT_OK);
         assert_int_equal(spilled[io].steps_run, in_ram.steps_run);
         assert_memory_equal(spilled[io].losses, in_ram.losses, (size_t)in_ram.steps_run * sizeof(float));
@@ -1244,6 +1296,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_spill_file_truncated_under_the_mapping_fails_the_step_cleanly, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_an_empty_directory_path_is_refused, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_train_takes_the_offload_flags, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_a_file_system_refusing_direct_io_is_a_clear_error, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_train_losses_are_those_of_the_run_in_ram, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_train_redoes_a_failed_step_without_offload, fixture_clean_state, fixture_clean_state),
     };
