@@ -78,6 +78,8 @@
 #include "tensor/platform.h"
 #include "prefetch.h"
 
+_Static_assert(OFFLOAD_MAX_IO_THREADS <= PREFETCH_MAX_THREADS, "the prefetcher runs every thread offload allows");
+
 #define RECORD_MAGIC 0x464f4d52u /* "RMOF" */
 #define HEADER_BYTES 64
 
@@ -113,7 +115,9 @@ typedef struct Record {
         RecordHeader header;
         unsigned char bytes[HEADER_BYTES];
     } head;
-    bool prefetched;       /* a read-ahead was asked for */
+    uint32_t read_crc;     /* read ahead: the CRC-32C of the data read, computed by the thread */
+    bool prefetched;       /* a read-ahead was asked for, or unpack read it itself: no read
+                              ahead of it is wanted any more */
     bool failed;           /* its write behind failed: it holds nothing and DISK was not charged */
     char what[NODE_NAME_LEN + 64]; /* "saved tensor 0 of ...", for a write behind's error */
 } Record;
@@ -155,6 +159,7 @@ OffloadOptions offload_defaults(OffloadPolicy policy)
 {
     return (OffloadOptions){.policy = policy, .io = OFFLOAD_IO_SYSCALLS, .min_bytes = OFFLOAD_MIN_BYTES,
                             .large_bytes = OFFLOAD_LARGE_BYTES, .prefetch = OFFLOAD_PREFETCH,
+                            .prefetch_bytes = OFFLOAD_PREFETCH_BYTES, .io_threads = OFFLOAD_IO_THREADS,
                             .write_behind = OFFLOAD_WRITE_BEHIND, .grow_bytes = OFFLOAD_GROW_BYTES};
 }
 
@@ -408,9 +413,11 @@ static RematStatus finish_oldest_write(Offload *off)
     prefetch_wait(off->prefetcher, &r->io);
     tensor_free(r->writing);
     r->writing = NULL;
+    off->stats.thread_write_seconds += r->io.seconds;
     const int err = r->io.error;
     if (!err) {
         r->header = r->head.header; /* with the checksum the thread computed */
+        off->stats.thread_write_bytes += r->span;
         mem_account(MEM_DISK, (int64_t)r->header.bytes);
         off->stats.records_written++;
         off->stats.bytes_written += r->header.bytes;
@@ -481,6 +488,19 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t, const char *
     return REMAT_OK;
 }
 
+/* Waits for the read ahead of record `r`, counting how long unpack waited for it, if it
+ * was not read yet, and the thread's time and bytes. */
+static void wait_for_read_ahead(Offload *off, Record *r)
+{
+    const double start = platform_seconds();
+    if (prefetch_wait(off->prefetcher, &r->io)) {
+        off->stats.reads_waited++;
+        off->stats.read_wait_seconds += platform_seconds() - start;
+    }
+    off->stats.thread_read_seconds += r->io.seconds;
+    if (!r->io.error) off->stats.thread_read_bytes += r->span;
+}
+
 /* Reads record `r` back into a new tensor (one reference, the caller's) and checks it:
  * the file still holds the whole record, its header is the one written, its data has the
  * checksum it was written with. NULL on error. A file truncated behind our back is
@@ -506,9 +526,10 @@ static Tensor *read_record(Offload *off, Record *r, const char *what)
     RecordHeader found;
     RematStatus status = REMAT_OK;
     Tensor *t = r->staged;
-    if (t) { /* read ahead: wait for the helper thread, then check what it read */
+    const bool read_ahead = t != NULL;
+    if (read_ahead) { /* wait for the helper thread, then check what it read */
         r->staged = NULL;
-        prefetch_wait(off->prefetcher, &r->io);
+        wait_for_read_ahead(off, r);
         found = r->head.header;
         if (r->io.error) {
             char cause[128];
@@ -516,6 +537,7 @@ static Tensor *read_record(Offload *off, Record *r, const char *what)
                                 off->dir, io_error_str(cause, sizeof cause, r->io.error, false));
         }
     } else {
+        r->prefetched = true; /* read here: a window moving past it must not read it again */
         t = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
         if (!t) return NULL;
         status = load(off, r, t, &found, what);
@@ -524,7 +546,8 @@ static Tensor *read_record(Offload *off, Record *r, const char *what)
         status = remat_fail(REMAT_ECORRUPT, "offload: cannot read back %s: the header of its record %zu (at byte "
                             "%zu of the spill file in %s) is not the one written: the file was changed", what,
                             r->index, r->offset, off->dir);
-    const uint32_t crc = status == REMAT_OK ? crc32c(t->data, t->bytes) : h->crc;
+    /* A record read ahead was checksummed by the thread that read it, off backward's path. */
+    const uint32_t crc = status != REMAT_OK ? h->crc : read_ahead ? r->read_crc : crc32c(t->data, t->bytes);
     if (crc != h->crc) {
         char size[32];
         status = remat_fail(REMAT_ECORRUPT, "offload: %s is corrupt in the spill file in %s: record %zu (%s at "
@@ -539,22 +562,30 @@ static Tensor *read_record(Offload *off, Record *r, const char *what)
     return t;
 }
 
-/* Starts reading back the `prefetch` live records written just before position `end`:
- * backward unpacks in the reverse order of the forward's packs. A record whose tensor
- * cannot be allocated now (the budget) is simply read when unpack asks for it. */
+/* Starts reading back the live records written just before position `end` — backward
+ * unpacks in the reverse order of the forward's packs — as many as the window holds: at
+ * most `prefetch` records, and with prefetch_bytes at most that many bytes of data between
+ * them, but always the next one. Records already read ahead count in the window: their
+ * tensors are resident. A record whose tensor cannot be allocated now (the budget) is
+ * simply read when unpack asks for it. */
 static void prefetch_before(Offload *off, size_t end)
 {
+    const size_t budget = off->opts.prefetch_bytes;
     int window = off->opts.prefetch;
+    size_t bytes = 0;
     for (size_t i = end; i > 0 && window > 0; i--) {
         Record *r = off->order[i - 1];
         if (!r) continue;
+        if (budget && bytes > 0 && bytes + r->header.bytes > budget) break;
         window--;
+        bytes += r->header.bytes;
         if (r->prefetched) continue;
         const RecordHeader *h = &r->header;
         r->staged = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
         if (!r->staged) continue;
         r->prefetched = true;
         r->io = record_io(off, r, false, r->head.bytes, r->staged->data, r->staged->bytes);
+        r->io.crc = &r->read_crc;
         prefetch_submit(off->prefetcher, &r->io);
         off->stats.prefetched++;
     }
@@ -732,9 +763,10 @@ static RematStatus open_direct(int fd, const char *dir, size_t page)
 Offload *offload_create(const OffloadOptions *opts)
 {
     if (!opts || (unsigned)opts->policy > OFFLOAD_BOUNDARY || (unsigned)opts->io > OFFLOAD_IO_DIRECT ||
-        opts->prefetch < 0 || opts->write_behind < 0 || opts->grow_bytes == 0) {
+        opts->prefetch < 0 || opts->write_behind < 0 || opts->grow_bytes == 0 || opts->io_threads < 0 ||
+        opts->io_threads > OFFLOAD_MAX_IO_THREADS) {
         remat_fail(REMAT_EINVAL, "offload_create: need options with a known policy and io, prefetch >= 0, "
-                   "write_behind >= 0 and grow_bytes > 0");
+                   "write_behind >= 0, grow_bytes > 0 and io_threads from 0 to %d", OFFLOAD_MAX_IO_THREADS);
         return NULL;
     }
     /* An empty path would put the file in "/" (the path is DIR/remat-spill-XXXXXX). */
@@ -779,7 +811,8 @@ Offload *offload_create(const OffloadOptions *opts)
      * read-ahead past a record would fill the cache again with records already read and
      * dropped. A record is read in one request, so read-ahead would not speed it up. */
     if (opts->drop_cache) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-    if ((opts->prefetch > 0 || writes_behind(opts)) && !(off->prefetcher = prefetch_create(fd, direct))) {
+    const int threads = opts->io_threads > 0 ? opts->io_threads : 1;
+    if ((opts->prefetch > 0 || writes_behind(opts)) && !(off->prefetcher = prefetch_create(fd, direct, threads))) {
         close(fd);
         free(off->bounce), free(off), free(dir_copy);
         return NULL;
@@ -861,21 +894,26 @@ char *offload_describe(const Offload *off, char *buf, size_t size)
     if (o->policy == OFFLOAD_ALL) snprintf(what, sizeof what, "every saved activation");
     else if (o->policy == OFFLOAD_LARGE) snprintf(what, sizeof what, "saved activations of %s or more%s", large, prefix);
     else snprintf(what, sizeof what, "the inputs checkpoint regions keep");
-    char ahead[64] = "no prefetch", behind[64] = "written in the forward";
+    char ahead[96] = "no prefetch", behind[64] = "written in the forward";
+    char budget[48] = "", budget_size[32];
+    if (o->prefetch_bytes) snprintf(budget, sizeof budget, " and %s", mem_format_bytes(budget_size, sizeof budget_size,
+                                                                                        o->prefetch_bytes));
     if (o->prefetch)
-        snprintf(ahead, sizeof ahead, "prefetch %d record%s ahead on a helper thread", o->prefetch,
-                 o->prefetch == 1 ? "" : "s");
+        snprintf(ahead, sizeof ahead, "prefetch %d record%s%s ahead on a helper thread", o->prefetch,
+                 o->prefetch == 1 ? "" : "s", budget);
     if (writes_behind(o))
         snprintf(behind, sizeof behind, "written up to %d record%s behind on a helper thread", o->write_behind,
                  o->write_behind == 1 ? "" : "s");
-    snprintf(buf, size, "%s (%s) of %s or more, to a spill file in %s by %s; %s; page cache %s; %s",
+    char threads[48] = "";
+    if (off->prefetcher && o->io_threads > 1) snprintf(threads, sizeof threads, " (%d I/O threads)", o->io_threads);
+    snprintf(buf, size, "%s (%s) of %s or more, to a spill file in %s by %s; %s; page cache %s; %s%s",
              offload_policy_name(o->policy), what, min, off->dir,
              o->io == OFFLOAD_IO_MMAP ? "mmap" : o->io == OFFLOAD_IO_DIRECT ? "O_DIRECT pwrite/pread" : "pwritev/preadv",
              behind,
              o->io == OFFLOAD_IO_DIRECT ? "not used (backward reads the disk)"
              : o->drop_cache            ? "dropped record by record (backward reads the disk)"
                                         : "kept",
-             ahead);
+             ahead, threads);
     return buf;
 }
 

@@ -129,7 +129,10 @@ typedef enum OffloadPolicy {
 #define OFFLOAD_LARGE_BYTES ((size_t)1 << 20)  /* default: what "large" means */
 #define OFFLOAD_GROW_BYTES ((size_t)64 << 20)  /* default: the file grows this much at a time */
 #define OFFLOAD_PREFETCH 2                     /* default: records read ahead in backward */
+#define OFFLOAD_PREFETCH_BYTES 0               /* default: no limit on their bytes but their count */
 #define OFFLOAD_WRITE_BEHIND 2                 /* default: records written behind the forward */
+#define OFFLOAD_IO_THREADS 1                   /* default: helper threads moving the records */
+#define OFFLOAD_MAX_IO_THREADS 4
 
 /* How the bytes move between a tensor and the file (offload.c describes both). */
 typedef enum OffloadIo {
@@ -157,12 +160,23 @@ typedef struct OffloadOptions {
     int prefetch;           /* in backward, records a helper thread reads ahead of the one
                                being unpacked, into tensors allocated (ACT) when the read is
                                queued; 0: no thread, each record is read when unpacked */
+    size_t prefetch_bytes;  /* and, if > 0, no more than this many bytes of data between the
+                               records read ahead (the next record is read ahead whatever its
+                               size): with records of very different sizes, a window of bytes
+                               keeps the disk busy where a count of records leaves it idle
+                               behind small ones, and bounds the ACT it costs. 0: the count
+                               alone decides */
     int write_behind;       /* io syscalls: records the helper thread may still be writing
                                while the forward goes on (each pack waits for the oldest
                                beyond that); each keeps its tensor (ACT) until its write is
                                seen finished. 0, or io mmap: pack writes before it returns
                                (io direct writes behind as syscalls does) */
     size_t grow_bytes;      /* the file grows by at least this much at a time (> 0) */
+    int io_threads;         /* helper threads that write behind and read ahead (0 or 1: one;
+                               at most OFFLOAD_MAX_IO_THREADS): with two, one copies and
+                               checksums while the other waits for the disk, and two
+                               requests are at the device at once. Records are still
+                               waited for, and the ledger moved, in order */
 } OffloadOptions;
 
 /* The defaults for `policy`: io by system calls, min_bytes OFFLOAD_MIN_BYTES, large_bytes
@@ -219,6 +233,16 @@ typedef struct OffloadStats {
                                over and waiting for an older write) and in offload_pop
                                waiting for the last ones */
     double read_seconds;    /* time spent in unpack reading them back */
+    double read_wait_seconds; /* of it, unpack blocked on a read ahead the thread had not
+                               finished */
+    size_t reads_waited;    /* records read ahead that unpack had to wait for */
+    double thread_write_seconds; /* the helper threads' time writing behind (checksums,
+                               copies, system calls; summed over the threads), counted as
+                               each write is seen done */
+    size_t thread_write_bytes; /* the bytes of those records in the file (headers, padding) */
+    double thread_read_seconds; /* their time reading ahead (system calls, copies,
+                               checksums; summed over the threads) */
+    size_t thread_read_bytes; /* the bytes of those records in the file */
     size_t cached_after_forward; /* drop_cache or io direct: bytes of the last forward's
                                records in the page cache when offload_pop returned
                                (mincore), which backward would read without the disk; 0

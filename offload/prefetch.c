@@ -1,8 +1,10 @@
 /*
- * prefetch.c — the read-ahead and write-behind thread and its queue (see prefetch.h).
+ * prefetch.c — the read-ahead and write-behind threads and their queue (see prefetch.h).
  *
  * One mutex guards the queue, the stop flag and every request's `done`; one condition
- * variable wakes the thread when a request is queued and the caller when one is done.
+ * variable wakes the threads when a request is queued and the caller when one is done.
+ * Each thread takes the oldest request queued, so requests start in order; with several
+ * threads they run side by side and may finish in any order.
  */
 #define _GNU_SOURCE /* preadv, pwritev, sync_file_range */
 
@@ -17,14 +19,24 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "tensor/platform.h"
+
+typedef struct Prefetcher Prefetcher;
+
+/* One of the threads. */
+typedef struct Worker {
+    Prefetcher *owner;
+    pthread_t thread;
+    unsigned char *bounce;    /* its own, for direct requests; NULL if none will come */
+} Worker;
 
 struct Prefetcher {
     int fd;
-    pthread_t thread;
+    int threads;              /* started, in workers[0, threads) */
+    Worker workers[PREFETCH_MAX_THREADS];
     pthread_mutex_t lock;
     pthread_cond_t changed;
     PrefetchIo *first, *last; /* the queue, oldest first */
-    unsigned char *bounce;    /* the thread's, for direct requests; NULL if none will come */
     bool stop;
 };
 
@@ -93,10 +105,11 @@ static int transfer_direct(int fd, const PrefetchIo *io, unsigned char *bounce)
  * a larger pad is left unwritten, which only costs the read of a partial page). */
 static const unsigned char ZEROS[(size_t)64 << 10];
 
-int prefetch_transfer(int fd, PrefetchIo *io, unsigned char *bounce)
+/* The transfer itself, as prefetch_transfer describes it, without the clock. */
+static int transfer(int fd, PrefetchIo *io, unsigned char *bounce)
 {
     if (io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
-    if (io->direct) return io->error = transfer_direct(fd, io, bounce);
+    if (io->direct) return transfer_direct(fd, io, bounce);
     const size_t pad = io->write && io->pad_bytes <= sizeof ZEROS ? io->pad_bytes : 0;
     const size_t bytes = io->head_bytes + io->data_bytes + pad;
     int error = 0;
@@ -108,14 +121,24 @@ int prefetch_transfer(int fd, PrefetchIo *io, unsigned char *bounce)
     if (!error && io->evict)
         error = io->write ? prefetch_start_writeback(fd, io->offset, io->evict_bytes)
                           : prefetch_evict(fd, io->offset, io->evict_bytes);
+    return error;
+}
+
+int prefetch_transfer(int fd, PrefetchIo *io, unsigned char *bounce)
+{
+    const double start = platform_seconds();
+    const int error = transfer(fd, io, bounce);
+    if (!error && !io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
+    io->seconds = platform_seconds() - start;
     io->error = error;
     return error;
 }
 
-/* The thread: take the oldest queued request, do it without the lock, mark it done. */
+/* A thread: take the oldest queued request, do it without the lock, mark it done. */
 static void *prefetch_thread(void *arg)
 {
-    Prefetcher *p = arg;
+    const Worker *w = arg;
+    Prefetcher *p = w->owner;
     pthread_mutex_lock(&p->lock);
     for (;;) {
         while (!p->stop && !p->first) pthread_cond_wait(&p->changed, &p->lock);
@@ -125,7 +148,7 @@ static void *prefetch_thread(void *arg)
         if (!p->first) p->last = NULL;
         pthread_mutex_unlock(&p->lock);
 
-        const int error = prefetch_transfer(p->fd, io, p->bounce);
+        const int error = prefetch_transfer(p->fd, io, w->bounce);
 
         pthread_mutex_lock(&p->lock);
         io->error = error;
@@ -136,44 +159,59 @@ static void *prefetch_thread(void *arg)
     return NULL;
 }
 
-Prefetcher *prefetch_create(int fd, bool direct)
+/* Stops the `p->threads` threads started, joins them, and frees `p`. */
+static void stop_and_free(Prefetcher *p)
 {
-    Prefetcher *p = calloc(1, sizeof *p);
-    if (!p) {
-        remat_fail(REMAT_ENOMEM, "prefetch: no memory for the I/O thread's state");
+    pthread_mutex_lock(&p->lock);
+    p->stop = true;
+    pthread_cond_broadcast(&p->changed);
+    pthread_mutex_unlock(&p->lock);
+    for (int k = 0; k < p->threads; k++) pthread_join(p->workers[k].thread, NULL);
+    pthread_cond_destroy(&p->changed);
+    pthread_mutex_destroy(&p->lock);
+    for (int k = 0; k < PREFETCH_MAX_THREADS; k++) free(p->workers[k].bounce);
+    free(p);
+}
+
+Prefetcher *prefetch_create(int fd, bool direct, int threads)
+{
+    if (threads < 1 || threads > PREFETCH_MAX_THREADS) {
+        remat_fail(REMAT_EINVAL, "prefetch: %d I/O threads asked for; 1 to %d can be had", threads,
+                   PREFETCH_MAX_THREADS);
         return NULL;
     }
-    if (direct && !(p->bounce = prefetch_bounce_create())) {
-        free(p);
+    Prefetcher *p = calloc(1, sizeof *p);
+    if (!p) {
+        remat_fail(REMAT_ENOMEM, "prefetch: no memory for the I/O threads' state");
         return NULL;
+    }
+    for (int k = 0; k < threads && direct; k++) {
+        if (!(p->workers[k].bounce = prefetch_bounce_create())) {
+            for (int j = 0; j < k; j++) free(p->workers[j].bounce);
+            free(p);
+            return NULL;
+        }
     }
     p->fd = fd;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->changed, NULL);
-    int err = pthread_create(&p->thread, NULL, prefetch_thread, p);
-    if (err) {
-        pthread_cond_destroy(&p->changed);
-        pthread_mutex_destroy(&p->lock);
-        free(p->bounce);
-        free(p);
-        remat_fail(REMAT_ENOMEM, "prefetch: cannot start the I/O thread (error %d)", err);
-        return NULL;
+    for (int k = 0; k < threads; k++) {
+        Worker *w = &p->workers[k];
+        w->owner = p;
+        const int err = pthread_create(&w->thread, NULL, prefetch_thread, w);
+        if (err) {
+            stop_and_free(p); /* joins those that started */
+            remat_fail(REMAT_ENOMEM, "prefetch: cannot start an I/O thread (error %d)", err);
+            return NULL;
+        }
+        p->threads++;
     }
     return p;
 }
 
 void prefetch_free(Prefetcher *p)
 {
-    if (!p) return;
-    pthread_mutex_lock(&p->lock);
-    p->stop = true;
-    pthread_cond_broadcast(&p->changed);
-    pthread_mutex_unlock(&p->lock);
-    pthread_join(p->thread, NULL);
-    pthread_cond_destroy(&p->changed);
-    pthread_mutex_destroy(&p->lock);
-    free(p->bounce);
-    free(p);
+    if (p) stop_and_free(p);
 }
 
 void prefetch_submit(Prefetcher *p, PrefetchIo *io)
@@ -189,9 +227,11 @@ void prefetch_submit(Prefetcher *p, PrefetchIo *io)
     pthread_mutex_unlock(&p->lock);
 }
 
-void prefetch_wait(Prefetcher *p, PrefetchIo *io)
+bool prefetch_wait(Prefetcher *p, PrefetchIo *io)
 {
     pthread_mutex_lock(&p->lock);
+    const bool blocked = !io->done;
     while (!io->done) pthread_cond_wait(&p->changed, &p->lock);
     pthread_mutex_unlock(&p->lock);
+    return blocked;
 }

@@ -1,15 +1,20 @@
 /*
- * prefetch.h — a helper thread that reads parts of a file into memory ahead of need, and
- * writes parts of memory to the file behind the caller's back.
+ * prefetch.h — helper threads that read parts of a file into memory ahead of need, and
+ * write parts of memory to the file behind the caller's back.
  *
- * What it is: one thread and a queue. The caller fills a PrefetchIo (read or write, where
- * in the file, which buffers), submits it, goes on computing, and later waits for it; the
- * thread does the preadv or pwritev meanwhile, so the disk's work overlaps the caller's.
+ * What it is: one thread (or a few) and a queue. The caller fills a PrefetchIo (read or
+ * write, where in the file, which buffers), submits it, goes on computing, and later waits
+ * for it; a thread does the preadv or pwritev meanwhile, so the disk's work overlaps the
+ * caller's. With two threads, one copies and checksums while the other waits for the
+ * disk, and two requests are at the device at once.
  * Offload uses it in backward to read the records it will unpack next, and in the
  * forward to write the records it has just packed (offload.c), and to take them out of
- * the page cache once written or read, when backward must read the disk. Requests are
- * done one at a time in the order they were submitted, so a read queued after a write of
- * the same bytes reads what was written.
+ * the page cache once written or read, when backward must read the disk. Requests start
+ * in the order they were submitted; with one thread each is done before the next starts,
+ * so a read queued after a write of the same bytes reads what was written. With more,
+ * they run side by side and may finish in any order: the caller must not queue a read of
+ * bytes that a write not yet waited for is writing (offload never does: a record's read
+ * is queued only once its write has been waited for).
  *
  * Why a thread rather than posix_fadvise(POSIX_FADV_WILLNEED), which asks the kernel to
  * read ahead with no thread at all: WILLNEED only starts the disk reads, and the copy out
@@ -41,8 +46,9 @@
 
 /* One read (as preadv) or write (as pwritev) of head_bytes + data_bytes at `offset`, from
  * or into two buffers. A write with `crc` set first stores the CRC-32C of the data there
- * (crc may point into `head`, which is written after it is stored): the checksum is then
- * computed on the thread too, off the caller's path. With `evict` set, the range of
+ * (crc may point into `head`, which is written after it is stored); a read with `crc` set
+ * stores there the CRC-32C of the data it read: either way the checksum is computed on
+ * the thread too, off the caller's path. With `evict` set, the range of
  * `evict_bytes` from `offset` is then on its way out of the page cache: a write starts
  * writing it back to the disk (prefetch_start_writeback), so that a later prefetch_evict
  * finds little left to wait for; a read drops it (prefetch_evict). */
@@ -57,7 +63,8 @@ typedef struct PrefetchIo {
                                   page: a write writes them as zeros, so that no page is
                                   written in part (a partial page not in the page cache
                                   would be read from the disk first); a read skips them */
-    uint32_t *crc;             /* write only: where to store the data's CRC-32C, or NULL */
+    uint32_t *crc;             /* where to store the data's CRC-32C (a write: before writing;
+                                  a read: of what it read, if it succeeded), or NULL */
     bool direct;               /* the file is open with O_DIRECT: the transfer goes through an
                                   aligned bounce buffer, in pwrite/pread calls of at most
                                   PREFETCH_BOUNCE_BYTES, and moves the padding too; offset
@@ -66,6 +73,8 @@ typedef struct PrefetchIo {
     bool evict;                /* then start its write-back (a write) or drop it (a read) */
     size_t evict_bytes;        /* the range's length, from `offset` */
     int error;                 /* after prefetch_wait: 0, an errno, or -1 for a short transfer */
+    double seconds;            /* after prefetch_wait: how long the transfer took where it ran
+                                  (checksum, copies, system calls, eviction) */
     bool done;                 /* the thread's; read it only through prefetch_wait */
     struct PrefetchIo *next;   /* the queue's */
 } PrefetchIo;
@@ -79,22 +88,27 @@ typedef struct Prefetcher Prefetcher;
  * on one thread; the caller frees it with free(). NULL with REMAT_ENOMEM. */
 unsigned char *prefetch_bounce_create(void);
 
-/* Starts a thread that reads from and writes to `fd` (with a bounce buffer of its own if
- * `direct`). The caller owns the result and frees it with prefetch_free. NULL with
- * REMAT_ENOMEM if the thread or its state cannot be made. */
-Prefetcher *prefetch_create(int fd, bool direct);
+/* The most threads one Prefetcher runs. */
+#define PREFETCH_MAX_THREADS 4
 
-/* Stops and joins the thread. NULL is a no-op. No request may still be queued. */
+/* Starts `threads` threads (1 to PREFETCH_MAX_THREADS) that read from and write to `fd`,
+ * each with a bounce buffer of its own if `direct`. The caller owns the result and frees
+ * it with prefetch_free. NULL, with nothing left running, on error: REMAT_EINVAL for a
+ * thread count out of range, REMAT_ENOMEM if a thread or its state cannot be made. */
+Prefetcher *prefetch_create(int fd, bool direct, int threads);
+
+/* Stops and joins the threads. NULL is a no-op. No request may still be queued. */
 void prefetch_free(Prefetcher *p);
 
 /* Queues `io` (its direction, offset and buffers filled in by the caller); returns at once. */
 void prefetch_submit(Prefetcher *p, PrefetchIo *io);
 
-/* Blocks until `io`, submitted earlier, is done; then io->error says how it went. */
-void prefetch_wait(Prefetcher *p, PrefetchIo *io);
+/* Blocks until `io`, submitted earlier, is done; then io->error says how it went. Returns
+ * whether it had to block (false: the thread had already finished it). */
+bool prefetch_wait(Prefetcher *p, PrefetchIo *io);
 
 /* Does `io` now, on the calling thread, as the helper thread would: 0, an errno, or -1
- * for a short transfer (also stored in io->error). `bounce` (prefetch_bounce_create, used
+ * for a short transfer (also stored in io->error; the time it took in io->seconds). `bounce` (prefetch_bounce_create, used
  * by no other thread meanwhile) is needed for a direct request only; else it may be NULL. */
 int prefetch_transfer(int fd, PrefetchIo *io, unsigned char *bounce);
 

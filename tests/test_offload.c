@@ -156,12 +156,23 @@ static void check_offload_with_every_strategy(const Trainee *t)
         {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_DOTS_SAVEABLE, .preserve_rng = true},
         {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_NOTHING_SAVEABLE, .preserve_rng = true},
     };
-    enum { BEHIND = OFFLOAD_WRITE_BEHIND };
-    const struct { OffloadPolicy policy; OffloadIo io; bool drop_cache; int write_behind; } variants[] = {
-        {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, false, BEHIND}, {OFFLOAD_BOUNDARY, OFFLOAD_IO_SYSCALLS, false, BEHIND},
-        {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, false, 0}, {OFFLOAD_ALL, OFFLOAD_IO_MMAP, false, BEHIND},
-        {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, true, BEHIND}, {OFFLOAD_ALL, OFFLOAD_IO_MMAP, true, BEHIND},
-        {OFFLOAD_ALL, OFFLOAD_IO_DIRECT, false, BEHIND}, {OFFLOAD_ALL, OFFLOAD_IO_DIRECT, false, 0},
+    enum { BEHIND = OFFLOAD_WRITE_BEHIND, WINDOW = 16 << 10 };
+    /* window: read ahead as many records as 16 KiB of data holds (at least the next one);
+     * threads: helper threads moving the records (0: the default, one) */
+    const struct {
+        OffloadPolicy policy;
+        OffloadIo io;
+        bool drop_cache;
+        int write_behind;
+        size_t window;
+        int threads;
+    } variants[] = {
+        {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, false, BEHIND, 0, 0}, {OFFLOAD_BOUNDARY, OFFLOAD_IO_SYSCALLS, false, BEHIND, 0, 0},
+        {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, false, 0, 0, 0},      {OFFLOAD_ALL, OFFLOAD_IO_MMAP, false, BEHIND, 0, 0},
+        {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, true, BEHIND, 0, 0},  {OFFLOAD_ALL, OFFLOAD_IO_MMAP, true, BEHIND, 0, 0},
+        {OFFLOAD_ALL, OFFLOAD_IO_DIRECT, false, BEHIND, 0, 0},   {OFFLOAD_ALL, OFFLOAD_IO_DIRECT, false, 0, 0, 0},
+        {OFFLOAD_ALL, OFFLOAD_IO_DIRECT, false, BEHIND, WINDOW, 2}, {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, true, BEHIND, WINDOW, 0},
+        {OFFLOAD_ALL, OFFLOAD_IO_SYSCALLS, false, 4, 0, 3},
     };
     for (size_t i = 0; i < sizeof strategies / sizeof strategies[0]; i++) {
         for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
@@ -171,13 +182,20 @@ static void check_offload_with_every_strategy(const Trainee *t)
             oo.io = variants[v].io;
             oo.drop_cache = variants[v].drop_cache;
             oo.write_behind = variants[v].write_behind;
+            if (variants[v].window) {
+                oo.prefetch = 1 << 20;
+                oo.prefetch_bytes = variants[v].window;
+            }
+            oo.io_threads = variants[v].threads;
             Outcome o = {0};
             OffloadStats stats;
             char what[128];
-            snprintf(what, sizeof what, "%s, %s%s%s, offload %s by %s%s%s", t->kind, strategy_name(s->kind),
+            char threads[16] = "";
+            if (oo.io_threads) snprintf(threads, sizeof threads, ", %d threads", oo.io_threads);
+            snprintf(what, sizeof what, "%s, %s%s%s, offload %s by %s%s%s%s%s", t->kind, strategy_name(s->kind),
                      s->policy ? " " : "", s->policy ? s->policy->name : "", offload_policy_name(oo.policy),
                      io_name(oo.io), oo.write_behind ? "" : ", in the forward",
-                     oo.drop_cache ? ", no page cache" : "");
+                     oo.drop_cache ? ", no page cache" : "", oo.prefetch_bytes ? ", 16 KiB ahead" : "", threads);
             assert_int_equal(train(t, s, &oo, &o, &stats), REMAT_OK);
             assert_same_outcome(&reference, &o, what);
             assert_true(stats.records_written > 0);
@@ -412,6 +430,7 @@ typedef struct ChainMeasure {
     size_t peak_act;   /* peak ACT of the step */
     size_t peak_disk;  /* peak DISK of the step */
     size_t saved_act;  /* bytes of activations the tape kept in RAM for backward, after the forward */
+    OffloadStats io;   /* what the offloader did (zeros without offload) */
 } ChainMeasure;
 
 /* Bytes of MEM_ACT tensors the tape's nodes hold as plain references (not through hooks). */
@@ -477,6 +496,7 @@ static ChainMeasure measure_chain(int N, StrategyKind kind, const OffloadOptions
     r.peak_disk = mem_peak(MEM_DISK);
     var_free(loss);
     tape_reset(tape_current());
+    if (off) r.io = offload_stats(off);
     offload_free(off);
     schedule_free(schedule);
     chain_free(&c);
@@ -545,6 +565,60 @@ static void test_offload_all_keeps_one_block_of_the_chain_whatever_its_depth(voi
         printf("\n");
         /* offload all's DISK is exactly what none kept in RAM for backward. */
         assert_int_equal(want_disk[0] * a, none.saved_act);
+    }
+}
+
+/* A window of bytes: backward reads ahead the next records up to prefetch_bytes of data
+ * between them (always the next one), or `prefetch` records, whichever is fewer, and the
+ * peak rises by exactly those records: 6 + p units on the chain, as for a window of p
+ * records (the test above). The helper thread moved every record, header and padding
+ * included (a + one page each), in both directions, and says so. */
+static void test_a_window_of_bytes_bounds_what_is_read_ahead(void **state)
+{
+    (void)state;
+    enum { N = 16, RECORDS = 2 * N + 2 };
+    const size_t a = CHAIN_A, span = CHAIN_A + 4096;
+    const struct { int prefetch; size_t bytes; size_t ahead; } windows[] = {
+        {1000, 3 * a, 3},         /* three records fill it exactly */
+        {1000, 3 * a + a / 2, 3}, /* a fourth would not fit */
+        {1000, a / 2, 1},         /* smaller than one record: the next one all the same */
+        {2, 3 * a, 2},            /* the count is the tighter limit */
+        {1000, 0, 1000},          /* no limit of bytes: every record, all of them at once */
+    };
+    for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++) {
+        OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+        o.dir = spill_dir;
+        o.io = w % 2 ? OFFLOAD_IO_DIRECT : OFFLOAD_IO_SYSCALLS;
+        o.prefetch = windows[w].prefetch;
+        o.prefetch_bytes = windows[w].bytes;
+        o.io_threads = 1 + (int)(w / 2 % 2); /* one or two helper threads: the same figures */
+        const ChainMeasure m = measure_chain(N, STRATEGY_NONE, &o);
+        /* All 2N + 2 records at once when nothing limits the window: the whole DISK comes
+         * back into ACT before backward frees any of it, beside the batch (2) and the
+         * gradient of the loss's input (1). */
+        const size_t want = windows[w].ahead >= RECORDS ? 3 + RECORDS : 6 + windows[w].ahead;
+        printf("  prefetch %4d, %6zu KiB ahead, %-8s, %d thread%s: peak ACT %2zu a\n", o.prefetch,
+               o.prefetch_bytes >> 10, io_name(o.io), o.io_threads, o.io_threads > 1 ? "s" : " ", (m.peak_act - 8) / a);
+        assert_int_equal(m.peak_act, want * a + 8);
+        assert_int_equal(m.io.records_read, RECORDS);
+        /* A window of one record misses one: the loss, the last node, saved two tensors,
+         * and its backward unpacks the one saved first before the one the window holds;
+         * unpack reads it itself, and the window never reads it again. */
+        const size_t ahead = windows[w].ahead == 1 ? RECORDS - 1 : RECORDS;
+        assert_int_equal(m.io.prefetched, ahead);
+        assert_int_equal(m.io.thread_read_bytes, ahead * span);
+        assert_int_equal(m.io.thread_write_bytes, RECORDS * span);
+        assert_true(m.io.reads_waited <= m.io.prefetched);
+        assert_true(m.io.read_wait_seconds <= m.io.read_seconds);
+        assert_true(m.io.thread_read_seconds > 0 && m.io.thread_write_seconds > 0);
+    }
+    for (int threads = -1; threads <= OFFLOAD_MAX_IO_THREADS + 1; threads += OFFLOAD_MAX_IO_THREADS + 2) {
+        OffloadOptions bad = offload_defaults(OFFLOAD_ALL);
+        bad.dir = spill_dir;
+        bad.io_threads = threads;
+        assert_null(offload_create(&bad));
+        assert_int_equal(remat_last_status(), REMAT_EINVAL);
+        assert_non_null(strstr(remat_last_error(), "io_threads from 0 to 4"));
     }
 }
 
@@ -1285,6 +1359,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_each_policy_spills_what_it_promises, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_the_spill_file_is_reused_and_every_record_is_prefetched, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_offload_all_keeps_one_block_of_the_chain_whatever_its_depth, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_a_window_of_bytes_bounds_what_is_read_ahead, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_writing_behind_moves_the_ledger_at_fixed_points, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_an_unpack_waits_for_a_record_still_being_written, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_dropping_the_page_cache_leaves_no_record_in_it, fixture_clean_state, fixture_clean_state),
