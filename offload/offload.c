@@ -134,6 +134,7 @@ struct Offload {
     Record **order;        /* records written since the last reset, in order; NULL once released */
     size_t count, order_capacity;
     size_t finished;       /* order[finished, count) are still being written behind */
+    size_t writing_bytes;  /* their data's bytes */
     bool write_failed;     /* a write behind failed and was reported, since the last reset */
     size_t live;           /* records written (or being written) and not yet released */
     uint64_t sequence;
@@ -160,6 +161,7 @@ OffloadOptions offload_defaults(OffloadPolicy policy)
     return (OffloadOptions){.policy = policy, .io = OFFLOAD_IO_SYSCALLS, .min_bytes = OFFLOAD_MIN_BYTES,
                             .large_bytes = OFFLOAD_LARGE_BYTES, .prefetch = OFFLOAD_PREFETCH,
                             .prefetch_bytes = OFFLOAD_PREFETCH_BYTES, .io_threads = OFFLOAD_IO_THREADS,
+                            .write_behind_bytes = OFFLOAD_WRITE_BEHIND_BYTES,
                             .write_behind = OFFLOAD_WRITE_BEHIND, .grow_bytes = OFFLOAD_GROW_BYTES};
 }
 
@@ -397,6 +399,7 @@ static bool writes_behind(const OffloadOptions *o) { return o->write_behind > 0 
 static void write_behind(Offload *off, Record *r, Tensor *t)
 {
     r->writing = tensor_retain(t);
+    off->writing_bytes += t->bytes;
     memset(r->head.bytes, 0, sizeof r->head.bytes);
     r->head.header = r->header;
     r->io = record_io(off, r, true, r->head.bytes, t->data, t->bytes);
@@ -411,9 +414,11 @@ static RematStatus finish_oldest_write(Offload *off)
 {
     Record *r = off->order[off->finished++];
     prefetch_wait(off->prefetcher, &r->io);
+    off->writing_bytes -= r->header.bytes;
     tensor_free(r->writing);
     r->writing = NULL;
     off->stats.thread_write_seconds += r->io.seconds;
+    off->stats.thread_cpu_seconds += r->io.cpu_seconds;
     const int err = r->io.error;
     if (!err) {
         r->header = r->head.header; /* with the checksum the thread computed */
@@ -440,6 +445,21 @@ static RematStatus finish_writes(Offload *off, size_t in_flight)
 {
     RematStatus status = REMAT_OK;
     while (off->count - off->finished > in_flight) {
+        RematStatus s = finish_oldest_write(off);
+        if (status == REMAT_OK) status = s;
+    }
+    return status;
+}
+
+/* Before `bytes` more are written behind: waits for the oldest writes until at most
+ * write_behind − 1 records are in flight and, with write_behind_bytes, until the new
+ * record's data fits in that many beside theirs (or none is left in flight). Like
+ * finish_writes, it depends on the records' count and sizes only. */
+static RematStatus make_room_to_write(Offload *off, size_t bytes)
+{
+    const size_t budget = off->opts.write_behind_bytes;
+    RematStatus status = finish_writes(off, (size_t)off->opts.write_behind - 1);
+    while (budget && off->count > off->finished && off->writing_bytes + bytes > budget) {
         RematStatus s = finish_oldest_write(off);
         if (status == REMAT_OK) status = s;
     }
@@ -498,6 +518,7 @@ static void wait_for_read_ahead(Offload *off, Record *r)
         off->stats.read_wait_seconds += platform_seconds() - start;
     }
     off->stats.thread_read_seconds += r->io.seconds;
+    off->stats.thread_cpu_seconds += r->io.cpu_seconds;
     if (!r->io.error) off->stats.thread_read_bytes += r->span;
 }
 
@@ -664,10 +685,10 @@ static void *offload_pack(void *ctx, Tensor *t, const Node *node, int slot)
     }
     slot_name(what, sizeof what, node, slot);
     const double start = platform_seconds();
-    /* Writing behind: at most write_behind records in flight, this one included. A failed
-     * earlier write fails this pack: the next point where the forward can hear of it. */
-    RematStatus status = writes_behind(&off->opts) ? finish_writes(off, (size_t)off->opts.write_behind - 1)
-                                                   : REMAT_OK;
+    /* Writing behind: at most write_behind records (and write_behind_bytes) in flight, this
+     * one included. A failed earlier write fails this pack: the next point where the
+     * forward can hear of it. */
+    RematStatus status = writes_behind(&off->opts) ? make_room_to_write(off, t->bytes) : REMAT_OK;
     if (status == REMAT_OK) {
         status = write_record(off, r, t, what);
         if (status != REMAT_OK) count_failure(off);
@@ -721,7 +742,7 @@ static void offload_release(void *ctx, void *packed)
         off->order[r->index] = NULL;
         if (--off->live == 0) { /* the next step starts at byte 0 */
             advise_mapping(off, MADV_NORMAL);
-            off->count = off->finished = off->tail = 0;
+            off->count = off->finished = off->tail = off->writing_bytes = 0;
             off->write_failed = false;
         }
     }
@@ -894,16 +915,20 @@ char *offload_describe(const Offload *off, char *buf, size_t size)
     if (o->policy == OFFLOAD_ALL) snprintf(what, sizeof what, "every saved activation");
     else if (o->policy == OFFLOAD_LARGE) snprintf(what, sizeof what, "saved activations of %s or more%s", large, prefix);
     else snprintf(what, sizeof what, "the inputs checkpoint regions keep");
-    char ahead[96] = "no prefetch", behind[64] = "written in the forward";
+    char ahead[96] = "no prefetch", behind[96] = "written in the forward";
     char budget[48] = "", budget_size[32];
     if (o->prefetch_bytes) snprintf(budget, sizeof budget, " and %s", mem_format_bytes(budget_size, sizeof budget_size,
                                                                                         o->prefetch_bytes));
     if (o->prefetch)
         snprintf(ahead, sizeof ahead, "prefetch %d record%s%s ahead on a helper thread", o->prefetch,
                  o->prefetch == 1 ? "" : "s", budget);
+    char behind_size[32], behind_budget[48] = "";
+    if (o->write_behind_bytes)
+        snprintf(behind_budget, sizeof behind_budget, " and %s",
+                 mem_format_bytes(behind_size, sizeof behind_size, o->write_behind_bytes));
     if (writes_behind(o))
-        snprintf(behind, sizeof behind, "written up to %d record%s behind on a helper thread", o->write_behind,
-                 o->write_behind == 1 ? "" : "s");
+        snprintf(behind, sizeof behind, "written up to %d record%s%s behind on a helper thread", o->write_behind,
+                 o->write_behind == 1 ? "" : "s", behind_budget);
     char threads[48] = "";
     if (off->prefetcher && o->io_threads > 1) snprintf(threads, sizeof threads, " (%d I/O threads)", o->io_threads);
     snprintf(buf, size, "%s (%s) of %s or more, to a spill file in %s by %s; %s; page cache %s; %s%s",

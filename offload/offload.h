@@ -130,6 +130,7 @@ typedef enum OffloadPolicy {
 #define OFFLOAD_GROW_BYTES ((size_t)64 << 20)  /* default: the file grows this much at a time */
 #define OFFLOAD_PREFETCH 2                     /* default: records read ahead in backward */
 #define OFFLOAD_PREFETCH_BYTES 0               /* default: no limit on their bytes but their count */
+#define OFFLOAD_WRITE_BEHIND_BYTES 0           /* default: no limit on their bytes but their count */
 #define OFFLOAD_WRITE_BEHIND 2                 /* default: records written behind the forward */
 #define OFFLOAD_IO_THREADS 1                   /* default: helper threads moving the records */
 #define OFFLOAD_MAX_IO_THREADS 4
@@ -171,6 +172,10 @@ typedef struct OffloadOptions {
                                beyond that); each keeps its tensor (ACT) until its write is
                                seen finished. 0, or io mmap: pack writes before it returns
                                (io direct writes behind as syscalls does) */
+    size_t write_behind_bytes; /* and, if > 0, no more than this many bytes of data in flight
+                               (a record larger than that is still written behind, alone):
+                               bursts of records between small ops then wait for the disk
+                               by their bytes, not their count. 0: the count alone decides */
     size_t grow_bytes;      /* the file grows by at least this much at a time (> 0) */
     int io_threads;         /* helper threads that write behind and read ahead (0 or 1: one;
                                at most OFFLOAD_MAX_IO_THREADS): with two, one copies and
@@ -243,6 +248,9 @@ typedef struct OffloadStats {
     double thread_read_seconds; /* their time reading ahead (system calls, copies,
                                checksums; summed over the threads) */
     size_t thread_read_bytes; /* the bytes of those records in the file */
+    double thread_cpu_seconds; /* of the helper threads' time both ways, their CPU time
+                               (checksums, copies, the system calls' own work): what they
+                               take from the cores the computing threads run on */
     size_t cached_after_forward; /* drop_cache or io direct: bytes of the last forward's
                                records in the page cache when offload_pop returned
                                (mincore), which backward would read without the disk; 0

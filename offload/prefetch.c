@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "crc32c.h"
@@ -124,12 +125,20 @@ static int transfer(int fd, PrefetchIo *io, unsigned char *bounce)
     return error;
 }
 
+/* The CPU time the calling thread has used, in seconds. */
+static double thread_cpu_seconds(void)
+{
+    struct timespec ts;
+    return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 ? (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec : 0.0;
+}
+
 int prefetch_transfer(int fd, PrefetchIo *io, unsigned char *bounce)
 {
-    const double start = platform_seconds();
+    const double start = platform_seconds(), cpu_start = thread_cpu_seconds();
     const int error = transfer(fd, io, bounce);
     if (!error && !io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
     io->seconds = platform_seconds() - start;
+    io->cpu_seconds = thread_cpu_seconds() - cpu_start;
     io->error = error;
     return error;
 }

@@ -75,6 +75,8 @@ typedef struct PrefetchIo {
     int error;                 /* after prefetch_wait: 0, an errno, or -1 for a short transfer */
     double seconds;            /* after prefetch_wait: how long the transfer took where it ran
                                   (checksum, copies, system calls, eviction) */
+    double cpu_seconds;        /* of it, the CPU time of the thread that ran it (the rest was
+                                  spent waiting for the disk, or for a core) */
     bool done;                 /* the thread's; read it only through prefetch_wait */
     struct PrefetchIo *next;   /* the queue's */
 } PrefetchIo;
@@ -108,7 +110,8 @@ void prefetch_submit(Prefetcher *p, PrefetchIo *io);
 bool prefetch_wait(Prefetcher *p, PrefetchIo *io);
 
 /* Does `io` now, on the calling thread, as the helper thread would: 0, an errno, or -1
- * for a short transfer (also stored in io->error; the time it took in io->seconds). `bounce` (prefetch_bounce_create, used
+ * for a short transfer (also stored in io->error; the time it took in io->seconds and
+ * io->cpu_seconds). `bounce` (prefetch_bounce_create, used
  * by no other thread meanwhile) is needed for a direct request only; else it may be NULL. */
 int prefetch_transfer(int fd, PrefetchIo *io, unsigned char *bounce);
 

@@ -157,7 +157,8 @@ static void check_offload_with_every_strategy(const Trainee *t)
         {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_NOTHING_SAVEABLE, .preserve_rng = true},
     };
     enum { BEHIND = OFFLOAD_WRITE_BEHIND, WINDOW = 16 << 10 };
-    /* window: read ahead as many records as 16 KiB of data holds (at least the next one);
+    /* window: read ahead and write behind as many records as 16 KiB of data holds (at
+     * least one);
      * threads: helper threads moving the records (0: the default, one) */
     const struct {
         OffloadPolicy policy;
@@ -182,9 +183,9 @@ static void check_offload_with_every_strategy(const Trainee *t)
             oo.io = variants[v].io;
             oo.drop_cache = variants[v].drop_cache;
             oo.write_behind = variants[v].write_behind;
-            if (variants[v].window) {
-                oo.prefetch = 1 << 20;
-                oo.prefetch_bytes = variants[v].window;
+            if (variants[v].window) { /* both ways by bytes, the counts left high */
+                oo.prefetch = oo.write_behind = 1 << 20;
+                oo.prefetch_bytes = oo.write_behind_bytes = variants[v].window;
             }
             oo.io_threads = variants[v].threads;
             Outcome o = {0};
@@ -195,7 +196,7 @@ static void check_offload_with_every_strategy(const Trainee *t)
             snprintf(what, sizeof what, "%s, %s%s%s, offload %s by %s%s%s%s%s", t->kind, strategy_name(s->kind),
                      s->policy ? " " : "", s->policy ? s->policy->name : "", offload_policy_name(oo.policy),
                      io_name(oo.io), oo.write_behind ? "" : ", in the forward",
-                     oo.drop_cache ? ", no page cache" : "", oo.prefetch_bytes ? ", 16 KiB ahead" : "", threads);
+                     oo.drop_cache ? ", no page cache" : "", oo.prefetch_bytes ? ", 16 KiB windows" : "", threads);
             assert_int_equal(train(t, s, &oo, &o, &stats), REMAT_OK);
             assert_same_outcome(&reference, &o, what);
             assert_true(stats.records_written > 0);
@@ -631,13 +632,14 @@ typedef struct BehindMeasure {
     size_t peak_act;         /* of the whole step */
 } BehindMeasure;
 
-static BehindMeasure measure_behind(int N, int behind)
+static BehindMeasure measure_behind(int N, int behind, size_t behind_bytes)
 {
     Chain c = chain_create(N, CHAIN_W, CHAIN_B);
     OffloadOptions o = offload_defaults(OFFLOAD_ALL);
     o.dir = spill_dir;
     o.prefetch = 0;
     o.write_behind = behind;
+    o.write_behind_bytes = behind_bytes;
     Offload *off = offload_create(&o);
     assert_non_null(off);
     TrainCtx ctx = {.training = true};
@@ -675,6 +677,22 @@ static BehindMeasure measure_behind(int N, int behind)
  *                                      the forward.
  *   step peak      max(6, 4 + w)       backward's 6 (+ 8 B: the test above), or the forward's.
  */
+static void assert_written_behind(const BehindMeasure *m, int N, size_t w)
+{
+    const size_t a = CHAIN_A;
+    printf("  %6zu %12zu %7zu (%3zu) %6zu (%3zu) %6zu\n", w, m->peak_act_forward / a, m->act_before_pop / a,
+           m->disk_before_pop / a, m->act_after_pop / a, m->disk_after_pop / a, m->peak_act / a);
+    const size_t extra = w > 0 ? w - 1 : 0;
+    assert_int_equal(m->peak_act_forward, (5 + extra) * a);
+    assert_int_equal(m->act_before_pop, (2 + extra) * a + 4); /* + the loss; its seed gradient comes in backward */
+    assert_int_equal(m->disk_before_pop, (2 * (size_t)N + 2 - w) * a);
+    assert_int_equal(m->act_after_pop, 2 * a + 4);
+    assert_int_equal(m->disk_after_pop, (2 * (size_t)N + 2) * a);
+    assert_int_equal(m->peak_act, 4 + w > 6 ? (4 + w) * a : 6 * a + 8); /* the forward's has no loss yet */
+}
+
+/* The same windows given in bytes (write_behind_bytes, the count left high): w·a of data
+ * in flight, or a little more, holds w records, and the figures are those of w records. */
 static void test_writing_behind_moves_the_ledger_at_fixed_points(void **state)
 {
     (void)state;
@@ -683,16 +701,15 @@ static void test_writing_behind_moves_the_ledger_at_fixed_points(void **state)
     printf("  chain N=%d, offload all: ACT (DISK) in units of a (+ 4 or 8 B ACT)\n"
            "  behind  forward peak  before pop    after pop   step peak\n", N);
     for (size_t w = 0; w <= 4; w++) {
-        const BehindMeasure m = measure_behind(N, (int)w);
-        printf("  %6zu %12zu %7zu (%3zu) %6zu (%3zu) %6zu\n", w, m.peak_act_forward / a, m.act_before_pop / a,
-               m.disk_before_pop / a, m.act_after_pop / a, m.disk_after_pop / a, m.peak_act / a);
-        const size_t extra = w > 0 ? w - 1 : 0;
-        assert_int_equal(m.peak_act_forward, (5 + extra) * a);
-        assert_int_equal(m.act_before_pop, (2 + extra) * a + 4); /* + the loss; its seed gradient comes in backward */
-        assert_int_equal(m.disk_before_pop, (2 * N + 2 - w) * a);
-        assert_int_equal(m.act_after_pop, 2 * a + 4);
-        assert_int_equal(m.disk_after_pop, (2 * N + 2) * a);
-        assert_int_equal(m.peak_act, 4 + w > 6 ? (4 + w) * a : 6 * a + 8); /* the forward's has no loss yet */
+        const BehindMeasure m = measure_behind(N, (int)w, 0);
+        assert_written_behind(&m, N, w);
+    }
+    printf("  behind by bytes, the count left at 1000:\n");
+    for (size_t w = 1; w <= 4; w++) {
+        for (size_t more = 0; more <= a / 2; more += a / 2) {
+            const BehindMeasure m = measure_behind(N, 1000, w * a + more);
+            assert_written_behind(&m, N, w);
+        }
     }
 }
 
