@@ -19,13 +19,19 @@
  *                             pwritev/preadv
  *   offload+prefetch (direct) offload+prefetch with O_DIRECT pwrite/pread: the page cache
  *                             is not used, so backward reads the disk (one row)
+ *   offload+windows (direct)  the same, reading ahead up to 16 MiB of records and writing
+ *                             up to 8 MiB behind (512 and 256 KiB in quick mode), rather
+ *                             than two records each way; once with one helper thread, once
+ *                             with two
  *
  * each other offload configuration once with the page cache kept and once with it dropped
  * at the end of every forward (backward then reads the disk); every row says which ran. For
  * each it records the median step time and the median of its ratios to none's in the same
  * round, each with its interval, the peaks of resident activations (ACT) and of DISK, and
  * the time spent inside pack (write) and unpack (read, which includes waiting for a
- * prefetch) per step. Then it times pack and unpack of one record alone, for sizes from
+ * prefetch) per step, and, per offload configuration, where backward waited and what the
+ * helper threads did: how long unpack blocked and on how many records, the threads' busy
+ * time and achieved bandwidth each way, and their CPU time. Then it times pack and unpack of one record alone, for sizes from
  * 4 KiB to 4 MiB, through both ways of moving bytes taking turns: the fixed
  * cost per record that offload's min_bytes threshold is about (offload/README.md).
  *
@@ -77,20 +83,26 @@ typedef struct Config {
     int prefetch;
     bool drop_cache;
     OffloadIo io;
+    bool windows;   /* read ahead and write behind by windows of bytes (Setup), not of records */
+    int io_threads; /* 0: the default, one */
 } Config;
 
+enum { MANY = 1 << 20 }; /* a count of records that never limits a window of bytes */
+
 static const Config CONFIGS[] = {
-    {"none", STRATEGY_NONE, false, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS},
-    {"sqrt", STRATEGY_SQRT, false, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS},
-    {"offload", STRATEGY_NONE, true, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS},
-    {"offload+prefetch", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, false, OFFLOAD_IO_SYSCALLS},
-    {"offload+sqrt", STRATEGY_SQRT, true, OFFLOAD_BOUNDARY, 0, false, OFFLOAD_IO_SYSCALLS},
-    {"offload+prefetch (mmap)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, false, OFFLOAD_IO_MMAP},
-    {"offload", STRATEGY_NONE, true, OFFLOAD_ALL, 0, true, OFFLOAD_IO_SYSCALLS},
-    {"offload+prefetch", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, true, OFFLOAD_IO_SYSCALLS},
-    {"offload+sqrt", STRATEGY_SQRT, true, OFFLOAD_BOUNDARY, 0, true, OFFLOAD_IO_SYSCALLS},
-    {"offload+prefetch (mmap)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, true, OFFLOAD_IO_MMAP},
-    {"offload+prefetch (direct)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, false, OFFLOAD_IO_DIRECT},
+    {"none", STRATEGY_NONE, false, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS, false, 0},
+    {"sqrt", STRATEGY_SQRT, false, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS, false, 0},
+    {"offload", STRATEGY_NONE, true, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS, false, 0},
+    {"offload+prefetch", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, false, OFFLOAD_IO_SYSCALLS, false, 0},
+    {"offload+sqrt", STRATEGY_SQRT, true, OFFLOAD_BOUNDARY, 0, false, OFFLOAD_IO_SYSCALLS, false, 0},
+    {"offload+prefetch (mmap)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, false, OFFLOAD_IO_MMAP, false, 0},
+    {"offload", STRATEGY_NONE, true, OFFLOAD_ALL, 0, true, OFFLOAD_IO_SYSCALLS, false, 0},
+    {"offload+prefetch", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, true, OFFLOAD_IO_SYSCALLS, false, 0},
+    {"offload+sqrt", STRATEGY_SQRT, true, OFFLOAD_BOUNDARY, 0, true, OFFLOAD_IO_SYSCALLS, false, 0},
+    {"offload+prefetch (mmap)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, true, OFFLOAD_IO_MMAP, false, 0},
+    {"offload+prefetch (direct)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, false, OFFLOAD_IO_DIRECT, false, 0},
+    {"offload+windows (direct)", STRATEGY_NONE, true, OFFLOAD_ALL, MANY, false, OFFLOAD_IO_DIRECT, true, 1},
+    {"+windows, 2 thr (direct)", STRATEGY_NONE, true, OFFLOAD_ALL, MANY, false, OFFLOAD_IO_DIRECT, true, 2},
 };
 enum { N_CONFIGS = sizeof CONFIGS / sizeof CONFIGS[0] };
 
@@ -111,17 +123,31 @@ typedef struct Runner {
     Offload *offload; /* NULL without offload */
 } Runner;
 
-static RematStatus runner_create(Runner *r, const Config *c, const Model *m, const char *dir)
+typedef struct Setup {
+    const char *dir;    /* --offload-dir, or NULL */
+    const DiskBandwidth *disk; /* the spill directory's disk, or NULL if it could not be measured */
+    TimingPlan mlp_plan, gpt_plan; /* the steps' rounds, per model */
+    TimingPlan records; /* pack + unpack of one record, per size, the two ways interleaved */
+    size_t window_ahead, window_behind; /* the "windows" rows' bytes read ahead and written behind */
+} Setup;
+
+static RematStatus runner_create(Runner *r, const Config *c, const Model *m, const Setup *setup)
 {
     *r = (Runner){.config = c};
     const Strategy s = strategy_defaults(c->strategy);
     r->schedule = schedule_for_strategy(&s, m->n_layers);
     if (!r->schedule || !c->offload) return r->schedule ? REMAT_OK : remat_last_status();
     OffloadOptions oo = offload_defaults(c->policy);
-    oo.dir = dir;
+    oo.dir = setup->dir;
     oo.prefetch = c->prefetch;
     oo.drop_cache = c->drop_cache;
     oo.io = c->io;
+    if (c->windows) {
+        oo.prefetch_bytes = setup->window_ahead;
+        oo.write_behind = MANY;
+        oo.write_behind_bytes = setup->window_behind;
+    }
+    if (c->io_threads) oo.io_threads = c->io_threads;
     r->offload = offload_create(&oo);
     return r->offload ? REMAT_OK : remat_last_status();
 }
@@ -135,12 +161,6 @@ static void runner_free(Runner *r)
 
 /* ---- training steps under each configuration ------------------------------------------- */
 
-typedef struct Setup {
-    const char *dir;    /* --offload-dir, or NULL */
-    const DiskBandwidth *disk; /* the spill directory's disk, or NULL if it could not be measured */
-    TimingPlan mlp_plan, gpt_plan; /* the steps' rounds, per model */
-    TimingPlan records; /* pack + unpack of one record, per size, the two ways interleaved */
-} Setup;
 
 static const ResultsField STEP_FIELDS[] = {
     {"model", ""},
@@ -168,6 +188,16 @@ static const ResultsField STEP_FIELDS[] = {
     RESULTS_TIMED("backward_seconds", "seconds"),
     RESULTS_TIMED("bound_seconds", "seconds"),
     RESULTS_TIMED("vs_bound", "ratio"),
+    {"prefetch_bytes", "bytes"},
+    {"write_behind_bytes", "bytes"},
+    {"io_threads", "threads"},
+    RESULTS_TIMED("read_wait_seconds", "seconds per step, unpack blocked on reads ahead"),
+    {"reads_waited", "records per step (median)"},
+    RESULTS_TIMED("thread_read_seconds", "seconds per step, helper threads reading"),
+    RESULTS_TIMED("thread_read_bandwidth", "bytes per second"),
+    RESULTS_TIMED("thread_write_seconds", "seconds per step, helper threads writing"),
+    RESULTS_TIMED("thread_write_bandwidth", "bytes per second"),
+    RESULTS_TIMED("thread_cpu_seconds", "seconds per step, helper threads' CPU"),
     RESULTS_SAMPLES,
 };
 
@@ -210,6 +240,40 @@ static void record_bound(ResultsRecord *rec, const char *name, const Timing *t, 
     record_estimate(rec, "bound_seconds", &bound_e);
     record_estimate(rec, "vs_bound", &ratio_e);
     free(bound);
+}
+
+/* A bandwidth from the median seconds `t` a fixed number of `bytes` took: the interval
+ * turned over (the slowest step gives the lowest bandwidth). */
+static Estimate bandwidth_of(const Estimate *t, double bytes)
+{
+    if (t->value <= 0 || t->lo <= 0) return (Estimate){.samples = t->samples};
+    return (Estimate){.value = bytes / t->value, .lo = bytes / t->hi, .hi = bytes / t->lo, .samples = t->samples};
+}
+
+/* Where offload configuration i's steps waited and what its helper threads did, per step:
+ * the medians over the rounds, printed and recorded; `s` is its last step. */
+static void record_threads(ResultsRecord *rec, const Setup *setup, const Timing *t, int i, const StepStats *s)
+{
+    const Config *c = &CONFIGS[i];
+    const Estimate wait = timing_median(t, i, STEP_READ_WAIT_SECONDS), waited = timing_median(t, i, STEP_READS_WAITED);
+    const Estimate reading = timing_median(t, i, STEP_THREAD_READ_SECONDS);
+    const Estimate writing = timing_median(t, i, STEP_THREAD_WRITE_SECONDS);
+    const Estimate cpu = timing_median(t, i, STEP_THREAD_CPU_SECONDS);
+    const Estimate read_bw = bandwidth_of(&reading, (double)s->io.thread_read_bytes);
+    const Estimate write_bw = bandwidth_of(&writing, (double)s->io.thread_write_bytes);
+    printf("  %-24s %-8s %8.1f ms %5.0f / %-5zu %8.1f ms %6.2f GB/s %8.1f ms %6.2f GB/s %8.1f ms\n", c->name,
+           page_cache_name(c), 1e3 * wait.value, waited.value, s->io.records_read, 1e3 * reading.value,
+           read_bw.value / 1e9, 1e3 * writing.value, write_bw.value / 1e9, 1e3 * cpu.value);
+    record_num(rec, "prefetch_bytes", c->windows ? (double)setup->window_ahead : 0);
+    record_num(rec, "write_behind_bytes", c->windows ? (double)setup->window_behind : 0);
+    record_num(rec, "io_threads", c->io_threads ? c->io_threads : OFFLOAD_IO_THREADS);
+    record_estimate(rec, "read_wait_seconds", &wait);
+    record_num(rec, "reads_waited", waited.value);
+    record_estimate(rec, "thread_read_seconds", &reading);
+    record_estimate(rec, "thread_read_bandwidth", &read_bw);
+    record_estimate(rec, "thread_write_seconds", &writing);
+    record_estimate(rec, "thread_write_bandwidth", &write_bw);
+    record_estimate(rec, "thread_cpu_seconds", &cpu);
 }
 
 /* Prints and records configuration i's row; the times come from `timing`, whose variant 0
@@ -268,7 +332,7 @@ static RematStatus measure_model(const char *model, const char *title, ModelBenc
     Variant variants[N_CONFIGS];
     RematStatus status = REMAT_OK;
     for (int c = 0; c < N_CONFIGS && status == REMAT_OK; c++) {
-        status = runner_create(&runners[c], &CONFIGS[c], g->model, setup->dir);
+        status = runner_create(&runners[c], &CONFIGS[c], g->model, setup);
         variants[c] = (Variant){.name = CONFIGS[c].name, .schedule = runners[c].schedule, .offload = runners[c].offload};
     }
     StepStats stats[N_CONFIGS];
@@ -298,6 +362,13 @@ static RematStatus measure_model(const char *model, const char *title, ModelBenc
                 if (CONFIGS[c].offload) record_bound(rows[c], CONFIGS[c].name, &timing, c, bytes, setup->disk);
             }
         }
+        printf("\n  where the time went, per step (medians over the rounds): unpack blocked on reads ahead, on\n"
+               "  how many of the records read back; the helper threads' busy time and achieved bandwidth each\n"
+               "  way (summed over the threads), and their CPU time\n"
+               "  %-24s %-8s %11s %13s %11s %11s %11s %11s %11s\n", "configuration", "cache", "wait",
+               "waited/read", "reading", "", "writing", "", "CPU");
+        for (int c = 0; c < N_CONFIGS; c++)
+            if (runners[c].offload) record_threads(rows[c], setup, &timing, c, &stats[c]);
     }
     timing_free(&timing);
     for (int c = 0; c < N_CONFIGS; c++) runner_free(&runners[c]);
@@ -463,6 +534,13 @@ int main(int argc, char **argv)
     setup.mlp_plan = bench_timing_plan(&o, WARMUP_ROUNDS, 7, 3.5);
     setup.gpt_plan = bench_timing_plan(&o, WARMUP_ROUNDS, 7, 0.5);
     setup.records = timing_plan_fixed(1, o.quick ? 8 : 64);
+    /* The windows rows: in full mode a GPT layer spills about 22 MiB and an MLP block 4 MiB;
+     * the quick shapes' records are 16 to 32 times smaller, and so are their windows (the
+     * whole spill of a quick step would fit in the full ones, keeping it all resident). */
+    setup.window_ahead = o.quick ? (size_t)512 << 10 : (size_t)16 << 20;
+    setup.window_behind = o.quick ? (size_t)256 << 10 : (size_t)8 << 20;
+    results_config_num(results, "window_ahead", (double)setup.window_ahead);
+    results_config_num(results, "window_behind", (double)setup.window_behind);
     results_config_num(results, "mlp_layers", mlp.N);
     results_config_num(results, "mlp_width", mlp.W);
     results_config_num(results, "mlp_batch", mlp.B);

@@ -126,6 +126,29 @@ RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx)
                                                         v->name);
 }
 
+/* What an offloader did between two readings of its stats: the counts and times that
+ * accumulate (the others are those of `after`). */
+static OffloadStats offload_stats_between(const OffloadStats *before, const OffloadStats *after)
+{
+    OffloadStats d = *after;
+    d.records_written -= before->records_written;
+    d.bytes_written -= before->bytes_written;
+    d.kept -= before->kept;
+    d.records_read -= before->records_read;
+    d.prefetched -= before->prefetched;
+    d.failures -= before->failures;
+    d.write_seconds -= before->write_seconds;
+    d.read_seconds -= before->read_seconds;
+    d.read_wait_seconds -= before->read_wait_seconds;
+    d.reads_waited -= before->reads_waited;
+    d.thread_write_seconds -= before->thread_write_seconds;
+    d.thread_write_bytes -= before->thread_write_bytes;
+    d.thread_read_seconds -= before->thread_read_seconds;
+    d.thread_read_bytes -= before->thread_read_bytes;
+    d.thread_cpu_seconds -= before->thread_cpu_seconds;
+    return d;
+}
+
 RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const Batch *batch, TrainCtx *ctx,
                          StepStats *stats)
 {
@@ -149,6 +172,7 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
         const OffloadStats io = offload_stats(v->offload);
         stats->write_seconds = io.write_seconds - io_before.write_seconds;
         stats->read_seconds = io.read_seconds - io_before.read_seconds;
+        stats->io = offload_stats_between(&io_before, &io);
     }
     stats->act_stored = result.act_stored;
     for (int k = 0; k < MEM_KIND_COUNT; k++) stats->peak[k] = mem_peak((MemKind)k);
@@ -207,6 +231,11 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
     values[STEP_MATMUL_SECONDS] = s->matmul_seconds;
     values[STEP_OUTSIDE_MATMUL_SHARE] = outside_matmul_share(s);
     values[STEP_MINOR_FAULTS] = (double)s->minor_faults;
+    values[STEP_READ_WAIT_SECONDS] = s->io.read_wait_seconds;
+    values[STEP_READS_WAITED] = (double)s->io.reads_waited;
+    values[STEP_THREAD_READ_SECONDS] = s->io.thread_read_seconds;
+    values[STEP_THREAD_WRITE_SECONDS] = s->io.thread_write_seconds;
+    values[STEP_THREAD_CPU_SECONDS] = s->io.thread_cpu_seconds;
     for (int p = 0; p < PHASE_COUNT; p++) values[STEP_PHASE_SHARE + p] = phase_share(s, (Phase)p);
     values[STEP_FORWARD_SECONDS] = s->forward_seconds;
     values[STEP_BACKWARD_SECONDS] = s->backward_seconds;

@@ -98,6 +98,8 @@ typedef struct StepStats {
     double backward_seconds;      /* of it, the backward, replays included; the rest is the optimizer */
     double write_seconds;         /* of it, inside the offloader's pack (0 without offload) */
     double read_seconds;          /* of it, inside its unpack, waiting for a prefetch included */
+    OffloadStats io;              /* what the offloader did in the step: its counts and times
+                                     are the step's (zeros without offload) */
     size_t act_stored;            /* MEM_ACT held between the forward and the backward */
     size_t start[MEM_KIND_COUNT]; /* each kind's bytes when the step began */
     size_t peak[MEM_KIND_COUNT];  /* each kind's peak during the step */
@@ -140,7 +142,9 @@ double phase_share(const StepStats *s, Phase phase);
 /* The quantities steps_alternate times per step, in its Timing (bench/timing.h): the
  * step's seconds, of them inside the offloader's pack and unpack, in the forward and in
  * the backward, inside the matmuls, the share outside the matmuls, the step's page faults,
- * and each phase's share (STEP_PHASE_SHARE + phase). */
+ * the offloader's: unpack's time blocked on reads ahead and the records it waited for,
+ * its helper threads' time reading, writing and on a CPU; and each phase's share
+ * (STEP_PHASE_SHARE + phase). */
 enum {
     STEP_SECONDS,
     STEP_WRITE_SECONDS,
@@ -150,6 +154,11 @@ enum {
     STEP_MATMUL_SECONDS,
     STEP_OUTSIDE_MATMUL_SHARE,
     STEP_MINOR_FAULTS,
+    STEP_READ_WAIT_SECONDS,
+    STEP_READS_WAITED,
+    STEP_THREAD_READ_SECONDS,
+    STEP_THREAD_WRITE_SECONDS,
+    STEP_THREAD_CPU_SECONDS,
     STEP_PHASE_SHARE,
     STEP_QUANTITIES = STEP_PHASE_SHARE + PHASE_COUNT
 };

@@ -117,9 +117,10 @@ RematStatus timing_run(const TimingPlan *plan, int variants, int quantities, Tim
                        TimedTick tick, void *tick_ctx, Timing *out)
 {
     *out = (Timing){.variants = variants, .quantities = quantities};
-    double scratch[16];
+    double scratch[32];
     if (quantities > (int)(sizeof scratch / sizeof scratch[0]))
-        return remat_fail(REMAT_EINVAL, "timing_run: %d quantities per run, at most 16", quantities);
+        return remat_fail(REMAT_EINVAL, "timing_run: %d quantities per run, at most %d", quantities,
+                          (int)(sizeof scratch / sizeof scratch[0]));
     out->values = malloc((size_t)plan->max_rounds * (size_t)variants * (size_t)quantities * sizeof *out->values);
     if (!out->values) return remat_fail(REMAT_ENOMEM, "no memory for %d rounds of %d variants", plan->max_rounds, variants);
     const int total = timing_max_runs(plan, variants);

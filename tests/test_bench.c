@@ -791,8 +791,23 @@ static void test_offload_moves_activations_to_disk(void **state)
             assert_true(num(r, "recompute_flops") == num(!strcmp(str(r, "strategy"), "sqrt") ? sqrt_ : none,
                                                          "recompute_flops"));
         }
-        assert_int_equal(rows, 9);
+        assert_int_equal(rows, 11);
         offload_row(steps, MODELS[m], "offload+prefetch (direct)", "unused");
+        /* The windows of bytes move the same records, keep more of them resident than two
+         * records each way (the quick shapes' whole spill fits in them), and say where the
+         * helper threads' time went: every record written and read back on them. */
+        const cJSON *counted = offload_row(steps, MODELS[m], "offload+prefetch (direct)", "unused");
+        for (int threads = 1; threads <= 2; threads++) {
+            const cJSON *windows = offload_row(steps, MODELS[m], threads == 1 ? "offload+windows (direct)"
+                                                                              : "+windows, 2 thr (direct)", "unused");
+            assert_true(num(windows, "peak_disk") == num(counted, "peak_disk"));
+            assert_true(num(windows, "peak_act") > num(counted, "peak_act"));
+            assert_true(num(windows, "io_threads") == threads);
+            assert_true(num(windows, "prefetch_bytes") > 0 && num(windows, "write_behind_bytes") > 0);
+            assert_true(num(windows, "thread_read_seconds") > 0 && num(windows, "thread_write_seconds") > 0);
+            assert_true(num(windows, "thread_cpu_seconds") > 0);
+            assert_true(num(windows, "reads_waited") >= 0 && num(windows, "read_wait_seconds") >= 0);
+        }
         /* With sqrt only the kept segment inputs go to disk, and less stays resident than
          * with sqrt alone, between the forward and the backward and at the peak. */
         assert_true(num(combined, "peak_disk") < num(all, "peak_disk"));
