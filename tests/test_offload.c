@@ -85,16 +85,21 @@ static void test_crc32c_matches_published_check_values(void **state)
 static void test_crc32c_fast_path_matches_the_reference(void **state)
 {
     (void)state;
-    enum { N = (1 << 16) + 13 };
+    enum { N = (1 << 17) + 13 };
     unsigned char *buf = malloc(N + 8);
     assert_non_null(buf);
     Pcg32 rng;
     pcg32_seed(&rng, 5, 5);
     for (size_t i = 0; i < N + 8; i++) buf[i] = (unsigned char)pcg32_next(&rng);
-    /* Every length up to 40 at every alignment (the 8-byte loop's head and tail), and a
-     * long buffer. */
+    /* Every length up to 40 at every alignment (the 8-byte loop's head and tail); lengths
+     * around the fast path's rounds of three 8 KiB streams, and across several of them
+     * (rounds joined, then the 8-byte loop, then single bytes); a long buffer. */
     for (int offset = 0; offset < 8; offset++)
         for (size_t n = 0; n <= 40; n++) assert_int_equal(crc32c(buf + offset, n), crc32c_ref(buf + offset, n));
+    const size_t round = 3 * 8192;
+    const size_t around[] = {round - 1, round, round + 1, round + 9, 2 * round, 2 * round + 7, 5 * round + 4099};
+    for (size_t i = 0; i < sizeof around / sizeof around[0]; i++)
+        assert_int_equal(crc32c(buf + 5, around[i]), crc32c_ref(buf + 5, around[i]));
     assert_int_equal(crc32c(buf + 3, N), crc32c_ref(buf + 3, N));
     free(buf);
 }
