@@ -905,6 +905,19 @@ OffloadStats offload_stats(const Offload *off)
     return s;
 }
 
+/* "prefetch 2 records ahead on a helper thread", or with a window of bytes "prefetch up to
+ * 16.0 MiB (at most 1048576 records) ahead on a helper thread". */
+static void window_str(char *buf, size_t size, const char *verb, int records, size_t bytes, const char *where)
+{
+    char amount[32];
+    if (bytes)
+        snprintf(buf, size, "%s up to %s (at most %d record%s) %s on a helper thread", verb,
+                 mem_format_bytes(amount, sizeof amount, bytes), records, records == 1 ? "" : "s", where);
+    else
+        snprintf(buf, size, "%s %s%d record%s %s on a helper thread", verb, strcmp(verb, "written") ? "" : "up to ",
+                 records, records == 1 ? "" : "s", where);
+}
+
 char *offload_describe(const Offload *off, char *buf, size_t size)
 {
     const OffloadOptions *o = &off->opts;
@@ -916,19 +929,8 @@ char *offload_describe(const Offload *off, char *buf, size_t size)
     else if (o->policy == OFFLOAD_LARGE) snprintf(what, sizeof what, "saved activations of %s or more%s", large, prefix);
     else snprintf(what, sizeof what, "the inputs checkpoint regions keep");
     char ahead[96] = "no prefetch", behind[96] = "written in the forward";
-    char budget[48] = "", budget_size[32];
-    if (o->prefetch_bytes) snprintf(budget, sizeof budget, " and %s", mem_format_bytes(budget_size, sizeof budget_size,
-                                                                                        o->prefetch_bytes));
-    if (o->prefetch)
-        snprintf(ahead, sizeof ahead, "prefetch %d record%s%s ahead on a helper thread", o->prefetch,
-                 o->prefetch == 1 ? "" : "s", budget);
-    char behind_size[32], behind_budget[48] = "";
-    if (o->write_behind_bytes)
-        snprintf(behind_budget, sizeof behind_budget, " and %s",
-                 mem_format_bytes(behind_size, sizeof behind_size, o->write_behind_bytes));
-    if (writes_behind(o))
-        snprintf(behind, sizeof behind, "written up to %d record%s%s behind on a helper thread", o->write_behind,
-                 o->write_behind == 1 ? "" : "s", behind_budget);
+    window_str(ahead, sizeof ahead, "prefetch", o->prefetch, o->prefetch_bytes, "ahead");
+    if (writes_behind(o)) window_str(behind, sizeof behind, "written", o->write_behind, o->write_behind_bytes, "behind");
     char threads[48] = "";
     if (off->prefetcher && o->io_threads > 1) snprintf(threads, sizeof threads, " (%d I/O threads)", o->io_threads);
     snprintf(buf, size, "%s (%s) of %s or more, to a spill file in %s by %s; %s; page cache %s; %s%s",

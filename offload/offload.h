@@ -39,8 +39,9 @@
  *
  * Write-behind (io syscalls, write_behind > 0, the default). pack hands the record to the
  * helper thread, which checksums and writes it while the forward goes on; at most
- * write_behind records are in flight: a pack first waits for the oldest write beyond
- * that, and offload_pop waits for all of them. That is when a record's tensor is let go
+ * write_behind records (and with write_behind_bytes, that many bytes of data) are in
+ * flight: a pack first waits for the oldest writes beyond that, and offload_pop waits for
+ * all of them. That is when a record's tensor is let go
  * and DISK charged — at a point fixed by the count of records, not by the thread's
  * speed, so the ledger's figures are the same run after run: writing w records behind
  * keeps up to w − 1 more tensors resident in the forward than writing in it. A write
@@ -79,10 +80,14 @@
  *
  * Prefetch. Backward unpacks in the reverse order of the forward's packs, so the records
  * it will want next are known: the helper thread (prefetch.h; the same one that writes
- * behind — the forward's writes are all finished before backward's reads are queued, so
- * a second thread would have nothing to overlap) reads the next `prefetch` of them into
- * their tensors while backward computes. Those tensors are ACT from the moment
- * their read is queued, so prefetching p records raises the peak by about p records.
+ * behind — the forward's writes are all finished before backward's reads are queued)
+ * reads the next `prefetch` of them, and with prefetch_bytes no more than that many bytes
+ * of them (but always the next one), into their tensors while backward computes, and
+ * checksums them. Those tensors are ACT from the moment their read is queued, so
+ * prefetching p records (or b bytes) raises the peak by about p records (at most b, or
+ * one record). io_threads > 1 runs more helper threads on the same queue: one copies and
+ * checksums while another waits for the disk. OffloadStats says how long unpack waited
+ * for reads ahead, and what the threads did.
  *
  * Integrity. Each record carries a header (size, dtype, shape, its sequence number) and
  * a CRC-32C of its bytes; unpack checks both against what pack remembered in RAM.

@@ -618,6 +618,21 @@ static void test_a_window_of_bytes_bounds_what_is_read_ahead(void **state)
         assert_true(m.io.read_wait_seconds <= m.io.read_seconds);
         assert_true(m.io.thread_read_seconds > 0 && m.io.thread_write_seconds > 0);
     }
+    OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+    o.dir = spill_dir;
+    o.prefetch = o.write_behind = 1000;
+    o.prefetch_bytes = 3 * a;
+    o.write_behind_bytes = 2 * a;
+    o.io_threads = 2;
+    Offload *off = offload_create(&o);
+    assert_non_null(off);
+    char said[512];
+    offload_describe(off, said, sizeof said);
+    printf("  %s\n", said);
+    assert_non_null(strstr(said, "written up to 128.0 KiB (at most 1000 records) behind"));
+    assert_non_null(strstr(said, "prefetch up to 192.0 KiB (at most 1000 records) ahead"));
+    assert_non_null(strstr(said, "(2 I/O threads)"));
+    offload_free(off);
     for (int threads = -1; threads <= OFFLOAD_MAX_IO_THREADS + 1; threads += OFFLOAD_MAX_IO_THREADS + 2) {
         OffloadOptions bad = offload_defaults(OFFLOAD_ALL);
         bad.dir = spill_dir;
