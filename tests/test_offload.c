@@ -1072,18 +1072,25 @@ static void test_a_damaged_record_is_caught_when_it_is_read_back(void **state)
         {FLIP_HEADER, "saved tensor 0 of relu #10 (h.3.mlp.relu)", "is not the one written"},
         {TRUNCATE, "of mse #12 (loss)", "the file was truncated"},
     };
-    for (int k = 0; k < 15; k++) {
+    for (int k = 0; k < 18; k++) {
         /* Each damage, through each way of reading back: preadv, the mapping, the
-         * prefetch thread (which reads the damaged record ahead), and O_DIRECT without
-         * and with the thread. */
+         * prefetch thread (which reads the damaged record ahead, and checksums it), O_DIRECT
+         * without and with the thread, and O_DIRECT with a window of bytes on two threads. */
         const int c = k % 3, reader = k / 3;
+        const bool ahead = reader == 2 || reader == 4 || reader == 5;
         Learner t;
         learner_create(&t);
         learner_snapshot(&t);
         OffloadOptions o = offload_defaults(OFFLOAD_ALL);
         o.dir = spill_dir;
         o.io = reader == 1 ? OFFLOAD_IO_MMAP : reader >= 3 ? OFFLOAD_IO_DIRECT : OFFLOAD_IO_SYSCALLS;
-        o.prefetch = reader == 2 || reader == 4 ? OFFLOAD_PREFETCH : 0;
+        o.prefetch = ahead ? OFFLOAD_PREFETCH : 0;
+        if (reader == 5) { /* the window at the end of the forward holds the loss's two
+                              records, read before the damage; the damaged one comes after */
+            o.prefetch = 1000;
+            o.prefetch_bytes = 2 * CHAIN_A;
+            o.io_threads = 2;
+        }
         Offload *off = offload_create(&o);
         assert_non_null(off);
         Var *x, *y;
@@ -1117,7 +1124,7 @@ static void test_a_damaged_record_is_caught_when_it_is_read_back(void **state)
         assert_non_null(strstr(remat_last_error(), cases[c].who));
         assert_non_null(strstr(remat_last_error(), cases[c].says));
         assert_true(offload_stats(off).failures >= 1); /* the loss's two records, truncated */
-        assert_int_equal(offload_stats(off).prefetched > 0, reader == 2 || reader == 4);
+        assert_int_equal(offload_stats(off).prefetched > 0, ahead);
         /* Backward stopped: some gradients may be partial, so no optimizer step runs, and
          * parameters and optimizer state are as they were. */
         var_free(loss);
