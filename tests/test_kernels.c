@@ -804,7 +804,7 @@ static void test_dropout_matches_the_serial_loop(void **state)
     (void)state;
     seed(18);
     check_dropout(1000, 0.5f);            /* less than one block of draws, one thread */
-    check_dropout(3 * 4096 + 5, 0.1f);    /* whole blocks and a partial one, threaded */
+    check_dropout(3 * 4096 + 5, 0.1f);    /* whole blocks (drawn as interleaved chains) and a partial one, threaded */
     check_dropout(EW_N, 0.3f);            /* many blocks */
     check_dropout(5000, 0.0f);            /* p = 0 keeps everything and still draws n */
 }
