@@ -1111,6 +1111,48 @@ static void test_sgd_adamw_updates_match_reference(void **state)
     free(state1_ref);
 }
 
+/* AdamW's loop is compiled vectorised (tensor/CMakeLists.txt: -fno-math-errno); this file
+ * is not, so the loop below is the plain scalar float formula, one element at a time, in
+ * kernels_optim.c's order. The vector square root and divide are correctly rounded, as the
+ * scalar ones: the two must agree to the bit, over a length with a vector tail. */
+static void test_adamw_vectorised_gives_the_scalar_bits(void **state)
+{
+    (void)state;
+    seed(23);
+    const size_t n = 4099;
+    const float lr = 3e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, decay = 0.1f;
+    float *grad = random_floats(n, -1.0f, 1.0f);
+    float *param = random_floats(n, -1.0f, 1.0f), *m = random_floats(n, -1.0f, 1.0f);
+    float *v = random_floats(n, 0.0f, 1.0f);
+    float *param_s = malloc(n * sizeof *param_s), *m_s = malloc(n * sizeof *m_s), *v_s = malloc(n * sizeof *v_s);
+    assert_non_null(param_s);
+    assert_non_null(m_s);
+    assert_non_null(v_s);
+    memcpy(param_s, param, n * sizeof *param);
+    memcpy(m_s, m, n * sizeof *m);
+    memcpy(v_s, v, n * sizeof *v);
+    for (int t = 1; t <= 3; t++) {
+        k_adamw_update(param, m, v, grad, lr, beta1, beta2, eps, decay, t, n);
+        const float c1 = 1.0f / (1.0f - powf(beta1, (float)t)), c2 = 1.0f / (1.0f - powf(beta2, (float)t));
+        for (size_t i = 0; i < n; i++) {
+            const float p = param_s[i] - lr * decay * param_s[i];
+            m_s[i] = beta1 * m_s[i] + (1.0f - beta1) * grad[i];
+            v_s[i] = beta2 * v_s[i] + (1.0f - beta2) * grad[i] * grad[i];
+            param_s[i] = p - lr * (m_s[i] * c1) / (sqrtf(v_s[i] * c2) + eps);
+        }
+        assert_memory_equal(m, m_s, n * sizeof *m);
+        assert_memory_equal(v, v_s, n * sizeof *v);
+        assert_memory_equal(param, param_s, n * sizeof *param);
+    }
+    free(grad);
+    free(param);
+    free(m);
+    free(v);
+    free(param_s);
+    free(m_s);
+    free(v_s);
+}
+
 /* One pass over many slices of uneven sizes, split over 2 threads wherever the ranges
  * fall, gives the same bits as one call per slice on 1 thread: each element's update is
  * its own. One slice has no velocity (SGD without momentum there) and no weight decay. */
@@ -1660,6 +1702,7 @@ int main(void)
         cmocka_unit_test(test_split_merge_heads_match_reference),
         cmocka_unit_test(test_argmax_and_sampling_match_reference),
         cmocka_unit_test(test_sgd_adamw_updates_match_reference),
+        cmocka_unit_test(test_adamw_vectorised_gives_the_scalar_bits),
         cmocka_unit_test(test_optimizer_slices_update_as_one_call_per_slice),
         cmocka_unit_test(test_kernels_deterministic_run_to_run),
         cmocka_unit_test(test_kernels_same_on_one_and_two_threads),
