@@ -266,41 +266,46 @@ void k_layernorm_backward(float *dx, float *dweight, float *dbias, const float *
                           const float *x, const float *weight, const float *mean,
                           const float *rstd, int rows, int cols)
 {
-    int parallel = (size_t)rows * cols >= PARALLEL_MIN_PASSES;
+    const int parallel = (size_t)rows * cols >= PARALLEL_MIN_PASSES;
+    const int blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;
 
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int r = 0; r < rows; r++) {
-        size_t off = (size_t)r * cols;
-        const float *x_r = x + off, *dout_r = dout + off;
-        float *dx_r = dx + off;
-        float m = mean[r], s = rstd[r];
-        float dnorm_mean, dnorm_norm_mean;
-        layernorm_row_means(&dnorm_mean, &dnorm_norm_mean, dout_r, x_r, weight, m, s, cols);
-        for (int j = 0; j < cols; j++) {
-            float norm = (x_r[j] - m) * s;
-            float dnorm = dout_r[j] * weight[j];
-            dx_r[j] += s * (dnorm - dnorm_mean - norm * dnorm_norm_mean);
-        }
-    }
-
-    int blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int blk = 0; blk < blocks; blk++) {
-        int c0 = blk * COL_BLOCK;
-        int width = cols - c0 < COL_BLOCK ? cols - c0 : COL_BLOCK;
-        float sum_w[COL_BLOCK] = {0}, sum_b[COL_BLOCK] = {0};
+    /* One parallel region for both loops: they write different arrays and only read the
+     * inputs, so no thread waits between them (nowait), and the threads are started once. */
+#pragma omp parallel if (parallel)
+    {
+#pragma omp for schedule(static) nowait
         for (int r = 0; r < rows; r++) {
-            size_t off = (size_t)r * cols + c0;
+            size_t off = (size_t)r * cols;
             const float *x_r = x + off, *dout_r = dout + off;
+            float *dx_r = dx + off;
             float m = mean[r], s = rstd[r];
-            for (int c = 0; c < width; c++) {
-                sum_w[c] += dout_r[c] * ((x_r[c] - m) * s);
-                sum_b[c] += dout_r[c];
+            float dnorm_mean, dnorm_norm_mean;
+            layernorm_row_means(&dnorm_mean, &dnorm_norm_mean, dout_r, x_r, weight, m, s, cols);
+            for (int j = 0; j < cols; j++) {
+                float norm = (x_r[j] - m) * s;
+                float dnorm = dout_r[j] * weight[j];
+                dx_r[j] += s * (dnorm - dnorm_mean - norm * dnorm_norm_mean);
             }
         }
-        for (int c = 0; c < width; c++) {
-            dweight[c0 + c] += sum_w[c];
-            dbias[c0 + c] += sum_b[c];
+
+#pragma omp for schedule(static)
+        for (int blk = 0; blk < blocks; blk++) {
+            int c0 = blk * COL_BLOCK;
+            int width = cols - c0 < COL_BLOCK ? cols - c0 : COL_BLOCK;
+            float sum_w[COL_BLOCK] = {0}, sum_b[COL_BLOCK] = {0};
+            for (int r = 0; r < rows; r++) {
+                size_t off = (size_t)r * cols + c0;
+                const float *x_r = x + off, *dout_r = dout + off;
+                float m = mean[r], s = rstd[r];
+                for (int c = 0; c < width; c++) {
+                    sum_w[c] += dout_r[c] * ((x_r[c] - m) * s);
+                    sum_b[c] += dout_r[c];
+                }
+            }
+            for (int c = 0; c < width; c++) {
+                dweight[c0 + c] += sum_w[c];
+                dbias[c0 + c] += sum_b[c];
+            }
         }
     }
     flops_add((uint64_t)rows * (19 * (uint64_t)cols + 2));
