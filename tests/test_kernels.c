@@ -1062,9 +1062,10 @@ static void test_argmax_and_sampling_match_reference(void **state)
 /* ---- expf_inline ------------------------------------------------------------------ */
 
 /* expf_inline gives glibc's expf to the bit: it was checked on all 2^32 floats once; here
- * on every 4099th bit pattern (about a million, both signs, every exponent), every 97th
- * in [−32, 0] (about 11 million: where a softmax's x − max falls) and on the edges of its
- * ranges. Only where glibc uses its FMA variant, which is the one copied. */
+ * on every 16411th bit pattern (about 260,000, both signs, every exponent), every 997th
+ * in [−32, 0] (about a million: where a softmax's x − max falls) and on the edges of its
+ * ranges; a few seconds even under the sanitizers. Only where glibc uses its FMA variant,
+ * which is the one copied. */
 static void test_expf_inline_gives_libm_bits(void **state)
 {
     (void)state;
@@ -1082,7 +1083,7 @@ static void test_expf_inline_gives_libm_bits(void **state)
         }
     }
     const uint64_t sparse = (uint64_t)1 << 32, minus_32 = 0xc2000000u; /* −32.0f's bits */
-    for (uint64_t u = 0; u < sparse + (minus_32 - 0x80000000u); u += u < sparse ? 4099 : 97) {
+    for (uint64_t u = 0; u < sparse + (minus_32 - 0x80000000u); u += u < sparse ? 16411 : 997) {
         const uint32_t bits = u < sparse ? (uint32_t)u : (uint32_t)(0x80000000u + (u - sparse));
         float x;
         memcpy(&x, &bits, sizeof x);
