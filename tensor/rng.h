@@ -76,7 +76,6 @@ static inline float pcg32_float(Pcg32 *rng)
  * returns 0 and draws nothing. */
 uint32_t pcg32_bounded(Pcg32 *rng, uint32_t bound);
 
-
 /* A standard normal sample (Box–Muller); exactly two draws, no cached second sample.
  * Always finite: |result| <= sqrt(64 ln 2) ~ 6.66. */
 float pcg32_normal(Pcg32 *rng);
