@@ -49,7 +49,7 @@ void var_free(Var *v)
 
 void var_zero_grad(Var *v)
 {
-    if (v && v->grad) memset(v->grad->data, 0, v->grad->bytes);
+    if (v && v->grad) k_fill(v->grad->f32, 0.0f, v->grad->numel); /* threaded when large */
 }
 
 /* ---- grad mode ---------------------------------------------------------------------- */

@@ -3,9 +3,9 @@
  * explain_fill.h).
  *
  * A question is filled in three steps: every measurement it quotes is looked up and
- * checked (a Figure: found, or why not); its times are judged together (can they carry
- * the lesson, and if not, the first reason why); then its parts are written, each as its
- * text, its `otherwise`, or not at all, followed by the notes.
+ * checked (a Figure: found, or why not); its times are judged, together and each on its
+ * own (can they carry the lesson, and if not, the first reason why); then its parts are
+ * written, each as its text, its `otherwise`, or not at all, followed by the notes.
  */
 #include "quiz/explain_fill.h"
 
@@ -303,23 +303,25 @@ static void format_figure(char *buf, size_t size, const Figure *fig, QuizLang la
 
 /* ---- a question's times: can they carry the lesson? ------------------------------------ */
 
-/* The reasons, in the order a note prefers them: the first found is the one said. */
-typedef enum TimeTrust { TIMES_UNKNOWN, TIMES_BUSY, TIMES_FEW, TIMES_CONTRADICTED, TIMES_WIDE, TIMES_CARRY } TimeTrust;
+/* The reasons, in the order a note prefers them: the first found is the one said. The
+ * first three are the question's (the machine, the older schema, an order contradicted):
+ * they silence all its times. The next two are one figure's: they silence the parts that
+ * quote it. */
+typedef enum TimeTrust { TIMES_UNKNOWN, TIMES_BUSY, TIMES_CONTRADICTED, TIMES_FEW, TIMES_WIDE, TIMES_CARRY } TimeTrust;
 
 typedef struct Judgement {
-    TimeTrust trust;
-    const char *bench;      /* the bench whose times are judged */
-    const Figure *culprit;  /* TIMES_FEW, TIMES_WIDE */
-    const TimeOrder *order; /* TIMES_CONTRADICTED */
+    TimeTrust trust;         /* the question's: TIMES_CARRY unless all its times are silenced */
+    TimeTrust figure[QUIZ_MAX_MEASUREMENTS]; /* each time figure's own: FEW, WIDE or CARRY */
+    const char *bench;       /* the bench whose times are judged */
+    const TimeOrder *order;  /* TIMES_CONTRADICTED */
     RecordedMachine machine; /* TIMES_BUSY */
-    Figure bad_machine;     /* the machine block's invalid field (state FIG_INVALID), if any */
+    Figure bad_machine;      /* the machine block's invalid field (state FIG_INVALID), if any */
 } Judgement;
 
-static void blame(Judgement *j, TimeTrust trust, const Figure *culprit, const TimeOrder *order)
+static void blame(Judgement *j, TimeTrust trust, const TimeOrder *order)
 {
     if (trust >= j->trust) return;
     j->trust = trust;
-    j->culprit = culprit;
     j->order = order;
 }
 
@@ -328,28 +330,36 @@ static const Figure *figure_of(const Figure *figs, const Question *q, const Meas
     return &figs[m - q->measurements];
 }
 
+/* One time on its own: from enough samples, and narrow enough to carry a lesson? */
+static TimeTrust figure_trust(const Figure *fig)
+{
+    if (fig->samples < TIME_MIN_SAMPLES) return TIMES_FEW;
+    if (fig->hi - fig->lo > TIME_MAX_WIDTH * fabs(fig->value->valuedouble)) return TIMES_WIDE;
+    return TIMES_CARRY;
+}
+
 static Judgement judge_times(const Question *q, const Figure *figs, ResultsDir *r)
 {
     Judgement j = {.trust = TIMES_CARRY};
     for (int i = 0; i < q->n_measurements; i++) {
         const Figure *fig = &figs[i];
+        j.figure[i] = TIMES_CARRY;
         if (!fig->m->time || fig->state != FIG_OK) continue;
         if (!j.bench) {
             j.bench = fig->m->bench;
             j.bad_machine.m = fig->m;
             const RecordedMachine *m = &j.machine;
             if (read_machine(results_document(r, j.bench), &j.machine, &j.bad_machine) != MACHINE_RECORDED)
-                blame(&j, TIMES_UNKNOWN, NULL, NULL);
+                blame(&j, TIMES_UNKNOWN, NULL);
             else if (m->others > TIME_MAX_OTHERS || m->steal > TIME_MAX_STEAL)
-                blame(&j, TIMES_BUSY, NULL, NULL);
+                blame(&j, TIMES_BUSY, NULL);
         }
-        if (!fig->spread) blame(&j, TIMES_UNKNOWN, fig, NULL);
-        else if (fig->samples < TIME_MIN_SAMPLES) blame(&j, TIMES_FEW, fig, NULL);
-        else if (fig->hi - fig->lo > TIME_MAX_WIDTH * fabs(fig->value->valuedouble)) blame(&j, TIMES_WIDE, fig, NULL);
+        if (!fig->spread) blame(&j, TIMES_UNKNOWN, NULL);
+        else j.figure[i] = figure_trust(fig);
     }
     for (int o = 0; o < q->n_orders; o++) {
         const Figure *lower = figure_of(figs, q, q->orders[o].lower), *higher = figure_of(figs, q, q->orders[o].higher);
-        if (lower->spread && higher->spread && lower->lo > higher->hi) blame(&j, TIMES_CONTRADICTED, NULL, &q->orders[o]);
+        if (lower->spread && higher->spread && lower->lo > higher->hi) blame(&j, TIMES_CONTRADICTED, &q->orders[o]);
     }
     return j;
 }
@@ -361,6 +371,7 @@ typedef struct Fill {
     QuizLang lang;
     Figure figs[QUIZ_MAX_MEASUREMENTS];
     Judgement judged;
+    bool said_time; /* a part said quotes a time */
     ExplainSink *sink;
     void *ctx;
 } Fill;
@@ -377,14 +388,28 @@ static const Figure *placeholder(const Fill *fill, const char *open, const char 
     return NULL;
 }
 
-/* Whether every figure `text` quotes can be quoted: found, and for a time, trusted. */
+/* Whether `fig` can be quoted: found, and for a time, trusted on the question's and its
+ * own account. */
+static bool can_quote(const Fill *fill, const Figure *fig)
+{
+    if (!fig || fig->state != FIG_OK) return false;
+    return !fig->m->time || (fill->judged.trust == TIMES_CARRY && fill->judged.figure[fig - fill->figs] == TIMES_CARRY);
+}
+
+/* Whether every figure `text` quotes can be quoted. */
 static bool can_say(const Fill *fill, const char *text)
 {
-    for (const char *open = strchr(text, '{'), *close; open; open = strchr(close, '{')) {
-        const Figure *fig = placeholder(fill, open, &close);
-        if (!fig || fig->state != FIG_OK || (fig->m->time && fill->judged.trust != TIMES_CARRY)) return false;
-    }
+    for (const char *open = strchr(text, '{'), *close; open; open = strchr(close, '{'))
+        if (!can_quote(fill, placeholder(fill, open, &close))) return false;
     return true;
+}
+
+/* Whether `text` quotes a time. */
+static bool quotes_a_time(const Fill *fill, const char *text)
+{
+    for (const char *open = strchr(text, '{'), *close; open; open = strchr(close, '{'))
+        if (placeholder(fill, open, &close)->m->time) return true;
+    return false;
 }
 
 /* Hands `text` to `sink`, each placeholder as its figure. */
@@ -484,35 +509,62 @@ static RematStatus note_missing(const Fill *fill, ResultsDir *r)
     return status;
 }
 
-/* The note saying why the question's times are not quoted, and what is taught instead. */
-static void note_times(const Fill *fill)
+/* Why the question's times are all silenced, into text: the machine, the older schema, an
+ * order contradicted, or (`culprit`, when no part could quote a time) a figure's own spread.
+ * Returns the length written, as snprintf. */
+static int why_silenced(const Fill *fill, TimeTrust trust, const Figure *culprit, const char *program, char *text,
+                        size_t size)
 {
     const Judgement *j = &fill->judged;
-    if (j->trust == TIMES_CARRY) return;
     const QuizWords *w = quiz_words(fill->lang);
-    char program[128], figure[512], text[4096], load[32], steal[32], others[32];
-    bench_program(program, sizeof program, j->bench);
-    if (j->culprit) format_figure(figure, sizeof figure, j->culprit, fill->lang);
-    int n = 0;
-    switch (j->trust) {
-    case TIMES_UNKNOWN: n = snprintf(text, sizeof text, w->time_unknown, program); break;
+    char figure[512], load[32], steal[32], others[32];
+    if (culprit) format_figure(figure, sizeof figure, culprit, fill->lang);
+    switch (trust) {
+    case TIMES_UNKNOWN: return snprintf(text, size, w->time_unknown, program);
     case TIMES_BUSY:
         snprintf(load, sizeof load, "%.1f", fmax(j->machine.load_before, j->machine.load_after));
         snprintf(steal, sizeof steal, "%.1f%%", 100.0 * j->machine.steal);
         snprintf(others, sizeof others, "%.1f%%", 100.0 * j->machine.others);
-        n = snprintf(text, sizeof text, w->time_busy, program, others, steal, load, (int)j->machine.cores);
-        break;
-    case TIMES_FEW: n = snprintf(text, sizeof text, w->time_few, program, figure); break;
-    case TIMES_WIDE: n = snprintf(text, sizeof text, w->time_wide, program, figure); break;
+        return snprintf(text, size, w->time_busy, program, others, steal, load, (int)j->machine.cores);
     case TIMES_CONTRADICTED: {
         char why[2048] = "";
         LineBuffer line = {why, sizeof why, 0};
         say(fill, j->order->why.lang[fill->lang], append_piece, &line);
-        n = snprintf(text, sizeof text, w->time_contradicted, program, why);
-        break;
+        return snprintf(text, size, w->time_contradicted, program, why);
     }
+    case TIMES_FEW: return snprintf(text, size, w->time_few, program, figure);
+    case TIMES_WIDE: return snprintf(text, size, w->time_wide, program, figure);
     case TIMES_CARRY: break;
     }
+    return 0;
+}
+
+/* The notes on the question's times that are not quoted. When none is (the question's
+ * reason, or no part could quote one), one note says why and what is taught instead;
+ * when some are, one note per time left out on its own account. */
+static void note_times(const Fill *fill)
+{
+    const Judgement *j = &fill->judged;
+    if (!j->bench) return;
+    const QuizWords *w = quiz_words(fill->lang);
+    char program[128], figure[512], text[4096];
+    bench_program(program, sizeof program, j->bench);
+    TimeTrust trust = j->trust;
+    const Figure *culprit = NULL;
+    for (int i = 0; i < fill->q->n_measurements && j->trust == TIMES_CARRY; i++) {
+        if (j->figure[i] == TIMES_CARRY) continue;
+        if (fill->said_time) {
+            format_figure(figure, sizeof figure, &fill->figs[i], fill->lang);
+            snprintf(text, sizeof text, j->figure[i] == TIMES_FEW ? w->time_few_left_out : w->time_wide_left_out,
+                     program, figure, program);
+            note(fill, text);
+        } else if (j->figure[i] < trust) {
+            trust = j->figure[i];
+            culprit = &fill->figs[i];
+        }
+    }
+    if (trust == TIMES_CARRY) return;
+    int n = why_silenced(fill, trust, culprit, program, text, sizeof text);
     if (n >= 0 && (size_t)n < sizeof text - 1) {
         text[n++] = ' ';
         snprintf(text + n, sizeof text - (size_t)n, w->time_instead, program);
@@ -532,6 +584,7 @@ RematStatus explain_pieces(const Question *q, QuizLang lang, ResultsDir *results
         const char *otherwise = part->otherwise.lang[lang];
         if (!can_say(&fill, text)) text = otherwise && can_say(&fill, otherwise) ? otherwise : NULL;
         if (!text) continue;
+        fill.said_time |= quotes_a_time(&fill, text);
         if (!first) sink(ctx, PIECE_TEXT, " ", 1);
         say(&fill, text, sink, ctx);
         first = false;

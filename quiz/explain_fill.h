@@ -15,22 +15,25 @@
  *
  * Times. Bytes and FLOPs come from the ledgers and are exact; a time depends on how busy
  * the machine was. A time figure is quoted only with its interval and sample count
- * ("+28.5% (+24.1% to +31.0%, 9 paired steps)"), and only when all of the question's
- * times can carry the lesson. They cannot when
+ * ("+28.5% (+24.1% to +31.0%, 9 paired steps)"), and only when it can carry the lesson.
+ * None of the question's times can when
  *   - the results do not record the interval, the samples or the machine's state
  *     (results of an older bench): the spread is unknown;
  *   - the machine was busy: other processes ran for more than TIME_MAX_OTHERS of its CPU
  *     time while the bench ran, or the hypervisor stole more than TIME_MAX_STEAL. (Not
  *     the load average: a bench's own threads make it, 2 on 2 cores with nothing else
  *     running, and a load above the cores says nothing about who ran.);
- *   - fewer than TIME_MIN_SAMPLES samples (order statistics give no 95% interval for a
- *     median below 6);
  *   - two times contradict an order the question declares (the lower one's interval
  *     wholly above the higher one's): an explanation never states a comparison its own
- *     intervals contradict;
- *   - an interval is wider than TIME_MAX_WIDTH of its value (±5 points of a ratio near 1).
- * Then every part quoting a time gives way to its `otherwise`, which teaches the same
- * point from bytes and FLOPs, and a note says why in plain words and what to rerun.
+ *     intervals contradict.
+ * One time cannot, on its own account, when
+ *   - it comes from fewer than TIME_MIN_SAMPLES samples (order statistics give no 95%
+ *     interval for a median below 6);
+ *   - its interval is wider than TIME_MAX_WIDTH of its value (±5 points of a ratio near 1).
+ * Every part quoting a time that cannot carry the lesson gives way to its `otherwise`,
+ * which teaches the same point from bytes and FLOPs. A note says why in plain words and
+ * what to rerun: once for the question when no time is quoted, once per time left out
+ * when others are.
  *
  * Both front ends fill explanations here, so the terminal and the page say the same words
  * and quote the same figures: explain_pieces walks an explanation and hands each piece

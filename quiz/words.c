@@ -35,6 +35,10 @@ static const QuizWords WORDS[LANG_COUNT] = {
                         "(they come from an older version of the bench), so its times are not quoted.",
         .time_few = "%s timed too few steps to give an interval (%s), so its times are not quoted.",
         .time_wide = "The times %s measured vary too much to carry the lesson (%s).",
+        .time_few_left_out = "One of the times %s measured comes from too few steps to give an interval (%s), so "
+                             "the explanation leaves it out; rerun %s --quick to see it.",
+        .time_wide_left_out = "One of the times %s measured varies too much to carry the lesson (%s), so the "
+                              "explanation leaves it out; rerun %s --quick on a quiet machine to see it.",
         .time_contradicted = "The times %s measured contradict each other: %s. Only noise does that.",
         .time_instead = "This explanation teaches from the exact bytes and FLOPs instead; rerun %s --quick on "
                         "a quiet machine to see the times.",
@@ -68,6 +72,10 @@ static const QuizWords WORDS[LANG_COUNT] = {
                         "برنامج القياس)، لذا لا تُذكر أزمنته.",
         .time_few = "قاس %s خطوات أقل من أن تعطي مجالًا (%s)، لذا لا تُذكر أزمنته.",
         .time_wide = "تتفاوت الأزمنة التي قاسها %s أكثر من أن تحمل الدرس (%s).",
+        .time_few_left_out = "أحد الأزمنة التي قاسها %s مأخوذ من خطوات أقل من أن تعطي مجالًا (%s)، لذا يُسقطه "
+                             "التفسير؛ أعد تشغيل %s --quick لتراه.",
+        .time_wide_left_out = "أحد الأزمنة التي قاسها %s يتفاوت أكثر من أن يحمل الدرس (%s)، لذا يُسقطه التفسير؛ "
+                              "أعد تشغيل %s --quick على جهاز هادئ لتراه.",
         .time_contradicted = "تتناقض الأزمنة التي قاسها %s: %s. ولا يفعل ذلك إلا الضجيج.",
         .time_instead = "ويعتمد هذا التفسير بدلًا منها على البايتات والعمليات الحسابية (FLOPs) الدقيقة؛ أعد "
                         "تشغيل %s --quick على جهاز هادئ لترى الأزمنة.",

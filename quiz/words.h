@@ -42,6 +42,8 @@ typedef struct QuizWords {
     const char *time_unknown; /* %s program */
     const char *time_few;     /* %s program, %s the figure with its spread */
     const char *time_wide;    /* %s program, %s the figure with its spread */
+    const char *time_few_left_out;  /* %s program, %s the figure with its spread, %s program */
+    const char *time_wide_left_out; /* %s program, %s the figure with its spread, %s program */
     const char *time_contradicted; /* %s program, %s the bank's clause with the figures */
     const char *time_instead; /* %s program */
 } QuizWords;

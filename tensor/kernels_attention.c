@@ -62,6 +62,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "tensor/expf_inline.h"
 #include "tensor/flops.h"
 
 /* ---- tile products ---------------------------------------------------------------------- */
@@ -180,10 +181,10 @@ static void online_update(float *s, float *m, float *l, float *acc, uint8_t *kee
         const int n = i0 + r - j0 + 1 < cols ? i0 + r - j0 + 1 : cols; /* keys j0 .. i: at least 1 */
         float mx = m[r];
         for (int c = 0; c < n; c++) mx = sr[c] > mx ? sr[c] : mx;
-        const float correction = expf(m[r] - mx); /* exp(−∞) = 0 on the first tile */
+        const float correction = expf_inline(m[r] - mx); /* exp(−∞) = 0 on the first tile */
         float sum = 0.0f;
         for (int c = 0; c < n; c++) {
-            sr[c] = expf(sr[c] - mx);
+            sr[c] = expf_inline(sr[c] - mx);
             sum += sr[c];
         }
         for (int c = n; c < cols; c++) sr[c] = 0.0f; /* masked: exactly 0 */
@@ -268,7 +269,7 @@ static void recompute_tile(float *p, float *a, uint8_t *keep, const float *lse, 
         float *pr = p + (size_t)r * cols;
         const int n = i0 + r - j0 + 1 < cols ? (i0 + r - j0 + 1 > 0 ? i0 + r - j0 + 1 : 0) : cols;
         const float row_lse = lse[(size_t)bh * T + i0 + r];
-        for (int c = 0; c < n; c++) pr[c] = expf(pr[c] - row_lse);
+        for (int c = 0; c < n; c++) pr[c] = expf_inline(pr[c] - row_lse); /* expf's bits, vectorised */
         for (int c = n; c < cols; c++) pr[c] = 0.0f;
         if (!drop) continue;
         const float scale = 1.0f / (1.0f - drop->p);

@@ -30,6 +30,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "tensor/expf_inline.h"
 #include "tensor/flops.h"
 
 /* When to use threads, by total elements (rows·cols), measured as in
@@ -113,12 +114,12 @@ static double sum_lanes_double(const float *x, size_t n)
 /* ---- softmax ---------------------------------------------------------------------- */
 
 /* One row: out = exp(x − max x) / Σ exp(x − max x). Subtracting the max changes nothing
- * mathematically and keeps expf from overflowing. 5·n + 1 FLOPs: n compares (max), n
+ * mathematically and keeps e^x from overflowing. 5·n + 1 FLOPs: n compares (max), n
  * subtracts, n exps, n adds (sum), one division and n multiplies (normalise). */
 static void softmax_row(float *out, const float *x, int n)
 {
     float maxval = max_of(x, n);
-    for (int j = 0; j < n; j++) out[j] = expf(x[j] - maxval);
+    for (int j = 0; j < n; j++) out[j] = expf_inline(x[j] - maxval); /* expf's bits, vectorised */
     float inv_sum = 1.0f / sum_lanes(out, n);
     for (int j = 0; j < n; j++) out[j] *= inv_sum;
 }
@@ -265,41 +266,46 @@ void k_layernorm_backward(float *dx, float *dweight, float *dbias, const float *
                           const float *x, const float *weight, const float *mean,
                           const float *rstd, int rows, int cols)
 {
-    int parallel = (size_t)rows * cols >= PARALLEL_MIN_PASSES;
+    const int parallel = (size_t)rows * cols >= PARALLEL_MIN_PASSES;
+    const int blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;
 
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int r = 0; r < rows; r++) {
-        size_t off = (size_t)r * cols;
-        const float *x_r = x + off, *dout_r = dout + off;
-        float *dx_r = dx + off;
-        float m = mean[r], s = rstd[r];
-        float dnorm_mean, dnorm_norm_mean;
-        layernorm_row_means(&dnorm_mean, &dnorm_norm_mean, dout_r, x_r, weight, m, s, cols);
-        for (int j = 0; j < cols; j++) {
-            float norm = (x_r[j] - m) * s;
-            float dnorm = dout_r[j] * weight[j];
-            dx_r[j] += s * (dnorm - dnorm_mean - norm * dnorm_norm_mean);
-        }
-    }
-
-    int blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int blk = 0; blk < blocks; blk++) {
-        int c0 = blk * COL_BLOCK;
-        int width = cols - c0 < COL_BLOCK ? cols - c0 : COL_BLOCK;
-        float sum_w[COL_BLOCK] = {0}, sum_b[COL_BLOCK] = {0};
+    /* One parallel region for both loops: they write different arrays and only read the
+     * inputs, so no thread waits between them (nowait), and the threads are started once. */
+#pragma omp parallel if (parallel)
+    {
+#pragma omp for schedule(static) nowait
         for (int r = 0; r < rows; r++) {
-            size_t off = (size_t)r * cols + c0;
+            size_t off = (size_t)r * cols;
             const float *x_r = x + off, *dout_r = dout + off;
+            float *dx_r = dx + off;
             float m = mean[r], s = rstd[r];
-            for (int c = 0; c < width; c++) {
-                sum_w[c] += dout_r[c] * ((x_r[c] - m) * s);
-                sum_b[c] += dout_r[c];
+            float dnorm_mean, dnorm_norm_mean;
+            layernorm_row_means(&dnorm_mean, &dnorm_norm_mean, dout_r, x_r, weight, m, s, cols);
+            for (int j = 0; j < cols; j++) {
+                float norm = (x_r[j] - m) * s;
+                float dnorm = dout_r[j] * weight[j];
+                dx_r[j] += s * (dnorm - dnorm_mean - norm * dnorm_norm_mean);
             }
         }
-        for (int c = 0; c < width; c++) {
-            dweight[c0 + c] += sum_w[c];
-            dbias[c0 + c] += sum_b[c];
+
+#pragma omp for schedule(static)
+        for (int blk = 0; blk < blocks; blk++) {
+            int c0 = blk * COL_BLOCK;
+            int width = cols - c0 < COL_BLOCK ? cols - c0 : COL_BLOCK;
+            float sum_w[COL_BLOCK] = {0}, sum_b[COL_BLOCK] = {0};
+            for (int r = 0; r < rows; r++) {
+                size_t off = (size_t)r * cols + c0;
+                const float *x_r = x + off, *dout_r = dout + off;
+                float m = mean[r], s = rstd[r];
+                for (int c = 0; c < width; c++) {
+                    sum_w[c] += dout_r[c] * ((x_r[c] - m) * s);
+                    sum_b[c] += dout_r[c];
+                }
+            }
+            for (int c = 0; c < width; c++) {
+                dweight[c0 + c] += sum_w[c];
+                dbias[c0 + c] += sum_b[c];
+            }
         }
     }
     flops_add((uint64_t)rows * (19 * (uint64_t)cols + 2));

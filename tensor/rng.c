@@ -7,7 +7,9 @@
  * "XSH-RR" xorshifts the high bits down, keeps 32 of them, and rotates those 32 bits by
  * an amount read from the top 5 bits of the state. The output is computed from the state
  * *before* the step, as the reference implementation does, so the multiply for the next
- * draw and the permutation for this one are independent.
+ * draw and the permutation for this one are independent. The step, the permutation and
+ * the draws built on them alone (pcg32_next, pcg32_float) are static inline in rng.h, so
+ * that a loop drawing one number per element makes no call; the rest is here.
  *
  * This file is deliberately not a general random library: there are no 64-bit outputs,
  * no other PCG variants, no seeding from entropy and no cached second normal. The
@@ -16,31 +18,6 @@
 #include "tensor/rng.h"
 
 #include <math.h>
-
-/* The 64-bit LCG multiplier from the paper, also pcg-cpp's default_multiplier<uint64_t>. */
-static const uint64_t PCG32_MULT = 6364136223846793005ULL;
-
-/* One LCG step: state' = state * MULT + inc, wrapping mod 2^64. */
-static void pcg32_step(Pcg32 *rng) { rng->state = rng->state * PCG32_MULT + rng->inc; }
-
-/* Rotates the 32 bits of x right by rot (0..31). The left shift uses (-rot) & 31 rather
- * than 32 - rot so that rot == 0 shifts by 0, not by 32 (which C leaves undefined). */
-static uint32_t rotate_right32(uint32_t x, uint32_t rot)
-{
-    return (x >> rot) | (x << ((0u - rot) & 31u));
-}
-
-/* The XSH-RR output permutation of a 64-bit state.
- *   xorshift: old ^ (old >> 18) folds high bits onto the middle ones;
- *   >> 27:    keeps bits 27..58 of that, the 32 best-mixed bits;
- *   rotate:   by old >> 59, the top 5 bits (the state's best bits), so every output bit
- *             depends on the high part of the state. */
-static uint32_t pcg32_output(uint64_t old)
-{
-    uint32_t xorshifted = (uint32_t)(((old >> 18) ^ old) >> 27);
-    uint32_t rot = (uint32_t)(old >> 59);
-    return rotate_right32(xorshifted, rot);
-}
 
 /* The increment must be odd for the LCG to have full period 2^64, so the stream number
  * is shifted up and its low bit set; this drops the stream's top bit, leaving 2^63
@@ -54,14 +31,6 @@ void pcg32_seed(Pcg32 *rng, uint64_t seed, uint64_t stream)
     pcg32_step(rng);
     rng->state += seed;
     pcg32_step(rng);
-}
-
-/* One draw: remember the current state, step the LCG, output the permuted old state. */
-uint32_t pcg32_next(Pcg32 *rng)
-{
-    uint64_t old = rng->state;
-    pcg32_step(rng);
-    return pcg32_output(old);
 }
 
 /* Unbiased bounded draws by rejection. r % bound alone is biased whenever bound does not
@@ -80,15 +49,6 @@ uint32_t pcg32_bounded(Pcg32 *rng, uint32_t bound)
         uint32_t r = pcg32_next(rng);
         if (r >= threshold) return r % bound;
     }
-}
-
-/* A float has a 24-bit significand, so the top 24 bits of a draw, times 2^-24, give
- * every multiple of 2^-24 in [0, 1) exactly and with equal probability. The largest
- * result is (2^24 - 1) * 2^-24 = 1 - 2^-24 < 1; using all 32 bits instead would round
- * draws near 2^32 up to 1.0f. */
-float pcg32_float(Pcg32 *rng)
-{
-    return (float)(pcg32_next(rng) >> 8) * 0x1.0p-24f;
 }
 
 /* Box–Muller: for independent uniforms u1 in (0, 1] and u2 in [0, 1),

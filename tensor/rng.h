@@ -28,18 +28,53 @@ typedef struct Pcg32 {
  * pcg32(seed, stream) does. */
 void pcg32_seed(Pcg32 *rng, uint64_t seed, uint64_t stream);
 
-/* The next 32-bit output. */
-uint32_t pcg32_next(Pcg32 *rng);
+/* pcg32_next and pcg32_float are defined here, static inline, because dropout draws one
+ * per element: as calls into rng.c they kept the mask loop a call per element; inlined,
+ * the state stays in registers. rng.c explains the algorithm they are part of. */
+
+/* The 64-bit LCG multiplier from the paper, also pcg-cpp's default_multiplier<uint64_t>. */
+#define PCG32_MULT 6364136223846793005ULL
+
+/* One LCG step: state' = state * MULT + inc, wrapping mod 2^64. */
+static inline void pcg32_step(Pcg32 *rng) { rng->state = rng->state * PCG32_MULT + rng->inc; }
+
+/* The XSH-RR output permutation of a 64-bit state.
+ *   xorshift: old ^ (old >> 18) folds high bits onto the middle ones;
+ *   >> 27:    keeps bits 27..58 of that, the 32 best-mixed bits;
+ *   rotate:   right by old >> 59, the top 5 bits (the state's best bits), so every output
+ *             bit depends on the high part of the state. The left shift uses (-rot) & 31
+ *             rather than 32 - rot so that rot == 0 shifts by 0, not by 32 (which C
+ *             leaves undefined). */
+static inline uint32_t pcg32_output(uint64_t old)
+{
+    const uint32_t xorshifted = (uint32_t)(((old >> 18) ^ old) >> 27);
+    const uint32_t rot = (uint32_t)(old >> 59);
+    return (xorshifted >> rot) | (xorshifted << ((0u - rot) & 31u));
+}
+
+/* The next 32-bit output: remember the current state, step the LCG, output the permuted
+ * old state. */
+static inline uint32_t pcg32_next(Pcg32 *rng)
+{
+    const uint64_t old = rng->state;
+    pcg32_step(rng);
+    return pcg32_output(old);
+}
+
+/* A uniform float in [0, 1) with 24 random bits (a multiple of 2^-24, at most
+ * 1 - 2^-24); one draw. A float has a 24-bit significand, so the top 24 bits of a draw,
+ * times 2^-24, give every multiple of 2^-24 in [0, 1) exactly and with equal probability;
+ * using all 32 bits instead would round draws near 2^32 up to 1.0f. */
+static inline float pcg32_float(Pcg32 *rng)
+{
+    return (float)(pcg32_next(rng) >> 8) * 0x1.0p-24f;
+}
 
 /* A uniform integer in [0, bound) without modulo bias, the same draws as the reference
  * pcg32's operator()(bound). Rejection makes the draw count vary: fewer than two on
  * average, and for small bounds almost always exactly one. bound must be > 0; bound 0
  * returns 0 and draws nothing. */
 uint32_t pcg32_bounded(Pcg32 *rng, uint32_t bound);
-
-/* A uniform float in [0, 1) with 24 random bits (a multiple of 2^-24, at most
- * 1 - 2^-24); one draw. */
-float pcg32_float(Pcg32 *rng);
 
 /* A standard normal sample (Box–Muller); exactly two draws, no cached second sample.
  * Always finite: |result| <= sqrt(64 ln 2) ~ 6.66. */

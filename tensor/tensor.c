@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/kernels.h"
+
 size_t dtype_size(DType dtype)
 {
     switch (dtype) {
@@ -78,10 +80,12 @@ Tensor *tensor_create(MemKind kind, int ndim, const int *shape)
     return tensor_create_typed(kind, DTYPE_F32, ndim, shape);
 }
 
+/* Zeros by k_fill, whose threads share a large fill: gradient buffers are made this way
+ * during the backward, and a memset there ran on one thread while the others waited. */
 Tensor *tensor_zeros(MemKind kind, int ndim, const int *shape)
 {
     Tensor *t = tensor_create(kind, ndim, shape);
-    if (t) memset(t->data, 0, t->bytes);
+    if (t) k_fill(t->f32, 0.0f, t->numel);
     return t;
 }
 

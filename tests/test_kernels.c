@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/expf_inline.h"
 #include "tensor/flops.h"
 #include "tensor/kernels.h"
 #include "tensor/kernels_ref.h"
@@ -804,7 +805,7 @@ static void test_dropout_matches_the_serial_loop(void **state)
     (void)state;
     seed(18);
     check_dropout(1000, 0.5f);            /* less than one block of draws, one thread */
-    check_dropout(3 * 4096 + 5, 0.1f);    /* whole blocks and a partial one, threaded */
+    check_dropout(3 * 4096 + 5, 0.1f);    /* whole blocks (drawn as interleaved chains) and a partial one, threaded */
     check_dropout(EW_N, 0.3f);            /* many blocks */
     check_dropout(5000, 0.0f);            /* p = 0 keeps everything and still draws n */
 }
@@ -1058,6 +1059,43 @@ static void test_argmax_and_sampling_match_reference(void **state)
     free(probs);
 }
 
+/* ---- expf_inline ------------------------------------------------------------------ */
+
+/* expf_inline gives glibc's expf to the bit: it was checked on all 2^32 floats once; here
+ * on every 16411th bit pattern (about 260,000, both signs, every exponent), every 997th
+ * in [−32, 0] (about a million: where a softmax's x − max falls) and on the edges of its
+ * ranges; a few seconds even under the sanitizers. Only where glibc uses its FMA variant,
+ * which is the one copied. */
+static void test_expf_inline_gives_libm_bits(void **state)
+{
+    (void)state;
+    if (!__builtin_cpu_supports("fma") || !__builtin_cpu_supports("avx2")) skip();
+    const float edges[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 88.7228317f,
+                           nextafterf(88.7228317f, INFINITY), -103.278923f, nextafterf(-103.278923f, 0.0f),
+                           nextafterf(-103.278923f, -INFINITY), -103.972076f, nextafterf(-103.972076f, -INFINITY),
+                           -87.3365f, 88.0f, -88.0f, 0.5f, -1.0f};
+    size_t wrong = 0;
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+        const float want = expf(edges[i]), got = expf_inline(edges[i]);
+        if (isnan(want) ? !isnan(got) : memcmp(&want, &got, sizeof got) != 0) {
+            print_message("expf_inline(%a) = %a, expf gives %a\n", (double)edges[i], (double)got, (double)want);
+            wrong++;
+        }
+    }
+    const uint64_t sparse = (uint64_t)1 << 32, minus_32 = 0xc2000000u; /* −32.0f's bits */
+    for (uint64_t u = 0; u < sparse + (minus_32 - 0x80000000u); u += u < sparse ? 16411 : 997) {
+        const uint32_t bits = u < sparse ? (uint32_t)u : (uint32_t)(0x80000000u + (u - sparse));
+        float x;
+        memcpy(&x, &bits, sizeof x);
+        const float want = expf(x), got = expf_inline(x);
+        if (isnan(want) ? !isnan(got) : memcmp(&want, &got, sizeof got) != 0) {
+            if (wrong < 5) print_message("expf_inline(%a) = %a, expf gives %a\n", (double)x, (double)got, (double)want);
+            wrong++;
+        }
+    }
+    assert_int_equal(wrong, 0);
+}
+
 /* ---- optimizer updates ------------------------------------------------------------ */
 
 static void test_sgd_adamw_updates_match_reference(void **state)
@@ -1109,6 +1147,48 @@ static void test_sgd_adamw_updates_match_reference(void **state)
     free(param_ref);
     free(state0_ref);
     free(state1_ref);
+}
+
+/* AdamW's loop is compiled vectorised (tensor/CMakeLists.txt: -fno-math-errno); this file
+ * is not, so the loop below is the plain scalar float formula, one element at a time, in
+ * kernels_optim.c's order. The vector square root and divide are correctly rounded, as the
+ * scalar ones: the two must agree to the bit, over a length with a vector tail. */
+static void test_adamw_vectorised_gives_the_scalar_bits(void **state)
+{
+    (void)state;
+    seed(23);
+    const size_t n = 4099;
+    const float lr = 3e-3f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, decay = 0.1f;
+    float *grad = random_floats(n, -1.0f, 1.0f);
+    float *param = random_floats(n, -1.0f, 1.0f), *m = random_floats(n, -1.0f, 1.0f);
+    float *v = random_floats(n, 0.0f, 1.0f);
+    float *param_s = malloc(n * sizeof *param_s), *m_s = malloc(n * sizeof *m_s), *v_s = malloc(n * sizeof *v_s);
+    assert_non_null(param_s);
+    assert_non_null(m_s);
+    assert_non_null(v_s);
+    memcpy(param_s, param, n * sizeof *param);
+    memcpy(m_s, m, n * sizeof *m);
+    memcpy(v_s, v, n * sizeof *v);
+    for (int t = 1; t <= 3; t++) {
+        k_adamw_update(param, m, v, grad, lr, beta1, beta2, eps, decay, t, n);
+        const float c1 = 1.0f / (1.0f - powf(beta1, (float)t)), c2 = 1.0f / (1.0f - powf(beta2, (float)t));
+        for (size_t i = 0; i < n; i++) {
+            const float p = param_s[i] - lr * decay * param_s[i];
+            m_s[i] = beta1 * m_s[i] + (1.0f - beta1) * grad[i];
+            v_s[i] = beta2 * v_s[i] + (1.0f - beta2) * grad[i] * grad[i];
+            param_s[i] = p - lr * (m_s[i] * c1) / (sqrtf(v_s[i] * c2) + eps);
+        }
+        assert_memory_equal(m, m_s, n * sizeof *m);
+        assert_memory_equal(v, v_s, n * sizeof *v);
+        assert_memory_equal(param, param_s, n * sizeof *param);
+    }
+    free(grad);
+    free(param);
+    free(m);
+    free(v);
+    free(param_s);
+    free(m_s);
+    free(v_s);
 }
 
 /* One pass over many slices of uneven sizes, split over 2 threads wherever the ranges
@@ -1659,7 +1739,9 @@ int main(void)
         cmocka_unit_test(test_embedding_forward_backward_match_reference),
         cmocka_unit_test(test_split_merge_heads_match_reference),
         cmocka_unit_test(test_argmax_and_sampling_match_reference),
+        cmocka_unit_test(test_expf_inline_gives_libm_bits),
         cmocka_unit_test(test_sgd_adamw_updates_match_reference),
+        cmocka_unit_test(test_adamw_vectorised_gives_the_scalar_bits),
         cmocka_unit_test(test_optimizer_slices_update_as_one_call_per_slice),
         cmocka_unit_test(test_kernels_deterministic_run_to_run),
         cmocka_unit_test(test_kernels_same_on_one_and_two_threads),

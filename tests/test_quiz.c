@@ -476,7 +476,8 @@ static void test_quiet_narrow_times_are_quoted_with_their_spread(void **state)
     assert_null(strchr(ar, '\n'));
     explain_given(b, 6, NARROW, QUIET, en, ar, sizeof en);
     assert_non_null(strstr(en, "Its step time changed by +1.0% (-1.0% to +3.0%, 12 paired steps) against keeping"));
-    assert_non_null(strstr(en, "and by +5.0% (+2.0% to +8.0%, 12 paired steps) when backward read it from the disk."));
+    assert_non_null(strstr(en, "When backward read the spill file from the disk, the step time changed by +5.0% (+2.0% "
+                               "to +8.0%, 12 paired steps)."));
     assert_null(strchr(en, '\n'));
     bank_free(b);
 }
@@ -503,7 +504,9 @@ static void test_times_measured_on_a_busy_machine_are_not_taught_from(void **sta
     /* Nothing else running but 12% of the CPU stolen by the hypervisor is busy too. */
     explain_given(b, 6, NARROW, (Machine){0.5, 0.7, 0.12, 0.01}, en, ar, sizeof en);
     assert_null(strstr(en, "Its step time changed"));
+    assert_null(strstr(en, "When backward read the spill file from the disk"));
     assert_non_null(strstr(en, "Each step wrote 1.00 MiB to the spill file and read it back during backward"));
+    assert_non_null(strstr(en, "How much it costs depends on the disk"));
     assert_non_null(strstr(note_of(en), "and the hypervisor stole 12.0%;"));
     /* A load above the cores that the bench's own threads made (benches run back to back
      * leave a load of 2 or more on 2 cores) is not busy: nothing else ran. */
@@ -541,6 +544,58 @@ static void test_wide_few_or_unknown_spreads_are_not_taught_from(void **state)
     assert_non_null(strstr(note_of(en), "The results of build/bench/bench_offload do not record how much its times "
                                         "varied or how busy the machine was"));
     assert_non_null(strstr(note_of(ar), "لا تسجّل نتائج build/bench/bench_offload مدى تفاوت أزمنته"));
+    bank_free(b);
+}
+
+/* One time too wide, or from too few steps, silences only the part that quotes it: the
+ * others are quoted, and the note says which was left out. */
+static void test_a_time_that_cannot_carry_the_lesson_leaves_out_only_its_part(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    static char en[8192], ar[8192];
+    const Given disk_wide[] = {{"offload_time", 1.331, 1.277, 1.348, 26}, {"dropped_time", 2.423, 2.100, 2.900, 26},
+                               {NULL, 0, 0, 0, 0}};
+    explain_given(b, 6, disk_wide, QUIET, en, ar, sizeof en);
+    assert_non_null(strstr(en, "Its step time changed by +33.1% (+27.7% to +34.8%, 26 paired steps) against keeping "
+                               "everything in RAM when the page cache kept the spill file."));
+    assert_null(strstr(en, "When backward read the spill file from the disk"));
+    assert_non_null(strstr(en, "How much it costs depends on the disk"));
+    assert_string_equal(note_of(en),
+                        "One of the times build/bench/bench_offload measured varies too much to carry the lesson "
+                        "(+142.3% (+110.0% to +190.0%, 26 paired steps)), so the explanation leaves it out; rerun "
+                        "build/bench/bench_offload --quick on a quiet machine to see it.");
+    assert_non_null(strstr(ar, "+33.1% (من +27.7% إلى +34.8%، أزواج الخطوات: 26)"));
+    assert_non_null(strstr(note_of(ar), "أحد الأزمنة التي قاسها build/bench/bench_offload يتفاوت"));
+    /* The other way round: the cached figure too wide, the disk's quoted. */
+    const Given cache_wide[] = {{"offload_time", 1.331, 1.100, 1.600, 26}, {"dropped_time", 2.423, 2.350, 2.500, 26},
+                                {NULL, 0, 0, 0, 0}};
+    explain_given(b, 6, cache_wide, QUIET, en, ar, sizeof en);
+    assert_null(strstr(en, "Its step time changed"));
+    assert_non_null(strstr(en, "Each step wrote 1.00 MiB to the spill file and read it back during backward"));
+    assert_non_null(strstr(en, "When backward read the spill file from the disk, the step time changed by +142.3% "
+                               "(+135.0% to +150.0%, 26 paired steps)."));
+    assert_non_null(strstr(note_of(en), "One of the times build/bench/bench_offload measured varies too much to carry "
+                                        "the lesson (+33.1% (+10.0% to +60.0%, 26 paired steps))"));
+    /* One from too few steps, the other narrow. */
+    const Given cache_few[] = {{"offload_time", 1.331, 1.320, 1.340, 4}, {"dropped_time", 2.423, 2.350, 2.500, 26},
+                               {NULL, 0, 0, 0, 0}};
+    explain_given(b, 6, cache_few, QUIET, en, ar, sizeof en);
+    assert_null(strstr(en, "Its step time changed"));
+    assert_non_null(strstr(en, "the step time changed by +142.3%"));
+    assert_non_null(strstr(note_of(en), "One of the times build/bench/bench_offload measured comes from too few steps "
+                                        "to give an interval (+33.1% (+32.0% to +34.0%, 4 paired steps))"));
+    /* Both too wide: no time is quoted, and one note says so for the question. */
+    const Given both_wide[] = {{"offload_time", 1.331, 1.100, 1.600, 26}, {"dropped_time", 2.423, 2.100, 2.900, 26},
+                               {NULL, 0, 0, 0, 0}};
+    explain_given(b, 6, both_wide, QUIET, en, ar, sizeof en);
+    assert_null(strstr(en, "Its step time changed"));
+    assert_null(strstr(en, "the step time changed by"));
+    assert_string_equal(note_of(en),
+                        "The times build/bench/bench_offload measured vary too much to carry the lesson (+33.1% "
+                        "(+10.0% to +60.0%, 26 paired steps)). This explanation teaches from the exact bytes and FLOPs "
+                        "instead; rerun build/bench/bench_offload --quick on a quiet machine to see the times.");
     bank_free(b);
 }
 
@@ -926,6 +981,7 @@ int main(void)
         cmocka_unit_test(test_quiet_narrow_times_are_quoted_with_their_spread),
         cmocka_unit_test(test_times_measured_on_a_busy_machine_are_not_taught_from),
         cmocka_unit_test(test_wide_few_or_unknown_spreads_are_not_taught_from),
+        cmocka_unit_test(test_a_time_that_cannot_carry_the_lesson_leaves_out_only_its_part),
         cmocka_unit_test(test_no_explanation_states_a_comparison_its_intervals_contradict),
         cmocka_unit_test(test_an_invalid_figure_is_treated_as_missing_naming_the_file_and_field),
         cmocka_unit_test(test_a_missing_figure_names_its_command),
