@@ -62,7 +62,9 @@ static const BenchInfo INFO = {
              "  with the page cache kept and dropped, and offload with O_DIRECT: median step time (configurations alternate), peak\n"
              "  ACT and DISK, time in pack and unpack, and each offload step against its overlap bound\n"
              "  from the in-RAM step's forward and backward and the disk's bandwidth, measured first\n"
-             "  (O_DIRECT); then the cost of one record of 4 KiB to 4 MiB.",
+             "  (O_DIRECT); O_DIRECT again with windows of 16 MiB read ahead and 8 MiB written behind,\n"
+             "  on one and two helper threads; where each offload step waited and what its helper\n"
+             "  threads did; then the cost of one record of 4 KiB to 4 MiB.",
     .quick = "what quiz question 6 quotes: none, sqrt, offload+prefetch with the page cache kept\n"
              "                      and dropped, and offload+sqrt kept; MLP N=16 W=256 B=64, GPT L=4 D=128\n"
              "                      H=4 T=64 B=4, 6 or more rounds per model until every time overhead is\n"
