@@ -844,8 +844,12 @@ static void test_dropping_the_page_cache_leaves_no_record_in_it(void **state)
                     assert_int_equal(s.cached_after_forward, 0);
                 }
                 if (drop || o.io == OFFLOAD_IO_DIRECT) { /* direct: the records never entered it */
-                    assert_int_equal(cached, 0);
-                    assert_int_equal(seen, 0);
+                    /* offload_pop has just queued the first reads ahead: through the page
+                     * cache, a record being read is there until its read drops it again
+                     * (cached_after_forward, counted before, is exact). */
+                    const size_t reading = o.io == OFFLOAD_IO_DIRECT ? 0 : (size_t)o.prefetch * (CHAIN_A + 4096);
+                    assert_true(cached <= reading);
+                    assert_true(seen <= reading);
                 } else { /* all 2·8 + 2 records of 64 KiB, a page of header and padding each */
                     assert_true(cached >= 18 * CHAIN_A);
                     assert_true(seen >= cached); /* the whole file: read-ahead past the records too */
