@@ -93,7 +93,6 @@ typedef struct Config {
     int io_threads; /* 0: the default, one */
 } Config;
 
-enum { MANY = 1 << 20 }; /* a count of records that never limits a window of bytes */
 
 static const Config CONFIGS[] = {
     {"none", STRATEGY_NONE, false, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS, true, false, 0},
@@ -107,8 +106,8 @@ static const Config CONFIGS[] = {
     {"offload+sqrt", STRATEGY_SQRT, true, OFFLOAD_BOUNDARY, 0, true, OFFLOAD_IO_SYSCALLS, false, false, 0},
     {"offload+prefetch (mmap)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, true, OFFLOAD_IO_MMAP, false, false, 0},
     {"offload+prefetch (direct)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, false, OFFLOAD_IO_DIRECT, false, false, 0},
-    {"offload+windows (direct)", STRATEGY_NONE, true, OFFLOAD_ALL, MANY, false, OFFLOAD_IO_DIRECT, false, true, 1},
-    {"+windows, 2 thr (direct)", STRATEGY_NONE, true, OFFLOAD_ALL, MANY, false, OFFLOAD_IO_DIRECT, false, true, 2},
+    {"offload+windows (direct)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_ANY_COUNT, false, OFFLOAD_IO_DIRECT, false, true, 1},
+    {"+windows, 2 thr (direct)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_ANY_COUNT, false, OFFLOAD_IO_DIRECT, false, true, 2},
 };
 enum { N_CONFIGS = sizeof CONFIGS / sizeof CONFIGS[0] };
 
@@ -152,7 +151,7 @@ static RematStatus runner_create(Runner *r, const Config *c, const Model *m, con
     oo.io = c->io;
     if (c->windows) {
         oo.prefetch_bytes = setup->window_ahead;
-        oo.write_behind = MANY;
+        oo.write_behind = OFFLOAD_ANY_COUNT;
         oo.write_behind_bytes = setup->window_behind;
     }
     if (c->io_threads) oo.io_threads = c->io_threads;

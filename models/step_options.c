@@ -48,6 +48,19 @@ static RematStatus set_offload_dir(StepOptions *o, const char *v)
     return REMAT_OK;
 }
 
+/* A window of bytes instead of a count of records: the count set so that it never limits. */
+static RematStatus set_offload_read_ahead(StepOptions *o, const char *v)
+{
+    o->offload_opts.prefetch = OFFLOAD_ANY_COUNT;
+    return parse_memory_size(v, &o->offload_opts.prefetch_bytes);
+}
+
+static RematStatus set_offload_write_behind(StepOptions *o, const char *v)
+{
+    o->offload_opts.write_behind = OFFLOAD_ANY_COUNT;
+    return parse_memory_size(v, &o->offload_opts.write_behind_bytes);
+}
+
 /* The switches, which take no value. */
 static void set_switch(StepOptions *o, StepFlag flag)
 {
@@ -114,6 +127,12 @@ static const char *with_offload_unmapped(const StepOptions *o, StepScope s)
     return with_offload(o, s);
 }
 
+static const char *with_offload_written_behind(const StepOptions *o, StepScope s)
+{
+    if (o->given & STEP_FLAG_OFFLOAD_MMAP) return "through a mapping (--offload-mmap) pack writes before it returns";
+    return with_offload(o, s);
+}
+
 static const char *with_offload_cached(const StepOptions *o, StepScope s)
 {
     if (o->given & STEP_FLAG_OFFLOAD_DIRECT) return "with --offload-direct the page cache never holds the records";
@@ -164,6 +183,14 @@ static const FlagSpec FLAGS[] = {
     {"--offload-direct", STEP_FLAG_OFFLOAD_DIRECT, NULL,
      "move the bytes with O_DIRECT, around the page cache: backward\n"
      "reads the disk (a file system without direct I/O is an error)", NULL, with_offload_unmapped},
+    {"--offload-read-ahead", STEP_FLAG_OFFLOAD_READ_AHEAD, "S",
+     "in backward, read ahead up to S of records (a unit: B, KiB,\n"
+     "MiB or GiB; the next record whatever its size) instead of\n"
+     "two records, each counted in ACT from when its read is queued", set_offload_read_ahead, with_offload},
+    {"--offload-write-behind", STEP_FLAG_OFFLOAD_WRITE_BEHIND, "S",
+     "let up to S of records be written behind the forward instead\n"
+     "of two records (16 MiB ahead and 8 MiB behind kept the GPT's\n"
+     "step at its bound: offload/README.md)", set_offload_write_behind, with_offload_written_behind},
     {"--accumulate", STEP_FLAG_ACCUMULATE, "K",
      "K micro-batches of --batch each per optimizer step, their\n"
      "gradients summed in micro-batch order: bit-identical to\n"
@@ -177,7 +204,7 @@ enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
 
 static const unsigned OFFLOAD_FLAGS =
     STEP_FLAG_OFFLOAD | STEP_FLAG_OFFLOAD_DIR | STEP_FLAG_OFFLOAD_NO_CACHE | STEP_FLAG_OFFLOAD_MMAP |
-                                     STEP_FLAG_OFFLOAD_DIRECT;
+    STEP_FLAG_OFFLOAD_DIRECT | STEP_FLAG_OFFLOAD_READ_AHEAD | STEP_FLAG_OFFLOAD_WRITE_BEHIND;
 static const unsigned DATA_PARALLEL_FLAGS = STEP_FLAG_ACCUMULATE | STEP_FLAG_ZERO;
 
 /* ---- parsing --------------------------------------------------------------------------------- */
@@ -260,7 +287,8 @@ static void usage_line(const FlagSpec *spec, FILE *out)
 {
     char head[32];
     snprintf(head, sizeof head, "%s%s%s", spec->name, spec->value ? " " : "", spec->value ? spec->value : "");
-    fprintf(out, "  %-19s ", head);
+    if (strlen(head) > 19) fprintf(out, "  %s\n%22s", head, ""); /* too long for its column: a line of its own */
+    else fprintf(out, "  %-19s ", head);
     for (const char *c = spec->help; *c; c++) {
         fputc(*c, out);
         if (*c == '\n') fprintf(out, "%22s", "");

@@ -48,7 +48,9 @@ typedef enum StepFlag {
     STEP_FLAG_ACCUMULATE = 1u << 10,
     STEP_FLAG_ZERO = 1u << 11,
     STEP_FLAG_OFFLOAD_DIRECT = 1u << 12,
-    STEP_FLAGS_ALL = (1u << 13) - 1,
+    STEP_FLAG_OFFLOAD_READ_AHEAD = 1u << 13,
+    STEP_FLAG_OFFLOAD_WRITE_BEHIND = 1u << 14,
+    STEP_FLAGS_ALL = (1u << 15) - 1,
 } StepFlag;
 
 /* How a step keeps its activations, as the command line said. */

@@ -906,13 +906,15 @@ OffloadStats offload_stats(const Offload *off)
 }
 
 /* "prefetch 2 records ahead on a helper thread", or with a window of bytes "prefetch up to
- * 16.0 MiB (at most 1048576 records) ahead on a helper thread". */
+ * 16.0 MiB (at most 8 records) ahead on a helper thread" (without the count when it is
+ * OFFLOAD_ANY_COUNT or more, which never limits). */
 static void window_str(char *buf, size_t size, const char *verb, int records, size_t bytes, const char *where)
 {
-    char amount[32];
+    char amount[32], count[48] = "";
+    if (records < OFFLOAD_ANY_COUNT) snprintf(count, sizeof count, " (at most %d record%s)", records, records == 1 ? "" : "s");
     if (bytes)
-        snprintf(buf, size, "%s up to %s (at most %d record%s) %s on a helper thread", verb,
-                 mem_format_bytes(amount, sizeof amount, bytes), records, records == 1 ? "" : "s", where);
+        snprintf(buf, size, "%s up to %s%s %s on a helper thread", verb, mem_format_bytes(amount, sizeof amount, bytes),
+                 count, where);
     else
         snprintf(buf, size, "%s %s%d record%s %s on a helper thread", verb, strcmp(verb, "written") ? "" : "up to ",
                  records, records == 1 ? "" : "s", where);

@@ -137,6 +137,7 @@ typedef enum OffloadPolicy {
 #define OFFLOAD_PREFETCH_BYTES 0               /* default: no limit on their bytes but their count */
 #define OFFLOAD_WRITE_BEHIND_BYTES 0           /* default: no limit on their bytes but their count */
 #define OFFLOAD_WRITE_BEHIND 2                 /* default: records written behind the forward */
+#define OFFLOAD_ANY_COUNT (1 << 20)            /* a count of records that never limits a window of bytes */
 #define OFFLOAD_IO_THREADS 1                   /* default: helper threads moving the records */
 #define OFFLOAD_MAX_IO_THREADS 4
 

@@ -1284,6 +1284,23 @@ static void test_train_takes_the_offload_flags(void **state)
     assert_int_equal(parse(&o, 2, direct_alone), 2);
     assert_int_equal(parse(&o, 5, direct_mapped), 2);
     assert_int_equal(parse(&o, 5, direct_no_cache), 2);
+    /* Windows of bytes, with a unit; refused without --offload, below one byte, and writing
+     * behind through a mapping (which writes in the forward). */
+    char *windows[] = {"train", "--offload", "all", "--offload-direct", "--offload-read-ahead", "16MiB",
+                       "--offload-write-behind", "8 MiB"};
+    assert_int_equal(parse(&o, 8, windows), 0);
+    assert_int_equal(o.step.offload_opts.prefetch_bytes, (size_t)16 << 20);
+    assert_int_equal(o.step.offload_opts.write_behind_bytes, (size_t)8 << 20);
+    assert_int_equal(o.step.offload_opts.prefetch, OFFLOAD_ANY_COUNT);
+    assert_int_equal(o.step.offload_opts.write_behind, OFFLOAD_ANY_COUNT);
+    char *window_alone[] = {"train", "--offload-read-ahead", "16MiB"};
+    char *window_zero[] = {"train", "--offload", "all", "--offload-read-ahead", "0"};
+    char *window_junk[] = {"train", "--offload", "all", "--offload-write-behind", "8 parsecs"};
+    char *window_mapped[] = {"train", "--offload", "all", "--offload-mmap", "--offload-write-behind", "8MiB"};
+    assert_int_equal(parse(&o, 3, window_alone), 2);
+    assert_int_equal(parse(&o, 5, window_zero), 2);
+    assert_int_equal(parse(&o, 5, window_junk), 2);
+    assert_int_equal(parse(&o, 6, window_mapped), 2);
     char *plain[] = {"train"};
     assert_int_equal(parse(&o, 1, plain), 0);
     assert_false(o.step.offload);
