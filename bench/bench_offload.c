@@ -59,17 +59,17 @@ static const BenchInfo INFO = {
                 "with recomputation",
     .about = "  The MLP chain and the GPT, AdamW steps under none, sqrt, offload (all), offload with\n"
              "  prefetch, offload under sqrt (its segment inputs) and offload through mmap, each offload\n"
-             "  with the page cache kept and dropped, and offload with O_DIRECT: median step time (configurations alternate), peak\n"
-             "  ACT and DISK, time in pack and unpack, and each offload step against its overlap bound\n"
-             "  from the in-RAM step's forward and backward and the disk's bandwidth, measured first\n"
-             "  (O_DIRECT); O_DIRECT again with windows of 16 MiB read ahead and 8 MiB written behind,\n"
-             "  on one and two helper threads; where each offload step waited and what its helper\n"
-             "  threads did; then the cost of one record of 4 KiB to 4 MiB.",
-    .quick = "what quiz question 6 quotes: none, sqrt, offload+prefetch with the page cache kept\n"
-             "                      and dropped, and offload+sqrt kept; MLP N=16 W=256 B=64, GPT L=4 D=128\n"
-             "                      H=4 T=64 B=4, 6 or more rounds per model until every time overhead is\n"
-             "                      within +-5 points, at most 3.5 s on the MLP and 0.5 s on the GPT\n"
-             "                      (seconds)",
+             "  with the page cache kept and dropped, and offload with O_DIRECT: median step time\n"
+             "  (configurations alternate), peak ACT and DISK, time in pack and unpack, and each offload\n"
+             "  step against its overlap bound from the in-RAM step's forward and backward and the\n"
+             "  disk's bandwidth, measured first (O_DIRECT); O_DIRECT again with windows of 16 MiB read\n"
+             "  ahead and 8 MiB written behind, on one and two helper threads; where each offload step\n"
+             "  waited and what its helper threads did; then the cost of one record of 4 KiB to 4 MiB.",
+    .quick = "the configurations quiz question 6 quotes (none, sqrt, offload+prefetch\n"
+             "                      with the page cache kept and dropped, offload+sqrt kept); MLP N=16\n"
+             "                      W=256 B=64, GPT L=4 D=128 H=4 T=64 B=4, 6 or more rounds per model\n"
+             "                      until every time overhead is within +-5 points, at most 3.5 s on the\n"
+             "                      MLP and 0.5 s on the GPT (seconds)",
     .full = "MLP N=32 W=2048 B=256, GPT L=4 D=256 H=4 T=128 B=8, 7 timed rounds after a warm-up round",
     .timed = true,
     .step_flags = STEP_FLAG_OFFLOAD_DIR,
