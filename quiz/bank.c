@@ -141,8 +141,7 @@ static RematStatus load_part_text(const cJSON *part, const char *key, const Ques
     return REMAT_OK;
 }
 
-/* Whether `text` (its placeholders checked) quotes a time measurement of `q`. */
-static bool quotes_time(const Question *q, const char *text)
+bool question_quotes_time(const Question *q, const char *text)
 {
     for (const char *open = strchr(text, '{'); open; open = strchr(open + 1, '{')) {
         const Measurement *m = find_measurement(q, open + 1, (size_t)(strchr(open, '}') - open - 1));
@@ -170,7 +169,8 @@ static RematStatus load_explanation(const cJSON *q, const char *path, const char
              load_part_text(part, "otherwise", out, path, inner, &p->otherwise) != REMAT_OK))
             return REMAT_ECORRUPT;
         /* A time may be too noisy to quote: what the part says must then be said without. */
-        if (quotes_time(out, p->text.lang[LANG_EN]) && (!p->otherwise.lang[LANG_EN] || quotes_time(out, p->otherwise.lang[LANG_EN])))
+        if (question_quotes_time(out, p->text.lang[LANG_EN]) &&
+            (!p->otherwise.lang[LANG_EN] || question_quotes_time(out, p->otherwise.lang[LANG_EN])))
             return remat_fail(REMAT_ECORRUPT, "%s: %s: quotes a time, so it needs an `otherwise` that quotes none", path, inner);
     }
     return REMAT_OK;

@@ -106,6 +106,10 @@ Bank *bank_load(const char *path);
 /* Frees the bank. NULL is a no-op. */
 void bank_free(Bank *bank);
 
+/* Whether `text`, a part of q's explanation (its placeholders checked by bank_load), quotes
+ * one of q's time measurements. */
+bool question_quotes_time(const Question *q, const char *text);
+
 /* The order the options of each of the bank's questions are shown in: orders[q][i] is the
  * bank's index of the option shown (i + 1)-th. With `shuffle`, a Fisher–Yates shuffle
  * drawn from PCG32 seeded with `seed` (the same seed, the same orders); without, the

@@ -404,14 +404,6 @@ static bool can_say(const Fill *fill, const char *text)
     return true;
 }
 
-/* Whether `text` quotes a time. */
-static bool quotes_a_time(const Fill *fill, const char *text)
-{
-    for (const char *open = strchr(text, '{'), *close; open; open = strchr(close, '{'))
-        if (placeholder(fill, open, &close)->m->time) return true;
-    return false;
-}
-
 /* Hands `text` to `sink`, each placeholder as its figure. */
 static void say(const Fill *fill, const char *text, ExplainSink *sink, void *ctx)
 {
@@ -584,7 +576,7 @@ RematStatus explain_pieces(const Question *q, QuizLang lang, ResultsDir *results
         const char *otherwise = part->otherwise.lang[lang];
         if (!can_say(&fill, text)) text = otherwise && can_say(&fill, otherwise) ? otherwise : NULL;
         if (!text) continue;
-        fill.said_time |= quotes_a_time(&fill, text);
+        fill.said_time |= question_quotes_time(q, text);
         if (!first) sink(ctx, PIECE_TEXT, " ", 1);
         say(&fill, text, sink, ctx);
         first = false;
