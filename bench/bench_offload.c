@@ -351,7 +351,7 @@ static RematStatus measure_model(const char *model, const char *title, ModelBenc
     pcg32_seed(&ctx.rng, 1, 2);
     Timing timing = {0};
     if (status == REMAT_OK)
-        status = steps_alternate(g->model, variants, n_configs, g->opt, &g->batch, &ctx, plan, progress, model,
+        status = steps_alternate(g->model, variants, n_configs, NULL, g->opt, &g->batch, &ctx, plan, progress, model,
                                  stats, &timing);
     if (status == REMAT_OK) {
         progress_end(progress);

@@ -124,7 +124,7 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, Depth *d, Progr
     snprintf(label, sizeof label, "N=%d", d->N);
     Timing timing = {0};
     if (status == REMAT_OK)
-        status = steps_alternate(m, variants, c->n_strategies, opt, &batch, &ctx, &c->plan, progress, label, d->stats,
+        status = steps_alternate(m, variants, c->n_strategies, NULL, opt, &batch, &ctx, &c->plan, progress, label, d->stats,
                                  &timing);
     for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
         d->step[k] = timing_median(&timing, k, STEP_SECONDS);

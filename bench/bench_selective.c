@@ -268,7 +268,7 @@ static RematStatus measure_seq(SeqResult *r, bool naive, const TimingPlan *plan,
     StepStats stats[N_VARIANTS];
     Timing timing = {0};
     if (status == REMAT_OK)
-        status = steps_alternate(g.model, variants, n, g.opt, &g.batch, &ctx, plan, progress, label, stats, &timing);
+        status = steps_alternate(g.model, variants, n, NULL, g.opt, &g.batch, &ctx, plan, progress, label, stats, &timing);
     for (int k = 0; k < n && status == REMAT_OK; k++) r->stats[index[k]] = stats[k];
     if (status == REMAT_OK) estimate_rows(r, &timing, index, n);
     timing_free(&timing);

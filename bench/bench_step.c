@@ -8,8 +8,12 @@
  * median step time and the achieved GFLOP/s. The FLOPs are those the ledger recorded for
  * the step — the matmuls plus every elementwise op, recomputation included, so the rate
  * says how busy the machine was, and the recompute column says how much of that work was
- * done twice. Each thread count also times a square sgemm, so every figure comes with its
- * ceiling measured in the same run.
+ * done twice. Each thread count also times a square sgemm in every round, between the
+ * steps, so every rate comes with its ceiling measured in the same rounds: a step's share
+ * of the peak is the median of the paired ratios, sgemm time over step time of the same
+ * round (scaled by their FLOPs), and a moment when the whole machine is slower falls on
+ * both sides of it. The sgemm's own speed-up on 2 threads is printed beside the step's:
+ * the most a step made of such products could gain.
  *
  * Where the time goes: the FLOP ledger also keeps the wall time inside the matmuls
  * (tensor/flops.h), so each step says how much of it the matmuls took, at what rate, and
@@ -40,7 +44,7 @@ static const BenchInfo INFO = {
     .about = "  Whole AdamW training steps of the GPT (L=4, D=256, H=4, T=128, B=8) and the MLP chain\n"
              "  (N=16, W=1024, B=256) under each strategy on 1 and 2 threads: median step time and\n"
              "  GFLOP/s (the ledger's FLOPs, recomputation included) next to the sgemm peak measured\n"
-             "  on the same threads; the speed-up of 2 threads over 1; where the time goes (inside and\n"
+             "  on the same threads in the same rounds; the speed-up of 2 threads over 1; where the time goes (inside and\n"
              "  outside the matmuls, each phase's share, page faults); and AdamW's pass alone, one\n"
              "  call per parameter against one pass over all of them.",
     .quick = "6 or more rounds per model, thread counts and strategies interleaved, until every\n"
@@ -54,28 +58,45 @@ static const BenchInfo INFO = {
     .model_flags = true,
 };
 
-/* GFLOP/s of a 2048³ sgemm on the current thread count: the median of REPS runs, with its
- * interval. */
-static RematStatus sgemm_peak(Estimate *gflops)
+/* The peak: a square sgemm of SGEMM_N on each thread count, run in every round of the
+ * steps (an ExtraRuns of steps_alternate), on operands made once. */
+enum { SGEMM_N = 2048 };
+static const double SGEMM_FLOPS = 2.0 * SGEMM_N * SGEMM_N * (double)SGEMM_N;
+
+typedef struct Sgemm {
+    float *A, *B, *C;
+} Sgemm;
+
+static void sgemm_free(Sgemm *g)
 {
-    enum { N = 2048, REPS = 6 }; /* the fewest with a 95% interval */
-    const size_t n = (size_t)N * N;
-    float *A = malloc(n * sizeof *A), *B = malloc(n * sizeof *B), *C = malloc(n * sizeof *C);
-    RematStatus status = A && B && C ? REMAT_OK : remat_fail(REMAT_ENOMEM, "no memory for the sgemm operands");
-    if (status == REMAT_OK) {
-        for (size_t i = 0; i < n; i++) A[i] = B[i] = (float)(i % 7) * 0.1f;
-        double rate[REPS];
-        k_matmul(C, A, B, N, N, N, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
-        for (int r = 0; r < REPS; r++) {
-            const double t0 = platform_seconds();
-            k_matmul(C, A, B, N, N, N, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
-            rate[r] = 2.0 * N * N * (double)N / (platform_seconds() - t0) * 1e-9;
-        }
-        *gflops = estimate_median(rate, REPS);
+    free(g->A), free(g->B), free(g->C);
+    *g = (Sgemm){0};
+}
+
+static RematStatus sgemm_create(Sgemm *g)
+{
+    const size_t n = (size_t)SGEMM_N * SGEMM_N;
+    *g = (Sgemm){malloc(n * sizeof(float)), malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+    if (!g->A || !g->B || !g->C) {
+        sgemm_free(g);
+        return remat_fail(REMAT_ENOMEM, "no memory for the sgemm operands");
     }
-    free(A), free(B), free(C);
+    for (size_t i = 0; i < n; i++) g->A[i] = g->B[i] = (float)(i % 7) * 0.1f;
+    return REMAT_OK;
+}
+
+/* ExtraRuns' run: one sgemm on `t` + 1 threads, its seconds in values[STEP_SECONDS]. The
+ * FLOP ledger is reset after it, so that it counts in no step. */
+static RematStatus sgemm_run(void *ctx, int t, double *values)
+{
+    const Sgemm *g = ctx;
+    const RematStatus status = platform_set_threads(t + 1);
+    if (status != REMAT_OK) return status;
+    const double t0 = platform_seconds();
+    k_matmul(g->C, g->A, g->B, SGEMM_N, SGEMM_N, SGEMM_N, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
+    values[STEP_SECONDS] = platform_seconds() - t0;
     flops_reset();
-    return status;
+    return REMAT_OK;
 }
 
 static const char *const MODEL_NAMES[N_MODELS] = {"gpt L=4 D=256 H=4 T=128 B=8", "mlp N=16 W=1024 B=256"};
@@ -218,10 +239,10 @@ static const ResultsField FIELDS[] = {
     {"recompute_flops", "FLOPs per step"},
     RESULTS_TIMED("gflops_per_second", "GFLOP/s"),
     RESULTS_TIMED("sgemm_gflops_per_second", "GFLOP/s"),
-    {"sgemm_samples", "sgemm runs sgemm_gflops_per_second comes from"},
     RESULTS_TIMED("fraction_of_peak", "ratio"),
     {"peak_act", "bytes"},
     RESULTS_TIMED("speedup_vs_1_thread", "ratio"),
+    RESULTS_TIMED("sgemm_speedup_vs_1_thread", "ratio"),
     {"matmul_flops", "FLOPs per step"},
     RESULTS_TIMED("matmul_seconds", "seconds"),
     RESULTS_TIMED("matmul_gflops_per_second", "GFLOP/s"),
@@ -241,11 +262,10 @@ static Estimate rate_of(double flops, const Estimate *seconds)
                       seconds->samples};
 }
 
-/* The step's rate over the sgemm's: the interval from the two intervals' far ends, so it
- * holds both (they come from different runs). */
-static Estimate fraction_of(const Estimate *rate, const Estimate *peak)
+/* e times a constant c > 0. */
+static Estimate scaled(const Estimate *e, double c)
 {
-    return (Estimate){rate->value / peak->value, rate->lo / peak->hi, rate->hi / peak->lo, rate->samples};
+    return (Estimate){e->value * c, e->lo * c, e->hi * c, e->samples};
 }
 
 /* 1 / ratio: a time ratio turned into a speed-up, the interval's ends swapped. */
@@ -260,25 +280,35 @@ typedef struct Row {
     int threads;
     uint64_t flops;
     const StepStats *st;
-    Estimate seconds, overhead, rate, fraction, speedup, matmul_seconds, matmul_rate, outside;
+    Estimate seconds, overhead, rate, matmul_seconds, matmul_rate, outside;
+    Estimate peak;           /* the sgemm's GFLOP/s on the same threads, in the same rounds */
+    Estimate fraction;       /* the step's rate over the sgemm's, paired by round */
+    Estimate speedup;        /* 1-thread step over 2-thread step, paired by round */
+    Estimate sgemm_speedup;  /* the same for the sgemm */
     Estimate phase[PHASE_COUNT]; /* each phase's share of the step */
     double minor_faults;
 } Row;
 
-/* Row of variant t·n + k of `timing`: the step against none on the same threads and
- * against the same strategy on 1 thread, each paired by round. */
-static Row row_of(const char *model, const Strategy *sweep, const StepStats *st, const Timing *timing, int n, int t,
-                  int k, const Estimate *peak)
+/* Row of variant t·n + k of `timing`: the step against none on the same threads, against
+ * the same strategy on 1 thread, and against the sgemm on the same threads, each paired by
+ * round (the sgemm on t + 1 threads is variant n·threads + t). */
+static Row row_of(const char *model, const Strategy *sweep, const StepStats *st, const Timing *timing, int n,
+                  int threads, int t, int k)
 {
-    const int v = t * n + k;
+    const int v = t * n + k, sv = n * threads + t;
     Row r = {.model = model, .strategy = strategy_name(sweep[k].kind), .threads = t + 1, .st = &st[v]};
     for (int p = 0; p < PHASE_COUNT; p++) r.flops += st[v].flops[p];
     r.seconds = timing_median(timing, v, STEP_SECONDS);
     r.overhead = timing_ratio(timing, v, t * n, STEP_SECONDS);
     r.rate = rate_of((double)r.flops, &r.seconds);
-    r.fraction = fraction_of(&r.rate, peak);
+    const Estimate sgemm_seconds = timing_median(timing, sv, STEP_SECONDS);
+    r.peak = rate_of(SGEMM_FLOPS, &sgemm_seconds);
+    const Estimate time_ratio = timing_ratio(timing, sv, v, STEP_SECONDS); /* sgemm time / step time */
+    r.fraction = scaled(&time_ratio, (double)r.flops / SGEMM_FLOPS);
     const Estimate slower = timing_ratio(timing, v, k, STEP_SECONDS);
     r.speedup = inverse_of(&slower);
+    const Estimate sgemm_slower = timing_ratio(timing, sv, n * threads, STEP_SECONDS);
+    r.sgemm_speedup = inverse_of(&sgemm_slower);
     r.matmul_seconds = timing_median(timing, v, STEP_MATMUL_SECONDS);
     r.matmul_rate = rate_of((double)st[v].matmul_flops, &r.matmul_seconds);
     r.outside = timing_median(timing, v, STEP_OUTSIDE_MATMUL_SHARE);
@@ -287,29 +317,31 @@ static Row row_of(const char *model, const Strategy *sweep, const StepStats *st,
     return r;
 }
 
-static void print_row(const Row *r, const Estimate *peak)
+static void print_row(const Row *r)
 {
     char step[64], spread[48];
-    printf("  %-28s %-9s %7d %-28s %-26s %9.3f %9.3f %8.1f %8.1f %6.0f%% %9.2f\n", r->model, r->strategy, r->threads,
-           estimate_ms_str(step, sizeof step, &r->seconds), estimate_ratio_str(spread, sizeof spread, &r->overhead),
-           1e-9 * (double)r->flops, 1e-9 * (double)r->st->flops[PHASE_RECOMPUTE], r->rate.value, peak->value,
-           100.0 * r->fraction.value, mib(r->st->peak[MEM_ACT]));
+    printf("  %-28s %-9s %7d %-28s %-26s %9.3f %9.3f %8.1f %8.1f %4.0f%% (%2.0f..%3.0f) %9.2f\n", r->model, r->strategy,
+           r->threads, estimate_ms_str(step, sizeof step, &r->seconds),
+           estimate_ratio_str(spread, sizeof spread, &r->overhead), 1e-9 * (double)r->flops,
+           1e-9 * (double)r->st->flops[PHASE_RECOMPUTE], r->rate.value, r->peak.value, 100.0 * r->fraction.value,
+           100.0 * r->fraction.lo, 100.0 * r->fraction.hi, mib(r->st->peak[MEM_ACT]));
 }
 
 /* "1.93x (1.88..1.97)", or "-" on 1 thread. */
-static char *speedup_str(char *buf, size_t size, const Row *r)
+static char *speedup_str(char *buf, size_t size, int threads, const Estimate *speedup)
 {
-    if (r->threads == 1) snprintf(buf, size, "-");
-    else snprintf(buf, size, "%.2fx (%.2f..%.2f)", r->speedup.value, r->speedup.lo, r->speedup.hi);
+    if (threads == 1) snprintf(buf, size, "-");
+    else snprintf(buf, size, "%.2fx (%.2f..%.2f)", speedup->value, speedup->lo, speedup->hi);
     return buf;
 }
 
 static void print_time_row(const Row *r)
 {
-    char speedup[48], mm[64];
-    printf("  %-28s %-9s %7d %-22s %-28s %8.1f %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %7.0f\n",
+    char speedup[48], sgemm[48], mm[64];
+    printf("  %-28s %-9s %7d %-22s %-22s %-28s %8.1f %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %7.0f\n",
            r->model,
-           r->strategy, r->threads, speedup_str(speedup, sizeof speedup, r),
+           r->strategy, r->threads, speedup_str(speedup, sizeof speedup, r->threads, &r->speedup),
+           speedup_str(sgemm, sizeof sgemm, r->threads, &r->sgemm_speedup),
            estimate_ms_str(mm, sizeof mm, &r->matmul_seconds), r->matmul_rate.value, 100.0 * r->outside.value,
            100.0 * r->outside.lo, 100.0 * r->outside.hi, 100.0 * r->phase[PHASE_RECOMPUTE].value,
            100.0 * r->phase[PHASE_RECOMPUTE].lo, 100.0 * r->phase[PHASE_RECOMPUTE].hi,
@@ -317,7 +349,7 @@ static void print_time_row(const Row *r)
            100.0 * r->phase[PHASE_OPTIMIZER].hi, r->minor_faults);
 }
 
-static void record_row(const Row *r, const Estimate *peak, ResultsTable *table)
+static void record_row(const Row *r, ResultsTable *table)
 {
     ResultsRecord *rec = results_record(table);
     record_str(rec, "model", r->model);
@@ -328,12 +360,11 @@ static void record_row(const Row *r, const Estimate *peak, ResultsTable *table)
     record_num(rec, "flops", (double)r->flops);
     record_num(rec, "recompute_flops", (double)r->st->flops[PHASE_RECOMPUTE]);
     record_estimate(rec, "gflops_per_second", &r->rate);
-    const Estimate sgemm = {peak->value, peak->lo, peak->hi, r->seconds.samples}; /* its own count: sgemm_samples */
-    record_estimate(rec, "sgemm_gflops_per_second", &sgemm);
-    record_num(rec, "sgemm_samples", peak->samples);
+    record_estimate(rec, "sgemm_gflops_per_second", &r->peak);
     record_estimate(rec, "fraction_of_peak", &r->fraction);
     record_num(rec, "peak_act", (double)r->st->peak[MEM_ACT]);
     if (r->threads > 1) record_estimate(rec, "speedup_vs_1_thread", &r->speedup);
+    if (r->threads > 1) record_estimate(rec, "sgemm_speedup_vs_1_thread", &r->sgemm_speedup);
     record_num(rec, "matmul_flops", (double)r->st->matmul_flops);
     record_estimate(rec, "matmul_seconds", &r->matmul_seconds);
     record_estimate(rec, "matmul_gflops_per_second", &r->matmul_rate);
@@ -348,32 +379,34 @@ static void record_row(const Row *r, const Estimate *peak, ResultsTable *table)
 
 /* Prints both tables of the run and records a row per model, thread count and strategy. */
 static void report(const Strategy *sweep, StepStats stats[N_MODELS][MAX_THREADS * N_KINDS],
-                   const Timing timing[N_MODELS], int n, int threads, const Estimate *peaks, ResultsTable *table)
+                   const Timing timing[N_MODELS], int n, int threads, ResultsTable *table)
 {
-    printf("\n  median step and its 95%% interval, after the warm-up rounds; thread counts and strategies\n"
-           "  interleaved step by step (rounds per model: %d, %d)\n",
-           timing[0].rounds, timing[1].rounds);
-    printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %7s %9s\n", "model", "strategy", "threads", "step",
+    printf("\n  median step and its 95%% interval, after the warm-up rounds; thread counts, strategies and\n"
+           "  a %d³ sgemm on each thread count interleaved run by run (rounds per model: %d, %d); of peak:\n"
+           "  the median of the paired ratios, step rate over sgemm rate of the same round\n",
+           SGEMM_N, timing[0].rounds, timing[1].rounds);
+    printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %-14s %9s\n", "model", "strategy", "threads", "step",
            "vs none (interval, rounds)", "GFLOP", "recompute", "GFLOP/s", "sgemm", "of peak", "peak ACT");
-    printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %7s %9s\n", "", "", "", "", "", "per step", "GFLOP", "",
-           "GFLOP/s", "", "MiB");
+    printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %-14s %9s\n", "", "", "", "", "", "per step", "GFLOP", "",
+           "GFLOP/s", "(interval)", "MiB");
     for (int m = 0; m < N_MODELS; m++)
         for (int t = 0; t < threads; t++)
             for (int k = 0; k < n; k++) {
-                const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, t, k, &peaks[t]);
-                print_row(&r, &peaks[t]);
-                record_row(&r, &peaks[t], table);
+                const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, threads, t, k);
+                print_row(&r);
+                record_row(&r, table);
             }
     printf("\n  where the step's time goes (medians and 95%% intervals; speed-up: median of paired ratios\n"
-           "  to the same strategy on 1 thread in the same round)\n");
-    printf("  %-28s %-9s %7s %-22s %-28s %8s %-20s %-20s %-20s %7s\n", "model", "strategy", "threads", "vs 1 thread",
-           "inside matmuls", "matmul", "outside matmuls", "recompute phase", "optimizer phase", "page");
-    printf("  %-28s %-9s %7s %-22s %-28s %8s %-20s %-20s %-20s %7s\n", "", "", "", "", "", "GFLOP/s",
+           "  to the same strategy on 1 thread in the same round, and the sgemm's own, its ceiling)\n");
+    printf("  %-28s %-9s %7s %-22s %-22s %-28s %8s %-20s %-20s %-20s %7s\n", "model", "strategy", "threads",
+           "vs 1 thread", "sgemm vs 1 thread", "inside matmuls", "matmul", "outside matmuls", "recompute phase",
+           "optimizer phase", "page");
+    printf("  %-28s %-9s %7s %-22s %-22s %-28s %8s %-20s %-20s %-20s %7s\n", "", "", "", "", "", "", "GFLOP/s",
            "(share of step)", "(share of step)", "(share of step)", "faults");
     for (int m = 0; m < N_MODELS; m++)
         for (int t = 0; t < threads; t++)
             for (int k = 0; k < n; k++) {
-                const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, t, k, &peaks[t]);
+                const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, threads, t, k);
                 print_time_row(&r);
             }
 }
@@ -395,18 +428,15 @@ int main(int argc, char **argv)
     ResultsTable *optim_table = results_table(results, "optimizer", "AdamW over each model's parameters, one call per "
                                               "parameter against one pass, per thread count", OPTIM_FIELDS,
                                               (int)(sizeof OPTIM_FIELDS / sizeof OPTIM_FIELDS[0]), true);
-    RematStatus status = REMAT_OK;
-    Estimate peaks[MAX_THREADS] = {{0}};
+    Sgemm sgemm;
+    RematStatus status = sgemm_create(&sgemm);
+    const ExtraRuns peak_runs = {.count = max_threads, .run = sgemm_run, .ctx = &sgemm};
     static StepStats stats[N_MODELS][MAX_THREADS * N_KINDS];
     Timing timing[N_MODELS] = {{0}};
     Subject models[N_MODELS];
     memset(models, 0, sizeof models);
-    for (int t = 0; t < max_threads && status == REMAT_OK; t++) {
-        status = platform_set_threads(t + 1);
-        if (status == REMAT_OK) status = sgemm_peak(&peaks[t]);
-    }
     Progress progress;
-    progress_begin(&progress, N_MODELS * timing_max_runs(&plan, n * max_threads));
+    progress_begin(&progress, N_MODELS * timing_max_runs(&plan, n * max_threads + peak_runs.count));
     for (int m = 0; m < N_MODELS && status == REMAT_OK; m++) {
         Subject s;
         status = subject_create(&s, m, sweep, n, max_threads, &o);
@@ -415,12 +445,13 @@ int main(int argc, char **argv)
         TrainCtx ctx = {.training = true, .seed = 1};
         pcg32_seed(&ctx.rng, 1, 2);
         if (status == REMAT_OK)
-            status = steps_alternate(s.bench.model, s.variants, n * max_threads, s.bench.opt, &s.bench.batch, &ctx,
-                                     &plan, &progress, label, stats[m], &timing[m]);
+            status = steps_alternate(s.bench.model, s.variants, n * max_threads, &peak_runs, s.bench.opt,
+                                     &s.bench.batch, &ctx, &plan, &progress, label, stats[m], &timing[m]);
         models[m] = s;
     }
     progress_end(&progress);
-    if (status == REMAT_OK) report(sweep, stats, timing, n, max_threads, peaks, table);
+    sgemm_free(&sgemm);
+    if (status == REMAT_OK) report(sweep, stats, timing, n, max_threads, table);
     if (status == REMAT_OK)
         printf("\n  the optimizer's pass alone: AdamW over each model's parameter shapes, one call per parameter\n"
                "  (threaded when it has 32768 elements or more) against one pass split evenly over the threads;\n"

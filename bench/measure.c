@@ -211,6 +211,8 @@ double flop_overhead(const StepStats *s)
 typedef struct Alternation {
     Model *model;
     const Variant *variants;
+    int n;                   /* steps; the runs from n on are extra's */
+    const ExtraRuns *extra;  /* NULL: none */
     Optimizer *opt;
     const Batch *batch;
     TrainCtx *ctx;
@@ -223,6 +225,10 @@ typedef struct Alternation {
 static RematStatus alternation_step(void *ctx, int i, double *values)
 {
     Alternation *a = ctx;
+    if (i >= a->n) {
+        for (int q = 0; q < STEP_QUANTITIES; q++) values[q] = 0.0;
+        return a->extra->run(a->extra->ctx, i - a->n, values);
+    }
     StepStats *s = &a->out[i];
     const RematStatus status = step_measure(a->model, &a->variants[i], a->opt, a->batch, a->ctx, s);
     values[STEP_SECONDS] = s->seconds;
@@ -249,12 +255,13 @@ static void alternation_tick(void *ctx, int done, int total)
     progress_set(a->progress, a->progress_base + done, a->label);
 }
 
-RematStatus steps_alternate(Model *model, const Variant *variants, int n, Optimizer *opt, const Batch *batch,
-                            TrainCtx *ctx, const TimingPlan *plan, Progress *progress, const char *label,
-                            StepStats *out, Timing *timing)
+RematStatus steps_alternate(Model *model, const Variant *variants, int n, const ExtraRuns *extra, Optimizer *opt,
+                            const Batch *batch, TrainCtx *ctx, const TimingPlan *plan, Progress *progress,
+                            const char *label, StepStats *out, Timing *timing)
 {
-    Alternation a = {model, variants, opt, batch, ctx, out, progress, label, progress ? progress->done : 0};
-    return timing_run(plan, n, STEP_QUANTITIES, alternation_step, &a, progress ? alternation_tick : NULL, &a, timing);
+    Alternation a = {model, variants, n, extra, opt, batch, ctx, out, progress, label, progress ? progress->done : 0};
+    const int runs = n + (extra ? extra->count : 0);
+    return timing_run(plan, runs, STEP_QUANTITIES, alternation_step, &a, progress ? alternation_tick : NULL, &a, timing);
 }
 
 /* ---- the census --------------------------------------------------------------------------- */

@@ -163,17 +163,28 @@ enum {
     STEP_QUANTITIES = STEP_PHASE_SHARE + PHASE_COUNT
 };
 
+/* Runs that are not steps, timed in the same rounds as them: a reference whose time a
+ * step's is divided by, round by round (bench_step's sgemm on each thread count, so that a
+ * step's share of the sgemm peak is a paired ratio like any overhead). They are variants
+ * n..n+count−1 of steps_alternate's Timing; `run` gets its index among them (0..count−1)
+ * and puts its seconds in values[STEP_SECONDS] (the other quantities are left 0). */
+typedef struct ExtraRuns {
+    int count;
+    TimedRun run;
+    void *ctx;
+} ExtraRuns;
+
 /* Runs the n variants interleaved on one model, optimizer and batch, as `plan` says
  * (bench/timing.h: warm-up rounds, then rounds of one step of every variant, each round
- * starting one variant later, until the plan has enough). out[i] gets variant i's last
- * step (its bytes and FLOPs are the same every step); *timing every timed step's
- * STEP_QUANTITIES, for timing_median and timing_ratio (variant 0 is the baseline), and
- * the caller frees it. `progress` (may be NULL) advances with every step, labelled
- * `label` (the configuration: "N=64"). On error returns the status; out is then
- * incomplete. */
-RematStatus steps_alternate(Model *model, const Variant *variants, int n, Optimizer *opt, const Batch *batch,
-                            TrainCtx *ctx, const TimingPlan *plan, Progress *progress, const char *label,
-                            StepStats *out, Timing *timing);
+ * starting one variant later, until the plan has enough), and `extra`'s runs in the same
+ * rounds (NULL: none). out[i] gets variant i's last step (its bytes and FLOPs are the same
+ * every step); *timing every timed step's STEP_QUANTITIES, for timing_median and
+ * timing_ratio (variant 0 is the baseline), and the caller frees it. `progress` (may be
+ * NULL) advances with every run, labelled `label` (the configuration: "N=64"). On error
+ * returns the status; out is then incomplete. */
+RematStatus steps_alternate(Model *model, const Variant *variants, int n, const ExtraRuns *extra, Optimizer *opt,
+                            const Batch *batch, TrainCtx *ctx, const TimingPlan *plan, Progress *progress,
+                            const char *label, StepStats *out, Timing *timing);
 
 /* ---- what a forward keeps, by tag ---------------------------------------------------------- */
 

@@ -422,6 +422,14 @@ static void test_step_reports_where_the_time_goes(void **state)
             assert_true(num(r, lo) <= num(r, timed[i]) && num(r, timed[i]) <= num(r, hi));
         }
         assert_true((cJSON_GetObjectItemCaseSensitive(r, "speedup_vs_1_thread") != NULL) == (num(r, "threads") > 1));
+        assert_true((cJSON_GetObjectItemCaseSensitive(r, "sgemm_speedup_vs_1_thread") != NULL) ==
+                    (num(r, "threads") > 1));
+        /* The share of the peak is a paired ratio: its interval holds its median, and its
+         * value is the step's FLOPs over the sgemm's (2·2048³) times the sgemm's time over
+         * the step's, so it is positive and finite. */
+        assert_true(num(r, "fraction_of_peak_lo") <= num(r, "fraction_of_peak") &&
+                    num(r, "fraction_of_peak") <= num(r, "fraction_of_peak_hi"));
+        assert_true(num(r, "fraction_of_peak") > 0 && num(r, "sgemm_gflops_per_second") > 0);
     }
     /* The MLP chain's matmuls (W = 1024, B = 256): one (B,W)·(W,W) product per block
      * forward, two backward (dW and dx) but no dx for the first block, whose input is
