@@ -85,8 +85,9 @@ static RematStatus sgemm_create(Sgemm *g)
     return REMAT_OK;
 }
 
-/* ExtraRuns' run: one sgemm on `t` + 1 threads, its seconds in values[STEP_SECONDS]. The
- * FLOP ledger is reset after it, so that it counts in no step. */
+/* ExtraRuns' run: one sgemm on `t` + 1 threads, its seconds in values[STEP_SECONDS] and,
+ * as all of it is a matmul, in values[STEP_MATMUL_SECONDS] (so that a step's matmuls can be
+ * paired with it too). The FLOP ledger is reset after it, so that it counts in no step. */
 static RematStatus sgemm_run(void *ctx, int t, double *values)
 {
     const Sgemm *g = ctx;
@@ -94,7 +95,7 @@ static RematStatus sgemm_run(void *ctx, int t, double *values)
     if (status != REMAT_OK) return status;
     const double t0 = platform_seconds();
     k_matmul(g->C, g->A, g->B, SGEMM_N, SGEMM_N, SGEMM_N, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
-    values[STEP_SECONDS] = platform_seconds() - t0;
+    values[STEP_SECONDS] = values[STEP_MATMUL_SECONDS] = platform_seconds() - t0;
     flops_reset();
     return REMAT_OK;
 }
@@ -246,6 +247,7 @@ static const ResultsField FIELDS[] = {
     {"matmul_flops", "FLOPs per step"},
     RESULTS_TIMED("matmul_seconds", "seconds"),
     RESULTS_TIMED("matmul_gflops_per_second", "GFLOP/s"),
+    RESULTS_TIMED("matmul_fraction_of_peak", "ratio"),
     RESULTS_TIMED("outside_matmul_share", "ratio"),
     RESULTS_TIMED("forward_share", "ratio"),
     RESULTS_TIMED("backward_share", "ratio"),
@@ -283,6 +285,7 @@ typedef struct Row {
     Estimate seconds, overhead, rate, matmul_seconds, matmul_rate, outside;
     Estimate peak;           /* the sgemm's GFLOP/s on the same threads, in the same rounds */
     Estimate fraction;       /* the step's rate over the sgemm's, paired by round */
+    Estimate matmul_fraction; /* the step's matmuls' rate over the sgemm's, paired by round */
     Estimate speedup;        /* 1-thread step over 2-thread step, paired by round */
     Estimate sgemm_speedup;  /* the same for the sgemm */
     Estimate phase[PHASE_COUNT]; /* each phase's share of the step */
@@ -311,20 +314,28 @@ static Row row_of(const char *model, const Strategy *sweep, const StepStats *st,
     r.sgemm_speedup = inverse_of(&sgemm_slower);
     r.matmul_seconds = timing_median(timing, v, STEP_MATMUL_SECONDS);
     r.matmul_rate = rate_of((double)st[v].matmul_flops, &r.matmul_seconds);
+    const Estimate matmul_ratio = timing_ratio(timing, sv, v, STEP_MATMUL_SECONDS); /* sgemm / the matmuls' */
+    r.matmul_fraction = scaled(&matmul_ratio, (double)st[v].matmul_flops / SGEMM_FLOPS);
     r.outside = timing_median(timing, v, STEP_OUTSIDE_MATMUL_SHARE);
     for (int p = 0; p < PHASE_COUNT; p++) r.phase[p] = timing_median(timing, v, STEP_PHASE_SHARE + p);
     r.minor_faults = timing_median(timing, v, STEP_MINOR_FAULTS).value;
     return r;
 }
 
+/* A share of the peak with its interval: "82% (78..85)". Returns `buf`. */
+static char *share_str(char *buf, size_t size, const Estimate *e)
+{
+    snprintf(buf, size, "%3.0f%% (%.0f..%.0f)", 100.0 * e->value, 100.0 * e->lo, 100.0 * e->hi);
+    return buf;
+}
+
 static void print_row(const Row *r)
 {
-    char step[64], spread[48];
-    printf("  %-28s %-9s %7d %-28s %-26s %9.3f %9.3f %8.1f %8.1f %4.0f%% (%2.0f..%3.0f) %9.2f\n", r->model, r->strategy,
-           r->threads, estimate_ms_str(step, sizeof step, &r->seconds),
-           estimate_ratio_str(spread, sizeof spread, &r->overhead), 1e-9 * (double)r->flops,
-           1e-9 * (double)r->st->flops[PHASE_RECOMPUTE], r->rate.value, r->peak.value, 100.0 * r->fraction.value,
-           100.0 * r->fraction.lo, 100.0 * r->fraction.hi, mib(r->st->peak[MEM_ACT]));
+    char step[64], spread[48], share[32];
+    printf("  %-28s %-9s %7d %-28s %-26s %9.3f %9.3f %8.1f %8.1f %-14s %9.2f\n", r->model, r->strategy, r->threads,
+           estimate_ms_str(step, sizeof step, &r->seconds), estimate_ratio_str(spread, sizeof spread, &r->overhead),
+           1e-9 * (double)r->flops, 1e-9 * (double)r->st->flops[PHASE_RECOMPUTE], r->rate.value, r->peak.value,
+           share_str(share, sizeof share, &r->fraction), mib(r->st->peak[MEM_ACT]));
 }
 
 /* "1.93x (1.88..1.97)", or "-" on 1 thread. */
@@ -337,12 +348,13 @@ static char *speedup_str(char *buf, size_t size, int threads, const Estimate *sp
 
 static void print_time_row(const Row *r)
 {
-    char speedup[48], sgemm[48], mm[64];
-    printf("  %-28s %-9s %7d %-22s %-22s %-28s %8.1f %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %7.0f\n",
+    char speedup[48], sgemm[48], mm[64], share[32];
+    printf("  %-28s %-9s %7d %-22s %-22s %-28s %8.1f %-14s %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %7.0f\n",
            r->model,
            r->strategy, r->threads, speedup_str(speedup, sizeof speedup, r->threads, &r->speedup),
            speedup_str(sgemm, sizeof sgemm, r->threads, &r->sgemm_speedup),
-           estimate_ms_str(mm, sizeof mm, &r->matmul_seconds), r->matmul_rate.value, 100.0 * r->outside.value,
+           estimate_ms_str(mm, sizeof mm, &r->matmul_seconds), r->matmul_rate.value,
+           share_str(share, sizeof share, &r->matmul_fraction), 100.0 * r->outside.value,
            100.0 * r->outside.lo, 100.0 * r->outside.hi, 100.0 * r->phase[PHASE_RECOMPUTE].value,
            100.0 * r->phase[PHASE_RECOMPUTE].lo, 100.0 * r->phase[PHASE_RECOMPUTE].hi,
            100.0 * r->phase[PHASE_OPTIMIZER].value, 100.0 * r->phase[PHASE_OPTIMIZER].lo,
@@ -368,6 +380,7 @@ static void record_row(const Row *r, ResultsTable *table)
     record_num(rec, "matmul_flops", (double)r->st->matmul_flops);
     record_estimate(rec, "matmul_seconds", &r->matmul_seconds);
     record_estimate(rec, "matmul_gflops_per_second", &r->matmul_rate);
+    record_estimate(rec, "matmul_fraction_of_peak", &r->matmul_fraction);
     record_estimate(rec, "outside_matmul_share", &r->outside);
     for (int p = 0; p < PHASE_COUNT; p++) {
         char field[32];
@@ -398,11 +411,11 @@ static void report(const Strategy *sweep, StepStats stats[N_MODELS][MAX_THREADS 
             }
     printf("\n  where the step's time goes (medians and 95%% intervals; speed-up: median of paired ratios\n"
            "  to the same strategy on 1 thread in the same round, and the sgemm's own, its ceiling)\n");
-    printf("  %-28s %-9s %7s %-22s %-22s %-28s %8s %-20s %-20s %-20s %7s\n", "model", "strategy", "threads",
-           "vs 1 thread", "sgemm vs 1 thread", "inside matmuls", "matmul", "outside matmuls", "recompute phase",
-           "optimizer phase", "page");
-    printf("  %-28s %-9s %7s %-22s %-22s %-28s %8s %-20s %-20s %-20s %7s\n", "", "", "", "", "", "", "GFLOP/s",
-           "(share of step)", "(share of step)", "(share of step)", "faults");
+    printf("  %-28s %-9s %7s %-22s %-22s %-28s %8s %-14s %-20s %-20s %-20s %7s\n", "model", "strategy", "threads",
+           "vs 1 thread", "sgemm vs 1 thread", "inside matmuls", "matmul", "of peak", "outside matmuls",
+           "recompute phase", "optimizer phase", "page");
+    printf("  %-28s %-9s %7s %-22s %-22s %-28s %8s %-14s %-20s %-20s %-20s %7s\n", "", "", "", "", "", "", "GFLOP/s",
+           "(interval)", "(share of step)", "(share of step)", "(share of step)", "faults");
     for (int m = 0; m < N_MODELS; m++)
         for (int t = 0; t < threads; t++)
             for (int k = 0; k < n; k++) {
