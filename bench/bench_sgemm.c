@@ -280,9 +280,9 @@ int main(int argc, char **argv)
     printf("remat bench_sgemm: float32 matmul throughput and memory bandwidth, the ceilings for a training step\n");
     printf("  OpenBLAS   %s\n", info.blas_config);
     const char *forced = getenv("OPENBLAS_CORETYPE");
-    printf("  threading  %s build, core %s%s%s%s, %d processors\n", info.blas_threading, info.blas_core,
-           forced ? " (chosen by OPENBLAS_CORETYPE=" : "", forced ? forced : "", forced ? ")" : "",
-           info.cores);
+    printf("  threading  %s build, core %s%s%s%s, %d processors; OpenMP waits: %s\n", info.blas_threading,
+           info.blas_core, forced ? " (chosen by OPENBLAS_CORETYPE=" : "", forced ? forced : "", forced ? ")" : "",
+           info.cores, info.omp_wait);
     if (platform_check() != REMAT_OK) printf("  warning    %s\n", remat_last_error());
 
     Pcg32 rng;

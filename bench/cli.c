@@ -182,8 +182,8 @@ void bench_print_header(const BenchInfo *info, const BenchOptions *opt)
 {
     const PlatformInfo p = platform_info();
     printf("remat %s: %s\n", info->name, info->question);
-    printf("  %s mode; OpenBLAS %s build, core %s; %d thread%s\n", opt->quick ? "quick" : "full",
-           p.blas_threading, p.blas_core, p.threads, p.threads == 1 ? "" : "s");
+    printf("  %s mode; OpenBLAS %s build, core %s; %d thread%s; OpenMP waits: %s\n", opt->quick ? "quick" : "full",
+           p.blas_threading, p.blas_core, p.threads, p.threads == 1 ? "" : "s", p.omp_wait);
     if (platform_check() != REMAT_OK) printf("  warning: %s\n", remat_last_error());
     fflush(stdout);
 }

@@ -129,6 +129,7 @@ static void add_machine(Results *r, const PlatformInfo *info)
     add_item(r, m, "blas_core", cJSON_CreateString(info->blas_core));
     add_item(r, m, "blas_threading", cJSON_CreateString(info->blas_threading));
     add_item(r, m, "openblas_coretype", coretype ? cJSON_CreateString(coretype) : cJSON_CreateNull());
+    add_item(r, m, "omp_wait", cJSON_CreateString(info->omp_wait));
     r->machine = m;
     r->before = machine_now();
     add_item(r, m, "loadavg_before", load_number(r->before.loadavg));

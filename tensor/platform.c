@@ -9,9 +9,26 @@
 #include <stdbool.h>
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The variables libgomp reads, at start-up, for how its idle threads wait: "NAME=value"
+ * of the first one set (OMP_WAIT_POLICY wins, as in libgomp), or "default". */
+static const char *omp_wait_setting(void)
+{
+    static char setting[64];
+    static const char *const NAMES[] = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"};
+    for (int i = 0; i < 2; i++) {
+        const char *value = getenv(NAMES[i]);
+        if (value && *value) {
+            snprintf(setting, sizeof setting, "%s=%s", NAMES[i], value);
+            return setting;
+        }
+    }
+    return "default";
+}
 
 PlatformInfo platform_info(void)
 {
@@ -26,6 +43,7 @@ PlatformInfo platform_info(void)
     }
     info.threads = omp_get_max_threads();
     info.cores = omp_get_num_procs();
+    info.omp_wait = omp_wait_setting();
     return info;
 }
 

@@ -20,6 +20,11 @@ typedef struct PlatformInfo {
     const char *blas_threading;/* "openmp", "pthreads" or "sequential" */
     int threads;               /* threads remat's loops and BLAS will use */
     int cores;                 /* processors available to this process */
+    const char *omp_wait;      /* how a waiting OpenMP thread waits, as the environment says
+                                  (libgomp read it at start-up; remat never changes it):
+                                  "OMP_WAIT_POLICY=passive" or "GOMP_SPINCOUNT=1000" (the first
+                                  set, in libgomp's order), or "default" (spin about 300000
+                                  times, then sleep) */
 } PlatformInfo;
 
 /* What is loaded and how many threads are in use. The strings are owned by OpenBLAS. */

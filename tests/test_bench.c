@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "bench/results.h"
+#include "tensor/platform.h"
 
 #ifndef REMAT_BENCH_DIR
 #error "REMAT_BENCH_DIR must name the directory of the bench binaries"
@@ -248,6 +249,7 @@ static void check_header(const cJSON *doc, const char *name)
     check_machine_state(machine);
     assert_true(strlen(str(machine, "blas_core")) > 0);
     assert_true(strlen(str(machine, "blas_threading")) > 0);
+    assert_string_equal(str(machine, "omp_wait"), platform_info().omp_wait); /* the bench ran in our environment */
     assert_true(num(doc, "threads") >= 1);
     assert_true(cJSON_IsObject(get(doc, "config")));
     const cJSON *table;

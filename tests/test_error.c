@@ -9,6 +9,8 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tensor/error.h"
@@ -86,6 +88,28 @@ static void test_openblas_is_the_openmp_build(void **state)
     assert_string_equal(info.blas_threading, "openmp");
 }
 
+/* What platform_info says of OpenMP's waits follows the two variables libgomp reads, the
+ * wait policy first. */
+static void test_omp_wait_names_the_variable_set(void **state)
+{
+    (void)state;
+    char policy[64] = "", spin[64] = "";
+    const char *p = getenv("OMP_WAIT_POLICY"), *s = getenv("GOMP_SPINCOUNT");
+    if (p) snprintf(policy, sizeof policy, "%s", p);
+    if (s) snprintf(spin, sizeof spin, "%s", s);
+    unsetenv("OMP_WAIT_POLICY");
+    unsetenv("GOMP_SPINCOUNT");
+    assert_string_equal(platform_info().omp_wait, "default");
+    setenv("GOMP_SPINCOUNT", "1234", 1);
+    assert_string_equal(platform_info().omp_wait, "GOMP_SPINCOUNT=1234");
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    assert_string_equal(platform_info().omp_wait, "OMP_WAIT_POLICY=passive");
+    unsetenv("OMP_WAIT_POLICY");
+    unsetenv("GOMP_SPINCOUNT");
+    if (p) setenv("OMP_WAIT_POLICY", policy, 1);
+    if (s) setenv("GOMP_SPINCOUNT", spin, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -93,6 +117,7 @@ int main(void)
         cmocka_unit_test(test_long_messages_are_truncated_not_overflowed),
         cmocka_unit_test(test_errors_are_per_thread),
         cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_omp_wait_names_the_variable_set),
         cmocka_unit_test(test_thread_count_is_validated),
         cmocka_unit_test(test_openblas_is_the_openmp_build),
     };
