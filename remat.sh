@@ -57,6 +57,16 @@ choose_blas_core() {
   fi
 }
 
+# OpenMP (libgomp) lets a thread that waits at a barrier spin about 300000 times before it
+# sleeps. When another process holds one of the cores, the thread that lost its core holds
+# up every barrier while its partner spins on the other, and a 2-thread step takes several
+# times as long as on 1 thread (bench/README.md, *The wait policy*). A short spin keeps
+# the quiet machine's speed and loses little on a busy one: unless the environment already
+# chose how threads wait, spin 1000 times, then sleep. The benches record the setting.
+limit_openmp_spin() {
+  [ -n "${OMP_WAIT_POLICY:-}" ] || [ -n "${GOMP_SPINCOUNT:-}" ] || export GOMP_SPINCOUNT=1000
+}
+
 # fuzz SECONDS: builds the fuzz targets and runs each for SECONDS from its seed corpus in
 # tests/fuzz/corpus/<target>/ (read only; what the fuzzer learns goes to
 # build-fuzz/corpus/<target>/), with tests/fuzz/<target>.dict when there is one. A crash, sanitizer report, leak or timeout stops that
@@ -100,6 +110,7 @@ build() {
 
 mode=${1:-run}
 choose_blas_core
+limit_openmp_spin
 case "$mode" in
   run)
     install_missing
