@@ -69,8 +69,10 @@ void k_add(float *out, const float *a, const float *b, size_t n);       /* out =
 void k_axpy(float *y, const float *x, float alpha, size_t n);           /* y += alpha·x; 2n */
 void k_scale(float *out, const float *x, float s, size_t n);            /* out = s·x; n */
 
-/* out (rows,cols) += bias (cols) broadcast over rows. FLOPs: rows·cols. */
-void k_bias_add(float *out, const float *bias, int rows, int cols);
+/* out (rows,cols) = bias (cols) in every row: where a linear's product is then added
+ * (k_matmul with beta = 1). FLOPs: rows·cols, the bias adds that product makes (counted
+ * here; kernels_elementwise.c says why). */
+void k_bias_broadcast(float *out, const float *bias, int rows, int cols);
 /* dbias (cols) += sum over rows of dout (rows,cols). FLOPs: rows·cols. */
 void k_bias_backward(float *dbias, const float *dout, int rows, int cols);
 

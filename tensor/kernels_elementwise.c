@@ -80,18 +80,23 @@ void k_scale(float *out, const float *x, float s, size_t n)
 
 /* ---- bias ------------------------------------------------------------------------- */
 
-/* out is (rows,cols), bias is (cols). */
-void k_bias_add(float *out, const float *bias, int rows, int cols)
+/* out is (rows,cols), bias is (cols): every row of out becomes a copy of bias. The store
+ * is not a FLOP, but the bias adds are: a linear's product is added onto these rows next
+ * (k_matmul with beta = 1, out = x·W + out), which performs one add per element of out
+ * inside the sgemm. They are counted here, where the bias enters, so the FLOP ledger says
+ * what it said when the bias was added in a pass of its own after the product, and the
+ * matmul share keeps counting exactly 2·M·N·K. */
+void k_bias_broadcast(float *out, const float *bias, int rows, int cols)
 {
 #pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PARALLEL_MIN_ELEMS)
     for (int r = 0; r < rows; r++) {
         float *out_r = out + (size_t)r * cols;
-        for (int c = 0; c < cols; c++) out_r[c] += bias[c];
+        for (int c = 0; c < cols; c++) out_r[c] = bias[c];
     }
-    flops_add((uint64_t)rows * cols); /* one add per element of out */
+    flops_add((uint64_t)rows * cols); /* the add per element of out that the product makes */
 }
 
-/* Forward was: out[r,c] += bias[c] for every row r;
+/* Forward was: out[r,c] = bias[c] + (x·W)[r,c] for every row r;
  * so d out[r,c] / d bias[c] = 1 and dbias[c] += Σ_r dout[r,c].
  *
  * The sum runs over rows, which is where threads would normally split the work. To keep

@@ -357,7 +357,7 @@ static void test_add_in_place_matches_out_of_place(void **state)
     free(out);
 }
 
-static void test_bias_add_and_backward_match_reference(void **state)
+static void test_bias_broadcast_and_backward_match_reference(void **state)
 {
     (void)state;
     seed(7);
@@ -365,9 +365,9 @@ static void test_bias_add_and_backward_match_reference(void **state)
     size_t n = (size_t)ROWS * COLS;
     float *out = random_floats(n, -1.0f, 1.0f), *bias = random_floats(COLS, -1.0f, 1.0f);
     double *out_ref = to_double(out, n);
-    k_bias_add(out, bias, ROWS, COLS);
-    ref_bias_add(out_ref, bias, ROWS, COLS);
-    assert_close("bias_add", out, out_ref, n, FLT_EPSILON);
+    k_bias_broadcast(out, bias, ROWS, COLS);
+    ref_bias_broadcast(out_ref, bias, ROWS, COLS);
+    assert_close("bias_broadcast", out, out_ref, n, 0.0); /* a copy: exact */
 
     /* Backward: ROWS terms of size up to 1 per column. */
     float *dout = random_floats(n, -1.0f, 1.0f);
@@ -1297,7 +1297,7 @@ static void run_copy(Work *w) { k_copy(w->out, w->a, DET_N); }
 static void run_add(Work *w) { k_add(w->out, w->a, w->b, DET_N); }
 static void run_axpy(Work *w) { k_axpy(w->out, w->a, 0.3f, DET_N); }
 static void run_scale(Work *w) { k_scale(w->out, w->a, 0.3f, DET_N); }
-static void run_bias_add(Work *w) { k_bias_add(w->out, w->bias, DET_ROWS, DET_COLS); }
+static void run_bias_broadcast(Work *w) { k_bias_broadcast(w->out, w->bias, DET_ROWS, DET_COLS); }
 static void run_bias_backward(Work *w) { k_bias_backward(out_cols_a(w), w->a, DET_ROWS, DET_COLS); }
 static void run_relu_forward(Work *w) { k_relu_forward(w->out, w->a, DET_N); }
 static void run_relu_backward(Work *w) { k_relu_backward(w->out, w->a, w->b, DET_N); }
@@ -1442,7 +1442,7 @@ static const KernelCase CASES[] = {
     {"k_add", run_add, 1},
     {"k_axpy", run_axpy, 1},
     {"k_scale", run_scale, 1},
-    {"k_bias_add", run_bias_add, 1},
+    {"k_bias_broadcast", run_bias_broadcast, 1},
     {"k_bias_backward", run_bias_backward, 1},
     {"k_relu_forward", run_relu_forward, 1},
     {"k_relu_backward", run_relu_backward, 1},
@@ -1562,8 +1562,8 @@ static void test_kernels_count_documented_flops(void **state)
     expect_flops("k_axpy", 2 * N);
     k_scale(out, a, 2.0f, N);
     expect_flops("k_scale", N);
-    k_bias_add(out, w, R, C);
-    expect_flops("k_bias_add", R * C);
+    k_bias_broadcast(out, w, R, C);
+    expect_flops("k_bias_broadcast", R * C);
     k_bias_backward(c1, a, R, C);
     expect_flops("k_bias_backward", R * C);
     k_relu_forward(out, a, N);
@@ -1722,7 +1722,7 @@ int main(void)
         cmocka_unit_test(test_fill_copy_match_reference),
         cmocka_unit_test(test_add_axpy_scale_match_reference),
         cmocka_unit_test(test_add_in_place_matches_out_of_place),
-        cmocka_unit_test(test_bias_add_and_backward_match_reference),
+        cmocka_unit_test(test_bias_broadcast_and_backward_match_reference),
         cmocka_unit_test(test_relu_forward_backward_match_reference),
         cmocka_unit_test(test_gelu_forward_backward_match_reference),
         cmocka_unit_test(test_softmax_forward_backward_match_reference),
