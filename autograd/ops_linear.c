@@ -17,7 +17,8 @@
 /* Backward of linear. Forward was out = x·W + b, with x (N,IN), W (IN,OUT), b (OUT):
  *   dx += dout · W^T      (N,OUT)·(OUT,IN)
  *   dW += x^T · dout      (IN,N)·(N,OUT)
- *   db += Σ_rows dout */
+ *   db += Σ_rows dout
+ * each written over a fresh buffer instead (beta = 0 for the products). */
 static RematStatus linear_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
     const int N = node->attrs.i[0], IN = node->attrs.i[1], OUT = node->attrs.i[2];
@@ -29,17 +30,20 @@ static RematStatus linear_backward(Node *node, const Tensor *dout, Tensor *const
         goto done;
     }
     if (dinputs[0])
-        k_matmul(dinputs[0]->f32, dout->f32, w->f32, N, IN, OUT, CblasNoTrans, CblasTrans, 1.0f, 1.0f);
+        k_matmul(dinputs[0]->f32, dout->f32, w->f32, N, IN, OUT, CblasNoTrans, CblasTrans, 1.0f,
+                 ops_grad_beta(node, 0));
     if (dinputs[1])
-        k_matmul(dinputs[1]->f32, x->f32, dout->f32, IN, OUT, N, CblasTrans, CblasNoTrans, 1.0f, 1.0f);
-    if (dinputs[2]) k_bias_backward(dinputs[2]->f32, dout->f32, N, OUT);
+        k_matmul(dinputs[1]->f32, x->f32, dout->f32, IN, OUT, N, CblasTrans, CblasNoTrans, 1.0f,
+                 ops_grad_beta(node, 1));
+    if (dinputs[2]) k_bias_backward(dinputs[2]->f32, dout->f32, N, OUT, ops_grad_write(node, 2));
 done:
     tensor_free(x);
     tensor_free(w);
     return status;
 }
 
-static const OpInfo LINEAR_OP = {.name = "linear", .backward = linear_backward};
+static const OpInfo LINEAR_OP = {.name = "linear", .backward = linear_backward,
+                                 .overwrites_fresh = GRAD_INPUT(0) | GRAD_INPUT(1) | GRAD_INPUT(2)};
 
 Var *op_linear(Var *x, Var *weight, Var *bias, const char *tag)
 {
@@ -105,13 +109,14 @@ static RematStatus matmul_backward(Node *node, const Tensor *dout, Tensor *const
     /* With a shared b, treat the whole batch as one (batch·M, K) matrix. */
     const int nb = shared_b ? 1 : batch, rows = shared_b ? batch * M : M;
     const CBLAS_TRANSPOSE undo_b = transB == CblasTrans ? CblasNoTrans : CblasTrans;
+    const float beta_a = ops_grad_beta(node, 0), beta_b = ops_grad_beta(node, 1); /* 0: a fresh buffer */
     if (dinputs[0])
-        k_matmul_batched(dinputs[0]->f32, dout->f32, b->f32, nb, rows, K, N, CblasNoTrans, undo_b, alpha, 1.0f);
+        k_matmul_batched(dinputs[0]->f32, dout->f32, b->f32, nb, rows, K, N, CblasNoTrans, undo_b, alpha, beta_a);
     if (dinputs[1]) {
         if (transB == CblasNoTrans)
-            k_matmul_batched(dinputs[1]->f32, a->f32, dout->f32, nb, K, N, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
+            k_matmul_batched(dinputs[1]->f32, a->f32, dout->f32, nb, K, N, rows, CblasTrans, CblasNoTrans, alpha, beta_b);
         else
-            k_matmul_batched(dinputs[1]->f32, dout->f32, a->f32, nb, N, K, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
+            k_matmul_batched(dinputs[1]->f32, dout->f32, a->f32, nb, N, K, rows, CblasTrans, CblasNoTrans, alpha, beta_b);
     }
 done:
     tensor_free(a);
@@ -119,7 +124,8 @@ done:
     return status;
 }
 
-static const OpInfo MATMUL_OP = {.name = "matmul", .backward = matmul_backward};
+static const OpInfo MATMUL_OP = {.name = "matmul", .backward = matmul_backward,
+                                 .overwrites_fresh = GRAD_INPUT(0) | GRAD_INPUT(1)};
 
 Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *tag)
 {
@@ -163,16 +169,17 @@ Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *
 
 /* ---- add ---------------------------------------------------------------------------- */
 
-/* Backward of add. Forward was out = a + b: da += dout, db += dout. */
+/* Backward of add. Forward was out = a + b: da += dout, db += dout (or = 0 + dout into a
+ * fresh buffer). */
 static RematStatus add_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    (void)node;
     for (int i = 0; i < 2; i++)
-        if (dinputs[i]) k_axpy(dinputs[i]->f32, dout->f32, 1.0f, dout->numel);
+        if (dinputs[i]) k_axpy(dinputs[i]->f32, dout->f32, 1.0f, dout->numel, ops_grad_write(node, i));
     return REMAT_OK;
 }
 
-static const OpInfo ADD_OP = {.name = "add", .backward = add_backward};
+static const OpInfo ADD_OP = {.name = "add", .backward = add_backward,
+                              .overwrites_fresh = GRAD_INPUT(0) | GRAD_INPUT(1)};
 
 Var *op_add(Var *a, Var *b, const char *tag)
 {
