@@ -103,8 +103,10 @@ static void cross_entropy_row_backward(float *dx, const float *x, int target, fl
 {
     const float maxval = row_max(x, V);
     const float factor = (float)((double)scale / exp_sum(x, maxval, V));
-    for (int j = 0; j < V; j++) /* vectorised; overwriting, dx is not read (0 + term) */
-        dx[j] = (overwrite ? 0.0f : dx[j]) + factor * expf_inline(x[j] - maxval);
+    if (overwrite) /* dx not read (0 + term); two loops, so that each vectorises */
+        for (int j = 0; j < V; j++) dx[j] = 0.0f + factor * expf_inline(x[j] - maxval);
+    else
+        for (int j = 0; j < V; j++) dx[j] += factor * expf_inline(x[j] - maxval);
     dx[target] -= scale;
 }
 
