@@ -49,10 +49,4 @@ static inline GradWrite ops_grad_write(const Node *node, int i)
     return grad_is_fresh(node, i) ? GRAD_OVERWRITE : GRAD_ACCUMULATE;
 }
 
-/* The same for a gradient a matmul writes: its beta, 0 (overwrite) or 1 (add). */
-static inline float ops_grad_beta(const Node *node, int i)
-{
-    return grad_is_fresh(node, i) ? 0.0f : 1.0f;
-}
-
 #endif /* REMAT_OPS_INTERNAL_H */

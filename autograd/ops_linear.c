@@ -17,8 +17,9 @@
 /* Backward of linear. Forward was out = x·W + b, with x (N,IN), W (IN,OUT), b (OUT):
  *   dx += dout · W^T      (N,OUT)·(OUT,IN)
  *   dW += x^T · dout      (IN,N)·(N,OUT)
- *   db += Σ_rows dout
- * each written over a fresh buffer instead (beta = 0 for the products). */
+ *   db += Σ_rows dout     (or = 0 + Σ into a fresh buffer)
+ * The products always add (beta = 1) to buffers the engine zero-filled: with beta = 0,
+ * sgemm makes a pass of its own to clear C, and measured no faster than the engine's. */
 static RematStatus linear_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
     const int N = node->attrs.i[0], IN = node->attrs.i[1], OUT = node->attrs.i[2];
@@ -30,11 +31,9 @@ static RematStatus linear_backward(Node *node, const Tensor *dout, Tensor *const
         goto done;
     }
     if (dinputs[0])
-        k_matmul(dinputs[0]->f32, dout->f32, w->f32, N, IN, OUT, CblasNoTrans, CblasTrans, 1.0f,
-                 ops_grad_beta(node, 0));
+        k_matmul(dinputs[0]->f32, dout->f32, w->f32, N, IN, OUT, CblasNoTrans, CblasTrans, 1.0f, 1.0f);
     if (dinputs[1])
-        k_matmul(dinputs[1]->f32, x->f32, dout->f32, IN, OUT, N, CblasTrans, CblasNoTrans, 1.0f,
-                 ops_grad_beta(node, 1));
+        k_matmul(dinputs[1]->f32, x->f32, dout->f32, IN, OUT, N, CblasTrans, CblasNoTrans, 1.0f, 1.0f);
     if (dinputs[2]) k_bias_backward(dinputs[2]->f32, dout->f32, N, OUT, ops_grad_write(node, 2));
 done:
     tensor_free(x);
@@ -43,7 +42,7 @@ done:
 }
 
 static const OpInfo LINEAR_OP = {.name = "linear", .backward = linear_backward,
-                                 .overwrites_fresh = GRAD_INPUT(0) | GRAD_INPUT(1) | GRAD_INPUT(2)};
+                                 .overwrites_fresh = GRAD_INPUT(2)};
 
 Var *op_linear(Var *x, Var *weight, Var *bias, const char *tag)
 {
@@ -109,14 +108,13 @@ static RematStatus matmul_backward(Node *node, const Tensor *dout, Tensor *const
     /* With a shared b, treat the whole batch as one (batch·M, K) matrix. */
     const int nb = shared_b ? 1 : batch, rows = shared_b ? batch * M : M;
     const CBLAS_TRANSPOSE undo_b = transB == CblasTrans ? CblasNoTrans : CblasTrans;
-    const float beta_a = ops_grad_beta(node, 0), beta_b = ops_grad_beta(node, 1); /* 0: a fresh buffer */
     if (dinputs[0])
-        k_matmul_batched(dinputs[0]->f32, dout->f32, b->f32, nb, rows, K, N, CblasNoTrans, undo_b, alpha, beta_a);
+        k_matmul_batched(dinputs[0]->f32, dout->f32, b->f32, nb, rows, K, N, CblasNoTrans, undo_b, alpha, 1.0f);
     if (dinputs[1]) {
         if (transB == CblasNoTrans)
-            k_matmul_batched(dinputs[1]->f32, a->f32, dout->f32, nb, K, N, rows, CblasTrans, CblasNoTrans, alpha, beta_b);
+            k_matmul_batched(dinputs[1]->f32, a->f32, dout->f32, nb, K, N, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
         else
-            k_matmul_batched(dinputs[1]->f32, dout->f32, a->f32, nb, N, K, rows, CblasTrans, CblasNoTrans, alpha, beta_b);
+            k_matmul_batched(dinputs[1]->f32, dout->f32, a->f32, nb, N, K, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
     }
 done:
     tensor_free(a);
@@ -124,8 +122,8 @@ done:
     return status;
 }
 
-static const OpInfo MATMUL_OP = {.name = "matmul", .backward = matmul_backward,
-                                 .overwrites_fresh = GRAD_INPUT(0) | GRAD_INPUT(1)};
+/* Its gradients are products that add (beta = 1) to zero-filled buffers: see linear's. */
+static const OpInfo MATMUL_OP = {.name = "matmul", .backward = matmul_backward};
 
 Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *tag)
 {
