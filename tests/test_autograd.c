@@ -227,6 +227,25 @@ static void test_reading_a_freed_saved_tensor_is_a_clear_error(void **state)
     tape_reset(tape_current());
 }
 
+/* relu declares that it overwrites a fresh buffer, so x's gradient is allocated
+ * uninitialised for it (glibc fills it with garbage here). Its backward fails before
+ * writing anything (its saved output was released): the engine zero-fills the buffer, and
+ * x's gradient reads zero rather than whatever the allocator left there. */
+static void test_a_failed_backward_leaves_no_uninitialised_gradient(void **state)
+{
+    (void)state;
+    Var *x = param(3, 4, 17), *target = constant(3, 4, 18);
+    Var *a = op_relu(x, "act");
+    Var *loss = op_mse(a, target, NULL);
+    node_release_saved(a->creator);
+    assert_int_equal(backward(loss), REMAT_ESTATE);
+    assert_non_null(x->grad);
+    for (size_t i = 0; i < x->grad->numel; i++) assert_true(x->grad->f32[i] == 0.0f);
+    Var *all[] = {x, target, a, loss};
+    for (int i = 0; i < 4; i++) var_free(all[i]);
+    tape_reset(tape_current());
+}
+
 static void test_nodes_are_named_and_printed(void **state)
 {
     (void)state;
@@ -861,6 +880,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_grad_mode_off_records_nothing, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_ops_reject_bad_shapes_and_null_inputs, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_reading_a_freed_saved_tensor_is_a_clear_error, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_a_failed_backward_leaves_no_uninitialised_gradient, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_nodes_are_named_and_printed, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_activations_live_exactly_as_long_as_needed, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_budget_overrun_inside_an_op_leaves_no_node, clean_state, clean_state),
