@@ -378,30 +378,70 @@ void node_release_saved(Node *node)
 
 /* ---- backward ----------------------------------------------------------------------- */
 
-/* The buffer input `i` of `node` accumulates its gradient into, allocated zero-filled on
- * first use; NULL in *out when that input needs no gradient. */
+/* A new gradient buffer shaped as (ndim, shape): uninitialised when the op overwrites a
+ * fresh one, else zero-filled. NULL on error (the budget). */
+static Tensor *new_grad(MemKind kind, int ndim, const int *shape, bool overwrites)
+{
+    return overwrites ? tensor_create(kind, ndim, shape) : tensor_zeros(kind, ndim, shape);
+}
+
+/* The buffer input `i` of `node` writes its gradient into, allocated on first use: fresh
+ * (uninitialised, bit i set in node->fresh_grads) when the op declares it overwrites input
+ * i, zero-filled otherwise. NULL in *out when that input needs no gradient. */
 static RematStatus grad_buffer(Node *node, int i, Tensor **out)
 {
     Edge *e = &node->inputs[i];
+    const bool overwrites = (node->op->overwrites_fresh & GRAD_INPUT(i)) != 0;
+    Tensor **slot = NULL;
+    MemKind kind = MEM_ACT;
+    int ndim = 0;
+    const int *shape = NULL;
     *out = NULL;
     if (e->node) {
-        if (!e->node->grad) {
-            e->node->grad = tensor_zeros(MEM_ACT, e->node->out_ndim, e->node->out_shape);
-            if (!e->node->grad) return remat_last_status();
-        }
-        *out = e->node->grad;
+        slot = &e->node->grad;
+        ndim = e->node->out_ndim;
+        shape = e->node->out_shape;
     } else if (e->leaf) {
-        Var *leaf = e->leaf;
-        if (!leaf->grad) {
-            /* A parameter's gradient is GRAD; any other leaf's (a checkpoint region's input
-             * in its replay, a test's input) is an activation gradient. */
-            MemKind kind = leaf->value->kind == MEM_PARAM ? MEM_GRAD : MEM_ACT;
-            leaf->grad = tensor_zeros(kind, leaf->value->ndim, leaf->value->shape);
-            if (!leaf->grad) return remat_last_status();
-        }
-        *out = leaf->grad;
+        /* A parameter's gradient is GRAD; any other leaf's (a checkpoint region's input
+         * in its replay, a test's input) is an activation gradient. */
+        slot = &e->leaf->grad;
+        kind = e->leaf->value->kind == MEM_PARAM ? MEM_GRAD : MEM_ACT;
+        ndim = e->leaf->value->ndim;
+        shape = e->leaf->value->shape;
     }
+    if (!slot) return REMAT_OK;
+    if (!*slot) {
+        if (!(*slot = new_grad(kind, ndim, shape, overwrites))) return remat_last_status();
+        if (overwrites) node->fresh_grads |= GRAD_INPUT(i);
+    }
+    *out = *slot;
     return REMAT_OK;
+}
+
+/* The gradient buffers of every input of `node`, into dinputs. A fresh buffer that two
+ * inputs share (op(x, x)) is zero-filled and not fresh: each input then adds its share. */
+static RematStatus grad_buffers(Node *node, Tensor *dinputs[NODE_MAX_INPUTS])
+{
+    node->fresh_grads = 0;
+    for (int i = 0; i < node->n_inputs; i++) {
+        const RematStatus status = grad_buffer(node, i, &dinputs[i]);
+        if (status != REMAT_OK) return status;
+    }
+    for (int i = 0; i < node->n_inputs; i++)
+        for (int j = 0; j < node->n_inputs && grad_is_fresh(node, i); j++)
+            if (j != i && dinputs[j] == dinputs[i]) {
+                k_fill(dinputs[i]->f32, 0.0f, dinputs[i]->numel);
+                node->fresh_grads &= ~GRAD_INPUT(i);
+            }
+    return REMAT_OK;
+}
+
+/* After a failed backward (or a failed allocation of its buffers): a fresh buffer the op
+ * may not have written is zero-filled, so no gradient is ever left holding garbage. */
+static void unfresh_on_error(Node *node, Tensor *const dinputs[NODE_MAX_INPUTS])
+{
+    for (int i = 0; i < node->n_inputs; i++)
+        if (grad_is_fresh(node, i) && dinputs[i]) k_fill(dinputs[i]->f32, 0.0f, dinputs[i]->numel);
 }
 
 RematStatus backward(Var *loss)
@@ -444,7 +484,7 @@ RematStatus backward_node(Node *root, Tensor *dout)
 
     if (root->grad) {
         Phase seeding = flops_set_phase(PHASE_BACKWARD);
-        k_axpy(root->grad->f32, dout->f32, 1.0f, dout->numel);
+        k_axpy(root->grad->f32, dout->f32, 1.0f, dout->numel, GRAD_ACCUMULATE);
         flops_set_phase(seeding);
     } else {
         /* No copy: the root's backward only reads its gradient, and no node after the
@@ -464,9 +504,10 @@ RematStatus backward_node(Node *root, Tensor *dout)
         }
         Tensor *dinputs[NODE_MAX_INPUTS] = {0};
         status = param_use(node->owner); /* its parameters, if they come and go */
-        for (int i = 0; i < node->n_inputs && status == REMAT_OK; i++)
-            status = grad_buffer(node, i, &dinputs[i]);
+        if (status == REMAT_OK) status = grad_buffers(node, dinputs);
         if (status == REMAT_OK) status = node->op->backward(node, node->grad, dinputs);
+        if (status != REMAT_OK) unfresh_on_error(node, dinputs);
+        node->fresh_grads = 0; /* fresh for this call only: the next consumer adds */
         /* This node is done: its output gradient and saved tensors are no longer needed. */
         tensor_free(node->grad);
         node->grad = NULL;

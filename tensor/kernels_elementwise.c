@@ -9,6 +9,13 @@
  * What it is not: fused or clever. Each kernel reads its inputs and writes its output once;
  * a training step's cost is dominated by the matmuls anyway.
  *
+ * Gradients: each backward writes its dx as its GradWrite says (kernels.h), as
+ * dx[i] = (overwrite ? 0 : dx[i]) + term. The choice is the same for the whole loop, and
+ * gcc -O3 unswitches it into two vector loops, the overwriting one never loading dx
+ * (-fopt-info-loop says "Unswitching loop"). A loop body too big to unswitch (GELU's, the
+ * cross-entropy's) would not vectorise with the choice inside: those are written as two
+ * one-line loops around one inline function of the derivative.
+ *
  * Aliasing: an output may be the very same array as an input (k_add(x, x, y) adds in
  * place), since element i is read before it is written; partial overlaps are not allowed.
  * A backward's gradient output must not overlap any of its inputs.
@@ -21,6 +28,7 @@
 #include "tensor/kernels.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tensor/flops.h"
@@ -64,10 +72,11 @@ void k_add(float *out, const float *a, const float *b, size_t n)
     flops_add(n); /* one add per element */
 }
 
-void k_axpy(float *y, const float *x, float alpha, size_t n)
+void k_axpy(float *y, const float *x, float alpha, size_t n, GradWrite how)
 {
+    const bool overwrite = how == GRAD_OVERWRITE; /* y not read: 0 + alpha·x */
 #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_ELEMS)
-    for (size_t i = 0; i < n; i++) y[i] += alpha * x[i];
+    for (size_t i = 0; i < n; i++) y[i] = (overwrite ? 0.0f : y[i]) + alpha * x[i];
     flops_add(2 * (uint64_t)n); /* a multiply and an add per element */
 }
 
@@ -80,18 +89,23 @@ void k_scale(float *out, const float *x, float s, size_t n)
 
 /* ---- bias ------------------------------------------------------------------------- */
 
-/* out is (rows,cols), bias is (cols). */
-void k_bias_add(float *out, const float *bias, int rows, int cols)
+/* out is (rows,cols), bias is (cols): every row of out becomes a copy of bias. The store
+ * is not a FLOP, but the bias adds are: a linear's product is added onto these rows next
+ * (k_matmul with beta = 1, out = x·W + out), which performs one add per element of out
+ * inside the sgemm. They are counted here, where the bias enters, so the FLOP ledger says
+ * what it said when the bias was added in a pass of its own after the product, and the
+ * matmul share keeps counting exactly 2·M·N·K. */
+void k_bias_broadcast(float *out, const float *bias, int rows, int cols)
 {
 #pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PARALLEL_MIN_ELEMS)
     for (int r = 0; r < rows; r++) {
         float *out_r = out + (size_t)r * cols;
-        for (int c = 0; c < cols; c++) out_r[c] += bias[c];
+        for (int c = 0; c < cols; c++) out_r[c] = bias[c];
     }
-    flops_add((uint64_t)rows * cols); /* one add per element of out */
+    flops_add((uint64_t)rows * cols); /* the add per element of out that the product makes */
 }
 
-/* Forward was: out[r,c] += bias[c] for every row r;
+/* Forward was: out[r,c] = bias[c] + (x·W)[r,c] for every row r;
  * so d out[r,c] / d bias[c] = 1 and dbias[c] += Σ_r dout[r,c].
  *
  * The sum runs over rows, which is where threads would normally split the work. To keep
@@ -101,8 +115,9 @@ void k_bias_add(float *out, const float *bias, int rows, int cols)
  * live in a small stack array, so the inner loop is a contiguous vector add. Fewer than
  * COL_BLOCK·threads columns leave some threads idle; the kernel is cheap enough not to
  * matter. */
-void k_bias_backward(float *dbias, const float *dout, int rows, int cols)
+void k_bias_backward(float *dbias, const float *dout, int rows, int cols, GradWrite how)
 {
+    const bool overwrite = how == GRAD_OVERWRITE;
     int blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;
 #pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PARALLEL_MIN_ELEMS)
     for (int blk = 0; blk < blocks; blk++) {
@@ -113,7 +128,7 @@ void k_bias_backward(float *dbias, const float *dout, int rows, int cols)
             const float *dout_r = dout + (size_t)r * cols + c0;
             for (int c = 0; c < width; c++) sum[c] += dout_r[c];
         }
-        for (int c = 0; c < width; c++) dbias[c0 + c] += sum[c];
+        for (int c = 0; c < width; c++) dbias[c0 + c] = (overwrite ? 0.0f : dbias[c0 + c]) + sum[c];
     }
     /* rows adds per column: rows−1 inside the sum and one into dbias */
     flops_add((uint64_t)rows * cols);
@@ -131,12 +146,13 @@ void k_relu_forward(float *out, const float *x, size_t n)
 /* Forward was: out = max(x, 0);
  * so d out / dx = 1 where x > 0 and 0 elsewhere (0 at x = 0 itself, as PyTorch), and
  * dx += dout · [x > 0]. */
-void k_relu_backward(float *dx, const float *x, const float *dout, size_t n)
+void k_relu_backward(float *dx, const float *x, const float *dout, size_t n, GradWrite how)
 {
+    const bool overwrite = how == GRAD_OVERWRITE;
 #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_ELEMS)
     for (size_t i = 0; i < n; i++) {
         float g = dout[i]; /* loaded before the test, so the loop has no branch to vectorise */
-        dx[i] += x[i] > 0.0f ? g : 0.0f;
+        dx[i] = (overwrite ? 0.0f : dx[i]) + (x[i] > 0.0f ? g : 0.0f);
     }
     flops_add(2 * (uint64_t)n); /* a compare and an add per element */
 }
@@ -198,18 +214,27 @@ void k_gelu_forward(float *out, const float *x, size_t n)
  *   sech²(u) = 1 − tanh²(u)     (llm.c calls coshf for 1/cosh²(u), the same value; reusing
  *                                tanh(u) saves a transcendental per element),
  *   du/dx    = s·(1 + 3·0.044715·x²).
- * so dx += dout · d out/dx. 20 FLOPs per element, counted on the lines below. */
-void k_gelu_backward(float *dx, const float *x, const float *dout, size_t n)
+ * 18 FLOPs, counted on the lines below. */
+static inline float gelu_derivative(float xi)
 {
+    float u = GELU_SCALE * (xi + GELU_CUBIC * xi * xi * xi);   /* 5 */
+    float t = tanh_for_gelu(u);                                       /* 1 */
+    float du_dx = GELU_SCALE * (1.0f + GELU_CUBIC3 * xi * xi);  /* 3 mul, add: 4 */
+    float sech2 = 1.0f - t * t;                                 /* 2 */
+    return 0.5f * (1.0f + t) + 0.5f * xi * sech2 * du_dx;       /* 4 mul, 2 add: 6 */
+}
+
+/* dx += dout · d out/dx: 20 FLOPs per element, the derivative's 18 and a multiply and an
+ * add. The two loops differ only in reading dx: this loop is too big for gcc to unswitch
+ * as the others, and with the choice inside it would not vectorise. */
+void k_gelu_backward(float *dx, const float *x, const float *dout, size_t n, GradWrite how)
+{
+    if (how == GRAD_OVERWRITE) {
 #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_GELU)
-    for (size_t i = 0; i < n; i++) {
-        float xi = x[i];
-        float u = GELU_SCALE * (xi + GELU_CUBIC * xi * xi * xi);   /* 5 */
-        float t = tanh_for_gelu(u);                                       /* 1 */
-        float du_dx = GELU_SCALE * (1.0f + GELU_CUBIC3 * xi * xi);  /* 3 mul, add: 4 */
-        float sech2 = 1.0f - t * t;                                 /* 2 */
-        float grad = 0.5f * (1.0f + t) + 0.5f * xi * sech2 * du_dx; /* 4 mul, 2 add: 6 */
-        dx[i] += dout[i] * grad;                                    /* 2 */
+        for (size_t i = 0; i < n; i++) dx[i] = 0.0f + dout[i] * gelu_derivative(x[i]);
+    } else {
+#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_GELU)
+        for (size_t i = 0; i < n; i++) dx[i] += dout[i] * gelu_derivative(x[i]);
     }
     flops_add(20 * (uint64_t)n);
 }

@@ -66,10 +66,10 @@ void ref_scale(double *out, const float *x, float s, size_t n)
     for (size_t i = 0; i < n; i++) out[i] = (double)s * x[i];
 }
 
-void ref_bias_add(double *out, const float *bias, int rows, int cols)
+void ref_bias_broadcast(double *out, const float *bias, int rows, int cols)
 {
     for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++) out[(size_t)r * cols + c] += bias[c];
+        for (int c = 0; c < cols; c++) out[(size_t)r * cols + c] = bias[c];
 }
 
 void ref_bias_backward(double *dbias, const float *dout, int rows, int cols)

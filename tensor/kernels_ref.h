@@ -39,8 +39,8 @@ void ref_add(double *out, const float *a, const float *b, size_t n);
 void ref_axpy(double *y, const float *x, float alpha, size_t n);
 /* out = s·x. */
 void ref_scale(double *out, const float *x, float s, size_t n);
-/* out (rows,cols) += bias (cols) on every row. */
-void ref_bias_add(double *out, const float *bias, int rows, int cols);
+/* out (rows,cols) = bias (cols) on every row. */
+void ref_bias_broadcast(double *out, const float *bias, int rows, int cols);
 /* dbias (cols) += Σ over rows of dout (rows,cols). */
 void ref_bias_backward(double *dbias, const float *dout, int rows, int cols);
 /* out = max(x, 0). */
