@@ -37,7 +37,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "tensor/error.h"
+#include "base/error.h"
 #include "tensor/tensor.h"
 
 #define NODE_MAX_INPUTS 4
@@ -273,7 +273,7 @@ void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, D
                           const int *shape);
 /* ---- parameter use: what sharded parameters plug into -------------------------------- */
 
-/* Parameters sharded across processes (ZeRO stage 3, dist/zero.h) exist in full only while
+/* Parameters sharded across processes (ZeRO stage 3, parallel/zero.h) exist in full only while
  * someone uses them. Whoever runs ops that read a group of parameters says so first:
  * layer_forward says its layer, a model's embedding and head say the model. `owner` is
  * an opaque pointer naming the group (NULL: none). The nodes recorded from now on are

@@ -8,7 +8,7 @@
 #include "autograd/ops.h"
 
 #include "tensor/kernels.h"
-#include "ops_internal.h"
+#include "autograd/ops_internal.h"
 
 /* ---- relu --------------------------------------------------------------------------- */
 

@@ -23,7 +23,7 @@
 #include <math.h>
 
 #include "tensor/kernels.h"
-#include "ops_internal.h"
+#include "autograd/ops_internal.h"
 
 /* The key a counter-based dropout's node carries in its attributes. */
 static CounterKey node_key(const Node *node)

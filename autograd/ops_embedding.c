@@ -13,7 +13,7 @@
 #include "autograd/ops.h"
 
 #include "tensor/kernels.h"
-#include "ops_internal.h"
+#include "autograd/ops_internal.h"
 
 /* ---- embedding ---------------------------------------------------------------------- */
 

@@ -1,7 +1,7 @@
 /*
  * ops_internal.c — the small pieces every op shares (see ops_internal.h).
  */
-#include "ops_internal.h"
+#include "autograd/ops_internal.h"
 
 #include <stdio.h>
 

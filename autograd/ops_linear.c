@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "tensor/kernels.h"
-#include "ops_internal.h"
+#include "autograd/ops_internal.h"
 
 /* ---- linear ------------------------------------------------------------------------- */
 

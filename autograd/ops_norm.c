@@ -12,7 +12,7 @@
 #include <math.h>
 
 #include "tensor/kernels.h"
-#include "ops_internal.h"
+#include "autograd/ops_internal.h"
 
 /* ---- layernorm ---------------------------------------------------------------------- */
 

@@ -48,7 +48,7 @@ void optim_free(Optimizer *opt);
 
 /* An optimizer over a shard of the parameters: the elements [begin, end) of their flat
  * concatenation (parameter 0's elements first, each in its own order), as a rank keeps
- * under ZeRO sharding (dist/zero.h). It holds state for those elements only: parameter
+ * under ZeRO sharding (parallel/zero.h). It holds state for those elements only: parameter
  * i's state tensors cover its part of the range (its own shape when the range holds all
  * of it, one dimension otherwise; NULL when none of it) and are zero-filled, so the state
  * is 8 bytes per element of the range for AdamW. optim_step and optim_step_flat update

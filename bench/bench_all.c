@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "bench/cli.h"
-#include "tensor/platform.h"
+#include "base/platform.h"
 #include "bench/results.h"
 
 static const BenchInfo INFO = {

@@ -32,7 +32,7 @@
 #include "bench/cli.h"
 #include "bench/results.h"
 #include "tensor/kernels.h"
-#include "tensor/platform.h"
+#include "base/platform.h"
 
 enum { N_FUSED = 4, N_WAYS = N_FUSED + 1, MAX_SEQS = 5 };
 

@@ -36,7 +36,7 @@
  * 4 KiB to 4 MiB, through both ways of moving bytes taking turns: the fixed
  * cost per record that offload's min_bytes threshold is about (offload/README.md).
  *
- * Besides the common flags it takes --offload-dir DIR (models/step_options.h), the
+ * Besides the common flags it takes --offload-dir DIR (app/step_options.h), the
  * directory of the spill file.
  * What it is not: a test. It asserts nothing about time; tests/test_bench.c checks the
  * bytes of a --quick run.

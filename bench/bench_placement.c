@@ -26,7 +26,7 @@
 
 #include "bench/cli.h"
 #include "bench/measure.h"
-#include "tensor/platform.h"
+#include "base/platform.h"
 #include "bench/results.h"
 
 static const BenchInfo INFO = {

@@ -18,12 +18,12 @@
 #include <string.h>
 
 #include "bench/results.h"
-#include "tensor/file.h"
+#include "base/file.h"
 #include "bench/timing.h"
 #include "tensor/kernels.h"
 #include "tensor/kernels_ref.h"
-#include "tensor/parse.h"
-#include "tensor/platform.h"
+#include "base/parse.h"
+#include "base/platform.h"
 #include "tensor/rng.h"
 
 #define MAX_THREAD_COUNTS 8

@@ -32,7 +32,7 @@
 #include "bench/cli.h"
 #include "tensor/kernels.h"
 #include "bench/measure.h"
-#include "tensor/platform.h"
+#include "base/platform.h"
 #include "bench/results.h"
 
 enum { N_KINDS = 4, N_MODELS = 2, MAX_THREADS = 2 };

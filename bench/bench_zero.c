@@ -5,7 +5,7 @@
  * it is one rank (K = 1, nothing moves). It writes <dir>/bench_zero_npK.json and CSV.
  *
  *   reduce   a float array of n elements summed over the ranks, two ways taking turns:
- *            the ordered reduce-scatter + all-gather of dist/comm.h, and MPI_Allreduce;
+ *            the ordered reduce-scatter + all-gather of parallel/comm.h, and MPI_Allreduce;
  *            median (with its 95% interval) and fastest of the rounds on rank 0, after a barrier each
  *   stages   the GPT trained one micro-batch per rank at ZeRO stages 0 to 3 under
  *            strategies none and full: each rank's params, grads and optimizer bytes after
@@ -23,11 +23,11 @@
 
 #include "bench/cli.h"
 #include "bench/measure.h"
-#include "zero_project.h"
-#include "dist/comm.h"
-#include "dist/zero.h"
-#include "tensor/parse.h"
-#include "tensor/platform.h"
+#include "bench/zero_project.h"
+#include "parallel/comm.h"
+#include "parallel/zero.h"
+#include "base/parse.h"
+#include "base/platform.h"
 
 enum { N_STRATEGIES = 2 };
 static const StrategyKind KINDS[N_STRATEGIES] = {STRATEGY_NONE, STRATEGY_FULL};

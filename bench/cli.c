@@ -7,10 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tensor/file.h"
+#include "base/file.h"
 #include "tensor/memory.h"
-#include "tensor/parse.h"
-#include "tensor/platform.h"
+#include "base/parse.h"
+#include "base/platform.h"
 
 /* ---- flags ------------------------------------------------------------------------------ */
 
@@ -21,7 +21,7 @@ void bench_usage(const BenchInfo *info, FILE *out)
     step_options_synopsis(info->step_flags, out);
     fprintf(out, "%s [--help]\n", info->model_flags ? " [--dropout-rng R] [--attention A]" : "");
     fprintf(out, "  %s\n%s\n", info->question, info->about);
-    /* The same columns as the step flags' help (models/step_options.h). */
+    /* The same columns as the step flags' help (app/step_options.h). */
     fprintf(out, "  --quick             %s\n", info->quick);
     fprintf(out, "                      (default: %s)\n", info->full);
     fprintf(out, "  --results DIR       write DIR/%s.json and its CSV files (default: results)\n", info->name);
@@ -58,7 +58,7 @@ static int refuse(const BenchInfo *info, const char *why)
     return 2;
 }
 
-/* A step flag (the table of models/step_options.h): 1 when taken, 0 when `argv[*i]` is
+/* A step flag (the table of app/step_options.h): 1 when taken, 0 when `argv[*i]` is
  * none, 2 after printing why it is refused or its value is bad. */
 static int parse_step_flag(const BenchInfo *info, int argc, char **argv, int *i, BenchOptions *opt)
 {

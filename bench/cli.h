@@ -12,7 +12,7 @@
  *
  * and, in every bench that trains with checkpointing or offload, the flags of `train`
  * that apply to what it measures, from the one table of a step's flags
- * (models/step_options.h), parsed the same way as train parses them:
+ * (app/step_options.h), parsed the same way as train parses them:
  *
  *   --strategy S    measure only strategy S (next to none, the baseline every overhead is
  *                   measured against) instead of the bench's whole sweep
@@ -40,10 +40,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "tensor/error.h"
+#include "base/error.h"
 #include "bench/results.h"
 #include "bench/timing.h"
-#include "models/step_options.h"
+#include "app/step_options.h"
 
 /* What a bench says about itself, for --help, its header and its results. */
 typedef struct BenchInfo {
@@ -58,7 +58,7 @@ typedef struct BenchInfo {
     const StrategyKind *strategies;
     int n_strategies;
     /* The flags of a step it takes besides --strategy (STEP_FLAG_POLICY, ...): a set of
-     * StepFlag (models/step_options.h). */
+     * StepFlag (app/step_options.h). */
     unsigned step_flags;
     bool offloads; /* it offloads without --offload (bench_offload), so --offload-dir applies */
     /* It takes train's model flags --dropout-rng stream|counter and --attention

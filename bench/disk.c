@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tensor/platform.h"
+#include "base/platform.h"
 
 enum { DISK_WRITE, DISK_READ };
 

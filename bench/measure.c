@@ -11,7 +11,7 @@
 
 #include "models/gpt.h"
 #include "models/mlp.h"
-#include "tensor/platform.h"
+#include "base/platform.h"
 
 /* ---- batches and the models ---------------------------------------------------------------- */
 

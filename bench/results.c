@@ -15,8 +15,8 @@
 #include <sys/utsname.h>
 #include <time.h>
 
-#include "tensor/file.h"
-#include "tensor/platform.h"
+#include "base/file.h"
+#include "base/platform.h"
 
 #ifndef REMAT_SOURCE_DIR
 #define REMAT_SOURCE_DIR "."

@@ -26,7 +26,7 @@
 
 #include <stdbool.h>
 
-#include "tensor/error.h"
+#include "base/error.h"
 #include "bench/timing.h"
 
 #define RESULTS_SCHEMA "remat-bench/2"

@@ -11,7 +11,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "tensor/platform.h"
+#include "base/platform.h"
 
 /* ---- a median and its interval ----------------------------------------------------------- */
 

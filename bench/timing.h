@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensor/error.h"
+#include "base/error.h"
 
 /* ---- a median and its interval ----------------------------------------------------------- */
 

@@ -18,7 +18,7 @@
  * The resident state (params, grads, optimizer) is what bench_zero measures to the byte at
  * K = 2 and 4; the communication bytes of stages 0-2 are what it measures too.
  */
-#include "zero_project.h"
+#include "bench/zero_project.h"
 
 #include <stdio.h>
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "checkpoint/explain.h"
-#include "replay.h"
+#include "checkpoint/replay.h"
 #include "tensor/flops.h"
 #include "tensor/kernels.h"
 

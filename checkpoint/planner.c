@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "search.h"
+#include "checkpoint/search.h"
 
 /* REMAT_EINVAL for a chain too long for the exact search, whose work grows as L^3. */
 static RematStatus check_dp_limit(const ChainCost *c)

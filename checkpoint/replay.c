@@ -1,7 +1,7 @@
 /*
  * replay.c — entering and leaving a replay of forward work (see replay.h).
  */
-#include "replay.h"
+#include "checkpoint/replay.h"
 
 RematStatus replay_enter(ReplayScope *scope, const ReplayOptions *opts)
 {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "replay.h"
+#include "checkpoint/replay.h"
 #include "tensor/flops.h"
 #include "tensor/memory.h"
 

@@ -3,7 +3,7 @@
  * wherever the activations kept since the last cut pass a threshold b, and the appendix's
  * search tries a few b (see search.h).
  */
-#include "search.h"
+#include "checkpoint/search.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * chain's boundaries that keeps, at each, only the Pareto front of (forward state, value)
  * (see search.h; the terms it adds up are cost.h's formula).
  */
-#include "search.h"
+#include "checkpoint/search.h"
 
 #include <stdlib.h>
 

@@ -4,7 +4,7 @@
  * FLOPs that fits, which is the most slots the budget holds (see search.h, and cost.h's
  * "Revolve over the chain" for the prediction).
  */
-#include "search.h"
+#include "checkpoint/search.h"
 
 #include <stdint.h>
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tensor/file.h"
+#include "base/file.h"
 
 /* ---- loading ---------------------------------------------------------------------- */
 

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensor/error.h"
+#include "base/error.h"
 #include "tensor/rng.h"
 
 #define TEXT_VOCAB_SIZE 256 /* one token per byte value */

@@ -11,7 +11,7 @@
  *       backward            BACKWARD FLOPs, and RECOMPUTE inside checkpoint regions
  *       (backward_done)     a caller's look at the micro-batch's gradients
  *       accumulate          the micro-batch's gradients added to the sum of those before it
- *     reduce                with data parallelism (dist/zero.h), the sum over the ranks'
+ *     reduce                with data parallelism (parallel/zero.h), the sum over the ranks'
  *                           micro-batches, taken in rank order; then the sum × 1/K
  *     optimizer             OPTIMIZER FLOPs, only if everything before succeeded; under
  *                           ZeRO stage 1 or more, each rank updates its shard
@@ -45,7 +45,7 @@
 #define REMAT_MODELS_STEP_H
 
 #include "autograd/optim.h"
-#include "dist/zero.h"
+#include "parallel/zero.h"
 #include "models/model.h"
 #include "offload/offload.h"
 
@@ -96,7 +96,7 @@ Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx);
 RematStatus step_run(const Step *step, Var *input, Var *targets, TrainCtx *ctx, const StepHooks *hooks,
                      StepResult *out);
 
-/* Data parallelism for `model` over `g` at ZeRO `stage` (dist/zero.h), with its parameter
+/* Data parallelism for `model` over `g` at ZeRO `stage` (parallel/zero.h), with its parameter
  * groups for stage 3: each layer's, and the embedding and head's (every parameter in no
  * layer, used under the model's name: model_loss_planned). The caller owns the result
  * (zero_free); NULL on error. */

@@ -1,7 +1,7 @@
 /*
  * crc32c.c — CRC-32C, with the CPU's crc32 instruction when it has one (see crc32c.h).
  */
-#include "crc32c.h"
+#include "offload/crc32c.h"
 
 #include <string.h>
 

@@ -74,9 +74,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "crc32c.h"
-#include "tensor/platform.h"
-#include "prefetch.h"
+#include "offload/crc32c.h"
+#include "base/platform.h"
+#include "offload/prefetch.h"
 
 _Static_assert(OFFLOAD_MAX_IO_THREADS <= PREFETCH_MAX_THREADS, "the prefetcher runs every thread offload allows");
 

@@ -108,7 +108,7 @@
  * its mapping), with a message naming the cause and the tensor; reading a record back allocates, so it
  * can also meet the memory budget (REMAT_EOOM). A failed pack saves nothing and accounts
  * nothing, so the op fails and so does the forward; a failed unpack fails backward. The
- * caller must then not apply the step (models/train.c redoes it without offload).
+ * caller must then not apply the step (app/train.c redoes it without offload).
  *
  * What this is not: callable from several threads (the engine is single-threaded; the
  * helper thread only writes and reads the file from and into tensors it is handed), or a

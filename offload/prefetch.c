@@ -8,7 +8,7 @@
  */
 #define _GNU_SOURCE /* preadv, pwritev, sync_file_range */
 
-#include "prefetch.h"
+#include "offload/prefetch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "crc32c.h"
-#include "tensor/platform.h"
+#include "offload/crc32c.h"
+#include "base/platform.h"
 
 typedef struct Prefetcher Prefetcher;
 

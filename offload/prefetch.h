@@ -42,7 +42,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "tensor/error.h"
+#include "base/error.h"
 
 /* One read (as preadv) or write (as pwritev) of head_bytes + data_bytes at `offset`, from
  * or into two buffers. A write with `crc` set first stores the CRC-32C of the data there

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tensor/file.h"
+#include "base/file.h"
 #include "tensor/rng.h"
 
 static const char *const LANG_KEYS[LANG_COUNT] = {"en", "ar"};

@@ -28,7 +28,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "tensor/error.h"
+#include "base/error.h"
 
 #define QUIZ_QUESTIONS 8 /* a bank has exactly this many */
 #define QUIZ_OPTIONS 4
@@ -120,7 +120,7 @@ void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int order
 #define QUIZ_MAX_FILE (256 << 20)
 
 /* The whole regular file at `path` as a NUL-terminated string the caller frees, its length
- * in *size when `size` is not NULL. It is opened with file_open_regular (tensor/file.h),
+ * in *size when `size` is not NULL. It is opened with file_open_regular (base/file.h),
  * so a directory or a FIFO is refused at once, without blocking. NULL on error: REMAT_EIO
  * (REMAT_ENOMEM) with a message that begins with `who` and names the path and the reason
  * ("cannot load the question bank: quiz is a directory, not a regular file"). */

@@ -9,7 +9,7 @@
  * left at a stretch's edges — spaces, a colon, a bracket the Arabic opened — stays with
  * the sentence. "(النظرية: 0.5 و1)" isolates "0.5" and "1" and leaves both brackets Arabic.
  */
-#include "html_text.h"
+#include "quiz/html_text.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -26,9 +26,9 @@
 #include <unistd.h>
 
 #include "quiz/words.h"
-#include "tensor/file.h"
+#include "base/file.h"
 
-#include "html_text.h"
+#include "quiz/html_text.h"
 
 static const char *const LANG_CODES[LANG_COUNT] = {"en", "ar"};
 static const char *const LANG_DIRS[LANG_COUNT] = {"ltr", "rtl"};

@@ -28,8 +28,8 @@
 #include "quiz/explain_fill.h"
 #include "quiz/page.h"
 #include "quiz/words.h"
-#include "tensor/file.h"
-#include "tensor/parse.h"
+#include "base/file.h"
+#include "base/parse.h"
 
 #ifndef REMAT_QUIZ_BANK
 #define REMAT_QUIZ_BANK "quiz/questions.json"

@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensor/error.h"
+#include "base/error.h"
 
 /* What one dropout's mask is a function of (besides the element index). */
 typedef struct CounterKey {

@@ -4,7 +4,7 @@
  */
 #include "tensor/flops.h"
 
-#include "tensor/platform.h"
+#include "base/platform.h"
 
 static FlopCounts ledger;
 static Phase current = PHASE_FORWARD;

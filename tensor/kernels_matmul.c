@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "tensor/flops.h"
-#include "tensor/platform.h"
+#include "base/platform.h"
 
 /* Largest product (in FLOPs, 2·M·N·K) that k_matmul_batched spreads across threads:
  * 2^27, which is 1024·1024·64, attention's score product at T = 1024, head size 64.

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "tensor/platform.h"
+#include "base/platform.h"
 
 #define BLOCK_MAGIC_LIVE 0x52454d41u /* "REMA" */
 #define BLOCK_MAGIC_FREED 0xdeadf4eeu

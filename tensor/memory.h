@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensor/error.h"
+#include "base/error.h"
 #include "tensor/flops.h"
 
 #define MEM_ALIGNMENT 64 /* bytes; every block starts on a cache line (and an AVX-512 vector) */
@@ -71,7 +71,7 @@ void mem_return_free_pages(void);
  * in its heap): resident, as far as the operating system knows, but in no tensor. */
 size_t mem_heap_kept_bytes(void);
 
-/* The process's resident memory (tensor/platform.h) over some work, beside the ledger:
+/* The process's resident memory (base/platform.h) over some work, beside the ledger:
  *
  *     ResidentWatch w = mem_resident_watch_start();   // before the model is built
  *     ... build, train ...

@@ -70,7 +70,7 @@ void tensor_free(Tensor *t);
 
 /* Gives back the storage of `t` to the ledger while the tensor itself, its shape and its
  * references stay: data becomes NULL. For a parameter sharded across processes (ZeRO
- * stage 3, dist/zero.h), whose storage exists only while it is gathered; nothing may read
+ * stage 3, parallel/zero.h), whose storage exists only while it is gathered; nothing may read
  * the tensor until tensor_restore_storage. A tensor without storage is a no-op. */
 void tensor_release_storage(Tensor *t);
 

@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "fixture_train.h"
+#include "tests/fixture_train.h"
 #include "tensor/flops.h"
 #include "models/gpt.h"
 #include "models/mlp.h"

@@ -1,7 +1,7 @@
 /*
  * gradcheck.c — finite-difference gradient checks for the autograd tests (see gradcheck.h).
  */
-#include "gradcheck.h"
+#include "tests/gradcheck.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "autograd/autograd.h"
-#include "gradcheck.h"
+#include "tests/gradcheck.h"
 #include "autograd/ops.h"
 #include "tensor/kernels.h"
 

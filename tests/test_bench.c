@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "bench/results.h"
-#include "tensor/platform.h"
+#include "base/platform.h"
 
 #ifndef REMAT_BENCH_DIR
 #error "REMAT_BENCH_DIR must name the directory of the bench binaries"

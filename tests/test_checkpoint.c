@@ -19,7 +19,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/explain.h"
-#include "fixture_train.h"
+#include "tests/fixture_train.h"
 #include "tensor/flops.h"
 #include "tensor/kernels.h"
 #include "models/gpt.h"

@@ -5,7 +5,7 @@
  * one process, accumulating the K micro-batches (models/step.h), and keeps its final
  * parameters and optimizer state outside the ledger; then trains the same model again,
  * this rank running micro-batch `rank` and the step reducing over the ranks at a ZeRO
- * stage (dist/zero.h), and checks:
+ * stage (parallel/zero.h), and checks:
  *   - the parameters equal the one-process run's to the bit, on every rank;
  *   - the optimizer state does, gathered on rank 0 (stages 1 and 2 shard it);
  *   - the ledger holds exactly the ZeRO formula of each kind for this rank's shard;
@@ -25,11 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/comm.h"
+#include "parallel/comm.h"
 #include "tensor/rng.h"
-#include "dist/group.h"
-#include "dist/zero.h"
-#include "fixture_train.h"
+#include "parallel/group.h"
+#include "parallel/zero.h"
+#include "tests/fixture_train.h"
 #include "models/step.h"
 
 enum { STEPS = 3 };

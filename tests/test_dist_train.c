@@ -1,5 +1,5 @@
 /*
- * test_dist_train.c — `mpirun -np K build/models/train ...` as a user runs it, against
+ * test_dist_train.c — `mpirun -np K build/app/train ...` as a user runs it, against
  * `train --accumulate K` in one process: the files they save must be the same bytes
  * (parameters, optimizer state, generators), whatever the ZeRO stage, strategy or offload
  * (each rank its own spill file); a run saved on K ranks resumes on any other number, one

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/error.h"
-#include "tensor/platform.h"
+#include "base/error.h"
+#include "base/platform.h"
 
 static void test_fail_records_status_and_message(void **state)
 {

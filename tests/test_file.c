@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tensor/file.h"
+#include "base/file.h"
 
 /* A scratch folder made once for the group; every test leaves it empty. */
 static char scratch[256];

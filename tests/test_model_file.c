@@ -20,8 +20,8 @@
 
 #include "autograd/optim.h"
 #include "models/mlp.h"
-#include "models/model_file.h"
-#include "models/safetensors.h"
+#include "app/model_file.h"
+#include "app/safetensors.h"
 
 static char dir[256];
 

@@ -30,13 +30,13 @@
 #include <unistd.h>
 
 #include "offload/crc32c.h"
-#include "fixture_train.h"
+#include "tests/fixture_train.h"
 #include "models/gpt.h"
 #include "models/mlp.h"
 #include "offload/offload.h"
 #include "autograd/optim.h"
 #include "checkpoint/schedule.h"
-#include "models/train.h"
+#include "app/train.h"
 
 static char spill_dir[] = "/tmp/remat_offload_XXXXXX";
 

@@ -11,7 +11,7 @@
 
 #include <limits.h>
 
-#include "tensor/parse.h"
+#include "base/parse.h"
 
 /* Asserts parse_int refuses `text` for [lo, hi] and leaves its output alone. */
 static void assert_int_refused(const char *text, long lo, long hi)

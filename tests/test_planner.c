@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fixture_train.h"
+#include "tests/fixture_train.h"
 #include "tensor/flops.h"
 #include "models/gpt.h"
 #include "models/mlp.h"

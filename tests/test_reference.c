@@ -24,8 +24,8 @@
 #include <string.h>
 
 #include "models/gpt.h"
-#include "models/model_file.h"
-#include "models/safetensors.h"
+#include "app/model_file.h"
+#include "app/safetensors.h"
 
 #ifndef REMAT_REFERENCE_FILE
 #define REMAT_REFERENCE_FILE "tests/reference/gpt_reference.safetensors"

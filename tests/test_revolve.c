@@ -23,7 +23,7 @@
 #include "models/mlp.h"
 #include "offload/offload.h"
 #include "autograd/optim.h"
-#include "fixture_train.h"
+#include "tests/fixture_train.h"
 #include "checkpoint/revolve.h"
 #include "checkpoint/schedule.h"
 

@@ -29,8 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "models/safetensors.h"
-#include "tensor/platform.h"
+#include "app/safetensors.h"
+#include "base/platform.h"
 
 /* ---- fixtures and helpers --------------------------------------------------------- */
 

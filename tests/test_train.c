@@ -14,13 +14,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fixture_train.h"
+#include "tests/fixture_train.h"
 #include "models/gpt.h"
-#include "models/model_file.h"
+#include "app/model_file.h"
 #include "models/gpt.h"
 #include "models/mlp.h"
-#include "models/safetensors.h"
-#include "models/train.h"
+#include "app/safetensors.h"
+#include "app/train.h"
 
 static FILE *sink;
 static char dir[] = "/tmp/remat_train_XXXXXX";
@@ -227,7 +227,7 @@ static void test_step_flags_are_checked_against_the_run(void **state)
                      REMAT_OK);
 }
 
-/* The table of a step's flags (models/step_options.h) parses each flag once into its
+/* The table of a step's flags (app/step_options.h) parses each flag once into its
  * typed field, takes only the flags a program accepts, and says which flag was wrong. */
 static void test_step_options_parse_into_typed_fields(void **state)
 {

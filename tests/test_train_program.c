@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tensor/platform.h"
+#include "base/platform.h"
 
 #ifndef REMAT_TRAIN_BIN
 #error "REMAT_TRAIN_BIN must name the train program"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz_input.h"
+#include "tests/fuzz/fuzz_input.h"
 #include "quiz/bank.h"
 
 static void broken(const char *what)

@@ -3,7 +3,7 @@
  */
 #define _GNU_SOURCE /* memfd_create */
 
-#include "fuzz_input.h"
+#include "tests/fuzz/fuzz_input.h"
 
 #include <stdio.h>
 #include <stdlib.h>

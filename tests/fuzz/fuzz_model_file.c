@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz_input.h"
+#include "tests/fuzz/fuzz_input.h"
 #include "models/mlp.h"
-#include "models/model_file.h"
+#include "app/model_file.h"
 
 static Model *model;
 static Optimizer *opt;

@@ -1,5 +1,5 @@
 /*
- * fuzz_parse.c — libFuzzer target for the command-line parsers of tensor/parse.c:
+ * fuzz_parse.c — libFuzzer target for the command-line parsers of base/parse.c:
  * parse_int, parse_u64, parse_int_list, parse_double and parse_memory_size.
  *
  * Each input, up to its first NUL, is one command-line value. A value a parser accepts
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/parse.h"
+#include "base/parse.h"
 
 static void broken(const char *parser, const char *text, const char *what)
 {

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fuzz_input.h"
+#include "tests/fuzz/fuzz_input.h"
 #include "quiz/bank.h"
 #include "quiz/explain_fill.h"
 #include "quiz/words.h"

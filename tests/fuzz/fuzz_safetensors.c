@@ -1,5 +1,5 @@
 /*
- * fuzz_safetensors.c — libFuzzer target for the safetensors reader (models/safetensors.c).
+ * fuzz_safetensors.c — libFuzzer target for the safetensors reader (app/safetensors.c).
  *
  * Each input is a whole file. st_load must either refuse it, with REMAT_EIO, REMAT_ECORRUPT
  * or REMAT_ENOMEM and a message, or accept it; then every tensor it lists must come back
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz_input.h"
-#include "models/safetensors.h"
+#include "tests/fuzz/fuzz_input.h"
+#include "app/safetensors.h"
 
 /* A promise of safetensors.h that the input broke. */
 static void broken(const char *what)

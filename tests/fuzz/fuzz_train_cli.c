@@ -1,6 +1,6 @@
 /*
- * fuzz_train_cli.c — libFuzzer target for train's command line (models/train_cli.c and
- * the step flags' table, models/step_options.c).
+ * fuzz_train_cli.c — libFuzzer target for train's command line (app/train_cli.c and
+ * the step flags' table, app/step_options.c).
  *
  * Each input is a command line: its arguments separated by NUL bytes (at most 32). The
  * parse must end in one of its three answers — 0 (run), 1 (--help printed) or 2 (refused)
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "models/train.h"
-#include "tensor/platform.h"
+#include "app/train.h"
+#include "base/platform.h"
 
 static void broken(const char *what)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "models/mlp.h"
-#include "models/model_file.h"
+#include "app/model_file.h"
 
 static int check(RematStatus status)
 {

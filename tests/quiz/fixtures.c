@@ -1,7 +1,7 @@
 /*
  * fixtures.c — the quiz tests' shared models and step helper (see fixtures.h).
  */
-#include "fixtures.h"
+#include "tests/quiz/fixtures.h"
 
 #include <math.h>
 #include <string.h>

@@ -20,7 +20,7 @@
 
 #include <stdio.h>
 
-#include "fixtures.h"
+#include "tests/quiz/fixtures.h"
 
 static void test_q1_recomputation_spends_flops_not_accuracy_or_precision(void **state)
 {

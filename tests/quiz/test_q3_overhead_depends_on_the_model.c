@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fixtures.h"
+#include "tests/quiz/fixtures.h"
 
 /* Placement as a policy: recompute the ops whose tag starts with `user` ("attn." or
  * "mlp."), keep every other output. */

@@ -23,7 +23,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "fixtures.h"
+#include "tests/quiz/fixtures.h"
 
 typedef struct ChainPeak {
     size_t act, params;

@@ -25,7 +25,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "fixtures.h"
+#include "tests/quiz/fixtures.h"
 
 enum { B = 2, T = 128, C = 32, H = 4, D = C / H, L = 3 };
 

@@ -21,7 +21,7 @@
 
 #include <stdio.h>
 
-#include "fixtures.h"
+#include "tests/quiz/fixtures.h"
 
 static void test_q5_recompute_the_cheap_heavy_ops_keep_the_expensive_ones(void **state)
 {

@@ -25,7 +25,7 @@
 
 #include <stdio.h>
 
-#include "fixtures.h"
+#include "tests/quiz/fixtures.h"
 #include "offload/offload.h"
 
 /* One step of `m` with an offloader of `policy` and `prefetch` records read ahead, its

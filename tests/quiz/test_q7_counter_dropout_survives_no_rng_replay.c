@@ -25,7 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fixtures.h"
+#include "tests/quiz/fixtures.h"
 
 enum { B = 2, T = 16, C = 32, H = 4, BLOCKS = 3 }; /* quiz_gpt's and quiz_tokens' sizes */
 

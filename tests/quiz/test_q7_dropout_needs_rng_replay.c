@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fixtures.h"
+#include "tests/quiz/fixtures.h"
 
 static void test_q7_the_replay_must_reproduce_the_forward_randomness(void **state)
 {

@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fixtures.h"
+#include "tests/quiz/fixtures.h"
 #include "autograd/optim.h"
 
 static void test_q8_no_amount_of_recomputation_makes_room_for_adamw(void **state)

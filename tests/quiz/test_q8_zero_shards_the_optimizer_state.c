@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dist/zero.h"
-#include "fixtures.h"
+#include "parallel/zero.h"
+#include "tests/quiz/fixtures.h"
 
 static DistGroup world;
 

@@ -2,7 +2,7 @@
  * comm.c — flat views, the communication ledger and the collectives (see comm.h), over
  * MPI_COMM_WORLD with point-to-point messages whose order this file fixes.
  */
-#include "dist/comm.h"
+#include "parallel/comm.h"
 
 #include <mpi.h>
 #include <stdlib.h>

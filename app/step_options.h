@@ -15,7 +15,7 @@
  *   --offload-mmap        bytes move through a mapping of the spill file
  *   --offload-direct      bytes move with O_DIRECT, around the page cache
  *   --accumulate K        K micro-batches per optimizer step, their gradients summed in order
- *   --zero S              under mpirun, the ZeRO stage: what the ranks shard (dist/zero.h)
+ *   --zero S              under mpirun, the ZeRO stage: what the ranks shard (parallel/zero.h)
  *
  * One rule for all of them: a flag that would change nothing is refused with a message
  * saying why, never silently ignored. A program says which of them it takes (a set of
@@ -26,8 +26,8 @@
  * when each flag applies. A new strategy, policy, planner or offload policy is a new name
  * in its own room's parser and needs nothing here.
  */
-#ifndef REMAT_MODELS_STEP_OPTIONS_H
-#define REMAT_MODELS_STEP_OPTIONS_H
+#ifndef REMAT_APP_STEP_OPTIONS_H
+#define REMAT_APP_STEP_OPTIONS_H
 
 #include <stdio.h>
 
@@ -106,4 +106,4 @@ void step_options_usage(unsigned accepted, bool headings, FILE *out);
 /* The usage line's part for the flags in `accepted`: " [--strategy S] [--policy P] ...". */
 void step_options_synopsis(unsigned accepted, FILE *out);
 
-#endif /* REMAT_MODELS_STEP_OPTIONS_H */
+#endif /* REMAT_APP_STEP_OPTIONS_H */

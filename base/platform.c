@@ -2,7 +2,7 @@
  * platform.c — OpenBLAS and OpenMP introspection, thread control, and the process's
  * resident memory (see platform.h).
  */
-#include "tensor/platform.h"
+#include "base/platform.h"
 
 #include <cblas.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /*
  * group.c — the process group over MPI_COMM_WORLD (see group.h).
  */
-#include "dist/group.h"
+#include "parallel/group.h"
 
 #include <mpi.h>
 #include <stdlib.h>

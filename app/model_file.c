@@ -1,7 +1,7 @@
 /*
  * model_file.c — saving and loading a model and its training state (see model_file.h).
  */
-#include "models/model_file.h"
+#include "app/model_file.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/parse.h"
+#include "base/parse.h"
 
 #define META_STEP "remat.step"
 #define META_DATA_RNG "remat.data_rng"

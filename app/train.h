@@ -14,8 +14,8 @@
 #include <stdio.h>
 
 #include "autograd/layers.h"
-#include "models/step_options.h"
-#include "tensor/error.h"
+#include "app/step_options.h"
+#include "base/error.h"
 #include "tensor/memory.h"
 
 typedef struct TrainOptions {

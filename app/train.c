@@ -8,14 +8,14 @@
  *
  * Under mpirun every rank runs this same loop: each draws all K micro-batches of a step
  * (so the data generator moves as in one process) and runs the one of its rank; the step
- * reduces the gradients over the ranks (dist/zero.h). Every rank evaluates the same
+ * reduces the gradients over the ranks (parallel/zero.h). Every rank evaluates the same
  * replicated parameters; rank 0 alone prints and saves.
  *
  * A step that fails (the memory budget, a file error) leaves the parameters and optimizer
  * state as they were before it (step.h: the optimizer runs last, and only after backward
  * worked); a step whose offload failed is redone with its activations in RAM.
  */
-#include "models/train.h"
+#include "app/train.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -27,14 +27,14 @@
 #include "tensor/flops.h"
 #include "models/gpt.h"
 #include "models/mlp.h"
-#include "models/model_file.h"
+#include "app/model_file.h"
 #include "models/step.h"
-#include "train_report.h"
+#include "app/train_report.h"
 #include "offload/offload.h"
-#include "dist/group.h"
-#include "tensor/file.h"
-#include "tensor/parse.h"
-#include "tensor/platform.h"
+#include "parallel/group.h"
+#include "base/file.h"
+#include "base/parse.h"
+#include "base/platform.h"
 
 #ifndef REMAT_DATA_DIR
 #define REMAT_DATA_DIR "data"
@@ -463,7 +463,7 @@ static void destroy(Run *run)
 /* What the model's parameters, gradients and optimizer state will need on this rank,
  * checked before any of them is allocated: against --memory-budget (which applies per
  * rank), below which no schedule fits, and against the memory the machine has available.
- * Under mpirun with ZeRO a rank holds its shard of what the stage shards (dist/zero.h):
+ * Under mpirun with ZeRO a rank holds its shard of what the stage shards (parallel/zero.h):
  * the optimizer state from stage 1, the gradients from 2, the parameters at 3.
  * REMAT_EOOM or REMAT_ENOMEM saying what each needs. */
 static RematStatus check_memory(const TrainOptions *o)

@@ -9,7 +9,7 @@
  * be swapped in between), and only then makes the descriptor blocking again.
  *
  * Writing. remat writes a file by renaming a finished temporary file over the path
- * (models/safetensors.c), and rename replaces whatever the path named — a device node
+ * (app/safetensors.c), and rename replaces whatever the path named — a device node
  * such as /dev/null included, when run as root. file_check_writable refuses such a
  * target, and a missing or unwritable directory, before any work is done, so a program
  * can call it at start-up rather than learn it after hours of training.
@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "tensor/error.h"
+#include "base/error.h"
 
 /* What kind of file `mode` (a struct stat's st_mode) describes, for messages: "a regular
  * file", "a directory", "a FIFO", "a character device", "a block device", "a socket",

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "tensor/error.h"
+#include "base/error.h"
 
 typedef struct PlatformInfo {
     const char *blas_config;   /* openblas_get_config(), e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." */

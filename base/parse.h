@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensor/error.h"
+#include "base/error.h"
 
 /* Parses `text` as a whole decimal number in [lo, hi] into *out; false (and *out
  * unchanged) if it is NULL or empty, has any character besides the digits and (when lo

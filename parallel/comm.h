@@ -15,19 +15,19 @@
  * and adds them in rank order, s = x_0, s = s + x_1, ..., s = s + x_{K-1}, then scales
  * once; the same float operations, in the same order, as one process summing K
  * micro-batches' gradients (models/step.h). An all-gather then gives every rank the whole
- * array. dist/README.md measures what this costs against MPI_Allreduce.
+ * array. parallel/README.md measures what this costs against MPI_Allreduce.
  *
  * The ledger counts, per collective and per phase of the step, the bytes this rank sent
  * and received (payload only, as the ZeRO paper counts volume). A group of one moves
  * nothing and counts nothing.
  */
-#ifndef REMAT_DIST_COMM_H
-#define REMAT_DIST_COMM_H
+#ifndef REMAT_PARALLEL_COMM_H
+#define REMAT_PARALLEL_COMM_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dist/group.h"
+#include "parallel/group.h"
 
 /* ---- flat views ------------------------------------------------------------------------ */
 
@@ -127,4 +127,4 @@ RematStatus dist_all_reduce(const DistGroup *g, float *x, size_t n, CommPhase ph
  * gathering small figures such as each rank's ledger. Not counted. */
 RematStatus dist_all_gather_u64(const DistGroup *g, const uint64_t *mine, int n, uint64_t *all);
 
-#endif /* REMAT_DIST_COMM_H */
+#endif /* REMAT_PARALLEL_COMM_H */

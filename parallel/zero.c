@@ -2,7 +2,7 @@
  * zero.c — the reduce stage and the sharded optimizer step of data-parallel training
  * (see zero.h).
  */
-#include "dist/zero.h"
+#include "parallel/zero.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  */
 #define _GNU_SOURCE /* O_TMPFILE (Linux 3.11): the file being saved has no name until it is whole */
 
-#include "models/safetensors.h"
+#include "app/safetensors.h"
 
 #include <cJSON.h>
 #include <dirent.h>
@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tensor/file.h"
+#include "base/file.h"
 
 /* The format stores every number little-endian, and this file writes and reads tensor
  * bytes exactly as they lie in memory. */

@@ -2,7 +2,7 @@
  * group.h — the process group of data-parallel training: which rank this process is, and
  * how many there are.
  *
- * A program started by an MPI launcher (`mpirun -np K build/models/train ...`) is one of
+ * A program started by an MPI launcher (`mpirun -np K build/app/train ...`) is one of
  * K ranks; started plainly, it is the one rank of a group of one and never initialises
  * MPI, so a single process runs exactly as it would without MPI (no daemon, no network
  * probing). Which of the two it is, dist_init tells from the launcher's environment
@@ -10,14 +10,14 @@
  *
  * What this is not: sub-communicators, several groups, or fault tolerance. A rank that
  * fails ends the whole job (dist_abort): the others would wait for it forever otherwise.
- * Only dist/ knows MPI; every other room sees a rank and a size.
+ * Only parallel/ knows MPI; every other room sees a rank and a size.
  */
-#ifndef REMAT_DIST_GROUP_H
-#define REMAT_DIST_GROUP_H
+#ifndef REMAT_PARALLEL_GROUP_H
+#define REMAT_PARALLEL_GROUP_H
 
 #include <stdbool.h>
 
-#include "tensor/error.h"
+#include "base/error.h"
 
 typedef struct DistGroup {
     int rank; /* 0 .. size-1 */
@@ -46,4 +46,4 @@ _Noreturn void dist_abort(int code);
 /* Waits until every rank has arrived. Nothing without a launcher. */
 void dist_barrier(const DistGroup *g);
 
-#endif /* REMAT_DIST_GROUP_H */
+#endif /* REMAT_PARALLEL_GROUP_H */

@@ -3,16 +3,16 @@
  * failed run or output that could not be written (the reason is printed), 2 on a bad
  * command line. See train.h.
  *
- * Under mpirun (`mpirun -np K build/models/train ...`) it is one rank of K: rank 0 prints
+ * Under mpirun (`mpirun -np K build/app/train ...`) it is one rank of K: rank 0 prints
  * the training log, every rank prints its own errors, prefixed with its rank, and a rank
  * that fails ends the whole job (the others would wait for it in the next collective).
  * Started plainly it is a single process and never starts MPI.
  */
 #include <stdio.h>
 
-#include "dist/group.h"
-#include "models/train.h"
-#include "tensor/file.h"
+#include "parallel/group.h"
+#include "app/train.h"
+#include "base/file.h"
 
 int main(int argc, char **argv)
 {

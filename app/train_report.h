@@ -3,14 +3,14 @@
  * and a sample of text. Internal to models/: only train.c prints through it, and it
  * decides nothing — every figure comes from the options, the ledgers or the run.
  */
-#ifndef REMAT_MODELS_TRAIN_REPORT_H
-#define REMAT_MODELS_TRAIN_REPORT_H
+#ifndef REMAT_APP_TRAIN_REPORT_H
+#define REMAT_APP_TRAIN_REPORT_H
 
 #include <stdio.h>
 
-#include "dist/zero.h"
+#include "parallel/zero.h"
 #include "models/model.h"
-#include "models/train.h"
+#include "app/train.h"
 
 /* "remat train: gpt, 4 blocks, ..." and "  checkpointing: sqrt, 2 regions", left open
  * for the planner's words; then, for a planned schedule, the planner, the budget and the
@@ -46,4 +46,4 @@ void report_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int steps)
 /* o->sample_chars characters the GPT generates (nothing for the MLP). */
 void report_sample(FILE *out, const TrainOptions *o, Model *m);
 
-#endif /* REMAT_MODELS_TRAIN_REPORT_H */
+#endif /* REMAT_APP_TRAIN_REPORT_H */

@@ -6,7 +6,7 @@
  * ranges are checked around it. No strtol: it skips leading white space and would have
  * to be told, case by case, what it let through.
  */
-#include "tensor/parse.h"
+#include "base/parse.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -17,7 +17,7 @@
 
 #include "models/model.h"
 #include "autograd/optim.h"
-#include "models/safetensors.h"
+#include "app/safetensors.h"
 
 /* Where a training run is, beyond its parameters and optimizer state. */
 typedef struct TrainState {

@@ -1,7 +1,7 @@
 /*
  * train_report.c — what `train` prints (see train_report.h).
  */
-#include "train_report.h"
+#include "app/train_report.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -10,7 +10,7 @@
 
 #include "models/gpt.h"
 #include "tensor/flops.h"
-#include "tensor/platform.h"
+#include "base/platform.h"
 
 void report_progress(FILE *out, bool tty, int step, int total, float loss, double seconds_per_step,
                      int tokens_per_step, const char *unit)

@@ -2,12 +2,12 @@
  * step_options.c — the table of a step's checkpointing and offload flags, its parser,
  * its checks and its help (see step_options.h).
  */
-#include "models/step_options.h"
+#include "app/step_options.h"
 
 #include <string.h>
 
-#include "dist/zero.h"
-#include "tensor/parse.h"
+#include "parallel/zero.h"
+#include "base/parse.h"
 
 /* ---- what each flag sets ------------------------------------------------------------------ */
 
@@ -312,7 +312,7 @@ void step_options_usage(unsigned accepted, bool headings, FILE *out)
                 headings ? "offload (saved activations written to a spill file on disk, read back in backward)" : NULL,
                 out);
     usage_group(accepted, DATA_PARALLEL_FLAGS,
-                headings ? "data parallelism (mpirun -np K build/models/train ...: one micro-batch per rank)" : NULL,
+                headings ? "data parallelism (mpirun -np K build/app/train ...: one micro-batch per rank)" : NULL,
                 out);
 }
 

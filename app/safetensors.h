@@ -34,7 +34,7 @@
 
 #include <stdbool.h>
 
-#include "tensor/error.h"
+#include "base/error.h"
 #include "tensor/memory.h"
 #include "tensor/tensor.h"
 
@@ -72,7 +72,7 @@ typedef struct StFile StFile;
  * `entries` may be NULL when n is 0, `meta` when n_meta is 0. Returns REMAT_OK.
  * On error: REMAT_EINVAL for bad arguments (a NULL or empty path, a NULL name or tensor, a
  * name used twice or named "__metadata__", a key used twice), with nothing written;
- * REMAT_EIO, with nothing written, when file_check_writable (tensor/file.h) refuses the
+ * REMAT_EIO, with nothing written, when file_check_writable (base/file.h) refuses the
  * path: something other than a regular file is there (a directory, a device such as
  * /dev/null, a FIFO, a symbolic link), or its directory is missing or not writable;
  * REMAT_EIO naming the path and the system's reason when writing fails (no space left,

@@ -3,7 +3,7 @@
  */
 #define _GNU_SOURCE /* O_TMPFILE (Linux 3.11): a probe file that never has a name */
 
-#include "tensor/file.h"
+#include "base/file.h"
 
 #include <errno.h>
 #include <fcntl.h>

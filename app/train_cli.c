@@ -7,14 +7,14 @@
  * twice and a flag that would change nothing in the run the others describe are refused
  * with the reason (exit 2), never ignored.
  */
-#include "models/train.h"
+#include "app/train.h"
 
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/parse.h"
-#include "tensor/platform.h"
+#include "base/parse.h"
+#include "base/platform.h"
 
 #ifndef REMAT_DATA_DIR
 #define REMAT_DATA_DIR "data"

@@ -2,7 +2,7 @@
  * error.c — the thread-local "last error" behind remat_last_error().
  * See error.h for the convention. Messages longer than the buffer are truncated.
  */
-#include "tensor/error.h"
+#include "base/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>

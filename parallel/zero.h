@@ -38,12 +38,12 @@
  * What this is not: gradient reduction overlapped with backward, bucketing, or prefetching
  * the next group's parameters while the current one computes.
  */
-#ifndef REMAT_DIST_ZERO_H
-#define REMAT_DIST_ZERO_H
+#ifndef REMAT_PARALLEL_ZERO_H
+#define REMAT_PARALLEL_ZERO_H
 
 #include "autograd/optim.h"
-#include "dist/comm.h"
-#include "dist/group.h"
+#include "parallel/comm.h"
+#include "parallel/group.h"
 
 typedef struct Zero Zero;
 
@@ -108,4 +108,4 @@ RematStatus zero_gather_optimizer(Zero *z, const Optimizer *shard, Optimizer *fu
  * optimizer over everything, loaded from a file) and its step count. */
 RematStatus zero_scatter_optimizer(const Zero *z, Optimizer *shard, const Optimizer *full);
 
-#endif /* REMAT_DIST_ZERO_H */
+#endif /* REMAT_PARALLEL_ZERO_H */
