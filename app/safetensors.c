@@ -437,15 +437,12 @@ static int json_whole_number(const cJSON *item, double max, uint64_t *value)
     return 1;
 }
 
-/* Parses and checks one tensor entry (everything but how its bytes sit among the other
- * tensors' bytes). On error fails with REMAT_ECORRUPT naming the file and the tensor. */
-static RematStatus parse_tensor(const char *path, const cJSON *item, uint64_t data_size,
-                                StTensorInfo *info)
+/* Reads an entry's dtype and shape into info, and the bytes they need into *needed
+ * (*overflow set when that exceeds 64 bits). REMAT_ECORRUPT naming file and tensor. */
+static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTensorInfo *info, uint64_t *needed,
+                                     bool *overflow)
 {
     const char *name = item->string;
-    if (!cJSON_IsObject(item))
-        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: entry is not a JSON object", path, name);
-
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
     if (!cJSON_IsString(dtype))
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype is missing or not a string", path, name);
@@ -462,8 +459,8 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, uint64_t da
                           path, name, info->ndim, TENSOR_MAX_DIMS);
     /* The bytes the shape needs: numel times the element size. Four dimensions of up to
      * 2^31 can overflow 64 bits; such a shape needs more than any file holds. */
-    uint64_t needed = dtype_size(info->dtype);
-    int overflow = 0;
+    *needed = dtype_size(info->dtype);
+    *overflow = false;
     int d = 0;
     const cJSON *dim;
     cJSON_ArrayForEach(dim, shape) {
@@ -472,10 +469,25 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, uint64_t da
             return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape[%d] is not a whole number in 0..%d",
                               path, name, d, INT_MAX);
         info->shape[d++] = (int)v;
-        if (v != 0 && needed > UINT64_MAX / v) overflow = 1;
-        else needed *= v;
+        if (v != 0 && *needed > UINT64_MAX / v) *overflow = true;
+        else *needed *= v;
     }
-    if (needed == 0) overflow = 0; /* a zero dimension means 0 bytes, however large the rest */
+    if (*needed == 0) *overflow = false; /* a zero dimension means 0 bytes, however large the rest */
+    return REMAT_OK;
+}
+
+/* Parses and checks one tensor entry (everything but how its bytes sit among the other
+ * tensors' bytes). On error fails with REMAT_ECORRUPT naming the file and the tensor. */
+static RematStatus parse_tensor(const char *path, const cJSON *item, uint64_t data_size,
+                                StTensorInfo *info)
+{
+    const char *name = item->string;
+    if (!cJSON_IsObject(item))
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: entry is not a JSON object", path, name);
+    uint64_t needed = 0;
+    bool overflow = false;
+    RematStatus status = parse_dtype_shape(path, item, info, &needed, &overflow);
+    if (status != REMAT_OK) return status;
 
     const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(item, "data_offsets");
     if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2 ||

@@ -781,6 +781,29 @@ static RematStatus open_direct(int fd, const char *dir, size_t page)
     return REMAT_OK;
 }
 
+/* Creates the spill file in `dir`, unlinked at once so nothing is left behind, and
+ * returns its descriptor; -1 with REMAT_EIO saying why (and what to check) on error. */
+static int spill_file_open(const char *dir)
+{
+    const size_t path_size = strlen(dir) + sizeof "/remat-spill-XXXXXX";
+    char *path = malloc(path_size);
+    if (!path) return remat_fail(REMAT_ENOMEM, "offload_create: no memory"), -1;
+    snprintf(path, path_size, "%s/remat-spill-XXXXXX", dir);
+    int fd = mkstemp(path);
+    int err = fd < 0 ? errno : unlink(path) != 0 ? errno : 0;
+    free(path);
+    if (err) {
+        if (fd >= 0) close(fd);
+        remat_fail(REMAT_EIO, "offload: cannot create a spill file in %s: %s%s", dir, strerror(err),
+                   err == ENOENT ? " (does the directory exist?)"
+                   : err == ENOTDIR ? " (it is not a directory)"
+                   : err == EACCES || err == EPERM || err == EROFS ? " (the directory is not writable)" : "");
+        return -1;
+    }
+    (void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* a child process has no business with it */
+    return fd;
+}
+
 Offload *offload_create(const OffloadOptions *opts)
 {
     if (!opts || (unsigned)opts->policy > OFFLOAD_BOUNDARY || (unsigned)opts->io > OFFLOAD_IO_DIRECT ||
@@ -799,28 +822,17 @@ Offload *offload_create(const OffloadOptions *opts)
     const char *env = getenv("TMPDIR");
     const char *dir = opts->dir ? opts->dir : env && env[0] ? env : "/tmp";
     Offload *off = calloc(1, sizeof *off);
-    const size_t path_size = strlen(dir) + sizeof "/remat-spill-XXXXXX";
-    char *path = malloc(path_size);
     char *dir_copy = strdup(dir);
-    if (!off || !path || !dir_copy) {
-        free(off), free(path), free(dir_copy);
+    if (!off || !dir_copy) {
+        free(off), free(dir_copy);
         remat_fail(REMAT_ENOMEM, "offload_create: no memory");
         return NULL;
     }
-    snprintf(path, path_size, "%s/remat-spill-XXXXXX", dir);
-    int fd = mkstemp(path);
-    int err = fd < 0 ? errno : unlink(path) != 0 ? errno : 0;
-    free(path);
-    if (err) {
-        if (fd >= 0) close(fd);
+    int fd = spill_file_open(dir);
+    if (fd < 0) {
         free(off), free(dir_copy);
-        remat_fail(REMAT_EIO, "offload: cannot create a spill file in %s: %s%s", dir, strerror(err),
-                   err == ENOENT ? " (does the directory exist?)"
-                   : err == ENOTDIR ? " (it is not a directory)"
-                   : err == EACCES || err == EPERM || err == EROFS ? " (the directory is not writable)" : "");
         return NULL;
     }
-    (void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* a child process has no business with it */
     const bool direct = opts->io == OFFLOAD_IO_DIRECT;
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
     if (direct && (open_direct(fd, dir, page) != REMAT_OK || !(off->bounce = prefetch_bounce_create()))) {
