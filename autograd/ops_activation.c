@@ -18,12 +18,12 @@ static RematStatus relu_backward(Node *node, const Tensor *dout, Tensor *const d
 {
     Tensor *out = saved_tensor(node, 0);
     if (!out) return remat_last_status();
-    if (dinputs[0]) k_relu_backward(dinputs[0]->f32, out->f32, dout->f32, dout->numel, ops_grad_write(node, 0));
+    if (dinputs[0]) k_relu_backward(dinputs[0]->f32, out->f32, dout->f32, dout->numel);
     tensor_free(out);
     return REMAT_OK;
 }
 
-static const OpInfo RELU_OP = {.name = "relu", .backward = relu_backward, .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo RELU_OP = {.name = "relu", .backward = relu_backward};
 
 Var *op_relu(Var *x, const char *tag)
 {
@@ -43,12 +43,12 @@ static RematStatus gelu_backward(Node *node, const Tensor *dout, Tensor *const d
 {
     Tensor *x = saved_tensor(node, 0);
     if (!x) return remat_last_status();
-    if (dinputs[0]) k_gelu_backward(dinputs[0]->f32, x->f32, dout->f32, dout->numel, ops_grad_write(node, 0));
+    if (dinputs[0]) k_gelu_backward(dinputs[0]->f32, x->f32, dout->f32, dout->numel);
     tensor_free(x);
     return REMAT_OK;
 }
 
-static const OpInfo GELU_OP = {.name = "gelu", .backward = gelu_backward, .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo GELU_OP = {.name = "gelu", .backward = gelu_backward};
 
 Var *op_gelu(Var *x, const char *tag)
 {

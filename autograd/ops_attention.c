@@ -33,12 +33,11 @@ static RematStatus split_heads_backward(Node *node, const Tensor *dout, Tensor *
 {
     const int B = node->attrs.i[0], T = node->attrs.i[1], C = node->attrs.i[2];
     const int H = node->attrs.i[3], which = node->attrs.i[4];
-    if (dinputs[0]) k_split_heads_backward(dinputs[0]->f32, dout->f32, which, B, T, C, H, ops_grad_write(node, 0));
+    if (dinputs[0]) k_split_heads_backward(dinputs[0]->f32, dout->f32, which, B, T, C, H);
     return REMAT_OK;
 }
 
-static const OpInfo SPLIT_HEADS_OP = {.name = "split_heads", .backward = split_heads_backward,
-                                      .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo SPLIT_HEADS_OP = {.name = "split_heads", .backward = split_heads_backward};
 
 Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
 {
@@ -76,12 +75,11 @@ Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
 static RematStatus merge_heads_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
     const int B = node->attrs.i[0], T = node->attrs.i[1], C = node->attrs.i[2], H = node->attrs.i[3];
-    if (dinputs[0]) k_merge_heads_backward(dinputs[0]->f32, dout->f32, B, T, C, H, ops_grad_write(node, 0));
+    if (dinputs[0]) k_merge_heads_backward(dinputs[0]->f32, dout->f32, B, T, C, H);
     return REMAT_OK;
 }
 
-static const OpInfo MERGE_HEADS_OP = {.name = "merge_heads", .backward = merge_heads_backward,
-                                      .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo MERGE_HEADS_OP = {.name = "merge_heads", .backward = merge_heads_backward};
 
 Var *op_merge_heads(Var *y, const char *tag)
 {
@@ -113,13 +111,12 @@ static RematStatus causal_softmax_backward(Node *node, const Tensor *dout, Tenso
     const int BH = node->attrs.i[0], T = node->attrs.i[1];
     Tensor *out = saved_tensor(node, 0);
     if (!out) return remat_last_status();
-    if (dinputs[0]) k_causal_softmax_backward(dinputs[0]->f32, out->f32, dout->f32, BH, T, ops_grad_write(node, 0));
+    if (dinputs[0]) k_causal_softmax_backward(dinputs[0]->f32, out->f32, dout->f32, BH, T);
     tensor_free(out);
     return REMAT_OK;
 }
 
-static const OpInfo CAUSAL_SOFTMAX_OP = {.name = "causal_softmax", .backward = causal_softmax_backward,
-                                         .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo CAUSAL_SOFTMAX_OP = {.name = "causal_softmax", .backward = causal_softmax_backward};
 
 Var *op_causal_softmax(Var *scores, const char *tag)
 {
@@ -156,28 +153,26 @@ static const AttnDropout *node_dropout(const Node *node, AttnDropout *drop)
     return drop;
 }
 
-/* A gradient buffer for input i: the engine's, or uninitialised scratch when that input
- * needs none (the kernel writes all three; *write says how). NULL on error. */
-static Tensor *grad_or_scratch(const Node *node, Tensor *const dinputs[], int i, const Tensor *like, GradWrite *write)
+/* A gradient buffer for input i: the engine's, or zero-filled scratch when that input
+ * needs none (the kernel adds into all three). NULL on error. */
+static Tensor *grad_or_scratch(Tensor *const dinputs[], int i, const Tensor *like)
 {
-    *write = dinputs[i] ? ops_grad_write(node, i) : GRAD_OVERWRITE;
-    return dinputs[i] ? tensor_retain(dinputs[i]) : tensor_create(MEM_WORK, like->ndim, like->shape);
+    return dinputs[i] ? tensor_retain(dinputs[i]) : tensor_zeros(MEM_WORK, like->ndim, like->shape);
 }
 
 /* Backward of attention_fused. Forward was out = softmax(q·kᵀ/√D, causal) ⊙ keep/(1 − p)
  * · v, kept as out and the rows' log-sum-exp; so the kernel recomputes each tile's
- * probabilities from q, k and lse (RECOMPUTE FLOPs) and accumulates (or, fresh, writes) dq, dk, dv
+ * probabilities from q, k and lse (RECOMPUTE FLOPs) and accumulates dq, dk, dv
  * (k_attention_backward spells out each term). */
 static RematStatus attention_fused_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
     const int BH = node->attrs.i[0], T = node->attrs.i[1], D = node->attrs.i[2];
     Tensor *saved[5] = {0}, *grads[3] = {0}, *work = NULL;
-    GradWrite write[3];
     RematStatus status = REMAT_OK;
     for (int i = 0; i < 5 && status == REMAT_OK; i++)
         if (!(saved[i] = saved_tensor(node, i))) status = remat_last_status();
     for (int i = 0; i < 3 && status == REMAT_OK; i++)
-        if (!(grads[i] = grad_or_scratch(node, dinputs, i, saved[i], &write[i]))) status = remat_last_status();
+        if (!(grads[i] = grad_or_scratch(dinputs, i, saved[i]))) status = remat_last_status();
     const AttnPlan plan = ATTN_PLAN_DEFAULT;
     if (status == REMAT_OK && !(work = tensor_create(MEM_WORK, 1, (int[]){(int)k_attention_work_floats(T, D, &plan)})))
         status = remat_last_status();
@@ -185,7 +180,7 @@ static RematStatus attention_fused_backward(Node *node, const Tensor *dout, Tens
         AttnDropout drop;
         k_attention_backward(grads[0]->f32, grads[1]->f32, grads[2]->f32, dout->f32, saved[0]->f32, saved[1]->f32,
                              saved[2]->f32, saved[3]->f32, saved[4]->f32, BH, T, D, node_dropout(node, &drop),
-                             &plan, work->f32, write);
+                             &plan, work->f32);
     }
     tensor_free(work);
     for (int i = 0; i < 3; i++) tensor_free(grads[i]);
@@ -195,8 +190,7 @@ static RematStatus attention_fused_backward(Node *node, const Tensor *dout, Tens
 
 static const char *const ATTENTION_FUSED_SAVED[] = {"q", "k", "v", "out", "log-sum-exp"};
 static const OpInfo ATTENTION_FUSED_OP = {.name = "attention_fused", .backward = attention_fused_backward,
-                                          .saved_names = ATTENTION_FUSED_SAVED,
-                                          .overwrites_fresh = GRAD_INPUT(0) | GRAD_INPUT(1) | GRAD_INPUT(2)};
+                                          .saved_names = ATTENTION_FUSED_SAVED};
 
 /* The checks of op_attention_fused's inputs; REMAT_OK or the error naming what is wrong. */
 static RematStatus check_fused_inputs(const char *label, Var *const qkv[3], float p, const CounterKey *key)

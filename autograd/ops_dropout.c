@@ -40,20 +40,18 @@ static RematStatus dropout_backward(Node *node, const Tensor *dout, Tensor *cons
     const float p = node->attrs.f[0];
     if (node->n_saved == 0) {
         const CounterKey key = node_key(node);
-        if (dinputs[0])
-            k_dropout_counter_backward(dinputs[0]->f32, dout->f32, p, &key, dout->numel, ops_grad_write(node, 0));
+        if (dinputs[0]) k_dropout_counter_backward(dinputs[0]->f32, dout->f32, p, &key, dout->numel);
         return REMAT_OK;
     }
     Tensor *mask = saved_tensor(node, 0);
     if (!mask) return remat_last_status();
-    if (dinputs[0]) k_dropout_backward(dinputs[0]->f32, dout->f32, mask->u8, p, dout->numel, ops_grad_write(node, 0));
+    if (dinputs[0]) k_dropout_backward(dinputs[0]->f32, dout->f32, mask->u8, p, dout->numel);
     tensor_free(mask);
     return REMAT_OK;
 }
 
 static const char *const DROPOUT_SAVED[] = {"mask"}; /* the stream's; the counter's saves nothing */
-static const OpInfo DROPOUT_OP = {.name = "dropout", .backward = dropout_backward, .saved_names = DROPOUT_SAVED,
-                                  .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo DROPOUT_OP = {.name = "dropout", .backward = dropout_backward, .saved_names = DROPOUT_SAVED};
 
 /* What both generators check first. Returns 1 when the op is the identity (*out set to
  * a new reference of x), 0 to go on, −1 on error. */

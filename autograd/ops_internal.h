@@ -6,7 +6,6 @@
 #define REMAT_OPS_INTERNAL_H
 
 #include "autograd/autograd.h"
-#include "tensor/kernels.h"
 
 /* REMAT_OK if none of the n inputs is NULL. A NULL input is taken to be the result of an
  * earlier op that failed, in a chain of ops checked once at the end: then the earlier
@@ -41,12 +40,5 @@ int ops_rows(const Tensor *t);
  * of a checkpoint region did not follow its first forward). */
 Tensor *ops_output(const OpInfo *op, const char *tag, int index, DType dtype, int ndim,
                    const int *shape, bool *cached);
-
-/* How a backward writes input i's gradient (kernels.h): GRAD_OVERWRITE when the engine
- * gave it a fresh buffer (grad_is_fresh), GRAD_ACCUMULATE when it holds a gradient. */
-static inline GradWrite ops_grad_write(const Node *node, int i)
-{
-    return grad_is_fresh(node, i) ? GRAD_OVERWRITE : GRAD_ACCUMULATE;
-}
 
 #endif /* REMAT_OPS_INTERNAL_H */

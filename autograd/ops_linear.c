@@ -17,9 +17,7 @@
 /* Backward of linear. Forward was out = x·W + b, with x (N,IN), W (IN,OUT), b (OUT):
  *   dx += dout · W^T      (N,OUT)·(OUT,IN)
  *   dW += x^T · dout      (IN,N)·(N,OUT)
- *   db += Σ_rows dout     (or = 0 + Σ into a fresh buffer)
- * The products always add (beta = 1) to buffers the engine zero-filled: with beta = 0,
- * sgemm makes a pass of its own to clear C, and measured no faster than the engine's. */
+ *   db += Σ_rows dout */
 static RematStatus linear_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
     const int N = node->attrs.i[0], IN = node->attrs.i[1], OUT = node->attrs.i[2];
@@ -34,15 +32,14 @@ static RematStatus linear_backward(Node *node, const Tensor *dout, Tensor *const
         k_matmul(dinputs[0]->f32, dout->f32, w->f32, N, IN, OUT, CblasNoTrans, CblasTrans, 1.0f, 1.0f);
     if (dinputs[1])
         k_matmul(dinputs[1]->f32, x->f32, dout->f32, IN, OUT, N, CblasTrans, CblasNoTrans, 1.0f, 1.0f);
-    if (dinputs[2]) k_bias_backward(dinputs[2]->f32, dout->f32, N, OUT, ops_grad_write(node, 2));
+    if (dinputs[2]) k_bias_backward(dinputs[2]->f32, dout->f32, N, OUT);
 done:
     tensor_free(x);
     tensor_free(w);
     return status;
 }
 
-static const OpInfo LINEAR_OP = {.name = "linear", .backward = linear_backward,
-                                 .overwrites_fresh = GRAD_INPUT(2)};
+static const OpInfo LINEAR_OP = {.name = "linear", .backward = linear_backward};
 
 Var *op_linear(Var *x, Var *weight, Var *bias, const char *tag)
 {
@@ -122,7 +119,6 @@ done:
     return status;
 }
 
-/* Its gradients are products that add (beta = 1) to zero-filled buffers: see linear's. */
 static const OpInfo MATMUL_OP = {.name = "matmul", .backward = matmul_backward};
 
 Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *tag)
@@ -167,17 +163,16 @@ Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *
 
 /* ---- add ---------------------------------------------------------------------------- */
 
-/* Backward of add. Forward was out = a + b: da += dout, db += dout (or = 0 + dout into a
- * fresh buffer). */
+/* Backward of add. Forward was out = a + b: da += dout, db += dout. */
 static RematStatus add_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
+    (void)node;
     for (int i = 0; i < 2; i++)
-        if (dinputs[i]) k_axpy(dinputs[i]->f32, dout->f32, 1.0f, dout->numel, ops_grad_write(node, i));
+        if (dinputs[i]) k_axpy(dinputs[i]->f32, dout->f32, 1.0f, dout->numel);
     return REMAT_OK;
 }
 
-static const OpInfo ADD_OP = {.name = "add", .backward = add_backward,
-                              .overwrites_fresh = GRAD_INPUT(0) | GRAD_INPUT(1)};
+static const OpInfo ADD_OP = {.name = "add", .backward = add_backward};
 
 Var *op_add(Var *a, Var *b, const char *tag)
 {

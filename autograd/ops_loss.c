@@ -20,13 +20,13 @@ static RematStatus mse_backward(Node *node, const Tensor *dout, Tensor *const di
     Tensor *target = saved_tensor(node, 1);
     RematStatus status = pred && target ? REMAT_OK : remat_last_status();
     if (status == REMAT_OK && dinputs[0])
-        k_mse_backward(dinputs[0]->f32, pred->f32, target->f32, dout->f32[0], pred->numel, ops_grad_write(node, 0));
+        k_mse_backward(dinputs[0]->f32, pred->f32, target->f32, dout->f32[0], pred->numel);
     tensor_free(pred);
     tensor_free(target);
     return status;
 }
 
-static const OpInfo MSE_OP = {.name = "mse", .backward = mse_backward, .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo MSE_OP = {.name = "mse", .backward = mse_backward};
 
 Var *op_mse(Var *pred, Var *target, const char *tag)
 {
@@ -58,14 +58,13 @@ static RematStatus cross_entropy_backward(Node *node, const Tensor *dout, Tensor
     Tensor *targets = saved_tensor(node, 1);
     RematStatus status = logits && targets ? REMAT_OK : remat_last_status();
     if (status == REMAT_OK && dinputs[0])
-        k_cross_entropy_backward(dinputs[0]->f32, logits->f32, targets->i32, dout->f32[0], N, V, ops_grad_write(node, 0));
+        k_cross_entropy_backward(dinputs[0]->f32, logits->f32, targets->i32, dout->f32[0], N, V);
     tensor_free(logits);
     tensor_free(targets);
     return status;
 }
 
-static const OpInfo CROSS_ENTROPY_OP = {.name = "cross_entropy", .backward = cross_entropy_backward,
-                                        .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo CROSS_ENTROPY_OP = {.name = "cross_entropy", .backward = cross_entropy_backward};
 
 Var *op_cross_entropy(Var *logits, Var *targets, const char *tag)
 {

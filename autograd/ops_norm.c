@@ -45,11 +45,8 @@ static RematStatus layernorm_backward(Node *node, const Tensor *dout, Tensor *co
     float *dweight = dinputs[1] ? dinputs[1]->f32 : spare;
     if (!dinputs[1]) spare += C;
     float *dbias = dinputs[2] ? dinputs[2]->f32 : spare;
-    /* x's gradient is written whole when fresh (or into scratch); the weight's and bias's
-     * are parameters' gradients, which the kernel always adds to. */
-    const GradWrite dx_how = dinputs[0] ? ops_grad_write(node, 0) : GRAD_OVERWRITE;
     k_layernorm_backward(dx, dweight, dbias, dout->f32, x->f32, weight->f32, mean->f32,
-                         rstd->f32, N, C, dx_how);
+                         rstd->f32, N, C);
 done:
     tensor_free(scratch);
     tensor_free(x);
@@ -60,8 +57,7 @@ done:
 }
 
 static const char *const LAYERNORM_SAVED[] = {"x", "weight", "mean", "rstd"};
-static const OpInfo LAYERNORM_OP = {.name = "layernorm", .backward = layernorm_backward, .saved_names = LAYERNORM_SAVED,
-                                    .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo LAYERNORM_OP = {.name = "layernorm", .backward = layernorm_backward, .saved_names = LAYERNORM_SAVED};
 
 Var *op_layernorm(Var *x, Var *weight, Var *bias, float eps, const char *tag)
 {
