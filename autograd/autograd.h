@@ -92,12 +92,15 @@ typedef struct OpInfo {
     const char *const *saved_names;
 } OpInfo;
 
-/* A small bag of per-node attributes, so an op's backward knows its sizes and options. */
-typedef struct NodeAttrs {
-    int i[6];
-    float f[2];
-    uint64_t u[2]; /* 64-bit attributes (a counter-based dropout's seed and step) */
-} NodeAttrs;
+/* Room in a node for its op's attributes: the sizes and options its backward needs.
+ * Each op family declares its own struct of named fields (ops_linear.c's MatmulAttrs:
+ * batch, m, n, k, trans_b, ...) and stores and reads it through ops_internal.h; the
+ * node's op says which struct the bytes hold. The engine never reads them. In gdb, from
+ * any frame: p *(MatmulAttrs *)&node->attrs. */
+typedef union OpAttrs {
+    unsigned char bytes[48];
+    uint64_t align; /* aligned for the widest field a struct holds (a dropout key's seed) */
+} OpAttrs;
 
 /* One saved tensor as the saved-tensor path holds it. */
 typedef struct SavedSlot {
@@ -122,7 +125,7 @@ struct Node {
     Edge inputs[NODE_MAX_INPUTS];
     int n_saved;
     SavedSlot saved[NODE_MAX_SAVED];
-    NodeAttrs attrs;
+    OpAttrs attrs;                /* its op's attribute struct, for its backward */
     int out_ndim;
     int out_shape[TENSOR_MAX_DIMS];
     Tensor *grad;                 /* d(loss)/d(output), alive only while backward needs it */

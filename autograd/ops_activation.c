@@ -32,7 +32,7 @@ Var *op_relu(Var *x, const char *tag)
     Tensor *out = ops_output(&RELU_OP, tag, 0, DTYPE_F32, x->value->ndim, x->value->shape, &cached);
     if (!out) return NULL;
     if (!cached) k_relu_forward(out->f32, x->value->f32, out->numel);
-    return ops_record(&RELU_OP, tag, &x, 1, out, &out, 1, NULL);
+    return ops_record(&RELU_OP, tag, &x, 1, out, &out, 1, NULL, 0);
 }
 
 /* ---- gelu --------------------------------------------------------------------------- */
@@ -57,5 +57,5 @@ Var *op_gelu(Var *x, const char *tag)
     Tensor *out = ops_output(&GELU_OP, tag, 0, DTYPE_F32, x->value->ndim, x->value->shape, &cached);
     if (!out) return NULL;
     if (!cached) k_gelu_forward(out->f32, x->value->f32, out->numel);
-    return ops_record(&GELU_OP, tag, &x, 1, out, &x->value, 1, NULL);
+    return ops_record(&GELU_OP, tag, &x, 1, out, &x->value, 1, NULL, 0);
 }

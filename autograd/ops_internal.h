@@ -23,11 +23,24 @@ RematStatus ops_check_dtype(const char *label, const Var *v, const char *what, D
 const char *ops_label(char *buf, size_t size, const char *op, const char *tag);
 
 /* Records the result of an op: creates its node (when a gradient is needed), saves the
- * n_save tensors of `save` through the saved-tensor path, stores `attrs`, and wraps `out`
+ * n_save tensors of `save` through the saved-tensor path, copies the op's attribute
+ * struct `attrs` (attrs_size bytes; NULL and 0 for none) into the node, and wraps `out`
  * in a new Var, which it returns. Takes over the caller's reference to `out`, also on
  * error; on error returns NULL and leaves no node on the tape. */
-Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                Tensor *out, Tensor *const *save, int n_save, const NodeAttrs *attrs);
+Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs, Tensor *out,
+                Tensor *const *save, int n_save, const void *attrs, size_t attrs_size);
+
+/* The attribute struct ops_record stored in `node`, for its op's backward to read as its
+ * own type: const MatmulAttrs *attrs = ops_attrs(node). */
+static inline const void *ops_attrs(const Node *node)
+{
+    return node->attrs.bytes;
+}
+
+/* Stops the build when an op's attribute struct does not fit the room a node has. */
+#define OPS_ATTRS_FIT(Type) \
+    _Static_assert(sizeof(Type) <= sizeof(OpAttrs) && _Alignof(Type) <= _Alignof(OpAttrs), \
+                   #Type " does not fit OpAttrs")
 
 /* Rows of a tensor whose last dimension is its width: the product of the leading dims. */
 int ops_rows(const Tensor *t);

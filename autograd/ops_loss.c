@@ -42,10 +42,16 @@ Var *op_mse(Var *pred, Var *target, const char *tag)
     if (!out) return NULL;
     if (!cached) out->f32[0] = (float)k_mse_forward(pred->value->f32, target->value->f32, pred->value->numel);
     Tensor *save[2] = {pred->value, target->value};
-    return ops_record(&MSE_OP, tag, inputs, 2, out, save, 2, NULL);
+    return ops_record(&MSE_OP, tag, inputs, 2, out, save, 2, NULL, 0);
 }
 
 /* ---- cross_entropy ------------------------------------------------------------------ */
+
+/* What a cross-entropy's backward needs: rows of logits over a vocabulary of vocab entries. */
+typedef struct CrossEntropyAttrs {
+    int rows, vocab;
+} CrossEntropyAttrs;
+OPS_ATTRS_FIT(CrossEntropyAttrs);
 
 /* Backward of cross_entropy. Forward was loss = (1/N) Σ_r −log softmax(logits_r)[target_r];
  * so dlogits_r += dloss·(1/N)·(softmax(logits_r) − onehot(target_r)), the softmax
@@ -53,7 +59,8 @@ Var *op_mse(Var *pred, Var *target, const char *tag)
  * gradient. */
 static RematStatus cross_entropy_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const int N = node->attrs.i[0], V = node->attrs.i[1];
+    const CrossEntropyAttrs *attrs = ops_attrs(node);
+    const int N = attrs->rows, V = attrs->vocab;
     Tensor *logits = saved_tensor(node, 0);
     Tensor *targets = saved_tensor(node, 1);
     RematStatus status = logits && targets ? REMAT_OK : remat_last_status();
@@ -97,7 +104,7 @@ Var *op_cross_entropy(Var *logits, Var *targets, const char *tag)
     Tensor *out = ops_output(&CROSS_ENTROPY_OP, tag, 0, DTYPE_F32, 1, (int[]){1}, &cached);
     if (!out) return NULL;
     if (!cached) out->f32[0] = (float)k_cross_entropy_forward(L->f32, Tg->i32, N, V);
-    NodeAttrs attrs = {.i = {N, V}};
+    const CrossEntropyAttrs attrs = {.rows = N, .vocab = V};
     Tensor *save[2] = {logits->value, targets->value};
-    return ops_record(&CROSS_ENTROPY_OP, tag, inputs, 2, out, save, 2, &attrs);
+    return ops_record(&CROSS_ENTROPY_OP, tag, inputs, 2, out, save, 2, &attrs, sizeof attrs);
 }

@@ -16,6 +16,12 @@
 
 /* ---- layernorm ---------------------------------------------------------------------- */
 
+/* What a LayerNorm's backward needs: rows of cols channels (eps lives on in the saved rstd). */
+typedef struct LayerNormAttrs {
+    int rows, cols;
+} LayerNormAttrs;
+OPS_ATTRS_FIT(LayerNormAttrs);
+
 /* Backward of layernorm. Forward was, per row, norm = (x − mean)·rstd and
  * out = norm·weight + bias; so (written out beside k_layernorm_backward)
  *   dbias   += Σ_rows dout
@@ -25,7 +31,8 @@
  * a constant x) goes to a scratch buffer whose contents are then dropped. */
 static RematStatus layernorm_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const int N = node->attrs.i[0], C = node->attrs.i[1];
+    const LayerNormAttrs *attrs = ops_attrs(node);
+    const int N = attrs->rows, C = attrs->cols;
     Tensor *x = saved_tensor(node, 0), *weight = saved_tensor(node, 1);
     Tensor *mean = saved_tensor(node, 2), *rstd = saved_tensor(node, 3);
     Tensor *scratch = NULL;
@@ -92,9 +99,9 @@ Var *op_layernorm(Var *x, Var *weight, Var *bias, float eps, const char *tag)
     }
     if (!cached) k_layernorm_forward(out->f32, mean->f32, rstd->f32, X->f32, W->f32, Bt->f32, N, C, eps);
 
-    NodeAttrs attrs = {.i = {N, C}, .f = {eps}};
+    const LayerNormAttrs attrs = {.rows = N, .cols = C};
     Tensor *save[4] = {x->value, weight->value, mean, rstd};
-    Var *y = ops_record(&LAYERNORM_OP, tag, inputs, 3, out, save, 4, &attrs);
+    Var *y = ops_record(&LAYERNORM_OP, tag, inputs, 3, out, save, 4, &attrs, sizeof attrs);
     tensor_free(mean); /* the node holds them now, or nobody needs them (grad mode off) */
     tensor_free(rstd);
     return y;
