@@ -98,7 +98,7 @@ typedef struct OpInfo {
  * node's op says which struct the bytes hold. The engine never reads them. In gdb, from
  * any frame: p *(MatmulAttrs *)&node->attrs. */
 typedef union OpAttrs {
-    unsigned char bytes[48];
+    unsigned char bytes[48]; /* the largest struct's size: fused attention's, with its dropout key */
     uint64_t align; /* aligned for the widest field a struct holds (a dropout key's seed) */
 } OpAttrs;
 
