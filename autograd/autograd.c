@@ -378,70 +378,34 @@ void node_release_saved(Node *node)
 
 /* ---- backward ----------------------------------------------------------------------- */
 
-/* A new gradient buffer shaped as (ndim, shape): uninitialised when the op overwrites a
- * fresh one, else zero-filled. NULL on error (the budget). */
-static Tensor *new_grad(MemKind kind, int ndim, const int *shape, bool overwrites)
+/* The one place the engine makes a gradient buffer: zero-filled, so that every backward
+ * adds its share onto it with +=. Allocates *slot (kind, ndim, shape) when it is NULL and
+ * keeps it otherwise; on error (the budget) returns the status and *slot stays NULL. */
+static RematStatus grad_zero_filled(Tensor **slot, MemKind kind, int ndim, const int *shape)
 {
-    return overwrites ? tensor_create(kind, ndim, shape) : tensor_zeros(kind, ndim, shape);
+    if (!*slot && !(*slot = tensor_zeros(kind, ndim, shape))) return remat_last_status();
+    return REMAT_OK;
 }
 
-/* The buffer input `i` of `node` writes its gradient into, allocated on first use: fresh
- * (uninitialised, bit i set in node->fresh_grads) when the op declares it overwrites input
- * i, zero-filled otherwise. NULL in *out when that input needs no gradient. */
+/* The buffer input `i` of `node` accumulates its gradient into, made on first use; NULL
+ * in *out when that input needs no gradient. */
 static RematStatus grad_buffer(Node *node, int i, Tensor **out)
 {
     Edge *e = &node->inputs[i];
-    const bool overwrites = (node->op->overwrites_fresh & GRAD_INPUT(i)) != 0;
     Tensor **slot = NULL;
-    MemKind kind = MEM_ACT;
-    int ndim = 0;
-    const int *shape = NULL;
-    *out = NULL;
+    RematStatus status = REMAT_OK;
     if (e->node) {
         slot = &e->node->grad;
-        ndim = e->node->out_ndim;
-        shape = e->node->out_shape;
+        status = grad_zero_filled(slot, MEM_ACT, e->node->out_ndim, e->node->out_shape);
     } else if (e->leaf) {
         /* A parameter's gradient is GRAD; any other leaf's (a checkpoint region's input
          * in its replay, a test's input) is an activation gradient. */
+        const Tensor *v = e->leaf->value;
         slot = &e->leaf->grad;
-        kind = e->leaf->value->kind == MEM_PARAM ? MEM_GRAD : MEM_ACT;
-        ndim = e->leaf->value->ndim;
-        shape = e->leaf->value->shape;
+        status = grad_zero_filled(slot, v->kind == MEM_PARAM ? MEM_GRAD : MEM_ACT, v->ndim, v->shape);
     }
-    if (!slot) return REMAT_OK;
-    if (!*slot) {
-        if (!(*slot = new_grad(kind, ndim, shape, overwrites))) return remat_last_status();
-        if (overwrites) node->fresh_grads |= GRAD_INPUT(i);
-    }
-    *out = *slot;
-    return REMAT_OK;
-}
-
-/* The gradient buffers of every input of `node`, into dinputs. A fresh buffer that two
- * inputs share (op(x, x)) is zero-filled and not fresh: each input then adds its share. */
-static RematStatus grad_buffers(Node *node, Tensor *dinputs[NODE_MAX_INPUTS])
-{
-    node->fresh_grads = 0;
-    for (int i = 0; i < node->n_inputs; i++) {
-        const RematStatus status = grad_buffer(node, i, &dinputs[i]);
-        if (status != REMAT_OK) return status;
-    }
-    for (int i = 0; i < node->n_inputs; i++)
-        for (int j = 0; j < node->n_inputs && grad_is_fresh(node, i); j++)
-            if (j != i && dinputs[j] == dinputs[i]) {
-                k_fill(dinputs[i]->f32, 0.0f, dinputs[i]->numel);
-                node->fresh_grads &= ~GRAD_INPUT(i);
-            }
-    return REMAT_OK;
-}
-
-/* After a failed backward (or a failed allocation of its buffers): a fresh buffer the op
- * may not have written is zero-filled, so no gradient is ever left holding garbage. */
-static void unfresh_on_error(Node *node, Tensor *const dinputs[NODE_MAX_INPUTS])
-{
-    for (int i = 0; i < node->n_inputs; i++)
-        if (grad_is_fresh(node, i) && dinputs[i]) k_fill(dinputs[i]->f32, 0.0f, dinputs[i]->numel);
+    *out = slot ? *slot : NULL;
+    return status;
 }
 
 RematStatus backward(Var *loss)
@@ -484,7 +448,7 @@ RematStatus backward_node(Node *root, Tensor *dout)
 
     if (root->grad) {
         Phase seeding = flops_set_phase(PHASE_BACKWARD);
-        k_axpy(root->grad->f32, dout->f32, 1.0f, dout->numel, GRAD_ACCUMULATE);
+        k_axpy(root->grad->f32, dout->f32, 1.0f, dout->numel);
         flops_set_phase(seeding);
     } else {
         /* No copy: the root's backward only reads its gradient, and no node after the
@@ -504,10 +468,9 @@ RematStatus backward_node(Node *root, Tensor *dout)
         }
         Tensor *dinputs[NODE_MAX_INPUTS] = {0};
         status = param_use(node->owner); /* its parameters, if they come and go */
-        if (status == REMAT_OK) status = grad_buffers(node, dinputs);
+        for (int i = 0; i < node->n_inputs && status == REMAT_OK; i++)
+            status = grad_buffer(node, i, &dinputs[i]);
         if (status == REMAT_OK) status = node->op->backward(node, node->grad, dinputs);
-        if (status != REMAT_OK) unfresh_on_error(node, dinputs);
-        node->fresh_grads = 0; /* fresh for this call only: the next consumer adds */
         /* This node is done: its output gradient and saved tensors are no longer needed. */
         tensor_free(node->grad);
         node->grad = NULL;

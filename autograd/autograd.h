@@ -78,22 +78,11 @@ bool grad_enabled(void);
 
 /* ---- ops as the engine sees them ---------------------------------------------------- */
 
-/* An op's backward: given the gradient of the node's output, add its share to the
+/* An op's backward: given the gradient of the node's output, ACCUMULATE (+=) into the
  * gradient buffer of each input. dinputs[i] is NULL when input i needs no gradient;
- * otherwise the engine allocates it the first time some op writes it, and then it is in
- * one of two states, which grad_is_fresh(node, i) tells:
- *   - holding a gradient (zero-filled at allocation, or an earlier consumer's share):
- *     the op ACCUMULATES into it (+=);
- *   - fresh: allocated for this call and uninitialised. Only an op that declares input i
- *     in OpInfo.overwrites_fresh ever gets one, and it must then write EVERY element of
- *     it, each as 0 + its share (the very sum the += onto a zero-filled buffer made, so
- *     the bits are the same, down to the sign of a zero), without reading it.
- * When the backward fails, the engine zero-fills the fresh buffers it was given: no
- * gradient is ever left uninitialised. The op reads what it saved through saved_tensor(). */
+ * otherwise it is allocated (zero-filled the first time) by the engine. The op reads
+ * what it saved through saved_tensor(). */
 typedef RematStatus (*BackwardFn)(Node *node, const Tensor *dout, Tensor *const dinputs[NODE_MAX_INPUTS]);
-
-/* The bit of input i in OpInfo.overwrites_fresh. */
-#define GRAD_INPUT(i) (1u << (i))
 
 typedef struct OpInfo {
     const char *name;     /* "matmul", "relu", ...: what selective policies match */
@@ -101,18 +90,17 @@ typedef struct OpInfo {
     /* What each saved tensor is, by slot ("q", ..., "log-sum-exp"), for tables that list
      * them (--explain-memory); NULL when the op's name says enough. */
     const char *const *saved_names;
-    /* GRAD_INPUT(i) set: the backward can write input i's gradient whole when it is fresh
-     * (see BackwardFn), so the engine gives it an uninitialised buffer the first time
-     * instead of zero-filling one. 0 (the default): every buffer comes zero-filled. */
-    unsigned overwrites_fresh;
 } OpInfo;
 
-/* A small bag of per-node attributes, so an op's backward knows its sizes and options. */
-typedef struct NodeAttrs {
-    int i[6];
-    float f[2];
-    uint64_t u[2]; /* 64-bit attributes (a counter-based dropout's seed and step) */
-} NodeAttrs;
+/* Room in a node for its op's attributes: the sizes and options its backward needs.
+ * Each op family declares its own struct of named fields (ops_linear.c's MatmulAttrs:
+ * batch, m, n, k, trans_b, ...) and stores and reads it through ops_internal.h; the
+ * node's op says which struct the bytes hold. The engine never reads them. In gdb, from
+ * any frame: p *(MatmulAttrs *)&node->attrs. */
+typedef union OpAttrs {
+    unsigned char bytes[48]; /* the largest struct's size: fused attention's, with its dropout key */
+    uint64_t align; /* aligned for the widest field a struct holds (a dropout key's seed) */
+} OpAttrs;
 
 /* One saved tensor as the saved-tensor path holds it. */
 typedef struct SavedSlot {
@@ -137,12 +125,10 @@ struct Node {
     Edge inputs[NODE_MAX_INPUTS];
     int n_saved;
     SavedSlot saved[NODE_MAX_SAVED];
-    NodeAttrs attrs;
+    OpAttrs attrs;                /* its op's attribute struct, for its backward */
     int out_ndim;
     int out_shape[TENSOR_MAX_DIMS];
     Tensor *grad;                 /* d(loss)/d(output), alive only while backward needs it */
-    unsigned fresh_grads;         /* GRAD_INPUT(i) set while its backward runs: input i's
-                                     buffer is fresh (grad_is_fresh) */
     Var *output;                  /* the Var this node made (weak: cleared by var_free) */
     void *state;                  /* what an op keeps beyond attrs (a checkpoint region's
                                      replay record); freed with the node by state_free */
@@ -345,17 +331,6 @@ RematStatus backward_from(Var *out, Tensor *dout);
 /* As backward_from, from the node that made an output — for a caller that has already
  * let the output's value go (a checkpoint region's replay: nothing reads it). */
 RematStatus backward_node(Node *root, Tensor *dout);
-
-/* For an op's backward: whether input i's gradient buffer is fresh in this call —
- * uninitialised, to be written whole as 0 + its share (BackwardFn says the rule). False
- * for an input the op does not declare in overwrites_fresh, for a buffer that already
- * holds a gradient (an earlier consumer wrote it: a value read twice, a parameter), for a
- * buffer two inputs of the node share (op(x, x): the engine zero-fills it), and outside
- * backward. */
-static inline bool grad_is_fresh(const Node *node, int i)
-{
-    return (node->fresh_grads & GRAD_INPUT(i)) != 0;
-}
 
 /* Zeroes the gradient of a leaf (keeps the buffer). */
 void var_zero_grad(Var *v);

@@ -18,12 +18,12 @@ static RematStatus relu_backward(Node *node, const Tensor *dout, Tensor *const d
 {
     Tensor *out = saved_tensor(node, 0);
     if (!out) return remat_last_status();
-    if (dinputs[0]) k_relu_backward(dinputs[0]->f32, out->f32, dout->f32, dout->numel, ops_grad_write(node, 0));
+    if (dinputs[0]) k_relu_backward(dinputs[0]->f32, out->f32, dout->f32, dout->numel);
     tensor_free(out);
     return REMAT_OK;
 }
 
-static const OpInfo RELU_OP = {.name = "relu", .backward = relu_backward, .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo RELU_OP = {.name = "relu", .backward = relu_backward};
 
 Var *op_relu(Var *x, const char *tag)
 {
@@ -32,7 +32,7 @@ Var *op_relu(Var *x, const char *tag)
     Tensor *out = ops_output(&RELU_OP, tag, 0, DTYPE_F32, x->value->ndim, x->value->shape, &cached);
     if (!out) return NULL;
     if (!cached) k_relu_forward(out->f32, x->value->f32, out->numel);
-    return ops_record(&RELU_OP, tag, &x, 1, out, &out, 1, NULL);
+    return ops_record(&RELU_OP, tag, &x, 1, out, &out, 1, NULL, 0);
 }
 
 /* ---- gelu --------------------------------------------------------------------------- */
@@ -43,12 +43,12 @@ static RematStatus gelu_backward(Node *node, const Tensor *dout, Tensor *const d
 {
     Tensor *x = saved_tensor(node, 0);
     if (!x) return remat_last_status();
-    if (dinputs[0]) k_gelu_backward(dinputs[0]->f32, x->f32, dout->f32, dout->numel, ops_grad_write(node, 0));
+    if (dinputs[0]) k_gelu_backward(dinputs[0]->f32, x->f32, dout->f32, dout->numel);
     tensor_free(x);
     return REMAT_OK;
 }
 
-static const OpInfo GELU_OP = {.name = "gelu", .backward = gelu_backward, .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo GELU_OP = {.name = "gelu", .backward = gelu_backward};
 
 Var *op_gelu(Var *x, const char *tag)
 {
@@ -57,5 +57,5 @@ Var *op_gelu(Var *x, const char *tag)
     Tensor *out = ops_output(&GELU_OP, tag, 0, DTYPE_F32, x->value->ndim, x->value->shape, &cached);
     if (!out) return NULL;
     if (!cached) k_gelu_forward(out->f32, x->value->f32, out->numel);
-    return ops_record(&GELU_OP, tag, &x, 1, out, &x->value, 1, NULL);
+    return ops_record(&GELU_OP, tag, &x, 1, out, &x->value, 1, NULL, 0);
 }

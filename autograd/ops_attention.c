@@ -26,19 +26,25 @@
 
 /* ---- split_heads -------------------------------------------------------------------- */
 
+/* What a split_heads' backward needs: qkv (b,t,3c) cut into h heads, the `which` third. */
+typedef struct SplitHeadsAttrs {
+    int b, t, c, h;
+    QkvPart which;
+} SplitHeadsAttrs;
+OPS_ATTRS_FIT(SplitHeadsAttrs);
+
 /* Backward of split_heads. Forward was out[b,h,t,d] = qkv[b,t, which·C + h·D + d], a
  * copy; so dqkv[b,t, which·C + h·D + d] += dout[b,h,t,d]. The three splits of one qkv
  * each add into their own third of its gradient. */
 static RematStatus split_heads_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const int B = node->attrs.i[0], T = node->attrs.i[1], C = node->attrs.i[2];
-    const int H = node->attrs.i[3], which = node->attrs.i[4];
-    if (dinputs[0]) k_split_heads_backward(dinputs[0]->f32, dout->f32, which, B, T, C, H, ops_grad_write(node, 0));
+    const SplitHeadsAttrs *attrs = ops_attrs(node);
+    if (dinputs[0])
+        k_split_heads_backward(dinputs[0]->f32, dout->f32, (int)attrs->which, attrs->b, attrs->t, attrs->c, attrs->h);
     return REMAT_OK;
 }
 
-static const OpInfo SPLIT_HEADS_OP = {.name = "split_heads", .backward = split_heads_backward,
-                                      .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo SPLIT_HEADS_OP = {.name = "split_heads", .backward = split_heads_backward};
 
 Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
 {
@@ -65,23 +71,28 @@ Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
     Tensor *out = ops_output(&SPLIT_HEADS_OP, tag, 0, DTYPE_F32, 4, (int[]){B, H, T, C / H}, &cached);
     if (!out) return NULL;
     if (!cached) k_split_heads_forward(out->f32, X->f32, (int)which, B, T, C, H);
-    NodeAttrs attrs = {.i = {B, T, C, H, (int)which}};
-    return ops_record(&SPLIT_HEADS_OP, tag, &qkv, 1, out, NULL, 0, &attrs);
+    const SplitHeadsAttrs attrs = {.b = B, .t = T, .c = C, .h = H, .which = which};
+    return ops_record(&SPLIT_HEADS_OP, tag, &qkv, 1, out, NULL, 0, &attrs, sizeof attrs);
 }
 
 /* ---- merge_heads -------------------------------------------------------------------- */
+
+/* What a merge_heads' backward needs: h heads put back side by side as (b,t,c). */
+typedef struct MergeHeadsAttrs {
+    int b, t, c, h;
+} MergeHeadsAttrs;
+OPS_ATTRS_FIT(MergeHeadsAttrs);
 
 /* Backward of merge_heads. Forward was out[b,t,h·D + d] = y[b,h,t,d], a copy; so
  * dy[b,h,t,d] += dout[b,t,h·D + d]. */
 static RematStatus merge_heads_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const int B = node->attrs.i[0], T = node->attrs.i[1], C = node->attrs.i[2], H = node->attrs.i[3];
-    if (dinputs[0]) k_merge_heads_backward(dinputs[0]->f32, dout->f32, B, T, C, H, ops_grad_write(node, 0));
+    const MergeHeadsAttrs *attrs = ops_attrs(node);
+    if (dinputs[0]) k_merge_heads_backward(dinputs[0]->f32, dout->f32, attrs->b, attrs->t, attrs->c, attrs->h);
     return REMAT_OK;
 }
 
-static const OpInfo MERGE_HEADS_OP = {.name = "merge_heads", .backward = merge_heads_backward,
-                                      .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo MERGE_HEADS_OP = {.name = "merge_heads", .backward = merge_heads_backward};
 
 Var *op_merge_heads(Var *y, const char *tag)
 {
@@ -99,27 +110,32 @@ Var *op_merge_heads(Var *y, const char *tag)
     Tensor *out = ops_output(&MERGE_HEADS_OP, tag, 0, DTYPE_F32, 3, (int[]){B, T, C}, &cached);
     if (!out) return NULL;
     if (!cached) k_merge_heads_forward(out->f32, Y->f32, B, T, C, H);
-    NodeAttrs attrs = {.i = {B, T, C, H}};
-    return ops_record(&MERGE_HEADS_OP, tag, &y, 1, out, NULL, 0, &attrs);
+    const MergeHeadsAttrs attrs = {.b = B, .t = T, .c = C, .h = H};
+    return ops_record(&MERGE_HEADS_OP, tag, &y, 1, out, NULL, 0, &attrs, sizeof attrs);
 }
 
 /* ---- causal_softmax ----------------------------------------------------------------- */
+
+/* What a causal softmax's backward needs: bh heads of (t,t) scores. */
+typedef struct CausalSoftmaxAttrs {
+    int bh, t;
+} CausalSoftmaxAttrs;
+OPS_ATTRS_FIT(CausalSoftmaxAttrs);
 
 /* Backward of causal_softmax. Forward was, for row t, out = softmax(x[0..t]) and 0 in
  * columns t+1..T−1; so on the kept columns dx += out ⊙ (dout − Σ_j dout_j·out_j) and the
  * masked columns get nothing (they did not depend on x). Read from the saved output. */
 static RematStatus causal_softmax_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const int BH = node->attrs.i[0], T = node->attrs.i[1];
+    const CausalSoftmaxAttrs *attrs = ops_attrs(node);
     Tensor *out = saved_tensor(node, 0);
     if (!out) return remat_last_status();
-    if (dinputs[0]) k_causal_softmax_backward(dinputs[0]->f32, out->f32, dout->f32, BH, T, ops_grad_write(node, 0));
+    if (dinputs[0]) k_causal_softmax_backward(dinputs[0]->f32, out->f32, dout->f32, attrs->bh, attrs->t);
     tensor_free(out);
     return REMAT_OK;
 }
 
-static const OpInfo CAUSAL_SOFTMAX_OP = {.name = "causal_softmax", .backward = causal_softmax_backward,
-                                         .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo CAUSAL_SOFTMAX_OP = {.name = "causal_softmax", .backward = causal_softmax_backward};
 
 Var *op_causal_softmax(Var *scores, const char *tag)
 {
@@ -139,54 +155,48 @@ Var *op_causal_softmax(Var *scores, const char *tag)
     Tensor *out = ops_output(&CAUSAL_SOFTMAX_OP, tag, 0, DTYPE_F32, S->ndim, S->shape, &cached);
     if (!out) return NULL;
     if (!cached) k_causal_softmax_forward(out->f32, S->f32, BH, T);
-    NodeAttrs attrs = {.i = {BH, T}};
-    return ops_record(&CAUSAL_SOFTMAX_OP, tag, &scores, 1, out, &out, 1, &attrs);
+    const CausalSoftmaxAttrs attrs = {.bh = BH, .t = T};
+    return ops_record(&CAUSAL_SOFTMAX_OP, tag, &scores, 1, out, &out, 1, &attrs, sizeof attrs);
 }
 
 /* ---- attention_fused ---------------------------------------------------------------- */
 
-/* The dropout a fused attention node applies: NULL without one, else filled from its
- * attributes (p, and the counter key split over i[] and u[]). */
-static const AttnDropout *node_dropout(const Node *node, AttnDropout *drop)
-{
-    if (!node->attrs.i[3]) return NULL;
-    *drop = (AttnDropout){.p = node->attrs.f[0],
-                          .key = {.seed = node->attrs.u[0], .step = node->attrs.u[1],
-                                  .micro_batch = (uint32_t)node->attrs.i[4], .op = (uint32_t)node->attrs.i[5]}};
-    return drop;
-}
+/* What a fused attention's backward needs: bh heads of (t,d), and its dropout if any. */
+typedef struct AttentionFusedAttrs {
+    int bh, t, d;
+    bool dropout;     /* p > 0: the masks are made again from drop's key */
+    AttnDropout drop; /* dropout only */
+} AttentionFusedAttrs;
+OPS_ATTRS_FIT(AttentionFusedAttrs);
 
-/* A gradient buffer for input i: the engine's, or uninitialised scratch when that input
- * needs none (the kernel writes all three; *write says how). NULL on error. */
-static Tensor *grad_or_scratch(const Node *node, Tensor *const dinputs[], int i, const Tensor *like, GradWrite *write)
+/* A gradient buffer for input i: the engine's, or zero-filled scratch when that input
+ * needs none (the kernel adds into all three). NULL on error. */
+static Tensor *grad_or_scratch(Tensor *const dinputs[], int i, const Tensor *like)
 {
-    *write = dinputs[i] ? ops_grad_write(node, i) : GRAD_OVERWRITE;
-    return dinputs[i] ? tensor_retain(dinputs[i]) : tensor_create(MEM_WORK, like->ndim, like->shape);
+    return dinputs[i] ? tensor_retain(dinputs[i]) : tensor_zeros(MEM_WORK, like->ndim, like->shape);
 }
 
 /* Backward of attention_fused. Forward was out = softmax(q·kᵀ/√D, causal) ⊙ keep/(1 − p)
  * · v, kept as out and the rows' log-sum-exp; so the kernel recomputes each tile's
- * probabilities from q, k and lse (RECOMPUTE FLOPs) and accumulates (or, fresh, writes) dq, dk, dv
+ * probabilities from q, k and lse (RECOMPUTE FLOPs) and accumulates dq, dk, dv
  * (k_attention_backward spells out each term). */
 static RematStatus attention_fused_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const int BH = node->attrs.i[0], T = node->attrs.i[1], D = node->attrs.i[2];
+    const AttentionFusedAttrs *attrs = ops_attrs(node);
+    const int BH = attrs->bh, T = attrs->t, D = attrs->d;
     Tensor *saved[5] = {0}, *grads[3] = {0}, *work = NULL;
-    GradWrite write[3];
     RematStatus status = REMAT_OK;
     for (int i = 0; i < 5 && status == REMAT_OK; i++)
         if (!(saved[i] = saved_tensor(node, i))) status = remat_last_status();
     for (int i = 0; i < 3 && status == REMAT_OK; i++)
-        if (!(grads[i] = grad_or_scratch(node, dinputs, i, saved[i], &write[i]))) status = remat_last_status();
+        if (!(grads[i] = grad_or_scratch(dinputs, i, saved[i]))) status = remat_last_status();
     const AttnPlan plan = ATTN_PLAN_DEFAULT;
     if (status == REMAT_OK && !(work = tensor_create(MEM_WORK, 1, (int[]){(int)k_attention_work_floats(T, D, &plan)})))
         status = remat_last_status();
-    if (status == REMAT_OK) {
-        AttnDropout drop;
+    if (status == REMAT_OK)
         k_attention_backward(grads[0]->f32, grads[1]->f32, grads[2]->f32, dout->f32, saved[0]->f32, saved[1]->f32,
-                             saved[2]->f32, saved[3]->f32, saved[4]->f32, BH, T, D, node_dropout(node, &drop),
-                             &plan, work->f32, write);
-    }
+                             saved[2]->f32, saved[3]->f32, saved[4]->f32, BH, T, D,
+                             attrs->dropout ? &attrs->drop : NULL, &plan, work->f32);
     tensor_free(work);
     for (int i = 0; i < 3; i++) tensor_free(grads[i]);
     for (int i = 0; i < 5; i++) tensor_free(saved[i]);
@@ -195,8 +205,7 @@ static RematStatus attention_fused_backward(Node *node, const Tensor *dout, Tens
 
 static const char *const ATTENTION_FUSED_SAVED[] = {"q", "k", "v", "out", "log-sum-exp"};
 static const OpInfo ATTENTION_FUSED_OP = {.name = "attention_fused", .backward = attention_fused_backward,
-                                          .saved_names = ATTENTION_FUSED_SAVED,
-                                          .overwrites_fresh = GRAD_INPUT(0) | GRAD_INPUT(1) | GRAD_INPUT(2)};
+                                          .saved_names = ATTENTION_FUSED_SAVED};
 
 /* The checks of op_attention_fused's inputs; REMAT_OK or the error naming what is wrong. */
 static RematStatus check_fused_inputs(const char *label, Var *const qkv[3], float p, const CounterKey *key)
@@ -243,10 +252,9 @@ Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const CounterKey *key, 
         k_attention_forward(out->f32, lse->f32, Q->f32, k->value->f32, v->value->f32, BH, T, D, p > 0.0f ? &drop : NULL,
                             &plan, work->f32);
     tensor_free(work);
-    NodeAttrs attrs = {.i = {BH, T, D, p > 0.0f, (int)drop.key.micro_batch, (int)drop.key.op}, .f = {p},
-                       .u = {drop.key.seed, drop.key.step}};
+    const AttentionFusedAttrs attrs = {.bh = BH, .t = T, .d = D, .dropout = p > 0.0f, .drop = drop};
     Tensor *save[5] = {q->value, k->value, v->value, out, lse};
-    Var *y = ops_record(&ATTENTION_FUSED_OP, tag, inputs, 3, tensor_retain(out), save, 5, &attrs);
+    Var *y = ops_record(&ATTENTION_FUSED_OP, tag, inputs, 3, tensor_retain(out), save, 5, &attrs, sizeof attrs);
     tensor_free(out);
     tensor_free(lse);
     if (!y) return NULL;

@@ -25,35 +25,34 @@
 #include "tensor/kernels.h"
 #include "autograd/ops_internal.h"
 
-/* The key a counter-based dropout's node carries in its attributes. */
-static CounterKey node_key(const Node *node)
-{
-    return (CounterKey){.seed = node->attrs.u[0], .step = node->attrs.u[1],
-                        .micro_batch = (uint32_t)node->attrs.i[0], .op = (uint32_t)node->attrs.i[1]};
-}
+/* What a dropout's backward needs: p, and for the counter's mask, made again, its key. */
+typedef struct DropoutAttrs {
+    float p;
+    bool counter;   /* the mask comes from `key`; else the node saved it */
+    CounterKey key; /* counter only */
+} DropoutAttrs;
+OPS_ATTRS_FIT(DropoutAttrs);
 
 /* Backward of dropout. Forward was out = x·mask/(1 − p); so dx += dout·mask/(1 − p)
  * (nothing where the element was dropped). The stream's mask is read from what the node
  * saved; the counter's is made again from the node's key. */
 static RematStatus dropout_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const float p = node->attrs.f[0];
-    if (node->n_saved == 0) {
-        const CounterKey key = node_key(node);
-        if (dinputs[0])
-            k_dropout_counter_backward(dinputs[0]->f32, dout->f32, p, &key, dout->numel, ops_grad_write(node, 0));
+    const DropoutAttrs *attrs = ops_attrs(node);
+    const float p = attrs->p;
+    if (attrs->counter) {
+        if (dinputs[0]) k_dropout_counter_backward(dinputs[0]->f32, dout->f32, p, &attrs->key, dout->numel);
         return REMAT_OK;
     }
     Tensor *mask = saved_tensor(node, 0);
     if (!mask) return remat_last_status();
-    if (dinputs[0]) k_dropout_backward(dinputs[0]->f32, dout->f32, mask->u8, p, dout->numel, ops_grad_write(node, 0));
+    if (dinputs[0]) k_dropout_backward(dinputs[0]->f32, dout->f32, mask->u8, p, dout->numel);
     tensor_free(mask);
     return REMAT_OK;
 }
 
 static const char *const DROPOUT_SAVED[] = {"mask"}; /* the stream's; the counter's saves nothing */
-static const OpInfo DROPOUT_OP = {.name = "dropout", .backward = dropout_backward, .saved_names = DROPOUT_SAVED,
-                                  .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo DROPOUT_OP = {.name = "dropout", .backward = dropout_backward, .saved_names = DROPOUT_SAVED};
 
 /* What both generators check first. Returns 1 when the op is the identity (*out set to
  * a new reference of x), 0 to go on, −1 on error. */
@@ -103,8 +102,8 @@ Var *op_dropout(Var *x, float p, Pcg32 *rng, bool training, const char *tag)
         k_dropout_forward(out->f32, mask->u8, X->f32, p, rng, X->numel);
     }
 
-    NodeAttrs attrs = {.f = {p}};
-    Var *y = ops_record(&DROPOUT_OP, tag, &x, 1, out, &mask, 1, &attrs);
+    const DropoutAttrs attrs = {.p = p};
+    Var *y = ops_record(&DROPOUT_OP, tag, &x, 1, out, &mask, 1, &attrs, sizeof attrs);
     tensor_free(mask); /* the node holds it now, or nobody needs it (grad mode off) */
     if (!y) *rng = before; /* a failed op changes nothing, the generator included */
     return y;
@@ -126,8 +125,8 @@ Var *op_dropout_counter(Var *x, float p, const CounterKey *key, bool training, c
     Tensor *out = ops_output(&DROPOUT_OP, tag, 0, DTYPE_F32, X->ndim, X->shape, &cached);
     if (!out) return NULL;
     if (!cached) k_dropout_counter_forward(out->f32, X->f32, p, key, X->numel); /* nothing to skip if cached */
-    NodeAttrs attrs = {.i = {(int)key->micro_batch, (int)key->op}, .f = {p}, .u = {key->seed, key->step}};
-    Var *y = ops_record(&DROPOUT_OP, tag, &x, 1, out, NULL, 0, &attrs);
+    const DropoutAttrs attrs = {.p = p, .counter = true, .key = *key};
+    Var *y = ops_record(&DROPOUT_OP, tag, &x, 1, out, NULL, 0, &attrs, sizeof attrs);
     if (y) op_hooks_regenerated(&DROPOUT_OP, tag, "mask", DTYPE_U8, X->ndim, X->shape);
     return y;
 }

@@ -4,6 +4,7 @@
 #include "autograd/ops_internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 RematStatus ops_check_inputs(const char *op, Var *const *inputs, int n)
 {
@@ -28,8 +29,8 @@ const char *ops_label(char *buf, size_t size, const char *op, const char *tag)
     return buf;
 }
 
-Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                Tensor *out, Tensor *const *save, int n_save, const NodeAttrs *attrs)
+Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs, Tensor *out,
+                Tensor *const *save, int n_save, const void *attrs, size_t attrs_size)
 {
     op_hooks_recorded(op, tag, inputs, n_inputs, save, n_save, out);
     RematStatus err;
@@ -39,7 +40,7 @@ Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inp
         return NULL;
     }
     if (node) {
-        if (attrs) node->attrs = *attrs;
+        if (attrs) memcpy(node->attrs.bytes, attrs, attrs_size);
         for (int i = 0; i < n_save; i++) {
             if (save_for_backward(node, save[i]) != REMAT_OK) {
                 node_discard(node);

@@ -6,7 +6,6 @@
 #define REMAT_OPS_INTERNAL_H
 
 #include "autograd/autograd.h"
-#include "tensor/kernels.h"
 
 /* REMAT_OK if none of the n inputs is NULL. A NULL input is taken to be the result of an
  * earlier op that failed, in a chain of ops checked once at the end: then the earlier
@@ -24,11 +23,24 @@ RematStatus ops_check_dtype(const char *label, const Var *v, const char *what, D
 const char *ops_label(char *buf, size_t size, const char *op, const char *tag);
 
 /* Records the result of an op: creates its node (when a gradient is needed), saves the
- * n_save tensors of `save` through the saved-tensor path, stores `attrs`, and wraps `out`
+ * n_save tensors of `save` through the saved-tensor path, copies the op's attribute
+ * struct `attrs` (attrs_size bytes; NULL and 0 for none) into the node, and wraps `out`
  * in a new Var, which it returns. Takes over the caller's reference to `out`, also on
  * error; on error returns NULL and leaves no node on the tape. */
-Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                Tensor *out, Tensor *const *save, int n_save, const NodeAttrs *attrs);
+Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs, Tensor *out,
+                Tensor *const *save, int n_save, const void *attrs, size_t attrs_size);
+
+/* The attribute struct ops_record stored in `node`, for its op's backward to read as its
+ * own type: const MatmulAttrs *attrs = ops_attrs(node). */
+static inline const void *ops_attrs(const Node *node)
+{
+    return node->attrs.bytes;
+}
+
+/* Stops the build when an op's attribute struct does not fit the room a node has. */
+#define OPS_ATTRS_FIT(Type) \
+    _Static_assert(sizeof(Type) <= sizeof(OpAttrs) && _Alignof(Type) <= _Alignof(OpAttrs), \
+                   #Type " does not fit OpAttrs")
 
 /* Rows of a tensor whose last dimension is its width: the product of the leading dims. */
 int ops_rows(const Tensor *t);
@@ -41,12 +53,5 @@ int ops_rows(const Tensor *t);
  * of a checkpoint region did not follow its first forward). */
 Tensor *ops_output(const OpInfo *op, const char *tag, int index, DType dtype, int ndim,
                    const int *shape, bool *cached);
-
-/* How a backward writes input i's gradient (kernels.h): GRAD_OVERWRITE when the engine
- * gave it a fresh buffer (grad_is_fresh), GRAD_ACCUMULATE when it holds a gradient. */
-static inline GradWrite ops_grad_write(const Node *node, int i)
-{
-    return grad_is_fresh(node, i) ? GRAD_OVERWRITE : GRAD_ACCUMULATE;
-}
 
 #endif /* REMAT_OPS_INTERNAL_H */

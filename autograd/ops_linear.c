@@ -14,15 +14,20 @@
 
 /* ---- linear ------------------------------------------------------------------------- */
 
+/* What a linear's backward needs: x (n,in) times W (in,out). */
+typedef struct LinearAttrs {
+    int n, in, out;
+} LinearAttrs;
+OPS_ATTRS_FIT(LinearAttrs);
+
 /* Backward of linear. Forward was out = x·W + b, with x (N,IN), W (IN,OUT), b (OUT):
  *   dx += dout · W^T      (N,OUT)·(OUT,IN)
  *   dW += x^T · dout      (IN,N)·(N,OUT)
- *   db += Σ_rows dout     (or = 0 + Σ into a fresh buffer)
- * The products always add (beta = 1) to buffers the engine zero-filled: with beta = 0,
- * sgemm makes a pass of its own to clear C, and measured no faster than the engine's. */
+ *   db += Σ_rows dout */
 static RematStatus linear_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const int N = node->attrs.i[0], IN = node->attrs.i[1], OUT = node->attrs.i[2];
+    const LinearAttrs *attrs = ops_attrs(node);
+    const int N = attrs->n, IN = attrs->in, OUT = attrs->out;
     Tensor *x = saved_tensor(node, 0);
     Tensor *w = saved_tensor(node, 1);
     RematStatus status = REMAT_OK;
@@ -34,15 +39,14 @@ static RematStatus linear_backward(Node *node, const Tensor *dout, Tensor *const
         k_matmul(dinputs[0]->f32, dout->f32, w->f32, N, IN, OUT, CblasNoTrans, CblasTrans, 1.0f, 1.0f);
     if (dinputs[1])
         k_matmul(dinputs[1]->f32, x->f32, dout->f32, IN, OUT, N, CblasTrans, CblasNoTrans, 1.0f, 1.0f);
-    if (dinputs[2]) k_bias_backward(dinputs[2]->f32, dout->f32, N, OUT, ops_grad_write(node, 2));
+    if (dinputs[2]) k_bias_backward(dinputs[2]->f32, dout->f32, N, OUT);
 done:
     tensor_free(x);
     tensor_free(w);
     return status;
 }
 
-static const OpInfo LINEAR_OP = {.name = "linear", .backward = linear_backward,
-                                 .overwrites_fresh = GRAD_INPUT(2)};
+static const OpInfo LINEAR_OP = {.name = "linear", .backward = linear_backward};
 
 Var *op_linear(Var *x, Var *weight, Var *bias, const char *tag)
 {
@@ -78,12 +82,21 @@ Var *op_linear(Var *x, Var *weight, Var *bias, const char *tag)
         k_matmul(out->f32, X->f32, W->f32, N, OUT, IN, CblasNoTrans, CblasNoTrans, 1.0f, bias ? 1.0f : 0.0f);
     }
 
-    NodeAttrs attrs = {.i = {N, IN, OUT}};
+    const LinearAttrs attrs = {.n = N, .in = IN, .out = OUT};
     Tensor *save[2] = {x->value, weight->value};
-    return ops_record(&LINEAR_OP, tag, inputs, bias ? 3 : 2, out, save, 2, &attrs);
+    return ops_record(&LINEAR_OP, tag, inputs, bias ? 3 : 2, out, save, 2, &attrs, sizeof attrs);
 }
 
 /* ---- matmul ------------------------------------------------------------------------- */
+
+/* What a matmul's backward needs: batch products alpha · a (m,k) · op(b) (k,n), op(b)
+ * being b transposed when trans_b; shared_b when one 2-D b serves every batch element. */
+typedef struct MatmulAttrs {
+    int batch, m, n, k;
+    bool trans_b, shared_b;
+    float alpha;
+} MatmulAttrs;
+OPS_ATTRS_FIT(MatmulAttrs);
 
 /* Backward of matmul. Forward was out = alpha · a · op(b), per batch element, with
  * a (M,K), op(b) (K,N), out (M,N):
@@ -94,10 +107,8 @@ Var *op_linear(Var *x, Var *weight, Var *bias, const char *tag)
  * gradient is one product over all rows. */
 static RematStatus matmul_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const int batch = node->attrs.i[0], M = node->attrs.i[1], N = node->attrs.i[2], K = node->attrs.i[3];
-    const CBLAS_TRANSPOSE transB = node->attrs.i[4] ? CblasTrans : CblasNoTrans;
-    const int shared_b = node->attrs.i[5];
-    const float alpha = node->attrs.f[0];
+    const MatmulAttrs *attrs = ops_attrs(node);
+    const int M = attrs->m, N = attrs->n, K = attrs->k;
     Tensor *a = saved_tensor(node, 0);
     Tensor *b = saved_tensor(node, 1);
     RematStatus status = REMAT_OK;
@@ -106,12 +117,13 @@ static RematStatus matmul_backward(Node *node, const Tensor *dout, Tensor *const
         goto done;
     }
     /* With a shared b, treat the whole batch as one (batch·M, K) matrix. */
-    const int nb = shared_b ? 1 : batch, rows = shared_b ? batch * M : M;
-    const CBLAS_TRANSPOSE undo_b = transB == CblasTrans ? CblasNoTrans : CblasTrans;
+    const int nb = attrs->shared_b ? 1 : attrs->batch, rows = attrs->shared_b ? attrs->batch * M : M;
+    const float alpha = attrs->alpha;
+    const CBLAS_TRANSPOSE undo_b = attrs->trans_b ? CblasNoTrans : CblasTrans;
     if (dinputs[0])
         k_matmul_batched(dinputs[0]->f32, dout->f32, b->f32, nb, rows, K, N, CblasNoTrans, undo_b, alpha, 1.0f);
     if (dinputs[1]) {
-        if (transB == CblasNoTrans)
+        if (!attrs->trans_b)
             k_matmul_batched(dinputs[1]->f32, a->f32, dout->f32, nb, K, N, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
         else
             k_matmul_batched(dinputs[1]->f32, dout->f32, a->f32, nb, N, K, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
@@ -122,7 +134,6 @@ done:
     return status;
 }
 
-/* Its gradients are products that add (beta = 1) to zero-filled buffers: see linear's. */
 static const OpInfo MATMUL_OP = {.name = "matmul", .backward = matmul_backward};
 
 Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *tag)
@@ -140,7 +151,7 @@ Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *
     const int bk = transB == CblasTrans ? Bt->shape[Bt->ndim - 1] : Bt->shape[Bt->ndim - 2];
     const int N = transB == CblasTrans ? Bt->shape[Bt->ndim - 2] : Bt->shape[Bt->ndim - 1];
     const int batch = (int)(A->numel / ((size_t)M * (size_t)K));
-    const int shared_b = Bt->ndim == 2 && A->ndim > 2;
+    const bool shared_b = Bt->ndim == 2 && A->ndim > 2;
     bool batch_matches = shared_b || (A->ndim == Bt->ndim && !memcmp(A->shape, Bt->shape, (size_t)(A->ndim - 2) * sizeof(int)));
     if (bk != K || !batch_matches) {
         remat_fail(REMAT_EINVAL, "matmul %s: shapes %s and %s%s do not multiply", tag ? tag : "",
@@ -160,24 +171,24 @@ Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *
     else if (!cached)
         k_matmul_batched(out->f32, A->f32, Bt->f32, batch, M, N, K, CblasNoTrans, transB, alpha, 0.0f);
 
-    NodeAttrs attrs = {.i = {batch, M, N, K, transB == CblasTrans, shared_b}, .f = {alpha}};
+    const MatmulAttrs attrs = {.batch = batch, .m = M, .n = N, .k = K, .trans_b = transB == CblasTrans,
+                               .shared_b = shared_b, .alpha = alpha};
     Tensor *save[2] = {a->value, b->value};
-    return ops_record(&MATMUL_OP, tag, inputs, 2, out, save, 2, &attrs);
+    return ops_record(&MATMUL_OP, tag, inputs, 2, out, save, 2, &attrs, sizeof attrs);
 }
 
 /* ---- add ---------------------------------------------------------------------------- */
 
-/* Backward of add. Forward was out = a + b: da += dout, db += dout (or = 0 + dout into a
- * fresh buffer). */
+/* Backward of add. Forward was out = a + b: da += dout, db += dout. */
 static RematStatus add_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
+    (void)node;
     for (int i = 0; i < 2; i++)
-        if (dinputs[i]) k_axpy(dinputs[i]->f32, dout->f32, 1.0f, dout->numel, ops_grad_write(node, i));
+        if (dinputs[i]) k_axpy(dinputs[i]->f32, dout->f32, 1.0f, dout->numel);
     return REMAT_OK;
 }
 
-static const OpInfo ADD_OP = {.name = "add", .backward = add_backward,
-                              .overwrites_fresh = GRAD_INPUT(0) | GRAD_INPUT(1)};
+static const OpInfo ADD_OP = {.name = "add", .backward = add_backward};
 
 Var *op_add(Var *a, Var *b, const char *tag)
 {
@@ -193,5 +204,5 @@ Var *op_add(Var *a, Var *b, const char *tag)
     Tensor *out = ops_output(&ADD_OP, tag, 0, DTYPE_F32, a->value->ndim, a->value->shape, &cached);
     if (!out) return NULL;
     if (!cached) k_add(out->f32, a->value->f32, b->value->f32, out->numel);
-    return ops_record(&ADD_OP, tag, inputs, 2, out, NULL, 0, NULL);
+    return ops_record(&ADD_OP, tag, inputs, 2, out, NULL, 0, NULL, 0);
 }

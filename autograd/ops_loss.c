@@ -20,13 +20,13 @@ static RematStatus mse_backward(Node *node, const Tensor *dout, Tensor *const di
     Tensor *target = saved_tensor(node, 1);
     RematStatus status = pred && target ? REMAT_OK : remat_last_status();
     if (status == REMAT_OK && dinputs[0])
-        k_mse_backward(dinputs[0]->f32, pred->f32, target->f32, dout->f32[0], pred->numel, ops_grad_write(node, 0));
+        k_mse_backward(dinputs[0]->f32, pred->f32, target->f32, dout->f32[0], pred->numel);
     tensor_free(pred);
     tensor_free(target);
     return status;
 }
 
-static const OpInfo MSE_OP = {.name = "mse", .backward = mse_backward, .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo MSE_OP = {.name = "mse", .backward = mse_backward};
 
 Var *op_mse(Var *pred, Var *target, const char *tag)
 {
@@ -42,10 +42,16 @@ Var *op_mse(Var *pred, Var *target, const char *tag)
     if (!out) return NULL;
     if (!cached) out->f32[0] = (float)k_mse_forward(pred->value->f32, target->value->f32, pred->value->numel);
     Tensor *save[2] = {pred->value, target->value};
-    return ops_record(&MSE_OP, tag, inputs, 2, out, save, 2, NULL);
+    return ops_record(&MSE_OP, tag, inputs, 2, out, save, 2, NULL, 0);
 }
 
 /* ---- cross_entropy ------------------------------------------------------------------ */
+
+/* What a cross-entropy's backward needs: rows of logits over a vocabulary of vocab entries. */
+typedef struct CrossEntropyAttrs {
+    int rows, vocab;
+} CrossEntropyAttrs;
+OPS_ATTRS_FIT(CrossEntropyAttrs);
 
 /* Backward of cross_entropy. Forward was loss = (1/N) Σ_r −log softmax(logits_r)[target_r];
  * so dlogits_r += dloss·(1/N)·(softmax(logits_r) − onehot(target_r)), the softmax
@@ -53,19 +59,19 @@ Var *op_mse(Var *pred, Var *target, const char *tag)
  * gradient. */
 static RematStatus cross_entropy_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const int N = node->attrs.i[0], V = node->attrs.i[1];
+    const CrossEntropyAttrs *attrs = ops_attrs(node);
+    const int N = attrs->rows, V = attrs->vocab;
     Tensor *logits = saved_tensor(node, 0);
     Tensor *targets = saved_tensor(node, 1);
     RematStatus status = logits && targets ? REMAT_OK : remat_last_status();
     if (status == REMAT_OK && dinputs[0])
-        k_cross_entropy_backward(dinputs[0]->f32, logits->f32, targets->i32, dout->f32[0], N, V, ops_grad_write(node, 0));
+        k_cross_entropy_backward(dinputs[0]->f32, logits->f32, targets->i32, dout->f32[0], N, V);
     tensor_free(logits);
     tensor_free(targets);
     return status;
 }
 
-static const OpInfo CROSS_ENTROPY_OP = {.name = "cross_entropy", .backward = cross_entropy_backward,
-                                        .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo CROSS_ENTROPY_OP = {.name = "cross_entropy", .backward = cross_entropy_backward};
 
 Var *op_cross_entropy(Var *logits, Var *targets, const char *tag)
 {
@@ -98,7 +104,7 @@ Var *op_cross_entropy(Var *logits, Var *targets, const char *tag)
     Tensor *out = ops_output(&CROSS_ENTROPY_OP, tag, 0, DTYPE_F32, 1, (int[]){1}, &cached);
     if (!out) return NULL;
     if (!cached) out->f32[0] = (float)k_cross_entropy_forward(L->f32, Tg->i32, N, V);
-    NodeAttrs attrs = {.i = {N, V}};
+    const CrossEntropyAttrs attrs = {.rows = N, .vocab = V};
     Tensor *save[2] = {logits->value, targets->value};
-    return ops_record(&CROSS_ENTROPY_OP, tag, inputs, 2, out, save, 2, &attrs);
+    return ops_record(&CROSS_ENTROPY_OP, tag, inputs, 2, out, save, 2, &attrs, sizeof attrs);
 }

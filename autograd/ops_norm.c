@@ -16,6 +16,12 @@
 
 /* ---- layernorm ---------------------------------------------------------------------- */
 
+/* What a LayerNorm's backward needs: rows of cols channels (eps lives on in the saved rstd). */
+typedef struct LayerNormAttrs {
+    int rows, cols;
+} LayerNormAttrs;
+OPS_ATTRS_FIT(LayerNormAttrs);
+
 /* Backward of layernorm. Forward was, per row, norm = (x − mean)·rstd and
  * out = norm·weight + bias; so (written out beside k_layernorm_backward)
  *   dbias   += Σ_rows dout
@@ -25,7 +31,8 @@
  * a constant x) goes to a scratch buffer whose contents are then dropped. */
 static RematStatus layernorm_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const int N = node->attrs.i[0], C = node->attrs.i[1];
+    const LayerNormAttrs *attrs = ops_attrs(node);
+    const int N = attrs->rows, C = attrs->cols;
     Tensor *x = saved_tensor(node, 0), *weight = saved_tensor(node, 1);
     Tensor *mean = saved_tensor(node, 2), *rstd = saved_tensor(node, 3);
     Tensor *scratch = NULL;
@@ -45,11 +52,8 @@ static RematStatus layernorm_backward(Node *node, const Tensor *dout, Tensor *co
     float *dweight = dinputs[1] ? dinputs[1]->f32 : spare;
     if (!dinputs[1]) spare += C;
     float *dbias = dinputs[2] ? dinputs[2]->f32 : spare;
-    /* x's gradient is written whole when fresh (or into scratch); the weight's and bias's
-     * are parameters' gradients, which the kernel always adds to. */
-    const GradWrite dx_how = dinputs[0] ? ops_grad_write(node, 0) : GRAD_OVERWRITE;
     k_layernorm_backward(dx, dweight, dbias, dout->f32, x->f32, weight->f32, mean->f32,
-                         rstd->f32, N, C, dx_how);
+                         rstd->f32, N, C);
 done:
     tensor_free(scratch);
     tensor_free(x);
@@ -60,8 +64,7 @@ done:
 }
 
 static const char *const LAYERNORM_SAVED[] = {"x", "weight", "mean", "rstd"};
-static const OpInfo LAYERNORM_OP = {.name = "layernorm", .backward = layernorm_backward, .saved_names = LAYERNORM_SAVED,
-                                    .overwrites_fresh = GRAD_INPUT(0)};
+static const OpInfo LAYERNORM_OP = {.name = "layernorm", .backward = layernorm_backward, .saved_names = LAYERNORM_SAVED};
 
 Var *op_layernorm(Var *x, Var *weight, Var *bias, float eps, const char *tag)
 {
@@ -96,9 +99,9 @@ Var *op_layernorm(Var *x, Var *weight, Var *bias, float eps, const char *tag)
     }
     if (!cached) k_layernorm_forward(out->f32, mean->f32, rstd->f32, X->f32, W->f32, Bt->f32, N, C, eps);
 
-    NodeAttrs attrs = {.i = {N, C}, .f = {eps}};
+    const LayerNormAttrs attrs = {.rows = N, .cols = C};
     Tensor *save[4] = {x->value, weight->value, mean, rstd};
-    Var *y = ops_record(&LAYERNORM_OP, tag, inputs, 3, out, save, 4, &attrs);
+    Var *y = ops_record(&LAYERNORM_OP, tag, inputs, 3, out, save, 4, &attrs, sizeof attrs);
     tensor_free(mean); /* the node holds them now, or nobody needs them (grad mode off) */
     tensor_free(rstd);
     return y;

@@ -111,9 +111,7 @@ static RematStatus bufs_create(Bufs *b, int BH, int T, int D, bool naive)
     return remat_fail(REMAT_ENOMEM, "bench_attention: no memory for T = %d", T);
 }
 
-/* The naive GPT block's attention core, kernel by kernel, forward then backward; the
- * dropout's and softmax's gradients written over their buffers, as the ops write fresh
- * ones (GRAD_OVERWRITE), the products' added onto theirs (beta = 1). */
+/* The naive GPT block's attention core, kernel by kernel, forward then backward. */
 static void naive_step(Bufs *b, const AttnDropout *drop)
 {
     const int BH = b->BH, T = b->T, D = b->D;
@@ -126,9 +124,10 @@ static void naive_step(Bufs *b, const AttnDropout *drop)
     flops_set_phase(PHASE_BACKWARD);
     k_matmul_batched(b->dprobs, b->dout, b->v, BH, T, T, D, CblasNoTrans, CblasTrans, 1.0f, 0.0f);
     k_matmul_batched(b->dv, b->dropped, b->dout, BH, T, D, T, CblasTrans, CblasNoTrans, 1.0f, 1.0f);
-    /* the dropout's input gradient, then the softmax's (the scores', into dprobs) */
-    k_dropout_counter_backward(b->dscores, b->dprobs, drop->p, &drop->key, nn, GRAD_OVERWRITE);
-    k_causal_softmax_backward(b->dprobs, b->probs, b->dscores, BH, T, GRAD_OVERWRITE);
+    k_fill(b->dscores, 0.0f, nn); /* the dropout's input gradient, then the softmax's */
+    k_dropout_counter_backward(b->dscores, b->dprobs, drop->p, &drop->key, nn);
+    k_fill(b->dprobs, 0.0f, nn); /* from here on, the scores' gradient */
+    k_causal_softmax_backward(b->dprobs, b->probs, b->dscores, BH, T);
     k_matmul_batched(b->dq, b->dprobs, b->k, BH, T, D, T, CblasNoTrans, CblasNoTrans, scale, 1.0f);
     k_matmul_batched(b->dk, b->dprobs, b->q, BH, T, D, T, CblasTrans, CblasNoTrans, scale, 1.0f);
     flops_set_phase(PHASE_FORWARD);
@@ -144,9 +143,8 @@ static double run_way(Bufs *b, int w, const AttnDropout *drop)
         const AttnPlan *plan = &FUSED[w].plan;
         k_attention_forward(b->out, b->lse, b->q, b->k, b->v, b->BH, b->T, b->D, drop, plan, b->work);
         flops_set_phase(PHASE_BACKWARD);
-        const GradWrite fresh[3] = {GRAD_OVERWRITE, GRAD_OVERWRITE, GRAD_OVERWRITE}; /* as the op's buffers */
         k_attention_backward(b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->out, b->lse, b->BH, b->T, b->D, drop,
-                             plan, b->work, fresh);
+                             plan, b->work);
         flops_set_phase(PHASE_FORWARD);
     }
     return platform_seconds() - t0;

@@ -16,10 +16,8 @@
  *
  * Conventions (as llm.c):
  *   - argument order: outputs, inputs, weights, sizes; inputs are const.
- *   - gradients have a d prefix; a *_backward writes each gradient as its GradWrite
- *     says (below): ACCUMULATE adds (dx += ...) into what the buffer holds, OVERWRITE
- *     writes the whole buffer without reading it, so a fresh buffer needs no zero-fill
- *     pass first. The one exception is k_embedding_backward, a scatter that always adds.
+ *   - gradients have a d prefix; every *_backward ACCUMULATES (dx += ...), so a caller
+ *     zeroes a gradient buffer first (k_fill) when it wants a fresh one.
  *   - dimension letters: M, N, K for matmuls; rows/cols for row-wise kernels; n for a
  *     flat element count; B batch, T time, C channels, H heads, D = C/H head size and
  *     V vocabulary for the GPT's kernels.
@@ -45,16 +43,6 @@
 #include "tensor/counter_rng.h"
 #include "tensor/rng.h"
 
-/* How a backward kernel writes a gradient output dx:
- *   GRAD_ACCUMULATE  dx = dx + term: adds its share to what dx holds;
- *   GRAD_OVERWRITE   dx = 0 + term, dx never read (it may be uninitialised): every
- *                    element written, with the very arithmetic GRAD_ACCUMULATE does on a
- *                    zero-filled dx, so the bits are the same down to the sign of a zero
- *                    (0 + −0 is +0), and the FLOPs counted are the same.
- * It saves the zero-fill pass a fresh buffer would otherwise need. The matmuls' equivalent
- * is beta: 0 overwrites, 1 accumulates. */
-typedef enum GradWrite { GRAD_ACCUMULATE = 0, GRAD_OVERWRITE } GradWrite;
-
 /* ---- matmul (kernels_matmul.c) ---------------------------------------------------- */
 
 /* C = alpha · op(A) · op(B) + beta · C, all row-major and contiguous.
@@ -78,8 +66,7 @@ void k_matmul_batched(float *C, const float *A, const float *B, int batch, int M
 void k_fill(float *out, float value, size_t n);                         /* 0 FLOPs */
 void k_copy(float *out, const float *x, size_t n);                      /* 0 FLOPs */
 void k_add(float *out, const float *a, const float *b, size_t n);       /* out = a + b; n */
-/* y += alpha·x (GRAD_OVERWRITE: y = 0 + alpha·x). FLOPs: 2n. */
-void k_axpy(float *y, const float *x, float alpha, size_t n, GradWrite how);
+void k_axpy(float *y, const float *x, float alpha, size_t n);           /* y += alpha·x; 2n */
 void k_scale(float *out, const float *x, float s, size_t n);            /* out = s·x; n */
 
 /* out (rows,cols) = bias (cols) in every row: where a linear's product is then added
@@ -87,18 +74,18 @@ void k_scale(float *out, const float *x, float s, size_t n);            /* out =
  * here; kernels_elementwise.c says why). */
 void k_bias_broadcast(float *out, const float *bias, int rows, int cols);
 /* dbias (cols) += sum over rows of dout (rows,cols). FLOPs: rows·cols. */
-void k_bias_backward(float *dbias, const float *dout, int rows, int cols, GradWrite how);
+void k_bias_backward(float *dbias, const float *dout, int rows, int cols);
 
 /* out = max(x, 0). FLOPs: n. */
 void k_relu_forward(float *out, const float *x, size_t n);
 /* dx += dout · [x > 0]. FLOPs: 2n. */
-void k_relu_backward(float *dx, const float *x, const float *dout, size_t n, GradWrite how);
+void k_relu_backward(float *dx, const float *x, const float *dout, size_t n);
 
 /* GELU, tanh approximation (as GPT-2): out = 0.5·x·(1 + tanh(sqrt(2/pi)·(x + 0.044715·x^3))).
  * FLOPs: 9n (itemised in kernels_elementwise.c). */
 void k_gelu_forward(float *out, const float *x, size_t n);
 /* dx += dout · gelu'(x). FLOPs: 20n (itemised in kernels_elementwise.c). */
-void k_gelu_backward(float *dx, const float *x, const float *dout, size_t n, GradWrite how);
+void k_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
 
 /* ---- row-wise (kernels_rows.c) ---------------------------------------------------- */
 
@@ -107,28 +94,27 @@ void k_gelu_backward(float *dx, const float *x, const float *dout, size_t n, Gra
 void k_softmax_forward(float *out, const float *x, int rows, int cols);
 /* Forward was out = softmax(x); dx += out ⊙ (dout − Σ_j dout_j·out_j) per row.
  * FLOPs: 5·rows·cols. */
-void k_softmax_backward(float *dx, const float *out, const float *dout, int rows, int cols, GradWrite how);
+void k_softmax_backward(float *dx, const float *out, const float *dout, int rows, int cols);
 
 /* Causal softmax over attention scores x (BH,T,T): row t of each (T,T) block is a softmax
  * over its columns 0..t; columns t+1..T-1 of out are exactly 0 (x there is never read).
  * FLOPs are counted on the kept columns only: 5·K + BH·T, with K = BH·T·(T+1)/2 kept. */
 void k_causal_softmax_forward(float *out, const float *x, int BH, int T);
 /* Backward of k_causal_softmax_forward; masked columns get no gradient (dx there is left
- * exactly as it was, or set to 0 with GRAD_OVERWRITE). FLOPs: 5·K, K as above. */
-void k_causal_softmax_backward(float *dx, const float *out, const float *dout, int BH, int T, GradWrite how);
+ * exactly as it was). FLOPs: 5·K, K as above. */
+void k_causal_softmax_backward(float *dx, const float *out, const float *dout, int BH, int T);
 
 /* LayerNorm over each row of x (rows,cols):
  *   mean = Σx/cols, rstd = 1/sqrt(Σ(x−mean)²/cols + eps), out = (x−mean)·rstd·weight + bias.
  * mean and rstd (rows) are outputs, kept for the backward. FLOPs: rows·(7·cols + 5). */
 void k_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
                          const float *weight, const float *bias, int rows, int cols, float eps);
-/* dx (rows,cols) as dx_how says, and accumulates dweight (cols) and dbias (cols), from
- * dout, given the forward's mean and rstd. dweight and dbias are summed over rows in row
- * order, whatever the thread count. FLOPs: rows·(19·cols + 2), counted as executed
- * (kernels_rows.c). */
+/* Accumulates dx (rows,cols), dweight (cols) and dbias (cols) from dout, given the
+ * forward's mean and rstd. dweight and dbias are summed over rows in row order, whatever
+ * the thread count. FLOPs: rows·(19·cols + 2), counted as executed (kernels_rows.c). */
 void k_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
                           const float *x, const float *weight, const float *mean,
-                          const float *rstd, int rows, int cols, GradWrite dx_how);
+                          const float *rstd, int rows, int cols);
 
 /* out (rows) = Σ_j x[r,j]. FLOPs: rows·cols. */
 void k_row_sum(float *out, const float *x, int rows, int cols);
@@ -144,7 +130,7 @@ double k_sum(const float *x, size_t n);
 double k_mse_forward(const float *pred, const float *target, size_t n);
 /* Forward was loss = (1/n) Σ (pred − target)²; dpred += dloss·(2/n)·(pred − target).
  * FLOPs: 3n. */
-void k_mse_backward(float *dpred, const float *pred, const float *target, float dloss, size_t n, GradWrite how);
+void k_mse_backward(float *dpred, const float *pred, const float *target, float dloss, size_t n);
 
 /* ---- cross-entropy (kernels_cross_entropy.c) ------------------------------------ */
 
@@ -157,7 +143,7 @@ double k_cross_entropy_forward(const float *logits, const int32_t *targets, int 
  * dlogits += (dloss/rows)·(softmax(logits) − onehot(target)), the softmax recomputed from
  * the logits (no scratch). FLOPs: rows·(8·V + 2) + 1. */
 void k_cross_entropy_backward(float *dlogits, const float *logits, const int32_t *targets,
-                              float dloss, int rows, int V, GradWrite how);
+                              float dloss, int rows, int V);
 
 /* ---- dropout (kernels_dropout.c) -------------------------------------------------- */
 
@@ -168,7 +154,7 @@ void k_cross_entropy_backward(float *dlogits, const float *logits, const int32_t
  * out must not overlap x. FLOPs: 2n (the compare with p, the multiply). */
 void k_dropout_forward(float *out, uint8_t *mask, const float *x, float p, Pcg32 *rng, size_t n);
 /* Forward was out = x·mask/(1 − p); so dx += dout·mask/(1 − p). FLOPs: 2n. */
-void k_dropout_backward(float *dx, const float *dout, const uint8_t *mask, float p, size_t n, GradWrite how);
+void k_dropout_backward(float *dx, const float *dout, const uint8_t *mask, float p, size_t n);
 
 /* Inverted dropout whose keep decisions are counter-based (counter_rng.h): element i is
  * kept when counter_rng_float(key, i) >= p; out = x·keep/(1 − p). No mask is written and
@@ -178,8 +164,7 @@ void k_dropout_counter_forward(float *out, const float *x, float p, const Counte
 /* Forward was out = x·keep/(1 − p) with keep a function of (key, i); so the keep
  * decisions are made again and dx += dout·keep/(1 − p). FLOPs: 2n BACKWARD, and the n
  * compares that remake the mask as RECOMPUTE (forward work redone). */
-void k_dropout_counter_backward(float *dx, const float *dout, float p, const CounterKey *key, size_t n,
-                                GradWrite how);
+void k_dropout_counter_backward(float *dx, const float *dout, float p, const CounterKey *key, size_t n);
 
 /* ---- fused causal attention (kernels_attention.c) --------------------------------- */
 
@@ -224,12 +209,12 @@ void k_attention_forward(float *out, float *lse, const float *q, const float *k,
 /* Forward was out = a·v with a = softmax(s) ⊙ keep/(1 − p), s = q·kᵀ/sqrt(D) causal; so
  * with p recomputed from q, k and lse tile by tile: dv += aᵀ·dout; ds = p ⊙ (dp − Δ),
  * dp = (dout·vᵀ) ⊙ keep/(1 − p), Δ_i = dout_i·out_i; dq += ds·k/sqrt(D); dk += dsᵀ·q/sqrt(D).
- * Writes dq, dk, dv (none may be NULL) as how[0], how[1], how[2] say. The recomputed scores,
+ * Accumulates (+=) into dq, dk, dv (none may be NULL). The recomputed scores,
  * probabilities and mask count as RECOMPUTE FLOPs, the rest as the current phase's.
  * Bit-identical on any thread count. */
 void k_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                           const float *v, const float *out, const float *lse, int BH, int T, int D,
-                          const AttnDropout *drop, const AttnPlan *plan, float *work, const GradWrite how[3]);
+                          const AttnDropout *drop, const AttnPlan *plan, float *work);
 
 /* ---- embeddings (kernels_embedding.c) --------------------------------------------- */
 
@@ -252,14 +237,13 @@ void k_embedding_backward(float *dwte, float *dwpe, const float *dout, const int
  * out[b,h,t,d] = qkv[b,t, which·C + h·D + d]. FLOPs: 0 (a copy). */
 void k_split_heads_forward(float *out, const float *qkv, int which, int B, int T, int C, int H);
 /* Forward was a copy; so dqkv[b,t, which·C + h·D + d] += dout[b,h,t,d]; the other two
- * parts of dqkv are left as they were (GRAD_OVERWRITE: set to 0, so that the whole buffer
- * is written and the other two splits can add into it). FLOPs: B·T·C. */
-void k_split_heads_backward(float *dqkv, const float *dout, int which, int B, int T, int C, int H, GradWrite how);
+ * parts of dqkv are left as they were. FLOPs: B·T·C. */
+void k_split_heads_backward(float *dqkv, const float *dout, int which, int B, int T, int C, int H);
 /* The heads side by side again: y (B,H,T,D) → out (B,T,C), out[b,t,h·D + d] = y[b,h,t,d].
  * FLOPs: 0. */
 void k_merge_heads_forward(float *out, const float *y, int B, int T, int C, int H);
 /* Forward was a copy; so dy[b,h,t,d] += dout[b,t,h·D + d]. FLOPs: B·T·C. */
-void k_merge_heads_backward(float *dy, const float *dout, int B, int T, int C, int H, GradWrite how);
+void k_merge_heads_backward(float *dy, const float *dout, int B, int T, int C, int H);
 
 /* ---- sampling (kernels_sample.c) -------------------------------------------------- */
 

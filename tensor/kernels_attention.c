@@ -294,13 +294,10 @@ static void softmax_backward_tile(float *da, const float *p, const uint8_t *keep
     }
 }
 
-/* Every tile of head bh, query tiles in order, each against its key tiles in order. The
- * tiles add into the head's dq, dk and dv; one to be overwritten (write[i]) is first
- * zeroed here, a head at a time while it is about to be used, instead of in a pass of its
- * own over the whole tensor: the same sums onto the same zeros. */
+/* Every tile of head bh, query tiles in order, each against its key tiles in order. */
 static void backward_head(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                           const float *v, const float *out, const float *lse, int bh, int T, int D, float scale,
-                          const AttnDropout *drop, const AttnPlan *plan, float *work, const GradWrite write[3])
+                          const AttnDropout *drop, const AttnPlan *plan, float *work)
 {
     const int tile = plan->tile;
     const AttnProducts how = plan->products;
@@ -308,10 +305,6 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
     uint8_t *keep = (uint8_t *)(delta + T); /* tile² bytes, in the next ⌈tile²/4⌉ floats */
     float *a = drop ? (float *)keep + ((size_t)tile * tile + 3) / 4 : p; /* aligned for any tile */
     const size_t head = (size_t)bh * T * D;
-    float *const grads[3] = {dq + head, dk + head, dv + head};
-    for (int g = 0; g < 3; g++)
-        if (write[g] == GRAD_OVERWRITE)
-            for (size_t e = 0; e < (size_t)T * D; e++) grads[g][e] = 0.0f;
     for (int i = 0; i < T; i++) { /* Δ_i = dout_i · out_i */
         float dot = 0.0f;
         for (int d = 0; d < D; d++) dot += dout[head + (size_t)i * D + d] * out[head + (size_t)i * D + d];
@@ -336,7 +329,7 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
 
 void k_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                           const float *v, const float *out, const float *lse, int BH, int T, int D,
-                          const AttnDropout *drop, const AttnPlan *plan, float *work, const GradWrite how[3])
+                          const AttnDropout *drop, const AttnPlan *plan, float *work)
 {
     const float scale = 1.0f / sqrtf((float)D);
     const int tile = plan->tile;
@@ -344,7 +337,7 @@ void k_attention_backward(float *dq, float *dk, float *dv, const float *dout, co
 #pragma omp parallel for schedule(static) if (BH > 1 && (size_t)BH * T * T * D >= ATTN_PARALLEL_MIN)
     for (int bh = 0; bh < BH; bh++)
         backward_head(dq, dk, dv, dout, q, k, v, out, lse, bh, T, D, scale, drop, plan,
-                      work + (size_t)omp_get_thread_num() * per_thread, how);
+                      work + (size_t)omp_get_thread_num() * per_thread);
     uint64_t backward = 2 * (uint64_t)T * D, recompute = 0;
     for (int qt = 0; qt < tiles_of(T, tile); qt++) {
         const int rows = tile_len(T, qt, tile);

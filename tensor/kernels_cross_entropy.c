@@ -99,26 +99,22 @@ double k_cross_entropy_forward(const float *logits, const int32_t *targets, int 
  * second folds scale/sum into one factor. 8·V + 2 FLOPs: 4·V for max and sum as in the
  * forward; per element a subtract, an exp, a multiply and an add; one division (the
  * factor) and one subtract (the target's −scale). */
-static void cross_entropy_row_backward(float *dx, const float *x, int target, float scale, int V, bool overwrite)
+static void cross_entropy_row_backward(float *dx, const float *x, int target, float scale, int V)
 {
     const float maxval = row_max(x, V);
     const float factor = (float)((double)scale / exp_sum(x, maxval, V));
-    if (overwrite) /* dx not read (0 + term); two loops, so that each vectorises */
-        for (int j = 0; j < V; j++) dx[j] = 0.0f + factor * expf_inline(x[j] - maxval);
-    else
-        for (int j = 0; j < V; j++) dx[j] += factor * expf_inline(x[j] - maxval);
+    for (int j = 0; j < V; j++) dx[j] += factor * expf_inline(x[j] - maxval); /* vectorised */
     dx[target] -= scale;
 }
 
 void k_cross_entropy_backward(float *dlogits, const float *logits, const int32_t *targets,
-                              float dloss, int rows, int V, GradWrite how)
+                              float dloss, int rows, int V)
 {
     const float scale = dloss / (float)rows;
-    const bool overwrite = how == GRAD_OVERWRITE;
 #pragma omp parallel for schedule(static) if ((size_t)rows * V >= XENT_PARALLEL_MIN)
     for (int r = 0; r < rows; r++) {
         const size_t off = (size_t)r * V;
-        cross_entropy_row_backward(dlogits + off, logits + off, targets[r], scale, V, overwrite);
+        cross_entropy_row_backward(dlogits + off, logits + off, targets[r], scale, V);
     }
     flops_add((uint64_t)rows * (8 * (uint64_t)V + 2) + 1); /* and the division for scale */
 }

@@ -99,22 +99,21 @@ void k_dropout_forward(float *out, uint8_t *mask, const float *x, float p, Pcg32
 /* Forward was out = x · mask · scale, scale = 1/(1 − p) a constant; so
  * d out / d x = mask · scale and dx += dout · mask · scale (nothing where the element
  * was dropped). */
-void k_dropout_backward(float *dx, const float *dout, const uint8_t *mask, float p, size_t n, GradWrite how)
+void k_dropout_backward(float *dx, const float *dout, const uint8_t *mask, float p, size_t n)
 {
     const float scale = 1.0f / (1.0f - p);
-    const bool overwrite = how == GRAD_OVERWRITE;
 #pragma omp parallel for schedule(static) if (n >= STREAM_PARALLEL_MIN)
-    for (size_t i = 0; i < n; i++) dx[i] = (overwrite ? 0.0f : dx[i]) + dout[i] * ((float)mask[i] * scale);
+    for (size_t i = 0; i < n; i++) dx[i] += dout[i] * ((float)mask[i] * scale);
     flops_add(2 * (uint64_t)n); /* a multiply and an add per element */
 }
 
 /* ---- counter-based ------------------------------------------------------------------ */
 
-/* The ways counter_apply writes dst: the forward's output, or a gradient (GradWrite). */
-typedef enum CounterWrite { COUNTER_FORWARD, COUNTER_ACCUMULATE, COUNTER_OVERWRITE } CounterWrite;
+/* The ways counter_apply writes dst: the forward's output, or a gradient it adds to. */
+typedef enum CounterWrite { COUNTER_FORWARD, COUNTER_ACCUMULATE } CounterWrite;
 
-/* dst = src · keep · scale (COUNTER_FORWARD), dst += that (COUNTER_ACCUMULATE) or
- * dst = 0 + that (COUNTER_OVERWRITE, dst not read), with the keep decisions of `key`. Each block of DROPOUT_BLOCK elements (a multiple of 4: whole Philox blocks)
+/* dst = src · keep · scale (COUNTER_FORWARD) or dst += that (COUNTER_ACCUMULATE), with
+ * the keep decisions of `key`. Each block of DROPOUT_BLOCK elements (a multiple of 4: whole Philox blocks)
  * makes its decisions into a buffer on its thread's stack, then applies them. Philox
  * costs ten rounds of two 32-bit multiplies per four elements: as with a PCG32 draw,
  * threads pay from two blocks on. */
@@ -127,11 +126,10 @@ static void counter_apply(float *dst, const float *src, float p, const CounterKe
         const size_t lo = b * DROPOUT_BLOCK, hi = n - lo < DROPOUT_BLOCK ? n : lo + DROPOUT_BLOCK;
         uint8_t keep[DROPOUT_BLOCK];
         counter_rng_keep(keep, key, lo, hi - lo, p);
-        if (how == COUNTER_FORWARD)
-            for (size_t i = lo; i < hi; i++) dst[i] = src[i] * ((float)keep[i - lo] * scale);
+        if (how == COUNTER_ACCUMULATE)
+            for (size_t i = lo; i < hi; i++) dst[i] += src[i] * ((float)keep[i - lo] * scale);
         else
-            for (size_t i = lo; i < hi; i++)
-                dst[i] = (how == COUNTER_OVERWRITE ? 0.0f : dst[i]) + src[i] * ((float)keep[i - lo] * scale);
+            for (size_t i = lo; i < hi; i++) dst[i] = src[i] * ((float)keep[i - lo] * scale);
     }
 }
 
@@ -143,10 +141,9 @@ void k_dropout_counter_forward(float *out, const float *x, float p, const Counte
 
 /* Forward was out = x · keep · scale with keep made from (key, i); so the same keep is
  * made again and dx += dout · keep · scale. */
-void k_dropout_counter_backward(float *dx, const float *dout, float p, const CounterKey *key, size_t n,
-                                GradWrite how)
+void k_dropout_counter_backward(float *dx, const float *dout, float p, const CounterKey *key, size_t n)
 {
-    counter_apply(dx, dout, p, key, n, how == GRAD_OVERWRITE ? COUNTER_OVERWRITE : COUNTER_ACCUMULATE);
+    counter_apply(dx, dout, p, key, n, COUNTER_ACCUMULATE);
     flops_add_phase(PHASE_RECOMPUTE, (uint64_t)n); /* the mask's compares, made again */
     flops_add(2 * (uint64_t)n);                    /* a multiply and an add per element */
 }

@@ -9,13 +9,6 @@
  * What it is not: fused or clever. Each kernel reads its inputs and writes its output once;
  * a training step's cost is dominated by the matmuls anyway.
  *
- * Gradients: each backward writes its dx as its GradWrite says (kernels.h), as
- * dx[i] = (overwrite ? 0 : dx[i]) + term. The choice is the same for the whole loop, and
- * gcc -O3 unswitches it into two vector loops, the overwriting one never loading dx
- * (-fopt-info-loop says "Unswitching loop"). A loop body too big to unswitch (GELU's, the
- * cross-entropy's) would not vectorise with the choice inside: those are written as two
- * one-line loops around one inline function of the derivative.
- *
  * Aliasing: an output may be the very same array as an input (k_add(x, x, y) adds in
  * place), since element i is read before it is written; partial overlaps are not allowed.
  * A backward's gradient output must not overlap any of its inputs.
@@ -28,7 +21,6 @@
 #include "tensor/kernels.h"
 
 #include <math.h>
-#include <stdbool.h>
 #include <stdint.h>
 
 #include "tensor/flops.h"
@@ -72,11 +64,10 @@ void k_add(float *out, const float *a, const float *b, size_t n)
     flops_add(n); /* one add per element */
 }
 
-void k_axpy(float *y, const float *x, float alpha, size_t n, GradWrite how)
+void k_axpy(float *y, const float *x, float alpha, size_t n)
 {
-    const bool overwrite = how == GRAD_OVERWRITE; /* y not read: 0 + alpha·x */
 #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_ELEMS)
-    for (size_t i = 0; i < n; i++) y[i] = (overwrite ? 0.0f : y[i]) + alpha * x[i];
+    for (size_t i = 0; i < n; i++) y[i] += alpha * x[i];
     flops_add(2 * (uint64_t)n); /* a multiply and an add per element */
 }
 
@@ -115,9 +106,8 @@ void k_bias_broadcast(float *out, const float *bias, int rows, int cols)
  * live in a small stack array, so the inner loop is a contiguous vector add. Fewer than
  * COL_BLOCK·threads columns leave some threads idle; the kernel is cheap enough not to
  * matter. */
-void k_bias_backward(float *dbias, const float *dout, int rows, int cols, GradWrite how)
+void k_bias_backward(float *dbias, const float *dout, int rows, int cols)
 {
-    const bool overwrite = how == GRAD_OVERWRITE;
     int blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;
 #pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PARALLEL_MIN_ELEMS)
     for (int blk = 0; blk < blocks; blk++) {
@@ -128,7 +118,7 @@ void k_bias_backward(float *dbias, const float *dout, int rows, int cols, GradWr
             const float *dout_r = dout + (size_t)r * cols + c0;
             for (int c = 0; c < width; c++) sum[c] += dout_r[c];
         }
-        for (int c = 0; c < width; c++) dbias[c0 + c] = (overwrite ? 0.0f : dbias[c0 + c]) + sum[c];
+        for (int c = 0; c < width; c++) dbias[c0 + c] += sum[c];
     }
     /* rows adds per column: rows−1 inside the sum and one into dbias */
     flops_add((uint64_t)rows * cols);
@@ -146,13 +136,12 @@ void k_relu_forward(float *out, const float *x, size_t n)
 /* Forward was: out = max(x, 0);
  * so d out / dx = 1 where x > 0 and 0 elsewhere (0 at x = 0 itself, as PyTorch), and
  * dx += dout · [x > 0]. */
-void k_relu_backward(float *dx, const float *x, const float *dout, size_t n, GradWrite how)
+void k_relu_backward(float *dx, const float *x, const float *dout, size_t n)
 {
-    const bool overwrite = how == GRAD_OVERWRITE;
 #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_ELEMS)
     for (size_t i = 0; i < n; i++) {
         float g = dout[i]; /* loaded before the test, so the loop has no branch to vectorise */
-        dx[i] = (overwrite ? 0.0f : dx[i]) + (x[i] > 0.0f ? g : 0.0f);
+        dx[i] += x[i] > 0.0f ? g : 0.0f;
     }
     flops_add(2 * (uint64_t)n); /* a compare and an add per element */
 }
@@ -214,27 +203,18 @@ void k_gelu_forward(float *out, const float *x, size_t n)
  *   sech²(u) = 1 − tanh²(u)     (llm.c calls coshf for 1/cosh²(u), the same value; reusing
  *                                tanh(u) saves a transcendental per element),
  *   du/dx    = s·(1 + 3·0.044715·x²).
- * 18 FLOPs, counted on the lines below. */
-static inline float gelu_derivative(float xi)
+ * so dx += dout · d out/dx. 20 FLOPs per element, counted on the lines below. */
+void k_gelu_backward(float *dx, const float *x, const float *dout, size_t n)
 {
-    float u = GELU_SCALE * (xi + GELU_CUBIC * xi * xi * xi);   /* 5 */
-    float t = tanh_for_gelu(u);                                       /* 1 */
-    float du_dx = GELU_SCALE * (1.0f + GELU_CUBIC3 * xi * xi);  /* 3 mul, add: 4 */
-    float sech2 = 1.0f - t * t;                                 /* 2 */
-    return 0.5f * (1.0f + t) + 0.5f * xi * sech2 * du_dx;       /* 4 mul, 2 add: 6 */
-}
-
-/* dx += dout · d out/dx: 20 FLOPs per element, the derivative's 18 and a multiply and an
- * add. The two loops differ only in reading dx: this loop is too big for gcc to unswitch
- * as the others, and with the choice inside it would not vectorise. */
-void k_gelu_backward(float *dx, const float *x, const float *dout, size_t n, GradWrite how)
-{
-    if (how == GRAD_OVERWRITE) {
 #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_GELU)
-        for (size_t i = 0; i < n; i++) dx[i] = 0.0f + dout[i] * gelu_derivative(x[i]);
-    } else {
-#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_GELU)
-        for (size_t i = 0; i < n; i++) dx[i] += dout[i] * gelu_derivative(x[i]);
+    for (size_t i = 0; i < n; i++) {
+        float xi = x[i];
+        float u = GELU_SCALE * (xi + GELU_CUBIC * xi * xi * xi);   /* 5 */
+        float t = tanh_for_gelu(u);                                       /* 1 */
+        float du_dx = GELU_SCALE * (1.0f + GELU_CUBIC3 * xi * xi);  /* 3 mul, add: 4 */
+        float sech2 = 1.0f - t * t;                                 /* 2 */
+        float grad = 0.5f * (1.0f + t) + 0.5f * xi * sech2 * du_dx; /* 4 mul, 2 add: 6 */
+        dx[i] += dout[i] * grad;                                    /* 2 */
     }
     flops_add(20 * (uint64_t)n);
 }

@@ -7,8 +7,7 @@
  * side by side, each of C = H·D channels: qkv is (B,T,3C). The batched matmuls want each
  * head's (T,D) block contiguous: (B,H,T,D). Splitting is a transposing copy of one of
  * the three parts; merging copies (B,H,T,D) back to (B,T,C). Their backward kernels are
- * the same copies the other way, adding (+=) like every backward, or overwriting a fresh
- * gradient (GradWrite, kernels.h).
+ * the same copies the other way, adding (+=) like every backward.
  * Threads take whole tokens (b,t): a token's row of qkv (or of the merged output) is
  * read or written by one thread only, and every element is touched once, so the results
  * do not depend on the thread count.
@@ -52,21 +51,17 @@ void k_split_heads_forward(float *out, const float *qkv, int which, int B, int T
 
 /* Forward was out[b,h,t,d] = qkv[b,t, which·C + h·D + d], a copy; so
  * dqkv[b,t, which·C + h·D + d] += dout[b,h,t,d]. */
-void k_split_heads_backward(float *dqkv, const float *dout, int which, int B, int T, int C, int H, GradWrite how)
+void k_split_heads_backward(float *dqkv, const float *dout, int which, int B, int T, int C, int H)
 {
     const int D = C / H;
-    const bool overwrite = how == GRAD_OVERWRITE;
 #pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PARALLEL_MIN_ELEMS)
     for (int r = 0; r < B * T; r++) {
         const int b = r / T, t = r % T;
-        float *drow = dqkv + (size_t)r * 3 * C, *dpart = drow + (size_t)which * C;
+        float *dpart = dqkv + (size_t)r * 3 * C + (size_t)which * C;
         for (int h = 0; h < H; h++) {
             const float *dout_bht = dout + head_row(b, h, t, H, T, D);
-            for (int d = 0; d < D; d++) dpart[h * D + d] = (overwrite ? 0.0f : dpart[h * D + d]) + dout_bht[d];
+            for (int d = 0; d < D; d++) dpart[h * D + d] += dout_bht[d];
         }
-        for (int part = 0; part < 3; part++) /* overwriting: the other two parts' zeros */
-            if (overwrite && part != which)
-                for (int c = 0; c < C; c++) drow[(size_t)part * C + c] = 0.0f;
     }
     flops_add((uint64_t)B * T * C); /* one add per element */
 }
@@ -89,17 +84,16 @@ void k_merge_heads_forward(float *out, const float *y, int B, int T, int C, int 
 }
 
 /* Forward was out[b,t,h·D + d] = y[b,h,t,d], a copy; so dy[b,h,t,d] += dout[b,t,h·D + d]. */
-void k_merge_heads_backward(float *dy, const float *dout, int B, int T, int C, int H, GradWrite how)
+void k_merge_heads_backward(float *dy, const float *dout, int B, int T, int C, int H)
 {
     const int D = C / H;
-    const bool overwrite = how == GRAD_OVERWRITE;
 #pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PARALLEL_MIN_ELEMS)
     for (int r = 0; r < B * T; r++) {
         const int b = r / T, t = r % T;
         const float *dout_r = dout + (size_t)r * C;
         for (int h = 0; h < H; h++) {
             float *dy_bht = dy + head_row(b, h, t, H, T, D);
-            for (int d = 0; d < D; d++) dy_bht[d] = (overwrite ? 0.0f : dy_bht[d]) + dout_r[h * D + d];
+            for (int d = 0; d < D; d++) dy_bht[d] += dout_r[h * D + d];
         }
     }
     flops_add((uint64_t)B * T * C); /* one add per element */

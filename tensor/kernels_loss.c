@@ -43,11 +43,10 @@ double k_mse_forward(const float *pred, const float *target, size_t n)
 
 /* Backward. Forward was loss = (1/n) Σ (pred − target)²; so
  * dpred += dloss · (2/n) · (pred − target). FLOPs: 3n (subtract, multiply, add). */
-void k_mse_backward(float *dpred, const float *pred, const float *target, float dloss, size_t n, GradWrite how)
+void k_mse_backward(float *dpred, const float *pred, const float *target, float dloss, size_t n)
 {
     const float scale = dloss * 2.0f / (float)n;
-    const bool overwrite = how == GRAD_OVERWRITE;
 #pragma omp parallel for schedule(static) if (n >= MSE_PARALLEL_MIN)
-    for (size_t i = 0; i < n; i++) dpred[i] = (overwrite ? 0.0f : dpred[i]) + scale * (pred[i] - target[i]);
+    for (size_t i = 0; i < n; i++) dpred[i] += scale * (pred[i] - target[i]);
     flops_add(3 * (uint64_t)n);
 }

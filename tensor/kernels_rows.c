@@ -126,13 +126,12 @@ static void softmax_row(float *out, const float *x, int n)
 
 /* One row of the backward. Forward was: out_i = exp(x_i) / Σ_k exp(x_k);
  * so d out_j / d x_i = out_j·([i = j] − out_i), and
- *   dx_i += Σ_j dout_j · out_j·([i = j] − out_i) = out_i · (dout_i − Σ_j dout_j·out_j),
- * or dx_i = 0 + that when overwriting (dx not read).
+ *   dx_i += Σ_j dout_j · out_j·([i = j] − out_i) = out_i · (dout_i − Σ_j dout_j·out_j).
  * 5·n FLOPs: 2·n for the dot product, then a subtract, a multiply and an add per element. */
-static void softmax_row_backward(float *dx, const float *out, const float *dout, int n, bool overwrite)
+static void softmax_row_backward(float *dx, const float *out, const float *dout, int n)
 {
     float dot = dot_lanes(dout, out, n);
-    for (int i = 0; i < n; i++) dx[i] = (overwrite ? 0.0f : dx[i]) + out[i] * (dout[i] - dot);
+    for (int i = 0; i < n; i++) dx[i] += out[i] * (dout[i] - dot);
 }
 
 void k_softmax_forward(float *out, const float *x, int rows, int cols)
@@ -143,13 +142,12 @@ void k_softmax_forward(float *out, const float *x, int rows, int cols)
     flops_add((uint64_t)rows * (5 * (uint64_t)cols + 1));
 }
 
-void k_softmax_backward(float *dx, const float *out, const float *dout, int rows, int cols, GradWrite how)
+void k_softmax_backward(float *dx, const float *out, const float *dout, int rows, int cols)
 {
-    const bool overwrite = how == GRAD_OVERWRITE;
 #pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PARALLEL_MIN_PASSES)
     for (int r = 0; r < rows; r++) {
         size_t off = (size_t)r * cols;
-        softmax_row_backward(dx + off, out + off, dout + off, cols, overwrite);
+        softmax_row_backward(dx + off, out + off, dout + off, cols);
     }
     flops_add(5 * (uint64_t)rows * cols);
 }
@@ -176,18 +174,14 @@ void k_causal_softmax_forward(float *out, const float *x, int BH, int T)
 
 /* Forward was a softmax over columns 0..t of each row, with the masked columns set to the
  * constant 0. The softmax backward applies to the kept columns; the masked ones do not
- * depend on x, so their dx gets nothing: it is left exactly as it was, or, overwriting,
- * set to the 0 a zero-filled buffer would have held there. */
-void k_causal_softmax_backward(float *dx, const float *out, const float *dout, int BH, int T, GradWrite how)
+ * depend on x, so their dx gets nothing (it is left exactly as it was). */
+void k_causal_softmax_backward(float *dx, const float *out, const float *dout, int BH, int T)
 {
-    const bool overwrite = how == GRAD_OVERWRITE;
     int rows = BH * T;
 #pragma omp parallel for schedule(static) if ((size_t)rows * T >= PARALLEL_MIN_PASSES)
     for (int r = 0; r < rows; r++) {
         size_t off = (size_t)r * T;
-        const int kept = r % T + 1;
-        softmax_row_backward(dx + off, out + off, dout + off, kept, overwrite);
-        for (int j = kept; j < T && overwrite; j++) dx[off + j] = 0.0f;
+        softmax_row_backward(dx + off, out + off, dout + off, r % T + 1);
     }
     flops_add(5 * causal_kept(BH, T));
 }
@@ -270,9 +264,8 @@ static void layernorm_row_means(float *dnorm_mean, float *dnorm_norm_mean, const
  *   Total rows·(19·cols + 2). */
 void k_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
                           const float *x, const float *weight, const float *mean,
-                          const float *rstd, int rows, int cols, GradWrite dx_how)
+                          const float *rstd, int rows, int cols)
 {
-    const bool overwrite = dx_how == GRAD_OVERWRITE;
     const int parallel = (size_t)rows * cols >= PARALLEL_MIN_PASSES;
     const int blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;
 
@@ -291,7 +284,7 @@ void k_layernorm_backward(float *dx, float *dweight, float *dbias, const float *
             for (int j = 0; j < cols; j++) {
                 float norm = (x_r[j] - m) * s;
                 float dnorm = dout_r[j] * weight[j];
-                dx_r[j] = (overwrite ? 0.0f : dx_r[j]) + s * (dnorm - dnorm_mean - norm * dnorm_norm_mean);
+                dx_r[j] += s * (dnorm - dnorm_mean - norm * dnorm_norm_mean);
             }
         }
 

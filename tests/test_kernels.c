@@ -129,25 +129,18 @@ static void assert_close(const char *what, const float *got, const double *want,
                  (double)got[first_bad], want[first_bad], tol);
 }
 
-/* How k_attention_backward writes dq, dk and dv: all added to, or all overwritten. */
-static const GradWrite ACCUMULATE3[3] = {GRAD_ACCUMULATE, GRAD_ACCUMULATE, GRAD_ACCUMULATE};
-static const GradWrite OVERWRITE3[3] = {GRAD_OVERWRITE, GRAD_OVERWRITE, GRAD_OVERWRITE};
-
 /* The sum tolerance of the file comment: n terms of size up to s. */
 static double sum_tol(double n, double s) { return 4.0 * FLT_EPSILON * n * s; }
 
-/* A gradient buffer for testing a backward kernel four ways at once:
+/* A gradient buffer for testing a backward kernel three ways at once:
  *   got   starts as `init` (random, nonzero) and is what the kernel accumulates onto;
  *   want  starts as `init` too, in double, for the reference to accumulate onto;
- *   fresh starts at zero, for the kernel run again to show what one call adds;
- *   over  starts as garbage (every byte 0xff: NaNs), for the kernel to overwrite
- *         (GRAD_OVERWRITE), as it does an uninitialised buffer.
- * grad_check then compares got with want, checks got = init + fresh (the kernel
- * added to the gradient rather than overwriting it), up to the rounding of that add, and
- * checks that over came out with exactly fresh's bits (grad_check_overwrite). */
+ *   fresh starts at zero, for the kernel run again to show what one call adds.
+ * grad_check then compares got with want, and checks got = init + fresh (the kernel
+ * added to the gradient rather than overwriting it), up to the rounding of that add. */
 typedef struct Grad {
     size_t n;
-    float *init, *got, *fresh, *over;
+    float *init, *got, *fresh;
     double *want;
 } Grad;
 
@@ -157,27 +150,12 @@ static Grad grad_create(size_t n)
     g.init = random_floats(n, -1.0f, 1.0f);
     g.got = copy_floats(g.init, n);
     g.fresh = zero_floats(n);
-    g.over = malloc(n * sizeof *g.over);
-    assert_non_null(g.over);
-    memset(g.over, 0xff, n * sizeof *g.over);
     g.want = to_double(g.init, n);
     return g;
 }
 
-/* Overwriting an uninitialised buffer gives the very bits of accumulating onto zeros:
- * every element written (no NaN of the garbage left), each as 0 + term (a −0 term comes
- * out +0, as 0 + −0 does). */
-static void grad_check_overwrite(const char *what, const Grad *g)
-{
-    for (size_t i = 0; i < g->n; i++)
-        if (memcmp(&g->over[i], &g->fresh[i], sizeof(float)) != 0)
-            fail_msg("%s overwriting: element %zu is %.9g, accumulating onto 0 gives %.9g", what, i,
-                     (double)g->over[i], (double)g->fresh[i]);
-}
-
 static void grad_check(const char *what, const Grad *g, double tol)
 {
-    grad_check_overwrite(what, g);
     assert_close(what, g->got, g->want, g->n, tol);
     for (size_t i = 0; i < g->n; i++) {
         double sum = (double)g->init[i] + (double)g->fresh[i];
@@ -209,7 +187,6 @@ static void grad_free(Grad *g)
     free(g->init);
     free(g->got);
     free(g->fresh);
-    free(g->over);
     free(g->want);
 }
 
@@ -356,7 +333,7 @@ static void test_add_axpy_scale_match_reference(void **state)
     assert_close("scale", out, want, EW_N, FLT_EPSILON);
     /* axpy onto b: two roundings (the product and the sum). */
     double *y_ref = to_double(b, EW_N);
-    k_axpy(b, a, 1.5f, EW_N, GRAD_ACCUMULATE);
+    k_axpy(b, a, 1.5f, EW_N);
     ref_axpy(y_ref, a, 1.5f, EW_N);
     assert_close("axpy", b, y_ref, EW_N, 2.0 * FLT_EPSILON);
     free(a);
@@ -395,9 +372,8 @@ static void test_bias_broadcast_and_backward_match_reference(void **state)
     /* Backward: ROWS terms of size up to 1 per column. */
     float *dout = random_floats(n, -1.0f, 1.0f);
     Grad dbias = grad_create(COLS);
-    k_bias_backward(dbias.got, dout, ROWS, COLS, GRAD_ACCUMULATE);
-    k_bias_backward(dbias.fresh, dout, ROWS, COLS, GRAD_ACCUMULATE);
-    k_bias_backward(dbias.over, dout, ROWS, COLS, GRAD_OVERWRITE);
+    k_bias_backward(dbias.got, dout, ROWS, COLS);
+    k_bias_backward(dbias.fresh, dout, ROWS, COLS);
     ref_bias_backward(dbias.want, dout, ROWS, COLS);
     grad_check("bias_backward", &dbias, sum_tol(ROWS, 1.0));
     free(out);
@@ -420,9 +396,8 @@ static void test_relu_forward_backward_match_reference(void **state)
     assert_close("relu_forward", out, out_ref, EW_N, 0.0); /* a select: exact */
 
     Grad dx = grad_create(EW_N);
-    k_relu_backward(dx.got, x, dout, EW_N, GRAD_ACCUMULATE);
-    k_relu_backward(dx.fresh, x, dout, EW_N, GRAD_ACCUMULATE);
-    k_relu_backward(dx.over, x, dout, EW_N, GRAD_OVERWRITE);
+    k_relu_backward(dx.got, x, dout, EW_N);
+    k_relu_backward(dx.fresh, x, dout, EW_N);
     ref_relu_backward(dx.want, x, dout, EW_N);
     grad_check("relu_backward", &dx, FLT_EPSILON); /* one rounding of the += */
     for (size_t i = 0; i < EW_N; i += 1000) assert_true(dx.fresh[i] == 0.0f);
@@ -449,9 +424,8 @@ static void test_gelu_forward_backward_match_reference(void **state)
     assert_close("gelu_forward", out, out_ref, EW_N, 64.0 * FLT_EPSILON);
 
     Grad dx = grad_create(EW_N);
-    k_gelu_backward(dx.got, x, dout, EW_N, GRAD_ACCUMULATE);
-    k_gelu_backward(dx.fresh, x, dout, EW_N, GRAD_ACCUMULATE);
-    k_gelu_backward(dx.over, x, dout, EW_N, GRAD_OVERWRITE);
+    k_gelu_backward(dx.got, x, dout, EW_N);
+    k_gelu_backward(dx.fresh, x, dout, EW_N);
     ref_gelu_backward(dx.want, x, dout, EW_N);
     /* The same argument error, now through sech² (and 1 − tanh² loses the last bits of
      * sech² near saturation, where it is tiny anyway): the same tolerance. */
@@ -489,9 +463,8 @@ static void check_softmax(int rows, int cols)
     /* dx = out·(dout − Σ dout·out), where Σ dout·out is a weighted mean of dout (the
      * weights out sum to 1): the same relative error as the forward's row sum. */
     Grad dx = grad_create(n);
-    k_softmax_backward(dx.got, out, dout, rows, cols, GRAD_ACCUMULATE);
-    k_softmax_backward(dx.fresh, out, dout, rows, cols, GRAD_ACCUMULATE);
-    k_softmax_backward(dx.over, out, dout, rows, cols, GRAD_OVERWRITE);
+    k_softmax_backward(dx.got, out, dout, rows, cols);
+    k_softmax_backward(dx.fresh, out, dout, rows, cols);
     ref_softmax_backward(dx.want, out, dout, rows, cols);
     grad_check("softmax_backward", &dx, softmax_tol(cols));
     free(x);
@@ -527,9 +500,8 @@ static void check_causal_softmax(int BH, int T)
     assert_close("causal_softmax_forward", out, out_ref, n, softmax_tol(T));
 
     Grad dx = grad_create(n);
-    k_causal_softmax_backward(dx.got, out, dout, BH, T, GRAD_ACCUMULATE);
-    k_causal_softmax_backward(dx.fresh, out, dout, BH, T, GRAD_ACCUMULATE);
-    k_causal_softmax_backward(dx.over, out, dout, BH, T, GRAD_OVERWRITE);
+    k_causal_softmax_backward(dx.got, out, dout, BH, T);
+    k_causal_softmax_backward(dx.fresh, out, dout, BH, T);
     ref_causal_softmax_backward(dx.want, out, dout, BH, T);
     grad_check("causal_softmax_backward", &dx, softmax_tol(T));
 
@@ -579,14 +551,9 @@ static void check_layernorm(int rows, int cols)
     assert_close("layernorm_forward rstd", rstd, rstd_ref, rows, tol);
 
     Grad dx = grad_create(n), dweight = grad_create(cols), dbias = grad_create(cols);
-    k_layernorm_backward(dx.got, dweight.got, dbias.got, dout, x, weight, mean, rstd, rows, cols, GRAD_ACCUMULATE);
+    k_layernorm_backward(dx.got, dweight.got, dbias.got, dout, x, weight, mean, rstd, rows, cols);
     k_layernorm_backward(dx.fresh, dweight.fresh, dbias.fresh, dout, x, weight, mean, rstd,
-                         rows, cols, GRAD_ACCUMULATE);
-    /* dx_how is dx's alone: dweight and dbias are always added to, so they start at 0. */
-    memset(dweight.over, 0, (size_t)cols * sizeof *dweight.over);
-    memset(dbias.over, 0, (size_t)cols * sizeof *dbias.over);
-    k_layernorm_backward(dx.over, dweight.over, dbias.over, dout, x, weight, mean, rstd,
-                         rows, cols, GRAD_OVERWRITE);
+                         rows, cols);
     ref_layernorm_backward(dx.want, dweight.want, dbias.want, dout, x, weight, mean, rstd,
                            rows, cols);
     /* dx: two means over the row, as in the forward. dweight, dbias: sums of rows terms up
@@ -681,9 +648,8 @@ static void test_mse_forward_backward_match_reference(void **state)
          * values up to ~1 (dloss is chosen so the gradient is not tiny next to init). */
         Grad dpred = grad_create(n);
         const float dloss = 0.25f * (float)n;
-        k_mse_backward(dpred.got, pred, target, dloss, n, GRAD_ACCUMULATE);
-        k_mse_backward(dpred.fresh, pred, target, dloss, n, GRAD_ACCUMULATE);
-        k_mse_backward(dpred.over, pred, target, dloss, n, GRAD_OVERWRITE);
+        k_mse_backward(dpred.got, pred, target, dloss, n);
+        k_mse_backward(dpred.fresh, pred, target, dloss, n);
         ref_mse_backward(dpred.want, pred, target, dloss, n);
         grad_check("mse_backward", &dpred, 4.0 * FLT_EPSILON);
         free(pred);
@@ -721,9 +687,8 @@ static void check_cross_entropy(int rows, int V)
      * the target. The softmax carries the forward's relative error; 16·FLT_EPSILON. */
     Grad dx = grad_create(n);
     const float dloss = 0.75f * (float)rows;
-    k_cross_entropy_backward(dx.got, logits, targets, dloss, rows, V, GRAD_ACCUMULATE);
-    k_cross_entropy_backward(dx.fresh, logits, targets, dloss, rows, V, GRAD_ACCUMULATE);
-    k_cross_entropy_backward(dx.over, logits, targets, dloss, rows, V, GRAD_OVERWRITE);
+    k_cross_entropy_backward(dx.got, logits, targets, dloss, rows, V);
+    k_cross_entropy_backward(dx.fresh, logits, targets, dloss, rows, V);
     ref_cross_entropy_backward(dx.want, logits, targets, dloss, rows, V);
     grad_check("cross_entropy_backward", &dx, 16.0 * FLT_EPSILON);
     free(logits);
@@ -785,9 +750,8 @@ static void check_dropout(size_t n, float p)
         if (!mask[i]) assert_true(out[i] == 0.0f);
 
     Grad dx = grad_create(n);
-    k_dropout_backward(dx.got, dout, mask, p, n, GRAD_ACCUMULATE);
-    k_dropout_backward(dx.fresh, dout, mask, p, n, GRAD_ACCUMULATE);
-    k_dropout_backward(dx.over, dout, mask, p, n, GRAD_OVERWRITE);
+    k_dropout_backward(dx.got, dout, mask, p, n);
+    k_dropout_backward(dx.fresh, dout, mask, p, n);
     ref_dropout_backward(dx.want, dout, mask, p, n);
     grad_check("dropout_backward", &dx, 3.0 * FLT_EPSILON); /* scale, product, += */
     for (size_t i = 0; i < n; i++)
@@ -816,9 +780,8 @@ static void check_dropout_counter(size_t n, float p)
     for (size_t i = 0; i < n; i++)
         if (out[i] != (mask[i] ? x[i] * scale : 0.0f)) fail_msg("dropout_counter_forward: element %zu", i);
     Grad dx = grad_create(n);
-    k_dropout_counter_backward(dx.got, dout, p, &key, n, GRAD_ACCUMULATE);
-    k_dropout_counter_backward(dx.fresh, dout, p, &key, n, GRAD_ACCUMULATE);
-    k_dropout_counter_backward(dx.over, dout, p, &key, n, GRAD_OVERWRITE);
+    k_dropout_counter_backward(dx.got, dout, p, &key, n);
+    k_dropout_counter_backward(dx.fresh, dout, p, &key, n);
     ref_dropout_backward(dx.want, dout, mask, p, n);
     grad_check("dropout_counter_backward", &dx, 3.0 * FLT_EPSILON); /* scale, product, += */
     free(x);
@@ -876,16 +839,14 @@ static double check_attention(int BH, int T, int D, float p, const AttnPlan *pla
     assert_close("  lse", lse, lse_ref, (size_t)BH * T, tol);
 
     Grad dq = grad_create(n), dk = grad_create(n), dv = grad_create(n);
-    k_attention_backward(dq.got, dk.got, dv.got, dout, q, k, v, out, lse, BH, T, D, mask ? &drop : NULL, plan, work, ACCUMULATE3);
-    k_attention_backward(dq.fresh, dk.fresh, dv.fresh, dout, q, k, v, out, lse, BH, T, D, mask ? &drop : NULL, plan, work, ACCUMULATE3);
-    k_attention_backward(dq.over, dk.over, dv.over, dout, q, k, v, out, lse, BH, T, D, mask ? &drop : NULL, plan, work, OVERWRITE3);
+    k_attention_backward(dq.got, dk.got, dv.got, dout, q, k, v, out, lse, BH, T, D, mask ? &drop : NULL, plan, work);
+    k_attention_backward(dq.fresh, dk.fresh, dv.fresh, dout, q, k, v, out, lse, BH, T, D, mask ? &drop : NULL, plan, work);
     ref_attention_backward(dq.want, dk.want, dv.want, dout, q, k, v, mask, p, BH, T, D);
     double worst = 0.0;
     const Grad *grads[] = {&dq, &dk, &dv};
     const char *names[] = {"  dq", "  dk", "  dv"};
     for (int g = 0; g < 3; g++) {
         grad_check_scatter(names[g], grads[g], tol, sum_tol(T, 1.0));
-        grad_check_overwrite(names[g], grads[g]);
         for (size_t i = 0; i < n; i++)
             worst = fmax(worst, fabs(grads[g]->got[i] - grads[g]->want[i]) / fmax(1.0, fabs(grads[g]->want[i])));
     }
@@ -951,7 +912,7 @@ static void test_fused_attention_counts_its_flops(void **state)
             k_attention_forward(out, lse, q, k, v, BH, T, D, d ? &drop : NULL, &plan, work);
             expect_flops("k_attention_forward", BH * fwd);
             flops_set_phase(PHASE_BACKWARD);
-            k_attention_backward(dq, dk, dv, out, q, k, v, out, lse, BH, T, D, d ? &drop : NULL, &plan, work, ACCUMULATE3);
+            k_attention_backward(dq, dk, dv, out, q, k, v, out, lse, BH, T, D, d ? &drop : NULL, &plan, work);
             assert_int_equal(flops_get(PHASE_RECOMPUTE), BH * rec);
             assert_int_equal(flops_get(PHASE_BACKWARD), BH * bwd);
             flops_reset();
@@ -1017,9 +978,8 @@ static void check_heads(int B, int T, int C, int H)
         assert_close("split_heads_forward", heads, heads_ref, n, 0.0); /* a copy: exact */
         /* Backward adds into one part of dqkv and leaves the other two as they were. */
         Grad dqkv = grad_create(3 * n);
-        k_split_heads_backward(dqkv.got, dheads, which, B, T, C, H, GRAD_ACCUMULATE);
-        k_split_heads_backward(dqkv.fresh, dheads, which, B, T, C, H, GRAD_ACCUMULATE);
-        k_split_heads_backward(dqkv.over, dheads, which, B, T, C, H, GRAD_OVERWRITE);
+        k_split_heads_backward(dqkv.got, dheads, which, B, T, C, H);
+        k_split_heads_backward(dqkv.fresh, dheads, which, B, T, C, H);
         ref_split_heads_backward(dqkv.want, dheads, which, B, T, C, H);
         grad_check("split_heads_backward", &dqkv, FLT_EPSILON);
         grad_free(&dqkv);
@@ -1034,9 +994,8 @@ static void check_heads(int B, int T, int C, int H)
     for (size_t r = 0; r < (size_t)B * T; r++)
         assert_memory_equal(merged + r * C, qkv + r * 3 * C, (size_t)C * sizeof(float));
     Grad dy = grad_create(n);
-    k_merge_heads_backward(dy.got, dheads, B, T, C, H, GRAD_ACCUMULATE);
-    k_merge_heads_backward(dy.fresh, dheads, B, T, C, H, GRAD_ACCUMULATE);
-    k_merge_heads_backward(dy.over, dheads, B, T, C, H, GRAD_OVERWRITE);
+    k_merge_heads_backward(dy.got, dheads, B, T, C, H);
+    k_merge_heads_backward(dy.fresh, dheads, B, T, C, H);
     ref_merge_heads_backward(dy.want, dheads, B, T, C, H);
     grad_check("merge_heads_backward", &dy, FLT_EPSILON);
     free(qkv);
@@ -1336,23 +1295,23 @@ static uint8_t *out_mask(Work *w) { return (uint8_t *)(w->out + DET_MAIN + 2 * D
 static void run_fill(Work *w) { k_fill(w->out, 0.5f, DET_N); }
 static void run_copy(Work *w) { k_copy(w->out, w->a, DET_N); }
 static void run_add(Work *w) { k_add(w->out, w->a, w->b, DET_N); }
-static void run_axpy(Work *w) { k_axpy(w->out, w->a, 0.3f, DET_N, GRAD_ACCUMULATE); }
+static void run_axpy(Work *w) { k_axpy(w->out, w->a, 0.3f, DET_N); }
 static void run_scale(Work *w) { k_scale(w->out, w->a, 0.3f, DET_N); }
 static void run_bias_broadcast(Work *w) { k_bias_broadcast(w->out, w->bias, DET_ROWS, DET_COLS); }
-static void run_bias_backward(Work *w) { k_bias_backward(out_cols_a(w), w->a, DET_ROWS, DET_COLS, GRAD_ACCUMULATE); }
+static void run_bias_backward(Work *w) { k_bias_backward(out_cols_a(w), w->a, DET_ROWS, DET_COLS); }
 static void run_relu_forward(Work *w) { k_relu_forward(w->out, w->a, DET_N); }
-static void run_relu_backward(Work *w) { k_relu_backward(w->out, w->a, w->b, DET_N, GRAD_ACCUMULATE); }
+static void run_relu_backward(Work *w) { k_relu_backward(w->out, w->a, w->b, DET_N); }
 static void run_gelu_forward(Work *w) { k_gelu_forward(w->out, w->a, DET_N); }
-static void run_gelu_backward(Work *w) { k_gelu_backward(w->out, w->a, w->b, DET_N, GRAD_ACCUMULATE); }
+static void run_gelu_backward(Work *w) { k_gelu_backward(w->out, w->a, w->b, DET_N); }
 static void run_softmax_forward(Work *w) { k_softmax_forward(w->out, w->a, DET_ROWS, DET_COLS); }
 static void run_softmax_backward(Work *w)
 {
-    k_softmax_backward(w->out, w->a, w->b, DET_ROWS, DET_COLS, GRAD_ACCUMULATE);
+    k_softmax_backward(w->out, w->a, w->b, DET_ROWS, DET_COLS);
 }
 static void run_causal_forward(Work *w) { k_causal_softmax_forward(w->out, w->a, DET_BH, DET_T); }
 static void run_causal_backward(Work *w)
 {
-    k_causal_softmax_backward(w->out, w->a, w->b, DET_BH, DET_T, GRAD_ACCUMULATE);
+    k_causal_softmax_backward(w->out, w->a, w->b, DET_BH, DET_T);
 }
 static void run_layernorm_forward(Work *w)
 {
@@ -1362,7 +1321,7 @@ static void run_layernorm_forward(Work *w)
 static void run_layernorm_backward(Work *w)
 {
     k_layernorm_backward(w->out, out_cols_a(w), out_cols_b(w), w->b, w->a, w->weight, w->mean,
-                         w->rstd, DET_ROWS, DET_COLS, GRAD_ACCUMULATE);
+                         w->rstd, DET_ROWS, DET_COLS);
 }
 static void run_row_sum(Work *w) { k_row_sum(out_rows_a(w), w->a, DET_ROWS, DET_COLS); }
 static void run_row_max(Work *w) { k_row_max(out_rows_a(w), w->a, DET_ROWS, DET_COLS); }
@@ -1383,7 +1342,7 @@ static void run_cross_entropy_forward(Work *w)
 }
 static void run_cross_entropy_backward(Work *w)
 {
-    k_cross_entropy_backward(w->out, w->a, w->ids, 3.0f, DET_ROWS, DET_COLS, GRAD_ACCUMULATE);
+    k_cross_entropy_backward(w->out, w->a, w->ids, 3.0f, DET_ROWS, DET_COLS);
 }
 static void run_dropout_forward(Work *w)
 {
@@ -1398,7 +1357,7 @@ static void run_dropout_counter_forward(Work *w)
 static void run_dropout_counter_backward(Work *w)
 {
     const CounterKey key = {.seed = 9, .step = 2, .op = 4};
-    k_dropout_counter_backward(w->out, w->a, 0.2f, &key, DET_N, GRAD_ACCUMULATE);
+    k_dropout_counter_backward(w->out, w->a, 0.2f, &key, DET_N);
 }
 /* Fused attention on 8 heads of 200 tokens of 32: q from a, k from b, v from a's second
  * part; with dropout, so the counter's masks are inside too. Past ATTN_PARALLEL_MIN. */
@@ -1420,12 +1379,12 @@ static void run_attention_backward(Work *w)
                         &DET_ATT_PLAN, work);
     k_attention_backward(w->out, w->out + DET_ATT_N, w->out + 2 * DET_ATT_N, w->b + DET_ATT_N, w->a, w->b,
                          w->a + DET_ATT_N, o, lse, DET_ATT_BH, DET_ATT_T, DET_ATT_D, &DET_ATT_DROP, &DET_ATT_PLAN,
-                         work, ACCUMULATE3);
+                         work);
     free(work), free(o), free(lse);
 }
 static void run_dropout_backward(Work *w)
 {
-    k_dropout_backward(w->out, w->a, (const uint8_t *)w->b, 0.2f, DET_N, GRAD_ACCUMULATE); /* b's bytes as a mask */
+    k_dropout_backward(w->out, w->a, (const uint8_t *)w->b, 0.2f, DET_N); /* b's bytes as a mask */
 }
 static void run_embedding_forward(Work *w)
 {
@@ -1443,7 +1402,7 @@ static void run_split_heads_forward(Work *w)
 }
 static void run_split_heads_backward(Work *w)
 {
-    k_split_heads_backward(w->out, w->a, 2, DET_B, DET_T, DET_COLS, DET_H, GRAD_ACCUMULATE);
+    k_split_heads_backward(w->out, w->a, 2, DET_B, DET_T, DET_COLS, DET_H);
 }
 static void run_merge_heads_forward(Work *w)
 {
@@ -1451,12 +1410,12 @@ static void run_merge_heads_forward(Work *w)
 }
 static void run_merge_heads_backward(Work *w)
 {
-    k_merge_heads_backward(w->out, w->a, DET_B, DET_T, DET_COLS, DET_H, GRAD_ACCUMULATE);
+    k_merge_heads_backward(w->out, w->a, DET_B, DET_T, DET_COLS, DET_H);
 }
 static void run_argmax(Work *w) { w->sum = k_argmax(w->a, DET_N); }
 static void run_sample_categorical(Work *w) { w->sum = k_sample_categorical(w->weight, DET_COLS, 0.7f); }
 static void run_mse_forward(Work *w) { w->sum = k_mse_forward(w->a, w->b, DET_N); }
-static void run_mse_backward(Work *w) { k_mse_backward(w->out, w->a, w->b, 5.0f, DET_N, GRAD_ACCUMULATE); }
+static void run_mse_backward(Work *w) { k_mse_backward(w->out, w->a, w->b, 5.0f, DET_N); }
 static void run_sgd_update(Work *w)
 {
     k_sgd_update(w->out, w->out + DET_N, w->a, 0.1f, 0.9f, DET_N);
@@ -1577,10 +1536,9 @@ static void test_kernels_same_on_one_and_two_threads(void **state)
 
 /* ---- FLOP counts ------------------------------------------------------------------ */
 
-/* Every kernel's count against its documented formula; each backward kernel writing its
- * gradients as `how` says, which must not change what it counts. */
-static void check_documented_flops(GradWrite how)
+static void test_kernels_count_documented_flops(void **state)
 {
+    (void)state;
     seed(14);
     enum { R = 7, C = 5, N = R * C, BH = 2, T = 6, M = 3, NN = 4, K = 5, BATCH = 3 };
     float *a = random_floats(256, -1.0f, 1.0f), *b = random_floats(256, -1.0f, 1.0f);
@@ -1600,33 +1558,33 @@ static void check_documented_flops(GradWrite how)
     expect_flops("k_copy", 0);
     k_add(out, a, b, N);
     expect_flops("k_add", N);
-    k_axpy(out, a, 2.0f, N, how);
+    k_axpy(out, a, 2.0f, N);
     expect_flops("k_axpy", 2 * N);
     k_scale(out, a, 2.0f, N);
     expect_flops("k_scale", N);
     k_bias_broadcast(out, w, R, C);
     expect_flops("k_bias_broadcast", R * C);
-    k_bias_backward(c1, a, R, C, how);
+    k_bias_backward(c1, a, R, C);
     expect_flops("k_bias_backward", R * C);
     k_relu_forward(out, a, N);
     expect_flops("k_relu_forward", N);
-    k_relu_backward(out, a, b, N, how);
+    k_relu_backward(out, a, b, N);
     expect_flops("k_relu_backward", 2 * N);
     k_gelu_forward(out, a, N);
     expect_flops("k_gelu_forward", 9 * N);
-    k_gelu_backward(out, a, b, N, how);
+    k_gelu_backward(out, a, b, N);
     expect_flops("k_gelu_backward", 20 * N);
     k_softmax_forward(out, a, R, C);
     expect_flops("k_softmax_forward", R * (5 * C + 1));
-    k_softmax_backward(out, a, b, R, C, how);
+    k_softmax_backward(out, a, b, R, C);
     expect_flops("k_softmax_backward", 5 * R * C);
     k_causal_softmax_forward(out, a, BH, T);
     expect_flops("k_causal_softmax_forward", 5 * kept + BH * T);
-    k_causal_softmax_backward(out, a, b, BH, T, how);
+    k_causal_softmax_backward(out, a, b, BH, T);
     expect_flops("k_causal_softmax_backward", 5 * kept);
     k_layernorm_forward(out, r1, r2, a, w, b, R, C, 1e-5f);
     expect_flops("k_layernorm_forward", R * (7 * C + 5));
-    k_layernorm_backward(out, c1, c2, b, a, w, r1, r2, R, C, how);
+    k_layernorm_backward(out, c1, c2, b, a, w, r1, r2, R, C);
     expect_flops("k_layernorm_backward", R * (19 * C + 2));
     k_row_sum(r1, a, R, C);
     expect_flops("k_row_sum", R * C);
@@ -1638,20 +1596,20 @@ static void check_documented_flops(GradWrite how)
     int32_t ids[R] = {0, 4, 1, 4, 2, 3, 0}; /* targets in [0, C), ids in [0, R) */
     (void)k_cross_entropy_forward(a, ids, R, C);
     expect_flops("k_cross_entropy_forward", R * (4 * C + 4) + 1);
-    k_cross_entropy_backward(out, a, ids, 1.0f, R, C, how);
+    k_cross_entropy_backward(out, a, ids, 1.0f, R, C);
     expect_flops("k_cross_entropy_backward", R * (8 * C + 2) + 1);
     Pcg32 rng;
     pcg32_seed(&rng, 1, 1);
     uint8_t mask[N];
     k_dropout_forward(out, mask, a, 0.5f, &rng, N);
     expect_flops("k_dropout_forward", 2 * N);
-    k_dropout_backward(out, a, mask, 0.5f, N, how);
+    k_dropout_backward(out, a, mask, 0.5f, N);
     expect_flops("k_dropout_backward", 2 * N);
     const CounterKey key = {.seed = 1, .step = 1, .op = 1};
     k_dropout_counter_forward(out, a, 0.5f, &key, N);
     expect_flops("k_dropout_counter_forward", 2 * N);
     flops_set_phase(PHASE_BACKWARD);
-    k_dropout_counter_backward(out, a, 0.5f, &key, N, how);
+    k_dropout_counter_backward(out, a, 0.5f, &key, N);
     assert_int_equal(flops_get(PHASE_RECOMPUTE), N); /* the mask's compares, made again */
     expect_flops("k_dropout_counter_backward", 3 * N);
     /* embeddings of BATCH·T tokens of C channels, tables a (R,C) and b (T,C) */
@@ -1666,11 +1624,11 @@ static void check_documented_flops(GradWrite how)
     /* heads: (1,T,3·4) split into 2 heads of 2 */
     k_split_heads_forward(out, a, 1, 1, T, 4, 2);
     expect_flops("k_split_heads_forward", 0);
-    k_split_heads_backward(out, a, 1, 1, T, 4, 2, how);
+    k_split_heads_backward(out, a, 1, 1, T, 4, 2);
     expect_flops("k_split_heads_backward", T * 4);
     k_merge_heads_forward(out, a, 1, T, 4, 2);
     expect_flops("k_merge_heads_forward", 0);
-    k_merge_heads_backward(out, a, 1, T, 4, 2, how);
+    k_merge_heads_backward(out, a, 1, T, 4, 2);
     expect_flops("k_merge_heads_backward", T * 4);
     (void)k_argmax(a, N);
     expect_flops("k_argmax", N - 1);
@@ -1679,7 +1637,7 @@ static void check_documented_flops(GradWrite how)
     expect_flops("k_sample_categorical", 2 * 3);
     (void)k_mse_forward(a, b, N);
     expect_flops("k_mse_forward", 3 * N);
-    k_mse_backward(out, a, b, 1.0f, N, how);
+    k_mse_backward(out, a, b, 1.0f, N);
     expect_flops("k_mse_backward", 3 * N);
     k_sgd_update(out, NULL, a, 0.1f, 0.0f, N);
     expect_flops("k_sgd_update", 2 * N);
@@ -1706,13 +1664,6 @@ static void check_documented_flops(GradWrite how)
     free(c2);
     free(r1);
     free(r2);
-}
-
-static void test_kernels_count_documented_flops(void **state)
-{
-    (void)state;
-    check_documented_flops(GRAD_ACCUMULATE);
-    check_documented_flops(GRAD_OVERWRITE);
 }
 
 /* ---- main ------------------------------------------------------------------------- */
