@@ -28,7 +28,7 @@
  *   mlp.residual         x + that
  *   and after the chain:
  *   ln_f                 the final LayerNorm                      (B,T,C)
- *   lm_head              · wte^T: the head is tied to the token table (B,T,V)
+ *   lm_head              · wte^T (the token table, tied)          (B,T,V)
  *   loss                 cross-entropy with the next tokens       (1)
  *
  * Tags are what selective checkpoint policies match on. Each intermediate Var is freed as
@@ -361,12 +361,7 @@ const GptConfig *gpt_config(const Model *model)
 RematStatus gpt_set_attention(Model *model, AttentionKind attention)
 {
     if (!gpt_config(model)) return remat_fail(REMAT_EINVAL, "gpt_set_attention: the model is not a GPT");
-    for (int i = 0; i < model->n_layers; i++) {
-        Layer *layer = model->layers[i];
-        if (layer->forward != gpt_block_forward)
-            return remat_fail(REMAT_EINVAL, "gpt_set_attention: %s is not a GPT block", layer->name);
-        ((GptBlock *)layer)->attention = attention;
-    }
+    for (int i = 0; i < model->n_layers; i++) ((GptBlock *)model->layers[i])->attention = attention;
     ((Gpt *)model)->config.attention = attention;
     return REMAT_OK;
 }

@@ -89,17 +89,15 @@ Model *mlp_create(const MlpConfig *config)
         char name[LAYER_NAME_LEN];
         snprintf(name, sizeof name, "h.%d", i);
         m->layers[i] = residual_mlp_create(name, config->width, std, &rng);
-        if (!m->layers[i]) {
-            model_free(m);
-            return NULL;
-        }
+        if (!m->layers[i]) goto failed;
         m->n_layers = i + 1;
     }
-    if (model_collect_params(m, NULL, 0, NULL, 0) != REMAT_OK) {
-        model_free(m);
-        return NULL;
-    }
+    if (model_collect_params(m, NULL, 0, NULL, 0) != REMAT_OK) goto failed;
     return m;
+
+failed:
+    model_free(m);
+    return NULL;
 }
 
 double mlp_param_count(const MlpConfig *config)
