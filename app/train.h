@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "autograd/layers.h"
+#include "models/gpt.h"
 #include "app/step_options.h"
 #include "base/error.h"
 #include "tensor/memory.h"

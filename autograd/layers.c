@@ -1,54 +1,11 @@
 /*
- * layers.c — the Layer interface and the MLP chain's residual block (see layers.h).
- * The GPT block is in layers_gpt.c.
+ * layers.c — the Layer interface: running layers, and building one's parameters (see
+ * layers.h).
  */
 #include "autograd/layers.h"
 
-#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-
-#include "autograd/ops.h"
-
-RematStatus dropout_rng_parse(const char *name, DropoutRng *out)
-{
-    if (name && !strcmp(name, "stream")) *out = DROPOUT_RNG_STREAM;
-    else if (name && !strcmp(name, "counter")) *out = DROPOUT_RNG_COUNTER;
-    else return remat_fail(REMAT_EINVAL, "unknown dropout generator '%s' (expected stream or counter)", name ? name : "");
-    return REMAT_OK;
-}
-
-const char *dropout_rng_name(DropoutRng rng)
-{
-    return rng == DROPOUT_RNG_COUNTER ? "counter" : "stream";
-}
-
-Var *dropout_apply(Var *x, float p, TrainCtx *ctx, uint32_t instance, const char *tag)
-{
-    const bool training = ctx && ctx->training;
-    if (!training || ctx->dropout_rng == DROPOUT_RNG_STREAM)
-        return op_dropout(x, p, ctx ? &ctx->rng : NULL, training, tag);
-    const CounterKey key = dropout_counter_key(ctx, instance);
-    return op_dropout_counter(x, p, &key, training, tag);
-}
-
-CounterKey dropout_counter_key(const TrainCtx *ctx, uint32_t instance)
-{
-    return (CounterKey){.seed = ctx->seed, .step = ctx->step, .micro_batch = ctx->micro_batch, .op = instance};
-}
-
-RematStatus attention_kind_parse(const char *name, AttentionKind *out)
-{
-    if (name && !strcmp(name, "naive")) *out = ATTENTION_NAIVE;
-    else if (name && !strcmp(name, "fused")) *out = ATTENTION_FUSED;
-    else return remat_fail(REMAT_EINVAL, "unknown attention '%s' (expected naive or fused)", name ? name : "");
-    return REMAT_OK;
-}
-
-const char *attention_kind_name(AttentionKind kind)
-{
-    return kind == ATTENTION_FUSED ? "fused" : "naive";
-}
 
 Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx)
 {
@@ -116,45 +73,4 @@ Var *layer_add_param(Layer *layer, const char *suffix, bool decay, int ndim, con
     Var *v = param_create(name, ndim, shape, std, fill, rng);
     if (v) layer->params[layer->n_params++] = (Param){v, decay};
     return v;
-}
-
-/* ---- the residual MLP block ----------------------------------------------------------- */
-
-typedef struct ResidualMlp {
-    Layer base;
-    Var *weight; /* (width, width), borrowed from base.params */
-    Var *bias;   /* (width) */
-} ResidualMlp;
-
-/* y = x + relu(x·W + b). What backward keeps: the linear saves x, the relu saves its
- * output r; the sum saves nothing, and y is the next block's x. Two activations of B·W
- * floats per block, one of which is the block's input. */
-static Var *residual_mlp_forward(Layer *layer, Var *x, TrainCtx *ctx)
-{
-    (void)ctx;
-    ResidualMlp *l = (ResidualMlp *)layer;
-    Var *h = op_linear(x, l->weight, l->bias, "mlp.fc");
-    Var *r = op_relu(h, "mlp.relu");
-    var_free(h); /* relu saved its output; h itself is no longer needed */
-    Var *y = op_add(x, r, "mlp.residual");
-    var_free(r);
-    return y;
-}
-
-Layer *residual_mlp_create(const char *name, int width, float std, Pcg32 *rng)
-{
-    if (width <= 0 || !(std >= 0.0f)) {
-        remat_fail(REMAT_EINVAL, "residual_mlp_create: need width > 0 and std >= 0, got %d and %g",
-                   width, (double)std);
-        return NULL;
-    }
-    ResidualMlp *l = layer_alloc(sizeof *l, "residual_mlp", name, residual_mlp_forward);
-    if (!l) return NULL;
-    l->weight = layer_add_param(&l->base, "weight", true, 2, (int[]){width, width}, std, 0.0f, rng);
-    l->bias = layer_add_param(&l->base, "bias", false, 1, (int[]){width}, 0.0f, 0.0f, rng);
-    if (!l->weight || !l->bias) {
-        layer_free(&l->base);
-        return NULL;
-    }
-    return &l->base;
 }

@@ -28,6 +28,7 @@
 
 #include "bench/cli.h"
 #include "bench/measure.h"
+#include "models/gpt.h"
 #include "models/mlp.h"
 #include "checkpoint/planner.h"
 #include "bench/results.h"

@@ -44,6 +44,7 @@
 #include "bench/results.h"
 #include "bench/timing.h"
 #include "app/step_options.h"
+#include "models/gpt.h"
 
 /* What a bench says about itself, for --help, its header and its results. */
 typedef struct BenchInfo {

@@ -21,6 +21,7 @@
 #include "bench/cli.h"
 #include "bench/timing.h"
 #include "tensor/flops.h"
+#include "models/gpt.h"
 #include "models/model.h"
 #include "models/step.h"
 #include "offload/offload.h"

@@ -7,16 +7,15 @@
  *         ──cross-entropy with targets (B,T)──▶ loss                      (head stage)
  *
  * It is a Model (model.h), so checkpoint strategies work on its chain of blocks exactly as
- * on the MLP's layers. Blocks are pre-LayerNorm GPT-2 blocks (gpt_block_create in
- * layers.h); parameter names and layouts are Hugging Face GPT-2's, in its order:
+ * on the MLP's layers. Blocks are pre-LayerNorm GPT-2 blocks (gpt_block_create below);
+ * parameter names and layouts are Hugging Face GPT-2's, in its order:
  * wte.weight (V,C), wpe.weight (seq_len,C), h.0.ln_1.weight, ..., h.{L−1}.mlp.c_proj.bias,
  * ln_f.weight, ln_f.bias. There is no separate lm_head.weight: the head reuses wte, so
  * wte's gradient is the sum of what the embedding and the head send it.
  *
  * Dropout sites are numbered for the counter-based generator by the model's structure
- * alone (GPT_DROPOUT_SITE in layers.h): the embedding's dropout is op instance 0, block
- * i's three are 1 + 3i, 2 + 3i and 3 + 3i. A replay of any block, by any strategy, runs
- * the same sites with the same numbers.
+ * alone (GPT_DROPOUT_SITE below). A replay of any block, by any strategy, runs the same
+ * sites with the same numbers.
  *
  * What it is not: a tokenizer (a token is a byte: models/data.h), a KV cache, or a
  * pretrained GPT-2 loader (the sizes are a student's, the names are compatible).
@@ -27,6 +26,25 @@
 #include <stdint.h>
 
 #include "models/model.h"
+
+/* How a GPT block computes its attention core: primitive ops that materialise the
+ * (B,H,T,T) scores and probabilities (naive), or one fused op that keeps O(T) per head
+ * and recomputes the probabilities in backward (fused, op_attention_fused). */
+typedef enum AttentionKind { ATTENTION_NAIVE = 0, ATTENTION_FUSED } AttentionKind;
+
+/* "naive" or "fused" into *out; REMAT_EINVAL naming both otherwise (out unchanged). */
+RematStatus attention_kind_parse(const char *name, AttentionKind *out);
+
+/* "naive" or "fused". */
+const char *attention_kind_name(AttentionKind kind);
+
+/* The op instance of dropout site `site` of GPT block `index`: the embedding's dropout is
+ * instance 0, and block i's attention dropout, residual dropout after the attention and
+ * dropout after the MLP are 1 + 3i, 2 + 3i and 3 + 3i. A function of the model's
+ * structure alone, so every forward and every replay of a block uses the same ones. */
+enum { GPT_SITE_ATTN = 0, GPT_SITE_ATTN_RESID = 1, GPT_SITE_MLP = 2, GPT_SITES_PER_BLOCK = 3 };
+#define GPT_DROPOUT_EMBED 0u
+#define GPT_DROPOUT_SITE(index, site) (1u + (uint32_t)GPT_SITES_PER_BLOCK * (uint32_t)(index) + (uint32_t)(site))
 
 typedef struct GptConfig {
     int n_layers;  /* L ≥ 1 blocks */
@@ -72,5 +90,26 @@ RematStatus gpt_set_attention(Model *model, AttentionKind attention);
  * contents of `out` are unspecified. */
 RematStatus gpt_generate(Model *model, const int32_t *prompt, int n_prompt, int n_new,
                          float temperature, Pcg32 *rng, int32_t *out);
+
+/* A pre-LayerNorm GPT-2 block on x (B,T,C), with H heads of D = C/H:
+ *   x = x + resid_dropout(attn.c_proj(attention(ln_1(x))))
+ *   x = x + dropout(mlp.c_proj(gelu(mlp.c_fc(ln_2(x)))))
+ * Attention is causal, built from tagged primitive ops (the tags are listed in
+ * gpt.c), with dropout on the attention weights too; all three dropouts use `p`
+ * = `dropout` and the TrainCtx's generator when it is training (a NULL ctx: inference).
+ * `index` is the block's place in the chain (0 for h.0): its dropouts are op instances
+ * GPT_DROPOUT_SITE(index, site) for the counter-based generator. With `attention`
+ * ATTENTION_FUSED, attn.scores, attn.softmax, attn.dropout and attn.out are one op tagged
+ * attn.fused, whose dropout (when training with dropout > 0) must be counter-based: a
+ * forward with the stream fails, saying so.
+ * Parameters are named and laid out as Hugging Face GPT-2's ("h.3.attn.c_attn.weight",
+ * weights stored [in, out]) and initialised as GPT-2: weights N(0, 0.02²), the two
+ * c_proj weights N(0, (0.02/sqrt(2·n_layers))²) so the residual stream's variance does
+ * not grow with depth, biases 0, LayerNorm weights 1. Weight decay applies to the four
+ * 2-D weights only. LayerNorm eps is 1e-5. Draws the initial values from `init`.
+ * NULL on error: C, H or n_layers not positive, C not a multiple of H, dropout outside
+ * [0, 1), or the memory budget. */
+Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout, AttentionKind attention,
+                        int n_layers, Pcg32 *init);
 
 #endif /* REMAT_GPT_H */

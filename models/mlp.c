@@ -1,12 +1,53 @@
 /*
- * mlp.c — the MLP chain model and its teacher task (see mlp.h).
+ * mlp.c — the MLP chain whole: its residual block, the model built from N of them, and
+ * its teacher task (see mlp.h). The block is a Layer (autograd/layers.h) like any other,
+ * so checkpoint strategies treat it as they treat the GPT's.
  */
 #include "models/mlp.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "autograd/ops.h"
+
+/* ---- the residual block ------------------------------------------------------------------ */
+
+typedef struct ResidualMlp {
+    Layer base;
+    Var *weight; /* (width, width), borrowed from base.params */
+    Var *bias;   /* (width) */
+} ResidualMlp;
+
+/* y = x + relu(x·W + b). What backward keeps: the linear saves x, the relu saves its
+ * output r; the sum saves nothing, and y is the next block's x. Two activations of B·W
+ * floats per block, one of which is the block's input. */
+static Var *residual_mlp_forward(Layer *layer, Var *x, TrainCtx *ctx)
+{
+    (void)ctx;
+    ResidualMlp *l = (ResidualMlp *)layer;
+    Var *h = op_linear(x, l->weight, l->bias, "mlp.fc");
+    Var *r = op_relu(h, "mlp.relu");
+    var_free(h); /* relu saved its output; h itself is no longer needed */
+    Var *y = op_add(x, r, "mlp.residual");
+    var_free(r);
+    return y;
+}
+
+/* The block `name` of width W, with W drawn from N(0, std²) and b = 0; mlp_create has
+ * checked the sizes. Tags: "mlp.fc", "mlp.relu", "mlp.residual". NULL on error (budget). */
+static Layer *residual_mlp_create(const char *name, int width, float std, Pcg32 *rng)
+{
+    ResidualMlp *l = layer_alloc(sizeof *l, "residual_mlp", name, residual_mlp_forward);
+    if (!l) return NULL;
+    l->weight = layer_add_param(&l->base, "weight", true, 2, (int[]){width, width}, std, 0.0f, rng);
+    l->bias = layer_add_param(&l->base, "bias", false, 1, (int[]){width}, 0.0f, 0.0f, rng);
+    if (!l->weight || !l->bias) {
+        layer_free(&l->base);
+        return NULL;
+    }
+    return &l->base;
+}
 
 /* ---- the model -------------------------------------------------------------------------- */
 
@@ -48,17 +89,15 @@ Model *mlp_create(const MlpConfig *config)
         char name[LAYER_NAME_LEN];
         snprintf(name, sizeof name, "h.%d", i);
         m->layers[i] = residual_mlp_create(name, config->width, std, &rng);
-        if (!m->layers[i]) {
-            model_free(m);
-            return NULL;
-        }
+        if (!m->layers[i]) goto failed;
         m->n_layers = i + 1;
     }
-    if (model_collect_params(m, NULL, 0, NULL, 0) != REMAT_OK) {
-        model_free(m);
-        return NULL;
-    }
+    if (model_collect_params(m, NULL, 0, NULL, 0) != REMAT_OK) goto failed;
     return m;
+
+failed:
+    model_free(m);
+    return NULL;
 }
 
 double mlp_param_count(const MlpConfig *config)

@@ -13,6 +13,7 @@
 #ifndef REMAT_TEST_FIXTURE_TRAIN_H
 #define REMAT_TEST_FIXTURE_TRAIN_H
 
+#include "models/gpt.h"
 #include "models/model.h"
 #include "models/step.h"
 #include "offload/offload.h"
