@@ -3,7 +3,7 @@
  * the fused q,k,v projection into heads, putting heads back side by side, and the causal
  * softmax; and the whole attention core as one fused op.
  *
- * Attention itself is composed from primitive ops in the GPT block (layers_gpt.c), so
+ * Attention itself is composed from primitive ops in the GPT block (models/gpt.c), so
  * that each step has its own node and tag for selective checkpoint policies:
  *   qkv = linear(x)            (B,T,3C)
  *   q, k, v = split_heads(qkv) (B,H,T,D) each
