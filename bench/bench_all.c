@@ -78,7 +78,7 @@ int main(int argc, char **argv)
 
     results_config_str(results, "results_dir", o.results_dir);
     ResultsTable *runs = results_table(results, "runs", "each bench that ran", FIELDS,
-                                       (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+                                       RESULTS_COUNT(FIELDS), true);
     int failed = 0;
     char failures[512] = "";
     double total = 0.0;

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/progress.h"
 #include "bench/cli.h"
 #include "bench/results.h"
 #include "tensor/kernels.h"
@@ -272,12 +273,12 @@ int main(int argc, char **argv)
     results_config_num(results, "naive_max_seq", naive_max);
     results_config_plan(results, &plan);
     ResultsTable *table = results_table(results, "ways", "one forward and backward of causal attention, per way and "
-                                        "sequence length", FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+                                        "sequence length", FIELDS, RESULTS_COUNT(FIELDS), true);
     WayResult r[MAX_SEQS][N_WAYS] = {0};
     Progress progress;
     int units = 0;
     for (int i = 0; i < n_seqs; i++) units += timing_max_runs(&plan, seqs[i] <= naive_max ? N_WAYS : N_FUSED);
-    progress_begin(&progress, units);
+    progress_begin(&progress, stdout, units, true);
     RematStatus status = REMAT_OK;
     for (int i = 0; i < n_seqs && status == REMAT_OK; i++)
         status = measure_seq(B * H, seqs[i], D, seqs[i] <= naive_max, &plan, &progress, r[i]);

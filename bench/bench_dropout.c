@@ -146,7 +146,7 @@ int main(int argc, char **argv)
     results_config_gpt(results, &shape);
     options = &o;
     ResultsTable *table = results_table(results, "gradients", "gradients of one batch against no checkpointing",
-                                        FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+                                        FIELDS, RESULTS_COUNT(FIELDS), true);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, NULL);
     Model *m = g.model;
@@ -165,7 +165,7 @@ int main(int argc, char **argv)
     const int n = bench_sweep(&INFO, &o, NULL, sweep);
     Outcome outcomes[N_STRATEGIES][2] = {0};
     Progress progress;
-    progress_begin(&progress, 2 * n);
+    progress_begin(&progress, stdout, 2 * n, true);
     for (int k = 0; k < n && status == REMAT_OK; k++)
         status = compare(m, &sweep[k], reference, &g.batch, outcomes[k], &progress);
     progress_end(&progress);

@@ -527,6 +527,47 @@ static RematStatus measure_records(const Setup *setup, Progress *progress, Resul
     return status;
 }
 
+/* The run's config: the models, the spill directory and the plans. */
+static void record_config(Results *results, const Setup *setup, const MlpShape *mlp, const GptShape *gpt)
+{
+    results_config_num(results, "window_ahead", (double)setup->window_ahead);
+    results_config_num(results, "window_behind", (double)setup->window_behind);
+    results_config_num(results, "mlp_layers", mlp->N);
+    results_config_num(results, "mlp_width", mlp->W);
+    results_config_num(results, "mlp_batch", mlp->B);
+    results_config_num(results, "gpt_layers", gpt->L);
+    results_config_num(results, "gpt_d_model", gpt->C);
+    results_config_num(results, "gpt_heads", gpt->H);
+    results_config_num(results, "gpt_seq", gpt->T);
+    results_config_num(results, "gpt_batch", gpt->B);
+    results_config_num(results, "gpt_dropout", round((double)gpt->dropout * 1e6) / 1e6);
+    results_config_str(results, "optimizer", "adamw");
+    const char *tmpdir = getenv("TMPDIR"); /* where offload_create puts the file without --offload-dir */
+    results_config_str(results, "offload_dir", setup->dir ? setup->dir : tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+    results_config_num(results, "min_bytes", (double)OFFLOAD_MIN_BYTES);
+    results_config_plan(results, &setup->mlp_plan); /* the MLP chain's; the GPT's differs in its cap */
+    results_config_num(results, "gpt_cap_seconds", setup->gpt_plan.cap_seconds);
+    results_config_num(results, "record_rounds", setup->records.max_rounds);
+}
+
+/* The steps of the MLP chain, then of the GPT, under every configuration. */
+static RematStatus measure_models(const Setup *setup, const MlpShape *mlp, const GptShape *gpt, Progress *progress,
+                                  ResultsTable *steps)
+{
+    const OptimConfig adamw = optim_adamw_defaults(1e-4f);
+    char title[128], shape[64];
+    ModelBench g;
+    RematStatus status = mlp_bench_create(&g, mlp, &adamw);
+    snprintf(title, sizeof title, "MLP chain N=%d W=%d B=%d, AdamW", mlp->N, mlp->W, mlp->B);
+    if (status == REMAT_OK) status = measure_model("mlp", title, &g, setup, progress, steps);
+    model_bench_free(&g);
+    if (status == REMAT_OK) status = gpt_bench_create(&g, gpt, &adamw);
+    snprintf(title, sizeof title, "GPT %s, AdamW", gpt_shape_str(shape, sizeof shape, gpt));
+    if (status == REMAT_OK) status = measure_model("gpt", title, &g, setup, progress, steps);
+    model_bench_free(&g);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     BenchOptions o;
@@ -552,50 +593,23 @@ int main(int argc, char **argv)
     /* The windows rows (full mode only): a GPT layer spills about 22 MiB, an MLP block 4 MiB. */
     setup.window_ahead = (size_t)16 << 20;
     setup.window_behind = (size_t)8 << 20;
-    results_config_num(results, "window_ahead", (double)setup.window_ahead);
-    results_config_num(results, "window_behind", (double)setup.window_behind);
-    results_config_num(results, "mlp_layers", mlp.N);
-    results_config_num(results, "mlp_width", mlp.W);
-    results_config_num(results, "mlp_batch", mlp.B);
-    results_config_num(results, "gpt_layers", gpt.L);
-    results_config_num(results, "gpt_d_model", gpt.C);
-    results_config_num(results, "gpt_heads", gpt.H);
-    results_config_num(results, "gpt_seq", gpt.T);
-    results_config_num(results, "gpt_batch", gpt.B);
-    results_config_num(results, "gpt_dropout", round((double)gpt.dropout * 1e6) / 1e6);
-    results_config_str(results, "optimizer", "adamw");
-    const char *tmpdir = getenv("TMPDIR"); /* where offload_create puts the file without --offload-dir */
-    results_config_str(results, "offload_dir", setup.dir ? setup.dir : tmpdir && tmpdir[0] ? tmpdir : "/tmp");
-    results_config_num(results, "min_bytes", (double)OFFLOAD_MIN_BYTES);
-    results_config_plan(results, &setup.mlp_plan); /* the MLP chain's; the GPT's differs in its cap */
-    results_config_num(results, "gpt_cap_seconds", setup.gpt_plan.cap_seconds);
-    results_config_num(results, "record_rounds", setup.records.max_rounds);
+    record_config(results, &setup, &mlp, &gpt);
     ResultsTable *steps = results_table(results, "steps", "one AdamW training step per model and configuration",
-                                        STEP_FIELDS, (int)(sizeof STEP_FIELDS / sizeof STEP_FIELDS[0]), true);
+                                        STEP_FIELDS, RESULTS_COUNT(STEP_FIELDS), true);
     ResultsTable *records = results_table(results, "records", "pack and unpack of one record alone",
-                                          RECORD_FIELDS, (int)(sizeof RECORD_FIELDS / sizeof RECORD_FIELDS[0]),
+                                          RECORD_FIELDS, RESULTS_COUNT(RECORD_FIELDS),
                                           true);
 
     ResultsTable *disk_table = results_table(results, "disk", "the spill directory's disk, sequential, O_DIRECT",
-                                             DISK_FIELDS, (int)(sizeof DISK_FIELDS / sizeof DISK_FIELDS[0]), true);
+                                             DISK_FIELDS, RESULTS_COUNT(DISK_FIELDS), true);
     DiskBandwidth disk;
     if (measure_disk(&setup, o.quick, disk_table, &disk)) setup.disk = &disk;
 
     Progress progress;
-    progress_begin(&progress, timing_max_runs(&setup.mlp_plan, setup.n_configs) +
+    progress_begin(&progress, stdout, timing_max_runs(&setup.mlp_plan, setup.n_configs) +
                                   timing_max_runs(&setup.gpt_plan, setup.n_configs) +
-                                  RECORD_SIZES);
-    const OptimConfig adamw = optim_adamw_defaults(1e-4f);
-    char title[128], shape[64];
-    ModelBench g;
-    RematStatus status = mlp_bench_create(&g, &mlp, &adamw);
-    snprintf(title, sizeof title, "MLP chain N=%d W=%d B=%d, AdamW", mlp.N, mlp.W, mlp.B);
-    if (status == REMAT_OK) status = measure_model("mlp", title, &g, &setup, &progress, steps);
-    model_bench_free(&g);
-    if (status == REMAT_OK) status = gpt_bench_create(&g, &gpt, &adamw);
-    snprintf(title, sizeof title, "GPT %s, AdamW", gpt_shape_str(shape, sizeof shape, &gpt));
-    if (status == REMAT_OK) status = measure_model("gpt", title, &g, &setup, &progress, steps);
-    model_bench_free(&g);
+                                  RECORD_SIZES, true);
+    RematStatus status = measure_models(&setup, &mlp, &gpt, &progress, steps);
     if (status == REMAT_OK) status = measure_records(&setup, &progress, records);
     progress_end(&progress);
     if (status == REMAT_OK)

@@ -160,7 +160,7 @@ int main(int argc, char **argv)
     results_config_str(results, "optimizer", "adamw");
     results_config_plan(results, &plan);
     ResultsTable *table = results_table(results, "placements", "one AdamW step per placement and thread count",
-                                        FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+                                        FIELDS, RESULTS_COUNT(FIELDS), true);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, &adamw);
@@ -179,7 +179,7 @@ int main(int argc, char **argv)
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 3, 4);
     Progress progress;
-    progress_begin(&progress, n_threads * timing_max_runs(&plan, N_PLACEMENTS));
+    progress_begin(&progress, stdout, n_threads * timing_max_runs(&plan, N_PLACEMENTS), true);
     for (int t = 0; t < n_threads && status == REMAT_OK; t++) {
         char label[32];
         snprintf(label, sizeof label, "%d thread%s", t + 1, t ? "s" : "");

@@ -424,12 +424,12 @@ int main(int argc, char **argv)
     RematStatus status = REMAT_OK;
     ResultsTable *points = results_table(results, "points", "each planner's schedule at each budget, run for one "
                                          "AdamW step under that budget; fixed strategies at their own memory",
-                                         POINT_FIELDS, (int)(sizeof POINT_FIELDS / sizeof POINT_FIELDS[0]), true);
+                                         POINT_FIELDS, RESULTS_COUNT(POINT_FIELDS), true);
     ResultsTable *summary = results_table(results, "summary", "recompute FLOPs relative to the exact optimum",
-                                          SUMMARY_FIELDS, (int)(sizeof SUMMARY_FIELDS / sizeof SUMMARY_FIELDS[0]),
+                                          SUMMARY_FIELDS, RESULTS_COUNT(SUMMARY_FIELDS),
                                           true);
     Progress progress;
-    progress_begin(&progress, 3 * n_budgets + 2 * n_below); /* the GPT of varying heads is not uniform */
+    progress_begin(&progress, stdout, 3 * n_budgets + 2 * n_below, true); /* the GPT of varying heads is not uniform */
     for (int i = 0; i < 3 && status == REMAT_OK; i++) {
         Chain chain = {0};
         status = i == 0 ? mlp_chain(&chain, N, W, B) : gpt_chain(&chain, i == 1 ? "gpt" : "gpt_heads", &gpt,

@@ -440,10 +440,10 @@ int main(int argc, char **argv)
     results_config_str(results, "optimizer", "adamw");
     results_config_plan(results, &plan);
     ResultsTable *table = results_table(results, "steps", "one AdamW step per model, strategy and thread count",
-                                        FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+                                        FIELDS, RESULTS_COUNT(FIELDS), true);
     ResultsTable *optim_table = results_table(results, "optimizer", "AdamW over each model's parameters, one call per "
                                               "parameter against one pass, per thread count", OPTIM_FIELDS,
-                                              (int)(sizeof OPTIM_FIELDS / sizeof OPTIM_FIELDS[0]), true);
+                                              RESULTS_COUNT(OPTIM_FIELDS), true);
     Sgemm sgemm;
     RematStatus status = sgemm_create(&sgemm);
     const ExtraRuns peak_runs = {.count = max_threads, .run = sgemm_run, .ctx = &sgemm};
@@ -452,7 +452,7 @@ int main(int argc, char **argv)
     Subject models[N_MODELS];
     memset(models, 0, sizeof models);
     Progress progress;
-    progress_begin(&progress, N_MODELS * timing_max_runs(&plan, n * max_threads + peak_runs.count));
+    progress_begin(&progress, stdout, N_MODELS * timing_max_runs(&plan, n * max_threads + peak_runs.count), true);
     for (int m = 0; m < N_MODELS && status == REMAT_OK; m++) {
         Subject s;
         status = subject_create(&s, m, sweep, n, max_threads, &o);

@@ -25,6 +25,7 @@
 #define REMAT_BENCH_RESULTS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "base/error.h"
 #include "bench/timing.h"
@@ -46,6 +47,39 @@ typedef struct ResultsField {
  * `unit`. A table with one also declares RESULTS_SAMPLES. */
 #define RESULTS_TIMED(name, unit) {name, unit}, {name "_lo", unit}, {name "_hi", unit}
 #define RESULTS_SAMPLES {"samples", "timed runs each time-derived field comes from"}
+
+/* How a column is read from a bench's row struct (results_add_row). */
+typedef enum ColumnType {
+    COLUMN_SET,      /* not read from the row: set by the record_* setters */
+    COLUMN_SIZE,     /* size_t: bytes, counts */
+    COLUMN_U64,      /* uint64_t: FLOPs */
+    COLUMN_INT,      /* int */
+    COLUMN_DOUBLE,   /* double */
+    COLUMN_STR,      /* const char *; NULL: left out */
+    COLUMN_BOOL,     /* bool */
+    COLUMN_ESTIMATE, /* Estimate: the field, then <name>_lo, <name>_hi and samples */
+} ColumnType;
+
+/* A field and where it is in the row struct a bench measures into. */
+typedef struct ResultsColumn {
+    const char *name;
+    const char *unit;
+    ColumnType type;
+    size_t offset; /* offsetof(Row, member) */
+} ResultsColumn;
+
+/* Column `name` read from `Row`'s `member`, of ColumnType `type`. */
+#define COLUMN(name, unit, type, Row, member) {name, unit, type, offsetof(Row, member)}
+/* A time-derived column read from an Estimate member, with its _lo and _hi; a table with
+ * one also declares COLUMN_SAMPLES. */
+#define COLUMN_TIMED(name, unit, Row, member)                                                             \
+    COLUMN(name, unit, COLUMN_ESTIMATE, Row, member), {name "_lo", unit, COLUMN_SET, 0}, {name "_hi", unit, COLUMN_SET, 0}
+#define COLUMN_SAMPLES {"samples", "timed runs each time-derived field comes from", COLUMN_SET, 0}
+/* A column the bench sets itself (record_*), not read from the row. */
+#define COLUMN_SETTER(name, unit) {name, unit, COLUMN_SET, 0}
+
+/* The number of entries of a static array of fields or columns. */
+#define RESULTS_COUNT(array) ((int)(sizeof(array) / sizeof(array)[0]))
 
 /* A new, empty Results for `bench` (e.g. "bench_scaling"), answering `question`, run in
  * quick mode or not. It records the machine (and its state now: bench/timing.h's
@@ -71,6 +105,10 @@ void results_config_ints(Results *r, const char *key, const int *values, int n);
 ResultsTable *results_table(Results *r, const char *name, const char *about, const ResultsField *fields,
                             int n_fields, bool in_json);
 
+/* As results_table, with columns read from a row struct (results_add_row). */
+ResultsTable *results_row_table(Results *r, const char *name, const char *about, const ResultsColumn *columns,
+                                int n_columns, bool in_json);
+
 /* Appends an empty record to `t` and returns it (owned by the table). A NULL table (an
  * earlier error) gives NULL, which the record_* setters accept and ignore. */
 ResultsRecord *results_record(ResultsTable *t);
@@ -85,6 +123,11 @@ void record_bool(ResultsRecord *rec, const char *field, bool value);
  * <field>_hi (declared with RESULTS_TIMED), and "samples" (RESULTS_SAMPLES). A record's
  * time-derived fields come from the same runs, so they share one sample count. */
 void record_estimate(ResultsRecord *rec, const char *field, const Estimate *e);
+
+/* Appends a record to `t` (made by results_row_table) with every column read from a row
+ * set from the struct at `row`, and returns it, for the record_* setters of the columns
+ * the bench sets itself (NULL after an earlier error). */
+ResultsRecord *results_add_row(ResultsTable *t, const void *row);
 
 /* Writes <dir>/<bench>.json and the tables' CSV files (the machine's state completed with
  * its state now: load average, steal, context switches and CPU time since results_create), each through a temporary file
