@@ -58,10 +58,7 @@ static int run(const char *path, char *const args[])
 }
 
 static const ResultsField FIELDS[] = {
-    {"bench", ""},
-    {"exit_status", "0 ok, 1 error, 2 bad flag"},
-    RESULTS_TIMED("seconds", "seconds"),
-    RESULTS_SAMPLES,
+    {"bench", ""}, {"exit_status", "0 ok, 1 error, 2 bad flag"}, RESULTS_TIMED("seconds", "seconds"), RESULTS_SAMPLES,
 };
 
 int main(int argc, char **argv)

@@ -216,16 +216,9 @@ static RematStatus measure_seq(int BH, int T, int D, bool naive, const TimingPla
 }
 
 static const ResultsField FIELDS[] = {
-    {"seq", "tokens"},
-    {"way", ""},
-    {"tile", "rows and keys (0: naive, no tiles)"},
-    RESULTS_TIMED("seconds", "seconds"),
-    {"kept", "bytes"},
-    {"forward_flops", "FLOPs"},
-    {"backward_flops", "FLOPs"},
-    {"recompute_flops", "FLOPs"},
-    RESULTS_TIMED("vs_naive", "ratio"),
-    RESULTS_SAMPLES,
+    {"seq", "tokens"}, {"way", ""}, {"tile", "rows and keys (0: naive, no tiles)"},
+    RESULTS_TIMED("seconds", "seconds"), {"kept", "bytes"}, {"forward_flops", "FLOPs"}, {"backward_flops", "FLOPs"},
+    {"recompute_flops", "FLOPs"}, RESULTS_TIMED("vs_naive", "ratio"), RESULTS_SAMPLES,
 };
 
 static void report(int T, const WayResult r[N_WAYS], ResultsTable *table)

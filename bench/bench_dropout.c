@@ -73,12 +73,8 @@ static double max_grad_diff(const Model *m, Tensor *const *reference)
 }
 
 static const ResultsField FIELDS[] = {
-    {"strategy", ""},
-    {"rng_replay", "bool"},
-    {"max_abs_grad_diff", "gradient units"},
-    {"bit_identical", "bool"},
-    {"determinism_check", "passed or caught"},
-    {"check_message", ""},
+    {"strategy", ""}, {"rng_replay", "bool"}, {"max_abs_grad_diff", "gradient units"}, {"bit_identical", "bool"},
+    {"determinism_check", "passed or caught"}, {"check_message", ""},
 };
 
 /* One strategy with or without replay: what it measured. */

@@ -300,16 +300,11 @@ typedef struct JobRow {
 } JobRow;
 
 static const ResultsColumn JOB_COLUMNS[] = {
-    COLUMN("optimizer", "", COLUMN_STR, JobRow, optimizer),
-    COLUMN("strategy", "", COLUMN_STR, JobRow, strategy),
-    COLUMN("params", "bytes", COLUMN_SIZE, JobRow, params),
-    COLUMN("grads", "bytes", COLUMN_SIZE, JobRow, grads),
-    COLUMN("optimizer_state", "bytes", COLUMN_SIZE, JobRow, optimizer_state),
-    COLUMN("peak_act", "bytes", COLUMN_SIZE, JobRow, peak_act),
-    COLUMN("peak_work", "bytes", COLUMN_SIZE, JobRow, peak_work),
-    COLUMN("peak_resident", "bytes", COLUMN_SIZE, JobRow, peak_resident),
-    COLUMN("smallest_budget", "bytes", COLUMN_SIZE, JobRow, smallest_budget),
-    COLUMN("search_trials", "jobs", COLUMN_INT, JobRow, search_trials),
+    COLUMN(JobRow, optimizer, STR, ""), COLUMN(JobRow, strategy, STR, ""), COLUMN(JobRow, params, SIZE, "bytes"),
+    COLUMN(JobRow, grads, SIZE, "bytes"), COLUMN(JobRow, optimizer_state, SIZE, "bytes"),
+    COLUMN(JobRow, peak_act, SIZE, "bytes"), COLUMN(JobRow, peak_work, SIZE, "bytes"),
+    COLUMN(JobRow, peak_resident, SIZE, "bytes"), COLUMN(JobRow, smallest_budget, SIZE, "bytes"),
+    COLUMN(JobRow, search_trials, INT, "jobs"),
     COLUMN_SETTER("demo_budget", "bytes"),     COLUMN_SETTER("fits_demo_budget", "bool"),
     COLUMN_SETTER("demo_message", ""),         COLUMN_SETTER("fits_at_adamw_floor", "bool"),
     COLUMN_SETTER("floor_message", ""),        COLUMN_SETTER("process_baseline", "bytes"),
@@ -324,13 +319,10 @@ typedef struct FloorRow {
 } FloorRow;
 
 static const ResultsColumn FLOOR_COLUMNS[] = {
-    COLUMN("params", "bytes", COLUMN_SIZE, FloorRow, params),
-    COLUMN("grads", "bytes", COLUMN_SIZE, FloorRow, grads),
-    COLUMN("optimizer_state", "bytes", COLUMN_SIZE, FloorRow, optimizer_state),
-    COLUMN("params_grads_optimizer", "bytes", COLUMN_SIZE, FloorRow, params_grads_optimizer),
-    COLUMN("any_strategy_fits", "bool", COLUMN_BOOL, FloorRow, any_strategy_fits),
-    COLUMN("sgd_smallest_budget", "bytes", COLUMN_SIZE, FloorRow, sgd_smallest_budget),
-    COLUMN("sgd_strategy", "", COLUMN_STR, FloorRow, sgd_strategy),
+    COLUMN(FloorRow, params, SIZE, "bytes"), COLUMN(FloorRow, grads, SIZE, "bytes"),
+    COLUMN(FloorRow, optimizer_state, SIZE, "bytes"), COLUMN(FloorRow, params_grads_optimizer, SIZE, "bytes"),
+    COLUMN(FloorRow, any_strategy_fits, BOOL, "bool"), COLUMN(FloorRow, sgd_smallest_budget, SIZE, "bytes"),
+    COLUMN(FloorRow, sgd_strategy, STR, ""),
 };
 
 /* The jobs of one optimizer; AdamW's with their runs at the two budgets. */

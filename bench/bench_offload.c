@@ -170,42 +170,22 @@ static void runner_free(Runner *r)
 
 
 static const ResultsField STEP_FIELDS[] = {
-    {"model", ""},
-    {"layers", "layers"},
-    {"config", ""},
-    {"strategy", ""},
-    {"policy", ""},
-    {"prefetch", "records"},
-    {"io", ""},
-    {"page_cache", ""},
-    {"peak_act", "bytes"},
-    {"peak_disk", "bytes"},
-    {"act_stored", "bytes"},
-    {"peak_resident", "bytes"},
-    {"records_per_step", "records"},
-    {"disk_written_per_step", "bytes"},
-    {"recompute_flops", "FLOPs"},
-    {"flop_overhead", "ratio"},
-    RESULTS_TIMED("step_seconds", "seconds"),
-    RESULTS_TIMED("time_overhead", "ratio"),
-    RESULTS_TIMED("write_seconds", "seconds per step, inside pack"),
-    RESULTS_TIMED("read_seconds", "seconds per step, inside unpack"),
-    {"cached_after_forward", "bytes"},
-    RESULTS_TIMED("forward_seconds", "seconds"),
-    RESULTS_TIMED("backward_seconds", "seconds"),
-    RESULTS_TIMED("bound_seconds", "seconds"),
-    RESULTS_TIMED("vs_bound", "ratio"),
-    {"prefetch_bytes", "bytes"},
-    {"write_behind_bytes", "bytes"},
-    {"io_threads", "threads"},
+    {"model", ""}, {"layers", "layers"}, {"config", ""}, {"strategy", ""}, {"policy", ""}, {"prefetch", "records"},
+    {"io", ""}, {"page_cache", ""}, {"peak_act", "bytes"}, {"peak_disk", "bytes"}, {"act_stored", "bytes"},
+    {"peak_resident", "bytes"}, {"records_per_step", "records"}, {"disk_written_per_step", "bytes"},
+    {"recompute_flops", "FLOPs"}, {"flop_overhead", "ratio"}, RESULTS_TIMED("step_seconds", "seconds"),
+    RESULTS_TIMED("time_overhead", "ratio"), RESULTS_TIMED("write_seconds", "seconds per step, inside pack"),
+    RESULTS_TIMED("read_seconds", "seconds per step, inside unpack"), {"cached_after_forward", "bytes"},
+    RESULTS_TIMED("forward_seconds", "seconds"), RESULTS_TIMED("backward_seconds", "seconds"),
+    RESULTS_TIMED("bound_seconds", "seconds"), RESULTS_TIMED("vs_bound", "ratio"), {"prefetch_bytes", "bytes"},
+    {"write_behind_bytes", "bytes"}, {"io_threads", "threads"},
     RESULTS_TIMED("read_wait_seconds", "seconds per step, unpack blocked on reads ahead"),
     {"reads_waited", "records per step (median)"},
     RESULTS_TIMED("thread_read_seconds", "seconds per step, helper threads reading"),
     RESULTS_TIMED("thread_read_bandwidth", "bytes per second"),
     RESULTS_TIMED("thread_write_seconds", "seconds per step, helper threads writing"),
     RESULTS_TIMED("thread_write_bandwidth", "bytes per second"),
-    RESULTS_TIMED("thread_cpu_seconds", "seconds per step, helper threads' CPU"),
-    RESULTS_SAMPLES,
+    RESULTS_TIMED("thread_cpu_seconds", "seconds per step, helper threads' CPU"), RESULTS_SAMPLES,
 };
 
 /* The in-RAM configuration that computes what the i-th that runs computes: none or sqrt. */
@@ -431,21 +411,15 @@ static RematStatus time_record_size(RecordRun *run, size_t bytes, const TimingPl
 }
 
 static const ResultsField RECORD_FIELDS[] = {
-    {"io", ""},
-    {"bytes", "bytes"},
-    RESULTS_TIMED("pack_seconds", "seconds per record"),
-    RESULTS_TIMED("unpack_seconds", "seconds per record"),
-    RESULTS_SAMPLES,
+    {"io", ""}, {"bytes", "bytes"}, RESULTS_TIMED("pack_seconds", "seconds per record"),
+    RESULTS_TIMED("unpack_seconds", "seconds per record"), RESULTS_SAMPLES,
 };
 
 enum { RECORD_MIN = 4096, RECORD_MAX = 4 << 20, RECORD_SIZES = 6 };
 
 static const ResultsField DISK_FIELDS[] = {
-    {"direction", ""},
-    {"file_bytes", "bytes"},
-    {"block_bytes", "bytes"},
-    RESULTS_TIMED("bandwidth", "bytes per second"),
-    RESULTS_SAMPLES,
+    {"direction", ""}, {"file_bytes", "bytes"}, {"block_bytes", "bytes"},
+    RESULTS_TIMED("bandwidth", "bytes per second"), RESULTS_SAMPLES,
 };
 
 /* The spill directory's disk, by O_DIRECT (bench/disk.h), into *disk and the `disk` table.

@@ -89,18 +89,10 @@ static const Placement PLACEMENTS[N_PLACEMENTS] = {
 };
 
 static const ResultsField FIELDS[] = {
-    {"threads", "threads"},
-    {"placement", ""},
-    {"act_stored", "bytes"},
-    {"peak_act", "bytes"},
-    {"act_saved", "bytes"},
-    {"act_saved_fraction", "ratio"},
-    {"recompute_flops", "FLOPs"},
-    {"flop_overhead", "ratio"},
-    RESULTS_TIMED("step_seconds", "seconds"),
-    RESULTS_TIMED("time_overhead", "ratio"),
-    RESULTS_TIMED("time_per_flop_overhead", "ratio"),
-    RESULTS_SAMPLES,
+    {"threads", "threads"}, {"placement", ""}, {"act_stored", "bytes"}, {"peak_act", "bytes"}, {"act_saved", "bytes"},
+    {"act_saved_fraction", "ratio"}, {"recompute_flops", "FLOPs"}, {"flop_overhead", "ratio"},
+    RESULTS_TIMED("step_seconds", "seconds"), RESULTS_TIMED("time_overhead", "ratio"),
+    RESULTS_TIMED("time_per_flop_overhead", "ratio"), RESULTS_SAMPLES,
 };
 
 /* (time overhead − 1) / FLOP overhead, applied to the estimate and its interval. */

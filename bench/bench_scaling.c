@@ -165,24 +165,18 @@ typedef struct StepRow {
 } StepRow;
 
 static const ResultsColumn STEP_COLUMNS[] = {
-    COLUMN("n_layers", "layers", COLUMN_INT, StepRow, n_layers),
-    COLUMN("strategy", "", COLUMN_STR, StepRow, strategy),
-    COLUMN("segments", "regions", COLUMN_INT, StepRow, segments),
-    COLUMN("peak_act", "bytes", COLUMN_SIZE, StepRow, peak_act),
-    COLUMN("peak_act_units", "activations of B*W floats", COLUMN_DOUBLE, StepRow, peak_act_units),
-    COLUMN("derived_units", "activations of B*W floats", COLUMN_SIZE, StepRow, derived_units),
-    COLUMN("peak_resident", "bytes", COLUMN_SIZE, StepRow, peak_resident),
-    COLUMN("params", "bytes", COLUMN_SIZE, StepRow, params),
-    COLUMN("grads", "bytes", COLUMN_SIZE, StepRow, grads),
-    COLUMN("optimizer", "bytes", COLUMN_SIZE, StepRow, optimizer),
-    COLUMN("forward_flops", "FLOPs", COLUMN_U64, StepRow, flops[PHASE_FORWARD]),
-    COLUMN("backward_flops", "FLOPs", COLUMN_U64, StepRow, flops[PHASE_BACKWARD]),
-    COLUMN("recompute_flops", "FLOPs", COLUMN_U64, StepRow, flops[PHASE_RECOMPUTE]),
-    COLUMN("optimizer_flops", "FLOPs", COLUMN_U64, StepRow, flops[PHASE_OPTIMIZER]),
-    COLUMN("flop_overhead", "ratio", COLUMN_DOUBLE, StepRow, flop_overhead),
-    COLUMN_TIMED("step_seconds", "seconds", StepRow, step_seconds),
-    COLUMN_TIMED("time_overhead", "ratio", StepRow, time_overhead),
-    COLUMN_SAMPLES,
+    COLUMN(StepRow, n_layers, INT, "layers"), COLUMN(StepRow, strategy, STR, ""),
+    COLUMN(StepRow, segments, INT, "regions"), COLUMN(StepRow, peak_act, SIZE, "bytes"),
+    COLUMN(StepRow, peak_act_units, DOUBLE, "activations of B*W floats"),
+    COLUMN(StepRow, derived_units, SIZE, "activations of B*W floats"), COLUMN(StepRow, peak_resident, SIZE, "bytes"),
+    COLUMN(StepRow, params, SIZE, "bytes"), COLUMN(StepRow, grads, SIZE, "bytes"),
+    COLUMN(StepRow, optimizer, SIZE, "bytes"),
+    COLUMN_AS("forward_flops", StepRow, flops[PHASE_FORWARD], U64, "FLOPs"),
+    COLUMN_AS("backward_flops", StepRow, flops[PHASE_BACKWARD], U64, "FLOPs"),
+    COLUMN_AS("recompute_flops", StepRow, flops[PHASE_RECOMPUTE], U64, "FLOPs"),
+    COLUMN_AS("optimizer_flops", StepRow, flops[PHASE_OPTIMIZER], U64, "FLOPs"),
+    COLUMN(StepRow, flop_overhead, DOUBLE, "ratio"), COLUMN_TIMED(StepRow, step_seconds, "seconds"),
+    COLUMN_TIMED(StepRow, time_overhead, "ratio"), COLUMN_SAMPLES,
 };
 
 /* One record of the slopes table: a strategy's peak ACT against depth, on log-log axes. */
@@ -192,11 +186,10 @@ typedef struct SlopeRow {
 } SlopeRow;
 
 static const ResultsColumn SLOPE_COLUMNS[] = {
-    COLUMN("strategy", "", COLUMN_STR, SlopeRow, strategy),
-    COLUMN("slope", "d ln(peak ACT) / d ln(N), least squares over all N", COLUMN_DOUBLE, SlopeRow, slope),
-    COLUMN("slope_last_doubling", "d ln(peak ACT) / d ln(N) between the two largest N", COLUMN_DOUBLE, SlopeRow,
-           slope_last_doubling),
-    COLUMN("theory", "d ln(peak ACT) / d ln(N) as N grows", COLUMN_DOUBLE, SlopeRow, theory),
+    COLUMN(SlopeRow, strategy, STR, ""),
+    COLUMN(SlopeRow, slope, DOUBLE, "d ln(peak ACT) / d ln(N), least squares over all N"),
+    COLUMN(SlopeRow, slope_last_doubling, DOUBLE, "d ln(peak ACT) / d ln(N) between the two largest N"),
+    COLUMN(SlopeRow, theory, DOUBLE, "d ln(peak ACT) / d ln(N) as N grows"),
 };
 
 /* Depth d's step under strategy k, as the steps table records it; `a` is one activation. */

@@ -323,41 +323,20 @@ static RematStatus budget_demo(const GptShape *s, size_t *budget, BudgetTry trie
 /* ---- tables ------------------------------------------------------------------------------ */
 
 static const ResultsField POLICY_FIELDS[] = {
-    {"seq", "tokens"},
-    {"policy", ""},
-    {"attention", ""},
-    {"dropout_rng", ""},
-    {"act_per_layer", "bytes"},
-    {"formula_per_layer", "bytes"},
-    {"korthikanti_fp32_per_layer", "bytes"},
-    {"outside_blocks", "bytes"},
-    {"act_stored", "bytes"},
-    {"census_complete", "bool"},
-    {"peak_act", "bytes"},
-    {"recompute_flops", "FLOPs"},
-    {"flop_overhead", "ratio"},
-    RESULTS_TIMED("step_seconds", "seconds"),
-    RESULTS_TIMED("time_overhead", "ratio"),
-    RESULTS_TIMED("time_vs_naive_stream", "ratio"),
-    RESULTS_SAMPLES,
+    {"seq", "tokens"}, {"policy", ""}, {"attention", ""}, {"dropout_rng", ""}, {"act_per_layer", "bytes"},
+    {"formula_per_layer", "bytes"}, {"korthikanti_fp32_per_layer", "bytes"}, {"outside_blocks", "bytes"},
+    {"act_stored", "bytes"}, {"census_complete", "bool"}, {"peak_act", "bytes"}, {"recompute_flops", "FLOPs"},
+    {"flop_overhead", "ratio"}, RESULTS_TIMED("step_seconds", "seconds"), RESULTS_TIMED("time_overhead", "ratio"),
+    RESULTS_TIMED("time_vs_naive_stream", "ratio"), RESULTS_SAMPLES,
 };
 
 static const ResultsField TAG_FIELDS[] = {
-    {"seq", "tokens"},
-    {"policy", ""},
-    {"attention", ""},
-    {"dropout_rng", ""},
-    {"tag", ""},
-    {"bytes_per_layer", "bytes"},
-    {"formula_none", "bytes"},
+    {"seq", "tokens"}, {"policy", ""}, {"attention", ""}, {"dropout_rng", ""}, {"tag", ""},
+    {"bytes_per_layer", "bytes"}, {"formula_none", "bytes"},
 };
 
 static const ResultsField BUDGET_FIELDS[] = {
-    {"seq", "tokens"},
-    {"attention", ""},
-    {"dropout_rng", ""},
-    {"budget", "bytes"},
-    {"fits", "bool"},
+    {"seq", "tokens"}, {"attention", ""}, {"dropout_rng", ""}, {"budget", "bytes"}, {"fits", "bool"},
     {"peak_resident", "bytes"},
 };
 

@@ -201,19 +201,12 @@ static float *stream_arrays(const Options *opt, size_t *n)
 /* ---- the run ----------------------------------------------------------------------------- */
 
 static const ResultsField SGEMM_FIELDS[] = {
-    {"size", "M = N = K"},
-    {"threads", "threads"},
-    RESULTS_TIMED("gflops_per_second", "GFLOP/s"),
-    RESULTS_SAMPLES,
+    {"size", "M = N = K"}, {"threads", "threads"}, RESULTS_TIMED("gflops_per_second", "GFLOP/s"), RESULTS_SAMPLES,
 };
 
 static const ResultsField STREAM_FIELDS[] = {
-    {"kernel", ""},
-    {"threads", "threads"},
-    {"array_bytes", "bytes"},
-    {"bytes_per_pass", "bytes"},
-    RESULTS_TIMED("gb_per_second", "GB/s"),
-    RESULTS_SAMPLES,
+    {"kernel", ""}, {"threads", "threads"}, {"array_bytes", "bytes"}, {"bytes_per_pass", "bytes"},
+    RESULTS_TIMED("gb_per_second", "GB/s"), RESULTS_SAMPLES,
 };
 
 /* Times sgemm on every thread count of `opt`, prints it and records it in `table`;

@@ -75,8 +75,7 @@ static const ResultsField EVENT_FIELDS[] = {
     {"flops", "FLOPs executed since the step began, all phases"},
     {"phase", ""},          {"kind", ""},         {"delta", "bytes"},
     {"params", "bytes"},    {"grads", "bytes"},   {"optimizer", "bytes"},
-    {"act", "bytes"},       {"work", "bytes"},    {"resident", "bytes"},
-    {"disk", "bytes"},
+    {"act", "bytes"},       {"work", "bytes"},    {"resident", "bytes"}, {"disk", "bytes"},
 };
 
 /* One record of the steps table: a strategy's recorded step. */
@@ -88,14 +87,10 @@ typedef struct StepRow {
 } StepRow;
 
 static const ResultsColumn STEP_COLUMNS[] = {
-    COLUMN("strategy", "", COLUMN_STR, StepRow, strategy),
-    COLUMN("events", "events", COLUMN_SIZE, StepRow, events),
-    COLUMN("act_stored", "bytes", COLUMN_SIZE, StepRow, act_stored),
-    COLUMN("peak_act", "bytes", COLUMN_SIZE, StepRow, peak_act),
-    COLUMN("peak_resident", "bytes", COLUMN_SIZE, StepRow, peak_resident),
-    COLUMN("peak_disk", "bytes", COLUMN_SIZE, StepRow, peak_disk),
-    COLUMN_TIMED("step_seconds", "seconds", StepRow, step_seconds),
-    COLUMN_SAMPLES,
+    COLUMN(StepRow, strategy, STR, ""), COLUMN(StepRow, events, SIZE, "events"),
+    COLUMN(StepRow, act_stored, SIZE, "bytes"), COLUMN(StepRow, peak_act, SIZE, "bytes"),
+    COLUMN(StepRow, peak_resident, SIZE, "bytes"), COLUMN(StepRow, peak_disk, SIZE, "bytes"),
+    COLUMN_TIMED(StepRow, step_seconds, "seconds"), COLUMN_SAMPLES,
 };
 
 /* Copies the recorded events of one strategy's step into the events table. */

@@ -3,6 +3,7 @@
  * and CSV at the end (see results.h; the schema is in bench/README.md).
  */
 #include "bench/results.h"
+#include "bench/results_read.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -377,7 +378,9 @@ ResultsRecord *results_add_row(ResultsTable *t, const void *row)
             if (*(const char *const *)at) record_str(rec, f->name, *(const char *const *)at);
             break;
         case COLUMN_BOOL: record_bool(rec, f->name, *(const bool *)at); break;
-        case COLUMN_ESTIMATE: record_estimate(rec, f->name, (const Estimate *)at); break;
+        case COLUMN_ESTIMATE:
+            if (((const Estimate *)at)->samples) record_estimate(rec, f->name, (const Estimate *)at);
+            break;
         }
     }
     return rec;
@@ -526,22 +529,6 @@ RematStatus results_check_dir(const char *dir, const char *bench)
     return remat_fail(REMAT_EIO, "results: %s", why);
 }
 
-/* The parsed contents of a JSON file (caller owns), NULL with *missing set when there is no
- * such file, or NULL with an error when it cannot be read or parsed. */
-static cJSON *read_json(const char *path, bool *missing)
-{
-    enum { MAX_RESULTS_BYTES = 256 << 20 };
-    struct stat st;
-    *missing = stat(path, &st) != 0 && errno == ENOENT;
-    char *text;
-    size_t size;
-    if (*missing || file_read_all("results", path, MAX_RESULTS_BYTES, &text, &size) != REMAT_OK) return NULL;
-    cJSON *doc = cJSON_Parse(text);
-    free(text);
-    if (!doc) remat_fail(REMAT_ECORRUPT, "results: %s is not valid JSON", path);
-    return doc;
-}
-
 RematStatus results_write_summary(Results *r, const char *dir, const char *const *benches, int n)
 {
     cJSON *all = cJSON_CreateObject();
@@ -551,7 +538,7 @@ RematStatus results_write_summary(Results *r, const char *dir, const char *const
         char path[4096];
         snprintf(path, sizeof path, "%s/%s.json", dir, benches[i]);
         bool missing;
-        cJSON *doc = read_json(path, &missing);
+        cJSON *doc = results_read_file(path, &missing);
         if (doc && !cJSON_AddItemToObject(all, benches[i], doc)) {
             cJSON_Delete(doc);
             status = remat_fail(REMAT_ENOMEM, "results: no memory for the summary");

@@ -19,7 +19,7 @@
  * are remembered and reported by results_write, so a bench does not check every call.
  *
  * What this is not: a JSON library (that is cJSON, from Debian's libcjson-dev) or a
- * reader of results (the quiz and tests/test_bench.c read them with cJSON directly).
+ * reader of results (that is bench/results_read.h, which the quiz and the tests share).
  */
 #ifndef REMAT_BENCH_RESULTS_H
 #define REMAT_BENCH_RESULTS_H
@@ -57,7 +57,8 @@ typedef enum ColumnType {
     COLUMN_DOUBLE,   /* double */
     COLUMN_STR,      /* const char *; NULL: left out */
     COLUMN_BOOL,     /* bool */
-    COLUMN_ESTIMATE, /* Estimate: the field, then <name>_lo, <name>_hi and samples */
+    COLUMN_ESTIMATE, /* Estimate: the field, then <name>_lo, <name>_hi and samples; left out
+                        when it has no samples (not measured in this row) */
 } ColumnType;
 
 /* A field and where it is in the row struct a bench measures into. */
@@ -68,12 +69,16 @@ typedef struct ResultsColumn {
     size_t offset; /* offsetof(Row, member) */
 } ResultsColumn;
 
-/* Column `name` read from `Row`'s `member`, of ColumnType `type`. */
-#define COLUMN(name, unit, type, Row, member) {name, unit, type, offsetof(Row, member)}
+/* The column named as `Row`'s `member` and read from it, of ColumnType COLUMN_<type>:
+ * COLUMN(StepRow, peak_act, SIZE, "bytes"). COLUMN_AS names it otherwise. */
+#define COLUMN(Row, member, type, unit) {#member, unit, COLUMN_##type, offsetof(Row, member)}
+#define COLUMN_AS(name, Row, member, type, unit) {name, unit, COLUMN_##type, offsetof(Row, member)}
 /* A time-derived column read from an Estimate member, with its _lo and _hi; a table with
  * one also declares COLUMN_SAMPLES. */
-#define COLUMN_TIMED(name, unit, Row, member)                                                             \
-    COLUMN(name, unit, COLUMN_ESTIMATE, Row, member), {name "_lo", unit, COLUMN_SET, 0}, {name "_hi", unit, COLUMN_SET, 0}
+#define COLUMN_TIMED(Row, member, unit)                                                                  \
+    COLUMN(Row, member, ESTIMATE, unit), {#member "_lo", unit, COLUMN_SET, 0}, {#member "_hi", unit, COLUMN_SET, 0}
+#define COLUMN_TIMED_AS(name, Row, member, unit)                                                         \
+    COLUMN_AS(name, Row, member, ESTIMATE, unit), {name "_lo", unit, COLUMN_SET, 0}, {name "_hi", unit, COLUMN_SET, 0}
 #define COLUMN_SAMPLES {"samples", "timed runs each time-derived field comes from", COLUMN_SET, 0}
 /* A column the bench sets itself (record_*), not read from the row. */
 #define COLUMN_SETTER(name, unit) {name, unit, COLUMN_SET, 0}
