@@ -167,9 +167,6 @@ typedef struct WayRuns {
     Bufs *b;
     const AttnDropout *drop;
     WayResult *out;
-    Progress *progress;
-    const char *label;
-    int progress_base;
 } WayRuns;
 
 static RematStatus way_run(void *ctx, int w, double *values)
@@ -179,13 +176,6 @@ static RematStatus way_run(void *ctx, int w, double *values)
     values[0] = run_way(r->b, w, r->drop);
     for (int p = 0; p < PHASE_COUNT; p++) r->out[w].flops[p] = flops_get((Phase)p);
     return REMAT_OK;
-}
-
-static void way_tick(void *ctx, int done, int total)
-{
-    (void)total;
-    WayRuns *r = ctx;
-    progress_set(r->progress, r->progress_base + done, r->label);
 }
 
 /* The ways at one T interleaved round by round as `plan` says (bench/timing.h). */
@@ -199,10 +189,9 @@ static RematStatus measure_seq(int BH, int T, int D, bool naive, const TimingPla
     const int ways = naive ? N_WAYS : N_FUSED;
     char label[32];
     snprintf(label, sizeof label, "T=%d", T);
-    WayRuns runs = {.b = &b, .drop = &drop, .out = out, .progress = progress, .label = label,
-                    .progress_base = progress->done};
+    WayRuns runs = {.b = &b, .drop = &drop, .out = out};
     Timing timing = {0};
-    status = timing_run(plan, ways, 1, way_run, &runs, way_tick, &runs, &timing);
+    status = timing_run(plan, ways, 1, way_run, &runs, progress, label, &timing);
     for (int w = 0; w < ways && status == REMAT_OK; w++) {
         out[w].ran = true;
         out[w].seconds = timing_median(&timing, w, 0);

@@ -254,8 +254,8 @@ static bool print_fits(const Measured *m, const JobResult *jobs, const char *tit
     printf("\n  %s:\n", title);
     for (int k = 0; k < m->sweep.n; k++) {
         any = any || jobs[k].status == REMAT_OK;
-        printf("    %-10s %s%s\n", strategy_name(m->sweep.s[k].kind), jobs[k].status == REMAT_OK ? "fits" : "does not fit: ",
-               jobs[k].message);
+        printf("    %-10s %s%s\n", strategy_name(m->sweep.s[k].kind),
+               jobs[k].status == REMAT_OK ? "fits" : "does not fit: ", jobs[k].message);
     }
     return any;
 }

@@ -377,6 +377,7 @@ ResultsRecord *results_add_row(ResultsTable *t, const void *row)
         case COLUMN_STR:
             if (*(const char *const *)at) record_str(rec, f->name, *(const char *const *)at);
             break;
+        case COLUMN_STR_ARRAY: record_str(rec, f->name, at); break;
         case COLUMN_BOOL: record_bool(rec, f->name, *(const bool *)at); break;
         case COLUMN_ESTIMATE:
             if (((const Estimate *)at)->samples) record_estimate(rec, f->name, (const Estimate *)at);

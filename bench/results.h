@@ -56,6 +56,7 @@ typedef enum ColumnType {
     COLUMN_INT,      /* int */
     COLUMN_DOUBLE,   /* double */
     COLUMN_STR,      /* const char *; NULL: left out */
+    COLUMN_STR_ARRAY, /* char[]: a string held in the row */
     COLUMN_BOOL,     /* bool */
     COLUMN_ESTIMATE, /* Estimate: the field, then <name>_lo, <name>_hi and samples; left out
                         when it has no samples (not measured in this row) */
