@@ -2,20 +2,23 @@
  * results.h — the one results schema every bench writes: <dir>/<bench>.json, and a CSV per
  * table beside it (bench/README.md documents the schema field by field).
  *
+ *     typedef struct Row { int n_layers; size_t peak_act; } Row;    (what the bench measures)
+ *     static const ResultsColumn COLUMNS[] = {COLUMN(Row, n_layers, INT, "layers"),
+ *                                             COLUMN(Row, peak_act, SIZE, "bytes")};
  *     Results *r = results_create("bench_scaling", "quiz questions 1 and 4", quick);
  *     results_config_num(r, "width", 256);
- *     static const ResultsField fields[] = {{"n_layers", "layers"}, {"peak_act", "bytes"}};
- *     ResultsTable *t = results_table(r, "steps", "one training step per depth", fields, 2, true);
- *     ResultsRecord *rec = results_record(t);
- *     record_num(rec, "n_layers", 64);
- *     record_num(rec, "peak_act", 1234567);
+ *     ResultsTable *t = results_row_table(r, "steps", "one training step per depth", COLUMNS,
+ *                                         RESULTS_COUNT(COLUMNS), true);
+ *     results_add_row(t, &(Row){.n_layers = 64, .peak_act = 1234567});    (after printing it)
  *     if (results_write(r, "results") != REMAT_OK) ...remat_last_error()...
  *     results_free(r);
  *
  * A Results holds what one run of a bench measured: who ran it (machine, threads, OpenBLAS
  * core and threading, date, git commit), how (the bench's config), and tables of records.
- * A table declares its fields and their units once; each record then sets some of them by
- * name. Mistakes while filling (a field the table did not declare, cJSON out of memory)
+ * A table declares its fields and their units once. A bench measures into a row struct,
+ * prints it, and records it through the table's columns (results_add_row); a field that
+ * only some rows have is set by name (record_num, ...), and so is every field of a table
+ * declared with results_table. Mistakes while filling (a field the table did not declare, cJSON out of memory)
  * are remembered and reported by results_write, so a bench does not check every call.
  *
  * What this is not: a JSON library (that is cJSON, from Debian's libcjson-dev) or a
