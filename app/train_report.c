@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/progress.h"
 #include "models/gpt.h"
 #include "tensor/flops.h"
 #include "base/platform.h"
@@ -16,13 +17,9 @@ void report_progress(FILE *out, bool tty, int step, int total, float loss, doubl
                      int tokens_per_step, const char *unit)
 {
     if (tty) {
-        enum { WIDTH = 30 };
-        int filled = total ? (int)((long)WIDTH * step / total) : WIDTH;
-        char bar[WIDTH + 1];
-        for (int i = 0; i < WIDTH; i++) bar[i] = i < filled ? '#' : '.';
-        bar[WIDTH] = '\0';
-        fprintf(out, "\r  step %5d/%d [%s] loss %.4f  %.1f ms/step  %.0f %s/s   ", step, total, bar, loss,
-                1e3 * seconds_per_step, tokens_per_step / seconds_per_step, unit);
+        char bar[PROGRESS_BAR_SIZE];
+        fprintf(out, "\r  step %5d/%d %s loss %.4f  %.1f ms/step  %.0f %s/s   ", step, total,
+                progress_bar(bar, step, total), loss, 1e3 * seconds_per_step, tokens_per_step / seconds_per_step, unit);
         fflush(out);
     } else {
         fprintf(out, "  step %5d/%d  loss %.6f  %.1f ms/step  %.0f %s/s\n", step, total, loss,

@@ -17,8 +17,8 @@
  * schedule. */
 void report_header(FILE *out, const TrainOptions *o, const Model *m, const Schedule *s, bool planned);
 
-/* One step's progress line: a bar redrawn in place on a terminal (`tty`), a plain line
- * otherwise. `unit` is what per_step counts: "tok" for the GPT, "ex" for the MLP. */
+/* One step's progress line: base/progress.h's bar redrawn in place on a terminal (`tty`),
+ * a plain line otherwise. `unit` is what per_step counts: "tok" for the GPT, "ex" for the MLP. */
 void report_progress(FILE *out, bool tty, int step, int total, float loss, double seconds, int per_step,
                      const char *unit);
 

@@ -58,10 +58,7 @@ static int run(const char *path, char *const args[])
 }
 
 static const ResultsField FIELDS[] = {
-    {"bench", ""},
-    {"exit_status", "0 ok, 1 error, 2 bad flag"},
-    RESULTS_TIMED("seconds", "seconds"),
-    RESULTS_SAMPLES,
+    {"bench", ""}, {"exit_status", "0 ok, 1 error, 2 bad flag"}, RESULTS_TIMED("seconds", "seconds"), RESULTS_SAMPLES,
 };
 
 int main(int argc, char **argv)
@@ -78,7 +75,7 @@ int main(int argc, char **argv)
 
     results_config_str(results, "results_dir", o.results_dir);
     ResultsTable *runs = results_table(results, "runs", "each bench that ran", FIELDS,
-                                       (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+                                       RESULTS_COUNT(FIELDS), true);
     int failed = 0;
     char failures[512] = "";
     double total = 0.0;

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/progress.h"
 #include "bench/cli.h"
 #include "bench/results.h"
 #include "tensor/kernels.h"
@@ -164,9 +165,6 @@ typedef struct WayRuns {
     Bufs *b;
     const AttnDropout *drop;
     WayResult *out;
-    Progress *progress;
-    const char *label;
-    int progress_base;
 } WayRuns;
 
 static RematStatus way_run(void *ctx, int w, double *values)
@@ -176,13 +174,6 @@ static RematStatus way_run(void *ctx, int w, double *values)
     values[0] = run_way(r->b, w, r->drop);
     for (int p = 0; p < PHASE_COUNT; p++) r->out[w].flops[p] = flops_get((Phase)p);
     return REMAT_OK;
-}
-
-static void way_tick(void *ctx, int done, int total)
-{
-    (void)total;
-    WayRuns *r = ctx;
-    progress_set(r->progress, r->progress_base + done, r->label);
 }
 
 /* The ways at one T interleaved round by round as `plan` says (bench/timing.h). */
@@ -196,10 +187,9 @@ static RematStatus measure_seq(int BH, int T, int D, bool naive, const TimingPla
     const int ways = naive ? N_WAYS : N_FUSED;
     char label[32];
     snprintf(label, sizeof label, "T=%d", T);
-    WayRuns runs = {.b = &b, .drop = &drop, .out = out, .progress = progress, .label = label,
-                    .progress_base = progress->done};
+    WayRuns runs = {.b = &b, .drop = &drop, .out = out};
     Timing timing = {0};
-    status = timing_run(plan, ways, 1, way_run, &runs, way_tick, &runs, &timing);
+    status = timing_run(plan, ways, 1, way_run, &runs, progress, label, &timing);
     for (int w = 0; w < ways && status == REMAT_OK; w++) {
         out[w].ran = true;
         out[w].seconds = timing_median(&timing, w, 0);
@@ -213,16 +203,9 @@ static RematStatus measure_seq(int BH, int T, int D, bool naive, const TimingPla
 }
 
 static const ResultsField FIELDS[] = {
-    {"seq", "tokens"},
-    {"way", ""},
-    {"tile", "rows and keys (0: naive, no tiles)"},
-    RESULTS_TIMED("seconds", "seconds"),
-    {"kept", "bytes"},
-    {"forward_flops", "FLOPs"},
-    {"backward_flops", "FLOPs"},
-    {"recompute_flops", "FLOPs"},
-    RESULTS_TIMED("vs_naive", "ratio"),
-    RESULTS_SAMPLES,
+    {"seq", "tokens"}, {"way", ""}, {"tile", "rows and keys (0: naive, no tiles)"},
+    RESULTS_TIMED("seconds", "seconds"), {"kept", "bytes"}, {"forward_flops", "FLOPs"}, {"backward_flops", "FLOPs"},
+    {"recompute_flops", "FLOPs"}, RESULTS_TIMED("vs_naive", "ratio"), RESULTS_SAMPLES,
 };
 
 static void report(int T, const WayResult r[N_WAYS], ResultsTable *table)
@@ -270,12 +253,12 @@ int main(int argc, char **argv)
     results_config_num(results, "naive_max_seq", naive_max);
     results_config_plan(results, &plan);
     ResultsTable *table = results_table(results, "ways", "one forward and backward of causal attention, per way and "
-                                        "sequence length", FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+                                        "sequence length", FIELDS, RESULTS_COUNT(FIELDS), true);
     WayResult r[MAX_SEQS][N_WAYS] = {0};
     Progress progress;
     int units = 0;
     for (int i = 0; i < n_seqs; i++) units += timing_max_runs(&plan, seqs[i] <= naive_max ? N_WAYS : N_FUSED);
-    progress_begin(&progress, units);
+    progress_begin(&progress, stdout, units, true);
     RematStatus status = REMAT_OK;
     for (int i = 0; i < n_seqs && status == REMAT_OK; i++)
         status = measure_seq(B * H, seqs[i], D, seqs[i] <= naive_max, &plan, &progress, r[i]);

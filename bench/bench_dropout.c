@@ -72,23 +72,24 @@ static double max_grad_diff(const Model *m, Tensor *const *reference)
     return worst;
 }
 
-static const ResultsField FIELDS[] = {
-    {"strategy", ""},
-    {"rng_replay", "bool"},
-    {"max_abs_grad_diff", "gradient units"},
-    {"bit_identical", "bool"},
-    {"determinism_check", "passed or caught"},
-    {"check_message", ""},
-};
-
 /* One strategy with or without replay: what it measured. */
 typedef struct Outcome {
     char strategy[64];
     bool replay;
     double diff;       /* max |grad − reference| */
+    bool bit_identical; /* diff is 0 */
     bool check_passed; /* the determinism check's verdict */
+    const char *check; /* "passed" or "caught" */
     char message[512]; /* its message when it caught something */
 } Outcome;
+
+static const ResultsColumn COLUMNS[] = {
+    COLUMN_AS("strategy", Outcome, strategy, STR_ARRAY, ""), COLUMN_AS("rng_replay", Outcome, replay, BOOL, "bool"),
+    COLUMN_AS("max_abs_grad_diff", Outcome, diff, DOUBLE, "gradient units"),
+    COLUMN(Outcome, bit_identical, BOOL, "bool"),
+    COLUMN_AS("determinism_check", Outcome, check, STR, "passed or caught"),
+    COLUMN_AS("check_message", Outcome, message, STR_ARRAY, ""),
+};
 
 /* Measures one strategy with and without replay into out[0] (with) and out[1] (without). */
 static RematStatus compare(Model *m, const Strategy *strategy, Tensor *const *reference, const Batch *batch,
@@ -107,11 +108,13 @@ static RematStatus compare(Model *m, const Strategy *strategy, Tensor *const *re
         RematStatus status = gradients(m, &s, batch);
         if (status != REMAT_OK) return status;
         r->diff = max_grad_diff(m, reference);
+        r->bit_identical = r->diff == 0.0;
 
         s.determinism_check = true;
         status = gradients(m, &s, batch);
         if (status != REMAT_OK && status != REMAT_ESTATE) return status;
         r->check_passed = status == REMAT_OK;
+        r->check = r->check_passed ? "passed" : "caught";
         if (!r->check_passed) snprintf(r->message, sizeof r->message, "%s", remat_last_error());
         remat_clear_error();
         char label[64];
@@ -126,13 +129,7 @@ static void print_and_record(const Outcome *r, ResultsTable *table)
     printf("  %-27s %-10s %22.3e %14s   %s\n", r->strategy, r->replay ? "on" : "off", r->diff,
            r->diff == 0.0 ? "yes" : "no", r->check_passed ? "passed" : "caught:");
     if (!r->check_passed) printf("      %s\n", r->message);
-    ResultsRecord *rec = results_record(table);
-    record_str(rec, "strategy", r->strategy);
-    record_bool(rec, "rng_replay", r->replay);
-    record_num(rec, "max_abs_grad_diff", r->diff);
-    record_bool(rec, "bit_identical", r->diff == 0.0);
-    record_str(rec, "determinism_check", r->check_passed ? "passed" : "caught");
-    record_str(rec, "check_message", r->message);
+    results_add_row(table, r);
 }
 
 int main(int argc, char **argv)
@@ -145,8 +142,8 @@ int main(int argc, char **argv)
                                    : (GptShape){.L = 4, .C = 128, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
     results_config_gpt(results, &shape);
     options = &o;
-    ResultsTable *table = results_table(results, "gradients", "gradients of one batch against no checkpointing",
-                                        FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+    ResultsTable *table = results_row_table(results, "gradients", "gradients of one batch against no checkpointing",
+                                            COLUMNS, RESULTS_COUNT(COLUMNS), true);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, NULL);
     Model *m = g.model;
@@ -165,7 +162,7 @@ int main(int argc, char **argv)
     const int n = bench_sweep(&INFO, &o, NULL, sweep);
     Outcome outcomes[N_STRATEGIES][2] = {0};
     Progress progress;
-    progress_begin(&progress, 2 * n);
+    progress_begin(&progress, stdout, 2 * n, true);
     for (int k = 0; k < n && status == REMAT_OK; k++)
         status = compare(m, &sweep[k], reference, &g.batch, outcomes[k], &progress);
     progress_end(&progress);

@@ -168,29 +168,6 @@ static RematStatus measure_optimizer(const JobModel *m, OptimRun *o, Progress *p
     return REMAT_OK;
 }
 
-static const ResultsField JOB_FIELDS[] = {
-    {"optimizer", ""},        {"strategy", ""},
-    {"params", "bytes"},      {"grads", "bytes"},
-    {"optimizer_state", "bytes"}, {"peak_act", "bytes"},
-    {"peak_work", "bytes"},   {"peak_resident", "bytes"},
-    {"smallest_budget", "bytes"}, {"search_trials", "jobs"},
-    {"demo_budget", "bytes"}, {"fits_demo_budget", "bool"},
-    {"demo_message", ""},     {"fits_at_adamw_floor", "bool"},
-    {"floor_message", ""},
-    {"process_baseline", "bytes"}, {"process_peak", "bytes"},
-    {"process_unaccounted", "bytes"},
-};
-
-static const ResultsField FLOOR_FIELDS[] = {
-    {"params", "bytes"},
-    {"grads", "bytes"},
-    {"optimizer_state", "bytes"},
-    {"params_grads_optimizer", "bytes"},
-    {"any_strategy_fits", "bool"},
-    {"sgd_smallest_budget", "bytes"},
-    {"sgd_strategy", ""},
-};
-
 /* The 1 MiB multiple halfway between the smallest and the largest of the peaks. */
 static size_t demo_budget(const OptimRun *o)
 {
@@ -240,6 +217,158 @@ static void print_breakdown(const OptimRun *o, const char *title)
     }
 }
 
+/* Everything the bench measured: the two optimizers' jobs, and AdamW's at two budgets. */
+typedef struct Measured {
+    Sweep sweep;
+    OptimRun adamw, sgd;
+    size_t budget; /* between the strategies' peaks */
+    size_t pgo;    /* AdamW's params + grads + optimizer state */
+    JobResult demo[N_KINDS], at_floor[N_KINDS];
+} Measured;
+
+static RematStatus measure_all(const JobModel *model, Measured *m)
+{
+    m->adamw = (OptimRun){.optim = OPTIM_ADAMW, .sweep = &m->sweep};
+    m->sgd = (OptimRun){.optim = OPTIM_SGD, .sweep = &m->sweep};
+    Progress progress;
+    progress_begin(&progress, stdout, 4 * m->sweep.n, true);
+    RematStatus status = measure_optimizer(model, &m->adamw, &progress);
+    m->budget = demo_budget(&m->adamw);
+    const JobResult *base = &m->adamw.free_run[0];
+    m->pgo = base->current[MEM_PARAM] + base->current[MEM_GRAD] + base->current[MEM_OPTIM];
+    for (int k = 0; k < m->sweep.n && status == REMAT_OK; k++) {
+        status = run_job(model, &m->sweep.s[k], OPTIM_ADAMW, m->budget, &m->demo[k]);
+        if (status == REMAT_OK) status = run_job(model, &m->sweep.s[k], OPTIM_ADAMW, m->pgo, &m->at_floor[k]);
+        progress_tick(&progress, "AdamW at two budgets");
+    }
+    if (status == REMAT_OK) status = measure_optimizer(model, &m->sgd, &progress);
+    progress_end(&progress);
+    return status;
+}
+
+/* Which strategies fit under `budget` (`title`), and the OOM message of those that do not;
+ * returns whether any fits. */
+static bool print_fits(const Measured *m, const JobResult *jobs, const char *title)
+{
+    bool any = false;
+    printf("\n  %s:\n", title);
+    for (int k = 0; k < m->sweep.n; k++) {
+        any = any || jobs[k].status == REMAT_OK;
+        printf("    %-10s %s%s\n", strategy_name(m->sweep.s[k].kind),
+               jobs[k].status == REMAT_OK ? "fits" : "does not fit: ", jobs[k].message);
+    }
+    return any;
+}
+
+/* The strategy with which SGD needs the smallest budget. */
+static int sgd_best(const Measured *m)
+{
+    int best = 0;
+    for (int k = 1; k < m->sweep.n; k++) best = m->sgd.smallest[k] < m->sgd.smallest[best] ? k : best;
+    return best;
+}
+
+static void print_all(const JobModel *model, const Measured *m)
+{
+    char text[128];
+    printf("\n  GPT %s; a job = model + batch + optimizer + %d training steps\n",
+           gpt_shape_str(text, sizeof text, &model->shape), JOB_STEPS);
+    print_breakdown(&m->adamw, "AdamW (two state tensors per parameter)");
+    printf("  The smallest budget is each job's peak total to the byte: the ledger counts exactly.\n");
+    print_process(&m->adamw);
+    snprintf(text, sizeof text, "under a budget of %.2f MiB", mib(m->budget));
+    print_fits(m, m->demo, text);
+    snprintf(text, sizeof text, "at params + grads + optimizer = %.2f MiB (%zu bytes)", mib(m->pgo), m->pgo);
+    const bool any = print_fits(m, m->at_floor, text);
+    printf("  %s Recomputation removes activations only;\n"
+           "  params, their grads and AdamW's two moments per parameter stay resident all along.\n",
+           any ? "Something fits here." : "Nothing fits here, whatever is recomputed.");
+    print_breakdown(&m->sgd, "SGD without momentum (no optimizer state)");
+    const int best = sgd_best(m);
+    printf("  What fits instead: SGD without momentum keeps no optimizer state; with %s it needs\n"
+           "  %.2f MiB, %s AdamW's params + grads + optimizer (%.2f MiB). (Keeping the optimizer\n"
+           "  state in the offload file would be the other way; it is not built.)\n",
+           strategy_name(m->sweep.s[best].kind), mib(m->sgd.smallest[best]),
+           m->sgd.smallest[best] < m->pgo ? "below" : "not below", mib(m->pgo));
+}
+
+/* One record of the jobs table: one optimizer's job under one strategy. */
+typedef struct JobRow {
+    const char *optimizer, *strategy;
+    size_t params, grads, optimizer_state, peak_act, peak_work, peak_resident, smallest_budget;
+    int search_trials;
+} JobRow;
+
+static const ResultsColumn JOB_COLUMNS[] = {
+    COLUMN(JobRow, optimizer, STR, ""), COLUMN(JobRow, strategy, STR, ""), COLUMN(JobRow, params, SIZE, "bytes"),
+    COLUMN(JobRow, grads, SIZE, "bytes"), COLUMN(JobRow, optimizer_state, SIZE, "bytes"),
+    COLUMN(JobRow, peak_act, SIZE, "bytes"), COLUMN(JobRow, peak_work, SIZE, "bytes"),
+    COLUMN(JobRow, peak_resident, SIZE, "bytes"), COLUMN(JobRow, smallest_budget, SIZE, "bytes"),
+    COLUMN(JobRow, search_trials, INT, "jobs"),
+    COLUMN_SETTER("demo_budget", "bytes"),     COLUMN_SETTER("fits_demo_budget", "bool"),
+    COLUMN_SETTER("demo_message", ""),         COLUMN_SETTER("fits_at_adamw_floor", "bool"),
+    COLUMN_SETTER("floor_message", ""),        COLUMN_SETTER("process_baseline", "bytes"),
+    COLUMN_SETTER("process_peak", "bytes"),    COLUMN_SETTER("process_unaccounted", "bytes"),
+};
+
+/* What no recomputation can remove, and what SGD needs instead. */
+typedef struct FloorRow {
+    size_t params, grads, optimizer_state, params_grads_optimizer, sgd_smallest_budget;
+    bool any_strategy_fits;
+    const char *sgd_strategy;
+} FloorRow;
+
+static const ResultsColumn FLOOR_COLUMNS[] = {
+    COLUMN(FloorRow, params, SIZE, "bytes"), COLUMN(FloorRow, grads, SIZE, "bytes"),
+    COLUMN(FloorRow, optimizer_state, SIZE, "bytes"), COLUMN(FloorRow, params_grads_optimizer, SIZE, "bytes"),
+    COLUMN(FloorRow, any_strategy_fits, BOOL, "bool"), COLUMN(FloorRow, sgd_smallest_budget, SIZE, "bytes"),
+    COLUMN(FloorRow, sgd_strategy, STR, ""),
+};
+
+/* The jobs of one optimizer; AdamW's with their runs at the two budgets. */
+static void record_jobs(ResultsTable *jobs, const Measured *m, const OptimRun *run)
+{
+    const bool adamw = run == &m->adamw;
+    for (int k = 0; k < m->sweep.n; k++) {
+        const JobResult *r = &run->free_run[k];
+        const JobRow row = {.optimizer = adamw ? "adamw" : "sgd", .strategy = strategy_name(m->sweep.s[k].kind),
+                            .params = r->current[MEM_PARAM], .grads = r->current[MEM_GRAD],
+                            .optimizer_state = r->current[MEM_OPTIM], .peak_act = r->peak_act,
+                            .peak_work = r->peak_work, .peak_resident = r->peak_resident,
+                            .smallest_budget = run->smallest[k], .search_trials = run->trials[k]};
+        ResultsRecord *rec = results_add_row(jobs, &row);
+        if (r->process.known) {
+            record_num(rec, "process_baseline", (double)r->process.baseline);
+            record_num(rec, "process_peak", (double)r->process.peak);
+            record_num(rec, "process_unaccounted",
+                       (double)r->process.peak - (double)r->process.baseline - (double)r->peak_resident);
+        }
+        if (!adamw) continue;
+        record_num(rec, "demo_budget", (double)m->budget);
+        record_bool(rec, "fits_demo_budget", m->demo[k].status == REMAT_OK);
+        record_str(rec, "demo_message", m->demo[k].message);
+        record_bool(rec, "fits_at_adamw_floor", m->at_floor[k].status == REMAT_OK);
+        record_str(rec, "floor_message", m->at_floor[k].message);
+    }
+}
+
+static void record_all(Results *results, const Measured *m)
+{
+    ResultsTable *jobs = results_row_table(results, "jobs", "one training job per optimizer and strategy",
+                                           JOB_COLUMNS, RESULTS_COUNT(JOB_COLUMNS), true);
+    ResultsTable *floor = results_row_table(results, "floor", "what no recomputation can remove", FLOOR_COLUMNS,
+                                            RESULTS_COUNT(FLOOR_COLUMNS), true);
+    record_jobs(jobs, m, &m->adamw);
+    record_jobs(jobs, m, &m->sgd);
+    const JobResult *base = &m->adamw.free_run[0];
+    FloorRow row = {.params = base->current[MEM_PARAM], .grads = base->current[MEM_GRAD],
+                    .optimizer_state = base->current[MEM_OPTIM], .params_grads_optimizer = m->pgo,
+                    .sgd_smallest_budget = m->sgd.smallest[sgd_best(m)],
+                    .sgd_strategy = strategy_name(m->sweep.s[sgd_best(m)].kind)};
+    for (int k = 0; k < m->sweep.n; k++) row.any_strategy_fits |= m->at_floor[k].status == REMAT_OK;
+    results_add_row(floor, &row);
+}
+
 int main(int argc, char **argv)
 {
     BenchOptions o;
@@ -251,99 +380,12 @@ int main(int argc, char **argv)
                             .options = &o};
     results_config_gpt(results, &model.shape);
     results_config_num(results, "steps_per_job", JOB_STEPS);
-    ResultsTable *jobs = results_table(results, "jobs", "one training job per optimizer and strategy", JOB_FIELDS,
-                                       (int)(sizeof JOB_FIELDS / sizeof JOB_FIELDS[0]), true);
-    ResultsTable *floor = results_table(results, "floor", "what no recomputation can remove", FLOOR_FIELDS,
-                                        (int)(sizeof FLOOR_FIELDS / sizeof FLOOR_FIELDS[0]), true);
-    RematStatus status = REMAT_OK;
-    Sweep sweep;
-    sweep.n = bench_sweep(&INFO, &o, NULL, sweep.s);
-    OptimRun adamw = {.optim = OPTIM_ADAMW, .sweep = &sweep}, sgd = {.optim = OPTIM_SGD, .sweep = &sweep};
-    JobResult demo[N_KINDS], at_floor[N_KINDS];
-    Progress progress;
-    progress_begin(&progress, 4 * sweep.n);
-    if (status == REMAT_OK) status = measure_optimizer(&model, &adamw, &progress);
-    const size_t budget = demo_budget(&adamw);
-    const JobResult *base = &adamw.free_run[0];
-    const size_t pgo = base->current[MEM_PARAM] + base->current[MEM_GRAD] + base->current[MEM_OPTIM];
-    for (int k = 0; k < sweep.n && status == REMAT_OK; k++) {
-        status = run_job(&model, &sweep.s[k], OPTIM_ADAMW, budget, &demo[k]);
-        if (status == REMAT_OK) status = run_job(&model, &sweep.s[k], OPTIM_ADAMW, pgo, &at_floor[k]);
-        progress_tick(&progress, "AdamW at two budgets");
-    }
-    if (status == REMAT_OK) status = measure_optimizer(&model, &sgd, &progress);
-    progress_end(&progress);
-
+    Measured m;
+    m.sweep.n = bench_sweep(&INFO, &o, NULL, m.sweep.s);
+    const RematStatus status = measure_all(&model, &m);
     if (status == REMAT_OK) {
-        char text[64];
-        printf("\n  GPT %s; a job = model + batch + optimizer + %d training steps\n",
-               gpt_shape_str(text, sizeof text, &model.shape), JOB_STEPS);
-        print_breakdown(&adamw, "AdamW (two state tensors per parameter)");
-        printf("  The smallest budget is each job's peak total to the byte: the ledger counts exactly.\n");
-        print_process(&adamw);
-
-        printf("\n  under a budget of %.2f MiB:\n", mib(budget));
-        for (int k = 0; k < sweep.n; k++)
-            printf("    %-10s %s%s\n", strategy_name(sweep.s[k].kind), demo[k].status == REMAT_OK ? "fits" : "does not fit: ",
-                   demo[k].message);
-
-        bool any = false;
-        printf("\n  at params + grads + optimizer = %.2f MiB (%zu bytes):\n", mib(pgo), pgo);
-        for (int k = 0; k < sweep.n; k++) {
-            any = any || at_floor[k].status == REMAT_OK;
-            printf("    %-10s %s%s\n", strategy_name(sweep.s[k].kind),
-                   at_floor[k].status == REMAT_OK ? "fits" : "does not fit: ", at_floor[k].message);
-        }
-        printf("  %s Recomputation removes activations only;\n"
-               "  params, their grads and AdamW's two moments per parameter stay resident all along.\n",
-               any ? "Something fits here." : "Nothing fits here, whatever is recomputed.");
-
-        print_breakdown(&sgd, "SGD without momentum (no optimizer state)");
-        int best = 0;
-        for (int k = 1; k < sweep.n; k++) best = sgd.smallest[k] < sgd.smallest[best] ? k : best;
-        printf("  What fits instead: SGD without momentum keeps no optimizer state; with %s it needs\n"
-               "  %.2f MiB, %s AdamW's params + grads + optimizer (%.2f MiB). (Keeping the optimizer\n"
-               "  state in the offload file would be the other way; it is not built.)\n",
-               strategy_name(sweep.s[best].kind), mib(sgd.smallest[best]), sgd.smallest[best] < pgo ? "below" : "not below",
-               mib(pgo));
-
-        for (int pass = 0; pass < 2; pass++) {
-            const OptimRun *run = pass ? &sgd : &adamw;
-            for (int k = 0; k < sweep.n; k++) {
-                const JobResult *r = &run->free_run[k];
-                ResultsRecord *rec = results_record(jobs);
-                record_str(rec, "optimizer", pass ? "sgd" : "adamw");
-                record_str(rec, "strategy", strategy_name(sweep.s[k].kind));
-                record_num(rec, "params", (double)r->current[MEM_PARAM]);
-                record_num(rec, "grads", (double)r->current[MEM_GRAD]);
-                record_num(rec, "optimizer_state", (double)r->current[MEM_OPTIM]);
-                record_num(rec, "peak_act", (double)r->peak_act);
-                record_num(rec, "peak_work", (double)r->peak_work);
-                record_num(rec, "peak_resident", (double)r->peak_resident);
-                record_num(rec, "smallest_budget", (double)run->smallest[k]);
-                record_num(rec, "search_trials", run->trials[k]);
-                if (r->process.known) {
-                    record_num(rec, "process_baseline", (double)r->process.baseline);
-                    record_num(rec, "process_peak", (double)r->process.peak);
-                    record_num(rec, "process_unaccounted",
-                               (double)r->process.peak - (double)r->process.baseline - (double)r->peak_resident);
-                }
-                if (pass) continue;
-                record_num(rec, "demo_budget", (double)budget);
-                record_bool(rec, "fits_demo_budget", demo[k].status == REMAT_OK);
-                record_str(rec, "demo_message", demo[k].message);
-                record_bool(rec, "fits_at_adamw_floor", at_floor[k].status == REMAT_OK);
-                record_str(rec, "floor_message", at_floor[k].message);
-            }
-        }
-        ResultsRecord *rec = results_record(floor);
-        record_num(rec, "params", (double)base->current[MEM_PARAM]);
-        record_num(rec, "grads", (double)base->current[MEM_GRAD]);
-        record_num(rec, "optimizer_state", (double)base->current[MEM_OPTIM]);
-        record_num(rec, "params_grads_optimizer", (double)pgo);
-        record_bool(rec, "any_strategy_fits", any);
-        record_num(rec, "sgd_smallest_budget", (double)sgd.smallest[best]);
-        record_str(rec, "sgd_strategy", strategy_name(sweep.s[best].kind));
+        print_all(&model, &m);
+        record_all(results, &m);
     }
     return bench_finish(&INFO, &o, results, status);
 }

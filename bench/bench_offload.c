@@ -170,42 +170,22 @@ static void runner_free(Runner *r)
 
 
 static const ResultsField STEP_FIELDS[] = {
-    {"model", ""},
-    {"layers", "layers"},
-    {"config", ""},
-    {"strategy", ""},
-    {"policy", ""},
-    {"prefetch", "records"},
-    {"io", ""},
-    {"page_cache", ""},
-    {"peak_act", "bytes"},
-    {"peak_disk", "bytes"},
-    {"act_stored", "bytes"},
-    {"peak_resident", "bytes"},
-    {"records_per_step", "records"},
-    {"disk_written_per_step", "bytes"},
-    {"recompute_flops", "FLOPs"},
-    {"flop_overhead", "ratio"},
-    RESULTS_TIMED("step_seconds", "seconds"),
-    RESULTS_TIMED("time_overhead", "ratio"),
-    RESULTS_TIMED("write_seconds", "seconds per step, inside pack"),
-    RESULTS_TIMED("read_seconds", "seconds per step, inside unpack"),
-    {"cached_after_forward", "bytes"},
-    RESULTS_TIMED("forward_seconds", "seconds"),
-    RESULTS_TIMED("backward_seconds", "seconds"),
-    RESULTS_TIMED("bound_seconds", "seconds"),
-    RESULTS_TIMED("vs_bound", "ratio"),
-    {"prefetch_bytes", "bytes"},
-    {"write_behind_bytes", "bytes"},
-    {"io_threads", "threads"},
+    {"model", ""}, {"layers", "layers"}, {"config", ""}, {"strategy", ""}, {"policy", ""}, {"prefetch", "records"},
+    {"io", ""}, {"page_cache", ""}, {"peak_act", "bytes"}, {"peak_disk", "bytes"}, {"act_stored", "bytes"},
+    {"peak_resident", "bytes"}, {"records_per_step", "records"}, {"disk_written_per_step", "bytes"},
+    {"recompute_flops", "FLOPs"}, {"flop_overhead", "ratio"}, RESULTS_TIMED("step_seconds", "seconds"),
+    RESULTS_TIMED("time_overhead", "ratio"), RESULTS_TIMED("write_seconds", "seconds per step, inside pack"),
+    RESULTS_TIMED("read_seconds", "seconds per step, inside unpack"), {"cached_after_forward", "bytes"},
+    RESULTS_TIMED("forward_seconds", "seconds"), RESULTS_TIMED("backward_seconds", "seconds"),
+    RESULTS_TIMED("bound_seconds", "seconds"), RESULTS_TIMED("vs_bound", "ratio"), {"prefetch_bytes", "bytes"},
+    {"write_behind_bytes", "bytes"}, {"io_threads", "threads"},
     RESULTS_TIMED("read_wait_seconds", "seconds per step, unpack blocked on reads ahead"),
     {"reads_waited", "records per step (median)"},
     RESULTS_TIMED("thread_read_seconds", "seconds per step, helper threads reading"),
     RESULTS_TIMED("thread_read_bandwidth", "bytes per second"),
     RESULTS_TIMED("thread_write_seconds", "seconds per step, helper threads writing"),
     RESULTS_TIMED("thread_write_bandwidth", "bytes per second"),
-    RESULTS_TIMED("thread_cpu_seconds", "seconds per step, helper threads' CPU"),
-    RESULTS_SAMPLES,
+    RESULTS_TIMED("thread_cpu_seconds", "seconds per step, helper threads' CPU"), RESULTS_SAMPLES,
 };
 
 /* The in-RAM configuration that computes what the i-th that runs computes: none or sqrt. */
@@ -431,21 +411,15 @@ static RematStatus time_record_size(RecordRun *run, size_t bytes, const TimingPl
 }
 
 static const ResultsField RECORD_FIELDS[] = {
-    {"io", ""},
-    {"bytes", "bytes"},
-    RESULTS_TIMED("pack_seconds", "seconds per record"),
-    RESULTS_TIMED("unpack_seconds", "seconds per record"),
-    RESULTS_SAMPLES,
+    {"io", ""}, {"bytes", "bytes"}, RESULTS_TIMED("pack_seconds", "seconds per record"),
+    RESULTS_TIMED("unpack_seconds", "seconds per record"), RESULTS_SAMPLES,
 };
 
 enum { RECORD_MIN = 4096, RECORD_MAX = 4 << 20, RECORD_SIZES = 6 };
 
 static const ResultsField DISK_FIELDS[] = {
-    {"direction", ""},
-    {"file_bytes", "bytes"},
-    {"block_bytes", "bytes"},
-    RESULTS_TIMED("bandwidth", "bytes per second"),
-    RESULTS_SAMPLES,
+    {"direction", ""}, {"file_bytes", "bytes"}, {"block_bytes", "bytes"},
+    RESULTS_TIMED("bandwidth", "bytes per second"), RESULTS_SAMPLES,
 };
 
 /* The spill directory's disk, by O_DIRECT (bench/disk.h), into *disk and the `disk` table.
@@ -527,6 +501,47 @@ static RematStatus measure_records(const Setup *setup, Progress *progress, Resul
     return status;
 }
 
+/* The run's config: the models, the spill directory and the plans. */
+static void record_config(Results *results, const Setup *setup, const MlpShape *mlp, const GptShape *gpt)
+{
+    results_config_num(results, "window_ahead", (double)setup->window_ahead);
+    results_config_num(results, "window_behind", (double)setup->window_behind);
+    results_config_num(results, "mlp_layers", mlp->N);
+    results_config_num(results, "mlp_width", mlp->W);
+    results_config_num(results, "mlp_batch", mlp->B);
+    results_config_num(results, "gpt_layers", gpt->L);
+    results_config_num(results, "gpt_d_model", gpt->C);
+    results_config_num(results, "gpt_heads", gpt->H);
+    results_config_num(results, "gpt_seq", gpt->T);
+    results_config_num(results, "gpt_batch", gpt->B);
+    results_config_num(results, "gpt_dropout", round((double)gpt->dropout * 1e6) / 1e6);
+    results_config_str(results, "optimizer", "adamw");
+    const char *tmpdir = getenv("TMPDIR"); /* where offload_create puts the file without --offload-dir */
+    results_config_str(results, "offload_dir", setup->dir ? setup->dir : tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+    results_config_num(results, "min_bytes", (double)OFFLOAD_MIN_BYTES);
+    results_config_plan(results, &setup->mlp_plan); /* the MLP chain's; the GPT's differs in its cap */
+    results_config_num(results, "gpt_cap_seconds", setup->gpt_plan.cap_seconds);
+    results_config_num(results, "record_rounds", setup->records.max_rounds);
+}
+
+/* The steps of the MLP chain, then of the GPT, under every configuration. */
+static RematStatus measure_models(const Setup *setup, const MlpShape *mlp, const GptShape *gpt, Progress *progress,
+                                  ResultsTable *steps)
+{
+    const OptimConfig adamw = optim_adamw_defaults(1e-4f);
+    char title[128], shape[64];
+    ModelBench g;
+    RematStatus status = mlp_bench_create(&g, mlp, &adamw);
+    snprintf(title, sizeof title, "MLP chain N=%d W=%d B=%d, AdamW", mlp->N, mlp->W, mlp->B);
+    if (status == REMAT_OK) status = measure_model("mlp", title, &g, setup, progress, steps);
+    model_bench_free(&g);
+    if (status == REMAT_OK) status = gpt_bench_create(&g, gpt, &adamw);
+    snprintf(title, sizeof title, "GPT %s, AdamW", gpt_shape_str(shape, sizeof shape, gpt));
+    if (status == REMAT_OK) status = measure_model("gpt", title, &g, setup, progress, steps);
+    model_bench_free(&g);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     BenchOptions o;
@@ -552,50 +567,23 @@ int main(int argc, char **argv)
     /* The windows rows (full mode only): a GPT layer spills about 22 MiB, an MLP block 4 MiB. */
     setup.window_ahead = (size_t)16 << 20;
     setup.window_behind = (size_t)8 << 20;
-    results_config_num(results, "window_ahead", (double)setup.window_ahead);
-    results_config_num(results, "window_behind", (double)setup.window_behind);
-    results_config_num(results, "mlp_layers", mlp.N);
-    results_config_num(results, "mlp_width", mlp.W);
-    results_config_num(results, "mlp_batch", mlp.B);
-    results_config_num(results, "gpt_layers", gpt.L);
-    results_config_num(results, "gpt_d_model", gpt.C);
-    results_config_num(results, "gpt_heads", gpt.H);
-    results_config_num(results, "gpt_seq", gpt.T);
-    results_config_num(results, "gpt_batch", gpt.B);
-    results_config_num(results, "gpt_dropout", round((double)gpt.dropout * 1e6) / 1e6);
-    results_config_str(results, "optimizer", "adamw");
-    const char *tmpdir = getenv("TMPDIR"); /* where offload_create puts the file without --offload-dir */
-    results_config_str(results, "offload_dir", setup.dir ? setup.dir : tmpdir && tmpdir[0] ? tmpdir : "/tmp");
-    results_config_num(results, "min_bytes", (double)OFFLOAD_MIN_BYTES);
-    results_config_plan(results, &setup.mlp_plan); /* the MLP chain's; the GPT's differs in its cap */
-    results_config_num(results, "gpt_cap_seconds", setup.gpt_plan.cap_seconds);
-    results_config_num(results, "record_rounds", setup.records.max_rounds);
+    record_config(results, &setup, &mlp, &gpt);
     ResultsTable *steps = results_table(results, "steps", "one AdamW training step per model and configuration",
-                                        STEP_FIELDS, (int)(sizeof STEP_FIELDS / sizeof STEP_FIELDS[0]), true);
+                                        STEP_FIELDS, RESULTS_COUNT(STEP_FIELDS), true);
     ResultsTable *records = results_table(results, "records", "pack and unpack of one record alone",
-                                          RECORD_FIELDS, (int)(sizeof RECORD_FIELDS / sizeof RECORD_FIELDS[0]),
+                                          RECORD_FIELDS, RESULTS_COUNT(RECORD_FIELDS),
                                           true);
 
     ResultsTable *disk_table = results_table(results, "disk", "the spill directory's disk, sequential, O_DIRECT",
-                                             DISK_FIELDS, (int)(sizeof DISK_FIELDS / sizeof DISK_FIELDS[0]), true);
+                                             DISK_FIELDS, RESULTS_COUNT(DISK_FIELDS), true);
     DiskBandwidth disk;
     if (measure_disk(&setup, o.quick, disk_table, &disk)) setup.disk = &disk;
 
     Progress progress;
-    progress_begin(&progress, timing_max_runs(&setup.mlp_plan, setup.n_configs) +
+    progress_begin(&progress, stdout, timing_max_runs(&setup.mlp_plan, setup.n_configs) +
                                   timing_max_runs(&setup.gpt_plan, setup.n_configs) +
-                                  RECORD_SIZES);
-    const OptimConfig adamw = optim_adamw_defaults(1e-4f);
-    char title[128], shape[64];
-    ModelBench g;
-    RematStatus status = mlp_bench_create(&g, &mlp, &adamw);
-    snprintf(title, sizeof title, "MLP chain N=%d W=%d B=%d, AdamW", mlp.N, mlp.W, mlp.B);
-    if (status == REMAT_OK) status = measure_model("mlp", title, &g, &setup, &progress, steps);
-    model_bench_free(&g);
-    if (status == REMAT_OK) status = gpt_bench_create(&g, &gpt, &adamw);
-    snprintf(title, sizeof title, "GPT %s, AdamW", gpt_shape_str(shape, sizeof shape, &gpt));
-    if (status == REMAT_OK) status = measure_model("gpt", title, &g, &setup, &progress, steps);
-    model_bench_free(&g);
+                                  RECORD_SIZES, true);
+    RematStatus status = measure_models(&setup, &mlp, &gpt, &progress, steps);
     if (status == REMAT_OK) status = measure_records(&setup, &progress, records);
     progress_end(&progress);
     if (status == REMAT_OK)

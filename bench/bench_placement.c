@@ -88,60 +88,62 @@ static const Placement PLACEMENTS[N_PLACEMENTS] = {
     {"every other", STRATEGY_FULL, NULL, true},
 };
 
-static const ResultsField FIELDS[] = {
-    {"threads", "threads"},
-    {"placement", ""},
-    {"act_stored", "bytes"},
-    {"peak_act", "bytes"},
-    {"act_saved", "bytes"},
-    {"act_saved_fraction", "ratio"},
-    {"recompute_flops", "FLOPs"},
-    {"flop_overhead", "ratio"},
-    RESULTS_TIMED("step_seconds", "seconds"),
-    RESULTS_TIMED("time_overhead", "ratio"),
-    RESULTS_TIMED("time_per_flop_overhead", "ratio"),
-    RESULTS_SAMPLES,
-};
-
 /* (time overhead − 1) / FLOP overhead, applied to the estimate and its interval. */
 static Estimate per_flop(const Estimate *time, double flops)
 {
     return (Estimate){(time->value - 1.0) / flops, (time->lo - 1.0) / flops, (time->hi - 1.0) / flops, time->samples};
 }
 
+/* One record: a placement's step on one thread count, against none's. */
+typedef struct Row {
+    int threads;
+    const char *placement;
+    size_t act_stored, peak_act;
+    double act_saved, act_saved_fraction;
+    uint64_t recompute_flops;
+    double flop_overhead;
+    Estimate step_seconds, time_overhead, time_per_flop_overhead; /* the last: none without recomputation */
+} Row;
+
+static const ResultsColumn COLUMNS[] = {
+    COLUMN(Row, threads, INT, "threads"), COLUMN(Row, placement, STR, ""), COLUMN(Row, act_stored, SIZE, "bytes"),
+    COLUMN(Row, peak_act, SIZE, "bytes"), COLUMN(Row, act_saved, DOUBLE, "bytes"),
+    COLUMN(Row, act_saved_fraction, DOUBLE, "ratio"), COLUMN(Row, recompute_flops, U64, "FLOPs"),
+    COLUMN(Row, flop_overhead, DOUBLE, "ratio"), COLUMN_TIMED(Row, step_seconds, "seconds"),
+    COLUMN_TIMED(Row, time_overhead, "ratio"), COLUMN_TIMED(Row, time_per_flop_overhead, "ratio"), COLUMN_SAMPLES,
+};
+
+/* Placement p's row on `threads` threads: its last step (stats[p]) against none's (stats[0]). */
+static Row row_of(int threads, int p, const StepStats *stats, const Timing *timing)
+{
+    const StepStats *s = &stats[p];
+    Row r = {.threads = threads, .placement = PLACEMENTS[p].name, .act_stored = s->act_stored,
+             .peak_act = s->peak[MEM_ACT], .act_saved = (double)stats[0].peak[MEM_ACT] - (double)s->peak[MEM_ACT],
+             .recompute_flops = s->flops[PHASE_RECOMPUTE], .flop_overhead = flop_overhead(s),
+             .step_seconds = timing_median(timing, p, STEP_SECONDS),
+             .time_overhead = timing_ratio(timing, p, 0, STEP_SECONDS)};
+    r.act_saved_fraction = r.act_saved / (double)stats[0].peak[MEM_ACT];
+    if (r.flop_overhead > 0) r.time_per_flop_overhead = per_flop(&r.time_overhead, r.flop_overhead);
+    return r;
+}
+
 static void print_and_record(int threads, const StepStats *stats, const Timing *timing, ResultsTable *table)
 {
-    const StepStats *none = &stats[0];
     printf("\n  %d thread%s\n", threads, threads == 1 ? "" : "s");
     printf("  %-15s %10s %10s %9s %11s %9s %9s %-27s %10s\n", "placement", "stored", "peak ACT", "ACT saved",
            "recompute", "FLOP", "step", "time overhead", "time ovh /");
     printf("  %-15s %10s %10s %9s %11s %9s %9s %-27s %10s\n", "", "MiB", "MiB", "vs none", "GFLOP", "overhead", "ms",
            "(95% interval, rounds)", "FLOP ovh");
     for (int p = 0; p < N_PLACEMENTS; p++) {
-        const StepStats *s = &stats[p];
-        const double saved = (double)none->peak[MEM_ACT] - (double)s->peak[MEM_ACT];
-        const double fraction = saved / (double)none->peak[MEM_ACT];
-        const Estimate step = timing_median(timing, p, STEP_SECONDS), ratio = timing_ratio(timing, p, 0, STEP_SECONDS);
-        const double flops = flop_overhead(s);
-        const Estimate cost = per_flop(&ratio, flops > 0 ? flops : 1.0);
+        const Row r = row_of(threads, p, stats, timing);
         char spread[48];
-        printf("  %-15s %10.2f %10.2f %8.1f%% %11.3f %8.1f%% %9.2f %-27s", PLACEMENTS[p].name, mib(s->act_stored),
-               mib(s->peak[MEM_ACT]), 100.0 * fraction, 1e-9 * (double)s->flops[PHASE_RECOMPUTE], 100.0 * flops,
-               1e3 * step.value, estimate_ratio_str(spread, sizeof spread, &ratio));
-        if (flops > 0) printf(" %10.2f\n", cost.value);
+        printf("  %-15s %10.2f %10.2f %8.1f%% %11.3f %8.1f%% %9.2f %-27s", r.placement, mib(r.act_stored),
+               mib(r.peak_act), 100.0 * r.act_saved_fraction, 1e-9 * (double)r.recompute_flops,
+               100.0 * r.flop_overhead, 1e3 * r.step_seconds.value,
+               estimate_ratio_str(spread, sizeof spread, &r.time_overhead));
+        if (r.flop_overhead > 0) printf(" %10.2f\n", r.time_per_flop_overhead.value);
         else printf(" %10s\n", "-");
-        ResultsRecord *rec = results_record(table);
-        record_num(rec, "threads", threads);
-        record_str(rec, "placement", PLACEMENTS[p].name);
-        record_num(rec, "act_stored", (double)s->act_stored);
-        record_num(rec, "peak_act", (double)s->peak[MEM_ACT]);
-        record_num(rec, "act_saved", saved);
-        record_num(rec, "act_saved_fraction", fraction);
-        record_num(rec, "recompute_flops", (double)s->flops[PHASE_RECOMPUTE]);
-        record_num(rec, "flop_overhead", flops);
-        record_estimate(rec, "step_seconds", &step);
-        record_estimate(rec, "time_overhead", &ratio);
-        if (flops > 0) record_estimate(rec, "time_per_flop_overhead", &cost);
+        results_add_row(table, &r);
     }
 }
 
@@ -159,8 +161,8 @@ int main(int argc, char **argv)
     results_config_gpt(results, &shape);
     results_config_str(results, "optimizer", "adamw");
     results_config_plan(results, &plan);
-    ResultsTable *table = results_table(results, "placements", "one AdamW step per placement and thread count",
-                                        FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+    ResultsTable *table = results_row_table(results, "placements", "one AdamW step per placement and thread count",
+                                            COLUMNS, RESULTS_COUNT(COLUMNS), true);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, &adamw);
@@ -179,7 +181,7 @@ int main(int argc, char **argv)
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 3, 4);
     Progress progress;
-    progress_begin(&progress, n_threads * timing_max_runs(&plan, N_PLACEMENTS));
+    progress_begin(&progress, stdout, n_threads * timing_max_runs(&plan, N_PLACEMENTS), true);
     for (int t = 0; t < n_threads && status == REMAT_OK; t++) {
         char label[32];
         snprintf(label, sizeof label, "%d thread%s", t + 1, t ? "s" : "");

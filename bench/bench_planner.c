@@ -58,35 +58,22 @@ typedef struct Chain {
 
 static const ResultsField POINT_FIELDS[] = {
     {"model", "mlp, gpt, or gpt_heads (blocks of varying head counts)"},
-    {"planner", "dp, chen, revolve, or a fixed strategy: none, full, sqrt"},
-    {"budget", "bytes"},
-    {"found", "a schedule fits the budget"},
-    {"segments", "segments"},
-    {"regions", "segments"},
+    {"planner", "dp, chen, revolve, or a fixed strategy: none, full, sqrt"}, {"budget", "bytes"},
+    {"found", "a schedule fits the budget"}, {"segments", "segments"}, {"regions", "segments"},
     {"slots", "Revolve's slots (revolve schedules only; store-all has none)"},
-    {"below_dp_minimum", "the budget is below the DP's smallest feasible one"},
-    {"predicted_peak_act", "bytes"},
-    {"measured_peak_act", "bytes"},
-    {"predicted_peak_total", "bytes"},
-    {"measured_peak_resident", "bytes"},
-    {"recompute_flops", "FLOPs (predicted)"},
-    {"measured_recompute_flops", "FLOPs"},
+    {"below_dp_minimum", "the budget is below the DP's smallest feasible one"}, {"predicted_peak_act", "bytes"},
+    {"measured_peak_act", "bytes"}, {"predicted_peak_total", "bytes"}, {"measured_peak_resident", "bytes"},
+    {"recompute_flops", "FLOPs (predicted)"}, {"measured_recompute_flops", "FLOPs"},
     {"recompute_share", "RECOMPUTE / FORWARD FLOPs of the step"},
     {"ratio_to_dp", "recompute FLOPs / the single-level optimum's at this budget (0/0 = 1; absent when undefined)"},
 };
 
 static const ResultsField SUMMARY_FIELDS[] = {
-    {"model", ""},
-    {"planner", ""},
-    {"budgets", "budgets tried"},
-    {"found", "budgets with a schedule"},
+    {"model", ""}, {"planner", ""}, {"budgets", "budgets tried"}, {"found", "budgets with a schedule"},
     {"compared", "budgets in the mean: both found one, and the optimum's cost is > 0 or both are 0"},
-    {"geomean_ratio_to_dp", "ratio"},
-    {"worst_ratio_to_dp", "ratio"},
-    {"best_ratio_to_dp", "ratio"},
+    {"geomean_ratio_to_dp", "ratio"}, {"worst_ratio_to_dp", "ratio"}, {"best_ratio_to_dp", "ratio"},
     {"zero_optimum_nonzero", "budgets where the optimum recomputes nothing and this planner does"},
-    {"min_budget", "bytes (this planner's smallest feasible budget)"},
-    {"none_budget", "bytes"},
+    {"min_budget", "bytes (this planner's smallest feasible budget)"}, {"none_budget", "bytes"},
     {"uniform", "revolve: the chain's layers all cost the same (else it plans nothing)"},
     {"below_dp_budgets", "revolve: budgets tried below the DP's smallest feasible one"},
     {"below_dp_found", "revolve: of those, budgets where it found a schedule"},
@@ -425,12 +412,12 @@ int main(int argc, char **argv)
     RematStatus status = REMAT_OK;
     ResultsTable *points = results_table(results, "points", "each planner's schedule at each budget, run for one "
                                          "AdamW step under that budget; fixed strategies at their own memory",
-                                         POINT_FIELDS, (int)(sizeof POINT_FIELDS / sizeof POINT_FIELDS[0]), true);
+                                         POINT_FIELDS, RESULTS_COUNT(POINT_FIELDS), true);
     ResultsTable *summary = results_table(results, "summary", "recompute FLOPs relative to the exact optimum",
-                                          SUMMARY_FIELDS, (int)(sizeof SUMMARY_FIELDS / sizeof SUMMARY_FIELDS[0]),
+                                          SUMMARY_FIELDS, RESULTS_COUNT(SUMMARY_FIELDS),
                                           true);
     Progress progress;
-    progress_begin(&progress, 3 * n_budgets + 2 * n_below); /* the GPT of varying heads is not uniform */
+    progress_begin(&progress, stdout, 3 * n_budgets + 2 * n_below, true); /* the GPT of varying heads is not uniform */
     for (int i = 0; i < 3 && status == REMAT_OK; i++) {
         Chain chain = {0};
         status = i == 0 ? mlp_chain(&chain, N, W, B) : gpt_chain(&chain, i == 1 ? "gpt" : "gpt_heads", &gpt,

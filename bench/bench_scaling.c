@@ -20,6 +20,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "bench/cli.h"
 #include "bench/measure.h"
@@ -149,30 +150,65 @@ static double loglog_slope(const double *x, const double *y, int n)
     return (n * sxy - sx * sy) / (n * sxx - sx * sx);
 }
 
-static const ResultsField STEP_FIELDS[] = {
-    {"n_layers", "layers"},        {"strategy", ""},
-    {"segments", "regions"},       {"peak_act", "bytes"},
-    {"peak_act_units", "activations of B*W floats"},
-    {"derived_units", "activations of B*W floats"},
-    {"peak_resident", "bytes"},    {"params", "bytes"},
-    {"grads", "bytes"},            {"optimizer", "bytes"},
-    {"forward_flops", "FLOPs"},    {"backward_flops", "FLOPs"},
-    {"recompute_flops", "FLOPs"},  {"optimizer_flops", "FLOPs"},
-    {"flop_overhead", "ratio"},    RESULTS_TIMED("step_seconds", "seconds"),
-    RESULTS_TIMED("time_overhead", "ratio"), RESULTS_SAMPLES,
+/* One record of the steps table: one depth under one strategy. */
+typedef struct StepRow {
+    int n_layers;
+    const char *strategy;
+    int segments;
+    size_t peak_act;
+    double peak_act_units; /* (peak ACT − 8) / a */
+    size_t derived_units;
+    size_t peak_resident, params, grads, optimizer;
+    uint64_t flops[PHASE_COUNT];
+    double flop_overhead;
+    Estimate step_seconds, time_overhead;
+} StepRow;
+
+static const ResultsColumn STEP_COLUMNS[] = {
+    COLUMN(StepRow, n_layers, INT, "layers"), COLUMN(StepRow, strategy, STR, ""),
+    COLUMN(StepRow, segments, INT, "regions"), COLUMN(StepRow, peak_act, SIZE, "bytes"),
+    COLUMN(StepRow, peak_act_units, DOUBLE, "activations of B*W floats"),
+    COLUMN(StepRow, derived_units, SIZE, "activations of B*W floats"), COLUMN(StepRow, peak_resident, SIZE, "bytes"),
+    COLUMN(StepRow, params, SIZE, "bytes"), COLUMN(StepRow, grads, SIZE, "bytes"),
+    COLUMN(StepRow, optimizer, SIZE, "bytes"),
+    COLUMN_AS("forward_flops", StepRow, flops[PHASE_FORWARD], U64, "FLOPs"),
+    COLUMN_AS("backward_flops", StepRow, flops[PHASE_BACKWARD], U64, "FLOPs"),
+    COLUMN_AS("recompute_flops", StepRow, flops[PHASE_RECOMPUTE], U64, "FLOPs"),
+    COLUMN_AS("optimizer_flops", StepRow, flops[PHASE_OPTIMIZER], U64, "FLOPs"),
+    COLUMN(StepRow, flop_overhead, DOUBLE, "ratio"), COLUMN_TIMED(StepRow, step_seconds, "seconds"),
+    COLUMN_TIMED(StepRow, time_overhead, "ratio"), COLUMN_SAMPLES,
 };
 
-static const ResultsField SLOPE_FIELDS[] = {
-    {"strategy", ""},
-    {"slope", "d ln(peak ACT) / d ln(N), least squares over all N"},
-    {"slope_last_doubling", "d ln(peak ACT) / d ln(N) between the two largest N"},
-    {"theory", "d ln(peak ACT) / d ln(N) as N grows"},
+/* One record of the slopes table: a strategy's peak ACT against depth, on log-log axes. */
+typedef struct SlopeRow {
+    const char *strategy;
+    double slope, slope_last_doubling, theory;
+} SlopeRow;
+
+static const ResultsColumn SLOPE_COLUMNS[] = {
+    COLUMN(SlopeRow, strategy, STR, ""),
+    COLUMN(SlopeRow, slope, DOUBLE, "d ln(peak ACT) / d ln(N), least squares over all N"),
+    COLUMN(SlopeRow, slope_last_doubling, DOUBLE, "d ln(peak ACT) / d ln(N) between the two largest N"),
+    COLUMN(SlopeRow, theory, DOUBLE, "d ln(peak ACT) / d ln(N) as N grows"),
 };
 
-static void print_and_record(const Config *c, const Depth *depths, Results *results)
+/* Depth d's step under strategy k, as the steps table records it; `a` is one activation. */
+static StepRow step_row(const Config *c, const Depth *d, int k, size_t a)
 {
-    ResultsTable *steps = results_table(results, "steps", "one AdamW training step per depth and strategy",
-                                        STEP_FIELDS, (int)(sizeof STEP_FIELDS / sizeof STEP_FIELDS[0]), true);
+    const StepStats *s = &d->stats[k];
+    StepRow row = {.n_layers = d->N, .strategy = strategy_name(c->strategies[k].kind), .segments = d->segments[k],
+                   .peak_act = s->peak[MEM_ACT], .peak_act_units = (double)(s->peak[MEM_ACT] - 8) / (double)a,
+                   .derived_units = d->derived[k], .peak_resident = s->peak_resident,
+                   .params = s->start[MEM_PARAM], .grads = s->start[MEM_GRAD], .optimizer = s->start[MEM_OPTIM],
+                   .flop_overhead = flop_overhead(s), .step_seconds = d->step[k], .time_overhead = d->overhead[k]};
+    memcpy(row.flops, s->flops, sizeof row.flops);
+    return row;
+}
+
+static void print_and_record_steps(const Config *c, const Depth *depths, Results *results)
+{
+    ResultsTable *steps = results_row_table(results, "steps", "one AdamW training step per depth and strategy",
+                                            STEP_COLUMNS, RESULTS_COUNT(STEP_COLUMNS), true);
     const size_t a = (size_t)c->batch * (size_t)c->width * sizeof(float);
     printf("\n  one AdamW step of the MLP chain, W = %d, B = %d (a = one B*W activation = %zu bytes)\n",
            c->width, c->batch, a);
@@ -181,44 +217,25 @@ static void print_and_record(const Config *c, const Depth *depths, Results *resu
     printf("  %4s %-5s %4s %10s %7s %8s %10s %8s %8s %9s %8s %8s %-21s\n", "", "", "", "MiB", "", "", "MiB",
            "GFLOP", "GFLOP", "GFLOP", "overhead", "ms", "(95% interval) rounds");
     for (int i = 0; i < c->n_depths; i++) {
-        const Depth *d = &depths[i];
         for (int k = 0; k < c->n_strategies; k++) {
-            const StrategyKind kind = c->strategies[k].kind;
-            const StepStats *s = &d->stats[k];
-            const double units = (double)(s->peak[MEM_ACT] - 8) / (double)a;
-            const size_t derived = d->derived[k];
-            const Estimate *ratio = &d->overhead[k];
+            const StepRow r = step_row(c, &depths[i], k, a);
             char spread[48];
-            printf("  %4d %-5s %4d %10.2f %7.0f %8zu%s %9.2f %8.3f %8.3f %9.3f %7.1f%% %8.2f %s\n", d->N,
-                   strategy_name(kind), d->segments[k], mib(s->peak[MEM_ACT]), units, derived,
-                   s->peak[MEM_ACT] == derived * a + 8 ? "=" : "!", mib(s->peak_resident),
-                   1e-9 * (double)s->flops[PHASE_FORWARD], 1e-9 * (double)s->flops[PHASE_BACKWARD],
-                   1e-9 * (double)s->flops[PHASE_RECOMPUTE], 100.0 * flop_overhead(s), 1e3 * d->step[k].value,
-                   estimate_ratio_str(spread, sizeof spread, ratio));
-            ResultsRecord *rec = results_record(steps);
-            record_num(rec, "n_layers", d->N);
-            record_str(rec, "strategy", strategy_name(kind));
-            record_num(rec, "segments", d->segments[k]);
-            record_num(rec, "peak_act", (double)s->peak[MEM_ACT]);
-            record_num(rec, "peak_act_units", units);
-            record_num(rec, "derived_units", (double)derived);
-            record_num(rec, "peak_resident", (double)s->peak_resident);
-            record_num(rec, "params", (double)s->start[MEM_PARAM]);
-            record_num(rec, "grads", (double)s->start[MEM_GRAD]);
-            record_num(rec, "optimizer", (double)s->start[MEM_OPTIM]);
-            record_num(rec, "forward_flops", (double)s->flops[PHASE_FORWARD]);
-            record_num(rec, "backward_flops", (double)s->flops[PHASE_BACKWARD]);
-            record_num(rec, "recompute_flops", (double)s->flops[PHASE_RECOMPUTE]);
-            record_num(rec, "optimizer_flops", (double)s->flops[PHASE_OPTIMIZER]);
-            record_num(rec, "flop_overhead", flop_overhead(s));
-            record_estimate(rec, "step_seconds", &d->step[k]);
-            record_estimate(rec, "time_overhead", ratio);
+            printf("  %4d %-5s %4d %10.2f %7.0f %8zu%s %9.2f %8.3f %8.3f %9.3f %7.1f%% %8.2f %s\n", r.n_layers,
+                   r.strategy, r.segments, mib(r.peak_act), r.peak_act_units, r.derived_units,
+                   r.peak_act == r.derived_units * a + 8 ? "=" : "!", mib(r.peak_resident),
+                   1e-9 * (double)r.flops[PHASE_FORWARD], 1e-9 * (double)r.flops[PHASE_BACKWARD],
+                   1e-9 * (double)r.flops[PHASE_RECOMPUTE], 100.0 * r.flop_overhead, 1e3 * r.step_seconds.value,
+                   estimate_ratio_str(spread, sizeof spread, &r.time_overhead));
+            results_add_row(steps, &r);
         }
     }
     printf("  (\"=\": the peak is exactly the count derived by hand, times a, + 8 bytes: see derived_units)\n");
+}
 
-    ResultsTable *slopes = results_table(results, "slopes", "log-log slope of peak ACT against N", SLOPE_FIELDS,
-                                         (int)(sizeof SLOPE_FIELDS / sizeof SLOPE_FIELDS[0]), true);
+static void print_and_record_slopes(const Config *c, const Depth *depths, Results *results)
+{
+    ResultsTable *slopes = results_row_table(results, "slopes", "log-log slope of peak ACT against N", SLOPE_COLUMNS,
+                                             RESULTS_COUNT(SLOPE_COLUMNS), true);
     printf("\n  peak activation memory against depth, on log-log axes\n");
     printf("  %-9s %14s %20s %8s\n", "strategy", "fitted slope", "last doubling slope", "theory");
     double n[MAX_DEPTHS], peak[MAX_DEPTHS];
@@ -229,14 +246,11 @@ static void print_and_record(const Config *c, const Depth *depths, Results *resu
             peak[i] = (double)depths[i].stats[k].peak[MEM_ACT];
         }
         const int last = c->n_depths - 1;
-        const double slope = loglog_slope(n, peak, c->n_depths);
-        const double local = log(peak[last] / peak[last - 1]) / log(n[last] / n[last - 1]);
-        printf("  %-9s %14.3f %20.3f %8.2f\n", strategy_name(kind), slope, local, theory(kind));
-        ResultsRecord *rec = results_record(slopes);
-        record_str(rec, "strategy", strategy_name(kind));
-        record_num(rec, "slope", slope);
-        record_num(rec, "slope_last_doubling", local);
-        record_num(rec, "theory", theory(kind));
+        const SlopeRow r = {.strategy = strategy_name(kind), .slope = loglog_slope(n, peak, c->n_depths),
+                            .slope_last_doubling = log(peak[last] / peak[last - 1]) / log(n[last] / n[last - 1]),
+                            .theory = theory(kind)};
+        printf("  %-9s %14.3f %20.3f %8.2f\n", r.strategy, r.slope, r.slope_last_doubling, r.theory);
+        results_add_row(slopes, &r);
     }
     printf("  The fit runs below the theory because of the constant terms of the derived counts\n"
            "  (the batch, the last block's gradients): they weigh most at small N.\n");
@@ -264,13 +278,16 @@ int main(int argc, char **argv)
     RematStatus status = task ? REMAT_OK : remat_last_status();
     Depth depths[MAX_DEPTHS] = {0};
     Progress progress;
-    progress_begin(&progress, c.n_depths * timing_max_runs(&c.plan, c.n_strategies));
+    progress_begin(&progress, stdout, c.n_depths * timing_max_runs(&c.plan, c.n_strategies), true);
     for (int i = 0; i < c.n_depths && status == REMAT_OK; i++) {
         depths[i].N = c.depths[i];
         status = measure_depth(&c, task, &depths[i], &progress);
     }
     progress_end(&progress);
     mlp_task_free(task);
-    if (status == REMAT_OK) print_and_record(&c, depths, results);
+    if (status == REMAT_OK) {
+        print_and_record_steps(&c, depths, results);
+        print_and_record_slopes(&c, depths, results);
+    }
     return bench_finish(&INFO, &o, results, status);
 }

@@ -323,41 +323,20 @@ static RematStatus budget_demo(const GptShape *s, size_t *budget, BudgetTry trie
 /* ---- tables ------------------------------------------------------------------------------ */
 
 static const ResultsField POLICY_FIELDS[] = {
-    {"seq", "tokens"},
-    {"policy", ""},
-    {"attention", ""},
-    {"dropout_rng", ""},
-    {"act_per_layer", "bytes"},
-    {"formula_per_layer", "bytes"},
-    {"korthikanti_fp32_per_layer", "bytes"},
-    {"outside_blocks", "bytes"},
-    {"act_stored", "bytes"},
-    {"census_complete", "bool"},
-    {"peak_act", "bytes"},
-    {"recompute_flops", "FLOPs"},
-    {"flop_overhead", "ratio"},
-    RESULTS_TIMED("step_seconds", "seconds"),
-    RESULTS_TIMED("time_overhead", "ratio"),
-    RESULTS_TIMED("time_vs_naive_stream", "ratio"),
-    RESULTS_SAMPLES,
+    {"seq", "tokens"}, {"policy", ""}, {"attention", ""}, {"dropout_rng", ""}, {"act_per_layer", "bytes"},
+    {"formula_per_layer", "bytes"}, {"korthikanti_fp32_per_layer", "bytes"}, {"outside_blocks", "bytes"},
+    {"act_stored", "bytes"}, {"census_complete", "bool"}, {"peak_act", "bytes"}, {"recompute_flops", "FLOPs"},
+    {"flop_overhead", "ratio"}, RESULTS_TIMED("step_seconds", "seconds"), RESULTS_TIMED("time_overhead", "ratio"),
+    RESULTS_TIMED("time_vs_naive_stream", "ratio"), RESULTS_SAMPLES,
 };
 
 static const ResultsField TAG_FIELDS[] = {
-    {"seq", "tokens"},
-    {"policy", ""},
-    {"attention", ""},
-    {"dropout_rng", ""},
-    {"tag", ""},
-    {"bytes_per_layer", "bytes"},
-    {"formula_none", "bytes"},
+    {"seq", "tokens"}, {"policy", ""}, {"attention", ""}, {"dropout_rng", ""}, {"tag", ""},
+    {"bytes_per_layer", "bytes"}, {"formula_none", "bytes"},
 };
 
 static const ResultsField BUDGET_FIELDS[] = {
-    {"seq", "tokens"},
-    {"attention", ""},
-    {"dropout_rng", ""},
-    {"budget", "bytes"},
-    {"fits", "bool"},
+    {"seq", "tokens"}, {"attention", ""}, {"dropout_rng", ""}, {"budget", "bytes"}, {"fits", "bool"},
     {"peak_resident", "bytes"},
 };
 
@@ -485,6 +464,17 @@ static void print_formulas(const GptShape *base)
            base->L, base->C, base->H, base->B, (double)base->dropout);
 }
 
+/* The run's config: the GPT but its T, the sequence lengths, the longest naive one, the plan. */
+static void record_config(Results *results, const GptShape *base, const int *seqs, int n_seqs, int naive_max,
+                          const TimingPlan *plan)
+{
+    results_config_gpt(results, base);
+    results_config_ints(results, "seqs", seqs, n_seqs);
+    results_config_num(results, "naive_max_seq", naive_max);
+    results_config_str(results, "optimizer", "adamw");
+    results_config_plan(results, plan);
+}
+
 int main(int argc, char **argv)
 {
     BenchOptions o;
@@ -497,27 +487,23 @@ int main(int argc, char **argv)
     const GptShape base = o.quick ? (GptShape){.L = 2, .C = 128, .H = 4, .B = 2, .dropout = 0.1f}
                                   : (GptShape){.L = 4, .C = 256, .H = 4, .B = 4, .dropout = 0.1f};
     const TimingPlan plan = bench_timing_plan(&o, 1, 6, 6.0 / n_seqs);
-    results_config_gpt(results, &base);
-    results_config_ints(results, "seqs", seqs, n_seqs);
-    results_config_num(results, "naive_max_seq", naive_max);
-    results_config_str(results, "optimizer", "adamw");
-    results_config_plan(results, &plan);
+    record_config(results, &base, seqs, n_seqs, naive_max, &plan);
     ResultsTable *policies = results_table(results, "policies", "per policy, attention and dropout generator, and "
                                            "sequence length", POLICY_FIELDS,
-                                           (int)(sizeof POLICY_FIELDS / sizeof POLICY_FIELDS[0]), true);
+                                           RESULTS_COUNT(POLICY_FIELDS), true);
     ResultsTable *tags = results_table(results, "tags", "activation bytes per layer without checkpointing by the tag "
                                        "of the op that made them", TAG_FIELDS,
-                                       (int)(sizeof TAG_FIELDS / sizeof TAG_FIELDS[0]), true);
+                                       RESULTS_COUNT(TAG_FIELDS), true);
     ResultsTable *budgets = results_table(results, "budget", "at the longest T without checkpointing, one step of "
                                           "each attention under a budget fused attention fits", BUDGET_FIELDS,
-                                          (int)(sizeof BUDGET_FIELDS / sizeof BUDGET_FIELDS[0]), true);
+                                          RESULTS_COUNT(BUDGET_FIELDS), true);
     RematStatus status = REMAT_OK;
     const Rows rows = rows_wanted(&o);
     static SeqResult r[MAX_SEQS];
     Progress progress;
     int units = 0;
     for (int i = 0; i < n_seqs; i++) units += timing_max_runs(&plan, seqs[i] <= naive_max ? rows.n : rows.n / N_COMBOS);
-    progress_begin(&progress, units);
+    progress_begin(&progress, stdout, units, true);
     for (int i = 0; i < n_seqs && status == REMAT_OK; i++) {
         r[i] = (SeqResult){.rows = &rows, .shape = base};
         r[i].shape.T = seqs[i];

@@ -201,19 +201,12 @@ static float *stream_arrays(const Options *opt, size_t *n)
 /* ---- the run ----------------------------------------------------------------------------- */
 
 static const ResultsField SGEMM_FIELDS[] = {
-    {"size", "M = N = K"},
-    {"threads", "threads"},
-    RESULTS_TIMED("gflops_per_second", "GFLOP/s"),
-    RESULTS_SAMPLES,
+    {"size", "M = N = K"}, {"threads", "threads"}, RESULTS_TIMED("gflops_per_second", "GFLOP/s"), RESULTS_SAMPLES,
 };
 
 static const ResultsField STREAM_FIELDS[] = {
-    {"kernel", ""},
-    {"threads", "threads"},
-    {"array_bytes", "bytes"},
-    {"bytes_per_pass", "bytes"},
-    RESULTS_TIMED("gb_per_second", "GB/s"),
-    RESULTS_SAMPLES,
+    {"kernel", ""}, {"threads", "threads"}, {"array_bytes", "bytes"}, {"bytes_per_pass", "bytes"},
+    RESULTS_TIMED("gb_per_second", "GB/s"), RESULTS_SAMPLES,
 };
 
 /* Times sgemm on every thread count of `opt`, prints it and records it in `table`;
@@ -271,11 +264,9 @@ static RematStatus run_stream(const Options *opt, ResultsTable *table)
     return status;
 }
 
-int main(int argc, char **argv)
+/* The first lines: what it measures, the OpenBLAS loaded and how it threads. */
+static void print_header(void)
 {
-    Options opt;
-    if (parse_options(argc, argv, &opt)) return 2;
-
     PlatformInfo info = platform_info();
     printf("remat bench_sgemm: float32 matmul throughput and memory bandwidth, the ceilings for a training step\n");
     printf("  OpenBLAS   %s\n", info.blas_config);
@@ -284,6 +275,14 @@ int main(int argc, char **argv)
            info.blas_core, forced ? " (chosen by OPENBLAS_CORETYPE=" : "", forced ? forced : "", forced ? ")" : "",
            info.cores, info.omp_wait);
     if (platform_check() != REMAT_OK) printf("  warning    %s\n", remat_last_error());
+}
+
+int main(int argc, char **argv)
+{
+    Options opt;
+    if (parse_options(argc, argv, &opt)) return 2;
+
+    print_header();
 
     Pcg32 rng;
     pcg32_seed(&rng, 42, 54);
@@ -308,9 +307,9 @@ int main(int argc, char **argv)
     results_config_num(results, "reps", opt.reps);
     results_config_num(results, "stream_mib", opt.stream_mib);
     ResultsTable *sgemm = results_table(results, "sgemm", "square sgemm per thread count", SGEMM_FIELDS,
-                                        (int)(sizeof SGEMM_FIELDS / sizeof SGEMM_FIELDS[0]), true);
+                                        RESULTS_COUNT(SGEMM_FIELDS), true);
     ResultsTable *stream = results_table(results, "bandwidth", "STREAM-like copy and triad per thread count",
-                                         STREAM_FIELDS, (int)(sizeof STREAM_FIELDS / sizeof STREAM_FIELDS[0]), true);
+                                         STREAM_FIELDS, RESULTS_COUNT(STREAM_FIELDS), true);
     fill_uniform(A, n * n, &rng);
     fill_uniform(B, n * n, &rng);
     double gflops[MAX_THREAD_COUNTS];

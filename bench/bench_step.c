@@ -197,13 +197,8 @@ static RematStatus optim_passes_create(OptimPasses *o, const Model *model, int t
 }
 
 static const ResultsField OPTIM_FIELDS[] = {
-    {"model", ""},
-    {"threads", "threads"},
-    {"way", ""},
-    {"parameters", "tensors"},
-    RESULTS_TIMED("optimizer_seconds", "seconds"),
-    RESULTS_TIMED("time_vs_per_parameter", "ratio"),
-    RESULTS_SAMPLES,
+    {"model", ""}, {"threads", "threads"}, {"way", ""}, {"parameters", "tensors"},
+    RESULTS_TIMED("optimizer_seconds", "seconds"), RESULTS_TIMED("time_vs_per_parameter", "ratio"), RESULTS_SAMPLES,
 };
 
 /* Times both ways on every thread count, interleaved, and prints and records them. */
@@ -233,33 +228,6 @@ static RematStatus measure_optim_passes(const Model *model, const char *name, in
     return status;
 }
 
-static const ResultsField FIELDS[] = {
-    {"model", ""},
-    {"strategy", ""},
-    {"threads", "threads"},
-    RESULTS_TIMED("step_seconds", "seconds"),
-    RESULTS_TIMED("time_overhead", "ratio"),
-    {"flops", "FLOPs per step, recomputation included"},
-    {"recompute_flops", "FLOPs per step"},
-    RESULTS_TIMED("gflops_per_second", "GFLOP/s"),
-    RESULTS_TIMED("sgemm_gflops_per_second", "GFLOP/s"),
-    RESULTS_TIMED("fraction_of_peak", "ratio"),
-    {"peak_act", "bytes"},
-    RESULTS_TIMED("speedup_vs_1_thread", "ratio"),
-    RESULTS_TIMED("sgemm_speedup_vs_1_thread", "ratio"),
-    {"matmul_flops", "FLOPs per step"},
-    RESULTS_TIMED("matmul_seconds", "seconds"),
-    RESULTS_TIMED("matmul_gflops_per_second", "GFLOP/s"),
-    RESULTS_TIMED("matmul_fraction_of_peak", "ratio"),
-    RESULTS_TIMED("outside_matmul_share", "ratio"),
-    RESULTS_TIMED("forward_share", "ratio"),
-    RESULTS_TIMED("backward_share", "ratio"),
-    RESULTS_TIMED("recompute_share", "ratio"),
-    RESULTS_TIMED("optimizer_share", "ratio"),
-    {"minor_faults", "page faults per step (getrusage ru_minflt; the median over the steps)"},
-    RESULTS_SAMPLES,
-};
-
 /* flops / seconds: the interval's ends swap, as the rate falls when the time grows. */
 static Estimate rate_of(double flops, const Estimate *seconds)
 {
@@ -283,13 +251,13 @@ static Estimate inverse_of(const Estimate *ratio)
 typedef struct Row {
     const char *model, *strategy;
     int threads;
-    uint64_t flops;
-    const StepStats *st;
+    uint64_t flops, recompute_flops, matmul_flops;
+    size_t peak_act;
     Estimate seconds, overhead, rate, matmul_seconds, matmul_rate, outside;
     Estimate peak;           /* the sgemm's GFLOP/s on the same threads, in the same rounds */
     Estimate fraction;       /* the step's rate over the sgemm's, paired by round */
     Estimate matmul_fraction; /* the step's matmuls' rate over the sgemm's, paired by round */
-    Estimate speedup;        /* 1-thread step over 2-thread step, paired by round */
+    Estimate speedup;        /* 1-thread step over 2-thread step, paired by round (none on 1 thread) */
     Estimate sgemm_speedup;  /* the same for the sgemm */
     Estimate phase[PHASE_COUNT]; /* each phase's share of the step */
     double minor_faults;
@@ -302,7 +270,9 @@ static Row row_of(const char *model, const Strategy *sweep, const StepStats *st,
                   int threads, int t, int k)
 {
     const int v = t * n + k, sv = n * threads + t;
-    Row r = {.model = model, .strategy = strategy_name(sweep[k].kind), .threads = t + 1, .st = &st[v]};
+    Row r = {.model = model, .strategy = strategy_name(sweep[k].kind), .threads = t + 1,
+             .recompute_flops = st[v].flops[PHASE_RECOMPUTE], .matmul_flops = st[v].matmul_flops,
+             .peak_act = st[v].peak[MEM_ACT]};
     for (int p = 0; p < PHASE_COUNT; p++) r.flops += st[v].flops[p];
     r.seconds = timing_median(timing, v, STEP_SECONDS);
     r.overhead = timing_ratio(timing, v, t * n, STEP_SECONDS);
@@ -312,9 +282,8 @@ static Row row_of(const char *model, const Strategy *sweep, const StepStats *st,
     const Estimate time_ratio = timing_ratio(timing, sv, v, STEP_SECONDS); /* sgemm time / step time */
     r.fraction = scaled(&time_ratio, (double)r.flops / SGEMM_FLOPS);
     const Estimate slower = timing_ratio(timing, v, k, STEP_SECONDS);
-    r.speedup = inverse_of(&slower);
     const Estimate sgemm_slower = timing_ratio(timing, sv, n * threads, STEP_SECONDS);
-    r.sgemm_speedup = inverse_of(&sgemm_slower);
+    if (t > 0) r.speedup = inverse_of(&slower), r.sgemm_speedup = inverse_of(&sgemm_slower);
     r.matmul_seconds = timing_median(timing, v, STEP_MATMUL_SECONDS);
     r.matmul_rate = rate_of((double)st[v].matmul_flops, &r.matmul_seconds);
     const Estimate matmul_ratio = timing_ratio(timing, sv, v, STEP_MATMUL_SECONDS); /* sgemm / the matmuls' */
@@ -337,8 +306,8 @@ static void print_row(const Row *r)
     char step[64], spread[48], share[32];
     printf("  %-28s %-9s %7d %-28s %-26s %9.3f %9.3f %8.1f %8.1f %-14s %9.2f\n", r->model, r->strategy, r->threads,
            estimate_ms_str(step, sizeof step, &r->seconds), estimate_ratio_str(spread, sizeof spread, &r->overhead),
-           1e-9 * (double)r->flops, 1e-9 * (double)r->st->flops[PHASE_RECOMPUTE], r->rate.value, r->peak.value,
-           share_str(share, sizeof share, &r->fraction), mib(r->st->peak[MEM_ACT]));
+           1e-9 * (double)r->flops, 1e-9 * (double)r->recompute_flops, r->rate.value, r->peak.value,
+           share_str(share, sizeof share, &r->fraction), mib(r->peak_act));
 }
 
 /* "1.93x (1.88..1.97)", or "-" on 1 thread. */
@@ -364,34 +333,26 @@ static void print_time_row(const Row *r)
            100.0 * r->phase[PHASE_OPTIMIZER].hi, r->minor_faults);
 }
 
-static void record_row(const Row *r, ResultsTable *table)
-{
-    ResultsRecord *rec = results_record(table);
-    record_str(rec, "model", r->model);
-    record_str(rec, "strategy", r->strategy);
-    record_num(rec, "threads", r->threads);
-    record_estimate(rec, "step_seconds", &r->seconds);
-    record_estimate(rec, "time_overhead", &r->overhead);
-    record_num(rec, "flops", (double)r->flops);
-    record_num(rec, "recompute_flops", (double)r->st->flops[PHASE_RECOMPUTE]);
-    record_estimate(rec, "gflops_per_second", &r->rate);
-    record_estimate(rec, "sgemm_gflops_per_second", &r->peak);
-    record_estimate(rec, "fraction_of_peak", &r->fraction);
-    record_num(rec, "peak_act", (double)r->st->peak[MEM_ACT]);
-    if (r->threads > 1) record_estimate(rec, "speedup_vs_1_thread", &r->speedup);
-    if (r->threads > 1) record_estimate(rec, "sgemm_speedup_vs_1_thread", &r->sgemm_speedup);
-    record_num(rec, "matmul_flops", (double)r->st->matmul_flops);
-    record_estimate(rec, "matmul_seconds", &r->matmul_seconds);
-    record_estimate(rec, "matmul_gflops_per_second", &r->matmul_rate);
-    record_estimate(rec, "matmul_fraction_of_peak", &r->matmul_fraction);
-    record_estimate(rec, "outside_matmul_share", &r->outside);
-    for (int p = 0; p < PHASE_COUNT; p++) {
-        char field[32];
-        snprintf(field, sizeof field, "%s_share", phase_name((Phase)p));
-        record_estimate(rec, field, &r->phase[p]);
-    }
-    record_num(rec, "minor_faults", r->minor_faults);
-}
+static const ResultsColumn COLUMNS[] = {
+    COLUMN(Row, model, STR, ""), COLUMN(Row, strategy, STR, ""), COLUMN(Row, threads, INT, "threads"),
+    COLUMN_TIMED_AS("step_seconds", Row, seconds, "seconds"), COLUMN_TIMED_AS("time_overhead", Row, overhead, "ratio"),
+    COLUMN(Row, flops, U64, "FLOPs per step, recomputation included"),
+    COLUMN(Row, recompute_flops, U64, "FLOPs per step"), COLUMN_TIMED_AS("gflops_per_second", Row, rate, "GFLOP/s"),
+    COLUMN_TIMED_AS("sgemm_gflops_per_second", Row, peak, "GFLOP/s"),
+    COLUMN_TIMED_AS("fraction_of_peak", Row, fraction, "ratio"), COLUMN(Row, peak_act, SIZE, "bytes"),
+    COLUMN_TIMED_AS("speedup_vs_1_thread", Row, speedup, "ratio"),
+    COLUMN_TIMED_AS("sgemm_speedup_vs_1_thread", Row, sgemm_speedup, "ratio"),
+    COLUMN(Row, matmul_flops, U64, "FLOPs per step"), COLUMN_TIMED(Row, matmul_seconds, "seconds"),
+    COLUMN_TIMED_AS("matmul_gflops_per_second", Row, matmul_rate, "GFLOP/s"),
+    COLUMN_TIMED_AS("matmul_fraction_of_peak", Row, matmul_fraction, "ratio"),
+    COLUMN_TIMED_AS("outside_matmul_share", Row, outside, "ratio"),
+    COLUMN_TIMED_AS("forward_share", Row, phase[PHASE_FORWARD], "ratio"),
+    COLUMN_TIMED_AS("backward_share", Row, phase[PHASE_BACKWARD], "ratio"),
+    COLUMN_TIMED_AS("recompute_share", Row, phase[PHASE_RECOMPUTE], "ratio"),
+    COLUMN_TIMED_AS("optimizer_share", Row, phase[PHASE_OPTIMIZER], "ratio"),
+    COLUMN(Row, minor_faults, DOUBLE, "page faults per step (getrusage ru_minflt; the median over the steps)"),
+    COLUMN_SAMPLES,
+};
 
 /* Prints both tables of the run and records a row per model, thread count and strategy. */
 static void report(const Strategy *sweep, StepStats stats[N_MODELS][MAX_THREADS * N_KINDS],
@@ -410,7 +371,7 @@ static void report(const Strategy *sweep, StepStats stats[N_MODELS][MAX_THREADS 
             for (int k = 0; k < n; k++) {
                 const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, threads, t, k);
                 print_row(&r);
-                record_row(&r, table);
+                results_add_row(table, &r);
             }
     printf("\n  where the step's time goes (medians and 95%% intervals; speed-up: median of paired ratios\n"
            "  to the same strategy on 1 thread in the same round, and the sgemm's own, its ceiling)\n");
@@ -439,11 +400,11 @@ int main(int argc, char **argv)
     const int cores = platform_info().cores, max_threads = cores < MAX_THREADS ? cores : MAX_THREADS;
     results_config_str(results, "optimizer", "adamw");
     results_config_plan(results, &plan);
-    ResultsTable *table = results_table(results, "steps", "one AdamW step per model, strategy and thread count",
-                                        FIELDS, (int)(sizeof FIELDS / sizeof FIELDS[0]), true);
+    ResultsTable *table = results_row_table(results, "steps", "one AdamW step per model, strategy and thread count",
+                                            COLUMNS, RESULTS_COUNT(COLUMNS), true);
     ResultsTable *optim_table = results_table(results, "optimizer", "AdamW over each model's parameters, one call per "
                                               "parameter against one pass, per thread count", OPTIM_FIELDS,
-                                              (int)(sizeof OPTIM_FIELDS / sizeof OPTIM_FIELDS[0]), true);
+                                              RESULTS_COUNT(OPTIM_FIELDS), true);
     Sgemm sgemm;
     RematStatus status = sgemm_create(&sgemm);
     const ExtraRuns peak_runs = {.count = max_threads, .run = sgemm_run, .ctx = &sgemm};
@@ -452,7 +413,7 @@ int main(int argc, char **argv)
     Subject models[N_MODELS];
     memset(models, 0, sizeof models);
     Progress progress;
-    progress_begin(&progress, N_MODELS * timing_max_runs(&plan, n * max_threads + peak_runs.count));
+    progress_begin(&progress, stdout, N_MODELS * timing_max_runs(&plan, n * max_threads + peak_runs.count), true);
     for (int m = 0; m < N_MODELS && status == REMAT_OK; m++) {
         Subject s;
         status = subject_create(&s, m, sweep, n, max_threads, &o);

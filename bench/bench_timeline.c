@@ -75,15 +75,22 @@ static const ResultsField EVENT_FIELDS[] = {
     {"flops", "FLOPs executed since the step began, all phases"},
     {"phase", ""},          {"kind", ""},         {"delta", "bytes"},
     {"params", "bytes"},    {"grads", "bytes"},   {"optimizer", "bytes"},
-    {"act", "bytes"},       {"work", "bytes"},    {"resident", "bytes"},
-    {"disk", "bytes"},
+    {"act", "bytes"},       {"work", "bytes"},    {"resident", "bytes"}, {"disk", "bytes"},
 };
 
-static const ResultsField STEP_FIELDS[] = {
-    {"strategy", ""},         {"events", "events"}, {"act_stored", "bytes"},
-    {"peak_act", "bytes"},    {"peak_resident", "bytes"}, {"peak_disk", "bytes"},
-    RESULTS_TIMED("step_seconds", "seconds"),
-    RESULTS_SAMPLES,
+/* One record of the steps table: a strategy's recorded step. */
+typedef struct StepRow {
+    const char *strategy;
+    size_t events, act_stored, peak_act, peak_resident, peak_disk;
+    uint64_t flops; /* printed, not recorded */
+    Estimate step_seconds;
+} StepRow;
+
+static const ResultsColumn STEP_COLUMNS[] = {
+    COLUMN(StepRow, strategy, STR, ""), COLUMN(StepRow, events, SIZE, "events"),
+    COLUMN(StepRow, act_stored, SIZE, "bytes"), COLUMN(StepRow, peak_act, SIZE, "bytes"),
+    COLUMN(StepRow, peak_resident, SIZE, "bytes"), COLUMN(StepRow, peak_disk, SIZE, "bytes"),
+    COLUMN_TIMED(StepRow, step_seconds, "seconds"), COLUMN_SAMPLES,
 };
 
 /* Copies the recorded events of one strategy's step into the events table. */
@@ -177,6 +184,23 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
     return status;
 }
 
+static void print_and_record(const GptShape *shape, const StepRow *rows, int n, ResultsTable *steps)
+{
+    char text[64];
+    printf("\n  GPT %s, AdamW; one recorded step per strategy\n", gpt_shape_str(text, sizeof text, shape));
+    printf("  %-12s %8s %12s %12s %12s %13s %9s %s\n", "strategy", "events", "stored MiB", "peak ACT MiB",
+           "peak all MiB", "peak DISK MiB", "GFLOP", "step (range of the 3 recorded)");
+    for (int k = 0; k < n; k++) {
+        const StepRow *r = &rows[k];
+        printf("  %-12s %8zu %12.2f %12.2f %12.2f %13.2f %9.3f %s\n", r->strategy, r->events, mib(r->act_stored),
+               mib(r->peak_act), mib(r->peak_resident), mib(r->peak_disk), 1e-9 * (double)r->flops,
+               estimate_ms_str(text, sizeof text, &r->step_seconds));
+        results_add_row(steps, r);
+    }
+    printf("  (\"stored\": activations held between the forward and the backward; DISK: bytes in the\n"
+           "  spill file, not resident)\n");
+}
+
 int main(int argc, char **argv)
 {
     BenchOptions o;
@@ -188,10 +212,10 @@ int main(int argc, char **argv)
     results_config_gpt(results, &shape);
     results_config_str(results, "optimizer", "adamw");
     results_config_str(results, "selective_policy", o.step.strategy.policy ? o.step.strategy.policy->name : POLICY_ATTENTION_CORE.name);
-    ResultsTable *steps = results_table(results, "steps", "the recorded step of each strategy", STEP_FIELDS,
-                                        (int)(sizeof STEP_FIELDS / sizeof STEP_FIELDS[0]), true);
+    ResultsTable *steps = results_row_table(results, "steps", "the recorded step of each strategy", STEP_COLUMNS,
+                                            RESULTS_COUNT(STEP_COLUMNS), true);
     ResultsTable *events = results_table(results, "events", "every ledger event of each recorded step", EVENT_FIELDS,
-                                         (int)(sizeof EVENT_FIELDS / sizeof EVENT_FIELDS[0]), false);
+                                         RESULTS_COUNT(EVENT_FIELDS), false);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, &adamw);
@@ -200,42 +224,23 @@ int main(int argc, char **argv)
     int n = 0;
     for (int k = 0; k < N_SERIES; k++)
         if (bench_measures(&o, SERIES[k].kind)) series[n++] = &SERIES[k];
-    StepStats stats[N_SERIES];
-    Estimate seconds[N_SERIES];
-    size_t n_events[N_SERIES] = {0};
+    StepRow rows[N_SERIES];
     Progress progress;
-    progress_begin(&progress, n);
+    progress_begin(&progress, stdout, n, true);
     for (int k = 0; k < n && status == REMAT_OK; k++) {
-        status = timeline_step(&g, series[k], &o, events, &stats[k], &seconds[k], &n_events[k]);
+        StepStats stats;
+        rows[k] = (StepRow){.strategy = series[k]->name};
+        status = timeline_step(&g, series[k], &o, events, &stats, &rows[k].step_seconds, &rows[k].events);
+        rows[k].act_stored = stats.act_stored;
+        rows[k].peak_act = stats.peak[MEM_ACT];
+        rows[k].peak_resident = stats.peak_resident;
+        rows[k].peak_disk = stats.peak[MEM_DISK];
+        for (int p = 0; p < PHASE_COUNT; p++) rows[k].flops += stats.flops[p];
         progress_tick(&progress, series[k]->name);
     }
     progress_end(&progress);
 
-    if (status == REMAT_OK) {
-        char text[64];
-        printf("\n  GPT %s, AdamW; one recorded step per strategy\n", gpt_shape_str(text, sizeof text, &shape));
-        printf("  %-12s %8s %12s %12s %12s %13s %9s %s\n", "strategy", "events", "stored MiB", "peak ACT MiB",
-               "peak all MiB", "peak DISK MiB", "GFLOP", "step (range of the 3 recorded)");
-        for (int k = 0; k < n; k++) {
-            const StepStats *s = &stats[k];
-            uint64_t flops = 0;
-            for (int p = 0; p < PHASE_COUNT; p++) flops += s->flops[p];
-            char step[64];
-            printf("  %-12s %8zu %12.2f %12.2f %12.2f %13.2f %9.3f %s\n", series[k]->name, n_events[k],
-                   mib(s->act_stored), mib(s->peak[MEM_ACT]), mib(s->peak_resident), mib(s->peak[MEM_DISK]),
-                   1e-9 * (double)flops, estimate_ms_str(step, sizeof step, &seconds[k]));
-            ResultsRecord *rec = results_record(steps);
-            record_str(rec, "strategy", series[k]->name);
-            record_num(rec, "events", (double)n_events[k]);
-            record_num(rec, "act_stored", (double)s->act_stored);
-            record_num(rec, "peak_act", (double)s->peak[MEM_ACT]);
-            record_num(rec, "peak_resident", (double)s->peak_resident);
-            record_num(rec, "peak_disk", (double)s->peak[MEM_DISK]);
-            record_estimate(rec, "step_seconds", &seconds[k]);
-        }
-        printf("  (\"stored\": activations held between the forward and the backward; DISK: bytes in the\n"
-               "  spill file, not resident)\n");
-    }
+    if (status == REMAT_OK) print_and_record(&shape, rows, n, steps);
     model_bench_free(&g);
     return bench_finish(&INFO, &o, results, status);
 }

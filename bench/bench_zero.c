@@ -134,12 +134,24 @@ static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, 
 
 /* ---- the stages ------------------------------------------------------------------------------ */
 
-static const ResultsField STAGE_FIELDS[] = {
-    {"stage", "ZeRO stage"}, {"strategy", ""}, {"rank", "rank"}, {"params", "bytes"}, {"grads", "bytes"},
-    {"optimizer", "bytes"}, {"params_formula", "bytes"}, {"grads_formula", "bytes"},
-    {"optimizer_formula", "bytes"}, {"peak_resident", "bytes"}, {"sent_per_step", "bytes"},
-    {"received_per_step", "bytes"}, {"grad_reduce_sent_per_step", "bytes"}, {"param_gather_sent_per_step", "bytes"},
-    RESULTS_TIMED("step_seconds", "seconds, rank 0's median"), RESULTS_SAMPLES,
+/* One record of the stages table: one rank at one stage under one strategy. */
+typedef struct StageRow {
+    int stage, rank;
+    const char *strategy;
+    uint64_t params, grads, optimizer, params_formula, grads_formula, optimizer_formula, peak_resident;
+    uint64_t sent_per_step, received_per_step, grad_reduce_sent_per_step, param_gather_sent_per_step;
+    Estimate step_seconds;
+} StageRow;
+
+static const ResultsColumn STAGE_COLUMNS[] = {
+    COLUMN(StageRow, stage, INT, "ZeRO stage"), COLUMN(StageRow, strategy, STR, ""),
+    COLUMN(StageRow, rank, INT, "rank"), COLUMN(StageRow, params, U64, "bytes"), COLUMN(StageRow, grads, U64, "bytes"),
+    COLUMN(StageRow, optimizer, U64, "bytes"), COLUMN(StageRow, params_formula, U64, "bytes"),
+    COLUMN(StageRow, grads_formula, U64, "bytes"), COLUMN(StageRow, optimizer_formula, U64, "bytes"),
+    COLUMN(StageRow, peak_resident, U64, "bytes"), COLUMN(StageRow, sent_per_step, U64, "bytes"),
+    COLUMN(StageRow, received_per_step, U64, "bytes"), COLUMN(StageRow, grad_reduce_sent_per_step, U64, "bytes"),
+    COLUMN(StageRow, param_gather_sent_per_step, U64, "bytes"),
+    COLUMN_TIMED(StageRow, step_seconds, "seconds, rank 0's median"), COLUMN_SAMPLES,
 };
 
 /* What one rank reports after a configuration's steps. */
@@ -200,30 +212,19 @@ static void record_stage(ResultsTable *table, int stage, StrategyKind kind, int 
     for (int r = 0; r < K; r++) {
         const RankRow *w = &rows[r];
         const uint64_t shard = shard_begin(total, r + 1, K) - shard_begin(total, r, K);
-        const uint64_t formula[3] = {4 * (stage >= 3 ? shard : total), 4 * (stage >= 2 ? shard : total),
-                                     8 * (stage >= 1 ? shard : total)};
-        uint64_t sent = 0, received = 0;
-        for (int p = 0; p < COMM_PHASE_COUNT; p++) sent += w->sent[p], received += w->received[p];
-        printf("    %5d %-9s %4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %11.3f %11.3f %9.2f\n", stage,
-               strategy_name(kind), r, mib(w->current[MEM_PARAM]), mib(w->current[MEM_GRAD]),
-               mib(w->current[MEM_OPTIM]), mib(formula[0]), mib(formula[1]), mib(formula[2]), mib(sent),
-               mib(received), 1e3 * seconds->value);
-        ResultsRecord *rec = results_record(table);
-        record_num(rec, "stage", stage);
-        record_str(rec, "strategy", strategy_name(kind));
-        record_num(rec, "rank", r);
-        record_num(rec, "params", (double)w->current[MEM_PARAM]);
-        record_num(rec, "grads", (double)w->current[MEM_GRAD]);
-        record_num(rec, "optimizer", (double)w->current[MEM_OPTIM]);
-        record_num(rec, "params_formula", (double)formula[0]);
-        record_num(rec, "grads_formula", (double)formula[1]);
-        record_num(rec, "optimizer_formula", (double)formula[2]);
-        record_num(rec, "peak_resident", (double)w->peak_resident);
-        record_num(rec, "sent_per_step", (double)sent);
-        record_num(rec, "received_per_step", (double)received);
-        record_num(rec, "grad_reduce_sent_per_step", (double)w->sent[COMM_GRAD_REDUCE]);
-        record_num(rec, "param_gather_sent_per_step", (double)w->sent[COMM_PARAM_GATHER]);
-        record_estimate(rec, "step_seconds", seconds);
+        StageRow row = {.stage = stage, .rank = r, .strategy = strategy_name(kind), .params = w->current[MEM_PARAM],
+                        .grads = w->current[MEM_GRAD], .optimizer = w->current[MEM_OPTIM],
+                        .params_formula = 4 * (stage >= 3 ? shard : total),
+                        .grads_formula = 4 * (stage >= 2 ? shard : total),
+                        .optimizer_formula = 8 * (stage >= 1 ? shard : total), .peak_resident = w->peak_resident,
+                        .grad_reduce_sent_per_step = w->sent[COMM_GRAD_REDUCE],
+                        .param_gather_sent_per_step = w->sent[COMM_PARAM_GATHER], .step_seconds = *seconds};
+        for (int p = 0; p < COMM_PHASE_COUNT; p++)
+            row.sent_per_step += w->sent[p], row.received_per_step += w->received[p];
+        printf("    %5d %-9s %4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %11.3f %11.3f %9.2f\n", stage, row.strategy,
+               r, mib(row.params), mib(row.grads), mib(row.optimizer), mib(row.params_formula), mib(row.grads_formula),
+               mib(row.optimizer_formula), mib(row.sent_per_step), mib(row.received_per_step), 1e3 * seconds->value);
+        results_add_row(table, &row);
     }
 }
 
@@ -341,9 +342,10 @@ int main(int argc, char **argv)
            platform_info().threads == 1 ? "" : "s", cores,
            g.size * platform_info().threads > cores ? ": oversubscribed, times are not a cluster's" : "");
     ResultsTable *reduce = results_table(results, "reduce", "a sum over the ranks, ordered against MPI_Allreduce",
-                                         REDUCE_FIELDS, (int)(sizeof REDUCE_FIELDS / sizeof *REDUCE_FIELDS), true);
-    ResultsTable *stages = results_table(results, "stages", "per rank and ZeRO stage: bytes kept, bytes moved, time",
-                                         STAGE_FIELDS, (int)(sizeof STAGE_FIELDS / sizeof *STAGE_FIELDS), true);
+                                         REDUCE_FIELDS, RESULTS_COUNT(REDUCE_FIELDS), true);
+    ResultsTable *stages = results_row_table(results, "stages",
+                                             "per rank and ZeRO stage: bytes kept, bytes moved, time", STAGE_COLUMNS,
+                                             RESULTS_COUNT(STAGE_COLUMNS), true);
     RematStatus status = measure_stages(&g, &o, results, stages);
     AllreduceFit fit = {0};
     if (status == REMAT_OK) status = measure_reduction(&g, &o, reduce, &fit);

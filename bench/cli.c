@@ -1,5 +1,5 @@
 /*
- * cli.c — flags, header, progress and ending shared by the bench binaries (see cli.h).
+ * cli.c — flags, header and ending shared by the bench binaries (see cli.h).
  */
 #include "bench/cli.h"
 
@@ -261,42 +261,6 @@ int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *result
         return 1;
     }
     return 0;
-}
-
-/* ---- progress --------------------------------------------------------------------------- */
-
-enum { BAR_WIDTH = 30 };
-
-void progress_begin(Progress *p, int total)
-{
-    *p = (Progress){.total = total, .tty = isatty(fileno(stdout))};
-}
-
-void progress_tick(Progress *p, const char *label)
-{
-    progress_set(p, p->done + 1, label);
-}
-
-void progress_set(Progress *p, int done, const char *label)
-{
-    p->done = done;
-    if (p->tty) {
-        char bar[BAR_WIDTH + 1];
-        const int filled = p->total > 0 ? (int)((long)BAR_WIDTH * p->done / p->total) : BAR_WIDTH;
-        for (int i = 0; i < BAR_WIDTH; i++) bar[i] = i < filled ? '#' : '.';
-        bar[BAR_WIDTH] = '\0';
-        printf("\r  [%s] %4d/%-4d %-40.40s", bar, p->done, p->total, label);
-    } else if (strcmp(label, p->label) != 0) {
-        printf("  measuring %s (%d/%d)\n", label, p->done, p->total);
-    }
-    snprintf(p->label, sizeof p->label, "%s", label);
-    fflush(stdout);
-}
-
-void progress_end(Progress *p)
-{
-    if (p->tty) printf("\r%*s\r", BAR_WIDTH + 60, "");
-    fflush(stdout);
 }
 
 /* ---- numbers ---------------------------------------------------------------------------- */

@@ -1,6 +1,6 @@
 /*
  * cli.h — what every bench binary shares on its command line and its terminal: the common
- * flags, the header, a progress bar, the timing plan, and the ending (results written, ledger
+ * flags, the header, the timing plan, and the ending (results written, ledger
  * checked clean, exit status).
  *
  * Every bench takes the same flags:
@@ -128,28 +128,6 @@ void results_config_plan(Results *r, const TimingPlan *plan);
  * output that could not be written, prints "<bench>: <remat_last_error()>" on stderr and
  * gives 1. Frees `results` in every case. */
 int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *results, RematStatus status);
-
-/* ---- progress --------------------------------------------------------------------------- */
-
-/* Progress through a known number of units of work, on stdout: a bar redrawn in place when
- * stdout is a terminal; otherwise a plain line each time the label changes. */
-typedef struct Progress {
-    int total, done;
-    bool tty;
-    char label[64];
-} Progress;
-
-void progress_begin(Progress *p, int total);
-
-/* One unit done; `label` says what is being measured ("N=64 sqrt"). */
-void progress_tick(Progress *p, const char *label);
-
-/* `done` units done in all (a comparison that stopped early skips the rounds it did not
- * need). */
-void progress_set(Progress *p, int done, const char *label);
-
-/* Clears the bar (on a terminal), so that a table can follow. */
-void progress_end(Progress *p);
 
 /* ---- numbers ---------------------------------------------------------------------------- */
 

@@ -217,9 +217,6 @@ typedef struct Alternation {
     const Batch *batch;
     TrainCtx *ctx;
     StepStats *out;
-    Progress *progress;
-    const char *label;
-    int progress_base; /* the progress's count when these rounds began */
 } Alternation;
 
 static RematStatus alternation_step(void *ctx, int i, double *values)
@@ -248,20 +245,13 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
     return status;
 }
 
-static void alternation_tick(void *ctx, int done, int total)
-{
-    (void)total;
-    Alternation *a = ctx;
-    progress_set(a->progress, a->progress_base + done, a->label);
-}
-
 RematStatus steps_alternate(Model *model, const Variant *variants, int n, const ExtraRuns *extra, Optimizer *opt,
                             const Batch *batch, TrainCtx *ctx, const TimingPlan *plan, Progress *progress,
                             const char *label, StepStats *out, Timing *timing)
 {
-    Alternation a = {model, variants, n, extra, opt, batch, ctx, out, progress, label, progress ? progress->done : 0};
+    Alternation a = {model, variants, n, extra, opt, batch, ctx, out};
     const int runs = n + (extra ? extra->count : 0);
-    return timing_run(plan, runs, STEP_QUANTITIES, alternation_step, &a, progress ? alternation_tick : NULL, &a, timing);
+    return timing_run(plan, runs, STEP_QUANTITIES, alternation_step, &a, progress, label, timing);
 }
 
 /* ---- the census --------------------------------------------------------------------------- */

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "bench/cli.h"
+#include "base/progress.h"
 #include "bench/timing.h"
 #include "tensor/flops.h"
 #include "models/gpt.h"

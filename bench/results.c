@@ -3,12 +3,14 @@
  * and CSV at the end (see results.h; the schema is in bench/README.md).
  */
 #include "bench/results.h"
+#include "bench/results_read.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,7 +36,7 @@ struct ResultsRecord {
 struct ResultsTable {
     Results *owner;
     char name[RESULTS_NAME_LEN];
-    const ResultsField *fields; /* borrowed */
+    ResultsColumn *columns; /* owned: a copy of the declared fields or columns */
     int n_fields;
     cJSON *records;             /* in the document when in_json, else owned here */
     bool in_json;
@@ -200,6 +202,7 @@ void results_free(Results *r)
     for (int i = 0; i < r->n_tables; i++) {
         ResultsTable *t = &r->table[i];
         if (!t->in_json) cJSON_Delete(t->records);
+        free(t->columns);
         for (ResultsRecord *rec = t->first, *next; rec; rec = next) {
             next = rec->next;
             free(rec);
@@ -228,41 +231,68 @@ void results_config_ints(Results *r, const char *key, const int *values, int n)
 
 /* ---- tables and records ----------------------------------------------------------------- */
 
-ResultsTable *results_table(Results *r, const char *name, const char *about, const ResultsField *fields,
-                            int n_fields, bool in_json)
+/* A new table of `n_fields` columns, left for the caller to fill, declared in the
+ * document by declare_table; NULL after remembering an error. */
+static ResultsTable *add_table(Results *r, const char *name, int n_fields, bool in_json)
 {
     if (r->n_tables == RESULTS_MAX_TABLES) {
         remember(r, REMAT_EINVAL, "results %s: more than %d tables", r->bench, RESULTS_MAX_TABLES);
         return NULL;
     }
     ResultsTable *t = &r->table[r->n_tables++];
-    *t = (ResultsTable){.owner = r, .fields = fields, .n_fields = n_fields, .in_json = in_json};
+    *t = (ResultsTable){.owner = r, .n_fields = n_fields, .in_json = in_json};
     snprintf(t->name, sizeof t->name, "%s", name);
+    t->columns = calloc((size_t)n_fields, sizeof *t->columns);
+    if (!t->columns) remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, name);
+    return t->columns ? t : NULL;
+}
 
+/* The table's entry in the document: what it is about, its CSV file, its fields. */
+static ResultsTable *declare_table(ResultsTable *t, const char *about)
+{
+    Results *r = t->owner;
     char csv[2 * RESULTS_NAME_LEN + 8];
-    if (r->n_tables == 1) snprintf(csv, sizeof csv, "%s.csv", r->bench);
-    else snprintf(csv, sizeof csv, "%s.%s.csv", r->bench, name);
+    if (t == &r->table[0]) snprintf(csv, sizeof csv, "%s.csv", r->bench);
+    else snprintf(csv, sizeof csv, "%s.%s.csv", r->bench, t->name);
     cJSON *obj = cJSON_CreateObject();
-    add_item(r, r->tables, name, obj);
+    add_item(r, r->tables, t->name, obj);
     if (!obj) return NULL;
     add_item(r, obj, "about", cJSON_CreateString(about));
     add_item(r, obj, "csv", cJSON_CreateString(csv));
     cJSON *list = cJSON_CreateArray();
     add_item(r, obj, "fields", list);
-    for (int i = 0; list && i < n_fields; i++) {
+    for (int i = 0; list && i < t->n_fields; i++) {
         cJSON *f = cJSON_CreateObject();
         if (!f || !cJSON_AddItemToArray(list, f)) {
             cJSON_Delete(f);
-            remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, name);
+            remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, t->name);
             break;
         }
-        add_item(r, f, "name", cJSON_CreateString(fields[i].name));
-        add_item(r, f, "unit", cJSON_CreateString(fields[i].unit));
+        add_item(r, f, "name", cJSON_CreateString(t->columns[i].name));
+        add_item(r, f, "unit", cJSON_CreateString(t->columns[i].unit));
     }
     t->records = cJSON_CreateArray();
-    if (in_json) add_item(r, obj, "records", t->records);
-    if (!t->records) remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, name);
+    if (t->in_json) add_item(r, obj, "records", t->records);
+    if (!t->records) remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, t->name);
     return r->error == REMAT_OK ? t : NULL;
+}
+
+ResultsTable *results_table(Results *r, const char *name, const char *about, const ResultsField *fields,
+                            int n_fields, bool in_json)
+{
+    ResultsTable *t = add_table(r, name, n_fields, in_json);
+    if (!t) return NULL;
+    for (int i = 0; i < n_fields; i++) t->columns[i] = (ResultsColumn){fields[i].name, fields[i].unit, COLUMN_SET, 0};
+    return declare_table(t, about);
+}
+
+ResultsTable *results_row_table(Results *r, const char *name, const char *about, const ResultsColumn *columns,
+                                int n_columns, bool in_json)
+{
+    ResultsTable *t = add_table(r, name, n_columns, in_json);
+    if (!t) return NULL;
+    memcpy(t->columns, columns, (size_t)n_columns * sizeof *columns);
+    return declare_table(t, about);
 }
 
 ResultsRecord *results_record(ResultsTable *t)
@@ -292,7 +322,7 @@ static void record_set(ResultsRecord *rec, const char *field, cJSON *item)
     }
     const ResultsTable *t = rec->table;
     for (int i = 0; i < t->n_fields; i++) {
-        if (!strcmp(t->fields[i].name, field)) {
+        if (!strcmp(t->columns[i].name, field)) {
             add_item(t->owner, rec->obj, field, item);
             return;
         }
@@ -330,6 +360,31 @@ void record_estimate(ResultsRecord *rec, const char *field, const Estimate *e)
     else if (samples->valuedouble != e->samples)
         remember(rec->table->owner, REMAT_EINVAL, "results %s: %s comes from %d samples, the record's others from %.0f",
                  rec->table->owner->bench, field, e->samples, samples->valuedouble);
+}
+
+ResultsRecord *results_add_row(ResultsTable *t, const void *row)
+{
+    ResultsRecord *rec = results_record(t);
+    for (int i = 0; rec && i < t->n_fields; i++) {
+        const ResultsColumn *f = &t->columns[i];
+        const char *at = (const char *)row + f->offset;
+        switch (f->type) {
+        case COLUMN_SET: break;
+        case COLUMN_SIZE: record_num(rec, f->name, (double)*(const size_t *)at); break;
+        case COLUMN_U64: record_num(rec, f->name, (double)*(const uint64_t *)at); break;
+        case COLUMN_INT: record_num(rec, f->name, *(const int *)at); break;
+        case COLUMN_DOUBLE: record_num(rec, f->name, *(const double *)at); break;
+        case COLUMN_STR:
+            if (*(const char *const *)at) record_str(rec, f->name, *(const char *const *)at);
+            break;
+        case COLUMN_STR_ARRAY: record_str(rec, f->name, at); break;
+        case COLUMN_BOOL: record_bool(rec, f->name, *(const bool *)at); break;
+        case COLUMN_ESTIMATE:
+            if (((const Estimate *)at)->samples) record_estimate(rec, f->name, (const Estimate *)at);
+            break;
+        }
+    }
+    return rec;
 }
 
 /* ---- files ------------------------------------------------------------------------------ */
@@ -405,12 +460,12 @@ static RematStatus write_csv(const ResultsTable *t, const char *dir)
     snprintf(path, sizeof path, "%s/%s", dir, cJSON_GetStringValue(csv));
     FILE *f = start_file(path, tmp, sizeof tmp);
     if (!f) return REMAT_EIO;
-    for (int i = 0; i < t->n_fields; i++) fprintf(f, "%s%s", i ? "," : "", t->fields[i].name);
+    for (int i = 0; i < t->n_fields; i++) fprintf(f, "%s%s", i ? "," : "", t->columns[i].name);
     fputc('\n', f);
     for (const ResultsRecord *rec = t->first; rec; rec = rec->next) {
         for (int i = 0; i < t->n_fields; i++) {
             if (i) fputc(',', f);
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec->obj, t->fields[i].name);
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec->obj, t->columns[i].name);
             if (cJSON_IsNumber(v)) csv_number(f, v->valuedouble);
             else if (cJSON_IsString(v)) csv_string(f, v->valuestring);
             else if (cJSON_IsBool(v)) fputs(cJSON_IsTrue(v) ? "true" : "false", f);
@@ -475,22 +530,6 @@ RematStatus results_check_dir(const char *dir, const char *bench)
     return remat_fail(REMAT_EIO, "results: %s", why);
 }
 
-/* The parsed contents of a JSON file (caller owns), NULL with *missing set when there is no
- * such file, or NULL with an error when it cannot be read or parsed. */
-static cJSON *read_json(const char *path, bool *missing)
-{
-    enum { MAX_RESULTS_BYTES = 256 << 20 };
-    struct stat st;
-    *missing = stat(path, &st) != 0 && errno == ENOENT;
-    char *text;
-    size_t size;
-    if (*missing || file_read_all("results", path, MAX_RESULTS_BYTES, &text, &size) != REMAT_OK) return NULL;
-    cJSON *doc = cJSON_Parse(text);
-    free(text);
-    if (!doc) remat_fail(REMAT_ECORRUPT, "results: %s is not valid JSON", path);
-    return doc;
-}
-
 RematStatus results_write_summary(Results *r, const char *dir, const char *const *benches, int n)
 {
     cJSON *all = cJSON_CreateObject();
@@ -500,7 +539,7 @@ RematStatus results_write_summary(Results *r, const char *dir, const char *const
         char path[4096];
         snprintf(path, sizeof path, "%s/%s.json", dir, benches[i]);
         bool missing;
-        cJSON *doc = read_json(path, &missing);
+        cJSON *doc = results_read_file(path, &missing);
         if (doc && !cJSON_AddItemToObject(all, benches[i], doc)) {
             cJSON_Delete(doc);
             status = remat_fail(REMAT_ENOMEM, "results: no memory for the summary");

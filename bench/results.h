@@ -2,29 +2,33 @@
  * results.h — the one results schema every bench writes: <dir>/<bench>.json, and a CSV per
  * table beside it (bench/README.md documents the schema field by field).
  *
+ *     typedef struct Row { int n_layers; size_t peak_act; } Row;    (what the bench measures)
+ *     static const ResultsColumn COLUMNS[] = {COLUMN(Row, n_layers, INT, "layers"),
+ *                                             COLUMN(Row, peak_act, SIZE, "bytes")};
  *     Results *r = results_create("bench_scaling", "quiz questions 1 and 4", quick);
  *     results_config_num(r, "width", 256);
- *     static const ResultsField fields[] = {{"n_layers", "layers"}, {"peak_act", "bytes"}};
- *     ResultsTable *t = results_table(r, "steps", "one training step per depth", fields, 2, true);
- *     ResultsRecord *rec = results_record(t);
- *     record_num(rec, "n_layers", 64);
- *     record_num(rec, "peak_act", 1234567);
+ *     ResultsTable *t = results_row_table(r, "steps", "one training step per depth", COLUMNS,
+ *                                         RESULTS_COUNT(COLUMNS), true);
+ *     results_add_row(t, &(Row){.n_layers = 64, .peak_act = 1234567});    (after printing it)
  *     if (results_write(r, "results") != REMAT_OK) ...remat_last_error()...
  *     results_free(r);
  *
  * A Results holds what one run of a bench measured: who ran it (machine, threads, OpenBLAS
  * core and threading, date, git commit), how (the bench's config), and tables of records.
- * A table declares its fields and their units once; each record then sets some of them by
- * name. Mistakes while filling (a field the table did not declare, cJSON out of memory)
+ * A table declares its fields and their units once. A bench measures into a row struct,
+ * prints it, and records it through the table's columns (results_add_row); a field that
+ * only some rows have is set by name (record_num, ...), and so is every field of a table
+ * declared with results_table. Mistakes while filling (a field the table did not declare, cJSON out of memory)
  * are remembered and reported by results_write, so a bench does not check every call.
  *
  * What this is not: a JSON library (that is cJSON, from Debian's libcjson-dev) or a
- * reader of results (the quiz and tests/test_bench.c read them with cJSON directly).
+ * reader of results (that is bench/results_read.h, which the quiz and the tests share).
  */
 #ifndef REMAT_BENCH_RESULTS_H
 #define REMAT_BENCH_RESULTS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "base/error.h"
 #include "bench/timing.h"
@@ -46,6 +50,45 @@ typedef struct ResultsField {
  * `unit`. A table with one also declares RESULTS_SAMPLES. */
 #define RESULTS_TIMED(name, unit) {name, unit}, {name "_lo", unit}, {name "_hi", unit}
 #define RESULTS_SAMPLES {"samples", "timed runs each time-derived field comes from"}
+
+/* How a column is read from a bench's row struct (results_add_row). */
+typedef enum ColumnType {
+    COLUMN_SET,      /* not read from the row: set by the record_* setters */
+    COLUMN_SIZE,     /* size_t: bytes, counts */
+    COLUMN_U64,      /* uint64_t: FLOPs */
+    COLUMN_INT,      /* int */
+    COLUMN_DOUBLE,   /* double */
+    COLUMN_STR,      /* const char *; NULL: left out */
+    COLUMN_STR_ARRAY, /* char[]: a string held in the row */
+    COLUMN_BOOL,     /* bool */
+    COLUMN_ESTIMATE, /* Estimate: the field, then <name>_lo, <name>_hi and samples; left out
+                        when it has no samples (not measured in this row) */
+} ColumnType;
+
+/* A field and where it is in the row struct a bench measures into. */
+typedef struct ResultsColumn {
+    const char *name;
+    const char *unit;
+    ColumnType type;
+    size_t offset; /* offsetof(Row, member) */
+} ResultsColumn;
+
+/* The column named as `Row`'s `member` and read from it, of ColumnType COLUMN_<type>:
+ * COLUMN(StepRow, peak_act, SIZE, "bytes"). COLUMN_AS names it otherwise. */
+#define COLUMN(Row, member, type, unit) {#member, unit, COLUMN_##type, offsetof(Row, member)}
+#define COLUMN_AS(name, Row, member, type, unit) {name, unit, COLUMN_##type, offsetof(Row, member)}
+/* A time-derived column read from an Estimate member, with its _lo and _hi; a table with
+ * one also declares COLUMN_SAMPLES. */
+#define COLUMN_TIMED(Row, member, unit)                                                                  \
+    COLUMN(Row, member, ESTIMATE, unit), {#member "_lo", unit, COLUMN_SET, 0}, {#member "_hi", unit, COLUMN_SET, 0}
+#define COLUMN_TIMED_AS(name, Row, member, unit)                                                         \
+    COLUMN_AS(name, Row, member, ESTIMATE, unit), {name "_lo", unit, COLUMN_SET, 0}, {name "_hi", unit, COLUMN_SET, 0}
+#define COLUMN_SAMPLES {"samples", "timed runs each time-derived field comes from", COLUMN_SET, 0}
+/* A column the bench sets itself (record_*), not read from the row. */
+#define COLUMN_SETTER(name, unit) {name, unit, COLUMN_SET, 0}
+
+/* The number of entries of a static array of fields or columns. */
+#define RESULTS_COUNT(array) ((int)(sizeof(array) / sizeof(array)[0]))
 
 /* A new, empty Results for `bench` (e.g. "bench_scaling"), answering `question`, run in
  * quick mode or not. It records the machine (and its state now: bench/timing.h's
@@ -71,6 +114,10 @@ void results_config_ints(Results *r, const char *key, const int *values, int n);
 ResultsTable *results_table(Results *r, const char *name, const char *about, const ResultsField *fields,
                             int n_fields, bool in_json);
 
+/* As results_table, with columns read from a row struct (results_add_row). */
+ResultsTable *results_row_table(Results *r, const char *name, const char *about, const ResultsColumn *columns,
+                                int n_columns, bool in_json);
+
 /* Appends an empty record to `t` and returns it (owned by the table). A NULL table (an
  * earlier error) gives NULL, which the record_* setters accept and ignore. */
 ResultsRecord *results_record(ResultsTable *t);
@@ -85,6 +132,11 @@ void record_bool(ResultsRecord *rec, const char *field, bool value);
  * <field>_hi (declared with RESULTS_TIMED), and "samples" (RESULTS_SAMPLES). A record's
  * time-derived fields come from the same runs, so they share one sample count. */
 void record_estimate(ResultsRecord *rec, const char *field, const Estimate *e);
+
+/* Appends a record to `t` (made by results_row_table) with every column read from a row
+ * set from the struct at `row`, and returns it, for the record_* setters of the columns
+ * the bench sets itself (NULL after an earlier error). */
+ResultsRecord *results_add_row(ResultsTable *t, const void *row);
 
 /* Writes <dir>/<bench>.json and the tables' CSV files (the machine's state completed with
  * its state now: load average, steal, context switches and CPU time since results_create), each through a temporary file

@@ -114,7 +114,7 @@ static bool enough(const TimingPlan *plan, const Timing *t)
 }
 
 RematStatus timing_run(const TimingPlan *plan, int variants, int quantities, TimedRun run, void *ctx,
-                       TimedTick tick, void *tick_ctx, Timing *out)
+                       Progress *progress, const char *label, Timing *out)
 {
     *out = (Timing){.variants = variants, .quantities = quantities};
     double scratch[32];
@@ -123,13 +123,13 @@ RematStatus timing_run(const TimingPlan *plan, int variants, int quantities, Tim
                           (int)(sizeof scratch / sizeof scratch[0]));
     out->values = malloc((size_t)plan->max_rounds * (size_t)variants * (size_t)quantities * sizeof *out->values);
     if (!out->values) return remat_fail(REMAT_ENOMEM, "no memory for %d rounds of %d variants", plan->max_rounds, variants);
-    const int total = timing_max_runs(plan, variants);
+    const int total = timing_max_runs(plan, variants), base = progress ? progress->done : 0;
     int done = 0;
     RematStatus status = REMAT_OK;
     for (int round = 0; round < plan->warmup && status == REMAT_OK; round++) {
         for (int j = 0; j < variants && status == REMAT_OK; j++) {
             status = run(ctx, (round + j) % variants, scratch);
-            if (tick) tick(tick_ctx, ++done, total);
+            if (progress) progress_set(progress, base + ++done, label);
         }
     }
     const double t0 = platform_seconds();
@@ -138,12 +138,12 @@ RematStatus timing_run(const TimingPlan *plan, int variants, int quantities, Tim
         for (int j = 0; j < variants && status == REMAT_OK; j++) {
             const int i = (plan->warmup + round + j) % variants;
             status = run(ctx, i, value_at(out, round, i, 0));
-            if (tick) tick(tick_ctx, ++done, total);
+            if (progress) progress_set(progress, base + ++done, label);
         }
         if (status == REMAT_OK) out->rounds++;
         out->seconds = platform_seconds() - t0;
     }
-    if (tick) tick(tick_ctx, total, total); /* the rounds it did not need */
+    if (progress) progress_set(progress, base + total, label); /* the rounds it did not need */
     return status;
 }
 

@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "base/progress.h"
 
 /* ---- a median and its interval ----------------------------------------------------------- */
 
@@ -87,9 +88,6 @@ TimingPlan timing_plan_fixed(int warmup, int rounds);
  * is the one the ratios and the stopping rule use: a step's seconds). */
 typedef RematStatus (*TimedRun)(void *ctx, int variant, double *values);
 
-/* Called after every run (progress bars): `done` runs so far of at most `total`. */
-typedef void (*TimedTick)(void *ctx, int done, int total);
-
 /* What the rounds measured: values[(round · variants + variant) · quantities + q]. */
 typedef struct Timing {
     int variants, quantities;
@@ -98,12 +96,12 @@ typedef struct Timing {
     double seconds; /* wall time of the timed rounds */
 } Timing;
 
-/* Runs `variants` variants interleaved as `plan` says, `run` doing one run. `tick` (may be
- * NULL) is called with `tick_ctx` after every run, warm-up included. On error returns the
- * status (the run's) and *out holds the rounds completed before it. The caller frees *out
- * with timing_free. */
+/* Runs `variants` variants interleaved as `plan` says, `run` doing one run. `progress`
+ * (may be NULL) advances by one after every run, warm-up included, labelled `label`, and
+ * by the runs the plan did not need at the end. On error returns the status (the run's)
+ * and *out holds the rounds completed before it. The caller frees *out with timing_free. */
 RematStatus timing_run(const TimingPlan *plan, int variants, int quantities, TimedRun run, void *ctx,
-                       TimedTick tick, void *tick_ctx, Timing *out);
+                       Progress *progress, const char *label, Timing *out);
 
 /* Runs a plan would make at most: (warmup + max_rounds) · variants. */
 int timing_max_runs(const TimingPlan *plan, int variants);

@@ -9,76 +9,14 @@
  */
 #include "quiz/explain_fill.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "quiz/words.h"
 #include "tensor/memory.h"
-
-#define MAX_FILES 16
-
-typedef struct ResultsFile {
-    char bench[64];
-    cJSON *doc;      /* NULL when the file is missing or broken */
-    bool broken;     /* present but unreadable or not valid JSON */
-    char why[1024];  /* when broken: what is wrong with it */
-} ResultsFile;
-
-struct ResultsDir {
-    char dir[512];
-    ResultsFile files[MAX_FILES];
-    int n;
-};
-
-ResultsDir *results_open(const char *dir)
-{
-    ResultsDir *r = calloc(1, sizeof *r);
-    if (r) snprintf(r->dir, sizeof r->dir, "%s", dir);
-    return r;
-}
-
-void results_close(ResultsDir *r)
-{
-    if (!r) return;
-    for (int i = 0; i < r->n; i++) cJSON_Delete(r->files[i].doc);
-    free(r);
-}
-
-const char *results_dir(const ResultsDir *r)
-{
-    return r->dir;
-}
-
-/* The parsed results of `bench`, reading the file the first time; NULL if missing. */
-static const ResultsFile *results_file(ResultsDir *r, const char *bench)
-{
-    for (int i = 0; i < r->n; i++)
-        if (!strcmp(r->files[i].bench, bench)) return &r->files[i];
-    if (r->n == MAX_FILES) return NULL;
-    ResultsFile *f = &r->files[r->n++];
-    snprintf(f->bench, sizeof f->bench, "%s", bench);
-    char path[640];
-    snprintf(path, sizeof path, "%s/%s.json", r->dir, bench);
-    struct stat st;
-    if (stat(path, &st) != 0 && errno == ENOENT) return f; /* not run yet */
-    char *text = quiz_read_file("reading the results", path, NULL);
-    if (text && !(f->doc = cJSON_Parse(text))) snprintf(f->why, sizeof f->why, "%s is not valid JSON", path);
-    if (!text) snprintf(f->why, sizeof f->why, "%s", remat_last_error());
-    f->broken = !f->doc;
-    free(text);
-    return f;
-}
-
-const cJSON *results_document(ResultsDir *r, const char *bench)
-{
-    const ResultsFile *f = results_file(r, bench);
-    return f ? f->doc : NULL;
-}
 
 /* ---- one figure: looked up and checked ------------------------------------------------ */
 
@@ -111,19 +49,6 @@ typedef struct Figure {
     double lo, hi;
     int samples;
 } Figure;
-
-/* True if every entry of `where` equals the record's field of the same name. */
-static bool record_matches(const cJSON *record, const cJSON *where)
-{
-    for (const cJSON *w = where ? where->child : NULL; w; w = w->next) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(record, w->string);
-        if (!v) return false;
-        if (cJSON_IsNumber(w) && (!cJSON_IsNumber(v) || v->valuedouble != w->valuedouble)) return false;
-        if (cJSON_IsString(w) && (!cJSON_IsString(v) || strcmp(v->valuestring, w->valuestring))) return false;
-        if (cJSON_IsBool(w) && (!cJSON_IsBool(v) || cJSON_IsTrue(v) != cJSON_IsTrue(w))) return false;
-    }
-    return true;
-}
 
 /* What a plausible measurement of each format is. Far beyond anything a bench on one
  * machine measures, but not beyond what a corrupted or hand-edited file holds: "kept
@@ -198,20 +123,18 @@ static void read_spread(const cJSON *record, const char *path, Figure *fig)
 static Figure find_figure(ResultsDir *r, const Measurement *m)
 {
     Figure fig = {.m = m, .state = FIG_NO_FILE};
-    const ResultsFile *f = results_file(r, m->bench);
-    if (!f || (!f->doc && !f->broken)) return fig;
-    if (f->broken) {
+    const char *broken = results_broken(r, m->bench);
+    const cJSON *doc = results_document(r, m->bench);
+    if (broken) {
         fig.state = FIG_UNREADABLE;
-        snprintf(fig.field, sizeof fig.field, "%.255s", f->why);
+        snprintf(fig.field, sizeof fig.field, "%.255s", broken);
         return fig;
     }
+    if (!doc) return fig;
     fig.state = FIG_NO_RECORD;
-    const cJSON *tables = cJSON_GetObjectItemCaseSensitive(f->doc, "tables");
-    const cJSON *table = cJSON_GetObjectItemCaseSensitive(tables, m->table);
-    const cJSON *records = cJSON_GetObjectItemCaseSensitive(table, "records");
-    int index = 0;
-    for (const cJSON *rec = cJSON_IsArray(records) ? records->child : NULL; rec; rec = rec->next, index++) {
-        if (!record_matches(rec, m->where)) continue;
+    int index;
+    const cJSON *rec = results_find(results_records(doc, m->table), m->where, &index);
+    if (rec) {
         char path[96];
         snprintf(path, sizeof path, "tables.%s.records[%d]", m->table, index);
         snprintf(fig.field, sizeof fig.field, "%s.%s", path, m->field);
@@ -219,7 +142,6 @@ static Figure find_figure(ResultsDir *r, const Measurement *m)
         if (!fig.value) return fig;
         fig.state = valid_value(fig.value, m->format, &fig.problem) ? FIG_OK : FIG_INVALID;
         if (fig.state == FIG_OK && m->time) read_spread(rec, path, &fig);
-        return fig;
     }
     return fig; /* e.g. a run narrowed by a flag that measured fewer configurations */
 }

@@ -3,8 +3,8 @@
  * figures that can carry its lesson.
  *
  * An explanation's {placeholders} name the question's measurements (bank.h); each is read
- * from results/<bench>.json as the benches wrote it (bench/README.md documents the
- * schema). A figure that is not there is never made up, and a part of the explanation
+ * from results/<bench>.json as the benches wrote it, through bench/results_read.h (the
+ * schema's one reader). A figure that is not there is never made up, and a part of the explanation
  * that needs it is left out (or replaced by its `otherwise`); a note below the
  * explanation then says, once, which bench to run.
  *
@@ -47,29 +47,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "bench/results_read.h"
 #include "quiz/bank.h"
 
 #define TIME_MIN_SAMPLES 6
 #define TIME_MAX_STEAL 0.05  /* "a few percent" of the CPU time */
 #define TIME_MAX_OTHERS 0.25 /* half a core of two: what a compile or a browser tab takes */
 #define TIME_MAX_WIDTH 0.10 /* (hi − lo) / value */
-
-/* The results of the benches, read from one directory on demand. */
-typedef struct ResultsDir ResultsDir;
-
-/* Results read from `dir` (files are opened when first needed). The caller owns it
- * (results_close). NULL on no memory. */
-ResultsDir *results_open(const char *dir);
-
-/* Frees `r` and every document it read. NULL is a no-op. */
-void results_close(ResultsDir *r);
-
-/* The directory `r` reads from, as given to results_open. */
-const char *results_dir(const ResultsDir *r);
-
-/* The parsed results/<bench>.json (e.g. bench "bench_scaling"), owned by `r`; NULL when
- * the file is missing or is not valid JSON. */
-const cJSON *results_document(ResultsDir *r, const char *bench);
 
 /* The machine while a bench ran, as its results' "machine" block records it. */
 typedef struct RecordedMachine {
@@ -79,7 +63,7 @@ typedef struct RecordedMachine {
     double cores;
 } RecordedMachine;
 
-/* Reads the machine block of a results document (results_document) into *m: false when
+/* Reads the machine block of a results document (results_document, results_read.h) into *m: false when
  * it does not record all five fields (results of an older bench) or one is not plausible
  * (a negative load, a steal above 1, no cores). */
 bool results_machine(const cJSON *doc, RecordedMachine *m);

@@ -228,6 +228,74 @@ static int write_page(const Options *o, const Bank *bank, const int orders[][QUI
     return status == REMAT_OK || status == REMAT_ECORRUPT ? 0 : 1;
 }
 
+/* Question q answered `given` (an index into its options): right or wrong, the answer, the
+ * explanation with this machine's figures, the test that proves it and the bench that
+ * measures it. Returns whether it was right. */
+static bool print_verdict(const Question *question, const int order[QUIZ_OPTIONS], int given, QuizLang lang,
+                          ResultsDir *results)
+{
+    const QuizWords *w = quiz_words(lang);
+    const bool right = given == question->correct;
+    int shown = 0;
+    while (order[shown] != question->correct) shown++;
+    printf("%s ", right ? w->right : w->wrong);
+    printf(w->correct_was, '1' + shown, question->options[question->correct].lang[lang]);
+    static char text[1 << 15];
+    if (fill_explanation(text, sizeof text, question, lang, results) != REMAT_OK)
+        fprintf(stderr, "quiz: %s\n", remat_last_error());
+    printf("\n%s\n", text);
+    printf(w->proof, question->test_file, question->test_name);
+    printf("\n");
+    char program[256];
+    snprintf(program, sizeof program, "build/%s", question->bench);
+    printf(w->measure, program);
+    printf("\n");
+    return right;
+}
+
+/* The score, then each question asked with the option chosen (and the answer if wrong). */
+static void print_score(const Bank *bank, const int *given, int asked, int score, QuizLang lang)
+{
+    const QuizWords *w = quiz_words(lang);
+    printf("\n");
+    printf(w->score, score, bank->n_questions);
+    printf("\n");
+    for (int q = 0; q < asked; q++) {
+        const Question *question = &bank->questions[q];
+        const bool right = given[q] == question->correct;
+        printf("  %s %d. %s: %s", right ? "✓" : "✗", q + 1, w->chosen, question->options[given[q]].lang[lang]);
+        if (!right) printf(" · %s: %s", w->the_answer, question->options[question->correct].lang[lang]);
+        printf("\n");
+    }
+}
+
+/* The quiz on the terminal: every question, read an answer (typed, or from --answers),
+ * judge it and explain; then the score. 0, or 1 when the results cannot be read. */
+static int ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_OPTIONS])
+{
+    ResultsDir *results = results_open(o->results);
+    if (!results) {
+        fprintf(stderr, "quiz: no memory for the results\n");
+        return 1;
+    }
+    const char *answers = o->answers;
+    int given[QUIZ_QUESTIONS], score = 0, asked = 0;
+    for (int q = 0; q < bank->n_questions; q++) {
+        print_question(bank, q, orders[q], o->lang);
+        const int a = next_answer(&answers, o->lang);
+        if (a == -2) {
+            printf("\n%s\n", quiz_words(o->lang)->ended);
+            break;
+        }
+        asked++;
+        given[q] = orders[q][a];
+        score += print_verdict(&bank->questions[q], orders[q], given[q], o->lang, results);
+    }
+    print_score(bank, given, asked, score, o->lang);
+    results_close(results);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     file_size_limit_as_error(); /* ulimit -f: --html fails with "File too large" instead of dying */
@@ -261,53 +329,7 @@ int main(int argc, char **argv)
         return finish(0);
     }
 
-    ResultsDir *results = results_open(o.results);
-    if (!results) {
-        fprintf(stderr, "quiz: no memory for the results\n");
-        bank_free(bank);
-        return 1;
-    }
-    const char *answers = o.answers;
-    int given[QUIZ_QUESTIONS], score = 0, asked = 0;
-    for (int q = 0; q < bank->n_questions; q++) {
-        const Question *question = &bank->questions[q];
-        print_question(bank, q, orders[q], o.lang);
-        int a = next_answer(&answers, o.lang);
-        if (a == -2) {
-            printf("\n%s\n", w->ended);
-            break;
-        }
-        asked++;
-        given[q] = orders[q][a];
-        const bool right = given[q] == question->correct;
-        score += right;
-        int shown = 0;
-        while (orders[q][shown] != question->correct) shown++;
-        printf("%s ", right ? w->right : w->wrong);
-        printf(w->correct_was, '1' + shown, question->options[question->correct].lang[o.lang]);
-        static char text[1 << 15];
-        if (fill_explanation(text, sizeof text, question, o.lang, results) != REMAT_OK)
-            fprintf(stderr, "quiz: %s\n", remat_last_error());
-        printf("\n%s\n", text);
-        printf(w->proof, question->test_file, question->test_name);
-        printf("\n");
-        char program[256];
-        snprintf(program, sizeof program, "build/%s", question->bench);
-        printf(w->measure, program);
-        printf("\n");
-    }
-
-    printf("\n");
-    printf(w->score, score, bank->n_questions);
-    printf("\n");
-    for (int q = 0; q < asked; q++) {
-        const Question *question = &bank->questions[q];
-        const bool right = given[q] == question->correct;
-        printf("  %s %d. %s: %s", right ? "✓" : "✗", q + 1, w->chosen, question->options[given[q]].lang[o.lang]);
-        if (!right) printf(" · %s: %s", w->the_answer, question->options[question->correct].lang[o.lang]);
-        printf("\n");
-    }
-    results_close(results);
+    const int status = ask_all(&o, bank, orders);
     bank_free(bank);
-    return finish(0);
+    return finish(status);
 }

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "bench/results.h"
+#include "bench/results_read.h"
 #include "base/platform.h"
 
 #ifndef REMAT_BENCH_DIR
@@ -88,15 +89,11 @@ static int run_bench(const char *bench, ...)
     return WEXITSTATUS(status);
 }
 
+/* A results file parsed by the schema's one reader; NULL if missing or broken. */
 static cJSON *read_json(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    static char text[1 << 22];
-    const size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    return cJSON_Parse(text);
+    bool missing;
+    return results_read_file(path, &missing);
 }
 
 static int group_setup(void **state)
@@ -140,8 +137,8 @@ static const cJSON *bench(const char *name)
 /* The records of a table of a results document (summary itself, or bench(name)). */
 static const cJSON *records(const cJSON *doc, const char *table)
 {
-    const cJSON *r = get(get(get(doc, "tables"), table), "records");
-    assert_true(cJSON_IsArray(r));
+    const cJSON *r = results_records(doc, table);
+    if (!r) fail_msg("no records of table '%s'", table);
     assert_true(cJSON_GetArraySize(r) > 0);
     return r;
 }
