@@ -163,7 +163,7 @@ static RematStatus run_stage(const DistGroup *g, const GptShape *shape, int stag
     if (status == REMAT_OK && (!schedule || !t)) status = t ? remat_last_status() : REMAT_ENOMEM;
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 1, 2);
-    const Step step = {.model = b.model, .schedule = schedule, .optim = opt, .zero = z};
+    const Step step = {.model = b.model, .schedule = schedule, .optim = opt, .plugs = {step_zero_plug(z)}};
     const MicroBatch mb = {b.batch.x, b.batch.y};
     for (int s = -1; s < steps && status == REMAT_OK; s++) {
         if (s == 0) {
@@ -200,8 +200,8 @@ static void record_stage(ResultsTable *table, int stage, StrategyKind kind, int 
     for (int r = 0; r < K; r++) {
         const RankRow *w = &rows[r];
         const uint64_t shard = shard_begin(total, r + 1, K) - shard_begin(total, r, K);
-        const uint64_t formula[3] = {4 * (stage >= 3 ? shard : total), 4 * (stage >= 2 ? shard : total),
-                                     8 * (stage >= 1 ? shard : total)};
+        const ZeroBytes b = zero_resident_bytes(stage, total, shard, 2); /* float32 AdamW */
+        const uint64_t formula[3] = {b.params, b.grads, b.optimizer};
         uint64_t sent = 0, received = 0;
         for (int p = 0; p < COMM_PHASE_COUNT; p++) sent += w->sent[p], received += w->received[p];
         printf("    %5d %-9s %4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %11.3f %11.3f %9.2f\n", stage,

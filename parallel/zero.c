@@ -32,10 +32,17 @@ struct Zero {
     float *param_shard; /* stage 3: this rank's shard of the parameters (MEM_PARAM) */
     Group *groups;
     int n_groups;
+    int *group_of;      /* parameter i's group, or -1 */
     int held;           /* stage 3: the group gathered now, or -1 */
     ParamUseHooks hooks;
     const ParamUseHooks *outer_hooks; /* while a step runs: the hooks it replaced */
 };
+
+ZeroBytes zero_resident_bytes(int stage, uint64_t total, uint64_t shard, int states)
+{
+    return (ZeroBytes){.params = 4 * (stage >= 3 ? shard : total), .grads = 4 * (stage >= 2 ? shard : total),
+                       .optimizer = 4 * (uint64_t)states * (stage >= 1 ? shard : total)};
+}
 
 Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
 {
@@ -51,13 +58,15 @@ Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
     }
     z->offset = malloc((size_t)n * sizeof *z->offset);
     z->bounds = malloc((size_t)(g->size + 1) * sizeof *z->bounds);
-    if (!z->offset || !z->bounds) {
+    z->group_of = malloc((size_t)n * sizeof *z->group_of);
+    if (!z->offset || !z->bounds || !z->group_of) {
         zero_free(z);
         remat_fail(REMAT_ENOMEM, "zero_create: no memory");
         return NULL;
     }
     for (int i = 0; i < n; i++) {
         z->params[i] = params[i];
+        z->group_of[i] = -1;
         z->offset[i] = z->total;
         z->total += params[i].var->value->numel;
     }
@@ -91,6 +100,7 @@ void zero_free(Zero *z)
     free(z->pieces);
     free(z->offset);
     free(z->bounds);
+    free(z->group_of);
     free(z);
 }
 
@@ -230,15 +240,12 @@ static void release_group(Zero *z, int g)
     for (int k = 0; g >= 0 && k < z->groups[g].n; k++) tensor_release_storage(z->params[z->groups[g].index[k]].var->value);
 }
 
-/* The hook of a step at stage 3: the group of `owner` gathered, the one before released, so
- * one group is whole at a time. A checkpoint region's replay and its backward use the same
- * layer one after the other, so they share one gather. */
-static RematStatus use_group(void *ctx, const void *owner)
+/* Group g gathered and the one before released, so one group is whole at a time. A
+ * checkpoint region's replay and its backward use the same layer one after the other, so
+ * they share one gather. */
+static RematStatus hold_group(Zero *z, int g)
 {
-    Zero *z = ctx;
-    int g = 0;
-    while (g < z->n_groups && z->groups[g].owner != owner) g++;
-    if (g == z->n_groups || g == z->held) return REMAT_OK; /* not sharded here, or already whole */
+    if (g < 0 || g == z->held) return REMAT_OK; /* not sharded here, or already whole */
     release_group(z, z->held);
     z->held = -1;
     for (int k = 0; k < z->groups[g].n; k++) {
@@ -249,6 +256,27 @@ static RematStatus use_group(void *ctx, const void *owner)
         }
     }
     z->held = g;
+    return REMAT_OK;
+}
+
+/* The hook of a stage's forward at stage 3: its group, found by owner. */
+static RematStatus enter_stage(void *ctx, const void *stage)
+{
+    Zero *z = ctx;
+    int g = 0;
+    while (g < z->n_groups && z->groups[g].owner != stage) g++;
+    return hold_group(z, g < z->n_groups ? g : -1);
+}
+
+/* The hook of a node's backward at stage 3: the group of the first parameter among its
+ * inputs; a node that reads no parameter needs none. */
+static RematStatus before_backward(void *ctx, const Node *node)
+{
+    Zero *z = ctx;
+    for (int k = 0; k < node->n_inputs; k++) {
+        for (int i = 0; node->inputs[k].leaf && i < z->n; i++)
+            if (z->params[i].var == node->inputs[k].leaf) return hold_group(z, z->group_of[i]);
+    }
     return REMAT_OK;
 }
 
@@ -267,6 +295,7 @@ RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int 
         if (i == z->n) return remat_fail(REMAT_EINVAL, "zero: parameter %s of a group is not one of the model's",
                                          params[k].var->name);
         g->index[g->n++] = i;
+        z->group_of[i] = z->n_groups - 1;
     }
     return REMAT_OK;
 }
@@ -274,7 +303,7 @@ RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int 
 void zero_step_begin(Zero *z)
 {
     if (z->stage < 3) return;
-    z->hooks = (ParamUseHooks){use_group, z};
+    z->hooks = (ParamUseHooks){.enter = enter_stage, .before_backward = before_backward, .ctx = z};
     z->outer_hooks = param_use_hooks_set(&z->hooks);
 }
 
