@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/flat.h"
 #include "tensor/flops.h"
 #include "tensor/kernels.h"
 
@@ -53,13 +54,8 @@ static RematStatus check_config(const OptimConfig *c)
 /* Parameter i's part of the flat range [begin, end): its elements [*a, *b) (*a == *b: none). */
 static void overlap(const Optimizer *opt, int i, size_t *a, size_t *b)
 {
-    const size_t first = opt->offset[i], last = first + opt->params[i].var->value->numel;
-    const size_t from = opt->begin > first ? opt->begin : first, to = opt->end < last ? opt->end : last;
-    *a = *b = 0;
-    if (from < to) {
-        *a = from - first;
-        *b = to - first;
-    }
+    const size_t n = flat_overlap(opt->begin, opt->end, opt->offset[i], opt->params[i].var->value->numel, a);
+    *b = *a + n;
 }
 
 /* Parameter i's state tensor over its part of the range: its own shape when whole. */

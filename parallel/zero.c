@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/flat.h"
 #include "tensor/kernels.h"
 
 /* A group of parameters used together (a layer's; a model's embedding and head): at stage
@@ -228,8 +229,9 @@ static RematStatus gather_param(Zero *z, int i)
         const size_t s = shard_begin(z->total, r, z->group.size);
         z->bounds[r] = s < first ? 0 : s > last ? t->numel : s - first;
     }
-    const size_t a = z->bounds[z->group.rank], b = z->bounds[z->group.rank + 1];
-    if (b > a) memcpy(t->f32 + a, z->param_shard + (first + a - z->begin), (b - a) * sizeof(float));
+    size_t a;
+    const size_t n = flat_overlap(z->begin, z->end, first, t->numel, &a); /* this rank's part, from its shard */
+    if (n) memcpy(t->f32 + a, z->param_shard + (first + a - z->begin), n * sizeof(float));
     const FlatPiece piece = {t->f32, t->numel};
     const FlatView v = {&piece, 1, t->numel};
     return dist_all_gather_bounds(&z->group, &v, z->bounds, COMM_PARAM_GATHER);
