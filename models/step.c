@@ -148,6 +148,24 @@ static void plugs_pass(const Step *step, bool begin)
     }
 }
 
+/* The step's loss, and its gradient: the plug's reduction over the ranks, or the mean of
+ * the n micro-batches run here (their gradients are already × 1/n). */
+static RematStatus reduce(const StepPlug *ranks, int n, float *loss)
+{
+    flops_set_phase(PHASE_BACKWARD); /* the reduction's adds are gradient work, as accumulation's */
+    if (ranks) return ranks->reduce(ranks->ctx, *loss, loss);
+    *loss /= (float)n;
+    return REMAT_OK;
+}
+
+/* The update: the plug's (a rank's shard), or the optimizer's over everything. */
+static RematStatus optimizer_step(const Step *step, const StepPlug *ranks)
+{
+    if (!step->optim) return REMAT_OK;
+    if (ranks && ranks->optimizer_step) return ranks->optimizer_step(ranks->ctx, step->optim);
+    return optim_step(step->optim);
+}
+
 RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n, TrainCtx *ctx,
                              const StepHooks *hooks, StepResult *out)
 {
@@ -160,14 +178,10 @@ RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n,
     Pcg32 rng_after = ctx->rng;
     plugs_pass(step, true);
     RematStatus status = run_micro_batches(step, batches, n, ranks ? ranks->micro_batch : 0, ctx, hooks, out,
-                                           &loss, &rng_after);
+                                           &loss, &rng_after); /* zero, forward, backward, accumulate */
     plugs_pass(step, false);
-    flops_set_phase(PHASE_BACKWARD); /* the reduction's adds are gradient work, as accumulation's */
-    if (status == REMAT_OK && ranks) status = ranks->reduce(ranks->ctx, loss, &loss);
-    else if (status == REMAT_OK) loss /= (float)n;
-    if (status == REMAT_OK && step->optim)
-        status = ranks && ranks->optimizer_step ? ranks->optimizer_step(ranks->ctx, step->optim)
-                                                : optim_step(step->optim);
+    if (status == REMAT_OK) status = reduce(ranks, n, &loss);
+    if (status == REMAT_OK) status = optimizer_step(step, ranks);
     out->loss = loss;
     if (status == REMAT_OK) ctx->rng = rng_after;
     flops_set_phase(PHASE_FORWARD);
