@@ -454,8 +454,8 @@ static void destroy(Run *run)
     model_free(run->model);
     text_data_free(run->text);
     mlp_task_free(run->task);
-    offload_free(run->offload);
-    zero_free(run->zero);
+    if (run->offload) offload_free(run->offload); /* a run without them calls nothing of offload/ or parallel/ */
+    if (run->zero) zero_free(run->zero);
 }
 
 /* ---- before anything is built ------------------------------------------------------------ */

@@ -23,6 +23,16 @@ struct Optimizer {
     OptimSlice *slices; /* room for one per parameter: a step's list for the kernel */
 };
 
+size_t param_offsets(const Param *params, int n, size_t *offset)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        if (offset) offset[i] = total;
+        total += params[i].var ? params[i].var->value->numel : 0;
+    }
+    return total;
+}
+
 OptimConfig optim_adamw_defaults(float lr)
 {
     return (OptimConfig){.kind = OPTIM_ADAMW, .lr = lr, .beta1 = 0.9f, .beta2 = 0.999f,
@@ -85,8 +95,7 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
         return NULL;
     }
     if (check_config(config) != REMAT_OK || check_params(params, n) != REMAT_OK) return NULL;
-    size_t total = 0;
-    for (int i = 0; i < n; i++) total += params[i].var->value->numel;
+    const size_t total = param_offsets(params, n, NULL);
     if (begin >= end || end > total) {
         remat_fail(REMAT_EINVAL, "optim_create: range [%zu, %zu) is empty or outside the %zu elements of the "
                    "parameters", begin, end, total);
@@ -105,7 +114,7 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
     opt->slices = malloc((size_t)n * sizeof *opt->slices);
     if (!opt->params || !opt->offset || !opt->state0 || !opt->state1 || !opt->slices) goto no_memory;
     memcpy(opt->params, params, (size_t)n * sizeof *params);
-    for (int i = 0; i < n; i++) opt->offset[i] = i ? opt->offset[i - 1] + params[i - 1].var->value->numel : 0;
+    param_offsets(params, n, opt->offset);
 
     const int n_states = config->kind == OPTIM_ADAMW ? 2 : config->momentum > 0.0f ? 1 : 0;
     for (int i = 0; i < n; i++) {
@@ -126,9 +135,7 @@ failed:
 
 Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
 {
-    size_t total = 0;
-    for (int i = 0; params && i < n; i++) total += params[i].var ? params[i].var->value->numel : 0;
-    return optim_create_range(config, params, n, 0, total);
+    return optim_create_range(config, params, n, 0, params && n > 0 ? param_offsets(params, n, NULL) : 0);
 }
 
 void optim_range(const Optimizer *opt, size_t *begin, size_t *end)

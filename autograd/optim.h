@@ -22,6 +22,12 @@ typedef struct Param {
     bool decay;
 } Param;
 
+/* The parameters' values read as one flat array (tensor/flat.h), parameter 0's elements
+ * first: offset[i] (n entries; offset may be NULL) gets parameter i's first element, and
+ * the total is returned. A parameter without a Var counts as empty. How the optimizer,
+ * ZeRO's shards and the reduction over ranks address the same elements. */
+size_t param_offsets(const Param *params, int n, size_t *offset);
+
 typedef enum OptimKind { OPTIM_SGD, OPTIM_ADAMW } OptimKind;
 
 typedef struct OptimConfig {

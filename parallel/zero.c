@@ -65,12 +65,9 @@ Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
         remat_fail(REMAT_ENOMEM, "zero_create: no memory");
         return NULL;
     }
-    for (int i = 0; i < n; i++) {
-        z->params[i] = params[i];
-        z->group_of[i] = -1;
-        z->offset[i] = z->total;
-        z->total += params[i].var->value->numel;
-    }
+    memcpy(z->params, params, (size_t)n * sizeof *params);
+    for (int i = 0; i < n; i++) z->group_of[i] = -1;
+    z->total = param_offsets(params, n, z->offset);
     z->group = *g;
     z->stage = stage;
     z->n = n;
