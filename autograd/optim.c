@@ -138,12 +138,6 @@ Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
     return optim_create_range(config, params, n, 0, params && n > 0 ? param_offsets(params, n, NULL) : 0);
 }
 
-void optim_range(const Optimizer *opt, size_t *begin, size_t *end)
-{
-    *begin = opt ? opt->begin : 0;
-    *end = opt ? opt->end : 0;
-}
-
 void optim_free(Optimizer *opt)
 {
     if (!opt) return;
@@ -196,15 +190,9 @@ static RematStatus update(Optimizer *opt, const float *flat, float *flat_params)
 
 RematStatus optim_step(Optimizer *opt) { return update(opt, NULL, NULL); }
 
-RematStatus optim_step_flat(Optimizer *opt, const float *grad)
+RematStatus optim_step_flat(Optimizer *opt, const float *grad, float *params)
 {
     if (!grad) return remat_fail(REMAT_EINVAL, "optim_step_flat: the gradient is NULL");
-    return update(opt, grad, NULL);
-}
-
-RematStatus optim_step_shard(Optimizer *opt, const float *grad, float *params)
-{
-    if (!grad || !params) return remat_fail(REMAT_EINVAL, "optim_step_shard: the gradient or parameters are NULL");
     return update(opt, grad, params);
 }
 

@@ -80,7 +80,7 @@ typedef struct Step {
     const Schedule *schedule; /* what the forward keeps (checkpoint/schedule.h); NULL: none */
     Optimizer *optim;         /* NULL: the step only computes gradients; with data parallelism
                                  from ZeRO stage 1, the optimizer of this rank's shard
-                                 (zero_optimizer) */
+                                 (zero_optimizer_create) */
     StepPlug plugs[STEP_MAX_PLUGS]; /* in order; unused ones all NULL; at most one reduces */
 } Step;
 

@@ -110,12 +110,6 @@ uint64_t comm_received(const CommCounts *c, CommPhase phase)
     return sum;
 }
 
-const char *comm_op_name(CommOp op)
-{
-    static const char *names[] = {"reduce-scatter", "all-gather", "all-reduce", "gather"};
-    return op >= 0 && op < COMM_OP_COUNT ? names[op] : "unknown";
-}
-
 const char *comm_phase_name(CommPhase phase)
 {
     static const char *names[] = {"gradient reduction", "parameter gathering", "optimizer", "control"};

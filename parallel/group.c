@@ -24,8 +24,6 @@ RematStatus dist_init(int *argc, char ***argv, DistGroup *world)
     return REMAT_OK;
 }
 
-bool dist_launched(void) { return launched; }
-
 DistGroup dist_world(void) { return world_group; }
 
 void dist_finalize(void)

@@ -41,9 +41,6 @@ RematStatus dist_init(int *argc, char ***argv, DistGroup *world);
 /* The group dist_init found; {0, 1} before it, or without a launcher. */
 DistGroup dist_world(void);
 
-/* True when this process was started by an MPI launcher (and dist_init has run MPI_Init). */
-bool dist_launched(void);
-
 /* Ends MPI, if dist_init started it: every rank calls it once, at the end. */
 void dist_finalize(void);
 
