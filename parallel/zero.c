@@ -23,7 +23,7 @@ struct Zero {
     int stage;
     int n;
     Param *params;
-    FlatPiece *pieces;  /* scratch for building views, n entries */
+    FlatPiece *pieces;  /* scratch for building views: 2n entries, room for two views */
     size_t *offset;     /* parameter i's first element in the flat array */
     size_t *bounds;     /* scratch: size + 1 region bounds */
     size_t total;       /* Ψ */
@@ -52,7 +52,7 @@ Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
         return NULL;
     }
     Zero *z = calloc(1, sizeof *z);
-    if (!z || !(z->params = malloc((size_t)n * sizeof *params)) || !(z->pieces = malloc((size_t)n * sizeof *z->pieces))) {
+    if (!z || !(z->params = malloc((size_t)n * sizeof *params)) || !(z->pieces = malloc(2 * (size_t)n * sizeof *z->pieces))) {
         zero_free(z);
         remat_fail(REMAT_ENOMEM, "zero_create: no memory");
         return NULL;
@@ -341,26 +341,23 @@ void zero_params_scatter(Zero *z)
 RematStatus zero_gather_optimizer(Zero *z, const Optimizer *shard, Optimizer *full, int root)
 {
     if (z->stage == 0) return REMAT_OK; /* every rank holds all of it */
-    FlatPiece *mine = malloc((size_t)z->n * sizeof *mine), *all = malloc((size_t)z->n * sizeof *all);
-    RematStatus status = mine && all ? REMAT_OK : remat_fail(REMAT_ENOMEM, "zero: no memory to gather the optimizer");
+    RematStatus status = REMAT_OK;
     for (int which = 0; which < 2 && status == REMAT_OK; which++) {
-        const FlatView v = state_view(shard, z->n, which, mine);
+        const FlatView v = state_view(shard, z->n, which, z->pieces);
         if (v.n == 0) break; /* no such state (SGD) */
-        const FlatView f = full ? state_view(full, z->n, which, all) : (FlatView){0};
+        const FlatView f = full ? state_view(full, z->n, which, z->pieces + z->n) : (FlatView){0};
         status = dist_gather(&z->group, &v, full ? &f : NULL, root, COMM_OPTIMIZER);
     }
     if (status == REMAT_OK && full) status = optim_set_steps(full, optim_steps(shard));
-    free(mine);
-    free(all);
     return status;
 }
 
 RematStatus zero_scatter_optimizer(const Zero *z, Optimizer *shard, const Optimizer *full)
 {
     if (z->stage == 0) return REMAT_OK;
-    FlatPiece *mine = malloc((size_t)z->n * sizeof *mine), *all = malloc((size_t)z->n * sizeof *all);
+    FlatPiece *mine = z->pieces, *all = z->pieces + z->n;
     float *buf = malloc((z->end - z->begin) * sizeof *buf);
-    RematStatus status = mine && all && buf ? REMAT_OK : remat_fail(REMAT_ENOMEM, "zero: no memory to resume");
+    RematStatus status = buf ? REMAT_OK : remat_fail(REMAT_ENOMEM, "zero: no memory to resume");
     for (int which = 0; which < 2 && status == REMAT_OK; which++) {
         const FlatView v = state_view(shard, z->n, which, mine), f = state_view(full, z->n, which, all);
         if (v.n == 0) break;
@@ -368,8 +365,6 @@ RematStatus zero_scatter_optimizer(const Zero *z, Optimizer *shard, const Optimi
         flat_write(&v, 0, v.total, buf);
     }
     if (status == REMAT_OK) status = optim_set_steps(shard, optim_steps(full));
-    free(mine);
-    free(all);
     free(buf);
     return status;
 }
