@@ -52,15 +52,10 @@ Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
         return NULL;
     }
     Zero *z = calloc(1, sizeof *z);
-    if (!z || !(z->params = malloc((size_t)n * sizeof *params)) || !(z->pieces = malloc(2 * (size_t)n * sizeof *z->pieces))) {
-        zero_free(z);
-        remat_fail(REMAT_ENOMEM, "zero_create: no memory");
-        return NULL;
-    }
-    z->offset = malloc((size_t)n * sizeof *z->offset);
-    z->bounds = malloc((size_t)(g->size + 1) * sizeof *z->bounds);
-    z->group_of = malloc((size_t)n * sizeof *z->group_of);
-    if (!z->offset || !z->bounds || !z->group_of) {
+    if (!z || !(z->params = malloc((size_t)n * sizeof *params)) ||
+        !(z->pieces = malloc(2 * (size_t)n * sizeof *z->pieces)) || !(z->offset = malloc((size_t)n * sizeof *z->offset)) ||
+        !(z->group_of = malloc((size_t)n * sizeof *z->group_of)) ||
+        !(z->bounds = malloc((size_t)(g->size + 1) * sizeof *z->bounds))) {
         zero_free(z);
         remat_fail(REMAT_ENOMEM, "zero_create: no memory");
         return NULL;
@@ -75,12 +70,9 @@ Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
     z->begin = shard_begin(z->total, g->rank, g->size);
     z->end = shard_begin(z->total, g->rank + 1, g->size);
     const size_t bytes = (z->end - z->begin) * sizeof(float);
-    if (stage >= 2 && bytes && !(z->grad_shard = mem_calloc(MEM_GRAD, bytes))) {
-        zero_free(z);
-        return NULL;
-    }
-    if (stage == 3 && bytes && !(z->param_shard = mem_alloc(MEM_PARAM, bytes))) {
-        zero_free(z);
+    if ((stage >= 2 && bytes && !(z->grad_shard = mem_calloc(MEM_GRAD, bytes))) ||
+        (stage == 3 && bytes && !(z->param_shard = mem_alloc(MEM_PARAM, bytes)))) {
+        zero_free(z); /* the budget's message says what did not fit */
         return NULL;
     }
     if (stage == 3) zero_params_scatter(z); /* from here on, parameters exist in full only while used */
