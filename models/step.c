@@ -1,6 +1,7 @@
 /*
  * step.c — one training step (see step.h): micro-batches, their gradients summed in
- * order, the reduction over ranks, the optimizer.
+ * order, the reduction, the optimizer; and, at the end, the plugs of offload and of data
+ * parallelism, which only a caller that asks for them installs.
  */
 #include "models/step.h"
 
