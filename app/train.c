@@ -252,8 +252,8 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     FirstStep f = {.run = run, .input = mine->input, .targets = mine->targets, .out = out,
                    .explain = first && run->opt->explain_memory ? explain_start() : NULL};
     const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
-    const Step step = {.model = run->model, .schedule = run->schedule, .offload = run->offload, .optim = run->optim,
-                       .zero = run->zero};
+    const Step step = {.model = run->model, .schedule = run->schedule, .optim = run->optim,
+                       .plugs = {step_offload_plug(run->offload), step_zero_plug(run->zero)}};
     StepResult result;
     status = step_run_batches(&step, mine, n, &ctx, first ? &hooks : NULL, &result);
     if (f.explain) {
@@ -391,7 +391,7 @@ static Optimizer *create_optimizer(const Run *run, bool whole)
 static RematStatus build_data_parallel(Run *run)
 {
     const StepOptions *step = &run->opt->step;
-    run->world = dist_world();
+    run->world = dist_under_launcher() ? dist_world() : (DistGroup){.rank = 0, .size = 1};
     run->micro_batches = run->world.size > 1 ? run->world.size : step->accumulate;
     if (run->world.size > 1 && step->accumulate > 1)
         return remat_fail(REMAT_EINVAL, "--accumulate %d on %d ranks: --accumulate K is the one-process equivalent "
@@ -454,8 +454,8 @@ static void destroy(Run *run)
     model_free(run->model);
     text_data_free(run->text);
     mlp_task_free(run->task);
-    offload_free(run->offload);
-    zero_free(run->zero);
+    if (run->offload) offload_free(run->offload); /* a run without them calls nothing of offload/ or parallel/ */
+    if (run->zero) zero_free(run->zero);
 }
 
 /* ---- before anything is built ------------------------------------------------------------ */
@@ -472,12 +472,14 @@ static RematStatus check_memory(const TrainOptions *o)
     const double params = gpt ? gpt_param_count(&(GptConfig){.n_layers = o->layers, .d_model = o->d_model,
                                                              .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE})
                               : mlp_param_count(&(MlpConfig){.n_layers = o->layers, .width = o->d_model});
-    const double states = sgd ? (o->momentum > 0.0f ? 1.0 : 0.0) : 2.0; /* AdamW: m and v */
-    const int ranks = dist_world().size, stage = ranks > 1 ? o->step.zero_stage : 0;
-    const double p = params * sizeof(float), k = ranks;
-    const double fixed = p * (stage >= 3 ? 1.0 / k : 1.0)        /* parameters */
-                       + p * (stage >= 2 ? 1.0 / k : 1.0)        /* gradients */
-                       + p * states * (stage >= 1 ? 1.0 / k : 1.0); /* optimizer state */
+    const int states = sgd ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
+    const DistGroup world = dist_under_launcher() ? dist_world() : (DistGroup){.rank = 0, .size = 1};
+    const int ranks = world.size, stage = ranks > 1 ? o->step.zero_stage : 0;
+    const uint64_t total = (uint64_t)fmin(params, 1e17); /* any more is far past every budget */
+    const uint64_t shard = ranks > 1 ? shard_begin(total, world.rank + 1, ranks) - shard_begin(total, world.rank, ranks)
+                                     : total;
+    const ZeroBytes b = zero_resident_bytes(stage, total, shard, states);
+    const double p = params * sizeof(float), fixed = (double)b.params + (double)b.grads + (double)b.optimizer;
     char pb[32], fb[32], lim[32], where[64] = "";
     if (ranks > 1) snprintf(where, sizeof where, " on each of %d ranks under ZeRO stage %d", ranks, stage);
     mem_format_bytes(pb, sizeof pb, (size_t)fmin(p, 1e18));
@@ -486,14 +488,14 @@ static RematStatus check_memory(const TrainOptions *o)
     if (budget && fixed > (double)budget)
         return remat_fail(REMAT_EOOM, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) "
                           "need %s%s before any activation, more than --memory-budget %s: no schedule fits; give a "
-                          "larger budget or a smaller model", pb, pb, o->optimizer, states, pb, fb, where,
+                          "larger budget or a smaller model", pb, pb, o->optimizer, (double)states, pb, fb, where,
                           mem_format_bytes(lim, sizeof lim, budget));
     const double teacher = gpt ? 0.0 : mlp_task_bytes(o->d_model);
     const size_t available = platform_available_memory();
     if (available && fixed + teacher > (double)available)
         return remat_fail(REMAT_ENOMEM, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) "
                           "need %s%s before any activation, more than the %s this machine has available: give a "
-                          "smaller model", pb, pb, o->optimizer, states, pb, fb, where,
+                          "smaller model", pb, pb, o->optimizer, (double)states, pb, fb, where,
                           mem_format_bytes(lim, sizeof lim, available));
     return REMAT_OK;
 }
@@ -676,7 +678,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         if (status == REMAT_OK) fprintf(out, "  step %5d  validation loss %.4f\n", first, report->first_val_loss);
         flops_reset();
         mem_reset_peaks();
-        comm_reset();
+        if (run.zero) comm_reset();
         if (status == REMAT_OK) status = run_steps(&run, to_run, report, times, out);
         mem_resident_watch_stop(&report->resident);
         report->ledger_peak = mem_peak_resident();

@@ -6,7 +6,7 @@
  * Under mpirun (`mpirun -np K build/app/train ...`) it is one rank of K: rank 0 prints
  * the training log, every rank prints its own errors, prefixed with its rank, and a rank
  * that fails ends the whole job (the others would wait for it in the next collective).
- * Started plainly it is a single process and never starts MPI.
+ * Started plainly it is a single process and calls nothing of parallel/.
  */
 #include <stdio.h>
 
@@ -17,8 +17,9 @@
 int main(int argc, char **argv)
 {
     file_size_limit_as_error(); /* ulimit -f: "File too large", and offload redoes the step in RAM */
-    DistGroup world;
-    if (dist_init(&argc, &argv, &world) != REMAT_OK) {
+    const bool launched = dist_under_launcher();
+    DistGroup world = {.rank = 0, .size = 1};
+    if (launched && dist_init(&argc, &argv, &world) != REMAT_OK) {
         fprintf(stderr, "train: %s\n", remat_last_error());
         return 1;
     }
@@ -49,7 +50,7 @@ int main(int argc, char **argv)
     char why[1024];
     snprintf(why, sizeof why, "%s", status != REMAT_OK ? remat_last_error() : "");
     const RematStatus flushed = file_flush_stdout();
-    dist_finalize();
+    if (launched) dist_finalize();
     if (flushed != REMAT_OK) fprintf(stderr, "train: %s\n", remat_last_error());
     else if (status == REMAT_OK) return 0;
     if (status != REMAT_OK) fprintf(stderr, "train: %s\n", why);

@@ -128,18 +128,6 @@ RankFigures rank_figures(void)
     return f;
 }
 
-/* The ZeRO formula for `kind` on a rank whose shard holds `shard` of the `total` parameters:
- * what stage `stage` keeps resident between steps, in bytes (float32 AdamW). */
-static uint64_t zero_formula(MemKind kind, int stage, size_t total, size_t shard)
-{
-    switch (kind) {
-    case MEM_PARAM: return 4 * (uint64_t)(stage >= 3 ? shard : total);
-    case MEM_GRAD: return 4 * (uint64_t)(stage >= 2 ? shard : total);
-    case MEM_OPTIM: return 8 * (uint64_t)(stage >= 1 ? shard : total);
-    default: return 0;
-    }
-}
-
 void report_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int steps)
 {
     const int K = zero_size(z), stage = zero_stage(z);
@@ -154,9 +142,11 @@ void report_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int steps)
     fprintf(out, " %14s\n", "peak resident");
     for (int r = 0; r < K; r++) {
         const size_t shard = shard_begin(total, r + 1, K) - shard_begin(total, r, K);
+        const ZeroBytes b = zero_resident_bytes(stage, total, shard, 2); /* float32 AdamW */
+        const uint64_t formula[] = {[MEM_PARAM] = b.params, [MEM_GRAD] = b.grads, [MEM_OPTIM] = b.optimizer};
         fprintf(out, "    %-6d", r);
         for (int k = MEM_PARAM; k <= MEM_OPTIM; k++)
-            fprintf(out, " %14" PRIu64 " %14" PRIu64, ranks[r].current[k], zero_formula((MemKind)k, stage, total, shard));
+            fprintf(out, " %14" PRIu64 " %14" PRIu64, ranks[r].current[k], formula[k]);
         fprintf(out, " %14s\n", mem_format_bytes(buf, sizeof buf, ranks[r].peak_resident));
     }
     if (steps <= 0) return;

@@ -152,7 +152,6 @@ static bool input_needs_grad(const Var *v)
 /* ---- parameter use ------------------------------------------------------------------ */
 
 static const ParamUseHooks *use_hooks;
-static const void *current_owner;
 
 const ParamUseHooks *param_use_hooks_set(const ParamUseHooks *hooks)
 {
@@ -161,19 +160,9 @@ const ParamUseHooks *param_use_hooks_set(const ParamUseHooks *hooks)
     return previous;
 }
 
-/* Tells the hooks that `owner`'s parameters are about to be read. */
-static RematStatus param_use(const void *owner)
+RematStatus param_stage_enter(const void *stage)
 {
-    return owner && use_hooks && use_hooks->use ? use_hooks->use(use_hooks->ctx, owner) : REMAT_OK;
-}
-
-RematStatus param_owner_set(const void *owner, const void **previous)
-{
-    const RematStatus status = param_use(owner);
-    if (status != REMAT_OK) return status;
-    if (previous) *previous = current_owner;
-    current_owner = owner;
-    return REMAT_OK;
+    return use_hooks && use_hooks->enter ? use_hooks->enter(use_hooks->ctx, stage) : REMAT_OK;
 }
 
 /* node_create and node_create_always: `always` records the node even when no input
@@ -198,7 +187,6 @@ static Node *create_node(const OpInfo *op, const char *tag, Var *const *inputs, 
     }
     node->op = op;
     node->tag = tag;
-    node->owner = current_owner;
     node->n_inputs = n_inputs;
     for (int i = 0; i < n_inputs; i++) {
         Var *in = inputs[i];
@@ -467,7 +455,8 @@ RematStatus backward_node(Node *root, Tensor *dout)
             break;
         }
         Tensor *dinputs[NODE_MAX_INPUTS] = {0};
-        status = param_use(node->owner); /* its parameters, if they come and go */
+        if (use_hooks && use_hooks->before_backward) /* its parameters, if they come and go */
+            status = use_hooks->before_backward(use_hooks->ctx, node);
         for (int i = 0; i < node->n_inputs && status == REMAT_OK; i++)
             status = grad_buffer(node, i, &dinputs[i]);
         if (status == REMAT_OK) status = node->op->backward(node, node->grad, dinputs);

@@ -132,8 +132,6 @@ struct Node {
     Var *output;                  /* the Var this node made (weak: cleared by var_free) */
     void *state;                  /* what an op keeps beyond attrs (a checkpoint region's
                                      replay record); freed with the node by state_free */
-    const void *owner;            /* whose parameters the op read (param_owner_set when it
-                                     was recorded); NULL: none in particular */
     void (*state_free)(void *state);
 };
 
@@ -260,25 +258,26 @@ void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, D
 /* ---- parameter use: what sharded parameters plug into -------------------------------- */
 
 /* Parameters sharded across processes (ZeRO stage 3, parallel/zero.h) exist in full only while
- * someone uses them. Whoever runs ops that read a group of parameters says so first:
- * layer_forward says its layer, a model's embedding and head say the model. `owner` is
- * an opaque pointer naming the group (NULL: none). The nodes recorded from now on are
- * stamped with it, and backward says each stamped node's owner again before running it,
- * so a hook can gather the group's parameters for a forward, a checkpoint replay and a
- * backward alike. */
+ * someone uses them. Two moments tell a hook so: a stage about to run its forward (a
+ * layer_forward says its Layer, a model's embedding and head say the Model), and a node
+ * about to run its backward (its parameters are the leaves among its inputs). So a hook
+ * can gather a group of parameters for a forward, a checkpoint replay and a backward
+ * alike. Without hooks (the default) neither moment does anything. */
 typedef struct ParamUseHooks {
-    /* The group `owner` is about to be used; on error (e.g. the memory budget) the op that
-     * needs it fails with that status. */
-    RematStatus (*use)(void *ctx, const void *owner);
+    /* `stage` (an opaque pointer naming a group of parameters) is about to run its forward;
+     * on error (e.g. the memory budget) the stage fails with that status. */
+    RematStatus (*enter)(void *ctx, const void *stage);
+    /* `node`'s backward is about to run; on error backward stops with that status. */
+    RematStatus (*before_backward)(void *ctx, const Node *node);
     void *ctx;
 } ParamUseHooks;
 
 /* Sets the hooks (NULL: none, the default); returns the previous ones. */
 const ParamUseHooks *param_use_hooks_set(const ParamUseHooks *hooks);
 
-/* Makes `owner` the current owner and, when it is not NULL, tells the hooks it is used.
- * *previous (may be NULL) gets the owner before. On error the owner is unchanged. */
-RematStatus param_owner_set(const void *owner, const void **previous);
+/* Tells the hooks, if any, that `stage` is about to run its forward: REMAT_OK without
+ * hooks, else what their `enter` returns. */
+RematStatus param_stage_enter(const void *stage);
 
 /* ---- the tape ----------------------------------------------------------------------- */
 

@@ -13,12 +13,10 @@ Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx)
         remat_fail(REMAT_EINVAL, "layer_forward: %s is NULL", layer ? "input" : "layer");
         return NULL;
     }
-    const void *owner;
-    if (param_owner_set(layer, &owner) != REMAT_OK) return NULL;
+    if (param_stage_enter(layer) != REMAT_OK) return NULL;
     tape_set_scope(layer->name);
     Var *y = layer->forward(layer, x, ctx);
     tape_set_scope(NULL);
-    param_owner_set(owner, NULL);
     return y;
 }
 

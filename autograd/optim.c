@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/flat.h"
 #include "tensor/flops.h"
 #include "tensor/kernels.h"
 
@@ -21,6 +22,16 @@ struct Optimizer {
     int steps;
     OptimSlice *slices; /* room for one per parameter: a step's list for the kernel */
 };
+
+size_t param_offsets(const Param *params, int n, size_t *offset)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        if (offset) offset[i] = total;
+        total += params[i].var ? params[i].var->value->numel : 0;
+    }
+    return total;
+}
 
 OptimConfig optim_adamw_defaults(float lr)
 {
@@ -53,13 +64,8 @@ static RematStatus check_config(const OptimConfig *c)
 /* Parameter i's part of the flat range [begin, end): its elements [*a, *b) (*a == *b: none). */
 static void overlap(const Optimizer *opt, int i, size_t *a, size_t *b)
 {
-    const size_t first = opt->offset[i], last = first + opt->params[i].var->value->numel;
-    const size_t from = opt->begin > first ? opt->begin : first, to = opt->end < last ? opt->end : last;
-    *a = *b = 0;
-    if (from < to) {
-        *a = from - first;
-        *b = to - first;
-    }
+    const size_t n = flat_overlap(opt->begin, opt->end, opt->offset[i], opt->params[i].var->value->numel, a);
+    *b = *a + n;
 }
 
 /* Parameter i's state tensor over its part of the range: its own shape when whole. */
@@ -89,8 +95,7 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
         return NULL;
     }
     if (check_config(config) != REMAT_OK || check_params(params, n) != REMAT_OK) return NULL;
-    size_t total = 0;
-    for (int i = 0; i < n; i++) total += params[i].var->value->numel;
+    const size_t total = param_offsets(params, n, NULL);
     if (begin >= end || end > total) {
         remat_fail(REMAT_EINVAL, "optim_create: range [%zu, %zu) is empty or outside the %zu elements of the "
                    "parameters", begin, end, total);
@@ -109,7 +114,7 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
     opt->slices = malloc((size_t)n * sizeof *opt->slices);
     if (!opt->params || !opt->offset || !opt->state0 || !opt->state1 || !opt->slices) goto no_memory;
     memcpy(opt->params, params, (size_t)n * sizeof *params);
-    for (int i = 0; i < n; i++) opt->offset[i] = i ? opt->offset[i - 1] + params[i - 1].var->value->numel : 0;
+    param_offsets(params, n, opt->offset);
 
     const int n_states = config->kind == OPTIM_ADAMW ? 2 : config->momentum > 0.0f ? 1 : 0;
     for (int i = 0; i < n; i++) {
@@ -130,15 +135,7 @@ failed:
 
 Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
 {
-    size_t total = 0;
-    for (int i = 0; params && i < n; i++) total += params[i].var ? params[i].var->value->numel : 0;
-    return optim_create_range(config, params, n, 0, total);
-}
-
-void optim_range(const Optimizer *opt, size_t *begin, size_t *end)
-{
-    *begin = opt ? opt->begin : 0;
-    *end = opt ? opt->end : 0;
+    return optim_create_range(config, params, n, 0, params && n > 0 ? param_offsets(params, n, NULL) : 0);
 }
 
 void optim_free(Optimizer *opt)
@@ -193,15 +190,9 @@ static RematStatus update(Optimizer *opt, const float *flat, float *flat_params)
 
 RematStatus optim_step(Optimizer *opt) { return update(opt, NULL, NULL); }
 
-RematStatus optim_step_flat(Optimizer *opt, const float *grad)
+RematStatus optim_step_flat(Optimizer *opt, const float *grad, float *params)
 {
     if (!grad) return remat_fail(REMAT_EINVAL, "optim_step_flat: the gradient is NULL");
-    return update(opt, grad, NULL);
-}
-
-RematStatus optim_step_shard(Optimizer *opt, const float *grad, float *params)
-{
-    if (!grad || !params) return remat_fail(REMAT_EINVAL, "optim_step_shard: the gradient or parameters are NULL");
     return update(opt, grad, params);
 }
 

@@ -22,6 +22,12 @@ typedef struct Param {
     bool decay;
 } Param;
 
+/* The parameters' values read as one flat array (tensor/flat.h), parameter 0's elements
+ * first: offset[i] (n entries; offset may be NULL) gets parameter i's first element, and
+ * the total is returned. A parameter without a Var counts as empty. How the optimizer,
+ * ZeRO's shards and the reduction over ranks address the same elements. */
+size_t param_offsets(const Param *params, int n, size_t *offset);
+
 typedef enum OptimKind { OPTIM_SGD, OPTIM_ADAMW } OptimKind;
 
 typedef struct OptimConfig {
@@ -57,23 +63,17 @@ void optim_free(Optimizer *opt);
  * outside the parameters or an empty one. */
 Optimizer *optim_create_range(const OptimConfig *config, const Param *params, int n, size_t begin, size_t end);
 
-/* The range of elements `opt` updates: [*begin, *end) of the parameters' flat
- * concatenation. */
-void optim_range(const Optimizer *opt, size_t *begin, size_t *end);
-
 /* Updates every parameter from its gradient. REMAT_ESTATE, changing nothing, if some
  * parameter has no gradient yet. */
 RematStatus optim_step(Optimizer *opt);
 
 /* As optim_step, with the gradient of the optimizer's range given as one array of
  * end − begin floats (borrowed), not read from the parameters' .grad: for a rank that
- * keeps only its shard of the gradient. */
-RematStatus optim_step_flat(Optimizer *opt, const float *grad);
-
-/* As optim_step_flat, updating `params` (end − begin floats: the range's parameter
- * values, held apart from the parameters' tensors) instead of the tensors: for a rank that
- * keeps only its shard of the parameters too. */
-RematStatus optim_step_shard(Optimizer *opt, const float *grad, float *params);
+ * keeps only its shard of the gradient. `params` (NULL: the parameters' tensors) is where
+ * the range's values are updated instead, end − begin floats held apart from the
+ * tensors: for a rank that keeps only its shard of the parameters too. REMAT_EINVAL for
+ * a NULL gradient. */
+RematStatus optim_step_flat(Optimizer *opt, const float *grad, float *params);
 
 /* Zeroes every parameter's gradient. */
 void optim_zero_grad(Optimizer *opt);

@@ -175,7 +175,7 @@ static RematStatus run_stage(const DistGroup *g, const GptShape *shape, int stag
     if (status == REMAT_OK && (!schedule || !t)) status = t ? remat_last_status() : REMAT_ENOMEM;
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 1, 2);
-    const Step step = {.model = b.model, .schedule = schedule, .optim = opt, .zero = z};
+    const Step step = {.model = b.model, .schedule = schedule, .optim = opt, .plugs = {step_zero_plug(z)}};
     const MicroBatch mb = {b.batch.x, b.batch.y};
     for (int s = -1; s < steps && status == REMAT_OK; s++) {
         if (s == 0) {
@@ -212,11 +212,11 @@ static void record_stage(ResultsTable *table, int stage, StrategyKind kind, int 
     for (int r = 0; r < K; r++) {
         const RankRow *w = &rows[r];
         const uint64_t shard = shard_begin(total, r + 1, K) - shard_begin(total, r, K);
+        const ZeroBytes b = zero_resident_bytes(stage, total, shard, 2); /* float32 AdamW */
         StageRow row = {.stage = stage, .rank = r, .strategy = strategy_name(kind), .params = w->current[MEM_PARAM],
                         .grads = w->current[MEM_GRAD], .optimizer = w->current[MEM_OPTIM],
-                        .params_formula = 4 * (stage >= 3 ? shard : total),
-                        .grads_formula = 4 * (stage >= 2 ? shard : total),
-                        .optimizer_formula = 8 * (stage >= 1 ? shard : total), .peak_resident = w->peak_resident,
+                        .params_formula = b.params, .grads_formula = b.grads, .optimizer_formula = b.optimizer,
+                        .peak_resident = w->peak_resident,
                         .grad_reduce_sent_per_step = w->sent[COMM_GRAD_REDUCE],
                         .param_gather_sent_per_step = w->sent[COMM_PARAM_GATHER], .step_seconds = *seconds};
         for (int p = 0; p < COMM_PHASE_COUNT; p++)

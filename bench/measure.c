@@ -105,7 +105,8 @@ void model_bench_free(ModelBench *g)
 
 static Step variant_step(const Variant *v, Model *model, Optimizer *opt)
 {
-    return (Step){.model = model, .schedule = v->schedule, .offload = v->offload, .optim = opt};
+    return (Step){.model = model, .schedule = v->schedule, .optim = opt,
+                  .plugs = {step_offload_plug(v->offload)}};
 }
 
 Variant bench_variant(const BenchOptions *opt, Variant v, bool gpt)

@@ -22,6 +22,8 @@
 
 #include <stdio.h>
 
+#include "parallel/zero.h"
+
 static uint64_t block_params(const ProjectShape *s) { return 12ull * s->C * s->C + 13ull * s->C; }
 static uint64_t embedding_params(const ProjectShape *s) { return (uint64_t)(s->V + s->T) * s->C + 2ull * s->C; }
 
@@ -30,9 +32,10 @@ Projection zero_project(const ProjectShape *s, int K, int stage, bool full, doub
     Projection p = {.psi = embedding_params(s) + (uint64_t)s->L * block_params(s)};
     const uint64_t psi = p.psi, shard = (psi + (uint64_t)K - 1) / (uint64_t)K;
     const uint64_t largest = block_params(s) > embedding_params(s) ? block_params(s) : embedding_params(s);
-    p.params = stage >= 3 ? 4 * (shard + largest) : 4 * psi;
-    p.grads = 4 * (stage >= 2 ? shard : psi);
-    p.optimizer = 8 * (stage >= 1 ? shard : psi);
+    const ZeroBytes b = zero_resident_bytes(stage, psi, shard, 2); /* float32 AdamW */
+    p.params = b.params + (stage >= 3 ? 4 * largest : 0);
+    p.grads = b.grads;
+    p.optimizer = b.optimizer;
     const uint64_t B = (uint64_t)s->B, T = (uint64_t)s->T, C = (uint64_t)s->C, H = (uint64_t)s->H;
     const uint64_t block = 66 * B * T * C + 9 * B * H * T * T + 16 * B * T;
     p.activations = (full ? (uint64_t)s->L * 4 * B * T * C + block : (uint64_t)s->L * block) + 4 * B * T * C +

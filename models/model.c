@@ -17,10 +17,8 @@ Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var 
         remat_fail(REMAT_EINVAL, "model_loss: model, input and targets are required");
         return NULL;
     }
-    const void *owner;
-    if (param_owner_set(model, &owner) != REMAT_OK) return NULL; /* the embedding and head's parameters */
+    if (param_stage_enter(model) != REMAT_OK) return NULL; /* the embedding and head's parameters */
     Var *x = model->embed(model, input, ctx);
-    param_owner_set(owner, NULL);
     if (x) {
         Var *chain = schedule ? schedule_forward(schedule, model->layers, model->n_layers, x, ctx)
                               : layers_forward(model->layers, model->n_layers, x, ctx);
@@ -28,10 +26,7 @@ Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var 
         x = chain;
     }
     Var *loss = NULL;
-    if (x && param_owner_set(model, &owner) == REMAT_OK) {
-        loss = model->head(model, x, targets, ctx);
-        param_owner_set(owner, NULL);
-    }
+    if (x && param_stage_enter(model) == REMAT_OK) loss = model->head(model, x, targets, ctx);
     var_free(x);
     return loss;
 }

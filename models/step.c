@@ -1,6 +1,7 @@
 /*
  * step.c — one training step (see step.h): micro-batches, their gradients summed in
- * order, the reduction over ranks, the optimizer.
+ * order, the reduction, the optimizer; and, at the end, the plugs of offload and of data
+ * parallelism, which only a caller that asks for them installs.
  */
 #include "models/step.h"
 
@@ -12,11 +13,17 @@
 
 Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx)
 {
-    if (step->offload && offload_push(step->offload) != REMAT_OK) return NULL;
-    Var *loss = model_loss_planned(step->model, step->schedule, input, targets, ctx);
-    if (step->offload && offload_pop(step->offload) != REMAT_OK) { /* the records may not have reached the disk */
-        var_free(loss);
-        return NULL;
+    int begun = 0;
+    RematStatus status = REMAT_OK;
+    for (const StepPlug *p = step->plugs; begun < STEP_MAX_PLUGS && status == REMAT_OK; p++, begun++)
+        if (p->forward_begin && (status = p->forward_begin(p->ctx)) != REMAT_OK) break;
+    Var *loss = status == REMAT_OK ? model_loss_planned(step->model, step->schedule, input, targets, ctx) : NULL;
+    while (begun-- > 0) { /* with offload, the records may not have reached the disk */
+        const StepPlug *p = &step->plugs[begun];
+        if (p->forward_end && p->forward_end(p->ctx) != REMAT_OK && loss) {
+            var_free(loss);
+            loss = NULL;
+        }
     }
     return loss;
 }
@@ -125,6 +132,93 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
     return status;
 }
 
+/* The plug that reduces over the ranks, or NULL. */
+static const StepPlug *reducer(const Step *step)
+{
+    for (int k = 0; k < STEP_MAX_PLUGS; k++)
+        if (step->plugs[k].reduce) return &step->plugs[k];
+    return NULL;
+}
+
+/* Every plug's pass_begin (begin) or pass_end, in order. */
+static void plugs_pass(const Step *step, bool begin)
+{
+    for (int k = 0; k < STEP_MAX_PLUGS; k++) {
+        void (*pass)(void *) = begin ? step->plugs[k].pass_begin : step->plugs[k].pass_end;
+        if (pass) pass(step->plugs[k].ctx);
+    }
+}
+
+/* The step's loss, and its gradient: the plug's reduction over the ranks, or the mean of
+ * the n micro-batches run here (their gradients are already × 1/n). */
+static RematStatus reduce(const StepPlug *ranks, int n, float *loss)
+{
+    flops_set_phase(PHASE_BACKWARD); /* the reduction's adds are gradient work, as accumulation's */
+    if (ranks) return ranks->reduce(ranks->ctx, *loss, loss);
+    *loss /= (float)n;
+    return REMAT_OK;
+}
+
+/* The update: the plug's (a rank's shard), or the optimizer's over everything. */
+static RematStatus optimizer_step(const Step *step, const StepPlug *ranks)
+{
+    if (!step->optim) return REMAT_OK;
+    if (ranks && ranks->optimizer_step) return ranks->optimizer_step(ranks->ctx, step->optim);
+    return optim_step(step->optim);
+}
+
+RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n, TrainCtx *ctx,
+                             const StepHooks *hooks, StepResult *out)
+{
+    *out = (StepResult){.loss = NAN};
+    const StepPlug *ranks = reducer(step);
+    if (n < 1 || (ranks && n != 1))
+        return remat_fail(REMAT_EINVAL, "step: %d micro-batches; a step runs at least one, and one per rank "
+                          "under data parallelism", n);
+    float loss = NAN;
+    Pcg32 rng_after = ctx->rng;
+    plugs_pass(step, true);
+    RematStatus status = run_micro_batches(step, batches, n, ranks ? ranks->micro_batch : 0, ctx, hooks, out,
+                                           &loss, &rng_after); /* zero, forward, backward, accumulate */
+    plugs_pass(step, false);
+    if (status == REMAT_OK) status = reduce(ranks, n, &loss);
+    if (status == REMAT_OK) status = optimizer_step(step, ranks);
+    out->loss = loss;
+    if (status == REMAT_OK) ctx->rng = rng_after;
+    flops_set_phase(PHASE_FORWARD);
+    return status;
+}
+
+RematStatus step_run(const Step *step, Var *input, Var *targets, TrainCtx *ctx, const StepHooks *hooks,
+                     StepResult *out)
+{
+    const MicroBatch mb = {input, targets};
+    return step_run_batches(step, &mb, 1, ctx, hooks, out);
+}
+
+/* ---- the capabilities that plug in ------------------------------------------------------ */
+
+static RematStatus offload_begin(void *off) { return offload_push(off); }
+static RematStatus offload_end(void *off) { return offload_pop(off); }
+
+StepPlug step_offload_plug(Offload *off)
+{
+    if (!off) return (StepPlug){0};
+    return (StepPlug){.forward_begin = offload_begin, .forward_end = offload_end, .ctx = off};
+}
+
+static void zero_begin(void *z) { zero_step_begin(z); } /* stage 3: parameters gathered as they are used */
+static void zero_end(void *z) { zero_step_end(z); }
+static RematStatus zero_mean(void *z, float loss, float *mean_loss) { return zero_reduce(z, loss, mean_loss); }
+static RematStatus zero_update(void *z, Optimizer *opt) { return zero_optimizer_step(z, opt); }
+
+StepPlug step_zero_plug(Zero *zero)
+{
+    if (!zero) return (StepPlug){0};
+    return (StepPlug){.pass_begin = zero_begin, .pass_end = zero_end, .reduce = zero_mean,
+                      .optimizer_step = zero_update, .micro_batch = zero_rank(zero), .ctx = zero};
+}
+
 Zero *step_zero_create(Model *model, const DistGroup *g, int stage)
 {
     Zero *z = zero_create(g, stage, model->params, model->n_params);
@@ -144,35 +238,4 @@ Zero *step_zero_create(Model *model, const DistGroup *g, int stage)
     if (status == REMAT_OK) return z;
     zero_free(z);
     return NULL;
-}
-
-RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n, TrainCtx *ctx,
-                             const StepHooks *hooks, StepResult *out)
-{
-    *out = (StepResult){.loss = NAN};
-    if (n < 1 || (step->zero && n != 1))
-        return remat_fail(REMAT_EINVAL, "step: %d micro-batches; a step runs at least one, and one per rank "
-                          "under data parallelism", n);
-    const int first = step->zero ? zero_rank(step->zero) : 0;
-    float loss_sum = NAN;
-    Pcg32 rng_after = ctx->rng;
-    if (step->zero) zero_step_begin(step->zero); /* stage 3: parameters gathered as they are used */
-    RematStatus status = run_micro_batches(step, batches, n, first, ctx, hooks, out, &loss_sum, &rng_after);
-    if (step->zero) zero_step_end(step->zero);
-    flops_set_phase(PHASE_BACKWARD); /* the reduction's adds are gradient work, as accumulation's */
-    if (status == REMAT_OK && step->zero) status = zero_reduce(step->zero, loss_sum, &loss_sum);
-    else if (status == REMAT_OK) loss_sum /= (float)n;
-    if (status == REMAT_OK && step->optim)
-        status = step->zero ? zero_optimizer_step(step->zero, step->optim) : optim_step(step->optim);
-    out->loss = loss_sum;
-    if (status == REMAT_OK) ctx->rng = rng_after;
-    flops_set_phase(PHASE_FORWARD);
-    return status;
-}
-
-RematStatus step_run(const Step *step, Var *input, Var *targets, TrainCtx *ctx, const StepHooks *hooks,
-                     StepResult *out)
-{
-    const MicroBatch mb = {input, targets};
-    return step_run_batches(step, &mb, 1, ctx, hooks, out);
 }

@@ -4,17 +4,20 @@
  *
  *     for each micro-batch this process runs:
  *       zero the gradients  every parameter's
- *       forward             loss = the model under the schedule (FORWARD FLOPs); with offload,
- *                           its hooks are pushed for the forward only, so what the forward
- *                           saves goes to the spill file and backward reads it back
+ *       forward             loss = the model under the schedule (FORWARD FLOPs)
  *       (forward_done)      a caller's look at the tape before backward consumes it
  *       backward            BACKWARD FLOPs, and RECOMPUTE inside checkpoint regions
  *       (backward_done)     a caller's look at the micro-batch's gradients
  *       accumulate          the micro-batch's gradients added to the sum of those before it
- *     reduce                with data parallelism (parallel/zero.h), the sum over the ranks'
- *                           micro-batches, taken in rank order; then the sum × 1/K
- *     optimizer             OPTIMIZER FLOPs, only if everything before succeeded; under
- *                           ZeRO stage 1 or more, each rank updates its shard
+ *     reduce                the sum × 1/K
+ *     optimizer             OPTIMIZER FLOPs, only if everything before succeeded
+ *
+ * Capabilities plug in (StepPlug), and only when asked for: offload pushes its hooks
+ * around each forward, so what the forward saves goes to the spill file and backward reads
+ * it back; data parallelism (parallel/zero.h) runs this rank's micro-batch, gathers ZeRO
+ * stage 3's parameters as they are used, reduces over the ranks' micro-batches in rank
+ * order, and from stage 1 updates this rank's shard. A step without plugs calls no code
+ * of offload/ or parallel/.
  *
  * Micro-batches. A step of K micro-batches computes the gradient of the mean of their K
  * losses, in one process (`train --accumulate K`) or one micro-batch on each of K ranks
@@ -53,18 +56,40 @@
  * more than one micro-batch draws. */
 #define STEP_MICRO_BATCH_STRIDE ((uint64_t)1 << 40)
 
-/* What a step runs: the model, what its forward keeps, where the kept tensors go, and
- * what applies the gradients. All borrowed. */
+/* A capability plugged into a step; every member may be NULL (nothing happens there). */
+typedef struct StepPlug {
+    RematStatus (*forward_begin)(void *ctx); /* before each micro-batch's forward */
+    RematStatus (*forward_end)(void *ctx);   /* after it, before its backward: called even
+                                                when the forward failed */
+    void (*pass_begin)(void *ctx);           /* around every micro-batch's forward and */
+    void (*pass_end)(void *ctx);             /* backward this process runs */
+    /* Replaces "the sum × 1/K": the gradient of the step's K micro-batches, of which this
+     * process ran one, micro_batch, with `loss`; *mean_loss the mean of the K losses. */
+    RematStatus (*reduce)(void *ctx, float loss, float *mean_loss);
+    RematStatus (*optimizer_step)(void *ctx, Optimizer *opt); /* replaces optim_step */
+    int micro_batch; /* with reduce: the index of the micro-batch this process runs */
+    void *ctx;
+} StepPlug;
+
+enum { STEP_MAX_PLUGS = 2 };
+
+/* What a step runs: the model, what its forward keeps, what applies the gradients, and the
+ * capabilities plugged in. All borrowed. */
 typedef struct Step {
     Model *model;
     const Schedule *schedule; /* what the forward keeps (checkpoint/schedule.h); NULL: none */
-    Offload *offload;         /* saved activations go to its spill file; NULL: they stay in RAM */
-    Optimizer *optim;         /* NULL: the step only computes gradients; under ZeRO stage 1 or
-                                 more, the optimizer of this rank's shard (zero_optimizer) */
-    Zero *zero;               /* data parallelism: this process runs one micro-batch, the one
-                                 of its rank, and the gradients are reduced over the ranks;
-                                 NULL: this process runs every micro-batch of the step */
+    Optimizer *optim;         /* NULL: the step only computes gradients; with data parallelism
+                                 from ZeRO stage 1, the optimizer of this rank's shard
+                                 (zero_optimizer_create) */
+    StepPlug plugs[STEP_MAX_PLUGS]; /* in order; unused ones all NULL; at most one reduces */
 } Step;
+
+/* Offload's plug: its hooks pushed for each forward. NULL gives a plug that does nothing. */
+StepPlug step_offload_plug(Offload *off);
+
+/* Data parallelism's plug: this process runs one micro-batch, the one of its rank, and
+ * the gradients are reduced over the ranks. NULL gives a plug that does nothing. */
+StepPlug step_zero_plug(Zero *zero);
 
 /* One micro-batch: its input and targets, both borrowed. */
 typedef struct MicroBatch {
@@ -84,7 +109,7 @@ typedef struct StepResult {
     size_t act_stored; /* MEM_ACT held between the forward and the backward */
 } StepResult;
 
-/* The step's forward alone, offload's hooks around it as step_run pushes them: the loss,
+/* The step's forward alone, the plugs' forward_begin and forward_end around it: the loss,
  * a new Var the caller owns, with the tape holding what backward would need; NULL on
  * error. For a census of what a forward keeps (bench/measure.h); a training step is
  * step_run. */
@@ -102,9 +127,9 @@ RematStatus step_run(const Step *step, Var *input, Var *targets, TrainCtx *ctx, 
  * (zero_free); NULL on error. */
 Zero *step_zero_create(Model *model, const DistGroup *g, int stage);
 
-/* As step_run, for a step of micro-batches: without step->zero, this process runs all n
- * (micro-batch r is batches[r]); with it, n must be 1 and batches[0] is the micro-batch
- * of this rank, one of as many as the group has ranks. ctx's generator is the step's (see
+/* As step_run, for a step of micro-batches: without a plug that reduces, this process runs
+ * all n (micro-batch r is batches[r]); with one, n must be 1 and batches[0] is the
+ * plug's micro-batch, one of as many as the group has ranks. ctx's generator is the step's (see
  * above: each micro-batch draws from its own stretch of it) and ends where a step of these
  * micro-batches leaves it. On error returns the status with the parameters and optimizer
  * state as they were; REMAT_ESTATE if two micro-batches drew different numbers of

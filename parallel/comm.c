@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/flat.h"
 #include "tensor/kernels.h"
 
 enum { TAG_REDUCE_SCATTER = 101, TAG_ALL_GATHER = 102, TAG_GATHER = 103 };
@@ -19,31 +20,41 @@ size_t shard_begin(size_t total, int k, int size)
     return (size_t)((unsigned __int128)total * (unsigned)k / (unsigned)size);
 }
 
-/* Calls visit(piece data + offset, length) for each run of the view's elements [begin, end),
- * in order. */
-#define FOR_EACH_RUN(v, begin, end, ptr, len, body)                                                     \
-    do {                                                                                                \
-        size_t first_ = 0;                                                                              \
-        for (int i_ = 0; i_ < (v)->n; first_ += (v)->pieces[i_].numel, i_++) {                         \
-            const size_t last_ = first_ + (v)->pieces[i_].numel;                                        \
-            const size_t a_ = (begin) > first_ ? (begin) : first_, b_ = (end) < last_ ? (end) : last_;  \
-            if (a_ >= b_) continue;                                                                     \
-            float *ptr = (v)->pieces[i_].data + (a_ - first_);                                          \
-            const size_t len = b_ - a_;                                                                 \
-            body;                                                                                       \
-        }                                                                                               \
-    } while (0)
+/* Where a walk over a view's runs is: the next piece, and its first element. */
+typedef struct RunWalk {
+    int piece;
+    size_t first;
+} RunWalk;
+
+/* The next run of the view's elements [begin, end), from where *w is (start at {0}): its
+ * data and length; false when no run is left. */
+static bool next_run(const FlatView *v, size_t begin, size_t end, RunWalk *w, float **data, size_t *len)
+{
+    while (w->piece < v->n && w->first < end) {
+        const FlatPiece *p = &v->pieces[w->piece++];
+        size_t from;
+        *len = flat_overlap(begin, end, w->first, p->numel, &from);
+        w->first += p->numel;
+        if (*len) {
+            *data = p->data + from;
+            return true;
+        }
+    }
+    return false;
+}
 
 void flat_read(const FlatView *v, size_t begin, size_t end, float *out)
 {
-    size_t at = 0;
-    FOR_EACH_RUN(v, begin, end, p, len, { memcpy(out + at, p, len * sizeof *p); at += len; });
+    float *p;
+    size_t len, at = 0;
+    for (RunWalk w = {0}; next_run(v, begin, end, &w, &p, &len); at += len) memcpy(out + at, p, len * sizeof *p);
 }
 
 void flat_write(const FlatView *v, size_t begin, size_t end, const float *in)
 {
-    size_t at = 0;
-    FOR_EACH_RUN(v, begin, end, p, len, { memcpy(p, in + at, len * sizeof *p); at += len; });
+    float *p;
+    size_t len, at = 0;
+    for (RunWalk w = {0}; next_run(v, begin, end, &w, &p, &len); at += len) memcpy(p, in + at, len * sizeof *p);
 }
 
 /* The MPI datatype of the view's elements [begin, end): one block per piece it touches, at
@@ -57,10 +68,12 @@ static MPI_Datatype region_type(const FlatView *v, size_t begin, size_t end)
         return MPI_DATATYPE_NULL;
     }
     int blocks = 0;
-    FOR_EACH_RUN(v, begin, end, p, len, {
+    float *p;
+    size_t len;
+    for (RunWalk w = {0}; next_run(v, begin, end, &w, &p, &len); blocks++) {
         MPI_Get_address(p, &addresses[blocks]);
-        lengths[blocks++] = (int)len;
-    });
+        lengths[blocks] = (int)len;
+    }
     MPI_Datatype type;
     MPI_Type_create_hindexed(blocks, lengths, addresses, MPI_FLOAT, &type);
     MPI_Type_commit(&type);
@@ -95,12 +108,6 @@ uint64_t comm_received(const CommCounts *c, CommPhase phase)
     uint64_t sum = 0;
     for (int op = 0; op < COMM_OP_COUNT; op++) sum += c->received[op][phase];
     return sum;
-}
-
-const char *comm_op_name(CommOp op)
-{
-    static const char *names[] = {"reduce-scatter", "all-gather", "all-reduce", "gather"};
-    return op >= 0 && op < COMM_OP_COUNT ? names[op] : "unknown";
 }
 
 const char *comm_phase_name(CommPhase phase)

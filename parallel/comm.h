@@ -77,9 +77,7 @@ void comm_reset(void);
 uint64_t comm_sent(const CommCounts *c, CommPhase phase);
 uint64_t comm_received(const CommCounts *c, CommPhase phase);
 
-/* "reduce-scatter", "all-gather", "all-reduce", "gather"; "gradient reduction",
- * "parameter gathering", "optimizer", "control". */
-const char *comm_op_name(CommOp op);
+/* "gradient reduction", "parameter gathering", "optimizer", "control". */
 const char *comm_phase_name(CommPhase phase);
 
 /* ---- collectives ----------------------------------------------------------------------- */

@@ -9,17 +9,10 @@
 static bool launched;
 static DistGroup world_group = {.rank = 0, .size = 1};
 
-/* Whether a launcher started this process: each of the three names the launchers Open MPI
- * and the PMI family use for the job's size or this rank. */
-static bool under_launcher(void)
-{
-    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_SIZE");
-}
-
 RematStatus dist_init(int *argc, char ***argv, DistGroup *world)
 {
     *world = (DistGroup){.rank = 0, .size = 1};
-    if (!under_launcher()) return REMAT_OK;
+    if (!dist_under_launcher()) return REMAT_OK;
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized && MPI_Init(argc, argv) != MPI_SUCCESS)
@@ -30,8 +23,6 @@ RematStatus dist_init(int *argc, char ***argv, DistGroup *world)
     world_group = *world;
     return REMAT_OK;
 }
-
-bool dist_launched(void) { return launched; }
 
 DistGroup dist_world(void) { return world_group; }
 

@@ -5,8 +5,8 @@
  * A program started by an MPI launcher (`mpirun -np K build/app/train ...`) is one of
  * K ranks; started plainly, it is the one rank of a group of one and never initialises
  * MPI, so a single process runs exactly as it would without MPI (no daemon, no network
- * probing). Which of the two it is, dist_init tells from the launcher's environment
- * (Open MPI's OMPI_COMM_WORLD_SIZE, PMIx's PMIX_RANK, or PMI_SIZE).
+ * probing). Which of the two it is, dist_under_launcher tells from the launcher's
+ * environment; a program started plainly need not call parallel/ at all.
  *
  * What this is not: sub-communicators, several groups, or fault tolerance. A rank that
  * fails ends the whole job (dist_abort): the others would wait for it forever otherwise.
@@ -16,6 +16,7 @@
 #define REMAT_PARALLEL_GROUP_H
 
 #include <stdbool.h>
+#include <stdlib.h>
 
 #include "base/error.h"
 
@@ -24,6 +25,14 @@ typedef struct DistGroup {
     int size; /* the world size K; 1 for a process started without a launcher */
 } DistGroup;
 
+/* True when an MPI launcher started this process: its environment names the job's size
+ * or this rank (Open MPI's OMPI_COMM_WORLD_SIZE, PMIx's PMIX_RANK, or PMI_SIZE). It reads
+ * the environment alone, so a program can ask before it calls anything else of parallel/. */
+static inline bool dist_under_launcher(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_SIZE");
+}
+
 /* The group of every process of the job. Under a launcher, initialises MPI (once; later
  * calls return the same group); otherwise returns {0, 1} and touches no MPI. REMAT_EIO if
  * MPI does not start. */
@@ -31,9 +40,6 @@ RematStatus dist_init(int *argc, char ***argv, DistGroup *world);
 
 /* The group dist_init found; {0, 1} before it, or without a launcher. */
 DistGroup dist_world(void);
-
-/* True when this process was started by an MPI launcher (and dist_init has run MPI_Init). */
-bool dist_launched(void);
 
 /* Ends MPI, if dist_init started it: every rank calls it once, at the end. */
 void dist_finalize(void);

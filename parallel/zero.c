@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/flat.h"
 #include "tensor/kernels.h"
 
 /* A group of parameters used together (a layer's; a model's embedding and head): at stage
@@ -22,7 +23,7 @@ struct Zero {
     int stage;
     int n;
     Param *params;
-    FlatPiece *pieces;  /* scratch for building views, n entries */
+    FlatPiece *pieces;  /* scratch for building views: 2n entries, room for two views */
     size_t *offset;     /* parameter i's first element in the flat array */
     size_t *bounds;     /* scratch: size + 1 region bounds */
     size_t total;       /* Ψ */
@@ -32,10 +33,17 @@ struct Zero {
     float *param_shard; /* stage 3: this rank's shard of the parameters (MEM_PARAM) */
     Group *groups;
     int n_groups;
+    int *group_of;      /* parameter i's group, or -1 */
     int held;           /* stage 3: the group gathered now, or -1 */
     ParamUseHooks hooks;
     const ParamUseHooks *outer_hooks; /* while a step runs: the hooks it replaced */
 };
+
+ZeroBytes zero_resident_bytes(int stage, uint64_t total, uint64_t shard, int states)
+{
+    return (ZeroBytes){.params = 4 * (stage >= 3 ? shard : total), .grads = 4 * (stage >= 2 ? shard : total),
+                       .optimizer = 4 * (uint64_t)states * (stage >= 1 ? shard : total)};
+}
 
 Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
 {
@@ -44,23 +52,17 @@ Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
         return NULL;
     }
     Zero *z = calloc(1, sizeof *z);
-    if (!z || !(z->params = malloc((size_t)n * sizeof *params)) || !(z->pieces = malloc((size_t)n * sizeof *z->pieces))) {
+    if (!z || !(z->params = malloc((size_t)n * sizeof *params)) ||
+        !(z->pieces = malloc(2 * (size_t)n * sizeof *z->pieces)) || !(z->offset = malloc((size_t)n * sizeof *z->offset)) ||
+        !(z->group_of = malloc((size_t)n * sizeof *z->group_of)) ||
+        !(z->bounds = malloc((size_t)(g->size + 1) * sizeof *z->bounds))) {
         zero_free(z);
         remat_fail(REMAT_ENOMEM, "zero_create: no memory");
         return NULL;
     }
-    z->offset = malloc((size_t)n * sizeof *z->offset);
-    z->bounds = malloc((size_t)(g->size + 1) * sizeof *z->bounds);
-    if (!z->offset || !z->bounds) {
-        zero_free(z);
-        remat_fail(REMAT_ENOMEM, "zero_create: no memory");
-        return NULL;
-    }
-    for (int i = 0; i < n; i++) {
-        z->params[i] = params[i];
-        z->offset[i] = z->total;
-        z->total += params[i].var->value->numel;
-    }
+    memcpy(z->params, params, (size_t)n * sizeof *params);
+    for (int i = 0; i < n; i++) z->group_of[i] = -1;
+    z->total = param_offsets(params, n, z->offset);
     z->group = *g;
     z->stage = stage;
     z->n = n;
@@ -68,12 +70,9 @@ Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
     z->begin = shard_begin(z->total, g->rank, g->size);
     z->end = shard_begin(z->total, g->rank + 1, g->size);
     const size_t bytes = (z->end - z->begin) * sizeof(float);
-    if (stage >= 2 && bytes && !(z->grad_shard = mem_calloc(MEM_GRAD, bytes))) {
-        zero_free(z);
-        return NULL;
-    }
-    if (stage == 3 && bytes && !(z->param_shard = mem_alloc(MEM_PARAM, bytes))) {
-        zero_free(z);
+    if ((stage >= 2 && bytes && !(z->grad_shard = mem_calloc(MEM_GRAD, bytes))) ||
+        (stage == 3 && bytes && !(z->param_shard = mem_alloc(MEM_PARAM, bytes)))) {
+        zero_free(z); /* the budget's message says what did not fit */
         return NULL;
     }
     if (stage == 3) zero_params_scatter(z); /* from here on, parameters exist in full only while used */
@@ -91,6 +90,7 @@ void zero_free(Zero *z)
     free(z->pieces);
     free(z->offset);
     free(z->bounds);
+    free(z->group_of);
     free(z);
 }
 
@@ -194,8 +194,8 @@ RematStatus zero_reduce(Zero *z, float loss, float *mean_loss)
 RematStatus zero_optimizer_step(Zero *z, Optimizer *opt)
 {
     if (z->stage == 0) return optim_step(opt);
-    if (z->stage == 3) return optim_step_shard(opt, z->grad_shard, z->param_shard); /* gathered when used */
-    RematStatus status = optim_step_flat(opt, z->grad_shard);
+    if (z->stage == 3) return optim_step_flat(opt, z->grad_shard, z->param_shard); /* gathered when used */
+    RematStatus status = optim_step_flat(opt, z->grad_shard, NULL);
     if (z->stage == 1) { /* the shard was workspace */
         mem_free(z->grad_shard);
         z->grad_shard = NULL;
@@ -218,8 +218,9 @@ static RematStatus gather_param(Zero *z, int i)
         const size_t s = shard_begin(z->total, r, z->group.size);
         z->bounds[r] = s < first ? 0 : s > last ? t->numel : s - first;
     }
-    const size_t a = z->bounds[z->group.rank], b = z->bounds[z->group.rank + 1];
-    if (b > a) memcpy(t->f32 + a, z->param_shard + (first + a - z->begin), (b - a) * sizeof(float));
+    size_t a;
+    const size_t n = flat_overlap(z->begin, z->end, first, t->numel, &a); /* this rank's part, from its shard */
+    if (n) memcpy(t->f32 + a, z->param_shard + (first + a - z->begin), n * sizeof(float));
     const FlatPiece piece = {t->f32, t->numel};
     const FlatView v = {&piece, 1, t->numel};
     return dist_all_gather_bounds(&z->group, &v, z->bounds, COMM_PARAM_GATHER);
@@ -230,15 +231,12 @@ static void release_group(Zero *z, int g)
     for (int k = 0; g >= 0 && k < z->groups[g].n; k++) tensor_release_storage(z->params[z->groups[g].index[k]].var->value);
 }
 
-/* The hook of a step at stage 3: the group of `owner` gathered, the one before released, so
- * one group is whole at a time. A checkpoint region's replay and its backward use the same
- * layer one after the other, so they share one gather. */
-static RematStatus use_group(void *ctx, const void *owner)
+/* Group g gathered and the one before released, so one group is whole at a time. A
+ * checkpoint region's replay and its backward use the same layer one after the other, so
+ * they share one gather. */
+static RematStatus hold_group(Zero *z, int g)
 {
-    Zero *z = ctx;
-    int g = 0;
-    while (g < z->n_groups && z->groups[g].owner != owner) g++;
-    if (g == z->n_groups || g == z->held) return REMAT_OK; /* not sharded here, or already whole */
+    if (g < 0 || g == z->held) return REMAT_OK; /* not sharded here, or already whole */
     release_group(z, z->held);
     z->held = -1;
     for (int k = 0; k < z->groups[g].n; k++) {
@@ -249,6 +247,27 @@ static RematStatus use_group(void *ctx, const void *owner)
         }
     }
     z->held = g;
+    return REMAT_OK;
+}
+
+/* The hook of a stage's forward at stage 3: its group, found by owner. */
+static RematStatus enter_stage(void *ctx, const void *stage)
+{
+    Zero *z = ctx;
+    int g = 0;
+    while (g < z->n_groups && z->groups[g].owner != stage) g++;
+    return hold_group(z, g < z->n_groups ? g : -1);
+}
+
+/* The hook of a node's backward at stage 3: the group of the first parameter among its
+ * inputs; a node that reads no parameter needs none. */
+static RematStatus before_backward(void *ctx, const Node *node)
+{
+    Zero *z = ctx;
+    for (int k = 0; k < node->n_inputs; k++) {
+        for (int i = 0; node->inputs[k].leaf && i < z->n; i++)
+            if (z->params[i].var == node->inputs[k].leaf) return hold_group(z, z->group_of[i]);
+    }
     return REMAT_OK;
 }
 
@@ -267,6 +286,7 @@ RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int 
         if (i == z->n) return remat_fail(REMAT_EINVAL, "zero: parameter %s of a group is not one of the model's",
                                          params[k].var->name);
         g->index[g->n++] = i;
+        z->group_of[i] = z->n_groups - 1;
     }
     return REMAT_OK;
 }
@@ -274,7 +294,7 @@ RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int 
 void zero_step_begin(Zero *z)
 {
     if (z->stage < 3) return;
-    z->hooks = (ParamUseHooks){use_group, z};
+    z->hooks = (ParamUseHooks){.enter = enter_stage, .before_backward = before_backward, .ctx = z};
     z->outer_hooks = param_use_hooks_set(&z->hooks);
 }
 
@@ -313,26 +333,23 @@ void zero_params_scatter(Zero *z)
 RematStatus zero_gather_optimizer(Zero *z, const Optimizer *shard, Optimizer *full, int root)
 {
     if (z->stage == 0) return REMAT_OK; /* every rank holds all of it */
-    FlatPiece *mine = malloc((size_t)z->n * sizeof *mine), *all = malloc((size_t)z->n * sizeof *all);
-    RematStatus status = mine && all ? REMAT_OK : remat_fail(REMAT_ENOMEM, "zero: no memory to gather the optimizer");
+    RematStatus status = REMAT_OK;
     for (int which = 0; which < 2 && status == REMAT_OK; which++) {
-        const FlatView v = state_view(shard, z->n, which, mine);
+        const FlatView v = state_view(shard, z->n, which, z->pieces);
         if (v.n == 0) break; /* no such state (SGD) */
-        const FlatView f = full ? state_view(full, z->n, which, all) : (FlatView){0};
+        const FlatView f = full ? state_view(full, z->n, which, z->pieces + z->n) : (FlatView){0};
         status = dist_gather(&z->group, &v, full ? &f : NULL, root, COMM_OPTIMIZER);
     }
     if (status == REMAT_OK && full) status = optim_set_steps(full, optim_steps(shard));
-    free(mine);
-    free(all);
     return status;
 }
 
 RematStatus zero_scatter_optimizer(const Zero *z, Optimizer *shard, const Optimizer *full)
 {
     if (z->stage == 0) return REMAT_OK;
-    FlatPiece *mine = malloc((size_t)z->n * sizeof *mine), *all = malloc((size_t)z->n * sizeof *all);
+    FlatPiece *mine = z->pieces, *all = z->pieces + z->n;
     float *buf = malloc((z->end - z->begin) * sizeof *buf);
-    RematStatus status = mine && all && buf ? REMAT_OK : remat_fail(REMAT_ENOMEM, "zero: no memory to resume");
+    RematStatus status = buf ? REMAT_OK : remat_fail(REMAT_ENOMEM, "zero: no memory to resume");
     for (int which = 0; which < 2 && status == REMAT_OK; which++) {
         const FlatView v = state_view(shard, z->n, which, mine), f = state_view(full, z->n, which, all);
         if (v.n == 0) break;
@@ -340,8 +357,6 @@ RematStatus zero_scatter_optimizer(const Zero *z, Optimizer *shard, const Optimi
         flat_write(&v, 0, v.total, buf);
     }
     if (status == REMAT_OK) status = optim_set_steps(shard, optim_steps(full));
-    free(mine);
-    free(all);
     free(buf);
     return status;
 }

@@ -14,7 +14,7 @@
  *             full gradients are freed once reduced: only the shard stays
  *   stage 3   params 4Ψ/K, grads 4Ψ/K, optimizer 8Ψ/K   = 16Ψ/K       + the working set: a
  *             group of parameters (a layer's, or the embedding and head's) is gathered when
- *             it is used (param_owner_set, autograd.h) — for its forward, a checkpoint
+ *             it is used (the parameter-use hooks, autograd.h) — for its forward, a checkpoint
  *             region's replay, its backward — and released when the next group is, so
  *             one group is whole at a time; each rank updates its shard of the
  *             parameters, and nothing is gathered after the update
@@ -49,6 +49,16 @@ typedef struct Zero Zero;
 
 enum { ZERO_MAX_STAGE = 3 };
 
+/* What ZeRO `stage` keeps resident on a rank between steps, in bytes, for `total` float32
+ * parameters of which the rank's shard holds `shard`, with `states` optimizer floats per
+ * parameter (AdamW 2, SGD with momentum 1, plain SGD 0): the table above. Stage 3's
+ * working set (the group gathered while used) is not in it. */
+typedef struct ZeroBytes {
+    uint64_t params, grads, optimizer;
+} ZeroBytes;
+
+ZeroBytes zero_resident_bytes(int stage, uint64_t total, uint64_t shard, int states);
+
 /* Data parallelism over `g` at ZeRO `stage` (0..ZERO_MAX_STAGE) for the n parameters
  * `params` (copied; the Vars are borrowed and must outlive it). Stage 2 allocates this
  * rank's gradient shard (MEM_GRAD); stage 3 also its parameter shard (MEM_PARAM), copied
@@ -82,7 +92,8 @@ RematStatus zero_reduce(Zero *z, float loss, float *mean_loss);
 RematStatus zero_optimizer_step(Zero *z, Optimizer *opt);
 
 /* Stage 3: the parameters `params` (n, each one of zero_create's) are used together by
- * `owner` (a Layer, or the Model for its embedding and head: what param_owner_set names).
+ * `owner` (a Layer, or the Model for its embedding and head: the stage param_stage_enter names;
+ * a node's backward gathers the group of the parameters it reads).
  * A parameter in no group is never gathered by a step. REMAT_EINVAL for a parameter that
  * is not one of zero_create's. */
 RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int n);

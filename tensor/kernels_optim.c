@@ -16,6 +16,7 @@
 #include <math.h>
 #include <omp.h>
 
+#include "tensor/flat.h"
 #include "tensor/flops.h"
 
 /* Below this many elements in all the slices together, the threads cost more than they
@@ -79,14 +80,11 @@ typedef struct Update {
 static void update_span(const OptimSlice *slices, int count, size_t begin, size_t end, const Update *u)
 {
     size_t first = 0; /* slice s's first element in the concatenation */
-    for (int s = 0; s < count && first < end; s++) {
-        const size_t last = first + slices[s].n;
-        const size_t from = begin > first ? begin - first : 0, to = (end < last ? end : last) - first;
-        if (begin < last && from < to) {
-            if (u->adamw) adamw_range(&slices[s], from, to, u->adamw);
-            else sgd_range(&slices[s], from, to, u->lr, u->momentum);
-        }
-        first = last;
+    for (int s = 0; s < count && first < end; first += slices[s].n, s++) {
+        size_t from;
+        const size_t n = flat_overlap(begin, end, first, slices[s].n, &from);
+        if (n && u->adamw) adamw_range(&slices[s], from, from + n, u->adamw);
+        else if (n) sgd_range(&slices[s], from, from + n, u->lr, u->momentum);
     }
 }
 

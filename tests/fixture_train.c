@@ -122,7 +122,8 @@ RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out)
     RematStatus status = REMAT_OK;
     out->n_params = m->n_params;
     out->model = m;
-    const Step step = {.model = m, .schedule = own ? own : way->schedule, .offload = way->offload, .optim = opt};
+    const Step step = {.model = m, .schedule = own ? own : way->schedule, .optim = opt,
+                       .plugs = {step_offload_plug(way->offload)}};
     const StepHooks first = {.backward_done = copy_grads, .user = out};
     for (int i = 0; i < FIXTURE_STEPS && status == REMAT_OK; i++) {
         Var *y, *x = fixture_batch(t, &data, &y);

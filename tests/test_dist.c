@@ -88,7 +88,7 @@ static void train(Model *m, const Strategy *strategy, Optimizer *opt, Zero *zero
     pcg32_seed(&ctx.rng, 77, 1);
     Pcg32 data;
     pcg32_seed(&data, 78, 2);
-    const Step step = {.model = m, .schedule = schedule, .optim = opt, .zero = zero};
+    const Step step = {.model = m, .schedule = schedule, .optim = opt, .plugs = {step_zero_plug(zero)}};
     for (int s = 0; s < STEPS; s++) {
         MicroBatch mb[8];
         for (int r = 0; r < world.size; r++) mb[r].input = fixture_batch(&gpt, &data, &mb[r].targets);

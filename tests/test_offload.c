@@ -259,7 +259,7 @@ static void learner_step(Learner *t, Offload *off, RematStatus expected)
     Var *x, *y;
     assert_int_equal(mlp_task_batch(t->teacher, &t->data, CHAIN_B, &x, &y), REMAT_OK);
     /* The one training step (models/step.h): its optimizer never runs after a failure. */
-    const Step step = {.model = t->model, .offload = off, .optim = t->opt};
+    const Step step = {.model = t->model, .optim = t->opt, .plugs = {step_offload_plug(off)}};
     StepResult result;
     assert_int_equal(step_run(&step, x, y, &t->ctx, NULL, &result), expected);
     var_free(x);
@@ -1149,7 +1149,7 @@ static void learner_warm_up(Learner *t, Offload *off)
     Pcg32 warm_up = t->data;
     Var *x, *y;
     assert_int_equal(mlp_task_batch(t->teacher, &warm_up, CHAIN_B, &x, &y), REMAT_OK);
-    const Step warm = {.model = t->model, .offload = off}; /* no optimizer: nothing is updated */
+    const Step warm = {.model = t->model, .plugs = {step_offload_plug(off)}}; /* no optimizer: nothing is updated */
     StepResult result;
     assert_int_equal(step_run(&warm, x, y, &t->ctx, NULL, &result), REMAT_OK);
     var_free(x);

@@ -281,6 +281,124 @@ static void test_parse_accumulate_and_zero(void **state)
 
 /* ---- runs ----------------------------------------------------------------------------- */
 
+/* What a fake capability saw of a step. */
+typedef struct PlugLog {
+    int forward_begin, forward_end, pass_begin, pass_end, reduce, optimizer_step;
+    float loss;
+} PlugLog;
+
+static RematStatus log_forward_begin(void *ctx) { return ((PlugLog *)ctx)->forward_begin++, REMAT_OK; }
+static RematStatus log_forward_end(void *ctx) { return ((PlugLog *)ctx)->forward_end++, REMAT_OK; }
+static void log_pass_begin(void *ctx) { ((PlugLog *)ctx)->pass_begin++; }
+static void log_pass_end(void *ctx) { ((PlugLog *)ctx)->pass_end++; }
+
+static RematStatus log_reduce(void *ctx, float loss, float *mean_loss)
+{
+    PlugLog *log = ctx;
+    log->reduce++;
+    log->loss = loss;
+    *mean_loss = 42.0f;
+    return REMAT_OK;
+}
+
+static RematStatus log_optimizer_step(void *ctx, Optimizer *opt)
+{
+    (void)opt;
+    ((PlugLog *)ctx)->optimizer_step++;
+    return REMAT_OK;
+}
+
+/* step.h: a plug's moments come where the step says, once each for one micro-batch, and a
+ * plug that reduces replaces the mean and the optimizer step (which then does not run:
+ * the parameters' step count stays 0). */
+static void test_plugs_run_where_the_step_says(void **state)
+{
+    (void)state;
+    const Trainee mlp = {"mlp", 2, 16, DROPOUT_RNG_STREAM, ATTENTION_NAIVE};
+    Model *m = fixture_model(&mlp);
+    Pcg32 data;
+    pcg32_seed(&data, 3, 4);
+    Var *y, *x = fixture_batch(&mlp, &data, &y);
+    Optimizer *opt = optim_create(&(OptimConfig){.kind = OPTIM_SGD, .lr = 0.1f}, m->params, m->n_params);
+    PlugLog watch = {0}, ranks = {0};
+    const Step step = {.model = m, .optim = opt,
+                       .plugs = {{.forward_begin = log_forward_begin, .forward_end = log_forward_end,
+                                  .pass_begin = log_pass_begin, .pass_end = log_pass_end, .ctx = &watch},
+                                 {.reduce = log_reduce, .optimizer_step = log_optimizer_step, .ctx = &ranks}}};
+    TrainCtx ctx = {.training = true};
+    StepResult result;
+    assert_int_equal(step_run(&step, x, y, &ctx, NULL, &result), REMAT_OK);
+    assert_int_equal(watch.forward_begin, 1);
+    assert_int_equal(watch.forward_end, 1);
+    assert_int_equal(watch.pass_begin, 1);
+    assert_int_equal(watch.pass_end, 1);
+    assert_int_equal(ranks.reduce, 1);
+    assert_int_equal(ranks.optimizer_step, 1);
+    assert_true(isfinite(ranks.loss));
+    assert_true(result.loss == 42.0f);
+    assert_int_equal(optim_steps(opt), 0);
+    optim_free(opt);
+    var_free(x);
+    var_free(y);
+    model_free(m);
+}
+
+/* What the parameter-use hooks saw: the stages entered, in order, and every parameter a
+ * node about to run its backward read. */
+typedef struct UseLog {
+    const void *stages[8];
+    int n_stages;
+    const Var *read[64];
+    int n_read;
+} UseLog;
+
+static RematStatus log_enter(void *ctx, const void *stage)
+{
+    UseLog *log = ctx;
+    if (log->n_stages < 8) log->stages[log->n_stages] = stage;
+    log->n_stages++;
+    return REMAT_OK;
+}
+
+static RematStatus log_before_backward(void *ctx, const Node *node)
+{
+    UseLog *log = ctx;
+    for (int k = 0; k < node->n_inputs; k++)
+        if (node->inputs[k].leaf && log->n_read < 64) log->read[log->n_read++] = node->inputs[k].leaf;
+    return REMAT_OK;
+}
+
+/* autograd.h: the model's embedding, each layer and the head are entered in order, and
+ * before backward every parameter is seen among the inputs of a node about to run, which
+ * is how ZeRO stage 3 knows what to gather. */
+static void test_param_use_hooks_see_every_stage_and_parameter(void **state)
+{
+    (void)state;
+    const Trainee gpt = {"gpt", 2, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE};
+    Model *m = fixture_model(&gpt);
+    Pcg32 data;
+    pcg32_seed(&data, 3, 4);
+    Var *y, *x = fixture_batch(&gpt, &data, &y);
+    UseLog log = {0};
+    const ParamUseHooks hooks = {.enter = log_enter, .before_backward = log_before_backward, .ctx = &log};
+    const ParamUseHooks *outer = param_use_hooks_set(&hooks);
+    TrainCtx ctx = {.training = true};
+    StepResult result;
+    assert_int_equal(step_run(&(Step){.model = m}, x, y, &ctx, NULL, &result), REMAT_OK);
+    param_use_hooks_set(outer);
+    const void *want[] = {m, m->layers[0], m->layers[1], m};
+    assert_int_equal(log.n_stages, 4);
+    for (int i = 0; i < 4; i++) assert_ptr_equal(log.stages[i], want[i]);
+    for (int i = 0; i < m->n_params; i++) {
+        bool seen = false;
+        for (int k = 0; k < log.n_read; k++) seen |= log.read[k] == m->params[i].var;
+        assert_true(seen);
+    }
+    var_free(x);
+    var_free(y);
+    model_free(m);
+}
+
 /* A copy of every parameter's gradient, in MEM_WORK. */
 static void copy_grads(const Model *m, Tensor **out)
 {
@@ -841,6 +959,8 @@ int main(void)
         cmocka_unit_test(test_step_flags_are_checked_against_the_run),
         cmocka_unit_test(test_step_options_parse_into_typed_fields),
         cmocka_unit_test(test_parse_accumulate_and_zero),
+        cmocka_unit_test(test_plugs_run_where_the_step_says),
+        cmocka_unit_test(test_param_use_hooks_see_every_stage_and_parameter),
         cmocka_unit_test(test_accumulation_is_the_scaled_sum_of_micro_batches),
         cmocka_unit_test(test_accumulate_is_bit_identical_across_strategies),
         cmocka_unit_test(test_counter_dropout_trains_like_none_without_rng_replay),

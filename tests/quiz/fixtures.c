@@ -61,7 +61,7 @@ QuizStep quiz_step_with(Model *model, const Strategy *strategy, Offload *off, Dr
     pcg32_seed(&ctx.rng, 7, 7);
     flops_reset();
     mem_reset_peaks();
-    const Step step = {.model = model, .schedule = schedule, .offload = off};
+    const Step step = {.model = model, .schedule = schedule, .plugs = {step_offload_plug(off)}};
     StepResult result;
     s.status = step_run(&step, x, targets, &ctx, &(StepHooks){.backward_done = copy_grads, .user = &copy}, &result);
     s.loss = result.loss;

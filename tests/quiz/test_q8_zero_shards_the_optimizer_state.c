@@ -33,7 +33,7 @@ static RematStatus adamw_step(Model *gpt, Optimizer *opt, Zero *zero, Var *x, Va
     assert_non_null(schedule);
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 7, 7);
-    const Step step = {.model = gpt, .schedule = schedule, .optim = opt, .zero = zero};
+    const Step step = {.model = gpt, .schedule = schedule, .optim = opt, .plugs = {step_zero_plug(zero)}};
     const MicroBatch mb = {x, t};
     StepResult result;
     const RematStatus status = step_run_batches(&step, &mb, 1, &ctx, NULL, &result);
