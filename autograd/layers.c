@@ -10,17 +10,12 @@
 
 #include "autograd/ops.h"
 
-RematStatus dropout_rng_parse(const char *name, DropoutRng *out)
-{
-    if (name && !strcmp(name, "stream")) *out = DROPOUT_RNG_STREAM;
-    else if (name && !strcmp(name, "counter")) *out = DROPOUT_RNG_COUNTER;
-    else return remat_fail(REMAT_EINVAL, "unknown dropout generator '%s' (expected stream or counter)", name ? name : "");
-    return REMAT_OK;
-}
+static const char *const DROPOUT_RNGS[] = {"stream", "counter"};
+const NameTable DROPOUT_RNG_NAMES = {DROPOUT_RNGS, 2};
 
 const char *dropout_rng_name(DropoutRng rng)
 {
-    return rng == DROPOUT_RNG_COUNTER ? "counter" : "stream";
+    return name_of(&DROPOUT_RNG_NAMES, (int)rng);
 }
 
 Var *dropout_apply(Var *x, float p, TrainCtx *ctx, uint32_t instance, const char *tag)
@@ -37,17 +32,12 @@ CounterKey dropout_counter_key(const TrainCtx *ctx, uint32_t instance)
     return (CounterKey){.seed = ctx->seed, .step = ctx->step, .micro_batch = ctx->micro_batch, .op = instance};
 }
 
-RematStatus attention_kind_parse(const char *name, AttentionKind *out)
-{
-    if (name && !strcmp(name, "naive")) *out = ATTENTION_NAIVE;
-    else if (name && !strcmp(name, "fused")) *out = ATTENTION_FUSED;
-    else return remat_fail(REMAT_EINVAL, "unknown attention '%s' (expected naive or fused)", name ? name : "");
-    return REMAT_OK;
-}
+static const char *const ATTENTION_KINDS[] = {"naive", "fused"};
+const NameTable ATTENTION_KIND_NAMES = {ATTENTION_KINDS, 2};
 
 const char *attention_kind_name(AttentionKind kind)
 {
-    return kind == ATTENTION_FUSED ? "fused" : "naive";
+    return name_of(&ATTENTION_KIND_NAMES, (int)kind);
 }
 
 Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx)

@@ -13,6 +13,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/optim.h"
+#include "base/parse.h"
 #include "tensor/counter_rng.h"
 #include "tensor/rng.h"
 
@@ -37,10 +38,10 @@ typedef struct TrainCtx {
     uint32_t micro_batch;   /* counter: the micro-batch within the step (0: no accumulation) */
 } TrainCtx;
 
-/* "stream" or "counter" into *out; REMAT_EINVAL naming both otherwise (out unchanged). */
-RematStatus dropout_rng_parse(const char *name, DropoutRng *out);
+/* "stream", "counter": the names of DropoutRng's values. */
+extern const NameTable DROPOUT_RNG_NAMES;
 
-/* "stream" or "counter". */
+/* Its name in DROPOUT_RNG_NAMES. */
 const char *dropout_rng_name(DropoutRng rng);
 
 /* Dropout with probability p as `ctx` says: the identity when ctx is NULL or not
@@ -107,10 +108,10 @@ Layer *residual_mlp_create(const char *name, int width, float std, Pcg32 *rng);
  * and recomputes the probabilities in backward (fused, op_attention_fused). */
 typedef enum AttentionKind { ATTENTION_NAIVE = 0, ATTENTION_FUSED } AttentionKind;
 
-/* "naive" or "fused" into *out; REMAT_EINVAL naming both otherwise (out unchanged). */
-RematStatus attention_kind_parse(const char *name, AttentionKind *out);
+/* "naive", "fused": the names of AttentionKind's values. */
+extern const NameTable ATTENTION_KIND_NAMES;
 
-/* "naive" or "fused". */
+/* Its name in ATTENTION_KIND_NAMES. */
 const char *attention_kind_name(AttentionKind kind);
 
 /* The op instance of dropout site `site` of GPT block `index`: the embedding's dropout is

@@ -12,7 +12,7 @@
  *
  * and, in every bench that trains with checkpointing or offload, the flags of `train`
  * that apply to what it measures, from the one table of a step's flags
- * (app/step_options.h), parsed the same way as train parses them:
+ * (app/step_options.h), parsed by the same parser as train's (base/flags.h):
  *
  *   --strategy S    measure only strategy S (next to none, the baseline every overhead is
  *                   measured against) instead of the bench's whole sweep
@@ -24,7 +24,8 @@
  * model flags --dropout-rng stream|counter and --attention naive|fused (fused with the
  * stream is refused, as train refuses it).
  *
- * A bench says which of them it takes in its BenchInfo; the others are refused with a
+ * A bench says which of them it takes in its BenchInfo, with any flags of its own as rows
+ * (BenchInfo.own); the others are refused with a
  * message, not ignored: a flag that silently changes nothing would mislead. So is a flag
  * it takes that changes nothing in the run the others describe (--policy with --strategy
  * full): the same check as train's (step_options_check), against the strategies the bench
@@ -64,6 +65,8 @@ typedef struct BenchInfo {
     /* It takes train's model flags --dropout-rng stream|counter and --attention
      * naive|fused (its GPT has dropout 0.1, and it does not sweep them itself). */
     bool model_flags;
+    /* Its own flags, over its own options (base/flags.h), if it has any; n 0: none. */
+    FlagSet own;
 } BenchInfo;
 
 typedef struct BenchOptions {
@@ -75,6 +78,7 @@ typedef struct BenchOptions {
                                 bench's own, step.offload_opts.dir NULL for the default */
     DropoutRng dropout_rng;  /* --dropout-rng (stream unless given) */
     AttentionKind attention; /* --attention (naive unless given) */
+    unsigned given;          /* the common flags given (cli.c's table) */
 } BenchOptions;
 
 /* Prints the usage of `info`'s bench to `out`. */

@@ -13,6 +13,7 @@
 /* ---- strategies ------------------------------------------------------------------------- */
 
 static const char *const NAMES[] = {"none", "full", "sqrt", "selective", "budget"};
+const NameTable STRATEGY_NAMES = {NAMES, sizeof NAMES / sizeof NAMES[0]};
 
 Strategy strategy_defaults(StrategyKind kind)
 {
@@ -21,19 +22,7 @@ Strategy strategy_defaults(StrategyKind kind)
 
 const char *strategy_name(StrategyKind kind)
 {
-    return (unsigned)kind < sizeof NAMES / sizeof NAMES[0] ? NAMES[kind] : "unknown";
-}
-
-RematStatus strategy_parse(const char *name, StrategyKind *kind)
-{
-    for (int k = 0; name && k < (int)(sizeof NAMES / sizeof NAMES[0]); k++) {
-        if (!strcmp(name, NAMES[k])) {
-            *kind = (StrategyKind)k;
-            return REMAT_OK;
-        }
-    }
-    return remat_fail(REMAT_EINVAL, "unknown strategy '%s' (expected none, full, sqrt, selective or budget)",
-                      name ? name : "(null)");
+    return name_of(&STRATEGY_NAMES, (int)kind);
 }
 
 int strategy_segment_sizes(StrategyKind kind, int n, int *sizes)

@@ -45,6 +45,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/parse.h"
 #include "checkpoint/checkpoint.h"
 
 /* ---- strategies: how a schedule is asked for ---------------------------------------------- */
@@ -68,11 +69,11 @@ typedef struct Strategy {
 /* The strategy of that kind with default options. */
 Strategy strategy_defaults(StrategyKind kind);
 
-/* "none", "full", "sqrt", "selective", "budget". */
-const char *strategy_name(StrategyKind kind);
+/* "none", "full", "sqrt", "selective", "budget": the names of StrategyKind's values. */
+extern const NameTable STRATEGY_NAMES;
 
-/* The kind called `name`; REMAT_EINVAL with the list of names otherwise. */
-RematStatus strategy_parse(const char *name, StrategyKind *kind);
+/* Its name in STRATEGY_NAMES. */
+const char *strategy_name(StrategyKind kind);
 
 /* ---- schedules --------------------------------------------------------------------------- */
 
