@@ -22,32 +22,11 @@ static RematStatus set_policy(void *opts, const char *v)
     return o->strategy.policy ? REMAT_OK : name_parse(&(NameTable){POLICIES, 3}, v, &(int){0});
 }
 
-static RematStatus set_no_rng_replay(void *opts, const char *v)
-{
-    (void)v;
-    ((StepOptions *)opts)->strategy.preserve_rng = false;
-    return REMAT_OK;
-}
-
 static RematStatus set_offload(void *opts, const char *v)
 {
     StepOptions *o = opts;
     o->offload = true;
     return name_parse(&OFFLOAD_POLICY_NAMES, v, (int *)&o->offload_opts.policy);
-}
-
-static RematStatus set_offload_mmap(void *opts, const char *v)
-{
-    (void)v;
-    ((StepOptions *)opts)->offload_opts.io = OFFLOAD_IO_MMAP;
-    return REMAT_OK;
-}
-
-static RematStatus set_offload_direct(void *opts, const char *v)
-{
-    (void)v;
-    ((StepOptions *)opts)->offload_opts.io = OFFLOAD_IO_DIRECT;
-    return REMAT_OK;
 }
 
 /* A window of bytes instead of a count of records: the count set so that it never limits. */
@@ -155,10 +134,10 @@ static const Flag FLAGS[] = {
              "the schedule is printed before training"},
     {.name = "--policy", .type = FLAG_CUSTOM, .set = set_policy, .value = "P", .applies = with_selective,
      .help = "selective's policy: attention_core (default), dots or\nnothing_saveable"},
-    {.name = "--no-rng-replay", .type = FLAG_CUSTOM, .set = set_no_rng_replay, .applies = with_regions,
+    {.name = "--no-rng-replay", .type = FLAG_SWITCH_OFF, .offset = AT(strategy.replay.preserve_rng), .applies = with_regions,
      .help = "replay regions without restoring the generator: dropout\n"
              "draws new masks and gradients come out wrong (quiz question 7)"},
-    {.name = "--determinism-check", .type = FLAG_SWITCH, .offset = AT(strategy.determinism_check),
+    {.name = "--determinism-check", .type = FLAG_SWITCH, .offset = AT(strategy.replay.determinism_check),
      .applies = with_regions, .help = "check that every replay reproduced its first forward"},
     {.name = "--offload", .type = FLAG_CUSTOM, .set = set_offload, .value = "P", .applies = with_offload_policy,
      .heading = "offload (saved activations written to a spill file on disk, read back in backward)",
@@ -170,10 +149,12 @@ static const Flag FLAGS[] = {
      .applies = with_offload_cached,
      .help = "drop spilled records from the page cache: backward reads the\n"
              "disk. A step whose offload fails is redone without offload"},
-    {.name = "--offload-mmap", .type = FLAG_CUSTOM, .set = set_offload_mmap, .applies = with_offload,
+    {.name = "--offload-mmap", .type = FLAG_CONST, .offset = AT(offload_opts.io), .lo = OFFLOAD_IO_MMAP,
+     .applies = with_offload,
      .help = "move the bytes through a MAP_SHARED mapping of the spill file\n"
              "instead of pwritev/preadv (slower here: see offload/README.md)"},
-    {.name = "--offload-direct", .type = FLAG_CUSTOM, .set = set_offload_direct, .applies = with_offload_unmapped,
+    {.name = "--offload-direct", .type = FLAG_CONST, .offset = AT(offload_opts.io), .lo = OFFLOAD_IO_DIRECT,
+     .applies = with_offload_unmapped,
      .help = "move the bytes with O_DIRECT, around the page cache: backward\n"
              "reads the disk (a file system without direct I/O is an error)"},
     {.name = "--offload-read-ahead", .type = FLAG_CUSTOM, .set = set_offload_read_ahead, .value = "S",
@@ -225,7 +206,8 @@ RematStatus step_options_check(const StepOptions *o, StepScope scope)
     const bool budget = o->strategy.kind == STRATEGY_BUDGET;
     if (budget && !o->memory_budget)
         return remat_fail(REMAT_EINVAL, "--strategy budget needs --memory-budget (e.g. 300MiB)");
-    if (budget && o->planner == PLANNER_REVOLVE && (!o->strategy.preserve_rng || o->strategy.determinism_check))
+    const RegionReplay *replay = &o->strategy.replay;
+    if (budget && o->planner == PLANNER_REVOLVE && (!replay->preserve_rng || replay->determinism_check))
         return remat_fail(REMAT_EINVAL, "--planner revolve always replays the generator and has no determinism "
                           "check; --no-rng-replay and --determinism-check are for regions (dp, chen or the other "
                           "strategies)");

@@ -159,7 +159,8 @@ static RematStatus dump_step(const Run *run, Var *input, Var *targets, Var *loss
         snprintf(names[i], sizeof names[i], "grad.%s", m->params[i].var->name);
         entries[k++] = (StEntry){names[i], m->params[i].var->grad};
     }
-    const StMeta meta[] = {{"remat.model", name_of(&MODEL_KIND_NAMES, run->opt->model)}, {"remat.contents", "first step before the update"}};
+    const StMeta meta[] = {{"remat.model", name_of(&MODEL_KIND_NAMES, run->opt->model)},
+                           {"remat.contents", "first step before the update"}};
     RematStatus status = st_save(path, entries, k, meta, 2);
     free(entries);
     free(names);
@@ -335,8 +336,7 @@ static RematStatus plan_budget(Run *run)
     if (profile_chain(run, NULL) != REMAT_OK) return remat_last_status();
     run->schedule = planner_plan(o->planner, run->cost, o->memory_budget);
     if (!run->schedule) return remat_last_status();
-    run->schedule->preserve_rng = o->strategy.preserve_rng;
-    run->schedule->determinism_check = o->strategy.determinism_check;
+    run->schedule->replay = o->strategy.replay; /* the planner's schedule replays as the flags say */
     return REMAT_OK;
 }
 
@@ -472,6 +472,7 @@ static void destroy(Run *run)
 static RematStatus check_memory(const TrainOptions *o)
 {
     const bool gpt = o->model == MODEL_GPT, sgd = o->optimizer == OPTIM_SGD;
+    const char *optimizer = name_of(&OPTIM_KIND_NAMES, o->optimizer);
     const double params = gpt ? gpt_param_count(&(GptConfig){.n_layers = o->layers, .d_model = o->d_model,
                                                              .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE})
                               : mlp_param_count(&(MlpConfig){.n_layers = o->layers, .width = o->d_model});
@@ -489,14 +490,14 @@ static RematStatus check_memory(const TrainOptions *o)
     if (budget && fixed > (double)budget)
         return remat_fail(REMAT_EOOM, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) "
                           "need %s%s before any activation, more than --memory-budget %s: no schedule fits; give a "
-                          "larger budget or a smaller model", pb, pb, name_of(&OPTIM_KIND_NAMES, o->optimizer), states, pb, fb, where,
+                          "larger budget or a smaller model", pb, pb, optimizer, states, pb, fb, where,
                           mem_format_bytes(lim, sizeof lim, budget));
     const double teacher = gpt ? 0.0 : mlp_task_bytes(o->d_model);
     const size_t available = platform_available_memory();
     if (available && fixed + teacher > (double)available)
         return remat_fail(REMAT_ENOMEM, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) "
                           "need %s%s before any activation, more than the %s this machine has available: give a "
-                          "smaller model", pb, pb, name_of(&OPTIM_KIND_NAMES, o->optimizer), states, pb, fb, where,
+                          "smaller model", pb, pb, optimizer, states, pb, fb, where,
                           mem_format_bytes(lim, sizeof lim, available));
     return REMAT_OK;
 }

@@ -54,8 +54,8 @@ TrainOptions train_defaults(ModelKind model)
 static const char *for_gpt(const void *opts, const void *run)
 {
     (void)run;
-    return ((const TrainOptions *)opts)->model == MODEL_GPT ? NULL
-                                                            : "it is the GPT's, and the MLP chain (--model mlp) has none";
+    const bool gpt = ((const TrainOptions *)opts)->model == MODEL_GPT;
+    return gpt ? NULL : "it is the GPT's, and the MLP chain (--model mlp) has none";
 }
 
 static const char *for_sgd(const void *opts, const void *run)

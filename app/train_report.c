@@ -44,7 +44,7 @@ static void report_checkpointing(FILE *out, const Schedule *s)
         fprintf(out, ", policy %s", s->segments[i].policy->name);
         break;
     }
-    if (s->strategy != STRATEGY_NONE && !s->preserve_rng) fprintf(out, ", generator NOT replayed");
+    if (s->strategy != STRATEGY_NONE && !s->replay.preserve_rng) fprintf(out, ", generator NOT replayed");
 }
 
 void report_header(FILE *out, const TrainOptions *o, const Model *m, const Schedule *s, bool planned)
@@ -53,9 +53,9 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
     const bool gpt = o->model == MODEL_GPT;
     char pbytes[32];
     fprintf(out, "remat train: %s, %d %s, %s %d, %s of parameters, %s, %d threads (OpenBLAS %s, %s)\n",
-            name_of(&MODEL_KIND_NAMES, o->model), o->layers, gpt ? "blocks" : "layers", gpt ? "d_model" : "width", o->d_model,
-            mem_format_bytes(pbytes, sizeof pbytes, model_param_bytes(m)), name_of(&OPTIM_KIND_NAMES, o->optimizer), info.threads,
-            info.blas_threading, info.blas_core);
+            name_of(&MODEL_KIND_NAMES, o->model), o->layers, gpt ? "blocks" : "layers", gpt ? "d_model" : "width",
+            o->d_model, mem_format_bytes(pbytes, sizeof pbytes, model_param_bytes(m)),
+            name_of(&OPTIM_KIND_NAMES, o->optimizer), info.threads, info.blas_threading, info.blas_core);
     if (gpt && o->dropout_rng == DROPOUT_RNG_COUNTER) fprintf(out, ", counter-based dropout (masks not kept)");
     if (gpt && o->attention == ATTENTION_FUSED) fprintf(out, ", fused attention");
     report_checkpointing(out, s);

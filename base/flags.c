@@ -21,6 +21,8 @@ static RematStatus set_value(const Flag *f, const char *v, void *opts)
     void *field = (char *)opts + f->offset;
     switch (f->type) {
     case FLAG_SWITCH: *(bool *)field = true; return REMAT_OK;
+    case FLAG_SWITCH_OFF: *(bool *)field = false; return REMAT_OK;
+    case FLAG_CONST: *(int *)field = (int)f->lo; return REMAT_OK;
     case FLAG_INT:
         if (parse_int(v, (long)f->lo, int_hi(f), field)) return REMAT_OK;
         return remat_fail(REMAT_EINVAL, "'%s' is not a whole number in %ld..%ld", v, (long)f->lo, int_hi(f));
@@ -58,8 +60,10 @@ static RematStatus parse_one(const FlagSet *sets, int n_sets, int argc, char **a
     const Flag *f = find(sets, n_sets, name, &set);
     const unsigned bit = f ? 1u << (f - set->flags) : 0;
     if (!f) return remat_fail(REMAT_EINVAL, "unknown flag %s", name);
-    if (!(set->accepted & bit)) return remat_fail(REMAT_EINVAL, "%s does not apply here (the flags that do are below)", name);
-    if (*set->given & bit) return remat_fail(REMAT_EINVAL, "%s is given twice", name); /* the first value would be lost */
+    if (!(set->accepted & bit))
+        return remat_fail(REMAT_EINVAL, "%s does not apply here (the flags that do are below)", name);
+    if (*set->given & bit) /* the first value would be lost */
+        return remat_fail(REMAT_EINVAL, "%s is given twice", name);
     const char *v = f->value && *i + 1 < argc ? argv[++*i] : NULL;
     if (f->value && (!v || !v[0])) return remat_fail(REMAT_EINVAL, "%s needs a value (%s)", name, f->value);
     if (set_value(f, v, set->opts) != REMAT_OK) {

@@ -26,7 +26,9 @@
 #include "base/parse.h"
 
 typedef enum FlagType {
-    FLAG_SWITCH, /* no value: sets a bool */
+    FLAG_SWITCH,     /* no value: sets a bool true */
+    FLAG_SWITCH_OFF, /* no value: sets a bool false */
+    FLAG_CONST,      /* no value: sets an int (an enum) to lo */
     FLAG_INT,    /* an int in [lo, hi]; hi 0 means platform_max_threads() */
     FLAG_FLOAT,  /* a float in [lo, hi], or [lo, hi) with hi_open */
     FLAG_U64,    /* a uint64_t, any */
@@ -43,7 +45,7 @@ typedef struct Flag {
     const char *value; /* its value in the help ("N"); NULL for a switch */
     const char *help;  /* what it does and its default; continuation lines after a '\n' */
     const char *heading; /* the heading of the help's section that starts at this row, or NULL */
-    double lo, hi;     /* FLAG_INT, FLAG_FLOAT: the range */
+    double lo, hi;     /* FLAG_INT, FLAG_FLOAT: the range; FLAG_CONST: lo, the value */
     bool hi_open;      /* FLAG_FLOAT: hi itself is refused */
     const NameTable *names; /* FLAG_NAME: the enum's names */
     /* FLAG_CUSTOM: reads `value` into `opts` (a switch: value NULL); REMAT_EINVAL saying

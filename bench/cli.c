@@ -127,7 +127,7 @@ Strategy bench_strategy(const BenchOptions *opt, StrategyKind kind, const Policy
 {
     Strategy s = strategy_defaults(kind);
     s.policy = opt->step.strategy.policy ? opt->step.strategy.policy : policy;
-    s.preserve_rng = opt->step.strategy.preserve_rng;
+    s.replay = opt->step.strategy.replay;
     return s;
 }
 
@@ -169,8 +169,8 @@ static void record_strategy_flags(Results *r, const BenchOptions *opt)
         printf("  selective's policy: %s\n", s->policy->name);
         results_config_str(r, "policy", s->policy->name);
     }
-    if (!s->preserve_rng) printf("  RNG replay off: dropout draws fresh masks in every replay\n");
-    results_config_str(r, "rng_replay", s->preserve_rng ? "on" : "off");
+    if (!s->replay.preserve_rng) printf("  RNG replay off: dropout draws fresh masks in every replay\n");
+    results_config_str(r, "rng_replay", s->replay.preserve_rng ? "on" : "off");
 }
 
 /* Says in the header and in the results which attention cores and dropout generator the

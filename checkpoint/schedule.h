@@ -61,9 +61,8 @@ typedef enum StrategyKind {
 /* A strategy and its options: what schedule_for_strategy turns into a schedule. */
 typedef struct Strategy {
     StrategyKind kind;
-    const Policy *policy;   /* selective only; NULL there means attention_core */
-    bool preserve_rng;      /* regions replay dropout's draws (default on) */
-    bool determinism_check; /* regions compare each replay with its first forward (default off) */
+    const Policy *policy; /* selective only; NULL there means attention_core */
+    RegionReplay replay;  /* what the schedule made of it will own (default: the generator replayed) */
 } Strategy;
 
 /* The strategy of that kind with default options. */
@@ -100,8 +99,8 @@ typedef struct Schedule {
     int n_layers;
     int n_segments;
     Segment *segments;      /* owned, in chain order, covering every layer once */
-    bool preserve_rng;      /* regions replay the generator (default on); Revolve always does */
-    bool determinism_check; /* regions check each replay against their first forward */
+    RegionReplay replay;    /* how every region replays, read there (default: the generator
+                               replayed, no check); Revolve always replays the generator */
     Prediction predicted;
 } Schedule;
 

@@ -96,7 +96,8 @@ static RematStatus set_answers(void *opts, const char *v)
 static const Flag FLAGS[] = {
     {.name = "--lang", .type = FLAG_NAME, .offset = AT(lang), .names = &QUIZ_LANG_NAMES, .value = "en|ar",
      .help = "English (default) or Arabic (UTF-8; a terminal with bidi\nsupport shows it right to left)"},
-    {.name = "--preview", .type = FLAG_SWITCH, .offset = AT(preview), .help = "every question with its options, no answers"},
+    {.name = "--preview", .type = FLAG_SWITCH, .offset = AT(preview),
+     .help = "every question with its options, no answers"},
     {.name = "--answers", .type = FLAG_CUSTOM, .set = set_answers, .value = "LIST",
      .help = "answer without a terminal, e.g. 1,3,2,4,1,2,4,3 or a,c,b,d:\n"
              "one number 1-4 or letter a-d per question, in the order the\n"

@@ -157,9 +157,9 @@ static void check_offload_with_every_strategy(const Trainee *t)
         none,
         strategy_defaults(STRATEGY_FULL),
         strategy_defaults(STRATEGY_SQRT),
-        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .preserve_rng = true},
-        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_DOTS_SAVEABLE, .preserve_rng = true},
-        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_NOTHING_SAVEABLE, .preserve_rng = true},
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .replay.preserve_rng = true},
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_DOTS_SAVEABLE, .replay.preserve_rng = true},
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_NOTHING_SAVEABLE, .replay.preserve_rng = true},
     };
     enum { BEHIND = OFFLOAD_WRITE_BEHIND, WINDOW = 16 << 10 };
     /* window: read ahead and write behind as many records as 16 KiB of data holds (at

@@ -240,7 +240,7 @@ static void test_step_options_parse_into_typed_fields(void **state)
     assert_int_equal(flags_parse(&set, 1, 6, argv), FLAGS_RUN);
     assert_int_equal(o.strategy.kind, STRATEGY_SELECTIVE);
     assert_ptr_equal(o.strategy.policy, &POLICY_DOTS_SAVEABLE);
-    assert_false(o.strategy.preserve_rng); /* a switch takes no value */
+    assert_false(o.strategy.replay.preserve_rng); /* a switch takes no value */
     assert_int_equal(o.given, accepted);
     o = step_options_defaults(); /* a flag of the table this program does not take */
     assert_int_equal(flags_parse(&set, 1, 8, argv), FLAGS_BAD); /* argv[6] */
@@ -446,7 +446,7 @@ static void test_counter_dropout_trains_like_none_without_rng_replay(void **stat
         const DropoutRng rng = g ? DROPOUT_RNG_COUNTER : DROPOUT_RNG_STREAM;
         TrainOptions plain = small_gpt_with_masks(STEPS, rng), o = small_gpt_with_masks(STEPS, rng);
         o.step.strategy = strategy_defaults(STRATEGY_FULL);
-        o.step.strategy.preserve_rng = false;
+        o.step.strategy.replay.preserve_rng = false;
         TrainReport reference, r;
         assert_int_equal(train_run(&plain, &reference, sink), REMAT_OK);
         assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
