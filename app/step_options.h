@@ -1,30 +1,18 @@
 /*
  * step_options.h — the command-line flags that say how a training step keeps its
- * activations, in one table, parsed once into typed options: train and every bench take
- * them from here.
- *
- *   --strategy S          none, full, sqrt, selective or budget
- *   --policy P            selective's policy
- *   --planner P           budget's planner: dp, chen or revolve
- *   --memory-budget SIZE  budget's bound on the whole step, with a unit
- *   --no-rng-replay       regions replay without restoring the generator
- *   --determinism-check   regions check each replay against their first forward
- *   --offload P           saved activations go to a spill file: all, large or boundary
- *   --offload-dir DIR     where the spill file goes
- *   --offload-no-cache    backward reads the disk, not the page cache
- *   --offload-mmap        bytes move through a mapping of the spill file
- *   --offload-direct      bytes move with O_DIRECT, around the page cache
- *   --accumulate K        K micro-batches per optimizer step, their gradients summed in order
- *   --zero S              under mpirun, the ZeRO stage: what the ranks shard (parallel/zero.h)
+ * activations (--strategy, --policy, --planner, --memory-budget, the replay's two), where
+ * offload spills them (--offload and its --offload-... flags) and how data parallelism
+ * splits the step (--accumulate, --zero): one table of rows (step_options.c), parsed by
+ * base/flags.h into typed options. train and every bench take them from here.
  *
  * One rule for all of them (base/flags.h): a flag that would change nothing is refused
- * with a message saying why, never silently ignored. A program says which of them it takes
- * (a set of StepFlag), and a flag outside that set is refused as it is parsed; a flag it takes but
- * that does not apply to the run the flags describe (--policy without selective,
+ * with a message saying why, never silently ignored. A program says which of them it
+ * takes (a set of StepFlag), and a flag outside that set is refused as it is parsed; a
+ * flag it takes but that does not apply to the run the flags describe (--policy without selective,
  * --planner without budget, --offload-dir without --offload, --offload boundary with no
  * regions...) is refused by step_options_check, from the table's own column that says
- * when each flag applies. A new strategy, policy, planner or offload policy is a new name
- * in its own room's parser and needs nothing here.
+ * when each flag applies. A new strategy, planner or offload policy is a new name in its
+ * own room's name table and needs nothing here.
  */
 #ifndef REMAT_APP_STEP_OPTIONS_H
 #define REMAT_APP_STEP_OPTIONS_H

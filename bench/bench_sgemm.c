@@ -79,7 +79,8 @@ static void usage(const FlagSet *set, FILE *out)
     fprintf(out, "  --help              this text\n");
 }
 
-/* The options of the command line: 0 to run, 1 after --help, 2 for a bad flag (said). */
+/* The options of the command line: -1 to run, else the exit status: 0 after --help (1 if
+ * it could not be written), 2 for a bad flag (said, with the usage). */
 static int parse_options(int argc, char **argv, Options *opt)
 {
     *opt = (Options){.size = 2048, .reps = 9, .stream_mib = 256};
@@ -90,7 +91,7 @@ static int parse_options(int argc, char **argv, Options *opt)
     if (parsed != FLAGS_RUN) {
         if (parsed == FLAGS_BAD) fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
         usage(&set, parsed == FLAGS_HELP ? stdout : stderr);
-        return parsed;
+        return parsed == FLAGS_BAD ? 2 : file_flush_stdout() == REMAT_OK ? 0 : 1;
     }
     if (opt->quick) { /* what --quick runs, unless said otherwise */
         if (!(given & SIZE)) opt->size = 1024;
@@ -101,7 +102,7 @@ static int parse_options(int argc, char **argv, Options *opt)
         int cores = platform_info().cores;
         for (int t = 1; t <= cores && t <= MAX_THREAD_COUNTS; t++) opt->threads[opt->n_threads++] = t;
     }
-    return 0;
+    return -1;
 }
 
 static void fill_uniform(float *x, size_t n, Pcg32 *rng)
@@ -275,8 +276,7 @@ int main(int argc, char **argv)
 {
     Options opt;
     const int parsed = parse_options(argc, argv, &opt);
-    if (parsed) return parsed == FLAGS_HELP ? (file_flush_stdout() == REMAT_OK ? 0 : 1) : 2;
-
+    if (parsed >= 0) return parsed;
     PlatformInfo info = platform_info();
     printf("remat bench_sgemm: float32 matmul throughput and memory bandwidth, the ceilings for a training step\n");
     printf("  OpenBLAS   %s\n", info.blas_config);

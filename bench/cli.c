@@ -45,7 +45,8 @@ static int bench_flags(const BenchInfo *info, BenchOptions *opt, FlagSet sets[3]
     return info->own.n ? 3 : 2;
 }
 
-void bench_usage(const BenchInfo *info, FILE *out)
+/* Prints the usage of `info`'s bench to `out`. */
+static void bench_usage(const BenchInfo *info, FILE *out)
 {
     FlagSet sets[3];
     const int n = bench_flags(info, NULL, sets);
@@ -93,7 +94,9 @@ static RematStatus check_options(const BenchInfo *info, const BenchOptions *opt)
     return step_options_check(&opt->step, bench_scope(info, opt));
 }
 
-int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions *opt)
+/* Parses the bench's flags into *opt. Returns 0 to run, 1 when --help was printed, 2 for a
+ * bad flag or value (a message and the usage went to stderr). */
+static int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions *opt)
 {
     *opt = (BenchOptions){.results_dir = "results", .step = step_options_defaults()};
     opt->step.strategy.policy = NULL;
@@ -146,7 +149,8 @@ void results_config_plan(Results *r, const TimingPlan *plan)
     results_config_num(r, "cap_seconds", plan->cap_seconds);
 }
 
-void bench_print_header(const BenchInfo *info, const BenchOptions *opt)
+/* Prints the bench's first lines: its name and question, the mode, the BLAS and threads. */
+static void bench_print_header(const BenchInfo *info, const BenchOptions *opt)
 {
     const PlatformInfo p = platform_info();
     printf("remat %s: %s\n", info->name, info->question);

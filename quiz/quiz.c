@@ -130,9 +130,9 @@ static void usage(const FlagSet *set, FILE *out)
     fprintf(out, "  --help              this text\n");
 }
 
-/* The options of the command line: 0 to run, or the exit status after --help (0) or a
- * bad flag (2, said on stderr with the usage). */
-static int parse_options(int argc, char **argv, Options *o, bool *done)
+/* The options of the command line: -1 to run, else the exit status: 0 after --help (1 if
+ * it could not be written), 2 for a bad flag (said on stderr, with the usage). */
+static int parse_options(int argc, char **argv, Options *o)
 {
     *o = (Options){.lang = LANG_EN, .results = "results", .bank = REMAT_QUIZ_BANK,
                    .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)};
@@ -140,10 +140,10 @@ static int parse_options(int argc, char **argv, Options *o, bool *done)
     const FlagSet set = {.flags = FLAGS, .n = sizeof FLAGS / sizeof FLAGS[0], .opts = o, .accepted = ~0u,
                          .given = &given};
     const int parsed = flags_parse(&set, 1, argc, argv);
-    *done = parsed != FLAGS_RUN;
+    if (parsed == FLAGS_RUN) return -1;
     if (parsed == FLAGS_BAD) fprintf(stderr, "quiz: %s\n", remat_last_error());
-    if (*done) usage(&set, parsed == FLAGS_HELP ? stdout : stderr);
-    return parsed == FLAGS_HELP ? finish(0) : parsed;
+    usage(&set, parsed == FLAGS_HELP ? stdout : stderr);
+    return parsed == FLAGS_HELP ? finish(0) : 2;
 }
 
 static void print_question(const Bank *b, int q, const int *order, QuizLang lang)
@@ -219,9 +219,8 @@ int main(int argc, char **argv)
 {
     file_size_limit_as_error(); /* ulimit -f: --html fails with "File too large" instead of dying */
     Options o;
-    bool done;
-    const int parsed = parse_options(argc, argv, &o, &done);
-    if (done) return parsed;
+    const int parsed = parse_options(argc, argv, &o);
+    if (parsed >= 0) return parsed;
     struct stat st; /* a results directory that does not exist yet is fine: nothing measured */
     if (stat(o.results, &st) == 0 && !S_ISDIR(st.st_mode)) {
         fprintf(stderr, "quiz: --results %s is %s, not a directory\n", o.results, file_kind(st.st_mode));
