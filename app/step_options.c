@@ -91,27 +91,6 @@ static const char *with_offload(const void *opts, const void *run)
     return s->offloads ? NULL : "it says how --offload spills, and --offload was not given";
 }
 
-static const char *with_offload_unmapped(const void *opts, const void *run)
-{
-    const StepOptions *o = opts;
-    if (o->given & STEP_FLAG_OFFLOAD_MMAP) return "the bytes move through a mapping (--offload-mmap); choose one";
-    return with_offload(opts, run);
-}
-
-static const char *with_offload_written_behind(const void *opts, const void *run)
-{
-    const StepOptions *o = opts;
-    if (o->given & STEP_FLAG_OFFLOAD_MMAP) return "through a mapping (--offload-mmap) pack writes before it returns";
-    return with_offload(opts, run);
-}
-
-static const char *with_offload_cached(const void *opts, const void *run)
-{
-    const StepOptions *o = opts;
-    if (o->given & STEP_FLAG_OFFLOAD_DIRECT) return "with --offload-direct the page cache never holds the records";
-    return with_offload(opts, run);
-}
-
 /* ---- the table ------------------------------------------------------------------------------ */
 
 #define AT(field) offsetof(StepOptions, field)
@@ -146,7 +125,8 @@ static const Flag FLAGS[] = {
     {.name = "--offload-dir", .type = FLAG_TEXT, .offset = AT(offload_opts.dir), .value = "DIR",
      .applies = with_offload, .help = "where the spill file goes ($TMPDIR, else /tmp)"},
     {.name = "--offload-no-cache", .type = FLAG_SWITCH, .offset = AT(offload_opts.drop_cache),
-     .applies = with_offload_cached,
+     .applies = with_offload, .excludes = STEP_FLAG_OFFLOAD_DIRECT,
+     .excluded = "with --offload-direct the page cache never holds the records",
      .help = "drop spilled records from the page cache: backward reads the\n"
              "disk. A step whose offload fails is redone without offload"},
     {.name = "--offload-mmap", .type = FLAG_CONST, .offset = AT(offload_opts.io), .lo = OFFLOAD_IO_MMAP,
@@ -154,7 +134,8 @@ static const Flag FLAGS[] = {
      .help = "move the bytes through a MAP_SHARED mapping of the spill file\n"
              "instead of pwritev/preadv (slower here: see offload/README.md)"},
     {.name = "--offload-direct", .type = FLAG_CONST, .offset = AT(offload_opts.io), .lo = OFFLOAD_IO_DIRECT,
-     .applies = with_offload_unmapped,
+     .applies = with_offload, .excludes = STEP_FLAG_OFFLOAD_MMAP,
+     .excluded = "the bytes move through a mapping (--offload-mmap); choose one",
      .help = "move the bytes with O_DIRECT, around the page cache: backward\n"
              "reads the disk (a file system without direct I/O is an error)"},
     {.name = "--offload-read-ahead", .type = FLAG_CUSTOM, .set = set_offload_read_ahead, .value = "S",
@@ -163,7 +144,8 @@ static const Flag FLAGS[] = {
              "MiB or GiB; the next record whatever its size) instead of\n"
              "two records, each counted in ACT from when its read is queued"},
     {.name = "--offload-write-behind", .type = FLAG_CUSTOM, .set = set_offload_write_behind, .value = "S",
-     .applies = with_offload_written_behind,
+     .applies = with_offload, .excludes = STEP_FLAG_OFFLOAD_MMAP,
+     .excluded = "through a mapping (--offload-mmap) pack writes before it returns",
      .help = "let up to S of records be written behind the forward instead\n"
              "of two records (16 MiB ahead and 8 MiB behind kept the GPT's\n"
              "step at its bound: offload/README.md)"},

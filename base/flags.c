@@ -88,7 +88,10 @@ RematStatus flags_check(const FlagSet *set, const void *run)
 {
     for (int k = 0; k < set->n; k++) {
         const Flag *f = &set->flags[k];
-        const char *why = *set->given & 1u << k && f->applies ? f->applies(set->opts, run) : NULL;
+        const bool given = *set->given & 1u << k;
+        const char *why = !given ? NULL
+                        : *set->given & f->excludes ? f->excluded
+                        : f->applies ? f->applies(set->opts, run) : NULL;
         if (why) return remat_fail(REMAT_EINVAL, "%s does not apply: %s", f->name, why);
     }
     return REMAT_OK;

@@ -54,6 +54,8 @@ typedef struct Flag {
     /* NULL if the flag changes something in the run `opts` and `run` (the program's
      * description of what it will run) say; else why it does not. NULL: always applies. */
     const char *(*applies)(const void *opts, const void *run);
+    unsigned excludes;    /* rows of its set that make it change nothing (bit k: row k)... */
+    const char *excluded; /* ...and why, refused before `applies` is asked */
 } Flag;
 
 /* The rows of one table a program takes, and where they go. Bit k of a mask is row k. */
@@ -73,8 +75,8 @@ enum { FLAGS_RUN = 0, FLAGS_HELP = 1, FLAGS_BAD = 2 };
  * given twice, a missing or bad value. */
 int flags_parse(const FlagSet *sets, int n_sets, int argc, char **argv);
 
-/* REMAT_OK if every flag given in `set` applies to `run` (Flag.applies); else
- * REMAT_EINVAL with "--flag does not apply: <why>". */
+/* REMAT_OK if every flag given in `set` applies to `run` (Flag.excludes, Flag.applies);
+ * else REMAT_EINVAL with "--flag does not apply: <why>". */
 RematStatus flags_check(const FlagSet *set, const void *run);
 
 /* The help lines of the set's accepted rows ("  --layers N          GPT blocks ..."), a
