@@ -14,7 +14,8 @@
 
 static const char *const POLICIES[] = {"attention_core", "dots", "nothing_saveable"};
 
-/* A policy by its name, or by the name it has in JAX (dots_saveable) or in older runs. */
+/* A policy by its name, or by the name it has in JAX (dots_saveable) or in older runs;
+ * anything else refused as every bad name is, with the names of POLICIES. */
 static RematStatus set_policy(void *opts, const char *v)
 {
     StepOptions *o = opts;
