@@ -16,8 +16,7 @@
 #define AT(field) offsetof(BenchOptions, field)
 enum { QUICK = 1u << 0, RESULTS = 1u << 1, STEPS = 1u << 2, MODEL_FLAGS = 1u << 3 | 1u << 4 };
 static const Flag BENCH_FLAGS[] = {
-    {.name = "--quick", .type = FLAG_SWITCH, .offset = AT(quick),
-     .help = "a small configuration that runs in seconds (what it runs: below)"},
+    {.name = "--quick", .type = FLAG_SWITCH, .offset = AT(quick), .help = "a small configuration that runs in seconds"},
     {.name = "--results", .type = FLAG_TEXT, .offset = AT(results_dir), .value = "DIR",
      .help = "write DIR/<bench>.json and its CSV files (default: results)"},
     {.name = "--steps", .type = FLAG_INT, .offset = AT(steps), .value = "N", .lo = 1, .hi = 1000,
@@ -53,14 +52,17 @@ static void bench_usage(const BenchInfo *info, FILE *out)
     fprintf(out, "usage: %s", info->name);
     for (int k = 0; k < n; k++) flags_synopsis(&sets[k], out);
     fprintf(out, " [--help]\n  %s\n%s\n", info->question, info->about);
+    /* --quick and --strategy say what this bench runs; the other rows say it themselves. */
+    fprintf(out, "  --quick             %s\n                      (default: %s)\n", info->quick, info->full);
+    sets[0].accepted &= ~QUICK;
+    sets[1].accepted &= ~STEP_FLAG_STRATEGY;
     for (int k = 0; k < n; k++) flags_usage(&sets[k], NULL, false, out);
-    fprintf(out, "  --help              this text\n  --quick runs %s;\n  the default runs %s.\n", info->quick,
-            info->full);
     if (info->strategies) {
-        fprintf(out, "  --strategy S measures only S, beside none (the baseline); S is one of");
+        fprintf(out, "  --strategy S        measure only S (with none, the baseline); S is one of");
         for (int k = 0; k < info->n_strategies; k++) fprintf(out, " %s", strategy_name(info->strategies[k]));
         fprintf(out, "\n");
     }
+    fprintf(out, "  --help              this text\n");
 }
 
 /* Whether the --strategy given is one of the bench's sweep. */
