@@ -145,6 +145,16 @@ RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const ch
                           "together with a training state or neither");
     StFile *f = st_load(path);
     if (!f) return remat_last_status();
+    const RematStatus status = model_load_file(model, opt, state, f, path);
+    st_close(f);
+    return status;
+}
+
+RematStatus model_load_file(Model *model, Optimizer *opt, TrainState *state, const StFile *f, const char *path)
+{
+    if (!model || !f || !path || (!opt) != (!state))
+        return remat_fail(REMAT_EINVAL, "model_load_file: need a model, a file and its path, and an optimizer "
+                          "together with a training state or neither");
 
     /* Phase 1: read and check everything into staging tensors; nothing is changed yet. */
     const int n = model->n_params;
@@ -186,18 +196,5 @@ RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const ch
     for (int i = 0; staged && i < k; i++) tensor_free(staged[i]);
     free(staged);
     free(target);
-    st_close(f);
-    return status;
-}
-
-RematStatus model_file_meta(const char *path, const char *key, char *buf, size_t size)
-{
-    StFile *f = st_load(path);
-    if (!f) return remat_last_status();
-    const char *value = st_meta(f, key);
-    RematStatus status = REMAT_OK;
-    if (value) snprintf(buf, size, "%s", value);
-    else status = remat_fail(REMAT_EINVAL, "%s has no metadata %s", path, key);
-    st_close(f);
     return status;
 }

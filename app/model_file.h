@@ -42,9 +42,9 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
  * (REMAT_ECORRUPT, naming the key) — changes nothing. */
 RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const char *path);
 
-/* The metadata value stored under `key` in the file at `path`, copied into `buf`
- * (size bytes); REMAT_EINVAL naming the key if it is absent. For reading a file's
- * configuration before building the model it belongs to. */
-RematStatus model_file_meta(const char *path, const char *key, char *buf, size_t size);
+/* As model_load, from the file `f` already open (st_load) and named `path` in messages:
+ * for a caller that read the file's configuration (st_meta) before building the model it
+ * belongs to, so that the file is opened and parsed once. `f` stays the caller's. */
+RematStatus model_load_file(Model *model, Optimizer *opt, TrainState *state, const StFile *f, const char *path);
 
 #endif /* REMAT_MODEL_FILE_H */

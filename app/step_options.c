@@ -1,211 +1,168 @@
 /*
- * step_options.c — the table of a step's checkpointing and offload flags, its parser,
- * its checks and its help (see step_options.h).
+ * step_options.c — the table of a step's checkpointing, offload and data-parallel flags
+ * and the checks between them (see step_options.h); base/flags.c parses them and prints
+ * their help.
  */
 #include "app/step_options.h"
 
-#include <string.h>
+#include <stddef.h>
 
-#include "parallel/zero.h"
 #include "base/parse.h"
+#include "parallel/zero.h"
 
-/* ---- what each flag sets ------------------------------------------------------------------ */
+/* ---- what the flags that are more than a field set ----------------------------------- */
 
-static RematStatus set_strategy(StepOptions *o, const char *v) { return strategy_parse(v, &o->strategy.kind); }
-static RematStatus set_planner(StepOptions *o, const char *v) { return planner_parse(v, &o->planner); }
-static RematStatus set_memory_budget(StepOptions *o, const char *v) { return parse_memory_size(v, &o->memory_budget); }
+static const char *const POLICIES[] = {"attention_core", "dots", "nothing_saveable"};
 
-static RematStatus set_policy(StepOptions *o, const char *v)
+/* A policy by its name, or by the name it has in JAX (dots_saveable) or in older runs;
+ * anything else refused as every bad name is, with the names of POLICIES. */
+static RematStatus set_policy(void *opts, const char *v)
 {
+    StepOptions *o = opts;
     o->strategy.policy = policy_by_name(v);
-    return o->strategy.policy ? REMAT_OK
-                              : remat_fail(REMAT_EINVAL, "unknown policy '%s' (expected attention_core, dots or "
-                                           "nothing_saveable)", v);
+    return o->strategy.policy ? REMAT_OK : name_parse(&(NameTable){POLICIES, 3}, v, &(int){0});
 }
 
-static RematStatus set_offload(StepOptions *o, const char *v)
+static RematStatus set_offload(void *opts, const char *v)
 {
+    StepOptions *o = opts;
     o->offload = true;
-    return offload_policy_parse(v, &o->offload_opts.policy);
-}
-
-static RematStatus set_accumulate(StepOptions *o, const char *v)
-{
-    return parse_int(v, 1, 65536, &o->accumulate) ? REMAT_OK
-                                                  : remat_fail(REMAT_EINVAL, "expected a whole number from 1 to "
-                                                               "65536, not '%s'", v);
-}
-
-static RematStatus set_zero(StepOptions *o, const char *v)
-{
-    return parse_int(v, 0, ZERO_MAX_STAGE, &o->zero_stage) ? REMAT_OK
-                                                           : remat_fail(REMAT_EINVAL, "expected 0, 1, 2 or 3, not '%s'", v);
-}
-
-static RematStatus set_offload_dir(StepOptions *o, const char *v)
-{
-    o->offload_opts.dir = v;
-    return REMAT_OK;
+    return name_parse(&OFFLOAD_POLICY_NAMES, v, (int *)&o->offload_opts.policy);
 }
 
 /* A window of bytes instead of a count of records: the count set so that it never limits. */
-static RematStatus set_offload_read_ahead(StepOptions *o, const char *v)
+static RematStatus set_offload_read_ahead(void *opts, const char *v)
 {
+    StepOptions *o = opts;
     o->offload_opts.prefetch = OFFLOAD_ANY_COUNT;
     return parse_memory_size(v, &o->offload_opts.prefetch_bytes);
 }
 
-static RematStatus set_offload_write_behind(StepOptions *o, const char *v)
+static RematStatus set_offload_write_behind(void *opts, const char *v)
 {
+    StepOptions *o = opts;
     o->offload_opts.write_behind = OFFLOAD_ANY_COUNT;
     return parse_memory_size(v, &o->offload_opts.write_behind_bytes);
 }
 
-/* The switches, which take no value. */
-static void set_switch(StepOptions *o, StepFlag flag)
-{
-    switch (flag) {
-    case STEP_FLAG_NO_RNG_REPLAY: o->strategy.preserve_rng = false; break;
-    case STEP_FLAG_DETERMINISM_CHECK: o->strategy.determinism_check = true; break;
-    case STEP_FLAG_OFFLOAD_NO_CACHE: o->offload_opts.drop_cache = true; break;
-    case STEP_FLAG_OFFLOAD_MMAP: o->offload_opts.io = OFFLOAD_IO_MMAP; break;
-    case STEP_FLAG_OFFLOAD_DIRECT: o->offload_opts.io = OFFLOAD_IO_DIRECT; break;
-    default: break;
-    }
-}
-
 /* ---- when each flag applies ------------------------------------------------------------- */
 
-/* Each returns NULL when its flag changes something in a run of scope `s`, else why it
- * would not: the end of "--policy does not apply: ...". */
+/* Each returns NULL when its flag changes something in a run of scope *run (a StepScope),
+ * else why it would not: the end of "--policy does not apply: ...". */
 
 static const unsigned REGION_STRATEGIES =
     1u << STRATEGY_FULL | 1u << STRATEGY_SQRT | 1u << STRATEGY_SELECTIVE | 1u << STRATEGY_BUDGET;
 
-static const char *always(const StepOptions *o, StepScope s)
+static const char *with_budget(const void *opts, const void *run)
 {
-    (void)o, (void)s;
-    return NULL;
+    (void)opts;
+    const StepScope *s = run;
+    return s->strategies & 1u << STRATEGY_BUDGET ? NULL : "it is for --strategy budget";
 }
 
-static const char *with_budget(const StepOptions *o, StepScope s)
+static const char *with_selective(const void *opts, const void *run)
 {
-    (void)o;
-    return s.strategies & 1u << STRATEGY_BUDGET ? NULL : "it is for --strategy budget";
+    (void)opts;
+    const StepScope *s = run;
+    return s->strategies & 1u << STRATEGY_SELECTIVE ? NULL : "it is the policy of --strategy selective";
 }
 
-static const char *with_selective(const StepOptions *o, StepScope s)
+static const char *with_regions(const void *opts, const void *run)
 {
-    (void)o;
-    return s.strategies & 1u << STRATEGY_SELECTIVE ? NULL : "it is the policy of --strategy selective";
-}
-
-static const char *with_regions(const StepOptions *o, StepScope s)
-{
-    (void)o;
-    return s.strategies & REGION_STRATEGIES ? NULL
+    (void)opts;
+    const StepScope *s = run;
+    return s->strategies & REGION_STRATEGIES ? NULL
                                             : "it changes how checkpoint regions replay, and --strategy none has none";
 }
 
-static const char *with_offload_policy(const StepOptions *o, StepScope s)
+static const char *with_offload_policy(const void *opts, const void *run)
 {
-    return o->offload_opts.policy != OFFLOAD_BOUNDARY || s.strategies & REGION_STRATEGIES
+    const StepOptions *o = opts;
+    const StepScope *s = run;
+    return o->offload_opts.policy != OFFLOAD_BOUNDARY || s->strategies & REGION_STRATEGIES
                ? NULL
                : "boundary spills the inputs checkpoint regions keep, and --strategy none has no regions "
                  "(all or large spill every saved activation)";
 }
 
-static const char *with_offload(const StepOptions *o, StepScope s)
+static const char *with_offload(const void *opts, const void *run)
 {
-    (void)o;
-    return s.offloads ? NULL : "it says how --offload spills, and --offload was not given";
-}
-
-static const char *with_offload_unmapped(const StepOptions *o, StepScope s)
-{
-    if (o->given & STEP_FLAG_OFFLOAD_MMAP) return "the bytes move through a mapping (--offload-mmap); choose one";
-    return with_offload(o, s);
-}
-
-static const char *with_offload_written_behind(const StepOptions *o, StepScope s)
-{
-    if (o->given & STEP_FLAG_OFFLOAD_MMAP) return "through a mapping (--offload-mmap) pack writes before it returns";
-    return with_offload(o, s);
-}
-
-static const char *with_offload_cached(const StepOptions *o, StepScope s)
-{
-    if (o->given & STEP_FLAG_OFFLOAD_DIRECT) return "with --offload-direct the page cache never holds the records";
-    return with_offload(o, s);
+    (void)opts;
+    const StepScope *s = run;
+    return s->offloads ? NULL : "it says how --offload spills, and --offload was not given";
 }
 
 /* ---- the table ------------------------------------------------------------------------------ */
 
-typedef struct FlagSpec {
-    const char *name;
-    StepFlag flag;
-    const char *value; /* what its value is called in the usage; NULL: a switch */
-    const char *help;  /* its help, each continuation line starting with a newline */
-    RematStatus (*set)(StepOptions *o, const char *value); /* a flag with a value; NULL: a switch */
-    const char *(*applies)(const StepOptions *o, StepScope s); /* NULL if it changes the run, else why not */
-} FlagSpec;
-
-static const FlagSpec FLAGS[] = {
-    {"--strategy", STEP_FLAG_STRATEGY, "S",
-     "none, full (every layer a region), sqrt (segments of about\n"
-     "sqrt(N) layers), selective (every layer, with a policy) or\n"
-     "budget (the cheapest schedule that fits --memory-budget) (none)", set_strategy, always},
-    {"--memory-budget", STEP_FLAG_MEMORY_BUDGET, "S",
-     "budget: bytes a training step may hold in all (params, grads,\n"
-     "optimizer, activations), with a unit: B, KiB, MiB or GiB", set_memory_budget, with_budget},
-    {"--planner", STEP_FLAG_PLANNER, "P",
-     "budget: dp (the exact optimum over single-level schedules,\n"
-     "default), chen (Chen et al. 2016's search) or revolve\n"
-     "(binomial schedules for chains of identical layers, which\n"
-     "recompute layers more than once and fit tighter budgets);\n"
-     "the schedule is printed before training", set_planner, with_budget},
-    {"--policy", STEP_FLAG_POLICY, "P", "selective's policy: attention_core (default), dots or\nnothing_saveable", set_policy, with_selective},
-    {"--no-rng-replay", STEP_FLAG_NO_RNG_REPLAY, NULL,
-     "replay regions without restoring the generator: dropout\n"
-     "draws new masks and gradients come out wrong (quiz question 7)", NULL, with_regions},
-    {"--determinism-check", STEP_FLAG_DETERMINISM_CHECK, NULL, "check that every replay reproduced its first forward",
-     NULL, with_regions},
-    {"--offload", STEP_FLAG_OFFLOAD, "P",
-     "all (every saved activation of 64 KiB or more), large (1 MiB\n"
-     "or more) or boundary (the inputs checkpoint regions keep)", set_offload, with_offload_policy},
-    {"--offload-dir", STEP_FLAG_OFFLOAD_DIR, "DIR", "where the spill file goes ($TMPDIR, else /tmp)", set_offload_dir, with_offload},
-    {"--offload-no-cache", STEP_FLAG_OFFLOAD_NO_CACHE, NULL,
-     "drop spilled records from the page cache: backward reads the\n"
-     "disk. A step whose offload fails is redone without offload", NULL, with_offload_cached},
-    {"--offload-mmap", STEP_FLAG_OFFLOAD_MMAP, NULL,
-     "move the bytes through a MAP_SHARED mapping of the spill file\n"
-     "instead of pwritev/preadv (slower here: see offload/README.md)", NULL, with_offload},
-    {"--offload-direct", STEP_FLAG_OFFLOAD_DIRECT, NULL,
-     "move the bytes with O_DIRECT, around the page cache: backward\n"
-     "reads the disk (a file system without direct I/O is an error)", NULL, with_offload_unmapped},
-    {"--offload-read-ahead", STEP_FLAG_OFFLOAD_READ_AHEAD, "S",
-     "in backward, read ahead up to S of records (a unit: B, KiB,\n"
-     "MiB or GiB; the next record whatever its size) instead of\n"
-     "two records, each counted in ACT from when its read is queued", set_offload_read_ahead, with_offload},
-    {"--offload-write-behind", STEP_FLAG_OFFLOAD_WRITE_BEHIND, "S",
-     "let up to S of records be written behind the forward instead\n"
-     "of two records (16 MiB ahead and 8 MiB behind kept the GPT's\n"
-     "step at its bound: offload/README.md)", set_offload_write_behind, with_offload_written_behind},
-    {"--accumulate", STEP_FLAG_ACCUMULATE, "K",
-     "K micro-batches of --batch each per optimizer step, their\n"
-     "gradients summed in micro-batch order: bit-identical to\n"
-     "mpirun -np K with one micro-batch per rank (1)", set_accumulate, always},
-    {"--zero", STEP_FLAG_ZERO, "S",
-     "under mpirun, what the ranks shard: 0 nothing, 1 the optimizer\n"
-     "state, 2 also the gradients, 3 also the parameters, gathered\n"
-     "per layer when used (0); one process shards nothing", set_zero, always},
+#define AT(field) offsetof(StepOptions, field)
+/* In the order of StepFlag: row k is bit k. */
+static const Flag FLAGS[] = {
+    {.name = "--strategy", .type = FLAG_NAME, .offset = AT(strategy.kind), .names = &STRATEGY_NAMES, .value = "S",
+     .heading = "checkpointing",
+     .help = "none, full (every layer a region), sqrt (segments of about\n"
+             "sqrt(N) layers), selective (every layer, with a policy) or\n"
+             "budget (the cheapest schedule that fits --memory-budget) (none)"},
+    {.name = "--memory-budget", .type = FLAG_SIZE, .offset = AT(memory_budget), .value = "S", .applies = with_budget,
+     .help = "budget: bytes a training step may hold in all (params, grads,\n"
+             "optimizer, activations), with a unit: B, KiB, MiB or GiB"},
+    {.name = "--planner", .type = FLAG_NAME, .offset = AT(planner), .names = &PLANNER_NAMES, .value = "P",
+     .applies = with_budget,
+     .help = "budget: dp (the exact optimum over single-level schedules,\n"
+             "default), chen (Chen et al. 2016's search) or revolve\n"
+             "(binomial schedules for chains of identical layers, which\n"
+             "recompute layers more than once and fit tighter budgets);\n"
+             "the schedule is printed before training"},
+    {.name = "--policy", .type = FLAG_CUSTOM, .set = set_policy, .value = "P", .applies = with_selective,
+     .help = "selective's policy: attention_core (default), dots or\nnothing_saveable"},
+    {.name = "--no-rng-replay", .type = FLAG_SWITCH_OFF, .offset = AT(strategy.replay.preserve_rng), .applies = with_regions,
+     .help = "replay regions without restoring the generator: dropout\n"
+             "draws new masks and gradients come out wrong (quiz question 7)"},
+    {.name = "--determinism-check", .type = FLAG_SWITCH, .offset = AT(strategy.replay.determinism_check),
+     .applies = with_regions, .help = "check that every replay reproduced its first forward"},
+    {.name = "--offload", .type = FLAG_CUSTOM, .set = set_offload, .value = "P", .applies = with_offload_policy,
+     .heading = "offload (saved activations written to a spill file on disk, read back in backward)",
+     .help = "all (every saved activation of 64 KiB or more), large (1 MiB\n"
+             "or more) or boundary (the inputs checkpoint regions keep)"},
+    {.name = "--offload-dir", .type = FLAG_TEXT, .offset = AT(offload_opts.dir), .value = "DIR",
+     .applies = with_offload, .help = "where the spill file goes ($TMPDIR, else /tmp)"},
+    {.name = "--offload-no-cache", .type = FLAG_SWITCH, .offset = AT(offload_opts.drop_cache),
+     .applies = with_offload, .excludes = STEP_FLAG_OFFLOAD_DIRECT,
+     .excluded = "with --offload-direct the page cache never holds the records",
+     .help = "drop spilled records from the page cache: backward reads the\n"
+             "disk. A step whose offload fails is redone without offload"},
+    {.name = "--offload-mmap", .type = FLAG_CONST, .offset = AT(offload_opts.io), .lo = OFFLOAD_IO_MMAP,
+     .applies = with_offload,
+     .help = "move the bytes through a MAP_SHARED mapping of the spill file\n"
+             "instead of pwritev/preadv (slower here: see offload/README.md)"},
+    {.name = "--offload-direct", .type = FLAG_CONST, .offset = AT(offload_opts.io), .lo = OFFLOAD_IO_DIRECT,
+     .applies = with_offload, .excludes = STEP_FLAG_OFFLOAD_MMAP,
+     .excluded = "the bytes move through a mapping (--offload-mmap); choose one",
+     .help = "move the bytes with O_DIRECT, around the page cache: backward\n"
+             "reads the disk (a file system without direct I/O is an error)"},
+    {.name = "--offload-read-ahead", .type = FLAG_CUSTOM, .set = set_offload_read_ahead, .value = "S",
+     .applies = with_offload,
+     .help = "in backward, read ahead up to S of records (a unit: B, KiB,\n"
+             "MiB or GiB; the next record whatever its size) instead of\n"
+             "two records, each counted in ACT from when its read is queued"},
+    {.name = "--offload-write-behind", .type = FLAG_CUSTOM, .set = set_offload_write_behind, .value = "S",
+     .applies = with_offload, .excludes = STEP_FLAG_OFFLOAD_MMAP,
+     .excluded = "through a mapping (--offload-mmap) pack writes before it returns",
+     .help = "let up to S of records be written behind the forward instead\n"
+             "of two records (16 MiB ahead and 8 MiB behind kept the GPT's\n"
+             "step at its bound: offload/README.md)"},
+    {.name = "--accumulate", .type = FLAG_INT, .offset = AT(accumulate), .value = "K", .lo = 1, .hi = 65536,
+     .heading = "data parallelism (mpirun -np K build/app/train ...: one micro-batch per rank)",
+     .help = "K micro-batches of --batch each per optimizer step, their\n"
+             "gradients summed in micro-batch order: bit-identical to\n"
+             "mpirun -np K with one micro-batch per rank (1)"},
+    {.name = "--zero", .type = FLAG_INT, .offset = AT(zero_stage), .value = "S", .lo = 0, .hi = ZERO_MAX_STAGE,
+     .help = "under mpirun, what the ranks shard: 0 nothing, 1 the optimizer\n"
+             "state, 2 also the gradients, 3 also the parameters, gathered\n"
+             "per layer when used (0); one process shards nothing"},
 };
-enum { N_FLAGS = sizeof FLAGS / sizeof FLAGS[0] };
-
-static const unsigned OFFLOAD_FLAGS =
-    STEP_FLAG_OFFLOAD | STEP_FLAG_OFFLOAD_DIR | STEP_FLAG_OFFLOAD_NO_CACHE | STEP_FLAG_OFFLOAD_MMAP |
-    STEP_FLAG_OFFLOAD_DIRECT | STEP_FLAG_OFFLOAD_READ_AHEAD | STEP_FLAG_OFFLOAD_WRITE_BEHIND;
-static const unsigned DATA_PARALLEL_FLAGS = STEP_FLAG_ACCUMULATE | STEP_FLAG_ZERO;
+#undef AT
+enum { STEP_FLAGS_N = sizeof FLAGS / sizeof FLAGS[0] };
+_Static_assert(STEP_FLAGS_N == 15 && STEP_FLAGS_ALL == (1u << 15) - 1, "a StepFlag per row");
 
 /* ---- parsing --------------------------------------------------------------------------------- */
 
@@ -215,45 +172,9 @@ StepOptions step_options_defaults(void)
                          .offload_opts = offload_defaults(OFFLOAD_ALL), .accumulate = 1};
 }
 
-unsigned step_options_flag(const char *name)
+FlagSet step_options_flags(StepOptions *o, unsigned accepted)
 {
-    for (int k = 0; k < N_FLAGS; k++)
-        if (!strcmp(name, FLAGS[k].name)) return FLAGS[k].flag;
-    return 0;
-}
-
-int step_options_parse(int argc, char **argv, int *i, unsigned accepted, StepOptions *o)
-{
-    const FlagSpec *spec = NULL;
-    for (int k = 0; k < N_FLAGS && !spec; k++)
-        if (!strcmp(argv[*i], FLAGS[k].name)) spec = &FLAGS[k];
-    if (!spec) return 0;
-    if (!(accepted & spec->flag)) {
-        remat_fail(REMAT_EINVAL, "%s does not apply here", spec->name);
-        return -1;
-    }
-    if (o->given & spec->flag) { /* the first value would be silently dropped */
-        remat_fail(REMAT_EINVAL, "%s is given twice", spec->name);
-        return -1;
-    }
-    const char *value = NULL;
-    if (spec->value) {
-        value = *i + 1 < argc ? argv[*i + 1] : NULL;
-        if (!value || !value[0]) {
-            remat_fail(REMAT_EINVAL, "%s needs a value (%s)", spec->name, spec->value);
-            return -1;
-        }
-    }
-    if (!spec->set) set_switch(o, spec->flag);
-    else if (spec->set(o, value) != REMAT_OK) {
-        char why[256];
-        snprintf(why, sizeof why, "%s", remat_last_error()); /* remat_fail writes where it reads */
-        remat_fail(REMAT_EINVAL, "%s: %s", spec->name, why);
-        return -1;
-    }
-    if (value) ++*i;
-    o->given |= spec->flag;
-    return 1;
+    return (FlagSet){.flags = FLAGS, .n = STEP_FLAGS_N, .opts = o, .accepted = accepted, .given = o ? &o->given : NULL};
 }
 
 StepScope step_options_scope(const StepOptions *o)
@@ -263,14 +184,13 @@ StepScope step_options_scope(const StepOptions *o)
 
 RematStatus step_options_check(const StepOptions *o, StepScope scope)
 {
-    for (int k = 0; k < N_FLAGS; k++) {
-        const char *why = o->given & FLAGS[k].flag ? FLAGS[k].applies(o, scope) : NULL;
-        if (why) return remat_fail(REMAT_EINVAL, "%s does not apply: %s", FLAGS[k].name, why);
-    }
+    const FlagSet set = step_options_flags((StepOptions *)o, STEP_FLAGS_ALL);
+    if (flags_check(&set, &scope) != REMAT_OK) return REMAT_EINVAL;
     const bool budget = o->strategy.kind == STRATEGY_BUDGET;
     if (budget && !o->memory_budget)
         return remat_fail(REMAT_EINVAL, "--strategy budget needs --memory-budget (e.g. 300MiB)");
-    if (budget && o->planner == PLANNER_REVOLVE && (!o->strategy.preserve_rng || o->strategy.determinism_check))
+    const RegionReplay *replay = &o->strategy.replay;
+    if (budget && o->planner == PLANNER_REVOLVE && (!replay->preserve_rng || replay->determinism_check))
         return remat_fail(REMAT_EINVAL, "--planner revolve always replays the generator and has no determinism "
                           "check; --no-rng-replay and --determinism-check are for regions (dp, chen or the other "
                           "strategies)");
@@ -278,48 +198,4 @@ RematStatus step_options_check(const StepOptions *o, StepScope scope)
         return remat_fail(REMAT_EINVAL, "--strategy budget plans for activations in RAM; it does not combine with "
                           "--offload");
     return REMAT_OK;
-}
-
-/* ---- help -------------------------------------------------------------------------------------- */
-
-/* One flag's help: the flag and its value in a column of 20, its lines beside it. */
-static void usage_line(const FlagSpec *spec, FILE *out)
-{
-    char head[32];
-    snprintf(head, sizeof head, "%s%s%s", spec->name, spec->value ? " " : "", spec->value ? spec->value : "");
-    if (strlen(head) > 19) fprintf(out, "  %s\n%22s", head, ""); /* too long for its column: a line of its own */
-    else fprintf(out, "  %-19s ", head);
-    for (const char *c = spec->help; *c; c++) {
-        fputc(*c, out);
-        if (*c == '\n') fprintf(out, "%22s", "");
-    }
-    fputc('\n', out);
-}
-
-/* The help lines of the flags of `group` in `accepted`, under `heading` when asked. */
-static void usage_group(unsigned accepted, unsigned group, const char *heading, FILE *out)
-{
-    if (heading && (accepted & group)) fprintf(out, "%s\n", heading);
-    for (int k = 0; k < N_FLAGS; k++)
-        if ((accepted & FLAGS[k].flag) && (FLAGS[k].flag & group)) usage_line(&FLAGS[k], out);
-}
-
-void step_options_usage(unsigned accepted, bool headings, FILE *out)
-{
-    usage_group(accepted, STEP_FLAGS_ALL & ~OFFLOAD_FLAGS & ~DATA_PARALLEL_FLAGS, headings ? "checkpointing" : NULL,
-                out);
-    usage_group(accepted, OFFLOAD_FLAGS,
-                headings ? "offload (saved activations written to a spill file on disk, read back in backward)" : NULL,
-                out);
-    usage_group(accepted, DATA_PARALLEL_FLAGS,
-                headings ? "data parallelism (mpirun -np K build/app/train ...: one micro-batch per rank)" : NULL,
-                out);
-}
-
-void step_options_synopsis(unsigned accepted, FILE *out)
-{
-    for (int k = 0; k < N_FLAGS; k++) {
-        if (!(accepted & FLAGS[k].flag)) continue;
-        fprintf(out, " [%s%s%s]", FLAGS[k].name, FLAGS[k].value ? " " : "", FLAGS[k].value ? FLAGS[k].value : "");
-    }
 }

@@ -1,55 +1,45 @@
 /*
  * step_options.h — the command-line flags that say how a training step keeps its
- * activations, in one table, parsed once into typed options: train and every bench take
- * them from here.
+ * activations (--strategy, --policy, --planner, --memory-budget, the replay's two), where
+ * offload spills them (--offload and its --offload-... flags) and how data parallelism
+ * splits the step (--accumulate, --zero): one table of rows (step_options.c), parsed by
+ * base/flags.h into typed options. train and every bench take them from here.
  *
- *   --strategy S          none, full, sqrt, selective or budget
- *   --policy P            selective's policy
- *   --planner P           budget's planner: dp, chen or revolve
- *   --memory-budget SIZE  budget's bound on the whole step, with a unit
- *   --no-rng-replay       regions replay without restoring the generator
- *   --determinism-check   regions check each replay against their first forward
- *   --offload P           saved activations go to a spill file: all, large or boundary
- *   --offload-dir DIR     where the spill file goes
- *   --offload-no-cache    backward reads the disk, not the page cache
- *   --offload-mmap        bytes move through a mapping of the spill file
- *   --offload-direct      bytes move with O_DIRECT, around the page cache
- *   --accumulate K        K micro-batches per optimizer step, their gradients summed in order
- *   --zero S              under mpirun, the ZeRO stage: what the ranks shard (parallel/zero.h)
- *
- * One rule for all of them: a flag that would change nothing is refused with a message
- * saying why, never silently ignored. A program says which of them it takes (a set of
- * StepFlag), and a flag outside that set is refused as it is parsed; a flag it takes but
- * that does not apply to the run the flags describe (--policy without selective,
+ * One rule for all of them (base/flags.h): a flag that would change nothing is refused
+ * with a message saying why, never silently ignored. A program says which of them it
+ * takes (a set of StepFlag), and a flag outside that set is refused as it is parsed; a
+ * flag it takes but that does not apply to the run the flags describe (--policy without selective,
  * --planner without budget, --offload-dir without --offload, --offload boundary with no
  * regions...) is refused by step_options_check, from the table's own column that says
- * when each flag applies. A new strategy, policy, planner or offload policy is a new name
- * in its own room's parser and needs nothing here.
+ * when each flag applies. A new strategy, planner or offload policy is a new name in its
+ * own room's name table and needs nothing here.
  */
 #ifndef REMAT_APP_STEP_OPTIONS_H
 #define REMAT_APP_STEP_OPTIONS_H
 
 #include <stdio.h>
 
+#include "base/flags.h"
 #include "checkpoint/planner.h"
 #include "offload/offload.h"
 
+/* A set of the table's flags: bit k is row k of the table (step_options.c), in this order. */
 typedef enum StepFlag {
     STEP_FLAG_STRATEGY = 1u << 0,
-    STEP_FLAG_POLICY = 1u << 1,
+    STEP_FLAG_MEMORY_BUDGET = 1u << 1,
     STEP_FLAG_PLANNER = 1u << 2,
-    STEP_FLAG_MEMORY_BUDGET = 1u << 3,
+    STEP_FLAG_POLICY = 1u << 3,
     STEP_FLAG_NO_RNG_REPLAY = 1u << 4,
     STEP_FLAG_DETERMINISM_CHECK = 1u << 5,
     STEP_FLAG_OFFLOAD = 1u << 6,
     STEP_FLAG_OFFLOAD_DIR = 1u << 7,
     STEP_FLAG_OFFLOAD_NO_CACHE = 1u << 8,
     STEP_FLAG_OFFLOAD_MMAP = 1u << 9,
-    STEP_FLAG_ACCUMULATE = 1u << 10,
-    STEP_FLAG_ZERO = 1u << 11,
-    STEP_FLAG_OFFLOAD_DIRECT = 1u << 12,
-    STEP_FLAG_OFFLOAD_READ_AHEAD = 1u << 13,
-    STEP_FLAG_OFFLOAD_WRITE_BEHIND = 1u << 14,
+    STEP_FLAG_OFFLOAD_DIRECT = 1u << 10,
+    STEP_FLAG_OFFLOAD_READ_AHEAD = 1u << 11,
+    STEP_FLAG_OFFLOAD_WRITE_BEHIND = 1u << 12,
+    STEP_FLAG_ACCUMULATE = 1u << 13,
+    STEP_FLAG_ZERO = 1u << 14,
     STEP_FLAGS_ALL = (1u << 15) - 1,
 } StepFlag;
 
@@ -69,14 +59,8 @@ typedef struct StepOptions {
  * ZeRO stage 0. */
 StepOptions step_options_defaults(void);
 
-/* The StepFlag of the table's flag called `name` ("--policy"), or 0 if it is none. */
-unsigned step_options_flag(const char *name);
-
-/* If argv[*i] is a flag of the table, parses it (and its value, argv[*i + 1], advancing
- * *i past it) into *o and returns 1; returns 0, changing nothing, if it is not one. On a
- * flag outside `accepted` (a set of StepFlag), one already given, a missing or bad value,
- * returns -1 with REMAT_EINVAL and a message that names the flag and says why. */
-int step_options_parse(int argc, char **argv, int *i, unsigned accepted, StepOptions *o);
+/* The table's rows in `accepted` (a set of StepFlag), parsed into *o (base/flags.h). */
+FlagSet step_options_flags(StepOptions *o, unsigned accepted);
 
 /* What a run does whatever its flags say, which decides whether a flag applies to it: the
  * strategies it may use (a set of 1u << StrategyKind) and whether it offloads. */
@@ -97,13 +81,5 @@ StepScope step_options_scope(const StepOptions *o);
  * --strategy budget without --memory-budget, --planner revolve with --no-rng-replay or
  * --determinism-check, budget with --offload. */
 RematStatus step_options_check(const StepOptions *o, StepScope scope);
-
-/* The help lines of the flags in `accepted` ("  --strategy S        none, full, ..."),
- * the checkpointing flags first, then offload's, then data parallelism's; with
- * `headings`, each group under its heading. */
-void step_options_usage(unsigned accepted, bool headings, FILE *out);
-
-/* The usage line's part for the flags in `accepted`: " [--strategy S] [--policy P] ...". */
-void step_options_synopsis(unsigned accepted, FILE *out);
 
 #endif /* REMAT_APP_STEP_OPTIONS_H */

@@ -50,6 +50,7 @@ typedef struct Run {
     ChainCost *cost;     /* budget: the chain's measured cost model */
     Optimizer *optim;
     TrainState state;
+    StFile *resumed; /* --resume's file, opened and parsed once (open_resumed) */
     TextData *text; /* GPT */
     MlpTask *task;  /* MLP */
     Offload *offload; /* --offload: the forward's saves go to a spill file; NULL when off */
@@ -158,7 +159,8 @@ static RematStatus dump_step(const Run *run, Var *input, Var *targets, Var *loss
         snprintf(names[i], sizeof names[i], "grad.%s", m->params[i].var->name);
         entries[k++] = (StEntry){names[i], m->params[i].var->grad};
     }
-    const StMeta meta[] = {{"remat.model", run->opt->model}, {"remat.contents", "first step before the update"}};
+    const StMeta meta[] = {{"remat.model", name_of(&MODEL_KIND_NAMES, run->opt->model)},
+                           {"remat.contents", "first step before the update"}};
     RematStatus status = st_save(path, entries, k, meta, 2);
     free(entries);
     free(names);
@@ -281,8 +283,8 @@ static int config_meta(const TrainOptions *o, char values[][24], StMeta *meta)
 {
     const char *keys[] = {"remat.layers", "remat.d_model", "remat.heads", "remat.seq"};
     const int nums[] = {o->layers, o->d_model, o->heads, o->seq};
-    const int n = !strcmp(o->model, "gpt") ? 4 : 2;
-    meta[0] = (StMeta){"remat.model", o->model};
+    const int n = o->model == MODEL_GPT ? 4 : 2;
+    meta[0] = (StMeta){"remat.model", name_of(&MODEL_KIND_NAMES, o->model)};
     for (int i = 0; i < n; i++) {
         snprintf(values[i], 24, "%d", nums[i]);
         meta[i + 1] = (StMeta){keys[i], values[i]};
@@ -290,14 +292,16 @@ static int config_meta(const TrainOptions *o, char values[][24], StMeta *meta)
     return n + 1;
 }
 
-static RematStatus check_resume_config(const TrainOptions *o)
+/* The resumed file `f`'s model flags against the run's. */
+static RematStatus check_resume_config(const TrainOptions *o, const StFile *f)
 {
-    char values[4][24], found[64];
+    char values[4][24];
     StMeta meta[5];
     const char *flags[] = {"--model", "--layers", "--d-model", "--heads", "--seq"};
     int n = config_meta(o, values, meta);
     for (int i = 0; i < n; i++) {
-        if (model_file_meta(o->resume, meta[i].key, found, sizeof found) != REMAT_OK) return remat_last_status();
+        const char *found = st_meta(f, meta[i].key);
+        if (!found) return remat_fail(REMAT_EINVAL, "%s has no metadata %s", o->resume, meta[i].key);
         if (strcmp(found, meta[i].value))
             return remat_fail(REMAT_EINVAL, "%s was trained with %s %s, not %s: pass the same model "
                               "flags to resume it", o->resume, flags[i], found, meta[i].value);
@@ -332,8 +336,7 @@ static RematStatus plan_budget(Run *run)
     if (profile_chain(run, NULL) != REMAT_OK) return remat_last_status();
     run->schedule = planner_plan(o->planner, run->cost, o->memory_budget);
     if (!run->schedule) return remat_last_status();
-    run->schedule->preserve_rng = o->strategy.preserve_rng;
-    run->schedule->determinism_check = o->strategy.determinism_check;
+    run->schedule->replay = o->strategy.replay; /* the planner's schedule replays as the flags say */
     return REMAT_OK;
 }
 
@@ -357,7 +360,7 @@ static RematStatus predict_schedule(Run *run)
 static RematStatus build_model(Run *run)
 {
     const TrainOptions *o = run->opt;
-    run->gpt = !strcmp(o->model, "gpt");
+    run->gpt = o->model == MODEL_GPT;
     if (run->gpt) {
         run->text = text_data_load(o->data, 0.1);
         if (!run->text) return remat_last_status();
@@ -379,8 +382,7 @@ static RematStatus build_model(Run *run)
 static Optimizer *create_optimizer(const Run *run, bool whole)
 {
     const TrainOptions *o = run->opt;
-    OptimConfig oc = !strcmp(o->optimizer, "sgd") ? optim_sgd_defaults(o->lr, o->momentum)
-                                                  : optim_adamw_defaults(o->lr);
+    OptimConfig oc = o->optimizer == OPTIM_SGD ? optim_sgd_defaults(o->lr, o->momentum) : optim_adamw_defaults(o->lr);
     oc.weight_decay = o->weight_decay;
     if (run->zero && !whole) return zero_optimizer_create(run->zero, &oc);
     return optim_create(&oc, run->model->params, run->model->n_params);
@@ -413,11 +415,11 @@ static RematStatus build_data_parallel(Run *run)
 static RematStatus resume(Run *run)
 {
     const TrainOptions *o = run->opt;
-    if (check_resume_config(o) != REMAT_OK) return remat_last_status();
-    if (!run->zero || zero_stage(run->zero) == 0) return model_load(run->model, run->optim, &run->state, o->resume);
+    if (!run->zero || zero_stage(run->zero) == 0)
+        return model_load_file(run->model, run->optim, &run->state, run->resumed, o->resume);
     Optimizer *full = create_optimizer(run, true);
     RematStatus status = full ? gather_params(run) : remat_last_status(); /* storage to load into */
-    if (status == REMAT_OK) status = model_load(run->model, full, &run->state, o->resume);
+    if (status == REMAT_OK) status = model_load_file(run->model, full, &run->state, run->resumed, o->resume);
     if (status == REMAT_OK) status = zero_scatter_optimizer(run->zero, run->optim, full);
     scatter_params(run); /* this rank keeps its part of what was loaded */
     optim_free(full);
@@ -456,6 +458,7 @@ static void destroy(Run *run)
     mlp_task_free(run->task);
     if (run->offload) offload_free(run->offload); /* a run without them calls nothing of offload/ or parallel/ */
     if (run->zero) zero_free(run->zero);
+    st_close(run->resumed);
 }
 
 /* ---- before anything is built ------------------------------------------------------------ */
@@ -468,7 +471,8 @@ static void destroy(Run *run)
  * REMAT_EOOM or REMAT_ENOMEM saying what each needs. */
 static RematStatus check_memory(const TrainOptions *o)
 {
-    const bool gpt = !strcmp(o->model, "gpt"), sgd = !strcmp(o->optimizer, "sgd");
+    const bool gpt = o->model == MODEL_GPT, sgd = o->optimizer == OPTIM_SGD;
+    const char *optimizer = name_of(&OPTIM_KIND_NAMES, o->optimizer);
     const double params = gpt ? gpt_param_count(&(GptConfig){.n_layers = o->layers, .d_model = o->d_model,
                                                              .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE})
                               : mlp_param_count(&(MlpConfig){.n_layers = o->layers, .width = o->d_model});
@@ -488,24 +492,24 @@ static RematStatus check_memory(const TrainOptions *o)
     if (budget && fixed > (double)budget)
         return remat_fail(REMAT_EOOM, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) "
                           "need %s%s before any activation, more than --memory-budget %s: no schedule fits; give a "
-                          "larger budget or a smaller model", pb, pb, o->optimizer, (double)states, pb, fb, where,
+                          "larger budget or a smaller model", pb, pb, optimizer, (double)states, pb, fb, where,
                           mem_format_bytes(lim, sizeof lim, budget));
     const double teacher = gpt ? 0.0 : mlp_task_bytes(o->d_model);
     const size_t available = platform_available_memory();
     if (available && fixed + teacher > (double)available)
         return remat_fail(REMAT_ENOMEM, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) "
                           "need %s%s before any activation, more than the %s this machine has available: give a "
-                          "smaller model", pb, pb, o->optimizer, (double)states, pb, fb, where,
+                          "smaller model", pb, pb, optimizer, (double)states, pb, fb, where,
                           mem_format_bytes(lim, sizeof lim, available));
     return REMAT_OK;
 }
 
 /* A resumed file's step against --steps: it must leave something to train. */
-static RematStatus check_resume_step(const TrainOptions *o)
+static RematStatus check_resume_step(const TrainOptions *o, const StFile *f)
 {
-    char text[32];
+    const char *text = st_meta(f, "remat.step");
     int step;
-    if (model_file_meta(o->resume, "remat.step", text, sizeof text) != REMAT_OK) return remat_last_status();
+    if (!text) return remat_fail(REMAT_EINVAL, "%s has no metadata remat.step", o->resume);
     if (!parse_int(text, 0, 100000000, &step))
         return remat_fail(REMAT_ECORRUPT, "%s: metadata remat.step is '%s', not a step count", o->resume, text);
     if (step >= o->steps)
@@ -517,12 +521,11 @@ static RematStatus check_resume_step(const TrainOptions *o)
 
 /* Every file the run will write, checked before hours of training rather than after (a
  * missing directory, a path that is a device or a directory; two outputs on one file, or
- * an output over a file the run reads: only --save may replace the file it resumed), and
- * the resumed file's model flags and step. */
+ * an output over a file the run reads: only --save may replace the file it resumed). */
 static RematStatus check_files(const TrainOptions *o)
 {
     const char *flags[] = {"--save", "--dump-step", "--dump-graph", "--resume", "--data"};
-    const char *paths[] = {o->save, o->dump_step, o->dump_graph, o->resume, !strcmp(o->model, "gpt") ? o->data : NULL};
+    const char *paths[] = {o->save, o->dump_step, o->dump_graph, o->resume, o->model == MODEL_GPT ? o->data : NULL};
     enum { OUTPUTS = 3, ALL = 5 };
     for (int i = 0; i < OUTPUTS; i++) {
         for (int j = i + 1; j < ALL; j++)
@@ -534,9 +537,18 @@ static RematStatus check_files(const TrainOptions *o)
         snprintf(why, sizeof why, "%s", remat_last_error());
         return remat_fail(remat_last_status(), "%s: %s", flags[i], why);
     }
-    if (o->resume && (check_resume_config(o) != REMAT_OK || check_resume_step(o) != REMAT_OK))
-        return remat_last_status();
     return REMAT_OK;
+}
+
+/* --resume: opens and parses the file once, for every check and value taken from it, and
+ * checks its model flags and its step against the run's. */
+static RematStatus open_resumed(Run *run)
+{
+    const TrainOptions *o = run->opt;
+    if (!o->resume) return REMAT_OK;
+    if (!(run->resumed = st_load(o->resume))) return remat_last_status();
+    if (check_resume_config(o, run->resumed) != REMAT_OK) return remat_last_status();
+    return check_resume_step(o, run->resumed);
 }
 
 /* ---- train_run ------------------------------------------------------------------------ */
@@ -546,7 +558,8 @@ static RematStatus check_files(const TrainOptions *o)
 static RematStatus run_start(Run *run, FILE *out)
 {
     const TrainOptions *opt = run->opt;
-    if (check_files(opt) != REMAT_OK || check_memory(opt) != REMAT_OK) return remat_last_status();
+    if (check_files(opt) != REMAT_OK || open_resumed(run) != REMAT_OK || check_memory(opt) != REMAT_OK)
+        return remat_last_status();
     if (opt->threads && platform_set_threads(opt->threads) != REMAT_OK) return remat_last_status();
     if (platform_check() != REMAT_OK) fprintf(out, "  warning: %s\n", remat_last_error());
     RematStatus status = build(run);

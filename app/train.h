@@ -18,8 +18,14 @@
 #include "base/error.h"
 #include "tensor/memory.h"
 
+/* The two reference models: the char-level GPT (models/gpt.h) and the MLP chain. */
+typedef enum ModelKind { MODEL_GPT, MODEL_MLP } ModelKind;
+
+/* "gpt", "mlp": the names of ModelKind's values. */
+extern const NameTable MODEL_KIND_NAMES;
+
 typedef struct TrainOptions {
-    const char *model;      /* "gpt" or "mlp" */
+    ModelKind model;
     int layers;             /* L (GPT blocks) or N (MLP layers) */
     int d_model;            /* the GPT's channels, or the MLP's width */
     int heads;              /* GPT only */
@@ -29,7 +35,7 @@ typedef struct TrainOptions {
     DropoutRng dropout_rng; /* GPT only: where masks come from, stream (PCG32) or counter (Philox) */
     AttentionKind attention; /* GPT only: naive or fused attention cores */
     StepOptions step;       /* what a step keeps and where: strategy, planner, budget, offload */
-    const char *optimizer;  /* "adamw" or "sgd" */
+    OptimKind optimizer;
     float lr;
     float momentum;         /* SGD only */
     float weight_decay;     /* AdamW only */
@@ -50,8 +56,8 @@ typedef struct TrainOptions {
     unsigned given;         /* train_parse_args: a bit per flag of train's own given (train_cli.c) */
 } TrainOptions;
 
-/* The defaults for `model` ("gpt" or "mlp"). */
-TrainOptions train_defaults(const char *model);
+/* The defaults for `model`. */
+TrainOptions train_defaults(ModelKind model);
 
 /* Parses argv into *opt. Returns 0 to go on, 1 when --help was printed (exit 0), 2 for a
  * bad flag or value, or a flag that would change nothing in the run the others describe

@@ -41,18 +41,18 @@ static void report_checkpointing(FILE *out, const Schedule *s)
         fprintf(out, ", policy %s", s->segments[i].policy->name);
         break;
     }
-    if (s->strategy != STRATEGY_NONE && !s->preserve_rng) fprintf(out, ", generator NOT replayed");
+    if (s->strategy != STRATEGY_NONE && !s->replay.preserve_rng) fprintf(out, ", generator NOT replayed");
 }
 
 void report_header(FILE *out, const TrainOptions *o, const Model *m, const Schedule *s, bool planned)
 {
     const PlatformInfo info = platform_info();
-    const bool gpt = !strcmp(o->model, "gpt");
+    const bool gpt = o->model == MODEL_GPT;
     char pbytes[32];
     fprintf(out, "remat train: %s, %d %s, %s %d, %s of parameters, %s, %d threads (OpenBLAS %s, %s)\n",
-            o->model, o->layers, gpt ? "blocks" : "layers", gpt ? "d_model" : "width", o->d_model,
-            mem_format_bytes(pbytes, sizeof pbytes, model_param_bytes(m)), o->optimizer, info.threads,
-            info.blas_threading, info.blas_core);
+            name_of(&MODEL_KIND_NAMES, o->model), o->layers, gpt ? "blocks" : "layers", gpt ? "d_model" : "width",
+            o->d_model, mem_format_bytes(pbytes, sizeof pbytes, model_param_bytes(m)),
+            name_of(&OPTIM_KIND_NAMES, o->optimizer), info.threads, info.blas_threading, info.blas_core);
     if (gpt && o->dropout_rng == DROPOUT_RNG_COUNTER) fprintf(out, ", counter-based dropout (masks not kept)");
     if (gpt && o->attention == ATTENTION_FUSED) fprintf(out, ", fused attention");
     report_checkpointing(out, s);
@@ -94,7 +94,7 @@ static void report_process(FILE *out, const TrainReport *r)
 
 void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
 {
-    const bool gpt = !strcmp(o->model, "gpt");
+    const bool gpt = o->model == MODEL_GPT;
     char buf[32];
     fprintf(out, "\n  peak memory by kind over the run\n");
     for (int k = 0; k < MEM_DISK; k++)
@@ -165,7 +165,7 @@ void report_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int steps)
 void report_sample(FILE *out, const TrainOptions *o, Model *m)
 {
     const int n = o->sample_chars;
-    if (strcmp(o->model, "gpt") || n <= 0) return;
+    if (o->model != MODEL_GPT || n <= 0) return;
     int32_t *text = malloc((size_t)n * sizeof *text);
     if (!text) return;
     Pcg32 rng;

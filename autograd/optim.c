@@ -11,6 +11,9 @@
 #include "tensor/flops.h"
 #include "tensor/kernels.h"
 
+static const char *const OPTIM_KINDS[] = {"sgd", "adamw"};
+const NameTable OPTIM_KIND_NAMES = {OPTIM_KINDS, 2};
+
 struct Optimizer {
     OptimConfig config;
     int n;

@@ -14,6 +14,7 @@
 #define REMAT_OPTIM_H
 
 #include "autograd/autograd.h"
+#include "base/parse.h"
 
 /* A parameter as an optimizer sees it: the Var (a leaf that requires grad) and whether
  * weight decay applies to it (GPT-2 practice: matrices yes, biases and norms no). */
@@ -29,6 +30,9 @@ typedef struct Param {
 size_t param_offsets(const Param *params, int n, size_t *offset);
 
 typedef enum OptimKind { OPTIM_SGD, OPTIM_ADAMW } OptimKind;
+
+/* "sgd", "adamw": the names of OptimKind's values. */
+extern const NameTable OPTIM_KIND_NAMES;
 
 typedef struct OptimConfig {
     OptimKind kind;

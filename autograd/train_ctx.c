@@ -4,21 +4,14 @@
  */
 #include "autograd/train_ctx.h"
 
-#include <string.h>
-
 #include "autograd/ops.h"
 
-RematStatus dropout_rng_parse(const char *name, DropoutRng *out)
-{
-    if (name && !strcmp(name, "stream")) *out = DROPOUT_RNG_STREAM;
-    else if (name && !strcmp(name, "counter")) *out = DROPOUT_RNG_COUNTER;
-    else return remat_fail(REMAT_EINVAL, "unknown dropout generator '%s' (expected stream or counter)", name ? name : "");
-    return REMAT_OK;
-}
+static const char *const DROPOUT_RNGS[] = {"stream", "counter"};
+const NameTable DROPOUT_RNG_NAMES = {DROPOUT_RNGS, 2};
 
 const char *dropout_rng_name(DropoutRng rng)
 {
-    return rng == DROPOUT_RNG_COUNTER ? "counter" : "stream";
+    return name_of(&DROPOUT_RNG_NAMES, (int)rng);
 }
 
 Var *dropout_apply(Var *x, float p, TrainCtx *ctx, uint32_t instance, const char *tag)

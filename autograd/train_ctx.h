@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "autograd/autograd.h"
+#include "base/parse.h"
 #include "tensor/counter_rng.h"
 #include "tensor/rng.h"
 
@@ -34,10 +35,10 @@ typedef struct TrainCtx {
     uint32_t micro_batch;   /* counter: the micro-batch within the step (0: no accumulation) */
 } TrainCtx;
 
-/* "stream" or "counter" into *out; REMAT_EINVAL naming both otherwise (out unchanged). */
-RematStatus dropout_rng_parse(const char *name, DropoutRng *out);
+/* "stream", "counter": the names of DropoutRng's values. */
+extern const NameTable DROPOUT_RNG_NAMES;
 
-/* "stream" or "counter". */
+/* Its name in DROPOUT_RNG_NAMES. */
 const char *dropout_rng_name(DropoutRng rng);
 
 /* Dropout with probability p as `ctx` says: the identity when ctx is NULL or not

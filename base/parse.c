@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,4 +154,23 @@ RematStatus parse_memory_size(const char *text, size_t *bytes)
         return REMAT_OK;
     }
     return remat_fail(REMAT_EINVAL, "memory size '%s': unknown unit '%s' (expected B, KiB, MiB or GiB)", text, unit);
+}
+
+const char *name_of(const NameTable *table, int value)
+{
+    return value >= 0 && value < table->count ? table->names[value] : "unknown";
+}
+
+RematStatus name_parse(const NameTable *table, const char *text, int *value)
+{
+    char list[256] = "";
+    for (int k = 0; k < table->count; k++) {
+        if (text && !strcmp(text, table->names[k])) {
+            *value = k;
+            return REMAT_OK;
+        }
+        const size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "", table->names[k]);
+    }
+    return remat_fail(REMAT_EINVAL, "'%s' is not one of %s", text ? text : "", list);
 }

@@ -12,6 +12,8 @@
  * Floating-point values are held to the same rule: digits with at most one '.', an
  * optional leading '-' and an optional exponent ("1e-3", "2.5E2"). strtod alone would
  * also take leading space, '+', hexadecimal ("0x1p-3"), "inf" and "nan".
+ *
+ * The names of enum values are read the same way everywhere too: through a NameTable.
  */
 #ifndef REMAT_PARSE_H
 #define REMAT_PARSE_H
@@ -49,5 +51,22 @@ bool parse_float(const char *text, double lo, double hi, bool hi_inclusive, floa
  * anything else: empty text, a negative, zero or non-finite number, an unknown unit,
  * junk after it, less than one byte or more than SIZE_MAX. */
 RematStatus parse_memory_size(const char *text, size_t *bytes);
+
+/* ---- names of enum values ------------------------------------------------------------- */
+
+/* The names of an enum's values, one table per enum, in its room: names[v] is value v's
+ * name. Every enum read from the command line or a file is read through its table, so
+ * every bad value is refused with the same message. */
+typedef struct NameTable {
+    const char *const *names;
+    int count;
+} NameTable;
+
+/* The name of `value`, or "unknown" if the table has none. */
+const char *name_of(const NameTable *table, int value);
+
+/* The value called `text` into *value; else REMAT_EINVAL, *value unchanged, with the one
+ * message of a bad value: "'x' is not one of none, full, sqrt, selective, budget". */
+RematStatus name_parse(const NameTable *table, const char *text, int *value);
 
 #endif /* REMAT_PARSE_H */

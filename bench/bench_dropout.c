@@ -8,7 +8,7 @@
  * default) and without it (what train --no-rng-replay does). For each it reports the
  * largest |gradient difference| against the reference over every parameter — exactly 0
  * with replay, since every strategy is bit-identical to none — and the verdict of the
- * determinism check (Strategy.determinism_check), which hashes every recomputed op's output
+ * determinism check (Strategy.replay.determinism_check), which hashes every recomputed op's output
  * in the first forward and in the replay and fails backward with a message naming the
  * region and the first op that diverged.
  *
@@ -104,13 +104,13 @@ static RematStatus compare(Model *m, const Strategy *strategy, Tensor *const *re
             snprintf(r->strategy, sizeof r->strategy, "%s", strategy_name(strategy->kind));
         r->replay = i == 0;
         Strategy s = *strategy;
-        s.preserve_rng = r->replay;
+        s.replay.preserve_rng = r->replay;
         RematStatus status = gradients(m, &s, batch);
         if (status != REMAT_OK) return status;
         r->diff = max_grad_diff(m, reference);
         r->bit_identical = r->diff == 0.0;
 
-        s.determinism_check = true;
+        s.replay.determinism_check = true;
         status = gradients(m, &s, batch);
         if (status != REMAT_OK && status != REMAT_ESTATE) return status;
         r->check_passed = status == REMAT_OK;

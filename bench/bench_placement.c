@@ -66,7 +66,7 @@ static Schedule *every_other_block(const Strategy *s, int n_layers)
     for (int i = 0; i < n_layers; i++) segs[i] = (Segment){i, 1, i % 2 == 0 ? SEGMENT_REGION : SEGMENT_PLAIN, NULL, 0};
     Schedule *schedule = schedule_create(STRATEGY_FULL, segs, n_layers, n_layers);
     free(segs);
-    if (schedule) schedule->preserve_rng = s->preserve_rng;
+    if (schedule) schedule->replay = s->replay;
     return schedule;
 }
 

@@ -167,7 +167,7 @@ typedef struct Rows {
  * that policy's. Every policy is measured with every combo. */
 static Rows rows_wanted(const BenchOptions *o)
 {
-    Rows rows = {.preserve_rng = o->step.strategy.preserve_rng};
+    Rows rows = {.preserve_rng = o->step.strategy.replay.preserve_rng};
     for (int p = 0; p < N_POLICIES; p++) {
         const Policy *policy = FORMULAS[p].policy;
         const StrategyKind kind = !policy                             ? STRATEGY_NONE
@@ -251,7 +251,7 @@ static RematStatus measure_seq(SeqResult *r, bool naive, const TimingPlan *plan,
         if (!naive && row->combo->attention == ATTENTION_NAIVE) continue;
         Strategy st = strategy_defaults(row->f->policy ? STRATEGY_SELECTIVE : STRATEGY_NONE);
         st.policy = row->f->policy;
-        st.preserve_rng = rows->preserve_rng;
+        st.replay.preserve_rng = rows->preserve_rng;
         if (!(schedules[n] = schedule_for_strategy(&st, g.model->n_layers))) status = remat_last_status();
         variants[n] = (Variant){.name = row->f->name, .schedule = schedules[n], .dropout_rng = row->combo->dropout_rng,
                                 .attention = row->combo->attention};

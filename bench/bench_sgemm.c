@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "bench/results.h"
@@ -22,7 +23,7 @@
 #include "bench/timing.h"
 #include "tensor/kernels.h"
 #include "tensor/kernels_ref.h"
-#include "base/parse.h"
+#include "base/flags.h"
 #include "base/platform.h"
 #include "tensor/rng.h"
 
@@ -38,70 +39,70 @@ typedef struct Options {
     const char *results; /* directory for bench_sgemm.json, or NULL */
 } Options;
 
-static void usage(FILE *out)
+/* --threads: a comma-separated list of thread counts. */
+static RematStatus set_threads(void *opts, const char *v)
 {
-    fprintf(out,
-            "usage: bench_sgemm [--quick] [--size N] [--reps R] [--stream-mib M] [--threads LIST]\n"
-            "                   [--results DIR]\n"
-            "  Times cblas_sgemm on N x N x N float32 matrices and prints the median GFLOP/s, then\n"
-            "  the memory bandwidth of a copy and a triad over three arrays of M MiB (GB/s).\n"
-            "  --quick        N = 1024, 6 repetitions, M = 64 (a few seconds)\n"
-            "  --size N       matrix size, 64..8192 (default 2048)\n"
-            "  --reps R       timed repetitions per thread count, 1..100 (default 9)\n"
-            "  --stream-mib M each bandwidth array's size in MiB, 1..4096 (default 256: far larger\n"
-            "                 than the caches, which a smaller M may not be)\n"
-            "  --results DIR  also write DIR/bench_sgemm.json and its CSV files\n"
-            "  --threads LIST comma-separated thread counts, at most 8 of them, each 1..4 per core\n"
-            "                 (default 1,2,... up to the cores)\n"
-            "  --help         this text\n");
+    Options *o = opts;
+    if (parse_int_list(v, 1, platform_max_threads(), o->threads, MAX_THREAD_COUNTS, &o->n_threads)) return REMAT_OK;
+    return remat_fail(REMAT_EINVAL, "'%s' is not a list of at most %d thread counts, each 1..%d", v, MAX_THREAD_COUNTS,
+                      platform_max_threads());
 }
 
+#define AT(field) offsetof(Options, field)
+static const Flag FLAGS[] = {
+    {.name = "--quick", .type = FLAG_SWITCH, .offset = AT(quick),
+     .help = "N = 1024, 6 repetitions, M = 64 (a few seconds)"},
+    {.name = "--size", .type = FLAG_INT, .offset = AT(size), .value = "N", .lo = 64, .hi = 8192,
+     .help = "matrix size, 64..8192 (default 2048)"},
+    {.name = "--reps", .type = FLAG_INT, .offset = AT(reps), .value = "R", .lo = 1, .hi = 100,
+     .help = "timed repetitions per thread count, 1..100 (default 9)"},
+    {.name = "--stream-mib", .type = FLAG_INT, .offset = AT(stream_mib), .value = "M", .lo = 1, .hi = 4096,
+     .help = "each bandwidth array's size in MiB, 1..4096 (default 256: far\n"
+             "larger than the caches, which a smaller M may not be)"},
+    {.name = "--results", .type = FLAG_TEXT, .offset = AT(results), .value = "DIR",
+     .help = "also write DIR/bench_sgemm.json and its CSV files"},
+    {.name = "--threads", .type = FLAG_CUSTOM, .set = set_threads, .value = "LIST",
+     .help = "comma-separated thread counts, at most 8 of them, each 1..4 per\n"
+             "core (default 1,2,... up to the cores)"},
+};
+#undef AT
+enum { SIZE = 1u << 1, REPS = 1u << 2, STREAM_MIB = 1u << 3 }; /* their rows */
+
+static void usage(const FlagSet *set, FILE *out)
+{
+    fprintf(out, "usage: bench_sgemm");
+    flags_synopsis(set, out);
+    fprintf(out, " [--help]\n"
+                 "  Times cblas_sgemm on N x N x N float32 matrices and prints the median GFLOP/s, then\n"
+                 "  the memory bandwidth of a copy and a triad over three arrays of M MiB (GB/s).\n");
+    flags_usage(set, NULL, false, out);
+    fprintf(out, "  --help              this text\n");
+}
+
+/* The options of the command line: -1 to run, else the exit status: 0 after --help (1 if
+ * it could not be written), 2 for a bad flag (said, with the usage). */
 static int parse_options(int argc, char **argv, Options *opt)
 {
     *opt = (Options){.size = 2048, .reps = 9, .stream_mib = 256};
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-            usage(stdout);
-            exit(0);
-        } else if (!strcmp(arg, "--quick")) {
-            opt->size = 1024;
-            opt->reps = 6; /* the fewest with a 95% interval */
-            opt->stream_mib = 64;
-            opt->quick = true;
-        } else if (!strcmp(arg, "--size") && value) {
-            if (!parse_int(value, 64, 8192, &opt->size)) goto bad_value;
-            i++;
-        } else if (!strcmp(arg, "--reps") && value) {
-            if (!parse_int(value, 1, 100, &opt->reps)) goto bad_value;
-            i++;
-        } else if (!strcmp(arg, "--stream-mib") && value) {
-            if (!parse_int(value, 1, 4096, &opt->stream_mib)) goto bad_value;
-            i++;
-        } else if (!strcmp(arg, "--results") && value) {
-            opt->results = value;
-            i++;
-        } else if (!strcmp(arg, "--threads") && value) {
-            if (!parse_int_list(value, 1, platform_max_threads(), opt->threads, MAX_THREAD_COUNTS, &opt->n_threads))
-                goto bad_value;
-            i++;
-        } else {
-            fprintf(stderr, "bench_sgemm: unknown option or missing value: %s\n", arg);
-            usage(stderr);
-            return -1;
-        }
-        continue;
-    bad_value:
-        fprintf(stderr, "bench_sgemm: bad value for %s: %s\n", arg, value);
-        usage(stderr);
-        return -1;
+    unsigned given = 0;
+    const FlagSet set = {.flags = FLAGS, .n = sizeof FLAGS / sizeof FLAGS[0], .opts = opt, .accepted = ~0u,
+                         .given = &given};
+    const int parsed = flags_parse(&set, 1, argc, argv);
+    if (parsed != FLAGS_RUN) {
+        if (parsed == FLAGS_BAD) fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
+        usage(&set, parsed == FLAGS_HELP ? stdout : stderr);
+        return parsed == FLAGS_BAD ? 2 : file_flush_stdout() == REMAT_OK ? 0 : 1;
+    }
+    if (opt->quick) { /* what --quick runs, unless said otherwise */
+        if (!(given & SIZE)) opt->size = 1024;
+        if (!(given & REPS)) opt->reps = 6; /* the fewest with a 95% interval */
+        if (!(given & STREAM_MIB)) opt->stream_mib = 64;
     }
     if (opt->n_threads == 0) {
         int cores = platform_info().cores;
         for (int t = 1; t <= cores && t <= MAX_THREAD_COUNTS; t++) opt->threads[opt->n_threads++] = t;
     }
-    return 0;
+    return -1;
 }
 
 static void fill_uniform(float *x, size_t n, Pcg32 *rng)
@@ -280,7 +281,8 @@ static void print_header(void)
 int main(int argc, char **argv)
 {
     Options opt;
-    if (parse_options(argc, argv, &opt)) return 2;
+    const int parsed = parse_options(argc, argv, &opt);
+    if (parsed >= 0) return parsed;
 
     print_header();
 

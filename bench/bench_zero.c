@@ -26,11 +26,28 @@
 #include "bench/zero_project.h"
 #include "parallel/comm.h"
 #include "parallel/zero.h"
-#include "base/parse.h"
 #include "base/platform.h"
 
 enum { N_STRATEGIES = 2 };
 static const StrategyKind KINDS[N_STRATEGIES] = {STRATEGY_NONE, STRATEGY_FULL};
+
+/* --project, --alpha S, --beta S: bench_zero's own flags. */
+typedef struct ProjectOptions {
+    bool project;
+    float alpha, beta; /* seconds per message and per byte; -1: fitted here */
+} ProjectOptions;
+
+static ProjectOptions project = {.alpha = -1, .beta = -1};
+static unsigned project_given;
+
+static const Flag PROJECT_FLAGS[] = {
+    {.name = "--project", .type = FLAG_SWITCH, .offset = offsetof(ProjectOptions, project),
+     .help = "also project GPT-2's shapes at K = 1 to 1024 (see above)"},
+    {.name = "--alpha", .type = FLAG_FLOAT, .offset = offsetof(ProjectOptions, alpha), .value = "S", .lo = 0, .hi = 1,
+     .hi_open = true, .help = "a cluster's seconds per message for --project, e.g. 2e-6"},
+    {.name = "--beta", .type = FLAG_FLOAT, .offset = offsetof(ProjectOptions, beta), .value = "S", .lo = 0, .hi = 1,
+     .hi_open = true, .help = "a cluster's seconds per byte for --project"},
+};
 
 static BenchInfo info = {
     .name = "bench_zero",
@@ -48,6 +65,7 @@ static BenchInfo info = {
     .timed = true,
     .strategies = KINDS,
     .n_strategies = N_STRATEGIES,
+    .own = {.flags = PROJECT_FLAGS, .n = 3, .opts = &project, .accepted = ~0u, .given = &project_given},
 };
 
 /* ---- the reduction ------------------------------------------------------------------------ */
@@ -284,31 +302,6 @@ static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, do
     return REMAT_OK;
 }
 
-/* --project, --alpha S, --beta S: bench_zero's own flags, taken out of argv before the
- * common ones are parsed. Returns 0, or 2 for a bad value (after saying why). */
-static int project_flags(int *argc, char **argv, bool *project, double *alpha, double *beta)
-{
-    int kept = 1;
-    for (int i = 1; i < *argc; i++) {
-        double *value = !strcmp(argv[i], "--alpha") ? alpha : !strcmp(argv[i], "--beta") ? beta : NULL;
-        if (!strcmp(argv[i], "--project")) {
-            *project = true;
-        } else if (value) {
-            float v;
-            if (i + 1 >= *argc || !parse_float(argv[i + 1], 0.0, 1.0, false, &v)) {
-                fprintf(stderr, "bench_zero: %s needs seconds from 0 to 1 (e.g. 2e-6)\n", argv[i]);
-                return 2;
-            }
-            *value = v;
-            i++;
-        } else {
-            argv[kept++] = argv[i];
-        }
-    }
-    *argc = kept;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     DistGroup g;
@@ -320,12 +313,6 @@ int main(int argc, char **argv)
     snprintf(name, sizeof name, "bench_zero_np%d", g.size);
     info.name = name;
     if (g.rank != 0 && !freopen("/dev/null", "w", stdout)) dist_abort(1); /* rank 0 alone prints */
-    bool project = false;
-    double alpha = -1, beta = -1;
-    if (project_flags(&argc, argv, &project, &alpha, &beta)) {
-        if (g.size > 1) dist_abort(2);
-        return 2;
-    }
     BenchOptions o;
     Results *results;
     const int start = bench_start(&info, argc, argv, &o, &results);
@@ -349,7 +336,7 @@ int main(int argc, char **argv)
     RematStatus status = measure_stages(&g, &o, results, stages);
     AllreduceFit fit = {0};
     if (status == REMAT_OK) status = measure_reduction(&g, &o, reduce, &fit);
-    if (status == REMAT_OK && project) status = project_table(&g, &fit, alpha, beta, results);
+    if (status == REMAT_OK && project.project) status = project_table(&g, &fit, project.alpha, project.beta, results);
     if (status != REMAT_OK && g.size > 1) {
         fprintf(stderr, "bench_zero: rank %d of %d: %s\n", g.rank, g.size, remat_last_error());
         dist_abort(1);

@@ -3,42 +3,65 @@
  */
 #include "bench/cli.h"
 
-#include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/file.h"
-#include "tensor/memory.h"
-#include "base/parse.h"
 #include "base/platform.h"
+#include "tensor/memory.h"
 
 /* ---- flags ------------------------------------------------------------------------------ */
 
-void bench_usage(const BenchInfo *info, FILE *out)
+#define AT(field) offsetof(BenchOptions, field)
+enum { QUICK = 1u << 0, RESULTS = 1u << 1, STEPS = 1u << 2, MODEL_FLAGS = 1u << 3 | 1u << 4 };
+static const Flag BENCH_FLAGS[] = {
+    {.name = "--quick", .type = FLAG_SWITCH, .offset = AT(quick), .help = "a small configuration that runs in seconds"},
+    {.name = "--results", .type = FLAG_TEXT, .offset = AT(results_dir), .value = "DIR",
+     .help = "write DIR/<bench>.json and its CSV files (default: results)"},
+    {.name = "--steps", .type = FLAG_INT, .offset = AT(steps), .value = "N", .lo = 1, .hi = 1000,
+     .help = "exactly N timed rounds per comparison, 1..1000 (default: the mode's;\n"
+             "below 6 the interval is the range, not a 95% interval)"},
+    {.name = "--dropout-rng", .type = FLAG_NAME, .offset = AT(dropout_rng), .names = &DROPOUT_RNG_NAMES, .value = "R",
+     .help = "stream (PCG32, masks kept; default) or counter (Philox, masks\n"
+             "made again in backward, nothing to replay)"},
+    {.name = "--attention", .type = FLAG_NAME, .offset = AT(attention), .names = &ATTENTION_KIND_NAMES, .value = "A",
+     .help = "naive (default) or fused (one op keeping O(T) per head; needs\n"
+             "--dropout-rng counter, the GPT having dropout)"},
+};
+#undef AT
+
+/* The tables of `info`'s bench: its common flags, the step's it takes and its own, into
+ * *opt (NULL: for the help alone); returns how many. */
+static int bench_flags(const BenchInfo *info, BenchOptions *opt, FlagSet sets[3])
 {
-    fprintf(out, "usage: %s [--quick] [--results DIR]%s%s", info->name, info->timed ? " [--steps N]" : "",
-            info->strategies ? " [--strategy S]" : "");
-    step_options_synopsis(info->step_flags, out);
-    fprintf(out, "%s [--help]\n", info->model_flags ? " [--dropout-rng R] [--attention A]" : "");
-    fprintf(out, "  %s\n%s\n", info->question, info->about);
-    /* The same columns as the step flags' help (app/step_options.h). */
-    fprintf(out, "  --quick             %s\n", info->quick);
-    fprintf(out, "                      (default: %s)\n", info->full);
-    fprintf(out, "  --results DIR       write DIR/%s.json and its CSV files (default: results)\n", info->name);
-    if (info->timed)
-        fprintf(out, "  --steps N           exactly N timed rounds per comparison, 1..1000 (default: the mode's;\n"
-                     "                      below 6 the interval is the range, not a 95%% interval)\n");
+    const unsigned own = QUICK | RESULTS | (info->timed ? STEPS : 0) | (info->model_flags ? MODEL_FLAGS : 0);
+    sets[0] = (FlagSet){.flags = BENCH_FLAGS, .n = sizeof BENCH_FLAGS / sizeof BENCH_FLAGS[0], .opts = opt,
+                        .accepted = own, .given = opt ? &opt->given : NULL};
+    sets[1] = step_options_flags(opt ? &opt->step : NULL,
+                                 info->step_flags | (info->strategies ? STEP_FLAG_STRATEGY : 0));
+    sets[2] = info->own;
+    return info->own.n ? 3 : 2;
+}
+
+/* Prints the usage of `info`'s bench to `out`. */
+static void bench_usage(const BenchInfo *info, FILE *out)
+{
+    FlagSet sets[3];
+    const int n = bench_flags(info, NULL, sets);
+    fprintf(out, "usage: %s", info->name);
+    for (int k = 0; k < n; k++) flags_synopsis(&sets[k], out);
+    fprintf(out, " [--help]\n  %s\n%s\n", info->question, info->about);
+    /* --quick and --strategy say what this bench runs; the other rows say it themselves. */
+    fprintf(out, "  --quick             %s\n                      (default: %s)\n", info->quick, info->full);
+    sets[0].accepted &= ~QUICK;
+    sets[1].accepted &= ~STEP_FLAG_STRATEGY;
+    for (int k = 0; k < n; k++) flags_usage(&sets[k], NULL, false, out);
     if (info->strategies) {
         fprintf(out, "  --strategy S        measure only S (with none, the baseline); S is one of");
         for (int k = 0; k < info->n_strategies; k++) fprintf(out, " %s", strategy_name(info->strategies[k]));
         fprintf(out, "\n");
     }
-    step_options_usage(info->step_flags, false, out);
-    if (info->model_flags)
-        fprintf(out, "  --dropout-rng R     stream (PCG32, masks kept; default) or counter (Philox, masks\n"
-                     "                      made again in backward, nothing to replay)\n"
-                     "  --attention A       naive (default) or fused (one op keeping O(T) per head; needs\n"
-                     "                      --dropout-rng counter, the GPT having dropout)\n");
     fprintf(out, "  --help              this text\n");
 }
 
@@ -48,36 +71,6 @@ static bool in_sweep(const BenchInfo *info, StrategyKind kind)
     for (int k = 0; k < info->n_strategies; k++)
         if (info->strategies[k] == kind) return true;
     return false;
-}
-
-/* Prints "<bench>: <why>" and the usage on stderr; returns 2, the status of a bad flag. */
-static int refuse(const BenchInfo *info, const char *why)
-{
-    fprintf(stderr, "%s: %s\n", info->name, why);
-    bench_usage(info, stderr);
-    return 2;
-}
-
-/* A step flag (the table of app/step_options.h): 1 when taken, 0 when `argv[*i]` is
- * none, 2 after printing why it is refused or its value is bad. */
-static int parse_step_flag(const BenchInfo *info, int argc, char **argv, int *i, BenchOptions *opt)
-{
-    const char *flag = argv[*i];
-    const unsigned which = step_options_flag(flag);
-    if (!which) return 0;
-    const unsigned accepted = info->step_flags | (info->strategies ? STEP_FLAG_STRATEGY : 0);
-    RematStatus status = REMAT_OK;
-    if (!(accepted & which))
-        status = remat_fail(REMAT_EINVAL, "%s does not apply to what this bench measures (its flags are below)", flag);
-    else if (step_options_parse(argc, argv, i, accepted, &opt->step) < 0)
-        status = remat_last_status();
-    else if (which == STEP_FLAG_STRATEGY && !in_sweep(info, opt->step.strategy.kind))
-        status = remat_fail(REMAT_EINVAL, "--strategy %s is not one this bench measures", argv[*i]);
-    if (status == REMAT_OK) {
-        opt->one_strategy |= which == STEP_FLAG_STRATEGY;
-        return 1;
-    }
-    return refuse(info, remat_last_error());
 }
 
 /* The run the step flags are checked against: the strategy given, else the bench's sweep,
@@ -91,55 +84,35 @@ static StepScope bench_scope(const BenchInfo *info, const BenchOptions *opt)
     return scope;
 }
 
-int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions *opt)
+/* What the flags given say together; REMAT_EINVAL with the reason when it makes no sense. */
+static RematStatus check_options(const BenchInfo *info, const BenchOptions *opt)
+{
+    if (opt->one_strategy && !in_sweep(info, opt->step.strategy.kind))
+        return remat_fail(REMAT_EINVAL, "--strategy %s is not one this bench measures",
+                          strategy_name(opt->step.strategy.kind));
+    if (opt->attention == ATTENTION_FUSED && opt->dropout_rng != DROPOUT_RNG_COUNTER)
+        return remat_fail(REMAT_EINVAL, "--attention fused needs --dropout-rng counter: the fused kernel makes its "
+                          "dropout mask again in backward, which a running stream cannot do");
+    return step_options_check(&opt->step, bench_scope(info, opt));
+}
+
+/* Parses the bench's flags into *opt. Returns 0 to run, 1 when --help was printed, 2 for a
+ * bad flag or value (a message and the usage went to stderr). */
+static int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions *opt)
 {
     *opt = (BenchOptions){.results_dir = "results", .step = step_options_defaults()};
     opt->step.strategy.policy = NULL;
-    enum { QUICK = 1, RESULTS = 2, STEPS = 4, DROPOUT_RNG = 8, ATTENTION = 16 };
-    unsigned given = 0; /* the bench's own flags seen so far */
-    char why[600];
-    for (int i = 1; i < argc; i++) {
-        const char *flag = argv[i];
-        if (!strcmp(flag, "--help") || !strcmp(flag, "-h")) {
-            bench_usage(info, stdout);
-            return 1;
-        }
-        const int step_flag = parse_step_flag(info, argc, argv, &i, opt);
-        if (step_flag == 2) return 2;
-        if (step_flag == 1) continue;
-        const unsigned which = !strcmp(flag, "--quick")                      ? QUICK
-                             : !strcmp(flag, "--results")                    ? RESULTS
-                             : info->timed && !strcmp(flag, "--steps") ? STEPS
-                             : info->model_flags && !strcmp(flag, "--dropout-rng") ? DROPOUT_RNG
-                             : info->model_flags && !strcmp(flag, "--attention") ? ATTENTION
-                                                                             : 0;
-        if (!which) {
-            snprintf(why, sizeof why, "unknown flag %s", flag);
-            return refuse(info, why);
-        }
-        if (given & which) { /* the first value would be silently dropped */
-            snprintf(why, sizeof why, "%s is given twice", flag);
-            return refuse(info, why);
-        }
-        given |= which;
-        if (which == QUICK) {
-            opt->quick = true;
-            continue;
-        }
-        const char *value = i + 1 < argc ? argv[++i] : NULL;
-        const bool ok = value && value[0] && (which != STEPS || parse_int(value, 1, 1000, &opt->steps)) &&
-                        (which != DROPOUT_RNG || dropout_rng_parse(value, &opt->dropout_rng) == REMAT_OK) &&
-                        (which != ATTENTION || attention_kind_parse(value, &opt->attention) == REMAT_OK);
-        if (ok && which == RESULTS) opt->results_dir = value;
-        if (!ok) {
-            snprintf(why, sizeof why, "bad or missing value for %s%s%.400s", flag, value ? ": " : "", value ? value : "");
-            return refuse(info, why);
-        }
+    FlagSet sets[3];
+    const int parsed = flags_parse(sets, bench_flags(info, opt, sets), argc, argv);
+    if (parsed == FLAGS_HELP) {
+        bench_usage(info, stdout);
+        return 1;
     }
-    if (opt->attention == ATTENTION_FUSED && opt->dropout_rng != DROPOUT_RNG_COUNTER)
-        return refuse(info, "--attention fused needs --dropout-rng counter: the fused kernel makes its dropout mask "
-                            "again in backward, which a running stream cannot do");
-    return step_options_check(&opt->step, bench_scope(info, opt)) == REMAT_OK ? 0 : refuse(info, remat_last_error());
+    opt->one_strategy = opt->step.given & STEP_FLAG_STRATEGY;
+    if (parsed == FLAGS_RUN && check_options(info, opt) == REMAT_OK) return 0;
+    fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
+    bench_usage(info, stderr);
+    return 2;
 }
 
 bool bench_measures(const BenchOptions *opt, StrategyKind kind)
@@ -159,7 +132,7 @@ Strategy bench_strategy(const BenchOptions *opt, StrategyKind kind, const Policy
 {
     Strategy s = strategy_defaults(kind);
     s.policy = opt->step.strategy.policy ? opt->step.strategy.policy : policy;
-    s.preserve_rng = opt->step.strategy.preserve_rng;
+    s.replay = opt->step.strategy.replay;
     return s;
 }
 
@@ -178,7 +151,8 @@ void results_config_plan(Results *r, const TimingPlan *plan)
     results_config_num(r, "cap_seconds", plan->cap_seconds);
 }
 
-void bench_print_header(const BenchInfo *info, const BenchOptions *opt)
+/* Prints the bench's first lines: its name and question, the mode, the BLAS and threads. */
+static void bench_print_header(const BenchInfo *info, const BenchOptions *opt)
 {
     const PlatformInfo p = platform_info();
     printf("remat %s: %s\n", info->name, info->question);
@@ -201,8 +175,8 @@ static void record_strategy_flags(Results *r, const BenchOptions *opt)
         printf("  selective's policy: %s\n", s->policy->name);
         results_config_str(r, "policy", s->policy->name);
     }
-    if (!s->preserve_rng) printf("  RNG replay off: dropout draws fresh masks in every replay\n");
-    results_config_str(r, "rng_replay", s->preserve_rng ? "on" : "off");
+    if (!s->replay.preserve_rng) printf("  RNG replay off: dropout draws fresh masks in every replay\n");
+    results_config_str(r, "rng_replay", s->replay.preserve_rng ? "on" : "off");
 }
 
 /* Says in the header and in the results which attention cores and dropout generator the

@@ -3,26 +3,14 @@
  * flags, the header, the timing plan, and the ending (results written, ledger
  * checked clean, exit status).
  *
- * Every bench takes the same flags:
- *
- *   --quick         a small configuration that runs in seconds (the smoke test runs this)
- *   --results DIR   where results/<bench>.json and its CSV files go (default: results)
- *   --steps N       exactly N timed rounds per comparison (benches that time steps)
- *   --help          what the bench measures and these flags
- *
- * and, in every bench that trains with checkpointing or offload, the flags of `train`
- * that apply to what it measures, from the one table of a step's flags
- * (app/step_options.h), parsed the same way as train parses them:
- *
- *   --strategy S    measure only strategy S (next to none, the baseline every overhead is
- *                   measured against) instead of the bench's whole sweep
- *   --policy P      the policy of strategy selective (dots or attention_core)
- *   --no-rng-replay replay regions without restoring the generator (dropout's masks change)
- *   --offload-dir D where the spill file goes (bench_offload)
- *
- * and, in a bench whose GPT has dropout and that does not sweep them itself, train's
- * model flags --dropout-rng stream|counter and --attention naive|fused (fused with the
- * stream is refused, as train refuses it).
+ * Every bench takes the same flags, rows of cli.c's table parsed by base/flags.h as train's
+ * are: --quick (a small configuration that runs in seconds; the smoke test runs this),
+ * --results DIR, --steps N (a bench that times steps) and --help; in a bench that trains
+ * with checkpointing or offload, the flags of a step that apply to what it measures, from
+ * app/step_options.h (--strategy S measures only S beside none, the baseline; --policy,
+ * --no-rng-replay, --offload-dir); in a bench whose GPT has dropout and that does not
+ * sweep them itself, train's model flags --dropout-rng and --attention; and its own, as
+ * rows of its own table (BenchInfo.own).
  *
  * A bench says which of them it takes in its BenchInfo; the others are refused with a
  * message, not ignored: a flag that silently changes nothing would mislead. So is a flag
@@ -30,7 +18,7 @@
  * full): the same check as train's (step_options_check), against the strategies the bench
  * will run. A flag given twice is refused too, rather than its first value dropped.
  *
- * and ends the same way: exit 0 when it measured and wrote everything, 1 on an error (a
+ * Every bench ends the same way: exit 0 when it measured and wrote everything, 1 on an error (a
  * clear message on stderr), 2 for a bad flag (with the usage).
  */
 #ifndef REMAT_BENCH_CLI_H
@@ -65,6 +53,8 @@ typedef struct BenchInfo {
     /* It takes train's model flags --dropout-rng stream|counter and --attention
      * naive|fused (its GPT has dropout 0.1, and it does not sweep them itself). */
     bool model_flags;
+    /* Its own flags, over its own options (base/flags.h), if it has any; n 0: none. */
+    FlagSet own;
 } BenchInfo;
 
 typedef struct BenchOptions {
@@ -76,14 +66,8 @@ typedef struct BenchOptions {
                                 bench's own, step.offload_opts.dir NULL for the default */
     DropoutRng dropout_rng;  /* --dropout-rng (stream unless given) */
     AttentionKind attention; /* --attention (naive unless given) */
+    unsigned given;          /* the common flags given (cli.c's table) */
 } BenchOptions;
-
-/* Prints the usage of `info`'s bench to `out`. */
-void bench_usage(const BenchInfo *info, FILE *out);
-
-/* Parses the common flags into *opt. Returns 0 to run, 1 when --help was printed (exit 0),
- * 2 for a bad flag or value (a message and the usage went to stderr; exit 2). */
-int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions *opt);
 
 /* Whether the bench should measure strategy `kind`: every one of its sweep without
  * --strategy; with it, that one and none (the baseline). */
@@ -97,9 +81,6 @@ int bench_sweep(const BenchInfo *info, const BenchOptions *opt, const Policy *po
 /* Strategy `kind` with the options of the command line: --policy for selective (else
  * `policy`, which may be NULL for the default) and --no-rng-replay. */
 Strategy bench_strategy(const BenchOptions *opt, StrategyKind kind, const Policy *policy);
-
-/* Prints the bench's first lines: its name and question, the mode, the BLAS and threads. */
-void bench_print_header(const BenchInfo *info, const BenchOptions *opt);
 
 #define BENCH_RUN (-1)
 

@@ -206,7 +206,7 @@ static void region_free(void *state)
 
 CheckpointOptions checkpoint_defaults(void)
 {
-    return (CheckpointOptions){.preserve_rng = true};
+    return (CheckpointOptions){.replay.preserve_rng = true};
 }
 
 /* ---- backward: the replay ------------------------------------------------------------ */
@@ -225,7 +225,8 @@ static RematStatus replay_check(const Region *r)
                           "ops in it need the generator replayed (preserve_rng, the default; "
                           "--no-rng-replay turns it off)", r->name, r->cache.diverged_op->name,
                           r->cache.diverged_tag ? r->cache.diverged_tag : "untagged",
-                          r->opts.preserve_rng ? "with the generator replayed" : "without replaying the generator");
+                          r->opts.replay.preserve_rng ? "with the generator replayed"
+                                                      : "without replaying the generator");
     return REMAT_OK;
 }
 
@@ -245,7 +246,7 @@ static RematStatus region_backward(Node *node, const Tensor *dout, Tensor *const
     const bool hooked = r->cache.count > 0 || r->cache.check;
     ReplayScope scope;
     RematStatus status = replay_enter(&scope, &(ReplayOptions){
-        .record = true, .ctx = r->ctx, .rng = r->opts.preserve_rng ? &r->rng_at_entry : NULL,
+        .record = true, .ctx = r->ctx, .rng = r->opts.replay.preserve_rng ? &r->rng_at_entry : NULL,
         .hooks = hooked ? &cache_hooks : NULL});
     /* The region's input gradient accumulates straight into the buffer backward gave us. */
     Var *x_leaf = status == REMAT_OK ? replay_input(x, dinputs[0], dinputs[0] != NULL, "checkpoint.input") : NULL;
@@ -279,7 +280,7 @@ static Region *region_create(RegionFn fn, void *fn_ctx, TrainCtx *ctx, const Che
     snprintf(r->name, sizeof r->name, "%s", o.name ? o.name : "region");
     r->opts.name = r->name;
     r->cache.policy = o.policy;
-    r->cache.check = o.determinism_check;
+    r->cache.check = o.replay.determinism_check;
     if (ctx) r->rng_at_entry = ctx->rng;
     return r;
 }
@@ -292,7 +293,7 @@ static Var *region_forward(Region *r, Var *x)
      * determinism check, every recomputed output's hash noted. */
     OpHooks keep = {.name = "checkpoint cache", .observe = cache_observe, .recorded = cache_recorded,
                     .ctx = &r->cache};
-    const bool hooked = r->opts.policy || r->opts.determinism_check;
+    const bool hooked = r->opts.policy || r->opts.replay.determinism_check;
     RematStatus status = hooked ? op_hooks_push(&keep) : REMAT_OK;
     Var *y = NULL;
     if (status == REMAT_OK) {

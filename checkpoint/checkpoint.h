@@ -35,11 +35,18 @@
 /* The function a region runs: its output from x (a new Var the caller owns; x borrowed). */
 typedef Var *(*RegionFn)(void *fn_ctx, Var *x, TrainCtx *ctx);
 
-typedef struct CheckpointOptions {
-    const char *name;       /* for messages and the tape ("h.0-h.3"); copied */
+/* How a region replays its forward in backward. A schedule owns one for all its regions
+ * (Schedule.replay, schedule.h), set from the command line's --no-rng-replay and
+ * --determinism-check. */
+typedef struct RegionReplay {
     bool preserve_rng;      /* replay with the generator state of the first forward (default on) */
     bool determinism_check; /* compare the replay's output with the first forward's (default off) */
-    const Policy *policy;   /* NULL: keep nothing (full recomputation) */
+} RegionReplay;
+
+typedef struct CheckpointOptions {
+    const char *name;     /* for messages and the tape ("h.0-h.3"); copied */
+    RegionReplay replay;  /* a schedule's region: the schedule's */
+    const Policy *policy; /* NULL: keep nothing (full recomputation) */
 } CheckpointOptions;
 
 /* preserve_rng on, determinism_check off, no policy, no name. */

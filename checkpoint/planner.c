@@ -37,22 +37,12 @@ size_t planner_revolve_min_budget(const ChainCost *cost)
 
 /* ---- planners ---------------------------------------------------------------------------- */
 
-static const char *const PLANNER_NAMES[PLANNER_COUNT] = {"chen", "dp", "revolve"};
+static const char *const NAMES[PLANNER_COUNT] = {"chen", "dp", "revolve"};
+const NameTable PLANNER_NAMES = {NAMES, PLANNER_COUNT};
 
 const char *planner_name(PlannerKind kind)
 {
-    return (unsigned)kind < PLANNER_COUNT ? PLANNER_NAMES[kind] : "unknown";
-}
-
-RematStatus planner_parse(const char *name, PlannerKind *kind)
-{
-    for (int k = 0; name && k < PLANNER_COUNT; k++) {
-        if (!strcmp(name, PLANNER_NAMES[k])) {
-            *kind = (PlannerKind)k;
-            return REMAT_OK;
-        }
-    }
-    return remat_fail(REMAT_EINVAL, "unknown planner '%s' (expected chen, dp or revolve)", name ? name : "(null)");
+    return name_of(&PLANNER_NAMES, (int)kind);
 }
 
 /* REMAT_EOOM for a budget below `min_budget`, the leanest schedule's need for planner

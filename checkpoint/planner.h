@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 
+#include "base/parse.h"
 #include "checkpoint/cost.h"
 
 typedef enum PlannerKind {
@@ -29,11 +30,11 @@ typedef enum PlannerKind {
     PLANNER_COUNT
 } PlannerKind;
 
-/* "chen", "dp", "revolve". */
-const char *planner_name(PlannerKind kind);
+/* "chen", "dp", "revolve": the names of PlannerKind's values. */
+extern const NameTable PLANNER_NAMES;
 
-/* The planner called `name`; REMAT_EINVAL with the list of names otherwise. */
-RematStatus planner_parse(const char *name, PlannerKind *kind);
+/* Its name in PLANNER_NAMES. */
+const char *planner_name(PlannerKind kind);
 
 /* The cheapest schedule (fewest RECOMPUTE FLOPs) the planner finds whose predicted peak
  * total memory is at most `budget` bytes. The caller owns it. NULL on error:

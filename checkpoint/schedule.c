@@ -13,27 +13,16 @@
 /* ---- strategies ------------------------------------------------------------------------- */
 
 static const char *const NAMES[] = {"none", "full", "sqrt", "selective", "budget"};
+const NameTable STRATEGY_NAMES = {NAMES, sizeof NAMES / sizeof NAMES[0]};
 
 Strategy strategy_defaults(StrategyKind kind)
 {
-    return (Strategy){.kind = kind, .preserve_rng = true};
+    return (Strategy){.kind = kind, .replay.preserve_rng = true};
 }
 
 const char *strategy_name(StrategyKind kind)
 {
-    return (unsigned)kind < sizeof NAMES / sizeof NAMES[0] ? NAMES[kind] : "unknown";
-}
-
-RematStatus strategy_parse(const char *name, StrategyKind *kind)
-{
-    for (int k = 0; name && k < (int)(sizeof NAMES / sizeof NAMES[0]); k++) {
-        if (!strcmp(name, NAMES[k])) {
-            *kind = (StrategyKind)k;
-            return REMAT_OK;
-        }
-    }
-    return remat_fail(REMAT_EINVAL, "unknown strategy '%s' (expected none, full, sqrt, selective or budget)",
-                      name ? name : "(null)");
+    return name_of(&STRATEGY_NAMES, (int)kind);
 }
 
 int strategy_segment_sizes(StrategyKind kind, int n, int *sizes)
@@ -93,7 +82,7 @@ Schedule *schedule_create(StrategyKind strategy, const Segment *segments, int n,
         else copy[m++] = segments[i];
     }
     *s = (Schedule){.strategy = strategy, .n_layers = n_layers, .n_segments = m, .segments = copy,
-                    .preserve_rng = true};
+                    .replay.preserve_rng = true};
     return s;
 }
 
@@ -118,10 +107,7 @@ Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
     } else {
         remat_fail(REMAT_ENOMEM, "schedule_for_strategy: no memory for %d segments", n_layers);
     }
-    if (s) {
-        s->preserve_rng = strategy->preserve_rng;
-        s->determinism_check = strategy->determinism_check;
-    }
+    if (s) s->replay = strategy->replay;
     free(sizes);
     free(segs);
     return s;
@@ -182,8 +168,7 @@ Var *schedule_forward(const Schedule *s, Layer **layers, int n_layers, Var *x, T
         } else {
             char name[NODE_NAME_LEN];
             segment_name(name, sizeof name, g, layers);
-            const CheckpointOptions o = {.name = name, .preserve_rng = s->preserve_rng,
-                                         .determinism_check = s->determinism_check, .policy = g->policy};
+            const CheckpointOptions o = {.name = name, .replay = s->replay, .policy = g->policy};
             next = checkpoint_layers(run, g->count, h, ctx, &o);
         }
         var_free(h);

@@ -45,6 +45,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/parse.h"
 #include "checkpoint/checkpoint.h"
 
 /* ---- strategies: how a schedule is asked for ---------------------------------------------- */
@@ -60,19 +61,18 @@ typedef enum StrategyKind {
 /* A strategy and its options: what schedule_for_strategy turns into a schedule. */
 typedef struct Strategy {
     StrategyKind kind;
-    const Policy *policy;   /* selective only; NULL there means attention_core */
-    bool preserve_rng;      /* regions replay dropout's draws (default on) */
-    bool determinism_check; /* regions compare each replay with its first forward (default off) */
+    const Policy *policy; /* selective only; NULL there means attention_core */
+    RegionReplay replay;  /* what the schedule made of it will own (default: the generator replayed) */
 } Strategy;
 
 /* The strategy of that kind with default options. */
 Strategy strategy_defaults(StrategyKind kind);
 
-/* "none", "full", "sqrt", "selective", "budget". */
-const char *strategy_name(StrategyKind kind);
+/* "none", "full", "sqrt", "selective", "budget": the names of StrategyKind's values. */
+extern const NameTable STRATEGY_NAMES;
 
-/* The kind called `name`; REMAT_EINVAL with the list of names otherwise. */
-RematStatus strategy_parse(const char *name, StrategyKind *kind);
+/* Its name in STRATEGY_NAMES. */
+const char *strategy_name(StrategyKind kind);
 
 /* ---- schedules --------------------------------------------------------------------------- */
 
@@ -99,8 +99,8 @@ typedef struct Schedule {
     int n_layers;
     int n_segments;
     Segment *segments;      /* owned, in chain order, covering every layer once */
-    bool preserve_rng;      /* regions replay the generator (default on); Revolve always does */
-    bool determinism_check; /* regions check each replay against their first forward */
+    RegionReplay replay;    /* how every region replays, read there (default: the generator
+                               replayed, no check); Revolve always replays the generator */
     Prediction predicted;
 } Schedule;
 

@@ -366,17 +366,12 @@ RematStatus gpt_set_attention(Model *model, AttentionKind attention)
     return REMAT_OK;
 }
 
-RematStatus attention_kind_parse(const char *name, AttentionKind *out)
-{
-    if (name && !strcmp(name, "naive")) *out = ATTENTION_NAIVE;
-    else if (name && !strcmp(name, "fused")) *out = ATTENTION_FUSED;
-    else return remat_fail(REMAT_EINVAL, "unknown attention '%s' (expected naive or fused)", name ? name : "");
-    return REMAT_OK;
-}
+static const char *const ATTENTION_KINDS[] = {"naive", "fused"};
+const NameTable ATTENTION_KIND_NAMES = {ATTENTION_KINDS, 2};
 
 const char *attention_kind_name(AttentionKind kind)
 {
-    return kind == ATTENTION_FUSED ? "fused" : "naive";
+    return name_of(&ATTENTION_KIND_NAMES, (int)kind);
 }
 
 /* ---- generation ----------------------------------------------------------------------- */

@@ -25,6 +25,7 @@
 
 #include <stdint.h>
 
+#include "base/parse.h"
 #include "models/model.h"
 
 /* How a GPT block computes its attention core: primitive ops that materialise the
@@ -32,10 +33,10 @@
  * and recomputes the probabilities in backward (fused, op_attention_fused). */
 typedef enum AttentionKind { ATTENTION_NAIVE = 0, ATTENTION_FUSED } AttentionKind;
 
-/* "naive" or "fused" into *out; REMAT_EINVAL naming both otherwise (out unchanged). */
-RematStatus attention_kind_parse(const char *name, AttentionKind *out);
+/* "naive", "fused": the names of AttentionKind's values. */
+extern const NameTable ATTENTION_KIND_NAMES;
 
-/* "naive" or "fused". */
+/* Its name in ATTENTION_KIND_NAMES. */
 const char *attention_kind_name(AttentionKind kind);
 
 /* The op instance of dropout site `site` of GPT block `index`: the embedding's dropout is

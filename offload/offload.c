@@ -155,6 +155,7 @@ static const char *slot_name(char *buf, size_t size, const Node *node, int slot)
 /* ---- options ------------------------------------------------------------------------- */
 
 static const char *const POLICY_NAMES[] = {"all", "large", "boundary"};
+const NameTable OFFLOAD_POLICY_NAMES = {POLICY_NAMES, sizeof POLICY_NAMES / sizeof POLICY_NAMES[0]};
 
 OffloadOptions offload_defaults(OffloadPolicy policy)
 {
@@ -167,19 +168,7 @@ OffloadOptions offload_defaults(OffloadPolicy policy)
 
 const char *offload_policy_name(OffloadPolicy policy)
 {
-    return (unsigned)policy <= OFFLOAD_BOUNDARY ? POLICY_NAMES[policy] : "unknown";
-}
-
-RematStatus offload_policy_parse(const char *name, OffloadPolicy *policy)
-{
-    for (int p = 0; name && p <= OFFLOAD_BOUNDARY; p++) {
-        if (!strcmp(name, POLICY_NAMES[p])) {
-            *policy = (OffloadPolicy)p;
-            return REMAT_OK;
-        }
-    }
-    return remat_fail(REMAT_EINVAL, "unknown offload policy '%s' (expected all, large or boundary)",
-                      name ? name : "(null)");
+    return name_of(&OFFLOAD_POLICY_NAMES, (int)policy);
 }
 
 /* Whether the policy sends `t`, saved by `node`, to disk. */

@@ -123,6 +123,7 @@
 #include <stddef.h>
 
 #include "autograd/autograd.h"
+#include "base/parse.h"
 
 typedef enum OffloadPolicy {
     OFFLOAD_ALL = 0,
@@ -195,11 +196,11 @@ typedef struct OffloadOptions {
  * write-behind OFFLOAD_WRITE_BEHIND, growth OFFLOAD_GROW_BYTES, the directory from $TMPDIR. */
 OffloadOptions offload_defaults(OffloadPolicy policy);
 
-/* "all", "large", "boundary". */
-const char *offload_policy_name(OffloadPolicy policy);
+/* "all", "large", "boundary": the names of OffloadPolicy's values. */
+extern const NameTable OFFLOAD_POLICY_NAMES;
 
-/* The policy called `name`; REMAT_EINVAL naming the choices otherwise. */
-RematStatus offload_policy_parse(const char *name, OffloadPolicy *policy);
+/* Its name in OFFLOAD_POLICY_NAMES. */
+const char *offload_policy_name(OffloadPolicy policy);
 
 typedef struct Offload Offload;
 

@@ -15,17 +15,7 @@
 #include "tensor/rng.h"
 
 static const char *const LANG_KEYS[LANG_COUNT] = {"en", "ar"};
-
-RematStatus quiz_lang_parse(const char *name, QuizLang *lang)
-{
-    for (int l = 0; name && l < LANG_COUNT; l++) {
-        if (!strcmp(name, LANG_KEYS[l])) {
-            *lang = (QuizLang)l;
-            return REMAT_OK;
-        }
-    }
-    return remat_fail(REMAT_EINVAL, "unknown language '%s' (expected en or ar)", name ? name : "(null)");
-}
+const NameTable QUIZ_LANG_NAMES = {LANG_KEYS, LANG_COUNT};
 
 char *quiz_read_file(const char *who, const char *path, size_t *size)
 {

@@ -29,6 +29,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/error.h"
+#include "base/parse.h"
 
 #define QUIZ_QUESTIONS 8 /* a bank has exactly this many */
 #define QUIZ_OPTIONS 4
@@ -126,7 +127,7 @@ void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int order
  * ("cannot load the question bank: quiz is a directory, not a regular file"). */
 char *quiz_read_file(const char *who, const char *path, size_t *size);
 
-/* "en" or "ar" to a language; REMAT_EINVAL otherwise. */
-RematStatus quiz_lang_parse(const char *name, QuizLang *lang);
+/* "en", "ar": the names of QuizLang's values, and the keys of a text's languages in the bank. */
+extern const NameTable QUIZ_LANG_NAMES;
 
 #endif /* REMAT_QUIZ_BANK_H */

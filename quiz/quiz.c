@@ -17,6 +17,7 @@
  */
 #include <ctype.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@
 #include "quiz/page.h"
 #include "quiz/words.h"
 #include "base/file.h"
-#include "base/parse.h"
+#include "base/flags.h"
 
 #ifndef REMAT_QUIZ_BANK
 #define REMAT_QUIZ_BANK "quiz/questions.json"
@@ -43,7 +44,7 @@
 
 typedef struct Options {
     QuizLang lang;
-    bool preview, shuffle;
+    bool preview, no_shuffle;
     const char *answers; /* comma-separated, or NULL */
     const char *results;
     const char *plots; /* NULL: <results>/plots */
@@ -51,32 +52,6 @@ typedef struct Options {
     const char *bank;
     uint64_t seed;
 } Options;
-
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: quiz [--lang en|ar] [--preview] [--answers LIST] [--results DIR] [--seed N]\n"
-            "            [--no-shuffle] [--bank FILE] [--html FILE [--plots DIR]]\n"
-            "  The Activation Recomputation Quiz: 8 questions, with explanations that quote what\n"
-            "  this machine's benches measured.\n"
-            "  --lang en|ar     English (default) or Arabic (UTF-8; a terminal with bidi support\n"
-            "                   shows it right to left)\n"
-            "  --preview        every question with its options, no answers\n"
-            "  --answers LIST   answer without a terminal, e.g. 1,3,2,4,1,2,4,3 or a,c,b,d: one\n"
-            "                   number 1-4 or letter a-d per question, in the order the options\n"
-            "                   are shown, at most 8, no spaces\n"
-            "  --results DIR    where the benches wrote their JSON (default: results)\n"
-            "  --html FILE      write the quiz, in both languages, as one self-contained HTML\n"
-            "                   page to FILE instead of asking (open it in a browser); the\n"
-            "                   URL fragment #lang=ar&answers=1,3,... answers it in the page\n"
-            "  --plots DIR      the PNGs the page shows (default: RESULTS/plots, where\n"
-            "                   bench/plots.sh draws them)\n"
-            "  --seed N         the order of the options (default: a new order each run)\n"
-            "  --no-shuffle     the options in the order of the source quiz\n"
-            "  --bank FILE      the question bank (default: %s)\n"
-            "  --help           this text\n",
-            REMAT_QUIZ_BANK);
-}
 
 /* The exit status of a run that would end with `status`: 1 instead of 0 if what it
  * printed could not be written (stdout on a full disk), saying so. */
@@ -108,55 +83,67 @@ static bool valid_answers(const char *list)
     }
 }
 
+static RematStatus set_answers(void *opts, const char *v)
+{
+    if (!valid_answers(v))
+        return remat_fail(REMAT_EINVAL, "'%s' is not 1 to 8 answers, each 1-4 or a-d, separated by commas without "
+                          "spaces", v);
+    ((Options *)opts)->answers = v;
+    return REMAT_OK;
+}
+
+#define AT(field) offsetof(Options, field)
+static const Flag FLAGS[] = {
+    {.name = "--lang", .type = FLAG_NAME, .offset = AT(lang), .names = &QUIZ_LANG_NAMES, .value = "en|ar",
+     .help = "English (default) or Arabic (UTF-8; a terminal with bidi\nsupport shows it right to left)"},
+    {.name = "--preview", .type = FLAG_SWITCH, .offset = AT(preview),
+     .help = "every question with its options, no answers"},
+    {.name = "--answers", .type = FLAG_CUSTOM, .set = set_answers, .value = "LIST",
+     .help = "answer without a terminal, e.g. 1,3,2,4,1,2,4,3 or a,c,b,d:\n"
+             "one number 1-4 or letter a-d per question, in the order the\n"
+             "options are shown, at most 8, no spaces"},
+    {.name = "--results", .type = FLAG_TEXT, .offset = AT(results), .value = "DIR",
+     .help = "where the benches wrote their JSON (default: results)"},
+    {.name = "--html", .type = FLAG_TEXT, .offset = AT(html), .value = "FILE",
+     .help = "write the quiz, in both languages, as one self-contained HTML\n"
+             "page to FILE instead of asking (open it in a browser); the URL\n"
+             "fragment #lang=ar&answers=1,3,... answers it in the page"},
+    {.name = "--plots", .type = FLAG_TEXT, .offset = AT(plots), .value = "DIR",
+     .help = "the PNGs the page shows (default: RESULTS/plots, where\nbench/plots.sh draws them)"},
+    {.name = "--seed", .type = FLAG_U64, .offset = AT(seed), .value = "N",
+     .help = "the order of the options (default: a new order each run)"},
+    {.name = "--no-shuffle", .type = FLAG_SWITCH, .offset = AT(no_shuffle),
+     .help = "the options in the order of the source quiz"},
+    {.name = "--bank", .type = FLAG_TEXT, .offset = AT(bank), .value = "FILE",
+     .help = "the question bank (default: " REMAT_QUIZ_BANK ")"},
+};
+#undef AT
+
+static void usage(const FlagSet *set, FILE *out)
+{
+    fprintf(out, "usage: quiz");
+    flags_synopsis(set, out);
+    fprintf(out, " [--help]\n"
+                 "  The Activation Recomputation Quiz: 8 questions, with explanations that quote what\n"
+                 "  this machine's benches measured.\n");
+    flags_usage(set, NULL, false, out);
+    fprintf(out, "  --help              this text\n");
+}
+
+/* The options of the command line: -1 to run, else the exit status: 0 after --help (1 if
+ * it could not be written), 2 for a bad flag (said on stderr, with the usage). */
 static int parse_options(int argc, char **argv, Options *o)
 {
-    *o = (Options){.lang = LANG_EN, .shuffle = true, .results = "results", .bank = REMAT_QUIZ_BANK,
+    *o = (Options){.lang = LANG_EN, .results = "results", .bank = REMAT_QUIZ_BANK,
                    .seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32)};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL, *expected = "";
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            exit(finish(0));
-        } else if (!strcmp(a, "--preview")) {
-            o->preview = true;
-        } else if (!strcmp(a, "--no-shuffle")) {
-            o->shuffle = false;
-        } else if (!strcmp(a, "--lang") && v) {
-            if (quiz_lang_parse(v, &o->lang) != REMAT_OK) goto bad;
-            i++;
-        } else if (!strcmp(a, "--answers") && v) {
-            expected = " (expected 1 to 8 answers, each 1-4 or a-d, separated by commas without spaces)";
-            if (!valid_answers(v)) goto bad;
-            o->answers = v;
-            i++;
-        } else if (!strcmp(a, "--results") && v) {
-            o->results = v;
-            i++;
-        } else if (!strcmp(a, "--html") && v) {
-            o->html = v;
-            i++;
-        } else if (!strcmp(a, "--plots") && v) {
-            o->plots = v;
-            i++;
-        } else if (!strcmp(a, "--bank") && v) {
-            o->bank = v;
-            i++;
-        } else if (!strcmp(a, "--seed") && v) {
-            expected = " (expected a whole number from 0 to 18446744073709551615)";
-            if (!parse_u64(v, 0, UINT64_MAX, &o->seed)) goto bad;
-            i++;
-        } else {
-            fprintf(stderr, "quiz: unknown option or missing value: %s\n", a);
-            usage(stderr);
-            return 2;
-        }
-        continue;
-    bad:
-        fprintf(stderr, "quiz: bad value for %s: '%s'%s\n", a, v, expected);
-        usage(stderr);
-        return 2;
-    }
-    return 0;
+    unsigned given = 0;
+    const FlagSet set = {.flags = FLAGS, .n = sizeof FLAGS / sizeof FLAGS[0], .opts = o, .accepted = ~0u,
+                         .given = &given};
+    const int parsed = flags_parse(&set, 1, argc, argv);
+    if (parsed == FLAGS_RUN) return -1;
+    if (parsed == FLAGS_BAD) fprintf(stderr, "quiz: %s\n", remat_last_error());
+    usage(&set, parsed == FLAGS_HELP ? stdout : stderr);
+    return parsed == FLAGS_HELP ? finish(0) : 2;
 }
 
 static void print_question(const Bank *b, int q, const int *order, QuizLang lang)
@@ -300,8 +287,8 @@ int main(int argc, char **argv)
 {
     file_size_limit_as_error(); /* ulimit -f: --html fails with "File too large" instead of dying */
     Options o;
-    int parsed = parse_options(argc, argv, &o);
-    if (parsed) return parsed;
+    const int parsed = parse_options(argc, argv, &o);
+    if (parsed >= 0) return parsed;
     struct stat st; /* a results directory that does not exist yet is fine: nothing measured */
     if (stat(o.results, &st) == 0 && !S_ISDIR(st.st_mode)) {
         fprintf(stderr, "quiz: --results %s is %s, not a directory\n", o.results, file_kind(st.st_mode));
@@ -314,7 +301,7 @@ int main(int argc, char **argv)
     }
     const QuizWords *w = quiz_words(o.lang);
     int orders[QUIZ_QUESTIONS][QUIZ_OPTIONS];
-    bank_option_orders(bank, o.seed, o.shuffle, orders);
+    bank_option_orders(bank, o.seed, !o.no_shuffle, orders);
     if (o.html) {
         int status = write_page(&o, bank, orders);
         bank_free(bank);

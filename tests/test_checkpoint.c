@@ -57,15 +57,15 @@ static void check_strategies(const Trainee *t, bool replay)
     Strategy others[] = {
         strategy_defaults(STRATEGY_FULL),
         strategy_defaults(STRATEGY_SQRT),
-        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .preserve_rng = true},
-        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_DOTS_SAVEABLE, .preserve_rng = true},
-        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_NOTHING_SAVEABLE, .preserve_rng = true},
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .replay.preserve_rng = true},
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_DOTS_SAVEABLE, .replay.preserve_rng = true},
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_NOTHING_SAVEABLE, .replay.preserve_rng = true},
     };
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
         Outcome o = {0};
         char what[128];
-        others[i].preserve_rng = replay;
-        others[i].determinism_check = !replay;
+        others[i].replay.preserve_rng = replay;
+        others[i].replay.determinism_check = !replay;
         snprintf(what, sizeof what, "%s%s%s, %s%s%s%s", t->kind, t->dropout_rng == DROPOUT_RNG_COUNTER ? " (counter)" : "",
                  t->attention == ATTENTION_FUSED ? " (fused)" : "",
                  strategy_name(others[i].kind), others[i].policy ? " " : "",
@@ -128,7 +128,7 @@ static void test_without_rng_replay_dropout_gradients_are_wrong(void **state)
     Outcome reference = {0}, wrong = {0};
     Strategy none = strategy_defaults(STRATEGY_NONE);
     Strategy no_replay = strategy_defaults(STRATEGY_FULL);
-    no_replay.preserve_rng = false;
+    no_replay.replay.preserve_rng = false;
     assert_int_equal(train(&GPT3, &none, &reference), REMAT_OK);
     assert_int_equal(train(&GPT3, &no_replay, &wrong), REMAT_OK);
     /* The first loss is the same (the first forward is not a replay); the gradients were
@@ -147,7 +147,7 @@ static void test_without_rng_replay_dropout_gradients_are_wrong(void **state)
     /* The determinism check catches it in the first region backward reaches, the last. */
     Outcome checked = {0};
     Strategy check = no_replay;
-    check.determinism_check = true;
+    check.replay.determinism_check = true;
     assert_int_equal(train(&GPT3, &check, &checked), REMAT_ESTATE);
     printf("  determinism check: %s\n", remat_last_error());
     assert_non_null(strstr(remat_last_error(), "checkpoint region h.2: the replay computed a different output"));
@@ -156,8 +156,8 @@ static void test_without_rng_replay_dropout_gradients_are_wrong(void **state)
     /* Under a selective policy the region's output comes from the cache, so comparing it
      * alone would miss the divergence; the check compares every recomputed op. */
     Outcome selective = {0};
-    Strategy sel = {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .preserve_rng = false,
-                    .determinism_check = true};
+    Strategy sel = {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .replay.preserve_rng = false,
+                    .replay.determinism_check = true};
     assert_int_equal(train(&GPT3, &sel, &selective), REMAT_ESTATE);
     assert_non_null(strstr(remat_last_error(), "first at dropout (attn.dropout)"));
     outcome_free(&selective);
@@ -165,7 +165,7 @@ static void test_without_rng_replay_dropout_gradients_are_wrong(void **state)
     /* With replay, the check passes. */
     Outcome fine = {0};
     Strategy replay = strategy_defaults(STRATEGY_FULL);
-    replay.determinism_check = true;
+    replay.replay.determinism_check = true;
     assert_int_equal(train(&GPT3, &replay, &fine), REMAT_OK);
     outcome_free(&fine);
 }
@@ -418,8 +418,8 @@ typedef struct PolicyRun {
 static PolicyRun run_policies(const Dims *d)
 {
     Strategy none = strategy_defaults(STRATEGY_NONE), full = strategy_defaults(STRATEGY_FULL);
-    Strategy core = {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .preserve_rng = true};
-    Strategy dots = {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_DOTS_SAVEABLE, .preserve_rng = true};
+    Strategy core = {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .replay.preserve_rng = true};
+    Strategy dots = {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_DOTS_SAVEABLE, .replay.preserve_rng = true};
     const PolicyRun r = {measure_gpt(d, &none), measure_gpt(d, &full), measure_gpt(d, &core), measure_gpt(d, &dots)};
     printf("  GPT L=%d B=%d T=%d C=%d H=%d, dropout 0.1\n", d->L, d->B, d->T, d->C, d->H);
     printf("  %-26s %12s %12s %16s %9s\n", "strategy", "stored ACT", "peak ACT", "RECOMPUTE FLOPs", "of full");

@@ -110,13 +110,13 @@ static void test_policy_names_parse_and_print(void **state)
 {
     (void)state;
     for (int p = OFFLOAD_ALL; p <= OFFLOAD_BOUNDARY; p++) {
-        OffloadPolicy parsed;
-        assert_int_equal(offload_policy_parse(offload_policy_name((OffloadPolicy)p), &parsed), REMAT_OK);
+        int parsed;
+        assert_int_equal(name_parse(&OFFLOAD_POLICY_NAMES, offload_policy_name((OffloadPolicy)p), &parsed), REMAT_OK);
         assert_int_equal(parsed, p);
     }
-    OffloadPolicy parsed;
-    assert_int_equal(offload_policy_parse("some", &parsed), REMAT_EINVAL);
-    assert_non_null(strstr(remat_last_error(), "expected all, large or boundary"));
+    int parsed;
+    assert_int_equal(name_parse(&OFFLOAD_POLICY_NAMES, "some", &parsed), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "'some' is not one of all, large, boundary"));
 }
 
 /* ---- a few training steps, with and without offload (fixture_train.h) ------------------ */
@@ -157,9 +157,9 @@ static void check_offload_with_every_strategy(const Trainee *t)
         none,
         strategy_defaults(STRATEGY_FULL),
         strategy_defaults(STRATEGY_SQRT),
-        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .preserve_rng = true},
-        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_DOTS_SAVEABLE, .preserve_rng = true},
-        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_NOTHING_SAVEABLE, .preserve_rng = true},
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .replay.preserve_rng = true},
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_DOTS_SAVEABLE, .replay.preserve_rng = true},
+        {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_NOTHING_SAVEABLE, .replay.preserve_rng = true},
     };
     enum { BEHIND = OFFLOAD_WRITE_BEHIND, WINDOW = 16 << 10 };
     /* window: read ahead and write behind as many records as 16 KiB of data holds (at
@@ -1309,7 +1309,7 @@ static void test_train_takes_the_offload_flags(void **state)
 /* A short MLP run whose activations (64 KiB) are all spilled by the default options. */
 static TrainOptions offload_run_options(const OffloadPolicy *offload, const char *dir)
 {
-    TrainOptions o = train_defaults("mlp");
+    TrainOptions o = train_defaults(MODEL_MLP);
     o.layers = 2;
     o.d_model = CHAIN_W;
     o.batch = CHAIN_B;

@@ -11,6 +11,11 @@
 
 #include <limits.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/flags.h"
 #include "base/parse.h"
 
 /* Asserts parse_int refuses `text` for [lo, hi] and leaves its output alone. */
@@ -170,6 +175,139 @@ static void test_memory_sizes_parse_with_units(void **state)
     }
 }
 
+/* ---- names and flags ------------------------------------------------------------------ */
+
+static const char *const COLOURS[] = {"red", "green", "blue"};
+static const NameTable COLOUR_NAMES = {COLOURS, 3};
+
+/* One table per enum, one message for a bad value, and nothing changed by it. */
+static void test_name_table_parses_names_and_refuses_others_alike(void **state)
+{
+    (void)state;
+    int v = -1;
+    assert_int_equal(name_parse(&COLOUR_NAMES, "blue", &v), REMAT_OK);
+    assert_int_equal(v, 2);
+    assert_string_equal(name_of(&COLOUR_NAMES, 1), "green");
+    assert_string_equal(name_of(&COLOUR_NAMES, 3), "unknown");
+    assert_int_equal(name_parse(&COLOUR_NAMES, "Blue", &v), REMAT_EINVAL);
+    assert_string_equal(remat_last_error(), "'Blue' is not one of red, green, blue");
+    assert_int_equal(name_parse(&COLOUR_NAMES, NULL, &v), REMAT_EINVAL);
+    assert_int_equal(v, 2);
+}
+
+typedef struct Opts {
+    int n;
+    float rate;
+    bool on, kept;
+    int colour;
+    const char *path;
+} Opts;
+
+static const char *only_when_on(const void *opts, const void *run)
+{
+    (void)run;
+    return ((const Opts *)opts)->on ? NULL : "it needs --on";
+}
+
+static const Flag ROWS[] = {
+    {.name = "--n", .type = FLAG_INT, .offset = offsetof(Opts, n), .value = "N", .lo = 1, .hi = 9, .heading = "numbers",
+     .help = "a count"},
+    {.name = "--rate", .type = FLAG_FLOAT, .offset = offsetof(Opts, rate), .value = "X", .lo = 0, .hi = 1,
+     .hi_open = true, .applies = only_when_on, .help = "a rate"},
+    {.name = "--on", .type = FLAG_SWITCH, .offset = offsetof(Opts, on), .heading = "switches", .help = "on"},
+    {.name = "--drop", .type = FLAG_SWITCH_OFF, .offset = offsetof(Opts, kept), .help = "not kept"},
+    {.name = "--blue", .type = FLAG_CONST, .offset = offsetof(Opts, colour), .lo = 2, .help = "blue"},
+    {.name = "--colour", .type = FLAG_NAME, .offset = offsetof(Opts, colour), .names = &COLOUR_NAMES, .value = "C",
+     .help = "a colour"},
+    {.name = "--path", .type = FLAG_TEXT, .offset = offsetof(Opts, path), .value = "FILE", .help = "a path"},
+};
+
+/* Parses `args` (up to 10, NULL-terminated) by ROWS, rows `accepted`, into *o. */
+static int parse_rows(Opts *o, unsigned accepted, unsigned *given, const char *const *args)
+{
+    char *argv[11] = {"prog"};
+    int argc = 1;
+    while (argc < 11 && args[argc - 1]) argv[argc] = (char *)args[argc - 1], argc++;
+    *o = (Opts){.kept = true};
+    *given = 0;
+    const FlagSet set = {.flags = ROWS, .n = 7, .opts = o, .accepted = accepted, .given = given};
+    return flags_parse(&set, 1, argc, argv);
+}
+
+/* Every row sets its field by its type; the given rows are recorded. */
+static void test_flags_set_each_field_by_its_type(void **state)
+{
+    (void)state;
+    Opts o;
+    unsigned given;
+    const char *args[] = {"--n", "3", "--on", "--rate", "0.5", "--drop", "--blue", "--path", "p", NULL};
+    assert_int_equal(parse_rows(&o, ~0u, &given, args), FLAGS_RUN);
+    assert_int_equal(o.n, 3);
+    assert_float_equal(o.rate, 0.5f, 0.0f);
+    assert_true(o.on);
+    assert_false(o.kept);
+    assert_int_equal(o.colour, 2);
+    assert_string_equal(o.path, "p");
+    assert_int_equal(given, 0x5fu);
+    const FlagSet set = {.flags = ROWS, .n = 7, .opts = &o, .accepted = ~0u, .given = &given};
+    assert_int_equal(flags_check(&set, NULL), REMAT_OK);
+    const char *help[] = {"--n", "3", "-h", NULL};
+    assert_int_equal(parse_rows(&o, ~0u, &given, help), FLAGS_HELP);
+}
+
+/* Each way a command line can be wrong is refused with the flag's name and why. */
+static void test_flags_refuse_with_the_reason(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args[5]; /* NULL-terminated */
+        const char *why;
+    } cases[] = {
+        {{"--bogus"}, "unknown flag --bogus"},
+        {{"--n"}, "--n needs a value (N)"},
+        {{"--path", ""}, "--path needs a value (FILE)"},
+        {{"--n", "10"}, "--n: '10' is not a whole number in 1..9"},
+        {{"--rate", "1"}, "--rate: '1' is not a number in [0, 1)"},
+        {{"--colour", "pink"}, "--colour: 'pink' is not one of red, green, blue"},
+        {{"--n", "1", "--n", "2"}, "--n is given twice"},
+        {{"--on"}, "--on does not apply here (the flags that do are below)"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        Opts o;
+        unsigned given;
+        assert_int_equal(parse_rows(&o, ~0u & ~(1u << 2), &given, cases[c].args), FLAGS_BAD);
+        assert_string_equal(remat_last_error(), cases[c].why);
+    }
+    Opts o;
+    unsigned given;
+    const char *rate[] = {"--rate", "0.5", NULL};
+    assert_int_equal(parse_rows(&o, ~0u, &given, rate), FLAGS_RUN);
+    const FlagSet set = {.flags = ROWS, .n = 7, .opts = &o, .accepted = ~0u, .given = &given};
+    assert_int_equal(flags_check(&set, NULL), REMAT_EINVAL);
+    assert_string_equal(remat_last_error(), "--rate does not apply: it needs --on");
+}
+
+/* The help: the rows a program takes, by section, in the flag column of 22. */
+static void test_flags_usage_prints_sections_of_accepted_rows(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    assert_non_null(out);
+    const FlagSet set = {.flags = ROWS, .n = 7, .accepted = ~0u & ~(1u << 3)};
+    flags_usage(&set, "switches", true, out);
+    flags_synopsis(&set, out);
+    fclose(out);
+    assert_string_equal(text, "switches\n"
+                              "  --on                on\n"
+                              "  --blue              blue\n"
+                              "  --colour C          a colour\n"
+                              "  --path FILE         a path\n"
+                              " [--n N] [--rate X] [--on] [--blue] [--colour C] [--path FILE]");
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -181,6 +319,10 @@ int main(void)
         cmocka_unit_test(test_parse_int_list_rejects_empty_elements_and_changes_nothing),
         cmocka_unit_test(test_parse_double_takes_decimal_text_only),
         cmocka_unit_test(test_memory_sizes_parse_with_units),
+        cmocka_unit_test(test_name_table_parses_names_and_refuses_others_alike),
+        cmocka_unit_test(test_flags_set_each_field_by_its_type),
+        cmocka_unit_test(test_flags_refuse_with_the_reason),
+        cmocka_unit_test(test_flags_usage_prints_sections_of_accepted_rows),
     };
     return cmocka_run_group_tests_name("parse", tests, NULL, NULL);
 }

@@ -628,8 +628,11 @@ static void test_long_chains_go_to_chen(void **state)
 static void test_planner_names_parse(void **state)
 {
     (void)state;
-    assert_int_equal(planner_parse("dp", &(PlannerKind){0}), REMAT_OK);
-    assert_int_equal(planner_parse("greedy", &(PlannerKind){0}), REMAT_EINVAL);
+    int kind;
+    assert_int_equal(name_parse(&PLANNER_NAMES, "dp", &kind), REMAT_OK);
+    assert_int_equal(kind, PLANNER_DP);
+    assert_int_equal(name_parse(&PLANNER_NAMES, "greedy", &kind), REMAT_EINVAL);
+    assert_string_equal(planner_name(PLANNER_REVOLVE), "revolve");
 }
 
 int main(void)

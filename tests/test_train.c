@@ -62,11 +62,11 @@ static void test_parse_accepts_every_documented_flag(void **state)
                     "--seed", "42", "--threads", "1", "--eval-every", "0", "--eval-batches", "2",
                     "--quiet", "--save", "x.st"};
     assert_int_equal(parse(&o, 28, argv), 0);
-    assert_string_equal(o.model, "mlp");
+    assert_int_equal(o.model, MODEL_MLP);
     assert_int_equal(o.layers, 3);
     assert_int_equal(o.d_model, 16);
     assert_int_equal(o.steps, 7);
-    assert_string_equal(o.optimizer, "sgd");
+    assert_int_equal(o.optimizer, OPTIM_SGD);
     assert_float_equal(o.momentum, 0.5f, 0.0f);
     assert_int_equal(o.seed, 42);
     assert_true(o.quiet);
@@ -175,11 +175,11 @@ static void test_parse_refuses_flags_that_do_not_apply(void **state)
         {{"--seq", "8"}, "--seq does not apply"},
         {{"--data", "data/corpus.txt"}, "--data does not apply"},
         {{"--sample", "10"}, "--sample does not apply"},
-        {{"--threads", "100000"}, "bad value for --threads: '100000' (expected a whole number in 1.."},
+        {{"--threads", "100000"}, "--threads: '100000' is not a whole number in 1.."},
         {{"--offload", "all", "--offload-dir", ""}, "--offload-dir needs a value"},
-        {{"--layers", " 2"}, "bad value for --layers"},
-        {{"--seed", " -1"}, "bad value for --seed"},
-        {{"--save", ""}, "--save needs a value: a path"},
+        {{"--layers", " 2"}, "--layers: ' 2' is not a whole number"},
+        {{"--seed", " -1"}, "--seed: ' -1' is not a whole number"},
+        {{"--save", ""}, "--save needs a value (FILE)"},
         {{"--save", "a.st", "--save", "b.st"}, "--save is given twice"},
         {{"--strategy", "full", "--strategy", "sqrt"}, "--strategy is given twice"},
         {{"--model", "gpt"}, "--model is given twice"},
@@ -234,31 +234,27 @@ static void test_step_options_parse_into_typed_fields(void **state)
     (void)state;
     char *argv[] = {"bench", "--strategy", "selective", "--policy", "dots", "--no-rng-replay", "--offload-dir",
                     "/tmp", "--quick"};
-    const int argc = 9;
     StepOptions o = step_options_defaults();
     const unsigned accepted = STEP_FLAG_STRATEGY | STEP_FLAG_POLICY | STEP_FLAG_NO_RNG_REPLAY;
-    int i = 1;
-    assert_int_equal(step_options_parse(argc, argv, &i, accepted, &o), 1);
-    assert_int_equal(i, 2); /* past the value */
+    FlagSet set = step_options_flags(&o, accepted);
+    assert_int_equal(flags_parse(&set, 1, 6, argv), FLAGS_RUN);
     assert_int_equal(o.strategy.kind, STRATEGY_SELECTIVE);
-    i = 3;
-    assert_int_equal(step_options_parse(argc, argv, &i, accepted, &o), 1);
     assert_ptr_equal(o.strategy.policy, &POLICY_DOTS_SAVEABLE);
-    i = 5;
-    assert_int_equal(step_options_parse(argc, argv, &i, accepted, &o), 1);
-    assert_int_equal(i, 5); /* a switch takes no value */
-    assert_false(o.strategy.preserve_rng);
+    assert_false(o.strategy.replay.preserve_rng); /* a switch takes no value */
     assert_int_equal(o.given, accepted);
-    i = 6; /* a flag of the table this program does not take */
-    assert_int_equal(step_options_parse(argc, argv, &i, accepted, &o), -1);
+    o = step_options_defaults(); /* a flag of the table this program does not take */
+    assert_int_equal(flags_parse(&set, 1, 8, argv), FLAGS_BAD); /* argv[6] */
     assert_non_null(strstr(remat_last_error(), "--offload-dir does not apply"));
     assert_null(o.offload_opts.dir);
-    i = 8; /* not a flag of the table at all: left to the program */
-    assert_int_equal(step_options_parse(argc, argv, &i, accepted, &o), 0);
+    o = step_options_defaults(); /* not a flag of the table at all */
+    char *other[] = {"bench", "--quick"};
+    assert_int_equal(flags_parse(&set, 1, 2, other), FLAGS_BAD);
+    assert_non_null(strstr(remat_last_error(), "unknown flag --quick"));
     char *bad[] = {"train", "--planner", "greedy"};
-    i = 1;
-    assert_int_equal(step_options_parse(3, bad, &i, STEP_FLAGS_ALL, &o), -1);
-    assert_non_null(strstr(remat_last_error(), "--planner: unknown planner 'greedy'"));
+    o = step_options_defaults();
+    set = step_options_flags(&o, STEP_FLAGS_ALL);
+    assert_int_equal(flags_parse(&set, 1, 3, bad), FLAGS_BAD);
+    assert_non_null(strstr(remat_last_error(), "--planner: 'greedy' is not one of chen, dp, revolve"));
     assert_int_equal(o.planner, PLANNER_DP);
 }
 
@@ -276,7 +272,7 @@ static void test_parse_accumulate_and_zero(void **state)
     assert_int_equal(parse(&o, 3, none), 2);
     assert_int_equal(parse(&o, 3, junk), 2);
     assert_int_equal(parse(&o, 3, four), 2);
-    assert_non_null(strstr(remat_last_error(), "--zero: expected 0, 1, 2 or 3, not '4'"));
+    assert_non_null(strstr(remat_last_error(), "--zero: '4' is not a whole number in 0..3"));
 }
 
 /* ---- runs ----------------------------------------------------------------------------- */
@@ -455,7 +451,7 @@ static void test_accumulation_is_the_scaled_sum_of_micro_batches(void **state)
 
 static TrainOptions small_gpt(int steps, int accumulate, StrategyKind strategy)
 {
-    TrainOptions o = train_defaults("gpt");
+    TrainOptions o = train_defaults(MODEL_GPT);
     o.layers = 2;
     o.d_model = 16;
     o.heads = 2;
@@ -506,7 +502,7 @@ static void test_accumulate_is_bit_identical_across_strategies(void **state)
 
 static TrainOptions small_mlp(int steps)
 {
-    TrainOptions o = train_defaults("mlp");
+    TrainOptions o = train_defaults(MODEL_MLP);
     o.layers = 3;
     o.d_model = 16;
     o.batch = 8;
@@ -520,7 +516,7 @@ static TrainOptions small_mlp(int steps)
 /* A 2-block GPT on the corpus: C 32, 4 heads, 16 tokens, batch 4, dropout 0.1. */
 static TrainOptions small_gpt_with_masks(int steps, DropoutRng dropout_rng)
 {
-    TrainOptions o = train_defaults("gpt");
+    TrainOptions o = train_defaults(MODEL_GPT);
     o.layers = 2;
     o.d_model = 32;
     o.seq = 16;
@@ -568,7 +564,7 @@ static void test_counter_dropout_trains_like_none_without_rng_replay(void **stat
         const DropoutRng rng = g ? DROPOUT_RNG_COUNTER : DROPOUT_RNG_STREAM;
         TrainOptions plain = small_gpt_with_masks(STEPS, rng), o = small_gpt_with_masks(STEPS, rng);
         o.step.strategy = strategy_defaults(STRATEGY_FULL);
-        o.step.strategy.preserve_rng = false;
+        o.step.strategy.replay.preserve_rng = false;
         TrainReport reference, r;
         assert_int_equal(train_run(&plain, &reference, sink), REMAT_OK);
         assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
@@ -623,7 +619,7 @@ static void test_resident_peak_is_the_ledger_plus_the_baseline(void **state)
     if (getenv("REMAT_UNDER_VALGRIND")) skip(); /* valgrind's own allocator and shadow memory */
     static const StrategyKind KINDS[] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT};
     for (int k = 0; k < 3; k++) {
-        TrainOptions o = train_defaults("mlp"); /* 16 layers of width 256, batch 64, AdamW */
+        TrainOptions o = train_defaults(MODEL_MLP); /* 16 layers of width 256, batch 64, AdamW */
         o.steps = 4;
         o.eval_batches = 1;
         o.quiet = true;
@@ -769,7 +765,7 @@ static void test_missing_files_are_clear_errors(void **state)
 {
     (void)state;
     TrainReport r;
-    TrainOptions gpt = train_defaults("gpt");
+    TrainOptions gpt = train_defaults(MODEL_GPT);
     gpt.data = "/nonexistent/corpus.txt";
     gpt.quiet = true;
     assert_int_equal(train_run(&gpt, &r, sink), REMAT_EIO);
@@ -841,7 +837,7 @@ static void test_output_paths_are_checked_before_training(void **state)
     assert_int_equal(train_run(&same, &r, sink), REMAT_EINVAL);
     assert_non_null(strstr(remat_last_error(), "--save and --dump-step name the same file"));
     train_report_free(&r);
-    TrainOptions corpus = train_defaults("gpt");
+    TrainOptions corpus = train_defaults(MODEL_GPT);
     corpus.save = corpus.data;
     assert_int_equal(train_run(&corpus, &r, sink), REMAT_EINVAL);
     assert_non_null(strstr(remat_last_error(), "--save and --data name the same file"));
@@ -855,7 +851,7 @@ static void test_output_paths_are_checked_before_training(void **state)
 static void test_memory_is_checked_before_the_model_is_built(void **state)
 {
     (void)state;
-    TrainOptions o = train_defaults("gpt");
+    TrainOptions o = train_defaults(MODEL_GPT);
     o.layers = 4096;
     o.d_model = 1024;
     o.heads = 1;

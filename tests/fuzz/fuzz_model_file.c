@@ -1,7 +1,8 @@
 /*
  * fuzz_model_file.c — libFuzzer target for model files as train reads them: model_load
  * into a training run (a 2-layer MLP chain of width 4 with AdamW, the model
- * make_model_seeds writes files for) and model_file_meta.
+ * make_model_seeds writes files for) and st_meta, as train reads a resumed file's
+ * configuration.
  *
  * Each input is a whole file. model_load must either accept it — and then every
  * parameter and optimizer value is finite and the generators' increments are odd — or
@@ -84,8 +85,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     for (int i = 0; i < n; i++) free(before[i]);
 
-    char value[64];
-    (void)model_file_meta(path, "remat.step", value, sizeof value);
+    StFile *opened = st_load(path); /* how train reads a resumed file's configuration */
+    if (opened) (void)st_meta(opened, "remat.step");
+    st_close(opened);
     if (mem_live_blocks() != baseline_blocks) broken("tensors left in the ledger");
     return 0;
 }

@@ -24,8 +24,8 @@ static void broken(const char *what)
 /* Whether an accepted command line describes a run train can start. */
 static void check_accepted(const TrainOptions *o)
 {
-    const bool gpt = !strcmp(o->model, "gpt");
-    if (!gpt && strcmp(o->model, "mlp")) broken("accepted a model that is neither gpt nor mlp");
+    const bool gpt = o->model == MODEL_GPT;
+    if (!gpt && o->model != MODEL_MLP) broken("accepted a model that is neither gpt nor mlp");
     if (o->layers < 1 || o->layers > 4096 || o->d_model < 1 || o->d_model > 65536 || o->heads < 1 ||
         o->seq < 1 || o->batch < 1 || o->steps < 0 || o->eval_batches < 1 || o->threads < 0 ||
         o->threads > platform_max_threads())
@@ -33,7 +33,7 @@ static void check_accepted(const TrainOptions *o)
     if (!(o->dropout >= 0.0f && o->dropout < 1.0f) || !(o->lr > 0.0f) || !(o->momentum >= 0.0f && o->momentum < 1.0f))
         broken("accepted a rate out of its range");
     if (gpt && o->d_model % o->heads) broken("accepted channels that do not divide into the heads");
-    if (strcmp(o->optimizer, "adamw") && strcmp(o->optimizer, "sgd")) broken("accepted an unknown optimizer");
+    if (o->optimizer != OPTIM_ADAMW && o->optimizer != OPTIM_SGD) broken("accepted an unknown optimizer");
     const char *paths[] = {o->data, o->save, o->resume, o->dump_step, o->dump_graph, o->step.offload_opts.dir};
     for (int i = 0; i < 6; i++)
         if (paths[i] && !paths[i][0]) broken("accepted an empty path");

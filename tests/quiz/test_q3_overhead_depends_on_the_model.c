@@ -50,8 +50,8 @@ static void test_q3_replay_cost_depends_on_placement_and_operators(void **state)
     Policy attention_only = {"attention only", recompute_prefix, "attn."};
     Policy mlp_only = {"mlp only", recompute_prefix, "mlp."};
     Strategy blocks = strategy_defaults(STRATEGY_FULL);
-    Strategy attn = {.kind = STRATEGY_SELECTIVE, .policy = &attention_only, .preserve_rng = true};
-    Strategy mlp = {.kind = STRATEGY_SELECTIVE, .policy = &mlp_only, .preserve_rng = true};
+    Strategy attn = {.kind = STRATEGY_SELECTIVE, .policy = &attention_only, .replay.preserve_rng = true};
+    Strategy mlp = {.kind = STRATEGY_SELECTIVE, .policy = &mlp_only, .replay.preserve_rng = true};
 
     Model *gpt = quiz_gpt(0.1f);
     Var *t, *x = quiz_tokens(3, &t);

@@ -34,7 +34,7 @@ static void test_q5_recompute_the_cheap_heavy_ops_keep_the_expensive_ones(void *
     Var *x = var_create(xt, false, NULL), *t = var_create(tt, false, NULL);
 
     Strategy none = strategy_defaults(STRATEGY_NONE), full = strategy_defaults(STRATEGY_FULL);
-    Strategy core = {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .preserve_rng = true};
+    Strategy core = {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE, .replay.preserve_rng = true};
     QuizStep n = quiz_step(gpt, &none, x, t), f = quiz_step(gpt, &full, x, t), c = quiz_step(gpt, &core, x, t);
     printf("  stored activations: none %zu B, attention_core %zu B, full %zu B\n", n.stored_act, c.stored_act,
            f.stored_act);

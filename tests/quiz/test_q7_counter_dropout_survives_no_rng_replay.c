@@ -45,8 +45,8 @@ static void test_q7_counter_masks_need_no_rng_replay(void **state)
     };
     for (size_t i = 0; i < sizeof unreplayed / sizeof unreplayed[0]; i++) {
         Strategy *s = &unreplayed[i];
-        s->preserve_rng = false;
-        s->determinism_check = true;
+        s->replay.preserve_rng = false;
+        s->replay.determinism_check = true;
         QuizStep counter = quiz_step_with(gpt, s, NULL, DROPOUT_RNG_COUNTER, x, t);
         QuizStep stream = quiz_step_with(gpt, s, NULL, DROPOUT_RNG_STREAM, x, t);
         printf("  %-28s without RNG replay: counter %s, stream %s\n", s->policy ? s->policy->name : strategy_name(s->kind),

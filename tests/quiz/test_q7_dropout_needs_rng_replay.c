@@ -33,7 +33,7 @@ static void test_q7_the_replay_must_reproduce_the_forward_randomness(void **stat
     Strategy none = strategy_defaults(STRATEGY_NONE);
     Strategy replay = strategy_defaults(STRATEGY_FULL);
     Strategy fresh = strategy_defaults(STRATEGY_FULL);
-    fresh.preserve_rng = false;
+    fresh.replay.preserve_rng = false;
 
     QuizStep reference = quiz_step(gpt, &none, x, t);
     QuizStep replayed = quiz_step(gpt, &replay, x, t);
@@ -47,7 +47,7 @@ static void test_q7_the_replay_must_reproduce_the_forward_randomness(void **stat
     /* The forward itself is unaffected: the loss is the same either way. */
     assert_memory_equal(&reference.loss, &unreplayed.loss, sizeof(float));
 
-    fresh.determinism_check = true;
+    fresh.replay.determinism_check = true;
     QuizStep checked = quiz_step(gpt, &fresh, x, t);
     assert_int_equal(checked.status, REMAT_ESTATE);
     printf("  determinism check: %s\n", remat_last_error());
