@@ -293,11 +293,6 @@ static RematStatus probe_pass(Probe *p, ProbePass pass, ProbeLayer *pl, const Ch
     return status;
 }
 
-ChainCost *chain_profile(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx)
-{
-    return chain_profile_policy(layers, n, stages, ctx, NULL);
-}
-
 ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx,
                                 const Policy *policy)
 {
