@@ -99,15 +99,8 @@
  *   chain backward S(0) − in_0 + R + the executor's backward peak
  *   embed, after   as for any schedule
  *
- * The planner tries every slot count s = 1 … L−1 (and storing everything, strategy none)
- * and keeps the one with the fewest RECOMPUTE FLOPs, (t(L, s) + 1)·F, that fits; fewer
- * slots recompute more, so that is the most slots the budget holds.
- *
- * Why its curve reaches lower budgets than the single-level planners: a single-level
- * schedule holds its kept inputs plus one whole segment while that segment is replayed,
- * so it never needs less than about 2·sqrt(L) layers' worth of activations. Revolve with
- * one slot holds x_0, the state being advanced and one layer's working set, whatever L —
- * paying for it by recomputing layers up to L − 1 times.
+ * planner.c's search_revolve tries every slot count against a budget; revolve.h says why
+ * Revolve reaches budgets below any single-level schedule's, about 2·sqrt(L) layers.
  */
 #ifndef REMAT_CHECKPOINT_COST_H
 #define REMAT_CHECKPOINT_COST_H

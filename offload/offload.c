@@ -318,7 +318,7 @@ static PrefetchIo record_io(const Offload *off, const Record *r, bool write, voi
     const bool direct = off->opts.io == OFFLOAD_IO_DIRECT;
     return (PrefetchIo){.write = write, .head = head, .head_bytes = HEADER_BYTES, .data = data, .data_bytes = bytes,
                         .pad_bytes = r->span - HEADER_BYTES - bytes, .direct = direct, .offset = (off_t)r->offset,
-                        .evict = off->opts.drop_cache && !direct, .evict_bytes = r->span};
+                        .evict = off->opts.drop_cache && !direct};
 }
 
 /* io mmap with drop_cache: the record, already unmapped, is on its way out of the page

@@ -119,9 +119,9 @@ static int transfer(int fd, PrefetchIo *io, unsigned char *bounce)
         const ssize_t n = io->write ? pwritev(fd, iov, 3, io->offset) : preadv(fd, iov, 2, io->offset);
         error = n < 0 ? errno : (size_t)n != bytes ? -1 : 0;
     }
+    const size_t record = io->head_bytes + io->data_bytes + io->pad_bytes;
     if (!error && io->evict)
-        error = io->write ? prefetch_start_writeback(fd, io->offset, io->evict_bytes)
-                          : prefetch_evict(fd, io->offset, io->evict_bytes);
+        error = io->write ? prefetch_start_writeback(fd, io->offset, record) : prefetch_evict(fd, io->offset, record);
     return error;
 }
 
