@@ -142,13 +142,9 @@ typedef struct OffloadOptions {
     size_t large_bytes;     /* large: spill tensors of at least this many bytes, ... */
     const char *tag_prefix; /* large: ... or saved by a node whose tag starts with this
                                (NULL: size only; the string must outlive the Offload) */
-    bool drop_cache;        /* (io direct: nothing to drop, the records never enter the
-                               page cache) each record's write-back starts once it is written (on the
-                               helper thread when writing behind); offload_pop waits for
-                               what is left of it, without an fsync, and drops the records
-                               from the page cache; each is dropped again once read back.
-                               So backward reads the disk: what a benchmark of real disk
-                               reads wants */
+    bool drop_cache;        /* records leave the page cache (offload.c says how), so
+                               backward reads the disk: what a benchmark of real disk reads
+                               wants (io direct: nothing to drop) */
     int prefetch;           /* in backward, records a helper thread reads ahead of the one
                                being unpacked, into tensors allocated (ACT) when the read is
                                queued; 0: no thread, each record is read when unpacked */
@@ -158,11 +154,9 @@ typedef struct OffloadOptions {
                                keeps the disk busy where a count of records leaves it idle
                                behind small ones, and bounds the ACT it costs. 0: the count
                                alone decides */
-    int write_behind;       /* io syscalls: records the helper thread may still be writing
-                               while the forward goes on (each pack waits for the oldest
-                               beyond that); each keeps its tensor (ACT) until its write is
-                               seen finished. 0, or io mmap: pack writes before it returns
-                               (io direct writes behind as syscalls does) */
+    int write_behind;       /* records the helper thread may still be writing while the
+                               forward goes on, each keeping its tensor (ACT) until its write
+                               is seen finished. 0, or io mmap: pack writes before it returns */
     size_t write_behind_bytes; /* and, if > 0, no more than this many bytes of data in flight
                                (a record larger than that is still written behind, alone):
                                bursts of records between small ops then wait for the disk
