@@ -224,15 +224,13 @@ static RematStatus grow(Offload *off, size_t need, const char *what)
 
 /* ---- copies through the mapping ------------------------------------------------------ */
 
-/* A MAP_SHARED mapping outlives the file's length: when someone truncates the spill file
- * under the running process, every access to a mapped page past the new end raises
- * SIGBUS, which kills the process. So io mmap copies in and out of the mapping only under
- * a guard: for the length of the copies, a SIGBUS handler of ours replaces the process's;
- * if the copying thread faults, the handler jumps back (siglongjmp) and the copy reports
- * that the file was truncated, as the pwritev path would. The old handler is put back
- * right after, so a program that installs its own (a test harness does) still gets every
- * SIGBUS outside the copies. Two sigaction calls per record are cheap next to the page
- * faults and the TLB flush the mapping costs anyway.
+/* A MAP_SHARED mapping outlives the file's length: once the spill file is truncated, an
+ * access to a mapped page past the new end raises SIGBUS (offload.h, "Truncation"). For
+ * the length of the copies, a SIGBUS handler of ours replaces the process's; if the
+ * copying thread faults, it jumps back (siglongjmp) and the copy reports the truncation.
+ * The old handler is put back right after, so a program that installs its own (a test
+ * harness does) still gets every SIGBUS outside the copies. Two sigaction calls per
+ * record are cheap next to the page faults and the TLB flush the mapping costs anyway.
  *
  * SIGBUS is delivered to the thread that faulted and the guard is thread-local, so a
  * fault on any other thread during a copy is not ours: the handler puts back the old
