@@ -332,6 +332,14 @@ static RematStatus evict_mapped(Offload *off, const Record *r, const char *what,
                       io_error_str(cause, sizeof cause, err, true));
 }
 
+/* REMAT_EIO: the write or read of `what` failed with `err` (an errno, or -1: cut short). */
+static RematStatus transfer_failed(const Offload *off, const char *what, bool write, int err)
+{
+    char cause[128];
+    return remat_fail(REMAT_EIO, "offload: cannot %s %s %s the spill file in %s: %s", write ? "write" : "read back",
+                      what, write ? "to" : "from", off->dir, io_error_str(cause, sizeof cause, err, write));
+}
+
 /* Moves record `r` at r->offset between the file and RAM. Written: its header is r->header
  * and its data `t`'s bytes. Read back: *header and `t` get what the file holds. */
 static RematStatus transfer(Offload *off, const Record *r, bool write, Tensor *t, RecordHeader *header,
@@ -350,10 +358,7 @@ static RematStatus transfer(Offload *off, const Record *r, bool write, Tensor *t
     if (write) memcpy(head, &r->header, sizeof r->header);
     PrefetchIo io = record_io(off, r, write, head, t->data, t->bytes);
     const int err = prefetch_transfer(off->fd, &io, off->bounce);
-    char cause[128];
-    if (err)
-        return remat_fail(REMAT_EIO, "offload: cannot %s %s %s the spill file in %s: %s", doing, what,
-                          write ? "to" : "from", off->dir, io_error_str(cause, sizeof cause, err, write));
+    if (err) return transfer_failed(off, what, write, err);
     if (!write) memcpy(header, head, sizeof *header);
     return REMAT_OK;
 }
@@ -402,9 +407,7 @@ static RematStatus finish_oldest_write(Offload *off)
     if (off->write_failed) return REMAT_OK; /* the step already failed with the first one */
     off->write_failed = true;
     off->stats.failures++;
-    char cause[128];
-    return remat_fail(REMAT_EIO, "offload: cannot write %s to the spill file in %s: %s", r->what, off->dir,
-                      io_error_str(cause, sizeof cause, err, true));
+    return transfer_failed(off, r->what, true, err);
 }
 
 /* Waits for the writes behind, oldest first, until at most `in_flight` are left; the
@@ -520,11 +523,7 @@ static Tensor *read_record(Offload *off, Record *r, const char *what)
         r->staged = NULL;
         wait_for_read_ahead(off, r);
         found = r->head.header;
-        if (r->io.error) {
-            char cause[128];
-            status = remat_fail(REMAT_EIO, "offload: cannot read back %s from the spill file in %s: %s", what,
-                                off->dir, io_error_str(cause, sizeof cause, r->io.error, false));
-        }
+        if (r->io.error) status = transfer_failed(off, what, false, r->io.error);
     } else {
         r->prefetched = true; /* read here: a window moving past it must not read it again */
         t = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
