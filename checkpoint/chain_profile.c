@@ -19,15 +19,11 @@ static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 
 /* ---- profiling ------------------------------------------------------------------------- */
 
-/* Two passes of one step's forward and backward measure the model. In the first, every
- * layer runs plainly: its forward is measured around the call, and its backward between
- * the moments the saved-tensor path releases the layer's last tensor — which, since a
- * layer keeps its input, is the end of its backward. In the second, every layer is its
- * own region: its first forward (grad off) and its backward as a region's last layer,
- * where the gradient flowing in stays alive to the end. A third pass, when a selective
- * policy is profiled, runs every layer as its own region under that policy and measures
- * each whole: what its first forward adds, and its most ACT above the forward state from
- * its first forward to the end of its backward. */
+/* The passes cost.h names. A plain layer's forward is measured around the call, and its
+ * backward between the moments the saved-tensor path releases the layer's last tensor —
+ * which, since a layer keeps its input, is the end of its backward. A region's backward
+ * ends when its input is released; a policy region is measured whole, from its first
+ * forward to the end of its backward. */
 enum { WINDOW_NONE = -2, WINDOW_HEAD = -1 };
 
 typedef enum ProbePass { PASS_PLAIN, PASS_REGIONS, PASS_POLICY } ProbePass;
@@ -291,11 +287,6 @@ static RematStatus probe_pass(Probe *p, ProbePass pass, ProbeLayer *pl, const Ch
     tape_reset(tape_current());
     flops_set_phase(PHASE_FORWARD);
     return status;
-}
-
-ChainCost *chain_profile(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx)
-{
-    return chain_profile_policy(layers, n, stages, ctx, NULL);
 }
 
 ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx,

@@ -53,7 +53,9 @@ uint64_t chain_segment_flops(const ChainCost *c, int a, int b)
     return f;
 }
 
-size_t chain_predict(const ChainCost *c, const Segment *segments, int n, uint64_t *recompute)
+/* The peak ACT of one step whose chain runs as `segments` (n of them, covering the chain
+ * in order; policy regions of one layer); *recompute gets the RECOMPUTE FLOPs. */
+static size_t chain_predict(const ChainCost *c, const Segment *segments, int n, uint64_t *recompute)
 {
     size_t s = c->base + c->embed, peak = max_size(c->base + c->embed_peak, c->tail_peak);
     uint64_t flops = 0;

@@ -17,7 +17,7 @@
  * ---- the cost model -------------------------------------------------------------------
  *
  * One profiling step on one batch, run twice — every layer plainly, then every layer its
- * own region — reads the ledgers around each stage (chain_profile). Twice, because a
+ * own region — reads the ledgers around each stage (chain_profile_policy). Twice, because a
  * layer's backward holds different things in the two cases: plainly, the gradient flowing
  * in is freed after the layer's last op; as a region's last layer, it stays alive to the
  * end. Per layer k it measures:
@@ -74,7 +74,7 @@
  *
  * The model assumes what both of remat's models do: every layer keeps its own input for
  * backward (its first op is a linear or a LayerNorm) and hands its output to the next
- * layer without keeping it (its last op is a residual add). chain_profile checks both and
+ * layer without keeping it (its last op is a residual add). chain_profile_policy checks both and
  * refuses a chain that breaks them.
  *
  * Exactness: on the MLP chain the prediction equals the ledger to the byte for every
@@ -99,15 +99,8 @@
  *   chain backward S(0) − in_0 + R + the executor's backward peak
  *   embed, after   as for any schedule
  *
- * The planner tries every slot count s = 1 … L−1 (and storing everything, strategy none)
- * and keeps the one with the fewest RECOMPUTE FLOPs, (t(L, s) + 1)·F, that fits; fewer
- * slots recompute more, so that is the most slots the budget holds.
- *
- * Why its curve reaches lower budgets than the single-level planners: a single-level
- * schedule holds its kept inputs plus one whole segment while that segment is replayed,
- * so it never needs less than about 2·sqrt(L) layers' worth of activations. Revolve with
- * one slot holds x_0, the state being advanced and one layer's working set, whatever L —
- * paying for it by recomputing layers up to L − 1 times.
+ * planner.c's search_revolve tries every slot count against a budget; revolve.h says why
+ * Revolve reaches budgets below any single-level schedule's, about 2·sqrt(L) layers.
  */
 #ifndef REMAT_CHECKPOINT_COST_H
 #define REMAT_CHECKPOINT_COST_H
@@ -164,19 +157,15 @@ typedef struct ChainStages {
 } ChainStages;
 
 /* Runs one profiling step (forward and backward, no optimizer) of `layers` between the
- * stages and measures the chain model above. Parameters' gradients are accumulated by it
- * (zero them before training); the FLOP ledger is put back as it was, `ctx` is not
- * changed (the step uses a copy), and the ledger's peaks are reset. Call it with the
- * batch allocated and the optimizer created, so that base and fixed see them.
- * The caller owns the result (chain_cost_free). NULL on error: REMAT_EINVAL for bad
- * arguments or a chain that breaks the model's assumptions (the message says which
- * layer), or the step's own error. */
-ChainCost *chain_profile(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx);
-
-/* As chain_profile, and a third pass with every layer a region under `policy` (NULL: no
- * third pass), which measures policy_adds and policy_need: then a schedule whose regions
- * with a policy are one layer each, with this policy, is predicted too (a policy region
- * adds policy_adds to the forward state S and needs S + policy_need at its most). */
+ * stages and measures the chain model above; with a `policy` (NULL: none), a third pass,
+ * every layer a region under it, measures policy_adds and policy_need: then a schedule
+ * whose regions with a policy are one layer each, with this policy, is predicted too.
+ * Parameters' gradients are accumulated by it (zero them before training); the FLOP
+ * ledger is put back as it was, `ctx` is not changed (the step uses a copy), and the
+ * ledger's peaks are reset. Call it with the batch allocated and the optimizer created,
+ * so that base and fixed see them. The caller owns the result (chain_cost_free). NULL on
+ * error: REMAT_EINVAL for bad arguments or a chain that breaks the model's assumptions
+ * (the message says which layer), or the step's own error. */
 ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx,
                                 const Policy *policy);
 
@@ -199,11 +188,6 @@ RematStatus chain_check_uniform(const ChainCost *cost);
 size_t chain_plain_need(const ChainCost *cost, int k);
 size_t chain_region_need(const ChainCost *cost, int a, int b);
 uint64_t chain_segment_flops(const ChainCost *cost, int a, int b);
-
-/* Predicts the peak ACT of one step whose chain runs as `segments` (n of them, plain or
- * regions without a policy, covering the chain in order); *recompute gets the RECOMPUTE
- * FLOPs. */
-size_t chain_predict(const ChainCost *cost, const Segment *segments, int n, uint64_t *recompute);
 
 /* Fills s->predicted from `cost`: for plain segments and regions without a policy by the
  * formula above, for one-layer regions with the policy the cost profiled by its policy

@@ -4,9 +4,9 @@
  * cost model's predictions (cost.h): the exact optimum over single-level schedules, Chen
  * et al. 2016's search, or, on a chain of identical layers, Revolve.
  *
- * Where it sits: checkpoint/. planner.c is a small dispatcher: it checks the budget
- * against what every schedule needs, runs the search (search_dp.c, search_chen.c,
- * search_revolve.c) and says, when nothing fits, what the smallest feasible budget is.
+ * Where it sits: checkpoint/. planner.c checks the budget against what every schedule
+ * needs, runs the search (Chen's and Revolve's there, the exact one in search_dp.c) and
+ * says, when nothing fits, what the smallest feasible budget is.
  *
  * ---- memory budget ---------------------------------------------------------------------
  *

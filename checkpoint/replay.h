@@ -17,7 +17,7 @@
  *
  *     ReplayScope scope;
  *     replay_enter(&scope, &(ReplayOptions){.record = true, .ctx = ctx, .rng = &at_entry});
- *     Var *x = replay_input(&scope, saved_x, dx_buffer, true, "checkpoint.input");
+ *     Var *x = replay_input(saved_x, dx_buffer, true, "checkpoint.input");
  *     Var *y = fn(x);                          the forward again, taped, RECOMPUTE
  *     replay_backward(&scope, y, dy);          dy through the private tape, BACKWARD
  *     var_free(x);

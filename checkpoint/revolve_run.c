@@ -152,6 +152,14 @@ static RematStatus restore(Run *run, int slot, bool release, Var **cur)
     return REMAT_OK;
 }
 
+/* ADVANCE, STORE or RESTORE: the actions that move the current state, in both passes. */
+static RematStatus move_state(Run *run, const RevolveAction *a, Var **cur)
+{
+    if (a->kind == REVOLVE_STORE) return store(run, a->slot, a->position, *cur);
+    if (a->kind == REVOLVE_RESTORE) return restore(run, a->slot, a->release, cur);
+    return advance(run->layers, a->position, a->steps, cur, run->ctx);
+}
+
 /* ---- the executor: backward ------------------------------------------------------------ */
 
 /* Backward of the chain: the schedule's actions from the first reversal on. dy starts as
@@ -174,22 +182,18 @@ static RematStatus revolve_backward(Node *node, const Tensor *dout, Tensor *cons
     Tensor *dy = NULL;        /* NULL: dout */
     for (int i = sch->first_reverse; i < sch->n_actions && status == REMAT_OK; i++) {
         const RevolveAction *a = &sch->actions[i];
-        switch (a->kind) {
-        case REVOLVE_ADVANCE: status = advance(run->layers, a->position, a->steps, &cur, run->ctx); break;
-        case REVOLVE_STORE: status = store(run, a->slot, a->position, cur); break;
-        case REVOLVE_RESTORE: status = restore(run, a->slot, a->release, &cur); break;
-        case REVOLVE_REVERSE: {
-            const bool first_layer = a->position == 0;
-            Tensor *dx;
-            status = reverse_layer(run->layers[a->position], cur->value, dy ? dy : dout,
-                                   first_layer ? dinputs[0] : NULL, !first_layer || dinputs[0], run->ctx, &dx);
-            var_free(cur); /* the state is used up */
-            cur = NULL;
-            tensor_free(dy);
-            dy = dx;
-            break;
+        if (a->kind != REVOLVE_REVERSE) {
+            status = move_state(run, a, &cur);
+            continue;
         }
-        }
+        const bool first_layer = a->position == 0;
+        Tensor *dx;
+        status = reverse_layer(run->layers[a->position], cur->value, dy ? dy : dout, first_layer ? dinputs[0] : NULL,
+                               !first_layer || dinputs[0], run->ctx, &dx);
+        var_free(cur); /* the state is used up */
+        cur = NULL;
+        tensor_free(dy);
+        dy = dx;
     }
     tensor_free(dy);
     var_free(cur);
@@ -221,11 +225,7 @@ static Var *first_forward(Run *run, Var *x, Var **last)
     Var *cur = var_retain(x);
     const bool was = grad_set_enabled(false);
     RematStatus status = REMAT_OK;
-    for (int i = 0; i < sch->first_reverse && status == REMAT_OK; i++) {
-        const RevolveAction *a = &sch->actions[i];
-        if (a->kind == REVOLVE_STORE) status = store(run, a->slot, a->position, cur);
-        else status = advance(run->layers, a->position, a->steps, &cur, run->ctx);
-    }
+    for (int i = 0; i < sch->first_reverse && status == REMAT_OK; i++) status = move_state(run, &sch->actions[i], &cur);
     Var *y = NULL;
     if (status == REMAT_OK) {
         if (run->ctx) run->rng_last = run->ctx->rng;

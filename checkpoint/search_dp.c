@@ -166,16 +166,13 @@ static Schedule *dp_schedule(const Dp *dp, int best)
         remat_fail(REMAT_ENOMEM, "planner: no memory for %d segments", L);
         return NULL;
     }
-    int n = 0, end = L;
+    int n = 0; /* the states are walked from the end: count them, then fill from the back */
+    for (int i = best; dp->states[i].from >= 0; i = dp->states[i].from) n++;
+    int end = L, at = n;
     for (int i = best; dp->states[i].from >= 0; i = dp->states[i].from) {
         const DpState *st = &dp->states[i];
-        segs[n++] = (Segment){st->first, end - st->first, st->region ? SEGMENT_REGION : SEGMENT_PLAIN, NULL, 0};
+        segs[--at] = (Segment){st->first, end - st->first, st->region ? SEGMENT_REGION : SEGMENT_PLAIN, NULL, 0};
         end = st->first;
-    }
-    for (int i = 0; i < n / 2; i++) {
-        Segment t = segs[i];
-        segs[i] = segs[n - 1 - i];
-        segs[n - 1 - i] = t;
     }
     Schedule *s = chain_schedule(dp->cost, segs, n);
     free(segs);

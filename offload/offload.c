@@ -9,54 +9,39 @@
  * The header (64 bytes) says what the record holds; the data follows it, on a cache line.
  * Starting each record on a page lets madvise and posix_fadvise act on exactly its pages.
  *
- * Two ways of moving the bytes (OffloadOptions.io):
+ * Three ways of moving the bytes (OffloadOptions.io):
  *
  *   syscalls  a record is one pwritev (header and data) at its offset: the kernel copies
  *             the tensor into the page cache, and the process never maps those pages, so
- *             they are never in its RSS. With write_behind, pack only reserves the
- *             record's place in the file and queues the write, with the checksum, on the
- *             helper thread; the record holds a reference to the tensor until
- *             finish_writes sees the write done. unpack is one preadv back into a new
- *             tensor.
+ *             they are never in its RSS. Written behind, pack only reserves the record's
+ *             place and queues the write, with the checksum, on the helper thread. unpack
+ *             is one preadv back into a new tensor.
  *   mmap      the whole file is mapped MAP_SHARED. pack memcpys into the mapping, on the
- *             computing thread (offload.h says why; a page fault per page allocates
- *             page-cache pages), then madvise(MADV_DONTNEED):
- *             the pages leave the process, and, the mapping being shared, their dirty
- *             contents stay in the page cache to be written back — nothing is lost. unpack
- *             memcpys out of the mapping (page faults again) and hands the pages back.
- *
+ *             computing thread, then madvise(MADV_DONTNEED): the pages leave the process
+ *             and, the mapping being shared, their dirty contents stay in the page cache
+ *             to be written back. unpack memcpys out of the mapping and hands the pages back.
  *   direct    as syscalls, with the file open O_DIRECT: the bytes go between the tensor
- *             and the disk through an aligned bounce buffer (one for the computing
- *             thread, one for the helper's), header, data and padding in one run, so
- *             every transfer starts on a page and is whole pages long. The page cache
- *             never holds a record: nothing to drop, nothing to wait for at the end of
- *             the forward, and no copy into the kernel's memory. Copying through a
- *             bounce buffer rather than allocating spilled tensors on pages keeps the
- *             tensor room out of it; the copy runs where the transfer does.
+ *             and the disk through an aligned bounce buffer (one per thread), header, data
+ *             and padding in one run, so every transfer starts on a page and is whole pages
+ *             long. The page cache never holds a record: nothing to drop at the end of the
+ *             forward. A bounce buffer, rather than tensors allocated on pages, keeps the
+ *             tensor room out of it.
  *
- * syscalls and mmap leave the data in the page cache, which the kernel writes to disk when it likes;
- * no msync is needed for that (Linux tracks a shared mapping's dirty pages itself). With
- * drop_cache, each record's write-back to the disk starts as soon as it is written
- * (sync_file_range with SYNC_FILE_RANGE_WRITE, which does not wait), by the helper thread
- * for a write behind, so the disk works while the forward computes; offload_pop then waits
- * for what is left of it and drops every record from the page cache (prefetch_evict:
- * sync_file_range waiting on the pages, then posix_fadvise(POSIX_FADV_DONTNEED), which
- * drops only clean, unmapped pages, hence that order), and each record read back is
- * dropped again. No fsync: the unlinked file's metadata need not reach the disk. Read-
- * ahead is off (POSIX_FADV_RANDOM, MADV_RANDOM), so that reading a record does not bring
- * back its neighbours already read and dropped (for the mapping, in backward only:
- * advise_mapping): backward reads the disk.
+ * syscalls and mmap leave the data in the page cache, for the kernel to write when it
+ * likes (no msync: Linux tracks a shared mapping's dirty pages itself). With drop_cache,
+ * each record's write-back starts as soon as it is written (sync_file_range with
+ * SYNC_FILE_RANGE_WRITE, which does not wait); offload_pop then waits for what is left and
+ * drops every record from the page cache (prefetch_evict: sync_file_range waiting on the
+ * pages, then posix_fadvise(POSIX_FADV_DONTNEED), which drops only clean, unmapped pages,
+ * hence that order), and each record read back is dropped again. No fsync: the unlinked
+ * file's metadata need not reach the disk. Read-ahead is off (POSIX_FADV_RANDOM, and
+ * MADV_RANDOM in backward: advise_mapping), so reading a record does not bring back its
+ * neighbours already read and dropped.
  *
- * Prefetch: backward unpacks in the reverse order of the forward's packs, so when it
- * unpacks record i (and when the forward ends) the next `prefetch` records are i − 1,
- * i − 2, ...: each gets its tensor allocated now and a read queued on the helper thread
- * (prefetch.h), and unpack only waits for it. The thread reads with preadv in both modes:
- * a file descriptor stays valid while the file grows, a mapping may be replaced.
- *
- * syscalls is the default because it is measured four to ten times cheaper per record
- * here (offload/README.md): the mmap path pays a page fault per 4 KiB page each way and a
- * TLB flush per madvise, which on this virtual machine cost about 10 microseconds a page
- * and 20 to 60 a flush.
+ * The helper thread reads with preadv in every mode: a file descriptor stays valid while
+ * the file grows, a mapping may be replaced. syscalls is the default because the mmap path
+ * pays a page fault per 4 KiB page each way and a TLB flush per madvise, measured at about
+ * 10 microseconds a page and 20 to 60 a flush here (offload/README.md).
  */
 #define _GNU_SOURCE /* madvise, preadv, pwritev, statx */
 
@@ -152,6 +137,16 @@ static const char *slot_name(char *buf, size_t size, const Node *node, int slot)
     return buf;
 }
 
+/* "short write", or the errno's text, with a hint for the errors of a full disk. */
+static const char *io_error_str(char *buf, size_t size, int err, bool write)
+{
+    snprintf(buf, size, "%s%s", err < 0 ? (write ? "short write" : "short read") : strerror(err),
+             err == ENOSPC ? " (the disk is full)"
+             : err == EFBIG ? " (the file-size limit, ulimit -f, was reached)"
+             : err == EDQUOT ? " (the disk quota is used up)" : "");
+    return buf;
+}
+
 /* ---- options ------------------------------------------------------------------------- */
 
 static const char *const POLICY_NAMES[] = {"all", "large", "boundary"};
@@ -197,16 +192,13 @@ static bool chooses(const Offload *off, const Tensor *t, const Node *node)
 static RematStatus grow(Offload *off, size_t need, const char *what)
 {
     const size_t capacity = round_up(need, off->opts.grow_bytes);
-    char from[32], to[32];
+    char from[32], to[32], cause[128];
     mem_format_bytes(from, sizeof from, off->capacity);
     mem_format_bytes(to, sizeof to, capacity);
     int err = posix_fallocate(off->fd, (off_t)off->capacity, (off_t)(capacity - off->capacity));
     if (err)
-        return remat_fail(REMAT_EIO, "offload: cannot write %s: the spill file in %s cannot grow from %s "
-                          "to %s: %s%s", what, off->dir, from, to, strerror(err),
-                          err == ENOSPC ? " (the disk is full)"
-                          : err == EFBIG ? " (the file-size limit, ulimit -f, was reached)"
-                          : err == EDQUOT ? " (the disk quota is used up)" : "");
+        return remat_fail(REMAT_EIO, "offload: cannot write %s: the spill file in %s cannot grow from %s to %s: %s",
+                          what, off->dir, from, to, io_error_str(cause, sizeof cause, err, true));
     if (off->opts.io == OFFLOAD_IO_MMAP) {
         void *map = mmap(NULL, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, off->fd, 0);
         if (map == MAP_FAILED)
@@ -221,15 +213,13 @@ static RematStatus grow(Offload *off, size_t need, const char *what)
 
 /* ---- copies through the mapping ------------------------------------------------------ */
 
-/* A MAP_SHARED mapping outlives the file's length: when someone truncates the spill file
- * under the running process, every access to a mapped page past the new end raises
- * SIGBUS, which kills the process. So io mmap copies in and out of the mapping only under
- * a guard: for the length of the copies, a SIGBUS handler of ours replaces the process's;
- * if the copying thread faults, the handler jumps back (siglongjmp) and the copy reports
- * that the file was truncated, as the pwritev path would. The old handler is put back
- * right after, so a program that installs its own (a test harness does) still gets every
- * SIGBUS outside the copies. Two sigaction calls per record are cheap next to the page
- * faults and the TLB flush the mapping costs anyway.
+/* A MAP_SHARED mapping outlives the file's length: once the spill file is truncated, an
+ * access to a mapped page past the new end raises SIGBUS (offload.h, "Truncation"). For
+ * the length of the copies, a SIGBUS handler of ours replaces the process's; if the
+ * copying thread faults, it jumps back (siglongjmp) and the copy reports the truncation.
+ * The old handler is put back right after, so a program that installs its own (a test
+ * harness does) still gets every SIGBUS outside the copies. Two sigaction calls per
+ * record are cheap next to the page faults and the TLB flush the mapping costs anyway.
  *
  * SIGBUS is delivered to the thread that faulted and the guard is thread-local, so a
  * fault on any other thread during a copy is not ours: the handler puts back the old
@@ -279,15 +269,21 @@ static bool copy_guarded(const Copy *copies, int n)
     return !faulted;
 }
 
-/* After a guarded copy failed: the file is shorter than the mapping, so the mapping goes
- * (touching it again would fault again) and the next write grows the file anew. */
+/* The file is shorter than its records or its mapping: the mapping goes (touching it
+ * again would fault) and the next write grows the file anew. */
+static void forget_mapping(Offload *off)
+{
+    if (off->map) munmap(off->map, off->capacity);
+    off->map = NULL;
+    off->capacity = 0;
+}
+
+/* After a guarded copy failed: the file was truncated under the mapping. */
 static RematStatus mapping_truncated(Offload *off, const char *what, const char *doing)
 {
     struct stat st;
     const long long size = fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1;
-    munmap(off->map, off->capacity);
-    off->map = NULL;
-    off->capacity = 0;
+    forget_mapping(off);
     return remat_fail(REMAT_ECORRUPT, "offload: cannot %s %s: the spill file in %s is %lld bytes long, shorter "
                       "than its mapping (the file was truncated; SIGBUS caught)", doing, what, off->dir, size);
 }
@@ -309,17 +305,7 @@ static PrefetchIo record_io(const Offload *off, const Record *r, bool write, voi
     const bool direct = off->opts.io == OFFLOAD_IO_DIRECT;
     return (PrefetchIo){.write = write, .head = head, .head_bytes = HEADER_BYTES, .data = data, .data_bytes = bytes,
                         .pad_bytes = r->span - HEADER_BYTES - bytes, .direct = direct, .offset = (off_t)r->offset,
-                        .evict = off->opts.drop_cache && !direct, .evict_bytes = r->span};
-}
-
-/* "short write", or the errno's text, with a hint for the errors of a full disk. */
-static const char *io_error_str(char *buf, size_t size, int err, bool write)
-{
-    snprintf(buf, size, "%s%s", err < 0 ? (write ? "short write" : "short read") : strerror(err),
-             err == ENOSPC ? " (the disk is full)"
-             : err == EFBIG ? " (the file-size limit, ulimit -f, was reached)"
-             : err == EDQUOT ? " (the disk quota is used up)" : "");
-    return buf;
+                        .evict = off->opts.drop_cache && !direct};
 }
 
 /* io mmap with drop_cache: the record, already unmapped, is on its way out of the page
@@ -335,45 +321,34 @@ static RematStatus evict_mapped(Offload *off, const Record *r, const char *what,
                       io_error_str(cause, sizeof cause, err, true));
 }
 
-/* Writes the record's header and `t`'s bytes at r->offset. */
-static RematStatus store(Offload *off, const Record *r, const Tensor *t, const char *what)
+/* REMAT_EIO: the write or read of `what` failed with `err` (an errno, or -1: cut short). */
+static RematStatus transfer_failed(const Offload *off, const char *what, bool write, int err)
 {
-    if (off->opts.io == OFFLOAD_IO_MMAP) {
-        unsigned char *at = off->map + r->offset;
-        const Copy copies[2] = {{at, &r->header, sizeof r->header}, {at + HEADER_BYTES, t->data, t->bytes}};
-        if (!copy_guarded(copies, 2)) return mapping_truncated(off, what, "write");
-        RematStatus status = unmap_pages(off, r, what);
-        return status == REMAT_OK ? evict_mapped(off, r, what, "write", true) : status;
-    }
-    unsigned char head[HEADER_BYTES] = {0};
-    memcpy(head, &r->header, sizeof r->header);
-    PrefetchIo io = record_io(off, r, true, head, t->data, t->bytes);
-    const int err = prefetch_transfer(off->fd, &io, off->bounce);
     char cause[128];
-    if (err)
-        return remat_fail(REMAT_EIO, "offload: cannot write %s to the spill file in %s: %s", what, off->dir,
-                          io_error_str(cause, sizeof cause, err, true));
-    return REMAT_OK;
+    return remat_fail(REMAT_EIO, "offload: cannot %s %s %s the spill file in %s: %s", write ? "write" : "read back",
+                      what, write ? "to" : "from", off->dir, io_error_str(cause, sizeof cause, err, write));
 }
 
-/* Reads the record back: its header into *header, its data into `t`. */
-static RematStatus load(Offload *off, const Record *r, Tensor *t, RecordHeader *header, const char *what)
+/* Moves record `r` at r->offset between the file and RAM. Written: its header is r->header
+ * and its data `t`'s bytes. Read back: *header and `t` get what the file holds. */
+static RematStatus transfer(Offload *off, const Record *r, bool write, Tensor *t, RecordHeader *header,
+                            const char *what)
 {
+    const char *doing = write ? "write" : "read back";
     if (off->opts.io == OFFLOAD_IO_MMAP) {
-        const unsigned char *at = off->map + r->offset;
-        const Copy copies[2] = {{header, at, sizeof *header}, {t->data, at + HEADER_BYTES, t->bytes}};
-        if (!copy_guarded(copies, 2)) return mapping_truncated(off, what, "read back");
+        unsigned char *at = off->map + r->offset;
+        const Copy out[2] = {{at, &r->header, sizeof r->header}, {at + HEADER_BYTES, t->data, t->bytes}};
+        const Copy in[2] = {{header, at, sizeof *header}, {t->data, at + HEADER_BYTES, t->bytes}};
+        if (!copy_guarded(write ? out : in, 2)) return mapping_truncated(off, what, doing);
         RematStatus status = unmap_pages(off, r, what);
-        return status == REMAT_OK ? evict_mapped(off, r, what, "read back", false) : status;
+        return status == REMAT_OK ? evict_mapped(off, r, what, doing, write) : status;
     }
-    unsigned char head[HEADER_BYTES];
-    PrefetchIo io = record_io(off, r, false, head, t->data, t->bytes);
+    unsigned char head[HEADER_BYTES] = {0};
+    if (write) memcpy(head, &r->header, sizeof r->header);
+    PrefetchIo io = record_io(off, r, write, head, t->data, t->bytes);
     const int err = prefetch_transfer(off->fd, &io, off->bounce);
-    char cause[128];
-    if (err)
-        return remat_fail(REMAT_EIO, "offload: cannot read back %s from the spill file in %s: %s", what, off->dir,
-                          io_error_str(cause, sizeof cause, err, false));
-    memcpy(header, head, sizeof *header);
+    if (err) return transfer_failed(off, what, write, err);
+    if (!write) memcpy(header, head, sizeof *header);
     return REMAT_OK;
 }
 
@@ -421,9 +396,7 @@ static RematStatus finish_oldest_write(Offload *off)
     if (off->write_failed) return REMAT_OK; /* the step already failed with the first one */
     off->write_failed = true;
     off->stats.failures++;
-    char cause[128];
-    return remat_fail(REMAT_EIO, "offload: cannot write %s to the spill file in %s: %s", r->what, off->dir,
-                      io_error_str(cause, sizeof cause, err, true));
+    return transfer_failed(off, r->what, true, err);
 }
 
 /* Waits for the writes behind, oldest first, until at most `in_flight` are left; the
@@ -483,7 +456,7 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t, const char *
         write_behind(off, r, t);
     } else {
         r->header.crc = crc32c(t->data, t->bytes);
-        RematStatus status = store(off, r, t, what);
+        RematStatus status = transfer(off, r, true, t, NULL, what);
         if (status != REMAT_OK) return status;
         mem_account(MEM_DISK, (int64_t)t->bytes); /* DISK is not resident: no budget to cross */
         off->stats.records_written++;
@@ -524,9 +497,7 @@ static Tensor *read_record(Offload *off, Record *r, const char *what)
         return NULL;
     }
     if ((size_t)st.st_size < r->offset + r->span || r->offset + r->span > off->capacity) {
-        if (off->map) munmap(off->map, off->capacity);
-        off->map = NULL;
-        off->capacity = 0;
+        forget_mapping(off);
         remat_fail(REMAT_ECORRUPT, "offload: cannot read back %s: the spill file in %s is %lld bytes long but "
                    "its record %zu ends at byte %zu (the file was truncated)", what, off->dir,
                    (long long)st.st_size, r->index, r->offset + r->span);
@@ -541,16 +512,12 @@ static Tensor *read_record(Offload *off, Record *r, const char *what)
         r->staged = NULL;
         wait_for_read_ahead(off, r);
         found = r->head.header;
-        if (r->io.error) {
-            char cause[128];
-            status = remat_fail(REMAT_EIO, "offload: cannot read back %s from the spill file in %s: %s", what,
-                                off->dir, io_error_str(cause, sizeof cause, r->io.error, false));
-        }
+        if (r->io.error) status = transfer_failed(off, what, false, r->io.error);
     } else {
         r->prefetched = true; /* read here: a window moving past it must not read it again */
         t = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
         if (!t) return NULL;
-        status = load(off, r, t, &found, what);
+        status = transfer(off, r, false, t, &found, what);
     }
     if (status == REMAT_OK && memcmp(&found, h, sizeof found))
         status = remat_fail(REMAT_ECORRUPT, "offload: cannot read back %s: the header of its record %zu (at byte "
@@ -793,7 +760,9 @@ static int spill_file_open(const char *dir)
     return fd;
 }
 
-Offload *offload_create(const OffloadOptions *opts)
+/* The directory for the spill file: opts->dir, else $TMPDIR, else /tmp. NULL with
+ * REMAT_EINVAL for options offload_create cannot take. */
+static const char *spill_dir(const OffloadOptions *opts)
 {
     if (!opts || (unsigned)opts->policy > OFFLOAD_BOUNDARY || (unsigned)opts->io > OFFLOAD_IO_DIRECT ||
         opts->prefetch < 0 || opts->write_behind < 0 || opts->grow_bytes == 0 || opts->io_threads < 0 ||
@@ -809,7 +778,13 @@ Offload *offload_create(const OffloadOptions *opts)
         return NULL;
     }
     const char *env = getenv("TMPDIR");
-    const char *dir = opts->dir ? opts->dir : env && env[0] ? env : "/tmp";
+    return opts->dir ? opts->dir : env && env[0] ? env : "/tmp";
+}
+
+Offload *offload_create(const OffloadOptions *opts)
+{
+    const char *dir = spill_dir(opts);
+    if (!dir) return NULL;
     Offload *off = calloc(1, sizeof *off);
     char *dir_copy = strdup(dir);
     if (!off || !dir_copy) {
@@ -817,33 +792,25 @@ Offload *offload_create(const OffloadOptions *opts)
         remat_fail(REMAT_ENOMEM, "offload_create: no memory");
         return NULL;
     }
-    int fd = spill_file_open(dir);
-    if (fd < 0) {
-        free(off), free(dir_copy);
-        return NULL;
-    }
+    off->opts = *opts;
+    off->opts.dir = off->dir = dir_copy;
+    off->page = (size_t)sysconf(_SC_PAGESIZE);
+    off->opts.grow_bytes = round_up(opts->grow_bytes, off->page);
+    off->fd = spill_file_open(dir);
     const bool direct = opts->io == OFFLOAD_IO_DIRECT;
-    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    if (direct && (open_direct(fd, dir, page) != REMAT_OK || !(off->bounce = prefetch_bounce_create()))) {
-        close(fd);
-        free(off), free(dir_copy);
-        return NULL;
-    }
+    bool ok = off->fd >= 0;
+    if (ok && direct) ok = open_direct(off->fd, dir, off->page) == REMAT_OK && (off->bounce = prefetch_bounce_create());
     /* With drop_cache no read-ahead: backward reads the records backwards, so the kernel's
      * read-ahead past a record would fill the cache again with records already read and
      * dropped. A record is read in one request, so read-ahead would not speed it up. */
-    if (opts->drop_cache) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    if (ok && opts->drop_cache) (void)posix_fadvise(off->fd, 0, 0, POSIX_FADV_RANDOM);
     const int threads = opts->io_threads > 0 ? opts->io_threads : 1;
-    if ((opts->prefetch > 0 || writes_behind(opts)) && !(off->prefetcher = prefetch_create(fd, direct, threads))) {
-        close(fd);
-        free(off->bounce), free(off), free(dir_copy);
+    if (ok && (opts->prefetch > 0 || writes_behind(opts)))
+        ok = (off->prefetcher = prefetch_create(off->fd, direct, threads)) != NULL;
+    if (!ok) {
+        offload_free(off); /* nothing is live yet */
         return NULL;
     }
-    off->opts = *opts;
-    off->opts.dir = off->dir = dir_copy;
-    off->page = page;
-    off->opts.grow_bytes = round_up(opts->grow_bytes, off->page);
-    off->fd = fd;
     off->hooks = (SavedHooks){.name = "offload", .pack = offload_pack, .unpack = offload_unpack,
                               .release = offload_release, .ctx = off};
     return off;
@@ -859,7 +826,7 @@ void offload_free(Offload *off)
     }
     prefetch_free(off->prefetcher);
     if (off->map) munmap(off->map, off->capacity);
-    close(off->fd);
+    if (off->fd >= 0) close(off->fd);
     free(off->bounce);
     free(off->order);
     free(off->dir);

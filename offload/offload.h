@@ -37,21 +37,15 @@
  * seen finished and down when its record is released; ACT goes down when the last holder
  * frees the tensor, and up again when backward reads it back into a new one.
  *
- * Write-behind (io syscalls, write_behind > 0, the default). pack hands the record to the
- * helper thread, which checksums and writes it while the forward goes on; at most
- * write_behind records (and with write_behind_bytes, that many bytes of data) are in
- * flight: a pack first waits for the oldest writes beyond that, and offload_pop waits for
- * all of them. That is when a record's tensor is let go
- * and DISK charged — at a point fixed by the count of records, not by the thread's
- * speed, so the ledger's figures are the same run after run: writing w records behind
- * keeps up to w − 1 more tensors resident in the forward than writing in it. A write
- * that failed is reported there, by that pack (which then fails, and the forward with it)
- * or by offload_pop, with the error pack would have given. An unpack of a record still
- * being written (hooks left pushed into backward) waits for its write. io mmap still
- * writes in the forward, synchronously: growing the file maps it anew and unmaps the old
- * mapping, which a copy in flight on the helper thread could be writing into, and the
- * SIGBUS guard saves and restores one process-wide handler, which two copying threads
- * would race on; making both safe is not done here.
+ * Write-behind (write_behind > 0, the default; not io mmap). pack hands the record to
+ * the helper thread, which checksums and writes it while the forward goes on. A pack first
+ * waits for the oldest writes beyond the window (write_behind records, write_behind_bytes),
+ * offload_pop for all of them; only then is a record's tensor let go and DISK charged — at
+ * a point fixed by the count of records, not by the thread's speed, so the ledger's figures
+ * are the same run after run. A failed write is reported there, by that pack (which fails,
+ * and the forward with it) or by offload_pop. io mmap writes in the forward: growing the
+ * file replaces the mapping a write in flight could be using, and the SIGBUS guard saves
+ * one process-wide handler, which two copying threads would race on.
  *
  * What is spilled. Never a tensor that is not MEM_ACT (a linear's saved weight is a
  * parameter, and stays), never one smaller than min_bytes, and of the rest what the
@@ -80,27 +74,18 @@
  *
  * Prefetch. Backward unpacks in the reverse order of the forward's packs, so the records
  * it will want next are known: the helper thread (prefetch.h; the same one that writes
- * behind — the forward's writes are all finished before backward's reads are queued)
- * reads the next `prefetch` of them, and with prefetch_bytes no more than that many bytes
- * of them (but always the next one), into their tensors while backward computes, and
- * checksums them. Those tensors are ACT from the moment their read is queued, so
- * prefetching p records (or b bytes) raises the peak by about p records (at most b, or
- * one record). io_threads > 1 runs more helper threads on the same queue: one copies and
- * checksums while another waits for the disk. OffloadStats says how long unpack waited
- * for reads ahead, and what the threads did.
+ * behind) reads the next `prefetch` of them (prefetch_bytes: the window in bytes) into
+ * their tensors while backward computes, and checksums them. Those tensors are ACT from
+ * the moment their read is queued, so the window raises the peak by about its size.
  *
  * Integrity. Each record carries a header (size, dtype, shape, its sequence number) and
  * a CRC-32C of its bytes; unpack checks both against what pack remembered in RAM.
  *
  * Truncation. If something truncates the spill file while the process runs, the
- * syscalls path writes past the new end (the file grows again) and a record lost with
- * the truncation fails its check when read back. Through a mapping, touching a page past
- * the new end raises SIGBUS, which would kill the process; so io mmap makes each copy to
- * or from the mapping with a SIGBUS handler of its own in place (the process's is put
- * back after each record): a fault there becomes REMAT_ECORRUPT ("the file was
- * truncated"), the mapping is dropped, and the next write grows the file again. What it
- * does not survive: a SIGBUS raised on another thread while a copy is under way goes to
- * the process's own handler (by default the process dies), as it would without remat.
+ * syscalls path writes past the new end (the file grows again) and a record lost with the
+ * truncation fails its check when read back. Through a mapping, the copies run under a
+ * SIGBUS guard (offload.c), so a fault becomes REMAT_ECORRUPT ("the file was truncated")
+ * rather than the process's death; a SIGBUS on another thread is not caught.
  *
  * Errors. A failure of the file is REMAT_EIO (the directory is missing or unwritable, the
  * disk is full, the file-size limit was reached, a write was cut short, a write-back failed) or REMAT_ECORRUPT (a
@@ -158,13 +143,9 @@ typedef struct OffloadOptions {
     size_t large_bytes;     /* large: spill tensors of at least this many bytes, ... */
     const char *tag_prefix; /* large: ... or saved by a node whose tag starts with this
                                (NULL: size only; the string must outlive the Offload) */
-    bool drop_cache;        /* (io direct: nothing to drop, the records never enter the
-                               page cache) each record's write-back starts once it is written (on the
-                               helper thread when writing behind); offload_pop waits for
-                               what is left of it, without an fsync, and drops the records
-                               from the page cache; each is dropped again once read back.
-                               So backward reads the disk: what a benchmark of real disk
-                               reads wants */
+    bool drop_cache;        /* records leave the page cache (offload.c says how), so
+                               backward reads the disk: what a benchmark of real disk reads
+                               wants (io direct: nothing to drop) */
     int prefetch;           /* in backward, records a helper thread reads ahead of the one
                                being unpacked, into tensors allocated (ACT) when the read is
                                queued; 0: no thread, each record is read when unpacked */
@@ -174,11 +155,9 @@ typedef struct OffloadOptions {
                                keeps the disk busy where a count of records leaves it idle
                                behind small ones, and bounds the ACT it costs. 0: the count
                                alone decides */
-    int write_behind;       /* io syscalls: records the helper thread may still be writing
-                               while the forward goes on (each pack waits for the oldest
-                               beyond that); each keeps its tensor (ACT) until its write is
-                               seen finished. 0, or io mmap: pack writes before it returns
-                               (io direct writes behind as syscalls does) */
+    int write_behind;       /* records the helper thread may still be writing while the
+                               forward goes on, each keeping its tensor (ACT) until its write
+                               is seen finished. 0, or io mmap: pack writes before it returns */
     size_t write_behind_bytes; /* and, if > 0, no more than this many bytes of data in flight
                                (a record larger than that is still written behind, alone):
                                bursts of records between small ops then wait for the disk

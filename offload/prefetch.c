@@ -119,9 +119,9 @@ static int transfer(int fd, PrefetchIo *io, unsigned char *bounce)
         const ssize_t n = io->write ? pwritev(fd, iov, 3, io->offset) : preadv(fd, iov, 2, io->offset);
         error = n < 0 ? errno : (size_t)n != bytes ? -1 : 0;
     }
+    const size_t record = io->head_bytes + io->data_bytes + io->pad_bytes;
     if (!error && io->evict)
-        error = io->write ? prefetch_start_writeback(fd, io->offset, io->evict_bytes)
-                          : prefetch_evict(fd, io->offset, io->evict_bytes);
+        error = io->write ? prefetch_start_writeback(fd, io->offset, record) : prefetch_evict(fd, io->offset, record);
     return error;
 }
 
@@ -168,9 +168,11 @@ static void *prefetch_thread(void *arg)
     return NULL;
 }
 
-/* Stops the `p->threads` threads started, joins them, and frees `p`. */
-static void stop_and_free(Prefetcher *p)
+/* Stops the `p->threads` threads started (prefetch_create's failures too), joins them,
+ * and frees `p`. */
+void prefetch_free(Prefetcher *p)
 {
+    if (!p) return;
     pthread_mutex_lock(&p->lock);
     p->stop = true;
     pthread_cond_broadcast(&p->changed);
@@ -194,33 +196,27 @@ Prefetcher *prefetch_create(int fd, bool direct, int threads)
         remat_fail(REMAT_ENOMEM, "prefetch: no memory for the I/O threads' state");
         return NULL;
     }
-    for (int k = 0; k < threads && direct; k++) {
-        if (!(p->workers[k].bounce = prefetch_bounce_create())) {
-            for (int j = 0; j < k; j++) free(p->workers[j].bounce);
-            free(p);
-            return NULL;
-        }
-    }
     p->fd = fd;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->changed, NULL);
+    for (int k = 0; k < threads && direct; k++) {
+        if (!(p->workers[k].bounce = prefetch_bounce_create())) {
+            prefetch_free(p);
+            return NULL;
+        }
+    }
     for (int k = 0; k < threads; k++) {
         Worker *w = &p->workers[k];
         w->owner = p;
         const int err = pthread_create(&w->thread, NULL, prefetch_thread, w);
         if (err) {
-            stop_and_free(p); /* joins those that started */
+            prefetch_free(p); /* joins those that started */
             remat_fail(REMAT_ENOMEM, "prefetch: cannot start an I/O thread (error %d)", err);
             return NULL;
         }
         p->threads++;
     }
     return p;
-}
-
-void prefetch_free(Prefetcher *p)
-{
-    if (p) stop_and_free(p);
 }
 
 void prefetch_submit(Prefetcher *p, PrefetchIo *io)

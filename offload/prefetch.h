@@ -48,8 +48,8 @@
  * or into two buffers. A write with `crc` set first stores the CRC-32C of the data there
  * (crc may point into `head`, which is written after it is stored); a read with `crc` set
  * stores there the CRC-32C of the data it read: either way the checksum is computed on
- * the thread too, off the caller's path. With `evict` set, the range of
- * `evict_bytes` from `offset` is then on its way out of the page cache: a write starts
+ * the thread too, off the caller's path. With `evict` set, the record (head, data and
+ * padding from `offset`) is then on its way out of the page cache: a write starts
  * writing it back to the disk (prefetch_start_writeback), so that a later prefetch_evict
  * finds little left to wait for; a read drops it (prefetch_evict). */
 typedef struct PrefetchIo {
@@ -71,7 +71,6 @@ typedef struct PrefetchIo {
                                   and head + data + pad must then be aligned as the file
                                   system asks (offload.c checks it) */
     bool evict;                /* then start its write-back (a write) or drop it (a read) */
-    size_t evict_bytes;        /* the range's length, from `offset` */
     int error;                 /* after prefetch_wait: 0, an errno, or -1 for a short transfer */
     double seconds;            /* after prefetch_wait: how long the transfer took where it ran
                                   (checksum, copies, system calls, eviction) */

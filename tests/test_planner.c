@@ -592,7 +592,7 @@ static void test_chains_the_model_cannot_describe_are_refused(void **state)
         Var *io[2] = {var_create(tensor_zeros(MEM_ACT, 2, (int[]){4, 8}), true, "x"),
                       var_create(tensor_zeros(MEM_ACT, 2, (int[]){4, 8}), false, "y")};
         const ChainStages stages = {stage_input, stage_mse, io};
-        assert_null(chain_profile(layers, 2, &stages, NULL));
+        assert_null(chain_profile_policy(layers, 2, &stages, NULL, NULL));
         assert_int_equal(remat_last_status(), REMAT_EINVAL);
         printf("  %s\n", remat_last_error());
         assert_non_null(strstr(remat_last_error(), expected[i]));
