@@ -169,7 +169,7 @@ _Static_assert(STEP_FLAGS_N == 15 && STEP_FLAGS_ALL == (1u << 15) - 1, "a StepFl
 StepOptions step_options_defaults(void)
 {
     return (StepOptions){.strategy = strategy_defaults(STRATEGY_NONE), .planner = PLANNER_DP,
-                         .offload_opts = offload_defaults(OFFLOAD_ALL), .accumulate = 1};
+                         .offload_opts = OFFLOAD_DEFAULTS(OFFLOAD_ALL), .accumulate = 1};
 }
 
 FlagSet step_options_flags(StepOptions *o, unsigned accepted)

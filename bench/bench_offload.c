@@ -144,7 +144,7 @@ static RematStatus runner_create(Runner *r, const Config *c, const Model *m, con
     const Strategy s = strategy_defaults(c->strategy);
     r->schedule = schedule_for_strategy(&s, m->n_layers);
     if (!r->schedule || !c->offload) return r->schedule ? REMAT_OK : remat_last_status();
-    OffloadOptions oo = offload_defaults(c->policy);
+    OffloadOptions oo = OFFLOAD_DEFAULTS(c->policy);
     oo.dir = setup->dir;
     oo.prefetch = c->prefetch;
     oo.drop_cache = c->drop_cache;
@@ -455,7 +455,7 @@ static RematStatus measure_records(const Setup *setup, Progress *progress, Resul
     RecordRun run = {0};
     RematStatus status = REMAT_OK;
     for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
-        OffloadOptions oo = offload_defaults(OFFLOAD_ALL);
+        OffloadOptions oo = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
         oo.dir = setup->dir;
         oo.io = (OffloadIo)io;
         oo.min_bytes = 0;

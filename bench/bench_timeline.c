@@ -139,7 +139,7 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
     if (!schedule) return remat_last_status();
     Offload *off = NULL;
     if (series->offload) {
-        OffloadOptions oo = offload_defaults(series->policy);
+        OffloadOptions oo = OFFLOAD_DEFAULTS(series->policy);
         oo.prefetch = series->prefetch;
         if (!(off = offload_create(&oo))) {
             schedule_free(schedule);

@@ -152,15 +152,6 @@ static const char *io_error_str(char *buf, size_t size, int err, bool write)
 static const char *const POLICY_NAMES[] = {"all", "large", "boundary"};
 const NameTable OFFLOAD_POLICY_NAMES = {POLICY_NAMES, sizeof POLICY_NAMES / sizeof POLICY_NAMES[0]};
 
-OffloadOptions offload_defaults(OffloadPolicy policy)
-{
-    return (OffloadOptions){.policy = policy, .io = OFFLOAD_IO_SYSCALLS, .min_bytes = OFFLOAD_MIN_BYTES,
-                            .large_bytes = OFFLOAD_LARGE_BYTES, .prefetch = OFFLOAD_PREFETCH,
-                            .prefetch_bytes = OFFLOAD_PREFETCH_BYTES, .io_threads = OFFLOAD_IO_THREADS,
-                            .write_behind_bytes = OFFLOAD_WRITE_BEHIND_BYTES,
-                            .write_behind = OFFLOAD_WRITE_BEHIND, .grow_bytes = OFFLOAD_GROW_BYTES};
-}
-
 const char *offload_policy_name(OffloadPolicy policy)
 {
     return name_of(&OFFLOAD_POLICY_NAMES, (int)policy);

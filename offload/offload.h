@@ -172,8 +172,14 @@ typedef struct OffloadOptions {
 
 /* The defaults for `policy`: io by system calls, min_bytes OFFLOAD_MIN_BYTES, large_bytes
  * OFFLOAD_LARGE_BYTES, no tag prefix, the page cache kept, prefetch OFFLOAD_PREFETCH,
- * write-behind OFFLOAD_WRITE_BEHIND, growth OFFLOAD_GROW_BYTES, the directory from $TMPDIR. */
-OffloadOptions offload_defaults(OffloadPolicy policy);
+ * write-behind OFFLOAD_WRITE_BEHIND, growth OFFLOAD_GROW_BYTES, the directory from $TMPDIR.
+ * A value, not a call: a run that never offloads runs no code of offload/. */
+#define OFFLOAD_DEFAULTS(policy_)                                                                              \
+    ((OffloadOptions){.policy = (policy_), .io = OFFLOAD_IO_SYSCALLS, .min_bytes = OFFLOAD_MIN_BYTES,          \
+                      .large_bytes = OFFLOAD_LARGE_BYTES, .prefetch = OFFLOAD_PREFETCH,                        \
+                      .prefetch_bytes = OFFLOAD_PREFETCH_BYTES, .io_threads = OFFLOAD_IO_THREADS,              \
+                      .write_behind_bytes = OFFLOAD_WRITE_BEHIND_BYTES, .write_behind = OFFLOAD_WRITE_BEHIND,  \
+                      .grow_bytes = OFFLOAD_GROW_BYTES})
 
 /* "all", "large", "boundary": the names of OffloadPolicy's values. */
 extern const NameTable OFFLOAD_POLICY_NAMES;

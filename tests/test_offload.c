@@ -58,7 +58,7 @@ static int group_teardown(void **state)
  * models below send every activation (a LayerNorm's mean and rstd included) to disk. */
 static OffloadOptions everything(OffloadPolicy policy)
 {
-    OffloadOptions o = offload_defaults(policy);
+    OffloadOptions o = OFFLOAD_DEFAULTS(policy);
     o.min_bytes = 0;
     o.dir = spill_dir;
     return o;
@@ -342,8 +342,8 @@ static void test_each_policy_spills_what_it_promises(void **state)
     Tensor *targets = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 64});
     for (int i = 0; i < 128; i++) tokens->i32[i] = i * 7 % 256, targets->i32[i] = i * 11 % 256;
     Var *x = var_create(tokens, false, "tokens"), *y = var_create(targets, false, "targets");
-    OffloadOptions defaults = offload_defaults(OFFLOAD_ALL), tiny = everything(OFFLOAD_ALL);
-    OffloadOptions large = offload_defaults(OFFLOAD_LARGE), attn = offload_defaults(OFFLOAD_LARGE);
+    OffloadOptions defaults = OFFLOAD_DEFAULTS(OFFLOAD_ALL), tiny = everything(OFFLOAD_ALL);
+    OffloadOptions large = OFFLOAD_DEFAULTS(OFFLOAD_LARGE), attn = OFFLOAD_DEFAULTS(OFFLOAD_LARGE);
     OffloadOptions boundary = everything(OFFLOAD_BOUNDARY);
     large.large_bytes = 128 << 10;
     attn.large_bytes = SIZE_MAX;
@@ -408,7 +408,7 @@ static void test_the_spill_file_is_reused_and_every_record_is_prefetched(void **
     for (int prefetch = 0; prefetch <= OFFLOAD_PREFETCH; prefetch += OFFLOAD_PREFETCH) {
         Learner t;
         learner_create(&t);
-        OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+        OffloadOptions o = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
         o.dir = spill_dir;
         o.prefetch = prefetch;
         Offload *off = offload_create(&o);
@@ -560,7 +560,7 @@ static void test_offload_all_keeps_one_block_of_the_chain_whatever_its_depth(voi
         const size_t want_disk[6] = {(size_t)(2 * N + 2), (size_t)(2 * N + 2), (size_t)N, (size_t)N, (size_t)s, (size_t)s};
         printf("  %4d %4zu (%3zu)", N, (none.peak_act - 8) / a, none.peak_disk / a);
         for (int i = 0; i < 6; i++) {
-            OffloadOptions o = offload_defaults(runs[i].policy);
+            OffloadOptions o = OFFLOAD_DEFAULTS(runs[i].policy);
             o.dir = spill_dir;
             o.prefetch = runs[i].prefetch;
             const ChainMeasure m = measure_chain(N, runs[i].strategy, &o);
@@ -592,7 +592,7 @@ static void test_a_window_of_bytes_bounds_what_is_read_ahead(void **state)
         {1000, 0, 1000},          /* no limit of bytes: every record, all of them at once */
     };
     for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++) {
-        OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+        OffloadOptions o = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
         o.dir = spill_dir;
         o.io = w % 2 ? OFFLOAD_IO_DIRECT : OFFLOAD_IO_SYSCALLS;
         o.prefetch = windows[w].prefetch;
@@ -618,7 +618,7 @@ static void test_a_window_of_bytes_bounds_what_is_read_ahead(void **state)
         assert_true(m.io.read_wait_seconds <= m.io.read_seconds);
         assert_true(m.io.thread_read_seconds > 0 && m.io.thread_write_seconds > 0);
     }
-    OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+    OffloadOptions o = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
     o.dir = spill_dir;
     o.prefetch = o.write_behind = 1000;
     o.prefetch_bytes = 3 * a;
@@ -634,7 +634,7 @@ static void test_a_window_of_bytes_bounds_what_is_read_ahead(void **state)
     assert_non_null(strstr(said, "(2 I/O threads)"));
     offload_free(off);
     for (int threads = -1; threads <= OFFLOAD_MAX_IO_THREADS + 1; threads += OFFLOAD_MAX_IO_THREADS + 2) {
-        OffloadOptions bad = offload_defaults(OFFLOAD_ALL);
+        OffloadOptions bad = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
         bad.dir = spill_dir;
         bad.io_threads = threads;
         assert_null(offload_create(&bad));
@@ -655,7 +655,7 @@ typedef struct BehindMeasure {
 static BehindMeasure measure_behind(int N, int behind, size_t behind_bytes)
 {
     Chain c = chain_create(N, CHAIN_W, CHAIN_B);
-    OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+    OffloadOptions o = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
     o.dir = spill_dir;
     o.prefetch = 0;
     o.write_behind = behind;
@@ -768,7 +768,7 @@ static void test_an_unpack_waits_for_a_record_still_being_written(void **state)
     int n, m;
     chain_gradients(NULL, false, in_ram, &n);
     for (int prefetch = 0; prefetch <= OFFLOAD_PREFETCH; prefetch += OFFLOAD_PREFETCH) {
-        OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+        OffloadOptions o = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
         o.dir = spill_dir;
         o.write_behind = 4; /* the last 4 records are in flight when backward starts */
         o.prefetch = prefetch;
@@ -822,7 +822,7 @@ static void test_dropping_the_page_cache_leaves_no_record_in_it(void **state)
     Chain c = chain_create(8, CHAIN_W, CHAIN_B);
     for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
         for (int drop = 0; drop <= 1; drop++) {
-            OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+            OffloadOptions o = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
             o.dir = spill_dir;
             o.io = ways[w].io;
             o.write_behind = ways[w].write_behind;
@@ -932,7 +932,7 @@ static void test_offload_really_lowers_the_resident_set(void **state)
     /* none keeps 2N activations of 1 MiB (x_0 and the targets existed before). */
     assert_true(none.ledger_mib > 2 * N - 1);
     for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP; io++) {
-        OffloadOptions oo = offload_defaults(OFFLOAD_ALL);
+        OffloadOptions oo = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
         oo.dir = spill_dir;
         oo.io = (OffloadIo)io;
         Offload *off = offload_create(&oo);
@@ -974,7 +974,7 @@ static void test_a_missing_or_unwritable_directory_is_a_clear_error(void **state
         {unwritable, "(the directory is not writable)"},
     };
     for (int i = 0; i < 3; i++) {
-        OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+        OffloadOptions o = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
         o.dir = cases[i].dir;
         remat_clear_error();
         assert_null(offload_create(&o));
@@ -1045,7 +1045,7 @@ static void test_a_full_disk_fails_the_forward_and_leaves_the_state_intact(void 
         learner_create(&t);
         learner_create(&reference);
         learner_snapshot(&t);
-        OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+        OffloadOptions o = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
         o.dir = spill_dir;
         o.io = ways[w];
         Offload *off = offload_create(&o);
@@ -1085,7 +1085,7 @@ static void test_a_damaged_record_is_caught_when_it_is_read_back(void **state)
         Learner t;
         learner_create(&t);
         learner_snapshot(&t);
-        OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+        OffloadOptions o = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
         o.dir = spill_dir;
         o.io = reader == 1 ? OFFLOAD_IO_MMAP : reader >= 3 ? OFFLOAD_IO_DIRECT : OFFLOAD_IO_SYSCALLS;
         o.prefetch = ahead ? OFFLOAD_PREFETCH : 0;
@@ -1180,7 +1180,7 @@ static void test_a_failed_write_behind_fails_the_step_and_loses_nothing(void **s
         Learner t, reference;
         learner_create(&t);
         learner_create(&reference);
-        OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+        OffloadOptions o = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
         o.dir = spill_dir;
         assert_int_equal(o.write_behind, 2);
         Offload *off = offload_create(&o);
@@ -1232,7 +1232,7 @@ static void test_a_spill_file_truncated_under_the_mapping_fails_the_step_cleanly
 static void test_an_empty_directory_path_is_refused(void **state)
 {
     (void)state;
-    OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+    OffloadOptions o = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
     o.dir = "";
     remat_clear_error();
     assert_null(offload_create(&o));
@@ -1332,7 +1332,7 @@ static TrainOptions offload_run_options(const OffloadPolicy *offload, const char
 static void test_a_file_system_refusing_direct_io_is_a_clear_error(void **state)
 {
     (void)state;
-    OffloadOptions o = offload_defaults(OFFLOAD_ALL);
+    OffloadOptions o = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
     o.dir = spill_dir;
     o.io = OFFLOAD_IO_DIRECT;
     offload_debug_refuse_direct(true);

@@ -580,7 +580,7 @@ static void test_offload_takes_the_checkpoints(void **state)
     Tensor *grads[2];
     for (int run = 0; run < 2; run++) {
         Fixture f = fixture(&(Trainee){.kind = "mlp", .layers = N, .width = W});
-        OffloadOptions o = offload_defaults(OFFLOAD_BOUNDARY);
+        OffloadOptions o = OFFLOAD_DEFAULTS(OFFLOAD_BOUNDARY);
         o.min_bytes = 0;
         Offload *off = run ? offload_create(&o) : NULL;
         if (off) assert_int_equal(offload_push(off), REMAT_OK);

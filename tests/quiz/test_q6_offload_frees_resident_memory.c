@@ -32,7 +32,7 @@
  * hooks pushed for the forward only. */
 static QuizStep step_with_offload(Model *m, const Strategy *s, OffloadPolicy policy, int prefetch, Var *x, Var *t)
 {
-    OffloadOptions o = offload_defaults(policy);
+    OffloadOptions o = OFFLOAD_DEFAULTS(policy);
     o.min_bytes = 1024; /* this model is small: spill everything of 1 KiB and more */
     o.prefetch = prefetch;
     Offload *off = offload_create(&o);
