@@ -57,8 +57,15 @@ static int run(const char *path, char *const args[])
     return WEXITSTATUS(status);
 }
 
-static const ResultsField FIELDS[] = {
-    {"bench", ""}, {"exit_status", "0 ok, 1 error, 2 bad flag"}, RESULTS_TIMED("seconds", "seconds"), RESULTS_SAMPLES,
+typedef struct RunRow {
+    const char *bench;
+    int exit_status;
+    Estimate seconds; /* one run: no spread */
+} RunRow;
+
+static const ResultsColumn COLUMNS[] = {
+    COLUMN(RunRow, bench, STR, ""), COLUMN(RunRow, exit_status, INT, "0 ok, 1 error, 2 bad flag"),
+    COLUMN_TIMED(RunRow, seconds, "seconds"), COLUMN_SAMPLES,
 };
 
 int main(int argc, char **argv)
@@ -74,8 +81,7 @@ int main(int argc, char **argv)
     if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - argv[0]), argv[0]);
 
     results_config_str(results, "results_dir", o.results_dir);
-    ResultsTable *runs = results_table(results, "runs", "each bench that ran", FIELDS,
-                                       RESULTS_COUNT(FIELDS), true);
+    ResultsTable *runs = results_row_table(results, "runs", "each bench that ran", COLUMNS, RESULTS_COUNT(COLUMNS), true);
     int failed = 0;
     char failures[512] = "";
     double total = 0.0;
@@ -89,11 +95,7 @@ int main(int argc, char **argv)
         const double seconds = platform_seconds() - t0;
         total += seconds;
         printf("==== %s: %s in %.1f s\n", BENCHES[i], code == 0 ? "done" : "FAILED", seconds);
-        ResultsRecord *rec = results_record(runs);
-        record_str(rec, "bench", BENCHES[i]);
-        record_num(rec, "exit_status", code);
-        const Estimate once = estimate_single(seconds); /* one run: no spread */
-        record_estimate(rec, "seconds", &once);
+        results_add_row(runs, &(RunRow){BENCHES[i], code, estimate_single(seconds)});
         if (code != 0) {
             failed++;
             const size_t used = strlen(failures);

@@ -154,6 +154,8 @@ static double run_way(Bufs *b, int w, const AttnDropout *drop)
 /* What one way measured at one T. */
 typedef struct WayResult {
     bool ran;
+    int seq, tile; /* tile: 0 for naive */
+    const char *way;
     Estimate seconds;  /* forward + backward: the median of the rounds, with its interval */
     Estimate vs_naive; /* against naive attention in the same round (where it ran) */
     uint64_t flops[PHASE_COUNT];
@@ -192,6 +194,9 @@ static RematStatus measure_seq(int BH, int T, int D, bool naive, const TimingPla
     status = timing_run(plan, ways, 1, way_run, &runs, progress, label, &timing);
     for (int w = 0; w < ways && status == REMAT_OK; w++) {
         out[w].ran = true;
+        out[w].seq = T;
+        out[w].way = way_name(w);
+        out[w].tile = w == NAIVE ? 0 : FUSED[w].plan.tile;
         out[w].seconds = timing_median(&timing, w, 0);
         if (naive) out[w].vs_naive = timing_ratio(&timing, w, NAIVE, 0);
         out[w].kept = w == NAIVE ? 2 * (size_t)BH * T * T * sizeof(float) : (size_t)BH * T * (D + 1) * sizeof(float);
@@ -202,33 +207,27 @@ static RematStatus measure_seq(int BH, int T, int D, bool naive, const TimingPla
     return status;
 }
 
-static const ResultsField FIELDS[] = {
-    {"seq", "tokens"}, {"way", ""}, {"tile", "rows and keys (0: naive, no tiles)"},
-    RESULTS_TIMED("seconds", "seconds"), {"kept", "bytes"}, {"forward_flops", "FLOPs"}, {"backward_flops", "FLOPs"},
-    {"recompute_flops", "FLOPs"}, RESULTS_TIMED("vs_naive", "ratio"), RESULTS_SAMPLES,
+static const ResultsColumn COLUMNS[] = {
+    COLUMN(WayResult, seq, INT, "tokens"), COLUMN(WayResult, way, STR, ""),
+    COLUMN(WayResult, tile, INT, "rows and keys (0: naive, no tiles)"), COLUMN_TIMED(WayResult, seconds, "seconds"),
+    COLUMN(WayResult, kept, SIZE, "bytes"), COLUMN_AS("forward_flops", WayResult, flops[PHASE_FORWARD], U64, "FLOPs"),
+    COLUMN_AS("backward_flops", WayResult, flops[PHASE_BACKWARD], U64, "FLOPs"),
+    COLUMN_AS("recompute_flops", WayResult, flops[PHASE_RECOMPUTE], U64, "FLOPs"),
+    COLUMN_TIMED(WayResult, vs_naive, "ratio"), COLUMN_SAMPLES,
 };
 
-static void report(int T, const WayResult r[N_WAYS], ResultsTable *table)
+static void report(const WayResult r[N_WAYS], ResultsTable *table)
 {
     for (int w = 0; w < N_WAYS; w++) {
         if (!r[w].ran) continue;
         char kept[32], ms[64], vs[48];
-        printf("  %5d  %-22s %28s %12s %9.2f %9.2f %9.2f", T, way_name(w), estimate_ms_str(ms, sizeof ms, &r[w].seconds),
+        printf("  %5d  %-22s %28s %12s %9.2f %9.2f %9.2f", r[w].seq, r[w].way, estimate_ms_str(ms, sizeof ms, &r[w].seconds),
                mem_format_bytes(kept, sizeof kept, r[w].kept),
                1e-9 * (double)r[w].flops[PHASE_FORWARD], 1e-9 * (double)r[w].flops[PHASE_BACKWARD],
                1e-9 * (double)r[w].flops[PHASE_RECOMPUTE]);
         if (r[NAIVE].ran) printf(" %s", estimate_ratio_str(vs, sizeof vs, &r[w].vs_naive));
         printf("\n");
-        ResultsRecord *rec = results_record(table);
-        record_num(rec, "seq", T);
-        record_str(rec, "way", way_name(w));
-        record_num(rec, "tile", w == NAIVE ? 0 : FUSED[w].plan.tile);
-        record_estimate(rec, "seconds", &r[w].seconds);
-        record_num(rec, "kept", (double)r[w].kept);
-        record_num(rec, "forward_flops", (double)r[w].flops[PHASE_FORWARD]);
-        record_num(rec, "backward_flops", (double)r[w].flops[PHASE_BACKWARD]);
-        record_num(rec, "recompute_flops", (double)r[w].flops[PHASE_RECOMPUTE]);
-        if (r[NAIVE].ran) record_estimate(rec, "vs_naive", &r[w].vs_naive);
+        results_add_row(table, &r[w]);
     }
 }
 
@@ -252,8 +251,8 @@ int main(int argc, char **argv)
     results_config_ints(results, "seqs", seqs, n_seqs);
     results_config_num(results, "naive_max_seq", naive_max);
     results_config_plan(results, &plan);
-    ResultsTable *table = results_table(results, "ways", "one forward and backward of causal attention, per way and "
-                                        "sequence length", FIELDS, RESULTS_COUNT(FIELDS), true);
+    ResultsTable *table = results_row_table(results, "ways", "one forward and backward of causal attention, per way "
+                                            "and sequence length", COLUMNS, RESULTS_COUNT(COLUMNS), true);
     WayResult r[MAX_SEQS][N_WAYS] = {0};
     Progress progress;
     int units = 0;
@@ -271,7 +270,7 @@ int main(int argc, char **argv)
                B, H, D, ATTN_TILE);
         printf("  %5s  %-22s %28s %12s %9s %9s %9s %9s\n", "T", "way", "ms", "kept", "forward", "backward",
                "recompute", "vs naive");
-        for (int i = 0; i < n_seqs; i++) report(seqs[i], r[i], table);
+        for (int i = 0; i < n_seqs; i++) report(r[i], table);
     }
     return bench_finish(&INFO, &o, results, status);
 }

@@ -410,16 +410,29 @@ static RematStatus time_record_size(RecordRun *run, size_t bytes, const TimingPl
     return status;
 }
 
-static const ResultsField RECORD_FIELDS[] = {
-    {"io", ""}, {"bytes", "bytes"}, RESULTS_TIMED("pack_seconds", "seconds per record"),
-    RESULTS_TIMED("unpack_seconds", "seconds per record"), RESULTS_SAMPLES,
+typedef struct RecordRow {
+    const char *io;
+    size_t bytes;
+    Estimate pack_seconds, unpack_seconds;
+} RecordRow;
+
+static const ResultsColumn RECORD_COLUMNS[] = {
+    COLUMN(RecordRow, io, STR, ""), COLUMN(RecordRow, bytes, SIZE, "bytes"),
+    COLUMN_TIMED(RecordRow, pack_seconds, "seconds per record"),
+    COLUMN_TIMED(RecordRow, unpack_seconds, "seconds per record"), COLUMN_SAMPLES,
 };
 
 enum { RECORD_MIN = 4096, RECORD_MAX = 4 << 20, RECORD_SIZES = 6 };
 
-static const ResultsField DISK_FIELDS[] = {
-    {"direction", ""}, {"file_bytes", "bytes"}, {"block_bytes", "bytes"},
-    RESULTS_TIMED("bandwidth", "bytes per second"), RESULTS_SAMPLES,
+typedef struct DiskRow {
+    const char *direction;
+    size_t file_bytes, block_bytes;
+    Estimate bandwidth;
+} DiskRow;
+
+static const ResultsColumn DISK_COLUMNS[] = {
+    COLUMN(DiskRow, direction, STR, ""), COLUMN(DiskRow, file_bytes, SIZE, "bytes"),
+    COLUMN(DiskRow, block_bytes, SIZE, "bytes"), COLUMN_TIMED(DiskRow, bandwidth, "bytes per second"), COLUMN_SAMPLES,
 };
 
 /* The spill directory's disk, by O_DIRECT (bench/disk.h), into *disk and the `disk` table.
@@ -438,13 +451,8 @@ static bool measure_disk(const Setup *setup, bool quick, ResultsTable *table, Di
            mem_format_bytes(file, sizeof file, file_bytes), mem_format_bytes(block, sizeof block, block_bytes),
            disk->write.samples, disk->write.value / 1e9, disk->write.lo / 1e9, disk->write.hi / 1e9,
            disk->read.value / 1e9, disk->read.lo / 1e9, disk->read.hi / 1e9);
-    for (int d = 0; d < 2; d++) {
-        ResultsRecord *rec = results_record(table);
-        record_str(rec, "direction", d == 0 ? "write" : "read");
-        record_num(rec, "file_bytes", (double)file_bytes);
-        record_num(rec, "block_bytes", (double)block_bytes);
-        record_estimate(rec, "bandwidth", d == 0 ? &disk->write : &disk->read);
-    }
+    results_add_row(table, &(DiskRow){"write", file_bytes, block_bytes, disk->write});
+    results_add_row(table, &(DiskRow){"read", file_bytes, block_bytes, disk->read});
     return true;
 }
 
@@ -486,14 +494,11 @@ static RematStatus measure_records(const Setup *setup, Progress *progress, Resul
         char size[32];
         printf("  %10s", mem_format_bytes(size, sizeof size, bytes));
         for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP; io++) {
-            const Estimate pack = timing_median(&timing[i], io, RECORD_PACK);
-            const Estimate unpack = timing_median(&timing[i], io, RECORD_UNPACK);
-            printf(" %9.1f us (%6.1f, %6.1f)", 1e6 * (pack.value + unpack.value), 1e6 * pack.value, 1e6 * unpack.value);
-            ResultsRecord *rec = results_record(table);
-            record_str(rec, "io", io_name((OffloadIo)io));
-            record_num(rec, "bytes", (double)bytes);
-            record_estimate(rec, "pack_seconds", &pack);
-            record_estimate(rec, "unpack_seconds", &unpack);
+            const RecordRow row = {io_name((OffloadIo)io), bytes, timing_median(&timing[i], io, RECORD_PACK),
+                                   timing_median(&timing[i], io, RECORD_UNPACK)};
+            const double pack = 1e6 * row.pack_seconds.value, unpack = 1e6 * row.unpack_seconds.value;
+            printf(" %9.1f us (%6.1f, %6.1f)", pack + unpack, pack, unpack);
+            results_add_row(table, &row);
         }
         printf("\n");
     }
@@ -570,12 +575,10 @@ int main(int argc, char **argv)
     record_config(results, &setup, &mlp, &gpt);
     ResultsTable *steps = results_table(results, "steps", "one AdamW training step per model and configuration",
                                         STEP_FIELDS, RESULTS_COUNT(STEP_FIELDS), true);
-    ResultsTable *records = results_table(results, "records", "pack and unpack of one record alone",
-                                          RECORD_FIELDS, RESULTS_COUNT(RECORD_FIELDS),
-                                          true);
-
-    ResultsTable *disk_table = results_table(results, "disk", "the spill directory's disk, sequential, O_DIRECT",
-                                             DISK_FIELDS, RESULTS_COUNT(DISK_FIELDS), true);
+    ResultsTable *records = results_row_table(results, "records", "pack and unpack of one record alone",
+                                              RECORD_COLUMNS, RESULTS_COUNT(RECORD_COLUMNS), true);
+    ResultsTable *disk_table = results_row_table(results, "disk", "the spill directory's disk, sequential, O_DIRECT",
+                                                 DISK_COLUMNS, RESULTS_COUNT(DISK_COLUMNS), true);
     DiskBandwidth disk;
     if (measure_disk(&setup, o.quick, disk_table, &disk)) setup.disk = &disk;
 

@@ -322,32 +322,54 @@ static RematStatus budget_demo(const GptShape *s, size_t *budget, BudgetTry trie
 
 /* ---- tables ------------------------------------------------------------------------------ */
 
-static const ResultsField POLICY_FIELDS[] = {
-    {"seq", "tokens"}, {"policy", ""}, {"attention", ""}, {"dropout_rng", ""}, {"act_per_layer", "bytes"},
-    {"formula_per_layer", "bytes"}, {"korthikanti_fp32_per_layer", "bytes"}, {"outside_blocks", "bytes"},
-    {"act_stored", "bytes"}, {"census_complete", "bool"}, {"peak_act", "bytes"}, {"recompute_flops", "FLOPs"},
-    {"flop_overhead", "ratio"}, RESULTS_TIMED("step_seconds", "seconds"), RESULTS_TIMED("time_overhead", "ratio"),
-    RESULTS_TIMED("time_vs_naive_stream", "ratio"), RESULTS_SAMPLES,
+/* A row of the policies table: one policy, attention and dropout generator at one T. */
+typedef struct PolicyRow {
+    int seq;
+    const char *policy, *attention, *dropout_rng;
+    size_t act_per_layer, formula_per_layer, outside_blocks, act_stored;
+    bool census_complete;
+    size_t peak_act;
+    uint64_t recompute_flops;
+    double flop_overhead;
+    Estimate step_seconds, time_overhead, time_vs_naive_stream;
+} PolicyRow;
+
+static const ResultsColumn POLICY_COLUMNS[] = {
+    COLUMN(PolicyRow, seq, INT, "tokens"), COLUMN(PolicyRow, policy, STR, ""), COLUMN(PolicyRow, attention, STR, ""),
+    COLUMN(PolicyRow, dropout_rng, STR, ""), COLUMN(PolicyRow, act_per_layer, SIZE, "bytes"),
+    COLUMN(PolicyRow, formula_per_layer, SIZE, "bytes"), COLUMN_SETTER("korthikanti_fp32_per_layer", "bytes"),
+    COLUMN(PolicyRow, outside_blocks, SIZE, "bytes"), COLUMN(PolicyRow, act_stored, SIZE, "bytes"),
+    COLUMN(PolicyRow, census_complete, BOOL, "bool"), COLUMN(PolicyRow, peak_act, SIZE, "bytes"),
+    COLUMN(PolicyRow, recompute_flops, U64, "FLOPs"), COLUMN(PolicyRow, flop_overhead, DOUBLE, "ratio"),
+    COLUMN_TIMED(PolicyRow, step_seconds, "seconds"), COLUMN_TIMED(PolicyRow, time_overhead, "ratio"),
+    COLUMN_TIMED(PolicyRow, time_vs_naive_stream, "ratio"), COLUMN_SAMPLES,
 };
 
-static const ResultsField TAG_FIELDS[] = {
-    {"seq", "tokens"}, {"policy", ""}, {"attention", ""}, {"dropout_rng", ""}, {"tag", ""},
-    {"bytes_per_layer", "bytes"}, {"formula_none", "bytes"},
+typedef struct TagBytesRow {
+    int seq;
+    const char *policy, *attention, *dropout_rng, *tag;
+    size_t bytes_per_layer, formula_none;
+} TagBytesRow;
+
+static const ResultsColumn TAG_COLUMNS[] = {
+    COLUMN(TagBytesRow, seq, INT, "tokens"), COLUMN(TagBytesRow, policy, STR, ""),
+    COLUMN(TagBytesRow, attention, STR, ""), COLUMN(TagBytesRow, dropout_rng, STR, ""),
+    COLUMN(TagBytesRow, tag, STR, ""), COLUMN(TagBytesRow, bytes_per_layer, SIZE, "bytes"),
+    COLUMN(TagBytesRow, formula_none, SIZE, "bytes"),
 };
 
-static const ResultsField BUDGET_FIELDS[] = {
-    {"seq", "tokens"}, {"attention", ""}, {"dropout_rng", ""}, {"budget", "bytes"}, {"fits", "bool"},
-    {"peak_resident", "bytes"},
-};
+typedef struct BudgetRow {
+    int seq;
+    const char *attention, *dropout_rng;
+    size_t budget;
+    bool fits;
+} BudgetRow;
 
-/* Records the label fields every row of the two per-variant tables has. */
-static void record_row(ResultsRecord *rec, int T, const Row *row)
-{
-    record_num(rec, "seq", T);
-    record_str(rec, "policy", row->f->name);
-    record_str(rec, "attention", attention_kind_name(row->combo->attention));
-    record_str(rec, "dropout_rng", dropout_rng_name(row->combo->dropout_rng));
-}
+static const ResultsColumn BUDGET_COLUMNS[] = {
+    COLUMN(BudgetRow, seq, INT, "tokens"), COLUMN(BudgetRow, attention, STR, ""),
+    COLUMN(BudgetRow, dropout_rng, STR, ""), COLUMN(BudgetRow, budget, SIZE, "bytes"),
+    COLUMN(BudgetRow, fits, BOOL, "bool"), COLUMN_SETTER("peak_resident", "bytes"),
+};
 
 static void print_tags(const SeqResult *r, ResultsTable *tags)
 {
@@ -369,11 +391,8 @@ static void print_tags(const SeqResult *r, ResultsTable *tags)
             const size_t bytes = census_bytes(&r->census[p], TAGS[i].tag) / (size_t)s->L;
             const size_t formula = tag_formula(&TAGS[i], row->combo, s);
             printf(" %14zu%s", bytes, bytes == formula ? "=" : "!");
-            ResultsRecord *rec = results_record(tags);
-            record_row(rec, s->T, row);
-            record_str(rec, "tag", TAGS[i].tag);
-            record_num(rec, "bytes_per_layer", (double)bytes);
-            record_num(rec, "formula_none", (double)formula);
+            results_add_row(tags, &(TagBytesRow){s->T, row->f->name, attention_kind_name(row->combo->attention),
+                                                 dropout_rng_name(row->combo->dropout_rng), TAGS[i].tag, bytes, formula});
         }
         printf("\n");
     }
@@ -412,21 +431,17 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
                measured, formula, measured == formula ? "=" : "!", mib(st->peak[MEM_ACT]), complete ? "complete" : "NO",
                1e-9 * (double)st->flops[PHASE_RECOMPUTE], 100.0 * flop_overhead(st), 1e3 * r->step[p].value,
                estimate_ratio_str(spread, sizeof spread, &r->overhead[p]));
-        ResultsRecord *rec = results_record(table);
-        record_row(rec, s->T, row);
-        record_num(rec, "act_per_layer", (double)measured);
-        record_num(rec, "formula_per_layer", (double)formula);
+        const PolicyRow out = {
+            .seq = s->T, .policy = row->f->name, .attention = attention_kind_name(row->combo->attention),
+            .dropout_rng = dropout_rng_name(row->combo->dropout_rng), .act_per_layer = measured,
+            .formula_per_layer = formula, .outside_blocks = c->total - measured * (size_t)s->L,
+            .act_stored = st->act_stored, .census_complete = complete, .peak_act = st->peak[MEM_ACT],
+            .recompute_flops = st->flops[PHASE_RECOMPUTE], .flop_overhead = flop_overhead(st),
+            .step_seconds = r->step[p], .time_overhead = r->overhead[p],
+            .time_vs_naive_stream = r->has_vs_stream[p] ? r->vs_stream[p] : (Estimate){0}};
+        ResultsRecord *rec = results_add_row(table, &out);
         if (row->f->korthikanti && row->combo == &COMBOS[NAIVE_STREAM])
             record_num(rec, "korthikanti_fp32_per_layer", (double)coef_bytes(&row->f->paper, s));
-        record_num(rec, "outside_blocks", (double)(c->total - measured * (size_t)s->L));
-        record_num(rec, "act_stored", (double)st->act_stored);
-        record_bool(rec, "census_complete", complete);
-        record_num(rec, "peak_act", (double)st->peak[MEM_ACT]);
-        record_num(rec, "recompute_flops", (double)st->flops[PHASE_RECOMPUTE]);
-        record_num(rec, "flop_overhead", flop_overhead(st));
-        record_estimate(rec, "step_seconds", &r->step[p]);
-        record_estimate(rec, "time_overhead", &r->overhead[p]);
-        if (r->has_vs_stream[p]) record_estimate(rec, "time_vs_naive_stream", &r->vs_stream[p]);
     }
 }
 
@@ -440,12 +455,9 @@ static void print_budget(const GptShape *s, size_t budget, const BudgetTry tries
         const BudgetTry *t = &tries[c];
         if (t->fits) printf("    %-14s fits: peak %s\n", t->combo->name, mem_format_bytes(peak, sizeof peak, t->peak_resident));
         else printf("    %-14s does not fit: %.160s\n", t->combo->name, t->why);
-        ResultsRecord *rec = results_record(table);
-        record_num(rec, "seq", s->T);
-        record_str(rec, "attention", attention_kind_name(t->combo->attention));
-        record_str(rec, "dropout_rng", dropout_rng_name(t->combo->dropout_rng));
-        record_num(rec, "budget", (double)budget);
-        record_bool(rec, "fits", t->fits);
+        ResultsRecord *rec = results_add_row(table, &(BudgetRow){s->T, attention_kind_name(t->combo->attention),
+                                                                  dropout_rng_name(t->combo->dropout_rng), budget,
+                                                                  t->fits});
         if (t->fits) record_num(rec, "peak_resident", (double)t->peak_resident);
     }
 }
@@ -488,15 +500,13 @@ int main(int argc, char **argv)
                                   : (GptShape){.L = 4, .C = 256, .H = 4, .B = 4, .dropout = 0.1f};
     const TimingPlan plan = bench_timing_plan(&o, 1, 6, 6.0 / n_seqs);
     record_config(results, &base, seqs, n_seqs, naive_max, &plan);
-    ResultsTable *policies = results_table(results, "policies", "per policy, attention and dropout generator, and "
-                                           "sequence length", POLICY_FIELDS,
-                                           RESULTS_COUNT(POLICY_FIELDS), true);
-    ResultsTable *tags = results_table(results, "tags", "activation bytes per layer without checkpointing by the tag "
-                                       "of the op that made them", TAG_FIELDS,
-                                       RESULTS_COUNT(TAG_FIELDS), true);
-    ResultsTable *budgets = results_table(results, "budget", "at the longest T without checkpointing, one step of "
-                                          "each attention under a budget fused attention fits", BUDGET_FIELDS,
-                                          RESULTS_COUNT(BUDGET_FIELDS), true);
+    ResultsTable *policies = results_row_table(results, "policies", "per policy, attention and dropout generator, "
+                                               "and sequence length", POLICY_COLUMNS, RESULTS_COUNT(POLICY_COLUMNS), true);
+    ResultsTable *tags = results_row_table(results, "tags", "activation bytes per layer without checkpointing by the "
+                                           "tag of the op that made them", TAG_COLUMNS, RESULTS_COUNT(TAG_COLUMNS), true);
+    ResultsTable *budgets = results_row_table(results, "budget", "at the longest T without checkpointing, one step of "
+                                              "each attention under a budget fused attention fits", BUDGET_COLUMNS,
+                                              RESULTS_COUNT(BUDGET_COLUMNS), true);
     RematStatus status = REMAT_OK;
     const Rows rows = rows_wanted(&o);
     static SeqResult r[MAX_SEQS];

@@ -201,13 +201,27 @@ static float *stream_arrays(const Options *opt, size_t *n)
 
 /* ---- the run ----------------------------------------------------------------------------- */
 
-static const ResultsField SGEMM_FIELDS[] = {
-    {"size", "M = N = K"}, {"threads", "threads"}, RESULTS_TIMED("gflops_per_second", "GFLOP/s"), RESULTS_SAMPLES,
+typedef struct SgemmRow {
+    int size, threads;
+    Estimate gflops_per_second;
+} SgemmRow;
+
+static const ResultsColumn SGEMM_COLUMNS[] = {
+    COLUMN(SgemmRow, size, INT, "M = N = K"), COLUMN(SgemmRow, threads, INT, "threads"),
+    COLUMN_TIMED(SgemmRow, gflops_per_second, "GFLOP/s"), COLUMN_SAMPLES,
 };
 
-static const ResultsField STREAM_FIELDS[] = {
-    {"kernel", ""}, {"threads", "threads"}, {"array_bytes", "bytes"}, {"bytes_per_pass", "bytes"},
-    RESULTS_TIMED("gb_per_second", "GB/s"), RESULTS_SAMPLES,
+typedef struct StreamRow {
+    const char *kernel;
+    int threads;
+    size_t array_bytes, bytes_per_pass;
+    Estimate gb_per_second;
+} StreamRow;
+
+static const ResultsColumn STREAM_COLUMNS[] = {
+    COLUMN(StreamRow, kernel, STR, ""), COLUMN(StreamRow, threads, INT, "threads"),
+    COLUMN(StreamRow, array_bytes, SIZE, "bytes"), COLUMN(StreamRow, bytes_per_pass, SIZE, "bytes"),
+    COLUMN_TIMED(StreamRow, gb_per_second, "GB/s"), COLUMN_SAMPLES,
 };
 
 /* Times sgemm on every thread count of `opt`, prints it and records it in `table`;
@@ -224,10 +238,7 @@ static RematStatus run_sgemm(const Options *opt, const float *A, const float *B,
         gflops[t] = rate.value;
         printf("  %6d  %7d  %10.2f  %8.1f  %.1f..%.1f (%d)\n", opt->size, opt->threads[t], seconds.value * 1e3,
                rate.value, rate.lo, rate.hi, rate.samples);
-        ResultsRecord *rec = results_record(table);
-        record_num(rec, "size", opt->size);
-        record_num(rec, "threads", opt->threads[t]);
-        record_estimate(rec, "gflops_per_second", &rate);
+        results_add_row(table, &(SgemmRow){opt->size, opt->threads[t], rate});
     }
     if (opt->n_threads > 1 && opt->threads[0] == 1)
         printf("\n  %d threads reach %.2fx the 1-thread rate.\n", opt->threads[opt->n_threads - 1],
@@ -253,12 +264,8 @@ static RematStatus run_stream(const Options *opt, ResultsTable *table)
         for (int k = 0; k < STREAM_KERNELS; k++) {
             printf("  %6s  %7d  %8.1f  %.1f..%.1f (%d)\n", STREAM_NAMES[k], opt->threads[t], rate[k].value,
                    rate[k].lo, rate[k].hi, rate[k].samples);
-            ResultsRecord *rec = results_record(table);
-            record_str(rec, "kernel", STREAM_NAMES[k]);
-            record_num(rec, "threads", opt->threads[t]);
-            record_num(rec, "array_bytes", (double)n * sizeof(float));
-            record_num(rec, "bytes_per_pass", (double)STREAM_ARRAYS[k] * (double)n * sizeof(float));
-            record_estimate(rec, "gb_per_second", &rate[k]);
+            results_add_row(table, &(StreamRow){STREAM_NAMES[k], opt->threads[t], n * sizeof(float),
+                                                (size_t)STREAM_ARRAYS[k] * n * sizeof(float), rate[k]});
         }
     }
     free(all);
@@ -308,10 +315,10 @@ int main(int argc, char **argv)
     results_config_num(results, "size", opt.size);
     results_config_num(results, "reps", opt.reps);
     results_config_num(results, "stream_mib", opt.stream_mib);
-    ResultsTable *sgemm = results_table(results, "sgemm", "square sgemm per thread count", SGEMM_FIELDS,
-                                        RESULTS_COUNT(SGEMM_FIELDS), true);
-    ResultsTable *stream = results_table(results, "bandwidth", "STREAM-like copy and triad per thread count",
-                                         STREAM_FIELDS, RESULTS_COUNT(STREAM_FIELDS), true);
+    ResultsTable *sgemm = results_row_table(results, "sgemm", "square sgemm per thread count", SGEMM_COLUMNS,
+                                            RESULTS_COUNT(SGEMM_COLUMNS), true);
+    ResultsTable *stream = results_row_table(results, "bandwidth", "STREAM-like copy and triad per thread count",
+                                             STREAM_COLUMNS, RESULTS_COUNT(STREAM_COLUMNS), true);
     fill_uniform(A, n * n, &rng);
     fill_uniform(B, n * n, &rng);
     double gflops[MAX_THREAD_COUNTS];

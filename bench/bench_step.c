@@ -196,9 +196,18 @@ static RematStatus optim_passes_create(OptimPasses *o, const Model *model, int t
     return REMAT_OK;
 }
 
-static const ResultsField OPTIM_FIELDS[] = {
-    {"model", ""}, {"threads", "threads"}, {"way", ""}, {"parameters", "tensors"},
-    RESULTS_TIMED("optimizer_seconds", "seconds"), RESULTS_TIMED("time_vs_per_parameter", "ratio"), RESULTS_SAMPLES,
+typedef struct OptimRow {
+    const char *model;
+    int threads;
+    const char *way;
+    int parameters;
+    Estimate optimizer_seconds, time_vs_per_parameter; /* the latter against per parameter, same threads */
+} OptimRow;
+
+static const ResultsColumn OPTIM_COLUMNS[] = {
+    COLUMN(OptimRow, model, STR, ""), COLUMN(OptimRow, threads, INT, "threads"), COLUMN(OptimRow, way, STR, ""),
+    COLUMN(OptimRow, parameters, INT, "tensors"), COLUMN_TIMED(OptimRow, optimizer_seconds, "seconds"),
+    COLUMN_TIMED(OptimRow, time_vs_per_parameter, "ratio"), COLUMN_SAMPLES,
 };
 
 /* Times both ways on every thread count, interleaved, and prints and records them. */
@@ -210,18 +219,13 @@ static RematStatus measure_optim_passes(const Model *model, const char *name, in
     Timing timing = {0};
     if (status == REMAT_OK) status = timing_run(plan, N_WAYS * threads, 1, optim_pass, &o, NULL, NULL, &timing);
     for (int v = 0; v < N_WAYS * threads && status == REMAT_OK; v++) {
-        const Estimate seconds = timing_median(&timing, v, 0);
-        const Estimate ratio = timing_ratio(&timing, v, v - v % N_WAYS, 0); /* against per parameter, same threads */
+        const OptimRow row = {name, v / N_WAYS + 1, WAY_NAMES[v % N_WAYS], o.count, timing_median(&timing, v, 0),
+                              timing_ratio(&timing, v, v - v % N_WAYS, 0)};
         char t[64], r[48];
-        printf("  %-28s %7d %-14s %4d %-28s %s\n", name, v / N_WAYS + 1, WAY_NAMES[v % N_WAYS], o.count,
-               estimate_ms_str(t, sizeof t, &seconds), estimate_ratio_str(r, sizeof r, &ratio));
-        ResultsRecord *rec = results_record(table);
-        record_str(rec, "model", name);
-        record_num(rec, "threads", v / N_WAYS + 1);
-        record_str(rec, "way", WAY_NAMES[v % N_WAYS]);
-        record_num(rec, "parameters", o.count);
-        record_estimate(rec, "optimizer_seconds", &seconds);
-        record_estimate(rec, "time_vs_per_parameter", &ratio);
+        printf("  %-28s %7d %-14s %4d %-28s %s\n", row.model, row.threads, row.way, row.parameters,
+               estimate_ms_str(t, sizeof t, &row.optimizer_seconds),
+               estimate_ratio_str(r, sizeof r, &row.time_vs_per_parameter));
+        results_add_row(table, &row);
     }
     timing_free(&timing);
     free(o.arrays);
@@ -402,9 +406,9 @@ int main(int argc, char **argv)
     results_config_plan(results, &plan);
     ResultsTable *table = results_row_table(results, "steps", "one AdamW step per model, strategy and thread count",
                                             COLUMNS, RESULTS_COUNT(COLUMNS), true);
-    ResultsTable *optim_table = results_table(results, "optimizer", "AdamW over each model's parameters, one call per "
-                                              "parameter against one pass, per thread count", OPTIM_FIELDS,
-                                              RESULTS_COUNT(OPTIM_FIELDS), true);
+    ResultsTable *optim_table = results_row_table(results, "optimizer", "AdamW over each model's parameters, one "
+                                                  "call per parameter against one pass, per thread count",
+                                                  OPTIM_COLUMNS, RESULTS_COUNT(OPTIM_COLUMNS), true);
     Sgemm sgemm;
     RematStatus status = sgemm_create(&sgemm);
     const ExtraRuns peak_runs = {.count = max_threads, .run = sgemm_run, .ctx = &sgemm};

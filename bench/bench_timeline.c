@@ -70,12 +70,26 @@ static const Series SERIES[] = {
 };
 enum { N_SERIES = sizeof SERIES / sizeof SERIES[0] };
 
-static const ResultsField EVENT_FIELDS[] = {
-    {"strategy", ""},       {"event", "index"},   {"time_ms", "milliseconds since the step began"},
-    {"flops", "FLOPs executed since the step began, all phases"},
-    {"phase", ""},          {"kind", ""},         {"delta", "bytes"},
-    {"params", "bytes"},    {"grads", "bytes"},   {"optimizer", "bytes"},
-    {"act", "bytes"},       {"work", "bytes"},    {"resident", "bytes"}, {"disk", "bytes"},
+/* One ledger event of a recorded step, as the events table records it. */
+typedef struct EventRow {
+    const char *strategy;
+    size_t event;
+    double time_ms;
+    uint64_t flops;
+    const char *phase, *kind;
+    double delta;
+    size_t params, grads, optimizer, act, work, resident, disk;
+} EventRow;
+
+static const ResultsColumn EVENT_COLUMNS[] = {
+    COLUMN(EventRow, strategy, STR, ""), COLUMN(EventRow, event, SIZE, "index"),
+    COLUMN(EventRow, time_ms, DOUBLE, "milliseconds since the step began"),
+    COLUMN(EventRow, flops, U64, "FLOPs executed since the step began, all phases"),
+    COLUMN(EventRow, phase, STR, ""), COLUMN(EventRow, kind, STR, ""), COLUMN(EventRow, delta, DOUBLE, "bytes"),
+    COLUMN(EventRow, params, SIZE, "bytes"), COLUMN(EventRow, grads, SIZE, "bytes"),
+    COLUMN(EventRow, optimizer, SIZE, "bytes"), COLUMN(EventRow, act, SIZE, "bytes"),
+    COLUMN(EventRow, work, SIZE, "bytes"), COLUMN(EventRow, resident, SIZE, "bytes"),
+    COLUMN(EventRow, disk, SIZE, "bytes"),
 };
 
 /* One record of the steps table: a strategy's recorded step. */
@@ -99,21 +113,13 @@ static void record_events(ResultsTable *events, const char *strategy, const MemE
     for (size_t i = 0; i < n; i++) {
         size_t resident = 0;
         for (int k = 0; k < MEM_DISK; k++) resident += e[i].current[k];
-        ResultsRecord *rec = results_record(events);
-        record_str(rec, "strategy", strategy);
-        record_num(rec, "event", (double)i);
-        record_num(rec, "time_ms", 1e3 * e[i].seconds);
-        record_num(rec, "flops", (double)e[i].flops);
-        record_str(rec, "phase", phase_name(e[i].phase));
-        record_str(rec, "kind", mem_kind_name(e[i].kind));
-        record_num(rec, "delta", (double)e[i].delta);
-        record_num(rec, "params", (double)e[i].current[MEM_PARAM]);
-        record_num(rec, "grads", (double)e[i].current[MEM_GRAD]);
-        record_num(rec, "optimizer", (double)e[i].current[MEM_OPTIM]);
-        record_num(rec, "act", (double)e[i].current[MEM_ACT]);
-        record_num(rec, "work", (double)e[i].current[MEM_WORK]);
-        record_num(rec, "resident", (double)resident);
-        record_num(rec, "disk", (double)e[i].current[MEM_DISK]);
+        const size_t *at = e[i].current;
+        results_add_row(events, &(EventRow){.strategy = strategy, .event = i, .time_ms = 1e3 * e[i].seconds,
+                                            .flops = e[i].flops, .phase = phase_name(e[i].phase),
+                                            .kind = mem_kind_name(e[i].kind), .delta = (double)e[i].delta,
+                                            .params = at[MEM_PARAM], .grads = at[MEM_GRAD], .optimizer = at[MEM_OPTIM],
+                                            .act = at[MEM_ACT], .work = at[MEM_WORK], .resident = resident,
+                                            .disk = at[MEM_DISK]});
     }
 }
 
@@ -214,8 +220,8 @@ int main(int argc, char **argv)
     results_config_str(results, "selective_policy", o.step.strategy.policy ? o.step.strategy.policy->name : POLICY_ATTENTION_CORE.name);
     ResultsTable *steps = results_row_table(results, "steps", "the recorded step of each strategy", STEP_COLUMNS,
                                             RESULTS_COUNT(STEP_COLUMNS), true);
-    ResultsTable *events = results_table(results, "events", "every ledger event of each recorded step", EVENT_FIELDS,
-                                         RESULTS_COUNT(EVENT_FIELDS), false);
+    ResultsTable *events = results_row_table(results, "events", "every ledger event of each recorded step",
+                                             EVENT_COLUMNS, RESULTS_COUNT(EVENT_COLUMNS), false);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, &adamw);

@@ -70,9 +70,19 @@ static BenchInfo info = {
 
 /* ---- the reduction ------------------------------------------------------------------------ */
 
-static const ResultsField REDUCE_FIELDS[] = {
-    {"floats", "elements"}, {"method", ""}, RESULTS_TIMED("seconds", "seconds, rank 0's median"),
-    {"min_seconds", "seconds, rank 0's fastest"}, RESULTS_SAMPLES, {"bytes_sent", "bytes per call, rank 0"},
+typedef struct ReduceRow {
+    size_t floats;
+    const char *method;
+    Estimate seconds;
+    double min_seconds;
+    uint64_t bytes_sent;
+} ReduceRow;
+
+static const ResultsColumn REDUCE_COLUMNS[] = {
+    COLUMN(ReduceRow, floats, SIZE, "elements"), COLUMN(ReduceRow, method, STR, ""),
+    COLUMN_TIMED(ReduceRow, seconds, "seconds, rank 0's median"),
+    COLUMN(ReduceRow, min_seconds, DOUBLE, "seconds, rank 0's fastest"), COLUMN_SAMPLES,
+    COLUMN(ReduceRow, bytes_sent, U64, "bytes per call, rank 0"),
 };
 
 /* One timed call of `method` (0 ordered, 1 MPI_Allreduce) on x (n floats), after a barrier. */
@@ -137,12 +147,7 @@ static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, 
             }
             printf("    %8zu floats  %-36s %9.1f us (%.1f..%.1f), fastest %.1f\n", n, methods[m], 1e6 * e.value,
                    1e6 * e.lo, 1e6 * e.hi, 1e6 * fastest);
-            ResultsRecord *rec = results_record(table);
-            record_num(rec, "floats", (double)n);
-            record_str(rec, "method", methods[m]);
-            record_estimate(rec, "seconds", &e);
-            record_num(rec, "min_seconds", fastest);
-            record_num(rec, "bytes_sent", (double)sent[m]);
+            results_add_row(table, &(ReduceRow){n, methods[m], e, fastest, sent[m]});
         }
         free(x), free(shard), free(scratch), free(t[0]), free(t[1]);
     }
@@ -328,8 +333,8 @@ int main(int argc, char **argv)
     printf("  %d rank%s, %d thread%s each, on %d cores%s\n", g.size, g.size == 1 ? "" : "s", platform_info().threads,
            platform_info().threads == 1 ? "" : "s", cores,
            g.size * platform_info().threads > cores ? ": oversubscribed, times are not a cluster's" : "");
-    ResultsTable *reduce = results_table(results, "reduce", "a sum over the ranks, ordered against MPI_Allreduce",
-                                         REDUCE_FIELDS, RESULTS_COUNT(REDUCE_FIELDS), true);
+    ResultsTable *reduce = results_row_table(results, "reduce", "a sum over the ranks, ordered against MPI_Allreduce",
+                                             REDUCE_COLUMNS, RESULTS_COUNT(REDUCE_COLUMNS), true);
     ResultsTable *stages = results_row_table(results, "stages",
                                              "per rank and ZeRO stage: bytes kept, bytes moved, time", STAGE_COLUMNS,
                                              RESULTS_COUNT(STAGE_COLUMNS), true);

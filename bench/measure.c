@@ -197,11 +197,6 @@ double outside_matmul_share(const StepStats *s)
     return s->seconds > 0 ? 1.0 - s->matmul_seconds / s->seconds : 0.0;
 }
 
-double phase_share(const StepStats *s, Phase phase)
-{
-    return s->seconds > 0 ? s->phase_seconds[phase] / s->seconds : 0.0;
-}
-
 double flop_overhead(const StepStats *s)
 {
     const double done = (double)(s->flops[PHASE_FORWARD] + s->flops[PHASE_BACKWARD]);
@@ -240,7 +235,8 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
     values[STEP_THREAD_READ_SECONDS] = s->io.thread_read_seconds;
     values[STEP_THREAD_WRITE_SECONDS] = s->io.thread_write_seconds;
     values[STEP_THREAD_CPU_SECONDS] = s->io.thread_cpu_seconds;
-    for (int p = 0; p < PHASE_COUNT; p++) values[STEP_PHASE_SHARE + p] = phase_share(s, (Phase)p);
+    for (int p = 0; p < PHASE_COUNT; p++) /* the step's share of wall time in each phase */
+        values[STEP_PHASE_SHARE + p] = s->seconds > 0 ? s->phase_seconds[p] / s->seconds : 0.0;
     values[STEP_FORWARD_SECONDS] = s->forward_seconds;
     values[STEP_BACKWARD_SECONDS] = s->backward_seconds;
     return status;

@@ -138,9 +138,6 @@ double flop_overhead(const StepStats *s);
 /* The step's share of wall time outside the matmuls: 1 − matmul_seconds / seconds. */
 double outside_matmul_share(const StepStats *s);
 
-/* The step's share of wall time in `phase` (flops_phase_seconds over the step's seconds). */
-double phase_share(const StepStats *s, Phase phase);
-
 /* The quantities steps_alternate times per step, in its Timing (bench/timing.h): the
  * step's seconds, of them inside the offloader's pack and unpack, in the forward and in
  * the backward, inside the matmuls, the share outside the matmuls, the step's page faults,
