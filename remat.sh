@@ -60,7 +60,7 @@ choose_blas_core() {
 # OpenMP (libgomp) lets a thread that waits at a barrier spin about 300000 times before it
 # sleeps. When another process holds one of the cores, the thread that lost its core holds
 # up every barrier while its partner spins on the other, and a 2-thread step takes several
-# times as long as on 1 thread (bench/README.md, *The wait policy*). A short spin keeps
+# times as long as on 1 thread (docs/MEASUREMENTS.md, section 7). A short spin keeps
 # the quiet machine's speed and loses little on a busy one: unless the environment already
 # chose how threads wait, spin 1000 times, then sleep. The benches record the setting.
 limit_openmp_spin() {

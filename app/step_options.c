@@ -133,7 +133,7 @@ static const Flag FLAGS[] = {
     {.name = "--offload-mmap", .type = FLAG_CONST, .offset = AT(offload_opts.io), .lo = OFFLOAD_IO_MMAP,
      .applies = with_offload,
      .help = "move the bytes through a MAP_SHARED mapping of the spill file\n"
-             "instead of pwritev/preadv (slower here: see offload/README.md)"},
+             "instead of pwritev/preadv (slower here: docs/MEASUREMENTS.md 8.7)"},
     {.name = "--offload-direct", .type = FLAG_CONST, .offset = AT(offload_opts.io), .lo = OFFLOAD_IO_DIRECT,
      .applies = with_offload, .excludes = STEP_FLAG_OFFLOAD_MMAP,
      .excluded = "the bytes move through a mapping (--offload-mmap); choose one",
@@ -149,7 +149,7 @@ static const Flag FLAGS[] = {
      .excluded = "through a mapping (--offload-mmap) pack writes before it returns",
      .help = "let up to S of records be written behind the forward instead\n"
              "of two records (16 MiB ahead and 8 MiB behind kept the GPT's\n"
-             "step at its bound: offload/README.md)"},
+             "step at its bound: docs/MEASUREMENTS.md 8.2)"},
     {.name = "--accumulate", .type = FLAG_INT, .offset = AT(accumulate), .value = "K", .lo = 1, .hi = 65536,
      .heading = "data parallelism (mpirun -np K build/app/train ...: one micro-batch per rank)",
      .help = "K micro-batches of --batch each per optimizer step, their\n"

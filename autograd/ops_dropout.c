@@ -96,7 +96,7 @@ Var *op_dropout(Var *x, float p, Pcg32 *rng, bool training, const char *tag)
     if (cached) {
         /* A checkpoint replay offered the mask and output of the first forward. The
          * generator must still move on by the draws they took, one per element, or every
-         * later random draw of the replay would shift (DESIGN.md's pitfall). */
+         * later random draw of the replay would shift (checkpoint/README.md). */
         pcg32_advance(rng, X->numel);
     } else {
         k_dropout_forward(out->f32, mask->u8, X->f32, p, rng, X->numel);

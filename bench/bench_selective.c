@@ -28,7 +28,7 @@
  *
  * The formula. Korthikanti et al. count, per layer, sbh(34 + 5as/h) bytes with 16-bit
  * activations and 1-byte dropout masks (s = T, b = B, h = C, a = H). Every tensor of theirs
- * is one this model's ops save (autograd/layers_gpt.c), so in float32 (4 bytes) with
+ * is one this model's ops save (models/gpt.c), so in float32 (4 bytes) with
  * 1-byte masks it becomes 66·BTC + 9·BHT² bytes; this model's LayerNorms also keep their
  * mean and rstd (4 bytes per row each, two LayerNorms), + 16·BT. Counter-based masks are
  * not stored: 64·BTC + 8·BHT² + 16·BT. Fused attention keeps neither (B,H,T,T) tensor but

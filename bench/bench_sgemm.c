@@ -8,7 +8,7 @@
  * measures the memory bandwidth the same way, STREAM-like (McCalpin's copy and triad, on
  * arrays far larger than the caches, OpenMP static loops): the ceiling of a pass that
  * does a few FLOPs per element it reads, as an optimizer or an elementwise op does. With
- * --results DIR it writes both as DIR/bench_sgemm.json (bench/README.md's schema).
+ * --results DIR it writes both as DIR/bench_sgemm.json (docs/RESULTS.md's schema).
  * It is not a BLAS benchmark suite nor STREAM itself: one shape family and two loops,
  * enough to know the ceilings that later benches compare against.
  */

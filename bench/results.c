@@ -1,6 +1,6 @@
 /*
  * results.c — the results writer: a cJSON document built as a bench runs, written as JSON
- * and CSV at the end (see results.h; the schema is in bench/README.md).
+ * and CSV at the end (see results.h; the schema is in docs/RESULTS.md).
  */
 #include "bench/results.h"
 #include "bench/results_read.h"

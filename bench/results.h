@@ -1,6 +1,6 @@
 /*
  * results.h — the one results schema every bench writes: <dir>/<bench>.json, and a CSV per
- * table beside it (bench/README.md documents the schema field by field).
+ * table beside it (docs/RESULTS.md documents the schema field by field).
  *
  *     typedef struct Row { int n_layers; size_t peak_act; } Row;    (what the bench measures)
  *     static const ResultsColumn COLUMNS[] = {COLUMN(Row, n_layers, INT, "layers"),

@@ -5,7 +5,7 @@
  * network (α seconds per message, β seconds per byte).
  *
  * What it is not: a measurement. Which of its terms were checked against one, and where,
- * bench/README.md says.
+ * docs/MEASUREMENTS.md says (section 9.4).
  */
 #ifndef REMAT_BENCH_ZERO_PROJECT_H
 #define REMAT_BENCH_ZERO_PROJECT_H

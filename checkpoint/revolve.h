@@ -17,7 +17,7 @@
  * does the fewest forward evaluations (Griewank 1992; Griewank & Walther 2000). On the
  * 64-block MLP chain, sqrt peaks at 29 block-sized activations and recomputes 64 block
  * forwards; Revolve with 4 slots peaks at 12 and recomputes 201 (build/tests/test_revolve
- * and build/tests/test_checkpoint measure both; checkpoint/README.md has the table).
+ * and build/tests/test_checkpoint measure both; docs/MEASUREMENTS.md has the table, 1.3).
  *
  * The count. Reversing l steps x_0 → x_1 → … → x_l with s slots takes at least
  *

@@ -41,7 +41,7 @@
  * The helper thread reads with preadv in every mode: a file descriptor stays valid while
  * the file grows, a mapping may be replaced. syscalls is the default because the mmap path
  * pays a page fault per 4 KiB page each way and a TLB flush per madvise, measured at about
- * 10 microseconds a page and 20 to 60 a flush here (offload/README.md).
+ * 10 microseconds a page and 20 to 60 a flush here (docs/MEASUREMENTS.md, 8.7).
  */
 #define _GNU_SOURCE /* madvise, preadv, pwritev, statx */
 
@@ -564,7 +564,7 @@ static void prefetch_before(Offload *off, size_t end)
  * cache when they were already read and dropped. In the forward (MADV_NORMAL) a write
  * fault on a page no longer in the cache reads it from the disk before the copy
  * overwrites it, and read-around batches those reads: measured, faulting one page at a
- * time made the forward's writes 10 to 50 times slower (offload/README.md). Zeroing the
+ * time made the forward's writes 10 to 50 times slower (docs/MEASUREMENTS.md, 8.4). Zeroing the
  * record's range first (FALLOC_FL_ZERO_RANGE: its blocks unwritten, so a fault finds
  * zeros without the disk) was measured three to ten times slower still on ext4. */
 static void advise_mapping(Offload *off, int advice)

@@ -60,7 +60,7 @@
  * Why a threshold: every record costs a fixed price whatever its size — its two system
  * calls, a 64-byte header and up to a page of padding in the file, its bookkeeping —
  * measured at about 14 microseconds here, as long as the copies of a 64 KiB record take
- * (README.md). For LayerNorm's per-row mean and rstd, a few KiB each, that is paid to
+ * (docs/MEASUREMENTS.md, 8.7). For LayerNorm's per-row mean and rstd, a few KiB each, that is paid to
  * free almost nothing; from 64 KiB up the copy is at least half the cost, and from
  * 256 KiB the cost per byte is flat.
  *

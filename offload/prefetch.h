@@ -20,7 +20,7 @@
  * read ahead with no thread at all: WILLNEED only starts the disk reads, and the copy out
  * of the page cache (with a wait for what has not arrived yet) still happens on the
  * computing thread when backward asks; the helper thread does both while backward
- * computes. Measured with the page cache dropped (offload/README.md), backward waited
+ * computes. Measured with the page cache dropped (docs/MEASUREMENTS.md, 8.7), backward waited
  * 110 ms a step for its records on the MLP chain with WILLNEED, no less than without
  * prefetch, and 37 ms with the thread; 45 and 35 ms on the GPT. With the page cache kept
  * the two cost the same. The price of the thread is memory: a record read ahead needs its

@@ -15,7 +15,7 @@
  * and adds them in rank order, s = x_0, s = s + x_1, ..., s = s + x_{K-1}, then scales
  * once; the same float operations, in the same order, as one process summing K
  * micro-batches' gradients (models/step.h). An all-gather then gives every rank the whole
- * array. parallel/README.md measures what this costs against MPI_Allreduce.
+ * array. docs/MEASUREMENTS.md (9.2) has what this costs against MPI_Allreduce.
  *
  * The ledger counts, per collective and per phase of the step, the bytes this rank sent
  * and received (payload only, as the ZeRO paper counts volume). A group of one moves

@@ -36,7 +36,7 @@
  * forward and backward at B = 4, H = 4, D = 64 took 165 ms against 748 ms with the loops
  * at T = 512, 1436 against 2612 ms at T = 1024 and 3023 against 6041 ms at T = 2048
  * (medians of 7, 2 threads, on a 2-core machine busy with other work: the ranges are in
- * README.md), so the ops use sgemm (ATTN_PLAN_DEFAULT).
+ * docs/MEASUREMENTS.md, section 4), so the ops use sgemm (ATTN_PLAN_DEFAULT).
  *
  * Threads and determinism. The forward takes (batch·head, query tile) pairs, the backward
  * whole batch·heads — dk and dv of a head collect from every query tile, and one thread

@@ -91,7 +91,7 @@ static void apply(MemKind kind, int64_t delta)
     record_event(kind, delta);
 }
 
-/* REMAT_EOOM with the message of DESIGN.md if `bytes` more of `kind` would cross the budget. */
+/* REMAT_EOOM, saying what was asked and what is resident, if `bytes` more of `kind` cross the budget. */
 static RematStatus check_budget(MemKind kind, size_t bytes)
 {
     if (budget == 0 || !is_resident(kind) || resident + bytes <= budget) return REMAT_OK;

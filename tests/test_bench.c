@@ -2,7 +2,7 @@
  * test_bench.c — the bench binaries, run for real: bench_all --quick writes every bench's
  * results into a temporary directory, and the tests read them back with cJSON.
  *
- * They check the schema (every key bench/README.md promises is there, every time with its
+ * They check the schema (every key docs/RESULTS.md promises is there, every time with its
  * interval and sample count, the machine's state around each bench), that each bench
  * measured what its question needs with sane values — the sqrt slope near 0.5 and none's
  * near 1, the selective bytes equal to the formula, replayed dropout gradients exactly
@@ -818,7 +818,7 @@ static void test_offload_moves_activations_to_disk(void **state)
         assert_true(num(combined, "act_stored") < num(sqrt_, "act_stored"));
         assert_true(num(combined, "peak_act") < num(sqrt_, "peak_act"));
     }
-    /* The MLP chain, exact (offload/README.md): in units of one activation a = B·W floats,
+    /* The MLP chain, exact (docs/MEASUREMENTS.md, 8.1): in units of one activation a = B·W floats,
      * none peaks at 2N + 4 (+ 8 bytes: the loss and its seed), offload all at 6 and the two
      * records prefetch reads ahead, and DISK at what none kept for backward, 2N + 2. */
     const cJSON *config = get(doc, "config");

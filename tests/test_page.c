@@ -106,7 +106,7 @@ static double fake_value(const char *format, int k)
 }
 
 /* Writes results/<bench>.json for every bench the bank quotes but `skip`: the header
- * fields a bench writes (bench/README.md), threads left out of bench_memory_budget's, a
+ * fields a bench writes (docs/RESULTS.md), threads left out of bench_memory_budget's, a
  * quiet machine, and for every measurement a record matching its `where` with the quoted
  * field set, and a narrow interval from 9 samples beside each time. */
 static void write_results(const char *skip)
