@@ -1,6 +1,6 @@
 /*
  * results_read.h — the one reader of the results schema that bench/results.h writes
- * (bench/README.md documents it): a results file parsed, a directory of them opened on
+ * (docs/RESULTS.md documents it): a results file parsed, a directory of them opened on
  * demand, a table's records and the record whose fields match. The quiz quotes its figures
  * through it, bench_all merges the benches' files through it, and the tests check them
  * through it.
