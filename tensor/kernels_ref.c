@@ -145,31 +145,25 @@ void ref_softmax_forward(double *out, const float *x, int rows, int cols)
 
 void ref_softmax_backward(double *dx, const float *out, const float *dout, int rows, int cols)
 {
-    for (int r = 0; r < rows; r++) {
-        size_t off = (size_t)r * cols;
+    for (size_t off = 0; off < (size_t)rows * cols; off += (size_t)cols)
         ref_softmax_row_backward(dx + off, out + off, dout + off, cols);
-    }
 }
 
+/* Row r of the (BH,T,T) scores is row t = r mod T of its head's matrix: it keeps columns
+ * 0..t. */
 void ref_causal_softmax_forward(double *out, const float *x, int BH, int T)
 {
-    for (int bh = 0; bh < BH; bh++) {
-        for (int t = 0; t < T; t++) {
-            size_t off = ((size_t)bh * T + t) * T;
-            ref_softmax_row(out + off, x + off, t + 1);
-            for (int j = t + 1; j < T; j++) out[off + j] = 0.0;
-        }
+    for (size_t r = 0; r < (size_t)BH * T; r++) {
+        const int kept = (int)(r % (size_t)T) + 1;
+        ref_softmax_row(out + r * T, x + r * T, kept);
+        for (int j = kept; j < T; j++) out[r * T + j] = 0.0;
     }
 }
 
 void ref_causal_softmax_backward(double *dx, const float *out, const float *dout, int BH, int T)
 {
-    for (int bh = 0; bh < BH; bh++) {
-        for (int t = 0; t < T; t++) {
-            size_t off = ((size_t)bh * T + t) * T;
-            ref_softmax_row_backward(dx + off, out + off, dout + off, t + 1);
-        }
-    }
+    for (size_t r = 0; r < (size_t)BH * T; r++)
+        ref_softmax_row_backward(dx + r * T, out + r * T, dout + r * T, (int)(r % (size_t)T) + 1);
 }
 
 void ref_layernorm_forward(double *out, double *mean, double *rstd, const float *x,

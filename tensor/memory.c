@@ -117,8 +117,6 @@ static void keep_freed_pages(void)
 
 void mem_return_free_pages(void) { malloc_trim(0); }
 
-size_t mem_heap_kept_bytes(void) { return mallinfo2().fordblks; }
-
 ResidentWatch mem_resident_watch_start(void)
 {
     mem_return_free_pages();
@@ -136,7 +134,7 @@ void mem_resident_watch_stop(ResidentWatch *w)
     Resident now;
     w->known = w->known && platform_resident(&now) == REMAT_OK;
     w->peak = w->known ? now.peak : 0;
-    w->heap_kept = mem_heap_kept_bytes();
+    w->heap_kept = mallinfo2().fordblks; /* free bytes in glibc's heap */
 }
 
 void *mem_alloc(MemKind kind, size_t bytes)
