@@ -76,29 +76,34 @@ char *file_directory(const char *path)
     return dir;
 }
 
+int file_create_new(const char *dir, char *name, bool unnamed, bool *named)
+{
+    *named = false;
+    if (unnamed) {
+        const int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+        if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
+    }
+    const int fd = mkstemp(name);
+    *named = fd >= 0;
+    return fd;
+}
+
 /* Whether this process may create a file in `dir`, found by creating one: an unnamed
  * O_TMPFILE, which vanishes when closed; on a file system without O_TMPFILE (or one such
  * as /proc that refuses it), a named file removed at once. access(2) would not do: for
  * root it says yes to any directory, /proc included. Returns 0 or an errno value. */
 static int can_create_in(const char *dir)
 {
-    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-        close(fd);
-        return 0;
-    }
-    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return errno;
     static const char name[] = "/.remat-write-check-XXXXXX";
     char *probe = malloc(strlen(dir) + sizeof name);
     if (!probe) return ENOMEM;
     strcpy(probe, dir);
     strcat(probe, name);
-    fd = mkstemp(probe);
+    bool named;
+    const int fd = file_create_new(dir, probe, true, &named);
     const int err = fd < 0 ? errno : 0;
-    if (fd >= 0) {
-        unlink(probe);
-        close(fd);
-    }
+    if (named) unlink(probe);
+    if (fd >= 0) close(fd);
     free(probe);
     return err;
 }
