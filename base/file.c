@@ -40,22 +40,19 @@ RematStatus file_open_regular(const char *who, const char *path, int *fd, uint64
             return remat_fail(REMAT_EIO, "%s: %s is %s, not a regular file", who, path, file_kind(st.st_mode));
         return remat_fail(REMAT_EIO, "%s: cannot open %s: %s", who, path, strerror(err));
     }
-    if (fstat(f, &st) != 0) {
-        const int err = errno;
-        close(f);
-        return remat_fail(REMAT_EIO, "%s: cannot stat %s: %s", who, path, strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(f);
-        return remat_fail(REMAT_EIO, "%s: %s is %s, not a regular file", who, path, file_kind(st.st_mode));
-    }
     /* O_NONBLOCK means nothing to a regular file's reads, but the caller asked for an
-     * ordinary descriptor; clear it so the flag cannot surprise a later use. */
-    const int flags = fcntl(f, F_GETFL);
-    if (flags < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-        const int err = errno;
+     * ordinary descriptor; it is cleared so the flag cannot surprise a later use. */
+    RematStatus status = REMAT_OK;
+    int flags;
+    if (fstat(f, &st) != 0)
+        status = remat_fail(REMAT_EIO, "%s: cannot stat %s: %s", who, path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        status = remat_fail(REMAT_EIO, "%s: %s is %s, not a regular file", who, path, file_kind(st.st_mode));
+    else if ((flags = fcntl(f, F_GETFL)) < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0)
+        status = remat_fail(REMAT_EIO, "%s: cannot make %s blocking: %s", who, path, strerror(errno));
+    if (status != REMAT_OK) {
         close(f);
-        return remat_fail(REMAT_EIO, "%s: cannot make %s blocking: %s", who, path, strerror(err));
+        return status;
     }
     *fd = f;
     *size = (uint64_t)st.st_size;
