@@ -106,9 +106,11 @@ static void scatter_params(Run *run)
 
 /* Mean loss over opt->eval_batches validation batches, with grad mode and dropout off.
  * The batches come from a generator seeded the same way each time, so successive
- * evaluations compare like with like and never disturb the training generators. */
-static RematStatus evaluate_whole(Run *run, float *mean_loss)
+ * evaluations compare like with like and never disturb the training generators. At ZeRO
+ * stage 3 it gathers one group of parameters at a time, as a step does. */
+static RematStatus evaluate(Run *run, float *mean_loss)
 {
+    if (run->zero) zero_step_begin(run->zero);
     Pcg32 rng;
     pcg32_seed(&rng, run->opt->seed, 0x7a1);
     TrainCtx ctx = {.training = false};
@@ -130,14 +132,6 @@ static RematStatus evaluate_whole(Run *run, float *mean_loss)
     grad_set_enabled(was);
     flops_restore(&before);
     *mean_loss = (float)(sum / run->opt->eval_batches);
-    return status;
-}
-
-/* At stage 3, evaluation gathers one group of parameters at a time, as a step does. */
-static RematStatus evaluate(Run *run, float *mean_loss)
-{
-    if (run->zero) zero_step_begin(run->zero);
-    const RematStatus status = evaluate_whole(run, mean_loss);
     if (run->zero) zero_step_end(run->zero);
     return status;
 }
@@ -505,21 +499,6 @@ static RematStatus check_memory(const TrainOptions *o)
     return REMAT_OK;
 }
 
-/* A resumed file's step against --steps: it must leave something to train. */
-static RematStatus check_resume_step(const TrainOptions *o, const StFile *f)
-{
-    const char *text = st_meta(f, "remat.step");
-    int step;
-    if (!text) return remat_fail(REMAT_EINVAL, "%s has no metadata remat.step", o->resume);
-    if (!parse_int(text, 0, 100000000, &step))
-        return remat_fail(REMAT_ECORRUPT, "%s: metadata remat.step is '%s', not a step count", o->resume, text);
-    if (step >= o->steps)
-        return remat_fail(REMAT_EINVAL, "%s was saved at step %d and --steps %d counts every step of the run, "
-                          "those before the file's included: nothing is left to train (give --steps above %d)",
-                          o->resume, step, o->steps, step);
-    return REMAT_OK;
-}
-
 /* Every file the run will write, checked before hours of training rather than after (a
  * missing directory, a path that is a device or a directory; two outputs on one file, or
  * an output over a file the run reads: only --save may replace the file it resumed). */
@@ -542,14 +521,24 @@ static RematStatus check_files(const TrainOptions *o)
 }
 
 /* --resume: opens and parses the file once, for every check and value taken from it, and
- * checks its model flags and its step against the run's. */
+ * checks its model flags against the run's, and its step against --steps: it must leave
+ * something to train. */
 static RematStatus open_resumed(Run *run)
 {
     const TrainOptions *o = run->opt;
     if (!o->resume) return REMAT_OK;
     if (!(run->resumed = st_load(o->resume))) return remat_last_status();
     if (check_resume_config(o, run->resumed) != REMAT_OK) return remat_last_status();
-    return check_resume_step(o, run->resumed);
+    const char *text = st_meta(run->resumed, "remat.step");
+    int step;
+    if (!text) return remat_fail(REMAT_EINVAL, "%s has no metadata remat.step", o->resume);
+    if (!parse_int(text, 0, 100000000, &step))
+        return remat_fail(REMAT_ECORRUPT, "%s: metadata remat.step is '%s', not a step count", o->resume, text);
+    if (step >= o->steps)
+        return remat_fail(REMAT_EINVAL, "%s was saved at step %d and --steps %d counts every step of the run, "
+                          "those before the file's included: nothing is left to train (give --steps above %d)",
+                          o->resume, step, o->steps, step);
+    return REMAT_OK;
 }
 
 /* ---- train_run ------------------------------------------------------------------------ */
