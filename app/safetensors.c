@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/file.h"
+#include "base/parse.h"
 
 /* The format stores every number little-endian, and this file writes and reads tensor
  * bytes exactly as they lie in memory. */
@@ -55,29 +56,11 @@ struct StFile {
 
 /* ---- small helpers ---------------------------------------------------------------- */
 
-/* The name the format gives `dtype`. */
-static const char *st_dtype_name(DType dtype)
-{
-    switch (dtype) {
-    case DTYPE_F32: return "F32";
-    case DTYPE_I32: return "I32";
-    case DTYPE_U8:  return "U8";
-    }
-    return "?";
-}
+/* The names the format gives remat's dtypes, indexed by DType. */
+static const char *const ST_DTYPES[] = {[DTYPE_F32] = "F32", [DTYPE_U8] = "U8", [DTYPE_I32] = "I32"};
+static const NameTable ST_DTYPE_NAMES = {ST_DTYPES, 3};
 
-/* Sets *dtype from a safetensors dtype name; returns 0 if remat has no such type. */
-static int dtype_from_name(const char *name, DType *dtype)
-{
-    static const DType known[] = {DTYPE_F32, DTYPE_I32, DTYPE_U8};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        if (strcmp(name, st_dtype_name(known[i])) == 0) {
-            *dtype = known[i];
-            return 1;
-        }
-    }
-    return 0;
-}
+static const char *st_dtype_name(DType dtype) { return name_of(&ST_DTYPE_NAMES, (int)dtype); }
 
 /* Writes all `len` bytes, retrying short writes. Returns 0 or an errno value. */
 static int write_all(int fd, const void *buf, size_t len)
@@ -416,9 +399,11 @@ static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTens
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
     if (!cJSON_IsString(dtype))
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype is missing or not a string", path, name);
-    if (!dtype_from_name(dtype->valuestring, &info->dtype))
+    int dtype_value;
+    if (name_parse(&ST_DTYPE_NAMES, dtype->valuestring, &dtype_value) != REMAT_OK)
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype \"%s\" is not one remat reads (F32, I32, U8)",
                           path, name, dtype->valuestring);
+    info->dtype = (DType)dtype_value;
 
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
     if (!cJSON_IsArray(shape))
