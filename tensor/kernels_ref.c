@@ -415,51 +415,33 @@ void ref_embedding_backward(double *dwte, double *dwpe, const float *dout, const
 
 /* ---- attention heads -------------------------------------------------------------- */
 
-/* Index of [b,t,c] in a (B,T,width) array and of [b,h,t,d] in a (B,H,T,D) one. */
-static size_t ref_btc(int b, int t, int c, int T, int width) { return ((size_t)b * T + t) * width + c; }
-static size_t ref_bhtd(int b, int h, int t, int d, int H, int T, int D)
+/* Element i of a (B,H,T,D) array, [b,h,t,d], is channel c0 + h·D + d of token (b,t) in a
+ * (B,T,width) array: its index there. */
+static size_t ref_wide_of(size_t i, int c0, int width, int T, int H, int D)
 {
-    return (((size_t)b * H + h) * T + t) * D + d;
+    const size_t d = i % (size_t)D, t = i / (size_t)D % (size_t)T, h = i / ((size_t)D * T) % (size_t)H;
+    const size_t b = i / ((size_t)D * T * H);
+    return (b * (size_t)T + t) * (size_t)width + (size_t)c0 + h * (size_t)D + d;
 }
 
 void ref_split_heads_forward(double *out, const float *qkv, int which, int B, int T, int C, int H)
 {
-    int D = C / H;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int t = 0; t < T; t++)
-                for (int d = 0; d < D; d++)
-                    out[ref_bhtd(b, h, t, d, H, T, D)] = qkv[ref_btc(b, t, which * C + h * D + d, T, 3 * C)];
+    for (size_t i = 0; i < (size_t)B * T * C; i++) out[i] = qkv[ref_wide_of(i, which * C, 3 * C, T, H, C / H)];
 }
 
 void ref_split_heads_backward(double *dqkv, const float *dout, int which, int B, int T, int C, int H)
 {
-    int D = C / H;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int t = 0; t < T; t++)
-                for (int d = 0; d < D; d++)
-                    dqkv[ref_btc(b, t, which * C + h * D + d, T, 3 * C)] += dout[ref_bhtd(b, h, t, d, H, T, D)];
+    for (size_t i = 0; i < (size_t)B * T * C; i++) dqkv[ref_wide_of(i, which * C, 3 * C, T, H, C / H)] += dout[i];
 }
 
 void ref_merge_heads_forward(double *out, const float *y, int B, int T, int C, int H)
 {
-    int D = C / H;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int t = 0; t < T; t++)
-                for (int d = 0; d < D; d++)
-                    out[ref_btc(b, t, h * D + d, T, C)] = y[ref_bhtd(b, h, t, d, H, T, D)];
+    for (size_t i = 0; i < (size_t)B * T * C; i++) out[ref_wide_of(i, 0, C, T, H, C / H)] = y[i];
 }
 
 void ref_merge_heads_backward(double *dy, const float *dout, int B, int T, int C, int H)
 {
-    int D = C / H;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int t = 0; t < T; t++)
-                for (int d = 0; d < D; d++)
-                    dy[ref_bhtd(b, h, t, d, H, T, D)] += dout[ref_btc(b, t, h * D + d, T, C)];
+    for (size_t i = 0; i < (size_t)B * T * C; i++) dy[i] += dout[ref_wide_of(i, 0, C, T, H, C / H)];
 }
 
 /* ---- sampling --------------------------------------------------------------------- */
