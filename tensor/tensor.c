@@ -26,31 +26,30 @@ size_t dtype_size(DType dtype) { return dtype_known(dtype) ? DTYPES[dtype].size 
 
 const char *dtype_name(DType dtype) { return dtype_known(dtype) ? DTYPES[dtype].name : "unknown"; }
 
+/* The element count of a valid shape into *numel; REMAT_EINVAL for a bad ndim, dtype or
+ * dimension, or a shape whose bytes overflow. */
+static RematStatus check_shape(DType dtype, int ndim, const int *shape, size_t *numel)
+{
+    if (!shape || ndim < 1 || ndim > TENSOR_MAX_DIMS)
+        return remat_fail(REMAT_EINVAL, "tensor_create: ndim must be 1..%d with a shape, got %d%s",
+                          TENSOR_MAX_DIMS, ndim, shape ? "" : " and no shape");
+    if (dtype_size(dtype) == 0) return remat_fail(REMAT_EINVAL, "tensor_create: unknown dtype %d", (int)dtype);
+    *numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] <= 0)
+            return remat_fail(REMAT_EINVAL, "tensor_create: dimension %d is %d; every dimension must be > 0",
+                              d, shape[d]);
+        if (*numel > SIZE_MAX / 16 / (size_t)shape[d])
+            return remat_fail(REMAT_EINVAL, "tensor_create: shape overflows a size_t");
+        *numel *= (size_t)shape[d];
+    }
+    return REMAT_OK;
+}
+
 Tensor *tensor_create_typed(MemKind kind, DType dtype, int ndim, const int *shape)
 {
-    if (!shape || ndim < 1 || ndim > TENSOR_MAX_DIMS) {
-        remat_fail(REMAT_EINVAL, "tensor_create: ndim must be 1..%d with a shape, got %d%s",
-                   TENSOR_MAX_DIMS, ndim, shape ? "" : " and no shape");
-        return NULL;
-    }
-    if (dtype_size(dtype) == 0) {
-        remat_fail(REMAT_EINVAL, "tensor_create: unknown dtype %d", (int)dtype);
-        return NULL;
-    }
-    size_t numel = 1;
-    for (int d = 0; d < ndim; d++) {
-        if (shape[d] <= 0) {
-            remat_fail(REMAT_EINVAL, "tensor_create: dimension %d is %d; every dimension must be > 0",
-                       d, shape[d]);
-            return NULL;
-        }
-        if (numel > SIZE_MAX / 16 / (size_t)shape[d]) {
-            remat_fail(REMAT_EINVAL, "tensor_create: shape overflows a size_t");
-            return NULL;
-        }
-        numel *= (size_t)shape[d];
-    }
-
+    size_t numel = 0;
+    if (check_shape(dtype, ndim, shape, &numel) != REMAT_OK) return NULL;
     Tensor *t = malloc(sizeof *t);
     if (!t) {
         remat_fail(REMAT_ENOMEM, "tensor_create: no memory for the tensor struct");
