@@ -141,33 +141,29 @@ RematStatus file_read_all(const char *who, const char *path, size_t max_bytes, c
     int fd;
     uint64_t length;
     if (file_open_regular(who, path, &fd, &length) != REMAT_OK) return remat_last_status();
-    if (length > max_bytes) {
-        close(fd);
-        return remat_fail(REMAT_EIO, "%s: %s holds %llu bytes, more than the %zu such a file may have", who, path,
-                          (unsigned long long)length, max_bytes);
-    }
-    char *buf = malloc((size_t)length + 1);
-    if (!buf) {
-        close(fd);
-        return remat_fail(REMAT_ENOMEM, "%s: no memory to read %s", who, path);
-    }
-    size_t got = 0;
-    while (got < length) {
+    RematStatus status = REMAT_OK;
+    char *buf = NULL;
+    if (length > max_bytes)
+        status = remat_fail(REMAT_EIO, "%s: %s holds %llu bytes, more than the %zu such a file may have", who, path,
+                            (unsigned long long)length, max_bytes);
+    else if (!(buf = malloc((size_t)length + 1)))
+        status = remat_fail(REMAT_ENOMEM, "%s: no memory to read %s", who, path);
+    for (size_t got = 0; status == REMAT_OK && got < length;) {
         const ssize_t n = read(fd, buf + got, (size_t)length - got);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            const int err = n < 0 ? errno : 0;
-            close(fd);
-            free(buf);
-            return remat_fail(REMAT_EIO, "%s: cannot read %s: %s", who, path,
-                              err ? strerror(err) : "it became shorter while being read");
-        }
-        got += (size_t)n;
+        if (n <= 0)
+            status = remat_fail(REMAT_EIO, "%s: cannot read %s: %s", who, path,
+                                n < 0 ? strerror(errno) : "it became shorter while being read");
+        else got += (size_t)n;
     }
     close(fd);
-    buf[got] = '\0';
+    if (status != REMAT_OK) {
+        free(buf);
+        return status;
+    }
+    buf[length] = '\0';
     *text = buf;
-    *size = got;
+    *size = (size_t)length;
     return REMAT_OK;
 }
 
