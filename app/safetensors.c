@@ -571,14 +571,15 @@ static RematStatus read_header(StFile *f, uint64_t file_size, char **header)
     char *text = malloc((size_t)len + 1);
     if (!text) return remat_fail(REMAT_ENOMEM, "%s: no memory for a %llu-byte header", f->path, (unsigned long long)len);
     err = pread_all(f->fd, text, (size_t)len, 8);
-    if (err) {
-        free(text);
-        return remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path, err > 0 ? strerror(err) : "file shrank");
-    }
     text[len] = '\0';
-    if (strlen(text) != len) {
+    RematStatus status = REMAT_OK;
+    if (err)
+        status = remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path, err > 0 ? strerror(err) : "file shrank");
+    else if (strlen(text) != len)
+        status = remat_fail(REMAT_ECORRUPT, "%s: the header contains a NUL byte", f->path);
+    if (status != REMAT_OK) {
         free(text);
-        return remat_fail(REMAT_ECORRUPT, "%s: the header contains a NUL byte", f->path);
+        return status;
     }
     f->data_start = 8 + len;
     f->data_size = file_size - 8 - len;
