@@ -16,14 +16,16 @@
 #define META_DATA_RNG "remat.data_rng"
 #define META_DROPOUT_RNG "remat.dropout_rng"
 
-/* The names under which parameter i's optimizer state is stored ("" when there is none). */
-static void state_names(const Model *model, const Optimizer *opt, int i, char *name0, char *name1, size_t size)
+typedef char StateName[NODE_NAME_LEN + 16];
+
+/* Parameter i's optimizer state in s[0] and s[1] (NULL where there is none), and the names
+ * they are stored under ("" for none). */
+static void state_of(const Model *model, const Optimizer *opt, int i, Tensor *s[2], StateName names[2])
 {
-    Tensor *s0, *s1;
-    optim_state(opt, i, &s0, &s1);
+    optim_state(opt, i, &s[0], &s[1]);
     const char *param = model->params[i].var->name;
-    snprintf(name0, size, s0 ? (s1 ? "optim.m.%s" : "optim.velocity.%s") : "%.0s", param);
-    snprintf(name1, size, s1 ? "optim.v.%s" : "%.0s", param);
+    snprintf(names[0], sizeof names[0], s[0] ? (s[1] ? "optim.m.%s" : "optim.velocity.%s") : "%.0s", param);
+    snprintf(names[1], sizeof names[1], s[1] ? "optim.v.%s" : "%.0s", param);
 }
 
 static void format_rng(char *buf, size_t size, const Pcg32 *rng)
@@ -75,7 +77,7 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
     const int n = model->n_params;
     const int max_entries = 3 * n;
     StEntry *entries = calloc((size_t)max_entries, sizeof *entries);
-    char (*names)[2][NODE_NAME_LEN + 16] = calloc((size_t)n, sizeof *names);
+    StateName (*names)[2] = calloc((size_t)n, sizeof *names);
     StMeta *all_meta = calloc((size_t)n_meta + 3, sizeof *all_meta);
     if (!entries || !names || !all_meta) {
         free(entries), free(names), free(all_meta);
@@ -84,11 +86,10 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
     int k = 0;
     for (int i = 0; i < n; i++) entries[k++] = (StEntry){model->params[i].var->name, model->params[i].var->value};
     for (int i = 0; opt && i < n; i++) {
-        Tensor *s0, *s1;
-        optim_state(opt, i, &s0, &s1);
-        state_names(model, opt, i, names[i][0], names[i][1], sizeof names[i][0]);
-        if (s0) entries[k++] = (StEntry){names[i][0], s0};
-        if (s1) entries[k++] = (StEntry){names[i][1], s1};
+        Tensor *s[2];
+        state_of(model, opt, i, s, names[i]);
+        for (int j = 0; j < 2; j++)
+            if (s[j]) entries[k++] = (StEntry){names[i][j], s[j]};
     }
     int m = 0;
     for (int i = 0; i < n_meta; i++) all_meta[m++] = meta[i];
@@ -169,9 +170,8 @@ RematStatus model_load_file(Model *model, Optimizer *opt, TrainState *state, con
         if (!(staged[k++] = read_checked(f, path, p->name, p->value))) status = remat_last_status();
         if (!opt || status != REMAT_OK) continue;
         Tensor *s[2];
-        char names[2][NODE_NAME_LEN + 16];
-        optim_state(opt, i, &s[0], &s[1]);
-        state_names(model, opt, i, names[0], names[1], sizeof names[0]);
+        StateName names[2];
+        state_of(model, opt, i, s, names);
         for (int j = 0; j < 2 && status == REMAT_OK; j++) {
             if (!s[j]) continue;
             target[k] = s[j];

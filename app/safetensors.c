@@ -6,7 +6,7 @@
  * never pass through cJSON: the writer writes them straight from each Tensor's storage,
  * the reader preads them straight into the new tensor's storage.
  */
-#define _GNU_SOURCE /* O_TMPFILE (Linux 3.11): the file being saved has no name until it is whole */
+#define _GNU_SOURCE /* strdup, and linkat naming an unnamed file (base/file.h: file_create_new) */
 
 #include "app/safetensors.h"
 
@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/file.h"
+#include "base/parse.h"
 
 /* The format stores every number little-endian, and this file writes and reads tensor
  * bytes exactly as they lie in memory. */
@@ -35,7 +36,7 @@
 
 /* One tensor's entry in an opened file's header. */
 typedef struct StTensorInfo {
-    char *name;
+    const char *name;               /* its key in the header */
     DType dtype;
     int ndim;                       /* 0..TENSOR_MAX_DIMS, as in the file (0: a scalar) */
     int shape[TENSOR_MAX_DIMS];     /* each >= 0 */
@@ -47,55 +48,19 @@ struct StFile {
     int fd;                         /* open until st_close; tensors are read from it */
     uint64_t data_start;            /* 8 + header length: where the data buffer begins */
     uint64_t data_size;             /* bytes in the data buffer */
+    cJSON *header;                  /* the parsed header, which the names below point into */
     int count;
     StTensorInfo *tensors;          /* `count` entries, in the header's order */
-    int n_meta;
-    char **meta_keys;               /* `n_meta` each */
-    char **meta_values;
+    const cJSON *meta;              /* "__metadata__", checked to hold only strings; or NULL */
 };
 
 /* ---- small helpers ---------------------------------------------------------------- */
 
-/* The name the format gives `dtype`. */
-static const char *st_dtype_name(DType dtype)
-{
-    switch (dtype) {
-    case DTYPE_F32: return "F32";
-    case DTYPE_I32: return "I32";
-    case DTYPE_U8:  return "U8";
-    }
-    return "?";
-}
+/* The names the format gives remat's dtypes, indexed by DType. */
+static const char *const ST_DTYPES[] = {[DTYPE_F32] = "F32", [DTYPE_U8] = "U8", [DTYPE_I32] = "I32"};
+static const NameTable ST_DTYPE_NAMES = {ST_DTYPES, 3};
 
-/* Sets *dtype from a safetensors dtype name; returns 0 if remat has no such type. */
-static int dtype_from_name(const char *name, DType *dtype)
-{
-    static const DType known[] = {DTYPE_F32, DTYPE_I32, DTYPE_U8};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        if (strcmp(name, st_dtype_name(known[i])) == 0) {
-            *dtype = known[i];
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Writes "(256,768)" ("()" for a scalar) into `buf`; returns `buf`. */
-static char *shape_str(char *buf, size_t size, int ndim, const int *shape)
-{
-    size_t used = (size_t)snprintf(buf, size, "(");
-    for (int d = 0; d < ndim && used < size; d++)
-        used += (size_t)snprintf(buf + used, size - used, d ? ",%d" : "%d", shape[d]);
-    if (used < size) snprintf(buf + used, size - used, ")");
-    return buf;
-}
-
-static char *copy_string(const char *s)
-{
-    char *copy = malloc(strlen(s) + 1);
-    if (copy) strcpy(copy, s);
-    return copy;
-}
+static const char *st_dtype_name(DType dtype) { return name_of(&ST_DTYPE_NAMES, (int)dtype); }
 
 /* Writes all `len` bytes, retrying short writes. Returns 0 or an errno value. */
 static int write_all(int fd, const void *buf, size_t len)
@@ -318,32 +283,20 @@ static int temp_create(TempFile *t, const char *path)
     *t = (TempFile){.fd = -1};
     t->dir = file_directory(path);
     t->name = malloc(strlen(path) + sizeof TEMP_SUFFIX);
-    if (!t->dir || !t->name) {
-        free(t->dir), free(t->name);
-        return ENOMEM;
-    }
+    int err = ENOMEM;
+    if (!t->dir || !t->name) goto fail;
     strcpy(t->name, path);
     strcat(t->name, TEMP_SUFFIX);
     remove_leftover_temps(t->dir, path);
 
-    /* O_TMPFILE needs the file system's support, and naming the file later needs /proc. */
-    if (!force_named_temp && access("/proc/self/fd", X_OK) == 0) {
-        t->fd = open(t->dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-        if (t->fd >= 0) return 0;
-        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) {
-            const int err = errno;
-            free(t->dir), free(t->name);
-            return err;
-        }
-    }
-    t->fd = mkstemp(t->name);
-    if (t->fd < 0) {
-        const int err = errno;
-        free(t->dir), free(t->name);
-        return err;
-    }
-    t->named = true;
-    return 0;
+    /* An unnamed file is named later through /proc. */
+    t->fd = file_create_new(t->dir, t->name, !force_named_temp && access("/proc/self/fd", X_OK) == 0, &t->named);
+    if (t->fd >= 0) return 0;
+    err = errno;
+
+fail:
+    free(t->dir), free(t->name);
+    return err;
 }
 
 /* Gives an unnamed temporary file the name PATH.tmp.XXXXXX, trying suffixes until one is
@@ -446,9 +399,11 @@ static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTens
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
     if (!cJSON_IsString(dtype))
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype is missing or not a string", path, name);
-    if (!dtype_from_name(dtype->valuestring, &info->dtype))
+    int dtype_value;
+    if (name_parse(&ST_DTYPE_NAMES, dtype->valuestring, &dtype_value) != REMAT_OK)
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype \"%s\" is not one remat reads (F32, I32, U8)",
                           path, name, dtype->valuestring);
+    info->dtype = (DType)dtype_value;
 
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
     if (!cJSON_IsArray(shape))
@@ -516,34 +471,24 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, uint64_t da
                           needed_buf);
     }
 
-    info->name = copy_string(name);
-    if (!info->name) return remat_fail(REMAT_ENOMEM, "%s: no memory for tensor names", path);
+    info->name = name;
     return REMAT_OK;
 }
 
-/* Reads "__metadata__": an object whose values are all strings. */
+/* Checks "__metadata__": an object whose values are all strings. */
 static RematStatus parse_metadata(const char *path, const cJSON *item, StFile *f)
 {
-    if (f->meta_keys)
+    if (f->meta)
         return remat_fail(REMAT_ECORRUPT, "%s: the header has \"%s\" twice", path, METADATA_KEY);
     if (!cJSON_IsObject(item))
         return remat_fail(REMAT_ECORRUPT, "%s: \"%s\" is not a JSON object", path, METADATA_KEY);
-    int n = cJSON_GetArraySize(item);
-    f->meta_keys = calloc((size_t)n + 1, sizeof *f->meta_keys);
-    f->meta_values = calloc((size_t)n + 1, sizeof *f->meta_values);
-    if (!f->meta_keys || !f->meta_values) return remat_fail(REMAT_ENOMEM, "%s: no memory for metadata", path);
-
     const cJSON *m;
     cJSON_ArrayForEach(m, item) {
         if (!cJSON_IsString(m))
             return remat_fail(REMAT_ECORRUPT, "%s: %s: the value of %s is not a string", path, METADATA_KEY,
                               m->string);
-        int i = f->n_meta++;
-        f->meta_keys[i] = copy_string(m->string);
-        f->meta_values[i] = copy_string(m->valuestring);
-        if (!f->meta_keys[i] || !f->meta_values[i])
-            return remat_fail(REMAT_ENOMEM, "%s: no memory for metadata", path);
     }
+    f->meta = item;
     return REMAT_OK;
 }
 
@@ -626,14 +571,15 @@ static RematStatus read_header(StFile *f, uint64_t file_size, char **header)
     char *text = malloc((size_t)len + 1);
     if (!text) return remat_fail(REMAT_ENOMEM, "%s: no memory for a %llu-byte header", f->path, (unsigned long long)len);
     err = pread_all(f->fd, text, (size_t)len, 8);
-    if (err) {
-        free(text);
-        return remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path, err > 0 ? strerror(err) : "file shrank");
-    }
     text[len] = '\0';
-    if (strlen(text) != len) {
+    RematStatus status = REMAT_OK;
+    if (err)
+        status = remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path, err > 0 ? strerror(err) : "file shrank");
+    else if (strlen(text) != len)
+        status = remat_fail(REMAT_ECORRUPT, "%s: the header contains a NUL byte", f->path);
+    if (status != REMAT_OK) {
         free(text);
-        return remat_fail(REMAT_ECORRUPT, "%s: the header contains a NUL byte", f->path);
+        return status;
     }
     f->data_start = 8 + len;
     f->data_size = file_size - 8 - len;
@@ -648,54 +594,45 @@ StFile *st_load(const char *path)
         return NULL;
     }
     StFile *f = calloc(1, sizeof *f);
-    if (!f || !(f->path = copy_string(path))) {
+    if (!f || !(f->path = strdup(path))) {
         free(f);
         remat_fail(REMAT_ENOMEM, "st_load: no memory");
         return NULL;
     }
     f->fd = -1; /* not open yet: st_close must not close descriptor 0 */
-    char *header = NULL;
-    cJSON *root = NULL;
-
+    char *text = NULL;
     uint64_t file_size;
     if (file_open_regular("st_load", path, &f->fd, &file_size) != REMAT_OK) goto fail;
-    if (read_header(f, file_size, &header) != REMAT_OK) goto fail;
+    if (read_header(f, file_size, &text) != REMAT_OK) goto fail;
 
     /* require_null_terminated: only whitespace may follow the JSON value. */
     const char *parse_end = NULL;
-    root = cJSON_ParseWithOpts(header, &parse_end, 1);
-    if (!root) {
+    if (!(f->header = cJSON_ParseWithOpts(text, &parse_end, 1))) {
         remat_fail(REMAT_ECORRUPT, "%s: the header is not valid JSON (error at byte %td of the header)",
-                   path, parse_end ? parse_end - header : (ptrdiff_t)0);
+                   path, parse_end ? parse_end - text : (ptrdiff_t)0);
         goto fail;
     }
-    if (!cJSON_IsObject(root)) {
+    if (!cJSON_IsObject(f->header)) {
         remat_fail(REMAT_ECORRUPT, "%s: the header is not a JSON object", path);
         goto fail;
     }
-
-    f->tensors = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *f->tensors);
-    if (!f->tensors) {
+    if (!(f->tensors = calloc((size_t)cJSON_GetArraySize(f->header) + 1, sizeof *f->tensors))) {
         remat_fail(REMAT_ENOMEM, "%s: no memory for the tensor table", path);
         goto fail;
     }
     const cJSON *item;
-    cJSON_ArrayForEach(item, root) {
-        RematStatus s = strcmp(item->string, METADATA_KEY) == 0
-            ? parse_metadata(path, item, f)
-            : parse_tensor(path, item, f->data_size, &f->tensors[f->count]);
-        if (s != REMAT_OK) goto fail;
-        if (strcmp(item->string, METADATA_KEY) != 0) f->count++;
+    cJSON_ArrayForEach(item, f->header) {
+        const bool meta = strcmp(item->string, METADATA_KEY) == 0;
+        if (meta ? parse_metadata(path, item, f) != REMAT_OK
+                 : parse_tensor(path, item, f->data_size, &f->tensors[f->count++]) != REMAT_OK)
+            goto fail;
     }
     if (check_layout(f) != REMAT_OK) goto fail;
-
-    cJSON_Delete(root);
-    free(header);
+    free(text);
     return f;
 
 fail:
-    cJSON_Delete(root);
-    free(header);
+    free(text);
     st_close(f);
     return NULL;
 }
@@ -704,14 +641,8 @@ void st_close(StFile *f)
 {
     if (!f) return;
     if (f->fd >= 0) close(f->fd);
-    for (int i = 0; i < f->count; i++) free(f->tensors[i].name);
+    cJSON_Delete(f->header);
     free(f->tensors);
-    for (int i = 0; i < f->n_meta; i++) {
-        free(f->meta_keys[i]);
-        free(f->meta_values[i]);
-    }
-    free(f->meta_keys);
-    free(f->meta_values);
     free(f->path);
     free(f);
 }
@@ -726,10 +657,8 @@ const char *st_name(const StFile *f, int i)
 
 const char *st_meta(const StFile *f, const char *key)
 {
-    if (!f || !key) return NULL;
-    for (int i = 0; i < f->n_meta; i++)
-        if (strcmp(f->meta_keys[i], key) == 0) return f->meta_values[i];
-    return NULL;
+    const cJSON *value = f && key && f->meta ? cJSON_GetObjectItemCaseSensitive(f->meta, key) : NULL;
+    return value ? value->valuestring : NULL;
 }
 
 /* ---- reading tensors -------------------------------------------------------------- */

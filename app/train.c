@@ -60,6 +60,12 @@ typedef struct Run {
     char unpredicted[256]; /* --explain-memory: why the schedule's peak is not predicted */
 } Run;
 
+/* The job's ranks: {0, 1} for one process. */
+static DistGroup job_world(void)
+{
+    return dist_under_launcher() ? dist_world() : (DistGroup){.rank = 0, .size = 1};
+}
+
 /* The context of the next training step: dropout on, from the run's stream, or keyed by
  * the run's seed and the step about to run (micro-batch 0: one batch per step). */
 static TrainCtx train_ctx(const Run *run)
@@ -88,11 +94,6 @@ static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input
     return *input && *targets ? REMAT_OK : remat_last_status();
 }
 
-/* Mean loss over opt->eval_batches validation batches, with grad mode and dropout off.
- * The batches come from a generator seeded the same way each time, so successive
- * evaluations compare like with like and never disturb the training generators. */
-static RematStatus evaluate_whole(Run *run, float *mean_loss);
-
 /* Under ZeRO stage 3 the parameters exist in full only while used: for sampling, saving
  * and loading every rank gathers them all first and lets them go afterwards. Below stage
  * 3, and in one process, both are no-ops. */
@@ -103,18 +104,13 @@ static void scatter_params(Run *run)
     if (run->zero) zero_params_scatter(run->zero);
 }
 
-/* At stage 3, evaluation gathers one group of parameters at a time, as a step does. */
+/* Mean loss over opt->eval_batches validation batches, with grad mode and dropout off.
+ * The batches come from a generator seeded the same way each time, so successive
+ * evaluations compare like with like and never disturb the training generators. At ZeRO
+ * stage 3 it gathers one group of parameters at a time, as a step does. */
 static RematStatus evaluate(Run *run, float *mean_loss)
 {
     if (run->zero) zero_step_begin(run->zero);
-    const RematStatus status = evaluate_whole(run, mean_loss);
-    if (run->zero) zero_step_end(run->zero);
-    return status;
-}
-
-/* The evaluation itself. */
-static RematStatus evaluate_whole(Run *run, float *mean_loss)
-{
     Pcg32 rng;
     pcg32_seed(&rng, run->opt->seed, 0x7a1);
     TrainCtx ctx = {.training = false};
@@ -136,6 +132,7 @@ static RematStatus evaluate_whole(Run *run, float *mean_loss)
     grad_set_enabled(was);
     flops_restore(&before);
     *mean_loss = (float)(sum / run->opt->eval_batches);
+    if (run->zero) zero_step_end(run->zero);
     return status;
 }
 
@@ -393,7 +390,7 @@ static Optimizer *create_optimizer(const Run *run, bool whole)
 static RematStatus build_data_parallel(Run *run)
 {
     const StepOptions *step = &run->opt->step;
-    run->world = dist_under_launcher() ? dist_world() : (DistGroup){.rank = 0, .size = 1};
+    run->world = job_world();
     run->micro_batches = run->world.size > 1 ? run->world.size : step->accumulate;
     if (run->world.size > 1 && step->accumulate > 1)
         return remat_fail(REMAT_EINVAL, "--accumulate %d on %d ranks: --accumulate K is the one-process equivalent "
@@ -477,45 +474,28 @@ static RematStatus check_memory(const TrainOptions *o)
                                                              .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE})
                               : mlp_param_count(&(MlpConfig){.n_layers = o->layers, .width = o->d_model});
     const int states = sgd ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
-    const DistGroup world = dist_under_launcher() ? dist_world() : (DistGroup){.rank = 0, .size = 1};
+    const DistGroup world = job_world();
     const int ranks = world.size, stage = ranks > 1 ? o->step.zero_stage : 0;
     const uint64_t total = (uint64_t)fmin(params, 1e17); /* any more is far past every budget */
     const uint64_t shard = ranks > 1 ? shard_begin(total, world.rank + 1, ranks) - shard_begin(total, world.rank, ranks)
                                      : total;
     const ZeroBytes b = zero_resident_bytes(stage, total, shard, states);
     const double p = params * sizeof(float), fixed = (double)b.params + (double)b.grads + (double)b.optimizer;
-    char pb[32], fb[32], lim[32], where[64] = "";
+    char pb[32], fb[32], lim[32], where[64] = "", need[384];
     if (ranks > 1) snprintf(where, sizeof where, " on each of %d ranks under ZeRO stage %d", ranks, stage);
     mem_format_bytes(pb, sizeof pb, (size_t)fmin(p, 1e18));
     mem_format_bytes(fb, sizeof fb, (size_t)fmin(fixed, 1e18));
+    snprintf(need, sizeof need, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) need %s%s "
+             "before any activation", pb, pb, optimizer, (double)states, pb, fb, where);
     const size_t budget = o->step.memory_budget;
     if (budget && fixed > (double)budget)
-        return remat_fail(REMAT_EOOM, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) "
-                          "need %s%s before any activation, more than --memory-budget %s: no schedule fits; give a "
-                          "larger budget or a smaller model", pb, pb, optimizer, (double)states, pb, fb, where,
-                          mem_format_bytes(lim, sizeof lim, budget));
+        return remat_fail(REMAT_EOOM, "%s, more than --memory-budget %s: no schedule fits; give a larger budget or "
+                          "a smaller model", need, mem_format_bytes(lim, sizeof lim, budget));
     const double teacher = gpt ? 0.0 : mlp_task_bytes(o->d_model);
     const size_t available = platform_available_memory();
     if (available && fixed + teacher > (double)available)
-        return remat_fail(REMAT_ENOMEM, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) "
-                          "need %s%s before any activation, more than the %s this machine has available: give a "
-                          "smaller model", pb, pb, optimizer, (double)states, pb, fb, where,
+        return remat_fail(REMAT_ENOMEM, "%s, more than the %s this machine has available: give a smaller model", need,
                           mem_format_bytes(lim, sizeof lim, available));
-    return REMAT_OK;
-}
-
-/* A resumed file's step against --steps: it must leave something to train. */
-static RematStatus check_resume_step(const TrainOptions *o, const StFile *f)
-{
-    const char *text = st_meta(f, "remat.step");
-    int step;
-    if (!text) return remat_fail(REMAT_EINVAL, "%s has no metadata remat.step", o->resume);
-    if (!parse_int(text, 0, 100000000, &step))
-        return remat_fail(REMAT_ECORRUPT, "%s: metadata remat.step is '%s', not a step count", o->resume, text);
-    if (step >= o->steps)
-        return remat_fail(REMAT_EINVAL, "%s was saved at step %d and --steps %d counts every step of the run, "
-                          "those before the file's included: nothing is left to train (give --steps above %d)",
-                          o->resume, step, o->steps, step);
     return REMAT_OK;
 }
 
@@ -541,14 +521,24 @@ static RematStatus check_files(const TrainOptions *o)
 }
 
 /* --resume: opens and parses the file once, for every check and value taken from it, and
- * checks its model flags and its step against the run's. */
+ * checks its model flags against the run's, and its step against --steps: it must leave
+ * something to train. */
 static RematStatus open_resumed(Run *run)
 {
     const TrainOptions *o = run->opt;
     if (!o->resume) return REMAT_OK;
     if (!(run->resumed = st_load(o->resume))) return remat_last_status();
     if (check_resume_config(o, run->resumed) != REMAT_OK) return remat_last_status();
-    return check_resume_step(o, run->resumed);
+    const char *text = st_meta(run->resumed, "remat.step");
+    int step;
+    if (!text) return remat_fail(REMAT_EINVAL, "%s has no metadata remat.step", o->resume);
+    if (!parse_int(text, 0, 100000000, &step))
+        return remat_fail(REMAT_ECORRUPT, "%s: metadata remat.step is '%s', not a step count", o->resume, text);
+    if (step >= o->steps)
+        return remat_fail(REMAT_EINVAL, "%s was saved at step %d and --steps %d counts every step of the run, "
+                          "those before the file's included: nothing is left to train (give --steps above %d)",
+                          o->resume, step, o->steps, step);
+    return REMAT_OK;
 }
 
 /* ---- train_run ------------------------------------------------------------------------ */

@@ -231,28 +231,37 @@ Var *var_from_op(Tensor *value, Node *node)
 
 /* ---- op hooks ------------------------------------------------------------------------ */
 
-#define OP_HOOKS_MAX_DEPTH 8
-static const OpHooks *op_hooks_stack[OP_HOOKS_MAX_DEPTH];
-static int op_hooks_depth;
+/* A stack of hooks, as op_hooks_push and saved_hooks_push keep them: the top is used
+ * first, and at most 8 are pushed at once. */
+#define HOOKS_MAX_DEPTH 8
+typedef struct HookStack {
+    const void *hooks[HOOKS_MAX_DEPTH];
+    int depth;
+} HookStack;
 
-RematStatus op_hooks_push(const OpHooks *hooks)
+static RematStatus hook_push(HookStack *stack, const void *hooks, const char *fn)
 {
-    if (!hooks || op_hooks_depth == OP_HOOKS_MAX_DEPTH)
-        return remat_fail(REMAT_EINVAL, "op_hooks_push: %s",
-                          hooks ? "hook stack is full (8 levels)" : "hooks are NULL");
-    op_hooks_stack[op_hooks_depth++] = hooks;
+    if (!hooks || stack->depth == HOOKS_MAX_DEPTH)
+        return remat_fail(REMAT_EINVAL, "%s: %s", fn, hooks ? "hook stack is full (8 levels)" : "hooks are NULL");
+    stack->hooks[stack->depth++] = hooks;
     return REMAT_OK;
 }
 
-void op_hooks_pop(void)
+static void hook_pop(HookStack *stack)
 {
-    if (op_hooks_depth > 0) op_hooks_depth--;
+    if (stack->depth > 0) stack->depth--;
 }
+
+static HookStack op_hooks, saved_hooks;
+
+RematStatus op_hooks_push(const OpHooks *hooks) { return hook_push(&op_hooks, hooks, "op_hooks_push"); }
+
+void op_hooks_pop(void) { hook_pop(&op_hooks); }
 
 Tensor *op_hooks_lookup(const OpInfo *op, const char *tag, int index)
 {
-    for (int i = op_hooks_depth - 1; i >= 0; i--) {
-        const OpHooks *h = op_hooks_stack[i];
+    for (int i = op_hooks.depth - 1; i >= 0; i--) {
+        const OpHooks *h = op_hooks.hooks[i];
         Tensor *t = h->lookup ? h->lookup(h->ctx, op, tag, index) : NULL;
         if (t) return t;
     }
@@ -261,8 +270,8 @@ Tensor *op_hooks_lookup(const OpInfo *op, const char *tag, int index)
 
 RematStatus op_hooks_observe(const OpInfo *op, const char *tag, int index, Tensor *out)
 {
-    for (int i = op_hooks_depth - 1; i >= 0; i--) {
-        const OpHooks *h = op_hooks_stack[i];
+    for (int i = op_hooks.depth - 1; i >= 0; i--) {
+        const OpHooks *h = op_hooks.hooks[i];
         RematStatus status = h->observe ? h->observe(h->ctx, op, tag, index, out) : REMAT_OK;
         if (status != REMAT_OK) return status;
     }
@@ -272,8 +281,8 @@ RematStatus op_hooks_observe(const OpInfo *op, const char *tag, int index, Tenso
 void op_hooks_recorded(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
                        Tensor *const *saved, int n_saved, const Tensor *out)
 {
-    for (int i = op_hooks_depth - 1; i >= 0; i--) {
-        const OpHooks *h = op_hooks_stack[i];
+    for (int i = op_hooks.depth - 1; i >= 0; i--) {
+        const OpHooks *h = op_hooks.hooks[i];
         if (h->recorded) h->recorded(h->ctx, op, tag, inputs, n_inputs, saved, n_saved, out);
     }
 }
@@ -281,31 +290,17 @@ void op_hooks_recorded(const OpInfo *op, const char *tag, Var *const *inputs, in
 void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, DType dtype, int ndim,
                           const int *shape)
 {
-    for (int i = op_hooks_depth - 1; i >= 0; i--) {
-        const OpHooks *h = op_hooks_stack[i];
+    for (int i = op_hooks.depth - 1; i >= 0; i--) {
+        const OpHooks *h = op_hooks.hooks[i];
         if (h->regenerated) h->regenerated(h->ctx, op, tag, what, dtype, ndim, shape);
     }
 }
 
 /* ---- the saved-tensor path ---------------------------------------------------------- */
 
-#define HOOKS_MAX_DEPTH 8
-static const SavedHooks *hooks_stack[HOOKS_MAX_DEPTH];
-static int hooks_depth;
+RematStatus saved_hooks_push(const SavedHooks *hooks) { return hook_push(&saved_hooks, hooks, "saved_hooks_push"); }
 
-RematStatus saved_hooks_push(const SavedHooks *hooks)
-{
-    if (!hooks || hooks_depth == HOOKS_MAX_DEPTH)
-        return remat_fail(REMAT_EINVAL, "saved_hooks_push: %s",
-                          hooks ? "hook stack is full (8 levels)" : "hooks are NULL");
-    hooks_stack[hooks_depth++] = hooks;
-    return REMAT_OK;
-}
-
-void saved_hooks_pop(void)
-{
-    if (hooks_depth > 0) hooks_depth--;
-}
+void saved_hooks_pop(void) { hook_pop(&saved_hooks); }
 
 static const SavedObserver *observer;
 
@@ -322,7 +317,7 @@ RematStatus save_for_backward(Node *node, Tensor *t)
     if (node->n_saved == NODE_MAX_SAVED)
         return remat_fail(REMAT_EINVAL, "%s #%d (%s): more than %d saved tensors", node->op->name,
                           node->index, node->name, NODE_MAX_SAVED);
-    const SavedHooks *hooks = hooks_depth ? hooks_stack[hooks_depth - 1] : NULL;
+    const SavedHooks *hooks = saved_hooks.depth ? saved_hooks.hooks[saved_hooks.depth - 1] : NULL;
     int slot = node->n_saved;
     void *packed = hooks ? hooks->pack(hooks->ctx, t, node, slot) : tensor_retain(t);
     if (!packed) return remat_last_status() != REMAT_OK ? remat_last_status() : REMAT_ESTATE;
@@ -471,24 +466,13 @@ RematStatus backward_node(Node *root, Tensor *dout)
 
 /* ---- seeing the tape ---------------------------------------------------------------- */
 
-static void shape_text(char *buf, size_t size, int ndim, const int *shape)
-{
-    size_t used = 0;
-    for (int d = 0; d < ndim && used < size; d++) {
-        int n = snprintf(buf + used, size - used, d ? ",%d" : "(%d", shape[d]);
-        if (n < 0) return;
-        used += (size_t)n;
-    }
-    if (used < size) snprintf(buf + used, size - used, ")");
-}
-
 void tape_print(const Tape *tape, FILE *out)
 {
     fprintf(out, "%4s  %-28s %-14s %-16s %s\n", "#", "name", "op", "output", "saved");
     for (int k = 0; k < tape->count; k++) {
         const Node *node = tape->nodes[k];
         char shape[48], bytes[32];
-        shape_text(shape, sizeof shape, node->out_ndim, node->out_shape);
+        shape_str(shape, sizeof shape, node->out_ndim, node->out_shape);
         fprintf(out, "%4d  %-28s %-14s %-16s", k, node->name, node->op->name, shape);
         if (node->n_saved == 0) fprintf(out, " -");
         for (int i = 0; i < node->n_saved; i++) {
@@ -511,7 +495,7 @@ RematStatus tape_dump_dot(const Tape *tape, const char *path)
         size_t saved = 0;
         for (int i = 0; i < node->n_saved; i++) saved += node->saved[i].bytes;
         char bytes[32], shape[48];
-        shape_text(shape, sizeof shape, node->out_ndim, node->out_shape);
+        shape_str(shape, sizeof shape, node->out_ndim, node->out_shape);
         fprintf(f, "  n%d [label=\"#%d %s\\n%s %s\\nsaved %s\"%s];\n", k, k, node->name,
                 node->op->name, shape, mem_format_bytes(bytes, sizeof bytes, saved),
                 saved ? ", style=filled, fillcolor=lightyellow" : "");

@@ -5,7 +5,6 @@
 #include "autograd/optim.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "tensor/flat.h"
 #include "tensor/flops.h"
@@ -14,13 +13,19 @@
 static const char *const OPTIM_KINDS[] = {"sgd", "adamw"};
 const NameTable OPTIM_KIND_NAMES = {OPTIM_KINDS, 2};
 
+/* One parameter as the optimizer holds it. */
+typedef struct OptimParam {
+    Param param;
+    size_t offset;   /* its first element in the flat concatenation of the parameters */
+    size_t a, b;     /* its elements [a, b) in the optimizer's range (a == b: none) */
+    Tensor *state0;  /* over [a, b): AdamW m, SGD velocity; NULL when there is none */
+    Tensor *state1;  /* AdamW v */
+} OptimParam;
+
 struct Optimizer {
     OptimConfig config;
     int n;
-    Param *params;
-    Tensor **state0; /* AdamW m, SGD velocity */
-    Tensor **state1; /* AdamW v */
-    size_t *offset;  /* parameter i's first element in the flat concatenation */
+    OptimParam *params;
     size_t begin, end; /* the flat range this optimizer updates */
     int steps;
     OptimSlice *slices; /* room for one per parameter: a step's list for the kernel */
@@ -64,21 +69,12 @@ static RematStatus check_config(const OptimConfig *c)
     return REMAT_OK;
 }
 
-/* Parameter i's part of the flat range [begin, end): its elements [*a, *b) (*a == *b: none). */
-static void overlap(const Optimizer *opt, int i, size_t *a, size_t *b)
+/* A state tensor over parameter p's part of the range: its own shape when whole. */
+static Tensor *state_tensor(const OptimParam *p)
 {
-    const size_t n = flat_overlap(opt->begin, opt->end, opt->offset[i], opt->params[i].var->value->numel, a);
-    *b = *a + n;
-}
-
-/* Parameter i's state tensor over its part of the range: its own shape when whole. */
-static Tensor *state_tensor(const Optimizer *opt, int i)
-{
-    size_t a, b;
-    overlap(opt, i, &a, &b);
-    const Tensor *p = opt->params[i].var->value;
-    if (b - a == p->numel) return tensor_zeros(MEM_OPTIM, p->ndim, p->shape);
-    return tensor_zeros(MEM_OPTIM, 1, (int[]){(int)(b - a)});
+    const Tensor *value = p->param.var->value;
+    if (p->b - p->a == value->numel) return tensor_zeros(MEM_OPTIM, value->ndim, value->shape);
+    return tensor_zeros(MEM_OPTIM, 1, (int[]){(int)(p->b - p->a)});
 }
 
 static RematStatus check_params(const Param *params, int n)
@@ -110,22 +106,22 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
     opt->n = n;
     opt->begin = begin;
     opt->end = end;
-    opt->params = malloc((size_t)n * sizeof *opt->params);
-    opt->offset = malloc((size_t)n * sizeof *opt->offset);
-    opt->state0 = calloc((size_t)n, sizeof *opt->state0);
-    opt->state1 = calloc((size_t)n, sizeof *opt->state1);
+    opt->params = calloc((size_t)n, sizeof *opt->params);
     opt->slices = malloc((size_t)n * sizeof *opt->slices);
-    if (!opt->params || !opt->offset || !opt->state0 || !opt->state1 || !opt->slices) goto no_memory;
-    memcpy(opt->params, params, (size_t)n * sizeof *params);
-    param_offsets(params, n, opt->offset);
+    if (!opt->params || !opt->slices) goto no_memory;
 
     const int n_states = config->kind == OPTIM_ADAMW ? 2 : config->momentum > 0.0f ? 1 : 0;
+    size_t offset = 0;
     for (int i = 0; i < n; i++) {
-        size_t a, b;
-        overlap(opt, i, &a, &b);
-        if (a == b) continue;
-        if (n_states >= 1 && !(opt->state0[i] = state_tensor(opt, i))) goto failed;
-        if (n_states >= 2 && !(opt->state1[i] = state_tensor(opt, i))) goto failed;
+        OptimParam *p = &opt->params[i];
+        const size_t numel = params[i].var->value->numel;
+        *p = (OptimParam){.param = params[i], .offset = offset};
+        const size_t part = flat_overlap(begin, end, offset, numel, &p->a);
+        p->b = p->a + part;
+        offset += numel;
+        if (part == 0) continue;
+        if (n_states >= 1 && !(p->state0 = state_tensor(p))) goto failed;
+        if (n_states >= 2 && !(p->state1 = state_tensor(p))) goto failed;
     }
     return opt;
 
@@ -144,12 +140,11 @@ Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
 void optim_free(Optimizer *opt)
 {
     if (!opt) return;
-    for (int i = 0; opt->state0 && i < opt->n; i++) tensor_free(opt->state0[i]);
-    for (int i = 0; opt->state1 && i < opt->n; i++) tensor_free(opt->state1[i]);
-    free(opt->state0);
-    free(opt->state1);
+    for (int i = 0; opt->params && i < opt->n; i++) {
+        tensor_free(opt->params[i].state0);
+        tensor_free(opt->params[i].state1);
+    }
     free(opt->params);
-    free(opt->offset);
     free(opt->slices);
     free(opt);
 }
@@ -162,25 +157,25 @@ static RematStatus update(Optimizer *opt, const float *flat, float *flat_params)
     if (!opt) return remat_fail(REMAT_EINVAL, "optim_step: optimizer is NULL");
     /* Check everything before changing anything. */
     for (int i = 0; i < opt->n && !flat; i++)
-        if (!opt->params[i].var->grad)
+        if (!opt->params[i].param.var->grad)
             return remat_fail(REMAT_ESTATE, "optim_step: parameter %d (%s) has no gradient — "
                               "run backward first, or remove it from the optimizer",
-                              i, opt->params[i].var->name);
+                              i, opt->params[i].param.var->name);
     const OptimConfig *c = &opt->config;
     opt->steps++;
     int count = 0;
     for (int i = 0; i < opt->n; i++) {
-        size_t a, b;
-        overlap(opt, i, &a, &b);
-        if (a == b) continue;
-        Var *p = opt->params[i].var;
+        const OptimParam *p = &opt->params[i];
+        if (p->a == p->b) continue;
+        const Var *v = p->param.var;
+        const size_t in_range = p->offset + p->a - opt->begin; /* its part's place in the flat arrays */
         opt->slices[count++] = (OptimSlice){
-            .param = flat_params ? flat_params + (opt->offset[i] + a - opt->begin) : p->value->f32 + a,
-            .grad = flat ? flat + (opt->offset[i] + a - opt->begin) : p->grad->f32 + a,
-            .m = opt->state0[i] ? opt->state0[i]->f32 : NULL,
-            .v = opt->state1[i] ? opt->state1[i]->f32 : NULL,
-            .weight_decay = c->kind == OPTIM_ADAMW && opt->params[i].decay ? c->weight_decay : 0.0f,
-            .n = b - a,
+            .param = flat_params ? flat_params + in_range : v->value->f32 + p->a,
+            .grad = flat ? flat + in_range : v->grad->f32 + p->a,
+            .m = p->state0 ? p->state0->f32 : NULL,
+            .v = p->state1 ? p->state1->f32 : NULL,
+            .weight_decay = c->kind == OPTIM_ADAMW && p->param.decay ? c->weight_decay : 0.0f,
+            .n = p->b - p->a,
         };
     }
     /* One pass over every parameter, its elements split evenly over the threads. */
@@ -201,7 +196,7 @@ RematStatus optim_step_flat(Optimizer *opt, const float *grad, float *params)
 
 void optim_zero_grad(Optimizer *opt)
 {
-    for (int i = 0; opt && i < opt->n; i++) var_zero_grad(opt->params[i].var);
+    for (int i = 0; opt && i < opt->n; i++) var_zero_grad(opt->params[i].param.var);
 }
 
 int optim_steps(const Optimizer *opt) { return opt ? opt->steps : 0; }
@@ -215,6 +210,7 @@ RematStatus optim_set_steps(Optimizer *opt, int steps)
 
 void optim_state(const Optimizer *opt, int i, Tensor **state0, Tensor **state1)
 {
-    *state0 = opt && i >= 0 && i < opt->n ? opt->state0[i] : NULL;
-    *state1 = opt && i >= 0 && i < opt->n ? opt->state1[i] : NULL;
+    const OptimParam *p = opt && i >= 0 && i < opt->n ? &opt->params[i] : NULL;
+    *state0 = p ? p->state0 : NULL;
+    *state1 = p ? p->state1 : NULL;
 }

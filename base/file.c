@@ -40,22 +40,19 @@ RematStatus file_open_regular(const char *who, const char *path, int *fd, uint64
             return remat_fail(REMAT_EIO, "%s: %s is %s, not a regular file", who, path, file_kind(st.st_mode));
         return remat_fail(REMAT_EIO, "%s: cannot open %s: %s", who, path, strerror(err));
     }
-    if (fstat(f, &st) != 0) {
-        const int err = errno;
-        close(f);
-        return remat_fail(REMAT_EIO, "%s: cannot stat %s: %s", who, path, strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(f);
-        return remat_fail(REMAT_EIO, "%s: %s is %s, not a regular file", who, path, file_kind(st.st_mode));
-    }
     /* O_NONBLOCK means nothing to a regular file's reads, but the caller asked for an
-     * ordinary descriptor; clear it so the flag cannot surprise a later use. */
-    const int flags = fcntl(f, F_GETFL);
-    if (flags < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-        const int err = errno;
+     * ordinary descriptor; it is cleared so the flag cannot surprise a later use. */
+    RematStatus status = REMAT_OK;
+    int flags;
+    if (fstat(f, &st) != 0)
+        status = remat_fail(REMAT_EIO, "%s: cannot stat %s: %s", who, path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        status = remat_fail(REMAT_EIO, "%s: %s is %s, not a regular file", who, path, file_kind(st.st_mode));
+    else if ((flags = fcntl(f, F_GETFL)) < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0)
+        status = remat_fail(REMAT_EIO, "%s: cannot make %s blocking: %s", who, path, strerror(errno));
+    if (status != REMAT_OK) {
         close(f);
-        return remat_fail(REMAT_EIO, "%s: cannot make %s blocking: %s", who, path, strerror(err));
+        return status;
     }
     *fd = f;
     *size = (uint64_t)st.st_size;
@@ -76,29 +73,34 @@ char *file_directory(const char *path)
     return dir;
 }
 
+int file_create_new(const char *dir, char *name, bool unnamed, bool *named)
+{
+    *named = false;
+    if (unnamed) {
+        const int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+        if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
+    }
+    const int fd = mkstemp(name);
+    *named = fd >= 0;
+    return fd;
+}
+
 /* Whether this process may create a file in `dir`, found by creating one: an unnamed
  * O_TMPFILE, which vanishes when closed; on a file system without O_TMPFILE (or one such
  * as /proc that refuses it), a named file removed at once. access(2) would not do: for
  * root it says yes to any directory, /proc included. Returns 0 or an errno value. */
 static int can_create_in(const char *dir)
 {
-    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-        close(fd);
-        return 0;
-    }
-    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return errno;
     static const char name[] = "/.remat-write-check-XXXXXX";
     char *probe = malloc(strlen(dir) + sizeof name);
     if (!probe) return ENOMEM;
     strcpy(probe, dir);
     strcat(probe, name);
-    fd = mkstemp(probe);
+    bool named;
+    const int fd = file_create_new(dir, probe, true, &named);
     const int err = fd < 0 ? errno : 0;
-    if (fd >= 0) {
-        unlink(probe);
-        close(fd);
-    }
+    if (named) unlink(probe);
+    if (fd >= 0) close(fd);
     free(probe);
     return err;
 }
@@ -139,33 +141,29 @@ RematStatus file_read_all(const char *who, const char *path, size_t max_bytes, c
     int fd;
     uint64_t length;
     if (file_open_regular(who, path, &fd, &length) != REMAT_OK) return remat_last_status();
-    if (length > max_bytes) {
-        close(fd);
-        return remat_fail(REMAT_EIO, "%s: %s holds %llu bytes, more than the %zu such a file may have", who, path,
-                          (unsigned long long)length, max_bytes);
-    }
-    char *buf = malloc((size_t)length + 1);
-    if (!buf) {
-        close(fd);
-        return remat_fail(REMAT_ENOMEM, "%s: no memory to read %s", who, path);
-    }
-    size_t got = 0;
-    while (got < length) {
+    RematStatus status = REMAT_OK;
+    char *buf = NULL;
+    if (length > max_bytes)
+        status = remat_fail(REMAT_EIO, "%s: %s holds %llu bytes, more than the %zu such a file may have", who, path,
+                            (unsigned long long)length, max_bytes);
+    else if (!(buf = malloc((size_t)length + 1)))
+        status = remat_fail(REMAT_ENOMEM, "%s: no memory to read %s", who, path);
+    for (size_t got = 0; status == REMAT_OK && got < length;) {
         const ssize_t n = read(fd, buf + got, (size_t)length - got);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            const int err = n < 0 ? errno : 0;
-            close(fd);
-            free(buf);
-            return remat_fail(REMAT_EIO, "%s: cannot read %s: %s", who, path,
-                              err ? strerror(err) : "it became shorter while being read");
-        }
-        got += (size_t)n;
+        if (n <= 0)
+            status = remat_fail(REMAT_EIO, "%s: cannot read %s: %s", who, path,
+                                n < 0 ? strerror(errno) : "it became shorter while being read");
+        else got += (size_t)n;
     }
     close(fd);
-    buf[got] = '\0';
+    if (status != REMAT_OK) {
+        free(buf);
+        return status;
+    }
+    buf[length] = '\0';
     *text = buf;
-    *size = got;
+    *size = (size_t)length;
     return REMAT_OK;
 }
 

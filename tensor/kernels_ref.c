@@ -145,31 +145,25 @@ void ref_softmax_forward(double *out, const float *x, int rows, int cols)
 
 void ref_softmax_backward(double *dx, const float *out, const float *dout, int rows, int cols)
 {
-    for (int r = 0; r < rows; r++) {
-        size_t off = (size_t)r * cols;
+    for (size_t off = 0; off < (size_t)rows * cols; off += (size_t)cols)
         ref_softmax_row_backward(dx + off, out + off, dout + off, cols);
-    }
 }
 
+/* Row r of the (BH,T,T) scores is row t = r mod T of its head's matrix: it keeps columns
+ * 0..t. */
 void ref_causal_softmax_forward(double *out, const float *x, int BH, int T)
 {
-    for (int bh = 0; bh < BH; bh++) {
-        for (int t = 0; t < T; t++) {
-            size_t off = ((size_t)bh * T + t) * T;
-            ref_softmax_row(out + off, x + off, t + 1);
-            for (int j = t + 1; j < T; j++) out[off + j] = 0.0;
-        }
+    for (size_t r = 0; r < (size_t)BH * T; r++) {
+        const int kept = (int)(r % (size_t)T) + 1;
+        ref_softmax_row(out + r * T, x + r * T, kept);
+        for (int j = kept; j < T; j++) out[r * T + j] = 0.0;
     }
 }
 
 void ref_causal_softmax_backward(double *dx, const float *out, const float *dout, int BH, int T)
 {
-    for (int bh = 0; bh < BH; bh++) {
-        for (int t = 0; t < T; t++) {
-            size_t off = ((size_t)bh * T + t) * T;
-            ref_softmax_row_backward(dx + off, out + off, dout + off, t + 1);
-        }
-    }
+    for (size_t r = 0; r < (size_t)BH * T; r++)
+        ref_softmax_row_backward(dx + r * T, out + r * T, dout + r * T, (int)(r % (size_t)T) + 1);
 }
 
 void ref_layernorm_forward(double *out, double *mean, double *rstd, const float *x,
@@ -421,51 +415,33 @@ void ref_embedding_backward(double *dwte, double *dwpe, const float *dout, const
 
 /* ---- attention heads -------------------------------------------------------------- */
 
-/* Index of [b,t,c] in a (B,T,width) array and of [b,h,t,d] in a (B,H,T,D) one. */
-static size_t ref_btc(int b, int t, int c, int T, int width) { return ((size_t)b * T + t) * width + c; }
-static size_t ref_bhtd(int b, int h, int t, int d, int H, int T, int D)
+/* Element i of a (B,H,T,D) array, [b,h,t,d], is channel c0 + h·D + d of token (b,t) in a
+ * (B,T,width) array: its index there. */
+static size_t ref_wide_of(size_t i, int c0, int width, int T, int H, int D)
 {
-    return (((size_t)b * H + h) * T + t) * D + d;
+    const size_t d = i % (size_t)D, t = i / (size_t)D % (size_t)T, h = i / ((size_t)D * T) % (size_t)H;
+    const size_t b = i / ((size_t)D * T * H);
+    return (b * (size_t)T + t) * (size_t)width + (size_t)c0 + h * (size_t)D + d;
 }
 
 void ref_split_heads_forward(double *out, const float *qkv, int which, int B, int T, int C, int H)
 {
-    int D = C / H;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int t = 0; t < T; t++)
-                for (int d = 0; d < D; d++)
-                    out[ref_bhtd(b, h, t, d, H, T, D)] = qkv[ref_btc(b, t, which * C + h * D + d, T, 3 * C)];
+    for (size_t i = 0; i < (size_t)B * T * C; i++) out[i] = qkv[ref_wide_of(i, which * C, 3 * C, T, H, C / H)];
 }
 
 void ref_split_heads_backward(double *dqkv, const float *dout, int which, int B, int T, int C, int H)
 {
-    int D = C / H;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int t = 0; t < T; t++)
-                for (int d = 0; d < D; d++)
-                    dqkv[ref_btc(b, t, which * C + h * D + d, T, 3 * C)] += dout[ref_bhtd(b, h, t, d, H, T, D)];
+    for (size_t i = 0; i < (size_t)B * T * C; i++) dqkv[ref_wide_of(i, which * C, 3 * C, T, H, C / H)] += dout[i];
 }
 
 void ref_merge_heads_forward(double *out, const float *y, int B, int T, int C, int H)
 {
-    int D = C / H;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int t = 0; t < T; t++)
-                for (int d = 0; d < D; d++)
-                    out[ref_btc(b, t, h * D + d, T, C)] = y[ref_bhtd(b, h, t, d, H, T, D)];
+    for (size_t i = 0; i < (size_t)B * T * C; i++) out[ref_wide_of(i, 0, C, T, H, C / H)] = y[i];
 }
 
 void ref_merge_heads_backward(double *dy, const float *dout, int B, int T, int C, int H)
 {
-    int D = C / H;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int t = 0; t < T; t++)
-                for (int d = 0; d < D; d++)
-                    dy[ref_bhtd(b, h, t, d, H, T, D)] += dout[ref_btc(b, t, h * D + d, T, C)];
+    for (size_t i = 0; i < (size_t)B * T * C; i++) dy[i] += dout[ref_wide_of(i, 0, C, T, H, C / H)];
 }
 
 /* ---- sampling --------------------------------------------------------------------- */

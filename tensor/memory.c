@@ -117,8 +117,6 @@ static void keep_freed_pages(void)
 
 void mem_return_free_pages(void) { malloc_trim(0); }
 
-size_t mem_heap_kept_bytes(void) { return mallinfo2().fordblks; }
-
 ResidentWatch mem_resident_watch_start(void)
 {
     mem_return_free_pages();
@@ -136,27 +134,27 @@ void mem_resident_watch_stop(ResidentWatch *w)
     Resident now;
     w->known = w->known && platform_resident(&now) == REMAT_OK;
     w->peak = w->known ? now.peak : 0;
-    w->heap_kept = mem_heap_kept_bytes();
+    w->heap_kept = mallinfo2().fordblks; /* free bytes in glibc's heap */
+}
+
+/* What mem_alloc refuses before asking the host: a kind it does not allocate, a size that
+ * makes no sense, and crossing the budget. */
+static RematStatus check_alloc(MemKind kind, size_t bytes)
+{
+    if (!kind_is_valid(kind) || !is_resident(kind))
+        return remat_fail(REMAT_EINVAL, "mem_alloc: kind %d cannot be allocated (disk bytes are accounted "
+                          "with mem_account)", (int)kind);
+    if (bytes == 0) return remat_fail(REMAT_EINVAL, "mem_alloc: zero-byte allocation of %s", mem_kind_name(kind));
+    if (bytes > SIZE_MAX / 2)
+        return remat_fail(REMAT_EINVAL, "mem_alloc: %zu bytes of %s is not a sensible size", bytes,
+                          mem_kind_name(kind));
+    return check_budget(kind, bytes);
 }
 
 void *mem_alloc(MemKind kind, size_t bytes)
 {
     keep_freed_pages();
-    if (!kind_is_valid(kind) || !is_resident(kind)) {
-        remat_fail(REMAT_EINVAL, "mem_alloc: kind %d cannot be allocated (disk bytes are accounted "
-                   "with mem_account)", (int)kind);
-        return NULL;
-    }
-    if (bytes == 0) {
-        remat_fail(REMAT_EINVAL, "mem_alloc: zero-byte allocation of %s", mem_kind_name(kind));
-        return NULL;
-    }
-    if (bytes > SIZE_MAX / 2) {
-        remat_fail(REMAT_EINVAL, "mem_alloc: %zu bytes of %s is not a sensible size", bytes,
-                   mem_kind_name(kind));
-        return NULL;
-    }
-    if (check_budget(kind, bytes) != REMAT_OK) return NULL;
+    if (check_alloc(kind, bytes) != REMAT_OK) return NULL;
 
     size_t total = MEM_ALIGNMENT + (bytes + MEM_ALIGNMENT - 1) / MEM_ALIGNMENT * MEM_ALIGNMENT;
     unsigned char *raw = aligned_alloc(MEM_ALIGNMENT, total);

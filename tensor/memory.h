@@ -67,10 +67,6 @@ size_t mem_block_bytes(const void *block);
  * system, so that the process's resident size comes down to what the ledger holds. */
 void mem_return_free_pages(void);
 
-/* Bytes of freed blocks the allocator keeps for reuse now (glibc's mallinfo2: free bytes
- * in its heap): resident, as far as the operating system knows, but in no tensor. */
-size_t mem_heap_kept_bytes(void);
-
 /* The process's resident memory (base/platform.h) over some work, beside the ledger:
  *
  *     ResidentWatch w = mem_resident_watch_start();   // before the model is built
@@ -86,7 +82,7 @@ typedef struct ResidentWatch {
                           whole process's */
     size_t baseline;   /* resident when the watch started */
     size_t peak;       /* the kernel's peak since then (after mem_resident_watch_stop) */
-    size_t heap_kept;  /* freed blocks the allocator kept at the stop (mem_heap_kept_bytes) */
+    size_t heap_kept;  /* freed blocks the allocator kept at the stop: resident, in no tensor */
 } ResidentWatch;
 
 ResidentWatch mem_resident_watch_start(void);

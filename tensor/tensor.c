@@ -10,51 +10,46 @@
 
 #include "tensor/kernels.h"
 
-size_t dtype_size(DType dtype)
-{
-    switch (dtype) {
-    case DTYPE_F32: return sizeof(float);
-    case DTYPE_U8:  return sizeof(uint8_t);
-    case DTYPE_I32: return sizeof(int32_t);
-    }
-    return 0;
-}
+/* Each DType's element size and name, indexed by the enum. */
+static const struct {
+    size_t size;
+    const char *name;
+} DTYPES[] = {
+    [DTYPE_F32] = {sizeof(float), "float32"},
+    [DTYPE_U8] = {sizeof(uint8_t), "uint8"},
+    [DTYPE_I32] = {sizeof(int32_t), "int32"},
+};
 
-const char *dtype_name(DType dtype)
+static bool dtype_known(DType dtype) { return (unsigned)dtype < sizeof DTYPES / sizeof DTYPES[0]; }
+
+size_t dtype_size(DType dtype) { return dtype_known(dtype) ? DTYPES[dtype].size : 0; }
+
+const char *dtype_name(DType dtype) { return dtype_known(dtype) ? DTYPES[dtype].name : "unknown"; }
+
+/* The element count of a valid shape into *numel; REMAT_EINVAL for a bad ndim, dtype or
+ * dimension, or a shape whose bytes overflow. */
+static RematStatus check_shape(DType dtype, int ndim, const int *shape, size_t *numel)
 {
-    switch (dtype) {
-    case DTYPE_F32: return "float32";
-    case DTYPE_U8:  return "uint8";
-    case DTYPE_I32: return "int32";
+    if (!shape || ndim < 1 || ndim > TENSOR_MAX_DIMS)
+        return remat_fail(REMAT_EINVAL, "tensor_create: ndim must be 1..%d with a shape, got %d%s",
+                          TENSOR_MAX_DIMS, ndim, shape ? "" : " and no shape");
+    if (dtype_size(dtype) == 0) return remat_fail(REMAT_EINVAL, "tensor_create: unknown dtype %d", (int)dtype);
+    *numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] <= 0)
+            return remat_fail(REMAT_EINVAL, "tensor_create: dimension %d is %d; every dimension must be > 0",
+                              d, shape[d]);
+        if (*numel > SIZE_MAX / 16 / (size_t)shape[d])
+            return remat_fail(REMAT_EINVAL, "tensor_create: shape overflows a size_t");
+        *numel *= (size_t)shape[d];
     }
-    return "unknown";
+    return REMAT_OK;
 }
 
 Tensor *tensor_create_typed(MemKind kind, DType dtype, int ndim, const int *shape)
 {
-    if (!shape || ndim < 1 || ndim > TENSOR_MAX_DIMS) {
-        remat_fail(REMAT_EINVAL, "tensor_create: ndim must be 1..%d with a shape, got %d%s",
-                   TENSOR_MAX_DIMS, ndim, shape ? "" : " and no shape");
-        return NULL;
-    }
-    if (dtype_size(dtype) == 0) {
-        remat_fail(REMAT_EINVAL, "tensor_create: unknown dtype %d", (int)dtype);
-        return NULL;
-    }
-    size_t numel = 1;
-    for (int d = 0; d < ndim; d++) {
-        if (shape[d] <= 0) {
-            remat_fail(REMAT_EINVAL, "tensor_create: dimension %d is %d; every dimension must be > 0",
-                       d, shape[d]);
-            return NULL;
-        }
-        if (numel > SIZE_MAX / 16 / (size_t)shape[d]) {
-            remat_fail(REMAT_EINVAL, "tensor_create: shape overflows a size_t");
-            return NULL;
-        }
-        numel *= (size_t)shape[d];
-    }
-
+    size_t numel = 0;
+    if (check_shape(dtype, ndim, shape, &numel) != REMAT_OK) return NULL;
     Tensor *t = malloc(sizeof *t);
     if (!t) {
         remat_fail(REMAT_ENOMEM, "tensor_create: no memory for the tensor struct");
@@ -139,16 +134,13 @@ int tensor_same_shape(const Tensor *a, const Tensor *b)
     return memcmp(a->shape, b->shape, sizeof a->shape) == 0;
 }
 
-char *tensor_shape_str(char *buf, size_t size, const Tensor *t)
+char *shape_str(char *buf, size_t size, int ndim, const int *shape)
 {
-    size_t used = 0;
-    int n = snprintf(buf, size, "(");
-    used = n > 0 ? (size_t)n : 0;
-    for (int d = 0; d < t->ndim && used < size; d++) {
-        n = snprintf(buf + used, size - used, d ? ",%d" : "%d", t->shape[d]);
-        if (n < 0) break;
-        used += (size_t)n;
-    }
+    size_t used = (size_t)snprintf(buf, size, "(");
+    for (int d = 0; d < ndim && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, d ? ",%d" : "%d", shape[d]);
     if (used < size) snprintf(buf + used, size - used, ")");
     return buf;
 }
+
+char *tensor_shape_str(char *buf, size_t size, const Tensor *t) { return shape_str(buf, size, t->ndim, t->shape); }

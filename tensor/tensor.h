@@ -85,4 +85,8 @@ int tensor_same_shape(const Tensor *a, const Tensor *b);
 /* Writes the shape as "(8,128,256)" into `buf`; returns `buf`. */
 char *tensor_shape_str(char *buf, size_t size, const Tensor *t);
 
+/* The same for any `ndim` dimensions in `shape` ("()" for none): for shapes that are not
+ * a Tensor's, such as a file entry's or a node's output. Truncated to fit `size`. */
+char *shape_str(char *buf, size_t size, int ndim, const int *shape);
+
 #endif /* REMAT_TENSOR_H */
