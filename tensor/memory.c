@@ -7,7 +7,7 @@
  *     [ BlockHeader | padding to 64 B ][ caller's bytes ... ]
  *                                      ^ returned pointer, 64-byte aligned
  *
- * Blocks come from glibc's malloc, tuned once (keep_freed_pages) so that a block freed
+ * Blocks come from glibc's malloc, tuned once (in the first mem_alloc) so that a block freed
  * in one training step is reused by the next instead of going back to the kernel: by
  * default glibc maps every block over 128 KiB on its own and unmaps it on free, so each
  * step page-faults all its activations in again (measured: the GPT step of bench_step took
@@ -36,6 +36,7 @@ typedef struct BlockHeader {
 } BlockHeader;
 
 _Static_assert(sizeof(BlockHeader) <= MEM_ALIGNMENT, "header must fit in one alignment unit");
+_Static_assert(MEM_DISK == MEM_KIND_COUNT - 1, "the resident kinds are the ones below MEM_DISK");
 
 /* ---- the ledger's state ----------------------------------------------------------- */
 
@@ -52,26 +53,25 @@ static struct {
     struct timespec start;
 } timeline;
 
-static bool is_resident(MemKind kind) { return kind != MEM_DISK; }
-
-static bool kind_is_valid(MemKind kind) { return (unsigned)kind < MEM_KIND_COUNT; }
-
-static double seconds_since(const struct timespec *start)
+/* One change of `delta` bytes of `kind`, already checked: the kind's and the resident
+ * totals, their peaks, and the timeline's event when it records. */
+static void apply(MemKind kind, int64_t delta)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - start->tv_sec) + 1e-9 * (double)(now.tv_nsec - start->tv_nsec);
-}
-
-static void record_event(MemKind kind, int64_t delta)
-{
+    current[kind] = (size_t)((int64_t)current[kind] + delta);
+    if (current[kind] > peak[kind]) peak[kind] = current[kind];
+    if (kind != MEM_DISK) {
+        resident = (size_t)((int64_t)resident + delta);
+        if (resident > peak_resident) peak_resident = resident;
+    }
     if (!timeline.recording) return;
     if (timeline.count == timeline.capacity) {
         timeline.dropped++;
         return;
     }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
     MemEvent *e = &timeline.events[timeline.count++];
-    e->seconds = seconds_since(&timeline.start);
+    e->seconds = (double)(now.tv_sec - timeline.start.tv_sec) + 1e-9 * (double)(now.tv_nsec - timeline.start.tv_nsec);
     e->flops = flops_total();
     e->phase = flops_phase();
     e->kind = kind;
@@ -79,22 +79,10 @@ static void record_event(MemKind kind, int64_t delta)
     memcpy(e->current, current, sizeof current);
 }
 
-/* Applies a change that has already been checked against the budget. */
-static void apply(MemKind kind, int64_t delta)
-{
-    current[kind] = (size_t)((int64_t)current[kind] + delta);
-    if (current[kind] > peak[kind]) peak[kind] = current[kind];
-    if (is_resident(kind)) {
-        resident = (size_t)((int64_t)resident + delta);
-        if (resident > peak_resident) peak_resident = resident;
-    }
-    record_event(kind, delta);
-}
-
 /* REMAT_EOOM, saying what was asked and what is resident, if `bytes` more of `kind` cross the budget. */
 static RematStatus check_budget(MemKind kind, size_t bytes)
 {
-    if (budget == 0 || !is_resident(kind) || resident + bytes <= budget) return REMAT_OK;
+    if (budget == 0 || kind == MEM_DISK || resident + bytes <= budget) return REMAT_OK;
     char want[32], cap[32], held[256];
     return remat_fail(REMAT_EOOM, "out of memory: tried to allocate %s of %s; resident: %s; budget %s",
                       mem_format_bytes(want, sizeof want, bytes), mem_kind_name(kind),
@@ -103,17 +91,6 @@ static RematStatus check_budget(MemKind kind, size_t bytes)
 }
 
 /* ---- allocation ------------------------------------------------------------------- */
-
-/* glibc's largest mmap threshold (32 MiB on 64-bit), and a trim threshold far above any
- * step's working set: freed blocks up to 32 MiB stay in the heap for reuse. */
-static void keep_freed_pages(void)
-{
-    static bool done;
-    if (done) return;
-    done = true;
-    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-    mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
-}
 
 void mem_return_free_pages(void) { malloc_trim(0); }
 
@@ -137,24 +114,29 @@ void mem_resident_watch_stop(ResidentWatch *w)
     w->heap_kept = mallinfo2().fordblks; /* free bytes in glibc's heap */
 }
 
-/* What mem_alloc refuses before asking the host: a kind it does not allocate, a size that
- * makes no sense, and crossing the budget. */
-static RematStatus check_alloc(MemKind kind, size_t bytes)
-{
-    if (!kind_is_valid(kind) || !is_resident(kind))
-        return remat_fail(REMAT_EINVAL, "mem_alloc: kind %d cannot be allocated (disk bytes are accounted "
-                          "with mem_account)", (int)kind);
-    if (bytes == 0) return remat_fail(REMAT_EINVAL, "mem_alloc: zero-byte allocation of %s", mem_kind_name(kind));
-    if (bytes > SIZE_MAX / 2)
-        return remat_fail(REMAT_EINVAL, "mem_alloc: %zu bytes of %s is not a sensible size", bytes,
-                          mem_kind_name(kind));
-    return check_budget(kind, bytes);
-}
-
 void *mem_alloc(MemKind kind, size_t bytes)
 {
-    keep_freed_pages();
-    if (check_alloc(kind, bytes) != REMAT_OK) return NULL;
+    /* Once: glibc's largest mmap threshold (32 MiB on 64-bit), and a trim threshold far
+     * above any step's working set, so that freed blocks up to 32 MiB stay in the heap. */
+    static bool heap_tuned;
+    if (!heap_tuned) {
+        mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+        mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
+        heap_tuned = true;
+    }
+    /* What is refused before asking the host: a kind that is not allocated, a size that
+     * makes no sense, and crossing the budget. */
+    if ((unsigned)kind >= MEM_DISK) {
+        remat_fail(REMAT_EINVAL, "mem_alloc: kind %d cannot be allocated (disk bytes are accounted "
+                   "with mem_account)", (int)kind);
+        return NULL;
+    }
+    if (bytes == 0 || bytes > SIZE_MAX / 2) {
+        if (bytes == 0) remat_fail(REMAT_EINVAL, "mem_alloc: zero-byte allocation of %s", mem_kind_name(kind));
+        else remat_fail(REMAT_EINVAL, "mem_alloc: %zu bytes of %s is not a sensible size", bytes, mem_kind_name(kind));
+        return NULL;
+    }
+    if (check_budget(kind, bytes) != REMAT_OK) return NULL;
 
     size_t total = MEM_ALIGNMENT + (bytes + MEM_ALIGNMENT - 1) / MEM_ALIGNMENT * MEM_ALIGNMENT;
     unsigned char *raw = aligned_alloc(MEM_ALIGNMENT, total);
@@ -208,7 +190,7 @@ size_t mem_block_bytes(const void *block) { return header_of(block, "mem_block_b
 
 RematStatus mem_account(MemKind kind, int64_t delta)
 {
-    if (!kind_is_valid(kind))
+    if ((unsigned)kind >= MEM_KIND_COUNT)
         return remat_fail(REMAT_EINVAL, "mem_account: unknown kind %d", (int)kind);
     if (delta < 0 && (size_t)(-delta) > current[kind])
         return remat_fail(REMAT_EINVAL, "mem_account: removing %" PRId64 " bytes of %s, which holds %zu",
@@ -220,8 +202,8 @@ RematStatus mem_account(MemKind kind, int64_t delta)
 
 /* ---- what the ledger knows -------------------------------------------------------- */
 
-size_t mem_current(MemKind kind) { return kind_is_valid(kind) ? current[kind] : 0; }
-size_t mem_peak(MemKind kind) { return kind_is_valid(kind) ? peak[kind] : 0; }
+size_t mem_current(MemKind kind) { return (unsigned)kind < MEM_KIND_COUNT ? current[kind] : 0; }
+size_t mem_peak(MemKind kind) { return (unsigned)kind < MEM_KIND_COUNT ? peak[kind] : 0; }
 size_t mem_resident(void) { return resident; }
 size_t mem_peak_resident(void) { return peak_resident; }
 size_t mem_live_blocks(void) { return live_blocks; }
@@ -274,7 +256,7 @@ const char *mem_kind_name(MemKind kind)
 {
     static const char *const names[MEM_KIND_COUNT] = {"params", "grads", "optimizer",
                                                       "activations", "workspace", "disk"};
-    return kind_is_valid(kind) ? names[kind] : "unknown";
+    return (unsigned)kind < MEM_KIND_COUNT ? names[kind] : "unknown";
 }
 
 char *mem_format_bytes(char *buf, size_t size, size_t bytes)
@@ -299,7 +281,7 @@ char *mem_describe_resident(char *buf, size_t size)
     size_t used = 0;
     buf[0] = '\0';
     for (int k = 0; k < MEM_KIND_COUNT; k++) {
-        if (!is_resident((MemKind)k)) continue;
+        if (k == MEM_DISK) continue;
         char amount[32];
         int n = snprintf(buf + used, size > used ? size - used : 0, "%s%s %s", used ? ", " : "",
                          mem_kind_name((MemKind)k), mem_format_bytes(amount, sizeof amount, current[k]));

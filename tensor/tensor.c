@@ -19,43 +19,39 @@ static const struct {
     [DTYPE_U8] = {sizeof(uint8_t), "uint8"},
     [DTYPE_I32] = {sizeof(int32_t), "int32"},
 };
+_Static_assert(sizeof DTYPES / sizeof DTYPES[0] == DTYPE_COUNT, "every DType has a size and a name");
 
-static bool dtype_known(DType dtype) { return (unsigned)dtype < sizeof DTYPES / sizeof DTYPES[0]; }
+size_t dtype_size(DType dtype) { return (unsigned)dtype < DTYPE_COUNT ? DTYPES[dtype].size : 0; }
 
-size_t dtype_size(DType dtype) { return dtype_known(dtype) ? DTYPES[dtype].size : 0; }
-
-const char *dtype_name(DType dtype) { return dtype_known(dtype) ? DTYPES[dtype].name : "unknown"; }
-
-/* The element count of a valid shape into *numel; REMAT_EINVAL for a bad ndim, dtype or
- * dimension, or a shape whose bytes overflow. */
-static RematStatus check_shape(DType dtype, int ndim, const int *shape, size_t *numel)
-{
-    if (!shape || ndim < 1 || ndim > TENSOR_MAX_DIMS)
-        return remat_fail(REMAT_EINVAL, "tensor_create: ndim must be 1..%d with a shape, got %d%s",
-                          TENSOR_MAX_DIMS, ndim, shape ? "" : " and no shape");
-    if (dtype_size(dtype) == 0) return remat_fail(REMAT_EINVAL, "tensor_create: unknown dtype %d", (int)dtype);
-    *numel = 1;
-    for (int d = 0; d < ndim; d++) {
-        if (shape[d] <= 0)
-            return remat_fail(REMAT_EINVAL, "tensor_create: dimension %d is %d; every dimension must be > 0",
-                              d, shape[d]);
-        if (*numel > SIZE_MAX / 16 / (size_t)shape[d])
-            return remat_fail(REMAT_EINVAL, "tensor_create: shape overflows a size_t");
-        *numel *= (size_t)shape[d];
-    }
-    return REMAT_OK;
-}
+const char *dtype_name(DType dtype) { return (unsigned)dtype < DTYPE_COUNT ? DTYPES[dtype].name : "unknown"; }
 
 Tensor *tensor_create_typed(MemKind kind, DType dtype, int ndim, const int *shape)
 {
-    size_t numel = 0;
-    if (check_shape(dtype, ndim, shape, &numel) != REMAT_OK) return NULL;
+    if (!shape || ndim < 1 || ndim > TENSOR_MAX_DIMS) {
+        remat_fail(REMAT_EINVAL, "tensor_create: ndim must be 1..%d with a shape, got %d%s",
+                   TENSOR_MAX_DIMS, ndim, shape ? "" : " and no shape");
+        return NULL;
+    }
+    if ((unsigned)dtype >= DTYPE_COUNT) {
+        remat_fail(REMAT_EINVAL, "tensor_create: unknown dtype %d", (int)dtype);
+        return NULL;
+    }
+    size_t numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] <= 0 || numel > SIZE_MAX / 16 / (size_t)shape[d]) {
+            if (shape[d] <= 0)
+                remat_fail(REMAT_EINVAL, "tensor_create: dimension %d is %d; every dimension must be > 0", d, shape[d]);
+            else remat_fail(REMAT_EINVAL, "tensor_create: shape overflows a size_t");
+            return NULL;
+        }
+        numel *= (size_t)shape[d];
+    }
     Tensor *t = malloc(sizeof *t);
     if (!t) {
         remat_fail(REMAT_ENOMEM, "tensor_create: no memory for the tensor struct");
         return NULL;
     }
-    t->bytes = numel * dtype_size(dtype);
+    t->bytes = numel * DTYPES[dtype].size;
     t->data = mem_alloc(kind, t->bytes);
     if (!t->data) {
         free(t);
@@ -79,7 +75,7 @@ Tensor *tensor_create(MemKind kind, int ndim, const int *shape)
  * during the backward, and a memset there ran on one thread while the others waited. */
 Tensor *tensor_zeros(MemKind kind, int ndim, const int *shape)
 {
-    Tensor *t = tensor_create(kind, ndim, shape);
+    Tensor *t = tensor_create_typed(kind, DTYPE_F32, ndim, shape);
     if (t) k_fill(t->f32, 0.0f, t->numel);
     return t;
 }

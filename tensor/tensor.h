@@ -21,7 +21,7 @@
 
 #define TENSOR_MAX_DIMS 4
 
-typedef enum DType { DTYPE_F32 = 0, DTYPE_U8, DTYPE_I32 } DType;
+typedef enum DType { DTYPE_F32 = 0, DTYPE_U8, DTYPE_I32, DTYPE_COUNT } DType;
 
 typedef struct Tensor {
     union {                 /* the storage, 64-byte aligned; one name per element type */
