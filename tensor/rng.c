@@ -28,9 +28,9 @@ void pcg32_seed(Pcg32 *rng, uint64_t seed, uint64_t stream)
 {
     rng->state = 0;
     rng->inc = (stream << 1) | 1u;
-    pcg32_step(rng);
+    (void)pcg32_next(rng);
     rng->state += seed;
-    pcg32_step(rng);
+    (void)pcg32_next(rng);
 }
 
 /* Unbiased bounded draws by rejection. r % bound alone is biased whenever bound does not

@@ -35,30 +35,21 @@ void pcg32_seed(Pcg32 *rng, uint64_t seed, uint64_t stream);
 /* The 64-bit LCG multiplier from the paper, also pcg-cpp's default_multiplier<uint64_t>. */
 #define PCG32_MULT 6364136223846793005ULL
 
-/* One LCG step: state' = state * MULT + inc, wrapping mod 2^64. */
-static inline void pcg32_step(Pcg32 *rng) { rng->state = rng->state * PCG32_MULT + rng->inc; }
-
-/* The XSH-RR output permutation of a 64-bit state.
+/* The next 32-bit output: step the LCG, state' = state * MULT + inc (wrapping mod 2^64),
+ * and output the XSH-RR permutation of the old state:
  *   xorshift: old ^ (old >> 18) folds high bits onto the middle ones;
  *   >> 27:    keeps bits 27..58 of that, the 32 best-mixed bits;
  *   rotate:   right by old >> 59, the top 5 bits (the state's best bits), so every output
  *             bit depends on the high part of the state. The left shift uses (-rot) & 31
  *             rather than 32 - rot so that rot == 0 shifts by 0, not by 32 (which C
  *             leaves undefined). */
-static inline uint32_t pcg32_output(uint64_t old)
-{
-    const uint32_t xorshifted = (uint32_t)(((old >> 18) ^ old) >> 27);
-    const uint32_t rot = (uint32_t)(old >> 59);
-    return (xorshifted >> rot) | (xorshifted << ((0u - rot) & 31u));
-}
-
-/* The next 32-bit output: remember the current state, step the LCG, output the permuted
- * old state. */
 static inline uint32_t pcg32_next(Pcg32 *rng)
 {
     const uint64_t old = rng->state;
-    pcg32_step(rng);
-    return pcg32_output(old);
+    rng->state = old * PCG32_MULT + rng->inc;
+    const uint32_t xorshifted = (uint32_t)(((old >> 18) ^ old) >> 27);
+    const uint32_t rot = (uint32_t)(old >> 59);
+    return (xorshifted >> rot) | (xorshifted << ((0u - rot) & 31u));
 }
 
 /* A uniform float in [0, 1) with 24 random bits (a multiple of 2^-24, at most
