@@ -76,20 +76,9 @@ typedef struct Update {
     float lr, momentum;
 } Update;
 
-/* Runs `u` on elements [begin, end) of the slices' concatenation. */
-static void update_span(const OptimSlice *slices, int count, size_t begin, size_t end, const Update *u)
-{
-    size_t first = 0; /* slice s's first element in the concatenation */
-    for (int s = 0; s < count && first < end; first += slices[s].n, s++) {
-        size_t from;
-        const size_t n = flat_overlap(begin, end, first, slices[s].n, &from);
-        if (n && u->adamw) adamw_range(&slices[s], from, from + n, u->adamw);
-        else if (n) sgd_range(&slices[s], from, from + n, u->lr, u->momentum);
-    }
-}
-
-/* Splits the slices' elements into one contiguous range per thread and runs `u`. Returns
- * the number of elements. */
+/* Splits the slices' concatenated elements into one contiguous range per thread, and each
+ * thread runs `u` on the parts of the slices its range covers. Returns the number of
+ * elements. */
 static size_t update_all(const OptimSlice *slices, int count, const Update *u)
 {
     size_t total = 0;
@@ -97,7 +86,14 @@ static size_t update_all(const OptimSlice *slices, int count, const Update *u)
 #pragma omp parallel if (total >= OPTIM_PARALLEL_MIN)
     {
         const size_t threads = (size_t)omp_get_num_threads(), t = (size_t)omp_get_thread_num();
-        update_span(slices, count, total * t / threads, total * (t + 1) / threads, u);
+        const size_t begin = total * t / threads, end = total * (t + 1) / threads;
+        size_t first = 0; /* slice s's first element in the concatenation */
+        for (int s = 0; s < count && first < end; first += slices[s].n, s++) {
+            size_t from;
+            const size_t n = flat_overlap(begin, end, first, slices[s].n, &from);
+            if (n && u->adamw) adamw_range(&slices[s], from, from + n, u->adamw);
+            else if (n) sgd_range(&slices[s], from, from + n, u->lr, u->momentum);
+        }
     }
     return total;
 }
