@@ -120,20 +120,6 @@ void tape_set_scope(const char *prefix)
 
 const char *tape_scope(void) { return scope; }
 
-static RematStatus tape_append(Tape *tape, Node *node)
-{
-    if (tape->count == tape->capacity) {
-        int capacity = tape->capacity ? 2 * tape->capacity : 64;
-        Node **nodes = realloc(tape->nodes, (size_t)capacity * sizeof *nodes);
-        if (!nodes) return remat_fail(REMAT_ENOMEM, "tape: no memory for %d nodes", capacity);
-        tape->nodes = nodes;
-        tape->capacity = capacity;
-    }
-    node->index = tape->count;
-    tape->nodes[tape->count++] = node;
-    return REMAT_OK;
-}
-
 /* ---- nodes -------------------------------------------------------------------------- */
 
 void node_discard(Node *node)
@@ -142,11 +128,6 @@ void node_discard(Node *node)
     Tape *tape = current_tape;
     if (tape->count > 0 && tape->nodes[tape->count - 1] == node) tape->count--;
     node_free(node);
-}
-
-static bool input_needs_grad(const Var *v)
-{
-    return v && (v->creator != NULL || v->requires_grad);
 }
 
 /* ---- parameter use ------------------------------------------------------------------ */
@@ -176,10 +157,21 @@ static Node *create_node(const OpInfo *op, const char *tag, Var *const *inputs, 
         *err = remat_fail(REMAT_EINVAL, "%s: %d inputs, at most %d", op->name, n_inputs, NODE_MAX_INPUTS);
         return NULL;
     }
-    bool needed = always;
-    for (int i = 0; i < n_inputs; i++) needed |= input_needs_grad(inputs[i]);
+    bool needed = always; /* does an input come from a node, or need its own gradient? */
+    for (int i = 0; i < n_inputs; i++) needed |= inputs[i] && (inputs[i]->creator || inputs[i]->requires_grad);
     if (!needed) return NULL;
 
+    Tape *tape = current_tape;
+    if (tape->count == tape->capacity) {
+        int capacity = tape->capacity ? 2 * tape->capacity : 64;
+        Node **nodes = realloc(tape->nodes, (size_t)capacity * sizeof *nodes);
+        if (!nodes) {
+            *err = remat_fail(REMAT_ENOMEM, "tape: no memory for %d nodes", capacity);
+            return NULL;
+        }
+        tape->nodes = nodes;
+        tape->capacity = capacity;
+    }
     Node *node = calloc(1, sizeof *node);
     if (!node) {
         *err = remat_fail(REMAT_ENOMEM, "%s: no memory for a tape node", op->name);
@@ -196,10 +188,8 @@ static Node *create_node(const OpInfo *op, const char *tag, Var *const *inputs, 
     }
     node->out_ndim = out->ndim;
     memcpy(node->out_shape, out->shape, sizeof node->out_shape);
-    if ((*err = tape_append(current_tape, node)) != REMAT_OK) {
-        node_free(node);
-        return NULL;
-    }
+    node->index = tape->count;
+    tape->nodes[tape->count++] = node;
     if (tag && scope[0]) snprintf(node->name, sizeof node->name, "%s.%s", scope, tag);
     else if (tag) snprintf(node->name, sizeof node->name, "%s", tag);
     else snprintf(node->name, sizeof node->name, "node_%d", node->index);
@@ -361,34 +351,26 @@ void node_release_saved(Node *node)
 
 /* ---- backward ----------------------------------------------------------------------- */
 
-/* The one place the engine makes a gradient buffer: zero-filled, so that every backward
- * adds its share onto it with +=. Allocates *slot (kind, ndim, shape) when it is NULL and
- * keeps it otherwise; on error (the budget) returns the status and *slot stays NULL. */
-static RematStatus grad_zero_filled(Tensor **slot, MemKind kind, int ndim, const int *shape)
-{
-    if (!*slot && !(*slot = tensor_zeros(kind, ndim, shape))) return remat_last_status();
-    return REMAT_OK;
-}
-
-/* The buffer input `i` of `node` accumulates its gradient into, made on first use; NULL
- * in *out when that input needs no gradient. */
+/* The buffer input `i` of `node` accumulates its gradient into, NULL in *out when that
+ * input needs no gradient. The one place the engine makes a gradient buffer: on first use,
+ * zero-filled, so that every backward adds its share onto it with +=. On error (the
+ * budget) returns the status and makes nothing. */
 static RematStatus grad_buffer(Node *node, int i, Tensor **out)
 {
     Edge *e = &node->inputs[i];
-    Tensor **slot = NULL;
-    RematStatus status = REMAT_OK;
-    if (e->node) {
-        slot = &e->node->grad;
-        status = grad_zero_filled(slot, MEM_ACT, e->node->out_ndim, e->node->out_shape);
-    } else if (e->leaf) {
-        /* A parameter's gradient is GRAD; any other leaf's (a checkpoint region's input
-         * in its replay, a test's input) is an activation gradient. */
-        const Tensor *v = e->leaf->value;
-        slot = &e->leaf->grad;
-        status = grad_zero_filled(slot, v->kind == MEM_PARAM ? MEM_GRAD : MEM_ACT, v->ndim, v->shape);
+    *out = NULL;
+    if (!e->node && !e->leaf) return REMAT_OK;
+    /* A parameter's gradient is GRAD; any other leaf's (a checkpoint region's input in its
+     * replay, a test's input) and every node's is an activation gradient. */
+    const Tensor *v = e->leaf ? e->leaf->value : NULL;
+    Tensor **slot = e->node ? &e->node->grad : &e->leaf->grad;
+    if (!*slot) {
+        *slot = e->node ? tensor_zeros(MEM_ACT, e->node->out_ndim, e->node->out_shape)
+                        : tensor_zeros(v->kind == MEM_PARAM ? MEM_GRAD : MEM_ACT, v->ndim, v->shape);
+        if (!*slot) return remat_last_status();
     }
-    *out = slot ? *slot : NULL;
-    return status;
+    *out = *slot;
+    return REMAT_OK;
 }
 
 RematStatus backward(Var *loss)

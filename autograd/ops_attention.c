@@ -53,14 +53,14 @@ Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
     ops_label(label, sizeof label, "split_heads", tag);
     if (ops_check_dtype(label, qkv, "qkv", DTYPE_F32) != REMAT_OK) return NULL;
     const Tensor *X = qkv->value;
-    tensor_shape_str(shape, sizeof shape, X);
     if (X->ndim != 3 || X->shape[2] % 3 != 0) {
-        remat_fail(REMAT_EINVAL, "%s: qkv must be (B,T,3C), got %s", label, shape);
+        remat_fail(REMAT_EINVAL, "%s: qkv must be (B,T,3C), got %s", label, tensor_shape_str(shape, sizeof shape, X));
         return NULL;
     }
     const int B = X->shape[0], T = X->shape[1], C = X->shape[2] / 3;
     if (H <= 0 || C % H != 0) {
-        remat_fail(REMAT_EINVAL, "%s: %d channels (qkv %s) do not split into %d heads", label, C, shape, H);
+        remat_fail(REMAT_EINVAL, "%s: %d channels (qkv %s) do not split into %d heads", label, C,
+                   tensor_shape_str(shape, sizeof shape, X), H);
         return NULL;
     }
     if (which != QKV_Q && which != QKV_K && which != QKV_V) {

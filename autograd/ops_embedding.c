@@ -50,16 +50,16 @@ Var *op_embedding(Var *ids, Var *wte, Var *wpe, const char *tag)
         (wpe && ops_check_dtype(label, wpe, "wpe", DTYPE_F32) != REMAT_OK))
         return NULL;
     const Tensor *Ids = ids->value, *Wte = wte->value, *Wpe = wpe ? wpe->value : NULL;
-    tensor_shape_str(is, sizeof is, Ids);
-    tensor_shape_str(ws, sizeof ws, Wte);
     if (Ids->ndim != 2 || Wte->ndim != 2) {
-        remat_fail(REMAT_EINVAL, "%s: want ids (B,T) and wte (V,C), got %s and %s", label, is, ws);
+        remat_fail(REMAT_EINVAL, "%s: want ids (B,T) and wte (V,C), got %s and %s", label,
+                   tensor_shape_str(is, sizeof is, Ids), tensor_shape_str(ws, sizeof ws, Wte));
         return NULL;
     }
     const int B = Ids->shape[0], T = Ids->shape[1], V = Wte->shape[0], C = Wte->shape[1];
     if (Wpe && (Wpe->ndim != 2 || Wpe->shape[1] != C || Wpe->shape[0] < T)) {
         remat_fail(REMAT_EINVAL, "%s: wpe %s does not fit ids %s and wte %s (want (T_max,%d) "
-                   "with T_max >= %d)", label, tensor_shape_str(ps, sizeof ps, Wpe), is, ws, C, T);
+                   "with T_max >= %d)", label, tensor_shape_str(ps, sizeof ps, Wpe),
+                   tensor_shape_str(is, sizeof is, Ids), tensor_shape_str(ws, sizeof ws, Wte), C, T);
         return NULL;
     }
     for (size_t i = 0; i < Ids->numel; i++) {

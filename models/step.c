@@ -84,19 +84,6 @@ static void apply_sums(const Model *m, Tensor **sums, int n)
     flops_set_phase(previous);
 }
 
-/* Micro-batch r's generator, and the step's generator after it from where r's ended. */
-static Pcg32 micro_batch_rng(Pcg32 step_rng, int r)
-{
-    pcg32_advance(&step_rng, (uint64_t)r * STEP_MICRO_BATCH_STRIDE);
-    return step_rng;
-}
-
-static Pcg32 rng_after_step(Pcg32 ended, int r)
-{
-    pcg32_advance(&ended, (uint64_t)0 - (uint64_t)r * STEP_MICRO_BATCH_STRIDE); /* mod 2^64: back by r strides */
-    return ended;
-}
-
 /* The micro-batches this process runs, their gradients left summed in .grad (× 1/n when it
  * runs them all); *loss_sum their losses summed in order, *rng_after the step's generator
  * as it ends. `first` is the index of batches[0] among the step's micro-batches. */
@@ -111,12 +98,14 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
     const uint32_t step_micro_batch = ctx->micro_batch;
     RematStatus status = REMAT_OK;
     for (int r = 0; r < n && status == REMAT_OK; r++) {
-        ctx->rng = micro_batch_rng(step_rng, first + r);
+        ctx->rng = step_rng; /* micro-batch r's stretch of the stream starts r strides ahead */
+        pcg32_advance(&ctx->rng, (uint64_t)(first + r) * STEP_MICRO_BATCH_STRIDE);
         ctx->micro_batch = (uint32_t)(first + r); /* counter-based dropout's key, as the stream's jump */
         float loss;
         status = micro_batch(step, &batches[r], ctx, r == 0 ? hooks : NULL, out, &loss);
         *loss_sum = r == 0 ? loss : *loss_sum + loss;
-        const Pcg32 after = rng_after_step(ctx->rng, first + r);
+        Pcg32 after = ctx->rng; /* where the step's generator ends: back by r strides, mod 2^64 */
+        pcg32_advance(&after, (uint64_t)0 - (uint64_t)(first + r) * STEP_MICRO_BATCH_STRIDE);
         if (status == REMAT_OK && r > 0 && (after.state != rng_after->state || after.inc != rng_after->inc))
             status = remat_fail(REMAT_ESTATE, "step: micro-batch %d drew a different number of dropout masks "
                                 "than micro-batch 0; the generator after the step would depend on who ran it",
@@ -132,14 +121,6 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
     return status;
 }
 
-/* The plug that reduces over the ranks, or NULL. */
-static const StepPlug *reducer(const Step *step)
-{
-    for (int k = 0; k < STEP_MAX_PLUGS; k++)
-        if (step->plugs[k].reduce) return &step->plugs[k];
-    return NULL;
-}
-
 /* Every plug's pass_begin (begin) or pass_end, in order. */
 static void plugs_pass(const Step *step, bool begin)
 {
@@ -149,29 +130,13 @@ static void plugs_pass(const Step *step, bool begin)
     }
 }
 
-/* The step's loss, and its gradient: the plug's reduction over the ranks, or the mean of
- * the n micro-batches run here (their gradients are already × 1/n). */
-static RematStatus reduce(const StepPlug *ranks, int n, float *loss)
-{
-    flops_set_phase(PHASE_BACKWARD); /* the reduction's adds are gradient work, as accumulation's */
-    if (ranks) return ranks->reduce(ranks->ctx, *loss, loss);
-    *loss /= (float)n;
-    return REMAT_OK;
-}
-
-/* The update: the plug's (a rank's shard), or the optimizer's over everything. */
-static RematStatus optimizer_step(const Step *step, const StepPlug *ranks)
-{
-    if (!step->optim) return REMAT_OK;
-    if (ranks && ranks->optimizer_step) return ranks->optimizer_step(ranks->ctx, step->optim);
-    return optim_step(step->optim);
-}
-
 RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n, TrainCtx *ctx,
                              const StepHooks *hooks, StepResult *out)
 {
     *out = (StepResult){.loss = NAN};
-    const StepPlug *ranks = reducer(step);
+    const StepPlug *ranks = NULL; /* the plug that reduces over the ranks, if one does */
+    for (int k = 0; k < STEP_MAX_PLUGS; k++)
+        if (step->plugs[k].reduce) ranks = &step->plugs[k];
     if (n < 1 || (ranks && n != 1))
         return remat_fail(REMAT_EINVAL, "step: %d micro-batches; a step runs at least one, and one per rank "
                           "under data parallelism", n);
@@ -181,8 +146,15 @@ RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n,
     RematStatus status = run_micro_batches(step, batches, n, ranks ? ranks->micro_batch : 0, ctx, hooks, out,
                                            &loss, &rng_after); /* zero, forward, backward, accumulate */
     plugs_pass(step, false);
-    if (status == REMAT_OK) status = reduce(ranks, n, &loss);
-    if (status == REMAT_OK) status = optimizer_step(step, ranks);
+    /* Reduce: the plug's over the ranks, or the mean of the n micro-batches run here (their
+     * gradients are already × 1/n). Its adds are gradient work, as accumulation's. */
+    flops_set_phase(PHASE_BACKWARD);
+    if (status == REMAT_OK && ranks) status = ranks->reduce(ranks->ctx, loss, &loss);
+    else if (status == REMAT_OK) loss /= (float)n;
+    /* Update: the plug's (this rank's shard), or the optimizer's over everything. */
+    if (status == REMAT_OK && step->optim)
+        status = ranks && ranks->optimizer_step ? ranks->optimizer_step(ranks->ctx, step->optim)
+                                                : optim_step(step->optim);
     out->loss = loss;
     if (status == REMAT_OK) ctx->rng = rng_after;
     flops_set_phase(PHASE_FORWARD);
