@@ -1,6 +1,7 @@
 /*
- * autograd.c — the engine: Vars, nodes on a tape, the saved-tensor path, and backward
- * (see autograd.h). The ops themselves live in ops_*.c.
+ * autograd.c — the engine: Vars, nodes on a tape, the op hooks and where an op meets
+ * them (ops_output, ops_record), the saved-tensor path, and backward (see autograd.h).
+ * The ops themselves live in ops_*.c.
  */
 #include "autograd/autograd.h"
 
@@ -10,6 +11,7 @@
 
 #include "tensor/flops.h"
 #include "tensor/kernels.h"
+#include "autograd/ops_internal.h"
 
 /* ---- Var ---------------------------------------------------------------------------- */
 
@@ -248,33 +250,67 @@ RematStatus op_hooks_push(const OpHooks *hooks) { return hook_push(&op_hooks, ho
 
 void op_hooks_pop(void) { hook_pop(&op_hooks); }
 
-Tensor *op_hooks_lookup(const OpInfo *op, const char *tag, int index)
+/* An op's output `index` (ops_internal.h): the first offer of the hook stack, else a new
+ * tensor; then every hook observes it, top first. */
+Tensor *ops_output(const OpInfo *op, const char *tag, int index, DType dtype, int ndim,
+                   const int *shape, bool *cached)
 {
+    Tensor *out = NULL;
+    for (int i = op_hooks.depth - 1; i >= 0 && !out; i--) {
+        const OpHooks *h = op_hooks.hooks[i];
+        out = h->lookup ? h->lookup(h->ctx, op, tag, index) : NULL;
+    }
+    *cached = out != NULL;
+    if (out) {
+        bool same = out->dtype == dtype && out->ndim == ndim;
+        for (int d = 0; same && d < ndim; d++) same = out->shape[d] == shape[d];
+        if (!same) {
+            char got[48];
+            remat_fail(REMAT_ESTATE, "%s %s: the cached output %d has shape %s, not the one this "
+                       "replay asks for: the replay did not follow the first forward", op->name,
+                       tag ? tag : "", index, tensor_shape_str(got, sizeof got, out));
+            tensor_free(out);
+            return NULL;
+        }
+    } else if (!(out = tensor_create_typed(MEM_ACT, dtype, ndim, shape))) {
+        return NULL;
+    }
     for (int i = op_hooks.depth - 1; i >= 0; i--) {
         const OpHooks *h = op_hooks.hooks[i];
-        Tensor *t = h->lookup ? h->lookup(h->ctx, op, tag, index) : NULL;
-        if (t) return t;
+        if (h->observe && h->observe(h->ctx, op, tag, index, out) != REMAT_OK) {
+            tensor_free(out);
+            return NULL;
+        }
     }
-    return NULL;
+    return out;
 }
 
-RematStatus op_hooks_observe(const OpInfo *op, const char *tag, int index, Tensor *out)
+/* An op's result on the tape (ops_internal.h): every hook told what it read and keeps,
+ * then its node, its attributes and its saved tensors, and the Var. */
+Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs, Tensor *out,
+                Tensor *const *save, int n_save, const void *attrs, size_t attrs_size)
 {
     for (int i = op_hooks.depth - 1; i >= 0; i--) {
         const OpHooks *h = op_hooks.hooks[i];
-        RematStatus status = h->observe ? h->observe(h->ctx, op, tag, index, out) : REMAT_OK;
-        if (status != REMAT_OK) return status;
+        if (h->recorded) h->recorded(h->ctx, op, tag, inputs, n_inputs, save, n_save, out);
     }
-    return REMAT_OK;
-}
-
-void op_hooks_recorded(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                       Tensor *const *saved, int n_saved, const Tensor *out)
-{
-    for (int i = op_hooks.depth - 1; i >= 0; i--) {
-        const OpHooks *h = op_hooks.hooks[i];
-        if (h->recorded) h->recorded(h->ctx, op, tag, inputs, n_inputs, saved, n_saved, out);
+    RematStatus err;
+    Node *node = create_node(op, tag, inputs, n_inputs, out, false, &err);
+    if (err != REMAT_OK) {
+        tensor_free(out);
+        return NULL;
     }
+    if (node) {
+        if (attrs) memcpy(node->attrs.bytes, attrs, attrs_size);
+        for (int i = 0; i < n_save; i++) {
+            if (save_for_backward(node, save[i]) != REMAT_OK) {
+                node_discard(node);
+                tensor_free(out);
+                return NULL;
+            }
+        }
+    }
+    return var_from_op(out, node);
 }
 
 void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, DType dtype, int ndim,

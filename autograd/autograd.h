@@ -241,16 +241,6 @@ typedef struct OpHooks {
 RematStatus op_hooks_push(const OpHooks *hooks);
 void op_hooks_pop(void);
 
-/* For ops_output: the first offer of the stack, or NULL. */
-Tensor *op_hooks_lookup(const OpInfo *op, const char *tag, int index);
-
-/* For ops_output: tells every hook of `out`; the first error is returned. */
-RematStatus op_hooks_observe(const OpInfo *op, const char *tag, int index, Tensor *out);
-
-/* For ops_record: tells every hook what an op read and what its backward keeps. */
-void op_hooks_recorded(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                       Tensor *const *saved, int n_saved, const Tensor *out);
-
 /* For an op whose backward regenerates a tensor instead of keeping it: tells every hook
  * what it is (`what`, e.g. "mask") and its type and shape. */
 void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, DType dtype, int ndim,

@@ -1,6 +1,8 @@
 /*
  * ops_internal.h — what every op file shares: checking inputs, and recording the result
- * (node, saved tensors, Var) in one call. Not part of the public API.
+ * (node, saved tensors, Var) in one call. Not part of the public API. The checks live in
+ * ops_internal.c; ops_output and ops_record, which go through the op hooks and the tape,
+ * in autograd.c beside them.
  */
 #ifndef REMAT_OPS_INTERNAL_H
 #define REMAT_OPS_INTERNAL_H
@@ -32,10 +34,7 @@ Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inp
 
 /* The attribute struct ops_record stored in `node`, for its op's backward to read as its
  * own type: const MatmulAttrs *attrs = ops_attrs(node). */
-static inline const void *ops_attrs(const Node *node)
-{
-    return node->attrs.bytes;
-}
+#define ops_attrs(node) ((const void *)(node)->attrs.bytes)
 
 /* Stops the build when an op's attribute struct does not fit the room a node has. */
 #define OPS_ATTRS_FIT(Type) \
