@@ -8,6 +8,7 @@
 #   ./remat.sh test       install missing packages, build, run every test
 #   ./remat.sh sanitize   the tests again, built with AddressSanitizer + UBSan
 #   ./remat.sh debug      a -O0 -g3 build in build-debug/ for stepping through in gdb
+#   ./remat.sh tour       that build, then every gdb session of docs/TOUR.md run as typed
 #   ./remat.sh fuzz [S]   the libFuzzer targets of tests/fuzz (clang, ASan + UBSan, in
 #                         build-fuzz/), each run S seconds (default 60) from its seed corpus;
 #                         fails on any finding, which is left in build-fuzz/findings/
@@ -144,6 +145,11 @@ case "$mode" in
     build build-debug Debug
     echo "remat: debug build in build-debug/ (try: gdb --args build-debug/tests/test_memory)"
     ;;
+  tour)
+    install_missing gdb
+    build build-debug Debug
+    ctest --test-dir build-debug --output-on-failure -R '^test_tour$'
+    ;;
   fuzz)
     install_missing "${FUZZ_PACKAGES[@]}"
     fuzz "${2:-60}"
@@ -161,10 +167,10 @@ case "$mode" in
     ctest --test-dir build-valgrind --output-on-failure -j "$JOBS" -E '^test_bench$'
     ;;
   -h|--help|help)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
     ;;
   *)
-    echo "remat.sh: unknown command '$mode' (expected run, test, sanitize, debug, fuzz or valgrind)" >&2
+    echo "remat.sh: unknown command '$mode' (expected run, test, sanitize, debug, tour, fuzz or valgrind)" >&2
     exit 2
     ;;
 esac
