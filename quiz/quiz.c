@@ -178,7 +178,6 @@ static int next_answer(const char **answers, QuizLang lang)
         const ssize_t n = getline(&line, &cap, stdin);
         if (n < 0) break;
         size_t len = (size_t)n, start = 0;
-        if (len && line[len - 1] == '\n') len--;
         while (len && isspace((unsigned char)line[len - 1])) len--;
         while (start < len && isspace((unsigned char)line[start])) start++;
         const bool clean = (size_t)n <= MAX_TYPED && strlen(line) == (size_t)n; /* no NUL inside */
@@ -190,29 +189,31 @@ static int next_answer(const char **answers, QuizLang lang)
     return a;
 }
 
+/* --html: the page instead of the terminal. 0 when written (a malformed results file or
+ * plot is reported, and the page says so in its place), 1 when it could not be. */
+static int write_page(const Options *o, const Bank *bank, const int orders[][QUIZ_OPTIONS], ResultsDir *results)
+{
+    char plots[1024];
+    snprintf(plots, sizeof plots, "%s/plots", o->results);
+    const PageSources src = {.bank = bank, .orders = orders, .results = results,
+                             .plots_dir = o->plots ? o->plots : plots,
+                             .style_file = REMAT_QUIZ_PAGE_CSS, .script_file = REMAT_QUIZ_PAGE_JS};
+    RematStatus status = page_write(o->html, &src);
+    if (status != REMAT_OK) fprintf(stderr, "quiz: %s\n", remat_last_error());
+    return status == REMAT_OK || status == REMAT_ECORRUPT ? 0 : 1;
+}
+
 static void print_header(const Bank *b, QuizLang lang)
 {
     printf("%s\n%s\n%s\n", b->subtitle.lang[lang], b->title.lang[lang], b->description.lang[lang]);
 }
 
-/* --html: the page instead of the terminal. 0 when written (a malformed results file or
- * plot is reported, and the page says so in its place), 1 when it could not be. */
-static int write_page(const Options *o, const Bank *bank, const int orders[][QUIZ_OPTIONS])
+/* The header and every question with its options, without answers. */
+static void print_preview(const Bank *bank, const int orders[][QUIZ_OPTIONS], QuizLang lang)
 {
-    char plots[1024];
-    snprintf(plots, sizeof plots, "%s/plots", o->results);
-    ResultsDir *results = results_open(o->results);
-    if (!results) {
-        fprintf(stderr, "quiz: no memory for the results\n");
-        return 1;
-    }
-    const PageSources src = {.bank = bank, .orders = orders, .results = results,
-                             .plots_dir = o->plots ? o->plots : plots,
-                             .style_file = REMAT_QUIZ_PAGE_CSS, .script_file = REMAT_QUIZ_PAGE_JS};
-    RematStatus status = page_write(o->html, &src);
-    results_close(results);
-    if (status != REMAT_OK) fprintf(stderr, "quiz: %s\n", remat_last_error());
-    return status == REMAT_OK || status == REMAT_ECORRUPT ? 0 : 1;
+    print_header(bank, lang);
+    for (int q = 0; q < bank->n_questions; q++) print_question(bank, q, orders[q], lang);
+    printf("\n%s\n", quiz_words(lang)->preview_note);
 }
 
 /* Question q answered `given` (an index into its options): right or wrong, the answer, the
@@ -256,15 +257,11 @@ static void print_score(const Bank *bank, const int *given, int asked, int score
     }
 }
 
-/* The quiz on the terminal: every question, read an answer (typed, or from --answers),
- * judge it and explain; then the score. 0, or 1 when the results cannot be read. */
-static int ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_OPTIONS])
+/* The quiz on the terminal: the header, every question, read an answer (typed, or from
+ * --answers), judge it and explain; then the score. */
+static void ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_OPTIONS], ResultsDir *results)
 {
-    ResultsDir *results = results_open(o->results);
-    if (!results) {
-        fprintf(stderr, "quiz: no memory for the results\n");
-        return 1;
-    }
+    print_header(bank, o->lang);
     const char *answers = o->answers;
     int given[QUIZ_QUESTIONS], score = 0, asked = 0;
     for (int q = 0; q < bank->n_questions; q++) {
@@ -279,8 +276,6 @@ static int ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_O
         score += print_verdict(&bank->questions[q], orders[q], given[q], o->lang, results);
     }
     print_score(bank, given, asked, score, o->lang);
-    results_close(results);
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -295,28 +290,18 @@ int main(int argc, char **argv)
         return 2;
     }
     Bank *bank = bank_load(o.bank);
-    if (!bank) {
-        fprintf(stderr, "quiz: %s\n", remat_last_error());
+    ResultsDir *results = bank ? results_open(o.results) : NULL;
+    if (!results) {
+        fprintf(stderr, "quiz: %s\n", bank ? "no memory for the results" : remat_last_error());
+        bank_free(bank);
         return 1;
     }
-    const QuizWords *w = quiz_words(o.lang);
-    int orders[QUIZ_QUESTIONS][QUIZ_OPTIONS];
+    int orders[QUIZ_QUESTIONS][QUIZ_OPTIONS], status = 0;
     bank_option_orders(bank, o.seed, !o.no_shuffle, orders);
-    if (o.html) {
-        int status = write_page(&o, bank, orders);
-        bank_free(bank);
-        return finish(status);
-    }
-    print_header(bank, o.lang);
-
-    if (o.preview || (!o.answers && !isatty(STDIN_FILENO))) {
-        for (int q = 0; q < bank->n_questions; q++) print_question(bank, q, orders[q], o.lang);
-        printf("\n%s\n", w->preview_note);
-        bank_free(bank);
-        return finish(0);
-    }
-
-    const int status = ask_all(&o, bank, orders);
+    if (o.html) status = write_page(&o, bank, orders, results);
+    else if (o.preview || (!o.answers && !isatty(STDIN_FILENO))) print_preview(bank, orders, o.lang);
+    else ask_all(&o, bank, orders, results);
+    results_close(results);
     bank_free(bank);
     return finish(status);
 }
