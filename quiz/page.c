@@ -119,14 +119,15 @@ static const PageWords PAGE_WORDS[LANG_COUNT] = {
     },
 };
 
-/* ---- files: the style, the script and the plots -------------------------------------- */
-
-/* The whole file at `path` (its length in *size), owned by the caller; NULL with
- * REMAT_EIO (a directory or a FIFO included). */
-static unsigned char *read_all(const char *path, size_t *size)
+/* Writes `open`, then `text` in `lang` through html_string, then `close`. */
+static void put_in(FILE *out, const char *open, const char *text, const char *close, QuizLang lang)
 {
-    return (unsigned char *)quiz_read_file("quiz --html", path, size);
+    fputs(open, out);
+    html_string(out, text, lang);
+    fputs(close, out);
 }
+
+/* ---- files: the style, the script and the plots -------------------------------------- */
 
 /* Base64 (RFC 4648, with padding) of `n` bytes. */
 static void put_base64(FILE *out, const unsigned char *data, size_t n)
@@ -162,7 +163,9 @@ static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const P
     snprintf(path, sizeof path, "%s/%s", src->plots_dir, q->plot);
     size_t n = 0;
     const bool present = access(path, F_OK) == 0;
-    unsigned char *png = present ? read_all(path, &n) : NULL;
+    char *file = NULL;
+    if (present && file_read_all("quiz --html", path, QUIZ_MAX_FILE, &file, &n) != REMAT_OK) file = NULL;
+    const unsigned char *png = (const unsigned char *)file;
     uint32_t width, height;
     RematStatus status = REMAT_OK;
     fputs("<figure class=\"plot\">", out);
@@ -181,12 +184,10 @@ static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const P
         } else {
             snprintf(line, sizeof line, pw->plot_missing, q->plot, results_dir(src->results), src->plots_dir);
         }
-        fputs("<p class=\"missing\">", out);
-        html_string(out, line, lang);
-        fputs("</p>", out);
+        put_in(out, "<p class=\"missing\">", line, "</p>", lang);
     }
     fputs("</figure>\n", out);
-    free(png);
+    free(file);
     return status;
 }
 
@@ -228,9 +229,8 @@ static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSourc
 
     fprintf(out, "<article class=\"question\" id=\"%s-q%d\" data-correct=\"%d\" aria-labelledby=\"%s-q%d-stem\">\n",
             l, q + 1, question->correct + 1, l, q + 1);
-    fprintf(out, "<p class=\"count\">");
-    html_string(out, count, lang);
-    fprintf(out, "</p>\n<h2 class=\"stem\" id=\"%s-q%d-stem\">", l, q + 1);
+    put_in(out, "<p class=\"count\">", count, "</p>\n", lang);
+    fprintf(out, "<h2 class=\"stem\" id=\"%s-q%d-stem\">", l, q + 1);
     html_string(out, question->question.lang[lang], lang);
     fprintf(out, "</h2>\n<ol class=\"options\" aria-labelledby=\"%s-q%d-stem\">\n", l, q + 1);
     int shown_correct = 0;
@@ -244,9 +244,8 @@ static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSourc
     }
     fputs("</ol>\n<p class=\"verdict\" role=\"status\"></p>\n", out);
 
-    fputs("<details class=\"answer\">\n<summary>", out);
-    html_string(out, PAGE_WORDS[lang].answer_summary, lang);
-    fputs("</summary>\n<p class=\"correct\">", out);
+    put_in(out, "<details class=\"answer\">\n<summary>", PAGE_WORDS[lang].answer_summary,
+           "</summary>\n<p class=\"correct\">", lang);
     const char shown[2] = {(char)('1' + shown_correct), '\0'};
     html_words(out, lang, w->correct_was, (const char *[]){shown, question->options[question->correct].lang[lang]}, NULL);
     fputs("</p>\n", out);
@@ -377,17 +376,13 @@ static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *te
         if (v == n_values) snprintf(values[n_values++], sizeof values[0], "%s", value);
         if (n_owners[v] < 16) owners[v][n_owners[v]++] = benches[b];
     }
-    fputs("<dt>", out);
-    html_string(out, label, lang);
-    fputs("</dt><dd>", out);
+    put_in(out, "<dt>", label, "</dt><dd>", lang);
     for (int v = 0; v < n_values; v++) {
         if (v) fputs(PAGE_WORDS[lang].semicolon, out);
         html_string(out, values[v], lang);
         for (int o = 0; n_values > 1 && o < n_owners[v]; o++) {
             fputs(o ? PAGE_WORDS[lang].comma : " (", out);
-            fputs("<code>", out);
-            html_string(out, owners[v][o], lang);
-            fputs(o + 1 == n_owners[v] ? "</code>)" : "</code>", out);
+            put_in(out, "<code>", owners[v][o], o + 1 == n_owners[v] ? "</code>)" : "</code>", lang);
         }
     }
     fputs("</dd>\n", out);
@@ -398,10 +393,9 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
     const PageWords *pw = &PAGE_WORDS[lang];
     const char *benches[16];
     const int n_benches = quoted_benches(src->bank, benches, 16);
-    fprintf(out, "<footer class=\"measured\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n<h2>", LANG_CODES[lang],
+    fprintf(out, "<footer class=\"measured\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n", LANG_CODES[lang],
             LANG_CODES[lang], LANG_DIRS[lang]);
-    html_string(out, pw->footer_title, lang);
-    fputs("</h2>\n", out);
+    put_in(out, "<h2>", pw->footer_title, "</h2>\n", lang);
     /* The dates of the first and the last bench run, ISO 8601 in UTC: they sort as text. */
     char first[64] = "", last[64] = "", date[64];
     int with_results = 0;
@@ -415,14 +409,10 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
     if (!with_results) {
         char line[1024];
         snprintf(line, sizeof line, pw->no_results, results_dir(src->results));
-        fputs("<p>", out);
-        html_string(out, line, lang);
-        fputs("</p>\n</footer>\n", out);
+        put_in(out, "<p>", line, "</p>\n</footer>\n", lang);
         return;
     }
-    fputs("<dl>\n<dt>", out);
-    html_string(out, pw->when, lang);
-    fputs("</dt><dd>", out);
+    put_in(out, "<dl>\n<dt>", pw->when, "</dt><dd>", lang);
     if (!first[0]) html_string(out, pw->not_recorded, lang);
     else html_words(out, lang, strcmp(first, last) ? pw->range : "%s", (const char *[]){first, last}, "time");
     fputs("</dd>\n", out);
@@ -432,14 +422,10 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
     put_field(out, lang, pw->threads, field_threads, src->results, benches, n_benches);
     put_field(out, lang, pw->load, field_load, src->results, benches, n_benches);
     put_field(out, lang, pw->system, field_system, src->results, benches, n_benches);
-    fputs("<dt>", out);
-    html_string(out, pw->benches, lang);
-    fputs("</dt><dd>", out);
+    put_in(out, "<dt>", pw->benches, "</dt><dd>", lang);
     for (int b = 0; b < n_benches; b++) {
         if (b) fputs(pw->comma, out);
-        fputs("<code>", out);
-        html_string(out, benches[b], lang);
-        fputs("</code>", out);
+        put_in(out, "<code>", benches[b], "</code>", lang);
     }
     fputs("</dd>\n</dl>\n</footer>\n", out);
 }
@@ -449,16 +435,12 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
 static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src)
 {
     const Bank *bank = src->bank;
-    fprintf(out, "<div class=\"view\" id=\"view-%s\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n<header>\n<p class=\"subtitle\">",
+    fprintf(out, "<div class=\"view\" id=\"view-%s\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n<header>\n",
             LANG_CODES[lang], LANG_CODES[lang], LANG_CODES[lang], LANG_DIRS[lang]);
-    html_string(out, bank->subtitle.lang[lang], lang);
-    fputs("</p>\n<h1>", out);
-    html_string(out, bank->title.lang[lang], lang);
-    fputs("</h1>\n<p class=\"description\">", out);
-    html_string(out, bank->description.lang[lang], lang);
-    fputs("</p>\n<noscript><p class=\"note\">", out);
-    html_string(out, PAGE_WORDS[lang].noscript, lang);
-    fputs("</p></noscript>\n</header>\n", out);
+    put_in(out, "<p class=\"subtitle\">", bank->subtitle.lang[lang], "</p>\n", lang);
+    put_in(out, "<h1>", bank->title.lang[lang], "</h1>\n", lang);
+    put_in(out, "<p class=\"description\">", bank->description.lang[lang], "</p>\n", lang);
+    put_in(out, "<noscript><p class=\"note\">", PAGE_WORDS[lang].noscript, "</p></noscript>\n</header>\n", lang);
     RematStatus status = REMAT_OK;
     for (int q = 0; q < bank->n_questions; q++) {
         RematStatus s = put_question(out, q, lang, src);
@@ -492,9 +474,9 @@ static void put_script_words(FILE *out)
 /* Inlines the file at `path` inside <element>; it must not contain "</element". */
 static RematStatus put_inline(FILE *out, const char *element, const char *path)
 {
+    char *text;
     size_t n;
-    char *text = (char *)read_all(path, &n);
-    if (!text) return REMAT_EIO;
+    if (file_read_all("quiz --html", path, QUIZ_MAX_FILE, &text, &n) != REMAT_OK) return REMAT_EIO;
     char closing[32];
     snprintf(closing, sizeof closing, "</%s", element);
     RematStatus status = REMAT_OK;
