@@ -300,20 +300,14 @@ typedef struct Fill {
 /* The figure {name...} at `open` names (the bank checked that it names one). */
 static const Figure *placeholder(const Fill *fill, const char *open, const char **close)
 {
-    *close = strchr(open, '}');
-    const size_t len = (size_t)(*close - open - 1);
-    for (int i = 0; i < fill->q->n_measurements; i++) {
-        const char *name = fill->q->measurements[i].name;
-        if (strlen(name) == len && !strncmp(name, open + 1, len)) return &fill->figs[i];
-    }
-    return NULL;
+    return &fill->figs[question_placeholder(fill->q, open, close) - fill->q->measurements];
 }
 
 /* Whether `fig` can be quoted: found, and for a time, trusted on the question's and its
  * own account. */
 static bool can_quote(const Fill *fill, const Figure *fig)
 {
-    if (!fig || fig->state != FIG_OK) return false;
+    if (fig->state != FIG_OK) return false;
     return !fig->m->time || (fill->judged.trust == TIMES_CARRY && fill->judged.figure[fig - fill->figs] == TIMES_CARRY);
 }
 
