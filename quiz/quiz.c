@@ -32,15 +32,8 @@
 #include "base/file.h"
 #include "base/flags.h"
 
-#ifndef REMAT_QUIZ_BANK
-#define REMAT_QUIZ_BANK "quiz/questions.json"
-#endif
-#ifndef REMAT_QUIZ_PAGE_CSS
-#define REMAT_QUIZ_PAGE_CSS "quiz/page.css"
-#endif
-#ifndef REMAT_QUIZ_PAGE_JS
-#define REMAT_QUIZ_PAGE_JS "quiz/page.js"
-#endif
+/* REMAT_QUIZ_BANK, REMAT_QUIZ_PAGE_CSS and REMAT_QUIZ_PAGE_JS, the files in the source
+ * tree, come from quiz/CMakeLists.txt. */
 
 typedef struct Options {
     QuizLang lang;
