@@ -1,18 +1,16 @@
 /*
  * page.c — the quiz as one self-contained HTML page (see page.h).
  *
- * The page is written top to bottom with fprintf, one function per part: the head with
- * the inline style; each language's view (title, the eight questions, each with its
- * options as buttons and its answer inside a <details>); the score, which the script
- * fills in the language shown; each language's footer; and the script last. Nothing here decides what the quiz says: the
- * questions come from the bank, the explanations from explain_pieces (the same pieces the
- * terminal joins into a line), the verdicts and the score line from words.h.
+ * The page is written top to bottom, one function per part: the head with the inline
+ * style; each language's view (its questions, each with its options as buttons and its
+ * answer inside a <details>); the score, which the script fills in the language shown;
+ * each language's footer; and the script last. Nothing here decides what the quiz says:
+ * the questions come from the bank, the explanations from explain_pieces (the pieces the
+ * terminal joins into a line), the verdicts and the score line from words.h; every text
+ * goes through html_text.h, which escapes it and isolates Arabic's left-to-right runs.
  *
- * Every text from the bank or the results goes through html_text (html_text.h), which
- * escapes it for HTML and, in the Arabic view, isolates each left-to-right run.
- *
- * What it is not: a general HTML writer. It writes this page and checks only what could
- * break it (the style or script closing its own element).
+ * What it is not: a general HTML writer. It checks only what could break this page (the
+ * style or script closing its own element).
  */
 #include "quiz/page.h"
 
@@ -25,10 +23,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "quiz/words.h"
 #include "base/file.h"
-
 #include "quiz/html_text.h"
+#include "quiz/words.h"
 
 static const char *const LANG_CODES[LANG_COUNT] = {"en", "ar"};
 static const char *const LANG_DIRS[LANG_COUNT] = {"ltr", "rtl"};
