@@ -38,7 +38,8 @@
 typedef struct Options {
     QuizLang lang;
     bool preview, no_shuffle;
-    const char *answers; /* comma-separated, or NULL */
+    int answers[QUIZ_QUESTIONS]; /* --answers, each 0..3 */
+    int n_answers;               /* 0: answers are typed */
     const char *results;
     const char *plots; /* NULL: <results>/plots */
     const char *html;  /* write the page here instead of asking */
@@ -67,22 +68,17 @@ static int parse_answer(const char *text, size_t len)
 
 /* --answers: 1 to 8 answers, comma-separated, each exactly one character of 1-4 or a-d
  * (no spaces, no empty answer). */
-static bool valid_answers(const char *list)
-{
-    int n = 0;
-    for (const char *a = list;; a += strcspn(a, ",") + 1) {
-        if (++n > QUIZ_QUESTIONS || parse_answer(a, strcspn(a, ",")) < 0) return false;
-        if (!a[strcspn(a, ",")]) return true;
-    }
-}
-
 static RematStatus set_answers(void *opts, const char *v)
 {
-    if (!valid_answers(v))
-        return remat_fail(REMAT_EINVAL, "'%s' is not 1 to 8 answers, each 1-4 or a-d, separated by commas without "
-                          "spaces", v);
-    ((Options *)opts)->answers = v;
-    return REMAT_OK;
+    Options *o = opts;
+    for (const char *a = v;; a += strcspn(a, ",") + 1) {
+        const int answer = parse_answer(a, strcspn(a, ","));
+        if (o->n_answers == QUIZ_QUESTIONS || answer < 0)
+            return remat_fail(REMAT_EINVAL, "'%s' is not 1 to 8 answers, each 1-4 or a-d, separated by commas "
+                              "without spaces", v);
+        o->answers[o->n_answers++] = answer;
+        if (!a[strcspn(a, ",")]) return REMAT_OK;
+    }
 }
 
 #define AT(field) offsetof(Options, field)
@@ -148,25 +144,18 @@ static void print_question(const Bank *b, int q, const int *order, QuizLang lang
         printf("  %d) %s\n", i + 1, b->questions[q].options[order[i]].lang[lang]);
 }
 
-/* The next answer from --answers (*answers not NULL, checked by valid_answers), or from
- * the terminal; -2 at the end of input. A typed answer is one character, blanks around it
- * allowed, on a line of at most MAX_TYPED bytes with no NUL in it; anything else is asked
- * again. */
+/* The answer to question q, from --answers or typed on the terminal; -2 at the end of
+ * input. A typed answer is one character, blanks around it allowed, on a line of at most
+ * MAX_TYPED bytes with no NUL in it; anything else is asked again. */
 #define MAX_TYPED 16
-static int next_answer(const char **answers, QuizLang lang)
+static int next_answer(const Options *o, int q)
 {
-    if (*answers) {
-        if (!**answers) return -2;
-        const size_t len = strcspn(*answers, ",");
-        const int a = parse_answer(*answers, len);
-        *answers += len + ((*answers)[len] == ',');
-        return a;
-    }
+    if (o->n_answers) return q < o->n_answers ? o->answers[q] : -2;
     char *line = NULL;
     size_t cap = 0;
     int a = -2;
     for (;;) {
-        printf("%s", quiz_words(lang)->your_answer);
+        printf("%s", quiz_words(o->lang)->your_answer);
         fflush(stdout);
         const ssize_t n = getline(&line, &cap, stdin);
         if (n < 0) break;
@@ -176,7 +165,7 @@ static int next_answer(const char **answers, QuizLang lang)
         const bool clean = (size_t)n <= MAX_TYPED && strlen(line) == (size_t)n; /* no NUL inside */
         if (clean && (a = parse_answer(line + start, len - start)) >= 0) break;
         a = -2;
-        printf("%s\n", quiz_words(lang)->invalid);
+        printf("%s\n", quiz_words(o->lang)->invalid);
     }
     free(line);
     return a;
@@ -255,11 +244,10 @@ static void print_score(const Bank *bank, const int *given, int asked, int score
 static void ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_OPTIONS], ResultsDir *results)
 {
     print_header(bank, o->lang);
-    const char *answers = o->answers;
     int given[QUIZ_QUESTIONS], score = 0, asked = 0;
     for (int q = 0; q < bank->n_questions; q++) {
         print_question(bank, q, orders[q], o->lang);
-        const int a = next_answer(&answers, o->lang);
+        const int a = next_answer(o, q);
         if (a == -2) {
             printf("\n%s\n", quiz_words(o->lang)->ended);
             break;
@@ -292,7 +280,7 @@ int main(int argc, char **argv)
     int orders[QUIZ_QUESTIONS][QUIZ_OPTIONS], status = 0;
     bank_option_orders(bank, o.seed, !o.no_shuffle, orders);
     if (o.html) status = write_page(&o, bank, orders, results);
-    else if (o.preview || (!o.answers && !isatty(STDIN_FILENO))) print_preview(bank, orders, o.lang);
+    else if (o.preview || (!o.n_answers && !isatty(STDIN_FILENO))) print_preview(bank, orders, o.lang);
     else ask_all(&o, bank, orders, results);
     results_close(results);
     bank_free(bank);
