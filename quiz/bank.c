@@ -4,12 +4,10 @@
  */
 #include "quiz/bank.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdbool.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/file.h"
 #include "tensor/rng.h"
@@ -34,8 +32,6 @@ static RematStatus load_measurements(const cJSON *q, const char *path, const cha
     out->n_measurements = cJSON_GetArraySize(all);
     if (out->n_measurements > QUIZ_MAX_MEASUREMENTS)
         return remat_fail(REMAT_ECORRUPT, "%s: %s.measurements: more than %d", path, where, QUIZ_MAX_MEASUREMENTS);
-    out->measurements = calloc((size_t)out->n_measurements + 1, sizeof *out->measurements);
-    if (!out->measurements) return remat_fail(REMAT_ENOMEM, "%s: no memory for its measurements", path);
     int i = 0;
     for (const cJSON *m = all->child; m; m = m->next, i++) {
         char inner[200];
@@ -236,14 +232,8 @@ Bank *bank_load(const char *path)
     size_t size;
     if (file_read_all("cannot load the question bank", path, QUIZ_MAX_FILE, &text, &size) != REMAT_OK) return NULL;
     Bank *bank = calloc(1, sizeof *bank);
-    if (!bank) {
-        free(text);
-        remat_fail(REMAT_ENOMEM, "no memory for the question bank");
-        return NULL;
-    }
-    bank->doc = cJSON_Parse(text);
-    RematStatus status = REMAT_OK;
-    if (!bank->doc) {
+    RematStatus status = bank ? REMAT_OK : remat_fail(REMAT_ENOMEM, "no memory for the question bank");
+    if (bank && !(bank->doc = cJSON_Parse(text))) {
         const char *at = cJSON_GetErrorPtr(); /* points into `text`: report before freeing it */
         status = remat_fail(REMAT_ECORRUPT, "%s: not valid JSON near \"%.24s\"", path, at ? at : "");
     }
@@ -252,33 +242,27 @@ Bank *bank_load(const char *path)
                                need_text(bank->doc, "subtitle", NULL, path, "bank", &bank->subtitle) != REMAT_OK ||
                                need_text(bank->doc, "description", NULL, path, "bank", &bank->description) != REMAT_OK))
         status = REMAT_ECORRUPT;
-    const cJSON *questions = bank->doc ? cJSON_GetObjectItemCaseSensitive(bank->doc, "questions") : NULL;
+    const cJSON *questions = status == REMAT_OK ? cJSON_GetObjectItemCaseSensitive(bank->doc, "questions") : NULL;
     if (status == REMAT_OK && (!cJSON_IsArray(questions) || cJSON_GetArraySize(questions) != QUIZ_QUESTIONS))
         status = remat_fail(REMAT_ECORRUPT, "%s: questions: need %d questions, found %d", path, QUIZ_QUESTIONS,
                             cJSON_IsArray(questions) ? cJSON_GetArraySize(questions) : 0);
-    if (status == REMAT_OK) {
-        bank->n_questions = QUIZ_QUESTIONS;
-        bank->questions = calloc(QUIZ_QUESTIONS, sizeof *bank->questions);
-        if (!bank->questions) status = remat_fail(REMAT_ENOMEM, "no memory for the questions");
-    }
-    for (int i = 0; status == REMAT_OK && i < bank->n_questions; i++)
+    for (int i = 0; status == REMAT_OK && i < QUIZ_QUESTIONS; i++)
         status = load_question(cJSON_GetArrayItem(questions, i), i, path, &bank->questions[i]);
     if (status != REMAT_OK) {
         bank_free(bank);
         return NULL;
     }
+    bank->n_questions = QUIZ_QUESTIONS;
     return bank;
 }
 
 void bank_free(Bank *bank)
 {
     if (!bank) return;
-    for (int i = 0; bank->questions && i < bank->n_questions; i++) {
-        free(bank->questions[i].measurements);
+    for (int i = 0; i < QUIZ_QUESTIONS; i++) {
         free(bank->questions[i].parts);
         free(bank->questions[i].orders);
     }
-    free(bank->questions);
     cJSON_Delete(bank->doc);
     free(bank);
 }

@@ -85,14 +85,14 @@ typedef struct Question {
     const char *bench; /* the program that measures it, under build/: "bench/bench_scaling" */
     const char *plot;  /* the PNG bench/plots.sh draws of it: "scaling.png" */
     QuizText plot_alt; /* what the plot shows, for a reader who cannot see it */
-    Measurement *measurements;
+    Measurement measurements[QUIZ_MAX_MEASUREMENTS];
     int n_measurements;
 } Question;
 
 typedef struct Bank {
     QuizText title, subtitle, description;
-    Question *questions;
-    int n_questions;
+    Question questions[QUIZ_QUESTIONS];
+    int n_questions; /* QUIZ_QUESTIONS */
     cJSON *doc;
 } Bank;
 
