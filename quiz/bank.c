@@ -4,27 +4,16 @@
  */
 #include "quiz/bank.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdbool.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/file.h"
 #include "tensor/rng.h"
 
 static const char *const LANG_KEYS[LANG_COUNT] = {"en", "ar"};
 const NameTable QUIZ_LANG_NAMES = {LANG_KEYS, LANG_COUNT};
-
-char *quiz_read_file(const char *who, const char *path, size_t *size)
-{
-    char *text;
-    size_t got;
-    if (file_read_all(who, path, QUIZ_MAX_FILE, &text, &got) != REMAT_OK) return NULL;
-    if (size) *size = got;
-    return text;
-}
 
 /* A string field, or an error naming `where`.`key`. */
 static const char *need_string(const cJSON *obj, const char *key, const char *path, const char *where)
@@ -35,19 +24,6 @@ static const char *need_string(const cJSON *obj, const char *key, const char *pa
     return NULL;
 }
 
-/* A {"en": ..., "ar": ...} text. */
-static RematStatus need_text(const cJSON *obj, const char *key, const char *path, const char *where, QuizText *out)
-{
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
-    char inner[160];
-    snprintf(inner, sizeof inner, "%s.%s", where, key);
-    if (!cJSON_IsObject(item))
-        return remat_fail(REMAT_ECORRUPT, "%s: %s: %s", path, inner, item ? "must be an object of en and ar" : "missing");
-    for (int l = 0; l < LANG_COUNT; l++)
-        if (!(out->lang[l] = need_string(item, LANG_KEYS[l], path, inner))) return REMAT_ECORRUPT;
-    return REMAT_OK;
-}
-
 static RematStatus load_measurements(const cJSON *q, const char *path, const char *where, Question *out)
 {
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(q, "measurements");
@@ -56,8 +32,6 @@ static RematStatus load_measurements(const cJSON *q, const char *path, const cha
     out->n_measurements = cJSON_GetArraySize(all);
     if (out->n_measurements > QUIZ_MAX_MEASUREMENTS)
         return remat_fail(REMAT_ECORRUPT, "%s: %s.measurements: more than %d", path, where, QUIZ_MAX_MEASUREMENTS);
-    out->measurements = calloc((size_t)out->n_measurements + 1, sizeof *out->measurements);
-    if (!out->measurements) return remat_fail(REMAT_ENOMEM, "%s: no memory for its measurements", path);
     int i = 0;
     for (const cJSON *m = all->child; m; m = m->next, i++) {
         char inner[200];
@@ -90,6 +64,12 @@ static const Measurement *find_measurement(const Question *q, const char *name, 
     return NULL;
 }
 
+const Measurement *question_placeholder(const Question *q, const char *open, const char **close)
+{
+    *close = strchr(open, '}');
+    return *close ? find_measurement(q, open + 1, (size_t)(*close - open - 1)) : NULL;
+}
+
 /* Checks that every {placeholder} of `text` names a measurement of `q`, and stores in
  * `names` (a buffer of `size` bytes) the placeholders in order, each followed by ' ', so
  * that the two languages of a part can be compared. */
@@ -98,31 +78,32 @@ static RematStatus check_placeholders(const Question *q, const char *text, const
 {
     size_t used = 0;
     names[0] = '\0';
-    for (const char *open = strchr(text, '{'); open; open = strchr(open + 1, '{')) {
-        const char *close = strchr(open, '}');
-        const size_t len = close ? (size_t)(close - open - 1) : 0;
-        if (!close || !find_measurement(q, open + 1, len))
+    for (const char *open = strchr(text, '{'), *close; open; open = strchr(open + 1, '{')) {
+        const bool found = question_placeholder(q, open, &close) != NULL;
+        const int len = close ? (int)(close - open - 1) : 10;
+        if (!found)
             return remat_fail(REMAT_ECORRUPT, "%s: %s: the placeholder {%.*s} names no measurement of the question",
-                              path, where, close ? (int)len : 10, open + 1);
-        used += (size_t)snprintf(names + used, used < size ? size - used : 0, "%.*s ", (int)len, open + 1);
+                              path, where, len, open + 1);
+        used += (size_t)snprintf(names + used, used < size ? size - used : 0, "%.*s ", len, open + 1);
     }
     return used < size ? REMAT_OK : remat_fail(REMAT_ECORRUPT, "%s: %s: too many placeholders", path, where);
 }
 
-/* A part's text in both languages (`key` of `part`), its placeholders checked. */
-static RematStatus load_part_text(const cJSON *part, const char *key, const Question *q, const char *path,
-                                  const char *where, QuizText *out)
+/* A {"en": ..., "ar": ...} text: `key` of `obj`, or `obj` itself when `key` is NULL. With
+ * `q` (a part of q's explanation), its placeholders are checked. */
+static RematStatus need_text(const cJSON *obj, const char *key, const Question *q, const char *path,
+                             const char *where, QuizText *out)
 {
-    const cJSON *text = key ? cJSON_GetObjectItemCaseSensitive(part, key) : part;
-    char inner[96], names[LANG_COUNT][512];
+    const cJSON *text = key ? cJSON_GetObjectItemCaseSensitive(obj, key) : obj;
+    char inner[160], names[LANG_COUNT][512] = {"", ""};
     snprintf(inner, sizeof inner, key ? "%s.%s" : "%s", where, key);
     if (!cJSON_IsObject(text))
         return remat_fail(REMAT_ECORRUPT, "%s: %s: %s", path, inner, text ? "must be an object of en and ar" : "missing");
     for (int l = 0; l < LANG_COUNT; l++) {
-        char at[112];
+        char at[176];
         snprintf(at, sizeof at, "%s.%s", inner, LANG_KEYS[l]);
         if (!(out->lang[l] = need_string(text, LANG_KEYS[l], path, inner)) ||
-            check_placeholders(q, out->lang[l], path, at, names[l], sizeof names[l]) != REMAT_OK)
+            (q && check_placeholders(q, out->lang[l], path, at, names[l], sizeof names[l]) != REMAT_OK))
             return REMAT_ECORRUPT;
     }
     if (strcmp(names[LANG_EN], names[LANG_AR]))
@@ -133,10 +114,8 @@ static RematStatus load_part_text(const cJSON *part, const char *key, const Ques
 
 bool question_quotes_time(const Question *q, const char *text)
 {
-    for (const char *open = strchr(text, '{'); open; open = strchr(open + 1, '{')) {
-        const Measurement *m = find_measurement(q, open + 1, (size_t)(strchr(open, '}') - open - 1));
-        if (m->time) return true;
-    }
+    for (const char *open = strchr(text, '{'), *close; open; open = strchr(close, '{'))
+        if (question_placeholder(q, open, &close)->time) return true;
     return false;
 }
 
@@ -154,9 +133,9 @@ static RematStatus load_explanation(const cJSON *q, const char *path, const char
         char inner[64];
         snprintf(inner, sizeof inner, "%s.explanation[%d]", where, i);
         ExplanationPart *p = &out->parts[i];
-        if (load_part_text(part, NULL, out, path, inner, &p->text) != REMAT_OK ||
+        if (need_text(part, NULL, out, path, inner, &p->text) != REMAT_OK ||
             (cJSON_GetObjectItemCaseSensitive(part, "otherwise") &&
-             load_part_text(part, "otherwise", out, path, inner, &p->otherwise) != REMAT_OK))
+             need_text(part, "otherwise", out, path, inner, &p->otherwise) != REMAT_OK))
             return REMAT_ECORRUPT;
         /* A time may be too noisy to quote: what the part says must then be said without. */
         if (question_quotes_time(out, p->text.lang[LANG_EN]) &&
@@ -189,7 +168,7 @@ static RematStatus load_orders(const cJSON *q, const char *path, const char *whe
         }
         out->orders[i].lower = m[0];
         out->orders[i].higher = m[1];
-        if (load_part_text(o, "why", out, path, inner, &out->orders[i].why) != REMAT_OK) return REMAT_ECORRUPT;
+        if (need_text(o, "why", out, path, inner, &out->orders[i].why) != REMAT_OK) return REMAT_ECORRUPT;
     }
     return REMAT_OK;
 }
@@ -201,8 +180,7 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(q, "id");
     if (!cJSON_IsNumber(id) || id->valueint != index + 1)
         return remat_fail(REMAT_ECORRUPT, "%s: %s.id: must be %d", path, where, index + 1);
-    out->id = id->valueint;
-    if (need_text(q, "question", path, where, &out->question) != REMAT_OK) return REMAT_ECORRUPT;
+    if (need_text(q, "question", NULL, path, where, &out->question) != REMAT_OK) return REMAT_ECORRUPT;
     const cJSON *options = cJSON_GetObjectItemCaseSensitive(q, "options");
     if (!cJSON_IsArray(options) || cJSON_GetArraySize(options) != QUIZ_OPTIONS)
         return remat_fail(REMAT_ECORRUPT, "%s: %s.options: need %d options, found %d", path, where, QUIZ_OPTIONS,
@@ -226,7 +204,8 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
         return REMAT_ECORRUPT;
     const cJSON *plot = cJSON_GetObjectItemCaseSensitive(q, "plot");
     snprintf(inner, sizeof inner, "%s.plot", where);
-    if (!(out->plot = need_string(plot, "file", path, inner)) || need_text(plot, "alt", path, inner, &out->plot_alt) != REMAT_OK)
+    if (!(out->plot = need_string(plot, "file", path, inner)) ||
+        need_text(plot, "alt", NULL, path, inner, &out->plot_alt) != REMAT_OK)
         return REMAT_ECORRUPT;
     RematStatus status = load_measurements(q, path, where, out);
     if (status == REMAT_OK) status = load_explanation(q, path, where, out);
@@ -249,52 +228,41 @@ void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int order
 
 Bank *bank_load(const char *path)
 {
-    char *text = quiz_read_file("cannot load the question bank", path, NULL);
-    if (!text) return NULL;
+    char *text;
+    size_t size;
+    if (file_read_all("cannot load the question bank", path, QUIZ_MAX_FILE, &text, &size) != REMAT_OK) return NULL;
     Bank *bank = calloc(1, sizeof *bank);
-    if (!bank) {
-        free(text);
-        remat_fail(REMAT_ENOMEM, "no memory for the question bank");
-        return NULL;
-    }
-    bank->doc = cJSON_Parse(text);
-    RematStatus status = REMAT_OK;
-    if (!bank->doc) {
+    RematStatus status = bank ? REMAT_OK : remat_fail(REMAT_ENOMEM, "no memory for the question bank");
+    if (bank && !(bank->doc = cJSON_Parse(text))) {
         const char *at = cJSON_GetErrorPtr(); /* points into `text`: report before freeing it */
         status = remat_fail(REMAT_ECORRUPT, "%s: not valid JSON near \"%.24s\"", path, at ? at : "");
     }
     free(text);
-    if (status == REMAT_OK && (need_text(bank->doc, "title", path, "bank", &bank->title) != REMAT_OK ||
-                               need_text(bank->doc, "subtitle", path, "bank", &bank->subtitle) != REMAT_OK ||
-                               need_text(bank->doc, "description", path, "bank", &bank->description) != REMAT_OK))
+    if (status == REMAT_OK && (need_text(bank->doc, "title", NULL, path, "bank", &bank->title) != REMAT_OK ||
+                               need_text(bank->doc, "subtitle", NULL, path, "bank", &bank->subtitle) != REMAT_OK ||
+                               need_text(bank->doc, "description", NULL, path, "bank", &bank->description) != REMAT_OK))
         status = REMAT_ECORRUPT;
-    const cJSON *questions = bank->doc ? cJSON_GetObjectItemCaseSensitive(bank->doc, "questions") : NULL;
+    const cJSON *questions = status == REMAT_OK ? cJSON_GetObjectItemCaseSensitive(bank->doc, "questions") : NULL;
     if (status == REMAT_OK && (!cJSON_IsArray(questions) || cJSON_GetArraySize(questions) != QUIZ_QUESTIONS))
         status = remat_fail(REMAT_ECORRUPT, "%s: questions: need %d questions, found %d", path, QUIZ_QUESTIONS,
                             cJSON_IsArray(questions) ? cJSON_GetArraySize(questions) : 0);
-    if (status == REMAT_OK) {
-        bank->n_questions = QUIZ_QUESTIONS;
-        bank->questions = calloc(QUIZ_QUESTIONS, sizeof *bank->questions);
-        if (!bank->questions) status = remat_fail(REMAT_ENOMEM, "no memory for the questions");
-    }
-    for (int i = 0; status == REMAT_OK && i < bank->n_questions; i++)
+    for (int i = 0; status == REMAT_OK && i < QUIZ_QUESTIONS; i++)
         status = load_question(cJSON_GetArrayItem(questions, i), i, path, &bank->questions[i]);
     if (status != REMAT_OK) {
         bank_free(bank);
         return NULL;
     }
+    bank->n_questions = QUIZ_QUESTIONS;
     return bank;
 }
 
 void bank_free(Bank *bank)
 {
     if (!bank) return;
-    for (int i = 0; bank->questions && i < bank->n_questions; i++) {
-        free(bank->questions[i].measurements);
+    for (int i = 0; i < QUIZ_QUESTIONS; i++) {
         free(bank->questions[i].parts);
         free(bank->questions[i].orders);
     }
-    free(bank->questions);
     cJSON_Delete(bank->doc);
     free(bank);
 }

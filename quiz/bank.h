@@ -74,7 +74,6 @@ typedef struct TimeOrder {
 } TimeOrder;
 
 typedef struct Question {
-    int id;
     QuizText question;
     QuizText options[QUIZ_OPTIONS];
     int correct; /* 0..3, in the order of `options` */
@@ -86,14 +85,14 @@ typedef struct Question {
     const char *bench; /* the program that measures it, under build/: "bench/bench_scaling" */
     const char *plot;  /* the PNG bench/plots.sh draws of it: "scaling.png" */
     QuizText plot_alt; /* what the plot shows, for a reader who cannot see it */
-    Measurement *measurements;
+    Measurement measurements[QUIZ_MAX_MEASUREMENTS];
     int n_measurements;
 } Question;
 
 typedef struct Bank {
     QuizText title, subtitle, description;
-    Question *questions;
-    int n_questions;
+    Question questions[QUIZ_QUESTIONS];
+    int n_questions; /* QUIZ_QUESTIONS */
     cJSON *doc;
 } Bank;
 
@@ -107,6 +106,10 @@ Bank *bank_load(const char *path);
 /* Frees the bank. NULL is a no-op. */
 void bank_free(Bank *bank);
 
+/* The measurement of `q` that the {placeholder} opening at `open` names, or NULL; its
+ * closing '}' in *close (NULL when there is none). */
+const Measurement *question_placeholder(const Question *q, const char *open, const char **close);
+
 /* Whether `text`, a part of q's explanation (its placeholders checked by bank_load), quotes
  * one of q's time measurements. */
 bool question_quotes_time(const Question *q, const char *text);
@@ -117,15 +120,8 @@ bool question_quotes_time(const Question *q, const char *text);
  * bank's own order. `orders` has a row per question. */
 void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS]);
 
-/* The largest bank, results file, style or script the quiz reads. */
+/* The largest bank, style, script or plot the quiz reads (with file_read_all, base/file.h). */
 #define QUIZ_MAX_FILE (256 << 20)
-
-/* The whole regular file at `path` as a NUL-terminated string the caller frees, its length
- * in *size when `size` is not NULL. It is opened with file_open_regular (base/file.h),
- * so a directory or a FIFO is refused at once, without blocking. NULL on error: REMAT_EIO
- * (REMAT_ENOMEM) with a message that begins with `who` and names the path and the reason
- * ("cannot load the question bank: quiz is a directory, not a regular file"). */
-char *quiz_read_file(const char *who, const char *path, size_t *size);
 
 /* "en", "ar": the names of QuizLang's values, and the keys of a text's languages in the bank. */
 extern const NameTable QUIZ_LANG_NAMES;

@@ -12,7 +12,6 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "quiz/words.h"
@@ -50,35 +49,46 @@ typedef struct Figure {
     int samples;
 } Figure;
 
-/* What a plausible measurement of each format is. Far beyond anything a bench on one
- * machine measures, but not beyond what a corrupted or hand-edited file holds: "kept
- * 16777216.0 TiB" or "kept 0 B" from a null is worse than no figure. */
-typedef struct Plausible {
-    const char *format;
+/* Each numeric format: what a plausible measurement of it is, and how it is written,
+ * printf(print, (value − shift) × scale), or as bytes (mem_format_bytes) when print is
+ * NULL. The limits are far beyond anything a bench on one machine measures, but not
+ * beyond what a corrupted or hand-edited file holds: "kept 16777216.0 TiB" or "kept 0 B"
+ * from a null is worse than no figure. */
+typedef struct Format {
+    const char *name;
     double max;
     bool whole, positive;
-} Plausible;
+    const char *print;
+    double shift, scale;
+} Format;
 
-static const Plausible PLAUSIBLE[] = {
-    {"bytes", 1125899906842624.0, true, false}, /* 1 PiB */
-    {"int", 1e9, true, false},
-    {"count", 1e9, true, true},                 /* samples, cores */
-    {"percent", 100.0, false, false},           /* a ratio: up to 10000% */
-    {"excess", 100.0, false, true},             /* a ratio of times: above 0 */
-    {"fraction", 1.0, false, false},            /* CPU steal */
-    {"number", 1e6, false, false},              /* slopes, gradient differences, load averages */
+static const Format FORMATS[] = {
+    {"bytes", 1125899906842624.0, true, false, NULL, 0, 1}, /* 1 PiB */
+    {"int", 1e9, true, false, "%.0f", 0, 1},
+    {"count", 1e9, true, true, "%.3g", 0, 1},               /* samples, cores */
+    {"percent", 100.0, false, false, "%.1f%%", 0, 100},     /* a ratio: up to 10000% */
+    {"excess", 100.0, false, true, "%+.1f%%", 1, 100},      /* a ratio of times: above 0 */
+    {"fraction", 1.0, false, false, "%.3g", 0, 1},          /* CPU steal */
+    {"number", 1e6, false, false, "%.3g", 0, 1},            /* slopes, gradient differences, load averages */
 };
 
-/* Checks `v`, a value of format `format` ("text" or one of PLAUSIBLE's); false with
- * *problem set if it is not a plausible measurement. */
+/* The numeric format called `name`; "number" for any other. */
+static const Format *format_of(const char *name)
+{
+    const size_t n = sizeof FORMATS / sizeof FORMATS[0];
+    for (size_t i = 0; i < n - 1; i++)
+        if (!strcmp(FORMATS[i].name, name)) return &FORMATS[i];
+    return &FORMATS[n - 1];
+}
+
+/* Checks `v`, a value of format `format` ("text" or one of FORMATS); false with *problem
+ * set if it is not a plausible measurement. */
 static bool valid_value(const cJSON *v, const char *format, FigureProblem *problem)
 {
     *problem = PROBLEM_NOT_NUMBER;
     if (!strcmp(format, "text")) return cJSON_IsString(v);
     if (!cJSON_IsNumber(v) || isnan(v->valuedouble)) return false;
-    const Plausible *p = &PLAUSIBLE[sizeof PLAUSIBLE / sizeof PLAUSIBLE[0] - 1];
-    for (size_t i = 0; i < sizeof PLAUSIBLE / sizeof PLAUSIBLE[0]; i++)
-        if (!strcmp(PLAUSIBLE[i].format, format)) p = &PLAUSIBLE[i];
+    const Format *p = format_of(format);
     const double x = v->valuedouble;
     *problem = x < 0 ? PROBLEM_NEGATIVE : p->positive && x == 0 ? PROBLEM_NOT_POSITIVE : !(x <= p->max) ? PROBLEM_TOO_LARGE
              : p->whole && x != floor(x) ? PROBLEM_NOT_WHOLE : PROBLEM_NOT_NUMBER;
@@ -189,17 +199,9 @@ bool results_machine(const cJSON *doc, RecordedMachine *m)
 
 static void format_number(char *buf, size_t size, double v, const char *format)
 {
-    if (!strcmp(format, "bytes")) {
-        mem_format_bytes(buf, size, (size_t)v);
-    } else if (!strcmp(format, "percent")) {
-        snprintf(buf, size, "%.1f%%", 100.0 * v);
-    } else if (!strcmp(format, "excess")) {
-        snprintf(buf, size, "%+.1f%%", 100.0 * (v - 1.0));
-    } else if (!strcmp(format, "int")) {
-        snprintf(buf, size, "%.0f", v);
-    } else {
-        snprintf(buf, size, "%.3g", v);
-    }
+    const Format *f = format_of(format);
+    if (f->print) snprintf(buf, size, f->print, (v - f->shift) * f->scale);
+    else mem_format_bytes(buf, size, (size_t)v);
 }
 
 /* A found figure as the explanation quotes it: a time with its spread. */
@@ -247,11 +249,6 @@ static void blame(Judgement *j, TimeTrust trust, const TimeOrder *order)
     j->order = order;
 }
 
-static const Figure *figure_of(const Figure *figs, const Question *q, const Measurement *m)
-{
-    return &figs[m - q->measurements];
-}
-
 /* One time on its own: from enough samples, and narrow enough to carry a lesson? */
 static TimeTrust figure_trust(const Figure *fig)
 {
@@ -280,7 +277,8 @@ static Judgement judge_times(const Question *q, const Figure *figs, ResultsDir *
         else j.figure[i] = figure_trust(fig);
     }
     for (int o = 0; o < q->n_orders; o++) {
-        const Figure *lower = figure_of(figs, q, q->orders[o].lower), *higher = figure_of(figs, q, q->orders[o].higher);
+        const Figure *lower = &figs[q->orders[o].lower - q->measurements];
+        const Figure *higher = &figs[q->orders[o].higher - q->measurements];
         if (lower->spread && higher->spread && lower->lo > higher->hi) blame(&j, TIMES_CONTRADICTED, &q->orders[o]);
     }
     return j;
@@ -301,20 +299,14 @@ typedef struct Fill {
 /* The figure {name...} at `open` names (the bank checked that it names one). */
 static const Figure *placeholder(const Fill *fill, const char *open, const char **close)
 {
-    *close = strchr(open, '}');
-    const size_t len = (size_t)(*close - open - 1);
-    for (int i = 0; i < fill->q->n_measurements; i++) {
-        const char *name = fill->q->measurements[i].name;
-        if (strlen(name) == len && !strncmp(name, open + 1, len)) return &fill->figs[i];
-    }
-    return NULL;
+    return &fill->figs[question_placeholder(fill->q, open, close) - fill->q->measurements];
 }
 
 /* Whether `fig` can be quoted: found, and for a time, trusted on the question's and its
  * own account. */
 static bool can_quote(const Fill *fill, const Figure *fig)
 {
-    if (!fig || fig->state != FIG_OK) return false;
+    if (fig->state != FIG_OK) return false;
     return !fig->m->time || (fill->judged.trust == TIMES_CARRY && fill->judged.figure[fig - fill->figs] == TIMES_CARRY);
 }
 

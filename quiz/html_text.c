@@ -120,10 +120,9 @@ void html_text(FILE *out, const char *s, size_t len, QuizLang lang)
         } else {
             html_escaped(out, s + i, j - i);
         }
-        for (i = j; i < len; i += n) { /* the Arabic that follows, as it is */
-            if (!is_arabic(next_char(s + i, len - i, &n))) break;
-            html_escaped(out, s + i, n);
-        }
+        i = j; /* then the Arabic that follows, as it is */
+        while (i < len && is_arabic(next_char(s + i, len - i, &n))) i += n;
+        html_escaped(out, s + j, i - j);
     }
 }
 

@@ -1,18 +1,16 @@
 /*
  * page.c — the quiz as one self-contained HTML page (see page.h).
  *
- * The page is written top to bottom with fprintf, one function per part: the head with
- * the inline style; each language's view (title, the eight questions, each with its
- * options as buttons and its answer inside a <details>); the score, which the script
- * fills in the language shown; each language's footer; and the script last. Nothing here decides what the quiz says: the
- * questions come from the bank, the explanations from explain_pieces (the same pieces the
- * terminal joins into a line), the verdicts and the score line from words.h.
+ * The page is written top to bottom, one function per part: the head with the inline
+ * style; each language's view (its questions, each with its options as buttons and its
+ * answer inside a <details>); the score, which the script fills in the language shown;
+ * each language's footer; and the script last. Nothing here decides what the quiz says:
+ * the questions come from the bank, the explanations from explain_pieces (the pieces the
+ * terminal joins into a line), the verdicts and the score line from words.h; every text
+ * goes through html_text.h, which escapes it and isolates Arabic's left-to-right runs.
  *
- * Every text from the bank or the results goes through html_text (html_text.h), which
- * escapes it for HTML and, in the Arabic view, isolates each left-to-right run.
- *
- * What it is not: a general HTML writer. It writes this page and checks only what could
- * break it (the style or script closing its own element).
+ * What it is not: a general HTML writer. It checks only what could break this page (the
+ * style or script closing its own element).
  */
 #include "quiz/page.h"
 
@@ -25,108 +23,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "quiz/words.h"
 #include "base/file.h"
-
 #include "quiz/html_text.h"
+#include "quiz/words.h"
 
 static const char *const LANG_CODES[LANG_COUNT] = {"en", "ar"};
 static const char *const LANG_DIRS[LANG_COUNT] = {"ltr", "rtl"};
 
-/* The page's own words, beside the terminal's (words.h). */
-typedef struct PageWords {
-    const char *language_name;               /* in its own language, for the switch */
-    const char *noscript;                    /* with JavaScript off */
-    const char *answer_summary;              /* the <details> that holds the answer */
-    const char *plot_missing;                /* %s plot file, %s results dir, %s plots dir */
-    const char *plot_broken;                 /* %s plot file: present but not a readable PNG */
-    const char *plot_caption;                /* %s plot file */
-    const char *result_title, *again;        /* the score section */
-    const char *footer_title;                /* where the figures come from */
-    const char *when, *commit, *cpu, *threads, *load, *mode, *system, *benches; /* footer labels */
-    const char *no_results;                  /* %s results dir: nothing there */
-    const char *not_recorded;                /* a field the results do not hold */
-    const char *cpu_line;                    /* %s cores, %s OpenBLAS core */
-    const char *load_line;                   /* %s others' CPU share, %s load before, %s after, %s CPU steal */
-    const char *dirty, *clean;               /* after the commit */
-    const char *quick, *full;                /* the benches' modes */
-    const char *range;                       /* %s first date, %s last date */
-    const char *comma, *semicolon;           /* between the items of a list */
-} PageWords;
-
-static const PageWords PAGE_WORDS[LANG_COUNT] = {
-    [LANG_EN] = {
-        .language_name = "English",
-        .noscript = "JavaScript is off: open “Answer and explanation” under a question to check your answer.",
-        .answer_summary = "Answer and explanation",
-        .plot_missing = "(plot %s not drawn yet: run bench/plots.sh %s %s)",
-        .plot_broken = "(%s is not a readable PNG file)",
-        .plot_caption = "%s, drawn by bench/plots.sh from this machine's results",
-        .result_title = "Your score",
-        .again = "Start again",
-        .footer_title = "Where these figures come from",
-        .when = "Measured",
-        .commit = "Commit",
-        .cpu = "CPU",
-        .threads = "Threads",
-        .load = "Load while measuring",
-        .mode = "Mode",
-        .system = "System",
-        .benches = "Benches",
-        .no_results = "No results in %s yet: each figure above names the bench that measures it.",
-        .not_recorded = "not recorded in the results",
-        .cpu_line = "%s cores, OpenBLAS kernels for %s (the CPU's model is not recorded in the results)",
-        .load_line = "other processes ran for %s of the CPU time; 1-minute load average %s before, %s after; %s of "
-                     "the CPU time stolen by the hypervisor",
-        .dirty = "with uncommitted changes",
-        .clean = "no uncommitted changes",
-        .quick = "quick (small configurations)",
-        .full = "full",
-        .range = "%s to %s",
-        .comma = ", ",
-        .semicolon = "; ",
-    },
-    [LANG_AR] = {
-        .language_name = "العربية",
-        .noscript = "جافاسكربت معطّلة: افتح «الإجابة والتفسير» تحت السؤال لتتحقق من إجابتك.",
-        .answer_summary = "الإجابة والتفسير",
-        .plot_missing = "(لم يُرسم %s بعد: شغّل bench/plots.sh %s %s)",
-        .plot_broken = "(%s ليس ملف PNG مقروءًا)",
-        .plot_caption = "%s، رسمه bench/plots.sh من نتائج هذا الجهاز",
-        .result_title = "نتيجتك",
-        .again = "ابدأ من جديد",
-        .footer_title = "من أين تأتي هذه الأرقام",
-        .when = "وقت القياس",
-        .commit = "الإيداع",
-        .cpu = "المعالج",
-        .threads = "الخيوط",
-        .load = "الحمل أثناء القياس",
-        .mode = "النمط",
-        .system = "النظام",
-        .benches = "برامج القياس",
-        .no_results = "لا توجد نتائج في %s بعد: كل رقم أعلاه يسمّي برنامج القياس الذي يقيسه.",
-        .not_recorded = "غير مسجَّل في النتائج",
-        .cpu_line = "عدد الأنوية %s، وشيفرة OpenBLAS المخصّصة لمعالجات %s (طراز المعالج غير مسجَّل في النتائج)",
-        .load_line = "شغلت عمليات أخرى %s من وقت المعالج؛ ومتوسط الحمل لدقيقة واحدة %s قبل القياس و%s بعده؛ واستلب "
-                     "المشرف الافتراضي %s من وقت المعالج",
-        .dirty = "مع تعديلات غير مودَعة",
-        .clean = "بلا تعديلات غير مودَعة",
-        .quick = "سريع (إعدادات صغيرة)",
-        .full = "كامل",
-        .range = "من %s إلى %s",
-        .comma = "، ",
-        .semicolon = "؛ ",
-    },
-};
+/* Writes `open`, then `text` in `lang` through html_string, then `close`. */
+static void put_in(FILE *out, const char *open, const char *text, const char *close, QuizLang lang)
+{
+    fputs(open, out);
+    html_string(out, text, lang);
+    fputs(close, out);
+}
 
 /* ---- files: the style, the script and the plots -------------------------------------- */
-
-/* The whole file at `path` (its length in *size), owned by the caller; NULL with
- * REMAT_EIO (a directory or a FIFO included). */
-static unsigned char *read_all(const char *path, size_t *size)
-{
-    return (unsigned char *)quiz_read_file("quiz --html", path, size);
-}
 
 /* Base64 (RFC 4648, with padding) of `n` bytes. */
 static void put_base64(FILE *out, const unsigned char *data, size_t n)
@@ -157,12 +69,14 @@ static bool png_size(const unsigned char *data, size_t n, uint32_t *width, uint3
  * but cannot be read or is not a PNG. */
 static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const PageSources *src)
 {
-    const PageWords *pw = &PAGE_WORDS[lang];
+    const QuizWords *w = quiz_words(lang);
     char path[1024], line[2048];
     snprintf(path, sizeof path, "%s/%s", src->plots_dir, q->plot);
     size_t n = 0;
     const bool present = access(path, F_OK) == 0;
-    unsigned char *png = present ? read_all(path, &n) : NULL;
+    char *file = NULL;
+    if (present && file_read_all("quiz --html", path, QUIZ_MAX_FILE, &file, &n) != REMAT_OK) file = NULL;
+    const unsigned char *png = (const unsigned char *)file;
     uint32_t width, height;
     RematStatus status = REMAT_OK;
     fputs("<figure class=\"plot\">", out);
@@ -172,21 +86,19 @@ static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const P
         fputs("\" src=\"data:image/png;base64,", out);
         put_base64(out, png, n);
         fputs("\">\n<figcaption>", out);
-        html_words(out, lang, pw->plot_caption, (const char *[]){q->plot}, "code");
+        html_words(out, lang, w->plot_caption, (const char *[]){q->plot}, "code");
         fputs("</figcaption>", out);
     } else {
         if (present) {
             status = remat_fail(REMAT_ECORRUPT, "%s is not a readable PNG file", path);
-            snprintf(line, sizeof line, pw->plot_broken, path);
+            snprintf(line, sizeof line, w->plot_broken, path);
         } else {
-            snprintf(line, sizeof line, pw->plot_missing, q->plot, results_dir(src->results), src->plots_dir);
+            snprintf(line, sizeof line, w->plot_missing, q->plot, results_dir(src->results), src->plots_dir);
         }
-        fputs("<p class=\"missing\">", out);
-        html_string(out, line, lang);
-        fputs("</p>", out);
+        put_in(out, "<p class=\"missing\">", line, "</p>", lang);
     }
     fputs("</figure>\n", out);
-    free(png);
+    free(file);
     return status;
 }
 
@@ -228,9 +140,8 @@ static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSourc
 
     fprintf(out, "<article class=\"question\" id=\"%s-q%d\" data-correct=\"%d\" aria-labelledby=\"%s-q%d-stem\">\n",
             l, q + 1, question->correct + 1, l, q + 1);
-    fprintf(out, "<p class=\"count\">");
-    html_string(out, count, lang);
-    fprintf(out, "</p>\n<h2 class=\"stem\" id=\"%s-q%d-stem\">", l, q + 1);
+    put_in(out, "<p class=\"count\">", count, "</p>\n", lang);
+    fprintf(out, "<h2 class=\"stem\" id=\"%s-q%d-stem\">", l, q + 1);
     html_string(out, question->question.lang[lang], lang);
     fprintf(out, "</h2>\n<ol class=\"options\" aria-labelledby=\"%s-q%d-stem\">\n", l, q + 1);
     int shown_correct = 0;
@@ -244,9 +155,8 @@ static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSourc
     }
     fputs("</ol>\n<p class=\"verdict\" role=\"status\"></p>\n", out);
 
-    fputs("<details class=\"answer\">\n<summary>", out);
-    html_string(out, PAGE_WORDS[lang].answer_summary, lang);
-    fputs("</summary>\n<p class=\"correct\">", out);
+    put_in(out, "<details class=\"answer\">\n<summary>", w->answer_summary,
+           "</summary>\n<p class=\"correct\">", lang);
     const char shown[2] = {(char)('1' + shown_correct), '\0'};
     html_words(out, lang, w->correct_was, (const char *[]){shown, question->options[question->correct].lang[lang]}, NULL);
     fputs("</p>\n", out);
@@ -299,8 +209,9 @@ static bool field_commit(const cJSON *doc, QuizLang lang, char *buf, size_t size
     const cJSON *commit = cJSON_GetObjectItemCaseSensitive(doc, "git_commit");
     const cJSON *dirty = cJSON_GetObjectItemCaseSensitive(doc, "git_dirty");
     if (!cJSON_IsString(commit)) return false;
-    snprintf(buf, size, "%.12s%s%s", commit->valuestring, cJSON_IsBool(dirty) ? PAGE_WORDS[lang].comma : "",
-             !cJSON_IsBool(dirty) ? "" : cJSON_IsTrue(dirty) ? PAGE_WORDS[lang].dirty : PAGE_WORDS[lang].clean);
+    const QuizWords *w = quiz_words(lang);
+    snprintf(buf, size, "%.12s%s%s", commit->valuestring, cJSON_IsBool(dirty) ? w->comma : "",
+             !cJSON_IsBool(dirty) ? "" : cJSON_IsTrue(dirty) ? w->dirty : w->clean);
     return true;
 }
 
@@ -311,7 +222,7 @@ static bool field_cpu(const cJSON *doc, QuizLang lang, char *buf, size_t size)
     char core[128], count[16];
     if (!cJSON_IsNumber(cores) || !string_at(machine, "blas_core", core, sizeof core)) return false;
     snprintf(count, sizeof count, "%d", cores->valueint);
-    snprintf(buf, size, PAGE_WORDS[lang].cpu_line, count, core);
+    snprintf(buf, size, quiz_words(lang)->cpu_line, count, core);
     return true;
 }
 
@@ -334,7 +245,7 @@ static bool field_load(const cJSON *doc, QuizLang lang, char *buf, size_t size)
     snprintf(load_before, sizeof load_before, "%.1f", m.load_before);
     snprintf(load_after, sizeof load_after, "%.1f", m.load_after);
     snprintf(stolen, sizeof stolen, "%.1f%%", 100.0 * m.steal);
-    snprintf(buf, size, PAGE_WORDS[lang].load_line, others, load_before, load_after, stolen);
+    snprintf(buf, size, quiz_words(lang)->load_line, others, load_before, load_after, stolen);
     return true;
 }
 
@@ -342,8 +253,8 @@ static bool field_mode(const cJSON *doc, QuizLang lang, char *buf, size_t size)
 {
     char mode[16];
     if (!string_at(doc, "mode", mode, sizeof mode)) return false;
-    const char *said = !strcmp(mode, "quick") ? PAGE_WORDS[lang].quick : !strcmp(mode, "full") ? PAGE_WORDS[lang].full : mode;
-    snprintf(buf, size, "%s", said);
+    const QuizWords *w = quiz_words(lang);
+    snprintf(buf, size, "%s", !strcmp(mode, "quick") ? w->quick : !strcmp(mode, "full") ? w->full : mode);
     return true;
 }
 
@@ -352,7 +263,7 @@ static bool field_system(const cJSON *doc, QuizLang lang, char *buf, size_t size
     const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
     char os[256], host[128];
     if (!string_at(machine, "os", os, sizeof os) || !string_at(machine, "hostname", host, sizeof host)) return false;
-    snprintf(buf, size, "%s%s%s", os, PAGE_WORDS[lang].comma, host);
+    snprintf(buf, size, "%s%s%s", os, quiz_words(lang)->comma, host);
     return true;
 }
 
@@ -363,6 +274,7 @@ static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *te
                       const char **benches, int n_benches)
 {
     enum { MAX_VALUES = 16 };
+    const QuizWords *w = quiz_words(lang);
     char values[MAX_VALUES][512];
     const char *owners[MAX_VALUES][16];
     int n_values = 0, n_owners[MAX_VALUES] = {0};
@@ -370,24 +282,20 @@ static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *te
         const cJSON *doc = results_document(results, benches[b]);
         if (!doc) continue;
         char value[512];
-        if (!text(doc, lang, value, sizeof value)) snprintf(value, sizeof value, "%s", PAGE_WORDS[lang].not_recorded);
+        if (!text(doc, lang, value, sizeof value)) snprintf(value, sizeof value, "%s", w->unrecorded);
         int v = 0;
         while (v < n_values && strcmp(values[v], value)) v++;
         if (v == MAX_VALUES) continue;
         if (v == n_values) snprintf(values[n_values++], sizeof values[0], "%s", value);
         if (n_owners[v] < 16) owners[v][n_owners[v]++] = benches[b];
     }
-    fputs("<dt>", out);
-    html_string(out, label, lang);
-    fputs("</dt><dd>", out);
+    put_in(out, "<dt>", label, "</dt><dd>", lang);
     for (int v = 0; v < n_values; v++) {
-        if (v) fputs(PAGE_WORDS[lang].semicolon, out);
+        if (v) fputs(w->semicolon, out);
         html_string(out, values[v], lang);
         for (int o = 0; n_values > 1 && o < n_owners[v]; o++) {
-            fputs(o ? PAGE_WORDS[lang].comma : " (", out);
-            fputs("<code>", out);
-            html_string(out, owners[v][o], lang);
-            fputs(o + 1 == n_owners[v] ? "</code>)" : "</code>", out);
+            fputs(o ? w->comma : " (", out);
+            put_in(out, "<code>", owners[v][o], o + 1 == n_owners[v] ? "</code>)" : "</code>", lang);
         }
     }
     fputs("</dd>\n", out);
@@ -395,13 +303,12 @@ static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *te
 
 static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
 {
-    const PageWords *pw = &PAGE_WORDS[lang];
+    const QuizWords *w = quiz_words(lang);
     const char *benches[16];
     const int n_benches = quoted_benches(src->bank, benches, 16);
-    fprintf(out, "<footer class=\"measured\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n<h2>", LANG_CODES[lang],
+    fprintf(out, "<footer class=\"measured\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n", LANG_CODES[lang],
             LANG_CODES[lang], LANG_DIRS[lang]);
-    html_string(out, pw->footer_title, lang);
-    fputs("</h2>\n", out);
+    put_in(out, "<h2>", w->footer_title, "</h2>\n", lang);
     /* The dates of the first and the last bench run, ISO 8601 in UTC: they sort as text. */
     char first[64] = "", last[64] = "", date[64];
     int with_results = 0;
@@ -414,32 +321,24 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
     }
     if (!with_results) {
         char line[1024];
-        snprintf(line, sizeof line, pw->no_results, results_dir(src->results));
-        fputs("<p>", out);
-        html_string(out, line, lang);
-        fputs("</p>\n</footer>\n", out);
+        snprintf(line, sizeof line, w->no_results, results_dir(src->results));
+        put_in(out, "<p>", line, "</p>\n</footer>\n", lang);
         return;
     }
-    fputs("<dl>\n<dt>", out);
-    html_string(out, pw->when, lang);
-    fputs("</dt><dd>", out);
-    if (!first[0]) html_string(out, pw->not_recorded, lang);
-    else html_words(out, lang, strcmp(first, last) ? pw->range : "%s", (const char *[]){first, last}, "time");
+    put_in(out, "<dl>\n<dt>", w->when, "</dt><dd>", lang);
+    if (!first[0]) html_string(out, w->unrecorded, lang);
+    else html_words(out, lang, strcmp(first, last) ? w->range : "%s", (const char *[]){first, last}, "time");
     fputs("</dd>\n", out);
-    put_field(out, lang, pw->mode, field_mode, src->results, benches, n_benches);
-    put_field(out, lang, pw->commit, field_commit, src->results, benches, n_benches);
-    put_field(out, lang, pw->cpu, field_cpu, src->results, benches, n_benches);
-    put_field(out, lang, pw->threads, field_threads, src->results, benches, n_benches);
-    put_field(out, lang, pw->load, field_load, src->results, benches, n_benches);
-    put_field(out, lang, pw->system, field_system, src->results, benches, n_benches);
-    fputs("<dt>", out);
-    html_string(out, pw->benches, lang);
-    fputs("</dt><dd>", out);
+    put_field(out, lang, w->mode, field_mode, src->results, benches, n_benches);
+    put_field(out, lang, w->commit, field_commit, src->results, benches, n_benches);
+    put_field(out, lang, w->cpu, field_cpu, src->results, benches, n_benches);
+    put_field(out, lang, w->threads, field_threads, src->results, benches, n_benches);
+    put_field(out, lang, w->load, field_load, src->results, benches, n_benches);
+    put_field(out, lang, w->system, field_system, src->results, benches, n_benches);
+    put_in(out, "<dt>", w->benches, "</dt><dd>", lang);
     for (int b = 0; b < n_benches; b++) {
-        if (b) fputs(pw->comma, out);
-        fputs("<code>", out);
-        html_string(out, benches[b], lang);
-        fputs("</code>", out);
+        if (b) fputs(w->comma, out);
+        put_in(out, "<code>", benches[b], "</code>", lang);
     }
     fputs("</dd>\n</dl>\n</footer>\n", out);
 }
@@ -449,16 +348,12 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
 static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src)
 {
     const Bank *bank = src->bank;
-    fprintf(out, "<div class=\"view\" id=\"view-%s\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n<header>\n<p class=\"subtitle\">",
+    fprintf(out, "<div class=\"view\" id=\"view-%s\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n<header>\n",
             LANG_CODES[lang], LANG_CODES[lang], LANG_CODES[lang], LANG_DIRS[lang]);
-    html_string(out, bank->subtitle.lang[lang], lang);
-    fputs("</p>\n<h1>", out);
-    html_string(out, bank->title.lang[lang], lang);
-    fputs("</h1>\n<p class=\"description\">", out);
-    html_string(out, bank->description.lang[lang], lang);
-    fputs("</p>\n<noscript><p class=\"note\">", out);
-    html_string(out, PAGE_WORDS[lang].noscript, lang);
-    fputs("</p></noscript>\n</header>\n", out);
+    put_in(out, "<p class=\"subtitle\">", bank->subtitle.lang[lang], "</p>\n", lang);
+    put_in(out, "<h1>", bank->title.lang[lang], "</h1>\n", lang);
+    put_in(out, "<p class=\"description\">", bank->description.lang[lang], "</p>\n", lang);
+    put_in(out, "<noscript><p class=\"note\">", quiz_words(lang)->noscript, "</p></noscript>\n</header>\n", lang);
     RematStatus status = REMAT_OK;
     for (int q = 0; q < bank->n_questions; q++) {
         RematStatus s = put_question(out, q, lang, src);
@@ -474,10 +369,9 @@ static void put_script_words(FILE *out)
     fputs("<script type=\"application/json\" id=\"quiz-words\">{", out);
     for (int l = 0; l < LANG_COUNT; l++) {
         const QuizWords *w = quiz_words((QuizLang)l);
-        const PageWords *pw = &PAGE_WORDS[l];
         const char *const pairs[][2] = {{"right", w->right},          {"wrong", w->wrong},
-                                        {"score", w->score},          {"result_title", pw->result_title},
-                                        {"again", pw->again},         {"your_answer", w->chosen},
+                                        {"score", w->score},          {"result_title", w->result_title},
+                                        {"again", w->again},         {"your_answer", w->chosen},
                                         {"the_answer", w->the_answer}};
         fprintf(out, "%s\"%s\": {", l ? ", " : "", LANG_CODES[l]);
         for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
@@ -492,9 +386,9 @@ static void put_script_words(FILE *out)
 /* Inlines the file at `path` inside <element>; it must not contain "</element". */
 static RematStatus put_inline(FILE *out, const char *element, const char *path)
 {
+    char *text;
     size_t n;
-    char *text = (char *)read_all(path, &n);
-    if (!text) return REMAT_EIO;
+    if (file_read_all("quiz --html", path, QUIZ_MAX_FILE, &text, &n) != REMAT_OK) return REMAT_EIO;
     char closing[32];
     snprintf(closing, sizeof closing, "</%s", element);
     RematStatus status = REMAT_OK;
@@ -534,7 +428,7 @@ static RematStatus put_page(FILE *out, const PageSources *src, RematStatus *cont
     fputs("</head>\n<body>\n<nav class=\"langs\" aria-label=\"Language · اللغة\">\n", out);
     for (int l = 0; l < LANG_COUNT; l++)
         fprintf(out, "<a href=\"#view-%s\" data-lang=\"%s\" lang=\"%s\" dir=\"%s\">%s</a>\n", LANG_CODES[l],
-                LANG_CODES[l], LANG_CODES[l], LANG_DIRS[l], PAGE_WORDS[l].language_name);
+                LANG_CODES[l], LANG_CODES[l], LANG_DIRS[l], quiz_words((QuizLang)l)->language_name);
     fprintf(out, "</nav>\n<main data-questions=\"%d\">\n", bank->n_questions);
     for (int l = 0; l < LANG_COUNT; l++) {
         RematStatus s = put_view(out, (QuizLang)l, src);

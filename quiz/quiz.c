@@ -32,20 +32,14 @@
 #include "base/file.h"
 #include "base/flags.h"
 
-#ifndef REMAT_QUIZ_BANK
-#define REMAT_QUIZ_BANK "quiz/questions.json"
-#endif
-#ifndef REMAT_QUIZ_PAGE_CSS
-#define REMAT_QUIZ_PAGE_CSS "quiz/page.css"
-#endif
-#ifndef REMAT_QUIZ_PAGE_JS
-#define REMAT_QUIZ_PAGE_JS "quiz/page.js"
-#endif
+/* REMAT_QUIZ_BANK, REMAT_QUIZ_PAGE_CSS and REMAT_QUIZ_PAGE_JS, the files in the source
+ * tree, come from quiz/CMakeLists.txt. */
 
 typedef struct Options {
     QuizLang lang;
     bool preview, no_shuffle;
-    const char *answers; /* comma-separated, or NULL */
+    int answers[QUIZ_QUESTIONS]; /* --answers, each 0..3 */
+    int n_answers;               /* 0: answers are typed */
     const char *results;
     const char *plots; /* NULL: <results>/plots */
     const char *html;  /* write the page here instead of asking */
@@ -74,22 +68,17 @@ static int parse_answer(const char *text, size_t len)
 
 /* --answers: 1 to 8 answers, comma-separated, each exactly one character of 1-4 or a-d
  * (no spaces, no empty answer). */
-static bool valid_answers(const char *list)
-{
-    int n = 0;
-    for (const char *a = list;; a += strcspn(a, ",") + 1) {
-        if (++n > QUIZ_QUESTIONS || parse_answer(a, strcspn(a, ",")) < 0) return false;
-        if (!a[strcspn(a, ",")]) return true;
-    }
-}
-
 static RematStatus set_answers(void *opts, const char *v)
 {
-    if (!valid_answers(v))
-        return remat_fail(REMAT_EINVAL, "'%s' is not 1 to 8 answers, each 1-4 or a-d, separated by commas without "
-                          "spaces", v);
-    ((Options *)opts)->answers = v;
-    return REMAT_OK;
+    Options *o = opts;
+    for (const char *a = v;; a += strcspn(a, ",") + 1) {
+        const int answer = parse_answer(a, strcspn(a, ","));
+        if (o->n_answers == QUIZ_QUESTIONS || answer < 0)
+            return remat_fail(REMAT_EINVAL, "'%s' is not 1 to 8 answers, each 1-4 or a-d, separated by commas "
+                              "without spaces", v);
+        o->answers[o->n_answers++] = answer;
+        if (!a[strcspn(a, ",")]) return REMAT_OK;
+    }
 }
 
 #define AT(field) offsetof(Options, field)
@@ -155,39 +144,45 @@ static void print_question(const Bank *b, int q, const int *order, QuizLang lang
         printf("  %d) %s\n", i + 1, b->questions[q].options[order[i]].lang[lang]);
 }
 
-/* The next answer from --answers (*answers not NULL, checked by valid_answers), or from
- * the terminal; -2 at the end of input. A typed answer is one character, blanks around it
- * allowed, on a line of at most MAX_TYPED bytes with no NUL in it; anything else is asked
- * again. */
+/* The answer to question q, from --answers or typed on the terminal; -2 at the end of
+ * input. A typed answer is one character, blanks around it allowed, on a line of at most
+ * MAX_TYPED bytes with no NUL in it; anything else is asked again. */
 #define MAX_TYPED 16
-static int next_answer(const char **answers, QuizLang lang)
+static int next_answer(const Options *o, int q)
 {
-    if (*answers) {
-        if (!**answers) return -2;
-        const size_t len = strcspn(*answers, ",");
-        const int a = parse_answer(*answers, len);
-        *answers += len + ((*answers)[len] == ',');
-        return a;
-    }
+    if (o->n_answers) return q < o->n_answers ? o->answers[q] : -2;
     char *line = NULL;
     size_t cap = 0;
     int a = -2;
     for (;;) {
-        printf("%s", quiz_words(lang)->your_answer);
+        printf("%s", quiz_words(o->lang)->your_answer);
         fflush(stdout);
         const ssize_t n = getline(&line, &cap, stdin);
         if (n < 0) break;
         size_t len = (size_t)n, start = 0;
-        if (len && line[len - 1] == '\n') len--;
         while (len && isspace((unsigned char)line[len - 1])) len--;
         while (start < len && isspace((unsigned char)line[start])) start++;
         const bool clean = (size_t)n <= MAX_TYPED && strlen(line) == (size_t)n; /* no NUL inside */
         if (clean && (a = parse_answer(line + start, len - start)) >= 0) break;
         a = -2;
-        printf("%s\n", quiz_words(lang)->invalid);
+        printf("%s\n", quiz_words(o->lang)->invalid);
     }
     free(line);
     return a;
+}
+
+/* --html: the page instead of the terminal. 0 when written (a malformed results file or
+ * plot is reported, and the page says so in its place), 1 when it could not be. */
+static int write_page(const Options *o, const Bank *bank, const int orders[][QUIZ_OPTIONS], ResultsDir *results)
+{
+    char plots[1024];
+    snprintf(plots, sizeof plots, "%s/plots", o->results);
+    const PageSources src = {.bank = bank, .orders = orders, .results = results,
+                             .plots_dir = o->plots ? o->plots : plots,
+                             .style_file = REMAT_QUIZ_PAGE_CSS, .script_file = REMAT_QUIZ_PAGE_JS};
+    RematStatus status = page_write(o->html, &src);
+    if (status != REMAT_OK) fprintf(stderr, "quiz: %s\n", remat_last_error());
+    return status == REMAT_OK || status == REMAT_ECORRUPT ? 0 : 1;
 }
 
 static void print_header(const Bank *b, QuizLang lang)
@@ -195,24 +190,12 @@ static void print_header(const Bank *b, QuizLang lang)
     printf("%s\n%s\n%s\n", b->subtitle.lang[lang], b->title.lang[lang], b->description.lang[lang]);
 }
 
-/* --html: the page instead of the terminal. 0 when written (a malformed results file or
- * plot is reported, and the page says so in its place), 1 when it could not be. */
-static int write_page(const Options *o, const Bank *bank, const int orders[][QUIZ_OPTIONS])
+/* The header and every question with its options, without answers. */
+static void print_preview(const Bank *bank, const int orders[][QUIZ_OPTIONS], QuizLang lang)
 {
-    char plots[1024];
-    snprintf(plots, sizeof plots, "%s/plots", o->results);
-    ResultsDir *results = results_open(o->results);
-    if (!results) {
-        fprintf(stderr, "quiz: no memory for the results\n");
-        return 1;
-    }
-    const PageSources src = {.bank = bank, .orders = orders, .results = results,
-                             .plots_dir = o->plots ? o->plots : plots,
-                             .style_file = REMAT_QUIZ_PAGE_CSS, .script_file = REMAT_QUIZ_PAGE_JS};
-    RematStatus status = page_write(o->html, &src);
-    results_close(results);
-    if (status != REMAT_OK) fprintf(stderr, "quiz: %s\n", remat_last_error());
-    return status == REMAT_OK || status == REMAT_ECORRUPT ? 0 : 1;
+    print_header(bank, lang);
+    for (int q = 0; q < bank->n_questions; q++) print_question(bank, q, orders[q], lang);
+    printf("\n%s\n", quiz_words(lang)->preview_note);
 }
 
 /* Question q answered `given` (an index into its options): right or wrong, the answer, the
@@ -256,20 +239,15 @@ static void print_score(const Bank *bank, const int *given, int asked, int score
     }
 }
 
-/* The quiz on the terminal: every question, read an answer (typed, or from --answers),
- * judge it and explain; then the score. 0, or 1 when the results cannot be read. */
-static int ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_OPTIONS])
+/* The quiz on the terminal: the header, every question, read an answer (typed, or from
+ * --answers), judge it and explain; then the score. */
+static void ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_OPTIONS], ResultsDir *results)
 {
-    ResultsDir *results = results_open(o->results);
-    if (!results) {
-        fprintf(stderr, "quiz: no memory for the results\n");
-        return 1;
-    }
-    const char *answers = o->answers;
+    print_header(bank, o->lang);
     int given[QUIZ_QUESTIONS], score = 0, asked = 0;
     for (int q = 0; q < bank->n_questions; q++) {
         print_question(bank, q, orders[q], o->lang);
-        const int a = next_answer(&answers, o->lang);
+        const int a = next_answer(o, q);
         if (a == -2) {
             printf("\n%s\n", quiz_words(o->lang)->ended);
             break;
@@ -279,8 +257,6 @@ static int ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_O
         score += print_verdict(&bank->questions[q], orders[q], given[q], o->lang, results);
     }
     print_score(bank, given, asked, score, o->lang);
-    results_close(results);
-    return 0;
 }
 
 int main(int argc, char **argv)
@@ -295,28 +271,18 @@ int main(int argc, char **argv)
         return 2;
     }
     Bank *bank = bank_load(o.bank);
-    if (!bank) {
-        fprintf(stderr, "quiz: %s\n", remat_last_error());
+    ResultsDir *results = bank ? results_open(o.results) : NULL;
+    if (!results) {
+        fprintf(stderr, "quiz: %s\n", bank ? "no memory for the results" : remat_last_error());
+        bank_free(bank);
         return 1;
     }
-    const QuizWords *w = quiz_words(o.lang);
-    int orders[QUIZ_QUESTIONS][QUIZ_OPTIONS];
+    int orders[QUIZ_QUESTIONS][QUIZ_OPTIONS], status = 0;
     bank_option_orders(bank, o.seed, !o.no_shuffle, orders);
-    if (o.html) {
-        int status = write_page(&o, bank, orders);
-        bank_free(bank);
-        return finish(status);
-    }
-    print_header(bank, o.lang);
-
-    if (o.preview || (!o.answers && !isatty(STDIN_FILENO))) {
-        for (int q = 0; q < bank->n_questions; q++) print_question(bank, q, orders[q], o.lang);
-        printf("\n%s\n", w->preview_note);
-        bank_free(bank);
-        return finish(0);
-    }
-
-    const int status = ask_all(&o, bank, orders);
+    if (o.html) status = write_page(&o, bank, orders, results);
+    else if (o.preview || (!o.n_answers && !isatty(STDIN_FILENO))) print_preview(bank, orders, o.lang);
+    else ask_all(&o, bank, orders, results);
+    results_close(results);
     bank_free(bank);
     return finish(status);
 }

@@ -2,10 +2,10 @@
  * words.h — what the quiz program itself says, in English and Arabic.
  *
  * The bank (bank.h) holds the questions; this holds the program's own words around them:
- * prompts, verdicts, the score. The terminal prints them; the page (page.h) uses the same
- * verdicts and score line, so the two front ends say the same thing in the same words.
- * Texts with %d, %c or %s are printf formats, their arguments in the order the comment
- * gives.
+ * prompts, verdicts, the score, the notes under an explanation, and the page's own labels
+ * and captions. The terminal and the page (page.h) use the same verdicts and score line,
+ * so the two front ends say the same thing in the same words. Texts with %d, %c or %s are
+ * printf formats, their arguments in the order the comment gives.
  */
 #ifndef REMAT_QUIZ_WORDS_H
 #define REMAT_QUIZ_WORDS_H
@@ -46,6 +46,25 @@ typedef struct QuizWords {
     const char *time_wide_left_out; /* %s program, %s the figure with its spread, %s program */
     const char *time_contradicted; /* %s program, %s the bank's clause with the figures */
     const char *time_instead; /* %s program */
+
+    /* The page's own (page.h). */
+    const char *language_name;               /* in its own language, for the switch */
+    const char *noscript;                    /* with JavaScript off */
+    const char *answer_summary;              /* the <details> that holds the answer */
+    const char *plot_missing;                /* %s plot file, %s results dir, %s plots dir */
+    const char *plot_broken;                 /* %s plot file: present but not a readable PNG */
+    const char *plot_caption;                /* %s plot file */
+    const char *result_title, *again;        /* the score section */
+    const char *footer_title;                /* where the figures come from */
+    const char *when, *commit, *cpu, *threads, *load, *mode, *system, *benches; /* footer labels */
+    const char *no_results;                  /* %s results dir: nothing there */
+    const char *unrecorded;                  /* a footer field the results do not hold */
+    const char *cpu_line;                    /* %s cores, %s OpenBLAS core */
+    const char *load_line;                   /* %s others' CPU share, %s load before, %s after, %s CPU steal */
+    const char *dirty, *clean;               /* after the commit */
+    const char *quick, *full;                /* the benches' modes */
+    const char *range;                       /* %s first date, %s last date */
+    const char *comma, *semicolon;           /* between the items of a list */
 } QuizWords;
 
 /* The words of `lang` (static storage). */

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "quiz/bank.h"
 #include "quiz/explain_fill.h"
 
@@ -923,8 +924,9 @@ static char *source_file(const char *path)
 {
     char full[1024];
     snprintf(full, sizeof full, "%s/%s", REMAT_SOURCE_DIR, path);
+    char *text;
     size_t size;
-    return quiz_read_file("test_quiz", full, &size);
+    return file_read_all("test_quiz", full, QUIZ_MAX_FILE, &text, &size) == REMAT_OK ? text : NULL;
 }
 
 /* docs/TOUR.md points students at functions in files: "`region_backward()` in
