@@ -151,6 +151,10 @@ RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n,
     flops_set_phase(PHASE_BACKWARD);
     if (status == REMAT_OK && ranks) status = ranks->reduce(ranks->ctx, loss, &loss);
     else if (status == REMAT_OK) loss /= (float)n;
+    if (status == REMAT_OK && !isfinite(loss)) /* every rank has the same mean: all stop */
+        status = remat_fail(REMAT_ESTATE, "step: the loss is not finite (%g): training diverged; the "
+                            "parameters and the optimizer state are left as they were before this step",
+                            (double)loss);
     /* Update: the plug's (this rank's shard), or the optimizer's over everything. */
     if (status == REMAT_OK && step->optim)
         status = ranks && ranks->optimizer_step ? ranks->optimizer_step(ranks->ctx, step->optim)

@@ -37,7 +37,8 @@
  * S + D, which every process computes from its own micro-batch r as (S + r·2^40 + D) − r·2^40.
  *
  * All or nothing: a step that fails anywhere (the memory budget, an offload record that
- * does not read back, a region's determinism check) has not touched the parameters or
+ * does not read back, a region's determinism check, a loss that is not finite: training
+ * diverged) has not touched the parameters or
  * the optimizer state, so the caller may redo it or stop with nothing lost. Whatever
  * happens, the step leaves no node on the tape and no activation alive but the batch.
  *

@@ -745,6 +745,41 @@ static void save_small_run(int steps, const char *name, char *path, size_t size)
     train_report_free(&r);
 }
 
+/* A step whose loss is not finite stops the run before its update: the checkpoint it
+ * resumed from, which it would have been saved over, keeps its bytes. */
+static void test_a_diverged_step_saves_nothing(void **state)
+{
+    (void)state;
+    char saved[256];
+    path_in_dir(saved, sizeof saved, "diverging.safetensors");
+    TrainOptions o = small_mlp(2);
+    o.save = saved;
+    o.optimizer = OPTIM_SGD;
+    o.momentum = 0.99f;
+    TrainReport r;
+    assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
+    train_report_free(&r);
+    FILE *f = fopen(saved, "rb");
+    assert_non_null(f);
+    static unsigned char before[1 << 16], after[1 << 16];
+    const size_t n = fread(before, 1, sizeof before, f);
+    fclose(f);
+    assert_true(n > 0 && n < sizeof before);
+
+    o.steps = 60; /* resumed from step 2 with a learning rate far too large */
+    o.resume = saved;
+    o.lr = 10.0f;
+    assert_int_equal(train_run(&o, &r, sink), REMAT_ESTATE);
+    assert_non_null(strstr(remat_last_error(), "is not finite"));
+    train_report_free(&r);
+    f = fopen(saved, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(after, 1, sizeof after, f), n);
+    fclose(f);
+    assert_memory_equal(before, after, n);
+    assert_int_equal(mem_live_blocks(), 0);
+}
+
 static void test_resume_refuses_another_configuration(void **state)
 {
     (void)state;
@@ -965,6 +1000,7 @@ int main(void)
         cmocka_unit_test(test_resident_peak_is_the_ledger_plus_the_baseline),
         cmocka_unit_test(test_explain_memory_prints_the_predicted_peak),
         cmocka_unit_test(test_resume_continues_bit_identically),
+        cmocka_unit_test(test_a_diverged_step_saves_nothing),
         cmocka_unit_test(test_resume_refuses_another_configuration),
         cmocka_unit_test(test_missing_files_are_clear_errors),
         cmocka_unit_test(test_output_paths_are_checked_before_training),
