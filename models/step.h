@@ -38,8 +38,8 @@
  *
  * All or nothing: a step that fails anywhere (the memory budget, an offload record that
  * does not read back, a region's determinism check, a loss that is not finite: training
- * diverged) has not touched the parameters or
- * the optimizer state, so the caller may redo it or stop with nothing lost. Whatever
+ * diverged) has not touched the parameters or the optimizer state, so the caller may
+ * redo it or stop with nothing lost. Whatever
  * happens, the step leaves no node on the tape and no activation alive but the batch.
  *
  * What it is not: data loading, evaluation or timing. The caller draws the batch and owns
