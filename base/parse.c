@@ -130,7 +130,11 @@ bool parse_float(const char *text, double lo, double hi, bool hi_inclusive, floa
 {
     double v;
     if (!parse_double(text, lo, hi, hi_inclusive, &v)) return false;
-    *out = (float)v;
+    /* The range holds for the float kept, not only for the decimal typed: 0.99999999 is
+     * below 1 but rounds to 1.0f. */
+    const float f = (float)v;
+    if (f < lo || f > hi || (!hi_inclusive && f == hi)) return false;
+    *out = f;
     return true;
 }
 

@@ -150,6 +150,11 @@ static void test_parse_double_takes_decimal_text_only(void **state)
     float f = 0;
     assert_true(parse_float("0.1", 0, 1, false, &f));
     assert_true(f == 0.1f);
+    /* Below 1 as typed, 1.0f once rounded to a float: outside [0, 1), nothing written. */
+    assert_false(parse_float("0.99999999", 0, 1, false, &f));
+    assert_true(f == 0.1f);
+    assert_true(parse_float("0.99999999", 0, 1, true, &f));
+    assert_true(f == 1.0f);
 }
 
 static void test_memory_sizes_parse_with_units(void **state)
