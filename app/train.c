@@ -553,6 +553,7 @@ static RematStatus run_start(Run *run, FILE *out)
     if (check_files(opt) != REMAT_OK || open_resumed(run) != REMAT_OK || check_memory(opt) != REMAT_OK)
         return remat_last_status();
     if (opt->threads && platform_set_threads(opt->threads) != REMAT_OK) return remat_last_status();
+    if (platform_check_address_space() != REMAT_OK) return remat_last_status();
     if (platform_check() != REMAT_OK) fprintf(out, "  warning: %s\n", remat_last_error());
     RematStatus status = build(run);
     if (status != REMAT_OK) return status;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -109,6 +110,24 @@ size_t platform_available_memory(void)
     const size_t used = read_number("/sys/fs/cgroup/memory.current", "", 1);
     if (limit && limit > used && (!available || limit - used < available)) available = limit - used;
     return available;
+}
+
+RematStatus platform_check_address_space(void)
+{
+    const int threads = omp_get_max_threads();
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return REMAT_OK;
+    const double mib = 1024.0 * 1024.0;
+    const size_t used = read_number("/proc/self/status", "VmSize:", 1024);
+    /* OpenBLAS mapped the first thread's buffer as it loaded: it is in `used`. */
+    const size_t need = used + (size_t)(threads - 1) * PLATFORM_BLAS_BYTES_PER_THREAD + PLATFORM_ADDRESS_MARGIN;
+    if (need <= limit.rlim_cur) return REMAT_OK;
+    return remat_fail(REMAT_EOOM,
+                      "the address-space limit (ulimit -v) is %.0f MiB and %.0f MiB of it is in use; OpenBLAS "
+                      "maps about %.0f MiB for each thread after the first (%d threads), and short of it retries "
+                      "forever: raise the limit to at least %.0f MiB, or run fewer threads",
+                      (double)limit.rlim_cur / mib, (double)used / mib, PLATFORM_BLAS_BYTES_PER_THREAD / mib, threads,
+                      (double)need / mib);
 }
 
 RematStatus platform_resident(Resident *r)

@@ -41,6 +41,22 @@ int platform_max_threads(void);
  * On error returns REMAT_EINVAL and changes nothing. */
 RematStatus platform_set_threads(int threads);
 
+/* What OpenBLAS maps for each thread after the first (it maps the first's as it loads),
+ * with that thread's stack and allocator arena, and a margin above it all: measured with
+ * `train --threads 2` under `ulimit -v`, which hung at 500 MiB and ran at 700 MiB with
+ * 302 MiB mapped when the check ran. Below what OpenBLAS maps as it loads, a process cannot
+ * reach main at all. */
+#define PLATFORM_BLAS_BYTES_PER_THREAD ((size_t)256 << 20)
+#define PLATFORM_ADDRESS_MARGIN ((size_t)64 << 20)
+
+/* REMAT_OK unless an address-space limit (ulimit -v, RLIMIT_AS) leaves less than
+ * PLATFORM_BLAS_BYTES_PER_THREAD for each thread in effect after the first, plus the
+ * margin, above what the process maps now: there OpenBLAS would spin forever retrying a
+ * buffer it cannot map. REMAT_EOOM then,
+ * naming the limit, what is in use and the limit to ask for. Call it once the thread
+ * count is set, before the first BLAS call. */
+RematStatus platform_check_address_space(void);
+
 /* The bytes of memory this process could still get without the machine swapping: Linux's
  * MemAvailable (free memory plus what the page cache can give back), lowered to what a
  * cgroup v2 memory.max leaves when the process runs under one; where neither can be read,

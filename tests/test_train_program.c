@@ -53,11 +53,12 @@ static void path_in_dir(char *buf, size_t size, const char *name)
 }
 
 /* How to run the program: where its stdout goes (NULL: <dir>/out.log; its stderr always
- * goes to <dir>/err.log), the soft file-size limit (0: none), and after how many seconds
- * to kill it with SIGKILL (0: never, but a watchdog kills it after 60 s). */
+ * goes to <dir>/err.log), the soft file-size and address-space limits (0: none), and after
+ * how many seconds to kill it with SIGKILL (0: never, but a watchdog kills it after 60 s). */
 typedef struct Launch {
     const char *stdout_path;
     rlim_t file_size_limit;
+    rlim_t address_space_limit;
     double kill_after;
 } Launch;
 
@@ -82,6 +83,12 @@ static pid_t start_train(const Launch *how, char *const *args)
             getrlimit(RLIMIT_FSIZE, &limit);
             limit.rlim_cur = how->file_size_limit; /* only the soft limit: lowering the hard one is for good */
             if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(126);
+        }
+        if (how->address_space_limit) {
+            struct rlimit limit;
+            getrlimit(RLIMIT_AS, &limit);
+            limit.rlim_cur = how->address_space_limit;
+            if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(126);
         }
         execv(REMAT_TRAIN_BIN, argv);
         _exit(127);
@@ -155,6 +162,25 @@ static void test_file_size_limit_gives_file_too_large_and_the_step_is_redone_in_
 
 /* Issue 16: with its standard output on a full device, train exited 0, though nobody saw
  * what it printed. It must fail, saying so on stderr. */
+/* Under `ulimit -v` too small for OpenBLAS's buffers, OpenBLAS retried its buffer forever
+ * at 100% CPU, in one process or holding up every rank of a job: train now refuses before
+ * its first matmul, naming the limit to ask for. (2 threads under 500 MiB hung; under a
+ * limit below what OpenBLAS maps as it loads, about 300 MiB, no program reaches main.) (AddressSanitizer reserves terabytes of
+ * address space for its shadow memory, so a sanitized build cannot start under any such
+ * limit: there the test has nothing to check.) */
+static void test_an_address_space_limit_too_small_for_openblas_is_refused(void **state)
+{
+    (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+    skip();
+#endif
+    const Launch how = {.address_space_limit = (rlim_t)500 << 20};
+    char *args[] = {"--steps", "1", "--threads", "2", "--eval-every", "0", "--sample", "0", NULL};
+    assert_int_equal(run_train(&how, args), 1);
+    assert_non_null(strstr(log_text("err.log"), "the address-space limit (ulimit -v) is 500 MiB"));
+    assert_non_null(strstr(log_text("err.log"), "run fewer threads"));
+}
+
 static void test_output_that_cannot_be_written_fails_the_run(void **state)
 {
     (void)state;
@@ -312,6 +338,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_file_size_limit_gives_file_too_large_and_the_step_is_redone_in_ram),
+        cmocka_unit_test(test_an_address_space_limit_too_small_for_openblas_is_refused),
         cmocka_unit_test(test_output_that_cannot_be_written_fails_the_run),
         cmocka_unit_test(test_fifos_are_refused_not_waited_on),
         cmocka_unit_test(test_killed_while_saving_keeps_the_old_file_which_resumes_bit_identically),
