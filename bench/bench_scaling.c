@@ -165,18 +165,23 @@ typedef struct StepRow {
 } StepRow;
 
 static const ResultsColumn STEP_COLUMNS[] = {
-    COLUMN(StepRow, n_layers, INT, "layers"), COLUMN(StepRow, strategy, STR, ""),
-    COLUMN(StepRow, segments, INT, "regions"), COLUMN(StepRow, peak_act, SIZE, "bytes"),
-    COLUMN(StepRow, peak_act_units, DOUBLE, "activations of B*W floats"),
-    COLUMN(StepRow, derived_units, SIZE, "activations of B*W floats"), COLUMN(StepRow, peak_resident, SIZE, "bytes"),
+    COLUMN(StepRow, n_layers, INT, "layers", SHOW("N", "", 4, 0)),
+    COLUMN(StepRow, strategy, STR, "", SHOW("strat", "", 5, 0)),
+    COLUMN(StepRow, segments, INT, "regions", SHOW("segs", "", 4, 0)),
+    COLUMN(StepRow, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
+    COLUMN(StepRow, peak_act_units, DOUBLE, "activations of B*W floats", SHOW("in a", "", 5, 0)),
+    COLUMN(StepRow, derived_units, SIZE, "activations of B*W floats", SHOW("derived", "", 7, 0)),
+    COLUMN(StepRow, peak_resident, SIZE, "bytes", SHOW("peak all", "MiB", 9, 2)),
     COLUMN(StepRow, params, SIZE, "bytes"), COLUMN(StepRow, grads, SIZE, "bytes"),
     COLUMN(StepRow, optimizer, SIZE, "bytes"),
-    COLUMN_AS("forward_flops", StepRow, flops[PHASE_FORWARD], U64, "FLOPs"),
-    COLUMN_AS("backward_flops", StepRow, flops[PHASE_BACKWARD], U64, "FLOPs"),
-    COLUMN_AS("recompute_flops", StepRow, flops[PHASE_RECOMPUTE], U64, "FLOPs"),
+    COLUMN_AS("forward_flops", StepRow, flops[PHASE_FORWARD], U64, "FLOPs", SHOW("fwd", "GFLOP", 7, 3)),
+    COLUMN_AS("backward_flops", StepRow, flops[PHASE_BACKWARD], U64, "FLOPs", SHOW("bwd", "GFLOP", 7, 3)),
+    COLUMN_AS("recompute_flops", StepRow, flops[PHASE_RECOMPUTE], U64, "FLOPs", SHOW("recompute", "GFLOP", 9, 3)),
     COLUMN_AS("optimizer_flops", StepRow, flops[PHASE_OPTIMIZER], U64, "FLOPs"),
-    COLUMN(StepRow, flop_overhead, DOUBLE, "ratio"), COLUMN_TIMED(StepRow, step_seconds, "seconds"),
-    COLUMN_TIMED(StepRow, time_overhead, "ratio"), COLUMN_SAMPLES,
+    COLUMN(StepRow, flop_overhead, DOUBLE, "ratio", SHOW("FLOP ovh", "%", 8, 1)),
+    COLUMN_TIMED(StepRow, step_seconds, "seconds", SHOW("step (95% interval)", "ms", 22, 2)),
+    COLUMN_TIMED(StepRow, time_overhead, "ratio", SHOW("time overhead (95% interval, rounds)", "+%", 27, 1)),
+    COLUMN_SAMPLES,
 };
 
 /* One record of the slopes table: a strategy's peak ACT against depth, on log-log axes. */
@@ -186,10 +191,12 @@ typedef struct SlopeRow {
 } SlopeRow;
 
 static const ResultsColumn SLOPE_COLUMNS[] = {
-    COLUMN(SlopeRow, strategy, STR, ""),
-    COLUMN(SlopeRow, slope, DOUBLE, "d ln(peak ACT) / d ln(N), least squares over all N"),
-    COLUMN(SlopeRow, slope_last_doubling, DOUBLE, "d ln(peak ACT) / d ln(N) between the two largest N"),
-    COLUMN(SlopeRow, theory, DOUBLE, "d ln(peak ACT) / d ln(N) as N grows"),
+    COLUMN(SlopeRow, strategy, STR, "", SHOW("strategy", "", 9, 0)),
+    COLUMN(SlopeRow, slope, DOUBLE, "d ln(peak ACT) / d ln(N), least squares over all N",
+           SHOW("fitted slope", "", 14, 3)),
+    COLUMN(SlopeRow, slope_last_doubling, DOUBLE, "d ln(peak ACT) / d ln(N) between the two largest N",
+           SHOW("last doubling slope", "", 20, 3)),
+    COLUMN(SlopeRow, theory, DOUBLE, "d ln(peak ACT) / d ln(N) as N grows", SHOW("theory", "", 8, 2)),
 };
 
 /* Depth d's step under strategy k, as the steps table records it; `a` is one activation. */
@@ -212,24 +219,17 @@ static void print_and_record_steps(const Config *c, const Depth *depths, Results
     const size_t a = (size_t)c->batch * (size_t)c->width * sizeof(float);
     printf("\n  one AdamW step of the MLP chain, W = %d, B = %d (a = one B*W activation = %zu bytes)\n",
            c->width, c->batch, a);
-    printf("  %4s %-5s %4s %10s %7s %8s %10s %8s %8s %9s %8s %8s %-21s\n", "N", "strat", "segs", "peak ACT",
-           "in a", "derived", "peak all", "fwd", "bwd", "recompute", "FLOP", "step", "time overhead");
-    printf("  %4s %-5s %4s %10s %7s %8s %10s %8s %8s %9s %8s %8s %-21s\n", "", "", "", "MiB", "", "", "MiB",
-           "GFLOP", "GFLOP", "GFLOP", "overhead", "ms", "(95% interval) rounds");
+    results_print_head(steps, 0);
+    int exact = 0;
     for (int i = 0; i < c->n_depths; i++) {
         for (int k = 0; k < c->n_strategies; k++) {
             const StepRow r = step_row(c, &depths[i], k, a);
-            char spread[48];
-            printf("  %4d %-5s %4d %10.2f %7.0f %8zu%s %9.2f %8.3f %8.3f %9.3f %7.1f%% %8.2f %s\n", r.n_layers,
-                   r.strategy, r.segments, mib(r.peak_act), r.peak_act_units, r.derived_units,
-                   r.peak_act == r.derived_units * a + 8 ? "=" : "!", mib(r.peak_resident),
-                   1e-9 * (double)r.flops[PHASE_FORWARD], 1e-9 * (double)r.flops[PHASE_BACKWARD],
-                   1e-9 * (double)r.flops[PHASE_RECOMPUTE], 100.0 * r.flop_overhead, 1e3 * r.step_seconds.value,
-                   estimate_ratio_str(spread, sizeof spread, &r.time_overhead));
+            exact += r.peak_act == r.derived_units * a + 8;
             results_add_row(steps, &r);
         }
     }
-    printf("  (\"=\": the peak is exactly the count derived by hand, times a, + 8 bytes: see derived_units)\n");
+    printf("  (in %d of %d rows the peak is exactly the count derived by hand, times a, + 8 bytes: see\n"
+           "  derived_units)\n", exact, c->n_depths * c->n_strategies);
 }
 
 static void print_and_record_slopes(const Config *c, const Depth *depths, Results *results)
@@ -237,7 +237,7 @@ static void print_and_record_slopes(const Config *c, const Depth *depths, Result
     ResultsTable *slopes = results_row_table(results, "slopes", "log-log slope of peak ACT against N", SLOPE_COLUMNS,
                                              RESULTS_COUNT(SLOPE_COLUMNS), true);
     printf("\n  peak activation memory against depth, on log-log axes\n");
-    printf("  %-9s %14s %20s %8s\n", "strategy", "fitted slope", "last doubling slope", "theory");
+    results_print_head(slopes, 0);
     double n[MAX_DEPTHS], peak[MAX_DEPTHS];
     for (int k = 0; k < c->n_strategies; k++) {
         const StrategyKind kind = c->strategies[k].kind;
@@ -249,7 +249,6 @@ static void print_and_record_slopes(const Config *c, const Depth *depths, Result
         const SlopeRow r = {.strategy = strategy_name(kind), .slope = loglog_slope(n, peak, c->n_depths),
                             .slope_last_doubling = log(peak[last] / peak[last - 1]) / log(n[last] / n[last - 1]),
                             .theory = theory(kind)};
-        printf("  %-9s %14.3f %20.3f %8.2f\n", r.strategy, r.slope, r.slope_last_doubling, r.theory);
         results_add_row(slopes, &r);
     }
     printf("  The fit runs below the theory because of the constant terms of the derived counts\n"
