@@ -205,9 +205,13 @@ typedef struct OptimRow {
 } OptimRow;
 
 static const ResultsColumn OPTIM_COLUMNS[] = {
-    COLUMN(OptimRow, model, STR, ""), COLUMN(OptimRow, threads, INT, "threads"), COLUMN(OptimRow, way, STR, ""),
-    COLUMN(OptimRow, parameters, INT, "tensors"), COLUMN_TIMED(OptimRow, optimizer_seconds, "seconds"),
-    COLUMN_TIMED(OptimRow, time_vs_per_parameter, "ratio"), COLUMN_SAMPLES,
+    COLUMN(OptimRow, model, STR, "", SHOW("model", "", 28, 0)),
+    COLUMN(OptimRow, threads, INT, "threads", SHOW("threads", "", 7, 0)),
+    COLUMN(OptimRow, way, STR, "", SHOW("way", "", 14, 0)),
+    COLUMN(OptimRow, parameters, INT, "tensors", SHOW("tensors", "", 7, 0)),
+    COLUMN_TIMED(OptimRow, optimizer_seconds, "seconds", SHOW("time (95% interval)", "ms", 28, 2)),
+    COLUMN_TIMED(OptimRow, time_vs_per_parameter, "ratio", SHOW("vs per parameter (interval, rounds)", "+%", 27, 1)),
+    COLUMN_SAMPLES,
 };
 
 /* Times both ways on every thread count, interleaved, and prints and records them. */
@@ -221,10 +225,6 @@ static RematStatus measure_optim_passes(const Model *model, const char *name, in
     for (int v = 0; v < N_WAYS * threads && status == REMAT_OK; v++) {
         const OptimRow row = {name, v / N_WAYS + 1, WAY_NAMES[v % N_WAYS], o.count, timing_median(&timing, v, 0),
                               timing_ratio(&timing, v, v - v % N_WAYS, 0)};
-        char t[64], r[48];
-        printf("  %-28s %7d %-14s %4d %-28s %s\n", row.model, row.threads, row.way, row.parameters,
-               estimate_ms_str(t, sizeof t, &row.optimizer_seconds),
-               estimate_ratio_str(r, sizeof r, &row.time_vs_per_parameter));
         results_add_row(table, &row);
     }
     timing_free(&timing);
@@ -298,63 +298,36 @@ static Row row_of(const char *model, const Strategy *sweep, const StepStats *st,
     return r;
 }
 
-/* A share of the peak with its interval: "82% (78..85)". Returns `buf`. */
-static char *share_str(char *buf, size_t size, const Estimate *e)
-{
-    snprintf(buf, size, "%3.0f%% (%.0f..%.0f)", 100.0 * e->value, 100.0 * e->lo, 100.0 * e->hi);
-    return buf;
-}
-
-static void print_row(const Row *r)
-{
-    char step[64], spread[48], share[32];
-    printf("  %-28s %-9s %7d %-28s %-26s %9.3f %9.3f %8.1f %8.1f %-14s %9.2f\n", r->model, r->strategy, r->threads,
-           estimate_ms_str(step, sizeof step, &r->seconds), estimate_ratio_str(spread, sizeof spread, &r->overhead),
-           1e-9 * (double)r->flops, 1e-9 * (double)r->recompute_flops, r->rate.value, r->peak.value,
-           share_str(share, sizeof share, &r->fraction), mib(r->peak_act));
-}
-
-/* "1.93x (1.88..1.97)", or "-" on 1 thread. */
-static char *speedup_str(char *buf, size_t size, int threads, const Estimate *speedup)
-{
-    if (threads == 1) snprintf(buf, size, "-");
-    else snprintf(buf, size, "%.2fx (%.2f..%.2f)", speedup->value, speedup->lo, speedup->hi);
-    return buf;
-}
-
-static void print_time_row(const Row *r)
-{
-    char speedup[48], sgemm[48], mm[64], share[32];
-    printf("  %-28s %-9s %7d %-22s %-22s %-28s %8.1f %-14s %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %7.0f\n",
-           r->model,
-           r->strategy, r->threads, speedup_str(speedup, sizeof speedup, r->threads, &r->speedup),
-           speedup_str(sgemm, sizeof sgemm, r->threads, &r->sgemm_speedup),
-           estimate_ms_str(mm, sizeof mm, &r->matmul_seconds), r->matmul_rate.value,
-           share_str(share, sizeof share, &r->matmul_fraction), 100.0 * r->outside.value,
-           100.0 * r->outside.lo, 100.0 * r->outside.hi, 100.0 * r->phase[PHASE_RECOMPUTE].value,
-           100.0 * r->phase[PHASE_RECOMPUTE].lo, 100.0 * r->phase[PHASE_RECOMPUTE].hi,
-           100.0 * r->phase[PHASE_OPTIMIZER].value, 100.0 * r->phase[PHASE_OPTIMIZER].lo,
-           100.0 * r->phase[PHASE_OPTIMIZER].hi, r->minor_faults);
-}
-
+/* The steps table, printed in two: what a step costs (panel 0), and where its time goes
+ * (panel 1). */
 static const ResultsColumn COLUMNS[] = {
-    COLUMN(Row, model, STR, ""), COLUMN(Row, strategy, STR, ""), COLUMN(Row, threads, INT, "threads"),
-    COLUMN_TIMED_AS("step_seconds", Row, seconds, "seconds"), COLUMN_TIMED_AS("time_overhead", Row, overhead, "ratio"),
-    COLUMN(Row, flops, U64, "FLOPs per step, recomputation included"),
-    COLUMN(Row, recompute_flops, U64, "FLOPs per step"), COLUMN_TIMED_AS("gflops_per_second", Row, rate, "GFLOP/s"),
-    COLUMN_TIMED_AS("sgemm_gflops_per_second", Row, peak, "GFLOP/s"),
-    COLUMN_TIMED_AS("fraction_of_peak", Row, fraction, "ratio"), COLUMN(Row, peak_act, SIZE, "bytes"),
-    COLUMN_TIMED_AS("speedup_vs_1_thread", Row, speedup, "ratio"),
-    COLUMN_TIMED_AS("sgemm_speedup_vs_1_thread", Row, sgemm_speedup, "ratio"),
-    COLUMN(Row, matmul_flops, U64, "FLOPs per step"), COLUMN_TIMED(Row, matmul_seconds, "seconds"),
-    COLUMN_TIMED_AS("matmul_gflops_per_second", Row, matmul_rate, "GFLOP/s"),
-    COLUMN_TIMED_AS("matmul_fraction_of_peak", Row, matmul_fraction, "ratio"),
-    COLUMN_TIMED_AS("outside_matmul_share", Row, outside, "ratio"),
+    COLUMN(Row, model, STR, "", SHOW_IN(3u, "model", "", 28, 0)),
+    COLUMN(Row, strategy, STR, "", SHOW_IN(3u, "strategy", "", 9, 0)),
+    COLUMN(Row, threads, INT, "threads", SHOW_IN(3u, "threads", "", 7, 0)),
+    COLUMN_TIMED_AS("step_seconds", Row, seconds, "seconds", SHOW("step (95% interval)", "ms", 26, 2)),
+    COLUMN_TIMED_AS("time_overhead", Row, overhead, "ratio", SHOW("vs none (interval, rounds)", "+%", 26, 1)),
+    COLUMN(Row, flops, U64, "FLOPs per step, recomputation included", SHOW("per step", "GFLOP", 9, 3)),
+    COLUMN(Row, recompute_flops, U64, "FLOPs per step", SHOW("recompute", "GFLOP", 9, 3)),
+    COLUMN_TIMED_AS("gflops_per_second", Row, rate, "GFLOP/s", SHOW("rate", "GFLOP/s", 24, 1)),
+    COLUMN_TIMED_AS("sgemm_gflops_per_second", Row, peak, "GFLOP/s", SHOW("sgemm", "GFLOP/s", 24, 1)),
+    COLUMN_TIMED_AS("fraction_of_peak", Row, fraction, "ratio", SHOW("of peak", "%", 14, 0)),
+    COLUMN(Row, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
+    COLUMN_TIMED_AS("speedup_vs_1_thread", Row, speedup, "ratio", SHOW_IN(2u, "vs 1 thread", "x", 20, 2)),
+    COLUMN_TIMED_AS("sgemm_speedup_vs_1_thread", Row, sgemm_speedup, "ratio",
+                    SHOW_IN(2u, "sgemm vs 1 thread", "x", 20, 2)),
+    COLUMN(Row, matmul_flops, U64, "FLOPs per step"),
+    COLUMN_TIMED(Row, matmul_seconds, "seconds", SHOW_IN(2u, "inside matmuls", "ms", 26, 2)),
+    COLUMN_TIMED_AS("matmul_gflops_per_second", Row, matmul_rate, "GFLOP/s", SHOW_IN(2u, "matmul", "GFLOP/s", 24, 1)),
+    COLUMN_TIMED_AS("matmul_fraction_of_peak", Row, matmul_fraction, "ratio", SHOW_IN(2u, "of peak", "%", 14, 0)),
+    COLUMN_TIMED_AS("outside_matmul_share", Row, outside, "ratio", SHOW_IN(2u, "outside matmuls", "%", 18, 1)),
     COLUMN_TIMED_AS("forward_share", Row, phase[PHASE_FORWARD], "ratio"),
     COLUMN_TIMED_AS("backward_share", Row, phase[PHASE_BACKWARD], "ratio"),
-    COLUMN_TIMED_AS("recompute_share", Row, phase[PHASE_RECOMPUTE], "ratio"),
-    COLUMN_TIMED_AS("optimizer_share", Row, phase[PHASE_OPTIMIZER], "ratio"),
-    COLUMN(Row, minor_faults, DOUBLE, "page faults per step (getrusage ru_minflt; the median over the steps)"),
+    COLUMN_TIMED_AS("recompute_share", Row, phase[PHASE_RECOMPUTE], "ratio",
+                    SHOW_IN(2u, "recompute phase", "%", 18, 1)),
+    COLUMN_TIMED_AS("optimizer_share", Row, phase[PHASE_OPTIMIZER], "ratio",
+                    SHOW_IN(2u, "optimizer phase", "%", 18, 1)),
+    COLUMN(Row, minor_faults, DOUBLE, "page faults per step (getrusage ru_minflt; the median over the steps)",
+           SHOW_IN(2u, "page", "faults", 7, 0)),
     COLUMN_SAMPLES,
 };
 
@@ -366,30 +339,19 @@ static void report(const Strategy *sweep, StepStats stats[N_MODELS][MAX_THREADS 
            "  a %d³ sgemm on each thread count interleaved run by run (rounds per model: %d, %d); of peak:\n"
            "  the median of the paired ratios, step rate over sgemm rate of the same round\n",
            SGEMM_N, timing[0].rounds, timing[1].rounds);
-    printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %-14s %9s\n", "model", "strategy", "threads", "step",
-           "vs none (interval, rounds)", "GFLOP", "recompute", "GFLOP/s", "sgemm", "of peak", "peak ACT");
-    printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %-14s %9s\n", "", "", "", "", "", "per step", "GFLOP", "",
-           "GFLOP/s", "(interval)", "MiB");
-    for (int m = 0; m < N_MODELS; m++)
-        for (int t = 0; t < threads; t++)
-            for (int k = 0; k < n; k++) {
-                const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, threads, t, k);
-                print_row(&r);
-                results_add_row(table, &r);
-            }
-    printf("\n  where the step's time goes (medians and 95%% intervals; speed-up: median of paired ratios\n"
-           "  to the same strategy on 1 thread in the same round, and the sgemm's own, its ceiling)\n");
-    printf("  %-28s %-9s %7s %-22s %-22s %-28s %8s %-14s %-20s %-20s %-20s %7s\n", "model", "strategy", "threads",
-           "vs 1 thread", "sgemm vs 1 thread", "inside matmuls", "matmul", "of peak", "outside matmuls",
-           "recompute phase", "optimizer phase", "page");
-    printf("  %-28s %-9s %7s %-22s %-22s %-28s %8s %-14s %-20s %-20s %-20s %7s\n", "", "", "", "", "", "", "GFLOP/s",
-           "(interval)", "(share of step)", "(share of step)", "(share of step)", "faults");
-    for (int m = 0; m < N_MODELS; m++)
-        for (int t = 0; t < threads; t++)
-            for (int k = 0; k < n; k++) {
-                const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, threads, t, k);
-                print_time_row(&r);
-            }
+    for (int panel = 0; panel < 2; panel++) {
+        if (panel)
+            printf("\n  where the step's time goes (medians and 95%% intervals; speed-up: median of paired ratios\n"
+                   "  to the same strategy on 1 thread in the same round, and the sgemm's own, its ceiling)\n");
+        results_print_head(table, panel);
+        for (int m = 0; m < N_MODELS; m++)
+            for (int t = 0; t < threads; t++)
+                for (int k = 0; k < n; k++) {
+                    const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, threads, t, k);
+                    if (panel) results_print_row(table, &r, panel);
+                    else results_add_row(table, &r);
+                }
+    }
 }
 
 int main(int argc, char **argv)
@@ -436,9 +398,8 @@ int main(int argc, char **argv)
     if (status == REMAT_OK)
         printf("\n  the optimizer's pass alone: AdamW over each model's parameter shapes, one call per parameter\n"
                "  (threaded when it has 32768 elements or more) against one pass split evenly over the threads;\n"
-               "  ways and thread counts interleaved, medians with 95%% intervals\n"
-               "  %-28s %7s %-14s %4s %-28s %s\n",
-               "model", "threads", "way", "tensors", "time", "vs per parameter (interval, rounds)");
+               "  ways and thread counts interleaved, medians with 95%% intervals\n");
+    if (status == REMAT_OK) results_print_head(optim_table, 0);
     const TimingPlan optim_plan = bench_timing_plan(&o, 2, 31, 2.0);
     for (int m = 0; m < N_MODELS; m++) {
         if (status == REMAT_OK)
