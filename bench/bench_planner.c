@@ -56,29 +56,6 @@ typedef struct Chain {
     ChainCost *cost;
 } Chain;
 
-static const ResultsField POINT_FIELDS[] = {
-    {"model", "mlp, gpt, or gpt_heads (blocks of varying head counts)"},
-    {"planner", "dp, chen, revolve, or a fixed strategy: none, full, sqrt"}, {"budget", "bytes"},
-    {"found", "a schedule fits the budget"}, {"segments", "segments"}, {"regions", "segments"},
-    {"slots", "Revolve's slots (revolve schedules only; store-all has none)"},
-    {"below_dp_minimum", "the budget is below the DP's smallest feasible one"}, {"predicted_peak_act", "bytes"},
-    {"measured_peak_act", "bytes"}, {"predicted_peak_total", "bytes"}, {"measured_peak_resident", "bytes"},
-    {"recompute_flops", "FLOPs (predicted)"}, {"measured_recompute_flops", "FLOPs"},
-    {"recompute_share", "RECOMPUTE / FORWARD FLOPs of the step"},
-    {"ratio_to_dp", "recompute FLOPs / the single-level optimum's at this budget (0/0 = 1; absent when undefined)"},
-};
-
-static const ResultsField SUMMARY_FIELDS[] = {
-    {"model", ""}, {"planner", ""}, {"budgets", "budgets tried"}, {"found", "budgets with a schedule"},
-    {"compared", "budgets in the mean: both found one, and the optimum's cost is > 0 or both are 0"},
-    {"geomean_ratio_to_dp", "ratio"}, {"worst_ratio_to_dp", "ratio"}, {"best_ratio_to_dp", "ratio"},
-    {"zero_optimum_nonzero", "budgets where the optimum recomputes nothing and this planner does"},
-    {"min_budget", "bytes (this planner's smallest feasible budget)"}, {"none_budget", "bytes"},
-    {"uniform", "revolve: the chain's layers all cost the same (else it plans nothing)"},
-    {"below_dp_budgets", "revolve: budgets tried below the DP's smallest feasible one"},
-    {"below_dp_found", "revolve: of those, budgets where it found a schedule"},
-};
-
 /* ---- the chains --------------------------------------------------------------------------- */
 
 static void chain_free(Chain *c)
@@ -173,44 +150,62 @@ static double ratio_of(uint64_t flops, uint64_t optimum)
     return (double)flops / (double)optimum;
 }
 
-static void record_point(ResultsTable *t, const Chain *c, const Point *p)
-{
-    ResultsRecord *rec = results_record(t);
-    record_str(rec, "model", c->name);
-    record_str(rec, "planner", p->planner);
-    record_num(rec, "budget", (double)p->budget);
-    record_bool(rec, "found", p->s != NULL);
-    record_bool(rec, "below_dp_minimum", p->below_dp);
-    if (!p->s) return;
-    record_num(rec, "segments", p->s->n_segments);
-    record_num(rec, "regions", schedule_regions(p->s));
-    if (schedule_revolve_slots(p->s)) record_num(rec, "slots", schedule_revolve_slots(p->s));
-    record_num(rec, "predicted_peak_act", (double)p->s->predicted.peak_act);
-    record_num(rec, "measured_peak_act", (double)p->measured.peak[MEM_ACT]);
-    record_num(rec, "predicted_peak_total", (double)p->s->predicted.peak_total);
-    record_num(rec, "measured_peak_resident", (double)p->measured.peak_resident);
-    record_num(rec, "recompute_flops", (double)p->s->predicted.recompute_flops);
-    record_num(rec, "measured_recompute_flops", (double)p->measured.flops[PHASE_RECOMPUTE]);
-    record_num(rec, "recompute_share", (double)p->s->predicted.recompute_flops / (double)p->measured.flops[PHASE_FORWARD]);
-    if (!isnan(p->ratio)) record_num(rec, "ratio_to_dp", p->ratio);
-}
+/* One record of the points table: a planner's schedule at a budget, and its step. */
+typedef struct PointRow {
+    const char *model, *planner;
+    size_t budget;
+    bool found, has_slots, below_dp_minimum, has_ratio;
+    int segments, regions, slots;
+    size_t predicted_peak_act, measured_peak_act, predicted_peak_total, measured_peak_resident;
+    uint64_t recompute_flops, measured_recompute_flops;
+    double recompute_share, ratio_to_dp;
+    char layout[16]; /* printed only: regions/segments, or Revolve's slots */
+} PointRow;
 
-static void print_point(const Point *p)
+static const ResultsColumn POINT_COLUMNS[] = {
+    COLUMN(PointRow, model, STR, "mlp, gpt, or gpt_heads (blocks of varying head counts)"),
+    COLUMN(PointRow, planner, STR, "dp, chen, revolve, or a fixed strategy: none, full, sqrt", SHOW("plan", "", 7, 0)),
+    COLUMN(PointRow, budget, SIZE, "bytes", SHOW("budget", "MiB", 10, 3)),
+    COLUMN(PointRow, found, BOOL, "a schedule fits the budget"),
+    COLUMN(PointRow, segments, INT, "segments", WHEN(PointRow, found)),
+    COLUMN(PointRow, regions, INT, "segments", WHEN(PointRow, found)),
+    COLUMN(PointRow, slots, INT, "Revolve's slots (revolve schedules only; store-all has none)", WHEN(PointRow, has_slots)),
+    COLUMN_PRINTED(PointRow, layout, STR_ARRAY, WHEN(PointRow, found), SHOW("regions", "or slots", 8, 0)),
+    COLUMN(PointRow, below_dp_minimum, BOOL, "the budget is below the DP's smallest feasible one"),
+    COLUMN(PointRow, predicted_peak_act, SIZE, "bytes", WHEN(PointRow, found), SHOW("ACT predicted", "MiB", 13, 3)),
+    COLUMN(PointRow, measured_peak_act, SIZE, "bytes", WHEN(PointRow, found), SHOW("ACT measured", "MiB", 12, 3)),
+    COLUMN(PointRow, predicted_peak_total, SIZE, "bytes", WHEN(PointRow, found), SHOW("all predicted", "MiB", 13, 3)),
+    COLUMN(PointRow, measured_peak_resident, SIZE, "bytes", WHEN(PointRow, found),
+           SHOW("all measured", "MiB", 12, 3)),
+    COLUMN(PointRow, recompute_flops, U64, "FLOPs (predicted)", WHEN(PointRow, found),
+           SHOW("recompute pred.", "GFLOP", 15, 4)),
+    COLUMN(PointRow, measured_recompute_flops, U64, "FLOPs", WHEN(PointRow, found),
+           SHOW("recompute meas.", "GFLOP", 15, 4)),
+    COLUMN(PointRow, recompute_share, DOUBLE, "RECOMPUTE / FORWARD FLOPs of the step", WHEN(PointRow, found)),
+    COLUMN(PointRow, ratio_to_dp, DOUBLE,
+           "recompute FLOPs / the single-level optimum's at this budget (0/0 = 1; absent when undefined)",
+           WHEN(PointRow, has_ratio), SHOW("/ dp", "", 7, 3)),
+};
+
+static PointRow point_row(const Chain *c, const Point *p)
 {
-    if (!p->s) {
-        printf("  %-7s %10.3f %10s\n", p->planner, mib(p->budget), "no schedule");
-        return;
-    }
-    char layout[16];
-    if (schedule_revolve_slots(p->s)) snprintf(layout, sizeof layout, "s=%d", schedule_revolve_slots(p->s));
-    else snprintf(layout, sizeof layout, "%d/%d", schedule_regions(p->s), p->s->n_segments);
-    char ratio[16] = "-"; /* below dp's smallest budget there is no optimum to compare with */
-    if (!isnan(p->ratio)) snprintf(ratio, sizeof ratio, "%.3f", p->ratio);
-    const Prediction *predicted = &p->s->predicted;
-    printf("  %-7s %10.3f %8s %10.3f %10.3f %10.3f %10.3f %11.4f %11.4f %7s\n", p->planner, mib(p->budget), layout,
-           mib(predicted->peak_act), mib(p->measured.peak[MEM_ACT]), mib(predicted->peak_total),
-           mib(p->measured.peak_resident), 1e-9 * (double)predicted->recompute_flops,
-           1e-9 * (double)p->measured.flops[PHASE_RECOMPUTE], ratio);
+    PointRow r = {.model = c->name, .planner = p->planner, .budget = p->budget, .found = p->s != NULL,
+                  .below_dp_minimum = p->below_dp, .has_ratio = p->s && !isnan(p->ratio), .ratio_to_dp = p->ratio};
+    if (!p->s) return r;
+    r.segments = p->s->n_segments;
+    r.regions = schedule_regions(p->s);
+    r.slots = schedule_revolve_slots(p->s);
+    r.has_slots = r.slots > 0;
+    if (r.has_slots) snprintf(r.layout, sizeof r.layout, "s=%d", r.slots);
+    else snprintf(r.layout, sizeof r.layout, "%d/%d", r.regions, r.segments);
+    r.predicted_peak_act = p->s->predicted.peak_act;
+    r.measured_peak_act = p->measured.peak[MEM_ACT];
+    r.predicted_peak_total = p->s->predicted.peak_total;
+    r.measured_peak_resident = p->measured.peak_resident;
+    r.recompute_flops = p->s->predicted.recompute_flops;
+    r.measured_recompute_flops = p->measured.flops[PHASE_RECOMPUTE];
+    r.recompute_share = (double)r.recompute_flops / (double)p->measured.flops[PHASE_FORWARD];
+    return r;
 }
 
 /* ---- the sweep ---------------------------------------------------------------------------- */
@@ -239,27 +234,49 @@ static void tally_add(Tally *t, const Point *p, uint64_t optimum)
     if (p->ratio > t->worst) t->worst = p->ratio;
 }
 
-static ResultsRecord *record_tally(ResultsTable *t, const Chain *c, const char *planner, const Tally *tally,
-                                   size_t lo, size_t hi)
+/* One record of the summary table: a planner's tally over a chain's budgets. Revolve's
+ * row alone says whether the chain is uniform and what it found below the DP's budgets. */
+typedef struct SummaryRow {
+    const char *model, *planner;
+    int budgets, found, compared;
+    bool has_ratio, revolve, uniform;
+    double geomean_ratio_to_dp, worst_ratio_to_dp, best_ratio_to_dp;
+    int zero_optimum_nonzero;
+    size_t min_budget, none_budget;
+    int below_dp_budgets, below_dp_found;
+} SummaryRow;
+
+static const ResultsColumn SUMMARY_COLUMNS[] = {
+    COLUMN(SummaryRow, model, STR, ""), COLUMN(SummaryRow, planner, STR, "", SHOW("plan", "", 7, 0)),
+    COLUMN(SummaryRow, budgets, INT, "budgets tried", SHOW("budgets", "", 7, 0)),
+    COLUMN(SummaryRow, found, INT, "budgets with a schedule", SHOW("found", "", 5, 0)),
+    COLUMN(SummaryRow, compared, INT, "budgets in the mean: both found one, and the optimum's cost is > 0 or both are 0",
+           SHOW("compared", "", 8, 0)),
+    COLUMN(SummaryRow, geomean_ratio_to_dp, DOUBLE, "ratio", WHEN(SummaryRow, has_ratio),
+           SHOW("geomean", "/ dp", 7, 3)),
+    COLUMN(SummaryRow, worst_ratio_to_dp, DOUBLE, "ratio", WHEN(SummaryRow, has_ratio), SHOW("worst", "/ dp", 7, 3)),
+    COLUMN(SummaryRow, best_ratio_to_dp, DOUBLE, "ratio", WHEN(SummaryRow, has_ratio), SHOW("best", "/ dp", 7, 3)),
+    COLUMN(SummaryRow, zero_optimum_nonzero, INT, "budgets where the optimum recomputes nothing and this planner does",
+           SHOW("vs zero optimum", "", 15, 0)),
+    COLUMN(SummaryRow, min_budget, SIZE, "bytes (this planner's smallest feasible budget)",
+           SHOW("smallest budget", "MiB", 15, 3)),
+    COLUMN(SummaryRow, none_budget, SIZE, "bytes"),
+    COLUMN(SummaryRow, uniform, BOOL, "revolve: the chain's layers all cost the same (else it plans nothing)",
+           WHEN(SummaryRow, revolve)),
+    COLUMN(SummaryRow, below_dp_budgets, INT, "revolve: budgets tried below the DP's smallest feasible one",
+           WHEN(SummaryRow, revolve), SHOW("below dp's", "budgets", 10, 0)),
+    COLUMN(SummaryRow, below_dp_found, INT, "revolve: of those, budgets where it found a schedule",
+           WHEN(SummaryRow, revolve), SHOW("found there", "", 11, 0)),
+};
+
+static SummaryRow summary_row(const Chain *c, const char *planner, const Tally *t, size_t lo, size_t hi)
 {
-    const double geomean = tally->compared ? exp(tally->log_sum / tally->compared) : NAN;
-    if (tally->budgets) printf("  %s %-7s: found at %d of %d budgets; recompute FLOPs / optimum: geometric mean %.3f, worst %.3f, "
-           "best %.3f over %d; %d budgets where the optimum recomputes nothing and it does\n",
-           c->name, planner, tally->found, tally->budgets, geomean, tally->worst, tally->best, tally->compared,
-           tally->zero_optimum);
-    ResultsRecord *rec = results_record(t);
-    record_str(rec, "model", c->name);
-    record_str(rec, "planner", planner);
-    record_num(rec, "budgets", tally->budgets);
-    record_num(rec, "found", tally->found);
-    record_num(rec, "compared", tally->compared);
-    if (tally->compared) record_num(rec, "geomean_ratio_to_dp", geomean);
-    if (tally->compared) record_num(rec, "worst_ratio_to_dp", tally->worst);
-    if (tally->compared) record_num(rec, "best_ratio_to_dp", tally->best);
-    record_num(rec, "zero_optimum_nonzero", tally->zero_optimum);
-    record_num(rec, "min_budget", (double)lo);
-    record_num(rec, "none_budget", (double)hi);
-    return rec;
+    return (SummaryRow){.model = c->name, .planner = planner, .budgets = t->budgets, .found = t->found,
+                        .compared = t->compared, .has_ratio = t->compared > 0,
+                        .geomean_ratio_to_dp = t->compared ? exp(t->log_sum / t->compared) : NAN,
+                        .worst_ratio_to_dp = t->worst, .best_ratio_to_dp = t->best,
+                        .zero_optimum_nonzero = t->zero_optimum, .min_budget = lo, .none_budget = hi,
+                        .below_dp_budgets = t->below, .below_dp_found = t->below_found};
 }
 
 /* A planner's point at `budget`, run and compared with the optimum's FLOPs there. */
@@ -279,6 +296,7 @@ typedef struct Sweep {
     size_t lo, hi;   /* the DP's smallest feasible budget, and what none needs */
     int n_planners;  /* 3 on a uniform chain, else 2 (no revolve) */
     Tally tally[3];
+    Tally fixed[3];  /* none, full and sqrt: one budget each */
     ResultsTable *points;
     Progress *progress;
 } Sweep;
@@ -302,8 +320,8 @@ static RematStatus sweep_budget(Sweep *w, size_t budget)
         }
     }
     for (int k = 0; k < w->n_planners && status == REMAT_OK; k++) {
-        print_point(&p[k]);
-        record_point(w->points, w->c, &p[k]);
+        const PointRow row = point_row(w->c, &p[k]);
+        results_add_row(w->points, &row);
         tally_add(&w->tally[k], &p[k], optimum);
     }
     for (int k = 0; k < 3; k++) schedule_free(own[k]);
@@ -312,7 +330,7 @@ static RematStatus sweep_budget(Sweep *w, size_t budget)
 }
 
 /* The fixed strategies at their own memory, against the optimum there. */
-static RematStatus sweep_fixed(Sweep *w, ResultsTable *summary)
+static RematStatus sweep_fixed(Sweep *w)
 {
     Chain *c = w->c;
     RematStatus status = REMAT_OK;
@@ -326,15 +344,32 @@ static RematStatus sweep_fixed(Sweep *w, ResultsTable *summary)
         schedule_free(dp);
         status = run_schedule(c, fixed, p.budget, &p.measured);
         if (status == REMAT_OK) {
-            print_point(&p);
-            record_point(w->points, c, &p);
-            Tally one = {0};
-            tally_add(&one, &p, optimum);
-            record_tally(summary, c, p.planner, &one, w->lo, w->hi);
+            const PointRow row = point_row(c, &p);
+            results_add_row(w->points, &row);
+            tally_add(&w->fixed[k], &p, optimum);
         }
         schedule_free(fixed);
     }
     return status;
+}
+
+/* The summary of one chain's sweep: the fixed strategies, dp, chen, then revolve, whose
+ * row says whether it planned anything (`uniform`) and from which budget. */
+static void summarize(const Sweep *w, size_t lo_revolve, ResultsTable *summary)
+{
+    printf("  recompute FLOPs relative to the optimum (geometric mean, worst, best over the budgets compared)\n");
+    results_print_head(summary, 0);
+    for (int k = 0; k < 5; k++) {
+        const char *name = k < 3 ? strategy_name((StrategyKind)k) : planner_name(PLANNERS[k - 3]);
+        const SummaryRow row = summary_row(w->c, name, k < 3 ? &w->fixed[k] : &w->tally[k - 3], w->lo, w->hi);
+        results_add_row(summary, &row);
+    }
+    const Tally none_tried = {0};
+    const bool uniform = w->n_planners == 3;
+    SummaryRow revolve = summary_row(w->c, "revolve", uniform ? &w->tally[2] : &none_tried, lo_revolve, w->hi);
+    revolve.revolve = true;
+    revolve.uniform = uniform;
+    results_add_row(summary, &revolve);
 }
 
 /* Budgets from the DP's smallest feasible to store-all; on a uniform chain, Revolve's too,
@@ -349,42 +384,25 @@ static RematStatus sweep(Chain *c, int n_budgets, int n_below, ResultsTable *poi
     if (!none) return remat_last_status();
     w.hi = none->predicted.peak_total;
     schedule_free(none);
-    char not_uniform[320] = "";
+    char revolve[400];
     if (chain_check_uniform(c->cost) != REMAT_OK) {
-        snprintf(not_uniform, sizeof not_uniform, "%s", remat_last_error());
+        snprintf(revolve, sizeof revolve, "revolve: not uniform, plans nothing: %s", remat_last_error());
         remat_clear_error();
         w.n_planners = 2;
     }
     const size_t lo_revolve = w.n_planners == 3 ? planner_revolve_min_budget(c->cost) : 0;
-    char revolve[64] = "revolve: not uniform, plans nothing";
     if (w.n_planners == 3) snprintf(revolve, sizeof revolve, "revolve: %.3f MiB", mib(lo_revolve));
     printf("\n  %s: %d layers; smallest feasible budget %.3f MiB (%s), none needs %.3f MiB\n", c->name,
            c->cost->n_layers, mib(w.lo), revolve, mib(w.hi));
-    printf("  %-7s %10s %8s %10s %10s %10s %10s %11s %11s %7s\n", "plan", "budget", "regions", "peak ACT",
-           "measured", "peak all", "measured", "recompute", "measured", "/ dp");
-    printf("  %-7s %10s %8s %10s %10s %10s %10s %11s %11s %7s\n", "", "MiB", "or slots", "predicted", "MiB",
-           "predicted", "MiB", "GFLOP", "GFLOP", "");
+    results_print_head(points, 0);
     RematStatus status = REMAT_OK;
     for (int i = 0; w.n_planners == 3 && lo_revolve < w.lo && i < n_below && status == REMAT_OK; i++)
         status = sweep_budget(&w, lo_revolve + (size_t)((double)(w.lo - lo_revolve) * i / n_below));
     for (int i = 0; i < n_budgets && status == REMAT_OK; i++)
         status = sweep_budget(&w, w.lo + (size_t)((double)(w.hi - w.lo) * i / (n_budgets - 1)));
-    if (status == REMAT_OK) status = sweep_fixed(&w, summary);
-    for (int k = 0; k < 2 && status == REMAT_OK; k++)
-        record_tally(summary, c, planner_name(PLANNERS[k]), &w.tally[k], w.lo, w.hi);
-    if (status != REMAT_OK) return status;
-    const Tally none_tried = {0};
-    ResultsRecord *rec = record_tally(summary, c, "revolve", w.n_planners == 3 ? &w.tally[2] : &none_tried,
-                                      w.n_planners == 3 ? lo_revolve : 0, w.hi);
-    record_bool(rec, "uniform", w.n_planners == 3);
-    record_num(rec, "below_dp_budgets", w.tally[2].below);
-    record_num(rec, "below_dp_found", w.tally[2].below_found);
-    if (w.n_planners == 3)
-        printf("  %s revolve: below the DP's smallest budget, found at %d of %d budgets (from %.3f MiB)\n", c->name,
-               w.tally[2].below_found, w.tally[2].below, mib(lo_revolve));
-    else
-        printf("  %s revolve: not uniform — %s\n", c->name, not_uniform);
-    return REMAT_OK;
+    if (status == REMAT_OK) status = sweep_fixed(&w);
+    if (status == REMAT_OK) summarize(&w, lo_revolve, summary);
+    return status;
 }
 
 int main(int argc, char **argv)
@@ -410,12 +428,11 @@ int main(int argc, char **argv)
     results_config_num(results, "budgets_below_dp", n_below);
     results_config_str(results, "optimizer", "adamw");
     RematStatus status = REMAT_OK;
-    ResultsTable *points = results_table(results, "points", "each planner's schedule at each budget, run for one "
-                                         "AdamW step under that budget; fixed strategies at their own memory",
-                                         POINT_FIELDS, RESULTS_COUNT(POINT_FIELDS), true);
-    ResultsTable *summary = results_table(results, "summary", "recompute FLOPs relative to the exact optimum",
-                                          SUMMARY_FIELDS, RESULTS_COUNT(SUMMARY_FIELDS),
-                                          true);
+    ResultsTable *points = results_row_table(results, "points", "each planner's schedule at each budget, run for one "
+                                             "AdamW step under that budget; fixed strategies at their own memory",
+                                             POINT_COLUMNS, RESULTS_COUNT(POINT_COLUMNS), true);
+    ResultsTable *summary = results_row_table(results, "summary", "recompute FLOPs relative to the exact optimum",
+                                              SUMMARY_COLUMNS, RESULTS_COUNT(SUMMARY_COLUMNS), true);
     Progress progress;
     progress_begin(&progress, stdout, 3 * n_budgets + 2 * n_below, true); /* the GPT of varying heads is not uniform */
     for (int i = 0; i < 3 && status == REMAT_OK; i++) {
