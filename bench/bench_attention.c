@@ -208,28 +208,15 @@ static RematStatus measure_seq(int BH, int T, int D, bool naive, const TimingPla
 }
 
 static const ResultsColumn COLUMNS[] = {
-    COLUMN(WayResult, seq, INT, "tokens"), COLUMN(WayResult, way, STR, ""),
-    COLUMN(WayResult, tile, INT, "rows and keys (0: naive, no tiles)"), COLUMN_TIMED(WayResult, seconds, "seconds"),
-    COLUMN(WayResult, kept, SIZE, "bytes"), COLUMN_AS("forward_flops", WayResult, flops[PHASE_FORWARD], U64, "FLOPs"),
-    COLUMN_AS("backward_flops", WayResult, flops[PHASE_BACKWARD], U64, "FLOPs"),
-    COLUMN_AS("recompute_flops", WayResult, flops[PHASE_RECOMPUTE], U64, "FLOPs"),
-    COLUMN_TIMED(WayResult, vs_naive, "ratio"), COLUMN_SAMPLES,
+    COLUMN(WayResult, seq, INT, "tokens", SHOW("T", "", 5, 0)), COLUMN(WayResult, way, STR, "", SHOW("way", "", 22, 0)),
+    COLUMN(WayResult, tile, INT, "rows and keys (0: naive, no tiles)"),
+    COLUMN_TIMED(WayResult, seconds, "seconds", SHOW("median (95% interval)", "ms", 26, 2)),
+    COLUMN(WayResult, kept, SIZE, "bytes", SHOW("kept", "MiB", 10, 2)),
+    COLUMN_AS("forward_flops", WayResult, flops[PHASE_FORWARD], U64, "FLOPs", SHOW("forward", "GFLOP", 9, 2)),
+    COLUMN_AS("backward_flops", WayResult, flops[PHASE_BACKWARD], U64, "FLOPs", SHOW("backward", "GFLOP", 9, 2)),
+    COLUMN_AS("recompute_flops", WayResult, flops[PHASE_RECOMPUTE], U64, "FLOPs", SHOW("recompute", "GFLOP", 9, 2)),
+    COLUMN_TIMED(WayResult, vs_naive, "ratio", SHOW("vs naive", "+%", 0, 1)), COLUMN_SAMPLES,
 };
-
-static void report(const WayResult r[N_WAYS], ResultsTable *table)
-{
-    for (int w = 0; w < N_WAYS; w++) {
-        if (!r[w].ran) continue;
-        char kept[32], ms[64], vs[48];
-        printf("  %5d  %-22s %28s %12s %9.2f %9.2f %9.2f", r[w].seq, r[w].way, estimate_ms_str(ms, sizeof ms, &r[w].seconds),
-               mem_format_bytes(kept, sizeof kept, r[w].kept),
-               1e-9 * (double)r[w].flops[PHASE_FORWARD], 1e-9 * (double)r[w].flops[PHASE_BACKWARD],
-               1e-9 * (double)r[w].flops[PHASE_RECOMPUTE]);
-        if (r[NAIVE].ran) printf(" %s", estimate_ratio_str(vs, sizeof vs, &r[w].vs_naive));
-        printf("\n");
-        results_add_row(table, &r[w]);
-    }
-}
 
 int main(int argc, char **argv)
 {
@@ -268,9 +255,10 @@ int main(int argc, char **argv)
                "  GFLOP by phase (a tile computes its masked half too: larger tiles, more FLOPs);\n"
                "  vs naive: paired by round (interval, rounds)\n",
                B, H, D, ATTN_TILE);
-        printf("  %5s  %-22s %28s %12s %9s %9s %9s %9s\n", "T", "way", "ms", "kept", "forward", "backward",
-               "recompute", "vs naive");
-        for (int i = 0; i < n_seqs; i++) report(r[i], table);
+        results_print_head(table, 0);
+        for (int i = 0; i < n_seqs; i++)
+            for (int w = 0; w < N_WAYS; w++)
+                if (r[i][w].ran) results_add_row(table, &r[i][w]);
     }
     return bench_finish(&INFO, &o, results, status);
 }
