@@ -101,10 +101,14 @@ typedef struct StepRow {
 } StepRow;
 
 static const ResultsColumn STEP_COLUMNS[] = {
-    COLUMN(StepRow, strategy, STR, ""), COLUMN(StepRow, events, SIZE, "events"),
-    COLUMN(StepRow, act_stored, SIZE, "bytes"), COLUMN(StepRow, peak_act, SIZE, "bytes"),
-    COLUMN(StepRow, peak_resident, SIZE, "bytes"), COLUMN(StepRow, peak_disk, SIZE, "bytes"),
-    COLUMN_TIMED(StepRow, step_seconds, "seconds"), COLUMN_SAMPLES,
+    COLUMN(StepRow, strategy, STR, "", SHOW("strategy", "", 12, 0)),
+    COLUMN(StepRow, events, SIZE, "events", SHOW("events", "", 8, 0)),
+    COLUMN(StepRow, act_stored, SIZE, "bytes", SHOW("stored", "MiB", 9, 2)),
+    COLUMN(StepRow, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
+    COLUMN(StepRow, peak_resident, SIZE, "bytes", SHOW("peak all", "MiB", 9, 2)),
+    COLUMN(StepRow, peak_disk, SIZE, "bytes", SHOW("peak DISK", "MiB", 9, 2)),
+    COLUMN_PRINTED(StepRow, flops, U64, SHOW("", "GFLOP", 9, 3)),
+    COLUMN_TIMED(StepRow, step_seconds, "seconds", SHOW("step (range of the 3 recorded)", "ms", 0, 2)), COLUMN_SAMPLES,
 };
 
 /* Copies the recorded events of one strategy's step into the events table. */
@@ -194,15 +198,8 @@ static void print_and_record(const GptShape *shape, const StepRow *rows, int n, 
 {
     char text[64];
     printf("\n  GPT %s, AdamW; one recorded step per strategy\n", gpt_shape_str(text, sizeof text, shape));
-    printf("  %-12s %8s %12s %12s %12s %13s %9s %s\n", "strategy", "events", "stored MiB", "peak ACT MiB",
-           "peak all MiB", "peak DISK MiB", "GFLOP", "step (range of the 3 recorded)");
-    for (int k = 0; k < n; k++) {
-        const StepRow *r = &rows[k];
-        printf("  %-12s %8zu %12.2f %12.2f %12.2f %13.2f %9.3f %s\n", r->strategy, r->events, mib(r->act_stored),
-               mib(r->peak_act), mib(r->peak_resident), mib(r->peak_disk), 1e-9 * (double)r->flops,
-               estimate_ms_str(text, sizeof text, &r->step_seconds));
-        results_add_row(steps, r);
-    }
+    results_print_head(steps, 0);
+    for (int k = 0; k < n; k++) results_add_row(steps, &rows[k]);
     printf("  (\"stored\": activations held between the forward and the backward; DISK: bytes in the\n"
            "  spill file, not resident)\n");
 }
