@@ -68,12 +68,6 @@ char *estimate_ratio_str(char *buf, size_t size, const Estimate *e)
     return buf;
 }
 
-char *estimate_ms_str(char *buf, size_t size, const Estimate *e)
-{
-    snprintf(buf, size, "%.2f ms (%.2f..%.2f)", 1e3 * e->value, 1e3 * e->lo, 1e3 * e->hi);
-    return buf;
-}
-
 /* ---- interleaved rounds ----------------------------------------------------------------- */
 
 enum { QUICK_MIN_ROUNDS = 6, QUICK_MAX_ROUNDS = 60 };

@@ -63,9 +63,6 @@ bool estimate_within(const Estimate *e, double half_width);
  * "+28.5% (+24.1..+31.0, 9)". Returns `buf`. */
 char *estimate_ratio_str(char *buf, size_t size, const Estimate *e);
 
-/* Seconds as milliseconds with the interval: "12.34 ms (12.10..12.90)". Returns `buf`. */
-char *estimate_ms_str(char *buf, size_t size, const Estimate *e);
-
 /* ---- interleaved rounds ----------------------------------------------------------------- */
 
 /* How many rounds a comparison runs. */
