@@ -2,42 +2,18 @@
  * bench_offload.c — quiz question 6: offloading saved activations to disk, alone and
  * combined with recomputation, and what it costs.
  *
- * For the MLP chain and the GPT, both with AdamW, it runs whole training steps (forward,
- * backward, optimizer) under each configuration, taking turns one step each, round after
- * round (bench/timing.h), so that a slow moment of the machine falls on all of them alike:
+ * The MLP chain and the GPT, with AdamW, run whole training steps under each
+ * configuration of CONFIGS, taking turns one step each, round after round
+ * (bench/timing.h). offload+sqrt spills sqrt's segment inputs (policy boundary) without
+ * prefetch: a record read ahead would sit in RAM through a whole replay, which is what
+ * spilling them avoids. Each configuration that uses the page cache runs once with it kept
+ * and once with it dropped after every forward, so that backward reads the disk; quick
+ * mode runs only what quiz question 6 quotes. Each step is set against its overlap bound,
+ * from the in-RAM step's forward and backward and the disk's bandwidth (bench/disk.h).
+ * Last, pack and unpack of one record alone, 4 KiB to 4 MiB, both ways of moving bytes
+ * taking turns: the fixed cost per record that offload's min_bytes is about
+ * (offload/README.md).
  *
- *   none                      everything in RAM
- *   sqrt                      sqrt(N) checkpointing, in RAM
- *   offload                   every saved activation spilled (policy all), no prefetch
- *   offload+prefetch          the same, two records read ahead by the helper thread
- *   offload+sqrt              sqrt checkpointing with its segment inputs spilled (policy
- *                             boundary), no prefetch: backward reads one record per segment,
- *                             when it starts replaying that segment, and a record read ahead
- *                             would sit in RAM through a whole replay, which is what spilling
- *                             the segment inputs is meant to avoid
- *   offload+prefetch (mmap)   offload+prefetch moving the bytes through a mapping instead of
- *                             pwritev/preadv
- *   offload+prefetch (direct) offload+prefetch with O_DIRECT pwrite/pread: the page cache
- *                             is not used, so backward reads the disk (one row)
- *   offload+windows (direct)  the same, reading ahead up to 16 MiB of records and writing
- *                             up to 8 MiB behind, rather than two records each way; once
- *                             with one helper thread, once with two
- *
- * each other offload configuration once with the page cache kept and once with it dropped
- * at the end of every forward (backward then reads the disk); every row says which ran.
- * Quick mode runs only none, sqrt, offload+prefetch (kept and dropped) and offload+sqrt
- * (kept): what quiz question 6 quotes, with rounds enough to quote it. For
- * each it records the median step time and the median of its ratios to none's in the same
- * round, each with its interval, the peaks of resident activations (ACT) and of DISK, and
- * the time spent inside pack (write) and unpack (read, which includes waiting for a
- * prefetch) per step, and, per offload configuration, where backward waited and what the
- * helper threads did: how long unpack blocked and on how many records, the threads' busy
- * time and achieved bandwidth each way, and their CPU time. Then it times pack and unpack of one record alone, for sizes from
- * 4 KiB to 4 MiB, through both ways of moving bytes taking turns: the fixed
- * cost per record that offload's min_bytes threshold is about (offload/README.md).
- *
- * Besides the common flags it takes --offload-dir DIR (app/step_options.h), the
- * directory of the spill file.
  * What it is not: a test. It asserts nothing about time; tests/test_bench.c checks the
  * bytes of a --quick run.
  */
@@ -93,7 +69,10 @@ typedef struct Config {
     int io_threads; /* 0: the default, one */
 } Config;
 
-
+/* sqrt: sqrt(N) checkpointing in RAM; offload: every saved activation spilled (policy all);
+ * prefetch: two records read ahead by the helper thread; mmap: the bytes through a
+ * mapping instead of pwritev/preadv; direct: O_DIRECT, no page cache; windows: up to 16
+ * MiB read ahead and 8 MiB written behind rather than two records, on one and two threads. */
 static const Config CONFIGS[] = {
     {"none", STRATEGY_NONE, false, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS, true, false, 0},
     {"sqrt", STRATEGY_SQRT, false, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS, true, false, 0},
@@ -167,7 +146,6 @@ static void runner_free(Runner *r)
 }
 
 /* ---- training steps under each configuration ------------------------------------------- */
-
 
 /* One record of the steps table: a configuration's step on one model. The offload fields
  * are left out of a step in RAM, cached_after_forward out of one that keeps the page
@@ -443,12 +421,14 @@ typedef struct RecordRow {
     const char *io;
     size_t bytes;
     Estimate pack_seconds, unpack_seconds;
+    double both; /* printed only: pack + unpack, the medians' sum */
 } RecordRow;
 
 static const ResultsColumn RECORD_COLUMNS[] = {
-    COLUMN(RecordRow, io, STR, ""), COLUMN(RecordRow, bytes, SIZE, "bytes"),
-    COLUMN_TIMED(RecordRow, pack_seconds, "seconds per record"),
-    COLUMN_TIMED(RecordRow, unpack_seconds, "seconds per record"), COLUMN_SAMPLES,
+    COLUMN(RecordRow, io, STR, "", SHOW("way", "", 7, 0)), COLUMN(RecordRow, bytes, SIZE, "bytes", SHOW("size", "KiB", 8, 0)),
+    COLUMN_PRINTED(RecordRow, both, DOUBLE, SHOW("pack + unpack", "us", 13, 1)),
+    COLUMN_TIMED(RecordRow, pack_seconds, "seconds per record", SHOW("pack", "us", 24, 1)),
+    COLUMN_TIMED(RecordRow, unpack_seconds, "seconds per record", SHOW("unpack", "us", 24, 1)), COLUMN_SAMPLES,
 };
 
 enum { RECORD_MIN = 4096, RECORD_MAX = 4 << 20, RECORD_SIZES = 6 };
@@ -460,8 +440,9 @@ typedef struct DiskRow {
 } DiskRow;
 
 static const ResultsColumn DISK_COLUMNS[] = {
-    COLUMN(DiskRow, direction, STR, ""), COLUMN(DiskRow, file_bytes, SIZE, "bytes"),
-    COLUMN(DiskRow, block_bytes, SIZE, "bytes"), COLUMN_TIMED(DiskRow, bandwidth, "bytes per second"), COLUMN_SAMPLES,
+    COLUMN(DiskRow, direction, STR, "", SHOW("", "", 5, 0)), COLUMN(DiskRow, file_bytes, SIZE, "bytes"),
+    COLUMN(DiskRow, block_bytes, SIZE, "bytes"),
+    COLUMN_TIMED(DiskRow, bandwidth, "bytes per second", SHOW("bandwidth (95% interval)", "GB/s", 0, 2)), COLUMN_SAMPLES,
 };
 
 /* The spill directory's disk, by O_DIRECT (bench/disk.h), into *disk and the `disk` table.
@@ -475,13 +456,13 @@ static bool measure_disk(const Setup *setup, bool quick, ResultsTable *table, Di
         return false;
     }
     char file[32], block[32];
-    printf("  the disk under the spill directory, O_DIRECT, %s in blocks of %s, medians of %d:\n"
-           "  write %.2f GB/s (%.2f..%.2f), read %.2f GB/s (%.2f..%.2f)\n\n",
+    printf("  the disk under the spill directory, O_DIRECT, %s in blocks of %s, medians of %d:\n",
            mem_format_bytes(file, sizeof file, file_bytes), mem_format_bytes(block, sizeof block, block_bytes),
-           disk->write.samples, disk->write.value / 1e9, disk->write.lo / 1e9, disk->write.hi / 1e9,
-           disk->read.value / 1e9, disk->read.lo / 1e9, disk->read.hi / 1e9);
+           disk->write.samples);
+    results_print_head(table, 0);
     results_add_row(table, &(DiskRow){"write", file_bytes, block_bytes, disk->write});
     results_add_row(table, &(DiskRow){"read", file_bytes, block_bytes, disk->read});
+    printf("\n");
     return true;
 }
 
@@ -500,39 +481,35 @@ static RematStatus measure_records(const Setup *setup, Progress *progress, Resul
         run.off[io] = offload_create(&oo);
         if (!run.off[io]) status = remat_last_status();
     }
-    Timing timing[RECORD_SIZES] = {{0}};
     /* One record of the largest size first, unmeasured: the file grows to its size. */
     const TimingPlan grow = timing_plan_fixed(0, 1);
-    Timing grown = {0};
-    if (status == REMAT_OK) status = time_record_size(&run, RECORD_MAX, &grow, &grown);
-    timing_free(&grown);
+    Timing timing = {0};
+    if (status == REMAT_OK) status = time_record_size(&run, RECORD_MAX, &grow, &timing);
+    timing_free(&timing);
+    RecordRow rows[RECORD_SIZES][2];
     for (int i = 0; i < RECORD_SIZES && status == REMAT_OK; i++) {
-        status = time_record_size(&run, (size_t)RECORD_MIN << (2 * i), &setup->records, &timing[i]);
+        const size_t bytes = (size_t)RECORD_MIN << (2 * i);
+        status = time_record_size(&run, bytes, &setup->records, &timing);
+        for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
+            RecordRow *r = &rows[i][io];
+            *r = (RecordRow){.io = io_name((OffloadIo)io), .bytes = bytes,
+                             .pack_seconds = timing_median(&timing, io, RECORD_PACK),
+                             .unpack_seconds = timing_median(&timing, io, RECORD_UNPACK)};
+            r->both = r->pack_seconds.value + r->unpack_seconds.value;
+        }
+        timing_free(&timing);
         progress_tick(progress, "one record");
     }
     offload_free(run.off[0]);
     offload_free(run.off[1]);
-    if (status == REMAT_OK) {
-        progress_end(progress);
-        printf("\n  one record alone, page cache kept, no prefetch, the two ways interleaved: pack + unpack\n"
-               "  (pack, unpack), medians of %d\n  %10s %30s %30s\n", timing[0].rounds, "size", "pwritev/preadv",
-               "mmap");
-    }
-    for (int i = 0; i < RECORD_SIZES && status == REMAT_OK; i++) {
-        const size_t bytes = (size_t)RECORD_MIN << (2 * i);
-        char size[32];
-        printf("  %10s", mem_format_bytes(size, sizeof size, bytes));
-        for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP; io++) {
-            const RecordRow row = {io_name((OffloadIo)io), bytes, timing_median(&timing[i], io, RECORD_PACK),
-                                   timing_median(&timing[i], io, RECORD_UNPACK)};
-            const double pack = 1e6 * row.pack_seconds.value, unpack = 1e6 * row.unpack_seconds.value;
-            printf(" %9.1f us (%6.1f, %6.1f)", pack + unpack, pack, unpack);
-            results_add_row(table, &row);
-        }
-        printf("\n");
-    }
-    for (int i = 0; i < RECORD_SIZES; i++) timing_free(&timing[i]);
-    return status;
+    if (status != REMAT_OK) return status;
+    progress_end(progress);
+    printf("\n  one record alone, page cache kept, no prefetch, the two ways interleaved, medians of %d\n",
+           setup->records.max_rounds);
+    results_print_head(table, 0);
+    for (int i = 0; i < RECORD_SIZES; i++)
+        for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP; io++) results_add_row(table, &rows[i][io]);
+    return REMAT_OK;
 }
 
 /* The run's config: the models, the spill directory and the plans. */

@@ -398,7 +398,7 @@ static double row_number(const ResultsColumn *c, const void *row)
 static double show_scale(const char *unit)
 {
     static const struct { const char *unit; double scale; } SCALES[] = {
-        {"MiB", 1.0 / (1 << 20)}, {"GiB", 1.0 / (1 << 30)}, {"GFLOP", 1e-9}, {"GB/s", 1e-9}, {"ms", 1e3}, {"us", 1e6}, {"%", 100.0},
+        {"KiB", 1.0 / (1 << 10)}, {"MiB", 1.0 / (1 << 20)}, {"GiB", 1.0 / (1 << 30)}, {"GFLOP", 1e-9}, {"GB/s", 1e-9}, {"ms", 1e3}, {"us", 1e6}, {"%", 100.0},
     };
     for (size_t i = 0; i < sizeof SCALES / sizeof SCALES[0]; i++)
         if (!strcmp(unit, SCALES[i].unit)) return SCALES[i].scale;
