@@ -394,9 +394,11 @@ static double row_number(const ResultsColumn *c, const void *row)
 
 /* ---- the printed table ------------------------------------------------------------------ */
 
-/* What one printed unit is of the recorded one (ColumnShow). */
-static double show_scale(const char *unit)
+/* What one printed unit of column c is of the recorded one (ColumnShow). */
+static double show_scale(const ResultsColumn *c)
 {
+    const char *unit = c->show.unit;
+    if (c->unit && !strcmp(c->unit, unit)) return 1.0;
     static const struct { const char *unit; double scale; } SCALES[] = {
         {"KiB", 1.0 / (1 << 10)}, {"MiB", 1.0 / (1 << 20)}, {"GiB", 1.0 / (1 << 30)}, {"GFLOP", 1e-9}, {"GB/s", 1e-9}, {"ms", 1e3}, {"us", 1e6}, {"%", 100.0},
     };
@@ -410,7 +412,7 @@ static void show_cell(char *buf, size_t size, const ResultsColumn *c, const void
 {
     const char *at = (const char *)row + c->offset;
     const int d = c->show.decimals;
-    const double k = show_scale(c->show.unit);
+    const double k = show_scale(c);
     if (c->type == COLUMN_SET || !row_has(c, row)) snprintf(buf, size, "-");
     else if (c->type == COLUMN_STR) snprintf(buf, size, "%s", *(const char *const *)at);
     else if (c->type == COLUMN_STR_ARRAY) snprintf(buf, size, "%s", at);
