@@ -3,23 +3,13 @@
  * keeps and costs against the naive attention core, and which way of computing its tile
  * products is faster on this machine.
  *
- * For q, k, v of B = 4 sequences, H = 4 heads of D = 64 (the GPT of D = 256) at several
- * T, with dropout 0.1 from the counter-based generator, it times one forward and one
- * backward of:
- *
- *   fused, blas, tile 64    k_attention_forward/_backward as the ops run them: OpenBLAS
- *                           sgemm for the tile products, tiles of 64 rows by 64 keys
- *   ... tile 32, tile 128   the same with smaller and larger tiles
- *   fused, loops, tile 64   the same kernel with its own vectorised loops for the products
- *   naive                   the kernels the naive GPT block runs: the (T,T) scores by
- *                           batched sgemm, the causal softmax, the dropout, the product with
- *                           v, and their backward kernels
- *
- * taking turns round by round (bench/timing.h), and reports the median time of each with
- * its 95% interval, the bytes each keeps between forward and backward (fused: its output and one
- * log-sum-exp per row; naive: the probabilities and their dropped copy), and its FLOPs by
- * phase from the ledger. Naive attention runs up to T = 1024: at 2048 its (T,T) tensors
- * alone take 1.3 GB.
+ * One forward and backward of causal attention with counter-based dropout at several T,
+ * the ways of FUSED and the naive kernels (the (T,T) scores by batched sgemm, softmax,
+ * dropout, the product with v, and their backward) taking turns round by round
+ * (bench/timing.h): median time, bytes kept between forward and backward (fused: its
+ * output and one log-sum-exp per row; naive: the probabilities and their dropped copy),
+ * FLOPs by phase. Naive attention runs up to T = 1024: at 2048 its (T,T) tensors alone take
+ * 1.3 GB.
  *
  * What it is not: a training step (bench_selective times those) or a test
  * (tests/test_kernels.c checks both kernels against the textbook attention).

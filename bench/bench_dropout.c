@@ -2,15 +2,11 @@
  * bench_dropout.c — quiz question 7: a checkpointed block with dropout must replay the
  * random generator, or backward differentiates masks the forward never used.
  *
- * On a GPT with dropout 0.1 everywhere, it computes the gradients of one batch without
- * checkpointing (the reference), then under full, sqrt and selective (attention_core)
- * checkpointing, each with the generator replayed for the recomputation (preserve_rng, the
- * default) and without it (what train --no-rng-replay does). For each it reports the
- * largest |gradient difference| against the reference over every parameter — exactly 0
- * with replay, since every strategy is bit-identical to none — and the verdict of the
- * determinism check (Strategy.replay.determinism_check), which hashes every recomputed op's output
- * in the first forward and in the replay and fails backward with a message naming the
- * region and the first op that diverged.
+ * On a GPT with dropout 0.1, the gradients of one batch under each strategy, with the
+ * generator replayed for the recomputation (the default) and without (train
+ * --no-rng-replay), against none's: the largest difference (exactly 0 with replay), and
+ * the verdict of the determinism check (Strategy.replay.determinism_check), which names
+ * the region and the first recomputed op whose output diverged.
  *
  * What it is not: a test (tests/test_checkpoint.c proves the same on a smaller model); no
  * optimizer step runs, so the gradients compared are those of the same parameters.

@@ -2,27 +2,16 @@
  * bench_memory_budget.c — quiz question 8: checkpointing shrinks activations, but the
  * optimizer's state stays, so a job can still run out of memory however much it recomputes.
  *
- * A training job here is: build the GPT, draw a batch, create its optimizer, run two
- * training steps (the second is the steady state: every gradient exists throughout). Under
- * a ledger budget (mem_set_budget) the ledger behaves like a device of that size: an
- * allocation that would cross it fails with a message listing what is resident by kind.
+ * A job builds the GPT, its batch and its optimizer and runs two training steps (the
+ * second is the steady state) under a ledger budget (mem_set_budget), which behaves like a
+ * device of that size. Per strategy, with AdamW: the bytes by kind beside the process's as
+ * the operating system counts them; whether the job fits a budget between the strategies'
+ * peaks; the smallest budget it fits in, found by running the job (an exponential search
+ * brackets it, bisection closes it: the ledger is exact, so it is the peak to the byte);
+ * that nothing fits at params + grads + optimizer; and what fits there instead: SGD
+ * without momentum, which keeps no optimizer state.
  *
- * For each strategy (none, full, sqrt, selective) with AdamW it reports:
- *   - the breakdown: params, grads, optimizer state, peak activations, peak total;
- *   - whether the job fits under one budget between the strategies' peaks (and the OOM
- *     message of those that do not);
- *   - the smallest budget it fits in, searched by running the job: an exponential search
- *     brackets the answer around the unconstrained peak, bisection closes the bracket.
- *     (The ledger is exact, so the answer is that peak to the byte, in two runs.)
- * Beside the ledger's peak it reports the process's, as the operating system counts it
- * (what `top` shows), and what the process held before the job.
- * Then it runs every strategy at a budget of exactly params + grads + optimizer: nothing
- * fits there, whatever is recomputed, and the OOM message shows why. Last, what does fit
- * there: SGD without momentum keeps no optimizer state, so the same model and strategies
- * need params + grads + activations only. (Optimizer state in the offload file is not
- * built; SGD without momentum is what this bench shows.)
- *
- * What it is not: a planner that picks a strategy for a budget (checkpoint/ will grow one).
+ * What it is not: a planner that picks a strategy for a budget (bench_planner runs those).
  */
 #include <stdio.h>
 #include <string.h>

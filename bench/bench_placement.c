@@ -2,21 +2,12 @@
  * bench_placement.c — quiz question 3: why checkpointing's overhead must be measured on the
  * actual model: placement, operators and hardware decide what a replay costs.
  *
- * The same GPT is trained with its checkpoint regions placed five ways:
- *
- *   none             no regions
- *   whole blocks     every block a region (strategy full)
- *   attention only   every block a region whose policy recomputes the attention branch
- *                    (ops tagged "attn.*") and keeps the MLP branch's outputs
- *   MLP only         the same with "mlp.*" recomputed and "attn.*" kept
- *   every other      blocks 0, 2, 4, ... are regions; 1, 3, ... run plainly
- *
- * on 1 thread and on 2, placements interleaved step by step (bench/timing.h). For each it reports the
- * activation memory saved against none, the recompute FLOP overhead and the time
- * overhead, and their ratio: what a recomputed FLOP costs against an average FLOP of the
- * step. Attention's softmax and dropout do few FLOPs per byte, the MLP's matmuls many, and
- * a second thread speeds up matmuls more than elementwise loops: the same FLOP overhead
- * costs different time.
+ * The same GPT with its checkpoint regions placed five ways (PLACEMENTS), on 1 thread and
+ * on 2, placements interleaved step by step (bench/timing.h): activation memory saved
+ * against none, recompute FLOP overhead, time overhead, and their ratio, what a recomputed
+ * FLOP costs against the step's average one. Attention's softmax and dropout do few FLOPs
+ * per byte, the MLP's matmuls many, and a second thread speeds up matmuls more than
+ * elementwise loops: the same FLOP overhead costs different time.
  *
  * What it is not: a test; it asserts nothing about time.
  */

@@ -2,23 +2,16 @@
  * bench_planner.c — budget-driven checkpoint planning: for a memory budget, how much
  * recomputation does each planner pay, and how far is the heuristic from the optimum?
  *
- * For three chains — the MLP chain (uniform), the GPT (whose embedding and head make the
- * chain's ends heterogeneous) and the same GPT with blocks of varying head counts (each
- * block's attention keeps B·H·T² floats, so its memory varies several-fold from block to
- * block while its FLOPs barely do) — it measures the chain cost model with one profiling step, then sweeps
- * the budget from the smallest feasible (params + grads + AdamW state + the leanest
- * schedule's activations) to what none needs. At each budget it asks the exact dynamic
- * program and Chen et al.'s search for a schedule — and, on the uniform chains (the MLP,
- * the GPT of identical blocks), planner revolve — and runs one AdamW step under it with
- * the ledger's budget set to that budget: predicted and measured peak memory and
- * RECOMPUTE FLOPs side by side. none, full and sqrt are points at their own memory.
- * The summary gives each planner's recompute FLOPs relative to the optimum over
- * single-level schedules at the same budget: the geometric mean over the budgets where
- * both found a schedule and the optimum recomputes something, and how many budgets that
- * leaves out. Revolve is not single-level — it recomputes layers more than once — so its
- * ratio may fall below 1, and its curve goes on below the DP's smallest feasible budget:
- * those budgets are swept separately (points with dp and chen not found) and counted in
- * its summary row.
+ * Three chains: the MLP chain (uniform), the GPT (its embedding and head make the ends
+ * heterogeneous) and a GPT whose blocks have varying head counts (memory varying several-
+ * fold from block to block, FLOPs barely). Each is profiled once (the chain cost model),
+ * then swept from the smallest feasible budget to what none needs: at each budget the
+ * exact DP, Chen et al.'s search and, on uniform chains, Revolve plan a schedule that runs
+ * one AdamW step under that budget, predicted beside measured peak and RECOMPUTE FLOPs.
+ * none, full and sqrt are points at their own memory. The summary gives each planner's
+ * recompute FLOPs over the single-level optimum's at the same budget. Revolve recomputes
+ * layers more than once, so its ratio may fall below 1 and its curve goes on below the
+ * DP's smallest budget, swept apart.
  *
  * What it is not: a timing bench. Bytes and FLOPs are exact and repeat run after run.
  */

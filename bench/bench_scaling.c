@@ -3,17 +3,12 @@
  * for memory (extra FLOPs, and the time they take), and how activation memory grows with
  * depth under none, full and sqrt(N) checkpointing.
  *
- * For each depth N (doubling) it builds the residual MLP chain of width W and runs AdamW
- * training steps on one batch under the three strategies, alternating step by step, and
- * records each strategy's peak activation memory, peak training memory, FLOPs by phase,
- * recompute FLOP overhead, median step time and time overhead against none. Then it fits
- * the least-squares slope of ln(peak ACT) against ln(N) for each strategy and prints it
- * next to the theory: none and full grow linearly (slope 1), sqrt as sqrt(N) (slope 0.5).
- *
- * The peaks are also checked against the counts derived by hand in tests/test_checkpoint.c
- * (in units of one activation of B·W floats): none 2N + 4, full N + 6, sqrt s + 2k + 5.
- * Their constant terms (the batch, the loss's gradients) are why a fit over small N comes
- * out below the asymptotic slope; the slope over the last doubling is printed beside it.
+ * For each depth N (doubling), AdamW steps of the chain under the three strategies,
+ * alternating step by step: peak memory, FLOPs by phase, step time and its overhead
+ * against none. The peaks are checked against the counts derived by hand in
+ * tests/test_checkpoint.c (derived_units), and the least-squares slope of ln(peak ACT)
+ * against ln(N) is set beside the theory: 1 for none and full, 0.5 for sqrt. The counts'
+ * constant terms are why a fit over small N comes out below it.
  *
  * What it is not: a test. It asserts nothing about time; tests/test_bench.c checks the
  * slopes of a --quick run.

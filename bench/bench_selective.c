@@ -3,40 +3,21 @@
  * expensive ops and recomputes the cheap ones that are big to keep; and the same idea one
  * level down, inside the kernels: fused attention and counter-based dropout masks.
  *
- * On the GPT (dropout 0.1) at several sequence lengths T, it runs every block as a
- * checkpoint region under each selective policy — none (no checkpointing), full
- * (nothing_saveable), dots_saveable and attention_core — with each of three ways of
- * computing the attention core and its dropout:
+ * The GPT (dropout 0.1) at several T, every block a region under each policy of FORMULAS,
+ * each with each way of computing the attention core and its dropout (COMBOS; fused
+ * attention with stream masks is refused, as they cannot be made again): the activation
+ * bytes per layer a forward leaves for backward, by the tag of the op that made them (the
+ * census of measure.h), beside the formulas; recompute FLOPs and step time, all variants
+ * alternating; and at the longest T, a budget fused attention fits and naive does not.
  *
- *   naive/stream    primitive ops keeping the (B,H,T,T) probabilities, masks from the
- *                   PCG32 stream, kept for backward (remat's default)
- *   naive/counter   the same ops, masks counter-based (Philox): never stored
- *   fused/counter   one fused attention op, keeping one float per row, its probabilities
- *                   and masks made again in backward (fused attention with stream dropout
- *                   is refused: its masks cannot be made again)
- *
- * and reports:
- *
- *   - the activation bytes per layer a forward leaves for backward, by the tag of the op
- *     that made each tensor (measured with the census of measure.h), next to the per-layer
- *     formula (Korthikanti et al. 2022 adapted to float32 and to this model, and its
- *     variants below);
- *   - the recompute FLOP overhead and time of a training step (all variants alternating
- *     step by step), with the fastest and slowest of the timed steps;
- *   - at the longest T, a memory budget that fused attention fits and naive attention
- *     does not: every variant without checkpointing tried under it.
- *
- * The formula. Korthikanti et al. count, per layer, sbh(34 + 5as/h) bytes with 16-bit
- * activations and 1-byte dropout masks (s = T, b = B, h = C, a = H). Every tensor of theirs
- * is one this model's ops save (models/gpt.c), so in float32 (4 bytes) with
- * 1-byte masks it becomes 66·BTC + 9·BHT² bytes; this model's LayerNorms also keep their
- * mean and rstd (4 bytes per row each, two LayerNorms), + 16·BT. Counter-based masks are
- * not stored: 64·BTC + 8·BHT² + 16·BT. Fused attention keeps neither (B,H,T,T) tensor but
- * its output and one log-sum-exp per row: 68·BTC + 4·BHT + 16·BT. Selective recomputation
- * of the attention core drops the T² terms (and the fused op's output and rows); full
- * recomputation keeps only the block's input, 4·BTC. dots_saveable is not in the paper;
- * derived from the ops it is 44·BTC + 4·BHT² (the scores), or 44·BTC + 4·BHT fused (see
- * FORMULAS).
+ * The formula. Korthikanti et al. 2022 count sbh(34 + 5as/h) bytes per layer with 16-bit
+ * activations and 1-byte masks (s = T, b = B, h = C, a = H). Every tensor of theirs is one
+ * this model's ops save (models/gpt.c), so in float32 it becomes 66·BTC + 9·BHT²; this
+ * model's LayerNorms also keep mean and rstd, + 16·BT. Counter-based masks are not stored:
+ * 64·BTC + 8·BHT² + 16·BT. Fused attention keeps its output and one log-sum-exp per row
+ * instead of the (B,H,T,T) tensors: 68·BTC + 4·BHT + 16·BT. attention_core drops the T²
+ * terms (and the fused op's output and rows); full keeps the block's input, 4·BTC;
+ * dots_saveable, not in the paper, keeps 44·BTC + 4·BHT² (the scores), 44·BTC + 4·BHT fused.
  *
  * What it is not: a test of the policies (tests/test_checkpoint.c is); the smoke test
  * checks that the measured bytes of a --quick run equal the formulas.

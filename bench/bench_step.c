@@ -2,26 +2,13 @@
  * bench_step.c — how fast one training step runs, against the machine's sgemm peak, and
  * where its time goes.
  *
- * For the char-level GPT (L=4, D=256, H=4, T=128, B=8, dropout 0.1) and the MLP chain
- * (N=16, W=1024, B=256), each with AdamW, it times whole training steps (forward,
- * backward, optimizer) under each checkpoint strategy, on 1 and 2 threads, and prints the
- * median step time and the achieved GFLOP/s. The FLOPs are those the ledger recorded for
- * the step — the matmuls plus every elementwise op, recomputation included, so the rate
- * says how busy the machine was, and the recompute column says how much of that work was
- * done twice. Each thread count also times a square sgemm in every round, between the
- * steps, so every rate comes with its ceiling measured in the same rounds: a step's share
- * of the peak is the median of the paired ratios, sgemm time over step time of the same
- * round (scaled by their FLOPs), and a moment when the whole machine is slower falls on
- * both sides of it. The sgemm's own speed-up on 2 threads is printed beside the step's:
- * the most a step made of such products could gain.
- *
- * Where the time goes: the FLOP ledger also keeps the wall time inside the matmuls
- * (tensor/flops.h), so each step says how much of it the matmuls took, at what rate, and
- * what share was spent outside them (elementwise and row kernels, attention cores, the
- * optimizer, allocation), and each phase's share of it (forward, backward, recompute —
- * a region's replay —, optimizer). The thread counts run
- * interleaved with the strategies, round by round, so the speed-up of 2 threads over 1 is
- * the median of paired ratios, as every time overhead is.
+ * Whole AdamW steps of the GPT and the MLP chain under each strategy on 1 and 2 threads,
+ * interleaved round by round with a square sgemm on each thread count, so that every rate
+ * comes with its ceiling measured in the same rounds: a step's share of the peak, and its
+ * speed-up on 2 threads, are medians of paired ratios like any overhead. The FLOPs are the
+ * ledger's, recomputation included; the ledger's clocks say how much of the step the
+ * matmuls took and each phase's share (tensor/flops.h). Last, AdamW's pass alone, one call
+ * per parameter against one pass over all of them.
  *
  * It is a benchmark, not a test: it asserts nothing about time.
  */

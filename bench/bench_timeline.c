@@ -3,19 +3,12 @@
  * backward will need, and backward releases them; checkpointing turns the pile into a
  * sawtooth.
  *
- * For each strategy (none, full, sqrt, selective with attention_core), and for offload
- * (every saved activation spilled to disk, two records prefetched) and offload+sqrt (sqrt
- * with its segment inputs spilled, no prefetch), it runs AdamW
- * training steps of the GPT, after warm-up steps, with the memory ledger's event timeline
- * recording (mem_timeline_start): every allocation and free, its time, the FLOP phase it
- * happened in, the FLOPs executed so far, and every kind's bytes right after it. Of three
- * recorded steps it keeps the one with the median time (the bytes and FLOPs are the same
- * in all three; the times are not). The events go to results/bench_timeline.events.csv
- * (plots.sh draws activations against the FLOPs executed, a clock that does not depend on
- * how busy the machine is, one panel per strategy, with the DISK bytes of the offload
- * series); the JSON keeps a summary per strategy, its step time the median of the three
- * recorded with their range. The offload series spill to the default directory ($TMPDIR, else
- * /tmp) with the page cache kept: bench_offload measures the disk itself.
+ * Per strategy, and with offload, AdamW steps of the GPT with the memory ledger's event
+ * timeline recording (mem_timeline_start): every allocation and free, its time, phase and
+ * FLOPs so far, and every kind's bytes after it. Of three recorded steps it keeps the one
+ * of median time; its events go to bench_timeline.events.csv, which plots.sh draws against
+ * the FLOPs executed, a clock a busy machine does not stretch. The offload series spill to
+ * the default directory with the page cache kept: bench_offload measures the disk itself.
  *
  * What it is not: a profiler. The times are those of the ledger's events, which include
  * the small cost of recording them.

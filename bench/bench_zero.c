@@ -4,14 +4,6 @@
  * MPI_Allreduce. Run it as K ranks: `mpirun -np K build/bench/bench_zero`; started plainly
  * it is one rank (K = 1, nothing moves). It writes <dir>/bench_zero_npK.json and CSV.
  *
- *   reduce   a float array of n elements summed over the ranks, two ways taking turns:
- *            the ordered reduce-scatter + all-gather of parallel/comm.h, and MPI_Allreduce;
- *            median (with its 95% interval) and fastest of the rounds on rank 0, after a barrier each
- *   stages   the GPT trained one micro-batch per rank at ZeRO stages 0 to 3 under
- *            strategies none and full: each rank's params, grads and optimizer bytes after
- *            the steps beside the ZeRO formula, the bytes it sent and received per step
- *            by phase, and rank 0's median step time
- *
  * Bytes are exact; times are only as quiet as the machine, and K ranks on fewer cores
  * than K are oversubscribed (every time measured so says it in the results' config).
  * It is a benchmark, not a test: it asserts nothing about time.
