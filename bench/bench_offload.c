@@ -187,11 +187,12 @@ static const ResultsColumn STEP_COLUMNS[] = {
     COLUMN(StepRow, io, STR, "", WHEN(StepRow, offloads)),
     COLUMN(StepRow, page_cache, STR, "", WHEN(StepRow, offloads), SHOW_IN(7u, "cache", "", 8, 0)),
     COLUMN(StepRow, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
-    COLUMN(StepRow, peak_disk, SIZE, "bytes", SHOW("peak DISK", "MiB", 9, 2)), COLUMN(StepRow, act_stored, SIZE, "bytes"),
-    COLUMN(StepRow, peak_resident, SIZE, "bytes"),
+    COLUMN(StepRow, peak_disk, SIZE, "bytes", SHOW("peak DISK", "MiB", 9, 2)),
+    COLUMN(StepRow, act_stored, SIZE, "bytes"), COLUMN(StepRow, peak_resident, SIZE, "bytes"),
     COLUMN(StepRow, records_per_step, SIZE, "records", WHEN(StepRow, offloads)),
     COLUMN(StepRow, disk_written_per_step, SIZE, "bytes", WHEN(StepRow, offloads)),
-    COLUMN(StepRow, recompute_flops, U64, "FLOPs"), COLUMN(StepRow, flop_overhead, DOUBLE, "ratio", SHOW("FLOPs+", "%", 6, 1)),
+    COLUMN(StepRow, recompute_flops, U64, "FLOPs"),
+    COLUMN(StepRow, flop_overhead, DOUBLE, "ratio", SHOW("FLOPs+", "%", 6, 1)),
     COLUMN_TIMED(StepRow, step_seconds, "seconds", SHOW("median step", "ms", 24, 1)),
     COLUMN_TIMED(StepRow, time_overhead, "ratio", SHOW("vs none (95% interval, rounds)", "+%", 27, 1)),
     COLUMN_TIMED(StepRow, write_seconds, "seconds per step, inside pack", WHEN(StepRow, offloads),
@@ -425,7 +426,8 @@ typedef struct RecordRow {
 } RecordRow;
 
 static const ResultsColumn RECORD_COLUMNS[] = {
-    COLUMN(RecordRow, io, STR, "", SHOW("way", "", 7, 0)), COLUMN(RecordRow, bytes, SIZE, "bytes", SHOW("size", "KiB", 8, 0)),
+    COLUMN(RecordRow, io, STR, "", SHOW("way", "", 7, 0)),
+    COLUMN(RecordRow, bytes, SIZE, "bytes", SHOW("size", "KiB", 8, 0)),
     COLUMN_PRINTED(RecordRow, both, DOUBLE, SHOW("pack + unpack", "us", 13, 1)),
     COLUMN_TIMED(RecordRow, pack_seconds, "seconds per record", SHOW("pack", "us", 24, 1)),
     COLUMN_TIMED(RecordRow, unpack_seconds, "seconds per record", SHOW("unpack", "us", 24, 1)), COLUMN_SAMPLES,
@@ -442,7 +444,8 @@ typedef struct DiskRow {
 static const ResultsColumn DISK_COLUMNS[] = {
     COLUMN(DiskRow, direction, STR, "", SHOW("", "", 5, 0)), COLUMN(DiskRow, file_bytes, SIZE, "bytes"),
     COLUMN(DiskRow, block_bytes, SIZE, "bytes"),
-    COLUMN_TIMED(DiskRow, bandwidth, "bytes per second", SHOW("bandwidth (95% interval)", "GB/s", 0, 2)), COLUMN_SAMPLES,
+    COLUMN_TIMED(DiskRow, bandwidth, "bytes per second", SHOW("bandwidth (95% interval)", "GB/s", 0, 2)),
+    COLUMN_SAMPLES,
 };
 
 /* The spill directory's disk, by O_DIRECT (bench/disk.h), into *disk and the `disk` table.

@@ -319,7 +319,8 @@ typedef struct PolicyRow {
 static const ResultsColumn POLICY_COLUMNS[] = {
     COLUMN(PolicyRow, seq, INT, "tokens"), COLUMN(PolicyRow, policy, STR, "", SHOW("policy", "", 16, 0)),
     COLUMN_PRINTED(PolicyRow, combo, STR, SHOW("attention/rng", "", 14, 0)), COLUMN(PolicyRow, attention, STR, ""),
-    COLUMN(PolicyRow, dropout_rng, STR, ""), COLUMN(PolicyRow, act_per_layer, SIZE, "bytes", SHOW("per layer", "bytes", 12, 0)),
+    COLUMN(PolicyRow, dropout_rng, STR, ""),
+    COLUMN(PolicyRow, act_per_layer, SIZE, "bytes", SHOW("per layer", "bytes", 12, 0)),
     COLUMN(PolicyRow, formula_per_layer, SIZE, "bytes", SHOW("formula", "bytes", 11, 0)),
     COLUMN_PRINTED(PolicyRow, as_formula, STR, SHOW("", "", 1, 0)),
     COLUMN(PolicyRow, korthikanti_fp32_per_layer, SIZE, "bytes", WHEN(PolicyRow, korthikanti)),

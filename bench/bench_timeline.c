@@ -77,12 +77,11 @@ typedef struct EventRow {
 static const ResultsColumn EVENT_COLUMNS[] = {
     COLUMN(EventRow, strategy, STR, ""), COLUMN(EventRow, event, SIZE, "index"),
     COLUMN(EventRow, time_ms, DOUBLE, "milliseconds since the step began"),
-    COLUMN(EventRow, flops, U64, "FLOPs executed since the step began, all phases"),
-    COLUMN(EventRow, phase, STR, ""), COLUMN(EventRow, kind, STR, ""), COLUMN(EventRow, delta, DOUBLE, "bytes"),
-    COLUMN(EventRow, params, SIZE, "bytes"), COLUMN(EventRow, grads, SIZE, "bytes"),
-    COLUMN(EventRow, optimizer, SIZE, "bytes"), COLUMN(EventRow, act, SIZE, "bytes"),
-    COLUMN(EventRow, work, SIZE, "bytes"), COLUMN(EventRow, resident, SIZE, "bytes"),
-    COLUMN(EventRow, disk, SIZE, "bytes"),
+    COLUMN(EventRow, flops, U64, "FLOPs executed since the step began, all phases"), COLUMN(EventRow, phase, STR, ""),
+    COLUMN(EventRow, kind, STR, ""), COLUMN(EventRow, delta, DOUBLE, "bytes"), COLUMN(EventRow, params, SIZE, "bytes"),
+    COLUMN(EventRow, grads, SIZE, "bytes"), COLUMN(EventRow, optimizer, SIZE, "bytes"),
+    COLUMN(EventRow, act, SIZE, "bytes"), COLUMN(EventRow, work, SIZE, "bytes"),
+    COLUMN(EventRow, resident, SIZE, "bytes"), COLUMN(EventRow, disk, SIZE, "bytes"),
 };
 
 /* One record of the steps table: a strategy's recorded step. */

@@ -160,16 +160,19 @@ typedef struct StageRow {
 
 static const ResultsColumn STAGE_COLUMNS[] = {
     COLUMN(StageRow, stage, INT, "ZeRO stage", SHOW("stage", "", 5, 0)),
-    COLUMN(StageRow, strategy, STR, "", SHOW("strategy", "", 9, 0)), COLUMN(StageRow, rank, INT, "rank", SHOW("rank", "", 4, 0)),
+    COLUMN(StageRow, strategy, STR, "", SHOW("strategy", "", 9, 0)),
+    COLUMN(StageRow, rank, INT, "rank", SHOW("rank", "", 4, 0)),
     COLUMN(StageRow, params, U64, "bytes", SHOW("params", "MiB", 10, 3)),
     COLUMN(StageRow, grads, U64, "bytes", SHOW("grads", "MiB", 10, 3)),
     COLUMN(StageRow, optimizer, U64, "bytes", SHOW("optimizer", "MiB", 10, 3)),
     COLUMN(StageRow, params_formula, U64, "bytes", SHOW("(formula)", "MiB", 10, 3)),
     COLUMN(StageRow, grads_formula, U64, "bytes", SHOW("(formula)", "MiB", 10, 3)),
     COLUMN(StageRow, optimizer_formula, U64, "bytes", SHOW("(formula)", "MiB", 10, 3)),
-    COLUMN(StageRow, peak_resident, U64, "bytes"), COLUMN(StageRow, sent_per_step, U64, "bytes", SHOW("sent/step", "MiB", 11, 3)),
+    COLUMN(StageRow, peak_resident, U64, "bytes"),
+    COLUMN(StageRow, sent_per_step, U64, "bytes", SHOW("sent/step", "MiB", 11, 3)),
     COLUMN(StageRow, received_per_step, U64, "bytes", SHOW("recv/step", "MiB", 11, 3)),
-    COLUMN(StageRow, grad_reduce_sent_per_step, U64, "bytes"), COLUMN(StageRow, param_gather_sent_per_step, U64, "bytes"),
+    COLUMN(StageRow, grad_reduce_sent_per_step, U64, "bytes"),
+    COLUMN(StageRow, param_gather_sent_per_step, U64, "bytes"),
     COLUMN_TIMED(StageRow, step_seconds, "seconds, rank 0's median", SHOW("step (95% interval)", "ms", 22, 2)),
     COLUMN_SAMPLES,
 };

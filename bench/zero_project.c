@@ -68,7 +68,8 @@ typedef struct ProjectRow {
 
 static const ResultsColumn PROJECT_COLUMNS[] = {
     COLUMN(ProjectRow, model, STR, "", SHOW("model", "", 19, 0)), COLUMN(ProjectRow, parameters, U64, "count"),
-    COLUMN(ProjectRow, ranks, INT, "K", SHOW("K", "", 5, 0)), COLUMN(ProjectRow, stage, INT, "ZeRO stage", SHOW("stage", "", 5, 0)),
+    COLUMN(ProjectRow, ranks, INT, "K", SHOW("K", "", 5, 0)),
+    COLUMN(ProjectRow, stage, INT, "ZeRO stage", SHOW("stage", "", 5, 0)),
     COLUMN(ProjectRow, strategy, STR, "", SHOW("ckpt", "", 4, 0)),
     COLUMN(ProjectRow, params, U64, "bytes per rank", SHOW("params", "GiB", 8, 2)),
     COLUMN(ProjectRow, grads, U64, "bytes per rank", SHOW("grads", "GiB", 8, 2)),
