@@ -30,7 +30,6 @@
 struct ResultsRecord {
     cJSON *obj;          /* owned by the table's records array */
     ResultsTable *table;
-    ResultsRecord *next;
 };
 
 struct ResultsTable {
@@ -42,7 +41,7 @@ struct ResultsTable {
     int n_shown;
     cJSON *records;             /* in the document when in_json, else owned here */
     bool in_json;
-    ResultsRecord *first, *last;
+    ResultsRecord last; /* the record being filled: the last one made */
 };
 
 struct Results {
@@ -205,10 +204,6 @@ void results_free(Results *r)
         ResultsTable *t = &r->table[i];
         if (!t->in_json) cJSON_Delete(t->records);
         free(t->columns);
-        for (ResultsRecord *rec = t->first, *next; rec; rec = next) {
-            next = rec->next;
-            free(rec);
-        }
     }
     cJSON_Delete(r->root);
     free(r);
@@ -304,19 +299,14 @@ ResultsTable *results_row_table(Results *r, const char *name, const char *about,
 ResultsRecord *results_record(ResultsTable *t)
 {
     if (!t) return NULL;
-    ResultsRecord *rec = calloc(1, sizeof *rec);
-    cJSON *obj = rec ? cJSON_CreateObject() : NULL;
+    cJSON *obj = cJSON_CreateObject();
     if (!obj || !cJSON_AddItemToArray(t->records, obj)) {
         cJSON_Delete(obj);
-        free(rec);
         remember(t->owner, REMAT_ENOMEM, "results %s: no memory for a record of table %s", t->owner->bench, t->name);
         return NULL;
     }
-    *rec = (ResultsRecord){.obj = obj, .table = t};
-    if (t->last) t->last->next = rec;
-    else t->first = rec;
-    t->last = rec;
-    return rec;
+    t->last = (ResultsRecord){.obj = obj, .table = t};
+    return &t->last;
 }
 
 /* Adds `item` as `field` of `rec`, after checking that the table declares the field. */
@@ -552,10 +542,11 @@ static RematStatus write_csv(const ResultsTable *t, const char *dir)
     if (!f) return REMAT_EIO;
     for (int i = 0; i < t->n_fields; i++) fprintf(f, "%s%s", i ? "," : "", t->columns[i].name);
     fputc('\n', f);
-    for (const ResultsRecord *rec = t->first; rec; rec = rec->next) {
+    const cJSON *rec;
+    cJSON_ArrayForEach(rec, t->records) {
         for (int i = 0; i < t->n_fields; i++) {
             if (i) fputc(',', f);
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec->obj, t->columns[i].name);
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, t->columns[i].name);
             if (cJSON_IsNumber(v)) csv_number(f, v->valuedouble);
             else if (cJSON_IsString(v)) csv_string(f, v->valuestring);
             else if (cJSON_IsBool(v)) fputs(cJSON_IsTrue(v) ? "true" : "false", f);

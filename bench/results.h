@@ -3,23 +3,26 @@
  * table beside it (docs/RESULTS.md documents the schema field by field).
  *
  *     typedef struct Row { int n_layers; size_t peak_act; } Row;    (what the bench measures)
- *     static const ResultsColumn COLUMNS[] = {COLUMN(Row, n_layers, INT, "layers"),
- *                                             COLUMN(Row, peak_act, SIZE, "bytes")};
+ *     static const ResultsColumn COLUMNS[] = {COLUMN(Row, n_layers, INT, "layers", SHOW("N", "", 4, 0)),
+ *                                             COLUMN(Row, peak_act, SIZE, "bytes", SHOW("peak", "MiB", 8, 2))};
  *     Results *r = results_create("bench_scaling", "quiz questions 1 and 4", quick);
  *     results_config_num(r, "width", 256);
  *     ResultsTable *t = results_row_table(r, "steps", "one training step per depth", COLUMNS,
  *                                         RESULTS_COUNT(COLUMNS), true);
- *     results_add_row(t, &(Row){.n_layers = 64, .peak_act = 1234567});    (after printing it)
+ *     results_print_head(t, 0);
+ *     results_add_row(t, &(Row){.n_layers = 64, .peak_act = 1234567});   (printed and recorded)
  *     if (results_write(r, "results") != REMAT_OK) ...remat_last_error()...
  *     results_free(r);
  *
  * A Results holds what one run of a bench measured: who ran it (machine, threads, OpenBLAS
  * core and threading, date, git commit), how (the bench's config), and tables of records.
- * A table declares its fields and their units once. A bench measures into a row struct,
- * prints it, and records it through the table's columns (results_add_row); a field that
- * only some rows have is set by name (record_num, ...), and so is every field of a table
- * declared with results_table. Mistakes while filling (a field the table did not declare, cJSON out of memory)
- * are remembered and reported by results_write, so a bench does not check every call.
+ * A table declares its fields and their units once. A bench measures into a row struct and
+ * hands it to results_add_row, which records it through the table's columns and prints the
+ * columns it shows: the printed table and the recorded one are one declaration. A field
+ * only some rows have names the row's flag that says so (WHEN). A table declared field by
+ * field (results_table) is filled by name (record_num, ...). Mistakes while filling (a
+ * field the table did not declare, cJSON out of memory) are remembered and reported by
+ * results_write, so a bench does not check every call.
  *
  * What this is not: a JSON library (that is cJSON, from Debian's libcjson-dev) or a
  * reader of results (that is bench/results_read.h, which the quiz and the tests share).
@@ -142,8 +145,9 @@ ResultsTable *results_table(Results *r, const char *name, const char *about, con
 ResultsTable *results_row_table(Results *r, const char *name, const char *about, const ResultsColumn *columns,
                                 int n_columns, bool in_json);
 
-/* Appends an empty record to `t` and returns it (owned by the table). A NULL table (an
- * earlier error) gives NULL, which the record_* setters accept and ignore. */
+/* Appends an empty record to `t` and returns it (owned by the table, and to be filled
+ * before the table's next record). A NULL table (an earlier error) gives NULL, which the
+ * record_* setters accept and ignore. */
 ResultsRecord *results_record(ResultsTable *t);
 
 /* Sets a field of a record. A field the table did not declare is an error remembered for
