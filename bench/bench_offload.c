@@ -262,14 +262,6 @@ static void bound_of(StepRow *row, const DiskBandwidth *disk, const Timing *t, i
     free(bound);
 }
 
-/* A bandwidth from the median seconds `t` a fixed number of `bytes` took: the interval
- * turned over (the slowest step gives the lowest bandwidth). */
-static Estimate bandwidth_of(const Estimate *t, double bytes)
-{
-    if (t->value <= 0 || t->lo <= 0) return (Estimate){.samples = t->samples};
-    return (Estimate){.value = bytes / t->value, .lo = bytes / t->hi, .hi = bytes / t->lo, .samples = t->samples};
-}
-
 /* Where offload configuration i's steps waited and what its helper threads did, per step:
  * the medians over the rounds; `s` is its last step. */
 static void threads_of(StepRow *row, const Setup *setup, const Timing *t, int i, const StepStats *s)
@@ -284,8 +276,8 @@ static void threads_of(StepRow *row, const Setup *setup, const Timing *t, int i,
     row->thread_read_seconds = timing_median(t, i, STEP_THREAD_READ_SECONDS);
     row->thread_write_seconds = timing_median(t, i, STEP_THREAD_WRITE_SECONDS);
     row->thread_cpu_seconds = timing_median(t, i, STEP_THREAD_CPU_SECONDS);
-    row->thread_read_bandwidth = bandwidth_of(&row->thread_read_seconds, (double)s->io.thread_read_bytes);
-    row->thread_write_bandwidth = bandwidth_of(&row->thread_write_seconds, (double)s->io.thread_write_bytes);
+    row->thread_read_bandwidth = estimate_rate((double)s->io.thread_read_bytes, &row->thread_read_seconds);
+    row->thread_write_bandwidth = estimate_rate((double)s->io.thread_write_bytes, &row->thread_write_seconds);
 }
 
 /* Configuration i's row; the times come from `timing`, whose variant 0 is none, and

@@ -181,8 +181,7 @@ static void time_stream(float *a, float *b, float *c, size_t n, int reps, Estima
         for (int k = 0; k < STREAM_KERNELS; k++) seconds[k][r] = stream_pass((StreamKernel)k, a, b, c, n);
     for (int k = 0; k < STREAM_KERNELS; k++) {
         const Estimate t = estimate_median(seconds[k], reps);
-        const double gb = (double)STREAM_ARRAYS[k] * (double)n * sizeof(float) * 1e-9;
-        rate[k] = (Estimate){gb / t.value, gb / t.hi, gb / t.lo, t.samples};
+        rate[k] = estimate_rate((double)STREAM_ARRAYS[k] * (double)n * sizeof(float) * 1e-9, &t);
     }
 }
 
@@ -239,7 +238,7 @@ static RematStatus run_sgemm(const Options *opt, const float *A, const float *B,
     for (size_t t = 0; t < opt->n_threads; t++) {
         if (platform_set_threads(opt->threads[t]) != REMAT_OK) return remat_last_status();
         const Estimate seconds = time_sgemm(C, A, B, opt->size, opt->reps);
-        const Estimate rate = {flops / seconds.value, flops / seconds.hi, flops / seconds.lo, seconds.samples};
+        const Estimate rate = estimate_rate(flops, &seconds);
         gflops[t] = rate.value;
         results_add_row(table, &(SgemmRow){opt->size, opt->threads[t], rate, seconds.value});
     }

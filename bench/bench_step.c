@@ -219,23 +219,10 @@ static RematStatus measure_optim_passes(const Model *model, const char *name, in
     return status;
 }
 
-/* flops / seconds: the interval's ends swap, as the rate falls when the time grows. */
-static Estimate rate_of(double flops, const Estimate *seconds)
-{
-    return (Estimate){flops / seconds->value * 1e-9, flops / seconds->hi * 1e-9, flops / seconds->lo * 1e-9,
-                      seconds->samples};
-}
-
 /* e times a constant c > 0. */
 static Estimate scaled(const Estimate *e, double c)
 {
     return (Estimate){e->value * c, e->lo * c, e->hi * c, e->samples};
-}
-
-/* 1 / ratio: a time ratio turned into a speed-up, the interval's ends swapped. */
-static Estimate inverse_of(const Estimate *ratio)
-{
-    return (Estimate){1.0 / ratio->value, 1.0 / ratio->hi, 1.0 / ratio->lo, ratio->samples};
 }
 
 /* What bench_step reports of one model on `threads` threads under strategy k. */
@@ -267,16 +254,19 @@ static Row row_of(const char *model, const Strategy *sweep, const StepStats *st,
     for (int p = 0; p < PHASE_COUNT; p++) r.flops += st[v].flops[p];
     r.seconds = timing_median(timing, v, STEP_SECONDS);
     r.overhead = timing_ratio(timing, v, t * n, STEP_SECONDS);
-    r.rate = rate_of((double)r.flops, &r.seconds);
+    r.rate = estimate_rate(1e-9 * (double)r.flops, &r.seconds);
     const Estimate sgemm_seconds = timing_median(timing, sv, STEP_SECONDS);
-    r.peak = rate_of(SGEMM_FLOPS, &sgemm_seconds);
+    r.peak = estimate_rate(1e-9 * SGEMM_FLOPS, &sgemm_seconds);
     const Estimate time_ratio = timing_ratio(timing, sv, v, STEP_SECONDS); /* sgemm time / step time */
     r.fraction = scaled(&time_ratio, (double)r.flops / SGEMM_FLOPS);
     const Estimate slower = timing_ratio(timing, v, k, STEP_SECONDS);
     const Estimate sgemm_slower = timing_ratio(timing, sv, n * threads, STEP_SECONDS);
-    if (t > 0) r.speedup = inverse_of(&slower), r.sgemm_speedup = inverse_of(&sgemm_slower);
+    if (t > 0) { /* a time ratio turned into a speed-up */
+        r.speedup = estimate_rate(1.0, &slower);
+        r.sgemm_speedup = estimate_rate(1.0, &sgemm_slower);
+    }
     r.matmul_seconds = timing_median(timing, v, STEP_MATMUL_SECONDS);
-    r.matmul_rate = rate_of((double)st[v].matmul_flops, &r.matmul_seconds);
+    r.matmul_rate = estimate_rate(1e-9 * (double)st[v].matmul_flops, &r.matmul_seconds);
     const Estimate matmul_ratio = timing_ratio(timing, sv, v, STEP_MATMUL_SECONDS); /* sgemm / the matmuls' */
     r.matmul_fraction = scaled(&matmul_ratio, (double)st[v].matmul_flops / SGEMM_FLOPS);
     r.outside = timing_median(timing, v, STEP_OUTSIDE_MATMUL_SHARE);

@@ -56,6 +56,12 @@ Estimate estimate_single(double value)
     return (Estimate){value, value, value, 1};
 }
 
+Estimate estimate_rate(double amount, const Estimate *t)
+{
+    if (t->value <= 0 || t->lo <= 0) return (Estimate){.samples = t->samples};
+    return (Estimate){amount / t->value, amount / t->hi, amount / t->lo, t->samples};
+}
+
 bool estimate_within(const Estimate *e, double half_width)
 {
     return e->hi - e->value <= half_width && e->value - e->lo <= half_width;
