@@ -203,32 +203,9 @@ static PointRow point_row(const Chain *c, const Point *p)
 
 /* ---- the sweep ---------------------------------------------------------------------------- */
 
-typedef struct Tally {
-    int budgets, found, compared, zero_optimum;
-    int below, below_found; /* budgets below the DP's smallest feasible one, and where a schedule was found */
-    double log_sum, worst, best;
-} Tally;
-
-static void tally_add(Tally *t, const Point *p, uint64_t optimum)
-{
-    if (p->below_dp) {
-        t->below++;
-        t->below_found += p->s != NULL;
-        return;
-    }
-    t->budgets++;
-    if (!p->s) return;
-    t->found++;
-    if (optimum == 0 && p->s->predicted.recompute_flops > 0) t->zero_optimum++;
-    if (isnan(p->ratio)) return;
-    if (t->compared == 0 || p->ratio < t->best) t->best = p->ratio;
-    t->compared++;
-    t->log_sum += log(p->ratio);
-    if (p->ratio > t->worst) t->worst = p->ratio;
-}
-
-/* One record of the summary table: a planner's tally over a chain's budgets. Revolve's
- * row alone says whether the chain is uniform and what it found below the DP's budgets. */
+/* One record of the summary table: a planner's tally over a chain's budgets, kept as the
+ * sweep goes (tally_add). Revolve's row alone says whether the chain is uniform and what
+ * it found below the DP's budgets. */
 typedef struct SummaryRow {
     const char *model, *planner;
     int budgets, found, compared;
@@ -237,6 +214,7 @@ typedef struct SummaryRow {
     int zero_optimum_nonzero;
     size_t min_budget, none_budget;
     int below_dp_budgets, below_dp_found;
+    double log_sum; /* of the ratios compared, for the geometric mean */
 } SummaryRow;
 
 static const ResultsColumn SUMMARY_COLUMNS[] = {
@@ -262,14 +240,22 @@ static const ResultsColumn SUMMARY_COLUMNS[] = {
            WHEN(SummaryRow, revolve), SHOW("found there", "", 11, 0)),
 };
 
-static SummaryRow summary_row(const Chain *c, const char *planner, const Tally *t, size_t lo, size_t hi)
+static void tally_add(SummaryRow *t, const Point *p, uint64_t optimum)
 {
-    return (SummaryRow){.model = c->name, .planner = planner, .budgets = t->budgets, .found = t->found,
-                        .compared = t->compared, .has_ratio = t->compared > 0,
-                        .geomean_ratio_to_dp = t->compared ? exp(t->log_sum / t->compared) : NAN,
-                        .worst_ratio_to_dp = t->worst, .best_ratio_to_dp = t->best,
-                        .zero_optimum_nonzero = t->zero_optimum, .min_budget = lo, .none_budget = hi,
-                        .below_dp_budgets = t->below, .below_dp_found = t->below_found};
+    if (p->below_dp) {
+        t->below_dp_budgets++;
+        t->below_dp_found += p->s != NULL;
+        return;
+    }
+    t->budgets++;
+    if (!p->s) return;
+    t->found++;
+    if (optimum == 0 && p->s->predicted.recompute_flops > 0) t->zero_optimum_nonzero++;
+    if (isnan(p->ratio)) return;
+    if (t->compared == 0 || p->ratio < t->best_ratio_to_dp) t->best_ratio_to_dp = p->ratio;
+    t->compared++;
+    t->log_sum += log(p->ratio);
+    if (p->ratio > t->worst_ratio_to_dp) t->worst_ratio_to_dp = p->ratio;
 }
 
 /* A planner's point at `budget`, run and compared with the optimum's FLOPs there. */
@@ -288,8 +274,8 @@ typedef struct Sweep {
     Chain *c;
     size_t lo, hi;   /* the DP's smallest feasible budget, and what none needs */
     int n_planners;  /* 3 on a uniform chain, else 2 (no revolve) */
-    Tally tally[3];
-    Tally fixed[3];  /* none, full and sqrt: one budget each */
+    SummaryRow tally[3]; /* dp, chen, revolve */
+    SummaryRow fixed[3]; /* none, full and sqrt: one budget each */
     ResultsTable *points;
     Progress *progress;
 } Sweep;
@@ -348,21 +334,23 @@ static RematStatus sweep_fixed(Sweep *w)
 
 /* The summary of one chain's sweep: the fixed strategies, dp, chen, then revolve, whose
  * row says whether it planned anything (`uniform`) and from which budget. */
-static void summarize(const Sweep *w, size_t lo_revolve, ResultsTable *summary)
+static void summarize(Sweep *w, size_t lo_revolve, ResultsTable *summary)
 {
     printf("  recompute FLOPs relative to the optimum (geometric mean, worst, best over the budgets compared)\n");
     results_print_head(summary, 0);
-    for (int k = 0; k < 5; k++) {
-        const char *name = k < 3 ? strategy_name((StrategyKind)k) : planner_name(PLANNERS[k - 3]);
-        const SummaryRow row = summary_row(w->c, name, k < 3 ? &w->fixed[k] : &w->tally[k - 3], w->lo, w->hi);
-        results_add_row(summary, &row);
-    }
-    const Tally none_tried = {0};
     const bool uniform = w->n_planners == 3;
-    SummaryRow revolve = summary_row(w->c, "revolve", uniform ? &w->tally[2] : &none_tried, lo_revolve, w->hi);
-    revolve.revolve = true;
-    revolve.uniform = uniform;
-    results_add_row(summary, &revolve);
+    for (int k = 0; k < 6; k++) {
+        SummaryRow *row = k < 3 ? &w->fixed[k] : &w->tally[k - 3];
+        row->model = w->c->name;
+        row->planner = k < 3 ? strategy_name((StrategyKind)k) : planner_name(PLANNERS[k - 3]);
+        row->has_ratio = row->compared > 0;
+        row->geomean_ratio_to_dp = row->compared ? exp(row->log_sum / row->compared) : NAN;
+        row->min_budget = k == 5 ? lo_revolve : w->lo;
+        row->none_budget = w->hi;
+        row->revolve = k == 5;
+        row->uniform = uniform;
+        results_add_row(summary, row);
+    }
 }
 
 /* Budgets from the DP's smallest feasible to store-all; on a uniform chain, Revolve's too,
