@@ -80,11 +80,12 @@ typedef struct Outcome {
 } Outcome;
 
 static const ResultsColumn COLUMNS[] = {
-    COLUMN_AS("strategy", Outcome, strategy, STR_ARRAY, ""), COLUMN_AS("rng_replay", Outcome, replay, BOOL, "bool"),
-    COLUMN_AS("max_abs_grad_diff", Outcome, diff, DOUBLE, "gradient units"),
-    COLUMN(Outcome, bit_identical, BOOL, "bool"),
-    COLUMN_AS("determinism_check", Outcome, check, STR, "passed or caught"),
-    COLUMN_AS("check_message", Outcome, message, STR_ARRAY, ""),
+    COLUMN_AS("strategy", Outcome, strategy, STR_ARRAY, "", SHOW("strategy", "", 27, 0)),
+    COLUMN_AS("rng_replay", Outcome, replay, BOOL, "bool", SHOW("RNG replay", "", 10, 0)),
+    COLUMN_AS("max_abs_grad_diff", Outcome, diff, DOUBLE, "gradient units", SHOW("max |grad - none's|", "", 20, -3)),
+    COLUMN(Outcome, bit_identical, BOOL, "bool", SHOW("bit-identical", "", 13, 0)),
+    COLUMN_AS("determinism_check", Outcome, check, STR, "passed or caught", SHOW("determinism check", "", 17, 0)),
+    COLUMN_AS("check_message", Outcome, message, STR_ARRAY, "", SHOW("", "", 0, 0)),
 };
 
 /* Measures one strategy with and without replay into out[0] (with) and out[1] (without). */
@@ -118,14 +119,6 @@ static RematStatus compare(Model *m, const Strategy *strategy, Tensor *const *re
         progress_tick(progress, label);
     }
     return REMAT_OK;
-}
-
-static void print_and_record(const Outcome *r, ResultsTable *table)
-{
-    printf("  %-27s %-10s %22.3e %14s   %s\n", r->strategy, r->replay ? "on" : "off", r->diff,
-           r->diff == 0.0 ? "yes" : "no", r->check_passed ? "passed" : "caught:");
-    if (!r->check_passed) printf("      %s\n", r->message);
-    results_add_row(table, r);
 }
 
 int main(int argc, char **argv)
@@ -166,10 +159,9 @@ int main(int argc, char **argv)
         char text[64];
         printf("\n  GPT %s; gradients of one batch against no checkpointing\n",
                gpt_shape_str(text, sizeof text, &shape));
-        printf("  %-27s %-10s %22s %14s   %s\n", "strategy", "RNG replay", "max |grad - none's|", "bit-identical",
-               "determinism check");
+        results_print_head(table, 0);
         for (int k = 0; k < n; k++)
-            for (int i = 0; i < 2; i++) print_and_record(&outcomes[k][i], table);
+            for (int i = 0; i < 2; i++) results_add_row(table, &outcomes[k][i]);
         if (o.dropout_rng == DROPOUT_RNG_COUNTER)
             printf("\n  Counter-based masks (--dropout-rng counter): every mask is a function of (seed, step,\n"
                    "  micro-batch, op, element), so a replay makes the same masks whether or not the generator\n"

@@ -411,7 +411,7 @@ static void show_cell(char *buf, size_t size, const ResultsColumn *c, const void
     else if (c->type == COLUMN_ESTIMATE) {
         const Estimate *e = (const Estimate *)at;
         snprintf(buf, size, "%.*f (%.*f..%.*f)", d, k * e->value, d, k * e->lo, d, k * e->hi);
-    } else snprintf(buf, size, "%.*f", d, k * row_number(c, row));
+    } else snprintf(buf, size, d < 0 ? "%.*e" : "%.*f", d < 0 ? -d : d, k * row_number(c, row));
 }
 
 /* Whether column c is printed left-aligned: a label or a figure with its interval. */

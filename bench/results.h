@@ -72,7 +72,7 @@ typedef enum ColumnType {
  * printed in, which scales the figure ("MiB" of bytes, "GFLOP" of FLOPs, "GB/s" of bytes
  * per second, "ms" and "us" of seconds, "%" of a ratio; an Estimate in "+%" is an overhead
  * as estimate_ratio_str prints it, with its rounds), in `width` characters with `decimals`
- * decimals. An Estimate prints its interval beside its value; a field a row leaves out
+ * decimals (negative: a number in scientific notation, with -decimals of them). An Estimate prints its interval beside its value; a field a row leaves out
  * prints "-". A column with no heading is recorded only. */
 typedef struct ColumnShow {
     const char *head, *unit;
