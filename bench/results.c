@@ -279,7 +279,8 @@ ResultsTable *results_table(Results *r, const char *name, const char *about, con
 {
     ResultsTable *t = add_table(r, name, n_fields, in_json);
     if (!t) return NULL;
-    for (int i = 0; i < n_fields; i++) t->columns[i] = (ResultsColumn){.name = fields[i].name, .unit = fields[i].unit, .type = COLUMN_SET};
+    for (int i = 0; i < n_fields; i++)
+        t->columns[i] = (ResultsColumn){.name = fields[i].name, .unit = fields[i].unit, .type = COLUMN_SET};
     return declare_table(t, about);
 }
 
@@ -390,7 +391,8 @@ static double show_scale(const ResultsColumn *c)
     const char *unit = c->show.unit;
     if (c->unit && !strcmp(c->unit, unit)) return 1.0;
     static const struct { const char *unit; double scale; } SCALES[] = {
-        {"KiB", 1.0 / (1 << 10)}, {"MiB", 1.0 / (1 << 20)}, {"GiB", 1.0 / (1 << 30)}, {"GFLOP", 1e-9}, {"GB/s", 1e-9}, {"ms", 1e3}, {"us", 1e6}, {"%", 100.0},
+        {"KiB", 1.0 / (1 << 10)}, {"MiB", 1.0 / (1 << 20)}, {"GiB", 1.0 / (1 << 30)}, {"GFLOP", 1e-9},
+        {"GB/s", 1e-9}, {"ms", 1e3}, {"us", 1e6}, {"%", 100.0},
     };
     for (size_t i = 0; i < sizeof SCALES / sizeof SCALES[0]; i++)
         if (!strcmp(unit, SCALES[i].unit)) return SCALES[i].scale;
@@ -407,10 +409,10 @@ static void show_cell(char *buf, size_t size, const ResultsColumn *c, const void
     else if (c->type == COLUMN_STR) snprintf(buf, size, "%s", *(const char *const *)at);
     else if (c->type == COLUMN_STR_ARRAY) snprintf(buf, size, "%s", at);
     else if (c->type == COLUMN_BOOL) snprintf(buf, size, "%s", *(const bool *)at ? "yes" : "no");
-    else if (c->type == COLUMN_ESTIMATE && !strcmp(c->show.unit, "+%")) estimate_ratio_str(buf, size, (const Estimate *)at);
     else if (c->type == COLUMN_ESTIMATE) {
         const Estimate *e = (const Estimate *)at;
-        snprintf(buf, size, "%.*f (%.*f..%.*f)", d, k * e->value, d, k * e->lo, d, k * e->hi);
+        if (!strcmp(c->show.unit, "+%")) estimate_ratio_str(buf, size, e);
+        else snprintf(buf, size, "%.*f (%.*f..%.*f)", d, k * e->value, d, k * e->lo, d, k * e->hi);
     } else snprintf(buf, size, d < 0 ? "%.*e" : "%.*f", d < 0 ? -d : d, k * row_number(c, row));
 }
 
@@ -432,7 +434,8 @@ static void print_line(const ResultsTable *t, const void *row, bool units, int p
         char cell[96];
         if (row) show_cell(cell, sizeof cell, c, row);
         else snprintf(cell, sizeof cell, "%s", units ? c->show.unit : c->show.head);
-        used += (size_t)snprintf(line + used, sizeof line - used, show_left(c) ? " %-*s" : " %*s", c->show.width, cell);
+        const char *format = show_left(c) ? " %-*s" : " %*s";
+        used += (size_t)snprintf(line + used, sizeof line - used, format, c->show.width, cell);
     }
     for (used = strlen(line); used > 0 && line[used - 1] == ' ';) line[--used] = '\0';
     if (used) printf("%s\n", line);

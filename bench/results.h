@@ -68,12 +68,14 @@ typedef enum ColumnType {
                         when it has no samples (not measured in this row) */
 } ColumnType;
 
-/* How a column is printed in the bench's table on stdout: its heading, and the unit it is
- * printed in, which scales the figure ("MiB" of bytes, "GFLOP" of FLOPs, "GB/s" of bytes
- * per second, "ms" and "us" of seconds, "%" of a ratio; an Estimate in "+%" is an overhead
- * as estimate_ratio_str prints it, with its rounds), in `width` characters with `decimals`
- * decimals (negative: a number in scientific notation, with -decimals of them). An Estimate prints its interval beside its value; a field a row leaves out
- * prints "-". A column with no heading is recorded only. */
+/* How a column is printed in the bench's table on stdout (SHOW): its heading, and the unit
+ * it is printed in, which scales the recorded figure unless it is the recorded unit
+ * ("KiB", "MiB", "GiB" of bytes, "GFLOP" of FLOPs, "GB/s" of bytes per second, "ms" and
+ * "us" of seconds, "%" of a ratio; an Estimate in "+%" is an overhead as
+ * estimate_ratio_str prints it, with its rounds), in `width` characters with `decimals`
+ * decimals (negative: in scientific notation, with -decimals of them). An Estimate prints
+ * its interval beside its value; a field a row leaves out prints "-". A column without
+ * SHOW is recorded only. */
 typedef struct ColumnShow {
     const char *head, *unit;
     int width, decimals;
