@@ -132,10 +132,12 @@ static int median_index(const double *v, int n)
 
 /* WARMUP_STEPS untimed steps of the strategy (its first steps are slower: the allocator is
  * still taking pages from the system), then RECORDED_STEPS steps with the timeline
- * recording; the events of the one with the median time go to `events`. */
+ * recording; the events of the one with the median time go to `events`, its figures to
+ * *row. */
 static RematStatus timeline_step(ModelBench *g, const Series *series, const BenchOptions *o, ResultsTable *events,
-                                 StepStats *stats, Estimate *seconds_estimate, size_t *n_events)
+                                 StepRow *row)
 {
+    StepStats warm;
     const Strategy s = bench_strategy(o, series->kind, NULL);
     Schedule *schedule = schedule_for_strategy(&s, g->model->n_layers);
     if (!schedule) return remat_last_status();
@@ -153,7 +155,7 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
     pcg32_seed(&ctx.rng, 3, 4);
     RematStatus status = REMAT_OK;
     for (int i = 0; i < WARMUP_STEPS && status == REMAT_OK; i++)
-        status = step_measure(g->model, &v, g->opt, &g->batch, &ctx, stats);
+        status = step_measure(g->model, &v, g->opt, &g->batch, &ctx, &warm);
 
     MemEvent *runs[RECORDED_STEPS] = {0}; /* each recorded step's events, copied */
     size_t counts[RECORDED_STEPS] = {0};
@@ -175,9 +177,11 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
     mem_timeline_free();
     if (status == REMAT_OK) {
         const int mid = median_index(seconds, RECORDED_STEPS);
-        *stats = run_stats[mid];
-        *seconds_estimate = estimate_median(seconds, RECORDED_STEPS);
-        *n_events = counts[mid];
+        const StepStats *st = &run_stats[mid];
+        *row = (StepRow){.strategy = series->name, .events = counts[mid], .act_stored = st->act_stored,
+                         .peak_act = st->peak[MEM_ACT], .peak_resident = st->peak_resident,
+                         .peak_disk = st->peak[MEM_DISK], .step_seconds = estimate_median(seconds, RECORDED_STEPS)};
+        for (int p = 0; p < PHASE_COUNT; p++) row->flops += st->flops[p];
         record_events(events, v.name, runs[mid], counts[mid]);
     }
     for (int r = 0; r < RECORDED_STEPS; r++) free(runs[r]);
@@ -223,14 +227,7 @@ int main(int argc, char **argv)
     Progress progress;
     progress_begin(&progress, stdout, n, true);
     for (int k = 0; k < n && status == REMAT_OK; k++) {
-        StepStats stats;
-        rows[k] = (StepRow){.strategy = series[k]->name};
-        status = timeline_step(&g, series[k], &o, events, &stats, &rows[k].step_seconds, &rows[k].events);
-        rows[k].act_stored = stats.act_stored;
-        rows[k].peak_act = stats.peak[MEM_ACT];
-        rows[k].peak_resident = stats.peak_resident;
-        rows[k].peak_disk = stats.peak[MEM_DISK];
-        for (int p = 0; p < PHASE_COUNT; p++) rows[k].flops += stats.flops[p];
+        status = timeline_step(&g, series[k], &o, events, &rows[k]);
         progress_tick(&progress, series[k]->name);
     }
     progress_end(&progress);
