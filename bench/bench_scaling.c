@@ -56,15 +56,19 @@ typedef struct Config {
     TimingPlan plan; /* per depth */
 } Config;
 
-/* One depth's measurements. */
-typedef struct Depth {
-    int N;
-    int segments[N_KINDS];
-    size_t derived[N_KINDS]; /* peak ACT in units of a, derived by hand */
-    StepStats stats[N_KINDS];
-    Estimate step[N_KINDS];     /* step seconds */
-    Estimate overhead[N_KINDS]; /* step time against none's, paired by round */
-} Depth;
+/* One record of the steps table: one depth under one strategy. */
+typedef struct StepRow {
+    int n_layers;
+    const char *strategy;
+    int segments;
+    size_t peak_act;
+    double peak_act_units; /* (peak ACT − 8) / a */
+    size_t derived_units;
+    size_t peak_resident, params, grads, optimizer;
+    uint64_t flops[PHASE_COUNT];
+    double flop_overhead;
+    Estimate step_seconds, time_overhead;
+} StepRow;
 
 /* Peak ACT of a step in units of one activation a = B·W·4 bytes, as derived by hand (the
  * ledger adds 8 bytes: the loss and its seed gradient). tests/test_checkpoint.c spells it
@@ -91,9 +95,9 @@ static size_t derived_units(const Schedule *schedule, int N)
 }
 
 /* Builds the chain of depth N, trains it under the three strategies alternately, frees it. */
-static RematStatus measure_depth(const Config *c, MlpTask *task, Depth *d, Progress *progress)
+static RematStatus measure_depth(const Config *c, MlpTask *task, int N, StepRow rows[N_KINDS], Progress *progress)
 {
-    Model *m = mlp_create(&(MlpConfig){.n_layers = d->N, .width = c->width, .seed = 1});
+    Model *m = mlp_create(&(MlpConfig){.n_layers = N, .width = c->width, .seed = 1});
     if (!m) return remat_last_status();
     Schedule *schedules[N_KINDS] = {0};
     Variant variants[N_KINDS];
@@ -104,8 +108,8 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, Depth *d, Progr
             status = remat_last_status();
             break;
         }
-        d->segments[k] = schedules[k]->n_segments;
-        d->derived[k] = derived_units(schedules[k], d->N);
+        rows[k] = (StepRow){.n_layers = N, .strategy = strategy_name(c->strategies[k].kind),
+                            .segments = schedules[k]->n_segments, .derived_units = derived_units(schedules[k], N)};
         variants[k] = (Variant){.name = strategy_name(c->strategies[k].kind), .schedule = schedules[k]};
     }
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
@@ -117,14 +121,26 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, Depth *d, Progr
     if (status == REMAT_OK) status = mlp_task_batch(task, &data, c->batch, &batch.x, &batch.y);
     TrainCtx ctx = {.training = true};
     char label[32];
-    snprintf(label, sizeof label, "N=%d", d->N);
+    snprintf(label, sizeof label, "N=%d", N);
     Timing timing = {0};
+    StepStats stats[N_KINDS];
     if (status == REMAT_OK)
-        status = steps_alternate(m, variants, c->n_strategies, NULL, opt, &batch, &ctx, &c->plan, progress, label, d->stats,
+        status = steps_alternate(m, variants, c->n_strategies, NULL, opt, &batch, &ctx, &c->plan, progress, label, stats,
                                  &timing);
+    const size_t a = (size_t)c->batch * (size_t)c->width * sizeof(float); /* one activation */
     for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
-        d->step[k] = timing_median(&timing, k, STEP_SECONDS);
-        d->overhead[k] = timing_ratio(&timing, k, 0, STEP_SECONDS);
+        const StepStats *st = &stats[k];
+        StepRow *r = &rows[k];
+        r->peak_act = st->peak[MEM_ACT];
+        r->peak_act_units = (double)(st->peak[MEM_ACT] - 8) / (double)a;
+        r->peak_resident = st->peak_resident;
+        r->params = st->start[MEM_PARAM];
+        r->grads = st->start[MEM_GRAD];
+        r->optimizer = st->start[MEM_OPTIM];
+        memcpy(r->flops, st->flops, sizeof r->flops);
+        r->flop_overhead = flop_overhead(st);
+        r->step_seconds = timing_median(&timing, k, STEP_SECONDS);
+        r->time_overhead = timing_ratio(&timing, k, 0, STEP_SECONDS);
     }
     timing_free(&timing);
     batch_free(&batch);
@@ -144,20 +160,6 @@ static double loglog_slope(const double *x, const double *y, int n)
     }
     return (n * sxy - sx * sy) / (n * sxx - sx * sx);
 }
-
-/* One record of the steps table: one depth under one strategy. */
-typedef struct StepRow {
-    int n_layers;
-    const char *strategy;
-    int segments;
-    size_t peak_act;
-    double peak_act_units; /* (peak ACT − 8) / a */
-    size_t derived_units;
-    size_t peak_resident, params, grads, optimizer;
-    uint64_t flops[PHASE_COUNT];
-    double flop_overhead;
-    Estimate step_seconds, time_overhead;
-} StepRow;
 
 static const ResultsColumn STEP_COLUMNS[] = {
     COLUMN(StepRow, n_layers, INT, "layers", SHOW("N", "", 4, 0)),
@@ -194,20 +196,7 @@ static const ResultsColumn SLOPE_COLUMNS[] = {
     COLUMN(SlopeRow, theory, DOUBLE, "d ln(peak ACT) / d ln(N) as N grows", SHOW("theory", "", 8, 2)),
 };
 
-/* Depth d's step under strategy k, as the steps table records it; `a` is one activation. */
-static StepRow step_row(const Config *c, const Depth *d, int k, size_t a)
-{
-    const StepStats *s = &d->stats[k];
-    StepRow row = {.n_layers = d->N, .strategy = strategy_name(c->strategies[k].kind), .segments = d->segments[k],
-                   .peak_act = s->peak[MEM_ACT], .peak_act_units = (double)(s->peak[MEM_ACT] - 8) / (double)a,
-                   .derived_units = d->derived[k], .peak_resident = s->peak_resident,
-                   .params = s->start[MEM_PARAM], .grads = s->start[MEM_GRAD], .optimizer = s->start[MEM_OPTIM],
-                   .flop_overhead = flop_overhead(s), .step_seconds = d->step[k], .time_overhead = d->overhead[k]};
-    memcpy(row.flops, s->flops, sizeof row.flops);
-    return row;
-}
-
-static void print_and_record_steps(const Config *c, const Depth *depths, Results *results)
+static void print_and_record_steps(const Config *c, StepRow rows[][N_KINDS], Results *results)
 {
     ResultsTable *steps = results_row_table(results, "steps", "one AdamW training step per depth and strategy",
                                             STEP_COLUMNS, RESULTS_COUNT(STEP_COLUMNS), true);
@@ -218,16 +207,15 @@ static void print_and_record_steps(const Config *c, const Depth *depths, Results
     int exact = 0;
     for (int i = 0; i < c->n_depths; i++) {
         for (int k = 0; k < c->n_strategies; k++) {
-            const StepRow r = step_row(c, &depths[i], k, a);
-            exact += r.peak_act == r.derived_units * a + 8;
-            results_add_row(steps, &r);
+            exact += rows[i][k].peak_act == rows[i][k].derived_units * a + 8;
+            results_add_row(steps, &rows[i][k]);
         }
     }
     printf("  (in %d of %d rows the peak is exactly the count derived by hand, times a, + 8 bytes: see\n"
            "  derived_units)\n", exact, c->n_depths * c->n_strategies);
 }
 
-static void print_and_record_slopes(const Config *c, const Depth *depths, Results *results)
+static void print_and_record_slopes(const Config *c, StepRow rows[][N_KINDS], Results *results)
 {
     ResultsTable *slopes = results_row_table(results, "slopes", "log-log slope of peak ACT against N", SLOPE_COLUMNS,
                                              RESULTS_COUNT(SLOPE_COLUMNS), true);
@@ -237,8 +225,8 @@ static void print_and_record_slopes(const Config *c, const Depth *depths, Result
     for (int k = 0; k < c->n_strategies; k++) {
         const StrategyKind kind = c->strategies[k].kind;
         for (int i = 0; i < c->n_depths; i++) {
-            n[i] = depths[i].N;
-            peak[i] = (double)depths[i].stats[k].peak[MEM_ACT];
+            n[i] = c->depths[i];
+            peak[i] = (double)rows[i][k].peak_act;
         }
         const int last = c->n_depths - 1;
         const SlopeRow r = {.strategy = strategy_name(kind), .slope = loglog_slope(n, peak, c->n_depths),
@@ -270,18 +258,17 @@ int main(int argc, char **argv)
     results_config_plan(results, &c.plan);
     MlpTask *task = mlp_task_create(c.width, 7);
     RematStatus status = task ? REMAT_OK : remat_last_status();
-    Depth depths[MAX_DEPTHS] = {0};
+    StepRow rows[MAX_DEPTHS][N_KINDS] = {0};
     Progress progress;
     progress_begin(&progress, stdout, c.n_depths * timing_max_runs(&c.plan, c.n_strategies), true);
     for (int i = 0; i < c.n_depths && status == REMAT_OK; i++) {
-        depths[i].N = c.depths[i];
-        status = measure_depth(&c, task, &depths[i], &progress);
+        status = measure_depth(&c, task, c.depths[i], rows[i], &progress);
     }
     progress_end(&progress);
     mlp_task_free(task);
     if (status == REMAT_OK) {
-        print_and_record_steps(&c, depths, results);
-        print_and_record_slopes(&c, depths, results);
+        print_and_record_steps(&c, rows, results);
+        print_and_record_slopes(&c, rows, results);
     }
     return bench_finish(&INFO, &o, results, status);
 }
