@@ -192,8 +192,8 @@ typedef struct SeqResult {
     StepStats stats[N_VARIANTS];
     Estimate step[N_VARIANTS];      /* step seconds */
     Estimate overhead[N_VARIANTS];  /* against the same attention and generator without a policy */
-    Estimate vs_stream[N_VARIANTS]; /* against the same policy with naive attention and stream masks */
-    bool has_vs_stream[N_VARIANTS];
+    Estimate vs_stream[N_VARIANTS]; /* against the same policy with naive attention and stream masks
+                                       (no samples: that variant was not measured) */
     size_t batch_bytes;
 } SeqResult;
 
@@ -211,7 +211,6 @@ static void estimate_rows(SeqResult *r, const Timing *timing, const int *index, 
         const int base = find_row(r, NULL, row->combo), plain = find_row(r, row->f->policy, &COMBOS[NAIVE_STREAM]);
         r->step[index[k]] = timing_median(timing, k, STEP_SECONDS);
         r->overhead[index[k]] = timing_ratio(timing, k, variant_of[base], STEP_SECONDS);
-        r->has_vs_stream[index[k]] = plain >= 0;
         if (plain >= 0) r->vs_stream[index[k]] = timing_ratio(timing, k, variant_of[plain], STEP_SECONDS);
     }
 }
@@ -428,7 +427,7 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
             .outside_blocks = c->total - measured * (size_t)s->L, .act_stored = st->act_stored,
             .census_complete = complete, .peak_act = st->peak[MEM_ACT], .recompute_flops = st->flops[PHASE_RECOMPUTE],
             .flop_overhead = flop_overhead(st), .step_seconds = r->step[p], .time_overhead = r->overhead[p],
-            .time_vs_naive_stream = r->has_vs_stream[p] ? r->vs_stream[p] : (Estimate){0},
+            .time_vs_naive_stream = r->vs_stream[p],
             .as_formula = measured == formula ? "=" : "!", .census = complete ? "complete" : "NO"};
         results_add_row(table, &out);
     }
