@@ -116,15 +116,6 @@ static RematStatus gpt_chain(Chain *c, const char *name, const GptShape *s, cons
 
 /* ---- one point ---------------------------------------------------------------------------- */
 
-typedef struct Point {
-    const char *planner;
-    size_t budget;
-    bool below_dp; /* the budget is below the DP's smallest feasible one */
-    const Schedule *s; /* NULL: nothing found */
-    StepStats measured;
-    double ratio; /* to the optimum's FLOPs at the same budget; NAN when undefined */
-} Point;
-
 /* One AdamW step under schedule `s` with the ledger's budget set to `budget`. */
 static RematStatus run_schedule(Chain *c, const Schedule *s, size_t budget, StepStats *stats)
 {
@@ -180,25 +171,31 @@ static const ResultsColumn POINT_COLUMNS[] = {
            WHEN(PointRow, has_ratio), SHOW("/ dp", "", 7, 3)),
 };
 
-static PointRow point_row(const Chain *c, const Point *p)
+/* The row of `planner`'s schedule `s` at `budget` (NULL: none found), with its recompute
+ * FLOPs' `ratio` to the optimum's there (NAN: undefined), after one AdamW step under that
+ * budget. */
+static RematStatus point_run(Chain *c, const char *planner, const Schedule *s, size_t budget, double ratio,
+                             PointRow *r)
 {
-    PointRow r = {.model = c->name, .planner = p->planner, .budget = p->budget, .found = p->s != NULL,
-                  .below_dp_minimum = p->below_dp, .has_ratio = p->s && !isnan(p->ratio), .ratio_to_dp = p->ratio};
-    if (!p->s) return r;
-    r.segments = p->s->n_segments;
-    r.regions = schedule_regions(p->s);
-    r.slots = schedule_revolve_slots(p->s);
-    r.has_slots = r.slots > 0;
-    if (r.has_slots) snprintf(r.layout, sizeof r.layout, "s=%d", r.slots);
-    else snprintf(r.layout, sizeof r.layout, "%d/%d", r.regions, r.segments);
-    r.predicted_peak_act = p->s->predicted.peak_act;
-    r.measured_peak_act = p->measured.peak[MEM_ACT];
-    r.predicted_peak_total = p->s->predicted.peak_total;
-    r.measured_peak_resident = p->measured.peak_resident;
-    r.recompute_flops = p->s->predicted.recompute_flops;
-    r.measured_recompute_flops = p->measured.flops[PHASE_RECOMPUTE];
-    r.recompute_share = (double)r.recompute_flops / (double)p->measured.flops[PHASE_FORWARD];
-    return r;
+    *r = (PointRow){.model = c->name, .planner = planner, .budget = budget, .found = s != NULL,
+                    .has_ratio = s && !isnan(ratio), .ratio_to_dp = ratio};
+    StepStats st;
+    const RematStatus status = s ? run_schedule(c, s, budget, &st) : REMAT_OK;
+    if (!s || status != REMAT_OK) return status;
+    r->segments = s->n_segments;
+    r->regions = schedule_regions(s);
+    r->slots = schedule_revolve_slots(s);
+    r->has_slots = r->slots > 0;
+    if (r->has_slots) snprintf(r->layout, sizeof r->layout, "s=%d", r->slots);
+    else snprintf(r->layout, sizeof r->layout, "%d/%d", r->regions, r->segments);
+    r->predicted_peak_act = s->predicted.peak_act;
+    r->measured_peak_act = st.peak[MEM_ACT];
+    r->predicted_peak_total = s->predicted.peak_total;
+    r->measured_peak_resident = st.peak_resident;
+    r->recompute_flops = s->predicted.recompute_flops;
+    r->measured_recompute_flops = st.flops[PHASE_RECOMPUTE];
+    r->recompute_share = (double)r->recompute_flops / (double)st.flops[PHASE_FORWARD];
+    return REMAT_OK;
 }
 
 /* ---- the sweep ---------------------------------------------------------------------------- */
@@ -240,33 +237,22 @@ static const ResultsColumn SUMMARY_COLUMNS[] = {
            WHEN(SummaryRow, revolve), SHOW("found there", "", 11, 0)),
 };
 
-static void tally_add(SummaryRow *t, const Point *p, uint64_t optimum)
+static void tally_add(SummaryRow *t, const PointRow *p, uint64_t optimum)
 {
-    if (p->below_dp) {
+    if (p->below_dp_minimum) {
         t->below_dp_budgets++;
-        t->below_dp_found += p->s != NULL;
+        t->below_dp_found += p->found;
         return;
     }
     t->budgets++;
-    if (!p->s) return;
+    if (!p->found) return;
     t->found++;
-    if (optimum == 0 && p->s->predicted.recompute_flops > 0) t->zero_optimum_nonzero++;
-    if (isnan(p->ratio)) return;
-    if (t->compared == 0 || p->ratio < t->best_ratio_to_dp) t->best_ratio_to_dp = p->ratio;
+    if (optimum == 0 && p->recompute_flops > 0) t->zero_optimum_nonzero++;
+    if (!p->has_ratio) return;
+    if (t->compared == 0 || p->ratio_to_dp < t->best_ratio_to_dp) t->best_ratio_to_dp = p->ratio_to_dp;
     t->compared++;
-    t->log_sum += log(p->ratio);
-    if (p->ratio > t->worst_ratio_to_dp) t->worst_ratio_to_dp = p->ratio;
-}
-
-/* A planner's point at `budget`, run and compared with the optimum's FLOPs there. */
-static RematStatus plan_point(Chain *c, PlannerKind kind, size_t budget, uint64_t optimum, Point *p, Schedule **own)
-{
-    *p = (Point){.planner = planner_name(kind), .budget = budget, .ratio = NAN};
-    *own = planner_plan(kind, c->cost, budget);
-    if (!*own) return remat_last_status() == REMAT_EOOM ? REMAT_OK : remat_last_status();
-    p->s = *own;
-    p->ratio = ratio_of((*own)->predicted.recompute_flops, optimum);
-    return run_schedule(c, *own, budget, &p->measured);
+    t->log_sum += log(p->ratio_to_dp);
+    if (p->ratio_to_dp > t->worst_ratio_to_dp) t->worst_ratio_to_dp = p->ratio_to_dp;
 }
 
 /* What a sweep of one chain holds: its budgets, and a tally per planner (dp, chen, revolve). */
@@ -286,22 +272,21 @@ static const PlannerKind PLANNERS[3] = {PLANNER_DP, PLANNER_CHEN, PLANNER_REVOLV
  * DP's smallest budget dp and chen find nothing (recorded so) and Revolve has no ratio. */
 static RematStatus sweep_budget(Sweep *w, size_t budget)
 {
-    Point p[3];
+    PointRow rows[3];
     Schedule *own[3] = {0};
     RematStatus status = REMAT_OK;
     uint64_t optimum = 0;
     for (int k = 0; k < w->n_planners && status == REMAT_OK; k++) {
-        status = plan_point(w->c, PLANNERS[k], budget, optimum, &p[k], &own[k]);
-        p[k].below_dp = budget < w->lo;
-        if (k == 0 && own[0]) {
-            optimum = own[0]->predicted.recompute_flops;
-            p[0].ratio = 1.0;
-        }
+        own[k] = planner_plan(PLANNERS[k], w->c->cost, budget);
+        if (!own[k] && remat_last_status() != REMAT_EOOM) status = remat_last_status();
+        if (k == 0 && own[0]) optimum = own[0]->predicted.recompute_flops;
+        const double ratio = k == 0 ? 1.0 : own[k] ? ratio_of(own[k]->predicted.recompute_flops, optimum) : NAN;
+        if (status == REMAT_OK) status = point_run(w->c, planner_name(PLANNERS[k]), own[k], budget, ratio, &rows[k]);
+        rows[k].below_dp_minimum = budget < w->lo;
     }
     for (int k = 0; k < w->n_planners && status == REMAT_OK; k++) {
-        const PointRow row = point_row(w->c, &p[k]);
-        results_add_row(w->points, &row);
-        tally_add(&w->tally[k], &p[k], optimum);
+        results_add_row(w->points, &rows[k]);
+        tally_add(&w->tally[k], &rows[k], optimum);
     }
     for (int k = 0; k < 3; k++) schedule_free(own[k]);
     progress_tick(w->progress, w->c->name);
@@ -316,16 +301,16 @@ static RematStatus sweep_fixed(Sweep *w)
     for (int k = 0; k < 3 && status == REMAT_OK; k++) {
         Schedule *fixed = chain_schedule_for_strategy(c->cost, (StrategyKind)k);
         if (!fixed) return remat_last_status();
-        Point p = {.planner = strategy_name((StrategyKind)k), .budget = fixed->predicted.peak_total, .s = fixed};
-        Schedule *dp = planner_plan(PLANNER_DP, c->cost, p.budget);
+        const size_t budget = fixed->predicted.peak_total;
+        Schedule *dp = planner_plan(PLANNER_DP, c->cost, budget);
         const uint64_t optimum = dp ? dp->predicted.recompute_flops : 0;
-        p.ratio = dp ? ratio_of(fixed->predicted.recompute_flops, optimum) : NAN;
+        const double ratio = dp ? ratio_of(fixed->predicted.recompute_flops, optimum) : NAN;
         schedule_free(dp);
-        status = run_schedule(c, fixed, p.budget, &p.measured);
+        PointRow row;
+        status = point_run(c, strategy_name((StrategyKind)k), fixed, budget, ratio, &row);
         if (status == REMAT_OK) {
-            const PointRow row = point_row(c, &p);
             results_add_row(w->points, &row);
-            tally_add(&w->fixed[k], &p, optimum);
+            tally_add(&w->fixed[k], &row, optimum);
         }
         schedule_free(fixed);
     }
