@@ -238,9 +238,11 @@ static const ResultsColumn JOB_COLUMNS[] = {
     COLUMN(JobRow, demo_message, STR, "", WHEN(JobRow, adamw), SHOW_IN(4u, "", "", 0, 0)),
     COLUMN(JobRow, fits_at_adamw_floor, BOOL, "bool", WHEN(JobRow, adamw), SHOW_IN(8u, "fits", "", 4, 0)),
     COLUMN(JobRow, floor_message, STR, "", WHEN(JobRow, adamw), SHOW_IN(8u, "", "", 0, 0)),
-    COLUMN(JobRow, process_baseline, SIZE, "bytes", WHEN(JobRow, process_known), SHOW_IN(2u, "before job", "MiB", 12, 2)),
+    COLUMN(JobRow, process_baseline, SIZE, "bytes", WHEN(JobRow, process_known),
+           SHOW_IN(2u, "before job", "MiB", 12, 2)),
     COLUMN_PRINTED(JobRow, ledger_and_baseline, DOUBLE, SHOW_IN(2u, "ledger + before", "MiB", 16, 2)),
-    COLUMN(JobRow, process_peak, SIZE, "bytes", WHEN(JobRow, process_known), SHOW_IN(2u, "measured peak", "MiB", 14, 2)),
+    COLUMN(JobRow, process_peak, SIZE, "bytes", WHEN(JobRow, process_known),
+           SHOW_IN(2u, "measured peak", "MiB", 14, 2)),
     COLUMN(JobRow, process_unaccounted, DOUBLE, "bytes", WHEN(JobRow, process_known),
            SHOW_IN(2u, "difference", "MiB", 12, 2)),
 };

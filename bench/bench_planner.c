@@ -153,7 +153,8 @@ static const ResultsColumn POINT_COLUMNS[] = {
     COLUMN(PointRow, found, BOOL, "a schedule fits the budget"),
     COLUMN(PointRow, segments, INT, "segments", WHEN(PointRow, found)),
     COLUMN(PointRow, regions, INT, "segments", WHEN(PointRow, found)),
-    COLUMN(PointRow, slots, INT, "Revolve's slots (revolve schedules only; store-all has none)", WHEN(PointRow, has_slots)),
+    COLUMN(PointRow, slots, INT, "Revolve's slots (revolve schedules only; store-all has none)",
+           WHEN(PointRow, has_slots)),
     COLUMN_PRINTED(PointRow, layout, STR_ARRAY, WHEN(PointRow, found), SHOW("regions", "or slots", 8, 0)),
     COLUMN(PointRow, below_dp_minimum, BOOL, "the budget is below the DP's smallest feasible one"),
     COLUMN(PointRow, predicted_peak_act, SIZE, "bytes", WHEN(PointRow, found), SHOW("ACT predicted", "MiB", 13, 3)),
@@ -218,8 +219,8 @@ static const ResultsColumn SUMMARY_COLUMNS[] = {
     COLUMN(SummaryRow, model, STR, ""), COLUMN(SummaryRow, planner, STR, "", SHOW("plan", "", 7, 0)),
     COLUMN(SummaryRow, budgets, INT, "budgets tried", SHOW("budgets", "", 7, 0)),
     COLUMN(SummaryRow, found, INT, "budgets with a schedule", SHOW("found", "", 5, 0)),
-    COLUMN(SummaryRow, compared, INT, "budgets in the mean: both found one, and the optimum's cost is > 0 or both are 0",
-           SHOW("compared", "", 8, 0)),
+    COLUMN(SummaryRow, compared, INT,
+           "budgets in the mean: both found one, and the optimum's cost is > 0 or both are 0", SHOW("compared", "", 8, 0)),
     COLUMN(SummaryRow, geomean_ratio_to_dp, DOUBLE, "ratio", WHEN(SummaryRow, has_ratio),
            SHOW("geomean", "/ dp", 7, 3)),
     COLUMN(SummaryRow, worst_ratio_to_dp, DOUBLE, "ratio", WHEN(SummaryRow, has_ratio), SHOW("worst", "/ dp", 7, 3)),
@@ -281,7 +282,8 @@ static RematStatus sweep_budget(Sweep *w, size_t budget)
         if (!own[k] && remat_last_status() != REMAT_EOOM) status = remat_last_status();
         if (k == 0 && own[0]) optimum = own[0]->predicted.recompute_flops;
         const double ratio = k == 0 ? 1.0 : own[k] ? ratio_of(own[k]->predicted.recompute_flops, optimum) : NAN;
-        if (status == REMAT_OK) status = point_run(w->c, planner_name(PLANNERS[k]), own[k], budget, ratio, &rows[k]);
+        if (status == REMAT_OK)
+            status = point_run(w->c, planner_name(PLANNERS[k]), own[k], budget, ratio, &rows[k]);
         rows[k].below_dp_minimum = budget < w->lo;
     }
     for (int k = 0; k < w->n_planners && status == REMAT_OK; k++) {

@@ -125,8 +125,8 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, int N, StepRow 
     Timing timing = {0};
     StepStats stats[N_KINDS];
     if (status == REMAT_OK)
-        status = steps_alternate(m, variants, c->n_strategies, NULL, opt, &batch, &ctx, &c->plan, progress, label, stats,
-                                 &timing);
+        status = steps_alternate(m, variants, c->n_strategies, NULL, opt, &batch, &ctx, &c->plan, progress, label,
+                                 stats, &timing);
     const size_t a = (size_t)c->batch * (size_t)c->width * sizeof(float); /* one activation */
     for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
         const StepStats *st = &stats[k];
