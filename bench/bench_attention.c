@@ -3,23 +3,13 @@
  * keeps and costs against the naive attention core, and which way of computing its tile
  * products is faster on this machine.
  *
- * For q, k, v of B = 4 sequences, H = 4 heads of D = 64 (the GPT of D = 256) at several
- * T, with dropout 0.1 from the counter-based generator, it times one forward and one
- * backward of:
- *
- *   fused, blas, tile 64    k_attention_forward/_backward as the ops run them: OpenBLAS
- *                           sgemm for the tile products, tiles of 64 rows by 64 keys
- *   ... tile 32, tile 128   the same with smaller and larger tiles
- *   fused, loops, tile 64   the same kernel with its own vectorised loops for the products
- *   naive                   the kernels the naive GPT block runs: the (T,T) scores by
- *                           batched sgemm, the causal softmax, the dropout, the product with
- *                           v, and their backward kernels
- *
- * taking turns round by round (bench/timing.h), and reports the median time of each with
- * its 95% interval, the bytes each keeps between forward and backward (fused: its output and one
- * log-sum-exp per row; naive: the probabilities and their dropped copy), and its FLOPs by
- * phase from the ledger. Naive attention runs up to T = 1024: at 2048 its (T,T) tensors
- * alone take 1.3 GB.
+ * One forward and backward of causal attention with counter-based dropout at several T,
+ * the ways of FUSED and the naive kernels (the (T,T) scores by batched sgemm, softmax,
+ * dropout, the product with v, and their backward) taking turns round by round
+ * (bench/timing.h): median time, bytes kept between forward and backward (fused: its
+ * output and one log-sum-exp per row; naive: the probabilities and their dropped copy),
+ * FLOPs by phase. Naive attention runs up to T = 1024: at 2048 its (T,T) tensors alone take
+ * 1.3 GB.
  *
  * What it is not: a training step (bench_selective times those) or a test
  * (tests/test_kernels.c checks both kernels against the textbook attention).
@@ -208,28 +198,15 @@ static RematStatus measure_seq(int BH, int T, int D, bool naive, const TimingPla
 }
 
 static const ResultsColumn COLUMNS[] = {
-    COLUMN(WayResult, seq, INT, "tokens"), COLUMN(WayResult, way, STR, ""),
-    COLUMN(WayResult, tile, INT, "rows and keys (0: naive, no tiles)"), COLUMN_TIMED(WayResult, seconds, "seconds"),
-    COLUMN(WayResult, kept, SIZE, "bytes"), COLUMN_AS("forward_flops", WayResult, flops[PHASE_FORWARD], U64, "FLOPs"),
-    COLUMN_AS("backward_flops", WayResult, flops[PHASE_BACKWARD], U64, "FLOPs"),
-    COLUMN_AS("recompute_flops", WayResult, flops[PHASE_RECOMPUTE], U64, "FLOPs"),
-    COLUMN_TIMED(WayResult, vs_naive, "ratio"), COLUMN_SAMPLES,
+    COLUMN(WayResult, seq, INT, "tokens", SHOW("T", "", 5, 0)), COLUMN(WayResult, way, STR, "", SHOW("way", "", 22, 0)),
+    COLUMN(WayResult, tile, INT, "rows and keys (0: naive, no tiles)"),
+    COLUMN_TIMED(WayResult, seconds, "seconds", SHOW("median (95% interval)", "ms", 26, 2)),
+    COLUMN(WayResult, kept, SIZE, "bytes", SHOW("kept", "MiB", 10, 2)),
+    COLUMN_AS("forward_flops", WayResult, flops[PHASE_FORWARD], U64, "FLOPs", SHOW("forward", "GFLOP", 9, 2)),
+    COLUMN_AS("backward_flops", WayResult, flops[PHASE_BACKWARD], U64, "FLOPs", SHOW("backward", "GFLOP", 9, 2)),
+    COLUMN_AS("recompute_flops", WayResult, flops[PHASE_RECOMPUTE], U64, "FLOPs", SHOW("recompute", "GFLOP", 9, 2)),
+    COLUMN_TIMED(WayResult, vs_naive, "ratio", SHOW("vs naive", "+%", 0, 1)), COLUMN_SAMPLES,
 };
-
-static void report(const WayResult r[N_WAYS], ResultsTable *table)
-{
-    for (int w = 0; w < N_WAYS; w++) {
-        if (!r[w].ran) continue;
-        char kept[32], ms[64], vs[48];
-        printf("  %5d  %-22s %28s %12s %9.2f %9.2f %9.2f", r[w].seq, r[w].way, estimate_ms_str(ms, sizeof ms, &r[w].seconds),
-               mem_format_bytes(kept, sizeof kept, r[w].kept),
-               1e-9 * (double)r[w].flops[PHASE_FORWARD], 1e-9 * (double)r[w].flops[PHASE_BACKWARD],
-               1e-9 * (double)r[w].flops[PHASE_RECOMPUTE]);
-        if (r[NAIVE].ran) printf(" %s", estimate_ratio_str(vs, sizeof vs, &r[w].vs_naive));
-        printf("\n");
-        results_add_row(table, &r[w]);
-    }
-}
 
 int main(int argc, char **argv)
 {
@@ -268,9 +245,10 @@ int main(int argc, char **argv)
                "  GFLOP by phase (a tile computes its masked half too: larger tiles, more FLOPs);\n"
                "  vs naive: paired by round (interval, rounds)\n",
                B, H, D, ATTN_TILE);
-        printf("  %5s  %-22s %28s %12s %9s %9s %9s %9s\n", "T", "way", "ms", "kept", "forward", "backward",
-               "recompute", "vs naive");
-        for (int i = 0; i < n_seqs; i++) report(r[i], table);
+        results_print_head(table, 0);
+        for (int i = 0; i < n_seqs; i++)
+            for (int w = 0; w < N_WAYS; w++)
+                if (r[i][w].ran) results_add_row(table, &r[i][w]);
     }
     return bench_finish(&INFO, &o, results, status);
 }

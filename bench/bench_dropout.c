@@ -2,15 +2,11 @@
  * bench_dropout.c — quiz question 7: a checkpointed block with dropout must replay the
  * random generator, or backward differentiates masks the forward never used.
  *
- * On a GPT with dropout 0.1 everywhere, it computes the gradients of one batch without
- * checkpointing (the reference), then under full, sqrt and selective (attention_core)
- * checkpointing, each with the generator replayed for the recomputation (preserve_rng, the
- * default) and without it (what train --no-rng-replay does). For each it reports the
- * largest |gradient difference| against the reference over every parameter — exactly 0
- * with replay, since every strategy is bit-identical to none — and the verdict of the
- * determinism check (Strategy.replay.determinism_check), which hashes every recomputed op's output
- * in the first forward and in the replay and fails backward with a message naming the
- * region and the first op that diverged.
+ * On a GPT with dropout 0.1, the gradients of one batch under each strategy, with the
+ * generator replayed for the recomputation (the default) and without (train
+ * --no-rng-replay), against none's: the largest difference (exactly 0 with replay), and
+ * the verdict of the determinism check (Strategy.replay.determinism_check), which names
+ * the region and the first recomputed op whose output diverged.
  *
  * What it is not: a test (tests/test_checkpoint.c proves the same on a smaller model); no
  * optimizer step runs, so the gradients compared are those of the same parameters.
@@ -84,11 +80,12 @@ typedef struct Outcome {
 } Outcome;
 
 static const ResultsColumn COLUMNS[] = {
-    COLUMN_AS("strategy", Outcome, strategy, STR_ARRAY, ""), COLUMN_AS("rng_replay", Outcome, replay, BOOL, "bool"),
-    COLUMN_AS("max_abs_grad_diff", Outcome, diff, DOUBLE, "gradient units"),
-    COLUMN(Outcome, bit_identical, BOOL, "bool"),
-    COLUMN_AS("determinism_check", Outcome, check, STR, "passed or caught"),
-    COLUMN_AS("check_message", Outcome, message, STR_ARRAY, ""),
+    COLUMN_AS("strategy", Outcome, strategy, STR_ARRAY, "", SHOW("strategy", "", 27, 0)),
+    COLUMN_AS("rng_replay", Outcome, replay, BOOL, "bool", SHOW("RNG replay", "", 10, 0)),
+    COLUMN_AS("max_abs_grad_diff", Outcome, diff, DOUBLE, "gradient units", SHOW("max |grad - none's|", "", 20, -3)),
+    COLUMN(Outcome, bit_identical, BOOL, "bool", SHOW("bit-identical", "", 13, 0)),
+    COLUMN_AS("determinism_check", Outcome, check, STR, "passed or caught", SHOW("determinism check", "", 17, 0)),
+    COLUMN_AS("check_message", Outcome, message, STR_ARRAY, "", SHOW("", "", 0, 0)),
 };
 
 /* Measures one strategy with and without replay into out[0] (with) and out[1] (without). */
@@ -122,14 +119,6 @@ static RematStatus compare(Model *m, const Strategy *strategy, Tensor *const *re
         progress_tick(progress, label);
     }
     return REMAT_OK;
-}
-
-static void print_and_record(const Outcome *r, ResultsTable *table)
-{
-    printf("  %-27s %-10s %22.3e %14s   %s\n", r->strategy, r->replay ? "on" : "off", r->diff,
-           r->diff == 0.0 ? "yes" : "no", r->check_passed ? "passed" : "caught:");
-    if (!r->check_passed) printf("      %s\n", r->message);
-    results_add_row(table, r);
 }
 
 int main(int argc, char **argv)
@@ -170,10 +159,9 @@ int main(int argc, char **argv)
         char text[64];
         printf("\n  GPT %s; gradients of one batch against no checkpointing\n",
                gpt_shape_str(text, sizeof text, &shape));
-        printf("  %-27s %-10s %22s %14s   %s\n", "strategy", "RNG replay", "max |grad - none's|", "bit-identical",
-               "determinism check");
+        results_print_head(table, 0);
         for (int k = 0; k < n; k++)
-            for (int i = 0; i < 2; i++) print_and_record(&outcomes[k][i], table);
+            for (int i = 0; i < 2; i++) results_add_row(table, &outcomes[k][i]);
         if (o.dropout_rng == DROPOUT_RNG_COUNTER)
             printf("\n  Counter-based masks (--dropout-rng counter): every mask is a function of (seed, step,\n"
                    "  micro-batch, op, element), so a replay makes the same masks whether or not the generator\n"

@@ -2,27 +2,16 @@
  * bench_memory_budget.c — quiz question 8: checkpointing shrinks activations, but the
  * optimizer's state stays, so a job can still run out of memory however much it recomputes.
  *
- * A training job here is: build the GPT, draw a batch, create its optimizer, run two
- * training steps (the second is the steady state: every gradient exists throughout). Under
- * a ledger budget (mem_set_budget) the ledger behaves like a device of that size: an
- * allocation that would cross it fails with a message listing what is resident by kind.
+ * A job builds the GPT, its batch and its optimizer and runs two training steps (the
+ * second is the steady state) under a ledger budget (mem_set_budget), which behaves like a
+ * device of that size. Per strategy, with AdamW: the bytes by kind beside the process's as
+ * the operating system counts them; whether the job fits a budget between the strategies'
+ * peaks; the smallest budget it fits in, found by running the job (an exponential search
+ * brackets it, bisection closes it: the ledger is exact, so it is the peak to the byte);
+ * that nothing fits at params + grads + optimizer; and what fits there instead: SGD
+ * without momentum, which keeps no optimizer state.
  *
- * For each strategy (none, full, sqrt, selective) with AdamW it reports:
- *   - the breakdown: params, grads, optimizer state, peak activations, peak total;
- *   - whether the job fits under one budget between the strategies' peaks (and the OOM
- *     message of those that do not);
- *   - the smallest budget it fits in, searched by running the job: an exponential search
- *     brackets the answer around the unconstrained peak, bisection closes the bracket.
- *     (The ledger is exact, so the answer is that peak to the byte, in two runs.)
- * Beside the ledger's peak it reports the process's, as the operating system counts it
- * (what `top` shows), and what the process held before the job.
- * Then it runs every strategy at a budget of exactly params + grads + optimizer: nothing
- * fits there, whatever is recomputed, and the OOM message shows why. Last, what does fit
- * there: SGD without momentum keeps no optimizer state, so the same model and strategies
- * need params + grads + activations only. (Optimizer state in the offload file is not
- * built; SGD without momentum is what this bench shows.)
- *
- * What it is not: a planner that picks a strategy for a budget (checkpoint/ will grow one).
+ * What it is not: a planner that picks a strategy for a budget (bench_planner runs those).
  */
 #include <stdio.h>
 #include <string.h>
@@ -181,42 +170,6 @@ static size_t demo_budget(const OptimRun *o)
     return mid / MiB * MiB > lo ? mid / MiB * MiB : mid;
 }
 
-/* What the operating system counted for each job beside the ledger (what `top` shows). */
-static void print_process(const OptimRun *o)
-{
-    if (!o->free_run[0].process.known) {
-        printf("  (the process's resident memory: not known here, /proc/self/status cannot be read)\n");
-        return;
-    }
-    printf("  the process as the operating system counts it, over each job (MiB):\n");
-    printf("  %-10s %12s %12s %16s %14s %12s\n", "strategy", "before job", "ledger peak", "ledger + before",
-           "measured peak", "difference");
-    for (int k = 0; k < o->sweep->n; k++) {
-        const JobResult *r = &o->free_run[k];
-        const ResidentWatch *w = &r->process;
-        printf("  %-10s %12.2f %12.2f %16.2f %14.2f %+12.2f\n", strategy_name(o->sweep->s[k].kind), mib(w->baseline),
-               mib(r->peak_resident), mib(w->baseline + r->peak_resident), mib(w->peak),
-               mib(w->peak) - mib(w->baseline) - mib(r->peak_resident));
-    }
-    printf("  (before job: code, libraries, OpenMP and OpenBLAS; the difference is what no tensor holds:\n"
-           "  freed blocks the allocator keeps and no later block fitted, OpenBLAS's packing buffers, thread\n"
-           "  stacks, the tape's nodes)\n");
-}
-
-static void print_breakdown(const OptimRun *o, const char *title)
-{
-    printf("\n  %s\n", title);
-    printf("  %-10s %9s %9s %10s %9s %10s %16s %20s %7s\n", "strategy", "params", "grads", "optimizer", "peak ACT",
-           "peak total", "smallest budget", "", "trials");
-    printf("  %-10s %9s %9s %10s %9s %10s %16s %20s\n", "", "MiB", "MiB", "MiB", "MiB", "MiB", "MiB", "bytes");
-    for (int k = 0; k < o->sweep->n; k++) {
-        const JobResult *r = &o->free_run[k];
-        printf("  %-10s %9.2f %9.2f %10.2f %9.2f %10.2f %16.2f %20zu %7d\n", strategy_name(o->sweep->s[k].kind),
-               mib(r->current[MEM_PARAM]), mib(r->current[MEM_GRAD]), mib(r->current[MEM_OPTIM]), mib(r->peak_act),
-               mib(r->peak_resident), mib(o->smallest[k]), o->smallest[k], o->trials[k]);
-    }
-}
-
 /* Everything the bench measured: the two optimizers' jobs, and AdamW's at two budgets. */
 typedef struct Measured {
     Sweep sweep;
@@ -246,20 +199,6 @@ static RematStatus measure_all(const JobModel *model, Measured *m)
     return status;
 }
 
-/* Which strategies fit under `budget` (`title`), and the OOM message of those that do not;
- * returns whether any fits. */
-static bool print_fits(const Measured *m, const JobResult *jobs, const char *title)
-{
-    bool any = false;
-    printf("\n  %s:\n", title);
-    for (int k = 0; k < m->sweep.n; k++) {
-        any = any || jobs[k].status == REMAT_OK;
-        printf("    %-10s %s%s\n", strategy_name(m->sweep.s[k].kind),
-               jobs[k].status == REMAT_OK ? "fits" : "does not fit: ", jobs[k].message);
-    }
-    return any;
-}
-
 /* The strategy with which SGD needs the smallest budget. */
 static int sgd_best(const Measured *m)
 {
@@ -268,47 +207,44 @@ static int sgd_best(const Measured *m)
     return best;
 }
 
-static void print_all(const JobModel *model, const Measured *m)
-{
-    char text[128];
-    printf("\n  GPT %s; a job = model + batch + optimizer + %d training steps\n",
-           gpt_shape_str(text, sizeof text, &model->shape), JOB_STEPS);
-    print_breakdown(&m->adamw, "AdamW (two state tensors per parameter)");
-    printf("  The smallest budget is each job's peak total to the byte: the ledger counts exactly.\n");
-    print_process(&m->adamw);
-    snprintf(text, sizeof text, "under a budget of %.2f MiB", mib(m->budget));
-    print_fits(m, m->demo, text);
-    snprintf(text, sizeof text, "at params + grads + optimizer = %.2f MiB (%zu bytes)", mib(m->pgo), m->pgo);
-    const bool any = print_fits(m, m->at_floor, text);
-    printf("  %s Recomputation removes activations only;\n"
-           "  params, their grads and AdamW's two moments per parameter stay resident all along.\n",
-           any ? "Something fits here." : "Nothing fits here, whatever is recomputed.");
-    print_breakdown(&m->sgd, "SGD without momentum (no optimizer state)");
-    const int best = sgd_best(m);
-    printf("  What fits instead: SGD without momentum keeps no optimizer state; with %s it needs\n"
-           "  %.2f MiB, %s AdamW's params + grads + optimizer (%.2f MiB). (Keeping the optimizer\n"
-           "  state in the offload file would be the other way; it is not built.)\n",
-           strategy_name(m->sweep.s[best].kind), mib(m->sgd.smallest[best]),
-           m->sgd.smallest[best] < m->pgo ? "below" : "not below", mib(m->pgo));
-}
-
-/* One record of the jobs table: one optimizer's job under one strategy. */
+/* One record of the jobs table: one optimizer's job under one strategy; AdamW's with its
+ * runs at the two budgets, and the process's memory where the system tells it. */
 typedef struct JobRow {
     const char *optimizer, *strategy;
     size_t params, grads, optimizer_state, peak_act, peak_work, peak_resident, smallest_budget;
     int search_trials;
+    bool adamw, process_known;
+    size_t demo_budget;
+    bool fits_demo_budget, fits_at_adamw_floor;
+    const char *demo_message, *floor_message;
+    size_t process_baseline, process_peak;
+    double process_unaccounted, ledger_and_baseline; /* the latter printed only */
 } JobRow;
 
+/* Printed as four tables: the breakdown (0), the process (1), the fits under the budget
+ * between the peaks (2) and at params + grads + optimizer (3). */
 static const ResultsColumn JOB_COLUMNS[] = {
-    COLUMN(JobRow, optimizer, STR, ""), COLUMN(JobRow, strategy, STR, ""), COLUMN(JobRow, params, SIZE, "bytes"),
-    COLUMN(JobRow, grads, SIZE, "bytes"), COLUMN(JobRow, optimizer_state, SIZE, "bytes"),
-    COLUMN(JobRow, peak_act, SIZE, "bytes"), COLUMN(JobRow, peak_work, SIZE, "bytes"),
-    COLUMN(JobRow, peak_resident, SIZE, "bytes"), COLUMN(JobRow, smallest_budget, SIZE, "bytes"),
-    COLUMN(JobRow, search_trials, INT, "jobs"),
-    COLUMN_SETTER("demo_budget", "bytes"),     COLUMN_SETTER("fits_demo_budget", "bool"),
-    COLUMN_SETTER("demo_message", ""),         COLUMN_SETTER("fits_at_adamw_floor", "bool"),
-    COLUMN_SETTER("floor_message", ""),        COLUMN_SETTER("process_baseline", "bytes"),
-    COLUMN_SETTER("process_peak", "bytes"),    COLUMN_SETTER("process_unaccounted", "bytes"),
+    COLUMN(JobRow, optimizer, STR, ""), COLUMN(JobRow, strategy, STR, "", SHOW_IN(15u, "strategy", "", 10, 0)),
+    COLUMN(JobRow, params, SIZE, "bytes", SHOW("params", "MiB", 9, 2)),
+    COLUMN(JobRow, grads, SIZE, "bytes", SHOW("grads", "MiB", 9, 2)),
+    COLUMN(JobRow, optimizer_state, SIZE, "bytes", SHOW("optimizer", "MiB", 10, 2)),
+    COLUMN(JobRow, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)), COLUMN(JobRow, peak_work, SIZE, "bytes"),
+    COLUMN(JobRow, peak_resident, SIZE, "bytes", SHOW_IN(3u, "peak total", "MiB", 10, 2)),
+    COLUMN(JobRow, smallest_budget, SIZE, "bytes", SHOW("smallest budget", "MiB", 16, 2)),
+    COLUMN_PRINTED(JobRow, smallest_budget, SIZE, SHOW("", "bytes", 20, 0)),
+    COLUMN(JobRow, search_trials, INT, "jobs", SHOW("trials", "", 7, 0)),
+    COLUMN(JobRow, demo_budget, SIZE, "bytes", WHEN(JobRow, adamw)),
+    COLUMN(JobRow, fits_demo_budget, BOOL, "bool", WHEN(JobRow, adamw), SHOW_IN(4u, "fits", "", 4, 0)),
+    COLUMN(JobRow, demo_message, STR, "", WHEN(JobRow, adamw), SHOW_IN(4u, "", "", 0, 0)),
+    COLUMN(JobRow, fits_at_adamw_floor, BOOL, "bool", WHEN(JobRow, adamw), SHOW_IN(8u, "fits", "", 4, 0)),
+    COLUMN(JobRow, floor_message, STR, "", WHEN(JobRow, adamw), SHOW_IN(8u, "", "", 0, 0)),
+    COLUMN(JobRow, process_baseline, SIZE, "bytes", WHEN(JobRow, process_known),
+           SHOW_IN(2u, "before job", "MiB", 12, 2)),
+    COLUMN_PRINTED(JobRow, ledger_and_baseline, DOUBLE, SHOW_IN(2u, "ledger + before", "MiB", 16, 2)),
+    COLUMN(JobRow, process_peak, SIZE, "bytes", WHEN(JobRow, process_known),
+           SHOW_IN(2u, "measured peak", "MiB", 14, 2)),
+    COLUMN(JobRow, process_unaccounted, DOUBLE, "bytes", WHEN(JobRow, process_known),
+           SHOW_IN(2u, "difference", "MiB", 12, 2)),
 };
 
 /* What no recomputation can remove, and what SGD needs instead. */
@@ -325,47 +261,74 @@ static const ResultsColumn FLOOR_COLUMNS[] = {
     COLUMN(FloorRow, sgd_strategy, STR, ""),
 };
 
-/* The jobs of one optimizer; AdamW's with their runs at the two budgets. */
-static void record_jobs(ResultsTable *jobs, const Measured *m, const OptimRun *run)
+static JobRow job_row(const Measured *m, const OptimRun *run, int k)
 {
-    const bool adamw = run == &m->adamw;
+    const JobResult *r = &run->free_run[k];
+    const ResidentWatch *w = &r->process;
+    return (JobRow){.optimizer = run == &m->adamw ? "adamw" : "sgd", .strategy = strategy_name(m->sweep.s[k].kind),
+                    .params = r->current[MEM_PARAM], .grads = r->current[MEM_GRAD],
+                    .optimizer_state = r->current[MEM_OPTIM], .peak_act = r->peak_act, .peak_work = r->peak_work,
+                    .peak_resident = r->peak_resident, .smallest_budget = run->smallest[k],
+                    .search_trials = run->trials[k], .adamw = run == &m->adamw, .process_known = w->known,
+                    .demo_budget = m->budget, .fits_demo_budget = m->demo[k].status == REMAT_OK,
+                    .fits_at_adamw_floor = m->at_floor[k].status == REMAT_OK, .demo_message = m->demo[k].message,
+                    .floor_message = m->at_floor[k].message, .process_baseline = w->baseline, .process_peak = w->peak,
+                    .process_unaccounted = (double)w->peak - (double)w->baseline - (double)r->peak_resident,
+                    .ledger_and_baseline = (double)(w->baseline + r->peak_resident)};
+}
+
+/* Prints and records one optimizer's jobs: its breakdown, and AdamW's other tables. */
+static void report_jobs(const Measured *m, const OptimRun *run, const char *title, ResultsTable *jobs)
+{
+    JobRow rows[N_KINDS];
+    printf("\n  %s\n", title);
+    results_print_head(jobs, 0);
     for (int k = 0; k < m->sweep.n; k++) {
-        const JobResult *r = &run->free_run[k];
-        const JobRow row = {.optimizer = adamw ? "adamw" : "sgd", .strategy = strategy_name(m->sweep.s[k].kind),
-                            .params = r->current[MEM_PARAM], .grads = r->current[MEM_GRAD],
-                            .optimizer_state = r->current[MEM_OPTIM], .peak_act = r->peak_act,
-                            .peak_work = r->peak_work, .peak_resident = r->peak_resident,
-                            .smallest_budget = run->smallest[k], .search_trials = run->trials[k]};
-        ResultsRecord *rec = results_add_row(jobs, &row);
-        if (r->process.known) {
-            record_num(rec, "process_baseline", (double)r->process.baseline);
-            record_num(rec, "process_peak", (double)r->process.peak);
-            record_num(rec, "process_unaccounted",
-                       (double)r->process.peak - (double)r->process.baseline - (double)r->peak_resident);
-        }
-        if (!adamw) continue;
-        record_num(rec, "demo_budget", (double)m->budget);
-        record_bool(rec, "fits_demo_budget", m->demo[k].status == REMAT_OK);
-        record_str(rec, "demo_message", m->demo[k].message);
-        record_bool(rec, "fits_at_adamw_floor", m->at_floor[k].status == REMAT_OK);
-        record_str(rec, "floor_message", m->at_floor[k].message);
+        rows[k] = job_row(m, run, k);
+        results_add_row(jobs, &rows[k]);
+    }
+    if (run != &m->adamw) return;
+    printf("  The smallest budget is each job's peak total to the byte: the ledger counts exactly.\n");
+    if (rows[0].process_known) printf("  the process as the operating system counts it, over each job:\n");
+    else printf("  (the process's resident memory: not known here, /proc/self/status cannot be read)\n");
+    for (int panel = 1; panel < 4; panel++) {
+        if (panel == 1 && !rows[0].process_known) continue;
+        if (panel == 2) printf("\n  under a budget of %.2f MiB:\n", mib(m->budget));
+        if (panel == 3) printf("\n  at params + grads + optimizer = %.2f MiB (%zu bytes):\n", mib(m->pgo), m->pgo);
+        if (panel == 1) results_print_head(jobs, panel);
+        for (int k = 0; k < m->sweep.n; k++) results_print_row(jobs, &rows[k], panel);
+        if (panel == 1)
+            printf("  (before job: code, libraries, OpenMP and OpenBLAS; the difference is what no tensor holds:\n"
+                   "  freed blocks the allocator keeps and no later block fitted, OpenBLAS's packing buffers, thread\n"
+                   "  stacks, the tape's nodes)\n");
     }
 }
 
-static void record_all(Results *results, const Measured *m)
+static void report(const JobModel *model, const Measured *m, Results *results)
 {
     ResultsTable *jobs = results_row_table(results, "jobs", "one training job per optimizer and strategy",
                                            JOB_COLUMNS, RESULTS_COUNT(JOB_COLUMNS), true);
     ResultsTable *floor = results_row_table(results, "floor", "what no recomputation can remove", FLOOR_COLUMNS,
                                             RESULTS_COUNT(FLOOR_COLUMNS), true);
-    record_jobs(jobs, m, &m->adamw);
-    record_jobs(jobs, m, &m->sgd);
+    char text[128];
+    printf("\n  GPT %s; a job = model + batch + optimizer + %d training steps\n",
+           gpt_shape_str(text, sizeof text, &model->shape), JOB_STEPS);
+    report_jobs(m, &m->adamw, "AdamW (two state tensors per parameter)", jobs);
     const JobResult *base = &m->adamw.free_run[0];
+    const int best = sgd_best(m);
     FloorRow row = {.params = base->current[MEM_PARAM], .grads = base->current[MEM_GRAD],
                     .optimizer_state = base->current[MEM_OPTIM], .params_grads_optimizer = m->pgo,
-                    .sgd_smallest_budget = m->sgd.smallest[sgd_best(m)],
-                    .sgd_strategy = strategy_name(m->sweep.s[sgd_best(m)].kind)};
+                    .sgd_smallest_budget = m->sgd.smallest[best], .sgd_strategy = strategy_name(m->sweep.s[best].kind)};
     for (int k = 0; k < m->sweep.n; k++) row.any_strategy_fits |= m->at_floor[k].status == REMAT_OK;
+    printf("  %s Recomputation removes activations only;\n"
+           "  params, their grads and AdamW's two moments per parameter stay resident all along.\n",
+           row.any_strategy_fits ? "Something fits here." : "Nothing fits here, whatever is recomputed.");
+    report_jobs(m, &m->sgd, "SGD without momentum (no optimizer state)", jobs);
+    printf("  What fits instead: SGD without momentum keeps no optimizer state; with %s it needs\n"
+           "  %.2f MiB, %s AdamW's params + grads + optimizer (%.2f MiB). (Keeping the optimizer\n"
+           "  state in the offload file would be the other way; it is not built.)\n",
+           row.sgd_strategy, mib(row.sgd_smallest_budget), row.sgd_smallest_budget < m->pgo ? "below" : "not below",
+           mib(m->pgo));
     results_add_row(floor, &row);
 }
 
@@ -383,9 +346,6 @@ int main(int argc, char **argv)
     Measured m;
     m.sweep.n = bench_sweep(&INFO, &o, NULL, m.sweep.s);
     const RematStatus status = measure_all(&model, &m);
-    if (status == REMAT_OK) {
-        print_all(&model, &m);
-        record_all(results, &m);
-    }
+    if (status == REMAT_OK) report(&model, &m, results);
     return bench_finish(&INFO, &o, results, status);
 }

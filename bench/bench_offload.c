@@ -2,42 +2,18 @@
  * bench_offload.c — quiz question 6: offloading saved activations to disk, alone and
  * combined with recomputation, and what it costs.
  *
- * For the MLP chain and the GPT, both with AdamW, it runs whole training steps (forward,
- * backward, optimizer) under each configuration, taking turns one step each, round after
- * round (bench/timing.h), so that a slow moment of the machine falls on all of them alike:
+ * The MLP chain and the GPT, with AdamW, run whole training steps under each
+ * configuration of CONFIGS, taking turns one step each, round after round
+ * (bench/timing.h). offload+sqrt spills sqrt's segment inputs (policy boundary) without
+ * prefetch: a record read ahead would sit in RAM through a whole replay, which is what
+ * spilling them avoids. Each configuration that uses the page cache runs once with it kept
+ * and once with it dropped after every forward, so that backward reads the disk; quick
+ * mode runs only what quiz question 6 quotes. Each step is set against its overlap bound,
+ * from the in-RAM step's forward and backward and the disk's bandwidth (bench/disk.h).
+ * Last, pack and unpack of one record alone, 4 KiB to 4 MiB, both ways of moving bytes
+ * taking turns: the fixed cost per record that offload's min_bytes is about
+ * (offload/README.md).
  *
- *   none                      everything in RAM
- *   sqrt                      sqrt(N) checkpointing, in RAM
- *   offload                   every saved activation spilled (policy all), no prefetch
- *   offload+prefetch          the same, two records read ahead by the helper thread
- *   offload+sqrt              sqrt checkpointing with its segment inputs spilled (policy
- *                             boundary), no prefetch: backward reads one record per segment,
- *                             when it starts replaying that segment, and a record read ahead
- *                             would sit in RAM through a whole replay, which is what spilling
- *                             the segment inputs is meant to avoid
- *   offload+prefetch (mmap)   offload+prefetch moving the bytes through a mapping instead of
- *                             pwritev/preadv
- *   offload+prefetch (direct) offload+prefetch with O_DIRECT pwrite/pread: the page cache
- *                             is not used, so backward reads the disk (one row)
- *   offload+windows (direct)  the same, reading ahead up to 16 MiB of records and writing
- *                             up to 8 MiB behind, rather than two records each way; once
- *                             with one helper thread, once with two
- *
- * each other offload configuration once with the page cache kept and once with it dropped
- * at the end of every forward (backward then reads the disk); every row says which ran.
- * Quick mode runs only none, sqrt, offload+prefetch (kept and dropped) and offload+sqrt
- * (kept): what quiz question 6 quotes, with rounds enough to quote it. For
- * each it records the median step time and the median of its ratios to none's in the same
- * round, each with its interval, the peaks of resident activations (ACT) and of DISK, and
- * the time spent inside pack (write) and unpack (read, which includes waiting for a
- * prefetch) per step, and, per offload configuration, where backward waited and what the
- * helper threads did: how long unpack blocked and on how many records, the threads' busy
- * time and achieved bandwidth each way, and their CPU time. Then it times pack and unpack of one record alone, for sizes from
- * 4 KiB to 4 MiB, through both ways of moving bytes taking turns: the fixed
- * cost per record that offload's min_bytes threshold is about (offload/README.md).
- *
- * Besides the common flags it takes --offload-dir DIR (app/step_options.h), the
- * directory of the spill file.
  * What it is not: a test. It asserts nothing about time; tests/test_bench.c checks the
  * bytes of a --quick run.
  */
@@ -93,7 +69,10 @@ typedef struct Config {
     int io_threads; /* 0: the default, one */
 } Config;
 
-
+/* sqrt: sqrt(N) checkpointing in RAM; offload: every saved activation spilled (policy all);
+ * prefetch: two records read ahead by the helper thread; mmap: the bytes through a
+ * mapping instead of pwritev/preadv; direct: O_DIRECT, no page cache; windows: up to 16
+ * MiB read ahead and 8 MiB written behind rather than two records, on one and two threads. */
 static const Config CONFIGS[] = {
     {"none", STRATEGY_NONE, false, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS, true, false, 0},
     {"sqrt", STRATEGY_SQRT, false, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS, true, false, 0},
@@ -168,24 +147,85 @@ static void runner_free(Runner *r)
 
 /* ---- training steps under each configuration ------------------------------------------- */
 
+/* One record of the steps table: a configuration's step on one model. The offload fields
+ * are left out of a step in RAM, cached_after_forward out of one that keeps the page
+ * cache, the bound's out of a run that could not measure the disk. */
+typedef struct StepRow {
+    const char *model;
+    int layers;
+    const char *config, *strategy;
+    bool offloads, cache_dropped;
+    const char *policy;
+    int prefetch;
+    const char *io, *page_cache;
+    size_t peak_act, peak_disk, act_stored, peak_resident, records_per_step, disk_written_per_step;
+    uint64_t recompute_flops;
+    double flop_overhead;
+    Estimate step_seconds, time_overhead, write_seconds, read_seconds;
+    size_t cached_after_forward;
+    Estimate forward_seconds, backward_seconds, bound_seconds, vs_bound;
+    size_t prefetch_bytes, write_behind_bytes;
+    int io_threads;
+    Estimate read_wait_seconds;
+    double reads_waited;
+    Estimate thread_read_seconds, thread_read_bandwidth, thread_write_seconds, thread_write_bandwidth;
+    Estimate thread_cpu_seconds;
+    /* printed only: the bound's terms (the in-RAM twin's forward F and backward B, the disk's
+     * time W and R for the bytes spilled), and the records read back */
+    Estimate twin_forward, twin_backward;
+    double disk_write, disk_read;
+    size_t records_read;
+} StepRow;
 
-static const ResultsField STEP_FIELDS[] = {
-    {"model", ""}, {"layers", "layers"}, {"config", ""}, {"strategy", ""}, {"policy", ""}, {"prefetch", "records"},
-    {"io", ""}, {"page_cache", ""}, {"peak_act", "bytes"}, {"peak_disk", "bytes"}, {"act_stored", "bytes"},
-    {"peak_resident", "bytes"}, {"records_per_step", "records"}, {"disk_written_per_step", "bytes"},
-    {"recompute_flops", "FLOPs"}, {"flop_overhead", "ratio"}, RESULTS_TIMED("step_seconds", "seconds"),
-    RESULTS_TIMED("time_overhead", "ratio"), RESULTS_TIMED("write_seconds", "seconds per step, inside pack"),
-    RESULTS_TIMED("read_seconds", "seconds per step, inside unpack"), {"cached_after_forward", "bytes"},
-    RESULTS_TIMED("forward_seconds", "seconds"), RESULTS_TIMED("backward_seconds", "seconds"),
-    RESULTS_TIMED("bound_seconds", "seconds"), RESULTS_TIMED("vs_bound", "ratio"), {"prefetch_bytes", "bytes"},
-    {"write_behind_bytes", "bytes"}, {"io_threads", "threads"},
-    RESULTS_TIMED("read_wait_seconds", "seconds per step, unpack blocked on reads ahead"),
-    {"reads_waited", "records per step (median)"},
-    RESULTS_TIMED("thread_read_seconds", "seconds per step, helper threads reading"),
-    RESULTS_TIMED("thread_read_bandwidth", "bytes per second"),
-    RESULTS_TIMED("thread_write_seconds", "seconds per step, helper threads writing"),
-    RESULTS_TIMED("thread_write_bandwidth", "bytes per second"),
-    RESULTS_TIMED("thread_cpu_seconds", "seconds per step, helper threads' CPU"), RESULTS_SAMPLES,
+/* Printed as three tables: the steps (0), each offload step against its overlap bound (1),
+ * where each offload step waited and what its helper threads did (2). */
+static const ResultsColumn STEP_COLUMNS[] = {
+    COLUMN(StepRow, model, STR, ""), COLUMN(StepRow, layers, INT, "layers"),
+    COLUMN(StepRow, config, STR, "", SHOW_IN(7u, "configuration", "", 24, 0)), COLUMN(StepRow, strategy, STR, ""),
+    COLUMN(StepRow, policy, STR, "", WHEN(StepRow, offloads)),
+    COLUMN(StepRow, prefetch, INT, "records", WHEN(StepRow, offloads)),
+    COLUMN(StepRow, io, STR, "", WHEN(StepRow, offloads)),
+    COLUMN(StepRow, page_cache, STR, "", WHEN(StepRow, offloads), SHOW_IN(7u, "cache", "", 8, 0)),
+    COLUMN(StepRow, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
+    COLUMN(StepRow, peak_disk, SIZE, "bytes", SHOW("peak DISK", "MiB", 9, 2)),
+    COLUMN(StepRow, act_stored, SIZE, "bytes"), COLUMN(StepRow, peak_resident, SIZE, "bytes"),
+    COLUMN(StepRow, records_per_step, SIZE, "records", WHEN(StepRow, offloads)),
+    COLUMN(StepRow, disk_written_per_step, SIZE, "bytes", WHEN(StepRow, offloads)),
+    COLUMN(StepRow, recompute_flops, U64, "FLOPs"),
+    COLUMN(StepRow, flop_overhead, DOUBLE, "ratio", SHOW("FLOPs+", "%", 6, 1)),
+    COLUMN_TIMED(StepRow, step_seconds, "seconds", SHOW("median step", "ms", 24, 1)),
+    COLUMN_TIMED(StepRow, time_overhead, "ratio", SHOW("vs none (95% interval, rounds)", "+%", 27, 1)),
+    COLUMN_TIMED(StepRow, write_seconds, "seconds per step, inside pack", WHEN(StepRow, offloads),
+                 SHOW("write/step", "ms", 18, 1)),
+    COLUMN_TIMED(StepRow, read_seconds, "seconds per step, inside unpack", WHEN(StepRow, offloads),
+                 SHOW("read/step", "ms", 18, 1)),
+    COLUMN(StepRow, cached_after_forward, SIZE, "bytes", WHEN(StepRow, cache_dropped)),
+    COLUMN_TIMED(StepRow, forward_seconds, "seconds"), COLUMN_TIMED(StepRow, backward_seconds, "seconds"),
+    COLUMN_PRINTED(StepRow, twin_forward, ESTIMATE, SHOW_IN(2u, "F", "ms", 18, 1)),
+    COLUMN_PRINTED(StepRow, disk_write, DOUBLE, SHOW_IN(2u, "W", "ms", 8, 1)),
+    COLUMN_PRINTED(StepRow, twin_backward, ESTIMATE, SHOW_IN(2u, "B", "ms", 18, 1)),
+    COLUMN_PRINTED(StepRow, disk_read, DOUBLE, SHOW_IN(2u, "R", "ms", 8, 1)),
+    COLUMN_TIMED(StepRow, bound_seconds, "seconds", SHOW_IN(2u, "bound", "ms", 18, 1)),
+    COLUMN_TIMED(StepRow, vs_bound, "ratio", SHOW_IN(2u, "step vs bound (95% interval, rounds)", "+%", 27, 1)),
+    COLUMN(StepRow, prefetch_bytes, SIZE, "bytes", WHEN(StepRow, offloads)),
+    COLUMN(StepRow, write_behind_bytes, SIZE, "bytes", WHEN(StepRow, offloads)),
+    COLUMN(StepRow, io_threads, INT, "threads", WHEN(StepRow, offloads)),
+    COLUMN_TIMED(StepRow, read_wait_seconds, "seconds per step, unpack blocked on reads ahead", WHEN(StepRow, offloads),
+                 SHOW_IN(4u, "wait", "ms", 18, 1)),
+    COLUMN(StepRow, reads_waited, DOUBLE, "records per step (median)", WHEN(StepRow, offloads),
+           SHOW_IN(4u, "waited", "records", 7, 0)),
+    COLUMN_PRINTED(StepRow, records_read, SIZE, SHOW_IN(4u, "of read", "records", 7, 0)),
+    COLUMN_TIMED(StepRow, thread_read_seconds, "seconds per step, helper threads reading", WHEN(StepRow, offloads),
+                 SHOW_IN(4u, "reading", "ms", 18, 1)),
+    COLUMN_TIMED(StepRow, thread_read_bandwidth, "bytes per second", WHEN(StepRow, offloads),
+                 SHOW_IN(4u, "at", "GB/s", 18, 2)),
+    COLUMN_TIMED(StepRow, thread_write_seconds, "seconds per step, helper threads writing", WHEN(StepRow, offloads),
+                 SHOW_IN(4u, "writing", "ms", 18, 1)),
+    COLUMN_TIMED(StepRow, thread_write_bandwidth, "bytes per second", WHEN(StepRow, offloads),
+                 SHOW_IN(4u, "at", "GB/s", 18, 2)),
+    COLUMN_TIMED(StepRow, thread_cpu_seconds, "seconds per step, helper threads' CPU", WHEN(StepRow, offloads),
+                 SHOW_IN(4u, "CPU", "ms", 18, 1)),
+    COLUMN_SAMPLES,
 };
 
 /* The in-RAM configuration that computes what the i-th that runs computes: none or sqrt. */
@@ -196,20 +236,17 @@ static int in_ram_twin(const Setup *setup, int i)
     return 0;
 }
 
-/* The seconds `bytes` take at the median of a bandwidth `bw` (bytes per second). */
-static double disk_seconds(const Estimate *bw, double bytes) { return bytes / bw->value; }
-
 /* Offload configuration i against its overlap bound, per round: its in-RAM twin's
  * forward F, backward B and the rest of its step (zeroing, optimizer) O of the same round,
- * and the disk's time W to write and R to read the `bytes` spilled per step (at the
- * median bandwidths: the records' samples are the rounds, not the disk's), give the
- * best a step that hides its I/O can do, max(F, W) + max(B, R) + O. Records the bound and
- * the step over it (each the median over the rounds, with its interval) and prints them. */
-static void record_bound(ResultsRecord *rec, const Setup *setup, const Timing *t, int i, double bytes)
+ * and the disk's time W to write and R to read the bytes spilled per step (at the median
+ * bandwidths: the records' samples are the rounds, not the disk's), give the best a step
+ * that hides its I/O can do, max(F, W) + max(B, R) + O: the bound and the step over it,
+ * each the median over the rounds, with its interval. */
+static void bound_of(StepRow *row, const DiskBandwidth *disk, const Timing *t, int i, int twin)
 {
-    const DiskBandwidth *disk = setup->disk;
-    const int twin = in_ram_twin(setup, i), n = t->rounds;
-    const double w = disk_seconds(&disk->write, bytes), r = disk_seconds(&disk->read, bytes);
+    const int n = t->rounds;
+    const double w = (double)row->disk_written_per_step / disk->write.value;
+    const double r = (double)row->disk_written_per_step / disk->read.value;
     double *bound = malloc(2 * (size_t)n * sizeof *bound), *ratio = bound + n;
     if (!bound) return;
     for (int k = 0; k < n; k++) {
@@ -218,100 +255,81 @@ static void record_bound(ResultsRecord *rec, const Setup *setup, const Timing *t
         bound[k] = fmax(f, w) + fmax(b, r) + (in_ram[STEP_SECONDS] - f - b);
         ratio[k] = t->values[((size_t)k * t->variants + i) * t->quantities + STEP_SECONDS] / bound[k];
     }
-    const Estimate bound_e = estimate_median(bound, n), ratio_e = estimate_median(ratio, n);
-    const Estimate f = timing_median(t, twin, STEP_FORWARD_SECONDS), b = timing_median(t, twin, STEP_BACKWARD_SECONDS);
-    char spread[48];
-    printf("  %-24s %-8s %8.1f ms %8.1f ms %8.1f ms %8.1f ms %8.1f ms  %s\n", setup->configs[i]->name,
-           page_cache_name(setup->configs[i]),
-           1e3 * f.value, 1e3 * w, 1e3 * b.value, 1e3 * r, 1e3 * bound_e.value,
-           estimate_ratio_str(spread, sizeof spread, &ratio_e));
-    record_estimate(rec, "bound_seconds", &bound_e);
-    record_estimate(rec, "vs_bound", &ratio_e);
+    row->bound_seconds = estimate_median(bound, n);
+    row->vs_bound = estimate_median(ratio, n);
+    row->disk_write = w;
+    row->disk_read = r;
     free(bound);
 }
 
-/* A bandwidth from the median seconds `t` a fixed number of `bytes` took: the interval
- * turned over (the slowest step gives the lowest bandwidth). */
-static Estimate bandwidth_of(const Estimate *t, double bytes)
-{
-    if (t->value <= 0 || t->lo <= 0) return (Estimate){.samples = t->samples};
-    return (Estimate){.value = bytes / t->value, .lo = bytes / t->hi, .hi = bytes / t->lo, .samples = t->samples};
-}
-
 /* Where offload configuration i's steps waited and what its helper threads did, per step:
- * the medians over the rounds, printed and recorded; `s` is its last step. */
-static void record_threads(ResultsRecord *rec, const Setup *setup, const Timing *t, int i, const StepStats *s)
+ * the medians over the rounds; `s` is its last step. */
+static void threads_of(StepRow *row, const Setup *setup, const Timing *t, int i, const StepStats *s)
 {
     const Config *c = setup->configs[i];
-    const Estimate wait = timing_median(t, i, STEP_READ_WAIT_SECONDS), waited = timing_median(t, i, STEP_READS_WAITED);
-    const Estimate reading = timing_median(t, i, STEP_THREAD_READ_SECONDS);
-    const Estimate writing = timing_median(t, i, STEP_THREAD_WRITE_SECONDS);
-    const Estimate cpu = timing_median(t, i, STEP_THREAD_CPU_SECONDS);
-    const Estimate read_bw = bandwidth_of(&reading, (double)s->io.thread_read_bytes);
-    const Estimate write_bw = bandwidth_of(&writing, (double)s->io.thread_write_bytes);
-    printf("  %-24s %-8s %8.1f ms %5.0f / %-5zu %8.1f ms %6.2f GB/s %8.1f ms %6.2f GB/s %8.1f ms\n", c->name,
-           page_cache_name(c), 1e3 * wait.value, waited.value, s->io.records_read, 1e3 * reading.value,
-           read_bw.value / 1e9, 1e3 * writing.value, write_bw.value / 1e9, 1e3 * cpu.value);
-    record_num(rec, "prefetch_bytes", c->windows ? (double)setup->window_ahead : 0);
-    record_num(rec, "write_behind_bytes", c->windows ? (double)setup->window_behind : 0);
-    record_num(rec, "io_threads", c->io_threads ? c->io_threads : OFFLOAD_IO_THREADS);
-    record_estimate(rec, "read_wait_seconds", &wait);
-    record_num(rec, "reads_waited", waited.value);
-    record_estimate(rec, "thread_read_seconds", &reading);
-    record_estimate(rec, "thread_read_bandwidth", &read_bw);
-    record_estimate(rec, "thread_write_seconds", &writing);
-    record_estimate(rec, "thread_write_bandwidth", &write_bw);
-    record_estimate(rec, "thread_cpu_seconds", &cpu);
+    row->prefetch_bytes = c->windows ? setup->window_ahead : 0;
+    row->write_behind_bytes = c->windows ? setup->window_behind : 0;
+    row->io_threads = c->io_threads ? c->io_threads : OFFLOAD_IO_THREADS;
+    row->read_wait_seconds = timing_median(t, i, STEP_READ_WAIT_SECONDS);
+    row->reads_waited = timing_median(t, i, STEP_READS_WAITED).value;
+    row->records_read = s->io.records_read;
+    row->thread_read_seconds = timing_median(t, i, STEP_THREAD_READ_SECONDS);
+    row->thread_write_seconds = timing_median(t, i, STEP_THREAD_WRITE_SECONDS);
+    row->thread_cpu_seconds = timing_median(t, i, STEP_THREAD_CPU_SECONDS);
+    row->thread_read_bandwidth = estimate_rate((double)s->io.thread_read_bytes, &row->thread_read_seconds);
+    row->thread_write_bandwidth = estimate_rate((double)s->io.thread_write_bytes, &row->thread_write_seconds);
 }
 
-/* Prints and records configuration i's row; the times come from `timing`, whose variant 0
- * is none, and `rounds` steps ran in all (warm-up included). */
-static ResultsRecord *record_step(ResultsTable *t, const char *model, int layers, const Runner *r,
-                                  const StepStats *s, const Timing *timing, int i, int rounds)
+/* Configuration i's row; the times come from `timing`, whose variant 0 is none, and
+ * `rounds` steps ran in all (warm-up included). */
+static StepRow step_row(const char *model, int layers, const Runner *r, const StepStats *s, const Setup *setup,
+                        const Timing *timing, int i, int rounds)
 {
     const Config *c = r->config;
     const OffloadStats o = r->offload ? offload_stats(r->offload) : (OffloadStats){0};
-    const Estimate step = timing_median(timing, i, STEP_SECONDS), ratio = timing_ratio(timing, i, 0, STEP_SECONDS);
-    const Estimate write = timing_median(timing, i, STEP_WRITE_SECONDS);
-    const Estimate read = timing_median(timing, i, STEP_READ_SECONDS);
-    char act[32], disk[32], spread[48];
-    printf("  %-24s %-8s %9.1f ms %-27s %7.1f%% %11s %11s %9.1f ms %9.1f ms\n", c->name, page_cache_name(c),
-           1e3 * step.value, estimate_ratio_str(spread, sizeof spread, &ratio), 100.0 * flop_overhead(s),
-           mem_format_bytes(act, sizeof act, s->peak[MEM_ACT]), mem_format_bytes(disk, sizeof disk, s->peak[MEM_DISK]),
-           1e3 * write.value, 1e3 * read.value);
-    ResultsRecord *rec = results_record(t);
-    record_str(rec, "model", model);
-    record_num(rec, "layers", layers);
-    record_str(rec, "config", c->name);
-    record_str(rec, "strategy", strategy_name(c->strategy));
-    if (c->offload) {
-        record_str(rec, "policy", offload_policy_name(c->policy));
-        record_num(rec, "prefetch", c->prefetch);
-        record_str(rec, "io", io_name(c->io));
-        record_str(rec, "page_cache", page_cache_name(c));
-        record_num(rec, "records_per_step", (double)(o.records_written / (size_t)rounds));
-        record_num(rec, "disk_written_per_step", (double)(o.bytes_written / (size_t)rounds));
-        record_estimate(rec, "write_seconds", &write);
-        record_estimate(rec, "read_seconds", &read);
-        if (c->drop_cache || c->io == OFFLOAD_IO_DIRECT)
-            record_num(rec, "cached_after_forward", (double)o.cached_after_forward);
-    }
-    const Estimate forward = timing_median(timing, i, STEP_FORWARD_SECONDS);
-    const Estimate backward = timing_median(timing, i, STEP_BACKWARD_SECONDS);
-    record_estimate(rec, "forward_seconds", &forward);
-    record_estimate(rec, "backward_seconds", &backward);
-    record_num(rec, "peak_act", (double)s->peak[MEM_ACT]);
-    record_num(rec, "peak_disk", (double)s->peak[MEM_DISK]);
-    record_num(rec, "act_stored", (double)s->act_stored);
-    record_num(rec, "peak_resident", (double)s->peak_resident);
-    record_num(rec, "recompute_flops", (double)s->flops[PHASE_RECOMPUTE]);
-    record_num(rec, "flop_overhead", flop_overhead(s));
-    record_estimate(rec, "step_seconds", &step);
-    record_estimate(rec, "time_overhead", &ratio);
-    return rec;
+    StepRow row = {
+        .model = model, .layers = layers, .config = c->name, .strategy = strategy_name(c->strategy),
+        .offloads = c->offload, .cache_dropped = c->offload && (c->drop_cache || c->io == OFFLOAD_IO_DIRECT),
+        .policy = offload_policy_name(c->policy), .prefetch = c->prefetch, .io = io_name(c->io),
+        .page_cache = page_cache_name(c), .peak_act = s->peak[MEM_ACT], .peak_disk = s->peak[MEM_DISK],
+        .act_stored = s->act_stored, .peak_resident = s->peak_resident,
+        .records_per_step = o.records_written / (size_t)rounds,
+        .disk_written_per_step = o.bytes_written / (size_t)rounds,
+        .recompute_flops = s->flops[PHASE_RECOMPUTE], .flop_overhead = flop_overhead(s),
+        .step_seconds = timing_median(timing, i, STEP_SECONDS),
+        .time_overhead = timing_ratio(timing, i, 0, STEP_SECONDS),
+        .write_seconds = timing_median(timing, i, STEP_WRITE_SECONDS),
+        .read_seconds = timing_median(timing, i, STEP_READ_SECONDS), .cached_after_forward = o.cached_after_forward,
+        .forward_seconds = timing_median(timing, i, STEP_FORWARD_SECONDS),
+        .backward_seconds = timing_median(timing, i, STEP_BACKWARD_SECONDS)};
+    if (!c->offload) return row;
+    const int twin = in_ram_twin(setup, i);
+    row.twin_forward = timing_median(timing, twin, STEP_FORWARD_SECONDS);
+    row.twin_backward = timing_median(timing, twin, STEP_BACKWARD_SECONDS);
+    if (setup->disk) bound_of(&row, setup->disk, timing, i, twin);
+    threads_of(&row, setup, timing, i, s);
+    return row;
 }
 
-/* Every configuration that runs on one model, alternately; prints its table and records
+/* The printed tables after the first, of the offload rows. */
+static void print_offload_tables(const Setup *setup, const StepRow *rows, int n, ResultsTable *table)
+{
+    for (int panel = 1; panel < 3; panel++) {
+        if (panel == 1 && !setup->disk) continue;
+        if (panel == 1)
+            printf("\n  against the overlap bound max(F, W) + max(B, R) + the rest of the in-RAM step: F and B its\n"
+                   "  forward and backward, W and R the disk's time for the bytes spilled per step\n");
+        else
+            printf("\n  where the time went, per step (medians over the rounds): unpack blocked on reads ahead, on\n"
+                   "  how many of the records read back; the helper threads' busy time and achieved bandwidth each\n"
+                   "  way (summed over the threads), and their CPU time\n");
+        results_print_head(table, panel);
+        for (int c = 0; c < n; c++)
+            if (rows[c].offloads) results_print_row(table, &rows[c], panel);
+    }
+}
+
+/* Every configuration that runs on one model, alternately; prints its tables and records
  * its rows. */
 static RematStatus measure_model(const char *model, const char *title, ModelBench *g, const Setup *setup,
                                  Progress *progress, ResultsTable *table)
@@ -335,31 +353,15 @@ static RematStatus measure_model(const char *model, const char *title, ModelBenc
                                  stats, &timing);
     if (status == REMAT_OK) {
         progress_end(progress);
-        printf("\n  %s\n  %-24s %-8s %12s %-27s %8s %11s %11s %12s %12s\n", title, "configuration", "cache",
-               "median step", "vs none (95% interval, rounds)", "FLOPs+", "peak ACT", "peak DISK", "write/step",
-               "read/step");
-        ResultsRecord *rows[N_CONFIGS];
-        for (int c = 0; c < n_configs; c++)
-            rows[c] = record_step(table, model, g->model->n_layers, &runners[c], &stats[c], &timing, c,
-                                  plan->warmup + timing.rounds);
-        if (setup->disk) {
-            printf("\n  against the overlap bound max(F, W) + max(B, R) + the rest of the in-RAM step: F and B its\n"
-                   "  forward and backward, W and R the disk's time for the bytes spilled per step\n"
-                   "  %-24s %-8s %11s %11s %11s %11s %11s  %s\n", "configuration", "cache", "F", "W", "B", "R",
-                   "bound", "step vs bound (95% interval, rounds)");
-            for (int c = 0; c < n_configs; c++) {
-                const OffloadStats o = runners[c].offload ? offload_stats(runners[c].offload) : (OffloadStats){0};
-                const double bytes = (double)(o.bytes_written / (size_t)(plan->warmup + timing.rounds));
-                if (setup->configs[c]->offload) record_bound(rows[c], setup, &timing, c, bytes);
-            }
+        printf("\n  %s\n", title);
+        results_print_head(table, 0);
+        StepRow rows[N_CONFIGS];
+        for (int c = 0; c < n_configs; c++) {
+            rows[c] = step_row(model, g->model->n_layers, &runners[c], &stats[c], setup, &timing, c,
+                               plan->warmup + timing.rounds);
+            results_add_row(table, &rows[c]);
         }
-        printf("\n  where the time went, per step (medians over the rounds): unpack blocked on reads ahead, on\n"
-               "  how many of the records read back; the helper threads' busy time and achieved bandwidth each\n"
-               "  way (summed over the threads), and their CPU time\n"
-               "  %-24s %-8s %11s %13s %11s %11s %11s %11s %11s\n", "configuration", "cache", "wait",
-               "waited/read", "reading", "", "writing", "", "CPU");
-        for (int c = 0; c < n_configs; c++)
-            if (runners[c].offload) record_threads(rows[c], setup, &timing, c, &stats[c]);
+        print_offload_tables(setup, rows, n_configs, table);
     }
     timing_free(&timing);
     for (int c = 0; c < n_configs; c++) runner_free(&runners[c]);
@@ -414,12 +416,15 @@ typedef struct RecordRow {
     const char *io;
     size_t bytes;
     Estimate pack_seconds, unpack_seconds;
+    double both; /* printed only: pack + unpack, the medians' sum */
 } RecordRow;
 
 static const ResultsColumn RECORD_COLUMNS[] = {
-    COLUMN(RecordRow, io, STR, ""), COLUMN(RecordRow, bytes, SIZE, "bytes"),
-    COLUMN_TIMED(RecordRow, pack_seconds, "seconds per record"),
-    COLUMN_TIMED(RecordRow, unpack_seconds, "seconds per record"), COLUMN_SAMPLES,
+    COLUMN(RecordRow, io, STR, "", SHOW("way", "", 7, 0)),
+    COLUMN(RecordRow, bytes, SIZE, "bytes", SHOW("size", "KiB", 8, 0)),
+    COLUMN_PRINTED(RecordRow, both, DOUBLE, SHOW("pack + unpack", "us", 13, 1)),
+    COLUMN_TIMED(RecordRow, pack_seconds, "seconds per record", SHOW("pack", "us", 24, 1)),
+    COLUMN_TIMED(RecordRow, unpack_seconds, "seconds per record", SHOW("unpack", "us", 24, 1)), COLUMN_SAMPLES,
 };
 
 enum { RECORD_MIN = 4096, RECORD_MAX = 4 << 20, RECORD_SIZES = 6 };
@@ -431,8 +436,10 @@ typedef struct DiskRow {
 } DiskRow;
 
 static const ResultsColumn DISK_COLUMNS[] = {
-    COLUMN(DiskRow, direction, STR, ""), COLUMN(DiskRow, file_bytes, SIZE, "bytes"),
-    COLUMN(DiskRow, block_bytes, SIZE, "bytes"), COLUMN_TIMED(DiskRow, bandwidth, "bytes per second"), COLUMN_SAMPLES,
+    COLUMN(DiskRow, direction, STR, "", SHOW("", "", 5, 0)), COLUMN(DiskRow, file_bytes, SIZE, "bytes"),
+    COLUMN(DiskRow, block_bytes, SIZE, "bytes"),
+    COLUMN_TIMED(DiskRow, bandwidth, "bytes per second", SHOW("bandwidth (95% interval)", "GB/s", 0, 2)),
+    COLUMN_SAMPLES,
 };
 
 /* The spill directory's disk, by O_DIRECT (bench/disk.h), into *disk and the `disk` table.
@@ -446,13 +453,13 @@ static bool measure_disk(const Setup *setup, bool quick, ResultsTable *table, Di
         return false;
     }
     char file[32], block[32];
-    printf("  the disk under the spill directory, O_DIRECT, %s in blocks of %s, medians of %d:\n"
-           "  write %.2f GB/s (%.2f..%.2f), read %.2f GB/s (%.2f..%.2f)\n\n",
+    printf("  the disk under the spill directory, O_DIRECT, %s in blocks of %s, medians of %d:\n",
            mem_format_bytes(file, sizeof file, file_bytes), mem_format_bytes(block, sizeof block, block_bytes),
-           disk->write.samples, disk->write.value / 1e9, disk->write.lo / 1e9, disk->write.hi / 1e9,
-           disk->read.value / 1e9, disk->read.lo / 1e9, disk->read.hi / 1e9);
+           disk->write.samples);
+    results_print_head(table, 0);
     results_add_row(table, &(DiskRow){"write", file_bytes, block_bytes, disk->write});
     results_add_row(table, &(DiskRow){"read", file_bytes, block_bytes, disk->read});
+    printf("\n");
     return true;
 }
 
@@ -471,39 +478,35 @@ static RematStatus measure_records(const Setup *setup, Progress *progress, Resul
         run.off[io] = offload_create(&oo);
         if (!run.off[io]) status = remat_last_status();
     }
-    Timing timing[RECORD_SIZES] = {{0}};
     /* One record of the largest size first, unmeasured: the file grows to its size. */
     const TimingPlan grow = timing_plan_fixed(0, 1);
-    Timing grown = {0};
-    if (status == REMAT_OK) status = time_record_size(&run, RECORD_MAX, &grow, &grown);
-    timing_free(&grown);
+    Timing timing = {0};
+    if (status == REMAT_OK) status = time_record_size(&run, RECORD_MAX, &grow, &timing);
+    timing_free(&timing);
+    RecordRow rows[RECORD_SIZES][2];
     for (int i = 0; i < RECORD_SIZES && status == REMAT_OK; i++) {
-        status = time_record_size(&run, (size_t)RECORD_MIN << (2 * i), &setup->records, &timing[i]);
+        const size_t bytes = (size_t)RECORD_MIN << (2 * i);
+        status = time_record_size(&run, bytes, &setup->records, &timing);
+        for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
+            RecordRow *r = &rows[i][io];
+            *r = (RecordRow){.io = io_name((OffloadIo)io), .bytes = bytes,
+                             .pack_seconds = timing_median(&timing, io, RECORD_PACK),
+                             .unpack_seconds = timing_median(&timing, io, RECORD_UNPACK)};
+            r->both = r->pack_seconds.value + r->unpack_seconds.value;
+        }
+        timing_free(&timing);
         progress_tick(progress, "one record");
     }
     offload_free(run.off[0]);
     offload_free(run.off[1]);
-    if (status == REMAT_OK) {
-        progress_end(progress);
-        printf("\n  one record alone, page cache kept, no prefetch, the two ways interleaved: pack + unpack\n"
-               "  (pack, unpack), medians of %d\n  %10s %30s %30s\n", timing[0].rounds, "size", "pwritev/preadv",
-               "mmap");
-    }
-    for (int i = 0; i < RECORD_SIZES && status == REMAT_OK; i++) {
-        const size_t bytes = (size_t)RECORD_MIN << (2 * i);
-        char size[32];
-        printf("  %10s", mem_format_bytes(size, sizeof size, bytes));
-        for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP; io++) {
-            const RecordRow row = {io_name((OffloadIo)io), bytes, timing_median(&timing[i], io, RECORD_PACK),
-                                   timing_median(&timing[i], io, RECORD_UNPACK)};
-            const double pack = 1e6 * row.pack_seconds.value, unpack = 1e6 * row.unpack_seconds.value;
-            printf(" %9.1f us (%6.1f, %6.1f)", pack + unpack, pack, unpack);
-            results_add_row(table, &row);
-        }
-        printf("\n");
-    }
-    for (int i = 0; i < RECORD_SIZES; i++) timing_free(&timing[i]);
-    return status;
+    if (status != REMAT_OK) return status;
+    progress_end(progress);
+    printf("\n  one record alone, page cache kept, no prefetch, the two ways interleaved, medians of %d\n",
+           setup->records.max_rounds);
+    results_print_head(table, 0);
+    for (int i = 0; i < RECORD_SIZES; i++)
+        for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP; io++) results_add_row(table, &rows[i][io]);
+    return REMAT_OK;
 }
 
 /* The run's config: the models, the spill directory and the plans. */
@@ -573,8 +576,8 @@ int main(int argc, char **argv)
     setup.window_ahead = (size_t)16 << 20;
     setup.window_behind = (size_t)8 << 20;
     record_config(results, &setup, &mlp, &gpt);
-    ResultsTable *steps = results_table(results, "steps", "one AdamW training step per model and configuration",
-                                        STEP_FIELDS, RESULTS_COUNT(STEP_FIELDS), true);
+    ResultsTable *steps = results_row_table(results, "steps", "one AdamW training step per model and configuration",
+                                            STEP_COLUMNS, RESULTS_COUNT(STEP_COLUMNS), true);
     ResultsTable *records = results_row_table(results, "records", "pack and unpack of one record alone",
                                               RECORD_COLUMNS, RESULTS_COUNT(RECORD_COLUMNS), true);
     ResultsTable *disk_table = results_row_table(results, "disk", "the spill directory's disk, sequential, O_DIRECT",

@@ -2,21 +2,12 @@
  * bench_placement.c — quiz question 3: why checkpointing's overhead must be measured on the
  * actual model: placement, operators and hardware decide what a replay costs.
  *
- * The same GPT is trained with its checkpoint regions placed five ways:
- *
- *   none             no regions
- *   whole blocks     every block a region (strategy full)
- *   attention only   every block a region whose policy recomputes the attention branch
- *                    (ops tagged "attn.*") and keeps the MLP branch's outputs
- *   MLP only         the same with "mlp.*" recomputed and "attn.*" kept
- *   every other      blocks 0, 2, 4, ... are regions; 1, 3, ... run plainly
- *
- * on 1 thread and on 2, placements interleaved step by step (bench/timing.h). For each it reports the
- * activation memory saved against none, the recompute FLOP overhead and the time
- * overhead, and their ratio: what a recomputed FLOP costs against an average FLOP of the
- * step. Attention's softmax and dropout do few FLOPs per byte, the MLP's matmuls many, and
- * a second thread speeds up matmuls more than elementwise loops: the same FLOP overhead
- * costs different time.
+ * The same GPT with its checkpoint regions placed five ways (PLACEMENTS), on 1 thread and
+ * on 2, placements interleaved step by step (bench/timing.h): activation memory saved
+ * against none, recompute FLOP overhead, time overhead, and their ratio, what a recomputed
+ * FLOP costs against the step's average one. Attention's softmax and dropout do few FLOPs
+ * per byte, the MLP's matmuls many, and a second thread speeds up matmuls more than
+ * elementwise loops: the same FLOP overhead costs different time.
  *
  * What it is not: a test; it asserts nothing about time.
  */
@@ -106,11 +97,15 @@ typedef struct Row {
 } Row;
 
 static const ResultsColumn COLUMNS[] = {
-    COLUMN(Row, threads, INT, "threads"), COLUMN(Row, placement, STR, ""), COLUMN(Row, act_stored, SIZE, "bytes"),
-    COLUMN(Row, peak_act, SIZE, "bytes"), COLUMN(Row, act_saved, DOUBLE, "bytes"),
-    COLUMN(Row, act_saved_fraction, DOUBLE, "ratio"), COLUMN(Row, recompute_flops, U64, "FLOPs"),
-    COLUMN(Row, flop_overhead, DOUBLE, "ratio"), COLUMN_TIMED(Row, step_seconds, "seconds"),
-    COLUMN_TIMED(Row, time_overhead, "ratio"), COLUMN_TIMED(Row, time_per_flop_overhead, "ratio"), COLUMN_SAMPLES,
+    COLUMN(Row, threads, INT, "threads"), COLUMN(Row, placement, STR, "", SHOW("placement", "", 15, 0)),
+    COLUMN(Row, act_stored, SIZE, "bytes", SHOW("stored", "MiB", 10, 2)),
+    COLUMN(Row, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 10, 2)), COLUMN(Row, act_saved, DOUBLE, "bytes"),
+    COLUMN(Row, act_saved_fraction, DOUBLE, "ratio", SHOW("ACT saved", "%", 9, 1)),
+    COLUMN(Row, recompute_flops, U64, "FLOPs", SHOW("recompute", "GFLOP", 10, 3)),
+    COLUMN(Row, flop_overhead, DOUBLE, "ratio", SHOW("FLOP ovh", "%", 8, 1)),
+    COLUMN_TIMED(Row, step_seconds, "seconds", SHOW("step (95% interval)", "ms", 22, 2)),
+    COLUMN_TIMED(Row, time_overhead, "ratio", SHOW("time overhead (95% interval, rounds)", "+%", 27, 1)),
+    COLUMN_TIMED(Row, time_per_flop_overhead, "ratio", SHOW("time ovh / FLOP ovh", "", 22, 2)), COLUMN_SAMPLES,
 };
 
 /* Placement p's row on `threads` threads: its last step (stats[p]) against none's (stats[0]). */
@@ -130,19 +125,9 @@ static Row row_of(int threads, int p, const StepStats *stats, const Timing *timi
 static void print_and_record(int threads, const StepStats *stats, const Timing *timing, ResultsTable *table)
 {
     printf("\n  %d thread%s\n", threads, threads == 1 ? "" : "s");
-    printf("  %-15s %10s %10s %9s %11s %9s %9s %-27s %10s\n", "placement", "stored", "peak ACT", "ACT saved",
-           "recompute", "FLOP", "step", "time overhead", "time ovh /");
-    printf("  %-15s %10s %10s %9s %11s %9s %9s %-27s %10s\n", "", "MiB", "MiB", "vs none", "GFLOP", "overhead", "ms",
-           "(95% interval, rounds)", "FLOP ovh");
+    results_print_head(table, 0);
     for (int p = 0; p < N_PLACEMENTS; p++) {
         const Row r = row_of(threads, p, stats, timing);
-        char spread[48];
-        printf("  %-15s %10.2f %10.2f %8.1f%% %11.3f %8.1f%% %9.2f %-27s", r.placement, mib(r.act_stored),
-               mib(r.peak_act), 100.0 * r.act_saved_fraction, 1e-9 * (double)r.recompute_flops,
-               100.0 * r.flop_overhead, 1e3 * r.step_seconds.value,
-               estimate_ratio_str(spread, sizeof spread, &r.time_overhead));
-        if (r.flop_overhead > 0) printf(" %10.2f\n", r.time_per_flop_overhead.value);
-        else printf(" %10s\n", "-");
         results_add_row(table, &r);
     }
 }

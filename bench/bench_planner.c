@@ -2,23 +2,16 @@
  * bench_planner.c — budget-driven checkpoint planning: for a memory budget, how much
  * recomputation does each planner pay, and how far is the heuristic from the optimum?
  *
- * For three chains — the MLP chain (uniform), the GPT (whose embedding and head make the
- * chain's ends heterogeneous) and the same GPT with blocks of varying head counts (each
- * block's attention keeps B·H·T² floats, so its memory varies several-fold from block to
- * block while its FLOPs barely do) — it measures the chain cost model with one profiling step, then sweeps
- * the budget from the smallest feasible (params + grads + AdamW state + the leanest
- * schedule's activations) to what none needs. At each budget it asks the exact dynamic
- * program and Chen et al.'s search for a schedule — and, on the uniform chains (the MLP,
- * the GPT of identical blocks), planner revolve — and runs one AdamW step under it with
- * the ledger's budget set to that budget: predicted and measured peak memory and
- * RECOMPUTE FLOPs side by side. none, full and sqrt are points at their own memory.
- * The summary gives each planner's recompute FLOPs relative to the optimum over
- * single-level schedules at the same budget: the geometric mean over the budgets where
- * both found a schedule and the optimum recomputes something, and how many budgets that
- * leaves out. Revolve is not single-level — it recomputes layers more than once — so its
- * ratio may fall below 1, and its curve goes on below the DP's smallest feasible budget:
- * those budgets are swept separately (points with dp and chen not found) and counted in
- * its summary row.
+ * Three chains: the MLP chain (uniform), the GPT (its embedding and head make the ends
+ * heterogeneous) and a GPT whose blocks have varying head counts (memory varying several-
+ * fold from block to block, FLOPs barely). Each is profiled once (the chain cost model),
+ * then swept from the smallest feasible budget to what none needs: at each budget the
+ * exact DP, Chen et al.'s search and, on uniform chains, Revolve plan a schedule that runs
+ * one AdamW step under that budget, predicted beside measured peak and RECOMPUTE FLOPs.
+ * none, full and sqrt are points at their own memory. The summary gives each planner's
+ * recompute FLOPs over the single-level optimum's at the same budget. Revolve recomputes
+ * layers more than once, so its ratio may fall below 1 and its curve goes on below the
+ * DP's smallest budget, swept apart.
  *
  * What it is not: a timing bench. Bytes and FLOPs are exact and repeat run after run.
  */
@@ -55,29 +48,6 @@ typedef struct Chain {
     Optimizer *opt;
     ChainCost *cost;
 } Chain;
-
-static const ResultsField POINT_FIELDS[] = {
-    {"model", "mlp, gpt, or gpt_heads (blocks of varying head counts)"},
-    {"planner", "dp, chen, revolve, or a fixed strategy: none, full, sqrt"}, {"budget", "bytes"},
-    {"found", "a schedule fits the budget"}, {"segments", "segments"}, {"regions", "segments"},
-    {"slots", "Revolve's slots (revolve schedules only; store-all has none)"},
-    {"below_dp_minimum", "the budget is below the DP's smallest feasible one"}, {"predicted_peak_act", "bytes"},
-    {"measured_peak_act", "bytes"}, {"predicted_peak_total", "bytes"}, {"measured_peak_resident", "bytes"},
-    {"recompute_flops", "FLOPs (predicted)"}, {"measured_recompute_flops", "FLOPs"},
-    {"recompute_share", "RECOMPUTE / FORWARD FLOPs of the step"},
-    {"ratio_to_dp", "recompute FLOPs / the single-level optimum's at this budget (0/0 = 1; absent when undefined)"},
-};
-
-static const ResultsField SUMMARY_FIELDS[] = {
-    {"model", ""}, {"planner", ""}, {"budgets", "budgets tried"}, {"found", "budgets with a schedule"},
-    {"compared", "budgets in the mean: both found one, and the optimum's cost is > 0 or both are 0"},
-    {"geomean_ratio_to_dp", "ratio"}, {"worst_ratio_to_dp", "ratio"}, {"best_ratio_to_dp", "ratio"},
-    {"zero_optimum_nonzero", "budgets where the optimum recomputes nothing and this planner does"},
-    {"min_budget", "bytes (this planner's smallest feasible budget)"}, {"none_budget", "bytes"},
-    {"uniform", "revolve: the chain's layers all cost the same (else it plans nothing)"},
-    {"below_dp_budgets", "revolve: budgets tried below the DP's smallest feasible one"},
-    {"below_dp_found", "revolve: of those, budgets where it found a schedule"},
-};
 
 /* ---- the chains --------------------------------------------------------------------------- */
 
@@ -146,15 +116,6 @@ static RematStatus gpt_chain(Chain *c, const char *name, const GptShape *s, cons
 
 /* ---- one point ---------------------------------------------------------------------------- */
 
-typedef struct Point {
-    const char *planner;
-    size_t budget;
-    bool below_dp; /* the budget is below the DP's smallest feasible one */
-    const Schedule *s; /* NULL: nothing found */
-    StepStats measured;
-    double ratio; /* to the optimum's FLOPs at the same budget; NAN when undefined */
-} Point;
-
 /* One AdamW step under schedule `s` with the ledger's budget set to `budget`. */
 static RematStatus run_schedule(Chain *c, const Schedule *s, size_t budget, StepStats *stats)
 {
@@ -173,104 +134,126 @@ static double ratio_of(uint64_t flops, uint64_t optimum)
     return (double)flops / (double)optimum;
 }
 
-static void record_point(ResultsTable *t, const Chain *c, const Point *p)
-{
-    ResultsRecord *rec = results_record(t);
-    record_str(rec, "model", c->name);
-    record_str(rec, "planner", p->planner);
-    record_num(rec, "budget", (double)p->budget);
-    record_bool(rec, "found", p->s != NULL);
-    record_bool(rec, "below_dp_minimum", p->below_dp);
-    if (!p->s) return;
-    record_num(rec, "segments", p->s->n_segments);
-    record_num(rec, "regions", schedule_regions(p->s));
-    if (schedule_revolve_slots(p->s)) record_num(rec, "slots", schedule_revolve_slots(p->s));
-    record_num(rec, "predicted_peak_act", (double)p->s->predicted.peak_act);
-    record_num(rec, "measured_peak_act", (double)p->measured.peak[MEM_ACT]);
-    record_num(rec, "predicted_peak_total", (double)p->s->predicted.peak_total);
-    record_num(rec, "measured_peak_resident", (double)p->measured.peak_resident);
-    record_num(rec, "recompute_flops", (double)p->s->predicted.recompute_flops);
-    record_num(rec, "measured_recompute_flops", (double)p->measured.flops[PHASE_RECOMPUTE]);
-    record_num(rec, "recompute_share", (double)p->s->predicted.recompute_flops / (double)p->measured.flops[PHASE_FORWARD]);
-    if (!isnan(p->ratio)) record_num(rec, "ratio_to_dp", p->ratio);
-}
+/* One record of the points table: a planner's schedule at a budget, and its step. */
+typedef struct PointRow {
+    const char *model, *planner;
+    size_t budget;
+    bool found, has_slots, below_dp_minimum, has_ratio;
+    int segments, regions, slots;
+    size_t predicted_peak_act, measured_peak_act, predicted_peak_total, measured_peak_resident;
+    uint64_t recompute_flops, measured_recompute_flops;
+    double recompute_share, ratio_to_dp;
+    char layout[16]; /* printed only: regions/segments, or Revolve's slots */
+} PointRow;
 
-static void print_point(const Point *p)
+static const ResultsColumn POINT_COLUMNS[] = {
+    COLUMN(PointRow, model, STR, "mlp, gpt, or gpt_heads (blocks of varying head counts)"),
+    COLUMN(PointRow, planner, STR, "dp, chen, revolve, or a fixed strategy: none, full, sqrt", SHOW("plan", "", 7, 0)),
+    COLUMN(PointRow, budget, SIZE, "bytes", SHOW("budget", "MiB", 10, 3)),
+    COLUMN(PointRow, found, BOOL, "a schedule fits the budget"),
+    COLUMN(PointRow, segments, INT, "segments", WHEN(PointRow, found)),
+    COLUMN(PointRow, regions, INT, "segments", WHEN(PointRow, found)),
+    COLUMN(PointRow, slots, INT, "Revolve's slots (revolve schedules only; store-all has none)",
+           WHEN(PointRow, has_slots)),
+    COLUMN_PRINTED(PointRow, layout, STR_ARRAY, WHEN(PointRow, found), SHOW("regions", "or slots", 8, 0)),
+    COLUMN(PointRow, below_dp_minimum, BOOL, "the budget is below the DP's smallest feasible one"),
+    COLUMN(PointRow, predicted_peak_act, SIZE, "bytes", WHEN(PointRow, found), SHOW("ACT predicted", "MiB", 13, 3)),
+    COLUMN(PointRow, measured_peak_act, SIZE, "bytes", WHEN(PointRow, found), SHOW("ACT measured", "MiB", 12, 3)),
+    COLUMN(PointRow, predicted_peak_total, SIZE, "bytes", WHEN(PointRow, found), SHOW("all predicted", "MiB", 13, 3)),
+    COLUMN(PointRow, measured_peak_resident, SIZE, "bytes", WHEN(PointRow, found),
+           SHOW("all measured", "MiB", 12, 3)),
+    COLUMN(PointRow, recompute_flops, U64, "FLOPs (predicted)", WHEN(PointRow, found),
+           SHOW("recompute pred.", "GFLOP", 15, 4)),
+    COLUMN(PointRow, measured_recompute_flops, U64, "FLOPs", WHEN(PointRow, found),
+           SHOW("recompute meas.", "GFLOP", 15, 4)),
+    COLUMN(PointRow, recompute_share, DOUBLE, "RECOMPUTE / FORWARD FLOPs of the step", WHEN(PointRow, found)),
+    COLUMN(PointRow, ratio_to_dp, DOUBLE,
+           "recompute FLOPs / the single-level optimum's at this budget (0/0 = 1; absent when undefined)",
+           WHEN(PointRow, has_ratio), SHOW("/ dp", "", 7, 3)),
+};
+
+/* The row of `planner`'s schedule `s` at `budget` (NULL: none found), with its recompute
+ * FLOPs' `ratio` to the optimum's there (NAN: undefined), after one AdamW step under that
+ * budget. */
+static RematStatus point_run(Chain *c, const char *planner, const Schedule *s, size_t budget, double ratio,
+                             PointRow *r)
 {
-    if (!p->s) {
-        printf("  %-7s %10.3f %10s\n", p->planner, mib(p->budget), "no schedule");
-        return;
-    }
-    char layout[16];
-    if (schedule_revolve_slots(p->s)) snprintf(layout, sizeof layout, "s=%d", schedule_revolve_slots(p->s));
-    else snprintf(layout, sizeof layout, "%d/%d", schedule_regions(p->s), p->s->n_segments);
-    char ratio[16] = "-"; /* below dp's smallest budget there is no optimum to compare with */
-    if (!isnan(p->ratio)) snprintf(ratio, sizeof ratio, "%.3f", p->ratio);
-    const Prediction *predicted = &p->s->predicted;
-    printf("  %-7s %10.3f %8s %10.3f %10.3f %10.3f %10.3f %11.4f %11.4f %7s\n", p->planner, mib(p->budget), layout,
-           mib(predicted->peak_act), mib(p->measured.peak[MEM_ACT]), mib(predicted->peak_total),
-           mib(p->measured.peak_resident), 1e-9 * (double)predicted->recompute_flops,
-           1e-9 * (double)p->measured.flops[PHASE_RECOMPUTE], ratio);
+    *r = (PointRow){.model = c->name, .planner = planner, .budget = budget, .found = s != NULL,
+                    .has_ratio = s && !isnan(ratio), .ratio_to_dp = ratio};
+    StepStats st;
+    const RematStatus status = s ? run_schedule(c, s, budget, &st) : REMAT_OK;
+    if (!s || status != REMAT_OK) return status;
+    r->segments = s->n_segments;
+    r->regions = schedule_regions(s);
+    r->slots = schedule_revolve_slots(s);
+    r->has_slots = r->slots > 0;
+    if (r->has_slots) snprintf(r->layout, sizeof r->layout, "s=%d", r->slots);
+    else snprintf(r->layout, sizeof r->layout, "%d/%d", r->regions, r->segments);
+    r->predicted_peak_act = s->predicted.peak_act;
+    r->measured_peak_act = st.peak[MEM_ACT];
+    r->predicted_peak_total = s->predicted.peak_total;
+    r->measured_peak_resident = st.peak_resident;
+    r->recompute_flops = s->predicted.recompute_flops;
+    r->measured_recompute_flops = st.flops[PHASE_RECOMPUTE];
+    r->recompute_share = (double)r->recompute_flops / (double)st.flops[PHASE_FORWARD];
+    return REMAT_OK;
 }
 
 /* ---- the sweep ---------------------------------------------------------------------------- */
 
-typedef struct Tally {
-    int budgets, found, compared, zero_optimum;
-    int below, below_found; /* budgets below the DP's smallest feasible one, and where a schedule was found */
-    double log_sum, worst, best;
-} Tally;
+/* One record of the summary table: a planner's tally over a chain's budgets, kept as the
+ * sweep goes (tally_add). Revolve's row alone says whether the chain is uniform and what
+ * it found below the DP's budgets. */
+typedef struct SummaryRow {
+    const char *model, *planner;
+    int budgets, found, compared;
+    bool has_ratio, revolve, uniform;
+    double geomean_ratio_to_dp, worst_ratio_to_dp, best_ratio_to_dp;
+    int zero_optimum_nonzero;
+    size_t min_budget, none_budget;
+    int below_dp_budgets, below_dp_found;
+    double log_sum; /* of the ratios compared, for the geometric mean */
+} SummaryRow;
 
-static void tally_add(Tally *t, const Point *p, uint64_t optimum)
+static const ResultsColumn SUMMARY_COLUMNS[] = {
+    COLUMN(SummaryRow, model, STR, ""), COLUMN(SummaryRow, planner, STR, "", SHOW("plan", "", 7, 0)),
+    COLUMN(SummaryRow, budgets, INT, "budgets tried", SHOW("budgets", "", 7, 0)),
+    COLUMN(SummaryRow, found, INT, "budgets with a schedule", SHOW("found", "", 5, 0)),
+    COLUMN(SummaryRow, compared, INT,
+           "budgets in the mean: both found one, and the optimum's cost is > 0 or both are 0", SHOW("compared", "", 8, 0)),
+    COLUMN(SummaryRow, geomean_ratio_to_dp, DOUBLE, "ratio", WHEN(SummaryRow, has_ratio),
+           SHOW("geomean", "/ dp", 7, 3)),
+    COLUMN(SummaryRow, worst_ratio_to_dp, DOUBLE, "ratio", WHEN(SummaryRow, has_ratio), SHOW("worst", "/ dp", 7, 3)),
+    COLUMN(SummaryRow, best_ratio_to_dp, DOUBLE, "ratio", WHEN(SummaryRow, has_ratio), SHOW("best", "/ dp", 7, 3)),
+    COLUMN(SummaryRow, zero_optimum_nonzero, INT, "budgets where the optimum recomputes nothing and this planner does",
+           SHOW("vs zero optimum", "", 15, 0)),
+    COLUMN(SummaryRow, min_budget, SIZE, "bytes (this planner's smallest feasible budget)",
+           SHOW("smallest budget", "MiB", 15, 3)),
+    COLUMN(SummaryRow, none_budget, SIZE, "bytes"),
+    COLUMN(SummaryRow, uniform, BOOL, "revolve: the chain's layers all cost the same (else it plans nothing)",
+           WHEN(SummaryRow, revolve)),
+    COLUMN(SummaryRow, below_dp_budgets, INT, "revolve: budgets tried below the DP's smallest feasible one",
+           WHEN(SummaryRow, revolve), SHOW("below dp's", "budgets", 10, 0)),
+    COLUMN(SummaryRow, below_dp_found, INT, "revolve: of those, budgets where it found a schedule",
+           WHEN(SummaryRow, revolve), SHOW("found there", "", 11, 0)),
+};
+
+static void tally_add(SummaryRow *t, const PointRow *p, uint64_t optimum)
 {
-    if (p->below_dp) {
-        t->below++;
-        t->below_found += p->s != NULL;
+    if (p->below_dp_minimum) {
+        t->below_dp_budgets++;
+        t->below_dp_found += p->found;
         return;
     }
     t->budgets++;
-    if (!p->s) return;
+    if (!p->found) return;
     t->found++;
-    if (optimum == 0 && p->s->predicted.recompute_flops > 0) t->zero_optimum++;
-    if (isnan(p->ratio)) return;
-    if (t->compared == 0 || p->ratio < t->best) t->best = p->ratio;
+    if (optimum == 0 && p->recompute_flops > 0) t->zero_optimum_nonzero++;
+    if (!p->has_ratio) return;
+    if (t->compared == 0 || p->ratio_to_dp < t->best_ratio_to_dp) t->best_ratio_to_dp = p->ratio_to_dp;
     t->compared++;
-    t->log_sum += log(p->ratio);
-    if (p->ratio > t->worst) t->worst = p->ratio;
-}
-
-static ResultsRecord *record_tally(ResultsTable *t, const Chain *c, const char *planner, const Tally *tally,
-                                   size_t lo, size_t hi)
-{
-    const double geomean = tally->compared ? exp(tally->log_sum / tally->compared) : NAN;
-    if (tally->budgets) printf("  %s %-7s: found at %d of %d budgets; recompute FLOPs / optimum: geometric mean %.3f, worst %.3f, "
-           "best %.3f over %d; %d budgets where the optimum recomputes nothing and it does\n",
-           c->name, planner, tally->found, tally->budgets, geomean, tally->worst, tally->best, tally->compared,
-           tally->zero_optimum);
-    ResultsRecord *rec = results_record(t);
-    record_str(rec, "model", c->name);
-    record_str(rec, "planner", planner);
-    record_num(rec, "budgets", tally->budgets);
-    record_num(rec, "found", tally->found);
-    record_num(rec, "compared", tally->compared);
-    if (tally->compared) record_num(rec, "geomean_ratio_to_dp", geomean);
-    if (tally->compared) record_num(rec, "worst_ratio_to_dp", tally->worst);
-    if (tally->compared) record_num(rec, "best_ratio_to_dp", tally->best);
-    record_num(rec, "zero_optimum_nonzero", tally->zero_optimum);
-    record_num(rec, "min_budget", (double)lo);
-    record_num(rec, "none_budget", (double)hi);
-    return rec;
-}
-
-/* A planner's point at `budget`, run and compared with the optimum's FLOPs there. */
-static RematStatus plan_point(Chain *c, PlannerKind kind, size_t budget, uint64_t optimum, Point *p, Schedule **own)
-{
-    *p = (Point){.planner = planner_name(kind), .budget = budget, .ratio = NAN};
-    *own = planner_plan(kind, c->cost, budget);
-    if (!*own) return remat_last_status() == REMAT_EOOM ? REMAT_OK : remat_last_status();
-    p->s = *own;
-    p->ratio = ratio_of((*own)->predicted.recompute_flops, optimum);
-    return run_schedule(c, *own, budget, &p->measured);
+    t->log_sum += log(p->ratio_to_dp);
+    if (p->ratio_to_dp > t->worst_ratio_to_dp) t->worst_ratio_to_dp = p->ratio_to_dp;
 }
 
 /* What a sweep of one chain holds: its budgets, and a tally per planner (dp, chen, revolve). */
@@ -278,7 +261,8 @@ typedef struct Sweep {
     Chain *c;
     size_t lo, hi;   /* the DP's smallest feasible budget, and what none needs */
     int n_planners;  /* 3 on a uniform chain, else 2 (no revolve) */
-    Tally tally[3];
+    SummaryRow tally[3]; /* dp, chen, revolve */
+    SummaryRow fixed[3]; /* none, full and sqrt: one budget each */
     ResultsTable *points;
     Progress *progress;
 } Sweep;
@@ -289,22 +273,22 @@ static const PlannerKind PLANNERS[3] = {PLANNER_DP, PLANNER_CHEN, PLANNER_REVOLV
  * DP's smallest budget dp and chen find nothing (recorded so) and Revolve has no ratio. */
 static RematStatus sweep_budget(Sweep *w, size_t budget)
 {
-    Point p[3];
+    PointRow rows[3];
     Schedule *own[3] = {0};
     RematStatus status = REMAT_OK;
     uint64_t optimum = 0;
     for (int k = 0; k < w->n_planners && status == REMAT_OK; k++) {
-        status = plan_point(w->c, PLANNERS[k], budget, optimum, &p[k], &own[k]);
-        p[k].below_dp = budget < w->lo;
-        if (k == 0 && own[0]) {
-            optimum = own[0]->predicted.recompute_flops;
-            p[0].ratio = 1.0;
-        }
+        own[k] = planner_plan(PLANNERS[k], w->c->cost, budget);
+        if (!own[k] && remat_last_status() != REMAT_EOOM) status = remat_last_status();
+        if (k == 0 && own[0]) optimum = own[0]->predicted.recompute_flops;
+        const double ratio = k == 0 ? 1.0 : own[k] ? ratio_of(own[k]->predicted.recompute_flops, optimum) : NAN;
+        if (status == REMAT_OK)
+            status = point_run(w->c, planner_name(PLANNERS[k]), own[k], budget, ratio, &rows[k]);
+        rows[k].below_dp_minimum = budget < w->lo;
     }
     for (int k = 0; k < w->n_planners && status == REMAT_OK; k++) {
-        print_point(&p[k]);
-        record_point(w->points, w->c, &p[k]);
-        tally_add(&w->tally[k], &p[k], optimum);
+        results_add_row(w->points, &rows[k]);
+        tally_add(&w->tally[k], &rows[k], optimum);
     }
     for (int k = 0; k < 3; k++) schedule_free(own[k]);
     progress_tick(w->progress, w->c->name);
@@ -312,29 +296,48 @@ static RematStatus sweep_budget(Sweep *w, size_t budget)
 }
 
 /* The fixed strategies at their own memory, against the optimum there. */
-static RematStatus sweep_fixed(Sweep *w, ResultsTable *summary)
+static RematStatus sweep_fixed(Sweep *w)
 {
     Chain *c = w->c;
     RematStatus status = REMAT_OK;
     for (int k = 0; k < 3 && status == REMAT_OK; k++) {
         Schedule *fixed = chain_schedule_for_strategy(c->cost, (StrategyKind)k);
         if (!fixed) return remat_last_status();
-        Point p = {.planner = strategy_name((StrategyKind)k), .budget = fixed->predicted.peak_total, .s = fixed};
-        Schedule *dp = planner_plan(PLANNER_DP, c->cost, p.budget);
+        const size_t budget = fixed->predicted.peak_total;
+        Schedule *dp = planner_plan(PLANNER_DP, c->cost, budget);
         const uint64_t optimum = dp ? dp->predicted.recompute_flops : 0;
-        p.ratio = dp ? ratio_of(fixed->predicted.recompute_flops, optimum) : NAN;
+        const double ratio = dp ? ratio_of(fixed->predicted.recompute_flops, optimum) : NAN;
         schedule_free(dp);
-        status = run_schedule(c, fixed, p.budget, &p.measured);
+        PointRow row;
+        status = point_run(c, strategy_name((StrategyKind)k), fixed, budget, ratio, &row);
         if (status == REMAT_OK) {
-            print_point(&p);
-            record_point(w->points, c, &p);
-            Tally one = {0};
-            tally_add(&one, &p, optimum);
-            record_tally(summary, c, p.planner, &one, w->lo, w->hi);
+            results_add_row(w->points, &row);
+            tally_add(&w->fixed[k], &row, optimum);
         }
         schedule_free(fixed);
     }
     return status;
+}
+
+/* The summary of one chain's sweep: the fixed strategies, dp, chen, then revolve, whose
+ * row says whether it planned anything (`uniform`) and from which budget. */
+static void summarize(Sweep *w, size_t lo_revolve, ResultsTable *summary)
+{
+    printf("  recompute FLOPs relative to the optimum (geometric mean, worst, best over the budgets compared)\n");
+    results_print_head(summary, 0);
+    const bool uniform = w->n_planners == 3;
+    for (int k = 0; k < 6; k++) {
+        SummaryRow *row = k < 3 ? &w->fixed[k] : &w->tally[k - 3];
+        row->model = w->c->name;
+        row->planner = k < 3 ? strategy_name((StrategyKind)k) : planner_name(PLANNERS[k - 3]);
+        row->has_ratio = row->compared > 0;
+        row->geomean_ratio_to_dp = row->compared ? exp(row->log_sum / row->compared) : NAN;
+        row->min_budget = k == 5 ? lo_revolve : w->lo;
+        row->none_budget = w->hi;
+        row->revolve = k == 5;
+        row->uniform = uniform;
+        results_add_row(summary, row);
+    }
 }
 
 /* Budgets from the DP's smallest feasible to store-all; on a uniform chain, Revolve's too,
@@ -349,42 +352,25 @@ static RematStatus sweep(Chain *c, int n_budgets, int n_below, ResultsTable *poi
     if (!none) return remat_last_status();
     w.hi = none->predicted.peak_total;
     schedule_free(none);
-    char not_uniform[320] = "";
+    char revolve[400];
     if (chain_check_uniform(c->cost) != REMAT_OK) {
-        snprintf(not_uniform, sizeof not_uniform, "%s", remat_last_error());
+        snprintf(revolve, sizeof revolve, "revolve: not uniform, plans nothing: %s", remat_last_error());
         remat_clear_error();
         w.n_planners = 2;
     }
     const size_t lo_revolve = w.n_planners == 3 ? planner_revolve_min_budget(c->cost) : 0;
-    char revolve[64] = "revolve: not uniform, plans nothing";
     if (w.n_planners == 3) snprintf(revolve, sizeof revolve, "revolve: %.3f MiB", mib(lo_revolve));
     printf("\n  %s: %d layers; smallest feasible budget %.3f MiB (%s), none needs %.3f MiB\n", c->name,
            c->cost->n_layers, mib(w.lo), revolve, mib(w.hi));
-    printf("  %-7s %10s %8s %10s %10s %10s %10s %11s %11s %7s\n", "plan", "budget", "regions", "peak ACT",
-           "measured", "peak all", "measured", "recompute", "measured", "/ dp");
-    printf("  %-7s %10s %8s %10s %10s %10s %10s %11s %11s %7s\n", "", "MiB", "or slots", "predicted", "MiB",
-           "predicted", "MiB", "GFLOP", "GFLOP", "");
+    results_print_head(points, 0);
     RematStatus status = REMAT_OK;
     for (int i = 0; w.n_planners == 3 && lo_revolve < w.lo && i < n_below && status == REMAT_OK; i++)
         status = sweep_budget(&w, lo_revolve + (size_t)((double)(w.lo - lo_revolve) * i / n_below));
     for (int i = 0; i < n_budgets && status == REMAT_OK; i++)
         status = sweep_budget(&w, w.lo + (size_t)((double)(w.hi - w.lo) * i / (n_budgets - 1)));
-    if (status == REMAT_OK) status = sweep_fixed(&w, summary);
-    for (int k = 0; k < 2 && status == REMAT_OK; k++)
-        record_tally(summary, c, planner_name(PLANNERS[k]), &w.tally[k], w.lo, w.hi);
-    if (status != REMAT_OK) return status;
-    const Tally none_tried = {0};
-    ResultsRecord *rec = record_tally(summary, c, "revolve", w.n_planners == 3 ? &w.tally[2] : &none_tried,
-                                      w.n_planners == 3 ? lo_revolve : 0, w.hi);
-    record_bool(rec, "uniform", w.n_planners == 3);
-    record_num(rec, "below_dp_budgets", w.tally[2].below);
-    record_num(rec, "below_dp_found", w.tally[2].below_found);
-    if (w.n_planners == 3)
-        printf("  %s revolve: below the DP's smallest budget, found at %d of %d budgets (from %.3f MiB)\n", c->name,
-               w.tally[2].below_found, w.tally[2].below, mib(lo_revolve));
-    else
-        printf("  %s revolve: not uniform — %s\n", c->name, not_uniform);
-    return REMAT_OK;
+    if (status == REMAT_OK) status = sweep_fixed(&w);
+    if (status == REMAT_OK) summarize(&w, lo_revolve, summary);
+    return status;
 }
 
 int main(int argc, char **argv)
@@ -410,12 +396,11 @@ int main(int argc, char **argv)
     results_config_num(results, "budgets_below_dp", n_below);
     results_config_str(results, "optimizer", "adamw");
     RematStatus status = REMAT_OK;
-    ResultsTable *points = results_table(results, "points", "each planner's schedule at each budget, run for one "
-                                         "AdamW step under that budget; fixed strategies at their own memory",
-                                         POINT_FIELDS, RESULTS_COUNT(POINT_FIELDS), true);
-    ResultsTable *summary = results_table(results, "summary", "recompute FLOPs relative to the exact optimum",
-                                          SUMMARY_FIELDS, RESULTS_COUNT(SUMMARY_FIELDS),
-                                          true);
+    ResultsTable *points = results_row_table(results, "points", "each planner's schedule at each budget, run for one "
+                                             "AdamW step under that budget; fixed strategies at their own memory",
+                                             POINT_COLUMNS, RESULTS_COUNT(POINT_COLUMNS), true);
+    ResultsTable *summary = results_row_table(results, "summary", "recompute FLOPs relative to the exact optimum",
+                                              SUMMARY_COLUMNS, RESULTS_COUNT(SUMMARY_COLUMNS), true);
     Progress progress;
     progress_begin(&progress, stdout, 3 * n_budgets + 2 * n_below, true); /* the GPT of varying heads is not uniform */
     for (int i = 0; i < 3 && status == REMAT_OK; i++) {

@@ -3,17 +3,12 @@
  * for memory (extra FLOPs, and the time they take), and how activation memory grows with
  * depth under none, full and sqrt(N) checkpointing.
  *
- * For each depth N (doubling) it builds the residual MLP chain of width W and runs AdamW
- * training steps on one batch under the three strategies, alternating step by step, and
- * records each strategy's peak activation memory, peak training memory, FLOPs by phase,
- * recompute FLOP overhead, median step time and time overhead against none. Then it fits
- * the least-squares slope of ln(peak ACT) against ln(N) for each strategy and prints it
- * next to the theory: none and full grow linearly (slope 1), sqrt as sqrt(N) (slope 0.5).
- *
- * The peaks are also checked against the counts derived by hand in tests/test_checkpoint.c
- * (in units of one activation of B·W floats): none 2N + 4, full N + 6, sqrt s + 2k + 5.
- * Their constant terms (the batch, the loss's gradients) are why a fit over small N comes
- * out below the asymptotic slope; the slope over the last doubling is printed beside it.
+ * For each depth N (doubling), AdamW steps of the chain under the three strategies,
+ * alternating step by step: peak memory, FLOPs by phase, step time and its overhead
+ * against none. The peaks are checked against the counts derived by hand in
+ * tests/test_checkpoint.c (derived_units), and the least-squares slope of ln(peak ACT)
+ * against ln(N) is set beside the theory: 1 for none and full, 0.5 for sqrt. The counts'
+ * constant terms are why a fit over small N comes out below it.
  *
  * What it is not: a test. It asserts nothing about time; tests/test_bench.c checks the
  * slopes of a --quick run.
@@ -61,15 +56,19 @@ typedef struct Config {
     TimingPlan plan; /* per depth */
 } Config;
 
-/* One depth's measurements. */
-typedef struct Depth {
-    int N;
-    int segments[N_KINDS];
-    size_t derived[N_KINDS]; /* peak ACT in units of a, derived by hand */
-    StepStats stats[N_KINDS];
-    Estimate step[N_KINDS];     /* step seconds */
-    Estimate overhead[N_KINDS]; /* step time against none's, paired by round */
-} Depth;
+/* One record of the steps table: one depth under one strategy. */
+typedef struct StepRow {
+    int n_layers;
+    const char *strategy;
+    int segments;
+    size_t peak_act;
+    double peak_act_units; /* (peak ACT − 8) / a */
+    size_t derived_units;
+    size_t peak_resident, params, grads, optimizer;
+    uint64_t flops[PHASE_COUNT];
+    double flop_overhead;
+    Estimate step_seconds, time_overhead;
+} StepRow;
 
 /* Peak ACT of a step in units of one activation a = B·W·4 bytes, as derived by hand (the
  * ledger adds 8 bytes: the loss and its seed gradient). tests/test_checkpoint.c spells it
@@ -96,9 +95,9 @@ static size_t derived_units(const Schedule *schedule, int N)
 }
 
 /* Builds the chain of depth N, trains it under the three strategies alternately, frees it. */
-static RematStatus measure_depth(const Config *c, MlpTask *task, Depth *d, Progress *progress)
+static RematStatus measure_depth(const Config *c, MlpTask *task, int N, StepRow rows[N_KINDS], Progress *progress)
 {
-    Model *m = mlp_create(&(MlpConfig){.n_layers = d->N, .width = c->width, .seed = 1});
+    Model *m = mlp_create(&(MlpConfig){.n_layers = N, .width = c->width, .seed = 1});
     if (!m) return remat_last_status();
     Schedule *schedules[N_KINDS] = {0};
     Variant variants[N_KINDS];
@@ -109,8 +108,8 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, Depth *d, Progr
             status = remat_last_status();
             break;
         }
-        d->segments[k] = schedules[k]->n_segments;
-        d->derived[k] = derived_units(schedules[k], d->N);
+        rows[k] = (StepRow){.n_layers = N, .strategy = strategy_name(c->strategies[k].kind),
+                            .segments = schedules[k]->n_segments, .derived_units = derived_units(schedules[k], N)};
         variants[k] = (Variant){.name = strategy_name(c->strategies[k].kind), .schedule = schedules[k]};
     }
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
@@ -122,14 +121,26 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, Depth *d, Progr
     if (status == REMAT_OK) status = mlp_task_batch(task, &data, c->batch, &batch.x, &batch.y);
     TrainCtx ctx = {.training = true};
     char label[32];
-    snprintf(label, sizeof label, "N=%d", d->N);
+    snprintf(label, sizeof label, "N=%d", N);
     Timing timing = {0};
+    StepStats stats[N_KINDS];
     if (status == REMAT_OK)
-        status = steps_alternate(m, variants, c->n_strategies, NULL, opt, &batch, &ctx, &c->plan, progress, label, d->stats,
-                                 &timing);
+        status = steps_alternate(m, variants, c->n_strategies, NULL, opt, &batch, &ctx, &c->plan, progress, label,
+                                 stats, &timing);
+    const size_t a = (size_t)c->batch * (size_t)c->width * sizeof(float); /* one activation */
     for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
-        d->step[k] = timing_median(&timing, k, STEP_SECONDS);
-        d->overhead[k] = timing_ratio(&timing, k, 0, STEP_SECONDS);
+        const StepStats *st = &stats[k];
+        StepRow *r = &rows[k];
+        r->peak_act = st->peak[MEM_ACT];
+        r->peak_act_units = (double)(st->peak[MEM_ACT] - 8) / (double)a;
+        r->peak_resident = st->peak_resident;
+        r->params = st->start[MEM_PARAM];
+        r->grads = st->start[MEM_GRAD];
+        r->optimizer = st->start[MEM_OPTIM];
+        memcpy(r->flops, st->flops, sizeof r->flops);
+        r->flop_overhead = flop_overhead(st);
+        r->step_seconds = timing_median(&timing, k, STEP_SECONDS);
+        r->time_overhead = timing_ratio(&timing, k, 0, STEP_SECONDS);
     }
     timing_free(&timing);
     batch_free(&batch);
@@ -150,33 +161,24 @@ static double loglog_slope(const double *x, const double *y, int n)
     return (n * sxy - sx * sy) / (n * sxx - sx * sx);
 }
 
-/* One record of the steps table: one depth under one strategy. */
-typedef struct StepRow {
-    int n_layers;
-    const char *strategy;
-    int segments;
-    size_t peak_act;
-    double peak_act_units; /* (peak ACT − 8) / a */
-    size_t derived_units;
-    size_t peak_resident, params, grads, optimizer;
-    uint64_t flops[PHASE_COUNT];
-    double flop_overhead;
-    Estimate step_seconds, time_overhead;
-} StepRow;
-
 static const ResultsColumn STEP_COLUMNS[] = {
-    COLUMN(StepRow, n_layers, INT, "layers"), COLUMN(StepRow, strategy, STR, ""),
-    COLUMN(StepRow, segments, INT, "regions"), COLUMN(StepRow, peak_act, SIZE, "bytes"),
-    COLUMN(StepRow, peak_act_units, DOUBLE, "activations of B*W floats"),
-    COLUMN(StepRow, derived_units, SIZE, "activations of B*W floats"), COLUMN(StepRow, peak_resident, SIZE, "bytes"),
+    COLUMN(StepRow, n_layers, INT, "layers", SHOW("N", "", 4, 0)),
+    COLUMN(StepRow, strategy, STR, "", SHOW("strat", "", 5, 0)),
+    COLUMN(StepRow, segments, INT, "regions", SHOW("segs", "", 4, 0)),
+    COLUMN(StepRow, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
+    COLUMN(StepRow, peak_act_units, DOUBLE, "activations of B*W floats", SHOW("in a", "", 5, 0)),
+    COLUMN(StepRow, derived_units, SIZE, "activations of B*W floats", SHOW("derived", "", 7, 0)),
+    COLUMN(StepRow, peak_resident, SIZE, "bytes", SHOW("peak all", "MiB", 9, 2)),
     COLUMN(StepRow, params, SIZE, "bytes"), COLUMN(StepRow, grads, SIZE, "bytes"),
     COLUMN(StepRow, optimizer, SIZE, "bytes"),
-    COLUMN_AS("forward_flops", StepRow, flops[PHASE_FORWARD], U64, "FLOPs"),
-    COLUMN_AS("backward_flops", StepRow, flops[PHASE_BACKWARD], U64, "FLOPs"),
-    COLUMN_AS("recompute_flops", StepRow, flops[PHASE_RECOMPUTE], U64, "FLOPs"),
+    COLUMN_AS("forward_flops", StepRow, flops[PHASE_FORWARD], U64, "FLOPs", SHOW("fwd", "GFLOP", 7, 3)),
+    COLUMN_AS("backward_flops", StepRow, flops[PHASE_BACKWARD], U64, "FLOPs", SHOW("bwd", "GFLOP", 7, 3)),
+    COLUMN_AS("recompute_flops", StepRow, flops[PHASE_RECOMPUTE], U64, "FLOPs", SHOW("recompute", "GFLOP", 9, 3)),
     COLUMN_AS("optimizer_flops", StepRow, flops[PHASE_OPTIMIZER], U64, "FLOPs"),
-    COLUMN(StepRow, flop_overhead, DOUBLE, "ratio"), COLUMN_TIMED(StepRow, step_seconds, "seconds"),
-    COLUMN_TIMED(StepRow, time_overhead, "ratio"), COLUMN_SAMPLES,
+    COLUMN(StepRow, flop_overhead, DOUBLE, "ratio", SHOW("FLOP ovh", "%", 8, 1)),
+    COLUMN_TIMED(StepRow, step_seconds, "seconds", SHOW("step (95% interval)", "ms", 22, 2)),
+    COLUMN_TIMED(StepRow, time_overhead, "ratio", SHOW("time overhead (95% interval, rounds)", "+%", 27, 1)),
+    COLUMN_SAMPLES,
 };
 
 /* One record of the slopes table: a strategy's peak ACT against depth, on log-log axes. */
@@ -186,70 +188,50 @@ typedef struct SlopeRow {
 } SlopeRow;
 
 static const ResultsColumn SLOPE_COLUMNS[] = {
-    COLUMN(SlopeRow, strategy, STR, ""),
-    COLUMN(SlopeRow, slope, DOUBLE, "d ln(peak ACT) / d ln(N), least squares over all N"),
-    COLUMN(SlopeRow, slope_last_doubling, DOUBLE, "d ln(peak ACT) / d ln(N) between the two largest N"),
-    COLUMN(SlopeRow, theory, DOUBLE, "d ln(peak ACT) / d ln(N) as N grows"),
+    COLUMN(SlopeRow, strategy, STR, "", SHOW("strategy", "", 9, 0)),
+    COLUMN(SlopeRow, slope, DOUBLE, "d ln(peak ACT) / d ln(N), least squares over all N",
+           SHOW("fitted slope", "", 14, 3)),
+    COLUMN(SlopeRow, slope_last_doubling, DOUBLE, "d ln(peak ACT) / d ln(N) between the two largest N",
+           SHOW("last doubling slope", "", 20, 3)),
+    COLUMN(SlopeRow, theory, DOUBLE, "d ln(peak ACT) / d ln(N) as N grows", SHOW("theory", "", 8, 2)),
 };
 
-/* Depth d's step under strategy k, as the steps table records it; `a` is one activation. */
-static StepRow step_row(const Config *c, const Depth *d, int k, size_t a)
-{
-    const StepStats *s = &d->stats[k];
-    StepRow row = {.n_layers = d->N, .strategy = strategy_name(c->strategies[k].kind), .segments = d->segments[k],
-                   .peak_act = s->peak[MEM_ACT], .peak_act_units = (double)(s->peak[MEM_ACT] - 8) / (double)a,
-                   .derived_units = d->derived[k], .peak_resident = s->peak_resident,
-                   .params = s->start[MEM_PARAM], .grads = s->start[MEM_GRAD], .optimizer = s->start[MEM_OPTIM],
-                   .flop_overhead = flop_overhead(s), .step_seconds = d->step[k], .time_overhead = d->overhead[k]};
-    memcpy(row.flops, s->flops, sizeof row.flops);
-    return row;
-}
-
-static void print_and_record_steps(const Config *c, const Depth *depths, Results *results)
+static void print_and_record_steps(const Config *c, StepRow rows[][N_KINDS], Results *results)
 {
     ResultsTable *steps = results_row_table(results, "steps", "one AdamW training step per depth and strategy",
                                             STEP_COLUMNS, RESULTS_COUNT(STEP_COLUMNS), true);
     const size_t a = (size_t)c->batch * (size_t)c->width * sizeof(float);
     printf("\n  one AdamW step of the MLP chain, W = %d, B = %d (a = one B*W activation = %zu bytes)\n",
            c->width, c->batch, a);
-    printf("  %4s %-5s %4s %10s %7s %8s %10s %8s %8s %9s %8s %8s %-21s\n", "N", "strat", "segs", "peak ACT",
-           "in a", "derived", "peak all", "fwd", "bwd", "recompute", "FLOP", "step", "time overhead");
-    printf("  %4s %-5s %4s %10s %7s %8s %10s %8s %8s %9s %8s %8s %-21s\n", "", "", "", "MiB", "", "", "MiB",
-           "GFLOP", "GFLOP", "GFLOP", "overhead", "ms", "(95% interval) rounds");
+    results_print_head(steps, 0);
+    int exact = 0;
     for (int i = 0; i < c->n_depths; i++) {
         for (int k = 0; k < c->n_strategies; k++) {
-            const StepRow r = step_row(c, &depths[i], k, a);
-            char spread[48];
-            printf("  %4d %-5s %4d %10.2f %7.0f %8zu%s %9.2f %8.3f %8.3f %9.3f %7.1f%% %8.2f %s\n", r.n_layers,
-                   r.strategy, r.segments, mib(r.peak_act), r.peak_act_units, r.derived_units,
-                   r.peak_act == r.derived_units * a + 8 ? "=" : "!", mib(r.peak_resident),
-                   1e-9 * (double)r.flops[PHASE_FORWARD], 1e-9 * (double)r.flops[PHASE_BACKWARD],
-                   1e-9 * (double)r.flops[PHASE_RECOMPUTE], 100.0 * r.flop_overhead, 1e3 * r.step_seconds.value,
-                   estimate_ratio_str(spread, sizeof spread, &r.time_overhead));
-            results_add_row(steps, &r);
+            exact += rows[i][k].peak_act == rows[i][k].derived_units * a + 8;
+            results_add_row(steps, &rows[i][k]);
         }
     }
-    printf("  (\"=\": the peak is exactly the count derived by hand, times a, + 8 bytes: see derived_units)\n");
+    printf("  (in %d of %d rows the peak is exactly the count derived by hand, times a, + 8 bytes: see\n"
+           "  derived_units)\n", exact, c->n_depths * c->n_strategies);
 }
 
-static void print_and_record_slopes(const Config *c, const Depth *depths, Results *results)
+static void print_and_record_slopes(const Config *c, StepRow rows[][N_KINDS], Results *results)
 {
     ResultsTable *slopes = results_row_table(results, "slopes", "log-log slope of peak ACT against N", SLOPE_COLUMNS,
                                              RESULTS_COUNT(SLOPE_COLUMNS), true);
     printf("\n  peak activation memory against depth, on log-log axes\n");
-    printf("  %-9s %14s %20s %8s\n", "strategy", "fitted slope", "last doubling slope", "theory");
+    results_print_head(slopes, 0);
     double n[MAX_DEPTHS], peak[MAX_DEPTHS];
     for (int k = 0; k < c->n_strategies; k++) {
         const StrategyKind kind = c->strategies[k].kind;
         for (int i = 0; i < c->n_depths; i++) {
-            n[i] = depths[i].N;
-            peak[i] = (double)depths[i].stats[k].peak[MEM_ACT];
+            n[i] = c->depths[i];
+            peak[i] = (double)rows[i][k].peak_act;
         }
         const int last = c->n_depths - 1;
         const SlopeRow r = {.strategy = strategy_name(kind), .slope = loglog_slope(n, peak, c->n_depths),
                             .slope_last_doubling = log(peak[last] / peak[last - 1]) / log(n[last] / n[last - 1]),
                             .theory = theory(kind)};
-        printf("  %-9s %14.3f %20.3f %8.2f\n", r.strategy, r.slope, r.slope_last_doubling, r.theory);
         results_add_row(slopes, &r);
     }
     printf("  The fit runs below the theory because of the constant terms of the derived counts\n"
@@ -276,18 +258,17 @@ int main(int argc, char **argv)
     results_config_plan(results, &c.plan);
     MlpTask *task = mlp_task_create(c.width, 7);
     RematStatus status = task ? REMAT_OK : remat_last_status();
-    Depth depths[MAX_DEPTHS] = {0};
+    StepRow rows[MAX_DEPTHS][N_KINDS] = {0};
     Progress progress;
     progress_begin(&progress, stdout, c.n_depths * timing_max_runs(&c.plan, c.n_strategies), true);
     for (int i = 0; i < c.n_depths && status == REMAT_OK; i++) {
-        depths[i].N = c.depths[i];
-        status = measure_depth(&c, task, &depths[i], &progress);
+        status = measure_depth(&c, task, c.depths[i], rows[i], &progress);
     }
     progress_end(&progress);
     mlp_task_free(task);
     if (status == REMAT_OK) {
-        print_and_record_steps(&c, depths, results);
-        print_and_record_slopes(&c, depths, results);
+        print_and_record_steps(&c, rows, results);
+        print_and_record_slopes(&c, rows, results);
     }
     return bench_finish(&INFO, &o, results, status);
 }

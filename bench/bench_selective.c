@@ -3,40 +3,21 @@
  * expensive ops and recomputes the cheap ones that are big to keep; and the same idea one
  * level down, inside the kernels: fused attention and counter-based dropout masks.
  *
- * On the GPT (dropout 0.1) at several sequence lengths T, it runs every block as a
- * checkpoint region under each selective policy — none (no checkpointing), full
- * (nothing_saveable), dots_saveable and attention_core — with each of three ways of
- * computing the attention core and its dropout:
+ * The GPT (dropout 0.1) at several T, every block a region under each policy of FORMULAS,
+ * each with each way of computing the attention core and its dropout (COMBOS; fused
+ * attention with stream masks is refused, as they cannot be made again): the activation
+ * bytes per layer a forward leaves for backward, by the tag of the op that made them (the
+ * census of measure.h), beside the formulas; recompute FLOPs and step time, all variants
+ * alternating; and at the longest T, a budget fused attention fits and naive does not.
  *
- *   naive/stream    primitive ops keeping the (B,H,T,T) probabilities, masks from the
- *                   PCG32 stream, kept for backward (remat's default)
- *   naive/counter   the same ops, masks counter-based (Philox): never stored
- *   fused/counter   one fused attention op, keeping one float per row, its probabilities
- *                   and masks made again in backward (fused attention with stream dropout
- *                   is refused: its masks cannot be made again)
- *
- * and reports:
- *
- *   - the activation bytes per layer a forward leaves for backward, by the tag of the op
- *     that made each tensor (measured with the census of measure.h), next to the per-layer
- *     formula (Korthikanti et al. 2022 adapted to float32 and to this model, and its
- *     variants below);
- *   - the recompute FLOP overhead and time of a training step (all variants alternating
- *     step by step), with the fastest and slowest of the timed steps;
- *   - at the longest T, a memory budget that fused attention fits and naive attention
- *     does not: every variant without checkpointing tried under it.
- *
- * The formula. Korthikanti et al. count, per layer, sbh(34 + 5as/h) bytes with 16-bit
- * activations and 1-byte dropout masks (s = T, b = B, h = C, a = H). Every tensor of theirs
- * is one this model's ops save (models/gpt.c), so in float32 (4 bytes) with
- * 1-byte masks it becomes 66·BTC + 9·BHT² bytes; this model's LayerNorms also keep their
- * mean and rstd (4 bytes per row each, two LayerNorms), + 16·BT. Counter-based masks are
- * not stored: 64·BTC + 8·BHT² + 16·BT. Fused attention keeps neither (B,H,T,T) tensor but
- * its output and one log-sum-exp per row: 68·BTC + 4·BHT + 16·BT. Selective recomputation
- * of the attention core drops the T² terms (and the fused op's output and rows); full
- * recomputation keeps only the block's input, 4·BTC. dots_saveable is not in the paper;
- * derived from the ops it is 44·BTC + 4·BHT² (the scores), or 44·BTC + 4·BHT fused (see
- * FORMULAS).
+ * The formula. Korthikanti et al. 2022 count sbh(34 + 5as/h) bytes per layer with 16-bit
+ * activations and 1-byte masks (s = T, b = B, h = C, a = H). Every tensor of theirs is one
+ * this model's ops save (models/gpt.c), so in float32 it becomes 66·BTC + 9·BHT²; this
+ * model's LayerNorms also keep mean and rstd, + 16·BT. Counter-based masks are not stored:
+ * 64·BTC + 8·BHT² + 16·BT. Fused attention keeps its output and one log-sum-exp per row
+ * instead of the (B,H,T,T) tensors: 68·BTC + 4·BHT + 16·BT. attention_core drops the T²
+ * terms (and the fused op's output and rows); full keeps the block's input, 4·BTC;
+ * dots_saveable, not in the paper, keeps 44·BTC + 4·BHT² (the scores), 44·BTC + 4·BHT fused.
  *
  * What it is not: a test of the policies (tests/test_checkpoint.c is); the smoke test
  * checks that the measured bytes of a --quick run equal the formulas.
@@ -211,8 +192,8 @@ typedef struct SeqResult {
     StepStats stats[N_VARIANTS];
     Estimate step[N_VARIANTS];      /* step seconds */
     Estimate overhead[N_VARIANTS];  /* against the same attention and generator without a policy */
-    Estimate vs_stream[N_VARIANTS]; /* against the same policy with naive attention and stream masks */
-    bool has_vs_stream[N_VARIANTS];
+    Estimate vs_stream[N_VARIANTS]; /* against the same policy with naive attention and stream masks
+                                       (no samples: that variant was not measured) */
     size_t batch_bytes;
 } SeqResult;
 
@@ -230,7 +211,6 @@ static void estimate_rows(SeqResult *r, const Timing *timing, const int *index, 
         const int base = find_row(r, NULL, row->combo), plain = find_row(r, row->f->policy, &COMBOS[NAIVE_STREAM]);
         r->step[index[k]] = timing_median(timing, k, STEP_SECONDS);
         r->overhead[index[k]] = timing_ratio(timing, k, variant_of[base], STEP_SECONDS);
-        r->has_vs_stream[index[k]] = plain >= 0;
         if (plain >= 0) r->vs_stream[index[k]] = timing_ratio(timing, k, variant_of[plain], STEP_SECONDS);
     }
 }
@@ -325,23 +305,31 @@ static RematStatus budget_demo(const GptShape *s, size_t *budget, BudgetTry trie
 /* A row of the policies table: one policy, attention and dropout generator at one T. */
 typedef struct PolicyRow {
     int seq;
-    const char *policy, *attention, *dropout_rng;
-    size_t act_per_layer, formula_per_layer, outside_blocks, act_stored;
-    bool census_complete;
+    const char *policy, *attention, *dropout_rng, *combo;
+    size_t act_per_layer, formula_per_layer, korthikanti_fp32_per_layer, outside_blocks, act_stored;
+    bool korthikanti, census_complete;
     size_t peak_act;
     uint64_t recompute_flops;
     double flop_overhead;
     Estimate step_seconds, time_overhead, time_vs_naive_stream;
+    const char *as_formula, *census; /* printed only: "=" or "!", "complete" or "NO" */
 } PolicyRow;
 
 static const ResultsColumn POLICY_COLUMNS[] = {
-    COLUMN(PolicyRow, seq, INT, "tokens"), COLUMN(PolicyRow, policy, STR, ""), COLUMN(PolicyRow, attention, STR, ""),
-    COLUMN(PolicyRow, dropout_rng, STR, ""), COLUMN(PolicyRow, act_per_layer, SIZE, "bytes"),
-    COLUMN(PolicyRow, formula_per_layer, SIZE, "bytes"), COLUMN_SETTER("korthikanti_fp32_per_layer", "bytes"),
+    COLUMN(PolicyRow, seq, INT, "tokens"), COLUMN(PolicyRow, policy, STR, "", SHOW("policy", "", 16, 0)),
+    COLUMN_PRINTED(PolicyRow, combo, STR, SHOW("attention/rng", "", 14, 0)), COLUMN(PolicyRow, attention, STR, ""),
+    COLUMN(PolicyRow, dropout_rng, STR, ""),
+    COLUMN(PolicyRow, act_per_layer, SIZE, "bytes", SHOW("per layer", "bytes", 12, 0)),
+    COLUMN(PolicyRow, formula_per_layer, SIZE, "bytes", SHOW("formula", "bytes", 11, 0)),
+    COLUMN_PRINTED(PolicyRow, as_formula, STR, SHOW("", "", 1, 0)),
+    COLUMN(PolicyRow, korthikanti_fp32_per_layer, SIZE, "bytes", WHEN(PolicyRow, korthikanti)),
     COLUMN(PolicyRow, outside_blocks, SIZE, "bytes"), COLUMN(PolicyRow, act_stored, SIZE, "bytes"),
-    COLUMN(PolicyRow, census_complete, BOOL, "bool"), COLUMN(PolicyRow, peak_act, SIZE, "bytes"),
-    COLUMN(PolicyRow, recompute_flops, U64, "FLOPs"), COLUMN(PolicyRow, flop_overhead, DOUBLE, "ratio"),
-    COLUMN_TIMED(PolicyRow, step_seconds, "seconds"), COLUMN_TIMED(PolicyRow, time_overhead, "ratio"),
+    COLUMN(PolicyRow, census_complete, BOOL, "bool"), COLUMN_PRINTED(PolicyRow, census, STR, SHOW("census", "", 8, 0)),
+    COLUMN(PolicyRow, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
+    COLUMN(PolicyRow, recompute_flops, U64, "FLOPs", SHOW("recompute", "GFLOP", 9, 3)),
+    COLUMN(PolicyRow, flop_overhead, DOUBLE, "ratio", SHOW("FLOP", "%", 6, 1)),
+    COLUMN_TIMED(PolicyRow, step_seconds, "seconds", SHOW("step (95% interval)", "ms", 24, 1)),
+    COLUMN_TIMED(PolicyRow, time_overhead, "ratio", SHOW("time overhead (95% interval, rounds)", "+%", 27, 1)),
     COLUMN_TIMED(PolicyRow, time_vs_naive_stream, "ratio"), COLUMN_SAMPLES,
 };
 
@@ -363,12 +351,16 @@ typedef struct BudgetRow {
     const char *attention, *dropout_rng;
     size_t budget;
     bool fits;
+    size_t peak_resident;
+    const char *combo, *why; /* printed only */
 } BudgetRow;
 
 static const ResultsColumn BUDGET_COLUMNS[] = {
-    COLUMN(BudgetRow, seq, INT, "tokens"), COLUMN(BudgetRow, attention, STR, ""),
-    COLUMN(BudgetRow, dropout_rng, STR, ""), COLUMN(BudgetRow, budget, SIZE, "bytes"),
-    COLUMN(BudgetRow, fits, BOOL, "bool"), COLUMN_SETTER("peak_resident", "bytes"),
+    COLUMN(BudgetRow, seq, INT, "tokens"), COLUMN_PRINTED(BudgetRow, combo, STR, SHOW("", "", 14, 0)),
+    COLUMN(BudgetRow, attention, STR, ""), COLUMN(BudgetRow, dropout_rng, STR, ""),
+    COLUMN(BudgetRow, budget, SIZE, "bytes"), COLUMN(BudgetRow, fits, BOOL, "bool", SHOW("fits", "", 4, 0)),
+    COLUMN(BudgetRow, peak_resident, SIZE, "bytes", WHEN(BudgetRow, fits), SHOW("peak", "MiB", 8, 2)),
+    COLUMN_PRINTED(BudgetRow, why, STR, SHOW("", "", 0, 0)),
 };
 
 static void print_tags(const SeqResult *r, ResultsTable *tags)
@@ -417,8 +409,8 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
 {
     const GptShape *s = &r->shape;
     const Rows *rows = r->rows;
-    printf("\n  %-16s %-14s %12s %12s %12s %9s %10s %9s %9s %s\n", "policy", "attention/rng", "per layer",
-           "formula", "peak ACT MiB", "census", "recompute", "FLOP", "step ms", "time overhead (95% interval, rounds)");
+    printf("\n");
+    results_print_head(table, 0);
     for (int p = 0; p < rows->n; p++) {
         if (!r->measured[p]) continue;
         const Row *row = &rows->r[p];
@@ -426,39 +418,32 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
         const StepStats *st = &r->stats[p];
         const size_t measured = per_layer(r, p), formula = row_formula(row, s);
         const bool complete = c->total + r->batch_bytes == st->act_stored; /* every byte is an op's or the batch */
-        char spread[48];
-        printf("  %-16s %-14s %12zu %11zu%s %12.2f %9s %9.3fG %8.1f%% %9.0f %s\n", row->f->name, row->combo->name,
-               measured, formula, measured == formula ? "=" : "!", mib(st->peak[MEM_ACT]), complete ? "complete" : "NO",
-               1e-9 * (double)st->flops[PHASE_RECOMPUTE], 100.0 * flop_overhead(st), 1e3 * r->step[p].value,
-               estimate_ratio_str(spread, sizeof spread, &r->overhead[p]));
         const PolicyRow out = {
             .seq = s->T, .policy = row->f->name, .attention = attention_kind_name(row->combo->attention),
-            .dropout_rng = dropout_rng_name(row->combo->dropout_rng), .act_per_layer = measured,
-            .formula_per_layer = formula, .outside_blocks = c->total - measured * (size_t)s->L,
-            .act_stored = st->act_stored, .census_complete = complete, .peak_act = st->peak[MEM_ACT],
-            .recompute_flops = st->flops[PHASE_RECOMPUTE], .flop_overhead = flop_overhead(st),
-            .step_seconds = r->step[p], .time_overhead = r->overhead[p],
-            .time_vs_naive_stream = r->has_vs_stream[p] ? r->vs_stream[p] : (Estimate){0}};
-        ResultsRecord *rec = results_add_row(table, &out);
-        if (row->f->korthikanti && row->combo == &COMBOS[NAIVE_STREAM])
-            record_num(rec, "korthikanti_fp32_per_layer", (double)coef_bytes(&row->f->paper, s));
+            .dropout_rng = dropout_rng_name(row->combo->dropout_rng), .combo = row->combo->name,
+            .act_per_layer = measured, .formula_per_layer = formula,
+            .korthikanti_fp32_per_layer = coef_bytes(&row->f->paper, s),
+            .korthikanti = row->f->korthikanti && row->combo == &COMBOS[NAIVE_STREAM],
+            .outside_blocks = c->total - measured * (size_t)s->L, .act_stored = st->act_stored,
+            .census_complete = complete, .peak_act = st->peak[MEM_ACT], .recompute_flops = st->flops[PHASE_RECOMPUTE],
+            .flop_overhead = flop_overhead(st), .step_seconds = r->step[p], .time_overhead = r->overhead[p],
+            .time_vs_naive_stream = r->vs_stream[p],
+            .as_formula = measured == formula ? "=" : "!", .census = complete ? "complete" : "NO"};
+        results_add_row(table, &out);
     }
 }
 
 static void print_budget(const GptShape *s, size_t budget, const BudgetTry tries[N_COMBOS], ResultsTable *table)
 {
-    char b[32], peak[32];
+    char b[32];
     printf("\n  T = %d, no checkpointing, under a budget of %s (fused attention's peak + half of what naive\n"
-           "  attention keeps beyond it):\n", s->T,
-           mem_format_bytes(b, sizeof b, budget));
+           "  attention keeps beyond it):\n", s->T, mem_format_bytes(b, sizeof b, budget));
+    results_print_head(table, 0);
     for (int c = 0; c < N_COMBOS; c++) {
         const BudgetTry *t = &tries[c];
-        if (t->fits) printf("    %-14s fits: peak %s\n", t->combo->name, mem_format_bytes(peak, sizeof peak, t->peak_resident));
-        else printf("    %-14s does not fit: %.160s\n", t->combo->name, t->why);
-        ResultsRecord *rec = results_add_row(table, &(BudgetRow){s->T, attention_kind_name(t->combo->attention),
-                                                                  dropout_rng_name(t->combo->dropout_rng), budget,
-                                                                  t->fits});
-        if (t->fits) record_num(rec, "peak_resident", (double)t->peak_resident);
+        results_add_row(table, &(BudgetRow){s->T, attention_kind_name(t->combo->attention),
+                                            dropout_rng_name(t->combo->dropout_rng), budget, t->fits,
+                                            t->peak_resident, t->combo->name, t->why});
     }
 }
 

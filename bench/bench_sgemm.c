@@ -181,8 +181,7 @@ static void time_stream(float *a, float *b, float *c, size_t n, int reps, Estima
         for (int k = 0; k < STREAM_KERNELS; k++) seconds[k][r] = stream_pass((StreamKernel)k, a, b, c, n);
     for (int k = 0; k < STREAM_KERNELS; k++) {
         const Estimate t = estimate_median(seconds[k], reps);
-        const double gb = (double)STREAM_ARRAYS[k] * (double)n * sizeof(float) * 1e-9;
-        rate[k] = (Estimate){gb / t.value, gb / t.hi, gb / t.lo, t.samples};
+        rate[k] = estimate_rate((double)STREAM_ARRAYS[k] * (double)n * sizeof(float) * 1e-9, &t);
     }
 }
 
@@ -204,11 +203,14 @@ static float *stream_arrays(const Options *opt, size_t *n)
 typedef struct SgemmRow {
     int size, threads;
     Estimate gflops_per_second;
+    double seconds; /* printed only: the median call */
 } SgemmRow;
 
 static const ResultsColumn SGEMM_COLUMNS[] = {
-    COLUMN(SgemmRow, size, INT, "M = N = K"), COLUMN(SgemmRow, threads, INT, "threads"),
-    COLUMN_TIMED(SgemmRow, gflops_per_second, "GFLOP/s"), COLUMN_SAMPLES,
+    COLUMN(SgemmRow, size, INT, "M = N = K", SHOW("size", "", 6, 0)),
+    COLUMN(SgemmRow, threads, INT, "threads", SHOW("threads", "", 7, 0)),
+    COLUMN_PRINTED(SgemmRow, seconds, DOUBLE, SHOW("median", "ms", 10, 2)),
+    COLUMN_TIMED(SgemmRow, gflops_per_second, "GFLOP/s", SHOW("rate (95% interval)", "GFLOP/s", 0, 1)), COLUMN_SAMPLES,
 };
 
 typedef struct StreamRow {
@@ -219,9 +221,10 @@ typedef struct StreamRow {
 } StreamRow;
 
 static const ResultsColumn STREAM_COLUMNS[] = {
-    COLUMN(StreamRow, kernel, STR, ""), COLUMN(StreamRow, threads, INT, "threads"),
+    COLUMN(StreamRow, kernel, STR, "", SHOW("kernel", "", 6, 0)),
+    COLUMN(StreamRow, threads, INT, "threads", SHOW("threads", "", 7, 0)),
     COLUMN(StreamRow, array_bytes, SIZE, "bytes"), COLUMN(StreamRow, bytes_per_pass, SIZE, "bytes"),
-    COLUMN_TIMED(StreamRow, gb_per_second, "GB/s"), COLUMN_SAMPLES,
+    COLUMN_TIMED(StreamRow, gb_per_second, "GB/s", SHOW("bandwidth (95% interval)", "GB/s", 0, 1)), COLUMN_SAMPLES,
 };
 
 /* Times sgemm on every thread count of `opt`, prints it and records it in `table`;
@@ -229,16 +232,15 @@ static const ResultsColumn STREAM_COLUMNS[] = {
 static RematStatus run_sgemm(const Options *opt, const float *A, const float *B, float *C, double *gflops,
                              ResultsTable *table)
 {
-    printf("\n  %6s  %7s  %10s  %8s  %s\n", "size", "threads", "median ms", "GFLOP/s", "GFLOP/s 95% interval (runs)");
+    printf("\n");
+    results_print_head(table, 0);
     const double flops = 2.0 * (double)opt->size * (double)opt->size * (double)opt->size * 1e-9;
     for (size_t t = 0; t < opt->n_threads; t++) {
         if (platform_set_threads(opt->threads[t]) != REMAT_OK) return remat_last_status();
         const Estimate seconds = time_sgemm(C, A, B, opt->size, opt->reps);
-        const Estimate rate = {flops / seconds.value, flops / seconds.hi, flops / seconds.lo, seconds.samples};
+        const Estimate rate = estimate_rate(flops, &seconds);
         gflops[t] = rate.value;
-        printf("  %6d  %7d  %10.2f  %8.1f  %.1f..%.1f (%d)\n", opt->size, opt->threads[t], seconds.value * 1e3,
-               rate.value, rate.lo, rate.hi, rate.samples);
-        results_add_row(table, &(SgemmRow){opt->size, opt->threads[t], rate});
+        results_add_row(table, &(SgemmRow){opt->size, opt->threads[t], rate, seconds.value});
     }
     if (opt->n_threads > 1 && opt->threads[0] == 1)
         printf("\n  %d threads reach %.2fx the 1-thread rate.\n", opt->threads[opt->n_threads - 1],
@@ -254,7 +256,7 @@ static RematStatus run_stream(const Options *opt, ResultsTable *table)
     if (!all) return remat_fail(REMAT_ENOMEM, "no memory for three arrays of %d MiB", opt->stream_mib);
     printf("\n  memory bandwidth: three arrays of %d MiB, STREAM's byte count (no write-allocate)\n",
            opt->stream_mib);
-    printf("  %6s  %7s  %8s  %s\n", "kernel", "threads", "GB/s", "GB/s 95% interval (runs)");
+    results_print_head(table, 0);
     RematStatus status = REMAT_OK;
     for (size_t t = 0; t < opt->n_threads && status == REMAT_OK; t++) {
         status = platform_set_threads(opt->threads[t]);
@@ -262,8 +264,6 @@ static RematStatus run_stream(const Options *opt, ResultsTable *table)
         Estimate rate[STREAM_KERNELS];
         time_stream(all, all + n, all + 2 * n, n, opt->reps, rate);
         for (int k = 0; k < STREAM_KERNELS; k++) {
-            printf("  %6s  %7d  %8.1f  %.1f..%.1f (%d)\n", STREAM_NAMES[k], opt->threads[t], rate[k].value,
-                   rate[k].lo, rate[k].hi, rate[k].samples);
             results_add_row(table, &(StreamRow){STREAM_NAMES[k], opt->threads[t], n * sizeof(float),
                                                 (size_t)STREAM_ARRAYS[k] * n * sizeof(float), rate[k]});
         }

@@ -2,26 +2,13 @@
  * bench_step.c — how fast one training step runs, against the machine's sgemm peak, and
  * where its time goes.
  *
- * For the char-level GPT (L=4, D=256, H=4, T=128, B=8, dropout 0.1) and the MLP chain
- * (N=16, W=1024, B=256), each with AdamW, it times whole training steps (forward,
- * backward, optimizer) under each checkpoint strategy, on 1 and 2 threads, and prints the
- * median step time and the achieved GFLOP/s. The FLOPs are those the ledger recorded for
- * the step — the matmuls plus every elementwise op, recomputation included, so the rate
- * says how busy the machine was, and the recompute column says how much of that work was
- * done twice. Each thread count also times a square sgemm in every round, between the
- * steps, so every rate comes with its ceiling measured in the same rounds: a step's share
- * of the peak is the median of the paired ratios, sgemm time over step time of the same
- * round (scaled by their FLOPs), and a moment when the whole machine is slower falls on
- * both sides of it. The sgemm's own speed-up on 2 threads is printed beside the step's:
- * the most a step made of such products could gain.
- *
- * Where the time goes: the FLOP ledger also keeps the wall time inside the matmuls
- * (tensor/flops.h), so each step says how much of it the matmuls took, at what rate, and
- * what share was spent outside them (elementwise and row kernels, attention cores, the
- * optimizer, allocation), and each phase's share of it (forward, backward, recompute —
- * a region's replay —, optimizer). The thread counts run
- * interleaved with the strategies, round by round, so the speed-up of 2 threads over 1 is
- * the median of paired ratios, as every time overhead is.
+ * Whole AdamW steps of the GPT and the MLP chain under each strategy on 1 and 2 threads,
+ * interleaved round by round with a square sgemm on each thread count, so that every rate
+ * comes with its ceiling measured in the same rounds: a step's share of the peak, and its
+ * speed-up on 2 threads, are medians of paired ratios like any overhead. The FLOPs are the
+ * ledger's, recomputation included; the ledger's clocks say how much of the step the
+ * matmuls took and each phase's share (tensor/flops.h). Last, AdamW's pass alone, one call
+ * per parameter against one pass over all of them.
  *
  * It is a benchmark, not a test: it asserts nothing about time.
  */
@@ -205,9 +192,13 @@ typedef struct OptimRow {
 } OptimRow;
 
 static const ResultsColumn OPTIM_COLUMNS[] = {
-    COLUMN(OptimRow, model, STR, ""), COLUMN(OptimRow, threads, INT, "threads"), COLUMN(OptimRow, way, STR, ""),
-    COLUMN(OptimRow, parameters, INT, "tensors"), COLUMN_TIMED(OptimRow, optimizer_seconds, "seconds"),
-    COLUMN_TIMED(OptimRow, time_vs_per_parameter, "ratio"), COLUMN_SAMPLES,
+    COLUMN(OptimRow, model, STR, "", SHOW("model", "", 28, 0)),
+    COLUMN(OptimRow, threads, INT, "threads", SHOW("threads", "", 7, 0)),
+    COLUMN(OptimRow, way, STR, "", SHOW("way", "", 14, 0)),
+    COLUMN(OptimRow, parameters, INT, "tensors", SHOW("tensors", "", 7, 0)),
+    COLUMN_TIMED(OptimRow, optimizer_seconds, "seconds", SHOW("time (95% interval)", "ms", 28, 2)),
+    COLUMN_TIMED(OptimRow, time_vs_per_parameter, "ratio", SHOW("vs per parameter (interval, rounds)", "+%", 27, 1)),
+    COLUMN_SAMPLES,
 };
 
 /* Times both ways on every thread count, interleaved, and prints and records them. */
@@ -221,10 +212,6 @@ static RematStatus measure_optim_passes(const Model *model, const char *name, in
     for (int v = 0; v < N_WAYS * threads && status == REMAT_OK; v++) {
         const OptimRow row = {name, v / N_WAYS + 1, WAY_NAMES[v % N_WAYS], o.count, timing_median(&timing, v, 0),
                               timing_ratio(&timing, v, v - v % N_WAYS, 0)};
-        char t[64], r[48];
-        printf("  %-28s %7d %-14s %4d %-28s %s\n", row.model, row.threads, row.way, row.parameters,
-               estimate_ms_str(t, sizeof t, &row.optimizer_seconds),
-               estimate_ratio_str(r, sizeof r, &row.time_vs_per_parameter));
         results_add_row(table, &row);
     }
     timing_free(&timing);
@@ -232,23 +219,10 @@ static RematStatus measure_optim_passes(const Model *model, const char *name, in
     return status;
 }
 
-/* flops / seconds: the interval's ends swap, as the rate falls when the time grows. */
-static Estimate rate_of(double flops, const Estimate *seconds)
-{
-    return (Estimate){flops / seconds->value * 1e-9, flops / seconds->hi * 1e-9, flops / seconds->lo * 1e-9,
-                      seconds->samples};
-}
-
 /* e times a constant c > 0. */
 static Estimate scaled(const Estimate *e, double c)
 {
     return (Estimate){e->value * c, e->lo * c, e->hi * c, e->samples};
-}
-
-/* 1 / ratio: a time ratio turned into a speed-up, the interval's ends swapped. */
-static Estimate inverse_of(const Estimate *ratio)
-{
-    return (Estimate){1.0 / ratio->value, 1.0 / ratio->hi, 1.0 / ratio->lo, ratio->samples};
 }
 
 /* What bench_step reports of one model on `threads` threads under strategy k. */
@@ -280,16 +254,19 @@ static Row row_of(const char *model, const Strategy *sweep, const StepStats *st,
     for (int p = 0; p < PHASE_COUNT; p++) r.flops += st[v].flops[p];
     r.seconds = timing_median(timing, v, STEP_SECONDS);
     r.overhead = timing_ratio(timing, v, t * n, STEP_SECONDS);
-    r.rate = rate_of((double)r.flops, &r.seconds);
+    r.rate = estimate_rate(1e-9 * (double)r.flops, &r.seconds);
     const Estimate sgemm_seconds = timing_median(timing, sv, STEP_SECONDS);
-    r.peak = rate_of(SGEMM_FLOPS, &sgemm_seconds);
+    r.peak = estimate_rate(1e-9 * SGEMM_FLOPS, &sgemm_seconds);
     const Estimate time_ratio = timing_ratio(timing, sv, v, STEP_SECONDS); /* sgemm time / step time */
     r.fraction = scaled(&time_ratio, (double)r.flops / SGEMM_FLOPS);
     const Estimate slower = timing_ratio(timing, v, k, STEP_SECONDS);
     const Estimate sgemm_slower = timing_ratio(timing, sv, n * threads, STEP_SECONDS);
-    if (t > 0) r.speedup = inverse_of(&slower), r.sgemm_speedup = inverse_of(&sgemm_slower);
+    if (t > 0) { /* a time ratio turned into a speed-up */
+        r.speedup = estimate_rate(1.0, &slower);
+        r.sgemm_speedup = estimate_rate(1.0, &sgemm_slower);
+    }
     r.matmul_seconds = timing_median(timing, v, STEP_MATMUL_SECONDS);
-    r.matmul_rate = rate_of((double)st[v].matmul_flops, &r.matmul_seconds);
+    r.matmul_rate = estimate_rate(1e-9 * (double)st[v].matmul_flops, &r.matmul_seconds);
     const Estimate matmul_ratio = timing_ratio(timing, sv, v, STEP_MATMUL_SECONDS); /* sgemm / the matmuls' */
     r.matmul_fraction = scaled(&matmul_ratio, (double)st[v].matmul_flops / SGEMM_FLOPS);
     r.outside = timing_median(timing, v, STEP_OUTSIDE_MATMUL_SHARE);
@@ -298,63 +275,36 @@ static Row row_of(const char *model, const Strategy *sweep, const StepStats *st,
     return r;
 }
 
-/* A share of the peak with its interval: "82% (78..85)". Returns `buf`. */
-static char *share_str(char *buf, size_t size, const Estimate *e)
-{
-    snprintf(buf, size, "%3.0f%% (%.0f..%.0f)", 100.0 * e->value, 100.0 * e->lo, 100.0 * e->hi);
-    return buf;
-}
-
-static void print_row(const Row *r)
-{
-    char step[64], spread[48], share[32];
-    printf("  %-28s %-9s %7d %-28s %-26s %9.3f %9.3f %8.1f %8.1f %-14s %9.2f\n", r->model, r->strategy, r->threads,
-           estimate_ms_str(step, sizeof step, &r->seconds), estimate_ratio_str(spread, sizeof spread, &r->overhead),
-           1e-9 * (double)r->flops, 1e-9 * (double)r->recompute_flops, r->rate.value, r->peak.value,
-           share_str(share, sizeof share, &r->fraction), mib(r->peak_act));
-}
-
-/* "1.93x (1.88..1.97)", or "-" on 1 thread. */
-static char *speedup_str(char *buf, size_t size, int threads, const Estimate *speedup)
-{
-    if (threads == 1) snprintf(buf, size, "-");
-    else snprintf(buf, size, "%.2fx (%.2f..%.2f)", speedup->value, speedup->lo, speedup->hi);
-    return buf;
-}
-
-static void print_time_row(const Row *r)
-{
-    char speedup[48], sgemm[48], mm[64], share[32];
-    printf("  %-28s %-9s %7d %-22s %-22s %-28s %8.1f %-14s %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %5.1f%% (%4.1f..%4.1f) %7.0f\n",
-           r->model,
-           r->strategy, r->threads, speedup_str(speedup, sizeof speedup, r->threads, &r->speedup),
-           speedup_str(sgemm, sizeof sgemm, r->threads, &r->sgemm_speedup),
-           estimate_ms_str(mm, sizeof mm, &r->matmul_seconds), r->matmul_rate.value,
-           share_str(share, sizeof share, &r->matmul_fraction), 100.0 * r->outside.value,
-           100.0 * r->outside.lo, 100.0 * r->outside.hi, 100.0 * r->phase[PHASE_RECOMPUTE].value,
-           100.0 * r->phase[PHASE_RECOMPUTE].lo, 100.0 * r->phase[PHASE_RECOMPUTE].hi,
-           100.0 * r->phase[PHASE_OPTIMIZER].value, 100.0 * r->phase[PHASE_OPTIMIZER].lo,
-           100.0 * r->phase[PHASE_OPTIMIZER].hi, r->minor_faults);
-}
-
+/* The steps table, printed in two: what a step costs (panel 0), and where its time goes
+ * (panel 1). */
 static const ResultsColumn COLUMNS[] = {
-    COLUMN(Row, model, STR, ""), COLUMN(Row, strategy, STR, ""), COLUMN(Row, threads, INT, "threads"),
-    COLUMN_TIMED_AS("step_seconds", Row, seconds, "seconds"), COLUMN_TIMED_AS("time_overhead", Row, overhead, "ratio"),
-    COLUMN(Row, flops, U64, "FLOPs per step, recomputation included"),
-    COLUMN(Row, recompute_flops, U64, "FLOPs per step"), COLUMN_TIMED_AS("gflops_per_second", Row, rate, "GFLOP/s"),
-    COLUMN_TIMED_AS("sgemm_gflops_per_second", Row, peak, "GFLOP/s"),
-    COLUMN_TIMED_AS("fraction_of_peak", Row, fraction, "ratio"), COLUMN(Row, peak_act, SIZE, "bytes"),
-    COLUMN_TIMED_AS("speedup_vs_1_thread", Row, speedup, "ratio"),
-    COLUMN_TIMED_AS("sgemm_speedup_vs_1_thread", Row, sgemm_speedup, "ratio"),
-    COLUMN(Row, matmul_flops, U64, "FLOPs per step"), COLUMN_TIMED(Row, matmul_seconds, "seconds"),
-    COLUMN_TIMED_AS("matmul_gflops_per_second", Row, matmul_rate, "GFLOP/s"),
-    COLUMN_TIMED_AS("matmul_fraction_of_peak", Row, matmul_fraction, "ratio"),
-    COLUMN_TIMED_AS("outside_matmul_share", Row, outside, "ratio"),
+    COLUMN(Row, model, STR, "", SHOW_IN(3u, "model", "", 28, 0)),
+    COLUMN(Row, strategy, STR, "", SHOW_IN(3u, "strategy", "", 9, 0)),
+    COLUMN(Row, threads, INT, "threads", SHOW_IN(3u, "threads", "", 7, 0)),
+    COLUMN_TIMED_AS("step_seconds", Row, seconds, "seconds", SHOW("step (95% interval)", "ms", 26, 2)),
+    COLUMN_TIMED_AS("time_overhead", Row, overhead, "ratio", SHOW("vs none (interval, rounds)", "+%", 26, 1)),
+    COLUMN(Row, flops, U64, "FLOPs per step, recomputation included", SHOW("per step", "GFLOP", 9, 3)),
+    COLUMN(Row, recompute_flops, U64, "FLOPs per step", SHOW("recompute", "GFLOP", 9, 3)),
+    COLUMN_TIMED_AS("gflops_per_second", Row, rate, "GFLOP/s", SHOW("rate", "GFLOP/s", 24, 1)),
+    COLUMN_TIMED_AS("sgemm_gflops_per_second", Row, peak, "GFLOP/s", SHOW("sgemm", "GFLOP/s", 24, 1)),
+    COLUMN_TIMED_AS("fraction_of_peak", Row, fraction, "ratio", SHOW("of peak", "%", 14, 0)),
+    COLUMN(Row, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
+    COLUMN_TIMED_AS("speedup_vs_1_thread", Row, speedup, "ratio", SHOW_IN(2u, "vs 1 thread", "x", 20, 2)),
+    COLUMN_TIMED_AS("sgemm_speedup_vs_1_thread", Row, sgemm_speedup, "ratio",
+                    SHOW_IN(2u, "sgemm vs 1 thread", "x", 20, 2)),
+    COLUMN(Row, matmul_flops, U64, "FLOPs per step"),
+    COLUMN_TIMED(Row, matmul_seconds, "seconds", SHOW_IN(2u, "inside matmuls", "ms", 26, 2)),
+    COLUMN_TIMED_AS("matmul_gflops_per_second", Row, matmul_rate, "GFLOP/s", SHOW_IN(2u, "matmul", "GFLOP/s", 24, 1)),
+    COLUMN_TIMED_AS("matmul_fraction_of_peak", Row, matmul_fraction, "ratio", SHOW_IN(2u, "of peak", "%", 14, 0)),
+    COLUMN_TIMED_AS("outside_matmul_share", Row, outside, "ratio", SHOW_IN(2u, "outside matmuls", "%", 18, 1)),
     COLUMN_TIMED_AS("forward_share", Row, phase[PHASE_FORWARD], "ratio"),
     COLUMN_TIMED_AS("backward_share", Row, phase[PHASE_BACKWARD], "ratio"),
-    COLUMN_TIMED_AS("recompute_share", Row, phase[PHASE_RECOMPUTE], "ratio"),
-    COLUMN_TIMED_AS("optimizer_share", Row, phase[PHASE_OPTIMIZER], "ratio"),
-    COLUMN(Row, minor_faults, DOUBLE, "page faults per step (getrusage ru_minflt; the median over the steps)"),
+    COLUMN_TIMED_AS("recompute_share", Row, phase[PHASE_RECOMPUTE], "ratio",
+                    SHOW_IN(2u, "recompute phase", "%", 18, 1)),
+    COLUMN_TIMED_AS("optimizer_share", Row, phase[PHASE_OPTIMIZER], "ratio",
+                    SHOW_IN(2u, "optimizer phase", "%", 18, 1)),
+    COLUMN(Row, minor_faults, DOUBLE, "page faults per step (getrusage ru_minflt; the median over the steps)",
+           SHOW_IN(2u, "page", "faults", 7, 0)),
     COLUMN_SAMPLES,
 };
 
@@ -366,30 +316,19 @@ static void report(const Strategy *sweep, StepStats stats[N_MODELS][MAX_THREADS 
            "  a %d³ sgemm on each thread count interleaved run by run (rounds per model: %d, %d); of peak:\n"
            "  the median of the paired ratios, step rate over sgemm rate of the same round\n",
            SGEMM_N, timing[0].rounds, timing[1].rounds);
-    printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %-14s %9s\n", "model", "strategy", "threads", "step",
-           "vs none (interval, rounds)", "GFLOP", "recompute", "GFLOP/s", "sgemm", "of peak", "peak ACT");
-    printf("  %-28s %-9s %7s %-28s %-26s %9s %9s %8s %8s %-14s %9s\n", "", "", "", "", "", "per step", "GFLOP", "",
-           "GFLOP/s", "(interval)", "MiB");
-    for (int m = 0; m < N_MODELS; m++)
-        for (int t = 0; t < threads; t++)
-            for (int k = 0; k < n; k++) {
-                const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, threads, t, k);
-                print_row(&r);
-                results_add_row(table, &r);
-            }
-    printf("\n  where the step's time goes (medians and 95%% intervals; speed-up: median of paired ratios\n"
-           "  to the same strategy on 1 thread in the same round, and the sgemm's own, its ceiling)\n");
-    printf("  %-28s %-9s %7s %-22s %-22s %-28s %8s %-14s %-20s %-20s %-20s %7s\n", "model", "strategy", "threads",
-           "vs 1 thread", "sgemm vs 1 thread", "inside matmuls", "matmul", "of peak", "outside matmuls",
-           "recompute phase", "optimizer phase", "page");
-    printf("  %-28s %-9s %7s %-22s %-22s %-28s %8s %-14s %-20s %-20s %-20s %7s\n", "", "", "", "", "", "", "GFLOP/s",
-           "(interval)", "(share of step)", "(share of step)", "(share of step)", "faults");
-    for (int m = 0; m < N_MODELS; m++)
-        for (int t = 0; t < threads; t++)
-            for (int k = 0; k < n; k++) {
-                const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, threads, t, k);
-                print_time_row(&r);
-            }
+    for (int panel = 0; panel < 2; panel++) {
+        if (panel)
+            printf("\n  where the step's time goes (medians and 95%% intervals; speed-up: median of paired ratios\n"
+                   "  to the same strategy on 1 thread in the same round, and the sgemm's own, its ceiling)\n");
+        results_print_head(table, panel);
+        for (int m = 0; m < N_MODELS; m++)
+            for (int t = 0; t < threads; t++)
+                for (int k = 0; k < n; k++) {
+                    const Row r = row_of(MODEL_NAMES[m], sweep, stats[m], &timing[m], n, threads, t, k);
+                    if (panel) results_print_row(table, &r, panel);
+                    else results_add_row(table, &r);
+                }
+    }
 }
 
 int main(int argc, char **argv)
@@ -436,9 +375,8 @@ int main(int argc, char **argv)
     if (status == REMAT_OK)
         printf("\n  the optimizer's pass alone: AdamW over each model's parameter shapes, one call per parameter\n"
                "  (threaded when it has 32768 elements or more) against one pass split evenly over the threads;\n"
-               "  ways and thread counts interleaved, medians with 95%% intervals\n"
-               "  %-28s %7s %-14s %4s %-28s %s\n",
-               "model", "threads", "way", "tensors", "time", "vs per parameter (interval, rounds)");
+               "  ways and thread counts interleaved, medians with 95%% intervals\n");
+    if (status == REMAT_OK) results_print_head(optim_table, 0);
     const TimingPlan optim_plan = bench_timing_plan(&o, 2, 31, 2.0);
     for (int m = 0; m < N_MODELS; m++) {
         if (status == REMAT_OK)

@@ -3,19 +3,12 @@
  * backward will need, and backward releases them; checkpointing turns the pile into a
  * sawtooth.
  *
- * For each strategy (none, full, sqrt, selective with attention_core), and for offload
- * (every saved activation spilled to disk, two records prefetched) and offload+sqrt (sqrt
- * with its segment inputs spilled, no prefetch), it runs AdamW
- * training steps of the GPT, after warm-up steps, with the memory ledger's event timeline
- * recording (mem_timeline_start): every allocation and free, its time, the FLOP phase it
- * happened in, the FLOPs executed so far, and every kind's bytes right after it. Of three
- * recorded steps it keeps the one with the median time (the bytes and FLOPs are the same
- * in all three; the times are not). The events go to results/bench_timeline.events.csv
- * (plots.sh draws activations against the FLOPs executed, a clock that does not depend on
- * how busy the machine is, one panel per strategy, with the DISK bytes of the offload
- * series); the JSON keeps a summary per strategy, its step time the median of the three
- * recorded with their range. The offload series spill to the default directory ($TMPDIR, else
- * /tmp) with the page cache kept: bench_offload measures the disk itself.
+ * Per strategy, and with offload, AdamW steps of the GPT with the memory ledger's event
+ * timeline recording (mem_timeline_start): every allocation and free, its time, phase and
+ * FLOPs so far, and every kind's bytes after it. Of three recorded steps it keeps the one
+ * of median time; its events go to bench_timeline.events.csv, which plots.sh draws against
+ * the FLOPs executed, a clock a busy machine does not stretch. The offload series spill to
+ * the default directory with the page cache kept: bench_offload measures the disk itself.
  *
  * What it is not: a profiler. The times are those of the ledger's events, which include
  * the small cost of recording them.
@@ -84,12 +77,11 @@ typedef struct EventRow {
 static const ResultsColumn EVENT_COLUMNS[] = {
     COLUMN(EventRow, strategy, STR, ""), COLUMN(EventRow, event, SIZE, "index"),
     COLUMN(EventRow, time_ms, DOUBLE, "milliseconds since the step began"),
-    COLUMN(EventRow, flops, U64, "FLOPs executed since the step began, all phases"),
-    COLUMN(EventRow, phase, STR, ""), COLUMN(EventRow, kind, STR, ""), COLUMN(EventRow, delta, DOUBLE, "bytes"),
-    COLUMN(EventRow, params, SIZE, "bytes"), COLUMN(EventRow, grads, SIZE, "bytes"),
-    COLUMN(EventRow, optimizer, SIZE, "bytes"), COLUMN(EventRow, act, SIZE, "bytes"),
-    COLUMN(EventRow, work, SIZE, "bytes"), COLUMN(EventRow, resident, SIZE, "bytes"),
-    COLUMN(EventRow, disk, SIZE, "bytes"),
+    COLUMN(EventRow, flops, U64, "FLOPs executed since the step began, all phases"), COLUMN(EventRow, phase, STR, ""),
+    COLUMN(EventRow, kind, STR, ""), COLUMN(EventRow, delta, DOUBLE, "bytes"), COLUMN(EventRow, params, SIZE, "bytes"),
+    COLUMN(EventRow, grads, SIZE, "bytes"), COLUMN(EventRow, optimizer, SIZE, "bytes"),
+    COLUMN(EventRow, act, SIZE, "bytes"), COLUMN(EventRow, work, SIZE, "bytes"),
+    COLUMN(EventRow, resident, SIZE, "bytes"), COLUMN(EventRow, disk, SIZE, "bytes"),
 };
 
 /* One record of the steps table: a strategy's recorded step. */
@@ -101,10 +93,14 @@ typedef struct StepRow {
 } StepRow;
 
 static const ResultsColumn STEP_COLUMNS[] = {
-    COLUMN(StepRow, strategy, STR, ""), COLUMN(StepRow, events, SIZE, "events"),
-    COLUMN(StepRow, act_stored, SIZE, "bytes"), COLUMN(StepRow, peak_act, SIZE, "bytes"),
-    COLUMN(StepRow, peak_resident, SIZE, "bytes"), COLUMN(StepRow, peak_disk, SIZE, "bytes"),
-    COLUMN_TIMED(StepRow, step_seconds, "seconds"), COLUMN_SAMPLES,
+    COLUMN(StepRow, strategy, STR, "", SHOW("strategy", "", 12, 0)),
+    COLUMN(StepRow, events, SIZE, "events", SHOW("events", "", 8, 0)),
+    COLUMN(StepRow, act_stored, SIZE, "bytes", SHOW("stored", "MiB", 9, 2)),
+    COLUMN(StepRow, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
+    COLUMN(StepRow, peak_resident, SIZE, "bytes", SHOW("peak all", "MiB", 9, 2)),
+    COLUMN(StepRow, peak_disk, SIZE, "bytes", SHOW("peak DISK", "MiB", 9, 2)),
+    COLUMN_PRINTED(StepRow, flops, U64, SHOW("", "GFLOP", 9, 3)),
+    COLUMN_TIMED(StepRow, step_seconds, "seconds", SHOW("step (range of the 3 recorded)", "ms", 0, 2)), COLUMN_SAMPLES,
 };
 
 /* Copies the recorded events of one strategy's step into the events table. */
@@ -136,10 +132,12 @@ static int median_index(const double *v, int n)
 
 /* WARMUP_STEPS untimed steps of the strategy (its first steps are slower: the allocator is
  * still taking pages from the system), then RECORDED_STEPS steps with the timeline
- * recording; the events of the one with the median time go to `events`. */
+ * recording; the events of the one with the median time go to `events`, its figures to
+ * *row. */
 static RematStatus timeline_step(ModelBench *g, const Series *series, const BenchOptions *o, ResultsTable *events,
-                                 StepStats *stats, Estimate *seconds_estimate, size_t *n_events)
+                                 StepRow *row)
 {
+    StepStats warm;
     const Strategy s = bench_strategy(o, series->kind, NULL);
     Schedule *schedule = schedule_for_strategy(&s, g->model->n_layers);
     if (!schedule) return remat_last_status();
@@ -157,7 +155,7 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
     pcg32_seed(&ctx.rng, 3, 4);
     RematStatus status = REMAT_OK;
     for (int i = 0; i < WARMUP_STEPS && status == REMAT_OK; i++)
-        status = step_measure(g->model, &v, g->opt, &g->batch, &ctx, stats);
+        status = step_measure(g->model, &v, g->opt, &g->batch, &ctx, &warm);
 
     MemEvent *runs[RECORDED_STEPS] = {0}; /* each recorded step's events, copied */
     size_t counts[RECORDED_STEPS] = {0};
@@ -179,9 +177,11 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
     mem_timeline_free();
     if (status == REMAT_OK) {
         const int mid = median_index(seconds, RECORDED_STEPS);
-        *stats = run_stats[mid];
-        *seconds_estimate = estimate_median(seconds, RECORDED_STEPS);
-        *n_events = counts[mid];
+        const StepStats *st = &run_stats[mid];
+        *row = (StepRow){.strategy = series->name, .events = counts[mid], .act_stored = st->act_stored,
+                         .peak_act = st->peak[MEM_ACT], .peak_resident = st->peak_resident,
+                         .peak_disk = st->peak[MEM_DISK], .step_seconds = estimate_median(seconds, RECORDED_STEPS)};
+        for (int p = 0; p < PHASE_COUNT; p++) row->flops += st->flops[p];
         record_events(events, v.name, runs[mid], counts[mid]);
     }
     for (int r = 0; r < RECORDED_STEPS; r++) free(runs[r]);
@@ -194,15 +194,8 @@ static void print_and_record(const GptShape *shape, const StepRow *rows, int n, 
 {
     char text[64];
     printf("\n  GPT %s, AdamW; one recorded step per strategy\n", gpt_shape_str(text, sizeof text, shape));
-    printf("  %-12s %8s %12s %12s %12s %13s %9s %s\n", "strategy", "events", "stored MiB", "peak ACT MiB",
-           "peak all MiB", "peak DISK MiB", "GFLOP", "step (range of the 3 recorded)");
-    for (int k = 0; k < n; k++) {
-        const StepRow *r = &rows[k];
-        printf("  %-12s %8zu %12.2f %12.2f %12.2f %13.2f %9.3f %s\n", r->strategy, r->events, mib(r->act_stored),
-               mib(r->peak_act), mib(r->peak_resident), mib(r->peak_disk), 1e-9 * (double)r->flops,
-               estimate_ms_str(text, sizeof text, &r->step_seconds));
-        results_add_row(steps, r);
-    }
+    results_print_head(steps, 0);
+    for (int k = 0; k < n; k++) results_add_row(steps, &rows[k]);
     printf("  (\"stored\": activations held between the forward and the backward; DISK: bytes in the\n"
            "  spill file, not resident)\n");
 }
@@ -234,14 +227,7 @@ int main(int argc, char **argv)
     Progress progress;
     progress_begin(&progress, stdout, n, true);
     for (int k = 0; k < n && status == REMAT_OK; k++) {
-        StepStats stats;
-        rows[k] = (StepRow){.strategy = series[k]->name};
-        status = timeline_step(&g, series[k], &o, events, &stats, &rows[k].step_seconds, &rows[k].events);
-        rows[k].act_stored = stats.act_stored;
-        rows[k].peak_act = stats.peak[MEM_ACT];
-        rows[k].peak_resident = stats.peak_resident;
-        rows[k].peak_disk = stats.peak[MEM_DISK];
-        for (int p = 0; p < PHASE_COUNT; p++) rows[k].flops += stats.flops[p];
+        status = timeline_step(&g, series[k], &o, events, &rows[k]);
         progress_tick(&progress, series[k]->name);
     }
     progress_end(&progress);

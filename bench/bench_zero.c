@@ -4,14 +4,6 @@
  * MPI_Allreduce. Run it as K ranks: `mpirun -np K build/bench/bench_zero`; started plainly
  * it is one rank (K = 1, nothing moves). It writes <dir>/bench_zero_npK.json and CSV.
  *
- *   reduce   a float array of n elements summed over the ranks, two ways taking turns:
- *            the ordered reduce-scatter + all-gather of parallel/comm.h, and MPI_Allreduce;
- *            median (with its 95% interval) and fastest of the rounds on rank 0, after a barrier each
- *   stages   the GPT trained one micro-batch per rank at ZeRO stages 0 to 3 under
- *            strategies none and full: each rank's params, grads and optimizer bytes after
- *            the steps beside the ZeRO formula, the bytes it sent and received per step
- *            by phase, and rank 0's median step time
- *
  * Bytes are exact; times are only as quiet as the machine, and K ranks on fewer cores
  * than K are oversubscribed (every time measured so says it in the results' config).
  * It is a benchmark, not a test: it asserts nothing about time.
@@ -79,9 +71,10 @@ typedef struct ReduceRow {
 } ReduceRow;
 
 static const ResultsColumn REDUCE_COLUMNS[] = {
-    COLUMN(ReduceRow, floats, SIZE, "elements"), COLUMN(ReduceRow, method, STR, ""),
-    COLUMN_TIMED(ReduceRow, seconds, "seconds, rank 0's median"),
-    COLUMN(ReduceRow, min_seconds, DOUBLE, "seconds, rank 0's fastest"), COLUMN_SAMPLES,
+    COLUMN(ReduceRow, floats, SIZE, "elements", SHOW("floats", "", 8, 0)),
+    COLUMN(ReduceRow, method, STR, "", SHOW("method", "", 36, 0)),
+    COLUMN_TIMED(ReduceRow, seconds, "seconds, rank 0's median", SHOW("median (95% interval)", "us", 26, 1)),
+    COLUMN(ReduceRow, min_seconds, DOUBLE, "seconds, rank 0's fastest", SHOW("fastest", "us", 9, 1)), COLUMN_SAMPLES,
     COLUMN(ReduceRow, bytes_sent, U64, "bytes per call, rank 0"),
 };
 
@@ -119,6 +112,7 @@ static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, 
     static const char *const methods[] = {"ordered reduce-scatter + all-gather", "MPI_Allreduce"};
     printf("\n  a sum over %d ranks, rank 0's time, median (95%% interval) and fastest of %d rounds\n", g->size,
            samples);
+    results_print_head(table, 0);
     for (int s = 0; s < n_sizes; s++) {
         const size_t n = o->quick && s == 1 ? 1u << 16 : sizes[s];
         float *x = malloc(n * sizeof *x), *shard = malloc(n * sizeof *x), *scratch = malloc(n * sizeof *x);
@@ -145,8 +139,6 @@ static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, 
                 fit->floats[fit->n] = (double)n;
                 fit->seconds[fit->n++] = fastest;
             }
-            printf("    %8zu floats  %-36s %9.1f us (%.1f..%.1f), fastest %.1f\n", n, methods[m], 1e6 * e.value,
-                   1e6 * e.lo, 1e6 * e.hi, 1e6 * fastest);
             results_add_row(table, &(ReduceRow){n, methods[m], e, fastest, sent[m]});
         }
         free(x), free(shard), free(scratch), free(t[0]), free(t[1]);
@@ -167,14 +159,22 @@ typedef struct StageRow {
 } StageRow;
 
 static const ResultsColumn STAGE_COLUMNS[] = {
-    COLUMN(StageRow, stage, INT, "ZeRO stage"), COLUMN(StageRow, strategy, STR, ""),
-    COLUMN(StageRow, rank, INT, "rank"), COLUMN(StageRow, params, U64, "bytes"), COLUMN(StageRow, grads, U64, "bytes"),
-    COLUMN(StageRow, optimizer, U64, "bytes"), COLUMN(StageRow, params_formula, U64, "bytes"),
-    COLUMN(StageRow, grads_formula, U64, "bytes"), COLUMN(StageRow, optimizer_formula, U64, "bytes"),
-    COLUMN(StageRow, peak_resident, U64, "bytes"), COLUMN(StageRow, sent_per_step, U64, "bytes"),
-    COLUMN(StageRow, received_per_step, U64, "bytes"), COLUMN(StageRow, grad_reduce_sent_per_step, U64, "bytes"),
+    COLUMN(StageRow, stage, INT, "ZeRO stage", SHOW("stage", "", 5, 0)),
+    COLUMN(StageRow, strategy, STR, "", SHOW("strategy", "", 9, 0)),
+    COLUMN(StageRow, rank, INT, "rank", SHOW("rank", "", 4, 0)),
+    COLUMN(StageRow, params, U64, "bytes", SHOW("params", "MiB", 10, 3)),
+    COLUMN(StageRow, grads, U64, "bytes", SHOW("grads", "MiB", 10, 3)),
+    COLUMN(StageRow, optimizer, U64, "bytes", SHOW("optimizer", "MiB", 10, 3)),
+    COLUMN(StageRow, params_formula, U64, "bytes", SHOW("(formula)", "MiB", 10, 3)),
+    COLUMN(StageRow, grads_formula, U64, "bytes", SHOW("(formula)", "MiB", 10, 3)),
+    COLUMN(StageRow, optimizer_formula, U64, "bytes", SHOW("(formula)", "MiB", 10, 3)),
+    COLUMN(StageRow, peak_resident, U64, "bytes"),
+    COLUMN(StageRow, sent_per_step, U64, "bytes", SHOW("sent/step", "MiB", 11, 3)),
+    COLUMN(StageRow, received_per_step, U64, "bytes", SHOW("recv/step", "MiB", 11, 3)),
+    COLUMN(StageRow, grad_reduce_sent_per_step, U64, "bytes"),
     COLUMN(StageRow, param_gather_sent_per_step, U64, "bytes"),
-    COLUMN_TIMED(StageRow, step_seconds, "seconds, rank 0's median"), COLUMN_SAMPLES,
+    COLUMN_TIMED(StageRow, step_seconds, "seconds, rank 0's median", SHOW("step (95% interval)", "ms", 22, 2)),
+    COLUMN_SAMPLES,
 };
 
 /* What one rank reports after a configuration's steps. */
@@ -244,9 +244,6 @@ static void record_stage(ResultsTable *table, int stage, StrategyKind kind, int 
                         .param_gather_sent_per_step = w->sent[COMM_PARAM_GATHER], .step_seconds = *seconds};
         for (int p = 0; p < COMM_PHASE_COUNT; p++)
             row.sent_per_step += w->sent[p], row.received_per_step += w->received[p];
-        printf("    %5d %-9s %4d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %11.3f %11.3f %9.2f\n", stage, row.strategy,
-               r, mib(row.params), mib(row.grads), mib(row.optimizer), mib(row.params_formula), mib(row.grads_formula),
-               mib(row.optimizer_formula), mib(row.sent_per_step), mib(row.received_per_step), 1e3 * seconds->value);
         results_add_row(table, &row);
     }
 }
@@ -259,11 +256,10 @@ static RematStatus measure_stages(const DistGroup *g, const BenchOptions *o, Res
     const int steps = o->steps ? o->steps : o->quick ? 6 : 15, n = (int)(sizeof(RankRow) / sizeof(uint64_t));
     RankRow *rows = malloc((size_t)g->size * sizeof *rows);
     if (!rows) return remat_fail(REMAT_ENOMEM, "bench_zero: no memory for %d ranks", g->size);
-    printf("\n  per rank after %d steps (MiB; formula: params 4psi, or 4psi/K at stage 3, grads 4psi, or 4psi/K\n"
-           "  from stage 2, optimizer 8psi, or 8psi/K from stage 1), bytes moved per step (MiB), rank 0's\n"
+    printf("\n  per rank after %d steps (formula: params 4psi, or 4psi/K at stage 3, grads 4psi, or 4psi/K\n"
+           "  from stage 2, optimizer 8psi, or 8psi/K from stage 1), bytes moved per step, rank 0's\n"
            "  median step\n", steps);
-    printf("    %5s %-9s %4s %10s %10s %10s %10s %10s %10s %11s %11s %9s\n", "stage", "strategy", "rank", "params",
-           "grads", "optimizer", "(formula)", "(formula)", "(formula)", "sent/step", "recv/step", "step ms");
+    results_print_head(table, 0);
     RematStatus status = REMAT_OK;
     size_t total = 0;
     for (int stage = 0; stage <= ZERO_MAX_STAGE && status == REMAT_OK; stage++)
@@ -301,9 +297,7 @@ static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, do
     beta = beta >= 0 ? beta : fb;
     results_config_num(results, "alpha_seconds", alpha);
     results_config_num(results, "beta_seconds_per_byte", beta);
-    ResultsTable *table = results_table(results, "projection", "GPT-2 shapes per rank, by K, stage and strategy",
-                                        ZERO_PROJECT_FIELDS, ZERO_PROJECT_N_FIELDS, true);
-    zero_project_table(alpha, beta, table);
+    zero_project_table(results, alpha, beta);
     return REMAT_OK;
 }
 

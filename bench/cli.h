@@ -3,25 +3,19 @@
  * flags, the header, the timing plan, and the ending (results written, ledger
  * checked clean, exit status).
  *
- * Every bench takes the same flags, rows of cli.c's table parsed by base/flags.h as train's
- * are: --quick (a small configuration that runs in seconds; the smoke test runs this),
- * --results DIR, --steps N (a bench that times steps) and --help; in a bench that trains
- * with checkpointing or offload, the flags of a step that apply to what it measures, from
+ * The flags are rows of tables parsed by base/flags.h as train's are: cli.c's common ones
+ * (--quick, --results DIR, --steps N, --dropout-rng, --attention), the step's of
  * app/step_options.h (--strategy S measures only S beside none, the baseline; --policy,
- * --no-rng-replay, --offload-dir); in a bench whose GPT has dropout and that does not
- * sweep them itself, train's model flags --dropout-rng and --attention; and its own, as
- * rows of its own table (BenchInfo.own).
+ * --no-rng-replay, --offload-dir), and the bench's own (BenchInfo.own). A bench says which
+ * it takes in its BenchInfo; the others are refused with a message, not ignored: a flag
+ * that silently changes nothing would mislead. So is a flag it takes that changes nothing
+ * in the run the others describe (--policy with --strategy full): train's check
+ * (step_options_check), against the strategies the bench will run. A flag given twice is
+ * refused too, rather than its first value dropped.
  *
- * A bench says which of them it takes in its BenchInfo; the others are refused with a
- * message, not ignored: a flag that silently changes nothing would mislead. So is a flag
- * it takes that changes nothing in the run the others describe (--policy with --strategy
- * full): the same check as train's (step_options_check), against the strategies the bench
- * will run. A flag given twice is refused too, rather than its first value dropped.
- *
- * Every bench ends the same way: exit 0 when it measured and wrote everything, 1 on an error (a
- * clear message on stderr), 2 for a bad flag (with the usage).
- */
-#ifndef REMAT_BENCH_CLI_H
+ * Every bench ends the same way: exit 0 when it measured and wrote everything, 1 on an
+ * error (a clear message on stderr), 2 for a bad flag (with the usage).
+ */#ifndef REMAT_BENCH_CLI_H
 #define REMAT_BENCH_CLI_H
 
 #include <stdbool.h>

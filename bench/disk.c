@@ -63,15 +63,6 @@ static int open_direct(const char *dir)
     return fd;
 }
 
-/* The bandwidth from the median time of a run: bytes over seconds, the interval turned
- * over (the slowest run gives the lowest bandwidth). */
-static Estimate bandwidth(const Timing *t, int variant, size_t bytes)
-{
-    const Estimate s = timing_median(t, variant, 0);
-    return (Estimate){.value = (double)bytes / s.value, .lo = (double)bytes / s.hi, .hi = (double)bytes / s.lo,
-                      .samples = s.samples};
-}
-
 RematStatus disk_measure(const char *dir, size_t file_bytes, size_t block_bytes, const TimingPlan *plan,
                          DiskBandwidth *out)
 {
@@ -97,10 +88,11 @@ RematStatus disk_measure(const char *dir, size_t file_bytes, size_t block_bytes,
                             strerror(err));
     Timing timing = {0};
     if (status == REMAT_OK) status = timing_run(plan, 2, 1, disk_run, &d, NULL, NULL, &timing);
+    const Estimate writing = timing_median(&timing, DISK_WRITE, 0), reading = timing_median(&timing, DISK_READ, 0);
     if (status == REMAT_OK)
         *out = (DiskBandwidth){.file_bytes = file_bytes, .block_bytes = block_bytes,
-                               .write = bandwidth(&timing, DISK_WRITE, file_bytes),
-                               .read = bandwidth(&timing, DISK_READ, file_bytes)};
+                               .write = estimate_rate((double)file_bytes, &writing),
+                               .read = estimate_rate((double)file_bytes, &reading)};
     timing_free(&timing);
     if (d.fd >= 0) close(d.fd);
     free(d.block);

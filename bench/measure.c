@@ -171,8 +171,6 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
     stats->minor_faults = usage.ru_minflt - faults_before;
     if (v->offload) {
         const OffloadStats io = offload_stats(v->offload);
-        stats->write_seconds = io.write_seconds - io_before.write_seconds;
-        stats->read_seconds = io.read_seconds - io_before.read_seconds;
         stats->io = offload_stats_between(&io_before, &io);
     }
     stats->act_stored = result.act_stored;
@@ -225,8 +223,8 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
     StepStats *s = &a->out[i];
     const RematStatus status = step_measure(a->model, &a->variants[i], a->opt, a->batch, a->ctx, s);
     values[STEP_SECONDS] = s->seconds;
-    values[STEP_WRITE_SECONDS] = s->write_seconds;
-    values[STEP_READ_SECONDS] = s->read_seconds;
+    values[STEP_WRITE_SECONDS] = s->io.write_seconds;
+    values[STEP_READ_SECONDS] = s->io.read_seconds;
     values[STEP_MATMUL_SECONDS] = s->matmul_seconds;
     values[STEP_OUTSIDE_MATMUL_SHARE] = outside_matmul_share(s);
     values[STEP_MINOR_FAULTS] = (double)s->minor_faults;

@@ -98,10 +98,9 @@ typedef struct StepStats {
     double seconds;               /* the step, wall time */
     double forward_seconds;       /* of it, the forward (offload_pop's wait for the writes included) */
     double backward_seconds;      /* of it, the backward, replays included; the rest is the optimizer */
-    double write_seconds;         /* of it, inside the offloader's pack (0 without offload) */
-    double read_seconds;          /* of it, inside its unpack, waiting for a prefetch included */
     OffloadStats io;              /* what the offloader did in the step: its counts and times
-                                     are the step's (zeros without offload) */
+                                     are the step's, io.write_seconds inside pack and
+                                     io.read_seconds inside unpack (zeros without offload) */
     size_t act_stored;            /* MEM_ACT held between the forward and the backward */
     size_t start[MEM_KIND_COUNT]; /* each kind's bytes when the step began */
     size_t peak[MEM_KIND_COUNT];  /* each kind's peak during the step */

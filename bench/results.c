@@ -30,7 +30,6 @@
 struct ResultsRecord {
     cJSON *obj;          /* owned by the table's records array */
     ResultsTable *table;
-    ResultsRecord *next;
 };
 
 struct ResultsTable {
@@ -38,9 +37,11 @@ struct ResultsTable {
     char name[RESULTS_NAME_LEN];
     ResultsColumn *columns; /* owned: a copy of the declared fields or columns */
     int n_fields;
+    const ResultsColumn *shown; /* borrowed: the columns as declared, printed ones included */
+    int n_shown;
     cJSON *records;             /* in the document when in_json, else owned here */
     bool in_json;
-    ResultsRecord *first, *last;
+    ResultsRecord last; /* the record being filled: the last one made */
 };
 
 struct Results {
@@ -203,10 +204,6 @@ void results_free(Results *r)
         ResultsTable *t = &r->table[i];
         if (!t->in_json) cJSON_Delete(t->records);
         free(t->columns);
-        for (ResultsRecord *rec = t->first, *next; rec; rec = next) {
-            next = rec->next;
-            free(rec);
-        }
     }
     cJSON_Delete(r->root);
     free(r);
@@ -282,7 +279,8 @@ ResultsTable *results_table(Results *r, const char *name, const char *about, con
 {
     ResultsTable *t = add_table(r, name, n_fields, in_json);
     if (!t) return NULL;
-    for (int i = 0; i < n_fields; i++) t->columns[i] = (ResultsColumn){fields[i].name, fields[i].unit, COLUMN_SET, 0};
+    for (int i = 0; i < n_fields; i++)
+        t->columns[i] = (ResultsColumn){.name = fields[i].name, .unit = fields[i].unit, .type = COLUMN_SET};
     return declare_table(t, about);
 }
 
@@ -291,26 +289,25 @@ ResultsTable *results_row_table(Results *r, const char *name, const char *about,
 {
     ResultsTable *t = add_table(r, name, n_columns, in_json);
     if (!t) return NULL;
-    memcpy(t->columns, columns, (size_t)n_columns * sizeof *columns);
+    t->shown = columns;
+    t->n_shown = n_columns;
+    t->n_fields = 0;
+    for (int i = 0; i < n_columns; i++)
+        if (columns[i].name) t->columns[t->n_fields++] = columns[i];
     return declare_table(t, about);
 }
 
 ResultsRecord *results_record(ResultsTable *t)
 {
     if (!t) return NULL;
-    ResultsRecord *rec = calloc(1, sizeof *rec);
-    cJSON *obj = rec ? cJSON_CreateObject() : NULL;
+    cJSON *obj = cJSON_CreateObject();
     if (!obj || !cJSON_AddItemToArray(t->records, obj)) {
         cJSON_Delete(obj);
-        free(rec);
         remember(t->owner, REMAT_ENOMEM, "results %s: no memory for a record of table %s", t->owner->bench, t->name);
         return NULL;
     }
-    *rec = (ResultsRecord){.obj = obj, .table = t};
-    if (t->last) t->last->next = rec;
-    else t->first = rec;
-    t->last = rec;
-    return rec;
+    t->last = (ResultsRecord){.obj = obj, .table = t};
+    return &t->last;
 }
 
 /* Adds `item` as `field` of `rec`, after checking that the table declares the field. */
@@ -362,28 +359,114 @@ void record_estimate(ResultsRecord *rec, const char *field, const Estimate *e)
                  rec->table->owner->bench, field, e->samples, samples->valuedouble);
 }
 
+/* Whether `row` has column c's field: its WHEN flag is set, and a string or an estimate
+ * is there to record. */
+static bool row_has(const ResultsColumn *c, const void *row)
+{
+    const char *at = (const char *)row + c->offset;
+    if (c->when && !*(const bool *)((const char *)row + c->when - 1)) return false;
+    if (c->type == COLUMN_STR) return *(const char *const *)at != NULL;
+    return c->type != COLUMN_ESTIMATE || ((const Estimate *)at)->samples > 0;
+}
+
+/* Column c's number in `row`, as recorded. */
+static double row_number(const ResultsColumn *c, const void *row)
+{
+    const char *at = (const char *)row + c->offset;
+    switch (c->type) {
+    case COLUMN_SIZE: return (double)*(const size_t *)at;
+    case COLUMN_U64: return (double)*(const uint64_t *)at;
+    case COLUMN_INT: return *(const int *)at;
+    case COLUMN_DOUBLE: return *(const double *)at;
+    case COLUMN_ESTIMATE: return ((const Estimate *)at)->value;
+    default: return 0;
+    }
+}
+
+/* ---- the printed table ------------------------------------------------------------------ */
+
+/* What one printed unit of column c is of the recorded one (ColumnShow). */
+static double show_scale(const ResultsColumn *c)
+{
+    const char *unit = c->show.unit;
+    if (c->unit && !strcmp(c->unit, unit)) return 1.0;
+    static const struct { const char *unit; double scale; } SCALES[] = {
+        {"KiB", 1.0 / (1 << 10)}, {"MiB", 1.0 / (1 << 20)}, {"GiB", 1.0 / (1 << 30)}, {"GFLOP", 1e-9},
+        {"GB/s", 1e-9}, {"ms", 1e3}, {"us", 1e6}, {"%", 100.0},
+    };
+    for (size_t i = 0; i < sizeof SCALES / sizeof SCALES[0]; i++)
+        if (!strcmp(unit, SCALES[i].unit)) return SCALES[i].scale;
+    return 1.0;
+}
+
+/* Column c's figure in `row` as printed, into `buf`. */
+static void show_cell(char *buf, size_t size, const ResultsColumn *c, const void *row)
+{
+    const char *at = (const char *)row + c->offset;
+    const int d = c->show.decimals;
+    const double k = show_scale(c);
+    if (c->type == COLUMN_SET || !row_has(c, row)) snprintf(buf, size, "-");
+    else if (c->type == COLUMN_STR) snprintf(buf, size, "%s", *(const char *const *)at);
+    else if (c->type == COLUMN_STR_ARRAY) snprintf(buf, size, "%s", at);
+    else if (c->type == COLUMN_BOOL) snprintf(buf, size, "%s", *(const bool *)at ? "yes" : "no");
+    else if (c->type == COLUMN_ESTIMATE) {
+        const Estimate *e = (const Estimate *)at;
+        if (!strcmp(c->show.unit, "+%")) estimate_ratio_str(buf, size, e);
+        else snprintf(buf, size, "%.*f (%.*f..%.*f)", d, k * e->value, d, k * e->lo, d, k * e->hi);
+    } else snprintf(buf, size, d < 0 ? "%.*e" : "%.*f", d < 0 ? -d : d, k * row_number(c, row));
+}
+
+/* Whether column c is printed left-aligned: a label or a figure with its interval. */
+static bool show_left(const ResultsColumn *c)
+{
+    return c->type == COLUMN_STR || c->type == COLUMN_STR_ARRAY || c->type == COLUMN_ESTIMATE;
+}
+
+/* One line of t's columns shown in `panel`: their headings (row NULL, units false), their
+ * units (row NULL, units true) or a row's figures. Nothing when the line would be empty. */
+static void print_line(const ResultsTable *t, const void *row, bool units, int panel)
+{
+    char line[1024] = " ";
+    size_t used = 1;
+    for (int i = 0; i < t->n_shown && used < sizeof line; i++) {
+        const ResultsColumn *c = &t->shown[i];
+        if (!(c->show.panels >> panel & 1u)) continue;
+        char cell[96];
+        if (row) show_cell(cell, sizeof cell, c, row);
+        else snprintf(cell, sizeof cell, "%s", units ? c->show.unit : c->show.head);
+        const char *format = show_left(c) ? " %-*s" : " %*s";
+        used += (size_t)snprintf(line + used, sizeof line - used, format, c->show.width, cell);
+    }
+    for (used = strlen(line); used > 0 && line[used - 1] == ' ';) line[--used] = '\0';
+    if (used) printf("%s\n", line);
+}
+
+void results_print_head(const ResultsTable *t, int panel)
+{
+    if (!t) return;
+    print_line(t, NULL, false, panel);
+    print_line(t, NULL, true, panel);
+}
+
+void results_print_row(const ResultsTable *t, const void *row, int panel)
+{
+    if (t) print_line(t, row, false, panel);
+}
+
 ResultsRecord *results_add_row(ResultsTable *t, const void *row)
 {
     ResultsRecord *rec = results_record(t);
     for (int i = 0; rec && i < t->n_fields; i++) {
-        const ResultsColumn *f = &t->columns[i];
-        const char *at = (const char *)row + f->offset;
-        switch (f->type) {
-        case COLUMN_SET: break;
-        case COLUMN_SIZE: record_num(rec, f->name, (double)*(const size_t *)at); break;
-        case COLUMN_U64: record_num(rec, f->name, (double)*(const uint64_t *)at); break;
-        case COLUMN_INT: record_num(rec, f->name, *(const int *)at); break;
-        case COLUMN_DOUBLE: record_num(rec, f->name, *(const double *)at); break;
-        case COLUMN_STR:
-            if (*(const char *const *)at) record_str(rec, f->name, *(const char *const *)at);
-            break;
-        case COLUMN_STR_ARRAY: record_str(rec, f->name, at); break;
-        case COLUMN_BOOL: record_bool(rec, f->name, *(const bool *)at); break;
-        case COLUMN_ESTIMATE:
-            if (((const Estimate *)at)->samples) record_estimate(rec, f->name, (const Estimate *)at);
-            break;
-        }
+        const ResultsColumn *c = &t->columns[i];
+        const char *at = (const char *)row + c->offset;
+        if (c->type == COLUMN_SET || !row_has(c, row)) continue;
+        if (c->type == COLUMN_STR) record_str(rec, c->name, *(const char *const *)at);
+        else if (c->type == COLUMN_STR_ARRAY) record_str(rec, c->name, at);
+        else if (c->type == COLUMN_BOOL) record_bool(rec, c->name, *(const bool *)at);
+        else if (c->type == COLUMN_ESTIMATE) record_estimate(rec, c->name, (const Estimate *)at);
+        else record_num(rec, c->name, row_number(c, row));
     }
+    if (rec) print_line(t, row, false, 0);
     return rec;
 }
 
@@ -462,10 +545,11 @@ static RematStatus write_csv(const ResultsTable *t, const char *dir)
     if (!f) return REMAT_EIO;
     for (int i = 0; i < t->n_fields; i++) fprintf(f, "%s%s", i ? "," : "", t->columns[i].name);
     fputc('\n', f);
-    for (const ResultsRecord *rec = t->first; rec; rec = rec->next) {
+    const cJSON *rec;
+    cJSON_ArrayForEach(rec, t->records) {
         for (int i = 0; i < t->n_fields; i++) {
             if (i) fputc(',', f);
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec->obj, t->columns[i].name);
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, t->columns[i].name);
             if (cJSON_IsNumber(v)) csv_number(f, v->valuedouble);
             else if (cJSON_IsString(v)) csv_string(f, v->valuestring);
             else if (cJSON_IsBool(v)) fputs(cJSON_IsTrue(v) ? "true" : "false", f);

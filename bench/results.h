@@ -3,23 +3,26 @@
  * table beside it (docs/RESULTS.md documents the schema field by field).
  *
  *     typedef struct Row { int n_layers; size_t peak_act; } Row;    (what the bench measures)
- *     static const ResultsColumn COLUMNS[] = {COLUMN(Row, n_layers, INT, "layers"),
- *                                             COLUMN(Row, peak_act, SIZE, "bytes")};
+ *     static const ResultsColumn COLUMNS[] = {COLUMN(Row, n_layers, INT, "layers", SHOW("N", "", 4, 0)),
+ *                                             COLUMN(Row, peak_act, SIZE, "bytes", SHOW("peak", "MiB", 8, 2))};
  *     Results *r = results_create("bench_scaling", "quiz questions 1 and 4", quick);
  *     results_config_num(r, "width", 256);
  *     ResultsTable *t = results_row_table(r, "steps", "one training step per depth", COLUMNS,
  *                                         RESULTS_COUNT(COLUMNS), true);
- *     results_add_row(t, &(Row){.n_layers = 64, .peak_act = 1234567});    (after printing it)
+ *     results_print_head(t, 0);
+ *     results_add_row(t, &(Row){.n_layers = 64, .peak_act = 1234567});   (printed and recorded)
  *     if (results_write(r, "results") != REMAT_OK) ...remat_last_error()...
  *     results_free(r);
  *
  * A Results holds what one run of a bench measured: who ran it (machine, threads, OpenBLAS
  * core and threading, date, git commit), how (the bench's config), and tables of records.
- * A table declares its fields and their units once. A bench measures into a row struct,
- * prints it, and records it through the table's columns (results_add_row); a field that
- * only some rows have is set by name (record_num, ...), and so is every field of a table
- * declared with results_table. Mistakes while filling (a field the table did not declare, cJSON out of memory)
- * are remembered and reported by results_write, so a bench does not check every call.
+ * A table declares its fields and their units once. A bench measures into a row struct and
+ * hands it to results_add_row, which records it through the table's columns and prints the
+ * columns it shows: the printed table and the recorded one are one declaration. A field
+ * only some rows have names the row's flag that says so (WHEN). A table declared field by
+ * field (results_table) is filled by name (record_num, ...). Mistakes while filling (a
+ * field the table did not declare, cJSON out of memory) are remembered and reported by
+ * results_write, so a bench does not check every call.
  *
  * What this is not: a JSON library (that is cJSON, from Debian's libcjson-dev) or a
  * reader of results (that is bench/results_read.h, which the quiz and the tests share).
@@ -65,27 +68,52 @@ typedef enum ColumnType {
                         when it has no samples (not measured in this row) */
 } ColumnType;
 
+/* How a column is printed in the bench's table on stdout (SHOW): its heading, and the unit
+ * it is printed in, which scales the recorded figure unless it is the recorded unit
+ * ("KiB", "MiB", "GiB" of bytes, "GFLOP" of FLOPs, "GB/s" of bytes per second, "ms" and
+ * "us" of seconds, "%" of a ratio; an Estimate in "+%" is an overhead as
+ * estimate_ratio_str prints it, with its rounds), in `width` characters with `decimals`
+ * decimals (negative: in scientific notation, with -decimals of them). An Estimate prints
+ * its interval beside its value; a field a row leaves out prints "-". A column without
+ * SHOW is recorded only. */
+typedef struct ColumnShow {
+    const char *head, *unit;
+    int width, decimals;
+    unsigned panels; /* the printed tables it is in, a bit each: 1 << 0 the one results_add_row
+                        prints, 1 << 1...: tables printed apart (results_print_row) */
+} ColumnShow;
+
 /* A field and where it is in the row struct a bench measures into. */
 typedef struct ResultsColumn {
     const char *name;
     const char *unit;
     ColumnType type;
     size_t offset; /* offsetof(Row, member) */
+    size_t when;   /* 1 + offsetof(Row, flag) of the bool that says whether a row has the
+                      field (WHEN); 0: every row has it */
+    ColumnShow show;
 } ResultsColumn;
 
 /* The column named as `Row`'s `member` and read from it, of ColumnType COLUMN_<type>:
- * COLUMN(StepRow, peak_act, SIZE, "bytes"). COLUMN_AS names it otherwise. */
-#define COLUMN(Row, member, type, unit) {#member, unit, COLUMN_##type, offsetof(Row, member)}
-#define COLUMN_AS(name, Row, member, type, unit) {name, unit, COLUMN_##type, offsetof(Row, member)}
+ * COLUMN(StepRow, peak_act, SIZE, "bytes"). COLUMN_AS names it otherwise. After the unit,
+ * SHOW prints it and WHEN(Row, flag) leaves it out of a row whose bool `flag` is false. */
+#define COLUMN(Row, member, type, unit, ...) COLUMN_AS(#member, Row, member, type, unit, __VA_ARGS__)
+#define COLUMN_AS(NAME, Row, member, TYPE, UNIT, ...)                                                   \
+    {.name = NAME, .unit = UNIT, .type = COLUMN_##TYPE, .offset = offsetof(Row, member), __VA_ARGS__}
+#define SHOW(head, unit, width, decimals) SHOW_IN(1u, head, unit, width, decimals)
+#define SHOW_IN(panels, head, unit, width, decimals) .show = {head, unit, width, decimals, panels}
+#define WHEN(Row, flag) .when = offsetof(Row, flag) + 1
 /* A time-derived column read from an Estimate member, with its _lo and _hi; a table with
  * one also declares COLUMN_SAMPLES. */
-#define COLUMN_TIMED(Row, member, unit)                                                                  \
-    COLUMN(Row, member, ESTIMATE, unit), {#member "_lo", unit, COLUMN_SET, 0}, {#member "_hi", unit, COLUMN_SET, 0}
-#define COLUMN_TIMED_AS(name, Row, member, unit)                                                         \
-    COLUMN_AS(name, Row, member, ESTIMATE, unit), {name "_lo", unit, COLUMN_SET, 0}, {name "_hi", unit, COLUMN_SET, 0}
-#define COLUMN_SAMPLES {"samples", "timed runs each time-derived field comes from", COLUMN_SET, 0}
+#define COLUMN_TIMED(Row, member, unit, ...) COLUMN_TIMED_AS(#member, Row, member, unit, __VA_ARGS__)
+#define COLUMN_TIMED_AS(NAME, Row, member, UNIT, ...)                                                   \
+    COLUMN_AS(NAME, Row, member, ESTIMATE, UNIT, __VA_ARGS__), COLUMN_SETTER(NAME "_lo", UNIT),          \
+        COLUMN_SETTER(NAME "_hi", UNIT)
+#define COLUMN_SAMPLES COLUMN_SETTER("samples", "timed runs each time-derived field comes from")
+/* A figure printed beside the fields (SHOW) but not recorded: no field of the table. */
+#define COLUMN_PRINTED(Row, member, TYPE, ...) {.type = COLUMN_##TYPE, .offset = offsetof(Row, member), __VA_ARGS__}
 /* A column the bench sets itself (record_*), not read from the row. */
-#define COLUMN_SETTER(name, unit) {name, unit, COLUMN_SET, 0}
+#define COLUMN_SETTER(NAME, UNIT) {.name = NAME, .unit = UNIT, .type = COLUMN_SET}
 
 /* The number of entries of a static array of fields or columns. */
 #define RESULTS_COUNT(array) ((int)(sizeof(array) / sizeof(array)[0]))
@@ -114,12 +142,14 @@ void results_config_ints(Results *r, const char *key, const int *values, int n);
 ResultsTable *results_table(Results *r, const char *name, const char *about, const ResultsField *fields,
                             int n_fields, bool in_json);
 
-/* As results_table, with columns read from a row struct (results_add_row). */
+/* As results_table, with columns read from a row struct (results_add_row); the columns
+ * (borrowed, like the fields) may include printed ones (COLUMN_PRINTED). */
 ResultsTable *results_row_table(Results *r, const char *name, const char *about, const ResultsColumn *columns,
                                 int n_columns, bool in_json);
 
-/* Appends an empty record to `t` and returns it (owned by the table). A NULL table (an
- * earlier error) gives NULL, which the record_* setters accept and ignore. */
+/* Appends an empty record to `t` and returns it (owned by the table, and to be filled
+ * before the table's next record). A NULL table (an earlier error) gives NULL, which the
+ * record_* setters accept and ignore. */
 ResultsRecord *results_record(ResultsTable *t);
 
 /* Sets a field of a record. A field the table did not declare is an error remembered for
@@ -134,9 +164,17 @@ void record_bool(ResultsRecord *rec, const char *field, bool value);
 void record_estimate(ResultsRecord *rec, const char *field, const Estimate *e);
 
 /* Appends a record to `t` (made by results_row_table) with every column read from a row
- * set from the struct at `row`, and returns it, for the record_* setters of the columns
- * the bench sets itself (NULL after an earlier error). */
+ * set from the struct at `row`, prints the row's shown columns on stdout (if it has any),
+ * and returns the record, for the record_* setters of the columns the bench sets itself
+ * (NULL after an earlier error). */
 ResultsRecord *results_add_row(ResultsTable *t, const void *row);
+
+/* Prints the headings of `t`'s columns shown in table `panel` (0, 1...) on stdout: a line of headings, a
+ * line of units. Nothing for a NULL table. */
+void results_print_head(const ResultsTable *t, int panel);
+
+/* Prints the struct at `row` as results_add_row does, with the columns of `panel`. */
+void results_print_row(const ResultsTable *t, const void *row, int panel);
 
 /* Writes <dir>/<bench>.json and the tables' CSV files (the machine's state completed with
  * its state now: load average, steal, context switches and CPU time since results_create), each through a temporary file

@@ -56,6 +56,12 @@ Estimate estimate_single(double value)
     return (Estimate){value, value, value, 1};
 }
 
+Estimate estimate_rate(double amount, const Estimate *t)
+{
+    if (t->value <= 0 || t->lo <= 0) return (Estimate){.samples = t->samples};
+    return (Estimate){amount / t->value, amount / t->hi, amount / t->lo, t->samples};
+}
+
 bool estimate_within(const Estimate *e, double half_width)
 {
     return e->hi - e->value <= half_width && e->value - e->lo <= half_width;
@@ -65,12 +71,6 @@ char *estimate_ratio_str(char *buf, size_t size, const Estimate *e)
 {
     snprintf(buf, size, "%+.1f%% (%+.1f..%+.1f, %d)", 100.0 * (e->value - 1.0), 100.0 * (e->lo - 1.0),
              100.0 * (e->hi - 1.0), e->samples);
-    return buf;
-}
-
-char *estimate_ms_str(char *buf, size_t size, const Estimate *e)
-{
-    snprintf(buf, size, "%.2f ms (%.2f..%.2f)", 1e3 * e->value, 1e3 * e->lo, 1e3 * e->hi);
     return buf;
 }
 

@@ -55,6 +55,11 @@ Estimate estimate_median(const double *values, int n);
 /* An estimate with one sample: value, lo and hi all `value` (a single reading). */
 Estimate estimate_single(double value);
 
+/* `amount` per the seconds `t` took (a rate from a median time): the interval's ends
+ * swap, the slowest run giving the lowest rate. No rate (only the samples) when a time is
+ * not positive. */
+Estimate estimate_rate(double amount, const Estimate *t);
+
 /* Whether e's interval lies within ±`half_width` of its median (0.05: ±5 points of a
  * ratio). */
 bool estimate_within(const Estimate *e, double half_width);
@@ -62,9 +67,6 @@ bool estimate_within(const Estimate *e, double half_width);
 /* A ratio as an overhead in percent, with its interval and samples, for tables:
  * "+28.5% (+24.1..+31.0, 9)". Returns `buf`. */
 char *estimate_ratio_str(char *buf, size_t size, const Estimate *e);
-
-/* Seconds as milliseconds with the interval: "12.34 ms (12.10..12.90)". Returns `buf`. */
-char *estimate_ms_str(char *buf, size_t size, const Estimate *e);
 
 /* ---- interleaved rounds ----------------------------------------------------------------- */
 

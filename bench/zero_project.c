@@ -56,49 +56,50 @@ void zero_fit_alpha_beta(int K, double n0, double t0, double n1, double t1, doub
     *beta = t1 / (2.0 * (K - 1) / K * 4.0 * n1);
 }
 
-const ResultsField ZERO_PROJECT_FIELDS[] = {
-    {"model", ""}, {"parameters", "count"}, {"ranks", "K"}, {"stage", "ZeRO stage"}, {"strategy", ""},
-    {"params", "bytes per rank"}, {"grads", "bytes per rank"}, {"optimizer", "bytes per rank"},
-    {"activations", "bytes per rank, estimated"}, {"total", "bytes per rank"},
-    {"moved", "bytes received per rank per step"}, {"comm_seconds", "seconds per step, alpha-beta model"},
-};
-const int ZERO_PROJECT_N_FIELDS = sizeof ZERO_PROJECT_FIELDS / sizeof ZERO_PROJECT_FIELDS[0];
+/* One record of the projection table. */
+typedef struct ProjectRow {
+    const char *model;
+    uint64_t parameters;
+    int ranks, stage;
+    const char *strategy;
+    uint64_t params, grads, optimizer, activations, total, moved;
+    double comm_seconds;
+} ProjectRow;
 
-void zero_project_table(double alpha, double beta, ResultsTable *table)
+static const ResultsColumn PROJECT_COLUMNS[] = {
+    COLUMN(ProjectRow, model, STR, "", SHOW("model", "", 19, 0)), COLUMN(ProjectRow, parameters, U64, "count"),
+    COLUMN(ProjectRow, ranks, INT, "K", SHOW("K", "", 5, 0)),
+    COLUMN(ProjectRow, stage, INT, "ZeRO stage", SHOW("stage", "", 5, 0)),
+    COLUMN(ProjectRow, strategy, STR, "", SHOW("ckpt", "", 4, 0)),
+    COLUMN(ProjectRow, params, U64, "bytes per rank", SHOW("params", "GiB", 8, 2)),
+    COLUMN(ProjectRow, grads, U64, "bytes per rank", SHOW("grads", "GiB", 8, 2)),
+    COLUMN(ProjectRow, optimizer, U64, "bytes per rank", SHOW("optim", "GiB", 8, 2)),
+    COLUMN(ProjectRow, activations, U64, "bytes per rank, estimated", SHOW("act", "GiB", 8, 2)),
+    COLUMN(ProjectRow, total, U64, "bytes per rank", SHOW("total", "GiB", 8, 2)),
+    COLUMN(ProjectRow, moved, U64, "bytes received per rank per step", SHOW("moved", "MiB", 9, 1)),
+    COLUMN(ProjectRow, comm_seconds, DOUBLE, "seconds per step, alpha-beta model", SHOW("comm", "s", 8, 4)),
+};
+
+void zero_project_table(Results *results, double alpha, double beta)
 {
     static const ProjectShape shapes[] = {
         {"gpt2 (124M)", 12, 768, 12, 50257, 1024, 1},  {"gpt2-medium (350M)", 24, 1024, 16, 50257, 1024, 1},
         {"gpt2-large (774M)", 36, 1280, 20, 50257, 1024, 1}, {"gpt2-xl (1.5B)", 48, 1600, 25, 50257, 1024, 1},
     };
     static const int ranks[] = {1, 8, 64, 1024};
+    ResultsTable *table = results_row_table(results, "projection", "GPT-2 shapes per rank, by K, stage and strategy",
+                                            PROJECT_COLUMNS, RESULTS_COUNT(PROJECT_COLUMNS), true);
     printf("\n  projection, one sequence of 1024 tokens per rank, float32 AdamW; alpha %.3g s, beta %.3g s/B\n"
-           "  (GiB per rank: params, grads, optimizer, activations estimated; MiB received per step; comm s)\n",
-           alpha, beta);
-    printf("    %-19s %5s %5s %-4s %8s %8s %8s %8s %8s %9s %8s\n", "model", "K", "stage", "ckpt", "params", "grads",
-           "optim", "act", "total", "moved MiB", "comm s");
+           "  (per rank: params, grads, optimizer, activations estimated; received per step; comm)\n", alpha, beta);
+    results_print_head(table, 0);
     for (int m = 0; m < 4; m++)
         for (int k = 0; k < 4; k++)
             for (int stage = 0; stage <= 3; stage++)
                 for (int full = 0; full < 2; full++) {
                     const Projection p = zero_project(&shapes[m], ranks[k], stage, full, alpha, beta);
-                    const uint64_t total = p.params + p.grads + p.optimizer + p.activations;
-                    const double gib = 1.0 / (1u << 30);
-                    printf("    %-19s %5d %5d %-4s %8.2f %8.2f %8.2f %8.2f %8.2f %9.1f %8.4f\n", shapes[m].name,
-                           ranks[k], stage, full ? "full" : "none", gib * (double)p.params, gib * (double)p.grads,
-                           gib * (double)p.optimizer, gib * (double)p.activations, gib * (double)total,
-                           (double)p.moved / (1u << 20), p.seconds);
-                    ResultsRecord *rec = results_record(table);
-                    record_str(rec, "model", shapes[m].name);
-                    record_num(rec, "parameters", (double)p.psi);
-                    record_num(rec, "ranks", ranks[k]);
-                    record_num(rec, "stage", stage);
-                    record_str(rec, "strategy", full ? "full" : "none");
-                    record_num(rec, "params", (double)p.params);
-                    record_num(rec, "grads", (double)p.grads);
-                    record_num(rec, "optimizer", (double)p.optimizer);
-                    record_num(rec, "activations", (double)p.activations);
-                    record_num(rec, "total", (double)total);
-                    record_num(rec, "moved", (double)p.moved);
-                    record_num(rec, "comm_seconds", p.seconds);
+                    results_add_row(table, &(ProjectRow){shapes[m].name, p.psi, ranks[k], stage, full ? "full" : "none",
+                                                         p.params, p.grads, p.optimizer, p.activations,
+                                                         p.params + p.grads + p.optimizer + p.activations, p.moved,
+                                                         p.seconds});
                 }
 }

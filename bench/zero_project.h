@@ -42,11 +42,8 @@ Projection zero_project(const ProjectShape *s, int K, int stage, bool full, doub
 void zero_fit_alpha_beta(int K, double n0, double t0, double n1, double t1, double *alpha, double *beta);
 
 /* Prints the projection for GPT-2 small to XL at K = 1, 8, 64, 1024, stages 0 to 3, none and
- * full, and records it in `table` (results.h). */
-void zero_project_table(double alpha, double beta, ResultsTable *table);
-
-/* The fields of that table. */
-extern const ResultsField ZERO_PROJECT_FIELDS[];
-extern const int ZERO_PROJECT_N_FIELDS;
+ * full, and records it as the table "projection" of `results` (an error is results_write's
+ * to report). */
+void zero_project_table(Results *results, double alpha, double beta);
 
 #endif /* REMAT_BENCH_ZERO_PROJECT_H */
