@@ -202,6 +202,10 @@ int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt,
         fprintf(stderr, "%s: %s\n", info->name, remat_last_error()); /* before hours of measuring */
         return 1;
     }
+    if (platform_check_address_space() != REMAT_OK) { /* before OpenBLAS spins on a buffer it cannot map */
+        fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
+        return 1;
+    }
     bench_print_header(info, opt);
     *results = results_create(info->name, info->question, opt->quick);
     if (*results) {
