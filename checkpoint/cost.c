@@ -8,8 +8,6 @@
 
 #include <stdlib.h>
 
-#include "checkpoint/revolve.h"
-
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 
 /* ---- single-level schedules ------------------------------------------------------------ */
@@ -141,7 +139,7 @@ RematStatus chain_check_uniform(const ChainCost *c)
  * in alive to the end: a region's last layer, back_held, which includes the allocation of
  * its input gradient. For layer 0 that gradient, when there is one, is the engine's
  * buffer, which the predictor counts already. */
-static RevolveLayerCost revolve_layer_cost(const ChainCost *c)
+RevolveLayerCost chain_revolve_layer(const ChainCost *c)
 {
     const ChainLayer *first = &c->layers[0], *any = &c->layers[c->n_layers > 1 ? 1 : 0];
     return (RevolveLayerCost){
@@ -180,7 +178,7 @@ RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
         if (chain_check_uniform(cost) != REMAT_OK) return remat_last_status();
         RevolveSchedule *revolve = revolve_schedule_create(g[0].count, g[0].slots);
         if (!revolve) return remat_last_status();
-        const RevolveLayerCost layer = revolve_layer_cost(cost);
+        const RevolveLayerCost layer = chain_revolve_layer(cost);
         RevolvePrediction r;
         revolve_predict(revolve, &layer, &r); /* cannot fail: no argument is NULL */
         revolve_schedule_free(revolve);

@@ -108,6 +108,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "checkpoint/revolve.h"
 #include "checkpoint/schedule.h"
 
 /* ---- the chain model ------------------------------------------------------------------- */
@@ -174,11 +175,14 @@ void chain_cost_free(ChainCost *cost);
 /* Bytes of x_k's gradient for 0 ≤ k ≤ L (x_L's: the size of the chain's output). */
 size_t chain_grad_bytes(const ChainCost *cost, int k);
 
-
 /* REMAT_OK if the chain is uniform (see "Revolve over the chain" above); else
  * REMAT_EINVAL with a message naming the first layer that differs from layer 1 and in
  * what. */
 RematStatus chain_check_uniform(const ChainCost *cost);
+
+/* The per-layer costs of the Revolve predictor (revolve.h) on a uniform chain, from the
+ * chain model's figures (cost.c says which). */
+RevolveLayerCost chain_revolve_layer(const ChainCost *cost);
 
 /* ---- predictions ----------------------------------------------------------------------- */
 

@@ -123,8 +123,8 @@ Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx);
 
 /* ---- the predictor -------------------------------------------------------------------- */
 
-/* What one layer of a uniform chain costs, measured by revolve_measure_layer on the
- * chain's first layer and input. */
+/* What one layer of a uniform chain costs, read off the chain cost model
+ * (chain_revolve_layer, cost.h). */
 typedef struct RevolveLayerCost {
     size_t input_bytes;         /* a: the bytes of a layer's input (= its output, = a gradient) */
     size_t forward_bytes;       /* the most ACT above its input while it runs with grad off,
@@ -137,12 +137,6 @@ typedef struct RevolveLayerCost {
     bool input_needs_grad;      /* the chain's input needs a gradient */
     uint64_t forward_flops;     /* F: the FLOPs of one forward */
 } RevolveLayerCost;
-
-/* Measures `layer` on x (borrowed), the chain's input, by running it as the executor does:
- * once with grad off, then reversed (as any layer, and as layer 0). It leaves the layer's
- * gradients, ctx's generator and the FLOP ledger as they were, but resets the memory
- * ledger's peaks (mem_reset_peaks). On error returns the status and leaves *cost unchanged. */
-RematStatus revolve_measure_layer(Layer *layer, Var *x, TrainCtx *ctx, RevolveLayerCost *cost);
 
 typedef struct RevolvePrediction {
     size_t forward_peak;        /* the most ACT the executor holds in its forward: its input,

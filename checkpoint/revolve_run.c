@@ -1,7 +1,7 @@
 /*
  * revolve_run.c — the Revolve executor: a chain of layers run under a binomial schedule as
- * one tape node, whose backward restores, advances and reverses one layer at a time; and
- * the measurement of one layer that the predictor needs (see revolve.h).
+ * one tape node, whose backward restores, advances and reverses one layer at a time (see
+ * revolve.h).
  *
  * Room: checkpoint/. Uses autograd/ (tapes, grad mode, the saved-tensor path, backward_node)
  * and tensor/ (the ledgers, PCG32).
@@ -12,8 +12,6 @@
 #include <string.h>
 
 #include "checkpoint/replay.h"
-#include "tensor/flops.h"
-#include "tensor/memory.h"
 
 /* ---- the executor: one layer, either way ------------------------------------------------ */
 
@@ -283,104 +281,4 @@ Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx)
     Var *out = var_from_op(tensor_retain(y->value), node);
     var_free(y);
     return out;
-}
-
-/* ---- measuring one layer ------------------------------------------------------------------ */
-
-/* Parameter gradients as they were before a measurement: a copy of each, or NULL for
- * none yet (then the measurement's buffer is dropped afterwards). */
-typedef struct GradBackup {
-    Tensor *copy[LAYER_MAX_PARAMS];
-    bool had[LAYER_MAX_PARAMS];
-} GradBackup;
-
-static RematStatus grads_backup(const Layer *layer, GradBackup *b)
-{
-    *b = (GradBackup){0};
-    for (int i = 0; i < layer->n_params; i++) {
-        const Tensor *g = layer->params[i].var->grad;
-        b->had[i] = g != NULL;
-        if (g && !(b->copy[i] = tensor_clone(g, MEM_WORK))) {
-            for (int k = 0; k < i; k++) tensor_free(b->copy[k]);
-            return remat_last_status();
-        }
-    }
-    return REMAT_OK;
-}
-
-static void grads_restore(Layer *layer, GradBackup *b)
-{
-    for (int i = 0; i < layer->n_params; i++) {
-        Var *p = layer->params[i].var;
-        if (b->had[i]) {
-            memcpy(p->grad->data, b->copy[i]->data, b->copy[i]->bytes);
-            tensor_free(b->copy[i]);
-        } else {
-            tensor_free(p->grad);
-            p->grad = NULL;
-        }
-    }
-}
-
-/* The most ACT above what is alive now while one layer is reversed from x with output
- * gradient dy (see reverse_layer for dx_into and want_dx). */
-static RematStatus reverse_peak(Layer *layer, Var *x, const Tensor *dy, Tensor *dx_into, bool want_dx,
-                                TrainCtx *ctx, size_t *bytes)
-{
-    const size_t base = mem_current(MEM_ACT);
-    mem_reset_peaks();
-    Tensor *dx;
-    RematStatus status = reverse_layer(layer, x->value, dy, dx_into, want_dx, ctx, &dx);
-    *bytes = mem_peak(MEM_ACT) - base;
-    tensor_free(dx);
-    return status;
-}
-
-/* Runs the layer as an advance does, then reverses it as the backward does — as any layer
- * (a fresh buffer for its input gradient) and as layer 0 (the engine's buffer, or none) —
- * and reads the ledgers: the peaks above what was alive before each. */
-static RematStatus measure(Layer *layer, Var *x, TrainCtx *ctx, RevolveLayerCost *cost)
-{
-    const uint64_t flops_before = flops_total();
-    const size_t base = mem_current(MEM_ACT);
-    mem_reset_peaks();
-    Var *y = var_retain(x);
-    const bool was = grad_set_enabled(false);
-    RematStatus status = advance(&layer, 0, 1, &y, ctx);
-    grad_set_enabled(was);
-    if (status != REMAT_OK) {
-        var_free(y);
-        return status;
-    }
-    *cost = (RevolveLayerCost){.input_bytes = x->value->bytes, .forward_bytes = mem_peak(MEM_ACT) - base,
-                               .input_needs_grad = x->creator || x->requires_grad,
-                               .forward_flops = flops_total() - flops_before};
-    Tensor *dy = tensor_zeros(MEM_ACT, y->value->ndim, y->value->shape);
-    var_free(y);
-    Tensor *buffer = dy && cost->input_needs_grad ? tensor_zeros(MEM_ACT, x->value->ndim, x->value->shape) : NULL;
-    if (!dy || (cost->input_needs_grad && !buffer)) status = remat_last_status();
-    if (status == REMAT_OK) status = reverse_peak(layer, x, dy, NULL, true, ctx, &cost->reverse_bytes);
-    if (status == REMAT_OK)
-        status = reverse_peak(layer, x, dy, buffer, cost->input_needs_grad, ctx, &cost->first_reverse_bytes);
-    tensor_free(buffer);
-    tensor_free(dy);
-    return status;
-}
-
-RematStatus revolve_measure_layer(Layer *layer, Var *x, TrainCtx *ctx, RevolveLayerCost *cost)
-{
-    if (!layer || !x || !cost)
-        return remat_fail(REMAT_EINVAL, "revolve_measure_layer: %s is NULL", !layer ? "the layer" : !x ? "the input" : "cost");
-    GradBackup backup;
-    RematStatus status = grads_backup(layer, &backup);
-    if (status != REMAT_OK) return status;
-    const FlopCounts flops = flops_snapshot();
-    const Pcg32 rng = ctx ? ctx->rng : (Pcg32){0};
-    RevolveLayerCost measured;
-    status = measure(layer, x, ctx, &measured);
-    if (ctx) ctx->rng = rng;
-    flops_restore(&flops);
-    grads_restore(layer, &backup);
-    if (status == REMAT_OK) *cost = measured;
-    return status;
 }
