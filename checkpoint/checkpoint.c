@@ -311,25 +311,7 @@ static Var *region_forward(Region *r, Var *x)
         cache_release_unneeded(&r->cache, r->name);
     }
 
-    /* One node for the whole region, recorded even when x needs no gradient: the
-     * parameters inside do. */
-    Node *node = node_create_always(&CHECKPOINT_OP, TAG_CHECKPOINT_INPUT, &x, 1, y->value, &status);
-    if (!node) {
-        region_free(r);
-        var_free(y);
-        return NULL;
-    }
-    node->state = r;
-    node->state_free = region_free;
-    snprintf(node->name, sizeof node->name, "%s", r->name);
-    if (save_for_backward(node, x->value) != REMAT_OK) {
-        node_discard(node);
-        var_free(y);
-        return NULL;
-    }
-    Var *out = var_from_op(tensor_retain(y->value), node);
-    var_free(y);
-    return out;
+    return replay_record(&CHECKPOINT_OP, x, y, r->name, r, region_free, x->value);
 }
 
 Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const CheckpointOptions *opts)

@@ -258,27 +258,10 @@ Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx)
     const Pcg32 rng_at_entry = ctx ? ctx->rng : (Pcg32){0};
     Var *last = NULL;
     Var *y = first_forward(run, x, &last);
-    RematStatus status = y ? REMAT_OK : remat_last_status();
-    /* One node for the whole chain, recorded even when x needs no gradient: the layers'
-     * parameters do. It saves x_{l−1}, where the reversal starts. */
-    Node *node = NULL;
-    if (status == REMAT_OK) node = node_create_always(&REVOLVE_OP, TAG_CHECKPOINT_INPUT, &x, 1, y->value, &status);
-    if (node) {
-        node->state = run;
-        node->state_free = run_free;
-        run = NULL;
-        snprintf(node->name, sizeof node->name, "%s", ((Run *)node->state)->name);
-        status = save_for_backward(node, last->value);
-        if (status != REMAT_OK) node_discard(node);
-    }
+    /* The chain's one node saves x_{l−1}, where the reversal starts. */
+    Var *out = y ? replay_record(&REVOLVE_OP, x, y, run->name, run, run_free, last->value) : NULL;
+    if (!y) run_free(run);
     var_free(last);
-    run_free(run);
-    if (status != REMAT_OK) {
-        var_free(y);
-        if (ctx) ctx->rng = rng_at_entry; /* as if the chain had not run */
-        return NULL;
-    }
-    Var *out = var_from_op(tensor_retain(y->value), node);
-    var_free(y);
+    if (!out && ctx) ctx->rng = rng_at_entry; /* as if the chain had not run */
     return out;
 }
