@@ -236,8 +236,7 @@ Schedule *chain_schedule_revolve(const ChainCost *cost, int slots)
         remat_fail(REMAT_EINVAL, "chain_schedule_revolve: need a chain cost and at least one slot (got %d)", slots);
         return NULL;
     }
-    if (chain_check_uniform(cost) != REMAT_OK) return NULL;
-    return predicted(schedule_revolve(cost->n_layers, slots), cost);
+    return predicted(schedule_revolve(cost->n_layers, slots), cost); /* a chain that is not uniform: refused there */
 }
 
 void schedule_keep_best(Schedule **best, Schedule *candidate, size_t act_budget, size_t *leanest)
