@@ -205,18 +205,9 @@ static const OpInfo REVOLVE_OP = {.name = "revolve", .backward = revolve_backwar
 
 /* ---- the executor: forward -------------------------------------------------------------- */
 
-/* With grad mode off (inference, or inside a region's first forward) the chain simply runs. */
-static Var *run_plainly(Layer **layers, int l, Var *x, TrainCtx *ctx)
-{
-    Var *cur = var_retain(x);
-    if (advance(layers, 0, l, &cur, ctx) == REMAT_OK) return cur;
-    var_free(cur);
-    return NULL;
-}
-
 /* The first forward: the actions up to the first reversal (advances to x_{l−1}, storing
- * checkpoints on the way), then the last layer, for the output. Grad mode is off: nothing
- * but the checkpoints is kept. */
+ * checkpoints on the way), then the last layer, for the output (NULL on error). Grad mode
+ * is off: nothing but the checkpoints is kept. *last gets the state it reached. */
 static Var *first_forward(Run *run, Var *x, Var **last)
 {
     const RevolveSchedule *sch = run->schedule;
@@ -230,11 +221,7 @@ static Var *first_forward(Run *run, Var *x, Var **last)
         y = layer_forward(run->layers[sch->steps - 1], cur, run->ctx);
     }
     grad_set_enabled(was);
-    if (!y) {
-        var_free(cur);
-        return NULL;
-    }
-    *last = cur;
+    *last = cur; /* the caller frees it */
     return y;
 }
 
@@ -251,7 +238,7 @@ Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx)
             return NULL;
         }
     }
-    if (!grad_enabled()) return run_plainly(layers, l, x, ctx);
+    if (!grad_enabled()) return layers_forward(layers, l, x, ctx); /* inference, or a region's first forward */
 
     Run *run = run_create(layers, l, slots, ctx);
     if (!run) return NULL;
