@@ -166,15 +166,13 @@ static Schedule *dp_schedule(const Dp *dp, int best)
         remat_fail(REMAT_ENOMEM, "planner: no memory for %d segments", L);
         return NULL;
     }
-    int n = 0; /* the states are walked from the end: count them, then fill from the back */
-    for (int i = best; dp->states[i].from >= 0; i = dp->states[i].from) n++;
-    int end = L, at = n;
+    int end = L, at = L; /* the states are walked from the end: segs is filled from the back */
     for (int i = best; dp->states[i].from >= 0; i = dp->states[i].from) {
         const DpState *st = &dp->states[i];
         segs[--at] = (Segment){st->first, end - st->first, st->region ? SEGMENT_REGION : SEGMENT_PLAIN, NULL, 0};
         end = st->first;
     }
-    Schedule *s = chain_schedule(dp->cost, segs, n);
+    Schedule *s = chain_schedule(dp->cost, segs + at, L - at);
     free(segs);
     return s;
 }
