@@ -104,20 +104,16 @@ static Schedule *search_revolve(const ChainCost *cost, size_t act_budget, size_t
     *leanest = SIZE_MAX;
     if (chain_check_uniform(cost) != REMAT_OK) return NULL;
     const int most = cost->n_layers > 1 ? cost->n_layers - 1 : 1; /* more slots than L − 1 change nothing */
-    Schedule *best = chain_schedule_for_strategy(cost, STRATEGY_NONE); /* storing everything: no recomputation */
-    if (!best) return NULL;
-    best->strategy = STRATEGY_BUDGET; /* chosen by the planner, as every schedule it returns */
-    *leanest = best->predicted.peak_act;
-    if (best->predicted.peak_act <= act_budget) return best;
-    schedule_free(best);
-    best = NULL;
-    for (int slots = 1; slots <= most; slots++) {
-        Schedule *s = chain_schedule_revolve(cost, slots);
+    Schedule *best = NULL;
+    for (int slots = 0; slots <= most; slots++) { /* 0: store everything */
+        const Segment whole = {0, cost->n_layers, slots ? SEGMENT_REVOLVE : SEGMENT_PLAIN, NULL, slots};
+        Schedule *s = chain_schedule(cost, &whole, 1);
         if (!s) {
             schedule_free(best);
             return NULL;
         }
         schedule_keep_best(&best, s, act_budget, leanest);
+        if (best && slots == 0) break; /* storing everything fits: nothing recomputes less */
     }
     return best;
 }
