@@ -96,19 +96,16 @@ static void count(CommOp op, CommPhase phase, uint64_t sent, uint64_t received)
     counts.calls[op][phase]++;
 }
 
-uint64_t comm_sent(const CommCounts *c, CommPhase phase)
+/* One phase's column of a table of counts, summed over the collectives. */
+static uint64_t phase_sum(const uint64_t by_op[COMM_OP_COUNT][COMM_PHASE_COUNT], CommPhase phase)
 {
     uint64_t sum = 0;
-    for (int op = 0; op < COMM_OP_COUNT; op++) sum += c->sent[op][phase];
+    for (int op = 0; op < COMM_OP_COUNT; op++) sum += by_op[op][phase];
     return sum;
 }
 
-uint64_t comm_received(const CommCounts *c, CommPhase phase)
-{
-    uint64_t sum = 0;
-    for (int op = 0; op < COMM_OP_COUNT; op++) sum += c->received[op][phase];
-    return sum;
-}
+uint64_t comm_sent(const CommCounts *c, CommPhase phase) { return phase_sum(c->sent, phase); }
+uint64_t comm_received(const CommCounts *c, CommPhase phase) { return phase_sum(c->received, phase); }
 
 const char *comm_phase_name(CommPhase phase)
 {
@@ -140,13 +137,11 @@ RematStatus dist_reduce_scatter(const DistGroup *g, const FlatView *x, float sca
 {
     const int K = g->size, me = g->rank;
     const size_t b = shard_begin(x->total, me, K), n = shard_begin(x->total, me + 1, K) - b;
-    size_t n_sends = 0;
-    for (int r = 0; r < K; r++)
-        if (r != me) n_sends += chunks(shard_begin(x->total, r + 1, K) - shard_begin(x->total, r, K));
-    MPI_Request *sends = calloc(n_sends ? n_sends : 1, sizeof *sends);
-    if (!sends) return remat_fail(REMAT_ENOMEM, "reduce-scatter: no memory for %zu requests", n_sends);
+    const size_t most = (size_t)(K - 1) * chunks(x->total / (size_t)K + 1); /* regions differ by one at most */
+    MPI_Request *sends = calloc(most ? most : 1, sizeof *sends);
+    if (!sends) return remat_fail(REMAT_ENOMEM, "reduce-scatter: no memory for %zu requests", most);
     uint64_t sent = 0;
-    size_t k = 0;
+    size_t k = 0; /* the sends posted */
     for (int r = 0; r < K; r++) { /* every other rank's region, chunk by chunk, in order */
         const size_t rb = shard_begin(x->total, r, K), re = shard_begin(x->total, r + 1, K);
         for (size_t c = rb; r != me && c < re; c += DIST_CHUNK)
@@ -162,7 +157,7 @@ RematStatus dist_reduce_scatter(const DistGroup *g, const FlatView *x, float sca
         }
     }
     k_scale(shard, shard, scale, n);
-    if (n_sends) MPI_Waitall((int)n_sends, sends, MPI_STATUSES_IGNORE);
+    if (k) MPI_Waitall((int)k, sends, MPI_STATUSES_IGNORE);
     free(sends);
     if (K > 1) count(COMM_REDUCE_SCATTER, phase, sent, (uint64_t)(K - 1) * n * sizeof(float));
     return REMAT_OK;
