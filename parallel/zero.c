@@ -242,7 +242,7 @@ static RematStatus hold_group(Zero *z, int g)
     for (int k = 0; k < z->groups[g].n; k++) {
         const RematStatus status = gather_param(z, z->groups[g].index[k]);
         if (status != REMAT_OK) {
-            for (int j = 0; j <= k; j++) tensor_release_storage(z->params[z->groups[g].index[j]].var->value);
+            release_group(z, g);
             return status;
         }
     }
