@@ -68,8 +68,10 @@ typedef struct Run {
     RevolveSchedule *schedule;
     Tape *slot_tape;
     int n_slots;      /* the schedule's slots_used, at least 1 */
-    Node **slot_node; /* n_slots entries: the node holding each slot's state, or NULL */
-    Pcg32 *slot_rng;  /* the generator's state at each slot's position */
+    struct Slot {
+        Node *node;   /* the node holding the slot's state, or NULL */
+        Pcg32 rng;    /* the generator's state at the state's position */
+    } *slots;         /* n_slots entries */
     Pcg32 rng_last;   /* at x_{l−1}, where the reversal starts */
     char name[NODE_NAME_LEN];
 } Run;
@@ -80,8 +82,7 @@ static void run_free(void *state)
     if (!run) return;
     tape_free(run->slot_tape); /* releases every stored state still held */
     revolve_schedule_free(run->schedule);
-    free(run->slot_node);
-    free(run->slot_rng);
+    free(run->slots);
     free(run);
 }
 
@@ -95,9 +96,8 @@ static Run *run_create(Layer **layers, int l, int slots, TrainCtx *ctx)
     *run = (Run){.layers = layers, .ctx = ctx, .schedule = revolve_schedule_create(l, slots), .n_slots = 1};
     if (run->schedule && run->schedule->slots_used > 1) run->n_slots = run->schedule->slots_used;
     run->slot_tape = run->schedule ? tape_create() : NULL;
-    run->slot_node = calloc((size_t)run->n_slots, sizeof *run->slot_node);
-    run->slot_rng = calloc((size_t)run->n_slots, sizeof *run->slot_rng);
-    if (!run->schedule || !run->slot_tape || !run->slot_node || !run->slot_rng) {
+    run->slots = calloc((size_t)run->n_slots, sizeof *run->slots);
+    if (!run->schedule || !run->slot_tape || !run->slots) {
         if (run->schedule && run->slot_tape) remat_fail(REMAT_ENOMEM, "revolve: no memory for %d slots", run->n_slots);
         run_free(run);
         return NULL;
@@ -113,8 +113,8 @@ static const OpInfo SLOT_OP = {.name = "revolve.slot", .backward = NULL}; /* nev
  * generator's state at its position. */
 static RematStatus store(Run *run, int slot, int position, Var *cur)
 {
-    if (run->slot_node[slot]) node_release_saved(run->slot_node[slot]);
-    run->slot_node[slot] = NULL;
+    if (run->slots[slot].node) node_release_saved(run->slots[slot].node);
+    run->slots[slot].node = NULL;
     Tape *outer = tape_set_current(run->slot_tape);
     const bool was = grad_set_enabled(true); /* nodes are recorded with grad mode on only */
     RematStatus status;
@@ -126,8 +126,8 @@ static RematStatus store(Run *run, int slot, int position, Var *cur)
     grad_set_enabled(was);
     tape_set_current(outer);
     if (status != REMAT_OK) return status;
-    run->slot_node[slot] = node;
-    if (run->ctx) run->slot_rng[slot] = run->ctx->rng;
+    run->slots[slot].node = node;
+    if (run->ctx) run->slots[slot].rng = run->ctx->rng;
     return REMAT_OK;
 }
 
@@ -135,17 +135,17 @@ static RematStatus store(Run *run, int slot, int position, Var *cur)
  * where it was at that position, so dropout draws the first forward's masks again. */
 static RematStatus restore(Run *run, int slot, bool release, Var **cur)
 {
-    Node *node = run->slot_node[slot];
+    Node *node = run->slots[slot].node;
     if (!node) return remat_fail(REMAT_ESTATE, "%s: slot %d is empty", run->name, slot);
     Tensor *t = saved_tensor(node, 0);
     Var *v = t ? var_create(t, false, "revolve.state") : NULL;
     if (!v) return remat_last_status();
     var_free(*cur);
     *cur = v;
-    if (run->ctx) run->ctx->rng = run->slot_rng[slot];
+    if (run->ctx) run->ctx->rng = run->slots[slot].rng;
     if (release) {
         node_release_saved(node);
-        run->slot_node[slot] = NULL;
+        run->slots[slot].node = NULL;
     }
     return REMAT_OK;
 }
@@ -196,7 +196,7 @@ static RematStatus revolve_backward(Node *node, const Tensor *dout, Tensor *cons
     tensor_free(dy);
     var_free(cur);
     tape_reset(run->slot_tape); /* nothing stays stored once the chain is reversed (or failed) */
-    memset(run->slot_node, 0, (size_t)run->n_slots * sizeof *run->slot_node);
+    memset(run->slots, 0, (size_t)run->n_slots * sizeof *run->slots);
     replay_leave(&scope);
     return status;
 }
