@@ -238,19 +238,3 @@ Schedule *chain_schedule_revolve(const ChainCost *cost, int slots)
     }
     return predicted(schedule_revolve(cost->n_layers, slots), cost); /* a chain that is not uniform: refused there */
 }
-
-void schedule_keep_best(Schedule **best, Schedule *candidate, size_t act_budget, size_t *leanest)
-{
-    if (candidate->predicted.peak_act < *leanest) *leanest = candidate->predicted.peak_act;
-    const Schedule *b = *best;
-    const Prediction *c = &candidate->predicted;
-    const bool better = !b || c->recompute_flops < b->predicted.recompute_flops ||
-                        (c->recompute_flops == b->predicted.recompute_flops && c->peak_act < b->predicted.peak_act);
-    if (c->peak_act <= act_budget && better) {
-        schedule_free(*best);
-        *best = candidate;
-    } else {
-        schedule_free(candidate);
-    }
-}
-

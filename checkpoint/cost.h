@@ -213,9 +213,4 @@ Schedule *chain_schedule_for_strategy(const ChainCost *cost, StrategyKind kind);
  * (REMAT_EINVAL for a chain that is not uniform). */
 Schedule *chain_schedule_revolve(const ChainCost *cost, int slots);
 
-/* A search's step: keeps in *best whichever of *best and `candidate` (owned by the call)
- * has the fewest RECOMPUTE FLOPs among those whose predicted peak ACT fits `act_budget`
- * (ties: the leaner), frees the other, and lowers *leanest to the candidate's peak ACT. */
-void schedule_keep_best(Schedule **best, Schedule *candidate, size_t act_budget, size_t *leanest);
-
 #endif /* REMAT_CHECKPOINT_COST_H */

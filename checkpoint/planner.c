@@ -201,6 +201,24 @@ static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, b
     return s;
 }
 
+/* A search's step: keeps in *best whichever of *best and `candidate` (owned by the call)
+ * has the fewest RECOMPUTE FLOPs among those whose predicted peak ACT fits `act_budget`
+ * (ties: the leaner), frees the other, and lowers *leanest to the candidate's peak ACT. */
+static void schedule_keep_best(Schedule **best, Schedule *candidate, size_t act_budget, size_t *leanest)
+{
+    if (candidate->predicted.peak_act < *leanest) *leanest = candidate->predicted.peak_act;
+    const Schedule *b = *best;
+    const Prediction *c = &candidate->predicted;
+    const bool better = !b || c->recompute_flops < b->predicted.recompute_flops ||
+                        (c->recompute_flops == b->predicted.recompute_flops && c->peak_act < b->predicted.peak_act);
+    if (c->peak_act <= act_budget && better) {
+        schedule_free(*best);
+        *best = candidate;
+    } else {
+        schedule_free(candidate);
+    }
+}
+
 /* ---- Chen et al. 2016's search -------------------------------------------------------- */
 
 /* Their Algorithm 3 cuts the chain wherever the activations kept since the last cut pass
