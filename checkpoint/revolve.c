@@ -296,10 +296,8 @@ RematStatus revolve_predict(const RevolveSchedule *schedule, const RevolveLayerC
     for (int i = schedule->first_reverse; i < schedule->n_actions; i++) walk_action(&w, &schedule->actions[i]);
     p.backward_peak = w.peak;
 
-    int64_t recomputed = 0;
-    for (int j = 0; j < schedule->steps; j++) recomputed += schedule->recomputed[j];
     p.forward_flops = (uint64_t)schedule->steps * layer->forward_flops;
-    p.recompute_flops = (uint64_t)recomputed * layer->forward_flops;
+    p.recompute_flops = (uint64_t)(schedule->forward_count + 1) * layer->forward_flops; /* Σ recomputed */
     *out = p;
     return REMAT_OK;
 }
