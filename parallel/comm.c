@@ -57,6 +57,13 @@ void flat_write(const FlatView *v, size_t begin, size_t end, const float *in)
     for (RunWalk w = {0}; next_run(v, begin, end, &w, &p, &len); at += len) memcpy(p, in + at, len * sizeof *p);
 }
 
+void flat_copy(const FlatView *to, size_t to_begin, const FlatView *from, size_t from_begin, size_t n)
+{
+    float *p;
+    size_t len, at = from_begin;
+    for (RunWalk w = {0}; next_run(to, to_begin, to_begin + n, &w, &p, &len); at += len) flat_read(from, at, at + len, p);
+}
+
 /* The MPI datatype of the view's elements [begin, end): one block per piece it touches, at
  * the piece's absolute address (sent from MPI_BOTTOM). The caller frees it. */
 static MPI_Datatype region_type(const FlatView *v, size_t begin, size_t end)
@@ -212,11 +219,7 @@ RematStatus dist_gather(const DistGroup *g, const FlatView *mine, const FlatView
         const size_t rb = shard_begin(full->total, r, K), re = shard_begin(full->total, r + 1, K);
         if (rb == re) continue;
         if (r == root) {
-            float *own = malloc((re - rb) * sizeof *own);
-            if (!own) return remat_fail(REMAT_ENOMEM, "gather: no memory for %zu floats", re - rb);
-            flat_read(mine, 0, re - rb, own);
-            flat_write(full, rb, re, own);
-            free(own);
+            flat_copy(full, rb, mine, 0, re - rb);
             continue;
         }
         MPI_Datatype type = region_type(full, rb, re);

@@ -336,16 +336,10 @@ RematStatus zero_gather_optimizer(Zero *z, const Optimizer *shard, Optimizer *fu
 RematStatus zero_scatter_optimizer(const Zero *z, Optimizer *shard, const Optimizer *full)
 {
     if (z->stage == 0) return REMAT_OK;
-    FlatPiece *mine = z->pieces, *all = z->pieces + z->n;
-    float *buf = malloc((z->end - z->begin) * sizeof *buf);
-    RematStatus status = buf ? REMAT_OK : remat_fail(REMAT_ENOMEM, "zero: no memory to resume");
-    for (int which = 0; which < 2 && status == REMAT_OK; which++) {
-        const FlatView v = state_view(shard, z->n, which, mine), f = state_view(full, z->n, which, all);
-        if (v.n == 0) break;
-        flat_read(&f, z->begin, z->end, buf);
-        flat_write(&v, 0, v.total, buf);
+    for (int which = 0; which < 2; which++) {
+        const FlatView v = state_view(shard, z->n, which, z->pieces), f = state_view(full, z->n, which, z->pieces + z->n);
+        if (v.n == 0) break; /* no such state (SGD) */
+        flat_copy(&v, 0, &f, z->begin, v.total);
     }
-    if (status == REMAT_OK) status = optim_set_steps(shard, optim_steps(full));
-    free(buf);
-    return status;
+    return optim_set_steps(shard, optim_steps(full));
 }
