@@ -8,11 +8,8 @@
  * ledger and the caller's generator back; the prediction (cost.c) touches nothing but its
  * arguments.
  *
- * A schedule cuts the chain x_0 ─layer 0─▶ x_1 ─ … ─layer L−1─▶ x_L into contiguous
- * segments. A segment is either a checkpoint region (only its input x_a is kept; its
- * layers run again in backward) or plain (its layers keep what their ops save). Adjacent
- * plain layers behave as one plain segment, so a schedule is: which layer inputs start a
- * region, and where each region ends.
+ * A schedule (schedule.h) cuts the chain x_0 ─layer 0─▶ x_1 ─ … ─layer L−1─▶ x_L into
+ * plain segments and regions; adjacent plain layers behave as one plain segment.
  *
  * ---- the cost model -------------------------------------------------------------------
  *

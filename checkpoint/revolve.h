@@ -14,10 +14,8 @@
  * more than once. Revolve keeps at most `s` stored states (slots) plus the state being
  * worked on, for any s ≥ 1, and lets a layer be recomputed up to r times, where r is the
  * smallest "repetition number" with C(s + r, s) ≥ l. Among all schedules with s slots it
- * does the fewest forward evaluations (Griewank 1992; Griewank & Walther 2000). On the
- * 64-block MLP chain, sqrt peaks at 29 block-sized activations and recomputes 64 block
- * forwards; Revolve with 4 slots peaks at 12 and recomputes 201 (build/tests/test_revolve
- * and build/tests/test_checkpoint measure both; docs/MEASUREMENTS.md has the table, 1.3).
+ * does the fewest forward evaluations (Griewank 1992; Griewank & Walther 2000); what that
+ * buys on the MLP chain against sqrt is in docs/MEASUREMENTS.md, 1.3.
  *
  * The count. Reversing l steps x_0 → x_1 → … → x_l with s slots takes at least
  *
