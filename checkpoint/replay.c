@@ -3,8 +3,6 @@
  */
 #include "checkpoint/replay.h"
 
-#include <stdio.h>
-
 RematStatus replay_enter(ReplayScope *scope, const ReplayOptions *opts)
 {
     *scope = (ReplayScope){0};
@@ -61,6 +59,18 @@ RematStatus replay_backward(ReplayScope *scope, Var *y, const Tensor *dy)
     return status;
 }
 
+void replay_leave(ReplayScope *scope)
+{
+    if (!scope->entered) return;
+    if (scope->hooks_pushed) op_hooks_pop();
+    flops_set_phase(scope->outer_phase);
+    grad_set_enabled(scope->outer_grad);
+    if (scope->tape) tape_set_current(scope->outer_tape);
+    tape_free(scope->tape);
+    if (scope->rng_set) scope->ctx->rng = scope->outer_rng;
+    *scope = (ReplayScope){0};
+}
+
 Var *replay_record(const OpInfo *op, Var *x, Var *y, const char *name, void *state, void (*state_free)(void *),
                    Tensor *saved)
 {
@@ -78,16 +88,4 @@ Var *replay_record(const OpInfo *op, Var *x, Var *y, const char *name, void *sta
     if (!out) node_discard(node);
     var_free(y);
     return out;
-}
-
-void replay_leave(ReplayScope *scope)
-{
-    if (!scope->entered) return;
-    if (scope->hooks_pushed) op_hooks_pop();
-    flops_set_phase(scope->outer_phase);
-    grad_set_enabled(scope->outer_grad);
-    if (scope->tape) tape_set_current(scope->outer_tape);
-    tape_free(scope->tape);
-    if (scope->rng_set) scope->ctx->rng = scope->outer_rng;
-    *scope = (ReplayScope){0};
 }
