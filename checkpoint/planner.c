@@ -221,13 +221,10 @@ static void schedule_keep_best(Schedule **best, Schedule *candidate, size_t act_
 
 /* ---- Chen et al. 2016's search -------------------------------------------------------- */
 
-/* Their Algorithm 3 cuts the chain wherever the activations kept since the last cut pass
- * a threshold b; the appendix's search tries a few b. */
-
-/* Their Algorithm 3 on the chain with threshold b: walk the layers adding up what each
- * keeps (kept_k); when the running sum passes b, the layer's output becomes a stored
- * segment boundary and the sum starts again. x is the bytes of the stored boundaries, y
- * the largest segment. Every segment but the last is a region; the last runs plainly,
+/* Their Algorithm 3 on the chain with threshold b (the appendix's search tries a few b):
+ * walk the layers adding up what each keeps (kept_k); when the running sum passes b, the
+ * layer's output becomes a stored segment boundary and the sum starts again. x is the
+ * bytes of the stored boundaries, y the largest segment. Every segment but the last is a region; the last runs plainly,
  * since its backward comes first and would recompute what it just computed. With no
  * boundary at all the chain is one plain segment: nothing is recomputed. */
 static int chen_segments(const ChainCost *c, double b, Segment *segs, double *x, double *y)
