@@ -207,11 +207,10 @@ RematStatus dist_gather(const DistGroup *g, const FlatView *mine, const FlatView
 {
     const int K = g->size;
     if (g->rank != root) {
-        if (!mine->total) return REMAT_OK;
-        MPI_Datatype type = region_type(mine, 0, mine->total);
-        MPI_Send(MPI_BOTTOM, 1, type, root, TAG_GATHER, MPI_COMM_WORLD);
-        MPI_Type_free(&type);
-        count(COMM_GATHER, phase, mine->total * sizeof(float), 0);
+        MPI_Request req;
+        const uint64_t sent = send_range(mine, 0, mine->total, root, TAG_GATHER, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE); /* nothing to wait for when there is nothing to send */
+        if (sent) count(COMM_GATHER, phase, sent, 0);
         return REMAT_OK;
     }
     uint64_t received = 0;
