@@ -268,7 +268,17 @@ static const OpInfo CHECKPOINT_OP = {.name = "checkpoint", .backward = region_ba
 
 /* ---- forward ------------------------------------------------------------------------- */
 
-static Region *region_create(RegionFn fn, void *fn_ctx, TrainCtx *ctx, const CheckpointOptions *opts)
+/* The RegionFn of checkpoint_layers: fn_ctx is the region, which holds its layers. */
+static Var *run_layers(void *fn_ctx, Var *x, TrainCtx *ctx)
+{
+    const Region *r = fn_ctx;
+    return layers_forward(r->layers, r->n_layers, x, ctx);
+}
+
+/* A region of fn(fn_ctx, x), or of layers[0 .. n) when `layers` are given: its record,
+ * its first forward, and its one node on the tape. NULL on error, with nothing kept. */
+static Var *region_forward(RegionFn fn, void *fn_ctx, Layer **layers, int n, Var *x, TrainCtx *ctx,
+                           const CheckpointOptions *opts)
 {
     Region *r = calloc(1, sizeof *r);
     if (!r) {
@@ -276,19 +286,12 @@ static Region *region_create(RegionFn fn, void *fn_ctx, TrainCtx *ctx, const Che
         return NULL;
     }
     const CheckpointOptions o = opts ? *opts : checkpoint_defaults();
-    *r = (Region){.fn = fn, .fn_ctx = fn_ctx, .ctx = ctx, .opts = o};
+    *r = (Region){.fn = layers ? run_layers : fn, .fn_ctx = layers ? r : fn_ctx, .layers = layers, .n_layers = n,
+                  .ctx = ctx, .opts = o, .cache = {.policy = o.policy, .check = o.replay.determinism_check}};
     snprintf(r->name, sizeof r->name, "%s", o.name ? o.name : "region");
     r->opts.name = r->name;
-    r->cache.policy = o.policy;
-    r->cache.check = o.replay.determinism_check;
     if (ctx) r->rng_at_entry = ctx->rng;
-    return r;
-}
 
-/* The region's first forward, and its one node on the tape. Takes r: on error it is freed
- * and NULL returned. */
-static Var *region_forward(Region *r, Var *x)
-{
     /* The first forward: no graph; with a policy, its chosen outputs kept; with the
      * determinism check, every recomputed output's hash noted. */
     OpHooks keep = {.name = "checkpoint cache", .observe = cache_observe, .recorded = cache_recorded,
@@ -311,25 +314,7 @@ static Var *region_forward(Region *r, Var *x)
         cache_release_unneeded(&r->cache, r->name);
     }
 
-    /* One node for the whole region, recorded even when x needs no gradient: the
-     * parameters inside do. */
-    Node *node = node_create_always(&CHECKPOINT_OP, TAG_CHECKPOINT_INPUT, &x, 1, y->value, &status);
-    if (!node) {
-        region_free(r);
-        var_free(y);
-        return NULL;
-    }
-    node->state = r;
-    node->state_free = region_free;
-    snprintf(node->name, sizeof node->name, "%s", r->name);
-    if (save_for_backward(node, x->value) != REMAT_OK) {
-        node_discard(node);
-        var_free(y);
-        return NULL;
-    }
-    Var *out = var_from_op(tensor_retain(y->value), node);
-    var_free(y);
-    return out;
+    return replay_record(&CHECKPOINT_OP, x, y, r->name, r, region_free, x->value);
 }
 
 Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const CheckpointOptions *opts)
@@ -339,15 +324,7 @@ Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const Checkpoi
         return NULL;
     }
     if (!grad_enabled()) return fn(fn_ctx, x, ctx); /* inference, or inside another region's first forward */
-    Region *r = region_create(fn, fn_ctx, ctx, opts);
-    return r ? region_forward(r, x) : NULL;
-}
-
-/* The RegionFn of checkpoint_layers: fn_ctx is the region, which holds its layers. */
-static Var *run_layers(void *fn_ctx, Var *x, TrainCtx *ctx)
-{
-    const Region *r = fn_ctx;
-    return layers_forward(r->layers, r->n_layers, x, ctx);
+    return region_forward(fn, fn_ctx, NULL, 0, x, ctx, opts);
 }
 
 Var *checkpoint_layers(Layer **layers, int n, Var *x, TrainCtx *ctx, const CheckpointOptions *opts)
@@ -357,10 +334,5 @@ Var *checkpoint_layers(Layer **layers, int n, Var *x, TrainCtx *ctx, const Check
         return NULL;
     }
     if (!grad_enabled()) return layers_forward(layers, n, x, ctx);
-    Region *r = region_create(run_layers, NULL, ctx, opts);
-    if (!r) return NULL;
-    r->fn_ctx = r;
-    r->layers = layers;
-    r->n_layers = n;
-    return region_forward(r, x);
+    return region_forward(NULL, NULL, layers, n, x, ctx, opts);
 }

@@ -8,8 +8,6 @@
 
 #include <stdlib.h>
 
-#include "checkpoint/revolve.h"
-
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 
 /* ---- single-level schedules ------------------------------------------------------------ */
@@ -141,7 +139,7 @@ RematStatus chain_check_uniform(const ChainCost *c)
  * in alive to the end: a region's last layer, back_held, which includes the allocation of
  * its input gradient. For layer 0 that gradient, when there is one, is the engine's
  * buffer, which the predictor counts already. */
-static RevolveLayerCost revolve_layer_cost(const ChainCost *c)
+RevolveLayerCost chain_revolve_layer(const ChainCost *c)
 {
     const ChainLayer *first = &c->layers[0], *any = &c->layers[c->n_layers > 1 ? 1 : 0];
     return (RevolveLayerCost){
@@ -180,7 +178,7 @@ RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
         if (chain_check_uniform(cost) != REMAT_OK) return remat_last_status();
         RevolveSchedule *revolve = revolve_schedule_create(g[0].count, g[0].slots);
         if (!revolve) return remat_last_status();
-        const RevolveLayerCost layer = revolve_layer_cost(cost);
+        const RevolveLayerCost layer = chain_revolve_layer(cost);
         RevolvePrediction r;
         revolve_predict(revolve, &layer, &r); /* cannot fail: no argument is NULL */
         revolve_schedule_free(revolve);
@@ -238,22 +236,5 @@ Schedule *chain_schedule_revolve(const ChainCost *cost, int slots)
         remat_fail(REMAT_EINVAL, "chain_schedule_revolve: need a chain cost and at least one slot (got %d)", slots);
         return NULL;
     }
-    if (chain_check_uniform(cost) != REMAT_OK) return NULL;
-    return predicted(schedule_revolve(cost->n_layers, slots), cost);
+    return predicted(schedule_revolve(cost->n_layers, slots), cost); /* a chain that is not uniform: refused there */
 }
-
-void schedule_keep_best(Schedule **best, Schedule *candidate, size_t act_budget, size_t *leanest)
-{
-    if (candidate->predicted.peak_act < *leanest) *leanest = candidate->predicted.peak_act;
-    const Schedule *b = *best;
-    const Prediction *c = &candidate->predicted;
-    const bool better = !b || c->recompute_flops < b->predicted.recompute_flops ||
-                        (c->recompute_flops == b->predicted.recompute_flops && c->peak_act < b->predicted.peak_act);
-    if (c->peak_act <= act_budget && better) {
-        schedule_free(*best);
-        *best = candidate;
-    } else {
-        schedule_free(candidate);
-    }
-}
-

@@ -8,11 +8,8 @@
  * ledger and the caller's generator back; the prediction (cost.c) touches nothing but its
  * arguments.
  *
- * A schedule cuts the chain x_0 ─layer 0─▶ x_1 ─ … ─layer L−1─▶ x_L into contiguous
- * segments. A segment is either a checkpoint region (only its input x_a is kept; its
- * layers run again in backward) or plain (its layers keep what their ops save). Adjacent
- * plain layers behave as one plain segment, so a schedule is: which layer inputs start a
- * region, and where each region ends.
+ * A schedule (schedule.h) cuts the chain x_0 ─layer 0─▶ x_1 ─ … ─layer L−1─▶ x_L into
+ * plain segments and regions; adjacent plain layers behave as one plain segment.
  *
  * ---- the cost model -------------------------------------------------------------------
  *
@@ -108,6 +105,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "checkpoint/revolve.h"
 #include "checkpoint/schedule.h"
 
 /* ---- the chain model ------------------------------------------------------------------- */
@@ -174,11 +172,14 @@ void chain_cost_free(ChainCost *cost);
 /* Bytes of x_k's gradient for 0 ≤ k ≤ L (x_L's: the size of the chain's output). */
 size_t chain_grad_bytes(const ChainCost *cost, int k);
 
-
 /* REMAT_OK if the chain is uniform (see "Revolve over the chain" above); else
  * REMAT_EINVAL with a message naming the first layer that differs from layer 1 and in
  * what. */
 RematStatus chain_check_uniform(const ChainCost *cost);
+
+/* The per-layer costs of the Revolve predictor (revolve.h) on a uniform chain, from the
+ * chain model's figures (cost.c says which). */
+RevolveLayerCost chain_revolve_layer(const ChainCost *cost);
 
 /* ---- predictions ----------------------------------------------------------------------- */
 
@@ -208,10 +209,5 @@ Schedule *chain_schedule_for_strategy(const ChainCost *cost, StrategyKind kind);
 /* The whole chain under Revolve with `slots` slots (≥ 1), predicted. NULL on error
  * (REMAT_EINVAL for a chain that is not uniform). */
 Schedule *chain_schedule_revolve(const ChainCost *cost, int slots);
-
-/* A search's step: keeps in *best whichever of *best and `candidate` (owned by the call)
- * has the fewest RECOMPUTE FLOPs among those whose predicted peak ACT fits `act_budget`
- * (ties: the leaner), frees the other, and lowers *leanest to the candidate's peak ACT. */
-void schedule_keep_best(Schedule **best, Schedule *candidate, size_t act_budget, size_t *leanest);
 
 #endif /* REMAT_CHECKPOINT_COST_H */

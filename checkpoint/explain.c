@@ -61,7 +61,7 @@ static Row *add_row_sized(Explain *ex, const char *name, const char *op, const T
     Row *r = &ex->rows[ex->count++];
     *r = (Row){.op = op, .bytes = bytes, .fate = fate, .saved_phase = flops_phase(),
                .saved_at = ex->clock++, .released_at = -1, .slot = -1, .tensor = t};
-    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->name, sizeof r->name, "%.*s", (int)sizeof r->name - 1, name); /* a longer label is cut */
     snprintf(r->shape, sizeof r->shape, "%s", shape);
     for (int i = 0; t && i < ex->count - 1; i++) {
         const Row *o = &ex->rows[i];
@@ -118,13 +118,8 @@ static void on_regenerated(void *ctx, const OpInfo *op, const char *tag, const c
     op_row_name(name, sizeof name, op, tag);
     snprintf(label, sizeof label, "%s (%s)", name, what);
     size_t bytes = dtype_size(dtype);
-    int at = snprintf(dims, sizeof dims, "(");
-    for (int d = 0; d < ndim; d++) {
-        bytes *= (size_t)shape[d];
-        at += snprintf(dims + at, at < (int)sizeof dims ? sizeof dims - (size_t)at : 0, "%s%d", d ? "," : "", shape[d]);
-    }
-    if (at < (int)sizeof dims) snprintf(dims + at, sizeof dims - (size_t)at, ")");
-    add_row_sized(ex, label, op->name, NULL, bytes, dims, FATE_REGENERATED);
+    for (int d = 0; d < ndim; d++) bytes *= (size_t)shape[d];
+    add_row_sized(ex, label, op->name, NULL, bytes, shape_str(dims, sizeof dims, ndim, shape), FATE_REGENERATED);
 }
 
 static void on_saved(void *ctx, const Node *node, int slot, const Tensor *t)

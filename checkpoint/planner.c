@@ -1,7 +1,8 @@
 /*
- * planner.c — the planners: the budget checked against what every schedule needs, Chen
- * et al. 2016's search and Revolve's, and the message that says the smallest feasible
- * budget when nothing fits (see planner.h). The exact search is search_dp.c.
+ * planner.c — the planners: the budget checked against what every schedule needs, the
+ * three searches (the exact optimum over single-level schedules, Chen et al. 2016's and
+ * Revolve's), and the message that says the smallest feasible budget when nothing fits
+ * (see planner.h). Each search judges schedules by cost.h's predictions.
  */
 #include "checkpoint/planner.h"
 
@@ -10,17 +11,220 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint/search.h"
+/* ---- the exact search: a dynamic program over single-level schedules ------------------- */
+
+static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
+/* The DP walks the chain's boundaries k = 0 .. L. A state at boundary k is a way to run
+ * layers 0 .. k−1, summed up by its forward state S(k) and its value: the RECOMPUTE FLOPs
+ * so far (for the cheapest schedule under a budget) or the highest moment so far (for the
+ * leanest schedule). Every later moment is S(k) plus a term of the segments still to come,
+ * so a state with a smaller S(k) and a smaller value is never worse: only the Pareto
+ * front of (S, value) is kept at each boundary, which makes the search exact. */
+typedef enum DpGoal { DP_FEWEST_FLOPS, DP_LEAST_PEAK } DpGoal;
+
+typedef struct DpState {
+    size_t s;       /* S(k) */
+    uint64_t value; /* FLOPs so far, or the highest moment so far */
+    int from;       /* the state it extends (an index into Dp.states), −1 for the start */
+    int first;      /* the segment that led here: its first layer, and whether a region */
+    bool region;
+} DpState;
+
+typedef struct Dp {
+    const ChainCost *cost;
+    size_t act_budget; /* the most ACT any moment may reach (DP_FEWEST_FLOPS) */
+    DpGoal goal;
+    DpState *states;
+    int count, capacity;
+    int *front_start, *front_count; /* per boundary: its Pareto front, a run of `states` */
+    size_t *plain_need;             /* plain_need(k) */
+    size_t *region_need;            /* region_need(a, b) at a·L + b */
+} Dp;
+
+static RematStatus dp_push(Dp *dp, DpState st)
+{
+    if (dp->count == dp->capacity) {
+        const int capacity = dp->capacity ? 2 * dp->capacity : 256;
+        DpState *states = realloc(dp->states, (size_t)capacity * sizeof *states);
+        if (!states) return remat_fail(REMAT_ENOMEM, "planner: no memory for %d search states", capacity);
+        dp->states = states;
+        dp->capacity = capacity;
+    }
+    dp->states[dp->count++] = st;
+    return REMAT_OK;
+}
+
+static int compare_states(const void *x, const void *y)
+{
+    const DpState *a = x, *b = y;
+    if (a->s != b->s) return a->s < b->s ? -1 : 1;
+    return (a->value > b->value) - (a->value < b->value);
+}
+
+/* Sorts the states added since `start` and keeps their Pareto front; returns its size. */
+static int dp_keep_front(Dp *dp, int start)
+{
+    DpState *st = dp->states + start;
+    const int n = dp->count - start;
+    qsort(st, (size_t)n, sizeof *st, compare_states);
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (kept == 0 || st[i].value < st[kept - 1].value) st[kept++] = st[i];
+    dp->count = start + kept;
+    return kept;
+}
+
+/* Adds the state reached by running segment [a, b] from state `from` (at boundary a), if
+ * its moments fit. */
+static RematStatus dp_extend(Dp *dp, int from, int a, int b, bool region)
+{
+    const DpState *f = &dp->states[from];
+    const ChainCost *c = dp->cost;
+    const size_t need = region ? dp->region_need[(size_t)a * c->n_layers + b] : dp->plain_need[a];
+    const size_t moment = f->s + need;
+    uint64_t value = f->value;
+    if (dp->goal == DP_FEWEST_FLOPS) {
+        if (moment > dp->act_budget) return REMAT_OK;
+        if (region) value += chain_segment_flops(c, a, b);
+    } else if (moment > value) {
+        value = moment;
+    }
+    const size_t s = f->s + (region ? c->layers[b].out_bytes : c->layers[a].kept);
+    return dp_push(dp, (DpState){s, value, from, a, region});
+}
+
+static void dp_free(Dp *dp)
+{
+    free(dp->states);
+    free(dp->front_start);
+    free(dp->front_count);
+    free(dp->plain_need);
+    free(dp->region_need);
+}
+
+static RematStatus dp_init(Dp *dp, const ChainCost *c, DpGoal goal, size_t act_budget)
+{
+    const int L = c->n_layers;
+    *dp = (Dp){.cost = c, .goal = goal, .act_budget = act_budget};
+    dp->front_start = calloc((size_t)L + 1, sizeof *dp->front_start);
+    dp->front_count = calloc((size_t)L + 1, sizeof *dp->front_count);
+    dp->plain_need = calloc((size_t)L, sizeof *dp->plain_need);
+    dp->region_need = calloc((size_t)L * L, sizeof *dp->region_need);
+    if (!dp->front_start || !dp->front_count || !dp->plain_need || !dp->region_need) {
+        dp_free(dp);
+        return remat_fail(REMAT_ENOMEM, "planner: no memory to search %d layers", L);
+    }
+    for (int a = 0; a < L; a++) {
+        dp->plain_need[a] = chain_plain_need(c, a);
+        for (int b = a; b < L; b++) dp->region_need[(size_t)a * L + b] = chain_region_need(c, a, b);
+    }
+    return REMAT_OK;
+}
+
+/* Runs the search; *best gets the index of the best final state, or −1 if none fits. */
+static RematStatus dp_run(Dp *dp, int *best)
+{
+    const ChainCost *c = dp->cost;
+    const int L = c->n_layers;
+    *best = -1;
+    /* The moments every schedule has: the embed stage's, and the one after the chain. */
+    const size_t start_moment = max_size(c->base + c->embed_peak, c->tail_peak);
+    if (dp->goal == DP_FEWEST_FLOPS && start_moment > dp->act_budget) return REMAT_OK;
+    const uint64_t start_value = dp->goal == DP_FEWEST_FLOPS ? 0 : start_moment;
+    RematStatus status = dp_push(dp, (DpState){c->base + c->embed, start_value, -1, 0, false});
+    dp->front_count[0] = 1;
+    /* States reaching boundary k come from every earlier boundary's front. */
+    for (int k = 1; k <= L && status == REMAT_OK; k++) {
+        const int start = dp->count;
+        for (int a = 0; a < k && status == REMAT_OK; a++) {
+            for (int i = 0; i < dp->front_count[a] && status == REMAT_OK; i++) {
+                const int from = dp->front_start[a] + i;
+                status = dp_extend(dp, from, a, k - 1, true);
+                if (status == REMAT_OK && a == k - 1) status = dp_extend(dp, from, a, a, false);
+            }
+        }
+        dp->front_start[k] = start;
+        dp->front_count[k] = status == REMAT_OK ? dp_keep_front(dp, start) : 0;
+    }
+    if (status != REMAT_OK) return status;
+    uint64_t best_value = UINT64_MAX;
+    for (int i = 0; i < dp->front_count[L]; i++) {
+        const DpState *st = &dp->states[dp->front_start[L] + i];
+        const size_t end = st->s + c->head_peak;
+        uint64_t value = st->value;
+        if (dp->goal == DP_FEWEST_FLOPS && end > dp->act_budget) continue;
+        if (dp->goal == DP_LEAST_PEAK && end > value) value = end;
+        if (value < best_value) {
+            best_value = value;
+            *best = dp->front_start[L] + i;
+        }
+    }
+    return REMAT_OK;
+}
+
+/* The schedule that led to final state `best`. */
+static Schedule *dp_schedule(const Dp *dp, int best)
+{
+    const int L = dp->cost->n_layers;
+    Segment *segs = calloc((size_t)L, sizeof *segs);
+    if (!segs) {
+        remat_fail(REMAT_ENOMEM, "planner: no memory for %d segments", L);
+        return NULL;
+    }
+    int end = L, at = L; /* the states are walked from the end: segs is filled from the back */
+    for (int i = best; dp->states[i].from >= 0; i = dp->states[i].from) {
+        const DpState *st = &dp->states[i];
+        segs[--at] = (Segment){st->first, end - st->first, st->region ? SEGMENT_REGION : SEGMENT_PLAIN, NULL, 0};
+        end = st->first;
+    }
+    Schedule *s = chain_schedule(dp->cost, segs + at, L - at);
+    free(segs);
+    return s;
+}
+
+/* The exact search for `goal` (under `act_budget` for DP_FEWEST_FLOPS): the single-level
+ * schedule it finds; NULL with *none_fits set when no schedule fits, or NULL on error.
+ * Its work grows as L^3: check_dp_limit bounds L. */
+static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, bool *none_fits)
+{
+    Dp dp;
+    *none_fits = false;
+    if (dp_init(&dp, c, goal, act_budget) != REMAT_OK) return NULL;
+    int best;
+    Schedule *s = NULL;
+    if (dp_run(&dp, &best) == REMAT_OK) {
+        if (best >= 0) s = dp_schedule(&dp, best);
+        else *none_fits = true;
+    }
+    dp_free(&dp);
+    return s;
+}
+
+/* A search's step: keeps in *best whichever of *best and `candidate` (owned by the call)
+ * has the fewest RECOMPUTE FLOPs among those whose predicted peak ACT fits `act_budget`
+ * (ties: the leaner), frees the other, and lowers *leanest to the candidate's peak ACT. */
+static void schedule_keep_best(Schedule **best, Schedule *candidate, size_t act_budget, size_t *leanest)
+{
+    if (candidate->predicted.peak_act < *leanest) *leanest = candidate->predicted.peak_act;
+    const Schedule *b = *best;
+    const Prediction *c = &candidate->predicted;
+    const bool better = !b || c->recompute_flops < b->predicted.recompute_flops ||
+                        (c->recompute_flops == b->predicted.recompute_flops && c->peak_act < b->predicted.peak_act);
+    if (c->peak_act <= act_budget && better) {
+        schedule_free(*best);
+        *best = candidate;
+    } else {
+        schedule_free(candidate);
+    }
+}
 
 /* ---- Chen et al. 2016's search -------------------------------------------------------- */
 
-/* Their Algorithm 3 cuts the chain wherever the activations kept since the last cut pass
- * a threshold b; the appendix's search tries a few b. */
-
-/* Their Algorithm 3 on the chain with threshold b: walk the layers adding up what each
- * keeps (kept_k); when the running sum passes b, the layer's output becomes a stored
- * segment boundary and the sum starts again. x is the bytes of the stored boundaries, y
- * the largest segment. Every segment but the last is a region; the last runs plainly,
+/* Their Algorithm 3 on the chain with threshold b (the appendix's search tries a few b):
+ * walk the layers adding up what each keeps (kept_k); when the running sum passes b, the
+ * layer's output becomes a stored segment boundary and the sum starts again. x is the
+ * bytes of the stored boundaries, y the largest segment. Every segment but the last is a region; the last runs plainly,
  * since its backward comes first and would recompute what it just computed. With no
  * boundary at all the chain is one plain segment: nothing is recomputed. */
 static int chen_segments(const ChainCost *c, double b, Segment *segs, double *x, double *y)
@@ -104,20 +308,16 @@ static Schedule *search_revolve(const ChainCost *cost, size_t act_budget, size_t
     *leanest = SIZE_MAX;
     if (chain_check_uniform(cost) != REMAT_OK) return NULL;
     const int most = cost->n_layers > 1 ? cost->n_layers - 1 : 1; /* more slots than L − 1 change nothing */
-    Schedule *best = chain_schedule_for_strategy(cost, STRATEGY_NONE); /* storing everything: no recomputation */
-    if (!best) return NULL;
-    best->strategy = STRATEGY_BUDGET; /* chosen by the planner, as every schedule it returns */
-    *leanest = best->predicted.peak_act;
-    if (best->predicted.peak_act <= act_budget) return best;
-    schedule_free(best);
-    best = NULL;
-    for (int slots = 1; slots <= most; slots++) {
-        Schedule *s = chain_schedule_revolve(cost, slots);
+    Schedule *best = NULL;
+    for (int slots = 0; slots <= most; slots++) { /* 0: store everything */
+        const Segment whole = {0, cost->n_layers, slots ? SEGMENT_REVOLVE : SEGMENT_PLAIN, NULL, slots};
+        Schedule *s = chain_schedule(cost, &whole, 1);
         if (!s) {
             schedule_free(best);
             return NULL;
         }
         schedule_keep_best(&best, s, act_budget, leanest);
+        if (best && slots == 0) break; /* storing everything fits: nothing recomputes less */
     }
     return best;
 }
@@ -134,7 +334,8 @@ static RematStatus check_dp_limit(const ChainCost *c)
 
 size_t planner_min_budget(const ChainCost *cost)
 {
-    Schedule *lean = cost && check_dp_limit(cost) == REMAT_OK ? search_dp_leanest(cost) : NULL;
+    bool none_fits;
+    Schedule *lean = cost && check_dp_limit(cost) == REMAT_OK ? dp_search(cost, DP_LEAST_PEAK, 0, &none_fits) : NULL;
     const size_t budget = lean ? lean->predicted.peak_total : 0;
     schedule_free(lean);
     return budget;
@@ -203,7 +404,7 @@ Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget)
     if (kind == PLANNER_DP) {
         if (check_dp_limit(cost) != REMAT_OK) return NULL;
         bool none_fits;
-        Schedule *s = search_dp(cost, act_budget, &none_fits);
+        Schedule *s = dp_search(cost, DP_FEWEST_FLOPS, act_budget, &none_fits);
         if (!s && none_fits) fail_too_small(cost, kind, budget, planner_min_budget(cost));
         return s;
     }

@@ -5,8 +5,8 @@
  * et al. 2016's search, or, on a chain of identical layers, Revolve.
  *
  * Where it sits: checkpoint/. planner.c checks the budget against what every schedule
- * needs, runs the search (Chen's and Revolve's there, the exact one in search_dp.c) and
- * says, when nothing fits, what the smallest feasible budget is.
+ * needs, runs the search and says, when nothing fits, what the smallest feasible budget
+ * is.
  *
  * ---- memory budget ---------------------------------------------------------------------
  *

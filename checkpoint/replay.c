@@ -70,3 +70,22 @@ void replay_leave(ReplayScope *scope)
     if (scope->rng_set) scope->ctx->rng = scope->outer_rng;
     *scope = (ReplayScope){0};
 }
+
+Var *replay_record(const OpInfo *op, Var *x, Var *y, const char *name, void *state, void (*state_free)(void *),
+                   Tensor *saved)
+{
+    RematStatus status;
+    Node *node = node_create_always(op, TAG_CHECKPOINT_INPUT, &x, 1, y->value, &status);
+    if (!node) {
+        state_free(state);
+        var_free(y);
+        return NULL;
+    }
+    node->state = state; /* the node frees it from here on */
+    node->state_free = state_free;
+    snprintf(node->name, sizeof node->name, "%s", name);
+    Var *out = save_for_backward(node, saved) == REMAT_OK ? var_from_op(tensor_retain(y->value), node) : NULL;
+    if (!out) node_discard(node);
+    var_free(y);
+    return out;
+}

@@ -24,7 +24,8 @@
  *     replay_leave(&scope);                    tape, grad mode, phase, generator, hooks back
  *
  * What this is not: a policy. It does not decide what is recomputed or kept; regions
- * (checkpoint.h) and Revolve (revolve.h) do, and both replay through it.
+ * (checkpoint.h) and Revolve (revolve.h) do, and both replay through it, and record
+ * their one tape node with replay_record.
  */
 #ifndef REMAT_CHECKPOINT_REPLAY_H
 #define REMAT_CHECKPOINT_REPLAY_H
@@ -70,6 +71,14 @@ Var *replay_input(const Tensor *x, Tensor *dx_into, bool want_grad, const char *
  * backward needs the node that made it, not the value. A y made by no node (nothing
  * inside needed a gradient) is simply freed. REMAT_ESTATE when the scope does not record. */
 RematStatus replay_backward(ReplayScope *scope, Var *y, const Tensor *dy);
+
+/* The one tape node a region or a Revolve chain records for its whole forward: `op`,
+ * tagged TAG_CHECKPOINT_INPUT, over x, recorded even when x needs no gradient (the
+ * parameters inside do), named `name`, owning `state` (freed by state_free) and saving
+ * `saved` for its backward. Takes y and state: returns a new Var of y's value made by the
+ * node; NULL on error, with y and state freed and nothing recorded. */
+Var *replay_record(const OpInfo *op, Var *x, Var *y, const char *name, void *state, void (*state_free)(void *),
+                   Tensor *saved);
 
 /* Leaves the replay: pops its hooks, frees its tape and puts grad mode, the FLOP phase,
  * the current tape and the generator back as they were at replay_enter. */

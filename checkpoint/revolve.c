@@ -98,11 +98,17 @@ typedef struct Part {
     int first, last, slot;
 } Part;
 
+/* Appends action a, and counts it: Griewank's t, the slots used, where the backward starts,
+ * and layer j's recomputations (the advances over it after the first sweep, and its
+ * reversal). */
 static void emit(RevolveSchedule *sch, RevolveAction a)
 {
     if (a.kind == REVOLVE_ADVANCE) sch->forward_count += a.steps;
     if (a.kind == REVOLVE_STORE && a.slot + 1 > sch->slots_used) sch->slots_used = a.slot + 1;
     if (a.kind == REVOLVE_REVERSE && sch->first_reverse < 0) sch->first_reverse = sch->n_actions;
+    if (a.kind == REVOLVE_ADVANCE && sch->first_reverse >= 0)
+        for (int j = a.position; j < a.position + a.steps; j++) sch->recomputed[j]++;
+    if (a.kind == REVOLVE_REVERSE) sch->recomputed[a.position]++;
     sch->actions[sch->n_actions++] = a;
 }
 
@@ -148,17 +154,6 @@ static void generate(RevolveSchedule *sch, Part *stack)
     }
 }
 
-/* Layer j's recomputations: the advances over it after the first sweep, and its reversal. */
-static void count_recomputations(RevolveSchedule *sch)
-{
-    for (int i = sch->first_reverse; i < sch->n_actions; i++) {
-        const RevolveAction *a = &sch->actions[i];
-        if (a->kind == REVOLVE_ADVANCE)
-            for (int j = a->position; j < a->position + a->steps; j++) sch->recomputed[j]++;
-        if (a->kind == REVOLVE_REVERSE) sch->recomputed[a->position]++;
-    }
-}
-
 RevolveSchedule *revolve_schedule_create(int l, int s)
 {
     if (l < 1 || s < 1) {
@@ -181,7 +176,6 @@ RevolveSchedule *revolve_schedule_create(int l, int s)
                              .first_reverse = -1, .recomputed = recomputed};
     generate(sch, stack);
     free(stack);
-    count_recomputations(sch);
     return sch;
 }
 
@@ -296,10 +290,8 @@ RematStatus revolve_predict(const RevolveSchedule *schedule, const RevolveLayerC
     for (int i = schedule->first_reverse; i < schedule->n_actions; i++) walk_action(&w, &schedule->actions[i]);
     p.backward_peak = w.peak;
 
-    int64_t recomputed = 0;
-    for (int j = 0; j < schedule->steps; j++) recomputed += schedule->recomputed[j];
     p.forward_flops = (uint64_t)schedule->steps * layer->forward_flops;
-    p.recompute_flops = (uint64_t)recomputed * layer->forward_flops;
+    p.recompute_flops = (uint64_t)(schedule->forward_count + 1) * layer->forward_flops; /* Σ recomputed */
     *out = p;
     return REMAT_OK;
 }

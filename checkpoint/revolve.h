@@ -14,10 +14,8 @@
  * more than once. Revolve keeps at most `s` stored states (slots) plus the state being
  * worked on, for any s ≥ 1, and lets a layer be recomputed up to r times, where r is the
  * smallest "repetition number" with C(s + r, s) ≥ l. Among all schedules with s slots it
- * does the fewest forward evaluations (Griewank 1992; Griewank & Walther 2000). On the
- * 64-block MLP chain, sqrt peaks at 29 block-sized activations and recomputes 64 block
- * forwards; Revolve with 4 slots peaks at 12 and recomputes 201 (build/tests/test_revolve
- * and build/tests/test_checkpoint measure both; docs/MEASUREMENTS.md has the table, 1.3).
+ * does the fewest forward evaluations (Griewank 1992; Griewank & Walther 2000); what that
+ * buys on the MLP chain against sqrt is in docs/MEASUREMENTS.md, 1.3.
  *
  * The count. Reversing l steps x_0 → x_1 → … → x_l with s slots takes at least
  *
@@ -123,8 +121,8 @@ Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx);
 
 /* ---- the predictor -------------------------------------------------------------------- */
 
-/* What one layer of a uniform chain costs, measured by revolve_measure_layer on the
- * chain's first layer and input. */
+/* What one layer of a uniform chain costs, read off the chain cost model
+ * (chain_revolve_layer, cost.h). */
 typedef struct RevolveLayerCost {
     size_t input_bytes;         /* a: the bytes of a layer's input (= its output, = a gradient) */
     size_t forward_bytes;       /* the most ACT above its input while it runs with grad off,
@@ -137,12 +135,6 @@ typedef struct RevolveLayerCost {
     bool input_needs_grad;      /* the chain's input needs a gradient */
     uint64_t forward_flops;     /* F: the FLOPs of one forward */
 } RevolveLayerCost;
-
-/* Measures `layer` on x (borrowed), the chain's input, by running it as the executor does:
- * once with grad off, then reversed (as any layer, and as layer 0). It leaves the layer's
- * gradients, ctx's generator and the FLOP ledger as they were, but resets the memory
- * ledger's peaks (mem_reset_peaks). On error returns the status and leaves *cost unchanged. */
-RematStatus revolve_measure_layer(Layer *layer, Var *x, TrainCtx *ctx, RevolveLayerCost *cost);
 
 typedef struct RevolvePrediction {
     size_t forward_peak;        /* the most ACT the executor holds in its forward: its input,

@@ -1,7 +1,7 @@
 /*
  * revolve_run.c — the Revolve executor: a chain of layers run under a binomial schedule as
- * one tape node, whose backward restores, advances and reverses one layer at a time; and
- * the measurement of one layer that the predictor needs (see revolve.h).
+ * one tape node, whose backward restores, advances and reverses one layer at a time (see
+ * revolve.h).
  *
  * Room: checkpoint/. Uses autograd/ (tapes, grad mode, the saved-tensor path, backward_node)
  * and tensor/ (the ledgers, PCG32).
@@ -12,8 +12,6 @@
 #include <string.h>
 
 #include "checkpoint/replay.h"
-#include "tensor/flops.h"
-#include "tensor/memory.h"
 
 /* ---- the executor: one layer, either way ------------------------------------------------ */
 
@@ -70,8 +68,10 @@ typedef struct Run {
     RevolveSchedule *schedule;
     Tape *slot_tape;
     int n_slots;      /* the schedule's slots_used, at least 1 */
-    Node **slot_node; /* n_slots entries: the node holding each slot's state, or NULL */
-    Pcg32 *slot_rng;  /* the generator's state at each slot's position */
+    struct Slot {
+        Node *node;   /* the node holding the slot's state, or NULL */
+        Pcg32 rng;    /* the generator's state at the state's position */
+    } *slots;         /* n_slots entries */
     Pcg32 rng_last;   /* at x_{l−1}, where the reversal starts */
     char name[NODE_NAME_LEN];
 } Run;
@@ -82,8 +82,7 @@ static void run_free(void *state)
     if (!run) return;
     tape_free(run->slot_tape); /* releases every stored state still held */
     revolve_schedule_free(run->schedule);
-    free(run->slot_node);
-    free(run->slot_rng);
+    free(run->slots);
     free(run);
 }
 
@@ -97,9 +96,8 @@ static Run *run_create(Layer **layers, int l, int slots, TrainCtx *ctx)
     *run = (Run){.layers = layers, .ctx = ctx, .schedule = revolve_schedule_create(l, slots), .n_slots = 1};
     if (run->schedule && run->schedule->slots_used > 1) run->n_slots = run->schedule->slots_used;
     run->slot_tape = run->schedule ? tape_create() : NULL;
-    run->slot_node = calloc((size_t)run->n_slots, sizeof *run->slot_node);
-    run->slot_rng = calloc((size_t)run->n_slots, sizeof *run->slot_rng);
-    if (!run->schedule || !run->slot_tape || !run->slot_node || !run->slot_rng) {
+    run->slots = calloc((size_t)run->n_slots, sizeof *run->slots);
+    if (!run->schedule || !run->slot_tape || !run->slots) {
         if (run->schedule && run->slot_tape) remat_fail(REMAT_ENOMEM, "revolve: no memory for %d slots", run->n_slots);
         run_free(run);
         return NULL;
@@ -115,8 +113,8 @@ static const OpInfo SLOT_OP = {.name = "revolve.slot", .backward = NULL}; /* nev
  * generator's state at its position. */
 static RematStatus store(Run *run, int slot, int position, Var *cur)
 {
-    if (run->slot_node[slot]) node_release_saved(run->slot_node[slot]);
-    run->slot_node[slot] = NULL;
+    if (run->slots[slot].node) node_release_saved(run->slots[slot].node);
+    run->slots[slot].node = NULL;
     Tape *outer = tape_set_current(run->slot_tape);
     const bool was = grad_set_enabled(true); /* nodes are recorded with grad mode on only */
     RematStatus status;
@@ -128,8 +126,8 @@ static RematStatus store(Run *run, int slot, int position, Var *cur)
     grad_set_enabled(was);
     tape_set_current(outer);
     if (status != REMAT_OK) return status;
-    run->slot_node[slot] = node;
-    if (run->ctx) run->slot_rng[slot] = run->ctx->rng;
+    run->slots[slot].node = node;
+    if (run->ctx) run->slots[slot].rng = run->ctx->rng;
     return REMAT_OK;
 }
 
@@ -137,17 +135,17 @@ static RematStatus store(Run *run, int slot, int position, Var *cur)
  * where it was at that position, so dropout draws the first forward's masks again. */
 static RematStatus restore(Run *run, int slot, bool release, Var **cur)
 {
-    Node *node = run->slot_node[slot];
+    Node *node = run->slots[slot].node;
     if (!node) return remat_fail(REMAT_ESTATE, "%s: slot %d is empty", run->name, slot);
     Tensor *t = saved_tensor(node, 0);
     Var *v = t ? var_create(t, false, "revolve.state") : NULL;
     if (!v) return remat_last_status();
     var_free(*cur);
     *cur = v;
-    if (run->ctx) run->ctx->rng = run->slot_rng[slot];
+    if (run->ctx) run->ctx->rng = run->slots[slot].rng;
     if (release) {
         node_release_saved(node);
-        run->slot_node[slot] = NULL;
+        run->slots[slot].node = NULL;
     }
     return REMAT_OK;
 }
@@ -198,7 +196,7 @@ static RematStatus revolve_backward(Node *node, const Tensor *dout, Tensor *cons
     tensor_free(dy);
     var_free(cur);
     tape_reset(run->slot_tape); /* nothing stays stored once the chain is reversed (or failed) */
-    memset(run->slot_node, 0, (size_t)run->n_slots * sizeof *run->slot_node);
+    memset(run->slots, 0, (size_t)run->n_slots * sizeof *run->slots);
     replay_leave(&scope);
     return status;
 }
@@ -207,18 +205,9 @@ static const OpInfo REVOLVE_OP = {.name = "revolve", .backward = revolve_backwar
 
 /* ---- the executor: forward -------------------------------------------------------------- */
 
-/* With grad mode off (inference, or inside a region's first forward) the chain simply runs. */
-static Var *run_plainly(Layer **layers, int l, Var *x, TrainCtx *ctx)
-{
-    Var *cur = var_retain(x);
-    if (advance(layers, 0, l, &cur, ctx) == REMAT_OK) return cur;
-    var_free(cur);
-    return NULL;
-}
-
 /* The first forward: the actions up to the first reversal (advances to x_{l−1}, storing
- * checkpoints on the way), then the last layer, for the output. Grad mode is off: nothing
- * but the checkpoints is kept. */
+ * checkpoints on the way), then the last layer, for the output (NULL on error). Grad mode
+ * is off: nothing but the checkpoints is kept. *last gets the state it reached. */
 static Var *first_forward(Run *run, Var *x, Var **last)
 {
     const RevolveSchedule *sch = run->schedule;
@@ -232,11 +221,7 @@ static Var *first_forward(Run *run, Var *x, Var **last)
         y = layer_forward(run->layers[sch->steps - 1], cur, run->ctx);
     }
     grad_set_enabled(was);
-    if (!y) {
-        var_free(cur);
-        return NULL;
-    }
-    *last = cur;
+    *last = cur; /* the caller frees it */
     return y;
 }
 
@@ -253,134 +238,17 @@ Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx)
             return NULL;
         }
     }
-    if (!grad_enabled()) return run_plainly(layers, l, x, ctx);
+    if (!grad_enabled()) return layers_forward(layers, l, x, ctx); /* inference, or a region's first forward */
 
     Run *run = run_create(layers, l, slots, ctx);
     if (!run) return NULL;
     const Pcg32 rng_at_entry = ctx ? ctx->rng : (Pcg32){0};
     Var *last = NULL;
     Var *y = first_forward(run, x, &last);
-    RematStatus status = y ? REMAT_OK : remat_last_status();
-    /* One node for the whole chain, recorded even when x needs no gradient: the layers'
-     * parameters do. It saves x_{l−1}, where the reversal starts. */
-    Node *node = NULL;
-    if (status == REMAT_OK) node = node_create_always(&REVOLVE_OP, TAG_CHECKPOINT_INPUT, &x, 1, y->value, &status);
-    if (node) {
-        node->state = run;
-        node->state_free = run_free;
-        run = NULL;
-        snprintf(node->name, sizeof node->name, "%s", ((Run *)node->state)->name);
-        status = save_for_backward(node, last->value);
-        if (status != REMAT_OK) node_discard(node);
-    }
+    /* The chain's one node saves x_{l−1}, where the reversal starts. */
+    Var *out = y ? replay_record(&REVOLVE_OP, x, y, run->name, run, run_free, last->value) : NULL;
+    if (!y) run_free(run);
     var_free(last);
-    run_free(run);
-    if (status != REMAT_OK) {
-        var_free(y);
-        if (ctx) ctx->rng = rng_at_entry; /* as if the chain had not run */
-        return NULL;
-    }
-    Var *out = var_from_op(tensor_retain(y->value), node);
-    var_free(y);
+    if (!out && ctx) ctx->rng = rng_at_entry; /* as if the chain had not run */
     return out;
-}
-
-/* ---- measuring one layer ------------------------------------------------------------------ */
-
-/* Parameter gradients as they were before a measurement: a copy of each, or NULL for
- * none yet (then the measurement's buffer is dropped afterwards). */
-typedef struct GradBackup {
-    Tensor *copy[LAYER_MAX_PARAMS];
-    bool had[LAYER_MAX_PARAMS];
-} GradBackup;
-
-static RematStatus grads_backup(const Layer *layer, GradBackup *b)
-{
-    *b = (GradBackup){0};
-    for (int i = 0; i < layer->n_params; i++) {
-        const Tensor *g = layer->params[i].var->grad;
-        b->had[i] = g != NULL;
-        if (g && !(b->copy[i] = tensor_clone(g, MEM_WORK))) {
-            for (int k = 0; k < i; k++) tensor_free(b->copy[k]);
-            return remat_last_status();
-        }
-    }
-    return REMAT_OK;
-}
-
-static void grads_restore(Layer *layer, GradBackup *b)
-{
-    for (int i = 0; i < layer->n_params; i++) {
-        Var *p = layer->params[i].var;
-        if (b->had[i]) {
-            memcpy(p->grad->data, b->copy[i]->data, b->copy[i]->bytes);
-            tensor_free(b->copy[i]);
-        } else {
-            tensor_free(p->grad);
-            p->grad = NULL;
-        }
-    }
-}
-
-/* The most ACT above what is alive now while one layer is reversed from x with output
- * gradient dy (see reverse_layer for dx_into and want_dx). */
-static RematStatus reverse_peak(Layer *layer, Var *x, const Tensor *dy, Tensor *dx_into, bool want_dx,
-                                TrainCtx *ctx, size_t *bytes)
-{
-    const size_t base = mem_current(MEM_ACT);
-    mem_reset_peaks();
-    Tensor *dx;
-    RematStatus status = reverse_layer(layer, x->value, dy, dx_into, want_dx, ctx, &dx);
-    *bytes = mem_peak(MEM_ACT) - base;
-    tensor_free(dx);
-    return status;
-}
-
-/* Runs the layer as an advance does, then reverses it as the backward does — as any layer
- * (a fresh buffer for its input gradient) and as layer 0 (the engine's buffer, or none) —
- * and reads the ledgers: the peaks above what was alive before each. */
-static RematStatus measure(Layer *layer, Var *x, TrainCtx *ctx, RevolveLayerCost *cost)
-{
-    const uint64_t flops_before = flops_total();
-    const size_t base = mem_current(MEM_ACT);
-    mem_reset_peaks();
-    Var *y = var_retain(x);
-    const bool was = grad_set_enabled(false);
-    RematStatus status = advance(&layer, 0, 1, &y, ctx);
-    grad_set_enabled(was);
-    if (status != REMAT_OK) {
-        var_free(y);
-        return status;
-    }
-    *cost = (RevolveLayerCost){.input_bytes = x->value->bytes, .forward_bytes = mem_peak(MEM_ACT) - base,
-                               .input_needs_grad = x->creator || x->requires_grad,
-                               .forward_flops = flops_total() - flops_before};
-    Tensor *dy = tensor_zeros(MEM_ACT, y->value->ndim, y->value->shape);
-    var_free(y);
-    Tensor *buffer = dy && cost->input_needs_grad ? tensor_zeros(MEM_ACT, x->value->ndim, x->value->shape) : NULL;
-    if (!dy || (cost->input_needs_grad && !buffer)) status = remat_last_status();
-    if (status == REMAT_OK) status = reverse_peak(layer, x, dy, NULL, true, ctx, &cost->reverse_bytes);
-    if (status == REMAT_OK)
-        status = reverse_peak(layer, x, dy, buffer, cost->input_needs_grad, ctx, &cost->first_reverse_bytes);
-    tensor_free(buffer);
-    tensor_free(dy);
-    return status;
-}
-
-RematStatus revolve_measure_layer(Layer *layer, Var *x, TrainCtx *ctx, RevolveLayerCost *cost)
-{
-    if (!layer || !x || !cost)
-        return remat_fail(REMAT_EINVAL, "revolve_measure_layer: %s is NULL", !layer ? "the layer" : !x ? "the input" : "cost");
-    GradBackup backup;
-    RematStatus status = grads_backup(layer, &backup);
-    if (status != REMAT_OK) return status;
-    const FlopCounts flops = flops_snapshot();
-    const Pcg32 rng = ctx ? ctx->rng : (Pcg32){0};
-    RevolveLayerCost measured;
-    status = measure(layer, x, ctx, &measured);
-    if (ctx) ctx->rng = rng;
-    flops_restore(&flops);
-    grads_restore(layer, &backup);
-    if (status == REMAT_OK) *cost = measured;
-    return status;
 }

@@ -25,22 +25,6 @@ const char *strategy_name(StrategyKind kind)
     return name_of(&STRATEGY_NAMES, (int)kind);
 }
 
-int strategy_segment_sizes(StrategyKind kind, int n, int *sizes)
-{
-    if (kind == STRATEGY_NONE) {
-        sizes[0] = n;
-        return 1;
-    }
-    if (kind != STRATEGY_SQRT) {
-        for (int i = 0; i < n; i++) sizes[i] = 1;
-        return n;
-    }
-    int k = (int)ceil(sqrt((double)n));
-    int s = (n + k - 1) / k;
-    for (int i = 0; i < s; i++) sizes[i] = n / s + (i < n % s ? 1 : 0);
-    return s;
-}
-
 /* ---- making schedules --------------------------------------------------------------------- */
 
 /* REMAT_OK if the segments cover layers 0 .. n_layers − 1 in order, each well formed. */
@@ -94,21 +78,22 @@ Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
         return NULL;
     }
     const StrategyKind kind = strategy->kind;
-    int *sizes = calloc((size_t)n_layers, sizeof *sizes);
     Segment *segs = calloc((size_t)n_layers, sizeof *segs);
-    Schedule *s = NULL;
-    if (sizes && segs) {
-        const Policy *policy = kind != STRATEGY_SELECTIVE ? NULL
-                             : strategy->policy ? strategy->policy : &POLICY_ATTENTION_CORE;
-        const int m = strategy_segment_sizes(kind, n_layers, sizes);
-        for (int i = 0, first = 0; i < m; first += sizes[i], i++)
-            segs[i] = (Segment){first, sizes[i], kind == STRATEGY_NONE ? SEGMENT_PLAIN : SEGMENT_REGION, policy, 0};
-        s = schedule_create(kind, segs, m, n_layers);
-    } else {
+    if (!segs) {
         remat_fail(REMAT_ENOMEM, "schedule_for_strategy: no memory for %d segments", n_layers);
+        return NULL;
     }
+    /* none: one segment; full and selective: one per layer; sqrt: ceil(n / k) of at most
+     * k = ceil(sqrt(n)) layers, as equal as possible, the longer ones first (schedule.h). */
+    const int k = (int)ceil(sqrt((double)n_layers));
+    const int m = kind == STRATEGY_NONE ? 1 : kind == STRATEGY_SQRT ? (n_layers + k - 1) / k : n_layers;
+    const Policy *policy = kind != STRATEGY_SELECTIVE ? NULL
+                         : strategy->policy ? strategy->policy : &POLICY_ATTENTION_CORE;
+    for (int i = 0, first = 0; i < m; first += segs[i].count, i++)
+        segs[i] = (Segment){first, n_layers / m + (i < n_layers % m ? 1 : 0),
+                            kind == STRATEGY_NONE ? SEGMENT_PLAIN : SEGMENT_REGION, policy, 0};
+    Schedule *s = schedule_create(kind, segs, m, n_layers);
     if (s) s->replay = strategy->replay;
-    free(sizes);
     free(segs);
     return s;
 }

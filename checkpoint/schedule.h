@@ -118,10 +118,6 @@ Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers);
 /* The whole chain of `n_layers` under Revolve with `slots` slots, as one segment. */
 Schedule *schedule_revolve(int n_layers, int slots);
 
-/* The segment sizes of none, full or sqrt for `n` layers into sizes[0 .. n); returns how
- * many. */
-int strategy_segment_sizes(StrategyKind kind, int n, int *sizes);
-
 /* How many segments of the schedule are regions. */
 int schedule_regions(const Schedule *s);
 

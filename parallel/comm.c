@@ -57,6 +57,13 @@ void flat_write(const FlatView *v, size_t begin, size_t end, const float *in)
     for (RunWalk w = {0}; next_run(v, begin, end, &w, &p, &len); at += len) memcpy(p, in + at, len * sizeof *p);
 }
 
+void flat_copy(const FlatView *to, size_t to_begin, const FlatView *from, size_t from_begin, size_t n)
+{
+    float *p;
+    size_t len, at = from_begin;
+    for (RunWalk w = {0}; next_run(to, to_begin, to_begin + n, &w, &p, &len); at += len) flat_read(from, at, at + len, p);
+}
+
 /* The MPI datatype of the view's elements [begin, end): one block per piece it touches, at
  * the piece's absolute address (sent from MPI_BOTTOM). The caller frees it. */
 static MPI_Datatype region_type(const FlatView *v, size_t begin, size_t end)
@@ -96,19 +103,16 @@ static void count(CommOp op, CommPhase phase, uint64_t sent, uint64_t received)
     counts.calls[op][phase]++;
 }
 
-uint64_t comm_sent(const CommCounts *c, CommPhase phase)
+/* One phase's column of a table of counts, summed over the collectives. */
+static uint64_t phase_sum(const uint64_t by_op[COMM_OP_COUNT][COMM_PHASE_COUNT], CommPhase phase)
 {
     uint64_t sum = 0;
-    for (int op = 0; op < COMM_OP_COUNT; op++) sum += c->sent[op][phase];
+    for (int op = 0; op < COMM_OP_COUNT; op++) sum += by_op[op][phase];
     return sum;
 }
 
-uint64_t comm_received(const CommCounts *c, CommPhase phase)
-{
-    uint64_t sum = 0;
-    for (int op = 0; op < COMM_OP_COUNT; op++) sum += c->received[op][phase];
-    return sum;
-}
+uint64_t comm_sent(const CommCounts *c, CommPhase phase) { return phase_sum(c->sent, phase); }
+uint64_t comm_received(const CommCounts *c, CommPhase phase) { return phase_sum(c->received, phase); }
 
 const char *comm_phase_name(CommPhase phase)
 {
@@ -140,13 +144,11 @@ RematStatus dist_reduce_scatter(const DistGroup *g, const FlatView *x, float sca
 {
     const int K = g->size, me = g->rank;
     const size_t b = shard_begin(x->total, me, K), n = shard_begin(x->total, me + 1, K) - b;
-    size_t n_sends = 0;
-    for (int r = 0; r < K; r++)
-        if (r != me) n_sends += chunks(shard_begin(x->total, r + 1, K) - shard_begin(x->total, r, K));
-    MPI_Request *sends = calloc(n_sends ? n_sends : 1, sizeof *sends);
-    if (!sends) return remat_fail(REMAT_ENOMEM, "reduce-scatter: no memory for %zu requests", n_sends);
+    const size_t most = (size_t)(K - 1) * chunks(x->total / (size_t)K + 1); /* regions differ by one at most */
+    MPI_Request *sends = calloc(most ? most : 1, sizeof *sends);
+    if (!sends) return remat_fail(REMAT_ENOMEM, "reduce-scatter: no memory for %zu requests", most);
     uint64_t sent = 0;
-    size_t k = 0;
+    size_t k = 0; /* the sends posted */
     for (int r = 0; r < K; r++) { /* every other rank's region, chunk by chunk, in order */
         const size_t rb = shard_begin(x->total, r, K), re = shard_begin(x->total, r + 1, K);
         for (size_t c = rb; r != me && c < re; c += DIST_CHUNK)
@@ -162,7 +164,7 @@ RematStatus dist_reduce_scatter(const DistGroup *g, const FlatView *x, float sca
         }
     }
     k_scale(shard, shard, scale, n);
-    if (n_sends) MPI_Waitall((int)n_sends, sends, MPI_STATUSES_IGNORE);
+    if (k) MPI_Waitall((int)k, sends, MPI_STATUSES_IGNORE);
     free(sends);
     if (K > 1) count(COMM_REDUCE_SCATTER, phase, sent, (uint64_t)(K - 1) * n * sizeof(float));
     return REMAT_OK;
@@ -205,11 +207,10 @@ RematStatus dist_gather(const DistGroup *g, const FlatView *mine, const FlatView
 {
     const int K = g->size;
     if (g->rank != root) {
-        if (!mine->total) return REMAT_OK;
-        MPI_Datatype type = region_type(mine, 0, mine->total);
-        MPI_Send(MPI_BOTTOM, 1, type, root, TAG_GATHER, MPI_COMM_WORLD);
-        MPI_Type_free(&type);
-        count(COMM_GATHER, phase, mine->total * sizeof(float), 0);
+        MPI_Request req;
+        const uint64_t sent = send_range(mine, 0, mine->total, root, TAG_GATHER, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE); /* nothing to wait for when there is nothing to send */
+        if (sent) count(COMM_GATHER, phase, sent, 0);
         return REMAT_OK;
     }
     uint64_t received = 0;
@@ -217,11 +218,7 @@ RematStatus dist_gather(const DistGroup *g, const FlatView *mine, const FlatView
         const size_t rb = shard_begin(full->total, r, K), re = shard_begin(full->total, r + 1, K);
         if (rb == re) continue;
         if (r == root) {
-            float *own = malloc((re - rb) * sizeof *own);
-            if (!own) return remat_fail(REMAT_ENOMEM, "gather: no memory for %zu floats", re - rb);
-            flat_read(mine, 0, re - rb, own);
-            flat_write(full, rb, re, own);
-            free(own);
+            flat_copy(full, rb, mine, 0, re - rb);
             continue;
         }
         MPI_Datatype type = region_type(full, rb, re);

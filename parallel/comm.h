@@ -51,6 +51,10 @@ void flat_read(const FlatView *v, size_t begin, size_t end, float *out);
 /* Copies in (end − begin floats) into the view's elements [begin, end). */
 void flat_write(const FlatView *v, size_t begin, size_t end, const float *in);
 
+/* Copies n elements of `from`, from its element from_begin on, into `to`, from its
+ * element to_begin on. */
+void flat_copy(const FlatView *to, size_t to_begin, const FlatView *from, size_t from_begin, size_t n);
+
 /* ---- the ledger ------------------------------------------------------------------------ */
 
 typedef enum CommOp { COMM_REDUCE_SCATTER = 0, COMM_ALL_GATHER, COMM_ALL_REDUCE, COMM_GATHER, COMM_OP_COUNT } CommOp;

@@ -10,14 +10,6 @@
 #include "tensor/flat.h"
 #include "tensor/kernels.h"
 
-/* A group of parameters used together (a layer's; a model's embedding and head): at stage
- * 3 gathered together when their owner is used. */
-typedef struct Group {
-    const void *owner;
-    int *index; /* into Zero.params */
-    int n;
-} Group;
-
 struct Zero {
     DistGroup group;
     int stage;
@@ -31,7 +23,8 @@ struct Zero {
     float *grad_shard;  /* the reduced gradient of the shard: MEM_GRAD from stage 2 (kept),
                            MEM_WORK at stage 1 (from zero_reduce to the optimizer step) */
     float *param_shard; /* stage 3: this rank's shard of the parameters (MEM_PARAM) */
-    Group *groups;
+    const void **owners; /* stage 3: group g's owner, whose parameters are gathered together
+                            when it is used (a layer; the model, for its embedding and head) */
     int n_groups;
     int *group_of;      /* parameter i's group, or -1 */
     int held;           /* stage 3: the group gathered now, or -1 */
@@ -84,8 +77,7 @@ void zero_free(Zero *z)
     if (!z) return;
     mem_free(z->grad_shard);
     mem_free(z->param_shard);
-    for (int g = 0; g < z->n_groups; g++) free(z->groups[g].index);
-    free(z->groups);
+    free(z->owners);
     free(z->params);
     free(z->pieces);
     free(z->offset);
@@ -228,7 +220,8 @@ static RematStatus gather_param(Zero *z, int i)
 
 static void release_group(Zero *z, int g)
 {
-    for (int k = 0; g >= 0 && k < z->groups[g].n; k++) tensor_release_storage(z->params[z->groups[g].index[k]].var->value);
+    for (int i = 0; g >= 0 && i < z->n; i++)
+        if (z->group_of[i] == g) tensor_release_storage(z->params[i].var->value);
 }
 
 /* Group g gathered and the one before released, so one group is whole at a time. A
@@ -239,10 +232,10 @@ static RematStatus hold_group(Zero *z, int g)
     if (g < 0 || g == z->held) return REMAT_OK; /* not sharded here, or already whole */
     release_group(z, z->held);
     z->held = -1;
-    for (int k = 0; k < z->groups[g].n; k++) {
-        const RematStatus status = gather_param(z, z->groups[g].index[k]);
+    for (int i = 0; i < z->n; i++) {
+        const RematStatus status = z->group_of[i] == g ? gather_param(z, i) : REMAT_OK;
         if (status != REMAT_OK) {
-            for (int j = 0; j <= k; j++) tensor_release_storage(z->params[z->groups[g].index[j]].var->value);
+            release_group(z, g);
             return status;
         }
     }
@@ -255,7 +248,7 @@ static RematStatus enter_stage(void *ctx, const void *stage)
 {
     Zero *z = ctx;
     int g = 0;
-    while (g < z->n_groups && z->groups[g].owner != stage) g++;
+    while (g < z->n_groups && z->owners[g] != stage) g++;
     return hold_group(z, g < z->n_groups ? g : -1);
 }
 
@@ -273,19 +266,15 @@ static RematStatus before_backward(void *ctx, const Node *node)
 
 RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int n)
 {
-    Group *groups = realloc(z->groups, (size_t)(z->n_groups + 1) * sizeof *groups);
-    if (!groups) return remat_fail(REMAT_ENOMEM, "zero: no memory for a group");
-    z->groups = groups;
-    Group *g = &z->groups[z->n_groups];
-    *g = (Group){.owner = owner, .index = malloc((size_t)(n ? n : 1) * sizeof *g->index), .n = 0};
-    if (!g->index) return remat_fail(REMAT_ENOMEM, "zero: no memory for a group");
-    z->n_groups++;
+    const void **owners = realloc(z->owners, (size_t)(z->n_groups + 1) * sizeof *owners);
+    if (!owners) return remat_fail(REMAT_ENOMEM, "zero: no memory for a group");
+    z->owners = owners;
+    z->owners[z->n_groups++] = owner;
     for (int k = 0; k < n; k++) {
         int i = 0;
         while (i < z->n && z->params[i].var != params[k].var) i++;
         if (i == z->n) return remat_fail(REMAT_EINVAL, "zero: parameter %s of a group is not one of the model's",
                                          params[k].var->name);
-        g->index[g->n++] = i;
         z->group_of[i] = z->n_groups - 1;
     }
     return REMAT_OK;
@@ -347,16 +336,10 @@ RematStatus zero_gather_optimizer(Zero *z, const Optimizer *shard, Optimizer *fu
 RematStatus zero_scatter_optimizer(const Zero *z, Optimizer *shard, const Optimizer *full)
 {
     if (z->stage == 0) return REMAT_OK;
-    FlatPiece *mine = z->pieces, *all = z->pieces + z->n;
-    float *buf = malloc((z->end - z->begin) * sizeof *buf);
-    RematStatus status = buf ? REMAT_OK : remat_fail(REMAT_ENOMEM, "zero: no memory to resume");
-    for (int which = 0; which < 2 && status == REMAT_OK; which++) {
-        const FlatView v = state_view(shard, z->n, which, mine), f = state_view(full, z->n, which, all);
-        if (v.n == 0) break;
-        flat_read(&f, z->begin, z->end, buf);
-        flat_write(&v, 0, v.total, buf);
+    for (int which = 0; which < 2; which++) {
+        const FlatView v = state_view(shard, z->n, which, z->pieces), f = state_view(full, z->n, which, z->pieces + z->n);
+        if (v.n == 0) break; /* no such state (SGD) */
+        flat_copy(&v, 0, &f, z->begin, v.total);
     }
-    if (status == REMAT_OK) status = optim_set_steps(shard, optim_steps(full));
-    free(buf);
-    return status;
+    return optim_set_steps(shard, optim_steps(full));
 }

@@ -19,17 +19,13 @@
  *             one group is whole at a time; each rank updates its shard of the
  *             parameters, and nothing is gathered after the update
  *
- * (Ψ/K is this rank's shard length, floor(Ψ(k+1)/K) − floor(Ψk/K), when K does not
- * divide Ψ.) Stages 0 to 2 move about 2Ψ floats per rank per step: (K−1)/K · Ψ out and in
- * for the reduce-scatter, the same for the all-gather. Stage 3 gathers each group when the
- * forward uses it and again when backward does, unless it is still whole (the last layer
- * of the forward is the first of the backward, and a region's replay leaves its layer
- * whole for the region's backward): about 3Ψ. The figures are the resident state
- * between steps; the reduce-scatter runs after backward, not during it, so from stage 2
- * the full gradient still exists while backward runs (the ledger's peak shows it), and
- * the reduction holds workspace while it runs: the sum of the shard (stages 0 and 1; at
- * stage 2 the sum is the kept gradient shard) and one chunk of DIST_CHUNK floats (256 KiB)
- * that receives the other ranks' parts.
+ * (Ψ/K is this rank's shard length, comm.h.) Stages 0 to 2 move about 2Ψ floats per rank
+ * per step, (K−1)/K · Ψ out and in for each of the reduce-scatter and the all-gather;
+ * stage 3 about 3Ψ, since a group still whole is not gathered again (the forward's last
+ * layer for the backward's first, a region's layer from its replay to its backward). The
+ * figures are the resident state between steps: the reduce-scatter runs after backward,
+ * so from stage 2 the full gradient still exists while backward runs, and the reduction
+ * holds workspace, the shard's sum (stages 0 and 1) and one chunk of DIST_CHUNK floats.
  *
  * Every stage gives the same bits as one process accumulating the K micro-batches: the
  * sum is taken in rank order and scaled by 1/K exactly as step.h's accumulation does, and
