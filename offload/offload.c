@@ -94,17 +94,17 @@ typedef struct Record {
                               reference, dropped when the write is finished), or NULL */
     Tensor *staged;        /* read ahead: the tensor the helper thread reads into (one
                               reference, handed to unpack), or NULL */
-    PrefetchIo io;         /* that write or read, while the thread owns it (a record's write
-                              is finished before its read is queued) */
-    union {                /* the header the thread writes or read */
+    PrefetchIo io;         /* its write or read (record_io), owned by the thread while queued
+                              (a record's write is finished before its read is queued) */
+    union {                /* the header written, or read back */
         RecordHeader header;
         unsigned char bytes[HEADER_BYTES];
     } head;
-    uint32_t read_crc;     /* read ahead: the CRC-32C of the data read, computed by the thread */
+    uint32_t read_crc;     /* read back: the CRC-32C of the data read */
     bool prefetched;       /* a read-ahead was asked for, or unpack read it itself: no read
                               ahead of it is wanted any more */
     bool failed;           /* its write behind failed: it holds nothing and DISK was not charged */
-    char what[NODE_NAME_LEN + 64]; /* "saved tensor 0 of ...", for a write behind's error */
+    char what[NODE_NAME_LEN + 64]; /* "saved tensor 0 of ...", for messages */
 } Record;
 
 struct Offload {
@@ -281,35 +281,20 @@ static RematStatus mapping_truncated(Offload *off, const char *what, const char 
 
 /* ---- moving the bytes ---------------------------------------------------------------- */
 
-/* io mmap: hands the record's pages back (see the top of this file). */
-static RematStatus unmap_pages(Offload *off, const Record *r, const char *what)
-{
-    if (madvise(off->map + r->offset, r->span, MADV_DONTNEED) == 0) return REMAT_OK;
-    return remat_fail(REMAT_EIO, "offload: %s: madvise(MADV_DONTNEED) failed: %s", what, strerror(errno));
-}
-
-/* The transfer of record `r`'s header (`head`) and data (`data`, `bytes`) by the syscalls
- * path, on the computing thread or the helper's; with drop_cache the record then leaves
- * the page cache (prefetch_evict). */
-static PrefetchIo record_io(const Offload *off, const Record *r, bool write, void *head, void *data, size_t bytes)
+/* Fills r->io, the transfer of record `r` between the file and `t`, on the computing thread
+ * or the helper's: written, its header (r->header, with the checksum of the data stored
+ * in it first) and `t`'s bytes; read back, the header into r->head and the data into `t`,
+ * and the data's checksum into r->read_crc. With drop_cache the record then leaves the
+ * page cache (prefetch_evict). */
+static void record_io(const Offload *off, Record *r, bool write, Tensor *t)
 {
     const bool direct = off->opts.io == OFFLOAD_IO_DIRECT;
-    return (PrefetchIo){.write = write, .head = head, .head_bytes = HEADER_BYTES, .data = data, .data_bytes = bytes,
-                        .pad_bytes = r->span - HEADER_BYTES - bytes, .direct = direct, .offset = (off_t)r->offset,
-                        .evict = off->opts.drop_cache && !direct};
-}
-
-/* io mmap with drop_cache: the record, already unmapped, is on its way out of the page
- * cache too: written, its write-back starts; read, it is dropped. */
-static RematStatus evict_mapped(Offload *off, const Record *r, const char *what, const char *doing, bool write)
-{
-    const int err = !off->opts.drop_cache ? 0
-                    : write ? prefetch_start_writeback(off->fd, (off_t)r->offset, r->span)
-                            : prefetch_evict(off->fd, (off_t)r->offset, r->span);
-    char cause[128];
-    if (!err) return REMAT_OK;
-    return remat_fail(REMAT_EIO, "offload: cannot %s %s: taking it out of the page cache failed: %s", doing, what,
-                      io_error_str(cause, sizeof cause, err, true));
+    memset(r->head.bytes, 0, sizeof r->head.bytes);
+    if (write) r->head.header = r->header;
+    r->io = (PrefetchIo){.write = write, .head = r->head.bytes, .head_bytes = HEADER_BYTES, .data = t->data,
+                         .data_bytes = t->bytes, .pad_bytes = r->span - HEADER_BYTES - t->bytes, .direct = direct,
+                         .offset = (off_t)r->offset, .evict = off->opts.drop_cache && !direct,
+                         .crc = write ? &r->head.header.crc : &r->read_crc};
 }
 
 /* REMAT_EIO: the write or read of `what` failed with `err` (an errno, or -1: cut short). */
@@ -320,27 +305,33 @@ static RematStatus transfer_failed(const Offload *off, const char *what, bool wr
                       what, write ? "to" : "from", off->dir, io_error_str(cause, sizeof cause, err, write));
 }
 
-/* Moves record `r` at r->offset between the file and RAM. Written: its header is r->header
- * and its data `t`'s bytes. Read back: *header and `t` get what the file holds. */
-static RematStatus transfer(Offload *off, const Record *r, bool write, Tensor *t, RecordHeader *header,
-                            const char *what)
+/* Does r->io (record_io) now, on the computing thread: by prefetch_transfer, or for io mmap
+ * through the mapping, whose pages it then hands back (see the top of this file) and, with
+ * drop_cache, sends on their way out of the page cache: written, their write-back starts;
+ * read, they are dropped. */
+static RematStatus transfer(Offload *off, Record *r, const char *what)
 {
-    const char *doing = write ? "write" : "read back";
-    if (off->opts.io == OFFLOAD_IO_MMAP) {
-        unsigned char *at = off->map + r->offset;
-        const Copy out[2] = {{at, &r->header, sizeof r->header}, {at + HEADER_BYTES, t->data, t->bytes}};
-        const Copy in[2] = {{header, at, sizeof *header}, {t->data, at + HEADER_BYTES, t->bytes}};
-        if (!copy_guarded(write ? out : in, 2)) return mapping_truncated(off, what, doing);
-        RematStatus status = unmap_pages(off, r, what);
-        return status == REMAT_OK ? evict_mapped(off, r, what, doing, write) : status;
+    PrefetchIo *io = &r->io;
+    if (off->opts.io != OFFLOAD_IO_MMAP) {
+        const int err = prefetch_transfer(off->fd, io, off->bounce);
+        return err ? transfer_failed(off, what, io->write, err) : REMAT_OK;
     }
-    unsigned char head[HEADER_BYTES] = {0};
-    if (write) memcpy(head, &r->header, sizeof r->header);
-    PrefetchIo io = record_io(off, r, write, head, t->data, t->bytes);
-    const int err = prefetch_transfer(off->fd, &io, off->bounce);
-    if (err) return transfer_failed(off, what, write, err);
-    if (!write) memcpy(header, head, sizeof *header);
-    return REMAT_OK;
+    const char *doing = io->write ? "write" : "read back";
+    unsigned char *at = off->map + r->offset;
+    if (io->write) *io->crc = crc32c(io->data, io->data_bytes);
+    const Copy out[2] = {{at, io->head, sizeof(RecordHeader)}, {at + HEADER_BYTES, io->data, io->data_bytes}};
+    const Copy in[2] = {{io->head, at, sizeof(RecordHeader)}, {io->data, at + HEADER_BYTES, io->data_bytes}};
+    if (!copy_guarded(io->write ? out : in, 2)) return mapping_truncated(off, what, doing);
+    if (!io->write) *io->crc = crc32c(io->data, io->data_bytes);
+    if (madvise(at, r->span, MADV_DONTNEED) != 0)
+        return remat_fail(REMAT_EIO, "offload: %s: madvise(MADV_DONTNEED) failed: %s", what, strerror(errno));
+    const int err = !off->opts.drop_cache ? 0
+                    : io->write ? prefetch_start_writeback(off->fd, io->offset, r->span)
+                                : prefetch_evict(off->fd, io->offset, r->span);
+    char cause[128];
+    if (!err) return REMAT_OK;
+    return remat_fail(REMAT_EIO, "offload: cannot %s %s: taking it out of the page cache failed: %s", doing, what,
+                      io_error_str(cause, sizeof cause, err, true));
 }
 
 /* ---- records ------------------------------------------------------------------------- */
@@ -348,19 +339,6 @@ static RematStatus transfer(Offload *off, const Record *r, bool write, Tensor *t
 /* Whether records are written behind the forward, on the helper thread (io syscalls and direct:
  * the mmap path copies into the mapping on the computing thread). */
 static bool writes_behind(const OffloadOptions *o) { return o->write_behind > 0 && o->io != OFFLOAD_IO_MMAP; }
-
-/* Hands record `r` to the helper thread, which checksums `t`'s bytes into the header and
- * writes both; `r` keeps a reference to `t` until finish_writes sees the write done. */
-static void write_behind(Offload *off, Record *r, Tensor *t)
-{
-    r->writing = tensor_retain(t);
-    off->writing_bytes += t->bytes;
-    memset(r->head.bytes, 0, sizeof r->head.bytes);
-    r->head.header = r->header;
-    r->io = record_io(off, r, true, r->head.bytes, t->data, t->bytes);
-    r->io.crc = &r->head.header.crc;
-    prefetch_submit(off->prefetcher, &r->io);
-}
 
 /* The write of the oldest record still being written behind is done: its tensor is let
  * go (ACT falls if that was the last reference) and DISK is charged, or, if it failed,
@@ -390,29 +368,18 @@ static RematStatus finish_oldest_write(Offload *off)
     return transfer_failed(off, r->what, true, err);
 }
 
-/* Waits for the writes behind, oldest first, until at most `in_flight` are left; the
- * first failure among them is reported (REMAT_EIO). Deterministic: which writes are
- * finished at a given point depends on the count only, never on the thread's speed, so
- * the ledger's figures are the same run after run. */
-static RematStatus finish_writes(Offload *off, size_t in_flight)
+/* Waits for the writes behind, oldest first, until at most `in_flight` are left and, when
+ * `bytes` more are about to be written behind with write_behind_bytes set, until they fit
+ * in that many beside those left (or none is left); the first failure among them is
+ * reported (REMAT_EIO). Deterministic: which writes are finished at a given point depends
+ * on the records' count and sizes only, never on the thread's speed, so the ledger's
+ * figures are the same run after run. */
+static RematStatus finish_writes(Offload *off, size_t in_flight, size_t bytes)
 {
+    const size_t budget = bytes ? off->opts.write_behind_bytes : 0;
     RematStatus status = REMAT_OK;
-    while (off->count - off->finished > in_flight) {
-        RematStatus s = finish_oldest_write(off);
-        if (status == REMAT_OK) status = s;
-    }
-    return status;
-}
-
-/* Before `bytes` more are written behind: waits for the oldest writes until at most
- * write_behind − 1 records are in flight and, with write_behind_bytes, until the new
- * record's data fits in that many beside theirs (or none is left in flight). Like
- * finish_writes, it depends on the records' count and sizes only. */
-static RematStatus make_room_to_write(Offload *off, size_t bytes)
-{
-    const size_t budget = off->opts.write_behind_bytes;
-    RematStatus status = finish_writes(off, (size_t)off->opts.write_behind - 1);
-    while (budget && off->count > off->finished && off->writing_bytes + bytes > budget) {
+    while (off->count - off->finished > in_flight ||
+           (budget && off->count > off->finished && off->writing_bytes + bytes > budget)) {
         RematStatus s = finish_oldest_write(off);
         if (status == REMAT_OK) status = s;
     }
@@ -422,18 +389,18 @@ static RematStatus make_room_to_write(Offload *off, size_t bytes)
 /* Appends `t` to the file as a record described by `r`: written now, or handed to the
  * helper thread when writing behind. On error the ledger is unchanged and the tail does
  * not move, so nothing of it counts. */
-static RematStatus write_record(Offload *off, Record *r, Tensor *t, const char *what)
+static RematStatus write_record(Offload *off, Record *r, Tensor *t)
 {
     if (off->count == off->order_capacity) {
         size_t capacity = off->order_capacity ? 2 * off->order_capacity : 64;
         Record **order = realloc(off->order, capacity * sizeof *order);
-        if (!order) return remat_fail(REMAT_ENOMEM, "offload: cannot write %s: no memory for its record", what);
+        if (!order) return remat_fail(REMAT_ENOMEM, "offload: cannot write %s: no memory for its record", r->what);
         off->order = order;
         off->order_capacity = capacity;
     }
     const size_t span = round_up(HEADER_BYTES + t->bytes, off->page);
     if (off->tail + span > off->capacity) {
-        RematStatus status = grow(off, off->tail + span, what);
+        RematStatus status = grow(off, off->tail + span, r->what);
         if (status != REMAT_OK) return status;
     }
     r->index = off->count;
@@ -442,19 +409,21 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t, const char *
     r->header = (RecordHeader){.magic = RECORD_MAGIC, .dtype = (uint32_t)t->dtype, .sequence = off->sequence,
                                .bytes = t->bytes, .ndim = t->ndim};
     for (int d = 0; d < TENSOR_MAX_DIMS; d++) r->header.shape[d] = t->shape[d];
-    if (writes_behind(&off->opts)) {
-        snprintf(r->what, sizeof r->what, "%s", what);
-        write_behind(off, r, t);
+    record_io(off, r, true, t);
+    if (writes_behind(&off->opts)) { /* `r` keeps `t` until finish_writes sees the write done */
+        r->writing = tensor_retain(t);
+        off->writing_bytes += t->bytes;
+        prefetch_submit(off->prefetcher, &r->io);
     } else {
-        r->header.crc = crc32c(t->data, t->bytes);
-        RematStatus status = transfer(off, r, true, t, NULL, what);
+        RematStatus status = transfer(off, r, r->what);
         if (status != REMAT_OK) return status;
+        r->header = r->head.header; /* with its checksum */
         mem_account(MEM_DISK, (int64_t)t->bytes); /* DISK is not resident: no budget to cross */
         off->stats.records_written++;
         off->stats.bytes_written += t->bytes;
+        off->finished++; /* nothing is in flight */
     }
     off->order[off->count++] = r;
-    if (!writes_behind(&off->opts)) off->finished = off->count; /* nothing is in flight */
     off->live++;
     off->tail += span;
     off->sequence++;
@@ -495,33 +464,30 @@ static Tensor *read_record(Offload *off, Record *r, const char *what)
         return NULL;
     }
     const RecordHeader *h = &r->header;
-    RecordHeader found;
     RematStatus status = REMAT_OK;
     Tensor *t = r->staged;
-    const bool read_ahead = t != NULL;
-    if (read_ahead) { /* wait for the helper thread, then check what it read */
+    if (t) { /* read ahead, and checksummed, by the helper thread: wait for it */
         r->staged = NULL;
         wait_for_read_ahead(off, r);
-        found = r->head.header;
         if (r->io.error) status = transfer_failed(off, what, false, r->io.error);
     } else {
         r->prefetched = true; /* read here: a window moving past it must not read it again */
         t = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
         if (!t) return NULL;
-        status = transfer(off, r, false, t, &found, what);
+        record_io(off, r, false, t);
+        status = transfer(off, r, what);
     }
-    if (status == REMAT_OK && memcmp(&found, h, sizeof found))
+    if (status == REMAT_OK && memcmp(&r->head.header, h, sizeof *h))
         status = remat_fail(REMAT_ECORRUPT, "offload: cannot read back %s: the header of its record %zu (at byte "
                             "%zu of the spill file in %s) is not the one written: the file was changed", what,
                             r->index, r->offset, off->dir);
-    /* A record read ahead was checksummed by the thread that read it, off backward's path. */
-    const uint32_t crc = status != REMAT_OK ? h->crc : read_ahead ? r->read_crc : crc32c(t->data, t->bytes);
-    if (crc != h->crc) {
+    if (status == REMAT_OK && r->read_crc != h->crc) {
         char size[32];
         status = remat_fail(REMAT_ECORRUPT, "offload: %s is corrupt in the spill file in %s: record %zu (%s at "
                             "byte %zu) has checksum 0x%08x, it was written with 0x%08x (the file was changed "
                             "after it was written, or the disk returned bad data)", what, off->dir, r->index,
-                            mem_format_bytes(size, sizeof size, t->bytes), r->offset + HEADER_BYTES, crc, h->crc);
+                            mem_format_bytes(size, sizeof size, t->bytes), r->offset + HEADER_BYTES, r->read_crc,
+                            h->crc);
     }
     if (status != REMAT_OK) {
         tensor_free(t);
@@ -552,8 +518,7 @@ static void prefetch_before(Offload *off, size_t end)
         r->staged = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
         if (!r->staged) continue;
         r->prefetched = true;
-        r->io = record_io(off, r, false, r->head.bytes, r->staged->data, r->staged->bytes);
-        r->io.crc = &r->read_crc;
+        record_io(off, r, false, r->staged);
         prefetch_submit(off->prefetcher, &r->io);
         off->stats.prefetched++;
     }
@@ -620,8 +585,8 @@ static void *offload_pack(void *ctx, Tensor *t, const Node *node, int slot)
 {
     Offload *off = ctx;
     Record *r = calloc(1, sizeof *r);
-    char what[NODE_NAME_LEN + 64];
     if (!r) {
+        char what[NODE_NAME_LEN + 64];
         remat_fail(REMAT_ENOMEM, "offload: no memory to save %s", slot_name(what, sizeof what, node, slot));
         return NULL;
     }
@@ -630,14 +595,15 @@ static void *offload_pack(void *ctx, Tensor *t, const Node *node, int slot)
         off->stats.kept++;
         return r;
     }
-    slot_name(what, sizeof what, node, slot);
+    slot_name(r->what, sizeof r->what, node, slot);
     const double start = platform_seconds();
     /* Writing behind: at most write_behind records (and write_behind_bytes) in flight, this
      * one included. A failed earlier write fails this pack: the next point where the
      * forward can hear of it. */
-    RematStatus status = writes_behind(&off->opts) ? make_room_to_write(off, t->bytes) : REMAT_OK;
+    const size_t in_flight = (size_t)off->opts.write_behind - 1;
+    RematStatus status = writes_behind(&off->opts) ? finish_writes(off, in_flight, t->bytes) : REMAT_OK;
     if (status == REMAT_OK) {
-        status = write_record(off, r, t, what);
+        status = write_record(off, r, t);
         if (status != REMAT_OK) count_failure(off);
     }
     off->stats.write_seconds += platform_seconds() - start;
@@ -657,7 +623,7 @@ static Tensor *offload_unpack(void *ctx, void *packed, const Node *node, int slo
     char what[NODE_NAME_LEN + 64];
     slot_name(what, sizeof what, node, slot);
     Tensor *t = NULL;
-    if (r->index >= off->finished && finish_writes(off, off->count - r->index - 1) != REMAT_OK) {
+    if (finish_writes(off, off->count - r->index - 1, 0) != REMAT_OK) {
         /* still being written (hooks left pushed into backward), and a write failed */
     } else if (r->failed) {
         remat_fail(REMAT_EIO, "offload: cannot read back %s: its record could not be written", what);
@@ -680,7 +646,7 @@ static void offload_release(void *ctx, void *packed)
         tensor_free(r->kept);
     } else {
         /* Still being written (the forward failed before offload_pop): wait for it. */
-        if (r->index >= off->finished) (void)finish_writes(off, off->count - r->index - 1);
+        (void)finish_writes(off, off->count - r->index - 1, 0);
         if (r->staged) { /* read ahead but never unpacked (backward stopped early) */
             prefetch_wait(off->prefetcher, &r->io);
             tensor_free(r->staged);
@@ -835,7 +801,7 @@ RematStatus offload_pop(Offload *off)
     if (!off) return remat_fail(REMAT_EINVAL, "offload_pop: the offloader is NULL");
     saved_hooks_pop();
     const double start = platform_seconds();
-    RematStatus status = finish_writes(off, 0); /* counted, if it failed */
+    RematStatus status = finish_writes(off, 0, 0); /* counted, if it failed */
     off->stats.write_seconds += platform_seconds() - start;
     if (status == REMAT_OK && off->write_failed) /* reported by a pack: the forward failed */
         status = REMAT_EIO;
