@@ -157,10 +157,9 @@ static void *prefetch_thread(void *arg)
         if (!p->first) p->last = NULL;
         pthread_mutex_unlock(&p->lock);
 
-        const int error = prefetch_transfer(p->fd, io, w->bounce);
+        prefetch_transfer(p->fd, io, w->bounce); /* io->error says how it went */
 
         pthread_mutex_lock(&p->lock);
-        io->error = error;
         io->done = true;
         pthread_cond_broadcast(&p->changed);
     }
@@ -199,18 +198,16 @@ Prefetcher *prefetch_create(int fd, bool direct, int threads)
     p->fd = fd;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->changed, NULL);
-    for (int k = 0; k < threads && direct; k++) {
-        if (!(p->workers[k].bounce = prefetch_bounce_create())) {
-            prefetch_free(p);
-            return NULL;
-        }
-    }
     for (int k = 0; k < threads; k++) {
         Worker *w = &p->workers[k];
         w->owner = p;
+        if (direct && !(w->bounce = prefetch_bounce_create())) {
+            prefetch_free(p); /* joins those that started */
+            return NULL;
+        }
         const int err = pthread_create(&w->thread, NULL, prefetch_thread, w);
         if (err) {
-            prefetch_free(p); /* joins those that started */
+            prefetch_free(p);
             remat_fail(REMAT_ENOMEM, "prefetch: cannot start an I/O thread (error %d)", err);
             return NULL;
         }
