@@ -40,14 +40,14 @@ typedef struct StTensorInfo {
     DType dtype;
     int ndim;                       /* 0..TENSOR_MAX_DIMS, as in the file (0: a scalar) */
     int shape[TENSOR_MAX_DIMS];     /* each >= 0 */
-    uint64_t begin, end;            /* its bytes are [begin, end) of the data buffer */
+    unsigned long long begin, end;  /* its bytes are [begin, end) of the data buffer */
 } StTensorInfo;
 
 struct StFile {
     char *path;                     /* as given to st_load, for messages */
     int fd;                         /* open until st_close; tensors are read from it */
-    uint64_t data_start;            /* 8 + header length: where the data buffer begins */
-    uint64_t data_size;             /* bytes in the data buffer */
+    unsigned long long data_start;  /* 8 + header length: where the data buffer begins */
+    unsigned long long data_size;   /* bytes in the data buffer */
     cJSON *header;                  /* the parsed header, which the names below point into */
     int count;
     StTensorInfo *tensors;          /* `count` entries, in the header's order */
@@ -130,10 +130,9 @@ static RematStatus check_save_args(const char *path, const StEntry *entries, int
 }
 
 /* Builds the JSON header: "__metadata__" first (when there is any), then the tensors in
- * the order given, their data_offsets contiguous from 0. Returns a malloc'd string padded
- * with spaces to a multiple of 8 bytes (not NUL-terminated) and its length in *len; NULL
- * with REMAT_ENOMEM on failure. */
-static char *build_header(const StEntry *entries, int n, const StMeta *meta, int n_meta, size_t *len)
+ * the order given, their data_offsets contiguous from 0. Returns a string the caller frees
+ * with cJSON_free; NULL with REMAT_ENOMEM on failure. */
+static char *build_header(const StEntry *entries, int n, const StMeta *meta, int n_meta)
 {
     cJSON *root = cJSON_CreateObject();
     if (!root) goto nomem;
@@ -168,21 +167,8 @@ static char *build_header(const StEntry *entries, int n, const StMeta *meta, int
 
     char *json = cJSON_PrintUnformatted(root);
     if (!json) goto nomem;
-    size_t json_len = strlen(json);
-    /* Padding with spaces (valid JSON whitespace) makes 8 + header a multiple of 8, so
-     * the data buffer starts 8-byte aligned, as the reference implementation does. */
-    size_t padded = (json_len + 7) / 8 * 8;
-    char *header = malloc(padded);
-    if (!header) {
-        cJSON_free(json);
-        goto nomem;
-    }
-    memcpy(header, json, json_len);
-    memset(header + json_len, ' ', padded - json_len);
-    cJSON_free(json);
     cJSON_Delete(root);
-    *len = padded;
-    return header;
+    return json;
 
 nomem:
     cJSON_Delete(root);
@@ -190,17 +176,20 @@ nomem:
     return NULL;
 }
 
-/* Writes the whole file to `fd` and flushes it to disk. Returns 0, or an errno value with
- * *step naming what failed. */
-static int write_contents(int fd, const char *header, size_t header_len,
-                          const StEntry *entries, int n, const char **step)
+/* Writes the whole file to `fd`, the JSON `header` padded with spaces (valid JSON
+ * whitespace) so that the data buffer starts 8-byte aligned, as the reference
+ * implementation does, and flushes it to disk. Returns 0, or an errno value with *step
+ * naming what failed. */
+static int write_contents(int fd, const char *header, const StEntry *entries, int n, const char **step)
 {
-    unsigned char len_le[8]; /* the header length, little-endian */
-    for (int i = 0; i < 8; i++) len_le[i] = (unsigned char)((uint64_t)header_len >> (8 * i));
+    const size_t json_len = strlen(header), padded = (json_len + 7) / 8 * 8;
+    unsigned char len_le[8]; /* the padded header's length, little-endian */
+    for (int i = 0; i < 8; i++) len_le[i] = (unsigned char)((uint64_t)padded >> (8 * i));
 
     *step = "write";
     int err = write_all(fd, len_le, sizeof len_le);
-    if (!err) err = write_all(fd, header, header_len);
+    if (!err) err = write_all(fd, header, json_len);
+    if (!err) err = write_all(fd, "       ", padded - json_len);
     for (int i = 0; i < n && !err; i++)
         err = write_all(fd, entries[i].tensor->data, entries[i].tensor->bytes);
     if (err) return err;
@@ -334,14 +323,13 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
     if (status == REMAT_OK) status = file_check_writable(path);
     if (status != REMAT_OK) return status;
 
-    size_t header_len;
-    char *header = build_header(entries, n, meta, n_meta, &header_len);
+    char *header = build_header(entries, n, meta, n_meta);
     if (!header) return REMAT_ENOMEM;
 
     TempFile tmp;
     int err = temp_create(&tmp, path);
     if (err) {
-        free(header);
+        cJSON_free(header);
         return remat_fail(err == ENOMEM ? REMAT_ENOMEM : REMAT_EIO,
                           "st_save: cannot save %s: cannot create a temporary file beside it: %s", path, strerror(err));
     }
@@ -349,7 +337,7 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
     /* Write, fsync, name, close, rename: until the rename succeeds the old file at `path`
      * is untouched, and on any failure the temporary file is removed. */
     const char *step;
-    err = write_contents(tmp.fd, header, header_len, entries, n, &step);
+    err = write_contents(tmp.fd, header, entries, n, &step);
     if (!err && !tmp.named && (err = temp_name(&tmp)) != 0) step = "naming the temporary file";
     if (!err) {
         const int fd = tmp.fd;
@@ -374,26 +362,26 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
         tmp.named = false; /* it is the file at `path` now */
         temp_discard(&tmp);
     }
-    free(header);
+    cJSON_free(header);
     return status;
 }
 
 /* ==== reading ======================================================================= */
 
 /* Reads a JSON number that must be a whole number in [0, max]; returns 0 if it is not. */
-static int json_whole_number(const cJSON *item, double max, uint64_t *value)
+static int json_whole_number(const cJSON *item, double max, unsigned long long *value)
 {
     if (!cJSON_IsNumber(item)) return 0;
     double v = item->valuedouble;
     if (!(v >= 0.0 && v <= max) || v != floor(v)) return 0;
-    *value = (uint64_t)v;
+    *value = (unsigned long long)v;
     return 1;
 }
 
 /* Reads an entry's dtype and shape into info, and the bytes they need into *needed
  * (*overflow set when that exceeds 64 bits). REMAT_ECORRUPT naming file and tensor. */
-static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTensorInfo *info, uint64_t *needed,
-                                     bool *overflow)
+static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTensorInfo *info,
+                                     unsigned long long *needed, bool *overflow)
 {
     const char *name = item->string;
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
@@ -419,12 +407,12 @@ static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTens
     int d = 0;
     const cJSON *dim;
     cJSON_ArrayForEach(dim, shape) {
-        uint64_t v;
+        unsigned long long v;
         if (!json_whole_number(dim, INT_MAX, &v))
             return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape[%d] is not a whole number in 0..%d",
                               path, name, d, INT_MAX);
         info->shape[d++] = (int)v;
-        if (v != 0 && *needed > UINT64_MAX / v) *overflow = true;
+        if (v != 0 && *needed > ULLONG_MAX / v) *overflow = true;
         else *needed *= v;
     }
     if (*needed == 0) *overflow = false; /* a zero dimension means 0 bytes, however large the rest */
@@ -433,13 +421,13 @@ static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTens
 
 /* Parses and checks one tensor entry (everything but how its bytes sit among the other
  * tensors' bytes). On error fails with REMAT_ECORRUPT naming the file and the tensor. */
-static RematStatus parse_tensor(const char *path, const cJSON *item, uint64_t data_size,
+static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned long long data_size,
                                 StTensorInfo *info)
 {
     const char *name = item->string;
     if (!cJSON_IsObject(item))
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: entry is not a JSON object", path, name);
-    uint64_t needed = 0;
+    unsigned long long needed = 0;
     bool overflow = false;
     RematStatus status = parse_dtype_shape(path, item, info, &needed, &overflow);
     if (status != REMAT_OK) return status;
@@ -452,21 +440,15 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, uint64_t da
                           path, name);
     if (info->begin > info->end)
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] end before they begin",
-                          path, name, (unsigned long long)info->begin, (unsigned long long)info->end);
+                          path, name, info->begin, info->end);
     if (info->end > data_size)
-        return remat_fail(REMAT_ECORRUPT,
-                          "%s: tensor %s: data_offsets [%llu, %llu] run past the end of the %llu-byte data buffer "
-                          "(is the file truncated?)",
-                          path, name, (unsigned long long)info->begin, (unsigned long long)info->end,
-                          (unsigned long long)data_size);
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] run past the end of the "
+                          "%llu-byte data buffer (is the file truncated?)", path, name, info->begin, info->end, data_size);
     if (overflow || info->end - info->begin != needed) {
-        char shape_buf[64], needed_buf[32];
-        if (overflow) snprintf(needed_buf, sizeof needed_buf, "more than 2^64");
-        else snprintf(needed_buf, sizeof needed_buf, "%llu", (unsigned long long)needed);
-        return remat_fail(REMAT_ECORRUPT,
-                          "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, but shape %s of %s needs %s",
-                          path, name, (unsigned long long)info->begin, (unsigned long long)info->end,
-                          (unsigned long long)(info->end - info->begin),
+        char shape_buf[64], needed_buf[32] = "more than 2^64";
+        if (!overflow) snprintf(needed_buf, sizeof needed_buf, "%llu", needed);
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, but shape %s of "
+                          "%s needs %s", path, name, info->begin, info->end, info->end - info->begin,
                           shape_str(shape_buf, sizeof shape_buf, info->ndim, info->shape), st_dtype_name(info->dtype),
                           needed_buf);
     }
@@ -513,7 +495,7 @@ static RematStatus check_layout(const StFile *f)
     if (f->count == 0) {
         if (f->data_size == 0) return REMAT_OK;
         return remat_fail(REMAT_ECORRUPT, "%s: the file holds no tensors, but %llu bytes of data follow its header",
-                          f->path, (unsigned long long)f->data_size);
+                          f->path, f->data_size);
     }
     const StTensorInfo **sorted = malloc((size_t)f->count * sizeof *sorted);
     if (!sorted) return remat_fail(REMAT_ENOMEM, "%s: no memory to check the layout", f->path);
@@ -526,50 +508,46 @@ static RematStatus check_layout(const StFile *f)
             status = remat_fail(REMAT_ECORRUPT, "%s: tensor %s appears twice in the header", f->path, sorted[i]->name);
 
     qsort(sorted, (size_t)f->count, sizeof *sorted, by_offsets);
-    uint64_t expected = 0; /* where the next tensor's bytes must begin */
+    unsigned long long expected = 0; /* where the next tensor's bytes must begin */
     for (int i = 0; i < f->count && status == REMAT_OK; i++) {
         const StTensorInfo *t = sorted[i];
         if (t->begin < expected)
-            status = remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] overlap tensor %s's [%llu, %llu]",
-                                f->path, t->name, (unsigned long long)t->begin, (unsigned long long)t->end,
-                                sorted[i - 1]->name, (unsigned long long)sorted[i - 1]->begin,
-                                (unsigned long long)sorted[i - 1]->end);
+            status = remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] overlap tensor %s's [%llu, "
+                                "%llu]", f->path, t->name, t->begin, t->end, sorted[i - 1]->name,
+                                sorted[i - 1]->begin, sorted[i - 1]->end);
         else if (t->begin > expected)
             status = remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets begin at %llu, leaving bytes [%llu, %llu) "
-                                "of the data buffer to no tensor",
-                                f->path, t->name, (unsigned long long)t->begin, (unsigned long long)expected,
-                                (unsigned long long)t->begin);
+                                "of the data buffer to no tensor", f->path, t->name, t->begin, expected, t->begin);
         expected = t->end;
     }
     if (status == REMAT_OK && expected != f->data_size)
         status = remat_fail(REMAT_ECORRUPT, "%s: the tensors end at byte %llu of the data buffer, but %llu bytes "
-                            "follow the header (trailing bytes)",
-                            f->path, (unsigned long long)expected, (unsigned long long)f->data_size);
+                            "follow the header (trailing bytes)", f->path, expected, f->data_size);
     free(sorted);
     return status;
 }
 
 /* Reads the 8-byte length and the header it announces into a new NUL-terminated string. */
-static RematStatus read_header(StFile *f, uint64_t file_size, char **header)
+static RematStatus read_header(StFile *f, unsigned long long file_size, char **header)
 {
     if (file_size < 8)
         return remat_fail(REMAT_ECORRUPT, "%s: the file has %llu bytes, fewer than the 8 of the header length",
-                          f->path, (unsigned long long)file_size);
+                          f->path, file_size);
     unsigned char len_le[8];
     int err = pread_all(f->fd, len_le, sizeof len_le, 0);
     if (err) return remat_fail(REMAT_EIO, "%s: cannot read: %s", f->path, err > 0 ? strerror(err) : "file shrank");
-    uint64_t len = 0;
-    for (int i = 0; i < 8; i++) len |= (uint64_t)len_le[i] << (8 * i);
+    unsigned long long len = 0;
+    for (int i = 0; i < 8; i++) len |= (unsigned long long)len_le[i] << (8 * i);
 
     if (len > file_size - 8)
-        return remat_fail(REMAT_ECORRUPT, "%s: header length %llu is larger than the %llu bytes after it",
-                          f->path, (unsigned long long)len, (unsigned long long)(file_size - 8));
+        return remat_fail(REMAT_ECORRUPT, "%s: header length %llu is larger than the %llu bytes after it", f->path,
+                          len, file_size - 8);
     if (len > ST_MAX_HEADER_BYTES)
-        return remat_fail(REMAT_ECORRUPT, "%s: header length %llu is over the limit of %u bytes",
-                          f->path, (unsigned long long)len, ST_MAX_HEADER_BYTES);
+        return remat_fail(REMAT_ECORRUPT, "%s: header length %llu is over the limit of %u bytes", f->path, len,
+                          ST_MAX_HEADER_BYTES);
 
     char *text = malloc((size_t)len + 1);
-    if (!text) return remat_fail(REMAT_ENOMEM, "%s: no memory for a %llu-byte header", f->path, (unsigned long long)len);
+    if (!text) return remat_fail(REMAT_ENOMEM, "%s: no memory for a %llu-byte header", f->path, len);
     err = pread_all(f->fd, text, (size_t)len, 8);
     text[len] = '\0';
     RematStatus status = REMAT_OK;
@@ -705,13 +683,11 @@ Tensor *st_get(const StFile *f, const char *name, MemKind kind)
     if (!info) return NULL;
     int shape[TENSOR_MAX_DIMS];
     int ndim = tensor_shape_of(info, shape);
-    for (int d = 0; d < ndim; d++) {
-        if (shape[d] == 0) {
-            char buf[64];
-            remat_fail(REMAT_EINVAL, "st_get: %s: tensor %s has shape %s; a remat Tensor needs every dimension > 0",
-                       f->path, name, shape_str(buf, sizeof buf, ndim, shape));
-            return NULL;
-        }
+    if (info->begin == info->end) { /* no bytes: its shape has a dimension of 0 */
+        char buf[64];
+        remat_fail(REMAT_EINVAL, "st_get: %s: tensor %s has shape %s; a remat Tensor needs every dimension > 0",
+                   f->path, name, shape_str(buf, sizeof buf, ndim, shape));
+        return NULL;
     }
     Tensor *t = tensor_create_typed(kind, info->dtype, ndim, shape);
     if (!t) return NULL; /* tensor_create said why */
