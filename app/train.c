@@ -36,15 +36,10 @@
 #include "base/parse.h"
 #include "base/platform.h"
 
-#ifndef REMAT_DATA_DIR
-#define REMAT_DATA_DIR "data"
-#endif
-
 /* ---- a run --------------------------------------------------------------------------- */
 
 typedef struct Run {
     const TrainOptions *opt;
-    bool gpt;
     Model *model;
     Schedule *schedule;  /* what a step keeps: the strategy's, or the one the planner chose */
     ChainCost *cost;     /* budget: the chain's measured cost model */
@@ -78,7 +73,7 @@ static TrainCtx train_ctx(const Run *run)
 static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input, Var **targets)
 {
     const TrainOptions *o = run->opt;
-    if (!run->gpt) return mlp_task_batch(run->task, rng, o->batch, input, targets);
+    if (o->model == MODEL_MLP) return mlp_task_batch(run->task, rng, o->batch, input, targets);
     *input = *targets = NULL;
     Tensor *in = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq});
     Tensor *tg = in ? tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq}) : NULL;
@@ -120,7 +115,7 @@ static RematStatus evaluate(Run *run, float *mean_loss)
     RematStatus status = REMAT_OK;
     for (int b = 0; b < run->opt->eval_batches && status == REMAT_OK; b++) {
         Var *x, *y;
-        status = draw_batch(run, run->gpt ? TEXT_VAL : TEXT_TRAIN, &rng, &x, &y);
+        status = draw_batch(run, run->opt->model == MODEL_GPT ? TEXT_VAL : TEXT_TRAIN, &rng, &x, &y);
         if (status != REMAT_OK) break;
         Var *loss = model_loss_planned(run->model, run->schedule, x, y, &ctx);
         if (loss) sum += loss->value->f32[0];
@@ -359,8 +354,7 @@ static RematStatus predict_schedule(Run *run)
 static RematStatus build_model(Run *run)
 {
     const TrainOptions *o = run->opt;
-    run->gpt = o->model == MODEL_GPT;
-    if (run->gpt) {
+    if (o->model == MODEL_GPT) {
         run->text = text_data_load(o->data, 0.1);
         if (!run->text) return remat_last_status();
         GptConfig c = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads,
@@ -574,8 +568,8 @@ static RematStatus run_start(Run *run, FILE *out)
 static RematStatus run_steps(Run *run, int to_run, TrainReport *report, double *times, FILE *out)
 {
     const TrainOptions *opt = run->opt;
-    const bool tty = !opt->quiet && isatty(fileno(out));
-    const int per_step = run->micro_batches * opt->batch * (run->gpt ? opt->seq : 1);
+    const bool tty = !opt->quiet && isatty(fileno(out)), gpt = opt->model == MODEL_GPT;
+    const int per_step = run->micro_batches * opt->batch * (gpt ? opt->seq : 1);
     RematStatus status = REMAT_OK;
     for (int s = 0; s < to_run && status == REMAT_OK; s++) {
         double t0 = platform_seconds();
@@ -587,7 +581,7 @@ static RematStatus run_steps(Run *run, int to_run, TrainReport *report, double *
         report->steps_run = s + 1;
         const int step = run->state.step;
         if (!opt->quiet && (tty || step % 10 == 0 || s + 1 == to_run))
-            report_progress(out, tty, step, opt->steps, report->losses[s], times[s], per_step, run->gpt ? "tok" : "ex");
+            report_progress(out, tty, step, opt->steps, report->losses[s], times[s], per_step, gpt ? "tok" : "ex");
         if (opt->eval_every && step % opt->eval_every == 0 && s + 1 < to_run) {
             float val;
             status = evaluate(run, &val);
@@ -626,18 +620,6 @@ static RematStatus save(Run *run, FILE *out)
     return status;
 }
 
-/* Every rank's ledgers, gathered, and rank 0's report of them. */
-static RematStatus report_data_parallel(const Run *run, const TrainReport *report, FILE *out)
-{
-    const int K = run->world.size, n = (int)(sizeof(RankFigures) / sizeof(uint64_t));
-    RankFigures mine = rank_figures(), *all = malloc((size_t)K * sizeof *all);
-    if (!all) return remat_fail(REMAT_ENOMEM, "train: no memory for %d ranks' figures", K);
-    RematStatus status = dist_all_gather_u64(&run->world, (const uint64_t *)&mine, n, (uint64_t *)all);
-    if (status == REMAT_OK) report_ranks(out, run->zero, all, report->steps_run);
-    free(all);
-    return status;
-}
-
 /* After the steps: the last validation, the report, a sample and the saved file. */
 static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report, double *times, FILE *out)
 {
@@ -655,7 +637,7 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
         report->slowest_step_seconds = times[report->steps_run - 1];
     }
     report_ledgers(out, opt, report);
-    if (status == REMAT_OK && run->zero) status = report_data_parallel(run, report, out);
+    if (status == REMAT_OK && run->zero) status = report_ranks(out, &run->world, run->zero, report->steps_run);
     if (status == REMAT_OK && (status = gather_params(run)) == REMAT_OK) report_sample(out, opt, run->model);
     scatter_params(run);
     if (status == REMAT_OK && opt->save) status = save(run, out);
