@@ -233,6 +233,7 @@ typedef struct TempFile {
 
 #define TEMP_SUFFIX ".tmp.XXXXXX"
 #define TEMP_RANDOM 6 /* the X's */
+static const char TEMP_LETTERS[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"; /* what an X becomes */
 
 static bool force_named_temp; /* st_debug_named_temp */
 
@@ -245,11 +246,7 @@ static bool is_temp_of(const char *entry, const char *base)
     const size_t n = strlen(base), dot_tmp = sizeof TEMP_SUFFIX - 1 - TEMP_RANDOM;
     if (strncmp(entry, base, n) != 0 || strncmp(entry + n, TEMP_SUFFIX, dot_tmp) != 0) return false;
     const char *x = entry + n + dot_tmp;
-    if (strlen(x) != TEMP_RANDOM) return false;
-    for (int i = 0; i < TEMP_RANDOM; i++)
-        if (!((x[i] >= 'A' && x[i] <= 'Z') || (x[i] >= 'a' && x[i] <= 'z') || (x[i] >= '0' && x[i] <= '9')))
-            return false;
-    return true;
+    return strlen(x) == TEMP_RANDOM && strspn(x, TEMP_LETTERS) == TEMP_RANDOM;
 }
 
 /* Removes what killed saves to `path` left in its directory. Best effort: a leftover
@@ -294,11 +291,11 @@ static int temp_name(TempFile *t)
 {
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", t->fd);
-    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    const size_t letters = sizeof TEMP_LETTERS - 1;
     char *x = t->name + strlen(t->name) - TEMP_RANDOM;
     for (uint64_t attempt = 0; attempt < 100; attempt++) {
         uint64_t v = (uint64_t)getpid() * 1000003u + attempt;
-        for (int i = 0; i < TEMP_RANDOM; i++, v /= sizeof alphabet - 1) x[i] = alphabet[v % (sizeof alphabet - 1)];
+        for (int i = 0; i < TEMP_RANDOM; i++, v /= letters) x[i] = TEMP_LETTERS[v % letters];
         if (linkat(AT_FDCWD, proc, AT_FDCWD, t->name, AT_SYMLINK_FOLLOW) == 0) {
             t->named = true;
             return 0;
