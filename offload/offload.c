@@ -39,9 +39,8 @@
  * neighbours already read and dropped.
  *
  * The helper thread reads with preadv in every mode: a file descriptor stays valid while
- * the file grows, a mapping may be replaced. syscalls is the default because the mmap path
- * pays a page fault per 4 KiB page each way and a TLB flush per madvise, measured at about
- * 10 microseconds a page and 20 to 60 a flush here (docs/MEASUREMENTS.md, 8.7).
+ * the file grows, a mapping may be replaced. syscalls is the default: the mmap path pays a
+ * page fault per page each way and a TLB flush per madvise (docs/MEASUREMENTS.md, 8.7).
  */
 #define _GNU_SOURCE /* madvise, preadv, pwritev, statx */
 
@@ -205,24 +204,16 @@ static RematStatus grow(Offload *off, size_t need, const char *what)
 /* ---- copies through the mapping ------------------------------------------------------ */
 
 /* A MAP_SHARED mapping outlives the file's length: once the spill file is truncated, an
- * access to a mapped page past the new end raises SIGBUS (offload.h, "Truncation"). For
- * the length of the copies, a SIGBUS handler of ours replaces the process's; if the
- * copying thread faults, it jumps back (siglongjmp) and the copy reports the truncation.
- * The old handler is put back right after, so a program that installs its own (a test
- * harness does) still gets every SIGBUS outside the copies. Two sigaction calls per
- * record are cheap next to the page faults and the TLB flush the mapping costs anyway.
- *
- * SIGBUS is delivered to the thread that faulted and the guard is thread-local, so a
- * fault on any other thread during a copy is not ours: the handler puts back the old
- * handler and returns, the faulting access runs again, and the old handler (by default
- * the kernel's: the process dies) deals with it, as it would without remat. Only one
- * thread copies through a mapping (the prefetch thread reads with preadv).
- *
- * Jumping out of memcpy abandons it half way; that is safe because memcpy holds no lock
- * and no state beyond its registers, and nothing it wrote is used after the jump. */
+ * access to a mapped page past the new end raises SIGBUS. For the length of the copies, a
+ * SIGBUS handler of ours replaces the process's (and is put back right after, so a program
+ * that installs its own still gets every SIGBUS outside the copies); if the copying thread
+ * faults, it jumps back (siglongjmp) and the copy reports the truncation. SIGBUS goes to
+ * the thread that faulted and the guard is thread-local, so a fault on another thread is
+ * not ours: the handler puts back the old handler and returns, the access runs again, and
+ * the old handler deals with it. Jumping out of memcpy abandons it half way, which is safe:
+ * memcpy holds no lock nor state beyond its registers, and nothing it wrote is used after. */
 /* Set while this thread copies under the guard. volatile: the handler reads it, so the
- * compiler must store it before the copies and not drop the store as one that memcpy
- * (whose behaviour it knows) never reads. */
+ * compiler must store it before the copies, though memcpy never reads it. */
 static _Thread_local sigjmp_buf *volatile bus_guard;
 static struct sigaction saved_bus_action;   /* the handler the guard replaced */
 
@@ -233,16 +224,10 @@ static void on_sigbus(int signal_number)
     sigaction(SIGBUS, &saved_bus_action, NULL);
 }
 
-/* One memcpy, from or to the mapping. */
-typedef struct Copy {
-    void *dst;
-    const void *src;
-    size_t bytes;
-} Copy;
-
-/* Makes the `n` copies under the guard; false if one of them faulted because the file no
- * longer holds the pages it touched (then some may be partly done). */
-static bool copy_guarded(const Copy *copies, int n)
+/* Copies io's header and data to (a write) or from the record at `at` in the mapping, under
+ * the guard; false if a copy faulted because the file no longer holds the pages it touched
+ * (then it may be partly done). */
+static bool copy_guarded(unsigned char *at, const PrefetchIo *io)
 {
     struct sigaction action = {.sa_handler = on_sigbus};
     sigemptyset(&action.sa_mask);
@@ -251,7 +236,13 @@ static bool copy_guarded(const Copy *copies, int n)
     volatile bool faulted = false; /* written after sigsetjmp, read after the jump */
     if (sigsetjmp(env, 1) == 0) { /* 1: the jump also restores the signal mask */
         bus_guard = &env;
-        for (int i = 0; i < n; i++) memcpy(copies[i].dst, copies[i].src, copies[i].bytes);
+        if (io->write) {
+            memcpy(at, io->head, sizeof(RecordHeader));
+            memcpy(at + HEADER_BYTES, io->data, io->data_bytes);
+        } else {
+            memcpy(io->head, at, sizeof(RecordHeader));
+            memcpy(io->data, at + HEADER_BYTES, io->data_bytes);
+        }
     } else {
         faulted = true;
     }
@@ -319,9 +310,7 @@ static RematStatus transfer(Offload *off, Record *r, const char *what)
     const char *doing = io->write ? "write" : "read back";
     unsigned char *at = off->map + r->offset;
     if (io->write) *io->crc = crc32c(io->data, io->data_bytes);
-    const Copy out[2] = {{at, io->head, sizeof(RecordHeader)}, {at + HEADER_BYTES, io->data, io->data_bytes}};
-    const Copy in[2] = {{io->head, at, sizeof(RecordHeader)}, {io->data, at + HEADER_BYTES, io->data_bytes}};
-    if (!copy_guarded(io->write ? out : in, 2)) return mapping_truncated(off, what, doing);
+    if (!copy_guarded(at, io)) return mapping_truncated(off, what, doing);
     if (!io->write) *io->crc = crc32c(io->data, io->data_bytes);
     if (madvise(at, r->span, MADV_DONTNEED) != 0)
         return remat_fail(REMAT_EIO, "offload: %s: madvise(MADV_DONTNEED) failed: %s", what, strerror(errno));
@@ -527,11 +516,9 @@ static void prefetch_before(Offload *off, size_t end)
 /* io mmap with drop_cache: how page faults read the file. In backward (MADV_RANDOM) a
  * fault reads its page and no neighbours, which read-around would bring back into the
  * cache when they were already read and dropped. In the forward (MADV_NORMAL) a write
- * fault on a page no longer in the cache reads it from the disk before the copy
- * overwrites it, and read-around batches those reads: measured, faulting one page at a
- * time made the forward's writes 10 to 50 times slower (docs/MEASUREMENTS.md, 8.4). Zeroing the
- * record's range first (FALLOC_FL_ZERO_RANGE: its blocks unwritten, so a fault finds
- * zeros without the disk) was measured three to ten times slower still on ext4. */
+ * fault on a page no longer cached reads it from the disk before the copy overwrites it,
+ * and read-around batches those reads, 10 to 50 times faster than one page at a time
+ * (docs/MEASUREMENTS.md, 8.4; FALLOC_FL_ZERO_RANGE first was slower still). */
 static void advise_mapping(Offload *off, int advice)
 {
     if (off->map && off->opts.drop_cache) (void)madvise(off->map, off->capacity, advice);
@@ -554,10 +541,11 @@ static RematStatus drop_written_records(Offload *off)
                       "saved tensors may be lost)", off->dir, io_error_str(cause, sizeof cause, err, true));
 }
 
-/* How many of the first `bytes` of the spill file are in the page cache: mincore on a
- * mapping of them made for the question (it maps no page in, and is gone at once). */
-static RematStatus cached_bytes(const Offload *off, size_t bytes, size_t *cached)
+/* mincore on a mapping of the records made for the question (it maps no page in, and is
+ * gone at once). */
+RematStatus offload_cached_bytes(const Offload *off, size_t *cached)
 {
+    const size_t bytes = off->tail;
     *cached = 0;
     if (bytes == 0) return REMAT_OK;
     void *map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, off->fd, 0);
@@ -808,18 +796,13 @@ RematStatus offload_pop(Offload *off)
     if (status == REMAT_OK && off->opts.drop_cache) {
         status = drop_written_records(off);
         if (status != REMAT_OK) count_failure(off);
-        else status = cached_bytes(off, off->tail, &off->stats.cached_after_forward);
         advise_mapping(off, MADV_RANDOM);
-    } else if (status == REMAT_OK && off->opts.io == OFFLOAD_IO_DIRECT) { /* nothing to drop: say so */
-        status = cached_bytes(off, off->tail, &off->stats.cached_after_forward);
     }
+    /* What the page cache still holds of the records: with io direct, nothing to drop, so say so. */
+    if (status == REMAT_OK && (off->opts.drop_cache || off->opts.io == OFFLOAD_IO_DIRECT))
+        status = offload_cached_bytes(off, &off->stats.cached_after_forward);
     if (status == REMAT_OK && off->prefetcher) prefetch_before(off, off->count);
     return status;
-}
-
-RematStatus offload_cached_bytes(const Offload *off, size_t *bytes)
-{
-    return cached_bytes(off, off->tail, bytes);
 }
 
 OffloadStats offload_stats(const Offload *off)
