@@ -272,7 +272,7 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     return status;
 }
 
-/* The model's configuration as file metadata, to check a resumed file against. */
+/* The model's configuration as file metadata, to check a resumed file against (open_resumed). */
 static int config_meta(const TrainOptions *o, char values[][24], StMeta *meta)
 {
     const char *keys[] = {"remat.layers", "remat.d_model", "remat.heads", "remat.seq"};
@@ -284,23 +284,6 @@ static int config_meta(const TrainOptions *o, char values[][24], StMeta *meta)
         meta[i + 1] = (StMeta){keys[i], values[i]};
     }
     return n + 1;
-}
-
-/* The resumed file `f`'s model flags against the run's. */
-static RematStatus check_resume_config(const TrainOptions *o, const StFile *f)
-{
-    char values[4][24];
-    StMeta meta[5];
-    const char *flags[] = {"--model", "--layers", "--d-model", "--heads", "--seq"};
-    int n = config_meta(o, values, meta);
-    for (int i = 0; i < n; i++) {
-        const char *found = st_meta(f, meta[i].key);
-        if (!found) return remat_fail(REMAT_EINVAL, "%s has no metadata %s", o->resume, meta[i].key);
-        if (strcmp(found, meta[i].value))
-            return remat_fail(REMAT_EINVAL, "%s was trained with %s %s, not %s: pass the same model "
-                              "flags to resume it", o->resume, flags[i], found, meta[i].value);
-    }
-    return REMAT_OK;
 }
 
 /* --strategy budget: measures the chain on one batch (drawn from a copy of the data
@@ -524,7 +507,17 @@ static RematStatus open_resumed(Run *run)
     const TrainOptions *o = run->opt;
     if (!o->resume) return REMAT_OK;
     if (!(run->resumed = st_load(o->resume))) return remat_last_status();
-    if (check_resume_config(o, run->resumed) != REMAT_OK) return remat_last_status();
+    char values[4][24];
+    StMeta meta[5];
+    const char *flags[] = {"--model", "--layers", "--d-model", "--heads", "--seq"};
+    const int n = config_meta(o, values, meta);
+    for (int i = 0; i < n; i++) {
+        const char *found = st_meta(run->resumed, meta[i].key);
+        if (!found) return remat_fail(REMAT_EINVAL, "%s has no metadata %s", o->resume, meta[i].key);
+        if (strcmp(found, meta[i].value))
+            return remat_fail(REMAT_EINVAL, "%s was trained with %s %s, not %s: pass the same model "
+                              "flags to resume it", o->resume, flags[i], found, meta[i].value);
+    }
     const char *text = st_meta(run->resumed, "remat.step");
     int step;
     if (!text) return remat_fail(REMAT_EINVAL, "%s has no metadata remat.step", o->resume);
