@@ -89,10 +89,9 @@ typedef struct Record {
     size_t offset;         /* where the record starts in the file (page-aligned) */
     size_t span;           /* its length in the file: whole pages */
     RecordHeader header;   /* what was written, to check what is read back */
-    Tensor *writing;       /* written behind: the tensor the helper thread writes from (one
-                              reference, dropped when the write is finished), or NULL */
-    Tensor *staged;        /* read ahead: the tensor the helper thread reads into (one
-                              reference, handed to unpack), or NULL */
+    Tensor *busy;          /* the tensor the helper thread writes from (written behind: until
+                              the write is seen finished) or reads into (read ahead: handed to
+                              unpack); one reference, or NULL */
     PrefetchIo io;         /* its write or read (record_io), owned by the thread while queued
                               (a record's write is finished before its read is queued) */
     union {                /* the header written, or read back */
@@ -337,8 +336,8 @@ static RematStatus finish_oldest_write(Offload *off)
     Record *r = off->order[off->finished++];
     prefetch_wait(off->prefetcher, &r->io);
     off->writing_bytes -= r->header.bytes;
-    tensor_free(r->writing);
-    r->writing = NULL;
+    tensor_free(r->busy);
+    r->busy = NULL;
     off->stats.thread_write_seconds += r->io.seconds;
     off->stats.thread_cpu_seconds += r->io.cpu_seconds;
     const int err = r->io.error;
@@ -400,7 +399,7 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t)
     for (int d = 0; d < TENSOR_MAX_DIMS; d++) r->header.shape[d] = t->shape[d];
     record_io(off, r, true, t);
     if (writes_behind(&off->opts)) { /* `r` keeps `t` until finish_writes sees the write done */
-        r->writing = tensor_retain(t);
+        r->busy = tensor_retain(t);
         off->writing_bytes += t->bytes;
         prefetch_submit(off->prefetcher, &r->io);
     } else {
@@ -454,9 +453,9 @@ static Tensor *read_record(Offload *off, Record *r, const char *what)
     }
     const RecordHeader *h = &r->header;
     RematStatus status = REMAT_OK;
-    Tensor *t = r->staged;
+    Tensor *t = r->busy; /* its write was seen finished: a tensor here was read ahead */
     if (t) { /* read ahead, and checksummed, by the helper thread: wait for it */
-        r->staged = NULL;
+        r->busy = NULL;
         wait_for_read_ahead(off, r);
         if (r->io.error) status = transfer_failed(off, what, false, r->io.error);
     } else {
@@ -504,10 +503,10 @@ static void prefetch_before(Offload *off, size_t end)
         bytes += r->header.bytes;
         if (r->prefetched) continue;
         const RecordHeader *h = &r->header;
-        r->staged = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
-        if (!r->staged) continue;
+        r->busy = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
+        if (!r->busy) continue;
         r->prefetched = true;
-        record_io(off, r, false, r->staged);
+        record_io(off, r, false, r->busy);
         prefetch_submit(off->prefetcher, &r->io);
         off->stats.prefetched++;
     }
@@ -635,9 +634,9 @@ static void offload_release(void *ctx, void *packed)
     } else {
         /* Still being written (the forward failed before offload_pop): wait for it. */
         (void)finish_writes(off, off->count - r->index - 1, 0);
-        if (r->staged) { /* read ahead but never unpacked (backward stopped early) */
+        if (r->busy) { /* read ahead but never unpacked (backward stopped early) */
             prefetch_wait(off->prefetcher, &r->io);
-            tensor_free(r->staged);
+            tensor_free(r->busy);
         }
         if (!r->failed) mem_account(MEM_DISK, -(int64_t)r->header.bytes);
         off->order[r->index] = NULL;
