@@ -203,9 +203,9 @@ typedef struct OffloadStats {
 OffloadStats offload_stats(const Offload *off);
 
 /* How many bytes of the records written since the file was last reset (their pages, header
- * and padding included) are in the page cache now, into *bytes (mincore). REMAT_EIO if
+ * and padding included) are in the page cache now, into *cached (mincore). REMAT_EIO if
  * the kernel cannot tell. */
-RematStatus offload_cached_bytes(const Offload *off, size_t *bytes);
+RematStatus offload_cached_bytes(const Offload *off, size_t *cached);
 
 /* Writes a one-line description of what the offloader does into `buf` and returns it:
  * "all (every saved activation) of 64.0 KiB or more, to a spill file in /tmp by
