@@ -233,7 +233,7 @@ typedef struct TempFile {
 
 #define TEMP_SUFFIX ".tmp.XXXXXX"
 #define TEMP_RANDOM 6 /* the X's */
-static const char TEMP_LETTERS[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"; /* what an X becomes */
+static const char TEMP_LETTERS[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"; /* an X's */
 
 static bool force_named_temp; /* st_debug_named_temp */
 
@@ -440,7 +440,8 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned lo
                           path, name, info->begin, info->end);
     if (info->end > data_size)
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] run past the end of the "
-                          "%llu-byte data buffer (is the file truncated?)", path, name, info->begin, info->end, data_size);
+                          "%llu-byte data buffer (is the file truncated?)", path, name, info->begin, info->end,
+                          data_size);
     if (overflow || info->end - info->begin != needed) {
         char shape_buf[64], needed_buf[32] = "more than 2^64";
         if (!overflow) snprintf(needed_buf, sizeof needed_buf, "%llu", needed);
@@ -562,6 +563,28 @@ static RematStatus read_header(StFile *f, unsigned long long file_size, char **h
     return REMAT_OK;
 }
 
+/* Parses the header `text` of `f` and checks it whole: a JSON object of tensor entries and
+ * metadata, and the tensors' layout in the data buffer. */
+static RematStatus parse_header(StFile *f, const char *text)
+{
+    /* require_null_terminated: only whitespace may follow the JSON value. */
+    const char *parse_end = NULL;
+    if (!(f->header = cJSON_ParseWithOpts(text, &parse_end, 1)))
+        return remat_fail(REMAT_ECORRUPT, "%s: the header is not valid JSON (error at byte %td of the header)",
+                          f->path, parse_end ? parse_end - text : (ptrdiff_t)0);
+    if (!cJSON_IsObject(f->header)) return remat_fail(REMAT_ECORRUPT, "%s: the header is not a JSON object", f->path);
+    if (!(f->tensors = calloc((size_t)cJSON_GetArraySize(f->header) + 1, sizeof *f->tensors)))
+        return remat_fail(REMAT_ENOMEM, "%s: no memory for the tensor table", f->path);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, f->header) {
+        const bool meta = strcmp(item->string, METADATA_KEY) == 0;
+        const RematStatus status = meta ? parse_metadata(f->path, item, f)
+                                        : parse_tensor(f->path, item, f->data_size, &f->tensors[f->count++]);
+        if (status != REMAT_OK) return status;
+    }
+    return check_layout(f);
+}
+
 StFile *st_load(const char *path)
 {
     if (!path) {
@@ -577,39 +600,13 @@ StFile *st_load(const char *path)
     f->fd = -1; /* not open yet: st_close must not close descriptor 0 */
     char *text = NULL;
     uint64_t file_size;
-    if (file_open_regular("st_load", path, &f->fd, &file_size) != REMAT_OK) goto fail;
-    if (read_header(f, file_size, &text) != REMAT_OK) goto fail;
-
-    /* require_null_terminated: only whitespace may follow the JSON value. */
-    const char *parse_end = NULL;
-    if (!(f->header = cJSON_ParseWithOpts(text, &parse_end, 1))) {
-        remat_fail(REMAT_ECORRUPT, "%s: the header is not valid JSON (error at byte %td of the header)",
-                   path, parse_end ? parse_end - text : (ptrdiff_t)0);
-        goto fail;
+    if (file_open_regular("st_load", path, &f->fd, &file_size) != REMAT_OK ||
+        read_header(f, file_size, &text) != REMAT_OK || parse_header(f, text) != REMAT_OK) {
+        st_close(f);
+        f = NULL;
     }
-    if (!cJSON_IsObject(f->header)) {
-        remat_fail(REMAT_ECORRUPT, "%s: the header is not a JSON object", path);
-        goto fail;
-    }
-    if (!(f->tensors = calloc((size_t)cJSON_GetArraySize(f->header) + 1, sizeof *f->tensors))) {
-        remat_fail(REMAT_ENOMEM, "%s: no memory for the tensor table", path);
-        goto fail;
-    }
-    const cJSON *item;
-    cJSON_ArrayForEach(item, f->header) {
-        const bool meta = strcmp(item->string, METADATA_KEY) == 0;
-        if (meta ? parse_metadata(path, item, f) != REMAT_OK
-                 : parse_tensor(path, item, f->data_size, &f->tensors[f->count++]) != REMAT_OK)
-            goto fail;
-    }
-    if (check_layout(f) != REMAT_OK) goto fail;
     free(text);
     return f;
-
-fail:
-    free(text);
-    st_close(f);
-    return NULL;
 }
 
 void st_close(StFile *f)
