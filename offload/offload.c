@@ -313,9 +313,7 @@ static RematStatus transfer(Offload *off, Record *r, const char *what)
     if (!io->write) *io->crc = crc32c(io->data, io->data_bytes);
     if (madvise(at, r->span, MADV_DONTNEED) != 0)
         return remat_fail(REMAT_EIO, "offload: %s: madvise(MADV_DONTNEED) failed: %s", what, strerror(errno));
-    const int err = !off->opts.drop_cache ? 0
-                    : io->write ? prefetch_start_writeback(off->fd, io->offset, r->span)
-                                : prefetch_evict(off->fd, io->offset, r->span);
+    const int err = off->opts.drop_cache ? prefetch_evict(off->fd, io->offset, r->span, !io->write) : 0;
     char cause[128];
     if (!err) return REMAT_OK;
     return remat_fail(REMAT_EIO, "offload: cannot %s %s: taking it out of the page cache failed: %s", doing, what,
@@ -533,7 +531,7 @@ static RematStatus drop_written_records(Offload *off)
      * into the process (fault-around), which no DONTNEED of one record's pages unmapped:
      * a mapped page cannot leave the cache. */
     if (off->tail && off->map) (void)madvise(off->map, off->capacity, MADV_DONTNEED);
-    const int err = off->tail ? prefetch_evict(off->fd, 0, off->capacity) : 0;
+    const int err = off->tail ? prefetch_evict(off->fd, 0, off->capacity, true) : 0;
     char cause[128];
     if (!err) return REMAT_OK;
     return remat_fail(REMAT_EIO, "offload: writing the spill file in %s to the disk failed: %s (the forward's "

@@ -41,16 +41,11 @@ struct Prefetcher {
     bool stop;
 };
 
-int prefetch_evict(int fd, off_t offset, size_t bytes)
+int prefetch_evict(int fd, off_t offset, size_t bytes, bool drop)
 {
-    const unsigned flags = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
-    if (sync_file_range(fd, offset, (off_t)bytes, flags) != 0) return errno;
-    return posix_fadvise(fd, offset, (off_t)bytes, POSIX_FADV_DONTNEED);
-}
-
-int prefetch_start_writeback(int fd, off_t offset, size_t bytes)
-{
-    return sync_file_range(fd, offset, (off_t)bytes, SYNC_FILE_RANGE_WRITE) != 0 ? errno : 0;
+    const unsigned wait = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WAIT_AFTER;
+    if (sync_file_range(fd, offset, (off_t)bytes, SYNC_FILE_RANGE_WRITE | (drop ? wait : 0)) != 0) return errno;
+    return drop ? posix_fadvise(fd, offset, (off_t)bytes, POSIX_FADV_DONTNEED) : 0;
 }
 
 unsigned char *prefetch_bounce_create(void)
@@ -121,7 +116,7 @@ static int transfer(int fd, PrefetchIo *io, unsigned char *bounce)
     }
     const size_t record = io->head_bytes + io->data_bytes + io->pad_bytes;
     if (!error && io->evict)
-        error = io->write ? prefetch_start_writeback(fd, io->offset, record) : prefetch_evict(fd, io->offset, record);
+        error = prefetch_evict(fd, io->offset, record, !io->write);
     return error;
 }
 

@@ -37,7 +37,7 @@
 /* One read (as preadv) or write (as pwritev) of head_bytes + data_bytes at `offset`, from
  * or into two buffers, with the data's checksum computed on the thread too. With `evict`
  * set, the record (head, data and padding from `offset`) then leaves the page cache: a
- * write starts its write-back (prefetch_start_writeback), a read drops it (prefetch_evict). */
+ * write starts its write-back, a read drops it (prefetch_evict). */
 typedef struct PrefetchIo {
     bool write;
     void *head;
@@ -97,14 +97,11 @@ bool prefetch_wait(Prefetcher *p, PrefetchIo *io);
 int prefetch_transfer(int fd, PrefetchIo *io, unsigned char *bounce);
 
 /* Takes `bytes` of `fd` from `offset` out of the page cache without an fsync of the whole
- * file: sync_file_range writes the range's dirty pages back and waits for them, then
- * posix_fadvise(POSIX_FADV_DONTNEED) drops its clean pages (only clean pages can be
- * dropped, hence the order). Pages mapped by a process stay. 0 or an errno. */
-int prefetch_evict(int fd, off_t offset, size_t bytes);
-
-/* Starts writing the dirty pages of `bytes` of `fd` from `offset` back to the disk and
- * returns without waiting for them (sync_file_range, SYNC_FILE_RANGE_WRITE; it may wait
- * for a full device queue). 0 or an errno. */
-int prefetch_start_writeback(int fd, off_t offset, size_t bytes);
+ * file: sync_file_range writes the range's dirty pages back and, with `drop`, waits for
+ * them, then posix_fadvise(POSIX_FADV_DONTNEED) drops its clean pages (only clean pages
+ * can be dropped, hence the order; pages mapped by a process stay). Without `drop` it
+ * only starts the write-back (it may wait for a full device queue), so that a later call
+ * with `drop` finds little left to wait for. 0 or an errno. */
+int prefetch_evict(int fd, off_t offset, size_t bytes, bool drop);
 
 #endif /* REMAT_PREFETCH_H */
