@@ -12,31 +12,25 @@
  * Three ways of moving the bytes (OffloadOptions.io):
  *
  *   syscalls  a record is one pwritev (header and data) at its offset: the kernel copies
- *             the tensor into the page cache, and the process never maps those pages, so
- *             they are never in its RSS. Written behind, pack only reserves the record's
- *             place and queues the write, with the checksum, on the helper thread. unpack
- *             is one preadv back into a new tensor.
+ *             the tensor into the page cache, and the process never maps those pages.
+ *             Written behind, pack only reserves the record's place and queues the write,
+ *             with the checksum, on the helper thread. unpack is one preadv.
  *   mmap      the whole file is mapped MAP_SHARED. pack memcpys into the mapping, on the
- *             computing thread, then madvise(MADV_DONTNEED): the pages leave the process
- *             and, the mapping being shared, their dirty contents stay in the page cache
- *             to be written back. unpack memcpys out of the mapping and hands the pages back.
- *   direct    as syscalls, with the file open O_DIRECT: the bytes go between the tensor
- *             and the disk through an aligned bounce buffer (one per thread), header, data
- *             and padding in one run, so every transfer starts on a page and is whole pages
- *             long. The page cache never holds a record: nothing to drop at the end of the
- *             forward. A bounce buffer, rather than tensors allocated on pages, keeps the
+ *             computing thread, then madvise(MADV_DONTNEED): the pages leave the process,
+ *             their dirty contents stay in the page cache to be written back. unpack
+ *             memcpys out of the mapping and hands the pages back.
+ *   direct    as syscalls, with the file open O_DIRECT: header, data and padding go
+ *             between the tensor and the disk through an aligned bounce buffer (one per
+ *             thread), so every transfer is whole pages. The page cache never holds a
+ *             record; a bounce buffer, rather than tensors allocated on pages, keeps the
  *             tensor room out of it.
  *
- * syscalls and mmap leave the data in the page cache, for the kernel to write when it
- * likes (no msync: Linux tracks a shared mapping's dirty pages itself). With drop_cache,
- * each record's write-back starts as soon as it is written (sync_file_range with
- * SYNC_FILE_RANGE_WRITE, which does not wait); offload_pop then waits for what is left and
- * drops every record from the page cache (prefetch_evict: sync_file_range waiting on the
- * pages, then posix_fadvise(POSIX_FADV_DONTNEED), which drops only clean, unmapped pages,
- * hence that order), and each record read back is dropped again. No fsync: the unlinked
- * file's metadata need not reach the disk. Read-ahead is off (POSIX_FADV_RANDOM, and
- * MADV_RANDOM in backward: advise_mapping), so reading a record does not bring back its
- * neighbours already read and dropped.
+ * With drop_cache, each record's write-back starts as soon as it is written
+ * (sync_file_range, not waiting); offload_pop waits for what is left and drops every record
+ * from the page cache (prefetch_evict), and each record read back is dropped again. No
+ * fsync: the unlinked file's metadata need not reach the disk. Read-ahead is off
+ * (POSIX_FADV_RANDOM, and MADV_RANDOM in backward: advise_mapping), so reading a record
+ * does not bring back its neighbours already read and dropped.
  *
  * The helper thread reads with preadv in every mode: a file descriptor stays valid while
  * the file grows, a mapping may be replaced. syscalls is the default: the mmap path pays a
@@ -742,9 +736,8 @@ Offload *offload_create(const OffloadOptions *opts)
     const bool direct = opts->io == OFFLOAD_IO_DIRECT;
     bool ok = off->fd >= 0;
     if (ok && direct) ok = open_direct(off->fd, dir, off->page) == REMAT_OK && (off->bounce = prefetch_bounce_create());
-    /* With drop_cache no read-ahead: backward reads the records backwards, so the kernel's
-     * read-ahead past a record would fill the cache again with records already read and
-     * dropped. A record is read in one request, so read-ahead would not speed it up. */
+    /* With drop_cache no read-ahead (see the top of this file): a record is read in one
+     * request, and what lies past it was already read and dropped. */
     if (ok && opts->drop_cache) (void)posix_fadvise(off->fd, 0, 0, POSIX_FADV_RANDOM);
     const int threads = opts->io_threads > 0 ? opts->io_threads : 1;
     if (ok && (opts->prefetch > 0 || writes_behind(opts)))
