@@ -22,8 +22,6 @@
 #include "offload/crc32c.h"
 #include "base/platform.h"
 
-typedef struct Prefetcher Prefetcher;
-
 /* One of the threads. */
 typedef struct Worker {
     Prefetcher *owner;
