@@ -305,10 +305,9 @@ static int temp_name(TempFile *t)
     return EEXIST;
 }
 
-/* Closes and removes the temporary file (a failed save), and frees `t`. */
+/* Removes the closed temporary file if it has a name (a failed save), and frees `t`. */
 static void temp_discard(TempFile *t)
 {
-    if (t->fd >= 0) close(t->fd);
     if (t->named) unlink(t->name);
     free(t->dir);
     free(t->name);
@@ -336,13 +335,9 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
     const char *step;
     err = write_contents(tmp.fd, header, entries, n, &step);
     if (!err && !tmp.named && (err = temp_name(&tmp)) != 0) step = "naming the temporary file";
-    if (!err) {
-        const int fd = tmp.fd;
-        tmp.fd = -1;
-        if (close(fd) != 0) {
-            err = errno;
-            step = "close";
-        }
+    if (close(tmp.fd) != 0 && !err) { /* closed in every case: a failed save's file is removed below */
+        err = errno;
+        step = "close";
     }
     if (!err && rename(tmp.name, path) != 0) {
         err = errno;
