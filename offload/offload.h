@@ -90,7 +90,7 @@ typedef enum OffloadPolicy {
 #define OFFLOAD_IO_THREADS 1                   /* default: helper threads moving the records */
 #define OFFLOAD_MAX_IO_THREADS 4
 
-/* How the bytes move between a tensor and the file (offload.c describes both). */
+/* How the bytes move between a tensor and the file (offload.c describes all three). */
 typedef enum OffloadIo {
     OFFLOAD_IO_SYSCALLS = 0, /* pwritev and preadv: the kernel copies, nothing is mapped */
     OFFLOAD_IO_MMAP,         /* memcpy through a MAP_SHARED mapping, then MADV_DONTNEED */
@@ -126,11 +126,9 @@ typedef struct OffloadOptions {
                                for, and the ledger moved, in order */
 } OffloadOptions;
 
-/* The defaults for `policy`: io by system calls, min_bytes OFFLOAD_MIN_BYTES, large_bytes
- * OFFLOAD_LARGE_BYTES, no tag prefix, the page cache kept, prefetch OFFLOAD_PREFETCH and
- * write-behind OFFLOAD_WRITE_BEHIND records (no limit of bytes), growth OFFLOAD_GROW_BYTES,
- * the directory from $TMPDIR.
- * A value, not a call: a run that never offloads runs no code of offload/. */
+/* The defaults for `policy` (no tag prefix, the page cache kept, windows of records only, the
+ * directory from $TMPDIR). A value, not a call: a run that never offloads runs no code of
+ * offload/. */
 #define OFFLOAD_DEFAULTS(policy_)                                                                              \
     ((OffloadOptions){.policy = (policy_), .io = OFFLOAD_IO_SYSCALLS, .min_bytes = OFFLOAD_MIN_BYTES,          \
                       .large_bytes = OFFLOAD_LARGE_BYTES, .prefetch = OFFLOAD_PREFETCH,                        \
