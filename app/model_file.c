@@ -34,20 +34,11 @@ static void format_rng(char *buf, size_t size, const Pcg32 *rng)
 }
 
 /* Reads the n characters at s as a hexadecimal number of 1 to 16 digits (either case);
- * false if they are anything else. */
+ * false if they are anything else (strtoull alone would take a sign, spaces or "0x"). */
 static bool parse_hex_u64(const char *s, size_t n, uint64_t *out)
 {
-    if (n == 0 || n > 16) return false;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char c = s[i];
-        const int digit = c >= '0' && c <= '9' ? c - '0'
-                        : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                        : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (digit < 0) return false;
-        v = v << 4 | (uint64_t)digit;
-    }
-    *out = v;
+    if (n == 0 || n > 16 || strspn(s, "0123456789abcdefABCDEF") != n) return false;
+    *out = strtoull(s, NULL, 16);
     return true;
 }
 

@@ -40,14 +40,14 @@ typedef struct StTensorInfo {
     DType dtype;
     int ndim;                       /* 0..TENSOR_MAX_DIMS, as in the file (0: a scalar) */
     int shape[TENSOR_MAX_DIMS];     /* each >= 0 */
-    uint64_t begin, end;            /* its bytes are [begin, end) of the data buffer */
+    unsigned long long begin, end;  /* its bytes are [begin, end) of the data buffer */
 } StTensorInfo;
 
 struct StFile {
     char *path;                     /* as given to st_load, for messages */
     int fd;                         /* open until st_close; tensors are read from it */
-    uint64_t data_start;            /* 8 + header length: where the data buffer begins */
-    uint64_t data_size;             /* bytes in the data buffer */
+    unsigned long long data_start;  /* 8 + header length: where the data buffer begins */
+    unsigned long long data_size;   /* bytes in the data buffer */
     cJSON *header;                  /* the parsed header, which the names below point into */
     int count;
     StTensorInfo *tensors;          /* `count` entries, in the header's order */
@@ -130,10 +130,9 @@ static RematStatus check_save_args(const char *path, const StEntry *entries, int
 }
 
 /* Builds the JSON header: "__metadata__" first (when there is any), then the tensors in
- * the order given, their data_offsets contiguous from 0. Returns a malloc'd string padded
- * with spaces to a multiple of 8 bytes (not NUL-terminated) and its length in *len; NULL
- * with REMAT_ENOMEM on failure. */
-static char *build_header(const StEntry *entries, int n, const StMeta *meta, int n_meta, size_t *len)
+ * the order given, their data_offsets contiguous from 0. Returns a string the caller frees
+ * with cJSON_free; NULL with REMAT_ENOMEM on failure. */
+static char *build_header(const StEntry *entries, int n, const StMeta *meta, int n_meta)
 {
     cJSON *root = cJSON_CreateObject();
     if (!root) goto nomem;
@@ -168,21 +167,8 @@ static char *build_header(const StEntry *entries, int n, const StMeta *meta, int
 
     char *json = cJSON_PrintUnformatted(root);
     if (!json) goto nomem;
-    size_t json_len = strlen(json);
-    /* Padding with spaces (valid JSON whitespace) makes 8 + header a multiple of 8, so
-     * the data buffer starts 8-byte aligned, as the reference implementation does. */
-    size_t padded = (json_len + 7) / 8 * 8;
-    char *header = malloc(padded);
-    if (!header) {
-        cJSON_free(json);
-        goto nomem;
-    }
-    memcpy(header, json, json_len);
-    memset(header + json_len, ' ', padded - json_len);
-    cJSON_free(json);
     cJSON_Delete(root);
-    *len = padded;
-    return header;
+    return json;
 
 nomem:
     cJSON_Delete(root);
@@ -190,17 +176,20 @@ nomem:
     return NULL;
 }
 
-/* Writes the whole file to `fd` and flushes it to disk. Returns 0, or an errno value with
- * *step naming what failed. */
-static int write_contents(int fd, const char *header, size_t header_len,
-                          const StEntry *entries, int n, const char **step)
+/* Writes the whole file to `fd`, the JSON `header` padded with spaces (valid JSON
+ * whitespace) so that the data buffer starts 8-byte aligned, as the reference
+ * implementation does, and flushes it to disk. Returns 0, or an errno value with *step
+ * naming what failed. */
+static int write_contents(int fd, const char *header, const StEntry *entries, int n, const char **step)
 {
-    unsigned char len_le[8]; /* the header length, little-endian */
-    for (int i = 0; i < 8; i++) len_le[i] = (unsigned char)((uint64_t)header_len >> (8 * i));
+    const size_t json_len = strlen(header), padded = (json_len + 7) / 8 * 8;
+    unsigned char len_le[8]; /* the padded header's length, little-endian */
+    for (int i = 0; i < 8; i++) len_le[i] = (unsigned char)((uint64_t)padded >> (8 * i));
 
     *step = "write";
     int err = write_all(fd, len_le, sizeof len_le);
-    if (!err) err = write_all(fd, header, header_len);
+    if (!err) err = write_all(fd, header, json_len);
+    if (!err) err = write_all(fd, "       ", padded - json_len);
     for (int i = 0; i < n && !err; i++)
         err = write_all(fd, entries[i].tensor->data, entries[i].tensor->bytes);
     if (err) return err;
@@ -244,6 +233,7 @@ typedef struct TempFile {
 
 #define TEMP_SUFFIX ".tmp.XXXXXX"
 #define TEMP_RANDOM 6 /* the X's */
+static const char TEMP_LETTERS[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"; /* an X's */
 
 static bool force_named_temp; /* st_debug_named_temp */
 
@@ -256,11 +246,7 @@ static bool is_temp_of(const char *entry, const char *base)
     const size_t n = strlen(base), dot_tmp = sizeof TEMP_SUFFIX - 1 - TEMP_RANDOM;
     if (strncmp(entry, base, n) != 0 || strncmp(entry + n, TEMP_SUFFIX, dot_tmp) != 0) return false;
     const char *x = entry + n + dot_tmp;
-    if (strlen(x) != TEMP_RANDOM) return false;
-    for (int i = 0; i < TEMP_RANDOM; i++)
-        if (!((x[i] >= 'A' && x[i] <= 'Z') || (x[i] >= 'a' && x[i] <= 'z') || (x[i] >= '0' && x[i] <= '9')))
-            return false;
-    return true;
+    return strlen(x) == TEMP_RANDOM && strspn(x, TEMP_LETTERS) == TEMP_RANDOM;
 }
 
 /* Removes what killed saves to `path` left in its directory. Best effort: a leftover
@@ -305,11 +291,11 @@ static int temp_name(TempFile *t)
 {
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", t->fd);
-    static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    const size_t letters = sizeof TEMP_LETTERS - 1;
     char *x = t->name + strlen(t->name) - TEMP_RANDOM;
     for (uint64_t attempt = 0; attempt < 100; attempt++) {
         uint64_t v = (uint64_t)getpid() * 1000003u + attempt;
-        for (int i = 0; i < TEMP_RANDOM; i++, v /= sizeof alphabet - 1) x[i] = alphabet[v % (sizeof alphabet - 1)];
+        for (int i = 0; i < TEMP_RANDOM; i++, v /= letters) x[i] = TEMP_LETTERS[v % letters];
         if (linkat(AT_FDCWD, proc, AT_FDCWD, t->name, AT_SYMLINK_FOLLOW) == 0) {
             t->named = true;
             return 0;
@@ -319,10 +305,9 @@ static int temp_name(TempFile *t)
     return EEXIST;
 }
 
-/* Closes and removes the temporary file (a failed save), and frees `t`. */
+/* Removes the closed temporary file if it has a name (a failed save), and frees `t`. */
 static void temp_discard(TempFile *t)
 {
-    if (t->fd >= 0) close(t->fd);
     if (t->named) unlink(t->name);
     free(t->dir);
     free(t->name);
@@ -334,14 +319,13 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
     if (status == REMAT_OK) status = file_check_writable(path);
     if (status != REMAT_OK) return status;
 
-    size_t header_len;
-    char *header = build_header(entries, n, meta, n_meta, &header_len);
+    char *header = build_header(entries, n, meta, n_meta);
     if (!header) return REMAT_ENOMEM;
 
     TempFile tmp;
     int err = temp_create(&tmp, path);
     if (err) {
-        free(header);
+        cJSON_free(header);
         return remat_fail(err == ENOMEM ? REMAT_ENOMEM : REMAT_EIO,
                           "st_save: cannot save %s: cannot create a temporary file beside it: %s", path, strerror(err));
     }
@@ -349,15 +333,11 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
     /* Write, fsync, name, close, rename: until the rename succeeds the old file at `path`
      * is untouched, and on any failure the temporary file is removed. */
     const char *step;
-    err = write_contents(tmp.fd, header, header_len, entries, n, &step);
+    err = write_contents(tmp.fd, header, entries, n, &step);
     if (!err && !tmp.named && (err = temp_name(&tmp)) != 0) step = "naming the temporary file";
-    if (!err) {
-        const int fd = tmp.fd;
-        tmp.fd = -1;
-        if (close(fd) != 0) {
-            err = errno;
-            step = "close";
-        }
+    if (close(tmp.fd) != 0 && !err) { /* closed in every case: a failed save's file is removed below */
+        err = errno;
+        step = "close";
     }
     if (!err && rename(tmp.name, path) != 0) {
         err = errno;
@@ -374,26 +354,26 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
         tmp.named = false; /* it is the file at `path` now */
         temp_discard(&tmp);
     }
-    free(header);
+    cJSON_free(header);
     return status;
 }
 
 /* ==== reading ======================================================================= */
 
 /* Reads a JSON number that must be a whole number in [0, max]; returns 0 if it is not. */
-static int json_whole_number(const cJSON *item, double max, uint64_t *value)
+static int json_whole_number(const cJSON *item, double max, unsigned long long *value)
 {
     if (!cJSON_IsNumber(item)) return 0;
     double v = item->valuedouble;
     if (!(v >= 0.0 && v <= max) || v != floor(v)) return 0;
-    *value = (uint64_t)v;
+    *value = (unsigned long long)v;
     return 1;
 }
 
 /* Reads an entry's dtype and shape into info, and the bytes they need into *needed
  * (*overflow set when that exceeds 64 bits). REMAT_ECORRUPT naming file and tensor. */
-static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTensorInfo *info, uint64_t *needed,
-                                     bool *overflow)
+static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTensorInfo *info,
+                                     unsigned long long *needed, bool *overflow)
 {
     const char *name = item->string;
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
@@ -419,12 +399,12 @@ static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTens
     int d = 0;
     const cJSON *dim;
     cJSON_ArrayForEach(dim, shape) {
-        uint64_t v;
+        unsigned long long v;
         if (!json_whole_number(dim, INT_MAX, &v))
             return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape[%d] is not a whole number in 0..%d",
                               path, name, d, INT_MAX);
         info->shape[d++] = (int)v;
-        if (v != 0 && *needed > UINT64_MAX / v) *overflow = true;
+        if (v != 0 && *needed > ULLONG_MAX / v) *overflow = true;
         else *needed *= v;
     }
     if (*needed == 0) *overflow = false; /* a zero dimension means 0 bytes, however large the rest */
@@ -433,13 +413,13 @@ static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTens
 
 /* Parses and checks one tensor entry (everything but how its bytes sit among the other
  * tensors' bytes). On error fails with REMAT_ECORRUPT naming the file and the tensor. */
-static RematStatus parse_tensor(const char *path, const cJSON *item, uint64_t data_size,
+static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned long long data_size,
                                 StTensorInfo *info)
 {
     const char *name = item->string;
     if (!cJSON_IsObject(item))
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: entry is not a JSON object", path, name);
-    uint64_t needed = 0;
+    unsigned long long needed = 0;
     bool overflow = false;
     RematStatus status = parse_dtype_shape(path, item, info, &needed, &overflow);
     if (status != REMAT_OK) return status;
@@ -452,21 +432,16 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, uint64_t da
                           path, name);
     if (info->begin > info->end)
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] end before they begin",
-                          path, name, (unsigned long long)info->begin, (unsigned long long)info->end);
+                          path, name, info->begin, info->end);
     if (info->end > data_size)
-        return remat_fail(REMAT_ECORRUPT,
-                          "%s: tensor %s: data_offsets [%llu, %llu] run past the end of the %llu-byte data buffer "
-                          "(is the file truncated?)",
-                          path, name, (unsigned long long)info->begin, (unsigned long long)info->end,
-                          (unsigned long long)data_size);
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] run past the end of the "
+                          "%llu-byte data buffer (is the file truncated?)", path, name, info->begin, info->end,
+                          data_size);
     if (overflow || info->end - info->begin != needed) {
-        char shape_buf[64], needed_buf[32];
-        if (overflow) snprintf(needed_buf, sizeof needed_buf, "more than 2^64");
-        else snprintf(needed_buf, sizeof needed_buf, "%llu", (unsigned long long)needed);
-        return remat_fail(REMAT_ECORRUPT,
-                          "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, but shape %s of %s needs %s",
-                          path, name, (unsigned long long)info->begin, (unsigned long long)info->end,
-                          (unsigned long long)(info->end - info->begin),
+        char shape_buf[64], needed_buf[32] = "more than 2^64";
+        if (!overflow) snprintf(needed_buf, sizeof needed_buf, "%llu", needed);
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, but shape %s of "
+                          "%s needs %s", path, name, info->begin, info->end, info->end - info->begin,
                           shape_str(shape_buf, sizeof shape_buf, info->ndim, info->shape), st_dtype_name(info->dtype),
                           needed_buf);
     }
@@ -513,7 +488,7 @@ static RematStatus check_layout(const StFile *f)
     if (f->count == 0) {
         if (f->data_size == 0) return REMAT_OK;
         return remat_fail(REMAT_ECORRUPT, "%s: the file holds no tensors, but %llu bytes of data follow its header",
-                          f->path, (unsigned long long)f->data_size);
+                          f->path, f->data_size);
     }
     const StTensorInfo **sorted = malloc((size_t)f->count * sizeof *sorted);
     if (!sorted) return remat_fail(REMAT_ENOMEM, "%s: no memory to check the layout", f->path);
@@ -526,50 +501,46 @@ static RematStatus check_layout(const StFile *f)
             status = remat_fail(REMAT_ECORRUPT, "%s: tensor %s appears twice in the header", f->path, sorted[i]->name);
 
     qsort(sorted, (size_t)f->count, sizeof *sorted, by_offsets);
-    uint64_t expected = 0; /* where the next tensor's bytes must begin */
+    unsigned long long expected = 0; /* where the next tensor's bytes must begin */
     for (int i = 0; i < f->count && status == REMAT_OK; i++) {
         const StTensorInfo *t = sorted[i];
         if (t->begin < expected)
-            status = remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] overlap tensor %s's [%llu, %llu]",
-                                f->path, t->name, (unsigned long long)t->begin, (unsigned long long)t->end,
-                                sorted[i - 1]->name, (unsigned long long)sorted[i - 1]->begin,
-                                (unsigned long long)sorted[i - 1]->end);
+            status = remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] overlap tensor %s's [%llu, "
+                                "%llu]", f->path, t->name, t->begin, t->end, sorted[i - 1]->name,
+                                sorted[i - 1]->begin, sorted[i - 1]->end);
         else if (t->begin > expected)
             status = remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets begin at %llu, leaving bytes [%llu, %llu) "
-                                "of the data buffer to no tensor",
-                                f->path, t->name, (unsigned long long)t->begin, (unsigned long long)expected,
-                                (unsigned long long)t->begin);
+                                "of the data buffer to no tensor", f->path, t->name, t->begin, expected, t->begin);
         expected = t->end;
     }
     if (status == REMAT_OK && expected != f->data_size)
         status = remat_fail(REMAT_ECORRUPT, "%s: the tensors end at byte %llu of the data buffer, but %llu bytes "
-                            "follow the header (trailing bytes)",
-                            f->path, (unsigned long long)expected, (unsigned long long)f->data_size);
+                            "follow the header (trailing bytes)", f->path, expected, f->data_size);
     free(sorted);
     return status;
 }
 
 /* Reads the 8-byte length and the header it announces into a new NUL-terminated string. */
-static RematStatus read_header(StFile *f, uint64_t file_size, char **header)
+static RematStatus read_header(StFile *f, unsigned long long file_size, char **header)
 {
     if (file_size < 8)
         return remat_fail(REMAT_ECORRUPT, "%s: the file has %llu bytes, fewer than the 8 of the header length",
-                          f->path, (unsigned long long)file_size);
+                          f->path, file_size);
     unsigned char len_le[8];
     int err = pread_all(f->fd, len_le, sizeof len_le, 0);
     if (err) return remat_fail(REMAT_EIO, "%s: cannot read: %s", f->path, err > 0 ? strerror(err) : "file shrank");
-    uint64_t len = 0;
-    for (int i = 0; i < 8; i++) len |= (uint64_t)len_le[i] << (8 * i);
+    unsigned long long len = 0;
+    for (int i = 0; i < 8; i++) len |= (unsigned long long)len_le[i] << (8 * i);
 
     if (len > file_size - 8)
-        return remat_fail(REMAT_ECORRUPT, "%s: header length %llu is larger than the %llu bytes after it",
-                          f->path, (unsigned long long)len, (unsigned long long)(file_size - 8));
+        return remat_fail(REMAT_ECORRUPT, "%s: header length %llu is larger than the %llu bytes after it", f->path,
+                          len, file_size - 8);
     if (len > ST_MAX_HEADER_BYTES)
-        return remat_fail(REMAT_ECORRUPT, "%s: header length %llu is over the limit of %u bytes",
-                          f->path, (unsigned long long)len, ST_MAX_HEADER_BYTES);
+        return remat_fail(REMAT_ECORRUPT, "%s: header length %llu is over the limit of %u bytes", f->path, len,
+                          ST_MAX_HEADER_BYTES);
 
     char *text = malloc((size_t)len + 1);
-    if (!text) return remat_fail(REMAT_ENOMEM, "%s: no memory for a %llu-byte header", f->path, (unsigned long long)len);
+    if (!text) return remat_fail(REMAT_ENOMEM, "%s: no memory for a %llu-byte header", f->path, len);
     err = pread_all(f->fd, text, (size_t)len, 8);
     text[len] = '\0';
     RematStatus status = REMAT_OK;
@@ -587,6 +558,28 @@ static RematStatus read_header(StFile *f, uint64_t file_size, char **header)
     return REMAT_OK;
 }
 
+/* Parses the header `text` of `f` and checks it whole: a JSON object of tensor entries and
+ * metadata, and the tensors' layout in the data buffer. */
+static RematStatus parse_header(StFile *f, const char *text)
+{
+    /* require_null_terminated: only whitespace may follow the JSON value. */
+    const char *parse_end = NULL;
+    if (!(f->header = cJSON_ParseWithOpts(text, &parse_end, 1)))
+        return remat_fail(REMAT_ECORRUPT, "%s: the header is not valid JSON (error at byte %td of the header)",
+                          f->path, parse_end ? parse_end - text : (ptrdiff_t)0);
+    if (!cJSON_IsObject(f->header)) return remat_fail(REMAT_ECORRUPT, "%s: the header is not a JSON object", f->path);
+    if (!(f->tensors = calloc((size_t)cJSON_GetArraySize(f->header) + 1, sizeof *f->tensors)))
+        return remat_fail(REMAT_ENOMEM, "%s: no memory for the tensor table", f->path);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, f->header) {
+        const bool meta = strcmp(item->string, METADATA_KEY) == 0;
+        const RematStatus status = meta ? parse_metadata(f->path, item, f)
+                                        : parse_tensor(f->path, item, f->data_size, &f->tensors[f->count++]);
+        if (status != REMAT_OK) return status;
+    }
+    return check_layout(f);
+}
+
 StFile *st_load(const char *path)
 {
     if (!path) {
@@ -602,39 +595,13 @@ StFile *st_load(const char *path)
     f->fd = -1; /* not open yet: st_close must not close descriptor 0 */
     char *text = NULL;
     uint64_t file_size;
-    if (file_open_regular("st_load", path, &f->fd, &file_size) != REMAT_OK) goto fail;
-    if (read_header(f, file_size, &text) != REMAT_OK) goto fail;
-
-    /* require_null_terminated: only whitespace may follow the JSON value. */
-    const char *parse_end = NULL;
-    if (!(f->header = cJSON_ParseWithOpts(text, &parse_end, 1))) {
-        remat_fail(REMAT_ECORRUPT, "%s: the header is not valid JSON (error at byte %td of the header)",
-                   path, parse_end ? parse_end - text : (ptrdiff_t)0);
-        goto fail;
+    if (file_open_regular("st_load", path, &f->fd, &file_size) != REMAT_OK ||
+        read_header(f, file_size, &text) != REMAT_OK || parse_header(f, text) != REMAT_OK) {
+        st_close(f);
+        f = NULL;
     }
-    if (!cJSON_IsObject(f->header)) {
-        remat_fail(REMAT_ECORRUPT, "%s: the header is not a JSON object", path);
-        goto fail;
-    }
-    if (!(f->tensors = calloc((size_t)cJSON_GetArraySize(f->header) + 1, sizeof *f->tensors))) {
-        remat_fail(REMAT_ENOMEM, "%s: no memory for the tensor table", path);
-        goto fail;
-    }
-    const cJSON *item;
-    cJSON_ArrayForEach(item, f->header) {
-        const bool meta = strcmp(item->string, METADATA_KEY) == 0;
-        if (meta ? parse_metadata(path, item, f) != REMAT_OK
-                 : parse_tensor(path, item, f->data_size, &f->tensors[f->count++]) != REMAT_OK)
-            goto fail;
-    }
-    if (check_layout(f) != REMAT_OK) goto fail;
     free(text);
     return f;
-
-fail:
-    free(text);
-    st_close(f);
-    return NULL;
 }
 
 void st_close(StFile *f)
@@ -705,13 +672,11 @@ Tensor *st_get(const StFile *f, const char *name, MemKind kind)
     if (!info) return NULL;
     int shape[TENSOR_MAX_DIMS];
     int ndim = tensor_shape_of(info, shape);
-    for (int d = 0; d < ndim; d++) {
-        if (shape[d] == 0) {
-            char buf[64];
-            remat_fail(REMAT_EINVAL, "st_get: %s: tensor %s has shape %s; a remat Tensor needs every dimension > 0",
-                       f->path, name, shape_str(buf, sizeof buf, ndim, shape));
-            return NULL;
-        }
+    if (info->begin == info->end) { /* no bytes: its shape has a dimension of 0 */
+        char buf[64];
+        remat_fail(REMAT_EINVAL, "st_get: %s: tensor %s has shape %s; a remat Tensor needs every dimension > 0",
+                   f->path, name, shape_str(buf, sizeof buf, ndim, shape));
+        return NULL;
     }
     Tensor *t = tensor_create_typed(kind, info->dtype, ndim, shape);
     if (!t) return NULL; /* tensor_create said why */

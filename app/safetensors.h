@@ -62,23 +62,18 @@ typedef struct StFile StFile;
  * pairs to `path`, atomically: everything goes to a temporary file in the same directory,
  * which is flushed to disk (fsync), renamed over `path`, and then the directory entry is
  * flushed too. A reader therefore sees either the old file or the whole new one, even
- * after a crash. The file gets mode 0644.
- *
- * The temporary file has no name while it is written where the file system allows it
- * (O_TMPFILE), so a process killed in the middle of a save leaves nothing behind; it is
- * named path.tmp.XXXXXX only for the moment before the rename (elsewhere: throughout).
- * Such a leftover of a killed save is removed by the next save to the same path.
+ * after a crash. The file gets mode 0644. The temporary file has no name while it is
+ * written where the file system allows it (O_TMPFILE), and is named path.tmp.XXXXXX only
+ * for the moment before the rename (elsewhere: throughout); the next save to the same path
+ * removes what a killed one left.
  *
  * `entries` may be NULL when n is 0, `meta` when n_meta is 0. Returns REMAT_OK.
  * On error: REMAT_EINVAL for bad arguments (a NULL or empty path, a NULL name or tensor, a
  * name used twice or named "__metadata__", a key used twice), with nothing written;
  * REMAT_EIO, with nothing written, when file_check_writable (base/file.h) refuses the
- * path: something other than a regular file is there (a directory, a device such as
- * /dev/null, a FIFO, a symbolic link), or its directory is missing or not writable;
- * REMAT_EIO naming the path and the system's reason when writing fails (no space left,
- * file too large, ...), with the temporary file removed and any old file at `path`
- * untouched. One exception: if only the final flush of the directory fails, the new file
- * is already in place. */
+ * path; REMAT_EIO naming the path and the system's reason when writing fails, with the
+ * temporary file removed and any old file at `path` untouched. One exception: if only the
+ * final flush of the directory fails, the new file is already in place. */
 RematStatus st_save(const char *path, const StEntry *entries, int n, const StMeta *meta, int n_meta);
 
 /* ---- reading ---------------------------------------------------------------------- */

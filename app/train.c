@@ -36,15 +36,10 @@
 #include "base/parse.h"
 #include "base/platform.h"
 
-#ifndef REMAT_DATA_DIR
-#define REMAT_DATA_DIR "data"
-#endif
-
 /* ---- a run --------------------------------------------------------------------------- */
 
 typedef struct Run {
     const TrainOptions *opt;
-    bool gpt;
     Model *model;
     Schedule *schedule;  /* what a step keeps: the strategy's, or the one the planner chose */
     ChainCost *cost;     /* budget: the chain's measured cost model */
@@ -78,7 +73,7 @@ static TrainCtx train_ctx(const Run *run)
 static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input, Var **targets)
 {
     const TrainOptions *o = run->opt;
-    if (!run->gpt) return mlp_task_batch(run->task, rng, o->batch, input, targets);
+    if (o->model == MODEL_MLP) return mlp_task_batch(run->task, rng, o->batch, input, targets);
     *input = *targets = NULL;
     Tensor *in = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq});
     Tensor *tg = in ? tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq}) : NULL;
@@ -120,7 +115,7 @@ static RematStatus evaluate(Run *run, float *mean_loss)
     RematStatus status = REMAT_OK;
     for (int b = 0; b < run->opt->eval_batches && status == REMAT_OK; b++) {
         Var *x, *y;
-        status = draw_batch(run, run->gpt ? TEXT_VAL : TEXT_TRAIN, &rng, &x, &y);
+        status = draw_batch(run, run->opt->model == MODEL_GPT ? TEXT_VAL : TEXT_TRAIN, &rng, &x, &y);
         if (status != REMAT_OK) break;
         Var *loss = model_loss_planned(run->model, run->schedule, x, y, &ctx);
         if (loss) sum += loss->value->f32[0];
@@ -277,7 +272,7 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     return status;
 }
 
-/* The model's configuration as file metadata, to check a resumed file against. */
+/* The model's configuration as file metadata, to check a resumed file against (open_resumed). */
 static int config_meta(const TrainOptions *o, char values[][24], StMeta *meta)
 {
     const char *keys[] = {"remat.layers", "remat.d_model", "remat.heads", "remat.seq"};
@@ -289,23 +284,6 @@ static int config_meta(const TrainOptions *o, char values[][24], StMeta *meta)
         meta[i + 1] = (StMeta){keys[i], values[i]};
     }
     return n + 1;
-}
-
-/* The resumed file `f`'s model flags against the run's. */
-static RematStatus check_resume_config(const TrainOptions *o, const StFile *f)
-{
-    char values[4][24];
-    StMeta meta[5];
-    const char *flags[] = {"--model", "--layers", "--d-model", "--heads", "--seq"};
-    int n = config_meta(o, values, meta);
-    for (int i = 0; i < n; i++) {
-        const char *found = st_meta(f, meta[i].key);
-        if (!found) return remat_fail(REMAT_EINVAL, "%s has no metadata %s", o->resume, meta[i].key);
-        if (strcmp(found, meta[i].value))
-            return remat_fail(REMAT_EINVAL, "%s was trained with %s %s, not %s: pass the same model "
-                              "flags to resume it", o->resume, flags[i], found, meta[i].value);
-    }
-    return REMAT_OK;
 }
 
 /* --strategy budget: measures the chain on one batch (drawn from a copy of the data
@@ -359,8 +337,7 @@ static RematStatus predict_schedule(Run *run)
 static RematStatus build_model(Run *run)
 {
     const TrainOptions *o = run->opt;
-    run->gpt = o->model == MODEL_GPT;
-    if (run->gpt) {
+    if (o->model == MODEL_GPT) {
         run->text = text_data_load(o->data, 0.1);
         if (!run->text) return remat_last_status();
         GptConfig c = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads,
@@ -530,7 +507,17 @@ static RematStatus open_resumed(Run *run)
     const TrainOptions *o = run->opt;
     if (!o->resume) return REMAT_OK;
     if (!(run->resumed = st_load(o->resume))) return remat_last_status();
-    if (check_resume_config(o, run->resumed) != REMAT_OK) return remat_last_status();
+    char values[4][24];
+    StMeta meta[5];
+    const char *flags[] = {"--model", "--layers", "--d-model", "--heads", "--seq"};
+    const int n = config_meta(o, values, meta);
+    for (int i = 0; i < n; i++) {
+        const char *found = st_meta(run->resumed, meta[i].key);
+        if (!found) return remat_fail(REMAT_EINVAL, "%s has no metadata %s", o->resume, meta[i].key);
+        if (strcmp(found, meta[i].value))
+            return remat_fail(REMAT_EINVAL, "%s was trained with %s %s, not %s: pass the same model "
+                              "flags to resume it", o->resume, flags[i], found, meta[i].value);
+    }
     const char *text = st_meta(run->resumed, "remat.step");
     int step;
     if (!text) return remat_fail(REMAT_EINVAL, "%s has no metadata remat.step", o->resume);
@@ -575,8 +562,8 @@ static RematStatus run_start(Run *run, FILE *out)
 static RematStatus run_steps(Run *run, int to_run, TrainReport *report, double *times, FILE *out)
 {
     const TrainOptions *opt = run->opt;
-    const bool tty = !opt->quiet && isatty(fileno(out));
-    const int per_step = run->micro_batches * opt->batch * (run->gpt ? opt->seq : 1);
+    const bool tty = !opt->quiet && isatty(fileno(out)), gpt = opt->model == MODEL_GPT;
+    const int per_step = run->micro_batches * opt->batch * (gpt ? opt->seq : 1);
     RematStatus status = REMAT_OK;
     for (int s = 0; s < to_run && status == REMAT_OK; s++) {
         double t0 = platform_seconds();
@@ -588,7 +575,7 @@ static RematStatus run_steps(Run *run, int to_run, TrainReport *report, double *
         report->steps_run = s + 1;
         const int step = run->state.step;
         if (!opt->quiet && (tty || step % 10 == 0 || s + 1 == to_run))
-            report_progress(out, tty, step, opt->steps, report->losses[s], times[s], per_step, run->gpt ? "tok" : "ex");
+            report_progress(out, tty, step, opt->steps, report->losses[s], times[s], per_step, gpt ? "tok" : "ex");
         if (opt->eval_every && step % opt->eval_every == 0 && s + 1 < to_run) {
             float val;
             status = evaluate(run, &val);
@@ -627,18 +614,6 @@ static RematStatus save(Run *run, FILE *out)
     return status;
 }
 
-/* Every rank's ledgers, gathered, and rank 0's report of them. */
-static RematStatus report_data_parallel(const Run *run, const TrainReport *report, FILE *out)
-{
-    const int K = run->world.size, n = (int)(sizeof(RankFigures) / sizeof(uint64_t));
-    RankFigures mine = rank_figures(), *all = malloc((size_t)K * sizeof *all);
-    if (!all) return remat_fail(REMAT_ENOMEM, "train: no memory for %d ranks' figures", K);
-    RematStatus status = dist_all_gather_u64(&run->world, (const uint64_t *)&mine, n, (uint64_t *)all);
-    if (status == REMAT_OK) report_ranks(out, run->zero, all, report->steps_run);
-    free(all);
-    return status;
-}
-
 /* After the steps: the last validation, the report, a sample and the saved file. */
 static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report, double *times, FILE *out)
 {
@@ -656,7 +631,7 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
         report->slowest_step_seconds = times[report->steps_run - 1];
     }
     report_ledgers(out, opt, report);
-    if (status == REMAT_OK && run->zero) status = report_data_parallel(run, report, out);
+    if (status == REMAT_OK && run->zero) status = report_ranks(out, &run->world, run->zero, report->steps_run);
     if (status == REMAT_OK && (status = gather_params(run)) == REMAT_OK) report_sample(out, opt, run->model);
     scatter_params(run);
     if (status == REMAT_OK && opt->save) status = save(run, out);

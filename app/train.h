@@ -2,7 +2,7 @@
  * train.h — the training loop behind the `train` program, callable from tests.
  *
  * train_parse_args turns a command line into TrainOptions (every flag is documented in
- * train_usage; train_cli.c); train_run builds the model, trains it, evaluates it, saves
+ * its usage text; train_cli.c); train_run builds the model, trains it, evaluates it, saves
  * it (train.c) and reports what the ledgers measured (train_report.c). The `train`
  * program is these two calls and nothing else.
  */
@@ -64,9 +64,6 @@ TrainOptions train_defaults(ModelKind model);
  * (--dropout with --model mlp, --momentum with adamw, --policy without selective: a
  * message saying why and the usage went to `err`; exit 2). */
 int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *err);
-
-/* Prints the usage text. */
-void train_usage(FILE *out);
 
 /* What a run measured. */
 typedef struct TrainReport {

@@ -151,18 +151,16 @@ static void train_flags(TrainOptions *opt, FlagSet sets[2])
     sets[1] = step_options_flags(opt ? &opt->step : NULL, STEP_FLAGS_ALL);
 }
 
-void train_usage(FILE *out)
+/* Prints the usage text. */
+static void train_usage(FILE *out)
 {
     FlagSet sets[2];
     train_flags(NULL, sets);
     fprintf(out, "usage: train [--model gpt|mlp] [options]\n"
                  "Trains one of remat's two reference models and reports what the memory and FLOP\n"
                  "ledgers measured.\n\n");
-    flags_usage(&sets[0], "model", true, out);
-    flags_usage(&sets[1], NULL, true, out);
-    flags_usage(&sets[0], "training", true, out);
-    flags_usage(&sets[0], "files", true, out);
-    flags_usage(&sets[0], "output", true, out);
+    const char *const headings[] = {"model", NULL /* the step's flags */, "training", "files", "output"};
+    for (int i = 0; i < 5; i++) flags_usage(&sets[headings[i] ? 0 : 1], headings[i], true, out);
     fprintf(out, "  --help              this text\n"
                  "A flag that would change nothing in the run the others describe (a GPT flag with\n"
                  "--model mlp, --momentum with adamw, --policy without selective) is refused.\n");

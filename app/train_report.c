@@ -115,7 +115,16 @@ void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
             per_step / r->median_step_seconds * 1e-9, tokens / r->median_step_seconds, gpt ? "tokens" : "examples");
 }
 
-RankFigures rank_figures(void)
+/* What one rank measured, gathered from every rank: the ledger's current bytes by kind
+ * and its peak resident bytes, and the bytes it sent and received by phase. */
+typedef struct RankFigures {
+    uint64_t current[MEM_KIND_COUNT];
+    uint64_t peak_resident;
+    uint64_t sent[COMM_PHASE_COUNT];
+    uint64_t received[COMM_PHASE_COUNT];
+} RankFigures;
+
+static RankFigures rank_figures(void)
 {
     RankFigures f = {0};
     for (int k = 0; k < MEM_KIND_COUNT; k++) f.current[k] = mem_current((MemKind)k);
@@ -128,7 +137,8 @@ RankFigures rank_figures(void)
     return f;
 }
 
-void report_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int steps)
+/* The report of `ranks`, zero_size(z) entries, rank r's at r. */
+static void print_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int steps)
 {
     const int K = zero_size(z), stage = zero_stage(z);
     const size_t total = zero_total(z);
@@ -160,6 +170,17 @@ void report_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int steps)
                     ranks[r].received[p] / (uint64_t)steps);
         fputc('\n', out);
     }
+}
+
+RematStatus report_ranks(FILE *out, const DistGroup *world, const Zero *z, int steps)
+{
+    const int K = world->size, n = (int)(sizeof(RankFigures) / sizeof(uint64_t));
+    RankFigures mine = rank_figures(), *all = malloc((size_t)K * sizeof *all);
+    if (!all) return remat_fail(REMAT_ENOMEM, "train: no memory for %d ranks' figures", K);
+    RematStatus status = dist_all_gather_u64(world, (const uint64_t *)&mine, n, (uint64_t *)all);
+    if (status == REMAT_OK) print_ranks(out, z, all, steps);
+    free(all);
+    return status;
 }
 
 void report_sample(FILE *out, const TrainOptions *o, Model *m)

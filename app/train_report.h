@@ -1,6 +1,6 @@
 /*
  * train_report.h — what `train` prints: its header, its progress, the ledgers' report
- * and a sample of text. Internal to models/: only train.c prints through it, and it
+ * and a sample of text. Internal to app/: only train.c prints through it, and it
  * decides nothing — every figure comes from the options, the ledgers or the run.
  */
 #ifndef REMAT_APP_TRAIN_REPORT_H
@@ -25,23 +25,11 @@ void report_progress(FILE *out, bool tty, int step, int total, float loss, doubl
 /* The peaks by kind, the FLOPs per step by phase and the median step's speed. */
 void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r);
 
-/* What one rank measured, gathered on every rank for the report: the ledger's current bytes
- * by kind and its peak resident bytes, and the bytes it sent and received by phase of
- * communication. */
-typedef struct RankFigures {
-    uint64_t current[MEM_KIND_COUNT];
-    uint64_t peak_resident;
-    uint64_t sent[COMM_PHASE_COUNT];
-    uint64_t received[COMM_PHASE_COUNT];
-} RankFigures;
-
-/* This rank's figures, now. */
-RankFigures rank_figures(void);
-
-/* Data parallelism's report: each rank's parameters, gradients and optimizer state after
- * the last step beside the ZeRO formula for its shard, its peak, and its communication per
- * step by phase. `ranks` holds zero_size(z) entries, rank r's at r. */
-void report_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int steps);
+/* Data parallelism's report, a collective of every rank of `world` (rank 0's `out` prints
+ * it): each rank's parameters, gradients and optimizer state after the last step beside the
+ * ZeRO formula for its shard, its peak, and its communication per step by phase.
+ * REMAT_ENOMEM, or the gather's error. */
+RematStatus report_ranks(FILE *out, const DistGroup *world, const Zero *z, int steps);
 
 /* o->sample_chars characters the GPT generates (nothing for the MLP). */
 void report_sample(FILE *out, const TrainOptions *o, Model *m);

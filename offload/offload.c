@@ -12,36 +12,29 @@
  * Three ways of moving the bytes (OffloadOptions.io):
  *
  *   syscalls  a record is one pwritev (header and data) at its offset: the kernel copies
- *             the tensor into the page cache, and the process never maps those pages, so
- *             they are never in its RSS. Written behind, pack only reserves the record's
- *             place and queues the write, with the checksum, on the helper thread. unpack
- *             is one preadv back into a new tensor.
+ *             the tensor into the page cache, and the process never maps those pages.
+ *             Written behind, pack only reserves the record's place and queues the write,
+ *             with the checksum, on the helper thread. unpack is one preadv.
  *   mmap      the whole file is mapped MAP_SHARED. pack memcpys into the mapping, on the
- *             computing thread, then madvise(MADV_DONTNEED): the pages leave the process
- *             and, the mapping being shared, their dirty contents stay in the page cache
- *             to be written back. unpack memcpys out of the mapping and hands the pages back.
- *   direct    as syscalls, with the file open O_DIRECT: the bytes go between the tensor
- *             and the disk through an aligned bounce buffer (one per thread), header, data
- *             and padding in one run, so every transfer starts on a page and is whole pages
- *             long. The page cache never holds a record: nothing to drop at the end of the
- *             forward. A bounce buffer, rather than tensors allocated on pages, keeps the
+ *             computing thread, then madvise(MADV_DONTNEED): the pages leave the process,
+ *             their dirty contents stay in the page cache to be written back. unpack
+ *             memcpys out of the mapping and hands the pages back.
+ *   direct    as syscalls, with the file open O_DIRECT: header, data and padding go
+ *             between the tensor and the disk through an aligned bounce buffer (one per
+ *             thread), so every transfer is whole pages. The page cache never holds a
+ *             record; a bounce buffer, rather than tensors allocated on pages, keeps the
  *             tensor room out of it.
  *
- * syscalls and mmap leave the data in the page cache, for the kernel to write when it
- * likes (no msync: Linux tracks a shared mapping's dirty pages itself). With drop_cache,
- * each record's write-back starts as soon as it is written (sync_file_range with
- * SYNC_FILE_RANGE_WRITE, which does not wait); offload_pop then waits for what is left and
- * drops every record from the page cache (prefetch_evict: sync_file_range waiting on the
- * pages, then posix_fadvise(POSIX_FADV_DONTNEED), which drops only clean, unmapped pages,
- * hence that order), and each record read back is dropped again. No fsync: the unlinked
- * file's metadata need not reach the disk. Read-ahead is off (POSIX_FADV_RANDOM, and
- * MADV_RANDOM in backward: advise_mapping), so reading a record does not bring back its
- * neighbours already read and dropped.
+ * With drop_cache, each record's write-back starts as soon as it is written
+ * (sync_file_range, not waiting); offload_pop waits for what is left and drops every record
+ * from the page cache (prefetch_evict), and each record read back is dropped again. No
+ * fsync: the unlinked file's metadata need not reach the disk. Read-ahead is off
+ * (POSIX_FADV_RANDOM, and MADV_RANDOM in backward: advise_mapping), so reading a record
+ * does not bring back its neighbours already read and dropped.
  *
  * The helper thread reads with preadv in every mode: a file descriptor stays valid while
- * the file grows, a mapping may be replaced. syscalls is the default because the mmap path
- * pays a page fault per 4 KiB page each way and a TLB flush per madvise, measured at about
- * 10 microseconds a page and 20 to 60 a flush here (docs/MEASUREMENTS.md, 8.7).
+ * the file grows, a mapping may be replaced. syscalls is the default: the mmap path pays a
+ * page fault per page each way and a TLB flush per madvise (docs/MEASUREMENTS.md, 8.7).
  */
 #define _GNU_SOURCE /* madvise, preadv, pwritev, statx */
 
@@ -90,21 +83,20 @@ typedef struct Record {
     size_t offset;         /* where the record starts in the file (page-aligned) */
     size_t span;           /* its length in the file: whole pages */
     RecordHeader header;   /* what was written, to check what is read back */
-    Tensor *writing;       /* written behind: the tensor the helper thread writes from (one
-                              reference, dropped when the write is finished), or NULL */
-    Tensor *staged;        /* read ahead: the tensor the helper thread reads into (one
-                              reference, handed to unpack), or NULL */
-    PrefetchIo io;         /* that write or read, while the thread owns it (a record's write
-                              is finished before its read is queued) */
-    union {                /* the header the thread writes or read */
+    Tensor *busy;          /* the tensor the helper thread writes from (written behind: until
+                              the write is seen finished) or reads into (read ahead: handed to
+                              unpack); one reference, or NULL */
+    PrefetchIo io;         /* its write or read (record_io), owned by the thread while queued
+                              (a record's write is finished before its read is queued) */
+    union {                /* the header written, or read back */
         RecordHeader header;
         unsigned char bytes[HEADER_BYTES];
     } head;
-    uint32_t read_crc;     /* read ahead: the CRC-32C of the data read, computed by the thread */
+    uint32_t read_crc;     /* read back: the CRC-32C of the data read */
     bool prefetched;       /* a read-ahead was asked for, or unpack read it itself: no read
                               ahead of it is wanted any more */
     bool failed;           /* its write behind failed: it holds nothing and DISK was not charged */
-    char what[NODE_NAME_LEN + 64]; /* "saved tensor 0 of ...", for a write behind's error */
+    char what[NODE_NAME_LEN + 64]; /* "saved tensor 0 of ...", for messages */
 } Record;
 
 struct Offload {
@@ -205,24 +197,16 @@ static RematStatus grow(Offload *off, size_t need, const char *what)
 /* ---- copies through the mapping ------------------------------------------------------ */
 
 /* A MAP_SHARED mapping outlives the file's length: once the spill file is truncated, an
- * access to a mapped page past the new end raises SIGBUS (offload.h, "Truncation"). For
- * the length of the copies, a SIGBUS handler of ours replaces the process's; if the
- * copying thread faults, it jumps back (siglongjmp) and the copy reports the truncation.
- * The old handler is put back right after, so a program that installs its own (a test
- * harness does) still gets every SIGBUS outside the copies. Two sigaction calls per
- * record are cheap next to the page faults and the TLB flush the mapping costs anyway.
- *
- * SIGBUS is delivered to the thread that faulted and the guard is thread-local, so a
- * fault on any other thread during a copy is not ours: the handler puts back the old
- * handler and returns, the faulting access runs again, and the old handler (by default
- * the kernel's: the process dies) deals with it, as it would without remat. Only one
- * thread copies through a mapping (the prefetch thread reads with preadv).
- *
- * Jumping out of memcpy abandons it half way; that is safe because memcpy holds no lock
- * and no state beyond its registers, and nothing it wrote is used after the jump. */
+ * access to a mapped page past the new end raises SIGBUS. For the length of the copies, a
+ * SIGBUS handler of ours replaces the process's (and is put back right after, so a program
+ * that installs its own still gets every SIGBUS outside the copies); if the copying thread
+ * faults, it jumps back (siglongjmp) and the copy reports the truncation. SIGBUS goes to
+ * the thread that faulted and the guard is thread-local, so a fault on another thread is
+ * not ours: the handler puts back the old handler and returns, the access runs again, and
+ * the old handler deals with it. Jumping out of memcpy abandons it half way, which is safe:
+ * memcpy holds no lock nor state beyond its registers, and nothing it wrote is used after. */
 /* Set while this thread copies under the guard. volatile: the handler reads it, so the
- * compiler must store it before the copies and not drop the store as one that memcpy
- * (whose behaviour it knows) never reads. */
+ * compiler must store it before the copies, though memcpy never reads it. */
 static _Thread_local sigjmp_buf *volatile bus_guard;
 static struct sigaction saved_bus_action;   /* the handler the guard replaced */
 
@@ -233,16 +217,10 @@ static void on_sigbus(int signal_number)
     sigaction(SIGBUS, &saved_bus_action, NULL);
 }
 
-/* One memcpy, from or to the mapping. */
-typedef struct Copy {
-    void *dst;
-    const void *src;
-    size_t bytes;
-} Copy;
-
-/* Makes the `n` copies under the guard; false if one of them faulted because the file no
- * longer holds the pages it touched (then some may be partly done). */
-static bool copy_guarded(const Copy *copies, int n)
+/* Copies io's header and data to (a write) or from the record at `at` in the mapping, under
+ * the guard; false if a copy faulted because the file no longer holds the pages it touched
+ * (then it may be partly done). */
+static bool copy_guarded(unsigned char *at, const PrefetchIo *io)
 {
     struct sigaction action = {.sa_handler = on_sigbus};
     sigemptyset(&action.sa_mask);
@@ -251,7 +229,13 @@ static bool copy_guarded(const Copy *copies, int n)
     volatile bool faulted = false; /* written after sigsetjmp, read after the jump */
     if (sigsetjmp(env, 1) == 0) { /* 1: the jump also restores the signal mask */
         bus_guard = &env;
-        for (int i = 0; i < n; i++) memcpy(copies[i].dst, copies[i].src, copies[i].bytes);
+        if (io->write) {
+            memcpy(at, io->head, sizeof(RecordHeader));
+            memcpy(at + HEADER_BYTES, io->data, io->data_bytes);
+        } else {
+            memcpy(io->head, at, sizeof(RecordHeader));
+            memcpy(io->data, at + HEADER_BYTES, io->data_bytes);
+        }
     } else {
         faulted = true;
     }
@@ -281,35 +265,20 @@ static RematStatus mapping_truncated(Offload *off, const char *what, const char 
 
 /* ---- moving the bytes ---------------------------------------------------------------- */
 
-/* io mmap: hands the record's pages back (see the top of this file). */
-static RematStatus unmap_pages(Offload *off, const Record *r, const char *what)
-{
-    if (madvise(off->map + r->offset, r->span, MADV_DONTNEED) == 0) return REMAT_OK;
-    return remat_fail(REMAT_EIO, "offload: %s: madvise(MADV_DONTNEED) failed: %s", what, strerror(errno));
-}
-
-/* The transfer of record `r`'s header (`head`) and data (`data`, `bytes`) by the syscalls
- * path, on the computing thread or the helper's; with drop_cache the record then leaves
- * the page cache (prefetch_evict). */
-static PrefetchIo record_io(const Offload *off, const Record *r, bool write, void *head, void *data, size_t bytes)
+/* Fills r->io, the transfer of record `r` between the file and `t`, on the computing thread
+ * or the helper's: written, its header (r->header, with the checksum of the data stored
+ * in it first) and `t`'s bytes; read back, the header into r->head and the data into `t`,
+ * and the data's checksum into r->read_crc. With drop_cache the record then leaves the
+ * page cache (prefetch_evict). */
+static void record_io(const Offload *off, Record *r, bool write, Tensor *t)
 {
     const bool direct = off->opts.io == OFFLOAD_IO_DIRECT;
-    return (PrefetchIo){.write = write, .head = head, .head_bytes = HEADER_BYTES, .data = data, .data_bytes = bytes,
-                        .pad_bytes = r->span - HEADER_BYTES - bytes, .direct = direct, .offset = (off_t)r->offset,
-                        .evict = off->opts.drop_cache && !direct};
-}
-
-/* io mmap with drop_cache: the record, already unmapped, is on its way out of the page
- * cache too: written, its write-back starts; read, it is dropped. */
-static RematStatus evict_mapped(Offload *off, const Record *r, const char *what, const char *doing, bool write)
-{
-    const int err = !off->opts.drop_cache ? 0
-                    : write ? prefetch_start_writeback(off->fd, (off_t)r->offset, r->span)
-                            : prefetch_evict(off->fd, (off_t)r->offset, r->span);
-    char cause[128];
-    if (!err) return REMAT_OK;
-    return remat_fail(REMAT_EIO, "offload: cannot %s %s: taking it out of the page cache failed: %s", doing, what,
-                      io_error_str(cause, sizeof cause, err, true));
+    memset(r->head.bytes, 0, sizeof r->head.bytes);
+    if (write) r->head.header = r->header;
+    r->io = (PrefetchIo){.write = write, .head = r->head.bytes, .head_bytes = HEADER_BYTES, .data = t->data,
+                         .data_bytes = t->bytes, .pad_bytes = r->span - HEADER_BYTES - t->bytes, .direct = direct,
+                         .offset = (off_t)r->offset, .evict = off->opts.drop_cache && !direct,
+                         .crc = write ? &r->head.header.crc : &r->read_crc};
 }
 
 /* REMAT_EIO: the write or read of `what` failed with `err` (an errno, or -1: cut short). */
@@ -320,27 +289,29 @@ static RematStatus transfer_failed(const Offload *off, const char *what, bool wr
                       what, write ? "to" : "from", off->dir, io_error_str(cause, sizeof cause, err, write));
 }
 
-/* Moves record `r` at r->offset between the file and RAM. Written: its header is r->header
- * and its data `t`'s bytes. Read back: *header and `t` get what the file holds. */
-static RematStatus transfer(Offload *off, const Record *r, bool write, Tensor *t, RecordHeader *header,
-                            const char *what)
+/* Does r->io (record_io) now, on the computing thread: by prefetch_transfer, or for io mmap
+ * through the mapping, whose pages it then hands back (see the top of this file) and, with
+ * drop_cache, sends on their way out of the page cache: written, their write-back starts;
+ * read, they are dropped. */
+static RematStatus transfer(Offload *off, Record *r, const char *what)
 {
-    const char *doing = write ? "write" : "read back";
-    if (off->opts.io == OFFLOAD_IO_MMAP) {
-        unsigned char *at = off->map + r->offset;
-        const Copy out[2] = {{at, &r->header, sizeof r->header}, {at + HEADER_BYTES, t->data, t->bytes}};
-        const Copy in[2] = {{header, at, sizeof *header}, {t->data, at + HEADER_BYTES, t->bytes}};
-        if (!copy_guarded(write ? out : in, 2)) return mapping_truncated(off, what, doing);
-        RematStatus status = unmap_pages(off, r, what);
-        return status == REMAT_OK ? evict_mapped(off, r, what, doing, write) : status;
+    PrefetchIo *io = &r->io;
+    if (off->opts.io != OFFLOAD_IO_MMAP) {
+        const int err = prefetch_transfer(off->fd, io, off->bounce);
+        return err ? transfer_failed(off, what, io->write, err) : REMAT_OK;
     }
-    unsigned char head[HEADER_BYTES] = {0};
-    if (write) memcpy(head, &r->header, sizeof r->header);
-    PrefetchIo io = record_io(off, r, write, head, t->data, t->bytes);
-    const int err = prefetch_transfer(off->fd, &io, off->bounce);
-    if (err) return transfer_failed(off, what, write, err);
-    if (!write) memcpy(header, head, sizeof *header);
-    return REMAT_OK;
+    const char *doing = io->write ? "write" : "read back";
+    unsigned char *at = off->map + r->offset;
+    if (io->write) *io->crc = crc32c(io->data, io->data_bytes);
+    if (!copy_guarded(at, io)) return mapping_truncated(off, what, doing);
+    if (!io->write) *io->crc = crc32c(io->data, io->data_bytes);
+    if (madvise(at, r->span, MADV_DONTNEED) != 0)
+        return remat_fail(REMAT_EIO, "offload: %s: madvise(MADV_DONTNEED) failed: %s", what, strerror(errno));
+    const int err = off->opts.drop_cache ? prefetch_evict(off->fd, io->offset, r->span, !io->write) : 0;
+    char cause[128];
+    if (!err) return REMAT_OK;
+    return remat_fail(REMAT_EIO, "offload: cannot %s %s: taking it out of the page cache failed: %s", doing, what,
+                      io_error_str(cause, sizeof cause, err, true));
 }
 
 /* ---- records ------------------------------------------------------------------------- */
@@ -348,19 +319,6 @@ static RematStatus transfer(Offload *off, const Record *r, bool write, Tensor *t
 /* Whether records are written behind the forward, on the helper thread (io syscalls and direct:
  * the mmap path copies into the mapping on the computing thread). */
 static bool writes_behind(const OffloadOptions *o) { return o->write_behind > 0 && o->io != OFFLOAD_IO_MMAP; }
-
-/* Hands record `r` to the helper thread, which checksums `t`'s bytes into the header and
- * writes both; `r` keeps a reference to `t` until finish_writes sees the write done. */
-static void write_behind(Offload *off, Record *r, Tensor *t)
-{
-    r->writing = tensor_retain(t);
-    off->writing_bytes += t->bytes;
-    memset(r->head.bytes, 0, sizeof r->head.bytes);
-    r->head.header = r->header;
-    r->io = record_io(off, r, true, r->head.bytes, t->data, t->bytes);
-    r->io.crc = &r->head.header.crc;
-    prefetch_submit(off->prefetcher, &r->io);
-}
 
 /* The write of the oldest record still being written behind is done: its tensor is let
  * go (ACT falls if that was the last reference) and DISK is charged, or, if it failed,
@@ -370,8 +328,8 @@ static RematStatus finish_oldest_write(Offload *off)
     Record *r = off->order[off->finished++];
     prefetch_wait(off->prefetcher, &r->io);
     off->writing_bytes -= r->header.bytes;
-    tensor_free(r->writing);
-    r->writing = NULL;
+    tensor_free(r->busy);
+    r->busy = NULL;
     off->stats.thread_write_seconds += r->io.seconds;
     off->stats.thread_cpu_seconds += r->io.cpu_seconds;
     const int err = r->io.error;
@@ -390,29 +348,18 @@ static RematStatus finish_oldest_write(Offload *off)
     return transfer_failed(off, r->what, true, err);
 }
 
-/* Waits for the writes behind, oldest first, until at most `in_flight` are left; the
- * first failure among them is reported (REMAT_EIO). Deterministic: which writes are
- * finished at a given point depends on the count only, never on the thread's speed, so
- * the ledger's figures are the same run after run. */
-static RematStatus finish_writes(Offload *off, size_t in_flight)
+/* Waits for the writes behind, oldest first, until at most `in_flight` are left and, when
+ * `bytes` more are about to be written behind with write_behind_bytes set, until they fit
+ * in that many beside those left (or none is left); the first failure among them is
+ * reported (REMAT_EIO). Deterministic: which writes are finished at a given point depends
+ * on the records' count and sizes only, never on the thread's speed, so the ledger's
+ * figures are the same run after run. */
+static RematStatus finish_writes(Offload *off, size_t in_flight, size_t bytes)
 {
+    const size_t budget = bytes ? off->opts.write_behind_bytes : 0;
     RematStatus status = REMAT_OK;
-    while (off->count - off->finished > in_flight) {
-        RematStatus s = finish_oldest_write(off);
-        if (status == REMAT_OK) status = s;
-    }
-    return status;
-}
-
-/* Before `bytes` more are written behind: waits for the oldest writes until at most
- * write_behind − 1 records are in flight and, with write_behind_bytes, until the new
- * record's data fits in that many beside theirs (or none is left in flight). Like
- * finish_writes, it depends on the records' count and sizes only. */
-static RematStatus make_room_to_write(Offload *off, size_t bytes)
-{
-    const size_t budget = off->opts.write_behind_bytes;
-    RematStatus status = finish_writes(off, (size_t)off->opts.write_behind - 1);
-    while (budget && off->count > off->finished && off->writing_bytes + bytes > budget) {
+    while (off->count - off->finished > in_flight ||
+           (budget && off->count > off->finished && off->writing_bytes + bytes > budget)) {
         RematStatus s = finish_oldest_write(off);
         if (status == REMAT_OK) status = s;
     }
@@ -422,18 +369,18 @@ static RematStatus make_room_to_write(Offload *off, size_t bytes)
 /* Appends `t` to the file as a record described by `r`: written now, or handed to the
  * helper thread when writing behind. On error the ledger is unchanged and the tail does
  * not move, so nothing of it counts. */
-static RematStatus write_record(Offload *off, Record *r, Tensor *t, const char *what)
+static RematStatus write_record(Offload *off, Record *r, Tensor *t)
 {
     if (off->count == off->order_capacity) {
         size_t capacity = off->order_capacity ? 2 * off->order_capacity : 64;
         Record **order = realloc(off->order, capacity * sizeof *order);
-        if (!order) return remat_fail(REMAT_ENOMEM, "offload: cannot write %s: no memory for its record", what);
+        if (!order) return remat_fail(REMAT_ENOMEM, "offload: cannot write %s: no memory for its record", r->what);
         off->order = order;
         off->order_capacity = capacity;
     }
     const size_t span = round_up(HEADER_BYTES + t->bytes, off->page);
     if (off->tail + span > off->capacity) {
-        RematStatus status = grow(off, off->tail + span, what);
+        RematStatus status = grow(off, off->tail + span, r->what);
         if (status != REMAT_OK) return status;
     }
     r->index = off->count;
@@ -442,19 +389,21 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t, const char *
     r->header = (RecordHeader){.magic = RECORD_MAGIC, .dtype = (uint32_t)t->dtype, .sequence = off->sequence,
                                .bytes = t->bytes, .ndim = t->ndim};
     for (int d = 0; d < TENSOR_MAX_DIMS; d++) r->header.shape[d] = t->shape[d];
-    if (writes_behind(&off->opts)) {
-        snprintf(r->what, sizeof r->what, "%s", what);
-        write_behind(off, r, t);
+    record_io(off, r, true, t);
+    if (writes_behind(&off->opts)) { /* `r` keeps `t` until finish_writes sees the write done */
+        r->busy = tensor_retain(t);
+        off->writing_bytes += t->bytes;
+        prefetch_submit(off->prefetcher, &r->io);
     } else {
-        r->header.crc = crc32c(t->data, t->bytes);
-        RematStatus status = transfer(off, r, true, t, NULL, what);
+        RematStatus status = transfer(off, r, r->what);
         if (status != REMAT_OK) return status;
+        r->header = r->head.header; /* with its checksum */
         mem_account(MEM_DISK, (int64_t)t->bytes); /* DISK is not resident: no budget to cross */
         off->stats.records_written++;
         off->stats.bytes_written += t->bytes;
+        off->finished++; /* nothing is in flight */
     }
     off->order[off->count++] = r;
-    if (!writes_behind(&off->opts)) off->finished = off->count; /* nothing is in flight */
     off->live++;
     off->tail += span;
     off->sequence++;
@@ -495,33 +444,30 @@ static Tensor *read_record(Offload *off, Record *r, const char *what)
         return NULL;
     }
     const RecordHeader *h = &r->header;
-    RecordHeader found;
     RematStatus status = REMAT_OK;
-    Tensor *t = r->staged;
-    const bool read_ahead = t != NULL;
-    if (read_ahead) { /* wait for the helper thread, then check what it read */
-        r->staged = NULL;
+    Tensor *t = r->busy; /* its write was seen finished: a tensor here was read ahead */
+    if (t) { /* read ahead, and checksummed, by the helper thread: wait for it */
+        r->busy = NULL;
         wait_for_read_ahead(off, r);
-        found = r->head.header;
         if (r->io.error) status = transfer_failed(off, what, false, r->io.error);
     } else {
         r->prefetched = true; /* read here: a window moving past it must not read it again */
         t = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
         if (!t) return NULL;
-        status = transfer(off, r, false, t, &found, what);
+        record_io(off, r, false, t);
+        status = transfer(off, r, what);
     }
-    if (status == REMAT_OK && memcmp(&found, h, sizeof found))
+    if (status == REMAT_OK && memcmp(&r->head.header, h, sizeof *h))
         status = remat_fail(REMAT_ECORRUPT, "offload: cannot read back %s: the header of its record %zu (at byte "
                             "%zu of the spill file in %s) is not the one written: the file was changed", what,
                             r->index, r->offset, off->dir);
-    /* A record read ahead was checksummed by the thread that read it, off backward's path. */
-    const uint32_t crc = status != REMAT_OK ? h->crc : read_ahead ? r->read_crc : crc32c(t->data, t->bytes);
-    if (crc != h->crc) {
+    if (status == REMAT_OK && r->read_crc != h->crc) {
         char size[32];
         status = remat_fail(REMAT_ECORRUPT, "offload: %s is corrupt in the spill file in %s: record %zu (%s at "
                             "byte %zu) has checksum 0x%08x, it was written with 0x%08x (the file was changed "
                             "after it was written, or the disk returned bad data)", what, off->dir, r->index,
-                            mem_format_bytes(size, sizeof size, t->bytes), r->offset + HEADER_BYTES, crc, h->crc);
+                            mem_format_bytes(size, sizeof size, t->bytes), r->offset + HEADER_BYTES, r->read_crc,
+                            h->crc);
     }
     if (status != REMAT_OK) {
         tensor_free(t);
@@ -549,11 +495,10 @@ static void prefetch_before(Offload *off, size_t end)
         bytes += r->header.bytes;
         if (r->prefetched) continue;
         const RecordHeader *h = &r->header;
-        r->staged = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
-        if (!r->staged) continue;
+        r->busy = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
+        if (!r->busy) continue;
         r->prefetched = true;
-        r->io = record_io(off, r, false, r->head.bytes, r->staged->data, r->staged->bytes);
-        r->io.crc = &r->read_crc;
+        record_io(off, r, false, r->busy);
         prefetch_submit(off->prefetcher, &r->io);
         off->stats.prefetched++;
     }
@@ -562,11 +507,9 @@ static void prefetch_before(Offload *off, size_t end)
 /* io mmap with drop_cache: how page faults read the file. In backward (MADV_RANDOM) a
  * fault reads its page and no neighbours, which read-around would bring back into the
  * cache when they were already read and dropped. In the forward (MADV_NORMAL) a write
- * fault on a page no longer in the cache reads it from the disk before the copy
- * overwrites it, and read-around batches those reads: measured, faulting one page at a
- * time made the forward's writes 10 to 50 times slower (docs/MEASUREMENTS.md, 8.4). Zeroing the
- * record's range first (FALLOC_FL_ZERO_RANGE: its blocks unwritten, so a fault finds
- * zeros without the disk) was measured three to ten times slower still on ext4. */
+ * fault on a page no longer cached reads it from the disk before the copy overwrites it,
+ * and read-around batches those reads, 10 to 50 times faster than one page at a time
+ * (docs/MEASUREMENTS.md, 8.4; FALLOC_FL_ZERO_RANGE first was slower still). */
 static void advise_mapping(Offload *off, int advice)
 {
     if (off->map && off->opts.drop_cache) (void)madvise(off->map, off->capacity, advice);
@@ -582,17 +525,18 @@ static RematStatus drop_written_records(Offload *off)
      * into the process (fault-around), which no DONTNEED of one record's pages unmapped:
      * a mapped page cannot leave the cache. */
     if (off->tail && off->map) (void)madvise(off->map, off->capacity, MADV_DONTNEED);
-    const int err = off->tail ? prefetch_evict(off->fd, 0, off->capacity) : 0;
+    const int err = off->tail ? prefetch_evict(off->fd, 0, off->capacity, true) : 0;
     char cause[128];
     if (!err) return REMAT_OK;
     return remat_fail(REMAT_EIO, "offload: writing the spill file in %s to the disk failed: %s (the forward's "
                       "saved tensors may be lost)", off->dir, io_error_str(cause, sizeof cause, err, true));
 }
 
-/* How many of the first `bytes` of the spill file are in the page cache: mincore on a
- * mapping of them made for the question (it maps no page in, and is gone at once). */
-static RematStatus cached_bytes(const Offload *off, size_t bytes, size_t *cached)
+/* mincore on a mapping of the records made for the question (it maps no page in, and is
+ * gone at once). */
+RematStatus offload_cached_bytes(const Offload *off, size_t *cached)
 {
+    const size_t bytes = off->tail;
     *cached = 0;
     if (bytes == 0) return REMAT_OK;
     void *map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, off->fd, 0);
@@ -620,8 +564,8 @@ static void *offload_pack(void *ctx, Tensor *t, const Node *node, int slot)
 {
     Offload *off = ctx;
     Record *r = calloc(1, sizeof *r);
-    char what[NODE_NAME_LEN + 64];
     if (!r) {
+        char what[NODE_NAME_LEN + 64];
         remat_fail(REMAT_ENOMEM, "offload: no memory to save %s", slot_name(what, sizeof what, node, slot));
         return NULL;
     }
@@ -630,14 +574,15 @@ static void *offload_pack(void *ctx, Tensor *t, const Node *node, int slot)
         off->stats.kept++;
         return r;
     }
-    slot_name(what, sizeof what, node, slot);
+    slot_name(r->what, sizeof r->what, node, slot);
     const double start = platform_seconds();
     /* Writing behind: at most write_behind records (and write_behind_bytes) in flight, this
      * one included. A failed earlier write fails this pack: the next point where the
      * forward can hear of it. */
-    RematStatus status = writes_behind(&off->opts) ? make_room_to_write(off, t->bytes) : REMAT_OK;
+    const size_t in_flight = (size_t)off->opts.write_behind - 1;
+    RematStatus status = writes_behind(&off->opts) ? finish_writes(off, in_flight, t->bytes) : REMAT_OK;
     if (status == REMAT_OK) {
-        status = write_record(off, r, t, what);
+        status = write_record(off, r, t);
         if (status != REMAT_OK) count_failure(off);
     }
     off->stats.write_seconds += platform_seconds() - start;
@@ -657,7 +602,7 @@ static Tensor *offload_unpack(void *ctx, void *packed, const Node *node, int slo
     char what[NODE_NAME_LEN + 64];
     slot_name(what, sizeof what, node, slot);
     Tensor *t = NULL;
-    if (r->index >= off->finished && finish_writes(off, off->count - r->index - 1) != REMAT_OK) {
+    if (finish_writes(off, off->count - r->index - 1, 0) != REMAT_OK) {
         /* still being written (hooks left pushed into backward), and a write failed */
     } else if (r->failed) {
         remat_fail(REMAT_EIO, "offload: cannot read back %s: its record could not be written", what);
@@ -680,10 +625,10 @@ static void offload_release(void *ctx, void *packed)
         tensor_free(r->kept);
     } else {
         /* Still being written (the forward failed before offload_pop): wait for it. */
-        if (r->index >= off->finished) (void)finish_writes(off, off->count - r->index - 1);
-        if (r->staged) { /* read ahead but never unpacked (backward stopped early) */
+        (void)finish_writes(off, off->count - r->index - 1, 0);
+        if (r->busy) { /* read ahead but never unpacked (backward stopped early) */
             prefetch_wait(off->prefetcher, &r->io);
-            tensor_free(r->staged);
+            tensor_free(r->busy);
         }
         if (!r->failed) mem_account(MEM_DISK, -(int64_t)r->header.bytes);
         off->order[r->index] = NULL;
@@ -791,9 +736,8 @@ Offload *offload_create(const OffloadOptions *opts)
     const bool direct = opts->io == OFFLOAD_IO_DIRECT;
     bool ok = off->fd >= 0;
     if (ok && direct) ok = open_direct(off->fd, dir, off->page) == REMAT_OK && (off->bounce = prefetch_bounce_create());
-    /* With drop_cache no read-ahead: backward reads the records backwards, so the kernel's
-     * read-ahead past a record would fill the cache again with records already read and
-     * dropped. A record is read in one request, so read-ahead would not speed it up. */
+    /* With drop_cache no read-ahead (see the top of this file): a record is read in one
+     * request, and what lies past it was already read and dropped. */
     if (ok && opts->drop_cache) (void)posix_fadvise(off->fd, 0, 0, POSIX_FADV_RANDOM);
     const int threads = opts->io_threads > 0 ? opts->io_threads : 1;
     if (ok && (opts->prefetch > 0 || writes_behind(opts)))
@@ -835,25 +779,20 @@ RematStatus offload_pop(Offload *off)
     if (!off) return remat_fail(REMAT_EINVAL, "offload_pop: the offloader is NULL");
     saved_hooks_pop();
     const double start = platform_seconds();
-    RematStatus status = finish_writes(off, 0); /* counted, if it failed */
+    RematStatus status = finish_writes(off, 0, 0); /* counted, if it failed */
     off->stats.write_seconds += platform_seconds() - start;
     if (status == REMAT_OK && off->write_failed) /* reported by a pack: the forward failed */
         status = REMAT_EIO;
     if (status == REMAT_OK && off->opts.drop_cache) {
         status = drop_written_records(off);
         if (status != REMAT_OK) count_failure(off);
-        else status = cached_bytes(off, off->tail, &off->stats.cached_after_forward);
         advise_mapping(off, MADV_RANDOM);
-    } else if (status == REMAT_OK && off->opts.io == OFFLOAD_IO_DIRECT) { /* nothing to drop: say so */
-        status = cached_bytes(off, off->tail, &off->stats.cached_after_forward);
     }
+    /* What the page cache still holds of the records: with io direct, nothing to drop, so say so. */
+    if (status == REMAT_OK && (off->opts.drop_cache || off->opts.io == OFFLOAD_IO_DIRECT))
+        status = offload_cached_bytes(off, &off->stats.cached_after_forward);
     if (status == REMAT_OK && off->prefetcher) prefetch_before(off, off->count);
     return status;
-}
-
-RematStatus offload_cached_bytes(const Offload *off, size_t *bytes)
-{
-    return cached_bytes(off, off->tail, bytes);
 }
 
 OffloadStats offload_stats(const Offload *off)

@@ -3,16 +3,11 @@
  * during the forward and come back, prefetched, during the backward (quiz question 6).
  *
  * On a GPU, offload moves activations from device memory to CPU memory or NVMe. Here the
- * scarce memory is the process's resident RAM and the slow, large one is the disk: a
- * saved tensor is copied into a spill file, so it leaves the process's RSS, and backward
- * reads the bytes back into a new tensor. The copy goes either through the kernel
- * (pwritev/preadv: the default, measured the cheaper here) or through an mmap(MAP_SHARED)
- * of the file whose pages are then handed back with madvise(MADV_DONTNEED); either way
- * the bytes wait in the page cache and on disk, not in the process. A third way, O_DIRECT
- * through an aligned bounce buffer, leaves the page cache out (offload.c shows all three).
- * It plugs into the saved-tensor path (autograd.h) as a pair of pack/unpack hooks, so no
- * op knows it exists, and it combines with checkpointing: a region's input is saved
- * through the same path, so offload can take it too.
+ * scarce memory is the process's resident RAM and the slow, large one is the disk: a saved
+ * tensor is copied into a spill file, by one of three ways (OffloadIo), and backward reads
+ * it back into a new tensor. It plugs into the saved-tensor path (autograd.h) as a pair of
+ * pack/unpack hooks, so no op knows it exists, and combines with checkpointing: a region's
+ * input is saved through the same path.
  *
  *     Offload *off = offload_create(&(OffloadOptions){...});   opens the spill file
  *     offload_push(off);                     the forward's saves now go through it
@@ -27,29 +22,23 @@
  * pushed through backward, they would also spill what a checkpoint region's replay saves,
  * only to read it back a moment later.
  *
- * Ownership. pack is given a tensor it does not own: the op's output, or a Var the caller
- * still holds. The hooks keep a reference to a tensor they spill only until its record is
- * written, then let it go, so its RAM is freed when its other holders drop it: in a
- * training step the layer frees its intermediate Vars right after the op, so once the
- * record is written the hooks' reference is the last one and ACT goes down. A tensor that
- * someone else keeps (the batch the caller holds) stays resident and is also on disk. The
- * ledger moves the bytes honestly: DISK goes up by the tensor's bytes when its write is
- * seen finished and down when its record is released; ACT goes down when the last holder
- * frees the tensor, and up again when backward reads it back into a new one.
+ * Ownership. pack is given a tensor it does not own; the hooks keep a reference to a
+ * tensor they spill only until its record is written, so its RAM is freed when its other
+ * holders drop it (a tensor someone else keeps stays resident, and is also on disk). DISK
+ * goes up by the tensor's bytes when its write is seen finished and down when its record
+ * is released; ACT goes up again when backward reads it back into a new tensor.
  *
- * Write-behind (write_behind > 0, the default; not io mmap). pack hands the record to
- * the helper thread, which checksums and writes it while the forward goes on. A pack first
- * waits for the oldest writes beyond the window (write_behind records, write_behind_bytes),
- * offload_pop for all of them; only then is a record's tensor let go and DISK charged — at
- * a point fixed by the count of records, not by the thread's speed, so the ledger's figures
- * are the same run after run. A failed write is reported there, by that pack (which fails,
- * and the forward with it) or by offload_pop. io mmap writes in the forward: growing the
- * file replaces the mapping a write in flight could be using, and the SIGBUS guard saves
- * one process-wide handler, which two copying threads would race on.
+ * Write-behind and prefetch. pack hands a record to a helper thread (prefetch.h), which
+ * checksums and writes it while the forward goes on (write_behind; not io mmap, which
+ * writes in the forward); backward unpacks in the reverse order of the packs, so the same
+ * thread reads the next records into their tensors ahead of need (prefetch). The ledger
+ * moves where the oldest writes are waited for, at points fixed by the records' count and
+ * sizes, never by the thread's speed, so its figures are the same run after run.
  *
  * What is spilled. Never a tensor that is not MEM_ACT (a linear's saved weight is a
- * parameter, and stays), never one smaller than min_bytes, and of the rest what the
- * policy chooses:
+ * parameter, and stays), never one smaller than min_bytes (a record's fixed cost, about
+ * 14 microseconds, is what copying 64 KiB takes: docs/MEASUREMENTS.md, 8.7), and of the
+ * rest what the policy chooses:
  *   all       every saved activation;
  *   large     tensors of at least large_bytes, or saved by a node whose tag starts with
  *             tag_prefix;
@@ -57,49 +46,25 @@
  *             states, saved by nodes tagged TAG_CHECKPOINT_INPUT (autograd.h):
  *             with sqrt, the segment boundaries go to disk, and resident activations stay
  *             near one segment's working set.
- * Why a threshold: every record costs a fixed price whatever its size — its two system
- * calls, a 64-byte header and up to a page of padding in the file, its bookkeeping —
- * measured at about 14 microseconds here, as long as the copies of a 64 KiB record take
- * (docs/MEASUREMENTS.md, 8.7). For LayerNorm's per-row mean and rstd, a few KiB each, that is paid to
- * free almost nothing; from 64 KiB up the copy is at least half the cost, and from
- * 256 KiB the cost per byte is flat.
  *
  * The spill file is created in a directory the caller chooses (default $TMPDIR, or /tmp)
- * and unlinked at once, so it has no name and a crash leaves nothing behind. It is
- * append-only and grown with posix_fallocate in large steps, so its blocks are reserved
- * before anything is written: a full disk is an error from the growth, not a failed
- * write (or, through a mapping, a SIGBUS) in the middle of a record. When every record
- * has been released the append position goes back to the start, so each step reuses the
- * space of the last.
- *
- * Prefetch. Backward unpacks in the reverse order of the forward's packs, so the records
- * it will want next are known: the helper thread (prefetch.h; the same one that writes
- * behind) reads the next `prefetch` of them (prefetch_bytes: the window in bytes) into
- * their tensors while backward computes, and checksums them. Those tensors are ACT from
- * the moment their read is queued, so the window raises the peak by about its size.
- *
- * Integrity. Each record carries a header (size, dtype, shape, its sequence number) and
- * a CRC-32C of its bytes; unpack checks both against what pack remembered in RAM.
- *
- * Truncation. If something truncates the spill file while the process runs, the
- * syscalls path writes past the new end (the file grows again) and a record lost with the
- * truncation fails its check when read back. Through a mapping, the copies run under a
- * SIGBUS guard (offload.c), so a fault becomes REMAT_ECORRUPT ("the file was truncated")
- * rather than the process's death; a SIGBUS on another thread is not caught.
+ * and unlinked at once, so a crash leaves nothing behind. It grows with posix_fallocate,
+ * so a full disk is an error from the growth, never a record half written, and each step
+ * reuses it from byte 0. Each record carries a header and a CRC-32C of its bytes, which
+ * unpack checks against what pack remembered; a file truncated under the process fails
+ * that check, or through a mapping is caught as a SIGBUS (offload.c).
  *
  * Errors. A failure of the file is REMAT_EIO (the directory is missing or unwritable, the
- * disk is full, the file-size limit was reached, a write was cut short, a write-back failed) or REMAT_ECORRUPT (a
- * record whose header or checksum does not match, or a file shorter than its records or
- * its mapping), with a message naming the cause and the tensor; reading a record back allocates, so it
- * can also meet the memory budget (REMAT_EOOM). A failed pack saves nothing and accounts
+ * disk is full, the file-size limit was reached, a write was cut short, a write-back
+ * failed) or REMAT_ECORRUPT (a record whose header or checksum does not match, or a file
+ * shorter than its records or its mapping), with a message naming the cause and the
+ * tensor; reading a record back allocates, so it can also meet the budget (REMAT_EOOM). A failed pack saves nothing and accounts
  * nothing, so the op fails and so does the forward; a failed unpack fails backward. The
  * caller must then not apply the step (app/train.c redoes it without offload).
  *
- * What this is not: callable from several threads (the engine is single-threaded; the
- * helper thread only writes and reads the file from and into tensors it is handed), or a
- * cache of the same tensor saved twice — two nodes saving one tensor get two records,
- * because the hooks hold no lasting reference by which they could tell the same tensor
- * from a new one at the same address.
+ * What this is not: callable from several threads (the helper thread only moves bytes
+ * between the file and tensors it is handed), or a cache of the same tensor saved twice:
+ * two nodes saving one tensor get two records.
  */
 #ifndef REMAT_OFFLOAD_H
 #define REMAT_OFFLOAD_H
@@ -120,14 +85,12 @@ typedef enum OffloadPolicy {
 #define OFFLOAD_LARGE_BYTES ((size_t)1 << 20)  /* default: what "large" means */
 #define OFFLOAD_GROW_BYTES ((size_t)64 << 20)  /* default: the file grows this much at a time */
 #define OFFLOAD_PREFETCH 2                     /* default: records read ahead in backward */
-#define OFFLOAD_PREFETCH_BYTES 0               /* default: no limit on their bytes but their count */
-#define OFFLOAD_WRITE_BEHIND_BYTES 0           /* default: no limit on their bytes but their count */
 #define OFFLOAD_WRITE_BEHIND 2                 /* default: records written behind the forward */
 #define OFFLOAD_ANY_COUNT (1 << 20)            /* a count of records that never limits a window of bytes */
 #define OFFLOAD_IO_THREADS 1                   /* default: helper threads moving the records */
 #define OFFLOAD_MAX_IO_THREADS 4
 
-/* How the bytes move between a tensor and the file (offload.c describes both). */
+/* How the bytes move between a tensor and the file (offload.c describes all three). */
 typedef enum OffloadIo {
     OFFLOAD_IO_SYSCALLS = 0, /* pwritev and preadv: the kernel copies, nothing is mapped */
     OFFLOAD_IO_MMAP,         /* memcpy through a MAP_SHARED mapping, then MADV_DONTNEED */
@@ -144,41 +107,32 @@ typedef struct OffloadOptions {
     const char *tag_prefix; /* large: ... or saved by a node whose tag starts with this
                                (NULL: size only; the string must outlive the Offload) */
     bool drop_cache;        /* records leave the page cache (offload.c says how), so
-                               backward reads the disk: what a benchmark of real disk reads
-                               wants (io direct: nothing to drop) */
+                               backward reads the disk (io direct: nothing to drop) */
     int prefetch;           /* in backward, records a helper thread reads ahead of the one
                                being unpacked, into tensors allocated (ACT) when the read is
                                queued; 0: no thread, each record is read when unpacked */
     size_t prefetch_bytes;  /* and, if > 0, no more than this many bytes of data between the
-                               records read ahead (the next record is read ahead whatever its
-                               size): with records of very different sizes, a window of bytes
-                               keeps the disk busy where a count of records leaves it idle
-                               behind small ones, and bounds the ACT it costs. 0: the count
+                               records read ahead (but always the next record); 0: the count
                                alone decides */
     int write_behind;       /* records the helper thread may still be writing while the
                                forward goes on, each keeping its tensor (ACT) until its write
                                is seen finished. 0, or io mmap: pack writes before it returns */
     size_t write_behind_bytes; /* and, if > 0, no more than this many bytes of data in flight
-                               (a record larger than that is still written behind, alone):
-                               bursts of records between small ops then wait for the disk
-                               by their bytes, not their count. 0: the count alone decides */
+                               (a larger record is still written behind, alone); 0: the count
+                               alone decides */
     size_t grow_bytes;      /* the file grows by at least this much at a time (> 0) */
     int io_threads;         /* helper threads that write behind and read ahead (0 or 1: one;
-                               at most OFFLOAD_MAX_IO_THREADS): with two, one copies and
-                               checksums while the other waits for the disk, and two
-                               requests are at the device at once. Records are still
-                               waited for, and the ledger moved, in order */
+                               at most OFFLOAD_MAX_IO_THREADS); records are still waited
+                               for, and the ledger moved, in order */
 } OffloadOptions;
 
-/* The defaults for `policy`: io by system calls, min_bytes OFFLOAD_MIN_BYTES, large_bytes
- * OFFLOAD_LARGE_BYTES, no tag prefix, the page cache kept, prefetch OFFLOAD_PREFETCH,
- * write-behind OFFLOAD_WRITE_BEHIND, growth OFFLOAD_GROW_BYTES, the directory from $TMPDIR.
- * A value, not a call: a run that never offloads runs no code of offload/. */
+/* The defaults for `policy` (no tag prefix, the page cache kept, windows of records only, the
+ * directory from $TMPDIR). A value, not a call: a run that never offloads runs no code of
+ * offload/. */
 #define OFFLOAD_DEFAULTS(policy_)                                                                              \
     ((OffloadOptions){.policy = (policy_), .io = OFFLOAD_IO_SYSCALLS, .min_bytes = OFFLOAD_MIN_BYTES,          \
                       .large_bytes = OFFLOAD_LARGE_BYTES, .prefetch = OFFLOAD_PREFETCH,                        \
-                      .prefetch_bytes = OFFLOAD_PREFETCH_BYTES, .io_threads = OFFLOAD_IO_THREADS,              \
-                      .write_behind_bytes = OFFLOAD_WRITE_BEHIND_BYTES, .write_behind = OFFLOAD_WRITE_BEHIND,  \
+                      .io_threads = OFFLOAD_IO_THREADS, .write_behind = OFFLOAD_WRITE_BEHIND,                  \
                       .grow_bytes = OFFLOAD_GROW_BYTES})
 
 /* "all", "large", "boundary": the names of OffloadPolicy's values. */
@@ -207,8 +161,7 @@ RematStatus offload_push(Offload *off);
 
 /* Pops the hooks (they must be the top of the stack); waits for the records still being
  * written behind; with drop_cache, waits for the write-back their writes started and
- * drops them from the page cache (then counts what is left there,
- * stats.cached_after_forward); with prefetch, starts
+ * drops them from the page cache (stats.cached_after_forward); with prefetch, starts
  * reading back the last records written, which backward wants first. REMAT_EIO if a
  * record could not be written (the message names it, unless a pack already failed with
  * it) or could not reach the disk: they may be lost, do not run backward; REMAT_EINVAL
@@ -233,28 +186,24 @@ typedef struct OffloadStats {
     double read_wait_seconds; /* of it, unpack blocked on a read ahead the thread had not
                                finished */
     size_t reads_waited;    /* records read ahead that unpack had to wait for */
-    double thread_write_seconds; /* the helper threads' time writing behind (checksums,
-                               copies, system calls; summed over the threads), counted as
-                               each write is seen done */
+    double thread_write_seconds; /* the helper threads' time writing behind, summed over
+                               the threads, counted as each write is seen done */
     size_t thread_write_bytes; /* the bytes of those records in the file (headers, padding) */
-    double thread_read_seconds; /* their time reading ahead (system calls, copies,
-                               checksums; summed over the threads) */
+    double thread_read_seconds; /* their time reading ahead, summed over the threads */
     size_t thread_read_bytes; /* the bytes of those records in the file */
-    double thread_cpu_seconds; /* of the helper threads' time both ways, their CPU time
-                               (checksums, copies, the system calls' own work): what they
-                               take from the cores the computing threads run on */
+    double thread_cpu_seconds; /* of the helper threads' time both ways, their CPU time:
+                               what they take from the computing threads' cores */
     size_t cached_after_forward; /* drop_cache or io direct: bytes of the last forward's
                                records in the page cache when offload_pop returned
-                               (mincore), which backward would read without the disk; 0
-                               otherwise */
+                               (mincore); 0 otherwise */
 } OffloadStats;
 
 OffloadStats offload_stats(const Offload *off);
 
 /* How many bytes of the records written since the file was last reset (their pages, header
- * and padding included) are in the page cache now, into *bytes (mincore). REMAT_EIO if
+ * and padding included) are in the page cache now, into *cached (mincore). REMAT_EIO if
  * the kernel cannot tell. */
-RematStatus offload_cached_bytes(const Offload *off, size_t *bytes);
+RematStatus offload_cached_bytes(const Offload *off, size_t *cached);
 
 /* Writes a one-line description of what the offloader does into `buf` and returns it:
  * "all (every saved activation) of 64.0 KiB or more, to a spill file in /tmp by

@@ -22,8 +22,6 @@
 #include "offload/crc32c.h"
 #include "base/platform.h"
 
-typedef struct Prefetcher Prefetcher;
-
 /* One of the threads. */
 typedef struct Worker {
     Prefetcher *owner;
@@ -41,16 +39,11 @@ struct Prefetcher {
     bool stop;
 };
 
-int prefetch_evict(int fd, off_t offset, size_t bytes)
+int prefetch_evict(int fd, off_t offset, size_t bytes, bool drop)
 {
-    const unsigned flags = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
-    if (sync_file_range(fd, offset, (off_t)bytes, flags) != 0) return errno;
-    return posix_fadvise(fd, offset, (off_t)bytes, POSIX_FADV_DONTNEED);
-}
-
-int prefetch_start_writeback(int fd, off_t offset, size_t bytes)
-{
-    return sync_file_range(fd, offset, (off_t)bytes, SYNC_FILE_RANGE_WRITE) != 0 ? errno : 0;
+    const unsigned wait = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WAIT_AFTER;
+    if (sync_file_range(fd, offset, (off_t)bytes, SYNC_FILE_RANGE_WRITE | (drop ? wait : 0)) != 0) return errno;
+    return drop ? posix_fadvise(fd, offset, (off_t)bytes, POSIX_FADV_DONTNEED) : 0;
 }
 
 unsigned char *prefetch_bounce_create(void)
@@ -121,7 +114,7 @@ static int transfer(int fd, PrefetchIo *io, unsigned char *bounce)
     }
     const size_t record = io->head_bytes + io->data_bytes + io->pad_bytes;
     if (!error && io->evict)
-        error = io->write ? prefetch_start_writeback(fd, io->offset, record) : prefetch_evict(fd, io->offset, record);
+        error = prefetch_evict(fd, io->offset, record, !io->write);
     return error;
 }
 
@@ -157,10 +150,9 @@ static void *prefetch_thread(void *arg)
         if (!p->first) p->last = NULL;
         pthread_mutex_unlock(&p->lock);
 
-        const int error = prefetch_transfer(p->fd, io, w->bounce);
+        prefetch_transfer(p->fd, io, w->bounce); /* io->error says how it went */
 
         pthread_mutex_lock(&p->lock);
-        io->error = error;
         io->done = true;
         pthread_cond_broadcast(&p->changed);
     }
@@ -199,18 +191,16 @@ Prefetcher *prefetch_create(int fd, bool direct, int threads)
     p->fd = fd;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->changed, NULL);
-    for (int k = 0; k < threads && direct; k++) {
-        if (!(p->workers[k].bounce = prefetch_bounce_create())) {
-            prefetch_free(p);
-            return NULL;
-        }
-    }
     for (int k = 0; k < threads; k++) {
         Worker *w = &p->workers[k];
         w->owner = p;
+        if (direct && !(w->bounce = prefetch_bounce_create())) {
+            prefetch_free(p); /* joins those that started */
+            return NULL;
+        }
         const int err = pthread_create(&w->thread, NULL, prefetch_thread, w);
         if (err) {
-            prefetch_free(p); /* joins those that started */
+            prefetch_free(p);
             remat_fail(REMAT_ENOMEM, "prefetch: cannot start an I/O thread (error %d)", err);
             return NULL;
         }

@@ -5,26 +5,16 @@
  * What it is: one thread (or a few) and a queue. The caller fills a PrefetchIo (read or
  * write, where in the file, which buffers), submits it, goes on computing, and later waits
  * for it; a thread does the preadv or pwritev meanwhile, so the disk's work overlaps the
- * caller's. With two threads, one copies and checksums while the other waits for the
- * disk, and two requests are at the device at once.
- * Offload uses it in backward to read the records it will unpack next, and in the
- * forward to write the records it has just packed (offload.c), and to take them out of
- * the page cache once written or read, when backward must read the disk. Requests start
- * in the order they were submitted; with one thread each is done before the next starts,
- * so a read queued after a write of the same bytes reads what was written. With more,
- * they run side by side and may finish in any order: the caller must not queue a read of
- * bytes that a write not yet waited for is writing (offload never does: a record's read
- * is queued only once its write has been waited for).
+ * caller's. Offload reads with it, in backward, the records it will unpack next, and
+ * writes, in the forward, those it has just packed (offload.c). Requests start in the
+ * order they were submitted; with more than one thread they may finish in any order, so
+ * the caller must not queue a read of bytes that a write not yet waited for is writing.
  *
- * Why a thread rather than posix_fadvise(POSIX_FADV_WILLNEED), which asks the kernel to
- * read ahead with no thread at all: WILLNEED only starts the disk reads, and the copy out
- * of the page cache (with a wait for what has not arrived yet) still happens on the
- * computing thread when backward asks; the helper thread does both while backward
- * computes. Measured with the page cache dropped (docs/MEASUREMENTS.md, 8.7), backward waited
- * 110 ms a step for its records on the MLP chain with WILLNEED, no less than without
- * prefetch, and 37 ms with the thread; 45 and 35 ms on the GPT. With the page cache kept
- * the two cost the same. The price of the thread is memory: a record read ahead needs its
- * tensor before anyone asks for it.
+ * Why a thread rather than posix_fadvise(POSIX_FADV_WILLNEED): WILLNEED only starts the
+ * disk reads, and the copy out of the page cache still happens on the computing thread
+ * when backward asks; the helper thread does both while backward computes (measured in
+ * docs/MEASUREMENTS.md, 8.7). Its price is memory: a record read ahead needs its tensor
+ * before anyone asks for it.
  *
  * Contract: between prefetch_submit and prefetch_wait the caller must not touch the
  * PrefetchIo nor its buffers (the thread reads or writes them); after prefetch_wait it
@@ -45,13 +35,9 @@
 #include "base/error.h"
 
 /* One read (as preadv) or write (as pwritev) of head_bytes + data_bytes at `offset`, from
- * or into two buffers. A write with `crc` set first stores the CRC-32C of the data there
- * (crc may point into `head`, which is written after it is stored); a read with `crc` set
- * stores there the CRC-32C of the data it read: either way the checksum is computed on
- * the thread too, off the caller's path. With `evict` set, the record (head, data and
- * padding from `offset`) is then on its way out of the page cache: a write starts
- * writing it back to the disk (prefetch_start_writeback), so that a later prefetch_evict
- * finds little left to wait for; a read drops it (prefetch_evict). */
+ * or into two buffers, with the data's checksum computed on the thread too. With `evict`
+ * set, the record (head, data and padding from `offset`) then leaves the page cache: a
+ * write starts its write-back, a read drops it (prefetch_evict). */
 typedef struct PrefetchIo {
     bool write;
     void *head;
@@ -61,21 +47,17 @@ typedef struct PrefetchIo {
     off_t offset;
     size_t pad_bytes;          /* the bytes after the data up to the end of the record's last
                                   page: a write writes them as zeros, so that no page is
-                                  written in part (a partial page not in the page cache
-                                  would be read from the disk first); a read skips them */
-    uint32_t *crc;             /* where to store the data's CRC-32C (a write: before writing;
-                                  a read: of what it read, if it succeeded), or NULL */
+                                  written in part; a read skips them */
+    uint32_t *crc;             /* where to store the data's CRC-32C (a write: before writing,
+                                  so it may point into `head`; a read: of what it read, if it
+                                  succeeded), or NULL */
     bool direct;               /* the file is open with O_DIRECT: the transfer goes through an
-                                  aligned bounce buffer, in pwrite/pread calls of at most
-                                  PREFETCH_BOUNCE_BYTES, and moves the padding too; offset
-                                  and head + data + pad must then be aligned as the file
-                                  system asks (offload.c checks it) */
+                                  aligned bounce buffer and moves the padding too; offset and
+                                  head + data + pad must be aligned as the file system asks */
     bool evict;                /* then start its write-back (a write) or drop it (a read) */
     int error;                 /* after prefetch_wait: 0, an errno, or -1 for a short transfer */
-    double seconds;            /* after prefetch_wait: how long the transfer took where it ran
-                                  (checksum, copies, system calls, eviction) */
-    double cpu_seconds;        /* of it, the CPU time of the thread that ran it (the rest was
-                                  spent waiting for the disk, or for a core) */
+    double seconds;            /* after prefetch_wait: how long the transfer took where it ran */
+    double cpu_seconds;        /* of it, the CPU time of the thread that ran it */
     bool done;                 /* the thread's; read it only through prefetch_wait */
     struct PrefetchIo *next;   /* the queue's */
 } PrefetchIo;
@@ -115,14 +97,11 @@ bool prefetch_wait(Prefetcher *p, PrefetchIo *io);
 int prefetch_transfer(int fd, PrefetchIo *io, unsigned char *bounce);
 
 /* Takes `bytes` of `fd` from `offset` out of the page cache without an fsync of the whole
- * file: sync_file_range writes the range's dirty pages back and waits for them, then
- * posix_fadvise(POSIX_FADV_DONTNEED) drops its clean pages (only clean pages can be
- * dropped, hence the order). Pages mapped by a process stay. 0 or an errno. */
-int prefetch_evict(int fd, off_t offset, size_t bytes);
-
-/* Starts writing the dirty pages of `bytes` of `fd` from `offset` back to the disk and
- * returns without waiting for them (sync_file_range, SYNC_FILE_RANGE_WRITE; it may wait
- * for a full device queue). 0 or an errno. */
-int prefetch_start_writeback(int fd, off_t offset, size_t bytes);
+ * file: sync_file_range writes the range's dirty pages back and, with `drop`, waits for
+ * them, then posix_fadvise(POSIX_FADV_DONTNEED) drops its clean pages (only clean pages
+ * can be dropped, hence the order; pages mapped by a process stay). Without `drop` it
+ * only starts the write-back (it may wait for a full device queue), so that a later call
+ * with `drop` finds little left to wait for. 0 or an errno. */
+int prefetch_evict(int fd, off_t offset, size_t bytes, bool drop);
 
 #endif /* REMAT_PREFETCH_H */
