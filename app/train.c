@@ -251,7 +251,9 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     if (run->offload) step.plugs[plugs++] = step_offload_plug(run->offload);
     if (run->zero) step.plugs[plugs++] = step_zero_plug(run->zero);
     StepResult result;
-    status = step_run_batches(&step, mine, n, &ctx, first ? &hooks : NULL, &result);
+    const TrainOptions *o = run->opt; /* the first step's looks, only when a flag asks for one */
+    const bool look = first && (o->dump_graph || o->print_tape || f.explain || o->dump_step);
+    status = step_run_batches(&step, mine, n, &ctx, look ? &hooks : NULL, &result);
     if (f.explain) {
         explain_stop(f.explain);
         fprintf(out, "\n");
