@@ -102,9 +102,11 @@ static const Flag FLAGS[] = {
      .help = "none, full (every layer a region), sqrt (segments of about\n"
              "sqrt(N) layers), selective (every layer, with a policy) or\n"
              "budget (the cheapest schedule that fits --memory-budget) (none)"},
-    {.name = "--memory-budget", .type = FLAG_SIZE, .offset = AT(memory_budget), .value = "S", .applies = with_budget,
-     .help = "budget: bytes a training step may hold in all (params, grads,\n"
-             "optimizer, activations), with a unit: B, KiB, MiB or GiB"},
+    {.name = "--memory-budget", .type = FLAG_SIZE, .offset = AT(memory_budget), .value = "S",
+     .help = "bytes the run may hold in all (params, grads, optimizer,\n"
+             "activations), with a unit: B, KiB, MiB or GiB; the ledger\n"
+             "refuses to go past it under every strategy, and budget plans\n"
+             "the cheapest schedule that fits it"},
     {.name = "--planner", .type = FLAG_NAME, .offset = AT(planner), .names = &PLANNER_NAMES, .value = "P",
      .applies = with_budget,
      .help = "budget: dp (the exact optimum over single-level schedules,\n"

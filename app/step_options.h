@@ -76,7 +76,7 @@ StepScope step_options_scope(const StepOptions *o);
 /* REMAT_OK if every flag given applies to a run of `scope` and the flags make sense
  * together; else REMAT_EINVAL with a message that names the flag and says why: a flag
  * whose strategy or offload the run does not use (--policy without selective, --planner
- * or --memory-budget without budget, --no-rng-replay or --determinism-check without
+ * without budget, --no-rng-replay or --determinism-check without
  * regions, an --offload-... flag without offload, --offload boundary without regions),
  * --strategy budget without --memory-budget, --planner revolve with --no-rng-replay or
  * --determinism-check, budget with --offload. */

@@ -544,12 +544,17 @@ static RematStatus run_start(Run *run, FILE *out)
     if (opt->threads && platform_set_threads(opt->threads) != REMAT_OK) return remat_last_status();
     if (platform_check_address_space() != REMAT_OK) return remat_last_status();
     if (platform_check() != REMAT_OK) fprintf(out, "  warning: %s\n", remat_last_error());
+    /* A budget holds from the first byte, the model's own included; a planner's only once
+     * it has profiled the chain it plans for. */
+    const size_t budget = opt->step.memory_budget;
+    const bool planned = opt->step.strategy.kind == STRATEGY_BUDGET;
+    if (budget && !planned) mem_set_budget(budget);
     RematStatus status = build(run);
     if (status != REMAT_OK) return status;
     report_header(out, opt, run->model, run->schedule, run->cost != NULL);
-    if (run->cost) {
+    if (budget) {
         fprintf(out, "  the ledger enforces the budget from here on\n");
-        mem_set_budget(opt->step.memory_budget);
+        mem_set_budget(budget);
     }
     if (run->offload) {
         char spill[320];
@@ -667,7 +672,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         report->ledger_peak = mem_peak_resident();
         status = run_finish(&run, status, report, times, out);
     }
-    if (run.cost) mem_set_budget(0);
+    mem_set_budget(0);
     free(times);
     destroy(&run);
     return status;

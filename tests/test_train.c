@@ -139,7 +139,8 @@ static void test_parse_budget_flags(void **state)
     assert_int_equal(parse(&o, 5, unit), 2);
     assert_int_equal(parse(&o, 5, negative), 2);
     assert_int_equal(parse(&o, 3, no_budget), 2);
-    assert_int_equal(parse(&o, 3, no_strategy), 2);
+    assert_int_equal(parse(&o, 3, no_strategy), 0); /* every strategy runs under a budget */
+    assert_int_equal(o.step.memory_budget, 300u << 20);
     assert_int_equal(parse(&o, 7, planner), 2);
     assert_int_equal(parse(&o, 7, revolve), 0);
     assert_int_equal(o.step.planner, PLANNER_REVOLVE);
@@ -162,7 +163,6 @@ static void test_parse_refuses_flags_that_do_not_apply(void **state)
         {{"--policy", "dots"}, "--policy does not apply: it is the policy of --strategy selective"},
         {{"--strategy", "full", "--policy", "dots"}, "--policy does not apply"},
         {{"--planner", "chen"}, "--planner does not apply: it is for --strategy budget"},
-        {{"--memory-budget", "1GiB"}, "--memory-budget does not apply"},
         {{"--no-rng-replay"}, "--no-rng-replay does not apply"},
         {{"--determinism-check"}, "--determinism-check does not apply"},
         {{"--offload", "boundary"}, "--offload does not apply: boundary spills the inputs checkpoint regions keep"},
@@ -745,6 +745,39 @@ static void save_small_run(int steps, const char *name, char *path, size_t size)
     train_report_free(&r);
 }
 
+/* --memory-budget holds under every strategy, not only budget's planner: too small for
+ * the parameters, gradients and AdamW state, the run is refused naming them; large enough
+ * for those but not for the activations, the ledger stops the step, naming what is
+ * resident; large enough for all, it changes no bit. */
+static void test_a_memory_budget_holds_under_every_strategy(void **state)
+{
+    (void)state;
+    TrainReport r, free_run;
+    TrainOptions o = small_mlp(2);
+    o.step.strategy = strategy_defaults(STRATEGY_FULL);
+    assert_int_equal(train_run(&o, &free_run, sink), REMAT_OK);
+
+    o.step.memory_budget = 8 << 10; /* params, grads and AdamW's two states are 12.75 KiB */
+    assert_int_equal(train_run(&o, &r, sink), REMAT_EOOM);
+    assert_non_null(strstr(remat_last_error(), "and adamw state (2 x 3.19 KiB)"));
+    train_report_free(&r);
+
+    o.step.memory_budget = 14 << 10;
+    assert_int_equal(train_run(&o, &r, sink), REMAT_EOOM);
+    assert_non_null(strstr(remat_last_error(), "out of memory: tried to allocate"));
+    assert_non_null(strstr(remat_last_error(), "optimizer 6.38 KiB"));
+    train_report_free(&r);
+
+    o.step.memory_budget = 40 << 10;
+    assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
+    assert_memory_equal(r.losses, free_run.losses, 2 * sizeof(float));
+    assert_true(mem_peak_resident() <= (size_t)40 << 10);
+    train_report_free(&r);
+    train_report_free(&free_run);
+    assert_int_equal(mem_budget(), 0); /* the run leaves no budget behind */
+    assert_int_equal(mem_live_blocks(), 0);
+}
+
 /* A step whose loss is not finite stops the run before its update: the checkpoint it
  * resumed from, which it would have been saved over, keeps its bytes. */
 static void test_a_diverged_step_saves_nothing(void **state)
@@ -1000,6 +1033,7 @@ int main(void)
         cmocka_unit_test(test_resident_peak_is_the_ledger_plus_the_baseline),
         cmocka_unit_test(test_explain_memory_prints_the_predicted_peak),
         cmocka_unit_test(test_resume_continues_bit_identically),
+        cmocka_unit_test(test_a_memory_budget_holds_under_every_strategy),
         cmocka_unit_test(test_a_diverged_step_saves_nothing),
         cmocka_unit_test(test_resume_refuses_another_configuration),
         cmocka_unit_test(test_missing_files_are_clear_errors),
