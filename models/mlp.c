@@ -84,7 +84,7 @@ Model *mlp_create(const MlpConfig *config)
     m->head = mse_head;
     Pcg32 rng;
     pcg32_seed(&rng, config->seed, 1);
-    const float std = sqrtf(2.0f / ((float)config->width * (float)config->n_layers));
+    const float std = sqrtf(2.0f / (float)config->width) / (float)config->n_layers;
     for (int i = 0; i < config->n_layers; i++) {
         char name[LAYER_NAME_LEN];
         snprintf(name, sizeof name, "h.%d", i);

@@ -25,9 +25,14 @@ typedef struct MlpConfig {
 } MlpConfig;
 
 /* The chain: blocks "h.0" … "h.{N-1}", each residual_mlp(W) with weights drawn from
- * N(0, 2/(W·N)) — He et al.'s 2/W, divided by N so that each block adds about 1/N to the
- * activations' variance and N blocks grow it by about e, whatever N is; embed is the
- * identity; the head is mse(x_N, targets). NULL on error (bad config, budget). */
+ * standard deviation sqrt(2/W)/N — He et al.'s, divided by N; embed is the identity; the
+ * head is mse(x_N, targets). Why N and not sqrt(N): a ReLU's output has a positive mean,
+ * and every block adds its branch's mean to the residual stream in the same direction, so
+ * the means add up as N·(branch size), not as sqrt(N)·(branch size) the way independent
+ * noise would. With the branches scaled by 1/N the stream stays the size of the input
+ * whatever N is (a width-64 chain starts at a validation loss of about 1.8 at 16 layers
+ * and at 1,024; scaled by 1/sqrt(N) it started at 23.7 and 1.1e15). NULL on error (bad
+ * config, budget). */
 Model *mlp_create(const MlpConfig *config);
 
 /* The parameters (floats) mlp_create would make for `config`, computed without making
