@@ -199,6 +199,39 @@ static void test_training_reduces_loss_reproducibly(void **state)
     assert_true(end < 0.5f * start);
 }
 
+/* The chain's initialisation scales with depth: a 1,024-block chain of width 64 starts
+ * at a loss near that of a 16-block one, not at an absurd one (with weights scaled by
+ * 1/sqrt(N), it started at 23.7 for 16 blocks and 1.1e15 for 1,024). */
+static void test_a_deep_chain_starts_where_a_shallow_one_does(void **state)
+{
+    (void)state;
+    float loss[2];
+    const int depths[2] = {16, 1024};
+    for (int i = 0; i < 2; i++) {
+        Model *m = mlp_create(&(MlpConfig){.n_layers = depths[i], .width = 64, .seed = 1});
+        MlpTask *task = mlp_task_create(64, 7);
+        assert_non_null(m);
+        assert_non_null(task);
+        Pcg32 rng;
+        pcg32_seed(&rng, 3, 0);
+        Var *x, *y;
+        assert_int_equal(mlp_task_batch(task, &rng, 64, &x, &y), REMAT_OK);
+        const bool was = grad_set_enabled(false);
+        Var *l = model_loss(m, x, y, NULL);
+        grad_set_enabled(was);
+        assert_non_null(l);
+        loss[i] = l->value->f32[0];
+        var_free(l);
+        var_free(x);
+        var_free(y);
+        mlp_task_free(task);
+        model_free(m);
+    }
+    printf("  loss at initialisation: %.4f with 16 blocks, %.4f with 1,024\n", (double)loss[0], (double)loss[1]);
+    assert_true(loss[1] < 100.0f);
+    assert_true(loss[1] < 2.0f * loss[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,6 +241,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_optimizer_configs_are_rejected, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_step_without_gradients_changes_nothing, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_training_reduces_loss_reproducibly, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_a_deep_chain_starts_where_a_shallow_one_does, clean_state, clean_state),
     };
     return cmocka_run_group_tests_name("mlp", tests, NULL, NULL);
 }
