@@ -101,8 +101,11 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
 }
 
 /* Reads tensor `name` into a new MEM_WORK tensor and checks it: `like`'s dtype and shape,
- * and for floats, every value finite (a NaN or an infinity would only train into NaN). */
-static Tensor *read_checked(const StFile *f, const char *path, const char *name, const Tensor *like)
+ * and for floats, every value finite (a NaN or an infinity would only train into NaN) and,
+ * when `nonnegative` (AdamW's second moment, a mean of squares), none below zero (its
+ * square root would be NaN at the first update). */
+static Tensor *read_checked(const StFile *f, const char *path, const char *name, const Tensor *like,
+                            bool nonnegative)
 {
     Tensor *t = st_get(f, name, MEM_WORK);
     if (!t) {
@@ -123,6 +126,13 @@ static Tensor *read_checked(const StFile *f, const char *path, const char *name,
         if (!isfinite(t->f32[i])) {
             remat_fail(REMAT_ECORRUPT, "%s: tensor %s holds %s at element %zu; a model with non-finite "
                        "values cannot be trained or used", path, name, isnan(t->f32[i]) ? "NaN" : "an infinity", i);
+            tensor_free(t);
+            return NULL;
+        }
+        if (nonnegative && t->f32[i] < 0.0f) {
+            remat_fail(REMAT_ECORRUPT, "%s: tensor %s holds %g at element %zu, but a second moment is a mean "
+                       "of squares and never negative (a file edited or written by another program?)",
+                       path, name, (double)t->f32[i], i);
             tensor_free(t);
             return NULL;
         }
@@ -158,7 +168,7 @@ RematStatus model_load_file(Model *model, Optimizer *opt, TrainState *state, con
     for (int i = 0; i < n && status == REMAT_OK; i++) {
         Var *p = model->params[i].var;
         target[k] = p->value;
-        if (!(staged[k++] = read_checked(f, path, p->name, p->value))) status = remat_last_status();
+        if (!(staged[k++] = read_checked(f, path, p->name, p->value, false))) status = remat_last_status();
         if (!opt || status != REMAT_OK) continue;
         Tensor *s[2];
         StateName names[2];
@@ -166,7 +176,8 @@ RematStatus model_load_file(Model *model, Optimizer *opt, TrainState *state, con
         for (int j = 0; j < 2 && status == REMAT_OK; j++) {
             if (!s[j]) continue;
             target[k] = s[j];
-            if (!(staged[k++] = read_checked(f, path, names[j], s[j]))) status = remat_last_status();
+            const bool second_moment = j == 1; /* "optim.v.<name>": only AdamW has a second tensor */
+            if (!(staged[k++] = read_checked(f, path, names[j], s[j], second_moment))) status = remat_last_status();
         }
     }
     if (status == REMAT_OK && state) {

@@ -37,9 +37,10 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
  * state) from `path` into an already built model of the same configuration. On error —
  * a missing file or one that is not a regular file (REMAT_EIO), a bad file, one for
  * another configuration (REMAT_ECORRUPT, naming the tensor and both dtypes and shapes),
- * a tensor holding a NaN or an infinity (REMAT_ECORRUPT, naming the tensor and the
- * element), or training metadata that is not exactly as model_save writes it
- * (REMAT_ECORRUPT, naming the key) — changes nothing. */
+ * a tensor holding a NaN or an infinity, or an AdamW second moment holding a negative
+ * value (REMAT_ECORRUPT, naming the tensor and the element), or training metadata that
+ * is not exactly as model_save writes it (REMAT_ECORRUPT, naming the key) — changes
+ * nothing. */
 RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const char *path);
 
 /* As model_load, from the file `f` already open (st_load) and named `path` in messages:

@@ -1,9 +1,9 @@
 /*
  * test_model_file.c — model files as a model reads them back: a training file round-trips
  * parameters, optimizer state and generators; a file that is wrong in any way this model
- * can tell — another dtype, a NaN or an infinity, training metadata that is not exactly
- * what model_save writes, a FIFO instead of a file — is refused with a message that says
- * what is wrong, and changes nothing.
+ * can tell — another dtype, a NaN or an infinity, a negative AdamW second moment, training
+ * metadata that is not exactly what model_save writes, a FIFO instead of a file — is
+ * refused with a message that says what is wrong, and changes nothing.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +236,46 @@ static void test_model_file_nan_or_infinity_is_refused_naming_the_tensor(void **
     assert_int_equal(unlink(bad), 0);
 }
 
+/* AdamW's second moment is a running mean of squared gradients, never below zero; a
+ * negative one makes sqrt(v) NaN at the first update. A -0.0, which compares equal to
+ * zero, is still a second moment. */
+static void test_model_file_negative_second_moment_is_refused_naming_the_tensor(void **state)
+{
+    (void)state;
+    char good[512], bad[512];
+    path_in_dir(good, sizeof good, "good.safetensors");
+    path_in_dir(bad, sizeof bad, "negative_v.safetensors");
+    Run a = run_create(3);
+    assert_int_equal(model_save(a.model, a.opt, &a.state, NULL, 0, good), REMAT_OK);
+    const struct { const char *tensor; float value; bool refused; } cases[] = {
+        {"optim.v.h.1.weight", -1e-8f, true},
+        {"optim.v.h.0.bias", -0.0f, false},
+        {"optim.m.h.0.bias", -1.0f, false}, /* a first moment has either sign */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        StFile *f = st_load(good);
+        assert_non_null(f);
+        Tensor *t = st_get(f, cases[i].tensor, MEM_WORK);
+        st_close(f);
+        assert_non_null(t);
+        assert_true(t->numel > 3);
+        t->f32[3] = cases[i].value;
+        rewrite(good, bad, NULL, NULL, cases[i].tensor, t);
+        if (cases[i].refused) {
+            assert_load_refused(bad, cases[i].tensor, "holds -1e-08 at element 3",
+                                "a second moment is a mean of squares");
+        } else {
+            Run b = run_create(5);
+            assert_int_equal(model_load(b.model, b.opt, &b.state, bad), REMAT_OK);
+            run_free(&b);
+        }
+        tensor_free(t);
+    }
+    run_free(&a);
+    assert_int_equal(unlink(good), 0);
+    assert_int_equal(unlink(bad), 0);
+}
+
 /* Issue 16: remat.data_rng "1:3garbage" was accepted, as sscanf reads what it can. The
  * generator states and the step count must be exactly what model_save writes. */
 static void test_model_file_malformed_training_metadata_is_refused(void **state)
@@ -310,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_model_file_round_trips_a_training_run),
         cmocka_unit_test(test_model_file_wrong_dtype_is_named),
         cmocka_unit_test(test_model_file_nan_or_infinity_is_refused_naming_the_tensor),
+        cmocka_unit_test(test_model_file_negative_second_moment_is_refused_naming_the_tensor),
         cmocka_unit_test(test_model_file_malformed_training_metadata_is_refused),
         cmocka_unit_test(test_model_file_fifo_is_refused_without_waiting),
     };
