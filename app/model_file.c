@@ -28,6 +28,21 @@ static void state_of(const Model *model, const Optimizer *opt, int i, Tensor *s[
     snprintf(names[1], sizeof names[1], s[1] ? "optim.v.%s" : "%.0s", param);
 }
 
+/* The index of the first NaN or infinity in float tensor `t`, or t->numel when there is
+ * none (or `t` holds integers). */
+static size_t first_non_finite(const Tensor *t)
+{
+    size_t i = 0;
+    while (t->dtype == DTYPE_F32 && i < t->numel && isfinite(t->f32[i])) i++;
+    return t->dtype == DTYPE_F32 ? i : t->numel;
+}
+
+/* A non-finite value in a tensor is either a NaN or an infinity; messages say which. */
+static const char *non_finite_name(float x)
+{
+    return isnan(x) ? "NaN" : "an infinity";
+}
+
 static void format_rng(char *buf, size_t size, const Pcg32 *rng)
 {
     snprintf(buf, size, "%016" PRIx64 ":%016" PRIx64, rng->state, rng->inc);
@@ -82,6 +97,15 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
         for (int j = 0; j < 2; j++)
             if (s[j]) entries[k++] = (StEntry){names[i][j], s[j]};
     }
+    /* A model that went non-finite is not written over a file that would still train. */
+    RematStatus status = REMAT_OK;
+    for (int i = 0; i < k && status == REMAT_OK; i++) {
+        const size_t at = first_non_finite(entries[i].tensor);
+        if (at < entries[i].tensor->numel)
+            status = remat_fail(REMAT_EINVAL, "model_save: tensor %s holds %s at element %zu, so %s was not "
+                                "written and is unchanged (the run diverged: lower --lr, or resume from that file)",
+                                entries[i].name, non_finite_name(entries[i].tensor->f32[at]), at, path);
+    }
     int m = 0;
     for (int i = 0; i < n_meta; i++) all_meta[m++] = meta[i];
     char step[24], data_rng[40], dropout_rng[40];
@@ -93,7 +117,7 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
         all_meta[m++] = (StMeta){META_DATA_RNG, data_rng};
         all_meta[m++] = (StMeta){META_DROPOUT_RNG, dropout_rng};
     }
-    RematStatus status = st_save(path, entries, k, all_meta, m);
+    if (status == REMAT_OK) status = st_save(path, entries, k, all_meta, m);
     free(entries);
     free(names);
     free(all_meta);
@@ -122,14 +146,15 @@ static Tensor *read_checked(const StFile *f, const char *path, const char *name,
         tensor_free(t);
         return NULL;
     }
-    for (size_t i = 0; t->dtype == DTYPE_F32 && i < t->numel; i++) {
-        if (!isfinite(t->f32[i])) {
-            remat_fail(REMAT_ECORRUPT, "%s: tensor %s holds %s at element %zu; a model with non-finite "
-                       "values cannot be trained or used", path, name, isnan(t->f32[i]) ? "NaN" : "an infinity", i);
-            tensor_free(t);
-            return NULL;
-        }
-        if (nonnegative && t->f32[i] < 0.0f) {
+    const size_t at = first_non_finite(t);
+    if (at < t->numel) {
+        remat_fail(REMAT_ECORRUPT, "%s: tensor %s holds %s at element %zu; a model with non-finite "
+                   "values cannot be trained or used", path, name, non_finite_name(t->f32[at]), at);
+        tensor_free(t);
+        return NULL;
+    }
+    for (size_t i = 0; nonnegative && i < t->numel; i++) {
+        if (t->f32[i] < 0.0f) {
             remat_fail(REMAT_ECORRUPT, "%s: tensor %s holds %g at element %zu, but a second moment is a mean "
                        "of squares and never negative (a file edited or written by another program?)",
                        path, name, (double)t->f32[i], i);

@@ -29,7 +29,8 @@ typedef struct TrainState {
 /* Writes the model's parameters to `path`; with `opt` and `state` (both or neither),
  * also the optimizer state and the training state. `meta` (n_meta entries, may be NULL)
  * adds string metadata such as the model's configuration. REMAT_EIO on a write failure,
- * with any old file at `path` untouched. */
+ * and REMAT_EINVAL, naming the tensor and the element, when a tensor to be saved holds a
+ * NaN or an infinity (a diverged run); either way any old file at `path` is untouched. */
 RematStatus model_save(const Model *model, const Optimizer *opt, const TrainState *state,
                        const StMeta *meta, int n_meta, const char *path);
 

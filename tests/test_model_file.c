@@ -276,6 +276,63 @@ static void test_model_file_negative_second_moment_is_refused_naming_the_tensor(
     assert_int_equal(unlink(bad), 0);
 }
 
+/* The whole file at `path`, in a buffer the caller frees; its length in *size. */
+static char *read_whole(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    const long n = ftell(f);
+    assert_true(n > 0);
+    rewind(f);
+    char *buf = malloc((size_t)n);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *size = (size_t)n;
+    return buf;
+}
+
+/* The writer's guard: a model whose parameters or optimizer state went non-finite is not
+ * saved over a good file, which would then refuse to load. The save fails naming the
+ * tensor and the element, and the old file stays, byte for byte, with nothing beside it. */
+static void test_model_file_non_finite_values_are_not_saved(void **state)
+{
+    (void)state;
+    char path[512];
+    path_in_dir(path, sizeof path, "run.safetensors");
+    const struct { int param; int which; float value; const char *tensor, *says; } cases[] = {
+        {2, -1, NAN, "h.1.weight", "holds NaN at element 3"},
+        {0, 0, INFINITY, "optim.m.h.0.weight", "holds an infinity at element 3"},
+        {1, 1, -INFINITY, "optim.v.h.0.bias", "holds an infinity at element 3"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Run a = run_create(3);
+        assert_int_equal(model_save(a.model, a.opt, &a.state, NULL, 0, path), REMAT_OK);
+        size_t old_size;
+        char *old = read_whole(path, &old_size);
+        Tensor *s[2];
+        optim_state(a.opt, cases[i].param, &s[0], &s[1]);
+        Tensor *t = cases[i].which < 0 ? a.model->params[cases[i].param].var->value : s[cases[i].which];
+        assert_true(t->numel > 3);
+        t->f32[3] = cases[i].value;
+        remat_clear_error();
+        assert_int_equal(model_save(a.model, a.opt, &a.state, NULL, 0, path), REMAT_EINVAL);
+        const char *fragments[] = {path, cases[i].tensor, cases[i].says, "is unchanged"};
+        for (int j = 0; j < 4; j++)
+            if (!strstr(remat_last_error(), fragments[j]))
+                fail_msg("message \"%s\" should say \"%s\"", remat_last_error(), fragments[j]);
+        size_t new_size;
+        char *now = read_whole(path, &new_size);
+        assert_int_equal(new_size, old_size);
+        assert_memory_equal(now, old, old_size);
+        free(now);
+        free(old);
+        run_free(&a);
+        assert_int_equal(unlink(path), 0);
+    }
+}
+
 /* Issue 16: remat.data_rng "1:3garbage" was accepted, as sscanf reads what it can. The
  * generator states and the step count must be exactly what model_save writes. */
 static void test_model_file_malformed_training_metadata_is_refused(void **state)
@@ -352,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_model_file_wrong_dtype_is_named),
         cmocka_unit_test(test_model_file_nan_or_infinity_is_refused_naming_the_tensor),
         cmocka_unit_test(test_model_file_negative_second_moment_is_refused_naming_the_tensor),
+        cmocka_unit_test(test_model_file_non_finite_values_are_not_saved),
         cmocka_unit_test(test_model_file_malformed_training_metadata_is_refused),
         cmocka_unit_test(test_model_file_fifo_is_refused_without_waiting),
     };
