@@ -75,6 +75,25 @@ static const char *with_regions(const void *opts, const void *run)
                                             : "it changes how checkpoint regions replay, and --strategy none has none";
 }
 
+/* --no-rng-replay: regions, whose replay restores the generator that drew the masks. */
+static const char *with_replayed_masks(const void *opts, const void *run)
+{
+    const StepScope *s = run;
+    if (!(s->strategies & REGION_STRATEGIES)) return with_regions(opts, run);
+    return s->counter_masks ? "--dropout-rng counter makes each mask again from its counters, so a replay has "
+                              "no generator to restore and the flag would change no bit"
+                            : NULL;
+}
+
+static const char *with_ranks(const void *opts, const void *run)
+{
+    (void)opts;
+    const StepScope *s = run;
+    return s->several_ranks ? NULL
+                    : "it says what the ranks of mpirun shard, and this is one process, which shards nothing "
+                      "(mpirun -np K build/app/train ... runs K ranks)";
+}
+
 static const char *with_offload_policy(const void *opts, const void *run)
 {
     const StepOptions *o = opts;
@@ -116,7 +135,8 @@ static const Flag FLAGS[] = {
              "the schedule is printed before training"},
     {.name = "--policy", .type = FLAG_CUSTOM, .set = set_policy, .value = "P", .applies = with_selective,
      .help = "selective's policy: attention_core (default), dots or\nnothing_saveable"},
-    {.name = "--no-rng-replay", .type = FLAG_SWITCH_OFF, .offset = AT(strategy.replay.preserve_rng), .applies = with_regions,
+    {.name = "--no-rng-replay", .type = FLAG_SWITCH_OFF, .offset = AT(strategy.replay.preserve_rng),
+     .applies = with_replayed_masks,
      .help = "replay regions without restoring the generator: dropout\n"
              "draws new masks and gradients come out wrong (quiz question 7)"},
     {.name = "--determinism-check", .type = FLAG_SWITCH, .offset = AT(strategy.replay.determinism_check),
@@ -158,9 +178,10 @@ static const Flag FLAGS[] = {
              "gradients summed in micro-batch order: bit-identical to\n"
              "mpirun -np K with one micro-batch per rank (1)"},
     {.name = "--zero", .type = FLAG_INT, .offset = AT(zero_stage), .value = "S", .lo = 0, .hi = ZERO_MAX_STAGE,
+     .applies = with_ranks,
      .help = "under mpirun, what the ranks shard: 0 nothing, 1 the optimizer\n"
              "state, 2 also the gradients, 3 also the parameters, gathered\n"
-             "per layer when used (0); one process shards nothing"},
+             "per layer when used (0); refused in one process"},
 };
 #undef AT
 enum { STEP_FLAGS_N = sizeof FLAGS / sizeof FLAGS[0] };

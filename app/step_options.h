@@ -63,21 +63,27 @@ StepOptions step_options_defaults(void);
 FlagSet step_options_flags(StepOptions *o, unsigned accepted);
 
 /* What a run does whatever its flags say, which decides whether a flag applies to it: the
- * strategies it may use (a set of 1u << StrategyKind) and whether it offloads. */
+ * strategies it may use (a set of 1u << StrategyKind), whether it offloads, whether its
+ * dropout masks are counter-based (nothing for a replay to restore: --no-rng-replay
+ * changes nothing) and whether it has more than one rank (--zero shards across them). */
 typedef struct StepScope {
     unsigned strategies;
     bool offloads;
+    bool counter_masks; /* dropout masks from Philox, made again from their counters */
+    bool several_ranks; /* under mpirun with two ranks or more */
 } StepScope;
 
 /* The scope of a run that does what its flags say and nothing else (train's): the strategy
- * given (none by default), and offload if --offload was given. */
+ * given (none by default), and offload if --offload was given; what the step's flags do
+ * not say (counter_masks, several_ranks) is the caller's to set. */
 StepScope step_options_scope(const StepOptions *o);
 
 /* REMAT_OK if every flag given applies to a run of `scope` and the flags make sense
  * together; else REMAT_EINVAL with a message that names the flag and says why: a flag
  * whose strategy or offload the run does not use (--policy without selective, --planner
- * without budget, --no-rng-replay or --determinism-check without
- * regions, an --offload-... flag without offload, --offload boundary without regions),
+ * without budget, --no-rng-replay or --determinism-check without regions, --no-rng-replay
+ * with counter masks, --zero in one process, an --offload-... flag without offload,
+ * --offload boundary without regions),
  * --strategy budget without --memory-budget, --planner revolve with --no-rng-replay or
  * --determinism-check, budget with --offload. */
 RematStatus step_options_check(const StepOptions *o, StepScope scope);

@@ -106,12 +106,14 @@ static void assert_same_file(const char *a, const char *b)
     free(y);
 }
 
-/* mpirun -np K with `flags` saves the file --accumulate K saves. */
-static void check_same_as_accumulate(const char *model, int K, const char *flags)
+/* mpirun -np K --zero `zero` with `flags` saves the file --accumulate K saves (one
+ * process, which has nothing to shard, is not given --zero). */
+static void check_same_as_accumulate(const char *model, int K, int zero, const char *flags)
 {
     assert_int_equal(run("%s %s --steps 3 --accumulate %d %s --save %s/one.st", REMAT_TRAIN_BIN, model, K, flags, dir), 0);
-    const int status = run(LAUNCH "-np %d %s %s --steps 3 %s --save %s/ranks.st", K, REMAT_TRAIN_BIN, model, flags, dir);
-    if (status) fprintf(stderr, "mpirun -np %d ... %s: exit %d\n%s", K, flags, status, errors);
+    const int status = run(LAUNCH "-np %d %s %s --steps 3 --zero %d %s --save %s/ranks.st", K, REMAT_TRAIN_BIN, model,
+                           zero, flags, dir);
+    if (status) fprintf(stderr, "mpirun -np %d ... --zero %d %s: exit %d\n%s", K, zero, flags, status, errors);
     assert_int_equal(status, 0);
     assert_same_file("one.st", "ranks.st");
 }
@@ -119,13 +121,14 @@ static void check_same_as_accumulate(const char *model, int K, const char *flags
 static void test_ranks_save_what_one_process_accumulating_saves(void **state)
 {
     (void)state;
-    const char *flags[] = {"--zero 2 --strategy sqrt", "--zero 1 --strategy budget --memory-budget 2MiB",
-                           "--zero 0 --strategy selective --policy dots", "--zero 3 --strategy sqrt",
-                           "--zero 3 --strategy selective",
-                           /* counter-based masks, keyed by the micro-batch: the same whichever rank draws them */
-                           "--zero 2 --strategy full --dropout-rng counter",
-                           "--zero 3 --strategy selective --dropout-rng counter --attention fused"};
-    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) check_same_as_accumulate(SMALL, 3, flags[i]);
+    const struct { int zero; const char *flags; } runs[] = {
+        {2, "--strategy sqrt"}, {1, "--strategy budget --memory-budget 2MiB"},
+        {0, "--strategy selective --policy dots"}, {3, "--strategy sqrt"}, {3, "--strategy selective"},
+        /* counter-based masks, keyed by the micro-batch: the same whichever rank draws them */
+        {2, "--strategy full --dropout-rng counter"},
+        {3, "--strategy selective --dropout-rng counter --attention fused"}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++)
+        check_same_as_accumulate(SMALL, 3, runs[i].zero, runs[i].flags);
 }
 
 /* Offload on every rank: each spills to its own file (created unlinked in --offload-dir). */
@@ -133,12 +136,12 @@ static void test_ranks_with_offload_save_the_same(void **state)
 {
     (void)state;
     char flags[400];
-    snprintf(flags, sizeof flags, "--zero 1 --strategy full --offload all --offload-dir %s", dir);
-    check_same_as_accumulate(WIDE, 2, flags);
-    snprintf(flags, sizeof flags, "--zero 2 --offload all --offload-dir %s", dir);
-    check_same_as_accumulate(WIDE, 2, flags);
-    snprintf(flags, sizeof flags, "--zero 3 --strategy full --offload boundary --offload-dir %s", dir);
-    check_same_as_accumulate(WIDE, 2, flags);
+    snprintf(flags, sizeof flags, "--strategy full --offload all --offload-dir %s", dir);
+    check_same_as_accumulate(WIDE, 2, 1, flags);
+    snprintf(flags, sizeof flags, "--offload all --offload-dir %s", dir);
+    check_same_as_accumulate(WIDE, 2, 2, flags);
+    snprintf(flags, sizeof flags, "--strategy full --offload boundary --offload-dir %s", dir);
+    check_same_as_accumulate(WIDE, 2, 3, flags);
 }
 
 /* Saved on 2 ranks (ZeRO-1), resumed on 3 (ZeRO-3), then in one process: the same bytes at

@@ -209,6 +209,44 @@ static void test_parse_refuses_flags_that_do_not_apply(void **state)
     assert_int_equal(parse(&o, 7, sgd), 0);
 }
 
+/* Two flags were taken where they change nothing: --zero in one process, which has no
+ * ranks to shard across, and --no-rng-replay with counter dropout, whose masks are made
+ * again from their counters in a replay, so there is no generator to restore. Both are
+ * refused with exit 2 and the reason; under mpirun, --zero is taken (test_dist_train). */
+static void test_parse_refuses_zero_alone_and_rng_replay_of_counter_masks(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args[6];
+        const char *why;
+    } cases[] = {
+        {{"--zero", "3"}, "--zero does not apply: it says what the ranks of mpirun shard, and this is one process"},
+        {{"--zero", "0"}, "--zero does not apply"},
+        {{"--strategy", "full", "--dropout-rng", "counter", "--no-rng-replay"},
+         "--no-rng-replay does not apply: --dropout-rng counter makes each mask again from its counters"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char *argv[8] = {"train"};
+        int argc = 1;
+        for (int a = 0; a < 6 && cases[c].args[a]; a++) argv[argc++] = (char *)cases[c].args[a];
+        char *err_text = NULL;
+        size_t err_size = 0;
+        FILE *err = open_memstream(&err_text, &err_size);
+        assert_non_null(err);
+        TrainOptions o;
+        const int parsed = train_parse_args(argc, argv, &o, sink, err);
+        fclose(err);
+        if (parsed != 2 || !strstr(err_text, cases[c].why))
+            fail_msg("train %s %s ...: exit %d, wanted 2 and \"%s\"; it said: %.200s", cases[c].args[0],
+                     cases[c].args[1], parsed, cases[c].why, err_text);
+        free(err_text);
+    }
+    /* The stream's masks are what a replay restores: there the flag is taken. */
+    char *stream[] = {"train", "--strategy", "full", "--dropout-rng", "stream", "--no-rng-replay"};
+    TrainOptions o;
+    assert_int_equal(parse(&o, 6, stream), 0);
+}
+
 /* A bench is checked by the same table against what it runs: its sweep when --strategy
  * is not given, and offload when it offloads by itself (bench_offload). */
 static void test_step_flags_are_checked_against_the_run(void **state)
@@ -262,10 +300,9 @@ static void test_parse_accumulate_and_zero(void **state)
 {
     (void)state;
     TrainOptions o;
-    char *good[] = {"train", "--accumulate", "3", "--zero", "3"};
-    assert_int_equal(parse(&o, 5, good), 0);
+    char *good[] = {"train", "--accumulate", "3"};
+    assert_int_equal(parse(&o, 3, good), 0);
     assert_int_equal(o.step.accumulate, 3);
-    assert_int_equal(o.step.zero_stage, 3);
     char *none[] = {"train", "--accumulate", "0"};
     char *junk[] = {"train", "--accumulate", "2x"};
     char *four[] = {"train", "--zero", "4"};
@@ -1020,6 +1057,7 @@ int main(void)
         cmocka_unit_test(test_parse_rejects_bad_input_with_exit_code_2),
         cmocka_unit_test(test_parse_budget_flags),
         cmocka_unit_test(test_parse_refuses_flags_that_do_not_apply),
+        cmocka_unit_test(test_parse_refuses_zero_alone_and_rng_replay_of_counter_masks),
         cmocka_unit_test(test_step_flags_are_checked_against_the_run),
         cmocka_unit_test(test_step_options_parse_into_typed_fields),
         cmocka_unit_test(test_parse_accumulate_and_zero),
