@@ -4,8 +4,9 @@
  * command line. See train.h.
  *
  * Under mpirun (`mpirun -np K build/app/train ...`) it is one rank of K: rank 0 prints
- * the training log, every rank prints its own errors, prefixed with its rank, and a rank
- * that fails ends the whole job (the others would wait for it in the next collective).
+ * the training log and what is wrong with a bad command line (every rank exits 2 on it),
+ * every rank prints the errors of its run, prefixed with its rank, and a rank that fails
+ * ends the whole job (the others would wait for it in the next collective).
  * Started plainly it is a single process and calls nothing of parallel/.
  */
 #include <stdio.h>
@@ -28,10 +29,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "train: rank %d: cannot open /dev/null for its log\n", world.rank);
         dist_abort(1);
     }
+    /* Every rank sees the same command line and reaches the same verdict: rank 0 alone
+     * says what is wrong with it, and all end quietly, none waiting for another. */
     TrainOptions opt;
-    const int parsed = train_parse_args(argc, argv, &opt, out, stderr);
-    if (parsed == 2 && world.size > 1) dist_abort(2); /* every rank saw the same command line */
-    if (parsed == 2) return 2;
+    const int parsed = train_parse_args(argc, argv, &opt, out, world.rank == 0 ? stderr : out);
+    if (parsed == 2) {
+        if (out != stdout) fclose(out);
+        if (launched) dist_finalize();
+        return 2;
+    }
     RematStatus status = REMAT_OK;
     if (parsed == 0) {
         TrainReport report;

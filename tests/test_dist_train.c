@@ -3,8 +3,8 @@
  * `train --accumulate K` in one process: the files they save must be the same bytes
  * (parameters, optimizer state, generators), whatever the ZeRO stage, strategy or offload
  * (each rank its own spill file); a run saved on K ranks resumes on any other number, one
- * process included; and a rank that fails ends the whole job with a message naming it,
- * never a hang.
+ * process included; a rank that fails ends the whole job with a message naming it,
+ * never a hang; and a bad command line is reported once, by rank 0.
  *
  * Each command runs under `timeout`, so a hang fails the test (status 124) instead of
  * stalling the suite. The launcher is the one CMake's FindMPI found; ranks are allowed to
@@ -39,7 +39,7 @@
 #define LAUNCH "ASAN_OPTIONS=detect_leaks=0 timeout 120 " REMAT_MPIEXEC " --oversubscribe "
 
 static char dir[] = "/tmp/remat_dist_XXXXXX";
-static char errors[8192]; /* the last command's standard error */
+static char errors[65536]; /* the last command's standard error */
 
 static int group_setup(void **state)
 {
@@ -203,6 +203,28 @@ static void test_accumulate_under_mpirun_is_refused(void **state)
     assert_non_null(strstr(errors, "--accumulate 2 on 2 ranks"));
 }
 
+/* How many times `needle` occurs in `haystack`. */
+static int count(const char *haystack, const char *needle)
+{
+    int n = 0;
+    for (const char *at = haystack; (at = strstr(at, needle)); at += strlen(needle)) n++;
+    return n;
+}
+
+/* A bad command line under mpirun: every rank saw it and exits 2, but only rank 0 says
+ * why and prints the usage, once, whole; the others leave quietly, without the launcher's
+ * note about an aborted job. */
+static void test_a_bad_command_line_is_printed_once(void **state)
+{
+    (void)state;
+    const int status = run(LAUNCH "-np 3 %s " SMALL " --bogus", REMAT_TRAIN_BIN);
+    assert_int_equal(status, 2);
+    if (count(errors, "train: unknown flag --bogus\n") != 1 || count(errors, "usage: train ") != 1 ||
+        strstr(errors, "MPI_ABORT"))
+        fail_msg("wanted the error and the usage once, and no abort; standard error was:\n%.2000s", errors);
+    assert_non_null(strstr(errors, "--policy without selective) is refused.\n")); /* the usage's last line */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -212,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_a_rank_with_bad_input_ends_the_job),
         cmocka_unit_test(test_a_rank_over_its_budget_ends_the_job),
         cmocka_unit_test(test_accumulate_under_mpirun_is_refused),
+        cmocka_unit_test(test_a_bad_command_line_is_printed_once),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
