@@ -77,11 +77,12 @@ int file_create_new(const char *dir, char *name, bool unnamed, bool *named)
 {
     *named = false;
     if (unnamed) {
-        const int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+        const int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
     }
     const int fd = mkstemp(name);
     *named = fd >= 0;
+    if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC); /* as O_CLOEXEC gives the unnamed one */
     return fd;
 }
 

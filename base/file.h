@@ -42,10 +42,10 @@ RematStatus file_open_regular(const char *who, const char *path, int *fd, uint64
  * "/" for "/name". NULL with REMAT_ENOMEM. */
 char *file_directory(const char *path);
 
-/* Creates a new file to write in directory `dir`, mode 0600: without a name (O_TMPFILE,
- * which the kernel frees if the process dies) when `unnamed` asks for it and the file
- * system has it; otherwise by mkstemp(`name`), whose last six characters XXXXXX become
- * the file's, and *named is set. Returns the descriptor (close-on-exec; the caller closes
+/* Creates a new file, open for writing and reading, in directory `dir`, mode 0600:
+ * without a name (O_TMPFILE, which the kernel frees if the process dies) when `unnamed`
+ * asks for it and the file system has it; otherwise by mkstemp(`name`), whose last six
+ * characters XXXXXX become the file's, and *named is set. Returns the descriptor (close-on-exec; the caller closes
  * it and removes a named file), or -1 with errno set and nothing created. */
 int file_create_new(const char *dir, char *name, bool unnamed, bool *named);
 

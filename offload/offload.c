@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "offload/crc32c.h"
+#include "base/file.h"
 #include "base/platform.h"
 #include "offload/prefetch.h"
 
@@ -673,16 +674,19 @@ static RematStatus open_direct(int fd, const char *dir, size_t page)
     return REMAT_OK;
 }
 
-/* Creates the spill file in `dir`, unlinked at once so nothing is left behind, and
- * returns its descriptor; -1 with REMAT_EIO saying why (and what to check) on error. */
+/* Creates the spill file in `dir` without a name (O_TMPFILE), so that a process killed at
+ * any moment leaves nothing behind; where the file system lacks O_TMPFILE, as
+ * remat-spill-XXXXXX, unlinked at once. Returns its descriptor; -1 with REMAT_EIO saying
+ * why (and what to check) on error. */
 static int spill_file_open(const char *dir)
 {
     const size_t path_size = strlen(dir) + sizeof "/remat-spill-XXXXXX";
     char *path = malloc(path_size);
     if (!path) return remat_fail(REMAT_ENOMEM, "offload_create: no memory"), -1;
     snprintf(path, path_size, "%s/remat-spill-XXXXXX", dir);
-    int fd = mkstemp(path);
-    int err = fd < 0 ? errno : unlink(path) != 0 ? errno : 0;
+    bool named;
+    int fd = file_create_new(dir, path, true, &named);
+    int err = fd < 0 ? errno : named && unlink(path) != 0 ? errno : 0;
     free(path);
     if (err) {
         if (fd >= 0) close(fd);

@@ -9,7 +9,7 @@
  * training loop then carries on without offload. CRC-32C is checked against its published
  * values.
  */
-#define _DEFAULT_SOURCE /* mincore */
+#define _GNU_SOURCE /* mincore, O_TMPFILE */
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -988,6 +988,36 @@ static void test_a_missing_or_unwritable_directory_is_a_clear_error(void **state
     assert_int_equal(rmdir(readonly), 0);
 }
 
+/* A process killed right after the spill file is made must leave nothing behind: the file
+ * is made without a name (O_TMPFILE) where the file system has it, so there is no moment
+ * at which a remat-spill-XXXXXX stands in the directory. The kernel names such a file
+ * "#INODE (deleted)" in /proc/self/fd; one created by name and then unlinked keeps its
+ * name there. */
+static void test_the_spill_file_never_has_a_name(void **state)
+{
+    (void)state;
+    const int probe = open(spill_dir, O_TMPFILE | O_RDWR, 0600);
+    if (probe < 0) {
+        printf("  %s has no O_TMPFILE: the spill file is named for a moment there\n", spill_dir);
+        return;
+    }
+    close(probe);
+    for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP; io++) {
+        OffloadOptions o = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
+        o.dir = spill_dir;
+        o.io = (OffloadIo)io;
+        Offload *off = offload_create(&o);
+        assert_non_null(off);
+        char own[64], target[512];
+        snprintf(own, sizeof own, "/proc/self/fd/%d", offload_debug_fd(off));
+        const ssize_t n = readlink(own, target, sizeof target - 1);
+        assert_true(n > 0);
+        target[n] = '\0';
+        if (strstr(target, "remat-spill-")) fail_msg("the spill file was created with a name: %s", target);
+        offload_free(off);
+    }
+}
+
 /* A file-size limit of 1 MiB, far below the spill file's first growth (64 MiB), stands in
  * for a full disk: the growth fails with EFBIG, as it would with ENOSPC. The kernel also
  * sends SIGXFSZ, which would kill the process: it is ignored while the limit holds.
@@ -1430,6 +1460,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dropping_the_page_cache_leaves_no_record_in_it, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_offload_really_lowers_the_resident_set, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_a_missing_or_unwritable_directory_is_a_clear_error, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_the_spill_file_never_has_a_name, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_a_full_disk_fails_the_forward_and_leaves_the_state_intact, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_a_failed_write_behind_fails_the_step_and_loses_nothing, fixture_clean_state, fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_a_damaged_record_is_caught_when_it_is_read_back, fixture_clean_state, fixture_clean_state),
