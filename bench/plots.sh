@@ -33,17 +33,24 @@
 # the build directory: cmake --build build --target plots (bench_all in full mode, then
 # this script). What this is not: a bench; it measures nothing, and fails naming the file
 # when a result is missing.
+#
+# A value read from the results is data, never script: a number written into gnuplot's
+# script is checked as a number first (a CSV field such as `6"; system "rm …` is refused,
+# naming its file and column), and the one string, the output file, reaches gnuplot as
+# its argument ARG1.
 set -euo pipefail
 
 results=${1:-results}
 out=${2:-docs/img}
-command -v gnuplot >/dev/null || { echo "plots.sh: gnuplot is not installed (Debian: gnuplot-nox)" >&2; exit 1; }
+# fail MESSAGE: says what is wrong and stops.
+fail() { echo "plots.sh: $*" >&2; exit 1; }
+command -v gnuplot >/dev/null || fail "gnuplot is not installed (Debian: gnuplot-nox)"
 for f in bench_scaling.csv bench_scaling.slopes.csv bench_timeline.events.csv bench_timeline.json \
          bench_placement.csv bench_selective.csv bench_scaling.json bench_placement.json bench_selective.json \
          bench_planner.csv bench_planner.summary.csv bench_planner.json \
          bench_dropout.csv bench_dropout.json bench_memory_budget.csv bench_memory_budget.floor.csv \
          bench_memory_budget.json; do
-  [ -f "$results/$f" ] || { echo "plots.sh: $results/$f is missing: run build/bench/bench_all first" >&2; exit 1; }
+  [ -f "$results/$f" ] || fail "$results/$f is missing: run build/bench/bench_all first"
 done
 mkdir -p "$out"
 tmp=$(mktemp -d)
@@ -55,6 +62,23 @@ csv() {
   local file=$1
   shift
   awk -F, -v OFS='\t' 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } '"$1" "$file"
+}
+
+# count FILE COLUMN VALUE and number FILE COLUMN VALUE: stop, naming the file and column
+# VALUE was read from, unless it is a whole number, or a decimal one; only a value that
+# passed is written into a gnuplot script.
+count() {
+  [[ $3 =~ ^[0-9]+$ ]] || fail "$1: column $2 holds '$3', not a whole number: run the bench again"
+}
+number() {
+  [[ $3 =~ ^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$ ]] ||
+    fail "$1: column $2 gives '$3', not a number: run the bench again"
+}
+
+# draw NAME: runs the gnuplot script on standard input, which sets its output to ARG1,
+# the file NAME.png in the output directory.
+draw() {
+  gnuplot -c /dev/stdin "$out/$1.png"
 }
 
 # json_num FILE KEY: the first number stored under "KEY" in a results JSON file.
@@ -91,12 +115,15 @@ slope() { csv "$results/bench_scaling.slopes.csv" '$(c["strategy"]) == "'$1'" { 
 last() { csv "$results/bench_scaling.csv" '$(c["strategy"]) == "'$1'" { n = $(c["n_layers"]); m = $(c["peak_act"]) / 1048576 } END { print n, m }'; }
 read -r n_max none_max <<<"$(last none)"
 read -r _ sqrt_max <<<"$(last sqrt)"
+count "$results/bench_scaling.csv" n_layers "$n_max"
+number "$results/bench_scaling.csv" peak_act "$none_max"
+number "$results/bench_scaling.csv" peak_act "$sqrt_max"
 legend() { echo "$1: slope $(slope "$1" slope) fitted, $(slope "$1" slope_last_doubling) over the last doubling"; }
 width=$(json_num "$results/bench_scaling.json" width)
 batch=$(json_num "$results/bench_scaling.json" batch)
-gnuplot <<EOF
+draw scaling <<EOF
 $common
-set output "$out/scaling.png"
+set output ARG1
 set title "Peak activation memory of one training step vs depth\nMLP chain, width $width, batch $batch (bench_scaling)"
 set xlabel "layers N (log scale)"
 set ylabel "peak activation memory, MiB (log scale)"
@@ -124,7 +151,7 @@ EOF
 series="none full sqrt selective offload offload+sqrt"
 for s in $series; do
   grep -q "^$s," "$results/bench_timeline.events.csv" ||
-    { echo "plots.sh: $results/bench_timeline.events.csv has no $s series: run bench_timeline again" >&2; exit 1; }
+    fail "$results/bench_timeline.events.csv has no $s series: run bench_timeline again"
   csv "$results/bench_timeline.events.csv" '$(c["strategy"]) == "'$s'" {
     p = $(c["phase"]); n = p == "forward" ? 1 : p == "backward" ? 2 : p == "recompute" ? 3 : 4
     x = $(c["flops"]) / 1e9; act = $(c["act"]) / 1048576; disk = $(c["disk"]) / 1048576
@@ -134,6 +161,8 @@ done
 # The shared axes: the longest step in GFLOP, the most bytes held or spilled in MiB.
 read -r x_max y_max <<<"$(cat "$tmp"/timeline_*.dat | awk -F'\t' '
   { if ($1 > x) x = $1; if ($2 > y) y = $2; if ($4 > y) y = $4 } END { print x, y * 1.08 }')"
+number "$results/bench_timeline.events.csv" flops "$x_max"
+number "$results/bench_timeline.events.csv" act "$y_max"
 # panel SERIES TITLE: one panel's gnuplot commands. Phases are colours 1-4 of the linetype
 # table set below; the spill file is shaded grey behind the line.
 panel() {
@@ -144,10 +173,10 @@ set title "$2"
 plot $disk"$tmp/timeline_$1.dat" using 1:2:3 with lines lw 2 lc variable notitle
 EOF
 }
-gnuplot <<EOF
+draw timeline <<EOF
 $common
 set terminal pngcairo noenhanced size 1500,820 font "DejaVu Sans,11"
-set output "$out/timeline.png"
+set output ARG1
 set linetype 1 lc rgb "#1f77b4" lw 2
 set linetype 2 lc rgb "#2ca02c" lw 2
 set linetype 3 lc rgb "#d62728" lw 2
@@ -184,17 +213,19 @@ csv "$results/bench_placement.csv" '
   END { for (i = 1; i <= n; i++) { p = order[i]; print "\"" p "\"", saved[p], flop[p], times(p, 1), times(p, 2) }
         print rounds > "'"$tmp"'/placement.rounds" }
 ' >"$tmp/placement.dat"
-gnuplot <<EOF
+placement_rounds=$(cat "$tmp/placement.rounds")
+count "$results/bench_placement.csv" samples "$placement_rounds"
+draw placement <<EOF
 $common
 set terminal pngcairo noenhanced size 1400,620 font "DejaVu Sans,12"
 $bars
-set output "$out/placement.png"
+set output ARG1
 set offsets 0, 0, graph 0.25, 0
 set multiplot layout 1,2 title "Checkpoint placement on the same model: $(gpt_config bench_placement), AdamW (bench_placement)"
 set title "what it saves"
 set ylabel "peak activation memory saved vs none, %"
 plot "$tmp/placement.dat" using 2:xtic(1) lc rgb "#3a7d44" title "memory saved"
-set title "what it costs (time: median of paired ratios, bar: 95% interval, $(cat "$tmp/placement.rounds") rounds)"
+set title "what it costs (time: median of paired ratios, bar: 95% interval, $placement_rounds rounds)"
 set ylabel "overhead vs none, %"
 set style histogram errorbars gap 1.5 lw 1
 plot "$tmp/placement.dat" using 3:3:3:xtic(1) lc rgb "#777777" title "recompute FLOPs", \
@@ -229,6 +260,8 @@ csv "$results/bench_selective.csv" '
           print "T=" t, val[t, "full"], val[t, "dots_saveable"], val[t, "attention_core"] }
         print rounds > "'"$tmp"'/selective.rounds" }
 ' >"$tmp/selective_time_overhead.dat"
+selective_rounds=$(cat "$tmp/selective.rounds")
+count "$results/bench_selective.csv" samples "$selective_rounds"
 # columns: T, then MiB kept per layer without checkpointing: naive/stream, naive/counter,
 # fused (a missing configuration, naive attention past its longest T, is "-")
 csv "$results/bench_selective.csv" '
@@ -240,12 +273,12 @@ csv "$results/bench_selective.csv" '
   END { for (i = 1; i <= n; i++) { t = order[i]
           print "T=" t, get(t, "naive/stream"), get(t, "naive/counter"), get(t, "fused/counter") } }
 ' >"$tmp/selective_kernels.dat"
-gnuplot <<EOF
+draw selective <<EOF
 $common
 set terminal pngcairo noenhanced size 1500,1100 font "DejaVu Sans,12"
 $bars
 set datafile missing "-"
-set output "$out/selective.png"
+set output ARG1
 set offsets 0, 0, graph 0.3, 0
 set multiplot layout 2,2 title "Selective recomputation, every block a region: GPT L=$(json_num "$results/bench_selective.json" layers) D=$(json_num "$results/bench_selective.json" d_model) H=$(json_num "$results/bench_selective.json" heads) B=$(json_num "$results/bench_selective.json" batch) (bench_selective)"
 set title "kept for backward (naive attention, stream masks)"
@@ -257,7 +290,7 @@ set title "recomputed"
 set ylabel "recompute FLOPs, % of forward + backward"
 plot "$tmp/selective_flop_overhead.dat" using 3:xtic(1) lc rgb "#1f77b4" title "full", \
      "" using 4 lc rgb "#2ca02c" title "dots_saveable", "" using 5 lc rgb "#d62728" title "attention_core"
-set title "paid in time (median of paired ratios, bar: 95% interval, $(cat "$tmp/selective.rounds") rounds)"
+set title "paid in time (median of paired ratios, bar: 95% interval, $selective_rounds rounds)"
 set ylabel "step time overhead vs none, %"
 set style histogram errorbars gap 1.5 lw 1
 plot "$tmp/selective_time_overhead.dat" using 2:3:4:xtic(1) lc rgb "#1f77b4" title "full", \
@@ -316,10 +349,10 @@ plot "$tmp/planner_$1.dat" index 0 using 1:2 with steps lw 2.5 lc rgb "#2ca02c" 
      "" index 4 using 1:2 with points pt 13 ps 2.5 lc rgb "#ff7f0e" title "sqrt"
 EOF
 }
-gnuplot <<EOF
+draw planner <<EOF
 $common
 set terminal pngcairo noenhanced size 2100,720 font "DejaVu Sans,12"
-set output "$out/planner.png"
+set output ARG1
 set multiplot layout 1,3 title "Recompute FLOPs of one AdamW step against the memory budget of the whole step (bench_planner)"
 set xlabel "memory budget: params + grads + optimizer + activations, MiB"
 set ylabel "recompute, GFLOP per step"
@@ -340,11 +373,11 @@ csv "$results/bench_dropout.csv" '
     diff[s, $(c["rng_replay"])] = $(c["max_abs_grad_diff"]) }
   END { for (i = 1; i <= n; i++) { s = order[i]; print "\"" s "\"", diff[s, "true"], diff[s, "false"] } }
 ' >"$tmp/dropout.dat"
-gnuplot <<EOF
+draw dropout <<EOF
 $common
 set terminal pngcairo noenhanced size 1000,600 font "DejaVu Sans,12"
 $bars
-set output "$out/dropout.png"
+set output ARG1
 set offsets 0, 0, graph 0.15, 0
 set title "Dropout inside checkpoint regions: gradients against no checkpointing\n$(gpt_config bench_dropout), dropout $(json_num "$results/bench_dropout.json" dropout) (bench_dropout)"
 set ylabel "largest |gradient difference| from none"
@@ -360,10 +393,11 @@ csv "$results/bench_memory_budget.csv" '
           $(c["optimizer_state"]) / 1048576, $(c["smallest_budget"]) / 1048576 }
 ' >"$tmp/memory_budget.dat"
 floor=$(csv "$results/bench_memory_budget.floor.csv" '{ print $(c["params_grads_optimizer"]) / 1048576 }')
-gnuplot <<EOF
+number "$results/bench_memory_budget.floor.csv" params_grads_optimizer "$floor"
+draw memory_budget <<EOF
 $common
 set terminal pngcairo noenhanced size 1200,650 font "DejaVu Sans,12"
-set output "$out/memory_budget.png"
+set output ARG1
 set bmargin 4
 set style data histograms
 set style histogram rowstacked
@@ -391,10 +425,10 @@ if [ -f "$results/bench_zero_np4.stages.csv" ]; then
     $(c["rank"]) == 0 { print "\"stage " $(c["stage"]) "\\n" $(c["strategy"]) "\"", $(c["params"]) / 1048576,
                         $(c["grads"]) / 1048576, $(c["optimizer"]) / 1048576, $(c["peak_resident"]) / 1048576 }
   ' >"$tmp/zero.dat"
-  gnuplot <<EOF
+  draw zero <<EOF
 $common
 set terminal pngcairo noenhanced size 1200,650 font "DejaVu Sans,12"
-set output "$out/zero.png"
+set output ARG1
 set bmargin 4
 set style data histograms
 set style histogram rowstacked

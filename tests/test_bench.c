@@ -28,8 +28,10 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/results.h"
@@ -940,6 +942,72 @@ static void test_writer_refuses_a_field_the_table_did_not_declare(void **state)
     assert_int_equal(access(path, F_OK), -1); /* nothing written */
 }
 
+/* The text of a log file (at most size - 1 bytes; "" if it cannot be read). */
+static void read_text(const char *path, char *text, size_t size)
+{
+    text[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    text[fread(text, 1, size - 1, f)] = '\0';
+    fclose(f);
+}
+
+
+/* ---- plots.sh ---------------------------------------------------------------------------- */
+
+/* A directory <dir>/<name> holding a copy of the quick run's results in results/, where
+ * run_plots draws into out/. */
+static void plots_workspace(const char *name, char *work, size_t size)
+{
+    snprintf(work, size, "%s/%s", dir, name);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s/results && cp %s/*.csv %s/*.json %s/results/", work, work, dir,
+             dir, work);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Runs bench/plots.sh in `work` on results/ into out/ (after `setup`, a shell command run
+ * there first), its output in <work>/plots.log; returns its exit status, or -1. */
+static int run_plots(const char *work, const char *setup)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s && %s && %s results out >plots.log 2>&1", work, setup, REMAT_PLOTS);
+    const int status = system(cmd);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Sets column `column` of every row of <work>/results/<csv> to the environment's VALUE. */
+static void plant(const char *work, const char *csv, const char *column, const char *value)
+{
+    char cmd[2048];
+    setenv("VALUE", value, 1);
+    snprintf(cmd, sizeof cmd, "cd %s/results && awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) "
+             "if ($i == \"%s\") k = i } NR > 1 { $k = ENVIRON[\"VALUE\"] } 1' %s >planted && mv planted %s",
+             work, column, csv, csv);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A value read from results is data: the title plots.sh writes "N rounds" into once ran
+ * what a samples field held as gnuplot script (`system "touch pwned"`) and exited 0. Now
+ * a count that is not a count is refused, naming the file and the column, and nothing
+ * runs. */
+static void test_plots_run_nothing_the_results_hold(void **state)
+{
+    (void)state;
+    static const char *const CSVS[] = {"bench_placement.csv", "bench_selective.csv"};
+    for (int i = 0; i < 2; i++) {
+        char work[600], path[700], log[1 << 14];
+        plots_workspace("plots_attack", work, sizeof work);
+        plant(work, CSVS[i], "samples", "6 rounds)\"; system \"touch pwned\"; set title \"x");
+        assert_int_equal(run_plots(work, "true"), 1);
+        snprintf(path, sizeof path, "%s/pwned", work);
+        if (access(path, F_OK) == 0) fail_msg("plots.sh ran a command from %s", CSVS[i]);
+        snprintf(path, sizeof path, "%s/plots.log", work);
+        read_text(path, log, sizeof log);
+        if (!strstr(log, CSVS[i]) || !strstr(log, "samples")) fail_msg("plots.sh said: %s", log);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -963,6 +1031,7 @@ int main(void)
         cmocka_unit_test(test_planner_schedules_fit_and_the_optimum_wins),
         cmocka_unit_test(test_writer_writes_csv_beside_json),
         cmocka_unit_test(test_writer_refuses_a_field_the_table_did_not_declare),
+        cmocka_unit_test(test_plots_run_nothing_the_results_hold),
     };
     return cmocka_run_group_tests_name("bench", tests, group_setup, group_teardown);
 }
