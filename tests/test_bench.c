@@ -953,6 +953,61 @@ static void read_text(const char *path, char *text, size_t size)
 }
 
 
+/* The writer never opens a fixed temporary name: a symbolic link planted at the old one,
+ * <file>.tmp, was followed and its target overwritten, and a FIFO there blocked the bench
+ * for ever after it had measured. Now each file is a new one (mkstemp) renamed into
+ * place, and what sits at the old names is left as it was. */
+static void test_writer_neither_follows_nor_waits_on_a_planted_temporary_name(void **state)
+{
+    (void)state;
+    char victim[512], link[512], fifo[512], path[512];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(link, sizeof link, "%s/writer_plant.json.tmp", dir);
+    snprintf(fifo, sizeof fifo, "%s/writer_plant.csv.tmp", dir);
+    FILE *f = fopen(victim, "w");
+    assert_non_null(f);
+    fputs("untouched\n", f);
+    fclose(f);
+    assert_int_equal(symlink(victim, link), 0);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+
+    fflush(stdout);
+    const pid_t pid = fork(); /* a writer that blocks is killed, and the test fails */
+    if (pid == 0) {
+        Results *r = results_create("writer_plant", "none", true);
+        record_str(results_record(results_table(r, "rows", "one row", WRITER_FIELDS, 3, true)), "name", "a");
+        _exit(results_write(r, dir) == REMAT_OK ? 0 : 1);
+    }
+    int status = 0;
+    pid_t done = 0;
+    const struct timespec tenth = {.tv_nsec = 100000000};
+    for (int waited = 0; waited < 100 && (done = waitpid(pid, &status, WNOHANG)) == 0; waited++)
+        nanosleep(&tenth, NULL);
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        fail_msg("the writer blocked on the FIFO at %s", fifo);
+    }
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    char text[64];
+    read_text(victim, text, sizeof text);
+    assert_string_equal(text, "untouched\n");
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    snprintf(path, sizeof path, "%s/writer_plant.json", dir);
+    cJSON *doc = read_json(path);
+    assert_non_null(doc);
+    cJSON_Delete(doc);
+    snprintf(path, sizeof path, "%s/writer_plant.csv", dir);
+    read_text(path, text, sizeof text);
+    assert_string_equal(text, "name,bytes,ratio\na,,\n");
+    unlink(link), unlink(fifo), unlink(victim);
+}
+
 /* ---- plots.sh ---------------------------------------------------------------------------- */
 
 /* A directory <dir>/<name> holding a copy of the quick run's results in results/, where
@@ -1031,6 +1086,7 @@ int main(void)
         cmocka_unit_test(test_planner_schedules_fit_and_the_optimum_wins),
         cmocka_unit_test(test_writer_writes_csv_beside_json),
         cmocka_unit_test(test_writer_refuses_a_field_the_table_did_not_declare),
+        cmocka_unit_test(test_writer_neither_follows_nor_waits_on_a_planted_temporary_name),
         cmocka_unit_test(test_plots_run_nothing_the_results_hold),
     };
     return cmocka_run_group_tests_name("bench", tests, group_setup, group_teardown);
