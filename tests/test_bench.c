@@ -110,7 +110,11 @@ static int group_setup(void **state)
     char path[512];
     snprintf(path, sizeof path, "%s/summary.json", dir);
     summary = read_json(path);
-    return summary ? 0 : -1;
+    /* The results as bench_all wrote them, for plots.sh: the tests below write narrowed
+     * runs over some of them. */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "mkdir %s/quick && cp %s/*.csv %s/*.json %s/quick/", dir, dir, dir, dir);
+    return summary && system(cmd) == 0 ? 0 : -1;
 }
 
 static int group_teardown(void **state)
@@ -1010,14 +1014,13 @@ static void test_writer_neither_follows_nor_waits_on_a_planted_temporary_name(vo
 
 /* ---- plots.sh ---------------------------------------------------------------------------- */
 
-/* A directory <dir>/<name> holding a copy of the quick run's results in results/, where
- * run_plots draws into out/. */
+/* A directory <dir>/<name> holding a copy of the quick run's results (<dir>/quick) in
+ * results/, where run_plots draws into out/. */
 static void plots_workspace(const char *name, char *work, size_t size)
 {
     snprintf(work, size, "%s/%s", dir, name);
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s/results && cp %s/*.csv %s/*.json %s/results/", work, work, dir,
-             dir, work);
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp -r %s/quick %s/results", work, work, dir, work);
     assert_int_equal(system(cmd), 0);
 }
 
@@ -1063,6 +1066,73 @@ static void test_plots_run_nothing_the_results_hold(void **state)
     }
 }
 
+/* The size of <work>/out/<png>, or -1 if it is not there. */
+static long png_size(const char *work, const char *png)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/out/%s", work, png);
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static const char *const PNGS[] = {"scaling.png",  "timeline.png", "placement.png",    "selective.png",
+                                   "planner.png", "dropout.png",  "memory_budget.png"};
+enum { N_PNGS = sizeof PNGS / sizeof PNGS[0] };
+
+/* A CSV that is empty, holds only its header, or lacks a column a plot reads is refused,
+ * naming the file (and the column), and the PNGs drawn before stay as they were: each
+ * plot is drawn into a temporary file and renamed over the old one only once complete.
+ * Before, every PNG was cut to 0 bytes first, then gnuplot failed naming no file; and a
+ * missing column drew a plot of the row's first number as "MiB", and exited 0. */
+static void test_plots_refuse_an_empty_or_garbled_csv_and_keep_the_pngs(void **state)
+{
+    (void)state;
+    static const struct { const char *csv, *setup, *said; } BAD[] = {
+        {"bench_placement.csv", "head -n 1 results/bench_placement.csv >h && mv h results/bench_placement.csv",
+         "has no rows"},
+        {"bench_dropout.csv", ": >results/bench_dropout.csv", "is empty"},
+        {"bench_scaling.csv", "cut -d, -f1,2,3 results/bench_scaling.csv >h && mv h results/bench_scaling.csv",
+         "peak_act"},
+    };
+    char work[600], path[700], log[1 << 14];
+    plots_workspace("plots_garbled", work, sizeof work);
+    snprintf(path, sizeof path, "%s/plots.log", work);
+    if (run_plots(work, "true") != 0) {
+        read_text(path, log, sizeof log);
+        fail_msg("plots.sh on the quick run's results said: %s", log);
+    }
+    long before[N_PNGS];
+    for (int k = 0; k < N_PNGS; k++) {
+        before[k] = png_size(work, PNGS[k]);
+        assert_true(before[k] > 0);
+    }
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        char setup[1024];
+        snprintf(setup, sizeof setup, "rm -rf results && cp -r %s/quick results && %s", dir, BAD[i].setup);
+        assert_int_equal(run_plots(work, setup), 1);
+        read_text(path, log, sizeof log);
+        if (!strstr(log, BAD[i].csv) || !strstr(log, BAD[i].said)) fail_msg("plots.sh said: %s", log);
+        for (int k = 0; k < N_PNGS; k++)
+            if (png_size(work, PNGS[k]) != before[k]) fail_msg("%s changed after a bad %s", PNGS[k], BAD[i].csv);
+    }
+}
+
+/* A plot gnuplot did not write (a full disk, here a gnuplot that writes nothing) fails
+ * naming it; it was reported as written. */
+static void test_plots_fail_when_gnuplot_writes_nothing(void **state)
+{
+    (void)state;
+    char work[600], path[700], log[1 << 14];
+    plots_workspace("plots_unwritten", work, sizeof work);
+    const int status = run_plots(work, "mkdir bin && printf '#!/bin/sh\\ncat >/dev/null\\n' >bin/gnuplot && "
+                                       "chmod +x bin/gnuplot && PATH=$PWD/bin:$PATH && export PATH");
+    assert_int_equal(status, 1);
+    snprintf(path, sizeof path, "%s/plots.log", work);
+    read_text(path, log, sizeof log);
+    if (!strstr(log, "scaling.png") || strstr(log, "wrote")) fail_msg("plots.sh said: %s", log);
+    assert_int_equal(png_size(work, "scaling.png"), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1088,6 +1158,8 @@ int main(void)
         cmocka_unit_test(test_writer_refuses_a_field_the_table_did_not_declare),
         cmocka_unit_test(test_writer_neither_follows_nor_waits_on_a_planted_temporary_name),
         cmocka_unit_test(test_plots_run_nothing_the_results_hold),
+        cmocka_unit_test(test_plots_refuse_an_empty_or_garbled_csv_and_keep_the_pngs),
+        cmocka_unit_test(test_plots_fail_when_gnuplot_writes_nothing),
     };
     return cmocka_run_group_tests_name("bench", tests, group_setup, group_teardown);
 }
