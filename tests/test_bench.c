@@ -893,7 +893,7 @@ static void test_zero_bench_bytes_are_the_formulas(void **state)
     /* One process has no network to fit: --project needs --alpha and --beta there. */
     snprintf(cmd, sizeof cmd, "%s/bench_zero --quick --project --results %s >%s/bench_zero_one.log 2>&1",
              REMAT_BENCH_DIR, dir, dir);
-    assert_int_equal(WEXITSTATUS(system(cmd)), 1);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 2);
     snprintf(cmd, sizeof cmd, "%s/bench_zero --quick --project --alpha 2e-6 --beta 1e-10 --results %s "
              ">%s/bench_zero_one.log 2>&1", REMAT_BENCH_DIR, dir, dir);
     assert_int_equal(system(cmd), 0);
@@ -1151,6 +1151,29 @@ static void test_sgemm_checks_its_results_directory_before_measuring(void **stat
     assert_int_equal(run_bench("bench_sgemm", "--size", "64", "--size", "128", NULL), 2);
 }
 
+/* bench_zero's own flags are checked before it measures: --alpha or --beta without
+ * --project change nothing and are refused; --project on one rank needs both, and was
+ * refused only after the whole bench. Each exits 2 saying why. */
+static void test_zero_project_flags_are_checked_before_measuring(void **state)
+{
+    (void)state;
+    static const char *const BAD[][2] = {
+        {"--alpha 2e-6", "--alpha does not apply"},
+        {"--beta 1e-10", "--beta does not apply"},
+        {"--project --alpha 0", "--project on one rank needs --alpha and --beta"},
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        char cmd[1024], path[512], log[1 << 14];
+        snprintf(path, sizeof path, "%s/bench_zero_flags.log", dir);
+        snprintf(cmd, sizeof cmd, "%s/bench_zero --quick %s --results %s >%s 2>&1", REMAT_BENCH_DIR, BAD[i][0], dir,
+                 path);
+        const int status = system(cmd);
+        read_text(path, log, sizeof log);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 2 || !strstr(log, BAD[i][1]) || strstr(log, "sent/step"))
+            fail_msg("bench_zero %s said: %s", BAD[i][0], log);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1179,6 +1202,7 @@ int main(void)
         cmocka_unit_test(test_plots_refuse_an_empty_or_garbled_csv_and_keep_the_pngs),
         cmocka_unit_test(test_plots_fail_when_gnuplot_writes_nothing),
         cmocka_unit_test(test_sgemm_checks_its_results_directory_before_measuring),
+        cmocka_unit_test(test_zero_project_flags_are_checked_before_measuring),
     };
     return cmocka_run_group_tests_name("bench", tests, group_setup, group_teardown);
 }
