@@ -78,11 +78,14 @@ for f in bench_scaling.json bench_timeline.json bench_placement.json bench_selec
          bench_dropout.json bench_memory_budget.json; do
   [ -f "$results/$f" ] || fail "$results/$f is missing: run build/bench/bench_all first"
 done
-# Everything is drawn in a directory of its own inside OUT_DIR, and each PNG renamed over
-# the old one only once all are drawn: a failure leaves the old plots as they were.
+# The data files gnuplot reads go to a temporary directory, whose name the scripts hold;
+# the PNGs are drawn in a directory of their own inside OUT_DIR, whose name gnuplot gets
+# only as ARG1, and each renamed over the old one once all are drawn: a failure leaves
+# the old plots as they were.
 mkdir -p "$out"
-tmp=$(mktemp -d "$out/.plots.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d)
+staged=$(mktemp -d "$out/.plots.XXXXXX")
+trap 'rm -rf "$tmp" "$staged"' EXIT
 
 # csv FILE: awk over a CSV file whose first line names the columns; the program reads a
 # column by name as $(c["name"]).
@@ -106,12 +109,12 @@ number() {
 }
 
 # draw NAME: runs the gnuplot script on standard input, which sets its output to ARG1,
-# NAME.png in the temporary directory, and stops unless gnuplot succeeded and the file
-# holds something (on a full disk, gnuplot leaves it empty and exits 0).
+# NAME.png in the directory of staged PNGs, and stops unless gnuplot succeeded and the
+# file holds something (on a full disk, gnuplot leaves it empty and exits 0).
 drawn=""
 draw() {
-  gnuplot -c /dev/stdin "$tmp/$1.png" || fail "gnuplot could not draw $1.png from $results (its message is above)"
-  [ -s "$tmp/$1.png" ] || fail "gnuplot left $1.png empty: is the disk of $out full?"
+  gnuplot -c /dev/stdin "$staged/$1.png" || fail "gnuplot could not draw $1.png from $results (its message is above)"
+  [ -s "$staged/$1.png" ] || fail "gnuplot left $1.png empty: is the disk of $out full?"
   drawn="$drawn $1"
 }
 
@@ -481,5 +484,5 @@ EOF
   zero=", zero.png"
 fi
 
-for name in $drawn; do mv -f "$tmp/$name.png" "$out/$name.png"; done
+for name in $drawn; do mv -f "$staged/$name.png" "$out/$name.png"; done
 echo "plots.sh: wrote $out/scaling.png, timeline.png, placement.png, selective.png, planner.png, dropout.png${zero} and memory_budget.png from $results/"

@@ -1133,6 +1133,27 @@ static void test_plots_fail_when_gnuplot_writes_nothing(void **state)
     assert_int_equal(png_size(work, "scaling.png"), -1);
 }
 
+/* The output directory's name is data too: pasted into gnuplot's script as a file name,
+ * a quote in it ended the string and the rest ran (here after a plot of a file "o"). */
+static void test_plots_take_the_output_directory_as_data(void **state)
+{
+    (void)state;
+    static const char OUT[] = "o\"; system \"touch pwned\"; x=\"";
+    char work[600], cmd[2048], path[700], log[1 << 14];
+    plots_workspace("plots_out", work, sizeof work);
+    snprintf(cmd, sizeof cmd, "cd %s && printf '1 1\\n2 2\\n' >o && %s results '%s' >plots.log 2>&1", work,
+             REMAT_PLOTS, OUT);
+    const int status = system(cmd);
+    snprintf(path, sizeof path, "%s/pwned", work);
+    if (access(path, F_OK) == 0) fail_msg("plots.sh ran a command from its output directory's name");
+    snprintf(path, sizeof path, "%s/plots.log", work);
+    read_text(path, log, sizeof log);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("plots.sh said: %s", log);
+    snprintf(path, sizeof path, "%s/%s/scaling.png", work, OUT);
+    struct stat st;
+    assert_true(stat(path, &st) == 0 && st.st_size > 0);
+}
+
 /* bench_sgemm checks its results directory before it measures, as every other bench
  * does: it learnt that it could not write only after the whole run. A flag given twice
  * is refused, as base/flags.h refuses it for every program. */
@@ -1201,6 +1222,7 @@ int main(void)
         cmocka_unit_test(test_plots_run_nothing_the_results_hold),
         cmocka_unit_test(test_plots_refuse_an_empty_or_garbled_csv_and_keep_the_pngs),
         cmocka_unit_test(test_plots_fail_when_gnuplot_writes_nothing),
+        cmocka_unit_test(test_plots_take_the_output_directory_as_data),
         cmocka_unit_test(test_sgemm_checks_its_results_directory_before_measuring),
         cmocka_unit_test(test_zero_project_flags_are_checked_before_measuring),
     };
