@@ -32,13 +32,22 @@ typedef struct ProjectOptions {
 static ProjectOptions project = {.alpha = -1, .beta = -1};
 static unsigned project_given;
 
+/* --alpha and --beta set the network of --project's projection: without it they change
+ * nothing (base/flags.h, Flag.applies). */
+static const char *needs_project(const void *opts, const void *run)
+{
+    (void)run;
+    return ((const ProjectOptions *)opts)->project ? NULL : "it sets the network of --project's projection, and "
+                                                            "--project is not given";
+}
+
 static const Flag PROJECT_FLAGS[] = {
     {.name = "--project", .type = FLAG_SWITCH, .offset = offsetof(ProjectOptions, project),
      .help = "also project GPT-2's shapes at K = 1 to 1024 (see above)"},
     {.name = "--alpha", .type = FLAG_FLOAT, .offset = offsetof(ProjectOptions, alpha), .value = "S", .lo = 0, .hi = 1,
-     .hi_open = true, .help = "a cluster's seconds per message for --project, e.g. 2e-6"},
+     .hi_open = true, .help = "a cluster's seconds per message for --project, e.g. 2e-6", .applies = needs_project},
     {.name = "--beta", .type = FLAG_FLOAT, .offset = offsetof(ProjectOptions, beta), .value = "S", .lo = 0, .hi = 1,
-     .hi_open = true, .help = "a cluster's seconds per byte for --project"},
+     .hi_open = true, .help = "a cluster's seconds per byte for --project", .applies = needs_project},
 };
 
 static BenchInfo info = {
@@ -286,9 +295,6 @@ static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, do
     if (g->size > 1 && fit->n >= 2)
         zero_fit_alpha_beta(g->size, fit->floats[0], fit->seconds[0], fit->floats[fit->n - 1],
                             fit->seconds[fit->n - 1], &fa, &fb);
-    if ((alpha < 0 || beta < 0) && g->size == 1)
-        return remat_fail(REMAT_EINVAL, "--project on one rank needs --alpha and --beta: there is no network here "
-                          "to measure (run it as 2 ranks or more)");
     printf("\n  alpha-beta from MPI_Allreduce here (%d ranks): alpha %.3g s, beta %.3g s/B (%.2f GB/s)%s\n",
            g->size, fa, fb, fb > 0 ? 1e-9 / fb : 0.0, alpha >= 0 || beta >= 0 ? "; overridden by the flags" : "");
     results_config_num(results, "alpha_fitted_seconds", fa);
@@ -319,6 +325,13 @@ int main(int argc, char **argv)
         if (start && g.size > 1) dist_abort(start);
         dist_finalize();
         return start;
+    }
+    if (project.project && g.size == 1 && (project.alpha < 0 || project.beta < 0)) { /* before measuring */
+        fprintf(stderr, "bench_zero: --project on one rank needs --alpha and --beta: there is no network here to "
+                "measure (run it as 2 ranks or more)\n");
+        results_free(results);
+        dist_finalize();
+        return 2;
     }
     const int cores = (int)sysconf(_SC_NPROCESSORS_ONLN); /* the machine's, not this rank's binding */
     results_config_num(results, "ranks", g.size);

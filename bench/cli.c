@@ -93,6 +93,7 @@ static RematStatus check_options(const BenchInfo *info, const BenchOptions *opt)
     if (opt->attention == ATTENTION_FUSED && opt->dropout_rng != DROPOUT_RNG_COUNTER)
         return remat_fail(REMAT_EINVAL, "--attention fused needs --dropout-rng counter: the fused kernel makes its "
                           "dropout mask again in backward, which a running stream cannot do");
+    if (info->own.n && flags_check(&info->own, opt) != REMAT_OK) return REMAT_EINVAL; /* its own rows' rules */
     return step_options_check(&opt->step, bench_scope(info, opt));
 }
 

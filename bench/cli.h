@@ -47,7 +47,8 @@ typedef struct BenchInfo {
     /* It takes train's model flags --dropout-rng stream|counter and --attention
      * naive|fused (its GPT has dropout 0.1, and it does not sweep them itself). */
     bool model_flags;
-    /* Its own flags, over its own options (base/flags.h), if it has any; n 0: none. */
+    /* Its own flags, over its own options (base/flags.h), if it has any; n 0: none. A
+     * row's `applies` is asked with the BenchOptions as the run, before anything runs. */
     FlagSet own;
 } BenchInfo;
 

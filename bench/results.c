@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/file.h"
 #include "base/platform.h"
@@ -490,12 +491,24 @@ static RematStatus make_dirs(const char *dir)
     return REMAT_OK;
 }
 
-/* Opens <path>.tmp for writing; finish_file renames it to <path> once it is complete. */
+/* Creates a new file <path>.tmp.XXXXXX to write, its name in `tmp`; finish_file renames
+ * it to <path> once it is complete. A new file, never one that was there (base/file.h,
+ * file_create_new): a fixed name such as <path>.tmp, opened with fopen, followed a
+ * symbolic link planted there and overwrote its target, and blocked for ever on a FIFO. */
 static FILE *start_file(const char *path, char *tmp, size_t size)
 {
-    snprintf(tmp, size, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) remat_fail(REMAT_EIO, "results: cannot write %s: %s", tmp, strerror(errno));
+    snprintf(tmp, size, "%s.tmp.XXXXXX", path);
+    char *dir = file_directory(path);
+    bool named = false;
+    const int fd = dir ? file_create_new(dir, tmp, false, &named) : -1;
+    free(dir);
+    /* mkstemp makes it 0600; results are read by others, as fopen's 0666 under umask 022 */
+    FILE *f = fd >= 0 && fchmod(fd, 0644) == 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        remat_fail(REMAT_EIO, "results: cannot create a temporary file %s beside %s: %s", tmp, path, strerror(errno));
+        if (fd >= 0) close(fd);
+        if (named) unlink(tmp);
+    }
     return f;
 }
 
@@ -539,7 +552,7 @@ static RematStatus write_csv(const ResultsTable *t, const char *dir)
 {
     const cJSON *csv = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(t->owner->tables, t->name), "csv");
-    char path[4096], tmp[4100];
+    char path[4096], tmp[4112];
     snprintf(path, sizeof path, "%s/%s", dir, cJSON_GetStringValue(csv));
     FILE *f = start_file(path, tmp, sizeof tmp);
     if (!f) return REMAT_EIO;
@@ -563,7 +576,7 @@ static RematStatus write_json(const cJSON *root, const char *path)
 {
     char *text = cJSON_Print(root);
     if (!text) return remat_fail(REMAT_ENOMEM, "results: no memory to print %s", path);
-    char tmp[4100];
+    char tmp[4112];
     FILE *f = start_file(path, tmp, sizeof tmp);
     RematStatus status = REMAT_EIO;
     if (f) {

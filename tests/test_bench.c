@@ -28,8 +28,10 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/results.h"
@@ -108,7 +110,11 @@ static int group_setup(void **state)
     char path[512];
     snprintf(path, sizeof path, "%s/summary.json", dir);
     summary = read_json(path);
-    return summary ? 0 : -1;
+    /* The results as bench_all wrote them, for plots.sh: the tests below write narrowed
+     * runs over some of them. */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "mkdir %s/quick && cp %s/*.csv %s/*.json %s/quick/", dir, dir, dir, dir);
+    return summary && system(cmd) == 0 ? 0 : -1;
 }
 
 static int group_teardown(void **state)
@@ -887,7 +893,7 @@ static void test_zero_bench_bytes_are_the_formulas(void **state)
     /* One process has no network to fit: --project needs --alpha and --beta there. */
     snprintf(cmd, sizeof cmd, "%s/bench_zero --quick --project --results %s >%s/bench_zero_one.log 2>&1",
              REMAT_BENCH_DIR, dir, dir);
-    assert_int_equal(WEXITSTATUS(system(cmd)), 1);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 2);
     snprintf(cmd, sizeof cmd, "%s/bench_zero --quick --project --alpha 2e-6 --beta 1e-10 --results %s "
              ">%s/bench_zero_one.log 2>&1", REMAT_BENCH_DIR, dir, dir);
     assert_int_equal(system(cmd), 0);
@@ -940,6 +946,255 @@ static void test_writer_refuses_a_field_the_table_did_not_declare(void **state)
     assert_int_equal(access(path, F_OK), -1); /* nothing written */
 }
 
+/* The text of a log file (at most size - 1 bytes; "" if it cannot be read). */
+static void read_text(const char *path, char *text, size_t size)
+{
+    text[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    text[fread(text, 1, size - 1, f)] = '\0';
+    fclose(f);
+}
+
+
+/* The writer never opens a fixed temporary name: a symbolic link planted at the old one,
+ * <file>.tmp, was followed and its target overwritten, and a FIFO there blocked the bench
+ * for ever after it had measured. Now each file is a new one (mkstemp) renamed into
+ * place, and what sits at the old names is left as it was. */
+static void test_writer_neither_follows_nor_waits_on_a_planted_temporary_name(void **state)
+{
+    (void)state;
+    char victim[512], link[512], fifo[512], path[512];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(link, sizeof link, "%s/writer_plant.json.tmp", dir);
+    snprintf(fifo, sizeof fifo, "%s/writer_plant.csv.tmp", dir);
+    FILE *f = fopen(victim, "w");
+    assert_non_null(f);
+    fputs("untouched\n", f);
+    fclose(f);
+    assert_int_equal(symlink(victim, link), 0);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+
+    fflush(stdout);
+    const pid_t pid = fork(); /* a writer that blocks is killed, and the test fails */
+    if (pid == 0) {
+        Results *r = results_create("writer_plant", "none", true);
+        record_str(results_record(results_table(r, "rows", "one row", WRITER_FIELDS, 3, true)), "name", "a");
+        _exit(results_write(r, dir) == REMAT_OK ? 0 : 1);
+    }
+    int status = 0;
+    pid_t done = 0;
+    const struct timespec tenth = {.tv_nsec = 100000000};
+    for (int waited = 0; waited < 100 && (done = waitpid(pid, &status, WNOHANG)) == 0; waited++)
+        nanosleep(&tenth, NULL);
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        fail_msg("the writer blocked on the FIFO at %s", fifo);
+    }
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    char text[64];
+    read_text(victim, text, sizeof text);
+    assert_string_equal(text, "untouched\n");
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    snprintf(path, sizeof path, "%s/writer_plant.json", dir);
+    cJSON *doc = read_json(path);
+    assert_non_null(doc);
+    cJSON_Delete(doc);
+    snprintf(path, sizeof path, "%s/writer_plant.csv", dir);
+    read_text(path, text, sizeof text);
+    assert_string_equal(text, "name,bytes,ratio\na,,\n");
+    unlink(link), unlink(fifo), unlink(victim);
+}
+
+/* ---- plots.sh ---------------------------------------------------------------------------- */
+
+/* A directory <dir>/<name> holding a copy of the quick run's results (<dir>/quick) in
+ * results/, where run_plots draws into out/. */
+static void plots_workspace(const char *name, char *work, size_t size)
+{
+    snprintf(work, size, "%s/%s", dir, name);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp -r %s/quick %s/results", work, work, dir, work);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Runs bench/plots.sh in `work` on results/ into out/ (after `setup`, a shell command run
+ * there first), its output in <work>/plots.log; returns its exit status, or -1. */
+static int run_plots(const char *work, const char *setup)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s && %s && %s results out >plots.log 2>&1", work, setup, REMAT_PLOTS);
+    const int status = system(cmd);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Sets column `column` of every row of <work>/results/<csv> to the environment's VALUE. */
+static void plant(const char *work, const char *csv, const char *column, const char *value)
+{
+    char cmd[2048];
+    setenv("VALUE", value, 1);
+    snprintf(cmd, sizeof cmd, "cd %s/results && awk -F, -v OFS=, 'NR == 1 { for (i = 1; i <= NF; i++) "
+             "if ($i == \"%s\") k = i } NR > 1 { $k = ENVIRON[\"VALUE\"] } 1' %s >planted && mv planted %s",
+             work, column, csv, csv);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A value read from results is data: the title plots.sh writes "N rounds" into once ran
+ * what a samples field held as gnuplot script (`system "touch pwned"`) and exited 0. Now
+ * a count that is not a count is refused, naming the file and the column, and nothing
+ * runs. */
+static void test_plots_run_nothing_the_results_hold(void **state)
+{
+    (void)state;
+    static const char *const CSVS[] = {"bench_placement.csv", "bench_selective.csv"};
+    for (int i = 0; i < 2; i++) {
+        char work[600], path[700], log[1 << 14];
+        plots_workspace("plots_attack", work, sizeof work);
+        plant(work, CSVS[i], "samples", "6 rounds)\"; system \"touch pwned\"; set title \"x");
+        assert_int_equal(run_plots(work, "true"), 1);
+        snprintf(path, sizeof path, "%s/pwned", work);
+        if (access(path, F_OK) == 0) fail_msg("plots.sh ran a command from %s", CSVS[i]);
+        snprintf(path, sizeof path, "%s/plots.log", work);
+        read_text(path, log, sizeof log);
+        if (!strstr(log, CSVS[i]) || !strstr(log, "samples")) fail_msg("plots.sh said: %s", log);
+    }
+}
+
+/* The size of <work>/out/<png>, or -1 if it is not there. */
+static long png_size(const char *work, const char *png)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/out/%s", work, png);
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static const char *const PNGS[] = {"scaling.png",  "timeline.png", "placement.png",    "selective.png",
+                                   "planner.png", "dropout.png",  "memory_budget.png"};
+enum { N_PNGS = sizeof PNGS / sizeof PNGS[0] };
+
+/* A CSV that is empty, holds only its header, or lacks a column a plot reads is refused,
+ * naming the file (and the column), and the PNGs drawn before stay as they were: each
+ * plot is drawn into a temporary file and renamed over the old one only once complete.
+ * Before, every PNG was cut to 0 bytes first, then gnuplot failed naming no file; and a
+ * missing column drew a plot of the row's first number as "MiB", and exited 0. */
+static void test_plots_refuse_an_empty_or_garbled_csv_and_keep_the_pngs(void **state)
+{
+    (void)state;
+    static const struct { const char *csv, *setup, *said; } BAD[] = {
+        {"bench_placement.csv", "head -n 1 results/bench_placement.csv >h && mv h results/bench_placement.csv",
+         "has no rows"},
+        {"bench_dropout.csv", ": >results/bench_dropout.csv", "is empty"},
+        {"bench_scaling.csv", "cut -d, -f1,2,3 results/bench_scaling.csv >h && mv h results/bench_scaling.csv",
+         "peak_act"},
+    };
+    char work[600], path[700], log[1 << 14];
+    plots_workspace("plots_garbled", work, sizeof work);
+    snprintf(path, sizeof path, "%s/plots.log", work);
+    if (run_plots(work, "true") != 0) {
+        read_text(path, log, sizeof log);
+        fail_msg("plots.sh on the quick run's results said: %s", log);
+    }
+    long before[N_PNGS];
+    for (int k = 0; k < N_PNGS; k++) {
+        before[k] = png_size(work, PNGS[k]);
+        assert_true(before[k] > 0);
+    }
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        char setup[1024];
+        snprintf(setup, sizeof setup, "rm -rf results && cp -r %s/quick results && %s", dir, BAD[i].setup);
+        assert_int_equal(run_plots(work, setup), 1);
+        read_text(path, log, sizeof log);
+        if (!strstr(log, BAD[i].csv) || !strstr(log, BAD[i].said)) fail_msg("plots.sh said: %s", log);
+        for (int k = 0; k < N_PNGS; k++)
+            if (png_size(work, PNGS[k]) != before[k]) fail_msg("%s changed after a bad %s", PNGS[k], BAD[i].csv);
+    }
+}
+
+/* A plot gnuplot did not write (a full disk, here a gnuplot that writes nothing) fails
+ * naming it; it was reported as written. */
+static void test_plots_fail_when_gnuplot_writes_nothing(void **state)
+{
+    (void)state;
+    char work[600], path[700], log[1 << 14];
+    plots_workspace("plots_unwritten", work, sizeof work);
+    const int status = run_plots(work, "mkdir bin && printf '#!/bin/sh\\ncat >/dev/null\\n' >bin/gnuplot && "
+                                       "chmod +x bin/gnuplot && PATH=$PWD/bin:$PATH && export PATH");
+    assert_int_equal(status, 1);
+    snprintf(path, sizeof path, "%s/plots.log", work);
+    read_text(path, log, sizeof log);
+    if (!strstr(log, "scaling.png") || strstr(log, "wrote")) fail_msg("plots.sh said: %s", log);
+    assert_int_equal(png_size(work, "scaling.png"), -1);
+}
+
+/* The output directory's name is data too: pasted into gnuplot's script as a file name,
+ * a quote in it ended the string and the rest ran (here after a plot of a file "o"). */
+static void test_plots_take_the_output_directory_as_data(void **state)
+{
+    (void)state;
+    static const char OUT[] = "o\"; system \"touch pwned\"; x=\"";
+    char work[600], cmd[2048], path[700], log[1 << 14];
+    plots_workspace("plots_out", work, sizeof work);
+    snprintf(cmd, sizeof cmd, "cd %s && printf '1 1\\n2 2\\n' >o && %s results '%s' >plots.log 2>&1", work,
+             REMAT_PLOTS, OUT);
+    const int status = system(cmd);
+    snprintf(path, sizeof path, "%s/pwned", work);
+    if (access(path, F_OK) == 0) fail_msg("plots.sh ran a command from its output directory's name");
+    snprintf(path, sizeof path, "%s/plots.log", work);
+    read_text(path, log, sizeof log);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("plots.sh said: %s", log);
+    snprintf(path, sizeof path, "%s/%s/scaling.png", work, OUT);
+    struct stat st;
+    assert_true(stat(path, &st) == 0 && st.st_size > 0);
+}
+
+/* bench_sgemm checks its results directory before it measures, as every other bench
+ * does: it learnt that it could not write only after the whole run. A flag given twice
+ * is refused, as base/flags.h refuses it for every program. */
+static void test_sgemm_checks_its_results_directory_before_measuring(void **state)
+{
+    (void)state;
+    char out[600], path[700], log[1 << 14];
+    snprintf(out, sizeof out, "%s/bench_all.log/sgemm", dir); /* under a regular file */
+    snprintf(path, sizeof path, "%s/bench_sgemm.log", dir);
+    unlink(path);
+    assert_int_equal(run_bench("bench_sgemm", "--size", "64", "--reps", "1", "--threads", "1", "--stream-mib", "4",
+                               "--results", out, NULL),
+                     1);
+    read_text(path, log, sizeof log);
+    if (!strstr(log, out) || strstr(log, "GFLOP/s")) fail_msg("bench_sgemm said: %s", log);
+    assert_int_equal(run_bench("bench_sgemm", "--size", "64", "--size", "128", NULL), 2);
+}
+
+/* bench_zero's own flags are checked before it measures: --alpha or --beta without
+ * --project change nothing and are refused; --project on one rank needs both, and was
+ * refused only after the whole bench. Each exits 2 saying why. */
+static void test_zero_project_flags_are_checked_before_measuring(void **state)
+{
+    (void)state;
+    static const char *const BAD[][2] = {
+        {"--alpha 2e-6", "--alpha does not apply"},
+        {"--beta 1e-10", "--beta does not apply"},
+        {"--project --alpha 0", "--project on one rank needs --alpha and --beta"},
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        char cmd[1024], path[512], log[1 << 14];
+        snprintf(path, sizeof path, "%s/bench_zero_flags.log", dir);
+        snprintf(cmd, sizeof cmd, "%s/bench_zero --quick %s --results %s >%s 2>&1", REMAT_BENCH_DIR, BAD[i][0], dir,
+                 path);
+        const int status = system(cmd);
+        read_text(path, log, sizeof log);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 2 || !strstr(log, BAD[i][1]) || strstr(log, "sent/step"))
+            fail_msg("bench_zero %s said: %s", BAD[i][0], log);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -963,6 +1218,13 @@ int main(void)
         cmocka_unit_test(test_planner_schedules_fit_and_the_optimum_wins),
         cmocka_unit_test(test_writer_writes_csv_beside_json),
         cmocka_unit_test(test_writer_refuses_a_field_the_table_did_not_declare),
+        cmocka_unit_test(test_writer_neither_follows_nor_waits_on_a_planted_temporary_name),
+        cmocka_unit_test(test_plots_run_nothing_the_results_hold),
+        cmocka_unit_test(test_plots_refuse_an_empty_or_garbled_csv_and_keep_the_pngs),
+        cmocka_unit_test(test_plots_fail_when_gnuplot_writes_nothing),
+        cmocka_unit_test(test_plots_take_the_output_directory_as_data),
+        cmocka_unit_test(test_sgemm_checks_its_results_directory_before_measuring),
+        cmocka_unit_test(test_zero_project_flags_are_checked_before_measuring),
     };
     return cmocka_run_group_tests_name("bench", tests, group_setup, group_teardown);
 }
