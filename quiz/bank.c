@@ -41,11 +41,11 @@ static RematStatus load_measurements(const cJSON *q, const char *path, const cha
         if (!(mm->bench = need_string(m, "bench", path, inner)) || !(mm->table = need_string(m, "table", path, inner)) ||
             !(mm->field = need_string(m, "field", path, inner)) || !(mm->format = need_string(m, "format", path, inner)))
             return REMAT_ECORRUPT;
-        static const char *const formats[] = {"bytes", "percent", "excess", "number", "int", "text"};
+        static const char *const formats[] = {"bytes", "percent", "excess", "change", "number", "int", "text"};
         bool known = false;
         for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) known |= !strcmp(mm->format, formats[f]);
         if (!known)
-            return remat_fail(REMAT_ECORRUPT, "%s: %s.format: '%s' is not bytes, percent, excess, number, int or text",
+            return remat_fail(REMAT_ECORRUPT, "%s: %s.format: '%s' is not bytes, percent, excess, change, number, int or text",
                               path, inner, mm->format);
         mm->where = cJSON_GetObjectItemCaseSensitive(m, "where");
         if (mm->where && !cJSON_IsObject(mm->where))
@@ -53,6 +53,10 @@ static RematStatus load_measurements(const cJSON *q, const char *path, const cha
         const cJSON *time = cJSON_GetObjectItemCaseSensitive(m, "time");
         if (time && !cJSON_IsBool(time)) return remat_fail(REMAT_ECORRUPT, "%s: %s.time: must be true or false", path, inner);
         mm->time = cJSON_IsTrue(time);
+        const cJSON *pick = cJSON_GetObjectItemCaseSensitive(m, "pick");
+        if (pick && !(cJSON_IsString(pick) && !strcmp(pick->valuestring, "largest")))
+            return remat_fail(REMAT_ECORRUPT, "%s: %s.pick: must be \"largest\"", path, inner);
+        mm->largest = pick != NULL;
     }
     return REMAT_OK;
 }
@@ -205,7 +209,9 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
     const cJSON *plot = cJSON_GetObjectItemCaseSensitive(q, "plot");
     snprintf(inner, sizeof inner, "%s.plot", where);
     if (!(out->plot = need_string(plot, "file", path, inner)) ||
-        need_text(plot, "alt", NULL, path, inner, &out->plot_alt) != REMAT_OK)
+        need_text(plot, "alt", NULL, path, inner, &out->plot_alt) != REMAT_OK ||
+        (cJSON_GetObjectItemCaseSensitive(q, "quick_times") &&
+         need_text(q, "quick_times", NULL, path, where, &out->quick_times) != REMAT_OK))
         return REMAT_ECORRUPT;
     RematStatus status = load_measurements(q, path, where, out);
     if (status == REMAT_OK) status = load_explanation(q, path, where, out);

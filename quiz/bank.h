@@ -43,11 +43,13 @@ typedef struct QuizText {
 } QuizText;
 
 /* A value an explanation quotes: {name} is replaced by `field` of the first record of
- * `table` in results/<bench>.json whose fields equal every entry of `where`, written as
- * `format` says: "bytes", "percent" (a ratio shown ×100), "excess" (a ratio r shown as
- * +(r − 1)×100%), "number", "int" or "text". A `time` is a figure derived from wall time
- * (a step's seconds, a ratio of times): its record also carries `field`_lo, `field`_hi
- * and `samples`, and it is quoted only with them. */
+ * `table` in results/<bench>.json whose fields equal every entry of `where` (with
+ * `largest`, "pick": "largest" in the bank, of the one among them whose `field` is
+ * largest), written as `format` says: "bytes", "percent" (a ratio shown ×100), "excess"
+ * (a ratio r shown as +(r − 1)×100%), "change" (a ratio of times r worded by its sign:
+ * "4.0% slower", "1.8% faster"), "number", "int" or "text". A `time` is a figure derived
+ * from wall time (a step's seconds, a ratio of times): its record also carries
+ * `field`_lo, `field`_hi and `samples`, and it is quoted only with them. */
 typedef struct Measurement {
     const char *name;
     const char *bench;
@@ -56,6 +58,7 @@ typedef struct Measurement {
     const char *field;
     const char *format;
     bool time;
+    bool largest;
 } Measurement;
 
 /* One part of an explanation: `text`, or when its figures cannot be quoted, `otherwise`
@@ -85,6 +88,8 @@ typedef struct Question {
     const char *bench; /* the program that measures it, under build/: "bench/bench_scaling" */
     const char *plot;  /* the PNG bench/plots.sh draws of it: "scaling.png" */
     QuizText plot_alt; /* what the plot shows, for a reader who cannot see it */
+    QuizText quick_times; /* why its times teach nothing when measured by a quick run, or
+                             both languages NULL when they do */
     Measurement measurements[QUIZ_MAX_MEASUREMENTS];
     int n_measurements;
 } Question;

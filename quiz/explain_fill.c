@@ -68,6 +68,7 @@ static const Format FORMATS[] = {
     {"count", 1e9, true, true, "%.3g", 0, 1},               /* samples, cores */
     {"percent", 100.0, false, false, "%.1f%%", 0, 100},     /* a ratio: up to 10000% */
     {"excess", 100.0, false, true, "%+.1f%%", 1, 100},      /* a ratio of times: above 0 */
+    {"change", 100.0, false, true, "%.1f%%", 1, 100},       /* the same, worded slower or faster */
     {"fraction", 1.0, false, false, "%.3g", 0, 1},          /* CPU steal */
     {"number", 1e6, false, false, "%.3g", 0, 1},            /* slopes, gradient differences, load averages */
 };
@@ -129,6 +130,36 @@ static void read_spread(const cJSON *record, const char *path, Figure *fig)
     fig->spread = true;
 }
 
+/* Whether every entry of `where` (NULL: none) equals the record's field of that name. */
+static bool record_matches(const cJSON *record, const cJSON *where)
+{
+    for (const cJSON *w = where ? where->child : NULL; w; w = w->next)
+        if (!cJSON_Compare(w, cJSON_GetObjectItemCaseSensitive(record, w->string), true)) return false;
+    return true;
+}
+
+/* The record `m` quotes and its index: the first that matches its `where`, or with
+ * `largest`, the matching record whose field is largest; an invalid value of the field
+ * wins, so that it is reported, not passed over. NULL when none matches. */
+static const cJSON *pick_record(const cJSON *records, const Measurement *m, int *index)
+{
+    if (!m->largest) return results_find(records, m->where, index);
+    const cJSON *best = NULL;
+    bool best_valid = true;
+    int i = 0;
+    for (const cJSON *rec = records ? records->child : NULL; rec; rec = rec->next, i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, m->field);
+        FigureProblem problem;
+        if (!v || !record_matches(rec, m->where) || !best_valid) continue;
+        const bool valid = valid_value(v, m->format, &problem);
+        if (best && valid && v->valuedouble <= cJSON_GetObjectItemCaseSensitive(best, m->field)->valuedouble) continue;
+        best = rec;
+        best_valid = valid;
+        *index = i;
+    }
+    return best;
+}
+
 /* Finds and checks the value `m` quotes. */
 static Figure find_figure(ResultsDir *r, const Measurement *m)
 {
@@ -142,8 +173,8 @@ static Figure find_figure(ResultsDir *r, const Measurement *m)
     }
     if (!doc) return fig;
     fig.state = FIG_NO_RECORD;
-    int index;
-    const cJSON *rec = results_find(results_records(doc, m->table), m->where, &index);
+    int index = 0;
+    const cJSON *rec = pick_record(results_records(doc, m->table), m, &index);
     if (rec) {
         char path[96];
         snprintf(path, sizeof path, "tables.%s.records[%d]", m->table, index);
@@ -197,14 +228,24 @@ bool results_machine(const cJSON *doc, RecordedMachine *m)
 
 /* ---- writing a figure ------------------------------------------------------------------ */
 
-static void format_number(char *buf, size_t size, double v, const char *format)
+/* `v` written as `format` says; a "change" in words of `lang`, by its sign. */
+static void format_number(char *buf, size_t size, double v, const char *format, QuizLang lang)
 {
     const Format *f = format_of(format);
-    if (f->print) snprintf(buf, size, f->print, (v - f->shift) * f->scale);
-    else mem_format_bytes(buf, size, (size_t)v);
+    if (!f->print) {
+        mem_format_bytes(buf, size, (size_t)v);
+        return;
+    }
+    const bool change = !strcmp(format, "change");
+    char number[64];
+    snprintf(number, sizeof number, f->print, (change ? fabs(v - f->shift) : v - f->shift) * f->scale);
+    const QuizWords *w = quiz_words(lang);
+    snprintf(buf, size, !change ? "%s" : v < 1 ? w->faster : w->slower, number);
 }
 
-/* A found figure as the explanation quotes it: a time with its spread. */
+/* A found figure as the explanation quotes it: a time with its spread. The interval of a
+ * change names its side once when both bounds are on the value's ("4.0% slower (2.1% to
+ * 6.3%, ...)"), and each bound's when it straddles no change. */
 static void format_figure(char *buf, size_t size, const Figure *fig, QuizLang lang)
 {
     const cJSON *v = fig->value;
@@ -212,15 +253,23 @@ static void format_figure(char *buf, size_t size, const Figure *fig, QuizLang la
         snprintf(buf, size, "%s", v->valuestring);
         return;
     }
+    const char *format = fig->m->format;
     char value[64], lo[64], hi[64];
-    format_number(value, sizeof value, v->valuedouble, fig->m->format);
+    format_number(value, sizeof value, v->valuedouble, format, lang);
     if (!fig->spread) {
         snprintf(buf, size, "%s", value);
         return;
     }
-    format_number(lo, sizeof lo, fig->lo, fig->m->format);
-    format_number(hi, sizeof hi, fig->hi, fig->m->format);
-    const bool ratio = !strcmp(fig->m->format, "excess") || !strcmp(fig->m->format, "percent");
+    const bool change = !strcmp(format, "change");
+    if (change && (fig->lo < 1) == (fig->hi < 1)) { /* the sizes alone, the smaller first */
+        const double a = fabs(fig->lo - 1) * 100, b = fabs(fig->hi - 1) * 100;
+        snprintf(lo, sizeof lo, "%.1f%%", fmin(a, b));
+        snprintf(hi, sizeof hi, "%.1f%%", fmax(a, b));
+    } else {
+        format_number(lo, sizeof lo, fig->lo, format, lang);
+        format_number(hi, sizeof hi, fig->hi, format, lang);
+    }
+    const bool ratio = change || !strcmp(format, "excess") || !strcmp(format, "percent");
     const QuizWords *w = quiz_words(lang);
     snprintf(buf, size, ratio ? w->paired_spread : w->timed_spread, value, lo, hi, fig->samples);
 }
@@ -228,10 +277,18 @@ static void format_figure(char *buf, size_t size, const Figure *fig, QuizLang la
 /* ---- a question's times: can they carry the lesson? ------------------------------------ */
 
 /* The reasons, in the order a note prefers them: the first found is the one said. The
- * first three are the question's (the machine, the older schema, an order contradicted):
- * they silence all its times. The next two are one figure's: they silence the parts that
- * quote it. */
-typedef enum TimeTrust { TIMES_UNKNOWN, TIMES_BUSY, TIMES_CONTRADICTED, TIMES_FEW, TIMES_WIDE, TIMES_CARRY } TimeTrust;
+ * first four are the question's (the older schema, a quick run of a question whose times
+ * teach nothing at that size, the machine, an order contradicted): they silence all its
+ * times. The next two are one figure's: they silence the parts that quote it. */
+typedef enum TimeTrust {
+    TIMES_UNKNOWN,
+    TIMES_QUICK,
+    TIMES_BUSY,
+    TIMES_CONTRADICTED,
+    TIMES_FEW,
+    TIMES_WIDE,
+    TIMES_CARRY
+} TimeTrust;
 
 typedef struct Judgement {
     TimeTrust trust;         /* the question's: TIMES_CARRY unless all its times are silenced */
@@ -268,7 +325,11 @@ static Judgement judge_times(const Question *q, const Figure *figs, ResultsDir *
             j.bench = fig->m->bench;
             j.bad_machine.m = fig->m;
             const RecordedMachine *m = &j.machine;
-            if (read_machine(results_document(r, j.bench), &j.machine, &j.bad_machine) != MACHINE_RECORDED)
+            const cJSON *doc = results_document(r, j.bench);
+            const cJSON *mode = cJSON_GetObjectItemCaseSensitive(doc, "mode");
+            if (q->quick_times.lang[LANG_EN] && cJSON_IsString(mode) && !strcmp(mode->valuestring, "quick"))
+                blame(&j, TIMES_QUICK, NULL);
+            if (read_machine(doc, &j.machine, &j.bad_machine) != MACHINE_RECORDED)
                 blame(&j, TIMES_UNKNOWN, NULL);
             else if (m->others > TIME_MAX_OTHERS || m->steal > TIME_MAX_STEAL)
                 blame(&j, TIMES_BUSY, NULL);
@@ -427,6 +488,7 @@ static int why_silenced(const Fill *fill, TimeTrust trust, const Figure *culprit
     if (culprit) format_figure(figure, sizeof figure, culprit, fill->lang);
     switch (trust) {
     case TIMES_UNKNOWN: return snprintf(text, size, w->time_unknown, program);
+    case TIMES_QUICK: return snprintf(text, size, w->time_quick, program, fill->q->quick_times.lang[fill->lang]);
     case TIMES_BUSY:
         snprintf(load, sizeof load, "%.1f", fmax(j->machine.load_before, j->machine.load_after));
         snprintf(steal, sizeof steal, "%.1f%%", 100.0 * j->machine.steal);
@@ -473,7 +535,8 @@ static void note_times(const Fill *fill)
     int n = why_silenced(fill, trust, culprit, program, text, sizeof text);
     if (n >= 0 && (size_t)n < sizeof text - 1) {
         text[n++] = ' ';
-        snprintf(text + n, sizeof text - (size_t)n, w->time_instead, program);
+        snprintf(text + n, sizeof text - (size_t)n, trust == TIMES_QUICK ? w->time_instead_full : w->time_instead,
+                 program);
     }
     note(fill, text);
 }
@@ -505,4 +568,27 @@ RematStatus fill_explanation(char *buf, size_t size, const Question *q, QuizLang
     LineBuffer line = {buf, size, 0};
     buf[0] = '\0';
     return explain_pieces(q, lang, results, append_piece, &line);
+}
+
+void explain_sources(char *buf, size_t size, const Question *q, QuizLang lang, ResultsDir *results)
+{
+    const QuizWords *w = quiz_words(lang);
+    char runs[1536] = "";
+    size_t used = 0;
+    for (int i = 0; i < q->n_measurements; i++) {
+        const char *bench = q->measurements[i].bench;
+        const cJSON *doc = results_document(results, bench);
+        bool seen = false;
+        for (int k = 0; k < i; k++) seen |= !strcmp(q->measurements[k].bench, bench);
+        if (!doc || seen || used >= sizeof runs) continue;
+        const cJSON *mode = cJSON_GetObjectItemCaseSensitive(doc, "mode");
+        const cJSON *date = cJSON_GetObjectItemCaseSensitive(doc, "date");
+        const char *how = !cJSON_IsString(mode) ? w->unrecorded_run
+                        : !strcmp(mode->valuestring, "quick") ? w->quick_run
+                        : !strcmp(mode->valuestring, "full") ? w->full_run : w->unrecorded_run;
+        used += (size_t)snprintf(runs + used, sizeof runs - used, "%s%s (%s%s%s)", used ? w->comma : "", bench, how,
+                                 w->comma, cJSON_IsString(date) ? date->valuestring : w->undated);
+    }
+    if (used) snprintf(buf, size, w->sources, runs);
+    else if (size) buf[0] = '\0';
 }

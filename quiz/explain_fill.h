@@ -26,6 +26,8 @@
  *   - two times contradict an order the question declares (the lower one's interval
  *     wholly above the higher one's): an explanation never states a comparison its own
  *     intervals contradict.
+ * A question may also say why its times teach nothing when they come from a quick run
+ * (quick_times, bank.h): then a quick run's times are not quoted either.
  * One time cannot, on its own account, when
  *   - it comes from fewer than TIME_MIN_SAMPLES samples (order statistics give no 95%
  *     interval for a median below 6);
@@ -90,5 +92,12 @@ RematStatus explain_pieces(const Question *q, QuizLang lang, ResultsDir *results
  * with its figures, as the terminal prints it: the explanation on one line, then each
  * note on a line of its own. Returns what explain_pieces returns. */
 RematStatus fill_explanation(char *buf, size_t size, const Question *q, QuizLang lang, ResultsDir *results);
+
+/* Writes into `buf` (size bytes, truncated to fit) the runs q's figures come from, as a
+ * sentence in `lang`: each bench it quotes that has results, once, with the mode and date
+ * its results record ("Figures from: bench_offload (quick run, 2026-12-02T07:57:42Z)."),
+ * so a reader knows a quick run's small configurations from a full run's. Empty when
+ * none of them has results. */
+void explain_sources(char *buf, size_t size, const Question *q, QuizLang lang, ResultsDir *results);
 
 #endif /* REMAT_QUIZ_EXPLAIN_FILL_H */

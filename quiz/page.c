@@ -12,8 +12,10 @@
  * What it is not: a general HTML writer. It checks only what could break this page (the
  * style or script closing its own element).
  */
+#define _DEFAULT_SOURCE /* realpath */
 #include "quiz/page.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -64,10 +66,32 @@ static bool png_size(const unsigned char *data, size_t n, uint32_t *width, uint3
     return true;
 }
 
-/* Writes question `q`'s plot as a <figure> holding the PNG as a data: URI, or says why it
- * cannot. Returns REMAT_ECORRUPT (after writing the page's note) when the file is there
- * but cannot be read or is not a PNG. */
-static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const PageSources *src)
+/* Writes the address of the file at `path` as a link from the page at `page` sees it,
+ * percent-encoded: relative when the file is under the page's directory (results/plots/
+ * beside results/quiz.html), else a file: URL of its absolute path. */
+static void put_file_link(FILE *out, const char *page, const char *path)
+{
+    char dir[4096], real_dir[4096], real_path[4096];
+    snprintf(dir, sizeof dir, "%s", page);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    if (!realpath(slash ? dir : ".", real_dir) || !realpath(path, real_path)) {
+        fputs(path, out);
+        return;
+    }
+    const size_t n = strlen(real_dir);
+    const bool under = !strncmp(real_path, real_dir, n) && real_path[n] == '/';
+    if (!under) fputs("file://", out);
+    for (const unsigned char *c = (const unsigned char *)real_path + (under ? n + 1 : 0); *c; c++) {
+        if (strchr("/._-~", *c) || (*c < 128 && isalnum(*c))) fputc(*c, out);
+        else fprintf(out, "%%%02X", *c);
+    }
+}
+
+/* Writes question `q`'s plot as a <figure> holding the PNG as a data: URI, linked to the
+ * file itself for its full size, or says why it cannot. Returns REMAT_ECORRUPT (after
+ * writing the page's note) when the file is there but cannot be read or is not a PNG. */
+static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const PageSources *src, const char *page)
 {
     const QuizWords *w = quiz_words(lang);
     char path[1024], line[2048];
@@ -81,11 +105,13 @@ static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const P
     RematStatus status = REMAT_OK;
     fputs("<figure class=\"plot\">", out);
     if (png && png_size(png, n, &width, &height)) {
-        fprintf(out, "<img width=\"%u\" height=\"%u\" alt=\"", width, height);
+        fputs("<a class=\"full-size\" href=\"", out);
+        put_file_link(out, page, path);
+        fprintf(out, "\"><img width=\"%u\" height=\"%u\" alt=\"", width, height);
         html_escaped(out, q->plot_alt.lang[lang], strlen(q->plot_alt.lang[lang]));
         fputs("\" src=\"data:image/png;base64,", out);
         put_base64(out, png, n);
-        fputs("\">\n<figcaption>", out);
+        fputs("\"></a>\n<figcaption>", out);
         html_words(out, lang, w->plot_caption, (const char *[]){q->plot}, "code");
         fputs("</figcaption>", out);
     } else {
@@ -130,7 +156,7 @@ static void put_piece(void *ctx, PieceKind kind, const char *text, size_t len)
     if (kind == PIECE_FIGURE) fputs("</span>", sink->out);
 }
 
-static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSources *src)
+static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSources *src, const char *page)
 {
     const Question *question = &src->bank->questions[q];
     const QuizWords *w = quiz_words(lang);
@@ -170,7 +196,10 @@ static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSourc
     snprintf(program, sizeof program, "build/%s", question->bench);
     html_words(out, lang, w->measure, (const char *[]){program}, "code");
     fputs("</p>\n", out);
-    RematStatus plot = put_plot(out, question, lang, src);
+    char sources[2048];
+    explain_sources(sources, sizeof sources, question, lang, src->results);
+    if (sources[0]) put_in(out, "<p class=\"sources\">", sources, "</p>\n", lang);
+    RematStatus plot = put_plot(out, question, lang, src, page);
     fputs("</details>\n</article>\n", out);
     return status != REMAT_OK ? status : plot;
 }
@@ -345,7 +374,7 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
 
 /* ---- the page ------------------------------------------------------------------------ */
 
-static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src)
+static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src, const char *page)
 {
     const Bank *bank = src->bank;
     fprintf(out, "<div class=\"view\" id=\"view-%s\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n<header>\n",
@@ -356,7 +385,7 @@ static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src)
     put_in(out, "<noscript><p class=\"note\">", quiz_words(lang)->noscript, "</p></noscript>\n</header>\n", lang);
     RematStatus status = REMAT_OK;
     for (int q = 0; q < bank->n_questions; q++) {
-        RematStatus s = put_question(out, q, lang, src);
+        RematStatus s = put_question(out, q, lang, src, page);
         if (status == REMAT_OK) status = s;
     }
     fputs("</div>\n", out);
@@ -407,10 +436,10 @@ static const char ERROR_WATCH[] =
     "document.addEventListener(\"securitypolicyviolation\", function (e) { remat_page_error(\"blocked \" + e.blockedURI); });\n"
     "</script>\n";
 
-/* The whole page into `out`. Returns REMAT_OK, or the error that stopped it (the style or
+/* The whole page, to be renamed to `page`, into `out`. Returns REMAT_OK, or the error that stopped it (the style or
  * the script); a malformed results file or plot does not stop it and is reported in
  * *content instead. */
-static RematStatus put_page(FILE *out, const PageSources *src, RematStatus *content)
+static RematStatus put_page(FILE *out, const PageSources *src, const char *page, RematStatus *content)
 {
     const Bank *bank = src->bank;
     fputs("<!DOCTYPE html>\n<html lang=\"en\" dir=\"ltr\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -431,7 +460,7 @@ static RematStatus put_page(FILE *out, const PageSources *src, RematStatus *cont
                 LANG_CODES[l], LANG_CODES[l], LANG_DIRS[l], quiz_words((QuizLang)l)->language_name);
     fprintf(out, "</nav>\n<main data-questions=\"%d\">\n", bank->n_questions);
     for (int l = 0; l < LANG_COUNT; l++) {
-        RematStatus s = put_view(out, (QuizLang)l, src);
+        RematStatus s = put_view(out, (QuizLang)l, src, page);
         if (*content == REMAT_OK) *content = s;
     }
     fputs("<section class=\"result\" id=\"result\" aria-labelledby=\"result-title\" hidden>\n"
@@ -466,7 +495,7 @@ RematStatus page_write(const char *path, const PageSources *src)
     /* mkstemp makes the file readable by its owner only; a page is for anyone to open. */
     RematStatus status = REMAT_OK, content = REMAT_OK;
     if (fchmod(fd, 0644) != 0) status = remat_fail(REMAT_EIO, "cannot write %s: chmod failed: %s", path, strerror(errno));
-    if (status == REMAT_OK) status = put_page(out, src, &content);
+    if (status == REMAT_OK) status = put_page(out, src, path, &content);
     if (status == REMAT_OK && (ferror(out) || fflush(out) != 0))
         status = remat_fail(REMAT_EIO, "cannot write %s: %s", tmp, strerror(errno));
     if (fclose(out) != 0 && status == REMAT_OK) status = remat_fail(REMAT_EIO, "cannot write %s: %s", tmp, strerror(errno));

@@ -9,8 +9,9 @@
  *
  *   #lang=ar&answers=1,3,2,4,1,2,4,3
  *
- * lang is en or ar; answers holds, per question, the chosen option in the bank's own
- * order (1-4, as `quiz --no-shuffle` numbers them), empty where not answered yet.
+ * lang is en or ar; answers holds, per question, the chosen option as the page's buttons
+ * number it (1-4, as `quiz --answers` numbers them with the page's --seed), empty where
+ * not answered yet. Each button's data-option is the bank's index of its option.
  */
 (function () {
     "use strict";
@@ -28,6 +29,15 @@
     var state = { lang: "en", answers: [] };
 
     /* ---- the fragment ---- */
+    /* The options of question q as its buttons show them: shown[q][i] is the bank's
+     * option (1-4) of the (i + 1)-th button; the same order in both languages. */
+    var shown = questions.en.map(function (article) {
+        return Array.prototype.map.call(article.querySelectorAll(".option"), function (button) {
+            return Number(button.dataset.option);
+        });
+    });
+
+    /* state.answers holds bank options; the fragment, button numbers. */
     function readFragment() {
         var params = new URLSearchParams(location.hash.slice(1));
         state.lang = params.get("lang") === "ar" ? "ar" : "en";
@@ -35,13 +45,13 @@
         state.answers = [];
         for (var q = 0; q < total; q++) {
             var n = Number(given[q]);
-            state.answers.push(Number.isInteger(n) && n >= 1 && n <= 4 ? n : null);
+            state.answers.push(Number.isInteger(n) && n >= 1 && n <= 4 ? shown[q][n - 1] : null);
         }
     }
 
     function writeFragment() {
-        var list = state.answers.map(function (a) {
-            return a === null ? "" : String(a);
+        var list = state.answers.map(function (a, q) {
+            return a === null ? "" : String(shown[q].indexOf(a) + 1);
         });
         history.replaceState(null, "", "#lang=" + state.lang + "&answers=" + list.join(","));
     }

@@ -13,7 +13,13 @@
  *
  * Without a terminal and without --answers it prints the preview and exits 0, so the main
  * job never waits for input nobody can give. End of input ends the quiz with the score so
- * far; an invalid answer asks again.
+ * far; an invalid answer asks again; a typed answer's explanation waits for Enter.
+ *
+ * Every paragraph is wrapped at spaces to the terminal's width (COLUMNS, or 80, when the
+ * output is not a terminal), counting columns, not bytes: an Arabic letter or a ✓ is one,
+ * an Arabic vowel mark or a direction mark none. Arabic is printed in the order it is
+ * stored; unless --bidi-terminal says the terminal shapes it, the quiz says once, in both
+ * languages, that the page (quiz --html) shows it as it should read.
  */
 #include <ctype.h>
 #include <stdbool.h>
@@ -21,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,7 +45,7 @@
 
 typedef struct Options {
     QuizLang lang;
-    bool preview, no_shuffle;
+    bool preview, no_shuffle, bidi_terminal;
     int answers[QUIZ_QUESTIONS]; /* --answers, each 0..3 */
     int n_answers;               /* 0: answers are typed */
     const char *results;
@@ -85,6 +93,8 @@ static RematStatus set_answers(void *opts, const char *v)
 static const Flag FLAGS[] = {
     {.name = "--lang", .type = FLAG_NAME, .offset = AT(lang), .names = &QUIZ_LANG_NAMES, .value = "en|ar",
      .help = "English (default) or Arabic (UTF-8; a terminal with bidi\nsupport shows it right to left)"},
+    {.name = "--bidi-terminal", .type = FLAG_SWITCH, .offset = AT(bidi_terminal),
+     .help = "this terminal shapes Arabic right to left (VTE, Konsole,\nmlterm): do not point to the page for it"},
     {.name = "--preview", .type = FLAG_SWITCH, .offset = AT(preview),
      .help = "every question with its options, no answers"},
     {.name = "--answers", .type = FLAG_CUSTOM, .set = set_answers, .value = "LIST",
@@ -135,13 +145,109 @@ static int parse_options(int argc, char **argv, Options *o)
     return parsed == FLAGS_HELP ? finish(0) : 2;
 }
 
+/* ---- printing, wrapped to the terminal ------------------------------------------- */
+
+static int width = 80; /* the columns a printed line may take: set once, in main */
+
+/* The output's width: the terminal's, else COLUMNS when it is a number, else 80. */
+static int output_width(void)
+{
+    struct winsize ws;
+    if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    const char *columns = getenv("COLUMNS");
+    char *end;
+    const long n = columns ? strtol(columns, &end, 10) : 0;
+    return columns && *end == '\0' && n >= 20 && n <= 1000000 ? (int)n : 80;
+}
+
+/* The length in bytes of the UTF-8 character at `s`, and in *cols the columns it takes:
+ * 0 for an Arabic vowel mark (U+064B-U+065F, U+0670) or a direction mark (U+200E, U+200F). */
+static size_t character(const char *s, int *cols)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = 1;
+    while (u[n] && (u[n] & 0xC0) == 0x80 && n < 4) n++;
+    const bool mark = (u[0] == 0xD9 && n == 2 && ((u[1] >= 0x8B && u[1] <= 0x9F) || u[1] == 0xB0)) ||
+                      (u[0] == 0xE2 && n == 3 && u[1] == 0x80 && (u[2] == 0x8E || u[2] == 0x8F));
+    *cols = mark ? 0 : 1;
+    return n;
+}
+
+/* The columns the `len` bytes at `s` take. */
+static int columns(const char *s, size_t len)
+{
+    int total = 0;
+    for (size_t i = 0; i < len;) {
+        int cols;
+        i += character(s + i, &cols);
+        total += cols;
+    }
+    return total;
+}
+
+/* Whether the word at `s` is a unit of bytes, kept on the line of the number before it. */
+static bool is_unit(const char *s)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    const size_t len = strspn(s, "BKMGTPi");
+    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++)
+        if (len == strlen(units[u]) && !strncmp(s, units[u], len)) return true;
+    return false;
+}
+
+/* Prints `text`, each of its lines a paragraph wrapped at spaces to `width`: its leading
+ * blanks kept, its later lines indented by `hang` columns, a number and its unit of bytes
+ * on one line. A word wider than a line is cut where the line ends. */
+static void print_wrapped(const char *text, int hang)
+{
+    for (const char *p = text; *p; p += *p == '\n') {
+        const size_t lead = strspn(p, " ");
+        int col = (int)lead;
+        printf("%.*s", (int)lead, p);
+        p += lead;
+        for (bool first = true; *p && *p != '\n'; first = false) {
+            size_t len = strcspn(p, " \n");
+            while (p[len] == ' ' && is_unit(p + len + 1)) len += 1 + strcspn(p + len + 1, " \n");
+            if (!first && col + 1 + columns(p, len) > width) {
+                printf("\n%*s", hang, "");
+                col = hang;
+            } else if (!first) {
+                putchar(' ');
+                col++;
+            }
+            for (size_t i = 0, n; i < len; i += n) {
+                int cols;
+                n = character(p + i, &cols);
+                if (col + cols > width && col > hang) {
+                    printf("\n%*s", hang, "");
+                    col = hang;
+                }
+                printf("%.*s", (int)n, p + i);
+                col += cols;
+            }
+            p += len + (p[len] == ' ');
+        }
+        putchar('\n');
+    }
+}
+
+/* printf's `format` with its arguments, printed by print_wrapped. */
+static void say(int hang, const char *format, ...)
+{
+    static char text[1 << 15];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    print_wrapped(text, hang);
+}
+
 static void print_question(const Bank *b, int q, const int *order, QuizLang lang)
 {
     printf("\n");
-    printf(quiz_words(lang)->question_of, q + 1, b->n_questions);
-    printf("\n%s\n", b->questions[q].question.lang[lang]);
-    for (int i = 0; i < QUIZ_OPTIONS; i++)
-        printf("  %d) %s\n", i + 1, b->questions[q].options[order[i]].lang[lang]);
+    say(0, quiz_words(lang)->question_of, q + 1, b->n_questions);
+    say(0, "%s", b->questions[q].question.lang[lang]);
+    for (int i = 0; i < QUIZ_OPTIONS; i++) say(5, "  %d) %s", i + 1, b->questions[q].options[order[i]].lang[lang]);
 }
 
 /* The answer to question q, from --answers or typed on the terminal; -2 at the end of
@@ -165,7 +271,7 @@ static int next_answer(const Options *o, int q)
         const bool clean = (size_t)n <= MAX_TYPED && strlen(line) == (size_t)n; /* no NUL inside */
         if (clean && (a = parse_answer(line + start, len - start)) >= 0) break;
         a = -2;
-        printf("%s\n", quiz_words(o->lang)->invalid);
+        say(0, "%s", quiz_words(o->lang)->invalid);
     }
     free(line);
     return a;
@@ -185,17 +291,22 @@ static int write_page(const Options *o, const Bank *bank, const int orders[][QUI
     return status == REMAT_OK || status == REMAT_ECORRUPT ? 0 : 1;
 }
 
-static void print_header(const Bank *b, QuizLang lang)
+/* The header; in Arabic, unless the terminal is known to shape it, a note in both
+ * languages that the page shows it as it should read. */
+static void print_header(const Bank *b, const Options *o)
 {
-    printf("%s\n%s\n%s\n", b->subtitle.lang[lang], b->title.lang[lang], b->description.lang[lang]);
+    if (o->lang == LANG_AR && !o->bidi_terminal)
+        say(0, "%s\n%s\n", quiz_words(LANG_EN)->no_bidi, quiz_words(LANG_AR)->no_bidi);
+    say(0, "%s\n%s\n%s", b->subtitle.lang[o->lang], b->title.lang[o->lang], b->description.lang[o->lang]);
 }
 
 /* The header and every question with its options, without answers. */
-static void print_preview(const Bank *bank, const int orders[][QUIZ_OPTIONS], QuizLang lang)
+static void print_preview(const Bank *bank, const int orders[][QUIZ_OPTIONS], const Options *o)
 {
-    print_header(bank, lang);
-    for (int q = 0; q < bank->n_questions; q++) print_question(bank, q, orders[q], lang);
-    printf("\n%s\n", quiz_words(lang)->preview_note);
+    print_header(bank, o);
+    for (int q = 0; q < bank->n_questions; q++) print_question(bank, q, orders[q], o->lang);
+    printf("\n");
+    say(0, "%s", quiz_words(o->lang)->preview_note);
 }
 
 /* Question q answered `given` (an index into its options): right or wrong, the answer, the
@@ -208,18 +319,19 @@ static bool print_verdict(const Question *question, const int order[QUIZ_OPTIONS
     const bool right = given == question->correct;
     int shown = 0;
     while (order[shown] != question->correct) shown++;
-    printf("%s ", right ? w->right : w->wrong);
-    printf(w->correct_was, '1' + shown, question->options[question->correct].lang[lang]);
     static char text[1 << 15];
+    const int n = snprintf(text, sizeof text, "%s ", right ? w->right : w->wrong);
+    snprintf(text + n, sizeof text - (size_t)n, w->correct_was, '1' + shown, question->options[question->correct].lang[lang]);
+    say(0, "%s", text);
     if (fill_explanation(text, sizeof text, question, lang, results) != REMAT_OK)
         fprintf(stderr, "quiz: %s\n", remat_last_error());
-    printf("\n%s\n", text);
-    printf(w->proof, question->test_file, question->test_name);
-    printf("\n");
+    say(0, "%s", text);
+    say(0, w->proof, question->test_file, question->test_name);
     char program[256];
     snprintf(program, sizeof program, "build/%s", question->bench);
-    printf(w->measure, program);
-    printf("\n");
+    say(0, w->measure, program);
+    explain_sources(text, sizeof text, question, lang, results);
+    if (text[0]) say(0, "%s", text);
     return right;
 }
 
@@ -228,33 +340,54 @@ static void print_score(const Bank *bank, const int *given, int asked, int score
 {
     const QuizWords *w = quiz_words(lang);
     printf("\n");
-    printf(w->score, score, bank->n_questions);
-    printf("\n");
+    say(0, w->score, score, bank->n_questions);
     for (int q = 0; q < asked; q++) {
         const Question *question = &bank->questions[q];
         const bool right = given[q] == question->correct;
-        printf("  %s %d. %s: %s", right ? "✓" : "✗", q + 1, w->chosen, question->options[given[q]].lang[lang]);
-        if (!right) printf(" · %s: %s", w->the_answer, question->options[question->correct].lang[lang]);
-        printf("\n");
+        char line[2048];
+        const int n = snprintf(line, sizeof line, "  %s %d. %s: %s", right ? "✓" : "✗", q + 1, w->chosen,
+                               question->options[given[q]].lang[lang]);
+        if (!right && n > 0 && (size_t)n < sizeof line)
+            snprintf(line + n, sizeof line - (size_t)n, " · %s: %s", w->the_answer, question->options[question->correct].lang[lang]);
+        say(7, "%s", line);
     }
+}
+
+/* Waits for Enter after a typed answer's explanation, before question q + 1; false at the
+ * end of input. */
+static bool wait_for_enter(const Options *o, int q, int n_questions)
+{
+    if (o->n_answers || q + 1 == n_questions) return true;
+    printf("\n");
+    say(0, "%s", quiz_words(o->lang)->next);
+    fflush(stdout);
+    int c;
+    while ((c = getchar()) != EOF && c != '\n') continue;
+    return c != EOF;
 }
 
 /* The quiz on the terminal: the header, every question, read an answer (typed, or from
  * --answers), judge it and explain; then the score. */
 static void ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_OPTIONS], ResultsDir *results)
 {
-    print_header(bank, o->lang);
+    print_header(bank, o);
     int given[QUIZ_QUESTIONS], score = 0, asked = 0;
     for (int q = 0; q < bank->n_questions; q++) {
         print_question(bank, q, orders[q], o->lang);
         const int a = next_answer(o, q);
         if (a == -2) {
-            printf("\n%s\n", quiz_words(o->lang)->ended);
+            printf("\n");
+            say(0, "%s", quiz_words(o->lang)->ended);
             break;
         }
         asked++;
         given[q] = orders[q][a];
         score += print_verdict(&bank->questions[q], orders[q], given[q], o->lang, results);
+        if (!wait_for_enter(o, q, bank->n_questions)) {
+            printf("\n");
+            say(0, "%s", quiz_words(o->lang)->ended);
+            break;
+        }
     }
     print_score(bank, given, asked, score, o->lang);
 }
@@ -278,9 +411,10 @@ int main(int argc, char **argv)
         return 1;
     }
     int orders[QUIZ_QUESTIONS][QUIZ_OPTIONS], status = 0;
+    width = output_width();
     bank_option_orders(bank, o.seed, !o.no_shuffle, orders);
     if (o.html) status = write_page(&o, bank, orders, results);
-    else if (o.preview || (!o.n_answers && !isatty(STDIN_FILENO))) print_preview(bank, orders, o.lang);
+    else if (o.preview || (!o.n_answers && !isatty(STDIN_FILENO))) print_preview(bank, orders, &o);
     else ask_all(&o, bank, orders, results);
     results_close(results);
     bank_free(bank);

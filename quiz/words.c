@@ -18,8 +18,20 @@ static const QuizWords WORDS[LANG_COUNT] = {
         .the_answer = "the answer",
         .preview_note = "Answers and explanations are shown while you take the quiz (run it in a terminal).",
         .ended = "Input ended: the quiz stops here.",
+        .next = "Press Enter for the next question.",
+        .no_bidi = "Arabic is printed in the order it is stored: a terminal that does not shape it right to left "
+                   "(most do not, tmux and xterm among them) shows its letters apart and left to right. The page "
+                   "shows it as it should read: build/quiz/quiz --html results/quiz.html, then open "
+                   "results/quiz.html in a browser. If this terminal does shape Arabic, pass --bidi-terminal.",
         .paired_spread = "%s (%s to %s, %d paired steps)",
         .timed_spread = "%s (%s to %s, %d timed steps)",
+        .slower = "%s slower",
+        .faster = "%s faster",
+        .sources = "Figures from: %s.",
+        .quick_run = "quick run",
+        .full_run = "full run",
+        .unrecorded_run = "mode not recorded",
+        .undated = "date not recorded",
         .not_run = "No figures from this machine yet: run %s --quick to see them in this explanation.",
         .not_recorded = "%s holds no record for some of this explanation's figures (was it run with other "
                         "flags?): run %s --quick to measure them.",
@@ -40,6 +52,9 @@ static const QuizWords WORDS[LANG_COUNT] = {
         .time_wide_left_out = "One of the times %s measured varies too much to carry the lesson (%s), so the "
                               "explanation leaves it out; rerun %s --quick on a quiet machine to see it.",
         .time_contradicted = "The times %s measured contradict each other: %s. Only noise does that.",
+        .time_quick = "%s ran in quick mode, on small configurations: %s",
+        .time_instead_full = "This explanation teaches from the exact bytes instead; run %s without --quick, on a "
+                             "quiet machine, to see the times.",
         .time_instead = "This explanation teaches from the exact bytes and FLOPs instead; rerun %s --quick on "
                         "a quiet machine to see the times.",
         .language_name = "English",
@@ -47,7 +62,7 @@ static const QuizWords WORDS[LANG_COUNT] = {
         .answer_summary = "Answer and explanation",
         .plot_missing = "(plot %s not drawn yet: run bench/plots.sh %s %s)",
         .plot_broken = "(%s is not a readable PNG file)",
-        .plot_caption = "%s, drawn by bench/plots.sh from this machine's results",
+        .plot_caption = "%s, drawn by bench/plots.sh from this machine's results; select it for its full size",
         .result_title = "Your score",
         .again = "Start again",
         .footer_title = "Where these figures come from",
@@ -84,10 +99,22 @@ static const QuizWords WORDS[LANG_COUNT] = {
         .score = "النتيجة: %d من %d",
         .chosen = "إجابتك",
         .the_answer = "الإجابة",
-        .preview_note = "تظهر الإجابات والتفسيرات أثناء إجراء الاختبار (شغّله في طرفية).",
-        .ended = "انتهى الإدخال: يتوقف الاختبار هنا.",
+        .preview_note = "تظهر الإجابات والتفسيرات في أثناء المسابقة (شغّلها في طرفية).",
+        .ended = "انتهى الإدخال: تتوقف المسابقة هنا.",
+        .next = "اضغط Enter للانتقال إلى السؤال التالي.",
+        .no_bidi = "تُطبع العربية هنا بترتيب تخزينها، والطرفية التي لا تعرضها من اليمين إلى اليسار (وهي أغلب "
+                   "الطرفيات، ومنها tmux وxterm) تُظهر حروفها منفصلةً ومن اليسار إلى اليمين. أما الصفحة فتعرضها "
+                   "كما تُقرأ: نفّذ build/quiz/quiz --html results/quiz.html ثم افتح results/quiz.html في المتصفح. "
+                   "وإن كانت طرفيتك تعرض العربية كما ينبغي فأضف الخيار ‎--bidi-terminal.",
         .paired_spread = "%s (من %s إلى %s، أزواج الخطوات: %d)",
         .timed_spread = "%s (من %s إلى %s، الخطوات المقيسة: %d)",
+        .slower = "أبطأ بنسبة %s",
+        .faster = "أسرع بنسبة %s",
+        .sources = "مصدر الأرقام: %s.",
+        .quick_run = "تشغيل سريع",
+        .full_run = "تشغيل كامل",
+        .unrecorded_run = "النمط غير مسجَّل",
+        .undated = "التاريخ غير مسجَّل",
         .not_run = "لا أرقام من هذا الجهاز بعد: شغّل %s --quick لتظهر في هذا التفسير.",
         .not_recorded = "لا يحوي %s سجلًا لبعض أرقام هذا التفسير (هل شُغّل بخيارات أخرى؟): شغّل %s --quick لقياسها.",
         .unreadable = "تعذّرت قراءة النتائج (%s)، فأُسقطت أرقامها: شغّل %s --quick من جديد.",
@@ -106,14 +133,17 @@ static const QuizWords WORDS[LANG_COUNT] = {
         .time_wide_left_out = "أحد الأزمنة التي قاسها %s يتفاوت أكثر من أن يحمل الدرس (%s)، لذا يُسقطه التفسير؛ "
                               "أعد تشغيل %s --quick على جهاز هادئ لتراه.",
         .time_contradicted = "تتناقض الأزمنة التي قاسها %s: %s. ولا يفعل ذلك إلا الضجيج.",
-        .time_instead = "ويعتمد هذا التفسير بدلًا منها على البايتات والعمليات الحسابية (FLOPs) الدقيقة؛ أعد "
+        .time_quick = "شُغّل %s في النمط السريع، على إعدادات صغيرة: %s",
+        .time_instead_full = "ويعتمد هذا التفسير بدلًا منها على عدد البايتات الدقيق؛ شغّل %s من دون الخيار "
+                             "‎--quick على جهاز هادئ لترى الأزمنة.",
+        .time_instead = "ويعتمد هذا التفسير بدلًا منها على العدد الدقيق للبايتات ولعمليات الفاصلة العائمة (FLOPs)؛ أعد "
                         "تشغيل %s --quick على جهاز هادئ لترى الأزمنة.",
         .language_name = "العربية",
         .noscript = "جافاسكربت معطّلة: افتح «الإجابة والتفسير» تحت السؤال لتتحقق من إجابتك.",
         .answer_summary = "الإجابة والتفسير",
         .plot_missing = "(لم يُرسم %s بعد: شغّل bench/plots.sh %s %s)",
         .plot_broken = "(%s ليس ملف PNG مقروءًا)",
-        .plot_caption = "%s، رسمه bench/plots.sh من نتائج هذا الجهاز",
+        .plot_caption = "%s، رسمه bench/plots.sh من نتائج هذا الجهاز؛ انقر عليه لتراه بحجمه الكامل",
         .result_title = "نتيجتك",
         .again = "ابدأ من جديد",
         .footer_title = "من أين تأتي هذه الأرقام",

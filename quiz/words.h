@@ -24,11 +24,18 @@ typedef struct QuizWords {
     const char *chosen, *the_answer; /* the score's list: "your answer: ... · the answer: ..." */
     const char *preview_note; /* after the preview, without a terminal */
     const char *ended;        /* end of input before the last question */
+    const char *next;         /* after an explanation, when the answers are typed */
+    const char *no_bidi;      /* Arabic in a terminal that may not shape it: names the page */
 
     /* A time quoted with its spread: %s the value, %s and %s the interval's bounds, %d
      * the samples: "+28.5% (+24.1% to +31.0%, 9 paired steps)". A ratio of times comes
      * from paired steps, a time from timed steps. */
     const char *paired_spread, *timed_spread;
+    const char *slower, *faster; /* %s a change's size: "4.0% slower", by its sign */
+
+    /* Where a question's figures come from: %s the runs, each "bench (how, date)". */
+    const char *sources;
+    const char *quick_run, *full_run, *unrecorded_run, *undated;
 
     /* Notes below an explanation, about its figures (%s a bench's program). */
     const char *not_run;      /* %s program: no results file */
@@ -45,7 +52,9 @@ typedef struct QuizWords {
     const char *time_few_left_out;  /* %s program, %s the figure with its spread, %s program */
     const char *time_wide_left_out; /* %s program, %s the figure with its spread, %s program */
     const char *time_contradicted; /* %s program, %s the bank's clause with the figures */
+    const char *time_quick;   /* %s program, %s the question's quick_times (bank.h) */
     const char *time_instead; /* %s program */
+    const char *time_instead_full; /* %s program: after time_quick */
 
     /* The page's own (page.h). */
     const char *language_name;               /* in its own language, for the switch */

@@ -40,10 +40,13 @@
 #include "quiz/page.h"
 #include "quiz/words.h"
 
-/* The source quiz's correct options, 1-based, in the bank's order (shared/quiz-seed.md),
- * and an answer sheet that is right only for questions 3 and 8. */
-static const char *const RIGHT = "2,4,1,3,4,2,3,1";
+/* Answer sheets as the page's buttons number the options (the page is written with
+ * --seed 7, and `#answers=` counts in the order the buttons show): the right answers,
+ * filled in by setup, and the first button every time, right where --seed 7 put the
+ * correct option first. */
+static char RIGHT[32];
 static const char *const ALL_FIRST = "1,1,1,1,1,1,1,1";
+static int all_first_score;
 
 static char scratch[] = "/tmp/remat_page_XXXXXX";
 static char page[512];     /* the page `quiz --html` wrote from the scratch results */
@@ -100,7 +103,7 @@ static double fake_value(const char *format, int k)
 {
     if (!strcmp(format, "bytes")) return 1048576.0 * (k + 1) + 65536.0 * k;
     if (!strcmp(format, "percent")) return 0.011 * (k + 1);
-    if (!strcmp(format, "excess")) return 1.0 + 0.013 * (k + 1);
+    if (!strcmp(format, "excess") || !strcmp(format, "change")) return 1.0 + 0.013 * (k + 1);
     if (!strcmp(format, "int")) return 10 + k;
     return 0.125 * (k + 1);
 }
@@ -182,6 +185,16 @@ static int setup(void **state)
 {
     (void)state;
     if (!mkdtemp(scratch) || !(bank = bank_load(REMAT_QUIZ_BANK))) return -1;
+    setenv("COLUMNS", "1000000", 1); /* the terminal quiz's paragraphs, a line each */
+    int orders[8][QUIZ_OPTIONS];
+    bank_option_orders(bank, 7, true, orders);
+    for (int q = 0; q < bank->n_questions; q++) {
+        int shown = 0;
+        while (orders[q][shown] != bank->questions[q].correct) shown++;
+        RIGHT[2 * q] = (char)('1' + shown);
+        RIGHT[2 * q + 1] = q + 1 < bank->n_questions ? ',' : '\0';
+        all_first_score += shown == 0;
+    }
     write_results("bench_dropout");
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "mkdir -p %s/plots && cp %s/docs/img/scaling.png %s/docs/img/timeline.png "
@@ -220,10 +233,11 @@ static void test_page_holds_both_languages_and_every_question(void **state)
     /* Readable without JavaScript: every answer and explanation inside a <details>. */
     assert_int_equal(count(html, "<details class=\"answer\">"), 16);
     assert_int_equal(count(html, "<p class=\"explanation\">"), 16);
-    /* The times are quoted with their spread, in both languages: question 3's three,
-     * question 6's two and question 7's counter-based masks against the stream. */
-    assert_int_equal(count(html, " paired steps)</span>"), 6);
-    assert_int_equal(count(html, "أزواج الخطوات: <bdi dir=\"ltr\">9</bdi>)</span>"), 6);
+    /* The times are quoted with their spread, in both languages: question 3's three and
+     * question 7's counter-based masks against the stream; question 6's come from a quick
+     * run, which its explanation does not teach from (a note says so). */
+    assert_int_equal(count(html, " paired steps)</span>"), 4);
+    assert_int_equal(count(html, "أزواج الخطوات: <bdi dir=\"ltr\">9</bdi>)</span>"), 4);
     assert_int_equal(count(html, "<noscript>"), 2);
     /* The option order is the terminal's for the same seed: --seed 7 shuffled question 1. */
     int orders[8][QUIZ_OPTIONS];
@@ -235,7 +249,10 @@ static void test_page_holds_both_languages_and_every_question(void **state)
     assert_ptr_equal(strstr(q1, "class=\"option\" data-option="), strstr(q1, want));
     /* Every quoted bench's results are there but bench_dropout's: one note, under question
      * 7, in each language (and the two notes for readers without JavaScript). */
-    assert_int_equal(count(html, "<p class=\"note\">"), 2 + 2);
+    assert_int_equal(count(html, "<p class=\"note\">"), 2 + 2 + 2);
+    assert_int_equal(count(html, "build/bench/bench_offload ran in quick mode"), 1);
+    assert_int_equal(count(html, "<p class=\"sources\">Figures from: bench_scaling (quick run, "), 3);
+    assert_int_equal(count(html, "<a class=\"full-size\" href=\"plots/scaling.png\"><img"), 2 * 3);
     assert_int_equal(count(html, "<noscript><p class=\"note\">"), 2);
     free(html);
 }
@@ -250,13 +267,16 @@ static void test_page_is_self_contained(void **state)
     assert_null(strstr(html, "<link"));
     assert_null(strstr(html, "@import"));
     assert_non_null(strstr(html, "Content-Security-Policy\" content=\"default-src 'none'; img-src data:;"));
-    /* Every source is inline: each src= is a data: URI, each href= a fragment. */
+    /* Every source is inline: each src= is a data: URI; each href= a fragment, or a
+     * plot's own file beside the page, which a reader may follow for its full size but
+     * the page never loads. */
     size_t images = 0;
     for (const char *p = html; (p = strstr(p, " src=\"")) != NULL; p++, images++)
         assert_int_equal(strncmp(p, " src=\"data:image/png;base64,", 28), 0);
-    for (const char *p = html; (p = strstr(p, " href=\"")) != NULL; p++) assert_int_equal(p[7], '#');
+    for (const char *p = html; (p = strstr(p, " href=\"")) != NULL; p++)
+        assert_true(p[7] == '#' || !strncmp(p + 7, "plots/", 6));
     /* Four plots in the scratch results, each under its questions in both languages
-     * (scaling.png and timeline.png serve two questions each). */
+     * (scaling.png serves three). */
     assert_int_equal(images, 2 * 6);
     free(html);
 }
@@ -539,7 +559,7 @@ static char *terminal_quiz(QuizLang lang, const char *answers)
 {
     char cmd[2048];
     int code;
-    snprintf(cmd, sizeof cmd, "%s --lang %s --no-shuffle --answers %s --results %s", REMAT_QUIZ_BIN,
+    snprintf(cmd, sizeof cmd, "%s --lang %s --seed 7 --answers %s --results %s", REMAT_QUIZ_BIN,
              lang == LANG_AR ? "ar" : "en", answers, scratch);
     char *out = run(cmd, &code);
     assert_int_equal(code, 0);
@@ -574,7 +594,7 @@ static void test_page_in_a_browser_scores_right_and_wrong_answers(void **state)
             char *terminal = terminal_quiz((QuizLang)l, sheets[s]);
             assert_true(line_starting(terminal, quiz_words((QuizLang)l)->score, expected, sizeof expected));
             assert_string_equal(score, expected);
-            snprintf(expected, sizeof expected, quiz_words((QuizLang)l)->score, s == 0 ? 8 : 2, 8);
+            snprintf(expected, sizeof expected, quiz_words((QuizLang)l)->score, s == 0 ? 8 : all_first_score, 8);
             assert_string_equal(score, expected);
             /* The language chosen is the page's: the Arabic view right to left, the other
              * view hidden. */
@@ -589,7 +609,12 @@ static void test_page_in_a_browser_scores_right_and_wrong_answers(void **state)
             assert_true((strstr(tag, " hidden") != NULL) == (l == LANG_AR));
             /* Every answered question's explanation is open; a wrong answer is marked. */
             assert_int_equal(count(dom, "<details class=\"answer\" open=\"\">"), 16);
-            assert_int_equal(count(dom, "class=\"option wrong\""), s == 0 ? 0 : 2 * 6);
+            assert_int_equal(count(dom, "class=\"option wrong\""), s == 0 ? 0 : 2 * (8 - all_first_score));
+            /* The answer n given in the address is the n-th button: the first, here. */
+            const char *first = strstr(dom, l == LANG_AR ? "id=\"ar-q1\"" : "id=\"en-q1\"");
+            assert_non_null(first);
+            first = strstr(first, "<button");
+            if (s == 1) assert_true(strstr(first, "aria-pressed=\"true\"") < strchr(first, '>'));
             free(terminal);
         }
     }
@@ -619,6 +644,8 @@ static size_t quoted_figures(int q, QuizLang lang)
     size_t n = 0;
     for (int p = 0; p < question->n_parts; p++) {
         const char *text = question->parts[p].text.lang[lang];
+        if (question->quick_times.lang[lang] && question_quotes_time(question, text))
+            text = question->parts[p].otherwise.lang[lang]; /* a quick run's times: from bytes */
         if (!quotes_bench_dropout(question, text)) n += count(text, "{");
     }
     return n;
