@@ -102,6 +102,15 @@ count() {
   [ -n "$3" ] || fail "$1: no row plotted has a value in column $2: run the bench's whole sweep again"
   [[ $3 =~ ^[0-9]+$ ]] || fail "$1: column $2 holds '$3', not a whole number: run the bench again"
 }
+# rounds CSV FILE: the fewest and most rounds FILE holds (two whole numbers the CSV's
+# samples column gave), as a subtitle says them: "6", or "6 to 8" when the rows differ.
+rounds() {
+  local least most
+  IFS=$'\t' read -r least most <"$2" || true
+  count "$1" samples "$least"
+  count "$1" samples "$most"
+  if [ "$least" = "$most" ]; then echo "$least"; else echo "$least to $most"; fi
+}
 number() {
   [ -n "$3" ] || fail "$1: no row plotted has a value in column $2: run the bench's whole sweep again"
   [[ $3 =~ ^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$ ]] ||
@@ -243,15 +252,14 @@ csv "$results/bench_placement.csv" '
     if (t == 1) { saved[p] = 100 * $(c["act_saved_fraction"]); flop[p] = 100 * $(c["flop_overhead"]) }
     time[p, t] = 100 * ($(c["time_overhead"]) - 1)
     lo[p, t] = 100 * ($(c["time_overhead_lo"]) - 1); hi[p, t] = 100 * ($(c["time_overhead_hi"]) - 1)
-    rounds = $(c["samples"])
+    s = $(c["samples"]); if (nr++ == 0 || s + 0 < least + 0) least = s; if (s + 0 > most + 0) most = s
   }
   # columns: name, saved, FLOPs, then median, low and high of the time on 1 and 2 threads
   function times(p, t) { return ((p, t) in time) ? time[p, t] "\t" lo[p, t] "\t" hi[p, t] : "0\t0\t0" }
   END { for (i = 1; i <= n; i++) { p = order[i]; print "\"" p "\"", saved[p], flop[p], times(p, 1), times(p, 2) }
-        print rounds > "'"$tmp"'/placement.rounds" }
+        print least "\t" most > "'"$tmp"'/placement.rounds" }
 ' >"$tmp/placement.dat"
-placement_rounds=$(cat "$tmp/placement.rounds")
-count "$results/bench_placement.csv" samples "$placement_rounds"
+placement_rounds=$(rounds "$results/bench_placement.csv" "$tmp/placement.rounds")
 draw placement <<EOF
 $common
 set terminal pngcairo noenhanced size 1400,620 font "DejaVu Sans,12"
@@ -292,13 +300,12 @@ csv "$results/bench_selective.csv" '
     if (!(t in seen)) { seen[t] = 1; order[++n] = t }
     val[t, p] = 100 * ($(c["time_overhead"]) - 1) "\t" 100 * ($(c["time_overhead_lo"]) - 1) "\t" \
                 100 * ($(c["time_overhead_hi"]) - 1)
-    rounds = $(c["samples"]) }
+    s = $(c["samples"]); if (nr++ == 0 || s + 0 < least + 0) least = s; if (s + 0 > most + 0) most = s }
   END { for (i = 1; i <= n; i++) { t = order[i]
           print "T=" t, val[t, "full"], val[t, "dots_saveable"], val[t, "attention_core"] }
-        print rounds > "'"$tmp"'/selective.rounds" }
+        print least "\t" most > "'"$tmp"'/selective.rounds" }
 ' >"$tmp/selective_time_overhead.dat"
-selective_rounds=$(cat "$tmp/selective.rounds")
-count "$results/bench_selective.csv" samples "$selective_rounds"
+selective_rounds=$(rounds "$results/bench_selective.csv" "$tmp/selective.rounds")
 # columns: T, then MiB kept per layer without checkpointing: naive/stream, naive/counter,
 # fused (a missing configuration, naive attention past its longest T, is "-")
 csv "$results/bench_selective.csv" '
