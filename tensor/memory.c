@@ -131,9 +131,12 @@ void *mem_alloc(MemKind kind, size_t bytes)
                    "with mem_account)", (int)kind);
         return NULL;
     }
-    if (bytes == 0 || bytes > SIZE_MAX / 2) {
-        if (bytes == 0) remat_fail(REMAT_EINVAL, "mem_alloc: zero-byte allocation of %s", mem_kind_name(kind));
-        else remat_fail(REMAT_EINVAL, "mem_alloc: %zu bytes of %s is not a sensible size", bytes, mem_kind_name(kind));
+    if (bytes == 0) {
+        remat_fail(REMAT_EINVAL, "mem_alloc: zero-byte allocation of %s", mem_kind_name(kind));
+        return NULL;
+    }
+    if (bytes > SIZE_MAX / 2) {
+        remat_fail(REMAT_EINVAL, "mem_alloc: %zu bytes of %s is not a sensible size", bytes, mem_kind_name(kind));
         return NULL;
     }
     if (check_budget(kind, bytes) != REMAT_OK) return NULL;

@@ -103,6 +103,7 @@ static int run_session(const Block *session, char (*out)[LINE_LEN], int max)
     const int fd = mkstemp(script);
     assert_true(fd >= 0);
     FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
     for (int i = 1; i < session->n; i++) fprintf(f, "%s\n", session->text[i] + strlen("(gdb) "));
     fprintf(f, "echo " END_MARKER "\\n\n");
     fclose(f);
