@@ -124,10 +124,10 @@ RematStatus platform_check_address_space(void)
     if (need <= limit.rlim_cur) return REMAT_OK;
     return remat_fail(REMAT_EOOM,
                       "the address-space limit (ulimit -v) is %.0f MiB and %.0f MiB of it is in use; OpenBLAS "
-                      "maps about %.0f MiB for each thread after the first (%d threads), and short of it retries "
+                      "maps about %.0f MiB for each thread after the first (%d thread%s), and short of it retries "
                       "forever: raise the limit to at least %.0f MiB, or run fewer threads",
                       (double)limit.rlim_cur / mib, (double)used / mib, PLATFORM_BLAS_BYTES_PER_THREAD / mib, threads,
-                      (double)need / mib);
+                      threads == 1 ? "" : "s", (double)need / mib);
 }
 
 RematStatus platform_resident(Resident *r)

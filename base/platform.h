@@ -52,9 +52,8 @@ RematStatus platform_set_threads(int threads);
 /* REMAT_OK unless an address-space limit (ulimit -v, RLIMIT_AS) leaves less than
  * PLATFORM_BLAS_BYTES_PER_THREAD for each thread in effect after the first, plus the
  * margin, above what the process maps now: there OpenBLAS would spin forever retrying a
- * buffer it cannot map. REMAT_EOOM then,
- * naming the limit, what is in use and the limit to ask for. Call it once the thread
- * count is set, before the first BLAS call. */
+ * buffer it cannot map. REMAT_EOOM then, naming the limit, what is in use and the limit
+ * to ask for. Call it once the thread count is set, before the first BLAS call. */
 RematStatus platform_check_address_space(void);
 
 /* The bytes of memory this process could still get without the machine swapping: Linux's
