@@ -290,11 +290,9 @@ int main(int argc, char **argv)
     Options opt;
     const int parsed = parse_options(argc, argv, &opt);
     if (parsed >= 0) return parsed;
-    if (opt.results && results_check_dir(opt.results, "bench_sgemm") != REMAT_OK) { /* before measuring */
-        fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
-        return 1;
-    }
-    if (platform_check_address_space() != REMAT_OK) { /* before OpenBLAS spins on a buffer it cannot map */
+    /* Before measuring: the results directory, and a limit OpenBLAS would spin under. */
+    if ((opt.results && results_check_dir(opt.results, "bench_sgemm") != REMAT_OK) ||
+        platform_check_address_space() != REMAT_OK) {
         fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
         return 1;
     }
