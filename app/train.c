@@ -393,14 +393,16 @@ static RematStatus build_data_parallel(Run *run)
 static RematStatus resume(Run *run)
 {
     const TrainOptions *o = run->opt;
-    if (!run->zero || zero_stage(run->zero) == 0)
-        return model_load_file(run->model, run->optim, &run->state, run->resumed, o->resume);
-    Optimizer *full = create_optimizer(run, true);
+    const bool sharded = run->zero && zero_stage(run->zero) > 0;
+    Optimizer *full = sharded ? create_optimizer(run, true) : run->optim;
     RematStatus status = full ? gather_params(run) : remat_last_status(); /* storage to load into */
     if (status == REMAT_OK) status = model_load_file(run->model, full, &run->state, run->resumed, o->resume);
-    if (status == REMAT_OK) status = zero_scatter_optimizer(run->zero, run->optim, full);
+    if (status == REMAT_OK && run->zero) /* each rank read its own copy of the file */
+        status = zero_agree_state(&run->world, run->state.step, run->model->params, run->model->n_params, full,
+                                  "every rank must resume the same state, and --resume reads each rank's own copy");
+    if (status == REMAT_OK && sharded) status = zero_scatter_optimizer(run->zero, run->optim, full);
     scatter_params(run); /* this rank keeps its part of what was loaded */
-    optim_free(full);
+    if (sharded) optim_free(full);
     return status;
 }
 
@@ -532,6 +534,31 @@ static RematStatus open_resumed(Run *run)
     return REMAT_OK;
 }
 
+/* Under mpirun: the flags every rank must be given alike, or one rank would wait in a
+ * collective the others never reach, or train other numbers without a word. Not paths
+ * (each rank may read its own copies; a resumed state is compared once loaded), nor
+ * --memory-budget, --threads or output flags, which are each rank's own; the strategy only
+ * at --zero 3, where it decides which parameters a step gathers and when. */
+static RematStatus check_ranks_agree(const TrainOptions *o)
+{
+    const StepOptions *s = &o->step;
+    const char *strategy = s->zero_stage == 3 ? name_of(&STRATEGY_NAMES, s->strategy.kind) : "any";
+    const DistFact facts[] = {
+        dist_fact_text("--model", name_of(&MODEL_KIND_NAMES, o->model)), dist_fact_u64("--layers", o->layers),
+        dist_fact_u64("--d-model", o->d_model), dist_fact_u64("--heads", o->heads), dist_fact_u64("--seq", o->seq),
+        dist_fact_u64("--batch", o->batch), dist_fact_float("--dropout", o->dropout),
+        dist_fact_text("--dropout-rng", name_of(&DROPOUT_RNG_NAMES, o->dropout_rng)),
+        dist_fact_text("--attention", name_of(&ATTENTION_KIND_NAMES, o->attention)),
+        dist_fact_text("--optimizer", name_of(&OPTIM_KIND_NAMES, o->optimizer)), dist_fact_float("--lr", o->lr),
+        dist_fact_float("--momentum", o->momentum), dist_fact_float("--weight-decay", o->weight_decay),
+        dist_fact_u64("--steps", (uint64_t)o->steps), dist_fact_u64("--seed", o->seed),
+        dist_fact_u64("--eval-every", o->eval_every), dist_fact_u64("--eval-batches", o->eval_batches),
+        dist_fact_text("--resume", o->resume ? "given" : "not given"), dist_fact_u64("--zero", s->zero_stage),
+        dist_fact_u64("--accumulate", s->accumulate), dist_fact_text("--strategy", strategy)};
+    const DistGroup world = dist_world();
+    return dist_agree(&world, facts, (int)(sizeof facts / sizeof *facts), "every rank must be given the same flags");
+}
+
 /* ---- train_run ------------------------------------------------------------------------ */
 
 /* Checks what it can before building anything, builds the run and prints its header; then
@@ -539,6 +566,7 @@ static RematStatus open_resumed(Run *run)
 static RematStatus run_start(Run *run, FILE *out)
 {
     const TrainOptions *opt = run->opt;
+    if (job_world().size > 1 && check_ranks_agree(opt) != REMAT_OK) return remat_last_status();
     if (check_files(opt) != REMAT_OK || open_resumed(run) != REMAT_OK || check_memory(opt) != REMAT_OK)
         return remat_last_status();
     if (opt->threads && platform_set_threads(opt->threads) != REMAT_OK) return remat_last_status();

@@ -16,6 +16,7 @@
 #define REMAT_PARALLEL_GROUP_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "base/error.h"
@@ -46,10 +47,33 @@ void dist_finalize(void);
 
 /* Ends every rank of the job at once with exit status `code` (MPI_Abort); without a
  * launcher, exits this process with it. For a rank that failed: the others are waiting
- * for it in a collective and would never return. */
+ * for it in a collective and would never return. After dist_agree found the ranks
+ * disagree, every rank failed alike: each ends itself (MPI_Finalize, exit), so that every
+ * rank's message is printed and none is cut short. */
 _Noreturn void dist_abort(int code);
 
 /* Waits until every rank has arrived. Nothing without a launcher. */
 void dist_barrier(const DistGroup *g);
+
+/* ---- ranks that must agree ------------------------------------------------------------ */
+
+/* One setting every rank must hold the same of, by name, with its value as canonical text:
+ * equal values give equal text on every rank (no struct bytes, no padding). */
+#define DIST_FACT_CHARS 40
+typedef struct DistFact {
+    const char *name;             /* "--steps", "the resumed step" */
+    char value[DIST_FACT_CHARS];  /* "4", "adamw", "0.002"; longer text is cut */
+} DistFact;
+
+DistFact dist_fact_text(const char *name, const char *text); /* NULL: "none" */
+DistFact dist_fact_u64(const char *name, uint64_t value);
+DistFact dist_fact_float(const char *name, float value); /* the shortest text that reads back as it */
+
+/* Whether every rank holds the same n facts: each rank's are all-gathered and compared in
+ * order. REMAT_OK if they agree; else, on every rank alike, REMAT_EINVAL naming this rank's
+ * first difference, "--steps is 4 here, 6 on rank 0: `hint`", and dist_abort then lets each
+ * rank end itself. A collective: every rank calls it at the same point, with facts of the
+ * same names. A group of one agrees with itself and touches no MPI. */
+RematStatus dist_agree(const DistGroup *g, const DistFact *facts, int n, const char *hint);
 
 #endif /* REMAT_PARALLEL_GROUP_H */

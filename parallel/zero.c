@@ -343,3 +343,31 @@ RematStatus zero_scatter_optimizer(const Zero *z, Optimizer *shard, const Optimi
     }
     return optim_set_steps(shard, optim_steps(full));
 }
+
+/* FNV-1a over `bytes`, continuing from `h`: a digest for ranks to compare, not a guard
+ * against anyone who means harm. */
+static uint64_t digest(uint64_t h, const void *bytes, size_t n)
+{
+    const unsigned char *p = bytes;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3u;
+    return h;
+}
+
+RematStatus zero_agree_state(const DistGroup *g, int step, const Param *params, int n, const Optimizer *opt,
+                             const char *hint)
+{
+    uint64_t values = 0xcbf29ce484222325u, state = values, count = 0;
+    for (int i = 0; i < n; i++) {
+        const Tensor *t = params[i].var->value;
+        Tensor *s[2];
+        optim_state(opt, i, &s[0], &s[1]);
+        values = digest(values, t->data, t->bytes);
+        count += t->numel;
+        for (int k = 0; k < 2; k++) state = s[k] ? digest(state, s[k]->data, s[k]->bytes) : state;
+    }
+    const int steps = optim_steps(opt);
+    const DistFact facts[] = {dist_fact_u64("the resumed step", (uint64_t)step), dist_fact_u64("the parameter count", count),
+                              dist_fact_u64("the parameters' digest", values),
+                              dist_fact_u64("the optimizer state's digest", digest(state, &steps, sizeof steps))};
+    return dist_agree(g, facts, 4, hint);
+}
