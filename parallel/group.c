@@ -83,9 +83,10 @@ static const char *fact_of(const char *all, int r, int n, int i)
 RematStatus dist_agree(const DistGroup *g, const DistFact *facts, int n, const char *hint)
 {
     if (!launched || g->size == 1) return REMAT_OK;
-    const int K = g->size, chars = DIST_FACT_CHARS;
+    const int K = g->size;
+    const size_t chars = DIST_FACT_CHARS;
     int *counts = malloc((size_t)K * sizeof *counts);
-    const size_t bytes = (size_t)n * (size_t)chars; /* one rank's facts */
+    const size_t bytes = (size_t)n * chars; /* one rank's facts */
     char *all = malloc((size_t)(K + 1) * bytes); /* every rank's, then this one's */
     if (!counts || !all) {
         free(counts);
@@ -98,8 +99,8 @@ RematStatus dist_agree(const DistGroup *g, const DistFact *facts, int n, const c
     while (r < K && counts[r] == n) r++;
     RematStatus status = REMAT_OK;
     if (r < K) status = remat_fail(REMAT_EINVAL, "%d settings here, %d on rank %d: %s", n, counts[r], r, hint);
-    for (int i = 0; status == REMAT_OK && i < n; i++) memcpy(mine + (size_t)i * (size_t)chars, facts[i].value, DIST_FACT_CHARS);
-    if (status == REMAT_OK) MPI_Allgather(mine, n * chars, MPI_CHAR, all, n * chars, MPI_CHAR, MPI_COMM_WORLD);
+    for (int i = 0; status == REMAT_OK && i < n; i++) memcpy(mine + (size_t)i * chars, facts[i].value, chars);
+    if (status == REMAT_OK) MPI_Allgather(mine, (int)bytes, MPI_CHAR, all, (int)bytes, MPI_CHAR, MPI_COMM_WORLD);
     for (int i = 0; status == REMAT_OK && i < n; i++) { /* the first fact another rank holds otherwise */
         for (r = 0; r < K && status == REMAT_OK; r++)
             if (strcmp(fact_of(all, r, n, i), facts[i].value))

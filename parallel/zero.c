@@ -366,8 +366,8 @@ RematStatus zero_agree_state(const DistGroup *g, int step, const Param *params, 
         for (int k = 0; k < 2; k++) state = s[k] ? digest(state, s[k]->data, s[k]->bytes) : state;
     }
     const int steps = optim_steps(opt);
-    const DistFact facts[] = {dist_fact_u64("the resumed step", (uint64_t)step), dist_fact_u64("the parameter count", count),
-                              dist_fact_u64("the parameters' digest", values),
+    const DistFact facts[] = {dist_fact_u64("the resumed step", (uint64_t)step),
+                              dist_fact_u64("the parameter count", count), dist_fact_u64("the parameters' digest", values),
                               dist_fact_u64("the optimizer state's digest", digest(state, &steps, sizeof steps))};
     return dist_agree(g, facts, 4, hint);
 }
