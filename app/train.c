@@ -17,6 +17,7 @@
  */
 #include "app/train.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -542,19 +543,20 @@ static RematStatus open_resumed(Run *run)
 static RematStatus check_ranks_agree(const TrainOptions *o)
 {
     const StepOptions *s = &o->step;
-    const char *strategy = s->zero_stage == 3 ? name_of(&STRATEGY_NAMES, s->strategy.kind) : "any";
     const DistFact facts[] = {
-        dist_fact_text("--model", name_of(&MODEL_KIND_NAMES, o->model)), dist_fact_u64("--layers", o->layers),
-        dist_fact_u64("--d-model", o->d_model), dist_fact_u64("--heads", o->heads), dist_fact_u64("--seq", o->seq),
-        dist_fact_u64("--batch", o->batch), dist_fact_float("--dropout", o->dropout),
-        dist_fact_text("--dropout-rng", name_of(&DROPOUT_RNG_NAMES, o->dropout_rng)),
-        dist_fact_text("--attention", name_of(&ATTENTION_KIND_NAMES, o->attention)),
-        dist_fact_text("--optimizer", name_of(&OPTIM_KIND_NAMES, o->optimizer)), dist_fact_float("--lr", o->lr),
-        dist_fact_float("--momentum", o->momentum), dist_fact_float("--weight-decay", o->weight_decay),
-        dist_fact_u64("--steps", (uint64_t)o->steps), dist_fact_u64("--seed", o->seed),
-        dist_fact_u64("--eval-every", o->eval_every), dist_fact_u64("--eval-batches", o->eval_batches),
-        dist_fact_text("--resume", o->resume ? "given" : "not given"), dist_fact_u64("--zero", s->zero_stage),
-        dist_fact_u64("--accumulate", s->accumulate), dist_fact_text("--strategy", strategy)};
+        dist_fact("--model", "%s", name_of(&MODEL_KIND_NAMES, o->model)), dist_fact("--layers", "%d", o->layers),
+        dist_fact("--d-model", "%d", o->d_model), dist_fact("--heads", "%d", o->heads),
+        dist_fact("--seq", "%d", o->seq), dist_fact("--batch", "%d", o->batch),
+        dist_fact("--dropout", "%.9g", (double)o->dropout),
+        dist_fact("--dropout-rng", "%s", name_of(&DROPOUT_RNG_NAMES, o->dropout_rng)),
+        dist_fact("--attention", "%s", name_of(&ATTENTION_KIND_NAMES, o->attention)),
+        dist_fact("--optimizer", "%s", name_of(&OPTIM_KIND_NAMES, o->optimizer)),
+        dist_fact("--lr", "%.9g", (double)o->lr), dist_fact("--momentum", "%.9g", (double)o->momentum),
+        dist_fact("--weight-decay", "%.9g", (double)o->weight_decay), dist_fact("--steps", "%d", o->steps),
+        dist_fact("--seed", "%" PRIu64, o->seed), dist_fact("--eval-every", "%d", o->eval_every),
+        dist_fact("--eval-batches", "%d", o->eval_batches), dist_fact("--resume", "%s", o->resume ? "given" : "not given"),
+        dist_fact("--zero", "%d", s->zero_stage), dist_fact("--accumulate", "%d", s->accumulate),
+        dist_fact("--strategy", "%s", s->zero_stage == 3 ? name_of(&STRATEGY_NAMES, s->strategy.kind) : "any")};
     const DistGroup world = dist_world();
     return dist_agree(&world, facts, (int)(sizeof facts / sizeof *facts), "every rank must be given the same flags");
 }

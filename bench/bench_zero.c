@@ -345,9 +345,9 @@ int main(int argc, char **argv)
     ResultsTable *stages = results_row_table(results, "stages",
                                              "per rank and ZeRO stage: bytes kept, bytes moved, time", STAGE_COLUMNS,
                                              RESULTS_COUNT(STAGE_COLUMNS), true);
-    const DistFact facts[] = {dist_fact_u64("--quick", o.quick), dist_fact_u64("--steps", (uint64_t)o.steps),
-                              dist_fact_text("--strategy", o.one_strategy ? strategy_name(o.step.strategy.kind) : NULL),
-                              dist_fact_u64("--project", project.project)}; /* what the ranks run together */
+    const DistFact facts[] = {dist_fact("--quick", "%d", o.quick), dist_fact("--steps", "%d", o.steps),
+                              dist_fact("--strategy", "%s", o.one_strategy ? strategy_name(o.step.strategy.kind) : "-"),
+                              dist_fact("--project", "%d", project.project)}; /* what the ranks run together */
     RematStatus status = dist_agree(&g, facts, 4, "every rank must be given the same flags");
     if (status == REMAT_OK) status = measure_stages(&g, &o, results, stages);
     AllreduceFit fit = {0};

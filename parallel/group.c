@@ -3,8 +3,8 @@
  */
 #include "parallel/group.h"
 
-#include <inttypes.h>
 #include <mpi.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,65 +50,35 @@ void dist_barrier(const DistGroup *g)
 
 /* ---- ranks that must agree ------------------------------------------------------------ */
 
-DistFact dist_fact_text(const char *name, const char *text)
+DistFact dist_fact(const char *name, const char *format, ...)
 {
     DistFact f = {.name = name};
-    snprintf(f.value, sizeof f.value, "%s", text ? text : "none");
+    va_list ap;
+    va_start(ap, format);
+    vsnprintf(f.value, sizeof f.value, format, ap);
+    va_end(ap);
     return f;
-}
-
-DistFact dist_fact_u64(const char *name, uint64_t value)
-{
-    DistFact f = {.name = name};
-    snprintf(f.value, sizeof f.value, "%" PRIu64, value);
-    return f;
-}
-
-DistFact dist_fact_float(const char *name, float value)
-{
-    DistFact f = {.name = name};
-    for (int digits = 1; digits <= 9; digits++) { /* 9 digits read back as any float */
-        snprintf(f.value, sizeof f.value, "%.*g", digits, (double)value);
-        if (strtof(f.value, NULL) == value) break;
-    }
-    return f;
-}
-
-/* Rank r's value of fact i, among the n facts of every rank gathered into `all`. */
-static const char *fact_of(const char *all, int r, int n, int i)
-{
-    return all + ((size_t)r * (size_t)n + (size_t)i) * DIST_FACT_CHARS;
 }
 
 RematStatus dist_agree(const DistGroup *g, const DistFact *facts, int n, const char *hint)
 {
     if (!launched || g->size == 1) return REMAT_OK;
-    const int K = g->size;
-    const size_t chars = DIST_FACT_CHARS;
-    int *counts = malloc((size_t)K * sizeof *counts);
-    const size_t bytes = (size_t)n * chars; /* one rank's facts */
-    char *all = malloc((size_t)(K + 1) * bytes); /* every rank's, then this one's */
-    if (!counts || !all) {
-        free(counts);
-        free(all);
-        return remat_fail(REMAT_ENOMEM, "rank %d: no memory to check that the ranks agree", g->rank);
-    }
-    char *mine = all + (size_t)K * bytes;
-    MPI_Allgather(&n, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD);
-    int r = 0;
-    while (r < K && counts[r] == n) r++;
+    const size_t bytes = (size_t)n * DIST_FACT_CHARS; /* one rank's facts */
+    char *all = calloc((size_t)(g->size + 1), bytes); /* every rank's, then this one's */
+    if (!all) return remat_fail(REMAT_ENOMEM, "rank %d: no memory to check that the ranks agree", g->rank);
+    char *mine = all + (size_t)g->size * bytes;
+    for (int i = 0; i < n; i++) memcpy(mine + (size_t)i * DIST_FACT_CHARS, facts[i].value, DIST_FACT_CHARS);
+    MPI_Allgather(mine, (int)bytes, MPI_CHAR, all, (int)bytes, MPI_CHAR, MPI_COMM_WORLD);
     RematStatus status = REMAT_OK;
-    if (r < K) status = remat_fail(REMAT_EINVAL, "%d settings here, %d on rank %d: %s", n, counts[r], r, hint);
-    for (int i = 0; status == REMAT_OK && i < n; i++) memcpy(mine + (size_t)i * chars, facts[i].value, chars);
-    if (status == REMAT_OK) MPI_Allgather(mine, (int)bytes, MPI_CHAR, all, (int)bytes, MPI_CHAR, MPI_COMM_WORLD);
     for (int i = 0; status == REMAT_OK && i < n; i++) { /* the first fact another rank holds otherwise */
-        for (r = 0; r < K && status == REMAT_OK; r++)
-            if (strcmp(fact_of(all, r, n, i), facts[i].value))
+        for (int r = 0; r < g->size && status == REMAT_OK; r++) {
+            const char *theirs = all + ((size_t)r * (size_t)n + (size_t)i) * DIST_FACT_CHARS;
+            if (strcmp(theirs, facts[i].value))
                 status = remat_fail(REMAT_EINVAL, "%s is %s here, %s on rank %d: %s", facts[i].name, facts[i].value,
-                                    fact_of(all, r, n, i), r, hint);
+                                    theirs, r, hint);
+        }
     }
     failed_together = status != REMAT_OK; /* every rank saw what this one saw */
-    free(counts);
     free(all);
     return status;
 }

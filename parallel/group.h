@@ -16,7 +16,6 @@
 #define REMAT_PARALLEL_GROUP_H
 
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdlib.h>
 
 #include "base/error.h"
@@ -57,17 +56,17 @@ void dist_barrier(const DistGroup *g);
 
 /* ---- ranks that must agree ------------------------------------------------------------ */
 
-/* One setting every rank must hold the same of, by name, with its value as canonical text:
- * equal values give equal text on every rank (no struct bytes, no padding). */
+/* One setting every rank must hold the same of, by name, with its value as canonical text
+ * (no struct bytes, no padding): equal values print alike on every rank. */
 #define DIST_FACT_CHARS 40
 typedef struct DistFact {
     const char *name;             /* "--steps", "the resumed step" */
-    char value[DIST_FACT_CHARS];  /* "4", "adamw", "0.002"; longer text is cut */
+    char value[DIST_FACT_CHARS];  /* "4", "adamw"; longer text is cut */
 } DistFact;
 
-DistFact dist_fact_text(const char *name, const char *text); /* NULL: "none" */
-DistFact dist_fact_u64(const char *name, uint64_t value);
-DistFact dist_fact_float(const char *name, float value); /* the shortest text that reads back as it */
+/* The fact `name` with its value printed by `format` ("%d"; "%.9g" for a float, which
+ * tells every float apart). */
+__attribute__((format(printf, 2, 3))) DistFact dist_fact(const char *name, const char *format, ...);
 
 /* Whether every rank holds the same n facts: each rank's are all-gathered and compared in
  * order. REMAT_OK if they agree; else, on every rank alike, REMAT_EINVAL naming this rank's

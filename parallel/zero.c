@@ -4,6 +4,7 @@
  */
 #include "parallel/zero.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -356,7 +357,8 @@ static uint64_t digest(uint64_t h, const void *bytes, size_t n)
 RematStatus zero_agree_state(const DistGroup *g, int step, const Param *params, int n, const Optimizer *opt,
                              const char *hint)
 {
-    uint64_t values = 0xcbf29ce484222325u, state = values, count = 0;
+    uint64_t values = 0xcbf29ce484222325u, state = values;
+    size_t count = 0;
     for (int i = 0; i < n; i++) {
         const Tensor *t = params[i].var->value;
         Tensor *s[2];
@@ -366,8 +368,8 @@ RematStatus zero_agree_state(const DistGroup *g, int step, const Param *params, 
         for (int k = 0; k < 2; k++) state = s[k] ? digest(state, s[k]->data, s[k]->bytes) : state;
     }
     const int steps = optim_steps(opt);
-    const DistFact facts[] = {dist_fact_u64("the resumed step", (uint64_t)step),
-                              dist_fact_u64("the parameter count", count), dist_fact_u64("the parameters' digest", values),
-                              dist_fact_u64("the optimizer state's digest", digest(state, &steps, sizeof steps))};
+    const DistFact facts[] = {dist_fact("the resumed step", "%d", step), dist_fact("the parameter count", "%zu", count),
+                              dist_fact("the parameters' digest", "%016" PRIx64, values),
+                              dist_fact("the optimizer state's digest", "%016" PRIx64, digest(state, &steps, sizeof steps))};
     return dist_agree(g, facts, 4, hint);
 }
