@@ -554,8 +554,8 @@ static RematStatus check_ranks_agree(const TrainOptions *o)
         dist_fact("--lr", "%.9g", (double)o->lr), dist_fact("--momentum", "%.9g", (double)o->momentum),
         dist_fact("--weight-decay", "%.9g", (double)o->weight_decay), dist_fact("--steps", "%d", o->steps),
         dist_fact("--seed", "%" PRIu64, o->seed), dist_fact("--eval-every", "%d", o->eval_every),
-        dist_fact("--eval-batches", "%d", o->eval_batches), dist_fact("--resume", "%s", o->resume ? "given" : "not given"),
-        dist_fact("--zero", "%d", s->zero_stage), dist_fact("--accumulate", "%d", s->accumulate),
+        dist_fact("--eval-batches", "%d", o->eval_batches), dist_fact("--zero", "%d", s->zero_stage),
+        dist_fact("--resume", "%s", o->resume ? "given" : "not given"), dist_fact("--accumulate", "%d", s->accumulate),
         dist_fact("--strategy", "%s", s->zero_stage == 3 ? name_of(&STRATEGY_NAMES, s->strategy.kind) : "any")};
     const DistGroup world = dist_world();
     return dist_agree(&world, facts, (int)(sizeof facts / sizeof *facts), "every rank must be given the same flags");

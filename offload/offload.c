@@ -251,16 +251,6 @@ static void forget_mapping(Offload *off)
     off->capacity = 0;
 }
 
-/* After a guarded copy failed: the file was truncated under the mapping. */
-static RematStatus mapping_truncated(Offload *off, const char *what, const char *doing)
-{
-    struct stat st;
-    const long long size = fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1;
-    forget_mapping(off);
-    return remat_fail(REMAT_ECORRUPT, "offload: cannot %s %s: the spill file in %s is %lld bytes long, shorter "
-                      "than its mapping (the file was truncated; SIGBUS caught)", doing, what, off->dir, size);
-}
-
 /* ---- moving the bytes ---------------------------------------------------------------- */
 
 /* Fills r->io, the transfer of record `r` between the file and `t`, on the computing thread
@@ -301,7 +291,13 @@ static RematStatus transfer(Offload *off, Record *r, const char *what)
     const char *doing = io->write ? "write" : "read back";
     unsigned char *at = off->map + r->offset;
     if (io->write) *io->crc = crc32c(io->data, io->data_bytes);
-    if (!copy_guarded(at, io)) return mapping_truncated(off, what, doing);
+    struct stat st;
+    if (!copy_guarded(at, io)) { /* the file was truncated under the mapping */
+        const long long size = fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1;
+        forget_mapping(off);
+        return remat_fail(REMAT_ECORRUPT, "offload: cannot %s %s: the spill file in %s is %lld bytes long, shorter "
+                          "than its mapping (the file was truncated; SIGBUS caught)", doing, what, off->dir, size);
+    }
     if (!io->write) *io->crc = crc32c(io->data, io->data_bytes);
     if (madvise(at, r->span, MADV_DONTNEED) != 0)
         return remat_fail(REMAT_EIO, "offload: %s: madvise(MADV_DONTNEED) failed: %s", what, strerror(errno));
@@ -566,9 +562,10 @@ static Tensor *offload_unpack(void *ctx, void *packed, const Node *node, int slo
     Offload *off = ctx;
     Record *r = packed;
     if (r->kept) return tensor_retain(r->kept);
+    (void)node; /* the record names what it holds: r->what */
+    (void)slot;
+    const char *what = r->what;
     const double start = platform_seconds();
-    char what[NODE_NAME_LEN + 64];
-    slot_name(what, sizeof what, node, slot);
     Tensor *t = NULL;
     if (finish_writes(off, off->count - r->index - 1, 0) != REMAT_OK) {
         /* still being written (hooks left pushed into backward), and a write failed */

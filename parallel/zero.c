@@ -368,8 +368,9 @@ RematStatus zero_agree_state(const DistGroup *g, int step, const Param *params, 
         for (int k = 0; k < 2; k++) state = s[k] ? digest(state, s[k]->data, s[k]->bytes) : state;
     }
     const int steps = optim_steps(opt);
+    state = digest(state, &steps, sizeof steps);
     const DistFact facts[] = {dist_fact("the resumed step", "%d", step), dist_fact("the parameter count", "%zu", count),
                               dist_fact("the parameters' digest", "%016" PRIx64, values),
-                              dist_fact("the optimizer state's digest", "%016" PRIx64, digest(state, &steps, sizeof steps))};
+                              dist_fact("the optimizer state's digest", "%016" PRIx64, state)};
     return dist_agree(g, facts, 4, hint);
 }
