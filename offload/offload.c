@@ -291,8 +291,8 @@ static RematStatus transfer(Offload *off, Record *r, const char *what)
     const char *doing = io->write ? "write" : "read back";
     unsigned char *at = off->map + r->offset;
     if (io->write) *io->crc = crc32c(io->data, io->data_bytes);
-    struct stat st;
     if (!copy_guarded(at, io)) { /* the file was truncated under the mapping */
+        struct stat st;
         const long long size = fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1;
         forget_mapping(off);
         return remat_fail(REMAT_ECORRUPT, "offload: cannot %s %s: the spill file in %s is %lld bytes long, shorter "
