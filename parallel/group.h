@@ -8,6 +8,10 @@
  * probing). Which of the two it is, dist_under_launcher tells from the launcher's
  * environment; a program started plainly need not call parallel/ at all.
  *
+ * Ranks given different flags or state would wait for each other in collectives that never
+ * match, or train other numbers without a word: they compare what must agree first
+ * (dist_agree), and every rank names the first difference.
+ *
  * What this is not: sub-communicators, several groups, or fault tolerance. A rank that
  * fails ends the whole job (dist_abort): the others would wait for it forever otherwise.
  * Only parallel/ knows MPI; every other room sees a rank and a size.
