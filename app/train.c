@@ -17,6 +17,7 @@
  */
 #include "app/train.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -393,14 +394,16 @@ static RematStatus build_data_parallel(Run *run)
 static RematStatus resume(Run *run)
 {
     const TrainOptions *o = run->opt;
-    if (!run->zero || zero_stage(run->zero) == 0)
-        return model_load_file(run->model, run->optim, &run->state, run->resumed, o->resume);
-    Optimizer *full = create_optimizer(run, true);
+    const bool sharded = run->zero && zero_stage(run->zero) > 0;
+    Optimizer *full = sharded ? create_optimizer(run, true) : run->optim;
     RematStatus status = full ? gather_params(run) : remat_last_status(); /* storage to load into */
     if (status == REMAT_OK) status = model_load_file(run->model, full, &run->state, run->resumed, o->resume);
-    if (status == REMAT_OK) status = zero_scatter_optimizer(run->zero, run->optim, full);
+    if (status == REMAT_OK && run->zero) /* each rank read its own copy of the file */
+        status = zero_agree_state(&run->world, run->state.step, run->model->params, run->model->n_params, full,
+                                  "every rank must resume the same state, and --resume reads each rank's own copy");
+    if (status == REMAT_OK && sharded) status = zero_scatter_optimizer(run->zero, run->optim, full);
     scatter_params(run); /* this rank keeps its part of what was loaded */
-    optim_free(full);
+    if (sharded) optim_free(full);
     return status;
 }
 
@@ -532,6 +535,32 @@ static RematStatus open_resumed(Run *run)
     return REMAT_OK;
 }
 
+/* Under mpirun: the flags every rank must be given alike, or one rank would wait in a
+ * collective the others never reach, or train other numbers without a word. Not paths
+ * (each rank may read its own copies; a resumed state is compared once loaded), nor
+ * --memory-budget, --threads or output flags, which are each rank's own; the strategy only
+ * at --zero 3, where it decides which parameters a step gathers and when. */
+static RematStatus check_ranks_agree(const TrainOptions *o)
+{
+    const StepOptions *s = &o->step;
+    const DistFact facts[] = {
+        dist_fact("--model", "%s", name_of(&MODEL_KIND_NAMES, o->model)), dist_fact("--layers", "%d", o->layers),
+        dist_fact("--d-model", "%d", o->d_model), dist_fact("--heads", "%d", o->heads),
+        dist_fact("--seq", "%d", o->seq), dist_fact("--batch", "%d", o->batch),
+        dist_fact("--dropout", "%.9g", (double)o->dropout),
+        dist_fact("--dropout-rng", "%s", name_of(&DROPOUT_RNG_NAMES, o->dropout_rng)),
+        dist_fact("--attention", "%s", name_of(&ATTENTION_KIND_NAMES, o->attention)),
+        dist_fact("--optimizer", "%s", name_of(&OPTIM_KIND_NAMES, o->optimizer)),
+        dist_fact("--lr", "%.9g", (double)o->lr), dist_fact("--momentum", "%.9g", (double)o->momentum),
+        dist_fact("--weight-decay", "%.9g", (double)o->weight_decay), dist_fact("--steps", "%d", o->steps),
+        dist_fact("--seed", "%" PRIu64, o->seed), dist_fact("--eval-every", "%d", o->eval_every),
+        dist_fact("--eval-batches", "%d", o->eval_batches), dist_fact("--zero", "%d", s->zero_stage),
+        dist_fact("--resume", "%s", o->resume ? "given" : "not given"), dist_fact("--accumulate", "%d", s->accumulate),
+        dist_fact("--strategy", "%s", s->zero_stage == 3 ? name_of(&STRATEGY_NAMES, s->strategy.kind) : "any")};
+    const DistGroup world = dist_world();
+    return dist_agree(&world, facts, (int)(sizeof facts / sizeof *facts), "every rank must be given the same flags");
+}
+
 /* ---- train_run ------------------------------------------------------------------------ */
 
 /* Checks what it can before building anything, builds the run and prints its header; then
@@ -539,6 +568,7 @@ static RematStatus open_resumed(Run *run)
 static RematStatus run_start(Run *run, FILE *out)
 {
     const TrainOptions *opt = run->opt;
+    if (job_world().size > 1 && check_ranks_agree(opt) != REMAT_OK) return remat_last_status();
     if (check_files(opt) != REMAT_OK || open_resumed(run) != REMAT_OK || check_memory(opt) != REMAT_OK)
         return remat_last_status();
     if (opt->threads && platform_set_threads(opt->threads) != REMAT_OK) return remat_last_status();

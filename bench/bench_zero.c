@@ -345,7 +345,11 @@ int main(int argc, char **argv)
     ResultsTable *stages = results_row_table(results, "stages",
                                              "per rank and ZeRO stage: bytes kept, bytes moved, time", STAGE_COLUMNS,
                                              RESULTS_COUNT(STAGE_COLUMNS), true);
-    RematStatus status = measure_stages(&g, &o, results, stages);
+    const DistFact facts[] = {dist_fact("--quick", "%d", o.quick), dist_fact("--steps", "%d", o.steps),
+                              dist_fact("--strategy", "%s", o.one_strategy ? strategy_name(o.step.strategy.kind) : "-"),
+                              dist_fact("--project", "%d", project.project)}; /* what the ranks run together */
+    RematStatus status = dist_agree(&g, facts, 4, "every rank must be given the same flags");
+    if (status == REMAT_OK) status = measure_stages(&g, &o, results, stages);
     AllreduceFit fit = {0};
     if (status == REMAT_OK) status = measure_reduction(&g, &o, reduce, &fit);
     if (status == REMAT_OK && project.project) status = project_table(&g, &fit, project.alpha, project.beta, results);

@@ -145,10 +145,7 @@ static const char *io_error_str(char *buf, size_t size, int err, bool write)
 static const char *const POLICY_NAMES[] = {"all", "large", "boundary"};
 const NameTable OFFLOAD_POLICY_NAMES = {POLICY_NAMES, sizeof POLICY_NAMES / sizeof POLICY_NAMES[0]};
 
-const char *offload_policy_name(OffloadPolicy policy)
-{
-    return name_of(&OFFLOAD_POLICY_NAMES, (int)policy);
-}
+const char *offload_policy_name(OffloadPolicy policy) { return name_of(&OFFLOAD_POLICY_NAMES, (int)policy); }
 
 /* Whether the policy sends `t`, saved by `node`, to disk. */
 static bool chooses(const Offload *off, const Tensor *t, const Node *node)
@@ -254,16 +251,6 @@ static void forget_mapping(Offload *off)
     off->capacity = 0;
 }
 
-/* After a guarded copy failed: the file was truncated under the mapping. */
-static RematStatus mapping_truncated(Offload *off, const char *what, const char *doing)
-{
-    struct stat st;
-    const long long size = fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1;
-    forget_mapping(off);
-    return remat_fail(REMAT_ECORRUPT, "offload: cannot %s %s: the spill file in %s is %lld bytes long, shorter "
-                      "than its mapping (the file was truncated; SIGBUS caught)", doing, what, off->dir, size);
-}
-
 /* ---- moving the bytes ---------------------------------------------------------------- */
 
 /* Fills r->io, the transfer of record `r` between the file and `t`, on the computing thread
@@ -304,7 +291,13 @@ static RematStatus transfer(Offload *off, Record *r, const char *what)
     const char *doing = io->write ? "write" : "read back";
     unsigned char *at = off->map + r->offset;
     if (io->write) *io->crc = crc32c(io->data, io->data_bytes);
-    if (!copy_guarded(at, io)) return mapping_truncated(off, what, doing);
+    if (!copy_guarded(at, io)) { /* the file was truncated under the mapping */
+        struct stat st;
+        const long long size = fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1;
+        forget_mapping(off);
+        return remat_fail(REMAT_ECORRUPT, "offload: cannot %s %s: the spill file in %s is %lld bytes long, shorter "
+                          "than its mapping (the file was truncated; SIGBUS caught)", doing, what, off->dir, size);
+    }
     if (!io->write) *io->crc = crc32c(io->data, io->data_bytes);
     if (madvise(at, r->span, MADV_DONTNEED) != 0)
         return remat_fail(REMAT_EIO, "offload: %s: madvise(MADV_DONTNEED) failed: %s", what, strerror(errno));
@@ -321,48 +314,48 @@ static RematStatus transfer(Offload *off, Record *r, const char *what)
  * the mmap path copies into the mapping on the computing thread). */
 static bool writes_behind(const OffloadOptions *o) { return o->write_behind > 0 && o->io != OFFLOAD_IO_MMAP; }
 
-/* The write of the oldest record still being written behind is done: its tensor is let
- * go (ACT falls if that was the last reference) and DISK is charged, or, if it failed,
- * the record is marked failed. The first failure since the last reset is reported. */
-static RematStatus finish_oldest_write(Offload *off)
+/* A record's write is done and was seen to be: DISK is charged its bytes. */
+static void count_written(Offload *off, Record *r)
 {
-    Record *r = off->order[off->finished++];
-    prefetch_wait(off->prefetcher, &r->io);
-    off->writing_bytes -= r->header.bytes;
-    tensor_free(r->busy);
-    r->busy = NULL;
-    off->stats.thread_write_seconds += r->io.seconds;
+    r->header = r->head.header; /* with the checksum computed as it was written */
+    mem_account(MEM_DISK, (int64_t)r->header.bytes); /* DISK is not resident: no budget to cross */
+    off->stats.records_written++;
+    off->stats.bytes_written += r->header.bytes;
+}
+
+/* The helper thread's time on `r`'s transfer, once waited for. */
+static void count_thread(Offload *off, const Record *r, double *seconds, size_t *bytes)
+{
+    *seconds += r->io.seconds;
     off->stats.thread_cpu_seconds += r->io.cpu_seconds;
-    const int err = r->io.error;
-    if (!err) {
-        r->header = r->head.header; /* with the checksum the thread computed */
-        off->stats.thread_write_bytes += r->span;
-        mem_account(MEM_DISK, (int64_t)r->header.bytes);
-        off->stats.records_written++;
-        off->stats.bytes_written += r->header.bytes;
-        return REMAT_OK;
-    }
-    r->failed = true;
-    if (off->write_failed) return REMAT_OK; /* the step already failed with the first one */
-    off->write_failed = true;
-    off->stats.failures++;
-    return transfer_failed(off, r->what, true, err);
+    if (!r->io.error) *bytes += r->span;
 }
 
 /* Waits for the writes behind, oldest first, until at most `in_flight` are left and, when
  * `bytes` more are about to be written behind with write_behind_bytes set, until they fit
- * in that many beside those left (or none is left); the first failure among them is
- * reported (REMAT_EIO). Deterministic: which writes are finished at a given point depends
- * on the records' count and sizes only, never on the thread's speed, so the ledger's
- * figures are the same run after run. */
+ * in that many beside those left (or none is left). Each write seen done lets its tensor
+ * go (ACT falls if that was the last reference) and charges DISK, or marks its record
+ * failed; the first failure since the last reset is reported (REMAT_EIO). Deterministic:
+ * which writes are finished at a given point depends on the records' count and sizes
+ * only, never on the thread's speed, so the ledger's figures are the same run after run. */
 static RematStatus finish_writes(Offload *off, size_t in_flight, size_t bytes)
 {
     const size_t budget = bytes ? off->opts.write_behind_bytes : 0;
     RematStatus status = REMAT_OK;
     while (off->count - off->finished > in_flight ||
            (budget && off->count > off->finished && off->writing_bytes + bytes > budget)) {
-        RematStatus s = finish_oldest_write(off);
-        if (status == REMAT_OK) status = s;
+        Record *r = off->order[off->finished++];
+        prefetch_wait(off->prefetcher, &r->io);
+        off->writing_bytes -= r->header.bytes;
+        tensor_free(r->busy);
+        r->busy = NULL;
+        count_thread(off, r, &off->stats.thread_write_seconds, &off->stats.thread_write_bytes);
+        r->failed = r->io.error != 0;
+        if (!r->failed) count_written(off, r);
+        if (!r->failed || off->write_failed) continue; /* the step already failed with the first one */
+        off->write_failed = true;
+        off->stats.failures++;
+        if (status == REMAT_OK) status = transfer_failed(off, r->what, true, r->io.error);
     }
     return status;
 }
@@ -398,10 +391,7 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t)
     } else {
         RematStatus status = transfer(off, r, r->what);
         if (status != REMAT_OK) return status;
-        r->header = r->head.header; /* with its checksum */
-        mem_account(MEM_DISK, (int64_t)t->bytes); /* DISK is not resident: no budget to cross */
-        off->stats.records_written++;
-        off->stats.bytes_written += t->bytes;
+        count_written(off, r);
         off->finished++; /* nothing is in flight */
     }
     off->order[off->count++] = r;
@@ -409,20 +399,6 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t)
     off->tail += span;
     off->sequence++;
     return REMAT_OK;
-}
-
-/* Waits for the read ahead of record `r`, counting how long unpack waited for it, if it
- * was not read yet, and the thread's time and bytes. */
-static void wait_for_read_ahead(Offload *off, Record *r)
-{
-    const double start = platform_seconds();
-    if (prefetch_wait(off->prefetcher, &r->io)) {
-        off->stats.reads_waited++;
-        off->stats.read_wait_seconds += platform_seconds() - start;
-    }
-    off->stats.thread_read_seconds += r->io.seconds;
-    off->stats.thread_cpu_seconds += r->io.cpu_seconds;
-    if (!r->io.error) off->stats.thread_read_bytes += r->span;
 }
 
 /* Reads record `r` back into a new tensor (one reference, the caller's) and checks it:
@@ -447,9 +423,13 @@ static Tensor *read_record(Offload *off, Record *r, const char *what)
     const RecordHeader *h = &r->header;
     RematStatus status = REMAT_OK;
     Tensor *t = r->busy; /* its write was seen finished: a tensor here was read ahead */
-    if (t) { /* read ahead, and checksummed, by the helper thread: wait for it */
+    if (t) { /* read ahead, and checksummed, by the helper thread: wait for it, counting the wait */
         r->busy = NULL;
-        wait_for_read_ahead(off, r);
+        const double start = platform_seconds();
+        const bool waited = prefetch_wait(off->prefetcher, &r->io);
+        off->stats.reads_waited += waited;
+        off->stats.read_wait_seconds += waited ? platform_seconds() - start : 0.0;
+        count_thread(off, r, &off->stats.thread_read_seconds, &off->stats.thread_read_bytes);
         if (r->io.error) status = transfer_failed(off, what, false, r->io.error);
     } else {
         r->prefetched = true; /* read here: a window moving past it must not read it again */
@@ -514,23 +494,6 @@ static void prefetch_before(Offload *off, size_t end)
 static void advise_mapping(Offload *off, int advice)
 {
     if (off->map && off->opts.drop_cache) (void)madvise(off->map, off->capacity, advice);
-}
-
-/* drop_cache, at the end of the forward: every record's write-back was started when it
- * was written, so what is left to wait for is the last ones'; then they all leave the
- * page cache. No fsync: the file's metadata need not reach the disk. */
-static RematStatus drop_written_records(Offload *off)
-{
-    /* The whole file: the mapping's read-around may have brought in pages past the records,
-     * and the last backward's read faults mapped cached neighbours of the pages they read
-     * into the process (fault-around), which no DONTNEED of one record's pages unmapped:
-     * a mapped page cannot leave the cache. */
-    if (off->tail && off->map) (void)madvise(off->map, off->capacity, MADV_DONTNEED);
-    const int err = off->tail ? prefetch_evict(off->fd, 0, off->capacity, true) : 0;
-    char cause[128];
-    if (!err) return REMAT_OK;
-    return remat_fail(REMAT_EIO, "offload: writing the spill file in %s to the disk failed: %s (the forward's "
-                      "saved tensors may be lost)", off->dir, io_error_str(cause, sizeof cause, err, true));
 }
 
 /* mincore on a mapping of the records made for the question (it maps no page in, and is
@@ -599,9 +562,10 @@ static Tensor *offload_unpack(void *ctx, void *packed, const Node *node, int slo
     Offload *off = ctx;
     Record *r = packed;
     if (r->kept) return tensor_retain(r->kept);
+    (void)node; /* the record names what it holds: r->what */
+    (void)slot;
+    const char *what = r->what;
     const double start = platform_seconds();
-    char what[NODE_NAME_LEN + 64];
-    slot_name(what, sizeof what, node, slot);
     Tensor *t = NULL;
     if (finish_writes(off, off->count - r->index - 1, 0) != REMAT_OK) {
         /* still being written (hooks left pushed into backward), and a write failed */
@@ -787,11 +751,24 @@ RematStatus offload_pop(Offload *off)
     off->stats.write_seconds += platform_seconds() - start;
     if (status == REMAT_OK && off->write_failed) /* reported by a pack: the forward failed */
         status = REMAT_EIO;
-    if (status == REMAT_OK && off->opts.drop_cache) {
-        status = drop_written_records(off);
-        if (status != REMAT_OK) count_failure(off);
-        advise_mapping(off, MADV_RANDOM);
+    /* drop_cache: every record's write-back was started when it was written, so what is left
+     * to wait for is the last ones'; then they all leave the page cache, with no fsync (the
+     * file's metadata need not reach the disk). The whole file: the mapping's read-around may
+     * have brought in pages past the records, and the last backward's read faults mapped
+     * cached neighbours of the pages they read into the process (fault-around), which no
+     * DONTNEED of one record's pages unmapped: a mapped page cannot leave the cache. */
+    if (status == REMAT_OK && off->opts.drop_cache && off->tail) {
+        if (off->map) (void)madvise(off->map, off->capacity, MADV_DONTNEED);
+        const int err = prefetch_evict(off->fd, 0, off->capacity, true);
+        char cause[128];
+        if (err) {
+            off->stats.failures++;
+            status = remat_fail(REMAT_EIO, "offload: writing the spill file in %s to the disk failed: %s (the "
+                                "forward's saved tensors may be lost)", off->dir,
+                                io_error_str(cause, sizeof cause, err, true));
+        }
     }
+    if (status == REMAT_OK && off->opts.drop_cache) advise_mapping(off, MADV_RANDOM);
     /* What the page cache still holds of the records: with io direct, nothing to drop, so say so. */
     if (status == REMAT_OK && (off->opts.drop_cache || off->opts.io == OFFLOAD_IO_DIRECT))
         status = offload_cached_bytes(off, &off->stats.cached_after_forward);
@@ -833,7 +810,7 @@ char *offload_describe(const Offload *off, char *buf, size_t size)
     else if (o->policy == OFFLOAD_LARGE) snprintf(what, sizeof what, "saved activations of %s or more%s", large, prefix);
     else snprintf(what, sizeof what, "the inputs checkpoint regions keep");
     char ahead[96] = "no prefetch", behind[96] = "written in the forward";
-    window_str(ahead, sizeof ahead, "prefetch", o->prefetch, o->prefetch_bytes, "ahead");
+    if (o->prefetch > 0) window_str(ahead, sizeof ahead, "prefetch", o->prefetch, o->prefetch_bytes, "ahead");
     if (writes_behind(o)) window_str(behind, sizeof behind, "written", o->write_behind, o->write_behind_bytes, "behind");
     char threads[48] = "";
     if (off->prefetcher && o->io_threads > 1) snprintf(threads, sizeof threads, " (%d I/O threads)", o->io_threads);

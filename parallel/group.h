@@ -8,6 +8,10 @@
  * probing). Which of the two it is, dist_under_launcher tells from the launcher's
  * environment; a program started plainly need not call parallel/ at all.
  *
+ * Ranks given different flags or state would wait for each other in collectives that never
+ * match, or train other numbers without a word: they compare what must agree first
+ * (dist_agree), and every rank names the first difference.
+ *
  * What this is not: sub-communicators, several groups, or fault tolerance. A rank that
  * fails ends the whole job (dist_abort): the others would wait for it forever otherwise.
  * Only parallel/ knows MPI; every other room sees a rank and a size.
@@ -46,10 +50,33 @@ void dist_finalize(void);
 
 /* Ends every rank of the job at once with exit status `code` (MPI_Abort); without a
  * launcher, exits this process with it. For a rank that failed: the others are waiting
- * for it in a collective and would never return. */
+ * for it in a collective and would never return. After dist_agree found the ranks
+ * disagree, every rank failed alike: each ends itself (MPI_Finalize, exit), so that every
+ * rank's message is printed and none is cut short. */
 _Noreturn void dist_abort(int code);
 
 /* Waits until every rank has arrived. Nothing without a launcher. */
 void dist_barrier(const DistGroup *g);
+
+/* ---- ranks that must agree ------------------------------------------------------------ */
+
+/* One setting every rank must hold the same of, by name, with its value as canonical text
+ * (no struct bytes, no padding): equal values print alike on every rank. */
+#define DIST_FACT_CHARS 40
+typedef struct DistFact {
+    const char *name;             /* "--steps", "the resumed step" */
+    char value[DIST_FACT_CHARS];  /* "4", "adamw"; longer text is cut */
+} DistFact;
+
+/* The fact `name` with its value printed by `format` ("%d"; "%.9g" for a float, which
+ * tells every float apart). */
+__attribute__((format(printf, 2, 3))) DistFact dist_fact(const char *name, const char *format, ...);
+
+/* Whether every rank holds the same n facts: each rank's are all-gathered and compared in
+ * order. REMAT_OK if they agree; else, on every rank alike, REMAT_EINVAL naming this rank's
+ * first difference, "--steps is 4 here, 6 on rank 0: `hint`", and dist_abort then lets each
+ * rank end itself. A collective: every rank calls it at the same point, with facts of the
+ * same names. A group of one agrees with itself and touches no MPI. */
+RematStatus dist_agree(const DistGroup *g, const DistFact *facts, int n, const char *hint);
 
 #endif /* REMAT_PARALLEL_GROUP_H */

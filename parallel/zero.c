@@ -4,6 +4,7 @@
  */
 #include "parallel/zero.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -342,4 +343,34 @@ RematStatus zero_scatter_optimizer(const Zero *z, Optimizer *shard, const Optimi
         flat_copy(&v, 0, &f, z->begin, v.total);
     }
     return optim_set_steps(shard, optim_steps(full));
+}
+
+/* FNV-1a over `bytes`, continuing from `h`: a digest for ranks to compare, not a guard
+ * against anyone who means harm. */
+static uint64_t digest(uint64_t h, const void *bytes, size_t n)
+{
+    const unsigned char *p = bytes;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3u;
+    return h;
+}
+
+RematStatus zero_agree_state(const DistGroup *g, int step, const Param *params, int n, const Optimizer *opt,
+                             const char *hint)
+{
+    uint64_t values = 0xcbf29ce484222325u, state = values;
+    size_t count = 0;
+    for (int i = 0; i < n; i++) {
+        const Tensor *t = params[i].var->value;
+        Tensor *s[2];
+        optim_state(opt, i, &s[0], &s[1]);
+        values = digest(values, t->data, t->bytes);
+        count += t->numel;
+        for (int k = 0; k < 2; k++) state = s[k] ? digest(state, s[k]->data, s[k]->bytes) : state;
+    }
+    const int steps = optim_steps(opt);
+    state = digest(state, &steps, sizeof steps);
+    const DistFact facts[] = {dist_fact("the resumed step", "%d", step), dist_fact("the parameter count", "%zu", count),
+                              dist_fact("the parameters' digest", "%016" PRIx64, values),
+                              dist_fact("the optimizer state's digest", "%016" PRIx64, state)};
+    return dist_agree(g, facts, 4, hint);
 }

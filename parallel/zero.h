@@ -115,4 +115,11 @@ RematStatus zero_gather_optimizer(Zero *z, const Optimizer *shard, Optimizer *fu
  * optimizer over everything, loaded from a file) and its step count. */
 RematStatus zero_scatter_optimizer(const Zero *z, Optimizer *shard, const Optimizer *full);
 
+/* For a resume on several ranks: whether every rank holds the same state, from a file each
+ * rank read itself — the step, the parameter count, and digests of the parameters' values
+ * (all of them, `n`, each whole) and of `opt`'s state (an optimizer over every parameter)
+ * and step count. As dist_agree, "the resumed step is 4 here, 6 on rank 0: `hint`". */
+RematStatus zero_agree_state(const DistGroup *g, int step, const Param *params, int n, const Optimizer *opt,
+                             const char *hint);
+
 #endif /* REMAT_PARALLEL_ZERO_H */

@@ -10,6 +10,7 @@
  *   - the optimizer state does, gathered on rank 0 (stages 1 and 2 shard it);
  *   - the ledger holds exactly the ZeRO formula of each kind for this rank's shard;
  *   - the communication ledger counted exactly the bytes each collective moved.
+ * And ranks that compare what must agree (dist_agree) name the first difference.
  * Every strategy none, full and selective, every stage 0, 1, 2, 3. K = 3 does not divide the
  * GPT's parameter count, so the shards are uneven. Run outside mpirun, the file is a
  * group of one and checks the same (K = 1).
@@ -311,6 +312,24 @@ static void test_unknown_stage_is_refused(void **state)
     model_free(m);
 }
 
+/* Ranks compare what must agree: the same facts pass; a fact that differs fails on every
+ * rank, naming it, this rank's value and the first rank that holds another. Last: a
+ * difference makes every rank end itself at dist_abort (group.h). */
+static void test_ranks_agree_or_name_the_first_difference(void **state)
+{
+    (void)state;
+    const DistFact same[] = {dist_fact("--steps", "%d", 4), dist_fact("--lr", "%.9g", (double)0.002f)};
+    assert_int_equal(dist_agree(&world, same, 2, "give every rank the same"), REMAT_OK);
+    if (world.size == 1) return;
+    const DistFact differ[] = {dist_fact("--steps", "%d", 4), dist_fact("--seed", "%d", 10 + world.rank),
+                               dist_fact("--batch", "%d", world.rank)};
+    assert_int_equal(dist_agree(&world, differ, 3, "give every rank the same"), REMAT_EINVAL);
+    char want[128];
+    snprintf(want, sizeof want, "--seed is %d here, %d on rank %d: give every rank the same", 10 + world.rank,
+             world.rank ? 10 : 11, world.rank ? 0 : 1);
+    assert_string_equal(remat_last_error(), want);
+}
+
 int main(int argc, char **argv)
 {
     if (dist_init(&argc, &argv, &world) != REMAT_OK) return 1;
@@ -326,6 +345,7 @@ int main(int argc, char **argv)
                                         fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_stages_match_accumulation_with_selective, fixture_clean_state,
                                         fixture_clean_state),
+        cmocka_unit_test(test_ranks_agree_or_name_the_first_difference),
     };
     const int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (failed && world.size > 1) dist_abort(1); /* the other ranks may wait in a collective */

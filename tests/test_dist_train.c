@@ -4,7 +4,8 @@
  * (parameters, optimizer state, generators), whatever the ZeRO stage, strategy or offload
  * (each rank its own spill file); a run saved on K ranks resumes on any other number, one
  * process included; a rank that fails ends the whole job with a message naming it,
- * never a hang; and a bad command line is reported once, by rank 0.
+ * never a hang; ranks given different flags, or resuming files that differ, say so on
+ * every rank; and a bad command line is reported once, by rank 0.
  *
  * Each command runs under `timeout`, so a hang fails the test (status 124) instead of
  * stalling the suite. The launcher is the one CMake's FindMPI found; ranks are allowed to
@@ -194,6 +195,43 @@ static void test_a_rank_over_its_budget_ends_the_job(void **state)
     assert_non_null(strstr(errors, "need 169.0 KiB on each of 2 ranks under ZeRO stage 0"));
 }
 
+/* Two ranks, rank 0 given `flags0` and rank 1 `flags1`: the job fails, no hang, and each
+ * rank says what `says` (the start of a difference, "--steps is 4 here, 3 on rank 0", as
+ * rank 1 sees it) and what rank 0 sees; every rank ends itself, with no MPI_Abort. */
+static void check_ranks_disagree(const char *flags0, const char *flags1, const char *says, const char *rank0_says)
+{
+    const int status = run(LAUNCH "-np 1 %s " SMALL " %s : -np 1 %s " SMALL " %s", REMAT_TRAIN_BIN, flags0,
+                           REMAT_TRAIN_BIN, flags1);
+    char one[256], zero[256];
+    snprintf(one, sizeof one, "train: rank 1 of 2: %s", says);
+    snprintf(zero, sizeof zero, "train: rank 0 of 2: %s", rank0_says);
+    if (status == 0 || status == 124 || !strstr(errors, one) || !strstr(errors, zero) || strstr(errors, "MPI_ABORT"))
+        fail_msg("%s : %s: exit %d, wanted \"%s\" and \"%s\"; standard error was:\n%.2000s", flags0, flags1,
+                 status, one, zero, errors);
+}
+
+/* Ranks given flags that must agree, or resuming files that differ, would hang or train
+ * on without a word: they compare before training, and every rank names the difference. */
+static void test_ranks_that_disagree_end_the_job(void **state)
+{
+    (void)state;
+    check_ranks_disagree("--steps 3", "--steps 4", "--steps is 4 here, 3 on rank 0", "--steps is 3 here, 4 on rank 1");
+    check_ranks_disagree("--steps 3 --seed 1", "--steps 3 --seed 2", "--seed is 2 here, 1 on rank 0",
+                         "--seed is 1 here, 2 on rank 1");
+    check_ranks_disagree("--steps 3 --zero 1", "--steps 3 --zero 2", "--zero is 2 here, 1 on rank 0",
+                         "--zero is 1 here, 2 on rank 1");
+    /* Each rank resumes its own copy: saved at other steps, then at one step from other seeds. */
+    assert_int_equal(run("%s " SMALL " --steps 2 --save %s/a2.st", REMAT_TRAIN_BIN, dir), 0);
+    assert_int_equal(run("%s " SMALL " --steps 3 --save %s/a3.st", REMAT_TRAIN_BIN, dir), 0);
+    assert_int_equal(run("%s " SMALL " --steps 2 --seed 7 --save %s/b2.st", REMAT_TRAIN_BIN, dir), 0);
+    char a2[300], a3[300], b2[300];
+    snprintf(a2, sizeof a2, "--steps 5 --zero 1 --resume %s/a2.st", dir);
+    snprintf(a3, sizeof a3, "--steps 5 --zero 1 --resume %s/a3.st", dir);
+    snprintf(b2, sizeof b2, "--steps 5 --zero 1 --resume %s/b2.st", dir);
+    check_ranks_disagree(a2, a3, "the resumed step is 3 here, 2 on rank 0", "the resumed step is 2 here, 3 on rank 1");
+    check_ranks_disagree(a2, b2, "the parameters' digest is ", "the parameters' digest is ");
+}
+
 /* --accumulate and mpirun are two ways to the same step, not to be combined. */
 static void test_accumulate_under_mpirun_is_refused(void **state)
 {
@@ -233,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_resume_across_world_sizes),
         cmocka_unit_test(test_a_rank_with_bad_input_ends_the_job),
         cmocka_unit_test(test_a_rank_over_its_budget_ends_the_job),
+        cmocka_unit_test(test_ranks_that_disagree_end_the_job),
         cmocka_unit_test(test_accumulate_under_mpirun_is_refused),
         cmocka_unit_test(test_a_bad_command_line_is_printed_once),
     };
