@@ -182,7 +182,7 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
     char where[32];
     snprintf(where, sizeof where, "questions[%d]", index);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(q, "id");
-    if (!cJSON_IsNumber(id) || id->valueint != index + 1)
+    if (!cJSON_IsNumber(id) || id->valuedouble != index + 1)
         return remat_fail(REMAT_ECORRUPT, "%s: %s.id: must be %d", path, where, index + 1);
     if (need_text(q, "question", NULL, path, where, &out->question) != REMAT_OK) return REMAT_ECORRUPT;
     const cJSON *options = cJSON_GetObjectItemCaseSensitive(q, "options");
@@ -197,8 +197,9 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
             if (!(out->options[o].lang[l] = need_string(opt, LANG_KEYS[l], path, inner))) return REMAT_ECORRUPT;
     }
     const cJSON *correct = cJSON_GetObjectItemCaseSensitive(q, "correct");
-    if (!cJSON_IsNumber(correct) || correct->valueint < 0 || correct->valueint >= QUIZ_OPTIONS)
-        return remat_fail(REMAT_ECORRUPT, "%s: %s.correct: must be an option index 0..3", path, where);
+    if (!cJSON_IsNumber(correct) || correct->valuedouble != correct->valueint || correct->valueint < 0 ||
+        correct->valueint >= QUIZ_OPTIONS)
+        return remat_fail(REMAT_ECORRUPT, "%s: %s.correct: must be an option index, a whole number 0..3", path, where);
     out->correct = correct->valueint;
     const cJSON *test = cJSON_GetObjectItemCaseSensitive(q, "test");
     char inner[48];

@@ -39,6 +39,7 @@
 #include "quiz/words.h"
 #include "base/file.h"
 #include "base/flags.h"
+#include "base/text.h"
 
 /* REMAT_QUIZ_BANK, REMAT_QUIZ_PAGE_CSS and REMAT_QUIZ_PAGE_JS, the files in the source
  * tree, come from quiz/CMakeLists.txt. */
@@ -55,12 +56,20 @@ typedef struct Options {
     uint64_t seed;
 } Options;
 
+/* Says the last error on stderr, its controls made visible: it may quote the bank. */
+static void complain(void)
+{
+    fputs("quiz: ", stderr);
+    text_write_visible(stderr, remat_last_error(), strlen(remat_last_error()), NULL);
+    fputc('\n', stderr);
+}
+
 /* The exit status of a run that would end with `status`: 1 instead of 0 if what it
  * printed could not be written (stdout on a full disk), saying so. */
 static int finish(int status)
 {
     if (file_flush_stdout() == REMAT_OK) return status;
-    fprintf(stderr, "quiz: %s\n", remat_last_error());
+    complain();
     return status ? status : 1;
 }
 
@@ -140,7 +149,7 @@ static int parse_options(int argc, char **argv, Options *o)
                          .given = &given};
     const int parsed = flags_parse(&set, 1, argc, argv);
     if (parsed == FLAGS_RUN) return -1;
-    if (parsed == FLAGS_BAD) fprintf(stderr, "quiz: %s\n", remat_last_error());
+    if (parsed == FLAGS_BAD) complain();
     usage(&set, parsed == FLAGS_HELP ? stdout : stderr);
     return parsed == FLAGS_HELP ? finish(0) : 2;
 }
@@ -222,7 +231,7 @@ static void print_wrapped(const char *text, int hang)
                     printf("\n%*s", hang, "");
                     col = hang;
                 }
-                printf("%.*s", (int)n, p + i);
+                text_write_visible(stdout, p + i, n, NULL); /* the bank's text cannot drive the terminal */
                 col += cols;
             }
             p += len + (p[len] == ' ');
@@ -287,7 +296,7 @@ static int write_page(const Options *o, const Bank *bank, const int orders[][QUI
                              .plots_dir = o->plots ? o->plots : plots,
                              .style_file = REMAT_QUIZ_PAGE_CSS, .script_file = REMAT_QUIZ_PAGE_JS};
     RematStatus status = page_write(o->html, &src);
-    if (status != REMAT_OK) fprintf(stderr, "quiz: %s\n", remat_last_error());
+    if (status != REMAT_OK) complain();
     return status == REMAT_OK || status == REMAT_ECORRUPT ? 0 : 1;
 }
 
@@ -324,7 +333,7 @@ static bool print_verdict(const Question *question, const int order[QUIZ_OPTIONS
     snprintf(text + n, sizeof text - (size_t)n, w->correct_was, '1' + shown, question->options[question->correct].lang[lang]);
     say(0, "%s", text);
     if (fill_explanation(text, sizeof text, question, lang, results) != REMAT_OK)
-        fprintf(stderr, "quiz: %s\n", remat_last_error());
+        complain();
     say(0, "%s", text);
     say(0, w->proof, question->test_file, question->test_name);
     char program[256];
@@ -406,7 +415,8 @@ int main(int argc, char **argv)
     Bank *bank = bank_load(o.bank);
     ResultsDir *results = bank ? results_open(o.results) : NULL;
     if (!results) {
-        fprintf(stderr, "quiz: %s\n", bank ? "no memory for the results" : remat_last_error());
+        if (bank) fprintf(stderr, "quiz: no memory for the results\n");
+        else complain();
         bank_free(bank);
         return 1;
     }

@@ -251,7 +251,12 @@ static void test_a_bank_or_results_that_are_not_regular_files_are_refused(void *
     assert_int_equal(code, 1);
     assert_non_null(strstr(out, "a-fifo is a FIFO, not a regular file"));
     free(out);
-    /* --results names a directory: a file there is a usage error. */
+    /* --results names a directory: an empty name (which would read from /) and a file are
+     * usage errors. */
+    out = run_quiz("--answers 1 --results ''", &code);
+    assert_int_equal(code, 2);
+    assert_non_null(strstr(out, "quiz: --results needs a value (DIR)"));
+    free(out);
     snprintf(args, sizeof args, "--answers 1 --results %s", REMAT_QUIZ_BANK);
     out = run_quiz(args, &code);
     assert_int_equal(code, 2);
@@ -693,6 +698,18 @@ static void order_of_a_byte_count(cJSON *question)
                               cJSON_CreateString("blocks_saved"));
 }
 
+static void correct_not_whole(cJSON *question)
+{
+    cJSON_ReplaceItemInObject(question, "correct", cJSON_CreateNumber(1.5));
+}
+
+/* Control sequences in the question's text: clear the screen, and CSI as a C1 control. */
+static void escape_in_the_question(cJSON *question)
+{
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(question, "question"), "en",
+                              cJSON_CreateString("Which \x1b[2Jcost\xc2\x9b" "31m is traded?"));
+}
+
 /* Writes `text` as the scratch results of `bench`. */
 static void write_text(const char *bench, const char *text)
 {
@@ -1008,6 +1025,33 @@ static void test_a_malformed_bank_names_the_file_and_field(void **state)
     assert_int_equal(code, 1);
     assert_non_null(strstr(out, "not valid JSON"));
     free(out);
+    /* The correct option is an index: 1.5 is refused, naming the question. */
+    assert_null(load_edited(4, correct_not_whole));
+    assert_non_null(strstr(remat_last_error(), "edited.json: questions[4].correct: must be an option index, a whole number"));
+}
+
+/* The bank's text reaches the terminal with its control characters visible, never obeyed;
+ * Arabic and the quiz's own ✓ pass as they are. */
+static void test_control_characters_in_the_bank_are_shown_not_obeyed(void **state)
+{
+    (void)state;
+    Bank *edited = load_edited(0, escape_in_the_question);
+    assert_non_null(edited);
+    bank_free(edited);
+    char args[600];
+    snprintf(args, sizeof args, "--bank %s/edited.json --no-shuffle --answers 2 --results %s", scratch, scratch);
+    int code;
+    char *out = run_quiz(args, &code);
+    assert_int_equal(code, 0);
+    assert_non_null(strstr(out, "Which \\x1b[2Jcost\\u009b31m is traded?"));
+    assert_null(strchr(out, 0x1b));
+    assert_null(strstr(out, "\xc2\x9b"));
+    assert_non_null(strstr(out, "  ✓ 1. your answer: "));
+    free(out);
+    snprintf(args, sizeof args, "--bank %s/edited.json --lang ar --preview", scratch);
+    out = run_quiz(args, &code);
+    assert_non_null(strstr(out, "التنشيطات"));
+    free(out);
 }
 
 static void test_a_bank_keeps_its_explanations_honest(void **state)
@@ -1210,6 +1254,7 @@ int main(void)
         cmocka_unit_test(test_a_missing_figure_names_its_command),
         cmocka_unit_test(test_a_malformed_bank_names_the_file_and_field),
         cmocka_unit_test(test_a_bank_keeps_its_explanations_honest),
+        cmocka_unit_test(test_control_characters_in_the_bank_are_shown_not_obeyed),
         cmocka_unit_test(test_output_that_cannot_be_written_fails),
         cmocka_unit_test(test_the_page_never_replaces_what_is_not_a_regular_file),
         cmocka_unit_test(test_interactive_quiz_through_a_terminal),
