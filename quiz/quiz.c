@@ -292,7 +292,7 @@ static int write_page(const Options *o, const Bank *bank, const int orders[][QUI
 {
     char plots[1024];
     snprintf(plots, sizeof plots, "%s/plots", o->results);
-    const PageSources src = {.bank = bank, .orders = orders, .results = results,
+    const PageSources src = {.bank = bank, .bank_file = o->bank, .orders = orders, .results = results,
                              .plots_dir = o->plots ? o->plots : plots,
                              .style_file = REMAT_QUIZ_PAGE_CSS, .script_file = REMAT_QUIZ_PAGE_JS};
     RematStatus status = page_write(o->html, &src);

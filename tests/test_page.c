@@ -21,12 +21,15 @@
  * plots committed in docs/img (dropout.png and memory_budget.png are not there, so
  * questions 7 and 8 say their plot is not drawn yet).
  */
+#define _DEFAULT_SOURCE /* usleep */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,6 +377,103 @@ static void test_page_to_an_unwritable_path_is_a_clear_error(void **state)
     rmdir(dir);
 }
 
+/* The page never replaces a file it is made from: a results file (however its path is
+ * spelled), the bank or a plot. The file is compared, not the name; nothing is written. */
+static void test_page_over_one_of_its_inputs_is_refused(void **state)
+{
+    (void)state;
+    char bank_copy[600], cmd[2048];
+    snprintf(bank_copy, sizeof bank_copy, "%s/bank.json", scratch);
+    snprintf(cmd, sizeof cmd, "cp %s %s", REMAT_QUIZ_BANK, bank_copy);
+    assert_int_equal(system(cmd), 0);
+    static const char *const inputs[] = {"%s/bench_offload.json", "%s/./plots/../bench_offload.json",
+                                         "%s/bank.json", "%s/plots/scaling.png"};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+        char out_path[600];
+        snprintf(out_path, sizeof out_path, inputs[i], scratch);
+        char *before = slurp(out_path);
+        assert_non_null(before);
+        snprintf(cmd, sizeof cmd, "cd %s && %s --html ./%s --bank %s --results . --seed 7", scratch, REMAT_QUIZ_BIN,
+                 out_path + strlen(scratch) + 1, bank_copy);
+        int code;
+        char *out = run(cmd, &code);
+        assert_int_equal(code, 1);
+        assert_non_null(strstr(out, ", a file the page is made from"));
+        char *after = slurp(out_path);
+        assert_string_equal(before, after);
+        free(out), free(before), free(after);
+    }
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c '\\.tmp\\.'", scratch);
+    int code;
+    char *out = run(cmd, &code);
+    assert_string_equal(out, "0\n");
+    free(out);
+    remove(bank_copy);
+}
+
+/* Whether process `pid` has a file open in directory `dir` (its descriptors' targets). */
+static bool has_open_in(pid_t pid, const char *dir)
+{
+    char fds[64], link[600], target[1024];
+    snprintf(fds, sizeof fds, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(fds);
+    bool found = false;
+    for (struct dirent *e; d && !found && (e = readdir(d));) {
+        snprintf(link, sizeof link, "%s/%s", fds, e->d_name);
+        const ssize_t n = readlink(link, target, sizeof target - 1);
+        target[n > 0 ? n : 0] = '\0';
+        found = !strncmp(target, dir, strlen(dir)) && target[strlen(dir)] == '/';
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+/* A quiz killed while it writes the page leaves nothing beside it: the page is written
+ * unnamed (O_TMPFILE) and named only once complete. A large plot makes the write last. */
+static void test_page_killed_while_written_leaves_nothing(void **state)
+{
+    (void)state;
+    char dir[600], plots[600], png[700], page_path[700];
+    snprintf(dir, sizeof dir, "%s/killed", scratch);
+    snprintf(plots, sizeof plots, "%s/big-plots", scratch);
+    snprintf(png, sizeof png, "%s/scaling.png", plots);
+    snprintf(page_path, sizeof page_path, "%s/quiz.html", dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_int_equal(mkdir(plots, 0755), 0);
+    FILE *f = fopen(png, "wb");
+    static const unsigned char head[24] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 0, 0, 0, 13,
+                                           'I', 'H', 'D', 'R', 0, 0, 1, 0, 0, 0, 1, 0};
+    fwrite(head, 1, sizeof head, f);
+    assert_int_equal(fseek(f, 64 << 20, SEEK_SET), 0); /* 64 MiB, mostly a hole */
+    fputc(0, f);
+    fclose(f);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        freopen("/dev/null", "w", stdout);
+        freopen("/dev/null", "w", stderr);
+        execl(REMAT_QUIZ_BIN, "quiz", "--html", page_path, "--results", scratch, "--plots", plots, (char *)NULL);
+        _exit(127);
+    }
+    bool caught = false;
+    for (int i = 0; i < 200000 && !caught; i++) {
+        caught = has_open_in(pid, dir);
+        if (!caught) usleep(50);
+    }
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    if (!caught) fail_msg("the quiz finished before it could be killed while writing");
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "ls -A %s", dir);
+    int code;
+    char *out = run(cmd, &code);
+    assert_string_equal(out, "");
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, plots);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_page_write_reports_a_bad_plot_and_refuses_a_script_that_ends_early(void **state)
 {
     (void)state;
@@ -391,7 +491,7 @@ static void test_page_write_reports_a_bad_plot_and_refuses_a_script_that_ends_ea
     bank_option_orders(bank, 1, false, orders);
     ResultsDir *results = results_open(scratch);
     PageSources src = {.bank = bank, .orders = (const int (*)[QUIZ_OPTIONS])orders, .results = results,
-                       .plots_dir = plots, .style_file = style, .script_file = script};
+                       .plots_dir = plots, .style_file = style, .script_file = script, .bank_file = REMAT_QUIZ_BANK};
     /* A plot that is not a PNG: the page is written and says so; the call reports it. */
     assert_int_equal(page_write(path, &src), REMAT_ECORRUPT);
     assert_non_null(strstr(remat_last_error(), "scaling.png is not a readable PNG file"));
@@ -746,6 +846,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_page_says_what_was_not_measured_and_what_the_results_do_not_record),
         cmocka_unit_test(test_page_to_an_unwritable_path_is_a_clear_error),
         cmocka_unit_test(test_page_write_reports_a_bad_plot_and_refuses_a_script_that_ends_early),
+        cmocka_unit_test(test_page_over_one_of_its_inputs_is_refused),
+        cmocka_unit_test(test_page_killed_while_written_leaves_nothing),
     };
     const struct CMUnitTest browser_tests[] = {
         cmocka_unit_test(test_page_in_a_browser_scores_right_and_wrong_answers),
