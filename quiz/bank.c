@@ -41,11 +41,12 @@ static RematStatus load_measurements(const cJSON *q, const char *path, const cha
         if (!(mm->bench = need_string(m, "bench", path, inner)) || !(mm->table = need_string(m, "table", path, inner)) ||
             !(mm->field = need_string(m, "field", path, inner)) || !(mm->format = need_string(m, "format", path, inner)))
             return REMAT_ECORRUPT;
-        static const char *const formats[] = {"bytes", "percent", "excess", "change", "number", "int", "text"};
+        static const char *const formats[] = {"bytes", "resident", "percent", "excess", "change",
+                                              "number", "int", "text"};
         bool known = false;
         for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) known |= !strcmp(mm->format, formats[f]);
         if (!known)
-            return remat_fail(REMAT_ECORRUPT, "%s: %s.format: '%s' is not bytes, percent, excess, change, number, int or text",
+            return remat_fail(REMAT_ECORRUPT, "%s: %s.format: '%s' is not bytes, resident, percent, excess, change, number, int or text",
                               path, inner, mm->format);
         mm->where = cJSON_GetObjectItemCaseSensitive(m, "where");
         if (mm->where && !cJSON_IsObject(mm->where))
@@ -149,7 +150,8 @@ static RematStatus load_explanation(const cJSON *q, const char *path, const char
     return REMAT_OK;
 }
 
-/* The optional `order` of the question's times: [{"lower": name, "higher": name, "why": text}]. */
+/* The optional `order` of the question's figures, two times or two exact figures each:
+ * [{"lower": name, "higher": name, "why": text}]. */
 static RematStatus load_orders(const cJSON *q, const char *path, const char *where, Question *out)
 {
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(q, "order");
@@ -165,11 +167,13 @@ static RematStatus load_orders(const cJSON *q, const char *path, const char *whe
         const char *ends[2] = {need_string(o, "lower", path, inner), NULL};
         if (!ends[0] || !(ends[1] = need_string(o, "higher", path, inner))) return REMAT_ECORRUPT;
         const Measurement *m[2];
-        for (int e = 0; e < 2; e++) {
-            m[e] = find_measurement(out, ends[e], strlen(ends[e]));
-            if (!m[e] || !m[e]->time)
-                return remat_fail(REMAT_ECORRUPT, "%s: %s: %s is not a time measurement of the question", path, inner, ends[e]);
-        }
+        for (int e = 0; e < 2; e++)
+            if (!(m[e] = find_measurement(out, ends[e], strlen(ends[e]))) || !strcmp(m[e]->format, "text"))
+                return remat_fail(REMAT_ECORRUPT, "%s: %s: %s is not a numeric measurement of the question", path,
+                                  inner, ends[e]);
+        if (m[0]->time != m[1]->time)
+            return remat_fail(REMAT_ECORRUPT, "%s: %s: %s and %s are not both times or both exact", path, inner,
+                              ends[0], ends[1]);
         out->orders[i].lower = m[0];
         out->orders[i].higher = m[1];
         if (need_text(o, "why", out, path, inner, &out->orders[i].why) != REMAT_OK) return REMAT_ECORRUPT;

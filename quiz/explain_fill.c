@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "quiz/words.h"
 #include "tensor/memory.h"
@@ -36,6 +37,7 @@ typedef enum FigureProblem {
     PROBLEM_TOO_LARGE,
     PROBLEM_INTERVAL,
     PROBLEM_PART_OF_INTERVAL,
+    PROBLEM_ORDER, /* with another figure, it breaks an order of the question: words.h's out_of_order */
 } FigureProblem;
 
 typedef struct Figure {
@@ -44,6 +46,8 @@ typedef struct Figure {
     const cJSON *value;   /* FIG_OK */
     FigureProblem problem; /* FIG_INVALID */
     char field[256];      /* where the value is: "tables.steps.records[3].peak_act" */
+    const FigureOrder *order; /* PROBLEM_ORDER: the order broken, */
+    const struct Figure *other; /* with this figure */
     bool spread;          /* a time whose interval and samples were read */
     double lo, hi;
     int samples;
@@ -51,9 +55,10 @@ typedef struct Figure {
 
 /* Each numeric format: what a plausible measurement of it is, and how it is written,
  * printf(print, (value − shift) × scale), or as bytes (mem_format_bytes) when print is
- * NULL. The limits are far beyond anything a bench on one machine measures, but not
- * beyond what a corrupted or hand-edited file holds: "kept 16777216.0 TiB" or "kept 0 B"
- * from a null is worse than no figure. */
+ * NULL. The limits are what the quantity is (a share of FLOPs is at most all of them, a
+ * resident peak at most this machine's RAM: max 0), or else far beyond anything a bench
+ * on one machine measures, but not beyond what a corrupted or hand-edited file holds:
+ * "kept 16777216.0 TiB" or "kept 0 B" from a null is worse than no figure. */
 typedef struct Format {
     const char *name;
     double max;
@@ -64,9 +69,10 @@ typedef struct Format {
 
 static const Format FORMATS[] = {
     {"bytes", 1125899906842624.0, true, false, NULL, 0, 1}, /* 1 PiB */
+    {"resident", 0, true, false, NULL, 0, 1},               /* a resident peak: at most the RAM */
     {"int", 1e9, true, false, "%.0f", 0, 1},
     {"count", 1e9, true, true, "%.3g", 0, 1},               /* samples, cores */
-    {"percent", 100.0, false, false, "%.1f%%", 0, 100},     /* a ratio: up to 10000% */
+    {"percent", 1.0, false, false, "%.1f%%", 0, 100},       /* FLOPs recomputed per FLOP done */
     {"excess", 100.0, false, true, "%+.1f%%", 1, 100},      /* a ratio of times: above 0 */
     {"change", 100.0, false, true, "%.1f%%", 1, 100},       /* the same, worded slower or faster */
     {"fraction", 1.0, false, false, "%.3g", 0, 1},          /* CPU steal */
@@ -90,8 +96,9 @@ static bool valid_value(const cJSON *v, const char *format, FigureProblem *probl
     if (!strcmp(format, "text")) return cJSON_IsString(v);
     if (!cJSON_IsNumber(v) || isnan(v->valuedouble)) return false;
     const Format *p = format_of(format);
-    const double x = v->valuedouble;
-    *problem = x < 0 ? PROBLEM_NEGATIVE : p->positive && x == 0 ? PROBLEM_NOT_POSITIVE : !(x <= p->max) ? PROBLEM_TOO_LARGE
+    const double x = v->valuedouble, ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    const double max = p->max ? p->max : ram;
+    *problem = x < 0 ? PROBLEM_NEGATIVE : p->positive && x == 0 ? PROBLEM_NOT_POSITIVE : !(x <= max) ? PROBLEM_TOO_LARGE
              : p->whole && x != floor(x) ? PROBLEM_NOT_WHOLE : PROBLEM_NOT_NUMBER;
     return *problem == PROBLEM_NOT_NUMBER;
 }
@@ -160,17 +167,31 @@ static const cJSON *pick_record(const cJSON *records, const Measurement *m, int 
     return best;
 }
 
+const cJSON *explain_results(ResultsDir *r, const char *bench, char *why, size_t size)
+{
+    const char *broken = results_broken(r, bench);
+    const cJSON *doc = results_document(r, bench);
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(doc, "schema");
+    const char *name = cJSON_IsString(schema) ? schema->valuestring : NULL;
+    if (why) why[0] = '\0';
+    if (broken || !doc) {
+        if (why) snprintf(why, size, "%s", broken ? broken : "");
+        return NULL;
+    }
+    /* The schemas the quiz reads (docs/RESULTS.md): 1 has no intervals, so no time is quoted. */
+    if (name && (!strcmp(name, "remat-bench/1") || !strcmp(name, "remat-bench/2"))) return doc;
+    if (why)
+        snprintf(why, size, "%s/%s.json: its schema is %s%.40s%s, not remat-bench/1 or remat-bench/2", results_dir(r),
+                 bench, name ? "'" : "", name ? name : schema ? "not a string" : "not recorded", name ? "'" : "");
+    return NULL;
+}
+
 /* Finds and checks the value `m` quotes. */
 static Figure find_figure(ResultsDir *r, const Measurement *m)
 {
     Figure fig = {.m = m, .state = FIG_NO_FILE};
-    const char *broken = results_broken(r, m->bench);
-    const cJSON *doc = results_document(r, m->bench);
-    if (broken) {
-        fig.state = FIG_UNREADABLE;
-        snprintf(fig.field, sizeof fig.field, "%.255s", broken);
-        return fig;
-    }
+    const cJSON *doc = explain_results(r, m->bench, fig.field, sizeof fig.field);
+    if (fig.field[0]) fig.state = FIG_UNREADABLE;
     if (!doc) return fig;
     fig.state = FIG_NO_RECORD;
     int index = 0;
@@ -185,6 +206,24 @@ static Figure find_figure(ResultsDir *r, const Measurement *m)
         if (fig.state == FIG_OK && m->time) read_spread(rec, path, &fig);
     }
     return fig; /* e.g. a run narrowed by a flag that measured fewer configurations */
+}
+
+/* Exact figures that break an order of the question are both left out: either may be
+ * the wrong one. (Times that do are judged below: they are noise, not wrong.) */
+static void check_orders(const Question *q, Figure *figs)
+{
+    for (int o = 0; o < q->n_orders; o++) {
+        const FigureOrder *order = &q->orders[o];
+        Figure *lower = &figs[order->lower - q->measurements], *higher = &figs[order->higher - q->measurements];
+        if (order->lower->time || lower->state != FIG_OK || higher->state != FIG_OK ||
+            lower->value->valuedouble <= higher->value->valuedouble)
+            continue;
+        lower->state = higher->state = FIG_INVALID;
+        lower->problem = higher->problem = PROBLEM_ORDER;
+        lower->order = higher->order = order;
+        lower->other = higher;
+        higher->other = lower;
+    }
 }
 
 /* ---- the machine while a bench ran ------------------------------------------------------ */
@@ -239,6 +278,7 @@ static void format_number(char *buf, size_t size, double v, const char *format, 
     const bool change = !strcmp(format, "change");
     char number[64];
     snprintf(number, sizeof number, f->print, (change ? fabs(v - f->shift) : v - f->shift) * f->scale);
+    if (strspn(number, "+-0.%") == strlen(number)) snprintf(number, sizeof number, f->print, 0.0); /* not -0.0% */
     const QuizWords *w = quiz_words(lang);
     snprintf(buf, size, !change ? "%s" : v < 1 ? w->faster : w->slower, number);
 }
@@ -294,12 +334,12 @@ typedef struct Judgement {
     TimeTrust trust;         /* the question's: TIMES_CARRY unless all its times are silenced */
     TimeTrust figure[QUIZ_MAX_MEASUREMENTS]; /* each time figure's own: FEW, WIDE or CARRY */
     const char *bench;       /* the bench whose times are judged */
-    const TimeOrder *order;  /* TIMES_CONTRADICTED */
+    const FigureOrder *order;  /* TIMES_CONTRADICTED */
     RecordedMachine machine; /* TIMES_BUSY */
     Figure bad_machine;      /* the machine block's invalid field (state FIG_INVALID), if any */
 } Judgement;
 
-static void blame(Judgement *j, TimeTrust trust, const TimeOrder *order)
+static void blame(Judgement *j, TimeTrust trust, const FigureOrder *order)
 {
     if (trust >= j->trust) return;
     j->trust = trust;
@@ -325,7 +365,7 @@ static Judgement judge_times(const Question *q, const Figure *figs, ResultsDir *
             j.bench = fig->m->bench;
             j.bad_machine.m = fig->m;
             const RecordedMachine *m = &j.machine;
-            const cJSON *doc = results_document(r, j.bench);
+            const cJSON *doc = explain_results(r, j.bench, NULL, 0);
             const cJSON *mode = cJSON_GetObjectItemCaseSensitive(doc, "mode");
             if (q->quick_times.lang[LANG_EN] && cJSON_IsString(mode) && !strcmp(mode->valuestring, "quick"))
                 blame(&j, TIMES_QUICK, NULL);
@@ -450,9 +490,15 @@ static RematStatus note_figure(const Fill *fill, ResultsDir *r, const Figure *fi
         snprintf(text, sizeof text, w->unreadable, fig->field, program);
         status = remat_fail(REMAT_ECORRUPT, "%s", fig->field);
     } else {
-        snprintf(text, sizeof text, w->invalid_figure, fig->field, file, w->invalid_why[fig->problem], program);
+        char why[2][1024];
+        for (int l = 0; l < LANG_COUNT && fig->problem == PROBLEM_ORDER; l++)
+            snprintf(why[l], sizeof why[l], quiz_words((QuizLang)l)->out_of_order, fig->other->field,
+                     fig->order->why.lang[l]);
+        for (int l = 0; l < LANG_COUNT && fig->problem != PROBLEM_ORDER; l++)
+            snprintf(why[l], sizeof why[l], "%s", quiz_words((QuizLang)l)->invalid_why[fig->problem]);
+        snprintf(text, sizeof text, w->invalid_figure, fig->field, file, why[fill->lang], program);
         status = remat_fail(REMAT_ECORRUPT, "%s: %s: %s, so it is treated as not measured", file, fig->field,
-                            quiz_words(LANG_EN)->invalid_why[fig->problem]);
+                            why[LANG_EN]);
     }
     note(fill, text);
     return status;
@@ -545,6 +591,7 @@ RematStatus explain_pieces(const Question *q, QuizLang lang, ResultsDir *results
 {
     Fill fill = {.q = q, .lang = lang, .sink = sink, .ctx = ctx};
     for (int i = 0; i < q->n_measurements; i++) fill.figs[i] = find_figure(results, &q->measurements[i]);
+    check_orders(q, fill.figs);
     fill.judged = judge_times(q, fill.figs, results);
     bool first = true;
     for (int p = 0; p < q->n_parts; p++) {
@@ -577,7 +624,7 @@ void explain_sources(char *buf, size_t size, const Question *q, QuizLang lang, R
     size_t used = 0;
     for (int i = 0; i < q->n_measurements; i++) {
         const char *bench = q->measurements[i].bench;
-        const cJSON *doc = results_document(results, bench);
+        const cJSON *doc = explain_results(results, bench, NULL, 0);
         bool seen = false;
         for (int k = 0; k < i; k++) seen |= !strcmp(q->measurements[k].bench, bench);
         if (!doc || seen || used >= sizeof runs) continue;

@@ -309,7 +309,7 @@ static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *te
     const char *owners[MAX_VALUES][16];
     int n_values = 0, n_owners[MAX_VALUES] = {0};
     for (int b = 0; b < n_benches; b++) {
-        const cJSON *doc = results_document(results, benches[b]);
+        const cJSON *doc = explain_results(results, benches[b], NULL, 0);
         if (!doc) continue;
         char value[512];
         if (!text(doc, lang, value, sizeof value)) snprintf(value, sizeof value, "%s", w->unrecorded);
@@ -343,7 +343,7 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
     char first[64] = "", last[64] = "", date[64];
     int with_results = 0;
     for (int b = 0; b < n_benches; b++) {
-        const cJSON *doc = results_document(src->results, benches[b]);
+        const cJSON *doc = explain_results(src->results, benches[b], NULL, 0);
         with_results += doc != NULL;
         if (!doc || !string_at(doc, "date", date, sizeof date)) continue;
         if (!first[0] || strcmp(date, first) < 0) snprintf(first, sizeof first, "%s", date);

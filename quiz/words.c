@@ -40,6 +40,7 @@ static const QuizWords WORDS[LANG_COUNT] = {
         .invalid_why = {"it is not a number", "it is negative", "it is not above zero", "it is not a whole number",
                         "it is too large to be a measurement", "its interval does not hold the value",
                         "the rest of its interval is missing"},
+        .out_of_order = "it contradicts %s, since %s",
         .time_busy = "This machine was busy while %s measured its times (other processes ran for %s of its CPU "
                      "time and the hypervisor stole %s; the 1-minute load average reached %s on %d cores): they "
                      "are too noisy to teach from.",
@@ -121,6 +122,7 @@ static const QuizWords WORDS[LANG_COUNT] = {
         .invalid_figure = "أُسقط الرقم %s من %s: %s. شغّل %s --quick من جديد.",
         .invalid_why = {"فهو ليس عددًا", "فهو سالب", "فهو ليس أكبر من الصفر", "فهو ليس عددًا صحيحًا",
                         "فهو أكبر من أن يكون قياسًا", "فمجاله لا يحتوي القيمة", "فبقية مجاله مفقودة"},
+        .out_of_order = "فهو يناقض %s، إذ %s",
         .time_busy = "كان هذا الجهاز مشغولًا حين قاس %s أزمنته (شغلت عمليات أخرى %s من وقت معالجه، واستلب المشرف "
                      "الافتراضي %s، وبلغ متوسط الحمل لدقيقة واحدة %s على %d من الأنوية): فهي أكثر ضجيجًا من أن "
                      "يُعلَّم بها.",

@@ -43,6 +43,7 @@ typedef struct QuizWords {
     const char *unreadable;   /* %s what is wrong with the results file, %s program */
     const char *invalid_figure; /* %s field, %s results file, %s why (invalid_why), %s program */
     const char *invalid_why[7]; /* explain_fill.c's FigureProblem, in its order */
+    const char *out_of_order;   /* the last FigureProblem: %s the other field, %s the bank's why */
 
     /* Why the times are not taught from, then what the explanation does instead. */
     const char *time_busy;    /* %s program, %s others' CPU share, %s steal, %s load, %d cores */

@@ -101,10 +101,12 @@ static size_t count(const char *text, const char *what)
 }
 
 /* The value a placeholder of format `format` is given in the scratch results: the k-th
- * figure of the bank, so that no two figures look alike. */
-static double fake_value(const char *format, int k)
+ * figure of the bank, so that no two figures look alike; a byte count that is the lower
+ * end of an order of its question (`lower`) far smaller than the others, as it must be. */
+static double fake_value(const char *format, int k, bool lower)
 {
-    if (!strcmp(format, "bytes")) return 1048576.0 * (k + 1) + 65536.0 * k;
+    if (!strcmp(format, "bytes") || !strcmp(format, "resident"))
+        return (1048576.0 * (k + 1) + 65536.0 * k) * (lower ? 1 : 16);
     if (!strcmp(format, "percent")) return 0.011 * (k + 1);
     if (!strcmp(format, "excess") || !strcmp(format, "change")) return 1.0 + 0.013 * (k + 1);
     if (!strcmp(format, "int")) return 10 + k;
@@ -159,7 +161,9 @@ static void write_results(const char *skip)
             }
             if (!record) cJSON_AddItemToArray(records, record = m->where ? cJSON_Duplicate(m->where, true) : cJSON_CreateObject());
             if (cJSON_GetObjectItem(record, m->field)) continue;
-            const double value = fake_value(m->format, k);
+            bool lower = false;
+            for (int o = 0; o < bank->questions[q].n_orders; o++) lower |= bank->questions[q].orders[o].lower == m;
+            const double value = fake_value(m->format, k, lower);
             cJSON_AddNumberToObject(record, m->field, value);
             if (m->time) { /* quiet and narrow: the times are quoted */
                 char name[128];

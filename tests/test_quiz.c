@@ -326,7 +326,7 @@ static const Given EXACT[] = {
 
 static double plausible(const char *format)
 {
-    return !strcmp(format, "bytes") ? 1048576 : !strcmp(format, "int") ? 64 : !strcmp(format, "percent") ? 0.2
+    return !strcmp(format, "bytes") || !strcmp(format, "resident") ? 1048576 : !strcmp(format, "int") ? 64 : !strcmp(format, "percent") ? 0.2
          : !strcmp(format, "excess") || !strcmp(format, "change") ? 1.1 : 0.172;
 }
 
@@ -352,6 +352,7 @@ static void write_results(const Question *q, const Given *given, Machine machine
         cJSON *doc = cJSON_GetObjectItem(files, m->bench);
         if (!doc) {
             cJSON_AddItemToObject(files, m->bench, doc = cJSON_CreateObject());
+            cJSON_AddStringToObject(doc, "schema", "remat-bench/2");
             if (results_mode) cJSON_AddStringToObject(doc, "mode", results_mode);
             cJSON *block = cJSON_AddObjectToObject(doc, "machine");
             cJSON_AddNumberToObject(block, "cores", 2);
@@ -710,14 +711,16 @@ static void escape_in_the_question(cJSON *question)
                               cJSON_CreateString("Which \x1b[2Jcost\xc2\x9b" "31m is traded?"));
 }
 
-/* Writes `text` as the scratch results of `bench`. */
+/* Writes `text`, a JSON object, as the scratch results of `bench`, of the current schema
+ * unless it says its own. */
 static void write_text(const char *bench, const char *text)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s.json", scratch, bench);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
-    fputs(text, f);
+    if (strstr(text, "\"schema\"")) fputs(text, f);
+    else fprintf(f, "{\"schema\": \"remat-bench/2\", %s", text + 1);
     fclose(f);
 }
 
@@ -1001,6 +1004,79 @@ static void test_arabic_in_a_terminal_points_to_the_page(void **state)
     free(out);
 }
 
+/* Question 1's bench_scaling results with `schema` (a JSON value, or NULL for none) and
+ * the peak activations, recomputed share and layers given. */
+static void write_scaling(const char *schema, const char *full_act, const char *share, const char *none_act)
+{
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{%s%s%s\"tables\": {\"steps\": {\"records\": [{\"n_layers\": 64, \"strategy\": \"full\", \"peak_act\": %s, "
+             "\"flop_overhead\": %s}, {\"n_layers\": 64, \"strategy\": \"none\", \"peak_act\": %s}]}}}",
+             schema ? "\"schema\": " : "", schema ? schema : "", schema ? ", " : "", full_act, share, none_act);
+    char path[512];
+    snprintf(path, sizeof path, "%s/bench_scaling.json", scratch);
+    FILE *f = fopen(path, "w"); /* not write_text, which adds a schema where there is none */
+    assert_non_null(f);
+    fputs(json, f);
+    fclose(f);
+}
+
+/* The quiz quotes only figures it can believe: results of a schema it reads, each figure
+ * in the range of what it is, bytes in the order they must come in. Any other is left
+ * out, as if not measured, and a note and the error say why. */
+static void test_figures_the_quiz_cannot_believe_are_not_quoted(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    static char text[8192], want[1024];
+    static const struct {
+        const char *schema, *said;
+    } schemas[] = {{"\"remat-bench/999\"", "its schema is 'remat-bench/999'"}, {"2", "its schema is not a string"},
+                   {NULL, "its schema is not recorded"}};
+    for (size_t i = 0; i < sizeof schemas / sizeof schemas[0]; i++) {
+        write_scaling(schemas[i].schema, "286728", "0.334", "540680");
+        snprintf(want, sizeof want, "%s/bench_scaling.json: %s, not remat-bench/1 or remat-bench/2", scratch,
+                 schemas[i].said);
+        explain_invalid(b, 1, want, text, sizeof text);
+        assert_null(strstr(text, "On this machine"));
+        assert_non_null(strstr(text, "The results cannot be read ("));
+    }
+    write_scaling("\"remat-bench/1\"", "286728", "0.334", "540680"); /* the older schema is read */
+    explain(b, 1, LANG_EN, text, sizeof text);
+    assert_non_null(strstr(text, "kept 280.0 KiB of activations at its peak instead of 528.0 KiB"));
+    remove_results();
+    /* A share of the FLOPs recomputed is at most all of them; none is 0.0%, never -0.0%. */
+    write_scaling("\"remat-bench/2\"", "286728", "1.5", "540680");
+    snprintf(want, sizeof want, "tables.steps.records[0].flop_overhead: it is too large to be a measurement, so it is "
+             "treated as not measured");
+    explain_invalid(b, 1, want, text, sizeof text);
+    write_scaling("\"remat-bench/2\"", "286728", "-0.0", "540680");
+    explain(b, 1, LANG_EN, text, sizeof text);
+    assert_non_null(strstr(text, "spent 0.0% more FLOPs"));
+    assert_null(strstr(text, "-0.0%"));
+    remove_results();
+    /* Recomputing cannot keep more activations than keeping them all: both are left out. */
+    write_scaling("\"remat-bench/2\"", "540680", "0.334", "286728");
+    snprintf(want, sizeof want, "tables.steps.records[1].peak_act: it contradicts tables.steps.records[0].peak_act, "
+             "since recomputing cannot keep more activations than keeping them all, so it is treated as not measured");
+    explain_invalid(b, 1, want, text, sizeof text);
+    assert_null(strstr(text, "On this machine"));
+    snprintf(want, sizeof want, "The figure tables.steps.records[0].peak_act in %s/bench_scaling.json is left out: it "
+             "contradicts tables.steps.records[1].peak_act, since recomputing cannot keep more activations than "
+             "keeping them all. Run build/bench/bench_scaling --quick again.", scratch);
+    assert_non_null(strstr(text, want));
+    /* A resident peak is at most this machine's RAM. */
+    const double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    char json[1024];
+    snprintf(json, sizeof json, "{\"tables\": {\"budget\": {\"records\": [{\"attention\": \"fused\", \"seq\": 128, "
+             "\"budget\": 1048576, \"peak_resident\": %.0f}]}}}", 2 * ram);
+    write_text("bench_selective", json);
+    explain_invalid(b, 5, "tables.budget.records[0].peak_resident: it is too large to be a measurement, so it is "
+                    "treated as not measured", text, sizeof text);
+    bank_free(b);
+}
+
 static void test_a_malformed_bank_names_the_file_and_field(void **state)
 {
     (void)state;
@@ -1067,9 +1143,10 @@ static void test_a_bank_keeps_its_explanations_honest(void **state)
     assert_null(load_edited(1, unknown_placeholder));
     assert_non_null(strstr(remat_last_error(), "questions[1].explanation[0].en: the placeholder {nothing_like_it} "
                                                "names no measurement"));
-    /* An order compares times. */
+    /* An order compares two times or two exact figures. */
     assert_null(load_edited(2, order_of_a_byte_count));
-    assert_non_null(strstr(remat_last_error(), "questions[2].order[0]: blocks_saved is not a time measurement"));
+    assert_non_null(strstr(remat_last_error(), "questions[2].order[0]: blocks_saved and blocks_overhead are not both "
+                                               "times or both exact"));
 }
 
 /* --html renames the page over its path: as root that replaced /dev/full with a regular
@@ -1252,6 +1329,7 @@ int main(void)
         cmocka_unit_test(test_no_explanation_states_a_comparison_its_intervals_contradict),
         cmocka_unit_test(test_an_invalid_figure_is_treated_as_missing_naming_the_file_and_field),
         cmocka_unit_test(test_a_missing_figure_names_its_command),
+        cmocka_unit_test(test_figures_the_quiz_cannot_believe_are_not_quoted),
         cmocka_unit_test(test_a_malformed_bank_names_the_file_and_field),
         cmocka_unit_test(test_a_bank_keeps_its_explanations_honest),
         cmocka_unit_test(test_control_characters_in_the_bank_are_shown_not_obeyed),
