@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "base/file.h"
+#include "quiz/embedded.h"
 #include "quiz/html_text.h"
 #include "quiz/words.h"
 
@@ -41,7 +42,7 @@ static void put_in(FILE *out, const char *open, const char *text, const char *cl
     fputs(close, out);
 }
 
-/* ---- files: the style, the script and the plots -------------------------------------- */
+/* ---- the plots ---------------------------------------------------------------------- */
 
 /* Base64 (RFC 4648, with padding) of `n` bytes. */
 static void put_base64(FILE *out, const unsigned char *data, size_t n)
@@ -94,7 +95,6 @@ static void put_file_link(FILE *out, const char *page, const char *path)
  * writing the page's note) when the file is there but cannot be read or is not a PNG. */
 static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const PageSources *src, const char *page)
 {
-    const QuizWords *w = quiz_words(lang);
     char path[1024], line[2048];
     snprintf(path, sizeof path, "%s/%s", src->plots_dir, q->plot);
     size_t n = 0;
@@ -113,14 +113,15 @@ static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const P
         fputs("\" src=\"data:image/png;base64,", out);
         put_base64(out, png, n);
         fputs("\"></a>\n<figcaption>", out);
-        html_words(out, lang, w->plot_caption, (const char *[]){q->plot}, "code");
+        html_words(out, lang, quiz_word(lang, "plot_caption"), (const char *[]){q->plot}, "code");
         fputs("</figcaption>", out);
     } else {
         if (present) {
             status = remat_fail(REMAT_ECORRUPT, "%s is not a readable PNG file", path);
-            snprintf(line, sizeof line, w->plot_broken, path);
+            snprintf(line, sizeof line, quiz_word(lang, "plot_broken"), path);
         } else {
-            snprintf(line, sizeof line, w->plot_missing, q->plot, results_dir(src->results), src->plots_dir);
+            snprintf(line, sizeof line, quiz_word(lang, "plot_missing"), q->plot, results_dir(src->results),
+                     src->plots_dir);
         }
         put_in(out, "<p class=\"missing\">", line, "</p>", lang);
     }
@@ -160,10 +161,9 @@ static void put_piece(void *ctx, PieceKind kind, const char *text, size_t len)
 static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSources *src, const char *page)
 {
     const Question *question = &src->bank->questions[q];
-    const QuizWords *w = quiz_words(lang);
     const char *l = LANG_CODES[lang];
     char count[64];
-    snprintf(count, sizeof count, w->question_of, q + 1, src->bank->n_questions);
+    snprintf(count, sizeof count, quiz_word(lang, "question_of"), q + 1, src->bank->n_questions);
 
     fprintf(out, "<article class=\"question\" id=\"%s-q%d\" data-correct=\"%d\" aria-labelledby=\"%s-q%d-stem\">\n",
             l, q + 1, question->correct + 1, l, q + 1);
@@ -182,20 +182,21 @@ static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSourc
     }
     fputs("</ol>\n<p class=\"verdict\" role=\"status\"></p>\n", out);
 
-    put_in(out, "<details class=\"answer\">\n<summary>", w->answer_summary,
+    put_in(out, "<details class=\"answer\">\n<summary>", quiz_word(lang, "answer_summary"),
            "</summary>\n<p class=\"correct\">", lang);
     const char shown[2] = {(char)('1' + shown_correct), '\0'};
-    html_words(out, lang, w->correct_was, (const char *[]){shown, question->options[question->correct].lang[lang]}, NULL);
+    html_words(out, lang, quiz_word(lang, "correct_was"),
+               (const char *[]){shown, question->options[question->correct].lang[lang]}, NULL);
     fputs("</p>\n", out);
     HtmlSink sink = {out, lang, false};
     RematStatus status = explain_pieces(question, lang, src->results, put_piece, &sink);
     if (sink.open) fputs("</p>\n", out);
     fputs("<p class=\"proof\">", out);
-    html_words(out, lang, w->proof, (const char *[]){question->test_file, question->test_name}, "code");
+    html_words(out, lang, quiz_word(lang, "proof"), (const char *[]){question->test_file, question->test_name}, "code");
     fputs("</p>\n<p class=\"bench\">", out);
     char program[256];
     snprintf(program, sizeof program, "build/%s", question->bench);
-    html_words(out, lang, w->measure, (const char *[]){program}, "code");
+    html_words(out, lang, quiz_word(lang, "measure"), (const char *[]){program}, "code");
     fputs("</p>\n", out);
     char sources[2048];
     explain_sources(sources, sizeof sources, question, lang, src->results);
@@ -239,9 +240,8 @@ static bool field_commit(const cJSON *doc, QuizLang lang, char *buf, size_t size
     const cJSON *commit = cJSON_GetObjectItemCaseSensitive(doc, "git_commit");
     const cJSON *dirty = cJSON_GetObjectItemCaseSensitive(doc, "git_dirty");
     if (!cJSON_IsString(commit)) return false;
-    const QuizWords *w = quiz_words(lang);
-    snprintf(buf, size, "%.12s%s%s", commit->valuestring, cJSON_IsBool(dirty) ? w->comma : "",
-             !cJSON_IsBool(dirty) ? "" : cJSON_IsTrue(dirty) ? w->dirty : w->clean);
+    snprintf(buf, size, "%.12s%s%s", commit->valuestring, cJSON_IsBool(dirty) ? quiz_word(lang, "comma") : "",
+             !cJSON_IsBool(dirty) ? "" : cJSON_IsTrue(dirty) ? quiz_word(lang, "dirty") : quiz_word(lang, "clean"));
     return true;
 }
 
@@ -252,7 +252,7 @@ static bool field_cpu(const cJSON *doc, QuizLang lang, char *buf, size_t size)
     char core[128], count[16];
     if (!cJSON_IsNumber(cores) || !string_at(machine, "blas_core", core, sizeof core)) return false;
     snprintf(count, sizeof count, "%d", cores->valueint);
-    snprintf(buf, size, quiz_words(lang)->cpu_line, count, core);
+    snprintf(buf, size, quiz_word(lang, "cpu_line"), count, core);
     return true;
 }
 
@@ -275,7 +275,7 @@ static bool field_load(const cJSON *doc, QuizLang lang, char *buf, size_t size)
     snprintf(load_before, sizeof load_before, "%.1f", m.load_before);
     snprintf(load_after, sizeof load_after, "%.1f", m.load_after);
     snprintf(stolen, sizeof stolen, "%.1f%%", 100.0 * m.steal);
-    snprintf(buf, size, quiz_words(lang)->load_line, others, load_before, load_after, stolen);
+    snprintf(buf, size, quiz_word(lang, "load_line"), others, load_before, load_after, stolen);
     return true;
 }
 
@@ -283,8 +283,7 @@ static bool field_mode(const cJSON *doc, QuizLang lang, char *buf, size_t size)
 {
     char mode[16];
     if (!string_at(doc, "mode", mode, sizeof mode)) return false;
-    const QuizWords *w = quiz_words(lang);
-    snprintf(buf, size, "%s", !strcmp(mode, "quick") ? w->quick : !strcmp(mode, "full") ? w->full : mode);
+    snprintf(buf, size, "%s", !strcmp(mode, "quick") || !strcmp(mode, "full") ? quiz_word(lang, mode) : mode);
     return true;
 }
 
@@ -293,7 +292,7 @@ static bool field_system(const cJSON *doc, QuizLang lang, char *buf, size_t size
     const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
     char os[256], host[128];
     if (!string_at(machine, "os", os, sizeof os) || !string_at(machine, "hostname", host, sizeof host)) return false;
-    snprintf(buf, size, "%s%s%s", os, quiz_words(lang)->comma, host);
+    snprintf(buf, size, "%s%s%s", os, quiz_word(lang, "comma"), host);
     return true;
 }
 
@@ -304,7 +303,6 @@ static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *te
                       const char **benches, int n_benches)
 {
     enum { MAX_VALUES = 16 };
-    const QuizWords *w = quiz_words(lang);
     char values[MAX_VALUES][512];
     const char *owners[MAX_VALUES][16];
     int n_values = 0, n_owners[MAX_VALUES] = {0};
@@ -312,7 +310,7 @@ static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *te
         const cJSON *doc = explain_results(results, benches[b], NULL, 0);
         if (!doc) continue;
         char value[512];
-        if (!text(doc, lang, value, sizeof value)) snprintf(value, sizeof value, "%s", w->unrecorded);
+        if (!text(doc, lang, value, sizeof value)) snprintf(value, sizeof value, "%s", quiz_word(lang, "unrecorded"));
         int v = 0;
         while (v < n_values && strcmp(values[v], value)) v++;
         if (v == MAX_VALUES) continue;
@@ -321,10 +319,10 @@ static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *te
     }
     put_in(out, "<dt>", label, "</dt><dd>", lang);
     for (int v = 0; v < n_values; v++) {
-        if (v) fputs(w->semicolon, out);
+        if (v) fputs(quiz_word(lang, "semicolon"), out);
         html_string(out, values[v], lang);
         for (int o = 0; n_values > 1 && o < n_owners[v]; o++) {
-            fputs(o ? w->comma : " (", out);
+            fputs(o ? quiz_word(lang, "comma") : " (", out);
             put_in(out, "<code>", owners[v][o], o + 1 == n_owners[v] ? "</code>)" : "</code>", lang);
         }
     }
@@ -333,12 +331,11 @@ static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *te
 
 static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
 {
-    const QuizWords *w = quiz_words(lang);
     const char *benches[16];
     const int n_benches = quoted_benches(src->bank, benches, 16);
     fprintf(out, "<footer class=\"measured\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n", LANG_CODES[lang],
             LANG_CODES[lang], LANG_DIRS[lang]);
-    put_in(out, "<h2>", w->footer_title, "</h2>\n", lang);
+    put_in(out, "<h2>", quiz_word(lang, "footer_title"), "</h2>\n", lang);
     /* The dates of the first and the last bench run, ISO 8601 in UTC: they sort as text. */
     char first[64] = "", last[64] = "", date[64];
     int with_results = 0;
@@ -351,23 +348,24 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
     }
     if (!with_results) {
         char line[1024];
-        snprintf(line, sizeof line, w->no_results, results_dir(src->results));
+        snprintf(line, sizeof line, quiz_word(lang, "no_results"), results_dir(src->results));
         put_in(out, "<p>", line, "</p>\n</footer>\n", lang);
         return;
     }
-    put_in(out, "<dl>\n<dt>", w->when, "</dt><dd>", lang);
-    if (!first[0]) html_string(out, w->unrecorded, lang);
-    else html_words(out, lang, strcmp(first, last) ? w->range : "%s", (const char *[]){first, last}, "time");
+    put_in(out, "<dl>\n<dt>", quiz_word(lang, "when"), "</dt><dd>", lang);
+    if (!first[0]) html_string(out, quiz_word(lang, "unrecorded"), lang);
+    else html_words(out, lang, strcmp(first, last) ? quiz_word(lang, "range") : "%s", (const char *[]){first, last},
+                    "time");
     fputs("</dd>\n", out);
-    put_field(out, lang, w->mode, field_mode, src->results, benches, n_benches);
-    put_field(out, lang, w->commit, field_commit, src->results, benches, n_benches);
-    put_field(out, lang, w->cpu, field_cpu, src->results, benches, n_benches);
-    put_field(out, lang, w->threads, field_threads, src->results, benches, n_benches);
-    put_field(out, lang, w->load, field_load, src->results, benches, n_benches);
-    put_field(out, lang, w->system, field_system, src->results, benches, n_benches);
-    put_in(out, "<dt>", w->benches, "</dt><dd>", lang);
+    put_field(out, lang, quiz_word(lang, "mode"), field_mode, src->results, benches, n_benches);
+    put_field(out, lang, quiz_word(lang, "commit"), field_commit, src->results, benches, n_benches);
+    put_field(out, lang, quiz_word(lang, "cpu"), field_cpu, src->results, benches, n_benches);
+    put_field(out, lang, quiz_word(lang, "threads"), field_threads, src->results, benches, n_benches);
+    put_field(out, lang, quiz_word(lang, "load"), field_load, src->results, benches, n_benches);
+    put_field(out, lang, quiz_word(lang, "system"), field_system, src->results, benches, n_benches);
+    put_in(out, "<dt>", quiz_word(lang, "benches"), "</dt><dd>", lang);
     for (int b = 0; b < n_benches; b++) {
-        if (b) fputs(w->comma, out);
+        if (b) fputs(quiz_word(lang, "comma"), out);
         put_in(out, "<code>", benches[b], "</code>", lang);
     }
     fputs("</dd>\n</dl>\n</footer>\n", out);
@@ -383,7 +381,7 @@ static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src, co
     put_in(out, "<p class=\"subtitle\">", bank->subtitle.lang[lang], "</p>\n", lang);
     put_in(out, "<h1>", bank->title.lang[lang], "</h1>\n", lang);
     put_in(out, "<p class=\"description\">", bank->description.lang[lang], "</p>\n", lang);
-    put_in(out, "<noscript><p class=\"note\">", quiz_words(lang)->noscript, "</p></noscript>\n</header>\n", lang);
+    put_in(out, "<noscript><p class=\"note\">", quiz_word(lang, "noscript"), "</p></noscript>\n</header>\n", lang);
     RematStatus status = REMAT_OK;
     for (int q = 0; q < bank->n_questions; q++) {
         RematStatus s = put_question(out, q, lang, src, page);
@@ -393,86 +391,36 @@ static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src, co
     return status;
 }
 
-/* The words the script needs, per language, as JSON in a <script type="application/json">. */
-static void put_script_words(FILE *out)
+/* The whole page, to be renamed to `page`, into `out`: its template, quiz/page.html
+ * (embedded at build time: the page as it is written, its style and script inline), with
+ * each <!--@name--> in it replaced by that part: the title, both languages' views, both
+ * footers, and the words the script says (quiz/words.json). Returns REMAT_OK, or
+ * REMAT_ECORRUPT (its message kept) when a results file or a plot is malformed, which does
+ * not stop the page. */
+static RematStatus put_page(FILE *out, const PageSources *src, const char *page)
 {
-    fputs("<script type=\"application/json\" id=\"quiz-words\">{", out);
-    for (int l = 0; l < LANG_COUNT; l++) {
-        const QuizWords *w = quiz_words((QuizLang)l);
-        const char *const pairs[][2] = {{"right", w->right},          {"wrong", w->wrong},
-                                        {"score", w->score},          {"result_title", w->result_title},
-                                        {"again", w->again},         {"your_answer", w->chosen},
-                                        {"the_answer", w->the_answer}};
-        fprintf(out, "%s\"%s\": {", l ? ", " : "", LANG_CODES[l]);
-        for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-            fprintf(out, "%s\"%s\": ", i ? ", " : "", pairs[i][0]);
-            html_json_string(out, pairs[i][1]);
-        }
-        fputs("}", out);
-    }
-    fputs("}</script>\n", out);
-}
-
-/* Inlines the file at `path` inside <element>; it must not contain "</element". */
-static RematStatus put_inline(FILE *out, const char *element, const char *path)
-{
-    char *text;
-    size_t n;
-    if (file_read_all("quiz --html", path, QUIZ_MAX_FILE, &text, &n) != REMAT_OK) return REMAT_EIO;
-    char closing[32];
-    snprintf(closing, sizeof closing, "</%s", element);
+    const QuizText *title = &src->bank->title;
     RematStatus status = REMAT_OK;
-    if (strstr(text, closing)) status = remat_fail(REMAT_ECORRUPT, "%s contains \"%s\", which would end the page's <%s> early", path, closing, element);
-    else fprintf(out, "<%s>\n%s</%s>\n", element, text, element);
-    free(text);
-    return status;
-}
-
-/* Reports a JavaScript error or a blocked load in the page itself (data-js-error on
- * <html>), before the main script runs, so that even a syntax error in it is seen. */
-static const char ERROR_WATCH[] =
-    "<script>\n"
-    "function remat_page_error(what) { document.documentElement.setAttribute(\"data-js-error\", what); }\n"
-    "window.addEventListener(\"error\", function (e) { remat_page_error(e.message || \"error\"); });\n"
-    "document.addEventListener(\"securitypolicyviolation\", function (e) { remat_page_error(\"blocked \" + e.blockedURI); });\n"
-    "</script>\n";
-
-/* The whole page, to be renamed to `page`, into `out`. Returns REMAT_OK, or the error that stopped it (the style or
- * the script); a malformed results file or plot does not stop it and is reported in
- * *content instead. */
-static RematStatus put_page(FILE *out, const PageSources *src, const char *page, RematStatus *content)
-{
-    const Bank *bank = src->bank;
-    fputs("<!DOCTYPE html>\n<html lang=\"en\" dir=\"ltr\">\n<head>\n<meta charset=\"utf-8\">\n"
-          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
-          "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n<title>",
-          out);
-    html_escaped(out, bank->title.lang[LANG_EN], strlen(bank->title.lang[LANG_EN]));
-    fputs(" · ", out);
-    html_escaped(out, bank->title.lang[LANG_AR], strlen(bank->title.lang[LANG_AR]));
-    fputs("</title>\n", out);
-    RematStatus status = put_inline(out, "style", src->style_file);
-    if (status != REMAT_OK) return status;
-    fputs(ERROR_WATCH, out);
-    fputs("</head>\n<body>\n<nav class=\"langs\" aria-label=\"Language · اللغة\">\n", out);
-    for (int l = 0; l < LANG_COUNT; l++)
-        fprintf(out, "<a href=\"#view-%s\" data-lang=\"%s\" lang=\"%s\" dir=\"%s\">%s</a>\n", LANG_CODES[l],
-                LANG_CODES[l], LANG_CODES[l], LANG_DIRS[l], quiz_words((QuizLang)l)->language_name);
-    fprintf(out, "</nav>\n<main data-questions=\"%d\">\n", bank->n_questions);
-    for (int l = 0; l < LANG_COUNT; l++) {
-        RematStatus s = put_view(out, (QuizLang)l, src, page);
-        if (*content == REMAT_OK) *content = s;
+    const char *t = QUIZ_PAGE_HTML;
+    for (const char *at; (at = strstr(t, "<!--@")) != NULL; t = strstr(at, "-->") + 3) {
+        fwrite(t, 1, (size_t)(at - t), out);
+        if (!strncmp(at, "<!--@title-->", 13)) {
+            html_escaped(out, title->lang[LANG_EN], strlen(title->lang[LANG_EN]));
+            fputs(" · ", out);
+            html_escaped(out, title->lang[LANG_AR], strlen(title->lang[LANG_AR]));
+        } else if (!strncmp(at, "<!--@views-->", 13)) {
+            for (int l = 0; l < LANG_COUNT; l++) {
+                const RematStatus s = put_view(out, (QuizLang)l, src, page);
+                if (status == REMAT_OK) status = s;
+            }
+        } else if (!strncmp(at, "<!--@footers-->", 15)) {
+            for (int l = 0; l < LANG_COUNT; l++) put_footer(out, (QuizLang)l, src);
+        } else { /* <!--@words--> */
+            html_json(out, quiz_words_json());
+        }
     }
-    fputs("<section class=\"result\" id=\"result\" aria-labelledby=\"result-title\" hidden>\n"
-          "<h2 id=\"result-title\"></h2>\n<p id=\"score\" role=\"status\"></p>\n<ol id=\"answers\"></ol>\n"
-          "<button type=\"button\" id=\"again\"></button>\n</section>\n</main>\n",
-          out);
-    for (int l = 0; l < LANG_COUNT; l++) put_footer(out, (QuizLang)l, src);
-    put_script_words(out);
-    if ((status = put_inline(out, "script", src->script_file)) != REMAT_OK) return status;
-    fputs("</body>\n</html>\n", out);
-    return REMAT_OK;
+    fputs(t, out);
+    return status;
 }
 
 /* The input of the page that `path` names, written into buf: the bank, a results file a
@@ -535,7 +483,7 @@ RematStatus page_write(const char *path, const PageSources *src)
     /* The new file is readable by its owner only; a page is for anyone to open. */
     RematStatus status = REMAT_OK, content = REMAT_OK;
     if (fchmod(fd, 0644) != 0) status = remat_fail(REMAT_EIO, "cannot write %s: chmod failed: %s", path, strerror(errno));
-    if (status == REMAT_OK) status = put_page(out, src, path, &content);
+    if (status == REMAT_OK) content = put_page(out, src, path);
     if (status == REMAT_OK && (ferror(out) || fflush(out) != 0))
         status = remat_fail(REMAT_EIO, "cannot write %s: %s", path, strerror(errno));
     int err = status == REMAT_OK && !named ? name_unnamed(fd, tmp) : 0;

@@ -32,8 +32,6 @@ typedef struct PageSources {
     const int (*orders)[QUIZ_OPTIONS]; /* per question, the option order shown (bank_option_orders) */
     ResultsDir *results;                /* the benches' results: figures and the footer */
     const char *plots_dir;              /* the PNGs bench/plots.sh drew from those results */
-    const char *style_file;             /* quiz/page.css, inlined */
-    const char *script_file;            /* quiz/page.js, inlined */
 } PageSources;
 
 /* Writes the page to `path` atomically: into a temporary file beside it, without a name

@@ -41,8 +41,7 @@
 #include "base/flags.h"
 #include "base/text.h"
 
-/* REMAT_QUIZ_BANK, REMAT_QUIZ_PAGE_CSS and REMAT_QUIZ_PAGE_JS, the files in the source
- * tree, come from quiz/CMakeLists.txt. */
+/* REMAT_QUIZ_BANK, the bank in the source tree, comes from quiz/CMakeLists.txt. */
 
 typedef struct Options {
     QuizLang lang;
@@ -254,7 +253,7 @@ static void say(int hang, const char *format, ...)
 static void print_question(const Bank *b, int q, const int *order, QuizLang lang)
 {
     printf("\n");
-    say(0, quiz_words(lang)->question_of, q + 1, b->n_questions);
+    say(0, quiz_word(lang, "question_of"), q + 1, b->n_questions);
     say(0, "%s", b->questions[q].question.lang[lang]);
     for (int i = 0; i < QUIZ_OPTIONS; i++) say(5, "  %d) %s", i + 1, b->questions[q].options[order[i]].lang[lang]);
 }
@@ -270,7 +269,7 @@ static int next_answer(const Options *o, int q)
     size_t cap = 0;
     int a = -2;
     for (;;) {
-        printf("%s", quiz_words(o->lang)->your_answer);
+        printf("%s", quiz_word(o->lang, "your_answer"));
         fflush(stdout);
         const ssize_t n = getline(&line, &cap, stdin);
         if (n < 0) break;
@@ -280,7 +279,7 @@ static int next_answer(const Options *o, int q)
         const bool clean = (size_t)n <= MAX_TYPED && strlen(line) == (size_t)n; /* no NUL inside */
         if (clean && (a = parse_answer(line + start, len - start)) >= 0) break;
         a = -2;
-        say(0, "%s", quiz_words(o->lang)->invalid);
+        say(0, "%s", quiz_word(o->lang, "invalid"));
     }
     free(line);
     return a;
@@ -293,8 +292,7 @@ static int write_page(const Options *o, const Bank *bank, const int orders[][QUI
     char plots[1024];
     snprintf(plots, sizeof plots, "%s/plots", o->results);
     const PageSources src = {.bank = bank, .bank_file = o->bank, .orders = orders, .results = results,
-                             .plots_dir = o->plots ? o->plots : plots,
-                             .style_file = REMAT_QUIZ_PAGE_CSS, .script_file = REMAT_QUIZ_PAGE_JS};
+                             .plots_dir = o->plots ? o->plots : plots};
     RematStatus status = page_write(o->html, &src);
     if (status != REMAT_OK) complain();
     return status == REMAT_OK || status == REMAT_ECORRUPT ? 0 : 1;
@@ -305,7 +303,7 @@ static int write_page(const Options *o, const Bank *bank, const int orders[][QUI
 static void print_header(const Bank *b, const Options *o)
 {
     if (o->lang == LANG_AR && !o->bidi_terminal)
-        say(0, "%s\n%s\n", quiz_words(LANG_EN)->no_bidi, quiz_words(LANG_AR)->no_bidi);
+        say(0, "%s\n%s\n", quiz_word(LANG_EN, "no_bidi"), quiz_word(LANG_AR, "no_bidi"));
     say(0, "%s\n%s\n%s", b->subtitle.lang[o->lang], b->title.lang[o->lang], b->description.lang[o->lang]);
 }
 
@@ -315,7 +313,7 @@ static void print_preview(const Bank *bank, const int orders[][QUIZ_OPTIONS], co
     print_header(bank, o);
     for (int q = 0; q < bank->n_questions; q++) print_question(bank, q, orders[q], o->lang);
     printf("\n");
-    say(0, "%s", quiz_words(o->lang)->preview_note);
+    say(0, "%s", quiz_word(o->lang, "preview_note"));
 }
 
 /* Question q answered `given` (an index into its options): right or wrong, the answer, the
@@ -324,21 +322,21 @@ static void print_preview(const Bank *bank, const int orders[][QUIZ_OPTIONS], co
 static bool print_verdict(const Question *question, const int order[QUIZ_OPTIONS], int given, QuizLang lang,
                           ResultsDir *results)
 {
-    const QuizWords *w = quiz_words(lang);
     const bool right = given == question->correct;
     int shown = 0;
     while (order[shown] != question->correct) shown++;
     static char text[1 << 15];
-    const int n = snprintf(text, sizeof text, "%s ", right ? w->right : w->wrong);
-    snprintf(text + n, sizeof text - (size_t)n, w->correct_was, '1' + shown, question->options[question->correct].lang[lang]);
+    const int n = snprintf(text, sizeof text, "%s ", right ? quiz_word(lang, "right") : quiz_word(lang, "wrong"));
+    snprintf(text + n, sizeof text - (size_t)n, quiz_word(lang, "correct_was"), '1' + shown,
+             question->options[question->correct].lang[lang]);
     say(0, "%s", text);
     if (fill_explanation(text, sizeof text, question, lang, results) != REMAT_OK)
         complain();
     say(0, "%s", text);
-    say(0, w->proof, question->test_file, question->test_name);
+    say(0, quiz_word(lang, "proof"), question->test_file, question->test_name);
     char program[256];
     snprintf(program, sizeof program, "build/%s", question->bench);
-    say(0, w->measure, program);
+    say(0, quiz_word(lang, "measure"), program);
     explain_sources(text, sizeof text, question, lang, results);
     if (text[0]) say(0, "%s", text);
     return right;
@@ -347,17 +345,17 @@ static bool print_verdict(const Question *question, const int order[QUIZ_OPTIONS
 /* The score, then each question asked with the option chosen (and the answer if wrong). */
 static void print_score(const Bank *bank, const int *given, int asked, int score, QuizLang lang)
 {
-    const QuizWords *w = quiz_words(lang);
     printf("\n");
-    say(0, w->score, score, bank->n_questions);
+    say(0, quiz_word(lang, "score"), score, bank->n_questions);
     for (int q = 0; q < asked; q++) {
         const Question *question = &bank->questions[q];
         const bool right = given[q] == question->correct;
         char line[2048];
-        const int n = snprintf(line, sizeof line, "  %s %d. %s: %s", right ? "✓" : "✗", q + 1, w->chosen,
+        const int n = snprintf(line, sizeof line, "  %s %d. %s: %s", right ? "✓" : "✗", q + 1, quiz_word(lang, "chosen"),
                                question->options[given[q]].lang[lang]);
         if (!right && n > 0 && (size_t)n < sizeof line)
-            snprintf(line + n, sizeof line - (size_t)n, " · %s: %s", w->the_answer, question->options[question->correct].lang[lang]);
+            snprintf(line + n, sizeof line - (size_t)n, " · %s: %s", quiz_word(lang, "the_answer"),
+                     question->options[question->correct].lang[lang]);
         say(7, "%s", line);
     }
 }
@@ -368,7 +366,7 @@ static bool wait_for_enter(const Options *o, int q, int n_questions)
 {
     if (o->n_answers || q + 1 == n_questions) return true;
     printf("\n");
-    say(0, "%s", quiz_words(o->lang)->next);
+    say(0, "%s", quiz_word(o->lang, "next"));
     fflush(stdout);
     int c;
     while ((c = getchar()) != EOF && c != '\n') continue;
@@ -386,7 +384,7 @@ static void ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_
         const int a = next_answer(o, q);
         if (a == -2) {
             printf("\n");
-            say(0, "%s", quiz_words(o->lang)->ended);
+            say(0, "%s", quiz_word(o->lang, "ended"));
             break;
         }
         asked++;
@@ -394,7 +392,7 @@ static void ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_
         score += print_verdict(&bank->questions[q], orders[q], given[q], o->lang, results);
         if (!wait_for_enter(o, q, bank->n_questions)) {
             printf("\n");
-            say(0, "%s", quiz_words(o->lang)->ended);
+            say(0, "%s", quiz_word(o->lang, "ended"));
             break;
         }
     }

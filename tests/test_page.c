@@ -478,14 +478,12 @@ static void test_page_killed_while_written_leaves_nothing(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
-static void test_page_write_reports_a_bad_plot_and_refuses_a_script_that_ends_early(void **state)
+static void test_page_write_reports_a_bad_plot(void **state)
 {
     (void)state;
-    char plots[600], png[700], style[600], script[600], path[600];
+    char plots[600], png[700], path[600];
     snprintf(plots, sizeof plots, "%s/bad-plots", scratch);
     snprintf(png, sizeof png, "%s/scaling.png", plots);
-    snprintf(style, sizeof style, "%s/page.css", REMAT_QUIZ_SOURCE_DIR);
-    snprintf(script, sizeof script, "%s/page.js", REMAT_QUIZ_SOURCE_DIR);
     snprintf(path, sizeof path, "%s/bad.html", scratch);
     assert_int_equal(mkdir(plots, 0755), 0);
     FILE *f = fopen(png, "w");
@@ -494,8 +492,8 @@ static void test_page_write_reports_a_bad_plot_and_refuses_a_script_that_ends_ea
     int orders[8][QUIZ_OPTIONS];
     bank_option_orders(bank, 1, false, orders);
     ResultsDir *results = results_open(scratch);
-    PageSources src = {.bank = bank, .orders = (const int (*)[QUIZ_OPTIONS])orders, .results = results,
-                       .plots_dir = plots, .style_file = style, .script_file = script, .bank_file = REMAT_QUIZ_BANK};
+    PageSources src = {.bank = bank, .bank_file = REMAT_QUIZ_BANK, .orders = (const int (*)[QUIZ_OPTIONS])orders,
+                       .results = results, .plots_dir = plots};
     /* A plot that is not a PNG: the page is written and says so; the call reports it. */
     assert_int_equal(page_write(path, &src), REMAT_ECORRUPT);
     assert_non_null(strstr(remat_last_error(), "scaling.png is not a readable PNG file"));
@@ -503,21 +501,31 @@ static void test_page_write_reports_a_bad_plot_and_refuses_a_script_that_ends_ea
     assert_non_null(html);
     assert_non_null(strstr(html, "scaling.png is not a readable PNG file)"));
     free(html);
-    /* A script holding "</script" would end the page's <script> early: refused, and the
-     * page written before is left as it was. */
-    char bad_script[600];
-    snprintf(bad_script, sizeof bad_script, "%s/bad.js", scratch);
-    f = fopen(bad_script, "w");
-    fputs("var s = \"</script>\";\n", f);
-    fclose(f);
-    src.script_file = bad_script;
-    struct stat before, after;
-    assert_int_equal(stat(path, &before), 0);
-    assert_int_equal(page_write(path, &src), REMAT_ECORRUPT);
-    assert_non_null(strstr(remat_last_error(), "bad.js contains \"</script\""));
-    assert_int_equal(stat(path, &after), 0);
-    assert_int_equal(before.st_ino, after.st_ino);
     results_close(results);
+}
+
+/* The words the script reads are quiz/words.json whole, written so that none of its text
+ * ("the <details> that holds the answer") can end the <script> that holds it. */
+static void test_page_script_words_cannot_end_their_script(void **state)
+{
+    (void)state;
+    char *html = slurp(page);
+    assert_non_null(html);
+    const char *open = "<script type=\"application/json\" id=\"quiz-words\">";
+    char *from = strstr(html, open);
+    assert_non_null(from);
+    from += strlen(open);
+    char *to = strstr(from, "</script>");
+    assert_non_null(to);
+    *to = '\0';
+    assert_null(strchr(from, '<'));
+    assert_non_null(strstr(from, "the \\u003cdetails\\u003e that holds the answer"));
+    cJSON *words = cJSON_Parse(from);
+    assert_non_null(words);
+    const cJSON *right = cJSON_GetObjectItem(cJSON_GetObjectItem(words, "right"), "ar");
+    assert_string_equal(right->valuestring, quiz_word(LANG_AR, "right"));
+    cJSON_Delete(words);
+    free(html);
 }
 
 /* ---- in a browser ------------------------------------------------------------------- */
@@ -696,9 +704,9 @@ static void test_page_in_a_browser_scores_right_and_wrong_answers(void **state)
             const char *dom = answered_page((QuizLang)l, sheets[s]);
             element_text(dom, "score", score, sizeof score);
             char *terminal = terminal_quiz((QuizLang)l, sheets[s]);
-            assert_true(line_starting(terminal, quiz_words((QuizLang)l)->score, expected, sizeof expected));
+            assert_true(line_starting(terminal, quiz_word((QuizLang)l, "score"), expected, sizeof expected));
             assert_string_equal(score, expected);
-            snprintf(expected, sizeof expected, quiz_words((QuizLang)l)->score, s == 0 ? 8 : all_first_score, 8);
+            snprintf(expected, sizeof expected, quiz_word((QuizLang)l, "score"), s == 0 ? 8 : all_first_score, 8);
             assert_string_equal(score, expected);
             /* The language chosen is the page's: the Arabic view right to left, the other
              * view hidden. */
@@ -767,7 +775,7 @@ static void test_page_in_a_browser_quotes_the_terminal_figures(void **state)
         assert_non_null(view);
         /* The terminal prints the explanation and its notes, a line each, between the
          * answer and the proof; the page a paragraph each, between the same two. */
-        const char *answer = quiz_words(lang)->correct_was, *proof = quiz_words(lang)->proof;
+        const char *answer = quiz_word(lang, "correct_was"), *proof = quiz_word(lang, "proof");
         const size_t answer_prefix = strcspn(answer, "%"), proof_prefix = strcspn(proof, "%");
         const char *line = terminal;
         for (int q = 0; q < bank->n_questions; q++) {
@@ -849,7 +857,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_page_escapes_text_and_isolates_left_to_right_runs_in_arabic),
         cmocka_unit_test(test_page_says_what_was_not_measured_and_what_the_results_do_not_record),
         cmocka_unit_test(test_page_to_an_unwritable_path_is_a_clear_error),
-        cmocka_unit_test(test_page_write_reports_a_bad_plot_and_refuses_a_script_that_ends_early),
+        cmocka_unit_test(test_page_write_reports_a_bad_plot),
+        cmocka_unit_test(test_page_script_words_cannot_end_their_script),
         cmocka_unit_test(test_page_over_one_of_its_inputs_is_refused),
         cmocka_unit_test(test_page_killed_while_written_leaves_nothing),
     };

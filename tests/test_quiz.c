@@ -27,6 +27,7 @@
 #include "base/file.h"
 #include "quiz/bank.h"
 #include "quiz/explain_fill.h"
+#include "quiz/words.h"
 
 #ifndef REMAT_QUIZ_BIN
 #define REMAT_QUIZ_BIN "quiz/quiz"
@@ -114,6 +115,30 @@ static void assert_one_term_each(const char *text, const char *where)
                                          "إعادة الحوسبة", "إعادة حوسبة", "تحميل", "يتم استبداله", "للترميز"};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
         if (strstr(text, others[i])) fail_msg("%s says \"%s\": %s", where, others[i], text);
+}
+
+/* Every text of quiz/words.json is there in both languages, and a format takes the same
+ * printf conversions, in the same order, in both. */
+static void test_words_take_the_same_arguments_in_both_languages(void **state)
+{
+    (void)state;
+    cJSON *words = cJSON_Parse(quiz_words_json());
+    assert_non_null(words);
+    int texts = 0;
+    for (const cJSON *w = words->child; w; w = w->next, texts++) {
+        if (!cJSON_IsObject(w)) continue;
+        char conversions[LANG_COUNT][32] = {"", ""};
+        for (int l = 0; l < LANG_COUNT; l++) {
+            const char *text = quiz_word((QuizLang)l, w->string);
+            size_t n = 0;
+            for (const char *p = strchr(text, '%'); p && n < 31; p = strchr(p + 2, '%')) conversions[l][n++] = p[1];
+        }
+        if (strcmp(conversions[LANG_EN], conversions[LANG_AR]))
+            fail_msg("words.json: %s takes %%%s in English but %%%s in Arabic", w->string, conversions[LANG_EN],
+                     conversions[LANG_AR]);
+    }
+    assert_true(texts > 60);
+    cJSON_Delete(words);
 }
 
 static void test_arabic_says_one_term_each_throughout(void **state)
@@ -1310,6 +1335,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bank_is_complete_in_both_languages),
         cmocka_unit_test(test_arabic_says_one_term_each_throughout),
+        cmocka_unit_test(test_words_take_the_same_arguments_in_both_languages),
         cmocka_unit_test(test_right_answers_score_8_in_english_and_arabic),
         cmocka_unit_test(test_wrong_answers_score_accordingly),
         cmocka_unit_test(test_without_a_terminal_the_quiz_previews),
