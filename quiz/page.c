@@ -1,16 +1,17 @@
 /*
  * page.c — the quiz as one self-contained HTML page (see page.h).
  *
- * The page is written top to bottom, one function per part: the head with the inline
- * style; each language's view (its questions, each with its options as buttons and its
- * answer inside a <details>); the score, which the script fills in the language shown;
- * each language's footer; and the script last. Nothing here decides what the quiz says:
- * the questions come from the bank, the explanations from explain_pieces (the pieces the
- * terminal joins into a line), the verdicts and the score line from words.h; every text
- * goes through html_text.h, which escapes it and isolates Arabic's left-to-right runs.
+ * The page is its template, quiz/page.html (the head with the inline style, the language
+ * switch, the score, which the script fills in the language shown, and the script), with
+ * the parts written here in its place: each language's view (its questions, each with its
+ * options as buttons and its answer inside a <details>) and each language's footer.
+ * Nothing here decides what the quiz says: the questions come from the bank, the
+ * explanations from explain_pieces (the pieces the terminal joins into a line), the
+ * verdicts and the score line from words.h; every text goes through html_text.h, which
+ * escapes it and isolates Arabic's left-to-right runs.
  *
- * What it is not: a general HTML writer. It checks only what could break this page (the
- * style or script closing its own element).
+ * What it is not: a general HTML writer or a template engine: the template's four
+ * markers are the only places it writes into.
  */
 #define _GNU_SOURCE /* realpath, and linkat naming an unnamed file (base/file.h: file_create_new) */
 #include "quiz/page.h"
