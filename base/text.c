@@ -26,10 +26,11 @@ void text_write_visible(FILE *out, const char *text, size_t len, const char *ind
     for (size_t i = 0, n; i < len; i += n) {
         n = utf8_length(s + i, len - i);
         const bool c0 = n == 1 && ((s[i] < 0x20 && s[i] != '\n' && s[i] != '\t') || s[i] == 0x7F);
-        if (n == 0 || c0) fprintf(out, "\\x%02x", s[i]);
+        const bool stray_c1 = n == 0 && s[i] < 0xA0; /* not UTF-8: to an 8-bit terminal, a C1 control */
+        n += n == 0;                                  /* a byte that is not UTF-8 goes on its own */
+        if (c0 || stray_c1) fprintf(out, "\\x%02x", s[i]);
         else if (n == 2 && s[i] == 0xC2 && s[i + 1] < 0xA0) fprintf(out, "\\u%04x", s[i + 1]); /* C1 */
         else fwrite(s + i, 1, n, out);
         if (s[i] == '\n' && indent) fputs(indent, out);
-        n += n == 0;
     }
 }

@@ -129,7 +129,7 @@ bool question_quotes_time(const Question *q, const char *text);
  * bank's own order. `orders` has a row per question. */
 void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS]);
 
-/* The largest bank, style, script or plot the quiz reads (with file_read_all, base/file.h). */
+/* The largest bank or plot the quiz reads (with file_read_all, base/file.h). */
 #define QUIZ_MAX_FILE (256 << 20)
 
 /* "en", "ar": the names of QuizLang's values, and the keys of a text's languages in the bank. */

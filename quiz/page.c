@@ -224,84 +224,54 @@ static int quoted_benches(const Bank *bank, const char **benches, int max)
     return n;
 }
 
-/* What a results document says about one footer field, as text in `buf`; false when the
- * document does not record it. */
-typedef bool FieldText(const cJSON *doc, QuizLang lang, char *buf, size_t size);
-
-static bool string_at(const cJSON *obj, const char *key, char *buf, size_t size)
+/* The string `key` of `obj`, or NULL. */
+static const char *string_at(const cJSON *obj, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!cJSON_IsString(v)) return false;
-    snprintf(buf, size, "%s", v->valuestring);
-    return true;
+    return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static bool field_commit(const cJSON *doc, QuizLang lang, char *buf, size_t size)
+/* What results document `doc` records of the footer's `field` (its label's key in
+ * words.json: "mode", "commit", "cpu", "threads", "load" or "system"), as text in `lang`
+ * into buf; "not recorded" when it does not record it (results of an older bench). */
+static void field_text(const cJSON *doc, const char *field, QuizLang lang, char *buf, size_t size)
 {
-    const cJSON *commit = cJSON_GetObjectItemCaseSensitive(doc, "git_commit");
+    const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
     const cJSON *dirty = cJSON_GetObjectItemCaseSensitive(doc, "git_dirty");
-    if (!cJSON_IsString(commit)) return false;
-    snprintf(buf, size, "%.12s%s%s", commit->valuestring, cJSON_IsBool(dirty) ? quiz_word(lang, "comma") : "",
-             !cJSON_IsBool(dirty) ? "" : cJSON_IsTrue(dirty) ? quiz_word(lang, "dirty") : quiz_word(lang, "clean"));
-    return true;
-}
-
-static bool field_cpu(const cJSON *doc, QuizLang lang, char *buf, size_t size)
-{
-    const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
     const cJSON *cores = cJSON_GetObjectItemCaseSensitive(machine, "cores");
-    char core[128], count[16];
-    if (!cJSON_IsNumber(cores) || !string_at(machine, "blas_core", core, sizeof core)) return false;
-    snprintf(count, sizeof count, "%d", cores->valueint);
-    snprintf(buf, size, quiz_word(lang, "cpu_line"), count, core);
-    return true;
-}
-
-static bool field_threads(const cJSON *doc, QuizLang lang, char *buf, size_t size)
-{
-    (void)lang;
     const cJSON *threads = cJSON_GetObjectItemCaseSensitive(doc, "threads");
-    if (!cJSON_IsNumber(threads)) return false;
-    snprintf(buf, size, "%d", threads->valueint);
-    return true;
-}
-
-/* The machine's load around the bench (results of older benches do not record it). */
-static bool field_load(const cJSON *doc, QuizLang lang, char *buf, size_t size)
-{
+    const char *mode = string_at(doc, "mode"), *commit = string_at(doc, "git_commit");
+    const char *core = string_at(machine, "blas_core"), *os = string_at(machine, "os");
+    const char *host = string_at(machine, "hostname"), *comma = quiz_word(lang, "comma");
+    char n[4][32];
     RecordedMachine m;
-    if (!results_machine(doc, &m)) return false;
-    char others[32], load_before[32], load_after[32], stolen[32];
-    snprintf(others, sizeof others, "%.1f%%", 100.0 * m.others);
-    snprintf(load_before, sizeof load_before, "%.1f", m.load_before);
-    snprintf(load_after, sizeof load_after, "%.1f", m.load_after);
-    snprintf(stolen, sizeof stolen, "%.1f%%", 100.0 * m.steal);
-    snprintf(buf, size, quiz_word(lang, "load_line"), others, load_before, load_after, stolen);
-    return true;
-}
-
-static bool field_mode(const cJSON *doc, QuizLang lang, char *buf, size_t size)
-{
-    char mode[16];
-    if (!string_at(doc, "mode", mode, sizeof mode)) return false;
-    snprintf(buf, size, "%s", !strcmp(mode, "quick") || !strcmp(mode, "full") ? quiz_word(lang, mode) : mode);
-    return true;
-}
-
-static bool field_system(const cJSON *doc, QuizLang lang, char *buf, size_t size)
-{
-    const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
-    char os[256], host[128];
-    if (!string_at(machine, "os", os, sizeof os) || !string_at(machine, "hostname", host, sizeof host)) return false;
-    snprintf(buf, size, "%s%s%s", os, quiz_word(lang, "comma"), host);
-    return true;
+    snprintf(buf, size, "%s", quiz_word(lang, "unrecorded"));
+    if (!strcmp(field, "mode") && mode) {
+        snprintf(buf, size, "%s", !strcmp(mode, "quick") || !strcmp(mode, "full") ? quiz_word(lang, mode) : mode);
+    } else if (!strcmp(field, "commit") && commit) {
+        snprintf(buf, size, "%.12s%s%s", commit, cJSON_IsBool(dirty) ? comma : "",
+                 !cJSON_IsBool(dirty) ? "" : quiz_word(lang, cJSON_IsTrue(dirty) ? "dirty" : "clean"));
+    } else if (!strcmp(field, "cpu") && cJSON_IsNumber(cores) && core) {
+        snprintf(n[0], sizeof n[0], "%d", cores->valueint);
+        snprintf(buf, size, quiz_word(lang, "cpu_line"), n[0], core);
+    } else if (!strcmp(field, "threads") && cJSON_IsNumber(threads)) {
+        snprintf(buf, size, "%d", threads->valueint);
+    } else if (!strcmp(field, "load") && results_machine(doc, &m)) { /* older benches do not record it */
+        snprintf(n[0], sizeof n[0], "%.1f%%", 100.0 * m.others);
+        snprintf(n[1], sizeof n[1], "%.1f", m.load_before);
+        snprintf(n[2], sizeof n[2], "%.1f", m.load_after);
+        snprintf(n[3], sizeof n[3], "%.1f%%", 100.0 * m.steal);
+        snprintf(buf, size, quiz_word(lang, "load_line"), n[0], n[1], n[2], n[3]);
+    } else if (!strcmp(field, "system") && os && host) {
+        snprintf(buf, size, "%s%s%s", os, comma, host);
+    }
 }
 
 /* One <dt>/<dd> pair: the field's value if every bench that has results agrees on it,
  * otherwise each value followed by the benches that recorded it, and "not recorded" for
  * those that did not. */
-static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *text, ResultsDir *results,
-                      const char **benches, int n_benches)
+static void put_field(FILE *out, QuizLang lang, const char *field, ResultsDir *results, const char **benches,
+                      int n_benches)
 {
     enum { MAX_VALUES = 16 };
     char values[MAX_VALUES][512];
@@ -311,14 +281,14 @@ static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *te
         const cJSON *doc = explain_results(results, benches[b], NULL, 0);
         if (!doc) continue;
         char value[512];
-        if (!text(doc, lang, value, sizeof value)) snprintf(value, sizeof value, "%s", quiz_word(lang, "unrecorded"));
+        field_text(doc, field, lang, value, sizeof value);
         int v = 0;
         while (v < n_values && strcmp(values[v], value)) v++;
         if (v == MAX_VALUES) continue;
         if (v == n_values) snprintf(values[n_values++], sizeof values[0], "%s", value);
         if (n_owners[v] < 16) owners[v][n_owners[v]++] = benches[b];
     }
-    put_in(out, "<dt>", label, "</dt><dd>", lang);
+    put_in(out, "<dt>", quiz_word(lang, field), "</dt><dd>", lang);
     for (int v = 0; v < n_values; v++) {
         if (v) fputs(quiz_word(lang, "semicolon"), out);
         html_string(out, values[v], lang);
@@ -338,12 +308,13 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
             LANG_CODES[lang], LANG_DIRS[lang]);
     put_in(out, "<h2>", quiz_word(lang, "footer_title"), "</h2>\n", lang);
     /* The dates of the first and the last bench run, ISO 8601 in UTC: they sort as text. */
-    char first[64] = "", last[64] = "", date[64];
+    char first[64] = "", last[64] = "";
     int with_results = 0;
     for (int b = 0; b < n_benches; b++) {
         const cJSON *doc = explain_results(src->results, benches[b], NULL, 0);
+        const char *date = string_at(doc, "date");
         with_results += doc != NULL;
-        if (!doc || !string_at(doc, "date", date, sizeof date)) continue;
+        if (!date) continue;
         if (!first[0] || strcmp(date, first) < 0) snprintf(first, sizeof first, "%s", date);
         if (!last[0] || strcmp(date, last) > 0) snprintf(last, sizeof last, "%s", date);
     }
@@ -358,12 +329,9 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
     else html_words(out, lang, strcmp(first, last) ? quiz_word(lang, "range") : "%s", (const char *[]){first, last},
                     "time");
     fputs("</dd>\n", out);
-    put_field(out, lang, quiz_word(lang, "mode"), field_mode, src->results, benches, n_benches);
-    put_field(out, lang, quiz_word(lang, "commit"), field_commit, src->results, benches, n_benches);
-    put_field(out, lang, quiz_word(lang, "cpu"), field_cpu, src->results, benches, n_benches);
-    put_field(out, lang, quiz_word(lang, "threads"), field_threads, src->results, benches, n_benches);
-    put_field(out, lang, quiz_word(lang, "load"), field_load, src->results, benches, n_benches);
-    put_field(out, lang, quiz_word(lang, "system"), field_system, src->results, benches, n_benches);
+    static const char *const fields[] = {"mode", "commit", "cpu", "threads", "load", "system"};
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
+        put_field(out, lang, fields[f], src->results, benches, n_benches);
     put_in(out, "<dt>", quiz_word(lang, "benches"), "</dt><dd>", lang);
     for (int b = 0; b < n_benches; b++) {
         if (b) fputs(quiz_word(lang, "comma"), out);

@@ -382,15 +382,11 @@ static void ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_
     for (int q = 0; q < bank->n_questions; q++) {
         print_question(bank, q, orders[q], o->lang);
         const int a = next_answer(o, q);
-        if (a == -2) {
-            printf("\n");
-            say(0, "%s", quiz_word(o->lang, "ended"));
-            break;
+        if (a >= 0) {
+            given[asked++] = orders[q][a];
+            score += print_verdict(&bank->questions[q], orders[q], given[q], o->lang, results);
         }
-        asked++;
-        given[q] = orders[q][a];
-        score += print_verdict(&bank->questions[q], orders[q], given[q], o->lang, results);
-        if (!wait_for_enter(o, q, bank->n_questions)) {
+        if (a < 0 || !wait_for_enter(o, q, bank->n_questions)) {
             printf("\n");
             say(0, "%s", quiz_word(o->lang, "ended"));
             break;
