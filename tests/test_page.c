@@ -113,10 +113,37 @@ static double fake_value(const char *format, int k, bool lower)
     return 0.125 * (k + 1);
 }
 
-/* Writes results/<bench>.json for every bench the bank quotes but `skip`: the header
- * fields a bench writes (docs/RESULTS.md), threads left out of bench_memory_budget's, a
- * quiet machine, and for every measurement a record matching its `where` with the quoted
- * field set, and a narrow interval from 9 samples beside each time. */
+/* A new results document of `bench`, run on day `day`, in `docs`: the header fields a
+ * bench writes (docs/RESULTS.md), threads left out of bench_memory_budget's, a quiet
+ * machine, and no tables yet. */
+static cJSON *new_results(cJSON *docs, const char *bench, int day)
+{
+    cJSON *doc = cJSON_AddObjectToObject(docs, bench);
+    char date[32];
+    snprintf(date, sizeof date, "2026-01-%02dT10:00:00Z", day);
+    cJSON_AddStringToObject(doc, "schema", "remat-bench/1");
+    cJSON_AddStringToObject(doc, "bench", bench);
+    cJSON_AddStringToObject(doc, "mode", "quick");
+    cJSON_AddStringToObject(doc, "date", date);
+    cJSON_AddStringToObject(doc, "git_commit", "0123456789abcdef0123456789abcdef01234567");
+    cJSON_AddFalseToObject(doc, "git_dirty");
+    cJSON *machine = cJSON_AddObjectToObject(doc, "machine");
+    cJSON_AddStringToObject(machine, "hostname", "testhost");
+    cJSON_AddStringToObject(machine, "os", "Linux 6.1 x86_64");
+    cJSON_AddNumberToObject(machine, "cores", 2);
+    cJSON_AddStringToObject(machine, "blas_core", "Haswell");
+    cJSON_AddNumberToObject(machine, "loadavg_before", 0.25);
+    cJSON_AddNumberToObject(machine, "loadavg_after", 1.5);
+    cJSON_AddNumberToObject(machine, "cpu_steal", 0.002);
+    cJSON_AddNumberToObject(machine, "others_cpu", 0.01);
+    if (strcmp(bench, "bench_memory_budget")) cJSON_AddNumberToObject(doc, "threads", 2);
+    cJSON_AddObjectToObject(doc, "tables");
+    return doc;
+}
+
+/* Writes results/<bench>.json for every bench the bank quotes but `skip` (new_results),
+ * and for every measurement a record matching its `where` with the quoted field set, and
+ * a narrow interval from 9 samples beside each time. */
 static void write_results(const char *skip)
 {
     cJSON *docs = cJSON_CreateObject();
@@ -126,28 +153,7 @@ static void write_results(const char *skip)
             const Measurement *m = &bank->questions[q].measurements[i];
             if (!strcmp(m->bench, skip)) continue;
             cJSON *doc = cJSON_GetObjectItem(docs, m->bench);
-            if (!doc) {
-                cJSON_AddItemToObject(docs, m->bench, doc = cJSON_CreateObject());
-                char date[32];
-                snprintf(date, sizeof date, "2026-01-%02dT10:00:00Z", day++);
-                cJSON_AddStringToObject(doc, "schema", "remat-bench/1");
-                cJSON_AddStringToObject(doc, "bench", m->bench);
-                cJSON_AddStringToObject(doc, "mode", "quick");
-                cJSON_AddStringToObject(doc, "date", date);
-                cJSON_AddStringToObject(doc, "git_commit", "0123456789abcdef0123456789abcdef01234567");
-                cJSON_AddFalseToObject(doc, "git_dirty");
-                cJSON *machine = cJSON_AddObjectToObject(doc, "machine");
-                cJSON_AddStringToObject(machine, "hostname", "testhost");
-                cJSON_AddStringToObject(machine, "os", "Linux 6.1 x86_64");
-                cJSON_AddNumberToObject(machine, "cores", 2);
-                cJSON_AddStringToObject(machine, "blas_core", "Haswell");
-                cJSON_AddNumberToObject(machine, "loadavg_before", 0.25);
-                cJSON_AddNumberToObject(machine, "loadavg_after", 1.5);
-                cJSON_AddNumberToObject(machine, "cpu_steal", 0.002);
-                cJSON_AddNumberToObject(machine, "others_cpu", 0.01);
-                if (strcmp(m->bench, "bench_memory_budget")) cJSON_AddNumberToObject(doc, "threads", 2);
-                cJSON_AddObjectToObject(doc, "tables");
-            }
+            if (!doc) doc = new_results(docs, m->bench, day++);
             cJSON *tables = cJSON_GetObjectItem(doc, "tables");
             cJSON *table = cJSON_GetObjectItem(tables, m->table);
             if (!table) cJSON_AddArrayToObject(cJSON_AddObjectToObject(tables, m->table), "records");

@@ -814,7 +814,16 @@ static void test_an_invalid_figure_is_treated_as_missing_naming_the_file_and_fie
         explain_invalid(b, 3, want, text, sizeof text);
         assert_null(strstr(text, "+20.0%"));
     }
-    /* The machine block: a negative load average is no load average. */
+    bank_free(b);
+}
+
+/* The machine block: a negative load average is no load average. */
+static void test_an_invalid_machine_block_is_treated_as_missing(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    static char text[8192];
     write_results(&b->questions[2], NARROW, QUIET);
     char path[512];
     snprintf(path, sizeof path, "%s/bench_placement.json", scratch);
@@ -1354,6 +1363,7 @@ int main(void)
         cmocka_unit_test(test_a_time_that_cannot_carry_the_lesson_leaves_out_only_its_part),
         cmocka_unit_test(test_no_explanation_states_a_comparison_its_intervals_contradict),
         cmocka_unit_test(test_an_invalid_figure_is_treated_as_missing_naming_the_file_and_field),
+        cmocka_unit_test(test_an_invalid_machine_block_is_treated_as_missing),
         cmocka_unit_test(test_a_missing_figure_names_its_command),
         cmocka_unit_test(test_figures_the_quiz_cannot_believe_are_not_quoted),
         cmocka_unit_test(test_a_malformed_bank_names_the_file_and_field),
