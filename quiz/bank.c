@@ -41,13 +41,14 @@ static RematStatus load_measurements(const cJSON *q, const char *path, const cha
         if (!(mm->bench = need_string(m, "bench", path, inner)) || !(mm->table = need_string(m, "table", path, inner)) ||
             !(mm->field = need_string(m, "field", path, inner)) || !(mm->format = need_string(m, "format", path, inner)))
             return REMAT_ECORRUPT;
-        static const char *const formats[] = {"bytes", "resident", "percent", "excess", "change",
-                                              "number", "int", "text"};
-        bool known = false;
-        for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) known |= !strcmp(mm->format, formats[f]);
-        if (!known)
-            return remat_fail(REMAT_ECORRUPT, "%s: %s.format: '%s' is not bytes, resident, percent, excess, change, number, int or text",
-                              path, inner, mm->format);
+        static const char *const formats[] = {"bytes", "resident", "percent", "excess", "change", "number", "int", "text"};
+        static const NameTable FORMATS = {formats, sizeof formats / sizeof formats[0]};
+        int format;
+        if (name_parse(&FORMATS, mm->format, &format) != REMAT_OK) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", remat_last_error()); /* remat_fail writes where it reads */
+            return remat_fail(REMAT_ECORRUPT, "%s: %s.format: %s", path, inner, why);
+        }
         mm->where = cJSON_GetObjectItemCaseSensitive(m, "where");
         if (mm->where && !cJSON_IsObject(mm->where))
             return remat_fail(REMAT_ECORRUPT, "%s: %s.where: must be an object", path, inner);

@@ -424,20 +424,12 @@ typedef struct LineBuffer {
     size_t size, used;
 } LineBuffer;
 
-static void append(LineBuffer *line, const char *text, size_t len)
-{
-    const size_t room = line->size - 1 - line->used;
-    if (len > room) len = room;
-    memcpy(line->buf + line->used, text, len);
-    line->used += len;
-    line->buf[line->used] = '\0';
-}
-
 static void append_piece(void *ctx, PieceKind kind, const char *text, size_t len)
 {
     LineBuffer *line = ctx;
-    if (kind == PIECE_NOTE) append(line, "\n", 1); /* on a terminal, a note is a line of its own */
-    append(line, text, len);
+    const char *newline = kind == PIECE_NOTE ? "\n" : ""; /* on a terminal, a note is a line of its own */
+    const int n = snprintf(line->buf + line->used, line->size - line->used, "%s%.*s", newline, (int)len, text);
+    line->used = n < 0 || (size_t)n >= line->size - line->used ? line->size - 1 : line->used + (size_t)n;
 }
 
 static void note(const Fill *fill, const char *text)
