@@ -1297,6 +1297,38 @@ static char *source_file(const char *path)
     return file_read_all("test_quiz", full, QUIZ_MAX_FILE, &text, &size) == REMAT_OK ? text : NULL;
 }
 
+/* Every key the quiz's code names in a quiz_word call, and every reason a figure is
+ * invalid ("why_..."), is a text of quiz/words.json: a key that is not there would abort
+ * the program where it is said, perhaps on a path no other test takes. */
+static void test_every_word_the_code_says_is_in_words_json(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"quiz/explain_fill.c", "quiz/page.c", "quiz/quiz.c"};
+    cJSON *words = cJSON_Parse(quiz_words_json());
+    int keys = 0;
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char *code = source_file(files[f]);
+        assert_non_null(code);
+        for (const char *q = strchr(code, '"'); q; q = strchr(q + 1, '"')) {
+            const char *end = strchr(q + 1, '"');
+            const size_t len = (size_t)(end - q - 1);
+            const char *call = q;
+            while (call > code && call[-1] != ';' && call[-1] != '{' && strncmp(call, "quiz_word(", 10)) call--;
+            const bool said = !strncmp(call, "quiz_word(", 10) && !memchr(call, ')', (size_t)(q - call) - 9);
+            char key[64];
+            snprintf(key, sizeof key, "%.*s", (int)(len < 63 ? len : 63), q + 1);
+            if ((said || !strncmp(key, "why_", 4)) && strspn(key, "abcdefghijklmnopqrstuvwxyz_") == len && len) {
+                if (!cJSON_GetObjectItem(words, key)) fail_msg("%s says \"%s\", which words.json has not", files[f], key);
+                keys++;
+            }
+            q = end;
+        }
+        free(code);
+    }
+    assert_true(keys > 50);
+    cJSON_Delete(words);
+}
+
 /* docs/TOUR.md points students at functions in files: "`region_backward()` in
  * `checkpoint/checkpoint.c`". Every file it names in backticks exists, and every
  * function named before it ("`a()`, `b()` and `c()` in `file`") is defined or declared
@@ -1372,6 +1404,7 @@ int main(void)
         cmocka_unit_test(test_output_that_cannot_be_written_fails),
         cmocka_unit_test(test_the_page_never_replaces_what_is_not_a_regular_file),
         cmocka_unit_test(test_interactive_quiz_through_a_terminal),
+        cmocka_unit_test(test_every_word_the_code_says_is_in_words_json),
         cmocka_unit_test(test_the_tour_names_code_that_exists),
     };
     return cmocka_run_group_tests_name("quiz", tests, setup, teardown);
