@@ -267,7 +267,7 @@ static void format_number(char *buf, size_t size, double v, const char *format, 
     char number[64];
     snprintf(number, sizeof number, f->print, (change ? fabs(v - f->shift) : v - f->shift) * f->scale);
     if (strspn(number, "+-0.%") == strlen(number)) snprintf(number, sizeof number, f->print, 0.0); /* not -0.0% */
-    snprintf(buf, size, !change ? "%s" : v < 1 ? quiz_word(lang, "faster") : quiz_word(lang, "slower"), number);
+    snprintf(buf, size, !change ? "%s" : quiz_word(lang, v < 1 ? "faster" : "slower"), number);
 }
 
 /* A found figure as the explanation quotes it: a time with its spread. The interval of a
