@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/progress.h"
+#include "base/text.h"
 #include "models/gpt.h"
 #include "tensor/flops.h"
 #include "base/platform.h"
@@ -194,10 +195,8 @@ void report_sample(FILE *out, const TrainOptions *o, Model *m)
     const int32_t prompt[] = {'\n'};
     if (gpt_generate(m, prompt, 1, n, 0.8f, &rng, text) == REMAT_OK) {
         fprintf(out, "\n  sample (temperature 0.8):\n  ");
-        for (int i = 0; i < n; i++) {
-            fputc(text[i] == '\n' ? '\n' : (int)text[i], out);
-            if (text[i] == '\n') fputs("  ", out);
-        }
+        for (int i = 0; i < n; i++) ((char *)text)[i] = (char)text[i]; /* its bytes, in place */
+        text_write_visible(out, (const char *)text, (size_t)n, "  ");
         fputc('\n', out);
     } else {
         fprintf(out, "\n  sample: %s\n", remat_last_error());

@@ -41,12 +41,14 @@ static RematStatus load_measurements(const cJSON *q, const char *path, const cha
         if (!(mm->bench = need_string(m, "bench", path, inner)) || !(mm->table = need_string(m, "table", path, inner)) ||
             !(mm->field = need_string(m, "field", path, inner)) || !(mm->format = need_string(m, "format", path, inner)))
             return REMAT_ECORRUPT;
-        static const char *const formats[] = {"bytes", "percent", "excess", "change", "number", "int", "text"};
-        bool known = false;
-        for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) known |= !strcmp(mm->format, formats[f]);
-        if (!known)
-            return remat_fail(REMAT_ECORRUPT, "%s: %s.format: '%s' is not bytes, percent, excess, change, number, int or text",
-                              path, inner, mm->format);
+        static const char *const formats[] = {"bytes", "resident", "percent", "excess", "change", "number", "int", "text"};
+        static const NameTable FORMATS = {formats, sizeof formats / sizeof formats[0]};
+        int format;
+        if (name_parse(&FORMATS, mm->format, &format) != REMAT_OK) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", remat_last_error()); /* remat_fail writes where it reads */
+            return remat_fail(REMAT_ECORRUPT, "%s: %s.format: %s", path, inner, why);
+        }
         mm->where = cJSON_GetObjectItemCaseSensitive(m, "where");
         if (mm->where && !cJSON_IsObject(mm->where))
             return remat_fail(REMAT_ECORRUPT, "%s: %s.where: must be an object", path, inner);
@@ -149,7 +151,8 @@ static RematStatus load_explanation(const cJSON *q, const char *path, const char
     return REMAT_OK;
 }
 
-/* The optional `order` of the question's times: [{"lower": name, "higher": name, "why": text}]. */
+/* The optional `order` of the question's figures, two times or two exact figures each:
+ * [{"lower": name, "higher": name, "why": text}]. */
 static RematStatus load_orders(const cJSON *q, const char *path, const char *where, Question *out)
 {
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(q, "order");
@@ -165,11 +168,13 @@ static RematStatus load_orders(const cJSON *q, const char *path, const char *whe
         const char *ends[2] = {need_string(o, "lower", path, inner), NULL};
         if (!ends[0] || !(ends[1] = need_string(o, "higher", path, inner))) return REMAT_ECORRUPT;
         const Measurement *m[2];
-        for (int e = 0; e < 2; e++) {
-            m[e] = find_measurement(out, ends[e], strlen(ends[e]));
-            if (!m[e] || !m[e]->time)
-                return remat_fail(REMAT_ECORRUPT, "%s: %s: %s is not a time measurement of the question", path, inner, ends[e]);
-        }
+        for (int e = 0; e < 2; e++)
+            if (!(m[e] = find_measurement(out, ends[e], strlen(ends[e]))) || !strcmp(m[e]->format, "text"))
+                return remat_fail(REMAT_ECORRUPT, "%s: %s: %s is not a numeric measurement of the question", path,
+                                  inner, ends[e]);
+        if (m[0]->time != m[1]->time)
+            return remat_fail(REMAT_ECORRUPT, "%s: %s: %s and %s are not both times or both exact", path, inner,
+                              ends[0], ends[1]);
         out->orders[i].lower = m[0];
         out->orders[i].higher = m[1];
         if (need_text(o, "why", out, path, inner, &out->orders[i].why) != REMAT_OK) return REMAT_ECORRUPT;
@@ -182,7 +187,7 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
     char where[32];
     snprintf(where, sizeof where, "questions[%d]", index);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(q, "id");
-    if (!cJSON_IsNumber(id) || id->valueint != index + 1)
+    if (!cJSON_IsNumber(id) || id->valuedouble != index + 1)
         return remat_fail(REMAT_ECORRUPT, "%s: %s.id: must be %d", path, where, index + 1);
     if (need_text(q, "question", NULL, path, where, &out->question) != REMAT_OK) return REMAT_ECORRUPT;
     const cJSON *options = cJSON_GetObjectItemCaseSensitive(q, "options");
@@ -197,8 +202,9 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
             if (!(out->options[o].lang[l] = need_string(opt, LANG_KEYS[l], path, inner))) return REMAT_ECORRUPT;
     }
     const cJSON *correct = cJSON_GetObjectItemCaseSensitive(q, "correct");
-    if (!cJSON_IsNumber(correct) || correct->valueint < 0 || correct->valueint >= QUIZ_OPTIONS)
-        return remat_fail(REMAT_ECORRUPT, "%s: %s.correct: must be an option index 0..3", path, where);
+    if (!cJSON_IsNumber(correct) || correct->valuedouble != correct->valueint || correct->valueint < 0 ||
+        correct->valueint >= QUIZ_OPTIONS)
+        return remat_fail(REMAT_ECORRUPT, "%s: %s.correct: must be an option index, a whole number 0..3", path, where);
     out->correct = correct->valueint;
     const cJSON *test = cJSON_GetObjectItemCaseSensitive(q, "test");
     char inner[48];

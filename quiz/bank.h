@@ -14,8 +14,9 @@
  * `otherwise` text is tried, typically the same point made from exact bytes and FLOPs;
  * otherwise the part is left out. Parts without placeholders are always shown, so every
  * explanation still teaches with no results at all. A question may also name the order
- * its times must come in ("replaying attention alone costs no more than replaying whole
- * blocks"): results whose intervals say the opposite are noise, not a lesson.
+ * its figures must come in ("replaying attention alone costs no more than replaying whole
+ * blocks", "recomputing keeps no more activations than keeping all"): times whose
+ * intervals say the opposite are noise, not a lesson, and bytes that do are wrong.
  *
  * What it is not: a general JSON model. Texts point into the parsed document, which the
  * Bank owns until bank_free.
@@ -45,7 +46,8 @@ typedef struct QuizText {
 /* A value an explanation quotes: {name} is replaced by `field` of the first record of
  * `table` in results/<bench>.json whose fields equal every entry of `where` (with
  * `largest`, "pick": "largest" in the bank, of the one among them whose `field` is
- * largest), written as `format` says: "bytes", "percent" (a ratio shown ×100), "excess"
+ * largest), written as `format` says: "bytes", "resident" (the bytes of a resident peak,
+ * at most this machine's RAM), "percent" (FLOPs recomputed per FLOP done, 0..1 shown ×100), "excess"
  * (a ratio r shown as +(r − 1)×100%), "change" (a ratio of times r worded by its sign:
  * "4.0% slower", "1.8% faster"), "number", "int" or "text". A `time` is a figure derived
  * from wall time (a step's seconds, a ratio of times): its record also carries
@@ -68,13 +70,15 @@ typedef struct ExplanationPart {
     QuizText otherwise;
 } ExplanationPart;
 
-/* The order two of a question's time measurements must come in: `lower` costs no more
- * than `higher`, because `why` (a clause: "replaying attention alone cannot cost more
- * than replaying the whole block"). */
-typedef struct TimeOrder {
+/* The order two of a question's measurements must come in, both times or both exact
+ * figures: `lower` is no more than `higher`, because `why` (a clause: "replaying attention
+ * alone cannot cost more than replaying the whole block", "recomputing cannot keep more
+ * activations than keeping them all"). Times that break it are noise, and none of the
+ * question's is quoted; exact figures that break it are wrong, and neither is quoted. */
+typedef struct FigureOrder {
     const Measurement *lower, *higher;
     QuizText why;
-} TimeOrder;
+} FigureOrder;
 
 typedef struct Question {
     QuizText question;
@@ -82,7 +86,7 @@ typedef struct Question {
     int correct; /* 0..3, in the order of `options` */
     ExplanationPart *parts;
     int n_parts;
-    TimeOrder *orders;
+    FigureOrder *orders;
     int n_orders;
     const char *test_file, *test_name;
     const char *bench; /* the program that measures it, under build/: "bench/bench_scaling" */
@@ -125,7 +129,7 @@ bool question_quotes_time(const Question *q, const char *text);
  * bank's own order. `orders` has a row per question. */
 void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS]);
 
-/* The largest bank, style, script or plot the quiz reads (with file_read_all, base/file.h). */
+/* The largest bank or plot the quiz reads (with file_read_all, base/file.h). */
 #define QUIZ_MAX_FILE (256 << 20)
 
 /* "en", "ar": the names of QuizLang's values, and the keys of a text's languages in the bank. */

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "quiz/words.h"
 #include "tensor/memory.h"
@@ -27,23 +28,14 @@ typedef enum FigureState {
     FIG_INVALID,   /* the value is there but is not a plausible measurement */
 } FigureState;
 
-/* Why a value is invalid, in the order of words.h's invalid_why. */
-typedef enum FigureProblem {
-    PROBLEM_NOT_NUMBER,
-    PROBLEM_NEGATIVE,
-    PROBLEM_NOT_POSITIVE,
-    PROBLEM_NOT_WHOLE,
-    PROBLEM_TOO_LARGE,
-    PROBLEM_INTERVAL,
-    PROBLEM_PART_OF_INTERVAL,
-} FigureProblem;
-
 typedef struct Figure {
     const Measurement *m;
     FigureState state;
     const cJSON *value;   /* FIG_OK */
-    FigureProblem problem; /* FIG_INVALID */
+    const char *problem;  /* FIG_INVALID: why, a key of words.json: "why_negative", "out_of_order" */
     char field[256];      /* where the value is: "tables.steps.records[3].peak_act" */
+    const FigureOrder *order; /* out_of_order: the order broken, */
+    const struct Figure *other; /* with this figure */
     bool spread;          /* a time whose interval and samples were read */
     double lo, hi;
     int samples;
@@ -51,9 +43,10 @@ typedef struct Figure {
 
 /* Each numeric format: what a plausible measurement of it is, and how it is written,
  * printf(print, (value − shift) × scale), or as bytes (mem_format_bytes) when print is
- * NULL. The limits are far beyond anything a bench on one machine measures, but not
- * beyond what a corrupted or hand-edited file holds: "kept 16777216.0 TiB" or "kept 0 B"
- * from a null is worse than no figure. */
+ * NULL. The limits are what the quantity is (a share of FLOPs is at most all of them, a
+ * resident peak at most this machine's RAM: max 0), or else far beyond anything a bench
+ * on one machine measures, but not beyond what a corrupted or hand-edited file holds:
+ * "kept 16777216.0 TiB" or "kept 0 B" from a null is worse than no figure. */
 typedef struct Format {
     const char *name;
     double max;
@@ -64,9 +57,10 @@ typedef struct Format {
 
 static const Format FORMATS[] = {
     {"bytes", 1125899906842624.0, true, false, NULL, 0, 1}, /* 1 PiB */
+    {"resident", 0, true, false, NULL, 0, 1},               /* a resident peak: at most the RAM */
     {"int", 1e9, true, false, "%.0f", 0, 1},
     {"count", 1e9, true, true, "%.3g", 0, 1},               /* samples, cores */
-    {"percent", 100.0, false, false, "%.1f%%", 0, 100},     /* a ratio: up to 10000% */
+    {"percent", 1.0, false, false, "%.1f%%", 0, 100},       /* FLOPs recomputed per FLOP done */
     {"excess", 100.0, false, true, "%+.1f%%", 1, 100},      /* a ratio of times: above 0 */
     {"change", 100.0, false, true, "%.1f%%", 1, 100},       /* the same, worded slower or faster */
     {"fraction", 1.0, false, false, "%.3g", 0, 1},          /* CPU steal */
@@ -83,21 +77,22 @@ static const Format *format_of(const char *name)
 }
 
 /* Checks `v`, a value of format `format` ("text" or one of FORMATS); false with *problem
- * set if it is not a plausible measurement. */
-static bool valid_value(const cJSON *v, const char *format, FigureProblem *problem)
+ * set (a key of words.json) if it is not a plausible measurement. */
+static bool valid_value(const cJSON *v, const char *format, const char **problem)
 {
-    *problem = PROBLEM_NOT_NUMBER;
+    *problem = "why_not_number";
     if (!strcmp(format, "text")) return cJSON_IsString(v);
     if (!cJSON_IsNumber(v) || isnan(v->valuedouble)) return false;
     const Format *p = format_of(format);
-    const double x = v->valuedouble;
-    *problem = x < 0 ? PROBLEM_NEGATIVE : p->positive && x == 0 ? PROBLEM_NOT_POSITIVE : !(x <= p->max) ? PROBLEM_TOO_LARGE
-             : p->whole && x != floor(x) ? PROBLEM_NOT_WHOLE : PROBLEM_NOT_NUMBER;
-    return *problem == PROBLEM_NOT_NUMBER;
+    const double x = v->valuedouble, ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    const double max = p->max ? p->max : ram;
+    *problem = x < 0 ? "why_negative" : p->positive && x == 0 ? "why_not_positive" : !(x <= max) ? "why_too_large"
+             : p->whole && x != floor(x) ? "why_not_whole" : NULL;
+    return *problem == NULL;
 }
 
 /* Marks `fig` invalid: `field` of the record at `path` has `problem`. */
-static void invalid(Figure *fig, const char *path, const char *field, FigureProblem problem)
+static void invalid(Figure *fig, const char *path, const char *field, const char *problem)
 {
     fig->state = FIG_INVALID;
     fig->problem = problem;
@@ -117,16 +112,16 @@ static void read_spread(const cJSON *record, const char *path, Figure *fig)
     int present = 0;
     for (int i = 0; i < 3; i++) present += (v[i] = cJSON_GetObjectItemCaseSensitive(record, names[i])) != NULL;
     if (present == 0) return;
-    FigureProblem problem;
+    const char *problem;
     for (int i = 0; i < 3; i++) {
-        if (!v[i]) return invalid(fig, path, names[i], PROBLEM_PART_OF_INTERVAL);
+        if (!v[i]) return invalid(fig, path, names[i], "why_part_of_interval");
         if (!valid_value(v[i], i < 2 ? fig->m->format : "count", &problem)) return invalid(fig, path, names[i], problem);
     }
     fig->lo = v[0]->valuedouble;
     fig->hi = v[1]->valuedouble;
     fig->samples = (int)v[2]->valuedouble;
     const double value = fig->value->valuedouble;
-    if (!(fig->lo <= value && value <= fig->hi)) return invalid(fig, path, names[0], PROBLEM_INTERVAL);
+    if (!(fig->lo <= value && value <= fig->hi)) return invalid(fig, path, names[0], "why_outside_interval");
     fig->spread = true;
 }
 
@@ -149,7 +144,7 @@ static const cJSON *pick_record(const cJSON *records, const Measurement *m, int 
     int i = 0;
     for (const cJSON *rec = records ? records->child : NULL; rec; rec = rec->next, i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, m->field);
-        FigureProblem problem;
+        const char *problem;
         if (!v || !record_matches(rec, m->where) || !best_valid) continue;
         const bool valid = valid_value(v, m->format, &problem);
         if (best && valid && v->valuedouble <= cJSON_GetObjectItemCaseSensitive(best, m->field)->valuedouble) continue;
@@ -160,17 +155,31 @@ static const cJSON *pick_record(const cJSON *records, const Measurement *m, int 
     return best;
 }
 
+const cJSON *explain_results(ResultsDir *r, const char *bench, char *why, size_t size)
+{
+    const char *broken = results_broken(r, bench);
+    const cJSON *doc = results_document(r, bench);
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(doc, "schema");
+    const char *name = cJSON_IsString(schema) ? schema->valuestring : NULL;
+    if (why) why[0] = '\0';
+    if (broken || !doc) {
+        if (why) snprintf(why, size, "%s", broken ? broken : "");
+        return NULL;
+    }
+    /* The schemas the quiz reads (docs/RESULTS.md): 1 has no intervals, so no time is quoted. */
+    if (name && (!strcmp(name, "remat-bench/1") || !strcmp(name, "remat-bench/2"))) return doc;
+    if (why)
+        snprintf(why, size, "%s/%s.json: its schema is %s%.40s%s, not remat-bench/1 or remat-bench/2", results_dir(r),
+                 bench, name ? "'" : "", name ? name : schema ? "not a string" : "not recorded", name ? "'" : "");
+    return NULL;
+}
+
 /* Finds and checks the value `m` quotes. */
 static Figure find_figure(ResultsDir *r, const Measurement *m)
 {
     Figure fig = {.m = m, .state = FIG_NO_FILE};
-    const char *broken = results_broken(r, m->bench);
-    const cJSON *doc = results_document(r, m->bench);
-    if (broken) {
-        fig.state = FIG_UNREADABLE;
-        snprintf(fig.field, sizeof fig.field, "%.255s", broken);
-        return fig;
-    }
+    const cJSON *doc = explain_results(r, m->bench, fig.field, sizeof fig.field);
+    if (fig.field[0]) fig.state = FIG_UNREADABLE;
     if (!doc) return fig;
     fig.state = FIG_NO_RECORD;
     int index = 0;
@@ -185,6 +194,24 @@ static Figure find_figure(ResultsDir *r, const Measurement *m)
         if (fig.state == FIG_OK && m->time) read_spread(rec, path, &fig);
     }
     return fig; /* e.g. a run narrowed by a flag that measured fewer configurations */
+}
+
+/* Exact figures that break an order of the question are both left out: either may be
+ * the wrong one. (Times that do are judged below: they are noise, not wrong.) */
+static void check_orders(const Question *q, Figure *figs)
+{
+    for (int o = 0; o < q->n_orders; o++) {
+        const FigureOrder *order = &q->orders[o];
+        Figure *lower = &figs[order->lower - q->measurements], *higher = &figs[order->higher - q->measurements];
+        if (order->lower->time || lower->state != FIG_OK || higher->state != FIG_OK ||
+            lower->value->valuedouble <= higher->value->valuedouble)
+            continue;
+        lower->state = higher->state = FIG_INVALID;
+        lower->problem = higher->problem = "out_of_order";
+        lower->order = higher->order = order;
+        lower->other = higher;
+        higher->other = lower;
+    }
 }
 
 /* ---- the machine while a bench ran ------------------------------------------------------ */
@@ -207,7 +234,7 @@ static MachineRecord read_machine(const cJSON *doc, RecordedMachine *m, Figure *
     MachineRecord record = MACHINE_RECORDED;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(machine, fields[i].name);
-        FigureProblem problem;
+        const char *problem;
         if (!v) {
             if (record == MACHINE_RECORDED) record = MACHINE_NOT_RECORDED;
         } else if (!valid_value(v, fields[i].format, &problem)) {
@@ -239,8 +266,8 @@ static void format_number(char *buf, size_t size, double v, const char *format, 
     const bool change = !strcmp(format, "change");
     char number[64];
     snprintf(number, sizeof number, f->print, (change ? fabs(v - f->shift) : v - f->shift) * f->scale);
-    const QuizWords *w = quiz_words(lang);
-    snprintf(buf, size, !change ? "%s" : v < 1 ? w->faster : w->slower, number);
+    if (strspn(number, "+-0.%") == strlen(number)) snprintf(number, sizeof number, f->print, 0.0); /* not -0.0% */
+    snprintf(buf, size, !change ? "%s" : quiz_word(lang, v < 1 ? "faster" : "slower"), number);
 }
 
 /* A found figure as the explanation quotes it: a time with its spread. The interval of a
@@ -270,8 +297,7 @@ static void format_figure(char *buf, size_t size, const Figure *fig, QuizLang la
         format_number(hi, sizeof hi, fig->hi, format, lang);
     }
     const bool ratio = change || !strcmp(format, "excess") || !strcmp(format, "percent");
-    const QuizWords *w = quiz_words(lang);
-    snprintf(buf, size, ratio ? w->paired_spread : w->timed_spread, value, lo, hi, fig->samples);
+    snprintf(buf, size, quiz_word(lang, ratio ? "paired_spread" : "timed_spread"), value, lo, hi, fig->samples);
 }
 
 /* ---- a question's times: can they carry the lesson? ------------------------------------ */
@@ -294,12 +320,12 @@ typedef struct Judgement {
     TimeTrust trust;         /* the question's: TIMES_CARRY unless all its times are silenced */
     TimeTrust figure[QUIZ_MAX_MEASUREMENTS]; /* each time figure's own: FEW, WIDE or CARRY */
     const char *bench;       /* the bench whose times are judged */
-    const TimeOrder *order;  /* TIMES_CONTRADICTED */
+    const FigureOrder *order;  /* TIMES_CONTRADICTED */
     RecordedMachine machine; /* TIMES_BUSY */
     Figure bad_machine;      /* the machine block's invalid field (state FIG_INVALID), if any */
 } Judgement;
 
-static void blame(Judgement *j, TimeTrust trust, const TimeOrder *order)
+static void blame(Judgement *j, TimeTrust trust, const FigureOrder *order)
 {
     if (trust >= j->trust) return;
     j->trust = trust;
@@ -325,7 +351,7 @@ static Judgement judge_times(const Question *q, const Figure *figs, ResultsDir *
             j.bench = fig->m->bench;
             j.bad_machine.m = fig->m;
             const RecordedMachine *m = &j.machine;
-            const cJSON *doc = results_document(r, j.bench);
+            const cJSON *doc = explain_results(r, j.bench, NULL, 0);
             const cJSON *mode = cJSON_GetObjectItemCaseSensitive(doc, "mode");
             if (q->quick_times.lang[LANG_EN] && cJSON_IsString(mode) && !strcmp(mode->valuestring, "quick"))
                 blame(&j, TIMES_QUICK, NULL);
@@ -398,20 +424,12 @@ typedef struct LineBuffer {
     size_t size, used;
 } LineBuffer;
 
-static void append(LineBuffer *line, const char *text, size_t len)
-{
-    const size_t room = line->size - 1 - line->used;
-    if (len > room) len = room;
-    memcpy(line->buf + line->used, text, len);
-    line->used += len;
-    line->buf[line->used] = '\0';
-}
-
 static void append_piece(void *ctx, PieceKind kind, const char *text, size_t len)
 {
     LineBuffer *line = ctx;
-    if (kind == PIECE_NOTE) append(line, "\n", 1); /* on a terminal, a note is a line of its own */
-    append(line, text, len);
+    const char *newline = kind == PIECE_NOTE ? "\n" : ""; /* on a terminal, a note is a line of its own */
+    const int n = snprintf(line->buf + line->used, line->size - line->used, "%s%.*s", newline, (int)len, text);
+    line->used = n < 0 || (size_t)n >= line->size - line->used ? line->size - 1 : line->used + (size_t)n;
 }
 
 static void note(const Fill *fill, const char *text)
@@ -437,22 +455,26 @@ static const char *bench_program(char *buf, size_t size, const char *bench)
  * (naming the file and field) if its results file or the figure is malformed. */
 static RematStatus note_figure(const Fill *fill, ResultsDir *r, const Figure *fig)
 {
-    const QuizWords *w = quiz_words(fill->lang);
     char program[128], file[700], text[2048];
     bench_program(program, sizeof program, fig->m->bench);
     snprintf(file, sizeof file, "%s/%s.json", results_dir(r), fig->m->bench);
     RematStatus status = REMAT_OK;
     if (fig->state == FIG_NO_FILE) {
-        snprintf(text, sizeof text, w->not_run, program);
+        snprintf(text, sizeof text, quiz_word(fill->lang, "not_run"), program);
     } else if (fig->state == FIG_NO_RECORD) {
-        snprintf(text, sizeof text, w->not_recorded, file, program);
+        snprintf(text, sizeof text, quiz_word(fill->lang, "not_recorded"), file, program);
     } else if (fig->state == FIG_UNREADABLE) {
-        snprintf(text, sizeof text, w->unreadable, fig->field, program);
+        snprintf(text, sizeof text, quiz_word(fill->lang, "unreadable"), fig->field, program);
         status = remat_fail(REMAT_ECORRUPT, "%s", fig->field);
     } else {
-        snprintf(text, sizeof text, w->invalid_figure, fig->field, file, w->invalid_why[fig->problem], program);
+        char why[2][1024]; /* in the language of the note, and in English for the error */
+        for (int l = 0; l < LANG_COUNT; l++)
+            snprintf(why[l], sizeof why[l], quiz_word((QuizLang)l, fig->problem), fig->order ? fig->other->field : "",
+                     fig->order ? fig->order->why.lang[l] : "");
+        snprintf(text, sizeof text, quiz_word(fill->lang, "invalid_figure"), fig->field, file, why[fill->lang],
+                 program);
         status = remat_fail(REMAT_ECORRUPT, "%s: %s: %s, so it is treated as not measured", file, fig->field,
-                            quiz_words(LANG_EN)->invalid_why[fig->problem]);
+                            why[LANG_EN]);
     }
     note(fill, text);
     return status;
@@ -483,25 +505,26 @@ static int why_silenced(const Fill *fill, TimeTrust trust, const Figure *culprit
                         size_t size)
 {
     const Judgement *j = &fill->judged;
-    const QuizWords *w = quiz_words(fill->lang);
     char figure[512], load[32], steal[32], others[32];
     if (culprit) format_figure(figure, sizeof figure, culprit, fill->lang);
     switch (trust) {
-    case TIMES_UNKNOWN: return snprintf(text, size, w->time_unknown, program);
-    case TIMES_QUICK: return snprintf(text, size, w->time_quick, program, fill->q->quick_times.lang[fill->lang]);
+    case TIMES_UNKNOWN: return snprintf(text, size, quiz_word(fill->lang, "time_unknown"), program);
+    case TIMES_QUICK:
+        return snprintf(text, size, quiz_word(fill->lang, "time_quick"), program, fill->q->quick_times.lang[fill->lang]);
     case TIMES_BUSY:
         snprintf(load, sizeof load, "%.1f", fmax(j->machine.load_before, j->machine.load_after));
         snprintf(steal, sizeof steal, "%.1f%%", 100.0 * j->machine.steal);
         snprintf(others, sizeof others, "%.1f%%", 100.0 * j->machine.others);
-        return snprintf(text, size, w->time_busy, program, others, steal, load, (int)j->machine.cores);
+        return snprintf(text, size, quiz_word(fill->lang, "time_busy"), program, others, steal, load,
+                        (int)j->machine.cores);
     case TIMES_CONTRADICTED: {
         char why[2048] = "";
         LineBuffer line = {why, sizeof why, 0};
         say(fill, j->order->why.lang[fill->lang], append_piece, &line);
-        return snprintf(text, size, w->time_contradicted, program, why);
+        return snprintf(text, size, quiz_word(fill->lang, "time_contradicted"), program, why);
     }
-    case TIMES_FEW: return snprintf(text, size, w->time_few, program, figure);
-    case TIMES_WIDE: return snprintf(text, size, w->time_wide, program, figure);
+    case TIMES_FEW: return snprintf(text, size, quiz_word(fill->lang, "time_few"), program, figure);
+    case TIMES_WIDE: return snprintf(text, size, quiz_word(fill->lang, "time_wide"), program, figure);
     case TIMES_CARRY: break;
     }
     return 0;
@@ -514,7 +537,6 @@ static void note_times(const Fill *fill)
 {
     const Judgement *j = &fill->judged;
     if (!j->bench) return;
-    const QuizWords *w = quiz_words(fill->lang);
     char program[128], figure[512], text[4096];
     bench_program(program, sizeof program, j->bench);
     TimeTrust trust = j->trust;
@@ -523,7 +545,8 @@ static void note_times(const Fill *fill)
         if (j->figure[i] == TIMES_CARRY) continue;
         if (fill->said_time) {
             format_figure(figure, sizeof figure, &fill->figs[i], fill->lang);
-            snprintf(text, sizeof text, j->figure[i] == TIMES_FEW ? w->time_few_left_out : w->time_wide_left_out,
+            snprintf(text, sizeof text, quiz_word(fill->lang, j->figure[i] == TIMES_FEW ? "time_few_left_out"
+                                                                                       : "time_wide_left_out"),
                      program, figure, program);
             note(fill, text);
         } else if (j->figure[i] < trust) {
@@ -535,7 +558,8 @@ static void note_times(const Fill *fill)
     int n = why_silenced(fill, trust, culprit, program, text, sizeof text);
     if (n >= 0 && (size_t)n < sizeof text - 1) {
         text[n++] = ' ';
-        snprintf(text + n, sizeof text - (size_t)n, trust == TIMES_QUICK ? w->time_instead_full : w->time_instead,
+        snprintf(text + n, sizeof text - (size_t)n,
+                 quiz_word(fill->lang, trust == TIMES_QUICK ? "time_instead_full" : "time_instead"),
                  program);
     }
     note(fill, text);
@@ -545,6 +569,7 @@ RematStatus explain_pieces(const Question *q, QuizLang lang, ResultsDir *results
 {
     Fill fill = {.q = q, .lang = lang, .sink = sink, .ctx = ctx};
     for (int i = 0; i < q->n_measurements; i++) fill.figs[i] = find_figure(results, &q->measurements[i]);
+    check_orders(q, fill.figs);
     fill.judged = judge_times(q, fill.figs, results);
     bool first = true;
     for (int p = 0; p < q->n_parts; p++) {
@@ -572,23 +597,23 @@ RematStatus fill_explanation(char *buf, size_t size, const Question *q, QuizLang
 
 void explain_sources(char *buf, size_t size, const Question *q, QuizLang lang, ResultsDir *results)
 {
-    const QuizWords *w = quiz_words(lang);
     char runs[1536] = "";
     size_t used = 0;
     for (int i = 0; i < q->n_measurements; i++) {
         const char *bench = q->measurements[i].bench;
-        const cJSON *doc = results_document(results, bench);
+        const cJSON *doc = explain_results(results, bench, NULL, 0);
         bool seen = false;
         for (int k = 0; k < i; k++) seen |= !strcmp(q->measurements[k].bench, bench);
         if (!doc || seen || used >= sizeof runs) continue;
         const cJSON *mode = cJSON_GetObjectItemCaseSensitive(doc, "mode");
         const cJSON *date = cJSON_GetObjectItemCaseSensitive(doc, "date");
-        const char *how = !cJSON_IsString(mode) ? w->unrecorded_run
-                        : !strcmp(mode->valuestring, "quick") ? w->quick_run
-                        : !strcmp(mode->valuestring, "full") ? w->full_run : w->unrecorded_run;
-        used += (size_t)snprintf(runs + used, sizeof runs - used, "%s%s (%s%s%s)", used ? w->comma : "", bench, how,
-                                 w->comma, cJSON_IsString(date) ? date->valuestring : w->undated);
+        const char *how = !cJSON_IsString(mode) ? "unrecorded_run" : !strcmp(mode->valuestring, "quick") ? "quick_run"
+                        : !strcmp(mode->valuestring, "full") ? "full_run" : "unrecorded_run";
+        const char *comma = quiz_word(lang, "comma");
+        used += (size_t)snprintf(runs + used, sizeof runs - used, "%s%s (%s%s%s)", used ? comma : "", bench,
+                                 quiz_word(lang, how), comma,
+                                 cJSON_IsString(date) ? date->valuestring : quiz_word(lang, "undated"));
     }
-    if (used) snprintf(buf, size, w->sources, runs);
+    if (used) snprintf(buf, size, quiz_word(lang, "sources"), runs);
     else if (size) buf[0] = '\0';
 }

@@ -57,6 +57,12 @@
 #define TIME_MAX_OTHERS 0.25 /* half a core of two: what a compile or a browser tab takes */
 #define TIME_MAX_WIDTH 0.10 /* (hi − lo) / value */
 
+/* The results document of `bench` (results_document) if the quiz can quote it: readable,
+ * and of a schema the quiz reads ("schema": "remat-bench/1" or "remat-bench/2"); NULL
+ * otherwise. When the file is there but cannot be quoted, `why` (size bytes; may be NULL)
+ * says why, naming the file ("... its schema is 'remat-bench/999', not ..."); else "". */
+const cJSON *explain_results(ResultsDir *r, const char *bench, char *why, size_t size);
+
 /* The machine while a bench ran, as its results' "machine" block records it. */
 typedef struct RecordedMachine {
     double load_before, load_after; /* 1-minute load averages */

@@ -36,9 +36,8 @@ void html_string(FILE *out, const char *s, QuizLang lang);
  * strings in `args`, in order, each wrapped in <tag> when `tag` is not NULL. */
 void html_words(FILE *out, QuizLang lang, const char *format, const char *const *args, const char *tag);
 
-/* Writes `s` as a JSON string for a <script type="application/json">: quotes, backslashes
- * and control characters escaped, and <, > and & as \u escapes, so that the string
- * cannot end its <script>. */
-void html_json_string(FILE *out, const char *s);
+/* Writes the JSON text `json` for a <script type="application/json">: <, > and & (found
+ * only inside its strings) as \u escapes, so that it cannot end its <script>. */
+void html_json(FILE *out, const char *json);
 
 #endif /* REMAT_QUIZ_HTML_TEXT_H */

@@ -1,22 +1,24 @@
 /*
  * page.c — the quiz as one self-contained HTML page (see page.h).
  *
- * The page is written top to bottom, one function per part: the head with the inline
- * style; each language's view (its questions, each with its options as buttons and its
- * answer inside a <details>); the score, which the script fills in the language shown;
- * each language's footer; and the script last. Nothing here decides what the quiz says:
- * the questions come from the bank, the explanations from explain_pieces (the pieces the
- * terminal joins into a line), the verdicts and the score line from words.h; every text
- * goes through html_text.h, which escapes it and isolates Arabic's left-to-right runs.
+ * The page is its template, quiz/page.html (the head with the inline style, the language
+ * switch, the score, which the script fills in the language shown, and the script), with
+ * the parts written here in its place: each language's view (its questions, each with its
+ * options as buttons and its answer inside a <details>) and each language's footer.
+ * Nothing here decides what the quiz says: the questions come from the bank, the
+ * explanations from explain_pieces (the pieces the terminal joins into a line), the
+ * verdicts and the score line from words.h; every text goes through html_text.h, which
+ * escapes it and isolates Arabic's left-to-right runs.
  *
- * What it is not: a general HTML writer. It checks only what could break this page (the
- * style or script closing its own element).
+ * What it is not: a general HTML writer or a template engine: the template's four
+ * markers are the only places it writes into.
  */
-#define _DEFAULT_SOURCE /* realpath */
+#define _GNU_SOURCE /* realpath, and linkat naming an unnamed file (base/file.h: file_create_new) */
 #include "quiz/page.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include "base/file.h"
+#include "quiz/embedded.h"
 #include "quiz/html_text.h"
 #include "quiz/words.h"
 
@@ -40,7 +43,7 @@ static void put_in(FILE *out, const char *open, const char *text, const char *cl
     fputs(close, out);
 }
 
-/* ---- files: the style, the script and the plots -------------------------------------- */
+/* ---- the plots ---------------------------------------------------------------------- */
 
 /* Base64 (RFC 4648, with padding) of `n` bytes. */
 static void put_base64(FILE *out, const unsigned char *data, size_t n)
@@ -93,7 +96,6 @@ static void put_file_link(FILE *out, const char *page, const char *path)
  * writing the page's note) when the file is there but cannot be read or is not a PNG. */
 static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const PageSources *src, const char *page)
 {
-    const QuizWords *w = quiz_words(lang);
     char path[1024], line[2048];
     snprintf(path, sizeof path, "%s/%s", src->plots_dir, q->plot);
     size_t n = 0;
@@ -112,14 +114,15 @@ static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const P
         fputs("\" src=\"data:image/png;base64,", out);
         put_base64(out, png, n);
         fputs("\"></a>\n<figcaption>", out);
-        html_words(out, lang, w->plot_caption, (const char *[]){q->plot}, "code");
+        html_words(out, lang, quiz_word(lang, "plot_caption"), (const char *[]){q->plot}, "code");
         fputs("</figcaption>", out);
     } else {
         if (present) {
             status = remat_fail(REMAT_ECORRUPT, "%s is not a readable PNG file", path);
-            snprintf(line, sizeof line, w->plot_broken, path);
+            snprintf(line, sizeof line, quiz_word(lang, "plot_broken"), path);
         } else {
-            snprintf(line, sizeof line, w->plot_missing, q->plot, results_dir(src->results), src->plots_dir);
+            snprintf(line, sizeof line, quiz_word(lang, "plot_missing"), q->plot, results_dir(src->results),
+                     src->plots_dir);
         }
         put_in(out, "<p class=\"missing\">", line, "</p>", lang);
     }
@@ -159,10 +162,9 @@ static void put_piece(void *ctx, PieceKind kind, const char *text, size_t len)
 static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSources *src, const char *page)
 {
     const Question *question = &src->bank->questions[q];
-    const QuizWords *w = quiz_words(lang);
     const char *l = LANG_CODES[lang];
     char count[64];
-    snprintf(count, sizeof count, w->question_of, q + 1, src->bank->n_questions);
+    snprintf(count, sizeof count, quiz_word(lang, "question_of"), q + 1, src->bank->n_questions);
 
     fprintf(out, "<article class=\"question\" id=\"%s-q%d\" data-correct=\"%d\" aria-labelledby=\"%s-q%d-stem\">\n",
             l, q + 1, question->correct + 1, l, q + 1);
@@ -181,20 +183,21 @@ static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSourc
     }
     fputs("</ol>\n<p class=\"verdict\" role=\"status\"></p>\n", out);
 
-    put_in(out, "<details class=\"answer\">\n<summary>", w->answer_summary,
+    put_in(out, "<details class=\"answer\">\n<summary>", quiz_word(lang, "answer_summary"),
            "</summary>\n<p class=\"correct\">", lang);
     const char shown[2] = {(char)('1' + shown_correct), '\0'};
-    html_words(out, lang, w->correct_was, (const char *[]){shown, question->options[question->correct].lang[lang]}, NULL);
+    html_words(out, lang, quiz_word(lang, "correct_was"),
+               (const char *[]){shown, question->options[question->correct].lang[lang]}, NULL);
     fputs("</p>\n", out);
     HtmlSink sink = {out, lang, false};
     RematStatus status = explain_pieces(question, lang, src->results, put_piece, &sink);
     if (sink.open) fputs("</p>\n", out);
     fputs("<p class=\"proof\">", out);
-    html_words(out, lang, w->proof, (const char *[]){question->test_file, question->test_name}, "code");
+    html_words(out, lang, quiz_word(lang, "proof"), (const char *[]){question->test_file, question->test_name}, "code");
     fputs("</p>\n<p class=\"bench\">", out);
     char program[256];
     snprintf(program, sizeof program, "build/%s", question->bench);
-    html_words(out, lang, w->measure, (const char *[]){program}, "code");
+    html_words(out, lang, quiz_word(lang, "measure"), (const char *[]){program}, "code");
     fputs("</p>\n", out);
     char sources[2048];
     explain_sources(sources, sizeof sources, question, lang, src->results);
@@ -221,109 +224,76 @@ static int quoted_benches(const Bank *bank, const char **benches, int max)
     return n;
 }
 
-/* What a results document says about one footer field, as text in `buf`; false when the
- * document does not record it. */
-typedef bool FieldText(const cJSON *doc, QuizLang lang, char *buf, size_t size);
-
-static bool string_at(const cJSON *obj, const char *key, char *buf, size_t size)
+/* The string `key` of `obj`, or NULL. */
+static const char *string_at(const cJSON *obj, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    if (!cJSON_IsString(v)) return false;
-    snprintf(buf, size, "%s", v->valuestring);
-    return true;
+    return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static bool field_commit(const cJSON *doc, QuizLang lang, char *buf, size_t size)
+/* What results document `doc` records of the footer's `field` (its label's key in
+ * words.json: "mode", "commit", "cpu", "threads", "load" or "system"), as text in `lang`
+ * into buf; "not recorded" when it does not record it (results of an older bench). */
+static void field_text(const cJSON *doc, const char *field, QuizLang lang, char *buf, size_t size)
 {
-    const cJSON *commit = cJSON_GetObjectItemCaseSensitive(doc, "git_commit");
+    const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
     const cJSON *dirty = cJSON_GetObjectItemCaseSensitive(doc, "git_dirty");
-    if (!cJSON_IsString(commit)) return false;
-    const QuizWords *w = quiz_words(lang);
-    snprintf(buf, size, "%.12s%s%s", commit->valuestring, cJSON_IsBool(dirty) ? w->comma : "",
-             !cJSON_IsBool(dirty) ? "" : cJSON_IsTrue(dirty) ? w->dirty : w->clean);
-    return true;
-}
-
-static bool field_cpu(const cJSON *doc, QuizLang lang, char *buf, size_t size)
-{
-    const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
     const cJSON *cores = cJSON_GetObjectItemCaseSensitive(machine, "cores");
-    char core[128], count[16];
-    if (!cJSON_IsNumber(cores) || !string_at(machine, "blas_core", core, sizeof core)) return false;
-    snprintf(count, sizeof count, "%d", cores->valueint);
-    snprintf(buf, size, quiz_words(lang)->cpu_line, count, core);
-    return true;
-}
-
-static bool field_threads(const cJSON *doc, QuizLang lang, char *buf, size_t size)
-{
-    (void)lang;
     const cJSON *threads = cJSON_GetObjectItemCaseSensitive(doc, "threads");
-    if (!cJSON_IsNumber(threads)) return false;
-    snprintf(buf, size, "%d", threads->valueint);
-    return true;
-}
-
-/* The machine's load around the bench (results of older benches do not record it). */
-static bool field_load(const cJSON *doc, QuizLang lang, char *buf, size_t size)
-{
+    const char *mode = string_at(doc, "mode"), *commit = string_at(doc, "git_commit");
+    const char *core = string_at(machine, "blas_core"), *os = string_at(machine, "os");
+    const char *host = string_at(machine, "hostname"), *comma = quiz_word(lang, "comma");
+    char n[4][32];
     RecordedMachine m;
-    if (!results_machine(doc, &m)) return false;
-    char others[32], load_before[32], load_after[32], stolen[32];
-    snprintf(others, sizeof others, "%.1f%%", 100.0 * m.others);
-    snprintf(load_before, sizeof load_before, "%.1f", m.load_before);
-    snprintf(load_after, sizeof load_after, "%.1f", m.load_after);
-    snprintf(stolen, sizeof stolen, "%.1f%%", 100.0 * m.steal);
-    snprintf(buf, size, quiz_words(lang)->load_line, others, load_before, load_after, stolen);
-    return true;
-}
-
-static bool field_mode(const cJSON *doc, QuizLang lang, char *buf, size_t size)
-{
-    char mode[16];
-    if (!string_at(doc, "mode", mode, sizeof mode)) return false;
-    const QuizWords *w = quiz_words(lang);
-    snprintf(buf, size, "%s", !strcmp(mode, "quick") ? w->quick : !strcmp(mode, "full") ? w->full : mode);
-    return true;
-}
-
-static bool field_system(const cJSON *doc, QuizLang lang, char *buf, size_t size)
-{
-    const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
-    char os[256], host[128];
-    if (!string_at(machine, "os", os, sizeof os) || !string_at(machine, "hostname", host, sizeof host)) return false;
-    snprintf(buf, size, "%s%s%s", os, quiz_words(lang)->comma, host);
-    return true;
+    snprintf(buf, size, "%s", quiz_word(lang, "unrecorded"));
+    if (!strcmp(field, "mode") && mode) {
+        snprintf(buf, size, "%s", !strcmp(mode, "quick") || !strcmp(mode, "full") ? quiz_word(lang, mode) : mode);
+    } else if (!strcmp(field, "commit") && commit) {
+        snprintf(buf, size, "%.12s%s%s", commit, cJSON_IsBool(dirty) ? comma : "",
+                 !cJSON_IsBool(dirty) ? "" : quiz_word(lang, cJSON_IsTrue(dirty) ? "dirty" : "clean"));
+    } else if (!strcmp(field, "cpu") && cJSON_IsNumber(cores) && core) {
+        snprintf(n[0], sizeof n[0], "%d", cores->valueint);
+        snprintf(buf, size, quiz_word(lang, "cpu_line"), n[0], core);
+    } else if (!strcmp(field, "threads") && cJSON_IsNumber(threads)) {
+        snprintf(buf, size, "%d", threads->valueint);
+    } else if (!strcmp(field, "load") && results_machine(doc, &m)) { /* older benches do not record it */
+        snprintf(n[0], sizeof n[0], "%.1f%%", 100.0 * m.others);
+        snprintf(n[1], sizeof n[1], "%.1f", m.load_before);
+        snprintf(n[2], sizeof n[2], "%.1f", m.load_after);
+        snprintf(n[3], sizeof n[3], "%.1f%%", 100.0 * m.steal);
+        snprintf(buf, size, quiz_word(lang, "load_line"), n[0], n[1], n[2], n[3]);
+    } else if (!strcmp(field, "system") && os && host) {
+        snprintf(buf, size, "%s%s%s", os, comma, host);
+    }
 }
 
 /* One <dt>/<dd> pair: the field's value if every bench that has results agrees on it,
  * otherwise each value followed by the benches that recorded it, and "not recorded" for
  * those that did not. */
-static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *text, ResultsDir *results,
-                      const char **benches, int n_benches)
+static void put_field(FILE *out, QuizLang lang, const char *field, ResultsDir *results, const char **benches,
+                      int n_benches)
 {
     enum { MAX_VALUES = 16 };
-    const QuizWords *w = quiz_words(lang);
     char values[MAX_VALUES][512];
     const char *owners[MAX_VALUES][16];
     int n_values = 0, n_owners[MAX_VALUES] = {0};
     for (int b = 0; b < n_benches; b++) {
-        const cJSON *doc = results_document(results, benches[b]);
+        const cJSON *doc = explain_results(results, benches[b], NULL, 0);
         if (!doc) continue;
         char value[512];
-        if (!text(doc, lang, value, sizeof value)) snprintf(value, sizeof value, "%s", w->unrecorded);
+        field_text(doc, field, lang, value, sizeof value);
         int v = 0;
         while (v < n_values && strcmp(values[v], value)) v++;
         if (v == MAX_VALUES) continue;
         if (v == n_values) snprintf(values[n_values++], sizeof values[0], "%s", value);
         if (n_owners[v] < 16) owners[v][n_owners[v]++] = benches[b];
     }
-    put_in(out, "<dt>", label, "</dt><dd>", lang);
+    put_in(out, "<dt>", quiz_word(lang, field), "</dt><dd>", lang);
     for (int v = 0; v < n_values; v++) {
-        if (v) fputs(w->semicolon, out);
+        if (v) fputs(quiz_word(lang, "semicolon"), out);
         html_string(out, values[v], lang);
         for (int o = 0; n_values > 1 && o < n_owners[v]; o++) {
-            fputs(o ? w->comma : " (", out);
+            fputs(o ? quiz_word(lang, "comma") : " (", out);
             put_in(out, "<code>", owners[v][o], o + 1 == n_owners[v] ? "</code>)" : "</code>", lang);
         }
     }
@@ -332,41 +302,39 @@ static void put_field(FILE *out, QuizLang lang, const char *label, FieldText *te
 
 static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
 {
-    const QuizWords *w = quiz_words(lang);
     const char *benches[16];
     const int n_benches = quoted_benches(src->bank, benches, 16);
     fprintf(out, "<footer class=\"measured\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n", LANG_CODES[lang],
             LANG_CODES[lang], LANG_DIRS[lang]);
-    put_in(out, "<h2>", w->footer_title, "</h2>\n", lang);
+    put_in(out, "<h2>", quiz_word(lang, "footer_title"), "</h2>\n", lang);
     /* The dates of the first and the last bench run, ISO 8601 in UTC: they sort as text. */
-    char first[64] = "", last[64] = "", date[64];
+    char first[64] = "", last[64] = "";
     int with_results = 0;
     for (int b = 0; b < n_benches; b++) {
-        const cJSON *doc = results_document(src->results, benches[b]);
+        const cJSON *doc = explain_results(src->results, benches[b], NULL, 0);
+        const char *date = string_at(doc, "date");
         with_results += doc != NULL;
-        if (!doc || !string_at(doc, "date", date, sizeof date)) continue;
+        if (!date) continue;
         if (!first[0] || strcmp(date, first) < 0) snprintf(first, sizeof first, "%s", date);
         if (!last[0] || strcmp(date, last) > 0) snprintf(last, sizeof last, "%s", date);
     }
     if (!with_results) {
         char line[1024];
-        snprintf(line, sizeof line, w->no_results, results_dir(src->results));
+        snprintf(line, sizeof line, quiz_word(lang, "no_results"), results_dir(src->results));
         put_in(out, "<p>", line, "</p>\n</footer>\n", lang);
         return;
     }
-    put_in(out, "<dl>\n<dt>", w->when, "</dt><dd>", lang);
-    if (!first[0]) html_string(out, w->unrecorded, lang);
-    else html_words(out, lang, strcmp(first, last) ? w->range : "%s", (const char *[]){first, last}, "time");
+    put_in(out, "<dl>\n<dt>", quiz_word(lang, "when"), "</dt><dd>", lang);
+    if (!first[0]) html_string(out, quiz_word(lang, "unrecorded"), lang);
+    else html_words(out, lang, strcmp(first, last) ? quiz_word(lang, "range") : "%s", (const char *[]){first, last},
+                    "time");
     fputs("</dd>\n", out);
-    put_field(out, lang, w->mode, field_mode, src->results, benches, n_benches);
-    put_field(out, lang, w->commit, field_commit, src->results, benches, n_benches);
-    put_field(out, lang, w->cpu, field_cpu, src->results, benches, n_benches);
-    put_field(out, lang, w->threads, field_threads, src->results, benches, n_benches);
-    put_field(out, lang, w->load, field_load, src->results, benches, n_benches);
-    put_field(out, lang, w->system, field_system, src->results, benches, n_benches);
-    put_in(out, "<dt>", w->benches, "</dt><dd>", lang);
+    static const char *const fields[] = {"mode", "commit", "cpu", "threads", "load", "system"};
+    for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++)
+        put_field(out, lang, fields[f], src->results, benches, n_benches);
+    put_in(out, "<dt>", quiz_word(lang, "benches"), "</dt><dd>", lang);
     for (int b = 0; b < n_benches; b++) {
-        if (b) fputs(w->comma, out);
+        if (b) fputs(quiz_word(lang, "comma"), out);
         put_in(out, "<code>", benches[b], "</code>", lang);
     }
     fputs("</dd>\n</dl>\n</footer>\n", out);
@@ -382,7 +350,7 @@ static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src, co
     put_in(out, "<p class=\"subtitle\">", bank->subtitle.lang[lang], "</p>\n", lang);
     put_in(out, "<h1>", bank->title.lang[lang], "</h1>\n", lang);
     put_in(out, "<p class=\"description\">", bank->description.lang[lang], "</p>\n", lang);
-    put_in(out, "<noscript><p class=\"note\">", quiz_words(lang)->noscript, "</p></noscript>\n</header>\n", lang);
+    put_in(out, "<noscript><p class=\"note\">", quiz_word(lang, "noscript"), "</p></noscript>\n</header>\n", lang);
     RematStatus status = REMAT_OK;
     for (int q = 0; q < bank->n_questions; q++) {
         RematStatus s = put_question(out, q, lang, src, page);
@@ -392,118 +360,107 @@ static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src, co
     return status;
 }
 
-/* The words the script needs, per language, as JSON in a <script type="application/json">. */
-static void put_script_words(FILE *out)
+/* The whole page, to be renamed to `page`, into `out`: its template, quiz/page.html
+ * (embedded at build time: the page as it is written, its style and script inline), with
+ * each <!--@name--> in it replaced by that part: the title, both languages' views, both
+ * footers, and the words the script says (quiz/words.json). Returns REMAT_OK, or
+ * REMAT_ECORRUPT (its message kept) when a results file or a plot is malformed, which does
+ * not stop the page. */
+static RematStatus put_page(FILE *out, const PageSources *src, const char *page)
 {
-    fputs("<script type=\"application/json\" id=\"quiz-words\">{", out);
-    for (int l = 0; l < LANG_COUNT; l++) {
-        const QuizWords *w = quiz_words((QuizLang)l);
-        const char *const pairs[][2] = {{"right", w->right},          {"wrong", w->wrong},
-                                        {"score", w->score},          {"result_title", w->result_title},
-                                        {"again", w->again},         {"your_answer", w->chosen},
-                                        {"the_answer", w->the_answer}};
-        fprintf(out, "%s\"%s\": {", l ? ", " : "", LANG_CODES[l]);
-        for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-            fprintf(out, "%s\"%s\": ", i ? ", " : "", pairs[i][0]);
-            html_json_string(out, pairs[i][1]);
-        }
-        fputs("}", out);
-    }
-    fputs("}</script>\n", out);
-}
-
-/* Inlines the file at `path` inside <element>; it must not contain "</element". */
-static RematStatus put_inline(FILE *out, const char *element, const char *path)
-{
-    char *text;
-    size_t n;
-    if (file_read_all("quiz --html", path, QUIZ_MAX_FILE, &text, &n) != REMAT_OK) return REMAT_EIO;
-    char closing[32];
-    snprintf(closing, sizeof closing, "</%s", element);
+    const QuizText *title = &src->bank->title;
     RematStatus status = REMAT_OK;
-    if (strstr(text, closing)) status = remat_fail(REMAT_ECORRUPT, "%s contains \"%s\", which would end the page's <%s> early", path, closing, element);
-    else fprintf(out, "<%s>\n%s</%s>\n", element, text, element);
-    free(text);
+    const char *t = QUIZ_PAGE_HTML;
+    for (const char *at; (at = strstr(t, "<!--@")) != NULL; t = strstr(at, "-->") + 3) {
+        fwrite(t, 1, (size_t)(at - t), out);
+        if (!strncmp(at, "<!--@title-->", 13)) {
+            html_escaped(out, title->lang[LANG_EN], strlen(title->lang[LANG_EN]));
+            fputs(" · ", out);
+            html_escaped(out, title->lang[LANG_AR], strlen(title->lang[LANG_AR]));
+        } else if (!strncmp(at, "<!--@views-->", 13)) {
+            for (int l = 0; l < LANG_COUNT; l++) {
+                const RematStatus s = put_view(out, (QuizLang)l, src, page);
+                if (status == REMAT_OK) status = s;
+            }
+        } else if (!strncmp(at, "<!--@footers-->", 15)) {
+            for (int l = 0; l < LANG_COUNT; l++) put_footer(out, (QuizLang)l, src);
+        } else { /* <!--@words--> */
+            html_json(out, quiz_words_json());
+        }
+    }
+    fputs(t, out);
     return status;
 }
 
-/* Reports a JavaScript error or a blocked load in the page itself (data-js-error on
- * <html>), before the main script runs, so that even a syntax error in it is seen. */
-static const char ERROR_WATCH[] =
-    "<script>\n"
-    "function remat_page_error(what) { document.documentElement.setAttribute(\"data-js-error\", what); }\n"
-    "window.addEventListener(\"error\", function (e) { remat_page_error(e.message || \"error\"); });\n"
-    "document.addEventListener(\"securitypolicyviolation\", function (e) { remat_page_error(\"blocked \" + e.blockedURI); });\n"
-    "</script>\n";
-
-/* The whole page, to be renamed to `page`, into `out`. Returns REMAT_OK, or the error that stopped it (the style or
- * the script); a malformed results file or plot does not stop it and is reported in
- * *content instead. */
-static RematStatus put_page(FILE *out, const PageSources *src, const char *page, RematStatus *content)
+/* The input of the page that `path` names, written into buf: the bank, a results file a
+ * figure is read from, or a plot it embeds; NULL when it names none of them. */
+static const char *input_at(const char *path, const PageSources *src, char *buf, size_t size)
 {
-    const Bank *bank = src->bank;
-    fputs("<!DOCTYPE html>\n<html lang=\"en\" dir=\"ltr\">\n<head>\n<meta charset=\"utf-8\">\n"
-          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
-          "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n<title>",
-          out);
-    html_escaped(out, bank->title.lang[LANG_EN], strlen(bank->title.lang[LANG_EN]));
-    fputs(" · ", out);
-    html_escaped(out, bank->title.lang[LANG_AR], strlen(bank->title.lang[LANG_AR]));
-    fputs("</title>\n", out);
-    RematStatus status = put_inline(out, "style", src->style_file);
-    if (status != REMAT_OK) return status;
-    fputs(ERROR_WATCH, out);
-    fputs("</head>\n<body>\n<nav class=\"langs\" aria-label=\"Language · اللغة\">\n", out);
-    for (int l = 0; l < LANG_COUNT; l++)
-        fprintf(out, "<a href=\"#view-%s\" data-lang=\"%s\" lang=\"%s\" dir=\"%s\">%s</a>\n", LANG_CODES[l],
-                LANG_CODES[l], LANG_CODES[l], LANG_DIRS[l], quiz_words((QuizLang)l)->language_name);
-    fprintf(out, "</nav>\n<main data-questions=\"%d\">\n", bank->n_questions);
-    for (int l = 0; l < LANG_COUNT; l++) {
-        RematStatus s = put_view(out, (QuizLang)l, src, page);
-        if (*content == REMAT_OK) *content = s;
+    snprintf(buf, size, "%s", src->bank_file);
+    if (file_same_path(path, buf)) return buf;
+    for (int q = 0; q < src->bank->n_questions; q++) {
+        const Question *question = &src->bank->questions[q];
+        snprintf(buf, size, "%s/%s", src->plots_dir, question->plot);
+        if (file_same_path(path, buf)) return buf;
+        for (int m = 0; m < question->n_measurements; m++) {
+            snprintf(buf, size, "%s/%s.json", results_dir(src->results), question->measurements[m].bench);
+            if (file_same_path(path, buf)) return buf;
+        }
     }
-    fputs("<section class=\"result\" id=\"result\" aria-labelledby=\"result-title\" hidden>\n"
-          "<h2 id=\"result-title\"></h2>\n<p id=\"score\" role=\"status\"></p>\n<ol id=\"answers\"></ol>\n"
-          "<button type=\"button\" id=\"again\"></button>\n</section>\n</main>\n",
-          out);
-    for (int l = 0; l < LANG_COUNT; l++) put_footer(out, (QuizLang)l, src);
-    put_script_words(out);
-    if ((status = put_inline(out, "script", src->script_file)) != REMAT_OK) return status;
-    fputs("</body>\n</html>\n", out);
-    return REMAT_OK;
+    return NULL;
+}
+
+/* Gives the unnamed file `fd` a name beside the page: `tmp`, its last six characters
+ * (XXXXXX) chosen so that no file has that name yet. Returns 0 or an errno value. */
+static int name_unnamed(int fd, char *tmp)
+{
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    char *x = tmp + strlen(tmp) - 6;
+    for (unsigned attempt = 0; attempt < 100; attempt++) {
+        snprintf(x, 7, "%06u", (unsigned)(getpid() * 31u + attempt) % 1000000u);
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) return 0;
+        if (errno != EEXIST) return errno;
+    }
+    return EEXIST;
 }
 
 RematStatus page_write(const char *path, const PageSources *src)
 {
     /* The page is renamed over `path`, which would replace a device such as /dev/full (as
-     * root) or a FIFO: refuse those, and a missing directory, before building anything. */
+     * root) or a FIFO, or one of the files it is made from: refuse those, and a missing
+     * directory, before building anything. */
     if (file_check_writable(path) != REMAT_OK) return remat_last_status();
-    char tmp[4096];
+    char tmp[4096], input[4096];
+    if (input_at(path, src, input, sizeof input))
+        return remat_fail(REMAT_EINVAL, "cannot write %s: it is %s, a file the page is made from", path, input);
     if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
         return remat_fail(REMAT_EINVAL, "cannot write %s: the name is too long", path);
-    const int fd = mkstemp(tmp);
-    if (fd < 0)
-        return remat_fail(REMAT_EIO, "cannot write %s: cannot create a temporary file beside it: %s", path, strerror(errno));
-    FILE *out = fdopen(fd, "w");
+    /* Unnamed while it is written, where the file system allows (base/file.h), so that a
+     * kill leaves nothing behind; named beside the page only once it is complete. */
+    char *dir = file_directory(path);
+    bool named = false;
+    const int fd = dir ? file_create_new(dir, tmp, access("/proc/self/fd", X_OK) == 0, &named) : -1;
+    free(dir);
+    FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!out) {
         const int err = errno;
-        close(fd);
-        unlink(tmp);
-        return remat_fail(REMAT_EIO, "cannot write %s: %s", path, strerror(err));
+        if (fd >= 0) close(fd);
+        if (named) unlink(tmp);
+        return remat_fail(REMAT_EIO, "cannot write %s: cannot create a temporary file beside it: %s", path, strerror(err));
     }
-    /* mkstemp makes the file readable by its owner only; a page is for anyone to open. */
+    /* The new file is readable by its owner only; a page is for anyone to open. */
     RematStatus status = REMAT_OK, content = REMAT_OK;
     if (fchmod(fd, 0644) != 0) status = remat_fail(REMAT_EIO, "cannot write %s: chmod failed: %s", path, strerror(errno));
-    if (status == REMAT_OK) status = put_page(out, src, path, &content);
+    if (status == REMAT_OK) content = put_page(out, src, path);
     if (status == REMAT_OK && (ferror(out) || fflush(out) != 0))
-        status = remat_fail(REMAT_EIO, "cannot write %s: %s", tmp, strerror(errno));
+        status = remat_fail(REMAT_EIO, "cannot write %s: %s", path, strerror(errno));
+    int err = status == REMAT_OK && !named ? name_unnamed(fd, tmp) : 0;
+    named |= status == REMAT_OK && !err;
+    if (err) status = remat_fail(REMAT_EIO, "cannot write %s: cannot name its temporary file: %s", path, strerror(err));
     if (fclose(out) != 0 && status == REMAT_OK) status = remat_fail(REMAT_EIO, "cannot write %s: %s", tmp, strerror(errno));
     if (status == REMAT_OK && rename(tmp, path) != 0)
         status = remat_fail(REMAT_EIO, "cannot write %s: cannot rename %s over it: %s", path, tmp, strerror(errno));
-    if (status != REMAT_OK) {
-        unlink(tmp);
-        return status;
-    }
-    return content; /* REMAT_ECORRUPT keeps the message of the malformed file it met */
+    if (status != REMAT_OK && named) unlink(tmp);
+    return status != REMAT_OK ? status : content; /* REMAT_ECORRUPT: the malformed file it met */
 }

@@ -10,7 +10,8 @@
  * chosen and the right answers, and a footer saying when and on what machine the figures
  * were measured, as far as the results record it.
  *
- * Self-contained: the style and the script are inline, the plots are data: URIs, and a
+ * Self-contained: the style and the script are inline (the page's template, quiz/page.html,
+ * is embedded in the program), the plots are data: URIs, and a
  * Content-Security-Policy forbids the page any other source. A URL fragment
  * `#lang=ar&answers=1,3,2,...` chooses the language and answers the questions (each
  * number an option in the bank's own order, as `quiz --no-shuffle` shows them), so a
@@ -28,22 +29,21 @@
 /* What a page is made from; every pointer is borrowed. */
 typedef struct PageSources {
     const Bank *bank;
+    const char *bank_file;              /* the file the bank was loaded from */
     const int (*orders)[QUIZ_OPTIONS]; /* per question, the option order shown (bank_option_orders) */
     ResultsDir *results;                /* the benches' results: figures and the footer */
     const char *plots_dir;              /* the PNGs bench/plots.sh drew from those results */
-    const char *style_file;             /* quiz/page.css, inlined */
-    const char *script_file;            /* quiz/page.js, inlined */
 } PageSources;
 
-/* Writes the page to `path` atomically: into a temporary file beside it, renamed over
- * `path` once complete, so a reader never sees half a page. `path` must be absent or a
- * regular file in a directory this process can write (file_check_writable): a device, a
- * FIFO or a directory there is refused with REMAT_EIO before anything is built, never
- * replaced. Returns REMAT_OK;
- * REMAT_EIO naming the file and the reason when the style, the script or the page cannot
- * be read or written (the temporary file is removed and whatever was at `path` is left
- * untouched); REMAT_ECORRUPT when the style or script would break out of its element. A
- * results file or plot that exists but is malformed does not stop the page: the page
+/* Writes the page to `path` atomically: into a temporary file beside it, without a name
+ * while it is written where the file system allows (O_TMPFILE: a kill leaves nothing),
+ * renamed over `path` once complete, so a reader never sees half a page. `path` must be
+ * absent or a regular file in a directory this process can write (file_check_writable),
+ * and not one of the page's inputs (the bank, a results file, a plot: compared as files,
+ * not names): anything else is refused with REMAT_EIO or REMAT_EINVAL before anything is
+ * built, never replaced. Returns REMAT_OK;
+ * REMAT_EIO naming the file and the reason when the page cannot be written (the temporary
+ * file is removed and whatever was at `path` is left untouched). A results file or plot that exists but is malformed does not stop the page: the page
  * says so in place of the figure or plot, and page_write returns REMAT_ECORRUPT naming it
  * after writing the page. */
 RematStatus page_write(const char *path, const PageSources *src);

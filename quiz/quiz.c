@@ -39,9 +39,9 @@
 #include "quiz/words.h"
 #include "base/file.h"
 #include "base/flags.h"
+#include "base/text.h"
 
-/* REMAT_QUIZ_BANK, REMAT_QUIZ_PAGE_CSS and REMAT_QUIZ_PAGE_JS, the files in the source
- * tree, come from quiz/CMakeLists.txt. */
+/* REMAT_QUIZ_BANK, the bank in the source tree, comes from quiz/CMakeLists.txt. */
 
 typedef struct Options {
     QuizLang lang;
@@ -55,12 +55,20 @@ typedef struct Options {
     uint64_t seed;
 } Options;
 
+/* Says the last error on stderr, its controls made visible: it may quote the bank. */
+static void complain(void)
+{
+    fputs("quiz: ", stderr);
+    text_write_visible(stderr, remat_last_error(), strlen(remat_last_error()), NULL);
+    fputc('\n', stderr);
+}
+
 /* The exit status of a run that would end with `status`: 1 instead of 0 if what it
  * printed could not be written (stdout on a full disk), saying so. */
 static int finish(int status)
 {
     if (file_flush_stdout() == REMAT_OK) return status;
-    fprintf(stderr, "quiz: %s\n", remat_last_error());
+    complain();
     return status ? status : 1;
 }
 
@@ -140,7 +148,7 @@ static int parse_options(int argc, char **argv, Options *o)
                          .given = &given};
     const int parsed = flags_parse(&set, 1, argc, argv);
     if (parsed == FLAGS_RUN) return -1;
-    if (parsed == FLAGS_BAD) fprintf(stderr, "quiz: %s\n", remat_last_error());
+    if (parsed == FLAGS_BAD) complain();
     usage(&set, parsed == FLAGS_HELP ? stdout : stderr);
     return parsed == FLAGS_HELP ? finish(0) : 2;
 }
@@ -222,7 +230,7 @@ static void print_wrapped(const char *text, int hang)
                     printf("\n%*s", hang, "");
                     col = hang;
                 }
-                printf("%.*s", (int)n, p + i);
+                text_write_visible(stdout, p + i, n, NULL); /* the bank's text cannot drive the terminal */
                 col += cols;
             }
             p += len + (p[len] == ' ');
@@ -245,7 +253,7 @@ static void say(int hang, const char *format, ...)
 static void print_question(const Bank *b, int q, const int *order, QuizLang lang)
 {
     printf("\n");
-    say(0, quiz_words(lang)->question_of, q + 1, b->n_questions);
+    say(0, quiz_word(lang, "question_of"), q + 1, b->n_questions);
     say(0, "%s", b->questions[q].question.lang[lang]);
     for (int i = 0; i < QUIZ_OPTIONS; i++) say(5, "  %d) %s", i + 1, b->questions[q].options[order[i]].lang[lang]);
 }
@@ -261,7 +269,7 @@ static int next_answer(const Options *o, int q)
     size_t cap = 0;
     int a = -2;
     for (;;) {
-        printf("%s", quiz_words(o->lang)->your_answer);
+        printf("%s", quiz_word(o->lang, "your_answer"));
         fflush(stdout);
         const ssize_t n = getline(&line, &cap, stdin);
         if (n < 0) break;
@@ -271,7 +279,7 @@ static int next_answer(const Options *o, int q)
         const bool clean = (size_t)n <= MAX_TYPED && strlen(line) == (size_t)n; /* no NUL inside */
         if (clean && (a = parse_answer(line + start, len - start)) >= 0) break;
         a = -2;
-        say(0, "%s", quiz_words(o->lang)->invalid);
+        say(0, "%s", quiz_word(o->lang, "invalid"));
     }
     free(line);
     return a;
@@ -283,11 +291,10 @@ static int write_page(const Options *o, const Bank *bank, const int orders[][QUI
 {
     char plots[1024];
     snprintf(plots, sizeof plots, "%s/plots", o->results);
-    const PageSources src = {.bank = bank, .orders = orders, .results = results,
-                             .plots_dir = o->plots ? o->plots : plots,
-                             .style_file = REMAT_QUIZ_PAGE_CSS, .script_file = REMAT_QUIZ_PAGE_JS};
+    const PageSources src = {.bank = bank, .bank_file = o->bank, .orders = orders, .results = results,
+                             .plots_dir = o->plots ? o->plots : plots};
     RematStatus status = page_write(o->html, &src);
-    if (status != REMAT_OK) fprintf(stderr, "quiz: %s\n", remat_last_error());
+    if (status != REMAT_OK) complain();
     return status == REMAT_OK || status == REMAT_ECORRUPT ? 0 : 1;
 }
 
@@ -296,7 +303,7 @@ static int write_page(const Options *o, const Bank *bank, const int orders[][QUI
 static void print_header(const Bank *b, const Options *o)
 {
     if (o->lang == LANG_AR && !o->bidi_terminal)
-        say(0, "%s\n%s\n", quiz_words(LANG_EN)->no_bidi, quiz_words(LANG_AR)->no_bidi);
+        say(0, "%s\n%s\n", quiz_word(LANG_EN, "no_bidi"), quiz_word(LANG_AR, "no_bidi"));
     say(0, "%s\n%s\n%s", b->subtitle.lang[o->lang], b->title.lang[o->lang], b->description.lang[o->lang]);
 }
 
@@ -306,7 +313,7 @@ static void print_preview(const Bank *bank, const int orders[][QUIZ_OPTIONS], co
     print_header(bank, o);
     for (int q = 0; q < bank->n_questions; q++) print_question(bank, q, orders[q], o->lang);
     printf("\n");
-    say(0, "%s", quiz_words(o->lang)->preview_note);
+    say(0, "%s", quiz_word(o->lang, "preview_note"));
 }
 
 /* Question q answered `given` (an index into its options): right or wrong, the answer, the
@@ -315,21 +322,20 @@ static void print_preview(const Bank *bank, const int orders[][QUIZ_OPTIONS], co
 static bool print_verdict(const Question *question, const int order[QUIZ_OPTIONS], int given, QuizLang lang,
                           ResultsDir *results)
 {
-    const QuizWords *w = quiz_words(lang);
     const bool right = given == question->correct;
     int shown = 0;
     while (order[shown] != question->correct) shown++;
     static char text[1 << 15];
-    const int n = snprintf(text, sizeof text, "%s ", right ? w->right : w->wrong);
-    snprintf(text + n, sizeof text - (size_t)n, w->correct_was, '1' + shown, question->options[question->correct].lang[lang]);
+    const int n = snprintf(text, sizeof text, "%s ", quiz_word(lang, right ? "right" : "wrong"));
+    snprintf(text + n, sizeof text - (size_t)n, quiz_word(lang, "correct_was"), '1' + shown,
+             question->options[question->correct].lang[lang]);
     say(0, "%s", text);
-    if (fill_explanation(text, sizeof text, question, lang, results) != REMAT_OK)
-        fprintf(stderr, "quiz: %s\n", remat_last_error());
+    if (fill_explanation(text, sizeof text, question, lang, results) != REMAT_OK) complain();
     say(0, "%s", text);
-    say(0, w->proof, question->test_file, question->test_name);
+    say(0, quiz_word(lang, "proof"), question->test_file, question->test_name);
     char program[256];
     snprintf(program, sizeof program, "build/%s", question->bench);
-    say(0, w->measure, program);
+    say(0, quiz_word(lang, "measure"), program);
     explain_sources(text, sizeof text, question, lang, results);
     if (text[0]) say(0, "%s", text);
     return right;
@@ -338,17 +344,17 @@ static bool print_verdict(const Question *question, const int order[QUIZ_OPTIONS
 /* The score, then each question asked with the option chosen (and the answer if wrong). */
 static void print_score(const Bank *bank, const int *given, int asked, int score, QuizLang lang)
 {
-    const QuizWords *w = quiz_words(lang);
     printf("\n");
-    say(0, w->score, score, bank->n_questions);
+    say(0, quiz_word(lang, "score"), score, bank->n_questions);
     for (int q = 0; q < asked; q++) {
         const Question *question = &bank->questions[q];
         const bool right = given[q] == question->correct;
         char line[2048];
-        const int n = snprintf(line, sizeof line, "  %s %d. %s: %s", right ? "✓" : "✗", q + 1, w->chosen,
+        const int n = snprintf(line, sizeof line, "  %s %d. %s: %s", right ? "✓" : "✗", q + 1, quiz_word(lang, "chosen"),
                                question->options[given[q]].lang[lang]);
         if (!right && n > 0 && (size_t)n < sizeof line)
-            snprintf(line + n, sizeof line - (size_t)n, " · %s: %s", w->the_answer, question->options[question->correct].lang[lang]);
+            snprintf(line + n, sizeof line - (size_t)n, " · %s: %s", quiz_word(lang, "the_answer"),
+                     question->options[question->correct].lang[lang]);
         say(7, "%s", line);
     }
 }
@@ -359,7 +365,7 @@ static bool wait_for_enter(const Options *o, int q, int n_questions)
 {
     if (o->n_answers || q + 1 == n_questions) return true;
     printf("\n");
-    say(0, "%s", quiz_words(o->lang)->next);
+    say(0, "%s", quiz_word(o->lang, "next"));
     fflush(stdout);
     int c;
     while ((c = getchar()) != EOF && c != '\n') continue;
@@ -375,17 +381,13 @@ static void ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_
     for (int q = 0; q < bank->n_questions; q++) {
         print_question(bank, q, orders[q], o->lang);
         const int a = next_answer(o, q);
-        if (a == -2) {
-            printf("\n");
-            say(0, "%s", quiz_words(o->lang)->ended);
-            break;
+        if (a >= 0) {
+            given[asked++] = orders[q][a];
+            score += print_verdict(&bank->questions[q], orders[q], given[q], o->lang, results);
         }
-        asked++;
-        given[q] = orders[q][a];
-        score += print_verdict(&bank->questions[q], orders[q], given[q], o->lang, results);
-        if (!wait_for_enter(o, q, bank->n_questions)) {
+        if (a < 0 || !wait_for_enter(o, q, bank->n_questions)) {
             printf("\n");
-            say(0, "%s", quiz_words(o->lang)->ended);
+            say(0, "%s", quiz_word(o->lang, "ended"));
             break;
         }
     }
@@ -406,7 +408,8 @@ int main(int argc, char **argv)
     Bank *bank = bank_load(o.bank);
     ResultsDir *results = bank ? results_open(o.results) : NULL;
     if (!results) {
-        fprintf(stderr, "quiz: %s\n", bank ? "no memory for the results" : remat_last_error());
+        if (bank) fprintf(stderr, "quiz: no memory for the results\n");
+        else complain();
         bank_free(bank);
         return 1;
     }

@@ -21,12 +21,15 @@
  * plots committed in docs/img (dropout.png and memory_budget.png are not there, so
  * questions 7 and 8 say their plot is not drawn yet).
  */
+#define _DEFAULT_SOURCE /* usleep */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,20 +101,49 @@ static size_t count(const char *text, const char *what)
 }
 
 /* The value a placeholder of format `format` is given in the scratch results: the k-th
- * figure of the bank, so that no two figures look alike. */
-static double fake_value(const char *format, int k)
+ * figure of the bank, so that no two figures look alike; a byte count that is the lower
+ * end of an order of its question (`lower`) far smaller than the others, as it must be. */
+static double fake_value(const char *format, int k, bool lower)
 {
-    if (!strcmp(format, "bytes")) return 1048576.0 * (k + 1) + 65536.0 * k;
+    if (!strcmp(format, "bytes") || !strcmp(format, "resident"))
+        return (1048576.0 * (k + 1) + 65536.0 * k) * (lower ? 1 : 16);
     if (!strcmp(format, "percent")) return 0.011 * (k + 1);
     if (!strcmp(format, "excess") || !strcmp(format, "change")) return 1.0 + 0.013 * (k + 1);
     if (!strcmp(format, "int")) return 10 + k;
     return 0.125 * (k + 1);
 }
 
-/* Writes results/<bench>.json for every bench the bank quotes but `skip`: the header
- * fields a bench writes (docs/RESULTS.md), threads left out of bench_memory_budget's, a
- * quiet machine, and for every measurement a record matching its `where` with the quoted
- * field set, and a narrow interval from 9 samples beside each time. */
+/* A new results document of `bench`, run on day `day`, in `docs`: the header fields a
+ * bench writes (docs/RESULTS.md), threads left out of bench_memory_budget's, a quiet
+ * machine, and no tables yet. */
+static cJSON *new_results(cJSON *docs, const char *bench, int day)
+{
+    cJSON *doc = cJSON_AddObjectToObject(docs, bench);
+    char date[32];
+    snprintf(date, sizeof date, "2026-01-%02dT10:00:00Z", day);
+    cJSON_AddStringToObject(doc, "schema", "remat-bench/1");
+    cJSON_AddStringToObject(doc, "bench", bench);
+    cJSON_AddStringToObject(doc, "mode", "quick");
+    cJSON_AddStringToObject(doc, "date", date);
+    cJSON_AddStringToObject(doc, "git_commit", "0123456789abcdef0123456789abcdef01234567");
+    cJSON_AddFalseToObject(doc, "git_dirty");
+    cJSON *machine = cJSON_AddObjectToObject(doc, "machine");
+    cJSON_AddStringToObject(machine, "hostname", "testhost");
+    cJSON_AddStringToObject(machine, "os", "Linux 6.1 x86_64");
+    cJSON_AddNumberToObject(machine, "cores", 2);
+    cJSON_AddStringToObject(machine, "blas_core", "Haswell");
+    cJSON_AddNumberToObject(machine, "loadavg_before", 0.25);
+    cJSON_AddNumberToObject(machine, "loadavg_after", 1.5);
+    cJSON_AddNumberToObject(machine, "cpu_steal", 0.002);
+    cJSON_AddNumberToObject(machine, "others_cpu", 0.01);
+    if (strcmp(bench, "bench_memory_budget")) cJSON_AddNumberToObject(doc, "threads", 2);
+    cJSON_AddObjectToObject(doc, "tables");
+    return doc;
+}
+
+/* Writes results/<bench>.json for every bench the bank quotes but `skip` (new_results),
+ * and for every measurement a record matching its `where` with the quoted field set, and
+ * a narrow interval from 9 samples beside each time. */
 static void write_results(const char *skip)
 {
     cJSON *docs = cJSON_CreateObject();
@@ -121,28 +153,7 @@ static void write_results(const char *skip)
             const Measurement *m = &bank->questions[q].measurements[i];
             if (!strcmp(m->bench, skip)) continue;
             cJSON *doc = cJSON_GetObjectItem(docs, m->bench);
-            if (!doc) {
-                cJSON_AddItemToObject(docs, m->bench, doc = cJSON_CreateObject());
-                char date[32];
-                snprintf(date, sizeof date, "2026-01-%02dT10:00:00Z", day++);
-                cJSON_AddStringToObject(doc, "schema", "remat-bench/1");
-                cJSON_AddStringToObject(doc, "bench", m->bench);
-                cJSON_AddStringToObject(doc, "mode", "quick");
-                cJSON_AddStringToObject(doc, "date", date);
-                cJSON_AddStringToObject(doc, "git_commit", "0123456789abcdef0123456789abcdef01234567");
-                cJSON_AddFalseToObject(doc, "git_dirty");
-                cJSON *machine = cJSON_AddObjectToObject(doc, "machine");
-                cJSON_AddStringToObject(machine, "hostname", "testhost");
-                cJSON_AddStringToObject(machine, "os", "Linux 6.1 x86_64");
-                cJSON_AddNumberToObject(machine, "cores", 2);
-                cJSON_AddStringToObject(machine, "blas_core", "Haswell");
-                cJSON_AddNumberToObject(machine, "loadavg_before", 0.25);
-                cJSON_AddNumberToObject(machine, "loadavg_after", 1.5);
-                cJSON_AddNumberToObject(machine, "cpu_steal", 0.002);
-                cJSON_AddNumberToObject(machine, "others_cpu", 0.01);
-                if (strcmp(m->bench, "bench_memory_budget")) cJSON_AddNumberToObject(doc, "threads", 2);
-                cJSON_AddObjectToObject(doc, "tables");
-            }
+            if (!doc) doc = new_results(docs, m->bench, day++);
             cJSON *tables = cJSON_GetObjectItem(doc, "tables");
             cJSON *table = cJSON_GetObjectItem(tables, m->table);
             if (!table) cJSON_AddArrayToObject(cJSON_AddObjectToObject(tables, m->table), "records");
@@ -156,7 +167,9 @@ static void write_results(const char *skip)
             }
             if (!record) cJSON_AddItemToArray(records, record = m->where ? cJSON_Duplicate(m->where, true) : cJSON_CreateObject());
             if (cJSON_GetObjectItem(record, m->field)) continue;
-            const double value = fake_value(m->format, k);
+            bool lower = false;
+            for (int o = 0; o < bank->questions[q].n_orders; o++) lower |= bank->questions[q].orders[o].lower == m;
+            const double value = fake_value(m->format, k, lower);
             cJSON_AddNumberToObject(record, m->field, value);
             if (m->time) { /* quiet and narrow: the times are quoted */
                 char name[128];
@@ -374,14 +387,109 @@ static void test_page_to_an_unwritable_path_is_a_clear_error(void **state)
     rmdir(dir);
 }
 
-static void test_page_write_reports_a_bad_plot_and_refuses_a_script_that_ends_early(void **state)
+/* The page never replaces a file it is made from: a results file (however its path is
+ * spelled), the bank or a plot. The file is compared, not the name; nothing is written. */
+static void test_page_over_one_of_its_inputs_is_refused(void **state)
 {
     (void)state;
-    char plots[600], png[700], style[600], script[600], path[600];
+    char bank_copy[600], cmd[2048];
+    snprintf(bank_copy, sizeof bank_copy, "%s/bank.json", scratch);
+    snprintf(cmd, sizeof cmd, "cp %s %s", REMAT_QUIZ_BANK, bank_copy);
+    assert_int_equal(system(cmd), 0);
+    static const char *const inputs[] = {"%s/bench_offload.json", "%s/./plots/../bench_offload.json",
+                                         "%s/bank.json", "%s/plots/scaling.png"};
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+        char out_path[600];
+        snprintf(out_path, sizeof out_path, inputs[i], scratch);
+        char *before = slurp(out_path);
+        assert_non_null(before);
+        snprintf(cmd, sizeof cmd, "cd %s && %s --html ./%s --bank %s --results . --seed 7", scratch, REMAT_QUIZ_BIN,
+                 out_path + strlen(scratch) + 1, bank_copy);
+        int code;
+        char *out = run(cmd, &code);
+        assert_int_equal(code, 1);
+        assert_non_null(strstr(out, ", a file the page is made from"));
+        char *after = slurp(out_path);
+        assert_string_equal(before, after);
+        free(out), free(before), free(after);
+    }
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c '\\.tmp\\.'", scratch);
+    int code;
+    char *out = run(cmd, &code);
+    assert_string_equal(out, "0\n");
+    free(out);
+    remove(bank_copy);
+}
+
+/* Whether process `pid` has a file open in directory `dir` (its descriptors' targets). */
+static bool has_open_in(pid_t pid, const char *dir)
+{
+    char fds[64], link[600], target[1024];
+    snprintf(fds, sizeof fds, "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(fds);
+    bool found = false;
+    for (struct dirent *e; d && !found && (e = readdir(d));) {
+        snprintf(link, sizeof link, "%s/%s", fds, e->d_name);
+        const ssize_t n = readlink(link, target, sizeof target - 1);
+        target[n > 0 ? n : 0] = '\0';
+        found = !strncmp(target, dir, strlen(dir)) && target[strlen(dir)] == '/';
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+/* A quiz killed while it writes the page leaves nothing beside it: the page is written
+ * unnamed (O_TMPFILE) and named only once complete. A large plot makes the write last. */
+static void test_page_killed_while_written_leaves_nothing(void **state)
+{
+    (void)state;
+    char dir[600], plots[600], png[700], page_path[700];
+    snprintf(dir, sizeof dir, "%s/killed", scratch);
+    snprintf(plots, sizeof plots, "%s/big-plots", scratch);
+    snprintf(png, sizeof png, "%s/scaling.png", plots);
+    snprintf(page_path, sizeof page_path, "%s/quiz.html", dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_int_equal(mkdir(plots, 0755), 0);
+    FILE *f = fopen(png, "wb");
+    static const unsigned char head[24] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n', 0, 0, 0, 13,
+                                           'I', 'H', 'D', 'R', 0, 0, 1, 0, 0, 0, 1, 0};
+    fwrite(head, 1, sizeof head, f);
+    assert_int_equal(fseek(f, 64 << 20, SEEK_SET), 0); /* 64 MiB, mostly a hole */
+    fputc(0, f);
+    fclose(f);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        freopen("/dev/null", "w", stdout);
+        freopen("/dev/null", "w", stderr);
+        execl(REMAT_QUIZ_BIN, "quiz", "--html", page_path, "--results", scratch, "--plots", plots, (char *)NULL);
+        _exit(127);
+    }
+    bool caught = false;
+    for (int i = 0; i < 200000 && !caught; i++) {
+        caught = has_open_in(pid, dir);
+        if (!caught) usleep(50);
+    }
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    if (!caught) fail_msg("the quiz finished before it could be killed while writing");
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "ls -A %s", dir);
+    int code;
+    char *out = run(cmd, &code);
+    assert_string_equal(out, "");
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", dir, plots);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_page_write_reports_a_bad_plot(void **state)
+{
+    (void)state;
+    char plots[600], png[700], path[600];
     snprintf(plots, sizeof plots, "%s/bad-plots", scratch);
     snprintf(png, sizeof png, "%s/scaling.png", plots);
-    snprintf(style, sizeof style, "%s/page.css", REMAT_QUIZ_SOURCE_DIR);
-    snprintf(script, sizeof script, "%s/page.js", REMAT_QUIZ_SOURCE_DIR);
     snprintf(path, sizeof path, "%s/bad.html", scratch);
     assert_int_equal(mkdir(plots, 0755), 0);
     FILE *f = fopen(png, "w");
@@ -390,8 +498,8 @@ static void test_page_write_reports_a_bad_plot_and_refuses_a_script_that_ends_ea
     int orders[8][QUIZ_OPTIONS];
     bank_option_orders(bank, 1, false, orders);
     ResultsDir *results = results_open(scratch);
-    PageSources src = {.bank = bank, .orders = (const int (*)[QUIZ_OPTIONS])orders, .results = results,
-                       .plots_dir = plots, .style_file = style, .script_file = script};
+    PageSources src = {.bank = bank, .bank_file = REMAT_QUIZ_BANK, .orders = (const int (*)[QUIZ_OPTIONS])orders,
+                       .results = results, .plots_dir = plots};
     /* A plot that is not a PNG: the page is written and says so; the call reports it. */
     assert_int_equal(page_write(path, &src), REMAT_ECORRUPT);
     assert_non_null(strstr(remat_last_error(), "scaling.png is not a readable PNG file"));
@@ -399,21 +507,31 @@ static void test_page_write_reports_a_bad_plot_and_refuses_a_script_that_ends_ea
     assert_non_null(html);
     assert_non_null(strstr(html, "scaling.png is not a readable PNG file)"));
     free(html);
-    /* A script holding "</script" would end the page's <script> early: refused, and the
-     * page written before is left as it was. */
-    char bad_script[600];
-    snprintf(bad_script, sizeof bad_script, "%s/bad.js", scratch);
-    f = fopen(bad_script, "w");
-    fputs("var s = \"</script>\";\n", f);
-    fclose(f);
-    src.script_file = bad_script;
-    struct stat before, after;
-    assert_int_equal(stat(path, &before), 0);
-    assert_int_equal(page_write(path, &src), REMAT_ECORRUPT);
-    assert_non_null(strstr(remat_last_error(), "bad.js contains \"</script\""));
-    assert_int_equal(stat(path, &after), 0);
-    assert_int_equal(before.st_ino, after.st_ino);
     results_close(results);
+}
+
+/* The words the script reads are quiz/words.json whole, written so that none of its text
+ * ("the <details> that holds the answer") can end the <script> that holds it. */
+static void test_page_script_words_cannot_end_their_script(void **state)
+{
+    (void)state;
+    char *html = slurp(page);
+    assert_non_null(html);
+    const char *open = "<script type=\"application/json\" id=\"quiz-words\">";
+    char *from = strstr(html, open);
+    assert_non_null(from);
+    from += strlen(open);
+    char *to = strstr(from, "</script>");
+    assert_non_null(to);
+    *to = '\0';
+    assert_null(strchr(from, '<'));
+    assert_non_null(strstr(from, "the \\u003cdetails\\u003e that holds the answer"));
+    cJSON *words = cJSON_Parse(from);
+    assert_non_null(words);
+    const cJSON *right = cJSON_GetObjectItem(cJSON_GetObjectItem(words, "right"), "ar");
+    assert_string_equal(right->valuestring, quiz_word(LANG_AR, "right"));
+    cJSON_Delete(words);
+    free(html);
 }
 
 /* ---- in a browser ------------------------------------------------------------------- */
@@ -592,9 +710,9 @@ static void test_page_in_a_browser_scores_right_and_wrong_answers(void **state)
             const char *dom = answered_page((QuizLang)l, sheets[s]);
             element_text(dom, "score", score, sizeof score);
             char *terminal = terminal_quiz((QuizLang)l, sheets[s]);
-            assert_true(line_starting(terminal, quiz_words((QuizLang)l)->score, expected, sizeof expected));
+            assert_true(line_starting(terminal, quiz_word((QuizLang)l, "score"), expected, sizeof expected));
             assert_string_equal(score, expected);
-            snprintf(expected, sizeof expected, quiz_words((QuizLang)l)->score, s == 0 ? 8 : all_first_score, 8);
+            snprintf(expected, sizeof expected, quiz_word((QuizLang)l, "score"), s == 0 ? 8 : all_first_score, 8);
             assert_string_equal(score, expected);
             /* The language chosen is the page's: the Arabic view right to left, the other
              * view hidden. */
@@ -663,7 +781,7 @@ static void test_page_in_a_browser_quotes_the_terminal_figures(void **state)
         assert_non_null(view);
         /* The terminal prints the explanation and its notes, a line each, between the
          * answer and the proof; the page a paragraph each, between the same two. */
-        const char *answer = quiz_words(lang)->correct_was, *proof = quiz_words(lang)->proof;
+        const char *answer = quiz_word(lang, "correct_was"), *proof = quiz_word(lang, "proof");
         const size_t answer_prefix = strcspn(answer, "%"), proof_prefix = strcspn(proof, "%");
         const char *line = terminal;
         for (int q = 0; q < bank->n_questions; q++) {
@@ -745,7 +863,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_page_escapes_text_and_isolates_left_to_right_runs_in_arabic),
         cmocka_unit_test(test_page_says_what_was_not_measured_and_what_the_results_do_not_record),
         cmocka_unit_test(test_page_to_an_unwritable_path_is_a_clear_error),
-        cmocka_unit_test(test_page_write_reports_a_bad_plot_and_refuses_a_script_that_ends_early),
+        cmocka_unit_test(test_page_write_reports_a_bad_plot),
+        cmocka_unit_test(test_page_script_words_cannot_end_their_script),
+        cmocka_unit_test(test_page_over_one_of_its_inputs_is_refused),
+        cmocka_unit_test(test_page_killed_while_written_leaves_nothing),
     };
     const struct CMUnitTest browser_tests[] = {
         cmocka_unit_test(test_page_in_a_browser_scores_right_and_wrong_answers),

@@ -27,6 +27,7 @@
 #include "base/file.h"
 #include "quiz/bank.h"
 #include "quiz/explain_fill.h"
+#include "quiz/words.h"
 
 #ifndef REMAT_QUIZ_BIN
 #define REMAT_QUIZ_BIN "quiz/quiz"
@@ -114,6 +115,30 @@ static void assert_one_term_each(const char *text, const char *where)
                                          "إعادة الحوسبة", "إعادة حوسبة", "تحميل", "يتم استبداله", "للترميز"};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
         if (strstr(text, others[i])) fail_msg("%s says \"%s\": %s", where, others[i], text);
+}
+
+/* Every text of quiz/words.json is there in both languages, and a format takes the same
+ * printf conversions, in the same order, in both. */
+static void test_words_take_the_same_arguments_in_both_languages(void **state)
+{
+    (void)state;
+    cJSON *words = cJSON_Parse(quiz_words_json());
+    assert_non_null(words);
+    int texts = 0;
+    for (const cJSON *w = words->child; w; w = w->next, texts++) {
+        if (!cJSON_IsObject(w)) continue;
+        char conversions[LANG_COUNT][32] = {"", ""};
+        for (int l = 0; l < LANG_COUNT; l++) {
+            const char *text = quiz_word((QuizLang)l, w->string);
+            size_t n = 0;
+            for (const char *p = strchr(text, '%'); p && n < 31; p = strchr(p + 2, '%')) conversions[l][n++] = p[1];
+        }
+        if (strcmp(conversions[LANG_EN], conversions[LANG_AR]))
+            fail_msg("words.json: %s takes %%%s in English but %%%s in Arabic", w->string, conversions[LANG_EN],
+                     conversions[LANG_AR]);
+    }
+    assert_true(texts > 60);
+    cJSON_Delete(words);
 }
 
 static void test_arabic_says_one_term_each_throughout(void **state)
@@ -251,7 +276,12 @@ static void test_a_bank_or_results_that_are_not_regular_files_are_refused(void *
     assert_int_equal(code, 1);
     assert_non_null(strstr(out, "a-fifo is a FIFO, not a regular file"));
     free(out);
-    /* --results names a directory: a file there is a usage error. */
+    /* --results names a directory: an empty name (which would read from /) and a file are
+     * usage errors. */
+    out = run_quiz("--answers 1 --results ''", &code);
+    assert_int_equal(code, 2);
+    assert_non_null(strstr(out, "quiz: --results needs a value (DIR)"));
+    free(out);
     snprintf(args, sizeof args, "--answers 1 --results %s", REMAT_QUIZ_BANK);
     out = run_quiz(args, &code);
     assert_int_equal(code, 2);
@@ -321,7 +351,7 @@ static const Given EXACT[] = {
 
 static double plausible(const char *format)
 {
-    return !strcmp(format, "bytes") ? 1048576 : !strcmp(format, "int") ? 64 : !strcmp(format, "percent") ? 0.2
+    return !strcmp(format, "bytes") || !strcmp(format, "resident") ? 1048576 : !strcmp(format, "int") ? 64 : !strcmp(format, "percent") ? 0.2
          : !strcmp(format, "excess") || !strcmp(format, "change") ? 1.1 : 0.172;
 }
 
@@ -347,6 +377,7 @@ static void write_results(const Question *q, const Given *given, Machine machine
         cJSON *doc = cJSON_GetObjectItem(files, m->bench);
         if (!doc) {
             cJSON_AddItemToObject(files, m->bench, doc = cJSON_CreateObject());
+            cJSON_AddStringToObject(doc, "schema", "remat-bench/2");
             if (results_mode) cJSON_AddStringToObject(doc, "mode", results_mode);
             cJSON *block = cJSON_AddObjectToObject(doc, "machine");
             cJSON_AddNumberToObject(block, "cores", 2);
@@ -693,14 +724,28 @@ static void order_of_a_byte_count(cJSON *question)
                               cJSON_CreateString("blocks_saved"));
 }
 
-/* Writes `text` as the scratch results of `bench`. */
+static void correct_not_whole(cJSON *question)
+{
+    cJSON_ReplaceItemInObject(question, "correct", cJSON_CreateNumber(1.5));
+}
+
+/* Control sequences in the question's text: clear the screen, and CSI as a C1 control. */
+static void escape_in_the_question(cJSON *question)
+{
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(question, "question"), "en",
+                              cJSON_CreateString("Which \x1b[2Jcost\xc2\x9b" "31m is traded?"));
+}
+
+/* Writes `text`, a JSON object, as the scratch results of `bench`, of the current schema
+ * unless it says its own. */
 static void write_text(const char *bench, const char *text)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s.json", scratch, bench);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
-    fputs(text, f);
+    if (strstr(text, "\"schema\"")) fputs(text, f);
+    else fprintf(f, "{\"schema\": \"remat-bench/2\", %s", text + 1);
     fclose(f);
 }
 
@@ -769,7 +814,16 @@ static void test_an_invalid_figure_is_treated_as_missing_naming_the_file_and_fie
         explain_invalid(b, 3, want, text, sizeof text);
         assert_null(strstr(text, "+20.0%"));
     }
-    /* The machine block: a negative load average is no load average. */
+    bank_free(b);
+}
+
+/* The machine block: a negative load average is no load average. */
+static void test_an_invalid_machine_block_is_treated_as_missing(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    static char text[8192];
     write_results(&b->questions[2], NARROW, QUIET);
     char path[512];
     snprintf(path, sizeof path, "%s/bench_placement.json", scratch);
@@ -984,6 +1038,79 @@ static void test_arabic_in_a_terminal_points_to_the_page(void **state)
     free(out);
 }
 
+/* Question 1's bench_scaling results with `schema` (a JSON value, or NULL for none) and
+ * the peak activations, recomputed share and layers given. */
+static void write_scaling(const char *schema, const char *full_act, const char *share, const char *none_act)
+{
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{%s%s%s\"tables\": {\"steps\": {\"records\": [{\"n_layers\": 64, \"strategy\": \"full\", \"peak_act\": %s, "
+             "\"flop_overhead\": %s}, {\"n_layers\": 64, \"strategy\": \"none\", \"peak_act\": %s}]}}}",
+             schema ? "\"schema\": " : "", schema ? schema : "", schema ? ", " : "", full_act, share, none_act);
+    char path[512];
+    snprintf(path, sizeof path, "%s/bench_scaling.json", scratch);
+    FILE *f = fopen(path, "w"); /* not write_text, which adds a schema where there is none */
+    assert_non_null(f);
+    fputs(json, f);
+    fclose(f);
+}
+
+/* The quiz quotes only figures it can believe: results of a schema it reads, each figure
+ * in the range of what it is, bytes in the order they must come in. Any other is left
+ * out, as if not measured, and a note and the error say why. */
+static void test_figures_the_quiz_cannot_believe_are_not_quoted(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    static char text[8192], want[1024];
+    static const struct {
+        const char *schema, *said;
+    } schemas[] = {{"\"remat-bench/999\"", "its schema is 'remat-bench/999'"}, {"2", "its schema is not a string"},
+                   {NULL, "its schema is not recorded"}};
+    for (size_t i = 0; i < sizeof schemas / sizeof schemas[0]; i++) {
+        write_scaling(schemas[i].schema, "286728", "0.334", "540680");
+        snprintf(want, sizeof want, "%s/bench_scaling.json: %s, not remat-bench/1 or remat-bench/2", scratch,
+                 schemas[i].said);
+        explain_invalid(b, 1, want, text, sizeof text);
+        assert_null(strstr(text, "On this machine"));
+        assert_non_null(strstr(text, "The results cannot be read ("));
+    }
+    write_scaling("\"remat-bench/1\"", "286728", "0.334", "540680"); /* the older schema is read */
+    explain(b, 1, LANG_EN, text, sizeof text);
+    assert_non_null(strstr(text, "kept 280.0 KiB of activations at its peak instead of 528.0 KiB"));
+    remove_results();
+    /* A share of the FLOPs recomputed is at most all of them; none is 0.0%, never -0.0%. */
+    write_scaling("\"remat-bench/2\"", "286728", "1.5", "540680");
+    snprintf(want, sizeof want, "tables.steps.records[0].flop_overhead: it is too large to be a measurement, so it is "
+             "treated as not measured");
+    explain_invalid(b, 1, want, text, sizeof text);
+    write_scaling("\"remat-bench/2\"", "286728", "-0.0", "540680");
+    explain(b, 1, LANG_EN, text, sizeof text);
+    assert_non_null(strstr(text, "spent 0.0% more FLOPs"));
+    assert_null(strstr(text, "-0.0%"));
+    remove_results();
+    /* Recomputing cannot keep more activations than keeping them all: both are left out. */
+    write_scaling("\"remat-bench/2\"", "540680", "0.334", "286728");
+    snprintf(want, sizeof want, "tables.steps.records[1].peak_act: it contradicts tables.steps.records[0].peak_act, "
+             "since recomputing cannot keep more activations than keeping them all, so it is treated as not measured");
+    explain_invalid(b, 1, want, text, sizeof text);
+    assert_null(strstr(text, "On this machine"));
+    snprintf(want, sizeof want, "The figure tables.steps.records[0].peak_act in %s/bench_scaling.json is left out: it "
+             "contradicts tables.steps.records[1].peak_act, since recomputing cannot keep more activations than "
+             "keeping them all. Run build/bench/bench_scaling --quick again.", scratch);
+    assert_non_null(strstr(text, want));
+    /* A resident peak is at most this machine's RAM. */
+    const double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    char json[1024];
+    snprintf(json, sizeof json, "{\"tables\": {\"budget\": {\"records\": [{\"attention\": \"fused\", \"seq\": 128, "
+             "\"budget\": 1048576, \"peak_resident\": %.0f}]}}}", 2 * ram);
+    write_text("bench_selective", json);
+    explain_invalid(b, 5, "tables.budget.records[0].peak_resident: it is too large to be a measurement, so it is "
+                    "treated as not measured", text, sizeof text);
+    bank_free(b);
+}
+
 static void test_a_malformed_bank_names_the_file_and_field(void **state)
 {
     (void)state;
@@ -1008,6 +1135,33 @@ static void test_a_malformed_bank_names_the_file_and_field(void **state)
     assert_int_equal(code, 1);
     assert_non_null(strstr(out, "not valid JSON"));
     free(out);
+    /* The correct option is an index: 1.5 is refused, naming the question. */
+    assert_null(load_edited(4, correct_not_whole));
+    assert_non_null(strstr(remat_last_error(), "edited.json: questions[4].correct: must be an option index, a whole number"));
+}
+
+/* The bank's text reaches the terminal with its control characters visible, never obeyed;
+ * Arabic and the quiz's own ✓ pass as they are. */
+static void test_control_characters_in_the_bank_are_shown_not_obeyed(void **state)
+{
+    (void)state;
+    Bank *edited = load_edited(0, escape_in_the_question);
+    assert_non_null(edited);
+    bank_free(edited);
+    char args[600];
+    snprintf(args, sizeof args, "--bank %s/edited.json --no-shuffle --answers 2 --results %s", scratch, scratch);
+    int code;
+    char *out = run_quiz(args, &code);
+    assert_int_equal(code, 0);
+    assert_non_null(strstr(out, "Which \\x1b[2Jcost\\u009b31m is traded?"));
+    assert_null(strchr(out, 0x1b));
+    assert_null(strstr(out, "\xc2\x9b"));
+    assert_non_null(strstr(out, "  ✓ 1. your answer: "));
+    free(out);
+    snprintf(args, sizeof args, "--bank %s/edited.json --lang ar --preview", scratch);
+    out = run_quiz(args, &code);
+    assert_non_null(strstr(out, "التنشيطات"));
+    free(out);
 }
 
 static void test_a_bank_keeps_its_explanations_honest(void **state)
@@ -1023,9 +1177,10 @@ static void test_a_bank_keeps_its_explanations_honest(void **state)
     assert_null(load_edited(1, unknown_placeholder));
     assert_non_null(strstr(remat_last_error(), "questions[1].explanation[0].en: the placeholder {nothing_like_it} "
                                                "names no measurement"));
-    /* An order compares times. */
+    /* An order compares two times or two exact figures. */
     assert_null(load_edited(2, order_of_a_byte_count));
-    assert_non_null(strstr(remat_last_error(), "questions[2].order[0]: blocks_saved is not a time measurement"));
+    assert_non_null(strstr(remat_last_error(), "questions[2].order[0]: blocks_saved and blocks_overhead are not both "
+                                               "times or both exact"));
 }
 
 /* --html renames the page over its path: as root that replaced /dev/full with a regular
@@ -1142,6 +1297,38 @@ static char *source_file(const char *path)
     return file_read_all("test_quiz", full, QUIZ_MAX_FILE, &text, &size) == REMAT_OK ? text : NULL;
 }
 
+/* Every key the quiz's code names in a quiz_word call, and every reason a figure is
+ * invalid ("why_..."), is a text of quiz/words.json: a key that is not there would abort
+ * the program where it is said, perhaps on a path no other test takes. */
+static void test_every_word_the_code_says_is_in_words_json(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"quiz/explain_fill.c", "quiz/page.c", "quiz/quiz.c"};
+    cJSON *words = cJSON_Parse(quiz_words_json());
+    int keys = 0;
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        char *code = source_file(files[f]);
+        assert_non_null(code);
+        for (const char *q = strchr(code, '"'); q; q = strchr(q + 1, '"')) {
+            const char *end = strchr(q + 1, '"');
+            const size_t len = (size_t)(end - q - 1);
+            const char *call = q;
+            while (call > code && call[-1] != ';' && call[-1] != '{' && strncmp(call, "quiz_word(", 10)) call--;
+            const bool said = !strncmp(call, "quiz_word(", 10) && !memchr(call, ')', (size_t)(q - call) - 9);
+            char key[64];
+            snprintf(key, sizeof key, "%.*s", (int)(len < 63 ? len : 63), q + 1);
+            if ((said || !strncmp(key, "why_", 4)) && strspn(key, "abcdefghijklmnopqrstuvwxyz_") == len && len) {
+                if (!cJSON_GetObjectItem(words, key)) fail_msg("%s says \"%s\", which words.json has not", files[f], key);
+                keys++;
+            }
+            q = end;
+        }
+        free(code);
+    }
+    assert_true(keys > 50);
+    cJSON_Delete(words);
+}
+
 /* docs/TOUR.md points students at functions in files: "`region_backward()` in
  * `checkpoint/checkpoint.c`". Every file it names in backticks exists, and every
  * function named before it ("`a()`, `b()` and `c()` in `file`") is defined or declared
@@ -1189,6 +1376,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bank_is_complete_in_both_languages),
         cmocka_unit_test(test_arabic_says_one_term_each_throughout),
+        cmocka_unit_test(test_words_take_the_same_arguments_in_both_languages),
         cmocka_unit_test(test_right_answers_score_8_in_english_and_arabic),
         cmocka_unit_test(test_wrong_answers_score_accordingly),
         cmocka_unit_test(test_without_a_terminal_the_quiz_previews),
@@ -1207,12 +1395,16 @@ int main(void)
         cmocka_unit_test(test_a_time_that_cannot_carry_the_lesson_leaves_out_only_its_part),
         cmocka_unit_test(test_no_explanation_states_a_comparison_its_intervals_contradict),
         cmocka_unit_test(test_an_invalid_figure_is_treated_as_missing_naming_the_file_and_field),
+        cmocka_unit_test(test_an_invalid_machine_block_is_treated_as_missing),
         cmocka_unit_test(test_a_missing_figure_names_its_command),
+        cmocka_unit_test(test_figures_the_quiz_cannot_believe_are_not_quoted),
         cmocka_unit_test(test_a_malformed_bank_names_the_file_and_field),
         cmocka_unit_test(test_a_bank_keeps_its_explanations_honest),
+        cmocka_unit_test(test_control_characters_in_the_bank_are_shown_not_obeyed),
         cmocka_unit_test(test_output_that_cannot_be_written_fails),
         cmocka_unit_test(test_the_page_never_replaces_what_is_not_a_regular_file),
         cmocka_unit_test(test_interactive_quiz_through_a_terminal),
+        cmocka_unit_test(test_every_word_the_code_says_is_in_words_json),
         cmocka_unit_test(test_the_tour_names_code_that_exists),
     };
     return cmocka_run_group_tests_name("quiz", tests, setup, teardown);

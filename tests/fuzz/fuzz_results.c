@@ -82,7 +82,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int q = 0; q < b->n_questions; q++) {
         for (int l = 0; l < LANG_COUNT; l++) {
             const QuizLang lang = (QuizLang)l;
-            const QuizWords *w = quiz_words(lang);
             remat_clear_error();
             const RematStatus s = fill_explanation(text, sizeof text, &b->questions[q], lang, results);
             if (s != REMAT_OK && s != REMAT_ECORRUPT) broken(q, lang, "a status outside the contract", text);
@@ -91,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             /* A time quoted (with its spread) and a note saying the times are not taught
              * from, which every such note ends with (the end of words.h's time_instead),
              * never come together. */
-            const char *instead = strstr(w->time_instead, "%s") + 2;
+            const char *instead = strstr(quiz_word(lang, "time_instead"), "%s") + 2;
             if (memmem(text, first, SPREAD[lang], strlen(SPREAD[lang])) && strstr(text + first, instead))
                 broken(q, lang, "a time quoted under a note that says times are not", text);
         }
