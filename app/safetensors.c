@@ -371,9 +371,9 @@ static int json_whole_number(const cJSON *item, double max, unsigned long long *
 }
 
 /* Reads an entry's dtype and shape into info, and the bytes they need into *needed
- * (*overflow set when that exceeds 64 bits). REMAT_ECORRUPT naming file and tensor. */
+ * (ULLONG_MAX when that exceeds 64 bits). REMAT_ECORRUPT naming file and tensor. */
 static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTensorInfo *info,
-                                     unsigned long long *needed, bool *overflow)
+                                     unsigned long long *needed)
 {
     const char *name = item->string;
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
@@ -393,9 +393,9 @@ static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTens
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape has %d dimensions; remat reads at most %d",
                           path, name, info->ndim, TENSOR_MAX_DIMS);
     /* The bytes the shape needs: numel times the element size. Four dimensions of up to
-     * 2^31 can overflow 64 bits; such a shape needs more than any file holds. */
+     * 2^31 can overflow 64 bits; such a shape needs more than any file holds, so the
+     * product stops at ULLONG_MAX (and a zero dimension still makes it 0). */
     *needed = dtype_size(info->dtype);
-    *overflow = false;
     int d = 0;
     const cJSON *dim;
     cJSON_ArrayForEach(dim, shape) {
@@ -404,10 +404,8 @@ static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTens
             return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape[%d] is not a whole number in 0..%d",
                               path, name, d, INT_MAX);
         info->shape[d++] = (int)v;
-        if (v != 0 && *needed > ULLONG_MAX / v) *overflow = true;
-        else *needed *= v;
+        *needed = v != 0 && *needed > ULLONG_MAX / v ? ULLONG_MAX : *needed * v;
     }
-    if (*needed == 0) *overflow = false; /* a zero dimension means 0 bytes, however large the rest */
     return REMAT_OK;
 }
 
@@ -420,8 +418,7 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned lo
     if (!cJSON_IsObject(item))
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: entry is not a JSON object", path, name);
     unsigned long long needed = 0;
-    bool overflow = false;
-    RematStatus status = parse_dtype_shape(path, item, info, &needed, &overflow);
+    RematStatus status = parse_dtype_shape(path, item, info, &needed);
     if (status != REMAT_OK) return status;
 
     const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(item, "data_offsets");
@@ -437,9 +434,9 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned lo
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] run past the end of the "
                           "%llu-byte data buffer (is the file truncated?)", path, name, info->begin, info->end,
                           data_size);
-    if (overflow || info->end - info->begin != needed) {
+    if (info->end - info->begin != needed) {
         char shape_buf[64], needed_buf[32] = "more than 2^64";
-        if (!overflow) snprintf(needed_buf, sizeof needed_buf, "%llu", needed);
+        if (needed != ULLONG_MAX) snprintf(needed_buf, sizeof needed_buf, "%llu", needed);
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, but shape %s of "
                           "%s needs %s", path, name, info->begin, info->end, info->end - info->begin,
                           shape_str(shape_buf, sizeof shape_buf, info->ndim, info->shape), st_dtype_name(info->dtype),
@@ -630,48 +627,22 @@ const char *st_meta(const StFile *f, const char *key)
 
 /* ---- reading tensors -------------------------------------------------------------- */
 
-/* The entry named `name`, or NULL after failing with REMAT_EINVAL (`fn` names the
- * caller in the message). A linear search: files here hold a few hundred tensors. */
-static const StTensorInfo *find_tensor(const StFile *f, const char *name, const char *fn)
-{
-    if (!f || !name) {
-        remat_fail(REMAT_EINVAL, "%s: the file and a name are required", fn);
-        return NULL;
-    }
-    for (int i = 0; i < f->count; i++)
-        if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
-    remat_fail(REMAT_EINVAL, "%s: no tensor named %s in %s", fn, name, f->path);
-    return NULL;
-}
-
-/* The shape a Tensor gets for `info`: the file's, or (1) for a scalar. Returns ndim. */
-static int tensor_shape_of(const StTensorInfo *info, int *shape)
-{
-    if (info->ndim == 0) {
-        shape[0] = 1;
-        return 1;
-    }
-    memcpy(shape, info->shape, (size_t)info->ndim * sizeof *shape);
-    return info->ndim;
-}
-
-/* Reads the bytes of `info` into `dst` (which has room for them). */
-static RematStatus read_bytes(const StFile *f, const StTensorInfo *info, void *dst, const char *fn)
-{
-    int err = pread_all(f->fd, dst, (size_t)(info->end - info->begin), f->data_start + info->begin);
-    if (err > 0) return remat_fail(REMAT_EIO, "%s: %s: tensor %s: cannot read: %s", fn, f->path, info->name, strerror(err));
-    if (err < 0)
-        return remat_fail(REMAT_ECORRUPT, "%s: %s: tensor %s: the file ended before its bytes (did it shrink since st_load?)",
-                          fn, f->path, info->name);
-    return REMAT_OK;
-}
-
 Tensor *st_get(const StFile *f, const char *name, MemKind kind)
 {
-    const StTensorInfo *info = find_tensor(f, name, "st_get");
-    if (!info) return NULL;
-    int shape[TENSOR_MAX_DIMS];
-    int ndim = tensor_shape_of(info, shape);
+    if (!f || !name) {
+        remat_fail(REMAT_EINVAL, "st_get: the file and a name are required");
+        return NULL;
+    }
+    const StTensorInfo *info = NULL; /* a linear search: files here hold a few hundred tensors */
+    for (int i = 0; i < f->count && !info; i++)
+        if (strcmp(f->tensors[i].name, name) == 0) info = &f->tensors[i];
+    if (!info) {
+        remat_fail(REMAT_EINVAL, "st_get: no tensor named %s in %s", name, f->path);
+        return NULL;
+    }
+    /* A Tensor has at least one dimension: a scalar entry becomes shape (1). */
+    const int ndim = info->ndim ? info->ndim : 1;
+    const int *shape = info->ndim ? info->shape : (const int[]){1};
     if (info->begin == info->end) { /* no bytes: its shape has a dimension of 0 */
         char buf[64];
         remat_fail(REMAT_EINVAL, "st_get: %s: tensor %s has shape %s; a remat Tensor needs every dimension > 0",
@@ -680,28 +651,14 @@ Tensor *st_get(const StFile *f, const char *name, MemKind kind)
     }
     Tensor *t = tensor_create_typed(kind, info->dtype, ndim, shape);
     if (!t) return NULL; /* tensor_create said why */
-    if (read_bytes(f, info, t->data, "st_get") != REMAT_OK) {
+    const int err = pread_all(f->fd, t->data, t->bytes, f->data_start + info->begin);
+    if (err > 0) remat_fail(REMAT_EIO, "st_get: %s: tensor %s: cannot read: %s", f->path, name, strerror(err));
+    if (err < 0)
+        remat_fail(REMAT_ECORRUPT, "st_get: %s: tensor %s: the file ended before its bytes (did it shrink since "
+                   "st_load?)", f->path, name);
+    if (err) {
         tensor_free(t);
         return NULL;
     }
     return t;
-}
-
-RematStatus st_read_into(const StFile *f, const char *name, Tensor *dst)
-{
-    const StTensorInfo *info = find_tensor(f, name, "st_read_into");
-    if (!info) return REMAT_EINVAL;
-    if (!dst) return remat_fail(REMAT_EINVAL, "st_read_into: the destination tensor is NULL");
-
-    int shape[TENSOR_MAX_DIMS];
-    int ndim = tensor_shape_of(info, shape);
-    int same = info->dtype == dst->dtype && ndim == dst->ndim &&
-               memcmp(shape, dst->shape, (size_t)ndim * sizeof *shape) == 0;
-    if (!same) {
-        char want[64], have[64];
-        return remat_fail(REMAT_EINVAL, "st_read_into: %s: tensor %s is %s %s in the file, but the destination is %s %s",
-                          f->path, name, st_dtype_name(info->dtype), shape_str(have, sizeof have, info->ndim, info->shape),
-                          st_dtype_name(dst->dtype), shape_str(want, sizeof want, dst->ndim, dst->shape));
-    }
-    return read_bytes(f, info, dst->data, "st_read_into");
 }
