@@ -96,61 +96,42 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t offset)
 
 /* ==== writing ======================================================================= */
 
-/* Checks st_save's arguments; on error fails with REMAT_EINVAL. Names are compared
- * pairwise: a model has a few hundred tensors at most. */
-static RematStatus check_save_args(const char *path, const StEntry *entries, int n,
-                                   const StMeta *meta, int n_meta)
-{
-    if (!path) return remat_fail(REMAT_EINVAL, "st_save: path is NULL");
-    if (n < 0 || n_meta < 0 || (n > 0 && !entries) || (n_meta > 0 && !meta))
-        return remat_fail(REMAT_EINVAL, "st_save: %s: bad entry or metadata list (n=%d, n_meta=%d)",
-                          path, n, n_meta);
-    for (int i = 0; i < n; i++) {
-        const char *name = entries[i].name;
-        if (!name || !entries[i].tensor)
-            return remat_fail(REMAT_EINVAL, "st_save: %s: entry %d has no %s", path, i,
-                              name ? "tensor" : "name");
-        if (strcmp(name, METADATA_KEY) == 0)
-            return remat_fail(REMAT_EINVAL, "st_save: %s: \"%s\" is reserved for metadata, not a tensor name",
-                              path, METADATA_KEY);
-        for (int j = 0; j < i; j++)
-            if (strcmp(name, entries[j].name) == 0)
-                return remat_fail(REMAT_EINVAL, "st_save: %s: tensor name %s is used twice", path, name);
-    }
-    for (int i = 0; i < n_meta; i++) {
-        if (!meta[i].key || !meta[i].value)
-            return remat_fail(REMAT_EINVAL, "st_save: %s: metadata entry %d has no %s", path, i,
-                              meta[i].key ? "value" : "key");
-        for (int j = 0; j < i; j++)
-            if (strcmp(meta[i].key, meta[j].key) == 0)
-                return remat_fail(REMAT_EINVAL, "st_save: %s: metadata key %s is used twice", path,
-                                  meta[i].key);
-    }
-    return REMAT_OK;
-}
-
-/* Builds the JSON header: "__metadata__" first (when there is any), then the tensors in
- * the order given, their data_offsets contiguous from 0. Returns a string the caller frees
- * with cJSON_free; NULL with REMAT_ENOMEM on failure. */
-static char *build_header(const StEntry *entries, int n, const StMeta *meta, int n_meta)
+/* Builds the JSON header, checking st_save's entries as it goes: "__metadata__" first
+ * (when there is any), then the tensors in the order given, their data_offsets contiguous
+ * from 0; a name or key already in its object (looked up: a model has a few hundred tensors
+ * at most) is used twice. Returns a string the caller frees with cJSON_free; NULL after
+ * failing with REMAT_EINVAL (a bad entry) or REMAT_ENOMEM. */
+static char *build_header(const char *path, const StEntry *entries, int n, const StMeta *meta, int n_meta)
 {
     cJSON *root = cJSON_CreateObject();
-    if (!root) goto nomem;
-
-    if (n_meta > 0) {
-        cJSON *m = cJSON_AddObjectToObject(root, METADATA_KEY);
-        if (!m) goto nomem;
-        for (int i = 0; i < n_meta; i++)
-            if (!cJSON_AddStringToObject(m, meta[i].key, meta[i].value)) goto nomem;
+    cJSON *m = root && n_meta > 0 ? cJSON_AddObjectToObject(root, METADATA_KEY) : NULL;
+    if (!root || (n_meta > 0 && !m)) goto nomem;
+    for (int i = 0; i < n_meta; i++) {
+        if (!meta[i].key || !meta[i].value || cJSON_GetObjectItemCaseSensitive(m, meta[i].key)) {
+            remat_fail(REMAT_EINVAL, "st_save: %s: metadata entry %d %s", path, i,
+                       !meta[i].key ? "has no key" : !meta[i].value ? "has no value" : "uses a key used before");
+            goto fail;
+        }
+        if (!cJSON_AddStringToObject(m, meta[i].key, meta[i].value)) goto nomem;
     }
 
     uint64_t offset = 0;
     for (int i = 0; i < n; i++) {
+        const char *name = entries[i].name;
         const Tensor *t = entries[i].tensor;
+        if (!name || !t) {
+            remat_fail(REMAT_EINVAL, "st_save: %s: entry %d has no %s", path, i, name ? "tensor" : "name");
+            goto fail;
+        }
+        if (!strcmp(name, METADATA_KEY) || cJSON_GetObjectItemCaseSensitive(root, name)) {
+            remat_fail(REMAT_EINVAL, "st_save: %s: tensor name %s is %s", path, name,
+                       strcmp(name, METADATA_KEY) ? "used twice" : "reserved for metadata");
+            goto fail;
+        }
         /* Offsets are JSON numbers, i.e. doubles: exact up to 2^53 bytes, far beyond any
          * tensor here. */
         double offsets[2] = {(double)offset, (double)(offset + t->bytes)};
-        cJSON *e = cJSON_AddObjectToObject(root, entries[i].name);
+        cJSON *e = cJSON_AddObjectToObject(root, name);
         if (!e || !cJSON_AddStringToObject(e, "dtype", st_dtype_name(t->dtype))) goto nomem;
         cJSON *shape = cJSON_CreateIntArray(t->shape, t->ndim);
         if (!shape || !cJSON_AddItemToObject(e, "shape", shape)) {
@@ -171,8 +152,9 @@ static char *build_header(const StEntry *entries, int n, const StMeta *meta, int
     return json;
 
 nomem:
-    cJSON_Delete(root);
     remat_fail(REMAT_ENOMEM, "st_save: no memory for the JSON header");
+fail:
+    cJSON_Delete(root);
     return NULL;
 }
 
@@ -315,12 +297,16 @@ static void temp_discard(TempFile *t)
 
 RematStatus st_save(const char *path, const StEntry *entries, int n, const StMeta *meta, int n_meta)
 {
-    RematStatus status = check_save_args(path, entries, n, meta, n_meta);
-    if (status == REMAT_OK) status = file_check_writable(path);
-    if (status != REMAT_OK) return status;
-
-    char *header = build_header(entries, n, meta, n_meta);
-    if (!header) return REMAT_ENOMEM;
+    if (!path || n < 0 || n_meta < 0 || (n > 0 && !entries) || (n_meta > 0 && !meta))
+        return remat_fail(REMAT_EINVAL, "st_save: %s: bad path, entry or metadata list (n=%d, n_meta=%d)",
+                          path ? path : "(no path)", n, n_meta);
+    char *header = build_header(path, entries, n, meta, n_meta);
+    if (!header) return remat_last_status();
+    RematStatus status = file_check_writable(path);
+    if (status != REMAT_OK) {
+        cJSON_free(header);
+        return status;
+    }
 
     TempFile tmp;
     int err = temp_create(&tmp, path);
