@@ -346,73 +346,58 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
 
 /* ==== reading ======================================================================= */
 
-/* Reads a JSON number that must be a whole number in [0, max]; returns 0 if it is not. */
-static int json_whole_number(const cJSON *item, double max, unsigned long long *value)
+/* Reads field `key` of `item`: an array of whole numbers in [0, max], at most `most` of
+ * them (exactly `most` when `exact`), into out. Returns how many, or -1 if it is not one. */
+static int json_whole_numbers(const cJSON *item, const char *key, int most, bool exact, double max,
+                              unsigned long long *out)
 {
-    if (!cJSON_IsNumber(item)) return 0;
-    double v = item->valuedouble;
-    if (!(v >= 0.0 && v <= max) || v != floor(v)) return 0;
-    *value = (unsigned long long)v;
-    return 1;
-}
-
-/* Reads an entry's dtype and shape into info, and the bytes they need into *needed
- * (ULLONG_MAX when that exceeds 64 bits). REMAT_ECORRUPT naming file and tensor. */
-static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTensorInfo *info,
-                                     unsigned long long *needed)
-{
-    const char *name = item->string;
-    const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
-    if (!cJSON_IsString(dtype))
-        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype is missing or not a string", path, name);
-    int dtype_value;
-    if (name_parse(&ST_DTYPE_NAMES, dtype->valuestring, &dtype_value) != REMAT_OK)
-        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype \"%s\" is not one remat reads (F32, I32, U8)",
-                          path, name, dtype->valuestring);
-    info->dtype = (DType)dtype_value;
-
-    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
-    if (!cJSON_IsArray(shape))
-        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape is missing or not an array", path, name);
-    info->ndim = cJSON_GetArraySize(shape);
-    if (info->ndim > TENSOR_MAX_DIMS)
-        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape has %d dimensions; remat reads at most %d",
-                          path, name, info->ndim, TENSOR_MAX_DIMS);
-    /* The bytes the shape needs: numel times the element size. Four dimensions of up to
-     * 2^31 can overflow 64 bits; such a shape needs more than any file holds, so the
-     * product stops at ULLONG_MAX (and a zero dimension still makes it 0). */
-    *needed = dtype_size(info->dtype);
-    int d = 0;
-    const cJSON *dim;
-    cJSON_ArrayForEach(dim, shape) {
-        unsigned long long v;
-        if (!json_whole_number(dim, INT_MAX, &v))
-            return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape[%d] is not a whole number in 0..%d",
-                              path, name, d, INT_MAX);
-        info->shape[d++] = (int)v;
-        *needed = v != 0 && *needed > ULLONG_MAX / v ? ULLONG_MAX : *needed * v;
+    const cJSON *array = cJSON_GetObjectItemCaseSensitive(item, key), *v;
+    const int n = cJSON_GetArraySize(array);
+    if (!cJSON_IsArray(array) || n > most || (exact && n != most)) return -1;
+    int i = 0;
+    cJSON_ArrayForEach(v, array) {
+        const double x = cJSON_IsNumber(v) ? v->valuedouble : -1.0;
+        if (!(x >= 0.0 && x <= max) || x != floor(x)) return -1;
+        out[i++] = (unsigned long long)x;
     }
-    return REMAT_OK;
+    return n;
 }
 
-/* Parses and checks one tensor entry (everything but how its bytes sit among the other
- * tensors' bytes). On error fails with REMAT_ECORRUPT naming the file and the tensor. */
+/* Parses and checks one tensor entry: its dtype, its shape, and data_offsets that hold
+ * exactly the bytes the two need, within the data buffer (how they sit among the other
+ * tensors' bytes is check_layout's). On error fails with REMAT_ECORRUPT naming the file
+ * and the tensor. */
 static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned long long data_size,
                                 StTensorInfo *info)
 {
     const char *name = item->string;
     if (!cJSON_IsObject(item))
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: entry is not a JSON object", path, name);
-    unsigned long long needed = 0;
-    RematStatus status = parse_dtype_shape(path, item, info, &needed);
-    if (status != REMAT_OK) return status;
-
-    const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(item, "data_offsets");
-    if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2 ||
-        !json_whole_number(cJSON_GetArrayItem(offsets, 0), 1e18, &info->begin) ||
-        !json_whole_number(cJSON_GetArrayItem(offsets, 1), 1e18, &info->end))
+    const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
+    int dtype_value;
+    if (!cJSON_IsString(dtype))
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype is missing or not a string", path, name);
+    if (name_parse(&ST_DTYPE_NAMES, dtype->valuestring, &dtype_value) != REMAT_OK)
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype \"%s\" is not one remat reads (F32, I32, U8)",
+                          path, name, dtype->valuestring);
+    info->dtype = (DType)dtype_value;
+    unsigned long long dims[TENSOR_MAX_DIMS], offsets[2];
+    if ((info->ndim = json_whole_numbers(item, "shape", TENSOR_MAX_DIMS, false, INT_MAX, dims)) < 0)
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape is not an array of at most %d whole numbers in 0..%d",
+                          path, name, TENSOR_MAX_DIMS, INT_MAX);
+    if (json_whole_numbers(item, "data_offsets", 2, true, 1e18, offsets) < 0)
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets is not a pair [begin, end] of whole numbers",
                           path, name);
+    /* The bytes the shape needs: numel times the element size. Four dimensions of up to
+     * 2^31 can overflow 64 bits; such a shape needs more than any file holds, so the
+     * product stops at ULLONG_MAX (and a zero dimension still makes it 0). */
+    unsigned long long needed = dtype_size(info->dtype);
+    for (int d = 0; d < info->ndim; d++) {
+        info->shape[d] = (int)dims[d];
+        needed = dims[d] != 0 && needed > ULLONG_MAX / dims[d] ? ULLONG_MAX : needed * dims[d];
+    }
+    info->begin = offsets[0];
+    info->end = offsets[1];
     if (info->begin > info->end)
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] end before they begin",
                           path, name, info->begin, info->end);
@@ -428,7 +413,6 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned lo
                           shape_str(shape_buf, sizeof shape_buf, info->ndim, info->shape), st_dtype_name(info->dtype),
                           needed_buf);
     }
-
     info->name = name;
     return REMAT_OK;
 }
