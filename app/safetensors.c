@@ -452,12 +452,7 @@ static int by_name(const void *a, const void *b)
  * the last ends at the buffer's end. */
 static RematStatus check_layout(const StFile *f)
 {
-    if (f->count == 0) {
-        if (f->data_size == 0) return REMAT_OK;
-        return remat_fail(REMAT_ECORRUPT, "%s: the file holds no tensors, but %llu bytes of data follow its header",
-                          f->path, f->data_size);
-    }
-    const StTensorInfo **sorted = malloc((size_t)f->count * sizeof *sorted);
+    const StTensorInfo **sorted = malloc((size_t)(f->count + 1) * sizeof *sorted); /* + 1: never malloc(0) */
     if (!sorted) return remat_fail(REMAT_ENOMEM, "%s: no memory to check the layout", f->path);
     for (int i = 0; i < f->count; i++) sorted[i] = &f->tensors[i];
 

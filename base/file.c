@@ -32,26 +32,22 @@ RematStatus file_open_regular(const char *who, const char *path, int *fd, uint64
     if (!who || !path || !fd || !size)
         return remat_fail(REMAT_EINVAL, "file_open_regular: a caller's name, a path and two outputs are required");
     struct stat st;
-    const int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (f < 0) {
-        const int err = errno;
-        /* A socket cannot be opened at all (ENXIO); say what it is rather than why not. */
-        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-            return remat_fail(REMAT_EIO, "%s: %s is %s, not a regular file", who, path, file_kind(st.st_mode));
-        return remat_fail(REMAT_EIO, "%s: cannot open %s: %s", who, path, strerror(err));
-    }
-    /* O_NONBLOCK means nothing to a regular file's reads, but the caller asked for an
-     * ordinary descriptor; it is cleared so the flag cannot surprise a later use. */
+    const int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), open_err = errno;
+    /* The type of what was opened (fstat: nothing can be swapped in between); a socket
+     * cannot be opened at all (ENXIO), and stat says what it is rather than why not. */
+    const bool known = f >= 0 ? fstat(f, &st) == 0 : stat(path, &st) == 0;
     RematStatus status = REMAT_OK;
     int flags;
-    if (fstat(f, &st) != 0)
-        status = remat_fail(REMAT_EIO, "%s: cannot stat %s: %s", who, path, strerror(errno));
-    else if (!S_ISREG(st.st_mode))
+    if (known && !S_ISREG(st.st_mode))
         status = remat_fail(REMAT_EIO, "%s: %s is %s, not a regular file", who, path, file_kind(st.st_mode));
+    else if (f < 0 || !known)
+        status = remat_fail(REMAT_EIO, "%s: cannot open %s: %s", who, path, strerror(f < 0 ? open_err : errno));
+    /* O_NONBLOCK means nothing to a regular file's reads, but the caller asked for an
+     * ordinary descriptor; it is cleared so the flag cannot surprise a later use. */
     else if ((flags = fcntl(f, F_GETFL)) < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0)
         status = remat_fail(REMAT_EIO, "%s: cannot make %s blocking: %s", who, path, strerror(errno));
     if (status != REMAT_OK) {
-        close(f);
+        if (f >= 0) close(f);
         return status;
     }
     *fd = f;
