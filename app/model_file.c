@@ -60,29 +60,21 @@ static void format_rng(char *buf, size_t size, const Pcg32 *rng)
     snprintf(buf, size, "%016" PRIx64 ":%016" PRIx64, rng->state, rng->inc);
 }
 
-/* Reads the n characters at s as a hexadecimal number of 1 to 16 digits (either case);
- * false if they are anything else (strtoull alone would take a sign, spaces or "0x"). */
-static bool parse_hex_u64(const char *s, size_t n, uint64_t *out)
-{
-    if (n == 0 || n > 16 || strspn(s, "0123456789abcdefABCDEF") != n) return false;
-    *out = strtoull(s, NULL, 16);
-    return true;
-}
-
-/* A generator's state as format_rng writes it, "STATE:INC" in hex, and nothing else: no
- * sign, space, "0x" or trailing characters (sscanf's %x took "1:3garbage" as 1 and 3). */
+/* A generator's state as format_rng writes it, "STATE:INC" in hex, 1 to 16 digits each,
+ * and nothing else: no sign, space, "0x" or trailing characters (sscanf's %x took
+ * "1:3garbage" as 1 and 3, and strtoull alone would take a sign, spaces or "0x"). */
 static RematStatus parse_rng(const StFile *f, const char *key, const char *path, Pcg32 *rng)
 {
     const char *text = st_meta(f, key);
-    const char *colon = text ? strchr(text, ':') : NULL;
-    uint64_t state, inc;
-    if (!colon || !parse_hex_u64(text, (size_t)(colon - text), &state) ||
-        !parse_hex_u64(colon + 1, strlen(colon + 1), &inc) || (inc & 1) == 0)
+    char state[17], inc[17];
+    int end = 0;
+    if (!text || sscanf(text, "%16[0-9a-fA-F]:%16[0-9a-fA-F]%n", state, inc, &end) != 2 || text[end] != '\0' ||
+        (strtoull(inc, NULL, 16) & 1) == 0)
         return remat_fail(REMAT_ECORRUPT, "%s: metadata %s is %s; a training file stores a generator "
                           "state as two hex numbers, STATE:INC with INC odd (was it saved without --save "
                           "during training?)", path, key, text ? "malformed" : "missing");
-    rng->state = state;
-    rng->inc = inc;
+    rng->state = strtoull(state, NULL, 16);
+    rng->inc = strtoull(inc, NULL, 16);
     return REMAT_OK;
 }
 
