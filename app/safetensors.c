@@ -302,18 +302,15 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
                           path ? path : "(no path)", n, n_meta);
     char *header = build_header(path, entries, n, meta, n_meta);
     if (!header) return remat_last_status();
+    TempFile tmp;
     RematStatus status = file_check_writable(path);
+    int err = status == REMAT_OK ? temp_create(&tmp, path) : 0;
+    if (err)
+        status = remat_fail(err == ENOMEM ? REMAT_ENOMEM : REMAT_EIO,
+                            "st_save: cannot save %s: cannot create a temporary file beside it: %s", path, strerror(err));
     if (status != REMAT_OK) {
         cJSON_free(header);
         return status;
-    }
-
-    TempFile tmp;
-    int err = temp_create(&tmp, path);
-    if (err) {
-        cJSON_free(header);
-        return remat_fail(err == ENOMEM ? REMAT_ENOMEM : REMAT_EIO,
-                          "st_save: cannot save %s: cannot create a temporary file beside it: %s", path, strerror(err));
     }
 
     /* Write, fsync, name, close, rename: until the rename succeeds the old file at `path`
