@@ -6,7 +6,7 @@
  * never pass through cJSON: the writer writes them straight from each Tensor's storage,
  * the reader preads them straight into the new tensor's storage.
  */
-#define _GNU_SOURCE /* strdup, and linkat naming an unnamed file (base/file.h: file_create_new) */
+#define _GNU_SOURCE /* strdup, asprintf, and linkat naming an unnamed file (base/file.h: file_create_new) */
 
 #include "app/safetensors.h"
 
@@ -250,11 +250,11 @@ static int temp_create(TempFile *t, const char *path)
 {
     *t = (TempFile){.fd = -1};
     t->dir = file_directory(path);
-    t->name = malloc(strlen(path) + sizeof TEMP_SUFFIX);
     int err = ENOMEM;
-    if (!t->dir || !t->name) goto fail;
-    strcpy(t->name, path);
-    strcat(t->name, TEMP_SUFFIX);
+    if (!t->dir || asprintf(&t->name, "%s" TEMP_SUFFIX, path) < 0) {
+        t->name = NULL; /* asprintf leaves it undefined when it fails */
+        goto fail;
+    }
     remove_leftover_temps(t->dir, path);
 
     /* An unnamed file is named later through /proc. */

@@ -1,7 +1,7 @@
 /*
  * file.c — opening files to read and checking paths to write (see file.h).
  */
-#define _GNU_SOURCE /* O_TMPFILE (Linux 3.11): a probe file that never has a name */
+#define _GNU_SOURCE /* O_TMPFILE (Linux 3.11): a probe file that never has a name; asprintf */
 
 #include "base/file.h"
 
@@ -88,11 +88,8 @@ int file_create_new(const char *dir, char *name, bool unnamed, bool *named)
  * root it says yes to any directory, /proc included. Returns 0 or an errno value. */
 static int can_create_in(const char *dir)
 {
-    static const char name[] = "/.remat-write-check-XXXXXX";
-    char *probe = malloc(strlen(dir) + sizeof name);
-    if (!probe) return ENOMEM;
-    strcpy(probe, dir);
-    strcat(probe, name);
+    char *probe;
+    if (asprintf(&probe, "%s/.remat-write-check-XXXXXX", dir) < 0) return ENOMEM;
     bool named;
     const int fd = file_create_new(dir, probe, true, &named);
     const int err = fd < 0 ? errno : 0;
@@ -186,8 +183,8 @@ static char *canonical(const char *path)
     free(dir);
     if (!real) return NULL;
     const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
-    char *out = malloc(strlen(real) + strlen(name) + 2);
-    if (out) sprintf(out, "%s/%s", real, name);
+    char *out;
+    if (asprintf(&out, "%s/%s", real, name) < 0) out = NULL;
     free(real);
     return out;
 }
