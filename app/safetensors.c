@@ -165,11 +165,10 @@ fail:
 static int write_contents(int fd, const char *header, const StEntry *entries, int n, const char **step)
 {
     const size_t json_len = strlen(header), padded = (json_len + 7) / 8 * 8;
-    unsigned char len_le[8]; /* the padded header's length, little-endian */
-    for (int i = 0; i < 8; i++) len_le[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    const uint64_t len = padded; /* the padded header's length, little-endian as the host */
 
     *step = "write";
-    int err = write_all(fd, len_le, sizeof len_le);
+    int err = write_all(fd, &len, sizeof len);
     if (!err) err = write_all(fd, header, json_len);
     if (!err) err = write_all(fd, "       ", padded - json_len);
     for (int i = 0; i < n && !err; i++)
@@ -485,11 +484,9 @@ static RematStatus read_header(StFile *f, unsigned long long file_size, char **h
     if (file_size < 8)
         return remat_fail(REMAT_ECORRUPT, "%s: the file has %llu bytes, fewer than the 8 of the header length",
                           f->path, file_size);
-    unsigned char len_le[8];
-    int err = pread_all(f->fd, len_le, sizeof len_le, 0);
+    unsigned long long len; /* 8 bytes, little-endian as the host */
+    int err = pread_all(f->fd, &len, sizeof len, 0);
     if (err) return remat_fail(REMAT_EIO, "%s: cannot read: %s", f->path, err > 0 ? strerror(err) : "file shrank");
-    unsigned long long len = 0;
-    for (int i = 0; i < 8; i++) len |= (unsigned long long)len_le[i] << (8 * i);
 
     if (len > file_size - 8)
         return remat_fail(REMAT_ECORRUPT, "%s: header length %llu is larger than the %llu bytes after it", f->path,
