@@ -49,11 +49,9 @@ RematStatus platform_check(void)
 {
     const int parallel = openblas_get_parallel();
     if (parallel == 2) return REMAT_OK;
-    return remat_fail(REMAT_ESTATE,
-                      "the loaded OpenBLAS is the %s build; remat needs the OpenMP build "
-                      "(install libopenblas-openmp-dev, or select it with "
-                      "update-alternatives --config libopenblas.so.0-x86_64-linux-gnu)",
-                      parallel == 1 ? "pthreads" : "sequential");
+    return remat_fail(REMAT_ESTATE, "the loaded OpenBLAS is the %s build; remat needs the OpenMP build (install "
+                      "libopenblas-openmp-dev, or select it with update-alternatives --config "
+                      "libopenblas.so.0-x86_64-linux-gnu)", name_of(&BLAS_THREADING_NAMES, parallel));
 }
 
 int platform_max_threads(void)
