@@ -155,23 +155,14 @@ static Tensor *read_checked(const StFile *f, const char *path, const char *name,
     return NULL;
 }
 
-RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const char *path)
+RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const char *path, const StFile *file)
 {
     if (!model || !path || (!opt) != (!state))
         return remat_fail(REMAT_EINVAL, "model_load: need a model and a path, and an optimizer "
                           "together with a training state or neither");
-    StFile *f = st_load(path);
+    StFile *opened = file ? NULL : st_load(path); /* a file given stays the caller's */
+    const StFile *f = file ? file : opened;
     if (!f) return remat_last_status();
-    const RematStatus status = model_load_file(model, opt, state, f, path);
-    st_close(f);
-    return status;
-}
-
-RematStatus model_load_file(Model *model, Optimizer *opt, TrainState *state, const StFile *f, const char *path)
-{
-    if (!model || !f || !path || (!opt) != (!state))
-        return remat_fail(REMAT_EINVAL, "model_load_file: need a model, a file and its path, and an optimizer "
-                          "together with a training state or neither");
 
     /* Phase 1: read and check everything into staging tensors; nothing is changed yet. */
     const int n = model->n_params;
@@ -205,5 +196,6 @@ RematStatus model_load_file(Model *model, Optimizer *opt, TrainState *state, con
     free(entries);
     free(names);
     free(staged);
+    st_close(opened);
     return status;
 }

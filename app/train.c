@@ -314,10 +314,10 @@ static RematStatus resume(Run *run)
 {
     const TrainOptions *o = run->opt;
     if (!run->zero || zero_stage(run->zero) == 0)
-        return model_load_file(run->model, run->optim, &run->state, run->resumed, o->resume);
+        return model_load(run->model, run->optim, &run->state, o->resume, run->resumed);
     Optimizer *full = create_optimizer(run, true);
     RematStatus status = full ? gather_params(run) : remat_last_status(); /* storage to load into */
-    if (status == REMAT_OK) status = model_load_file(run->model, full, &run->state, run->resumed, o->resume);
+    if (status == REMAT_OK) status = model_load(run->model, full, &run->state, o->resume, run->resumed);
     if (status == REMAT_OK) status = zero_scatter_optimizer(run->zero, run->optim, full);
     scatter_params(run); /* this rank keeps its part of what was loaded */
     optim_free(full);
