@@ -41,18 +41,12 @@ static int file_entries(const Model *model, const Optimizer *opt, StEntry *entri
 }
 
 /* The index of the first NaN or infinity in float tensor `t`, or t->numel when there is
- * none (or `t` holds integers). */
+ * none (or `t` holds integers). Messages say which of the two it is. */
 static size_t first_non_finite(const Tensor *t)
 {
     size_t i = 0;
     while (t->dtype == DTYPE_F32 && i < t->numel && isfinite(t->f32[i])) i++;
     return t->dtype == DTYPE_F32 ? i : t->numel;
-}
-
-/* A non-finite value in a tensor is either a NaN or an infinity; messages say which. */
-static const char *non_finite_name(float x)
-{
-    return isnan(x) ? "NaN" : "an infinity";
 }
 
 static void format_rng(char *buf, size_t size, const Pcg32 *rng)
@@ -96,11 +90,12 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
     /* A model that went non-finite is not written over a file that would still train. */
     RematStatus status = REMAT_OK;
     for (int i = 0; i < k && status == REMAT_OK; i++) {
-        const size_t at = first_non_finite(entries[i].tensor);
-        if (at < entries[i].tensor->numel)
+        const Tensor *t = entries[i].tensor;
+        const size_t at = first_non_finite(t);
+        if (at < t->numel)
             status = remat_fail(REMAT_EINVAL, "model_save: tensor %s holds %s at element %zu, so %s was not "
                                 "written and is unchanged (the run diverged: lower --lr, or resume from that file)",
-                                entries[i].name, non_finite_name(entries[i].tensor->f32[at]), at, path);
+                                entries[i].name, isnan(t->f32[at]) ? "NaN" : "an infinity", at, path);
     }
     int m = 0;
     for (int i = 0; i < n_meta; i++) all_meta[m++] = meta[i];
@@ -144,7 +139,7 @@ static Tensor *read_checked(const StFile *f, const char *path, const char *name,
                    dtype_name(like->dtype), tensor_shape_str(want, sizeof want, like));
     else if (at < t->numel)
         remat_fail(REMAT_ECORRUPT, "%s: tensor %s holds %s at element %zu; a model with non-finite "
-                   "values cannot be trained or used", path, name, non_finite_name(t->f32[at]), at);
+                   "values cannot be trained or used", path, name, isnan(t->f32[at]) ? "NaN" : "an infinity", at);
     else if (nonnegative && negative < t->numel)
         remat_fail(REMAT_ECORRUPT, "%s: tensor %s holds %g at element %zu, but a second moment is a mean "
                    "of squares and never negative (a file edited or written by another program?)",

@@ -208,13 +208,20 @@ static RematStatus check_memory(const TrainOptions *o)
 
 /* ---- building the run ---------------------------------------------------------------- */
 
-/* --strategy budget: measures the chain on one batch (drawn from a copy of the data
- * generator, so training sees the same batches) and asks the planner for the cheapest
- * schedule that fits, whose regions replay as `strategy` says. Needs the optimizer, whose
- * state is part of the fixed memory. The profiling step's gradients are zeroed by every
- * step before use. */
-static RematStatus profile_chain(Run *run, const Policy *policy)
+/* The chain's costs, measured on one batch (drawn from a copy of the data generator, so
+ * training sees the same batches; every step zeroes the profiling step's gradients before
+ * use), for one of two ends. --strategy budget: the planner's cheapest schedule that fits,
+ * whose regions replay as the flags say (the optimizer must exist: its state is part of the
+ * fixed memory). --explain-memory: the cost model's prediction of the strategy's schedule,
+ * profiled with the policy of its regions when they have one; a schedule the model does
+ * not cover stays unpredicted, and explain_print says why. */
+static RematStatus plan_schedule(Run *run)
 {
+    const StepOptions *o = &run->opt->step;
+    const bool budget = o->strategy.kind == STRATEGY_BUDGET;
+    const Policy *policy = NULL;
+    for (int i = 0; !budget && i < run->schedule->n_segments && !policy; i++)
+        policy = run->schedule->segments[i].policy;
     Pcg32 data = run->state.data_rng;
     Var *x = NULL, *y = NULL;
     FlopCounts before = flops_snapshot();
@@ -226,29 +233,11 @@ static RematStatus profile_chain(Run *run, const Policy *policy)
     var_free(x);
     var_free(y);
     optim_zero_grad(run->optim);
-    return run->cost ? REMAT_OK : remat_last_status();
-}
-
-static RematStatus plan_budget(Run *run)
-{
-    const StepOptions *o = &run->opt->step;
-    if (profile_chain(run, NULL) != REMAT_OK) return remat_last_status();
-    run->schedule = planner_plan(o->planner, run->cost, o->memory_budget);
-    if (!run->schedule) return remat_last_status();
-    run->schedule->replay = o->strategy.replay; /* the planner's schedule replays as the flags say */
-    return REMAT_OK;
-}
-
-/* For --explain-memory: the chain cost model's prediction of the strategy's schedule, as
- * the planner would make it (one profiling step, as plan_budget's, with the policy of the
- * schedule's regions when they have one). A schedule the model does not cover stays
- * unpredicted: explain_print says why. */
-static RematStatus predict_schedule(Run *run)
-{
-    const Policy *policy = NULL;
-    for (int i = 0; i < run->schedule->n_segments && !policy; i++) policy = run->schedule->segments[i].policy;
-    if (profile_chain(run, policy) != REMAT_OK) return remat_last_status();
-    if (schedule_predict(run->schedule, run->cost) != REMAT_OK) {
+    if (!run->cost) return remat_last_status();
+    if (budget) {
+        if (!(run->schedule = planner_plan(o->planner, run->cost, o->memory_budget))) return remat_last_status();
+        run->schedule->replay = o->strategy.replay;
+    } else if (schedule_predict(run->schedule, run->cost) != REMAT_OK) {
         snprintf(run->unpredicted, sizeof run->unpredicted, "%s", remat_last_error());
         remat_clear_error();
     }
@@ -342,8 +331,7 @@ static RematStatus build(Run *run)
     pcg32_seed(&run->state.data_rng, o->seed, 0xda7a);
     pcg32_seed(&run->state.dropout_rng, o->seed, 0xd0);
     if (o->resume && resume(run) != REMAT_OK) return remat_last_status();
-    if (step->strategy.kind == STRATEGY_BUDGET) return plan_budget(run);
-    return o->explain_memory ? predict_schedule(run) : REMAT_OK;
+    return step->strategy.kind == STRATEGY_BUDGET || o->explain_memory ? plan_schedule(run) : REMAT_OK;
 }
 
 static void destroy(Run *run)
