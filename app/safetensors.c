@@ -220,26 +220,19 @@ static bool force_named_temp; /* st_debug_named_temp */
 
 void st_debug_named_temp(bool on) { force_named_temp = on; }
 
-/* Whether `entry`, a name in the target's directory, is a temporary file of a save to
- * the target called `base`: base.tmp. and six letters or digits. */
-static bool is_temp_of(const char *entry, const char *base)
-{
-    const size_t n = strlen(base), dot_tmp = sizeof TEMP_SUFFIX - 1 - TEMP_RANDOM;
-    if (strncmp(entry, base, n) != 0 || strncmp(entry + n, TEMP_SUFFIX, dot_tmp) != 0) return false;
-    const char *x = entry + n + dot_tmp;
-    return strlen(x) == TEMP_RANDOM && strspn(x, TEMP_LETTERS) == TEMP_RANDOM;
-}
-
-/* Removes what killed saves to `path` left in its directory. Best effort: a leftover
- * that cannot be removed does not stop this save. */
+/* Removes what killed saves to `path` left in its directory: names PATH.tmp. and six
+ * letters or digits. Best effort: a leftover that cannot be removed does not stop this save. */
 static void remove_leftover_temps(const char *dir, const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    const size_t n = strlen(base), dot_tmp = sizeof TEMP_SUFFIX - 1 - TEMP_RANDOM;
     DIR *d = opendir(dir);
     if (!d) return;
-    for (struct dirent *e; (e = readdir(d));)
-        if (is_temp_of(e->d_name, base)) unlinkat(dirfd(d), e->d_name, 0);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, base, n) != 0 || strncmp(e->d_name + n, TEMP_SUFFIX, dot_tmp) != 0) continue;
+        const char *x = e->d_name + n + dot_tmp;
+        if (strlen(x) == TEMP_RANDOM && strspn(x, TEMP_LETTERS) == TEMP_RANDOM) unlinkat(dirfd(d), e->d_name, 0);
+    }
     closedir(d);
 }
 
