@@ -299,7 +299,8 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
     int err = status == REMAT_OK ? temp_create(&tmp, path) : 0;
     if (err)
         status = remat_fail(err == ENOMEM ? REMAT_ENOMEM : REMAT_EIO,
-                            "st_save: cannot save %s: cannot create a temporary file beside it: %s", path, strerror(err));
+                            "st_save: cannot save %s: cannot create a temporary file beside it: %s", path,
+                            strerror(err));
     if (status != REMAT_OK) {
         cJSON_free(header);
         return status;
