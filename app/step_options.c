@@ -48,12 +48,14 @@ static RematStatus set_offload_write_behind(void *opts, const char *v)
 /* ---- when each flag applies ------------------------------------------------------------- */
 
 /* What a run is, as the table's `needs` column reads it (FlagSet.traits): the strategies
- * it may use (bit k: StrategyKind k), whether it offloads and whether it has several ranks. */
+ * it may use (bit k: StrategyKind k), whether it offloads, whether its offload policy spills
+ * saves that are not region inputs (all, large) and whether it has several ranks. */
 enum {
     STRATEGY_BITS = 0xff,
     REGIONS = 1u << STRATEGY_FULL | 1u << STRATEGY_SQRT | 1u << STRATEGY_SELECTIVE | 1u << STRATEGY_BUDGET,
     OFFLOADS = 1u << 8,
-    SEVERAL_RANKS = 1u << 9,
+    SPILLS_ANY_SAVE = 1u << 9,
+    SEVERAL_RANKS = 1u << 10,
 };
 
 /* Why a flag changes nothing in a run without its traits: the end of "--x does not apply: ...". */
@@ -68,16 +70,6 @@ static const char *with_replayed_masks(const void *opts, const void *run)
                ? "--dropout-rng counter makes each mask again from its counters, so a replay has "
                  "no generator to restore and the flag would change no bit"
                : NULL;
-}
-
-static const char *with_offload_policy(const void *opts, const void *run)
-{
-    const StepOptions *o = opts;
-    const StepScope *s = run;
-    return o->offload_opts.policy != OFFLOAD_BOUNDARY || s->strategies & REGIONS
-               ? NULL
-               : "boundary spills the inputs checkpoint regions keep, and --strategy none has no regions "
-                 "(all or large spill every saved activation)";
 }
 
 /* ---- the table ------------------------------------------------------------------------------ */
@@ -111,7 +103,9 @@ static const Flag FLAGS[] = {
              "draws new masks and gradients come out wrong (quiz question 7)"},
     {.name = "--determinism-check", .type = FLAG_SWITCH, .offset = AT(strategy.replay.determinism_check),
      .needs = REGIONS, .unneeded = NO_REGIONS, .help = "check that every replay reproduced its first forward"},
-    {.name = "--offload", .type = FLAG_CUSTOM, .set = set_offload, .value = "P", .applies = with_offload_policy,
+    {.name = "--offload", .type = FLAG_CUSTOM, .set = set_offload, .value = "P", .needs = REGIONS | SPILLS_ANY_SAVE,
+     .unneeded = "boundary spills the inputs checkpoint regions keep, and --strategy none has no regions "
+                 "(all or large spill every saved activation)",
      .heading = "offload (saved activations written to a spill file on disk, read back in backward)",
      .help = "all (every saved activation of 64 KiB or more), large (1 MiB\n"
              "or more) or boundary (the inputs checkpoint regions keep)"},
@@ -181,6 +175,7 @@ RematStatus step_options_check(const StepOptions *o, StepScope scope)
 {
     FlagSet set = step_options_flags((StepOptions *)o, STEP_FLAGS_ALL);
     set.traits = (scope.strategies & STRATEGY_BITS) | (scope.offloads ? OFFLOADS : 0) |
+                 (o->offload_opts.policy != OFFLOAD_BOUNDARY ? SPILLS_ANY_SAVE : 0) |
                  (scope.several_ranks ? SEVERAL_RANKS : 0);
     if (flags_check(&set, &scope) != REMAT_OK) return REMAT_EINVAL;
     const bool budget = o->strategy.kind == STRATEGY_BUDGET;
