@@ -17,19 +17,31 @@
 #define META_DROPOUT_RNG "remat.dropout_rng"
 
 typedef char StateName[NODE_NAME_LEN + 16];
+#define SECOND_MOMENT "optim.v." /* AdamW's v: a mean of squares, never negative */
 
-/* Parameter i's optimizer state in s[0] and s[1] (NULL where there is none), and the names
- * they are stored under ("" for none). */
-static void state_of(const Model *model, const Optimizer *opt, int i, Tensor *s[2], StateName names[2])
+/* The tensors a file of `model` holds, in its order, into `entries` (room for 3 per
+ * parameter): every parameter, then with `opt` each one's optimizer state, named in
+ * `names` ("optim.m.<name>" and "optim.v.<name>" for AdamW, "optim.velocity.<name>" for
+ * SGD with momentum). Returns their count. */
+static int file_entries(const Model *model, const Optimizer *opt, StEntry *entries, StateName (*names)[2])
 {
-    optim_state(opt, i, &s[0], &s[1]);
-    const char *param = model->params[i].var->name;
-    snprintf(names[0], sizeof names[0], s[0] ? (s[1] ? "optim.m.%s" : "optim.velocity.%s") : "%.0s", param);
-    snprintf(names[1], sizeof names[1], s[1] ? "optim.v.%s" : "%.0s", param);
+    const int n = model->n_params;
+    int k = 0;
+    for (int i = 0; i < n; i++) entries[k++] = (StEntry){model->params[i].var->name, model->params[i].var->value};
+    for (int i = 0; opt && i < n; i++) {
+        const char *param = model->params[i].var->name;
+        Tensor *s[2];
+        optim_state(opt, i, &s[0], &s[1]);
+        snprintf(names[i][0], sizeof names[i][0], s[1] ? "optim.m.%s" : "optim.velocity.%s", param);
+        snprintf(names[i][1], sizeof names[i][1], SECOND_MOMENT "%s", param);
+        for (int j = 0; j < 2; j++)
+            if (s[j]) entries[k++] = (StEntry){names[i][j], s[j]};
+    }
+    return k;
 }
 
 /* The index of the first NaN or infinity in float tensor `t`, or t->numel when there is
- * none (or `t` holds integers). */
+ * none (or `t` holds integers). Messages say which of the two it is. */
 static size_t first_non_finite(const Tensor *t)
 {
     size_t i = 0;
@@ -37,40 +49,26 @@ static size_t first_non_finite(const Tensor *t)
     return t->dtype == DTYPE_F32 ? i : t->numel;
 }
 
-/* A non-finite value in a tensor is either a NaN or an infinity; messages say which. */
-static const char *non_finite_name(float x)
-{
-    return isnan(x) ? "NaN" : "an infinity";
-}
-
 static void format_rng(char *buf, size_t size, const Pcg32 *rng)
 {
     snprintf(buf, size, "%016" PRIx64 ":%016" PRIx64, rng->state, rng->inc);
 }
 
-/* Reads the n characters at s as a hexadecimal number of 1 to 16 digits (either case);
- * false if they are anything else (strtoull alone would take a sign, spaces or "0x"). */
-static bool parse_hex_u64(const char *s, size_t n, uint64_t *out)
-{
-    if (n == 0 || n > 16 || strspn(s, "0123456789abcdefABCDEF") != n) return false;
-    *out = strtoull(s, NULL, 16);
-    return true;
-}
-
-/* A generator's state as format_rng writes it, "STATE:INC" in hex, and nothing else: no
- * sign, space, "0x" or trailing characters (sscanf's %x took "1:3garbage" as 1 and 3). */
+/* A generator's state as format_rng writes it, "STATE:INC" in hex, 1 to 16 digits each,
+ * and nothing else: no sign, space, "0x" or trailing characters (sscanf's %x took
+ * "1:3garbage" as 1 and 3, and strtoull alone would take a sign, spaces or "0x"). */
 static RematStatus parse_rng(const StFile *f, const char *key, const char *path, Pcg32 *rng)
 {
     const char *text = st_meta(f, key);
-    const char *colon = text ? strchr(text, ':') : NULL;
-    uint64_t state, inc;
-    if (!colon || !parse_hex_u64(text, (size_t)(colon - text), &state) ||
-        !parse_hex_u64(colon + 1, strlen(colon + 1), &inc) || (inc & 1) == 0)
+    char state[17], inc[17];
+    int end = 0;
+    if (!text || sscanf(text, "%16[0-9a-fA-F]:%16[0-9a-fA-F]%n", state, inc, &end) != 2 || text[end] != '\0' ||
+        (strtoull(inc, NULL, 16) & 1) == 0)
         return remat_fail(REMAT_ECORRUPT, "%s: metadata %s is %s; a training file stores a generator "
                           "state as two hex numbers, STATE:INC with INC odd (was it saved without --save "
                           "during training?)", path, key, text ? "malformed" : "missing");
-    rng->state = state;
-    rng->inc = inc;
+    rng->state = strtoull(state, NULL, 16);
+    rng->inc = strtoull(inc, NULL, 16);
     return REMAT_OK;
 }
 
@@ -81,30 +79,23 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
         return remat_fail(REMAT_EINVAL, "model_save: need a model and a path, and an optimizer "
                           "together with a training state or neither");
     const int n = model->n_params;
-    const int max_entries = 3 * n;
-    StEntry *entries = calloc((size_t)max_entries, sizeof *entries);
+    StEntry *entries = calloc((size_t)(3 * n), sizeof *entries);
     StateName (*names)[2] = calloc((size_t)n, sizeof *names);
     StMeta *all_meta = calloc((size_t)n_meta + 3, sizeof *all_meta);
     if (!entries || !names || !all_meta) {
         free(entries), free(names), free(all_meta);
         return remat_fail(REMAT_ENOMEM, "model_save: no memory for the file's index");
     }
-    int k = 0;
-    for (int i = 0; i < n; i++) entries[k++] = (StEntry){model->params[i].var->name, model->params[i].var->value};
-    for (int i = 0; opt && i < n; i++) {
-        Tensor *s[2];
-        state_of(model, opt, i, s, names[i]);
-        for (int j = 0; j < 2; j++)
-            if (s[j]) entries[k++] = (StEntry){names[i][j], s[j]};
-    }
+    const int k = file_entries(model, opt, entries, names);
     /* A model that went non-finite is not written over a file that would still train. */
     RematStatus status = REMAT_OK;
     for (int i = 0; i < k && status == REMAT_OK; i++) {
-        const size_t at = first_non_finite(entries[i].tensor);
-        if (at < entries[i].tensor->numel)
+        const Tensor *t = entries[i].tensor;
+        const size_t at = first_non_finite(t);
+        if (at < t->numel)
             status = remat_fail(REMAT_EINVAL, "model_save: tensor %s holds %s at element %zu, so %s was not "
                                 "written and is unchanged (the run diverged: lower --lr, or resume from that file)",
-                                entries[i].name, non_finite_name(entries[i].tensor->f32[at]), at, path);
+                                entries[i].name, isnan(t->f32[at]) ? "NaN" : "an infinity", at, path);
     }
     int m = 0;
     for (int i = 0; i < n_meta; i++) all_meta[m++] = meta[i];
@@ -138,72 +129,48 @@ static Tensor *read_checked(const StFile *f, const char *path, const char *name,
                        "resume, a training file saved with its optimizer)?", path, name);
         return NULL;
     }
-    if (t->dtype != like->dtype || !tensor_same_shape(t, like)) {
-        char want[48], got[48];
+    char want[48], got[48];
+    const size_t at = first_non_finite(t);
+    size_t negative = 0; /* where a second moment first goes below zero */
+    while (nonnegative && negative < t->numel && !(t->f32[negative] < 0.0f)) negative++;
+    if (t->dtype != like->dtype || !tensor_same_shape(t, like))
         remat_fail(REMAT_ECORRUPT, "%s: tensor %s is %s %s, but this model's is %s %s (a file of another "
                    "configuration?)", path, name, dtype_name(t->dtype), tensor_shape_str(got, sizeof got, t),
                    dtype_name(like->dtype), tensor_shape_str(want, sizeof want, like));
-        tensor_free(t);
-        return NULL;
-    }
-    const size_t at = first_non_finite(t);
-    if (at < t->numel) {
+    else if (at < t->numel)
         remat_fail(REMAT_ECORRUPT, "%s: tensor %s holds %s at element %zu; a model with non-finite "
-                   "values cannot be trained or used", path, name, non_finite_name(t->f32[at]), at);
-        tensor_free(t);
-        return NULL;
-    }
-    for (size_t i = 0; nonnegative && i < t->numel; i++) {
-        if (t->f32[i] < 0.0f) {
-            remat_fail(REMAT_ECORRUPT, "%s: tensor %s holds %g at element %zu, but a second moment is a mean "
-                       "of squares and never negative (a file edited or written by another program?)",
-                       path, name, (double)t->f32[i], i);
-            tensor_free(t);
-            return NULL;
-        }
-    }
-    return t;
+                   "values cannot be trained or used", path, name, isnan(t->f32[at]) ? "NaN" : "an infinity", at);
+    else if (nonnegative && negative < t->numel)
+        remat_fail(REMAT_ECORRUPT, "%s: tensor %s holds %g at element %zu, but a second moment is a mean "
+                   "of squares and never negative (a file edited or written by another program?)",
+                   path, name, (double)t->f32[negative], negative);
+    else
+        return t;
+    tensor_free(t);
+    return NULL;
 }
 
-RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const char *path)
+RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const char *path, const StFile *file)
 {
     if (!model || !path || (!opt) != (!state))
         return remat_fail(REMAT_EINVAL, "model_load: need a model and a path, and an optimizer "
                           "together with a training state or neither");
-    StFile *f = st_load(path);
+    StFile *opened = file ? NULL : st_load(path); /* a file given stays the caller's */
+    const StFile *f = file ? file : opened;
     if (!f) return remat_last_status();
-    const RematStatus status = model_load_file(model, opt, state, f, path);
-    st_close(f);
-    return status;
-}
-
-RematStatus model_load_file(Model *model, Optimizer *opt, TrainState *state, const StFile *f, const char *path)
-{
-    if (!model || !f || !path || (!opt) != (!state))
-        return remat_fail(REMAT_EINVAL, "model_load_file: need a model, a file and its path, and an optimizer "
-                          "together with a training state or neither");
 
     /* Phase 1: read and check everything into staging tensors; nothing is changed yet. */
     const int n = model->n_params;
-    Tensor **staged = calloc((size_t)n * 3, sizeof *staged);
-    Tensor **target = calloc((size_t)n * 3, sizeof *target);
-    RematStatus status = staged && target ? REMAT_OK : remat_fail(REMAT_ENOMEM, "model_load: no memory");
+    StEntry *entries = calloc((size_t)(3 * n), sizeof *entries);
+    StateName (*names)[2] = calloc((size_t)n, sizeof *names);
+    Tensor **staged = calloc((size_t)(3 * n), sizeof *staged);
+    RematStatus status = entries && names && staged ? REMAT_OK : remat_fail(REMAT_ENOMEM, "model_load: no memory");
+    const int k = status == REMAT_OK ? file_entries(model, opt, entries, names) : 0;
     TrainState loaded = {0};
-    int k = 0;
-    for (int i = 0; i < n && status == REMAT_OK; i++) {
-        Var *p = model->params[i].var;
-        target[k] = p->value;
-        if (!(staged[k++] = read_checked(f, path, p->name, p->value, false))) status = remat_last_status();
-        if (!opt || status != REMAT_OK) continue;
-        Tensor *s[2];
-        StateName names[2];
-        state_of(model, opt, i, s, names);
-        for (int j = 0; j < 2 && status == REMAT_OK; j++) {
-            if (!s[j]) continue;
-            target[k] = s[j];
-            const bool second_moment = j == 1; /* "optim.v.<name>": only AdamW has a second tensor */
-            if (!(staged[k++] = read_checked(f, path, names[j], s[j], second_moment))) status = remat_last_status();
-        }
+    for (int i = 0; i < k && status == REMAT_OK; i++) {
+        const bool second_moment = !strncmp(entries[i].name, SECOND_MOMENT, strlen(SECOND_MOMENT));
+        if (!(staged[i] = read_checked(f, path, entries[i].name, entries[i].tensor, second_moment)))
+            status = remat_last_status();
     }
     if (status == REMAT_OK && state) {
         if (!parse_int(st_meta(f, META_STEP), 0, INT32_MAX, &loaded.step))
@@ -214,14 +181,16 @@ RematStatus model_load_file(Model *model, Optimizer *opt, TrainState *state, con
 
     /* Phase 2: everything checked out; apply it. */
     if (status == REMAT_OK) {
-        for (int i = 0; i < k; i++) memcpy(target[i]->data, staged[i]->data, staged[i]->bytes);
+        for (int i = 0; i < k; i++) memcpy(entries[i].tensor->data, staged[i]->data, staged[i]->bytes);
         if (state) {
             *state = loaded;
             optim_set_steps(opt, loaded.step);
         }
     }
-    for (int i = 0; staged && i < k; i++) tensor_free(staged[i]);
+    for (int i = 0; i < k; i++) tensor_free(staged[i]);
+    free(entries);
+    free(names);
     free(staged);
-    free(target);
+    st_close(opened);
     return status;
 }

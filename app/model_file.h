@@ -35,18 +35,15 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
                        const StMeta *meta, int n_meta, const char *path);
 
 /* Reads parameters (and, when `opt` and `state` are given, the optimizer and training
- * state) from `path` into an already built model of the same configuration. On error —
- * a missing file or one that is not a regular file (REMAT_EIO), a bad file, one for
- * another configuration (REMAT_ECORRUPT, naming the tensor and both dtypes and shapes),
- * a tensor holding a NaN or an infinity, or an AdamW second moment holding a negative
- * value (REMAT_ECORRUPT, naming the tensor and the element), or training metadata that
- * is not exactly as model_save writes it (REMAT_ECORRUPT, naming the key) — changes
- * nothing. */
-RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const char *path);
-
-/* As model_load, from the file `f` already open (st_load) and named `path` in messages:
- * for a caller that read the file's configuration (st_meta) before building the model it
- * belongs to, so that the file is opened and parsed once. `f` stays the caller's. */
-RematStatus model_load_file(Model *model, Optimizer *opt, TrainState *state, const StFile *f, const char *path);
+ * state) from the file at `path` into an already built model of the same configuration:
+ * from `file` when the caller has it open (st_load; it stays the caller's), having read
+ * its configuration (st_meta) before building the model it belongs to, so that the file
+ * is opened and parsed once; else opened here. On error — a missing file or one that is
+ * not a regular file (REMAT_EIO), a bad file, one for another configuration
+ * (REMAT_ECORRUPT, naming the tensor and both dtypes and shapes), a tensor holding a NaN
+ * or an infinity, or an AdamW second moment holding a negative value (REMAT_ECORRUPT,
+ * naming the tensor and the element), or training metadata that is not exactly as
+ * model_save writes it (REMAT_ECORRUPT, naming the key) — changes nothing. */
+RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const char *path, const StFile *file);
 
 #endif /* REMAT_MODEL_FILE_H */

@@ -6,7 +6,7 @@
  * never pass through cJSON: the writer writes them straight from each Tensor's storage,
  * the reader preads them straight into the new tensor's storage.
  */
-#define _GNU_SOURCE /* strdup, and linkat naming an unnamed file (base/file.h: file_create_new) */
+#define _GNU_SOURCE /* strdup, asprintf, and linkat naming an unnamed file (base/file.h: file_create_new) */
 
 #include "app/safetensors.h"
 
@@ -96,61 +96,42 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t offset)
 
 /* ==== writing ======================================================================= */
 
-/* Checks st_save's arguments; on error fails with REMAT_EINVAL. Names are compared
- * pairwise: a model has a few hundred tensors at most. */
-static RematStatus check_save_args(const char *path, const StEntry *entries, int n,
-                                   const StMeta *meta, int n_meta)
-{
-    if (!path) return remat_fail(REMAT_EINVAL, "st_save: path is NULL");
-    if (n < 0 || n_meta < 0 || (n > 0 && !entries) || (n_meta > 0 && !meta))
-        return remat_fail(REMAT_EINVAL, "st_save: %s: bad entry or metadata list (n=%d, n_meta=%d)",
-                          path, n, n_meta);
-    for (int i = 0; i < n; i++) {
-        const char *name = entries[i].name;
-        if (!name || !entries[i].tensor)
-            return remat_fail(REMAT_EINVAL, "st_save: %s: entry %d has no %s", path, i,
-                              name ? "tensor" : "name");
-        if (strcmp(name, METADATA_KEY) == 0)
-            return remat_fail(REMAT_EINVAL, "st_save: %s: \"%s\" is reserved for metadata, not a tensor name",
-                              path, METADATA_KEY);
-        for (int j = 0; j < i; j++)
-            if (strcmp(name, entries[j].name) == 0)
-                return remat_fail(REMAT_EINVAL, "st_save: %s: tensor name %s is used twice", path, name);
-    }
-    for (int i = 0; i < n_meta; i++) {
-        if (!meta[i].key || !meta[i].value)
-            return remat_fail(REMAT_EINVAL, "st_save: %s: metadata entry %d has no %s", path, i,
-                              meta[i].key ? "value" : "key");
-        for (int j = 0; j < i; j++)
-            if (strcmp(meta[i].key, meta[j].key) == 0)
-                return remat_fail(REMAT_EINVAL, "st_save: %s: metadata key %s is used twice", path,
-                                  meta[i].key);
-    }
-    return REMAT_OK;
-}
-
-/* Builds the JSON header: "__metadata__" first (when there is any), then the tensors in
- * the order given, their data_offsets contiguous from 0. Returns a string the caller frees
- * with cJSON_free; NULL with REMAT_ENOMEM on failure. */
-static char *build_header(const StEntry *entries, int n, const StMeta *meta, int n_meta)
+/* Builds the JSON header, checking st_save's entries as it goes: "__metadata__" first
+ * (when there is any), then the tensors in the order given, their data_offsets contiguous
+ * from 0; a name or key already in its object (looked up: a model has a few hundred tensors
+ * at most) is used twice. Returns a string the caller frees with cJSON_free; NULL after
+ * failing with REMAT_EINVAL (a bad entry) or REMAT_ENOMEM. */
+static char *build_header(const char *path, const StEntry *entries, int n, const StMeta *meta, int n_meta)
 {
     cJSON *root = cJSON_CreateObject();
-    if (!root) goto nomem;
-
-    if (n_meta > 0) {
-        cJSON *m = cJSON_AddObjectToObject(root, METADATA_KEY);
-        if (!m) goto nomem;
-        for (int i = 0; i < n_meta; i++)
-            if (!cJSON_AddStringToObject(m, meta[i].key, meta[i].value)) goto nomem;
+    cJSON *m = root && n_meta > 0 ? cJSON_AddObjectToObject(root, METADATA_KEY) : NULL;
+    if (!root || (n_meta > 0 && !m)) goto nomem;
+    for (int i = 0; i < n_meta; i++) {
+        if (!meta[i].key || !meta[i].value || cJSON_GetObjectItemCaseSensitive(m, meta[i].key)) {
+            remat_fail(REMAT_EINVAL, "st_save: %s: metadata entry %d %s", path, i,
+                       !meta[i].key ? "has no key" : !meta[i].value ? "has no value" : "uses a key used before");
+            goto fail;
+        }
+        if (!cJSON_AddStringToObject(m, meta[i].key, meta[i].value)) goto nomem;
     }
 
     uint64_t offset = 0;
     for (int i = 0; i < n; i++) {
+        const char *name = entries[i].name;
         const Tensor *t = entries[i].tensor;
+        if (!name || !t) {
+            remat_fail(REMAT_EINVAL, "st_save: %s: entry %d has no %s", path, i, name ? "tensor" : "name");
+            goto fail;
+        }
+        if (!strcmp(name, METADATA_KEY) || cJSON_GetObjectItemCaseSensitive(root, name)) {
+            remat_fail(REMAT_EINVAL, "st_save: %s: tensor name %s is %s", path, name,
+                       strcmp(name, METADATA_KEY) ? "used twice" : "reserved for metadata");
+            goto fail;
+        }
         /* Offsets are JSON numbers, i.e. doubles: exact up to 2^53 bytes, far beyond any
          * tensor here. */
         double offsets[2] = {(double)offset, (double)(offset + t->bytes)};
-        cJSON *e = cJSON_AddObjectToObject(root, entries[i].name);
+        cJSON *e = cJSON_AddObjectToObject(root, name);
         if (!e || !cJSON_AddStringToObject(e, "dtype", st_dtype_name(t->dtype))) goto nomem;
         cJSON *shape = cJSON_CreateIntArray(t->shape, t->ndim);
         if (!shape || !cJSON_AddItemToObject(e, "shape", shape)) {
@@ -171,8 +152,9 @@ static char *build_header(const StEntry *entries, int n, const StMeta *meta, int
     return json;
 
 nomem:
-    cJSON_Delete(root);
     remat_fail(REMAT_ENOMEM, "st_save: no memory for the JSON header");
+fail:
+    cJSON_Delete(root);
     return NULL;
 }
 
@@ -183,11 +165,10 @@ nomem:
 static int write_contents(int fd, const char *header, const StEntry *entries, int n, const char **step)
 {
     const size_t json_len = strlen(header), padded = (json_len + 7) / 8 * 8;
-    unsigned char len_le[8]; /* the padded header's length, little-endian */
-    for (int i = 0; i < 8; i++) len_le[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    const uint64_t len = padded; /* the padded header's length, little-endian as the host */
 
     *step = "write";
-    int err = write_all(fd, len_le, sizeof len_le);
+    int err = write_all(fd, &len, sizeof len);
     if (!err) err = write_all(fd, header, json_len);
     if (!err) err = write_all(fd, "       ", padded - json_len);
     for (int i = 0; i < n && !err; i++)
@@ -239,26 +220,19 @@ static bool force_named_temp; /* st_debug_named_temp */
 
 void st_debug_named_temp(bool on) { force_named_temp = on; }
 
-/* Whether `entry`, a name in the target's directory, is a temporary file of a save to
- * the target called `base`: base.tmp. and six letters or digits. */
-static bool is_temp_of(const char *entry, const char *base)
-{
-    const size_t n = strlen(base), dot_tmp = sizeof TEMP_SUFFIX - 1 - TEMP_RANDOM;
-    if (strncmp(entry, base, n) != 0 || strncmp(entry + n, TEMP_SUFFIX, dot_tmp) != 0) return false;
-    const char *x = entry + n + dot_tmp;
-    return strlen(x) == TEMP_RANDOM && strspn(x, TEMP_LETTERS) == TEMP_RANDOM;
-}
-
-/* Removes what killed saves to `path` left in its directory. Best effort: a leftover
- * that cannot be removed does not stop this save. */
+/* Removes what killed saves to `path` left in its directory: names PATH.tmp. and six
+ * letters or digits. Best effort: a leftover that cannot be removed does not stop this save. */
 static void remove_leftover_temps(const char *dir, const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    const size_t n = strlen(base), dot_tmp = sizeof TEMP_SUFFIX - 1 - TEMP_RANDOM;
     DIR *d = opendir(dir);
     if (!d) return;
-    for (struct dirent *e; (e = readdir(d));)
-        if (is_temp_of(e->d_name, base)) unlinkat(dirfd(d), e->d_name, 0);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, base, n) != 0 || strncmp(e->d_name + n, TEMP_SUFFIX, dot_tmp) != 0) continue;
+        const char *x = e->d_name + n + dot_tmp;
+        if (strlen(x) == TEMP_RANDOM && strspn(x, TEMP_LETTERS) == TEMP_RANDOM) unlinkat(dirfd(d), e->d_name, 0);
+    }
     closedir(d);
 }
 
@@ -268,11 +242,11 @@ static int temp_create(TempFile *t, const char *path)
 {
     *t = (TempFile){.fd = -1};
     t->dir = file_directory(path);
-    t->name = malloc(strlen(path) + sizeof TEMP_SUFFIX);
     int err = ENOMEM;
-    if (!t->dir || !t->name) goto fail;
-    strcpy(t->name, path);
-    strcat(t->name, TEMP_SUFFIX);
+    if (!t->dir || asprintf(&t->name, "%s" TEMP_SUFFIX, path) < 0) {
+        t->name = NULL; /* asprintf leaves it undefined when it fails */
+        goto fail;
+    }
     remove_leftover_temps(t->dir, path);
 
     /* An unnamed file is named later through /proc. */
@@ -315,19 +289,21 @@ static void temp_discard(TempFile *t)
 
 RematStatus st_save(const char *path, const StEntry *entries, int n, const StMeta *meta, int n_meta)
 {
-    RematStatus status = check_save_args(path, entries, n, meta, n_meta);
-    if (status == REMAT_OK) status = file_check_writable(path);
-    if (status != REMAT_OK) return status;
-
-    char *header = build_header(entries, n, meta, n_meta);
-    if (!header) return REMAT_ENOMEM;
-
+    if (!path || n < 0 || n_meta < 0 || (n > 0 && !entries) || (n_meta > 0 && !meta))
+        return remat_fail(REMAT_EINVAL, "st_save: %s: bad path, entry or metadata list (n=%d, n_meta=%d)",
+                          path ? path : "(no path)", n, n_meta);
+    char *header = build_header(path, entries, n, meta, n_meta);
+    if (!header) return remat_last_status();
     TempFile tmp;
-    int err = temp_create(&tmp, path);
-    if (err) {
+    RematStatus status = file_check_writable(path);
+    int err = status == REMAT_OK ? temp_create(&tmp, path) : 0;
+    if (err)
+        status = remat_fail(err == ENOMEM ? REMAT_ENOMEM : REMAT_EIO,
+                            "st_save: cannot save %s: cannot create a temporary file beside it: %s", path,
+                            strerror(err));
+    if (status != REMAT_OK) {
         cJSON_free(header);
-        return remat_fail(err == ENOMEM ? REMAT_ENOMEM : REMAT_EIO,
-                          "st_save: cannot save %s: cannot create a temporary file beside it: %s", path, strerror(err));
+        return status;
     }
 
     /* Write, fsync, name, close, rename: until the rename succeeds the old file at `path`
@@ -360,76 +336,58 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
 
 /* ==== reading ======================================================================= */
 
-/* Reads a JSON number that must be a whole number in [0, max]; returns 0 if it is not. */
-static int json_whole_number(const cJSON *item, double max, unsigned long long *value)
+/* Reads field `key` of `item`: an array of whole numbers in [0, max], at most `most` of
+ * them (exactly `most` when `exact`), into out. Returns how many, or -1 if it is not one. */
+static int json_whole_numbers(const cJSON *item, const char *key, int most, bool exact, double max,
+                              unsigned long long *out)
 {
-    if (!cJSON_IsNumber(item)) return 0;
-    double v = item->valuedouble;
-    if (!(v >= 0.0 && v <= max) || v != floor(v)) return 0;
-    *value = (unsigned long long)v;
-    return 1;
-}
-
-/* Reads an entry's dtype and shape into info, and the bytes they need into *needed
- * (*overflow set when that exceeds 64 bits). REMAT_ECORRUPT naming file and tensor. */
-static RematStatus parse_dtype_shape(const char *path, const cJSON *item, StTensorInfo *info,
-                                     unsigned long long *needed, bool *overflow)
-{
-    const char *name = item->string;
-    const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
-    if (!cJSON_IsString(dtype))
-        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype is missing or not a string", path, name);
-    int dtype_value;
-    if (name_parse(&ST_DTYPE_NAMES, dtype->valuestring, &dtype_value) != REMAT_OK)
-        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype \"%s\" is not one remat reads (F32, I32, U8)",
-                          path, name, dtype->valuestring);
-    info->dtype = (DType)dtype_value;
-
-    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(item, "shape");
-    if (!cJSON_IsArray(shape))
-        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape is missing or not an array", path, name);
-    info->ndim = cJSON_GetArraySize(shape);
-    if (info->ndim > TENSOR_MAX_DIMS)
-        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape has %d dimensions; remat reads at most %d",
-                          path, name, info->ndim, TENSOR_MAX_DIMS);
-    /* The bytes the shape needs: numel times the element size. Four dimensions of up to
-     * 2^31 can overflow 64 bits; such a shape needs more than any file holds. */
-    *needed = dtype_size(info->dtype);
-    *overflow = false;
-    int d = 0;
-    const cJSON *dim;
-    cJSON_ArrayForEach(dim, shape) {
-        unsigned long long v;
-        if (!json_whole_number(dim, INT_MAX, &v))
-            return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape[%d] is not a whole number in 0..%d",
-                              path, name, d, INT_MAX);
-        info->shape[d++] = (int)v;
-        if (v != 0 && *needed > ULLONG_MAX / v) *overflow = true;
-        else *needed *= v;
+    const cJSON *array = cJSON_GetObjectItemCaseSensitive(item, key), *v;
+    const int n = cJSON_GetArraySize(array);
+    if (!cJSON_IsArray(array) || n > most || (exact && n != most)) return -1;
+    int i = 0;
+    cJSON_ArrayForEach(v, array) {
+        const double x = cJSON_IsNumber(v) ? v->valuedouble : -1.0;
+        if (!(x >= 0.0 && x <= max) || x != floor(x)) return -1;
+        out[i++] = (unsigned long long)x;
     }
-    if (*needed == 0) *overflow = false; /* a zero dimension means 0 bytes, however large the rest */
-    return REMAT_OK;
+    return n;
 }
 
-/* Parses and checks one tensor entry (everything but how its bytes sit among the other
- * tensors' bytes). On error fails with REMAT_ECORRUPT naming the file and the tensor. */
+/* Parses and checks one tensor entry: its dtype, its shape, and data_offsets that hold
+ * exactly the bytes the two need, within the data buffer (how they sit among the other
+ * tensors' bytes is check_layout's). On error fails with REMAT_ECORRUPT naming the file
+ * and the tensor. */
 static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned long long data_size,
                                 StTensorInfo *info)
 {
     const char *name = item->string;
     if (!cJSON_IsObject(item))
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: entry is not a JSON object", path, name);
-    unsigned long long needed = 0;
-    bool overflow = false;
-    RematStatus status = parse_dtype_shape(path, item, info, &needed, &overflow);
-    if (status != REMAT_OK) return status;
-
-    const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(item, "data_offsets");
-    if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2 ||
-        !json_whole_number(cJSON_GetArrayItem(offsets, 0), 1e18, &info->begin) ||
-        !json_whole_number(cJSON_GetArrayItem(offsets, 1), 1e18, &info->end))
+    const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
+    int dtype_value;
+    if (!cJSON_IsString(dtype))
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype is missing or not a string", path, name);
+    if (name_parse(&ST_DTYPE_NAMES, dtype->valuestring, &dtype_value) != REMAT_OK)
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: dtype \"%s\" is not one remat reads (F32, I32, U8)",
+                          path, name, dtype->valuestring);
+    info->dtype = (DType)dtype_value;
+    unsigned long long dims[TENSOR_MAX_DIMS], offsets[2];
+    if ((info->ndim = json_whole_numbers(item, "shape", TENSOR_MAX_DIMS, false, INT_MAX, dims)) < 0)
+        return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: shape is not an array of at most %d whole numbers in 0..%d",
+                          path, name, TENSOR_MAX_DIMS, INT_MAX);
+    if (json_whole_numbers(item, "data_offsets", 2, true, 1e18, offsets) < 0)
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets is not a pair [begin, end] of whole numbers",
                           path, name);
+    /* The bytes the shape needs: numel times the element size. Four dimensions of up to
+     * 2^31 can overflow 64 bits; such a shape needs more than any file holds, so the
+     * product stops at ULLONG_MAX (and a zero dimension still makes it 0). */
+    unsigned long long needed = dtype_size(info->dtype);
+    for (int d = 0; d < info->ndim; d++) {
+        info->shape[d] = (int)dims[d];
+        needed = dims[d] != 0 && needed > ULLONG_MAX / dims[d] ? ULLONG_MAX : needed * dims[d];
+    }
+    info->begin = offsets[0];
+    info->end = offsets[1];
     if (info->begin > info->end)
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] end before they begin",
                           path, name, info->begin, info->end);
@@ -437,15 +395,14 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned lo
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] run past the end of the "
                           "%llu-byte data buffer (is the file truncated?)", path, name, info->begin, info->end,
                           data_size);
-    if (overflow || info->end - info->begin != needed) {
+    if (info->end - info->begin != needed) {
         char shape_buf[64], needed_buf[32] = "more than 2^64";
-        if (!overflow) snprintf(needed_buf, sizeof needed_buf, "%llu", needed);
+        if (needed != ULLONG_MAX) snprintf(needed_buf, sizeof needed_buf, "%llu", needed);
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, but shape %s of "
                           "%s needs %s", path, name, info->begin, info->end, info->end - info->begin,
                           shape_str(shape_buf, sizeof shape_buf, info->ndim, info->shape), st_dtype_name(info->dtype),
                           needed_buf);
     }
-
     info->name = name;
     return REMAT_OK;
 }
@@ -485,12 +442,7 @@ static int by_name(const void *a, const void *b)
  * the last ends at the buffer's end. */
 static RematStatus check_layout(const StFile *f)
 {
-    if (f->count == 0) {
-        if (f->data_size == 0) return REMAT_OK;
-        return remat_fail(REMAT_ECORRUPT, "%s: the file holds no tensors, but %llu bytes of data follow its header",
-                          f->path, f->data_size);
-    }
-    const StTensorInfo **sorted = malloc((size_t)f->count * sizeof *sorted);
+    const StTensorInfo **sorted = malloc((size_t)(f->count + 1) * sizeof *sorted); /* + 1: never malloc(0) */
     if (!sorted) return remat_fail(REMAT_ENOMEM, "%s: no memory to check the layout", f->path);
     for (int i = 0; i < f->count; i++) sorted[i] = &f->tensors[i];
 
@@ -526,11 +478,9 @@ static RematStatus read_header(StFile *f, unsigned long long file_size, char **h
     if (file_size < 8)
         return remat_fail(REMAT_ECORRUPT, "%s: the file has %llu bytes, fewer than the 8 of the header length",
                           f->path, file_size);
-    unsigned char len_le[8];
-    int err = pread_all(f->fd, len_le, sizeof len_le, 0);
+    unsigned long long len; /* 8 bytes, little-endian as the host */
+    int err = pread_all(f->fd, &len, sizeof len, 0);
     if (err) return remat_fail(REMAT_EIO, "%s: cannot read: %s", f->path, err > 0 ? strerror(err) : "file shrank");
-    unsigned long long len = 0;
-    for (int i = 0; i < 8; i++) len |= (unsigned long long)len_le[i] << (8 * i);
 
     if (len > file_size - 8)
         return remat_fail(REMAT_ECORRUPT, "%s: header length %llu is larger than the %llu bytes after it", f->path,
@@ -630,48 +580,22 @@ const char *st_meta(const StFile *f, const char *key)
 
 /* ---- reading tensors -------------------------------------------------------------- */
 
-/* The entry named `name`, or NULL after failing with REMAT_EINVAL (`fn` names the
- * caller in the message). A linear search: files here hold a few hundred tensors. */
-static const StTensorInfo *find_tensor(const StFile *f, const char *name, const char *fn)
-{
-    if (!f || !name) {
-        remat_fail(REMAT_EINVAL, "%s: the file and a name are required", fn);
-        return NULL;
-    }
-    for (int i = 0; i < f->count; i++)
-        if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
-    remat_fail(REMAT_EINVAL, "%s: no tensor named %s in %s", fn, name, f->path);
-    return NULL;
-}
-
-/* The shape a Tensor gets for `info`: the file's, or (1) for a scalar. Returns ndim. */
-static int tensor_shape_of(const StTensorInfo *info, int *shape)
-{
-    if (info->ndim == 0) {
-        shape[0] = 1;
-        return 1;
-    }
-    memcpy(shape, info->shape, (size_t)info->ndim * sizeof *shape);
-    return info->ndim;
-}
-
-/* Reads the bytes of `info` into `dst` (which has room for them). */
-static RematStatus read_bytes(const StFile *f, const StTensorInfo *info, void *dst, const char *fn)
-{
-    int err = pread_all(f->fd, dst, (size_t)(info->end - info->begin), f->data_start + info->begin);
-    if (err > 0) return remat_fail(REMAT_EIO, "%s: %s: tensor %s: cannot read: %s", fn, f->path, info->name, strerror(err));
-    if (err < 0)
-        return remat_fail(REMAT_ECORRUPT, "%s: %s: tensor %s: the file ended before its bytes (did it shrink since st_load?)",
-                          fn, f->path, info->name);
-    return REMAT_OK;
-}
-
 Tensor *st_get(const StFile *f, const char *name, MemKind kind)
 {
-    const StTensorInfo *info = find_tensor(f, name, "st_get");
-    if (!info) return NULL;
-    int shape[TENSOR_MAX_DIMS];
-    int ndim = tensor_shape_of(info, shape);
+    if (!f || !name) {
+        remat_fail(REMAT_EINVAL, "st_get: the file and a name are required");
+        return NULL;
+    }
+    const StTensorInfo *info = NULL; /* a linear search: files here hold a few hundred tensors */
+    for (int i = 0; i < f->count && !info; i++)
+        if (strcmp(f->tensors[i].name, name) == 0) info = &f->tensors[i];
+    if (!info) {
+        remat_fail(REMAT_EINVAL, "st_get: no tensor named %s in %s", name, f->path);
+        return NULL;
+    }
+    /* A Tensor has at least one dimension: a scalar entry becomes shape (1). */
+    const int ndim = info->ndim ? info->ndim : 1;
+    const int *shape = info->ndim ? info->shape : (const int[]){1};
     if (info->begin == info->end) { /* no bytes: its shape has a dimension of 0 */
         char buf[64];
         remat_fail(REMAT_EINVAL, "st_get: %s: tensor %s has shape %s; a remat Tensor needs every dimension > 0",
@@ -680,28 +604,14 @@ Tensor *st_get(const StFile *f, const char *name, MemKind kind)
     }
     Tensor *t = tensor_create_typed(kind, info->dtype, ndim, shape);
     if (!t) return NULL; /* tensor_create said why */
-    if (read_bytes(f, info, t->data, "st_get") != REMAT_OK) {
+    const int err = pread_all(f->fd, t->data, t->bytes, f->data_start + info->begin);
+    if (err > 0) remat_fail(REMAT_EIO, "st_get: %s: tensor %s: cannot read: %s", f->path, name, strerror(err));
+    if (err < 0)
+        remat_fail(REMAT_ECORRUPT, "st_get: %s: tensor %s: the file ended before its bytes (did it shrink since "
+                   "st_load?)", f->path, name);
+    if (err) {
         tensor_free(t);
         return NULL;
     }
     return t;
-}
-
-RematStatus st_read_into(const StFile *f, const char *name, Tensor *dst)
-{
-    const StTensorInfo *info = find_tensor(f, name, "st_read_into");
-    if (!info) return REMAT_EINVAL;
-    if (!dst) return remat_fail(REMAT_EINVAL, "st_read_into: the destination tensor is NULL");
-
-    int shape[TENSOR_MAX_DIMS];
-    int ndim = tensor_shape_of(info, shape);
-    int same = info->dtype == dst->dtype && ndim == dst->ndim &&
-               memcmp(shape, dst->shape, (size_t)ndim * sizeof *shape) == 0;
-    if (!same) {
-        char want[64], have[64];
-        return remat_fail(REMAT_EINVAL, "st_read_into: %s: tensor %s is %s %s in the file, but the destination is %s %s",
-                          f->path, name, st_dtype_name(info->dtype), shape_str(have, sizeof have, info->ndim, info->shape),
-                          st_dtype_name(dst->dtype), shape_str(want, sizeof want, dst->ndim, dst->shape));
-    }
-    return read_bytes(f, info, dst->data, "st_read_into");
 }

@@ -114,14 +114,6 @@ const char *st_meta(const StFile *f, const char *key);
  * if the file cannot be read (it shrank since st_load). */
 Tensor *st_get(const StFile *f, const char *name, MemKind kind);
 
-/* Copies tensor `name` into the existing tensor `dst`, whose dtype and shape must match
- * the file's exactly (a scalar entry matches shape (1)). Returns REMAT_OK.
- * On error: REMAT_EINVAL for no such tensor or a mismatch, with a message giving the
- * expected and the found dtype and shape, and `dst` unchanged; REMAT_EIO or
- * REMAT_ECORRUPT if the file cannot be read (it shrank since st_load), in which case
- * `dst` may be partly overwritten. */
-RematStatus st_read_into(const StFile *f, const char *name, Tensor *dst);
-
 /* ---- for tests -------------------------------------------------------------------- */
 
 /* With `on`, st_save creates its temporary file with a name from the start, as it does on

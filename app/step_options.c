@@ -47,68 +47,29 @@ static RematStatus set_offload_write_behind(void *opts, const char *v)
 
 /* ---- when each flag applies ------------------------------------------------------------- */
 
-/* Each returns NULL when its flag changes something in a run of scope *run (a StepScope),
- * else why it would not: the end of "--policy does not apply: ...". */
+/* What a run is, as the table's `needs` column reads it (FlagSet.traits): the strategies
+ * it may use (bit k: StrategyKind k), whether it offloads, whether its offload policy spills
+ * saves that are not region inputs (all, large) and whether it has several ranks. */
+enum {
+    STRATEGY_BITS = 0xff,
+    REGIONS = 1u << STRATEGY_FULL | 1u << STRATEGY_SQRT | 1u << STRATEGY_SELECTIVE | 1u << STRATEGY_BUDGET,
+    OFFLOADS = 1u << 8,
+    SPILLS_ANY_SAVE = 1u << 9,
+    SEVERAL_RANKS = 1u << 10,
+};
 
-static const unsigned REGION_STRATEGIES =
-    1u << STRATEGY_FULL | 1u << STRATEGY_SQRT | 1u << STRATEGY_SELECTIVE | 1u << STRATEGY_BUDGET;
+/* Why a flag changes nothing in a run without its traits: the end of "--x does not apply: ...". */
+static const char NO_REGIONS[] = "it changes how checkpoint regions replay, and --strategy none has none";
+static const char NO_OFFLOAD[] = "it says how --offload spills, and --offload was not given";
 
-static const char *with_budget(const void *opts, const void *run)
-{
-    (void)opts;
-    const StepScope *s = run;
-    return s->strategies & 1u << STRATEGY_BUDGET ? NULL : "it is for --strategy budget";
-}
-
-static const char *with_selective(const void *opts, const void *run)
-{
-    (void)opts;
-    const StepScope *s = run;
-    return s->strategies & 1u << STRATEGY_SELECTIVE ? NULL : "it is the policy of --strategy selective";
-}
-
-static const char *with_regions(const void *opts, const void *run)
-{
-    (void)opts;
-    const StepScope *s = run;
-    return s->strategies & REGION_STRATEGIES ? NULL
-                                            : "it changes how checkpoint regions replay, and --strategy none has none";
-}
-
-/* --no-rng-replay: regions, whose replay restores the generator that drew the masks. */
+/* --no-rng-replay, given regions: a replay restores the generator that drew the masks. */
 static const char *with_replayed_masks(const void *opts, const void *run)
 {
-    const StepScope *s = run;
-    if (!(s->strategies & REGION_STRATEGIES)) return with_regions(opts, run);
-    return s->counter_masks ? "--dropout-rng counter makes each mask again from its counters, so a replay has "
-                              "no generator to restore and the flag would change no bit"
-                            : NULL;
-}
-
-static const char *with_ranks(const void *opts, const void *run)
-{
     (void)opts;
-    const StepScope *s = run;
-    return s->several_ranks ? NULL
-                    : "it says what the ranks of mpirun shard, and this is one process, which shards nothing "
-                      "(mpirun -np K build/app/train ... runs K ranks)";
-}
-
-static const char *with_offload_policy(const void *opts, const void *run)
-{
-    const StepOptions *o = opts;
-    const StepScope *s = run;
-    return o->offload_opts.policy != OFFLOAD_BOUNDARY || s->strategies & REGION_STRATEGIES
-               ? NULL
-               : "boundary spills the inputs checkpoint regions keep, and --strategy none has no regions "
-                 "(all or large spill every saved activation)";
-}
-
-static const char *with_offload(const void *opts, const void *run)
-{
-    (void)opts;
-    const StepScope *s = run;
-    return s->offloads ? NULL : "it says how --offload spills, and --offload was not given";
+    return ((const StepScope *)run)->counter_masks
+               ? "--dropout-rng counter makes each mask again from its counters, so a replay has "
+                 "no generator to restore and the flag would change no bit"
+               : NULL;
 }
 
 /* ---- the table ------------------------------------------------------------------------------ */
@@ -127,47 +88,50 @@ static const Flag FLAGS[] = {
              "refuses to go past it under every strategy, and budget plans\n"
              "the cheapest schedule that fits it"},
     {.name = "--planner", .type = FLAG_NAME, .offset = AT(planner), .names = &PLANNER_NAMES, .value = "P",
-     .applies = with_budget,
+     .needs = 1u << STRATEGY_BUDGET, .unneeded = "it is for --strategy budget",
      .help = "budget: dp (the exact optimum over single-level schedules,\n"
              "default), chen (Chen et al. 2016's search) or revolve\n"
              "(binomial schedules for chains of identical layers, which\n"
              "recompute layers more than once and fit tighter budgets);\n"
              "the schedule is printed before training"},
-    {.name = "--policy", .type = FLAG_CUSTOM, .set = set_policy, .value = "P", .applies = with_selective,
+    {.name = "--policy", .type = FLAG_CUSTOM, .set = set_policy, .value = "P",
+     .needs = 1u << STRATEGY_SELECTIVE, .unneeded = "it is the policy of --strategy selective",
      .help = "selective's policy: attention_core (default), dots or\nnothing_saveable"},
     {.name = "--no-rng-replay", .type = FLAG_SWITCH_OFF, .offset = AT(strategy.replay.preserve_rng),
-     .applies = with_replayed_masks,
+     .needs = REGIONS, .unneeded = NO_REGIONS, .applies = with_replayed_masks,
      .help = "replay regions without restoring the generator: dropout\n"
              "draws new masks and gradients come out wrong (quiz question 7)"},
     {.name = "--determinism-check", .type = FLAG_SWITCH, .offset = AT(strategy.replay.determinism_check),
-     .applies = with_regions, .help = "check that every replay reproduced its first forward"},
-    {.name = "--offload", .type = FLAG_CUSTOM, .set = set_offload, .value = "P", .applies = with_offload_policy,
+     .needs = REGIONS, .unneeded = NO_REGIONS, .help = "check that every replay reproduced its first forward"},
+    {.name = "--offload", .type = FLAG_CUSTOM, .set = set_offload, .value = "P", .needs = REGIONS | SPILLS_ANY_SAVE,
+     .unneeded = "boundary spills the inputs checkpoint regions keep, and --strategy none has no regions "
+                 "(all or large spill every saved activation)",
      .heading = "offload (saved activations written to a spill file on disk, read back in backward)",
      .help = "all (every saved activation of 64 KiB or more), large (1 MiB\n"
              "or more) or boundary (the inputs checkpoint regions keep)"},
     {.name = "--offload-dir", .type = FLAG_TEXT, .offset = AT(offload_opts.dir), .value = "DIR",
-     .applies = with_offload, .help = "where the spill file goes ($TMPDIR, else /tmp)"},
+     .needs = OFFLOADS, .unneeded = NO_OFFLOAD, .help = "where the spill file goes ($TMPDIR, else /tmp)"},
     {.name = "--offload-no-cache", .type = FLAG_SWITCH, .offset = AT(offload_opts.drop_cache),
-     .applies = with_offload, .excludes = STEP_FLAG_OFFLOAD_DIRECT,
+     .needs = OFFLOADS, .unneeded = NO_OFFLOAD, .excludes = STEP_FLAG_OFFLOAD_DIRECT,
      .excluded = "with --offload-direct the page cache never holds the records",
      .help = "drop spilled records from the page cache: backward reads the\n"
              "disk. A step whose offload fails is redone without offload"},
     {.name = "--offload-mmap", .type = FLAG_CONST, .offset = AT(offload_opts.io), .lo = OFFLOAD_IO_MMAP,
-     .applies = with_offload,
+     .needs = OFFLOADS, .unneeded = NO_OFFLOAD,
      .help = "move the bytes through a MAP_SHARED mapping of the spill file\n"
              "instead of pwritev/preadv (slower here: docs/MEASUREMENTS.md 8.7)"},
     {.name = "--offload-direct", .type = FLAG_CONST, .offset = AT(offload_opts.io), .lo = OFFLOAD_IO_DIRECT,
-     .applies = with_offload, .excludes = STEP_FLAG_OFFLOAD_MMAP,
+     .needs = OFFLOADS, .unneeded = NO_OFFLOAD, .excludes = STEP_FLAG_OFFLOAD_MMAP,
      .excluded = "the bytes move through a mapping (--offload-mmap); choose one",
      .help = "move the bytes with O_DIRECT, around the page cache: backward\n"
              "reads the disk (a file system without direct I/O is an error)"},
     {.name = "--offload-read-ahead", .type = FLAG_CUSTOM, .set = set_offload_read_ahead, .value = "S",
-     .applies = with_offload,
+     .needs = OFFLOADS, .unneeded = NO_OFFLOAD,
      .help = "in backward, read ahead up to S of records (a unit: B, KiB,\n"
              "MiB or GiB; the next record whatever its size) instead of\n"
              "two records, each counted in ACT from when its read is queued"},
     {.name = "--offload-write-behind", .type = FLAG_CUSTOM, .set = set_offload_write_behind, .value = "S",
-     .applies = with_offload, .excludes = STEP_FLAG_OFFLOAD_MMAP,
+     .needs = OFFLOADS, .unneeded = NO_OFFLOAD, .excludes = STEP_FLAG_OFFLOAD_MMAP,
      .excluded = "through a mapping (--offload-mmap) pack writes before it returns",
      .help = "let up to S of records be written behind the forward instead\n"
              "of two records (16 MiB ahead and 8 MiB behind kept the GPT's\n"
@@ -178,7 +142,9 @@ static const Flag FLAGS[] = {
              "gradients summed in micro-batch order: bit-identical to\n"
              "mpirun -np K with one micro-batch per rank (1)"},
     {.name = "--zero", .type = FLAG_INT, .offset = AT(zero_stage), .value = "S", .lo = 0, .hi = ZERO_MAX_STAGE,
-     .applies = with_ranks,
+     .needs = SEVERAL_RANKS,
+     .unneeded = "it says what the ranks of mpirun shard, and this is one process, which shards nothing "
+                 "(mpirun -np K build/app/train ... runs K ranks)",
      .help = "under mpirun, what the ranks shard: 0 nothing, 1 the optimizer\n"
              "state, 2 also the gradients, 3 also the parameters, gathered\n"
              "per layer when used (0); refused in one process"},
@@ -207,7 +173,10 @@ StepScope step_options_scope(const StepOptions *o)
 
 RematStatus step_options_check(const StepOptions *o, StepScope scope)
 {
-    const FlagSet set = step_options_flags((StepOptions *)o, STEP_FLAGS_ALL);
+    FlagSet set = step_options_flags((StepOptions *)o, STEP_FLAGS_ALL);
+    set.traits = (scope.strategies & STRATEGY_BITS) | (scope.offloads ? OFFLOADS : 0) |
+                 (o->offload_opts.policy != OFFLOAD_BOUNDARY ? SPILLS_ANY_SAVE : 0) |
+                 (scope.several_ranks ? SEVERAL_RANKS : 0);
     if (flags_check(&set, &scope) != REMAT_OK) return REMAT_EINVAL;
     const bool budget = o->strategy.kind == STRATEGY_BUDGET;
     if (budget && !o->memory_budget)

@@ -78,12 +78,9 @@ typedef struct StepScope {
  * not say (counter_masks, several_ranks) is the caller's to set. */
 StepScope step_options_scope(const StepOptions *o);
 
-/* REMAT_OK if every flag given applies to a run of `scope` and the flags make sense
- * together; else REMAT_EINVAL with a message that names the flag and says why: a flag
- * whose strategy or offload the run does not use (--policy without selective, --planner
- * without budget, --no-rng-replay or --determinism-check without regions, --no-rng-replay
- * with counter masks, --zero in one process, an --offload-... flag without offload,
- * --offload boundary without regions),
+/* REMAT_OK if every flag given applies to a run of `scope` (as above; also --no-rng-replay
+ * with counter masks, --zero in one process) and the flags make sense together; else
+ * REMAT_EINVAL with a message that names the flag and says why. Together they refuse
  * --strategy budget without --memory-budget, --planner revolve with --no-rng-replay or
  * --determinism-check, budget with --offload. */
 RematStatus step_options_check(const StepOptions *o, StepScope scope);

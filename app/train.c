@@ -100,179 +100,27 @@ static void scatter_params(Run *run)
     if (run->zero) zero_params_scatter(run->zero);
 }
 
-/* Mean loss over opt->eval_batches validation batches, with grad mode and dropout off.
- * The batches come from a generator seeded the same way each time, so successive
- * evaluations compare like with like and never disturb the training generators. At ZeRO
- * stage 3 it gathers one group of parameters at a time, as a step does. */
-static RematStatus evaluate(Run *run, float *mean_loss)
-{
-    if (run->zero) zero_step_begin(run->zero);
-    Pcg32 rng;
-    pcg32_seed(&rng, run->opt->seed, 0x7a1);
-    TrainCtx ctx = {.training = false};
-    bool was = grad_set_enabled(false);
-    FlopCounts before = flops_snapshot(); /* evaluation is not part of training */
-    double sum = 0.0;
-    RematStatus status = REMAT_OK;
-    for (int b = 0; b < run->opt->eval_batches && status == REMAT_OK; b++) {
-        Var *x, *y;
-        status = draw_batch(run, run->opt->model == MODEL_GPT ? TEXT_VAL : TEXT_TRAIN, &rng, &x, &y);
-        if (status != REMAT_OK) break;
-        Var *loss = model_loss_planned(run->model, run->schedule, x, y, &ctx);
-        if (loss) sum += loss->value->f32[0];
-        else status = remat_last_status();
-        var_free(loss);
-        var_free(x);
-        var_free(y);
-    }
-    grad_set_enabled(was);
-    flops_restore(&before);
-    *mean_loss = (float)(sum / run->opt->eval_batches);
-    if (run->zero) zero_step_end(run->zero);
-    return status;
-}
+/* ---- before anything is built -------------------------------------------------------- */
 
-static RematStatus dump_step(const Run *run, Var *input, Var *targets, Var *loss, const char *path)
+/* Every file the run will write, checked before hours of training rather than after (a
+ * missing directory, a path that is a device or a directory; two outputs on one file, or
+ * an output over a file the run reads: only --save may replace the file it resumed). */
+static RematStatus check_files(const TrainOptions *o)
 {
-    const Model *m = run->model;
-    const int n = m->n_params;
-    StEntry *entries = calloc((size_t)(2 * n + 3), sizeof *entries);
-    char (*names)[NODE_NAME_LEN + 8] = calloc((size_t)n, sizeof *names);
-    if (!entries || !names) {
-        free(entries), free(names);
-        return remat_fail(REMAT_ENOMEM, "--dump-step: no memory for the file's index");
-    }
-    int k = 0;
-    for (int i = 0; i < n; i++) entries[k++] = (StEntry){m->params[i].var->name, m->params[i].var->value};
-    entries[k++] = (StEntry){"input", input->value};
-    entries[k++] = (StEntry){"target", targets->value};
-    entries[k++] = (StEntry){"loss", loss->value};
-    for (int i = 0; i < n; i++) {
-        if (!m->params[i].var->grad) continue;
-        snprintf(names[i], sizeof names[i], "grad.%s", m->params[i].var->name);
-        entries[k++] = (StEntry){names[i], m->params[i].var->grad};
-    }
-    const StMeta meta[] = {{"remat.model", name_of(&MODEL_KIND_NAMES, run->opt->model)},
-                           {"remat.contents", "first step before the update"}};
-    RematStatus status = st_save(path, entries, k, meta, 2);
-    free(entries);
-    free(names);
-    return status;
-}
-
-/* After a failed step: if offload is what failed (a full disk, a corrupted record), says
- * so, turns offload off and returns true, so that the caller redoes the step with its
- * activations in RAM; the failed step changed no parameter or optimizer state. */
-static bool give_up_offload(Run *run, FILE *out)
-{
-    if (!run->offload || offload_stats(run->offload).failures == 0) return false;
-    fprintf(out, "\n  offload failed: %s\n  continuing without offload: step %d is redone with its "
-            "activations in RAM\n", remat_last_error(), run->state.step + 1);
-    offload_free(run->offload);
-    run->offload = NULL;
-    return true;
-}
-
-/* What the first step shows on the way, as train's flags ask: its tape after the forward
- * (--print-tape, --dump-graph), what it kept for backward (--explain-memory), and its
- * gradients before the update (--dump-step). */
-typedef struct FirstStep {
-    Run *run;
-    Var *input, *targets;
-    Explain *explain;
-    FILE *out;
-} FirstStep;
-
-static RematStatus first_forward_done(void *user, Var *loss)
-{
-    (void)loss;
-    const FirstStep *f = user;
-    const TrainOptions *o = f->run->opt;
-    if (o->dump_graph) {
-        const RematStatus status = tape_dump_dot(tape_current(), o->dump_graph);
-        if (status != REMAT_OK) return status;
-    }
-    if (o->print_tape) {
-        fprintf(f->out, "\n  the tape of step %d after its forward:\n", f->run->state.step + 1);
-        tape_print(tape_current(), f->out);
-        fputc('\n', f->out);
+    const char *flags[] = {"--save", "--dump-step", "--dump-graph", "--resume", "--data"};
+    const char *paths[] = {o->save, o->dump_step, o->dump_graph, o->resume, o->model == MODEL_GPT ? o->data : NULL};
+    enum { OUTPUTS = 3, ALL = 5 };
+    for (int i = 0; i < OUTPUTS; i++) {
+        for (int j = i + 1; j < ALL; j++)
+            if (paths[i] && file_same_path(paths[i], paths[j]) && !(i == 0 && j == 3))
+                return remat_fail(REMAT_EINVAL, "%s and %s name the same file, %s: one would replace the other",
+                                  flags[i], flags[j], paths[i]);
+        if (!paths[i] || file_check_writable(paths[i]) == REMAT_OK) continue;
+        char why[768];
+        snprintf(why, sizeof why, "%s", remat_last_error());
+        return remat_fail(remat_last_status(), "%s: %s", flags[i], why);
     }
     return REMAT_OK;
-}
-
-static RematStatus first_backward_done(void *user, Var *loss)
-{
-    FirstStep *f = user;
-    explain_stop(f->explain); /* what the backward released is all it records */
-    return f->run->opt->dump_step ? dump_step(f->run, f->input, f->targets, loss, f->run->opt->dump_step) : REMAT_OK;
-}
-
-/* The step's K micro-batches, drawn in order from the data generator (the MLP's teacher
- * is data, not training work: its FLOPs are not counted). On error frees what it drew. */
-static RematStatus draw_micro_batches(Run *run, MicroBatch *mb)
-{
-    FlopCounts before = flops_snapshot();
-    RematStatus status = REMAT_OK;
-    for (int r = 0; r < run->micro_batches && status == REMAT_OK; r++)
-        status = draw_batch(run, TEXT_TRAIN, &run->state.data_rng, &mb[r].input, &mb[r].targets);
-    flops_restore(&before);
-    return status;
-}
-
-static void free_micro_batches(MicroBatch *mb, int n)
-{
-    for (int r = 0; mb && r < n; r++) {
-        var_free(mb[r].input);
-        var_free(mb[r].targets);
-    }
-    free(mb);
-}
-
-/* One training step (models/step.h) on the next micro-batches; *loss_value gets the loss.
- * On error nothing has been updated, the generators included. */
-static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out)
-{
-    const Pcg32 data_rng = run->state.data_rng;
-    MicroBatch *mb = calloc((size_t)run->micro_batches, sizeof *mb);
-    RematStatus status = mb ? draw_micro_batches(run, mb) : remat_fail(REMAT_ENOMEM, "train: no memory for a step");
-    if (status != REMAT_OK) {
-        free_micro_batches(mb, run->micro_batches);
-        run->state.data_rng = data_rng;
-        return status;
-    }
-    const MicroBatch *mine = run->zero ? &mb[run->world.rank] : mb; /* a rank runs its own */
-    const int n = run->zero ? 1 : run->micro_batches;
-
-    TrainCtx ctx = train_ctx(run);
-    FirstStep f = {.run = run, .input = mine->input, .targets = mine->targets, .out = out,
-                   .explain = first && run->opt->explain_memory ? explain_start() : NULL};
-    const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
-    Step step = {.model = run->model, .schedule = run->schedule, .optim = run->optim};
-    int plugs = 0; /* installed only when the run asked for them: a plain step runs none */
-    if (run->offload) step.plugs[plugs++] = step_offload_plug(run->offload);
-    if (run->zero) step.plugs[plugs++] = step_zero_plug(run->zero);
-    StepResult result;
-    const TrainOptions *o = run->opt; /* the first step's looks, only when a flag asks for one */
-    const bool look = first && (o->dump_graph || o->print_tape || f.explain || o->dump_step);
-    status = step_run_batches(&step, mine, n, &ctx, look ? &hooks : NULL, &result);
-    if (f.explain) {
-        explain_stop(f.explain);
-        fprintf(out, "\n");
-        const Prediction *p = &run->schedule->predicted;
-        explain_print(f.explain, out, result.act_stored, mem_peak(MEM_ACT), p->made ? p->peak_act : 0,
-                      run->unpredicted);
-        fprintf(out, "\n");
-        explain_free(f.explain);
-    }
-    if (status == REMAT_OK) {
-        *loss_value = result.loss;
-        run->state.dropout_rng = ctx.rng;
-        run->state.step++;
-    } else {
-        run->state.data_rng = data_rng; /* the same micro-batches again, if the step is redone */
-    }
-    free_micro_batches(mb, run->micro_batches);
-    return status;
 }
 
 /* The model's configuration as file metadata, to check a resumed file against (open_resumed). */
@@ -289,13 +137,92 @@ static int config_meta(const TrainOptions *o, char values[][24], StMeta *meta)
     return n + 1;
 }
 
-/* --strategy budget: measures the chain on one batch (drawn from a copy of the data
- * generator, so training sees the same batches) and asks the planner for the cheapest
- * schedule that fits, whose regions replay as `strategy` says. Needs the optimizer, whose
- * state is part of the fixed memory. The profiling step's gradients are zeroed by every
- * step before use. */
-static RematStatus profile_chain(Run *run, const Policy *policy)
+/* --resume: opens and parses the file once, for every check and value taken from it, and
+ * checks its model flags against the run's, and its step against --steps: it must leave
+ * something to train. */
+static RematStatus open_resumed(Run *run)
 {
+    const TrainOptions *o = run->opt;
+    if (!o->resume) return REMAT_OK;
+    if (!(run->resumed = st_load(o->resume))) return remat_last_status();
+    char values[4][24];
+    StMeta meta[5];
+    const char *flags[] = {"--model", "--layers", "--d-model", "--heads", "--seq"};
+    const int n = config_meta(o, values, meta);
+    for (int i = 0; i < n; i++) {
+        const char *found = st_meta(run->resumed, meta[i].key);
+        if (!found) return remat_fail(REMAT_EINVAL, "%s has no metadata %s", o->resume, meta[i].key);
+        if (strcmp(found, meta[i].value))
+            return remat_fail(REMAT_EINVAL, "%s was trained with %s %s, not %s: pass the same model "
+                              "flags to resume it", o->resume, flags[i], found, meta[i].value);
+    }
+    const char *text = st_meta(run->resumed, "remat.step");
+    int step;
+    if (!text) return remat_fail(REMAT_EINVAL, "%s has no metadata remat.step", o->resume);
+    if (!parse_int(text, 0, 100000000, &step))
+        return remat_fail(REMAT_ECORRUPT, "%s: metadata remat.step is '%s', not a step count", o->resume, text);
+    if (step >= o->steps)
+        return remat_fail(REMAT_EINVAL, "%s was saved at step %d and --steps %d counts every step of the run, "
+                          "those before the file's included: nothing is left to train (give --steps above %d)",
+                          o->resume, step, o->steps, step);
+    return REMAT_OK;
+}
+
+/* What the model's parameters, gradients and optimizer state will need on this rank,
+ * checked before any of them is allocated: against --memory-budget (which applies per
+ * rank), below which no schedule fits, and against the memory the machine has available.
+ * Under mpirun with ZeRO a rank holds its shard of what the stage shards (parallel/zero.h):
+ * the optimizer state from stage 1, the gradients from 2, the parameters at 3.
+ * REMAT_EOOM or REMAT_ENOMEM saying what each needs. */
+static RematStatus check_memory(const TrainOptions *o)
+{
+    const bool gpt = o->model == MODEL_GPT, sgd = o->optimizer == OPTIM_SGD;
+    const char *optimizer = name_of(&OPTIM_KIND_NAMES, o->optimizer);
+    const double params = gpt ? gpt_param_count(&(GptConfig){.n_layers = o->layers, .d_model = o->d_model,
+                                                             .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE})
+                              : mlp_param_count(&(MlpConfig){.n_layers = o->layers, .width = o->d_model});
+    const int states = sgd ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
+    const DistGroup world = job_world();
+    const int ranks = world.size, stage = ranks > 1 ? o->step.zero_stage : 0;
+    const uint64_t total = (uint64_t)fmin(params, 1e17); /* any more is far past every budget */
+    const uint64_t shard = ranks > 1 ? shard_begin(total, world.rank + 1, ranks) - shard_begin(total, world.rank, ranks)
+                                     : total;
+    const ZeroBytes b = zero_resident_bytes(stage, total, shard, states);
+    const double p = params * sizeof(float), fixed = (double)b.params + (double)b.grads + (double)b.optimizer;
+    char pb[32], fb[32], lim[32], where[64] = "", need[384];
+    if (ranks > 1) snprintf(where, sizeof where, " on each of %d ranks under ZeRO stage %d", ranks, stage);
+    mem_format_bytes(pb, sizeof pb, (size_t)fmin(p, 1e18));
+    mem_format_bytes(fb, sizeof fb, (size_t)fmin(fixed, 1e18));
+    snprintf(need, sizeof need, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) need %s%s "
+             "before any activation", pb, pb, optimizer, (double)states, pb, fb, where);
+    const size_t budget = o->step.memory_budget;
+    if (budget && fixed > (double)budget)
+        return remat_fail(REMAT_EOOM, "%s, more than --memory-budget %s: no schedule fits; give a larger budget or "
+                          "a smaller model", need, mem_format_bytes(lim, sizeof lim, budget));
+    const double teacher = gpt ? 0.0 : mlp_task_bytes(o->d_model);
+    const size_t available = platform_available_memory();
+    if (available && fixed + teacher > (double)available)
+        return remat_fail(REMAT_ENOMEM, "%s, more than the %s this machine has available: give a smaller model", need,
+                          mem_format_bytes(lim, sizeof lim, available));
+    return REMAT_OK;
+}
+
+/* ---- building the run ---------------------------------------------------------------- */
+
+/* The chain's costs, measured on one batch (drawn from a copy of the data generator, so
+ * training sees the same batches; every step zeroes the profiling step's gradients before
+ * use), for one of two ends. --strategy budget: the planner's cheapest schedule that fits,
+ * whose regions replay as the flags say (the optimizer must exist: its state is part of the
+ * fixed memory). --explain-memory: the cost model's prediction of the strategy's schedule,
+ * profiled with the policy of its regions when they have one; a schedule the model does
+ * not cover stays unpredicted, and explain_print says why. */
+static RematStatus plan_schedule(Run *run)
+{
+    const StepOptions *o = &run->opt->step;
+    const bool budget = o->strategy.kind == STRATEGY_BUDGET;
+    const Policy *policy = NULL;
+    for (int i = 0; !budget && i < run->schedule->n_segments && !policy; i++)
+        policy = run->schedule->segments[i].policy;
     Pcg32 data = run->state.data_rng;
     Var *x = NULL, *y = NULL;
     FlopCounts before = flops_snapshot();
@@ -307,29 +234,11 @@ static RematStatus profile_chain(Run *run, const Policy *policy)
     var_free(x);
     var_free(y);
     optim_zero_grad(run->optim);
-    return run->cost ? REMAT_OK : remat_last_status();
-}
-
-static RematStatus plan_budget(Run *run)
-{
-    const StepOptions *o = &run->opt->step;
-    if (profile_chain(run, NULL) != REMAT_OK) return remat_last_status();
-    run->schedule = planner_plan(o->planner, run->cost, o->memory_budget);
-    if (!run->schedule) return remat_last_status();
-    run->schedule->replay = o->strategy.replay; /* the planner's schedule replays as the flags say */
-    return REMAT_OK;
-}
-
-/* For --explain-memory: the chain cost model's prediction of the strategy's schedule, as
- * the planner would make it (one profiling step, as plan_budget's, with the policy of the
- * schedule's regions when they have one). A schedule the model does not cover stays
- * unpredicted: explain_print says why. */
-static RematStatus predict_schedule(Run *run)
-{
-    const Policy *policy = NULL;
-    for (int i = 0; i < run->schedule->n_segments && !policy; i++) policy = run->schedule->segments[i].policy;
-    if (profile_chain(run, policy) != REMAT_OK) return remat_last_status();
-    if (schedule_predict(run->schedule, run->cost) != REMAT_OK) {
+    if (!run->cost) return remat_last_status();
+    if (budget) {
+        if (!(run->schedule = planner_plan(o->planner, run->cost, o->memory_budget))) return remat_last_status();
+        run->schedule->replay = o->strategy.replay;
+    } else if (schedule_predict(run->schedule, run->cost) != REMAT_OK) {
         snprintf(run->unpredicted, sizeof run->unpredicted, "%s", remat_last_error());
         remat_clear_error();
     }
@@ -397,7 +306,7 @@ static RematStatus resume(Run *run)
     const bool sharded = run->zero && zero_stage(run->zero) > 0;
     Optimizer *full = sharded ? create_optimizer(run, true) : run->optim;
     RematStatus status = full ? gather_params(run) : remat_last_status(); /* storage to load into */
-    if (status == REMAT_OK) status = model_load_file(run->model, full, &run->state, run->resumed, o->resume);
+    if (status == REMAT_OK) status = model_load(run->model, full, &run->state, o->resume, run->resumed);
     if (status == REMAT_OK && run->zero) /* each rank read its own copy of the file */
         status = zero_agree_state(&run->world, run->state.step, run->model->params, run->model->n_params, full,
                                   "every rank must resume the same state, and --resume reads each rank's own copy");
@@ -425,8 +334,7 @@ static RematStatus build(Run *run)
     pcg32_seed(&run->state.data_rng, o->seed, 0xda7a);
     pcg32_seed(&run->state.dropout_rng, o->seed, 0xd0);
     if (o->resume && resume(run) != REMAT_OK) return remat_last_status();
-    if (step->strategy.kind == STRATEGY_BUDGET) return plan_budget(run);
-    return o->explain_memory ? predict_schedule(run) : REMAT_OK;
+    return step->strategy.kind == STRATEGY_BUDGET || o->explain_memory ? plan_schedule(run) : REMAT_OK;
 }
 
 static void destroy(Run *run)
@@ -442,96 +350,81 @@ static void destroy(Run *run)
     st_close(run->resumed);
 }
 
-/* ---- before anything is built ------------------------------------------------------------ */
+/* ---- a step, and an evaluation ------------------------------------------------------- */
 
-/* What the model's parameters, gradients and optimizer state will need on this rank,
- * checked before any of them is allocated: against --memory-budget (which applies per
- * rank), below which no schedule fits, and against the memory the machine has available.
- * Under mpirun with ZeRO a rank holds its shard of what the stage shards (parallel/zero.h):
- * the optimizer state from stage 1, the gradients from 2, the parameters at 3.
- * REMAT_EOOM or REMAT_ENOMEM saying what each needs. */
-static RematStatus check_memory(const TrainOptions *o)
+/* The step's K micro-batches, drawn in order from the data generator (the MLP's teacher
+ * is data, not training work: its FLOPs are not counted). On error frees what it drew. */
+static RematStatus draw_micro_batches(Run *run, MicroBatch *mb)
 {
-    const bool gpt = o->model == MODEL_GPT, sgd = o->optimizer == OPTIM_SGD;
-    const char *optimizer = name_of(&OPTIM_KIND_NAMES, o->optimizer);
-    const double params = gpt ? gpt_param_count(&(GptConfig){.n_layers = o->layers, .d_model = o->d_model,
-                                                             .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE})
-                              : mlp_param_count(&(MlpConfig){.n_layers = o->layers, .width = o->d_model});
-    const int states = sgd ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
-    const DistGroup world = job_world();
-    const int ranks = world.size, stage = ranks > 1 ? o->step.zero_stage : 0;
-    const uint64_t total = (uint64_t)fmin(params, 1e17); /* any more is far past every budget */
-    const uint64_t shard = ranks > 1 ? shard_begin(total, world.rank + 1, ranks) - shard_begin(total, world.rank, ranks)
-                                     : total;
-    const ZeroBytes b = zero_resident_bytes(stage, total, shard, states);
-    const double p = params * sizeof(float), fixed = (double)b.params + (double)b.grads + (double)b.optimizer;
-    char pb[32], fb[32], lim[32], where[64] = "", need[384];
-    if (ranks > 1) snprintf(where, sizeof where, " on each of %d ranks under ZeRO stage %d", ranks, stage);
-    mem_format_bytes(pb, sizeof pb, (size_t)fmin(p, 1e18));
-    mem_format_bytes(fb, sizeof fb, (size_t)fmin(fixed, 1e18));
-    snprintf(need, sizeof need, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) need %s%s "
-             "before any activation", pb, pb, optimizer, (double)states, pb, fb, where);
-    const size_t budget = o->step.memory_budget;
-    if (budget && fixed > (double)budget)
-        return remat_fail(REMAT_EOOM, "%s, more than --memory-budget %s: no schedule fits; give a larger budget or "
-                          "a smaller model", need, mem_format_bytes(lim, sizeof lim, budget));
-    const double teacher = gpt ? 0.0 : mlp_task_bytes(o->d_model);
-    const size_t available = platform_available_memory();
-    if (available && fixed + teacher > (double)available)
-        return remat_fail(REMAT_ENOMEM, "%s, more than the %s this machine has available: give a smaller model", need,
-                          mem_format_bytes(lim, sizeof lim, available));
-    return REMAT_OK;
+    FlopCounts before = flops_snapshot();
+    RematStatus status = REMAT_OK;
+    for (int r = 0; r < run->micro_batches && status == REMAT_OK; r++)
+        status = draw_batch(run, TEXT_TRAIN, &run->state.data_rng, &mb[r].input, &mb[r].targets);
+    flops_restore(&before);
+    return status;
 }
 
-/* Every file the run will write, checked before hours of training rather than after (a
- * missing directory, a path that is a device or a directory; two outputs on one file, or
- * an output over a file the run reads: only --save may replace the file it resumed). */
-static RematStatus check_files(const TrainOptions *o)
+static void free_micro_batches(MicroBatch *mb, int n)
 {
-    const char *flags[] = {"--save", "--dump-step", "--dump-graph", "--resume", "--data"};
-    const char *paths[] = {o->save, o->dump_step, o->dump_graph, o->resume, o->model == MODEL_GPT ? o->data : NULL};
-    enum { OUTPUTS = 3, ALL = 5 };
-    for (int i = 0; i < OUTPUTS; i++) {
-        for (int j = i + 1; j < ALL; j++)
-            if (paths[i] && file_same_path(paths[i], paths[j]) && !(i == 0 && j == 3))
-                return remat_fail(REMAT_EINVAL, "%s and %s name the same file, %s: one would replace the other",
-                                  flags[i], flags[j], paths[i]);
-        if (!paths[i] || file_check_writable(paths[i]) == REMAT_OK) continue;
-        char why[768];
-        snprintf(why, sizeof why, "%s", remat_last_error());
-        return remat_fail(remat_last_status(), "%s: %s", flags[i], why);
+    for (int r = 0; mb && r < n; r++) {
+        var_free(mb[r].input);
+        var_free(mb[r].targets);
     }
-    return REMAT_OK;
+    free(mb);
 }
 
-/* --resume: opens and parses the file once, for every check and value taken from it, and
- * checks its model flags against the run's, and its step against --steps: it must leave
- * something to train. */
-static RematStatus open_resumed(Run *run)
+static RematStatus dump_step(const Run *run, Var *input, Var *targets, Var *loss, const char *path)
 {
-    const TrainOptions *o = run->opt;
-    if (!o->resume) return REMAT_OK;
-    if (!(run->resumed = st_load(o->resume))) return remat_last_status();
-    char values[4][24];
-    StMeta meta[5];
-    const char *flags[] = {"--model", "--layers", "--d-model", "--heads", "--seq"};
-    const int n = config_meta(o, values, meta);
+    const Model *m = run->model;
+    const int n = m->n_params;
+    StEntry *entries = calloc((size_t)(2 * n + 3), sizeof *entries);
+    char (*names)[NODE_NAME_LEN + 8] = calloc((size_t)n, sizeof *names);
+    if (!entries || !names) {
+        free(entries), free(names);
+        return remat_fail(REMAT_ENOMEM, "--dump-step: no memory for the file's index");
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++) entries[k++] = (StEntry){m->params[i].var->name, m->params[i].var->value};
+    entries[k++] = (StEntry){"input", input->value};
+    entries[k++] = (StEntry){"target", targets->value};
+    entries[k++] = (StEntry){"loss", loss->value};
     for (int i = 0; i < n; i++) {
-        const char *found = st_meta(run->resumed, meta[i].key);
-        if (!found) return remat_fail(REMAT_EINVAL, "%s has no metadata %s", o->resume, meta[i].key);
-        if (strcmp(found, meta[i].value))
-            return remat_fail(REMAT_EINVAL, "%s was trained with %s %s, not %s: pass the same model "
-                              "flags to resume it", o->resume, flags[i], found, meta[i].value);
+        if (!m->params[i].var->grad) continue;
+        snprintf(names[i], sizeof names[i], "grad.%s", m->params[i].var->name);
+        entries[k++] = (StEntry){names[i], m->params[i].var->grad};
     }
-    const char *text = st_meta(run->resumed, "remat.step");
-    int step;
-    if (!text) return remat_fail(REMAT_EINVAL, "%s has no metadata remat.step", o->resume);
-    if (!parse_int(text, 0, 100000000, &step))
-        return remat_fail(REMAT_ECORRUPT, "%s: metadata remat.step is '%s', not a step count", o->resume, text);
-    if (step >= o->steps)
-        return remat_fail(REMAT_EINVAL, "%s was saved at step %d and --steps %d counts every step of the run, "
-                          "those before the file's included: nothing is left to train (give --steps above %d)",
-                          o->resume, step, o->steps, step);
+    const StMeta meta[] = {{"remat.model", name_of(&MODEL_KIND_NAMES, run->opt->model)},
+                           {"remat.contents", "first step before the update"}};
+    RematStatus status = st_save(path, entries, k, meta, 2);
+    free(entries);
+    free(names);
+    return status;
+}
+
+/* What the first step shows on the way, as train's flags ask: its tape after the forward
+ * (--print-tape, --dump-graph), what it kept for backward (--explain-memory), and its
+ * gradients before the update (--dump-step). */
+typedef struct FirstStep {
+    Run *run;
+    Var *input, *targets;
+    Explain *explain;
+    FILE *out;
+} FirstStep;
+
+static RematStatus first_forward_done(void *user, Var *loss)
+{
+    (void)loss;
+    const FirstStep *f = user;
+    const TrainOptions *o = f->run->opt;
+    if (o->dump_graph) {
+        const RematStatus status = tape_dump_dot(tape_current(), o->dump_graph);
+        if (status != REMAT_OK) return status;
+    }
+    if (o->print_tape) {
+        fprintf(f->out, "\n  the tape of step %d after its forward:\n", f->run->state.step + 1);
+        tape_print(tape_current(), f->out);
+        fputc('\n', f->out);
+    }
     return REMAT_OK;
 }
 
@@ -561,7 +454,106 @@ static RematStatus check_ranks_agree(const TrainOptions *o)
     return dist_agree(&world, facts, (int)(sizeof facts / sizeof *facts), "every rank must be given the same flags");
 }
 
-/* ---- train_run ------------------------------------------------------------------------ */
+static RematStatus first_backward_done(void *user, Var *loss)
+{
+    FirstStep *f = user;
+    explain_stop(f->explain); /* what the backward released is all it records */
+    return f->run->opt->dump_step ? dump_step(f->run, f->input, f->targets, loss, f->run->opt->dump_step) : REMAT_OK;
+}
+
+/* One training step (models/step.h) on the next micro-batches; *loss_value gets the loss.
+ * On error nothing has been updated, the generators included. */
+static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out)
+{
+    const Pcg32 data_rng = run->state.data_rng;
+    MicroBatch *mb = calloc((size_t)run->micro_batches, sizeof *mb);
+    RematStatus status = mb ? draw_micro_batches(run, mb) : remat_fail(REMAT_ENOMEM, "train: no memory for a step");
+    if (status != REMAT_OK) {
+        free_micro_batches(mb, run->micro_batches);
+        run->state.data_rng = data_rng;
+        return status;
+    }
+    const MicroBatch *mine = run->zero ? &mb[run->world.rank] : mb; /* a rank runs its own */
+    const int n = run->zero ? 1 : run->micro_batches;
+
+    TrainCtx ctx = train_ctx(run);
+    FirstStep f = {.run = run, .input = mine->input, .targets = mine->targets, .out = out,
+                   .explain = first && run->opt->explain_memory ? explain_start() : NULL};
+    const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
+    Step step = {.model = run->model, .schedule = run->schedule, .optim = run->optim};
+    int plugs = 0; /* installed only when the run asked for them: a plain step runs none */
+    if (run->offload) step.plugs[plugs++] = step_offload_plug(run->offload);
+    if (run->zero) step.plugs[plugs++] = step_zero_plug(run->zero);
+    StepResult result;
+    const TrainOptions *o = run->opt; /* the first step's looks, only when a flag asks for one */
+    const bool look = first && (o->dump_graph || o->print_tape || f.explain || o->dump_step);
+    status = step_run_batches(&step, mine, n, &ctx, look ? &hooks : NULL, &result);
+    if (f.explain) {
+        explain_stop(f.explain);
+        fprintf(out, "\n");
+        const Prediction *p = &run->schedule->predicted;
+        explain_print(f.explain, out, result.act_stored, mem_peak(MEM_ACT), p->made ? p->peak_act : 0,
+                      run->unpredicted);
+        fprintf(out, "\n");
+        explain_free(f.explain);
+    }
+    if (status == REMAT_OK) {
+        *loss_value = result.loss;
+        run->state.dropout_rng = ctx.rng;
+        run->state.step++;
+    } else {
+        run->state.data_rng = data_rng; /* the same micro-batches again, if the step is redone */
+    }
+    free_micro_batches(mb, run->micro_batches);
+    return status;
+}
+
+/* After a failed step: if offload is what failed (a full disk, a corrupted record), says
+ * so, turns offload off and returns true, so that the caller redoes the step with its
+ * activations in RAM; the failed step changed no parameter or optimizer state. */
+static bool give_up_offload(Run *run, FILE *out)
+{
+    if (!run->offload || offload_stats(run->offload).failures == 0) return false;
+    fprintf(out, "\n  offload failed: %s\n  continuing without offload: step %d is redone with its "
+            "activations in RAM\n", remat_last_error(), run->state.step + 1);
+    offload_free(run->offload);
+    run->offload = NULL;
+    return true;
+}
+
+/* Mean loss over opt->eval_batches validation batches, with grad mode and dropout off.
+ * The batches come from a generator seeded the same way each time, so successive
+ * evaluations compare like with like and never disturb the training generators. At ZeRO
+ * stage 3 it gathers one group of parameters at a time, as a step does. */
+static RematStatus evaluate(Run *run, float *mean_loss)
+{
+    if (run->zero) zero_step_begin(run->zero);
+    Pcg32 rng;
+    pcg32_seed(&rng, run->opt->seed, 0x7a1);
+    TrainCtx ctx = {.training = false};
+    bool was = grad_set_enabled(false);
+    FlopCounts before = flops_snapshot(); /* evaluation is not part of training */
+    double sum = 0.0;
+    RematStatus status = REMAT_OK;
+    for (int b = 0; b < run->opt->eval_batches && status == REMAT_OK; b++) {
+        Var *x, *y;
+        status = draw_batch(run, run->opt->model == MODEL_GPT ? TEXT_VAL : TEXT_TRAIN, &rng, &x, &y);
+        if (status != REMAT_OK) break;
+        Var *loss = model_loss_planned(run->model, run->schedule, x, y, &ctx);
+        if (loss) sum += loss->value->f32[0];
+        else status = remat_last_status();
+        var_free(loss);
+        var_free(x);
+        var_free(y);
+    }
+    grad_set_enabled(was);
+    flops_restore(&before);
+    *mean_loss = (float)(sum / run->opt->eval_batches);
+    if (run->zero) zero_step_end(run->zero);
+    return status;
+}
+
+/* ---- train_run ----------------------------------------------------------------------- */
 
 /* Checks what it can before building anything, builds the run and prints its header; then
  * the ledger enforces a planned budget. */

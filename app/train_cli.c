@@ -50,27 +50,10 @@ TrainOptions train_defaults(ModelKind model)
 
 /* ---- train's own flags, in one table --------------------------------------------------- */
 
-/* Which runs a flag changes something in: every run (no rule), the GPT's (the MLP chain has
- * no attention, tokens, dropout or text), SGD's or AdamW's. */
-static const char *for_gpt(const void *opts, const void *run)
-{
-    (void)run;
-    const bool gpt = ((const TrainOptions *)opts)->model == MODEL_GPT;
-    return gpt ? NULL : "it is the GPT's, and the MLP chain (--model mlp) has none";
-}
-
-static const char *for_sgd(const void *opts, const void *run)
-{
-    (void)run;
-    return ((const TrainOptions *)opts)->optimizer == OPTIM_SGD
-               ? NULL : "it is SGD's, and the optimizer is adamw (give --optimizer sgd)";
-}
-
-static const char *for_adamw(const void *opts, const void *run)
-{
-    (void)run;
-    return ((const TrainOptions *)opts)->optimizer == OPTIM_ADAMW ? NULL : "it is AdamW's, and the optimizer is sgd";
-}
+/* Which runs a flag changes something in (FlagSet.traits): every run (no `needs`), the
+ * GPT's (the MLP chain has no attention, tokens, dropout or text), SGD's or AdamW's. */
+enum { GPT_RUN = 1u << 0, SGD_RUN = 1u << 1, ADAMW_RUN = 1u << 2 };
+static const char GPT_ONLY[] = "it is the GPT's, and the MLP chain (--model mlp) has none";
 
 #define AT(field) offsetof(TrainOptions, field)
 static const Flag TRAIN_FLAGS[] = {
@@ -80,20 +63,20 @@ static const Flag TRAIN_FLAGS[] = {
      .help = "GPT blocks or MLP layers (gpt 4, mlp 16)"},
     {.name = "--d-model", .type = FLAG_INT, .offset = AT(d_model), .value = "D", .lo = 1, .hi = 65536,
      .help = "GPT channels, or the MLP's width (gpt 128, mlp 256)"},
-    {.name = "--heads", .type = FLAG_INT, .offset = AT(heads), .value = "H", .lo = 1, .hi = 1024, .applies = for_gpt,
-     .help = "GPT attention heads; D must divide by H (4)"},
-    {.name = "--seq", .type = FLAG_INT, .offset = AT(seq), .value = "T", .lo = 1, .hi = 65536, .applies = for_gpt,
-     .help = "GPT tokens per sequence (64)"},
+    {.name = "--heads", .type = FLAG_INT, .offset = AT(heads), .value = "H", .lo = 1, .hi = 1024,
+     .needs = GPT_RUN, .unneeded = GPT_ONLY, .help = "GPT attention heads; D must divide by H (4)"},
+    {.name = "--seq", .type = FLAG_INT, .offset = AT(seq), .value = "T", .lo = 1, .hi = 65536,
+     .needs = GPT_RUN, .unneeded = GPT_ONLY, .help = "GPT tokens per sequence (64)"},
     {.name = "--dropout", .type = FLAG_FLOAT, .offset = AT(dropout), .value = "P", .lo = 0, .hi = 1, .hi_open = true,
-     .applies = for_gpt, .help = "GPT dropout probability in [0, 1) (0.1)"},
+     .needs = GPT_RUN, .unneeded = GPT_ONLY, .help = "GPT dropout probability in [0, 1) (0.1)"},
     {.name = "--dropout-rng", .type = FLAG_NAME, .offset = AT(dropout_rng), .names = &DROPOUT_RNG_NAMES,
-     .value = "stream|counter", .applies = for_gpt,
+     .value = "stream|counter", .needs = GPT_RUN, .unneeded = GPT_ONLY,
      .help = "where dropout masks come from: a PCG32 stream whose state\n"
              "regions replay, masks kept for backward (stream, default); or\n"
              "Philox keyed by (seed, step, micro-batch, op), masks never\n"
              "kept, made again in backward (counter)"},
     {.name = "--attention", .type = FLAG_NAME, .offset = AT(attention), .names = &ATTENTION_KIND_NAMES,
-     .value = "naive|fused", .applies = for_gpt,
+     .value = "naive|fused", .needs = GPT_RUN, .unneeded = GPT_ONLY,
      .help = "GPT attention core: primitive ops keeping the (T,T)\n"
              "probabilities (naive, default), or one fused op keeping one\n"
              "float per row and recomputing them in backward (fused; with\n"
@@ -107,9 +90,11 @@ static const Flag TRAIN_FLAGS[] = {
     {.name = "--lr", .type = FLAG_FLOAT, .offset = AT(lr), .value = "X", .lo = 1e-12, .hi = 10.0,
      .help = "learning rate (gpt 2e-3, mlp 1e-3)"},
     {.name = "--momentum", .type = FLAG_FLOAT, .offset = AT(momentum), .value = "X", .lo = 0, .hi = 1, .hi_open = true,
-     .applies = for_sgd, .help = "SGD momentum in [0, 1) (0.9)"},
+     .needs = SGD_RUN, .unneeded = "it is SGD's, and the optimizer is adamw (give --optimizer sgd)",
+     .help = "SGD momentum in [0, 1) (0.9)"},
     {.name = "--weight-decay", .type = FLAG_FLOAT, .offset = AT(weight_decay), .value = "X", .lo = 0, .hi = 10.0,
-     .applies = for_adamw, .help = "AdamW weight decay on weight matrices (0.01)"},
+     .needs = ADAMW_RUN, .unneeded = "it is AdamW's, and the optimizer is sgd",
+     .help = "AdamW weight decay on weight matrices (0.01)"},
     {.name = "--steps", .type = FLAG_INT, .offset = AT(steps), .value = "N", .lo = 0, .hi = 100000000,
      .help = "total training steps; a resumed run continues up to N (300)"},
     {.name = "--seed", .type = FLAG_U64, .offset = AT(seed), .value = "S",
@@ -120,10 +105,10 @@ static const Flag TRAIN_FLAGS[] = {
      .help = "validation loss every N steps, 0 for only at the end (50)"},
     {.name = "--eval-batches", .type = FLAG_INT, .offset = AT(eval_batches), .value = "N", .lo = 1, .hi = 100000,
      .help = "batches per validation (8)"},
-    {.name = "--data", .type = FLAG_TEXT, .offset = AT(data), .value = "FILE", .applies = for_gpt,
-     .help = "GPT training text (" REMAT_DATA_DIR "/corpus.txt)"},
+    {.name = "--data", .type = FLAG_TEXT, .offset = AT(data), .value = "FILE", .needs = GPT_RUN,
+     .unneeded = GPT_ONLY, .help = "GPT training text (" REMAT_DATA_DIR "/corpus.txt)"},
     {.name = "--sample", .type = FLAG_INT, .offset = AT(sample_chars), .value = "N", .lo = 0, .hi = 1000000,
-     .applies = for_gpt, .help = "GPT: characters of text generated at the end (300)"},
+     .needs = GPT_RUN, .unneeded = GPT_ONLY, .help = "GPT: characters of text generated at the end (300)"},
     {.name = "--save", .type = FLAG_TEXT, .offset = AT(save), .value = "FILE", .heading = "files",
      .help = "write parameters, optimizer and training state (safetensors)"},
     {.name = "--resume", .type = FLAG_TEXT, .offset = AT(resume), .value = "FILE",
@@ -172,6 +157,7 @@ static RematStatus check_options(const TrainOptions *opt)
 {
     FlagSet sets[2];
     train_flags((TrainOptions *)opt, sets);
+    sets[0].traits = (opt->model == MODEL_GPT ? GPT_RUN : 0) | (opt->optimizer == OPTIM_SGD ? SGD_RUN : ADAMW_RUN);
     if (flags_check(&sets[0], NULL) != REMAT_OK) return REMAT_EINVAL;
     if (opt->model == MODEL_GPT && opt->d_model % opt->heads != 0)
         return remat_fail(REMAT_EINVAL, "--d-model %d does not divide into %d heads", opt->d_model, opt->heads);

@@ -33,11 +33,6 @@ int main(int argc, char **argv)
      * says what is wrong with it, and all end quietly, none waiting for another. */
     TrainOptions opt;
     const int parsed = train_parse_args(argc, argv, &opt, out, world.rank == 0 ? stderr : out);
-    if (parsed == 2) {
-        if (out != stdout) fclose(out);
-        if (launched) dist_finalize();
-        return 2;
-    }
     RematStatus status = REMAT_OK;
     if (parsed == 0) {
         TrainReport report;
@@ -58,7 +53,6 @@ int main(int argc, char **argv)
     const RematStatus flushed = file_flush_stdout();
     if (launched) dist_finalize();
     if (flushed != REMAT_OK) fprintf(stderr, "train: %s\n", remat_last_error());
-    else if (status == REMAT_OK) return 0;
     if (status != REMAT_OK) fprintf(stderr, "train: %s\n", why);
-    return 1;
+    return parsed == 2 ? 2 : status != REMAT_OK || flushed != REMAT_OK ? 1 : 0;
 }

@@ -57,14 +57,12 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
     if (gpt && o->dropout_rng == DROPOUT_RNG_COUNTER) fprintf(out, ", counter-based dropout (masks not kept)");
     if (gpt && o->attention == ATTENTION_FUSED) fprintf(out, ", fused attention");
     report_checkpointing(out, s);
-    if (!planned) {
-        fputc('\n', out);
-        return;
-    }
     char budget[32];
-    fprintf(out, ", planner %s, budget %s\n", planner_name(o->step.planner),
-            mem_format_bytes(budget, sizeof budget, o->step.memory_budget));
-    schedule_print(s, m->layers, out);
+    if (planned)
+        fprintf(out, ", planner %s, budget %s", planner_name(o->step.planner),
+                mem_format_bytes(budget, sizeof budget, o->step.memory_budget));
+    fputc('\n', out);
+    if (planned) schedule_print(s, m->layers, out);
 }
 
 /* The process's resident memory as the operating system counts it, beside the ledger:
@@ -125,19 +123,6 @@ typedef struct RankFigures {
     uint64_t received[COMM_PHASE_COUNT];
 } RankFigures;
 
-static RankFigures rank_figures(void)
-{
-    RankFigures f = {0};
-    for (int k = 0; k < MEM_KIND_COUNT; k++) f.current[k] = mem_current((MemKind)k);
-    f.peak_resident = mem_peak_resident();
-    const CommCounts c = comm_counts();
-    for (int p = 0; p < COMM_PHASE_COUNT; p++) {
-        f.sent[p] = comm_sent(&c, (CommPhase)p);
-        f.received[p] = comm_received(&c, (CommPhase)p);
-    }
-    return f;
-}
-
 /* The report of `ranks`, zero_size(z) entries, rank r's at r. */
 static void print_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int steps)
 {
@@ -176,8 +161,14 @@ static void print_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int 
 RematStatus report_ranks(FILE *out, const DistGroup *world, const Zero *z, int steps)
 {
     const int K = world->size, n = (int)(sizeof(RankFigures) / sizeof(uint64_t));
-    RankFigures mine = rank_figures(), *all = malloc((size_t)K * sizeof *all);
+    RankFigures mine = {.peak_resident = mem_peak_resident()}, *all = malloc((size_t)K * sizeof *all);
     if (!all) return remat_fail(REMAT_ENOMEM, "train: no memory for %d ranks' figures", K);
+    for (int k = 0; k < MEM_KIND_COUNT; k++) mine.current[k] = mem_current((MemKind)k);
+    const CommCounts c = comm_counts();
+    for (int p = 0; p < COMM_PHASE_COUNT; p++) {
+        mine.sent[p] = comm_sent(&c, (CommPhase)p);
+        mine.received[p] = comm_received(&c, (CommPhase)p);
+    }
     RematStatus status = dist_all_gather_u64(world, (const uint64_t *)&mine, n, (uint64_t *)all);
     if (status == REMAT_OK) print_ranks(out, z, all, steps);
     free(all);

@@ -29,17 +29,3 @@ RematStatus remat_fail(RematStatus status, const char *fmt, ...)
     last_status = status;
     return status;
 }
-
-const char *remat_status_name(RematStatus status)
-{
-    switch (status) {
-    case REMAT_OK:       return "ok";
-    case REMAT_EINVAL:   return "invalid argument";
-    case REMAT_ENOMEM:   return "host out of memory";
-    case REMAT_EOOM:     return "out of memory budget";
-    case REMAT_EIO:      return "i/o error";
-    case REMAT_ECORRUPT: return "corrupt data";
-    case REMAT_ESTATE:   return "invalid state";
-    }
-    return "unknown status";
-}

@@ -39,7 +39,4 @@ void remat_clear_error(void);
 RematStatus remat_fail(RematStatus status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* A short name for a status ("invalid argument", "out of memory budget", ...). */
-const char *remat_status_name(RematStatus status);
-
 #endif /* REMAT_ERROR_H */

@@ -1,7 +1,7 @@
 /*
  * file.c — opening files to read and checking paths to write (see file.h).
  */
-#define _GNU_SOURCE /* O_TMPFILE (Linux 3.11): a probe file that never has a name */
+#define _GNU_SOURCE /* O_TMPFILE (Linux 3.11): a probe file that never has a name; asprintf */
 
 #include "base/file.h"
 
@@ -32,26 +32,22 @@ RematStatus file_open_regular(const char *who, const char *path, int *fd, uint64
     if (!who || !path || !fd || !size)
         return remat_fail(REMAT_EINVAL, "file_open_regular: a caller's name, a path and two outputs are required");
     struct stat st;
-    const int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (f < 0) {
-        const int err = errno;
-        /* A socket cannot be opened at all (ENXIO); say what it is rather than why not. */
-        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-            return remat_fail(REMAT_EIO, "%s: %s is %s, not a regular file", who, path, file_kind(st.st_mode));
-        return remat_fail(REMAT_EIO, "%s: cannot open %s: %s", who, path, strerror(err));
-    }
-    /* O_NONBLOCK means nothing to a regular file's reads, but the caller asked for an
-     * ordinary descriptor; it is cleared so the flag cannot surprise a later use. */
+    const int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), open_err = errno;
+    /* The type of what was opened (fstat: nothing can be swapped in between); a socket
+     * cannot be opened at all (ENXIO), and stat says what it is rather than why not. */
+    const bool known = f >= 0 ? fstat(f, &st) == 0 : stat(path, &st) == 0;
     RematStatus status = REMAT_OK;
     int flags;
-    if (fstat(f, &st) != 0)
-        status = remat_fail(REMAT_EIO, "%s: cannot stat %s: %s", who, path, strerror(errno));
-    else if (!S_ISREG(st.st_mode))
+    if (known && !S_ISREG(st.st_mode))
         status = remat_fail(REMAT_EIO, "%s: %s is %s, not a regular file", who, path, file_kind(st.st_mode));
+    else if (f < 0 || !known)
+        status = remat_fail(REMAT_EIO, "%s: cannot open %s: %s", who, path, strerror(f < 0 ? open_err : errno));
+    /* O_NONBLOCK means nothing to a regular file's reads, but the caller asked for an
+     * ordinary descriptor; it is cleared so the flag cannot surprise a later use. */
     else if ((flags = fcntl(f, F_GETFL)) < 0 || fcntl(f, F_SETFL, flags & ~O_NONBLOCK) != 0)
         status = remat_fail(REMAT_EIO, "%s: cannot make %s blocking: %s", who, path, strerror(errno));
     if (status != REMAT_OK) {
-        close(f);
+        if (f >= 0) close(f);
         return status;
     }
     *fd = f;
@@ -92,11 +88,8 @@ int file_create_new(const char *dir, char *name, bool unnamed, bool *named)
  * root it says yes to any directory, /proc included. Returns 0 or an errno value. */
 static int can_create_in(const char *dir)
 {
-    static const char name[] = "/.remat-write-check-XXXXXX";
-    char *probe = malloc(strlen(dir) + sizeof name);
-    if (!probe) return ENOMEM;
-    strcpy(probe, dir);
-    strcat(probe, name);
+    char *probe;
+    if (asprintf(&probe, "%s/.remat-write-check-XXXXXX", dir) < 0) return ENOMEM;
     bool named;
     const int fd = file_create_new(dir, probe, true, &named);
     const int err = fd < 0 ? errno : 0;
@@ -190,8 +183,8 @@ static char *canonical(const char *path)
     free(dir);
     if (!real) return NULL;
     const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
-    char *out = malloc(strlen(real) + strlen(name) + 2);
-    if (out) sprintf(out, "%s/%s", real, name);
+    char *out;
+    if (asprintf(&out, "%s/%s", real, name) < 0) out = NULL;
     free(real);
     return out;
 }

@@ -91,6 +91,7 @@ RematStatus flags_check(const FlagSet *set, const void *run)
         const bool given = *set->given & 1u << k;
         const char *why = !given ? NULL
                         : *set->given & f->excludes ? f->excluded
+                        : f->needs && !(set->traits & f->needs) ? f->unneeded
                         : f->applies ? f->applies(set->opts, run) : NULL;
         if (why) return remat_fail(REMAT_EINVAL, "%s does not apply: %s", f->name, why);
     }

@@ -51,8 +51,12 @@ typedef struct Flag {
     /* FLAG_CUSTOM: reads `value` into `opts` (a switch: value NULL); REMAT_EINVAL saying
      * why not, without the flag's name. */
     RematStatus (*set)(void *opts, const char *value);
-    /* NULL if the flag changes something in the run `opts` and `run` (the program's
-     * description of what it will run) say; else why it does not. NULL: always applies. */
+    /* When it applies, as data: it needs one of these traits of the run (FlagSet.traits;
+     * 0: any run), and without them changes nothing because `unneeded`... */
+    unsigned needs;
+    const char *unneeded;
+    /* ...or as a rule: NULL if the flag changes something in the run `opts` and `run` (the
+     * program's description of what it will run) say; else why it does not. NULL: always. */
     const char *(*applies)(const void *opts, const void *run);
     unsigned excludes;    /* rows of its set that make it change nothing (bit k: row k)... */
     const char *excluded; /* ...and why, refused before `applies` is asked */
@@ -65,6 +69,7 @@ typedef struct FlagSet {
     void *opts;        /* the struct the rows' offsets are into */
     unsigned accepted; /* the rows this program takes */
     unsigned *given;   /* where the rows given are recorded */
+    unsigned traits;   /* what the run is, in the program's bits: what Flag.needs reads */
 } FlagSet;
 
 enum { FLAGS_RUN = 0, FLAGS_HELP = 1, FLAGS_BAD = 2 };
@@ -75,7 +80,7 @@ enum { FLAGS_RUN = 0, FLAGS_HELP = 1, FLAGS_BAD = 2 };
  * given twice, a missing or bad value. */
 int flags_parse(const FlagSet *sets, int n_sets, int argc, char **argv);
 
-/* REMAT_OK if every flag given in `set` applies to `run` (Flag.excludes, Flag.applies);
+/* REMAT_OK if every flag given in `set` applies to `run` (Flag.excludes, .needs, .applies);
  * else REMAT_EINVAL with "--flag does not apply: <why>". */
 RematStatus flags_check(const FlagSet *set, const void *run);
 

@@ -115,25 +115,16 @@ static bool decimal_value(const char *s, size_t n, double *out)
     return true;
 }
 
-bool parse_double(const char *text, double lo, double hi, bool hi_inclusive, double *out)
-{
-    if (!text) return false;
-    const size_t n = decimal_length(text);
-    double v;
-    if (n == 0 || text[n] != '\0' || !decimal_value(text, n, &v)) return false;
-    if (v < lo || v > hi || (!hi_inclusive && v == hi)) return false;
-    *out = v;
-    return true;
-}
-
 bool parse_float(const char *text, double lo, double hi, bool hi_inclusive, float *out)
 {
+    const size_t n = text ? decimal_length(text) : 0;
     double v;
-    if (!parse_double(text, lo, hi, hi_inclusive, &v)) return false;
-    /* The range holds for the float kept, not only for the decimal typed: 0.99999999 is
-     * below 1 but rounds to 1.0f. */
+    if (n == 0 || text[n] != '\0' || !decimal_value(text, n, &v)) return false;
+    /* The range holds for the decimal typed and for the float kept: 0.99999999 is below 1
+     * but rounds to 1.0f. */
     const float f = (float)v;
-    if (f < lo || f > hi || (!hi_inclusive && f == hi)) return false;
+    if (v < lo || v > hi || (!hi_inclusive && v == hi) || f < lo || f > hi || (!hi_inclusive && f == hi))
+        return false;
     *out = f;
     return true;
 }

@@ -39,14 +39,12 @@ bool parse_u64(const char *text, uint64_t lo, uint64_t hi, uint64_t *out);
 bool parse_int_list(const char *text, long lo, long hi, int *out, size_t capacity, size_t *count);
 
 /* Parses `text` as a whole finite decimal number in [lo, hi] (or [lo, hi) when
- * hi_inclusive is false) into *out; false (and *out unchanged) otherwise. */
-bool parse_double(const char *text, double lo, double hi, bool hi_inclusive, double *out);
-
-/* As parse_double, stored as a float. */
+ * hi_inclusive is false), both as typed and once stored as a float, into *out; false (and
+ * *out unchanged) otherwise. */
 bool parse_float(const char *text, double lo, double hi, bool hi_inclusive, float *out);
 
 /* Parses a size such as "300MiB", "1.5GiB", "4096" or "64 KiB" (a decimal number as
- * parse_double takes it, then at most one space and a unit: B, KiB, MiB or GiB; none
+ * parse_float takes it, then at most one space and a unit: B, KiB, MiB or GiB; none
  * means bytes) into whole bytes, rounded down. REMAT_EINVAL, saying what was wrong, for
  * anything else: empty text, a negative, zero or non-finite number, an unknown unit,
  * junk after it, less than one byte or more than SIZE_MAX. */

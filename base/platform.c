@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/parse.h"
+
 /* The variables libgomp reads, at start-up, for how its idle threads wait: "NAME=value"
  * of the first one set (OMP_WAIT_POLICY wins, as in libgomp), or "default". */
 static const char *omp_wait_setting(void)
@@ -31,32 +33,25 @@ static const char *omp_wait_setting(void)
     return "default";
 }
 
+/* The names of openblas_get_parallel()'s answers: how the loaded OpenBLAS runs threads. */
+static const char *const BLAS_THREADING[] = {"sequential", "pthreads", "openmp"};
+static const NameTable BLAS_THREADING_NAMES = {BLAS_THREADING, 3};
+
 PlatformInfo platform_info(void)
 {
-    PlatformInfo info;
-    info.blas_config = openblas_get_config();
-    info.blas_core = openblas_get_corename();
-    switch (openblas_get_parallel()) {
-    case 0: info.blas_threading = "sequential"; break;
-    case 1: info.blas_threading = "pthreads"; break;
-    case 2: info.blas_threading = "openmp"; break;
-    default: info.blas_threading = "unknown"; break;
-    }
-    info.threads = omp_get_max_threads();
-    info.cores = omp_get_num_procs();
-    info.omp_wait = omp_wait_setting();
-    return info;
+    return (PlatformInfo){.blas_config = openblas_get_config(), .blas_core = openblas_get_corename(),
+                          .blas_threading = name_of(&BLAS_THREADING_NAMES, openblas_get_parallel()),
+                          .threads = omp_get_max_threads(), .cores = omp_get_num_procs(),
+                          .omp_wait = omp_wait_setting()};
 }
 
 RematStatus platform_check(void)
 {
-    int parallel = openblas_get_parallel();
+    const int parallel = openblas_get_parallel();
     if (parallel == 2) return REMAT_OK;
-    return remat_fail(REMAT_ESTATE,
-                      "the loaded OpenBLAS is the %s build; remat needs the OpenMP build "
-                      "(install libopenblas-openmp-dev, or select it with "
-                      "update-alternatives --config libopenblas.so.0-x86_64-linux-gnu)",
-                      parallel == 1 ? "pthreads" : "sequential");
+    return remat_fail(REMAT_ESTATE, "the loaded OpenBLAS is the %s build; remat needs the OpenMP build (install "
+                      "libopenblas-openmp-dev, or select it with update-alternatives --config "
+                      "libopenblas.so.0-x86_64-linux-gnu)", name_of(&BLAS_THREADING_NAMES, parallel));
 }
 
 int platform_max_threads(void)
@@ -132,18 +127,9 @@ RematStatus platform_check_address_space(void)
 
 RematStatus platform_resident(Resident *r)
 {
-    *r = (Resident){0};
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f) return remat_fail(REMAT_EIO, "cannot read /proc/self/status: %s", strerror(errno));
-    char line[256];
-    int found = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long kib;
-        if (sscanf(line, "VmRSS: %lu kB", &kib) == 1) r->current = (size_t)kib * 1024, found++;
-        else if (sscanf(line, "VmHWM: %lu kB", &kib) == 1) r->peak = (size_t)kib * 1024, found++;
-    }
-    fclose(f);
-    return found == 2 ? REMAT_OK : remat_fail(REMAT_EIO, "/proc/self/status has no VmRSS and VmHWM");
+    r->current = read_number("/proc/self/status", "VmRSS:", 1024);
+    r->peak = read_number("/proc/self/status", "VmHWM:", 1024);
+    return r->current && r->peak ? REMAT_OK : remat_fail(REMAT_EIO, "/proc/self/status gives no VmRSS and VmHWM");
 }
 
 RematStatus platform_resident_restart_peak(void)

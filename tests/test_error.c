@@ -58,13 +58,6 @@ static void test_errors_are_per_thread(void **state)
     assert_int_equal(remat_last_status(), REMAT_EOOM);
 }
 
-static void test_status_names(void **state)
-{
-    (void)state;
-    assert_string_equal(remat_status_name(REMAT_EOOM), "out of memory budget");
-    assert_string_equal(remat_status_name((RematStatus)99), "unknown status");
-}
-
 static void test_thread_count_is_validated(void **state)
 {
     (void)state;
@@ -116,7 +109,6 @@ int main(void)
         cmocka_unit_test(test_fail_records_status_and_message),
         cmocka_unit_test(test_long_messages_are_truncated_not_overflowed),
         cmocka_unit_test(test_errors_are_per_thread),
-        cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_omp_wait_names_the_variable_set),
         cmocka_unit_test(test_thread_count_is_validated),
         cmocka_unit_test(test_openblas_is_the_openmp_build),

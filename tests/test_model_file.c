@@ -153,7 +153,7 @@ static void assert_load_refused(const char *path, const char *a, const char *b, 
     Snapshot before = snapshot(&r);
     const TrainState state_before = r.state;
     remat_clear_error();
-    assert_int_equal(model_load(r.model, r.opt, &r.state, path), REMAT_ECORRUPT);
+    assert_int_equal(model_load(r.model, r.opt, &r.state, path, NULL), REMAT_ECORRUPT);
     const char *fragments[] = {path, a, b, c};
     for (int i = 0; i < 4; i++)
         if (fragments[i] && !strstr(remat_last_error(), fragments[i]))
@@ -173,7 +173,7 @@ static void test_model_file_round_trips_a_training_run(void **state)
     path_in_dir(path, sizeof path, "run.safetensors");
     Run a = run_create(3), b = run_create(5);
     assert_int_equal(model_save(a.model, a.opt, &a.state, NULL, 0, path), REMAT_OK);
-    assert_int_equal(model_load(b.model, b.opt, &b.state, path), REMAT_OK);
+    assert_int_equal(model_load(b.model, b.opt, &b.state, path, NULL), REMAT_OK);
     Snapshot sa = snapshot(&a);
     assert_unchanged(&sa, &b);
     assert_memory_equal(&a.state, &b.state, sizeof a.state);
@@ -266,7 +266,7 @@ static void test_model_file_negative_second_moment_is_refused_naming_the_tensor(
                                 "a second moment is a mean of squares");
         } else {
             Run b = run_create(5);
-            assert_int_equal(model_load(b.model, b.opt, &b.state, bad), REMAT_OK);
+            assert_int_equal(model_load(b.model, b.opt, &b.state, bad, NULL), REMAT_OK);
             run_free(&b);
         }
         tensor_free(t);
@@ -373,7 +373,7 @@ static void test_model_file_malformed_training_metadata_is_refused(void **state)
     /* Upper-case hex and fewer than 16 digits are still a generator state. */
     rewrite(good, bad, "remat.data_rng", "ABCdef:1", NULL, NULL);
     Run b = run_create(5);
-    assert_int_equal(model_load(b.model, b.opt, &b.state, bad), REMAT_OK);
+    assert_int_equal(model_load(b.model, b.opt, &b.state, bad, NULL), REMAT_OK);
     assert_true(b.state.data_rng.state == 0xabcdef && b.state.data_rng.inc == 1);
     run_free(&b);
     run_free(&a);
@@ -390,7 +390,7 @@ static void test_model_file_fifo_is_refused_without_waiting(void **state)
     assert_int_equal(mkfifo(path, 0600), 0);
     Run r = run_create(3);
     alarm(10);
-    const RematStatus status = model_load(r.model, r.opt, &r.state, path);
+    const RematStatus status = model_load(r.model, r.opt, &r.state, path, NULL);
     StFile *opened = st_load(path); /* how train reads a resumed file's configuration */
     const RematStatus meta_status = opened ? REMAT_OK : remat_last_status();
     st_close(opened);

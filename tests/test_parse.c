@@ -125,28 +125,28 @@ static void test_parse_int_list_rejects_empty_elements_and_changes_nothing(void 
     assert_int_equal(n, 42);
 }
 
-static void test_parse_double_takes_decimal_text_only(void **state)
+static void test_parse_float_takes_decimal_text_only(void **state)
 {
     (void)state;
-    double v = 0;
-    assert_true(parse_double("0.25", 0, 1, false, &v));
-    assert_true(v == 0.25);
-    assert_true(parse_double("1e-3", 0, 1, false, &v));
-    assert_true(v == 1e-3);
-    assert_true(parse_double("-2.5E1", -100, 100, true, &v));
-    assert_true(v == -25.0);
-    assert_true(parse_double("3.", 0, 10, true, &v));
-    assert_true(v == 3.0);
-    assert_true(parse_double("1", 0, 1, true, &v));
+    float v = 0;
+    assert_true(parse_float("0.25", 0, 1, false, &v));
+    assert_true(v == 0.25f);
+    assert_true(parse_float("1e-3", 0, 1, false, &v));
+    assert_true(v == 1e-3f);
+    assert_true(parse_float("-2.5E1", -100, 100, true, &v));
+    assert_true(v == -25.0f);
+    assert_true(parse_float("3.", 0, 10, true, &v));
+    assert_true(v == 3.0f);
+    assert_true(parse_float("1", 0, 1, true, &v));
     const char *bad[] = {"", " 0.5", "0.5 ", "+0.5", "0x1p-3", "inf", "nan", "1e", "1e+", ".", "-", "1..2",
                          "1e400", "0.5junk", "1,5"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         v = 7;
-        assert_false(parse_double(bad[i], -1e300, 1e300, true, &v));
+        assert_false(parse_float(bad[i], -1e300, 1e300, true, &v));
         assert_true(v == 7); /* nothing written */
     }
-    assert_false(parse_double("1", 0, 1, false, &v)); /* hi excluded */
-    assert_false(parse_double("-0.1", 0, 1, false, &v));
+    assert_false(parse_float("1", 0, 1, false, &v)); /* hi excluded */
+    assert_false(parse_float("-0.1", 0, 1, false, &v));
     float f = 0;
     assert_true(parse_float("0.1", 0, 1, false, &f));
     assert_true(f == 0.1f);
@@ -322,7 +322,7 @@ int main(void)
         cmocka_unit_test(test_parse_u64_takes_the_whole_range_and_no_sign),
         cmocka_unit_test(test_parse_int_list_reads_every_element),
         cmocka_unit_test(test_parse_int_list_rejects_empty_elements_and_changes_nothing),
-        cmocka_unit_test(test_parse_double_takes_decimal_text_only),
+        cmocka_unit_test(test_parse_float_takes_decimal_text_only),
         cmocka_unit_test(test_memory_sizes_parse_with_units),
         cmocka_unit_test(test_name_table_parses_names_and_refuses_others_alike),
         cmocka_unit_test(test_flags_set_each_field_by_its_type),

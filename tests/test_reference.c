@@ -63,7 +63,7 @@ static void check_matches_pytorch(AttentionKind attention)
                    .dropout = 0.0f, .attention = attention, .seed = 1};
     Model *m = gpt_create(&c);
     assert_non_null(m);
-    if (model_load(m, NULL, NULL, REMAT_REFERENCE_FILE) != REMAT_OK) fail_msg("%s", remat_last_error());
+    if (model_load(m, NULL, NULL, REMAT_REFERENCE_FILE, NULL) != REMAT_OK) fail_msg("%s", remat_last_error());
 
     Var *input = var_create(st_get(f, "input", MEM_ACT), false, "input");
     Var *target = var_create(st_get(f, "target", MEM_ACT), false, "target");

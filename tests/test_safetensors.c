@@ -215,12 +215,6 @@ static void test_save_load_round_trip_of_every_dtype(void **state)
         tensor_free(t);
     }
 
-    Tensor *into = tensor_zeros(MEM_GRAD, 2, (int[]){2, 3});
-    assert_non_null(into);
-    assert_int_equal(st_read_into(f, "h.0.attn.c_attn.weight", into), REMAT_OK);
-    assert_memory_equal(into->data, s.weight->data, into->bytes);
-    tensor_free(into);
-
     st_close(f);
     sample_free(s);
     assert_int_equal(unlink(path), 0);
@@ -339,7 +333,6 @@ static void test_load_accepts_any_header_order_scalar_and_empty(void **state)
     assert_int_equal(scalar->ndim, 1);
     assert_int_equal(scalar->shape[0], 1);
     assert_int_equal(scalar->i32[0], 0x03020100);
-    assert_int_equal(st_read_into(f, "s", scalar), REMAT_OK);
     tensor_free(scalar);
 
     /* An empty tensor is a valid entry, but no Tensor can hold it. */
@@ -367,36 +360,6 @@ static void test_get_unknown_name_is_einval(void **state)
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
     snprintf(expected, sizeof expected, "no tensor named wte.weight in %s", path);
     assert_non_null(strstr(remat_last_error(), expected));
-    assert_int_equal(st_read_into(f, "wte.weight", s.weight), REMAT_EINVAL);
-    st_close(f);
-    sample_free(s);
-    assert_int_equal(unlink(path), 0);
-}
-
-static void test_read_into_checks_dtype_and_shape(void **state)
-{
-    (void)state;
-    char path[512];
-    scratch_path(path, sizeof path, "mismatch.safetensors");
-    Sample s = sample_make();
-    assert_int_equal(sample_save(path, s), REMAT_OK);
-    StFile *f = st_load(path);
-    assert_non_null(f);
-
-    Tensor *transposed = tensor_zeros(MEM_PARAM, 2, (int[]){3, 2});
-    assert_non_null(transposed);
-    assert_int_equal(st_read_into(f, "h.0.attn.c_attn.weight", transposed), REMAT_EINVAL);
-    assert_non_null(strstr(remat_last_error(), "is F32 (2,3) in the file, but the destination is F32 (3,2)"));
-    for (size_t i = 0; i < transposed->numel; i++) assert_true(transposed->f32[i] == 0.0f); /* untouched */
-
-    Tensor *floats = tensor_zeros(MEM_PARAM, 1, (int[]){5});
-    assert_non_null(floats);
-    assert_int_equal(st_read_into(f, "token_ids", floats), REMAT_EINVAL);
-    assert_non_null(strstr(remat_last_error(), "is I32 (5) in the file, but the destination is F32 (5)"));
-    assert_int_equal(st_read_into(f, "token_ids", NULL), REMAT_EINVAL);
-
-    tensor_free(transposed);
-    tensor_free(floats);
     st_close(f);
     sample_free(s);
     assert_int_equal(unlink(path), 0);
@@ -493,13 +456,13 @@ static void test_load_rejects_bad_shape(void **state)
 {
     (void)state;
     assert_corrupt_header("{\"x\":{\"dtype\":\"U8\",\"shape\":[-1],\"data_offsets\":[0,0]}}", 0,
-                          "tensor x: shape[0] is not a whole number");
+                          "tensor x: shape is not an array of at most 4 whole numbers in 0..2147483647");
     assert_corrupt_header("{\"x\":{\"dtype\":\"U8\",\"shape\":[2.5],\"data_offsets\":[0,0]}}", 0,
-                          "tensor x: shape[0] is not a whole number");
+                          "tensor x: shape is not an array of at most 4 whole numbers in 0..2147483647");
     assert_corrupt_header("{\"x\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1],\"data_offsets\":[0,1]}}", 1,
-                          "tensor x: shape has 5 dimensions; remat reads at most 4");
+                          "tensor x: shape is not an array of at most 4 whole numbers in 0..2147483647");
     assert_corrupt_header("{\"x\":{\"dtype\":\"U8\",\"shape\":\"2\",\"data_offsets\":[0,2]}}", 2,
-                          "tensor x: shape is missing or not an array");
+                          "tensor x: shape is not an array of at most 4 whole numbers in 0..2147483647");
 }
 
 static void test_load_rejects_offsets_out_of_range(void **state)
@@ -885,7 +848,6 @@ int main(void)
         TEST(test_save_without_metadata_or_tensors),
         TEST(test_load_accepts_any_header_order_scalar_and_empty),
         TEST(test_get_unknown_name_is_einval),
-        TEST(test_read_into_checks_dtype_and_shape),
         TEST(test_load_missing_file_is_eio),
         TEST(test_close_accepts_null),
         TEST(test_load_rejects_truncated_file),

@@ -1033,14 +1033,14 @@ static void test_damaged_file_changes_nothing(void **state)
 
     Model *other = mlp_create(&(MlpConfig){.n_layers = 2, .width = 8, .seed = 2});
     Tensor *before = tensor_clone(other->params[0].var->value, MEM_WORK);
-    assert_int_equal(model_load(other, NULL, NULL, bad), REMAT_ECORRUPT);
+    assert_int_equal(model_load(other, NULL, NULL, bad, NULL), REMAT_ECORRUPT);
     assert_memory_equal(before->data, other->params[0].var->value->data, before->bytes);
     /* A file of another width is refused by name, also without changing anything. */
     Model *wide = mlp_create(&(MlpConfig){.n_layers = 2, .width = 9, .seed = 3});
-    assert_int_equal(model_load(wide, NULL, NULL, good), REMAT_ECORRUPT);
+    assert_int_equal(model_load(wide, NULL, NULL, good, NULL), REMAT_ECORRUPT);
     assert_non_null(strstr(remat_last_error(), "h.0.weight"));
     /* The good file loads, and then the parameters are the saved ones. */
-    assert_int_equal(model_load(other, NULL, NULL, good), REMAT_OK);
+    assert_int_equal(model_load(other, NULL, NULL, good, NULL), REMAT_OK);
     assert_memory_equal(m->params[3].var->value->data, other->params[3].var->value->data,
                         m->params[3].var->value->bytes);
     tensor_free(before);

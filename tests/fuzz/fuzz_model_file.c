@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     TrainState state = {.step = -1}, state_before = state;
 
     remat_clear_error();
-    if (model_load(model, opt, &state, path) == REMAT_OK) {
+    if (model_load(model, opt, &state, path, NULL) == REMAT_OK) {
         for (int i = 0; i < n; i++)
             for (size_t k = 0; k < live[i]->numel; k++)
                 if (!isfinite(live[i]->f32[k])) broken("a loaded value is not finite");

@@ -1,6 +1,6 @@
 /*
  * fuzz_parse.c — libFuzzer target for the command-line parsers of base/parse.c:
- * parse_int, parse_u64, parse_int_list, parse_double and parse_memory_size.
+ * parse_int, parse_u64, parse_int_list, parse_float and parse_memory_size.
  *
  * Each input, up to its first NUL, is one command-line value. A value a parser accepts
  * must be exactly what its contract allows — digits, a '-' only where negatives are
@@ -90,18 +90,18 @@ static void check_memory_size(const char *text)
     }
 }
 
-static void check_double(const char *text)
+static void check_float(const char *text)
 {
-    double v = -7.0;
-    if (parse_double(text, -1e6, 1e6, true, &v)) {
+    float v = -7.0f;
+    if (parse_float(text, -1e6, 1e6, true, &v)) {
         char *end = NULL;
-        const double expected = strtod(text, &end);
-        if (*end || v != expected || v < -1e6 || v > 1e6)
-            broken("parse_double", text, "accepted a value strtod reads otherwise, or out of range");
+        const float expected = (float)strtod(text, &end);
+        if (*end || v != expected || v < -1e6f || v > 1e6f)
+            broken("parse_float", text, "accepted a value strtod reads otherwise, or out of range");
         for (const char *c = text; *c; c++)
-            if (!strchr("0123456789.-+eE", *c)) broken("parse_double", text, "accepted a character besides a decimal's");
-    } else if (v != -7.0) {
-        broken("parse_double", text, "refused, but changed its output");
+            if (!strchr("0123456789.-+eE", *c)) broken("parse_float", text, "accepted a character besides a decimal's");
+    } else if (v != -7.0f) {
+        broken("parse_float", text, "refused, but changed its output");
     }
 }
 
@@ -118,7 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_int(text, INT32_MIN, INT32_MAX);
     check_u64(text);
     check_list(text);
-    check_double(text);
+    check_float(text);
     check_memory_size(text);
     free(text);
     return 0;
