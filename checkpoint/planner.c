@@ -184,8 +184,7 @@ static Schedule *dp_schedule(const Dp *dp, int best)
 }
 
 /* The exact search for `goal` (under `act_budget` for DP_FEWEST_FLOPS): the single-level
- * schedule it finds; NULL with *none_fits set when no schedule fits, or NULL on error.
- * Its work grows as L^3: check_dp_limit bounds L. */
+ * schedule it finds; NULL with *none_fits set when no schedule fits, or NULL on error. */
 static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, bool *none_fits)
 {
     Dp dp;
@@ -199,6 +198,27 @@ static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, b
     }
     dp_free(&dp);
     return s;
+}
+
+/* The planners' search (see PLANNERS): the cheapest schedule it finds whose peak ACT fits
+ * `act_budget`; when none does, NULL with *leanest the least peak ACT it can reach; on
+ * error NULL with *leanest SIZE_MAX. The exact one refuses chains longer than
+ * PLANNER_DP_MAX_LAYERS: its work grows as L^3. */
+static Schedule *search_dp(const ChainCost *c, size_t act_budget, size_t *leanest)
+{
+    *leanest = SIZE_MAX;
+    if (c->n_layers > PLANNER_DP_MAX_LAYERS) {
+        remat_fail(REMAT_EINVAL, "the exact search plans chains of up to %d layers (its work grows as L^3), this "
+                   "one has %d: use the chen planner", PLANNER_DP_MAX_LAYERS, c->n_layers);
+        return NULL;
+    }
+    bool none_fits;
+    Schedule *s = dp_search(c, DP_FEWEST_FLOPS, act_budget, &none_fits);
+    if (!none_fits) return s;
+    Schedule *lean = dp_search(c, DP_LEAST_PEAK, 0, &none_fits);
+    if (lean) *leanest = lean->predicted.peak_act;
+    schedule_free(lean);
+    return NULL;
 }
 
 /* A search's step: keeps in *best whichever of *best and `candidate` (owned by the call)
@@ -322,41 +342,26 @@ static Schedule *search_revolve(const ChainCost *cost, size_t act_budget, size_t
     return best;
 }
 
-/* ---- budgets ----------------------------------------------------------------------------- */
-
-/* REMAT_EINVAL for a chain too long for the exact search, whose work grows as L^3. */
-static RematStatus check_dp_limit(const ChainCost *c)
-{
-    if (c->n_layers <= PLANNER_DP_MAX_LAYERS) return REMAT_OK;
-    return remat_fail(REMAT_EINVAL, "the exact search plans chains of up to %d layers (its work grows as L^3), this "
-                      "one has %d: use the chen planner", PLANNER_DP_MAX_LAYERS, c->n_layers);
-}
-
-size_t planner_min_budget(const ChainCost *cost)
-{
-    bool none_fits;
-    Schedule *lean = cost && check_dp_limit(cost) == REMAT_OK ? dp_search(cost, DP_LEAST_PEAK, 0, &none_fits) : NULL;
-    const size_t budget = lean ? lean->predicted.peak_total : 0;
-    schedule_free(lean);
-    return budget;
-}
-
-size_t planner_revolve_min_budget(const ChainCost *cost)
-{
-    size_t leanest;
-    Schedule *s = search_revolve(cost, 0, &leanest);
-    schedule_free(s);
-    return leanest == SIZE_MAX ? 0 : cost->fixed + cost->work_peak + leanest;
-}
-
 /* ---- planners ---------------------------------------------------------------------------- */
 
 static const char *const NAMES[PLANNER_COUNT] = {"chen", "dp", "revolve"};
 const NameTable PLANNER_NAMES = {NAMES, PLANNER_COUNT};
 
+/* Each planner's search, by PlannerKind. */
+static Schedule *(*const SEARCHES[PLANNER_COUNT])(const ChainCost *, size_t, size_t *) = {
+    search_chen, search_dp, search_revolve};
+
 const char *planner_name(PlannerKind kind)
 {
     return name_of(&PLANNER_NAMES, (int)kind);
+}
+
+size_t planner_min_budget(PlannerKind kind, const ChainCost *cost)
+{
+    size_t leanest = SIZE_MAX;
+    if (cost && (unsigned)kind < PLANNER_COUNT)
+        schedule_free(SEARCHES[kind == PLANNER_REVOLVE ? kind : PLANNER_DP](cost, 0, &leanest));
+    return leanest == SIZE_MAX ? 0 : cost->fixed + cost->work_peak + leanest;
 }
 
 /* REMAT_EOOM for a budget below `min_budget`, the leanest schedule's need for planner
@@ -369,7 +374,7 @@ static RematStatus fail_too_small(const ChainCost *c, PlannerKind kind, size_t b
         return remat_fail(REMAT_EOOM, "memory budget %s: no schedule found fits it (params, grads, optimizer and "
                           "workspace alone take %s)", mem_format_bytes(b, sizeof b, budget),
                           mem_format_bytes(fixed, sizeof fixed, c->fixed + c->work_peak));
-    const size_t revolve_min = kind == PLANNER_REVOLVE ? 0 : planner_revolve_min_budget(c);
+    const size_t revolve_min = kind == PLANNER_REVOLVE ? 0 : planner_min_budget(PLANNER_REVOLVE, c);
     if (revolve_min > 0 && revolve_min < min_budget)
         snprintf(lower, sizeof lower, "; planner revolve, which recomputes layers more than once, fits from %s",
                  mem_format_bytes(m, sizeof m, revolve_min));
@@ -391,28 +396,15 @@ Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget)
     if (kind == PLANNER_REVOLVE && chain_check_uniform(cost) != REMAT_OK) return NULL;
     const size_t reserved = cost->fixed + cost->work_peak;
     if (budget <= reserved) {
-        fail_too_small(cost, kind, budget, kind == PLANNER_REVOLVE ? planner_revolve_min_budget(cost) : planner_min_budget(cost));
+        fail_too_small(cost, kind, budget, planner_min_budget(kind, cost));
         return NULL;
     }
-    const size_t act_budget = budget - reserved;
-    if (kind == PLANNER_REVOLVE) {
-        size_t leanest;
-        Schedule *s = search_revolve(cost, act_budget, &leanest);
-        if (!s && leanest != SIZE_MAX) fail_too_small(cost, kind, budget, reserved + leanest);
-        return s;
-    }
-    if (kind == PLANNER_DP) {
-        if (check_dp_limit(cost) != REMAT_OK) return NULL;
-        bool none_fits;
-        Schedule *s = dp_search(cost, DP_FEWEST_FLOPS, act_budget, &none_fits);
-        if (!s && none_fits) fail_too_small(cost, kind, budget, planner_min_budget(cost));
-        return s;
-    }
-    size_t leanest = SIZE_MAX;
-    Schedule *s = search_chen(cost, act_budget, &leanest);
+    size_t leanest;
+    Schedule *s = SEARCHES[kind](cost, budget - reserved, &leanest);
     if (s || leanest == SIZE_MAX) return s;
-    const size_t min_budget = planner_min_budget(cost);
-    if (min_budget > budget || min_budget == 0) {
+    /* Nothing fits. Chen's search may miss a schedule the exact search finds: it says so. */
+    const size_t min_budget = kind == PLANNER_CHEN ? planner_min_budget(kind, cost) : reserved + leanest;
+    if (kind != PLANNER_CHEN || min_budget > budget || min_budget == 0) {
         fail_too_small(cost, kind, budget, min_budget);
         return NULL;
     }

@@ -48,14 +48,10 @@ Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget);
 /* The exact search's limit: its work grows as L^3 (L = 1024 takes seconds). */
 #define PLANNER_DP_MAX_LAYERS 1024
 
-/* The smallest budget any single-level schedule fits in: fixed + work_peak + the least
- * peak ACT over all schedules (found by the exact search); 0 for a chain longer than
- * PLANNER_DP_MAX_LAYERS. */
-size_t planner_min_budget(const ChainCost *cost);
-
-/* The smallest budget planner revolve fits in (its leanest schedule's peak_total, as
- * planner_min_budget for the single-level planners); 0 for a chain that is not uniform,
- * with chain_check_uniform's error set. */
-size_t planner_revolve_min_budget(const ChainCost *cost);
+/* The smallest budget planner `kind` fits in: fixed + work_peak + the least peak ACT of
+ * the schedules it can make (for chen, as for dp: the exact search's). 0 when it plans
+ * nothing on this chain (a chain longer than PLANNER_DP_MAX_LAYERS; for revolve, one
+ * that is not uniform, with chain_check_uniform's error set). */
+size_t planner_min_budget(PlannerKind kind, const ChainCost *cost);
 
 #endif /* REMAT_CHECKPOINT_PLANNER_H */

@@ -119,38 +119,4 @@ void revolve_schedule_print(const RevolveSchedule *schedule, FILE *out);
  * ctx's generator as it was. */
 Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx);
 
-/* ---- the predictor -------------------------------------------------------------------- */
-
-/* What one layer of a uniform chain costs, read off the chain cost model
- * (chain_revolve_layer, cost.h). */
-typedef struct RevolveLayerCost {
-    size_t input_bytes;         /* a: the bytes of a layer's input (= its output, = a gradient) */
-    size_t forward_bytes;       /* the most ACT above its input while it runs with grad off,
-                                   its output included */
-    size_t reverse_bytes;       /* its working set: the most ACT above its input and its
-                                   output's gradient while it is reversed (forward with grad on
-                                   into a sub-tape, then backward), its input's gradient included */
-    size_t first_reverse_bytes; /* the same for layer 0, whose input gradient goes to the
-                                   engine's buffer (already allocated) or is not computed */
-    bool input_needs_grad;      /* the chain's input needs a gradient */
-    uint64_t forward_flops;     /* F: the FLOPs of one forward */
-} RevolveLayerCost;
-
-typedef struct RevolvePrediction {
-    size_t forward_peak;        /* the most ACT the executor holds in its forward: its input,
-                                   the states it keeps, the layer running, its output */
-    size_t forward_kept;        /* what it holds once its forward is done, its output aside:
-                                   x_0, the states in slots and x_{l−1} */
-    size_t backward_peak;       /* the most in its backward: the states it keeps, the
-                                   gradients (its output's, given to it; its input's if needed;
-                                   the one between layers) and the working set */
-    uint64_t forward_flops;     /* l·F */
-    uint64_t recompute_flops;   /* (t(l, s) + 1)·F */
-} RevolvePrediction;
-
-/* Predicts the executor's memory and FLOPs for `schedule` on a uniform chain whose layers
- * each cost `layer`, by walking the schedule's actions and adding up what is alive at each
- * moment (revolve.c spells out the model). REMAT_EINVAL for NULL arguments. */
-RematStatus revolve_predict(const RevolveSchedule *schedule, const RevolveLayerCost *layer, RevolvePrediction *out);
-
 #endif /* REMAT_REVOLVE_H */

@@ -98,12 +98,6 @@ Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
     return s;
 }
 
-Schedule *schedule_revolve(int n_layers, int slots)
-{
-    const Segment whole = {0, n_layers, SEGMENT_REVOLVE, NULL, slots};
-    return schedule_create(STRATEGY_BUDGET, &whole, 1, n_layers);
-}
-
 int schedule_regions(const Schedule *s)
 {
     int regions = 0;

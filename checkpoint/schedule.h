@@ -115,9 +115,6 @@ Schedule *schedule_create(StrategyKind strategy, const Segment *segments, int n,
  * budget, which a planner makes (planner.h). */
 Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers);
 
-/* The whole chain of `n_layers` under Revolve with `slots` slots, as one segment. */
-Schedule *schedule_revolve(int n_layers, int slots);
-
 /* How many segments of the schedule are regions. */
 int schedule_regions(const Schedule *s);
 
