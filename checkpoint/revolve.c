@@ -1,7 +1,7 @@
 /*
- * revolve.c — binomial checkpointing: the count, the schedule and the predictor (see
- * revolve.h for the convention and how it maps to the FLOP ledger). The executor that runs
- * a schedule inside autograd is in revolve_run.c.
+ * revolve.c — binomial checkpointing: the count and the schedule (see revolve.h for the
+ * convention and how it maps to the FLOP ledger). The executor that runs a schedule inside
+ * autograd is in revolve_run.c; the chain cost model predicts it (cost.c).
  *
  * Notation: the chain is x_0 → x_1 → … → x_l; step i (1 ≤ i ≤ l) is layer i − 1 and maps
  * x_{i−1} to x_i. β(s, r) = C(s + r, s) is the most steps s slots can reverse when no step

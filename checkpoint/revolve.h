@@ -1,21 +1,15 @@
 /*
  * revolve.h — binomial checkpointing (Griewank & Walther's Revolve) for a chain of layers:
- * the optimal count, the schedule that attains it, an executor inside remat's autograd, and
- * a predictor of its peak activation memory and recompute FLOPs.
+ * the optimal count and the schedule that attains it (revolve.c), and an executor inside
+ * remat's autograd (revolve_run.c). The chain cost model predicts its memory (cost.h).
  *
- * Room: checkpoint/. Owns Revolve only: the count, schedule and predictor in revolve.c, the
- * executor in revolve_run.c. Uses autograd/ (tape, saved-tensor path, backward) and
- * tensor/ (the ledgers, PCG32); touches nothing of the other strategies.
- *
- * Why binomial checkpointing. Single-level segments (sqrt, schedule.h) keep k segment
- * inputs and recompute each layer once, but while a segment is replayed all its l/k layers'
- * activations are alive: the memory never goes below about k + l/k ≥ 2·sqrt(l) layer-sized
- * tensors. When memory is tighter than that, the only way on is to recompute some layers
+ * Why binomial checkpointing: single-level segments (sqrt, schedule.h) never hold less
+ * than about 2·sqrt(l) layer-sized tensors; below that, some layers must be recomputed
  * more than once. Revolve keeps at most `s` stored states (slots) plus the state being
- * worked on, for any s ≥ 1, and lets a layer be recomputed up to r times, where r is the
- * smallest "repetition number" with C(s + r, s) ≥ l. Among all schedules with s slots it
- * does the fewest forward evaluations (Griewank 1992; Griewank & Walther 2000); what that
- * buys on the MLP chain against sqrt is in docs/MEASUREMENTS.md, 1.3.
+ * worked on, for any s ≥ 1, recomputes a layer at most r times, r the smallest
+ * "repetition number" with C(s + r, s) ≥ l, and among all schedules with s slots does the
+ * fewest forward evaluations (Griewank 1992; Griewank & Walther 2000). What that buys on
+ * the MLP chain against sqrt: docs/MEASUREMENTS.md, 1.3.
  *
  * The count. Reversing l steps x_0 → x_1 → … → x_l with s slots takes at least
  *
