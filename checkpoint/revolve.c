@@ -186,28 +186,3 @@ void revolve_schedule_free(RevolveSchedule *schedule)
     free(schedule->recomputed);
     free(schedule);
 }
-
-void revolve_schedule_print(const RevolveSchedule *sch, FILE *out)
-{
-    if (!sch || !out) return;
-    fprintf(out, "revolve: %d steps, %d slots (%d used), r = %d, t = %" PRId64 " forward steps "
-            "(Griewank's count); %" PRId64 " layer forwards recomputed\n", sch->steps, sch->slots,
-            sch->slots_used, sch->repetitions, sch->forward_count, sch->forward_count + 1);
-    for (int i = 0; i < sch->n_actions; i++) {
-        const RevolveAction *a = &sch->actions[i];
-        if (i == sch->first_reverse) fprintf(out, "  -- backward --\n");
-        switch (a->kind) {
-        case REVOLVE_ADVANCE:
-            fprintf(out, "  advance %d from x_%d to x_%d\n", a->steps, a->position, a->position + a->steps);
-            break;
-        case REVOLVE_STORE: fprintf(out, "  store x_%d in slot %d\n", a->position, a->slot); break;
-        case REVOLVE_RESTORE:
-            fprintf(out, "  restore x_%d from slot %d%s\n", a->position, a->slot, a->release ? " (its last use)" : "");
-            break;
-        case REVOLVE_REVERSE: fprintf(out, "  reverse step %d (layer %d)\n", a->position + 1, a->position); break;
-        }
-    }
-    fprintf(out, "  recomputed per layer:");
-    for (int j = 0; j < sch->steps; j++) fprintf(out, " %d", sch->recomputed[j]);
-    fprintf(out, "\n");
-}

@@ -46,7 +46,6 @@
 #define REMAT_REVOLVE_H
 
 #include <stdint.h>
-#include <stdio.h>
 
 #include "autograd/layers.h"
 
@@ -95,10 +94,6 @@ RevolveSchedule *revolve_schedule_create(int l, int s);
 
 /* NULL is a no-op. */
 void revolve_schedule_free(RevolveSchedule *schedule);
-
-/* One line per action ("advance 3 from x_0", "store x_3 in slot 1", ...), then how many
- * times each layer is recomputed. */
-void revolve_schedule_print(const RevolveSchedule *schedule, FILE *out);
 
 /* ---- the executor --------------------------------------------------------------------- */
 
