@@ -38,8 +38,6 @@ typedef struct Dp {
     DpState *states;
     int count, capacity;
     int *front_start, *front_count; /* per boundary: its Pareto front, a run of `states` */
-    size_t *plain_need;             /* plain_need(k) */
-    size_t *region_need;            /* region_need(a, b) at a·L + b */
 } Dp;
 
 static RematStatus dp_push(Dp *dp, DpState st)
@@ -75,51 +73,22 @@ static int dp_keep_front(Dp *dp, int start)
     return kept;
 }
 
-/* Adds the state reached by running segment [a, b] from state `from` (at boundary a), if
- * its moments fit. */
-static RematStatus dp_extend(Dp *dp, int from, int a, int b, bool region)
+/* Adds the state reached by running segment [a, b] from state `from` (at boundary a), a
+ * region or one plain layer, if its moments fit: they reach `need` above S(a) (cost.h's
+ * terms), and it recomputes `flops`. */
+static RematStatus dp_extend(Dp *dp, int from, int a, int b, bool region, size_t need, uint64_t flops)
 {
     const DpState *f = &dp->states[from];
-    const ChainCost *c = dp->cost;
-    const size_t need = region ? dp->region_need[(size_t)a * c->n_layers + b] : dp->plain_need[a];
     const size_t moment = f->s + need;
     uint64_t value = f->value;
     if (dp->goal == DP_FEWEST_FLOPS) {
         if (moment > dp->act_budget) return REMAT_OK;
-        if (region) value += chain_segment_flops(c, a, b);
+        value += flops;
     } else if (moment > value) {
         value = moment;
     }
-    const size_t s = f->s + (region ? c->layers[b].out_bytes : c->layers[a].kept);
+    const size_t s = f->s + (region ? dp->cost->layers[b].out_bytes : dp->cost->layers[a].kept);
     return dp_push(dp, (DpState){s, value, from, a, region});
-}
-
-static void dp_free(Dp *dp)
-{
-    free(dp->states);
-    free(dp->front_start);
-    free(dp->front_count);
-    free(dp->plain_need);
-    free(dp->region_need);
-}
-
-static RematStatus dp_init(Dp *dp, const ChainCost *c, DpGoal goal, size_t act_budget)
-{
-    const int L = c->n_layers;
-    *dp = (Dp){.cost = c, .goal = goal, .act_budget = act_budget};
-    dp->front_start = calloc((size_t)L + 1, sizeof *dp->front_start);
-    dp->front_count = calloc((size_t)L + 1, sizeof *dp->front_count);
-    dp->plain_need = calloc((size_t)L, sizeof *dp->plain_need);
-    dp->region_need = calloc((size_t)L * L, sizeof *dp->region_need);
-    if (!dp->front_start || !dp->front_count || !dp->plain_need || !dp->region_need) {
-        dp_free(dp);
-        return remat_fail(REMAT_ENOMEM, "planner: no memory to search %d layers", L);
-    }
-    for (int a = 0; a < L; a++) {
-        dp->plain_need[a] = chain_plain_need(c, a);
-        for (int b = a; b < L; b++) dp->region_need[(size_t)a * L + b] = chain_region_need(c, a, b);
-    }
-    return REMAT_OK;
 }
 
 /* Runs the search; *best gets the index of the best final state, or −1 if none fits. */
@@ -138,10 +107,12 @@ static RematStatus dp_run(Dp *dp, int *best)
     for (int k = 1; k <= L && status == REMAT_OK; k++) {
         const int start = dp->count;
         for (int a = 0; a < k && status == REMAT_OK; a++) {
+            const size_t need = chain_region_need(c, a, k - 1), plain = a == k - 1 ? chain_plain_need(c, a) : 0;
+            const uint64_t flops = chain_segment_flops(c, a, k - 1);
             for (int i = 0; i < dp->front_count[a] && status == REMAT_OK; i++) {
                 const int from = dp->front_start[a] + i;
-                status = dp_extend(dp, from, a, k - 1, true);
-                if (status == REMAT_OK && a == k - 1) status = dp_extend(dp, from, a, a, false);
+                status = dp_extend(dp, from, a, k - 1, true, need, flops);
+                if (status == REMAT_OK && a == k - 1) status = dp_extend(dp, from, a, a, false, plain, 0);
             }
         }
         dp->front_start[k] = start;
@@ -187,20 +158,21 @@ static Schedule *dp_schedule(const Dp *dp, int best)
  * schedule it finds; NULL with *none_fits set when no schedule fits, or NULL on error. */
 static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, bool *none_fits)
 {
-    Dp dp;
-    *none_fits = false;
-    if (dp_init(&dp, c, goal, act_budget) != REMAT_OK) return NULL;
-    int best;
-    Schedule *s = NULL;
-    if (dp_run(&dp, &best) == REMAT_OK) {
-        if (best >= 0) s = dp_schedule(&dp, best);
-        else *none_fits = true;
-    }
-    dp_free(&dp);
+    const size_t boundaries = (size_t)c->n_layers + 1;
+    Dp dp = {.cost = c, .goal = goal, .act_budget = act_budget, .front_start = calloc(boundaries, sizeof(int)),
+             .front_count = calloc(boundaries, sizeof(int))};
+    int best = -1;
+    const RematStatus status = dp.front_start && dp.front_count ? dp_run(&dp, &best)
+                             : remat_fail(REMAT_ENOMEM, "planner: no memory to search %d layers", c->n_layers);
+    Schedule *s = status == REMAT_OK && best >= 0 ? dp_schedule(&dp, best) : NULL;
+    *none_fits = status == REMAT_OK && best < 0;
+    free(dp.states);
+    free(dp.front_start);
+    free(dp.front_count);
     return s;
 }
 
-/* The planners' search (see PLANNERS): the cheapest schedule it finds whose peak ACT fits
+/* The planners' search (see SEARCHES): the cheapest schedule it finds whose peak ACT fits
  * `act_budget`; when none does, NULL with *leanest the least peak ACT it can reach; on
  * error NULL with *leanest SIZE_MAX. The exact one refuses chains longer than
  * PLANNER_DP_MAX_LAYERS: its work grows as L^3. */
