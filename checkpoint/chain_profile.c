@@ -162,16 +162,6 @@ static Var *probe_plain_layer(Probe *p, int k, Var *x, TrainCtx *ctx)
     return y;
 }
 
-/* The regions pass's first forward of layer k (grad off): ng_k. */
-static Var *probe_first_forward(Probe *p, int k, Var *x, TrainCtx *ctx)
-{
-    const size_t before = mem_current(MEM_ACT);
-    probe_reset_peaks(p);
-    Var *y = layer_forward(p->layers[k], x, ctx);
-    if (y) p->cost->layers[k].nograd_peak = mem_peak(MEM_ACT) - before;
-    return y;
-}
-
 /* The regions pass's replay of layer k: g_k and the composition check; then opens the
  * window that watches its backward. */
 static Var *probe_replay(Probe *p, int k, Var *x, TrainCtx *ctx)
@@ -196,22 +186,23 @@ static Var *probe_replay(Probe *p, int k, Var *x, TrainCtx *ctx)
     return y;
 }
 
-/* The policy pass's replay of layer k: opens the window that watches it to the end of its
- * backward. */
-static Var *probe_policy_replay(Probe *p, ProbeLayer *pl, Var *x, TrainCtx *ctx)
-{
-    pl->replay_flops = flops_get(PHASE_RECOMPUTE);
-    p->window = pl->k;
-    probe_reset_peaks(p);
-    return layer_forward(p->layers[pl->k], x, ctx);
-}
-
+/* A region's function in the regions passes: layer k, measured. In the regions pass its
+ * first forward (grad off) gives ng_k, its replay is probe_replay's; in the policy pass its
+ * replay opens the window that watches it to the end of its backward. */
 static Var *probe_region_layer(void *fn_ctx, Var *x, TrainCtx *ctx)
 {
     ProbeLayer *pl = fn_ctx;
     Probe *p = pl->probe;
-    if (p->pass == PASS_POLICY) return grad_enabled() ? probe_policy_replay(p, pl, x, ctx) : layer_forward(p->layers[pl->k], x, ctx);
-    return grad_enabled() ? probe_replay(p, pl->k, x, ctx) : probe_first_forward(p, pl->k, x, ctx);
+    if (p->pass == PASS_REGIONS && grad_enabled()) return probe_replay(p, pl->k, x, ctx);
+    const size_t before = mem_current(MEM_ACT);
+    if (grad_enabled()) { /* the policy's replay */
+        pl->replay_flops = flops_get(PHASE_RECOMPUTE);
+        p->window = pl->k;
+    }
+    if (p->pass == PASS_REGIONS || grad_enabled()) probe_reset_peaks(p);
+    Var *y = layer_forward(p->layers[pl->k], x, ctx);
+    if (y && p->pass == PASS_REGIONS) p->cost->layers[pl->k].nograd_peak = mem_peak(MEM_ACT) - before;
+    return y;
 }
 
 /* Layer k as a region: of `policy` in the policy pass (measuring its first forward there),
