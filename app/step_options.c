@@ -50,8 +50,7 @@ static RematStatus set_offload_write_behind(void *opts, const char *v)
 /* Each returns NULL when its flag changes something in a run of scope *run (a StepScope),
  * else why it would not: the end of "--policy does not apply: ...". */
 
-static const unsigned REGION_STRATEGIES =
-    1u << STRATEGY_FULL | 1u << STRATEGY_SQRT | 1u << STRATEGY_SELECTIVE | 1u << STRATEGY_BUDGET;
+static const unsigned REGION_STRATEGIES = ~(1u << STRATEGY_NONE); /* every strategy but none makes regions */
 
 static const char *with_budget(const void *opts, const void *run)
 {

@@ -176,10 +176,7 @@ static void cache_clear(Cache *c)
     for (int i = 0; i < c->count; i++) tensor_free(c->entries[i].tensor);
     free(c->entries);
     free(c->hashes);
-    c->entries = NULL;
-    c->hashes = NULL;
-    c->count = c->capacity = c->next = 0;
-    c->n_hashes = c->hash_capacity = c->next_hash = 0;
+    *c = (Cache){0}; /* a region's replay runs once: its cache is done */
 }
 
 /* ---- a region's record --------------------------------------------------------------- */

@@ -270,13 +270,13 @@ static Schedule *search_chen(const ChainCost *c, size_t act_budget, size_t *lean
     const int L = c->n_layers;
     Segment *segs = calloc((size_t)L, sizeof *segs);
     double b[CHEN_GUESSES + CHEN_GRID + 2];
+    *leanest = SIZE_MAX;
     if (!segs) {
         remat_fail(REMAT_ENOMEM, "planner: no memory for %d segments", L);
         return NULL;
     }
     const int n_b = chen_thresholds(c, segs, b);
     Schedule *best = NULL;
-    *leanest = SIZE_MAX;
     for (int i = 0; i < n_b; i++) {
         double x, y;
         const int n = chen_segments(c, b[i], segs, &x, &y);

@@ -72,7 +72,7 @@ Schedule *schedule_create(StrategyKind strategy, const Segment *segments, int n,
 
 Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
 {
-    if (!strategy || n_layers < 1 || (unsigned)strategy->kind > STRATEGY_SELECTIVE) {
+    if (!strategy || n_layers < 1 || (unsigned)strategy->kind >= STRATEGY_BUDGET) {
         remat_fail(REMAT_EINVAL, "schedule_for_strategy: need none, full, sqrt or selective and at least one layer "
                    "(a budget's schedule comes from a planner, planner.h)");
         return NULL;
