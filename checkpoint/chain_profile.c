@@ -38,7 +38,8 @@ typedef struct Probe {
     bool chain_done;    /* the plain pass's backward has left the chain (layer 0 is done) */
     size_t work_peak;   /* the most MEM_WORK seen, across the resets of the peaks */
     size_t resid;       /* what backward holds besides, as the first replay saw it */
-    struct ProbeLayer *pl; /* PASS_POLICY: each layer's state and replay start */
+    struct ProbeLayer *pl; /* the regions passes: each layer's region */
+    const Policy *policy;  /* PASS_POLICY: the policy its regions replay under */
     bool failed;        /* an assumption of the model broken: */
     char message[256];  /* the first one, said */
 } Probe;
@@ -205,27 +206,25 @@ static Var *probe_region_layer(void *fn_ctx, Var *x, TrainCtx *ctx)
     return y;
 }
 
-/* Layer k as a region: of `policy` in the policy pass (measuring its first forward there),
- * else without one. */
-static Var *probe_region(Probe *p, ProbeLayer *pl, Var *h, TrainCtx *ctx, const Policy *policy)
+/* Layer k as a region, under the probe's policy in the policy pass (which measures what
+ * the whole region needs and adds there). */
+static Var *probe_region(Probe *p, ProbeLayer *pl, Var *h, TrainCtx *ctx)
 {
     CheckpointOptions o = checkpoint_defaults();
     o.name = p->layers[pl->k]->name;
-    if (p->pass != PASS_POLICY) return checkpoint(probe_region_layer, pl, h, ctx, &o);
-    o.policy = policy;
-    ChainLayer *c = &p->cost->layers[pl->k];
+    o.policy = p->pass == PASS_POLICY ? p->policy : NULL;
     pl->state = mem_current(MEM_ACT);
     probe_reset_peaks(p);
     Var *y = checkpoint(probe_region_layer, pl, h, ctx, &o);
-    if (y) {
-        c->policy_need = peak_above(pl->state);
-        c->policy_adds = mem_current(MEM_ACT) - pl->state;
+    if (y && p->pass == PASS_POLICY) {
+        p->cost->layers[pl->k].policy_need = peak_above(pl->state);
+        p->cost->layers[pl->k].policy_adds = mem_current(MEM_ACT) - pl->state;
     }
     return y;
 }
 
 /* One pass's forward: the embed stage, the chain as the pass runs it, the head. */
-static Var *probe_forward(Probe *p, ProbeLayer *pl, const ChainStages *stages, TrainCtx *ctx, const Policy *policy)
+static Var *probe_forward(Probe *p, const ChainStages *stages, TrainCtx *ctx)
 {
     ChainCost *c = p->cost;
     c->base = mem_current(MEM_ACT);
@@ -240,8 +239,8 @@ static Var *probe_forward(Probe *p, ProbeLayer *pl, const ChainStages *stages, T
         if (p->pass == PASS_PLAIN) {
             next = probe_plain_layer(p, k, h, ctx);
         } else {
-            pl[k] = (ProbeLayer){.probe = p, .k = k};
-            next = probe_region(p, &pl[k], h, ctx, policy);
+            p->pl[k] = (ProbeLayer){.probe = p, .k = k};
+            next = probe_region(p, &p->pl[k], h, ctx);
         }
         var_free(h);
         h = next;
@@ -257,14 +256,13 @@ static Var *probe_forward(Probe *p, ProbeLayer *pl, const ChainStages *stages, T
 }
 
 /* One pass: forward and backward with the release observer on. */
-static RematStatus probe_pass(Probe *p, ProbePass pass, ProbeLayer *pl, const ChainStages *stages, TrainCtx ctx,
-                              const Policy *policy)
+static RematStatus probe_pass(Probe *p, ProbePass pass, const ChainStages *stages, TrainCtx ctx)
 {
     p->pass = pass;
     p->window = WINDOW_NONE;
     p->chain_done = false;
     const uint64_t forward_start = flops_get(PHASE_FORWARD);
-    Var *loss = probe_forward(p, pl, stages, &ctx, policy);
+    Var *loss = probe_forward(p, stages, &ctx);
     if (pass == PASS_PLAIN) p->cost->forward_flops = flops_get(PHASE_FORWARD) - forward_start;
     if (loss) p->last_release = mem_current(MEM_ACT);
     const SavedObserver watch = {.released = probe_released, .ctx = p};
@@ -297,7 +295,7 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
     }
     cost->n_layers = n;
     cost->layers = per_layer;
-    Probe p = {.layers = layers, .cost = cost, .pl = pl};
+    Probe p = {.layers = layers, .cost = cost, .pl = pl, .policy = policy};
     const TrainCtx step = ctx ? *ctx : (TrainCtx){.training = true};
     const size_t work_before = mem_current(MEM_WORK);
     mem_reset_peaks(); /* the workspace's peak from before the step is not the step's */
@@ -305,9 +303,9 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
     const Phase phase = flops_set_phase(PHASE_FORWARD);
     const bool was = grad_set_enabled(true);
 
-    RematStatus status = probe_pass(&p, PASS_PLAIN, pl, stages, step, NULL);
-    if (status == REMAT_OK && !p.failed) status = probe_pass(&p, PASS_REGIONS, pl, stages, step, NULL);
-    if (status == REMAT_OK && !p.failed && policy) status = probe_pass(&p, PASS_POLICY, pl, stages, step, policy);
+    RematStatus status = probe_pass(&p, PASS_PLAIN, stages, step);
+    if (status == REMAT_OK && !p.failed) status = probe_pass(&p, PASS_REGIONS, stages, step);
+    if (status == REMAT_OK && !p.failed && policy) status = probe_pass(&p, PASS_POLICY, stages, step);
     grad_set_enabled(was);
     flops_restore(&flops_before);
     flops_set_phase(phase);
