@@ -85,47 +85,33 @@ static size_t chain_predict(const ChainCost *c, const Segment *segments, int n, 
 
 /* ---- uniform chains, for Revolve -------------------------------------------------------- */
 
-/* The first figure in which layer k differs from `ref`, or NULL. Layer 0's backward may
- * differ (no gradient for the chain's input): only its forward figures are compared. */
-static const char *first_difference(const ChainLayer *k, const ChainLayer *ref, bool forward_only,
-                                    size_t *got, size_t *want)
-{
-    const struct { const char *what; size_t got, want; bool backward; } figures[] = {
-        {"input bytes", k->in_bytes, ref->in_bytes, false},
-        {"output bytes", k->out_bytes, ref->out_bytes, false},
-        {"kept bytes", k->kept, ref->kept, false},
-        {"forward peak", k->fwd_peak, ref->fwd_peak, false},
-        {"forward peak without grad", k->nograd_peak, ref->nograd_peak, false},
-        {"forward FLOPs", (size_t)k->flops, (size_t)ref->flops, false},
-        {"input gradient bytes", k->grad_bytes, ref->grad_bytes, true},
-        {"backward peak", k->back_plain, ref->back_plain, true},
-        {"backward peak as a region's last layer", k->back_held, ref->back_held, true},
-    };
-    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
-        if (forward_only && figures[i].backward) continue;
-        if (figures[i].got != figures[i].want) {
-            *got = figures[i].got;
-            *want = figures[i].want;
-            return figures[i].what;
-        }
-    }
-    return NULL;
-}
-
+/* Layer 0's backward may differ from the others' (no gradient for the chain's input): only
+ * its forward figures are compared. */
 RematStatus chain_check_uniform(const ChainCost *c)
 {
     if (!c || c->n_layers < 1) return remat_fail(REMAT_EINVAL, "planner revolve: need a chain cost of at least one layer");
-    const ChainLayer *l = c->layers;
+    const ChainLayer *l = c->layers, *ref = &l[c->n_layers > 1 ? 1 : 0];
     if (l[0].in_bytes != l[0].out_bytes)
         return remat_fail(REMAT_EINVAL, "planner revolve: layer 0's output (%zu bytes) is not the size of its input "
                           "(%zu bytes); Revolve stores every state in the same slots", l[0].out_bytes, l[0].in_bytes);
     for (int k = 0; k < c->n_layers; k++) {
-        size_t got = 0, want = 0;
-        const char *what = k == 1 ? NULL : first_difference(&l[k], &l[c->n_layers > 1 ? 1 : 0], k == 0, &got, &want);
-        if (what)
-            return remat_fail(REMAT_EINVAL, "planner revolve: the chain is not uniform: layer %d differs from layer 1 in "
-                              "its %s (%zu, against %zu); Revolve's schedules assume every layer costs the same — "
-                              "use the dp or chen planner", k, what, got, want);
+        const struct { const char *what; size_t got, want; bool backward; } figures[] = {
+            {"input bytes", l[k].in_bytes, ref->in_bytes, false},
+            {"output bytes", l[k].out_bytes, ref->out_bytes, false},
+            {"kept bytes", l[k].kept, ref->kept, false},
+            {"forward peak", l[k].fwd_peak, ref->fwd_peak, false},
+            {"forward peak without grad", l[k].nograd_peak, ref->nograd_peak, false},
+            {"forward FLOPs", (size_t)l[k].flops, (size_t)ref->flops, false},
+            {"input gradient bytes", l[k].grad_bytes, ref->grad_bytes, true},
+            {"backward peak", l[k].back_plain, ref->back_plain, true},
+            {"backward peak as a region's last layer", l[k].back_held, ref->back_held, true},
+        };
+        for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++)
+            if (figures[i].got != figures[i].want && !(k == 0 && figures[i].backward))
+                return remat_fail(REMAT_EINVAL, "planner revolve: the chain is not uniform: layer %d differs from layer "
+                                  "1 in its %s (%zu, against %zu); Revolve's schedules assume every layer costs the "
+                                  "same — use the dp or chen planner", k, figures[i].what, figures[i].got,
+                                  figures[i].want);
     }
     if (c->n_layers > 1 && l[1].grad_bytes != l[1].in_bytes)
         return remat_fail(REMAT_EINVAL, "planner revolve: layer 1's input gradient (%zu bytes) is not the size of its "
