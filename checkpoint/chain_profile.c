@@ -129,15 +129,6 @@ static void probe_released(void *ctx, const Node *node, int slot)
     else region_released(p, node);
 }
 
-/* The forward state S(k) of the regions pass: base, the embed stage, and the outputs
- * x_1 .. x_k the regions keep. */
-static size_t probe_state(const ChainCost *c, int k)
-{
-    size_t s = c->base + c->embed;
-    for (int i = 0; i < k; i++) s += c->layers[i].out_bytes;
-    return s;
-}
-
 /* The plain pass's forward of layer k: fwd_k, kept_k, flops_k, the sizes, and the
  * model's assumptions. */
 static Var *probe_plain_layer(Probe *p, int k, Var *x, TrainCtx *ctx)
@@ -170,9 +161,11 @@ static Var *probe_replay(Probe *p, int k, Var *x, TrainCtx *ctx)
     ChainLayer *c = &p->cost->layers[k];
     const size_t before = mem_current(MEM_ACT);
     c->grad_bytes = x->grad ? x->grad->bytes : 0;
-    /* What backward holds here besides the kept inputs and the two gradients is the same
-     * for every layer (the loss and its seed), or the chain does not compose. */
-    const size_t known = probe_state(p->cost, k) + chain_grad_bytes(p->cost, k + 1) + c->grad_bytes;
+    /* What backward holds here besides the kept inputs (the forward state S(k): base, the
+     * embed stage, the outputs x_1 .. x_k the regions keep) and the two gradients is the
+     * same for every layer (the loss and its seed), or the chain does not compose. */
+    size_t known = p->cost->base + p->cost->embed + chain_grad_bytes(p->cost, k + 1) + c->grad_bytes;
+    for (int i = 0; i < k; i++) known += p->cost->layers[i].out_bytes;
     const size_t resid = before >= known ? before - known : SIZE_MAX;
     if (k == p->cost->n_layers - 1) p->resid = resid;
     if (resid != p->resid)

@@ -134,38 +134,29 @@ static RematStatus dp_run(Dp *dp, int *best)
     return REMAT_OK;
 }
 
-/* The schedule that led to final state `best`. */
-static Schedule *dp_schedule(const Dp *dp, int best)
-{
-    const int L = dp->cost->n_layers;
-    Segment *segs = calloc((size_t)L, sizeof *segs);
-    if (!segs) {
-        remat_fail(REMAT_ENOMEM, "planner: no memory for %d segments", L);
-        return NULL;
-    }
-    int end = L, at = L; /* the states are walked from the end: segs is filled from the back */
-    for (int i = best; dp->states[i].from >= 0; i = dp->states[i].from) {
-        const DpState *st = &dp->states[i];
-        segs[--at] = (Segment){st->first, end - st->first, st->region ? SEGMENT_REGION : SEGMENT_PLAIN, NULL, 0};
-        end = st->first;
-    }
-    Schedule *s = chain_schedule(dp->cost, segs + at, L - at);
-    free(segs);
-    return s;
-}
-
 /* The exact search for `goal` (under `act_budget` for DP_FEWEST_FLOPS): the single-level
  * schedule it finds; NULL with *none_fits set when no schedule fits, or NULL on error. */
 static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, bool *none_fits)
 {
-    const size_t boundaries = (size_t)c->n_layers + 1;
-    Dp dp = {.cost = c, .goal = goal, .act_budget = act_budget, .front_start = calloc(boundaries, sizeof(int)),
-             .front_count = calloc(boundaries, sizeof(int))};
+    const int L = c->n_layers;
+    Dp dp = {.cost = c, .goal = goal, .act_budget = act_budget, .front_start = calloc((size_t)L + 1, sizeof(int)),
+             .front_count = calloc((size_t)L + 1, sizeof(int))};
+    Segment *segs = calloc((size_t)L, sizeof *segs);
     int best = -1;
-    const RematStatus status = dp.front_start && dp.front_count ? dp_run(&dp, &best)
-                             : remat_fail(REMAT_ENOMEM, "planner: no memory to search %d layers", c->n_layers);
-    Schedule *s = status == REMAT_OK && best >= 0 ? dp_schedule(&dp, best) : NULL;
+    const RematStatus status = dp.front_start && dp.front_count && segs ? dp_run(&dp, &best)
+                             : remat_fail(REMAT_ENOMEM, "planner: no memory to search %d layers", L);
+    Schedule *s = NULL;
+    if (status == REMAT_OK && best >= 0) {
+        int end = L, at = L; /* the states that led to `best`, walked from the end: segs fills from the back */
+        for (int i = best; dp.states[i].from >= 0; i = dp.states[i].from) {
+            const DpState *st = &dp.states[i];
+            segs[--at] = (Segment){st->first, end - st->first, st->region ? SEGMENT_REGION : SEGMENT_PLAIN, NULL, 0};
+            end = st->first;
+        }
+        s = chain_schedule(c, segs + at, L - at);
+    }
     *none_fits = status == REMAT_OK && best < 0;
+    free(segs);
     free(dp.states);
     free(dp.front_start);
     free(dp.front_count);
