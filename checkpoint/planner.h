@@ -2,13 +2,8 @@
  * planner.h — budget-driven checkpoint planning: the cheapest schedule (schedule.h) over
  * a chain of layers that fits a memory budget, by one of three searches over the chain
  * cost model's predictions (cost.h): the exact optimum over single-level schedules, Chen
- * et al. 2016's search, or, on a chain of identical layers, Revolve.
- *
- * Where it sits: checkpoint/. planner.c checks the budget against what every schedule
- * needs, runs the search and says, when nothing fits, what the smallest feasible budget
- * is.
- *
- * ---- memory budget ---------------------------------------------------------------------
+ * et al. 2016's search, or, on a chain of identical layers, Revolve. A planner is its
+ * PlannerKind, its name and its search (planner.c); they share one interface.
  *
  * A budget in bytes bounds the whole step: params + grads + optimizer + the workspace in
  * use + the peak of the kernels' scratch + the predicted peak ACT. Below the leanest
