@@ -229,7 +229,8 @@ RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
     return REMAT_OK;
 }
 
-/* Takes s: predicted, or freed and NULL. */
+/* Takes s (NULL: not made, the error said; a cost of no layers makes none): predicted, or
+ * freed and NULL. */
 static Schedule *predicted(Schedule *s, const ChainCost *cost)
 {
     if (s && schedule_predict(s, cost) != REMAT_OK) {
@@ -241,19 +242,11 @@ static Schedule *predicted(Schedule *s, const ChainCost *cost)
 
 Schedule *chain_schedule(const ChainCost *cost, const Segment *segments, int n)
 {
-    if (!cost) {
-        remat_fail(REMAT_EINVAL, "chain_schedule: need a chain cost");
-        return NULL;
-    }
-    return predicted(schedule_create(STRATEGY_BUDGET, segments, n, cost->n_layers), cost);
+    return predicted(schedule_create(STRATEGY_BUDGET, segments, n, cost ? cost->n_layers : 0), cost);
 }
 
 Schedule *chain_schedule_for_strategy(const ChainCost *cost, StrategyKind kind)
 {
-    if (!cost) {
-        remat_fail(REMAT_EINVAL, "chain_schedule_for_strategy: need a chain cost");
-        return NULL;
-    }
     const Strategy strategy = strategy_defaults(kind);
-    return predicted(schedule_for_strategy(&strategy, cost->n_layers), cost);
+    return predicted(schedule_for_strategy(&strategy, cost ? cost->n_layers : 0), cost);
 }
