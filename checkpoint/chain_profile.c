@@ -88,8 +88,10 @@ static int layer_of(const Probe *p, const char *name)
 /* The plain pass: each release ends a window of the backward. Windows before the chain's
  * are the head's, those of a layer its backward's, those after the chain the embed
  * stage's (its peak is the same for every schedule: kept as an absolute figure). */
-static void plain_released(Probe *p, const Node *node)
+static void plain_released(void *ctx, const Node *node, int slot)
 {
+    (void)slot;
+    Probe *p = ctx;
     ChainCost *c = p->cost;
     const int k = layer_of(p, node->name);
     if (k >= 0 && k != p->window) {
@@ -106,8 +108,10 @@ static void plain_released(Probe *p, const Node *node)
 }
 
 /* The regions passes: the release of a region's input ends that layer's backward. */
-static void region_released(Probe *p, const Node *node)
+static void region_released(void *ctx, const Node *node, int slot)
 {
+    (void)slot;
+    Probe *p = ctx;
     if (p->window < 0 || !node->tag || strcmp(node->tag, TAG_CHECKPOINT_INPUT) || strcmp(node->name, p->layers[p->window]->name))
         return;
     ChainLayer *c = &p->cost->layers[p->window];
@@ -119,14 +123,6 @@ static void region_released(Probe *p, const Node *node)
         c->policy_flops = flops_get(PHASE_RECOMPUTE) - pl->replay_flops;
     }
     p->window = WINDOW_NONE;
-}
-
-static void probe_released(void *ctx, const Node *node, int slot)
-{
-    (void)slot;
-    Probe *p = ctx;
-    if (p->pass == PASS_PLAIN) plain_released(p, node);
-    else region_released(p, node);
 }
 
 /* The plain pass's forward of layer k: fwd_k, kept_k, flops_k, the sizes, and the
@@ -258,7 +254,7 @@ static RematStatus probe_pass(Probe *p, ProbePass pass, const ChainStages *stage
     Var *loss = probe_forward(p, stages, &ctx);
     if (pass == PASS_PLAIN) p->cost->forward_flops = flops_get(PHASE_FORWARD) - forward_start;
     if (loss) p->last_release = mem_current(MEM_ACT);
-    const SavedObserver watch = {.released = probe_released, .ctx = p};
+    const SavedObserver watch = {.released = pass == PASS_PLAIN ? plain_released : region_released, .ctx = p};
     const SavedObserver *previous = saved_observer_set(&watch);
     const uint64_t recompute_start = flops_get(PHASE_RECOMPUTE);
     RematStatus status = loss ? backward(loss) : remat_last_status();

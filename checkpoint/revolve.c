@@ -14,22 +14,17 @@
 
 /* ---- binomials ------------------------------------------------------------------------ */
 
-static uint64_t gcd_u64(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* β(s, j + 1) from beta = β(s, j): C(s+j+1, s) = C(s+j, s)·(s+j+1)/(j+1). The division is
  * exact; it is done before the multiplication (through their gcd) so that only a result
  * above 2^64 overflows, and then UINT64_MAX is returned (bigger than any chain). */
 static uint64_t beta_next(uint64_t beta, uint64_t s, uint64_t j)
 {
-    const uint64_t g = gcd_u64(beta, j + 1);
+    uint64_t g = beta, rest = j + 1; /* g = gcd(beta, j + 1), by Euclid */
+    while (rest) {
+        const uint64_t t = g % rest;
+        g = rest;
+        rest = t;
+    }
     const uint64_t left = beta / g, right = (s + j + 1) / ((j + 1) / g);
     if (right != 0 && left > UINT64_MAX / right) return UINT64_MAX;
     return left * right;

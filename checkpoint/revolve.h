@@ -22,25 +22,23 @@
  * as part of its reverse step — that evaluation is not counted in t.
  *
  * The count in remat's FLOP ledger. remat's executor must give the loss x_l, so its first
- * forward is Griewank's first sweep (l − 1 evaluations, part of t) plus one evaluation of
- * the last layer: l layer forwards, counted FORWARD. Everything later is RECOMPUTE: the
- * t − (l − 1) advances left in the schedule, and the l reverse steps, each running its
- * layer with grad on (none of them is the first forward of its layer). So
+ * forward is Griewank's first sweep (l − 1 evaluations, part of t) plus the last layer: l
+ * layer forwards, counted FORWARD. Everything later is RECOMPUTE: the t − (l − 1) advances
+ * left, and the l reverse steps, each running its layer with grad on. So
  *
  *     RECOMPUTE layer forwards = t(l, s) − (l − 1) + l = t(l, s) + 1,
  *
- * and on a uniform chain whose layers each cost F forward FLOPs, RECOMPUTE FLOPs =
- * (t(l, s) + 1)·F (tests/test_revolve.c checks this on the ledger). With s ≥ l − 1 that is
- * l·F: every layer once, exactly what strategy full pays.
+ * (t(l, s) + 1)·F FLOPs on a uniform chain of layers of F forward FLOPs (tests/test_revolve.c
+ * checks it on the ledger). With s ≥ l − 1 that is l·F: every layer once, as strategy full.
  *
  * The schedule (revolve_schedule_create) is a list of actions — advance k steps, store the
  * current state in a slot, restore one, reverse one step — made by the binomial recursion
- * with the largest optimal split (see revolve.c). The executor (revolve_forward) runs a
- * chain of layers as one tape node, like a checkpoint region (checkpoint.h): its forward
- * runs the actions up to the first reversal with grad off, storing each checkpoint and the
+ * with the largest optimal split (revolve.c). The executor (revolve_forward) runs a chain
+ * of layers as one tape node, like a checkpoint region (checkpoint.h): its forward runs the
+ * actions up to the first reversal with grad off, storing each checkpoint and the
  * generator's state with it through the saved-tensor path; its backward runs the rest.
- * Dropout draws the same masks as in the first forward, so gradients are bit-identical to
- * running the layers plainly.
+ * Dropout draws the first forward's masks, so gradients are bit-identical to running the
+ * layers plainly.
  */
 #ifndef REMAT_REVOLVE_H
 #define REMAT_REVOLVE_H
