@@ -108,9 +108,9 @@ RematStatus chain_check_uniform(const ChainCost *c)
         };
         for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++)
             if (figures[i].got != figures[i].want && !(k == 0 && figures[i].backward))
-                return remat_fail(REMAT_EINVAL, "planner revolve: the chain is not uniform: layer %d differs from layer "
-                                  "1 in its %s (%zu, against %zu); Revolve's schedules assume every layer costs the "
-                                  "same — use the dp or chen planner", k, figures[i].what, figures[i].got,
+                return remat_fail(REMAT_EINVAL, "planner revolve: the chain is not uniform: layer %d differs from "
+                                  "layer 1 in its %s (%zu, against %zu); Revolve's schedules assume every layer costs "
+                                  "the same — use the dp or chen planner", k, figures[i].what, figures[i].got,
                                   figures[i].want);
     }
     if (c->n_layers > 1 && l[1].grad_bytes != l[1].in_bytes)

@@ -218,7 +218,8 @@ Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx)
     Var *last = var_retain(x), *y = NULL;
     grad_set_enabled(false);
     RematStatus status = REMAT_OK;
-    for (int i = 0; i < sch->first_reverse && status == REMAT_OK; i++) status = move_state(run, &sch->actions[i], &last);
+    for (int i = 0; i < sch->first_reverse && status == REMAT_OK; i++)
+        status = move_state(run, &sch->actions[i], &last);
     if (status == REMAT_OK) {
         if (ctx) run->rng_last = ctx->rng;
         y = layer_forward(layers[l - 1], last, ctx);
