@@ -52,7 +52,7 @@ static RematStatus set_offload_write_behind(void *opts, const char *v)
  * saves that are not region inputs (all, large) and whether it has several ranks. */
 enum {
     STRATEGY_BITS = 0xff,
-    REGIONS = 1u << STRATEGY_FULL | 1u << STRATEGY_SQRT | 1u << STRATEGY_SELECTIVE | 1u << STRATEGY_BUDGET,
+    REGIONS = STRATEGY_BITS & ~(1u << STRATEGY_NONE), /* every strategy but none makes regions */
     OFFLOADS = 1u << 8,
     SPILLS_ANY_SAVE = 1u << 9,
     SEVERAL_RANKS = 1u << 10,

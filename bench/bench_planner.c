@@ -347,7 +347,7 @@ static void summarize(Sweep *w, size_t lo_revolve, ResultsTable *summary)
 static RematStatus sweep(Chain *c, int n_budgets, int n_below, ResultsTable *points, ResultsTable *summary,
                          Progress *progress)
 {
-    Sweep w = {.c = c, .lo = planner_min_budget(c->cost), .points = points, .progress = progress, .n_planners = 3};
+    Sweep w = {.c = c, .lo = planner_min_budget(PLANNER_DP, c->cost), .points = points, .progress = progress, .n_planners = 3};
     Schedule *none = chain_schedule_for_strategy(c->cost, STRATEGY_NONE);
     if (!none) return remat_last_status();
     w.hi = none->predicted.peak_total;
@@ -358,7 +358,7 @@ static RematStatus sweep(Chain *c, int n_budgets, int n_below, ResultsTable *poi
         remat_clear_error();
         w.n_planners = 2;
     }
-    const size_t lo_revolve = w.n_planners == 3 ? planner_revolve_min_budget(c->cost) : 0;
+    const size_t lo_revolve = w.n_planners == 3 ? planner_min_budget(PLANNER_REVOLVE, c->cost) : 0;
     if (w.n_planners == 3) snprintf(revolve, sizeof revolve, "revolve: %.3f MiB", mib(lo_revolve));
     printf("\n  %s: %d layers; smallest feasible budget %.3f MiB (%s), none needs %.3f MiB\n", c->name,
            c->cost->n_layers, mib(w.lo), revolve, mib(w.hi));

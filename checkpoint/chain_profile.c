@@ -38,7 +38,8 @@ typedef struct Probe {
     bool chain_done;    /* the plain pass's backward has left the chain (layer 0 is done) */
     size_t work_peak;   /* the most MEM_WORK seen, across the resets of the peaks */
     size_t resid;       /* what backward holds besides, as the first replay saw it */
-    struct ProbeLayer *pl; /* PASS_POLICY: each layer's state and replay start */
+    struct ProbeLayer *pl; /* the regions passes: each layer's region */
+    const Policy *policy;  /* PASS_POLICY: the policy its regions replay under */
     bool failed;        /* an assumption of the model broken: */
     char message[256];  /* the first one, said */
 } Probe;
@@ -87,8 +88,10 @@ static int layer_of(const Probe *p, const char *name)
 /* The plain pass: each release ends a window of the backward. Windows before the chain's
  * are the head's, those of a layer its backward's, those after the chain the embed
  * stage's (its peak is the same for every schedule: kept as an absolute figure). */
-static void plain_released(Probe *p, const Node *node)
+static void plain_released(void *ctx, const Node *node, int slot)
 {
+    (void)slot;
+    Probe *p = ctx;
     ChainCost *c = p->cost;
     const int k = layer_of(p, node->name);
     if (k >= 0 && k != p->window) {
@@ -105,8 +108,10 @@ static void plain_released(Probe *p, const Node *node)
 }
 
 /* The regions passes: the release of a region's input ends that layer's backward. */
-static void region_released(Probe *p, const Node *node)
+static void region_released(void *ctx, const Node *node, int slot)
 {
+    (void)slot;
+    Probe *p = ctx;
     if (p->window < 0 || !node->tag || strcmp(node->tag, TAG_CHECKPOINT_INPUT) || strcmp(node->name, p->layers[p->window]->name))
         return;
     ChainLayer *c = &p->cost->layers[p->window];
@@ -118,23 +123,6 @@ static void region_released(Probe *p, const Node *node)
         c->policy_flops = flops_get(PHASE_RECOMPUTE) - pl->replay_flops;
     }
     p->window = WINDOW_NONE;
-}
-
-static void probe_released(void *ctx, const Node *node, int slot)
-{
-    (void)slot;
-    Probe *p = ctx;
-    if (p->pass == PASS_PLAIN) plain_released(p, node);
-    else region_released(p, node);
-}
-
-/* The forward state S(k) of the regions pass: base, the embed stage, and the outputs
- * x_1 .. x_k the regions keep. */
-static size_t probe_state(const ChainCost *c, int k)
-{
-    size_t s = c->base + c->embed;
-    for (int i = 0; i < k; i++) s += c->layers[i].out_bytes;
-    return s;
 }
 
 /* The plain pass's forward of layer k: fwd_k, kept_k, flops_k, the sizes, and the
@@ -162,16 +150,6 @@ static Var *probe_plain_layer(Probe *p, int k, Var *x, TrainCtx *ctx)
     return y;
 }
 
-/* The regions pass's first forward of layer k (grad off): ng_k. */
-static Var *probe_first_forward(Probe *p, int k, Var *x, TrainCtx *ctx)
-{
-    const size_t before = mem_current(MEM_ACT);
-    probe_reset_peaks(p);
-    Var *y = layer_forward(p->layers[k], x, ctx);
-    if (y) p->cost->layers[k].nograd_peak = mem_peak(MEM_ACT) - before;
-    return y;
-}
-
 /* The regions pass's replay of layer k: g_k and the composition check; then opens the
  * window that watches its backward. */
 static Var *probe_replay(Probe *p, int k, Var *x, TrainCtx *ctx)
@@ -179,9 +157,11 @@ static Var *probe_replay(Probe *p, int k, Var *x, TrainCtx *ctx)
     ChainLayer *c = &p->cost->layers[k];
     const size_t before = mem_current(MEM_ACT);
     c->grad_bytes = x->grad ? x->grad->bytes : 0;
-    /* What backward holds here besides the kept inputs and the two gradients is the same
-     * for every layer (the loss and its seed), or the chain does not compose. */
-    const size_t known = probe_state(p->cost, k) + chain_grad_bytes(p->cost, k + 1) + c->grad_bytes;
+    /* What backward holds here besides the kept inputs (the forward state S(k): base, the
+     * embed stage, the outputs x_1 .. x_k the regions keep) and the two gradients is the
+     * same for every layer (the loss and its seed), or the chain does not compose. */
+    size_t known = p->cost->base + p->cost->embed + chain_grad_bytes(p->cost, k + 1) + c->grad_bytes;
+    for (int i = 0; i < k; i++) known += p->cost->layers[i].out_bytes;
     const size_t resid = before >= known ? before - known : SIZE_MAX;
     if (k == p->cost->n_layers - 1) p->resid = resid;
     if (resid != p->resid)
@@ -196,45 +176,44 @@ static Var *probe_replay(Probe *p, int k, Var *x, TrainCtx *ctx)
     return y;
 }
 
-/* The policy pass's replay of layer k: opens the window that watches it to the end of its
- * backward. */
-static Var *probe_policy_replay(Probe *p, ProbeLayer *pl, Var *x, TrainCtx *ctx)
-{
-    pl->replay_flops = flops_get(PHASE_RECOMPUTE);
-    p->window = pl->k;
-    probe_reset_peaks(p);
-    return layer_forward(p->layers[pl->k], x, ctx);
-}
-
+/* A region's function in the regions passes: layer k, measured. In the regions pass its
+ * first forward (grad off) gives ng_k, its replay is probe_replay's; in the policy pass its
+ * replay opens the window that watches it to the end of its backward. */
 static Var *probe_region_layer(void *fn_ctx, Var *x, TrainCtx *ctx)
 {
     ProbeLayer *pl = fn_ctx;
     Probe *p = pl->probe;
-    if (p->pass == PASS_POLICY) return grad_enabled() ? probe_policy_replay(p, pl, x, ctx) : layer_forward(p->layers[pl->k], x, ctx);
-    return grad_enabled() ? probe_replay(p, pl->k, x, ctx) : probe_first_forward(p, pl->k, x, ctx);
+    if (p->pass == PASS_REGIONS && grad_enabled()) return probe_replay(p, pl->k, x, ctx);
+    const size_t before = mem_current(MEM_ACT);
+    if (grad_enabled()) { /* the policy's replay */
+        pl->replay_flops = flops_get(PHASE_RECOMPUTE);
+        p->window = pl->k;
+    }
+    if (p->pass == PASS_REGIONS || grad_enabled()) probe_reset_peaks(p);
+    Var *y = layer_forward(p->layers[pl->k], x, ctx);
+    if (y && p->pass == PASS_REGIONS) p->cost->layers[pl->k].nograd_peak = mem_peak(MEM_ACT) - before;
+    return y;
 }
 
-/* Layer k as a region: of `policy` in the policy pass (measuring its first forward there),
- * else without one. */
-static Var *probe_region(Probe *p, ProbeLayer *pl, Var *h, TrainCtx *ctx, const Policy *policy)
+/* Layer k as a region, under the probe's policy in the policy pass (which measures what
+ * the whole region needs and adds there). */
+static Var *probe_region(Probe *p, ProbeLayer *pl, Var *h, TrainCtx *ctx)
 {
     CheckpointOptions o = checkpoint_defaults();
     o.name = p->layers[pl->k]->name;
-    if (p->pass != PASS_POLICY) return checkpoint(probe_region_layer, pl, h, ctx, &o);
-    o.policy = policy;
-    ChainLayer *c = &p->cost->layers[pl->k];
+    o.policy = p->pass == PASS_POLICY ? p->policy : NULL;
     pl->state = mem_current(MEM_ACT);
     probe_reset_peaks(p);
     Var *y = checkpoint(probe_region_layer, pl, h, ctx, &o);
-    if (y) {
-        c->policy_need = peak_above(pl->state);
-        c->policy_adds = mem_current(MEM_ACT) - pl->state;
+    if (y && p->pass == PASS_POLICY) {
+        p->cost->layers[pl->k].policy_need = peak_above(pl->state);
+        p->cost->layers[pl->k].policy_adds = mem_current(MEM_ACT) - pl->state;
     }
     return y;
 }
 
 /* One pass's forward: the embed stage, the chain as the pass runs it, the head. */
-static Var *probe_forward(Probe *p, ProbeLayer *pl, const ChainStages *stages, TrainCtx *ctx, const Policy *policy)
+static Var *probe_forward(Probe *p, const ChainStages *stages, TrainCtx *ctx)
 {
     ChainCost *c = p->cost;
     c->base = mem_current(MEM_ACT);
@@ -249,8 +228,8 @@ static Var *probe_forward(Probe *p, ProbeLayer *pl, const ChainStages *stages, T
         if (p->pass == PASS_PLAIN) {
             next = probe_plain_layer(p, k, h, ctx);
         } else {
-            pl[k] = (ProbeLayer){.probe = p, .k = k};
-            next = probe_region(p, &pl[k], h, ctx, policy);
+            p->pl[k] = (ProbeLayer){.probe = p, .k = k};
+            next = probe_region(p, &p->pl[k], h, ctx);
         }
         var_free(h);
         h = next;
@@ -266,17 +245,16 @@ static Var *probe_forward(Probe *p, ProbeLayer *pl, const ChainStages *stages, T
 }
 
 /* One pass: forward and backward with the release observer on. */
-static RematStatus probe_pass(Probe *p, ProbePass pass, ProbeLayer *pl, const ChainStages *stages, TrainCtx ctx,
-                              const Policy *policy)
+static RematStatus probe_pass(Probe *p, ProbePass pass, const ChainStages *stages, TrainCtx ctx)
 {
     p->pass = pass;
     p->window = WINDOW_NONE;
     p->chain_done = false;
     const uint64_t forward_start = flops_get(PHASE_FORWARD);
-    Var *loss = probe_forward(p, pl, stages, &ctx, policy);
+    Var *loss = probe_forward(p, stages, &ctx);
     if (pass == PASS_PLAIN) p->cost->forward_flops = flops_get(PHASE_FORWARD) - forward_start;
     if (loss) p->last_release = mem_current(MEM_ACT);
-    const SavedObserver watch = {.released = probe_released, .ctx = p};
+    const SavedObserver watch = {.released = pass == PASS_PLAIN ? plain_released : region_released, .ctx = p};
     const SavedObserver *previous = saved_observer_set(&watch);
     const uint64_t recompute_start = flops_get(PHASE_RECOMPUTE);
     RematStatus status = loss ? backward(loss) : remat_last_status();
@@ -306,7 +284,7 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
     }
     cost->n_layers = n;
     cost->layers = per_layer;
-    Probe p = {.layers = layers, .cost = cost, .pl = pl};
+    Probe p = {.layers = layers, .cost = cost, .pl = pl, .policy = policy};
     const TrainCtx step = ctx ? *ctx : (TrainCtx){.training = true};
     const size_t work_before = mem_current(MEM_WORK);
     mem_reset_peaks(); /* the workspace's peak from before the step is not the step's */
@@ -314,9 +292,9 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
     const Phase phase = flops_set_phase(PHASE_FORWARD);
     const bool was = grad_set_enabled(true);
 
-    RematStatus status = probe_pass(&p, PASS_PLAIN, pl, stages, step, NULL);
-    if (status == REMAT_OK && !p.failed) status = probe_pass(&p, PASS_REGIONS, pl, stages, step, NULL);
-    if (status == REMAT_OK && !p.failed && policy) status = probe_pass(&p, PASS_POLICY, pl, stages, step, policy);
+    RematStatus status = probe_pass(&p, PASS_PLAIN, stages, step);
+    if (status == REMAT_OK && !p.failed) status = probe_pass(&p, PASS_REGIONS, stages, step);
+    if (status == REMAT_OK && !p.failed && policy) status = probe_pass(&p, PASS_POLICY, stages, step);
     grad_set_enabled(was);
     flops_restore(&flops_before);
     flops_set_phase(phase);

@@ -176,10 +176,7 @@ static void cache_clear(Cache *c)
     for (int i = 0; i < c->count; i++) tensor_free(c->entries[i].tensor);
     free(c->entries);
     free(c->hashes);
-    c->entries = NULL;
-    c->hashes = NULL;
-    c->count = c->capacity = c->next = 0;
-    c->n_hashes = c->hash_capacity = c->next_hash = 0;
+    *c = (Cache){0}; /* a region's replay runs once: its cache is done */
 }
 
 /* ---- a region's record --------------------------------------------------------------- */
@@ -276,10 +273,16 @@ static Var *run_layers(void *fn_ctx, Var *x, TrainCtx *ctx)
 }
 
 /* A region of fn(fn_ctx, x), or of layers[0 .. n) when `layers` are given: its record,
- * its first forward, and its one node on the tape. NULL on error, with nothing kept. */
+ * its first forward, and its one node on the tape. With grad mode off (inference, or inside
+ * another region's first forward) they simply run. NULL on error, with nothing kept. */
 static Var *region_forward(RegionFn fn, void *fn_ctx, Layer **layers, int n, Var *x, TrainCtx *ctx,
                            const CheckpointOptions *opts)
 {
+    if (!x || (layers ? n < 1 : !fn)) {
+        remat_fail(REMAT_EINVAL, "checkpoint: need a function or at least one layer, and an input");
+        return NULL;
+    }
+    if (!grad_enabled()) return layers ? layers_forward(layers, n, x, ctx) : fn(fn_ctx, x, ctx);
     Region *r = calloc(1, sizeof *r);
     if (!r) {
         remat_fail(REMAT_ENOMEM, "checkpoint: no memory for a region");
@@ -319,20 +322,10 @@ static Var *region_forward(RegionFn fn, void *fn_ctx, Layer **layers, int n, Var
 
 Var *checkpoint(RegionFn fn, void *fn_ctx, Var *x, TrainCtx *ctx, const CheckpointOptions *opts)
 {
-    if (!fn || !x) {
-        remat_fail(REMAT_EINVAL, "checkpoint: %s is NULL", fn ? "the input" : "the region's function");
-        return NULL;
-    }
-    if (!grad_enabled()) return fn(fn_ctx, x, ctx); /* inference, or inside another region's first forward */
     return region_forward(fn, fn_ctx, NULL, 0, x, ctx, opts);
 }
 
 Var *checkpoint_layers(Layer **layers, int n, Var *x, TrainCtx *ctx, const CheckpointOptions *opts)
 {
-    if (!layers || n < 1 || !x) {
-        remat_fail(REMAT_EINVAL, "checkpoint_layers: need at least one layer and an input");
-        return NULL;
-    }
-    if (!grad_enabled()) return layers_forward(layers, n, x, ctx);
     return region_forward(NULL, NULL, layers, n, x, ctx, opts);
 }

@@ -8,6 +8,8 @@
 
 #include <stdlib.h>
 
+#include "checkpoint/revolve.h"
+
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 
 /* ---- single-level schedules ------------------------------------------------------------ */
@@ -83,47 +85,33 @@ static size_t chain_predict(const ChainCost *c, const Segment *segments, int n, 
 
 /* ---- uniform chains, for Revolve -------------------------------------------------------- */
 
-/* The first figure in which layer k differs from `ref`, or NULL. Layer 0's backward may
- * differ (no gradient for the chain's input): only its forward figures are compared. */
-static const char *first_difference(const ChainLayer *k, const ChainLayer *ref, bool forward_only,
-                                    size_t *got, size_t *want)
-{
-    const struct { const char *what; size_t got, want; bool backward; } figures[] = {
-        {"input bytes", k->in_bytes, ref->in_bytes, false},
-        {"output bytes", k->out_bytes, ref->out_bytes, false},
-        {"kept bytes", k->kept, ref->kept, false},
-        {"forward peak", k->fwd_peak, ref->fwd_peak, false},
-        {"forward peak without grad", k->nograd_peak, ref->nograd_peak, false},
-        {"forward FLOPs", (size_t)k->flops, (size_t)ref->flops, false},
-        {"input gradient bytes", k->grad_bytes, ref->grad_bytes, true},
-        {"backward peak", k->back_plain, ref->back_plain, true},
-        {"backward peak as a region's last layer", k->back_held, ref->back_held, true},
-    };
-    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
-        if (forward_only && figures[i].backward) continue;
-        if (figures[i].got != figures[i].want) {
-            *got = figures[i].got;
-            *want = figures[i].want;
-            return figures[i].what;
-        }
-    }
-    return NULL;
-}
-
+/* Layer 0's backward may differ from the others' (no gradient for the chain's input): only
+ * its forward figures are compared. */
 RematStatus chain_check_uniform(const ChainCost *c)
 {
     if (!c || c->n_layers < 1) return remat_fail(REMAT_EINVAL, "planner revolve: need a chain cost of at least one layer");
-    const ChainLayer *l = c->layers;
+    const ChainLayer *l = c->layers, *ref = &l[c->n_layers > 1 ? 1 : 0];
     if (l[0].in_bytes != l[0].out_bytes)
         return remat_fail(REMAT_EINVAL, "planner revolve: layer 0's output (%zu bytes) is not the size of its input "
                           "(%zu bytes); Revolve stores every state in the same slots", l[0].out_bytes, l[0].in_bytes);
     for (int k = 0; k < c->n_layers; k++) {
-        size_t got = 0, want = 0;
-        const char *what = k == 1 ? NULL : first_difference(&l[k], &l[c->n_layers > 1 ? 1 : 0], k == 0, &got, &want);
-        if (what)
-            return remat_fail(REMAT_EINVAL, "planner revolve: the chain is not uniform: layer %d differs from layer 1 in "
-                              "its %s (%zu, against %zu); Revolve's schedules assume every layer costs the same — "
-                              "use the dp or chen planner", k, what, got, want);
+        const struct { const char *what; size_t got, want; bool backward; } figures[] = {
+            {"input bytes", l[k].in_bytes, ref->in_bytes, false},
+            {"output bytes", l[k].out_bytes, ref->out_bytes, false},
+            {"kept bytes", l[k].kept, ref->kept, false},
+            {"forward peak", l[k].fwd_peak, ref->fwd_peak, false},
+            {"forward peak without grad", l[k].nograd_peak, ref->nograd_peak, false},
+            {"forward FLOPs", (size_t)l[k].flops, (size_t)ref->flops, false},
+            {"input gradient bytes", l[k].grad_bytes, ref->grad_bytes, true},
+            {"backward peak", l[k].back_plain, ref->back_plain, true},
+            {"backward peak as a region's last layer", l[k].back_held, ref->back_held, true},
+        };
+        for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++)
+            if (figures[i].got != figures[i].want && !(k == 0 && figures[i].backward))
+                return remat_fail(REMAT_EINVAL, "planner revolve: the chain is not uniform: layer %d differs from "
+                                  "layer 1 in its %s (%zu, against %zu); Revolve's schedules assume every layer costs "
+                                  "the same — use the dp or chen planner", k, figures[i].what, figures[i].got,
+                                  figures[i].want);
     }
     if (c->n_layers > 1 && l[1].grad_bytes != l[1].in_bytes)
         return remat_fail(REMAT_EINVAL, "planner revolve: layer 1's input gradient (%zu bytes) is not the size of its "
@@ -133,35 +121,86 @@ RematStatus chain_check_uniform(const ChainCost *c)
 
 /* ---- the whole step under Revolve ---------------------------------------------------------- */
 
-/* Revolve's per-layer costs (revolve.h) in terms of the chain model's figures. A layer
- * advanced with grad off is a region's first forward: ng. A layer reversed runs forward
- * with grad on (fwd) and then backpropagates holding kept − out with the gradient flowing
- * in alive to the end: a region's last layer, back_held, which includes the allocation of
- * its input gradient. For layer 0 that gradient, when there is one, is the engine's
- * buffer, which the predictor counts already. */
-RevolveLayerCost chain_revolve_layer(const ChainCost *c)
+/* What is alive while Revolve's executor (revolve.h) runs, in bytes, as its schedule is
+ * walked:
+ *
+ *   states     x_0 and every state kept in a slot, plus the current state when it is not
+ *              also in a slot: a bytes each (the executor's input is counted: a slot keeps
+ *              it alive whether or not the caller does);
+ *   gradients  in the backward only: the chain output's gradient, given to the executor
+ *              and alive until it returns; the chain input's gradient buffer, when the
+ *              input needs one; and the gradient between two reversals (the last reversed
+ *              layer's input gradient): a bytes each;
+ *   the layer  on top: while a layer advances with grad off, a region's first forward (ng);
+ *              while one is reversed, its forward with grad on (fwd) and then its backward
+ *              holding kept − out with the gradient flowing in alive to the end, as a
+ *              region's last layer does (back_held, which includes its input gradient's
+ *              allocation; for layer 0 that is the engine's buffer, counted already).
+ *
+ * The peak is the most of these at any moment. It is exact when every layer allocates and
+ * frees as the measured one does: a uniform chain. */
+typedef struct Walk {
+    size_t a;                      /* a layer's input (= its output, = a gradient) */
+    size_t advance, reverse, reverse_first; /* on top while a layer advances, is reversed (layer 0) */
+    size_t live;                   /* bytes of states and gradients alive */
+    size_t peak;
+    bool cur_in_slot;              /* the current state is also kept in a slot */
+    bool dy_separate;              /* a gradient between reversals is alive (not the engine's dout) */
+} Walk;
+
+static void walk_peak(Walk *w, size_t on_top)
 {
-    const ChainLayer *first = &c->layers[0], *any = &c->layers[c->n_layers > 1 ? 1 : 0];
-    return (RevolveLayerCost){
-        .input_bytes = first->in_bytes,
-        .forward_bytes = first->nograd_peak,
-        .reverse_bytes = max_size(any->fwd_peak, any->kept - any->out_bytes + any->back_held),
-        .first_reverse_bytes = max_size(first->fwd_peak, first->kept - first->out_bytes + first->back_held - first->grad_bytes),
-        .input_needs_grad = first->grad_bytes > 0,
-        .forward_flops = first->flops,
-    };
+    w->peak = max_size(w->peak, w->live + on_top);
 }
 
-/* The step's peak ACT with the chain under `p` (cost.h's formula): the executor's
- * moments on top of what the stages around the chain hold. */
-static size_t step_peak(const ChainCost *c, const RevolvePrediction *p)
+static void walk_action(Walk *w, const RevolveAction *act)
 {
-    const ChainLayer *first = &c->layers[0], *last = &c->layers[c->n_layers - 1];
-    const size_t outside = c->base + c->embed - first->in_bytes; /* S(0) without x_0 */
-    size_t peak = max_size(c->base + c->embed_peak, c->tail_peak);
-    peak = max_size(peak, outside + p->forward_peak);
-    peak = max_size(peak, outside + p->forward_kept + last->out_bytes + c->head_peak);
-    return max_size(peak, outside + c->resid + p->backward_peak);
+    switch (act->kind) {
+    case REVOLVE_ADVANCE:
+        for (int j = 0; j < act->steps; j++) {
+            walk_peak(w, w->advance);
+            if (w->cur_in_slot) w->live += w->a; /* the next state; else it replaces the current one */
+            w->cur_in_slot = false;
+        }
+        break;
+    case REVOLVE_STORE: w->cur_in_slot = true; break;
+    case REVOLVE_RESTORE: w->cur_in_slot = !act->release; break; /* the slot's state: no new bytes */
+    case REVOLVE_REVERSE:
+        walk_peak(w, act->position == 0 ? w->reverse_first : w->reverse);
+        if (!w->cur_in_slot) w->live -= w->a; /* the state is used up */
+        if (w->dy_separate) w->live -= w->a;
+        if (act->position > 0) w->live += w->a; /* the next gradient between reversals */
+        w->dy_separate = act->position > 0;
+        w->cur_in_slot = false;
+        break;
+    }
+}
+
+/* The step's peak ACT with the whole (uniform) chain under Revolve with `slots` slots: the
+ * executor's moments on top of what the stages around it hold (cost.h); and its RECOMPUTE
+ * FLOPs, t(L, s) + 1 layer forwards (revolve.h). */
+static RematStatus revolve_predict(const ChainCost *c, int slots, Prediction *p)
+{
+    RevolveSchedule *r = revolve_schedule_create(c->n_layers, slots);
+    if (!r) return remat_last_status();
+    const ChainLayer *l0 = &c->layers[0], *any = &c->layers[c->n_layers > 1 ? 1 : 0];
+    Walk w = {.a = l0->in_bytes, .advance = l0->nograd_peak, .live = l0->in_bytes, /* x_0, the current state */
+              .reverse = max_size(any->fwd_peak, any->kept - any->out_bytes + any->back_held),
+              .reverse_first = max_size(l0->fwd_peak, l0->kept - l0->out_bytes + l0->back_held - l0->grad_bytes)};
+    for (int i = 0; i < r->first_reverse; i++) walk_action(&w, &r->actions[i]);
+    walk_peak(&w, w.advance); /* the last layer, for the output; x_{L−1} stays */
+    const size_t outside = c->base + c->embed - w.a; /* S(0) without x_0 */
+    size_t peak = max_size(max_size(c->base + c->embed_peak, c->tail_peak), outside + w.peak);
+    peak = max_size(peak, outside + w.live + c->layers[c->n_layers - 1].out_bytes + c->head_peak);
+    /* The backward: the output x_L is gone (the loss has used it), x_{L−1} is the current
+     * state, and the output's gradient (and the input's buffer) have arrived. */
+    w.live += w.a + (l0->grad_bytes ? w.a : 0);
+    w.peak = 0;
+    for (int i = r->first_reverse; i < r->n_actions; i++) walk_action(&w, &r->actions[i]);
+    p->recompute_flops = (uint64_t)(r->forward_count + 1) * l0->flops;
+    p->peak_act = max_size(peak, outside + c->resid + w.peak);
+    revolve_schedule_free(r);
+    return REMAT_OK;
 }
 
 /* ---- predicting a schedule --------------------------------------------------------------- */
@@ -172,36 +211,26 @@ RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
         return remat_fail(REMAT_EINVAL, "schedule_predict: need a schedule and the cost of its chain");
     Prediction p = {.made = true, .forward_flops = cost->forward_flops};
     const Segment *g = s->segments;
-    if (g[0].kind == SEGMENT_REVOLVE) {
-        if (s->n_segments != 1)
-            return remat_fail(REMAT_EINVAL, "schedule_predict: the cost model predicts Revolve over the whole chain only");
-        if (chain_check_uniform(cost) != REMAT_OK) return remat_last_status();
-        RevolveSchedule *revolve = revolve_schedule_create(g[0].count, g[0].slots);
-        if (!revolve) return remat_last_status();
-        const RevolveLayerCost layer = chain_revolve_layer(cost);
-        RevolvePrediction r;
-        revolve_predict(revolve, &layer, &r); /* cannot fail: no argument is NULL */
-        revolve_schedule_free(revolve);
-        p.peak_act = step_peak(cost, &r);
-        p.recompute_flops = r.recompute_flops;
-    } else {
-        for (int i = 0; i < s->n_segments; i++) {
-            const bool policy = g[i].kind == SEGMENT_REGION && g[i].policy;
-            if (g[i].kind == SEGMENT_REVOLVE || (policy && (g[i].policy != cost->policy || g[i].count != 1)))
-                return remat_fail(REMAT_EINVAL, "schedule_predict: segment %d is %s, which the cost model does not "
-                                  "predict", i, g[i].kind == SEGMENT_REVOLVE ? "Revolve beside other segments"
-                                  : g[i].policy != cost->policy ? "a region with a selective policy it did not profile"
-                                                                : "a region of several layers with a selective policy");
-        }
-        p.peak_act = chain_predict(cost, g, s->n_segments, &p.recompute_flops);
+    for (int i = 0; i < s->n_segments; i++) {
+        const bool policy = g[i].kind == SEGMENT_REGION && g[i].policy;
+        const bool revolve_beside = g[i].kind == SEGMENT_REVOLVE && s->n_segments > 1;
+        if (revolve_beside || (policy && (g[i].policy != cost->policy || g[i].count != 1)))
+            return remat_fail(REMAT_EINVAL, "schedule_predict: segment %d is %s, which the cost model does not "
+                              "predict", i, revolve_beside ? "Revolve beside other segments"
+                              : g[i].policy != cost->policy ? "a region with a selective policy it did not profile"
+                                                            : "a region of several layers with a selective policy");
     }
+    if (g[0].kind != SEGMENT_REVOLVE) p.peak_act = chain_predict(cost, g, s->n_segments, &p.recompute_flops);
+    else if (chain_check_uniform(cost) != REMAT_OK || revolve_predict(cost, g[0].slots, &p) != REMAT_OK)
+        return remat_last_status();
     p.recompute_flops += cost->kernel_recompute; /* the backward kernels' own, under any schedule */
     p.peak_total = cost->fixed + cost->work_peak + p.peak_act;
     s->predicted = p;
     return REMAT_OK;
 }
 
-/* Takes s: predicted, or freed and NULL. */
+/* Takes s (NULL: not made, the error said; a cost of no layers makes none): predicted, or
+ * freed and NULL. */
 static Schedule *predicted(Schedule *s, const ChainCost *cost)
 {
     if (s && schedule_predict(s, cost) != REMAT_OK) {
@@ -213,28 +242,11 @@ static Schedule *predicted(Schedule *s, const ChainCost *cost)
 
 Schedule *chain_schedule(const ChainCost *cost, const Segment *segments, int n)
 {
-    if (!cost) {
-        remat_fail(REMAT_EINVAL, "chain_schedule: need a chain cost");
-        return NULL;
-    }
-    return predicted(schedule_create(STRATEGY_BUDGET, segments, n, cost->n_layers), cost);
+    return predicted(schedule_create(STRATEGY_BUDGET, segments, n, cost ? cost->n_layers : 0), cost);
 }
 
 Schedule *chain_schedule_for_strategy(const ChainCost *cost, StrategyKind kind)
 {
-    if (!cost || (kind != STRATEGY_NONE && kind != STRATEGY_FULL && kind != STRATEGY_SQRT)) {
-        remat_fail(REMAT_EINVAL, "chain_schedule_for_strategy: only none, full and sqrt have fixed segments");
-        return NULL;
-    }
     const Strategy strategy = strategy_defaults(kind);
-    return predicted(schedule_for_strategy(&strategy, cost->n_layers), cost);
-}
-
-Schedule *chain_schedule_revolve(const ChainCost *cost, int slots)
-{
-    if (!cost || slots < 1) {
-        remat_fail(REMAT_EINVAL, "chain_schedule_revolve: need a chain cost and at least one slot (got %d)", slots);
-        return NULL;
-    }
-    return predicted(schedule_revolve(cost->n_layers, slots), cost); /* a chain that is not uniform: refused there */
+    return predicted(schedule_for_strategy(&strategy, cost ? cost->n_layers : 0), cost);
 }

@@ -3,13 +3,10 @@
  * by one profiling step, and the prediction of any schedule's peak activation memory and
  * RECOMPUTE FLOPs from it. The planners (planner.h) search over these predictions.
  *
- * Where it sits: checkpoint/, above autograd/ and tensor/. The profiling step
- * (chain_profile.c) runs the model's own stages through callbacks, then puts the FLOP
- * ledger and the caller's generator back; the prediction (cost.c) touches nothing but its
- * arguments.
- *
- * A schedule (schedule.h) cuts the chain x_0 ─layer 0─▶ x_1 ─ … ─layer L−1─▶ x_L into
- * plain segments and regions; adjacent plain layers behave as one plain segment.
+ * The profiling step (chain_profile.c) runs the model's own stages through callbacks and
+ * puts the FLOP ledger and the caller's generator back; the prediction (cost.c) touches
+ * nothing but its arguments. A schedule (schedule.h) cuts the chain x_0 ─layer 0─▶ x_1 ─ …
+ * ─layer L−1─▶ x_L into plain segments and regions (adjacent plain layers act as one).
  *
  * ---- the cost model -------------------------------------------------------------------
  *
@@ -83,21 +80,16 @@
  *
  * ---- Revolve over the chain ------------------------------------------------------------
  *
- * Revolve's schedules assume a uniform chain: every layer costs the same. A uniform chain
- * is read off the cost model: layers 1 … L−1 measured alike in every figure, and layer 0
- * like them in all but what its backward holds (the chain's input may need no gradient,
- * as the MLP's does not). The Revolve predictor (revolve.h) then takes its per-layer
- * costs from the same profiling step as the other planners, and the stages around the
- * chain (batch, embed, head, loss) are added as the formula above adds them, so a
- * budget means the same for all three planners:
+ * Revolve's schedules (revolve.h) assume a uniform chain, read off the same model: layers
+ * 1 … L−1 measured alike in every figure, and layer 0 like them in all but what its
+ * backward holds (the chain's input may need no gradient, as the MLP's does not). Its
+ * executor's moments are predicted by walking its actions (cost.c), and the stages around
+ * the chain are added as above, so a budget means the same for all three planners:
  *
  *   forward        S(0) − in_0 + the executor's forward peak   (it counts x_0 itself)
  *   head           S(0) − in_0 + what the executor keeps + out + head_peak
  *   chain backward S(0) − in_0 + R + the executor's backward peak
  *   embed, after   as for any schedule
- *
- * planner.c's search_revolve tries every slot count against a budget; revolve.h says why
- * Revolve reaches budgets below any single-level schedule's, about 2·sqrt(L) layers.
  */
 #ifndef REMAT_CHECKPOINT_COST_H
 #define REMAT_CHECKPOINT_COST_H
@@ -105,7 +97,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "checkpoint/revolve.h"
 #include "checkpoint/schedule.h"
 
 /* ---- the chain model ------------------------------------------------------------------- */
@@ -177,10 +168,6 @@ size_t chain_grad_bytes(const ChainCost *cost, int k);
  * what. */
 RematStatus chain_check_uniform(const ChainCost *cost);
 
-/* The per-layer costs of the Revolve predictor (revolve.h) on a uniform chain, from the
- * chain model's figures (cost.c says which). */
-RevolveLayerCost chain_revolve_layer(const ChainCost *cost);
-
 /* ---- predictions ----------------------------------------------------------------------- */
 
 /* The terms of the formula above, in bytes above the forward state S: plain layer k's
@@ -202,12 +189,8 @@ RematStatus schedule_predict(Schedule *s, const ChainCost *cost);
  * predicted against `cost`. The caller owns it. NULL on error. */
 Schedule *chain_schedule(const ChainCost *cost, const Segment *segments, int n);
 
-/* The schedule strategy `kind` (none, full or sqrt) makes for this chain, predicted.
- * NULL on error (REMAT_EINVAL for another kind). */
+/* The schedule strategy `kind` makes for this chain, with its default options, predicted.
+ * NULL on error (REMAT_EINVAL for budget, or a policy the cost did not profile). */
 Schedule *chain_schedule_for_strategy(const ChainCost *cost, StrategyKind kind);
-
-/* The whole chain under Revolve with `slots` slots (≥ 1), predicted. NULL on error
- * (REMAT_EINVAL for a chain that is not uniform). */
-Schedule *chain_schedule_revolve(const ChainCost *cost, int slots);
 
 #endif /* REMAT_CHECKPOINT_COST_H */

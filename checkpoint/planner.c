@@ -38,8 +38,6 @@ typedef struct Dp {
     DpState *states;
     int count, capacity;
     int *front_start, *front_count; /* per boundary: its Pareto front, a run of `states` */
-    size_t *plain_need;             /* plain_need(k) */
-    size_t *region_need;            /* region_need(a, b) at a·L + b */
 } Dp;
 
 static RematStatus dp_push(Dp *dp, DpState st)
@@ -75,51 +73,22 @@ static int dp_keep_front(Dp *dp, int start)
     return kept;
 }
 
-/* Adds the state reached by running segment [a, b] from state `from` (at boundary a), if
- * its moments fit. */
-static RematStatus dp_extend(Dp *dp, int from, int a, int b, bool region)
+/* Adds the state reached by running segment [a, b] from state `from` (at boundary a), a
+ * region or one plain layer, if its moments fit: they reach `need` above S(a) (cost.h's
+ * terms), and it recomputes `flops`. */
+static RematStatus dp_extend(Dp *dp, int from, int a, int b, bool region, size_t need, uint64_t flops)
 {
     const DpState *f = &dp->states[from];
-    const ChainCost *c = dp->cost;
-    const size_t need = region ? dp->region_need[(size_t)a * c->n_layers + b] : dp->plain_need[a];
     const size_t moment = f->s + need;
     uint64_t value = f->value;
     if (dp->goal == DP_FEWEST_FLOPS) {
         if (moment > dp->act_budget) return REMAT_OK;
-        if (region) value += chain_segment_flops(c, a, b);
+        value += flops;
     } else if (moment > value) {
         value = moment;
     }
-    const size_t s = f->s + (region ? c->layers[b].out_bytes : c->layers[a].kept);
+    const size_t s = f->s + (region ? dp->cost->layers[b].out_bytes : dp->cost->layers[a].kept);
     return dp_push(dp, (DpState){s, value, from, a, region});
-}
-
-static void dp_free(Dp *dp)
-{
-    free(dp->states);
-    free(dp->front_start);
-    free(dp->front_count);
-    free(dp->plain_need);
-    free(dp->region_need);
-}
-
-static RematStatus dp_init(Dp *dp, const ChainCost *c, DpGoal goal, size_t act_budget)
-{
-    const int L = c->n_layers;
-    *dp = (Dp){.cost = c, .goal = goal, .act_budget = act_budget};
-    dp->front_start = calloc((size_t)L + 1, sizeof *dp->front_start);
-    dp->front_count = calloc((size_t)L + 1, sizeof *dp->front_count);
-    dp->plain_need = calloc((size_t)L, sizeof *dp->plain_need);
-    dp->region_need = calloc((size_t)L * L, sizeof *dp->region_need);
-    if (!dp->front_start || !dp->front_count || !dp->plain_need || !dp->region_need) {
-        dp_free(dp);
-        return remat_fail(REMAT_ENOMEM, "planner: no memory to search %d layers", L);
-    }
-    for (int a = 0; a < L; a++) {
-        dp->plain_need[a] = chain_plain_need(c, a);
-        for (int b = a; b < L; b++) dp->region_need[(size_t)a * L + b] = chain_region_need(c, a, b);
-    }
-    return REMAT_OK;
 }
 
 /* Runs the search; *best gets the index of the best final state, or −1 if none fits. */
@@ -138,10 +107,12 @@ static RematStatus dp_run(Dp *dp, int *best)
     for (int k = 1; k <= L && status == REMAT_OK; k++) {
         const int start = dp->count;
         for (int a = 0; a < k && status == REMAT_OK; a++) {
+            const size_t need = chain_region_need(c, a, k - 1), plain = a == k - 1 ? chain_plain_need(c, a) : 0;
+            const uint64_t flops = chain_segment_flops(c, a, k - 1);
             for (int i = 0; i < dp->front_count[a] && status == REMAT_OK; i++) {
                 const int from = dp->front_start[a] + i;
-                status = dp_extend(dp, from, a, k - 1, true);
-                if (status == REMAT_OK && a == k - 1) status = dp_extend(dp, from, a, a, false);
+                status = dp_extend(dp, from, a, k - 1, true, need, flops);
+                if (status == REMAT_OK && a == k - 1) status = dp_extend(dp, from, a, a, false, plain, 0);
             }
         }
         dp->front_start[k] = start;
@@ -163,42 +134,54 @@ static RematStatus dp_run(Dp *dp, int *best)
     return REMAT_OK;
 }
 
-/* The schedule that led to final state `best`. */
-static Schedule *dp_schedule(const Dp *dp, int best)
+/* The exact search for `goal` (under `act_budget` for DP_FEWEST_FLOPS): the single-level
+ * schedule it finds; NULL with *none_fits set when no schedule fits, or NULL on error. */
+static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, bool *none_fits)
 {
-    const int L = dp->cost->n_layers;
+    const int L = c->n_layers;
+    Dp dp = {.cost = c, .goal = goal, .act_budget = act_budget, .front_start = calloc((size_t)L + 1, sizeof(int)),
+             .front_count = calloc((size_t)L + 1, sizeof(int))};
     Segment *segs = calloc((size_t)L, sizeof *segs);
-    if (!segs) {
-        remat_fail(REMAT_ENOMEM, "planner: no memory for %d segments", L);
-        return NULL;
+    int best = -1;
+    const RematStatus status = dp.front_start && dp.front_count && segs ? dp_run(&dp, &best)
+                             : remat_fail(REMAT_ENOMEM, "planner: no memory to search %d layers", L);
+    Schedule *s = NULL;
+    if (status == REMAT_OK && best >= 0) {
+        int end = L, at = L; /* the states that led to `best`, walked from the end: segs fills from the back */
+        for (int i = best; dp.states[i].from >= 0; i = dp.states[i].from) {
+            const DpState *st = &dp.states[i];
+            segs[--at] = (Segment){st->first, end - st->first, st->region ? SEGMENT_REGION : SEGMENT_PLAIN, NULL, 0};
+            end = st->first;
+        }
+        s = chain_schedule(c, segs + at, L - at);
     }
-    int end = L, at = L; /* the states are walked from the end: segs is filled from the back */
-    for (int i = best; dp->states[i].from >= 0; i = dp->states[i].from) {
-        const DpState *st = &dp->states[i];
-        segs[--at] = (Segment){st->first, end - st->first, st->region ? SEGMENT_REGION : SEGMENT_PLAIN, NULL, 0};
-        end = st->first;
-    }
-    Schedule *s = chain_schedule(dp->cost, segs + at, L - at);
+    *none_fits = status == REMAT_OK && best < 0;
     free(segs);
+    free(dp.states);
+    free(dp.front_start);
+    free(dp.front_count);
     return s;
 }
 
-/* The exact search for `goal` (under `act_budget` for DP_FEWEST_FLOPS): the single-level
- * schedule it finds; NULL with *none_fits set when no schedule fits, or NULL on error.
- * Its work grows as L^3: check_dp_limit bounds L. */
-static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, bool *none_fits)
+/* The planners' search (see SEARCHES): the cheapest schedule it finds whose peak ACT fits
+ * `act_budget`; when none does, NULL with *leanest the least peak ACT it can reach; on
+ * error NULL with *leanest SIZE_MAX. The exact one refuses chains longer than
+ * PLANNER_DP_MAX_LAYERS: its work grows as L^3. */
+static Schedule *search_dp(const ChainCost *c, size_t act_budget, size_t *leanest)
 {
-    Dp dp;
-    *none_fits = false;
-    if (dp_init(&dp, c, goal, act_budget) != REMAT_OK) return NULL;
-    int best;
-    Schedule *s = NULL;
-    if (dp_run(&dp, &best) == REMAT_OK) {
-        if (best >= 0) s = dp_schedule(&dp, best);
-        else *none_fits = true;
+    *leanest = SIZE_MAX;
+    if (c->n_layers > PLANNER_DP_MAX_LAYERS) {
+        remat_fail(REMAT_EINVAL, "the exact search plans chains of up to %d layers (its work grows as L^3), this "
+                   "one has %d: use the chen planner", PLANNER_DP_MAX_LAYERS, c->n_layers);
+        return NULL;
     }
-    dp_free(&dp);
-    return s;
+    bool none_fits;
+    Schedule *s = dp_search(c, DP_FEWEST_FLOPS, act_budget, &none_fits);
+    if (!none_fits) return s;
+    Schedule *lean = dp_search(c, DP_LEAST_PEAK, 0, &none_fits);
+    if (lean) *leanest = lean->predicted.peak_act;
+    schedule_free(lean);
+    return NULL;
 }
 
 /* A search's step: keeps in *best whichever of *best and `candidate` (owned by the call)
@@ -278,13 +261,13 @@ static Schedule *search_chen(const ChainCost *c, size_t act_budget, size_t *lean
     const int L = c->n_layers;
     Segment *segs = calloc((size_t)L, sizeof *segs);
     double b[CHEN_GUESSES + CHEN_GRID + 2];
+    *leanest = SIZE_MAX;
     if (!segs) {
         remat_fail(REMAT_ENOMEM, "planner: no memory for %d segments", L);
         return NULL;
     }
     const int n_b = chen_thresholds(c, segs, b);
     Schedule *best = NULL;
-    *leanest = SIZE_MAX;
     for (int i = 0; i < n_b; i++) {
         double x, y;
         const int n = chen_segments(c, b[i], segs, &x, &y);
@@ -322,41 +305,26 @@ static Schedule *search_revolve(const ChainCost *cost, size_t act_budget, size_t
     return best;
 }
 
-/* ---- budgets ----------------------------------------------------------------------------- */
-
-/* REMAT_EINVAL for a chain too long for the exact search, whose work grows as L^3. */
-static RematStatus check_dp_limit(const ChainCost *c)
-{
-    if (c->n_layers <= PLANNER_DP_MAX_LAYERS) return REMAT_OK;
-    return remat_fail(REMAT_EINVAL, "the exact search plans chains of up to %d layers (its work grows as L^3), this "
-                      "one has %d: use the chen planner", PLANNER_DP_MAX_LAYERS, c->n_layers);
-}
-
-size_t planner_min_budget(const ChainCost *cost)
-{
-    bool none_fits;
-    Schedule *lean = cost && check_dp_limit(cost) == REMAT_OK ? dp_search(cost, DP_LEAST_PEAK, 0, &none_fits) : NULL;
-    const size_t budget = lean ? lean->predicted.peak_total : 0;
-    schedule_free(lean);
-    return budget;
-}
-
-size_t planner_revolve_min_budget(const ChainCost *cost)
-{
-    size_t leanest;
-    Schedule *s = search_revolve(cost, 0, &leanest);
-    schedule_free(s);
-    return leanest == SIZE_MAX ? 0 : cost->fixed + cost->work_peak + leanest;
-}
-
 /* ---- planners ---------------------------------------------------------------------------- */
 
 static const char *const NAMES[PLANNER_COUNT] = {"chen", "dp", "revolve"};
 const NameTable PLANNER_NAMES = {NAMES, PLANNER_COUNT};
 
+/* Each planner's search, by PlannerKind. */
+static Schedule *(*const SEARCHES[PLANNER_COUNT])(const ChainCost *, size_t, size_t *) = {
+    search_chen, search_dp, search_revolve};
+
 const char *planner_name(PlannerKind kind)
 {
     return name_of(&PLANNER_NAMES, (int)kind);
+}
+
+size_t planner_min_budget(PlannerKind kind, const ChainCost *cost)
+{
+    size_t leanest = SIZE_MAX;
+    if (cost && (unsigned)kind < PLANNER_COUNT)
+        schedule_free(SEARCHES[kind == PLANNER_REVOLVE ? kind : PLANNER_DP](cost, 0, &leanest));
+    return leanest == SIZE_MAX ? 0 : cost->fixed + cost->work_peak + leanest;
 }
 
 /* REMAT_EOOM for a budget below `min_budget`, the leanest schedule's need for planner
@@ -369,7 +337,7 @@ static RematStatus fail_too_small(const ChainCost *c, PlannerKind kind, size_t b
         return remat_fail(REMAT_EOOM, "memory budget %s: no schedule found fits it (params, grads, optimizer and "
                           "workspace alone take %s)", mem_format_bytes(b, sizeof b, budget),
                           mem_format_bytes(fixed, sizeof fixed, c->fixed + c->work_peak));
-    const size_t revolve_min = kind == PLANNER_REVOLVE ? 0 : planner_revolve_min_budget(c);
+    const size_t revolve_min = kind == PLANNER_REVOLVE ? 0 : planner_min_budget(PLANNER_REVOLVE, c);
     if (revolve_min > 0 && revolve_min < min_budget)
         snprintf(lower, sizeof lower, "; planner revolve, which recomputes layers more than once, fits from %s",
                  mem_format_bytes(m, sizeof m, revolve_min));
@@ -391,28 +359,15 @@ Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget)
     if (kind == PLANNER_REVOLVE && chain_check_uniform(cost) != REMAT_OK) return NULL;
     const size_t reserved = cost->fixed + cost->work_peak;
     if (budget <= reserved) {
-        fail_too_small(cost, kind, budget, kind == PLANNER_REVOLVE ? planner_revolve_min_budget(cost) : planner_min_budget(cost));
+        fail_too_small(cost, kind, budget, planner_min_budget(kind, cost));
         return NULL;
     }
-    const size_t act_budget = budget - reserved;
-    if (kind == PLANNER_REVOLVE) {
-        size_t leanest;
-        Schedule *s = search_revolve(cost, act_budget, &leanest);
-        if (!s && leanest != SIZE_MAX) fail_too_small(cost, kind, budget, reserved + leanest);
-        return s;
-    }
-    if (kind == PLANNER_DP) {
-        if (check_dp_limit(cost) != REMAT_OK) return NULL;
-        bool none_fits;
-        Schedule *s = dp_search(cost, DP_FEWEST_FLOPS, act_budget, &none_fits);
-        if (!s && none_fits) fail_too_small(cost, kind, budget, planner_min_budget(cost));
-        return s;
-    }
-    size_t leanest = SIZE_MAX;
-    Schedule *s = search_chen(cost, act_budget, &leanest);
+    size_t leanest;
+    Schedule *s = SEARCHES[kind](cost, budget - reserved, &leanest);
     if (s || leanest == SIZE_MAX) return s;
-    const size_t min_budget = planner_min_budget(cost);
-    if (min_budget > budget || min_budget == 0) {
+    /* Nothing fits. Chen's search may miss a schedule the exact search finds: it says so. */
+    const size_t min_budget = kind == PLANNER_CHEN ? planner_min_budget(kind, cost) : reserved + leanest;
+    if (kind != PLANNER_CHEN || min_budget > budget || min_budget == 0) {
         fail_too_small(cost, kind, budget, min_budget);
         return NULL;
     }

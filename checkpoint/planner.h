@@ -2,13 +2,8 @@
  * planner.h — budget-driven checkpoint planning: the cheapest schedule (schedule.h) over
  * a chain of layers that fits a memory budget, by one of three searches over the chain
  * cost model's predictions (cost.h): the exact optimum over single-level schedules, Chen
- * et al. 2016's search, or, on a chain of identical layers, Revolve.
- *
- * Where it sits: checkpoint/. planner.c checks the budget against what every schedule
- * needs, runs the search and says, when nothing fits, what the smallest feasible budget
- * is.
- *
- * ---- memory budget ---------------------------------------------------------------------
+ * et al. 2016's search, or, on a chain of identical layers, Revolve. A planner is its
+ * PlannerKind, its name and its search (planner.c); they share one interface.
  *
  * A budget in bytes bounds the whole step: params + grads + optimizer + the workspace in
  * use + the peak of the kernels' scratch + the predicted peak ACT. Below the leanest
@@ -48,14 +43,10 @@ Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget);
 /* The exact search's limit: its work grows as L^3 (L = 1024 takes seconds). */
 #define PLANNER_DP_MAX_LAYERS 1024
 
-/* The smallest budget any single-level schedule fits in: fixed + work_peak + the least
- * peak ACT over all schedules (found by the exact search); 0 for a chain longer than
- * PLANNER_DP_MAX_LAYERS. */
-size_t planner_min_budget(const ChainCost *cost);
-
-/* The smallest budget planner revolve fits in (its leanest schedule's peak_total, as
- * planner_min_budget for the single-level planners); 0 for a chain that is not uniform,
- * with chain_check_uniform's error set. */
-size_t planner_revolve_min_budget(const ChainCost *cost);
+/* The smallest budget planner `kind` fits in: fixed + work_peak + the least peak ACT of
+ * the schedules it can make (for chen, as for dp: the exact search's). 0 when it plans
+ * nothing on this chain (a chain longer than PLANNER_DP_MAX_LAYERS; for revolve, one
+ * that is not uniform, with chain_check_uniform's error set). */
+size_t planner_min_budget(PlannerKind kind, const ChainCost *cost);
 
 #endif /* REMAT_CHECKPOINT_PLANNER_H */

@@ -1,7 +1,7 @@
 /*
- * revolve.c — binomial checkpointing: the count, the schedule and the predictor (see
- * revolve.h for the convention and how it maps to the FLOP ledger). The executor that runs
- * a schedule inside autograd is in revolve_run.c.
+ * revolve.c — binomial checkpointing: the count and the schedule (see revolve.h for the
+ * convention and how it maps to the FLOP ledger). The executor that runs a schedule inside
+ * autograd is in revolve_run.c; the chain cost model predicts it (cost.c).
  *
  * Notation: the chain is x_0 → x_1 → … → x_l; step i (1 ≤ i ≤ l) is layer i − 1 and maps
  * x_{i−1} to x_i. β(s, r) = C(s + r, s) is the most steps s slots can reverse when no step
@@ -14,22 +14,17 @@
 
 /* ---- binomials ------------------------------------------------------------------------ */
 
-static uint64_t gcd_u64(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* β(s, j + 1) from beta = β(s, j): C(s+j+1, s) = C(s+j, s)·(s+j+1)/(j+1). The division is
  * exact; it is done before the multiplication (through their gcd) so that only a result
  * above 2^64 overflows, and then UINT64_MAX is returned (bigger than any chain). */
 static uint64_t beta_next(uint64_t beta, uint64_t s, uint64_t j)
 {
-    const uint64_t g = gcd_u64(beta, j + 1);
+    uint64_t g = beta, rest = j + 1; /* g = gcd(beta, j + 1), by Euclid */
+    while (rest) {
+        const uint64_t t = g % rest;
+        g = rest;
+        rest = t;
+    }
     const uint64_t left = beta / g, right = (s + j + 1) / ((j + 1) / g);
     if (right != 0 && left > UINT64_MAX / right) return UINT64_MAX;
     return left * right;
@@ -185,113 +180,4 @@ void revolve_schedule_free(RevolveSchedule *schedule)
     free(schedule->actions);
     free(schedule->recomputed);
     free(schedule);
-}
-
-void revolve_schedule_print(const RevolveSchedule *sch, FILE *out)
-{
-    if (!sch || !out) return;
-    fprintf(out, "revolve: %d steps, %d slots (%d used), r = %d, t = %" PRId64 " forward steps "
-            "(Griewank's count); %" PRId64 " layer forwards recomputed\n", sch->steps, sch->slots,
-            sch->slots_used, sch->repetitions, sch->forward_count, sch->forward_count + 1);
-    for (int i = 0; i < sch->n_actions; i++) {
-        const RevolveAction *a = &sch->actions[i];
-        if (i == sch->first_reverse) fprintf(out, "  -- backward --\n");
-        switch (a->kind) {
-        case REVOLVE_ADVANCE:
-            fprintf(out, "  advance %d from x_%d to x_%d\n", a->steps, a->position, a->position + a->steps);
-            break;
-        case REVOLVE_STORE: fprintf(out, "  store x_%d in slot %d\n", a->position, a->slot); break;
-        case REVOLVE_RESTORE:
-            fprintf(out, "  restore x_%d from slot %d%s\n", a->position, a->slot, a->release ? " (its last use)" : "");
-            break;
-        case REVOLVE_REVERSE: fprintf(out, "  reverse step %d (layer %d)\n", a->position + 1, a->position); break;
-        }
-    }
-    fprintf(out, "  recomputed per layer:");
-    for (int j = 0; j < sch->steps; j++) fprintf(out, " %d", sch->recomputed[j]);
-    fprintf(out, "\n");
-}
-
-/* ---- the predictor ---------------------------------------------------------------------- */
-
-/* What is alive while the executor runs, in bytes, as the schedule is walked:
- *
- *   states     x_0 and every state kept in a slot, plus the current state when it is not
- *              also in a slot: a bytes each (the executor's input is counted: a slot keeps
- *              it alive whether or not the caller does);
- *   gradients  in the backward only: the chain output's gradient, given to the executor
- *              and alive until it returns; the chain input's gradient buffer, when the
- *              input needs one; and the gradient between two reversals (the last reversed
- *              layer's input gradient): a bytes each;
- *   the layer  forward_bytes on top while a layer runs with grad off, reverse_bytes while
- *              one is reversed (first_reverse_bytes for layer 0).
- *
- * The peak is the most of these at any moment. It is exact when every layer allocates and
- * frees as the measured one does: a uniform chain. */
-typedef struct Walk {
-    const RevolveLayerCost *layer;
-    size_t live;       /* bytes of states and gradients alive */
-    size_t peak;
-    bool cur_in_slot;  /* the current state is also kept in a slot */
-    bool dy_separate;  /* a gradient between reversals is alive (not the engine's dout) */
-} Walk;
-
-static void walk_peak(Walk *w, size_t on_top)
-{
-    if (w->live + on_top > w->peak) w->peak = w->live + on_top;
-}
-
-static void walk_advance(Walk *w, int steps)
-{
-    const size_t a = w->layer->input_bytes;
-    for (int j = 0; j < steps; j++) {
-        walk_peak(w, w->layer->forward_bytes);
-        w->live += a; /* the next state */
-        if (!w->cur_in_slot) w->live -= a;
-        w->cur_in_slot = false;
-    }
-}
-
-static void walk_action(Walk *w, const RevolveAction *act)
-{
-    const size_t a = w->layer->input_bytes;
-    switch (act->kind) {
-    case REVOLVE_ADVANCE: walk_advance(w, act->steps); break;
-    case REVOLVE_STORE: w->cur_in_slot = true; break;
-    case REVOLVE_RESTORE: /* the slot's state becomes current: no new bytes */
-        w->cur_in_slot = !act->release;
-        break;
-    case REVOLVE_REVERSE:
-        walk_peak(w, act->position == 0 ? w->layer->first_reverse_bytes : w->layer->reverse_bytes);
-        if (!w->cur_in_slot) w->live -= a; /* the state is used up */
-        if (w->dy_separate) w->live -= a;
-        if (act->position > 0) w->live += a; /* the next gradient between reversals */
-        w->dy_separate = act->position > 0;
-        w->cur_in_slot = false;
-        break;
-    }
-}
-
-RematStatus revolve_predict(const RevolveSchedule *schedule, const RevolveLayerCost *layer, RevolvePrediction *out)
-{
-    if (!schedule || !layer || !out)
-        return remat_fail(REMAT_EINVAL, "revolve_predict: %s is NULL",
-                          !schedule ? "the schedule" : !layer ? "the layer's cost" : "out");
-    const size_t a = layer->input_bytes;
-    Walk w = {.layer = layer, .live = a}; /* x_0, the current state */
-    for (int i = 0; i < schedule->first_reverse; i++) walk_action(&w, &schedule->actions[i]);
-    walk_peak(&w, layer->forward_bytes); /* the last layer, for the output; x_{l−1} stays */
-    RevolvePrediction p = {.forward_peak = w.peak, .forward_kept = w.live};
-
-    /* The backward: the output x_l is gone (the loss has used it), x_{l−1} is the current
-     * state, and the output's gradient (and the input's buffer) have arrived. */
-    w.live += a + (layer->input_needs_grad ? a : 0);
-    w.peak = 0;
-    for (int i = schedule->first_reverse; i < schedule->n_actions; i++) walk_action(&w, &schedule->actions[i]);
-    p.backward_peak = w.peak;
-
-    p.forward_flops = (uint64_t)schedule->steps * layer->forward_flops;
-    p.recompute_flops = (uint64_t)(schedule->forward_count + 1) * layer->forward_flops; /* Σ recomputed */
-    *out = p;
-    return REMAT_OK;
 }

@@ -1,21 +1,15 @@
 /*
  * revolve.h — binomial checkpointing (Griewank & Walther's Revolve) for a chain of layers:
- * the optimal count, the schedule that attains it, an executor inside remat's autograd, and
- * a predictor of its peak activation memory and recompute FLOPs.
+ * the optimal count and the schedule that attains it (revolve.c), and an executor inside
+ * remat's autograd (revolve_run.c). The chain cost model predicts its memory (cost.h).
  *
- * Room: checkpoint/. Owns Revolve only: the count, schedule and predictor in revolve.c, the
- * executor in revolve_run.c. Uses autograd/ (tape, saved-tensor path, backward) and
- * tensor/ (the ledgers, PCG32); touches nothing of the other strategies.
- *
- * Why binomial checkpointing. Single-level segments (sqrt, schedule.h) keep k segment
- * inputs and recompute each layer once, but while a segment is replayed all its l/k layers'
- * activations are alive: the memory never goes below about k + l/k ≥ 2·sqrt(l) layer-sized
- * tensors. When memory is tighter than that, the only way on is to recompute some layers
+ * Why binomial checkpointing: single-level segments (sqrt, schedule.h) never hold less
+ * than about 2·sqrt(l) layer-sized tensors; below that, some layers must be recomputed
  * more than once. Revolve keeps at most `s` stored states (slots) plus the state being
- * worked on, for any s ≥ 1, and lets a layer be recomputed up to r times, where r is the
- * smallest "repetition number" with C(s + r, s) ≥ l. Among all schedules with s slots it
- * does the fewest forward evaluations (Griewank 1992; Griewank & Walther 2000); what that
- * buys on the MLP chain against sqrt is in docs/MEASUREMENTS.md, 1.3.
+ * worked on, for any s ≥ 1, recomputes a layer at most r times, r the smallest
+ * "repetition number" with C(s + r, s) ≥ l, and among all schedules with s slots does the
+ * fewest forward evaluations (Griewank 1992; Griewank & Walther 2000). What that buys on
+ * the MLP chain against sqrt: docs/MEASUREMENTS.md, 1.3.
  *
  * The count. Reversing l steps x_0 → x_1 → … → x_l with s slots takes at least
  *
@@ -28,31 +22,28 @@
  * as part of its reverse step — that evaluation is not counted in t.
  *
  * The count in remat's FLOP ledger. remat's executor must give the loss x_l, so its first
- * forward is Griewank's first sweep (l − 1 evaluations, part of t) plus one evaluation of
- * the last layer: l layer forwards, counted FORWARD. Everything later is RECOMPUTE: the
- * t − (l − 1) advances left in the schedule, and the l reverse steps, each running its
- * layer with grad on (none of them is the first forward of its layer). So
+ * forward is Griewank's first sweep (l − 1 evaluations, part of t) plus the last layer: l
+ * layer forwards, counted FORWARD. Everything later is RECOMPUTE: the t − (l − 1) advances
+ * left, and the l reverse steps, each running its layer with grad on. So
  *
  *     RECOMPUTE layer forwards = t(l, s) − (l − 1) + l = t(l, s) + 1,
  *
- * and on a uniform chain whose layers each cost F forward FLOPs, RECOMPUTE FLOPs =
- * (t(l, s) + 1)·F (tests/test_revolve.c checks this on the ledger). With s ≥ l − 1 that is
- * l·F: every layer once, exactly what strategy full pays.
+ * (t(l, s) + 1)·F FLOPs on a uniform chain of layers of F forward FLOPs (tests/test_revolve.c
+ * checks it on the ledger). With s ≥ l − 1 that is l·F: every layer once, as strategy full.
  *
  * The schedule (revolve_schedule_create) is a list of actions — advance k steps, store the
  * current state in a slot, restore one, reverse one step — made by the binomial recursion
- * with the largest optimal split (see revolve.c). The executor (revolve_forward) runs a
- * chain of layers as one tape node, like a checkpoint region (checkpoint.h): its forward
- * runs the actions up to the first reversal with grad off, storing each checkpoint and the
+ * with the largest optimal split (revolve.c). The executor (revolve_forward) runs a chain
+ * of layers as one tape node, like a checkpoint region (checkpoint.h): its forward runs the
+ * actions up to the first reversal with grad off, storing each checkpoint and the
  * generator's state with it through the saved-tensor path; its backward runs the rest.
- * Dropout draws the same masks as in the first forward, so gradients are bit-identical to
- * running the layers plainly.
+ * Dropout draws the first forward's masks, so gradients are bit-identical to running the
+ * layers plainly.
  */
 #ifndef REMAT_REVOLVE_H
 #define REMAT_REVOLVE_H
 
 #include <stdint.h>
-#include <stdio.h>
 
 #include "autograd/layers.h"
 
@@ -102,10 +93,6 @@ RevolveSchedule *revolve_schedule_create(int l, int s);
 /* NULL is a no-op. */
 void revolve_schedule_free(RevolveSchedule *schedule);
 
-/* One line per action ("advance 3 from x_0", "store x_3 in slot 1", ...), then how many
- * times each layer is recomputed. */
-void revolve_schedule_print(const RevolveSchedule *schedule, FILE *out);
-
 /* ---- the executor --------------------------------------------------------------------- */
 
 /* Runs layers[0 … l−1] on x under the Revolve schedule with `slots` slots and returns
@@ -118,39 +105,5 @@ void revolve_schedule_print(const RevolveSchedule *schedule, FILE *out);
  * slots < 1; a layer's error, or the memory budget's — with nothing recorded or kept and
  * ctx's generator as it was. */
 Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx);
-
-/* ---- the predictor -------------------------------------------------------------------- */
-
-/* What one layer of a uniform chain costs, read off the chain cost model
- * (chain_revolve_layer, cost.h). */
-typedef struct RevolveLayerCost {
-    size_t input_bytes;         /* a: the bytes of a layer's input (= its output, = a gradient) */
-    size_t forward_bytes;       /* the most ACT above its input while it runs with grad off,
-                                   its output included */
-    size_t reverse_bytes;       /* its working set: the most ACT above its input and its
-                                   output's gradient while it is reversed (forward with grad on
-                                   into a sub-tape, then backward), its input's gradient included */
-    size_t first_reverse_bytes; /* the same for layer 0, whose input gradient goes to the
-                                   engine's buffer (already allocated) or is not computed */
-    bool input_needs_grad;      /* the chain's input needs a gradient */
-    uint64_t forward_flops;     /* F: the FLOPs of one forward */
-} RevolveLayerCost;
-
-typedef struct RevolvePrediction {
-    size_t forward_peak;        /* the most ACT the executor holds in its forward: its input,
-                                   the states it keeps, the layer running, its output */
-    size_t forward_kept;        /* what it holds once its forward is done, its output aside:
-                                   x_0, the states in slots and x_{l−1} */
-    size_t backward_peak;       /* the most in its backward: the states it keeps, the
-                                   gradients (its output's, given to it; its input's if needed;
-                                   the one between layers) and the working set */
-    uint64_t forward_flops;     /* l·F */
-    uint64_t recompute_flops;   /* (t(l, s) + 1)·F */
-} RevolvePrediction;
-
-/* Predicts the executor's memory and FLOPs for `schedule` on a uniform chain whose layers
- * each cost `layer`, by walking the schedule's actions and adding up what is alive at each
- * moment (revolve.c spells out the model). REMAT_EINVAL for NULL arguments. */
-RematStatus revolve_predict(const RevolveSchedule *schedule, const RevolveLayerCost *layer, RevolvePrediction *out);
 
 #endif /* REMAT_REVOLVE_H */

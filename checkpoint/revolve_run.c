@@ -1,10 +1,8 @@
 /*
  * revolve_run.c — the Revolve executor: a chain of layers run under a binomial schedule as
  * one tape node, whose backward restores, advances and reverses one layer at a time (see
- * revolve.h).
- *
- * Room: checkpoint/. Uses autograd/ (tapes, grad mode, the saved-tensor path, backward_node)
- * and tensor/ (the ledgers, PCG32).
+ * revolve.h). Uses autograd/ (tapes, grad mode, the saved-tensor path, backward_node) and
+ * tensor/ (the ledgers, PCG32).
  */
 #include "checkpoint/revolve.h"
 
@@ -13,21 +11,7 @@
 
 #include "checkpoint/replay.h"
 
-/* ---- the executor: one layer, either way ------------------------------------------------ */
-
-/* Advances the current state through layers[from … from+steps−1] in the grad mode the
- * caller set (off: the first forward, or a replay scope that records nothing): each state
- * is dropped as soon as the next exists (a state kept in a slot stays alive there). */
-static RematStatus advance(Layer **layers, int from, int steps, Var **cur, TrainCtx *ctx)
-{
-    for (int j = from; j < from + steps; j++) {
-        Var *next = layer_forward(layers[j], *cur, ctx);
-        if (!next) return remat_last_status();
-        var_free(*cur);
-        *cur = next;
-    }
-    return REMAT_OK;
-}
+/* ---- the executor: one layer reversed ------------------------------------------------- */
 
 /* Reverses one layer from its input x: y = layer(x) again, taped, in a replay (replay.h:
  * RECOMPUTE, the generator running on from where the schedule put it), then dy through
@@ -67,11 +51,10 @@ typedef struct Run {
     TrainCtx *ctx;
     RevolveSchedule *schedule;
     Tape *slot_tape;
-    int n_slots;      /* the schedule's slots_used, at least 1 */
     struct Slot {
         Node *node;   /* the node holding the slot's state, or NULL */
         Pcg32 rng;    /* the generator's state at the state's position */
-    } *slots;         /* n_slots entries */
+    } *slots;         /* slots_used + 1 entries */
     Pcg32 rng_last;   /* at x_{l−1}, where the reversal starts */
     char name[NODE_NAME_LEN];
 } Run;
@@ -93,12 +76,11 @@ static Run *run_create(Layer **layers, int l, int slots, TrainCtx *ctx)
         remat_fail(REMAT_ENOMEM, "revolve: no memory for a run");
         return NULL;
     }
-    *run = (Run){.layers = layers, .ctx = ctx, .schedule = revolve_schedule_create(l, slots), .n_slots = 1};
-    if (run->schedule && run->schedule->slots_used > 1) run->n_slots = run->schedule->slots_used;
+    *run = (Run){.layers = layers, .ctx = ctx, .schedule = revolve_schedule_create(l, slots)};
     run->slot_tape = run->schedule ? tape_create() : NULL;
-    run->slots = calloc((size_t)run->n_slots, sizeof *run->slots);
-    if (!run->schedule || !run->slot_tape || !run->slots) {
-        if (run->schedule && run->slot_tape) remat_fail(REMAT_ENOMEM, "revolve: no memory for %d slots", run->n_slots);
+    run->slots = run->slot_tape ? calloc((size_t)run->schedule->slots_used + 1, sizeof *run->slots) : NULL;
+    if (!run->slots) {
+        if (run->slot_tape) remat_fail(REMAT_ENOMEM, "revolve: no memory for %d slots", run->schedule->slots_used);
         run_free(run);
         return NULL;
     }
@@ -150,12 +132,21 @@ static RematStatus restore(Run *run, int slot, bool release, Var **cur)
     return REMAT_OK;
 }
 
-/* ADVANCE, STORE or RESTORE: the actions that move the current state, in both passes. */
+/* ADVANCE, STORE or RESTORE: the actions that move the current state, in both passes. An
+ * advance runs its layers in the grad mode the caller set (off: the first forward, or a
+ * replay scope that records nothing), dropping each state as soon as the next exists (a
+ * state kept in a slot stays alive there). */
 static RematStatus move_state(Run *run, const RevolveAction *a, Var **cur)
 {
     if (a->kind == REVOLVE_STORE) return store(run, a->slot, a->position, *cur);
     if (a->kind == REVOLVE_RESTORE) return restore(run, a->slot, a->release, cur);
-    return advance(run->layers, a->position, a->steps, cur, run->ctx);
+    for (int j = a->position; j < a->position + a->steps; j++) {
+        Var *next = layer_forward(run->layers[j], *cur, run->ctx);
+        if (!next) return remat_last_status();
+        var_free(*cur);
+        *cur = next;
+    }
+    return REMAT_OK;
 }
 
 /* ---- the executor: backward ------------------------------------------------------------ */
@@ -196,7 +187,7 @@ static RematStatus revolve_backward(Node *node, const Tensor *dout, Tensor *cons
     tensor_free(dy);
     var_free(cur);
     tape_reset(run->slot_tape); /* nothing stays stored once the chain is reversed (or failed) */
-    memset(run->slots, 0, (size_t)run->n_slots * sizeof *run->slots);
+    memset(run->slots, 0, ((size_t)sch->slots_used + 1) * sizeof *run->slots);
     replay_leave(&scope);
     return status;
 }
@@ -205,46 +196,35 @@ static const OpInfo REVOLVE_OP = {.name = "revolve", .backward = revolve_backwar
 
 /* ---- the executor: forward -------------------------------------------------------------- */
 
-/* The first forward: the actions up to the first reversal (advances to x_{l−1}, storing
- * checkpoints on the way), then the last layer, for the output (NULL on error). Grad mode
- * is off: nothing but the checkpoints is kept. *last gets the state it reached. */
-static Var *first_forward(Run *run, Var *x, Var **last)
-{
-    const RevolveSchedule *sch = run->schedule;
-    Var *cur = var_retain(x);
-    const bool was = grad_set_enabled(false);
-    RematStatus status = REMAT_OK;
-    for (int i = 0; i < sch->first_reverse && status == REMAT_OK; i++) status = move_state(run, &sch->actions[i], &cur);
-    Var *y = NULL;
-    if (status == REMAT_OK) {
-        if (run->ctx) run->rng_last = run->ctx->rng;
-        y = layer_forward(run->layers[sch->steps - 1], cur, run->ctx);
-    }
-    grad_set_enabled(was);
-    *last = cur; /* the caller frees it */
-    return y;
-}
-
 Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx)
 {
-    if (!layers || !x || l < 1 || slots < 1) {
-        remat_fail(REMAT_EINVAL, "revolve_forward: need layers, an input, l ≥ 1 and slots ≥ 1 (got %s, %s, "
-                   "l = %d, slots = %d)", layers ? "layers" : "no layers", x ? "an input" : "no input", l, slots);
+    int j = 0; /* the first NULL layer, if any */
+    while (layers && j < l && layers[j]) j++;
+    if (!layers || !x || l < 1 || slots < 1 || j < l) {
+        char hole[48] = "";
+        if (layers && j < l) snprintf(hole, sizeof hole, "; layer %d of %d is NULL", j, l);
+        remat_fail(REMAT_EINVAL, "revolve_forward: need layers, an input, l ≥ 1 and slots ≥ 1 (got %s, %s, l = %d, "
+                   "slots = %d)%s", layers ? "layers" : "no layers", x ? "an input" : "no input", l, slots, hole);
         return NULL;
-    }
-    for (int j = 0; j < l; j++) {
-        if (!layers[j]) {
-            remat_fail(REMAT_EINVAL, "revolve_forward: layer %d of %d is NULL", j, l);
-            return NULL;
-        }
     }
     if (!grad_enabled()) return layers_forward(layers, l, x, ctx); /* inference, or a region's first forward */
 
     Run *run = run_create(layers, l, slots, ctx);
     if (!run) return NULL;
     const Pcg32 rng_at_entry = ctx ? ctx->rng : (Pcg32){0};
-    Var *last = NULL;
-    Var *y = first_forward(run, x, &last);
+    /* The first forward, grad off: the actions up to the first reversal (advances to
+     * x_{l−1}, storing checkpoints on the way), then the last layer, for the output. */
+    const RevolveSchedule *sch = run->schedule;
+    Var *last = var_retain(x), *y = NULL;
+    grad_set_enabled(false);
+    RematStatus status = REMAT_OK;
+    for (int i = 0; i < sch->first_reverse && status == REMAT_OK; i++)
+        status = move_state(run, &sch->actions[i], &last);
+    if (status == REMAT_OK) {
+        if (ctx) run->rng_last = ctx->rng;
+        y = layer_forward(layers[l - 1], last, ctx);
+    }
+    grad_set_enabled(true);
     /* The chain's one node saves x_{l−1}, where the reversal starts. */
     Var *out = y ? replay_record(&REVOLVE_OP, x, y, run->name, run, run_free, last->value) : NULL;
     if (!y) run_free(run);

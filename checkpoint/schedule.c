@@ -72,7 +72,7 @@ Schedule *schedule_create(StrategyKind strategy, const Segment *segments, int n,
 
 Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
 {
-    if (!strategy || n_layers < 1 || (unsigned)strategy->kind > STRATEGY_SELECTIVE) {
+    if (!strategy || n_layers < 1 || (unsigned)strategy->kind >= STRATEGY_BUDGET) {
         remat_fail(REMAT_EINVAL, "schedule_for_strategy: need none, full, sqrt or selective and at least one layer "
                    "(a budget's schedule comes from a planner, planner.h)");
         return NULL;
@@ -96,12 +96,6 @@ Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
     if (s) s->replay = strategy->replay;
     free(segs);
     return s;
-}
-
-Schedule *schedule_revolve(int n_layers, int slots)
-{
-    const Segment whole = {0, n_layers, SEGMENT_REVOLVE, NULL, slots};
-    return schedule_create(STRATEGY_BUDGET, &whole, 1, n_layers);
 }
 
 int schedule_regions(const Schedule *s)

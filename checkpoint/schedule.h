@@ -16,19 +16,6 @@
  * one from a measured cost model; a bench or a test may write its own (every other
  * block a region). schedule_forward runs any of them.
  *
- * The strategies:
- *
- *   none       one plain segment: every activation is kept until backward.
- *   full       every layer a region: only each layer's input is kept, and each layer's
- *              forward runs twice.
- *   sqrt       contiguous regions of about sqrt(N) layers: about sqrt(N) segment inputs
- *              are kept, plus one segment's activations while it is recomputed —
- *              O(sqrt(N)) activation memory for one extra forward (Chen et al. 2016;
- *              quiz question 4).
- *   selective  every layer a region with a policy that keeps the outputs of expensive
- *              ops and recomputes the cheap, memory-heavy ones (quiz question 5).
- *   budget     the cheapest schedule that fits a memory budget: made by a planner.
- *
  * How sqrt rounds: segments hold k = ceil(sqrt(N)) layers or fewer; there are
  * s = ceil(N / k) of them, as equal as possible (sizes differ by at most one, the longer
  * ones first). A step keeps s segment inputs and one segment's k layers of activations,
@@ -51,11 +38,14 @@
 /* ---- strategies: how a schedule is asked for ---------------------------------------------- */
 
 typedef enum StrategyKind {
-    STRATEGY_NONE = 0,
-    STRATEGY_FULL,
-    STRATEGY_SQRT,
-    STRATEGY_SELECTIVE,
-    STRATEGY_BUDGET,
+    STRATEGY_NONE = 0,  /* one plain segment: every activation is kept until backward */
+    STRATEGY_FULL,      /* every layer a region: only its input is kept; its forward runs twice */
+    STRATEGY_SQRT,      /* regions of about sqrt(N) layers: about sqrt(N) inputs kept, plus one
+                           segment's activations while it is recomputed — O(sqrt(N)) memory for
+                           one extra forward (Chen et al. 2016; quiz question 4) */
+    STRATEGY_SELECTIVE, /* every layer a region whose policy keeps the outputs of expensive ops
+                           and recomputes the cheap, memory-heavy ones (quiz question 5) */
+    STRATEGY_BUDGET,    /* the cheapest schedule that fits a memory budget: made by a planner */
 } StrategyKind;
 
 /* A strategy and its options: what schedule_for_strategy turns into a schedule. */
@@ -114,9 +104,6 @@ Schedule *schedule_create(StrategyKind strategy, const Segment *segments, int n,
  * selective; see the top of this file), with its options. NULL on error: REMAT_EINVAL for
  * budget, which a planner makes (planner.h). */
 Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers);
-
-/* The whole chain of `n_layers` under Revolve with `slots` slots, as one segment. */
-Schedule *schedule_revolve(int n_layers, int slots);
 
 /* How many segments of the schedule are regions. */
 int schedule_regions(const Schedule *s);

@@ -184,6 +184,12 @@ static Schedule *random_schedule(const ChainCost *c, Pcg32 *rng)
     return chain_schedule(c, segs, n);
 }
 
+/* The whole chain under Revolve with `slots` slots, predicted. */
+static Schedule *revolve_schedule(const ChainCost *c, int slots)
+{
+    return chain_schedule(c, &(Segment){0, c ? c->n_layers : 1, SEGMENT_REVOLVE, NULL, slots}, 1);
+}
+
 /* ---- prediction against measurement ---------------------------------------------------- */
 
 /* On the MLP chain the model is exact: peak ACT to the byte and RECOMPUTE FLOPs, for the
@@ -205,7 +211,7 @@ static void test_prediction_equals_measurement_on_the_mlp(void **state)
         schedule_free(s);
         checked++;
     }
-    const size_t lo = planner_min_budget(f.cost);
+    const size_t lo = planner_min_budget(PLANNER_DP, f.cost);
     Schedule *none = chain_schedule_for_strategy(f.cost, STRATEGY_NONE);
     for (int i = 0; i <= 6; i++) {
         const size_t budget = lo + (none->predicted.peak_total - lo) * (size_t)i / 6;
@@ -241,7 +247,7 @@ static void check_prediction_bounds_measurement_on_the_gpt(AttentionKind attenti
     int exact = 0;
     for (int t = 0; t < 35; t++) {
         Schedule *s = t < 3 ? chain_schedule_for_strategy(f.cost, (StrategyKind)t)
-                    : t < 30 ? random_schedule(f.cost, &rng) : chain_schedule_revolve(f.cost, t - 29);
+                    : t < 30 ? random_schedule(f.cost, &rng) : revolve_schedule(f.cost, t - 29);
         Measured m = measure(&f, s);
         assert_int_equal(m.recompute, s->predicted.recompute_flops);
         assert_true(s->predicted.peak_act >= m.peak_act);
@@ -280,7 +286,7 @@ static void test_revolve_prediction_equals_measurement_on_the_mlp(void **state)
     const size_t a = f.cost->layers[0].in_bytes;
     printf("  MLP N=%d, a = %zu bytes: slots, peak ACT (predicted = measured), RECOMPUTE layer forwards\n", N, a);
     for (int slots = 1; slots < N; slots++) {
-        Schedule *s = chain_schedule_revolve(f.cost, slots);
+        Schedule *s = revolve_schedule(f.cost, slots);
         assert_non_null(s);
         Measured m = measure(&f, s);
         assert_int_equal(m.peak_act, s->predicted.peak_act);
@@ -291,7 +297,7 @@ static void test_revolve_prediction_equals_measurement_on_the_mlp(void **state)
         printf("  %3d %8zu B %4" PRIu64 "\n", slots, m.peak_act, m.recompute / f.cost->layers[0].flops);
         schedule_free(s);
     }
-    const size_t lo = planner_revolve_min_budget(f.cost);
+    const size_t lo = planner_min_budget(PLANNER_REVOLVE, f.cost);
     Schedule *none = chain_schedule_for_strategy(f.cost, STRATEGY_NONE);
     for (int i = 0; i <= 8; i++) {
         const size_t budget = lo + (none->predicted.peak_total - lo) * (size_t)i / 8;
@@ -304,7 +310,7 @@ static void test_revolve_prediction_equals_measurement_on_the_mlp(void **state)
         assert_int_equal(m.recompute, s->predicted.recompute_flops);
         /* No schedule with more slots fits (more slots never recompute more). */
         for (int more = schedule_revolve_slots(s) + 1; schedule_revolve_slots(s) > 0 && more < N; more++) {
-            Schedule *t = chain_schedule_revolve(f.cost, more);
+            Schedule *t = revolve_schedule(f.cost, more);
             assert_true(t->predicted.peak_total > budget || t->predicted.recompute_flops >= s->predicted.recompute_flops);
             schedule_free(t);
         }
@@ -321,7 +327,7 @@ static void test_revolve_prediction_equals_measurement_on_the_mlp(void **state)
  * ordered: the test counts which is cheaper where, and asserts no order. */
 static void check_revolve_reaches_lower(Fixture *f, const char *what)
 {
-    const size_t lo_dp = planner_min_budget(f->cost), lo_rev = planner_revolve_min_budget(f->cost);
+    const size_t lo_dp = planner_min_budget(PLANNER_DP, f->cost), lo_rev = planner_min_budget(PLANNER_REVOLVE, f->cost);
     assert_true(lo_rev > 0);
     assert_true(lo_rev < lo_dp);
     for (int k = PLANNER_CHEN; k <= PLANNER_DP; k++) {
@@ -400,13 +406,13 @@ static void test_revolve_refuses_a_chain_that_is_not_uniform(void **state)
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
     printf("  %s\n", remat_last_error());
     assert_non_null(strstr(remat_last_error(), "layer 4 differs from layer 1 in its kept bytes (256, against 128)"));
-    assert_null(chain_schedule_revolve(&cost, 2));
-    assert_int_equal(planner_revolve_min_budget(&cost), 0);
+    assert_null(revolve_schedule(&cost, 2));
+    assert_int_equal(planner_min_budget(PLANNER_REVOLVE, &cost), 0);
     layers[4].kept = 128;
     layers[0].flops = 999; /* layer 0's forward must match too */
     assert_int_equal(chain_check_uniform(&cost), REMAT_EINVAL);
     assert_non_null(strstr(remat_last_error(), "layer 0 differs"));
-    assert_null(chain_schedule_revolve(NULL, 1));
+    assert_null(revolve_schedule(NULL, 1));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
 }
 
@@ -416,7 +422,7 @@ static void test_revolve_refuses_a_chain_that_is_not_uniform(void **state)
  * sqrt, full or none wherever those fit; and every schedule it returns fits. */
 static void check_dp_is_never_beaten(Fixture *f, const char *what)
 {
-    const size_t lo = planner_min_budget(f->cost);
+    const size_t lo = planner_min_budget(PLANNER_DP, f->cost);
     Schedule *fixed[3];
     for (int k = 0; k < 3; k++) fixed[k] = chain_schedule_for_strategy(f->cost, (StrategyKind)k);
     const size_t hi = fixed[STRATEGY_NONE]->predicted.peak_total;
@@ -469,7 +475,7 @@ static void check_planned_like_none(const Trainee *t)
     Schedule *none = chain_schedule_for_strategy(cost, STRATEGY_NONE);
     int tried = 0, with_revolve = 0;
     for (int k = PLANNER_CHEN; k < PLANNER_COUNT; k++) {
-        const size_t lo = k == PLANNER_REVOLVE ? planner_revolve_min_budget(cost) : planner_min_budget(cost);
+        const size_t lo = planner_min_budget((PlannerKind)k, cost);
         for (int i = 0; i <= 4; i++) {
             Schedule *s = planner_plan((PlannerKind)k, cost, lo + (none->predicted.peak_total - lo) * (size_t)i / 4);
             if (!s) continue; /* Chen's search may find nothing at the tightest budgets */
@@ -511,10 +517,10 @@ static void test_infeasible_budget_states_the_smallest_feasible(void **state)
     (void)state;
     Fixture f = {0};
     fixture_mlp(&f, 8);
-    const size_t lo = planner_min_budget(f.cost);
+    const size_t lo = planner_min_budget(PLANNER_DP, f.cost);
     char expected[32], message[512];
     for (int k = PLANNER_CHEN; k < PLANNER_COUNT; k++) {
-        const size_t lo_k = k == PLANNER_REVOLVE ? planner_revolve_min_budget(f.cost) : lo;
+        const size_t lo_k = planner_min_budget((PlannerKind)k, f.cost);
         snprintf(expected, sizeof expected, "= %zu bytes", lo_k);
         assert_null(planner_plan((PlannerKind)k, f.cost, lo_k - 1));
         assert_int_equal(remat_last_status(), REMAT_EOOM);
@@ -531,7 +537,7 @@ static void test_infeasible_budget_states_the_smallest_feasible(void **state)
     assert_non_null(dp);
     assert_int_equal(dp->predicted.peak_total, lo);
     schedule_free(dp);
-    const size_t lo_rev = planner_revolve_min_budget(f.cost);
+    const size_t lo_rev = planner_min_budget(PLANNER_REVOLVE, f.cost);
     Schedule *rev = planner_plan(PLANNER_REVOLVE, f.cost, lo_rev);
     assert_non_null(rev);
     assert_int_equal(rev->predicted.peak_total, lo_rev);
@@ -617,7 +623,7 @@ static void test_long_chains_go_to_chen(void **state)
     assert_null(planner_plan(PLANNER_DP, &cost, 1 << 20));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
     assert_non_null(strstr(remat_last_error(), "use the chen planner"));
-    assert_int_equal(planner_min_budget(&cost), 0);
+    assert_int_equal(planner_min_budget(PLANNER_DP, &cost), 0);
     Schedule *s = planner_plan(PLANNER_CHEN, &cost, 1 << 20);
     assert_non_null(s);
     assert_true(s->predicted.peak_total <= 1 << 20);

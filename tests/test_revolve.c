@@ -5,7 +5,7 @@
  * the schedule is a valid reversal that attains it; the executor gives losses and
  * parameters bit-identical to running the layers plainly (dropout included), recomputes
  * exactly (t(l, s) + 1) layer forwards on the FLOP ledger, and peaks at exactly the bytes
- * the predictor says; bad input and a failing backward lose nothing.
+ * the chain cost model predicts; bad input and a failing backward lose nothing.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -206,6 +206,30 @@ static void test_schedule_attains_the_count_on_the_grid(void **state)
     }
 }
 
+/* One line per action ("advance 3 from x_0 to x_3", "store x_3 in slot 1", ...), then how
+ * many times each layer is recomputed. */
+static void print_schedule(const RevolveSchedule *sch)
+{
+    printf("revolve: %d steps, %d slots (%d used), r = %d, t = %" PRId64 " forward steps (Griewank's count); %" PRId64
+           " layer forwards recomputed\n", sch->steps, sch->slots, sch->slots_used, sch->repetitions, sch->forward_count,
+           sch->forward_count + 1);
+    for (int i = 0; i < sch->n_actions; i++) {
+        const RevolveAction *a = &sch->actions[i];
+        if (i == sch->first_reverse) printf("  -- backward --\n");
+        switch (a->kind) {
+        case REVOLVE_ADVANCE: printf("  advance %d from x_%d to x_%d\n", a->steps, a->position, a->position + a->steps); break;
+        case REVOLVE_STORE: printf("  store x_%d in slot %d\n", a->position, a->slot); break;
+        case REVOLVE_RESTORE:
+            printf("  restore x_%d from slot %d%s\n", a->position, a->slot, a->release ? " (its last use)" : "");
+            break;
+        case REVOLVE_REVERSE: printf("  reverse step %d (layer %d)\n", a->position + 1, a->position); break;
+        }
+    }
+    printf("  recomputed per layer:");
+    for (int j = 0; j < sch->steps; j++) printf(" %d", sch->recomputed[j]);
+    printf("\n");
+}
+
 static void test_schedule_attains_the_brute_force_minimum(void **state)
 {
     (void)state;
@@ -224,7 +248,7 @@ static void test_schedule_attains_the_brute_force_minimum(void **state)
     }
     /* A small one, for the reader. */
     RevolveSchedule *sch = revolve_schedule_create(6, 2);
-    revolve_schedule_print(sch, stdout);
+    print_schedule(sch);
     revolve_schedule_free(sch);
 }
 
@@ -257,7 +281,8 @@ static void assert_same_as_plain(const Trainee *t, const int *slots, int n_slots
         Outcome o;
         char what[96];
         snprintf(what, sizeof what, "%s (%d blocks), revolve with %d slots", t->kind, t->layers, slots[k]);
-        Schedule *revolve = schedule_revolve(t->layers, slots[k]);
+        Schedule *revolve = schedule_create(STRATEGY_BUDGET, &(Segment){0, t->layers, SEGMENT_REVOLVE, NULL, slots[k]},
+                                            1, t->layers);
         assert_non_null(revolve);
         assert_int_equal(fixture_train(t, &(Way){.schedule = revolve}, &o), REMAT_OK);
         schedule_free(revolve);
@@ -317,77 +342,77 @@ static void fixture_free(Fixture *f)
 /* The MLP chains below are of width W, batches of B rows (fixture_train.h). Their embed is
  * the identity: the batch is the chain's x_0. */
 
-/* ---- the executor: the ledgers against the predictor ------------------------------------ */
+/* ---- the executor: the ledgers against the chain cost model ------------------------------ */
 
 typedef struct StepMeasure {
-    size_t forward_peak;  /* peak ACT from the chain's start to its output */
-    size_t backward_peak; /* peak ACT from then to the end of backward */
+    size_t peak;                 /* peak ACT of the step */
     uint64_t forward, recompute; /* the chain's first forward; the step's RECOMPUTE */
+    Prediction predicted;        /* the chain cost model's, for the same schedule (cost.h) */
+    ChainLayer layer;            /* layer 0's figures in that model */
 } StepMeasure;
 
-/* Revolve's per-layer costs of the fixture's chain, read off its chain cost model. */
-static RevolveLayerCost layer_cost(Fixture *f)
+/* Layer 0's figures in the fixture's chain cost model (cost.h). */
+static ChainLayer layer_cost(Fixture *f)
 {
     ChainCost *chain = model_profile(f->m, f->x, f->y, &f->ctx);
     assert_non_null(chain);
-    const RevolveLayerCost cost = chain_revolve_layer(chain);
+    const ChainLayer first = chain->layers[0];
     chain_cost_free(chain);
-    return cost;
+    return first;
 }
 
-/* One step of an N-block MLP chain with the chain run by Revolve with `slots` slots.
- * First reads layer 0's costs into *cost. */
-static StepMeasure measure_mlp(int N, int slots, RevolveLayerCost *cost)
+/* One step of an N-block MLP chain with the chain run by Revolve with `slots` slots, and
+ * what the chain cost model predicts for it. */
+static StepMeasure measure_mlp(int N, int slots)
 {
     Fixture f = fixture(&(Trainee){.kind = "mlp", .layers = N, .width = W});
-    *cost = layer_cost(&f);
+    ChainCost *chain = model_profile(f.m, f.x, f.y, &f.ctx);
+    assert_non_null(chain);
+    Schedule *s = chain_schedule(chain, &(Segment){0, N, SEGMENT_REVOLVE, NULL, slots}, 1);
+    assert_non_null(s);
+    StepMeasure r = {.predicted = s->predicted, .layer = chain->layers[0]};
+    schedule_free(s);
+    chain_cost_free(chain);
     flops_reset();
     mem_reset_peaks();
     Var *z = revolve_forward(f.m->layers, N, slots, f.x, &f.ctx);
     assert_non_null(z);
-    StepMeasure r = {.forward_peak = mem_peak(MEM_ACT), .forward = flops_get(PHASE_FORWARD)};
-    mem_reset_peaks();
+    r.forward = flops_get(PHASE_FORWARD);
     Var *loss = f.m->head(f.m, z, f.y, &f.ctx);
     var_free(z);
     assert_int_equal(backward(loss), REMAT_OK);
-    r.backward_peak = mem_peak(MEM_ACT);
+    r.peak = mem_peak(MEM_ACT);
     r.recompute = flops_get(PHASE_RECOMPUTE);
     var_free(loss);
     fixture_free(&f);
     return r;
 }
 
-/* Measured against predicted, for a few (N, s). Outside the chain the step holds the
- * targets (a bytes) throughout, and in backward also the loss and its seed gradient
- * (4 bytes each); the batch x is the chain's input, which the prediction counts. */
+/* Measured against predicted, for a few (N, s): the step's peak ACT to the byte (the
+ * targets, the batch that is the chain's input, the loss and its seed included), and its
+ * FLOPs. */
 static void test_ledger_equals_the_prediction_on_the_mlp(void **state)
 {
     (void)state;
     const int cases[][2] = {{1, 1}, {2, 1}, {8, 1}, {8, 2}, {8, 7}, {16, 2}, {16, 3}, {32, 3}, {32, 4}, {64, 2}, {64, 4}, {64, 8}};
     const int n_cases = (int)(sizeof cases / sizeof cases[0]);
     const size_t a = (size_t)B * W * sizeof(float);
-    printf("  MLP W=%d B=%d: a = %zu bytes; peaks of the step in units of a (+8 B); FLOPs per layer F\n", W, B, a);
-    printf("  %4s %3s %7s %12s %12s %14s %14s\n", "N", "s", "t(N,s)", "fwd peak", "bwd peak", "RECOMPUTE/F", "predicted/F");
+    printf("  MLP W=%d B=%d: a = %zu bytes; the step's peak in units of a; FLOPs per layer F\n", W, B, a);
+    printf("  %4s %3s %7s %12s %14s %14s\n", "N", "s", "t(N,s)", "peak", "RECOMPUTE/F", "predicted/F");
     for (int c = 0; c < n_cases; c++) {
         const int N = cases[c][0], s = cases[c][1];
-        RevolveLayerCost cost;
-        StepMeasure got = measure_mlp(N, s, &cost);
-        assert_int_equal(cost.input_bytes, a);
-        RevolveSchedule *sch = revolve_schedule_create(N, s);
-        RevolvePrediction p;
-        assert_int_equal(revolve_predict(sch, &cost, &p), REMAT_OK);
-        printf("  %4d %3d %7" PRId64 " %12zu %12zu %14" PRIu64 " %14" PRIu64 "\n", N, s, sch->forward_count,
-               got.forward_peak / a, (got.backward_peak - 8) / a, got.recompute / cost.forward_flops,
-               p.recompute_flops / cost.forward_flops);
+        StepMeasure got = measure_mlp(N, s);
+        const uint64_t F = got.layer.flops;
+        assert_int_equal(got.layer.in_bytes, a);
+        int64_t t;
+        assert_int_equal(revolve_forward_count(N, s, &t, NULL), REMAT_OK);
+        printf("  %4d %3d %7" PRId64 " %12zu %14" PRIu64 " %14" PRIu64 "\n", N, s, t, got.peak / a,
+               got.recompute / F, got.predicted.recompute_flops / F);
         /* FLOPs: the first forward is every layer once; RECOMPUTE is (t + 1) layer forwards. */
-        assert_int_equal(got.forward, (uint64_t)N * cost.forward_flops);
-        assert_int_equal(got.forward, p.forward_flops);
-        assert_int_equal(got.recompute, (uint64_t)(sch->forward_count + 1) * cost.forward_flops);
-        assert_int_equal(got.recompute, p.recompute_flops);
-        /* Bytes, exactly. */
-        assert_int_equal(got.forward_peak, p.forward_peak + a);
-        assert_int_equal(got.backward_peak, p.backward_peak + a + 8);
-        revolve_schedule_free(sch);
+        assert_int_equal(got.forward, (uint64_t)N * F);
+        assert_int_equal(got.recompute, (uint64_t)(t + 1) * F);
+        assert_int_equal(got.recompute, got.predicted.recompute_flops);
+        assert_int_equal(got.peak, got.predicted.peak_act); /* bytes, exactly */
     }
 }
 
@@ -397,8 +422,7 @@ static void test_enough_slots_is_strategy_full(void **state)
 {
     (void)state;
     enum { N = 12 };
-    RevolveLayerCost cost;
-    StepMeasure rev = measure_mlp(N, N - 1, &cost);
+    StepMeasure rev = measure_mlp(N, N - 1);
     Fixture f = fixture(&(Trainee){.kind = "mlp", .layers = N, .width = W});
     Strategy full = strategy_defaults(STRATEGY_FULL);
     Schedule *schedule = schedule_for_strategy(&full, N);
@@ -407,8 +431,8 @@ static void test_enough_slots_is_strategy_full(void **state)
     Var *loss = model_loss_planned(f.m, schedule, f.x, f.y, &f.ctx);
     assert_int_equal(backward(loss), REMAT_OK);
     printf("  N = %d: peak ACT revolve(s = N−1) %zu B, full %zu B; RECOMPUTE %" PRIu64 " and %" PRIu64 " FLOPs\n", N,
-           rev.backward_peak, mem_peak(MEM_ACT), rev.recompute, flops_get(PHASE_RECOMPUTE));
-    assert_int_equal(rev.backward_peak, mem_peak(MEM_ACT));
+           rev.peak, mem_peak(MEM_ACT), rev.recompute, flops_get(PHASE_RECOMPUTE));
+    assert_int_equal(rev.peak, mem_peak(MEM_ACT));
     assert_int_equal(rev.recompute, flops_get(PHASE_RECOMPUTE));
     var_free(loss);
     schedule_free(schedule);
@@ -440,12 +464,6 @@ static void test_executor_rejects_bad_input(void **state)
         assert_int_equal(mem_current(MEM_ACT), act);
     }
     printf("  %s\n", remat_last_error());
-    RevolveLayerCost cost = {0};
-    RevolvePrediction p;
-    RevolveSchedule *sch = revolve_schedule_create(8, 2);
-    assert_int_equal(revolve_predict(sch, NULL, &p), REMAT_EINVAL);
-    assert_int_equal(revolve_predict(NULL, &cost, &p), REMAT_EINVAL);
-    revolve_schedule_free(sch);
     fixture_free(&f);
 }
 
@@ -495,14 +513,14 @@ static void test_failing_forward_loses_nothing(void **state)
 {
     (void)state;
     Fixture f = fixture(&GPT4);
-    const RevolveLayerCost cost = layer_cost(&f);
+    const ChainLayer cost = layer_cost(&f);
     Var *h = f.m->embed(f.m, f.x, &f.ctx);
     const size_t act = mem_current(MEM_ACT);
     const int nodes = tape_current()->count;
     const Pcg32 rng = f.ctx.rng;
     /* Room for the first block's forward on top of x_0, not for the second's on top of x_1:
      * it fails with x_0 stored and x_1 made. */
-    mem_set_budget(mem_resident() + cost.forward_bytes + cost.input_bytes / 2);
+    mem_set_budget(mem_resident() + cost.nograd_peak + cost.in_bytes / 2);
     Var *z = revolve_forward(f.m->layers, f.m->n_layers, 2, h, &f.ctx);
     mem_set_budget(0);
     assert_null(z);
@@ -543,19 +561,23 @@ static void test_failing_backward_loses_nothing(void **state)
     fixture_free(&f);
 }
 
-/* The GPT's block costs, read off the chain profile, which leaves the generator and the
- * FLOP ledger's counts as they were. */
+/* The GPT's blocks, read off the chain profile, are a uniform chain Revolve can plan; the
+ * profile leaves the generator and the FLOP ledger's counts as they were. */
 static void test_layer_cost_read_off_the_chain_profile(void **state)
 {
     (void)state;
     Fixture f = fixture(&GPT4);
     const Pcg32 rng = f.ctx.rng;
     const FlopCounts flops = flops_snapshot();
-    const RevolveLayerCost cost = layer_cost(&f);
-    printf("  gpt block: a = %zu B, forward %zu B, reverse %zu B (layer 0: %zu B), F = %" PRIu64 " FLOPs\n",
-           cost.input_bytes, cost.forward_bytes, cost.reverse_bytes, cost.first_reverse_bytes, cost.forward_flops);
-    assert_true(cost.input_needs_grad); /* the embeddings' output */
-    assert_true(cost.reverse_bytes > cost.forward_bytes && cost.forward_flops > 0);
+    ChainCost *chain = model_profile(f.m, f.x, f.y, &f.ctx);
+    assert_non_null(chain);
+    const ChainLayer *l = &chain->layers[1];
+    printf("  gpt block: a = %zu B, forward %zu B (grad off %zu B), backward as a region's last %zu B, F = %" PRIu64
+           " FLOPs\n", l->in_bytes, l->fwd_peak, l->nograd_peak, l->back_held, l->flops);
+    assert_int_equal(chain_check_uniform(chain), REMAT_OK);
+    assert_true(chain->layers[0].grad_bytes > 0); /* the embeddings' output needs a gradient */
+    assert_true(l->fwd_peak > l->nograd_peak && l->flops > 0);
+    chain_cost_free(chain);
     assert_memory_equal(&f.ctx.rng, &rng, sizeof rng);
     const FlopCounts after = flops_snapshot(); /* the counts; its seconds run on */
     assert_memory_equal(flops.phase, after.phase, sizeof after.phase);
