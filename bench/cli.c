@@ -74,10 +74,13 @@ static bool in_sweep(const BenchInfo *info, StrategyKind kind)
 }
 
 /* The run the step flags are checked against: the strategy given, else the bench's sweep,
- * else (a bench that places its regions itself) any strategy with regions. */
+ * else (a bench that places its regions itself) any strategy with regions; with counter
+ * masks as train's scope has them, when the bench's GPT (model_flags) draws its masks from
+ * counters. */
 static StepScope bench_scope(const BenchInfo *info, const BenchOptions *opt)
 {
-    StepScope scope = {.offloads = info->offloads || opt->step.offload};
+    StepScope scope = {.offloads = info->offloads || opt->step.offload,
+                       .counter_masks = info->model_flags && opt->dropout_rng == DROPOUT_RNG_COUNTER};
     if (opt->one_strategy) scope.strategies = 1u << opt->step.strategy.kind;
     for (int k = 0; !opt->one_strategy && k < info->n_strategies; k++) scope.strategies |= 1u << info->strategies[k];
     if (!opt->one_strategy && !info->strategies) scope.strategies = ~(1u << STRATEGY_NONE);
