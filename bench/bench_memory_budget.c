@@ -102,11 +102,9 @@ static RematStatus smallest_budget(const JobModel *m, const Strategy *s, OptimKi
 {
     JobResult r;
     size_t hi = peak, lo = peak - 1, step = 1;
-    *trials = 0;
     RematStatus status = REMAT_OK;
-    for (;; hi += step, step *= 2) { /* grow hi until the job fits */
+    for (*trials = 1;; hi += step, step *= 2, ++*trials) { /* grow hi until the job fits */
         if ((status = run_job(m, s, optim, hi, &r)) != REMAT_OK) return status;
-        ++*trials;
         if (r.status == REMAT_OK) break;
         lo = hi;
     }

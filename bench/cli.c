@@ -202,16 +202,11 @@ int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt,
     const int parsed = bench_parse_args(info, argc, argv, opt);
     if (parsed == 1) return file_flush_stdout() == REMAT_OK ? 0 : 1; /* --help, printed where it can be read */
     if (parsed) return 2;
-    if (results_check_dir(opt->results_dir, info->name) != REMAT_OK) {
-        fprintf(stderr, "%s: %s\n", info->name, remat_last_error()); /* before hours of measuring */
-        return 1;
+    if (results_check_dir(opt->results_dir, info->name) == REMAT_OK /* before hours of measuring */
+        && platform_check_address_space() == REMAT_OK) { /* before OpenBLAS spins on a buffer it cannot map */
+        bench_print_header(info, opt);
+        *results = results_create(info->name, info->question, opt->quick);
     }
-    if (platform_check_address_space() != REMAT_OK) { /* before OpenBLAS spins on a buffer it cannot map */
-        fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
-        return 1;
-    }
-    bench_print_header(info, opt);
-    *results = results_create(info->name, info->question, opt->quick);
     if (*results) {
         record_strategy_flags(*results, opt);
         record_model_flags(*results, info, opt);
@@ -232,17 +227,14 @@ int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *result
                             "it must free everything it makes", mem_live_blocks(),
                             mem_describe_resident(held, sizeof held));
     }
-    if (status != REMAT_OK) {
-        fflush(stdout);
-        fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
-        return 1;
+    if (status == REMAT_OK) {
+        printf("\n  results: %s/%s.json (and CSV beside it)\n", opt->results_dir, info->name);
+        status = file_flush_stdout();
     }
-    printf("\n  results: %s/%s.json (and CSV beside it)\n", opt->results_dir, info->name);
-    if (file_flush_stdout() != REMAT_OK) {
-        fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
-        return 1;
-    }
-    return 0;
+    if (status == REMAT_OK) return 0;
+    fflush(stdout);
+    fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
+    return 1;
 }
 
 /* ---- numbers ---------------------------------------------------------------------------- */

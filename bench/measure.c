@@ -24,6 +24,14 @@ static Var *random_tokens(int B, int T, Pcg32 *rng, const char *name)
     return var_create(t, false, name);
 }
 
+/* Frees both Vars and empties *b. An empty batch is a no-op. */
+static void batch_free(Batch *b)
+{
+    var_free(b->x);
+    var_free(b->y);
+    b->x = b->y = NULL;
+}
+
 /* B sequences of T random tokens and random targets; on error *b stays empty. */
 static RematStatus batch_tokens(Batch *b, int B, int T, uint64_t seed)
 {
@@ -36,17 +44,12 @@ static RematStatus batch_tokens(Batch *b, int B, int T, uint64_t seed)
     return remat_last_status();
 }
 
-void batch_free(Batch *b)
+/* After the model and its batch were made with `status`: the optimizer from `optim`, if any. */
+static RematStatus model_bench_finish(ModelBench *g, RematStatus status, const OptimConfig *optim)
 {
-    var_free(b->x);
-    var_free(b->y);
-    b->x = b->y = NULL;
-}
-
-static Model *gpt_for_bench(const GptShape *s, uint64_t seed)
-{
-    return gpt_create(&(GptConfig){.n_layers = s->L, .d_model = s->C, .n_heads = s->H, .seq_len = s->T,
-                                   .vocab = 256, .dropout = s->dropout, .seed = seed});
+    if (status != REMAT_OK || !optim) return status;
+    g->opt = optim_create(optim, g->model->params, g->model->n_params);
+    return g->opt ? REMAT_OK : remat_last_status();
 }
 
 void results_config_gpt(Results *r, const GptShape *s)
@@ -69,12 +72,10 @@ char *gpt_shape_str(char *buf, size_t size, const GptShape *s)
 RematStatus gpt_bench_create(ModelBench *g, const GptShape *s, const OptimConfig *optim)
 {
     *g = (ModelBench){0};
-    g->model = gpt_for_bench(s, 1);
+    g->model = gpt_create(&(GptConfig){.n_layers = s->L, .d_model = s->C, .n_heads = s->H, .seq_len = s->T,
+                                       .vocab = 256, .dropout = s->dropout, .seed = 1});
     if (!g->model) return remat_last_status();
-    const RematStatus status = batch_tokens(&g->batch, s->B, s->T, 2);
-    if (status != REMAT_OK || !optim) return status;
-    g->opt = optim_create(optim, g->model->params, g->model->n_params);
-    return g->opt ? REMAT_OK : remat_last_status();
+    return model_bench_finish(g, batch_tokens(&g->batch, s->B, s->T, 2), optim);
 }
 
 RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, const OptimConfig *optim)
@@ -88,9 +89,7 @@ RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, const OptimConfig
     pcg32_seed(&rows, 3, 0);
     const RematStatus status = mlp_task_batch(task, &rows, s->B, &g->batch.x, &g->batch.y);
     mlp_task_free(task);
-    if (status != REMAT_OK || !optim) return status;
-    g->opt = optim_create(optim, g->model->params, g->model->n_params);
-    return g->opt ? REMAT_OK : remat_last_status();
+    return model_bench_finish(g, status, optim);
 }
 
 void model_bench_free(ModelBench *g)
@@ -117,7 +116,10 @@ Variant bench_variant(const BenchOptions *opt, Variant v, bool gpt)
     return v;
 }
 
-RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx)
+/* Sets up `model` and `ctx` as variant `v` runs them: its attention cores (a GPT's), its
+ * dropout generator and its thread count. REMAT_OK, or the error of a model that cannot
+ * (or of a thread count out of range). */
+static RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx)
 {
     ctx->dropout_rng = v->dropout_rng;
     if (v->threads > 0 && platform_set_threads(v->threads) != REMAT_OK) return remat_last_status();
@@ -253,8 +255,10 @@ RematStatus steps_alternate(Model *model, const Variant *variants, int n, const 
 
 /* Every op output of the forward, each with one reference held by the census. */
 typedef struct Observed {
-    Tensor **tensors;
-    const char **tags;
+    struct {
+        Tensor *tensor;
+        const char *tag;
+    } *outputs;
     int count, capacity;
 } Observed;
 
@@ -264,16 +268,13 @@ static RematStatus observe_output(void *ctx, const OpInfo *op, const char *tag, 
     Observed *o = ctx;
     if (o->count == o->capacity) {
         const int capacity = o->capacity ? 2 * o->capacity : 256;
-        Tensor **tensors = realloc(o->tensors, (size_t)capacity * sizeof *tensors);
-        if (tensors) o->tensors = tensors;
-        const char **tags = tensors ? realloc(o->tags, (size_t)capacity * sizeof *tags) : NULL;
-        if (!tags) return remat_fail(REMAT_ENOMEM, "census: no memory to follow %d outputs", capacity);
-        o->tags = tags;
+        void *outputs = realloc(o->outputs, (size_t)capacity * sizeof *o->outputs);
+        if (!outputs) return remat_fail(REMAT_ENOMEM, "census: no memory to follow %d outputs", capacity);
+        o->outputs = outputs;
         o->capacity = capacity;
     }
-    o->tensors[o->count] = tensor_retain(out);
-    o->tags[o->count] = tag ? tag : "untagged";
-    o->count++;
+    o->outputs[o->count].tensor = tensor_retain(out);
+    o->outputs[o->count++].tag = tag ? tag : "untagged";
     return REMAT_OK;
 }
 
@@ -316,12 +317,11 @@ RematStatus census_forward(Model *model, const Variant *v, const Batch *batch, T
     /* Alive after the forward: an output that someone besides the census still holds. */
     int capacity = 0;
     for (int i = 0; i < seen.count && status == REMAT_OK; i++) {
-        const Tensor *t = seen.tensors[i];
-        if (t->refcount > 1 && t->kind == MEM_ACT) status = census_add(out, seen.tags[i], t->bytes, &capacity);
+        const Tensor *t = seen.outputs[i].tensor;
+        if (t->refcount > 1 && t->kind == MEM_ACT) status = census_add(out, seen.outputs[i].tag, t->bytes, &capacity);
     }
-    for (int i = 0; i < seen.count; i++) tensor_free(seen.tensors[i]);
-    free(seen.tensors);
-    free(seen.tags);
+    for (int i = 0; i < seen.count; i++) tensor_free(seen.outputs[i].tensor);
+    free(seen.outputs);
     var_free(loss);
     tape_reset(tape_current());
     if (status != REMAT_OK) census_free(out);

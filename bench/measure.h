@@ -35,9 +35,6 @@ typedef struct Batch {
     Var *x, *y;
 } Batch;
 
-/* Frees both Vars and empties *b. An empty batch is a no-op. */
-void batch_free(Batch *b);
-
 /* The sizes of a bench's GPT: L blocks, d_model C, H heads, sequences of T tokens, B per
  * batch, dropout p everywhere. */
 typedef struct GptShape {
@@ -117,11 +114,6 @@ typedef struct StepStats {
  * applied to it, for a bench that takes them; `gpt` says whether the variant runs a GPT
  * (the MLP chain has neither flag's subject, and keeps its variant as it is). */
 Variant bench_variant(const BenchOptions *opt, Variant v, bool gpt);
-
-/* Sets up `model` and `ctx` as variant `v` runs them: its attention cores (a GPT's), its
- * dropout generator and its thread count. REMAT_OK, or the error of a model that cannot
- * (or of a thread count out of range). */
-RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx);
 
 /* One training step (models/step.h) of `model` as `v` runs it, on `batch`, with the
  * optimizer `opt` (NULL: gradients only), measured: resets the ledgers' peaks and FLOP
