@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "base/platform.h"
 
 enum { DISK_WRITE, DISK_READ };
@@ -43,19 +44,17 @@ static RematStatus disk_run(void *ctx, int variant, double *values)
     return REMAT_OK;
 }
 
-/* Opens a new, nameless file in `dir` for O_DIRECT: O_TMPFILE where the file system has it,
- * else mkstemp's file, unlinked at once; then O_DIRECT is set on that same descriptor, so
- * that no name is ever opened again (something else could have been put there meanwhile).
- * -1 with the error set. */
+/* Opens a new, nameless file in `dir` for O_DIRECT: base/file.h's new file (O_TMPFILE where
+ * the file system has it, else mkstemp's, unlinked at once), then O_DIRECT set on that same
+ * descriptor, so that no name is ever opened again (something else could be there by
+ * then). -1 with the error set. */
 static int open_direct(const char *dir)
 {
-    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) { /* no O_TMPFILE here */
-        char path[4096];
-        snprintf(path, sizeof path, "%s/remat-disk-XXXXXX", dir);
-        fd = mkostemp(path, O_CLOEXEC);
-        if (fd >= 0) unlink(path);
-    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/remat-disk-XXXXXX", dir);
+    bool named;
+    const int fd = file_create_new(dir, path, true, &named);
+    if (named) unlink(path);
     if (fd < 0) {
         remat_fail(REMAT_EIO, "disk: cannot create a file in %s: %s", dir, strerror(errno));
         return -1;
