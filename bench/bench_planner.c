@@ -22,6 +22,7 @@
 #include "bench/cli.h"
 #include "bench/measure.h"
 #include "models/gpt.h"
+#include "models/mlp.h"
 #include "checkpoint/planner.h"
 #include "bench/results.h"
 
@@ -42,6 +43,7 @@ static const BenchInfo INFO = {
 typedef struct Chain {
     const char *name; /* "mlp", "gpt" or "gpt_heads" */
     ModelBench g;     /* the model, its batch and AdamW */
+    MlpTask *task;    /* the MLP's teacher, resident as it runs */
     ChainCost *cost;
 } Chain;
 
@@ -51,6 +53,7 @@ static void chain_free(Chain *c)
 {
     chain_cost_free(c->cost);
     model_bench_free(&c->g);
+    mlp_task_free(c->task);
 }
 
 /* Gives block i of the GPT `heads[i]` heads (new blocks, drawn from their own generator),
@@ -71,12 +74,20 @@ static RematStatus vary_heads(Model *m, const GptShape *s, const int *heads)
     return model_collect_params(m, extra, 2, tail, 2);
 }
 
-/* The MLP chain of N blocks of width W (s NULL), or the GPT of shape `s`, whose blocks get
- * `heads` head counts when given; then AdamW and the chain's profile. */
+/* The MLP chain of N blocks of width W and a batch of B of its task (s NULL), or the GPT of
+ * shape `s`, whose blocks get `heads` head counts when given; then AdamW and the chain's
+ * profile. */
 static RematStatus chain_create(Chain *c, const char *name, int N, int W, int B, const GptShape *s, const int *heads)
 {
     *c = (Chain){.name = name};
-    RematStatus status = s ? gpt_bench_create(&c->g, s, NULL) : mlp_bench_create(&c->g, &(MlpShape){N, W, B}, NULL);
+    RematStatus status = s ? gpt_bench_create(&c->g, s, NULL) : REMAT_OK;
+    if (!s) {
+        c->g.model = mlp_create(&(MlpConfig){.n_layers = N, .width = W, .seed = 1});
+        c->task = c->g.model ? mlp_task_create(W, 2) : NULL;
+        Pcg32 data;
+        pcg32_seed(&data, 2, 3);
+        status = c->task ? mlp_task_batch(c->task, &data, B, &c->g.batch.x, &c->g.batch.y) : remat_last_status();
+    }
     if (status == REMAT_OK && heads) status = vary_heads(c->g.model, s, heads);
     if (status != REMAT_OK) return status;
     const OptimConfig adamw = optim_adamw_defaults(1e-3f); /* over the parameters as they now are */

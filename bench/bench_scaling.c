@@ -19,6 +19,7 @@
 
 #include "bench/cli.h"
 #include "bench/measure.h"
+#include "models/mlp.h"
 #include "bench/results.h"
 
 enum { N_KINDS = 3, MAX_DEPTHS = 8 };
@@ -87,12 +88,17 @@ static size_t derived_units(const Schedule *schedule, int N)
     return (size_t)worst;
 }
 
-/* Builds the chain of depth N, trains it under the three strategies alternately, frees it. */
-static RematStatus measure_depth(const Config *c, int N, StepRow rows[N_KINDS], Progress *progress)
+/* Builds the chain of depth N, with AdamW and a batch of `task`'s, trains it under the three
+ * strategies alternately, frees it. */
+static RematStatus measure_depth(const Config *c, MlpTask *task, int N, StepRow rows[N_KINDS], Progress *progress)
 {
+    ModelBench g = {.model = mlp_create(&(MlpConfig){.n_layers = N, .width = c->width, .seed = 1})};
+    Pcg32 data;
+    pcg32_seed(&data, 2, 3);
+    RematStatus status = g.model ? mlp_task_batch(task, &data, c->batch, &g.batch.x, &g.batch.y) : remat_last_status();
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
-    ModelBench g;
-    RematStatus status = mlp_bench_create(&g, &(MlpShape){.N = N, .W = c->width, .B = c->batch}, &adamw);
+    if (status == REMAT_OK && !(g.opt = optim_create(&adamw, g.model->params, g.model->n_params)))
+        status = remat_last_status();
     Schedule *schedules[N_KINDS] = {0};
     Variant variants[N_KINDS];
     for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
@@ -236,13 +242,15 @@ int main(int argc, char **argv)
     results_config_ints(results, "depths", c.depths, c.n_depths);
     results_config_str(results, "optimizer", "adamw");
     results_config_plan(results, &c.plan);
-    RematStatus status = REMAT_OK;
+    MlpTask *task = mlp_task_create(c.width, 7); /* the teacher: resident through every depth */
+    RematStatus status = task ? REMAT_OK : remat_last_status();
     StepRow rows[MAX_DEPTHS][N_KINDS] = {0};
     Progress progress;
     progress_begin(&progress, stdout, c.n_depths * timing_max_runs(&c.plan, c.n_strategies), true);
     for (int i = 0; i < c.n_depths && status == REMAT_OK; i++)
-        status = measure_depth(&c, c.depths[i], rows[i], &progress);
+        status = measure_depth(&c, task, c.depths[i], rows[i], &progress);
     progress_end(&progress);
+    mlp_task_free(task);
     if (status == REMAT_OK) {
         print_and_record_steps(&c, rows, results);
         print_and_record_slopes(&c, rows, results);
