@@ -95,11 +95,6 @@ static const char *io_name(OffloadIo io)
     return io == OFFLOAD_IO_MMAP ? "mmap" : io == OFFLOAD_IO_DIRECT ? "direct" : "pwritev";
 }
 
-static const char *page_cache_name(const Config *c)
-{
-    return !c->offload ? "-" : c->io == OFFLOAD_IO_DIRECT ? "unused" : c->drop_cache ? "dropped" : "kept";
-}
-
 typedef struct Setup {
     const Config *configs[N_CONFIGS]; /* what runs: every configuration, or in quick mode the quick ones */
     int n_configs;
@@ -279,7 +274,8 @@ static StepRow step_row(const char *model, int layers, const Variant *v, const S
         .model = model, .layers = layers, .config = c->name, .strategy = strategy_name(c->strategy),
         .offloads = c->offload, .cache_dropped = c->offload && (c->drop_cache || c->io == OFFLOAD_IO_DIRECT),
         .policy = offload_policy_name(c->policy), .prefetch = c->prefetch, .io = io_name(c->io),
-        .page_cache = page_cache_name(c), .peak_act = s->peak[MEM_ACT], .peak_disk = s->peak[MEM_DISK],
+        .page_cache = !c->offload ? "-" : c->io == OFFLOAD_IO_DIRECT ? "unused" : c->drop_cache ? "dropped" : "kept",
+        .peak_act = s->peak[MEM_ACT], .peak_disk = s->peak[MEM_DISK],
         .act_stored = s->act_stored, .peak_resident = s->peak_resident,
         .records_per_step = o.records_written / (size_t)rounds,
         .disk_written_per_step = o.bytes_written / (size_t)rounds,

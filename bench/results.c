@@ -407,12 +407,6 @@ static void show_cell(char *buf, size_t size, const ResultsColumn *c, const void
     } else snprintf(buf, size, d < 0 ? "%.*e" : "%.*f", d < 0 ? -d : d, k * row_number(c, row));
 }
 
-/* Whether column c is printed left-aligned: a label or a figure with its interval. */
-static bool show_left(const ResultsColumn *c)
-{
-    return c->type == COLUMN_STR || c->type == COLUMN_STR_ARRAY || c->type == COLUMN_ESTIMATE;
-}
-
 /* One line of t's columns shown in `panel`: their headings (row NULL, units false), their
  * units (row NULL, units true) or a row's figures. Nothing when the line would be empty. */
 static void print_line(const ResultsTable *t, const void *row, bool units, int panel)
@@ -425,7 +419,9 @@ static void print_line(const ResultsTable *t, const void *row, bool units, int p
         char cell[96];
         if (row) show_cell(cell, sizeof cell, c, row);
         else snprintf(cell, sizeof cell, "%s", units ? c->show.unit : c->show.head);
-        const char *format = show_left(c) ? " %-*s" : " %*s";
+        /* left-aligned: a label or a figure with its interval */
+        const bool left = c->type == COLUMN_STR || c->type == COLUMN_STR_ARRAY || c->type == COLUMN_ESTIMATE;
+        const char *format = left ? " %-*s" : " %*s";
         used += (size_t)snprintf(line + used, sizeof line - used, format, c->show.width, cell);
     }
     for (used = strlen(line); used > 0 && line[used - 1] == ' ';) line[--used] = '\0';
