@@ -184,17 +184,7 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
         stats->matmul_seconds += flops_matmul_seconds((Phase)p);
         stats->phase_seconds[p] = flops_phase_seconds((Phase)p);
     }
-    /* The forward and the backward by the ledger's phase clocks: the forward phase holds
-     * the gradients' zeroing, the forward and offload_pop's wait for the writes; the
-     * backward, its replays too. */
-    stats->forward_seconds = stats->phase_seconds[PHASE_FORWARD];
-    stats->backward_seconds = stats->phase_seconds[PHASE_BACKWARD] + stats->phase_seconds[PHASE_RECOMPUTE];
     return status;
-}
-
-double outside_matmul_share(const StepStats *s)
-{
-    return s->seconds > 0 ? 1.0 - s->matmul_seconds / s->seconds : 0.0;
 }
 
 double flop_overhead(const StepStats *s)
@@ -228,7 +218,7 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
     values[STEP_WRITE_SECONDS] = s->io.write_seconds;
     values[STEP_READ_SECONDS] = s->io.read_seconds;
     values[STEP_MATMUL_SECONDS] = s->matmul_seconds;
-    values[STEP_OUTSIDE_MATMUL_SHARE] = outside_matmul_share(s);
+    values[STEP_OUTSIDE_MATMUL_SHARE] = s->seconds > 0 ? 1.0 - s->matmul_seconds / s->seconds : 0.0;
     values[STEP_MINOR_FAULTS] = (double)s->minor_faults;
     values[STEP_READ_WAIT_SECONDS] = s->io.read_wait_seconds;
     values[STEP_READS_WAITED] = (double)s->io.reads_waited;
@@ -237,8 +227,11 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
     values[STEP_THREAD_CPU_SECONDS] = s->io.thread_cpu_seconds;
     for (int p = 0; p < PHASE_COUNT; p++) /* the step's share of wall time in each phase */
         values[STEP_PHASE_SHARE + p] = s->seconds > 0 ? s->phase_seconds[p] / s->seconds : 0.0;
-    values[STEP_FORWARD_SECONDS] = s->forward_seconds;
-    values[STEP_BACKWARD_SECONDS] = s->backward_seconds;
+    /* The forward and the backward by the ledger's phase clocks: the forward phase holds
+     * the gradients' zeroing, the forward and offload_pop's wait for the writes; the
+     * backward, its replays too. */
+    values[STEP_FORWARD_SECONDS] = s->phase_seconds[PHASE_FORWARD];
+    values[STEP_BACKWARD_SECONDS] = s->phase_seconds[PHASE_BACKWARD] + s->phase_seconds[PHASE_RECOMPUTE];
     return status;
 }
 

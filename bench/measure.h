@@ -93,8 +93,6 @@ typedef struct Variant {
 /* What one training step did. */
 typedef struct StepStats {
     double seconds;               /* the step, wall time */
-    double forward_seconds;       /* of it, the forward (offload_pop's wait for the writes included) */
-    double backward_seconds;      /* of it, the backward, replays included; the rest is the optimizer */
     OffloadStats io;              /* what the offloader did in the step: its counts and times
                                      are the step's, io.write_seconds inside pack and
                                      io.read_seconds inside unpack (zeros without offload) */
@@ -125,9 +123,6 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
 
 /* Recompute FLOP overhead: RECOMPUTE / (FORWARD + BACKWARD) FLOPs of the step. */
 double flop_overhead(const StepStats *s);
-
-/* The step's share of wall time outside the matmuls: 1 − matmul_seconds / seconds. */
-double outside_matmul_share(const StepStats *s);
 
 /* The quantities steps_alternate times per step, in its Timing (bench/timing.h): the
  * step's seconds, of them inside the offloader's pack and unpack, in the forward and in
