@@ -112,23 +112,6 @@ static void naive_step(Bufs *b, const AttnDropout *drop)
     flops_set_phase(PHASE_FORWARD);
 }
 
-/* One forward and backward of way `w`; returns its seconds. */
-static double run_way(Bufs *b, int w, const AttnDropout *drop)
-{
-    const double t0 = platform_seconds();
-    if (w == NAIVE) {
-        naive_step(b, drop);
-    } else {
-        const AttnPlan *plan = &FUSED[w].plan;
-        k_attention_forward(b->out, b->lse, b->q, b->k, b->v, b->BH, b->T, b->D, drop, plan, b->work);
-        flops_set_phase(PHASE_BACKWARD);
-        k_attention_backward(b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->out, b->lse, b->BH, b->T, b->D, drop,
-                             plan, b->work);
-        flops_set_phase(PHASE_FORWARD);
-    }
-    return platform_seconds() - t0;
-}
-
 /* What one way measured at one T. */
 typedef struct WayResult {
     bool ran;
@@ -140,18 +123,33 @@ typedef struct WayResult {
     size_t kept; /* bytes kept between forward and backward */
 } WayResult;
 
-/* One timed run of timing_run: way `w` once, its time and FLOPs. */
+/* What a timed run of a way needs. */
 typedef struct WayRuns {
     Bufs *b;
     const AttnDropout *drop;
     WayResult *out;
 } WayRuns;
 
+/* One timed run of timing_run: way `w` once, its seconds in values[0] and its FLOPs in
+ * the WayResult. */
 static RematStatus way_run(void *ctx, int w, double *values)
 {
     WayRuns *r = ctx;
+    Bufs *b = r->b;
+    const AttnDropout *drop = r->drop;
     flops_reset();
-    values[0] = run_way(r->b, w, r->drop);
+    const double t0 = platform_seconds();
+    if (w == NAIVE) {
+        naive_step(b, drop);
+    } else {
+        const AttnPlan *plan = &FUSED[w].plan;
+        k_attention_forward(b->out, b->lse, b->q, b->k, b->v, b->BH, b->T, b->D, drop, plan, b->work);
+        flops_set_phase(PHASE_BACKWARD);
+        k_attention_backward(b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->out, b->lse, b->BH, b->T, b->D, drop,
+                             plan, b->work);
+        flops_set_phase(PHASE_FORWARD);
+    }
+    values[0] = platform_seconds() - t0;
     for (int p = 0; p < PHASE_COUNT; p++) r->out[w].flops[p] = flops_get((Phase)p);
     return REMAT_OK;
 }

@@ -185,19 +185,6 @@ static void time_stream(float *a, float *b, float *c, size_t n, int reps, Estima
     }
 }
 
-/* Three arrays of opt->stream_mib MiB, first touched by the threads that stream them (a
- * parallel loop of the same schedule as the passes), NULL on no memory. */
-static float *stream_arrays(const Options *opt, size_t *n)
-{
-    *n = (size_t)opt->stream_mib * (1u << 20) / sizeof(float);
-    float *all = malloc(3 * *n * sizeof *all);
-    if (!all) return NULL;
-    const size_t count = 3 * *n;
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < count; i++) all[i] = 1.0f;
-    return all;
-}
-
 /* ---- the run ----------------------------------------------------------------------------- */
 
 typedef struct SgemmRow {
@@ -259,9 +246,12 @@ static RematStatus run_sgemm(const Options *opt, Pcg32 *rng, ResultsTable *table
 /* Times the bandwidth loops on every thread count of `opt`, prints and records them. */
 static RematStatus run_stream(const Options *opt, ResultsTable *table)
 {
-    size_t n;
-    float *all = stream_arrays(opt, &n);
+    const size_t n = (size_t)opt->stream_mib * (1u << 20) / sizeof(float), count = 3 * n;
+    float *all = malloc(count * sizeof *all);
     if (!all) return remat_fail(REMAT_ENOMEM, "no memory for three arrays of %d MiB", opt->stream_mib);
+    /* first touched by the threads that stream them: a parallel loop of the passes' schedule */
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < count; i++) all[i] = 1.0f;
     printf("\n  memory bandwidth: three arrays of %d MiB, STREAM's byte count (no write-allocate)\n",
            opt->stream_mib);
     results_print_head(table, 0);
@@ -271,10 +261,9 @@ static RematStatus run_stream(const Options *opt, ResultsTable *table)
         if (status != REMAT_OK) break;
         Estimate rate[STREAM_KERNELS];
         time_stream(all, all + n, all + 2 * n, n, opt->reps, rate);
-        for (int k = 0; k < STREAM_KERNELS; k++) {
+        for (int k = 0; k < STREAM_KERNELS; k++)
             results_add_row(table, &(StreamRow){STREAM_NAMES[k], opt->threads[t], n * sizeof(float),
                                                 (size_t)STREAM_ARRAYS[k] * n * sizeof(float), rate[k]});
-        }
     }
     free(all);
     return status;

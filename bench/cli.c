@@ -65,14 +65,6 @@ static void bench_usage(const BenchInfo *info, FILE *out)
     fprintf(out, "  --help              this text\n");
 }
 
-/* Whether the --strategy given is one of the bench's sweep. */
-static bool in_sweep(const BenchInfo *info, StrategyKind kind)
-{
-    for (int k = 0; k < info->n_strategies; k++)
-        if (info->strategies[k] == kind) return true;
-    return false;
-}
-
 /* The run the step flags are checked against: the strategy given, else the bench's sweep,
  * else (a bench that places its regions itself) any strategy with regions; with counter
  * masks as train's scope has them, when the bench's GPT (model_flags) draws its masks from
@@ -90,7 +82,9 @@ static StepScope bench_scope(const BenchInfo *info, const BenchOptions *opt)
 /* What the flags given say together; REMAT_EINVAL with the reason when it makes no sense. */
 static RematStatus check_options(const BenchInfo *info, const BenchOptions *opt)
 {
-    if (opt->one_strategy && !in_sweep(info, opt->step.strategy.kind))
+    bool in_sweep = false; /* the --strategy given is one of the bench's sweep */
+    for (int k = 0; k < info->n_strategies; k++) in_sweep |= info->strategies[k] == opt->step.strategy.kind;
+    if (opt->one_strategy && !in_sweep)
         return remat_fail(REMAT_EINVAL, "--strategy %s is not one this bench measures",
                           strategy_name(opt->step.strategy.kind));
     if (opt->attention == ATTENTION_FUSED && opt->dropout_rng != DROPOUT_RNG_COUNTER)
