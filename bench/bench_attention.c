@@ -57,49 +57,37 @@ static const char *way_name(int w) { return w == NAIVE ? "naive" : FUSED[w].name
 /* The buffers of one T: inputs, outputs and gradients, and what each way keeps. */
 typedef struct Bufs {
     int BH, T, D;
-    float *q, *k, *v, *dout, *out, *dq, *dk, *dv;
+    float *q, *k, *v, *dout, *out, *dq, *dk, *dv; /* q: where the one allocation starts */
     float *lse, *work;               /* fused (work: for the largest tile) */
     float *scores, *probs, *dropped; /* naive: (BH,T,T) each, and their gradients below */
     float *dprobs, *dscores;
 } Bufs;
 
-static float *floats(size_t n, Pcg32 *rng)
-{
-    float *p = malloc(n * sizeof *p);
-    if (p && rng)
-        for (size_t i = 0; i < n; i++) p[i] = 2.0f * pcg32_float(rng) - 1.0f;
-    return p;
-}
-
-static void bufs_free(Bufs *b)
-{
-    float *all[] = {b->q, b->k, b->v, b->dout, b->out, b->dq, b->dk, b->dv, b->lse, b->work,
-                    b->scores, b->probs, b->dropped, b->dprobs, b->dscores};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
-    *b = (Bufs){0};
-}
-
+/* Every buffer of T in one allocation, each starting on a 64-byte line; q, k, v and dout
+ * uniform in [-1, 1). */
 static RematStatus bufs_create(Bufs *b, int BH, int T, int D, bool naive)
 {
     *b = (Bufs){.BH = BH, .T = T, .D = D};
-    Pcg32 rng;
-    pcg32_seed(&rng, (uint64_t)T, 7);
     const size_t n = (size_t)BH * T * D, nn = naive ? (size_t)BH * T * T : 1;
-    b->q = floats(n, &rng), b->k = floats(n, &rng), b->v = floats(n, &rng), b->dout = floats(n, &rng);
-    b->out = floats(n, NULL), b->dq = floats(n, NULL), b->dk = floats(n, NULL), b->dv = floats(n, NULL);
     size_t work = 0;
     for (int w = 0; w < N_FUSED; w++) {
         const size_t need = k_attention_work_floats(T, D, &FUSED[w].plan);
         work = need > work ? need : work;
     }
-    b->lse = floats((size_t)BH * T, NULL), b->work = floats(work, NULL);
-    b->scores = floats(nn, NULL), b->probs = floats(nn, NULL), b->dropped = floats(nn, NULL);
-    b->dprobs = floats(nn, NULL), b->dscores = floats(nn, NULL);
-    if (b->q && b->k && b->v && b->dout && b->out && b->dq && b->dk && b->dv && b->lse && b->work && b->scores &&
-        b->probs && b->dropped && b->dprobs && b->dscores)
-        return REMAT_OK;
-    bufs_free(b);
-    return remat_fail(REMAT_ENOMEM, "bench_attention: no memory for T = %d", T);
+    float **parts[] = {&b->q, &b->k, &b->v, &b->dout, &b->out, &b->dq, &b->dk, &b->dv, &b->lse, &b->work,
+                       &b->scores, &b->probs, &b->dropped, &b->dprobs, &b->dscores};
+    const size_t sizes[] = {n, n, n, n, n, n, n, n, (size_t)BH * T, work, nn, nn, nn, nn, nn};
+    enum { N_PARTS = sizeof sizes / sizeof sizes[0] };
+    size_t at[N_PARTS + 1] = {0}; /* where each starts, in floats: a multiple of 16 */
+    for (int i = 0; i < N_PARTS; i++) at[i + 1] = at[i] + (sizes[i] + 15) / 16 * 16;
+    float *all = aligned_alloc(64, at[N_PARTS] * sizeof *all);
+    if (!all) return remat_fail(REMAT_ENOMEM, "bench_attention: no memory for T = %d", T);
+    for (int i = 0; i < N_PARTS; i++) *parts[i] = all + at[i];
+    Pcg32 rng;
+    pcg32_seed(&rng, (uint64_t)T, 7);
+    for (int i = 0; i < 4; i++) /* q, k, v and dout */
+        for (size_t j = 0; j < n; j++) (*parts[i])[j] = 2.0f * pcg32_float(&rng) - 1.0f;
+    return REMAT_OK;
 }
 
 /* The naive GPT block's attention core, kernel by kernel, forward then backward. */
@@ -124,23 +112,6 @@ static void naive_step(Bufs *b, const AttnDropout *drop)
     flops_set_phase(PHASE_FORWARD);
 }
 
-/* One forward and backward of way `w`; returns its seconds. */
-static double run_way(Bufs *b, int w, const AttnDropout *drop)
-{
-    const double t0 = platform_seconds();
-    if (w == NAIVE) {
-        naive_step(b, drop);
-    } else {
-        const AttnPlan *plan = &FUSED[w].plan;
-        k_attention_forward(b->out, b->lse, b->q, b->k, b->v, b->BH, b->T, b->D, drop, plan, b->work);
-        flops_set_phase(PHASE_BACKWARD);
-        k_attention_backward(b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->out, b->lse, b->BH, b->T, b->D, drop,
-                             plan, b->work);
-        flops_set_phase(PHASE_FORWARD);
-    }
-    return platform_seconds() - t0;
-}
-
 /* What one way measured at one T. */
 typedef struct WayResult {
     bool ran;
@@ -152,18 +123,33 @@ typedef struct WayResult {
     size_t kept; /* bytes kept between forward and backward */
 } WayResult;
 
-/* One timed run of timing_run: way `w` once, its time and FLOPs. */
+/* What a timed run of a way needs. */
 typedef struct WayRuns {
     Bufs *b;
     const AttnDropout *drop;
     WayResult *out;
 } WayRuns;
 
+/* One timed run of timing_run: way `w` once, its seconds in values[0] and its FLOPs in
+ * the WayResult. */
 static RematStatus way_run(void *ctx, int w, double *values)
 {
     WayRuns *r = ctx;
+    Bufs *b = r->b;
+    const AttnDropout *drop = r->drop;
     flops_reset();
-    values[0] = run_way(r->b, w, r->drop);
+    const double t0 = platform_seconds();
+    if (w == NAIVE) {
+        naive_step(b, drop);
+    } else {
+        const AttnPlan *plan = &FUSED[w].plan;
+        k_attention_forward(b->out, b->lse, b->q, b->k, b->v, b->BH, b->T, b->D, drop, plan, b->work);
+        flops_set_phase(PHASE_BACKWARD);
+        k_attention_backward(b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->out, b->lse, b->BH, b->T, b->D, drop,
+                             plan, b->work);
+        flops_set_phase(PHASE_FORWARD);
+    }
+    values[0] = platform_seconds() - t0;
     for (int p = 0; p < PHASE_COUNT; p++) r->out[w].flops[p] = flops_get((Phase)p);
     return REMAT_OK;
 }
@@ -193,7 +179,7 @@ static RematStatus measure_seq(int BH, int T, int D, bool naive, const TimingPla
     }
     timing_free(&timing);
     flops_reset();
-    bufs_free(&b);
+    free(b.q);
     return status;
 }
 

@@ -102,11 +102,9 @@ static RematStatus smallest_budget(const JobModel *m, const Strategy *s, OptimKi
 {
     JobResult r;
     size_t hi = peak, lo = peak - 1, step = 1;
-    *trials = 0;
     RematStatus status = REMAT_OK;
-    for (;; hi += step, step *= 2) { /* grow hi until the job fits */
+    for (*trials = 1;; hi += step, step *= 2, ++*trials) { /* grow hi until the job fits */
         if ((status = run_job(m, s, optim, hi, &r)) != REMAT_OK) return status;
-        ++*trials;
         if (r.status == REMAT_OK) break;
         lo = hi;
     }
@@ -197,14 +195,6 @@ static RematStatus measure_all(const JobModel *model, Measured *m)
     if (status == REMAT_OK) status = measure_optimizer(model, &m->sgd, &progress);
     progress_end(&progress);
     return status;
-}
-
-/* The strategy with which SGD needs the smallest budget. */
-static int sgd_best(const Measured *m)
-{
-    int best = 0;
-    for (int k = 1; k < m->sweep.n; k++) best = m->sgd.smallest[k] < m->sgd.smallest[best] ? k : best;
-    return best;
 }
 
 /* One record of the jobs table: one optimizer's job under one strategy; AdamW's with its
@@ -315,7 +305,8 @@ static void report(const JobModel *model, const Measured *m, Results *results)
            gpt_shape_str(text, sizeof text, &model->shape), JOB_STEPS);
     report_jobs(m, &m->adamw, "AdamW (two state tensors per parameter)", jobs);
     const JobResult *base = &m->adamw.free_run[0];
-    const int best = sgd_best(m);
+    int best = 0; /* the strategy with which SGD needs the smallest budget */
+    for (int k = 1; k < m->sweep.n; k++) best = m->sgd.smallest[k] < m->sgd.smallest[best] ? k : best;
     FloorRow row = {.params = base->current[MEM_PARAM], .grads = base->current[MEM_GRAD],
                     .optimizer_state = base->current[MEM_OPTIM], .params_grads_optimizer = m->pgo,
                     .sgd_smallest_budget = m->sgd.smallest[best], .sgd_strategy = strategy_name(m->sweep.s[best].kind)};

@@ -95,18 +95,6 @@ static const char *io_name(OffloadIo io)
     return io == OFFLOAD_IO_MMAP ? "mmap" : io == OFFLOAD_IO_DIRECT ? "direct" : "pwritev";
 }
 
-static const char *page_cache_name(const Config *c)
-{
-    return !c->offload ? "-" : c->io == OFFLOAD_IO_DIRECT ? "unused" : c->drop_cache ? "dropped" : "kept";
-}
-
-/* A configuration made ready to step on one model: its schedule and its offloader. */
-typedef struct Runner {
-    const Config *config;
-    Schedule *schedule;
-    Offload *offload; /* NULL without offload */
-} Runner;
-
 typedef struct Setup {
     const Config *configs[N_CONFIGS]; /* what runs: every configuration, or in quick mode the quick ones */
     int n_configs;
@@ -117,12 +105,14 @@ typedef struct Setup {
     size_t window_ahead, window_behind; /* the "windows" rows' bytes read ahead and written behind */
 } Setup;
 
-static RematStatus runner_create(Runner *r, const Config *c, const Model *m, const Setup *setup)
+/* Configuration c made ready to step on model m: its schedule into *schedule and its
+ * offloader (NULL without offload) into *offload. */
+static RematStatus config_create(const Config *c, const Model *m, const Setup *setup, Schedule **schedule,
+                                 Offload **offload)
 {
-    *r = (Runner){.config = c};
     const Strategy s = strategy_defaults(c->strategy);
-    r->schedule = schedule_for_strategy(&s, m->n_layers);
-    if (!r->schedule || !c->offload) return r->schedule ? REMAT_OK : remat_last_status();
+    *schedule = schedule_for_strategy(&s, m->n_layers);
+    if (!*schedule || !c->offload) return *schedule ? REMAT_OK : remat_last_status();
     OffloadOptions oo = OFFLOAD_DEFAULTS(c->policy);
     oo.dir = setup->dir;
     oo.prefetch = c->prefetch;
@@ -134,15 +124,8 @@ static RematStatus runner_create(Runner *r, const Config *c, const Model *m, con
         oo.write_behind_bytes = setup->window_behind;
     }
     if (c->io_threads) oo.io_threads = c->io_threads;
-    r->offload = offload_create(&oo);
-    return r->offload ? REMAT_OK : remat_last_status();
-}
-
-static void runner_free(Runner *r)
-{
-    offload_free(r->offload);
-    schedule_free(r->schedule);
-    *r = (Runner){0};
+    *offload = offload_create(&oo);
+    return *offload ? REMAT_OK : remat_last_status();
 }
 
 /* ---- training steps under each configuration ------------------------------------------- */
@@ -282,16 +265,17 @@ static void threads_of(StepRow *row, const Setup *setup, const Timing *t, int i,
 
 /* Configuration i's row; the times come from `timing`, whose variant 0 is none, and
  * `rounds` steps ran in all (warm-up included). */
-static StepRow step_row(const char *model, int layers, const Runner *r, const StepStats *s, const Setup *setup,
+static StepRow step_row(const char *model, int layers, const Variant *v, const StepStats *s, const Setup *setup,
                         const Timing *timing, int i, int rounds)
 {
-    const Config *c = r->config;
-    const OffloadStats o = r->offload ? offload_stats(r->offload) : (OffloadStats){0};
+    const Config *c = setup->configs[i];
+    const OffloadStats o = v->offload ? offload_stats(v->offload) : (OffloadStats){0};
     StepRow row = {
         .model = model, .layers = layers, .config = c->name, .strategy = strategy_name(c->strategy),
         .offloads = c->offload, .cache_dropped = c->offload && (c->drop_cache || c->io == OFFLOAD_IO_DIRECT),
         .policy = offload_policy_name(c->policy), .prefetch = c->prefetch, .io = io_name(c->io),
-        .page_cache = page_cache_name(c), .peak_act = s->peak[MEM_ACT], .peak_disk = s->peak[MEM_DISK],
+        .page_cache = !c->offload ? "-" : c->io == OFFLOAD_IO_DIRECT ? "unused" : c->drop_cache ? "dropped" : "kept",
+        .peak_act = s->peak[MEM_ACT], .peak_disk = s->peak[MEM_DISK],
         .act_stored = s->act_stored, .peak_resident = s->peak_resident,
         .records_per_step = o.records_written / (size_t)rounds,
         .disk_written_per_step = o.bytes_written / (size_t)rounds,
@@ -336,13 +320,13 @@ static RematStatus measure_model(const char *model, const char *title, ModelBenc
 {
     const TimingPlan *plan = strcmp(model, "gpt") ? &setup->mlp_plan : &setup->gpt_plan;
     const int n_configs = setup->n_configs;
-    Runner runners[N_CONFIGS] = {{0}};
+    Schedule *schedules[N_CONFIGS] = {0};
+    Offload *offloads[N_CONFIGS] = {0};
     Variant variants[N_CONFIGS];
     RematStatus status = REMAT_OK;
     for (int c = 0; c < n_configs && status == REMAT_OK; c++) {
-        status = runner_create(&runners[c], setup->configs[c], g->model, setup);
-        variants[c] = (Variant){.name = setup->configs[c]->name, .schedule = runners[c].schedule,
-                                .offload = runners[c].offload};
+        status = config_create(setup->configs[c], g->model, setup, &schedules[c], &offloads[c]);
+        variants[c] = (Variant){.name = setup->configs[c]->name, .schedule = schedules[c], .offload = offloads[c]};
     }
     StepStats stats[N_CONFIGS];
     TrainCtx ctx = {.training = true};
@@ -357,14 +341,17 @@ static RematStatus measure_model(const char *model, const char *title, ModelBenc
         results_print_head(table, 0);
         StepRow rows[N_CONFIGS];
         for (int c = 0; c < n_configs; c++) {
-            rows[c] = step_row(model, g->model->n_layers, &runners[c], &stats[c], setup, &timing, c,
+            rows[c] = step_row(model, g->model->n_layers, &variants[c], &stats[c], setup, &timing, c,
                                plan->warmup + timing.rounds);
             results_add_row(table, &rows[c]);
         }
         print_offload_tables(setup, rows, n_configs, table);
     }
     timing_free(&timing);
-    for (int c = 0; c < n_configs; c++) runner_free(&runners[c]);
+    for (int c = 0; c < n_configs; c++) {
+        offload_free(offloads[c]);
+        schedule_free(schedules[c]);
+    }
     return status;
 }
 
@@ -512,17 +499,11 @@ static RematStatus measure_records(const Setup *setup, Progress *progress, Resul
 /* The run's config: the models, the spill directory and the plans. */
 static void record_config(Results *results, const Setup *setup, const MlpShape *mlp, const GptShape *gpt)
 {
-    results_config_num(results, "window_ahead", (double)setup->window_ahead);
-    results_config_num(results, "window_behind", (double)setup->window_behind);
-    results_config_num(results, "mlp_layers", mlp->N);
-    results_config_num(results, "mlp_width", mlp->W);
-    results_config_num(results, "mlp_batch", mlp->B);
-    results_config_num(results, "gpt_layers", gpt->L);
-    results_config_num(results, "gpt_d_model", gpt->C);
-    results_config_num(results, "gpt_heads", gpt->H);
-    results_config_num(results, "gpt_seq", gpt->T);
-    results_config_num(results, "gpt_batch", gpt->B);
-    results_config_num(results, "gpt_dropout", round((double)gpt->dropout * 1e6) / 1e6);
+    static const char *const KEYS[] = {"window_ahead", "window_behind", "mlp_layers", "mlp_width", "mlp_batch",
+                                       "gpt_layers", "gpt_d_model", "gpt_heads", "gpt_seq", "gpt_batch", "gpt_dropout"};
+    const double values[] = {(double)setup->window_ahead, (double)setup->window_behind, mlp->N, mlp->W, mlp->B,
+                             gpt->L, gpt->C, gpt->H, gpt->T, gpt->B, round((double)gpt->dropout * 1e6) / 1e6};
+    for (int i = 0; i < RESULTS_COUNT(KEYS); i++) results_config_num(results, KEYS[i], values[i]);
     results_config_str(results, "optimizer", "adamw");
     const char *tmpdir = getenv("TMPDIR"); /* where offload_create puts the file without --offload-dir */
     results_config_str(results, "offload_dir", setup->dir ? setup->dir : tmpdir && tmpdir[0] ? tmpdir : "/tmp");

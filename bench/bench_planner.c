@@ -41,11 +41,9 @@ static const BenchInfo INFO = {
 };
 
 typedef struct Chain {
-    const char *name; /* "mlp" or "gpt" */
-    Model *model;
-    MlpTask *task;
-    Batch batch;
-    Optimizer *opt;
+    const char *name; /* "mlp", "gpt" or "gpt_heads" */
+    ModelBench g;     /* the model, its batch and AdamW */
+    MlpTask *task;    /* the MLP's teacher, resident as it runs */
     ChainCost *cost;
 } Chain;
 
@@ -54,34 +52,8 @@ typedef struct Chain {
 static void chain_free(Chain *c)
 {
     chain_cost_free(c->cost);
-    optim_free(c->opt);
-    batch_free(&c->batch);
+    model_bench_free(&c->g);
     mlp_task_free(c->task);
-    model_free(c->model);
-}
-
-/* The optimizer and the profile, once the model and its batch exist. */
-static RematStatus chain_finish(Chain *c)
-{
-    const OptimConfig adamw = optim_adamw_defaults(1e-3f);
-    c->opt = optim_create(&adamw, c->model->params, c->model->n_params);
-    if (!c->opt) return remat_last_status();
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 5, 5);
-    c->cost = model_profile(c->model, c->batch.x, c->batch.y, &ctx);
-    return c->cost ? REMAT_OK : remat_last_status();
-}
-
-static RematStatus mlp_chain(Chain *c, int N, int W, int B)
-{
-    *c = (Chain){.name = "mlp"};
-    c->model = mlp_create(&(MlpConfig){.n_layers = N, .width = W, .seed = 1});
-    c->task = c->model ? mlp_task_create(W, 2) : NULL;
-    if (!c->task) return remat_last_status();
-    Pcg32 data;
-    pcg32_seed(&data, 2, 3);
-    const RematStatus status = mlp_task_batch(c->task, &data, B, &c->batch.x, &c->batch.y);
-    return status == REMAT_OK ? chain_finish(c) : status;
 }
 
 /* Gives block i of the GPT `heads[i]` heads (new blocks, drawn from their own generator),
@@ -102,16 +74,29 @@ static RematStatus vary_heads(Model *m, const GptShape *s, const int *heads)
     return model_collect_params(m, extra, 2, tail, 2);
 }
 
-/* The GPT of shape `s`; with `heads`, its blocks get those head counts. */
-static RematStatus gpt_chain(Chain *c, const char *name, const GptShape *s, const int *heads)
+/* The MLP chain of N blocks of width W and a batch of B of its task (s NULL), or the GPT of
+ * shape `s`, whose blocks get `heads` head counts when given; then AdamW and the chain's
+ * profile. */
+static RematStatus chain_create(Chain *c, const char *name, int N, int W, int B, const GptShape *s, const int *heads)
 {
     *c = (Chain){.name = name};
-    ModelBench g;
-    RematStatus status = gpt_bench_create(&g, s, NULL);
-    c->model = g.model;
-    c->batch = g.batch;
-    if (status == REMAT_OK && heads) status = vary_heads(c->model, s, heads);
-    return status == REMAT_OK ? chain_finish(c) : status;
+    RematStatus status = s ? gpt_bench_create(&c->g, s, NULL) : REMAT_OK;
+    if (!s) {
+        c->g.model = mlp_create(&(MlpConfig){.n_layers = N, .width = W, .seed = 1});
+        c->task = c->g.model ? mlp_task_create(W, 2) : NULL;
+        Pcg32 data;
+        pcg32_seed(&data, 2, 3);
+        status = c->task ? mlp_task_batch(c->task, &data, B, &c->g.batch.x, &c->g.batch.y) : remat_last_status();
+    }
+    if (status == REMAT_OK && heads) status = vary_heads(c->g.model, s, heads);
+    if (status != REMAT_OK) return status;
+    const OptimConfig adamw = optim_adamw_defaults(1e-3f); /* over the parameters as they now are */
+    c->g.opt = optim_create(&adamw, c->g.model->params, c->g.model->n_params);
+    if (!c->g.opt) return remat_last_status();
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 5, 5);
+    c->cost = model_profile(c->g.model, c->g.batch.x, c->g.batch.y, &ctx);
+    return c->cost ? REMAT_OK : remat_last_status();
 }
 
 /* ---- one point ---------------------------------------------------------------------------- */
@@ -123,7 +108,7 @@ static RematStatus run_schedule(Chain *c, const Schedule *s, size_t budget, Step
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 5, 5);
     mem_set_budget(budget);
-    const RematStatus status = step_measure(c->model, &v, c->opt, &c->batch, &ctx, stats);
+    const RematStatus status = step_measure(c->g.model, &v, c->g.opt, &c->g.batch, &ctx, stats);
     mem_set_budget(0);
     return status;
 }
@@ -405,8 +390,8 @@ int main(int argc, char **argv)
     progress_begin(&progress, stdout, 3 * n_budgets + 2 * n_below, true); /* the GPT of varying heads is not uniform */
     for (int i = 0; i < 3 && status == REMAT_OK; i++) {
         Chain chain = {0};
-        status = i == 0 ? mlp_chain(&chain, N, W, B) : gpt_chain(&chain, i == 1 ? "gpt" : "gpt_heads", &gpt,
-                                                                 i == 1 ? NULL : heads);
+        static const char *const NAMES[] = {"mlp", "gpt", "gpt_heads"};
+        status = chain_create(&chain, NAMES[i], N, W, B, i ? &gpt : NULL, i == 2 ? heads : NULL);
         if (status == REMAT_OK) status = sweep(&chain, n_budgets, n_below, points, summary, &progress);
         chain_free(&chain);
     }

@@ -41,12 +41,6 @@ static const BenchInfo INFO = {
     .n_strategies = N_KINDS,
 };
 
-/* The slope of ln(peak ACT) against ln(N) as N grows: linear for none and full, sqrt for sqrt. */
-static double theory(StrategyKind kind)
-{
-    return kind == STRATEGY_SQRT ? 0.5 : 1.0;
-}
-
 typedef struct Config {
     Strategy strategies[N_KINDS]; /* what the command line leaves of the sweep, none first */
     int n_strategies;
@@ -94,39 +88,33 @@ static size_t derived_units(const Schedule *schedule, int N)
     return (size_t)worst;
 }
 
-/* Builds the chain of depth N, trains it under the three strategies alternately, frees it. */
+/* Builds the chain of depth N, with AdamW and a batch of `task`'s, trains it under the three
+ * strategies alternately, frees it. */
 static RematStatus measure_depth(const Config *c, MlpTask *task, int N, StepRow rows[N_KINDS], Progress *progress)
 {
-    Model *m = mlp_create(&(MlpConfig){.n_layers = N, .width = c->width, .seed = 1});
-    if (!m) return remat_last_status();
-    Schedule *schedules[N_KINDS] = {0};
-    Variant variants[N_KINDS];
-    RematStatus status = REMAT_OK;
-    for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
-        schedules[k] = schedule_for_strategy(&c->strategies[k], m->n_layers);
-        if (!schedules[k]) {
-            status = remat_last_status();
-            break;
-        }
-        rows[k] = (StepRow){.n_layers = N, .strategy = strategy_name(c->strategies[k].kind),
-                            .segments = schedules[k]->n_segments, .derived_units = derived_units(schedules[k], N)};
-        variants[k] = (Variant){.name = strategy_name(c->strategies[k].kind), .schedule = schedules[k]};
-    }
-    const OptimConfig adamw = optim_adamw_defaults(1e-3f);
-    Optimizer *opt = status == REMAT_OK ? optim_create(&adamw, m->params, m->n_params) : NULL;
-    if (status == REMAT_OK && !opt) status = remat_last_status();
+    ModelBench g = {.model = mlp_create(&(MlpConfig){.n_layers = N, .width = c->width, .seed = 1})};
     Pcg32 data;
     pcg32_seed(&data, 2, 3);
-    Batch batch = {0};
-    if (status == REMAT_OK) status = mlp_task_batch(task, &data, c->batch, &batch.x, &batch.y);
+    RematStatus status = g.model ? mlp_task_batch(task, &data, c->batch, &g.batch.x, &g.batch.y) : remat_last_status();
+    const OptimConfig adamw = optim_adamw_defaults(1e-3f);
+    if (status == REMAT_OK && !(g.opt = optim_create(&adamw, g.model->params, g.model->n_params)))
+        status = remat_last_status();
+    Schedule *schedules[N_KINDS] = {0};
+    Variant variants[N_KINDS];
+    for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
+        if (!(schedules[k] = schedule_for_strategy(&c->strategies[k], N))) status = remat_last_status();
+        else rows[k] = (StepRow){.n_layers = N, .strategy = strategy_name(c->strategies[k].kind),
+                                 .segments = schedules[k]->n_segments, .derived_units = derived_units(schedules[k], N)};
+        variants[k] = (Variant){.name = strategy_name(c->strategies[k].kind), .schedule = schedules[k]};
+    }
     TrainCtx ctx = {.training = true};
     char label[32];
     snprintf(label, sizeof label, "N=%d", N);
     Timing timing = {0};
     StepStats stats[N_KINDS];
     if (status == REMAT_OK)
-        status = steps_alternate(m, variants, c->n_strategies, NULL, opt, &batch, &ctx, &c->plan, progress, label,
-                                 stats, &timing);
+        status = steps_alternate(g.model, variants, c->n_strategies, NULL, g.opt, &g.batch, &ctx, &c->plan, progress,
+                                 label, stats, &timing);
     const size_t a = (size_t)c->batch * (size_t)c->width * sizeof(float); /* one activation */
     for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
         const StepStats *st = &stats[k];
@@ -143,10 +131,8 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, int N, StepRow 
         r->time_overhead = timing_ratio(&timing, k, 0, STEP_SECONDS);
     }
     timing_free(&timing);
-    batch_free(&batch);
-    optim_free(opt);
     for (int k = 0; k < c->n_strategies; k++) schedule_free(schedules[k]);
-    model_free(m);
+    model_bench_free(&g);
     return status;
 }
 
@@ -231,7 +217,7 @@ static void print_and_record_slopes(const Config *c, StepRow rows[][N_KINDS], Re
         const int last = c->n_depths - 1;
         const SlopeRow r = {.strategy = strategy_name(kind), .slope = loglog_slope(n, peak, c->n_depths),
                             .slope_last_doubling = log(peak[last] / peak[last - 1]) / log(n[last] / n[last - 1]),
-                            .theory = theory(kind)};
+                            .theory = kind == STRATEGY_SQRT ? 0.5 : 1.0}; /* linear, or sqrt for sqrt */
         results_add_row(slopes, &r);
     }
     printf("  The fit runs below the theory because of the constant terms of the derived counts\n"
@@ -256,14 +242,13 @@ int main(int argc, char **argv)
     results_config_ints(results, "depths", c.depths, c.n_depths);
     results_config_str(results, "optimizer", "adamw");
     results_config_plan(results, &c.plan);
-    MlpTask *task = mlp_task_create(c.width, 7);
+    MlpTask *task = mlp_task_create(c.width, 7); /* the teacher: resident through every depth */
     RematStatus status = task ? REMAT_OK : remat_last_status();
     StepRow rows[MAX_DEPTHS][N_KINDS] = {0};
     Progress progress;
     progress_begin(&progress, stdout, c.n_depths * timing_max_runs(&c.plan, c.n_strategies), true);
-    for (int i = 0; i < c.n_depths && status == REMAT_OK; i++) {
+    for (int i = 0; i < c.n_depths && status == REMAT_OK; i++)
         status = measure_depth(&c, task, c.depths[i], rows[i], &progress);
-    }
     progress_end(&progress);
     mlp_task_free(task);
     if (status == REMAT_OK) {

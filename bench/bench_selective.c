@@ -182,38 +182,17 @@ static size_t row_formula(const Row *r, const GptShape *s)
     return coef_bytes(&r->f->model[r->combo - COMBOS], s);
 }
 
-/* What one sequence length measured, per variant; rows whose `measured` is false were
- * left out (naive attention past the longest T it runs at). */
+/* What one sequence length measured: row p by variant variant[p] of the rounds, −1 for a
+ * row left out (naive attention past the longest T it runs at); census and stats by variant. */
 typedef struct SeqResult {
     const Rows *rows;
     GptShape shape;
-    bool measured[N_VARIANTS];
+    int variant[N_VARIANTS];
     Census census[N_VARIANTS];
     StepStats stats[N_VARIANTS];
-    Estimate step[N_VARIANTS];      /* step seconds */
-    Estimate overhead[N_VARIANTS];  /* against the same attention and generator without a policy */
-    Estimate vs_stream[N_VARIANTS]; /* against the same policy with naive attention and stream masks
-                                       (no samples: that variant was not measured) */
+    Timing timing; /* variants interleaved (bench/timing.h) */
     size_t batch_bytes;
 } SeqResult;
-
-static int find_row(const SeqResult *r, const Policy *policy, const Combo *combo);
-
-/* The estimates of every measured row from the interleaved rounds: variant k measured row
- * index[k]; ratios are paired by round (bench/timing.h). */
-static void estimate_rows(SeqResult *r, const Timing *timing, const int *index, int n)
-{
-    int variant_of[N_VARIANTS];
-    for (int p = 0; p < N_VARIANTS; p++) variant_of[p] = -1;
-    for (int k = 0; k < n; k++) variant_of[index[k]] = k;
-    for (int k = 0; k < n; k++) {
-        const Row *row = &r->rows->r[index[k]];
-        const int base = find_row(r, NULL, row->combo), plain = find_row(r, row->f->policy, &COMBOS[NAIVE_STREAM]);
-        r->step[index[k]] = timing_median(timing, k, STEP_SECONDS);
-        r->overhead[index[k]] = timing_ratio(timing, k, variant_of[base], STEP_SECONDS);
-        if (plain >= 0) r->vs_stream[index[k]] = timing_ratio(timing, k, variant_of[plain], STEP_SECONDS);
-    }
-}
 
 /* Builds the GPT for one T, takes the census of each variant's forward, then times the
  * variants alternately. Naive attention runs only when `naive` is set. */
@@ -224,34 +203,30 @@ static RematStatus measure_seq(SeqResult *r, bool naive, const TimingPlan *plan,
     RematStatus status = gpt_bench_create(&g, &r->shape, &adamw);
     Schedule *schedules[N_VARIANTS] = {0};
     Variant variants[N_VARIANTS];
-    int index[N_VARIANTS], n = 0; /* variants[k] measures row index[k] */
+    int n = 0;
     const Rows *rows = r->rows;
-    for (int p = 0; p < rows->n && status == REMAT_OK; p++) {
+    for (int p = 0; p < rows->n; p++) {
         const Row *row = &rows->r[p];
-        if (!naive && row->combo->attention == ATTENTION_NAIVE) continue;
+        r->variant[p] = -1;
+        if (status != REMAT_OK || (!naive && row->combo->attention == ATTENTION_NAIVE)) continue;
         Strategy st = strategy_defaults(row->f->policy ? STRATEGY_SELECTIVE : STRATEGY_NONE);
         st.policy = row->f->policy;
         st.replay.preserve_rng = rows->preserve_rng;
         if (!(schedules[n] = schedule_for_strategy(&st, g.model->n_layers))) status = remat_last_status();
         variants[n] = (Variant){.name = row->f->name, .schedule = schedules[n], .dropout_rng = row->combo->dropout_rng,
                                 .attention = row->combo->attention};
-        index[n++] = p;
-        r->measured[p] = true;
+        r->variant[p] = n++;
     }
     TrainCtx ctx = {.training = true, .seed = 3};
     pcg32_seed(&ctx.rng, 3, 4);
     for (int k = 0; k < n && status == REMAT_OK; k++)
-        status = census_forward(g.model, &variants[k], &g.batch, &ctx, &r->census[index[k]]);
+        status = census_forward(g.model, &variants[k], &g.batch, &ctx, &r->census[k]);
     if (status == REMAT_OK) r->batch_bytes = g.batch.x->value->bytes + g.batch.y->value->bytes;
     char label[32];
     snprintf(label, sizeof label, "T=%d", r->shape.T);
-    StepStats stats[N_VARIANTS];
-    Timing timing = {0};
     if (status == REMAT_OK)
-        status = steps_alternate(g.model, variants, n, NULL, g.opt, &g.batch, &ctx, plan, progress, label, stats, &timing);
-    for (int k = 0; k < n && status == REMAT_OK; k++) r->stats[index[k]] = stats[k];
-    if (status == REMAT_OK) estimate_rows(r, &timing, index, n);
-    timing_free(&timing);
+        status = steps_alternate(g.model, variants, n, NULL, g.opt, &g.batch, &ctx, plan, progress, label, r->stats,
+                                 &r->timing);
     for (int k = 0; k < n; k++) schedule_free(schedules[k]);
     model_bench_free(&g);
     return status;
@@ -376,11 +351,11 @@ static void print_tags(const SeqResult *r, ResultsTable *tags)
         for (int p = 0; p < rows->n; p++) {
             const Row *row = &rows->r[p];
             if (row->f->policy) continue; /* the tag table is none's */
-            if (!r->measured[p]) {
+            if (r->variant[p] < 0) {
                 printf(" %15s", "-");
                 continue;
             }
-            const size_t bytes = census_bytes(&r->census[p], TAGS[i].tag) / (size_t)s->L;
+            const size_t bytes = census_bytes(&r->census[r->variant[p]], TAGS[i].tag) / (size_t)s->L;
             const size_t formula = tag_formula(&TAGS[i], row->combo, s);
             printf(" %14zu%s", bytes, bytes == formula ? "=" : "!");
             results_add_row(tags, &(TagBytesRow){s->T, row->f->name, attention_kind_name(row->combo->attention),
@@ -390,18 +365,11 @@ static void print_tags(const SeqResult *r, ResultsTable *tags)
     }
 }
 
-/* The measured row `p`'s bytes per layer in the blocks. */
-static size_t per_layer(const SeqResult *r, int p)
-{
-    const Census *c = &r->census[p];
-    return (census_bytes(c, "attn.") + census_bytes(c, "mlp.")) / (size_t)r->shape.L;
-}
-
-/* The measured row with `policy` (NULL: none) and `combo`, or −1. */
-static int find_row(const SeqResult *r, const Policy *policy, const Combo *combo)
+/* The variant that measured the row with `policy` (NULL: none) and `combo`, or −1. */
+static int find_variant(const SeqResult *r, const Policy *policy, const Combo *combo)
 {
     for (int q = 0; q < r->rows->n; q++)
-        if (r->rows->r[q].f->policy == policy && r->rows->r[q].combo == combo && r->measured[q]) return q;
+        if (r->rows->r[q].f->policy == policy && r->rows->r[q].combo == combo) return r->variant[q];
     return -1;
 }
 
@@ -412,11 +380,17 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
     printf("\n");
     results_print_head(table, 0);
     for (int p = 0; p < rows->n; p++) {
-        if (!r->measured[p]) continue;
+        const int k = r->variant[p];
+        if (k < 0) continue;
         const Row *row = &rows->r[p];
-        const Census *c = &r->census[p];
-        const StepStats *st = &r->stats[p];
-        const size_t measured = per_layer(r, p), formula = row_formula(row, s);
+        const Census *c = &r->census[k];
+        const StepStats *st = &r->stats[k];
+        const size_t measured = (census_bytes(c, "attn.") + census_bytes(c, "mlp.")) / (size_t)s->L; /* the blocks' */
+        const size_t formula = row_formula(row, s);
+        /* against the same attention and generator without a policy, and against the same
+         * policy with naive attention and stream masks (if that ran): paired by round */
+        const int base = find_variant(r, NULL, row->combo);
+        const int plain = find_variant(r, row->f->policy, &COMBOS[NAIVE_STREAM]);
         const bool complete = c->total + r->batch_bytes == st->act_stored; /* every byte is an op's or the batch */
         const PolicyRow out = {
             .seq = s->T, .policy = row->f->name, .attention = attention_kind_name(row->combo->attention),
@@ -426,8 +400,9 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
             .korthikanti = row->f->korthikanti && row->combo == &COMBOS[NAIVE_STREAM],
             .outside_blocks = c->total - measured * (size_t)s->L, .act_stored = st->act_stored,
             .census_complete = complete, .peak_act = st->peak[MEM_ACT], .recompute_flops = st->flops[PHASE_RECOMPUTE],
-            .flop_overhead = flop_overhead(st), .step_seconds = r->step[p], .time_overhead = r->overhead[p],
-            .time_vs_naive_stream = r->vs_stream[p],
+            .flop_overhead = flop_overhead(st), .step_seconds = timing_median(&r->timing, k, STEP_SECONDS),
+            .time_overhead = timing_ratio(&r->timing, k, base, STEP_SECONDS),
+            .time_vs_naive_stream = plain < 0 ? (Estimate){0} : timing_ratio(&r->timing, k, plain, STEP_SECONDS),
             .as_formula = measured == formula ? "=" : "!", .census = complete ? "complete" : "NO"};
         results_add_row(table, &out);
     }
@@ -523,7 +498,9 @@ int main(int argc, char **argv)
                "  the rounds, variants interleaved; time overhead against none with the same attention and\n"
                "  generator, the median of the paired ratios with its 95%% interval and rounds.)\n");
     }
-    for (int i = 0; i < n_seqs; i++)
-        for (int p = 0; p < rows.n; p++) census_free(&r[i].census[p]);
+    for (int i = 0; i < n_seqs; i++) {
+        for (int k = 0; k < rows.n; k++) census_free(&r[i].census[k]);
+        timing_free(&r[i].timing);
+    }
     return bench_finish(&INFO, &o, results, status);
 }

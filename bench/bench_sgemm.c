@@ -185,19 +185,6 @@ static void time_stream(float *a, float *b, float *c, size_t n, int reps, Estima
     }
 }
 
-/* Three arrays of opt->stream_mib MiB, first touched by the threads that stream them (a
- * parallel loop of the same schedule as the passes), NULL on no memory. */
-static float *stream_arrays(const Options *opt, size_t *n)
-{
-    *n = (size_t)opt->stream_mib * (1u << 20) / sizeof(float);
-    float *all = malloc(3 * *n * sizeof *all);
-    if (!all) return NULL;
-    const size_t count = 3 * *n;
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < count; i++) all[i] = 1.0f;
-    return all;
-}
-
 /* ---- the run ----------------------------------------------------------------------------- */
 
 typedef struct SgemmRow {
@@ -227,33 +214,44 @@ static const ResultsColumn STREAM_COLUMNS[] = {
     COLUMN_TIMED(StreamRow, gb_per_second, "GB/s", SHOW("bandwidth (95% interval)", "GB/s", 0, 1)), COLUMN_SAMPLES,
 };
 
-/* Times sgemm on every thread count of `opt`, prints it and records it in `table`;
- * gflops[t] gets each median. REMAT_OK, or the error of a bad thread count. */
-static RematStatus run_sgemm(const Options *opt, const float *A, const float *B, float *C, double *gflops,
-                             ResultsTable *table)
+/* Times sgemm on every thread count of `opt`, on matrices filled from `rng`, prints it and
+ * records it in `table`. REMAT_OK, or the error of no memory or of a bad thread count. */
+static RematStatus run_sgemm(const Options *opt, Pcg32 *rng, ResultsTable *table)
 {
+    const size_t nn = (size_t)opt->size * (size_t)opt->size;
+    float *A = malloc(3 * nn * sizeof *A);
+    if (!A) return remat_fail(REMAT_ENOMEM, "cannot allocate three %dx%d matrices", opt->size, opt->size);
+    float *B = A + nn, *C = B + nn;
+    fill_uniform(A, nn, rng);
+    fill_uniform(B, nn, rng);
     printf("\n");
     results_print_head(table, 0);
     const double flops = 2.0 * (double)opt->size * (double)opt->size * (double)opt->size * 1e-9;
-    for (size_t t = 0; t < opt->n_threads; t++) {
-        if (platform_set_threads(opt->threads[t]) != REMAT_OK) return remat_last_status();
+    double gflops[MAX_THREAD_COUNTS];
+    RematStatus status = REMAT_OK;
+    for (size_t t = 0; t < opt->n_threads && status == REMAT_OK; t++) {
+        if ((status = platform_set_threads(opt->threads[t])) != REMAT_OK) break;
         const Estimate seconds = time_sgemm(C, A, B, opt->size, opt->reps);
         const Estimate rate = estimate_rate(flops, &seconds);
         gflops[t] = rate.value;
         results_add_row(table, &(SgemmRow){opt->size, opt->threads[t], rate, seconds.value});
     }
-    if (opt->n_threads > 1 && opt->threads[0] == 1)
+    free(A);
+    if (status == REMAT_OK && opt->n_threads > 1 && opt->threads[0] == 1)
         printf("\n  %d threads reach %.2fx the 1-thread rate.\n", opt->threads[opt->n_threads - 1],
                gflops[opt->n_threads - 1] / gflops[0]);
-    return REMAT_OK;
+    return status;
 }
 
 /* Times the bandwidth loops on every thread count of `opt`, prints and records them. */
 static RematStatus run_stream(const Options *opt, ResultsTable *table)
 {
-    size_t n;
-    float *all = stream_arrays(opt, &n);
+    const size_t n = (size_t)opt->stream_mib * (1u << 20) / sizeof(float), count = 3 * n;
+    float *all = malloc(count * sizeof *all);
     if (!all) return remat_fail(REMAT_ENOMEM, "no memory for three arrays of %d MiB", opt->stream_mib);
+    /* first touched by the threads that stream them: a parallel loop of the passes' schedule */
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < count; i++) all[i] = 1.0f;
     printf("\n  memory bandwidth: three arrays of %d MiB, STREAM's byte count (no write-allocate)\n",
            opt->stream_mib);
     results_print_head(table, 0);
@@ -263,10 +261,9 @@ static RematStatus run_stream(const Options *opt, ResultsTable *table)
         if (status != REMAT_OK) break;
         Estimate rate[STREAM_KERNELS];
         time_stream(all, all + n, all + 2 * n, n, opt->reps, rate);
-        for (int k = 0; k < STREAM_KERNELS; k++) {
+        for (int k = 0; k < STREAM_KERNELS; k++)
             results_add_row(table, &(StreamRow){STREAM_NAMES[k], opt->threads[t], n * sizeof(float),
                                                 (size_t)STREAM_ARRAYS[k] * n * sizeof(float), rate[k]});
-        }
     }
     free(all);
     return status;
@@ -307,14 +304,10 @@ int main(int argc, char **argv)
            worst, worst < 1e-4 ? "(ok)" : "(FAILED)");
     if (worst >= 1e-4) return 1;
 
-    size_t n = (size_t)opt.size;
-    float *A = malloc(n * n * sizeof *A), *B = malloc(n * n * sizeof *B), *C = malloc(n * n * sizeof *C);
     Results *results = results_create("bench_sgemm", "the machine's float32 matmul peak and memory bandwidth",
                                       opt.quick);
-    if (!A || !B || !C || !results) {
-        fprintf(stderr, "bench_sgemm: cannot allocate three %dx%d matrices\n", opt.size, opt.size);
-        free(A), free(B), free(C);
-        results_free(results);
+    if (!results) {
+        fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
         return 1;
     }
     results_config_num(results, "size", opt.size);
@@ -324,24 +317,15 @@ int main(int argc, char **argv)
                                             RESULTS_COUNT(SGEMM_COLUMNS), true);
     ResultsTable *stream = results_row_table(results, "bandwidth", "STREAM-like copy and triad per thread count",
                                              STREAM_COLUMNS, RESULTS_COUNT(STREAM_COLUMNS), true);
-    fill_uniform(A, n * n, &rng);
-    fill_uniform(B, n * n, &rng);
-    double gflops[MAX_THREAD_COUNTS];
-    RematStatus status = run_sgemm(&opt, A, B, C, gflops, sgemm);
-    free(A), free(B), free(C);
+    RematStatus status = run_sgemm(&opt, &rng, sgemm);
     if (status == REMAT_OK) status = run_stream(&opt, stream);
     if (status == REMAT_OK && opt.results) {
         status = results_write(results, opt.results);
         if (status == REMAT_OK) printf("\n  results: %s/bench_sgemm.json (and CSV beside it)\n", opt.results);
     }
     results_free(results);
-    if (status != REMAT_OK) {
-        fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
-        return status == REMAT_EINVAL ? 2 : 1;
-    }
-    if (file_flush_stdout() != REMAT_OK) { /* the figures were measured for someone to read */
-        fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
-        return 1;
-    }
-    return 0;
+    if (status == REMAT_OK) status = file_flush_stdout(); /* the figures were measured for someone to read */
+    if (status == REMAT_OK) return 0;
+    fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
+    return status == REMAT_EINVAL ? 2 : 1;
 }

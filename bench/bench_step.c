@@ -54,23 +54,16 @@ enum { SGEMM_N = 2048 };
 static const double SGEMM_FLOPS = 2.0 * SGEMM_N * SGEMM_N * (double)SGEMM_N;
 
 typedef struct Sgemm {
-    float *A, *B, *C;
+    float *A, *B, *C; /* one allocation, A's */
 } Sgemm;
-
-static void sgemm_free(Sgemm *g)
-{
-    free(g->A), free(g->B), free(g->C);
-    *g = (Sgemm){0};
-}
 
 static RematStatus sgemm_create(Sgemm *g)
 {
     const size_t n = (size_t)SGEMM_N * SGEMM_N;
-    *g = (Sgemm){malloc(n * sizeof(float)), malloc(n * sizeof(float)), malloc(n * sizeof(float))};
-    if (!g->A || !g->B || !g->C) {
-        sgemm_free(g);
-        return remat_fail(REMAT_ENOMEM, "no memory for the sgemm operands");
-    }
+    *g = (Sgemm){.A = malloc(3 * n * sizeof(float))};
+    if (!g->A) return remat_fail(REMAT_ENOMEM, "no memory for the sgemm operands");
+    g->B = g->A + n;
+    g->C = g->B + n;
     for (size_t i = 0; i < n; i++) g->A[i] = g->B[i] = (float)(i % 7) * 0.1f;
     return REMAT_OK;
 }
@@ -370,7 +363,7 @@ int main(int argc, char **argv)
         models[m] = s;
     }
     progress_end(&progress);
-    sgemm_free(&sgemm);
+    free(sgemm.A);
     if (status == REMAT_OK) report(sweep, stats, timing, n, max_threads, table);
     if (status == REMAT_OK)
         printf("\n  the optimizer's pass alone: AdamW over each model's parameter shapes, one call per parameter\n"

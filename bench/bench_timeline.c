@@ -119,17 +119,6 @@ static void record_events(ResultsTable *events, const char *strategy, const MemE
     }
 }
 
-/* The index of the median of n values (the upper one for even n). */
-static int median_index(const double *v, int n)
-{
-    for (int i = 0; i < n; i++) {
-        int below = 0; /* values ranked before v[i], ties broken by index */
-        for (int j = 0; j < n; j++) below += v[j] < v[i] || (v[j] == v[i] && j < i);
-        if (below == n / 2) return i;
-    }
-    return 0;
-}
-
 /* WARMUP_STEPS untimed steps of the strategy (its first steps are slower: the allocator is
  * still taking pages from the system), then RECORDED_STEPS steps with the timeline
  * recording; the events of the one with the median time go to `events`, its figures to
@@ -176,11 +165,13 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
     }
     mem_timeline_free();
     if (status == REMAT_OK) {
-        const int mid = median_index(seconds, RECORDED_STEPS);
+        const Estimate median = estimate_median(seconds, RECORDED_STEPS);
+        int mid = 0; /* the step of median time (the first, if two took exactly as long) */
+        while (seconds[mid] != median.value) mid++;
         const StepStats *st = &run_stats[mid];
         *row = (StepRow){.strategy = series->name, .events = counts[mid], .act_stored = st->act_stored,
                          .peak_act = st->peak[MEM_ACT], .peak_resident = st->peak_resident,
-                         .peak_disk = st->peak[MEM_DISK], .step_seconds = estimate_median(seconds, RECORDED_STEPS)};
+                         .peak_disk = st->peak[MEM_DISK], .step_seconds = median};
         for (int p = 0; p < PHASE_COUNT; p++) row->flops += st->flops[p];
         record_events(events, v.name, runs[mid], counts[mid]);
     }

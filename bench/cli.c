@@ -65,19 +65,14 @@ static void bench_usage(const BenchInfo *info, FILE *out)
     fprintf(out, "  --help              this text\n");
 }
 
-/* Whether the --strategy given is one of the bench's sweep. */
-static bool in_sweep(const BenchInfo *info, StrategyKind kind)
-{
-    for (int k = 0; k < info->n_strategies; k++)
-        if (info->strategies[k] == kind) return true;
-    return false;
-}
-
 /* The run the step flags are checked against: the strategy given, else the bench's sweep,
- * else (a bench that places its regions itself) any strategy with regions. */
+ * else (a bench that places its regions itself) any strategy with regions; with counter
+ * masks as train's scope has them, when the bench's GPT (model_flags) draws its masks from
+ * counters. */
 static StepScope bench_scope(const BenchInfo *info, const BenchOptions *opt)
 {
-    StepScope scope = {.offloads = info->offloads || opt->step.offload};
+    StepScope scope = {.offloads = info->offloads || opt->step.offload,
+                       .counter_masks = info->model_flags && opt->dropout_rng == DROPOUT_RNG_COUNTER};
     if (opt->one_strategy) scope.strategies = 1u << opt->step.strategy.kind;
     for (int k = 0; !opt->one_strategy && k < info->n_strategies; k++) scope.strategies |= 1u << info->strategies[k];
     if (!opt->one_strategy && !info->strategies) scope.strategies = ~(1u << STRATEGY_NONE);
@@ -87,7 +82,9 @@ static StepScope bench_scope(const BenchInfo *info, const BenchOptions *opt)
 /* What the flags given say together; REMAT_EINVAL with the reason when it makes no sense. */
 static RematStatus check_options(const BenchInfo *info, const BenchOptions *opt)
 {
-    if (opt->one_strategy && !in_sweep(info, opt->step.strategy.kind))
+    bool in_sweep = false; /* the --strategy given is one of the bench's sweep */
+    for (int k = 0; k < info->n_strategies; k++) in_sweep |= info->strategies[k] == opt->step.strategy.kind;
+    if (opt->one_strategy && !in_sweep)
         return remat_fail(REMAT_EINVAL, "--strategy %s is not one this bench measures",
                           strategy_name(opt->step.strategy.kind));
     if (opt->attention == ATTENTION_FUSED && opt->dropout_rng != DROPOUT_RNG_COUNTER)
@@ -199,16 +196,11 @@ int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt,
     const int parsed = bench_parse_args(info, argc, argv, opt);
     if (parsed == 1) return file_flush_stdout() == REMAT_OK ? 0 : 1; /* --help, printed where it can be read */
     if (parsed) return 2;
-    if (results_check_dir(opt->results_dir, info->name) != REMAT_OK) {
-        fprintf(stderr, "%s: %s\n", info->name, remat_last_error()); /* before hours of measuring */
-        return 1;
+    if (results_check_dir(opt->results_dir, info->name) == REMAT_OK /* before hours of measuring */
+        && platform_check_address_space() == REMAT_OK) { /* before OpenBLAS spins on a buffer it cannot map */
+        bench_print_header(info, opt);
+        *results = results_create(info->name, info->question, opt->quick);
     }
-    if (platform_check_address_space() != REMAT_OK) { /* before OpenBLAS spins on a buffer it cannot map */
-        fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
-        return 1;
-    }
-    bench_print_header(info, opt);
-    *results = results_create(info->name, info->question, opt->quick);
     if (*results) {
         record_strategy_flags(*results, opt);
         record_model_flags(*results, info, opt);
@@ -229,17 +221,14 @@ int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *result
                             "it must free everything it makes", mem_live_blocks(),
                             mem_describe_resident(held, sizeof held));
     }
-    if (status != REMAT_OK) {
-        fflush(stdout);
-        fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
-        return 1;
+    if (status == REMAT_OK) {
+        printf("\n  results: %s/%s.json (and CSV beside it)\n", opt->results_dir, info->name);
+        status = file_flush_stdout();
     }
-    printf("\n  results: %s/%s.json (and CSV beside it)\n", opt->results_dir, info->name);
-    if (file_flush_stdout() != REMAT_OK) {
-        fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
-        return 1;
-    }
-    return 0;
+    if (status == REMAT_OK) return 0;
+    fflush(stdout);
+    fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
+    return 1;
 }
 
 /* ---- numbers ---------------------------------------------------------------------------- */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "base/platform.h"
 
 enum { DISK_WRITE, DISK_READ };
@@ -43,23 +44,28 @@ static RematStatus disk_run(void *ctx, int variant, double *values)
     return REMAT_OK;
 }
 
-/* Opens a new file in `dir` for O_DIRECT and unlinks it; -1 with the error set. */
+/* Opens a new, nameless file in `dir` for O_DIRECT: base/file.h's new file (O_TMPFILE where
+ * the file system has it, else mkstemp's, unlinked at once), then O_DIRECT set on that same
+ * descriptor, so that no name is ever opened again (something else could be there by
+ * then). -1 with the error set. */
 static int open_direct(const char *dir)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/remat-disk-XXXXXX", dir);
-    const int made = mkstemp(path);
-    if (made < 0) {
+    bool named;
+    const int fd = file_create_new(dir, path, true, &named);
+    if (named) unlink(path);
+    if (fd < 0) {
         remat_fail(REMAT_EIO, "disk: cannot create a file in %s: %s", dir, strerror(errno));
         return -1;
     }
-    close(made);
-    const int fd = open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
-    const int err = errno;
-    unlink(path);
-    if (fd < 0)
+    const int flags = fcntl(fd, F_GETFL);
+    if (flags == -1 || fcntl(fd, F_SETFL, flags | O_DIRECT) != 0) {
         remat_fail(REMAT_EIO, "disk: the file system of %s refuses O_DIRECT (%s): its bandwidth cannot be "
-                   "measured past the page cache", dir, strerror(err));
+                   "measured past the page cache", dir, strerror(errno));
+        close(fd);
+        return -1;
+    }
     return fd;
 }
 

@@ -2,10 +2,11 @@
  * disk.h — this machine's disk, measured: the sequential write and read bandwidth of the
  * file system a directory is on, which bounds what offload can hide (bench_offload).
  *
- * How: a file of `file_bytes` is made in the directory (unlinked at once) and opened with
- * O_DIRECT, so every byte goes to the device and none stays in the page cache; it is
- * written and read whole, in blocks of `block_bytes` from one page-aligned buffer (not
- * zeros: a virtual disk may store zeros for free), the writes and the reads interleaved
+ * How: a file of `file_bytes` is made in the directory without a name (O_TMPFILE, or
+ * unlinked at once) and set to O_DIRECT on the descriptor that made it, so every byte goes
+ * to the device and none stays in the page cache; it is written and read whole, in blocks
+ * of `block_bytes` from one page-aligned buffer (not zeros: a virtual disk may store zeros
+ * for free), the writes and the reads interleaved
  * as bench/timing.h interleaves any two variants, after a warm-up round that writes the
  * file once, so that the timed writes overwrite blocks the file already has. Each run is
  * timed whole; the bandwidth is the file's bytes over its median time, with the interval

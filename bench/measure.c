@@ -24,6 +24,14 @@ static Var *random_tokens(int B, int T, Pcg32 *rng, const char *name)
     return var_create(t, false, name);
 }
 
+/* Frees both Vars and empties *b. An empty batch is a no-op. */
+static void batch_free(Batch *b)
+{
+    var_free(b->x);
+    var_free(b->y);
+    b->x = b->y = NULL;
+}
+
 /* B sequences of T random tokens and random targets; on error *b stays empty. */
 static RematStatus batch_tokens(Batch *b, int B, int T, uint64_t seed)
 {
@@ -36,17 +44,12 @@ static RematStatus batch_tokens(Batch *b, int B, int T, uint64_t seed)
     return remat_last_status();
 }
 
-void batch_free(Batch *b)
+/* After the model and its batch were made with `status`: the optimizer from `optim`, if any. */
+static RematStatus model_bench_finish(ModelBench *g, RematStatus status, const OptimConfig *optim)
 {
-    var_free(b->x);
-    var_free(b->y);
-    b->x = b->y = NULL;
-}
-
-static Model *gpt_for_bench(const GptShape *s, uint64_t seed)
-{
-    return gpt_create(&(GptConfig){.n_layers = s->L, .d_model = s->C, .n_heads = s->H, .seq_len = s->T,
-                                   .vocab = 256, .dropout = s->dropout, .seed = seed});
+    if (status != REMAT_OK || !optim) return status;
+    g->opt = optim_create(optim, g->model->params, g->model->n_params);
+    return g->opt ? REMAT_OK : remat_last_status();
 }
 
 void results_config_gpt(Results *r, const GptShape *s)
@@ -69,12 +72,10 @@ char *gpt_shape_str(char *buf, size_t size, const GptShape *s)
 RematStatus gpt_bench_create(ModelBench *g, const GptShape *s, const OptimConfig *optim)
 {
     *g = (ModelBench){0};
-    g->model = gpt_for_bench(s, 1);
+    g->model = gpt_create(&(GptConfig){.n_layers = s->L, .d_model = s->C, .n_heads = s->H, .seq_len = s->T,
+                                       .vocab = 256, .dropout = s->dropout, .seed = 1});
     if (!g->model) return remat_last_status();
-    const RematStatus status = batch_tokens(&g->batch, s->B, s->T, 2);
-    if (status != REMAT_OK || !optim) return status;
-    g->opt = optim_create(optim, g->model->params, g->model->n_params);
-    return g->opt ? REMAT_OK : remat_last_status();
+    return model_bench_finish(g, batch_tokens(&g->batch, s->B, s->T, 2), optim);
 }
 
 RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, const OptimConfig *optim)
@@ -88,9 +89,7 @@ RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, const OptimConfig
     pcg32_seed(&rows, 3, 0);
     const RematStatus status = mlp_task_batch(task, &rows, s->B, &g->batch.x, &g->batch.y);
     mlp_task_free(task);
-    if (status != REMAT_OK || !optim) return status;
-    g->opt = optim_create(optim, g->model->params, g->model->n_params);
-    return g->opt ? REMAT_OK : remat_last_status();
+    return model_bench_finish(g, status, optim);
 }
 
 void model_bench_free(ModelBench *g)
@@ -117,7 +116,10 @@ Variant bench_variant(const BenchOptions *opt, Variant v, bool gpt)
     return v;
 }
 
-RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx)
+/* Sets up `model` and `ctx` as variant `v` runs them: its attention cores (a GPT's), its
+ * dropout generator and its thread count. REMAT_OK, or the error of a model that cannot
+ * (or of a thread count out of range). */
+static RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx)
 {
     ctx->dropout_rng = v->dropout_rng;
     if (v->threads > 0 && platform_set_threads(v->threads) != REMAT_OK) return remat_last_status();
@@ -182,17 +184,7 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
         stats->matmul_seconds += flops_matmul_seconds((Phase)p);
         stats->phase_seconds[p] = flops_phase_seconds((Phase)p);
     }
-    /* The forward and the backward by the ledger's phase clocks: the forward phase holds
-     * the gradients' zeroing, the forward and offload_pop's wait for the writes; the
-     * backward, its replays too. */
-    stats->forward_seconds = stats->phase_seconds[PHASE_FORWARD];
-    stats->backward_seconds = stats->phase_seconds[PHASE_BACKWARD] + stats->phase_seconds[PHASE_RECOMPUTE];
     return status;
-}
-
-double outside_matmul_share(const StepStats *s)
-{
-    return s->seconds > 0 ? 1.0 - s->matmul_seconds / s->seconds : 0.0;
 }
 
 double flop_overhead(const StepStats *s)
@@ -226,7 +218,7 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
     values[STEP_WRITE_SECONDS] = s->io.write_seconds;
     values[STEP_READ_SECONDS] = s->io.read_seconds;
     values[STEP_MATMUL_SECONDS] = s->matmul_seconds;
-    values[STEP_OUTSIDE_MATMUL_SHARE] = outside_matmul_share(s);
+    values[STEP_OUTSIDE_MATMUL_SHARE] = s->seconds > 0 ? 1.0 - s->matmul_seconds / s->seconds : 0.0;
     values[STEP_MINOR_FAULTS] = (double)s->minor_faults;
     values[STEP_READ_WAIT_SECONDS] = s->io.read_wait_seconds;
     values[STEP_READS_WAITED] = (double)s->io.reads_waited;
@@ -235,8 +227,11 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
     values[STEP_THREAD_CPU_SECONDS] = s->io.thread_cpu_seconds;
     for (int p = 0; p < PHASE_COUNT; p++) /* the step's share of wall time in each phase */
         values[STEP_PHASE_SHARE + p] = s->seconds > 0 ? s->phase_seconds[p] / s->seconds : 0.0;
-    values[STEP_FORWARD_SECONDS] = s->forward_seconds;
-    values[STEP_BACKWARD_SECONDS] = s->backward_seconds;
+    /* The forward and the backward by the ledger's phase clocks: the forward phase holds
+     * the gradients' zeroing, the forward and offload_pop's wait for the writes; the
+     * backward, its replays too. */
+    values[STEP_FORWARD_SECONDS] = s->phase_seconds[PHASE_FORWARD];
+    values[STEP_BACKWARD_SECONDS] = s->phase_seconds[PHASE_BACKWARD] + s->phase_seconds[PHASE_RECOMPUTE];
     return status;
 }
 
@@ -253,8 +248,10 @@ RematStatus steps_alternate(Model *model, const Variant *variants, int n, const 
 
 /* Every op output of the forward, each with one reference held by the census. */
 typedef struct Observed {
-    Tensor **tensors;
-    const char **tags;
+    struct {
+        Tensor *tensor;
+        const char *tag;
+    } *outputs;
     int count, capacity;
 } Observed;
 
@@ -264,16 +261,13 @@ static RematStatus observe_output(void *ctx, const OpInfo *op, const char *tag, 
     Observed *o = ctx;
     if (o->count == o->capacity) {
         const int capacity = o->capacity ? 2 * o->capacity : 256;
-        Tensor **tensors = realloc(o->tensors, (size_t)capacity * sizeof *tensors);
-        if (tensors) o->tensors = tensors;
-        const char **tags = tensors ? realloc(o->tags, (size_t)capacity * sizeof *tags) : NULL;
-        if (!tags) return remat_fail(REMAT_ENOMEM, "census: no memory to follow %d outputs", capacity);
-        o->tags = tags;
+        void *outputs = realloc(o->outputs, (size_t)capacity * sizeof *o->outputs);
+        if (!outputs) return remat_fail(REMAT_ENOMEM, "census: no memory to follow %d outputs", capacity);
+        o->outputs = outputs;
         o->capacity = capacity;
     }
-    o->tensors[o->count] = tensor_retain(out);
-    o->tags[o->count] = tag ? tag : "untagged";
-    o->count++;
+    o->outputs[o->count].tensor = tensor_retain(out);
+    o->outputs[o->count++].tag = tag ? tag : "untagged";
     return REMAT_OK;
 }
 
@@ -316,12 +310,11 @@ RematStatus census_forward(Model *model, const Variant *v, const Batch *batch, T
     /* Alive after the forward: an output that someone besides the census still holds. */
     int capacity = 0;
     for (int i = 0; i < seen.count && status == REMAT_OK; i++) {
-        const Tensor *t = seen.tensors[i];
-        if (t->refcount > 1 && t->kind == MEM_ACT) status = census_add(out, seen.tags[i], t->bytes, &capacity);
+        const Tensor *t = seen.outputs[i].tensor;
+        if (t->refcount > 1 && t->kind == MEM_ACT) status = census_add(out, seen.outputs[i].tag, t->bytes, &capacity);
     }
-    for (int i = 0; i < seen.count; i++) tensor_free(seen.tensors[i]);
-    free(seen.tensors);
-    free(seen.tags);
+    for (int i = 0; i < seen.count; i++) tensor_free(seen.outputs[i].tensor);
+    free(seen.outputs);
     var_free(loss);
     tape_reset(tape_current());
     if (status != REMAT_OK) census_free(out);

@@ -35,9 +35,6 @@ typedef struct Batch {
     Var *x, *y;
 } Batch;
 
-/* Frees both Vars and empties *b. An empty batch is a no-op. */
-void batch_free(Batch *b);
-
 /* The sizes of a bench's GPT: L blocks, d_model C, H heads, sequences of T tokens, B per
  * batch, dropout p everywhere. */
 typedef struct GptShape {
@@ -96,8 +93,6 @@ typedef struct Variant {
 /* What one training step did. */
 typedef struct StepStats {
     double seconds;               /* the step, wall time */
-    double forward_seconds;       /* of it, the forward (offload_pop's wait for the writes included) */
-    double backward_seconds;      /* of it, the backward, replays included; the rest is the optimizer */
     OffloadStats io;              /* what the offloader did in the step: its counts and times
                                      are the step's, io.write_seconds inside pack and
                                      io.read_seconds inside unpack (zeros without offload) */
@@ -118,11 +113,6 @@ typedef struct StepStats {
  * (the MLP chain has neither flag's subject, and keeps its variant as it is). */
 Variant bench_variant(const BenchOptions *opt, Variant v, bool gpt);
 
-/* Sets up `model` and `ctx` as variant `v` runs them: its attention cores (a GPT's), its
- * dropout generator and its thread count. REMAT_OK, or the error of a model that cannot
- * (or of a thread count out of range). */
-RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx);
-
 /* One training step (models/step.h) of `model` as `v` runs it, on `batch`, with the
  * optimizer `opt` (NULL: gradients only), measured: resets the ledgers' peaks and FLOP
  * counts first, then reads them and the clock. On error returns the status (the
@@ -133,9 +123,6 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
 
 /* Recompute FLOP overhead: RECOMPUTE / (FORWARD + BACKWARD) FLOPs of the step. */
 double flop_overhead(const StepStats *s);
-
-/* The step's share of wall time outside the matmuls: 1 − matmul_seconds / seconds. */
-double outside_matmul_share(const StepStats *s);
 
 /* The quantities steps_alternate times per step, in its Timing (bench/timing.h): the
  * step's seconds, of them inside the offloader's pack and unpack, in the forward and in

@@ -71,9 +71,11 @@ static void remember(Results *r, RematStatus status, const char *fmt, ...)
     r->error = status;
 }
 
-/* Adds `item` to `object` under `key`, remembering a failure (cJSON out of memory). */
+/* Sets `key` of `object` to `item` (in place of what it held, on a second write), remembering
+ * a failure (cJSON out of memory). */
 static void add_item(Results *r, cJSON *object, const char *key, cJSON *item)
 {
+    cJSON_DeleteItemFromObjectCaseSensitive(object, key);
     if (item && cJSON_AddItemToObject(object, key, item)) return;
     cJSON_Delete(item);
     remember(r, REMAT_ENOMEM, "results %s: no memory to add '%s'", r->bench, key);
@@ -151,9 +153,6 @@ static void add_machine_after(Results *r)
 {
     if (!r->machine) return;
     const MachineState now = machine_now();
-    static const char *const keys[] = {"loadavg_after", "cpu_steal", "others_cpu", "involuntary_switches",
-                                       "cpu_seconds", "wall_seconds"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) cJSON_DeleteItemFromObjectCaseSensitive(r->machine, keys[i]);
     add_item(r, r->machine, "loadavg_after", load_number(now.loadavg));
     add_item(r, r->machine, "cpu_steal", cJSON_CreateNumber(machine_steal(&r->before, &now)));
     add_item(r, r->machine, "others_cpu", cJSON_CreateNumber(machine_others_cpu(&r->before, &now)));
@@ -229,26 +228,19 @@ void results_config_ints(Results *r, const char *key, const int *values, int n)
 
 /* ---- tables and records ----------------------------------------------------------------- */
 
-/* A new table of `n_fields` columns, left for the caller to fill, declared in the
- * document by declare_table; NULL after remembering an error. */
-static ResultsTable *add_table(Results *r, const char *name, int n_fields, bool in_json)
+/* A new table of the named ones of `columns` (copied; `shown`, if not NULL, borrowed to be
+ * printed), declared in the document: what it is about, its CSV file, its fields. NULL after
+ * remembering an error. */
+static ResultsTable *add_table(Results *r, const char *name, const char *about, const ResultsColumn *columns,
+                               int n, const ResultsColumn *shown, bool in_json)
 {
     if (r->n_tables == RESULTS_MAX_TABLES) {
         remember(r, REMAT_EINVAL, "results %s: more than %d tables", r->bench, RESULTS_MAX_TABLES);
         return NULL;
     }
     ResultsTable *t = &r->table[r->n_tables++];
-    *t = (ResultsTable){.owner = r, .n_fields = n_fields, .in_json = in_json};
+    *t = (ResultsTable){.owner = r, .shown = shown, .n_shown = shown ? n : 0, .in_json = in_json};
     snprintf(t->name, sizeof t->name, "%s", name);
-    t->columns = calloc((size_t)n_fields, sizeof *t->columns);
-    if (!t->columns) remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, name);
-    return t->columns ? t : NULL;
-}
-
-/* The table's entry in the document: what it is about, its CSV file, its fields. */
-static ResultsTable *declare_table(ResultsTable *t, const char *about)
-{
-    Results *r = t->owner;
     char csv[2 * RESULTS_NAME_LEN + 8];
     if (t == &r->table[0]) snprintf(csv, sizeof csv, "%s.csv", r->bench);
     else snprintf(csv, sizeof csv, "%s.%s.csv", r->bench, t->name);
@@ -259,43 +251,41 @@ static ResultsTable *declare_table(ResultsTable *t, const char *about)
     add_item(r, obj, "csv", cJSON_CreateString(csv));
     cJSON *list = cJSON_CreateArray();
     add_item(r, obj, "fields", list);
-    for (int i = 0; list && i < t->n_fields; i++) {
+    t->columns = calloc((size_t)n, sizeof *t->columns);
+    t->records = cJSON_CreateArray();
+    if (t->in_json) add_item(r, obj, "records", t->records);
+    if (!t->columns || !t->records) remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, name);
+    for (int i = 0; r->error == REMAT_OK && i < n; i++) {
+        if (!columns[i].name) continue; /* printed only */
+        t->columns[t->n_fields++] = columns[i];
         cJSON *f = cJSON_CreateObject();
         if (!f || !cJSON_AddItemToArray(list, f)) {
             cJSON_Delete(f);
-            remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, t->name);
+            remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, name);
             break;
         }
-        add_item(r, f, "name", cJSON_CreateString(t->columns[i].name));
-        add_item(r, f, "unit", cJSON_CreateString(t->columns[i].unit));
+        add_item(r, f, "name", cJSON_CreateString(columns[i].name));
+        add_item(r, f, "unit", cJSON_CreateString(columns[i].unit));
     }
-    t->records = cJSON_CreateArray();
-    if (t->in_json) add_item(r, obj, "records", t->records);
-    if (!t->records) remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, t->name);
     return r->error == REMAT_OK ? t : NULL;
 }
 
 ResultsTable *results_table(Results *r, const char *name, const char *about, const ResultsField *fields,
                             int n_fields, bool in_json)
 {
-    ResultsTable *t = add_table(r, name, n_fields, in_json);
-    if (!t) return NULL;
-    for (int i = 0; i < n_fields; i++)
-        t->columns[i] = (ResultsColumn){.name = fields[i].name, .unit = fields[i].unit, .type = COLUMN_SET};
-    return declare_table(t, about);
+    ResultsColumn *columns = calloc((size_t)n_fields, sizeof *columns);
+    for (int i = 0; columns && i < n_fields; i++)
+        columns[i] = (ResultsColumn){.name = fields[i].name, .unit = fields[i].unit, .type = COLUMN_SET};
+    ResultsTable *t = columns ? add_table(r, name, about, columns, n_fields, NULL, in_json) : NULL;
+    if (!columns) remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, name);
+    free(columns);
+    return t;
 }
 
 ResultsTable *results_row_table(Results *r, const char *name, const char *about, const ResultsColumn *columns,
                                 int n_columns, bool in_json)
 {
-    ResultsTable *t = add_table(r, name, n_columns, in_json);
-    if (!t) return NULL;
-    t->shown = columns;
-    t->n_shown = n_columns;
-    t->n_fields = 0;
-    for (int i = 0; i < n_columns; i++)
-        if (columns[i].name) t->columns[t->n_fields++] = columns[i];
-    return declare_table(t, about);
+    return add_table(r, name, about, columns, n_columns, columns, in_json);
 }
 
 ResultsRecord *results_record(ResultsTable *t)
@@ -417,12 +407,6 @@ static void show_cell(char *buf, size_t size, const ResultsColumn *c, const void
     } else snprintf(buf, size, d < 0 ? "%.*e" : "%.*f", d < 0 ? -d : d, k * row_number(c, row));
 }
 
-/* Whether column c is printed left-aligned: a label or a figure with its interval. */
-static bool show_left(const ResultsColumn *c)
-{
-    return c->type == COLUMN_STR || c->type == COLUMN_STR_ARRAY || c->type == COLUMN_ESTIMATE;
-}
-
 /* One line of t's columns shown in `panel`: their headings (row NULL, units false), their
  * units (row NULL, units true) or a row's figures. Nothing when the line would be empty. */
 static void print_line(const ResultsTable *t, const void *row, bool units, int panel)
@@ -435,7 +419,9 @@ static void print_line(const ResultsTable *t, const void *row, bool units, int p
         char cell[96];
         if (row) show_cell(cell, sizeof cell, c, row);
         else snprintf(cell, sizeof cell, "%s", units ? c->show.unit : c->show.head);
-        const char *format = show_left(c) ? " %-*s" : " %*s";
+        /* left-aligned: a label or a figure with its interval */
+        const bool left = c->type == COLUMN_STR || c->type == COLUMN_STR_ARRAY || c->type == COLUMN_ESTIMATE;
+        const char *format = left ? " %-*s" : " %*s";
         used += (size_t)snprintf(line + used, sizeof line - used, format, c->show.width, cell);
     }
     for (used = strlen(line); used > 0 && line[used - 1] == ' ';) line[--used] = '\0';
@@ -595,7 +581,6 @@ static RematStatus write_all(Results *r, const char *dir, const char *json_name)
     add_machine_after(r);
     for (int i = 0; i < r->n_tables; i++) { /* how many records, also for tables kept in CSV only */
         cJSON *obj = cJSON_GetObjectItemCaseSensitive(r->tables, r->table[i].name);
-        cJSON_DeleteItemFromObjectCaseSensitive(obj, "count");
         add_item(r, obj, "count", cJSON_CreateNumber(cJSON_GetArraySize(r->table[i].records)));
     }
     if (r->error != REMAT_OK) return remat_fail(r->error, "%s", r->message);
@@ -630,7 +615,10 @@ RematStatus results_check_dir(const char *dir, const char *bench)
 RematStatus results_write_summary(Results *r, const char *dir, const char *const *benches, int n)
 {
     cJSON *all = cJSON_CreateObject();
-    if (!all) return remat_fail(REMAT_ENOMEM, "results: no memory for the summary");
+    if (!all || !cJSON_AddItemToObject(r->root, "benches", all)) {
+        cJSON_Delete(all);
+        return remat_fail(REMAT_ENOMEM, "results: no memory for the summary");
+    }
     RematStatus status = REMAT_OK;
     for (int i = 0; i < n && status == REMAT_OK; i++) {
         char path[4096];
@@ -644,15 +632,7 @@ RematStatus results_write_summary(Results *r, const char *dir, const char *const
             status = remat_last_status();
         }
     }
-    if (status == REMAT_OK && !cJSON_AddItemToObject(r->root, "benches", all)) {
-        cJSON_Delete(all);
-        return remat_fail(REMAT_ENOMEM, "results: no memory for the summary");
-    }
-    if (status != REMAT_OK) {
-        cJSON_Delete(all);
-        return status;
-    }
-    status = write_all(r, dir, "summary.json");
+    if (status == REMAT_OK) status = write_all(r, dir, "summary.json");
     cJSON_Delete(cJSON_DetachItemViaPointer(r->root, all));
     return status;
 }
