@@ -130,7 +130,7 @@ static RematStatus causal_softmax_backward(Node *node, const Tensor *dout, Tenso
     const CausalSoftmaxAttrs *attrs = ops_attrs(node);
     Tensor *out = saved_tensor(node, 0);
     if (!out) return remat_last_status();
-    if (dinputs[0]) k_causal_softmax_backward(dinputs[0]->f32, out->f32, dout->f32, attrs->bh, attrs->t);
+    if (dinputs[0]) k_softmax_backward(dinputs[0]->f32, out->f32, dout->f32, attrs->bh * attrs->t, attrs->t, true);
     tensor_free(out);
     return REMAT_OK;
 }
@@ -154,7 +154,7 @@ Var *op_causal_softmax(Var *scores, const char *tag)
     bool cached;
     Tensor *out = ops_output(&CAUSAL_SOFTMAX_OP, tag, 0, DTYPE_F32, S->ndim, S->shape, &cached);
     if (!out) return NULL;
-    if (!cached) k_causal_softmax_forward(out->f32, S->f32, BH, T);
+    if (!cached) k_softmax_forward(out->f32, S->f32, BH * T, T, true);
     const CausalSoftmaxAttrs attrs = {.bh = BH, .t = T};
     return ops_record(&CAUSAL_SOFTMAX_OP, tag, &scores, 1, out, &out, 1, &attrs, sizeof attrs);
 }

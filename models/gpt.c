@@ -402,7 +402,7 @@ static int32_t pick_token(const float *logits, int V, float temperature, Pcg32 *
     if (temperature == 0.0f) return k_argmax(logits, V);
     float *scaled = scratch, *probs = scratch + V;
     k_scale(scaled, logits, 1.0f / temperature, (size_t)V);
-    k_softmax_forward(probs, scaled, 1, V);
+    k_softmax_forward(probs, scaled, 1, V, false);
     return k_sample_categorical(probs, V, pcg32_float(rng));
 }
 

@@ -71,16 +71,6 @@ static float *random_floats(size_t n, float lo, float hi)
     return p;
 }
 
-/* A new array of n floats of random sign and magnitudes spread over 2^-20..2^20. Uniform
- * floats in [-1, 1) are all multiples of 2^-23, so a double sum of them is exact in any
- * order and could not tell two orders apart; these make every double addition round. */
-static float *wide_floats(size_t n)
-{
-    float *p = random_floats(n, -1.0f, 1.0f);
-    for (size_t i = 0; i < n; i++) p[i] = ldexpf(p[i], (int)(xorshift32() % 41) - 20);
-    return p;
-}
-
 /* A new zeroed float array; the caller frees it. */
 static float *zero_floats(size_t n)
 {
@@ -300,7 +290,7 @@ static void test_matmul_batched_matches_reference(void **state)
 
 enum { EW_N = 1000003 }; /* odd, and large enough for the threaded paths */
 
-static void test_fill_copy_match_reference(void **state)
+static void test_fill_matches_reference(void **state)
 {
     (void)state;
     seed(4);
@@ -309,9 +299,6 @@ static void test_fill_copy_match_reference(void **state)
     k_fill(out, 0.25f, EW_N);
     ref_fill(want, 0.25f, EW_N);
     assert_close("fill", out, want, EW_N, 0.0);
-    k_copy(out, x, EW_N);
-    ref_copy(want, x, EW_N);
-    assert_close("copy", out, want, EW_N, 0.0);
     free(x);
     free(out);
     free(want);
@@ -456,16 +443,16 @@ static void check_softmax(int rows, int cols)
     for (int j = 0; j < cols; j++) x[j] += 1000.0f; /* row 0: expf(x) alone would overflow */
     float *out = zero_floats(n);
     double *out_ref = to_double(out, n);
-    k_softmax_forward(out, x, rows, cols);
-    ref_softmax_forward(out_ref, x, rows, cols);
+    k_softmax_forward(out, x, rows, cols, false);
+    ref_softmax_forward(out_ref, x, rows, cols, false);
     assert_close("softmax_forward", out, out_ref, n, softmax_tol(cols));
 
     /* dx = out·(dout − Σ dout·out), where Σ dout·out is a weighted mean of dout (the
      * weights out sum to 1): the same relative error as the forward's row sum. */
     Grad dx = grad_create(n);
-    k_softmax_backward(dx.got, out, dout, rows, cols);
-    k_softmax_backward(dx.fresh, out, dout, rows, cols);
-    ref_softmax_backward(dx.want, out, dout, rows, cols);
+    k_softmax_backward(dx.got, out, dout, rows, cols, false);
+    k_softmax_backward(dx.fresh, out, dout, rows, cols, false);
+    ref_softmax_backward(dx.want, out, dout, rows, cols, false);
     grad_check("softmax_backward", &dx, softmax_tol(cols));
     free(x);
     free(dout);
@@ -495,14 +482,14 @@ static void check_causal_softmax(int BH, int T)
         }
     }
     double *out_ref = to_double(out, n);
-    k_causal_softmax_forward(out, x, BH, T);
-    ref_causal_softmax_forward(out_ref, x, BH, T);
+    k_softmax_forward(out, x, BH * T, T, true);
+    ref_softmax_forward(out_ref, x, BH * T, T, true);
     assert_close("causal_softmax_forward", out, out_ref, n, softmax_tol(T));
 
     Grad dx = grad_create(n);
-    k_causal_softmax_backward(dx.got, out, dout, BH, T);
-    k_causal_softmax_backward(dx.fresh, out, dout, BH, T);
-    ref_causal_softmax_backward(dx.want, out, dout, BH, T);
+    k_softmax_backward(dx.got, out, dout, BH * T, T, true);
+    k_softmax_backward(dx.fresh, out, dout, BH * T, T, true);
+    ref_softmax_backward(dx.want, out, dout, BH * T, T, true);
     grad_check("causal_softmax_backward", &dx, softmax_tol(T));
 
     /* Masked columns: out exactly +0, and dx exactly what it was (dout there is random). */
@@ -582,49 +569,6 @@ static void test_layernorm_forward_backward_match_reference(void **state)
     seed(12);
     check_layernorm(SMALL_ROWS, SMALL_COLS);
     check_layernorm(BIG_ROWS, BIG_COLS);
-}
-
-static void check_row_reductions(int rows, int cols)
-{
-    size_t n = (size_t)rows * cols;
-    float *x = random_floats(n, -1.0f, 1.0f), *out = zero_floats(rows);
-    double *want = to_double(out, rows);
-    k_row_sum(out, x, rows, cols);
-    ref_row_sum(want, x, rows, cols);
-    assert_close("row_sum", out, want, rows, sum_tol(cols, 1.0));
-    k_row_max(out, x, rows, cols);
-    ref_row_max(want, x, rows, cols);
-    assert_close("row_max", out, want, rows, 0.0); /* compares only: exact */
-    free(x);
-    free(out);
-    free(want);
-}
-
-static void test_row_reductions_and_sum_match_reference(void **state)
-{
-    (void)state;
-    seed(13);
-    check_row_reductions(SMALL_ROWS, SMALL_COLS);
-    check_row_reductions(BIG_ROWS, BIG_COLS);
-
-    /* Uniform floats in [-1, 1) are multiples of 2^-23 (see wide_floats), so any double
-     * sum of a few million of them is exact: k_sum must equal ref_sum exactly. */
-    size_t big = 2 * 256 * 4096 + 123; /* 2 of k_sum's groups of blocks and a partial block */
-    float *u = random_floats(big, -1.0f, 1.0f);
-    assert_true(k_sum(u, big) == ref_sum(u, big));
-    free(u);
-
-    /* k_sum sums in double, in another order than ref_sum. Any order of n additions is
-     * within (n − 1)·DBL_EPSILON/2·Σ|x| of the exact sum (the textbook bound), so the two
-     * are within twice that. */
-    float *y = wide_floats(big);
-    double abs_sum = 0.0;
-    for (size_t i = 0; i < big; i++) abs_sum += fabs((double)y[i]);
-    double got = k_sum(y, big), ref = ref_sum(y, big);
-    double tol = (double)big * DBL_EPSILON * abs_sum;
-    print_message("  %-28s |diff| %.3g (tol %.3g)\n", "k_sum", fabs(got - ref), tol);
-    assert_true(fabs(got - ref) <= tol);
-    free(y);
 }
 
 /* ---- losses ----------------------------------------------------------------------- */
@@ -1030,7 +974,7 @@ static void test_argmax_and_sampling_match_reference(void **state)
     /* Draws against the reference, which sums the probabilities in double. The two agree
      * except where u falls between the float and the double cumulative sum at a boundary,
      * which can only happen within the sum tolerance of that boundary. */
-    k_softmax_forward(probs, x, 1, V);
+    k_softmax_forward(probs, x, 1, V, false);
     int mismatches = 0;
     for (int i = 0; i < DRAWS; i++) {
         float u = uniform(0.0f, 1.0f);
@@ -1277,13 +1221,12 @@ typedef struct Work {
     float *a, *b;         /* (DET_ROWS, DET_COLS) inputs, uniform in [-1, 1) */
     float *qkv;           /* (DET_ROWS, 3·DET_COLS), uniform in [-1, 1) */
     int32_t *ids;         /* (DET_ROWS) in [0, DET_V) */
-    float *wide;          /* DET_N floats from wide_floats, for k_sum */
     float *weight, *bias; /* (DET_COLS) */
     float *mean, *rstd;   /* (DET_ROWS), from a LayerNorm forward of a */
     Pcg32 rng;            /* every dropout run starts from this state */
     float *out_init;      /* DET_OUT random floats: every run starts its outputs from these */
     float *out;           /* DET_OUT floats where the kernels write */
-    double sum;           /* k_sum's (and k_cross_entropy_forward's) result */
+    double sum;           /* k_cross_entropy_forward's result */
 } Work;
 
 static float *out_cols_a(Work *w) { return w->out + DET_MAIN; }
@@ -1293,7 +1236,6 @@ static float *out_rows_b(Work *w) { return w->out + DET_MAIN + 2 * DET_COLS + DE
 static uint8_t *out_mask(Work *w) { return (uint8_t *)(w->out + DET_MAIN + 2 * DET_COLS + 2 * DET_ROWS); }
 
 static void run_fill(Work *w) { k_fill(w->out, 0.5f, DET_N); }
-static void run_copy(Work *w) { k_copy(w->out, w->a, DET_N); }
 static void run_add(Work *w) { k_add(w->out, w->a, w->b, DET_N); }
 static void run_axpy(Work *w) { k_axpy(w->out, w->a, 0.3f, DET_N); }
 static void run_scale(Work *w) { k_scale(w->out, w->a, 0.3f, DET_N); }
@@ -1303,15 +1245,15 @@ static void run_relu_forward(Work *w) { k_relu_forward(w->out, w->a, DET_N); }
 static void run_relu_backward(Work *w) { k_relu_backward(w->out, w->a, w->b, DET_N); }
 static void run_gelu_forward(Work *w) { k_gelu_forward(w->out, w->a, DET_N); }
 static void run_gelu_backward(Work *w) { k_gelu_backward(w->out, w->a, w->b, DET_N); }
-static void run_softmax_forward(Work *w) { k_softmax_forward(w->out, w->a, DET_ROWS, DET_COLS); }
+static void run_softmax_forward(Work *w) { k_softmax_forward(w->out, w->a, DET_ROWS, DET_COLS, false); }
 static void run_softmax_backward(Work *w)
 {
-    k_softmax_backward(w->out, w->a, w->b, DET_ROWS, DET_COLS);
+    k_softmax_backward(w->out, w->a, w->b, DET_ROWS, DET_COLS, false);
 }
-static void run_causal_forward(Work *w) { k_causal_softmax_forward(w->out, w->a, DET_BH, DET_T); }
+static void run_causal_forward(Work *w) { k_softmax_forward(w->out, w->a, DET_BH * DET_T, DET_T, true); }
 static void run_causal_backward(Work *w)
 {
-    k_causal_softmax_backward(w->out, w->a, w->b, DET_BH, DET_T);
+    k_softmax_backward(w->out, w->a, w->b, DET_BH * DET_T, DET_T, true);
 }
 static void run_layernorm_forward(Work *w)
 {
@@ -1323,9 +1265,6 @@ static void run_layernorm_backward(Work *w)
     k_layernorm_backward(w->out, out_cols_a(w), out_cols_b(w), w->b, w->a, w->weight, w->mean,
                          w->rstd, DET_ROWS, DET_COLS);
 }
-static void run_row_sum(Work *w) { k_row_sum(out_rows_a(w), w->a, DET_ROWS, DET_COLS); }
-static void run_row_max(Work *w) { k_row_max(out_rows_a(w), w->a, DET_ROWS, DET_COLS); }
-static void run_sum(Work *w) { w->sum = k_sum(w->wide, DET_N); }
 static void run_matmul(Work *w)
 {
     /* (256, DET_COLS)·(DET_COLS, 256), B stored transposed as (256, DET_COLS) */
@@ -1438,7 +1377,6 @@ typedef struct KernelCase {
  * a product over threads is its business. */
 static const KernelCase CASES[] = {
     {"k_fill", run_fill, 1},
-    {"k_copy", run_copy, 1},
     {"k_add", run_add, 1},
     {"k_axpy", run_axpy, 1},
     {"k_scale", run_scale, 1},
@@ -1450,13 +1388,10 @@ static const KernelCase CASES[] = {
     {"k_gelu_backward", run_gelu_backward, 1},
     {"k_softmax_forward", run_softmax_forward, 1},
     {"k_softmax_backward", run_softmax_backward, 1},
-    {"k_causal_softmax_forward", run_causal_forward, 1},
-    {"k_causal_softmax_backward", run_causal_backward, 1},
+    {"k_softmax_forward causal", run_causal_forward, 1},
+    {"k_softmax_backward causal", run_causal_backward, 1},
     {"k_layernorm_forward", run_layernorm_forward, 1},
     {"k_layernorm_backward", run_layernorm_backward, 1},
-    {"k_row_sum", run_row_sum, 1},
-    {"k_row_max", run_row_max, 1},
-    {"k_sum", run_sum, 1},
     {"k_cross_entropy_forward", run_cross_entropy_forward, 1},
     {"k_cross_entropy_backward", run_cross_entropy_backward, 1},
     {"k_dropout_forward", run_dropout_forward, 1},
@@ -1483,7 +1418,7 @@ static const KernelCase CASES[] = {
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 
 /* Runs one kernel from the fixed starting outputs on `threads` threads; copies all of its
- * outputs to `snapshot` (DET_OUT floats) and returns k_sum's result, if any, in *sum. */
+ * outputs to `snapshot` (DET_OUT floats) and returns a loss's result, if any, in *sum. */
 static void run_case(Work *w, const KernelCase *c, int threads, float *snapshot, double *sum)
 {
     omp_set_num_threads(threads);
@@ -1554,8 +1489,6 @@ static void test_kernels_count_documented_flops(void **state)
     expect_flops("k_matmul_batched", 2 * BATCH * M * NN * K);
     k_fill(out, 1.0f, N);
     expect_flops("k_fill", 0);
-    k_copy(out, a, N);
-    expect_flops("k_copy", 0);
     k_add(out, a, b, N);
     expect_flops("k_add", N);
     k_axpy(out, a, 2.0f, N);
@@ -1574,24 +1507,18 @@ static void test_kernels_count_documented_flops(void **state)
     expect_flops("k_gelu_forward", 9 * N);
     k_gelu_backward(out, a, b, N);
     expect_flops("k_gelu_backward", 20 * N);
-    k_softmax_forward(out, a, R, C);
+    k_softmax_forward(out, a, R, C, false);
     expect_flops("k_softmax_forward", R * (5 * C + 1));
-    k_softmax_backward(out, a, b, R, C);
+    k_softmax_backward(out, a, b, R, C, false);
     expect_flops("k_softmax_backward", 5 * R * C);
-    k_causal_softmax_forward(out, a, BH, T);
-    expect_flops("k_causal_softmax_forward", 5 * kept + BH * T);
-    k_causal_softmax_backward(out, a, b, BH, T);
-    expect_flops("k_causal_softmax_backward", 5 * kept);
+    k_softmax_forward(out, a, BH * T, T, true);
+    expect_flops("k_softmax_forward causal", 5 * kept + BH * T);
+    k_softmax_backward(out, a, b, BH * T, T, true);
+    expect_flops("k_softmax_backward causal", 5 * kept);
     k_layernorm_forward(out, r1, r2, a, w, b, R, C, 1e-5f);
     expect_flops("k_layernorm_forward", R * (7 * C + 5));
     k_layernorm_backward(out, c1, c2, b, a, w, r1, r2, R, C);
     expect_flops("k_layernorm_backward", R * (19 * C + 2));
-    k_row_sum(r1, a, R, C);
-    expect_flops("k_row_sum", R * C);
-    k_row_max(r1, a, R, C);
-    expect_flops("k_row_max", R * C);
-    (void)k_sum(a, N);
-    expect_flops("k_sum", N);
 
     int32_t ids[R] = {0, 4, 1, 4, 2, 3, 0}; /* targets in [0, C), ids in [0, R) */
     (void)k_cross_entropy_forward(a, ids, R, C);
@@ -1680,7 +1607,6 @@ static int group_setup(void **state)
     w->qkv = random_floats(3 * (size_t)DET_N, -1.0f, 1.0f);
     w->ids = random_ids(DET_ROWS, DET_V);
     pcg32_seed(&w->rng, 15, 1);
-    w->wide = wide_floats(DET_N);
     w->weight = random_floats(DET_COLS, 0.5f, 1.5f);
     w->bias = random_floats(DET_COLS, -1.0f, 1.0f);
     w->out_init = random_floats(DET_OUT, -1.0f, 1.0f);
@@ -1701,7 +1627,6 @@ static int group_teardown(void **state)
     free(w->b);
     free(w->qkv);
     free(w->ids);
-    free(w->wide);
     free(w->weight);
     free(w->bias);
     free(w->out_init);
@@ -1719,7 +1644,7 @@ int main(void)
         cmocka_unit_test(test_matmul_beta_zero_ignores_old_c),
         cmocka_unit_test(test_matmul_empty_k_scales_c),
         cmocka_unit_test(test_matmul_batched_matches_reference),
-        cmocka_unit_test(test_fill_copy_match_reference),
+        cmocka_unit_test(test_fill_matches_reference),
         cmocka_unit_test(test_add_axpy_scale_match_reference),
         cmocka_unit_test(test_add_in_place_matches_out_of_place),
         cmocka_unit_test(test_bias_broadcast_and_backward_match_reference),
@@ -1728,7 +1653,6 @@ int main(void)
         cmocka_unit_test(test_softmax_forward_backward_match_reference),
         cmocka_unit_test(test_causal_softmax_masks_exactly),
         cmocka_unit_test(test_layernorm_forward_backward_match_reference),
-        cmocka_unit_test(test_row_reductions_and_sum_match_reference),
         cmocka_unit_test(test_mse_forward_backward_match_reference),
         cmocka_unit_test(test_cross_entropy_forward_backward_match_reference),
         cmocka_unit_test(test_cross_entropy_of_uniform_logits_is_log_v),
