@@ -40,7 +40,8 @@ static RematStatus split_heads_backward(Node *node, const Tensor *dout, Tensor *
 {
     const SplitHeadsAttrs *attrs = ops_attrs(node);
     if (dinputs[0])
-        k_split_heads_backward(dinputs[0]->f32, dout->f32, (int)attrs->which, attrs->b, attrs->t, attrs->c, attrs->h);
+        k_heads_to_rows(dinputs[0]->f32 + (size_t)attrs->which * attrs->c, dout->f32, 3 * attrs->c, attrs->b,
+                        attrs->t, attrs->c, attrs->h, true);
     return REMAT_OK;
 }
 
@@ -70,7 +71,7 @@ Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
     bool cached;
     Tensor *out = ops_output(&SPLIT_HEADS_OP, tag, 0, DTYPE_F32, 4, (int[]){B, H, T, C / H}, &cached);
     if (!out) return NULL;
-    if (!cached) k_split_heads_forward(out->f32, X->f32, (int)which, B, T, C, H);
+    if (!cached) k_rows_to_heads(out->f32, X->f32 + (size_t)which * C, 3 * C, B, T, C, H, false);
     const SplitHeadsAttrs attrs = {.b = B, .t = T, .c = C, .h = H, .which = which};
     return ops_record(&SPLIT_HEADS_OP, tag, &qkv, 1, out, NULL, 0, &attrs, sizeof attrs);
 }
@@ -88,7 +89,7 @@ OPS_ATTRS_FIT(MergeHeadsAttrs);
 static RematStatus merge_heads_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
     const MergeHeadsAttrs *attrs = ops_attrs(node);
-    if (dinputs[0]) k_merge_heads_backward(dinputs[0]->f32, dout->f32, attrs->b, attrs->t, attrs->c, attrs->h);
+    if (dinputs[0]) k_rows_to_heads(dinputs[0]->f32, dout->f32, attrs->c, attrs->b, attrs->t, attrs->c, attrs->h, true);
     return REMAT_OK;
 }
 
@@ -109,7 +110,7 @@ Var *op_merge_heads(Var *y, const char *tag)
     bool cached;
     Tensor *out = ops_output(&MERGE_HEADS_OP, tag, 0, DTYPE_F32, 3, (int[]){B, T, C}, &cached);
     if (!out) return NULL;
-    if (!cached) k_merge_heads_forward(out->f32, Y->f32, B, T, C, H);
+    if (!cached) k_heads_to_rows(out->f32, Y->f32, C, B, T, C, H, false);
     const MergeHeadsAttrs attrs = {.b = B, .t = T, .c = C, .h = H};
     return ops_record(&MERGE_HEADS_OP, tag, &y, 1, out, NULL, 0, &attrs, sizeof attrs);
 }

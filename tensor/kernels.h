@@ -221,18 +221,16 @@ void k_embedding_backward(float *dwte, float *dwpe, const float *dout, const int
 
 /* ---- attention heads (kernels_heads.c) -------------------------------------------- */
 
-/* One of q, k, v out of the fused projection: qkv (B,T,3C) holds q, k, v side by side in
- * each row (`which` = 0, 1, 2); out (B,H,T,D) = that part cut into H heads of D = C/H:
- * out[b,h,t,d] = qkv[b,t, which·C + h·D + d]. FLOPs: 0 (a copy). */
-void k_split_heads_forward(float *out, const float *qkv, int which, int B, int T, int C, int H);
-/* Forward was a copy; so dqkv[b,t, which·C + h·D + d] += dout[b,h,t,d]; the other two
- * parts of dqkv are left as they were. FLOPs: B·T·C. */
-void k_split_heads_backward(float *dqkv, const float *dout, int which, int B, int T, int C, int H);
-/* The heads side by side again: y (B,H,T,D) → out (B,T,C), out[b,t,h·D + d] = y[b,h,t,d].
- * FLOPs: 0. */
-void k_merge_heads_forward(float *out, const float *y, int B, int T, int C, int H);
-/* Forward was a copy; so dy[b,h,t,d] += dout[b,t,h·D + d]. FLOPs: B·T·C. */
-void k_merge_heads_backward(float *dy, const float *dout, int B, int T, int C, int H);
+/* Attention's two changes of layout, each the other's backward. `rows` holds, for each
+ * token (b,t), `stride` channels of which C are the heads side by side: a row of qkv
+ * (B,T,3C) with stride 3C, advanced by which·C for q, k or v (which = 0, 1, 2), or a row
+ * of the merged output (B,T,C), stride C. `heads` is (B,H,T,D), D = C/H. With `add`, the
+ * copy is added onto what is there (a backward) and costs B·T·C FLOPs; without, 0.
+ *   k_rows_to_heads: heads[b,h,t,d] = (or +=) rows[b,t, h·D + d]   (split; merge's backward)
+ *   k_heads_to_rows: rows[b,t, h·D + d] = (or +=) heads[b,h,t,d]   (merge; split's backward)
+ * The other channels of rows are left as they were. */
+void k_rows_to_heads(float *heads, const float *rows, int stride, int B, int T, int C, int H, bool add);
+void k_heads_to_rows(float *rows, const float *heads, int stride, int B, int T, int C, int H, bool add);
 
 /* ---- sampling (kernels_sample.c) -------------------------------------------------- */
 
