@@ -28,8 +28,3 @@ const char *ops_label(char *buf, size_t size, const char *op, const char *tag)
     snprintf(buf, size, "%s%s%s", op, tag ? " " : "", tag ? tag : "");
     return buf;
 }
-
-int ops_rows(const Tensor *t)
-{
-    return (int)(t->numel / (size_t)t->shape[t->ndim - 1]);
-}

@@ -41,9 +41,6 @@ Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inp
     _Static_assert(sizeof(Type) <= sizeof(OpAttrs) && _Alignof(Type) <= _Alignof(OpAttrs), \
                    #Type " does not fit OpAttrs")
 
-/* Rows of a tensor whose last dimension is its width: the product of the leading dims. */
-int ops_rows(const Tensor *t);
-
 /* Output number `index` (0, 1, ... in the order the op makes them) of `op`, through the
  * op hooks (autograd.h): a tensor a hook offers, with *cached set — its contents are
  * already there and the op must not compute it — or a new, uninitialised MEM_ACT tensor

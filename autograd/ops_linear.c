@@ -61,7 +61,7 @@ Var *op_linear(Var *x, Var *weight, Var *bias, const char *tag)
                    tensor_shape_str(xs, sizeof xs, X), tensor_shape_str(ws, sizeof ws, W), IN);
         return NULL;
     }
-    const int OUT = W->shape[1], N = ops_rows(X);
+    const int OUT = W->shape[1], N = (int)(X->numel / IN); /* rows: the leading dims */
     if (bias && (bias->value->ndim != 1 || bias->value->shape[0] != OUT)) {
         remat_fail(REMAT_EINVAL, "linear%s%s: bias has %zu elements, want (%d)", tag ? " " : "",
                    tag ? tag : "", bias->value->numel, OUT);

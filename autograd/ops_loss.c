@@ -83,7 +83,7 @@ Var *op_cross_entropy(Var *logits, Var *targets, const char *tag)
         ops_check_dtype(label, targets, "targets", DTYPE_I32) != REMAT_OK)
         return NULL;
     const Tensor *L = logits->value, *Tg = targets->value;
-    const int V = L->shape[L->ndim - 1], N = ops_rows(L);
+    const int V = L->shape[L->ndim - 1], N = (int)(L->numel / V); /* rows: the leading dims */
     /* targets' shape must be logits' shape without the last dim: (B,T) for (B,T,V) */
     bool leading_match = L->ndim >= 2 && Tg->ndim == L->ndim - 1 &&
                          !memcmp(Tg->shape, L->shape, (size_t)Tg->ndim * sizeof(int));

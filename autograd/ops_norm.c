@@ -76,7 +76,7 @@ Var *op_layernorm(Var *x, Var *weight, Var *bias, float eps, const char *tag)
         if (ops_check_dtype(label, inputs[i], i == 0 ? "x" : i == 1 ? "weight" : "bias", DTYPE_F32) != REMAT_OK)
             return NULL;
     const Tensor *X = x->value;
-    const int C = X->shape[X->ndim - 1], N = ops_rows(X);
+    const int C = X->shape[X->ndim - 1], N = (int)(X->numel / C); /* rows: the leading dims */
     const Tensor *W = weight->value, *Bt = bias->value;
     if (W->ndim != 1 || W->shape[0] != C || Bt->ndim != 1 || Bt->shape[0] != C) {
         remat_fail(REMAT_EINVAL, "%s: x %s wants weight and bias of shape (%d), got %zu and %zu elements",

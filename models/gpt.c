@@ -101,15 +101,9 @@ static Var *gpt_embed(Model *model, Var *ids, TrainCtx *ctx)
 
 /* ---- the forward: a block -------------------------------------------------------------- */
 
-/* Dropout site `site` of this block as the context asks: active only while training (a
- * NULL ctx is inference). */
-static Var *block_dropout(Var *x, const GptBlock *b, TrainCtx *ctx, int site, const char *tag)
-{
-    return dropout_apply(x, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, site), tag);
-}
-
 /* The attention core from primitive ops: (B,H,T,T) scores, probabilities and their
- * dropout, times v. Takes q, k, v. */
+ * dropout, times v. Takes q, k, v. A block's dropouts are active only while training (a
+ * NULL ctx is inference), each numbered by its site for the counter-based generator. */
 static Var *attention_naive(const GptBlock *b, Var *q, Var *k, Var *v, TrainCtx *ctx)
 {
     const int D = b->C / b->H;
@@ -118,7 +112,8 @@ static Var *attention_naive(const GptBlock *b, Var *q, Var *k, Var *v, TrainCtx 
     var_free(k);
     Var *att = op_causal_softmax(scores, "attn.softmax");
     var_free(scores);
-    Var *att_dropped = block_dropout(att, b, ctx, GPT_SITE_ATTN, "attn.dropout");
+    Var *att_dropped = dropout_apply(att, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN),
+                                     "attn.dropout");
     var_free(att);
     Var *y = op_matmul(att_dropped, v, CblasNoTrans, 1.0f, "attn.out");
     var_free(att_dropped);
@@ -162,7 +157,8 @@ static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
     var_free(y);
     Var *proj = op_linear(merged, b->attn.c_proj.weight, b->attn.c_proj.bias, "attn.proj");
     var_free(merged);
-    Var *out = block_dropout(proj, b, ctx, GPT_SITE_ATTN_RESID, "attn.resid_dropout");
+    Var *out = dropout_apply(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN_RESID),
+                             "attn.resid_dropout");
     var_free(proj);
     return out;
 }
@@ -177,7 +173,8 @@ static Var *mlp_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
     var_free(fc);
     Var *proj = op_linear(act, b->mlp.c_proj.weight, b->mlp.c_proj.bias, "mlp.proj");
     var_free(act);
-    Var *out = block_dropout(proj, b, ctx, GPT_SITE_MLP, "mlp.dropout");
+    Var *out = dropout_apply(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_MLP),
+                             "mlp.dropout");
     var_free(proj);
     return out;
 }
