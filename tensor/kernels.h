@@ -267,11 +267,4 @@ void k_sgd_update_slices(const OptimSlice *slices, int count, float lr, float mo
 void k_adamw_update_slices(const OptimSlice *slices, int count, float lr, float beta1, float beta2, float eps,
                            int t);
 
-/* k_sgd_update_slices of one slice. */
-void k_sgd_update(float *param, float *velocity, const float *grad, float lr, float momentum, size_t n);
-
-/* k_adamw_update_slices of one slice. */
-void k_adamw_update(float *param, float *m, float *v, const float *grad, float lr, float beta1,
-                    float beta2, float eps, float weight_decay, int t, size_t n);
-
 #endif /* REMAT_KERNELS_H */

@@ -114,16 +114,3 @@ void k_adamw_update_slices(const OptimSlice *slices, int count, float lr, float 
     const size_t n = update_all(slices, count, &(Update){.adamw = &a});
     flops_add(16 * (uint64_t)n);
 }
-
-void k_sgd_update(float *param, float *velocity, const float *grad, float lr, float momentum, size_t n)
-{
-    k_sgd_update_slices(&(OptimSlice){.param = param, .grad = grad, .m = velocity, .n = n}, 1, lr, momentum);
-}
-
-void k_adamw_update(float *param, float *m, float *v, const float *grad, float lr, float beta1, float beta2,
-                    float eps, float weight_decay, int t, size_t n)
-{
-    k_adamw_update_slices(&(OptimSlice){.param = param, .grad = grad, .m = m, .v = v, .weight_decay = weight_decay,
-                                        .n = n},
-                          1, lr, beta1, beta2, eps, t);
-}

@@ -1042,6 +1042,20 @@ static void test_expf_inline_gives_libm_bits(void **state)
 
 /* ---- optimizer updates ------------------------------------------------------------ */
 
+
+/* The optimizer kernels on one slice, as the tests call them. */
+static void sgd_update(float *param, float *velocity, const float *grad, float lr, float momentum, size_t n)
+{
+    k_sgd_update_slices(&(OptimSlice){.param = param, .grad = grad, .m = velocity, .n = n}, 1, lr, momentum);
+}
+
+static void adamw_update(float *param, float *m, float *v, const float *grad, float lr, float beta1,
+                         float beta2, float eps, float weight_decay, int t, size_t n)
+{
+    const OptimSlice slice = {.param = param, .grad = grad, .m = m, .v = v, .weight_decay = weight_decay, .n = n};
+    k_adamw_update_slices(&slice, 1, lr, beta1, beta2, eps, t);
+}
+
 static void test_sgd_adamw_updates_match_reference(void **state)
 {
     (void)state;
@@ -1054,14 +1068,14 @@ static void test_sgd_adamw_updates_match_reference(void **state)
     double *state1_ref = to_double(state1, n);
 
     /* Plain SGD: param −= lr·grad, two roundings. */
-    k_sgd_update(param, NULL, grad, 0.1f, 0.0f, n);
+    sgd_update(param, NULL, grad, 0.1f, 0.0f, n);
     ref_sgd_update(param_ref, NULL, grad, 0.1f, 0.0f, n);
     assert_close("sgd_update", param, param_ref, n, 2.0 * FLT_EPSILON);
 
     /* With momentum: the velocity's two roundings carry into the parameter's. The
      * references restart from the kernel's float values, so errors do not pile up. */
     for (size_t i = 0; i < n; i++) param_ref[i] = param[i];
-    k_sgd_update(param, state0, grad, 0.1f, 0.9f, n);
+    sgd_update(param, state0, grad, 0.1f, 0.9f, n);
     ref_sgd_update(param_ref, state0_ref, grad, 0.1f, 0.9f, n);
     assert_close("sgd_update velocity", state0, state0_ref, n, 2.0 * FLT_EPSILON);
     assert_close("sgd_update momentum", param, param_ref, n, 4.0 * FLT_EPSILON);
@@ -1077,7 +1091,7 @@ static void test_sgd_adamw_updates_match_reference(void **state)
             state0_ref[i] = state0[i];
             state1_ref[i] = state1[i];
         }
-        k_adamw_update(param, state0, state1, grad, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, steps[s], n);
+        adamw_update(param, state0, state1, grad, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, steps[s], n);
         ref_adamw_update(param_ref, state0_ref, state1_ref, grad, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f,
                          steps[s], n);
         assert_close("adamw_update m", state0, state0_ref, n, 4.0 * FLT_EPSILON);
@@ -1114,7 +1128,7 @@ static void test_adamw_vectorised_gives_the_scalar_bits(void **state)
     memcpy(m_s, m, n * sizeof *m);
     memcpy(v_s, v, n * sizeof *v);
     for (int t = 1; t <= 3; t++) {
-        k_adamw_update(param, m, v, grad, lr, beta1, beta2, eps, decay, t, n);
+        adamw_update(param, m, v, grad, lr, beta1, beta2, eps, decay, t, n);
         const float c1 = 1.0f / (1.0f - powf(beta1, (float)t)), c2 = 1.0f / (1.0f - powf(beta2, (float)t));
         for (size_t i = 0; i < n; i++) {
             const float p = param_s[i] - lr * decay * param_s[i];
@@ -1178,9 +1192,9 @@ static void test_optimizer_slices_update_as_one_call_per_slice(void **state)
         for (int s = 0; s < N_SLICES; s++) {
             const bool plain = s == 3;
             if (adamw)
-                k_adamw_update(alone[0] + first, alone[1] + first, alone[2] + first, grad + first, 1e-2f, 0.9f,
+                adamw_update(alone[0] + first, alone[1] + first, alone[2] + first, grad + first, 1e-2f, 0.9f,
                                0.999f, 1e-8f, plain ? 0.0f : 0.1f, 3, sizes[s]);
-            else k_sgd_update(alone[0] + first, plain ? NULL : alone[1] + first, grad + first, 0.1f, 0.9f, sizes[s]);
+            else sgd_update(alone[0] + first, plain ? NULL : alone[1] + first, grad + first, 0.1f, 0.9f, sizes[s]);
             first += sizes[s];
         }
         omp_set_num_threads(2);
@@ -1357,14 +1371,14 @@ static void run_mse_forward(Work *w) { w->sum = k_mse_forward(w->a, w->b, DET_N)
 static void run_mse_backward(Work *w) { k_mse_backward(w->out, w->a, w->b, 5.0f, DET_N); }
 static void run_sgd_update(Work *w)
 {
-    k_sgd_update(w->out, w->out + DET_N, w->a, 0.1f, 0.9f, DET_N);
+    sgd_update(w->out, w->out + DET_N, w->a, 0.1f, 0.9f, DET_N);
 }
 static void run_adamw_update(Work *w)
 {
     /* v must not be negative: b's magnitudes, in the last third of the main output */
     float *v = w->out + 2 * DET_N;
     for (size_t i = 0; i < DET_N; i++) v[i] = fabsf(w->b[i]);
-    k_adamw_update(w->out, w->out + DET_N, v, w->a, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 3, DET_N);
+    adamw_update(w->out, w->out + DET_N, v, w->a, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 3, DET_N);
 }
 
 typedef struct KernelCase {
@@ -1410,8 +1424,8 @@ static const KernelCase CASES[] = {
     {"k_sample_categorical", run_sample_categorical, 1},
     {"k_mse_forward", run_mse_forward, 1},
     {"k_mse_backward", run_mse_backward, 1},
-    {"k_sgd_update", run_sgd_update, 1},
-    {"k_adamw_update", run_adamw_update, 1},
+    {"k_sgd_update_slices", run_sgd_update, 1},
+    {"k_adamw_update_slices", run_adamw_update, 1},
     {"k_matmul", run_matmul, 0},
     {"k_matmul_batched", run_matmul_batched, 0},
 };
@@ -1566,14 +1580,14 @@ static void test_kernels_count_documented_flops(void **state)
     expect_flops("k_mse_forward", 3 * N);
     k_mse_backward(out, a, b, 1.0f, N);
     expect_flops("k_mse_backward", 3 * N);
-    k_sgd_update(out, NULL, a, 0.1f, 0.0f, N);
-    expect_flops("k_sgd_update", 2 * N);
-    k_sgd_update(out, c1, a, 0.1f, 0.9f, C);
+    sgd_update(out, NULL, a, 0.1f, 0.0f, N);
+    expect_flops("k_sgd_update_slices", 2 * N);
+    sgd_update(out, c1, a, 0.1f, 0.9f, C);
     expect_flops("k_sgd_update with momentum", 4 * C);
     float v[N];
     for (int i = 0; i < N; i++) v[i] = fabsf(b[i]);
-    k_adamw_update(out, c1, v, a, 0.1f, 0.9f, 0.999f, 1e-8f, 0.0f, 1, C);
-    expect_flops("k_adamw_update", 16 * C);
+    adamw_update(out, c1, v, a, 0.1f, 0.9f, 0.999f, 1e-8f, 0.0f, 1, C);
+    expect_flops("k_adamw_update_slices", 16 * C);
 
     /* The count goes to the current phase, whatever it is. */
     Phase previous = flops_set_phase(PHASE_RECOMPUTE);
