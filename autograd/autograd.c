@@ -401,7 +401,7 @@ RematStatus backward(Var *loss)
     if (loss->value->numel != 1)
         return remat_fail(REMAT_EINVAL, "backward: the loss must have one element, it has %zu "
                           "(use backward_from for a gradient of another shape)", loss->value->numel);
-    Tensor *seed = tensor_create(MEM_ACT, loss->value->ndim, loss->value->shape);
+    Tensor *seed = tensor_zeros(MEM_ACT, loss->value->ndim, loss->value->shape);
     if (!seed) return remat_last_status();
     seed->f32[0] = 1.0f; /* d(loss)/d(loss) */
     RematStatus status = backward_node(loss->creator, seed);

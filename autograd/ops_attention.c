@@ -24,34 +24,38 @@
 #include "tensor/kernels.h"
 #include "autograd/ops_internal.h"
 
-/* ---- split_heads -------------------------------------------------------------------- */
+/* ---- split_heads and merge_heads ---------------------------------------------------- */
 
-/* What a split_heads' backward needs: qkv (b,t,3c) cut into h heads, the `which` third. */
-typedef struct SplitHeadsAttrs {
+/* What their backward needs: (b,t,c) channels in h heads; for a split, the `which` third
+ * of qkv (b,t,3c) it took. */
+typedef struct HeadsAttrs {
     int b, t, c, h;
-    QkvPart which;
-} SplitHeadsAttrs;
-OPS_ATTRS_FIT(SplitHeadsAttrs);
+    bool split;
+    QkvPart which; /* split only */
+} HeadsAttrs;
+OPS_ATTRS_FIT(HeadsAttrs);
 
-/* Backward of split_heads. Forward was out[b,h,t,d] = qkv[b,t, which·C + h·D + d], a
- * copy; so dqkv[b,t, which·C + h·D + d] += dout[b,h,t,d]. The three splits of one qkv
- * each add into their own third of its gradient. */
-static RematStatus split_heads_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
+/* Backward of split_heads and merge_heads: each forward is a copy, and its backward the
+ * other's copy, adding. Split's forward was out[b,h,t,d] = qkv[b,t, which·C + h·D + d];
+ * so dqkv[b,t, which·C + h·D + d] += dout[b,h,t,d] (the three splits of one qkv each add
+ * into their own third of its gradient). Merge's was out[b,t,h·D + d] = y[b,h,t,d]; so
+ * dy[b,h,t,d] += dout[b,t,h·D + d]. */
+static RematStatus heads_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const SplitHeadsAttrs *attrs = ops_attrs(node);
-    if (dinputs[0])
-        k_heads_to_rows(dinputs[0]->f32 + (size_t)attrs->which * attrs->c, dout->f32, 3 * attrs->c, attrs->b,
-                        attrs->t, attrs->c, attrs->h, true);
+    const HeadsAttrs *a = ops_attrs(node);
+    if (dinputs[0] && a->split)
+        k_heads_to_rows(dinputs[0]->f32 + (size_t)a->which * a->c, dout->f32, 3 * a->c, a->b, a->t, a->c, a->h, true);
+    else if (dinputs[0])
+        k_rows_to_heads(dinputs[0]->f32, dout->f32, a->c, a->b, a->t, a->c, a->h, true);
     return REMAT_OK;
 }
 
-static const OpInfo SPLIT_HEADS_OP = {.name = "split_heads", .backward = split_heads_backward};
+static const OpInfo SPLIT_HEADS_OP = {.name = "split_heads", .backward = heads_backward};
 
 Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
 {
-    if (ops_check_inputs("split_heads", &qkv, 1) != REMAT_OK) return NULL;
     char label[64], shape[48];
-    ops_label(label, sizeof label, "split_heads", tag);
+    if (ops_check_inputs(label, sizeof label, "split_heads", tag, &qkv, 1) != REMAT_OK) return NULL;
     if (ops_check_dtype(label, qkv, "qkv", DTYPE_F32) != REMAT_OK) return NULL;
     const Tensor *X = qkv->value;
     if (X->ndim != 3 || X->shape[2] % 3 != 0) {
@@ -72,34 +76,16 @@ Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
     Tensor *out = ops_output(&SPLIT_HEADS_OP, tag, 0, DTYPE_F32, 4, (int[]){B, H, T, C / H}, &cached);
     if (!out) return NULL;
     if (!cached) k_rows_to_heads(out->f32, X->f32 + (size_t)which * C, 3 * C, B, T, C, H, false);
-    const SplitHeadsAttrs attrs = {.b = B, .t = T, .c = C, .h = H, .which = which};
+    const HeadsAttrs attrs = {.b = B, .t = T, .c = C, .h = H, .split = true, .which = which};
     return ops_record(&SPLIT_HEADS_OP, tag, &qkv, 1, out, NULL, 0, &attrs, sizeof attrs);
 }
 
-/* ---- merge_heads -------------------------------------------------------------------- */
-
-/* What a merge_heads' backward needs: h heads put back side by side as (b,t,c). */
-typedef struct MergeHeadsAttrs {
-    int b, t, c, h;
-} MergeHeadsAttrs;
-OPS_ATTRS_FIT(MergeHeadsAttrs);
-
-/* Backward of merge_heads. Forward was out[b,t,h·D + d] = y[b,h,t,d], a copy; so
- * dy[b,h,t,d] += dout[b,t,h·D + d]. */
-static RematStatus merge_heads_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
-{
-    const MergeHeadsAttrs *attrs = ops_attrs(node);
-    if (dinputs[0]) k_rows_to_heads(dinputs[0]->f32, dout->f32, attrs->c, attrs->b, attrs->t, attrs->c, attrs->h, true);
-    return REMAT_OK;
-}
-
-static const OpInfo MERGE_HEADS_OP = {.name = "merge_heads", .backward = merge_heads_backward};
+static const OpInfo MERGE_HEADS_OP = {.name = "merge_heads", .backward = heads_backward};
 
 Var *op_merge_heads(Var *y, const char *tag)
 {
-    if (ops_check_inputs("merge_heads", &y, 1) != REMAT_OK) return NULL;
     char label[64], shape[48];
-    ops_label(label, sizeof label, "merge_heads", tag);
+    if (ops_check_inputs(label, sizeof label, "merge_heads", tag, &y, 1) != REMAT_OK) return NULL;
     if (ops_check_dtype(label, y, "y", DTYPE_F32) != REMAT_OK) return NULL;
     const Tensor *Y = y->value;
     if (Y->ndim != 4) {
@@ -111,7 +97,7 @@ Var *op_merge_heads(Var *y, const char *tag)
     Tensor *out = ops_output(&MERGE_HEADS_OP, tag, 0, DTYPE_F32, 3, (int[]){B, T, C}, &cached);
     if (!out) return NULL;
     if (!cached) k_heads_to_rows(out->f32, Y->f32, C, B, T, C, H, false);
-    const MergeHeadsAttrs attrs = {.b = B, .t = T, .c = C, .h = H};
+    const HeadsAttrs attrs = {.b = B, .t = T, .c = C, .h = H};
     return ops_record(&MERGE_HEADS_OP, tag, &y, 1, out, NULL, 0, &attrs, sizeof attrs);
 }
 
@@ -140,9 +126,8 @@ static const OpInfo CAUSAL_SOFTMAX_OP = {.name = "causal_softmax", .backward = c
 
 Var *op_causal_softmax(Var *scores, const char *tag)
 {
-    if (ops_check_inputs("causal_softmax", &scores, 1) != REMAT_OK) return NULL;
     char label[64], shape[48];
-    ops_label(label, sizeof label, "causal_softmax", tag);
+    if (ops_check_inputs(label, sizeof label, "causal_softmax", tag, &scores, 1) != REMAT_OK) return NULL;
     if (ops_check_dtype(label, scores, "scores", DTYPE_F32) != REMAT_OK) return NULL;
     const Tensor *S = scores->value;
     if (S->ndim < 2 || S->shape[S->ndim - 1] != S->shape[S->ndim - 2]) {
@@ -232,9 +217,8 @@ static RematStatus check_fused_inputs(const char *label, Var *const qkv[3], floa
 Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const CounterKey *key, const char *tag)
 {
     Var *inputs[3] = {q, k, v};
-    if (ops_check_inputs("attention_fused", inputs, 3) != REMAT_OK) return NULL;
     char label[64];
-    ops_label(label, sizeof label, "attention_fused", tag);
+    if (ops_check_inputs(label, sizeof label, "attention_fused", tag, inputs, 3) != REMAT_OK) return NULL;
     if (check_fused_inputs(label, inputs, p, key) != REMAT_OK) return NULL;
     const Tensor *Q = q->value;
     const int B = Q->shape[0], H = Q->shape[1], T = Q->shape[2], D = Q->shape[3], BH = B * H;

@@ -42,9 +42,8 @@ static const OpInfo EMBEDDING_OP = {.name = "embedding", .backward = embedding_b
 Var *op_embedding(Var *ids, Var *wte, Var *wpe, const char *tag)
 {
     Var *inputs[3] = {ids, wte, wpe};
-    if (ops_check_inputs("embedding", inputs, 2) != REMAT_OK) return NULL;
     char label[64], is[48], ws[48], ps[48];
-    ops_label(label, sizeof label, "embedding", tag);
+    if (ops_check_inputs(label, sizeof label, "embedding", tag, inputs, 2) != REMAT_OK) return NULL;
     if (ops_check_dtype(label, ids, "ids", DTYPE_I32) != REMAT_OK ||
         ops_check_dtype(label, wte, "wte", DTYPE_F32) != REMAT_OK ||
         (wpe && ops_check_dtype(label, wpe, "wpe", DTYPE_F32) != REMAT_OK))

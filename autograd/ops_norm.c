@@ -69,9 +69,8 @@ static const OpInfo LAYERNORM_OP = {.name = "layernorm", .backward = layernorm_b
 Var *op_layernorm(Var *x, Var *weight, Var *bias, float eps, const char *tag)
 {
     Var *inputs[3] = {x, weight, bias};
-    if (ops_check_inputs("layernorm", inputs, 3) != REMAT_OK) return NULL;
     char label[64], xs[48];
-    ops_label(label, sizeof label, "layernorm", tag);
+    if (ops_check_inputs(label, sizeof label, "layernorm", tag, inputs, 3) != REMAT_OK) return NULL;
     for (int i = 0; i < 3; i++)
         if (ops_check_dtype(label, inputs[i], i == 0 ? "x" : i == 1 ? "weight" : "bias", DTYPE_F32) != REMAT_OK)
             return NULL;

@@ -131,7 +131,7 @@ RematStatus text_data_batch(const TextData *d, TextSplit split, Pcg32 *rng, int 
 
     const char *name = split == TEXT_VAL ? "validation" : "training";
     const uint8_t *tokens = split == TEXT_VAL ? d->bytes + d->train_size : d->bytes;
-    size_t n = text_data_size(d, split);
+    const size_t n = split == TEXT_VAL ? d->val_size : d->train_size;
     if ((size_t)T + 1 > n)
         return remat_fail(REMAT_EINVAL,
                           "text_data_batch: a window of T+1 = %d tokens does not fit in the %zu-token %s split of %s",
