@@ -121,15 +121,6 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
     return status;
 }
 
-/* Every plug's pass_begin (begin) or pass_end, in order. */
-static void plugs_pass(const Step *step, bool begin)
-{
-    for (int k = 0; k < STEP_MAX_PLUGS; k++) {
-        void (*pass)(void *) = begin ? step->plugs[k].pass_begin : step->plugs[k].pass_end;
-        if (pass) pass(step->plugs[k].ctx);
-    }
-}
-
 RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n, TrainCtx *ctx,
                              const StepHooks *hooks, StepResult *out)
 {
@@ -142,10 +133,12 @@ RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n,
                           "under data parallelism", n);
     float loss = NAN;
     Pcg32 rng_after = ctx->rng;
-    plugs_pass(step, true);
+    for (int k = 0; k < STEP_MAX_PLUGS; k++) /* every plug's pass_begin, in order */
+        if (step->plugs[k].pass_begin) step->plugs[k].pass_begin(step->plugs[k].ctx);
     RematStatus status = run_micro_batches(step, batches, n, ranks ? ranks->micro_batch : 0, ctx, hooks, out,
                                            &loss, &rng_after); /* zero, forward, backward, accumulate */
-    plugs_pass(step, false);
+    for (int k = 0; k < STEP_MAX_PLUGS; k++) /* and its pass_end */
+        if (step->plugs[k].pass_end) step->plugs[k].pass_end(step->plugs[k].ctx);
     /* Reduce: the plug's over the ranks, or the mean of the n micro-batches run here (their
      * gradients are already × 1/n). Its adds are gradient work, as accumulation's. */
     flops_set_phase(PHASE_BACKWARD);

@@ -375,33 +375,27 @@ void ref_embedding_backward(double *dwte, double *dwpe, const float *dout, const
 
 /* ---- attention heads -------------------------------------------------------------- */
 
-/* Element i of a (B,H,T,D) array, [b,h,t,d], is channel c0 + h·D + d of token (b,t) in a
+/* Element i of a (B,H,T,D) array, [b,h,t,d], is channel h·D + d of token (b,t) in a
  * (B,T,width) array: its index there. */
-static size_t ref_wide_of(size_t i, int c0, int width, int T, int H, int D)
+static size_t ref_wide_of(size_t i, int width, int T, int H, int D)
 {
     const size_t d = i % (size_t)D, t = i / (size_t)D % (size_t)T, h = i / ((size_t)D * T) % (size_t)H;
     const size_t b = i / ((size_t)D * T * H);
-    return (b * (size_t)T + t) * (size_t)width + (size_t)c0 + h * (size_t)D + d;
+    return (b * (size_t)T + t) * (size_t)width + h * (size_t)D + d;
 }
 
-void ref_split_heads_forward(double *out, const float *qkv, int which, int B, int T, int C, int H)
+void ref_rows_to_heads(double *heads, const float *rows, int stride, int B, int T, int C, int H, bool add)
 {
-    for (size_t i = 0; i < (size_t)B * T * C; i++) out[i] = qkv[ref_wide_of(i, which * C, 3 * C, T, H, C / H)];
+    for (size_t i = 0; i < (size_t)B * T * C; i++)
+        heads[i] = (add ? heads[i] : 0.0) + rows[ref_wide_of(i, stride, T, H, C / H)];
 }
 
-void ref_split_heads_backward(double *dqkv, const float *dout, int which, int B, int T, int C, int H)
+void ref_heads_to_rows(double *rows, const float *heads, int stride, int B, int T, int C, int H, bool add)
 {
-    for (size_t i = 0; i < (size_t)B * T * C; i++) dqkv[ref_wide_of(i, which * C, 3 * C, T, H, C / H)] += dout[i];
-}
-
-void ref_merge_heads_forward(double *out, const float *y, int B, int T, int C, int H)
-{
-    for (size_t i = 0; i < (size_t)B * T * C; i++) out[ref_wide_of(i, 0, C, T, H, C / H)] = y[i];
-}
-
-void ref_merge_heads_backward(double *dy, const float *dout, int B, int T, int C, int H)
-{
-    for (size_t i = 0; i < (size_t)B * T * C; i++) dy[i] += dout[ref_wide_of(i, 0, C, T, H, C / H)];
+    for (size_t i = 0; i < (size_t)B * T * C; i++) {
+        double *row = &rows[ref_wide_of(i, stride, T, H, C / H)];
+        *row = (add ? *row : 0.0) + heads[i];
+    }
 }
 
 /* ---- sampling --------------------------------------------------------------------- */

@@ -115,14 +115,10 @@ void ref_embedding_backward(double *dwte, double *dwpe, const float *dout, const
 
 /* ---- attention heads -------------------------------------------------------------- */
 
-/* out[b,h,t,d] = qkv[b,t, which·C + h·D + d]. */
-void ref_split_heads_forward(double *out, const float *qkv, int which, int B, int T, int C, int H);
-/* dqkv[b,t, which·C + h·D + d] += dout[b,h,t,d]. */
-void ref_split_heads_backward(double *dqkv, const float *dout, int which, int B, int T, int C, int H);
-/* out[b,t,h·D + d] = y[b,h,t,d]. */
-void ref_merge_heads_forward(double *out, const float *y, int B, int T, int C, int H);
-/* dy[b,h,t,d] += dout[b,t,h·D + d]. */
-void ref_merge_heads_backward(double *dy, const float *dout, int B, int T, int C, int H);
+/* heads[b,h,t,d] = (or += with add) rows[b,t, h·D + d], rows of `stride` channels. */
+void ref_rows_to_heads(double *heads, const float *rows, int stride, int B, int T, int C, int H, bool add);
+/* rows[b,t, h·D + d] = (or += with add) heads[b,h,t,d]. */
+void ref_heads_to_rows(double *rows, const float *heads, int stride, int B, int T, int C, int H, bool add);
 
 /* ---- sampling --------------------------------------------------------------------- */
 

@@ -918,13 +918,13 @@ static void check_heads(int B, int T, int C, int H)
     double *heads_ref = to_double(heads, n);
     for (int which = 0; which < 3; which++) {
         k_rows_to_heads(heads, qkv + which * C, 3 * C, B, T, C, H, false);
-        ref_split_heads_forward(heads_ref, qkv, which, B, T, C, H);
+        ref_rows_to_heads(heads_ref, qkv + which * C, 3 * C, B, T, C, H, false);
         assert_close("split_heads_forward", heads, heads_ref, n, 0.0); /* a copy: exact */
         /* Backward adds into one part of dqkv and leaves the other two as they were. */
         Grad dqkv = grad_create(3 * n);
         k_heads_to_rows(dqkv.got + which * C, dheads, 3 * C, B, T, C, H, true);
         k_heads_to_rows(dqkv.fresh + which * C, dheads, 3 * C, B, T, C, H, true);
-        ref_split_heads_backward(dqkv.want, dheads, which, B, T, C, H);
+        ref_heads_to_rows(dqkv.want + which * C, dheads, 3 * C, B, T, C, H, true);
         grad_check("split_heads_backward", &dqkv, FLT_EPSILON);
         grad_free(&dqkv);
     }
@@ -933,14 +933,14 @@ static void check_heads(int B, int T, int C, int H)
     double *merged_ref = to_double(merged, n);
     k_rows_to_heads(heads, qkv, 3 * C, B, T, C, H, false);
     k_heads_to_rows(merged, heads, C, B, T, C, H, false);
-    ref_merge_heads_forward(merged_ref, heads, B, T, C, H);
+    ref_heads_to_rows(merged_ref, heads, C, B, T, C, H, false);
     assert_close("merge_heads_forward", merged, merged_ref, n, 0.0);
     for (size_t r = 0; r < (size_t)B * T; r++)
         assert_memory_equal(merged + r * C, qkv + r * 3 * C, (size_t)C * sizeof(float));
     Grad dy = grad_create(n);
     k_rows_to_heads(dy.got, dheads, C, B, T, C, H, true);
     k_rows_to_heads(dy.fresh, dheads, C, B, T, C, H, true);
-    ref_merge_heads_backward(dy.want, dheads, B, T, C, H);
+    ref_rows_to_heads(dy.want, dheads, C, B, T, C, H, true);
     grad_check("merge_heads_backward", &dy, FLT_EPSILON);
     free(qkv);
     free(heads);
