@@ -30,17 +30,12 @@ static RematStatus linear_backward(Node *node, const Tensor *dout, Tensor *const
     const int N = attrs->n, IN = attrs->in, OUT = attrs->out;
     Tensor *x = saved_tensor(node, 0);
     Tensor *w = saved_tensor(node, 1);
-    RematStatus status = REMAT_OK;
-    if (!x || !w) {
-        status = remat_last_status();
-        goto done;
-    }
-    if (dinputs[0])
+    const RematStatus status = x && w ? REMAT_OK : remat_last_status();
+    if (status == REMAT_OK && dinputs[0])
         k_matmul(dinputs[0]->f32, dout->f32, w->f32, N, IN, OUT, CblasNoTrans, CblasTrans, 1.0f, 1.0f);
-    if (dinputs[1])
+    if (status == REMAT_OK && dinputs[1])
         k_matmul(dinputs[1]->f32, x->f32, dout->f32, IN, OUT, N, CblasTrans, CblasNoTrans, 1.0f, 1.0f);
-    if (dinputs[2]) k_bias_backward(dinputs[2]->f32, dout->f32, N, OUT);
-done:
+    if (status == REMAT_OK && dinputs[2]) k_bias_backward(dinputs[2]->f32, dout->f32, N, OUT);
     tensor_free(x);
     tensor_free(w);
     return status;
@@ -110,24 +105,19 @@ static RematStatus matmul_backward(Node *node, const Tensor *dout, Tensor *const
     const int M = attrs->m, N = attrs->n, K = attrs->k;
     Tensor *a = saved_tensor(node, 0);
     Tensor *b = saved_tensor(node, 1);
-    RematStatus status = REMAT_OK;
-    if (!a || !b) {
-        status = remat_last_status();
-        goto done;
-    }
+    const RematStatus status = a && b ? REMAT_OK : remat_last_status();
     /* With a shared b, treat the whole batch as one (batch·M, K) matrix. */
     const int nb = attrs->shared_b ? 1 : attrs->batch, rows = attrs->shared_b ? attrs->batch * M : M;
     const float alpha = attrs->alpha;
     const CBLAS_TRANSPOSE undo_b = attrs->trans_b ? CblasNoTrans : CblasTrans;
-    if (dinputs[0])
+    if (status == REMAT_OK && dinputs[0])
         k_matmul_batched(dinputs[0]->f32, dout->f32, b->f32, nb, rows, K, N, CblasNoTrans, undo_b, alpha, 1.0f);
-    if (dinputs[1]) {
+    if (status == REMAT_OK && dinputs[1]) {
         if (!attrs->trans_b)
             k_matmul_batched(dinputs[1]->f32, a->f32, dout->f32, nb, K, N, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
         else
             k_matmul_batched(dinputs[1]->f32, dout->f32, a->f32, nb, N, K, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
     }
-done:
     tensor_free(a);
     tensor_free(b);
     return status;
