@@ -155,13 +155,6 @@ typedef struct AttentionFusedAttrs {
 } AttentionFusedAttrs;
 OPS_ATTRS_FIT(AttentionFusedAttrs);
 
-/* A gradient buffer for input i: the engine's, or zero-filled scratch when that input
- * needs none (the kernel adds into all three). NULL on error. */
-static Tensor *grad_or_scratch(Tensor *const dinputs[], int i, const Tensor *like)
-{
-    return dinputs[i] ? tensor_retain(dinputs[i]) : tensor_zeros(MEM_WORK, like->ndim, like->shape);
-}
-
 /* Backward of attention_fused. Forward was out = softmax(q·kᵀ/√D, causal) ⊙ keep/(1 − p)
  * · v, kept as out and the rows' log-sum-exp; so the kernel recomputes each tile's
  * probabilities from q, k and lse (RECOMPUTE FLOPs) and accumulates dq, dk, dv
@@ -174,8 +167,10 @@ static RematStatus attention_fused_backward(Node *node, const Tensor *dout, Tens
     RematStatus status = REMAT_OK;
     for (int i = 0; i < 5 && status == REMAT_OK; i++)
         if (!(saved[i] = saved_tensor(node, i))) status = remat_last_status();
-    for (int i = 0; i < 3 && status == REMAT_OK; i++)
-        if (!(grads[i] = grad_or_scratch(dinputs, i, saved[i]))) status = remat_last_status();
+    for (int i = 0; i < 3 && status == REMAT_OK; i++) { /* the kernel adds into all three */
+        grads[i] = dinputs[i] ? tensor_retain(dinputs[i]) : tensor_zeros(MEM_WORK, saved[i]->ndim, saved[i]->shape);
+        if (!grads[i]) status = remat_last_status(); /* the engine's buffer, or zero-filled scratch */
+    }
     const AttnPlan plan = ATTN_PLAN_DEFAULT;
     if (status == REMAT_OK && !(work = tensor_create(MEM_WORK, 1, (int[]){(int)k_attention_work_floats(T, D, &plan)})))
         status = remat_last_status();

@@ -374,13 +374,10 @@ static Var *window_logits(Gpt *g, const int32_t *window, int T)
     Var *ids = var_create(t, false, "ids");
     Var *x = ids ? gpt_embed(&g->base, ids, NULL) : NULL;
     var_free(ids);
-    for (int i = 0; i < g->base.n_layers && x; i++) {
-        Var *next = layer_forward(g->base.layers[i], x, NULL);
-        var_free(x);
-        x = next;
-    }
-    Var *logits = x ? gpt_logits(g, x) : NULL;
+    Var *h = x ? layers_forward(g->base.layers, g->base.n_layers, x, NULL) : NULL;
     var_free(x);
+    Var *logits = h ? gpt_logits(g, h) : NULL;
+    var_free(h);
     return logits;
 }
 
