@@ -55,8 +55,7 @@ static const OpInfo SPLIT_HEADS_OP = {.name = "split_heads", .backward = heads_b
 Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
 {
     char label[64], shape[48];
-    if (ops_check_inputs(label, sizeof label, "split_heads", tag, &qkv, 1) != REMAT_OK) return NULL;
-    if (ops_check_dtype(label, qkv, "qkv", DTYPE_F32) != REMAT_OK) return NULL;
+    if (ops_check_inputs(label, sizeof label, "split_heads", tag, &qkv, 1, NULL) != REMAT_OK) return NULL;
     const Tensor *X = qkv->value;
     if (X->ndim != 3 || X->shape[2] % 3 != 0) {
         remat_fail(REMAT_EINVAL, "%s: qkv must be (B,T,3C), got %s", label, tensor_shape_str(shape, sizeof shape, X));
@@ -85,8 +84,7 @@ static const OpInfo MERGE_HEADS_OP = {.name = "merge_heads", .backward = heads_b
 Var *op_merge_heads(Var *y, const char *tag)
 {
     char label[64], shape[48];
-    if (ops_check_inputs(label, sizeof label, "merge_heads", tag, &y, 1) != REMAT_OK) return NULL;
-    if (ops_check_dtype(label, y, "y", DTYPE_F32) != REMAT_OK) return NULL;
+    if (ops_check_inputs(label, sizeof label, "merge_heads", tag, &y, 1, NULL) != REMAT_OK) return NULL;
     const Tensor *Y = y->value;
     if (Y->ndim != 4) {
         remat_fail(REMAT_EINVAL, "%s: y must be (B,H,T,D), got %s", label, tensor_shape_str(shape, sizeof shape, Y));
@@ -127,8 +125,7 @@ static const OpInfo CAUSAL_SOFTMAX_OP = {.name = "causal_softmax", .backward = c
 Var *op_causal_softmax(Var *scores, const char *tag)
 {
     char label[64], shape[48];
-    if (ops_check_inputs(label, sizeof label, "causal_softmax", tag, &scores, 1) != REMAT_OK) return NULL;
-    if (ops_check_dtype(label, scores, "scores", DTYPE_F32) != REMAT_OK) return NULL;
+    if (ops_check_inputs(label, sizeof label, "causal_softmax", tag, &scores, 1, NULL) != REMAT_OK) return NULL;
     const Tensor *S = scores->value;
     if (S->ndim < 2 || S->shape[S->ndim - 1] != S->shape[S->ndim - 2]) {
         remat_fail(REMAT_EINVAL, "%s: scores must be (..., T, T), got %s", label,
@@ -193,8 +190,6 @@ static RematStatus check_fused_inputs(const char *label, Var *const qkv[3], floa
 {
     static const char *const names[3] = {"q", "k", "v"};
     char shape[48], want[48];
-    for (int i = 0; i < 3; i++)
-        if (ops_check_dtype(label, qkv[i], names[i], DTYPE_F32) != REMAT_OK) return remat_last_status();
     const Tensor *Q = qkv[0]->value;
     if (Q->ndim != 4)
         return remat_fail(REMAT_EINVAL, "%s: q must be (B,H,T,D), got %s", label, tensor_shape_str(shape, sizeof shape, Q));
@@ -213,7 +208,7 @@ Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const CounterKey *key, 
 {
     Var *inputs[3] = {q, k, v};
     char label[64];
-    if (ops_check_inputs(label, sizeof label, "attention_fused", tag, inputs, 3) != REMAT_OK) return NULL;
+    if (ops_check_inputs(label, sizeof label, "attention_fused", tag, inputs, 3, NULL) != REMAT_OK) return NULL;
     if (check_fused_inputs(label, inputs, p, key) != REMAT_OK) return NULL;
     const Tensor *Q = q->value;
     const int B = Q->shape[0], H = Q->shape[1], T = Q->shape[2], D = Q->shape[3], BH = B * H;

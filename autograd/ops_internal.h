@@ -10,17 +10,14 @@
 #include "autograd/autograd.h"
 
 /* Writes the op's label into `label` (`size` bytes): "op tag", or just "op" when tag is
- * NULL — how error messages name an op. Then REMAT_OK if none of the n inputs is NULL. A
- * NULL input is taken to be the result of an earlier op that failed, in a chain of ops
- * checked once at the end: then the earlier failure's status and message are kept as
- * they are (they say what went wrong, e.g. the budget's OOM message) and that status is
- * returned. With no failure on record, the error names this op and the input. */
+ * NULL — how error messages name an op. Then REMAT_OK if none of the n inputs is NULL and
+ * input i holds elements of type dtypes[i] (dtypes NULL: float32, every one). A NULL
+ * input is taken to be the result of an earlier op that failed, in a chain of ops checked
+ * once at the end: then the earlier failure's status and message are kept as they are
+ * (they say what went wrong, e.g. the budget's OOM message) and that status is returned.
+ * With no failure on record, the error names this op and the input. */
 RematStatus ops_check_inputs(char *label, size_t size, const char *op, const char *tag,
-                             Var *const *inputs, int n);
-
-/* REMAT_OK if `v` holds elements of type `want`; otherwise an error naming the op
- * (`label`, e.g. "embedding embd") and the input (`what`, e.g. "ids"). */
-RematStatus ops_check_dtype(const char *label, const Var *v, const char *what, DType want);
+                             Var *const *inputs, int n, const DType *dtypes);
 
 /* Records the result of an op: creates its node (when a gradient is needed), saves the
  * n_save tensors of `save` through the saved-tensor path, copies the op's attribute

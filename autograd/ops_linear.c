@@ -47,7 +47,7 @@ Var *op_linear(Var *x, Var *weight, Var *bias, const char *tag)
 {
     Var *inputs[3] = {x, weight, bias};
     char label[64];
-    if (ops_check_inputs(label, sizeof label, "linear", tag, inputs, 2) != REMAT_OK) return NULL;
+    if (ops_check_inputs(label, sizeof label, "linear", tag, inputs, 2, NULL) != REMAT_OK) return NULL;
     const Tensor *X = x->value, *W = weight->value;
     const int IN = X->shape[X->ndim - 1];
     if (W->ndim != 2 || W->shape[0] != IN) {
@@ -129,7 +129,7 @@ Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *
 {
     Var *inputs[2] = {a, b};
     char label[64];
-    if (ops_check_inputs(label, sizeof label, "matmul", tag, inputs, 2) != REMAT_OK) return NULL;
+    if (ops_check_inputs(label, sizeof label, "matmul", tag, inputs, 2, NULL) != REMAT_OK) return NULL;
     const Tensor *A = a->value, *Bt = b->value;
     char as[48], bs[48];
     if (A->ndim < 2 || Bt->ndim < 2) {
@@ -184,7 +184,7 @@ Var *op_add(Var *a, Var *b, const char *tag)
 {
     Var *inputs[2] = {a, b};
     char label[64];
-    if (ops_check_inputs(label, sizeof label, "add", tag, inputs, 2) != REMAT_OK) return NULL;
+    if (ops_check_inputs(label, sizeof label, "add", tag, inputs, 2, NULL) != REMAT_OK) return NULL;
     if (!tensor_same_shape(a->value, b->value)) {
         char as[48], bs[48];
         remat_fail(REMAT_EINVAL, "%s: shapes %s and %s differ", label,

@@ -70,10 +70,7 @@ Var *op_layernorm(Var *x, Var *weight, Var *bias, float eps, const char *tag)
 {
     Var *inputs[3] = {x, weight, bias};
     char label[64], xs[48];
-    if (ops_check_inputs(label, sizeof label, "layernorm", tag, inputs, 3) != REMAT_OK) return NULL;
-    for (int i = 0; i < 3; i++)
-        if (ops_check_dtype(label, inputs[i], i == 0 ? "x" : i == 1 ? "weight" : "bias", DTYPE_F32) != REMAT_OK)
-            return NULL;
+    if (ops_check_inputs(label, sizeof label, "layernorm", tag, inputs, 3, NULL) != REMAT_OK) return NULL;
     const Tensor *X = x->value;
     const int C = X->shape[X->ndim - 1], N = (int)(X->numel / C); /* rows: the leading dims */
     const Tensor *W = weight->value, *Bt = bias->value;

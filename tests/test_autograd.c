@@ -722,7 +722,7 @@ static void test_embedding_rejects_an_out_of_range_id(void **state)
     assert_null(op_embedding(good, wte, short_wpe, "embd"));
     assert_non_null(strstr(remat_last_error(), "T_max >= 3"));
     assert_null(op_embedding(wte, wte, NULL, "embd"));
-    assert_non_null(strstr(remat_last_error(), "ids must be int32"));
+    assert_non_null(strstr(remat_last_error(), "input 0 must be int32"));
     assert_int_equal(tape_current()->count, 0);
     Var *all[] = {bad, wte, wpe, short_wpe, good};
     for (int i = 0; i < 5; i++) var_free(all[i]);
@@ -747,7 +747,7 @@ static void test_new_ops_reject_bad_shapes(void **state)
     assert_null(op_cross_entropy(x, targets, "loss")); /* 6 is outside [0, 6) */
     assert_non_null(strstr(remat_last_error(), "cross_entropy loss: target 6 at row 3"));
     assert_null(op_cross_entropy(x, x, "loss"));
-    assert_non_null(strstr(remat_last_error(), "targets must be int32"));
+    assert_non_null(strstr(remat_last_error(), "input 1 must be int32"));
     assert_int_equal(tape_current()->count, 0);
     Var *all[] = {x, w5, qkv, targets};
     for (int i = 0; i < 4; i++) var_free(all[i]);
