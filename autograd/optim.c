@@ -152,7 +152,7 @@ void optim_free(Optimizer *opt)
 /* Updates the range's elements, in `flat_params` (the range's values) when given, else in
  * the parameters' tensors; the gradient of parameter i's part is read from `flat` (the
  * range's gradient) when given, else from its .grad. */
-static RematStatus update(Optimizer *opt, const float *flat, float *flat_params)
+RematStatus optim_step_flat(Optimizer *opt, const float *flat, float *flat_params)
 {
     if (!opt) return remat_fail(REMAT_EINVAL, "optim_step: optimizer is NULL");
     /* Check everything before changing anything. */
@@ -186,13 +186,7 @@ static RematStatus update(Optimizer *opt, const float *flat, float *flat_params)
     return REMAT_OK;
 }
 
-RematStatus optim_step(Optimizer *opt) { return update(opt, NULL, NULL); }
-
-RematStatus optim_step_flat(Optimizer *opt, const float *grad, float *params)
-{
-    if (!grad) return remat_fail(REMAT_EINVAL, "optim_step_flat: the gradient is NULL");
-    return update(opt, grad, params);
-}
+RematStatus optim_step(Optimizer *opt) { return optim_step_flat(opt, NULL, NULL); }
 
 void optim_zero_grad(Optimizer *opt)
 {
