@@ -52,7 +52,7 @@ static RematStatus micro_batch(const Step *step, const MicroBatch *mb, TrainCtx 
 /* The gradients summed over micro-batches: sums[i] is parameter i's running sum. The
  * first micro-batch's gradient tensor itself becomes the sum (no copy: s = g_0 exactly),
  * and backward allocates the next one afresh from zeros. */
-static RematStatus accumulate(const Model *m, Tensor **sums, int r)
+static void accumulate(const Model *m, Tensor **sums, int r)
 {
     Phase previous = flops_set_phase(PHASE_BACKWARD); /* the adds are gradient work */
     for (int i = 0; i < m->n_params; i++) {
@@ -66,7 +66,6 @@ static RematStatus accumulate(const Model *m, Tensor **sums, int r)
         }
     }
     flops_set_phase(previous);
-    return REMAT_OK;
 }
 
 /* After the last micro-batch: every sum × 1/n goes back into its parameter's .grad. */
@@ -111,7 +110,7 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
                                 "than micro-batch 0; the generator after the step would depend on who ran it",
                                 first + r);
         *rng_after = after;
-        if (status == REMAT_OK && n > 1) status = accumulate(m, sums, r);
+        if (status == REMAT_OK && n > 1) accumulate(m, sums, r);
     }
     ctx->rng = step_rng;
     ctx->micro_batch = step_micro_batch;
