@@ -148,10 +148,8 @@ RematStatus param_stage_enter(const void *stage)
     return use_hooks && use_hooks->enter ? use_hooks->enter(use_hooks->ctx, stage) : REMAT_OK;
 }
 
-/* node_create and node_create_always: `always` records the node even when no input
- * needs a gradient. */
-static Node *create_node(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                         const Tensor *out, bool always, RematStatus *err)
+Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                  const Tensor *out, bool always, RematStatus *err)
 {
     *err = REMAT_OK;
     if (!grad_mode) return NULL;
@@ -196,18 +194,6 @@ static Node *create_node(const OpInfo *op, const char *tag, Var *const *inputs, 
     else if (tag) snprintf(node->name, sizeof node->name, "%s", tag);
     else snprintf(node->name, sizeof node->name, "node_%d", node->index);
     return node;
-}
-
-Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                  const Tensor *out, RematStatus *err)
-{
-    return create_node(op, tag, inputs, n_inputs, out, false, err);
-}
-
-Node *node_create_always(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                         const Tensor *out, RematStatus *err)
-{
-    return create_node(op, tag, inputs, n_inputs, out, true, err);
 }
 
 Var *var_from_op(Tensor *value, Node *node)
@@ -295,7 +281,7 @@ Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inp
         if (h->recorded) h->recorded(h->ctx, op, tag, inputs, n_inputs, save, n_save, out);
     }
     RematStatus err;
-    Node *node = create_node(op, tag, inputs, n_inputs, out, false, &err);
+    Node *node = node_create(op, tag, inputs, n_inputs, out, false, &err);
     if (err != REMAT_OK) {
         tensor_free(out);
         return NULL;
@@ -415,27 +401,27 @@ RematStatus backward(Var *loss)
     if (loss->value->numel != 1)
         return remat_fail(REMAT_EINVAL, "backward: the loss must have one element, it has %zu "
                           "(use backward_from for a gradient of another shape)", loss->value->numel);
-    Tensor *seed = tensor_create(MEM_ACT, loss->value->ndim, loss->value->shape);
+    Tensor *seed = tensor_zeros(MEM_ACT, loss->value->ndim, loss->value->shape);
     if (!seed) return remat_last_status();
     seed->f32[0] = 1.0f; /* d(loss)/d(loss) */
-    RematStatus status = backward_from(loss, seed);
+    RematStatus status = backward_node(loss->creator, seed);
     tensor_free(seed);
     return status;
 }
 
 RematStatus backward_from(Var *out, Tensor *dout)
 {
-    if (!out || !dout) return remat_fail(REMAT_EINVAL, "backward: output or its gradient is NULL");
-    if (!out->creator)
-        return remat_fail(REMAT_ESTATE, "backward: the output has no graph (no parameter requires "
-                          "grad, or it was computed with grad mode off — did you forget "
-                          "requires_grad on the parameters?)");
+    if (!out) return remat_fail(REMAT_EINVAL, "backward: the output is NULL");
     return backward_node(out->creator, dout);
 }
 
 RematStatus backward_node(Node *root, Tensor *dout)
 {
-    if (!root || !dout) return remat_fail(REMAT_EINVAL, "backward: node or gradient is NULL");
+    if (!dout) return remat_fail(REMAT_EINVAL, "backward: the output's gradient is NULL");
+    if (!root)
+        return remat_fail(REMAT_ESTATE, "backward: the output has no graph (no parameter requires "
+                          "grad, or it was computed with grad mode off — did you forget "
+                          "requires_grad on the parameters?)");
     bool same = dout->ndim == root->out_ndim;
     for (int d = 0; same && d < dout->ndim; d++) same = dout->shape[d] == root->out_shape[d];
     if (!same) {

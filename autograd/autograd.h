@@ -142,16 +142,12 @@ struct Node {
 #define TAG_CHECKPOINT_INPUT "checkpoint.input"
 
 /* Called by an op after computing `out` from `inputs`. If grad mode is on and some input
- * requires grad, appends a node to the current tape and returns it; otherwise returns NULL
- * and *err stays REMAT_OK. On error returns NULL and sets *err. */
+ * requires grad, or `always` (a checkpoint region, whose parameters inside get their
+ * gradients through the region's own backward), appends a node to the current tape and
+ * returns it; otherwise returns NULL and *err stays REMAT_OK. On error returns NULL and
+ * sets *err. */
 Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                  const Tensor *out, RematStatus *err);
-
-/* As node_create, but records the node whenever grad mode is on, even if no input needs
- * a gradient: for a checkpoint region, whose parameters inside get their gradients
- * through the region's own backward. */
-Node *node_create_always(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                         const Tensor *out, RematStatus *err);
+                  const Tensor *out, bool always, RematStatus *err);
 
 /* Removes `node`, the most recent node of the current tape, and frees it with what it
  * saved: for an op that fails after node_create. NULL is a no-op. */
@@ -318,7 +314,8 @@ RematStatus backward(Var *loss);
 RematStatus backward_from(Var *out, Tensor *dout);
 
 /* As backward_from, from the node that made an output — for a caller that has already
- * let the output's value go (a checkpoint region's replay: nothing reads it). */
+ * let the output's value go (a checkpoint region's replay: nothing reads it). A NULL
+ * node is an output without a graph (REMAT_ESTATE). */
 RematStatus backward_node(Node *root, Tensor *dout);
 
 /* Zeroes the gradient of a leaf (keeps the buffer). */

@@ -96,22 +96,19 @@ Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const CounterKey *key, 
 
 /* ---- ops_dropout.c ------------------------------------------------------------------ */
 
-/* Inverted dropout: out = x·mask/(1 − p), mask[i] = 1 (keep) when the i-th draw of `rng`
- * (pcg32_float) is ≥ p. p must be in [0, 1). When training, it draws exactly numel(x)
- * numbers, so `rng` moves on by exactly that many, and saves ONLY the uint8 mask (one
- * byte per element). When not training, or when p is 0, it is the identity: it draws
- * nothing, records nothing, and returns a new reference to x itself (var_retain). On
- * error `rng` is left as it was. `rng` may be NULL when not training. */
-Var *op_dropout(Var *x, float p, Pcg32 *rng, bool training, const char *tag);
-
-/* The same dropout with counter-based keep decisions (tensor/counter_rng.h): mask[i] = 1
- * when counter_rng_float(key, i) ≥ p, a pure function of the key (seed, step,
- * micro-batch, op instance) and i. Saves NOTHING: the node keeps the key (copied) and its
- * backward makes the mask again, counting those compares as RECOMPUTE FLOPs; hooks hear
- * of the mask through op_hooks_regenerated. Not training, or p = 0: the identity, as
- * op_dropout. Errors as op_dropout's, and a NULL key when training with p > 0, or a
- * tensor of more than COUNTER_RNG_MAX_ELEMENTS. */
-Var *op_dropout_counter(Var *x, float p, const CounterKey *key, bool training, const char *tag);
+/* Inverted dropout: out = x·mask/(1 − p), p in [0, 1). When not training, or when p is 0,
+ * it is the identity: it draws nothing, records nothing, and returns a new reference to x
+ * itself (var_retain). Training, the mask comes from one of two generators:
+ *   - `rng` (key NULL): mask[i] = 1 (keep) when the i-th draw of `rng` (pcg32_float) is
+ *     ≥ p. It draws exactly numel(x) numbers, so `rng` moves on by exactly that many, and
+ *     saves ONLY the uint8 mask (one byte per element). On error `rng` is left as it was.
+ *   - `key` (tensor/counter_rng.h): mask[i] = 1 when counter_rng_float(key, i) ≥ p, a pure
+ *     function of the key (seed, step, micro-batch, op instance) and i. Saves NOTHING: the
+ *     node keeps the key (copied) and its backward makes the mask again, counting those
+ *     compares as RECOMPUTE FLOPs; hooks hear of the mask through op_hooks_regenerated.
+ *     A tensor of more than COUNTER_RNG_MAX_ELEMENTS is an error.
+ * Training with p > 0 and neither is an error. */
+Var *op_dropout(Var *x, float p, Pcg32 *rng, const CounterKey *key, bool training, const char *tag);
 
 /* ---- ops_embedding.c ---------------------------------------------------------------- */
 

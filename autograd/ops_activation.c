@@ -27,7 +27,8 @@ static const OpInfo RELU_OP = {.name = "relu", .backward = relu_backward};
 
 Var *op_relu(Var *x, const char *tag)
 {
-    if (ops_check_inputs("relu", &x, 1) != REMAT_OK) return NULL;
+    char label[64];
+    if (ops_check_inputs(label, sizeof label, "relu", tag, &x, 1, NULL) != REMAT_OK) return NULL;
     bool cached;
     Tensor *out = ops_output(&RELU_OP, tag, 0, DTYPE_F32, x->value->ndim, x->value->shape, &cached);
     if (!out) return NULL;
@@ -52,7 +53,8 @@ static const OpInfo GELU_OP = {.name = "gelu", .backward = gelu_backward};
 
 Var *op_gelu(Var *x, const char *tag)
 {
-    if (ops_check_inputs("gelu", &x, 1) != REMAT_OK) return NULL;
+    char label[64];
+    if (ops_check_inputs(label, sizeof label, "gelu", tag, &x, 1, NULL) != REMAT_OK) return NULL;
     bool cached;
     Tensor *out = ops_output(&GELU_OP, tag, 0, DTYPE_F32, x->value->ndim, x->value->shape, &cached);
     if (!out) return NULL;

@@ -24,34 +24,38 @@
 #include "tensor/kernels.h"
 #include "autograd/ops_internal.h"
 
-/* ---- split_heads -------------------------------------------------------------------- */
+/* ---- split_heads and merge_heads ---------------------------------------------------- */
 
-/* What a split_heads' backward needs: qkv (b,t,3c) cut into h heads, the `which` third. */
-typedef struct SplitHeadsAttrs {
+/* What their backward needs: (b,t,c) channels in h heads; for a split, the `which` third
+ * of qkv (b,t,3c) it took. */
+typedef struct HeadsAttrs {
     int b, t, c, h;
-    QkvPart which;
-} SplitHeadsAttrs;
-OPS_ATTRS_FIT(SplitHeadsAttrs);
+    bool split;
+    QkvPart which; /* split only */
+} HeadsAttrs;
+OPS_ATTRS_FIT(HeadsAttrs);
 
-/* Backward of split_heads. Forward was out[b,h,t,d] = qkv[b,t, which·C + h·D + d], a
- * copy; so dqkv[b,t, which·C + h·D + d] += dout[b,h,t,d]. The three splits of one qkv
- * each add into their own third of its gradient. */
-static RematStatus split_heads_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
+/* Backward of split_heads and merge_heads: each forward is a copy, and its backward the
+ * other's copy, adding. Split's forward was out[b,h,t,d] = qkv[b,t, which·C + h·D + d];
+ * so dqkv[b,t, which·C + h·D + d] += dout[b,h,t,d] (the three splits of one qkv each add
+ * into their own third of its gradient). Merge's was out[b,t,h·D + d] = y[b,h,t,d]; so
+ * dy[b,h,t,d] += dout[b,t,h·D + d]. */
+static RematStatus heads_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const SplitHeadsAttrs *attrs = ops_attrs(node);
-    if (dinputs[0])
-        k_split_heads_backward(dinputs[0]->f32, dout->f32, (int)attrs->which, attrs->b, attrs->t, attrs->c, attrs->h);
+    const HeadsAttrs *a = ops_attrs(node);
+    if (dinputs[0] && a->split)
+        k_heads_to_rows(dinputs[0]->f32 + (size_t)a->which * a->c, dout->f32, 3 * a->c, a->b, a->t, a->c, a->h, true);
+    else if (dinputs[0])
+        k_rows_to_heads(dinputs[0]->f32, dout->f32, a->c, a->b, a->t, a->c, a->h, true);
     return REMAT_OK;
 }
 
-static const OpInfo SPLIT_HEADS_OP = {.name = "split_heads", .backward = split_heads_backward};
+static const OpInfo SPLIT_HEADS_OP = {.name = "split_heads", .backward = heads_backward};
 
 Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
 {
-    if (ops_check_inputs("split_heads", &qkv, 1) != REMAT_OK) return NULL;
     char label[64], shape[48];
-    ops_label(label, sizeof label, "split_heads", tag);
-    if (ops_check_dtype(label, qkv, "qkv", DTYPE_F32) != REMAT_OK) return NULL;
+    if (ops_check_inputs(label, sizeof label, "split_heads", tag, &qkv, 1, NULL) != REMAT_OK) return NULL;
     const Tensor *X = qkv->value;
     if (X->ndim != 3 || X->shape[2] % 3 != 0) {
         remat_fail(REMAT_EINVAL, "%s: qkv must be (B,T,3C), got %s", label, tensor_shape_str(shape, sizeof shape, X));
@@ -70,36 +74,17 @@ Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
     bool cached;
     Tensor *out = ops_output(&SPLIT_HEADS_OP, tag, 0, DTYPE_F32, 4, (int[]){B, H, T, C / H}, &cached);
     if (!out) return NULL;
-    if (!cached) k_split_heads_forward(out->f32, X->f32, (int)which, B, T, C, H);
-    const SplitHeadsAttrs attrs = {.b = B, .t = T, .c = C, .h = H, .which = which};
+    if (!cached) k_rows_to_heads(out->f32, X->f32 + (size_t)which * C, 3 * C, B, T, C, H, false);
+    const HeadsAttrs attrs = {.b = B, .t = T, .c = C, .h = H, .split = true, .which = which};
     return ops_record(&SPLIT_HEADS_OP, tag, &qkv, 1, out, NULL, 0, &attrs, sizeof attrs);
 }
 
-/* ---- merge_heads -------------------------------------------------------------------- */
-
-/* What a merge_heads' backward needs: h heads put back side by side as (b,t,c). */
-typedef struct MergeHeadsAttrs {
-    int b, t, c, h;
-} MergeHeadsAttrs;
-OPS_ATTRS_FIT(MergeHeadsAttrs);
-
-/* Backward of merge_heads. Forward was out[b,t,h·D + d] = y[b,h,t,d], a copy; so
- * dy[b,h,t,d] += dout[b,t,h·D + d]. */
-static RematStatus merge_heads_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
-{
-    const MergeHeadsAttrs *attrs = ops_attrs(node);
-    if (dinputs[0]) k_merge_heads_backward(dinputs[0]->f32, dout->f32, attrs->b, attrs->t, attrs->c, attrs->h);
-    return REMAT_OK;
-}
-
-static const OpInfo MERGE_HEADS_OP = {.name = "merge_heads", .backward = merge_heads_backward};
+static const OpInfo MERGE_HEADS_OP = {.name = "merge_heads", .backward = heads_backward};
 
 Var *op_merge_heads(Var *y, const char *tag)
 {
-    if (ops_check_inputs("merge_heads", &y, 1) != REMAT_OK) return NULL;
     char label[64], shape[48];
-    ops_label(label, sizeof label, "merge_heads", tag);
-    if (ops_check_dtype(label, y, "y", DTYPE_F32) != REMAT_OK) return NULL;
+    if (ops_check_inputs(label, sizeof label, "merge_heads", tag, &y, 1, NULL) != REMAT_OK) return NULL;
     const Tensor *Y = y->value;
     if (Y->ndim != 4) {
         remat_fail(REMAT_EINVAL, "%s: y must be (B,H,T,D), got %s", label, tensor_shape_str(shape, sizeof shape, Y));
@@ -109,8 +94,8 @@ Var *op_merge_heads(Var *y, const char *tag)
     bool cached;
     Tensor *out = ops_output(&MERGE_HEADS_OP, tag, 0, DTYPE_F32, 3, (int[]){B, T, C}, &cached);
     if (!out) return NULL;
-    if (!cached) k_merge_heads_forward(out->f32, Y->f32, B, T, C, H);
-    const MergeHeadsAttrs attrs = {.b = B, .t = T, .c = C, .h = H};
+    if (!cached) k_heads_to_rows(out->f32, Y->f32, C, B, T, C, H, false);
+    const HeadsAttrs attrs = {.b = B, .t = T, .c = C, .h = H};
     return ops_record(&MERGE_HEADS_OP, tag, &y, 1, out, NULL, 0, &attrs, sizeof attrs);
 }
 
@@ -130,7 +115,7 @@ static RematStatus causal_softmax_backward(Node *node, const Tensor *dout, Tenso
     const CausalSoftmaxAttrs *attrs = ops_attrs(node);
     Tensor *out = saved_tensor(node, 0);
     if (!out) return remat_last_status();
-    if (dinputs[0]) k_causal_softmax_backward(dinputs[0]->f32, out->f32, dout->f32, attrs->bh, attrs->t);
+    if (dinputs[0]) k_softmax_backward(dinputs[0]->f32, out->f32, dout->f32, attrs->bh * attrs->t, attrs->t, true);
     tensor_free(out);
     return REMAT_OK;
 }
@@ -139,10 +124,8 @@ static const OpInfo CAUSAL_SOFTMAX_OP = {.name = "causal_softmax", .backward = c
 
 Var *op_causal_softmax(Var *scores, const char *tag)
 {
-    if (ops_check_inputs("causal_softmax", &scores, 1) != REMAT_OK) return NULL;
     char label[64], shape[48];
-    ops_label(label, sizeof label, "causal_softmax", tag);
-    if (ops_check_dtype(label, scores, "scores", DTYPE_F32) != REMAT_OK) return NULL;
+    if (ops_check_inputs(label, sizeof label, "causal_softmax", tag, &scores, 1, NULL) != REMAT_OK) return NULL;
     const Tensor *S = scores->value;
     if (S->ndim < 2 || S->shape[S->ndim - 1] != S->shape[S->ndim - 2]) {
         remat_fail(REMAT_EINVAL, "%s: scores must be (..., T, T), got %s", label,
@@ -154,7 +137,7 @@ Var *op_causal_softmax(Var *scores, const char *tag)
     bool cached;
     Tensor *out = ops_output(&CAUSAL_SOFTMAX_OP, tag, 0, DTYPE_F32, S->ndim, S->shape, &cached);
     if (!out) return NULL;
-    if (!cached) k_causal_softmax_forward(out->f32, S->f32, BH, T);
+    if (!cached) k_softmax_forward(out->f32, S->f32, BH * T, T, true);
     const CausalSoftmaxAttrs attrs = {.bh = BH, .t = T};
     return ops_record(&CAUSAL_SOFTMAX_OP, tag, &scores, 1, out, &out, 1, &attrs, sizeof attrs);
 }
@@ -169,13 +152,6 @@ typedef struct AttentionFusedAttrs {
 } AttentionFusedAttrs;
 OPS_ATTRS_FIT(AttentionFusedAttrs);
 
-/* A gradient buffer for input i: the engine's, or zero-filled scratch when that input
- * needs none (the kernel adds into all three). NULL on error. */
-static Tensor *grad_or_scratch(Tensor *const dinputs[], int i, const Tensor *like)
-{
-    return dinputs[i] ? tensor_retain(dinputs[i]) : tensor_zeros(MEM_WORK, like->ndim, like->shape);
-}
-
 /* Backward of attention_fused. Forward was out = softmax(q·kᵀ/√D, causal) ⊙ keep/(1 − p)
  * · v, kept as out and the rows' log-sum-exp; so the kernel recomputes each tile's
  * probabilities from q, k and lse (RECOMPUTE FLOPs) and accumulates dq, dk, dv
@@ -188,8 +164,10 @@ static RematStatus attention_fused_backward(Node *node, const Tensor *dout, Tens
     RematStatus status = REMAT_OK;
     for (int i = 0; i < 5 && status == REMAT_OK; i++)
         if (!(saved[i] = saved_tensor(node, i))) status = remat_last_status();
-    for (int i = 0; i < 3 && status == REMAT_OK; i++)
-        if (!(grads[i] = grad_or_scratch(dinputs, i, saved[i]))) status = remat_last_status();
+    for (int i = 0; i < 3 && status == REMAT_OK; i++) { /* the kernel adds into all three */
+        grads[i] = dinputs[i] ? tensor_retain(dinputs[i]) : tensor_zeros(MEM_WORK, saved[i]->ndim, saved[i]->shape);
+        if (!grads[i]) status = remat_last_status(); /* the engine's buffer, or zero-filled scratch */
+    }
     const AttnPlan plan = ATTN_PLAN_DEFAULT;
     if (status == REMAT_OK && !(work = tensor_create(MEM_WORK, 1, (int[]){(int)k_attention_work_floats(T, D, &plan)})))
         status = remat_last_status();
@@ -212,8 +190,6 @@ static RematStatus check_fused_inputs(const char *label, Var *const qkv[3], floa
 {
     static const char *const names[3] = {"q", "k", "v"};
     char shape[48], want[48];
-    for (int i = 0; i < 3; i++)
-        if (ops_check_dtype(label, qkv[i], names[i], DTYPE_F32) != REMAT_OK) return remat_last_status();
     const Tensor *Q = qkv[0]->value;
     if (Q->ndim != 4)
         return remat_fail(REMAT_EINVAL, "%s: q must be (B,H,T,D), got %s", label, tensor_shape_str(shape, sizeof shape, Q));
@@ -231,9 +207,8 @@ static RematStatus check_fused_inputs(const char *label, Var *const qkv[3], floa
 Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const CounterKey *key, const char *tag)
 {
     Var *inputs[3] = {q, k, v};
-    if (ops_check_inputs("attention_fused", inputs, 3) != REMAT_OK) return NULL;
     char label[64];
-    ops_label(label, sizeof label, "attention_fused", tag);
+    if (ops_check_inputs(label, sizeof label, "attention_fused", tag, inputs, 3, NULL) != REMAT_OK) return NULL;
     if (check_fused_inputs(label, inputs, p, key) != REMAT_OK) return NULL;
     const Tensor *Q = q->value;
     const int B = Q->shape[0], H = Q->shape[1], T = Q->shape[2], D = Q->shape[3], BH = B * H;

@@ -2,14 +2,16 @@
  * ops_dropout.c — dropout, the one op whose forward is random, with its mask from either
  * of two generators.
  *
- * Stream (PCG32, op_dropout). What it saves is the point: only the uint8 keep mask, one
+ * One op, op_dropout, with its mask from either generator.
+ *
+ * Stream (PCG32, a generator given). What it saves is the point: only the uint8 keep mask, one
  * byte per element, never the float output (4 bytes) nor x. The mask comes from the
  * caller's PCG32 generator, one draw per element in element order (k_dropout_forward),
  * so the generator's position after the op is known exactly: a checkpoint region that
  * saves the generator at its entry and restores it for the replay gets every mask back
  * bit for bit; a replay that skips a dropout can pcg32_advance past its draws.
  *
- * Counter (Philox, op_dropout_counter). Element i's keep decision is a pure function of
+ * Counter (Philox, a key given). Element i's keep decision is a pure function of
  * the op's key (seed, step, micro-batch, op instance) and i (tensor/counter_rng.h). The
  * op saves nothing at all: its node carries the key, and the backward makes the mask
  * again. No generator moves, so a replay gets the same mask whether or not anything
@@ -54,38 +56,31 @@ static RematStatus dropout_backward(Node *node, const Tensor *dout, Tensor *cons
 static const char *const DROPOUT_SAVED[] = {"mask"}; /* the stream's; the counter's saves nothing */
 static const OpInfo DROPOUT_OP = {.name = "dropout", .backward = dropout_backward, .saved_names = DROPOUT_SAVED};
 
-/* What both generators check first. Returns 1 when the op is the identity (*out set to
- * a new reference of x), 0 to go on, −1 on error. */
-static int dropout_prelude(Var *x, float p, bool training, const char *tag, char *label, size_t size, Var **out)
-{
-    *out = NULL;
-    if (ops_check_inputs("dropout", &x, 1) != REMAT_OK) return -1;
-    ops_label(label, size, "dropout", tag);
-    if (ops_check_dtype(label, x, "x", DTYPE_F32) != REMAT_OK) return -1;
-    if (!(p >= 0.0f && p < 1.0f)) {
-        remat_fail(REMAT_EINVAL, "%s: p must be in [0, 1), got %g", label, (double)p);
-        return -1;
-    }
-    if (!training || p == 0.0f) { /* the identity: nothing to draw or save */
-        *out = var_retain(x);
-        return 1;
-    }
-    return 0;
-}
-
-Var *op_dropout(Var *x, float p, Pcg32 *rng, bool training, const char *tag)
+Var *op_dropout(Var *x, float p, Pcg32 *rng, const CounterKey *key, bool training, const char *tag)
 {
     char label[64];
-    Var *identity;
-    const int pre = dropout_prelude(x, p, training, tag, label, sizeof label, &identity);
-    if (pre != 0) return identity;
-    if (!rng) {
-        remat_fail(REMAT_EINVAL, "%s: training with p = %g needs a generator, got NULL", label, (double)p);
+    if (ops_check_inputs(label, sizeof label, "dropout", tag, &x, 1, NULL) != REMAT_OK) return NULL;
+    if (!(p >= 0.0f && p < 1.0f)) {
+        remat_fail(REMAT_EINVAL, "%s: p must be in [0, 1), got %g", label, (double)p);
         return NULL;
     }
-
+    if (!training || p == 0.0f) return var_retain(x); /* the identity: nothing to draw or save */
     const Tensor *X = x->value;
+    if (!rng && !key) {
+        remat_fail(REMAT_EINVAL, "%s: training with p = %g needs a generator or a counter key", label, (double)p);
+        return NULL;
+    }
+    if (key && counter_rng_check(X->numel, label) != REMAT_OK) return NULL;
     bool cached;
+    if (key) { /* counter: nothing to save, and nothing to skip if cached */
+        Tensor *out = ops_output(&DROPOUT_OP, tag, 0, DTYPE_F32, X->ndim, X->shape, &cached);
+        if (!out) return NULL;
+        if (!cached) k_dropout_counter_forward(out->f32, X->f32, p, key, X->numel);
+        const DropoutAttrs attrs = {.p = p, .counter = true, .key = *key};
+        Var *y = ops_record(&DROPOUT_OP, tag, &x, 1, out, NULL, 0, &attrs, sizeof attrs);
+        if (y) op_hooks_regenerated(&DROPOUT_OP, tag, "mask", DTYPE_U8, X->ndim, X->shape);
+        return y;
+    }
     Tensor *mask = ops_output(&DROPOUT_OP, tag, 0, DTYPE_U8, X->ndim, X->shape, &cached);
     Tensor *out = mask ? ops_output(&DROPOUT_OP, tag, 1, DTYPE_F32, X->ndim, X->shape, &cached) : NULL;
     if (!out) {
@@ -101,32 +96,9 @@ Var *op_dropout(Var *x, float p, Pcg32 *rng, bool training, const char *tag)
     } else {
         k_dropout_forward(out->f32, mask->u8, X->f32, p, rng, X->numel);
     }
-
     const DropoutAttrs attrs = {.p = p};
     Var *y = ops_record(&DROPOUT_OP, tag, &x, 1, out, &mask, 1, &attrs, sizeof attrs);
     tensor_free(mask); /* the node holds it now, or nobody needs it (grad mode off) */
     if (!y) *rng = before; /* a failed op changes nothing, the generator included */
-    return y;
-}
-
-Var *op_dropout_counter(Var *x, float p, const CounterKey *key, bool training, const char *tag)
-{
-    char label[64];
-    Var *identity;
-    const int pre = dropout_prelude(x, p, training, tag, label, sizeof label, &identity);
-    if (pre != 0) return identity;
-    if (!key) {
-        remat_fail(REMAT_EINVAL, "%s: training with p = %g needs a counter key, got NULL", label, (double)p);
-        return NULL;
-    }
-    const Tensor *X = x->value;
-    if (counter_rng_check(X->numel, label) != REMAT_OK) return NULL;
-    bool cached;
-    Tensor *out = ops_output(&DROPOUT_OP, tag, 0, DTYPE_F32, X->ndim, X->shape, &cached);
-    if (!out) return NULL;
-    if (!cached) k_dropout_counter_forward(out->f32, X->f32, p, key, X->numel); /* nothing to skip if cached */
-    const DropoutAttrs attrs = {.p = p, .counter = true, .key = *key};
-    Var *y = ops_record(&DROPOUT_OP, tag, &x, 1, out, NULL, 0, &attrs, sizeof attrs);
-    if (y) op_hooks_regenerated(&DROPOUT_OP, tag, "mask", DTYPE_U8, X->ndim, X->shape);
     return y;
 }

@@ -42,12 +42,9 @@ static const OpInfo EMBEDDING_OP = {.name = "embedding", .backward = embedding_b
 Var *op_embedding(Var *ids, Var *wte, Var *wpe, const char *tag)
 {
     Var *inputs[3] = {ids, wte, wpe};
-    if (ops_check_inputs("embedding", inputs, 2) != REMAT_OK) return NULL;
     char label[64], is[48], ws[48], ps[48];
-    ops_label(label, sizeof label, "embedding", tag);
-    if (ops_check_dtype(label, ids, "ids", DTYPE_I32) != REMAT_OK ||
-        ops_check_dtype(label, wte, "wte", DTYPE_F32) != REMAT_OK ||
-        (wpe && ops_check_dtype(label, wpe, "wpe", DTYPE_F32) != REMAT_OK))
+    const DType dtypes[3] = {DTYPE_I32, DTYPE_F32, DTYPE_F32}; /* ids, wte, wpe (optional) */
+    if (ops_check_inputs(label, sizeof label, "embedding", tag, inputs, wpe ? 3 : 2, dtypes) != REMAT_OK)
         return NULL;
     const Tensor *Ids = ids->value, *Wte = wte->value, *Wpe = wpe ? wpe->value : NULL;
     if (Ids->ndim != 2 || Wte->ndim != 2) {

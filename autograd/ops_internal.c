@@ -6,30 +6,17 @@
 #include <stdio.h>
 #include <string.h>
 
-RematStatus ops_check_inputs(const char *op, Var *const *inputs, int n)
+RematStatus ops_check_inputs(char *label, size_t size, const char *op, const char *tag,
+                             Var *const *inputs, int n, const DType *dtypes)
 {
+    snprintf(label, size, "%s%s%s", op, tag ? " " : "", tag ? tag : "");
     for (int i = 0; i < n; i++) {
-        if (inputs[i]) continue;
-        if (remat_last_status() != REMAT_OK) return remat_last_status(); /* keep its message */
-        return remat_fail(REMAT_EINVAL, "%s: input %d is NULL (did an earlier op fail?)", op, i);
+        if (!inputs[i] && remat_last_status() != REMAT_OK) return remat_last_status(); /* keep its message */
+        if (!inputs[i]) return remat_fail(REMAT_EINVAL, "%s: input %d is NULL (did an earlier op fail?)", label, i);
+        const DType want = dtypes ? dtypes[i] : DTYPE_F32, got = inputs[i]->value->dtype;
+        if (got != want)
+            return remat_fail(REMAT_EINVAL, "%s: input %d must be %s, got %s", label, i, dtype_name(want),
+                              dtype_name(got));
     }
     return REMAT_OK;
-}
-
-RematStatus ops_check_dtype(const char *label, const Var *v, const char *what, DType want)
-{
-    if (v->value->dtype == want) return REMAT_OK;
-    return remat_fail(REMAT_EINVAL, "%s: %s must be %s, got %s", label, what, dtype_name(want),
-                      dtype_name(v->value->dtype));
-}
-
-const char *ops_label(char *buf, size_t size, const char *op, const char *tag)
-{
-    snprintf(buf, size, "%s%s%s", op, tag ? " " : "", tag ? tag : "");
-    return buf;
-}
-
-int ops_rows(const Tensor *t)
-{
-    return (int)(t->numel / (size_t)t->shape[t->ndim - 1]);
 }

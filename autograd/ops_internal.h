@@ -9,20 +9,15 @@
 
 #include "autograd/autograd.h"
 
-/* REMAT_OK if none of the n inputs is NULL. A NULL input is taken to be the result of an
- * earlier op that failed, in a chain of ops checked once at the end: then the earlier
- * failure's status and message are kept as they are (they say what went wrong, e.g. the
- * budget's OOM message) and that status is returned. With no failure on record, the
- * error names this op and the input. */
-RematStatus ops_check_inputs(const char *op, Var *const *inputs, int n);
-
-/* REMAT_OK if `v` holds elements of type `want`; otherwise an error naming the op
- * (`label`, e.g. "embedding embd") and the input (`what`, e.g. "ids"). */
-RematStatus ops_check_dtype(const char *label, const Var *v, const char *what, DType want);
-
-/* Writes "op tag" (or just "op" when tag is NULL) into `buf` and returns `buf`: how error
- * messages name an op. */
-const char *ops_label(char *buf, size_t size, const char *op, const char *tag);
+/* Writes the op's label into `label` (`size` bytes): "op tag", or just "op" when tag is
+ * NULL — how error messages name an op. Then REMAT_OK if none of the n inputs is NULL and
+ * input i holds elements of type dtypes[i] (dtypes NULL: float32, every one). A NULL
+ * input is taken to be the result of an earlier op that failed, in a chain of ops checked
+ * once at the end: then the earlier failure's status and message are kept as they are
+ * (they say what went wrong, e.g. the budget's OOM message) and that status is returned.
+ * With no failure on record, the error names this op and the input. */
+RematStatus ops_check_inputs(char *label, size_t size, const char *op, const char *tag,
+                             Var *const *inputs, int n, const DType *dtypes);
 
 /* Records the result of an op: creates its node (when a gradient is needed), saves the
  * n_save tensors of `save` through the saved-tensor path, copies the op's attribute
@@ -40,9 +35,6 @@ Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inp
 #define OPS_ATTRS_FIT(Type) \
     _Static_assert(sizeof(Type) <= sizeof(OpAttrs) && _Alignof(Type) <= _Alignof(OpAttrs), \
                    #Type " does not fit OpAttrs")
-
-/* Rows of a tensor whose last dimension is its width: the product of the leading dims. */
-int ops_rows(const Tensor *t);
 
 /* Output number `index` (0, 1, ... in the order the op makes them) of `op`, through the
  * op hooks (autograd.h): a tensor a hook offers, with *cached set — its contents are

@@ -30,17 +30,12 @@ static RematStatus linear_backward(Node *node, const Tensor *dout, Tensor *const
     const int N = attrs->n, IN = attrs->in, OUT = attrs->out;
     Tensor *x = saved_tensor(node, 0);
     Tensor *w = saved_tensor(node, 1);
-    RematStatus status = REMAT_OK;
-    if (!x || !w) {
-        status = remat_last_status();
-        goto done;
-    }
-    if (dinputs[0])
+    const RematStatus status = x && w ? REMAT_OK : remat_last_status();
+    if (status == REMAT_OK && dinputs[0])
         k_matmul(dinputs[0]->f32, dout->f32, w->f32, N, IN, OUT, CblasNoTrans, CblasTrans, 1.0f, 1.0f);
-    if (dinputs[1])
+    if (status == REMAT_OK && dinputs[1])
         k_matmul(dinputs[1]->f32, x->f32, dout->f32, IN, OUT, N, CblasTrans, CblasNoTrans, 1.0f, 1.0f);
-    if (dinputs[2]) k_bias_backward(dinputs[2]->f32, dout->f32, N, OUT);
-done:
+    if (status == REMAT_OK && dinputs[2]) k_bias_backward(dinputs[2]->f32, dout->f32, N, OUT);
     tensor_free(x);
     tensor_free(w);
     return status;
@@ -51,20 +46,19 @@ static const OpInfo LINEAR_OP = {.name = "linear", .backward = linear_backward};
 Var *op_linear(Var *x, Var *weight, Var *bias, const char *tag)
 {
     Var *inputs[3] = {x, weight, bias};
-    if (ops_check_inputs("linear", inputs, 2) != REMAT_OK) return NULL;
+    char label[64];
+    if (ops_check_inputs(label, sizeof label, "linear", tag, inputs, 2, NULL) != REMAT_OK) return NULL;
     const Tensor *X = x->value, *W = weight->value;
     const int IN = X->shape[X->ndim - 1];
     if (W->ndim != 2 || W->shape[0] != IN) {
         char xs[48], ws[48];
-        remat_fail(REMAT_EINVAL, "linear%s%s: x %s does not match weight %s (want weight (%d, OUT), "
-                   "stored [in, out])", tag ? " " : "", tag ? tag : "",
-                   tensor_shape_str(xs, sizeof xs, X), tensor_shape_str(ws, sizeof ws, W), IN);
+        remat_fail(REMAT_EINVAL, "%s: x %s does not match weight %s (want weight (%d, OUT), stored [in, out])",
+                   label, tensor_shape_str(xs, sizeof xs, X), tensor_shape_str(ws, sizeof ws, W), IN);
         return NULL;
     }
-    const int OUT = W->shape[1], N = ops_rows(X);
+    const int OUT = W->shape[1], N = (int)(X->numel / IN); /* rows: the leading dims */
     if (bias && (bias->value->ndim != 1 || bias->value->shape[0] != OUT)) {
-        remat_fail(REMAT_EINVAL, "linear%s%s: bias has %zu elements, want (%d)", tag ? " " : "",
-                   tag ? tag : "", bias->value->numel, OUT);
+        remat_fail(REMAT_EINVAL, "%s: bias has %zu elements, want (%d)", label, bias->value->numel, OUT);
         return NULL;
     }
 
@@ -111,24 +105,19 @@ static RematStatus matmul_backward(Node *node, const Tensor *dout, Tensor *const
     const int M = attrs->m, N = attrs->n, K = attrs->k;
     Tensor *a = saved_tensor(node, 0);
     Tensor *b = saved_tensor(node, 1);
-    RematStatus status = REMAT_OK;
-    if (!a || !b) {
-        status = remat_last_status();
-        goto done;
-    }
+    const RematStatus status = a && b ? REMAT_OK : remat_last_status();
     /* With a shared b, treat the whole batch as one (batch·M, K) matrix. */
     const int nb = attrs->shared_b ? 1 : attrs->batch, rows = attrs->shared_b ? attrs->batch * M : M;
     const float alpha = attrs->alpha;
     const CBLAS_TRANSPOSE undo_b = attrs->trans_b ? CblasNoTrans : CblasTrans;
-    if (dinputs[0])
+    if (status == REMAT_OK && dinputs[0])
         k_matmul_batched(dinputs[0]->f32, dout->f32, b->f32, nb, rows, K, N, CblasNoTrans, undo_b, alpha, 1.0f);
-    if (dinputs[1]) {
+    if (status == REMAT_OK && dinputs[1]) {
         if (!attrs->trans_b)
             k_matmul_batched(dinputs[1]->f32, a->f32, dout->f32, nb, K, N, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
         else
             k_matmul_batched(dinputs[1]->f32, dout->f32, a->f32, nb, N, K, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
     }
-done:
     tensor_free(a);
     tensor_free(b);
     return status;
@@ -139,12 +128,13 @@ static const OpInfo MATMUL_OP = {.name = "matmul", .backward = matmul_backward};
 Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *tag)
 {
     Var *inputs[2] = {a, b};
-    if (ops_check_inputs("matmul", inputs, 2) != REMAT_OK) return NULL;
+    char label[64];
+    if (ops_check_inputs(label, sizeof label, "matmul", tag, inputs, 2, NULL) != REMAT_OK) return NULL;
     const Tensor *A = a->value, *Bt = b->value;
     char as[48], bs[48];
     if (A->ndim < 2 || Bt->ndim < 2) {
-        remat_fail(REMAT_EINVAL, "matmul %s: operands must have at least 2 dims, got %s and %s",
-                   tag ? tag : "", tensor_shape_str(as, sizeof as, A), tensor_shape_str(bs, sizeof bs, Bt));
+        remat_fail(REMAT_EINVAL, "%s: operands must have at least 2 dims, got %s and %s", label,
+                   tensor_shape_str(as, sizeof as, A), tensor_shape_str(bs, sizeof bs, Bt));
         return NULL;
     }
     const int M = A->shape[A->ndim - 2], K = A->shape[A->ndim - 1];
@@ -154,7 +144,7 @@ Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *
     const bool shared_b = Bt->ndim == 2 && A->ndim > 2;
     bool batch_matches = shared_b || (A->ndim == Bt->ndim && !memcmp(A->shape, Bt->shape, (size_t)(A->ndim - 2) * sizeof(int)));
     if (bk != K || !batch_matches) {
-        remat_fail(REMAT_EINVAL, "matmul %s: shapes %s and %s%s do not multiply", tag ? tag : "",
+        remat_fail(REMAT_EINVAL, "%s: shapes %s and %s%s do not multiply", label,
                    tensor_shape_str(as, sizeof as, A), tensor_shape_str(bs, sizeof bs, Bt),
                    transB == CblasTrans ? " (transposed)" : "");
         return NULL;
@@ -193,10 +183,11 @@ static const OpInfo ADD_OP = {.name = "add", .backward = add_backward};
 Var *op_add(Var *a, Var *b, const char *tag)
 {
     Var *inputs[2] = {a, b};
-    if (ops_check_inputs("add", inputs, 2) != REMAT_OK) return NULL;
+    char label[64];
+    if (ops_check_inputs(label, sizeof label, "add", tag, inputs, 2, NULL) != REMAT_OK) return NULL;
     if (!tensor_same_shape(a->value, b->value)) {
         char as[48], bs[48];
-        remat_fail(REMAT_EINVAL, "add %s: shapes %s and %s differ", tag ? tag : "",
+        remat_fail(REMAT_EINVAL, "%s: shapes %s and %s differ", label,
                    tensor_shape_str(as, sizeof as, a->value), tensor_shape_str(bs, sizeof bs, b->value));
         return NULL;
     }

@@ -31,9 +31,10 @@ static const OpInfo MSE_OP = {.name = "mse", .backward = mse_backward};
 Var *op_mse(Var *pred, Var *target, const char *tag)
 {
     Var *inputs[2] = {pred, target};
-    if (ops_check_inputs("mse", inputs, 2) != REMAT_OK) return NULL;
+    char label[64];
+    if (ops_check_inputs(label, sizeof label, "mse", tag, inputs, 2, NULL) != REMAT_OK) return NULL;
     if (pred->value->numel != target->value->numel) {
-        remat_fail(REMAT_EINVAL, "mse: prediction has %zu elements, target %zu",
+        remat_fail(REMAT_EINVAL, "%s: prediction has %zu elements, target %zu", label,
                    pred->value->numel, target->value->numel);
         return NULL;
     }
@@ -76,14 +77,11 @@ static const OpInfo CROSS_ENTROPY_OP = {.name = "cross_entropy", .backward = cro
 Var *op_cross_entropy(Var *logits, Var *targets, const char *tag)
 {
     Var *inputs[2] = {logits, targets};
-    if (ops_check_inputs("cross_entropy", inputs, 2) != REMAT_OK) return NULL;
     char label[64], ls[48], ts[48];
-    ops_label(label, sizeof label, "cross_entropy", tag);
-    if (ops_check_dtype(label, logits, "logits", DTYPE_F32) != REMAT_OK ||
-        ops_check_dtype(label, targets, "targets", DTYPE_I32) != REMAT_OK)
-        return NULL;
+    const DType dtypes[2] = {DTYPE_F32, DTYPE_I32}; /* logits, targets */
+    if (ops_check_inputs(label, sizeof label, "cross_entropy", tag, inputs, 2, dtypes) != REMAT_OK) return NULL;
     const Tensor *L = logits->value, *Tg = targets->value;
-    const int V = L->shape[L->ndim - 1], N = ops_rows(L);
+    const int V = L->shape[L->ndim - 1], N = (int)(L->numel / V); /* rows: the leading dims */
     /* targets' shape must be logits' shape without the last dim: (B,T) for (B,T,V) */
     bool leading_match = L->ndim >= 2 && Tg->ndim == L->ndim - 1 &&
                          !memcmp(Tg->shape, L->shape, (size_t)Tg->ndim * sizeof(int));

@@ -69,14 +69,10 @@ static const OpInfo LAYERNORM_OP = {.name = "layernorm", .backward = layernorm_b
 Var *op_layernorm(Var *x, Var *weight, Var *bias, float eps, const char *tag)
 {
     Var *inputs[3] = {x, weight, bias};
-    if (ops_check_inputs("layernorm", inputs, 3) != REMAT_OK) return NULL;
     char label[64], xs[48];
-    ops_label(label, sizeof label, "layernorm", tag);
-    for (int i = 0; i < 3; i++)
-        if (ops_check_dtype(label, inputs[i], i == 0 ? "x" : i == 1 ? "weight" : "bias", DTYPE_F32) != REMAT_OK)
-            return NULL;
+    if (ops_check_inputs(label, sizeof label, "layernorm", tag, inputs, 3, NULL) != REMAT_OK) return NULL;
     const Tensor *X = x->value;
-    const int C = X->shape[X->ndim - 1], N = ops_rows(X);
+    const int C = X->shape[X->ndim - 1], N = (int)(X->numel / C); /* rows: the leading dims */
     const Tensor *W = weight->value, *Bt = bias->value;
     if (W->ndim != 1 || W->shape[0] != C || Bt->ndim != 1 || Bt->shape[0] != C) {
         remat_fail(REMAT_EINVAL, "%s: x %s wants weight and bias of shape (%d), got %zu and %zu elements",

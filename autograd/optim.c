@@ -77,23 +77,20 @@ static Tensor *state_tensor(const OptimParam *p)
     return tensor_zeros(MEM_OPTIM, 1, (int[]){(int)(p->b - p->a)});
 }
 
-static RematStatus check_params(const Param *params, int n)
-{
-    for (int i = 0; i < n; i++) {
-        if (!params[i].var || !params[i].var->requires_grad || params[i].var->value->dtype != DTYPE_F32)
-            return remat_fail(REMAT_EINVAL, "optim_create: parameter %d (%s) is not a float leaf that requires grad",
-                              i, params[i].var ? params[i].var->name : "NULL");
-    }
-    return REMAT_OK;
-}
-
 Optimizer *optim_create_range(const OptimConfig *config, const Param *params, int n, size_t begin, size_t end)
 {
     if (!config || !params || n <= 0) {
         remat_fail(REMAT_EINVAL, "optim_create: need a config and at least one parameter");
         return NULL;
     }
-    if (check_config(config) != REMAT_OK || check_params(params, n) != REMAT_OK) return NULL;
+    if (check_config(config) != REMAT_OK) return NULL;
+    for (int i = 0; i < n; i++) {
+        if (!params[i].var || !params[i].var->requires_grad || params[i].var->value->dtype != DTYPE_F32) {
+            remat_fail(REMAT_EINVAL, "optim_create: parameter %d (%s) is not a float leaf that requires grad", i,
+                       params[i].var ? params[i].var->name : "NULL");
+            return NULL;
+        }
+    }
     const size_t total = param_offsets(params, n, NULL);
     if (begin >= end || end > total) {
         remat_fail(REMAT_EINVAL, "optim_create: range [%zu, %zu) is empty or outside the %zu elements of the "
@@ -152,7 +149,7 @@ void optim_free(Optimizer *opt)
 /* Updates the range's elements, in `flat_params` (the range's values) when given, else in
  * the parameters' tensors; the gradient of parameter i's part is read from `flat` (the
  * range's gradient) when given, else from its .grad. */
-static RematStatus update(Optimizer *opt, const float *flat, float *flat_params)
+RematStatus optim_step_flat(Optimizer *opt, const float *flat, float *flat_params)
 {
     if (!opt) return remat_fail(REMAT_EINVAL, "optim_step: optimizer is NULL");
     /* Check everything before changing anything. */
@@ -186,13 +183,7 @@ static RematStatus update(Optimizer *opt, const float *flat, float *flat_params)
     return REMAT_OK;
 }
 
-RematStatus optim_step(Optimizer *opt) { return update(opt, NULL, NULL); }
-
-RematStatus optim_step_flat(Optimizer *opt, const float *grad, float *params)
-{
-    if (!grad) return remat_fail(REMAT_EINVAL, "optim_step_flat: the gradient is NULL");
-    return update(opt, grad, params);
-}
+RematStatus optim_step(Optimizer *opt) { return optim_step_flat(opt, NULL, NULL); }
 
 void optim_zero_grad(Optimizer *opt)
 {

@@ -72,11 +72,10 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
 RematStatus optim_step(Optimizer *opt);
 
 /* As optim_step, with the gradient of the optimizer's range given as one array of
- * end − begin floats (borrowed), not read from the parameters' .grad: for a rank that
- * keeps only its shard of the gradient. `params` (NULL: the parameters' tensors) is where
- * the range's values are updated instead, end − begin floats held apart from the
- * tensors: for a rank that keeps only its shard of the parameters too. REMAT_EINVAL for
- * a NULL gradient. */
+ * end − begin floats (borrowed; NULL: read from the parameters' .grad, as optim_step):
+ * for a rank that keeps only its shard of the gradient. `params` (NULL: the parameters'
+ * tensors) is where the range's values are updated instead, end − begin floats held
+ * apart from the tensors: for a rank that keeps only its shard of the parameters too. */
 RematStatus optim_step_flat(Optimizer *opt, const float *grad, float *params);
 
 /* Zeroes every parameter's gradient. */

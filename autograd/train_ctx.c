@@ -16,11 +16,9 @@ const char *dropout_rng_name(DropoutRng rng)
 
 Var *dropout_apply(Var *x, float p, TrainCtx *ctx, uint32_t instance, const char *tag)
 {
-    const bool training = ctx && ctx->training;
-    if (!training || ctx->dropout_rng == DROPOUT_RNG_STREAM)
-        return op_dropout(x, p, ctx ? &ctx->rng : NULL, training, tag);
-    const CounterKey key = dropout_counter_key(ctx, instance);
-    return op_dropout_counter(x, p, &key, training, tag);
+    const bool counter = ctx && ctx->training && ctx->dropout_rng == DROPOUT_RNG_COUNTER;
+    const CounterKey key = counter ? dropout_counter_key(ctx, instance) : (CounterKey){0};
+    return op_dropout(x, p, ctx ? &ctx->rng : NULL, counter ? &key : NULL, ctx && ctx->training, tag);
 }
 
 CounterKey dropout_counter_key(const TrainCtx *ctx, uint32_t instance)

@@ -42,8 +42,8 @@ extern const NameTable DROPOUT_RNG_NAMES;
 const char *dropout_rng_name(DropoutRng rng);
 
 /* Dropout with probability p as `ctx` says: the identity when ctx is NULL or not
- * training; else op_dropout on ctx->rng (stream) or op_dropout_counter with the key
- * (ctx->seed, ctx->step, ctx->micro_batch, `instance`) (counter). `instance` names the
+ * training; else op_dropout on ctx->rng (stream) or with the key (ctx->seed, ctx->step,
+ * ctx->micro_batch, `instance`) (counter). `instance` names the
  * dropout site in the model and must be the same every time that site runs — in the
  * first forward and in any replay — and differ between sites: a model numbers its sites
  * from its structure (models/gpt.h says how the GPT does). */

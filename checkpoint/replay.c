@@ -75,7 +75,7 @@ Var *replay_record(const OpInfo *op, Var *x, Var *y, const char *name, void *sta
                    Tensor *saved)
 {
     RematStatus status;
-    Node *node = node_create_always(op, TAG_CHECKPOINT_INPUT, &x, 1, y->value, &status);
+    Node *node = node_create(op, TAG_CHECKPOINT_INPUT, &x, 1, y->value, true, &status);
     if (!node) {
         state_free(state);
         var_free(y);

@@ -100,7 +100,7 @@ static RematStatus store(Run *run, int slot, int position, Var *cur)
     Tape *outer = tape_set_current(run->slot_tape);
     const bool was = grad_set_enabled(true); /* nodes are recorded with grad mode on only */
     RematStatus status;
-    Node *node = node_create_always(&SLOT_OP, TAG_CHECKPOINT_INPUT, NULL, 0, cur->value, &status);
+    Node *node = node_create(&SLOT_OP, TAG_CHECKPOINT_INPUT, NULL, 0, cur->value, true, &status);
     if (node) {
         snprintf(node->name, sizeof node->name, "revolve.slot%d.x_%d", slot, position);
         status = save_for_backward(node, cur->value);

@@ -3,58 +3,14 @@
  */
 #include "models/data.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/file.h"
 
 /* ---- loading ---------------------------------------------------------------------- */
-
-/* Reads the whole regular file at `path` into a new host buffer; on success stores it in
- * *bytes (caller frees) and its length in *size. On error returns REMAT_EIO, REMAT_EINVAL
- * or REMAT_ENOMEM with a message and stores nothing. A FIFO or a device is refused without
- * waiting for it (file_open_regular). */
-static RematStatus read_whole_file(const char *path, uint8_t **bytes, size_t *size)
-{
-    int fd;
-    uint64_t file_size;
-    RematStatus status = file_open_regular("text_data_load", path, &fd, &file_size);
-    if (status != REMAT_OK) return status;
-    /* Window starts are drawn with pcg32_bounded, whose bound is 32 bits. */
-    if (file_size > UINT32_MAX) {
-        close(fd);
-        return remat_fail(REMAT_EINVAL, "text_data_load: %s has %llu bytes; the loader takes less than 4 GiB",
-                          path, (unsigned long long)file_size);
-    }
-    const size_t n = (size_t)file_size;
-    uint8_t *buf = malloc(n ? n : 1);
-    if (!buf) {
-        close(fd);
-        return remat_fail(REMAT_ENOMEM, "text_data_load: no memory for the %zu bytes of %s", n, path);
-    }
-    size_t got = 0;
-    while (got < n) {
-        const ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            status = r < 0 ? remat_fail(REMAT_EIO, "text_data_load: cannot read %s: %s", path, strerror(errno))
-                           : remat_fail(REMAT_EIO, "text_data_load: %s ended after %zu of its %zu bytes (did it "
-                                        "shrink?)", path, got, n);
-            free(buf);
-            close(fd);
-            return status;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    *bytes = buf;
-    *size = n;
-    return REMAT_OK;
-}
 
 TextData *text_data_load(const char *path, double val_fraction)
 {
@@ -68,9 +24,11 @@ TextData *text_data_load(const char *path, double val_fraction)
         return NULL;
     }
 
-    uint8_t *bytes = NULL;
+    /* Window starts are drawn with pcg32_bounded, whose bound is 32 bits. */
+    char *text = NULL;
     size_t size = 0;
-    if (read_whole_file(path, &bytes, &size) != REMAT_OK) return NULL;
+    if (file_read_all("text_data_load", path, UINT32_MAX, &text, &size) != REMAT_OK) return NULL;
+    uint8_t *bytes = (uint8_t *)text;
 
     /* The validation split is the last floor(size * val_fraction) bytes. Since
      * val_fraction <= 0.5, the training split is never the smaller one, so checking the
@@ -131,7 +89,7 @@ RematStatus text_data_batch(const TextData *d, TextSplit split, Pcg32 *rng, int 
 
     const char *name = split == TEXT_VAL ? "validation" : "training";
     const uint8_t *tokens = split == TEXT_VAL ? d->bytes + d->train_size : d->bytes;
-    size_t n = text_data_size(d, split);
+    const size_t n = split == TEXT_VAL ? d->val_size : d->train_size;
     if ((size_t)T + 1 > n)
         return remat_fail(REMAT_EINVAL,
                           "text_data_batch: a window of T+1 = %d tokens does not fit in the %zu-token %s split of %s",

@@ -101,31 +101,6 @@ static Var *gpt_embed(Model *model, Var *ids, TrainCtx *ctx)
 
 /* ---- the forward: a block -------------------------------------------------------------- */
 
-/* Dropout site `site` of this block as the context asks: active only while training (a
- * NULL ctx is inference). */
-static Var *block_dropout(Var *x, const GptBlock *b, TrainCtx *ctx, int site, const char *tag)
-{
-    return dropout_apply(x, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, site), tag);
-}
-
-/* The attention core from primitive ops: (B,H,T,T) scores, probabilities and their
- * dropout, times v. Takes q, k, v. */
-static Var *attention_naive(const GptBlock *b, Var *q, Var *k, Var *v, TrainCtx *ctx)
-{
-    const int D = b->C / b->H;
-    Var *scores = op_matmul(q, k, CblasTrans, 1.0f / sqrtf((float)D), "attn.scores");
-    var_free(q);
-    var_free(k);
-    Var *att = op_causal_softmax(scores, "attn.softmax");
-    var_free(scores);
-    Var *att_dropped = block_dropout(att, b, ctx, GPT_SITE_ATTN, "attn.dropout");
-    var_free(att);
-    Var *y = op_matmul(att_dropped, v, CblasNoTrans, 1.0f, "attn.out");
-    var_free(att_dropped);
-    var_free(v);
-    return y;
-}
-
 /* The attention core as one op, its dropout keyed as the naive path's attn.dropout would
  * be, so both drop the same probabilities. Takes q, k, v. */
 static Var *attention_fused(const GptBlock *b, Var *q, Var *k, Var *v, TrainCtx *ctx)
@@ -147,7 +122,10 @@ static Var *attention_fused(const GptBlock *b, Var *q, Var *k, Var *v, TrainCtx 
     return y;
 }
 
-/* resid_dropout(attn.c_proj(causal self-attention(ln_1(x)))), (B,T,C). */
+/* resid_dropout(attn.c_proj(causal self-attention(ln_1(x)))), (B,T,C). The attention core
+ * is one fused op, or made from primitive ops: (B,H,T,T) scores, probabilities and their
+ * dropout, times v. A block's dropouts are active only while training (a NULL ctx is
+ * inference), each numbered by its site for the counter-based generator. */
 static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
 {
     Var *h = op_layernorm(x, b->ln_1.weight, b->ln_1.bias, GPT_LN_EPS, "attn.ln");
@@ -157,32 +135,34 @@ static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
     Var *k = op_split_heads(qkv, QKV_K, b->H, "attn.split_k");
     Var *v = op_split_heads(qkv, QKV_V, b->H, "attn.split_v");
     var_free(qkv); /* the splits saved nothing: qkv is gone now */
-    Var *y = b->attention == ATTENTION_FUSED ? attention_fused(b, q, k, v, ctx) : attention_naive(b, q, k, v, ctx);
+    Var *y;
+    if (b->attention == ATTENTION_FUSED) {
+        y = attention_fused(b, q, k, v, ctx);
+    } else {
+        Var *scores = op_matmul(q, k, CblasTrans, 1.0f / sqrtf((float)(b->C / b->H)), "attn.scores");
+        var_free(q);
+        var_free(k);
+        Var *att = op_causal_softmax(scores, "attn.softmax");
+        var_free(scores);
+        Var *att_dropped = dropout_apply(att, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN),
+                                         "attn.dropout");
+        var_free(att);
+        y = op_matmul(att_dropped, v, CblasNoTrans, 1.0f, "attn.out");
+        var_free(att_dropped);
+        var_free(v);
+    }
     Var *merged = op_merge_heads(y, "attn.merge");
     var_free(y);
     Var *proj = op_linear(merged, b->attn.c_proj.weight, b->attn.c_proj.bias, "attn.proj");
     var_free(merged);
-    Var *out = block_dropout(proj, b, ctx, GPT_SITE_ATTN_RESID, "attn.resid_dropout");
+    Var *out = dropout_apply(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN_RESID),
+                             "attn.resid_dropout");
     var_free(proj);
     return out;
 }
 
-/* dropout(mlp.c_proj(gelu(mlp.c_fc(ln_2(x))))), (B,T,C). */
-static Var *mlp_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
-{
-    Var *h = op_layernorm(x, b->ln_2.weight, b->ln_2.bias, GPT_LN_EPS, "mlp.ln");
-    Var *fc = op_linear(h, b->mlp.c_fc.weight, b->mlp.c_fc.bias, "mlp.fc");
-    var_free(h);
-    Var *act = op_gelu(fc, "mlp.gelu");
-    var_free(fc);
-    Var *proj = op_linear(act, b->mlp.c_proj.weight, b->mlp.c_proj.bias, "mlp.proj");
-    var_free(act);
-    Var *out = block_dropout(proj, b, ctx, GPT_SITE_MLP, "mlp.dropout");
-    var_free(proj);
-    return out;
-}
-
-/* The ops chain without checks: an op given a NULL input (an earlier failure) returns
+/* x1 = x + attention branch(x); out = x1 + dropout(mlp.c_proj(gelu(mlp.c_fc(ln_2(x1))))).
+ * The ops chain without checks: an op given a NULL input (an earlier failure) returns
  * NULL and keeps that failure's message, so one NULL check at the end suffices. */
 static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
 {
@@ -190,7 +170,15 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
     Var *attn = attention_branch(b, x, ctx);
     Var *x1 = op_add(x, attn, "attn.residual");
     var_free(attn);
-    Var *mlp = mlp_branch(b, x1, ctx);
+    Var *h = op_layernorm(x1, b->ln_2.weight, b->ln_2.bias, GPT_LN_EPS, "mlp.ln");
+    Var *fc = op_linear(h, b->mlp.c_fc.weight, b->mlp.c_fc.bias, "mlp.fc");
+    var_free(h);
+    Var *act = op_gelu(fc, "mlp.gelu");
+    var_free(fc);
+    Var *proj = op_linear(act, b->mlp.c_proj.weight, b->mlp.c_proj.bias, "mlp.proj");
+    var_free(act);
+    Var *mlp = dropout_apply(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_MLP), "mlp.dropout");
+    var_free(proj);
     Var *out = op_add(x1, mlp, "mlp.residual");
     var_free(x1);
     var_free(mlp);
@@ -386,13 +374,10 @@ static Var *window_logits(Gpt *g, const int32_t *window, int T)
     Var *ids = var_create(t, false, "ids");
     Var *x = ids ? gpt_embed(&g->base, ids, NULL) : NULL;
     var_free(ids);
-    for (int i = 0; i < g->base.n_layers && x; i++) {
-        Var *next = layer_forward(g->base.layers[i], x, NULL);
-        var_free(x);
-        x = next;
-    }
-    Var *logits = x ? gpt_logits(g, x) : NULL;
+    Var *h = x ? layers_forward(g->base.layers, g->base.n_layers, x, NULL) : NULL;
     var_free(x);
+    Var *logits = h ? gpt_logits(g, h) : NULL;
+    var_free(h);
     return logits;
 }
 
@@ -402,7 +387,7 @@ static int32_t pick_token(const float *logits, int V, float temperature, Pcg32 *
     if (temperature == 0.0f) return k_argmax(logits, V);
     float *scaled = scratch, *probs = scratch + V;
     k_scale(scaled, logits, 1.0f / temperature, (size_t)V);
-    k_softmax_forward(probs, scaled, 1, V);
+    k_softmax_forward(probs, scaled, 1, V, false);
     return k_sample_categorical(probs, V, pcg32_float(rng));
 }
 

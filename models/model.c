@@ -6,11 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-Var *model_loss(Model *model, Var *input, Var *targets, TrainCtx *ctx)
-{
-    return model_loss_planned(model, NULL, input, targets, ctx);
-}
-
 Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var *targets, TrainCtx *ctx)
 {
     if (!model || !input || !targets) {

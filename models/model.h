@@ -30,12 +30,9 @@ struct Model {
 };
 
 /* embed → every layer → head, freeing each intermediate Var as soon as the next exists,
- * so only what ops saved stays alive. Returns the loss (caller owns) or NULL on error.
- * `input` and `targets` are borrowed. */
-Var *model_loss(Model *model, Var *input, Var *targets, TrainCtx *ctx);
-
-/* As model_loss, with the chain run as `schedule` says (schedule.h: made for a chain of
- * this model's length); a NULL schedule is strategy none. */
+ * so only what ops saved stays alive, the chain run as `schedule` says (schedule.h: made
+ * for a chain of this model's length; NULL: strategy none). Returns the loss (caller
+ * owns) or NULL on error. `input` and `targets` are borrowed. */
 Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var *targets, TrainCtx *ctx);
 
 /* The chain cost model of `model` (planner.h), measured by one profiling step on this

@@ -52,7 +52,7 @@ static RematStatus micro_batch(const Step *step, const MicroBatch *mb, TrainCtx 
 /* The gradients summed over micro-batches: sums[i] is parameter i's running sum. The
  * first micro-batch's gradient tensor itself becomes the sum (no copy: s = g_0 exactly),
  * and backward allocates the next one afresh from zeros. */
-static RematStatus accumulate(const Model *m, Tensor **sums, int r)
+static void accumulate(const Model *m, Tensor **sums, int r)
 {
     Phase previous = flops_set_phase(PHASE_BACKWARD); /* the adds are gradient work */
     for (int i = 0; i < m->n_params; i++) {
@@ -66,7 +66,6 @@ static RematStatus accumulate(const Model *m, Tensor **sums, int r)
         }
     }
     flops_set_phase(previous);
-    return REMAT_OK;
 }
 
 /* After the last micro-batch: every sum × 1/n goes back into its parameter's .grad. */
@@ -111,7 +110,7 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
                                 "than micro-batch 0; the generator after the step would depend on who ran it",
                                 first + r);
         *rng_after = after;
-        if (status == REMAT_OK && n > 1) status = accumulate(m, sums, r);
+        if (status == REMAT_OK && n > 1) accumulate(m, sums, r);
     }
     ctx->rng = step_rng;
     ctx->micro_batch = step_micro_batch;
@@ -119,15 +118,6 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
     for (int i = 0; sums && i < m->n_params; i++) tensor_free(sums[i]); /* left only on error */
     free(sums);
     return status;
-}
-
-/* Every plug's pass_begin (begin) or pass_end, in order. */
-static void plugs_pass(const Step *step, bool begin)
-{
-    for (int k = 0; k < STEP_MAX_PLUGS; k++) {
-        void (*pass)(void *) = begin ? step->plugs[k].pass_begin : step->plugs[k].pass_end;
-        if (pass) pass(step->plugs[k].ctx);
-    }
 }
 
 RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n, TrainCtx *ctx,
@@ -142,10 +132,12 @@ RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n,
                           "under data parallelism", n);
     float loss = NAN;
     Pcg32 rng_after = ctx->rng;
-    plugs_pass(step, true);
+    for (int k = 0; k < STEP_MAX_PLUGS; k++) /* every plug's pass_begin, in order */
+        if (step->plugs[k].pass_begin) step->plugs[k].pass_begin(step->plugs[k].ctx);
     RematStatus status = run_micro_batches(step, batches, n, ranks ? ranks->micro_batch : 0, ctx, hooks, out,
                                            &loss, &rng_after); /* zero, forward, backward, accumulate */
-    plugs_pass(step, false);
+    for (int k = 0; k < STEP_MAX_PLUGS; k++) /* and its pass_end */
+        if (step->plugs[k].pass_end) step->plugs[k].pass_end(step->plugs[k].ctx);
     /* Reduce: the plug's over the ranks, or the mean of the n micro-batches run here (their
      * gradients are already × 1/n). Its adds are gradient work, as accumulation's. */
     flops_set_phase(PHASE_BACKWARD);

@@ -64,7 +64,6 @@ void k_matmul_batched(float *C, const float *A, const float *B, int batch, int M
 /* ---- elementwise (kernels_elementwise.c) ------------------------------------------ */
 
 void k_fill(float *out, float value, size_t n);                         /* 0 FLOPs */
-void k_copy(float *out, const float *x, size_t n);                      /* 0 FLOPs */
 void k_add(float *out, const float *a, const float *b, size_t n);       /* out = a + b; n */
 void k_axpy(float *y, const float *x, float alpha, size_t n);           /* y += alpha·x; 2n */
 void k_scale(float *out, const float *x, float s, size_t n);            /* out = s·x; n */
@@ -89,20 +88,17 @@ void k_gelu_backward(float *dx, const float *x, const float *dout, size_t n);
 
 /* ---- row-wise (kernels_rows.c) ---------------------------------------------------- */
 
-/* out (rows,cols) = softmax of each row of x, computed stably (max subtracted).
- * FLOPs: rows·(5·cols + 1). */
-void k_softmax_forward(float *out, const float *x, int rows, int cols);
-/* Forward was out = softmax(x); dx += out ⊙ (dout − Σ_j dout_j·out_j) per row.
- * FLOPs: 5·rows·cols. */
-void k_softmax_backward(float *dx, const float *out, const float *dout, int rows, int cols);
-
-/* Causal softmax over attention scores x (BH,T,T): row t of each (T,T) block is a softmax
- * over its columns 0..t; columns t+1..T-1 of out are exactly 0 (x there is never read).
- * FLOPs are counted on the kept columns only: 5·K + BH·T, with K = BH·T·(T+1)/2 kept. */
-void k_causal_softmax_forward(float *out, const float *x, int BH, int T);
-/* Backward of k_causal_softmax_forward; masked columns get no gradient (dx there is left
- * exactly as it was). FLOPs: 5·K, K as above. */
-void k_causal_softmax_backward(float *dx, const float *out, const float *dout, int BH, int T);
+/* out (rows,cols) = softmax of each row of x, computed stably (max subtracted). Causal:
+ * x is attention scores (BH,T,T) as rows = BH·T rows of cols = T, and row t of each (T,T)
+ * block is a softmax over its columns 0..t; columns t+1..T-1 of out are exactly 0 (x there
+ * is never read). FLOPs, on the kept columns only: 5·K + rows, K = rows·cols kept, or
+ * rows·(T+1)/2 when causal. */
+void k_softmax_forward(float *out, const float *x, int rows, int cols, bool causal);
+/* Forward was out = softmax(x); dx += out ⊙ (dout − Σ_j dout_j·out_j) per row, on the kept
+ * columns (a causal row's masked columns get nothing: dx there is left exactly as it
+ * was). FLOPs: 5·K, K as above. */
+void k_softmax_backward(float *dx, const float *out, const float *dout, int rows, int cols,
+                        bool causal);
 
 /* LayerNorm over each row of x (rows,cols):
  *   mean = Σx/cols, rstd = 1/sqrt(Σ(x−mean)²/cols + eps), out = (x−mean)·rstd·weight + bias.
@@ -115,13 +111,6 @@ void k_layernorm_forward(float *out, float *mean, float *rstd, const float *x,
 void k_layernorm_backward(float *dx, float *dweight, float *dbias, const float *dout,
                           const float *x, const float *weight, const float *mean,
                           const float *rstd, int rows, int cols);
-
-/* out (rows) = Σ_j x[r,j]. FLOPs: rows·cols. */
-void k_row_sum(float *out, const float *x, int rows, int cols);
-/* out (rows) = max_j x[r,j], for cols ≥ 1. FLOPs: rows·cols. */
-void k_row_max(float *out, const float *x, int rows, int cols);
-/* Σ x over all n elements, summed in a fixed blocked order, in double. FLOPs: n. */
-double k_sum(const float *x, size_t n);
 
 /* ---- losses (kernels_loss.c) ------------------------------------------------------ */
 
@@ -232,18 +221,16 @@ void k_embedding_backward(float *dwte, float *dwpe, const float *dout, const int
 
 /* ---- attention heads (kernels_heads.c) -------------------------------------------- */
 
-/* One of q, k, v out of the fused projection: qkv (B,T,3C) holds q, k, v side by side in
- * each row (`which` = 0, 1, 2); out (B,H,T,D) = that part cut into H heads of D = C/H:
- * out[b,h,t,d] = qkv[b,t, which·C + h·D + d]. FLOPs: 0 (a copy). */
-void k_split_heads_forward(float *out, const float *qkv, int which, int B, int T, int C, int H);
-/* Forward was a copy; so dqkv[b,t, which·C + h·D + d] += dout[b,h,t,d]; the other two
- * parts of dqkv are left as they were. FLOPs: B·T·C. */
-void k_split_heads_backward(float *dqkv, const float *dout, int which, int B, int T, int C, int H);
-/* The heads side by side again: y (B,H,T,D) → out (B,T,C), out[b,t,h·D + d] = y[b,h,t,d].
- * FLOPs: 0. */
-void k_merge_heads_forward(float *out, const float *y, int B, int T, int C, int H);
-/* Forward was a copy; so dy[b,h,t,d] += dout[b,t,h·D + d]. FLOPs: B·T·C. */
-void k_merge_heads_backward(float *dy, const float *dout, int B, int T, int C, int H);
+/* Attention's two changes of layout, each the other's backward. `rows` holds, for each
+ * token (b,t), `stride` channels of which C are the heads side by side: a row of qkv
+ * (B,T,3C) with stride 3C, advanced by which·C for q, k or v (which = 0, 1, 2), or a row
+ * of the merged output (B,T,C), stride C. `heads` is (B,H,T,D), D = C/H. With `add`, the
+ * copy is added onto what is there (a backward) and costs B·T·C FLOPs; without, 0.
+ *   k_rows_to_heads: heads[b,h,t,d] = (or +=) rows[b,t, h·D + d]   (split; merge's backward)
+ *   k_heads_to_rows: rows[b,t, h·D + d] = (or +=) heads[b,h,t,d]   (merge; split's backward)
+ * The other channels of rows are left as they were. */
+void k_rows_to_heads(float *heads, const float *rows, int stride, int B, int T, int C, int H, bool add);
+void k_heads_to_rows(float *rows, const float *heads, int stride, int B, int T, int C, int H, bool add);
 
 /* ---- sampling (kernels_sample.c) -------------------------------------------------- */
 
@@ -279,12 +266,5 @@ void k_sgd_update_slices(const OptimSlice *slices, int count, float lr, float mo
  * over the threads. FLOPs: 16 per element (see kernels_optim.c). */
 void k_adamw_update_slices(const OptimSlice *slices, int count, float lr, float beta1, float beta2, float eps,
                            int t);
-
-/* k_sgd_update_slices of one slice. */
-void k_sgd_update(float *param, float *velocity, const float *grad, float lr, float momentum, size_t n);
-
-/* k_adamw_update_slices of one slice. */
-void k_adamw_update(float *param, float *m, float *v, const float *grad, float lr, float beta1,
-                    float beta2, float eps, float weight_decay, int t, size_t n);
 
 #endif /* REMAT_KERNELS_H */

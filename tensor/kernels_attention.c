@@ -67,21 +67,23 @@
 
 /* ---- tile products ---------------------------------------------------------------------- */
 
-/* C (M,N) = alpha · A · op(B) + beta · C with A (M,K) of leading dimension lda; op(B) is
- * B (K,N) or, transposed, B (N,K); C has leading dimension ldc. */
-static void product_nn(AttnProducts how, int M, int N, int K, float alpha, const float *A, int lda,
-                       const float *B, int ldb, float beta, float *C, int ldc)
+/* C (M,N) = alpha · op(A) · B + beta · C (beta 0 or 1), op(A) (M,K) being A (M,K) or,
+ * transposed, A (K,M), of leading dimension lda; B (K,N); C has leading dimension ldc.
+ * The loops add alpha·op(A)[i,k]·B[k,:] onto row i of C for k in order. */
+static void product_xn(AttnProducts how, CBLAS_TRANSPOSE transA, int M, int N, int K, float alpha,
+                       const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     if (how == ATTN_PRODUCTS_BLAS) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        cblas_sgemm(CblasRowMajor, transA, CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    for (int i = 0; i < M; i++) {
-        float *c = C + (size_t)i * ldc;
-        if (beta == 0.0f) memset(c, 0, (size_t)N * sizeof *c);
-        for (int k = 0; k < K; k++) {
-            const float a = alpha * A[(size_t)i * lda + k];
-            const float *b = B + (size_t)k * ldb;
+    if (beta == 0.0f)
+        for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof *C);
+    for (int k = 0; k < K; k++) {
+        const float *b = B + (size_t)k * ldb;
+        for (int i = 0; i < M; i++) {
+            const float a = alpha * (transA == CblasNoTrans ? A[(size_t)i * lda + k] : A[(size_t)k * lda + i]);
+            float *c = C + (size_t)i * ldc;
 #pragma omp simd
             for (int j = 0; j < N; j++) c[j] += a * b[j];
         }
@@ -105,27 +107,6 @@ static void product_nt(AttnProducts how, int M, int N, int K, float alpha, const
             for (int k = 0; k < K; k++) dot += a[k] * b[k];
             float *c = &C[(size_t)i * ldc + j];
             *c = beta == 0.0f ? alpha * dot : alpha * dot + beta * *c;
-        }
-    }
-}
-
-/* C (M,N) = alpha · Aᵀ · B + beta · C with A (K,M), B (K,N). */
-static void product_tn(AttnProducts how, int M, int N, int K, float alpha, const float *A, int lda,
-                       const float *B, int ldb, float beta, float *C, int ldc)
-{
-    if (how == ATTN_PRODUCTS_BLAS) {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    if (beta == 0.0f)
-        for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof *C);
-    for (int k = 0; k < K; k++) {
-        const float *b = B + (size_t)k * ldb;
-        for (int i = 0; i < M; i++) {
-            const float a = alpha * A[(size_t)k * lda + i];
-            float *c = C + (size_t)i * ldc;
-#pragma omp simd
-            for (int j = 0; j < N; j++) c[j] += a * b[j];
         }
     }
 }
@@ -218,7 +199,8 @@ static void forward_tile(float *out, float *lse, const float *q, const float *k,
         const int j0 = kt * tile, cols = tile_len(T, kt, tile);
         product_nt(how, rows, cols, D, scale, q + head + (size_t)i0 * D, D, k + head + (size_t)j0 * D, D, 0.0f, s, cols);
         online_update(s, m, l, acc, keep, drop, bh, T, D, i0, rows, j0, cols);
-        product_nn(how, rows, D, cols, 1.0f, s, cols, v + head + (size_t)j0 * D, D, 1.0f, acc, D);
+        product_xn(how, CblasNoTrans, rows, D, cols, 1.0f, s, cols, v + head + (size_t)j0 * D, D, 1.0f,
+                   acc, D);
     }
     for (int r = 0; r < rows; r++) {
         const float inv = 1.0f / l[r];
@@ -318,11 +300,14 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
             const float *kj = k + head + (size_t)j0 * D, *vj = v + head + (size_t)j0 * D;
             product_nt(how, rows, cols, D, scale, qi, D, kj, D, 0.0f, p, cols); /* the scores again */
             recompute_tile(p, a, keep, lse, drop, bh, T, i0, rows, j0, cols);
-            product_tn(how, cols, D, rows, 1.0f, a, cols, doi, D, 1.0f, dv + head + (size_t)j0 * D, D);
+            product_xn(how, CblasTrans, cols, D, rows, 1.0f, a, cols, doi, D, 1.0f,
+                       dv + head + (size_t)j0 * D, D);
             product_nt(how, rows, cols, D, 1.0f, doi, D, vj, D, 0.0f, da, cols);
             softmax_backward_tile(da, p, keep, delta + i0, drop, rows, cols);
-            product_nn(how, rows, D, cols, scale, da, cols, kj, D, 1.0f, dq + head + (size_t)i0 * D, D);
-            product_tn(how, cols, D, rows, scale, da, cols, qi, D, 1.0f, dk + head + (size_t)j0 * D, D);
+            product_xn(how, CblasNoTrans, rows, D, cols, scale, da, cols, kj, D, 1.0f,
+                       dq + head + (size_t)i0 * D, D);
+            product_xn(how, CblasTrans, cols, D, rows, scale, da, cols, qi, D, 1.0f,
+                       dk + head + (size_t)j0 * D, D);
         }
     }
 }

@@ -37,36 +37,13 @@
 #define XENT_BLOCK 16
 #define XENT_GROUP 256
 
-/* max x[0..n) for n ≥ 1. A max does not round, so any order gives the same result and
- * gcc may vectorise it (as max_of in kernels_rows.c). */
-static float row_max(const float *x, int n)
-{
-    float m = -INFINITY;
-#pragma omp simd reduction(max : m)
-    for (int j = 0; j < n; j++) m = x[j] > m ? x[j] : m;
-    return m;
-}
-
-/* Σ_j exp(x_j − maxval), each exp in float, summed in double in column order. */
-static double exp_sum(const float *x, float maxval, int n)
-{
-    double sum = 0.0;
-    for (int j = 0; j < n; j++) sum += (double)expf_inline(x[j] - maxval); /* expf's bits, no call */
-    return sum;
-}
-
 /* ---- forward ---------------------------------------------------------------------- */
 
-/* One row's loss: −log(exp(x_t − max) / Σ_j exp(x_j − max)) = log Σ_j exp(x_j − max) + max − x_t.
- * 4·V + 3 FLOPs: V compares (max), V subtracts, V exps and V adds (the sum); a log, an
- * add and a subtract. */
-static double cross_entropy_row(const float *x, int target, int V)
-{
-    float maxval = row_max(x, V);
-    /* The difference of two floats is exact in double: max − x_t adds no rounding. */
-    return log(exp_sum(x, maxval, V)) + ((double)maxval - (double)x[target]);
-}
-
+/* Row r's loss: −log(exp(x_t − max) / Σ_j exp(x_j − max)) = log Σ_j exp(x_j − max) + max − x_t.
+ * The max does not round, so any order gives the same result and gcc may vectorise it
+ * (as the softmax in kernels_rows.c); each exp is in float, summed in double in column
+ * order. 4·V + 3 FLOPs: V compares (max), V subtracts, V exps and V adds (the sum); a log,
+ * an add and a subtract. */
 double k_cross_entropy_forward(const float *logits, const int32_t *targets, int rows, int V)
 {
     const int blocks = (rows + XENT_BLOCK - 1) / XENT_BLOCK;
@@ -78,7 +55,16 @@ double k_cross_entropy_forward(const float *logits, const int32_t *targets, int 
         for (int b = g0; b < g1; b++) {
             const int r0 = b * XENT_BLOCK, r1 = rows - r0 < XENT_BLOCK ? rows : r0 + XENT_BLOCK;
             double s = 0.0;
-            for (int r = r0; r < r1; r++) s += cross_entropy_row(logits + (size_t)r * V, targets[r], V);
+            for (int r = r0; r < r1; r++) {
+                const float *x = logits + (size_t)r * V;
+                float maxval = -INFINITY;
+#pragma omp simd reduction(max : maxval)
+                for (int j = 0; j < V; j++) maxval = x[j] > maxval ? x[j] : maxval;
+                double sum = 0.0;
+                for (int j = 0; j < V; j++) sum += (double)expf_inline(x[j] - maxval); /* no call */
+                /* The difference of two floats is exact in double: max − x_t adds no rounding. */
+                s += log(sum) + ((double)maxval - (double)x[targets[r]]);
+            }
             block_sum[b - g0] = s;
         }
         for (int b = g0; b < g1; b++) total += block_sum[b - g0];
@@ -90,31 +76,30 @@ double k_cross_entropy_forward(const float *logits, const int32_t *targets, int 
 
 /* ---- backward --------------------------------------------------------------------- */
 
-/* One row. Forward was loss_r = log Σ_j exp(x_j) − x_t (max subtracted or not: the same
- * value), so
+/* Forward was loss_r = log Σ_j exp(x_j) − x_t (max subtracted or not: the same value), so
  *   d loss_r / d x_j = exp(x_j) / Σ_k exp(x_k) − [j = t] = softmax(x)_j − onehot(t)_j,
  * and the mean over rows scales it by 1/rows:
  *   dx_j += scale·softmax(x)_j − scale·[j = t],   scale = dloss/rows.
  * softmax(x)_j = exp(x_j − max)/sum is recomputed: the first pass finds max and sum, the
- * second folds scale/sum into one factor. 8·V + 2 FLOPs: 4·V for max and sum as in the
- * forward; per element a subtract, an exp, a multiply and an add; one division (the
+ * second folds scale/sum into one factor. Per row 8·V + 2 FLOPs: 4·V for max and sum as in
+ * the forward; per element a subtract, an exp, a multiply and an add; one division (the
  * factor) and one subtract (the target's −scale). */
-static void cross_entropy_row_backward(float *dx, const float *x, int target, float scale, int V)
-{
-    const float maxval = row_max(x, V);
-    const float factor = (float)((double)scale / exp_sum(x, maxval, V));
-    for (int j = 0; j < V; j++) dx[j] += factor * expf_inline(x[j] - maxval); /* vectorised */
-    dx[target] -= scale;
-}
-
 void k_cross_entropy_backward(float *dlogits, const float *logits, const int32_t *targets,
                               float dloss, int rows, int V)
 {
     const float scale = dloss / (float)rows;
 #pragma omp parallel for schedule(static) if ((size_t)rows * V >= XENT_PARALLEL_MIN)
     for (int r = 0; r < rows; r++) {
-        const size_t off = (size_t)r * V;
-        cross_entropy_row_backward(dlogits + off, logits + off, targets[r], scale, V);
+        const float *x = logits + (size_t)r * V;
+        float *dx = dlogits + (size_t)r * V;
+        float maxval = -INFINITY;
+#pragma omp simd reduction(max : maxval)
+        for (int j = 0; j < V; j++) maxval = x[j] > maxval ? x[j] : maxval;
+        double sum = 0.0;
+        for (int j = 0; j < V; j++) sum += (double)expf_inline(x[j] - maxval);
+        const float factor = (float)((double)scale / sum);
+        for (int j = 0; j < V; j++) dx[j] += factor * expf_inline(x[j] - maxval); /* vectorised */
+        dx[targets[r]] -= scale;
     }
     flops_add((uint64_t)rows * (8 * (uint64_t)V + 2) + 1); /* and the division for scale */
 }

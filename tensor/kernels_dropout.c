@@ -19,7 +19,7 @@
  * exactly the state a serial loop would be in when it reached element b·DROPOUT_BLOCK.
  * Each thread takes whole blocks (static schedule), so the mask is bit-identical to the
  * serial loop's on any thread count. The jump costs ~64 multiply-adds per block of 4096
- * elements (four jumps with draw_mask's chains): nothing.
+ * elements (four jumps with the lanes' chains): nothing.
  *
  * With PCG32 the mask depends on where the generator was when the op ran; saving and
  * restoring it (a struct copy) is how a replay gets the same mask back, and the backward
@@ -44,7 +44,7 @@
 #include "tensor/flops.h"
 
 /* Elements per block with its own advanced copy of the generator (see above), and the
- * independent chains a whole block is drawn as (draw_mask); LANES divides BLOCK. */
+ * independent chains a whole block is drawn as; LANES divides BLOCK. */
 #define DROPOUT_BLOCK 4096
 #define DROPOUT_LANES 4
 
@@ -57,39 +57,34 @@
 #define DROPOUT_PARALLEL_MIN ((size_t)2 * DROPOUT_BLOCK)
 #define STREAM_PARALLEL_MIN ((size_t)1 << 16)
 
-/* mask[i] = draw i of `start` >= p for i in [lo, hi), as a serial loop from `start`
- * would draw them. One generator is a dependent chain: each draw waits for the previous
- * state's 64-bit multiply-add. A whole block is drawn as DROPOUT_LANES chains instead,
- * lane j starting at element lo + j·(block/lanes) (pcg32_advance), interleaved in one
- * loop so the core overlaps their multiplies; each element still gets the very draw the
- * serial loop gives it. A partial block at the end is drawn serially. */
-static void draw_mask(uint8_t *mask, Pcg32 start, float p, size_t lo, size_t hi)
-{
-    enum { LANE = DROPOUT_BLOCK / DROPOUT_LANES };
-    pcg32_advance(&start, lo); /* the state a serial loop has at element lo */
-    if (hi - lo < DROPOUT_BLOCK) {
-        for (size_t i = lo; i < hi; i++) mask[i] = pcg32_float(&start) >= p;
-        return;
-    }
-    Pcg32 lane[DROPOUT_LANES];
-    for (int j = 0; j < DROPOUT_LANES; j++) {
-        lane[j] = start;
-        pcg32_advance(&lane[j], (uint64_t)j * LANE);
-    }
-    uint8_t *m = mask + lo;
-    for (size_t i = 0; i < LANE; i++)
-        for (int j = 0; j < DROPOUT_LANES; j++) m[(size_t)j * LANE + i] = pcg32_float(&lane[j]) >= p;
-}
-
+/* Block b's mask[i] = draw i of `start` >= p for i in [lo, hi), as a serial loop from
+ * `start` would draw them. One generator is a dependent chain: each draw waits for the
+ * previous state's 64-bit multiply-add. A whole block is drawn as DROPOUT_LANES chains
+ * instead, lane j starting at element lo + j·(block/lanes) (pcg32_advance), interleaved
+ * in one loop so the core overlaps their multiplies; each element still gets the very
+ * draw the serial loop gives it. A partial block at the end is drawn serially. */
 void k_dropout_forward(float *out, uint8_t *mask, const float *x, float p, Pcg32 *rng, size_t n)
 {
+    enum { LANE = DROPOUT_BLOCK / DROPOUT_LANES };
     const float scale = 1.0f / (1.0f - p);
     const size_t blocks = (n + DROPOUT_BLOCK - 1) / DROPOUT_BLOCK;
     const Pcg32 start = *rng;
 #pragma omp parallel for schedule(static) if (n >= DROPOUT_PARALLEL_MIN)
     for (size_t b = 0; b < blocks; b++) {
         const size_t lo = b * DROPOUT_BLOCK, hi = n - lo < DROPOUT_BLOCK ? n : lo + DROPOUT_BLOCK;
-        draw_mask(mask, start, p, lo, hi);
+        Pcg32 at_lo = start;
+        pcg32_advance(&at_lo, lo); /* the state a serial loop has at element lo */
+        if (hi - lo < DROPOUT_BLOCK) {
+            for (size_t i = lo; i < hi; i++) mask[i] = pcg32_float(&at_lo) >= p;
+        } else {
+            Pcg32 lane[DROPOUT_LANES];
+            for (int j = 0; j < DROPOUT_LANES; j++) {
+                lane[j] = at_lo;
+                pcg32_advance(&lane[j], (uint64_t)j * LANE);
+            }
+            for (size_t i = 0; i < LANE; i++)
+                for (int j = 0; j < DROPOUT_LANES; j++) mask[lo + (size_t)j * LANE + i] = pcg32_float(&lane[j]) >= p;
+        }
         for (size_t i = lo; i < hi; i++) out[i] = x[i] * ((float)mask[i] * scale);
     }
     pcg32_advance(rng, n); /* the caller's generator moves on by exactly n draws */

@@ -1,5 +1,5 @@
 /*
- * kernels_elementwise.c — kernels that touch each element on its own: fill, copy, add,
+ * kernels_elementwise.c — kernels that touch each element on its own: fill, add,
  * axpy, scale, bias add and its backward, ReLU and GELU (see kernels.h).
  *
  * What it is: one flat loop per kernel over contiguous memory, simple enough for gcc to
@@ -41,20 +41,13 @@
 /* k_bias_backward gives each thread whole blocks of this many columns (see there). */
 #define COL_BLOCK 32
 
-/* ---- fill, copy, add, axpy, scale ------------------------------------------------- */
+/* ---- fill, add, axpy, scale ------------------------------------------------------- */
 
 void k_fill(float *out, float value, size_t n)
 {
 #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_ELEMS)
     for (size_t i = 0; i < n; i++) out[i] = value;
     /* a store is not a FLOP */
-}
-
-void k_copy(float *out, const float *x, size_t n)
-{
-#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_ELEMS)
-    for (size_t i = 0; i < n; i++) out[i] = x[i];
-    /* a copy is not a FLOP */
 }
 
 void k_add(float *out, const float *a, const float *b, size_t n)

@@ -6,8 +6,8 @@
  * that head's queries and keys. The projection produces, for each token, q, k and v
  * side by side, each of C = H·D channels: qkv is (B,T,3C). The batched matmuls want each
  * head's (T,D) block contiguous: (B,H,T,D). Splitting is a transposing copy of one of
- * the three parts; merging copies (B,H,T,D) back to (B,T,C). Their backward kernels are
- * the same copies the other way, adding (+=) like every backward.
+ * the three parts; merging copies (B,H,T,D) back to (B,T,C). Each is the other's backward,
+ * adding (+=) like every backward: two kernels, one per direction, serve all four.
  * Threads take whole tokens (b,t): a token's row of qkv (or of the merged output) is
  * read or written by one thread only, and every element is touched once, so the results
  * do not depend on the thread count.
@@ -16,85 +16,50 @@
  * percent of a step.
  *
  * Aliasing: no output may overlap an input.
- * Sizes: B, T, C, H with D = C/H (C a multiple of H, checked by the caller); which is
- * 0, 1 or 2 for q, k or v.
+ * Sizes: B, T, C, H with D = C/H (C a multiple of H, checked by the caller); stride is
+ * the row length of the (B,T,stride) side: 3C for qkv, C for the merged output.
  */
 #include "tensor/kernels.h"
+
+#include <stdint.h>
 
 #include "tensor/flops.h"
 
 /* Single streaming passes: threads pay from about 2^16 elements (kernels_elementwise.c). */
 #define PARALLEL_MIN_ELEMS ((size_t)1 << 16)
 
-/* Where the (b,h,t) row of D floats starts in a (B,H,T,D) array. */
-static size_t head_row(int b, int h, int t, int H, int T, int D)
-{
-    return (((size_t)b * H + h) * T + t) * D;
-}
-
-/* ---- split ------------------------------------------------------------------------ */
-
-void k_split_heads_forward(float *out, const float *qkv, int which, int B, int T, int C, int H)
-{
-    const int D = C / H;
-#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PARALLEL_MIN_ELEMS)
-    for (int r = 0; r < B * T; r++) { /* token (b, t) = (r / T, r % T) */
-        const int b = r / T, t = r % T;
-        const float *part = qkv + (size_t)r * 3 * C + (size_t)which * C;
-        for (int h = 0; h < H; h++) {
-            float *out_bht = out + head_row(b, h, t, H, T, D);
-            for (int d = 0; d < D; d++) out_bht[d] = part[h * D + d];
-        }
-    }
-    /* a copy is not a FLOP */
-}
-
-/* Forward was out[b,h,t,d] = qkv[b,t, which·C + h·D + d], a copy; so
- * dqkv[b,t, which·C + h·D + d] += dout[b,h,t,d]. */
-void k_split_heads_backward(float *dqkv, const float *dout, int which, int B, int T, int C, int H)
+/* Each thread takes whole tokens r = (b, t) = (r / T, r % T); the (b,h,t) row of D floats
+ * starts at ((b·H + h)·T + t)·D in a (B,H,T,D) array. */
+void k_rows_to_heads(float *heads, const float *rows, int stride, int B, int T, int C, int H, bool add)
 {
     const int D = C / H;
 #pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PARALLEL_MIN_ELEMS)
     for (int r = 0; r < B * T; r++) {
-        const int b = r / T, t = r % T;
-        float *dpart = dqkv + (size_t)r * 3 * C + (size_t)which * C;
+        const float *row = rows + (size_t)r * stride;
         for (int h = 0; h < H; h++) {
-            const float *dout_bht = dout + head_row(b, h, t, H, T, D);
-            for (int d = 0; d < D; d++) dpart[h * D + d] += dout_bht[d];
+            float *head = heads + (((size_t)(r / T) * H + h) * T + r % T) * D;
+            if (add)
+                for (int d = 0; d < D; d++) head[d] += row[h * D + d];
+            else
+                for (int d = 0; d < D; d++) head[d] = row[h * D + d];
         }
     }
-    flops_add((uint64_t)B * T * C); /* one add per element */
+    if (add) flops_add((uint64_t)B * T * C); /* one add per element; a copy is not a FLOP */
 }
 
-/* ---- merge ------------------------------------------------------------------------ */
-
-void k_merge_heads_forward(float *out, const float *y, int B, int T, int C, int H)
+void k_heads_to_rows(float *rows, const float *heads, int stride, int B, int T, int C, int H, bool add)
 {
     const int D = C / H;
 #pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PARALLEL_MIN_ELEMS)
     for (int r = 0; r < B * T; r++) {
-        const int b = r / T, t = r % T;
-        float *out_r = out + (size_t)r * C;
+        float *row = rows + (size_t)r * stride;
         for (int h = 0; h < H; h++) {
-            const float *y_bht = y + head_row(b, h, t, H, T, D);
-            for (int d = 0; d < D; d++) out_r[h * D + d] = y_bht[d];
+            const float *head = heads + (((size_t)(r / T) * H + h) * T + r % T) * D;
+            if (add)
+                for (int d = 0; d < D; d++) row[h * D + d] += head[d];
+            else
+                for (int d = 0; d < D; d++) row[h * D + d] = head[d];
         }
     }
-    /* a copy is not a FLOP */
-}
-
-/* Forward was out[b,t,h·D + d] = y[b,h,t,d], a copy; so dy[b,h,t,d] += dout[b,t,h·D + d]. */
-void k_merge_heads_backward(float *dy, const float *dout, int B, int T, int C, int H)
-{
-    const int D = C / H;
-#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PARALLEL_MIN_ELEMS)
-    for (int r = 0; r < B * T; r++) {
-        const int b = r / T, t = r % T;
-        const float *dout_r = dout + (size_t)r * C;
-        for (int h = 0; h < H; h++) {
-            float *dy_bht = dy + head_row(b, h, t, H, T, D);
-            for (int d = 0; d < D; d++) dy_bht[d] += dout_r[h * D + d];
-        }
-    }
-    flops_add((uint64_t)B * T * C); /* one add per element */
+    if (add) flops_add((uint64_t)B * T * C); /* one add per element; a copy is not a FLOP */
 }

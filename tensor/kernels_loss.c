@@ -5,7 +5,7 @@
  * where summation order decides the last bits. It sums fixed blocks of MSE_BLOCK
  * elements in double, each block in index order, then adds the block sums in block
  * order: the same result on any thread count.
- * What it is not: a general reduction library (k_sum in kernels_rows.c is the plain sum).
+ * What it is not: a general reduction library.
  */
 #include "tensor/kernels.h"
 

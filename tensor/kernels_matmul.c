@@ -52,49 +52,33 @@
  * batches and wins by ~25% on uneven ones. */
 #define BATCH_ACROSS_MAX_FLOPS ((uint64_t)1 << 27)
 
-/* A BLAS leading dimension: at least 1, even for an empty matrix (BLAS rejects 0). */
-static int leading_dim(int n) { return n > 1 ? n : 1; }
-
-/* One row-major sgemm on contiguous matrices, without FLOP counting (the callers count
- * once per call, outside any parallel loop). */
-static void sgemm(float *C, const float *A, const float *B, int M, int N, int K,
-                  CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta)
-{
-    /* A row-major matrix's leading dimension is its stored row length. */
-    int lda = leading_dim(transA == CblasNoTrans ? K : M); /* A stored (M,K) or (K,M) */
-    int ldb = leading_dim(transB == CblasNoTrans ? N : K); /* B stored (K,N) or (N,K) */
-    int ldc = leading_dim(N);                              /* C stored (M,N) */
-    cblas_sgemm(CblasRowMajor, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-
+/* One product is a batch of one. */
 void k_matmul(float *C, const float *A, const float *B, int M, int N, int K,
               CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta)
 {
-    const double t0 = platform_seconds();
-    if (M > 0 && N > 0) sgemm(C, A, B, M, N, K, transA, transB, alpha, beta);
-    flops_add_matmul(2 * (uint64_t)M * (uint64_t)N * (uint64_t)K, platform_seconds() - t0);
+    k_matmul_batched(C, A, B, 1, M, N, K, transA, transB, alpha, beta);
 }
 
+/* FLOPs are counted once per call, outside the parallel loop. */
 void k_matmul_batched(float *C, const float *A, const float *B, int batch, int M, int N, int K,
                       CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta)
 {
-    size_t a_step = (size_t)M * K, b_step = (size_t)K * N, c_step = (size_t)M * N;
-    uint64_t flops_each = 2 * (uint64_t)M * (uint64_t)N * (uint64_t)K;
+    /* A row-major matrix's leading dimension is its stored row length, at least 1 even for
+     * an empty matrix (BLAS rejects 0). */
+    const int lda = transA == CblasNoTrans ? K : M; /* A stored (M,K) or (K,M) */
+    const int ldb = transB == CblasNoTrans ? N : K; /* B stored (K,N) or (N,K) */
+    const size_t a_step = (size_t)M * K, b_step = (size_t)K * N, c_step = (size_t)M * N;
+    const uint64_t flops_each = 2 * (uint64_t)M * (uint64_t)N * (uint64_t)K;
     const double t0 = platform_seconds();
+    /* Across: inside this parallel region each sgemm runs on its own thread. Inside: the
+     * region is inactive, the loop runs on the calling thread as serial code, and each
+     * sgemm uses every thread. */
+    const bool across = batch >= omp_get_max_threads() && flops_each <= BATCH_ACROSS_MAX_FLOPS;
     if (M > 0 && N > 0) {
-        int across = batch >= omp_get_max_threads() && flops_each <= BATCH_ACROSS_MAX_FLOPS;
-        if (across) {
-            /* Inside this parallel region each sgemm runs on its own thread. */
-#pragma omp parallel for schedule(static)
-            for (int b = 0; b < batch; b++)
-                sgemm(C + b * c_step, A + b * a_step, B + b * b_step, M, N, K, transA, transB,
-                      alpha, beta);
-        } else {
-            /* Called from serial code, each sgemm uses every thread. */
-            for (int b = 0; b < batch; b++)
-                sgemm(C + b * c_step, A + b * a_step, B + b * b_step, M, N, K, transA, transB,
-                      alpha, beta);
-        }
+#pragma omp parallel for schedule(static) if (across)
+        for (int b = 0; b < batch; b++)
+            cblas_sgemm(CblasRowMajor, transA, transB, M, N, K, alpha, A + b * a_step,
+                        lda > 1 ? lda : 1, B + b * b_step, ldb > 1 ? ldb : 1, beta, C + b * c_step, N);
     }
     flops_add_matmul((uint64_t)batch * flops_each, platform_seconds() - t0);
 }

@@ -25,60 +25,29 @@
 
 /* The constants of one AdamW step. */
 typedef struct Adamw {
-    float lr, beta1, beta2, eps;
+    float beta1, beta2, eps;
     float correction1, correction2; /* 1 / (1 − beta^t), once per step */
 } Adamw;
 
-/* AdamW (Loshchilov & Hutter 2019), as PyTorch's torch.optim.AdamW, step t ≥ 1:
- *   param -= lr·weight_decay·param                 decoupled weight decay
- *   m = beta1·m + (1 − beta1)·grad                 first moment
- *   v = beta2·v + (1 − beta2)·grad²                second moment
- *   param -= lr · (m / (1 − beta1^t)) / (sqrt(v / (1 − beta2^t)) + eps)
- * on elements [from, to) of slice s. FLOPs per element: decay 2, m 3, v 4, update 7 (two
- * corrections, sqrt, add, divide, multiply, subtract): 16. */
-static void adamw_range(const OptimSlice *s, size_t from, size_t to, const Adamw *a)
-{
-    float *restrict param = s->param, *restrict m = s->m, *restrict v = s->v;
-    const float *restrict grad = s->grad;
-    const float lr = a->lr, decay = s->weight_decay, beta1 = a->beta1, beta2 = a->beta2, eps = a->eps;
-    const float correction1 = a->correction1, correction2 = a->correction2;
-    for (size_t i = from; i < to; i++) {
-        float g = grad[i];
-        float p = param[i] - lr * decay * param[i];
-        float mi = beta1 * m[i] + (1.0f - beta1) * g;
-        float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
-        m[i] = mi;
-        v[i] = vi;
-        param[i] = p - lr * (mi * correction1) / (sqrtf(vi * correction2) + eps);
-    }
-}
-
-/* SGD on elements [from, to) of slice s (PyTorch's form, dampening 0):
- *   velocity = momentum·velocity + grad     (skipped without momentum)
- *   param   -= lr · velocity */
-static void sgd_range(const OptimSlice *s, size_t from, size_t to, float lr, float momentum)
-{
-    float *restrict param = s->param, *restrict velocity = s->m;
-    const float *restrict grad = s->grad;
-    if (momentum == 0.0f || !velocity) {
-        for (size_t i = from; i < to; i++) param[i] -= lr * grad[i];
-        return;
-    }
-    for (size_t i = from; i < to; i++) {
-        velocity[i] = momentum * velocity[i] + grad[i];
-        param[i] -= lr * velocity[i];
-    }
-}
-
-/* The optimizer a pass runs: AdamW's constants, or SGD's (adamw NULL). */
+/* The optimizer a pass runs: its learning rate, and AdamW's constants or SGD's momentum
+ * (adamw NULL). */
 typedef struct Update {
     const Adamw *adamw;
     float lr, momentum;
 } Update;
 
 /* Splits the slices' concatenated elements into one contiguous range per thread, and each
- * thread runs `u` on the parts of the slices its range covers. Returns the number of
- * elements. */
+ * thread updates the parts [from, from + n) of the slices its range covers, as `u` says.
+ * AdamW (Loshchilov & Hutter 2019), as PyTorch's torch.optim.AdamW, step t ≥ 1:
+ *   param -= lr·weight_decay·param                 decoupled weight decay
+ *   m = beta1·m + (1 − beta1)·grad                 first moment
+ *   v = beta2·v + (1 − beta2)·grad²                second moment
+ *   param -= lr · (m / (1 − beta1^t)) / (sqrt(v / (1 − beta2^t)) + eps)
+ * FLOPs per element: decay 2, m 3, v 4, update 7 (two corrections, sqrt, add, divide,
+ * multiply, subtract): 16. SGD (PyTorch's form, dampening 0):
+ *   velocity = momentum·velocity + grad     (skipped without momentum)
+ *   param   -= lr · velocity
+ * Returns the number of elements. */
 static size_t update_all(const OptimSlice *slices, int count, const Update *u)
 {
     size_t total = 0;
@@ -90,9 +59,31 @@ static size_t update_all(const OptimSlice *slices, int count, const Update *u)
         size_t first = 0; /* slice s's first element in the concatenation */
         for (int s = 0; s < count && first < end; first += slices[s].n, s++) {
             size_t from;
-            const size_t n = flat_overlap(begin, end, first, slices[s].n, &from);
-            if (n && u->adamw) adamw_range(&slices[s], from, from + n, u->adamw);
-            else if (n) sgd_range(&slices[s], from, from + n, u->lr, u->momentum);
+            const size_t n = flat_overlap(begin, end, first, slices[s].n, &from), to = from + n;
+            float *restrict param = slices[s].param, *restrict m = slices[s].m, *restrict v = slices[s].v;
+            const float *restrict grad = slices[s].grad;
+            const Adamw *a = u->adamw;
+            const float lr = u->lr, momentum = u->momentum;
+            if (a) {
+                const float decay = slices[s].weight_decay, beta1 = a->beta1, beta2 = a->beta2, eps = a->eps;
+                const float correction1 = a->correction1, correction2 = a->correction2;
+                for (size_t i = from; i < to; i++) {
+                    float g = grad[i];
+                    float p = param[i] - lr * decay * param[i];
+                    float mi = beta1 * m[i] + (1.0f - beta1) * g;
+                    float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+                    m[i] = mi;
+                    v[i] = vi;
+                    param[i] = p - lr * (mi * correction1) / (sqrtf(vi * correction2) + eps);
+                }
+            } else if (momentum == 0.0f || !m) {
+                for (size_t i = from; i < to; i++) param[i] -= lr * grad[i];
+            } else {
+                for (size_t i = from; i < to; i++) {
+                    m[i] = momentum * m[i] + grad[i]; /* m is the velocity */
+                    param[i] -= lr * m[i];
+                }
+            }
         }
     }
     return total;
@@ -109,21 +100,7 @@ void k_sgd_update_slices(const OptimSlice *slices, int count, float lr, float mo
 void k_adamw_update_slices(const OptimSlice *slices, int count, float lr, float beta1, float beta2, float eps,
                            int t)
 {
-    const Adamw a = {lr, beta1, beta2, eps, 1.0f / (1.0f - powf(beta1, (float)t)),
-                     1.0f / (1.0f - powf(beta2, (float)t))};
-    const size_t n = update_all(slices, count, &(Update){.adamw = &a});
+    const Adamw a = {beta1, beta2, eps, 1.0f / (1.0f - powf(beta1, (float)t)), 1.0f / (1.0f - powf(beta2, (float)t))};
+    const size_t n = update_all(slices, count, &(Update){.adamw = &a, .lr = lr});
     flops_add(16 * (uint64_t)n);
-}
-
-void k_sgd_update(float *param, float *velocity, const float *grad, float lr, float momentum, size_t n)
-{
-    k_sgd_update_slices(&(OptimSlice){.param = param, .grad = grad, .m = velocity, .n = n}, 1, lr, momentum);
-}
-
-void k_adamw_update(float *param, float *m, float *v, const float *grad, float lr, float beta1, float beta2,
-                    float eps, float weight_decay, int t, size_t n)
-{
-    k_adamw_update_slices(&(OptimSlice){.param = param, .grad = grad, .m = m, .v = v, .weight_decay = weight_decay,
-                                        .n = n},
-                          1, lr, beta1, beta2, eps, t);
 }

@@ -46,11 +46,6 @@ void ref_fill(double *out, float value, size_t n)
     for (size_t i = 0; i < n; i++) out[i] = value;
 }
 
-void ref_copy(double *out, const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++) out[i] = x[i];
-}
-
 void ref_add(double *out, const float *a, const float *b, size_t n)
 {
     for (size_t i = 0; i < n; i++) out[i] = (double)a[i] + (double)b[i];
@@ -137,33 +132,24 @@ static void ref_softmax_row_backward(double *dx, const float *out, const float *
     for (int i = 0; i < n; i++) dx[i] += out[i] * (dout[i] - dot);
 }
 
-void ref_softmax_forward(double *out, const float *x, int rows, int cols)
+/* Row r keeps all its columns, or, causal, row t = r mod T of its head's (T,T) block keeps
+ * columns 0..t. */
+void ref_softmax_forward(double *out, const float *x, int rows, int cols, bool causal)
 {
-    for (int r = 0; r < rows; r++)
-        ref_softmax_row(out + (size_t)r * cols, x + (size_t)r * cols, cols);
-}
-
-void ref_softmax_backward(double *dx, const float *out, const float *dout, int rows, int cols)
-{
-    for (size_t off = 0; off < (size_t)rows * cols; off += (size_t)cols)
-        ref_softmax_row_backward(dx + off, out + off, dout + off, cols);
-}
-
-/* Row r of the (BH,T,T) scores is row t = r mod T of its head's matrix: it keeps columns
- * 0..t. */
-void ref_causal_softmax_forward(double *out, const float *x, int BH, int T)
-{
-    for (size_t r = 0; r < (size_t)BH * T; r++) {
-        const int kept = (int)(r % (size_t)T) + 1;
-        ref_softmax_row(out + r * T, x + r * T, kept);
-        for (int j = kept; j < T; j++) out[r * T + j] = 0.0;
+    for (size_t r = 0; r < (size_t)rows; r++) {
+        const int kept = causal ? (int)(r % (size_t)cols) + 1 : cols;
+        ref_softmax_row(out + r * cols, x + r * cols, kept);
+        for (int j = kept; j < cols; j++) out[r * cols + j] = 0.0;
     }
 }
 
-void ref_causal_softmax_backward(double *dx, const float *out, const float *dout, int BH, int T)
+void ref_softmax_backward(double *dx, const float *out, const float *dout, int rows, int cols,
+                          bool causal)
 {
-    for (size_t r = 0; r < (size_t)BH * T; r++)
-        ref_softmax_row_backward(dx + r * T, out + r * T, dout + r * T, (int)(r % (size_t)T) + 1);
+    for (size_t r = 0; r < (size_t)rows; r++) {
+        const int kept = causal ? (int)(r % (size_t)cols) + 1 : cols;
+        ref_softmax_row_backward(dx + r * cols, out + r * cols, dout + r * cols, kept);
+    }
 }
 
 void ref_layernorm_forward(double *out, double *mean, double *rstd, const float *x,
@@ -210,32 +196,6 @@ void ref_layernorm_backward(double *dx, double *dweight, double *dbias, const fl
             dbias[j] += dout[off + j];
         }
     }
-}
-
-void ref_row_sum(double *out, const float *x, int rows, int cols)
-{
-    for (int r = 0; r < rows; r++) {
-        double sum = 0.0;
-        for (int j = 0; j < cols; j++) sum += x[(size_t)r * cols + j];
-        out[r] = sum;
-    }
-}
-
-void ref_row_max(double *out, const float *x, int rows, int cols)
-{
-    for (int r = 0; r < rows; r++) {
-        double m = x[(size_t)r * cols];
-        for (int j = 1; j < cols; j++)
-            if (x[(size_t)r * cols + j] > m) m = x[(size_t)r * cols + j];
-        out[r] = m;
-    }
-}
-
-double ref_sum(const float *x, size_t n)
-{
-    double sum = 0.0;
-    for (size_t i = 0; i < n; i++) sum += x[i];
-    return sum;
 }
 
 /* ---- losses ----------------------------------------------------------------------- */
@@ -415,33 +375,27 @@ void ref_embedding_backward(double *dwte, double *dwpe, const float *dout, const
 
 /* ---- attention heads -------------------------------------------------------------- */
 
-/* Element i of a (B,H,T,D) array, [b,h,t,d], is channel c0 + h·D + d of token (b,t) in a
+/* Element i of a (B,H,T,D) array, [b,h,t,d], is channel h·D + d of token (b,t) in a
  * (B,T,width) array: its index there. */
-static size_t ref_wide_of(size_t i, int c0, int width, int T, int H, int D)
+static size_t ref_wide_of(size_t i, int width, int T, int H, int D)
 {
     const size_t d = i % (size_t)D, t = i / (size_t)D % (size_t)T, h = i / ((size_t)D * T) % (size_t)H;
     const size_t b = i / ((size_t)D * T * H);
-    return (b * (size_t)T + t) * (size_t)width + (size_t)c0 + h * (size_t)D + d;
+    return (b * (size_t)T + t) * (size_t)width + h * (size_t)D + d;
 }
 
-void ref_split_heads_forward(double *out, const float *qkv, int which, int B, int T, int C, int H)
+void ref_rows_to_heads(double *heads, const float *rows, int stride, int B, int T, int C, int H, bool add)
 {
-    for (size_t i = 0; i < (size_t)B * T * C; i++) out[i] = qkv[ref_wide_of(i, which * C, 3 * C, T, H, C / H)];
+    for (size_t i = 0; i < (size_t)B * T * C; i++)
+        heads[i] = (add ? heads[i] : 0.0) + rows[ref_wide_of(i, stride, T, H, C / H)];
 }
 
-void ref_split_heads_backward(double *dqkv, const float *dout, int which, int B, int T, int C, int H)
+void ref_heads_to_rows(double *rows, const float *heads, int stride, int B, int T, int C, int H, bool add)
 {
-    for (size_t i = 0; i < (size_t)B * T * C; i++) dqkv[ref_wide_of(i, which * C, 3 * C, T, H, C / H)] += dout[i];
-}
-
-void ref_merge_heads_forward(double *out, const float *y, int B, int T, int C, int H)
-{
-    for (size_t i = 0; i < (size_t)B * T * C; i++) out[ref_wide_of(i, 0, C, T, H, C / H)] = y[i];
-}
-
-void ref_merge_heads_backward(double *dy, const float *dout, int B, int T, int C, int H)
-{
-    for (size_t i = 0; i < (size_t)B * T * C; i++) dy[i] += dout[ref_wide_of(i, 0, C, T, H, C / H)];
+    for (size_t i = 0; i < (size_t)B * T * C; i++) {
+        double *row = &rows[ref_wide_of(i, stride, T, H, C / H)];
+        *row = (add ? *row : 0.0) + heads[i];
+    }
 }
 
 /* ---- sampling --------------------------------------------------------------------- */

@@ -14,6 +14,7 @@
 #define REMAT_KERNELS_REF_H
 
 #include <cblas.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,8 +32,6 @@ void ref_matmul_batched(double *C, const float *A, const float *B, int batch, in
 
 /* out = value, everywhere. */
 void ref_fill(double *out, float value, size_t n);
-/* out = x. */
-void ref_copy(double *out, const float *x, size_t n);
 /* out = a + b. */
 void ref_add(double *out, const float *a, const float *b, size_t n);
 /* y += alpha·x. */
@@ -52,14 +51,13 @@ void ref_gelu_forward(double *out, const float *x, size_t n);
 /* dx += dout·gelu'(x), the derivative written out independently of the kernel's form. */
 void ref_gelu_backward(double *dx, const float *x, const float *dout, size_t n);
 
-/* out = softmax of each row of x (rows,cols), max subtracted as in the kernel. */
-void ref_softmax_forward(double *out, const float *x, int rows, int cols);
-/* dx += out ⊙ (dout − Σ_j dout_j·out_j) per row; out is the kernel's float output. */
-void ref_softmax_backward(double *dx, const float *out, const float *dout, int rows, int cols);
-/* Causal softmax on (BH,T,T); masked columns of out are 0. */
-void ref_causal_softmax_forward(double *out, const float *x, int BH, int T);
-/* Masked columns of dx are left unchanged. */
-void ref_causal_softmax_backward(double *dx, const float *out, const float *dout, int BH, int T);
+/* out = softmax of each row of x (rows,cols), max subtracted as in the kernel; causal as
+ * k_softmax_forward (masked columns of out are 0). */
+void ref_softmax_forward(double *out, const float *x, int rows, int cols, bool causal);
+/* dx += out ⊙ (dout − Σ_j dout_j·out_j) per row; out is the kernel's float output. Masked
+ * columns of a causal dx are left unchanged. */
+void ref_softmax_backward(double *dx, const float *out, const float *dout, int rows, int cols,
+                          bool causal);
 
 /* LayerNorm as k_layernorm_forward; mean and rstd (rows) are outputs. */
 void ref_layernorm_forward(double *out, double *mean, double *rstd, const float *x,
@@ -71,12 +69,6 @@ void ref_layernorm_backward(double *dx, double *dweight, double *dbias, const fl
                             const float *x, const float *weight, const float *mean,
                             const float *rstd, int rows, int cols);
 
-/* out (rows) = Σ_j x[r,j]. */
-void ref_row_sum(double *out, const float *x, int rows, int cols);
-/* out (rows) = max_j x[r,j], for cols ≥ 1. */
-void ref_row_max(double *out, const float *x, int rows, int cols);
-/* Σ x, left to right. */
-double ref_sum(const float *x, size_t n);
 
 /* ---- losses ----------------------------------------------------------------------- */
 
@@ -123,14 +115,10 @@ void ref_embedding_backward(double *dwte, double *dwpe, const float *dout, const
 
 /* ---- attention heads -------------------------------------------------------------- */
 
-/* out[b,h,t,d] = qkv[b,t, which·C + h·D + d]. */
-void ref_split_heads_forward(double *out, const float *qkv, int which, int B, int T, int C, int H);
-/* dqkv[b,t, which·C + h·D + d] += dout[b,h,t,d]. */
-void ref_split_heads_backward(double *dqkv, const float *dout, int which, int B, int T, int C, int H);
-/* out[b,t,h·D + d] = y[b,h,t,d]. */
-void ref_merge_heads_forward(double *out, const float *y, int B, int T, int C, int H);
-/* dy[b,h,t,d] += dout[b,t,h·D + d]. */
-void ref_merge_heads_backward(double *dy, const float *dout, int B, int T, int C, int H);
+/* heads[b,h,t,d] = (or += with add) rows[b,t, h·D + d], rows of `stride` channels. */
+void ref_rows_to_heads(double *heads, const float *rows, int stride, int B, int T, int C, int H, bool add);
+/* rows[b,t, h·D + d] = (or += with add) heads[b,h,t,d]. */
+void ref_heads_to_rows(double *rows, const float *heads, int stride, int B, int T, int C, int H, bool add);
 
 /* ---- sampling --------------------------------------------------------------------- */
 
@@ -142,11 +130,11 @@ int ref_sample_categorical(const float *probs, int n, float u);
 
 /* ---- optimizer updates ------------------------------------------------------------ */
 
-/* SGD as k_sgd_update, on double parameters and velocity (velocity may be NULL when
+/* SGD as k_sgd_update_slices, on double parameters and velocity (velocity may be NULL when
  * momentum is 0). */
 void ref_sgd_update(double *param, double *velocity, const float *grad, float lr, float momentum,
                     size_t n);
-/* AdamW step t as k_adamw_update, on double parameters and moments, written as
+/* AdamW step t as k_adamw_update_slices, on double parameters and moments, written as
  * torch.optim.AdamW documents it (bias corrections divided, not multiplied). */
 void ref_adamw_update(double *param, double *m, double *v, const float *grad, float lr,
                       float beta1, float beta2, float eps, float weight_decay, int t, size_t n);

@@ -165,31 +165,20 @@ void *mem_calloc(MemKind kind, size_t bytes)
     return block;
 }
 
-static BlockHeader *header_of(const void *block, const char *caller)
-{
-    BlockHeader *h = (BlockHeader *)((unsigned char *)(uintptr_t)block - MEM_ALIGNMENT);
-    if (h->magic != BLOCK_MAGIC_LIVE) {
-        fprintf(stderr, "remat: %s(%p): %s\n", caller, block,
-                h->magic == BLOCK_MAGIC_FREED ? "block was already freed"
-                                               : "not a block from mem_alloc");
-        abort();
-    }
-    return h;
-}
-
 void mem_free(void *block)
 {
     if (!block) return;
-    BlockHeader *h = header_of(block, "mem_free");
+    BlockHeader *h = (BlockHeader *)((unsigned char *)(uintptr_t)block - MEM_ALIGNMENT);
+    if (h->magic != BLOCK_MAGIC_LIVE) {
+        fprintf(stderr, "remat: mem_free(%p): %s\n", block,
+                h->magic == BLOCK_MAGIC_FREED ? "block was already freed" : "not a block from mem_alloc");
+        abort();
+    }
     h->magic = BLOCK_MAGIC_FREED;
     live_blocks--;
     apply(h->kind, -(int64_t)h->bytes);
     free(h);
 }
-
-MemKind mem_block_kind(const void *block) { return header_of(block, "mem_block_kind")->kind; }
-
-size_t mem_block_bytes(const void *block) { return header_of(block, "mem_block_bytes")->bytes; }
 
 RematStatus mem_account(MemKind kind, int64_t delta)
 {

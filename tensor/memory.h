@@ -59,10 +59,6 @@ void *mem_calloc(MemKind kind, size_t bytes);
  * Freeing anything else, or freeing twice, is a bug: it prints what went wrong and aborts. */
 void mem_free(void *block);
 
-/* The kind and size a live block was allocated with. */
-MemKind mem_block_kind(const void *block);
-size_t mem_block_bytes(const void *block);
-
 /* Returns the pages of freed blocks, which the allocator keeps for reuse, to the operating
  * system, so that the process's resident size comes down to what the ledger holds. */
 void mem_return_free_pages(void);

@@ -345,14 +345,14 @@ static Var *fn_dropout(void *ctx, Var *const *in)
 {
     DropoutCtx *c = ctx;
     c->rng = c->start;
-    return op_dropout(in[0], c->p, &c->rng, true, NULL);
+    return op_dropout(in[0], c->p, &c->rng, NULL, true, NULL);
 }
 
 /* Counter-based dropout needs no restart: the same key gives the same mask every time. */
 static const CounterKey GRADCHECK_KEY = {.seed = 61, .step = 3, .micro_batch = 0, .op = 2};
 static Var *fn_dropout_counter(void *ctx, Var *const *in)
 {
-    return op_dropout_counter(in[0], *(const float *)ctx, &GRADCHECK_KEY, true, NULL);
+    return op_dropout(in[0], *(const float *)ctx, NULL, &GRADCHECK_KEY, true, NULL);
 }
 
 /* A hook that counts what ops say they regenerate. */
@@ -577,7 +577,7 @@ static void test_dropout_keeps_the_expected_fraction_and_saves_only_the_mask(voi
     expected = rng;
     pcg32_advance(&expected, N);
     size_t act_before = mem_current(MEM_ACT);
-    Var *y = op_dropout(x, p, &rng, true, "drop");
+    Var *y = op_dropout(x, p, &rng, NULL, true, "drop");
     assert_non_null(y);
     assert_memory_equal(&rng, &expected, sizeof rng);
 
@@ -620,7 +620,7 @@ static void test_dropout_counter_saves_no_mask(void **state)
     const OpHooks hooks = {.name = "test", .regenerated = note_regenerated, .ctx = &seen};
     assert_int_equal(op_hooks_push(&hooks), REMAT_OK);
     size_t act_before = mem_current(MEM_ACT);
-    Var *y = op_dropout_counter(x, p, &key, true, "drop");
+    Var *y = op_dropout(x, p, NULL, &key, true, "drop");
     op_hooks_pop();
     assert_non_null(y);
     assert_non_null(y->creator);
@@ -647,13 +647,13 @@ static void test_dropout_counter_off_is_the_identity_and_needs_a_key_when_on(voi
 {
     (void)state;
     Var *x = param(3, 4, 72);
-    Var *eval = op_dropout_counter(x, 0.5f, NULL, false, "drop");
-    Var *zero = op_dropout_counter(x, 0.0f, NULL, true, "drop");
+    Var *eval = op_dropout(x, 0.5f, NULL, NULL, false, "drop");
+    Var *zero = op_dropout(x, 0.0f, NULL, NULL, true, "drop");
     assert_ptr_equal(eval, x);
     assert_ptr_equal(zero, x);
     assert_int_equal(tape_current()->count, 0);
-    assert_null(op_dropout_counter(x, 0.5f, NULL, true, "drop"));
-    assert_non_null(strstr(remat_last_error(), "dropout drop: training with p = 0.5 needs a counter key"));
+    assert_null(op_dropout(x, 0.5f, NULL, NULL, true, "drop"));
+    assert_non_null(strstr(remat_last_error(), "dropout drop: training with p = 0.5 needs a generator or a counter key"));
     var_free(eval);
     var_free(zero);
     var_free(x);
@@ -666,16 +666,16 @@ static void test_dropout_off_is_the_identity_and_draws_nothing(void **state)
     Pcg32 rng, before;
     pcg32_seed(&rng, 73, 1);
     before = rng;
-    Var *eval = op_dropout(x, 0.5f, &rng, false, "drop");
-    Var *zero = op_dropout(x, 0.0f, &rng, true, "drop");
+    Var *eval = op_dropout(x, 0.5f, &rng, NULL, false, "drop");
+    Var *zero = op_dropout(x, 0.0f, &rng, NULL, true, "drop");
     assert_ptr_equal(eval, x); /* a new reference to x itself */
     assert_ptr_equal(zero, x);
     assert_int_equal(x->refcount, 3);
     assert_memory_equal(&rng, &before, sizeof rng);
     assert_int_equal(tape_current()->count, 0);
-    assert_null(op_dropout(x, 1.0f, &rng, true, "drop"));
+    assert_null(op_dropout(x, 1.0f, &rng, NULL, true, "drop"));
     assert_non_null(strstr(remat_last_error(), "dropout drop: p must be in [0, 1)"));
-    assert_null(op_dropout(x, 0.5f, NULL, true, "drop"));
+    assert_null(op_dropout(x, 0.5f, NULL, NULL, true, "drop"));
     var_free(eval);
     var_free(zero);
     var_free(x);
@@ -722,7 +722,7 @@ static void test_embedding_rejects_an_out_of_range_id(void **state)
     assert_null(op_embedding(good, wte, short_wpe, "embd"));
     assert_non_null(strstr(remat_last_error(), "T_max >= 3"));
     assert_null(op_embedding(wte, wte, NULL, "embd"));
-    assert_non_null(strstr(remat_last_error(), "ids must be int32"));
+    assert_non_null(strstr(remat_last_error(), "input 0 must be int32"));
     assert_int_equal(tape_current()->count, 0);
     Var *all[] = {bad, wte, wpe, short_wpe, good};
     for (int i = 0; i < 5; i++) var_free(all[i]);
@@ -747,7 +747,7 @@ static void test_new_ops_reject_bad_shapes(void **state)
     assert_null(op_cross_entropy(x, targets, "loss")); /* 6 is outside [0, 6) */
     assert_non_null(strstr(remat_last_error(), "cross_entropy loss: target 6 at row 3"));
     assert_null(op_cross_entropy(x, x, "loss"));
-    assert_non_null(strstr(remat_last_error(), "targets must be int32"));
+    assert_non_null(strstr(remat_last_error(), "input 1 must be int32"));
     assert_int_equal(tape_current()->count, 0);
     Var *all[] = {x, w5, qkv, targets};
     for (int i = 0; i < 4; i++) var_free(all[i]);

@@ -79,7 +79,7 @@ static void corpus_batch(int B, int T, uint64_t seed, Var **x, Var **y)
 /* One forward + backward; returns the loss value and leaves an empty tape. */
 static float forward_backward(Model *m, Var *x, Var *y, TrainCtx *ctx)
 {
-    Var *loss = model_loss(m, x, y, ctx);
+    Var *loss = model_loss_planned(m, NULL, x, y, ctx);
     if (!loss) fail_msg("model_loss: %s", remat_last_error());
     assert_int_equal(backward(loss), REMAT_OK);
     float value = loss->value->f32[0];
@@ -93,7 +93,7 @@ static double loss_only(Model *m, Var *x, Var *y)
 {
     bool was = grad_set_enabled(false);
     TrainCtx ctx = {.training = false};
-    Var *loss = model_loss(m, x, y, &ctx);
+    Var *loss = model_loss_planned(m, NULL, x, y, &ctx);
     grad_set_enabled(was);
     if (!loss) fail_msg("model_loss: %s", remat_last_error());
     double value = loss->value->f32[0];
@@ -168,7 +168,7 @@ static void test_block_records_the_tagged_ops(void **state)
     corpus_batch(2, 8, 5, &x, &y);
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 6, 0);
-    Var *loss = model_loss(m, x, y, &ctx);
+    Var *loss = model_loss_planned(m, NULL, x, y, &ctx);
     assert_non_null(loss);
     static const char *const h0[] = {
         "h.0.attn.ln", "h.0.attn.qkv", "h.0.attn.split_q", "h.0.attn.split_k", "h.0.attn.split_v",
@@ -508,13 +508,13 @@ static void test_sequences_longer_than_seq_len_are_rejected(void **state)
     Var *x, *y;
     corpus_batch(2, 9, 18, &x, &y); /* T = 9 > seq_len = 8 */
     TrainCtx ctx = {.training = false};
-    assert_null(model_loss(m, x, y, &ctx));
+    assert_null(model_loss_planned(m, NULL, x, y, &ctx));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
     assert_non_null(strstr(remat_last_error(), "a sequence of 9 tokens is longer than the model's seq_len 8"));
     assert_int_equal(tape_current()->count, 0);
     /* float inputs are not token ids */
     Var *floats = var_create(tensor_zeros(MEM_ACT, 2, (int[]){2, 8}), false, "floats");
-    assert_null(model_loss(m, floats, y, &ctx));
+    assert_null(model_loss_planned(m, NULL, floats, y, &ctx));
     assert_non_null(strstr(remat_last_error(), "int32 token ids"));
     var_free(floats);
     var_free(x);

@@ -27,7 +27,7 @@ static int clean_state(void **state)
 /* One forward + backward of the chain; returns the loss value. */
 static float forward_backward(Model *m, Var *x, Var *y, TrainCtx *ctx)
 {
-    Var *loss = model_loss(m, x, y, ctx);
+    Var *loss = model_loss_planned(m, NULL, x, y, ctx);
     assert_non_null(loss);
     assert_int_equal(backward(loss), REMAT_OK);
     float value = loss->value->f32[0];
@@ -217,7 +217,7 @@ static void test_a_deep_chain_starts_where_a_shallow_one_does(void **state)
         Var *x, *y;
         assert_int_equal(mlp_task_batch(task, &rng, 64, &x, &y), REMAT_OK);
         const bool was = grad_set_enabled(false);
-        Var *l = model_loss(m, x, y, NULL);
+        Var *l = model_loss_planned(m, NULL, x, y, NULL);
         grad_set_enabled(was);
         assert_non_null(l);
         loss[i] = l->value->f32[0];

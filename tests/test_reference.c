@@ -71,7 +71,7 @@ static void check_matches_pytorch(AttentionKind attention)
     assert_non_null(input);
     assert_non_null(target);
     TrainCtx ctx = {.training = false};
-    Var *loss = model_loss(m, input, target, &ctx);
+    Var *loss = model_loss_planned(m, NULL, input, target, &ctx);
     assert_non_null(loss);
     assert_int_equal(backward(loss), REMAT_OK);
 
