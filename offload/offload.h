@@ -11,7 +11,7 @@
  *
  *     Offload *off = offload_create(&(OffloadOptions){...});   opens the spill file
  *     offload_push(off);                     the forward's saves now go through it
- *     Var *loss = model_loss(...);
+ *     Var *loss = model_loss_planned(...);
  *     offload_pop(off);                      starts reading the last records back
  *     backward(loss);                        each record is read back, checked, released
  *     tape_reset(tape_current());            the file's space is reused by the next step
