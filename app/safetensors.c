@@ -408,7 +408,8 @@ static RematStatus read_header(StFile *f, unsigned long long file_size, char **h
     text[len] = '\0';
     RematStatus status = REMAT_OK;
     if (err)
-        status = remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path, err > 0 ? strerror(err) : "file shrank");
+        status = remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path,
+                            err > 0 ? strerror(err) : "file shrank");
     else if (strlen(text) != len)
         status = remat_fail(REMAT_ECORRUPT, "%s: the header contains a NUL byte", f->path);
     if (status != REMAT_OK) {
