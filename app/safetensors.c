@@ -11,7 +11,6 @@
 #include "app/safetensors.h"
 
 #include <cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -175,41 +174,13 @@ static int write_contents(int fd, const char *header, const StEntry *entries, in
 
 /* ---- the temporary file ----------------------------------------------------------- */
 
-/* st_save writes a whole new file before it renames it over the old one (base/file.h,
- * file_replace_start): where the file system has O_TMPFILE (Linux 3.11 on; ext4, xfs,
- * btrfs, tmpfs), the new file has no name while it is written, and if the process is
- * killed then, the kernel frees it. Once written and flushed, it is named beside the target
- * and renamed over it. Elsewhere it is created with a name (mkstemp). The name is
- * PATH.tmp.XXXXXX either way (six letters or digits), and a kill between naming and
- * renaming (always a short moment with O_TMPFILE, the whole write without) leaves it
- * behind; so each save first removes the leftovers of earlier saves to the same path. Two
- * processes saving to one path at the same time are not supported. */
-#define TEMP_SUFFIX ".tmp.XXXXXX"
-#define TEMP_RANDOM 6 /* the X's */
-static const char TEMP_LETTERS[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"; /* an X's */
-
-static bool force_named_temp; /* st_debug_named_temp */
+/* st_save writes a whole new file and renames it over the old one (base/file.h,
+ * file_replace_start): unnamed while it is written where the file system has O_TMPFILE
+ * (Linux 3.11 on; ext4, xfs, btrfs, tmpfs), so that a kill then leaves nothing; named
+ * PATH.tmp.XXXXXX from the start elsewhere, or here under st_debug_named_temp. */
+static bool force_named_temp;
 
 void st_debug_named_temp(bool on) { force_named_temp = on; }
-
-/* Removes what killed saves to `path` left in its directory: names PATH.tmp. and six
- * letters or digits. Best effort: a leftover that cannot be removed does not stop this save. */
-static void remove_leftover_temps(const char *path)
-{
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    const size_t n = strlen(base), dot_tmp = sizeof TEMP_SUFFIX - 1 - TEMP_RANDOM;
-    char *dir = file_directory(path);
-    DIR *d = dir ? opendir(dir) : NULL;
-    free(dir);
-    if (!d) return;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (strncmp(e->d_name, base, n) != 0 || strncmp(e->d_name + n, TEMP_SUFFIX, dot_tmp) != 0) continue;
-        const char *x = e->d_name + n + dot_tmp;
-        if (strlen(x) == TEMP_RANDOM && strspn(x, TEMP_LETTERS) == TEMP_RANDOM)
-            unlinkat(dirfd(d), e->d_name, 0);
-    }
-    closedir(d);
-}
 
 RematStatus st_save(const char *path, const StEntry *entries, int n, const StMeta *meta, int n_meta)
 {
@@ -220,7 +191,6 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
     if (!header) return remat_last_status();
     FileReplacement tmp;
     RematStatus status = file_check_writable(path);
-    if (status == REMAT_OK) remove_leftover_temps(path);
     int err = status == REMAT_OK ? file_replace_start(&tmp, path, !force_named_temp) : 0;
     if (err)
         status = remat_fail(err == ENOMEM ? REMAT_ENOMEM : REMAT_EIO,

@@ -5,6 +5,7 @@
 
 #include "base/file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -82,6 +83,24 @@ int file_create_new(const char *dir, char *name, bool unnamed, bool *named)
     return fd;
 }
 
+/* The letters of a temporary file's XXXXXX, as mkstemp and name_unnamed choose them. */
+static const char TEMP_LETTERS[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/* Removes, best effort, what killed replacements of `path` left in `dir`: the names PATH.tmp.
+ * and six letters or digits. */
+static void remove_leftovers(const char *dir, const char *path)
+{
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    const size_t n = strlen(base);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (strncmp(e->d_name, base, n) != 0 || strncmp(e->d_name + n, ".tmp.", 5) != 0) continue;
+        const char *x = e->d_name + n + 5;
+        if (strlen(x) == 6 && strspn(x, TEMP_LETTERS) == 6) unlinkat(dirfd(d), e->d_name, 0);
+    }
+    if (d) closedir(d);
+}
+
 int file_replace_start(FileReplacement *f, const char *path, bool unnamed)
 {
     *f = (FileReplacement){.path = path};
@@ -91,6 +110,7 @@ int file_replace_start(FileReplacement *f, const char *path, bool unnamed)
         f->tmp = NULL; /* asprintf leaves it undefined when it fails */
         return ENOMEM;
     }
+    remove_leftovers(dir, path);
     unnamed = unnamed && access("/proc/self/fd", X_OK) == 0; /* the way to name it later */
     const int fd = file_create_new(dir, f->tmp, unnamed, &f->named);
     free(dir);
@@ -106,14 +126,13 @@ int file_replace_start(FileReplacement *f, const char *path, bool unnamed)
  * so that no file has that name yet. Returns 0 or an errno value. */
 static int name_unnamed(int fd, char *tmp)
 {
-    static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    const size_t n_letters = sizeof letters - 1;
+    const size_t n_letters = sizeof TEMP_LETTERS - 1;
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
     char *x = tmp + strlen(tmp) - 6;
     for (uint64_t attempt = 0; attempt < 100; attempt++) {
         uint64_t v = (uint64_t)getpid() * 1000003u + attempt;
-        for (int i = 0; i < 6; i++, v /= n_letters) x[i] = letters[v % n_letters];
+        for (int i = 0; i < 6; i++, v /= n_letters) x[i] = TEMP_LETTERS[v % n_letters];
         if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) return 0;
         if (errno != EEXIST) return errno;
     }

@@ -55,7 +55,9 @@ int file_create_new(const char *dir, char *name, bool unnamed, bool *named);
  * was there, so a planted link or FIFO is not followed), without a name while it is written
  * where the file system allows (file_create_new), so that a kill leaves nothing behind, and
  * named PATH.tmp.XXXXXX then renamed over the path only once complete: a reader finds the
- * old file or the new one, never a part of one. */
+ * old file or the new one, never a part of one. A kill between naming and renaming (the
+ * whole write, for a named file) leaves PATH.tmp.XXXXXX behind, which the next replacement
+ * of the path removes; two replacements of one path at the same time are not supported. */
 typedef struct FileReplacement {
     FILE *out;        /* where the contents go (fileno(out) for write(2)) */
     const char *path; /* the file it replaces (borrowed) */
