@@ -65,7 +65,7 @@ static const Flag FLAGS[] = {
 #undef AT
 enum { SIZE = 1u << 0, REPS = 1u << 1, STREAM_MIB = 1u << 2 }; /* their rows */
 
-static const BenchInfo info = {
+static const BenchInfo INFO = {
     .name = "bench_sgemm",
     .question = "the machine's float32 matmul peak and memory bandwidth",
     .about = "  Times cblas_sgemm on N x N x N float32 matrices and prints the median GFLOP/s, then\n"
@@ -253,11 +253,11 @@ static void settle_options(bool quick)
 
 int main(int argc, char **argv)
 {
-    BenchOptions common;
+    BenchOptions o;
     Results *results;
-    const int started = bench_start(&info, argc, argv, &common, &results);
-    if (started != BENCH_RUN) return started;
-    settle_options(common.quick);
+    const int start = bench_start(&INFO, argc, argv, &o, &results);
+    if (start != BENCH_RUN) return start;
+    settle_options(o.quick);
     const char *forced = getenv("OPENBLAS_CORETYPE");
     printf("  OpenBLAS   %s; its core chosen by %s%s\n", platform_info().blas_config,
            forced ? "OPENBLAS_CORETYPE=" : "OpenBLAS", forced ? forced : "");
@@ -280,5 +280,5 @@ int main(int argc, char **argv)
                                              STREAM_COLUMNS, RESULTS_COUNT(STREAM_COLUMNS), true);
     if (status == REMAT_OK) status = run_sgemm(&own, &rng, sgemm);
     if (status == REMAT_OK) status = run_stream(&own, stream);
-    return bench_finish(&info, &common, results, status);
+    return bench_finish(&INFO, &o, results, status);
 }

@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "base/file.h"
 #include "base/platform.h"

@@ -640,8 +640,9 @@ static RematStatus open_direct(int fd, const char *dir, size_t page)
 
 /* Creates the spill file in `dir` without a name (O_TMPFILE), so that a process killed at
  * any moment leaves nothing behind; where the file system lacks O_TMPFILE, as
- * remat-spill-XXXXXX, unlinked at once. Returns its descriptor; -1 with REMAT_EIO saying
- * why (and what to check) on error. */
+ * remat-spill-XXXXXX, unlinked at once. Returns its descriptor (close-on-exec, as
+ * file_create_new makes it: a child process has no business with it); -1 with REMAT_EIO
+ * saying why (and what to check) on error. */
 static int spill_file_open(const char *dir)
 {
     const size_t path_size = strlen(dir) + sizeof "/remat-spill-XXXXXX";
@@ -660,7 +661,6 @@ static int spill_file_open(const char *dir)
                    : err == EACCES || err == EPERM || err == EROFS ? " (the directory is not writable)" : "");
         return -1;
     }
-    (void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* a child process has no business with it */
     return fd;
 }
 
