@@ -6,21 +6,18 @@
  * never pass through cJSON: the writer writes them straight from each Tensor's storage,
  * the reader preads them straight into the new tensor's storage.
  */
-#define _GNU_SOURCE /* strdup, asprintf, and linkat naming an unnamed file (base/file.h: file_create_new) */
+#define _GNU_SOURCE /* strdup */
 
 #include "app/safetensors.h"
 
 #include <cJSON.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/file.h"
@@ -160,132 +157,28 @@ fail:
 
 /* Writes the whole file to `fd`, the JSON `header` padded with spaces (valid JSON
  * whitespace) so that the data buffer starts 8-byte aligned, as the reference
- * implementation does, and flushes it to disk. Returns 0, or an errno value with *step
- * naming what failed. */
-static int write_contents(int fd, const char *header, const StEntry *entries, int n, const char **step)
+ * implementation does. Returns 0 or an errno value. */
+static int write_contents(int fd, const char *header, const StEntry *entries, int n)
 {
     const size_t json_len = strlen(header), padded = (json_len + 7) / 8 * 8;
     const uint64_t len = padded; /* the padded header's length, little-endian as the host */
-
-    *step = "write";
     int err = write_all(fd, &len, sizeof len);
     if (!err) err = write_all(fd, header, json_len);
     if (!err) err = write_all(fd, "       ", padded - json_len);
     for (int i = 0; i < n && !err; i++)
         err = write_all(fd, entries[i].tensor->data, entries[i].tensor->bytes);
-    if (err) return err;
-
-    /* The temporary file is created private (0600); a saved model is an ordinary file. */
-    *step = "fchmod";
-    if (fchmod(fd, 0644) != 0) return errno;
-    *step = "fsync";
-    if (fsync(fd) != 0) return errno;
-    return 0;
-}
-
-/* Flushes the directory `dir`, so that a rename into it survives a crash. Returns 0 or
- * an errno value. */
-static int fsync_dir(const char *dir)
-{
-    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return errno;
-    const int err = fsync(fd) != 0 ? errno : 0;
-    close(fd);
     return err;
 }
 
 /* ---- the temporary file ----------------------------------------------------------- */
 
-/* st_save writes a whole new file before it renames it over the old one. Where the file
- * system has O_TMPFILE (Linux 3.11 on; ext4, xfs, btrfs, tmpfs), the new file has no name
- * while it is written: if the process is killed then, the kernel frees it, and nothing
- * is left behind. Once written and flushed, it is given a name beside the target
- * (linkat through /proc/self/fd) and renamed over it. Elsewhere it is created with a name
- * (mkstemp). The name is PATH.tmp.XXXXXX either way (six letters or digits), and a kill
- * between naming and renaming (always a short moment with O_TMPFILE, the whole write
- * without) leaves it behind; so each save first removes the leftovers of earlier saves to
- * the same path. Two processes saving to one path at the same time are not supported. */
-typedef struct TempFile {
-    int fd;
-    char *dir;   /* the target's directory */
-    char *name;  /* PATH.tmp.XXXXXX */
-    bool named;  /* whether `name` exists (and must be removed if the save fails) */
-} TempFile;
-
-#define TEMP_SUFFIX ".tmp.XXXXXX"
-#define TEMP_RANDOM 6 /* the X's */
-static const char TEMP_LETTERS[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"; /* an X's */
-
-static bool force_named_temp; /* st_debug_named_temp */
+/* st_save writes a whole new file and renames it over the old one (base/file.h,
+ * file_replace_start): unnamed while it is written where the file system has O_TMPFILE
+ * (Linux 3.11 on; ext4, xfs, btrfs, tmpfs), so that a kill then leaves nothing; named
+ * PATH.tmp.XXXXXX from the start elsewhere, or here under st_debug_named_temp. */
+static bool force_named_temp;
 
 void st_debug_named_temp(bool on) { force_named_temp = on; }
-
-/* Removes what killed saves to `path` left in its directory: names PATH.tmp. and six
- * letters or digits. Best effort: a leftover that cannot be removed does not stop this save. */
-static void remove_leftover_temps(const char *dir, const char *path)
-{
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    const size_t n = strlen(base), dot_tmp = sizeof TEMP_SUFFIX - 1 - TEMP_RANDOM;
-    DIR *d = opendir(dir);
-    if (!d) return;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (strncmp(e->d_name, base, n) != 0 || strncmp(e->d_name + n, TEMP_SUFFIX, dot_tmp) != 0) continue;
-        const char *x = e->d_name + n + dot_tmp;
-        if (strlen(x) == TEMP_RANDOM && strspn(x, TEMP_LETTERS) == TEMP_RANDOM) unlinkat(dirfd(d), e->d_name, 0);
-    }
-    closedir(d);
-}
-
-/* Creates the temporary file for a save to `path` in `t`. Returns 0 or an errno value,
- * with nothing left to discard. */
-static int temp_create(TempFile *t, const char *path)
-{
-    *t = (TempFile){.fd = -1};
-    t->dir = file_directory(path);
-    int err = ENOMEM;
-    if (!t->dir || asprintf(&t->name, "%s" TEMP_SUFFIX, path) < 0) {
-        t->name = NULL; /* asprintf leaves it undefined when it fails */
-        goto fail;
-    }
-    remove_leftover_temps(t->dir, path);
-
-    /* An unnamed file is named later through /proc. */
-    t->fd = file_create_new(t->dir, t->name, !force_named_temp && access("/proc/self/fd", X_OK) == 0, &t->named);
-    if (t->fd >= 0) return 0;
-    err = errno;
-
-fail:
-    free(t->dir), free(t->name);
-    return err;
-}
-
-/* Gives an unnamed temporary file the name PATH.tmp.XXXXXX, trying suffixes until one is
- * free. Returns 0 or an errno value. */
-static int temp_name(TempFile *t)
-{
-    char proc[64];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", t->fd);
-    const size_t letters = sizeof TEMP_LETTERS - 1;
-    char *x = t->name + strlen(t->name) - TEMP_RANDOM;
-    for (uint64_t attempt = 0; attempt < 100; attempt++) {
-        uint64_t v = (uint64_t)getpid() * 1000003u + attempt;
-        for (int i = 0; i < TEMP_RANDOM; i++, v /= letters) x[i] = TEMP_LETTERS[v % letters];
-        if (linkat(AT_FDCWD, proc, AT_FDCWD, t->name, AT_SYMLINK_FOLLOW) == 0) {
-            t->named = true;
-            return 0;
-        }
-        if (errno != EEXIST) return errno;
-    }
-    return EEXIST;
-}
-
-/* Removes the closed temporary file if it has a name (a failed save), and frees `t`. */
-static void temp_discard(TempFile *t)
-{
-    if (t->named) unlink(t->name);
-    free(t->dir);
-    free(t->name);
-}
 
 RematStatus st_save(const char *path, const StEntry *entries, int n, const StMeta *meta, int n_meta)
 {
@@ -294,9 +187,9 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
                           path ? path : "(no path)", n, n_meta);
     char *header = build_header(path, entries, n, meta, n_meta);
     if (!header) return remat_last_status();
-    TempFile tmp;
+    FileReplacement tmp;
     RematStatus status = file_check_writable(path);
-    int err = status == REMAT_OK ? temp_create(&tmp, path) : 0;
+    int err = status == REMAT_OK ? file_replace_start(&tmp, path, !force_named_temp) : 0;
     if (err)
         status = remat_fail(err == ENOMEM ? REMAT_ENOMEM : REMAT_EIO,
                             "st_save: cannot save %s: cannot create a temporary file beside it: %s", path,
@@ -308,28 +201,16 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
 
     /* Write, fsync, name, close, rename: until the rename succeeds the old file at `path`
      * is untouched, and on any failure the temporary file is removed. */
-    const char *step;
-    err = write_contents(tmp.fd, header, entries, n, &step);
-    if (!err && !tmp.named && (err = temp_name(&tmp)) != 0) step = "naming the temporary file";
-    if (close(tmp.fd) != 0 && !err) { /* closed in every case: a failed save's file is removed below */
-        err = errno;
-        step = "close";
-    }
-    if (!err && rename(tmp.name, path) != 0) {
-        err = errno;
-        step = "rename";
-    }
-    if (err) {
-        temp_discard(&tmp);
+    const char *step = "write";
+    err = write_contents(fileno(tmp.out), header, entries, n);
+    if (err) file_replace_abandon(&tmp);
+    else err = file_replace_finish(&tmp, true, &step);
+    if (err && !strcmp(step, FILE_STEP_DIRECTORY))
+        status = remat_fail(REMAT_EIO, "st_save: %s was written, but flushing its directory failed: %s",
+                            path, strerror(err));
+    else if (err)
         status = remat_fail(REMAT_EIO, "st_save: cannot save %s: %s failed: %s (any old file there is untouched)",
                             path, step, strerror(err));
-    } else {
-        if ((err = fsync_dir(tmp.dir)) != 0)
-            status = remat_fail(REMAT_EIO, "st_save: %s was written, but flushing its directory failed: %s",
-                                path, strerror(err));
-        tmp.named = false; /* it is the file at `path` now */
-        temp_discard(&tmp);
-    }
     cJSON_free(header);
     return status;
 }
@@ -495,7 +376,8 @@ static RematStatus read_header(StFile *f, unsigned long long file_size, char **h
     text[len] = '\0';
     RematStatus status = REMAT_OK;
     if (err)
-        status = remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path, err > 0 ? strerror(err) : "file shrank");
+        status = remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path,
+                            err > 0 ? strerror(err) : "file shrank");
     else if (strlen(text) != len)
         status = remat_fail(REMAT_ECORRUPT, "%s: the header contains a NUL byte", f->path);
     if (status != REMAT_OK) {

@@ -166,9 +166,10 @@ FlagSet step_options_flags(StepOptions *o, unsigned accepted)
     return (FlagSet){.flags = FLAGS, .n = STEP_FLAGS_N, .opts = o, .accepted = accepted, .given = o ? &o->given : NULL};
 }
 
-StepScope step_options_scope(const StepOptions *o)
+StepScope step_options_scope(const StepOptions *o, bool gpt, DropoutRng dropout_rng)
 {
-    return (StepScope){.strategies = 1u << o->strategy.kind, .offloads = o->offload};
+    return (StepScope){.strategies = 1u << o->strategy.kind, .offloads = o->offload,
+                       .counter_masks = gpt && dropout_rng == DROPOUT_RNG_COUNTER};
 }
 
 RematStatus step_options_check(const StepOptions *o, StepScope scope)

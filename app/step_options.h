@@ -74,9 +74,10 @@ typedef struct StepScope {
 } StepScope;
 
 /* The scope of a run that does what its flags say and nothing else (train's): the strategy
- * given (none by default), and offload if --offload was given; what the step's flags do
- * not say (counter_masks, several_ranks) is the caller's to set. */
-StepScope step_options_scope(const StepOptions *o);
+ * given (none by default), offload if --offload was given, and counter masks when the run
+ * has a GPT (`gpt`) whose dropout draws from `dropout_rng` DROPOUT_RNG_COUNTER. A bench
+ * widens the strategies and offload to what it runs; several_ranks is the caller's. */
+StepScope step_options_scope(const StepOptions *o, bool gpt, DropoutRng dropout_rng);
 
 /* REMAT_OK if every flag given applies to a run of `scope` (as above; also --no-rng-replay
  * with counter masks, --zero in one process) and the flags make sense together; else

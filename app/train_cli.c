@@ -165,8 +165,7 @@ static RematStatus check_options(const TrainOptions *opt)
         return remat_fail(REMAT_EINVAL, "--attention fused with --dropout %g needs --dropout-rng counter: the "
                           "fused kernel makes its dropout mask again in backward and never stores it, which a "
                           "running stream cannot do (or use --dropout 0)", (double)opt->dropout);
-    StepScope scope = step_options_scope(&opt->step);
-    scope.counter_masks = opt->model == MODEL_GPT && opt->dropout_rng == DROPOUT_RNG_COUNTER;
+    StepScope scope = step_options_scope(&opt->step, opt->model == MODEL_GPT, opt->dropout_rng);
     scope.several_ranks = dist_world().size > 1; /* main starts MPI, under a launcher, before parsing */
     return step_options_check(&opt->step, scope);
 }

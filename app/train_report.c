@@ -52,13 +52,13 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
     const char *layer = gpt ? "block" : "layer";
     char pbytes[32];
     fprintf(out, "remat train: %s, %d %s%s, %s %d, %s of parameters, %s, %d threads (OpenBLAS %s, %s)\n",
-            name_of(&MODEL_KIND_NAMES, o->model), o->layers, layer, o->layers == 1 ? "" : "s", gpt ? "d_model" : "width",
-            o->d_model, mem_format_bytes(pbytes, sizeof pbytes, model_param_bytes(m)),
+            name_of(&MODEL_KIND_NAMES, o->model), o->layers, layer, o->layers == 1 ? "" : "s",
+            gpt ? "d_model" : "width", o->d_model, mem_format_bytes(pbytes, sizeof pbytes, model_param_bytes(m)),
             name_of(&OPTIM_KIND_NAMES, o->optimizer), info.threads, info.blas_threading, info.blas_core);
     const bool counter = gpt && o->dropout_rng == DROPOUT_RNG_COUNTER, fused = gpt && o->attention == ATTENTION_FUSED;
     if (counter || fused)
-        fprintf(out, "  %s%s%s\n", counter ? "counter-based dropout (masks not kept)" : "", counter && fused ? ", " : "",
-                fused ? "fused attention" : "");
+        fprintf(out, "  %s%s%s\n", counter ? "counter-based dropout (masks not kept)" : "",
+                counter && fused ? ", " : "", fused ? "fused attention" : "");
     report_checkpointing(out, s);
     char budget[32];
     if (planned)
@@ -100,8 +100,10 @@ void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
     char buf[32];
     fprintf(out, "\n  peak memory by kind over the run\n");
     for (int k = 0; k < MEM_DISK; k++)
-        fprintf(out, "    %-12s %12s\n", mem_kind_name((MemKind)k), mem_format_bytes(buf, sizeof buf, mem_peak((MemKind)k)));
-    fprintf(out, "    %-12s %12s  (all kinds at the same moment)\n", "resident", mem_format_bytes(buf, sizeof buf, mem_peak_resident()));
+        fprintf(out, "    %-12s %12s\n", mem_kind_name((MemKind)k),
+                mem_format_bytes(buf, sizeof buf, mem_peak((MemKind)k)));
+    fprintf(out, "    %-12s %12s  (all kinds at the same moment)\n", "resident",
+            mem_format_bytes(buf, sizeof buf, mem_peak_resident()));
     if (o->step.offload)
         fprintf(out, "    %-12s %12s  (in the spill file: not resident)\n", mem_kind_name(MEM_DISK),
                 mem_format_bytes(buf, sizeof buf, mem_peak(MEM_DISK)));
@@ -109,7 +111,8 @@ void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
     if (r->steps_run == 0) return;
     fprintf(out, "\n  FLOPs per training step by phase\n");
     for (int p = 0; p < PHASE_COUNT; p++)
-        fprintf(out, "    %-12s %10.3f GFLOP\n", phase_name((Phase)p), (double)flops_get((Phase)p) / r->steps_run * 1e-9);
+        fprintf(out, "    %-12s %10.3f GFLOP\n", phase_name((Phase)p),
+                (double)flops_get((Phase)p) / r->steps_run * 1e-9);
     const double per_step = (double)flops_total() / r->steps_run;
     const int tokens = o->batch * (gpt ? o->seq : 1);
     fprintf(out, "\n  median step %.2f ms (fastest %.2f, slowest %.2f, of %d steps): %.1f GFLOP/s, %.0f %s/s\n",

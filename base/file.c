@@ -1,10 +1,11 @@
 /*
- * file.c — opening files to read and checking paths to write (see file.h).
+ * file.c — opening files to read, checking paths to write, and replacing files (see file.h).
  */
-#define _GNU_SOURCE /* O_TMPFILE (Linux 3.11): a probe file that never has a name; asprintf */
+#define _GNU_SOURCE /* O_TMPFILE (Linux 3.11): a file that has no name yet; linkat naming it; asprintf */
 
 #include "base/file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -80,6 +81,114 @@ int file_create_new(const char *dir, char *name, bool unnamed, bool *named)
     *named = fd >= 0;
     if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC); /* as O_CLOEXEC gives the unnamed one */
     return fd;
+}
+
+/* The letters of a temporary file's XXXXXX, as mkstemp and name_unnamed choose them. */
+static const char TEMP_LETTERS[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/* Removes, best effort, what killed replacements of `path` left in `dir`: the names PATH.tmp.
+ * and six letters or digits. */
+static void remove_leftovers(const char *dir, const char *path)
+{
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    const size_t n = strlen(base);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (strncmp(e->d_name, base, n) != 0 || strncmp(e->d_name + n, ".tmp.", 5) != 0) continue;
+        const char *x = e->d_name + n + 5;
+        if (strlen(x) == 6 && strspn(x, TEMP_LETTERS) == 6) unlinkat(dirfd(d), e->d_name, 0);
+    }
+    if (d) closedir(d);
+}
+
+int file_replace_start(FileReplacement *f, const char *path, bool unnamed)
+{
+    *f = (FileReplacement){.path = path};
+    char *dir = file_directory(path);
+    if (!dir || asprintf(&f->tmp, "%s.tmp.XXXXXX", path) < 0) {
+        free(dir);
+        f->tmp = NULL; /* asprintf leaves it undefined when it fails */
+        return ENOMEM;
+    }
+    remove_leftovers(dir, path);
+    unnamed = unnamed && access("/proc/self/fd", X_OK) == 0; /* the way to name it later */
+    const int fd = file_create_new(dir, f->tmp, unnamed, &f->named);
+    free(dir);
+    /* A new file is private (0600); the file it replaces is an ordinary one. */
+    if (fd >= 0 && fchmod(fd, 0644) == 0 && (f->out = fdopen(fd, "w"))) return 0;
+    const int err = errno;
+    if (fd >= 0) close(fd);
+    file_replace_abandon(f);
+    return err;
+}
+
+/* Gives the unnamed file `fd` the name `tmp`, its last six characters (XXXXXX) chosen
+ * so that no file has that name yet. Returns 0 or an errno value. */
+static int name_unnamed(int fd, char *tmp)
+{
+    const size_t n_letters = sizeof TEMP_LETTERS - 1;
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    char *x = tmp + strlen(tmp) - 6;
+    for (uint64_t attempt = 0; attempt < 100; attempt++) {
+        uint64_t v = (uint64_t)getpid() * 1000003u + attempt;
+        for (int i = 0; i < 6; i++, v /= n_letters) x[i] = TEMP_LETTERS[v % n_letters];
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) return 0;
+        if (errno != EEXIST) return errno;
+    }
+    return EEXIST;
+}
+
+/* Flushes the directory of `path`, so that a rename into it survives a crash. Returns 0
+ * or an errno value. */
+static int fsync_directory(const char *path)
+{
+    char *dir = file_directory(path);
+    const int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    const int err = !dir ? ENOMEM : fd < 0 || fsync(fd) != 0 ? errno : 0;
+    if (fd >= 0) close(fd);
+    free(dir);
+    return err;
+}
+
+int file_replace_finish(FileReplacement *f, bool durable, const char **step)
+{
+    *step = "write";
+    int err = ferror(f->out) || fflush(f->out) != 0 ? (errno ? errno : EIO) : 0;
+    if (!err && durable) {
+        *step = "fsync";
+        err = fsync(fileno(f->out)) != 0 ? errno : 0;
+    }
+    if (!err && !f->named) {
+        *step = "naming the temporary file";
+        err = name_unnamed(fileno(f->out), f->tmp);
+        f->named = !err;
+    }
+    FILE *out = f->out;
+    f->out = NULL;
+    if (fclose(out) != 0 && !err) { /* closed in every case: a failed file is removed below */
+        *step = "close";
+        err = errno;
+    }
+    if (!err && rename(f->tmp, f->path) != 0) {
+        *step = "rename";
+        err = errno;
+    }
+    if (!err) f->named = false; /* it is the file at the path now */
+    if (!err && durable) {
+        *step = FILE_STEP_DIRECTORY;
+        err = fsync_directory(f->path);
+    }
+    file_replace_abandon(f);
+    return err;
+}
+
+void file_replace_abandon(FileReplacement *f)
+{
+    if (f->out) fclose(f->out);
+    if (f->named) unlink(f->tmp);
+    free(f->tmp);
+    *f = (FileReplacement){0};
 }
 
 /* Whether this process may create a file in `dir`, found by creating one: an unnamed

@@ -9,7 +9,7 @@
  * be swapped in between), and only then makes the descriptor blocking again.
  *
  * Writing. remat writes a file by renaming a finished temporary file over the path
- * (app/safetensors.c), and rename replaces whatever the path named — a device node
+ * (file_replace_finish), and rename replaces whatever the path named — a device node
  * such as /dev/null included, when run as root. file_check_writable refuses such a
  * target, and a missing or unwritable directory, before any work is done, so a program
  * can call it at start-up rather than learn it after hours of training.
@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "base/error.h"
@@ -45,9 +46,41 @@ char *file_directory(const char *path);
 /* Creates a new file, open for writing and reading, in directory `dir`, mode 0600:
  * without a name (O_TMPFILE, which the kernel frees if the process dies) when `unnamed`
  * asks for it and the file system has it; otherwise by mkstemp(`name`), whose last six
- * characters XXXXXX become the file's, and *named is set. Returns the descriptor (close-on-exec; the caller closes
- * it and removes a named file), or -1 with errno set and nothing created. */
+ * characters XXXXXX become the file's, and *named is set. Returns the descriptor
+ * (close-on-exec; the caller closes it and removes a named file), or -1 with errno set and
+ * nothing created. */
 int file_create_new(const char *dir, char *name, bool unnamed, bool *named);
+
+/* A file written whole before it replaces the one at `path`: a new file (never one that
+ * was there, so a planted link or FIFO is not followed), without a name while it is written
+ * where the file system allows (file_create_new), so that a kill leaves nothing behind, and
+ * named PATH.tmp.XXXXXX then renamed over the path only once complete: a reader finds the
+ * old file or the new one, never a part of one. A kill between naming and renaming (the
+ * whole write, for a named file) leaves PATH.tmp.XXXXXX behind, which the next replacement
+ * of the path removes; two replacements of one path at the same time are not supported. */
+typedef struct FileReplacement {
+    FILE *out;        /* where the contents go (fileno(out) for write(2)) */
+    const char *path; /* the file it replaces (borrowed) */
+    char *tmp;        /* PATH.tmp.XXXXXX, its name once it has one */
+    bool named;       /* whether `tmp` exists (and must be removed if the write fails) */
+} FileReplacement;
+
+/* Starts the replacement of `path`, mode 0644 (an ordinary file, as under umask 022):
+ * unnamed when `unnamed` asks for it and the system allows (naming it later goes through
+ * /proc/self/fd), else named at once. Returns 0 or an errno value, with nothing created. */
+int file_replace_start(FileReplacement *f, const char *path, bool unnamed);
+
+/* Finishes what file_replace_start began: flushes the contents (and, when `durable`, to
+ * the disk), names the file, closes it, renames it over the path and, when `durable`,
+ * flushes the directory so that the rename survives a crash. Returns 0, or an errno value
+ * with *step naming what failed ("write", "fsync", "naming the temporary file", "close",
+ * "rename", or FILE_STEP_DIRECTORY: the file was replaced, its directory not flushed);
+ * until the rename the old file is untouched and a failure removes the new one. */
+int file_replace_finish(FileReplacement *f, bool durable, const char **step);
+#define FILE_STEP_DIRECTORY "flushing its directory"
+
+/* Abandons a replacement: closes and removes the new file; the old one is untouched. */
+void file_replace_abandon(FileReplacement *f);
 
 /* Checks that a file can be written at `path` by renaming a new file over it: the path is
  * not empty and does not end in '/'; its directory exists, is a directory, and lets this

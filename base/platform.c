@@ -135,7 +135,8 @@ RematStatus platform_resident(Resident *r)
 RematStatus platform_resident_restart_peak(void)
 {
     FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (!f) return remat_fail(REMAT_EIO, "cannot restart the resident peak: /proc/self/clear_refs: %s", strerror(errno));
+    if (!f) return remat_fail(REMAT_EIO, "cannot restart the resident peak: /proc/self/clear_refs: %s",
+                              strerror(errno));
     const bool written = fputs("5", f) >= 0;
     const bool closed = fclose(f) == 0;
     return written && closed ? REMAT_OK

@@ -78,7 +78,8 @@ static RematStatus run_job(const JobModel *m, const Strategy *s, OptimKind optim
     pcg32_seed(&ctx.rng, 3, 4);
     const Variant v = bench_variant(m->options, (Variant){.name = strategy_name(s->kind), .schedule = schedule}, true);
     StepStats step;
-    for (int i = 0; i < JOB_STEPS && status == REMAT_OK; i++) status = step_measure(g.model, &v, g.opt, &g.batch, &ctx, &step);
+    for (int i = 0; i < JOB_STEPS && status == REMAT_OK; i++)
+        status = step_measure(g.model, &v, g.opt, &g.batch, &ctx, &step);
     r->status = status;
     if (status != REMAT_OK) snprintf(r->message, sizeof r->message, "%s", remat_last_error());
     for (int k = 0; k < MEM_KIND_COUNT; k++) r->current[k] = mem_current((MemKind)k);

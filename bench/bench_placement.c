@@ -172,8 +172,8 @@ int main(int argc, char **argv)
         snprintf(label, sizeof label, "%d thread%s", t + 1, t ? "s" : "");
         status = platform_set_threads(t + 1);
         if (status == REMAT_OK)
-            status = steps_alternate(g.model, variants, N_PLACEMENTS, NULL, g.opt, &g.batch, &ctx, &plan, &progress, label,
-                                     stats[t], &timing[t]);
+            status = steps_alternate(g.model, variants, N_PLACEMENTS, NULL, g.opt, &g.batch, &ctx, &plan,
+                                     &progress, label, stats[t], &timing[t]);
     }
     progress_end(&progress);
     platform_set_threads(threads_before);

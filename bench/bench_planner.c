@@ -30,7 +30,8 @@ static const BenchInfo INFO = {
     .name = "bench_planner",
     .question = "for a memory budget, the cheapest checkpoint schedule: how far are Chen's search, sqrt "
                 "and full from the exact optimum?",
-    .about = "  The MLP chain, the GPT and a GPT of varying head counts: budgets from the smallest feasible to store-all; at each,\n"
+    .about = "  The MLP chain, the GPT and a GPT of varying head counts: budgets from the smallest "
+             "feasible to store-all; at each,\n"
              "  the exact DP's and Chen et al. 2016's schedules, and Revolve's on the uniform chains, each run\n"
              "  for one AdamW step under the ledger's budget (predicted against measured peak memory and\n"
              "  RECOMPUTE FLOPs); Revolve also below the DP's smallest budget; none, full and sqrt as\n"
@@ -66,7 +67,8 @@ static RematStatus vary_heads(Model *m, const GptShape *s, const int *heads)
     Pcg32 init;
     pcg32_seed(&init, 7, 1);
     for (int i = 0; i < m->n_layers; i++) {
-        Layer *block = gpt_block_create(m->layers[i]->name, i, s->C, heads[i], s->dropout, ATTENTION_NAIVE, s->L, &init);
+        Layer *block = gpt_block_create(m->layers[i]->name, i, s->C, heads[i], s->dropout, ATTENTION_NAIVE,
+                                        s->L, &init);
         if (!block) return remat_last_status();
         layer_free(m->layers[i]);
         m->layers[i] = block;
@@ -205,7 +207,8 @@ static const ResultsColumn SUMMARY_COLUMNS[] = {
     COLUMN(SummaryRow, budgets, INT, "budgets tried", SHOW("budgets", "", 7, 0)),
     COLUMN(SummaryRow, found, INT, "budgets with a schedule", SHOW("found", "", 5, 0)),
     COLUMN(SummaryRow, compared, INT,
-           "budgets in the mean: both found one, and the optimum's cost is > 0 or both are 0", SHOW("compared", "", 8, 0)),
+           "budgets in the mean: both found one, and the optimum's cost is > 0 or both are 0",
+           SHOW("compared", "", 8, 0)),
     COLUMN(SummaryRow, geomean_ratio_to_dp, DOUBLE, "ratio", WHEN(SummaryRow, has_ratio),
            SHOW("geomean", "/ dp", 7, 3)),
     COLUMN(SummaryRow, worst_ratio_to_dp, DOUBLE, "ratio", WHEN(SummaryRow, has_ratio), SHOW("worst", "/ dp", 7, 3)),
@@ -332,7 +335,8 @@ static void summarize(Sweep *w, size_t lo_revolve, ResultsTable *summary)
 static RematStatus sweep(Chain *c, int n_budgets, int n_below, ResultsTable *points, ResultsTable *summary,
                          Progress *progress)
 {
-    Sweep w = {.c = c, .lo = planner_min_budget(PLANNER_DP, c->cost), .points = points, .progress = progress, .n_planners = 3};
+    Sweep w = {.c = c, .lo = planner_min_budget(PLANNER_DP, c->cost), .points = points, .progress = progress,
+               .n_planners = 3};
     Schedule *none = chain_schedule_for_strategy(c->cost, STRATEGY_NONE);
     if (!none) return remat_last_status();
     w.hi = none->predicted.peak_total;

@@ -358,8 +358,9 @@ static void print_tags(const SeqResult *r, ResultsTable *tags)
             const size_t bytes = census_bytes(&r->census[r->variant[p]], TAGS[i].tag) / (size_t)s->L;
             const size_t formula = tag_formula(&TAGS[i], row->combo, s);
             printf(" %14zu%s", bytes, bytes == formula ? "=" : "!");
-            results_add_row(tags, &(TagBytesRow){s->T, row->f->name, attention_kind_name(row->combo->attention),
-                                                 dropout_rng_name(row->combo->dropout_rng), TAGS[i].tag, bytes, formula});
+            const TagBytesRow out = {s->T, row->f->name, attention_kind_name(row->combo->attention),
+                                     dropout_rng_name(row->combo->dropout_rng), TAGS[i].tag, bytes, formula};
+            results_add_row(tags, &out);
         }
         printf("\n");
     }
@@ -461,9 +462,11 @@ int main(int argc, char **argv)
     const TimingPlan plan = bench_timing_plan(&o, 1, 6, 6.0 / n_seqs);
     record_config(results, &base, seqs, n_seqs, naive_max, &plan);
     ResultsTable *policies = results_row_table(results, "policies", "per policy, attention and dropout generator, "
-                                               "and sequence length", POLICY_COLUMNS, RESULTS_COUNT(POLICY_COLUMNS), true);
+                                               "and sequence length", POLICY_COLUMNS, RESULTS_COUNT(POLICY_COLUMNS),
+                                               true);
     ResultsTable *tags = results_row_table(results, "tags", "activation bytes per layer without checkpointing by the "
-                                           "tag of the op that made them", TAG_COLUMNS, RESULTS_COUNT(TAG_COLUMNS), true);
+                                           "tag of the op that made them", TAG_COLUMNS, RESULTS_COUNT(TAG_COLUMNS),
+                                           true);
     ResultsTable *budgets = results_row_table(results, "budget", "at the longest T without checkpointing, one step of "
                                               "each attention under a budget fused attention fits", BUDGET_COLUMNS,
                                               RESULTS_COUNT(BUDGET_COLUMNS), true);

@@ -7,8 +7,8 @@
  * sgemm on each thread count and prints the median GFLOP/s with its 95% interval. Then it
  * measures the memory bandwidth the same way, STREAM-like (McCalpin's copy and triad, on
  * arrays far larger than the caches, OpenMP static loops): the ceiling of a pass that
- * does a few FLOPs per element it reads, as an optimizer or an elementwise op does. With
- * --results DIR it writes both as DIR/bench_sgemm.json (docs/RESULTS.md's schema).
+ * does a few FLOPs per element it reads, as an optimizer or an elementwise op does. It
+ * writes both as DIR/bench_sgemm.json (--results DIR, as every bench; docs/RESULTS.md).
  * It is not a BLAS benchmark suite nor STREAM itself: one shape family and two loops,
  * enough to know the ceilings that later benches compare against.
  */
@@ -18,8 +18,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "bench/results.h"
-#include "base/file.h"
+#include "bench/cli.h"
 #include "bench/timing.h"
 #include "tensor/kernels.h"
 #include "tensor/kernels_ref.h"
@@ -29,29 +28,29 @@
 
 #define MAX_THREAD_COUNTS 8
 
+/* bench_sgemm's own flags (the common ones are bench/cli.h's). */
 typedef struct Options {
     int size;     /* M = N = K */
     int reps;     /* timed repetitions per thread count */
     int stream_mib; /* each of the bandwidth loops' three arrays, MiB */
     int threads[MAX_THREAD_COUNTS];
     size_t n_threads;
-    bool quick;
-    const char *results; /* directory for bench_sgemm.json, or NULL */
 } Options;
+
+static Options own = {.size = 2048, .reps = 9, .stream_mib = 256};
+static unsigned own_given;
 
 /* --threads: a comma-separated list of thread counts. */
 static RematStatus set_threads(void *opts, const char *v)
 {
     Options *o = opts;
     if (parse_int_list(v, 1, platform_max_threads(), o->threads, MAX_THREAD_COUNTS, &o->n_threads)) return REMAT_OK;
-    return remat_fail(REMAT_EINVAL, "'%s' is not a list of at most %d thread counts, each 1..%d", v, MAX_THREAD_COUNTS,
-                      platform_max_threads());
+    return remat_fail(REMAT_EINVAL, "'%s' is not a list of at most %d thread counts, each 1..%d", v,
+                      MAX_THREAD_COUNTS, platform_max_threads());
 }
 
 #define AT(field) offsetof(Options, field)
 static const Flag FLAGS[] = {
-    {.name = "--quick", .type = FLAG_SWITCH, .offset = AT(quick),
-     .help = "N = 1024, 6 repetitions, M = 64 (a few seconds)"},
     {.name = "--size", .type = FLAG_INT, .offset = AT(size), .value = "N", .lo = 64, .hi = 8192,
      .help = "matrix size, 64..8192 (default 2048)"},
     {.name = "--reps", .type = FLAG_INT, .offset = AT(reps), .value = "R", .lo = 1, .hi = 100,
@@ -59,51 +58,23 @@ static const Flag FLAGS[] = {
     {.name = "--stream-mib", .type = FLAG_INT, .offset = AT(stream_mib), .value = "M", .lo = 1, .hi = 4096,
      .help = "each bandwidth array's size in MiB, 1..4096 (default 256: far\n"
              "larger than the caches, which a smaller M may not be)"},
-    {.name = "--results", .type = FLAG_TEXT, .offset = AT(results), .value = "DIR",
-     .help = "also write DIR/bench_sgemm.json and its CSV files"},
     {.name = "--threads", .type = FLAG_CUSTOM, .set = set_threads, .value = "LIST",
      .help = "comma-separated thread counts, at most 8 of them, each 1..4 per\n"
              "core (default 1,2,... up to the cores)"},
 };
 #undef AT
-enum { SIZE = 1u << 1, REPS = 1u << 2, STREAM_MIB = 1u << 3 }; /* their rows */
+enum { SIZE = 1u << 0, REPS = 1u << 1, STREAM_MIB = 1u << 2 }; /* their rows */
 
-static void usage(const FlagSet *set, FILE *out)
-{
-    fprintf(out, "usage: bench_sgemm");
-    flags_synopsis(set, out);
-    fprintf(out, " [--help]\n"
-                 "  Times cblas_sgemm on N x N x N float32 matrices and prints the median GFLOP/s, then\n"
-                 "  the memory bandwidth of a copy and a triad over three arrays of M MiB (GB/s).\n");
-    flags_usage(set, NULL, false, out);
-    fprintf(out, "  --help              this text\n");
-}
-
-/* The options of the command line: -1 to run, else the exit status: 0 after --help (1 if
- * it could not be written), 2 for a bad flag (said, with the usage). */
-static int parse_options(int argc, char **argv, Options *opt)
-{
-    *opt = (Options){.size = 2048, .reps = 9, .stream_mib = 256};
-    unsigned given = 0;
-    const FlagSet set = {.flags = FLAGS, .n = sizeof FLAGS / sizeof FLAGS[0], .opts = opt, .accepted = ~0u,
-                         .given = &given};
-    const int parsed = flags_parse(&set, 1, argc, argv);
-    if (parsed != FLAGS_RUN) {
-        if (parsed == FLAGS_BAD) fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
-        usage(&set, parsed == FLAGS_HELP ? stdout : stderr);
-        return parsed == FLAGS_BAD ? 2 : file_flush_stdout() == REMAT_OK ? 0 : 1;
-    }
-    if (opt->quick) { /* what --quick runs, unless said otherwise */
-        if (!(given & SIZE)) opt->size = 1024;
-        if (!(given & REPS)) opt->reps = 6; /* the fewest with a 95% interval */
-        if (!(given & STREAM_MIB)) opt->stream_mib = 64;
-    }
-    if (opt->n_threads == 0) {
-        int cores = platform_info().cores;
-        for (int t = 1; t <= cores && t <= MAX_THREAD_COUNTS; t++) opt->threads[opt->n_threads++] = t;
-    }
-    return -1;
-}
+static const BenchInfo INFO = {
+    .name = "bench_sgemm",
+    .question = "the machine's float32 matmul peak and memory bandwidth",
+    .about = "  Times cblas_sgemm on N x N x N float32 matrices and prints the median GFLOP/s, then\n"
+             "  the memory bandwidth of a copy and a triad over three arrays of M MiB (GB/s).",
+    .quick = "N = 1024, 6 repetitions, M = 64 (a few seconds)",
+    .full = "N = 2048, 9 repetitions, M = 256",
+    .own = {.flags = FLAGS, .n = sizeof FLAGS / sizeof FLAGS[0], .opts = &own, .accepted = ~0u,
+            .given = &own_given},
+};
 
 static void fill_uniform(float *x, size_t n, Pcg32 *rng)
 {
@@ -269,31 +240,27 @@ static RematStatus run_stream(const Options *opt, ResultsTable *table)
     return status;
 }
 
-/* The first lines: what it measures, the OpenBLAS loaded and how it threads. */
-static void print_header(void)
+/* What --quick and the cores decide, unless the flags said otherwise. */
+static void settle_options(bool quick)
 {
-    PlatformInfo info = platform_info();
-    printf("remat bench_sgemm: float32 matmul throughput and memory bandwidth, the ceilings for a training step\n");
-    printf("  OpenBLAS   %s\n", info.blas_config);
-    const char *forced = getenv("OPENBLAS_CORETYPE");
-    printf("  threading  %s build, core %s%s%s%s, %d processors; OpenMP waits: %s\n", info.blas_threading,
-           info.blas_core, forced ? " (chosen by OPENBLAS_CORETYPE=" : "", forced ? forced : "", forced ? ")" : "",
-           info.cores, info.omp_wait);
-    if (platform_check() != REMAT_OK) printf("  warning    %s\n", remat_last_error());
+    if (quick && !(own_given & SIZE)) own.size = 1024;
+    if (quick && !(own_given & REPS)) own.reps = 6; /* the fewest with a 95% interval */
+    if (quick && !(own_given & STREAM_MIB)) own.stream_mib = 64;
+    const int cores = platform_info().cores;
+    if (own.n_threads == 0)
+        for (int t = 1; t <= cores && t <= MAX_THREAD_COUNTS; t++) own.threads[own.n_threads++] = t;
 }
 
 int main(int argc, char **argv)
 {
-    Options opt;
-    const int parsed = parse_options(argc, argv, &opt);
-    if (parsed >= 0) return parsed;
-    /* Before measuring: the results directory, and a limit OpenBLAS would spin under. */
-    if ((opt.results && results_check_dir(opt.results, "bench_sgemm") != REMAT_OK) ||
-        platform_check_address_space() != REMAT_OK) {
-        fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
-        return 1;
-    }
-    print_header();
+    BenchOptions o;
+    Results *results;
+    const int start = bench_start(&INFO, argc, argv, &o, &results);
+    if (start != BENCH_RUN) return start;
+    settle_options(o.quick);
+    const char *forced = getenv("OPENBLAS_CORETYPE");
+    printf("  OpenBLAS   %s; its core chosen by %s%s\n", platform_info().blas_config,
+           forced ? "OPENBLAS_CORETYPE=" : "OpenBLAS", forced ? forced : "");
 
     Pcg32 rng;
     pcg32_seed(&rng, 42, 54);
@@ -302,30 +269,16 @@ int main(int argc, char **argv)
      * rounding; anything near 1e-3 would be a wrong kernel. */
     printf("  check      k_matmul vs naive double reference, 4 transpose cases: worst rel. error %.1e %s\n",
            worst, worst < 1e-4 ? "(ok)" : "(FAILED)");
-    if (worst >= 1e-4) return 1;
+    RematStatus status = worst < 1e-4 ? REMAT_OK : remat_fail(REMAT_ESTATE, "k_matmul disagrees with the reference");
 
-    Results *results = results_create("bench_sgemm", "the machine's float32 matmul peak and memory bandwidth",
-                                      opt.quick);
-    if (!results) {
-        fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
-        return 1;
-    }
-    results_config_num(results, "size", opt.size);
-    results_config_num(results, "reps", opt.reps);
-    results_config_num(results, "stream_mib", opt.stream_mib);
+    results_config_num(results, "size", own.size);
+    results_config_num(results, "reps", own.reps);
+    results_config_num(results, "stream_mib", own.stream_mib);
     ResultsTable *sgemm = results_row_table(results, "sgemm", "square sgemm per thread count", SGEMM_COLUMNS,
                                             RESULTS_COUNT(SGEMM_COLUMNS), true);
     ResultsTable *stream = results_row_table(results, "bandwidth", "STREAM-like copy and triad per thread count",
                                              STREAM_COLUMNS, RESULTS_COUNT(STREAM_COLUMNS), true);
-    RematStatus status = run_sgemm(&opt, &rng, sgemm);
-    if (status == REMAT_OK) status = run_stream(&opt, stream);
-    if (status == REMAT_OK && opt.results) {
-        status = results_write(results, opt.results);
-        if (status == REMAT_OK) printf("\n  results: %s/bench_sgemm.json (and CSV beside it)\n", opt.results);
-    }
-    results_free(results);
-    if (status == REMAT_OK) status = file_flush_stdout(); /* the figures were measured for someone to read */
-    if (status == REMAT_OK) return 0;
-    fprintf(stderr, "bench_sgemm: %s\n", remat_last_error());
-    return status == REMAT_EINVAL ? 2 : 1;
+    if (status == REMAT_OK) status = run_sgemm(&own, &rng, sgemm);
+    if (status == REMAT_OK) status = run_stream(&own, stream);
+    return bench_finish(&INFO, &o, results, status);
 }

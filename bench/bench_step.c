@@ -170,7 +170,8 @@ static RematStatus optim_passes_create(OptimPasses *o, const Model *model, int t
     for (int i = 0; i < o->count; i++) {
         const size_t n = model->params[i].var->value->numel;
         float *p = o->arrays + first;
-        o->slices[i] = (OptimSlice){p, p + total, p + 2 * total, p + 3 * total, model->params[i].decay ? 0.01f : 0.0f, n};
+        o->slices[i] = (OptimSlice){p, p + total, p + 2 * total, p + 3 * total,
+                                    model->params[i].decay ? 0.01f : 0.0f, n};
         first += n;
     }
     return REMAT_OK;

@@ -201,7 +201,8 @@ int main(int argc, char **argv)
                                    : (GptShape){.L = 8, .C = 128, .H = 4, .T = 128, .B = 8, .dropout = 0.1f};
     results_config_gpt(results, &shape);
     results_config_str(results, "optimizer", "adamw");
-    results_config_str(results, "selective_policy", o.step.strategy.policy ? o.step.strategy.policy->name : POLICY_ATTENTION_CORE.name);
+    results_config_str(results, "selective_policy",
+                       o.step.strategy.policy ? o.step.strategy.policy->name : POLICY_ATTENTION_CORE.name);
     ResultsTable *steps = results_row_table(results, "steps", "the recorded step of each strategy", STEP_COLUMNS,
                                             RESULTS_COUNT(STEP_COLUMNS), true);
     ResultsTable *events = results_row_table(results, "events", "every ledger event of each recorded step",

@@ -65,17 +65,16 @@ static void bench_usage(const BenchInfo *info, FILE *out)
     fprintf(out, "  --help              this text\n");
 }
 
-/* The run the step flags are checked against: the strategy given, else the bench's sweep,
- * else (a bench that places its regions itself) any strategy with regions; with counter
- * masks as train's scope has them, when the bench's GPT (model_flags) draws its masks from
- * counters. */
+/* The run the step flags are checked against: train's scope (counter masks when the bench's
+ * GPT, model_flags, draws them from counters), with the strategy given, else the bench's
+ * sweep, else (a bench that places its regions itself) any strategy with regions. */
 static StepScope bench_scope(const BenchInfo *info, const BenchOptions *opt)
 {
-    StepScope scope = {.offloads = info->offloads || opt->step.offload,
-                       .counter_masks = info->model_flags && opt->dropout_rng == DROPOUT_RNG_COUNTER};
-    if (opt->one_strategy) scope.strategies = 1u << opt->step.strategy.kind;
-    for (int k = 0; !opt->one_strategy && k < info->n_strategies; k++) scope.strategies |= 1u << info->strategies[k];
-    if (!opt->one_strategy && !info->strategies) scope.strategies = ~(1u << STRATEGY_NONE);
+    StepScope scope = step_options_scope(&opt->step, info->model_flags, opt->dropout_rng);
+    scope.offloads |= info->offloads;
+    if (opt->one_strategy) return scope;
+    scope.strategies = info->strategies ? 0 : ~(1u << STRATEGY_NONE);
+    for (int k = 0; k < info->n_strategies; k++) scope.strategies |= 1u << info->strategies[k];
     return scope;
 }
 

@@ -15,7 +15,8 @@
  *
  * Every bench ends the same way: exit 0 when it measured and wrote everything, 1 on an
  * error (a clear message on stderr), 2 for a bad flag (with the usage).
- */#ifndef REMAT_BENCH_CLI_H
+ */
+#ifndef REMAT_BENCH_CLI_H
 #define REMAT_BENCH_CLI_H
 
 #include <stdbool.h>

@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "base/file.h"
 #include "base/platform.h"
@@ -477,38 +476,23 @@ static RematStatus make_dirs(const char *dir)
     return REMAT_OK;
 }
 
-/* Creates a new file <path>.tmp.XXXXXX to write, its name in `tmp`; finish_file renames
- * it to <path> once it is complete. A new file, never one that was there (base/file.h,
- * file_create_new): a fixed name such as <path>.tmp, opened with fopen, followed a
- * symbolic link planted there and overwrote its target, and blocked for ever on a FIFO. */
-static FILE *start_file(const char *path, char *tmp, size_t size)
+/* Starts a new file to replace <path>, renamed over it by finish_file once complete. A new
+ * file, never one that was there (base/file.h, file_replace_start): a fixed name such as
+ * <path>.tmp, opened with fopen, followed a symbolic link planted there and overwrote its
+ * target, and blocked for ever on a FIFO. */
+static RematStatus start_file(FileReplacement *f, const char *path)
 {
-    snprintf(tmp, size, "%s.tmp.XXXXXX", path);
-    char *dir = file_directory(path);
-    bool named = false;
-    const int fd = dir ? file_create_new(dir, tmp, false, &named) : -1;
-    free(dir);
-    /* mkstemp makes it 0600; results are read by others, as fopen's 0666 under umask 022 */
-    FILE *f = fd >= 0 && fchmod(fd, 0644) == 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        remat_fail(REMAT_EIO, "results: cannot create a temporary file %s beside %s: %s", tmp, path, strerror(errno));
-        if (fd >= 0) close(fd);
-        if (named) unlink(tmp);
-    }
-    return f;
+    const int err = file_replace_start(f, path, true);
+    if (err)
+        return remat_fail(REMAT_EIO, "results: cannot create a temporary file beside %s: %s", path, strerror(err));
+    return REMAT_OK;
 }
 
-static RematStatus finish_file(FILE *f, const char *tmp, const char *path)
+static RematStatus finish_file(FileReplacement *f)
 {
-    const bool written = !ferror(f);
-    if (fclose(f) != 0 || !written) {
-        remove(tmp);
-        return remat_fail(REMAT_EIO, "results: writing %s failed: %s", tmp, strerror(errno));
-    }
-    if (rename(tmp, path) != 0) {
-        remove(tmp);
-        return remat_fail(REMAT_EIO, "results: cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    }
+    const char *step, *path = f->path;
+    const int err = file_replace_finish(f, false, &step);
+    if (err) return remat_fail(REMAT_EIO, "results: cannot write %s: %s failed: %s", path, step, strerror(err));
     return REMAT_OK;
 }
 
@@ -538,10 +522,11 @@ static RematStatus write_csv(const ResultsTable *t, const char *dir)
 {
     const cJSON *csv = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(t->owner->tables, t->name), "csv");
-    char path[4096], tmp[4112];
+    char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, cJSON_GetStringValue(csv));
-    FILE *f = start_file(path, tmp, sizeof tmp);
-    if (!f) return REMAT_EIO;
+    FileReplacement file;
+    if (start_file(&file, path) != REMAT_OK) return REMAT_EIO;
+    FILE *f = file.out;
     for (int i = 0; i < t->n_fields; i++) fprintf(f, "%s%s", i ? "," : "", t->columns[i].name);
     fputc('\n', f);
     const cJSON *rec;
@@ -555,20 +540,19 @@ static RematStatus write_csv(const ResultsTable *t, const char *dir)
         }
         fputc('\n', f);
     }
-    return finish_file(f, tmp, path);
+    return finish_file(&file);
 }
 
 static RematStatus write_json(const cJSON *root, const char *path)
 {
     char *text = cJSON_Print(root);
     if (!text) return remat_fail(REMAT_ENOMEM, "results: no memory to print %s", path);
-    char tmp[4112];
-    FILE *f = start_file(path, tmp, sizeof tmp);
-    RematStatus status = REMAT_EIO;
-    if (f) {
-        fputs(text, f);
-        fputc('\n', f);
-        status = finish_file(f, tmp, path);
+    FileReplacement f;
+    RematStatus status = start_file(&f, path);
+    if (status == REMAT_OK) {
+        fputs(text, f.out);
+        fputc('\n', f.out);
+        status = finish_file(&f);
     }
     cJSON_free(text);
     return status;

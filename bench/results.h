@@ -177,10 +177,10 @@ void results_print_head(const ResultsTable *t, int panel);
 void results_print_row(const ResultsTable *t, const void *row, int panel);
 
 /* Writes <dir>/<bench>.json and the tables' CSV files (the machine's state completed with
- * its state now: load average, steal, context switches and CPU time since results_create), each through a temporary file
- * renamed into place, creating `dir` (and its parents) if needed. Returns REMAT_OK, or the
- * first error remembered while filling, or REMAT_EIO naming the file that could not be
- * written. */
+ * its state now: load average, steal, context switches and CPU time since results_create),
+ * each through a temporary file renamed into place, creating `dir` (and its parents) if
+ * needed. Returns REMAT_OK, or the first error remembered while filling, or REMAT_EIO
+ * naming the file that could not be written. */
 RematStatus results_write(Results *r, const char *dir);
 
 /* Checks, before any measuring, that results_write can write `bench`'s files into `dir`:

@@ -122,7 +122,8 @@ RematStatus timing_run(const TimingPlan *plan, int variants, int quantities, Tim
         return remat_fail(REMAT_EINVAL, "timing_run: %d quantities per run, at most %d", quantities,
                           (int)(sizeof scratch / sizeof scratch[0]));
     out->values = malloc((size_t)plan->max_rounds * (size_t)variants * (size_t)quantities * sizeof *out->values);
-    if (!out->values) return remat_fail(REMAT_ENOMEM, "no memory for %d rounds of %d variants", plan->max_rounds, variants);
+    if (!out->values) return remat_fail(REMAT_ENOMEM, "no memory for %d rounds of %d variants",
+                                        plan->max_rounds, variants);
     const int total = timing_max_runs(plan, variants), base = progress ? progress->done : 0;
     int done = 0;
     RematStatus status = REMAT_OK;

@@ -112,7 +112,8 @@ static void region_released(void *ctx, const Node *node, int slot)
 {
     (void)slot;
     Probe *p = ctx;
-    if (p->window < 0 || !node->tag || strcmp(node->tag, TAG_CHECKPOINT_INPUT) || strcmp(node->name, p->layers[p->window]->name))
+    if (p->window < 0 || !node->tag || strcmp(node->tag, TAG_CHECKPOINT_INPUT) ||
+        strcmp(node->name, p->layers[p->window]->name))
         return;
     ChainLayer *c = &p->cost->layers[p->window];
     if (p->pass == PASS_REGIONS) {

@@ -40,7 +40,8 @@ size_t chain_region_need(const ChainCost *c, int a, int b)
         kept += l[k].kept;
         /* The region's last layer backpropagates with the gradient flowing in alive to the
          * end (back_held); the others as plain layers do, but with g_a already there. */
-        const size_t held = in + (k > a || k < b ? ga : 0) + kept - l[k].out_bytes + (k < b ? chain_grad_bytes(c, k + 1) : 0);
+        const size_t held = in + (k > a || k < b ? ga : 0) + kept - l[k].out_bytes +
+                            (k < b ? chain_grad_bytes(c, k + 1) : 0);
         need = max_size(need, held + (k == b ? l[k].back_held : l[k].back_plain));
     }
     return need;
@@ -89,7 +90,8 @@ static size_t chain_predict(const ChainCost *c, const Segment *segments, int n, 
  * its forward figures are compared. */
 RematStatus chain_check_uniform(const ChainCost *c)
 {
-    if (!c || c->n_layers < 1) return remat_fail(REMAT_EINVAL, "planner revolve: need a chain cost of at least one layer");
+    if (!c || c->n_layers < 1)
+        return remat_fail(REMAT_EINVAL, "planner revolve: need a chain cost of at least one layer");
     const ChainLayer *l = c->layers, *ref = &l[c->n_layers > 1 ? 1 : 0];
     if (l[0].in_bytes != l[0].out_bytes)
         return remat_fail(REMAT_EINVAL, "planner revolve: layer 0's output (%zu bytes) is not the size of its input "

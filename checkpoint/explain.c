@@ -14,7 +14,8 @@
 
 #include "tensor/flops.h"
 
-typedef enum Fate { FATE_KEPT, FATE_DROPPED, FATE_CACHED, FATE_RECOMPUTED, FATE_HOOKED, FATE_REGENERATED, FATE_COUNT } Fate;
+typedef enum Fate { FATE_KEPT, FATE_DROPPED, FATE_CACHED, FATE_RECOMPUTED, FATE_HOOKED, FATE_REGENERATED,
+                  FATE_COUNT } Fate;
 
 static const char *const FATE_NAMES[FATE_COUNT] = {"kept", "dropped", "cached", "recomputed", "hooked", "regenerated"};
 
@@ -233,7 +234,8 @@ void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak, siz
     }
     fprintf(out, "\n  totals (a tensor saved twice counted once)\n");
     for (int f = 0; f < FATE_COUNT; f++)
-        if (n[f]) fprintf(out, "    %-11s %5d tensors %12s%s\n", FATE_NAMES[f], n[f], mem_format_bytes(bytes, sizeof bytes, total[f]),
+        if (n[f]) fprintf(out, "    %-11s %5d tensors %12s%s\n", FATE_NAMES[f], n[f],
+                          mem_format_bytes(bytes, sizeof bytes, total[f]),
                           f == FATE_REGENERATED ? "  never stored: backward makes them again" : "");
 
     char p[32], m[32], s[32], d[32];

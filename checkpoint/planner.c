@@ -342,11 +342,12 @@ static RematStatus fail_too_small(const ChainCost *c, PlannerKind kind, size_t b
         snprintf(lower, sizeof lower, "; planner revolve, which recomputes layers more than once, fits from %s",
                  mem_format_bytes(m, sizeof m, revolve_min));
     return remat_fail(REMAT_EOOM, "memory budget %s is below what any %s schedule needs: the smallest "
-                      "feasible budget is %s = %zu bytes (params, grads, optimizer and workspace %s + kernel scratch %s + "
-                      "the leanest schedule's peak activations %s)%s",
+                      "feasible budget is %s = %zu bytes (params, grads, optimizer and workspace %s + "
+                      "kernel scratch %s + the leanest schedule's peak activations %s)%s",
                       mem_format_bytes(b, sizeof b, budget), kind == PLANNER_REVOLVE ? "Revolve" : "single-level",
                       mem_format_bytes(m, sizeof m, min_budget), min_budget,
-                      mem_format_bytes(fixed, sizeof fixed, c->fixed), mem_format_bytes(work, sizeof work, c->work_peak),
+                      mem_format_bytes(fixed, sizeof fixed, c->fixed),
+                      mem_format_bytes(work, sizeof work, c->work_peak),
                       mem_format_bytes(act, sizeof act, min_budget - c->fixed - c->work_peak), lower);
 }
 

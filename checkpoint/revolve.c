@@ -152,7 +152,8 @@ static void generate(RevolveSchedule *sch, Part *stack)
 RevolveSchedule *revolve_schedule_create(int l, int s)
 {
     if (l < 1 || s < 1) {
-        remat_fail(REMAT_EINVAL, "revolve: a schedule needs l ≥ 1 steps and s ≥ 1 slots (got l = %d, s = %d)", l, s);
+        remat_fail(REMAT_EINVAL, "revolve: a schedule needs l ≥ 1 steps and s ≥ 1 slots (got l = %d, s = %d)",
+                   l, s);
         return NULL;
     }
     int64_t t, r;

@@ -85,11 +85,13 @@ static Run *run_create(Layer **layers, int l, int slots, TrainCtx *ctx)
         return NULL;
     }
     if (l == 1) snprintf(run->name, sizeof run->name, "revolve %.24s, s=%d", layers[0]->name, slots);
-    else snprintf(run->name, sizeof run->name, "revolve %.20s-%.20s, s=%d", layers[0]->name, layers[l - 1]->name, slots);
+    else snprintf(run->name, sizeof run->name, "revolve %.20s-%.20s, s=%d", layers[0]->name,
+                  layers[l - 1]->name, slots);
     return run;
 }
 
-static const OpInfo SLOT_OP = {.name = "revolve.slot", .backward = NULL}; /* never backpropagated: it only holds a state */
+/* Never backpropagated: it only holds a state. */
+static const OpInfo SLOT_OP = {.name = "revolve.slot", .backward = NULL};
 
 /* STORE: keeps the current state in `slot` through the saved-tensor path, with the
  * generator's state at its position. */

@@ -6,9 +6,10 @@
  * is a few MiB read back once per step, so the checksum must cost little next to the copy:
  * crc32c uses the CPU's crc32 instruction (8 bytes per instruction, three independent
  * streams at a time, joined by the CRC's linearity: about 20 GB/s here, against 8 with
- * one stream) when it has one, and falls back to the reference otherwise. crc32c_ref is the definition written as a loop,
- * one bit at a time, kept beside it as the reference the tests check the fast path
- * against, as every kernel in remat has one (it runs at a few hundred MB/s).
+ * one stream) when it has one, and falls back to the reference otherwise. crc32c_ref is
+ * the definition written as a loop, one bit at a time, kept beside it as the reference the
+ * tests check the fast path against, as every kernel in remat has one (it runs at a few
+ * hundred MB/s).
  *
  * What it is not: a cryptographic hash. It catches flipped bits, torn writes and
  * stale data, not an adversary.

@@ -640,8 +640,9 @@ static RematStatus open_direct(int fd, const char *dir, size_t page)
 
 /* Creates the spill file in `dir` without a name (O_TMPFILE), so that a process killed at
  * any moment leaves nothing behind; where the file system lacks O_TMPFILE, as
- * remat-spill-XXXXXX, unlinked at once. Returns its descriptor; -1 with REMAT_EIO saying
- * why (and what to check) on error. */
+ * remat-spill-XXXXXX, unlinked at once. Returns its descriptor (close-on-exec, as
+ * file_create_new makes it: a child process has no business with it); -1 with REMAT_EIO
+ * saying why (and what to check) on error. */
 static int spill_file_open(const char *dir)
 {
     const size_t path_size = strlen(dir) + sizeof "/remat-spill-XXXXXX";
@@ -660,7 +661,6 @@ static int spill_file_open(const char *dir)
                    : err == EACCES || err == EPERM || err == EROFS ? " (the directory is not writable)" : "");
         return -1;
     }
-    (void)fcntl(fd, F_SETFD, FD_CLOEXEC); /* a child process has no business with it */
     return fd;
 }
 
@@ -790,7 +790,8 @@ OffloadStats offload_stats(const Offload *off)
 static void window_str(char *buf, size_t size, const char *verb, int records, size_t bytes, const char *where)
 {
     char amount[32], count[48] = "";
-    if (records < OFFLOAD_ANY_COUNT) snprintf(count, sizeof count, " (at most %d record%s)", records, records == 1 ? "" : "s");
+    if (records < OFFLOAD_ANY_COUNT)
+        snprintf(count, sizeof count, " (at most %d record%s)", records, records == 1 ? "" : "s");
     if (bytes)
         snprintf(buf, size, "%s up to %s%s %s on a helper thread", verb, mem_format_bytes(amount, sizeof amount, bytes),
                  count, where);
@@ -807,16 +808,20 @@ char *offload_describe(const Offload *off, char *buf, size_t size)
     mem_format_bytes(large, sizeof large, o->large_bytes);
     if (o->policy == OFFLOAD_LARGE && o->tag_prefix) snprintf(prefix, sizeof prefix, " or tagged %s*", o->tag_prefix);
     if (o->policy == OFFLOAD_ALL) snprintf(what, sizeof what, "every saved activation");
-    else if (o->policy == OFFLOAD_LARGE) snprintf(what, sizeof what, "saved activations of %s or more%s", large, prefix);
+    else if (o->policy == OFFLOAD_LARGE)
+        snprintf(what, sizeof what, "saved activations of %s or more%s", large, prefix);
     else snprintf(what, sizeof what, "the inputs checkpoint regions keep");
     char ahead[96] = "no prefetch", behind[96] = "written in the forward";
     if (o->prefetch > 0) window_str(ahead, sizeof ahead, "prefetch", o->prefetch, o->prefetch_bytes, "ahead");
-    if (writes_behind(o)) window_str(behind, sizeof behind, "written", o->write_behind, o->write_behind_bytes, "behind");
+    if (writes_behind(o))
+        window_str(behind, sizeof behind, "written", o->write_behind, o->write_behind_bytes, "behind");
     char threads[48] = "";
     if (off->prefetcher && o->io_threads > 1) snprintf(threads, sizeof threads, " (%d I/O threads)", o->io_threads);
     snprintf(buf, size, "%s (%s) of %s or more, to a spill file in %s by %s; %s; page cache %s; %s%s",
              offload_policy_name(o->policy), what, min, off->dir,
-             o->io == OFFLOAD_IO_MMAP ? "mmap" : o->io == OFFLOAD_IO_DIRECT ? "O_DIRECT pwrite/pread" : "pwritev/preadv",
+             o->io == OFFLOAD_IO_MMAP     ? "mmap"
+             : o->io == OFFLOAD_IO_DIRECT ? "O_DIRECT pwrite/pread"
+                                          : "pwritev/preadv",
              behind,
              o->io == OFFLOAD_IO_DIRECT ? "not used (backward reads the disk)"
              : o->drop_cache            ? "dropped record by record (backward reads the disk)"

@@ -58,9 +58,10 @@
  * disk is full, the file-size limit was reached, a write was cut short, a write-back
  * failed) or REMAT_ECORRUPT (a record whose header or checksum does not match, or a file
  * shorter than its records or its mapping), with a message naming the cause and the
- * tensor; reading a record back allocates, so it can also meet the budget (REMAT_EOOM). A failed pack saves nothing and accounts
- * nothing, so the op fails and so does the forward; a failed unpack fails backward. The
- * caller must then not apply the step (app/train.c redoes it without offload).
+ * tensor; reading a record back allocates, so it can also meet the budget (REMAT_EOOM). A
+ * failed pack saves nothing and accounts nothing, so the op fails and so does the forward;
+ * a failed unpack fails backward. The caller must then not apply the step (app/train.c
+ * redoes it without offload).
  *
  * What this is not: callable from several threads (the helper thread only moves bytes
  * between the file and tensors it is handed), or a cache of the same tensor saved twice:

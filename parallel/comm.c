@@ -61,7 +61,8 @@ void flat_copy(const FlatView *to, size_t to_begin, const FlatView *from, size_t
 {
     float *p;
     size_t len, at = from_begin;
-    for (RunWalk w = {0}; next_run(to, to_begin, to_begin + n, &w, &p, &len); at += len) flat_read(from, at, at + len, p);
+    for (RunWalk w = {0}; next_run(to, to_begin, to_begin + n, &w, &p, &len); at += len)
+        flat_read(from, at, at + len, p);
 }
 
 /* The MPI datatype of the view's elements [begin, end): one block per piece it touches, at

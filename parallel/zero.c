@@ -47,7 +47,8 @@ Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
     }
     Zero *z = calloc(1, sizeof *z);
     if (!z || !(z->params = malloc((size_t)n * sizeof *params)) ||
-        !(z->pieces = malloc(2 * (size_t)n * sizeof *z->pieces)) || !(z->offset = malloc((size_t)n * sizeof *z->offset)) ||
+        !(z->pieces = malloc(2 * (size_t)n * sizeof *z->pieces)) ||
+        !(z->offset = malloc((size_t)n * sizeof *z->offset)) ||
         !(z->group_of = malloc((size_t)n * sizeof *z->group_of)) ||
         !(z->bounds = malloc((size_t)(g->size + 1) * sizeof *z->bounds))) {
         zero_free(z);
@@ -338,7 +339,8 @@ RematStatus zero_scatter_optimizer(const Zero *z, Optimizer *shard, const Optimi
 {
     if (z->stage == 0) return REMAT_OK;
     for (int which = 0; which < 2; which++) {
-        const FlatView v = state_view(shard, z->n, which, z->pieces), f = state_view(full, z->n, which, z->pieces + z->n);
+        const FlatView v = state_view(shard, z->n, which, z->pieces);
+        const FlatView f = state_view(full, z->n, which, z->pieces + z->n);
         if (v.n == 0) break; /* no such state (SGD) */
         flat_copy(&v, 0, &f, z->begin, v.total);
     }

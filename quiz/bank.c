@@ -28,7 +28,8 @@ static RematStatus load_measurements(const cJSON *q, const char *path, const cha
 {
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(q, "measurements");
     if (!cJSON_IsObject(all))
-        return remat_fail(REMAT_ECORRUPT, "%s: %s.measurements: %s", path, where, all ? "must be an object" : "missing");
+        return remat_fail(REMAT_ECORRUPT, "%s: %s.measurements: %s", path, where,
+                          all ? "must be an object" : "missing");
     out->n_measurements = cJSON_GetArraySize(all);
     if (out->n_measurements > QUIZ_MAX_MEASUREMENTS)
         return remat_fail(REMAT_ECORRUPT, "%s: %s.measurements: more than %d", path, where, QUIZ_MAX_MEASUREMENTS);
@@ -38,10 +39,13 @@ static RematStatus load_measurements(const cJSON *q, const char *path, const cha
         snprintf(inner, sizeof inner, "%s.measurements.%s", where, m->string);
         Measurement *mm = &out->measurements[i];
         mm->name = m->string;
-        if (!(mm->bench = need_string(m, "bench", path, inner)) || !(mm->table = need_string(m, "table", path, inner)) ||
-            !(mm->field = need_string(m, "field", path, inner)) || !(mm->format = need_string(m, "format", path, inner)))
+        if (!(mm->bench = need_string(m, "bench", path, inner)) ||
+            !(mm->table = need_string(m, "table", path, inner)) ||
+            !(mm->field = need_string(m, "field", path, inner)) ||
+            !(mm->format = need_string(m, "format", path, inner)))
             return REMAT_ECORRUPT;
-        static const char *const formats[] = {"bytes", "resident", "percent", "excess", "change", "number", "int", "text"};
+        static const char *const formats[] = {"bytes", "resident", "percent", "excess", "change", "number",
+                                              "int", "text"};
         static const NameTable FORMATS = {formats, sizeof formats / sizeof formats[0]};
         int format;
         if (name_parse(&FORMATS, mm->format, &format) != REMAT_OK) {
@@ -53,7 +57,8 @@ static RematStatus load_measurements(const cJSON *q, const char *path, const cha
         if (mm->where && !cJSON_IsObject(mm->where))
             return remat_fail(REMAT_ECORRUPT, "%s: %s.where: must be an object", path, inner);
         const cJSON *time = cJSON_GetObjectItemCaseSensitive(m, "time");
-        if (time && !cJSON_IsBool(time)) return remat_fail(REMAT_ECORRUPT, "%s: %s.time: must be true or false", path, inner);
+        if (time && !cJSON_IsBool(time))
+            return remat_fail(REMAT_ECORRUPT, "%s: %s.time: must be true or false", path, inner);
         mm->time = cJSON_IsTrue(time);
         const cJSON *pick = cJSON_GetObjectItemCaseSensitive(m, "pick");
         if (pick && !(cJSON_IsString(pick) && !strcmp(pick->valuestring, "largest")))
@@ -66,7 +71,8 @@ static RematStatus load_measurements(const cJSON *q, const char *path, const cha
 static const Measurement *find_measurement(const Question *q, const char *name, size_t len)
 {
     for (int i = 0; i < q->n_measurements; i++)
-        if (strlen(q->measurements[i].name) == len && !strncmp(q->measurements[i].name, name, len)) return &q->measurements[i];
+        if (strlen(q->measurements[i].name) == len && !strncmp(q->measurements[i].name, name, len))
+            return &q->measurements[i];
     return NULL;
 }
 
@@ -104,7 +110,8 @@ static RematStatus need_text(const cJSON *obj, const char *key, const Question *
     char inner[160], names[LANG_COUNT][512] = {"", ""};
     snprintf(inner, sizeof inner, key ? "%s.%s" : "%s", where, key);
     if (!cJSON_IsObject(text))
-        return remat_fail(REMAT_ECORRUPT, "%s: %s: %s", path, inner, text ? "must be an object of en and ar" : "missing");
+        return remat_fail(REMAT_ECORRUPT, "%s: %s: %s", path, inner,
+                          text ? "must be an object of en and ar" : "missing");
     for (int l = 0; l < LANG_COUNT; l++) {
         char at[176];
         snprintf(at, sizeof at, "%s.%s", inner, LANG_KEYS[l]);
@@ -113,7 +120,8 @@ static RematStatus need_text(const cJSON *obj, const char *key, const Question *
             return REMAT_ECORRUPT;
     }
     if (strcmp(names[LANG_EN], names[LANG_AR]))
-        return remat_fail(REMAT_ECORRUPT, "%s: %s: en quotes {%s} but ar quotes {%s}: the two languages must say the same",
+        return remat_fail(REMAT_ECORRUPT,
+                          "%s: %s: en quotes {%s} but ar quotes {%s}: the two languages must say the same",
                           path, inner, names[LANG_EN], names[LANG_AR]);
     return REMAT_OK;
 }
@@ -130,7 +138,8 @@ static RematStatus load_explanation(const cJSON *q, const char *path, const char
 {
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(q, "explanation");
     if (!cJSON_IsArray(all) || cJSON_GetArraySize(all) == 0)
-        return remat_fail(REMAT_ECORRUPT, "%s: %s.explanation: %s", path, where, all ? "must be a non-empty array of parts" : "missing");
+        return remat_fail(REMAT_ECORRUPT, "%s: %s.explanation: %s", path, where,
+                          all ? "must be a non-empty array of parts" : "missing");
     out->n_parts = cJSON_GetArraySize(all);
     if (!(out->parts = calloc((size_t)out->n_parts, sizeof *out->parts)))
         return remat_fail(REMAT_ENOMEM, "%s: no memory for its explanations", path);
@@ -146,7 +155,8 @@ static RematStatus load_explanation(const cJSON *q, const char *path, const char
         /* A time may be too noisy to quote: what the part says must then be said without. */
         if (question_quotes_time(out, p->text.lang[LANG_EN]) &&
             (!p->otherwise.lang[LANG_EN] || question_quotes_time(out, p->otherwise.lang[LANG_EN])))
-            return remat_fail(REMAT_ECORRUPT, "%s: %s: quotes a time, so it needs an `otherwise` that quotes none", path, inner);
+            return remat_fail(REMAT_ECORRUPT,
+                              "%s: %s: quotes a time, so it needs an `otherwise` that quotes none", path, inner);
     }
     return REMAT_OK;
 }
@@ -209,7 +219,8 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
     const cJSON *test = cJSON_GetObjectItemCaseSensitive(q, "test");
     char inner[48];
     snprintf(inner, sizeof inner, "%s.test", where);
-    if (!(out->test_file = need_string(test, "file", path, inner)) || !(out->test_name = need_string(test, "name", path, inner)) ||
+    if (!(out->test_file = need_string(test, "file", path, inner)) ||
+        !(out->test_name = need_string(test, "name", path, inner)) ||
         !(out->bench = need_string(q, "bench", path, where)))
         return REMAT_ECORRUPT;
     const cJSON *plot = cJSON_GetObjectItemCaseSensitive(q, "plot");

@@ -115,7 +115,8 @@ static void read_spread(const cJSON *record, const char *path, Figure *fig)
     const char *problem;
     for (int i = 0; i < 3; i++) {
         if (!v[i]) return invalid(fig, path, names[i], "why_part_of_interval");
-        if (!valid_value(v[i], i < 2 ? fig->m->format : "count", &problem)) return invalid(fig, path, names[i], problem);
+        if (!valid_value(v[i], i < 2 ? fig->m->format : "count", &problem))
+            return invalid(fig, path, names[i], problem);
     }
     fig->lo = v[0]->valuedouble;
     fig->hi = v[1]->valuedouble;
@@ -510,7 +511,8 @@ static int why_silenced(const Fill *fill, TimeTrust trust, const Figure *culprit
     switch (trust) {
     case TIMES_UNKNOWN: return snprintf(text, size, quiz_word(fill->lang, "time_unknown"), program);
     case TIMES_QUICK:
-        return snprintf(text, size, quiz_word(fill->lang, "time_quick"), program, fill->q->quick_times.lang[fill->lang]);
+        return snprintf(text, size, quiz_word(fill->lang, "time_quick"), program,
+                        fill->q->quick_times.lang[fill->lang]);
     case TIMES_BUSY:
         snprintf(load, sizeof load, "%.1f", fmax(j->machine.load_before, j->machine.load_after));
         snprintf(steal, sizeof steal, "%.1f%%", 100.0 * j->machine.steal);

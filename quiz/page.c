@@ -13,18 +13,16 @@
  * What it is not: a general HTML writer or a template engine: the template's four
  * markers are the only places it writes into.
  */
-#define _GNU_SOURCE /* realpath, and linkat naming an unnamed file (base/file.h: file_create_new) */
+#define _GNU_SOURCE /* realpath */
 #include "quiz/page.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/file.h"
@@ -410,57 +408,25 @@ static const char *input_at(const char *path, const PageSources *src, char *buf,
     return NULL;
 }
 
-/* Gives the unnamed file `fd` a name beside the page: `tmp`, its last six characters
- * (XXXXXX) chosen so that no file has that name yet. Returns 0 or an errno value. */
-static int name_unnamed(int fd, char *tmp)
-{
-    char proc[64];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-    char *x = tmp + strlen(tmp) - 6;
-    for (unsigned attempt = 0; attempt < 100; attempt++) {
-        snprintf(x, 7, "%06u", (unsigned)(getpid() * 31u + attempt) % 1000000u);
-        if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) return 0;
-        if (errno != EEXIST) return errno;
-    }
-    return EEXIST;
-}
-
 RematStatus page_write(const char *path, const PageSources *src)
 {
     /* The page is renamed over `path`, which would replace a device such as /dev/full (as
      * root) or a FIFO, or one of the files it is made from: refuse those, and a missing
      * directory, before building anything. */
     if (file_check_writable(path) != REMAT_OK) return remat_last_status();
-    char tmp[4096], input[4096];
+    char input[4096];
     if (input_at(path, src, input, sizeof input))
         return remat_fail(REMAT_EINVAL, "cannot write %s: it is %s, a file the page is made from", path, input);
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
-        return remat_fail(REMAT_EINVAL, "cannot write %s: the name is too long", path);
     /* Unnamed while it is written, where the file system allows (base/file.h), so that a
      * kill leaves nothing behind; named beside the page only once it is complete. */
-    char *dir = file_directory(path);
-    bool named = false;
-    const int fd = dir ? file_create_new(dir, tmp, access("/proc/self/fd", X_OK) == 0, &named) : -1;
-    free(dir);
-    FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!out) {
-        const int err = errno;
-        if (fd >= 0) close(fd);
-        if (named) unlink(tmp);
-        return remat_fail(REMAT_EIO, "cannot write %s: cannot create a temporary file beside it: %s", path, strerror(err));
-    }
-    /* The new file is readable by its owner only; a page is for anyone to open. */
-    RematStatus status = REMAT_OK, content = REMAT_OK;
-    if (fchmod(fd, 0644) != 0) status = remat_fail(REMAT_EIO, "cannot write %s: chmod failed: %s", path, strerror(errno));
-    if (status == REMAT_OK) content = put_page(out, src, path);
-    if (status == REMAT_OK && (ferror(out) || fflush(out) != 0))
-        status = remat_fail(REMAT_EIO, "cannot write %s: %s", path, strerror(errno));
-    int err = status == REMAT_OK && !named ? name_unnamed(fd, tmp) : 0;
-    named |= status == REMAT_OK && !err;
-    if (err) status = remat_fail(REMAT_EIO, "cannot write %s: cannot name its temporary file: %s", path, strerror(err));
-    if (fclose(out) != 0 && status == REMAT_OK) status = remat_fail(REMAT_EIO, "cannot write %s: %s", tmp, strerror(errno));
-    if (status == REMAT_OK && rename(tmp, path) != 0)
-        status = remat_fail(REMAT_EIO, "cannot write %s: cannot rename %s over it: %s", path, tmp, strerror(errno));
-    if (status != REMAT_OK && named) unlink(tmp);
-    return status != REMAT_OK ? status : content; /* REMAT_ECORRUPT: the malformed file it met */
+    FileReplacement page;
+    int err = file_replace_start(&page, path, true);
+    if (err)
+        return remat_fail(REMAT_EIO, "cannot write %s: cannot create a temporary file beside it: %s", path,
+                          strerror(err));
+    const RematStatus content = put_page(page.out, src, path);
+    const char *step;
+    if ((err = file_replace_finish(&page, false, &step)) != 0)
+        return remat_fail(REMAT_EIO, "cannot write %s: %s failed: %s", path, step, strerror(err));
+    return content; /* REMAT_ECORRUPT: the malformed file it met */
 }

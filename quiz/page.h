@@ -41,11 +41,11 @@ typedef struct PageSources {
  * absent or a regular file in a directory this process can write (file_check_writable),
  * and not one of the page's inputs (the bank, a results file, a plot: compared as files,
  * not names): anything else is refused with REMAT_EIO or REMAT_EINVAL before anything is
- * built, never replaced. Returns REMAT_OK;
- * REMAT_EIO naming the file and the reason when the page cannot be written (the temporary
- * file is removed and whatever was at `path` is left untouched). A results file or plot that exists but is malformed does not stop the page: the page
- * says so in place of the figure or plot, and page_write returns REMAT_ECORRUPT naming it
- * after writing the page. */
+ * built, never replaced. Returns REMAT_OK; REMAT_EIO naming the file and the reason when
+ * the page cannot be written (the temporary file is removed and whatever was at `path` is
+ * left untouched). A results file or plot that exists but is malformed does not stop the
+ * page: the page says so in place of the figure or plot, and page_write returns
+ * REMAT_ECORRUPT naming it after writing the page. */
 RematStatus page_write(const char *path, const PageSources *src);
 
 #endif /* REMAT_QUIZ_PAGE_H */
