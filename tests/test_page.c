@@ -474,7 +474,7 @@ static void test_page_killed_while_written_leaves_nothing(void **state)
     int status;
     waitpid(pid, &status, 0);
     if (!caught) fail_msg("the quiz finished before it could be killed while writing");
-    char cmd[700];
+    char cmd[1300]; /* room for both paths */
     snprintf(cmd, sizeof cmd, "ls -A %s", dir);
     int code;
     char *out = run(cmd, &code);
