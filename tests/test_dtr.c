@@ -7,7 +7,7 @@
  * hand. The chain's optimum (Revolve's count) equals an exact dynamic program over
  * checkpoints, which equals a search of every schedule the memory model allows (any
  * eviction, any recompute of any tensor, gradients too) for n ≤ 8; DTR is never below it,
- * and equals, on the issue's grid, what DTR's own simulator (simrd) gives. Bad input, a
+ * and equals, on bench_dtr's grid, what DTR's own simulator (simrd) gives. Bad input, a
  * budget too small and a failing op are clear errors that lose nothing.
  */
 #include <stdarg.h>
@@ -69,7 +69,8 @@ static int op(DtrPool *pool, size_t bytes, double cost, int in0, int in1)
 static int evictable(const DtrPool *pool)
 {
     int count = 0;
-    for (int i = 0; i < pool->n_entries; i++) count += pool->entries[i].state == DTR_RESIDENT && !pool->entries[i].locks;
+    for (int i = 0; i < pool->n_entries; i++)
+        count += pool->entries[i].state == DTR_RESIDENT && pool->entries[i].locks == 0;
     return count;
 }
 
@@ -489,7 +490,7 @@ static void test_dtr_is_never_below_the_optimum(void **state)
 }
 
 /* What DTR's simulator (simrd, uniform_linear's run_with with RuntimeV2EagerOptimized and
- * the DTR heuristic) gives on the issue's grid, B = ⌈2√n⌉, ⌈√n⌉, ⌈log₂ n⌉, beside the
+ * the DTR heuristic) gives on bench_dtr's grid, B = ⌈2√n⌉, ⌈√n⌉, ⌈log₂ n⌉, beside the
  * optimum. remat's pool takes simrd's steps in simrd's order, so the counts are equal. */
 static void test_dtr_equals_its_own_simulator_on_the_grid(void **state)
 {
