@@ -1198,6 +1198,40 @@ static void test_zero_project_flags_are_checked_before_measuring(void **state)
     }
 }
 
+/* bench_dtr --unit-chain --quick: the schema, and on every budget DTR's extra computes
+ * never below the optimum's, at n = 64 those of DTR's own simulator; --help answers,
+ * --steps (nothing is timed) is refused, and without --unit-chain it says what to give. */
+static void test_dtr_unit_chain_is_never_below_the_optimum(void **state)
+{
+    (void)state;
+    char path[512], log[4096];
+    snprintf(path, sizeof path, "%s/bench_dtr.log", dir);
+    assert_int_equal(run_bench("bench_dtr", "--help", NULL), 0);
+    assert_int_equal(run_bench("bench_dtr", "--quick", "--unit-chain", "--steps", "3", "--results", dir, NULL), 2);
+    unlink(path);
+    assert_int_equal(run_bench("bench_dtr", "--quick", "--results", dir, NULL), 1);
+    read_text(path, log, sizeof log);
+    assert_non_null(strstr(log, "bench_dtr: give --unit-chain"));
+    assert_int_equal(run_bench("bench_dtr", "--quick", "--unit-chain", "--results", dir, NULL), 0);
+    snprintf(path, sizeof path, "%s/bench_dtr.json", dir);
+    cJSON *doc = read_json(path);
+    assert_non_null(doc);
+    check_header(doc, "bench_dtr");
+    const cJSON *r;
+    int rows = 0;
+    cJSON_ArrayForEach(r, records(doc, "unit_chain")) {
+        assert_true(num(r, "dtr_extra_computes") >= num(r, "optimal_extra_computes"));
+        assert_true(num(r, "budget") >= 3 && strlen(str(r, "heuristic")) > 0 && strlen(str(r, "budget_rule")) > 0);
+        if (num(r, "n") == 64 && !strcmp(str(r, "budget_rule"), "log2(n)")) {
+            assert_true(num(r, "budget") == 6 && num(r, "dtr_extra_computes") == 196);
+            assert_true(num(r, "optimal_extra_computes") == 134);
+        }
+        rows++;
+    }
+    assert_int_equal(rows, 5 * 3);
+    cJSON_Delete(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1228,6 +1262,7 @@ int main(void)
         cmocka_unit_test(test_plots_take_the_output_directory_as_data),
         cmocka_unit_test(test_sgemm_checks_its_results_directory_before_measuring),
         cmocka_unit_test(test_zero_project_flags_are_checked_before_measuring),
+        cmocka_unit_test(test_dtr_unit_chain_is_never_below_the_optimum),
     };
     return cmocka_run_group_tests_name("bench", tests, group_setup, group_teardown);
 }
