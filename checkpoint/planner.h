@@ -22,10 +22,11 @@ typedef enum PlannerKind {
     PLANNER_CHEN = 0, /* Chen et al. 2016, Algorithm 3 with the sqrt(x·y) search of b */
     PLANNER_DP,       /* the exact optimum over single-level schedules */
     PLANNER_REVOLVE,  /* Griewank & Walther's binomial schedules, uniform chains only */
+    PLANNER_OPS,      /* dp, with each layer's keep-sets of ops as well (ops_plan.h) */
     PLANNER_COUNT
 } PlannerKind;
 
-/* "chen", "dp", "revolve": the names of PlannerKind's values. */
+/* "chen", "dp", "revolve", "ops": the names of PlannerKind's values. */
 extern const NameTable PLANNER_NAMES;
 
 /* Its name in PLANNER_NAMES. */
