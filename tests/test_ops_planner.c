@@ -17,6 +17,7 @@
 #include "tensor/flops.h"
 #include "checkpoint/ops_plan.h"
 #include "checkpoint/planner.h"
+#include "autograd/ops.h"
 
 /* ---- the layer search, on constructed layers ------------------------------------------- */
 
@@ -390,6 +391,65 @@ static void test_ops_errors(void **state)
     model_free(m);
 }
 
+/* A layer of more ops than the model holds (a linear, 60 relus, a residual add) is refused,
+ * naming the layer, and the cost it was to join is left as it was. */
+static Var *many_ops_forward(Layer *layer, Var *x, TrainCtx *ctx)
+{
+    (void)ctx;
+    Var *h = op_linear(x, layer->params[0].var, NULL, "fc");
+    for (int i = 0; i < 60 && h; i++) {
+        Var *next = op_relu(h, "relu");
+        var_free(h);
+        h = next;
+    }
+    Var *y = h ? op_add(x, h, "residual") : NULL;
+    var_free(h);
+    return y;
+}
+
+static Var *stage_input(void *user, TrainCtx *ctx)
+{
+    (void)ctx;
+    return var_retain(((Var **)user)[0]);
+}
+
+static Var *stage_mse(void *user, Var *x, TrainCtx *ctx)
+{
+    (void)ctx;
+    return op_mse(x, ((Var **)user)[1], "loss");
+}
+
+static void test_ops_refuses_a_layer_it_cannot_hold(void **state)
+{
+    (void)state;
+    Pcg32 rng;
+    pcg32_seed(&rng, 1, 1);
+    Layer *layers[2];
+    for (int k = 0; k < 2; k++) {
+        layers[k] = layer_alloc(sizeof(Layer), "test", k ? "h.1" : "h.0", many_ops_forward);
+        assert_non_null(layer_add_param(layers[k], "w", true, 2, (int[]){8, 8}, 0.1f, 0.0f, &rng));
+    }
+    Var *io[2] = {var_create(tensor_zeros(MEM_ACT, 2, (int[]){4, 8}), false, "x"),
+                  var_create(tensor_zeros(MEM_ACT, 2, (int[]){4, 8}), false, "y")};
+    const ChainStages stages = {stage_input, stage_mse, io};
+    ChainCost *cost = chain_profile_policy(layers, 2, &stages, NULL, NULL);
+    assert_non_null(cost);
+    const uint64_t before = flops_get(PHASE_FORWARD);
+    assert_int_equal(chain_profile_ops(cost, layers, &stages, NULL), REMAT_EINVAL);
+    printf("  %s\n", remat_last_error());
+    assert_non_null(strstr(remat_last_error(), "layer h.0 has ops its model cannot hold"));
+    assert_null(cost->ops);
+    assert_int_equal(flops_get(PHASE_FORWARD), before);
+    Schedule *dp = planner_plan(PLANNER_DP, cost, SIZE_MAX); /* the cost still plans */
+    assert_non_null(dp);
+    schedule_free(dp);
+    chain_cost_free(cost);
+    var_free(io[0]);
+    var_free(io[1]);
+    tape_reset(tape_current());
+    for (int k = 0; k < 2; k++) layer_free(layers[k]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -406,6 +466,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ops_schedule_prints_what_each_layer_keeps, fixture_clean_state,
                                         fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_ops_errors, fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_ops_refuses_a_layer_it_cannot_hold, fixture_clean_state,
+                                        fixture_clean_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
