@@ -1,7 +1,7 @@
 /*
  * planner.c — the planners: the budget checked against what every schedule needs, the
- * three searches (the exact optimum over single-level schedules, Chen et al. 2016's and
- * Revolve's), and the message that says the smallest feasible budget when nothing fits
+ * searches (the exact optimum over single-level schedules, with keep-sets for ops; Chen et
+ * al. 2016's; Revolve's), and the message that says the smallest feasible budget when nothing fits
  * (see planner.h). Each search judges schedules by cost.h's predictions.
  */
 #include "checkpoint/planner.h"
@@ -378,7 +378,7 @@ static RematStatus fail_too_small(const ChainCost *c, PlannerKind kind, size_t b
 Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget)
 {
     if (!cost || (unsigned)kind >= PLANNER_COUNT) {
-        remat_fail(REMAT_EINVAL, "planner_plan: need a chain cost and a planner (chen, dp or revolve)");
+        remat_fail(REMAT_EINVAL, "planner_plan: need a chain cost and a planner (chen, dp, revolve or ops)");
         return NULL;
     }
     if (kind == PLANNER_REVOLVE && chain_check_uniform(cost) != REMAT_OK) return NULL;
