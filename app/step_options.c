@@ -90,10 +90,11 @@ static const Flag FLAGS[] = {
     {.name = "--planner", .type = FLAG_NAME, .offset = AT(planner), .names = &PLANNER_NAMES, .value = "P",
      .needs = 1u << STRATEGY_BUDGET, .unneeded = "it is for --strategy budget",
      .help = "budget: dp (the exact optimum over single-level schedules,\n"
-             "default), chen (Chen et al. 2016's search) or revolve\n"
-             "(binomial schedules for chains of identical layers, which\n"
-             "recompute layers more than once and fit tighter budgets);\n"
-             "the schedule is printed before training"},
+             "default), chen (Chen et al. 2016's search), revolve\n"
+             "(binomial schedules for identical layers: tighter budgets,\n"
+             "layers recomputed more than once) or ops (dp choosing, per\n"
+             "layer, which ops' outputs to keep); the schedule is printed\n"
+             "before training"},
     {.name = "--policy", .type = FLAG_CUSTOM, .set = set_policy, .value = "P",
      .needs = 1u << STRATEGY_SELECTIVE, .unneeded = "it is the policy of --strategy selective",
      .help = "selective's policy: attention_core (default), dots or\nnothing_saveable"},

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint/ops_plan.h"
 #include "tensor/flops.h"
 
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
@@ -40,6 +41,7 @@ typedef struct Probe {
     size_t resid;       /* what backward holds besides, as the first replay saw it */
     struct ProbeLayer *pl; /* the regions passes: each layer's region */
     const Policy *policy;  /* PASS_POLICY: the policy its regions replay under */
+    const Policy *const *policies; /* or, when given, layer k's policies[k] */
     bool failed;        /* an assumption of the model broken: */
     char message[256];  /* the first one, said */
 } Probe;
@@ -202,7 +204,7 @@ static Var *probe_region(Probe *p, ProbeLayer *pl, Var *h, TrainCtx *ctx)
 {
     CheckpointOptions o = checkpoint_defaults();
     o.name = p->layers[pl->k]->name;
-    o.policy = p->pass == PASS_POLICY ? p->policy : NULL;
+    o.policy = p->pass != PASS_POLICY ? NULL : p->policies ? p->policies[pl->k] : p->policy;
     pl->state = mem_current(MEM_ACT);
     probe_reset_peaks(p);
     Var *y = checkpoint(probe_region_layer, pl, h, ctx, &o);
@@ -268,6 +270,26 @@ static RematStatus probe_pass(Probe *p, ProbePass pass, const ChainStages *stage
     return status;
 }
 
+/* A profile's passes — plain, regions, then the policy's if any — or (`all` false) the policy's
+ * alone; the FLOP ledger, phase, grad mode put back. REMAT_EINVAL: the model's assumptions broken. */
+static RematStatus probe_passes(Probe *p, const ChainStages *stages, const TrainCtx *ctx, bool all)
+{
+    const TrainCtx step = ctx ? *ctx : (TrainCtx){.training = true};
+    const FlopCounts flops_before = flops_snapshot();
+    const Phase phase = flops_set_phase(PHASE_FORWARD);
+    const bool was = grad_set_enabled(true);
+    RematStatus status = all ? probe_pass(p, PASS_PLAIN, stages, step) : REMAT_OK;
+    if (all && status == REMAT_OK && !p->failed) status = probe_pass(p, PASS_REGIONS, stages, step);
+    if (status == REMAT_OK && !p->failed && (p->policy || p->policies))
+        status = probe_pass(p, PASS_POLICY, stages, step);
+    grad_set_enabled(was);
+    flops_restore(&flops_before);
+    flops_set_phase(phase);
+    p->work_peak = max_size(p->work_peak, mem_peak(MEM_WORK));
+    mem_reset_peaks();
+    return status == REMAT_OK && p->failed ? remat_fail(REMAT_EINVAL, "%s", p->message) : status;
+}
+
 ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx,
                                 const Policy *policy)
 {
@@ -286,23 +308,10 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
     cost->n_layers = n;
     cost->layers = per_layer;
     Probe p = {.layers = layers, .cost = cost, .pl = pl, .policy = policy};
-    const TrainCtx step = ctx ? *ctx : (TrainCtx){.training = true};
     const size_t work_before = mem_current(MEM_WORK);
     mem_reset_peaks(); /* the workspace's peak from before the step is not the step's */
-    const FlopCounts flops_before = flops_snapshot();
-    const Phase phase = flops_set_phase(PHASE_FORWARD);
-    const bool was = grad_set_enabled(true);
-
-    RematStatus status = probe_pass(&p, PASS_PLAIN, stages, step);
-    if (status == REMAT_OK && !p.failed) status = probe_pass(&p, PASS_REGIONS, stages, step);
-    if (status == REMAT_OK && !p.failed && policy) status = probe_pass(&p, PASS_POLICY, stages, step);
-    grad_set_enabled(was);
-    flops_restore(&flops_before);
-    flops_set_phase(phase);
-    p.work_peak = max_size(p.work_peak, mem_peak(MEM_WORK));
-    mem_reset_peaks();
+    const RematStatus status = probe_passes(&p, stages, ctx, true);
     free(pl);
-    if (status == REMAT_OK && p.failed) status = remat_fail(REMAT_EINVAL, "%s", p.message);
     if (status != REMAT_OK) {
         chain_cost_free(cost);
         return NULL;
@@ -314,9 +323,22 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
     return cost;
 }
 
+RematStatus chain_profile_layer_policies(ChainCost *cost, Layer **layers, const ChainStages *stages,
+                                         const TrainCtx *ctx, const Policy *const *policies)
+{
+    ProbeLayer *pl = cost && layers && stages && policies ? calloc((size_t)cost->n_layers, sizeof *pl) : NULL;
+    if (!pl) return remat_fail(REMAT_EINVAL, "chain_profile_layer_policies: need a cost, its layers, stages, policies");
+    Probe p = {.layers = layers, .cost = cost, .pl = pl, .policies = policies};
+    for (int k = 0; k < cost->n_layers; k++) cost->layers[k].policy_need = 0;
+    const RematStatus status = probe_passes(&p, stages, ctx, false);
+    free(pl);
+    return status;
+}
+
 void chain_cost_free(ChainCost *cost)
 {
     if (!cost) return;
+    ops_profile_free(cost->ops);
     free(cost->layers);
     free(cost);
 }

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 
+#include "checkpoint/ops_plan.h"
 #include "checkpoint/revolve.h"
 
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
@@ -54,6 +55,15 @@ uint64_t chain_segment_flops(const ChainCost *c, int a, int b)
     return f;
 }
 
+/* One-layer region k under `policy`, profiled (the cost's own policy, or an op-level
+ * keep-set's): what it adds to the forward state, needs above it and recomputes; or NULL. */
+static const OpsFigures *figures_of(const ChainCost *c, int k, const Policy *policy, OpsFigures *own)
+{
+    if (!policy || policy != c->policy) return ops_figures(c, k, policy);
+    *own = (OpsFigures){c->layers[k].policy_adds, c->layers[k].policy_need, c->layers[k].policy_flops};
+    return own;
+}
+
 /* The peak ACT of one step whose chain runs as `segments` (n of them, covering the chain
  * in order; policy regions of one layer); *recompute gets the RECOMPUTE FLOPs. */
 static size_t chain_predict(const ChainCost *c, const Segment *segments, int n, uint64_t *recompute)
@@ -62,10 +72,12 @@ static size_t chain_predict(const ChainCost *c, const Segment *segments, int n, 
     uint64_t flops = 0;
     for (int i = 0; i < n; i++) {
         const int a = segments[i].first, b = a + segments[i].count - 1;
-        if (segments[i].kind == SEGMENT_REGION && segments[i].policy) { /* one layer: schedule_predict checked */
-            peak = max_size(peak, s + c->layers[a].policy_need);
-            flops += c->layers[a].policy_flops;
-            s += c->layers[a].policy_adds;
+        OpsFigures own;
+        const OpsFigures *f = segments[i].kind == SEGMENT_REGION ? figures_of(c, a, segments[i].policy, &own) : NULL;
+        if (f) { /* one layer: schedule_predict checked */
+            peak = max_size(peak, s + f->need);
+            flops += f->flops;
+            s += f->adds;
             continue;
         }
         if (segments[i].kind == SEGMENT_REGION) {
@@ -214,12 +226,14 @@ RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
     Prediction p = {.made = true, .forward_flops = cost->forward_flops};
     const Segment *g = s->segments;
     for (int i = 0; i < s->n_segments; i++) {
+        OpsFigures own;
         const bool policy = g[i].kind == SEGMENT_REGION && g[i].policy;
+        const bool profiled = policy && figures_of(cost, g[i].first, g[i].policy, &own);
         const bool revolve_beside = g[i].kind == SEGMENT_REVOLVE && s->n_segments > 1;
-        if (revolve_beside || (policy && (g[i].policy != cost->policy || g[i].count != 1)))
+        if (revolve_beside || (policy && (!profiled || g[i].count != 1)))
             return remat_fail(REMAT_EINVAL, "schedule_predict: segment %d is %s, which the cost model does not "
                               "predict", i, revolve_beside ? "Revolve beside other segments"
-                              : g[i].policy != cost->policy ? "a region with a selective policy it did not profile"
+                              : !profiled ? "a region with a selective policy it did not profile"
                                                             : "a region of several layers with a selective policy");
     }
     if (g[0].kind != SEGMENT_REVOLVE) p.peak_act = chain_predict(cost, g, s->n_segments, &p.recompute_flops);

@@ -101,6 +101,8 @@
 
 /* ---- the chain model ------------------------------------------------------------------- */
 
+typedef struct OpsProfile OpsProfile; /* the op-level planner's figures (ops_plan.h) */
+
 typedef struct ChainLayer {
     size_t in_bytes, out_bytes; /* x_k and x_{k+1} */
     size_t grad_bytes;          /* g_k: x_k's gradient, 0 when x_k needs none */
@@ -136,6 +138,7 @@ typedef struct ChainCost {
                                   every layer's backward runs once under any schedule, so
                                   every schedule pays them alike */
     const Policy *policy;   /* the selective policy profiled (policy_adds, policy_need), or NULL */
+    OpsProfile *ops;        /* per layer, its keep-sets' measured figures (chain_profile_ops), or NULL */
 } ChainCost;
 
 /* The stages around the chain, as the model runs them. */
@@ -157,6 +160,11 @@ typedef struct ChainStages {
  * (the message says which layer), or the step's own error. */
 ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx,
                                 const Policy *policy);
+
+/* The policy pass again, layer k a region under policies[k] (NULL: none), into each layer's
+ * policy_adds, policy_need, policy_flops; ledgers and `ctx` left as chain_profile_policy does. */
+RematStatus chain_profile_layer_policies(ChainCost *cost, Layer **layers, const ChainStages *stages,
+                                         const TrainCtx *ctx, const Policy *const *policies);
 
 void chain_cost_free(ChainCost *cost);
 

@@ -1,7 +1,7 @@
 /*
  * planner.c — the planners: the budget checked against what every schedule needs, the
- * three searches (the exact optimum over single-level schedules, Chen et al. 2016's and
- * Revolve's), and the message that says the smallest feasible budget when nothing fits
+ * searches (the exact optimum over single-level schedules, with keep-sets for ops; Chen et
+ * al. 2016's; Revolve's), and the message that says the smallest feasible budget when nothing fits
  * (see planner.h). Each search judges schedules by cost.h's predictions.
  */
 #include "checkpoint/planner.h"
@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "checkpoint/ops_plan.h"
 
 /* ---- the exact search: a dynamic program over single-level schedules ------------------- */
 
@@ -29,12 +31,14 @@ typedef struct DpState {
     int from;       /* the state it extends (an index into Dp.states), −1 for the start */
     int first;      /* the segment that led here: its first layer, and whether a region */
     bool region;
+    int point;      /* the ops planner: a one-layer region under Pareto point `point`, or −1 */
 } DpState;
 
 typedef struct Dp {
     const ChainCost *cost;
     size_t act_budget; /* the most ACT any moment may reach (DP_FEWEST_FLOPS) */
     DpGoal goal;
+    bool ops;          /* the ops planner: one-layer regions may also run a keep-set */
     DpState *states;
     int count, capacity;
     int *front_start, *front_count; /* per boundary: its Pareto front, a run of `states` */
@@ -73,10 +77,9 @@ static int dp_keep_front(Dp *dp, int start)
     return kept;
 }
 
-/* Adds the state reached by running segment [a, b] from state `from` (at boundary a), a
- * region or one plain layer, if its moments fit: they reach `need` above S(a) (cost.h's
- * terms), and it recomputes `flops`. */
-static RematStatus dp_extend(Dp *dp, int from, int a, int b, bool region, size_t need, uint64_t flops)
+/* Adds the state reached by the segment `next` (first layer, region, point; in `next.s` what
+ * it adds to S) from state `from`, if its moments, `need` above S(a) (cost.h), fit. */
+static RematStatus dp_extend(Dp *dp, int from, DpState next, size_t need, uint64_t flops)
 {
     const DpState *f = &dp->states[from];
     const size_t moment = f->s + need;
@@ -87,8 +90,24 @@ static RematStatus dp_extend(Dp *dp, int from, int a, int b, bool region, size_t
     } else if (moment > value) {
         value = moment;
     }
-    const size_t s = f->s + (region ? dp->cost->layers[b].out_bytes : dp->cost->layers[a].kept);
-    return dp_push(dp, (DpState){s, value, from, a, region});
+    return dp_push(dp, (DpState){f->s + next.s, value, from, next.first, next.region, next.point});
+}
+
+/* The segments ending at layer k − 1 from state `from` at boundary a: region [a, k − 1]; for
+ * a = k − 1 also the plain layer and, for the ops planner, its keep-sets. */
+static RematStatus dp_extend_all(Dp *dp, int from, int a, int k, size_t need, uint64_t flops)
+{
+    const ChainCost *c = dp->cost;
+    RematStatus status = dp_extend(dp, from, (DpState){c->layers[k - 1].out_bytes, 0, 0, a, true, -1}, need, flops);
+    if (status != REMAT_OK || a != k - 1) return status;
+    status = dp_extend(dp, from, (DpState){c->layers[a].kept, 0, 0, a, false, -1}, chain_plain_need(c, a), 0);
+    int n = 0;
+    const OpsPoint *points = dp->ops ? ops_points(c, a, &n) : NULL;
+    for (int p = 0; p < n && status == REMAT_OK; p++) {
+        const OpsFigures *f = ops_figures(c, a, &points[p].policy);
+        status = dp_extend(dp, from, (DpState){f->adds, 0, 0, a, true, p}, f->need, f->flops);
+    }
+    return status;
 }
 
 /* Runs the search; *best gets the index of the best final state, or −1 if none fits. */
@@ -101,19 +120,16 @@ static RematStatus dp_run(Dp *dp, int *best)
     const size_t start_moment = max_size(c->base + c->embed_peak, c->tail_peak);
     if (dp->goal == DP_FEWEST_FLOPS && start_moment > dp->act_budget) return REMAT_OK;
     const uint64_t start_value = dp->goal == DP_FEWEST_FLOPS ? 0 : start_moment;
-    RematStatus status = dp_push(dp, (DpState){c->base + c->embed, start_value, -1, 0, false});
+    RematStatus status = dp_push(dp, (DpState){c->base + c->embed, start_value, -1, 0, false, -1});
     dp->front_count[0] = 1;
     /* States reaching boundary k come from every earlier boundary's front. */
     for (int k = 1; k <= L && status == REMAT_OK; k++) {
         const int start = dp->count;
         for (int a = 0; a < k && status == REMAT_OK; a++) {
-            const size_t need = chain_region_need(c, a, k - 1), plain = a == k - 1 ? chain_plain_need(c, a) : 0;
+            const size_t need = chain_region_need(c, a, k - 1);
             const uint64_t flops = chain_segment_flops(c, a, k - 1);
-            for (int i = 0; i < dp->front_count[a] && status == REMAT_OK; i++) {
-                const int from = dp->front_start[a] + i;
-                status = dp_extend(dp, from, a, k - 1, true, need, flops);
-                if (status == REMAT_OK && a == k - 1) status = dp_extend(dp, from, a, a, false, plain, 0);
-            }
+            for (int i = 0; i < dp->front_count[a] && status == REMAT_OK; i++)
+                status = dp_extend_all(dp, dp->front_start[a] + i, a, k, need, flops);
         }
         dp->front_start[k] = start;
         dp->front_count[k] = status == REMAT_OK ? dp_keep_front(dp, start) : 0;
@@ -136,11 +152,11 @@ static RematStatus dp_run(Dp *dp, int *best)
 
 /* The exact search for `goal` (under `act_budget` for DP_FEWEST_FLOPS): the single-level
  * schedule it finds; NULL with *none_fits set when no schedule fits, or NULL on error. */
-static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, bool *none_fits)
+static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, bool ops, bool *none_fits)
 {
     const int L = c->n_layers;
-    Dp dp = {.cost = c, .goal = goal, .act_budget = act_budget, .front_start = calloc((size_t)L + 1, sizeof(int)),
-             .front_count = calloc((size_t)L + 1, sizeof(int))};
+    Dp dp = {.cost = c, .goal = goal, .act_budget = act_budget, .ops = ops,
+             .front_start = calloc((size_t)L + 1, sizeof(int)), .front_count = calloc((size_t)L + 1, sizeof(int))};
     Segment *segs = calloc((size_t)L, sizeof *segs);
     int best = -1;
     const RematStatus status = dp.front_start && dp.front_count && segs ? dp_run(&dp, &best)
@@ -150,7 +166,10 @@ static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, b
         int end = L, at = L; /* the states that led to `best`, walked from the end: segs fills from the back */
         for (int i = best; dp.states[i].from >= 0; i = dp.states[i].from) {
             const DpState *st = &dp.states[i];
-            segs[--at] = (Segment){st->first, end - st->first, st->region ? SEGMENT_REGION : SEGMENT_PLAIN, NULL, 0};
+            int n;
+            const OpsPoint *pts = st->point >= 0 ? ops_points(c, st->first, &n) : NULL; /* ops: a keep-set */
+            segs[--at] = (Segment){st->first, end - st->first, st->region ? SEGMENT_REGION : SEGMENT_PLAIN,
+                                   pts ? &pts[st->point].policy : NULL, 0};
             end = st->first;
         }
         s = chain_schedule(c, segs + at, L - at);
@@ -166,8 +185,9 @@ static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, b
 /* The planners' search (see SEARCHES): the cheapest schedule it finds whose peak ACT fits
  * `act_budget`; when none does, NULL with *leanest the least peak ACT it can reach; on
  * error NULL with *leanest SIZE_MAX. The exact one refuses chains longer than
- * PLANNER_DP_MAX_LAYERS: its work grows as L^3. */
-static Schedule *search_dp(const ChainCost *c, size_t act_budget, size_t *leanest)
+ * PLANNER_DP_MAX_LAYERS: its work grows as L^3. With `ops`, each layer may also be a
+ * one-layer region under any point of its Pareto set of keep-sets (ops_plan.h). */
+static Schedule *search_exact(const ChainCost *c, size_t act_budget, size_t *leanest, bool ops)
 {
     *leanest = SIZE_MAX;
     if (c->n_layers > PLANNER_DP_MAX_LAYERS) {
@@ -175,14 +195,19 @@ static Schedule *search_dp(const ChainCost *c, size_t act_budget, size_t *leanes
                    "one has %d: use the chen planner", PLANNER_DP_MAX_LAYERS, c->n_layers);
         return NULL;
     }
+    if (ops && !c->ops)
+        return remat_fail(REMAT_EINVAL, "planner ops: the chain cost has no op-level model (chain_profile_ops)"), NULL;
     bool none_fits;
-    Schedule *s = dp_search(c, DP_FEWEST_FLOPS, act_budget, &none_fits);
+    Schedule *s = dp_search(c, DP_FEWEST_FLOPS, act_budget, ops, &none_fits);
     if (!none_fits) return s;
-    Schedule *lean = dp_search(c, DP_LEAST_PEAK, 0, &none_fits);
+    Schedule *lean = dp_search(c, DP_LEAST_PEAK, 0, ops, &none_fits);
     if (lean) *leanest = lean->predicted.peak_act;
     schedule_free(lean);
     return NULL;
 }
+
+static Schedule *search_dp(const ChainCost *c, size_t budget, size_t *l) { return search_exact(c, budget, l, false); }
+static Schedule *search_ops(const ChainCost *c, size_t budget, size_t *l) { return search_exact(c, budget, l, true); }
 
 /* A search's step: keeps in *best whichever of *best and `candidate` (owned by the call)
  * has the fewest RECOMPUTE FLOPs among those whose predicted peak ACT fits `act_budget`
@@ -307,12 +332,12 @@ static Schedule *search_revolve(const ChainCost *cost, size_t act_budget, size_t
 
 /* ---- planners ---------------------------------------------------------------------------- */
 
-static const char *const NAMES[PLANNER_COUNT] = {"chen", "dp", "revolve"};
+static const char *const NAMES[PLANNER_COUNT] = {"chen", "dp", "revolve", "ops"};
 const NameTable PLANNER_NAMES = {NAMES, PLANNER_COUNT};
 
 /* Each planner's search, by PlannerKind. */
 static Schedule *(*const SEARCHES[PLANNER_COUNT])(const ChainCost *, size_t, size_t *) = {
-    search_chen, search_dp, search_revolve};
+    search_chen, search_dp, search_revolve, search_ops};
 
 const char *planner_name(PlannerKind kind)
 {
@@ -323,7 +348,7 @@ size_t planner_min_budget(PlannerKind kind, const ChainCost *cost)
 {
     size_t leanest = SIZE_MAX;
     if (cost && (unsigned)kind < PLANNER_COUNT)
-        schedule_free(SEARCHES[kind == PLANNER_REVOLVE ? kind : PLANNER_DP](cost, 0, &leanest));
+        schedule_free(SEARCHES[kind == PLANNER_CHEN ? PLANNER_DP : kind](cost, 0, &leanest));
     return leanest == SIZE_MAX ? 0 : cost->fixed + cost->work_peak + leanest;
 }
 
@@ -354,7 +379,7 @@ static RematStatus fail_too_small(const ChainCost *c, PlannerKind kind, size_t b
 Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget)
 {
     if (!cost || (unsigned)kind >= PLANNER_COUNT) {
-        remat_fail(REMAT_EINVAL, "planner_plan: need a chain cost and a planner (chen, dp or revolve)");
+        remat_fail(REMAT_EINVAL, "planner_plan: need a chain cost and a planner (chen, dp, revolve or ops)");
         return NULL;
     }
     if (kind == PLANNER_REVOLVE && chain_check_uniform(cost) != REMAT_OK) return NULL;

@@ -224,6 +224,8 @@ void schedule_print(const Schedule *s, Layer **layers, FILE *out)
         char name[NODE_NAME_LEN];
         segment_name(name, sizeof name, g, layers);
         fprintf(out, "    %-16s %s: %s\n", name, KINDS[g->kind], segment_effect(g));
+        if (g->policy && g->policy->user) /* a policy of its own (an op-level keep-set) says what it keeps */
+            fprintf(out, "      %s\n", g->policy->name);
     }
     fprintf(out, "    inputs kept by regions: %d%s", regions, s->predicted.made ? "; " : "\n");
     if (s->predicted.made) print_prediction(&s->predicted, out);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint/ops_plan.h"
+
 Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var *targets, TrainCtx *ctx)
 {
     if (!model || !input || !targets) {
@@ -58,6 +60,14 @@ ChainCost *model_profile_policy(Model *model, Var *input, Var *targets, const Tr
     ProfiledModel p = {model, input, targets};
     const ChainStages stages = {profiled_embed, profiled_head, &p};
     return chain_profile_policy(model->layers, model->n_layers, &stages, ctx, policy);
+}
+
+RematStatus model_profile_ops(Model *model, Var *input, Var *targets, const TrainCtx *ctx, ChainCost *cost)
+{
+    if (!model || !input || !targets) return remat_fail(REMAT_EINVAL, "model_profile_ops: need model, input, targets");
+    ProfiledModel p = {model, input, targets};
+    const ChainStages stages = {profiled_embed, profiled_head, &p};
+    return chain_profile_ops(cost, model->layers, &stages, ctx);
 }
 
 void model_free(Model *model)

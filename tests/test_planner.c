@@ -474,7 +474,7 @@ static void check_planned_like_none(const Trainee *t)
     assert_int_equal(fixture_train(t, &(Way){0}, &plain), REMAT_OK);
     Schedule *none = chain_schedule_for_strategy(cost, STRATEGY_NONE);
     int tried = 0, with_revolve = 0;
-    for (int k = PLANNER_CHEN; k < PLANNER_COUNT; k++) {
+    for (int k = PLANNER_CHEN; k <= PLANNER_REVOLVE; k++) /* ops: test_ops_planner.c */ {
         const size_t lo = planner_min_budget((PlannerKind)k, cost);
         for (int i = 0; i <= 4; i++) {
             Schedule *s = planner_plan((PlannerKind)k, cost, lo + (none->predicted.peak_total - lo) * (size_t)i / 4);
@@ -519,7 +519,7 @@ static void test_infeasible_budget_states_the_smallest_feasible(void **state)
     fixture_mlp(&f, 8);
     const size_t lo = planner_min_budget(PLANNER_DP, f.cost);
     char expected[32], message[512];
-    for (int k = PLANNER_CHEN; k < PLANNER_COUNT; k++) {
+    for (int k = PLANNER_CHEN; k <= PLANNER_REVOLVE; k++) /* ops: test_ops_planner.c */ {
         const size_t lo_k = planner_min_budget((PlannerKind)k, f.cost);
         snprintf(expected, sizeof expected, "= %zu bytes", lo_k);
         assert_null(planner_plan((PlannerKind)k, f.cost, lo_k - 1));

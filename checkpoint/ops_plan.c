@@ -1,0 +1,288 @@
+/*
+ * ops_plan.c — the op-level planner's layer model (ops_plan.h): recording each layer's ops,
+ * the exact search of its keep-sets, each Pareto point measured as a policy region. Owns the
+ * OpsProfile a ChainCost holds and its points' policies; planner.c's DP searches the chain.
+ */
+#include "checkpoint/ops_plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/flops.h"
+
+struct OpsProfile {
+    int n_layers, n_shapes, max_points;
+    OpsLayer *shapes;        /* the distinct layers */
+    int *shape_of, *n_points; /* per layer, its shape; per shape, its points */
+    OpsPoint **points;       /* per shape: its Pareto set */
+    OpsFigures *measured;      /* [layer][point] */
+};
+
+/* ---- the search ------------------------------------------------------------------------ */
+
+void ops_evaluate(const OpsLayer *l, uint32_t keep, size_t *kept, uint64_t *flops)
+{
+    *kept = 0, *flops = 0;
+    for (int i = 0; i < l->n_ops; i++) {
+        const OpsOp *o = &l->ops[i];
+        const bool saved = keep >> o->cls & 1u;
+        if (!saved) *flops += o->flops; /* not saved: it runs again in the replay */
+        for (int j = 0; saved && j < o->n_out; j++) /* saved: kept if the replay reads it */
+            if (o->read_back[j] || (o->readers[j] & ~keep)) *kept += o->bytes[j];
+    }
+}
+
+typedef struct Eval { size_t kept; uint64_t flops; uint32_t keep; } Eval; /* a keep-set, while searching */
+
+/* By bytes kept, then FLOPs, then mask. */
+static int compare_evals(const void *x, const void *y)
+{
+    const Eval *a = x, *b = y;
+    if (a->kept != b->kept) return a->kept < b->kept ? -1 : 1;
+    if (a->flops != b->flops) return a->flops < b->flops ? -1 : 1;
+    return (a->keep > b->keep) - (a->keep < b->keep);
+}
+
+/* "keeps attn.qkv, mlp.fc": each class kept, by its tag (or its op when it has none). */
+static void point_name(OpsPoint *p)
+{
+    const OpsLayer *l = p->layer;
+    size_t at = (size_t)snprintf(p->name, sizeof p->name, "keeps%s", p->keep ? "" : " nothing");
+    for (int c = 0; c < l->n_classes && at < sizeof p->name; c++)
+        if (p->keep >> c & 1u)
+            at += (size_t)snprintf(p->name + at, sizeof p->name - at, "%s %s", at > 5 ? "," : "",
+                                   l->tag[c][0] ? l->tag[c] : l->op[c]);
+}
+
+/* The class (op, tag) of layer `l`, or −1. */
+static int find_class(const OpsLayer *l, const char *op, const char *tag)
+{
+    for (int c = 0; c < l->n_classes; c++)
+        if (!strcmp(op, l->op[c]) && !strcmp(tag ? tag : "", l->tag[c])) return c;
+    return -1;
+}
+
+static PolicyDecision point_decide(const char *op, const char *tag, void *user)
+{
+    const OpsPoint *p = user;
+    const int c = find_class(p->layer, op, tag);
+    return c >= 0 && p->keep >> c & 1u ? POLICY_SAVE : POLICY_RECOMPUTE;
+}
+
+RematStatus ops_layer_pareto(const OpsLayer *l, OpsPoint **points, int *n)
+{
+    *points = NULL, *n = 0;
+    if (!l || l->n_classes < 1 || l->n_classes > OPS_MAX_CLASSES)
+        return remat_fail(REMAT_EINVAL, "planner ops: a layer needs 1 to %d op classes to search, this one has %d",
+                          OPS_MAX_CLASSES, l ? l->n_classes : 0);
+    const uint32_t count = 1u << l->n_classes;
+    Eval *all = malloc(count * sizeof *all);
+    if (!all) return remat_fail(REMAT_ENOMEM, "planner ops: no memory for %u keep-sets", count);
+    int m = 0;
+    for (uint32_t keep = 0; keep < count; keep++)
+        all[keep].keep = keep, ops_evaluate(l, keep, &all[keep].kept, &all[keep].flops);
+    /* The Pareto set: by bytes rising, each keep-set that recomputes less than all before. */
+    qsort(all, count, sizeof *all, compare_evals);
+    for (uint32_t i = 0; i < count; i++)
+        if (m == 0 || all[i].flops < all[m - 1].flops) all[m++] = all[i];
+    OpsPoint *p = calloc((size_t)m, sizeof *p);
+    for (int i = 0; p && i < m; i++) {
+        p[i] = (OpsPoint){.keep = all[i].keep, .kept = all[i].kept, .flops = all[i].flops, .layer = l};
+        point_name(&p[i]);
+        p[i].policy = (Policy){.name = p[i].name, .decide = point_decide, .user = &p[i]};
+    }
+    free(all);
+    if (!p) return remat_fail(REMAT_ENOMEM, "planner ops: no memory for %d points", m);
+    *points = p;
+    *n = m;
+    return REMAT_OK;
+}
+
+/* ---- recording a layer's ops ----------------------------------------------------------- */
+
+/* The op hooks of the recording forward: each output retained until its layer is done, so
+ * that a reader finds its producer by identity (no freed address is reused meanwhile). */
+typedef struct Recorder {
+    OpsLayer *layer;
+    Tensor *outs[OPS_MAX_OPS][OPS_MAX_OUTPUTS];
+    uint64_t flops_mark; /* FORWARD FLOPs when the last op was recorded */
+    bool failed;
+} Recorder;
+
+/* The class (op, tag) of layer `l`, added if new; −1 when it cannot be. */
+static int class_of(OpsLayer *l, const char *op, const char *tag)
+{
+    const int found = find_class(l, op, tag);
+    tag = tag ? tag : "";
+    if (found >= 0 || l->n_classes == OPS_MAX_CLASSES || strlen(op) >= OPS_NAME_LEN || strlen(tag) >= OPS_NAME_LEN)
+        return found;
+    snprintf(l->op[l->n_classes], OPS_NAME_LEN, "%s", op);
+    snprintf(l->tag[l->n_classes], OPS_NAME_LEN, "%s", tag);
+    return l->n_classes++;
+}
+
+static RematStatus record_output(void *ctx, const OpInfo *op, const char *tag, int index, Tensor *out)
+{
+    Recorder *r = ctx;
+    OpsLayer *l = r->layer;
+    if (index == 0 && l->n_ops < OPS_MAX_OPS) l->ops[l->n_ops++].cls = class_of(l, op->name, tag); /* member stores */
+    OpsOp *o = &l->ops[l->n_ops > 0 ? l->n_ops - 1 : 0];
+    if (r->failed || o->cls < 0 || index != o->n_out || index >= OPS_MAX_OUTPUTS) {
+        r->failed = true; /* record_layer says which layer */
+        return remat_fail(REMAT_EINVAL, "planner ops: an op the layer model cannot hold");
+    }
+    o->bytes[index] = out->bytes;
+    r->outs[l->n_ops - 1][o->n_out++] = tensor_retain(out);
+    return REMAT_OK;
+}
+
+/* Marks every output of the layer that is `t`: read back, or read by class `reader`. */
+static void mark_read(Recorder *r, const Tensor *t, bool read_back, uint32_t reader)
+{
+    for (int i = 0; t && i < r->layer->n_ops; i++)
+        for (int j = 0; j < r->layer->ops[i].n_out; j++)
+            if (r->outs[i][j] == t) r->layer->ops[i].read_back[j] |= read_back, r->layer->ops[i].readers[j] |= reader;
+}
+
+static void record_op(void *ctx, const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
+                      Tensor *const *saved, int n_saved, const Tensor *out)
+{
+    (void)op, (void)tag, (void)out;
+    Recorder *r = ctx;
+    if (r->failed || r->layer->n_ops == 0) return;
+    OpsOp *o = &r->layer->ops[r->layer->n_ops - 1];
+    o->flops = flops_get(PHASE_FORWARD) - r->flops_mark; /* since the op before */
+    r->flops_mark += o->flops;
+    for (int i = 0; i < n_inputs; i++)
+        if (inputs[i]) mark_read(r, inputs[i]->value, false, 1u << o->cls);
+    for (int i = 0; i < n_saved; i++) mark_read(r, saved[i], true, 0);
+}
+
+/* Layer k's forward (grad off, as a region's first forward) with its ops recorded into
+ * `l`; returns its output. NULL on error (REMAT_EINVAL naming the layer it cannot model). */
+static Var *record_layer(Layer *layer, OpsLayer *l, Var *x, TrainCtx *ctx)
+{
+    Recorder r = {.layer = l, .flops_mark = flops_get(PHASE_FORWARD)};
+    const OpHooks hooks = {.name = "planner ops", .observe = record_output, .recorded = record_op, .ctx = &r};
+    const bool pushed = op_hooks_push(&hooks) == REMAT_OK;
+    Var *y = pushed ? layer_forward(layer, x, ctx) : NULL;
+    if (pushed) op_hooks_pop();
+    for (int i = 0; i < l->n_ops; i++)
+        for (int j = 0; j < l->ops[i].n_out; j++) tensor_free(r.outs[i][j]);
+    if (!r.failed) return y;
+    var_free(y);
+    remat_fail(REMAT_EINVAL, "planner ops: layer %s has ops its model cannot hold (at most %d ops, %d classes (op, "
+               "tag), %d outputs an op, names under %d characters)", layer->name, OPS_MAX_OPS, OPS_MAX_CLASSES,
+               OPS_MAX_OUTPUTS, OPS_NAME_LEN);
+    return NULL;
+}
+
+/* One forward of the chain, grad off, every layer's ops recorded; layers of one shape
+ * share an entry of o->shapes. */
+static RematStatus record_chain(OpsProfile *o, Layer **layers, const ChainStages *stages, TrainCtx ctx)
+{
+    const bool was = grad_set_enabled(false);
+    Var *h = stages->embed(stages->user, &ctx);
+    RematStatus status = h ? REMAT_OK : remat_last_status();
+    for (int k = 0; k < o->n_layers && status == REMAT_OK; k++) {
+        OpsLayer *l = &o->shapes[o->n_shapes]; /* recorded in the next free entry, zeroed */
+        memset(l, 0, sizeof *l);
+        Var *y = record_layer(layers[k], l, h, &ctx);
+        var_free(h);
+        h = y;
+        if (!y) status = remat_last_status();
+        int s = 0; /* layers of one shape: the same ops, classes, bytes, FLOPs and readers (padding zeroed) */
+        while (s < o->n_shapes && memcmp(&o->shapes[s], l, sizeof *l)) s++;
+        o->shape_of[k] = s;
+        o->n_shapes += s == o->n_shapes;
+    }
+    var_free(h);
+    grad_set_enabled(was);
+    return status;
+}
+
+/* One profiling pass per Pareto point j: every layer whose shape has a point j runs as a
+ * region under it, and its figures are kept; the passes write into a copy of the cost. */
+static RematStatus measure_points(OpsProfile *o, const ChainCost *cost, Layer **layers, const ChainStages *stages,
+                                  const TrainCtx *ctx)
+{
+    const int n = cost->n_layers;
+    const Policy **policies = calloc((size_t)n, sizeof *policies);
+    ChainCost scratch = *cost;
+    scratch.layers = malloc((size_t)n * sizeof *scratch.layers);
+    RematStatus status = policies && scratch.layers ? REMAT_OK : remat_fail(REMAT_ENOMEM, "planner ops: no memory");
+    if (scratch.layers) memcpy(scratch.layers, cost->layers, (size_t)n * sizeof *scratch.layers);
+    for (int j = 0; j < o->max_points && status == REMAT_OK; j++) {
+        for (int k = 0; k < n; k++)
+            policies[k] = j < o->n_points[o->shape_of[k]] ? &o->points[o->shape_of[k]][j].policy : NULL;
+        status = chain_profile_layer_policies(&scratch, layers, stages, ctx, policies);
+        for (int k = 0; k < n && status == REMAT_OK; k++)
+            if (policies[k])
+                o->measured[(size_t)k * (size_t)o->max_points + (size_t)j] = (OpsFigures){
+                    scratch.layers[k].policy_adds, scratch.layers[k].policy_need, scratch.layers[k].policy_flops};
+    }
+    /* A region's RECOMPUTE FLOPs include what its layer's backward kernels redo under any
+     * schedule (counter-based dropout's masks), which the prediction adds once for the whole
+     * chain (kernel_recompute): what the last point, which keeps everything and so replays
+     * nothing, measured. */
+    for (int k = 0; k < n && status == REMAT_OK; k++) {
+        OpsFigures *m = &o->measured[(size_t)k * (size_t)o->max_points];
+        const int n_points = o->n_points[o->shape_of[k]];
+        const uint64_t share = m[n_points - 1].flops;
+        for (int j = 0; j < n_points; j++) m[j].flops -= share;
+    }
+    free(scratch.layers), free(policies);
+    return status;
+}
+
+RematStatus chain_profile_ops(ChainCost *cost, Layer **layers, const ChainStages *stages, const TrainCtx *ctx)
+{
+    if (!cost || !layers || !stages || !stages->embed)
+        return remat_fail(REMAT_EINVAL, "chain_profile_ops: need a chain cost, its layers and stages");
+    const int n = cost->n_layers;
+    OpsProfile *o = calloc(1, sizeof *o);
+    if (o) *o = (OpsProfile){.n_layers = n, .shapes = calloc((size_t)n, sizeof(OpsLayer)),
+                             .shape_of = calloc((size_t)n, sizeof(int)), .n_points = calloc((size_t)n, sizeof(int)),
+                             .points = calloc((size_t)n, sizeof(OpsPoint *))};
+    if (!o || !o->shapes || !o->shape_of || !o->points || !o->n_points)
+        return ops_profile_free(o), remat_fail(REMAT_ENOMEM, "planner ops: no memory for %d layers", n);
+    const FlopCounts flops = flops_snapshot();
+    RematStatus status = record_chain(o, layers, stages, ctx ? *ctx : (TrainCtx){.training = true});
+    flops_restore(&flops);
+    mem_reset_peaks();
+    for (int s = 0; s < o->n_shapes && status == REMAT_OK; s++) {
+        status = ops_layer_pareto(&o->shapes[s], &o->points[s], &o->n_points[s]);
+        if (o->n_points[s] > o->max_points) o->max_points = o->n_points[s];
+    }
+    if (status == REMAT_OK && !(o->measured = calloc((size_t)n * (size_t)o->max_points, sizeof *o->measured)))
+        status = remat_fail(REMAT_ENOMEM, "planner ops: no memory for %d points", o->max_points);
+    if (status == REMAT_OK) status = measure_points(o, cost, layers, stages, ctx);
+    if (status == REMAT_OK) ops_profile_free(cost->ops), cost->ops = o;
+    else ops_profile_free(o);
+    return status;
+}
+
+/* ---- reading it ------------------------------------------------------------------------- */
+
+const OpsPoint *ops_points(const ChainCost *cost, int k, int *n)
+{
+    const OpsProfile *o = cost ? cost->ops : NULL;
+    *n = o && k >= 0 && k < o->n_layers ? o->n_points[o->shape_of[k]] : 0;
+    return *n ? o->points[o->shape_of[k]] : NULL;
+}
+
+const OpsFigures *ops_figures(const ChainCost *cost, int k, const Policy *policy)
+{
+    int n;
+    const OpsPoint *points = ops_points(cost, k, &n);
+    const OpsPoint *p = points && policy && policy->decide == point_decide ? policy->user : NULL;
+    if (!p || p->layer != points[0].layer) return NULL; /* no point, or one of another shape */
+    return &cost->ops->measured[(size_t)k * (size_t)cost->ops->max_points + (size_t)(p - points)];
+}
+
+void ops_profile_free(OpsProfile *o)
+{
+    if (!o) return;
+    for (int s = 0; o->points && s < o->n_layers; s++) free(o->points[s]);
+    free(o->points), free(o->n_points), free(o->shape_of), free(o->shapes), free(o->measured), free(o);
+}

@@ -1,0 +1,73 @@
+/*
+ * ops_plan.h — the op-level planner's model of a layer (--planner ops): its ops as one
+ * forward measured them, what a keep-set of them (the classes (op, tag) a policy saves)
+ * keeps and recomputes in a region's replay, the exact search of its keep-sets, and each
+ * Pareto point's figures as its region measured them (checkpoint/README.md, "--planner ops").
+ */
+#ifndef REMAT_CHECKPOINT_OPS_PLAN_H
+#define REMAT_CHECKPOINT_OPS_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "checkpoint/cost.h"
+
+enum { OPS_MAX_CLASSES = 24, OPS_MAX_OPS = 48, OPS_MAX_OUTPUTS = 4, OPS_NAME_LEN = 32 };
+
+/* One op of a layer, as its forward ran. */
+typedef struct OpsOp {
+    int cls;                           /* its class, an index into OpsLayer's */
+    uint64_t flops;                    /* its forward FLOPs: what recomputing it costs */
+    int n_out;
+    size_t bytes[OPS_MAX_OUTPUTS];     /* each output's bytes */
+    bool read_back[OPS_MAX_OUTPUTS];   /* saved by some op's backward, or the layer's output */
+    uint32_t readers[OPS_MAX_OUTPUTS]; /* bit c: an op of class c reads it */
+} OpsOp;
+
+/* A layer's ops in forward order, and their classes: what a policy decides on. */
+typedef struct OpsLayer {
+    int n_classes, n_ops;
+    char op[OPS_MAX_CLASSES][OPS_NAME_LEN], tag[OPS_MAX_CLASSES][OPS_NAME_LEN]; /* tag "" for none */
+    OpsOp ops[OPS_MAX_OPS];
+} OpsLayer;
+
+/* A keep-set of a layer and its figures; its `policy` runs it (user: the point). */
+typedef struct OpsPoint {
+    uint32_t keep;         /* bit c: class c saved */
+    size_t kept;           /* kept(K), the cache's bytes */
+    uint64_t flops;        /* flops(K), the replay's */
+    const OpsLayer *layer; /* the shape it is a point of */
+    Policy policy;         /* named by what it keeps: "keeps attn.qkv, ..." */
+    char name[360];
+} OpsPoint;
+
+/* The figures kept(K) and flops(K) of keep-set `keep` of layer `l`. */
+void ops_evaluate(const OpsLayer *l, uint32_t keep, size_t *kept, uint64_t *flops);
+
+/* The Pareto set of layer `l`'s keep-sets over (kept bytes, recompute FLOPs), by kept
+ * bytes rising (FLOPs falling); of keep-sets with equal figures, the one of the smallest
+ * mask. *points (the caller frees it) gets *n points, each with its policy. REMAT_EINVAL
+ * for a layer of more than OPS_MAX_CLASSES classes; REMAT_ENOMEM. */
+RematStatus ops_layer_pareto(const OpsLayer *l, OpsPoint **points, int *n);
+
+/* Measures the op-level model of the chain whose cost was profiled (`cost`, from
+ * chain_profile_policy with the same layers, stages and context): one forward recording
+ * every layer's ops, one search per shape, one profiling pass per Pareto point. Attaches
+ * it to cost->ops (freed with the cost). The FLOP ledger and `ctx` are left as they were;
+ * parameters' gradients are accumulated (zero them before training). REMAT_EINVAL for a
+ * layer with too many ops or classes (the message names it), or the step's own error. */
+RematStatus chain_profile_ops(ChainCost *cost, Layer **layers, const ChainStages *stages, const TrainCtx *ctx);
+
+/* One-layer region k under a Pareto point's policy, as measured: what it adds to the forward
+ * state, the most ACT it needs above it, the FLOPs its replay recomputes. */
+typedef struct OpsFigures { size_t adds, need; uint64_t flops; } OpsFigures;
+
+/* Those of layer k under `policy`; NULL when it is no point of layer k's shape. */
+const OpsFigures *ops_figures(const ChainCost *cost, int k, const Policy *policy);
+
+/* Layer k's Pareto points (NULL, *n = 0 without an op-level model). */
+const OpsPoint *ops_points(const ChainCost *cost, int k, int *n);
+
+void ops_profile_free(OpsProfile *ops);
+
+#endif /* REMAT_CHECKPOINT_OPS_PLAN_H */
