@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "base/parse.h"
+#include "parallel/pipeline.h"
 #include "parallel/zero.h"
 
 /* ---- what the flags that are more than a field set ----------------------------------- */
@@ -56,6 +57,7 @@ enum {
     OFFLOADS = 1u << 8,
     SPILLS_ANY_SAVE = 1u << 9,
     SEVERAL_RANKS = 1u << 10,
+    PIPELINED = 1u << 11,
 };
 
 /* Why a flag changes nothing in a run without its traits: the end of "--x does not apply: ...". */
@@ -149,17 +151,28 @@ static const Flag FLAGS[] = {
      .help = "under mpirun, what the ranks shard: 0 nothing, 1 the optimizer\n"
              "state, 2 also the gradients, 3 also the parameters, gathered\n"
              "per layer when used (0); refused in one process"},
+    {.name = "--pipeline-stages", .type = FLAG_INT, .offset = AT(pipeline_stages), .value = "P", .lo = 2, .hi = 4096,
+     .needs = SEVERAL_RANKS, .heading = "pipeline parallelism (mpirun -np P build/app/train --pipeline-stages P ...)",
+     .unneeded = "a pipeline's stages are the ranks of mpirun, and this is one process",
+     .help = "the GPT's blocks cut into P stages, one per rank"},
+    {.name = "--micro-batches", .type = FLAG_INT, .offset = AT(micro_batches), .value = "M", .lo = 1, .hi = 4096,
+     .needs = PIPELINED, .unneeded = "it says how a pipeline cuts its step, and --pipeline-stages was not given",
+     .help = "M micro-batches of --batch a step, as --accumulate M (1)"},
+    {.name = "--pipeline-schedule", .type = FLAG_NAME, .offset = AT(pipeline_schedule), .names = &PIPE_SCHEDULE_NAMES,
+     .value = "S", .needs = PIPELINED, .unneeded = "it is the pipeline's, and --pipeline-stages was not given",
+     .help = "gpipe (all forwards, then backwards) or 1f1b (1f1b)"},
 };
 #undef AT
 enum { STEP_FLAGS_N = sizeof FLAGS / sizeof FLAGS[0] };
-_Static_assert(STEP_FLAGS_N == 15 && STEP_FLAGS_ALL == (1u << 15) - 1, "a StepFlag per row");
+_Static_assert(STEP_FLAGS_N == 18 && STEP_FLAGS_ALL == (1u << 18) - 1, "a StepFlag per row");
 
 /* ---- parsing --------------------------------------------------------------------------------- */
 
 StepOptions step_options_defaults(void)
 {
     return (StepOptions){.strategy = strategy_defaults(STRATEGY_NONE), .planner = PLANNER_DP,
-                         .offload_opts = OFFLOAD_DEFAULTS(OFFLOAD_ALL), .accumulate = 1};
+                         .offload_opts = OFFLOAD_DEFAULTS(OFFLOAD_ALL), .accumulate = 1,
+                         .micro_batches = 1, .pipeline_schedule = PIPE_1F1B};
 }
 
 FlagSet step_options_flags(StepOptions *o, unsigned accepted)
@@ -178,7 +191,7 @@ RematStatus step_options_check(const StepOptions *o, StepScope scope)
     FlagSet set = step_options_flags((StepOptions *)o, STEP_FLAGS_ALL);
     set.traits = (scope.strategies & STRATEGY_BITS) | (scope.offloads ? OFFLOADS : 0) |
                  (o->offload_opts.policy != OFFLOAD_BOUNDARY ? SPILLS_ANY_SAVE : 0) |
-                 (scope.several_ranks ? SEVERAL_RANKS : 0);
+                 (scope.several_ranks ? SEVERAL_RANKS : 0) | (o->pipeline_stages ? PIPELINED : 0);
     if (flags_check(&set, &scope) != REMAT_OK) return REMAT_EINVAL;
     const bool budget = o->strategy.kind == STRATEGY_BUDGET;
     if (budget && !o->memory_budget)

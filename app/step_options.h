@@ -40,7 +40,10 @@ typedef enum StepFlag {
     STEP_FLAG_OFFLOAD_WRITE_BEHIND = 1u << 12,
     STEP_FLAG_ACCUMULATE = 1u << 13,
     STEP_FLAG_ZERO = 1u << 14,
-    STEP_FLAGS_ALL = (1u << 15) - 1,
+    STEP_FLAG_PIPELINE_STAGES = 1u << 15,
+    STEP_FLAG_MICRO_BATCHES = 1u << 16,
+    STEP_FLAG_PIPELINE_SCHEDULE = 1u << 17,
+    STEP_FLAGS_ALL = (1u << 18) - 1,
 } StepFlag;
 
 /* How a step keeps its activations, as the command line said. */
@@ -52,6 +55,9 @@ typedef struct StepOptions {
     OffloadOptions offload_opts; /* --offload and the --offload-* flags */
     int accumulate;       /* --accumulate: micro-batches per step in one process (1) */
     int zero_stage;       /* --zero: ZeRO stage under data parallelism (0) */
+    int pipeline_stages;  /* --pipeline-stages: P ranks in a pipeline; 0: no pipeline */
+    int micro_batches;    /* --micro-batches: M a step through the pipeline (1) */
+    int pipeline_schedule; /* --pipeline-schedule: a PipeSchedule (1f1b) */
     unsigned given;       /* the StepFlag of every flag given */
 } StepOptions;
 

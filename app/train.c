@@ -52,6 +52,7 @@ typedef struct Run {
     Offload *offload; /* --offload: the forward's saves go to a spill file; NULL when off */
     DistGroup world;  /* the job's ranks: {0, 1} for one process */
     Zero *zero;       /* data parallelism over more than one rank; NULL in one process */
+    StepPipeline *pipe; /* --pipeline-stages: this rank's stage; NULL without a pipeline */
     int micro_batches; /* K per step: the ranks, or --accumulate in one process */
     char unpredicted[256]; /* --explain-memory: why the schedule's peak is not predicted */
 } Run;
@@ -284,7 +285,11 @@ static RematStatus build_data_parallel(Run *run)
 {
     const StepOptions *step = &run->opt->step;
     run->world = job_world();
-    run->micro_batches = run->world.size > 1 ? run->world.size : step->accumulate;
+    run->micro_batches = step->pipeline_stages ? step->micro_batches : run->world.size > 1 ? run->world.size
+                                                                                            : step->accumulate;
+    if (step->pipeline_stages) /* the ranks are the stages of one step, not replicas (models/step.h) */
+        return (run->pipe = step_pipeline_create(run->model, &step->strategy, &run->world, step->pipeline_schedule,
+                                                 step->micro_batches)) ? REMAT_OK : remat_last_status();
     if (run->world.size > 1 && step->accumulate > 1)
         return remat_fail(REMAT_EINVAL, "--accumulate %d on %d ranks: --accumulate K is the one-process equivalent "
                           "of mpirun -np K (one micro-batch per rank); use one or the other", step->accumulate,
@@ -309,7 +314,7 @@ static RematStatus resume(Run *run)
     Optimizer *full = sharded ? create_optimizer(run, true) : run->optim;
     RematStatus status = full ? gather_params(run) : remat_last_status(); /* storage to load into */
     if (status == REMAT_OK) status = model_load(run->model, full, &run->state, o->resume, run->resumed);
-    if (status == REMAT_OK && run->zero) /* each rank read its own copy of the file */
+    if (status == REMAT_OK && (run->zero || run->pipe)) /* each rank read its own copy of the file */
         status = zero_agree_state(&run->world, run->state.step, run->model->params, run->model->n_params, full,
                                   "every rank must resume the same state, and --resume reads each rank's own copy");
     if (status == REMAT_OK && sharded) status = zero_scatter_optimizer(run->zero, run->optim, full);
@@ -349,6 +354,7 @@ static void destroy(Run *run)
     mlp_task_free(run->task);
     if (run->offload) offload_free(run->offload); /* a run without them calls nothing of offload/ or parallel/ */
     if (run->zero) zero_free(run->zero);
+    if (run->pipe) step_pipeline_free(run->pipe);
     st_close(run->resumed);
 }
 
@@ -451,7 +457,9 @@ static RematStatus check_ranks_agree(const TrainOptions *o)
         dist_fact("--seed", "%" PRIu64, o->seed), dist_fact("--eval-every", "%d", o->eval_every),
         dist_fact("--eval-batches", "%d", o->eval_batches), dist_fact("--zero", "%d", s->zero_stage),
         dist_fact("--resume", "%s", o->resume ? "given" : "not given"), dist_fact("--accumulate", "%d", s->accumulate),
-        dist_fact("--strategy", "%s", s->zero_stage == 3 ? name_of(&STRATEGY_NAMES, s->strategy.kind) : "any")};
+        dist_fact("--strategy", "%s", s->zero_stage == 3 ? name_of(&STRATEGY_NAMES, s->strategy.kind) : "any"),
+        dist_fact("--pipeline-stages", "%d", s->pipeline_stages), dist_fact("--micro-batches", "%d", s->micro_batches),
+        dist_fact("--pipeline-schedule", "%s", name_of(&PIPE_SCHEDULE_NAMES, s->pipeline_schedule))};
     const DistGroup world = dist_world();
     return dist_agree(&world, facts, (int)(sizeof facts / sizeof *facts), "every rank must be given the same flags");
 }
@@ -489,7 +497,8 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     StepResult result;
     const TrainOptions *o = run->opt; /* the first step's looks, only when a flag asks for one */
     const bool look = first && (o->dump_graph || o->print_tape || f.explain || o->dump_step);
-    status = step_run_batches(&step, mine, n, &ctx, look ? &hooks : NULL, &result);
+    status = run->pipe ? step_pipeline_run(run->pipe, run->optim, mb, &ctx, &result)
+                       : step_run_batches(&step, mine, n, &ctx, look ? &hooks : NULL, &result);
     if (f.explain) {
         explain_stop(f.explain);
         fprintf(out, "\n");
@@ -663,6 +672,7 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
     }
     report_ledgers(out, opt, report);
     if (status == REMAT_OK && run->zero) status = report_ranks(out, &run->world, run->zero, report->steps_run);
+    if (status == REMAT_OK && run->pipe) status = report_pipeline(out, opt, &run->world, run->pipe, report->steps_run);
     if (status == REMAT_OK && (status = gather_params(run)) == REMAT_OK) report_sample(out, opt, run->model);
     scatter_params(run);
     if (status == REMAT_OK && opt->save) status = save(run, out);

@@ -152,6 +152,22 @@ static void train_usage(FILE *out)
                  "--model mlp, --momentum with adamw, --policy without selective) is refused.\n");
 }
 
+/* A pipeline: the GPT, one stage per rank, a block at least per stage, none of the rest. */
+static RematStatus check_pipeline(const TrainOptions *opt)
+{
+    const int P = opt->step.pipeline_stages, ranks = dist_world().size;
+    if (opt->model != MODEL_GPT || P != ranks || P > opt->layers)
+        return remat_fail(REMAT_EINVAL, "--pipeline-stages %d needs the GPT, one stage per rank (mpirun -np %d) and "
+                          "a block at least per stage; got --model %s, %d ranks, %d blocks", P, P,
+                          name_of(&MODEL_KIND_NAMES, opt->model), ranks, opt->layers);
+    if (opt->step.given & (STEP_FLAG_ZERO | STEP_FLAG_ACCUMULATE) || opt->step.offload || opt->dump_step ||
+        opt->step.strategy.kind == STRATEGY_BUDGET || opt->dump_graph || opt->print_tape || opt->explain_memory)
+        return remat_fail(REMAT_EINVAL, "--pipeline-stages does not combine with --zero, --accumulate (its step is "
+                          "--micro-batches), --offload, --strategy budget (which plans one process's chain), or the "
+                          "looks at one process's step: --dump-step, --dump-graph, --print-tape, --explain-memory");
+    return REMAT_OK;
+}
+
 /* What the flags given say together; REMAT_EINVAL with the reason when it makes no sense. */
 static RematStatus check_options(const TrainOptions *opt)
 {
@@ -167,7 +183,8 @@ static RematStatus check_options(const TrainOptions *opt)
                           "running stream cannot do (or use --dropout 0)", (double)opt->dropout);
     StepScope scope = step_options_scope(&opt->step, opt->model == MODEL_GPT, opt->dropout_rng);
     scope.several_ranks = dist_world().size > 1; /* main starts MPI, under a launcher, before parsing */
-    return step_options_check(&opt->step, scope);
+    if (step_options_check(&opt->step, scope) != REMAT_OK) return REMAT_EINVAL;
+    return opt->step.pipeline_stages ? check_pipeline(opt) : REMAT_OK;
 }
 
 int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *err)

@@ -181,6 +181,37 @@ RematStatus report_ranks(FILE *out, const DistGroup *world, const Zero *z, int s
     return status;
 }
 
+RematStatus report_pipeline(FILE *out, const TrainOptions *o, const DistGroup *world, const StepPipeline *p,
+                            int steps)
+{
+    int first, count, P = world->size, M = o->step.micro_batches;
+    size_t peak;
+    const PipeLedger *l = step_pipeline_ledger(p, &peak);
+    pipe_split(o->layers, P, world->rank, &first, &count);
+    const uint64_t mine[] = {(uint64_t)first, (uint64_t)count, peak, (uint64_t)l->live_peak,
+                             world->rank + 1 < P ? l->sent_next + l->received_next : l->sent_prev + l->received_prev,
+                             (uint64_t)(1e6 * l->idle_seconds), (uint64_t)(1e6 * l->seconds)};
+    enum { N = sizeof mine / sizeof *mine };
+    uint64_t *all = malloc((size_t)P * N * sizeof *all), per = steps > 0 ? (uint64_t)steps : 1;
+    if (!all) return remat_fail(REMAT_ENOMEM, "train: no memory for %d stages' figures", P);
+    RematStatus status = dist_all_gather_u64(world, mine, N, all);
+    fprintf(out, "  pipeline, %s: in theory stage 0 holds %d micro-batches at once, each rank idles (P-1)/(M+P-1) = "
+            "%.1f%%, and each boundary moves 2*M*B*T*D*4 = %" PRIu64 " bytes a step\n", name_of(&PIPE_SCHEDULE_NAMES,
+            o->step.pipeline_schedule), o->step.pipeline_schedule == PIPE_GPIPE || M < P ? M : P,
+            100.0 * (P - 1) / (M + P - 1), (uint64_t)8 * M * o->batch * o->seq * o->d_model);
+    for (int k = 0; k < P && status == REMAT_OK; k++) {
+        const uint64_t *f = all + k * N;
+        char act[32];
+        fprintf(out, "    stage %d, blocks %" PRIu64 "-%" PRIu64 ": peak activations %s (%" PRIu64 " B), live "
+                "micro-batches %" PRIu64 ", idle %.1f%% of %.1f ms a step, %" PRIu64 " bytes a step to and from "
+                "stage %d\n", k,
+                f[0], f[0] + f[1] - 1, mem_format_bytes(act, sizeof act, f[2]), f[2], f[3], 100.0 * (double)f[5] /
+                (double)(f[6] ? f[6] : 1), 1e-3 * (double)f[6] / (double)per, f[4] / per, k + 1 < P ? k + 1 : k - 1);
+    }
+    free(all);
+    return status;
+}
+
 void report_sample(FILE *out, const TrainOptions *o, Model *m)
 {
     const int n = o->sample_chars;

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 
+#include "models/step.h"
 #include "parallel/zero.h"
 #include "models/model.h"
 #include "app/train.h"
@@ -30,6 +31,11 @@ void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r);
  * ZeRO formula for its shard, its peak, and its communication per step by phase.
  * REMAT_ENOMEM, or the gather's error. */
 RematStatus report_ranks(FILE *out, const DistGroup *world, const Zero *z, int steps);
+
+/* The pipeline's report, a collective (rank 0's `out` prints it): the theory, then per stage
+ * its blocks, peak activations, live micro-batches, idle time and bytes moved to the next. */
+RematStatus report_pipeline(FILE *out, const TrainOptions *o, const DistGroup *world, const StepPipeline *p,
+                            int steps);
 
 /* o->sample_chars characters the GPT generates (nothing for the MLP). */
 void report_sample(FILE *out, const TrainOptions *o, Model *m);

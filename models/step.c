@@ -52,7 +52,7 @@ static RematStatus micro_batch(const Step *step, const MicroBatch *mb, TrainCtx 
 /* The gradients summed over micro-batches: sums[i] is parameter i's running sum. The
  * first micro-batch's gradient tensor itself becomes the sum (no copy: s = g_0 exactly),
  * and backward allocates the next one afresh from zeros. */
-static void accumulate(const Model *m, Tensor **sums, int r)
+void step_accumulate(const Model *m, Tensor **sums, int r)
 {
     Phase previous = flops_set_phase(PHASE_BACKWARD); /* the adds are gradient work */
     for (int i = 0; i < m->n_params; i++) {
@@ -69,7 +69,7 @@ static void accumulate(const Model *m, Tensor **sums, int r)
 }
 
 /* After the last micro-batch: every sum × 1/n goes back into its parameter's .grad. */
-static void apply_sums(const Model *m, Tensor **sums, int n)
+void step_apply_sums(const Model *m, Tensor **sums, int n)
 {
     Phase previous = flops_set_phase(PHASE_BACKWARD);
     for (int i = 0; i < m->n_params; i++) {
@@ -110,11 +110,11 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
                                 "than micro-batch 0; the generator after the step would depend on who ran it",
                                 first + r);
         *rng_after = after;
-        if (status == REMAT_OK && n > 1) accumulate(m, sums, r);
+        if (status == REMAT_OK && n > 1) step_accumulate(m, sums, r);
     }
     ctx->rng = step_rng;
     ctx->micro_batch = step_micro_batch;
-    if (status == REMAT_OK && n > 1) apply_sums(m, sums, n);
+    if (status == REMAT_OK && n > 1) step_apply_sums(m, sums, n);
     for (int i = 0; sums && i < m->n_params; i++) tensor_free(sums[i]); /* left only on error */
     free(sums);
     return status;

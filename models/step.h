@@ -49,6 +49,7 @@
 #define REMAT_MODELS_STEP_H
 
 #include "autograd/optim.h"
+#include "parallel/pipeline.h"
 #include "parallel/zero.h"
 #include "models/model.h"
 #include "offload/offload.h"
@@ -137,5 +138,24 @@ Zero *step_zero_create(Model *model, const DistGroup *g, int stage);
  * dropout masks, so that the generator after the step would depend on who ran which. */
 RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n, TrainCtx *ctx,
                              const StepHooks *hooks, StepResult *out);
+
+/* Micro-batch r's gradients into the sums (one slot per parameter, NULL at first), and the
+ * sums × 1/n back into .grad, as step_run_batches does: for the pipeline, which runs them. */
+void step_accumulate(const Model *m, Tensor **sums, int r);
+void step_apply_sums(const Model *m, Tensor **sums, int n);
+
+/* The pipeline (models/pipeline.c): rank g->rank's stage of the GPT `model` (borrowed) over 2
+ * to n_layers ranks (pipe_split; the first also embeds, the last runs the head), M micro-batches
+ * a step under `schedule`, blocks kept as `strategy` says (not budget). A step runs this stage's
+ * part of each, shares the gradients, loss and generator, and applies the same update on every
+ * rank (all replicated): bit-identical to `--accumulate M` (parallel/README.md). On a step's
+ * error the job must end. The ledger: what the stage moved and waited, its peak MEM_ACT. */
+typedef struct StepPipeline StepPipeline;
+StepPipeline *step_pipeline_create(Model *model, const Strategy *strategy, const DistGroup *g,
+                                   PipeSchedule schedule, int micro_batches);
+void step_pipeline_free(StepPipeline *p);
+RematStatus step_pipeline_run(StepPipeline *p, Optimizer *optim, const MicroBatch *batches, TrainCtx *ctx,
+                              StepResult *out);
+const PipeLedger *step_pipeline_ledger(const StepPipeline *p, size_t *peak_act);
 
 #endif /* REMAT_MODELS_STEP_H */
