@@ -160,7 +160,7 @@ static const Flag FLAGS[] = {
      .help = "M micro-batches of --batch a step, as --accumulate M (1)"},
     {.name = "--pipeline-schedule", .type = FLAG_NAME, .offset = AT(pipeline_schedule), .names = &PIPE_SCHEDULE_NAMES,
      .value = "S", .needs = PIPELINED, .unneeded = "it is the pipeline's, and --pipeline-stages was not given",
-     .help = "gpipe (all forwards, then backwards) or 1f1b (1f1b)"},
+     .help = "gpipe (all forwards, then all backwards) or 1f1b (one forward, one\nbackward, the default)"},
 };
 #undef AT
 enum { STEP_FLAGS_N = sizeof FLAGS / sizeof FLAGS[0] };
