@@ -70,15 +70,21 @@ void k_matmul_batched(float *C, const float *A, const float *B, int batch, int M
     const size_t a_step = (size_t)M * K, b_step = (size_t)K * N, c_step = (size_t)M * N;
     const uint64_t flops_each = 2 * (uint64_t)M * (uint64_t)N * (uint64_t)K;
     const double t0 = platform_seconds();
-    /* Across: inside this parallel region each sgemm runs on its own thread. Inside: the
-     * region is inactive, the loop runs on the calling thread as serial code, and each
-     * sgemm uses every thread. */
+    /* Across: each sgemm on its own thread. Inside: serial code, outside any parallel
+     * construct, so that each sgemm's team is OpenBLAS's top-level one. Called from within
+     * even an inactive region, its team was a nested one, and under libgomp's default
+     * spin-waiting bench_step's 2-thread steps ran 1.4 to 1.6 times slower (6 paired rounds). */
     const bool across = batch >= omp_get_max_threads() && flops_each <= BATCH_ACROSS_MAX_FLOPS;
-    if (M > 0 && N > 0) {
-#pragma omp parallel for schedule(static) if (across)
+    const int lda1 = lda > 1 ? lda : 1, ldb1 = ldb > 1 ? ldb : 1;
+    if (M > 0 && N > 0 && across) {
+#pragma omp parallel for schedule(static)
         for (int b = 0; b < batch; b++)
-            cblas_sgemm(CblasRowMajor, transA, transB, M, N, K, alpha, A + b * a_step,
-                        lda > 1 ? lda : 1, B + b * b_step, ldb > 1 ? ldb : 1, beta, C + b * c_step, N);
+            cblas_sgemm(CblasRowMajor, transA, transB, M, N, K, alpha, A + b * a_step, lda1, B + b * b_step, ldb1,
+                        beta, C + b * c_step, N);
+    } else if (M > 0 && N > 0) {
+        for (int b = 0; b < batch; b++)
+            cblas_sgemm(CblasRowMajor, transA, transB, M, N, K, alpha, A + b * a_step, lda1, B + b * b_step, ldb1,
+                        beta, C + b * c_step, N);
     }
     flops_add_matmul((uint64_t)batch * flops_each, platform_seconds() - t0);
 }
