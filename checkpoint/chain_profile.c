@@ -1,6 +1,7 @@
 /*
  * chain_profile.c — measuring the chain cost model (cost.h) with one profiling step on
- * one batch, run twice: every layer plainly, then every layer its own region.
+ * one batch, run twice: every layer plainly, then every layer its own region; and, for
+ * --planner ops, each layer's ops recorded and each Pareto point's region measured.
  *
  * Owns: the Probe that watches the step. Touches: the ledgers (reads them, resets their
  * peaks between windows), the saved-tensor path's observer (set for the backward and put
@@ -332,6 +333,93 @@ RematStatus chain_profile_layer_policies(ChainCost *cost, Layer **layers, const 
     for (int k = 0; k < cost->n_layers; k++) cost->layers[k].policy_need = 0;
     const RematStatus status = probe_passes(&p, stages, ctx, false);
     free(pl);
+    return status;
+}
+
+/* ---- the op-level model (--planner ops, ops_plan.h) ------------------------------------ */
+
+/* One forward of the chain, grad off, every layer's ops recorded; layers of one shape
+ * share an entry of o->shapes. */
+static RematStatus record_chain(OpsProfile *o, Layer **layers, const ChainStages *stages, TrainCtx ctx)
+{
+    const bool was = grad_set_enabled(false);
+    Var *h = stages->embed(stages->user, &ctx);
+    RematStatus status = h ? REMAT_OK : remat_last_status();
+    for (int k = 0; k < o->n_layers && status == REMAT_OK; k++) {
+        OpsLayer *l = &o->shapes[o->n_shapes]; /* recorded in the next free entry, zeroed */
+        memset(l, 0, sizeof *l);
+        Var *y = ops_record_layer(layers[k], l, h, &ctx);
+        var_free(h);
+        h = y;
+        if (!y) status = remat_last_status();
+        int s = 0; /* layers of one shape: the same ops, classes, bytes, FLOPs and readers (padding zeroed) */
+        while (s < o->n_shapes && memcmp(&o->shapes[s], l, sizeof *l)) s++;
+        o->shape_of[k] = s;
+        o->n_shapes += s == o->n_shapes;
+    }
+    var_free(h);
+    grad_set_enabled(was);
+    return status;
+}
+
+/* One profiling pass per Pareto point j: every layer whose shape has a point j runs as a
+ * region under it, and its figures are kept; the passes write into a copy of the cost. */
+static RematStatus measure_points(OpsProfile *o, const ChainCost *cost, Layer **layers, const ChainStages *stages,
+                                  const TrainCtx *ctx)
+{
+    const int n = cost->n_layers;
+    const Policy **policies = calloc((size_t)n, sizeof *policies);
+    ChainCost scratch = *cost;
+    scratch.layers = malloc((size_t)n * sizeof *scratch.layers);
+    RematStatus status = policies && scratch.layers ? REMAT_OK : remat_fail(REMAT_ENOMEM, "planner ops: no memory");
+    if (scratch.layers) memcpy(scratch.layers, cost->layers, (size_t)n * sizeof *scratch.layers);
+    for (int j = 0; j < o->max_points && status == REMAT_OK; j++) {
+        for (int k = 0; k < n; k++)
+            policies[k] = j < o->n_points[o->shape_of[k]] ? &o->points[o->shape_of[k]][j].policy : NULL;
+        status = chain_profile_layer_policies(&scratch, layers, stages, ctx, policies);
+        for (int k = 0; k < n && status == REMAT_OK; k++)
+            if (policies[k])
+                o->measured[(size_t)k * (size_t)o->max_points + (size_t)j] = (OpsFigures){
+                    scratch.layers[k].policy_adds, scratch.layers[k].policy_need, scratch.layers[k].policy_flops};
+    }
+    /* A region's RECOMPUTE FLOPs include what its layer's backward kernels redo under any
+     * schedule (counter-based dropout's masks), which the prediction adds once for the whole
+     * chain (kernel_recompute): what the last point, which keeps everything and so replays
+     * nothing, measured. */
+    for (int k = 0; k < n && status == REMAT_OK; k++) {
+        OpsFigures *m = &o->measured[(size_t)k * (size_t)o->max_points];
+        const int n_points = o->n_points[o->shape_of[k]];
+        const uint64_t share = m[n_points - 1].flops;
+        for (int j = 0; j < n_points; j++) m[j].flops -= share;
+    }
+    free(scratch.layers), free(policies);
+    return status;
+}
+
+RematStatus chain_profile_ops(ChainCost *cost, Layer **layers, const ChainStages *stages, const TrainCtx *ctx)
+{
+    if (!cost || !layers || !stages || !stages->embed)
+        return remat_fail(REMAT_EINVAL, "chain_profile_ops: need a chain cost, its layers and stages");
+    const int n = cost->n_layers;
+    OpsProfile *o = calloc(1, sizeof *o);
+    if (o) *o = (OpsProfile){.n_layers = n, .shapes = calloc((size_t)n, sizeof(OpsLayer)),
+                             .shape_of = calloc((size_t)n, sizeof(int)), .n_points = calloc((size_t)n, sizeof(int)),
+                             .points = calloc((size_t)n, sizeof(OpsPoint *))};
+    if (!o || !o->shapes || !o->shape_of || !o->points || !o->n_points)
+        return ops_profile_free(o), remat_fail(REMAT_ENOMEM, "planner ops: no memory for %d layers", n);
+    const FlopCounts flops = flops_snapshot();
+    RematStatus status = record_chain(o, layers, stages, ctx ? *ctx : (TrainCtx){.training = true});
+    flops_restore(&flops);
+    mem_reset_peaks();
+    for (int s = 0; s < o->n_shapes && status == REMAT_OK; s++) {
+        status = ops_layer_pareto(&o->shapes[s], &o->points[s], &o->n_points[s]);
+        if (o->n_points[s] > o->max_points) o->max_points = o->n_points[s];
+    }
+    if (status == REMAT_OK && !(o->measured = calloc((size_t)n * (size_t)o->max_points, sizeof *o->measured)))
+        status = remat_fail(REMAT_ENOMEM, "planner ops: no memory for %d points", o->max_points);
+    if (status == REMAT_OK) status = measure_points(o, cost, layers, stages, ctx);
+    if (status == REMAT_OK) ops_profile_free(cost->ops), cost->ops = o;
+    else ops_profile_free(o);
     return status;
 }
 

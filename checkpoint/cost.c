@@ -59,7 +59,7 @@ uint64_t chain_segment_flops(const ChainCost *c, int a, int b)
  * keep-set's): what it adds to the forward state, needs above it and recomputes; or NULL. */
 static const OpsFigures *figures_of(const ChainCost *c, int k, const Policy *policy, OpsFigures *own)
 {
-    if (!policy || policy != c->policy) return ops_figures(c, k, policy);
+    if (!policy || policy != c->policy) return ops_figures(c->ops, k, policy);
     *own = (OpsFigures){c->layers[k].policy_adds, c->layers[k].policy_need, c->layers[k].policy_flops};
     return own;
 }

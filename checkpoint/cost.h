@@ -166,6 +166,14 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
 RematStatus chain_profile_layer_policies(ChainCost *cost, Layer **layers, const ChainStages *stages,
                                          const TrainCtx *ctx, const Policy *const *policies);
 
+/* Measures the op-level model of the chain whose cost was profiled (`cost`, from
+ * chain_profile_policy with the same layers, stages and context): one forward recording
+ * every layer's ops, one search per shape, one profiling pass per Pareto point (ops_plan.h).
+ * Attaches it to cost->ops (freed with the cost). The FLOP ledger and `ctx` are left as they
+ * were; parameters' gradients are accumulated (zero them before training). REMAT_EINVAL for
+ * a layer with too many ops or classes (the message names it), or the step's own error. */
+RematStatus chain_profile_ops(ChainCost *cost, Layer **layers, const ChainStages *stages, const TrainCtx *ctx);
+
 void chain_cost_free(ChainCost *cost);
 
 /* Bytes of x_k's gradient for 0 ≤ k ≤ L (x_L's: the size of the chain's output). */

@@ -1,7 +1,8 @@
 /*
- * ops_plan.c — the op-level planner's layer model (ops_plan.h): recording each layer's ops,
- * the exact search of its keep-sets, each Pareto point measured as a policy region. Owns the
- * OpsProfile a ChainCost holds and its points' policies; planner.c's DP searches the chain.
+ * ops_plan.c — the op-level planner's layer model (ops_plan.h): recording a layer's ops,
+ * the exact search of its keep-sets, and reading the OpsProfile a ChainCost holds (which
+ * chain_profile.c measures, a profiling pass per Pareto point); planner.c's DP searches the
+ * chain.
  */
 #include "checkpoint/ops_plan.h"
 
@@ -9,14 +10,6 @@
 #include <string.h>
 
 #include "tensor/flops.h"
-
-struct OpsProfile {
-    int n_layers, n_shapes, max_points;
-    OpsLayer *shapes;        /* the distinct layers */
-    int *shape_of, *n_points; /* per layer, its shape; per shape, its points */
-    OpsPoint **points;       /* per shape: its Pareto set */
-    OpsFigures *measured;      /* [layer][point] */
-};
 
 /* ---- the search ------------------------------------------------------------------------ */
 
@@ -128,7 +121,7 @@ static RematStatus record_output(void *ctx, const OpInfo *op, const char *tag, i
     if (index == 0 && l->n_ops < OPS_MAX_OPS) l->ops[l->n_ops++].cls = class_of(l, op->name, tag); /* member stores */
     OpsOp *o = &l->ops[l->n_ops > 0 ? l->n_ops - 1 : 0];
     if (r->failed || o->cls < 0 || index != o->n_out || index >= OPS_MAX_OUTPUTS) {
-        r->failed = true; /* record_layer says which layer */
+        r->failed = true; /* ops_record_layer says which layer */
         return remat_fail(REMAT_EINVAL, "planner ops: an op the layer model cannot hold");
     }
     o->bytes[index] = out->bytes;
@@ -158,9 +151,7 @@ static void record_op(void *ctx, const OpInfo *op, const char *tag, Var *const *
     for (int i = 0; i < n_saved; i++) mark_read(r, saved[i], true, 0);
 }
 
-/* Layer k's forward (grad off, as a region's first forward) with its ops recorded into
- * `l`; returns its output. NULL on error (REMAT_EINVAL naming the layer it cannot model). */
-static Var *record_layer(Layer *layer, OpsLayer *l, Var *x, TrainCtx *ctx)
+Var *ops_record_layer(Layer *layer, OpsLayer *l, Var *x, TrainCtx *ctx)
 {
     Recorder r = {.layer = l, .flops_mark = flops_get(PHASE_FORWARD)};
     const OpHooks hooks = {.name = "planner ops", .observe = record_output, .recorded = record_op, .ctx = &r};
@@ -177,107 +168,21 @@ static Var *record_layer(Layer *layer, OpsLayer *l, Var *x, TrainCtx *ctx)
     return NULL;
 }
 
-/* One forward of the chain, grad off, every layer's ops recorded; layers of one shape
- * share an entry of o->shapes. */
-static RematStatus record_chain(OpsProfile *o, Layer **layers, const ChainStages *stages, TrainCtx ctx)
-{
-    const bool was = grad_set_enabled(false);
-    Var *h = stages->embed(stages->user, &ctx);
-    RematStatus status = h ? REMAT_OK : remat_last_status();
-    for (int k = 0; k < o->n_layers && status == REMAT_OK; k++) {
-        OpsLayer *l = &o->shapes[o->n_shapes]; /* recorded in the next free entry, zeroed */
-        memset(l, 0, sizeof *l);
-        Var *y = record_layer(layers[k], l, h, &ctx);
-        var_free(h);
-        h = y;
-        if (!y) status = remat_last_status();
-        int s = 0; /* layers of one shape: the same ops, classes, bytes, FLOPs and readers (padding zeroed) */
-        while (s < o->n_shapes && memcmp(&o->shapes[s], l, sizeof *l)) s++;
-        o->shape_of[k] = s;
-        o->n_shapes += s == o->n_shapes;
-    }
-    var_free(h);
-    grad_set_enabled(was);
-    return status;
-}
-
-/* One profiling pass per Pareto point j: every layer whose shape has a point j runs as a
- * region under it, and its figures are kept; the passes write into a copy of the cost. */
-static RematStatus measure_points(OpsProfile *o, const ChainCost *cost, Layer **layers, const ChainStages *stages,
-                                  const TrainCtx *ctx)
-{
-    const int n = cost->n_layers;
-    const Policy **policies = calloc((size_t)n, sizeof *policies);
-    ChainCost scratch = *cost;
-    scratch.layers = malloc((size_t)n * sizeof *scratch.layers);
-    RematStatus status = policies && scratch.layers ? REMAT_OK : remat_fail(REMAT_ENOMEM, "planner ops: no memory");
-    if (scratch.layers) memcpy(scratch.layers, cost->layers, (size_t)n * sizeof *scratch.layers);
-    for (int j = 0; j < o->max_points && status == REMAT_OK; j++) {
-        for (int k = 0; k < n; k++)
-            policies[k] = j < o->n_points[o->shape_of[k]] ? &o->points[o->shape_of[k]][j].policy : NULL;
-        status = chain_profile_layer_policies(&scratch, layers, stages, ctx, policies);
-        for (int k = 0; k < n && status == REMAT_OK; k++)
-            if (policies[k])
-                o->measured[(size_t)k * (size_t)o->max_points + (size_t)j] = (OpsFigures){
-                    scratch.layers[k].policy_adds, scratch.layers[k].policy_need, scratch.layers[k].policy_flops};
-    }
-    /* A region's RECOMPUTE FLOPs include what its layer's backward kernels redo under any
-     * schedule (counter-based dropout's masks), which the prediction adds once for the whole
-     * chain (kernel_recompute): what the last point, which keeps everything and so replays
-     * nothing, measured. */
-    for (int k = 0; k < n && status == REMAT_OK; k++) {
-        OpsFigures *m = &o->measured[(size_t)k * (size_t)o->max_points];
-        const int n_points = o->n_points[o->shape_of[k]];
-        const uint64_t share = m[n_points - 1].flops;
-        for (int j = 0; j < n_points; j++) m[j].flops -= share;
-    }
-    free(scratch.layers), free(policies);
-    return status;
-}
-
-RematStatus chain_profile_ops(ChainCost *cost, Layer **layers, const ChainStages *stages, const TrainCtx *ctx)
-{
-    if (!cost || !layers || !stages || !stages->embed)
-        return remat_fail(REMAT_EINVAL, "chain_profile_ops: need a chain cost, its layers and stages");
-    const int n = cost->n_layers;
-    OpsProfile *o = calloc(1, sizeof *o);
-    if (o) *o = (OpsProfile){.n_layers = n, .shapes = calloc((size_t)n, sizeof(OpsLayer)),
-                             .shape_of = calloc((size_t)n, sizeof(int)), .n_points = calloc((size_t)n, sizeof(int)),
-                             .points = calloc((size_t)n, sizeof(OpsPoint *))};
-    if (!o || !o->shapes || !o->shape_of || !o->points || !o->n_points)
-        return ops_profile_free(o), remat_fail(REMAT_ENOMEM, "planner ops: no memory for %d layers", n);
-    const FlopCounts flops = flops_snapshot();
-    RematStatus status = record_chain(o, layers, stages, ctx ? *ctx : (TrainCtx){.training = true});
-    flops_restore(&flops);
-    mem_reset_peaks();
-    for (int s = 0; s < o->n_shapes && status == REMAT_OK; s++) {
-        status = ops_layer_pareto(&o->shapes[s], &o->points[s], &o->n_points[s]);
-        if (o->n_points[s] > o->max_points) o->max_points = o->n_points[s];
-    }
-    if (status == REMAT_OK && !(o->measured = calloc((size_t)n * (size_t)o->max_points, sizeof *o->measured)))
-        status = remat_fail(REMAT_ENOMEM, "planner ops: no memory for %d points", o->max_points);
-    if (status == REMAT_OK) status = measure_points(o, cost, layers, stages, ctx);
-    if (status == REMAT_OK) ops_profile_free(cost->ops), cost->ops = o;
-    else ops_profile_free(o);
-    return status;
-}
-
 /* ---- reading it ------------------------------------------------------------------------- */
 
-const OpsPoint *ops_points(const ChainCost *cost, int k, int *n)
+const OpsPoint *ops_points(const OpsProfile *o, int k, int *n)
 {
-    const OpsProfile *o = cost ? cost->ops : NULL;
     *n = o && k >= 0 && k < o->n_layers ? o->n_points[o->shape_of[k]] : 0;
     return *n ? o->points[o->shape_of[k]] : NULL;
 }
 
-const OpsFigures *ops_figures(const ChainCost *cost, int k, const Policy *policy)
+const OpsFigures *ops_figures(const OpsProfile *o, int k, const Policy *policy)
 {
     int n;
-    const OpsPoint *points = ops_points(cost, k, &n);
+    const OpsPoint *points = ops_points(o, k, &n);
     const OpsPoint *p = points && policy && policy->decide == point_decide ? policy->user : NULL;
     if (!p || p->layer != points[0].layer) return NULL; /* no point, or one of another shape */
-    return &cost->ops->measured[(size_t)k * (size_t)cost->ops->max_points + (size_t)(p - points)];
+    return &o->measured[(size_t)k * (size_t)o->max_points + (size_t)(p - points)];
 }
 
 void ops_profile_free(OpsProfile *o)

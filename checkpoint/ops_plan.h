@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "checkpoint/cost.h"
+#include "checkpoint/schedule.h"
 
 enum { OPS_MAX_CLASSES = 24, OPS_MAX_OPS = 48, OPS_MAX_OUTPUTS = 4, OPS_NAME_LEN = 32 };
 
@@ -50,23 +50,31 @@ void ops_evaluate(const OpsLayer *l, uint32_t keep, size_t *kept, uint64_t *flop
  * for a layer of more than OPS_MAX_CLASSES classes; REMAT_ENOMEM. */
 RematStatus ops_layer_pareto(const OpsLayer *l, OpsPoint **points, int *n);
 
-/* Measures the op-level model of the chain whose cost was profiled (`cost`, from
- * chain_profile_policy with the same layers, stages and context): one forward recording
- * every layer's ops, one search per shape, one profiling pass per Pareto point. Attaches
- * it to cost->ops (freed with the cost). The FLOP ledger and `ctx` are left as they were;
- * parameters' gradients are accumulated (zero them before training). REMAT_EINVAL for a
- * layer with too many ops or classes (the message names it), or the step's own error. */
-RematStatus chain_profile_ops(ChainCost *cost, Layer **layers, const ChainStages *stages, const TrainCtx *ctx);
-
 /* One-layer region k under a Pareto point's policy, as measured: what it adds to the forward
  * state, the most ACT it needs above it, the FLOPs its replay recomputes. */
 typedef struct OpsFigures { size_t adds, need; uint64_t flops; } OpsFigures;
 
-/* Those of layer k under `policy`; NULL when it is no point of layer k's shape. */
-const OpsFigures *ops_figures(const ChainCost *cost, int k, const Policy *policy);
+/* The op-level model of a chain (chain_profile_ops in cost.h measures it; a ChainCost holds
+ * it): each layer's shape, each shape's Pareto set, each layer's points as measured. */
+typedef struct OpsProfile {
+    int n_layers, n_shapes, max_points;
+    OpsLayer *shapes;         /* the distinct layers */
+    int *shape_of, *n_points; /* per layer, its shape; per shape, its points */
+    OpsPoint **points;        /* per shape: its Pareto set */
+    OpsFigures *measured;     /* [layer][point] */
+} OpsProfile;
+
+/* Layer `layer`'s forward on x (grad off, as a region's first forward) with its ops
+ * recorded into `l` (zeroed by the caller); returns its output. NULL on error: REMAT_EINVAL
+ * naming a layer whose ops the model cannot hold, or the layer's own error. */
+Var *ops_record_layer(Layer *layer, OpsLayer *l, Var *x, TrainCtx *ctx);
+
+/* The figures of layer k under `policy`; NULL when it is no point of layer k's shape (or
+ * there is no model, o NULL). */
+const OpsFigures *ops_figures(const OpsProfile *o, int k, const Policy *policy);
 
 /* Layer k's Pareto points (NULL, *n = 0 without an op-level model). */
-const OpsPoint *ops_points(const ChainCost *cost, int k, int *n);
+const OpsPoint *ops_points(const OpsProfile *o, int k, int *n);
 
 void ops_profile_free(OpsProfile *ops);
 

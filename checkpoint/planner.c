@@ -102,9 +102,9 @@ static RematStatus dp_extend_all(Dp *dp, int from, int a, int k, size_t need, ui
     if (status != REMAT_OK || a != k - 1) return status;
     status = dp_extend(dp, from, (DpState){c->layers[a].kept, 0, 0, a, false, -1}, chain_plain_need(c, a), 0);
     int n = 0;
-    const OpsPoint *points = dp->ops ? ops_points(c, a, &n) : NULL;
+    const OpsPoint *points = dp->ops ? ops_points(c->ops, a, &n) : NULL;
     for (int p = 0; p < n && status == REMAT_OK; p++) {
-        const OpsFigures *f = ops_figures(c, a, &points[p].policy);
+        const OpsFigures *f = ops_figures(c->ops, a, &points[p].policy);
         status = dp_extend(dp, from, (DpState){f->adds, 0, 0, a, true, p}, f->need, f->flops);
     }
     return status;
@@ -167,7 +167,7 @@ static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, b
         for (int i = best; dp.states[i].from >= 0; i = dp.states[i].from) {
             const DpState *st = &dp.states[i];
             int n;
-            const OpsPoint *pts = st->point >= 0 ? ops_points(c, st->first, &n) : NULL; /* ops: a keep-set */
+            const OpsPoint *pts = st->point >= 0 ? ops_points(c->ops, st->first, &n) : NULL; /* ops: a keep-set */
             segs[--at] = (Segment){st->first, end - st->first, st->region ? SEGMENT_REGION : SEGMENT_PLAIN,
                                    pts ? &pts[st->point].policy : NULL, 0};
             end = st->first;

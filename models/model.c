@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint/ops_plan.h"
+#include "checkpoint/cost.h"
 
 Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var *targets, TrainCtx *ctx)
 {

@@ -47,7 +47,7 @@ ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx 
 ChainCost *model_profile_policy(Model *model, Var *input, Var *targets, const TrainCtx *ctx, const Policy *policy);
 
 /* Adds to `cost` (model_profile's, on this batch) the op-level model --planner ops plans
- * with (checkpoint/ops_plan.h: chain_profile_ops). REMAT_OK or its error. */
+ * with (checkpoint/cost.h: chain_profile_ops). REMAT_OK or its error. */
 RematStatus model_profile_ops(Model *model, Var *input, Var *targets, const TrainCtx *ctx, ChainCost *cost);
 
 /* Frees the model, its layers and all parameters. NULL is a no-op. */

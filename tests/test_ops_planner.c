@@ -222,19 +222,19 @@ static void check_points_as_measured(const ChainCost *cost, const char *what)
     int checked = 0;
     for (int k = 0; k < cost->n_layers; k++) {
         int n;
-        const OpsPoint *p = ops_points(cost, k, &n);
+        const OpsPoint *p = ops_points(cost->ops, k, &n);
         assert_true(n > 1);
         for (int i = 0; i < n; i++) {
-            const OpsFigures *f = ops_figures(cost, k, &p[i].policy);
+            const OpsFigures *f = ops_figures(cost->ops, k, &p[i].policy);
             assert_non_null(f);
             assert_int_equal(f->adds, cost->layers[k].out_bytes + p[i].kept);
             assert_int_equal(f->flops, p[i].flops);
             checked++;
         }
-        assert_null(ops_figures(cost, k, &POLICY_DOTS_SAVEABLE));
+        assert_null(ops_figures(cost->ops, k, &POLICY_DOTS_SAVEABLE));
     }
     int n;
-    ops_points(cost, 0, &n);
+    ops_points(cost->ops, 0, &n);
     printf("  %s: %d points of %d layers (%d on layer 0's Pareto set), each's bytes and FLOPs as measured\n", what,
            checked, cost->n_layers, n);
 }
