@@ -59,21 +59,6 @@ static const NameTable ST_DTYPE_NAMES = {ST_DTYPES, 3};
 
 static const char *st_dtype_name(DType dtype) { return name_of(&ST_DTYPE_NAMES, (int)dtype); }
 
-/* Writes all `len` bytes, retrying short writes. Returns 0 or an errno value. */
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return errno;
-        if (n == 0) return EIO;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Reads exactly `len` bytes at `offset`. Returns 0, an errno value, or -1 if the file
  * ended first. */
 static int pread_all(int fd, void *buf, size_t len, uint64_t offset)
@@ -92,6 +77,14 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t offset)
 }
 
 /* ==== writing ======================================================================= */
+
+/* Adds `item` (NULL: creating it failed) to `obj` under `key`; false, `item` freed, if not. */
+static bool add_item(cJSON *obj, const char *key, cJSON *item)
+{
+    if (item && cJSON_AddItemToObject(obj, key, item)) return true;
+    cJSON_Delete(item);
+    return false;
+}
 
 /* Builds the JSON header, checking st_save's entries as it goes: "__metadata__" first
  * (when there is any), then the tensors in the order given, their data_offsets contiguous
@@ -129,17 +122,10 @@ static char *build_header(const char *path, const StEntry *entries, int n, const
          * tensor here. */
         double offsets[2] = {(double)offset, (double)(offset + t->bytes)};
         cJSON *e = cJSON_AddObjectToObject(root, name);
-        if (!e || !cJSON_AddStringToObject(e, "dtype", st_dtype_name(t->dtype))) goto nomem;
-        cJSON *shape = cJSON_CreateIntArray(t->shape, t->ndim);
-        if (!shape || !cJSON_AddItemToObject(e, "shape", shape)) {
-            cJSON_Delete(shape);
+        if (!e || !cJSON_AddStringToObject(e, "dtype", st_dtype_name(t->dtype)) ||
+            !add_item(e, "shape", cJSON_CreateIntArray(t->shape, t->ndim)) ||
+            !add_item(e, "data_offsets", cJSON_CreateDoubleArray(offsets, 2)))
             goto nomem;
-        }
-        cJSON *offs = cJSON_CreateDoubleArray(offsets, 2);
-        if (!offs || !cJSON_AddItemToObject(e, "data_offsets", offs)) {
-            cJSON_Delete(offs);
-            goto nomem;
-        }
         offset += t->bytes;
     }
 
@@ -155,19 +141,17 @@ fail:
     return NULL;
 }
 
-/* Writes the whole file to `fd`, the JSON `header` padded with spaces (valid JSON
+/* Writes the whole file to `out`, the JSON `header` padded with spaces (valid JSON
  * whitespace) so that the data buffer starts 8-byte aligned, as the reference
- * implementation does. Returns 0 or an errno value. */
-static int write_contents(int fd, const char *header, const StEntry *entries, int n)
+ * implementation does. A failed write stays in `out` for file_replace_finish to report. */
+static void write_contents(FILE *out, const char *header, const StEntry *entries, int n)
 {
     const size_t json_len = strlen(header), padded = (json_len + 7) / 8 * 8;
     const uint64_t len = padded; /* the padded header's length, little-endian as the host */
-    int err = write_all(fd, &len, sizeof len);
-    if (!err) err = write_all(fd, header, json_len);
-    if (!err) err = write_all(fd, "       ", padded - json_len);
-    for (int i = 0; i < n && !err; i++)
-        err = write_all(fd, entries[i].tensor->data, entries[i].tensor->bytes);
-    return err;
+    fwrite(&len, sizeof len, 1, out);
+    fprintf(out, "%s%*s", header, (int)(padded - json_len), "");
+    for (int i = 0; i < n && !ferror(out); i++)
+        fwrite(entries[i].tensor->data, 1, entries[i].tensor->bytes, out);
 }
 
 /* ---- the temporary file ----------------------------------------------------------- */
@@ -201,10 +185,9 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
 
     /* Write, fsync, name, close, rename: until the rename succeeds the old file at `path`
      * is untouched, and on any failure the temporary file is removed. */
-    const char *step = "write";
-    err = write_contents(fileno(tmp.out), header, entries, n);
-    if (err) file_replace_abandon(&tmp);
-    else err = file_replace_finish(&tmp, true, &step);
+    const char *step;
+    write_contents(tmp.out, header, entries, n);
+    err = file_replace_finish(&tmp, true, &step);
     if (err && !strcmp(step, FILE_STEP_DIRECTORY))
         status = remat_fail(REMAT_EIO, "st_save: %s was written, but flushing its directory failed: %s",
                             path, strerror(err));
