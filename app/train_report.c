@@ -17,15 +17,11 @@
 void report_progress(FILE *out, bool tty, int step, int total, float loss, double seconds_per_step,
                      int tokens_per_step, const char *unit)
 {
-    if (tty) {
-        char bar[PROGRESS_BAR_SIZE];
-        fprintf(out, "\r  step %5d/%d %s loss %.4f  %.1f ms/step  %.0f %s/s   ", step, total,
-                progress_bar(bar, step, total), loss, 1e3 * seconds_per_step, tokens_per_step / seconds_per_step, unit);
-        fflush(out);
-    } else {
-        fprintf(out, "  step %5d/%d  loss %.6f  %.1f ms/step  %.0f %s/s\n", step, total, loss,
-                1e3 * seconds_per_step, tokens_per_step / seconds_per_step, unit);
-    }
+    char bar[PROGRESS_BAR_SIZE]; /* a terminal's line is redrawn in place, with the bar */
+    fprintf(out, "%s  step %5d/%d %s loss %.*f  %.1f ms/step  %.0f %s/s%s", tty ? "\r" : "", step, total,
+            tty ? progress_bar(bar, step, total) : "", tty ? 4 : 6, loss, 1e3 * seconds_per_step,
+            tokens_per_step / seconds_per_step, unit, tty ? "   " : "\n");
+    if (tty) fflush(out);
 }
 
 /* "checkpointing: sqrt, 3 regions", with Revolve's slots, the policy and whether the
