@@ -104,10 +104,10 @@ static void invalid(Figure *fig, const char *path, const char *field, const char
  * false. Some, or a value outside [lo, hi]: the figure is invalid. */
 static void read_spread(const cJSON *record, const char *path, Figure *fig)
 {
-    char names[3][128];
-    snprintf(names[0], sizeof names[0], "%s_lo", fig->m->field);
-    snprintf(names[1], sizeof names[1], "%s_hi", fig->m->field);
-    snprintf(names[2], sizeof names[2], "samples");
+    char lo[128], hi[128];
+    snprintf(lo, sizeof lo, "%s_lo", fig->m->field);
+    snprintf(hi, sizeof hi, "%s_hi", fig->m->field);
+    const char *names[3] = {lo, hi, "samples"};
     const cJSON *v[3];
     int present = 0;
     for (int i = 0; i < 3; i++) present += (v[i] = cJSON_GetObjectItemCaseSensitive(record, names[i])) != NULL;
@@ -217,11 +217,9 @@ static void check_orders(const Question *q, Figure *figs)
 
 /* ---- the machine while a bench ran ------------------------------------------------------ */
 
-typedef enum MachineRecord { MACHINE_RECORDED, MACHINE_NOT_RECORDED, MACHINE_INVALID } MachineRecord;
-
-/* Reads doc's machine block into *m. An invalid field makes it MACHINE_INVALID and is
- * described in *bad (its field and problem). */
-static MachineRecord read_machine(const cJSON *doc, RecordedMachine *m, Figure *bad)
+/* Reads doc's machine block into *m: false when it does not record every field, or one is
+ * invalid, which is then described in *bad (its field and problem). */
+static bool read_machine(const cJSON *doc, RecordedMachine *m, Figure *bad)
 {
     static const struct {
         const char *name, *format;
@@ -232,26 +230,24 @@ static MachineRecord read_machine(const cJSON *doc, RecordedMachine *m, Figure *
                   {"others_cpu", "fraction", offsetof(RecordedMachine, others)},
                   {"cores", "count", offsetof(RecordedMachine, cores)}};
     const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
-    MachineRecord record = MACHINE_RECORDED;
+    bool recorded = true;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(machine, fields[i].name);
         const char *problem;
-        if (!v) {
-            if (record == MACHINE_RECORDED) record = MACHINE_NOT_RECORDED;
-        } else if (!valid_value(v, fields[i].format, &problem)) {
+        if (v && !valid_value(v, fields[i].format, &problem)) {
             invalid(bad, "machine", fields[i].name, problem);
-            return MACHINE_INVALID;
-        } else {
-            *(double *)((char *)m + fields[i].offset) = v->valuedouble;
+            return false;
         }
+        if (v) *(double *)((char *)m + fields[i].offset) = v->valuedouble;
+        else recorded = false;
     }
-    return record;
+    return recorded;
 }
 
 bool results_machine(const cJSON *doc, RecordedMachine *m)
 {
     Figure bad;
-    return read_machine(doc, m, &bad) == MACHINE_RECORDED;
+    return read_machine(doc, m, &bad);
 }
 
 /* ---- writing a figure ------------------------------------------------------------------ */
@@ -351,14 +347,13 @@ static Judgement judge_times(const Question *q, const Figure *figs, ResultsDir *
         if (!j.bench) {
             j.bench = fig->m->bench;
             j.bad_machine.m = fig->m;
-            const RecordedMachine *m = &j.machine;
             const cJSON *doc = explain_results(r, j.bench, NULL, 0);
             const cJSON *mode = cJSON_GetObjectItemCaseSensitive(doc, "mode");
             if (q->quick_times.lang[LANG_EN] && cJSON_IsString(mode) && !strcmp(mode->valuestring, "quick"))
                 blame(&j, TIMES_QUICK, NULL);
-            if (read_machine(doc, &j.machine, &j.bad_machine) != MACHINE_RECORDED)
+            if (!read_machine(doc, &j.machine, &j.bad_machine))
                 blame(&j, TIMES_UNKNOWN, NULL);
-            else if (m->others > TIME_MAX_OTHERS || m->steal > TIME_MAX_STEAL)
+            else if (j.machine.others > TIME_MAX_OTHERS || j.machine.steal > TIME_MAX_STEAL)
                 blame(&j, TIMES_BUSY, NULL);
         }
         if (!fig->spread) blame(&j, TIMES_UNKNOWN, NULL);
