@@ -1,6 +1,7 @@
 /*
  * bank.c — reading and checking quiz/questions.json (see bank.h). Every check names the
- * file and the path of the field it found wrong.
+ * file and the path of the field it found wrong. And the program's own words, read from
+ * the embedded words.json.
  */
 #include "quiz/bank.h"
 
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "base/file.h"
+#include "quiz/embedded.h"
 #include "tensor/rng.h"
 
 static const char *const LANG_KEYS[LANG_COUNT] = {"en", "ar"};
@@ -207,9 +209,8 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
     for (int o = 0; o < QUIZ_OPTIONS; o++) {
         char inner[48];
         snprintf(inner, sizeof inner, "%s.options[%d]", where, o);
-        const cJSON *opt = cJSON_GetArrayItem(options, o);
-        for (int l = 0; l < LANG_COUNT; l++)
-            if (!(out->options[o].lang[l] = need_string(opt, LANG_KEYS[l], path, inner))) return REMAT_ECORRUPT;
+        if (need_text(cJSON_GetArrayItem(options, o), NULL, NULL, path, inner, &out->options[o]) != REMAT_OK)
+            return REMAT_ECORRUPT;
     }
     const cJSON *correct = cJSON_GetObjectItemCaseSensitive(q, "correct");
     if (!cJSON_IsNumber(correct) || correct->valuedouble != correct->valueint || correct->valueint < 0 ||
@@ -288,4 +289,20 @@ void bank_free(Bank *bank)
     }
     cJSON_Delete(bank->doc);
     free(bank);
+}
+
+const char *quiz_words_json(void)
+{
+    return QUIZ_WORDS_JSON;
+}
+
+const char *quiz_word(QuizLang lang, const char *key)
+{
+    static cJSON *words; /* parsed once, kept for the life of the program */
+    if (!words) words = cJSON_Parse(QUIZ_WORDS_JSON);
+    const cJSON *texts = cJSON_GetObjectItemCaseSensitive(words, key);
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(texts, LANG_KEYS[lang]);
+    if (cJSON_IsString(text)) return text->valuestring;
+    fprintf(stderr, "quiz: quiz/words.json has no %s text \"%s\"\n", LANG_KEYS[lang], key);
+    abort();
 }

@@ -1,5 +1,6 @@
 /*
- * bank.h — the quiz's question bank (quiz/questions.json), loaded and checked.
+ * bank.h — the quiz's question bank (quiz/questions.json), loaded and checked, and the
+ * program's own words (quiz/words.json).
  *
  * The bank holds the quiz's title, subtitle and description, and 8 questions, each in
  * English and Arabic: the question, four options, the index of the correct one, an
@@ -134,5 +135,23 @@ void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int order
 
 /* "en", "ar": the names of QuizLang's values, and the keys of a text's languages in the bank. */
 extern const NameTable QUIZ_LANG_NAMES;
+
+/* ---- the program's own words ------------------------------------------------------------ */
+
+/* The bank holds the questions; quiz/words.json holds what the program itself says around
+ * them, in both languages: prompts, verdicts, the score, the notes under an explanation,
+ * and the page's own labels and captions. The terminal and the page (page.h) use the same
+ * verdicts and score line, so the two front ends say the same thing in the same words.
+ * words.json is embedded in the program at build time (quiz/CMakeLists.txt): each key a
+ * text in both languages, and an `about` saying where it is said and, for a printf format
+ * (a text with %d, %c or %s), its arguments in order. tests/test_quiz.c checks that the
+ * two languages of every format take the same ones. */
+
+/* The text `key` of words.json in `lang` (static storage). A key that is not there is a
+ * programming error: it is said on stderr, and the program aborts. */
+const char *quiz_word(QuizLang lang, const char *key);
+
+/* The whole of words.json, for the page's script (static storage). */
+const char *quiz_words_json(void);
 
 #endif /* REMAT_QUIZ_BANK_H */

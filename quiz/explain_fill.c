@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "quiz/words.h"
 #include "tensor/memory.h"
 
 /* ---- one figure: looked up and checked ------------------------------------------------ */

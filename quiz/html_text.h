@@ -32,7 +32,7 @@ void html_text(FILE *out, const char *s, size_t len, QuizLang lang);
 /* html_text of a NUL-terminated string. */
 void html_string(FILE *out, const char *s, QuizLang lang);
 
-/* Writes a words.h format in `lang` whose conversions (%s, %c, %d; no %%) are all given as
+/* Writes a quiz_word format in `lang` whose conversions (%s, %c, %d; no %%) are all given as
  * strings in `args`, in order, each wrapped in <tag> when `tag` is not NULL. */
 void html_words(FILE *out, QuizLang lang, const char *format, const char *const *args, const char *tag);
 

@@ -7,8 +7,8 @@
  * options as buttons and its answer inside a <details>) and each language's footer.
  * Nothing here decides what the quiz says: the questions come from the bank, the
  * explanations from explain_pieces (the pieces the terminal joins into a line), the
- * verdicts and the score line from words.h; every text goes through html_text.h, which
- * escapes it and isolates Arabic's left-to-right runs.
+ * verdicts and the score line from quiz_word (bank.h); every text goes through
+ * html_text.h, which escapes it and isolates Arabic's left-to-right runs.
  *
  * What it is not: a general HTML writer or a template engine: the template's four
  * markers are the only places it writes into.
@@ -28,7 +28,6 @@
 #include "base/file.h"
 #include "quiz/embedded.h"
 #include "quiz/html_text.h"
-#include "quiz/words.h"
 
 static const char *const LANG_CODES[LANG_COUNT] = {"en", "ar"};
 static const char *const LANG_DIRS[LANG_COUNT] = {"ltr", "rtl"};

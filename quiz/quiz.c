@@ -36,7 +36,6 @@
 #include "quiz/bank.h"
 #include "quiz/explain_fill.h"
 #include "quiz/page.h"
-#include "quiz/words.h"
 #include "base/file.h"
 #include "base/flags.h"
 #include "base/text.h"

@@ -41,7 +41,6 @@
 #include "quiz/bank.h"
 #include "quiz/explain_fill.h"
 #include "quiz/page.h"
-#include "quiz/words.h"
 
 /* Answer sheets as the page's buttons number the options (the page is written with
  * --seed 7, and `#answers=` counts in the order the buttons show): the right answers,
@@ -684,7 +683,7 @@ static char *terminal_quiz(QuizLang lang, const char *answers)
     return out;
 }
 
-/* The first line of `out` that starts as `format` (a words.h format) does up to its first
+/* The first line of `out` that starts as `format` (a quiz_word format) does up to its first
  * conversion, copied into buf; false if there is none. */
 static bool line_starting(const char *out, const char *format, char *buf, size_t size)
 {

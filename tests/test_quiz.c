@@ -27,7 +27,6 @@
 #include "base/file.h"
 #include "quiz/bank.h"
 #include "quiz/explain_fill.h"
-#include "quiz/words.h"
 
 #ifndef REMAT_QUIZ_BIN
 #define REMAT_QUIZ_BIN "quiz/quiz"

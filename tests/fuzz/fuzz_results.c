@@ -21,7 +21,6 @@
 #include "tests/fuzz/fuzz_input.h"
 #include "quiz/bank.h"
 #include "quiz/explain_fill.h"
-#include "quiz/words.h"
 
 static void broken(int q, QuizLang lang, const char *what, const char *text)
 {
@@ -68,7 +67,7 @@ static const Bank *setup(const char *input)
     return bank;
 }
 
-/* What a time with its spread always holds (a piece of words.h's paired_spread). */
+/* What a time with its spread always holds (a piece of words.json's paired_spread). */
 static const char *const SPREAD[LANG_COUNT] = {[LANG_EN] = " paired steps)", [LANG_AR] = "أزواج الخطوات: "};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -88,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const size_t first = strcspn(text, "\n");
             if (memchr(text, '{', first)) broken(q, lang, "a placeholder left in the explanation", text);
             /* A time quoted (with its spread) and a note saying the times are not taught
-             * from, which every such note ends with (the end of words.h's time_instead),
+             * from, which every such note ends with (the end of words.json's time_instead),
              * never come together. */
             const char *instead = strstr(quiz_word(lang, "time_instead"), "%s") + 2;
             if (memmem(text, first, SPREAD[lang], strlen(SPREAD[lang])) && strstr(text + first, instead))
