@@ -328,14 +328,6 @@ static void blame(Judgement *j, TimeTrust trust, const FigureOrder *order)
     j->order = order;
 }
 
-/* One time on its own: from enough samples, and narrow enough to carry a lesson? */
-static TimeTrust figure_trust(const Figure *fig)
-{
-    if (fig->samples < TIME_MIN_SAMPLES) return TIMES_FEW;
-    if (fig->hi - fig->lo > TIME_MAX_WIDTH * fabs(fig->value->valuedouble)) return TIMES_WIDE;
-    return TIMES_CARRY;
-}
-
 static Judgement judge_times(const Question *q, const Figure *figs, ResultsDir *r)
 {
     Judgement j = {.trust = TIMES_CARRY};
@@ -355,8 +347,10 @@ static Judgement judge_times(const Question *q, const Figure *figs, ResultsDir *
             else if (j.machine.others > TIME_MAX_OTHERS || j.machine.steal > TIME_MAX_STEAL)
                 blame(&j, TIMES_BUSY, NULL);
         }
+        /* One time on its own: from enough samples, and narrow enough to carry a lesson? */
         if (!fig->spread) blame(&j, TIMES_UNKNOWN, NULL);
-        else j.figure[i] = figure_trust(fig);
+        else if (fig->samples < TIME_MIN_SAMPLES) j.figure[i] = TIMES_FEW;
+        else if (fig->hi - fig->lo > TIME_MAX_WIDTH * fabs(fig->value->valuedouble)) j.figure[i] = TIMES_WIDE;
     }
     for (int o = 0; o < q->n_orders; o++) {
         const Figure *lower = &figs[q->orders[o].lower - q->measurements];
@@ -384,19 +378,16 @@ static const Figure *placeholder(const Fill *fill, const char *open, const char 
     return &fill->figs[question_placeholder(fill->q, open, close) - fill->q->measurements];
 }
 
-/* Whether `fig` can be quoted: found, and for a time, trusted on the question's and its
- * own account. */
-static bool can_quote(const Fill *fill, const Figure *fig)
-{
-    if (fig->state != FIG_OK) return false;
-    return !fig->m->time || (fill->judged.trust == TIMES_CARRY && fill->judged.figure[fig - fill->figs] == TIMES_CARRY);
-}
-
-/* Whether every figure `text` quotes can be quoted. */
+/* Whether every figure `text` quotes can be quoted: found, and for a time, trusted on the
+ * question's and its own account. */
 static bool can_say(const Fill *fill, const char *text)
 {
-    for (const char *open = strchr(text, '{'), *close; open; open = strchr(close, '{'))
-        if (!can_quote(fill, placeholder(fill, open, &close))) return false;
+    const Judgement *j = &fill->judged;
+    for (const char *open = strchr(text, '{'), *close; open; open = strchr(close, '{')) {
+        const Figure *fig = placeholder(fill, open, &close);
+        if (fig->state != FIG_OK) return false;
+        if (fig->m->time && (j->trust != TIMES_CARRY || j->figure[fig - fill->figs] != TIMES_CARRY)) return false;
+    }
     return true;
 }
 
