@@ -202,11 +202,17 @@ static bool is_unit(const char *s)
     return false;
 }
 
-/* Prints `text`, each of its lines a paragraph wrapped at spaces to `width`: its leading
- * blanks kept, its later lines indented by `hang` columns, a number and its unit of bytes
- * on one line. A word wider than a line is cut where the line ends. */
-static void print_wrapped(const char *text, int hang)
+/* Prints printf's `format` with its arguments, each line of the text a paragraph wrapped at
+ * spaces to `width`: its leading blanks kept, its later lines indented by `hang` columns, a
+ * number and its unit of bytes on one line. A word wider than a line is cut where the line
+ * ends. */
+static void say(int hang, const char *format, ...)
 {
+    static char text[1 << 15];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(text, sizeof text, format, args);
+    va_end(args);
     for (const char *p = text; *p; p += *p == '\n') {
         const size_t lead = strspn(p, " ");
         int col = (int)lead;
@@ -236,17 +242,6 @@ static void print_wrapped(const char *text, int hang)
         }
         putchar('\n');
     }
-}
-
-/* printf's `format` with its arguments, printed by print_wrapped. */
-static void say(int hang, const char *format, ...)
-{
-    static char text[1 << 15];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    print_wrapped(text, hang);
 }
 
 static void print_question(const Bank *b, int q, const int *order, QuizLang lang)
