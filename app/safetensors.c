@@ -470,13 +470,12 @@ Tensor *st_get(const StFile *f, const char *name, MemKind kind)
     Tensor *t = tensor_create_typed(kind, info->dtype, ndim, shape);
     if (!t) return NULL; /* tensor_create said why */
     const int err = pread_all(f->fd, t->data, t->bytes, f->data_start + info->begin);
-    if (err > 0) remat_fail(REMAT_EIO, "st_get: %s: tensor %s: cannot read: %s", f->path, name, strerror(err));
-    if (err < 0)
+    if (!err) return t;
+    if (err > 0)
+        remat_fail(REMAT_EIO, "st_get: %s: tensor %s: cannot read: %s", f->path, name, strerror(err));
+    else
         remat_fail(REMAT_ECORRUPT, "st_get: %s: tensor %s: the file ended before its bytes (did it shrink since "
                    "st_load?)", f->path, name);
-    if (err) {
-        tensor_free(t);
-        return NULL;
-    }
-    return t;
+    tensor_free(t);
+    return NULL;
 }
