@@ -70,7 +70,6 @@ typedef enum CommPhase {
 typedef struct CommCounts {
     uint64_t sent[COMM_OP_COUNT][COMM_PHASE_COUNT];
     uint64_t received[COMM_OP_COUNT][COMM_PHASE_COUNT];
-    uint64_t calls[COMM_OP_COUNT][COMM_PHASE_COUNT];
 } CommCounts;
 
 /* This rank's counts since the last reset. */

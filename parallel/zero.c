@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/flat.h"
 #include "tensor/kernels.h"
 
 struct Zero {
@@ -212,8 +211,7 @@ static RematStatus gather_param(Zero *z, int i)
         const size_t s = shard_begin(z->total, r, z->group.size);
         z->bounds[r] = s < first ? 0 : s > last ? t->numel : s - first;
     }
-    size_t a;
-    const size_t n = flat_overlap(z->begin, z->end, first, t->numel, &a); /* this rank's part, from its shard */
+    const size_t a = z->bounds[z->group.rank], n = z->bounds[z->group.rank + 1] - a; /* this rank's part */
     if (n) memcpy(t->f32 + a, z->param_shard + (first + a - z->begin), n * sizeof(float));
     const FlatPiece piece = {t->f32, t->numel};
     const FlatView v = {&piece, 1, t->numel};
