@@ -225,15 +225,6 @@ RematStatus dist_gather(const DistGroup *g, const FlatView *mine, const FlatView
     return REMAT_OK;
 }
 
-RematStatus dist_all_gather_float(const DistGroup *g, float mine, float *all, CommPhase phase)
-{
-    all[g->rank] = mine;
-    if (g->size == 1) return REMAT_OK;
-    MPI_Allgather(&mine, 1, MPI_FLOAT, all, 1, MPI_FLOAT, MPI_COMM_WORLD);
-    count(COMM_ALL_GATHER, phase, (uint64_t)(g->size - 1) * sizeof(float), (uint64_t)(g->size - 1) * sizeof(float));
-    return REMAT_OK;
-}
-
 RematStatus dist_all_reduce(const DistGroup *g, float *x, size_t n, CommPhase phase)
 {
     if (g->size == 1) return REMAT_OK;

@@ -117,9 +117,6 @@ RematStatus dist_all_gather_bounds(const DistGroup *g, const FlatView *x, const 
  * parts of a sharded array put together on one rank, for a save. */
 RematStatus dist_gather(const DistGroup *g, const FlatView *mine, const FlatView *full, int root, CommPhase phase);
 
-/* all[r] = rank r's `mine`, for every r (all holds g->size floats). */
-RematStatus dist_all_gather_float(const DistGroup *g, float mine, float *all, CommPhase phase);
-
 /* x (n floats) = the sum of every rank's x, by MPI_Allreduce in MPI's own order: for
  * measuring the ordered reduction against it, never for training. */
 RematStatus dist_all_reduce(const DistGroup *g, float *x, size_t n, CommPhase phase);

@@ -174,9 +174,11 @@ RematStatus zero_reduce(Zero *z, float loss, float *mean_loss)
     }
     if (status != REMAT_OK) return status;
 
-    float *losses = malloc((size_t)K * sizeof *losses);
+    float *losses = malloc((size_t)K * sizeof *losses); /* rank r's at r: an even shard of K floats */
     if (!losses) return remat_fail(REMAT_ENOMEM, "zero: no memory for %d losses", K);
-    status = dist_all_gather_float(&z->group, loss, losses, COMM_CONTROL);
+    losses[z->group.rank] = loss;
+    const FlatPiece piece = {losses, (size_t)K};
+    status = dist_all_gather(&z->group, &(FlatView){&piece, 1, (size_t)K}, COMM_CONTROL);
     float sum = losses[0];
     for (int r = 1; r < K; r++) sum += losses[r]; /* in rank order, as step.h sums micro-batches */
     *mean_loss = sum / (float)K;
