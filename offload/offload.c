@@ -154,13 +154,13 @@ static bool chooses(const Offload *off, const Tensor *t, const Node *node)
 
 /* ---- the spill file ------------------------------------------------------------------ */
 
-/* Grows the file to hold `need` bytes, in steps of grow_bytes (and, for io mmap, maps all
+/* Grows the file to hold `need` bytes, in steps of OFFLOAD_GROW_BYTES (and, for io mmap, maps all
  * of it). posix_fallocate reserves the blocks, so a full disk shows here, as an error,
  * rather than as a failed write — or, through a mapping, a SIGBUS — in the middle of a
  * record. On error the file and mapping stay as they were. */
 static RematStatus grow(Offload *off, size_t need, const char *what)
 {
-    const size_t capacity = round_up(need, off->opts.grow_bytes);
+    const size_t capacity = round_up(need, OFFLOAD_GROW_BYTES);
     char from[32], to[32], cause[128];
     mem_format_bytes(from, sizeof from, off->capacity);
     mem_format_bytes(to, sizeof to, capacity);
@@ -226,8 +226,8 @@ static RematStatus transfer(Offload *off, Record *r)
     const long long size = fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1;
     forget_mapping(off);
     return remat_fail(REMAT_ECORRUPT, "offload: cannot %s %s: the spill file in %s is %lld bytes long, shorter than "
-                      "its mapping (the file was truncated; SIGBUS caught)", r->io.write ? "write" : "read back", r->what,
-                      off->dir, size);
+                      "its mapping (the file was truncated; SIGBUS caught)", r->io.write ? "write" : "read back",
+                      r->what, off->dir, size);
 }
 
 /* ---- records ------------------------------------------------------------------------- */
@@ -597,10 +597,9 @@ static int spill_file_open(const char *dir)
 static const char *spill_dir(const OffloadOptions *opts)
 {
     if (!opts || (unsigned)opts->policy > OFFLOAD_BOUNDARY || (unsigned)opts->io > OFFLOAD_IO_DIRECT ||
-        opts->prefetch < 0 || opts->write_behind < 0 || opts->grow_bytes == 0 || opts->io_threads < 0 ||
-        opts->io_threads > OFFLOAD_MAX_IO_THREADS) {
+        opts->prefetch < 0 || opts->write_behind < 0 || (unsigned)opts->io_threads > OFFLOAD_MAX_IO_THREADS) {
         remat_fail(REMAT_EINVAL, "offload_create: need options with a known policy and io, prefetch >= 0, "
-                   "write_behind >= 0, grow_bytes > 0 and io_threads from 0 to %d", OFFLOAD_MAX_IO_THREADS);
+                   "write_behind >= 0 and io_threads from 0 to %d", OFFLOAD_MAX_IO_THREADS);
         return NULL;
     }
     /* An empty path would put the file in "/" (the path is DIR/remat-spill-XXXXXX). */
@@ -627,7 +626,6 @@ Offload *offload_create(const OffloadOptions *opts)
     off->opts = *opts;
     off->opts.dir = off->dir = dir_copy;
     off->page = (size_t)sysconf(_SC_PAGESIZE);
-    off->opts.grow_bytes = round_up(opts->grow_bytes, off->page);
     off->fd = spill_file_open(dir);
     const bool direct = opts->io == OFFLOAD_IO_DIRECT;
     bool ok = off->fd >= 0;
