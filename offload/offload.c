@@ -154,10 +154,10 @@ static bool chooses(const Offload *off, const Tensor *t, const Node *node)
 
 /* ---- the spill file ------------------------------------------------------------------ */
 
-/* Grows the file to hold `need` bytes, in steps of OFFLOAD_GROW_BYTES (and, for io mmap, maps all
- * of it). posix_fallocate reserves the blocks, so a full disk shows here, as an error,
- * rather than as a failed write — or, through a mapping, a SIGBUS — in the middle of a
- * record. On error the file and mapping stay as they were. */
+/* Grows the file to hold `need` bytes, in steps of OFFLOAD_GROW_BYTES (and, for io mmap,
+ * maps all of it). posix_fallocate reserves the blocks, so a full disk shows here, as an
+ * error, rather than as a failed write — or, through a mapping, a SIGBUS — in the middle
+ * of a record. On error the file and mapping stay as they were. */
 static RematStatus grow(Offload *off, size_t need, const char *what)
 {
     const size_t capacity = round_up(need, OFFLOAD_GROW_BYTES);
