@@ -137,15 +137,13 @@ static uint64_t post_range(const FlatView *x, size_t b, size_t e, int peer, int 
 
 size_t dist_scratch_floats(size_t n) { return n < DIST_CHUNK ? n : DIST_CHUNK; }
 
-/* Chunks of a region of n floats. */
-static size_t chunks(size_t n) { return (n + DIST_CHUNK - 1) / DIST_CHUNK; }
-
 RematStatus dist_reduce_scatter(const DistGroup *g, const FlatView *x, float scale, float *shard, float *scratch,
                                  CommPhase phase)
 {
     const int K = g->size, me = g->rank;
     const size_t b = shard_begin(x->total, me, K), n = shard_begin(x->total, me + 1, K) - b;
-    const size_t most = (size_t)(K - 1) * chunks(x->total / (size_t)K + 1); /* regions differ by one at most */
+    /* The chunks of the longest region (regions differ by one float at most), to each other rank. */
+    const size_t most = (size_t)(K - 1) * ((x->total / (size_t)K + DIST_CHUNK) / DIST_CHUNK);
     MPI_Request *sends = calloc(most ? most : 1, sizeof *sends);
     if (!sends) return remat_fail(REMAT_ENOMEM, "reduce-scatter: no memory for %zu requests", most);
     uint64_t sent = 0;
