@@ -9,7 +9,7 @@
  * The header (64 bytes) says what the record holds; the data follows it, on a cache line.
  * Starting each record on a page lets madvise and posix_fadvise act on exactly its pages.
  *
- * Three ways of moving the bytes (OffloadOptions.io):
+ * Three ways of moving the bytes (OffloadOptions.io), all done by prefetch.c:
  *
  *   syscalls  a record is one pwritev (header and data) at its offset: the kernel copies
  *             the tensor into the page cache, and the process never maps those pages.

@@ -52,7 +52,7 @@
  * so a full disk is an error from the growth, never a record half written, and each step
  * reuses it from byte 0. Each record carries a header and a CRC-32C of its bytes, which
  * unpack checks against what pack remembered; a file truncated under the process fails
- * that check, or through a mapping is caught as a SIGBUS (offload.c).
+ * that check, or through a mapping is caught as a SIGBUS (prefetch.c).
  *
  * Errors. A failure of the file is REMAT_EIO (the directory is missing or unwritable, the
  * disk is full, the file-size limit was reached, a write was cut short, a write-back
