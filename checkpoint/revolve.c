@@ -39,7 +39,7 @@ static uint64_t beta_next(uint64_t beta, uint64_t s, uint64_t j)
 RematStatus revolve_forward_count(int64_t l, int64_t s, int64_t *t, int64_t *r)
 {
     if (l < 1 || s < 1 || !t)
-        return remat_fail(REMAT_EINVAL, "revolve: the count needs l ≥ 1 steps and s ≥ 1 slots "
+        return remat_fail(REMAT_EINVAL, "revolve: a chain needs l ≥ 1 steps and s ≥ 1 slots "
                           "(got l = %" PRId64 ", s = %" PRId64 ")%s", l, s, t ? "" : ", and somewhere to put it");
     uint64_t beta = 1, sum = 0, reps = 0;
     while (beta < (uint64_t)l) {
@@ -151,13 +151,8 @@ static void generate(RevolveSchedule *sch, Part *stack)
 
 RevolveSchedule *revolve_schedule_create(int l, int s)
 {
-    if (l < 1 || s < 1) {
-        remat_fail(REMAT_EINVAL, "revolve: a schedule needs l ≥ 1 steps and s ≥ 1 slots (got l = %d, s = %d)",
-                   l, s);
-        return NULL;
-    }
     int64_t t, r;
-    if (revolve_forward_count(l, s, &t, &r) != REMAT_OK) return NULL;
+    if (revolve_forward_count(l, s, &t, &r) != REMAT_OK) return NULL; /* l < 1 or s < 1 */
     const int depth = (s < l ? s : l) + 1;
     RevolveSchedule *sch = calloc(1, sizeof *sch);
     RevolveAction *actions = calloc(4 * (size_t)l, sizeof *actions);

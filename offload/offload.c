@@ -9,7 +9,7 @@
  * The header (64 bytes) says what the record holds; the data follows it, on a cache line.
  * Starting each record on a page lets madvise and posix_fadvise act on exactly its pages.
  *
- * Three ways of moving the bytes (OffloadOptions.io):
+ * Three ways of moving the bytes (OffloadOptions.io), all done by prefetch.c:
  *
  *   syscalls  a record is one pwritev (header and data) at its offset: the kernel copies
  *             the tensor into the page cache, and the process never maps those pages.
@@ -36,23 +36,19 @@
  * the file grows, a mapping may be replaced. syscalls is the default: the mmap path pays a
  * page fault per page each way and a TLB flush per madvise (docs/MEASUREMENTS.md, 8.7).
  */
-#define _GNU_SOURCE /* madvise, preadv, pwritev, statx */
+#define _GNU_SOURCE /* madvise, statx */
 
 #include "offload/offload.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-#include "offload/crc32c.h"
 #include "base/file.h"
 #include "base/platform.h"
 #include "offload/prefetch.h"
@@ -116,19 +112,11 @@ struct Offload {
     bool write_failed;     /* a write behind failed and was reported, since the last reset */
     size_t live;           /* records written (or being written) and not yet released */
     uint64_t sequence;
-    Prefetcher *prefetcher; /* the helper thread; NULL with no prefetch and no write-behind */
-    unsigned char *bounce; /* io direct: the computing thread's bounce buffer; NULL otherwise */
+    Prefetcher *prefetcher; /* moves the bytes: here, and on helper threads (prefetch.h) */
     OffloadStats stats;
 };
 
 static size_t round_up(size_t n, size_t unit) { return (n + unit - 1) / unit * unit; }
-
-/* "saved tensor 0 of linear #3 (h.3.mlp.fc)", for messages. */
-static const char *slot_name(char *buf, size_t size, const Node *node, int slot)
-{
-    snprintf(buf, size, "saved tensor %d of %s #%d (%s)", slot, node->op->name, node->index, node->name);
-    return buf;
-}
 
 /* "short write", or the errno's text, with a hint for the errors of a full disk. */
 static const char *io_error_str(char *buf, size_t size, int err, bool write)
@@ -166,13 +154,13 @@ static bool chooses(const Offload *off, const Tensor *t, const Node *node)
 
 /* ---- the spill file ------------------------------------------------------------------ */
 
-/* Grows the file to hold `need` bytes, in steps of grow_bytes (and, for io mmap, maps all
- * of it). posix_fallocate reserves the blocks, so a full disk shows here, as an error,
- * rather than as a failed write — or, through a mapping, a SIGBUS — in the middle of a
- * record. On error the file and mapping stay as they were. */
+/* Grows the file to hold `need` bytes, in steps of OFFLOAD_GROW_BYTES (and, for io mmap,
+ * maps all of it). posix_fallocate reserves the blocks, so a full disk shows here, as an
+ * error, rather than as a failed write — or, through a mapping, a SIGBUS — in the middle
+ * of a record. On error the file and mapping stay as they were. */
 static RematStatus grow(Offload *off, size_t need, const char *what)
 {
-    const size_t capacity = round_up(need, off->opts.grow_bytes);
+    const size_t capacity = round_up(need, OFFLOAD_GROW_BYTES);
     char from[32], to[32], cause[128];
     mem_format_bytes(from, sizeof from, off->capacity);
     mem_format_bytes(to, sizeof to, capacity);
@@ -190,56 +178,6 @@ static RematStatus grow(Offload *off, size_t need, const char *what)
     }
     off->capacity = capacity;
     return REMAT_OK;
-}
-
-/* ---- copies through the mapping ------------------------------------------------------ */
-
-/* A MAP_SHARED mapping outlives the file's length: once the spill file is truncated, an
- * access to a mapped page past the new end raises SIGBUS. For the length of the copies, a
- * SIGBUS handler of ours replaces the process's (and is put back right after, so a program
- * that installs its own still gets every SIGBUS outside the copies); if the copying thread
- * faults, it jumps back (siglongjmp) and the copy reports the truncation. SIGBUS goes to
- * the thread that faulted and the guard is thread-local, so a fault on another thread is
- * not ours: the handler puts back the old handler and returns, the access runs again, and
- * the old handler deals with it. Jumping out of memcpy abandons it half way, which is safe:
- * memcpy holds no lock nor state beyond its registers, and nothing it wrote is used after. */
-/* Set while this thread copies under the guard. volatile: the handler reads it, so the
- * compiler must store it before the copies, though memcpy never reads it. */
-static _Thread_local sigjmp_buf *volatile bus_guard;
-static struct sigaction saved_bus_action;   /* the handler the guard replaced */
-
-static void on_sigbus(int signal_number)
-{
-    (void)signal_number;
-    if (bus_guard) siglongjmp(*bus_guard, 1);
-    sigaction(SIGBUS, &saved_bus_action, NULL);
-}
-
-/* Copies io's header and data to (a write) or from the record at `at` in the mapping, under
- * the guard; false if a copy faulted because the file no longer holds the pages it touched
- * (then it may be partly done). */
-static bool copy_guarded(unsigned char *at, const PrefetchIo *io)
-{
-    struct sigaction action = {.sa_handler = on_sigbus};
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGBUS, &action, &saved_bus_action);
-    sigjmp_buf env;
-    volatile bool faulted = false; /* written after sigsetjmp, read after the jump */
-    if (sigsetjmp(env, 1) == 0) { /* 1: the jump also restores the signal mask */
-        bus_guard = &env;
-        if (io->write) {
-            memcpy(at, io->head, sizeof(RecordHeader));
-            memcpy(at + HEADER_BYTES, io->data, io->data_bytes);
-        } else {
-            memcpy(io->head, at, sizeof(RecordHeader));
-            memcpy(io->data, at + HEADER_BYTES, io->data_bytes);
-        }
-    } else {
-        faulted = true;
-    }
-    bus_guard = NULL;
-    sigaction(SIGBUS, &saved_bus_action, NULL);
-    return !faulted;
 }
 
 /* The file is shorter than its records or its mapping: the mapping goes (touching it
@@ -277,35 +215,19 @@ static RematStatus transfer_failed(const Offload *off, const char *what, bool wr
                       what, write ? "to" : "from", off->dir, io_error_str(cause, sizeof cause, err, write));
 }
 
-/* Does r->io (record_io) now, on the computing thread: by prefetch_transfer, or for io mmap
- * through the mapping, whose pages it then hands back (see the top of this file) and, with
- * drop_cache, sends on their way out of the page cache: written, their write-back starts;
- * read, they are dropped. */
-static RematStatus transfer(Offload *off, Record *r, const char *what)
+/* Does r->io (record_io) now, on the computing thread, by prefetch_transfer: for io mmap
+ * through the mapping (see the top of this file). */
+static RematStatus transfer(Offload *off, Record *r)
 {
-    PrefetchIo *io = &r->io;
-    if (off->opts.io != OFFLOAD_IO_MMAP) {
-        const int err = prefetch_transfer(off->fd, io, off->bounce);
-        return err ? transfer_failed(off, what, io->write, err) : REMAT_OK;
-    }
-    const char *doing = io->write ? "write" : "read back";
-    unsigned char *at = off->map + r->offset;
-    if (io->write) *io->crc = crc32c(io->data, io->data_bytes);
-    if (!copy_guarded(at, io)) { /* the file was truncated under the mapping */
-        struct stat st;
-        const long long size = fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1;
-        forget_mapping(off);
-        return remat_fail(REMAT_ECORRUPT, "offload: cannot %s %s: the spill file in %s is %lld bytes long, shorter "
-                          "than its mapping (the file was truncated; SIGBUS caught)", doing, what, off->dir, size);
-    }
-    if (!io->write) *io->crc = crc32c(io->data, io->data_bytes);
-    if (madvise(at, r->span, MADV_DONTNEED) != 0)
-        return remat_fail(REMAT_EIO, "offload: %s: madvise(MADV_DONTNEED) failed: %s", what, strerror(errno));
-    const int err = off->opts.drop_cache ? prefetch_evict(off->fd, io->offset, r->span, !io->write) : 0;
-    char cause[128];
-    if (!err) return REMAT_OK;
-    return remat_fail(REMAT_EIO, "offload: cannot %s %s: taking it out of the page cache failed: %s", doing, what,
-                      io_error_str(cause, sizeof cause, err, true));
+    r->io.map = off->opts.io == OFFLOAD_IO_MMAP ? off->map + r->offset : NULL;
+    const int err = prefetch_transfer(off->prefetcher, &r->io);
+    if (err != PREFETCH_TRUNCATED) return err ? transfer_failed(off, r->what, r->io.write, err) : REMAT_OK;
+    struct stat st;
+    const long long size = fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1;
+    forget_mapping(off);
+    return remat_fail(REMAT_ECORRUPT, "offload: cannot %s %s: the spill file in %s is %lld bytes long, shorter than "
+                      "its mapping (the file was truncated; SIGBUS caught)", r->io.write ? "write" : "read back",
+                      r->what, off->dir, size);
 }
 
 /* ---- records ------------------------------------------------------------------------- */
@@ -313,6 +235,13 @@ static RematStatus transfer(Offload *off, Record *r, const char *what)
 /* Whether records are written behind the forward, on the helper thread (io syscalls and direct:
  * the mmap path copies into the mapping on the computing thread). */
 static bool writes_behind(const OffloadOptions *o) { return o->write_behind > 0 && o->io != OFFLOAD_IO_MMAP; }
+
+/* The helper threads that write behind and read ahead: none if nothing is, else io_threads
+ * (at least one). */
+static int helper_threads(const OffloadOptions *o)
+{
+    return o->prefetch == 0 && !writes_behind(o) ? 0 : o->io_threads > 0 ? o->io_threads : 1;
+}
 
 /* A record's write is done and was seen to be: DISK is charged its bytes. */
 static void count_written(Offload *off, Record *r)
@@ -389,7 +318,7 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t)
         off->writing_bytes += t->bytes;
         prefetch_submit(off->prefetcher, &r->io);
     } else {
-        RematStatus status = transfer(off, r, r->what);
+        RematStatus status = transfer(off, r);
         if (status != REMAT_OK) return status;
         count_written(off, r);
         off->finished++; /* nothing is in flight */
@@ -405,8 +334,9 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t)
  * the file still holds the whole record, its header is the one written, its data has the
  * checksum it was written with. NULL on error. A file truncated behind our back is
  * unmapped (touching its missing pages would raise SIGBUS); the next write grows it again. */
-static Tensor *read_record(Offload *off, Record *r, const char *what)
+static Tensor *read_record(Offload *off, Record *r)
 {
+    const char *what = r->what;
     struct stat st;
     if (fstat(off->fd, &st) != 0) {
         remat_fail(REMAT_EIO, "offload: cannot read back %s: fstat of the spill file failed: %s", what,
@@ -436,7 +366,7 @@ static Tensor *read_record(Offload *off, Record *r, const char *what)
         t = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
         if (!t) return NULL;
         record_io(off, r, false, t);
-        status = transfer(off, r, what);
+        status = transfer(off, r);
     }
     if (status == REMAT_OK && memcmp(&r->head.header, h, sizeof *h))
         status = remat_fail(REMAT_ECORRUPT, "offload: cannot read back %s: the header of its record %zu (at byte "
@@ -529,8 +459,7 @@ static void *offload_pack(void *ctx, Tensor *t, const Node *node, int slot)
     Offload *off = ctx;
     Record *r = calloc(1, sizeof *r);
     if (!r) {
-        char what[NODE_NAME_LEN + 64];
-        remat_fail(REMAT_ENOMEM, "offload: no memory to save %s", slot_name(what, sizeof what, node, slot));
+        remat_fail(REMAT_ENOMEM, "offload: no memory to save tensor %d of %s #%d", slot, node->op->name, node->index);
         return NULL;
     }
     if (!chooses(off, t, node)) {
@@ -538,7 +467,7 @@ static void *offload_pack(void *ctx, Tensor *t, const Node *node, int slot)
         off->stats.kept++;
         return r;
     }
-    slot_name(r->what, sizeof r->what, node, slot);
+    snprintf(r->what, sizeof r->what, "saved tensor %d of %s #%d (%s)", slot, node->op->name, node->index, node->name);
     const double start = platform_seconds();
     /* Writing behind: at most write_behind records (and write_behind_bytes) in flight, this
      * one included. A failed earlier write fails this pack: the next point where the
@@ -564,17 +493,16 @@ static Tensor *offload_unpack(void *ctx, void *packed, const Node *node, int slo
     if (r->kept) return tensor_retain(r->kept);
     (void)node; /* the record names what it holds: r->what */
     (void)slot;
-    const char *what = r->what;
     const double start = platform_seconds();
     Tensor *t = NULL;
     if (finish_writes(off, off->count - r->index - 1, 0) != REMAT_OK) {
         /* still being written (hooks left pushed into backward), and a write failed */
     } else if (r->failed) {
-        remat_fail(REMAT_EIO, "offload: cannot read back %s: its record could not be written", what);
+        remat_fail(REMAT_EIO, "offload: cannot read back %s: its record could not be written", r->what);
         off->stats.failures++;
     } else {
-        if (off->prefetcher) prefetch_before(off, r->index);
-        t = read_record(off, r, what);
+        prefetch_before(off, r->index);
+        t = read_record(off, r);
         if (!t) count_failure(off);
     }
     off->stats.read_seconds += platform_seconds() - start;
@@ -669,10 +597,9 @@ static int spill_file_open(const char *dir)
 static const char *spill_dir(const OffloadOptions *opts)
 {
     if (!opts || (unsigned)opts->policy > OFFLOAD_BOUNDARY || (unsigned)opts->io > OFFLOAD_IO_DIRECT ||
-        opts->prefetch < 0 || opts->write_behind < 0 || opts->grow_bytes == 0 || opts->io_threads < 0 ||
-        opts->io_threads > OFFLOAD_MAX_IO_THREADS) {
+        opts->prefetch < 0 || opts->write_behind < 0 || (unsigned)opts->io_threads > OFFLOAD_MAX_IO_THREADS) {
         remat_fail(REMAT_EINVAL, "offload_create: need options with a known policy and io, prefetch >= 0, "
-                   "write_behind >= 0, grow_bytes > 0 and io_threads from 0 to %d", OFFLOAD_MAX_IO_THREADS);
+                   "write_behind >= 0 and io_threads from 0 to %d", OFFLOAD_MAX_IO_THREADS);
         return NULL;
     }
     /* An empty path would put the file in "/" (the path is DIR/remat-spill-XXXXXX). */
@@ -699,17 +626,14 @@ Offload *offload_create(const OffloadOptions *opts)
     off->opts = *opts;
     off->opts.dir = off->dir = dir_copy;
     off->page = (size_t)sysconf(_SC_PAGESIZE);
-    off->opts.grow_bytes = round_up(opts->grow_bytes, off->page);
     off->fd = spill_file_open(dir);
     const bool direct = opts->io == OFFLOAD_IO_DIRECT;
     bool ok = off->fd >= 0;
-    if (ok && direct) ok = open_direct(off->fd, dir, off->page) == REMAT_OK && (off->bounce = prefetch_bounce_create());
+    if (ok && direct) ok = open_direct(off->fd, dir, off->page) == REMAT_OK;
     /* With drop_cache no read-ahead (see the top of this file): a record is read in one
      * request, and what lies past it was already read and dropped. */
     if (ok && opts->drop_cache) (void)posix_fadvise(off->fd, 0, 0, POSIX_FADV_RANDOM);
-    const int threads = opts->io_threads > 0 ? opts->io_threads : 1;
-    if (ok && (opts->prefetch > 0 || writes_behind(opts)))
-        ok = (off->prefetcher = prefetch_create(off->fd, direct, threads)) != NULL;
+    if (ok) ok = (off->prefetcher = prefetch_create(off->fd, direct, helper_threads(opts))) != NULL;
     if (!ok) {
         offload_free(off); /* nothing is live yet */
         return NULL;
@@ -730,7 +654,6 @@ void offload_free(Offload *off)
     prefetch_free(off->prefetcher);
     if (off->map) munmap(off->map, off->capacity);
     if (off->fd >= 0) close(off->fd);
-    free(off->bounce);
     free(off->order);
     free(off->dir);
     free(off);
@@ -772,7 +695,7 @@ RematStatus offload_pop(Offload *off)
     /* What the page cache still holds of the records: with io direct, nothing to drop, so say so. */
     if (status == REMAT_OK && (off->opts.drop_cache || off->opts.io == OFFLOAD_IO_DIRECT))
         status = offload_cached_bytes(off, &off->stats.cached_after_forward);
-    if (status == REMAT_OK && off->prefetcher) prefetch_before(off, off->count);
+    if (status == REMAT_OK) prefetch_before(off, off->count);
     return status;
 }
 
@@ -802,27 +725,22 @@ static void window_str(char *buf, size_t size, const char *verb, int records, si
 
 char *offload_describe(const Offload *off, char *buf, size_t size)
 {
+    static const char *const IO_NAMES[] = {"pwritev/preadv", "mmap", "O_DIRECT pwrite/pread"};
     const OffloadOptions *o = &off->opts;
-    char min[32], large[32], prefix[64] = "", what[160];
-    mem_format_bytes(min, sizeof min, o->min_bytes);
-    mem_format_bytes(large, sizeof large, o->large_bytes);
-    if (o->policy == OFFLOAD_LARGE && o->tag_prefix) snprintf(prefix, sizeof prefix, " or tagged %s*", o->tag_prefix);
-    if (o->policy == OFFLOAD_ALL) snprintf(what, sizeof what, "every saved activation");
-    else if (o->policy == OFFLOAD_LARGE)
-        snprintf(what, sizeof what, "saved activations of %s or more%s", large, prefix);
-    else snprintf(what, sizeof what, "the inputs checkpoint regions keep");
-    char ahead[96] = "no prefetch", behind[96] = "written in the forward";
+    char min[32], large[32], prefix[64] = "", what[160] = "every saved activation";
+    if (o->tag_prefix) snprintf(prefix, sizeof prefix, " or tagged %s*", o->tag_prefix);
+    if (o->policy == OFFLOAD_LARGE)
+        snprintf(what, sizeof what, "saved activations of %s or more%s",
+                 mem_format_bytes(large, sizeof large, o->large_bytes), prefix);
+    if (o->policy == OFFLOAD_BOUNDARY) snprintf(what, sizeof what, "the inputs checkpoint regions keep");
+    char ahead[96] = "no prefetch", behind[96] = "written in the forward", threads[48] = "";
     if (o->prefetch > 0) window_str(ahead, sizeof ahead, "prefetch", o->prefetch, o->prefetch_bytes, "ahead");
     if (writes_behind(o))
         window_str(behind, sizeof behind, "written", o->write_behind, o->write_behind_bytes, "behind");
-    char threads[48] = "";
-    if (off->prefetcher && o->io_threads > 1) snprintf(threads, sizeof threads, " (%d I/O threads)", o->io_threads);
+    if (helper_threads(o) > 1) snprintf(threads, sizeof threads, " (%d I/O threads)", o->io_threads);
     snprintf(buf, size, "%s (%s) of %s or more, to a spill file in %s by %s; %s; page cache %s; %s%s",
-             offload_policy_name(o->policy), what, min, off->dir,
-             o->io == OFFLOAD_IO_MMAP     ? "mmap"
-             : o->io == OFFLOAD_IO_DIRECT ? "O_DIRECT pwrite/pread"
-                                          : "pwritev/preadv",
-             behind,
+             offload_policy_name(o->policy), what, mem_format_bytes(min, sizeof min, o->min_bytes), off->dir,
+             IO_NAMES[o->io], behind,
              o->io == OFFLOAD_IO_DIRECT ? "not used (backward reads the disk)"
              : o->drop_cache            ? "dropped record by record (backward reads the disk)"
                                         : "kept",

@@ -52,7 +52,7 @@
  * so a full disk is an error from the growth, never a record half written, and each step
  * reuses it from byte 0. Each record carries a header and a CRC-32C of its bytes, which
  * unpack checks against what pack remembered; a file truncated under the process fails
- * that check, or through a mapping is caught as a SIGBUS (offload.c).
+ * that check, or through a mapping is caught as a SIGBUS (prefetch.c).
  *
  * Errors. A failure of the file is REMAT_EIO (the directory is missing or unwritable, the
  * disk is full, the file-size limit was reached, a write was cut short, a write-back
@@ -84,7 +84,7 @@ typedef enum OffloadPolicy {
 
 #define OFFLOAD_MIN_BYTES ((size_t)64 << 10)   /* default: smaller saved tensors stay in RAM */
 #define OFFLOAD_LARGE_BYTES ((size_t)1 << 20)  /* default: what "large" means */
-#define OFFLOAD_GROW_BYTES ((size_t)64 << 20)  /* default: the file grows this much at a time */
+#define OFFLOAD_GROW_BYTES ((size_t)64 << 20)  /* the file grows this much at a time */
 #define OFFLOAD_PREFETCH 2                     /* default: records read ahead in backward */
 #define OFFLOAD_WRITE_BEHIND 2                 /* default: records written behind the forward */
 #define OFFLOAD_ANY_COUNT (1 << 20)            /* a count of records that never limits a window of bytes */
@@ -121,7 +121,6 @@ typedef struct OffloadOptions {
     size_t write_behind_bytes; /* and, if > 0, no more than this many bytes of data in flight
                                (a larger record is still written behind, alone); 0: the count
                                alone decides */
-    size_t grow_bytes;      /* the file grows by at least this much at a time (> 0) */
     int io_threads;         /* helper threads that write behind and read ahead (0 or 1: one;
                                at most OFFLOAD_MAX_IO_THREADS); records are still waited
                                for, and the ledger moved, in order */
@@ -133,8 +132,7 @@ typedef struct OffloadOptions {
 #define OFFLOAD_DEFAULTS(policy_)                                                                              \
     ((OffloadOptions){.policy = (policy_), .io = OFFLOAD_IO_SYSCALLS, .min_bytes = OFFLOAD_MIN_BYTES,          \
                       .large_bytes = OFFLOAD_LARGE_BYTES, .prefetch = OFFLOAD_PREFETCH,                        \
-                      .io_threads = OFFLOAD_IO_THREADS, .write_behind = OFFLOAD_WRITE_BEHIND,                  \
-                      .grow_bytes = OFFLOAD_GROW_BYTES})
+                      .io_threads = OFFLOAD_IO_THREADS, .write_behind = OFFLOAD_WRITE_BEHIND})
 
 /* "all", "large", "boundary": the names of OffloadPolicy's values. */
 extern const NameTable OFFLOAD_POLICY_NAMES;

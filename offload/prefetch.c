@@ -1,20 +1,25 @@
 /*
- * prefetch.c — the read-ahead and write-behind threads and their queue (see prefetch.h).
+ * prefetch.c — the read-ahead and write-behind threads and their queue, and the three ways
+ * a request's bytes move: pwritev/preadv, O_DIRECT through a bounce buffer, or memcpy
+ * through a mapping under a SIGBUS guard (see prefetch.h).
  *
  * One mutex guards the queue, the stop flag and every request's `done`; one condition
  * variable wakes the threads when a request is queued and the caller when one is done.
  * Each thread takes the oldest request queued, so requests start in order; with several
  * threads they run side by side and may finish in any order.
  */
-#define _GNU_SOURCE /* preadv, pwritev, sync_file_range */
+#define _GNU_SOURCE /* madvise, preadv, pwritev, sync_file_range */
 
 #include "offload/prefetch.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,7 +27,10 @@
 #include "offload/crc32c.h"
 #include "base/platform.h"
 
-/* One of the threads. */
+/* The size of a bounce buffer for direct transfers. */
+#define BOUNCE_BYTES ((size_t)1 << 20)
+
+/* One of the threads, or the caller's place (workers[0], which runs no thread). */
 typedef struct Worker {
     Prefetcher *owner;
     pthread_t thread;
@@ -31,8 +39,8 @@ typedef struct Worker {
 
 struct Prefetcher {
     int fd;
-    int threads;              /* started, in workers[0, threads) */
-    Worker workers[PREFETCH_MAX_THREADS];
+    int threads;              /* started, in workers[1, threads] */
+    Worker workers[PREFETCH_MAX_THREADS + 1];
     pthread_mutex_t lock;
     pthread_cond_t changed;
     PrefetchIo *first, *last; /* the queue, oldest first */
@@ -46,11 +54,12 @@ int prefetch_evict(int fd, off_t offset, size_t bytes, bool drop)
     return drop ? posix_fadvise(fd, offset, (off_t)bytes, POSIX_FADV_DONTNEED) : 0;
 }
 
-unsigned char *prefetch_bounce_create(void)
+/* A bounce buffer of BOUNCE_BYTES aligned to the page, for one thread's direct transfers. */
+static unsigned char *bounce_create(void)
 {
     void *buf = NULL;
-    const int err = posix_memalign(&buf, (size_t)sysconf(_SC_PAGESIZE), PREFETCH_BOUNCE_BYTES);
-    if (err) remat_fail(REMAT_ENOMEM, "prefetch: no memory for a %zu-byte bounce buffer", PREFETCH_BOUNCE_BYTES);
+    const int err = posix_memalign(&buf, (size_t)sysconf(_SC_PAGESIZE), BOUNCE_BYTES);
+    if (err) remat_fail(REMAT_ENOMEM, "prefetch: no memory for a %zu-byte bounce buffer", BOUNCE_BYTES);
     return err ? NULL : buf;
 }
 
@@ -83,7 +92,7 @@ static int transfer_direct(int fd, const PrefetchIo *io, unsigned char *bounce)
 {
     const size_t total = io->head_bytes + io->data_bytes + io->pad_bytes;
     for (size_t done = 0; done < total;) {
-        const size_t n = total - done < PREFETCH_BOUNCE_BYTES ? total - done : PREFETCH_BOUNCE_BYTES;
+        const size_t n = total - done < BOUNCE_BYTES ? total - done : BOUNCE_BYTES;
         const off_t at = io->offset + (off_t)done;
         if (io->write) bounce_copy(io, done, bounce, n);
         const ssize_t moved = io->write ? pwrite(fd, bounce, n, at) : pread(fd, bounce, n, at);
@@ -95,27 +104,83 @@ static int transfer_direct(int fd, const PrefetchIo *io, unsigned char *bounce)
     return 0;
 }
 
+/* ---- through a mapping ----------------------------------------------------------------- */
+
+/* A MAP_SHARED mapping outlives the file's length: once the spill file is truncated, an
+ * access to a mapped page past the new end raises SIGBUS. For the length of the copies, a
+ * SIGBUS handler of ours replaces the process's (and is put back right after, so a program
+ * that installs its own still gets every SIGBUS outside the copies); if the copying thread
+ * faults, it jumps back (siglongjmp) and the copy reports the truncation. SIGBUS goes to
+ * the thread that faulted and the guard is thread-local, so a fault on another thread is
+ * not ours: the handler puts back the old handler and returns, the access runs again, and
+ * the old handler deals with it. Jumping out of memcpy abandons it half way, which is safe:
+ * memcpy holds no lock nor state beyond its registers, and nothing it wrote is used after. */
+/* Set while this thread copies under the guard. volatile: the handler reads it, so the
+ * compiler must store it before the copies, though memcpy never reads it. */
+static _Thread_local sigjmp_buf *volatile bus_guard;
+static struct sigaction saved_bus_action;   /* the handler the guard replaced */
+
+static void on_sigbus(int signal_number)
+{
+    (void)signal_number;
+    if (bus_guard) siglongjmp(*bus_guard, 1);
+    sigaction(SIGBUS, &saved_bus_action, NULL);
+}
+
+/* Copies io's header and data to (a write) or from (a read) io->map, under the guard, then
+ * hands the record's pages back (MADV_DONTNEED: a write's dirty contents stay in the page
+ * cache, to be written back). PREFETCH_TRUNCATED if a copy faulted because the file no
+ * longer holds the pages it touched (then it may be partly done). */
+static int transfer_mapped(const PrefetchIo *io, size_t record)
+{
+    struct sigaction action = {.sa_handler = on_sigbus};
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGBUS, &action, &saved_bus_action);
+    sigjmp_buf env;
+    volatile bool faulted = false; /* written after sigsetjmp, read after the jump */
+    if (sigsetjmp(env, 1) == 0) { /* 1: the jump also restores the signal mask */
+        bus_guard = &env;
+        unsigned char *data = io->map + io->head_bytes;
+        if (io->write) {
+            memcpy(io->map, io->head, io->head_bytes);
+            memcpy(data, io->data, io->data_bytes);
+        } else {
+            memcpy(io->head, io->map, io->head_bytes);
+            memcpy(io->data, data, io->data_bytes);
+        }
+    } else {
+        faulted = true;
+    }
+    bus_guard = NULL;
+    sigaction(SIGBUS, &saved_bus_action, NULL);
+    if (faulted) return PREFETCH_TRUNCATED;
+    return madvise(io->map, record, MADV_DONTNEED) != 0 ? errno : 0;
+}
+
 /* The zeros a write pads its record with (a page is at most this large where remat runs;
  * a larger pad is left unwritten, which only costs the read of a partial page). */
 static const unsigned char ZEROS[(size_t)64 << 10];
 
-/* The transfer itself, as prefetch_transfer describes it, without the clock. */
+/* A request by one pwritev or preadv. */
+static int transfer_vectored(int fd, const PrefetchIo *io)
+{
+    const size_t pad = io->write && io->pad_bytes <= sizeof ZEROS ? io->pad_bytes : 0;
+    const size_t bytes = io->head_bytes + io->data_bytes + pad;
+    if (bytes == 0) return 0;
+    const struct iovec iov[3] = {{io->head, io->head_bytes}, {io->data, io->data_bytes}, {(void *)ZEROS, pad}};
+    const ssize_t n = io->write ? pwritev(fd, iov, 3, io->offset) : preadv(fd, iov, 2, io->offset);
+    return n < 0 ? errno : (size_t)n != bytes ? -1 : 0;
+}
+
+/* The transfer itself, without the clock. */
 static int transfer(int fd, PrefetchIo *io, unsigned char *bounce)
 {
     if (io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
-    if (io->direct) return transfer_direct(fd, io, bounce);
-    const size_t pad = io->write && io->pad_bytes <= sizeof ZEROS ? io->pad_bytes : 0;
-    const size_t bytes = io->head_bytes + io->data_bytes + pad;
-    int error = 0;
-    if (bytes > 0) {
-        const struct iovec iov[3] = {{io->head, io->head_bytes}, {io->data, io->data_bytes}, {(void *)ZEROS, pad}};
-        const ssize_t n = io->write ? pwritev(fd, iov, 3, io->offset) : preadv(fd, iov, 2, io->offset);
-        error = n < 0 ? errno : (size_t)n != bytes ? -1 : 0;
-    }
     const size_t record = io->head_bytes + io->data_bytes + io->pad_bytes;
-    if (!error && io->evict)
-        error = prefetch_evict(fd, io->offset, record, !io->write);
-    return error;
+    const int error = io->direct ? transfer_direct(fd, io, bounce)
+                    : io->map    ? transfer_mapped(io, record)
+                                 : transfer_vectored(fd, io);
+    return !error && io->evict ? prefetch_evict(fd, io->offset, record, !io->write) : error;
 }
 
 /* The CPU time the calling thread has used, in seconds. */
@@ -125,10 +190,11 @@ static double thread_cpu_seconds(void)
     return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 ? (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec : 0.0;
 }
 
-int prefetch_transfer(int fd, PrefetchIo *io, unsigned char *bounce)
+/* Does `io` on the calling thread, `w`, as prefetch_transfer describes it. */
+static int run(const Worker *w, PrefetchIo *io)
 {
     const double start = platform_seconds(), cpu_start = thread_cpu_seconds();
-    const int error = transfer(fd, io, bounce);
+    const int error = transfer(w->owner->fd, io, w->bounce);
     if (!error && !io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
     io->seconds = platform_seconds() - start;
     io->cpu_seconds = thread_cpu_seconds() - cpu_start;
@@ -150,7 +216,7 @@ static void *prefetch_thread(void *arg)
         if (!p->first) p->last = NULL;
         pthread_mutex_unlock(&p->lock);
 
-        prefetch_transfer(p->fd, io, w->bounce); /* io->error says how it went */
+        run(w, io); /* io->error says how it went */
 
         pthread_mutex_lock(&p->lock);
         io->done = true;
@@ -169,20 +235,15 @@ void prefetch_free(Prefetcher *p)
     p->stop = true;
     pthread_cond_broadcast(&p->changed);
     pthread_mutex_unlock(&p->lock);
-    for (int k = 0; k < p->threads; k++) pthread_join(p->workers[k].thread, NULL);
+    for (int k = 1; k <= p->threads; k++) pthread_join(p->workers[k].thread, NULL);
     pthread_cond_destroy(&p->changed);
     pthread_mutex_destroy(&p->lock);
-    for (int k = 0; k < PREFETCH_MAX_THREADS; k++) free(p->workers[k].bounce);
+    for (int k = 0; k <= PREFETCH_MAX_THREADS; k++) free(p->workers[k].bounce);
     free(p);
 }
 
 Prefetcher *prefetch_create(int fd, bool direct, int threads)
 {
-    if (threads < 1 || threads > PREFETCH_MAX_THREADS) {
-        remat_fail(REMAT_EINVAL, "prefetch: %d I/O threads asked for; 1 to %d can be had", threads,
-                   PREFETCH_MAX_THREADS);
-        return NULL;
-    }
     Prefetcher *p = calloc(1, sizeof *p);
     if (!p) {
         remat_fail(REMAT_ENOMEM, "prefetch: no memory for the I/O threads' state");
@@ -191,20 +252,20 @@ Prefetcher *prefetch_create(int fd, bool direct, int threads)
     p->fd = fd;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->changed, NULL);
-    for (int k = 0; k < threads; k++) {
+    for (int k = 0; k <= threads; k++) {
         Worker *w = &p->workers[k];
         w->owner = p;
-        if (direct && !(w->bounce = prefetch_bounce_create())) {
+        if (direct && !(w->bounce = bounce_create())) {
             prefetch_free(p); /* joins those that started */
             return NULL;
         }
-        const int err = pthread_create(&w->thread, NULL, prefetch_thread, w);
+        const int err = k ? pthread_create(&w->thread, NULL, prefetch_thread, w) : 0;
         if (err) {
             prefetch_free(p);
             remat_fail(REMAT_ENOMEM, "prefetch: cannot start an I/O thread (error %d)", err);
             return NULL;
         }
-        p->threads++;
+        p->threads = k;
     }
     return p;
 }
@@ -221,6 +282,8 @@ void prefetch_submit(Prefetcher *p, PrefetchIo *io)
     pthread_cond_broadcast(&p->changed);
     pthread_mutex_unlock(&p->lock);
 }
+
+int prefetch_transfer(Prefetcher *p, PrefetchIo *io) { return run(&p->workers[0], io); }
 
 bool prefetch_wait(Prefetcher *p, PrefetchIo *io)
 {

@@ -6,9 +6,11 @@
  * write, where in the file, which buffers), submits it, goes on computing, and later waits
  * for it; a thread does the preadv or pwritev meanwhile, so the disk's work overlaps the
  * caller's. Offload reads with it, in backward, the records it will unpack next, and
- * writes, in the forward, those it has just packed (offload.c). Requests start in the
- * order they were submitted; with more than one thread they may finish in any order, so
- * the caller must not queue a read of bytes that a write not yet waited for is writing.
+ * writes, in the forward, those it has just packed (offload.c); what it moves on its own
+ * thread goes through prefetch_transfer, the same way or through a mapping of the file.
+ * Requests start in the order they were submitted; with more than one thread they may
+ * finish in any order, so the caller must not queue a read of bytes that a write not yet
+ * waited for is writing.
  *
  * Why a thread rather than posix_fadvise(POSIX_FADV_WILLNEED): WILLNEED only starts the
  * disk reads, and the copy out of the page cache still happens on the computing thread
@@ -55,29 +57,29 @@ typedef struct PrefetchIo {
                                   aligned bounce buffer and moves the padding too; offset and
                                   head + data + pad must be aligned as the file system asks */
     bool evict;                /* then start its write-back (a write) or drop it (a read) */
-    int error;                 /* after prefetch_wait: 0, an errno, or -1 for a short transfer */
+    unsigned char *map;        /* the record's start in a MAP_SHARED mapping of the file: the
+                                  transfer is memcpy, then MADV_DONTNEED; never submitted */
+    int error;                 /* after prefetch_wait: 0, an errno, -1 for a short transfer,
+                                  or PREFETCH_TRUNCATED */
     double seconds;            /* after prefetch_wait: how long the transfer took where it ran */
     double cpu_seconds;        /* of it, the CPU time of the thread that ran it */
     bool done;                 /* the thread's; read it only through prefetch_wait */
     struct PrefetchIo *next;   /* the queue's */
 } PrefetchIo;
 
+/* A copy through a mapping faulted (SIGBUS, caught): the file was truncated under it. */
+#define PREFETCH_TRUNCATED (-2)
+
 typedef struct Prefetcher Prefetcher;
-
-/* The size of a bounce buffer for direct transfers. */
-#define PREFETCH_BOUNCE_BYTES ((size_t)1 << 20)
-
-/* A bounce buffer of PREFETCH_BOUNCE_BYTES aligned to the page, for direct transfers made
- * on one thread; the caller frees it with free(). NULL with REMAT_ENOMEM. */
-unsigned char *prefetch_bounce_create(void);
 
 /* The most threads one Prefetcher runs. */
 #define PREFETCH_MAX_THREADS 4
 
-/* Starts `threads` threads (1 to PREFETCH_MAX_THREADS) that read from and write to `fd`,
- * each with a bounce buffer of its own if `direct`. The caller owns the result and frees
- * it with prefetch_free. NULL, with nothing left running, on error: REMAT_EINVAL for a
- * thread count out of range, REMAT_ENOMEM if a thread or its state cannot be made. */
+/* Starts `threads` threads (0 to PREFETCH_MAX_THREADS, which the caller checks) that read
+ * from and write to `fd`; with `direct`, each has a bounce buffer of its own (1 MiB), and so
+ * does the caller, for prefetch_transfer. The caller owns the result and frees it with
+ * prefetch_free. NULL, with nothing left running, on error: REMAT_ENOMEM if a thread or its
+ * state cannot be made. */
 Prefetcher *prefetch_create(int fd, bool direct, int threads);
 
 /* Stops and joins the threads. NULL is a no-op. No request may still be queued. */
@@ -90,11 +92,10 @@ void prefetch_submit(Prefetcher *p, PrefetchIo *io);
  * whether it had to block (false: the thread had already finished it). */
 bool prefetch_wait(Prefetcher *p, PrefetchIo *io);
 
-/* Does `io` now, on the calling thread, as the helper thread would: 0, an errno, or -1
- * for a short transfer (also stored in io->error; the time it took in io->seconds and
- * io->cpu_seconds). `bounce` (prefetch_bounce_create, used
- * by no other thread meanwhile) is needed for a direct request only; else it may be NULL. */
-int prefetch_transfer(int fd, PrefetchIo *io, unsigned char *bounce);
+/* Does `io` now, on the calling thread, as a helper thread would (or through io->map):
+ * 0, an errno, -1 for a short transfer or PREFETCH_TRUNCATED (also stored in io->error;
+ * the time it took in io->seconds and io->cpu_seconds). */
+int prefetch_transfer(Prefetcher *p, PrefetchIo *io);
 
 /* Takes `bytes` of `fd` from `offset` out of the page cache without an fsync of the whole
  * file: sync_file_range writes the range's dirty pages back and, with `drop`, waits for

@@ -101,7 +101,6 @@ static void count(CommOp op, CommPhase phase, uint64_t sent, uint64_t received)
 {
     counts.sent[op][phase] += sent;
     counts.received[op][phase] += received;
-    counts.calls[op][phase]++;
 }
 
 /* One phase's column of a table of counts, summed over the collectives. */
@@ -123,29 +122,28 @@ const char *comm_phase_name(CommPhase phase)
 
 /* ---- collectives ----------------------------------------------------------------------- */
 
-/* Posts a send of the view's elements [b, e) to rank `dest` (nothing when empty); returns
- * the bytes it sends. */
-static uint64_t send_range(const FlatView *x, size_t b, size_t e, int dest, int tag, MPI_Request *req)
+/* Posts a send of the view's elements [b, e) to rank `peer`, or a receive of them from it
+ * (nothing when empty); returns the bytes it moves. */
+static uint64_t post_range(const FlatView *x, size_t b, size_t e, int peer, int tag, bool send, MPI_Request *req)
 {
     *req = MPI_REQUEST_NULL;
     if (b == e) return 0;
     MPI_Datatype type = region_type(x, b, e);
-    MPI_Isend(MPI_BOTTOM, 1, type, dest, tag, MPI_COMM_WORLD, req);
-    MPI_Type_free(&type); /* freed once the send no longer needs it */
+    if (send) MPI_Isend(MPI_BOTTOM, 1, type, peer, tag, MPI_COMM_WORLD, req);
+    else MPI_Irecv(MPI_BOTTOM, 1, type, peer, tag, MPI_COMM_WORLD, req);
+    MPI_Type_free(&type); /* freed once the transfer no longer needs it */
     return (e - b) * sizeof(float);
 }
 
 size_t dist_scratch_floats(size_t n) { return n < DIST_CHUNK ? n : DIST_CHUNK; }
-
-/* Chunks of a region of n floats. */
-static size_t chunks(size_t n) { return (n + DIST_CHUNK - 1) / DIST_CHUNK; }
 
 RematStatus dist_reduce_scatter(const DistGroup *g, const FlatView *x, float scale, float *shard, float *scratch,
                                  CommPhase phase)
 {
     const int K = g->size, me = g->rank;
     const size_t b = shard_begin(x->total, me, K), n = shard_begin(x->total, me + 1, K) - b;
-    const size_t most = (size_t)(K - 1) * chunks(x->total / (size_t)K + 1); /* regions differ by one at most */
+    /* The chunks of the longest region (regions differ by one float at most), to each other rank. */
+    const size_t most = (size_t)(K - 1) * ((x->total / (size_t)K + DIST_CHUNK) / DIST_CHUNK);
     MPI_Request *sends = calloc(most ? most : 1, sizeof *sends);
     if (!sends) return remat_fail(REMAT_ENOMEM, "reduce-scatter: no memory for %zu requests", most);
     uint64_t sent = 0;
@@ -153,7 +151,8 @@ RematStatus dist_reduce_scatter(const DistGroup *g, const FlatView *x, float sca
     for (int r = 0; r < K; r++) { /* every other rank's region, chunk by chunk, in order */
         const size_t rb = shard_begin(x->total, r, K), re = shard_begin(x->total, r + 1, K);
         for (size_t c = rb; r != me && c < re; c += DIST_CHUNK)
-            sent += send_range(x, c, c + DIST_CHUNK < re ? c + DIST_CHUNK : re, r, TAG_REDUCE_SCATTER, &sends[k++]);
+            sent += post_range(x, c, c + DIST_CHUNK < re ? c + DIST_CHUNK : re, r, TAG_REDUCE_SCATTER, true,
+                               &sends[k++]);
     }
     for (size_t c = 0; c < n; c += DIST_CHUNK) {
         const size_t len = c + DIST_CHUNK < n ? DIST_CHUNK : n - c;
@@ -181,12 +180,8 @@ RematStatus dist_all_gather_bounds(const DistGroup *g, const FlatView *x, const 
     for (int r = 0; r < K; r++) {
         reqs[2 * r] = reqs[2 * r + 1] = MPI_REQUEST_NULL;
         if (r == me) continue;
-        sent += send_range(x, bounds[me], bounds[me + 1], r, TAG_ALL_GATHER, &reqs[2 * r]);
-        if (bounds[r] == bounds[r + 1]) continue;
-        MPI_Datatype type = region_type(x, bounds[r], bounds[r + 1]);
-        MPI_Irecv(MPI_BOTTOM, 1, type, r, TAG_ALL_GATHER, MPI_COMM_WORLD, &reqs[2 * r + 1]);
-        MPI_Type_free(&type);
-        received += (bounds[r + 1] - bounds[r]) * sizeof(float);
+        sent += post_range(x, bounds[me], bounds[me + 1], r, TAG_ALL_GATHER, true, &reqs[2 * r]);
+        received += post_range(x, bounds[r], bounds[r + 1], r, TAG_ALL_GATHER, false, &reqs[2 * r + 1]);
     }
     MPI_Waitall(2 * K, reqs, MPI_STATUSES_IGNORE);
     free(reqs);
@@ -207,36 +202,24 @@ RematStatus dist_all_gather(const DistGroup *g, const FlatView *x, CommPhase pha
 RematStatus dist_gather(const DistGroup *g, const FlatView *mine, const FlatView *full, int root, CommPhase phase)
 {
     const int K = g->size;
+    MPI_Request req; /* nothing to wait for when there is nothing to move */
     if (g->rank != root) {
-        MPI_Request req;
-        const uint64_t sent = send_range(mine, 0, mine->total, root, TAG_GATHER, &req);
-        MPI_Wait(&req, MPI_STATUS_IGNORE); /* nothing to wait for when there is nothing to send */
+        const uint64_t sent = post_range(mine, 0, mine->total, root, TAG_GATHER, true, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
         if (sent) count(COMM_GATHER, phase, sent, 0);
         return REMAT_OK;
     }
     uint64_t received = 0;
     for (int r = 0; r < K; r++) {
         const size_t rb = shard_begin(full->total, r, K), re = shard_begin(full->total, r + 1, K);
-        if (rb == re) continue;
         if (r == root) {
             flat_copy(full, rb, mine, 0, re - rb);
             continue;
         }
-        MPI_Datatype type = region_type(full, rb, re);
-        MPI_Recv(MPI_BOTTOM, 1, type, r, TAG_GATHER, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Type_free(&type);
-        received += (re - rb) * sizeof(float);
+        received += post_range(full, rb, re, r, TAG_GATHER, false, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
     }
     if (K > 1) count(COMM_GATHER, phase, 0, received);
-    return REMAT_OK;
-}
-
-RematStatus dist_all_gather_float(const DistGroup *g, float mine, float *all, CommPhase phase)
-{
-    all[g->rank] = mine;
-    if (g->size == 1) return REMAT_OK;
-    MPI_Allgather(&mine, 1, MPI_FLOAT, all, 1, MPI_FLOAT, MPI_COMM_WORLD);
-    count(COMM_ALL_GATHER, phase, (uint64_t)(g->size - 1) * sizeof(float), (uint64_t)(g->size - 1) * sizeof(float));
     return REMAT_OK;
 }
 

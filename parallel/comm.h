@@ -70,7 +70,6 @@ typedef enum CommPhase {
 typedef struct CommCounts {
     uint64_t sent[COMM_OP_COUNT][COMM_PHASE_COUNT];
     uint64_t received[COMM_OP_COUNT][COMM_PHASE_COUNT];
-    uint64_t calls[COMM_OP_COUNT][COMM_PHASE_COUNT];
 } CommCounts;
 
 /* This rank's counts since the last reset. */
@@ -117,9 +116,6 @@ RematStatus dist_all_gather_bounds(const DistGroup *g, const FlatView *x, const 
  * `mine`, a view of that rank's region alone (its total is the region's length): the
  * parts of a sharded array put together on one rank, for a save. */
 RematStatus dist_gather(const DistGroup *g, const FlatView *mine, const FlatView *full, int root, CommPhase phase);
-
-/* all[r] = rank r's `mine`, for every r (all holds g->size floats). */
-RematStatus dist_all_gather_float(const DistGroup *g, float mine, float *all, CommPhase phase);
 
 /* x (n floats) = the sum of every rank's x, by MPI_Allreduce in MPI's own order: for
  * measuring the ordered reduction against it, never for training. */

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/flat.h"
 #include "tensor/kernels.h"
 
 struct Zero {
@@ -175,9 +174,11 @@ RematStatus zero_reduce(Zero *z, float loss, float *mean_loss)
     }
     if (status != REMAT_OK) return status;
 
-    float *losses = malloc((size_t)K * sizeof *losses);
+    float *losses = malloc((size_t)K * sizeof *losses); /* rank r's at r: an even shard of K floats */
     if (!losses) return remat_fail(REMAT_ENOMEM, "zero: no memory for %d losses", K);
-    status = dist_all_gather_float(&z->group, loss, losses, COMM_CONTROL);
+    losses[z->group.rank] = loss;
+    const FlatPiece piece = {losses, (size_t)K};
+    status = dist_all_gather(&z->group, &(FlatView){&piece, 1, (size_t)K}, COMM_CONTROL);
     float sum = losses[0];
     for (int r = 1; r < K; r++) sum += losses[r]; /* in rank order, as step.h sums micro-batches */
     *mean_loss = sum / (float)K;
@@ -212,8 +213,7 @@ static RematStatus gather_param(Zero *z, int i)
         const size_t s = shard_begin(z->total, r, z->group.size);
         z->bounds[r] = s < first ? 0 : s > last ? t->numel : s - first;
     }
-    size_t a;
-    const size_t n = flat_overlap(z->begin, z->end, first, t->numel, &a); /* this rank's part, from its shard */
+    const size_t a = z->bounds[z->group.rank], n = z->bounds[z->group.rank + 1] - a; /* this rank's part */
     if (n) memcpy(t->f32 + a, z->param_shard + (first + a - z->begin), n * sizeof(float));
     const FlatPiece piece = {t->f32, t->numel};
     const FlatView v = {&piece, 1, t->numel};
