@@ -52,7 +52,9 @@ static const BenchInfo INFO = {
     .offloads = true,
 };
 
-enum { WARMUP_ROUNDS = 1 };
+/* The windows rows (full mode only) read up to 16 MiB ahead and write up to 8 MiB behind: a
+ * GPT layer spills about 22 MiB, an MLP block 4 MiB. */
+enum { WARMUP_ROUNDS = 1, WINDOW_AHEAD = 16 << 20, WINDOW_BEHIND = 8 << 20 };
 
 /* ---- the configurations ----------------------------------------------------------------- */
 
@@ -108,7 +110,6 @@ typedef struct Setup {
     const DiskBandwidth *disk; /* the spill directory's disk, or NULL if it could not be measured */
     TimingPlan mlp_plan, gpt_plan; /* the steps' rounds, per model */
     TimingPlan records; /* pack + unpack of one record, per size, the two ways interleaved */
-    size_t window_ahead, window_behind; /* the "windows" rows' bytes read ahead and written behind */
 } Setup;
 
 /* Configuration c made ready to step on model m: its schedule into *schedule and its
@@ -125,9 +126,9 @@ static RematStatus config_create(const Config *c, const Model *m, const Setup *s
     oo.drop_cache = c->drop_cache;
     oo.io = c->io;
     if (c->windows) {
-        oo.prefetch_bytes = setup->window_ahead;
+        oo.prefetch_bytes = WINDOW_AHEAD;
         oo.write_behind = OFFLOAD_ANY_COUNT;
-        oo.write_behind_bytes = setup->window_behind;
+        oo.write_behind_bytes = WINDOW_BEHIND;
     }
     if (c->io_threads) oo.io_threads = c->io_threads;
     *offload = offload_create(&oo);
@@ -256,8 +257,8 @@ static void bound_of(StepRow *row, const DiskBandwidth *disk, const Timing *t, i
 static void threads_of(StepRow *row, const Setup *setup, const Timing *t, int i, const StepStats *s)
 {
     const Config *c = setup->configs[i];
-    row->prefetch_bytes = c->windows ? setup->window_ahead : 0;
-    row->write_behind_bytes = c->windows ? setup->window_behind : 0;
+    row->prefetch_bytes = c->windows ? WINDOW_AHEAD : 0;
+    row->write_behind_bytes = c->windows ? WINDOW_BEHIND : 0;
     row->io_threads = c->io_threads ? c->io_threads : OFFLOAD_IO_THREADS;
     row->read_wait_seconds = timing_median(t, i, STEP_READ_WAIT_SECONDS);
     row->reads_waited = timing_median(t, i, STEP_READS_WAITED).value;
@@ -503,7 +504,7 @@ static void record_config(Results *results, const Setup *setup, const MlpShape *
 {
     static const char *const KEYS[] = {"window_ahead", "window_behind", "mlp_layers", "mlp_width", "mlp_batch",
                                        "gpt_layers", "gpt_d_model", "gpt_heads", "gpt_seq", "gpt_batch", "gpt_dropout"};
-    const double values[] = {(double)setup->window_ahead, (double)setup->window_behind, mlp->N, mlp->W, mlp->B,
+    const double values[] = {WINDOW_AHEAD, WINDOW_BEHIND, mlp->N, mlp->W, mlp->B,
                              gpt->L, gpt->C, gpt->H, gpt->T, gpt->B, round((double)gpt->dropout * 1e6) / 1e6};
     for (int i = 0; i < RESULTS_COUNT(KEYS); i++) results_config_num(results, KEYS[i], values[i]);
     results_config_str(results, "optimizer", "adamw");
@@ -555,9 +556,6 @@ int main(int argc, char **argv)
     setup.records = timing_plan_fixed(1, o.quick ? 8 : 64);
     for (int c = 0; c < N_CONFIGS; c++)
         if (!o.quick || CONFIGS[c].quick) setup.configs[setup.n_configs++] = &CONFIGS[c];
-    /* The windows rows (full mode only): a GPT layer spills about 22 MiB, an MLP block 4 MiB. */
-    setup.window_ahead = (size_t)16 << 20;
-    setup.window_behind = (size_t)8 << 20;
     record_config(results, &setup, &mlp, &gpt);
     ResultsTable *steps = results_row_table(results, "steps", "one AdamW training step per model and configuration",
                                             STEP_COLUMNS, RESULTS_COUNT(STEP_COLUMNS), true);
