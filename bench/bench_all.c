@@ -29,7 +29,6 @@ static const BenchInfo INFO = {
              "  DIR/summary.json.",
     .quick = "every bench with --quick (seconds to minutes, with what else the machine runs)",
     .full = "every bench in its full mode (several minutes)",
-    .timed = false,
 };
 
 static const char *const BENCHES[] = {

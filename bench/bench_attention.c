@@ -52,7 +52,6 @@ static const struct {
     {"fused, blas, tile 128", {ATTN_PRODUCTS_BLAS, 128}},
     {"fused, loops, tile 64", {ATTN_PRODUCTS_LOOPS, ATTN_TILE}},
 };
-static const char *way_name(int w) { return w == NAIVE ? "naive" : FUSED[w].name; }
 
 /* The buffers of one T: inputs, outputs and gradients, and what each way keeps. */
 typedef struct Bufs {
@@ -171,7 +170,7 @@ static RematStatus measure_seq(int BH, int T, int D, bool naive, const TimingPla
     for (int w = 0; w < ways && status == REMAT_OK; w++) {
         out[w].ran = true;
         out[w].seq = T;
-        out[w].way = way_name(w);
+        out[w].way = w == NAIVE ? "naive" : FUSED[w].name;
         out[w].tile = w == NAIVE ? 0 : FUSED[w].plan.tile;
         out[w].seconds = timing_median(&timing, w, 0);
         if (naive) out[w].vs_naive = timing_ratio(&timing, w, NAIVE, 0);

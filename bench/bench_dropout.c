@@ -31,7 +31,6 @@ static const BenchInfo INFO = {
              "  same for counter-based masks, which need no replay.",
     .quick = "L = 4, D = 64, H = 4, T = 32, B = 2 (a second)",
     .full = "L = 4, D = 128, H = 4, T = 128, B = 4",
-    .timed = false,
     .strategies = KINDS,
     .n_strategies = N_STRATEGIES,
     .step_flags = STEP_FLAG_POLICY,

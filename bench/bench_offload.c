@@ -52,7 +52,9 @@ static const BenchInfo INFO = {
     .offloads = true,
 };
 
-enum { WARMUP_ROUNDS = 1 };
+/* The windows rows (full mode only) read up to 16 MiB ahead and write up to 8 MiB behind: a
+ * GPT layer spills about 22 MiB, an MLP block 4 MiB. */
+enum { WARMUP_ROUNDS = 1, WINDOW_AHEAD = 16 << 20, WINDOW_BEHIND = 8 << 20 };
 
 /* ---- the configurations ----------------------------------------------------------------- */
 
@@ -72,27 +74,27 @@ typedef struct Config {
 /* sqrt: sqrt(N) checkpointing in RAM; offload: every saved activation spilled (policy all);
  * prefetch: two records read ahead by the helper thread; mmap: the bytes through a
  * mapping instead of pwritev/preadv; direct: O_DIRECT, no page cache; windows: up to 16
- * MiB read ahead and 8 MiB written behind rather than two records, on one and two threads. */
+ * MiB read ahead and 8 MiB written behind rather than two records, on one and two threads.
+ * Unnamed fields are 0: policy all, no prefetch, pwritev, the page cache kept. */
 static const Config CONFIGS[] = {
-    {"none", STRATEGY_NONE, false, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS, true, false, 0},
-    {"sqrt", STRATEGY_SQRT, false, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS, true, false, 0},
-    {"offload", STRATEGY_NONE, true, OFFLOAD_ALL, 0, false, OFFLOAD_IO_SYSCALLS, false, false, 0},
-    {"offload+prefetch", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, false, OFFLOAD_IO_SYSCALLS, true,
-     false, 0},
-    {"offload+sqrt", STRATEGY_SQRT, true, OFFLOAD_BOUNDARY, 0, false, OFFLOAD_IO_SYSCALLS, true, false, 0},
-    {"offload+prefetch (mmap)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, false, OFFLOAD_IO_MMAP,
-     false, false, 0},
-    {"offload", STRATEGY_NONE, true, OFFLOAD_ALL, 0, true, OFFLOAD_IO_SYSCALLS, false, false, 0},
-    {"offload+prefetch", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, true, OFFLOAD_IO_SYSCALLS, true, false, 0},
-    {"offload+sqrt", STRATEGY_SQRT, true, OFFLOAD_BOUNDARY, 0, true, OFFLOAD_IO_SYSCALLS, false, false, 0},
-    {"offload+prefetch (mmap)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, true, OFFLOAD_IO_MMAP,
-     false, false, 0},
-    {"offload+prefetch (direct)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_PREFETCH, false, OFFLOAD_IO_DIRECT,
-     false, false, 0},
-    {"offload+windows (direct)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_ANY_COUNT, false, OFFLOAD_IO_DIRECT,
-     false, true, 1},
-    {"+windows, 2 thr (direct)", STRATEGY_NONE, true, OFFLOAD_ALL, OFFLOAD_ANY_COUNT, false, OFFLOAD_IO_DIRECT,
-     false, true, 2},
+    {"none", STRATEGY_NONE, .quick = true},
+    {"sqrt", STRATEGY_SQRT, .quick = true},
+    {"offload", STRATEGY_NONE, .offload = true},
+    {"offload+prefetch", STRATEGY_NONE, .offload = true, .prefetch = OFFLOAD_PREFETCH, .quick = true},
+    {"offload+sqrt", STRATEGY_SQRT, .offload = true, .policy = OFFLOAD_BOUNDARY, .quick = true},
+    {"offload+prefetch (mmap)", STRATEGY_NONE, .offload = true, .prefetch = OFFLOAD_PREFETCH, .io = OFFLOAD_IO_MMAP},
+    {"offload", STRATEGY_NONE, .offload = true, .drop_cache = true},
+    {"offload+prefetch", STRATEGY_NONE, .offload = true, .prefetch = OFFLOAD_PREFETCH, .drop_cache = true,
+     .quick = true},
+    {"offload+sqrt", STRATEGY_SQRT, .offload = true, .policy = OFFLOAD_BOUNDARY, .drop_cache = true},
+    {"offload+prefetch (mmap)", STRATEGY_NONE, .offload = true, .prefetch = OFFLOAD_PREFETCH, .drop_cache = true,
+     .io = OFFLOAD_IO_MMAP},
+    {"offload+prefetch (direct)", STRATEGY_NONE, .offload = true, .prefetch = OFFLOAD_PREFETCH,
+     .io = OFFLOAD_IO_DIRECT},
+    {"offload+windows (direct)", STRATEGY_NONE, .offload = true, .prefetch = OFFLOAD_ANY_COUNT,
+     .io = OFFLOAD_IO_DIRECT, .windows = true, .io_threads = 1},
+    {"+windows, 2 thr (direct)", STRATEGY_NONE, .offload = true, .prefetch = OFFLOAD_ANY_COUNT,
+     .io = OFFLOAD_IO_DIRECT, .windows = true, .io_threads = 2},
 };
 enum { N_CONFIGS = sizeof CONFIGS / sizeof CONFIGS[0] };
 
@@ -108,7 +110,6 @@ typedef struct Setup {
     const DiskBandwidth *disk; /* the spill directory's disk, or NULL if it could not be measured */
     TimingPlan mlp_plan, gpt_plan; /* the steps' rounds, per model */
     TimingPlan records; /* pack + unpack of one record, per size, the two ways interleaved */
-    size_t window_ahead, window_behind; /* the "windows" rows' bytes read ahead and written behind */
 } Setup;
 
 /* Configuration c made ready to step on model m: its schedule into *schedule and its
@@ -125,9 +126,9 @@ static RematStatus config_create(const Config *c, const Model *m, const Setup *s
     oo.drop_cache = c->drop_cache;
     oo.io = c->io;
     if (c->windows) {
-        oo.prefetch_bytes = setup->window_ahead;
+        oo.prefetch_bytes = WINDOW_AHEAD;
         oo.write_behind = OFFLOAD_ANY_COUNT;
-        oo.write_behind_bytes = setup->window_behind;
+        oo.write_behind_bytes = WINDOW_BEHIND;
     }
     if (c->io_threads) oo.io_threads = c->io_threads;
     *offload = offload_create(&oo);
@@ -136,9 +137,9 @@ static RematStatus config_create(const Config *c, const Model *m, const Setup *s
 
 /* ---- training steps under each configuration ------------------------------------------- */
 
-/* One record of the steps table: a configuration's step on one model. The offload fields
- * are left out of a step in RAM, cached_after_forward out of one that keeps the page
- * cache, the bound's out of a run that could not measure the disk. */
+/* One record of the steps table: a configuration's step on one model (its last, `step`).
+ * The offload fields are left out of a step in RAM, cached_after_forward out of one that
+ * keeps the page cache, the bound's out of a run that could not measure the disk. */
 typedef struct StepRow {
     const char *model;
     int layers;
@@ -147,8 +148,8 @@ typedef struct StepRow {
     const char *policy;
     int prefetch;
     const char *io, *page_cache;
-    size_t peak_act, peak_disk, act_stored, peak_resident, records_per_step, disk_written_per_step;
-    uint64_t recompute_flops;
+    StepStats step;
+    size_t records_per_step, disk_written_per_step;
     double flop_overhead;
     Estimate step_seconds, time_overhead, write_seconds, read_seconds;
     size_t cached_after_forward;
@@ -160,10 +161,9 @@ typedef struct StepRow {
     Estimate thread_read_seconds, thread_read_bandwidth, thread_write_seconds, thread_write_bandwidth;
     Estimate thread_cpu_seconds;
     /* printed only: the bound's terms (the in-RAM twin's forward F and backward B, the disk's
-     * time W and R for the bytes spilled), and the records read back */
+     * time W and R for the bytes spilled) */
     Estimate twin_forward, twin_backward;
     double disk_write, disk_read;
-    size_t records_read;
 } StepRow;
 
 /* Printed as three tables: the steps (0), each offload step against its overlap bound (1),
@@ -175,12 +175,13 @@ static const ResultsColumn STEP_COLUMNS[] = {
     COLUMN(StepRow, prefetch, INT, "records", WHEN(StepRow, offloads)),
     COLUMN(StepRow, io, STR, "", WHEN(StepRow, offloads)),
     COLUMN(StepRow, page_cache, STR, "", WHEN(StepRow, offloads), SHOW_IN(7u, "cache", "", 8, 0)),
-    COLUMN(StepRow, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
-    COLUMN(StepRow, peak_disk, SIZE, "bytes", SHOW("peak DISK", "MiB", 9, 2)),
-    COLUMN(StepRow, act_stored, SIZE, "bytes"), COLUMN(StepRow, peak_resident, SIZE, "bytes"),
+    COLUMN_AS("peak_act", StepRow, step.peak[MEM_ACT], SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
+    COLUMN_AS("peak_disk", StepRow, step.peak[MEM_DISK], SIZE, "bytes", SHOW("peak DISK", "MiB", 9, 2)),
+    COLUMN_AS("act_stored", StepRow, step.act_stored, SIZE, "bytes"),
+    COLUMN_AS("peak_resident", StepRow, step.peak_resident, SIZE, "bytes"),
     COLUMN(StepRow, records_per_step, SIZE, "records", WHEN(StepRow, offloads)),
     COLUMN(StepRow, disk_written_per_step, SIZE, "bytes", WHEN(StepRow, offloads)),
-    COLUMN(StepRow, recompute_flops, U64, "FLOPs"),
+    COLUMN_AS("recompute_flops", StepRow, step.flops[PHASE_RECOMPUTE], U64, "FLOPs"),
     COLUMN(StepRow, flop_overhead, DOUBLE, "ratio", SHOW("FLOPs+", "%", 6, 1)),
     COLUMN_TIMED(StepRow, step_seconds, "seconds", SHOW("median step", "ms", 24, 1)),
     COLUMN_TIMED(StepRow, time_overhead, "ratio", SHOW("vs none (95% interval, rounds)", "+%", 27, 1)),
@@ -203,7 +204,7 @@ static const ResultsColumn STEP_COLUMNS[] = {
                  SHOW_IN(4u, "wait", "ms", 18, 1)),
     COLUMN(StepRow, reads_waited, DOUBLE, "records per step (median)", WHEN(StepRow, offloads),
            SHOW_IN(4u, "waited", "records", 7, 0)),
-    COLUMN_PRINTED(StepRow, records_read, SIZE, SHOW_IN(4u, "of read", "records", 7, 0)),
+    COLUMN_PRINTED(StepRow, step.io.records_read, SIZE, SHOW_IN(4u, "of read", "records", 7, 0)),
     COLUMN_TIMED(StepRow, thread_read_seconds, "seconds per step, helper threads reading", WHEN(StepRow, offloads),
                  SHOW_IN(4u, "reading", "ms", 18, 1)),
     COLUMN_TIMED(StepRow, thread_read_bandwidth, "bytes per second", WHEN(StepRow, offloads),
@@ -256,12 +257,11 @@ static void bound_of(StepRow *row, const DiskBandwidth *disk, const Timing *t, i
 static void threads_of(StepRow *row, const Setup *setup, const Timing *t, int i, const StepStats *s)
 {
     const Config *c = setup->configs[i];
-    row->prefetch_bytes = c->windows ? setup->window_ahead : 0;
-    row->write_behind_bytes = c->windows ? setup->window_behind : 0;
+    row->prefetch_bytes = c->windows ? WINDOW_AHEAD : 0;
+    row->write_behind_bytes = c->windows ? WINDOW_BEHIND : 0;
     row->io_threads = c->io_threads ? c->io_threads : OFFLOAD_IO_THREADS;
     row->read_wait_seconds = timing_median(t, i, STEP_READ_WAIT_SECONDS);
     row->reads_waited = timing_median(t, i, STEP_READS_WAITED).value;
-    row->records_read = s->io.records_read;
     row->thread_read_seconds = timing_median(t, i, STEP_THREAD_READ_SECONDS);
     row->thread_write_seconds = timing_median(t, i, STEP_THREAD_WRITE_SECONDS);
     row->thread_cpu_seconds = timing_median(t, i, STEP_THREAD_CPU_SECONDS);
@@ -281,11 +281,8 @@ static StepRow step_row(const char *model, int layers, const Variant *v, const S
         .offloads = c->offload, .cache_dropped = c->offload && (c->drop_cache || c->io == OFFLOAD_IO_DIRECT),
         .policy = offload_policy_name(c->policy), .prefetch = c->prefetch, .io = io_name(c->io),
         .page_cache = !c->offload ? "-" : c->io == OFFLOAD_IO_DIRECT ? "unused" : c->drop_cache ? "dropped" : "kept",
-        .peak_act = s->peak[MEM_ACT], .peak_disk = s->peak[MEM_DISK],
-        .act_stored = s->act_stored, .peak_resident = s->peak_resident,
-        .records_per_step = o.records_written / (size_t)rounds,
-        .disk_written_per_step = o.bytes_written / (size_t)rounds,
-        .recompute_flops = s->flops[PHASE_RECOMPUTE], .flop_overhead = flop_overhead(s),
+        .step = *s, .records_per_step = o.records_written / (size_t)rounds,
+        .disk_written_per_step = o.bytes_written / (size_t)rounds, .flop_overhead = flop_overhead(s),
         .step_seconds = timing_median(timing, i, STEP_SECONDS),
         .time_overhead = timing_ratio(timing, i, 0, STEP_SECONDS),
         .write_seconds = timing_median(timing, i, STEP_WRITE_SECONDS),
@@ -507,7 +504,7 @@ static void record_config(Results *results, const Setup *setup, const MlpShape *
 {
     static const char *const KEYS[] = {"window_ahead", "window_behind", "mlp_layers", "mlp_width", "mlp_batch",
                                        "gpt_layers", "gpt_d_model", "gpt_heads", "gpt_seq", "gpt_batch", "gpt_dropout"};
-    const double values[] = {(double)setup->window_ahead, (double)setup->window_behind, mlp->N, mlp->W, mlp->B,
+    const double values[] = {WINDOW_AHEAD, WINDOW_BEHIND, mlp->N, mlp->W, mlp->B,
                              gpt->L, gpt->C, gpt->H, gpt->T, gpt->B, round((double)gpt->dropout * 1e6) / 1e6};
     for (int i = 0; i < RESULTS_COUNT(KEYS); i++) results_config_num(results, KEYS[i], values[i]);
     results_config_str(results, "optimizer", "adamw");
@@ -559,9 +556,6 @@ int main(int argc, char **argv)
     setup.records = timing_plan_fixed(1, o.quick ? 8 : 64);
     for (int c = 0; c < N_CONFIGS; c++)
         if (!o.quick || CONFIGS[c].quick) setup.configs[setup.n_configs++] = &CONFIGS[c];
-    /* The windows rows (full mode only): a GPT layer spills about 22 MiB, an MLP block 4 MiB. */
-    setup.window_ahead = (size_t)16 << 20;
-    setup.window_behind = (size_t)8 << 20;
     record_config(results, &setup, &mlp, &gpt);
     ResultsTable *steps = results_row_table(results, "steps", "one AdamW training step per model and configuration",
                                             STEP_COLUMNS, RESULTS_COUNT(STEP_COLUMNS), true);

@@ -85,23 +85,22 @@ static Estimate per_flop(const Estimate *time, double flops)
     return (Estimate){(time->value - 1.0) / flops, (time->lo - 1.0) / flops, (time->hi - 1.0) / flops, time->samples};
 }
 
-/* One record: a placement's step on one thread count, against none's. */
+/* One record: a placement's step on one thread count (its last, `step`), against none's. */
 typedef struct Row {
     int threads;
     const char *placement;
-    size_t act_stored, peak_act;
-    double act_saved, act_saved_fraction;
-    uint64_t recompute_flops;
-    double flop_overhead;
+    StepStats step;
+    double act_saved, act_saved_fraction, flop_overhead;
     Estimate step_seconds, time_overhead, time_per_flop_overhead; /* the last: none without recomputation */
 } Row;
 
 static const ResultsColumn COLUMNS[] = {
     COLUMN(Row, threads, INT, "threads"), COLUMN(Row, placement, STR, "", SHOW("placement", "", 15, 0)),
-    COLUMN(Row, act_stored, SIZE, "bytes", SHOW("stored", "MiB", 10, 2)),
-    COLUMN(Row, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 10, 2)), COLUMN(Row, act_saved, DOUBLE, "bytes"),
+    COLUMN_AS("act_stored", Row, step.act_stored, SIZE, "bytes", SHOW("stored", "MiB", 10, 2)),
+    COLUMN_AS("peak_act", Row, step.peak[MEM_ACT], SIZE, "bytes", SHOW("peak ACT", "MiB", 10, 2)),
+    COLUMN(Row, act_saved, DOUBLE, "bytes"),
     COLUMN(Row, act_saved_fraction, DOUBLE, "ratio", SHOW("ACT saved", "%", 9, 1)),
-    COLUMN(Row, recompute_flops, U64, "FLOPs", SHOW("recompute", "GFLOP", 10, 3)),
+    COLUMN_AS("recompute_flops", Row, step.flops[PHASE_RECOMPUTE], U64, "FLOPs", SHOW("recompute", "GFLOP", 10, 3)),
     COLUMN(Row, flop_overhead, DOUBLE, "ratio", SHOW("FLOP ovh", "%", 8, 1)),
     COLUMN_TIMED(Row, step_seconds, "seconds", SHOW("step (95% interval)", "ms", 22, 2)),
     COLUMN_TIMED(Row, time_overhead, "ratio", SHOW("time overhead (95% interval, rounds)", "+%", 27, 1)),
@@ -112,9 +111,8 @@ static const ResultsColumn COLUMNS[] = {
 static Row row_of(int threads, int p, const StepStats *stats, const Timing *timing)
 {
     const StepStats *s = &stats[p];
-    Row r = {.threads = threads, .placement = PLACEMENTS[p].name, .act_stored = s->act_stored,
-             .peak_act = s->peak[MEM_ACT], .act_saved = (double)stats[0].peak[MEM_ACT] - (double)s->peak[MEM_ACT],
-             .recompute_flops = s->flops[PHASE_RECOMPUTE], .flop_overhead = flop_overhead(s),
+    Row r = {.threads = threads, .placement = PLACEMENTS[p].name, .step = *s,
+             .act_saved = (double)stats[0].peak[MEM_ACT] - (double)s->peak[MEM_ACT], .flop_overhead = flop_overhead(s),
              .step_seconds = timing_median(timing, p, STEP_SECONDS),
              .time_overhead = timing_ratio(timing, p, 0, STEP_SECONDS)};
     r.act_saved_fraction = r.act_saved / (double)stats[0].peak[MEM_ACT];

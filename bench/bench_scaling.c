@@ -15,7 +15,6 @@
  */
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "bench/cli.h"
 #include "bench/measure.h"
@@ -50,16 +49,14 @@ typedef struct Config {
     TimingPlan plan; /* per depth */
 } Config;
 
-/* One record of the steps table: one depth under one strategy. */
+/* One record of the steps table: one depth under one strategy, its last step `step`. */
 typedef struct StepRow {
     int n_layers;
     const char *strategy;
     int segments;
-    size_t peak_act;
     double peak_act_units; /* (peak ACT − 8) / a */
     size_t derived_units;
-    size_t peak_resident, params, grads, optimizer;
-    uint64_t flops[PHASE_COUNT];
+    StepStats step;
     double flop_overhead;
     Estimate step_seconds, time_overhead;
 } StepRow;
@@ -117,16 +114,10 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, int N, StepRow 
                                  label, stats, &timing);
     const size_t a = (size_t)c->batch * (size_t)c->width * sizeof(float); /* one activation */
     for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
-        const StepStats *st = &stats[k];
         StepRow *r = &rows[k];
-        r->peak_act = st->peak[MEM_ACT];
-        r->peak_act_units = (double)(st->peak[MEM_ACT] - 8) / (double)a;
-        r->peak_resident = st->peak_resident;
-        r->params = st->start[MEM_PARAM];
-        r->grads = st->start[MEM_GRAD];
-        r->optimizer = st->start[MEM_OPTIM];
-        memcpy(r->flops, st->flops, sizeof r->flops);
-        r->flop_overhead = flop_overhead(st);
+        r->step = stats[k];
+        r->peak_act_units = (double)(stats[k].peak[MEM_ACT] - 8) / (double)a;
+        r->flop_overhead = flop_overhead(&stats[k]);
         r->step_seconds = timing_median(&timing, k, STEP_SECONDS);
         r->time_overhead = timing_ratio(&timing, k, 0, STEP_SECONDS);
     }
@@ -151,16 +142,18 @@ static const ResultsColumn STEP_COLUMNS[] = {
     COLUMN(StepRow, n_layers, INT, "layers", SHOW("N", "", 4, 0)),
     COLUMN(StepRow, strategy, STR, "", SHOW("strat", "", 5, 0)),
     COLUMN(StepRow, segments, INT, "regions", SHOW("segs", "", 4, 0)),
-    COLUMN(StepRow, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
+    COLUMN_AS("peak_act", StepRow, step.peak[MEM_ACT], SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
     COLUMN(StepRow, peak_act_units, DOUBLE, "activations of B*W floats", SHOW("in a", "", 5, 0)),
     COLUMN(StepRow, derived_units, SIZE, "activations of B*W floats", SHOW("derived", "", 7, 0)),
-    COLUMN(StepRow, peak_resident, SIZE, "bytes", SHOW("peak all", "MiB", 9, 2)),
-    COLUMN(StepRow, params, SIZE, "bytes"), COLUMN(StepRow, grads, SIZE, "bytes"),
-    COLUMN(StepRow, optimizer, SIZE, "bytes"),
-    COLUMN_AS("forward_flops", StepRow, flops[PHASE_FORWARD], U64, "FLOPs", SHOW("fwd", "GFLOP", 7, 3)),
-    COLUMN_AS("backward_flops", StepRow, flops[PHASE_BACKWARD], U64, "FLOPs", SHOW("bwd", "GFLOP", 7, 3)),
-    COLUMN_AS("recompute_flops", StepRow, flops[PHASE_RECOMPUTE], U64, "FLOPs", SHOW("recompute", "GFLOP", 9, 3)),
-    COLUMN_AS("optimizer_flops", StepRow, flops[PHASE_OPTIMIZER], U64, "FLOPs"),
+    COLUMN_AS("peak_resident", StepRow, step.peak_resident, SIZE, "bytes", SHOW("peak all", "MiB", 9, 2)),
+    COLUMN_AS("params", StepRow, step.start[MEM_PARAM], SIZE, "bytes"),
+    COLUMN_AS("grads", StepRow, step.start[MEM_GRAD], SIZE, "bytes"),
+    COLUMN_AS("optimizer", StepRow, step.start[MEM_OPTIM], SIZE, "bytes"),
+    COLUMN_AS("forward_flops", StepRow, step.flops[PHASE_FORWARD], U64, "FLOPs", SHOW("fwd", "GFLOP", 7, 3)),
+    COLUMN_AS("backward_flops", StepRow, step.flops[PHASE_BACKWARD], U64, "FLOPs", SHOW("bwd", "GFLOP", 7, 3)),
+    COLUMN_AS("recompute_flops", StepRow, step.flops[PHASE_RECOMPUTE], U64, "FLOPs",
+              SHOW("recompute", "GFLOP", 9, 3)),
+    COLUMN_AS("optimizer_flops", StepRow, step.flops[PHASE_OPTIMIZER], U64, "FLOPs"),
     COLUMN(StepRow, flop_overhead, DOUBLE, "ratio", SHOW("FLOP ovh", "%", 8, 1)),
     COLUMN_TIMED(StepRow, step_seconds, "seconds", SHOW("step (95% interval)", "ms", 22, 2)),
     COLUMN_TIMED(StepRow, time_overhead, "ratio", SHOW("time overhead (95% interval, rounds)", "+%", 27, 1)),
@@ -193,7 +186,7 @@ static void print_and_record_steps(const Config *c, StepRow rows[][N_KINDS], Res
     int exact = 0;
     for (int i = 0; i < c->n_depths; i++) {
         for (int k = 0; k < c->n_strategies; k++) {
-            exact += rows[i][k].peak_act == rows[i][k].derived_units * a + 8;
+            exact += rows[i][k].step.peak[MEM_ACT] == rows[i][k].derived_units * a + 8;
             results_add_row(steps, &rows[i][k]);
         }
     }
@@ -212,7 +205,7 @@ static void print_and_record_slopes(const Config *c, StepRow rows[][N_KINDS], Re
         const StrategyKind kind = c->strategies[k].kind;
         for (int i = 0; i < c->n_depths; i++) {
             n[i] = c->depths[i];
-            peak[i] = (double)rows[i][k].peak_act;
+            peak[i] = (double)rows[i][k].step.peak[MEM_ACT];
         }
         const int last = c->n_depths - 1;
         const SlopeRow r = {.strategy = strategy_name(kind), .slope = loglog_slope(n, peak, c->n_depths),

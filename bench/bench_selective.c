@@ -182,12 +182,13 @@ static size_t row_formula(const Row *r, const GptShape *s)
     return coef_bytes(&r->f->model[r->combo - COMBOS], s);
 }
 
-/* What one sequence length measured: row p by variant variant[p] of the rounds, −1 for a
- * row left out (naive attention past the longest T it runs at); census and stats by variant. */
+/* What one sequence length measured: variant k of the rounds is row ran[k] (the rows but
+ * those left out: naive attention past the longest T it runs at); census and stats by variant. */
 typedef struct SeqResult {
     const Rows *rows;
     GptShape shape;
-    int variant[N_VARIANTS];
+    const Row *ran[N_VARIANTS];
+    int n_ran;
     Census census[N_VARIANTS];
     StepStats stats[N_VARIANTS];
     Timing timing; /* variants interleaved (bench/timing.h) */
@@ -207,7 +208,6 @@ static RematStatus measure_seq(SeqResult *r, bool naive, const TimingPlan *plan,
     const Rows *rows = r->rows;
     for (int p = 0; p < rows->n; p++) {
         const Row *row = &rows->r[p];
-        r->variant[p] = -1;
         if (status != REMAT_OK || (!naive && row->combo->attention == ATTENTION_NAIVE)) continue;
         Strategy st = strategy_defaults(row->f->policy ? STRATEGY_SELECTIVE : STRATEGY_NONE);
         st.policy = row->f->policy;
@@ -215,8 +215,9 @@ static RematStatus measure_seq(SeqResult *r, bool naive, const TimingPlan *plan,
         if (!(schedules[n] = schedule_for_strategy(&st, g.model->n_layers))) status = remat_last_status();
         variants[n] = (Variant){.name = row->f->name, .schedule = schedules[n], .dropout_rng = row->combo->dropout_rng,
                                 .attention = row->combo->attention};
-        r->variant[p] = n++;
+        r->ran[n++] = row;
     }
+    r->n_ran = n;
     TrainCtx ctx = {.training = true, .seed = 3};
     pcg32_seed(&ctx.rng, 3, 4);
     for (int k = 0; k < n && status == REMAT_OK; k++)
@@ -234,18 +235,30 @@ static RematStatus measure_seq(SeqResult *r, bool naive, const TimingPlan *plan,
 
 /* ---- the budget that fused attention fits and naive attention does not ---------------- */
 
-typedef struct BudgetTry {
-    const Combo *combo;
+/* One step of a combo at the longest T under the budget. */
+typedef struct BudgetRow {
+    int seq;
+    const char *attention, *dropout_rng;
+    size_t budget;
     bool fits;
-    size_t peak_resident; /* when it fits */
-    char why[240];        /* when it does not: the ledger's message */
-} BudgetTry;
+    size_t peak_resident;
+    const char *combo; /* printed only: the combo's name, */
+    char why[240];     /* and when it does not fit, the ledger's message */
+} BudgetRow;
+
+static const ResultsColumn BUDGET_COLUMNS[] = {
+    COLUMN(BudgetRow, seq, INT, "tokens"), COLUMN_PRINTED(BudgetRow, combo, STR, SHOW("", "", 14, 0)),
+    COLUMN(BudgetRow, attention, STR, ""), COLUMN(BudgetRow, dropout_rng, STR, ""),
+    COLUMN(BudgetRow, budget, SIZE, "bytes"), COLUMN(BudgetRow, fits, BOOL, "bool", SHOW("fits", "", 4, 0)),
+    COLUMN(BudgetRow, peak_resident, SIZE, "bytes", WHEN(BudgetRow, fits), SHOW("peak", "MiB", 8, 2)),
+    COLUMN_PRINTED(BudgetRow, why, STR_ARRAY, SHOW("", "", 0, 0)),
+};
 
 /* At shape s, without checkpointing, the budget is fused attention's peak resident bytes
  * plus half of what naive attention keeps beyond it (by the formulas, L·(8·BHT² − 4·BTC −
  * 4·BHT) with counter-based masks: its two (B,H,T,T) tensors against the fused output and
  * rows), rounded up to a MiB; then every combo tries one step under it. */
-static RematStatus budget_demo(const GptShape *s, size_t *budget, BudgetTry tries[N_COMBOS])
+static RematStatus budget_demo(const GptShape *s, BudgetRow tries[N_COMBOS])
 {
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
@@ -258,11 +271,12 @@ static RematStatus budget_demo(const GptShape *s, size_t *budget, BudgetTry trie
     const size_t mib = (size_t)1 << 20;
     const Coef naive = {.bht2 = 8}, fused_rows = {.btc = 4, .bht = 4};
     const size_t half = (size_t)s->L * (coef_bytes(&naive, s) - coef_bytes(&fused_rows, s)) / 2;
-    *budget = status == REMAT_OK ? (st.peak_resident + half + mib - 1) / mib * mib : 0;
+    const size_t budget = status == REMAT_OK ? (st.peak_resident + half + mib - 1) / mib * mib : 0;
     for (int c = 0; c < N_COMBOS && status == REMAT_OK; c++) {
         const Variant v = {.name = "none", .dropout_rng = COMBOS[c].dropout_rng, .attention = COMBOS[c].attention};
-        tries[c] = (BudgetTry){.combo = &COMBOS[c]};
-        mem_set_budget(*budget);
+        tries[c] = (BudgetRow){s->T, attention_kind_name(v.attention), dropout_rng_name(v.dropout_rng), budget,
+                               .combo = COMBOS[c].name};
+        mem_set_budget(budget);
         const RematStatus tried = step_measure(g.model, &v, g.opt, &g.batch, &ctx, &st);
         mem_set_budget(0);
         tries[c].fits = tried == REMAT_OK;
@@ -281,10 +295,9 @@ static RematStatus budget_demo(const GptShape *s, size_t *budget, BudgetTry trie
 typedef struct PolicyRow {
     int seq;
     const char *policy, *attention, *dropout_rng, *combo;
-    size_t act_per_layer, formula_per_layer, korthikanti_fp32_per_layer, outside_blocks, act_stored;
+    size_t act_per_layer, formula_per_layer, korthikanti_fp32_per_layer, outside_blocks;
     bool korthikanti, census_complete;
-    size_t peak_act;
-    uint64_t recompute_flops;
+    StepStats step; /* its last */
     double flop_overhead;
     Estimate step_seconds, time_overhead, time_vs_naive_stream;
     const char *as_formula, *census; /* printed only: "=" or "!", "complete" or "NO" */
@@ -298,10 +311,12 @@ static const ResultsColumn POLICY_COLUMNS[] = {
     COLUMN(PolicyRow, formula_per_layer, SIZE, "bytes", SHOW("formula", "bytes", 11, 0)),
     COLUMN_PRINTED(PolicyRow, as_formula, STR, SHOW("", "", 1, 0)),
     COLUMN(PolicyRow, korthikanti_fp32_per_layer, SIZE, "bytes", WHEN(PolicyRow, korthikanti)),
-    COLUMN(PolicyRow, outside_blocks, SIZE, "bytes"), COLUMN(PolicyRow, act_stored, SIZE, "bytes"),
+    COLUMN(PolicyRow, outside_blocks, SIZE, "bytes"),
+    COLUMN_AS("act_stored", PolicyRow, step.act_stored, SIZE, "bytes"),
     COLUMN(PolicyRow, census_complete, BOOL, "bool"), COLUMN_PRINTED(PolicyRow, census, STR, SHOW("census", "", 8, 0)),
-    COLUMN(PolicyRow, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
-    COLUMN(PolicyRow, recompute_flops, U64, "FLOPs", SHOW("recompute", "GFLOP", 9, 3)),
+    COLUMN_AS("peak_act", PolicyRow, step.peak[MEM_ACT], SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
+    COLUMN_AS("recompute_flops", PolicyRow, step.flops[PHASE_RECOMPUTE], U64, "FLOPs",
+              SHOW("recompute", "GFLOP", 9, 3)),
     COLUMN(PolicyRow, flop_overhead, DOUBLE, "ratio", SHOW("FLOP", "%", 6, 1)),
     COLUMN_TIMED(PolicyRow, step_seconds, "seconds", SHOW("step (95% interval)", "ms", 24, 1)),
     COLUMN_TIMED(PolicyRow, time_overhead, "ratio", SHOW("time overhead (95% interval, rounds)", "+%", 27, 1)),
@@ -321,69 +336,48 @@ static const ResultsColumn TAG_COLUMNS[] = {
     COLUMN(TagBytesRow, formula_none, SIZE, "bytes"),
 };
 
-typedef struct BudgetRow {
-    int seq;
-    const char *attention, *dropout_rng;
-    size_t budget;
-    bool fits;
-    size_t peak_resident;
-    const char *combo, *why; /* printed only */
-} BudgetRow;
 
-static const ResultsColumn BUDGET_COLUMNS[] = {
-    COLUMN(BudgetRow, seq, INT, "tokens"), COLUMN_PRINTED(BudgetRow, combo, STR, SHOW("", "", 14, 0)),
-    COLUMN(BudgetRow, attention, STR, ""), COLUMN(BudgetRow, dropout_rng, STR, ""),
-    COLUMN(BudgetRow, budget, SIZE, "bytes"), COLUMN(BudgetRow, fits, BOOL, "bool", SHOW("fits", "", 4, 0)),
-    COLUMN(BudgetRow, peak_resident, SIZE, "bytes", WHEN(BudgetRow, fits), SHOW("peak", "MiB", 8, 2)),
-    COLUMN_PRINTED(BudgetRow, why, STR, SHOW("", "", 0, 0)),
-};
+/* The variant that measured the row with `policy` (NULL: none) and `combo`, or −1. */
+static int find_variant(const SeqResult *r, const Policy *policy, const Combo *combo)
+{
+    for (int k = 0; k < r->n_ran; k++)
+        if (r->ran[k]->f->policy == policy && r->ran[k]->combo == combo) return k;
+    return -1;
+}
 
 static void print_tags(const SeqResult *r, ResultsTable *tags)
 {
     const GptShape *s = &r->shape;
-    const Rows *rows = r->rows;
     printf("\n  T = %d: activation bytes per layer left for backward without checkpointing, by the op that "
            "made them\n  %-18s %-34s", s->T, "tag", "what it is");
     for (int c = 0; c < N_COMBOS; c++) printf(" %15s", COMBOS[c].name);
     printf("\n");
     for (int i = 0; i < N_TAGS; i++) {
         printf("  %-18s %-34s", TAGS[i].tag, TAGS[i].what);
-        for (int p = 0; p < rows->n; p++) {
-            const Row *row = &rows->r[p];
-            if (row->f->policy) continue; /* the tag table is none's */
-            if (r->variant[p] < 0) {
+        for (int c = 0; c < N_COMBOS; c++) { /* the tag table is none's */
+            const int k = find_variant(r, NULL, &COMBOS[c]);
+            if (k < 0) {
                 printf(" %15s", "-");
                 continue;
             }
-            const size_t bytes = census_bytes(&r->census[r->variant[p]], TAGS[i].tag) / (size_t)s->L;
-            const size_t formula = tag_formula(&TAGS[i], row->combo, s);
+            const size_t bytes = census_bytes(&r->census[k], TAGS[i].tag) / (size_t)s->L;
+            const size_t formula = tag_formula(&TAGS[i], &COMBOS[c], s);
             printf(" %14zu%s", bytes, bytes == formula ? "=" : "!");
-            const TagBytesRow out = {s->T, row->f->name, attention_kind_name(row->combo->attention),
-                                     dropout_rng_name(row->combo->dropout_rng), TAGS[i].tag, bytes, formula};
+            const TagBytesRow out = {s->T, FORMULAS[0].name, attention_kind_name(COMBOS[c].attention),
+                                     dropout_rng_name(COMBOS[c].dropout_rng), TAGS[i].tag, bytes, formula};
             results_add_row(tags, &out);
         }
         printf("\n");
     }
 }
 
-/* The variant that measured the row with `policy` (NULL: none) and `combo`, or −1. */
-static int find_variant(const SeqResult *r, const Policy *policy, const Combo *combo)
-{
-    for (int q = 0; q < r->rows->n; q++)
-        if (r->rows->r[q].f->policy == policy && r->rows->r[q].combo == combo) return r->variant[q];
-    return -1;
-}
-
 static void print_policies(const SeqResult *r, ResultsTable *table)
 {
     const GptShape *s = &r->shape;
-    const Rows *rows = r->rows;
     printf("\n");
     results_print_head(table, 0);
-    for (int p = 0; p < rows->n; p++) {
-        const int k = r->variant[p];
-        if (k < 0) continue;
-        const Row *row = &rows->r[p];
+    for (int k = 0; k < r->n_ran; k++) {
+        const Row *row = r->ran[k];
         const Census *c = &r->census[k];
         const StepStats *st = &r->stats[k];
         const size_t measured = (census_bytes(c, "attn.") + census_bytes(c, "mlp.")) / (size_t)s->L; /* the blocks' */
@@ -399,8 +393,7 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
             .act_per_layer = measured, .formula_per_layer = formula,
             .korthikanti_fp32_per_layer = coef_bytes(&row->f->paper, s),
             .korthikanti = row->f->korthikanti && row->combo == &COMBOS[NAIVE_STREAM],
-            .outside_blocks = c->total - measured * (size_t)s->L, .act_stored = st->act_stored,
-            .census_complete = complete, .peak_act = st->peak[MEM_ACT], .recompute_flops = st->flops[PHASE_RECOMPUTE],
+            .outside_blocks = c->total - measured * (size_t)s->L, .census_complete = complete, .step = *st,
             .flop_overhead = flop_overhead(st), .step_seconds = timing_median(&r->timing, k, STEP_SECONDS),
             .time_overhead = timing_ratio(&r->timing, k, base, STEP_SECONDS),
             .time_vs_naive_stream = plain < 0 ? (Estimate){0} : timing_ratio(&r->timing, k, plain, STEP_SECONDS),
@@ -409,18 +402,13 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
     }
 }
 
-static void print_budget(const GptShape *s, size_t budget, const BudgetTry tries[N_COMBOS], ResultsTable *table)
+static void print_budget(const BudgetRow tries[N_COMBOS], ResultsTable *table)
 {
     char b[32];
     printf("\n  T = %d, no checkpointing, under a budget of %s (fused attention's peak + half of what naive\n"
-           "  attention keeps beyond it):\n", s->T, mem_format_bytes(b, sizeof b, budget));
+           "  attention keeps beyond it):\n", tries[0].seq, mem_format_bytes(b, sizeof b, tries[0].budget));
     results_print_head(table, 0);
-    for (int c = 0; c < N_COMBOS; c++) {
-        const BudgetTry *t = &tries[c];
-        results_add_row(table, &(BudgetRow){s->T, attention_kind_name(t->combo->attention),
-                                            dropout_rng_name(t->combo->dropout_rng), budget, t->fits,
-                                            t->peak_resident, t->combo->name, t->why});
-    }
+    for (int c = 0; c < N_COMBOS; c++) results_add_row(table, &tries[c]);
 }
 
 static void print_formulas(const GptShape *base)
@@ -485,9 +473,8 @@ int main(int argc, char **argv)
     progress_end(&progress);
     GptShape longest = base;
     longest.T = seqs[n_seqs - 1];
-    size_t budget = 0;
-    BudgetTry tries[N_COMBOS];
-    if (status == REMAT_OK) status = budget_demo(&longest, &budget, tries);
+    BudgetRow tries[N_COMBOS];
+    if (status == REMAT_OK) status = budget_demo(&longest, tries);
 
     if (status == REMAT_OK) {
         print_formulas(&base);
@@ -495,7 +482,7 @@ int main(int argc, char **argv)
             print_tags(&r[i], tags);
             print_policies(&r[i], policies);
         }
-        print_budget(&longest, budget, tries, budgets);
+        print_budget(tries, budgets);
         printf("\n  (\"=\": measured exactly as the formula. \"census complete\": the bytes by tag plus the batch\n"
                "  are every byte of activations the forward left, so nothing kept went uncounted. Times: median of\n"
                "  the rounds, variants interleaved; time overhead against none with the same attention and\n"

@@ -14,7 +14,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "bench/cli.h"
 #include "tensor/kernels.h"
@@ -223,8 +222,8 @@ static Estimate scaled(const Estimate *e, double c)
 typedef struct Row {
     const char *model, *strategy;
     int threads;
-    uint64_t flops, recompute_flops, matmul_flops;
-    size_t peak_act;
+    uint64_t flops;
+    StepStats step; /* its last */
     Estimate seconds, overhead, rate, matmul_seconds, matmul_rate, outside;
     Estimate peak;           /* the sgemm's GFLOP/s on the same threads, in the same rounds */
     Estimate fraction;       /* the step's rate over the sgemm's, paired by round */
@@ -242,9 +241,7 @@ static Row row_of(const char *model, const Strategy *sweep, const StepStats *st,
                   int threads, int t, int k)
 {
     const int v = t * n + k, sv = n * threads + t;
-    Row r = {.model = model, .strategy = strategy_name(sweep[k].kind), .threads = t + 1,
-             .recompute_flops = st[v].flops[PHASE_RECOMPUTE], .matmul_flops = st[v].matmul_flops,
-             .peak_act = st[v].peak[MEM_ACT]};
+    Row r = {.model = model, .strategy = strategy_name(sweep[k].kind), .threads = t + 1, .step = st[v]};
     for (int p = 0; p < PHASE_COUNT; p++) r.flops += st[v].flops[p];
     r.seconds = timing_median(timing, v, STEP_SECONDS);
     r.overhead = timing_ratio(timing, v, t * n, STEP_SECONDS);
@@ -278,15 +275,16 @@ static const ResultsColumn COLUMNS[] = {
     COLUMN_TIMED_AS("step_seconds", Row, seconds, "seconds", SHOW("step (95% interval)", "ms", 26, 2)),
     COLUMN_TIMED_AS("time_overhead", Row, overhead, "ratio", SHOW("vs none (interval, rounds)", "+%", 26, 1)),
     COLUMN(Row, flops, U64, "FLOPs per step, recomputation included", SHOW("per step", "GFLOP", 9, 3)),
-    COLUMN(Row, recompute_flops, U64, "FLOPs per step", SHOW("recompute", "GFLOP", 9, 3)),
+    COLUMN_AS("recompute_flops", Row, step.flops[PHASE_RECOMPUTE], U64, "FLOPs per step",
+              SHOW("recompute", "GFLOP", 9, 3)),
     COLUMN_TIMED_AS("gflops_per_second", Row, rate, "GFLOP/s", SHOW("rate", "GFLOP/s", 24, 1)),
     COLUMN_TIMED_AS("sgemm_gflops_per_second", Row, peak, "GFLOP/s", SHOW("sgemm", "GFLOP/s", 24, 1)),
     COLUMN_TIMED_AS("fraction_of_peak", Row, fraction, "ratio", SHOW("of peak", "%", 14, 0)),
-    COLUMN(Row, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
+    COLUMN_AS("peak_act", Row, step.peak[MEM_ACT], SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
     COLUMN_TIMED_AS("speedup_vs_1_thread", Row, speedup, "ratio", SHOW_IN(2u, "vs 1 thread", "x", 20, 2)),
     COLUMN_TIMED_AS("sgemm_speedup_vs_1_thread", Row, sgemm_speedup, "ratio",
                     SHOW_IN(2u, "sgemm vs 1 thread", "x", 20, 2)),
-    COLUMN(Row, matmul_flops, U64, "FLOPs per step"),
+    COLUMN_AS("matmul_flops", Row, step.matmul_flops, U64, "FLOPs per step"),
     COLUMN_TIMED(Row, matmul_seconds, "seconds", SHOW_IN(2u, "inside matmuls", "ms", 26, 2)),
     COLUMN_TIMED_AS("matmul_gflops_per_second", Row, matmul_rate, "GFLOP/s", SHOW_IN(2u, "matmul", "GFLOP/s", 24, 1)),
     COLUMN_TIMED_AS("matmul_fraction_of_peak", Row, matmul_fraction, "ratio", SHOW_IN(2u, "of peak", "%", 14, 0)),
@@ -347,21 +345,19 @@ int main(int argc, char **argv)
     const ExtraRuns peak_runs = {.count = max_threads, .run = sgemm_run, .ctx = &sgemm};
     static StepStats stats[N_MODELS][MAX_THREADS * N_KINDS];
     Timing timing[N_MODELS] = {{0}};
-    Subject models[N_MODELS];
-    memset(models, 0, sizeof models);
+    static Subject models[N_MODELS];
     Progress progress;
     progress_begin(&progress, stdout, N_MODELS * timing_max_runs(&plan, n * max_threads + peak_runs.count), true);
     for (int m = 0; m < N_MODELS && status == REMAT_OK; m++) {
-        Subject s;
-        status = subject_create(&s, m, sweep, n, max_threads, &o);
+        Subject *s = &models[m];
+        status = subject_create(s, m, sweep, n, max_threads, &o);
         char label[48];
         snprintf(label, sizeof label, "%.3s", MODEL_NAMES[m]);
         TrainCtx ctx = {.training = true, .seed = 1};
         pcg32_seed(&ctx.rng, 1, 2);
         if (status == REMAT_OK)
-            status = steps_alternate(s.bench.model, s.variants, n * max_threads, &peak_runs, s.bench.opt,
-                                     &s.bench.batch, &ctx, &plan, &progress, label, stats[m], &timing[m]);
-        models[m] = s;
+            status = steps_alternate(s->bench.model, s->variants, n * max_threads, &peak_runs, s->bench.opt,
+                                     &s->bench.batch, &ctx, &plan, &progress, label, stats[m], &timing[m]);
     }
     progress_end(&progress);
     free(sgemm.A);

@@ -35,7 +35,6 @@ static const BenchInfo INFO = {
              "  bench_timeline.events.csv.",
     .quick = "L = 4, D = 128, H = 4, T = 64, B = 4 (a second)",
     .full = "L = 8, D = 128, H = 4, T = 128, B = 8",
-    .timed = false,
     .strategies = KINDS,
     .n_strategies = 4,
     .step_flags = STEP_FLAG_POLICY | STEP_FLAG_NO_RNG_REPLAY,
@@ -84,10 +83,11 @@ static const ResultsColumn EVENT_COLUMNS[] = {
     COLUMN(EventRow, resident, SIZE, "bytes"), COLUMN(EventRow, disk, SIZE, "bytes"),
 };
 
-/* One record of the steps table: a strategy's recorded step. */
+/* One record of the steps table: a strategy's recorded step, `step`. */
 typedef struct StepRow {
     const char *strategy;
-    size_t events, act_stored, peak_act, peak_resident, peak_disk;
+    size_t events;
+    StepStats step;
     uint64_t flops; /* printed, not recorded */
     Estimate step_seconds;
 } StepRow;
@@ -95,10 +95,10 @@ typedef struct StepRow {
 static const ResultsColumn STEP_COLUMNS[] = {
     COLUMN(StepRow, strategy, STR, "", SHOW("strategy", "", 12, 0)),
     COLUMN(StepRow, events, SIZE, "events", SHOW("events", "", 8, 0)),
-    COLUMN(StepRow, act_stored, SIZE, "bytes", SHOW("stored", "MiB", 9, 2)),
-    COLUMN(StepRow, peak_act, SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
-    COLUMN(StepRow, peak_resident, SIZE, "bytes", SHOW("peak all", "MiB", 9, 2)),
-    COLUMN(StepRow, peak_disk, SIZE, "bytes", SHOW("peak DISK", "MiB", 9, 2)),
+    COLUMN_AS("act_stored", StepRow, step.act_stored, SIZE, "bytes", SHOW("stored", "MiB", 9, 2)),
+    COLUMN_AS("peak_act", StepRow, step.peak[MEM_ACT], SIZE, "bytes", SHOW("peak ACT", "MiB", 9, 2)),
+    COLUMN_AS("peak_resident", StepRow, step.peak_resident, SIZE, "bytes", SHOW("peak all", "MiB", 9, 2)),
+    COLUMN_AS("peak_disk", StepRow, step.peak[MEM_DISK], SIZE, "bytes", SHOW("peak DISK", "MiB", 9, 2)),
     COLUMN_PRINTED(StepRow, flops, U64, SHOW("", "GFLOP", 9, 3)),
     COLUMN_TIMED(StepRow, step_seconds, "seconds", SHOW("step (range of the 3 recorded)", "ms", 0, 2)), COLUMN_SAMPLES,
 };
@@ -169,9 +169,7 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
         int mid = 0; /* the step of median time (the first, if two took exactly as long) */
         while (seconds[mid] != median.value) mid++;
         const StepStats *st = &run_stats[mid];
-        *row = (StepRow){.strategy = series->name, .events = counts[mid], .act_stored = st->act_stored,
-                         .peak_act = st->peak[MEM_ACT], .peak_resident = st->peak_resident,
-                         .peak_disk = st->peak[MEM_DISK], .step_seconds = median};
+        *row = (StepRow){.strategy = series->name, .events = counts[mid], .step = *st, .step_seconds = median};
         for (int p = 0; p < PHASE_COUNT; p++) row->flops += st->flops[p];
         record_events(events, v.name, runs[mid], counts[mid]);
     }

@@ -124,12 +124,15 @@ static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, 
     results_print_head(table, 0);
     for (int s = 0; s < n_sizes; s++) {
         const size_t n = o->quick && s == 1 ? 1u << 16 : sizes[s];
-        float *x = malloc(n * sizeof *x), *shard = malloc(n * sizeof *x), *scratch = malloc(n * sizeof *x);
-        double *t[2] = {malloc((size_t)samples * sizeof(double)), malloc((size_t)samples * sizeof(double))};
-        if (!x || !shard || !scratch || !t[0] || !t[1]) {
-            free(x), free(shard), free(scratch), free(t[0]), free(t[1]);
+        float *x = malloc(3 * n * sizeof *x); /* x, then the shard and scratch */
+        double *t[2] = {malloc(2 * (size_t)samples * sizeof(double))};
+        if (!x || !t[0]) {
+            free(x);
+            free(t[0]);
             return remat_fail(REMAT_ENOMEM, "bench_zero: no memory for %zu floats", n);
         }
+        float *shard = x + n, *scratch = x + 2 * n;
+        t[1] = t[0] + samples;
         for (size_t i = 0; i < n; i++) x[i] = 1e-3f * (float)(i % 1000);
         uint64_t sent[2] = {0};
         for (int k = 0; k < samples; k++)
@@ -150,7 +153,8 @@ static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, 
             }
             results_add_row(table, &(ReduceRow){n, methods[m], e, fastest, sent[m]});
         }
-        free(x), free(shard), free(scratch), free(t[0]), free(t[1]);
+        free(x);
+        free(t[0]);
     }
     comm_reset();
     return REMAT_OK;

@@ -27,21 +27,13 @@
 #define RESULTS_MAX_TABLES 8
 #define RESULTS_NAME_LEN 48
 
-struct ResultsRecord {
-    cJSON *obj;          /* owned by the table's records array */
-    ResultsTable *table;
-};
-
 struct ResultsTable {
     Results *owner;
     char name[RESULTS_NAME_LEN];
-    ResultsColumn *columns; /* owned: a copy of the declared fields or columns */
-    int n_fields;
-    const ResultsColumn *shown; /* borrowed: the columns as declared, printed ones included */
-    int n_shown;
-    cJSON *records;             /* in the document when in_json, else owned here */
+    const ResultsColumn *columns; /* borrowed: as declared, printed ones included */
+    int n_columns;
+    cJSON *records; /* in the document when in_json, else owned here */
     bool in_json;
-    ResultsRecord last; /* the record being filled: the last one made */
 };
 
 struct Results {
@@ -114,7 +106,11 @@ static void add_git(Results *r)
     add_item(r, r->root, "git_dirty", cJSON_CreateBool(command_line(cmd, change, sizeof change)));
 }
 
-static cJSON *load_number(double loadavg);
+/* A load average, or null where Linux gave none. */
+static cJSON *load_number(double loadavg)
+{
+    return loadavg >= 0 ? cJSON_CreateNumber(loadavg) : cJSON_CreateNull();
+}
 
 static void add_machine(Results *r, const PlatformInfo *info)
 {
@@ -138,12 +134,6 @@ static void add_machine(Results *r, const PlatformInfo *info)
     r->machine = m;
     r->before = machine_now();
     add_item(r, m, "loadavg_before", load_number(r->before.loadavg));
-}
-
-/* A load average, or null where Linux gave none. */
-static cJSON *load_number(double loadavg)
-{
-    return loadavg >= 0 ? cJSON_CreateNumber(loadavg) : cJSON_CreateNull();
 }
 
 /* The machine's state since results_create, into the machine block (again on a second
@@ -202,7 +192,6 @@ void results_free(Results *r)
     for (int i = 0; i < r->n_tables; i++) {
         ResultsTable *t = &r->table[i];
         if (!t->in_json) cJSON_Delete(t->records);
-        free(t->columns);
     }
     cJSON_Delete(r->root);
     free(r);
@@ -227,18 +216,15 @@ void results_config_ints(Results *r, const char *key, const int *values, int n)
 
 /* ---- tables and records ----------------------------------------------------------------- */
 
-/* A new table of the named ones of `columns` (copied; `shown`, if not NULL, borrowed to be
- * printed), declared in the document: what it is about, its CSV file, its fields. NULL after
- * remembering an error. */
-static ResultsTable *add_table(Results *r, const char *name, const char *about, const ResultsColumn *columns,
-                               int n, const ResultsColumn *shown, bool in_json)
+ResultsTable *results_row_table(Results *r, const char *name, const char *about, const ResultsColumn *columns,
+                                int n_columns, bool in_json)
 {
     if (r->n_tables == RESULTS_MAX_TABLES) {
         remember(r, REMAT_EINVAL, "results %s: more than %d tables", r->bench, RESULTS_MAX_TABLES);
         return NULL;
     }
     ResultsTable *t = &r->table[r->n_tables++];
-    *t = (ResultsTable){.owner = r, .shown = shown, .n_shown = shown ? n : 0, .in_json = in_json};
+    *t = (ResultsTable){.owner = r, .columns = columns, .n_columns = n_columns, .in_json = in_json};
     snprintf(t->name, sizeof t->name, "%s", name);
     char csv[2 * RESULTS_NAME_LEN + 8];
     if (t == &r->table[0]) snprintf(csv, sizeof csv, "%s.csv", r->bench);
@@ -250,13 +236,11 @@ static ResultsTable *add_table(Results *r, const char *name, const char *about, 
     add_item(r, obj, "csv", cJSON_CreateString(csv));
     cJSON *list = cJSON_CreateArray();
     add_item(r, obj, "fields", list);
-    t->columns = calloc((size_t)n, sizeof *t->columns);
     t->records = cJSON_CreateArray();
     if (t->in_json) add_item(r, obj, "records", t->records);
-    if (!t->columns || !t->records) remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, name);
-    for (int i = 0; r->error == REMAT_OK && i < n; i++) {
+    if (!t->records) remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, name);
+    for (int i = 0; r->error == REMAT_OK && i < n_columns; i++) {
         if (!columns[i].name) continue; /* printed only */
-        t->columns[t->n_fields++] = columns[i];
         cJSON *f = cJSON_CreateObject();
         if (!f || !cJSON_AddItemToArray(list, f)) {
             cJSON_Delete(f);
@@ -267,86 +251,6 @@ static ResultsTable *add_table(Results *r, const char *name, const char *about, 
         add_item(r, f, "unit", cJSON_CreateString(columns[i].unit));
     }
     return r->error == REMAT_OK ? t : NULL;
-}
-
-ResultsTable *results_table(Results *r, const char *name, const char *about, const ResultsField *fields,
-                            int n_fields, bool in_json)
-{
-    ResultsColumn *columns = calloc((size_t)n_fields, sizeof *columns);
-    for (int i = 0; columns && i < n_fields; i++)
-        columns[i] = (ResultsColumn){.name = fields[i].name, .unit = fields[i].unit, .type = COLUMN_SET};
-    ResultsTable *t = columns ? add_table(r, name, about, columns, n_fields, NULL, in_json) : NULL;
-    if (!columns) remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, name);
-    free(columns);
-    return t;
-}
-
-ResultsTable *results_row_table(Results *r, const char *name, const char *about, const ResultsColumn *columns,
-                                int n_columns, bool in_json)
-{
-    return add_table(r, name, about, columns, n_columns, columns, in_json);
-}
-
-ResultsRecord *results_record(ResultsTable *t)
-{
-    if (!t) return NULL;
-    cJSON *obj = cJSON_CreateObject();
-    if (!obj || !cJSON_AddItemToArray(t->records, obj)) {
-        cJSON_Delete(obj);
-        remember(t->owner, REMAT_ENOMEM, "results %s: no memory for a record of table %s", t->owner->bench, t->name);
-        return NULL;
-    }
-    t->last = (ResultsRecord){.obj = obj, .table = t};
-    return &t->last;
-}
-
-/* Adds `item` as `field` of `rec`, after checking that the table declares the field. */
-static void record_set(ResultsRecord *rec, const char *field, cJSON *item)
-{
-    if (!rec) {
-        cJSON_Delete(item);
-        return;
-    }
-    const ResultsTable *t = rec->table;
-    for (int i = 0; i < t->n_fields; i++) {
-        if (!strcmp(t->columns[i].name, field)) {
-            add_item(t->owner, rec->obj, field, item);
-            return;
-        }
-    }
-    cJSON_Delete(item);
-    remember(t->owner, REMAT_EINVAL, "results %s: table %s has no field '%s'", t->owner->bench, t->name, field);
-}
-
-void record_num(ResultsRecord *rec, const char *field, double value)
-{
-    record_set(rec, field, cJSON_CreateNumber(value));
-}
-
-void record_str(ResultsRecord *rec, const char *field, const char *value)
-{
-    record_set(rec, field, cJSON_CreateString(value));
-}
-
-void record_bool(ResultsRecord *rec, const char *field, bool value)
-{
-    record_set(rec, field, cJSON_CreateBool(value));
-}
-
-void record_estimate(ResultsRecord *rec, const char *field, const Estimate *e)
-{
-    char name[RESULTS_NAME_LEN + 4];
-    record_num(rec, field, e->value);
-    snprintf(name, sizeof name, "%s_lo", field);
-    record_num(rec, name, e->lo);
-    snprintf(name, sizeof name, "%s_hi", field);
-    record_num(rec, name, e->hi);
-    if (!rec) return;
-    const cJSON *samples = cJSON_GetObjectItemCaseSensitive(rec->obj, "samples");
-    if (!samples) record_num(rec, "samples", e->samples);
-    else if (samples->valuedouble != e->samples)
-        remember(rec->table->owner, REMAT_EINVAL, "results %s: %s comes from %d samples, the record's others from %.0f",
-                 rec->table->owner->bench, field, e->samples, samples->valuedouble);
 }
 
 /* Whether `row` has column c's field: its WHEN flag is set, and a string or an estimate
@@ -412,8 +316,8 @@ static void print_line(const ResultsTable *t, const void *row, bool units, int p
 {
     char line[1024] = " ";
     size_t used = 1;
-    for (int i = 0; i < t->n_shown && used < sizeof line; i++) {
-        const ResultsColumn *c = &t->shown[i];
+    for (int i = 0; i < t->n_columns && used < sizeof line; i++) {
+        const ResultsColumn *c = &t->columns[i];
         if (!(c->show.panels >> panel & 1u)) continue;
         char cell[96];
         if (row) show_cell(cell, sizeof cell, c, row);
@@ -439,21 +343,44 @@ void results_print_row(const ResultsTable *t, const void *row, int panel)
     if (t) print_line(t, row, false, panel);
 }
 
-ResultsRecord *results_add_row(ResultsTable *t, const void *row)
+/* Adds an estimate's interval to the record `rec` beside its value (column c's), and the
+ * record's samples, which every estimate of the record shares. */
+static void record_interval(const ResultsTable *t, cJSON *rec, const ResultsColumn *c, const Estimate *e)
 {
-    ResultsRecord *rec = results_record(t);
-    for (int i = 0; rec && i < t->n_fields; i++) {
+    Results *r = t->owner;
+    char name[RESULTS_NAME_LEN + 4];
+    snprintf(name, sizeof name, "%s_lo", c->name);
+    add_item(r, rec, name, cJSON_CreateNumber(e->lo));
+    snprintf(name, sizeof name, "%s_hi", c->name);
+    add_item(r, rec, name, cJSON_CreateNumber(e->hi));
+    const cJSON *samples = cJSON_GetObjectItemCaseSensitive(rec, "samples");
+    if (!samples) add_item(r, rec, "samples", cJSON_CreateNumber(e->samples));
+    else if (samples->valuedouble != e->samples)
+        remember(r, REMAT_EINVAL, "results %s: %s comes from %d samples, the record's others from %.0f", r->bench,
+                 c->name, e->samples, samples->valuedouble);
+}
+
+void results_add_row(ResultsTable *t, const void *row)
+{
+    if (!t) return;
+    Results *r = t->owner;
+    cJSON *rec = cJSON_CreateObject();
+    if (!rec || !cJSON_AddItemToArray(t->records, rec)) {
+        cJSON_Delete(rec);
+        remember(r, REMAT_ENOMEM, "results %s: no memory for a record of table %s", r->bench, t->name);
+        return;
+    }
+    for (int i = 0; i < t->n_columns; i++) {
         const ResultsColumn *c = &t->columns[i];
         const char *at = (const char *)row + c->offset;
-        if (c->type == COLUMN_SET || !row_has(c, row)) continue;
-        if (c->type == COLUMN_STR) record_str(rec, c->name, *(const char *const *)at);
-        else if (c->type == COLUMN_STR_ARRAY) record_str(rec, c->name, at);
-        else if (c->type == COLUMN_BOOL) record_bool(rec, c->name, *(const bool *)at);
-        else if (c->type == COLUMN_ESTIMATE) record_estimate(rec, c->name, (const Estimate *)at);
-        else record_num(rec, c->name, row_number(c, row));
+        if (!c->name || c->type == COLUMN_SET || !row_has(c, row)) continue;
+        if (c->type == COLUMN_STR) add_item(r, rec, c->name, cJSON_CreateString(*(const char *const *)at));
+        else if (c->type == COLUMN_STR_ARRAY) add_item(r, rec, c->name, cJSON_CreateString(at));
+        else if (c->type == COLUMN_BOOL) add_item(r, rec, c->name, cJSON_CreateBool(*(const bool *)at));
+        else add_item(r, rec, c->name, cJSON_CreateNumber(row_number(c, row)));
+        if (c->type == COLUMN_ESTIMATE) record_interval(t, rec, c, (const Estimate *)at);
     }
-    if (rec) print_line(t, row, false, 0);
-    return rec;
+    print_line(t, row, false, 0);
 }
 
 /* ---- files ------------------------------------------------------------------------------ */
@@ -518,6 +445,24 @@ static void csv_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* One line of t's CSV: its fields' names (rec NULL), or the values of a record. */
+static void csv_line(FILE *f, const ResultsTable *t, const cJSON *rec)
+{
+    const char *separator = "";
+    for (int i = 0; i < t->n_columns; i++) {
+        const char *name = t->columns[i].name;
+        if (!name) continue; /* printed only */
+        fputs(separator, f);
+        separator = ",";
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, name);
+        if (!rec) fputs(name, f);
+        else if (cJSON_IsNumber(v)) csv_number(f, v->valuedouble);
+        else if (cJSON_IsString(v)) csv_string(f, v->valuestring);
+        else if (cJSON_IsBool(v)) fputs(cJSON_IsTrue(v) ? "true" : "false", f);
+    }
+    fputc('\n', f);
+}
+
 static RematStatus write_csv(const ResultsTable *t, const char *dir)
 {
     const cJSON *csv = cJSON_GetObjectItemCaseSensitive(
@@ -526,20 +471,9 @@ static RematStatus write_csv(const ResultsTable *t, const char *dir)
     snprintf(path, sizeof path, "%s/%s", dir, cJSON_GetStringValue(csv));
     FileReplacement file;
     if (start_file(&file, path) != REMAT_OK) return REMAT_EIO;
-    FILE *f = file.out;
-    for (int i = 0; i < t->n_fields; i++) fprintf(f, "%s%s", i ? "," : "", t->columns[i].name);
-    fputc('\n', f);
+    csv_line(file.out, t, NULL);
     const cJSON *rec;
-    cJSON_ArrayForEach(rec, t->records) {
-        for (int i = 0; i < t->n_fields; i++) {
-            if (i) fputc(',', f);
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, t->columns[i].name);
-            if (cJSON_IsNumber(v)) csv_number(f, v->valuedouble);
-            else if (cJSON_IsString(v)) csv_string(f, v->valuestring);
-            else if (cJSON_IsBool(v)) fputs(cJSON_IsTrue(v) ? "true" : "false", f);
-        }
-        fputc('\n', f);
-    }
+    cJSON_ArrayForEach(rec, t->records) csv_line(file.out, t, rec);
     return finish_file(&file);
 }
 

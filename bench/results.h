@@ -16,13 +16,12 @@
  *
  * A Results holds what one run of a bench measured: who ran it (machine, threads, OpenBLAS
  * core and threading, date, git commit), how (the bench's config), and tables of records.
- * A table declares its fields and their units once. A bench measures into a row struct and
- * hands it to results_add_row, which records it through the table's columns and prints the
- * columns it shows: the printed table and the recorded one are one declaration. A field
- * only some rows have names the row's flag that says so (WHEN). A table declared field by
- * field (results_table) is filled by name (record_num, ...). Mistakes while filling (a
- * field the table did not declare, cJSON out of memory) are remembered and reported by
- * results_write, so a bench does not check every call.
+ * A table declares its fields and their units once, as columns of the row struct a bench
+ * measures into; results_add_row records a row through them and prints the columns it
+ * shows: the printed table and the recorded one are one declaration. A field only some
+ * rows have names the row's flag that says so (WHEN). Mistakes while filling (two
+ * estimates of one record from different runs, cJSON out of memory) are remembered and
+ * reported by results_write, so a bench does not check every call.
  *
  * What this is not: a JSON library (that is cJSON, from Debian's libcjson-dev) or a
  * reader of results (that is bench/results_read.h, which the quiz and the tests share).
@@ -40,23 +39,10 @@
 
 typedef struct Results Results;
 typedef struct ResultsTable ResultsTable;
-typedef struct ResultsRecord ResultsRecord;
-
-/* One column of a table: its name (lower_snake_case) and unit ("bytes", "FLOPs",
- * "seconds", "ratio", "layers", ...; "" for a label). The strings must outlive the table. */
-typedef struct ResultsField {
-    const char *name;
-    const char *unit;
-} ResultsField;
-
-/* A time-derived field: the field, then <name>_lo and <name>_hi (its interval), all in
- * `unit`. A table with one also declares RESULTS_SAMPLES. */
-#define RESULTS_TIMED(name, unit) {name, unit}, {name "_lo", unit}, {name "_hi", unit}
-#define RESULTS_SAMPLES {"samples", "timed runs each time-derived field comes from"}
 
 /* How a column is read from a bench's row struct (results_add_row). */
 typedef enum ColumnType {
-    COLUMN_SET,      /* not read from the row: set by the record_* setters */
+    COLUMN_SET,      /* not read from the row: an estimate's _lo, _hi and samples */
     COLUMN_SIZE,     /* size_t: bytes, counts */
     COLUMN_U64,      /* uint64_t: FLOPs */
     COLUMN_INT,      /* int */
@@ -83,7 +69,9 @@ typedef struct ColumnShow {
                         prints, 1 << 1...: tables printed apart (results_print_row) */
 } ColumnShow;
 
-/* A field and where it is in the row struct a bench measures into. */
+/* A field and where it is in the row struct a bench measures into: its name
+ * (lower_snake_case; NULL: printed only) and unit ("bytes", "FLOPs", "seconds", "ratio",
+ * "layers", ...; "" for a label). The strings must outlive the table. */
 typedef struct ResultsColumn {
     const char *name;
     const char *unit;
@@ -112,7 +100,7 @@ typedef struct ResultsColumn {
 #define COLUMN_SAMPLES COLUMN_SETTER("samples", "timed runs each time-derived field comes from")
 /* A figure printed beside the fields (SHOW) but not recorded: no field of the table. */
 #define COLUMN_PRINTED(Row, member, TYPE, ...) {.type = COLUMN_##TYPE, .offset = offsetof(Row, member), __VA_ARGS__}
-/* A column the bench sets itself (record_*), not read from the row. */
+/* A field filled with the estimate before it, not read from the row. */
 #define COLUMN_SETTER(NAME, UNIT) {.name = NAME, .unit = UNIT, .type = COLUMN_SET}
 
 /* The number of entries of a static array of fields or columns. */
@@ -134,40 +122,19 @@ void results_config_num(Results *r, const char *key, double value);
 void results_config_str(Results *r, const char *key, const char *value);
 void results_config_ints(Results *r, const char *key, const int *values, int n);
 
-/* Adds a table called `name` with `n_fields` fields (the array is borrowed and must outlive
- * `r`). Its records go to a CSV file: <bench>.csv for the first table, <bench>.<name>.csv
- * for the others; with in_json they are also in the JSON (a long event log sets it false and
- * the JSON only names its CSV). Returns the table (owned by `r`), or NULL after remembering
- * an error. */
-ResultsTable *results_table(Results *r, const char *name, const char *about, const ResultsField *fields,
-                            int n_fields, bool in_json);
-
-/* As results_table, with columns read from a row struct (results_add_row); the columns
- * (borrowed, like the fields) may include printed ones (COLUMN_PRINTED). */
+/* Adds a table called `name` with the named ones of `columns` as its fields (the array is
+ * borrowed and must outlive `r`; it may include printed ones, COLUMN_PRINTED). Its records
+ * go to a CSV file: <bench>.csv for the first table, <bench>.<name>.csv for the others;
+ * with in_json they are also in the JSON (a long event log sets it false and the JSON only
+ * names its CSV). Returns the table (owned by `r`), or NULL after remembering an error. */
 ResultsTable *results_row_table(Results *r, const char *name, const char *about, const ResultsColumn *columns,
                                 int n_columns, bool in_json);
 
-/* Appends an empty record to `t` and returns it (owned by the table, and to be filled
- * before the table's next record). A NULL table (an earlier error) gives NULL, which the
- * record_* setters accept and ignore. */
-ResultsRecord *results_record(ResultsTable *t);
-
-/* Sets a field of a record. A field the table did not declare is an error remembered for
- * results_write. */
-void record_num(ResultsRecord *rec, const char *field, double value);
-void record_str(ResultsRecord *rec, const char *field, const char *value);
-void record_bool(ResultsRecord *rec, const char *field, bool value);
-
-/* Sets a time-derived field from its estimate: `field` (the median), <field>_lo and
- * <field>_hi (declared with RESULTS_TIMED), and "samples" (RESULTS_SAMPLES). A record's
- * time-derived fields come from the same runs, so they share one sample count. */
-void record_estimate(ResultsRecord *rec, const char *field, const Estimate *e);
-
-/* Appends a record to `t` (made by results_row_table) with every column read from a row
- * set from the struct at `row`, prints the row's shown columns on stdout (if it has any),
- * and returns the record, for the record_* setters of the columns the bench sets itself
- * (NULL after an earlier error). */
-ResultsRecord *results_add_row(ResultsTable *t, const void *row);
+/* Appends a record to `t` with every column read from the struct at `row` (an estimate
+ * as the field, <field>_lo, <field>_hi and the record's samples, which all its estimates
+ * must share), and prints the row's shown columns on stdout (if it has any). A NULL table
+ * (an earlier error) is a no-op. */
+void results_add_row(ResultsTable *t, const void *row);
 
 /* Prints the headings of `t`'s columns shown in table `panel` (0, 1...) on stdout: a line of headings, a
  * line of units. Nothing for a NULL table. */

@@ -148,9 +148,7 @@ RematStatus timing_run(const TimingPlan *plan, int variants, int quantities, Tim
     return status;
 }
 
-/* The median of quantity q of `variant` over the rounds, each divided by `base`'s of the
- * same round when base ≥ 0. */
-static Estimate rounds_estimate(const Timing *t, int variant, int base, int q)
+Estimate timing_ratio(const Timing *t, int variant, int base, int q)
 {
     double *v = t->rounds > 0 ? malloc((size_t)t->rounds * sizeof *v) : NULL;
     if (!v) return estimate_single(NAN);
@@ -163,12 +161,7 @@ static Estimate rounds_estimate(const Timing *t, int variant, int base, int q)
 
 Estimate timing_median(const Timing *t, int variant, int q)
 {
-    return rounds_estimate(t, variant, -1, q);
-}
-
-Estimate timing_ratio(const Timing *t, int variant, int base, int q)
-{
-    return rounds_estimate(t, variant, base, q);
+    return timing_ratio(t, variant, -1, q);
 }
 
 void timing_free(Timing *t)

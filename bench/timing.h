@@ -112,7 +112,7 @@ int timing_max_runs(const TimingPlan *plan, int variants);
 Estimate timing_median(const Timing *t, int variant, int q);
 
 /* Quantity q of `variant` against `base` in the same round: the median of the paired
- * ratios, with its interval. */
+ * ratios, with its interval (base −1: of the values themselves, as timing_median). */
 Estimate timing_ratio(const Timing *t, int variant, int base, int q);
 
 void timing_free(Timing *t);
