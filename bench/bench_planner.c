@@ -431,9 +431,8 @@ static void frontier_add(Frontier *f, const char *planner, Schedule *s, size_t b
 static RematStatus frontier_plan(Frontier *f, int n_budgets)
 {
     static const PlannerKind KINDS[] = {PLANNER_OPS, PLANNER_DP, PLANNER_CHEN, PLANNER_REVOLVE};
-    static const struct { const char *name; StrategyKind kind; const Policy *policy; } PRESETS[] = {
-        {"full", STRATEGY_FULL, NULL}, {"sqrt", STRATEGY_SQRT, NULL}, {"attention_core", STRATEGY_SELECTIVE,
-        &POLICY_ATTENTION_CORE}, {"dots_saveable", STRATEGY_SELECTIVE, &POLICY_DOTS_SAVEABLE}};
+    static const StrategyKind PRESETS[] = {STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE, STRATEGY_SELECTIVE};
+    static const Policy *const POLICIES[] = {NULL, NULL, &POLICY_ATTENTION_CORE, &POLICY_DOTS_SAVEABLE};
     const ChainCost *cost = f->c->cost;
     Schedule *none = chain_schedule_for_strategy(cost, STRATEGY_NONE);
     if (!none) return remat_last_status();
@@ -450,23 +449,24 @@ static RematStatus frontier_plan(Frontier *f, int n_budgets)
         }
     remat_clear_error();
     for (int k = 0; k < (strcmp(f->c->name, "gpt") ? 2 : 4); k++) {
-        Strategy st = strategy_defaults(PRESETS[k].kind);
-        st.policy = PRESETS[k].policy;
+        Strategy st = strategy_defaults(PRESETS[k]);
+        st.policy = POLICIES[k];
         Schedule *s = schedule_for_strategy(&st, cost->n_layers);
         if (!s) return remat_last_status();
-        frontier_add(f, PRESETS[k].name, s, 0, false);
+        frontier_add(f, st.policy ? st.policy->name : strategy_name(st.kind), s, 0, false);
     }
     return REMAT_OK;
 }
 
-/* The keep-set of ops most layers of `s` run (its classes, without "keeps "), and how many. */
+/* The keep-set of ops most layers of `s` run (its classes: its name without "keeps "), and how many. */
 static void commonest_keep_set(ParetoRow *r, const Schedule *s)
 {
     for (int i = 0; i < s->n_segments; i++) {
         const Policy *p = s->segments[i].policy;
         int count = 0;
         for (int k = 0; p && p->user && k < s->n_segments; k++) count += s->segments[k].policy == p;
-        if (count > r->kept_layers) r->kept_layers = count, snprintf(r->kept, sizeof r->kept, "%s", p->name + 6);
+        if (count > r->kept_layers)
+            r->kept_layers = count, snprintf(r->kept, sizeof r->kept, "%s", p->name + strlen("keeps "));
     }
     r->has_kept = r->kept_layers > 0;
 }
