@@ -3,10 +3,10 @@
  * into results/summary.json.
  *
  * Each bench runs as its own process (found beside this binary), with the same --quick and
- * --results as bench_all got, its output passing straight through. bench_all then writes
- * its own results (which bench ran, its exit status and seconds) as bench_all.json, and
- * summary.json: the same, plus every bench's JSON under "benches". A bench that fails does
- * not stop the others; bench_all then exits 1 naming it.
+ * --results as bench_all got (bench_planner also --pareto), its output passing straight
+ * through. bench_all then writes its own results (which bench ran, its exit status and
+ * seconds) as bench_all.json, and summary.json: the same, plus every bench's JSON under
+ * "benches". A bench that fails does not stop the others; bench_all then exits 1 naming it.
  *
  * What it is not: a scheduler. Benches run one at a time, since each measures time and
  * two at once would slow each other down.
@@ -25,8 +25,8 @@ static const BenchInfo INFO = {
     .question = "every quiz question that a bench answers, in one run",
     .about = "  Runs bench_scaling, bench_selective, bench_placement, bench_dropout,\n"
              "  bench_memory_budget, bench_offload, bench_timeline, bench_planner and\n"
-             "  bench_attention (from this binary's directory), then merges their JSON into\n"
-             "  DIR/summary.json.",
+             "  bench_attention (from this binary's directory; bench_planner with --pareto),\n"
+             "  then merges their JSON into DIR/summary.json.",
     .quick = "every bench with --quick (seconds to minutes, with what else the machine runs)",
     .full = "every bench in its full mode (several minutes)",
 };
@@ -88,8 +88,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < N_BENCHES; i++) {
         char path[4200];
         snprintf(path, sizeof path, "%s/%s", dir, BENCHES[i]);
-        char *args[] = {path, "--results", (char *)o.results_dir, o.quick ? "--quick" : NULL, NULL};
-        printf("\n==== %s%s\n", BENCHES[i], o.quick ? " --quick" : "");
+        const bool pareto = !strcmp(BENCHES[i], "bench_planner"); /* its frontier too, which the quiz quotes */
+        char *args[] = {path, "--results", (char *)o.results_dir, pareto ? "--pareto" : NULL, NULL, NULL};
+        args[pareto ? 4 : 3] = o.quick ? "--quick" : NULL;
+        printf("\n==== %s%s%s\n", BENCHES[i], pareto ? " --pareto" : "", o.quick ? " --quick" : "");
         const double t0 = platform_seconds();
         const int code = run(path, args);
         const double seconds = platform_seconds() - t0;

@@ -13,18 +13,29 @@
  * layers more than once, so its ratio may fall below 1 and its curve goes on below the
  * DP's smallest budget, swept apart.
  *
- * What it is not: a timing bench. Bytes and FLOPs are exact and repeat run after run.
+ * --pareto adds the frontier of the MLP chain and the GPT, each step timed against none's; it
+ * checks that ops never recomputes more than dp. No claim rests on time: bytes and FLOPs are exact.
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/platform.h"
 #include "bench/cli.h"
 #include "bench/measure.h"
 #include "models/gpt.h"
 #include "models/mlp.h"
 #include "checkpoint/planner.h"
 #include "bench/results.h"
+
+static bool pareto;
+static unsigned pareto_given;
+static const Flag PARETO = {
+    .name = "--pareto", .type = FLAG_SWITCH,
+    .help = "also the frontier of the MLP and the GPT: ops, dp, chen, revolve at 6 (quick)\n"
+            "or 8 budgets up to none's peak, the presets at their own; each step timed\n"
+            "against none (until +-5 points or 1 s; full: 7 rounds); dtr: no strategy yet"};
 
 static const BenchInfo INFO = {
     .name = "bench_planner",
@@ -39,6 +50,7 @@ static const BenchInfo INFO = {
     .quick = "MLP N = 16, W = 64, B = 16; GPTs L = 6, C = 64, T = 32, B = 2; 12 budgets, 3 below the DP's (seconds)",
     .full = "MLP N = 32, W = 256, B = 32; GPTs L = 12, C = 128, T = 128, B = 4; 24 budgets, 6 below the DP's",
     .timed = false,
+    .own = {.flags = &PARETO, .n = 1, .opts = &pareto, .accepted = ~0u, .given = &pareto_given},
 };
 
 typedef struct Chain {
@@ -362,6 +374,183 @@ static RematStatus sweep(Chain *c, int n_budgets, int n_below, ResultsTable *poi
     return status;
 }
 
+/* ---- the frontier (--pareto) ---------------------------------------------------------------- */
+
+/* One record of the frontier: a planner's schedule at a budget of the sweep, or a preset at
+ * its own peak, stepped in the same rounds as none (variant 0) and timed against it. */
+typedef struct ParetoRow {
+    const char *model, *planner;
+    bool swept, has_kept, most_below_dp;
+    int kept_layers;
+    size_t budget, peak;
+    uint64_t recompute_flops;
+    double recompute_share;
+    Estimate step_seconds, time_overhead;
+    char kept[360]; /* last: it holds commas */
+} ParetoRow;
+
+static const ResultsColumn PARETO_COLUMNS[] = {
+    COLUMN(ParetoRow, model, STR, "mlp or gpt"),
+    COLUMN(ParetoRow, planner, STR, "ops, dp, chen, revolve, or a preset at its own peak: none, full, sqrt, "
+           "attention_core, dots_saveable", SHOW("plan", "", 14, 0)),
+    COLUMN(ParetoRow, budget, SIZE, "bytes (a preset: its own peak)", SHOW("budget", "MiB", 8, 2)),
+    COLUMN(ParetoRow, peak, SIZE, "bytes: the ledger's peak of the step, every kind", SHOW("peak", "MiB", 8, 2)),
+    COLUMN(ParetoRow, recompute_flops, U64, "FLOPs (the ledger's)", SHOW("recompute", "GFLOP", 10, 4)),
+    COLUMN(ParetoRow, recompute_share, DOUBLE, "RECOMPUTE / (FORWARD + BACKWARD) FLOPs", SHOW("FLOP ovh", "%", 8, 1)),
+    COLUMN_TIMED(ParetoRow, step_seconds, "seconds"),
+    COLUMN_TIMED(ParetoRow, time_overhead, "ratio", SHOW("time against none (95% interval, rounds)", "+%", 28, 1)),
+    COLUMN_SAMPLES, COLUMN(ParetoRow, most_below_dp, BOOL, "ops: the budget where it recomputes the most below dp"),
+    COLUMN(ParetoRow, kept_layers, INT, "ops: the layers under its commonest keep-set", WHEN(ParetoRow, has_kept),
+           SHOW("layers", "", 6, 0)),
+    COLUMN(ParetoRow, kept, STR_ARRAY, "ops: the op classes it keeps", WHEN(ParetoRow, has_kept),
+           SHOW("keeping", "", 0, 0)),
+};
+
+enum { FRONTIER_MAX = 48 }; /* none, 4 planners at up to 8 budgets, 4 presets */
+
+/* A model's frontier: its variants (none first), their schedules, records and last steps. */
+typedef struct Frontier {
+    Chain *c;
+    int n;
+    Variant variants[FRONTIER_MAX];
+    Schedule *schedules[FRONTIER_MAX];
+    ParetoRow rows[FRONTIER_MAX];
+    StepStats stats[FRONTIER_MAX];
+} Frontier;
+
+/* Adds schedule `s` (f owns it) of `planner`, planned for `budget` (`swept`) or a preset's. */
+static void frontier_add(Frontier *f, const char *planner, Schedule *s, size_t budget, bool swept)
+{
+    f->schedules[f->n] = s;
+    f->variants[f->n] = (Variant){.name = planner, .schedule = s};
+    f->rows[f->n++] = (ParetoRow){.model = f->c->name, .planner = planner, .swept = swept, .budget = budget};
+}
+
+/* none, then each planner's schedule at n budgets from the smallest any fits to none's peak,
+ * then the presets at their own peaks (the selective ones on the GPT). */
+static RematStatus frontier_plan(Frontier *f, int n_budgets)
+{
+    static const PlannerKind KINDS[] = {PLANNER_OPS, PLANNER_DP, PLANNER_CHEN, PLANNER_REVOLVE};
+    static const StrategyKind PRESETS[] = {STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE, STRATEGY_SELECTIVE};
+    static const Policy *const POLICIES[] = {NULL, NULL, &POLICY_ATTENTION_CORE, &POLICY_DOTS_SAVEABLE};
+    const ChainCost *cost = f->c->cost;
+    Schedule *none = chain_schedule_for_strategy(cost, STRATEGY_NONE);
+    if (!none) return remat_last_status();
+    frontier_add(f, "none", none, 0, false);
+    const bool uniform = chain_check_uniform(cost) == REMAT_OK;
+    const size_t lo_ops = planner_min_budget(PLANNER_OPS, cost), lo_revolve = planner_min_budget(PLANNER_REVOLVE, cost);
+    const size_t lo = uniform && lo_revolve < lo_ops ? lo_revolve : lo_ops, hi = none->predicted.peak_total;
+    for (int i = 0; i < n_budgets; i++)
+        for (int k = 0; k < (uniform ? 4 : 3); k++) {
+            const size_t budget = lo + (size_t)((double)(hi - lo) * i / (n_budgets - 1));
+            Schedule *s = planner_plan(KINDS[k], cost, budget);
+            if (!s && remat_last_status() != REMAT_EOOM) return remat_last_status();
+            if (s) frontier_add(f, planner_name(KINDS[k]), s, budget, true);
+        }
+    remat_clear_error();
+    for (int k = 0; k < (strcmp(f->c->name, "gpt") ? 2 : 4); k++) {
+        Strategy st = strategy_defaults(PRESETS[k]);
+        st.policy = POLICIES[k];
+        Schedule *s = schedule_for_strategy(&st, cost->n_layers);
+        if (!s) return remat_last_status();
+        frontier_add(f, st.policy ? st.policy->name : strategy_name(st.kind), s, 0, false);
+    }
+    return REMAT_OK;
+}
+
+/* The keep-set of ops most layers of `s` run (its classes: its name without "keeps "), and how many. */
+static void commonest_keep_set(ParetoRow *r, const Schedule *s)
+{
+    for (int i = 0; i < s->n_segments; i++) {
+        const Policy *p = s->segments[i].policy;
+        int count = 0;
+        for (int k = 0; p && p->user && k < s->n_segments; k++) count += s->segments[k].policy == p;
+        if (count > r->kept_layers)
+            r->kept_layers = count, snprintf(r->kept, sizeof r->kept, "%s", p->name + strlen("keeps "));
+    }
+    r->has_kept = r->kept_layers > 0;
+}
+
+/* Steps every variant in interleaved rounds, none the baseline, and fills each record: bytes and
+ * FLOPs from its last step, times from the rounds. A planned step over its budget is a bug. */
+static RematStatus frontier_measure(Frontier *f, const TimingPlan *plan)
+{
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 5, 5);
+    Progress progress;
+    Timing timing = {0};
+    progress_begin(&progress, stdout, timing_max_runs(plan, f->n), true);
+    RematStatus status = steps_alternate(f->c->g.model, f->variants, f->n, NULL, f->c->g.opt, &f->c->g.batch, &ctx,
+                                         plan, &progress, f->c->name, f->stats, &timing);
+    progress_end(&progress);
+    for (int i = 0; i < f->n && status == REMAT_OK; i++) {
+        ParetoRow *r = &f->rows[i];
+        r->peak = f->stats[i].peak_resident;
+        r->recompute_flops = f->stats[i].flops[PHASE_RECOMPUTE];
+        r->recompute_share = flop_overhead(&f->stats[i]);
+        r->step_seconds = timing_median(&timing, i, STEP_SECONDS);
+        r->time_overhead = timing_ratio(&timing, i, 0, STEP_SECONDS);
+        r->budget = r->swept ? r->budget : r->peak;
+        commonest_keep_set(r, f->schedules[i]);
+        if (r->peak > r->budget)
+            status = remat_fail(REMAT_ESTATE, "%s, planner %s: the step's peak, %zu bytes, is over its budget, %zu "
+                                "bytes: a bug", f->c->name, r->planner, r->peak, r->budget);
+    }
+    timing_free(&timing);
+    return status;
+}
+
+/* The claim, checked on every run: at every budget where both fit, ops recomputes no more than
+ * dp, whose schedules it searches too (more is a bug: REMAT_ESTATE); where it recomputes less,
+ * and both schedules where the gap is widest (marked most_below_dp). */
+static RematStatus frontier_claim(Frontier *f)
+{
+    int both = 0, less = 0, widest = -1, widest_dp = -1;
+    for (int ops = 0, dp = 1; dp < f->n; ops++, dp++) { /* frontier_plan adds dp right after ops at a budget */
+        if (strcmp(f->rows[ops].planner, "ops") || strcmp(f->rows[dp].planner, "dp")) continue;
+        const uint64_t o = f->rows[ops].recompute_flops, d = f->rows[dp].recompute_flops;
+        both++;
+        if (o > d)
+            return remat_fail(REMAT_ESTATE, "%s, budget %zu bytes: ops recomputes %llu FLOPs, more than dp's %llu, "
+                              "though it searches every schedule dp does: a bug", f->c->name, f->rows[ops].budget,
+                              (unsigned long long)o, (unsigned long long)d);
+        less += o < d;
+        if (o < d && (widest < 0 || d - o > f->rows[widest_dp].recompute_flops - f->rows[widest].recompute_flops))
+            widest = ops, widest_dp = dp;
+    }
+    printf("\n  %s: ops recomputes no more than dp at all %d budgets where both fit, and less at %d\n", f->c->name,
+           both, less);
+    if (widest < 0) return REMAT_OK;
+    f->rows[widest].most_below_dp = true;
+    printf("  the widest gap, at %.2f MiB: ops, then dp\n", mib(f->rows[widest].budget));
+    schedule_print(f->schedules[widest], f->c->g.model->layers, stdout);
+    schedule_print(f->schedules[widest_dp], f->c->g.model->layers, stdout);
+    return REMAT_OK;
+}
+
+/* The memory/recompute frontier of chain c: its op-level model measured (in how long, said),
+ * the schedules planned, stepped and timed, the claim checked, the records added to `table`. */
+static RematStatus frontier(Chain *c, int n_budgets, const TimingPlan *plan, ResultsTable *table)
+{
+    Frontier *f = calloc(1, sizeof *f);
+    if (!f) return remat_fail(REMAT_ENOMEM, "bench_planner: no memory for the frontier");
+    f->c = c;
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 5, 5);
+    const double start = platform_seconds();
+    RematStatus status = model_profile_ops(c->g.model, c->g.batch.x, c->g.batch.y, &ctx, c->cost);
+    printf("\n  %s: the frontier (dtr is not a strategy yet); the op-level model measured in %.2f s\n", c->name,
+           platform_seconds() - start);
+    if (status == REMAT_OK) status = frontier_plan(f, n_budgets);
+    if (status == REMAT_OK) status = frontier_measure(f, plan);
+    if (status == REMAT_OK) status = frontier_claim(f);
+    if (status == REMAT_OK) results_print_head(table, 0);
+    for (int i = 0; i < f->n && status == REMAT_OK; i++) results_add_row(table, &f->rows[i]);
+    for (int i = 0; i < f->n; i++) schedule_free(f->schedules[i]);
+    free(f);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     BenchOptions o;
@@ -374,8 +563,10 @@ int main(int argc, char **argv)
                                  : (GptShape){.L = 12, .C = 128, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
     static const int QUICK_HEADS[] = {16, 1, 2, 8, 1, 4};
     static const int FULL_HEADS[] = {32, 1, 1, 16, 2, 2, 8, 1, 4, 32, 1, 2};
+    static const char *const NAMES[] = {"mlp", "gpt", "gpt_heads"};
     const int *heads = o.quick ? QUICK_HEADS : FULL_HEADS;
-    const int n_budgets = o.quick ? 12 : 24, n_below = o.quick ? 3 : 6;
+    const int n_budgets = o.quick ? 12 : 24, n_below = o.quick ? 3 : 6, n_frontier = o.quick ? 6 : 8;
+    const TimingPlan plan = bench_timing_plan(&o, 1, 7, 1.0);
     results_config_num(results, "mlp_layers", N);
     results_config_num(results, "mlp_width", W);
     results_config_num(results, "mlp_batch", B);
@@ -384,19 +575,24 @@ int main(int argc, char **argv)
     results_config_num(results, "budgets", n_budgets);
     results_config_num(results, "budgets_below_dp", n_below);
     results_config_str(results, "optimizer", "adamw");
+    if (pareto) results_config_plan(results, &plan);
     RematStatus status = REMAT_OK;
     ResultsTable *points = results_row_table(results, "points", "each planner's schedule at each budget, run for one "
                                              "AdamW step under that budget; fixed strategies at their own memory",
                                              POINT_COLUMNS, RESULTS_COUNT(POINT_COLUMNS), true);
     ResultsTable *summary = results_row_table(results, "summary", "recompute FLOPs relative to the exact optimum",
                                               SUMMARY_COLUMNS, RESULTS_COUNT(SUMMARY_COLUMNS), true);
+    ResultsTable *frontier_table = !pareto ? NULL : results_row_table(results, "pareto", "the memory/recompute "
+                                   "frontier: each planner at each budget, each preset at its own peak, timed against "
+                                   "none", PARETO_COLUMNS, RESULTS_COUNT(PARETO_COLUMNS), true);
     Progress progress;
     progress_begin(&progress, stdout, 3 * n_budgets + 2 * n_below, true); /* the GPT of varying heads is not uniform */
-    for (int i = 0; i < 3 && status == REMAT_OK; i++) {
+    for (int i = 0; i < (pareto ? 5 : 3) && status == REMAT_OK; i++) { /* the sweeps, then mlp's and gpt's frontiers */
         Chain chain = {0};
-        static const char *const NAMES[] = {"mlp", "gpt", "gpt_heads"};
-        status = chain_create(&chain, NAMES[i], N, W, B, i ? &gpt : NULL, i == 2 ? heads : NULL);
-        if (status == REMAT_OK) status = sweep(&chain, n_budgets, n_below, points, summary, &progress);
+        status = chain_create(&chain, NAMES[i % 3], N, W, B, i % 3 ? &gpt : NULL, i == 2 ? heads : NULL);
+        if (status == REMAT_OK) status = i < 3 ? sweep(&chain, n_budgets, n_below, points, summary, &progress)
+                                               : frontier(&chain, n_frontier, &plan, frontier_table);
+        if (i == 2) progress_end(&progress); /* before the frontiers print */
         chain_free(&chain);
     }
     progress_end(&progress);

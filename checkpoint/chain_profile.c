@@ -11,6 +11,7 @@
 #include "checkpoint/cost.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -362,25 +363,46 @@ static RematStatus record_chain(OpsProfile *o, Layer **layers, const ChainStages
     return status;
 }
 
-/* One profiling pass per Pareto point j: every layer whose shape has a point j runs as a
- * region under it, and its figures are kept; the passes write into a copy of the cost. */
+/* The profiling passes, as few as measure each Pareto point once per set of alike layers (one
+ * shape, the same figures in the plain and regions passes: not the MLP's first layer, whose input
+ * needs no gradient): in pass j, the i-th of m alike layers is a region under point j·m + i, and
+ * its figures are all m's. A region's figures are measured above the forward state it starts on,
+ * whatever its neighbours keep (cost.h; tests/test_ops_planner.c checks them against a pass per
+ * point). The passes write into a copy of the cost. */
 static RematStatus measure_points(OpsProfile *o, const ChainCost *cost, Layer **layers, const ChainStages *stages,
                                   const TrainCtx *ctx)
 {
     const int n = cost->n_layers;
     const Policy **policies = calloc((size_t)n, sizeof *policies);
+    int *alike_to = calloc(3 * (size_t)n, sizeof *alike_to), passes = 0; /* per layer: the first alike, */
+    int *rank = alike_to ? alike_to + n : NULL, *size = alike_to ? alike_to + 2 * n : NULL; /* its rank, their count */
     ChainCost scratch = *cost;
     scratch.layers = malloc((size_t)n * sizeof *scratch.layers);
-    RematStatus status = policies && scratch.layers ? REMAT_OK : remat_fail(REMAT_ENOMEM, "planner ops: no memory");
+    RematStatus status = policies && alike_to && scratch.layers ? REMAT_OK
+                                                               : remat_fail(REMAT_ENOMEM, "planner ops: no memory");
     if (scratch.layers) memcpy(scratch.layers, cost->layers, (size_t)n * sizeof *scratch.layers);
-    for (int j = 0; j < o->max_points && status == REMAT_OK; j++) {
-        for (int k = 0; k < n; k++)
-            policies[k] = j < o->n_points[o->shape_of[k]] ? &o->points[o->shape_of[k]][j].policy : NULL;
+    for (int k = 0; k < n && status == REMAT_OK; k++) {
+        while (o->shape_of[alike_to[k]] != o->shape_of[k] ||
+               memcmp(&cost->layers[alike_to[k]], &cost->layers[k], offsetof(ChainLayer, policy_adds)))
+            alike_to[k]++;
+        rank[k] = size[alike_to[k]]++;
+    }
+    for (int k = 0; k < n && status == REMAT_OK; k++) /* enough passes for every set's points */
+        while (passes * size[alike_to[k]] < o->n_points[o->shape_of[k]]) passes++;
+    for (int j = 0; j < passes && status == REMAT_OK; j++) {
+        for (int k = 0; k < n; k++) {
+            const int p = j * size[alike_to[k]] + rank[k];
+            policies[k] = p < o->n_points[o->shape_of[k]] ? &o->points[o->shape_of[k]][p].policy : NULL;
+        }
         status = chain_profile_layer_policies(&scratch, layers, stages, ctx, policies);
-        for (int k = 0; k < n && status == REMAT_OK; k++)
-            if (policies[k])
-                o->measured[(size_t)k * (size_t)o->max_points + (size_t)j] = (OpsFigures){
-                    scratch.layers[k].policy_adds, scratch.layers[k].policy_need, scratch.layers[k].policy_flops};
+        for (int k = 0; k < n && status == REMAT_OK; k++) {
+            const ChainLayer *l = &scratch.layers[k];
+            const size_t p = (size_t)(j * size[alike_to[k]] + rank[k]);
+            for (int g = 0; policies[k] && g < n; g++)
+                if (alike_to[g] == alike_to[k])
+                    o->measured[(size_t)g * (size_t)o->max_points + p] = (OpsFigures){l->policy_adds, l->policy_need,
+                                                                                      l->policy_flops};
+        }
     }
     /* A region's RECOMPUTE FLOPs include what its layer's backward kernels redo under any
      * schedule (counter-based dropout's masks), which the prediction adds once for the whole
@@ -392,7 +414,7 @@ static RematStatus measure_points(OpsProfile *o, const ChainCost *cost, Layer **
         const uint64_t share = m[n_points - 1].flops;
         for (int j = 0; j < n_points; j++) m[j].flops -= share;
     }
-    free(scratch.layers), free(policies);
+    free(scratch.layers), free(policies), free(alike_to);
     return status;
 }
 

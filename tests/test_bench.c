@@ -738,6 +738,56 @@ static void test_planner_schedules_fit_and_the_optimum_wins(void **state)
     }
 }
 
+/* bench_all runs bench_planner --pareto: the frontier of both models, every planned step within
+ * its budget by the ledger's peak, each preset once at its own peak, every record timed against
+ * none; ops recomputes no more than dp at every budget where both fit (the bench exits 1
+ * otherwise) and less at some, on the GPT; the budget where ops is furthest below dp is marked
+ * once per model, with what ops keeps there. */
+static void test_planner_frontier_ops_never_above_dp_and_below_it_somewhere(void **state)
+{
+    (void)state;
+    const cJSON *rows = records(bench("bench_planner"), "pareto"), *r, *o;
+    const char *const models[] = {"mlp", "gpt"};
+    for (int m = 0; m < 2; m++) {
+        int ops = 0, dp = 0, below = 0, marked = 0, presets = 0, seen = 0;
+        cJSON_ArrayForEach(r, rows) {
+            if (strcmp(str(r, "model"), models[m])) continue;
+            const char *planner = str(r, "planner");
+            const bool preset = strcmp(planner, "ops") && strcmp(planner, "dp") && strcmp(planner, "chen") &&
+                                strcmp(planner, "revolve");
+            assert_true(num(r, "peak") <= num(r, "budget"));
+            if (preset) assert_true(num(r, "peak") == num(r, "budget")); /* a preset at its own peak */
+            assert_true(num(r, "samples") >= 6 && num(r, "time_overhead_lo") <= num(r, "time_overhead_hi"));
+            presets += preset;
+            seen |= !strcmp(planner, "chen") << 0 | !strcmp(planner, "revolve") << 1;
+            marked += cJSON_IsTrue(get(r, "most_below_dp"));
+            if (strcmp(planner, "ops")) continue;
+            ops++;
+            cJSON_ArrayForEach(o, rows) /* dp at the same budget */
+                if (!strcmp(str(o, "model"), models[m]) && !strcmp(str(o, "planner"), "dp") &&
+                    num(o, "budget") == num(r, "budget")) {
+                    dp++;
+                    assert_true(num(r, "recompute_flops") <= num(o, "recompute_flops"));
+                    below += num(r, "recompute_flops") < num(o, "recompute_flops");
+                }
+        }
+        printf("  %s frontier: ops at %d budgets, dp too at %d, ops below dp at %d; %d presets\n", models[m], ops, dp,
+               below, presets);
+        assert_true(ops >= 5 && dp >= 4);
+        assert_int_equal(seen, 3);
+        assert_int_equal(presets, m ? 5 : 3); /* none, full, sqrt; on the GPT attention_core and dots_saveable */
+        assert_int_equal(marked, below > 0);
+        if (m == 1) assert_true(below > 0);
+    }
+    const cJSON *widest = NULL;
+    cJSON_ArrayForEach(r, rows)
+        if (!strcmp(str(r, "model"), "gpt") && cJSON_IsTrue(get(r, "most_below_dp"))) widest = r;
+    assert_non_null(widest);
+    printf("  gpt, at %.0f bytes: ops runs %.0f layers keeping %s\n", num(widest, "budget"),
+           num(widest, "kept_layers"), str(widest, "kept"));
+    assert_true(num(widest, "kept_layers") >= 1 && strlen(str(widest, "kept")) > 0);
+}
+
 static const cJSON *offload_row(const cJSON *steps, const char *model, const char *config, const char *cache)
 {
     const cJSON *r;
@@ -1070,8 +1120,8 @@ static long png_size(const char *work, const char *png)
     return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
-static const char *const PNGS[] = {"scaling.png",  "timeline.png", "placement.png",    "selective.png",
-                                   "planner.png", "dropout.png",  "memory_budget.png"};
+static const char *const PNGS[] = {"scaling.png", "timeline.png", "placement.png", "selective.png", "planner.png",
+                                   "planner_pareto.png", "dropout.png", "memory_budget.png"};
 enum { N_PNGS = sizeof PNGS / sizeof PNGS[0] };
 
 /* A CSV that is empty, holds only its header, or lacks a column a plot reads is refused,
@@ -1245,6 +1295,7 @@ int main(void)
         cmocka_unit_test(test_offload_moves_activations_to_disk),
         cmocka_unit_test(test_timeline_records_every_strategy),
         cmocka_unit_test(test_planner_schedules_fit_and_the_optimum_wins),
+        cmocka_unit_test(test_planner_frontier_ops_never_above_dp_and_below_it_somewhere),
         cmocka_unit_test(test_writer_writes_csv_beside_json),
         cmocka_unit_test(test_writer_neither_follows_nor_waits_on_a_planted_temporary_name),
         cmocka_unit_test(test_plots_run_nothing_the_results_hold),

@@ -239,6 +239,41 @@ static void check_points_as_measured(const ChainCost *cost, const char *what)
            checked, cost->n_layers, n);
 }
 
+/* The profile measures each point once per set of alike layers, several points in one pass (layer
+ * i of m alike ones under point j·m + i). Each figure is what the first landing measured, a
+ * pass with every layer under that point: what a region adds, needs and recomputes does not
+ * depend on what its neighbours keep. */
+static void check_points_as_a_pass_per_point_measures_them(const Trainee *t, const ChainCost *cost, const char *what)
+{
+    Model *m = fixture_model(t);
+    Pcg32 data;
+    pcg32_seed(&data, 3, 0);
+    Var *y, *x = fixture_batch(t, &data, &y);
+    TrainCtx ctx = fixture_ctx(t, 0);
+    int n;
+    const OpsPoint *p = ops_points(cost->ops, 0, &n);
+    ChainCost *last = model_profile_policy(m, x, y, &ctx, &p[n - 1].policy); /* the kernels' own share */
+    assert_non_null(last);
+    for (int j = 0; j < n; j++) {
+        ChainCost *each = model_profile_policy(m, x, y, &ctx, &p[j].policy);
+        assert_non_null(each);
+        for (int k = 0; k < cost->n_layers; k++) {
+            const OpsFigures *f = ops_figures(cost->ops, k, &p[j].policy);
+            assert_non_null(f); /* one shape: every layer has the point */
+            assert_int_equal(f->adds, each->layers[k].policy_adds);
+            assert_int_equal(f->need, each->layers[k].policy_need);
+            assert_int_equal(f->flops, each->layers[k].policy_flops - last->layers[k].policy_flops);
+        }
+        chain_cost_free(each);
+    }
+    printf("  %s: %d points x %d layers measured as a pass per point measures them\n", what, n, cost->n_layers);
+    chain_cost_free(last);
+    var_free(x);
+    var_free(y);
+    model_free(m);
+    tape_reset(tape_current());
+}
+
 /* From the smallest feasible budget to none's peak: ops fits (its prediction within the
  * budget, the ledger's peak within the prediction), predicts the ledger (RECOMPUTE FLOPs
  * exactly, the peak to the byte or high by at most one block input, as for dp on the GPT,
@@ -286,6 +321,7 @@ static void check_model(const Trainee *t, const char *what)
 {
     ChainCost *cost = ops_cost(t);
     check_points_as_measured(cost, what);
+    check_points_as_a_pass_per_point_measures_them(t, cost, what);
     assert_true(check_budgets(t, cost, what) > 0);
     chain_cost_free(cost);
 }

@@ -99,8 +99,8 @@ static size_t count(const char *text, const char *what)
     return n;
 }
 
-/* The value a placeholder of format `format` is given in the scratch results: the k-th
- * figure of the bank, so that no two figures look alike; a byte count that is the lower
+/* The value a placeholder of format `format` is given in the scratch results (a text: two op
+ * classes): the k-th figure of the bank, so that no two figures look alike; a byte count that is the lower
  * end of an order of its question (`lower`) far smaller than the others, as it must be. */
 static double fake_value(const char *format, int k, bool lower)
 {
@@ -169,7 +169,8 @@ static void write_results(const char *skip)
             bool lower = false;
             for (int o = 0; o < bank->questions[q].n_orders; o++) lower |= bank->questions[q].orders[o].lower == m;
             const double value = fake_value(m->format, k, lower);
-            cJSON_AddNumberToObject(record, m->field, value);
+            if (!strcmp(m->format, "text")) cJSON_AddStringToObject(record, m->field, "attn.qkv, mlp.fc");
+            else cJSON_AddNumberToObject(record, m->field, value);
             if (m->time) { /* quiet and narrow: the times are quoted */
                 char name[128];
                 snprintf(name, sizeof name, "%s_lo", m->field);
@@ -347,7 +348,7 @@ static void test_page_says_what_was_not_measured_and_what_the_results_do_not_rec
     assert_non_null(strstr(html, missing));
     /* The footer: what every results file agrees on once, what differs by bench, and what
      * the schema does not record said plainly. */
-    assert_non_null(strstr(html, "<dd><time>2026-01-01T10:00:00Z</time> to <time>2026-01-07T10:00:00Z</time></dd>"));
+    assert_non_null(strstr(html, "<dd><time>2026-01-01T10:00:00Z</time> to <time>2026-01-08T10:00:00Z</time></dd>"));
     assert_non_null(strstr(html, "<dd>0123456789ab, no uncommitted changes</dd>"));
     assert_non_null(strstr(html, "<dd>quick (small configurations)</dd>"));
     assert_non_null(strstr(html, "2 cores, OpenBLAS kernels for Haswell (the CPU&#39;s model is not recorded in the results)"));

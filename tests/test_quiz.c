@@ -174,9 +174,9 @@ static void test_right_answers_score_8_in_english_and_arabic(void **state)
     assert_non_null(strstr(en, "Score: 8 of 8"));
     assert_non_null(strstr(en, "Question 8 of 8"));
     /* No results in this directory: each explanation says once per bench which bench to
-     * run (question 7 quotes two: bench_dropout and bench_selective), and teaches without
-     * figures rather than inventing them. */
-    assert_int_equal(count(en, "No figures from this machine yet: run build/bench/"), 9);
+     * run (questions 5 and 7 quote two: bench_selective and bench_planner, bench_dropout and
+     * bench_selective), and teaches without figures rather than inventing them. */
+    assert_int_equal(count(en, "No figures from this machine yet: run build/bench/"), 10);
     assert_non_null(strstr(en, "No figures from this machine yet: run build/bench/bench_placement --quick to see them"));
     assert_null(strstr(en, "not measured"));
     assert_null(strchr(en, '{'));
@@ -185,7 +185,7 @@ static void test_right_answers_score_8_in_english_and_arabic(void **state)
     char *ar = run_quiz(args, &code);
     assert_int_equal(code, 0);
     assert_non_null(strstr(ar, "النتيجة: 8 من 8"));
-    assert_int_equal(count(ar, "لا أرقام من هذا الجهاز بعد: شغّل build/bench/"), 9);
+    assert_int_equal(count(ar, "لا أرقام من هذا الجهاز بعد: شغّل build/bench/"), 10);
     free(ar);
 }
 
@@ -363,7 +363,7 @@ static const Given *given_for(const Given *given, const char *name)
 
 /* Writes, for every measurement of `q`, a record as its bench would: the fields its
  * `where` names with their values, and the field it quotes set to the value `given` or
- * EXACT names (for the others, a plausible value of its format), with `field`_lo, `field`_hi and `samples` for a time that
+ * EXACT names (for the others, a plausible value of its format; for a text, two op classes), with `field`_lo, `field`_hi and `samples` for a time that
  * `given` gives samples for; measurements with the same `where` share a record. Each
  * bench's document gets the machine block `machine`. */
 static const char *results_mode; /* the "mode" write_results records, or NULL for none */
@@ -402,6 +402,8 @@ static void write_results(const Question *q, const Given *given, Machine machine
         if (!rec) cJSON_AddItemToArray(records, rec = m->where ? cJSON_Duplicate(m->where, true) : cJSON_CreateObject());
         const Given *g = given_for(given, m->name);
         if (!g) g = given_for(EXACT, m->name);
+        if (!cJSON_GetObjectItem(rec, m->field) && !strcmp(m->format, "text"))
+            cJSON_AddStringToObject(rec, m->field, "attn.qkv, mlp.fc");
         if (!cJSON_GetObjectItem(rec, m->field)) cJSON_AddNumberToObject(rec, m->field, g ? g->value : plausible(m->format));
         if (g && g->samples > 0) {
             char name[128];
@@ -958,6 +960,50 @@ static void test_explanations_name_what_each_figure_measures(void **state)
     bank_free(b);
 }
 
+/* Question 5 quotes bench_planner's frontier: what the op-level planner kept on the GPT at the
+ * budget where it gained most over dp, and its recompute FLOPs against full's, in both
+ * languages; without the frontier that sentence alone is left out, and a note names the bench. */
+static void test_question_5_quotes_what_the_op_level_planner_kept(void **state)
+{
+    (void)state;
+    Bank *b = bank_load(REMAT_QUIZ_BANK);
+    assert_non_null(b);
+    static char en[8192], ar[8192];
+    static const Given q5[] = {{"frontier_budget", 50331648, 0, 0, 0}, {"frontier_layers", 12, 0, 0, 0},
+                               {"frontier_ops", 0.125, 0, 0, 0},       {"frontier_full", 0.31, 0, 0, 0},
+                               {NULL, 0, 0, 0, 0}};
+    explain_given(b, 5, q5, QUIET, en, ar, sizeof en);
+    assert_non_null(strstr(en, "at 48.0 MiB, the budget where it gained most over a planner that keeps or recomputes "
+                               "whole layers, it ran 12 blocks keeping only the outputs of attn.qkv, mlp.fc and "
+                               "recomputing the rest, for 12.5% extra FLOPs where full recomputes 31.0%"));
+    assert_non_null(strstr(ar, "شغّل 12 من الكتل لا يحتفظ فيها إلا بمخرجات attn.qkv, mlp.fc"));
+    assert_non_null(strstr(ar, "بنسبة 12.5%، في حين تزيدها إعادة حساب الكتل كاملةً بنسبة 31.0%"));
+    assert_null(strchr(en, '\n'));
+    /* More recomputed than full: an exact figure that is wrong, so neither is quoted. */
+    static const Given wrong[] = {{"frontier_ops", 0.5, 0, 0, 0}, {"frontier_full", 0.31, 0, 0, 0}, {NULL, 0, 0, 0, 0}};
+    write_results(&b->questions[4], wrong, QUIET);
+    ResultsDir *r = results_open(scratch);
+    assert_int_equal(fill_explanation(en, sizeof en, &b->questions[4], LANG_EN, r), REMAT_ECORRUPT);
+    results_close(r);
+    remove_results();
+    assert_null(strstr(en, "the op-level planner (--planner ops) makes this choice"));
+    assert_non_null(strstr(note_of(en), "bench_planner.json is left out"));
+    /* bench_planner run without --pareto: its results have no frontier. */
+    write_results(&b->questions[4], q5, QUIET);
+    char path[600];
+    snprintf(path, sizeof path, "%s/bench_planner.json", scratch);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"schema\": \"remat-bench/2\", \"machine\": {\"cores\": 2}, \"tables\": {}}", f);
+    fclose(f);
+    explain(b, 5, LANG_EN, en, sizeof en);
+    remove_results();
+    assert_null(strstr(en, "the op-level planner (--planner ops) makes this choice"));
+    assert_non_null(strstr(en, "The dots_saveable policy goes the other way"));
+    assert_non_null(strstr(note_of(en), "bench_planner.json holds no record"));
+    bank_free(b);
+}
+
 /* The columns a line of UTF-8 takes on a terminal: a character each, but Arabic vowel
  * marks (U+064B-U+065F, U+0670) and direction marks (U+200E, U+200F), which take none. */
 static int line_columns(const char *s, size_t len)
@@ -1387,6 +1433,7 @@ int main(void)
         cmocka_unit_test(test_question_7_quotes_the_largest_difference_its_plot_shows),
         cmocka_unit_test(test_a_quick_run_teaches_offload_from_bytes),
         cmocka_unit_test(test_explanations_name_what_each_figure_measures),
+        cmocka_unit_test(test_question_5_quotes_what_the_op_level_planner_kept),
         cmocka_unit_test(test_every_line_fits_the_terminal),
         cmocka_unit_test(test_arabic_in_a_terminal_points_to_the_page),
         cmocka_unit_test(test_times_measured_on_a_busy_machine_are_not_taught_from),
