@@ -17,10 +17,8 @@
 
 Var *var_create(Tensor *value, bool requires_grad, const char *name)
 {
-    if (!value) {
-        remat_fail(REMAT_EINVAL, "var_create: value is NULL");
-        return NULL;
-    }
+    if (!value)
+        return remat_fail_null(REMAT_EINVAL, "var_create: value is NULL");
     Var *v = calloc(1, sizeof *v);
     if (!v) {
         tensor_free(value);
@@ -341,19 +339,15 @@ RematStatus save_for_backward(Node *node, Tensor *t)
 
 Tensor *saved_tensor(Node *node, int i)
 {
-    if (!node || i < 0 || i >= node->n_saved) {
-        remat_fail(REMAT_EINVAL, "saved_tensor: %s has no saved tensor %d",
-                   node ? node->name : "(null node)", i);
-        return NULL;
-    }
+    if (!node || i < 0 || i >= node->n_saved)
+        return remat_fail_null(REMAT_EINVAL, "saved_tensor: %s has no saved tensor %d",
+                               node ? node->name : "(null node)", i);
     SavedSlot *s = &node->saved[i];
-    if (s->released) {
-        remat_fail(REMAT_ESTATE,
-                   "saved tensor %d of %s #%d (%s) was freed: backward already ran through this "
-                   "node, or its saved tensors were released; run the forward again",
-                   i, node->op->name, node->index, node->name);
-        return NULL;
-    }
+    if (s->released)
+        return remat_fail_null(REMAT_ESTATE,
+                               "saved tensor %d of %s #%d (%s) was freed: backward already ran through this "
+                               "node, or its saved tensors were released; run the forward again",
+                               i, node->op->name, node->index, node->name);
     if (!s->hooks) return tensor_retain((Tensor *)s->packed);
     return s->hooks->unpack(s->hooks->ctx, s->packed, node, i);
 }
