@@ -1,6 +1,7 @@
 /*
  * autograd.c — the engine: Vars, nodes on a tape, the op hooks and where an op meets
- * them (ops_output, ops_record), the saved-tensor path, and backward (see autograd.h).
+ * them (ops_check_inputs, ops_output, ops_record), the saved-tensor path, and backward
+ * (see autograd.h).
  * The ops themselves live in ops_*.c.
  */
 #include "autograd/autograd.h"
@@ -22,8 +23,7 @@ Var *var_create(Tensor *value, bool requires_grad, const char *name)
     Var *v = calloc(1, sizeof *v);
     if (!v) {
         tensor_free(value);
-        remat_fail(REMAT_ENOMEM, "var_create: no memory for a Var");
-        return NULL;
+        return remat_fail_null(REMAT_ENOMEM, "var_create: no memory for a Var");
     }
     v->value = value;
     v->requires_grad = requires_grad;
@@ -233,6 +233,22 @@ static HookStack op_hooks, saved_hooks;
 RematStatus op_hooks_push(const OpHooks *hooks) { return hook_push(&op_hooks, hooks, "op_hooks_push"); }
 
 void op_hooks_pop(void) { hook_pop(&op_hooks); }
+
+/* An op's label, and its inputs checked (ops_internal.h). */
+RematStatus ops_check_inputs(char *label, size_t size, const char *op, const char *tag,
+                             Var *const *inputs, int n, const DType *dtypes)
+{
+    snprintf(label, size, "%s%s%s", op, tag ? " " : "", tag ? tag : "");
+    for (int i = 0; i < n; i++) {
+        if (!inputs[i] && remat_last_status() != REMAT_OK) return remat_last_status(); /* keep its message */
+        if (!inputs[i]) return remat_fail(REMAT_EINVAL, "%s: input %d is NULL (did an earlier op fail?)", label, i);
+        const DType want = dtypes ? dtypes[i] : DTYPE_F32, got = inputs[i]->value->dtype;
+        if (got != want)
+            return remat_fail(REMAT_EINVAL, "%s: input %d must be %s, got %s", label, i, dtype_name(want),
+                              dtype_name(got));
+    }
+    return REMAT_OK;
+}
 
 /* An op's output `index` (ops_internal.h): the first offer of the hook stack, else a new
  * tensor; then every hook observes it, top first. */

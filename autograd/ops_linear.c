@@ -28,8 +28,7 @@ static RematStatus linear_backward(Node *node, const Tensor *dout, Tensor *const
 {
     const LinearAttrs *attrs = ops_attrs(node);
     const int N = attrs->n, IN = attrs->in, OUT = attrs->out;
-    Tensor *x = saved_tensor(node, 0);
-    Tensor *w = saved_tensor(node, 1);
+    Tensor *x = saved_tensor(node, 0), *w = saved_tensor(node, 1);
     const RematStatus status = x && w ? REMAT_OK : remat_last_status();
     if (status == REMAT_OK && dinputs[0])
         k_matmul(dinputs[0]->f32, dout->f32, w->f32, N, IN, OUT, CblasNoTrans, CblasTrans, 1.0f, 1.0f);
@@ -99,8 +98,7 @@ static RematStatus matmul_backward(Node *node, const Tensor *dout, Tensor *const
 {
     const MatmulAttrs *attrs = ops_attrs(node);
     const int M = attrs->m, N = attrs->n, K = attrs->k;
-    Tensor *a = saved_tensor(node, 0);
-    Tensor *b = saved_tensor(node, 1);
+    Tensor *a = saved_tensor(node, 0), *b = saved_tensor(node, 1);
     const RematStatus status = a && b ? REMAT_OK : remat_last_status();
     /* With a shared b, treat the whole batch as one (batch·M, K) matrix. */
     const int nb = attrs->shared_b ? 1 : attrs->batch, rows = attrs->shared_b ? attrs->batch * M : M;

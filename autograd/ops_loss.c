@@ -16,8 +16,7 @@
  * dpred += dloss · (2/n) · (pred − target). The target gets no gradient. */
 static RematStatus mse_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    Tensor *pred = saved_tensor(node, 0);
-    Tensor *target = saved_tensor(node, 1);
+    Tensor *pred = saved_tensor(node, 0), *target = saved_tensor(node, 1);
     RematStatus status = pred && target ? REMAT_OK : remat_last_status();
     if (status == REMAT_OK && dinputs[0])
         k_mse_backward(dinputs[0]->f32, pred->f32, target->f32, dout->f32[0], pred->numel);
@@ -60,8 +59,7 @@ static RematStatus cross_entropy_backward(Node *node, const Tensor *dout, Tensor
 {
     const CrossEntropyAttrs *attrs = ops_attrs(node);
     const int N = attrs->rows, V = attrs->vocab;
-    Tensor *logits = saved_tensor(node, 0);
-    Tensor *targets = saved_tensor(node, 1);
+    Tensor *logits = saved_tensor(node, 0), *targets = saved_tensor(node, 1);
     RematStatus status = logits && targets ? REMAT_OK : remat_last_status();
     if (status == REMAT_OK && dinputs[0])
         k_cross_entropy_backward(dinputs[0]->f32, logits->f32, targets->i32, dout->f32[0], N, V);

@@ -90,14 +90,11 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
     if (begin >= end || end > total)
         return remat_fail_null(REMAT_EINVAL, "optim_create: range [%zu, %zu) is empty or outside the %zu "
                                "elements of the parameters", begin, end, total);
-    Optimizer *opt = calloc(1, sizeof *opt);
+    Optimizer *opt = malloc(sizeof *opt);
     if (!opt) goto no_memory;
-    opt->config = *config;
-    opt->n = n;
-    opt->begin = begin;
-    opt->end = end;
-    opt->params = calloc((size_t)n, sizeof *opt->params);
-    opt->slices = malloc((size_t)n * sizeof *opt->slices);
+    *opt = (Optimizer){.config = *config, .n = n, .begin = begin, .end = end,
+                       .params = calloc((size_t)n, sizeof *opt->params),
+                       .slices = malloc((size_t)n * sizeof *opt->slices)};
     if (!opt->params || !opt->slices) goto no_memory;
 
     const int n_states = config->kind == OPTIM_ADAMW ? 2 : config->momentum > 0.0f ? 1 : 0;

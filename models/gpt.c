@@ -265,15 +265,10 @@ Model *gpt_create(const GptConfig *config)
     if (!g || !layers) {
         free(g);
         free(layers);
-        remat_fail(REMAT_ENOMEM, "gpt: no memory for a model of %d layers", L);
-        return NULL;
+        return remat_fail_null(REMAT_ENOMEM, "gpt: no memory for a model of %d layers", L);
     }
     Model *m = &g->base;
-    m->kind = "gpt";
-    m->layers = layers;
-    m->embed = gpt_embed;
-    m->head = gpt_head;
-    m->free_extra = gpt_free_extra;
+    *m = (Model){.kind = "gpt", .layers = layers, .embed = gpt_embed, .head = gpt_head, .free_extra = gpt_free_extra};
     g->config = *config;
 
     /* Parameters are drawn in file order: wte, wpe, the blocks, ln_f. */

@@ -73,13 +73,9 @@ Model *mlp_create(const MlpConfig *config)
     if (!m || !layers) {
         free(m);
         free(layers);
-        remat_fail(REMAT_ENOMEM, "mlp: no memory for %d layers", config->n_layers);
-        return NULL;
+        return remat_fail_null(REMAT_ENOMEM, "mlp: no memory for %d layers", config->n_layers);
     }
-    m->kind = "mlp";
-    m->layers = layers;
-    m->embed = identity_embed;
-    m->head = mse_head;
+    *m = (Model){.kind = "mlp", .layers = layers, .embed = identity_embed, .head = mse_head};
     Pcg32 rng;
     pcg32_seed(&rng, config->seed, 1);
     const float std = sqrtf(2.0f / (float)config->width) / (float)config->n_layers;

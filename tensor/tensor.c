@@ -44,18 +44,13 @@ Tensor *tensor_create_typed(MemKind kind, DType dtype, int ndim, const int *shap
     Tensor *t = malloc(sizeof *t);
     if (!t)
         return remat_fail_null(REMAT_ENOMEM, "tensor_create: no memory for the tensor struct");
-    t->bytes = numel * DTYPES[dtype].size;
-    t->data = mem_alloc(kind, t->bytes);
-    if (!t->data) {
+    *t = (Tensor){.dtype = dtype, .kind = kind, .ndim = ndim, .numel = numel, .bytes = numel * DTYPES[dtype].size,
+                  .refcount = 1};
+    for (int d = 0; d < TENSOR_MAX_DIMS; d++) t->shape[d] = d < ndim ? shape[d] : 1;
+    if (!(t->data = mem_alloc(kind, t->bytes))) {
         free(t);
         return NULL; /* mem_alloc said why */
     }
-    t->dtype = dtype;
-    t->kind = kind;
-    t->ndim = ndim;
-    for (int d = 0; d < TENSOR_MAX_DIMS; d++) t->shape[d] = d < ndim ? shape[d] : 1;
-    t->numel = numel;
-    t->refcount = 1;
     return t;
 }
 
