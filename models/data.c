@@ -56,12 +56,6 @@ void text_data_free(TextData *d)
     free(d);
 }
 
-size_t text_data_size(const TextData *d, TextSplit split)
-{
-    if (!d) return 0;
-    return split == TEXT_VAL ? d->val_size : d->train_size;
-}
-
 /* ---- batches ---------------------------------------------------------------------- */
 
 RematStatus text_data_batch(const TextData *d, TextSplit split, Pcg32 *rng, int B, int T,
