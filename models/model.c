@@ -44,12 +44,7 @@ static Var *profiled_head(void *user, Var *x, TrainCtx *ctx)
     return p->model->head(p->model, x, p->targets, ctx);
 }
 
-ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx *ctx)
-{
-    return model_profile_policy(model, input, targets, ctx, NULL);
-}
-
-ChainCost *model_profile_policy(Model *model, Var *input, Var *targets, const TrainCtx *ctx, const Policy *policy)
+ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx *ctx, const Policy *policy)
 {
     if (!model || !input || !targets)
         return remat_fail_null(REMAT_EINVAL, "model_profile: model, input and targets are required");
