@@ -20,14 +20,12 @@ Var *var_create(Tensor *value, bool requires_grad, const char *name)
 {
     if (!value)
         return remat_fail_null(REMAT_EINVAL, "var_create: value is NULL");
-    Var *v = calloc(1, sizeof *v);
+    Var *v = malloc(sizeof *v);
     if (!v) {
         tensor_free(value);
         return remat_fail_null(REMAT_ENOMEM, "var_create: no memory for a Var");
     }
-    v->value = value;
-    v->requires_grad = requires_grad;
-    v->refcount = 1;
+    *v = (Var){.value = value, .requires_grad = requires_grad, .refcount = 1};
     if (name) snprintf(v->name, sizeof v->name, "%s", name);
     return v;
 }
@@ -170,23 +168,19 @@ Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_i
         tape->nodes = nodes;
         tape->capacity = capacity;
     }
-    Node *node = calloc(1, sizeof *node);
+    Node *node = malloc(sizeof *node);
     if (!node) {
         *err = remat_fail(REMAT_ENOMEM, "%s: no memory for a tape node", op->name);
         return NULL;
     }
-    node->op = op;
-    node->tag = tag;
-    node->n_inputs = n_inputs;
+    *node = (Node){.op = op, .tag = tag, .n_inputs = n_inputs, .index = tape->count, .out_ndim = out->ndim};
     for (int i = 0; i < n_inputs; i++) {
         Var *in = inputs[i];
         if (!in) continue;
         if (in->creator) node->inputs[i].node = in->creator;
         else if (in->requires_grad) node->inputs[i].leaf = var_retain(in);
     }
-    node->out_ndim = out->ndim;
     memcpy(node->out_shape, out->shape, sizeof node->out_shape);
-    node->index = tape->count;
     tape->nodes[tape->count++] = node;
     if (tag && scope[0]) snprintf(node->name, sizeof node->name, "%s.%s", scope, tag);
     else if (tag) snprintf(node->name, sizeof node->name, "%s", tag);

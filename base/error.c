@@ -20,19 +20,13 @@ void remat_clear_error(void)
     last_status = REMAT_OK;
 }
 
-/* Formats the message and keeps it with its status. */
-static void record(RematStatus status, const char *fmt, va_list args)
-{
-    vsnprintf(last_message, sizeof last_message, fmt, args);
-    last_status = status;
-}
-
 RematStatus remat_fail(RematStatus status, const char *fmt, ...)
 {
     va_list args;
     va_start(args, fmt);
-    record(status, fmt, args);
+    vsnprintf(last_message, sizeof last_message, fmt, args);
     va_end(args);
+    last_status = status;
     return status;
 }
 
@@ -40,7 +34,8 @@ void *remat_fail_null(RematStatus status, const char *fmt, ...)
 {
     va_list args;
     va_start(args, fmt);
-    record(status, fmt, args);
+    vsnprintf(last_message, sizeof last_message, fmt, args);
     va_end(args);
+    last_status = status;
     return NULL;
 }
