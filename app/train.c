@@ -231,7 +231,7 @@ static RematStatus plan_schedule(Run *run)
     flops_restore(&before);
     if (status != REMAT_OK) return status;
     TrainCtx ctx = train_ctx(run);
-    run->cost = model_profile_policy(run->model, x, y, &ctx, policy);
+    run->cost = model_profile(run->model, x, y, &ctx, policy);
     if (run->cost && budget && o->planner == PLANNER_OPS && model_profile_ops(run->model, x, y, &ctx, run->cost))
         chain_cost_free(run->cost), run->cost = NULL; /* its error stays said */
     var_free(x);

@@ -1,6 +1,7 @@
 /*
  * autograd.c — the engine: Vars, nodes on a tape, the op hooks and where an op meets
- * them (ops_output, ops_record), the saved-tensor path, and backward (see autograd.h).
+ * them (ops_check_inputs, ops_output, ops_record), the saved-tensor path, and backward
+ * (see autograd.h).
  * The ops themselves live in ops_*.c.
  */
 #include "autograd/autograd.h"
@@ -17,19 +18,14 @@
 
 Var *var_create(Tensor *value, bool requires_grad, const char *name)
 {
-    if (!value) {
-        remat_fail(REMAT_EINVAL, "var_create: value is NULL");
-        return NULL;
-    }
-    Var *v = calloc(1, sizeof *v);
+    if (!value)
+        return remat_fail_null(REMAT_EINVAL, "var_create: value is NULL");
+    Var *v = malloc(sizeof *v);
     if (!v) {
         tensor_free(value);
-        remat_fail(REMAT_ENOMEM, "var_create: no memory for a Var");
-        return NULL;
+        return remat_fail_null(REMAT_ENOMEM, "var_create: no memory for a Var");
     }
-    v->value = value;
-    v->requires_grad = requires_grad;
-    v->refcount = 1;
+    *v = (Var){.value = value, .requires_grad = requires_grad, .refcount = 1};
     if (name) snprintf(v->name, sizeof v->name, "%s", name);
     return v;
 }
@@ -172,23 +168,19 @@ Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_i
         tape->nodes = nodes;
         tape->capacity = capacity;
     }
-    Node *node = calloc(1, sizeof *node);
+    Node *node = malloc(sizeof *node);
     if (!node) {
         *err = remat_fail(REMAT_ENOMEM, "%s: no memory for a tape node", op->name);
         return NULL;
     }
-    node->op = op;
-    node->tag = tag;
-    node->n_inputs = n_inputs;
+    *node = (Node){.op = op, .tag = tag, .n_inputs = n_inputs, .index = tape->count, .out_ndim = out->ndim};
     for (int i = 0; i < n_inputs; i++) {
         Var *in = inputs[i];
         if (!in) continue;
         if (in->creator) node->inputs[i].node = in->creator;
         else if (in->requires_grad) node->inputs[i].leaf = var_retain(in);
     }
-    node->out_ndim = out->ndim;
     memcpy(node->out_shape, out->shape, sizeof node->out_shape);
-    node->index = tape->count;
     tape->nodes[tape->count++] = node;
     if (tag && scope[0]) snprintf(node->name, sizeof node->name, "%s.%s", scope, tag);
     else if (tag) snprintf(node->name, sizeof node->name, "%s", tag);
@@ -235,6 +227,22 @@ static HookStack op_hooks, saved_hooks;
 RematStatus op_hooks_push(const OpHooks *hooks) { return hook_push(&op_hooks, hooks, "op_hooks_push"); }
 
 void op_hooks_pop(void) { hook_pop(&op_hooks); }
+
+/* An op's label, and its inputs checked (ops_internal.h). */
+RematStatus ops_check_inputs(char *label, size_t size, const char *op, const char *tag,
+                             Var *const *inputs, int n, const DType *dtypes)
+{
+    snprintf(label, size, "%s%s%s", op, tag ? " " : "", tag ? tag : "");
+    for (int i = 0; i < n; i++) {
+        if (!inputs[i] && remat_last_status() != REMAT_OK) return remat_last_status(); /* keep its message */
+        if (!inputs[i]) return remat_fail(REMAT_EINVAL, "%s: input %d is NULL (did an earlier op fail?)", label, i);
+        const DType want = dtypes ? dtypes[i] : DTYPE_F32, got = inputs[i]->value->dtype;
+        if (got != want)
+            return remat_fail(REMAT_EINVAL, "%s: input %d must be %s, got %s", label, i, dtype_name(want),
+                              dtype_name(got));
+    }
+    return REMAT_OK;
+}
 
 /* An op's output `index` (ops_internal.h): the first offer of the hook stack, else a new
  * tensor; then every hook observes it, top first. */
@@ -341,19 +349,15 @@ RematStatus save_for_backward(Node *node, Tensor *t)
 
 Tensor *saved_tensor(Node *node, int i)
 {
-    if (!node || i < 0 || i >= node->n_saved) {
-        remat_fail(REMAT_EINVAL, "saved_tensor: %s has no saved tensor %d",
-                   node ? node->name : "(null node)", i);
-        return NULL;
-    }
+    if (!node || i < 0 || i >= node->n_saved)
+        return remat_fail_null(REMAT_EINVAL, "saved_tensor: %s has no saved tensor %d",
+                               node ? node->name : "(null node)", i);
     SavedSlot *s = &node->saved[i];
-    if (s->released) {
-        remat_fail(REMAT_ESTATE,
-                   "saved tensor %d of %s #%d (%s) was freed: backward already ran through this "
-                   "node, or its saved tensors were released; run the forward again",
-                   i, node->op->name, node->index, node->name);
-        return NULL;
-    }
+    if (s->released)
+        return remat_fail_null(REMAT_ESTATE,
+                               "saved tensor %d of %s #%d (%s) was freed: backward already ran through this "
+                               "node, or its saved tensors were released; run the forward again",
+                               i, node->op->name, node->index, node->name);
     if (!s->hooks) return tensor_retain((Tensor *)s->packed);
     return s->hooks->unpack(s->hooks->ctx, s->packed, node, i);
 }

@@ -9,10 +9,8 @@
 
 Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx)
 {
-    if (!layer || !x) {
-        remat_fail(REMAT_EINVAL, "layer_forward: %s is NULL", layer ? "input" : "layer");
-        return NULL;
-    }
+    if (!layer || !x)
+        return remat_fail_null(REMAT_EINVAL, "layer_forward: %s is NULL", layer ? "input" : "layer");
     if (param_stage_enter(layer) != REMAT_OK) return NULL;
     tape_set_scope(layer->name);
     Var *y = layer->forward(layer, x, ctx);
@@ -34,10 +32,8 @@ Var *layers_forward(Layer **layers, int n, Var *x, TrainCtx *ctx)
 void *layer_alloc(size_t size, const char *kind, const char *name, LayerForwardFn forward)
 {
     Layer *layer = calloc(1, size);
-    if (!layer) {
-        remat_fail(REMAT_ENOMEM, "%s: no memory for a layer", kind);
-        return NULL;
-    }
+    if (!layer)
+        return remat_fail_null(REMAT_ENOMEM, "%s: no memory for a layer", kind);
     layer->kind = kind;
     snprintf(layer->name, sizeof layer->name, "%s", name ? name : kind);
     layer->forward = forward;
@@ -62,10 +58,8 @@ Var *param_create(const char *name, int ndim, const int *shape, float std, float
 Var *layer_add_param(Layer *layer, const char *suffix, bool decay, int ndim, const int *shape,
                      float std, float fill, Pcg32 *rng)
 {
-    if (layer->n_params == LAYER_MAX_PARAMS) {
-        remat_fail(REMAT_EINVAL, "%s: more than %d parameters", layer->name, LAYER_MAX_PARAMS);
-        return NULL;
-    }
+    if (layer->n_params == LAYER_MAX_PARAMS)
+        return remat_fail_null(REMAT_EINVAL, "%s: more than %d parameters", layer->name, LAYER_MAX_PARAMS);
     char name[NODE_NAME_LEN];
     snprintf(name, sizeof name, "%s.%s", layer->name, suffix);
     Var *v = param_create(name, ndim, shape, std, fill, rng);

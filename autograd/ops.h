@@ -29,8 +29,7 @@
 #include <stdbool.h>
 
 #include "autograd/autograd.h"
-#include "tensor/counter_rng.h"
-#include "tensor/rng.h"
+#include "autograd/train_ctx.h"
 
 /* ---- ops_linear.c ------------------------------------------------------------------- */
 
@@ -84,31 +83,35 @@ Var *op_causal_softmax(Var *scores, const char *tag);
 
 /* Causal attention as one op: out (B,H,T,D) = softmax(q·kᵀ/sqrt(D), row t seeing keys
  * 0..t) ⊙ keep/(1 − p) · v, for q, k, v (B,H,T,D) of one shape, without a (T,T) tensor
- * (tensor/kernels_attention.c). With p > 0 the keep decisions are counter-based with
- * `key` at the index the (B,H,T,T) probabilities would have, so an unfused attention
- * whose dropout has the same key drops the same elements; p > 0 without a key is an
- * error (a running stream's mask would have to be stored). Saves q, k, v, its output and
- * the rows' log-sum-exp (B,H,T) — outputs 0 and 1, through ops_output, so a selective
- * policy can keep them — and nothing of size T²; its backward recomputes the
- * probabilities (and the mask), counting that work as RECOMPUTE FLOPs. Hooks hear of the
- * probabilities and the mask through op_hooks_regenerated. Not training: pass p = 0. */
-Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const CounterKey *key, const char *tag);
+ * (tensor/kernels_attention.c). Its dropout is as op_dropout's, while `ctx` trains and
+ * p > 0: counter-based with the key of `site` at the index the (B,H,T,T) probabilities
+ * would have, so an unfused attention whose dropout has the same site drops the same
+ * elements; a context that draws from the stream is then an error (a running stream's
+ * mask would have to be stored). Saves q, k, v, its output and the rows' log-sum-exp
+ * (B,H,T) — outputs 0 and 1, through ops_output, so a selective policy can keep them —
+ * and nothing of size T²; its backward recomputes the probabilities (and the mask),
+ * counting that work as RECOMPUTE FLOPs. Hooks hear of the probabilities and the mask
+ * through op_hooks_regenerated. */
+Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const TrainCtx *ctx, uint32_t site, const char *tag);
 
 /* ---- ops_dropout.c ------------------------------------------------------------------ */
 
-/* Inverted dropout: out = x·mask/(1 − p), p in [0, 1). When not training, or when p is 0,
- * it is the identity: it draws nothing, records nothing, and returns a new reference to x
- * itself (var_retain). Training, the mask comes from one of two generators:
- *   - `rng` (key NULL): mask[i] = 1 (keep) when the i-th draw of `rng` (pcg32_float) is
- *     ≥ p. It draws exactly numel(x) numbers, so `rng` moves on by exactly that many, and
- *     saves ONLY the uint8 mask (one byte per element). On error `rng` is left as it was.
- *   - `key` (tensor/counter_rng.h): mask[i] = 1 when counter_rng_float(key, i) ≥ p, a pure
- *     function of the key (seed, step, micro-batch, op instance) and i. Saves NOTHING: the
- *     node keeps the key (copied) and its backward makes the mask again, counting those
- *     compares as RECOMPUTE FLOPs; hooks hear of the mask through op_hooks_regenerated.
- *     A tensor of more than COUNTER_RNG_MAX_ELEMENTS is an error.
- * Training with p > 0 and neither is an error. */
-Var *op_dropout(Var *x, float p, Pcg32 *rng, const CounterKey *key, bool training, const char *tag);
+/* Inverted dropout as the training context `ctx` says (train_ctx.h): out = x·mask/(1 − p),
+ * p in [0, 1). When ctx is NULL or not training, or when p is 0, it is the identity: it
+ * draws nothing, records nothing, and returns a new reference to x itself (var_retain).
+ * Training, the mask comes from the context's generator:
+ *   - the stream: mask[i] = 1 (keep) when the i-th draw of ctx->rng (pcg32_float) is ≥ p.
+ *     It draws exactly numel(x) numbers, so ctx->rng moves on by exactly that many, and
+ *     saves ONLY the uint8 mask (one byte per element). On error ctx->rng is left as it was.
+ *   - the counter: mask[i] = 1 when counter_rng_float(key, i) ≥ p, a pure function of the
+ *     key (ctx->seed, ctx->step, ctx->micro_batch, `site`) and i. Saves NOTHING: the node
+ *     keeps the key and its backward makes the mask again, counting those compares as
+ *     RECOMPUTE FLOPs; hooks hear of the mask through op_hooks_regenerated. A tensor of
+ *     more than COUNTER_RNG_MAX_ELEMENTS is an error.
+ * `site` names the dropout site in the model and must be the same every time that site
+ * runs — in the first forward and in any replay — and differ between sites: a model
+ * numbers its sites from its structure (models/gpt.h says how the GPT does). */
+Var *op_dropout(Var *x, float p, TrainCtx *ctx, uint32_t site, const char *tag);
 
 /* ---- ops_embedding.c ---------------------------------------------------------------- */
 

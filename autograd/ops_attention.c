@@ -57,20 +57,15 @@ Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
     char label[64], shape[48];
     if (ops_check_inputs(label, sizeof label, "split_heads", tag, &qkv, 1, NULL) != REMAT_OK) return NULL;
     const Tensor *X = qkv->value;
-    if (X->ndim != 3 || X->shape[2] % 3 != 0) {
-        remat_fail(REMAT_EINVAL, "%s: qkv must be (B,T,3C), got %s", label, tensor_shape_str(shape, sizeof shape, X));
-        return NULL;
-    }
+    if (X->ndim != 3 || X->shape[2] % 3 != 0)
+        return remat_fail_null(REMAT_EINVAL, "%s: qkv must be (B,T,3C), got %s", label,
+                               tensor_shape_str(shape, sizeof shape, X));
     const int B = X->shape[0], T = X->shape[1], C = X->shape[2] / 3;
-    if (H <= 0 || C % H != 0) {
-        remat_fail(REMAT_EINVAL, "%s: %d channels (qkv %s) do not split into %d heads", label, C,
-                   tensor_shape_str(shape, sizeof shape, X), H);
-        return NULL;
-    }
-    if (which != QKV_Q && which != QKV_K && which != QKV_V) {
-        remat_fail(REMAT_EINVAL, "%s: which must be QKV_Q, QKV_K or QKV_V, got %d", label, (int)which);
-        return NULL;
-    }
+    if (H <= 0 || C % H != 0)
+        return remat_fail_null(REMAT_EINVAL, "%s: %d channels (qkv %s) do not split into %d heads", label, C,
+                               tensor_shape_str(shape, sizeof shape, X), H);
+    if (which != QKV_Q && which != QKV_K && which != QKV_V)
+        return remat_fail_null(REMAT_EINVAL, "%s: which must be QKV_Q, QKV_K or QKV_V, got %d", label, (int)which);
     bool cached;
     Tensor *out = ops_output(&SPLIT_HEADS_OP, tag, 0, DTYPE_F32, 4, (int[]){B, H, T, C / H}, &cached);
     if (!out) return NULL;
@@ -86,10 +81,9 @@ Var *op_merge_heads(Var *y, const char *tag)
     char label[64], shape[48];
     if (ops_check_inputs(label, sizeof label, "merge_heads", tag, &y, 1, NULL) != REMAT_OK) return NULL;
     const Tensor *Y = y->value;
-    if (Y->ndim != 4) {
-        remat_fail(REMAT_EINVAL, "%s: y must be (B,H,T,D), got %s", label, tensor_shape_str(shape, sizeof shape, Y));
-        return NULL;
-    }
+    if (Y->ndim != 4)
+        return remat_fail_null(REMAT_EINVAL, "%s: y must be (B,H,T,D), got %s", label,
+                               tensor_shape_str(shape, sizeof shape, Y));
     const int B = Y->shape[0], H = Y->shape[1], T = Y->shape[2], C = H * Y->shape[3];
     bool cached;
     Tensor *out = ops_output(&MERGE_HEADS_OP, tag, 0, DTYPE_F32, 3, (int[]){B, T, C}, &cached);
@@ -127,11 +121,9 @@ Var *op_causal_softmax(Var *scores, const char *tag)
     char label[64], shape[48];
     if (ops_check_inputs(label, sizeof label, "causal_softmax", tag, &scores, 1, NULL) != REMAT_OK) return NULL;
     const Tensor *S = scores->value;
-    if (S->ndim < 2 || S->shape[S->ndim - 1] != S->shape[S->ndim - 2]) {
-        remat_fail(REMAT_EINVAL, "%s: scores must be (..., T, T), got %s", label,
-                   tensor_shape_str(shape, sizeof shape, S));
-        return NULL;
-    }
+    if (S->ndim < 2 || S->shape[S->ndim - 1] != S->shape[S->ndim - 2])
+        return remat_fail_null(REMAT_EINVAL, "%s: scores must be (..., T, T), got %s", label,
+                               tensor_shape_str(shape, sizeof shape, S));
     const int T = S->shape[S->ndim - 1];
     const int BH = (int)(S->numel / ((size_t)T * (size_t)T));
     bool cached;
@@ -185,8 +177,10 @@ static const char *const ATTENTION_FUSED_SAVED[] = {"q", "k", "v", "out", "log-s
 static const OpInfo ATTENTION_FUSED_OP = {.name = "attention_fused", .backward = attention_fused_backward,
                                           .saved_names = ATTENTION_FUSED_SAVED};
 
-/* The checks of op_attention_fused's inputs; REMAT_OK or the error naming what is wrong. */
-static RematStatus check_fused_inputs(const char *label, Var *const qkv[3], float p, const CounterKey *key)
+/* The checks of op_attention_fused's inputs, and whether it drops out; REMAT_OK or the
+ * error naming what is wrong. */
+static RematStatus check_fused_inputs(const char *label, Var *const qkv[3], float p, const TrainCtx *ctx,
+                                      bool *dropping)
 {
     static const char *const names[3] = {"q", "k", "v"};
     char shape[48], want[48];
@@ -198,18 +192,21 @@ static RematStatus check_fused_inputs(const char *label, Var *const qkv[3], floa
             return remat_fail(REMAT_EINVAL, "%s: %s is %s, not q's %s", label, names[i],
                               tensor_shape_str(shape, sizeof shape, qkv[i]->value), tensor_shape_str(want, sizeof want, Q));
     if (!(p >= 0.0f && p < 1.0f)) return remat_fail(REMAT_EINVAL, "%s: p must be in [0, 1), got %g", label, (double)p);
-    if (p > 0.0f && !key)
-        return remat_fail(REMAT_EINVAL, "%s: dropout p = %g inside fused attention needs a counter key: its masks "
-                          "are made again in backward, never stored", label, (double)p);
-    return p > 0.0f ? counter_rng_check((uint64_t)Q->shape[0] * Q->shape[1] * Q->shape[2] * Q->shape[2], label) : REMAT_OK;
+    *dropping = ctx && ctx->training && p > 0.0f;
+    if (*dropping && ctx->dropout_rng != DROPOUT_RNG_COUNTER)
+        return remat_fail(REMAT_EINVAL, "%s: dropout p = %g inside fused attention needs the counter-based generator: "
+                          "its masks are made again in backward, never stored", label, (double)p);
+    return *dropping ? counter_rng_check((uint64_t)Q->shape[0] * Q->shape[1] * Q->shape[2] * Q->shape[2], label)
+                     : REMAT_OK;
 }
 
-Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const CounterKey *key, const char *tag)
+Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const TrainCtx *ctx, uint32_t site, const char *tag)
 {
     Var *inputs[3] = {q, k, v};
     char label[64];
+    bool dropping;
     if (ops_check_inputs(label, sizeof label, "attention_fused", tag, inputs, 3, NULL) != REMAT_OK) return NULL;
-    if (check_fused_inputs(label, inputs, p, key) != REMAT_OK) return NULL;
+    if (check_fused_inputs(label, inputs, p, ctx, &dropping) != REMAT_OK) return NULL;
     const Tensor *Q = q->value;
     const int B = Q->shape[0], H = Q->shape[1], T = Q->shape[2], D = Q->shape[3], BH = B * H;
     bool cached;
@@ -222,12 +219,12 @@ Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const CounterKey *key, 
         tensor_free(lse);
         return NULL;
     }
-    const AttnDropout drop = {.p = p, .key = key ? *key : (CounterKey){0}};
+    const AttnDropout drop = {.p = p, .key = dropping ? dropout_counter_key(ctx, site) : (CounterKey){0}};
     if (!cached)
-        k_attention_forward(out->f32, lse->f32, Q->f32, k->value->f32, v->value->f32, BH, T, D, p > 0.0f ? &drop : NULL,
+        k_attention_forward(out->f32, lse->f32, Q->f32, k->value->f32, v->value->f32, BH, T, D, dropping ? &drop : NULL,
                             &plan, work->f32);
     tensor_free(work);
-    const AttentionFusedAttrs attrs = {.bh = BH, .t = T, .d = D, .dropout = p > 0.0f, .drop = drop};
+    const AttentionFusedAttrs attrs = {.bh = BH, .t = T, .d = D, .dropout = dropping, .drop = drop};
     Tensor *save[5] = {q->value, k->value, v->value, out, lse};
     Var *y = ops_record(&ATTENTION_FUSED_OP, tag, inputs, 3, tensor_retain(out), save, 5, &attrs, sizeof attrs);
     tensor_free(out);
@@ -235,6 +232,6 @@ Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const CounterKey *key, 
     if (!y) return NULL;
     const int scores[4] = {B, H, T, T};
     op_hooks_regenerated(&ATTENTION_FUSED_OP, tag, "probabilities", DTYPE_F32, 4, scores);
-    if (p > 0.0f) op_hooks_regenerated(&ATTENTION_FUSED_OP, tag, "mask", DTYPE_U8, 4, scores);
+    if (dropping) op_hooks_regenerated(&ATTENTION_FUSED_OP, tag, "mask", DTYPE_U8, 4, scores);
     return y;
 }

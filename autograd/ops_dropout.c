@@ -1,24 +1,24 @@
 /*
  * ops_dropout.c — dropout, the one op whose forward is random, with its mask from either
- * of two generators.
+ * of the two generators a TrainCtx names (train_ctx.h), and the context's own few lines:
+ * the generators' names and the counter's key of a dropout site.
  *
- * One op, op_dropout, with its mask from either generator.
+ * Stream (PCG32, the context's generator). What it saves is the point: only the uint8
+ * keep mask, one byte per element, never the float output (4 bytes) nor x. The mask comes
+ * from the context's PCG32 generator, one draw per element in element order
+ * (k_dropout_forward), so the generator's position after the op is known exactly: a
+ * checkpoint region that saves the generator at its entry and restores it for the replay
+ * gets every mask back bit for bit; a replay that skips a dropout can pcg32_advance past
+ * its draws.
  *
- * Stream (PCG32, a generator given). What it saves is the point: only the uint8 keep mask, one
- * byte per element, never the float output (4 bytes) nor x. The mask comes from the
- * caller's PCG32 generator, one draw per element in element order (k_dropout_forward),
- * so the generator's position after the op is known exactly: a checkpoint region that
- * saves the generator at its entry and restores it for the replay gets every mask back
- * bit for bit; a replay that skips a dropout can pcg32_advance past its draws.
- *
- * Counter (Philox, a key given). Element i's keep decision is a pure function of
- * the op's key (seed, step, micro-batch, op instance) and i (tensor/counter_rng.h). The
- * op saves nothing at all: its node carries the key, and the backward makes the mask
- * again. No generator moves, so a replay gets the same mask whether or not anything
+ * Counter (Philox, keyed by the context and the site). Element i's keep decision is a pure
+ * function of the op's key (seed, step, micro-batch, dropout site) and i
+ * (tensor/counter_rng.h). The op saves nothing at all: its node carries the key, and the
+ * backward makes the mask again. No generator moves, so a replay gets the same mask whether or not anything
  * restores a generator, and a cached replay has nothing to skip.
  *
- * When not training, or with p = 0, dropout is the identity and these ops are no-ops: no
- * draw, no node, no new tensor; they hand back x itself with one more reference.
+ * When not training, or with p = 0, dropout is the identity and the op is a no-op: no
+ * draw, no node, no new tensor; it hands back x itself with one more reference.
  */
 #include "autograd/ops.h"
 
@@ -56,27 +56,21 @@ static RematStatus dropout_backward(Node *node, const Tensor *dout, Tensor *cons
 static const char *const DROPOUT_SAVED[] = {"mask"}; /* the stream's; the counter's saves nothing */
 static const OpInfo DROPOUT_OP = {.name = "dropout", .backward = dropout_backward, .saved_names = DROPOUT_SAVED};
 
-Var *op_dropout(Var *x, float p, Pcg32 *rng, const CounterKey *key, bool training, const char *tag)
+Var *op_dropout(Var *x, float p, TrainCtx *ctx, uint32_t site, const char *tag)
 {
     char label[64];
     if (ops_check_inputs(label, sizeof label, "dropout", tag, &x, 1, NULL) != REMAT_OK) return NULL;
-    if (!(p >= 0.0f && p < 1.0f)) {
-        remat_fail(REMAT_EINVAL, "%s: p must be in [0, 1), got %g", label, (double)p);
-        return NULL;
-    }
-    if (!training || p == 0.0f) return var_retain(x); /* the identity: nothing to draw or save */
+    if (!(p >= 0.0f && p < 1.0f))
+        return remat_fail_null(REMAT_EINVAL, "%s: p must be in [0, 1), got %g", label, (double)p);
+    if (!ctx || !ctx->training || p == 0.0f) return var_retain(x); /* the identity: nothing to draw or save */
     const Tensor *X = x->value;
-    if (!rng && !key) {
-        remat_fail(REMAT_EINVAL, "%s: training with p = %g needs a generator or a counter key", label, (double)p);
-        return NULL;
-    }
-    if (key && counter_rng_check(X->numel, label) != REMAT_OK) return NULL;
     bool cached;
-    if (key) { /* counter: nothing to save, and nothing to skip if cached */
+    if (ctx->dropout_rng == DROPOUT_RNG_COUNTER) { /* nothing to save, and nothing to skip if cached */
+        const DropoutAttrs attrs = {.p = p, .counter = true, .key = dropout_counter_key(ctx, site)};
+        if (counter_rng_check(X->numel, label) != REMAT_OK) return NULL;
         Tensor *out = ops_output(&DROPOUT_OP, tag, 0, DTYPE_F32, X->ndim, X->shape, &cached);
         if (!out) return NULL;
-        if (!cached) k_dropout_counter_forward(out->f32, X->f32, p, key, X->numel);
-        const DropoutAttrs attrs = {.p = p, .counter = true, .key = *key};
+        if (!cached) k_dropout_counter_forward(out->f32, X->f32, p, &attrs.key, X->numel);
         Var *y = ops_record(&DROPOUT_OP, tag, &x, 1, out, NULL, 0, &attrs, sizeof attrs);
         if (y) op_hooks_regenerated(&DROPOUT_OP, tag, "mask", DTYPE_U8, X->ndim, X->shape);
         return y;
@@ -87,18 +81,33 @@ Var *op_dropout(Var *x, float p, Pcg32 *rng, const CounterKey *key, bool trainin
         tensor_free(mask);
         return NULL;
     }
-    const Pcg32 before = *rng;
+    const Pcg32 before = ctx->rng;
     if (cached) {
         /* A checkpoint replay offered the mask and output of the first forward. The
          * generator must still move on by the draws they took, one per element, or every
          * later random draw of the replay would shift (checkpoint/README.md). */
-        pcg32_advance(rng, X->numel);
+        pcg32_advance(&ctx->rng, X->numel);
     } else {
-        k_dropout_forward(out->f32, mask->u8, X->f32, p, rng, X->numel);
+        k_dropout_forward(out->f32, mask->u8, X->f32, p, &ctx->rng, X->numel);
     }
     const DropoutAttrs attrs = {.p = p};
     Var *y = ops_record(&DROPOUT_OP, tag, &x, 1, out, &mask, 1, &attrs, sizeof attrs);
     tensor_free(mask); /* the node holds it now, or nobody needs it (grad mode off) */
-    if (!y) *rng = before; /* a failed op changes nothing, the generator included */
+    if (!y) ctx->rng = before; /* a failed op changes nothing, the generator included */
     return y;
+}
+
+/* ---- the context's generator ---------------------------------------------------------- */
+
+static const char *const DROPOUT_RNGS[] = {"stream", "counter"};
+const NameTable DROPOUT_RNG_NAMES = {DROPOUT_RNGS, 2};
+
+const char *dropout_rng_name(DropoutRng rng)
+{
+    return name_of(&DROPOUT_RNG_NAMES, (int)rng);
+}
+
+CounterKey dropout_counter_key(const TrainCtx *ctx, uint32_t site)
+{
+    return (CounterKey){.seed = ctx->seed, .step = ctx->step, .micro_batch = ctx->micro_batch, .op = site};
 }

@@ -47,24 +47,18 @@ Var *op_embedding(Var *ids, Var *wte, Var *wpe, const char *tag)
     if (ops_check_inputs(label, sizeof label, "embedding", tag, inputs, wpe ? 3 : 2, dtypes) != REMAT_OK)
         return NULL;
     const Tensor *Ids = ids->value, *Wte = wte->value, *Wpe = wpe ? wpe->value : NULL;
-    if (Ids->ndim != 2 || Wte->ndim != 2) {
-        remat_fail(REMAT_EINVAL, "%s: want ids (B,T) and wte (V,C), got %s and %s", label,
-                   tensor_shape_str(is, sizeof is, Ids), tensor_shape_str(ws, sizeof ws, Wte));
-        return NULL;
-    }
+    if (Ids->ndim != 2 || Wte->ndim != 2)
+        return remat_fail_null(REMAT_EINVAL, "%s: want ids (B,T) and wte (V,C), got %s and %s", label,
+                               tensor_shape_str(is, sizeof is, Ids), tensor_shape_str(ws, sizeof ws, Wte));
     const int B = Ids->shape[0], T = Ids->shape[1], V = Wte->shape[0], C = Wte->shape[1];
-    if (Wpe && (Wpe->ndim != 2 || Wpe->shape[1] != C || Wpe->shape[0] < T)) {
-        remat_fail(REMAT_EINVAL, "%s: wpe %s does not fit ids %s and wte %s (want (T_max,%d) "
-                   "with T_max >= %d)", label, tensor_shape_str(ps, sizeof ps, Wpe),
-                   tensor_shape_str(is, sizeof is, Ids), tensor_shape_str(ws, sizeof ws, Wte), C, T);
-        return NULL;
-    }
+    if (Wpe && (Wpe->ndim != 2 || Wpe->shape[1] != C || Wpe->shape[0] < T))
+        return remat_fail_null(REMAT_EINVAL, "%s: wpe %s does not fit ids %s and wte %s (want (T_max,%d) "
+                               "with T_max >= %d)", label, tensor_shape_str(ps, sizeof ps, Wpe),
+                               tensor_shape_str(is, sizeof is, Ids), tensor_shape_str(ws, sizeof ws, Wte), C, T);
     for (size_t i = 0; i < Ids->numel; i++) {
-        if (Ids->i32[i] < 0 || Ids->i32[i] >= V) {
-            remat_fail(REMAT_EINVAL, "%s: token id %d at (%zu,%zu) is outside the vocabulary [0, %d)",
-                       label, (int)Ids->i32[i], i / (size_t)T, i % (size_t)T, V);
-            return NULL;
-        }
+        if (Ids->i32[i] < 0 || Ids->i32[i] >= V)
+            return remat_fail_null(REMAT_EINVAL, "%s: token id %d at (%zu,%zu) is outside the vocabulary [0, %d)",
+                                   label, (int)Ids->i32[i], i / (size_t)T, i % (size_t)T, V);
     }
 
     bool cached;

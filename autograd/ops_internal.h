@@ -1,8 +1,7 @@
 /*
  * ops_internal.h — what every op file shares: checking inputs, and recording the result
- * (node, saved tensors, Var) in one call. Not part of the public API. The checks live in
- * ops_internal.c; ops_output and ops_record, which go through the op hooks and the tape,
- * in autograd.c beside them.
+ * (node, saved tensors, Var) in one call. Not part of the public API. All of it lives in
+ * autograd.c, where ops_output and ops_record go through the op hooks and the tape.
  */
 #ifndef REMAT_OPS_INTERNAL_H
 #define REMAT_OPS_INTERNAL_H

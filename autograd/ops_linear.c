@@ -28,8 +28,7 @@ static RematStatus linear_backward(Node *node, const Tensor *dout, Tensor *const
 {
     const LinearAttrs *attrs = ops_attrs(node);
     const int N = attrs->n, IN = attrs->in, OUT = attrs->out;
-    Tensor *x = saved_tensor(node, 0);
-    Tensor *w = saved_tensor(node, 1);
+    Tensor *x = saved_tensor(node, 0), *w = saved_tensor(node, 1);
     const RematStatus status = x && w ? REMAT_OK : remat_last_status();
     if (status == REMAT_OK && dinputs[0])
         k_matmul(dinputs[0]->f32, dout->f32, w->f32, N, IN, OUT, CblasNoTrans, CblasTrans, 1.0f, 1.0f);
@@ -46,21 +45,17 @@ static const OpInfo LINEAR_OP = {.name = "linear", .backward = linear_backward};
 Var *op_linear(Var *x, Var *weight, Var *bias, const char *tag)
 {
     Var *inputs[3] = {x, weight, bias};
-    char label[64];
+    char label[64], xs[48], ws[48];
     if (ops_check_inputs(label, sizeof label, "linear", tag, inputs, 2, NULL) != REMAT_OK) return NULL;
     const Tensor *X = x->value, *W = weight->value;
     const int IN = X->shape[X->ndim - 1];
-    if (W->ndim != 2 || W->shape[0] != IN) {
-        char xs[48], ws[48];
-        remat_fail(REMAT_EINVAL, "%s: x %s does not match weight %s (want weight (%d, OUT), stored [in, out])",
-                   label, tensor_shape_str(xs, sizeof xs, X), tensor_shape_str(ws, sizeof ws, W), IN);
-        return NULL;
-    }
+    if (W->ndim != 2 || W->shape[0] != IN)
+        return remat_fail_null(REMAT_EINVAL, "%s: x %s does not match weight %s (want weight (%d, OUT), stored "
+                               "[in, out])", label, tensor_shape_str(xs, sizeof xs, X),
+                               tensor_shape_str(ws, sizeof ws, W), IN);
     const int OUT = W->shape[1], N = (int)(X->numel / IN); /* rows: the leading dims */
-    if (bias && (bias->value->ndim != 1 || bias->value->shape[0] != OUT)) {
-        remat_fail(REMAT_EINVAL, "%s: bias has %zu elements, want (%d)", label, bias->value->numel, OUT);
-        return NULL;
-    }
+    if (bias && (bias->value->ndim != 1 || bias->value->shape[0] != OUT))
+        return remat_fail_null(REMAT_EINVAL, "%s: bias has %zu elements, want (%d)", label, bias->value->numel, OUT);
 
     int shape[TENSOR_MAX_DIMS];
     memcpy(shape, X->shape, sizeof shape);
@@ -103,8 +98,7 @@ static RematStatus matmul_backward(Node *node, const Tensor *dout, Tensor *const
 {
     const MatmulAttrs *attrs = ops_attrs(node);
     const int M = attrs->m, N = attrs->n, K = attrs->k;
-    Tensor *a = saved_tensor(node, 0);
-    Tensor *b = saved_tensor(node, 1);
+    Tensor *a = saved_tensor(node, 0), *b = saved_tensor(node, 1);
     const RematStatus status = a && b ? REMAT_OK : remat_last_status();
     /* With a shared b, treat the whole batch as one (batch·M, K) matrix. */
     const int nb = attrs->shared_b ? 1 : attrs->batch, rows = attrs->shared_b ? attrs->batch * M : M;
@@ -132,23 +126,19 @@ Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *
     if (ops_check_inputs(label, sizeof label, "matmul", tag, inputs, 2, NULL) != REMAT_OK) return NULL;
     const Tensor *A = a->value, *Bt = b->value;
     char as[48], bs[48];
-    if (A->ndim < 2 || Bt->ndim < 2) {
-        remat_fail(REMAT_EINVAL, "%s: operands must have at least 2 dims, got %s and %s", label,
-                   tensor_shape_str(as, sizeof as, A), tensor_shape_str(bs, sizeof bs, Bt));
-        return NULL;
-    }
+    if (A->ndim < 2 || Bt->ndim < 2)
+        return remat_fail_null(REMAT_EINVAL, "%s: operands must have at least 2 dims, got %s and %s", label,
+                               tensor_shape_str(as, sizeof as, A), tensor_shape_str(bs, sizeof bs, Bt));
     const int M = A->shape[A->ndim - 2], K = A->shape[A->ndim - 1];
     const int bk = transB == CblasTrans ? Bt->shape[Bt->ndim - 1] : Bt->shape[Bt->ndim - 2];
     const int N = transB == CblasTrans ? Bt->shape[Bt->ndim - 2] : Bt->shape[Bt->ndim - 1];
     const int batch = (int)(A->numel / ((size_t)M * (size_t)K));
     const bool shared_b = Bt->ndim == 2 && A->ndim > 2;
     bool batch_matches = shared_b || (A->ndim == Bt->ndim && !memcmp(A->shape, Bt->shape, (size_t)(A->ndim - 2) * sizeof(int)));
-    if (bk != K || !batch_matches) {
-        remat_fail(REMAT_EINVAL, "%s: shapes %s and %s%s do not multiply", label,
-                   tensor_shape_str(as, sizeof as, A), tensor_shape_str(bs, sizeof bs, Bt),
-                   transB == CblasTrans ? " (transposed)" : "");
-        return NULL;
-    }
+    if (bk != K || !batch_matches)
+        return remat_fail_null(REMAT_EINVAL, "%s: shapes %s and %s%s do not multiply", label,
+                               tensor_shape_str(as, sizeof as, A), tensor_shape_str(bs, sizeof bs, Bt),
+                               transB == CblasTrans ? " (transposed)" : "");
 
     int shape[TENSOR_MAX_DIMS];
     memcpy(shape, A->shape, sizeof shape);
@@ -156,10 +146,9 @@ Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *
     bool cached;
     Tensor *out = ops_output(&MATMUL_OP, tag, 0, DTYPE_F32, A->ndim, shape, &cached);
     if (!out) return NULL;
-    if (!cached && shared_b)
-        k_matmul(out->f32, A->f32, Bt->f32, batch * M, N, K, CblasNoTrans, transB, alpha, 0.0f);
-    else if (!cached)
-        k_matmul_batched(out->f32, A->f32, Bt->f32, batch, M, N, K, CblasNoTrans, transB, alpha, 0.0f);
+    if (!cached) /* with a shared b, the whole batch is one (batch·M, K) matrix */
+        k_matmul_batched(out->f32, A->f32, Bt->f32, shared_b ? 1 : batch, shared_b ? batch * M : M, N, K, CblasNoTrans,
+                         transB, alpha, 0.0f);
 
     const MatmulAttrs attrs = {.batch = batch, .m = M, .n = N, .k = K, .trans_b = transB == CblasTrans,
                                .shared_b = shared_b, .alpha = alpha};
@@ -183,14 +172,11 @@ static const OpInfo ADD_OP = {.name = "add", .backward = add_backward};
 Var *op_add(Var *a, Var *b, const char *tag)
 {
     Var *inputs[2] = {a, b};
-    char label[64];
+    char label[64], as[48], bs[48];
     if (ops_check_inputs(label, sizeof label, "add", tag, inputs, 2, NULL) != REMAT_OK) return NULL;
-    if (!tensor_same_shape(a->value, b->value)) {
-        char as[48], bs[48];
-        remat_fail(REMAT_EINVAL, "%s: shapes %s and %s differ", label,
-                   tensor_shape_str(as, sizeof as, a->value), tensor_shape_str(bs, sizeof bs, b->value));
-        return NULL;
-    }
+    if (!tensor_same_shape(a->value, b->value))
+        return remat_fail_null(REMAT_EINVAL, "%s: shapes %s and %s differ", label,
+                               tensor_shape_str(as, sizeof as, a->value), tensor_shape_str(bs, sizeof bs, b->value));
     bool cached;
     Tensor *out = ops_output(&ADD_OP, tag, 0, DTYPE_F32, a->value->ndim, a->value->shape, &cached);
     if (!out) return NULL;

@@ -16,8 +16,7 @@
  * dpred += dloss · (2/n) · (pred − target). The target gets no gradient. */
 static RematStatus mse_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    Tensor *pred = saved_tensor(node, 0);
-    Tensor *target = saved_tensor(node, 1);
+    Tensor *pred = saved_tensor(node, 0), *target = saved_tensor(node, 1);
     RematStatus status = pred && target ? REMAT_OK : remat_last_status();
     if (status == REMAT_OK && dinputs[0])
         k_mse_backward(dinputs[0]->f32, pred->f32, target->f32, dout->f32[0], pred->numel);
@@ -33,11 +32,9 @@ Var *op_mse(Var *pred, Var *target, const char *tag)
     Var *inputs[2] = {pred, target};
     char label[64];
     if (ops_check_inputs(label, sizeof label, "mse", tag, inputs, 2, NULL) != REMAT_OK) return NULL;
-    if (pred->value->numel != target->value->numel) {
-        remat_fail(REMAT_EINVAL, "%s: prediction has %zu elements, target %zu", label,
-                   pred->value->numel, target->value->numel);
-        return NULL;
-    }
+    if (pred->value->numel != target->value->numel)
+        return remat_fail_null(REMAT_EINVAL, "%s: prediction has %zu elements, target %zu", label,
+                               pred->value->numel, target->value->numel);
     bool cached;
     Tensor *out = ops_output(&MSE_OP, tag, 0, DTYPE_F32, 1, (int[]){1}, &cached);
     if (!out) return NULL;
@@ -62,8 +59,7 @@ static RematStatus cross_entropy_backward(Node *node, const Tensor *dout, Tensor
 {
     const CrossEntropyAttrs *attrs = ops_attrs(node);
     const int N = attrs->rows, V = attrs->vocab;
-    Tensor *logits = saved_tensor(node, 0);
-    Tensor *targets = saved_tensor(node, 1);
+    Tensor *logits = saved_tensor(node, 0), *targets = saved_tensor(node, 1);
     RematStatus status = logits && targets ? REMAT_OK : remat_last_status();
     if (status == REMAT_OK && dinputs[0])
         k_cross_entropy_backward(dinputs[0]->f32, logits->f32, targets->i32, dout->f32[0], N, V);
@@ -85,18 +81,14 @@ Var *op_cross_entropy(Var *logits, Var *targets, const char *tag)
     /* targets' shape must be logits' shape without the last dim: (B,T) for (B,T,V) */
     bool leading_match = L->ndim >= 2 && Tg->ndim == L->ndim - 1 &&
                          !memcmp(Tg->shape, L->shape, (size_t)Tg->ndim * sizeof(int));
-    if (!leading_match) {
-        remat_fail(REMAT_EINVAL, "%s: targets %s do not match logits %s (want logits' shape "
-                   "without its last dim)", label, tensor_shape_str(ts, sizeof ts, Tg),
-                   tensor_shape_str(ls, sizeof ls, L));
-        return NULL;
-    }
+    if (!leading_match)
+        return remat_fail_null(REMAT_EINVAL, "%s: targets %s do not match logits %s (want logits' shape "
+                               "without its last dim)", label, tensor_shape_str(ts, sizeof ts, Tg),
+                               tensor_shape_str(ls, sizeof ls, L));
     for (size_t i = 0; i < Tg->numel; i++) {
-        if (Tg->i32[i] < 0 || Tg->i32[i] >= V) {
-            remat_fail(REMAT_EINVAL, "%s: target %d at row %zu is outside the vocabulary [0, %d)",
-                       label, (int)Tg->i32[i], i, V);
-            return NULL;
-        }
+        if (Tg->i32[i] < 0 || Tg->i32[i] >= V)
+            return remat_fail_null(REMAT_EINVAL, "%s: target %d at row %zu is outside the vocabulary [0, %d)",
+                                   label, (int)Tg->i32[i], i, V);
     }
     bool cached;
     Tensor *out = ops_output(&CROSS_ENTROPY_OP, tag, 0, DTYPE_F32, 1, (int[]){1}, &cached);

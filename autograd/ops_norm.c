@@ -35,26 +35,19 @@ static RematStatus layernorm_backward(Node *node, const Tensor *dout, Tensor *co
     const int N = attrs->rows, C = attrs->cols;
     Tensor *x = saved_tensor(node, 0), *weight = saved_tensor(node, 1);
     Tensor *mean = saved_tensor(node, 2), *rstd = saved_tensor(node, 3);
-    Tensor *scratch = NULL;
-    RematStatus status = REMAT_OK;
-    if (!x || !weight || !mean || !rstd) {
-        status = remat_last_status();
-        goto done;
-    }
     const int scratch_n = (dinputs[0] ? 0 : N * C) + (dinputs[1] ? 0 : C) + (dinputs[2] ? 0 : C);
-    if (scratch_n > 0 && !(scratch = tensor_create(MEM_WORK, 1, (int[]){scratch_n}))) {
-        status = remat_last_status();
-        goto done;
+    const bool saved = x && weight && mean && rstd;
+    Tensor *scratch = saved && scratch_n > 0 ? tensor_create(MEM_WORK, 1, (int[]){scratch_n}) : NULL;
+    const RematStatus status = saved && (scratch_n == 0 || scratch) ? REMAT_OK : remat_last_status();
+    if (status == REMAT_OK) {
+        float *spare = scratch ? scratch->f32 : NULL; /* handed out in the order dx, dweight, dbias */
+        float *dx = dinputs[0] ? dinputs[0]->f32 : spare;
+        if (!dinputs[0]) spare += (size_t)N * C;
+        float *dweight = dinputs[1] ? dinputs[1]->f32 : spare;
+        if (!dinputs[1]) spare += C;
+        float *dbias = dinputs[2] ? dinputs[2]->f32 : spare;
+        k_layernorm_backward(dx, dweight, dbias, dout->f32, x->f32, weight->f32, mean->f32, rstd->f32, N, C);
     }
-    float *spare = scratch ? scratch->f32 : NULL; /* handed out in the order dx, dweight, dbias */
-    float *dx = dinputs[0] ? dinputs[0]->f32 : spare;
-    if (!dinputs[0]) spare += (size_t)N * C;
-    float *dweight = dinputs[1] ? dinputs[1]->f32 : spare;
-    if (!dinputs[1]) spare += C;
-    float *dbias = dinputs[2] ? dinputs[2]->f32 : spare;
-    k_layernorm_backward(dx, dweight, dbias, dout->f32, x->f32, weight->f32, mean->f32,
-                         rstd->f32, N, C);
-done:
     tensor_free(scratch);
     tensor_free(x);
     tensor_free(weight);
@@ -74,15 +67,11 @@ Var *op_layernorm(Var *x, Var *weight, Var *bias, float eps, const char *tag)
     const Tensor *X = x->value;
     const int C = X->shape[X->ndim - 1], N = (int)(X->numel / C); /* rows: the leading dims */
     const Tensor *W = weight->value, *Bt = bias->value;
-    if (W->ndim != 1 || W->shape[0] != C || Bt->ndim != 1 || Bt->shape[0] != C) {
-        remat_fail(REMAT_EINVAL, "%s: x %s wants weight and bias of shape (%d), got %zu and %zu elements",
-                   label, tensor_shape_str(xs, sizeof xs, X), C, W->numel, Bt->numel);
-        return NULL;
-    }
-    if (!(eps >= 0.0f) || isinf(eps)) {
-        remat_fail(REMAT_EINVAL, "%s: eps must be finite and >= 0, got %g", label, (double)eps);
-        return NULL;
-    }
+    if (W->ndim != 1 || W->shape[0] != C || Bt->ndim != 1 || Bt->shape[0] != C)
+        return remat_fail_null(REMAT_EINVAL, "%s: x %s wants weight and bias of shape (%d), got %zu and %zu elements",
+                               label, tensor_shape_str(xs, sizeof xs, X), C, W->numel, Bt->numel);
+    if (!(eps >= 0.0f) || isinf(eps))
+        return remat_fail_null(REMAT_EINVAL, "%s: eps must be finite and >= 0, got %g", label, (double)eps);
 
     bool cached;
     Tensor *out = ops_output(&LAYERNORM_OP, tag, 0, DTYPE_F32, X->ndim, X->shape, &cached);

@@ -79,32 +79,22 @@ static Tensor *state_tensor(const OptimParam *p)
 
 Optimizer *optim_create_range(const OptimConfig *config, const Param *params, int n, size_t begin, size_t end)
 {
-    if (!config || !params || n <= 0) {
-        remat_fail(REMAT_EINVAL, "optim_create: need a config and at least one parameter");
-        return NULL;
-    }
+    if (!config || !params || n <= 0)
+        return remat_fail_null(REMAT_EINVAL, "optim_create: need a config and at least one parameter");
     if (check_config(config) != REMAT_OK) return NULL;
-    for (int i = 0; i < n; i++) {
-        if (!params[i].var || !params[i].var->requires_grad || params[i].var->value->dtype != DTYPE_F32) {
-            remat_fail(REMAT_EINVAL, "optim_create: parameter %d (%s) is not a float leaf that requires grad", i,
-                       params[i].var ? params[i].var->name : "NULL");
-            return NULL;
-        }
-    }
+    for (int i = 0; i < n; i++)
+        if (!params[i].var || !params[i].var->requires_grad || params[i].var->value->dtype != DTYPE_F32)
+            return remat_fail_null(REMAT_EINVAL, "optim_create: parameter %d (%s) is not a float leaf that requires "
+                                   "grad", i, params[i].var ? params[i].var->name : "NULL");
     const size_t total = param_offsets(params, n, NULL);
-    if (begin >= end || end > total) {
-        remat_fail(REMAT_EINVAL, "optim_create: range [%zu, %zu) is empty or outside the %zu elements of the "
-                   "parameters", begin, end, total);
-        return NULL;
-    }
-    Optimizer *opt = calloc(1, sizeof *opt);
+    if (begin >= end || end > total)
+        return remat_fail_null(REMAT_EINVAL, "optim_create: range [%zu, %zu) is empty or outside the %zu "
+                               "elements of the parameters", begin, end, total);
+    Optimizer *opt = malloc(sizeof *opt);
     if (!opt) goto no_memory;
-    opt->config = *config;
-    opt->n = n;
-    opt->begin = begin;
-    opt->end = end;
-    opt->params = calloc((size_t)n, sizeof *opt->params);
-    opt->slices = malloc((size_t)n * sizeof *opt->slices);
+    *opt = (Optimizer){.config = *config, .n = n, .begin = begin, .end = end,
+                       .params = calloc((size_t)n, sizeof *opt->params),
+                       .slices = malloc((size_t)n * sizeof *opt->slices)};
     if (!opt->params || !opt->slices) goto no_memory;
 
     const int n_states = config->kind == OPTIM_ADAMW ? 2 : config->momentum > 0.0f ? 1 : 0;

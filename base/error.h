@@ -2,7 +2,7 @@
  * error.h — remat's one error convention, used by every room.
  *
  * A function that can fail returns either a RematStatus (REMAT_OK is 0) or a pointer
- * (NULL on failure). On failure it also leaves a human-readable message in a
+ * (NULL on failure: remat_fail_null). On failure it also leaves a human-readable message in a
  * thread-local buffer, which remat_last_error() returns. A failing function changes
  * nothing the caller owns unless its comment says otherwise.
  *
@@ -37,6 +37,11 @@ void remat_clear_error(void);
 /* Records a failure: formats the message (printf-style) and returns `status`, so that a
  * failing function can write `return remat_fail(REMAT_EINVAL, "bad shape %d", n);`. */
 RematStatus remat_fail(RematStatus status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The same for a function that returns a pointer: records the failure and returns NULL,
+ * so that it can write `return remat_fail_null(REMAT_EINVAL, "bad shape %d", n);`. */
+void *remat_fail_null(RematStatus status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 #endif /* REMAT_ERROR_H */

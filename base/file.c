@@ -61,10 +61,8 @@ char *file_directory(const char *path)
     const char *slash = path ? strrchr(path, '/') : NULL;
     const size_t len = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
     char *dir = malloc(len + 1);
-    if (!dir) {
-        remat_fail(REMAT_ENOMEM, "file_directory: no memory");
-        return NULL;
-    }
+    if (!dir)
+        return remat_fail_null(REMAT_ENOMEM, "file_directory: no memory");
     memcpy(dir, !slash ? "." : slash == path ? "/" : path, len);
     dir[len] = '\0';
     return dir;

@@ -109,7 +109,7 @@ static RematStatus chain_create(Chain *c, const char *name, int N, int W, int B,
     if (!c->g.opt) return remat_last_status();
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 5, 5);
-    c->cost = model_profile(c->g.model, c->g.batch.x, c->g.batch.y, &ctx);
+    c->cost = model_profile(c->g.model, c->g.batch.x, c->g.batch.y, &ctx, NULL);
     return c->cost ? REMAT_OK : remat_last_status();
 }
 

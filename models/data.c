@@ -14,51 +14,38 @@
 
 TextData *text_data_load(const char *path, double val_fraction)
 {
-    if (!path) {
-        remat_fail(REMAT_EINVAL, "text_data_load: path is NULL");
-        return NULL;
-    }
+    if (!path)
+        return remat_fail_null(REMAT_EINVAL, "text_data_load: path is NULL");
     /* Written so that NaN fails too. */
-    if (!(val_fraction > 0.0 && val_fraction <= 0.5)) {
-        remat_fail(REMAT_EINVAL, "text_data_load: val_fraction must be in (0, 0.5], got %g", val_fraction);
-        return NULL;
-    }
+    if (!(val_fraction > 0.0 && val_fraction <= 0.5))
+        return remat_fail_null(REMAT_EINVAL, "text_data_load: val_fraction must be in (0, 0.5], got %g", val_fraction);
 
     /* Window starts are drawn with pcg32_bounded, whose bound is 32 bits. */
     char *text = NULL;
     size_t size = 0;
     if (file_read_all("text_data_load", path, UINT32_MAX, &text, &size) != REMAT_OK) return NULL;
-    uint8_t *bytes = (uint8_t *)text;
 
     /* The validation split is the last floor(size * val_fraction) bytes. Since
      * val_fraction <= 0.5, the training split is never the smaller one, so checking the
      * validation split is enough: each needs one input token and its target. */
-    size_t val_size = (size_t)floor((double)size * val_fraction);
-    if (val_size < 2) {
-        remat_fail(REMAT_EINVAL,
-                   "text_data_load: %s has %zu bytes; with val_fraction %g its validation split gets %zu, "
-                   "but each split needs at least 2 (one input token and its target)",
-                   path, size, val_fraction, val_size);
-        free(bytes);
-        return NULL;
-    }
-
+    const size_t val_size = (size_t)floor((double)size * val_fraction);
     TextData *d = malloc(sizeof *d);
     char *path_copy = malloc(strlen(path) + 1);
-    if (!d || !path_copy) {
-        free(d);
-        free(path_copy);
-        free(bytes);
-        remat_fail(REMAT_ENOMEM, "text_data_load: no memory for the dataset of %s", path);
-        return NULL;
+    if (val_size >= 2 && d && path_copy) {
+        *d = (TextData){.path = strcpy(path_copy, path), .bytes = (uint8_t *)text, .size = size,
+                        .train_size = size - val_size, .val_size = val_size};
+        return d;
     }
-    strcpy(path_copy, path);
-    d->path = path_copy;
-    d->bytes = bytes;
-    d->size = size;
-    d->val_size = val_size;
-    d->train_size = size - val_size;
-    return d;
+    if (val_size < 2)
+        remat_fail(REMAT_EINVAL, "text_data_load: %s has %zu bytes; with val_fraction %g its validation split gets "
+                   "%zu, but each split needs at least 2 (one input token and its target)", path, size, val_fraction,
+                   val_size);
+    else
+        remat_fail(REMAT_ENOMEM, "text_data_load: no memory for the dataset of %s", path);
+    free(d);
+    free(path_copy);
+    free(text);
+    return NULL;
 }
 
 void text_data_free(TextData *d)
@@ -67,12 +54,6 @@ void text_data_free(TextData *d)
     free(d->bytes);
     free(d->path);
     free(d);
-}
-
-size_t text_data_size(const TextData *d, TextSplit split)
-{
-    if (!d) return 0;
-    return split == TEXT_VAL ? d->val_size : d->train_size;
 }
 
 /* ---- batches ---------------------------------------------------------------------- */

@@ -52,9 +52,6 @@ TextData *text_data_load(const char *path, double val_fraction);
 /* Releases `d` and its bytes. NULL is a no-op. */
 void text_data_free(TextData *d);
 
-/* Bytes (tokens) in `split`; 0 if `d` is NULL. */
-size_t text_data_size(const TextData *d, TextSplit split);
-
 /* Fills one batch from `split`: `inputs` (B,T) and `targets` (B,T), row-major, caller-owned
  * arrays of B*T int32 tokens each. Draws B window starts from `rng` with pcg32_bounded,
  * one per row in row order, so the same generator state gives the same batch.

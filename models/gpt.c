@@ -82,45 +82,21 @@ static Var *gpt_embed(Model *model, Var *ids, TrainCtx *ctx)
 {
     Gpt *g = (Gpt *)model;
     const Tensor *in = ids->value;
-    if (in->dtype != DTYPE_I32 || in->ndim != 2) {
-        char shape[48];
-        remat_fail(REMAT_EINVAL, "gpt: the input must be int32 token ids of shape (B,T), got %s %s",
-                   in->dtype == DTYPE_I32 ? "int32" : "non-int32", tensor_shape_str(shape, sizeof shape, in));
-        return NULL;
-    }
-    if (in->shape[1] > g->config.seq_len) {
-        remat_fail(REMAT_EINVAL, "gpt: a sequence of %d tokens is longer than the model's seq_len %d",
-                   in->shape[1], g->config.seq_len);
-        return NULL;
-    }
+    char shape[48];
+    if (in->dtype != DTYPE_I32 || in->ndim != 2)
+        return remat_fail_null(REMAT_EINVAL, "gpt: the input must be int32 token ids of shape (B,T), got %s %s",
+                               in->dtype == DTYPE_I32 ? "int32" : "non-int32",
+                               tensor_shape_str(shape, sizeof shape, in));
+    if (in->shape[1] > g->config.seq_len)
+        return remat_fail_null(REMAT_EINVAL, "gpt: a sequence of %d tokens is longer than the model's seq_len %d",
+                               in->shape[1], g->config.seq_len);
     Var *x = op_embedding(ids, g->wte, g->wpe, "embd");
-    Var *out = dropout_apply(x, g->config.dropout, ctx, GPT_DROPOUT_EMBED, "embd.dropout");
+    Var *out = op_dropout(x, g->config.dropout, ctx, GPT_DROPOUT_EMBED, "embd.dropout");
     var_free(x);
     return out;
 }
 
 /* ---- the forward: a block -------------------------------------------------------------- */
-
-/* The attention core as one op, its dropout keyed as the naive path's attn.dropout would
- * be, so both drop the same probabilities. Takes q, k, v. */
-static Var *attention_fused(const GptBlock *b, Var *q, Var *k, Var *v, TrainCtx *ctx)
-{
-    const bool dropping = ctx && ctx->training && b->dropout > 0.0f;
-    Var *y = NULL;
-    if (dropping && ctx->dropout_rng != DROPOUT_RNG_COUNTER) {
-        remat_fail(REMAT_EINVAL, "%s: fused attention drops out with the counter-based generator, whose masks "
-                   "need not be stored; this run draws from the stream (use --dropout-rng counter, or dropout 0)",
-                   b->base.name);
-    } else {
-        const CounterKey key = dropping ? dropout_counter_key(ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN))
-                                        : (CounterKey){0};
-        y = op_attention_fused(q, k, v, dropping ? b->dropout : 0.0f, dropping ? &key : NULL, "attn.fused");
-    }
-    var_free(q);
-    var_free(k);
-    var_free(v);
-    return y;
-}
 
 /* resid_dropout(attn.c_proj(causal self-attention(ln_1(x)))), (B,T,C). The attention core
  * is one fused op, or made from primitive ops: (B,H,T,T) scores, probabilities and their
@@ -136,16 +112,18 @@ static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
     Var *v = op_split_heads(qkv, QKV_V, b->H, "attn.split_v");
     var_free(qkv); /* the splits saved nothing: qkv is gone now */
     Var *y;
-    if (b->attention == ATTENTION_FUSED) {
-        y = attention_fused(b, q, k, v, ctx);
+    if (b->attention == ATTENTION_FUSED) { /* its dropout keyed as attn.dropout's: both drop the same */
+        y = op_attention_fused(q, k, v, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN), "attn.fused");
+        var_free(q);
+        var_free(k);
+        var_free(v);
     } else {
         Var *scores = op_matmul(q, k, CblasTrans, 1.0f / sqrtf((float)(b->C / b->H)), "attn.scores");
         var_free(q);
         var_free(k);
         Var *att = op_causal_softmax(scores, "attn.softmax");
         var_free(scores);
-        Var *att_dropped = dropout_apply(att, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN),
-                                         "attn.dropout");
+        Var *att_dropped = op_dropout(att, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN), "attn.dropout");
         var_free(att);
         y = op_matmul(att_dropped, v, CblasNoTrans, 1.0f, "attn.out");
         var_free(att_dropped);
@@ -155,8 +133,7 @@ static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
     var_free(y);
     Var *proj = op_linear(merged, b->attn.c_proj.weight, b->attn.c_proj.bias, "attn.proj");
     var_free(merged);
-    Var *out = dropout_apply(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN_RESID),
-                             "attn.resid_dropout");
+    Var *out = op_dropout(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN_RESID), "attn.resid_dropout");
     var_free(proj);
     return out;
 }
@@ -177,7 +154,7 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
     var_free(fc);
     Var *proj = op_linear(act, b->mlp.c_proj.weight, b->mlp.c_proj.bias, "mlp.proj");
     var_free(act);
-    Var *mlp = dropout_apply(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_MLP), "mlp.dropout");
+    Var *mlp = op_dropout(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_MLP), "mlp.dropout");
     var_free(proj);
     Var *out = op_add(x1, mlp, "mlp.residual");
     var_free(x1);
@@ -226,16 +203,12 @@ static bool add_weight_bias(GptBlock *b, WeightBias *wb, const char *suffix, int
 Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout, AttentionKind attention,
                         int n_layers, Pcg32 *init)
 {
-    if (C <= 0 || H <= 0 || C % H != 0 || n_layers <= 0 || index < 0 || !init) {
-        remat_fail(REMAT_EINVAL, "gpt_block_create: need C > 0 a multiple of H > 0, n_layers > 0, index >= 0 "
-                   "and a generator, got C = %d, H = %d, n_layers = %d, index = %d%s", C, H, n_layers, index,
-                   init ? "" : ", no generator");
-        return NULL;
-    }
-    if (!(dropout >= 0.0f && dropout < 1.0f)) {
-        remat_fail(REMAT_EINVAL, "gpt_block_create: dropout must be in [0, 1), got %g", (double)dropout);
-        return NULL;
-    }
+    if (C <= 0 || H <= 0 || C % H != 0 || n_layers <= 0 || index < 0 || !init)
+        return remat_fail_null(REMAT_EINVAL, "gpt_block_create: need C > 0 a multiple of H > 0, n_layers > 0, "
+                               "index >= 0 and a generator, got C = %d, H = %d, n_layers = %d, index = %d%s", C, H,
+                               n_layers, index, init ? "" : ", no generator");
+    if (!(dropout >= 0.0f && dropout < 1.0f))
+        return remat_fail_null(REMAT_EINVAL, "gpt_block_create: dropout must be in [0, 1), got %g", (double)dropout);
     GptBlock *b = layer_alloc(sizeof *b, "gpt_block", name, gpt_block_forward);
     if (!b) return NULL;
     b->index = index;
@@ -292,15 +265,10 @@ Model *gpt_create(const GptConfig *config)
     if (!g || !layers) {
         free(g);
         free(layers);
-        remat_fail(REMAT_ENOMEM, "gpt: no memory for a model of %d layers", L);
-        return NULL;
+        return remat_fail_null(REMAT_ENOMEM, "gpt: no memory for a model of %d layers", L);
     }
     Model *m = &g->base;
-    m->kind = "gpt";
-    m->layers = layers;
-    m->embed = gpt_embed;
-    m->head = gpt_head;
-    m->free_extra = gpt_free_extra;
+    *m = (Model){.kind = "gpt", .layers = layers, .embed = gpt_embed, .head = gpt_head, .free_extra = gpt_free_extra};
     g->config = *config;
 
     /* Parameters are drawn in file order: wte, wpe, the blocks, ln_f. */

@@ -65,23 +65,17 @@ static Var *mse_head(Model *model, Var *x, Var *targets, TrainCtx *ctx)
 
 Model *mlp_create(const MlpConfig *config)
 {
-    if (!config || config->n_layers < 1 || config->width < 1) {
-        remat_fail(REMAT_EINVAL, "mlp: need at least 1 layer and width 1, got %d layers of width %d",
-                   config ? config->n_layers : 0, config ? config->width : 0);
-        return NULL;
-    }
+    if (!config || config->n_layers < 1 || config->width < 1)
+        return remat_fail_null(REMAT_EINVAL, "mlp: need at least 1 layer and width 1, got %d layers of width %d",
+                               config ? config->n_layers : 0, config ? config->width : 0);
     Model *m = calloc(1, sizeof *m);
     Layer **layers = calloc((size_t)config->n_layers, sizeof *layers);
     if (!m || !layers) {
         free(m);
         free(layers);
-        remat_fail(REMAT_ENOMEM, "mlp: no memory for %d layers", config->n_layers);
-        return NULL;
+        return remat_fail_null(REMAT_ENOMEM, "mlp: no memory for %d layers", config->n_layers);
     }
-    m->kind = "mlp";
-    m->layers = layers;
-    m->embed = identity_embed;
-    m->head = mse_head;
+    *m = (Model){.kind = "mlp", .layers = layers, .embed = identity_embed, .head = mse_head};
     Pcg32 rng;
     pcg32_seed(&rng, config->seed, 1);
     const float std = sqrtf(2.0f / (float)config->width) / (float)config->n_layers;
@@ -129,15 +123,11 @@ double mlp_task_bytes(int width)
 
 MlpTask *mlp_task_create(int width, uint64_t seed)
 {
-    if (width < 1) {
-        remat_fail(REMAT_EINVAL, "mlp task: width must be >= 1, got %d", width);
-        return NULL;
-    }
+    if (width < 1)
+        return remat_fail_null(REMAT_EINVAL, "mlp task: width must be >= 1, got %d", width);
     MlpTask *task = calloc(1, sizeof *task);
-    if (!task) {
-        remat_fail(REMAT_ENOMEM, "mlp task: no memory");
-        return NULL;
-    }
+    if (!task)
+        return remat_fail_null(REMAT_ENOMEM, "mlp task: no memory");
     task->width = width;
     Pcg32 init;
     pcg32_seed(&init, seed, 2);

@@ -10,10 +10,8 @@
 
 Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var *targets, TrainCtx *ctx)
 {
-    if (!model || !input || !targets) {
-        remat_fail(REMAT_EINVAL, "model_loss: model, input and targets are required");
-        return NULL;
-    }
+    if (!model || !input || !targets)
+        return remat_fail_null(REMAT_EINVAL, "model_loss: model, input and targets are required");
     if (param_stage_enter(model) != REMAT_OK) return NULL; /* the embedding and head's parameters */
     Var *x = model->embed(model, input, ctx);
     if (x) {
@@ -46,17 +44,10 @@ static Var *profiled_head(void *user, Var *x, TrainCtx *ctx)
     return p->model->head(p->model, x, p->targets, ctx);
 }
 
-ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx *ctx)
+ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx *ctx, const Policy *policy)
 {
-    return model_profile_policy(model, input, targets, ctx, NULL);
-}
-
-ChainCost *model_profile_policy(Model *model, Var *input, Var *targets, const TrainCtx *ctx, const Policy *policy)
-{
-    if (!model || !input || !targets) {
-        remat_fail(REMAT_EINVAL, "model_profile: model, input and targets are required");
-        return NULL;
-    }
+    if (!model || !input || !targets)
+        return remat_fail_null(REMAT_EINVAL, "model_profile: model, input and targets are required");
     ProfiledModel p = {model, input, targets};
     const ChainStages stages = {profiled_embed, profiled_head, &p};
     return chain_profile_policy(model->layers, model->n_layers, &stages, ctx, policy);

@@ -37,14 +37,11 @@ Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var 
 
 /* The chain cost model of `model` (planner.h), measured by one profiling step on this
  * batch (`input` and `targets` borrowed) with the dropout generator of `ctx` (copied, not
- * advanced). Leaves gradients in the parameters: zero them before training. Create the
- * optimizer first, so that the cost's fixed memory includes its state. The caller owns
- * the result (chain_cost_free); NULL on error. */
-ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx *ctx);
-
-/* As model_profile, with a third pass that profiles `policy`'s one-layer regions
- * (checkpoint/cost.h: chain_profile_policy). */
-ChainCost *model_profile_policy(Model *model, Var *input, Var *targets, const TrainCtx *ctx, const Policy *policy);
+ * advanced); with a `policy` (else NULL), a third pass profiles its one-layer regions
+ * (checkpoint/cost.h: chain_profile_policy). Leaves gradients in the parameters: zero
+ * them before training. Create the optimizer first, so that the cost's fixed memory
+ * includes its state. The caller owns the result (chain_cost_free); NULL on error. */
+ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx *ctx, const Policy *policy);
 
 /* Adds to `cost` (model_profile's, on this batch) the op-level model --planner ops plans
  * with (checkpoint/cost.h: chain_profile_ops). REMAT_OK or its error. */

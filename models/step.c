@@ -28,27 +28,6 @@ Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx)
     return loss;
 }
 
-/* One micro-batch's forward and backward from zeroed gradients: the loss in *loss, g_r in
- * every parameter's .grad. `hooks` (may be NULL) look at it on the way. */
-static RematStatus micro_batch(const Step *step, const MicroBatch *mb, TrainCtx *ctx, const StepHooks *hooks,
-                               StepResult *out, float *loss_value)
-{
-    const Model *m = step->model;
-    for (int i = 0; i < m->n_params; i++) var_zero_grad(m->params[i].var);
-    flops_set_phase(PHASE_FORWARD);
-    Var *loss = step_forward(step, mb->input, mb->targets, ctx);
-    RematStatus status = loss ? REMAT_OK : remat_last_status();
-    out->act_stored = mem_current(MEM_ACT);
-    if (status == REMAT_OK && hooks && hooks->forward_done) status = hooks->forward_done(hooks->user, loss);
-    if (status == REMAT_OK) status = backward(loss);
-    if (status == REMAT_OK && hooks && hooks->backward_done) status = hooks->backward_done(hooks->user, loss);
-    *loss_value = loss ? loss->value->f32[0] : NAN;
-    var_free(loss);
-    tape_reset(tape_current());
-    flops_set_phase(PHASE_FORWARD);
-    return status;
-}
-
 /* The gradients summed over micro-batches: sums[i] is parameter i's running sum. The
  * first micro-batch's gradient tensor itself becomes the sum (no copy: s = g_0 exactly),
  * and backward allocates the next one afresh from zeros. */
@@ -83,9 +62,11 @@ void step_apply_sums(const Model *m, Tensor **sums, int n)
     flops_set_phase(previous);
 }
 
-/* The micro-batches this process runs, their gradients left summed in .grad (× 1/n when it
- * runs them all); *loss_sum their losses summed in order, *rng_after the step's generator
- * as it ends. `first` is the index of batches[0] among the step's micro-batches. */
+/* The micro-batches this process runs, each a forward and a backward from zeroed gradients
+ * (`hooks`, may be NULL, look at the first on the way), their gradients left summed in
+ * .grad (× 1/n when it runs them all); *loss_sum their losses summed in order, *rng_after
+ * the step's generator as it ends. `first` is the index of batches[0] among the step's
+ * micro-batches. */
 static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches, int n, int first,
                                      TrainCtx *ctx, const StepHooks *hooks, StepResult *out, float *loss_sum,
                                      Pcg32 *rng_after)
@@ -100,9 +81,20 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
         ctx->rng = step_rng; /* micro-batch r's stretch of the stream starts r strides ahead */
         pcg32_advance(&ctx->rng, (uint64_t)(first + r) * STEP_MICRO_BATCH_STRIDE);
         ctx->micro_batch = (uint32_t)(first + r); /* counter-based dropout's key, as the stream's jump */
-        float loss;
-        status = micro_batch(step, &batches[r], ctx, r == 0 ? hooks : NULL, out, &loss);
-        *loss_sum = r == 0 ? loss : *loss_sum + loss;
+        const StepHooks *look = r == 0 ? hooks : NULL;
+        for (int i = 0; i < m->n_params; i++) var_zero_grad(m->params[i].var);
+        flops_set_phase(PHASE_FORWARD);
+        Var *loss = step_forward(step, batches[r].input, batches[r].targets, ctx);
+        status = loss ? REMAT_OK : remat_last_status();
+        out->act_stored = mem_current(MEM_ACT);
+        if (status == REMAT_OK && look && look->forward_done) status = look->forward_done(look->user, loss);
+        if (status == REMAT_OK) status = backward(loss);
+        if (status == REMAT_OK && look && look->backward_done) status = look->backward_done(look->user, loss);
+        const float value = loss ? loss->value->f32[0] : NAN;
+        *loss_sum = r == 0 ? value : *loss_sum + value;
+        var_free(loss);
+        tape_reset(tape_current());
+        flops_set_phase(PHASE_FORWARD);
         Pcg32 after = ctx->rng; /* where the step's generator ends: back by r strides, mod 2^64 */
         pcg32_advance(&after, (uint64_t)0 - (uint64_t)(first + r) * STEP_MICRO_BATCH_STRIDE);
         if (status == REMAT_OK && r > 0 && (after.state != rng_after->state || after.inc != rng_after->inc))

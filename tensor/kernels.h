@@ -121,8 +121,6 @@ double k_mse_forward(const float *pred, const float *target, size_t n);
  * FLOPs: 3n. */
 void k_mse_backward(float *dpred, const float *pred, const float *target, float dloss, size_t n);
 
-/* ---- cross-entropy (kernels_cross_entropy.c) ------------------------------------ */
-
 /* Softmax and cross-entropy in one: logits (rows,V), targets (rows) with every target in
  * [0, V). Returns (1/rows) Σ_r −log softmax(logits_r)[target_r], each row's term and the
  * sum over rows in double, in a fixed order (thread-count independent). The softmax

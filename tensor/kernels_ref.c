@@ -110,36 +110,26 @@ void ref_gelu_backward(double *dx, const float *x, const float *dout, size_t n)
 
 /* ---- row-wise --------------------------------------------------------------------- */
 
-/* One softmax row of n kept columns, as the forward kernels compute it. */
-static void ref_softmax_row(double *out, const float *x, int n)
+/* log Σ_j exp(x_j) of a row of n, with the max subtracted first (as the softmax kernels
+ * do), in double. */
+static double ref_log_sum_exp(const float *x, int n)
 {
     double maxval = x[0];
     for (int j = 1; j < n; j++)
         if (x[j] > maxval) maxval = x[j];
     double sum = 0.0;
-    for (int j = 0; j < n; j++) {
-        out[j] = exp(x[j] - maxval);
-        sum += out[j];
-    }
-    for (int j = 0; j < n; j++) out[j] /= sum;
-}
-
-/* One softmax backward row over n kept columns. */
-static void ref_softmax_row_backward(double *dx, const float *out, const float *dout, int n)
-{
-    double dot = 0.0;
-    for (int j = 0; j < n; j++) dot += (double)dout[j] * out[j];
-    for (int i = 0; i < n; i++) dx[i] += out[i] * (dout[i] - dot);
+    for (int j = 0; j < n; j++) sum += exp(x[j] - maxval);
+    return maxval + log(sum);
 }
 
 /* Row r keeps all its columns, or, causal, row t = r mod T of its head's (T,T) block keeps
- * columns 0..t. */
+ * columns 0..t: out_j = exp(x_j − log Σ_k exp(x_k)) there. */
 void ref_softmax_forward(double *out, const float *x, int rows, int cols, bool causal)
 {
     for (size_t r = 0; r < (size_t)rows; r++) {
         const int kept = causal ? (int)(r % (size_t)cols) + 1 : cols;
-        ref_softmax_row(out + r * cols, x + r * cols, kept);
-        for (int j = kept; j < cols; j++) out[r * cols + j] = 0.0;
+        const double lse = ref_log_sum_exp(x + r * cols, kept);
+        for (int j = 0; j < cols; j++) out[r * cols + j] = j < kept ? exp(x[r * cols + j] - lse) : 0.0;
     }
 }
 
@@ -148,7 +138,9 @@ void ref_softmax_backward(double *dx, const float *out, const float *dout, int r
 {
     for (size_t r = 0; r < (size_t)rows; r++) {
         const int kept = causal ? (int)(r % (size_t)cols) + 1 : cols;
-        ref_softmax_row_backward(dx + r * cols, out + r * cols, dout + r * cols, kept);
+        double dot = 0.0;
+        for (int j = 0; j < kept; j++) dot += (double)dout[r * cols + j] * out[r * cols + j];
+        for (int i = 0; i < kept; i++) dx[r * cols + i] += out[r * cols + i] * (dout[r * cols + i] - dot);
     }
 }
 
@@ -214,18 +206,6 @@ void ref_mse_backward(double *dpred, const float *pred, const float *target, flo
 {
     for (size_t i = 0; i < n; i++)
         dpred[i] += (double)dloss * 2.0 / (double)n * ((double)pred[i] - (double)target[i]);
-}
-
-/* log Σ_j exp(x_j) of one row, with the max subtracted first (as ref_softmax_row), in
- * double. */
-static double ref_log_sum_exp(const float *x, int V)
-{
-    double maxval = x[0];
-    for (int j = 1; j < V; j++)
-        if (x[j] > maxval) maxval = x[j];
-    double sum = 0.0;
-    for (int j = 0; j < V; j++) sum += exp(x[j] - maxval);
-    return maxval + log(sum);
 }
 
 double ref_cross_entropy_forward(const float *logits, const int32_t *targets, int rows, int V)

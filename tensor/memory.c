@@ -126,29 +126,22 @@ void *mem_alloc(MemKind kind, size_t bytes)
     }
     /* What is refused before asking the host: a kind that is not allocated, a size that
      * makes no sense, and crossing the budget. */
-    if ((unsigned)kind >= MEM_DISK) {
-        remat_fail(REMAT_EINVAL, "mem_alloc: kind %d cannot be allocated (disk bytes are accounted "
-                   "with mem_account)", (int)kind);
-        return NULL;
-    }
-    if (bytes == 0) {
-        remat_fail(REMAT_EINVAL, "mem_alloc: zero-byte allocation of %s", mem_kind_name(kind));
-        return NULL;
-    }
-    if (bytes > SIZE_MAX / 2) {
-        remat_fail(REMAT_EINVAL, "mem_alloc: %zu bytes of %s is not a sensible size", bytes, mem_kind_name(kind));
-        return NULL;
-    }
+    if ((unsigned)kind >= MEM_DISK)
+        return remat_fail_null(REMAT_EINVAL, "mem_alloc: kind %d cannot be allocated (disk bytes are accounted "
+                               "with mem_account)", (int)kind);
+    if (bytes == 0)
+        return remat_fail_null(REMAT_EINVAL, "mem_alloc: zero-byte allocation of %s", mem_kind_name(kind));
+    if (bytes > SIZE_MAX / 2)
+        return remat_fail_null(REMAT_EINVAL, "mem_alloc: %zu bytes of %s is not a sensible size", bytes,
+                               mem_kind_name(kind));
     if (check_budget(kind, bytes) != REMAT_OK) return NULL;
 
     size_t total = MEM_ALIGNMENT + (bytes + MEM_ALIGNMENT - 1) / MEM_ALIGNMENT * MEM_ALIGNMENT;
     unsigned char *raw = aligned_alloc(MEM_ALIGNMENT, total);
-    if (!raw) {
-        char want[32];
-        remat_fail(REMAT_ENOMEM, "host allocator failed to provide %s of %s",
-                   mem_format_bytes(want, sizeof want, bytes), mem_kind_name(kind));
-        return NULL;
-    }
+    char want[32];
+    if (!raw)
+        return remat_fail_null(REMAT_ENOMEM, "host allocator failed to provide %s of %s",
+                               mem_format_bytes(want, sizeof want, bytes), mem_kind_name(kind));
     BlockHeader *h = (BlockHeader *)raw;
     h->magic = BLOCK_MAGIC_LIVE;
     h->kind = kind;

@@ -27,42 +27,30 @@ const char *dtype_name(DType dtype) { return (unsigned)dtype < DTYPE_COUNT ? DTY
 
 Tensor *tensor_create_typed(MemKind kind, DType dtype, int ndim, const int *shape)
 {
-    if (!shape || ndim < 1 || ndim > TENSOR_MAX_DIMS) {
-        remat_fail(REMAT_EINVAL, "tensor_create: ndim must be 1..%d with a shape, got %d%s",
-                   TENSOR_MAX_DIMS, ndim, shape ? "" : " and no shape");
-        return NULL;
-    }
-    if ((unsigned)dtype >= DTYPE_COUNT) {
-        remat_fail(REMAT_EINVAL, "tensor_create: unknown dtype %d", (int)dtype);
-        return NULL;
-    }
+    if (!shape || ndim < 1 || ndim > TENSOR_MAX_DIMS)
+        return remat_fail_null(REMAT_EINVAL, "tensor_create: ndim must be 1..%d with a shape, got %d%s",
+                               TENSOR_MAX_DIMS, ndim, shape ? "" : " and no shape");
+    if ((unsigned)dtype >= DTYPE_COUNT)
+        return remat_fail_null(REMAT_EINVAL, "tensor_create: unknown dtype %d", (int)dtype);
     size_t numel = 1;
     for (int d = 0; d < ndim; d++) {
-        if (shape[d] <= 0 || numel > SIZE_MAX / 16 / (size_t)shape[d]) {
-            if (shape[d] <= 0)
-                remat_fail(REMAT_EINVAL, "tensor_create: dimension %d is %d; every dimension must be > 0", d, shape[d]);
-            else remat_fail(REMAT_EINVAL, "tensor_create: shape overflows a size_t");
-            return NULL;
-        }
+        if (shape[d] <= 0)
+            return remat_fail_null(REMAT_EINVAL, "tensor_create: dimension %d is %d; every dimension must be > 0", d,
+                                   shape[d]);
+        if (numel > SIZE_MAX / 16 / (size_t)shape[d])
+            return remat_fail_null(REMAT_EINVAL, "tensor_create: shape overflows a size_t");
         numel *= (size_t)shape[d];
     }
     Tensor *t = malloc(sizeof *t);
-    if (!t) {
-        remat_fail(REMAT_ENOMEM, "tensor_create: no memory for the tensor struct");
-        return NULL;
-    }
-    t->bytes = numel * DTYPES[dtype].size;
-    t->data = mem_alloc(kind, t->bytes);
-    if (!t->data) {
+    if (!t)
+        return remat_fail_null(REMAT_ENOMEM, "tensor_create: no memory for the tensor struct");
+    *t = (Tensor){.dtype = dtype, .kind = kind, .ndim = ndim, .numel = numel, .bytes = numel * DTYPES[dtype].size,
+                  .refcount = 1};
+    for (int d = 0; d < TENSOR_MAX_DIMS; d++) t->shape[d] = d < ndim ? shape[d] : 1;
+    if (!(t->data = mem_alloc(kind, t->bytes))) {
         free(t);
         return NULL; /* mem_alloc said why */
     }
-    t->dtype = dtype;
-    t->kind = kind;
-    t->ndim = ndim;
-    for (int d = 0; d < TENSOR_MAX_DIMS; d++) t->shape[d] = d < ndim ? shape[d] : 1;
-    t->numel = numel;
-    t->refcount = 1;
     return t;
 }
 
@@ -82,10 +70,8 @@ Tensor *tensor_zeros(MemKind kind, int ndim, const int *shape)
 
 Tensor *tensor_clone(const Tensor *src, MemKind kind)
 {
-    if (!src) {
-        remat_fail(REMAT_EINVAL, "tensor_clone: source is NULL");
-        return NULL;
-    }
+    if (!src)
+        return remat_fail_null(REMAT_EINVAL, "tensor_clone: source is NULL");
     Tensor *t = tensor_create_typed(kind, src->dtype, src->ndim, src->shape);
     if (t) memcpy(t->data, src->data, src->bytes);
     return t;

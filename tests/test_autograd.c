@@ -337,22 +337,24 @@ static Var *fn_cross_entropy(void *ctx, Var *const *in) { (void)ctx; return op_c
  * restarts the generator from the same state, so every forward draws the same mask and
  * the op is a fixed linear map. */
 typedef struct DropoutCtx {
-    Pcg32 start, rng;
+    Pcg32 start;
+    TrainCtx train;
     float p;
 } DropoutCtx;
 
 static Var *fn_dropout(void *ctx, Var *const *in)
 {
     DropoutCtx *c = ctx;
-    c->rng = c->start;
-    return op_dropout(in[0], c->p, &c->rng, NULL, true, NULL);
+    c->train = (TrainCtx){.rng = c->start, .training = true};
+    return op_dropout(in[0], c->p, &c->train, 0, NULL);
 }
 
 /* Counter-based dropout needs no restart: the same key gives the same mask every time. */
-static const CounterKey GRADCHECK_KEY = {.seed = 61, .step = 3, .micro_batch = 0, .op = 2};
+static TrainCtx GRADCHECK_COUNTER = {.training = true, .dropout_rng = DROPOUT_RNG_COUNTER, .seed = 61, .step = 3};
+enum { GRADCHECK_SITE = 2 };
 static Var *fn_dropout_counter(void *ctx, Var *const *in)
 {
-    return op_dropout(in[0], *(const float *)ctx, NULL, &GRADCHECK_KEY, true, NULL);
+    return op_dropout(in[0], *(const float *)ctx, &GRADCHECK_COUNTER, GRADCHECK_SITE, NULL);
 }
 
 /* A hook that counts what ops say they regenerate. */
@@ -377,7 +379,7 @@ static void note_regenerated(void *ctx, const OpInfo *op, const char *tag, const
 static Var *fn_attention_fused(void *ctx, Var *const *in)
 {
     const float p = *(const float *)ctx;
-    return op_attention_fused(in[0], in[1], in[2], p, p > 0.0f ? &GRADCHECK_KEY : NULL, NULL);
+    return op_attention_fused(in[0], in[1], in[2], p, &GRADCHECK_COUNTER, GRADCHECK_SITE, NULL);
 }
 
 /* An int32 Var (no gradient) of the given shape holding `values`. */
@@ -516,7 +518,7 @@ static void test_attention_fused_saves_no_t_squared_tensor(void **state)
     const OpHooks hooks = {.name = "test", .regenerated = note_regenerated, .ctx = &seen};
     assert_int_equal(op_hooks_push(&hooks), REMAT_OK);
     const size_t before = mem_current(MEM_ACT);
-    Var *y = op_attention_fused(q, k, v, 0.1f, &GRADCHECK_KEY, "attn.fused");
+    Var *y = op_attention_fused(q, k, v, 0.1f, &GRADCHECK_COUNTER, GRADCHECK_SITE, "attn.fused");
     op_hooks_pop();
     assert_non_null(y);
     const Node *node = y->creator;
@@ -530,10 +532,12 @@ static void test_attention_fused_saves_no_t_squared_tensor(void **state)
     var_free(y);
     tape_reset(tape_current());
 
-    assert_null(op_attention_fused(q, k, v, 0.1f, NULL, "attn.fused"));
-    assert_non_null(strstr(remat_last_error(), "attention_fused attn.fused: dropout p = 0.1 inside fused attention needs a counter key"));
+    const TrainCtx stream = {.training = true};
+    assert_null(op_attention_fused(q, k, v, 0.1f, &stream, GRADCHECK_SITE, "attn.fused"));
+    assert_non_null(strstr(remat_last_error(),
+                           "attention_fused attn.fused: dropout p = 0.1 inside fused attention needs the counter-based"));
     Var *short_v = gradcheck_input(4, (int[]){B, H, T - 1, D}, true, 93, -1, 1);
-    assert_null(op_attention_fused(q, k, short_v, 0.0f, NULL, NULL));
+    assert_null(op_attention_fused(q, k, short_v, 0.0f, NULL, 0, NULL));
     assert_non_null(strstr(remat_last_error(), "attention_fused: v is (2,2,32,4), not q's (2,2,33,4)"));
     var_free(short_v);
     var_free(q), var_free(k), var_free(v);
@@ -572,14 +576,14 @@ static void test_dropout_keeps_the_expected_fraction_and_saves_only_the_mask(voi
     enum { ROWS = 100, COLS = 1000, N = ROWS * COLS };
     const float p = 0.25f;
     Var *x = param(ROWS, COLS, 70);
-    Pcg32 rng, expected;
-    pcg32_seed(&rng, 71, 2);
-    expected = rng;
+    TrainCtx ctx = {.training = true};
+    pcg32_seed(&ctx.rng, 71, 2);
+    Pcg32 expected = ctx.rng;
     pcg32_advance(&expected, N);
     size_t act_before = mem_current(MEM_ACT);
-    Var *y = op_dropout(x, p, &rng, NULL, true, "drop");
+    Var *y = op_dropout(x, p, &ctx, 0, "drop");
     assert_non_null(y);
-    assert_memory_equal(&rng, &expected, sizeof rng);
+    assert_memory_equal(&ctx.rng, &expected, sizeof expected);
 
     Node *node = y->creator;
     assert_non_null(node);
@@ -614,13 +618,14 @@ static void test_dropout_counter_saves_no_mask(void **state)
     (void)state;
     enum { ROWS = 100, COLS = 1000, N = ROWS * COLS };
     const float p = 0.25f;
-    const CounterKey key = {.seed = 70, .step = 9, .micro_batch = 0, .op = 5};
+    TrainCtx ctx = {.training = true, .dropout_rng = DROPOUT_RNG_COUNTER, .seed = 70, .step = 9};
+    const CounterKey key = dropout_counter_key(&ctx, 5);
     Var *x = param(ROWS, COLS, 70);
     Regenerated seen = {0};
     const OpHooks hooks = {.name = "test", .regenerated = note_regenerated, .ctx = &seen};
     assert_int_equal(op_hooks_push(&hooks), REMAT_OK);
     size_t act_before = mem_current(MEM_ACT);
-    Var *y = op_dropout(x, p, NULL, &key, true, "drop");
+    Var *y = op_dropout(x, p, &ctx, 5, "drop");
     op_hooks_pop();
     assert_non_null(y);
     assert_non_null(y->creator);
@@ -643,40 +648,26 @@ static void test_dropout_counter_saves_no_mask(void **state)
     var_free(x);
 }
 
-static void test_dropout_counter_off_is_the_identity_and_needs_a_key_when_on(void **state)
-{
-    (void)state;
-    Var *x = param(3, 4, 72);
-    Var *eval = op_dropout(x, 0.5f, NULL, NULL, false, "drop");
-    Var *zero = op_dropout(x, 0.0f, NULL, NULL, true, "drop");
-    assert_ptr_equal(eval, x);
-    assert_ptr_equal(zero, x);
-    assert_int_equal(tape_current()->count, 0);
-    assert_null(op_dropout(x, 0.5f, NULL, NULL, true, "drop"));
-    assert_non_null(strstr(remat_last_error(), "dropout drop: training with p = 0.5 needs a generator or a counter key"));
-    var_free(eval);
-    var_free(zero);
-    var_free(x);
-}
-
 static void test_dropout_off_is_the_identity_and_draws_nothing(void **state)
 {
     (void)state;
     Var *x = param(3, 4, 72);
-    Pcg32 rng, before;
-    pcg32_seed(&rng, 73, 1);
-    before = rng;
-    Var *eval = op_dropout(x, 0.5f, &rng, NULL, false, "drop");
-    Var *zero = op_dropout(x, 0.0f, &rng, NULL, true, "drop");
-    assert_ptr_equal(eval, x); /* a new reference to x itself */
+    TrainCtx eval = {.training = false}, train = {.training = true, .dropout_rng = DROPOUT_RNG_COUNTER};
+    pcg32_seed(&eval.rng, 73, 1);
+    const Pcg32 before = eval.rng;
+    Var *off = op_dropout(x, 0.5f, &eval, 0, "drop");
+    Var *none = op_dropout(x, 0.5f, NULL, 0, "drop");
+    Var *zero = op_dropout(x, 0.0f, &train, 0, "drop");
+    assert_ptr_equal(off, x); /* a new reference to x itself */
+    assert_ptr_equal(none, x);
     assert_ptr_equal(zero, x);
-    assert_int_equal(x->refcount, 3);
-    assert_memory_equal(&rng, &before, sizeof rng);
+    assert_int_equal(x->refcount, 4);
+    assert_memory_equal(&eval.rng, &before, sizeof before);
     assert_int_equal(tape_current()->count, 0);
-    assert_null(op_dropout(x, 1.0f, &rng, NULL, true, "drop"));
+    assert_null(op_dropout(x, 1.0f, &train, 0, "drop"));
     assert_non_null(strstr(remat_last_error(), "dropout drop: p must be in [0, 1)"));
-    assert_null(op_dropout(x, 0.5f, NULL, NULL, true, "drop"));
-    var_free(eval);
+    var_free(off);
+    var_free(none);
     var_free(zero);
     var_free(x);
 }
@@ -781,7 +772,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cross_entropy_gradcheck, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_dropout_keeps_the_expected_fraction_and_saves_only_the_mask, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_dropout_off_is_the_identity_and_draws_nothing, clean_state, clean_state),
-        cmocka_unit_test_setup_teardown(test_dropout_counter_off_is_the_identity_and_needs_a_key_when_on, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_dropout_counter_saves_no_mask, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_cross_entropy_of_uniform_logits_is_ln_v, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_embedding_rejects_an_out_of_range_id, clean_state, clean_state),

@@ -179,7 +179,7 @@ static ChainCost *ops_cost(const Trainee *t)
     pcg32_seed(&data, 3, 0);
     Var *y, *x = fixture_batch(t, &data, &y);
     TrainCtx ctx = fixture_ctx(t, 0);
-    ChainCost *cost = model_profile(m, x, y, &ctx);
+    ChainCost *cost = model_profile(m, x, y, &ctx, NULL);
     assert_non_null(cost);
     assert_int_equal(model_profile_ops(m, x, y, &ctx, cost), REMAT_OK);
     var_free(x);
@@ -416,7 +416,7 @@ static void test_ops_errors(void **state)
     pcg32_seed(&data, 3, 0);
     Var *y, *x = fixture_batch(&t, &data, &y);
     TrainCtx ctx = fixture_ctx(&t, 0);
-    cost = model_profile(m, x, y, &ctx);
+    cost = model_profile(m, x, y, &ctx, NULL);
     assert_null(planner_plan(PLANNER_OPS, cost, SIZE_MAX));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
     assert_non_null(strstr(remat_last_error(), "no op-level model"));

@@ -47,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         Pcg32 rng;
         pcg32_seed(&rng, size, 7);
         for (int split = TEXT_TRAIN; split <= TEXT_VAL; split++) {
-            const size_t n = text_data_size(d, (TextSplit)split);
+            const size_t n = split == TEXT_VAL ? d->val_size : d->train_size;
             const uint8_t *tokens = d->bytes + (split == TEXT_VAL ? d->train_size : 0);
             for (int T = 1; T <= MAX_T; T *= 4) {
                 int32_t in[B * MAX_T], tg[B * MAX_T];
