@@ -252,10 +252,10 @@ static void check_points_as_a_pass_per_point_measures_them(const Trainee *t, con
     TrainCtx ctx = fixture_ctx(t, 0);
     int n;
     const OpsPoint *p = ops_points(cost->ops, 0, &n);
-    ChainCost *last = model_profile_policy(m, x, y, &ctx, &p[n - 1].policy); /* the kernels' own share */
+    ChainCost *last = model_profile(m, x, y, &ctx, &p[n - 1].policy); /* the kernels' own share */
     assert_non_null(last);
     for (int j = 0; j < n; j++) {
-        ChainCost *each = model_profile_policy(m, x, y, &ctx, &p[j].policy);
+        ChainCost *each = model_profile(m, x, y, &ctx, &p[j].policy);
         assert_non_null(each);
         for (int k = 0; k < cost->n_layers; k++) {
             const OpsFigures *f = ops_figures(cost->ops, k, &p[j].policy);
