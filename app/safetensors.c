@@ -397,15 +397,12 @@ static RematStatus parse_header(StFile *f, const char *text)
 
 StFile *st_load(const char *path)
 {
-    if (!path) {
-        remat_fail(REMAT_EINVAL, "st_load: path is NULL");
-        return NULL;
-    }
+    if (!path)
+        return remat_fail_null(REMAT_EINVAL, "st_load: path is NULL");
     StFile *f = calloc(1, sizeof *f);
     if (!f || !(f->path = strdup(path))) {
         free(f);
-        remat_fail(REMAT_ENOMEM, "st_load: no memory");
-        return NULL;
+        return remat_fail_null(REMAT_ENOMEM, "st_load: no memory");
     }
     f->fd = -1; /* not open yet: st_close must not close descriptor 0 */
     char *text = NULL;
@@ -447,17 +444,13 @@ const char *st_meta(const StFile *f, const char *key)
 
 Tensor *st_get(const StFile *f, const char *name, MemKind kind)
 {
-    if (!f || !name) {
-        remat_fail(REMAT_EINVAL, "st_get: the file and a name are required");
-        return NULL;
-    }
+    if (!f || !name)
+        return remat_fail_null(REMAT_EINVAL, "st_get: the file and a name are required");
     const StTensorInfo *info = NULL; /* a linear search: files here hold a few hundred tensors */
     for (int i = 0; i < f->count && !info; i++)
         if (strcmp(f->tensors[i].name, name) == 0) info = &f->tensors[i];
-    if (!info) {
-        remat_fail(REMAT_EINVAL, "st_get: no tensor named %s in %s", name, f->path);
-        return NULL;
-    }
+    if (!info)
+        return remat_fail_null(REMAT_EINVAL, "st_get: no tensor named %s in %s", name, f->path);
     /* A Tensor has at least one dimension: a scalar entry becomes shape (1). */
     const int ndim = info->ndim ? info->ndim : 1;
     const int *shape = info->ndim ? info->shape : (const int[]){1};

@@ -50,10 +50,8 @@ static const Policy MLP_ONLY = {"MLP only", recompute_prefix, "mlp."};
 static Schedule *every_other_block(const Strategy *s, int n_layers)
 {
     Segment *segs = calloc((size_t)n_layers, sizeof *segs);
-    if (!segs) {
-        remat_fail(REMAT_ENOMEM, "no memory for %d segments", n_layers);
-        return NULL;
-    }
+    if (!segs)
+        return remat_fail_null(REMAT_ENOMEM, "no memory for %d segments", n_layers);
     for (int i = 0; i < n_layers; i++) segs[i] = (Segment){i, 1, i % 2 == 0 ? SEGMENT_REGION : SEGMENT_PLAIN, NULL, 0};
     Schedule *schedule = schedule_create(STRATEGY_FULL, segs, n_layers, n_layers);
     free(segs);

@@ -156,8 +156,7 @@ Results *results_create(const char *bench, const char *question, bool quick)
     Results *r = calloc(1, sizeof *r);
     if (!r || !(r->root = cJSON_CreateObject())) {
         free(r);
-        remat_fail(REMAT_ENOMEM, "results: no memory for the results of %s", bench);
-        return NULL;
+        return remat_fail_null(REMAT_ENOMEM, "results: no memory for the results of %s", bench);
     }
     snprintf(r->bench, sizeof r->bench, "%s", bench);
     char date[32];

@@ -295,17 +295,14 @@ static RematStatus probe_passes(Probe *p, const ChainStages *stages, const Train
 ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx,
                                 const Policy *policy)
 {
-    if (!layers || n < 1 || !stages || !stages->embed || !stages->head) {
-        remat_fail(REMAT_EINVAL, "chain_profile: need at least one layer and both stages");
-        return NULL;
-    }
+    if (!layers || n < 1 || !stages || !stages->embed || !stages->head)
+        return remat_fail_null(REMAT_EINVAL, "chain_profile: need at least one layer and both stages");
     ChainCost *cost = calloc(1, sizeof *cost);
     ChainLayer *per_layer = calloc((size_t)n, sizeof *per_layer);
     ProbeLayer *pl = calloc((size_t)n, sizeof *pl);
     if (!cost || !per_layer || !pl) {
         free(cost), free(per_layer), free(pl);
-        remat_fail(REMAT_ENOMEM, "chain_profile: no memory for %d layers", n);
-        return NULL;
+        return remat_fail_null(REMAT_ENOMEM, "chain_profile: no memory for %d layers", n);
     }
     cost->n_layers = n;
     cost->layers = per_layer;

@@ -278,16 +278,12 @@ static Var *run_layers(void *fn_ctx, Var *x, TrainCtx *ctx)
 static Var *region_forward(RegionFn fn, void *fn_ctx, Layer **layers, int n, Var *x, TrainCtx *ctx,
                            const CheckpointOptions *opts)
 {
-    if (!x || (layers ? n < 1 : !fn)) {
-        remat_fail(REMAT_EINVAL, "checkpoint: need a function or at least one layer, and an input");
-        return NULL;
-    }
+    if (!x || (layers ? n < 1 : !fn))
+        return remat_fail_null(REMAT_EINVAL, "checkpoint: need a function or at least one layer, and an input");
     if (!grad_enabled()) return layers ? layers_forward(layers, n, x, ctx) : fn(fn_ctx, x, ctx);
     Region *r = calloc(1, sizeof *r);
-    if (!r) {
-        remat_fail(REMAT_ENOMEM, "checkpoint: no memory for a region");
-        return NULL;
-    }
+    if (!r)
+        return remat_fail_null(REMAT_ENOMEM, "checkpoint: no memory for a region");
     const CheckpointOptions o = opts ? *opts : checkpoint_defaults();
     *r = (Region){.fn = layers ? run_layers : fn, .fn_ctx = layers ? r : fn_ctx, .layers = layers, .n_layers = n,
                   .ctx = ctx, .opts = o, .cache = {.policy = o.policy, .check = o.replay.determinism_check}};

@@ -160,8 +160,7 @@ RevolveSchedule *revolve_schedule_create(int l, int s)
     Part *stack = calloc((size_t)depth, sizeof *stack);
     if (!sch || !actions || !recomputed || !stack) {
         free(sch), free(actions), free(recomputed), free(stack);
-        remat_fail(REMAT_ENOMEM, "revolve: no memory for the schedule of %d steps", l);
-        return NULL;
+        return remat_fail_null(REMAT_ENOMEM, "revolve: no memory for the schedule of %d steps", l);
     }
     *sch = (RevolveSchedule){.steps = l, .slots = s, .repetitions = (int)r, .actions = actions,
                              .first_reverse = -1, .recomputed = recomputed};

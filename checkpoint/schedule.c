@@ -47,17 +47,14 @@ static RematStatus check_segments(const Segment *segments, int n, int n_layers)
 
 Schedule *schedule_create(StrategyKind strategy, const Segment *segments, int n, int n_layers)
 {
-    if (!segments || n < 1 || n_layers < 1) {
-        remat_fail(REMAT_EINVAL, "schedule_create: need at least one layer and one segment");
-        return NULL;
-    }
+    if (!segments || n < 1 || n_layers < 1)
+        return remat_fail_null(REMAT_EINVAL, "schedule_create: need at least one layer and one segment");
     if (check_segments(segments, n, n_layers) != REMAT_OK) return NULL;
     Schedule *s = calloc(1, sizeof *s);
     Segment *copy = calloc((size_t)n, sizeof *copy);
     if (!s || !copy) {
         free(s), free(copy);
-        remat_fail(REMAT_ENOMEM, "schedule_create: no memory for %d segments", n);
-        return NULL;
+        return remat_fail_null(REMAT_ENOMEM, "schedule_create: no memory for %d segments", n);
     }
     int m = 0;
     for (int i = 0; i < n; i++) {
@@ -79,10 +76,8 @@ Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
     }
     const StrategyKind kind = strategy->kind;
     Segment *segs = calloc((size_t)n_layers, sizeof *segs);
-    if (!segs) {
-        remat_fail(REMAT_ENOMEM, "schedule_for_strategy: no memory for %d segments", n_layers);
-        return NULL;
-    }
+    if (!segs)
+        return remat_fail_null(REMAT_ENOMEM, "schedule_for_strategy: no memory for %d segments", n_layers);
     /* none: one segment; full and selective: one per layer; sqrt: ceil(n / k) of at most
      * k = ceil(sqrt(n)) layers, as equal as possible, the longer ones first (schedule.h). */
     const int k = (int)ceil(sqrt((double)n_layers));

@@ -338,11 +338,9 @@ static Tensor *read_record(Offload *off, Record *r)
 {
     const char *what = r->what;
     struct stat st;
-    if (fstat(off->fd, &st) != 0) {
-        remat_fail(REMAT_EIO, "offload: cannot read back %s: fstat of the spill file failed: %s", what,
-                   strerror(errno));
-        return NULL;
-    }
+    if (fstat(off->fd, &st) != 0)
+        return remat_fail_null(REMAT_EIO, "offload: cannot read back %s: fstat of the spill file failed: %s", what,
+                               strerror(errno));
     if ((size_t)st.st_size < r->offset + r->span || r->offset + r->span > off->capacity) {
         forget_mapping(off);
         remat_fail(REMAT_ECORRUPT, "offload: cannot read back %s: the spill file in %s is %lld bytes long but "
@@ -598,9 +596,8 @@ static const char *spill_dir(const OffloadOptions *opts)
 {
     if (!opts || (unsigned)opts->policy > OFFLOAD_BOUNDARY || (unsigned)opts->io > OFFLOAD_IO_DIRECT ||
         opts->prefetch < 0 || opts->write_behind < 0 || (unsigned)opts->io_threads > OFFLOAD_MAX_IO_THREADS) {
-        remat_fail(REMAT_EINVAL, "offload_create: need options with a known policy and io, prefetch >= 0, "
-                   "write_behind >= 0 and io_threads from 0 to %d", OFFLOAD_MAX_IO_THREADS);
-        return NULL;
+        return remat_fail_null(REMAT_EINVAL, "offload_create: need options with a known policy and io, prefetch >= 0, "
+                               "write_behind >= 0 and io_threads from 0 to %d", OFFLOAD_MAX_IO_THREADS);
     }
     /* An empty path would put the file in "/" (the path is DIR/remat-spill-XXXXXX). */
     if (opts->dir && !opts->dir[0]) {
@@ -620,8 +617,7 @@ Offload *offload_create(const OffloadOptions *opts)
     char *dir_copy = strdup(dir);
     if (!off || !dir_copy) {
         free(off), free(dir_copy);
-        remat_fail(REMAT_ENOMEM, "offload_create: no memory");
-        return NULL;
+        return remat_fail_null(REMAT_ENOMEM, "offload_create: no memory");
     }
     off->opts = *opts;
     off->opts.dir = off->dir = dir_copy;

@@ -245,10 +245,8 @@ void prefetch_free(Prefetcher *p)
 Prefetcher *prefetch_create(int fd, bool direct, int threads)
 {
     Prefetcher *p = calloc(1, sizeof *p);
-    if (!p) {
-        remat_fail(REMAT_ENOMEM, "prefetch: no memory for the I/O threads' state");
-        return NULL;
-    }
+    if (!p)
+        return remat_fail_null(REMAT_ENOMEM, "prefetch: no memory for the I/O threads' state");
     p->fd = fd;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->changed, NULL);
@@ -262,8 +260,7 @@ Prefetcher *prefetch_create(int fd, bool direct, int threads)
         const int err = k ? pthread_create(&w->thread, NULL, prefetch_thread, w) : 0;
         if (err) {
             prefetch_free(p);
-            remat_fail(REMAT_ENOMEM, "prefetch: cannot start an I/O thread (error %d)", err);
-            return NULL;
+            return remat_fail_null(REMAT_ENOMEM, "prefetch: cannot start an I/O thread (error %d)", err);
         }
         p->threads = k;
     }

@@ -51,8 +51,7 @@ Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
         !(z->group_of = malloc((size_t)n * sizeof *z->group_of)) ||
         !(z->bounds = malloc((size_t)(g->size + 1) * sizeof *z->bounds))) {
         zero_free(z);
-        remat_fail(REMAT_ENOMEM, "zero_create: no memory");
-        return NULL;
+        return remat_fail_null(REMAT_ENOMEM, "zero_create: no memory");
     }
     memcpy(z->params, params, (size_t)n * sizeof *params);
     for (int i = 0; i < n; i++) z->group_of[i] = -1;
