@@ -35,6 +35,8 @@ static void report_checkpointing(FILE *out, const Schedule *s)
     fprintf(out, "  checkpointing: %s", strategy_name(s->strategy));
     const int regions = schedule_regions(s), slots = schedule_revolve_slots(s);
     if (slots) fprintf(out, ", Revolve with %d slot%s", slots, slots == 1 ? "" : "s");
+    else if (s->strategy == STRATEGY_DTR)
+        fprintf(out, ", evicting under the budget");
     else if (s->strategy != STRATEGY_NONE)
         fprintf(out, ", %d region%s", regions, regions == 1 ? "" : "s");
     for (int i = 0; i < s->n_segments; i++) {
