@@ -10,6 +10,7 @@
 
 #include "base/progress.h"
 #include "base/text.h"
+#include "checkpoint/dtr.h"
 #include "models/gpt.h"
 #include "tensor/flops.h"
 #include "base/platform.h"
@@ -115,6 +116,11 @@ void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
     for (int p = 0; p < PHASE_COUNT; p++)
         fprintf(out, "    %-12s %10.3f GFLOP\n", phase_name((Phase)p),
                 (double)flops_get((Phase)p) / r->steps_run * 1e-9);
+    const DtrStats dtr = dtr_stats(); /* the process's: train runs one training */
+    if (o->step.strategy.kind == STRATEGY_DTR)
+        fprintf(out, "    dtr: %.1f evictions, %.1f tensors rematerialised by %.1f layer replays per step\n",
+                (double)dtr.evictions / r->steps_run, (double)dtr.remats / r->steps_run,
+                (double)dtr.replays / r->steps_run);
     const double per_step = (double)flops_total() / r->steps_run;
     const int tokens = o->batch * (gpt ? o->seq : 1);
     fprintf(out, "\n  median step %.2f ms (fastest %.2f, slowest %.2f, of %d steps): %.1f GFLOP/s, %.0f %s/s\n",

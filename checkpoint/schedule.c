@@ -85,7 +85,7 @@ Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
         remat_fail(REMAT_ENOMEM, "schedule_for_strategy: no memory for %d segments", n_layers);
         return NULL;
     }
-    /* none: one segment; full and selective: one per layer; sqrt: ceil(n / k) of at most
+    /* none and dtr: one segment; full and selective: one per layer; sqrt: ceil(n / k) of at most
      * k = ceil(sqrt(n)) layers, as equal as possible, the longer ones first (schedule.h). */
     const int k = (int)ceil(sqrt((double)n_layers));
     const bool one = kind == STRATEGY_NONE || kind == STRATEGY_DTR;
