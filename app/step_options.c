@@ -82,7 +82,8 @@ static const Flag FLAGS[] = {
     {.name = "--strategy", .type = FLAG_NAME, .offset = AT(strategy.kind), .names = &STRATEGY_NAMES, .value = "S",
      .heading = "checkpointing",
      .help = "none, full (every layer a region), sqrt (segments of about\n"
-             "sqrt(N) layers), selective (every layer, with a policy) or\n"
+             "sqrt(N) layers), selective (every layer, with a policy), dtr\n"
+             "(no plan: evict and recompute to stay in --memory-budget) or\n"
              "budget (the cheapest schedule that fits --memory-budget) (none)"},
     {.name = "--memory-budget", .type = FLAG_SIZE, .offset = AT(memory_budget), .value = "S",
      .help = "bytes the run may hold in all (params, grads, optimizer,\n"
@@ -193,9 +194,12 @@ RematStatus step_options_check(const StepOptions *o, StepScope scope)
                  (o->offload_opts.policy != OFFLOAD_BOUNDARY ? SPILLS_ANY_SAVE : 0) |
                  (scope.several_ranks ? SEVERAL_RANKS : 0) | (o->pipeline_stages ? PIPELINED : 0);
     if (flags_check(&set, &scope) != REMAT_OK) return REMAT_EINVAL;
-    const bool budget = o->strategy.kind == STRATEGY_BUDGET;
-    if (budget && !o->memory_budget)
-        return remat_fail(REMAT_EINVAL, "--strategy budget needs --memory-budget (e.g. 300MiB)");
+    const bool budget = o->strategy.kind == STRATEGY_BUDGET, dtr = o->strategy.kind == STRATEGY_DTR;
+    if ((budget || dtr) && !o->memory_budget)
+        return remat_fail(REMAT_EINVAL, "--strategy %s needs --memory-budget (e.g. 300MiB)", budget ? "budget" : "dtr");
+    if (dtr && (o->offload || scope.several_ranks))
+        return remat_fail(REMAT_EINVAL, "--strategy dtr evicts activations from RAM in one process; it does not "
+                          "combine with %s", o->offload ? "--offload" : "mpirun's ranks");
     const RegionReplay *replay = &o->strategy.replay;
     if (budget && o->planner == PLANNER_REVOLVE && (!replay->preserve_rng || replay->determinism_check))
         return remat_fail(REMAT_EINVAL, "--planner revolve always replays the generator and has no determinism "

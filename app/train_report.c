@@ -10,6 +10,7 @@
 
 #include "base/progress.h"
 #include "base/text.h"
+#include "checkpoint/dtr.h"
 #include "models/gpt.h"
 #include "tensor/flops.h"
 #include "base/platform.h"
@@ -31,6 +32,8 @@ static void report_checkpointing(FILE *out, const Schedule *s)
     fprintf(out, "  checkpointing: %s", strategy_name(s->strategy));
     const int regions = schedule_regions(s), slots = schedule_revolve_slots(s);
     if (slots) fprintf(out, ", Revolve with %d slot%s", slots, slots == 1 ? "" : "s");
+    else if (s->strategy == STRATEGY_DTR)
+        fprintf(out, ", evicting under the budget");
     else if (s->strategy != STRATEGY_NONE)
         fprintf(out, ", %d region%s", regions, regions == 1 ? "" : "s");
     for (int i = 0; i < s->n_segments; i++) {
@@ -109,6 +112,11 @@ void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
     for (int p = 0; p < PHASE_COUNT; p++)
         fprintf(out, "    %-12s %10.3f GFLOP\n", phase_name((Phase)p),
                 (double)flops_get((Phase)p) / r->steps_run * 1e-9);
+    const DtrStats dtr = dtr_stats(); /* the process's: train runs one training */
+    if (o->step.strategy.kind == STRATEGY_DTR)
+        fprintf(out, "    dtr: %.1f evictions, %.1f tensors rematerialised by %.1f layer replays per step\n",
+                (double)dtr.evictions / r->steps_run, (double)dtr.remats / r->steps_run,
+                (double)dtr.replays / r->steps_run);
     const double per_step = (double)flops_total() / r->steps_run;
     const int tokens = o->batch * (gpt ? o->seq : 1);
     fprintf(out, "\n  median step %.2f ms (fastest %.2f, slowest %.2f, of %d steps): %.1f GFLOP/s, %.0f %s/s\n",

@@ -14,20 +14,6 @@
 #include "tensor/flops.h"
 #include "tensor/kernels.h"
 
-/* A cheap 64-bit hash of a tensor's bytes and shape (FNV-1a over 32-bit words), enough to
- * tell whether a replay reproduced its first forward. */
-static uint64_t tensor_hash(const Tensor *t)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (int d = 0; d < t->ndim; d++) h = (h ^ (uint64_t)t->shape[d]) * 1099511628211ull;
-    const uint32_t *words = t->data;
-    const size_t n = t->bytes / 4;
-    for (size_t i = 0; i < n; i++) h = (h ^ words[i]) * 1099511628211ull;
-    const unsigned char *bytes = t->data;
-    for (size_t i = 4 * n; i < t->bytes; i++) h = (h ^ bytes[i]) * 1099511628211ull;
-    return h;
-}
-
 /* ---- the policy's cache -------------------------------------------------------------- */
 
 /* The outputs a policy saved in a region's first forward, in the order the ops made them.
@@ -120,7 +106,7 @@ static void cache_recorded(void *ctx, const OpInfo *op, const char *tag, Var *co
         c->hashes = hashes;
         c->hash_capacity = capacity;
     }
-    c->hashes[c->n_hashes++] = tensor_hash(out);
+    c->hashes[c->n_hashes++] = replay_hash(out);
 }
 
 /* Replay: compare each recomputed op's output with the first forward's. */
@@ -130,7 +116,7 @@ static void cache_replay_recorded(void *ctx, const OpInfo *op, const char *tag, 
     (void)inputs, (void)n_inputs, (void)saved, (void)n_saved;
     Cache *c = ctx;
     if (!c->check || cache_decides_save(c, op, tag) || c->diverged_op) return;
-    if (c->next_hash == c->n_hashes || c->hashes[c->next_hash++] != tensor_hash(out)) {
+    if (c->next_hash == c->n_hashes || c->hashes[c->next_hash++] != replay_hash(out)) {
         c->diverged_op = op;
         c->diverged_tag = tag;
     }

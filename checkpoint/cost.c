@@ -230,9 +230,10 @@ RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
         const bool policy = g[i].kind == SEGMENT_REGION && g[i].policy;
         const bool profiled = policy && figures_of(cost, g[i].first, g[i].policy, &own);
         const bool revolve_beside = g[i].kind == SEGMENT_REVOLVE && s->n_segments > 1;
-        if (revolve_beside || (policy && (!profiled || g[i].count != 1)))
+        if (revolve_beside || g[i].kind == SEGMENT_DTR || (policy && (!profiled || g[i].count != 1)))
             return remat_fail(REMAT_EINVAL, "schedule_predict: segment %d is %s, which the cost model does not "
-                              "predict", i, revolve_beside ? "Revolve beside other segments"
+                              "predict", i, g[i].kind == SEGMENT_DTR ? "DTR, whose evictions depend on the run"
+                              : revolve_beside ? "Revolve beside other segments"
                               : !profiled ? "a region with a selective policy it did not profile"
                                                             : "a region of several layers with a selective policy");
     }

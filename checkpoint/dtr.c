@@ -105,6 +105,17 @@ int dtr_choose(DtrPool *pool)
     return best;
 }
 
+void dtr_resident(DtrPool *pool, int id, bool recompute)
+{
+    DtrEntry *e = &pool->entries[id];
+    if (e->state == DTR_RESIDENT) return;
+    e->state = DTR_RESIDENT;
+    e->last_use = pool->clock;
+    e->evictable_since = ++pool->unlocks;
+    pool->used += e->bytes;
+    pool->recomputes += recompute;
+}
+
 /* Makes entry `id` resident by running its op (recompute: it was evicted): its inputs are
  * marked used now; the resident ones are locked, then the others recomputed in order and
  * locked; entries are evicted until it fits; it runs; its inputs are unlocked. */

@@ -8,8 +8,8 @@
  * evicted ancestors and descendants reached through evicted entries (what recomputing it
  * would recompute, what needs it back). Inputs of the op being computed are never evicted;
  * an evicted one is recomputed first, recursively. A released entry is freed at once
- * (eager eviction) and stays in the graph, evicted. Not the runtime: the pool counts bytes
- * and calls the caller's hooks.
+ * (eager eviction) and stays in the graph, evicted. The pool counts bytes and calls the
+ * caller's hooks; --strategy dtr's runtime (dtr_forward, dtr_run.c) drives it from a real step.
  */
 #ifndef REMAT_CHECKPOINT_DTR_H
 #define REMAT_CHECKPOINT_DTR_H
@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "checkpoint/checkpoint.h"
 
 enum { DTR_MAX_INPUTS = 8, DTR_CHAIN_MAX = 10000 };
 
@@ -78,6 +79,10 @@ void dtr_release(DtrPool *pool, int id);
 double dtr_score(DtrPool *pool, int id);
 int dtr_choose(DtrPool *pool);
 
+/* For a runtime that computes entries itself: entry `id` (pending, or evicted: `recompute`)
+ * is resident from the pool's clock on. */
+void dtr_resident(DtrPool *pool, int id, bool recompute);
+
 /* DTR's simulated chain (uniform_linear): f_i from f_{i−1}, gradient b_i from f_{i−1} and
  * b_{i+1}, n ops of each, cost 1, every tensor a unit of B, the one being made too; f_{n−1}
  * is released before backward, f_i once b_{i+1} is made, b_{i+1} once b_i is. Into *extra,
@@ -85,5 +90,37 @@ int dtr_choose(DtrPool *pool);
  * REMAT_EINVAL unless 3 ≤ n ≤ DTR_CHAIN_MAX and B ≥ 3 (b_i holds two inputs and itself). */
 RematStatus dtr_chain_extra(int n, int budget, int64_t *extra);
 RematStatus dtr_chain_optimum(int n, int budget, int64_t *extra);
+
+/* ---- the runtime: --strategy dtr (dtr_run.c) ------------------------------------------------
+ * The chain runs with every saved activation kept while the budget allows. Each tensor an op
+ * of a layer saves, and each layer's input, is an entry (parameters and the chain's input are
+ * held, never evicted). When an allocation would cross the budget, the ledger's pressure hook
+ * (tensor/memory.h) evicts the entry of least h_DTR that nothing but the runtime holds (not
+ * one in use by the op running), until it fits; when none is left the allocation fails with
+ * the ledger's out-of-memory message. When backward unpacks an evicted entry, its layer's
+ * forward is replayed (replay.h: grad off, RECOMPUTE FLOPs, the generator restored from the
+ * layer's record) from the layer's input, itself rematerialised first if evicted, recursively;
+ * the replay makes the same ops in the same order, so the tensor it saves as op k's slot i is
+ * the entry's, bit for bit, and every evicted entry of the layer still held is taken back. */
+enum { DTR_MAX_REMATS = 8, DTR_ENTRIES_PER_LAYER = 64 };
+
+typedef struct DtrOptions {
+    RegionReplay replay; /* preserve_rng: replay with the layer's generator; determinism_check:
+                            each tensor made again must equal its first forward's (a hash) */
+    int max_remats;      /* more rematerialisations of one tensor in a step is an error (the budget
+                            thrashes); 0: DTR_MAX_REMATS */
+} DtrOptions;
+
+/* What runtimes did since the process started. */
+typedef struct DtrStats {
+    int64_t evictions, remats, replays; /* entries evicted, taken back, layer forwards replayed */
+} DtrStats;
+
+/* Runs layers[0 .. n) on x (borrowed) under DTR and returns the last output (a new Var the
+ * caller owns); the runtime lives, its pressure hook installed, until the tape is reset. With
+ * grad mode off the layers simply run. NULL on error (the budget, more than
+ * DTR_ENTRIES_PER_LAYER saved tensors a layer). */
+Var *dtr_forward(Layer **layers, int n, Var *x, TrainCtx *ctx, const DtrOptions *opts);
+DtrStats dtr_stats(void);
 
 #endif /* REMAT_CHECKPOINT_DTR_H */

@@ -3,6 +3,8 @@
  */
 #include "checkpoint/replay.h"
 
+#include <stdint.h>
+
 RematStatus replay_enter(ReplayScope *scope, const ReplayOptions *opts)
 {
     *scope = (ReplayScope){0};
@@ -88,4 +90,17 @@ Var *replay_record(const OpInfo *op, Var *x, Var *y, const char *name, void *sta
     if (!out) node_discard(node);
     var_free(y);
     return out;
+}
+
+/* FNV-1a over 32-bit words, then the bytes left. */
+uint64_t replay_hash(const Tensor *t)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int d = 0; d < t->ndim; d++) h = (h ^ (uint64_t)t->shape[d]) * 1099511628211ull;
+    const uint32_t *words = t->data;
+    const size_t n = t->bytes / 4;
+    for (size_t i = 0; i < n; i++) h = (h ^ words[i]) * 1099511628211ull;
+    const unsigned char *bytes = t->data;
+    for (size_t i = 4 * n; i < t->bytes; i++) h = (h ^ bytes[i]) * 1099511628211ull;
+    return h;
 }

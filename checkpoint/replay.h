@@ -80,6 +80,10 @@ RematStatus replay_backward(ReplayScope *scope, Var *y, const Tensor *dy);
 Var *replay_record(const OpInfo *op, Var *x, Var *y, const char *name, void *state, void (*state_free)(void *),
                    Tensor *saved);
 
+/* A cheap 64-bit hash of a tensor's bytes and shape, enough to tell whether a replay
+ * reproduced its first forward (the determinism check). */
+uint64_t replay_hash(const Tensor *t);
+
 /* Leaves the replay: pops its hooks, frees its tape and puts grad mode, the FLOP phase,
  * the current tape and the generator back as they were at replay_enter. */
 void replay_leave(ReplayScope *scope);

@@ -8,11 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint/dtr.h"
 #include "checkpoint/revolve.h"
 
 /* ---- strategies ------------------------------------------------------------------------- */
 
-static const char *const NAMES[] = {"none", "full", "sqrt", "selective", "budget"};
+static const char *const NAMES[] = {"none", "full", "sqrt", "selective", "dtr", "budget"};
 const NameTable STRATEGY_NAMES = {NAMES, sizeof NAMES / sizeof NAMES[0]};
 
 Strategy strategy_defaults(StrategyKind kind)
@@ -35,9 +36,10 @@ static RematStatus check_segments(const Segment *segments, int n, int n_layers)
         if (g->first != next || g->count < 1 || next + g->count > n_layers)
             return remat_fail(REMAT_EINVAL, "schedule_create: segment %d (layers %d..%d) does not continue the "
                               "chain at layer %d of %d", i, g->first, g->first + g->count - 1, next, n_layers);
-        if ((unsigned)g->kind > SEGMENT_REVOLVE || (g->kind == SEGMENT_REVOLVE && g->slots < 1))
-            return remat_fail(REMAT_EINVAL, "schedule_create: segment %d is of no known kind, or Revolve without "
-                              "slots", i);
+        if ((unsigned)g->kind > SEGMENT_DTR || (g->kind == SEGMENT_REVOLVE && g->slots < 1) ||
+            (g->kind == SEGMENT_DTR && n > 1))
+            return remat_fail(REMAT_EINVAL, "schedule_create: segment %d is of no known kind, Revolve without "
+                              "slots, or DTR beside other segments", i);
         if (i == n - 1 && next + g->count != n_layers)
             return remat_fail(REMAT_EINVAL, "schedule_create: the segments end at layer %d of %d",
                               next + g->count, n_layers);
@@ -70,7 +72,7 @@ Schedule *schedule_create(StrategyKind strategy, const Segment *segments, int n,
 Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
 {
     if (!strategy || n_layers < 1 || (unsigned)strategy->kind >= STRATEGY_BUDGET) {
-        remat_fail(REMAT_EINVAL, "schedule_for_strategy: need none, full, sqrt or selective and at least one layer "
+        remat_fail(REMAT_EINVAL, "schedule_for_strategy: need none, full, sqrt, selective or dtr and a layer "
                    "(a budget's schedule comes from a planner, planner.h)");
         return NULL;
     }
@@ -78,15 +80,16 @@ Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
     Segment *segs = calloc((size_t)n_layers, sizeof *segs);
     if (!segs)
         return remat_fail_null(REMAT_ENOMEM, "schedule_for_strategy: no memory for %d segments", n_layers);
-    /* none: one segment; full and selective: one per layer; sqrt: ceil(n / k) of at most
+    /* none and dtr: one segment; full and selective: one per layer; sqrt: ceil(n / k) of at most
      * k = ceil(sqrt(n)) layers, as equal as possible, the longer ones first (schedule.h). */
     const int k = (int)ceil(sqrt((double)n_layers));
-    const int m = kind == STRATEGY_NONE ? 1 : kind == STRATEGY_SQRT ? (n_layers + k - 1) / k : n_layers;
+    const bool one = kind == STRATEGY_NONE || kind == STRATEGY_DTR;
+    const int m = one ? 1 : kind == STRATEGY_SQRT ? (n_layers + k - 1) / k : n_layers;
     const Policy *policy = kind != STRATEGY_SELECTIVE ? NULL
                          : strategy->policy ? strategy->policy : &POLICY_ATTENTION_CORE;
     for (int i = 0, first = 0; i < m; first += segs[i].count, i++)
         segs[i] = (Segment){first, n_layers / m + (i < n_layers % m ? 1 : 0),
-                            kind == STRATEGY_NONE ? SEGMENT_PLAIN : SEGMENT_REGION, policy, 0};
+                            kind == STRATEGY_NONE ? SEGMENT_PLAIN : one ? SEGMENT_DTR : SEGMENT_REGION, policy, 0};
     Schedule *s = schedule_create(kind, segs, m, n_layers);
     if (s) s->replay = strategy->replay;
     free(segs);
@@ -139,6 +142,8 @@ Var *schedule_forward(const Schedule *s, Layer **layers, int n_layers, Var *x, T
             next = layers_forward(run, g->count, h, ctx);
         } else if (g->kind == SEGMENT_REVOLVE) {
             next = revolve_forward(run, g->count, g->slots, h, ctx);
+        } else if (g->kind == SEGMENT_DTR) {
+            next = dtr_forward(run, g->count, h, ctx, &(DtrOptions){s->replay, s->max_remats});
         } else {
             char name[NODE_NAME_LEN];
             segment_name(name, sizeof name, g, layers);
@@ -200,6 +205,7 @@ static const char *segment_effect(const Segment *g)
 {
     if (g->kind == SEGMENT_PLAIN) return "every activation kept; each layer's forward runs once";
     if (g->kind == SEGMENT_REVOLVE) return "Revolve: a few stored states; layers recomputed up to r times";
+    if (g->kind == SEGMENT_DTR) return "DTR: every activation kept while the budget allows, evicted and replayed";
     return g->policy ? "its input and what its policy saves kept; the rest recomputed once"
                      : "its input kept; each layer's forward runs twice (recomputed once)";
 }
@@ -212,10 +218,11 @@ void schedule_print(const Schedule *s, Layer **layers, FILE *out)
     }
     const int regions = schedule_regions(s);
     fprintf(out, "  schedule: %d segment%s, %d of them regions%s\n", s->n_segments, s->n_segments == 1 ? "" : "s",
-            regions, regions ? "" : ": the budget holds every activation, so nothing is recomputed");
+            regions, regions || s->strategy == STRATEGY_DTR ? "" : ": the budget holds every activation, so nothing is "
+            "recomputed");
     for (int i = 0; i < s->n_segments; i++) {
         const Segment *g = &s->segments[i];
-        static const char *const KINDS[] = {"plain ", "region", "revolve"};
+        static const char *const KINDS[] = {"plain ", "region", "revolve", "dtr   "};
         char name[NODE_NAME_LEN];
         segment_name(name, sizeof name, g, layers);
         fprintf(out, "    %-16s %s: %s\n", name, KINDS[g->kind], segment_effect(g));

@@ -10,6 +10,8 @@
  *             the ops it saves
  *   revolve   Griewank's binomial checkpointing (revolve.h) with `slots` stored states:
  *             layers may be recomputed several times, to fit budgets no region fits
+ *   dtr       no plan (dtr.h): everything kept while the ledger's budget allows, evicted
+ *             and recomputed by layer replays when it does not; the only segment
  *
  * Every way remat keeps activations is a schedule. The strategies make theirs from the
  * chain's length alone (schedule_for_strategy); the budget planners (planner.h) choose
@@ -45,6 +47,8 @@ typedef enum StrategyKind {
                            one extra forward (Chen et al. 2016; quiz question 4) */
     STRATEGY_SELECTIVE, /* every layer a region whose policy keeps the outputs of expensive ops
                            and recomputes the cheap, memory-heavy ones (quiz question 5) */
+    STRATEGY_DTR,       /* no plan: every activation kept while the budget allows, the least
+                           valuable evicted and recomputed when needed (Kirisame et al. 2021) */
     STRATEGY_BUDGET,    /* the cheapest schedule that fits a memory budget: made by a planner */
 } StrategyKind;
 
@@ -58,7 +62,7 @@ typedef struct Strategy {
 /* The strategy of that kind with default options. */
 Strategy strategy_defaults(StrategyKind kind);
 
-/* "none", "full", "sqrt", "selective", "budget": the names of StrategyKind's values. */
+/* "none", "full", "sqrt", "selective", "dtr", "budget": the names of StrategyKind's values. */
 extern const NameTable STRATEGY_NAMES;
 
 /* Its name in STRATEGY_NAMES. */
@@ -66,7 +70,7 @@ const char *strategy_name(StrategyKind kind);
 
 /* ---- schedules --------------------------------------------------------------------------- */
 
-typedef enum SegmentKind { SEGMENT_PLAIN = 0, SEGMENT_REGION, SEGMENT_REVOLVE } SegmentKind;
+typedef enum SegmentKind { SEGMENT_PLAIN = 0, SEGMENT_REGION, SEGMENT_REVOLVE, SEGMENT_DTR } SegmentKind;
 
 typedef struct Segment {
     int first, count;     /* layers first .. first + count − 1 */
@@ -91,6 +95,8 @@ typedef struct Schedule {
     Segment *segments;      /* owned, in chain order, covering every layer once */
     RegionReplay replay;    /* how every region replays, read there (default: the generator
                                replayed, no check); Revolve always replays the generator */
+    int max_remats;         /* dtr: more rematerialisations of a tensor in a step is an error (dtr.h;
+                               0: DTR_MAX_REMATS) */
     Prediction predicted;
 } Schedule;
 
@@ -100,8 +106,8 @@ typedef struct Schedule {
  * which segment is wrong). */
 Schedule *schedule_create(StrategyKind strategy, const Segment *segments, int n, int n_layers);
 
-/* The schedule `strategy` makes for a chain of `n_layers` (none, full, sqrt or
- * selective; see the top of this file), with its options. NULL on error: REMAT_EINVAL for
+/* The schedule `strategy` makes for a chain of `n_layers` (none, full, sqrt,
+ * selective or dtr; see the top of this file), with its options. NULL on error: REMAT_EINVAL for
  * budget, which a planner makes (planner.h). */
 Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers);
 

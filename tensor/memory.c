@@ -45,6 +45,10 @@ static size_t peak[MEM_KIND_COUNT];
 static size_t resident, peak_resident;
 static size_t live_blocks;
 static size_t budget;
+static struct {
+    MemPressureFn fn;
+    void *ctx;
+} pressure;
 
 static struct {
     MemEvent *events;
@@ -83,6 +87,8 @@ static void apply(MemKind kind, int64_t delta)
 static RematStatus check_budget(MemKind kind, size_t bytes)
 {
     if (budget == 0 || kind == MEM_DISK || resident + bytes <= budget) return REMAT_OK;
+    while (pressure.fn && resident + bytes > budget && pressure.fn(pressure.ctx, bytes)) continue; /* evictions */
+    if (resident + bytes <= budget) return REMAT_OK;
     char want[32], cap[32], held[256];
     return remat_fail(REMAT_EOOM, "out of memory: tried to allocate %s of %s; resident: %s; budget %s",
                       mem_format_bytes(want, sizeof want, bytes), mem_kind_name(kind),
@@ -200,6 +206,12 @@ void mem_reset_peaks(void)
 }
 
 void mem_set_budget(size_t bytes) { budget = bytes; }
+
+void mem_set_pressure(MemPressureFn fn, void *ctx)
+{
+    pressure.fn = fn;
+    pressure.ctx = ctx;
+}
 size_t mem_budget(void) { return budget; }
 
 /* ---- timeline --------------------------------------------------------------------- */

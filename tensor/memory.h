@@ -107,6 +107,13 @@ void mem_reset_peaks(void);
 void mem_set_budget(size_t bytes);
 size_t mem_budget(void); /* 0 when there is none */
 
+/* Who may make room before an allocation crosses the budget (DTR's eviction, checkpoint/dtr.h):
+ * told that `bytes` more would cross it, it frees resident bytes and returns true to have the
+ * budget checked again, or returns false to let the allocation fail with the budget's message.
+ * It must not allocate. One at a time; mem_set_pressure(NULL, NULL) removes it. */
+typedef bool (*MemPressureFn)(void *ctx, size_t bytes);
+void mem_set_pressure(MemPressureFn fn, void *ctx);
+
 /* ---- timeline --------------------------------------------------------------------- */
 
 /* One change to the ledger, with every kind's bytes right after it. */

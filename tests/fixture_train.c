@@ -35,7 +35,8 @@ Model *fixture_model(const Trainee *t)
 {
     if (!strcmp(t->kind, "mlp")) return mlp_create(&(MlpConfig){.n_layers = t->layers, .width = t->width, .seed = 5});
     return gpt_create(&(GptConfig){.n_layers = t->layers, .d_model = 16, .n_heads = 2, .seq_len = GPT_SEQ,
-                                   .vocab = 256, .dropout = 0.1f, .attention = t->attention, .seed = 7});
+                                   .vocab = 256, .dropout = t->dropout > 0 ? t->dropout : 0.1f,
+                                   .attention = t->attention, .seed = 7});
 }
 
 /* The teacher is rebuilt from its seed for every batch: at these widths that costs nothing,
@@ -129,7 +130,12 @@ RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out)
         Var *y, *x = fixture_batch(t, &data, &y);
         StepResult result;
         ctx.step = (uint64_t)i;
+        if (way->step_peaks) mem_reset_peaks();
+        if (way->memory_budget) mem_set_budget(way->memory_budget);
         status = step_run(&step, x, y, &ctx, i == 0 ? &first : NULL, &result);
+        if (way->memory_budget) mem_set_budget(0);
+        if (way->step_peaks && mem_peak_resident() > out->peak) out->peak = mem_peak_resident();
+        if (way->step_peaks && mem_peak(MEM_ACT) > out->peak_act) out->peak_act = mem_peak(MEM_ACT);
         out->losses[i] = result.loss;
         var_free(x);
         var_free(y);

@@ -32,6 +32,7 @@ typedef struct Trainee {
     int width;        /* the MLP's; the GPT's d_model is 16 */
     DropoutRng dropout_rng;
     AttentionKind attention; /* the GPT's: naive or fused (which needs DROPOUT_RNG_COUNTER) */
+    float dropout;           /* the GPT's everywhere; 0: 0.1 */
 } Trainee;
 
 /* The TrainCtx the fixture trains step `step` of `t` with (stream seeded (77, 1) before
@@ -44,6 +45,8 @@ typedef struct Way {
     Offload *offload;         /* the forward's saves go through its hooks; NULL: in RAM */
     const Schedule *schedule; /* a schedule (schedule.h) for a chain of this many layers —
                                  a planner's, Revolve's — instead of the strategy's */
+    size_t memory_budget;     /* the ledger's budget while each step runs (0: none) */
+    bool step_peaks;          /* record the steps' peaks in the Outcome (resets the ledger's peaks) */
 } Way;
 
 /* What a few steps computed: copies in MEM_WORK. */
@@ -53,6 +56,7 @@ typedef struct Outcome {
     Tensor *params[FIXTURE_MAX_PARAMS]; /* every parameter after the last step */
     int n_params;
     const Model *model; /* while training: whose gradients the first step copies */
+    size_t peak, peak_act; /* Way.step_peaks: the most resident and ACT bytes while a step ran */
 } Outcome;
 
 /* A cmocka setup and teardown for every test of these files: clears the tape, the last

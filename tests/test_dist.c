@@ -82,7 +82,7 @@ static Final final_of(const Model *m, const Optimizer *full)
  * process (zero NULL), or this rank's through `zero`. */
 static void train(Model *m, const Strategy *strategy, Optimizer *opt, Zero *zero)
 {
-    const Trainee gpt = {"gpt", 2, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE};
+    const Trainee gpt = {"gpt", 2, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE, 0.0f};
     Schedule *schedule = schedule_for_strategy(strategy, m->n_layers);
     assert_non_null(schedule);
     TrainCtx ctx = {.training = true};
@@ -108,7 +108,7 @@ static void train(Model *m, const Strategy *strategy, Optimizer *opt, Zero *zero
 /* The one-process run of the K micro-batches. */
 static Final reference(const Strategy *strategy)
 {
-    Model *m = fixture_model(&(Trainee){"gpt", 2, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE});
+    Model *m = fixture_model(&(Trainee){"gpt", 2, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE, 0.0f});
     const OptimConfig c = optim_adamw_defaults(1e-2f);
     Optimizer *opt = optim_create(&c, m->params, m->n_params);
     assert_non_null(opt);
@@ -155,7 +155,7 @@ static void check_stage(const Strategy *strategy, int stage)
     Final ref = reference(strategy);
     assert_int_equal(mem_current(MEM_PARAM) + mem_current(MEM_GRAD) + mem_current(MEM_OPTIM), 0);
 
-    Model *m = fixture_model(&(Trainee){"gpt", 2, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE});
+    Model *m = fixture_model(&(Trainee){"gpt", 2, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE, 0.0f});
     Zero *zero = step_zero_create(m, &world, stage);
     assert_non_null(zero);
     const OptimConfig c = optim_adamw_defaults(1e-2f);
@@ -214,7 +214,7 @@ static void test_stages_match_accumulation_with_selective(void **state)
 /* The parameter-gathering bytes of STEPS stage-3 steps under `kind` (a 4-layer GPT). */
 static uint64_t stage3_gather_bytes(StrategyKind kind)
 {
-    Model *m = fixture_model(&(Trainee){"gpt", 4, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE});
+    Model *m = fixture_model(&(Trainee){"gpt", 4, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE, 0.0f});
     Zero *zero = step_zero_create(m, &world, 3);
     assert_non_null(zero);
     const OptimConfig c = optim_adamw_defaults(1e-2f);
@@ -305,7 +305,7 @@ static void test_reduce_scatter_sums_in_rank_order_across_chunks_and_pieces(void
 static void test_unknown_stage_is_refused(void **state)
 {
     (void)state;
-    Model *m = fixture_model(&(Trainee){"gpt", 1, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE});
+    Model *m = fixture_model(&(Trainee){"gpt", 1, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE, 0.0f});
     assert_null(zero_create(&world, 4, m->params, m->n_params));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
     assert_non_null(strstr(remat_last_error(), "stage 4 (0 to 3 are built)"));

@@ -254,6 +254,46 @@ static void test_format_bytes_uses_binary_units(void **state)
     assert_string_equal(mem_kind_name((MemKind)99), "unknown");
 }
 
+/* The pressure hook frees blocks it was given, one a call, until the allocation fits or it
+ * has none left; then the allocation fails with the budget's own message. */
+typedef struct Victims {
+    void *blocks[4];
+    int n, calls;
+} Victims;
+
+static bool free_one(void *ctx, size_t bytes)
+{
+    Victims *v = ctx;
+    assert_true(bytes > 0);
+    v->calls++;
+    if (v->n == 0) return false;
+    mem_free(v->blocks[--v->n]);
+    return true;
+}
+
+static void test_pressure_hook_frees_until_it_fits(void **state)
+{
+    (void)state;
+    Victims v = {0};
+    for (int i = 0; i < 3; i++) v.blocks[v.n++] = mem_alloc(MEM_ACT, 1000);
+    mem_set_budget(3000);
+    mem_set_pressure(free_one, &v);
+    void *a = mem_alloc(MEM_ACT, 1500); /* two blocks must go */
+    assert_non_null(a);
+    assert_int_equal(v.calls, 2);
+    assert_int_equal(mem_current(MEM_ACT), 2500);
+    void *b = mem_alloc(MEM_ACT, 2000); /* one more goes, and still it does not fit */
+    assert_null(b);
+    assert_int_equal(remat_last_status(), REMAT_EOOM);
+    assert_non_null(strstr(remat_last_error(), "out of memory: tried to allocate"));
+    assert_int_equal(v.calls, 4);
+    assert_int_equal(mem_current(MEM_ACT), 1500);
+    mem_set_pressure(NULL, NULL);
+    mem_set_budget(0);
+    mem_free(a);
+    remat_clear_error();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -262,6 +302,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_calloc_zero_fills, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_peak_tracks_maximum_and_resets, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_budget_overrun_names_request_and_residents, ledger_empty, ledger_empty),
+        cmocka_unit_test_setup_teardown(test_pressure_hook_frees_until_it_fits, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_disk_is_accounted_but_not_resident, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_bad_requests_fail_cleanly, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_host_allocation_failure_is_enomem, ledger_empty, ledger_empty),

@@ -347,7 +347,7 @@ static RematStatus log_optimizer_step(void *ctx, Optimizer *opt)
 static void test_plugs_run_where_the_step_says(void **state)
 {
     (void)state;
-    const Trainee mlp = {"mlp", 2, 16, DROPOUT_RNG_STREAM, ATTENTION_NAIVE};
+    const Trainee mlp = {"mlp", 2, 16, DROPOUT_RNG_STREAM, ATTENTION_NAIVE, 0.0f};
     Model *m = fixture_model(&mlp);
     Pcg32 data;
     pcg32_seed(&data, 3, 4);
@@ -407,7 +407,7 @@ static RematStatus log_before_backward(void *ctx, const Node *node)
 static void test_param_use_hooks_see_every_stage_and_parameter(void **state)
 {
     (void)state;
-    const Trainee gpt = {"gpt", 2, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE};
+    const Trainee gpt = {"gpt", 2, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE, 0.0f};
     Model *m = fixture_model(&gpt);
     Pcg32 data;
     pcg32_seed(&data, 3, 4);
@@ -444,7 +444,7 @@ static void copy_grads(const Model *m, Tensor **out)
 static void test_accumulation_is_the_scaled_sum_of_micro_batches(void **state)
 {
     (void)state;
-    const Trainee gpt = {"gpt", 2, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE};
+    const Trainee gpt = {"gpt", 2, 0, DROPOUT_RNG_STREAM, ATTENTION_NAIVE, 0.0f};
     Model *m = fixture_model(&gpt);
     Pcg32 data;
     pcg32_seed(&data, 3, 4);
@@ -639,6 +639,48 @@ static void test_budget_strategy_trains_like_none(void **state)
         train_report_free(&r);
     }
     train_report_free(&reference);
+}
+
+/* --strategy dtr through train: at budgets below none's peak, down to where nothing fits, the
+ * ledger holds the budget and the losses are none's, on the MLP chain and on the GPT with
+ * dropout 0.2 from either generator; without --memory-budget, or with --offload, it is refused. */
+static void test_dtr_strategy_trains_like_none(void **state)
+{
+    (void)state;
+    TrainOptions o = small_mlp(1);
+    char *no_budget[] = {"train", "--strategy", "dtr"};
+    char *offload[] = {"train", "--strategy", "dtr", "--memory-budget", "1GiB", "--offload", "all"};
+    assert_int_equal(parse(&o, 3, no_budget), 2);
+    assert_int_equal(parse(&o, 7, offload), 2);
+    for (int k = 0; k < 3; k++) {
+        const DropoutRng rng = k == 1 ? DROPOUT_RNG_STREAM : DROPOUT_RNG_COUNTER;
+        TrainOptions plain = k ? small_gpt_with_masks(4, rng) : small_mlp(4);
+        plain.dropout = k ? 0.2f : plain.dropout;
+        TrainReport reference, r;
+        assert_int_equal(train_run(&plain, &reference, sink), REMAT_OK);
+        int trained = 0;
+        for (int percent = 95; percent > 0; percent -= 5) {
+            o = plain;
+            o.step.strategy = strategy_defaults(STRATEGY_DTR);
+            o.step.memory_budget = reference.ledger_peak * (size_t)percent / 100;
+            const RematStatus status = train_run(&o, &r, sink);
+            if (status == REMAT_OK) {
+                assert_memory_equal(r.losses, reference.losses, 4 * sizeof(float));
+                assert_true(r.ledger_peak <= o.step.memory_budget);
+                trained++;
+            } else {
+                assert_int_equal(status, REMAT_EOOM);
+                printf("  %s, dtr at %d%% of none's peak: %s\n", k ? "gpt" : "mlp", percent,
+                       remat_last_error());
+            }
+            train_report_free(&r);
+            if (status != REMAT_OK) break;
+        }
+        printf("  %s: dtr trained like none at %d budgets below none's peak\n", k ? "gpt" : "mlp", trained);
+        assert_true(trained > 0);
+        assert_int_equal(mem_budget(), 0);
+        train_report_free(&reference);
+    }
 }
 
 /* What `top` shows against what the ledger says: on the MLP chain, whose blocks are all of
@@ -1067,6 +1109,7 @@ int main(void)
         cmocka_unit_test(test_accumulate_is_bit_identical_across_strategies),
         cmocka_unit_test(test_counter_dropout_trains_like_none_without_rng_replay),
         cmocka_unit_test(test_budget_strategy_trains_like_none),
+        cmocka_unit_test(test_dtr_strategy_trains_like_none),
         cmocka_unit_test(test_revolve_planner_trains_below_dp),
         cmocka_unit_test(test_resident_peak_is_the_ledger_plus_the_baseline),
         cmocka_unit_test(test_explain_memory_prints_the_predicted_peak),
