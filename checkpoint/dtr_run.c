@@ -187,11 +187,9 @@ static Tensor *unpack(void *ctx, void *packed, const Node *node, int slot)
         const RematStatus status = replay_layer(r, d->layer, true);
         r->target = -1;
         if (status != REMAT_OK) return NULL;
-        if (!d->t) {
-            remat_fail(REMAT_ESTATE, "dtr: replaying %s did not make saved tensor %d of %s again",
-                       r->layers[d->layer].layer->name, slot, node->name);
-            return NULL;
-        }
+        if (!d->t)
+            return remat_fail_null(REMAT_ESTATE, "dtr: replaying %s did not make saved tensor %d of %s again",
+                                   r->layers[d->layer].layer->name, slot, node->name);
     }
     r->pool->entries[id].last_use = (double)flops_total();
     return tensor_retain(d->t);
@@ -292,10 +290,8 @@ static const OpInfo DTR_OP = {.name = "dtr"};
 
 Var *dtr_forward(Layer **layers, int n, Var *x, TrainCtx *ctx, const DtrOptions *opts)
 {
-    if (!layers || n < 1 || !x) {
-        remat_fail(REMAT_EINVAL, "dtr_forward: need at least one layer and an input");
-        return NULL;
-    }
+    if (!layers || n < 1 || !x)
+        return remat_fail_null(REMAT_EINVAL, "dtr_forward: need at least one layer and an input");
     if (!grad_enabled()) return layers_forward(layers, n, x, ctx);
     DtrRun *r = run_create(n, ctx, opts);
     RematStatus status = REMAT_OK;
