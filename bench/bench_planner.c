@@ -33,9 +33,9 @@ static bool pareto;
 static unsigned pareto_given;
 static const Flag PARETO = {
     .name = "--pareto", .type = FLAG_SWITCH,
-    .help = "also the frontier of the MLP and the GPT: ops, dp, chen, revolve at 6 (quick)\n"
-            "or 8 budgets up to none's peak, the presets at their own; each step timed\n"
-            "against none (until +-5 points or 1 s; full: 7 rounds); dtr: no strategy yet"};
+    .help = "also the frontier of the MLP and the GPT: ops, dp, chen, revolve and dtr (where a\n"
+            "step of it fits) at 6 (quick) or 8 budgets up to none's peak, the presets at their\n"
+            "own; each step timed against none (until +-5 points or 1 s; full: 7 rounds)"};
 
 static const BenchInfo INFO = {
     .name = "bench_planner",
@@ -391,7 +391,7 @@ typedef struct ParetoRow {
 
 static const ResultsColumn PARETO_COLUMNS[] = {
     COLUMN(ParetoRow, model, STR, "mlp or gpt"),
-    COLUMN(ParetoRow, planner, STR, "ops, dp, chen, revolve, or a preset at its own peak: none, full, sqrt, "
+    COLUMN(ParetoRow, planner, STR, "ops, dp, chen, revolve, dtr, or a preset at its own peak: none, full, sqrt, "
            "attention_core, dots_saveable", SHOW("plan", "", 14, 0)),
     COLUMN(ParetoRow, budget, SIZE, "bytes (a preset: its own peak)", SHOW("budget", "MiB", 8, 2)),
     COLUMN(ParetoRow, peak, SIZE, "bytes: the ledger's peak of the step, every kind", SHOW("peak", "MiB", 8, 2)),
@@ -406,7 +406,7 @@ static const ResultsColumn PARETO_COLUMNS[] = {
            SHOW("keeping", "", 0, 0)),
 };
 
-enum { FRONTIER_MAX = 48 }; /* none, 4 planners at up to 8 budgets, 4 presets */
+enum { FRONTIER_MAX = 48 }; /* none, 4 planners and dtr at up to 8 budgets, 4 presets */
 
 /* A model's frontier: its variants (none first), their schedules, records and last steps. */
 typedef struct Frontier {
@@ -418,12 +418,31 @@ typedef struct Frontier {
     StepStats stats[FRONTIER_MAX];
 } Frontier;
 
-/* Adds schedule `s` (f owns it) of `planner`, planned for `budget` (`swept`) or a preset's. */
+/* Adds schedule `s` (f owns it) of `planner`, planned for `budget` (`swept`) or a preset's;
+ * dtr's steps run under that budget, the ledger's. */
 static void frontier_add(Frontier *f, const char *planner, Schedule *s, size_t budget, bool swept)
 {
     f->schedules[f->n] = s;
-    f->variants[f->n] = (Variant){.name = planner, .schedule = s};
+    f->variants[f->n] = (Variant){.name = planner, .schedule = s, .budget = s->strategy == STRATEGY_DTR ? budget : 0};
     f->rows[f->n++] = (ParetoRow){.model = f->c->name, .planner = planner, .swept = swept, .budget = budget};
+}
+
+/* Adds dtr at `budget` if one step of it fits there: REMAT_OK either way (out of memory, or
+ * thrashing past its bound, said in a line), or its error. */
+static RematStatus frontier_try_dtr(Frontier *f, size_t budget)
+{
+    const Strategy dtr = strategy_defaults(STRATEGY_DTR);
+    Schedule *s = schedule_for_strategy(&dtr, f->c->cost->n_layers);
+    StepStats stats;
+    const RematStatus status = s ? run_schedule(f->c, s, budget, &stats) : remat_last_status();
+    if (status == REMAT_OK) {
+        frontier_add(f, "dtr", s, budget, true);
+        return REMAT_OK;
+    }
+    schedule_free(s);
+    if (status != REMAT_EOOM && status != REMAT_ESTATE) return status;
+    printf("  %s, dtr at %.2f MiB: %s\n", f->c->name, mib(budget), remat_last_error());
+    return REMAT_OK;
 }
 
 /* none, then each planner's schedule at n budgets from the smallest any fits to none's peak,
@@ -447,6 +466,9 @@ static RematStatus frontier_plan(Frontier *f, int n_budgets)
             if (!s && remat_last_status() != REMAT_EOOM) return remat_last_status();
             if (s) frontier_add(f, planner_name(KINDS[k]), s, budget, true);
         }
+    for (int i = 0; i < n_budgets; i++) /* dtr plans nothing: a budget it fits is one its step ran in */
+        if (frontier_try_dtr(f, lo + (size_t)((double)(hi - lo) * i / (n_budgets - 1))) != REMAT_OK)
+            return remat_last_status();
     remat_clear_error();
     for (int k = 0; k < (strcmp(f->c->name, "gpt") ? 2 : 4); k++) {
         Strategy st = strategy_defaults(PRESETS[k]);
@@ -539,7 +561,7 @@ static RematStatus frontier(Chain *c, int n_budgets, const TimingPlan *plan, Res
     pcg32_seed(&ctx.rng, 5, 5);
     const double start = platform_seconds();
     RematStatus status = model_profile_ops(c->g.model, c->g.batch.x, c->g.batch.y, &ctx, c->cost);
-    printf("\n  %s: the frontier (dtr is not a strategy yet); the op-level model measured in %.2f s\n", c->name,
+    printf("\n  %s: the frontier; the op-level model measured in %.2f s\n", c->name,
            platform_seconds() - start);
     if (status == REMAT_OK) status = frontier_plan(f, n_budgets);
     if (status == REMAT_OK) status = frontier_measure(f, plan);

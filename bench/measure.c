@@ -167,8 +167,10 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
     const double t0 = platform_seconds();
     const Step step = variant_step(v, model, opt);
     StepResult result;
+    if (v->budget) mem_set_budget(v->budget);
     const RematStatus status = step_run(&step, batch->x, batch->y, ctx, NULL, &result);
     stats->seconds = platform_seconds() - t0;
+    if (v->budget) mem_set_budget(0);
     getrusage(RUSAGE_SELF, &usage);
     stats->minor_faults = usage.ru_minflt - faults_before;
     if (v->offload) {

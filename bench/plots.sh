@@ -21,7 +21,7 @@
 #                   DP's smallest), with none, full and sqrt as points: the MLP chain, the
 #                   GPT, and the GPT with blocks of varying head counts (bench_planner)
 #   planner_pareto.png  the memory/recompute frontier: recompute FLOPs against the ledger's
-#                   peak for ops, dp, chen and Revolve at each budget and the presets at
+#                   peak for ops, dp, chen, Revolve and dtr at each budget and the presets at
 #                   their own peaks, the MLP chain and the GPT (bench_planner --pareto, which
 #                   bench_all runs; drawn only when RESULTS_DIR holds bench_planner.pareto.csv)
 #   dropout.png     the largest gradient difference from no checkpointing, per strategy,
@@ -413,14 +413,15 @@ unset multiplot
 EOF
 
 # ---- planner_pareto.png --------------------------------------------------------------
-# Per model, a gnuplot index per planner (ops, dp, chen, revolve: its budgets' steps, by
-# peak) and per preset (none, full, sqrt, then on the GPT attention_core, dots_saveable);
+# Per model, a gnuplot index per planner (ops, dp, chen, revolve, dtr: its budgets' steps,
+# by peak; dtr's at the budgets one of its steps fits) and per preset (none, full, sqrt,
+# then on the GPT attention_core, dots_saveable: empty sets last, as gnuplot skips them);
 # x = the ledger's peak of the step in MiB, y = recompute GFLOP per step.
 frontier=""
 if [ -f "$results/bench_planner.pareto.csv" ]; then
   need bench_planner.pareto.csv model planner peak recompute_flops
   for m in mlp gpt; do
-    for p in ops dp chen revolve none full sqrt attention_core dots_saveable; do
+    for p in ops dp chen revolve dtr none full sqrt attention_core dots_saveable; do
       csv "$results/bench_planner.pareto.csv" '$(c["model"]) == "'$m'" && $(c["planner"]) == "'$p'" {
         print $(c["peak"]) / 1048576, $(c["recompute_flops"]) / 1e9 }' | sort -g
       printf '\n\n'
@@ -430,7 +431,7 @@ if [ -f "$results/bench_planner.pareto.csv" ]; then
   frontier_panel() { # MODEL DESCRIPTION PRESETS: one panel's gnuplot commands
     local selective=""
     if [ "$3" = selective ]; then
-      selective=', "" index 7 using 1:2 with points pt 11 ps 2.2 lc rgb "#8c564b" title "attention_core", "" index 8 using 1:2 with points pt 3 ps 2.2 lw 2 lc rgb "#e377c2" title "dots_saveable"'
+      selective=', "" index 8 using 1:2 with points pt 11 ps 2.2 lc rgb "#8c564b" title "attention_core", "" index 9 using 1:2 with points pt 3 ps 2.2 lw 2 lc rgb "#e377c2" title "dots_saveable"'
     fi
     cat <<EOF
 set title "$2"
@@ -438,9 +439,10 @@ plot "$tmp/frontier_$1.dat" index 1 using 1:2 with linespoints lw 2.5 pt 7 ps 1.
      "" index 0 using 1:2 with linespoints lw 2 dt 2 pt 9 ps 1.3 lc rgb "#000000" title "ops (op by op)", \
      "" index 2 using 1:2 with points pt 6 ps 1.6 lw 1.5 lc rgb "#d62728" title "Chen et al. 2016", \
      "" index 3 using 1:2 with linespoints lw 1.5 dt 3 pt 4 ps 1.0 lc rgb "#9467bd" title "Revolve", \
-     "" index 4 using 1:2 with points pt 5 ps 2.2 lc rgb "#555555" title "none", \
-     "" index 5 using 1:2 with points pt 13 ps 2.5 lc rgb "#1f77b4" title "full", \
-     "" index 6 using 1:2 with points pt 15 ps 2.2 lc rgb "#ff7f0e" title "sqrt"$selective
+     "" index 4 using 1:2 with linespoints lw 1.5 dt 4 pt 8 ps 1.3 lc rgb "#17becf" title "dtr (no plan)", \
+     "" index 5 using 1:2 with points pt 5 ps 2.2 lc rgb "#555555" title "none", \
+     "" index 6 using 1:2 with points pt 13 ps 2.5 lc rgb "#1f77b4" title "full", \
+     "" index 7 using 1:2 with points pt 15 ps 2.2 lc rgb "#ff7f0e" title "sqrt"$selective
 EOF
   }
   draw planner_pareto <<EOF
