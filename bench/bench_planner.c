@@ -459,16 +459,15 @@ static RematStatus frontier_plan(Frontier *f, int n_budgets)
     const bool uniform = chain_check_uniform(cost) == REMAT_OK;
     const size_t lo_ops = planner_min_budget(PLANNER_OPS, cost), lo_revolve = planner_min_budget(PLANNER_REVOLVE, cost);
     const size_t lo = uniform && lo_revolve < lo_ops ? lo_revolve : lo_ops, hi = none->predicted.peak_total;
-    for (int i = 0; i < n_budgets; i++)
+    for (int i = 0; i < n_budgets; i++) {
+        const size_t budget = lo + (size_t)((double)(hi - lo) * i / (n_budgets - 1));
         for (int k = 0; k < (uniform ? 4 : 3); k++) {
-            const size_t budget = lo + (size_t)((double)(hi - lo) * i / (n_budgets - 1));
             Schedule *s = planner_plan(KINDS[k], cost, budget);
             if (!s && remat_last_status() != REMAT_EOOM) return remat_last_status();
             if (s) frontier_add(f, planner_name(KINDS[k]), s, budget, true);
         }
-    for (int i = 0; i < n_budgets; i++) /* dtr plans nothing: a budget it fits is one its step ran in */
-        if (frontier_try_dtr(f, lo + (size_t)((double)(hi - lo) * i / (n_budgets - 1))) != REMAT_OK)
-            return remat_last_status();
+        if (frontier_try_dtr(f, budget) != REMAT_OK) return remat_last_status(); /* dtr plans nothing: one step says */
+    }
     remat_clear_error();
     for (int k = 0; k < (strcmp(f->c->name, "gpt") ? 2 : 4); k++) {
         Strategy st = strategy_defaults(PRESETS[k]);
