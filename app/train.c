@@ -679,8 +679,20 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
     return status;
 }
 
+/* What the ledger may hold on this rank: the memory the machine has available, shared by
+ * the job's ranks (they may all run on it), or a caller's lower ceiling. Crossing it fails
+ * the step with the ledger's message, before the optimizer changes anything, where the
+ * kernel would end the process without a word. */
+static size_t rank_ceiling(size_t caller)
+{
+    const size_t share = platform_available_memory() / (size_t)job_world().size;
+    return caller && (!share || caller < share) ? caller : share;
+}
+
 RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
 {
+    const size_t caller_ceiling = mem_ceiling();
+    mem_set_ceiling(rank_ceiling(caller_ceiling));
     memset(report, 0, sizeof *report);
     report->first_val_loss = report->last_val_loss = NAN;
     Run run = {.opt = opt};
@@ -707,6 +719,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         status = run_finish(&run, status, report, times, out);
     }
     mem_set_budget(0);
+    mem_set_ceiling(caller_ceiling);
     free(times);
     destroy(&run);
     return status;

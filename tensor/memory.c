@@ -45,6 +45,7 @@ static size_t peak[MEM_KIND_COUNT];
 static size_t resident, peak_resident;
 static size_t live_blocks;
 static size_t budget;
+static size_t ceiling; /* what the machine has for this process: 0 when unknown */
 static struct {
     MemPressureFn fn;
     void *ctx;
@@ -86,14 +87,17 @@ static void apply(MemKind kind, int64_t delta)
 /* REMAT_EOOM, saying what was asked and what is resident, if `bytes` more of `kind` cross the budget. */
 static RematStatus check_budget(MemKind kind, size_t bytes)
 {
-    if (budget == 0 || kind == MEM_DISK || resident + bytes <= budget) return REMAT_OK;
-    while (pressure.fn && resident + bytes > budget && pressure.fn(pressure.ctx, bytes)) continue; /* evictions */
-    if (resident + bytes <= budget) return REMAT_OK;
+    if (kind == MEM_DISK) return REMAT_OK;
+    while (budget && pressure.fn && resident + bytes > budget && pressure.fn(pressure.ctx, bytes))
+        continue; /* evictions */
+    const bool machine = ceiling && (!budget || ceiling < budget); /* the lower limit holds */
+    const size_t limit = machine ? ceiling : budget;
+    if (limit == 0 || resident + bytes <= limit) return REMAT_OK;
     char want[32], cap[32], held[256];
-    return remat_fail(REMAT_EOOM, "out of memory: tried to allocate %s of %s; resident: %s; budget %s",
+    return remat_fail(REMAT_EOOM, "out of memory: tried to allocate %s of %s; resident: %s; %s %s",
                       mem_format_bytes(want, sizeof want, bytes), mem_kind_name(kind),
-                      mem_describe_resident(held, sizeof held),
-                      mem_format_bytes(cap, sizeof cap, budget));
+                      mem_describe_resident(held, sizeof held), machine ? "this machine has available" : "budget",
+                      mem_format_bytes(cap, sizeof cap, limit));
 }
 
 /* ---- allocation ------------------------------------------------------------------- */
@@ -206,6 +210,9 @@ void mem_reset_peaks(void)
 }
 
 void mem_set_budget(size_t bytes) { budget = bytes; }
+
+void mem_set_ceiling(size_t bytes) { ceiling = bytes; }
+size_t mem_ceiling(void) { return ceiling; }
 
 void mem_set_pressure(MemPressureFn fn, void *ctx)
 {

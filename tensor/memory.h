@@ -107,6 +107,13 @@ void mem_reset_peaks(void);
 void mem_set_budget(size_t bytes);
 size_t mem_budget(void); /* 0 when there is none */
 
+/* The memory the machine has for this process: resident bytes above it fail as a budget
+ * does, with a message that names it, instead of the kernel ending the process. A run sets
+ * it from what the system reports available; the lower of budget and ceiling holds, and
+ * DTR's evictions answer the budget only. 0 removes it. */
+void mem_set_ceiling(size_t bytes);
+size_t mem_ceiling(void); /* 0 when there is none */
+
 /* Who may make room before an allocation crosses the budget (DTR's eviction, checkpoint/dtr.h):
  * told that `bytes` more would cross it, it frees resident bytes and returns true to have the
  * budget checked again, or returns false to let the allocation fail with the budget's message.

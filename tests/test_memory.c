@@ -90,6 +90,39 @@ static void test_peak_tracks_maximum_and_resets(void **state)
     assert_int_equal(mem_current(MEM_ACT), 0);
 }
 
+/* The machine's ceiling fails an allocation as a budget does, naming what is available; the
+ * lower of the two holds, and a failed request changes nothing. */
+static void test_ceiling_is_a_budget_that_names_the_machine(void **state)
+{
+    (void)state;
+    void *p = mem_alloc(MEM_PARAM, 8 * MiB);
+    mem_set_ceiling(10 * MiB);
+    assert_int_equal(mem_ceiling(), 10 * MiB);
+    assert_null(mem_alloc(MEM_ACT, 4 * MiB));
+    assert_int_equal(remat_last_status(), REMAT_EOOM);
+    assert_non_null(strstr(remat_last_error(), "tried to allocate 4.00 MiB of activations"));
+    assert_non_null(strstr(remat_last_error(), "this machine has available 10.0 MiB"));
+    assert_int_equal(mem_resident(), 8 * MiB);
+    assert_int_equal(mem_live_blocks(), 1);
+
+    mem_set_budget(9 * MiB); /* lower than the ceiling: the budget speaks */
+    assert_null(mem_alloc(MEM_ACT, 2 * MiB));
+    assert_non_null(strstr(remat_last_error(), "budget 9.00 MiB"));
+    mem_set_budget(64 * MiB); /* higher: the machine does */
+    assert_null(mem_alloc(MEM_ACT, 4 * MiB));
+    assert_non_null(strstr(remat_last_error(), "this machine has available 10.0 MiB"));
+    void *a = mem_alloc(MEM_ACT, 2 * MiB); /* exactly up to the ceiling fits */
+    assert_non_null(a);
+
+    mem_set_budget(0);
+    mem_set_ceiling(0);
+    void *more = mem_alloc(MEM_ACT, 4 * MiB);
+    assert_non_null(more);
+    mem_free(more);
+    mem_free(a);
+    mem_free(p);
+}
+
 static void test_budget_overrun_names_request_and_residents(void **state)
 {
     (void)state;
@@ -309,6 +342,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_many_mixed_allocations_leave_nothing, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_timeline_records_every_change, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_format_bytes_uses_binary_units, ledger_empty, ledger_empty),
+        cmocka_unit_test_setup_teardown(test_ceiling_is_a_budget_that_names_the_machine, ledger_empty, ledger_empty),
     };
     return cmocka_run_group_tests_name("memory", tests, NULL, NULL);
 }

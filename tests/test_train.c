@@ -892,6 +892,44 @@ static void test_a_diverged_step_saves_nothing(void **state)
     assert_int_equal(mem_live_blocks(), 0);
 }
 
+/* Issue 27 C1: activations past what the machine has used to reach the kernel's OOM killer.
+ * The ledger holds the run to the memory available (here a caller's lower ceiling, the
+ * step's own peak less a byte): the step fails naming it, and the file it resumed from
+ * and would save to is untouched. */
+static void test_a_step_past_the_machine_fails_and_saves_nothing(void **state)
+{
+    (void)state;
+    char saved[256];
+    path_in_dir(saved, sizeof saved, "ceiling.safetensors");
+    TrainOptions o = small_mlp(2);
+    o.save = saved;
+    TrainReport r;
+    assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
+    const size_t peak = r.ledger_peak;
+    train_report_free(&r);
+    FILE *f = fopen(saved, "rb");
+    assert_non_null(f);
+    static unsigned char before[1 << 16], after[1 << 16];
+    const size_t n = fread(before, 1, sizeof before, f);
+    fclose(f);
+    assert_true(n > 0 && n < sizeof before);
+
+    o.steps = 4;
+    o.resume = saved;
+    mem_set_ceiling(peak - 1);
+    assert_int_equal(train_run(&o, &r, sink), REMAT_EOOM);
+    assert_non_null(strstr(remat_last_error(), "this machine has available"));
+    assert_int_equal(mem_ceiling(), peak - 1); /* the caller's ceiling is given back */
+    mem_set_ceiling(0);
+    train_report_free(&r);
+    f = fopen(saved, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(after, 1, sizeof after, f), n);
+    fclose(f);
+    assert_memory_equal(before, after, n);
+    assert_int_equal(mem_live_blocks(), 0);
+}
+
 static void test_resume_refuses_another_configuration(void **state)
 {
     (void)state;
@@ -1123,6 +1161,7 @@ int main(void)
         cmocka_unit_test(test_resume_with_nothing_left_to_train_is_refused),
         cmocka_unit_test(test_dump_step_holds_parameters_batch_loss_and_gradients),
         cmocka_unit_test(test_damaged_file_changes_nothing),
+        cmocka_unit_test(test_a_step_past_the_machine_fails_and_saves_nothing),
     };
     return cmocka_run_group_tests_name("train", tests, group_setup, group_teardown);
 }
