@@ -80,8 +80,7 @@ int main(int argc, char **argv)
     if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - argv[0]), argv[0]);
 
     results_config_str(results, "results_dir", o.results_dir);
-    ResultsTable *runs = results_row_table(results, "runs", "each bench that ran", COLUMNS,
-                                           RESULTS_COUNT(COLUMNS), true);
+    ResultsTable *runs = RESULTS_TABLE(results, "runs", "each bench that ran", COLUMNS);
     int failed = 0;
     char failures[512] = "";
     double total = 0.0;

@@ -213,8 +213,8 @@ int main(int argc, char **argv)
     results_config_ints(results, "seqs", seqs, n_seqs);
     results_config_num(results, "naive_max_seq", naive_max);
     results_config_plan(results, &plan);
-    ResultsTable *table = results_row_table(results, "ways", "one forward and backward of causal attention, per way "
-                                            "and sequence length", COLUMNS, RESULTS_COUNT(COLUMNS), true);
+    ResultsTable *table = RESULTS_TABLE(results, "ways", "one forward and backward of causal attention, per way "
+                                        "and sequence length", COLUMNS);
     WayResult r[MAX_SEQS][N_WAYS] = {0};
     Progress progress;
     int units = 0;

@@ -130,8 +130,8 @@ int main(int argc, char **argv)
                                    : (GptShape){.L = 4, .C = 128, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
     results_config_gpt(results, &shape);
     options = &o;
-    ResultsTable *table = results_row_table(results, "gradients", "gradients of one batch against no checkpointing",
-                                            COLUMNS, RESULTS_COUNT(COLUMNS), true);
+    ResultsTable *table = RESULTS_TABLE(results, "gradients", "gradients of one batch against no checkpointing",
+                                        COLUMNS);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, NULL);
     Model *m = g.model;

@@ -297,10 +297,8 @@ static void report_jobs(const Measured *m, const OptimRun *run, const char *titl
 
 static void report(const JobModel *model, const Measured *m, Results *results)
 {
-    ResultsTable *jobs = results_row_table(results, "jobs", "one training job per optimizer and strategy",
-                                           JOB_COLUMNS, RESULTS_COUNT(JOB_COLUMNS), true);
-    ResultsTable *floor = results_row_table(results, "floor", "what no recomputation can remove", FLOOR_COLUMNS,
-                                            RESULTS_COUNT(FLOOR_COLUMNS), true);
+    ResultsTable *jobs = RESULTS_TABLE(results, "jobs", "one training job per optimizer and strategy", JOB_COLUMNS);
+    ResultsTable *floor = RESULTS_TABLE(results, "floor", "what no recomputation can remove", FLOOR_COLUMNS);
     char text[128];
     printf("\n  GPT %s; a job = model + batch + optimizer + %d training steps\n",
            gpt_shape_str(text, sizeof text, &model->shape), JOB_STEPS);

@@ -665,12 +665,11 @@ int main(int argc, char **argv)
     for (int c = 0; c < N_CONFIGS; c++)
         if (!o.quick || CONFIGS[c].quick) setup.configs[setup.n_configs++] = &CONFIGS[c];
     record_config(results, &setup, &mlp, &gpt);
-    ResultsTable *steps = results_row_table(results, "steps", "one AdamW training step per model and configuration",
-                                            STEP_COLUMNS, RESULTS_COUNT(STEP_COLUMNS), true);
-    ResultsTable *records = results_row_table(results, "records", "pack and unpack of one record alone",
-                                              RECORD_COLUMNS, RESULTS_COUNT(RECORD_COLUMNS), true);
-    ResultsTable *disk_table = results_row_table(results, "disk", "the spill directory's disk, sequential, O_DIRECT",
-                                                 DISK_COLUMNS, RESULTS_COUNT(DISK_COLUMNS), true);
+    ResultsTable *steps = RESULTS_TABLE(results, "steps", "one AdamW training step per model and configuration",
+                                        STEP_COLUMNS);
+    ResultsTable *records = RESULTS_TABLE(results, "records", "pack and unpack of one record alone", RECORD_COLUMNS);
+    ResultsTable *disk_table = RESULTS_TABLE(results, "disk", "the spill directory's disk, sequential, O_DIRECT",
+                                             DISK_COLUMNS);
     Estimate disk[2];
     if (measure_disk(&setup, o.quick, disk_table, disk)) setup.disk = disk;
 

@@ -142,8 +142,8 @@ int main(int argc, char **argv)
     results_config_gpt(results, &shape);
     results_config_str(results, "optimizer", "adamw");
     results_config_plan(results, &plan);
-    ResultsTable *table = results_row_table(results, "placements", "one AdamW step per placement and thread count",
-                                            COLUMNS, RESULTS_COUNT(COLUMNS), true);
+    ResultsTable *table = RESULTS_TABLE(results, "placements", "one AdamW step per placement and thread count",
+                                        COLUMNS);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, &adamw);

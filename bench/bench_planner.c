@@ -598,14 +598,14 @@ int main(int argc, char **argv)
     results_config_str(results, "optimizer", "adamw");
     if (pareto) results_config_plan(results, &plan);
     RematStatus status = REMAT_OK;
-    ResultsTable *points = results_row_table(results, "points", "each planner's schedule at each budget, run for one "
-                                             "AdamW step under that budget; fixed strategies at their own memory",
-                                             POINT_COLUMNS, RESULTS_COUNT(POINT_COLUMNS), true);
-    ResultsTable *summary = results_row_table(results, "summary", "recompute FLOPs relative to the exact optimum",
-                                              SUMMARY_COLUMNS, RESULTS_COUNT(SUMMARY_COLUMNS), true);
-    ResultsTable *frontier_table = !pareto ? NULL : results_row_table(results, "pareto", "the memory/recompute "
-                                   "frontier: each planner at each budget, each preset at its own peak, timed against "
-                                   "none", PARETO_COLUMNS, RESULTS_COUNT(PARETO_COLUMNS), true);
+    ResultsTable *points = RESULTS_TABLE(results, "points", "each planner's schedule at each budget, run for one "
+                                         "AdamW step under that budget; fixed strategies at their own memory",
+                                         POINT_COLUMNS);
+    ResultsTable *summary = RESULTS_TABLE(results, "summary", "recompute FLOPs relative to the exact optimum",
+                                          SUMMARY_COLUMNS);
+    ResultsTable *frontier_table = !pareto ? NULL : RESULTS_TABLE(results, "pareto", "the memory/recompute frontier: "
+                                   "each planner at each budget, each preset at its own peak, timed against none",
+                                   PARETO_COLUMNS);
     Progress progress;
     progress_begin(&progress, stdout, 3 * n_budgets + 2 * n_below, true); /* the GPT of varying heads is not uniform */
     for (int i = 0; i < (pareto ? 5 : 3) && status == REMAT_OK; i++) { /* the sweeps, then mlp's and gpt's frontiers */

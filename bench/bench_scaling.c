@@ -177,8 +177,8 @@ static const ResultsColumn SLOPE_COLUMNS[] = {
 
 static void print_and_record_steps(const Config *c, StepRow rows[][N_KINDS], Results *results)
 {
-    ResultsTable *steps = results_row_table(results, "steps", "one AdamW training step per depth and strategy",
-                                            STEP_COLUMNS, RESULTS_COUNT(STEP_COLUMNS), true);
+    ResultsTable *steps = RESULTS_TABLE(results, "steps", "one AdamW training step per depth and strategy",
+                                        STEP_COLUMNS);
     const size_t a = (size_t)c->batch * (size_t)c->width * sizeof(float);
     printf("\n  one AdamW step of the MLP chain, W = %d, B = %d (a = one B*W activation = %zu bytes)\n",
            c->width, c->batch, a);
@@ -196,8 +196,7 @@ static void print_and_record_steps(const Config *c, StepRow rows[][N_KINDS], Res
 
 static void print_and_record_slopes(const Config *c, StepRow rows[][N_KINDS], Results *results)
 {
-    ResultsTable *slopes = results_row_table(results, "slopes", "log-log slope of peak ACT against N", SLOPE_COLUMNS,
-                                             RESULTS_COUNT(SLOPE_COLUMNS), true);
+    ResultsTable *slopes = RESULTS_TABLE(results, "slopes", "log-log slope of peak ACT against N", SLOPE_COLUMNS);
     printf("\n  peak activation memory against depth, on log-log axes\n");
     results_print_head(slopes, 0);
     double n[MAX_DEPTHS], peak[MAX_DEPTHS];

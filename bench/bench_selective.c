@@ -449,15 +449,12 @@ int main(int argc, char **argv)
                                   : (GptShape){.L = 4, .C = 256, .H = 4, .B = 4, .dropout = 0.1f};
     const TimingPlan plan = bench_timing_plan(&o, 1, 6, 6.0 / n_seqs);
     record_config(results, &base, seqs, n_seqs, naive_max, &plan);
-    ResultsTable *policies = results_row_table(results, "policies", "per policy, attention and dropout generator, "
-                                               "and sequence length", POLICY_COLUMNS, RESULTS_COUNT(POLICY_COLUMNS),
-                                               true);
-    ResultsTable *tags = results_row_table(results, "tags", "activation bytes per layer without checkpointing by the "
-                                           "tag of the op that made them", TAG_COLUMNS, RESULTS_COUNT(TAG_COLUMNS),
-                                           true);
-    ResultsTable *budgets = results_row_table(results, "budget", "at the longest T without checkpointing, one step of "
-                                              "each attention under a budget fused attention fits", BUDGET_COLUMNS,
-                                              RESULTS_COUNT(BUDGET_COLUMNS), true);
+    ResultsTable *policies = RESULTS_TABLE(results, "policies", "per policy, attention and dropout generator, "
+                                           "and sequence length", POLICY_COLUMNS);
+    ResultsTable *tags = RESULTS_TABLE(results, "tags", "activation bytes per layer without checkpointing by the "
+                                       "tag of the op that made them", TAG_COLUMNS);
+    ResultsTable *budgets = RESULTS_TABLE(results, "budget", "at the longest T without checkpointing, one step of "
+                                          "each attention under a budget fused attention fits", BUDGET_COLUMNS);
     RematStatus status = REMAT_OK;
     const Rows rows = rows_wanted(&o);
     static SeqResult r[MAX_SEQS];

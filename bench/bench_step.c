@@ -335,11 +335,10 @@ int main(int argc, char **argv)
     const int cores = platform_info().cores, max_threads = cores < MAX_THREADS ? cores : MAX_THREADS;
     results_config_str(results, "optimizer", "adamw");
     results_config_plan(results, &plan);
-    ResultsTable *table = results_row_table(results, "steps", "one AdamW step per model, strategy and thread count",
-                                            COLUMNS, RESULTS_COUNT(COLUMNS), true);
-    ResultsTable *optim_table = results_row_table(results, "optimizer", "AdamW over each model's parameters, one "
-                                                  "call per parameter against one pass, per thread count",
-                                                  OPTIM_COLUMNS, RESULTS_COUNT(OPTIM_COLUMNS), true);
+    ResultsTable *table = RESULTS_TABLE(results, "steps", "one AdamW step per model, strategy and thread count",
+                                        COLUMNS);
+    ResultsTable *optim_table = RESULTS_TABLE(results, "optimizer", "AdamW over each model's parameters, one "
+                                              "call per parameter against one pass, per thread count", OPTIM_COLUMNS);
     Sgemm sgemm;
     RematStatus status = sgemm_create(&sgemm);
     const ExtraRuns peak_runs = {.count = max_threads, .run = sgemm_run, .ctx = &sgemm};

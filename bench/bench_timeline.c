@@ -201,8 +201,7 @@ int main(int argc, char **argv)
     results_config_str(results, "optimizer", "adamw");
     results_config_str(results, "selective_policy",
                        o.step.strategy.policy ? o.step.strategy.policy->name : POLICY_ATTENTION_CORE.name);
-    ResultsTable *steps = results_row_table(results, "steps", "the recorded step of each strategy", STEP_COLUMNS,
-                                            RESULTS_COUNT(STEP_COLUMNS), true);
+    ResultsTable *steps = RESULTS_TABLE(results, "steps", "the recorded step of each strategy", STEP_COLUMNS);
     ResultsTable *events = results_row_table(results, "events", "every ledger event of each recorded step",
                                              EVENT_COLUMNS, RESULTS_COUNT(EVENT_COLUMNS), false);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);

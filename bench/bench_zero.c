@@ -379,8 +379,8 @@ static void project_all(Results *results, double alpha, double beta)
         {"gpt2-large (774M)", 36, 1280, 20, 50257, 1024, 1}, {"gpt2-xl (1.5B)", 48, 1600, 25, 50257, 1024, 1},
     };
     static const int ranks[] = {1, 8, 64, 1024};
-    ResultsTable *table = results_row_table(results, "projection", "GPT-2 shapes per rank, by K, stage and strategy",
-                                            PROJECT_COLUMNS, RESULTS_COUNT(PROJECT_COLUMNS), true);
+    ResultsTable *table = RESULTS_TABLE(results, "projection", "GPT-2 shapes per rank, by K, stage and strategy",
+                                        PROJECT_COLUMNS);
     printf("\n  projection, one sequence of 1024 tokens per rank, float32 AdamW; alpha %.3g s, beta %.3g s/B\n"
            "  (per rank: params, grads, optimizer, activations estimated; received per step; comm)\n", alpha, beta);
     results_print_head(table, 0);
@@ -450,11 +450,10 @@ int main(int argc, char **argv)
     printf("  %d rank%s, %d thread%s each, on %d cores%s\n", g.size, g.size == 1 ? "" : "s", platform_info().threads,
            platform_info().threads == 1 ? "" : "s", cores,
            g.size * platform_info().threads > cores ? ": oversubscribed, times are not a cluster's" : "");
-    ResultsTable *reduce = results_row_table(results, "reduce", "a sum over the ranks, ordered against MPI_Allreduce",
-                                             REDUCE_COLUMNS, RESULTS_COUNT(REDUCE_COLUMNS), true);
-    ResultsTable *stages = results_row_table(results, "stages",
-                                             "per rank and ZeRO stage: bytes kept, bytes moved, time", STAGE_COLUMNS,
-                                             RESULTS_COUNT(STAGE_COLUMNS), true);
+    ResultsTable *reduce = RESULTS_TABLE(results, "reduce", "a sum over the ranks, ordered against MPI_Allreduce",
+                                         REDUCE_COLUMNS);
+    ResultsTable *stages = RESULTS_TABLE(results, "stages", "per rank and ZeRO stage: bytes kept, bytes moved, time",
+                                         STAGE_COLUMNS);
     const DistFact facts[] = {dist_fact("--quick", "%d", o.quick), dist_fact("--steps", "%d", o.steps),
                               dist_fact("--strategy", "%s", o.one_strategy ? strategy_name(o.step.strategy.kind) : "-"),
                               dist_fact("--project", "%d", project.project)}; /* what the ranks run together */
