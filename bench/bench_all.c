@@ -23,9 +23,7 @@
 static const BenchInfo INFO = {
     .name = "bench_all",
     .question = "every quiz question that a bench answers, in one run",
-    .about = "  Runs bench_scaling, bench_selective, bench_placement, bench_dropout,\n"
-             "  bench_memory_budget, bench_offload, bench_timeline, bench_planner and\n"
-             "  bench_attention (from this binary's directory; bench_planner with --pareto),\n"
+    .about = "  Runs the question benches from this binary's directory (bench_planner with --pareto),\n"
              "  then merges their JSON into DIR/summary.json.",
     .quick = "every bench with --quick (seconds to minutes, with what else the machine runs)",
     .full = "every bench in its full mode (several minutes)",

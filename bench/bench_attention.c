@@ -31,12 +31,9 @@ static const BenchInfo INFO = {
     .name = "bench_attention",
     .question = "quiz question 5: fused attention recomputes its (T,T) probabilities in backward instead of "
                 "keeping them",
-    .about = "  Causal attention, B = 4, H = 4, D = 64, dropout 0.1 (counter-based), at T = 256 to 2048:\n"
-             "  forward + backward time of the fused kernel with BLAS tile products in tiles of 64 (the\n"
-             "  ops'), 32 and 128, with its own vectorised loops, and of the naive kernels (naive up\n"
-             "  to T = 1024); bytes kept between forward and backward; FLOPs by phase.",
-    .quick = "B = 2, H = 2, D = 32, T = 128 and 256, 6 or more rounds per T until every time\n"
-             "                      against naive is within +-5 points, at most 2 s each (a few seconds)",
+    .about = "  Causal attention with counter-based dropout: forward + backward time, bytes kept and\n"
+             "  FLOPs of the fused kernel (BLAS tiles of 32, 64, 128, or its own loops) and the naive one.",
+    .quick = "B = 2, H = 2, D = 32, T = 128 and 256, rounds until +-5 points or 2 s per T",
     .full = "B = 4, H = 4, D = 64, T = 256, 512, 1024 and 2048, 7 timed rounds after 1 warm-up",
     .timed = true,
 };

@@ -25,10 +25,8 @@ static const StrategyKind KINDS[N_STRATEGIES] = {STRATEGY_FULL, STRATEGY_SQRT, S
 static const BenchInfo INFO = {
     .name = "bench_dropout",
     .question = "quiz question 7: replaying a region with dropout needs the generator state of its first forward",
-    .about = "  The GPT with dropout 0.1: the largest |gradient difference| against no checkpointing\n"
-             "  under full, sqrt and selective checkpointing, with and without replaying the random\n"
-             "  generator, and the verdict of the determinism check; with --dropout-rng counter, the\n"
-             "  same for counter-based masks, which need no replay.",
+    .about = "  The GPT with dropout 0.1: the largest |gradient difference| against none per strategy,\n"
+             "  with and without RNG replay, and the determinism check's verdict.",
     .quick = "L = 4, D = 64, H = 4, T = 32, B = 2 (a second)",
     .full = "L = 4, D = 128, H = 4, T = 128, B = 4",
     .strategies = KINDS,

@@ -26,13 +26,10 @@ static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATE
 static const BenchInfo INFO = {
     .name = "bench_memory_budget",
     .question = "quiz question 8: recomputation does not remove optimizer state, so a job can still be out of memory",
-    .about = "  The GPT with AdamW under a memory budget: for none, full, sqrt and selective, the\n"
-             "  bytes of params, grads, optimizer state and activations, whether a job fits a budget,\n"
-             "  the smallest budget it fits in; that nothing fits at params + grads + optimizer; and\n"
-             "  what fits there instead: SGD without momentum (no optimizer state).",
+    .about = "  The GPT with AdamW under a memory budget, per strategy: bytes by kind, the smallest budget\n"
+             "  it fits in; nothing fits at params + grads + optimizer, SGD without momentum does.",
     .quick = "L = 4, D = 128, H = 4, T = 32, B = 4 (a few seconds)",
     .full = "L = 6, D = 256, H = 4, T = 128, B = 4",
-    .timed = false,
     .strategies = KINDS,
     .n_strategies = N_KINDS,
     .step_flags = STEP_FLAG_POLICY | STEP_FLAG_NO_RNG_REPLAY,

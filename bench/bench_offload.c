@@ -36,19 +36,11 @@ static const BenchInfo INFO = {
     .name = "bench_offload",
     .question = "quiz question 6: offloading activations to disk frees resident memory, and combines "
                 "with recomputation",
-    .about = "  The MLP chain and the GPT, AdamW steps under none, sqrt, offload (all), offload with\n"
-             "  prefetch, offload under sqrt (its segment inputs) and offload through mmap, each offload\n"
-             "  with the page cache kept and dropped, and offload with O_DIRECT: median step time\n"
-             "  (configurations alternate), peak ACT and DISK, time in pack and unpack, and each offload\n"
-             "  step against its overlap bound from the in-RAM step's forward and backward and the\n"
-             "  disk's bandwidth, measured first (O_DIRECT); O_DIRECT again with windows of 16 MiB read\n"
-             "  ahead and 8 MiB written behind, on one and two helper threads; where each offload step\n"
-             "  waited and what its helper threads did; then the cost of one record of 4 KiB to 4 MiB.",
-    .quick = "the configurations quiz question 6 quotes (none, sqrt, offload+prefetch\n"
-             "                      with the page cache kept and dropped, offload+sqrt kept); MLP N=16\n"
-             "                      W=256 B=64, GPT L=4 D=128 H=4 T=64 B=4, 6 or more rounds per model\n"
-             "                      until every time overhead is within +-5 points, at most 3.5 s on the\n"
-             "                      MLP and 0.5 s on the GPT (seconds)",
+    .about = "  The MLP chain and the GPT under none, sqrt and offload's configurations: step time, peak\n"
+             "  ACT and DISK, time in pack and unpack, each step against its overlap bound from the disk's\n"
+             "  bandwidth (measured first, O_DIRECT), where it waited; then one record of 4 KiB to 4 MiB.",
+    .quick = "the configurations quiz question 6 quotes; MLP N=16 W=256 B=64, GPT L=4 D=128\n"
+             "                      H=4 T=64 B=4; rounds until +-5 points or 3.5 s (MLP), 0.5 s (GPT)",
     .full = "MLP N=32 W=2048 B=256, GPT L=4 D=256 H=4 T=128 B=8, 7 timed rounds after a warm-up round",
     .timed = true,
     .step_flags = STEP_FLAG_OFFLOAD_DIR,

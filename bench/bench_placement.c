@@ -23,11 +23,9 @@
 static const BenchInfo INFO = {
     .name = "bench_placement",
     .question = "quiz question 3: checkpoint placement, operators and hardware decide what a replay costs",
-    .about = "  The GPT with regions placed as whole blocks, attention only, MLP only and every other\n"
-             "  block, against none, on 1 and 2 threads: activation memory saved, recompute FLOP\n"
-             "  overhead, time overhead, and what a recomputed FLOP costs in time.",
-    .quick = "L = 2, D = 128, T = 128, B = 2, 6 or more rounds per thread count until every time\n"
-             "                      overhead is within +-5 points, at most 1.5 s each (a few seconds)",
+    .about = "  The GPT with regions as whole blocks, attention only, MLP only, every other block, on\n"
+             "  1 and 2 threads: memory saved, FLOP and time overhead, the time of a recomputed FLOP.",
+    .quick = "L = 2, D = 128, T = 128, B = 2, rounds until +-5 points or 1.5 s per thread count",
     .full = "L = 4, D = 256, H = 4, T = 256, B = 4, 7 timed rounds after 2 warm-up rounds",
     .timed = true,
     .step_flags = STEP_FLAG_NO_RNG_REPLAY,

@@ -41,15 +41,10 @@ static const BenchInfo INFO = {
     .name = "bench_planner",
     .question = "for a memory budget, the cheapest checkpoint schedule: how far are Chen's search, sqrt "
                 "and full from the exact optimum?",
-    .about = "  The MLP chain, the GPT and a GPT of varying head counts: budgets from the smallest "
-             "feasible to store-all; at each,\n"
-             "  the exact DP's and Chen et al. 2016's schedules, and Revolve's on the uniform chains, each run\n"
-             "  for one AdamW step under the ledger's budget (predicted against measured peak memory and\n"
-             "  RECOMPUTE FLOPs); Revolve also below the DP's smallest budget; none, full and sqrt as\n"
-             "  points; each planner's recompute FLOPs relative to the single-level optimum.",
+    .about = "  Three chains at budgets up to store-all: the DP's, Chen et al.'s and Revolve's schedules,\n"
+             "  each run for one step under its budget, predicted against measured peak and FLOPs.",
     .quick = "MLP N = 16, W = 64, B = 16; GPTs L = 6, C = 64, T = 32, B = 2; 12 budgets, 3 below the DP's (seconds)",
     .full = "MLP N = 32, W = 256, B = 32; GPTs L = 12, C = 128, T = 128, B = 4; 24 budgets, 6 below the DP's",
-    .timed = false,
     .own = {.flags = &PARETO, .n = 1, .opts = &pareto, .accepted = ~0u, .given = &pareto_given},
 };
 

@@ -28,12 +28,9 @@ static const BenchInfo INFO = {
     .name = "bench_scaling",
     .question = "quiz questions 1 and 4: recomputation trades FLOPs for memory; sqrt(N) checkpoints "
                 "give O(sqrt N) activations",
-    .about = "  The MLP chain at depths N = 4, 8, ..., 256 under the strategies none, full and sqrt:\n"
-             "  peak activation and training memory, FLOPs by phase, recompute FLOP overhead, median\n"
-             "  step time and time overhead (strategies alternate step by step), and the log-log\n"
-             "  slope of peak activation memory against N next to the theory (1, 1, 0.5).",
-    .quick = "W = 64, B = 16, N = 8..256, 6 or more rounds per depth until every time overhead is within\n"
-             "                      +-5 points, at most 2 s in all (a few seconds)",
+    .about = "  The MLP chain at N = 4 ... 256 under none, full and sqrt: peak memory, FLOPs by phase,\n"
+             "  step time and overhead, the log-log slope of peak activations against N.",
+    .quick = "W = 64, B = 16, N = 8..256, rounds until +-5 points or 2 s in all",
     .full = "W = 256, B = 32, N = 4..256, 9 timed rounds after 2 warm-up rounds",
     .timed = true,
     .strategies = KINDS,

@@ -39,14 +39,9 @@ static const BenchInfo INFO = {
     .name = "bench_selective",
     .question = "quiz questions 5 and 7: selective recomputation recomputes the cheap, memory-heavy ops "
                 "and keeps the expensive ones; fused attention and counter-based masks do it inside kernels",
-    .about = "  The GPT (D = 256, H = 4, dropout 0.1) at T = 128 to 2048 with every block a region under\n"
-             "  the policies none, full (nothing_saveable), dots_saveable and attention_core, each with\n"
-             "  naive attention and stream dropout, naive attention and counter-based dropout, and fused\n"
-             "  attention (counter-based dropout): activation bytes per layer by op tag next to the\n"
-             "  formulas, recompute FLOP overhead, step time (median, fastest, slowest); at the longest T,\n"
-             "  a memory budget fused attention fits and naive attention does not.",
-    .quick = "L = 2, D = 128, B = 2, T = 64 and 128, 6 or more rounds until every time overhead is\n"
-             "                      within +-5 points, at most 6 s in all (seconds)",
+    .about = "  The GPT per policy, attention and dropout generator: bytes per layer by op tag beside the\n"
+             "  formulas, recompute FLOPs, step time; a budget fused attention fits and naive does not.",
+    .quick = "L = 2, D = 128, B = 2, T = 64 and 128, rounds until +-5 points or 6 s in all",
     .full = "L = 4, B = 4, T = 128, 256, 512, 1024 and 2048 (naive attention up to 1024), 6 timed rounds "
             "after 1 warm-up round",
     .timed = true,

@@ -27,19 +27,11 @@ static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATE
 static const BenchInfo INFO = {
     .name = "bench_step",
     .question = "how fast a training step runs, against the machine's sgemm peak, and where its time goes",
-    .about = "  Whole AdamW training steps of the GPT (L=4, D=256, H=4, T=128, B=8) and the MLP chain\n"
-             "  (N=16, W=1024, B=256) under each strategy on 1 and 2 threads: median step time and\n"
-             "  GFLOP/s (the ledger's FLOPs, recomputation included) next to the sgemm peak measured\n"
-             "  on the same threads in the same rounds; the speed-up of 2 threads over 1, beside the\n"
-             "  sgemm's; where the time goes (inside and outside the matmuls, each phase's share,\n"
-             "  page faults); and AdamW's pass alone, one call per parameter against one pass over\n"
-             "  all of them.",
-    .quick = "6 or more rounds per model, thread counts and strategies interleaved,\n"
-             "                      until every step time against none on 1 thread is within\n"
-             "                      +-5 points, at most 4 s per model; the optimizer's pass the\n"
-             "                      same way, at most 2 s per model",
-    .full = "15 timed rounds after 2 warm-up\n"
-            "                      rounds; the optimizer's pass 31 rounds",
+    .about = "  AdamW steps of the GPT (L=4 D=256 H=4 T=128 B=8) and the MLP (N=16 W=1024 B=256) per\n"
+             "  strategy on 1 and 2 threads against the sgemm peak of the same rounds: GFLOP/s, the time\n"
+             "  inside and outside the matmuls, each phase's share; AdamW's pass alone.",
+    .quick = "rounds until +-5 points or 4 s per model (the optimizer's pass: 2 s)",
+    .full = "15 timed rounds after 2 warm-up rounds; the optimizer's pass 31 rounds",
     .timed = true,
     .strategies = KINDS,
     .n_strategies = N_KINDS,

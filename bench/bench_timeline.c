@@ -29,10 +29,8 @@ static const BenchInfo INFO = {
     .name = "bench_timeline",
     .question = "quiz question 2: the forward keeps activations because backward needs them; "
                 "memory over one step, per strategy",
-    .about = "  One AdamW step of the GPT per strategy (none, full, sqrt, selective, and offload and\n"
-             "  offload+sqrt) with the memory ledger's event timeline recording: bytes by kind after\n"
-             "  every allocation and free, with its time and phase, written to\n"
-             "  bench_timeline.events.csv.",
+    .about = "  One AdamW step of the GPT per strategy and with offload, the ledger's every event (bytes\n"
+             "  by kind, time, phase) into bench_timeline.events.csv.",
     .quick = "L = 4, D = 128, H = 4, T = 64, B = 4 (a second)",
     .full = "L = 8, D = 128, H = 4, T = 128, B = 8",
     .strategies = KINDS,

@@ -42,7 +42,7 @@ static const char *needs_project(const void *opts, const void *run)
 
 static const Flag PROJECT_FLAGS[] = {
     {.name = "--project", .type = FLAG_SWITCH, .offset = offsetof(ProjectOptions, project),
-     .help = "also project GPT-2's shapes at K = 1 to 1024 (see above)"},
+     .help = "also project GPT-2's shapes to K = 1024, alpha-beta fitted here"},
     {.name = "--alpha", .type = FLAG_FLOAT, .offset = offsetof(ProjectOptions, alpha), .value = "S", .lo = 0, .hi = 1,
      .hi_open = true, .help = "a cluster's seconds per message for --project, e.g. 2e-6", .applies = needs_project},
     {.name = "--beta", .type = FLAG_FLOAT, .offset = offsetof(ProjectOptions, beta), .value = "S", .lo = 0, .hi = 1,
@@ -52,14 +52,9 @@ static const Flag PROJECT_FLAGS[] = {
 static BenchInfo info = {
     .name = "bench_zero",
     .question = "quiz question 8: what sharding across data-parallel ranks removes, and what it moves",
-    .about = "  Run as K ranks (mpirun -np K). The rank-ordered reduction (reduce-scatter + all-gather)\n"
-             "  against MPI_Allreduce over arrays of 2^10 to 2^21 floats; the GPT (L=4, D=128, H=4,\n"
-             "  T=64, B=4 per rank, dropout 0.1, AdamW) at ZeRO stages 0 to 3 under none and full:\n"
-             "  params, grads and optimizer bytes per rank against the ZeRO formulas, bytes sent and\n"
-             "  received per step by phase, median step time. --project adds GPT-2's shapes (124M to\n"
-             "  1.5B) at K = 1 to 1024 by stage and strategy, with an alpha-beta network fitted to\n"
-             "  MPI_Allreduce here; --alpha S (seconds per message) and --beta S (per byte) set a\n"
-             "  cluster's instead.",
+    .about = "  Run as K ranks (mpirun -np K). The ordered reduction against MPI_Allreduce; the GPT\n"
+             "  (L=4 D=128 H=4 T=64 B=4 per rank, AdamW) at ZeRO stages 0 to 3 under none and full:\n"
+             "  bytes per rank beside the formulas, bytes moved per step, median step time.",
     .quick = "a GPT of 2 blocks of width 16, arrays of 2^10 and 2^16 floats, 6 steps (seconds)",
     .full = "the GPT of the header, arrays of 2^10, 2^14, 2^18 and 2^21 floats, 15 samples each",
     .timed = true,
