@@ -18,7 +18,6 @@
 
 #include "bench/cli.h"
 #include "base/platform.h"
-#include "bench/results.h"
 
 static const BenchInfo INFO = {
     .name = "bench_all",

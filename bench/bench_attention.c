@@ -17,11 +17,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "base/progress.h"
 #include "bench/cli.h"
-#include "bench/results.h"
 #include "tensor/kernels.h"
 #include "base/platform.h"
 

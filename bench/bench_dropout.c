@@ -15,9 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
-#include "bench/results.h"
 
 enum { N_STRATEGIES = 3 };
 static const StrategyKind KINDS[N_STRATEGIES] = {STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};

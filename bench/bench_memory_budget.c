@@ -16,9 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
-#include "bench/results.h"
 
 enum { N_KINDS = 4, JOB_STEPS = 2 };
 static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};

@@ -15,10 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
 #include "base/platform.h"
-#include "bench/results.h"
 
 static const BenchInfo INFO = {
     .name = "bench_placement",

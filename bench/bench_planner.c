@@ -22,12 +22,9 @@
 #include <string.h>
 
 #include "base/platform.h"
-#include "bench/cli.h"
 #include "bench/measure.h"
-#include "models/gpt.h"
 #include "models/mlp.h"
 #include "checkpoint/planner.h"
-#include "bench/results.h"
 
 static bool pareto;
 static unsigned pareto_given;

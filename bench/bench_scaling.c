@@ -16,10 +16,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
 #include "models/mlp.h"
-#include "bench/results.h"
 
 enum { N_KINDS = 3, MAX_DEPTHS = 8 };
 static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT};

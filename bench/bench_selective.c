@@ -23,12 +23,8 @@
  * checks that the measured bytes of a --quick run equal the formulas.
  */
 #include <stdio.h>
-#include <string.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
-#include "bench/results.h"
-#include "models/gpt.h"
 
 enum { N_POLICIES = 4, N_COMBOS = 3, N_VARIANTS = N_POLICIES * N_COMBOS, MAX_SEQS = 5 };
 
@@ -330,7 +326,6 @@ static const ResultsColumn TAG_COLUMNS[] = {
     COLUMN(TagBytesRow, tag, STR, ""), COLUMN(TagBytesRow, bytes_per_layer, SIZE, "bytes"),
     COLUMN(TagBytesRow, formula_none, SIZE, "bytes"),
 };
-
 
 /* The variant that measured the row with `policy` (NULL: none) and `combo`, or −1. */
 static int find_variant(const SeqResult *r, const Policy *policy, const Combo *combo)

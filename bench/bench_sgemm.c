@@ -16,10 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
-#include <string.h>
 
 #include "bench/cli.h"
-#include "bench/timing.h"
 #include "tensor/kernels.h"
 #include "tensor/kernels_ref.h"
 #include "base/flags.h"

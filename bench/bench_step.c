@@ -15,11 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench/cli.h"
 #include "tensor/kernels.h"
 #include "bench/measure.h"
 #include "base/platform.h"
-#include "bench/results.h"
 
 enum { N_KINDS = 4, N_MODELS = 2, MAX_THREADS = 2 };
 static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};

@@ -17,9 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
-#include "bench/results.h"
 
 /* What --strategy may pick; it keeps none, that strategy, and the offload series run under
  * it (offload with none, offload+sqrt with sqrt). */

@@ -10,10 +10,8 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
 #include "parallel/comm.h"
 #include "parallel/zero.h"

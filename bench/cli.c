@@ -3,9 +3,7 @@
  */
 #include "bench/cli.h"
 
-#include <stddef.h>
-#include <string.h>
-#include <unistd.h>
+#include <stdio.h>
 
 #include "base/file.h"
 #include "base/platform.h"

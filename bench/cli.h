@@ -21,11 +21,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
 
 #include "base/error.h"
 #include "bench/results.h"
-#include "bench/timing.h"
 #include "app/step_options.h"
 #include "models/gpt.h"
 

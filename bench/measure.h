@@ -19,10 +19,7 @@
 #include <stdint.h>
 
 #include "bench/cli.h"
-#include "base/progress.h"
-#include "bench/timing.h"
 #include "tensor/flops.h"
-#include "models/gpt.h"
 #include "models/model.h"
 #include "models/step.h"
 #include "offload/offload.h"
