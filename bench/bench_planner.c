@@ -110,13 +110,10 @@ static RematStatus chain_create(Chain *c, const char *name, int N, int W, int B,
 /* One AdamW step under schedule `s` with the ledger's budget set to `budget`. */
 static RematStatus run_schedule(Chain *c, const Schedule *s, size_t budget, StepStats *stats)
 {
-    const Variant v = {.name = "planned", .schedule = s};
+    const Variant v = {.name = "planned", .schedule = s, .budget = budget};
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 5, 5);
-    mem_set_budget(budget);
-    const RematStatus status = step_measure(c->g.model, &v, c->g.opt, &c->g.batch, &ctx, stats);
-    mem_set_budget(0);
-    return status;
+    return step_measure(c->g.model, &v, c->g.opt, &c->g.batch, &ctx, stats);
 }
 
 static double ratio_of(uint64_t flops, uint64_t optimum)

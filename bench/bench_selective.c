@@ -264,12 +264,11 @@ static RematStatus budget_demo(const GptShape *s, BudgetRow tries[N_COMBOS])
     const size_t half = (size_t)s->L * (coef_bytes(&naive, s) - coef_bytes(&fused_rows, s)) / 2;
     const size_t budget = status == REMAT_OK ? (st.peak_resident + half + mib - 1) / mib * mib : 0;
     for (int c = 0; c < N_COMBOS && status == REMAT_OK; c++) {
-        const Variant v = {.name = "none", .dropout_rng = COMBOS[c].dropout_rng, .attention = COMBOS[c].attention};
+        const Variant v = {.name = "none", .dropout_rng = COMBOS[c].dropout_rng, .attention = COMBOS[c].attention,
+                           .budget = budget};
         tries[c] = (BudgetRow){s->T, attention_kind_name(v.attention), dropout_rng_name(v.dropout_rng), budget,
                                .combo = COMBOS[c].name};
-        mem_set_budget(budget);
         const RematStatus tried = step_measure(g.model, &v, g.opt, &g.batch, &ctx, &st);
-        mem_set_budget(0);
         tries[c].fits = tried == REMAT_OK;
         if (tries[c].fits) tries[c].peak_resident = st.peak_resident;
         else if (tried == REMAT_EOOM) snprintf(tries[c].why, sizeof tries[c].why, "%s", remat_last_error());

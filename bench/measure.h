@@ -86,7 +86,7 @@ typedef struct Variant {
     int threads;             /* 0: the thread count in use; otherwise set before its step
                                 (platform_set_threads), so thread counts can interleave */
     size_t budget;           /* 0: none; otherwise the ledger's budget during its step (what
-                                --strategy dtr evicts under) */
+                                a step must fit in, and what dtr evicts under) */
 } Variant;
 
 /* What one training step did. */
