@@ -213,7 +213,7 @@ int main(int argc, char **argv)
     Progress progress;
     int units = 0;
     for (int i = 0; i < n_seqs; i++) units += timing_max_runs(&plan, seqs[i] <= naive_max ? N_WAYS : N_FUSED);
-    progress_begin(&progress, stdout, units, true);
+    progress_begin(&progress, stdout, units);
     RematStatus status = REMAT_OK;
     for (int i = 0; i < n_seqs && status == REMAT_OK; i++)
         status = measure_seq(B * H, seqs[i], D, seqs[i] <= naive_max, &plan, &progress, r[i]);

@@ -146,7 +146,7 @@ int main(int argc, char **argv)
     const int n = bench_sweep(&INFO, &o, NULL, sweep);
     Outcome outcomes[N_STRATEGIES][2] = {0};
     Progress progress;
-    progress_begin(&progress, stdout, 2 * n, true);
+    progress_begin(&progress, stdout, 2 * n);
     for (int k = 0; k < n && status == REMAT_OK; k++)
         status = compare(m, &sweep[k], reference, &g.batch, outcomes[k], &progress);
     progress_end(&progress);

@@ -178,7 +178,7 @@ static RematStatus measure_all(const JobModel *model, Measured *m)
     m->adamw = (OptimRun){.optim = OPTIM_ADAMW, .sweep = &m->sweep};
     m->sgd = (OptimRun){.optim = OPTIM_SGD, .sweep = &m->sweep};
     Progress progress;
-    progress_begin(&progress, stdout, 4 * m->sweep.n, true);
+    progress_begin(&progress, stdout, 4 * m->sweep.n);
     RematStatus status = measure_optimizer(model, &m->adamw, &progress);
     m->budget = demo_budget(&m->adamw);
     const JobResult *base = &m->adamw.free_run[0];

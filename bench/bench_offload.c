@@ -667,8 +667,7 @@ int main(int argc, char **argv)
 
     Progress progress;
     progress_begin(&progress, stdout, timing_max_runs(&setup.mlp_plan, setup.n_configs) +
-                                  timing_max_runs(&setup.gpt_plan, setup.n_configs) +
-                                  RECORD_SIZES, true);
+                                          timing_max_runs(&setup.gpt_plan, setup.n_configs) + RECORD_SIZES);
     RematStatus status = measure_models(&setup, &mlp, &gpt, &progress, steps);
     if (status == REMAT_OK) status = measure_records(&setup, &progress, records);
     progress_end(&progress);

@@ -158,7 +158,7 @@ int main(int argc, char **argv)
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 3, 4);
     Progress progress;
-    progress_begin(&progress, stdout, n_threads * timing_max_runs(&plan, N_PLACEMENTS), true);
+    progress_begin(&progress, stdout, n_threads * timing_max_runs(&plan, N_PLACEMENTS));
     for (int t = 0; t < n_threads && status == REMAT_OK; t++) {
         char label[32];
         snprintf(label, sizeof label, "%d thread%s", t + 1, t ? "s" : "");

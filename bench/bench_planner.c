@@ -489,7 +489,7 @@ static RematStatus frontier_measure(Frontier *f, const TimingPlan *plan)
     pcg32_seed(&ctx.rng, 5, 5);
     Progress progress;
     Timing timing = {0};
-    progress_begin(&progress, stdout, timing_max_runs(plan, f->n), true);
+    progress_begin(&progress, stdout, timing_max_runs(plan, f->n));
     RematStatus status = steps_alternate(f->c->g.model, f->variants, f->n, NULL, f->c->g.opt, &f->c->g.batch, &ctx,
                                          plan, &progress, f->c->name, f->stats, &timing);
     progress_end(&progress);
@@ -596,7 +596,7 @@ int main(int argc, char **argv)
                                    "each planner at each budget, each preset at its own peak, timed against none",
                                    PARETO_COLUMNS);
     Progress progress;
-    progress_begin(&progress, stdout, 3 * n_budgets + 2 * n_below, true); /* the GPT of varying heads is not uniform */
+    progress_begin(&progress, stdout, 3 * n_budgets + 2 * n_below); /* the GPT of varying heads is not uniform */
     for (int i = 0; i < (pareto ? 5 : 3) && status == REMAT_OK; i++) { /* the sweeps, then mlp's and gpt's frontiers */
         Chain chain = {0};
         status = chain_create(&chain, NAMES[i % 3], N, W, B, i % 3 ? &gpt : NULL, i == 2 ? heads : NULL);

@@ -233,7 +233,7 @@ int main(int argc, char **argv)
     RematStatus status = task ? REMAT_OK : remat_last_status();
     StepRow rows[MAX_DEPTHS][N_KINDS] = {0};
     Progress progress;
-    progress_begin(&progress, stdout, c.n_depths * timing_max_runs(&c.plan, c.n_strategies), true);
+    progress_begin(&progress, stdout, c.n_depths * timing_max_runs(&c.plan, c.n_strategies));
     for (int i = 0; i < c.n_depths && status == REMAT_OK; i++)
         status = measure_depth(&c, task, c.depths[i], rows[i], &progress);
     progress_end(&progress);

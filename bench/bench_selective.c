@@ -450,7 +450,7 @@ int main(int argc, char **argv)
     Progress progress;
     int units = 0;
     for (int i = 0; i < n_seqs; i++) units += timing_max_runs(&plan, seqs[i] <= naive_max ? rows.n : rows.n / N_COMBOS);
-    progress_begin(&progress, stdout, units, true);
+    progress_begin(&progress, stdout, units);
     for (int i = 0; i < n_seqs && status == REMAT_OK; i++) {
         r[i] = (SeqResult){.rows = &rows, .shape = base};
         r[i].shape.T = seqs[i];

@@ -336,7 +336,7 @@ int main(int argc, char **argv)
     Timing timing[N_MODELS] = {{0}};
     static Subject models[N_MODELS];
     Progress progress;
-    progress_begin(&progress, stdout, N_MODELS * timing_max_runs(&plan, n * max_threads + peak_runs.count), true);
+    progress_begin(&progress, stdout, N_MODELS * timing_max_runs(&plan, n * max_threads + peak_runs.count));
     for (int m = 0; m < N_MODELS && status == REMAT_OK; m++) {
         Subject *s = &models[m];
         status = subject_create(s, m, sweep, n, max_threads, &o);

@@ -210,7 +210,7 @@ int main(int argc, char **argv)
         if (bench_measures(&o, SERIES[k].kind)) series[n++] = &SERIES[k];
     StepRow rows[N_SERIES];
     Progress progress;
-    progress_begin(&progress, stdout, n, true);
+    progress_begin(&progress, stdout, n);
     for (int k = 0; k < n && status == REMAT_OK; k++) {
         status = timeline_step(&g, series[k], &o, events, &rows[k]);
         progress_tick(&progress, series[k]->name);
