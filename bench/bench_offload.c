@@ -416,7 +416,53 @@ static const ResultsColumn RECORD_COLUMNS[] = {
 
 enum { RECORD_MIN = 4096, RECORD_MAX = 4 << 20, RECORD_SIZES = 6 };
 
-/* ---- the disk ------------------------------------------------------------------------------ */
+/* One record of each size from 4 KiB to 4 MiB, through both ways of moving bytes, with the
+ * page cache kept and no prefetch. */
+static RematStatus measure_records(const Setup *setup, Progress *progress, ResultsTable *table)
+{
+    RecordRun run = {0};
+    RematStatus status = REMAT_OK;
+    for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
+        OffloadOptions oo = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
+        oo.dir = setup->dir;
+        oo.io = (OffloadIo)io;
+        oo.min_bytes = 0;
+        oo.prefetch = 0;
+        run.off[io] = offload_create(&oo);
+        if (!run.off[io]) status = remat_last_status();
+    }
+    /* One record of the largest size first, unmeasured: the file grows to its size. */
+    const TimingPlan grow = timing_plan_fixed(0, 1);
+    Timing timing = {0};
+    if (status == REMAT_OK) status = time_record_size(&run, RECORD_MAX, &grow, &timing);
+    timing_free(&timing);
+    RecordRow rows[RECORD_SIZES][2];
+    for (int i = 0; i < RECORD_SIZES && status == REMAT_OK; i++) {
+        const size_t bytes = (size_t)RECORD_MIN << (2 * i);
+        status = time_record_size(&run, bytes, &setup->records, &timing);
+        for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
+            RecordRow *r = &rows[i][io];
+            *r = (RecordRow){.io = io_name((OffloadIo)io), .bytes = bytes,
+                             .pack_seconds = timing_median(&timing, io, RECORD_PACK),
+                             .unpack_seconds = timing_median(&timing, io, RECORD_UNPACK)};
+            r->both = r->pack_seconds.value + r->unpack_seconds.value;
+        }
+        timing_free(&timing);
+        progress_tick(progress, "one record");
+    }
+    offload_free(run.off[0]);
+    offload_free(run.off[1]);
+    if (status != REMAT_OK) return status;
+    progress_end(progress);
+    printf("\n  one record alone, page cache kept, no prefetch, the two ways interleaved, medians of %d\n",
+           setup->records.max_rounds);
+    results_print_head(table, 0);
+    for (int i = 0; i < RECORD_SIZES; i++)
+        for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP; io++) results_add_row(table, &rows[i][io]);
+    return REMAT_OK;
+}
+
+/* ---- the disk --------------------------------------------------------------------------- */
 
 /* The sequential write and read bandwidth of the spill directory's file system, which bounds
  * what offload can hide. A file is made there without a name (O_TMPFILE, or unlinked at
@@ -554,51 +600,7 @@ static bool measure_disk(const Setup *setup, bool quick, ResultsTable *table, Es
     return true;
 }
 
-/* One record of each size from 4 KiB to 4 MiB, through both ways of moving bytes, with the
- * page cache kept and no prefetch. */
-static RematStatus measure_records(const Setup *setup, Progress *progress, ResultsTable *table)
-{
-    RecordRun run = {0};
-    RematStatus status = REMAT_OK;
-    for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
-        OffloadOptions oo = OFFLOAD_DEFAULTS(OFFLOAD_ALL);
-        oo.dir = setup->dir;
-        oo.io = (OffloadIo)io;
-        oo.min_bytes = 0;
-        oo.prefetch = 0;
-        run.off[io] = offload_create(&oo);
-        if (!run.off[io]) status = remat_last_status();
-    }
-    /* One record of the largest size first, unmeasured: the file grows to its size. */
-    const TimingPlan grow = timing_plan_fixed(0, 1);
-    Timing timing = {0};
-    if (status == REMAT_OK) status = time_record_size(&run, RECORD_MAX, &grow, &timing);
-    timing_free(&timing);
-    RecordRow rows[RECORD_SIZES][2];
-    for (int i = 0; i < RECORD_SIZES && status == REMAT_OK; i++) {
-        const size_t bytes = (size_t)RECORD_MIN << (2 * i);
-        status = time_record_size(&run, bytes, &setup->records, &timing);
-        for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
-            RecordRow *r = &rows[i][io];
-            *r = (RecordRow){.io = io_name((OffloadIo)io), .bytes = bytes,
-                             .pack_seconds = timing_median(&timing, io, RECORD_PACK),
-                             .unpack_seconds = timing_median(&timing, io, RECORD_UNPACK)};
-            r->both = r->pack_seconds.value + r->unpack_seconds.value;
-        }
-        timing_free(&timing);
-        progress_tick(progress, "one record");
-    }
-    offload_free(run.off[0]);
-    offload_free(run.off[1]);
-    if (status != REMAT_OK) return status;
-    progress_end(progress);
-    printf("\n  one record alone, page cache kept, no prefetch, the two ways interleaved, medians of %d\n",
-           setup->records.max_rounds);
-    results_print_head(table, 0);
-    for (int i = 0; i < RECORD_SIZES; i++)
-        for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP; io++) results_add_row(table, &rows[i][io]);
-    return REMAT_OK;
-}
+/* ---- the run ---------------------------------------------------------------------------- */
 
 /* The run's config: the models, the spill directory and the plans. */
 static void record_config(Results *results, const Setup *setup, const MlpShape *mlp, const GptShape *gpt)
