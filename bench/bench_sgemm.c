@@ -20,9 +20,7 @@
 #include "bench/cli.h"
 #include "tensor/kernels.h"
 #include "tensor/kernels_ref.h"
-#include "base/flags.h"
 #include "base/platform.h"
-#include "tensor/rng.h"
 
 #define MAX_THREAD_COUNTS 8
 

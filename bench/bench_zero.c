@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "bench/measure.h"
-#include "parallel/comm.h"
 #include "parallel/zero.h"
 #include "base/platform.h"
 

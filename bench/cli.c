@@ -7,7 +7,6 @@
 
 #include "base/file.h"
 #include "base/platform.h"
-#include "tensor/memory.h"
 
 /* ---- flags ------------------------------------------------------------------------------ */
 

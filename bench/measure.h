@@ -16,14 +16,9 @@
 #ifndef REMAT_BENCH_MEASURE_H
 #define REMAT_BENCH_MEASURE_H
 
-#include <stdint.h>
-
 #include "bench/cli.h"
 #include "tensor/flops.h"
-#include "models/model.h"
 #include "models/step.h"
-#include "offload/offload.h"
-#include "autograd/optim.h"
 
 /* ---- batches and the models ---------------------------------------------------------------- */
 

@@ -28,10 +28,6 @@
 #ifndef REMAT_BENCH_RESULTS_H
 #define REMAT_BENCH_RESULTS_H
 
-#include <stdbool.h>
-#include <stddef.h>
-
-#include "base/error.h"
 #include "bench/timing.h"
 
 #define RESULTS_SCHEMA "remat-bench/2"
