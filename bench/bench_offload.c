@@ -94,10 +94,8 @@ static const Config CONFIGS[] = {
 };
 enum { N_CONFIGS = sizeof CONFIGS / sizeof CONFIGS[0] };
 
-static const char *io_name(OffloadIo io)
-{
-    return io == OFFLOAD_IO_MMAP ? "mmap" : io == OFFLOAD_IO_DIRECT ? "direct" : "pwritev";
-}
+static const char *const IO_NAMES[] = {[OFFLOAD_IO_SYSCALLS] = "pwritev", [OFFLOAD_IO_MMAP] = "mmap",
+                                       [OFFLOAD_IO_DIRECT] = "direct"};
 
 typedef struct Setup {
     const Config *configs[N_CONFIGS]; /* what runs: every configuration, or in quick mode the quick ones */
@@ -276,7 +274,7 @@ static StepRow step_row(const char *model, int layers, const Variant *v, const S
     StepRow row = {
         .model = model, .layers = layers, .config = c->name, .strategy = strategy_name(c->strategy),
         .offloads = c->offload, .cache_dropped = c->offload && (c->drop_cache || c->io == OFFLOAD_IO_DIRECT),
-        .policy = offload_policy_name(c->policy), .prefetch = c->prefetch, .io = io_name(c->io),
+        .policy = offload_policy_name(c->policy), .prefetch = c->prefetch, .io = IO_NAMES[c->io],
         .page_cache = !c->offload ? "-" : c->io == OFFLOAD_IO_DIRECT ? "unused" : c->drop_cache ? "dropped" : "kept",
         .step = *s, .records_per_step = o.records_written / (size_t)rounds,
         .disk_written_per_step = o.bytes_written / (size_t)rounds, .flop_overhead = flop_overhead(s),
@@ -442,7 +440,7 @@ static RematStatus measure_records(const Setup *setup, Progress *progress, Resul
         status = time_record_size(&run, bytes, &setup->records, &timing);
         for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
             RecordRow *r = &rows[i][io];
-            *r = (RecordRow){.io = io_name((OffloadIo)io), .bytes = bytes,
+            *r = (RecordRow){.io = IO_NAMES[io], .bytes = bytes,
                              .pack_seconds = timing_median(&timing, io, RECORD_PACK),
                              .unpack_seconds = timing_median(&timing, io, RECORD_UNPACK)};
             r->both = r->pack_seconds.value + r->unpack_seconds.value;
