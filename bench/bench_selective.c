@@ -167,12 +167,6 @@ static size_t tag_formula(const TagRow *t, const Combo *combo, const GptShape *s
     return coef_bytes(&t->none, s) + (combo->dropout_rng == DROPOUT_RNG_STREAM ? coef_bytes(&t->mask, s) : 0);
 }
 
-/* The formula of a row, as this model's coefficients say. */
-static size_t row_formula(const Row *r, const GptShape *s)
-{
-    return coef_bytes(&r->f->model[r->combo - COMBOS], s);
-}
-
 /* What one sequence length measured: variant k of the rounds is row ran[k] (the rows but
  * those left out: naive attention past the longest T it runs at); census and stats by variant. */
 typedef struct SeqResult {
@@ -370,7 +364,7 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
         const Census *c = &r->census[k];
         const StepStats *st = &r->stats[k];
         const size_t measured = (census_bytes(c, "attn.") + census_bytes(c, "mlp.")) / (size_t)s->L; /* the blocks' */
-        const size_t formula = row_formula(row, s);
+        const size_t formula = coef_bytes(&row->f->model[row->combo - COMBOS], s); /* this model's */
         /* against the same attention and generator without a policy, and against the same
          * policy with naive attention and stream masks (if that ran): paired by round */
         const int base = find_variant(r, NULL, row->combo);
