@@ -18,9 +18,9 @@ char *progress_bar(char buf[PROGRESS_BAR_SIZE], int done, int total)
     return buf;
 }
 
-void progress_begin(Progress *p, FILE *out, int total, bool log_labels)
+void progress_begin(Progress *p, FILE *out, int total)
 {
-    *p = (Progress){.out = out, .total = total, .tty = isatty(fileno(out)) == 1, .log_labels = log_labels};
+    *p = (Progress){.out = out, .total = total, .tty = isatty(fileno(out)) == 1};
 }
 
 void progress_set(Progress *p, int done, const char *label)
@@ -30,7 +30,7 @@ void progress_set(Progress *p, int done, const char *label)
         char bar[PROGRESS_BAR_SIZE];
         fprintf(p->out, "\r  %s %4d/%-4d %-*.*s", progress_bar(bar, p->done, p->total), p->done, p->total,
                 LABEL_WIDTH, LABEL_WIDTH, label);
-    } else if (p->log_labels && strcmp(label, p->label) != 0) {
+    } else if (strcmp(label, p->label) != 0) {
         fprintf(p->out, "  measuring %s (%d/%d)\n", label, p->done, p->total);
     }
     snprintf(p->label, sizeof p->label, "%s", label);

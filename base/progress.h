@@ -1,12 +1,11 @@
 /*
  * progress.h — the one progress bar: work of a known number of units, on a stream. On a
  * terminal it is a bar redrawn in place, "  [#########.....................]   12/40   N=64";
- * elsewhere (a log, a pipe, a test) either one line each time the label changes, "  measuring
- * N=64 (12/40)" (the benches), or nothing, the caller printing its own lines (train, a line
- * every ten steps).
+ * elsewhere (a log, a pipe, a test) one line each time the label changes, "  measuring
+ * N=64 (12/40)". train draws its own line around progress_bar.
  *
  *     Progress p;
- *     progress_begin(&p, stdout, 40, true);
+ *     progress_begin(&p, stdout, 40);
  *     for (...) progress_tick(&p, "N=64");
  *     progress_end(&p);
  *
@@ -23,14 +22,13 @@ enum { PROGRESS_BAR_SIZE = 33 }; /* "[", 30 marks, "]", NUL */
 typedef struct Progress {
     FILE *out;
     int total, done;
-    bool tty;        /* `out` is a terminal: the bar is drawn */
-    bool log_labels; /* not a terminal: a line per new label */
+    bool tty;        /* `out` is a terminal: the bar is drawn; else a line per new label */
     char label[64];  /* the last label given */
 } Progress;
 
 /* Starts a bar of `total` units on `out` (borrowed): drawn when `out` is a terminal;
- * otherwise, with `log_labels`, a line for each new label. */
-void progress_begin(Progress *p, FILE *out, int total, bool log_labels);
+ * otherwise a line for each new label. */
+void progress_begin(Progress *p, FILE *out, int total);
 
 /* `done` units done in all (a comparison that stopped early skips the rounds it did not
  * need), `label` saying what is under way ("N=64 sqrt", "loss 5.5421  12.3 ms/step"). */

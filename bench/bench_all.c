@@ -18,14 +18,11 @@
 
 #include "bench/cli.h"
 #include "base/platform.h"
-#include "bench/results.h"
 
 static const BenchInfo INFO = {
     .name = "bench_all",
     .question = "every quiz question that a bench answers, in one run",
-    .about = "  Runs bench_scaling, bench_selective, bench_placement, bench_dropout,\n"
-             "  bench_memory_budget, bench_offload, bench_timeline, bench_planner and\n"
-             "  bench_attention (from this binary's directory; bench_planner with --pareto),\n"
+    .about = "  Runs the question benches from this binary's directory (bench_planner with --pareto),\n"
              "  then merges their JSON into DIR/summary.json.",
     .quick = "every bench with --quick (seconds to minutes, with what else the machine runs)",
     .full = "every bench in its full mode (several minutes)",
@@ -80,8 +77,7 @@ int main(int argc, char **argv)
     if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - argv[0]), argv[0]);
 
     results_config_str(results, "results_dir", o.results_dir);
-    ResultsTable *runs = results_row_table(results, "runs", "each bench that ran", COLUMNS,
-                                           RESULTS_COUNT(COLUMNS), true);
+    ResultsTable *runs = RESULTS_TABLE(results, "runs", "each bench that ran", COLUMNS);
     int failed = 0;
     char failures[512] = "";
     double total = 0.0;

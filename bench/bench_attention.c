@@ -17,11 +17,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "base/progress.h"
 #include "bench/cli.h"
-#include "bench/results.h"
 #include "tensor/kernels.h"
 #include "base/platform.h"
 
@@ -31,12 +28,9 @@ static const BenchInfo INFO = {
     .name = "bench_attention",
     .question = "quiz question 5: fused attention recomputes its (T,T) probabilities in backward instead of "
                 "keeping them",
-    .about = "  Causal attention, B = 4, H = 4, D = 64, dropout 0.1 (counter-based), at T = 256 to 2048:\n"
-             "  forward + backward time of the fused kernel with BLAS tile products in tiles of 64 (the\n"
-             "  ops'), 32 and 128, with its own vectorised loops, and of the naive kernels (naive up\n"
-             "  to T = 1024); bytes kept between forward and backward; FLOPs by phase.",
-    .quick = "B = 2, H = 2, D = 32, T = 128 and 256, 6 or more rounds per T until every time\n"
-             "                      against naive is within +-5 points, at most 2 s each (a few seconds)",
+    .about = "  Causal attention with counter-based dropout: forward + backward time, bytes kept and\n"
+             "  FLOPs of the fused kernel (BLAS tiles of 32, 64, 128, or its own loops) and the naive one.",
+    .quick = "B = 2, H = 2, D = 32, T = 128 and 256, rounds until +-5 points or 2 s per T",
     .full = "B = 4, H = 4, D = 64, T = 256, 512, 1024 and 2048, 7 timed rounds after 1 warm-up",
     .timed = true,
 };
@@ -213,13 +207,13 @@ int main(int argc, char **argv)
     results_config_ints(results, "seqs", seqs, n_seqs);
     results_config_num(results, "naive_max_seq", naive_max);
     results_config_plan(results, &plan);
-    ResultsTable *table = results_row_table(results, "ways", "one forward and backward of causal attention, per way "
-                                            "and sequence length", COLUMNS, RESULTS_COUNT(COLUMNS), true);
+    ResultsTable *table = RESULTS_TABLE(results, "ways", "one forward and backward of causal attention, per way "
+                                        "and sequence length", COLUMNS);
     WayResult r[MAX_SEQS][N_WAYS] = {0};
     Progress progress;
     int units = 0;
     for (int i = 0; i < n_seqs; i++) units += timing_max_runs(&plan, seqs[i] <= naive_max ? N_WAYS : N_FUSED);
-    progress_begin(&progress, stdout, units, true);
+    progress_begin(&progress, stdout, units);
     RematStatus status = REMAT_OK;
     for (int i = 0; i < n_seqs && status == REMAT_OK; i++)
         status = measure_seq(B * H, seqs[i], D, seqs[i] <= naive_max, &plan, &progress, r[i]);

@@ -15,9 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
-#include "bench/results.h"
 
 enum { N_STRATEGIES = 3 };
 static const StrategyKind KINDS[N_STRATEGIES] = {STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};
@@ -25,10 +23,8 @@ static const StrategyKind KINDS[N_STRATEGIES] = {STRATEGY_FULL, STRATEGY_SQRT, S
 static const BenchInfo INFO = {
     .name = "bench_dropout",
     .question = "quiz question 7: replaying a region with dropout needs the generator state of its first forward",
-    .about = "  The GPT with dropout 0.1: the largest |gradient difference| against no checkpointing\n"
-             "  under full, sqrt and selective checkpointing, with and without replaying the random\n"
-             "  generator, and the verdict of the determinism check; with --dropout-rng counter, the\n"
-             "  same for counter-based masks, which need no replay.",
+    .about = "  The GPT with dropout 0.1: the largest |gradient difference| against none per strategy,\n"
+             "  with and without RNG replay, and the determinism check's verdict.",
     .quick = "L = 4, D = 64, H = 4, T = 32, B = 2 (a second)",
     .full = "L = 4, D = 128, H = 4, T = 128, B = 4",
     .strategies = KINDS,
@@ -130,8 +126,8 @@ int main(int argc, char **argv)
                                    : (GptShape){.L = 4, .C = 128, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
     results_config_gpt(results, &shape);
     options = &o;
-    ResultsTable *table = results_row_table(results, "gradients", "gradients of one batch against no checkpointing",
-                                            COLUMNS, RESULTS_COUNT(COLUMNS), true);
+    ResultsTable *table = RESULTS_TABLE(results, "gradients", "gradients of one batch against no checkpointing",
+                                        COLUMNS);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, NULL);
     Model *m = g.model;
@@ -150,7 +146,7 @@ int main(int argc, char **argv)
     const int n = bench_sweep(&INFO, &o, NULL, sweep);
     Outcome outcomes[N_STRATEGIES][2] = {0};
     Progress progress;
-    progress_begin(&progress, stdout, 2 * n, true);
+    progress_begin(&progress, stdout, 2 * n);
     for (int k = 0; k < n && status == REMAT_OK; k++)
         status = compare(m, &sweep[k], reference, &g.batch, outcomes[k], &progress);
     progress_end(&progress);

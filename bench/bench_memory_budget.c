@@ -16,9 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
-#include "bench/results.h"
 
 enum { N_KINDS = 4, JOB_STEPS = 2 };
 static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};
@@ -26,13 +24,10 @@ static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATE
 static const BenchInfo INFO = {
     .name = "bench_memory_budget",
     .question = "quiz question 8: recomputation does not remove optimizer state, so a job can still be out of memory",
-    .about = "  The GPT with AdamW under a memory budget: for none, full, sqrt and selective, the\n"
-             "  bytes of params, grads, optimizer state and activations, whether a job fits a budget,\n"
-             "  the smallest budget it fits in; that nothing fits at params + grads + optimizer; and\n"
-             "  what fits there instead: SGD without momentum (no optimizer state).",
+    .about = "  The GPT with AdamW under a memory budget, per strategy: bytes by kind, the smallest budget\n"
+             "  it fits in; nothing fits at params + grads + optimizer, SGD without momentum does.",
     .quick = "L = 4, D = 128, H = 4, T = 32, B = 4 (a few seconds)",
     .full = "L = 6, D = 256, H = 4, T = 128, B = 4",
-    .timed = false,
     .strategies = KINDS,
     .n_strategies = N_KINDS,
     .step_flags = STEP_FLAG_POLICY | STEP_FLAG_NO_RNG_REPLAY,
@@ -183,7 +178,7 @@ static RematStatus measure_all(const JobModel *model, Measured *m)
     m->adamw = (OptimRun){.optim = OPTIM_ADAMW, .sweep = &m->sweep};
     m->sgd = (OptimRun){.optim = OPTIM_SGD, .sweep = &m->sweep};
     Progress progress;
-    progress_begin(&progress, stdout, 4 * m->sweep.n, true);
+    progress_begin(&progress, stdout, 4 * m->sweep.n);
     RematStatus status = measure_optimizer(model, &m->adamw, &progress);
     m->budget = demo_budget(&m->adamw);
     const JobResult *base = &m->adamw.free_run[0];
@@ -297,10 +292,8 @@ static void report_jobs(const Measured *m, const OptimRun *run, const char *titl
 
 static void report(const JobModel *model, const Measured *m, Results *results)
 {
-    ResultsTable *jobs = results_row_table(results, "jobs", "one training job per optimizer and strategy",
-                                           JOB_COLUMNS, RESULTS_COUNT(JOB_COLUMNS), true);
-    ResultsTable *floor = results_row_table(results, "floor", "what no recomputation can remove", FLOOR_COLUMNS,
-                                            RESULTS_COUNT(FLOOR_COLUMNS), true);
+    ResultsTable *jobs = RESULTS_TABLE(results, "jobs", "one training job per optimizer and strategy", JOB_COLUMNS);
+    ResultsTable *floor = RESULTS_TABLE(results, "floor", "what no recomputation can remove", FLOOR_COLUMNS);
     char text[128];
     printf("\n  GPT %s; a job = model + batch + optimizer + %d training steps\n",
            gpt_shape_str(text, sizeof text, &model->shape), JOB_STEPS);

@@ -9,7 +9,7 @@
  * spilling them avoids. Each configuration that uses the page cache runs once with it kept
  * and once with it dropped after every forward, so that backward reads the disk; quick
  * mode runs only what quiz question 6 quotes. Each step is set against its overlap bound,
- * from the in-RAM step's forward and backward and the disk's bandwidth (bench/disk.h).
+ * from the in-RAM step's forward and backward and the disk's bandwidth (measured here first).
  * Last, pack and unpack of one record alone, 4 KiB to 4 MiB, both ways of moving bytes
  * taking turns: the fixed cost per record that offload's min_bytes is about
  * (offload/README.md).
@@ -17,35 +17,30 @@
  * What it is not: a test. It asserts nothing about time; tests/test_bench.c checks the
  * bytes of a --quick run.
  */
+#define _GNU_SOURCE /* O_DIRECT */
+
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "bench/cli.h"
-#include "bench/disk.h"
+#include "base/file.h"
+#include "base/platform.h"
 #include "bench/measure.h"
-#include "offload/offload.h"
 #include "autograd/ops.h"
-#include "bench/results.h"
 
 static const BenchInfo INFO = {
     .name = "bench_offload",
     .question = "quiz question 6: offloading activations to disk frees resident memory, and combines "
                 "with recomputation",
-    .about = "  The MLP chain and the GPT, AdamW steps under none, sqrt, offload (all), offload with\n"
-             "  prefetch, offload under sqrt (its segment inputs) and offload through mmap, each offload\n"
-             "  with the page cache kept and dropped, and offload with O_DIRECT: median step time\n"
-             "  (configurations alternate), peak ACT and DISK, time in pack and unpack, and each offload\n"
-             "  step against its overlap bound from the in-RAM step's forward and backward and the\n"
-             "  disk's bandwidth, measured first (O_DIRECT); O_DIRECT again with windows of 16 MiB read\n"
-             "  ahead and 8 MiB written behind, on one and two helper threads; where each offload step\n"
-             "  waited and what its helper threads did; then the cost of one record of 4 KiB to 4 MiB.",
-    .quick = "the configurations quiz question 6 quotes (none, sqrt, offload+prefetch\n"
-             "                      with the page cache kept and dropped, offload+sqrt kept); MLP N=16\n"
-             "                      W=256 B=64, GPT L=4 D=128 H=4 T=64 B=4, 6 or more rounds per model\n"
-             "                      until every time overhead is within +-5 points, at most 3.5 s on the\n"
-             "                      MLP and 0.5 s on the GPT (seconds)",
+    .about = "  The MLP chain and the GPT under none, sqrt and offload's configurations: step time, peak\n"
+             "  ACT and DISK, time in pack and unpack, each step against its overlap bound from the disk's\n"
+             "  bandwidth (measured first, O_DIRECT), where it waited; then one record of 4 KiB to 4 MiB.",
+    .quick = "the configurations quiz question 6 quotes; MLP N=16 W=256 B=64, GPT L=4 D=128\n"
+             "                      H=4 T=64 B=4; rounds until +-5 points or 3.5 s (MLP), 0.5 s (GPT)",
     .full = "MLP N=32 W=2048 B=256, GPT L=4 D=256 H=4 T=128 B=8, 7 timed rounds after a warm-up round",
     .timed = true,
     .step_flags = STEP_FLAG_OFFLOAD_DIR,
@@ -55,6 +50,7 @@ static const BenchInfo INFO = {
 /* The windows rows (full mode only) read up to 16 MiB ahead and write up to 8 MiB behind: a
  * GPT layer spills about 22 MiB, an MLP block 4 MiB. */
 enum { WARMUP_ROUNDS = 1, WINDOW_AHEAD = 16 << 20, WINDOW_BEHIND = 8 << 20 };
+enum { DISK_WRITE, DISK_READ }; /* the disk's two ways, measured first */
 
 /* ---- the configurations ----------------------------------------------------------------- */
 
@@ -98,16 +94,15 @@ static const Config CONFIGS[] = {
 };
 enum { N_CONFIGS = sizeof CONFIGS / sizeof CONFIGS[0] };
 
-static const char *io_name(OffloadIo io)
-{
-    return io == OFFLOAD_IO_MMAP ? "mmap" : io == OFFLOAD_IO_DIRECT ? "direct" : "pwritev";
-}
+static const char *const IO_NAMES[] = {[OFFLOAD_IO_SYSCALLS] = "pwritev", [OFFLOAD_IO_MMAP] = "mmap",
+                                       [OFFLOAD_IO_DIRECT] = "direct"};
 
 typedef struct Setup {
     const Config *configs[N_CONFIGS]; /* what runs: every configuration, or in quick mode the quick ones */
     int n_configs;
     const char *dir;    /* --offload-dir, or NULL */
-    const DiskBandwidth *disk; /* the spill directory's disk, or NULL if it could not be measured */
+    const Estimate *disk; /* the spill directory's disk, bytes per second [DISK_WRITE], [DISK_READ];
+                             NULL if it could not be measured */
     TimingPlan mlp_plan, gpt_plan; /* the steps' rounds, per model */
     TimingPlan records; /* pack + unpack of one record, per size, the two ways interleaved */
 } Setup;
@@ -232,11 +227,11 @@ static int in_ram_twin(const Setup *setup, int i)
  * bandwidths: the records' samples are the rounds, not the disk's), give the best a step
  * that hides its I/O can do, max(F, W) + max(B, R) + O: the bound and the step over it,
  * each the median over the rounds, with its interval. */
-static void bound_of(StepRow *row, const DiskBandwidth *disk, const Timing *t, int i, int twin)
+static void bound_of(StepRow *row, const Estimate *disk, const Timing *t, int i, int twin)
 {
     const int n = t->rounds;
-    const double w = (double)row->disk_written_per_step / disk->write.value;
-    const double r = (double)row->disk_written_per_step / disk->read.value;
+    const double w = (double)row->disk_written_per_step / disk[DISK_WRITE].value;
+    const double r = (double)row->disk_written_per_step / disk[DISK_READ].value;
     double *bound = malloc(2 * (size_t)n * sizeof *bound), *ratio = bound + n;
     if (!bound) return;
     for (int k = 0; k < n; k++) {
@@ -279,7 +274,7 @@ static StepRow step_row(const char *model, int layers, const Variant *v, const S
     StepRow row = {
         .model = model, .layers = layers, .config = c->name, .strategy = strategy_name(c->strategy),
         .offloads = c->offload, .cache_dropped = c->offload && (c->drop_cache || c->io == OFFLOAD_IO_DIRECT),
-        .policy = offload_policy_name(c->policy), .prefetch = c->prefetch, .io = io_name(c->io),
+        .policy = offload_policy_name(c->policy), .prefetch = c->prefetch, .io = IO_NAMES[c->io],
         .page_cache = !c->offload ? "-" : c->io == OFFLOAD_IO_DIRECT ? "unused" : c->drop_cache ? "dropped" : "kept",
         .step = *s, .records_per_step = o.records_written / (size_t)rounds,
         .disk_written_per_step = o.bytes_written / (size_t)rounds, .flop_overhead = flop_overhead(s),
@@ -419,40 +414,6 @@ static const ResultsColumn RECORD_COLUMNS[] = {
 
 enum { RECORD_MIN = 4096, RECORD_MAX = 4 << 20, RECORD_SIZES = 6 };
 
-typedef struct DiskRow {
-    const char *direction;
-    size_t file_bytes, block_bytes;
-    Estimate bandwidth;
-} DiskRow;
-
-static const ResultsColumn DISK_COLUMNS[] = {
-    COLUMN(DiskRow, direction, STR, "", SHOW("", "", 5, 0)), COLUMN(DiskRow, file_bytes, SIZE, "bytes"),
-    COLUMN(DiskRow, block_bytes, SIZE, "bytes"),
-    COLUMN_TIMED(DiskRow, bandwidth, "bytes per second", SHOW("bandwidth (95% interval)", "GB/s", 0, 2)),
-    COLUMN_SAMPLES,
-};
-
-/* The spill directory's disk, by O_DIRECT (bench/disk.h), into *disk and the `disk` table.
- * false, saying why, if it cannot be measured: the bench goes on without the bound. */
-static bool measure_disk(const Setup *setup, bool quick, ResultsTable *table, DiskBandwidth *disk)
-{
-    const size_t file_bytes = quick ? (size_t)32 << 20 : (size_t)256 << 20, block_bytes = (size_t)4 << 20;
-    const TimingPlan plan = timing_plan_fixed(1, quick ? 6 : 9);
-    if (disk_measure(setup->dir, file_bytes, block_bytes, &plan, disk) != REMAT_OK) {
-        printf("  %s\n  (no overlap bound without the disk's bandwidth)\n", remat_last_error());
-        return false;
-    }
-    char file[32], block[32];
-    printf("  the disk under the spill directory, O_DIRECT, %s in blocks of %s, medians of %d:\n",
-           mem_format_bytes(file, sizeof file, file_bytes), mem_format_bytes(block, sizeof block, block_bytes),
-           disk->write.samples);
-    results_print_head(table, 0);
-    results_add_row(table, &(DiskRow){"write", file_bytes, block_bytes, disk->write});
-    results_add_row(table, &(DiskRow){"read", file_bytes, block_bytes, disk->read});
-    printf("\n");
-    return true;
-}
-
 /* One record of each size from 4 KiB to 4 MiB, through both ways of moving bytes, with the
  * page cache kept and no prefetch. */
 static RematStatus measure_records(const Setup *setup, Progress *progress, ResultsTable *table)
@@ -479,7 +440,7 @@ static RematStatus measure_records(const Setup *setup, Progress *progress, Resul
         status = time_record_size(&run, bytes, &setup->records, &timing);
         for (int io = OFFLOAD_IO_SYSCALLS; io <= OFFLOAD_IO_MMAP && status == REMAT_OK; io++) {
             RecordRow *r = &rows[i][io];
-            *r = (RecordRow){.io = io_name((OffloadIo)io), .bytes = bytes,
+            *r = (RecordRow){.io = IO_NAMES[io], .bytes = bytes,
                              .pack_seconds = timing_median(&timing, io, RECORD_PACK),
                              .unpack_seconds = timing_median(&timing, io, RECORD_UNPACK)};
             r->both = r->pack_seconds.value + r->unpack_seconds.value;
@@ -499,6 +460,146 @@ static RematStatus measure_records(const Setup *setup, Progress *progress, Resul
     return REMAT_OK;
 }
 
+/* ---- the disk --------------------------------------------------------------------------- */
+
+/* The sequential write and read bandwidth of the spill directory's file system, which bounds
+ * what offload can hide. A file is made there without a name (O_TMPFILE, or unlinked at
+ * once) and set to O_DIRECT on the descriptor that made it, so every byte goes to the device
+ * and none stays in the page cache; it is written and read whole, in blocks of DISK_BLOCK
+ * from one page-aligned buffer (not zeros: a virtual disk may store zeros for free), the
+ * writes and the reads interleaved as bench/timing.h interleaves any two variants, after a
+ * warm-up round that writes the file once, so that the timed writes overwrite blocks the
+ * file already has. The bandwidth is the file's bytes over the median run, with the interval
+ * of that median. It is not a disk benchmark for other uses (one pattern, one queue depth,
+ * no fsync: the bytes are on the device as far as the kernel knows, as offload's are), nor a
+ * measure of the page cache: a file system that refuses O_DIRECT is an error, not a figure. */
+
+enum { DISK_ALIGN = 4096, DISK_BLOCK = 4 << 20 }; /* a page: at least the devices' logical block */
+
+/* What one timed run of the disk needs: the file, its size, the buffer. */
+typedef struct DiskRun {
+    int fd;
+    size_t file_bytes;
+    unsigned char *block; /* page-aligned, DISK_BLOCK bytes */
+    const char *dir;
+} DiskRun;
+
+/* Writes (variant DISK_WRITE) or reads the whole file, block by block; values[0] gets the
+ * seconds it took. */
+static RematStatus disk_run(void *ctx, int variant, double *values)
+{
+    DiskRun *d = ctx;
+    const double t0 = platform_seconds();
+    for (size_t at = 0; at < d->file_bytes; at += DISK_BLOCK) {
+        const ssize_t n = variant == DISK_WRITE ? pwrite(d->fd, d->block, DISK_BLOCK, (off_t)at)
+                                                : pread(d->fd, d->block, DISK_BLOCK, (off_t)at);
+        if (n != DISK_BLOCK)
+            return remat_fail(REMAT_EIO, "disk: cannot %s %d bytes at byte %zu of a file in %s: %s",
+                              variant == DISK_WRITE ? "write" : "read", DISK_BLOCK, at, d->dir,
+                              n < 0 ? strerror(errno) : "short transfer");
+    }
+    values[0] = platform_seconds() - t0;
+    return REMAT_OK;
+}
+
+/* Opens a new, nameless file in `dir` for O_DIRECT: base/file.h's new file (O_TMPFILE where
+ * the file system has it, else mkstemp's, unlinked at once), then O_DIRECT set on that same
+ * descriptor, so that no name is ever opened again (something else could be there by
+ * then). -1 with the error set. */
+static int open_direct(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/remat-disk-XXXXXX", dir);
+    bool named;
+    const int fd = file_create_new(dir, path, true, &named);
+    if (named) unlink(path);
+    if (fd < 0) {
+        remat_fail(REMAT_EIO, "disk: cannot create a file in %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    const int flags = fcntl(fd, F_GETFL);
+    if (flags == -1 || fcntl(fd, F_SETFL, flags | O_DIRECT) != 0) {
+        remat_fail(REMAT_EIO, "disk: the file system of %s refuses O_DIRECT (%s): its bandwidth cannot be "
+                   "measured past the page cache", dir, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The disk's bandwidth in bytes per second, bw[DISK_WRITE] and bw[DISK_READ], from runs of
+ * a file of `file_bytes` in `dir` as `plan` says. On error returns the status naming the
+ * cause, with nothing left behind. */
+static RematStatus disk_measure(const char *dir, size_t file_bytes, const TimingPlan *plan, Estimate bw[2])
+{
+    DiskRun d = {.fd = -1, .file_bytes = file_bytes, .dir = dir};
+    if (posix_memalign((void **)&d.block, DISK_ALIGN, DISK_BLOCK) != 0)
+        return remat_fail(REMAT_ENOMEM, "disk: no memory for a %d-byte block", DISK_BLOCK);
+    uint32_t x = 0x9e3779b9u; /* xorshift: bytes a disk cannot store for free */
+    for (size_t i = 0; i < DISK_BLOCK; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        d.block[i] = (unsigned char)x;
+    }
+    d.fd = open_direct(dir);
+    RematStatus status = d.fd < 0 ? remat_last_status() : REMAT_OK;
+    const int err = status == REMAT_OK ? posix_fallocate(d.fd, 0, (off_t)file_bytes) : 0;
+    if (err)
+        status = remat_fail(REMAT_EIO, "disk: cannot make a %zu-byte file in %s: %s", file_bytes, dir, strerror(err));
+    Timing timing = {0};
+    if (status == REMAT_OK) status = timing_run(plan, 2, 1, disk_run, &d, NULL, NULL, &timing);
+    for (int way = DISK_WRITE; way <= DISK_READ && status == REMAT_OK; way++) {
+        const Estimate seconds = timing_median(&timing, way, 0);
+        bw[way] = estimate_rate((double)file_bytes, &seconds);
+    }
+    timing_free(&timing);
+    if (d.fd >= 0) close(d.fd);
+    free(d.block);
+    return status;
+}
+
+typedef struct DiskRow {
+    const char *direction;
+    size_t file_bytes, block_bytes;
+    Estimate bandwidth;
+} DiskRow;
+
+static const ResultsColumn DISK_COLUMNS[] = {
+    COLUMN(DiskRow, direction, STR, "", SHOW("", "", 5, 0)), COLUMN(DiskRow, file_bytes, SIZE, "bytes"),
+    COLUMN(DiskRow, block_bytes, SIZE, "bytes"),
+    COLUMN_TIMED(DiskRow, bandwidth, "bytes per second", SHOW("bandwidth (95% interval)", "GB/s", 0, 2)),
+    COLUMN_SAMPLES,
+};
+
+/* Where the spill file goes: --offload-dir, else where offload_create puts it without one. */
+static const char *spill_dir(const Setup *setup)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    return setup->dir ? setup->dir : tmpdir && tmpdir[0] ? tmpdir : "/tmp";
+}
+
+/* The spill directory's disk into disk[] and the `disk` table. false, saying why, if it
+ * cannot be measured: the bench goes on without the bound. */
+static bool measure_disk(const Setup *setup, bool quick, ResultsTable *table, Estimate disk[2])
+{
+    const size_t file_bytes = quick ? (size_t)32 << 20 : (size_t)256 << 20;
+    const TimingPlan plan = timing_plan_fixed(1, quick ? 6 : 9);
+    if (disk_measure(spill_dir(setup), file_bytes, &plan, disk) != REMAT_OK) {
+        printf("  %s\n  (no overlap bound without the disk's bandwidth)\n", remat_last_error());
+        return false;
+    }
+    char file[32], block[32];
+    printf("  the disk under the spill directory, O_DIRECT, %s in blocks of %s, medians of %d:\n",
+           mem_format_bytes(file, sizeof file, file_bytes), mem_format_bytes(block, sizeof block, DISK_BLOCK),
+           disk[DISK_WRITE].samples);
+    results_print_head(table, 0);
+    results_add_row(table, &(DiskRow){"write", file_bytes, DISK_BLOCK, disk[DISK_WRITE]});
+    results_add_row(table, &(DiskRow){"read", file_bytes, DISK_BLOCK, disk[DISK_READ]});
+    printf("\n");
+    return true;
+}
+
+/* ---- the run ---------------------------------------------------------------------------- */
+
 /* The run's config: the models, the spill directory and the plans. */
 static void record_config(Results *results, const Setup *setup, const MlpShape *mlp, const GptShape *gpt)
 {
@@ -508,8 +609,7 @@ static void record_config(Results *results, const Setup *setup, const MlpShape *
                              gpt->L, gpt->C, gpt->H, gpt->T, gpt->B, round((double)gpt->dropout * 1e6) / 1e6};
     for (int i = 0; i < RESULTS_COUNT(KEYS); i++) results_config_num(results, KEYS[i], values[i]);
     results_config_str(results, "optimizer", "adamw");
-    const char *tmpdir = getenv("TMPDIR"); /* where offload_create puts the file without --offload-dir */
-    results_config_str(results, "offload_dir", setup->dir ? setup->dir : tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+    results_config_str(results, "offload_dir", spill_dir(setup));
     results_config_num(results, "min_bytes", (double)OFFLOAD_MIN_BYTES);
     results_config_plan(results, &setup->mlp_plan); /* the MLP chain's; the GPT's differs in its cap */
     results_config_num(results, "gpt_cap_seconds", setup->gpt_plan.cap_seconds);
@@ -557,19 +657,17 @@ int main(int argc, char **argv)
     for (int c = 0; c < N_CONFIGS; c++)
         if (!o.quick || CONFIGS[c].quick) setup.configs[setup.n_configs++] = &CONFIGS[c];
     record_config(results, &setup, &mlp, &gpt);
-    ResultsTable *steps = results_row_table(results, "steps", "one AdamW training step per model and configuration",
-                                            STEP_COLUMNS, RESULTS_COUNT(STEP_COLUMNS), true);
-    ResultsTable *records = results_row_table(results, "records", "pack and unpack of one record alone",
-                                              RECORD_COLUMNS, RESULTS_COUNT(RECORD_COLUMNS), true);
-    ResultsTable *disk_table = results_row_table(results, "disk", "the spill directory's disk, sequential, O_DIRECT",
-                                                 DISK_COLUMNS, RESULTS_COUNT(DISK_COLUMNS), true);
-    DiskBandwidth disk;
-    if (measure_disk(&setup, o.quick, disk_table, &disk)) setup.disk = &disk;
+    ResultsTable *steps = RESULTS_TABLE(results, "steps", "one AdamW training step per model and configuration",
+                                        STEP_COLUMNS);
+    ResultsTable *records = RESULTS_TABLE(results, "records", "pack and unpack of one record alone", RECORD_COLUMNS);
+    ResultsTable *disk_table = RESULTS_TABLE(results, "disk", "the spill directory's disk, sequential, O_DIRECT",
+                                             DISK_COLUMNS);
+    Estimate disk[2];
+    if (measure_disk(&setup, o.quick, disk_table, disk)) setup.disk = disk;
 
     Progress progress;
     progress_begin(&progress, stdout, timing_max_runs(&setup.mlp_plan, setup.n_configs) +
-                                  timing_max_runs(&setup.gpt_plan, setup.n_configs) +
-                                  RECORD_SIZES, true);
+                                          timing_max_runs(&setup.gpt_plan, setup.n_configs) + RECORD_SIZES);
     RematStatus status = measure_models(&setup, &mlp, &gpt, &progress, steps);
     if (status == REMAT_OK) status = measure_records(&setup, &progress, records);
     progress_end(&progress);

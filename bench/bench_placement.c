@@ -15,19 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
 #include "base/platform.h"
-#include "bench/results.h"
 
 static const BenchInfo INFO = {
     .name = "bench_placement",
     .question = "quiz question 3: checkpoint placement, operators and hardware decide what a replay costs",
-    .about = "  The GPT with regions placed as whole blocks, attention only, MLP only and every other\n"
-             "  block, against none, on 1 and 2 threads: activation memory saved, recompute FLOP\n"
-             "  overhead, time overhead, and what a recomputed FLOP costs in time.",
-    .quick = "L = 2, D = 128, T = 128, B = 2, 6 or more rounds per thread count until every time\n"
-             "                      overhead is within +-5 points, at most 1.5 s each (a few seconds)",
+    .about = "  The GPT with regions as whole blocks, attention only, MLP only, every other block, on\n"
+             "  1 and 2 threads: memory saved, FLOP and time overhead, the time of a recomputed FLOP.",
+    .quick = "L = 2, D = 128, T = 128, B = 2, rounds until +-5 points or 1.5 s per thread count",
     .full = "L = 4, D = 256, H = 4, T = 256, B = 4, 7 timed rounds after 2 warm-up rounds",
     .timed = true,
     .step_flags = STEP_FLAG_NO_RNG_REPLAY,
@@ -142,8 +138,8 @@ int main(int argc, char **argv)
     results_config_gpt(results, &shape);
     results_config_str(results, "optimizer", "adamw");
     results_config_plan(results, &plan);
-    ResultsTable *table = results_row_table(results, "placements", "one AdamW step per placement and thread count",
-                                            COLUMNS, RESULTS_COUNT(COLUMNS), true);
+    ResultsTable *table = RESULTS_TABLE(results, "placements", "one AdamW step per placement and thread count",
+                                        COLUMNS);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, &adamw);
@@ -162,7 +158,7 @@ int main(int argc, char **argv)
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 3, 4);
     Progress progress;
-    progress_begin(&progress, stdout, n_threads * timing_max_runs(&plan, N_PLACEMENTS), true);
+    progress_begin(&progress, stdout, n_threads * timing_max_runs(&plan, N_PLACEMENTS));
     for (int t = 0; t < n_threads && status == REMAT_OK; t++) {
         char label[32];
         snprintf(label, sizeof label, "%d thread%s", t + 1, t ? "s" : "");

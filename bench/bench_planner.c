@@ -22,12 +22,9 @@
 #include <string.h>
 
 #include "base/platform.h"
-#include "bench/cli.h"
 #include "bench/measure.h"
-#include "models/gpt.h"
 #include "models/mlp.h"
 #include "checkpoint/planner.h"
-#include "bench/results.h"
 
 static bool pareto;
 static unsigned pareto_given;
@@ -41,15 +38,10 @@ static const BenchInfo INFO = {
     .name = "bench_planner",
     .question = "for a memory budget, the cheapest checkpoint schedule: how far are Chen's search, sqrt "
                 "and full from the exact optimum?",
-    .about = "  The MLP chain, the GPT and a GPT of varying head counts: budgets from the smallest "
-             "feasible to store-all; at each,\n"
-             "  the exact DP's and Chen et al. 2016's schedules, and Revolve's on the uniform chains, each run\n"
-             "  for one AdamW step under the ledger's budget (predicted against measured peak memory and\n"
-             "  RECOMPUTE FLOPs); Revolve also below the DP's smallest budget; none, full and sqrt as\n"
-             "  points; each planner's recompute FLOPs relative to the single-level optimum.",
+    .about = "  Three chains at budgets up to store-all: the DP's, Chen et al.'s and Revolve's schedules,\n"
+             "  each run for one step under its budget, predicted against measured peak and FLOPs.",
     .quick = "MLP N = 16, W = 64, B = 16; GPTs L = 6, C = 64, T = 32, B = 2; 12 budgets, 3 below the DP's (seconds)",
     .full = "MLP N = 32, W = 256, B = 32; GPTs L = 12, C = 128, T = 128, B = 4; 24 budgets, 6 below the DP's",
-    .timed = false,
     .own = {.flags = &PARETO, .n = 1, .opts = &pareto, .accepted = ~0u, .given = &pareto_given},
 };
 
@@ -118,13 +110,10 @@ static RematStatus chain_create(Chain *c, const char *name, int N, int W, int B,
 /* One AdamW step under schedule `s` with the ledger's budget set to `budget`. */
 static RematStatus run_schedule(Chain *c, const Schedule *s, size_t budget, StepStats *stats)
 {
-    const Variant v = {.name = "planned", .schedule = s};
+    const Variant v = {.name = "planned", .schedule = s, .budget = budget};
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 5, 5);
-    mem_set_budget(budget);
-    const RematStatus status = step_measure(c->g.model, &v, c->g.opt, &c->g.batch, &ctx, stats);
-    mem_set_budget(0);
-    return status;
+    return step_measure(c->g.model, &v, c->g.opt, &c->g.batch, &ctx, stats);
 }
 
 static double ratio_of(uint64_t flops, uint64_t optimum)
@@ -500,7 +489,7 @@ static RematStatus frontier_measure(Frontier *f, const TimingPlan *plan)
     pcg32_seed(&ctx.rng, 5, 5);
     Progress progress;
     Timing timing = {0};
-    progress_begin(&progress, stdout, timing_max_runs(plan, f->n), true);
+    progress_begin(&progress, stdout, timing_max_runs(plan, f->n));
     RematStatus status = steps_alternate(f->c->g.model, f->variants, f->n, NULL, f->c->g.opt, &f->c->g.batch, &ctx,
                                          plan, &progress, f->c->name, f->stats, &timing);
     progress_end(&progress);
@@ -598,16 +587,16 @@ int main(int argc, char **argv)
     results_config_str(results, "optimizer", "adamw");
     if (pareto) results_config_plan(results, &plan);
     RematStatus status = REMAT_OK;
-    ResultsTable *points = results_row_table(results, "points", "each planner's schedule at each budget, run for one "
-                                             "AdamW step under that budget; fixed strategies at their own memory",
-                                             POINT_COLUMNS, RESULTS_COUNT(POINT_COLUMNS), true);
-    ResultsTable *summary = results_row_table(results, "summary", "recompute FLOPs relative to the exact optimum",
-                                              SUMMARY_COLUMNS, RESULTS_COUNT(SUMMARY_COLUMNS), true);
-    ResultsTable *frontier_table = !pareto ? NULL : results_row_table(results, "pareto", "the memory/recompute "
-                                   "frontier: each planner at each budget, each preset at its own peak, timed against "
-                                   "none", PARETO_COLUMNS, RESULTS_COUNT(PARETO_COLUMNS), true);
+    ResultsTable *points = RESULTS_TABLE(results, "points", "each planner's schedule at each budget, run for one "
+                                         "AdamW step under that budget; fixed strategies at their own memory",
+                                         POINT_COLUMNS);
+    ResultsTable *summary = RESULTS_TABLE(results, "summary", "recompute FLOPs relative to the exact optimum",
+                                          SUMMARY_COLUMNS);
+    ResultsTable *frontier_table = !pareto ? NULL : RESULTS_TABLE(results, "pareto", "the memory/recompute frontier: "
+                                   "each planner at each budget, each preset at its own peak, timed against none",
+                                   PARETO_COLUMNS);
     Progress progress;
-    progress_begin(&progress, stdout, 3 * n_budgets + 2 * n_below, true); /* the GPT of varying heads is not uniform */
+    progress_begin(&progress, stdout, 3 * n_budgets + 2 * n_below); /* the GPT of varying heads is not uniform */
     for (int i = 0; i < (pareto ? 5 : 3) && status == REMAT_OK; i++) { /* the sweeps, then mlp's and gpt's frontiers */
         Chain chain = {0};
         status = chain_create(&chain, NAMES[i % 3], N, W, B, i % 3 ? &gpt : NULL, i == 2 ? heads : NULL);

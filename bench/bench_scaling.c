@@ -16,10 +16,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
 #include "models/mlp.h"
-#include "bench/results.h"
 
 enum { N_KINDS = 3, MAX_DEPTHS = 8 };
 static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT};
@@ -28,12 +26,9 @@ static const BenchInfo INFO = {
     .name = "bench_scaling",
     .question = "quiz questions 1 and 4: recomputation trades FLOPs for memory; sqrt(N) checkpoints "
                 "give O(sqrt N) activations",
-    .about = "  The MLP chain at depths N = 4, 8, ..., 256 under the strategies none, full and sqrt:\n"
-             "  peak activation and training memory, FLOPs by phase, recompute FLOP overhead, median\n"
-             "  step time and time overhead (strategies alternate step by step), and the log-log\n"
-             "  slope of peak activation memory against N next to the theory (1, 1, 0.5).",
-    .quick = "W = 64, B = 16, N = 8..256, 6 or more rounds per depth until every time overhead is within\n"
-             "                      +-5 points, at most 2 s in all (a few seconds)",
+    .about = "  The MLP chain at N = 4 ... 256 under none, full and sqrt: peak memory, FLOPs by phase,\n"
+             "  step time and overhead, the log-log slope of peak activations against N.",
+    .quick = "W = 64, B = 16, N = 8..256, rounds until +-5 points or 2 s in all",
     .full = "W = 256, B = 32, N = 4..256, 9 timed rounds after 2 warm-up rounds",
     .timed = true,
     .strategies = KINDS,
@@ -177,8 +172,8 @@ static const ResultsColumn SLOPE_COLUMNS[] = {
 
 static void print_and_record_steps(const Config *c, StepRow rows[][N_KINDS], Results *results)
 {
-    ResultsTable *steps = results_row_table(results, "steps", "one AdamW training step per depth and strategy",
-                                            STEP_COLUMNS, RESULTS_COUNT(STEP_COLUMNS), true);
+    ResultsTable *steps = RESULTS_TABLE(results, "steps", "one AdamW training step per depth and strategy",
+                                        STEP_COLUMNS);
     const size_t a = (size_t)c->batch * (size_t)c->width * sizeof(float);
     printf("\n  one AdamW step of the MLP chain, W = %d, B = %d (a = one B*W activation = %zu bytes)\n",
            c->width, c->batch, a);
@@ -196,8 +191,7 @@ static void print_and_record_steps(const Config *c, StepRow rows[][N_KINDS], Res
 
 static void print_and_record_slopes(const Config *c, StepRow rows[][N_KINDS], Results *results)
 {
-    ResultsTable *slopes = results_row_table(results, "slopes", "log-log slope of peak ACT against N", SLOPE_COLUMNS,
-                                             RESULTS_COUNT(SLOPE_COLUMNS), true);
+    ResultsTable *slopes = RESULTS_TABLE(results, "slopes", "log-log slope of peak ACT against N", SLOPE_COLUMNS);
     printf("\n  peak activation memory against depth, on log-log axes\n");
     results_print_head(slopes, 0);
     double n[MAX_DEPTHS], peak[MAX_DEPTHS];
@@ -239,7 +233,7 @@ int main(int argc, char **argv)
     RematStatus status = task ? REMAT_OK : remat_last_status();
     StepRow rows[MAX_DEPTHS][N_KINDS] = {0};
     Progress progress;
-    progress_begin(&progress, stdout, c.n_depths * timing_max_runs(&c.plan, c.n_strategies), true);
+    progress_begin(&progress, stdout, c.n_depths * timing_max_runs(&c.plan, c.n_strategies));
     for (int i = 0; i < c.n_depths && status == REMAT_OK; i++)
         status = measure_depth(&c, task, c.depths[i], rows[i], &progress);
     progress_end(&progress);

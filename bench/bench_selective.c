@@ -23,12 +23,8 @@
  * checks that the measured bytes of a --quick run equal the formulas.
  */
 #include <stdio.h>
-#include <string.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
-#include "bench/results.h"
-#include "models/gpt.h"
 
 enum { N_POLICIES = 4, N_COMBOS = 3, N_VARIANTS = N_POLICIES * N_COMBOS, MAX_SEQS = 5 };
 
@@ -39,14 +35,9 @@ static const BenchInfo INFO = {
     .name = "bench_selective",
     .question = "quiz questions 5 and 7: selective recomputation recomputes the cheap, memory-heavy ops "
                 "and keeps the expensive ones; fused attention and counter-based masks do it inside kernels",
-    .about = "  The GPT (D = 256, H = 4, dropout 0.1) at T = 128 to 2048 with every block a region under\n"
-             "  the policies none, full (nothing_saveable), dots_saveable and attention_core, each with\n"
-             "  naive attention and stream dropout, naive attention and counter-based dropout, and fused\n"
-             "  attention (counter-based dropout): activation bytes per layer by op tag next to the\n"
-             "  formulas, recompute FLOP overhead, step time (median, fastest, slowest); at the longest T,\n"
-             "  a memory budget fused attention fits and naive attention does not.",
-    .quick = "L = 2, D = 128, B = 2, T = 64 and 128, 6 or more rounds until every time overhead is\n"
-             "                      within +-5 points, at most 6 s in all (seconds)",
+    .about = "  The GPT per policy, attention and dropout generator: bytes per layer by op tag beside the\n"
+             "  formulas, recompute FLOPs, step time; a budget fused attention fits and naive does not.",
+    .quick = "L = 2, D = 128, B = 2, T = 64 and 128, rounds until +-5 points or 6 s in all",
     .full = "L = 4, B = 4, T = 128, 256, 512, 1024 and 2048 (naive attention up to 1024), 6 timed rounds "
             "after 1 warm-up round",
     .timed = true,
@@ -176,12 +167,6 @@ static size_t tag_formula(const TagRow *t, const Combo *combo, const GptShape *s
     return coef_bytes(&t->none, s) + (combo->dropout_rng == DROPOUT_RNG_STREAM ? coef_bytes(&t->mask, s) : 0);
 }
 
-/* The formula of a row, as this model's coefficients say. */
-static size_t row_formula(const Row *r, const GptShape *s)
-{
-    return coef_bytes(&r->f->model[r->combo - COMBOS], s);
-}
-
 /* What one sequence length measured: variant k of the rounds is row ran[k] (the rows but
  * those left out: naive attention past the longest T it runs at); census and stats by variant. */
 typedef struct SeqResult {
@@ -273,12 +258,11 @@ static RematStatus budget_demo(const GptShape *s, BudgetRow tries[N_COMBOS])
     const size_t half = (size_t)s->L * (coef_bytes(&naive, s) - coef_bytes(&fused_rows, s)) / 2;
     const size_t budget = status == REMAT_OK ? (st.peak_resident + half + mib - 1) / mib * mib : 0;
     for (int c = 0; c < N_COMBOS && status == REMAT_OK; c++) {
-        const Variant v = {.name = "none", .dropout_rng = COMBOS[c].dropout_rng, .attention = COMBOS[c].attention};
+        const Variant v = {.name = "none", .dropout_rng = COMBOS[c].dropout_rng, .attention = COMBOS[c].attention,
+                           .budget = budget};
         tries[c] = (BudgetRow){s->T, attention_kind_name(v.attention), dropout_rng_name(v.dropout_rng), budget,
                                .combo = COMBOS[c].name};
-        mem_set_budget(budget);
         const RematStatus tried = step_measure(g.model, &v, g.opt, &g.batch, &ctx, &st);
-        mem_set_budget(0);
         tries[c].fits = tried == REMAT_OK;
         if (tries[c].fits) tries[c].peak_resident = st.peak_resident;
         else if (tried == REMAT_EOOM) snprintf(tries[c].why, sizeof tries[c].why, "%s", remat_last_error());
@@ -336,7 +320,6 @@ static const ResultsColumn TAG_COLUMNS[] = {
     COLUMN(TagBytesRow, formula_none, SIZE, "bytes"),
 };
 
-
 /* The variant that measured the row with `policy` (NULL: none) and `combo`, or −1. */
 static int find_variant(const SeqResult *r, const Policy *policy, const Combo *combo)
 {
@@ -381,7 +364,7 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
         const Census *c = &r->census[k];
         const StepStats *st = &r->stats[k];
         const size_t measured = (census_bytes(c, "attn.") + census_bytes(c, "mlp.")) / (size_t)s->L; /* the blocks' */
-        const size_t formula = row_formula(row, s);
+        const size_t formula = coef_bytes(&row->f->model[row->combo - COMBOS], s); /* this model's */
         /* against the same attention and generator without a policy, and against the same
          * policy with naive attention and stream masks (if that ran): paired by round */
         const int base = find_variant(r, NULL, row->combo);
@@ -449,22 +432,19 @@ int main(int argc, char **argv)
                                   : (GptShape){.L = 4, .C = 256, .H = 4, .B = 4, .dropout = 0.1f};
     const TimingPlan plan = bench_timing_plan(&o, 1, 6, 6.0 / n_seqs);
     record_config(results, &base, seqs, n_seqs, naive_max, &plan);
-    ResultsTable *policies = results_row_table(results, "policies", "per policy, attention and dropout generator, "
-                                               "and sequence length", POLICY_COLUMNS, RESULTS_COUNT(POLICY_COLUMNS),
-                                               true);
-    ResultsTable *tags = results_row_table(results, "tags", "activation bytes per layer without checkpointing by the "
-                                           "tag of the op that made them", TAG_COLUMNS, RESULTS_COUNT(TAG_COLUMNS),
-                                           true);
-    ResultsTable *budgets = results_row_table(results, "budget", "at the longest T without checkpointing, one step of "
-                                              "each attention under a budget fused attention fits", BUDGET_COLUMNS,
-                                              RESULTS_COUNT(BUDGET_COLUMNS), true);
+    ResultsTable *policies = RESULTS_TABLE(results, "policies", "per policy, attention and dropout generator, "
+                                           "and sequence length", POLICY_COLUMNS);
+    ResultsTable *tags = RESULTS_TABLE(results, "tags", "activation bytes per layer without checkpointing by the "
+                                       "tag of the op that made them", TAG_COLUMNS);
+    ResultsTable *budgets = RESULTS_TABLE(results, "budget", "at the longest T without checkpointing, one step of "
+                                          "each attention under a budget fused attention fits", BUDGET_COLUMNS);
     RematStatus status = REMAT_OK;
     const Rows rows = rows_wanted(&o);
     static SeqResult r[MAX_SEQS];
     Progress progress;
     int units = 0;
     for (int i = 0; i < n_seqs; i++) units += timing_max_runs(&plan, seqs[i] <= naive_max ? rows.n : rows.n / N_COMBOS);
-    progress_begin(&progress, stdout, units, true);
+    progress_begin(&progress, stdout, units);
     for (int i = 0; i < n_seqs && status == REMAT_OK; i++) {
         r[i] = (SeqResult){.rows = &rows, .shape = base};
         r[i].shape.T = seqs[i];

@@ -16,15 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
-#include <string.h>
 
 #include "bench/cli.h"
-#include "bench/timing.h"
 #include "tensor/kernels.h"
 #include "tensor/kernels_ref.h"
-#include "base/flags.h"
 #include "base/platform.h"
-#include "tensor/rng.h"
 
 #define MAX_THREAD_COUNTS 8
 
@@ -274,10 +270,9 @@ int main(int argc, char **argv)
     results_config_num(results, "size", own.size);
     results_config_num(results, "reps", own.reps);
     results_config_num(results, "stream_mib", own.stream_mib);
-    ResultsTable *sgemm = results_row_table(results, "sgemm", "square sgemm per thread count", SGEMM_COLUMNS,
-                                            RESULTS_COUNT(SGEMM_COLUMNS), true);
-    ResultsTable *stream = results_row_table(results, "bandwidth", "STREAM-like copy and triad per thread count",
-                                             STREAM_COLUMNS, RESULTS_COUNT(STREAM_COLUMNS), true);
+    ResultsTable *sgemm = RESULTS_TABLE(results, "sgemm", "square sgemm per thread count", SGEMM_COLUMNS);
+    ResultsTable *stream = RESULTS_TABLE(results, "bandwidth", "STREAM-like copy and triad per thread count",
+                                         STREAM_COLUMNS);
     if (status == REMAT_OK) status = run_sgemm(&own, &rng, sgemm);
     if (status == REMAT_OK) status = run_stream(&own, stream);
     return bench_finish(&INFO, &o, results, status);

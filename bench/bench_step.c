@@ -15,11 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench/cli.h"
 #include "tensor/kernels.h"
 #include "bench/measure.h"
 #include "base/platform.h"
-#include "bench/results.h"
 
 enum { N_KINDS = 4, N_MODELS = 2, MAX_THREADS = 2 };
 static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT, STRATEGY_SELECTIVE};
@@ -27,19 +25,11 @@ static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATE
 static const BenchInfo INFO = {
     .name = "bench_step",
     .question = "how fast a training step runs, against the machine's sgemm peak, and where its time goes",
-    .about = "  Whole AdamW training steps of the GPT (L=4, D=256, H=4, T=128, B=8) and the MLP chain\n"
-             "  (N=16, W=1024, B=256) under each strategy on 1 and 2 threads: median step time and\n"
-             "  GFLOP/s (the ledger's FLOPs, recomputation included) next to the sgemm peak measured\n"
-             "  on the same threads in the same rounds; the speed-up of 2 threads over 1, beside the\n"
-             "  sgemm's; where the time goes (inside and outside the matmuls, each phase's share,\n"
-             "  page faults); and AdamW's pass alone, one call per parameter against one pass over\n"
-             "  all of them.",
-    .quick = "6 or more rounds per model, thread counts and strategies interleaved,\n"
-             "                      until every step time against none on 1 thread is within\n"
-             "                      +-5 points, at most 4 s per model; the optimizer's pass the\n"
-             "                      same way, at most 2 s per model",
-    .full = "15 timed rounds after 2 warm-up\n"
-            "                      rounds; the optimizer's pass 31 rounds",
+    .about = "  AdamW steps of the GPT (L=4 D=256 H=4 T=128 B=8) and the MLP (N=16 W=1024 B=256) per\n"
+             "  strategy on 1 and 2 threads against the sgemm peak of the same rounds: GFLOP/s, the time\n"
+             "  inside and outside the matmuls, each phase's share; AdamW's pass alone.",
+    .quick = "rounds until +-5 points or 4 s per model (the optimizer's pass: 2 s)",
+    .full = "15 timed rounds after 2 warm-up rounds; the optimizer's pass 31 rounds",
     .timed = true,
     .strategies = KINDS,
     .n_strategies = N_KINDS,
@@ -335,11 +325,10 @@ int main(int argc, char **argv)
     const int cores = platform_info().cores, max_threads = cores < MAX_THREADS ? cores : MAX_THREADS;
     results_config_str(results, "optimizer", "adamw");
     results_config_plan(results, &plan);
-    ResultsTable *table = results_row_table(results, "steps", "one AdamW step per model, strategy and thread count",
-                                            COLUMNS, RESULTS_COUNT(COLUMNS), true);
-    ResultsTable *optim_table = results_row_table(results, "optimizer", "AdamW over each model's parameters, one "
-                                                  "call per parameter against one pass, per thread count",
-                                                  OPTIM_COLUMNS, RESULTS_COUNT(OPTIM_COLUMNS), true);
+    ResultsTable *table = RESULTS_TABLE(results, "steps", "one AdamW step per model, strategy and thread count",
+                                        COLUMNS);
+    ResultsTable *optim_table = RESULTS_TABLE(results, "optimizer", "AdamW over each model's parameters, one "
+                                              "call per parameter against one pass, per thread count", OPTIM_COLUMNS);
     Sgemm sgemm;
     RematStatus status = sgemm_create(&sgemm);
     const ExtraRuns peak_runs = {.count = max_threads, .run = sgemm_run, .ctx = &sgemm};
@@ -347,7 +336,7 @@ int main(int argc, char **argv)
     Timing timing[N_MODELS] = {{0}};
     static Subject models[N_MODELS];
     Progress progress;
-    progress_begin(&progress, stdout, N_MODELS * timing_max_runs(&plan, n * max_threads + peak_runs.count), true);
+    progress_begin(&progress, stdout, N_MODELS * timing_max_runs(&plan, n * max_threads + peak_runs.count));
     for (int m = 0; m < N_MODELS && status == REMAT_OK; m++) {
         Subject *s = &models[m];
         status = subject_create(s, m, sweep, n, max_threads, &o);

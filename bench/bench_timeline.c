@@ -17,9 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
-#include "bench/results.h"
 
 /* What --strategy may pick; it keeps none, that strategy, and the offload series run under
  * it (offload with none, offload+sqrt with sqrt). */
@@ -29,10 +27,8 @@ static const BenchInfo INFO = {
     .name = "bench_timeline",
     .question = "quiz question 2: the forward keeps activations because backward needs them; "
                 "memory over one step, per strategy",
-    .about = "  One AdamW step of the GPT per strategy (none, full, sqrt, selective, and offload and\n"
-             "  offload+sqrt) with the memory ledger's event timeline recording: bytes by kind after\n"
-             "  every allocation and free, with its time and phase, written to\n"
-             "  bench_timeline.events.csv.",
+    .about = "  One AdamW step of the GPT per strategy and with offload, the ledger's every event (bytes\n"
+             "  by kind, time, phase) into bench_timeline.events.csv.",
     .quick = "L = 4, D = 128, H = 4, T = 64, B = 4 (a second)",
     .full = "L = 8, D = 128, H = 4, T = 128, B = 8",
     .strategies = KINDS,
@@ -201,8 +197,7 @@ int main(int argc, char **argv)
     results_config_str(results, "optimizer", "adamw");
     results_config_str(results, "selective_policy",
                        o.step.strategy.policy ? o.step.strategy.policy->name : POLICY_ATTENTION_CORE.name);
-    ResultsTable *steps = results_row_table(results, "steps", "the recorded step of each strategy", STEP_COLUMNS,
-                                            RESULTS_COUNT(STEP_COLUMNS), true);
+    ResultsTable *steps = RESULTS_TABLE(results, "steps", "the recorded step of each strategy", STEP_COLUMNS);
     ResultsTable *events = results_row_table(results, "events", "every ledger event of each recorded step",
                                              EVENT_COLUMNS, RESULTS_COUNT(EVENT_COLUMNS), false);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
@@ -215,7 +210,7 @@ int main(int argc, char **argv)
         if (bench_measures(&o, SERIES[k].kind)) series[n++] = &SERIES[k];
     StepRow rows[N_SERIES];
     Progress progress;
-    progress_begin(&progress, stdout, n, true);
+    progress_begin(&progress, stdout, n);
     for (int k = 0; k < n && status == REMAT_OK; k++) {
         status = timeline_step(&g, series[k], &o, events, &rows[k]);
         progress_tick(&progress, series[k]->name);

@@ -10,13 +10,9 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
-#include "bench/zero_project.h"
-#include "parallel/comm.h"
 #include "parallel/zero.h"
 #include "base/platform.h"
 
@@ -43,7 +39,7 @@ static const char *needs_project(const void *opts, const void *run)
 
 static const Flag PROJECT_FLAGS[] = {
     {.name = "--project", .type = FLAG_SWITCH, .offset = offsetof(ProjectOptions, project),
-     .help = "also project GPT-2's shapes at K = 1 to 1024 (see above)"},
+     .help = "also project GPT-2's shapes to K = 1024, alpha-beta fitted here"},
     {.name = "--alpha", .type = FLAG_FLOAT, .offset = offsetof(ProjectOptions, alpha), .value = "S", .lo = 0, .hi = 1,
      .hi_open = true, .help = "a cluster's seconds per message for --project, e.g. 2e-6", .applies = needs_project},
     {.name = "--beta", .type = FLAG_FLOAT, .offset = offsetof(ProjectOptions, beta), .value = "S", .lo = 0, .hi = 1,
@@ -53,14 +49,9 @@ static const Flag PROJECT_FLAGS[] = {
 static BenchInfo info = {
     .name = "bench_zero",
     .question = "quiz question 8: what sharding across data-parallel ranks removes, and what it moves",
-    .about = "  Run as K ranks (mpirun -np K). The rank-ordered reduction (reduce-scatter + all-gather)\n"
-             "  against MPI_Allreduce over arrays of 2^10 to 2^21 floats; the GPT (L=4, D=128, H=4,\n"
-             "  T=64, B=4 per rank, dropout 0.1, AdamW) at ZeRO stages 0 to 3 under none and full:\n"
-             "  params, grads and optimizer bytes per rank against the ZeRO formulas, bytes sent and\n"
-             "  received per step by phase, median step time. --project adds GPT-2's shapes (124M to\n"
-             "  1.5B) at K = 1 to 1024 by stage and strategy, with an alpha-beta network fitted to\n"
-             "  MPI_Allreduce here; --alpha S (seconds per message) and --beta S (per byte) set a\n"
-             "  cluster's instead.",
+    .about = "  Run as K ranks (mpirun -np K). The ordered reduction against MPI_Allreduce; the GPT\n"
+             "  (L=4 D=128 H=4 T=64 B=4 per rank, AdamW) at ZeRO stages 0 to 3 under none and full:\n"
+             "  bytes per rank beside the formulas, bytes moved per step, median step time.",
     .quick = "a GPT of 2 blocks of width 16, arrays of 2^10 and 2^16 floats, 6 steps (seconds)",
     .full = "the GPT of the header, arrays of 2^10, 2^14, 2^18 and 2^21 floats, 15 samples each",
     .timed = true,
@@ -290,25 +281,132 @@ static RematStatus measure_stages(const DistGroup *g, const BenchOptions *o, Res
     return status;
 }
 
-/* The projection, with α and β as given, or else from MPI_Allreduce's fastest times here:
- * α from the smallest size, β from the largest (which needs more than one rank). */
-static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, double alpha, double beta,
-                                 Results *results)
+/* ---- the projection (--project) ----------------------------------------------------------- */
+
+/* Memory per rank and communication per step of GPT-2's shapes (124M to 1.5B parameters) at
+ * up to 1024 ranks, by ZeRO stage and strategy, from formulas this machine's runs check, and
+ * an α–β model of the network (α seconds per message, β seconds per byte). It is not a
+ * measurement: which of its terms were checked against one, and where, docs/MEASUREMENTS.md
+ * says (section 9.4). The terms, for Ψ parameters, K ranks, stage s:
+ *   params     4Ψ, or 4Ψ/K + the largest group (a block's, or the embedding and head's)
+ *              at stage 3, which gathers one group at a time
+ *   grads      4Ψ, or 4Ψ/K from stage 2       optimizer  8Ψ, or 8Ψ/K from stage 1
+ *   moved      stages 0-2: a reduce-scatter and an all-gather, 2(K−1)/K · 4Ψ;
+ *              stage 3: the reduce-scatter, and every group gathered for its forward and
+ *              its backward, the embedding and head a third time for the head's forward:
+ *              (K−1)/K · 4(3Ψ + Ψ_embedding)
+ *   messages   K−1 per reduce-scatter or all-gather, per group gathered at stage 3
+ *   activations  this model's bytes per block (bench_selective checks them against its
+ *              census to the byte): 66·BTC + 9·BHT² + 16·BT bytes for none, the block's
+ *              input 4·BTC for full plus one block's bytes while it is recomputed; and
+ *              an estimate of the rest: the embedding's output 4·BTC and the logits
+ *              4·BTV (the head keeps its input and the loss its probabilities)
+ * The resident state (params, grads, optimizer) is what the stages table measures to the
+ * byte at K = 2 and 4; the communication bytes of stages 0-2 are what it measures too. */
+
+/* A GPT's shape: L blocks of width C, H heads, vocabulary V, context T, B sequences per
+ * rank (this model's: tied embedding and head, pre-LayerNorm blocks). */
+typedef struct ProjectShape {
+    const char *name;
+    int L, C, H, V, T, B;
+} ProjectShape;
+
+/* One record of the projection table: what one rank holds and moves in one configuration,
+ * in bytes, and the seconds the α–β model gives its communication. */
+typedef struct ProjectRow {
+    const char *model;
+    uint64_t parameters;
+    int ranks, stage;
+    const char *strategy;
+    uint64_t params, grads, optimizer, activations, total, moved;
+    double comm_seconds;
+} ProjectRow;
+
+static const ResultsColumn PROJECT_COLUMNS[] = {
+    COLUMN(ProjectRow, model, STR, "", SHOW("model", "", 19, 0)), COLUMN(ProjectRow, parameters, U64, "count"),
+    COLUMN(ProjectRow, ranks, INT, "K", SHOW("K", "", 5, 0)),
+    COLUMN(ProjectRow, stage, INT, "ZeRO stage", SHOW("stage", "", 5, 0)),
+    COLUMN(ProjectRow, strategy, STR, "", SHOW("ckpt", "", 4, 0)),
+    COLUMN(ProjectRow, params, U64, "bytes per rank", SHOW("params", "GiB", 8, 2)),
+    COLUMN(ProjectRow, grads, U64, "bytes per rank", SHOW("grads", "GiB", 8, 2)),
+    COLUMN(ProjectRow, optimizer, U64, "bytes per rank", SHOW("optim", "GiB", 8, 2)),
+    COLUMN(ProjectRow, activations, U64, "bytes per rank, estimated", SHOW("act", "GiB", 8, 2)),
+    COLUMN(ProjectRow, total, U64, "bytes per rank", SHOW("total", "GiB", 8, 2)),
+    COLUMN(ProjectRow, moved, U64, "bytes received per rank per step", SHOW("moved", "MiB", 9, 1)),
+    COLUMN(ProjectRow, comm_seconds, DOUBLE, "seconds per step, alpha-beta model", SHOW("comm", "s", 8, 4)),
+};
+
+static uint64_t block_params(const ProjectShape *s) { return 12ull * s->C * s->C + 13ull * s->C; }
+static uint64_t embedding_params(const ProjectShape *s) { return (uint64_t)(s->V + s->T) * s->C + 2ull * s->C; }
+
+/* One rank of K at `stage` under strategy `full` (true) or none. */
+static ProjectRow project_row(const ProjectShape *s, int K, int stage, bool full, double alpha, double beta)
+{
+    const uint64_t psi = embedding_params(s) + (uint64_t)s->L * block_params(s);
+    const uint64_t shard = (psi + (uint64_t)K - 1) / (uint64_t)K;
+    const uint64_t largest = block_params(s) > embedding_params(s) ? block_params(s) : embedding_params(s);
+    const ZeroBytes b = zero_resident_bytes(stage, psi, shard, 2); /* float32 AdamW */
+    ProjectRow p = {.model = s->name, .parameters = psi, .ranks = K, .stage = stage, .strategy = full ? "full" : "none",
+                    .params = b.params + (stage >= 3 ? 4 * largest : 0), .grads = b.grads, .optimizer = b.optimizer};
+    const uint64_t B = (uint64_t)s->B, T = (uint64_t)s->T, C = (uint64_t)s->C, H = (uint64_t)s->H;
+    const uint64_t block = 66 * B * T * C + 9 * B * H * T * T + 16 * B * T;
+    p.activations = (full ? (uint64_t)s->L * 4 * B * T * C + block : (uint64_t)s->L * block) + 4 * B * T * C +
+                    4 * B * T * (uint64_t)s->V;
+    p.total = p.params + p.grads + p.optimizer + p.activations;
+    const double share = (double)(K - 1) / K;
+    const double moved = stage >= 3 ? share * 4.0 * (3.0 * (double)psi + (double)embedding_params(s))
+                                    : 2.0 * share * 4.0 * (double)psi;
+    p.moved = (uint64_t)moved;
+    const uint64_t messages = (uint64_t)(K - 1) * (stage >= 3 ? 1 + 2ull * s->L + 3 : 2);
+    p.comm_seconds = alpha * (double)messages + beta * moved;
+    return p;
+}
+
+/* Prints the projection for GPT-2 small to XL at K = 1, 8, 64, 1024, stages 0 to 3, none and
+ * full, and records it as the table "projection" (an error is results_write's to report). */
+static void project_all(Results *results, double alpha, double beta)
+{
+    static const ProjectShape shapes[] = {
+        {"gpt2 (124M)", 12, 768, 12, 50257, 1024, 1},  {"gpt2-medium (350M)", 24, 1024, 16, 50257, 1024, 1},
+        {"gpt2-large (774M)", 36, 1280, 20, 50257, 1024, 1}, {"gpt2-xl (1.5B)", 48, 1600, 25, 50257, 1024, 1},
+    };
+    static const int ranks[] = {1, 8, 64, 1024};
+    ResultsTable *table = RESULTS_TABLE(results, "projection", "GPT-2 shapes per rank, by K, stage and strategy",
+                                        PROJECT_COLUMNS);
+    printf("\n  projection, one sequence of 1024 tokens per rank, float32 AdamW; alpha %.3g s, beta %.3g s/B\n"
+           "  (per rank: params, grads, optimizer, activations estimated; received per step; comm)\n", alpha, beta);
+    results_print_head(table, 0);
+    for (int m = 0; m < 4; m++)
+        for (int k = 0; k < 4; k++)
+            for (int stage = 0; stage <= 3; stage++)
+                for (int full = 0; full < 2; full++) {
+                    const ProjectRow row = project_row(&shapes[m], ranks[k], stage, full, alpha, beta);
+                    results_add_row(table, &row);
+                }
+}
+
+/* The projection, with α and β as given, or else from MPI_Allreduce's fastest times here
+ * (a ring: 2(K−1) messages, 2(K−1)/K · 4n bytes per rank): α the time of the smallest size
+ * per message, β the time of the largest per byte (which needs more than one rank). Each
+ * ignores the other's term, so each is an upper bound: on a busy machine a fit of both to
+ * the same points came out negative. */
+static void project_table(const DistGroup *g, const AllreduceFit *fit, double alpha, double beta, Results *results)
 {
     double fa = 0, fb = 0;
-    if (g->size > 1 && fit->n >= 2)
-        zero_fit_alpha_beta(g->size, fit->floats[0], fit->seconds[0], fit->floats[fit->n - 1],
-                            fit->seconds[fit->n - 1], &fa, &fb);
+    const int K = g->size;
+    if (K > 1 && fit->n >= 2) {
+        fa = fit->seconds[0] / (2.0 * (K - 1)); /* small enough that latency is all of it */
+        fb = fit->seconds[fit->n - 1] / (2.0 * (K - 1) / K * 4.0 * fit->floats[fit->n - 1]);
+    }
     printf("\n  alpha-beta from MPI_Allreduce here (%d ranks): alpha %.3g s, beta %.3g s/B (%.2f GB/s)%s\n",
-           g->size, fa, fb, fb > 0 ? 1e-9 / fb : 0.0, alpha >= 0 || beta >= 0 ? "; overridden by the flags" : "");
+           K, fa, fb, fb > 0 ? 1e-9 / fb : 0.0, alpha >= 0 || beta >= 0 ? "; overridden by the flags" : "");
     results_config_num(results, "alpha_fitted_seconds", fa);
     results_config_num(results, "beta_fitted_seconds_per_byte", fb);
     alpha = alpha >= 0 ? alpha : fa;
     beta = beta >= 0 ? beta : fb;
     results_config_num(results, "alpha_seconds", alpha);
     results_config_num(results, "beta_seconds_per_byte", beta);
-    zero_project_table(results, alpha, beta);
-    return REMAT_OK;
+    project_all(results, alpha, beta);
 }
 
 int main(int argc, char **argv)
@@ -344,11 +442,10 @@ int main(int argc, char **argv)
     printf("  %d rank%s, %d thread%s each, on %d cores%s\n", g.size, g.size == 1 ? "" : "s", platform_info().threads,
            platform_info().threads == 1 ? "" : "s", cores,
            g.size * platform_info().threads > cores ? ": oversubscribed, times are not a cluster's" : "");
-    ResultsTable *reduce = results_row_table(results, "reduce", "a sum over the ranks, ordered against MPI_Allreduce",
-                                             REDUCE_COLUMNS, RESULTS_COUNT(REDUCE_COLUMNS), true);
-    ResultsTable *stages = results_row_table(results, "stages",
-                                             "per rank and ZeRO stage: bytes kept, bytes moved, time", STAGE_COLUMNS,
-                                             RESULTS_COUNT(STAGE_COLUMNS), true);
+    ResultsTable *reduce = RESULTS_TABLE(results, "reduce", "a sum over the ranks, ordered against MPI_Allreduce",
+                                         REDUCE_COLUMNS);
+    ResultsTable *stages = RESULTS_TABLE(results, "stages", "per rank and ZeRO stage: bytes kept, bytes moved, time",
+                                         STAGE_COLUMNS);
     const DistFact facts[] = {dist_fact("--quick", "%d", o.quick), dist_fact("--steps", "%d", o.steps),
                               dist_fact("--strategy", "%s", o.one_strategy ? strategy_name(o.step.strategy.kind) : "-"),
                               dist_fact("--project", "%d", project.project)}; /* what the ranks run together */
@@ -356,7 +453,7 @@ int main(int argc, char **argv)
     if (status == REMAT_OK) status = measure_stages(&g, &o, results, stages);
     AllreduceFit fit = {0};
     if (status == REMAT_OK) status = measure_reduction(&g, &o, reduce, &fit);
-    if (status == REMAT_OK && project.project) status = project_table(&g, &fit, project.alpha, project.beta, results);
+    if (status == REMAT_OK && project.project) project_table(&g, &fit, project.alpha, project.beta, results);
     if (status != REMAT_OK && g.size > 1) {
         fprintf(stderr, "bench_zero: rank %d of %d: %s\n", g.rank, g.size, remat_last_error());
         dist_abort(1);

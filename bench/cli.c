@@ -3,13 +3,10 @@
  */
 #include "bench/cli.h"
 
-#include <stddef.h>
-#include <string.h>
-#include <unistd.h>
+#include <stdio.h>
 
 #include "base/file.h"
 #include "base/platform.h"
-#include "tensor/memory.h"
 
 /* ---- flags ------------------------------------------------------------------------------ */
 
@@ -20,14 +17,11 @@ static const Flag BENCH_FLAGS[] = {
     {.name = "--results", .type = FLAG_TEXT, .offset = AT(results_dir), .value = "DIR",
      .help = "write DIR/<bench>.json and its CSV files (default: results)"},
     {.name = "--steps", .type = FLAG_INT, .offset = AT(steps), .value = "N", .lo = 1, .hi = 1000,
-     .help = "exactly N timed rounds per comparison, 1..1000 (default: the mode's;\n"
-             "below 6 the interval is the range, not a 95% interval)"},
+     .help = "exactly N timed rounds per comparison, 1..1000 (below 6, the range, not a 95% interval)"},
     {.name = "--dropout-rng", .type = FLAG_NAME, .offset = AT(dropout_rng), .names = &DROPOUT_RNG_NAMES, .value = "R",
-     .help = "stream (PCG32, masks kept; default) or counter (Philox, masks\n"
-             "made again in backward, nothing to replay)"},
+     .help = "stream (PCG32, masks kept; default) or counter (Philox, masks made again)"},
     {.name = "--attention", .type = FLAG_NAME, .offset = AT(attention), .names = &ATTENTION_KIND_NAMES, .value = "A",
-     .help = "naive (default) or fused (one op keeping O(T) per head; needs\n"
-             "--dropout-rng counter, the GPT having dropout)"},
+     .help = "naive (default) or fused (O(T) kept per head; needs --dropout-rng counter)"},
 };
 #undef AT
 

@@ -19,13 +19,7 @@
 #ifndef REMAT_BENCH_CLI_H
 #define REMAT_BENCH_CLI_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdio.h>
-
-#include "base/error.h"
 #include "bench/results.h"
-#include "bench/timing.h"
 #include "app/step_options.h"
 #include "models/gpt.h"
 

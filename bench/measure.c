@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "models/gpt.h"
 #include "models/mlp.h"
 #include "base/platform.h"
 

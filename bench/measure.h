@@ -16,17 +16,9 @@
 #ifndef REMAT_BENCH_MEASURE_H
 #define REMAT_BENCH_MEASURE_H
 
-#include <stdint.h>
-
 #include "bench/cli.h"
-#include "base/progress.h"
-#include "bench/timing.h"
 #include "tensor/flops.h"
-#include "models/gpt.h"
-#include "models/model.h"
 #include "models/step.h"
-#include "offload/offload.h"
-#include "autograd/optim.h"
 
 /* ---- batches and the models ---------------------------------------------------------------- */
 
@@ -89,7 +81,7 @@ typedef struct Variant {
     int threads;             /* 0: the thread count in use; otherwise set before its step
                                 (platform_set_threads), so thread counts can interleave */
     size_t budget;           /* 0: none; otherwise the ledger's budget during its step (what
-                                --strategy dtr evicts under) */
+                                a step must fit in, and what dtr evicts under) */
 } Variant;
 
 /* What one training step did. */

@@ -7,8 +7,7 @@
  *                                             COLUMN(Row, peak_act, SIZE, "bytes", SHOW("peak", "MiB", 8, 2))};
  *     Results *r = results_create("bench_scaling", "quiz questions 1 and 4", quick);
  *     results_config_num(r, "width", 256);
- *     ResultsTable *t = results_row_table(r, "steps", "one training step per depth", COLUMNS,
- *                                         RESULTS_COUNT(COLUMNS), true);
+ *     ResultsTable *t = RESULTS_TABLE(r, "steps", "one training step per depth", COLUMNS);
  *     results_print_head(t, 0);
  *     results_add_row(t, &(Row){.n_layers = 64, .peak_act = 1234567});   (printed and recorded)
  *     if (results_write(r, "results") != REMAT_OK) ...remat_last_error()...
@@ -29,10 +28,6 @@
 #ifndef REMAT_BENCH_RESULTS_H
 #define REMAT_BENCH_RESULTS_H
 
-#include <stdbool.h>
-#include <stddef.h>
-
-#include "base/error.h"
 #include "bench/timing.h"
 
 #define RESULTS_SCHEMA "remat-bench/2"
@@ -129,6 +124,10 @@ void results_config_ints(Results *r, const char *key, const int *values, int n);
  * names its CSV). Returns the table (owned by `r`), or NULL after remembering an error. */
 ResultsTable *results_row_table(Results *r, const char *name, const char *about, const ResultsColumn *columns,
                                 int n_columns, bool in_json);
+
+/* results_row_table of a static array of columns, with its records in the JSON. */
+#define RESULTS_TABLE(r, name, about, columns) \
+    results_row_table(r, name, about, columns, RESULTS_COUNT(columns), true)
 
 /* Appends a record to `t` with every column read from the struct at `row` (an estimate
  * as the field, <field>_lo, <field>_hi and the record's samples, which all its estimates

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "base/error.h"
 #include "base/file.h"
 
 enum { MAX_RESULTS_BYTES = 256 << 20, MAX_FILES = 16 };

@@ -18,14 +18,8 @@
  * probability 1 − 2^(1−n) only (75% for 3). Nothing is resampled, so the interval is the
  * same every time it is computed from the same values.
  *
- * How many rounds: a TimingPlan. In quick mode the rounds go on until every ratio's
- * interval lies within ±5 points of its median (or a time cap is reached); in full mode,
- * and with --steps, a fixed number of rounds.
- *
- * The machine's state (MachineState): the 1-minute load average, the CPU steal the kernel
- * reports in /proc/stat, the process's involuntary context switches and CPU time
- * (getrusage), and the wall time. Every bench records it before and after it runs
- * (results.c puts it in the results' "machine" block), so that a time measured while the
+ * How many rounds: a TimingPlan. The machine's state (MachineState) is recorded before and
+ * after every bench (results.c's "machine" block), so that a time measured while the
  * machine was busy says so.
  *
  * What this is not: a statistics library. It does medians and their intervals, no means,
