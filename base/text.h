@@ -10,7 +10,7 @@
  * that is not UTF-8 (a model's raw sample may hold some) passes too: a UTF-8 terminal shows
  * it as a replacement character, and an 8-bit one as a letter.
  *
- * What it is not: a sanitizer for HTML or JSON (quiz/html_text.h escapes the page).
+ * What it is not: a sanitizer for HTML or JSON (quiz/page.c escapes the page).
  */
 #ifndef REMAT_TEXT_H
 #define REMAT_TEXT_H

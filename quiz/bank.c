@@ -291,11 +291,6 @@ void bank_free(Bank *bank)
     free(bank);
 }
 
-const char *quiz_words_json(void)
-{
-    return QUIZ_WORDS_JSON;
-}
-
 const char *quiz_word(QuizLang lang, const char *key)
 {
     static cJSON *words; /* parsed once, kept for the life of the program */

@@ -151,7 +151,4 @@ extern const NameTable QUIZ_LANG_NAMES;
  * programming error: it is said on stderr, and the program aborts. */
 const char *quiz_word(QuizLang lang, const char *key);
 
-/* The whole of words.json, for the page's script (static storage). */
-const char *quiz_words_json(void);
-
 #endif /* REMAT_QUIZ_BANK_H */
