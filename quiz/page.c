@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "base/file.h"
+#include "base/text.h"
 #include "quiz/embedded.h"
 
 static const char *const LANG_CODES[LANG_COUNT] = {"en", "ar"};
@@ -66,28 +67,6 @@ static void html_escaped(FILE *out, const char *s, size_t len)
         default: fputc(s[i], out);
         }
     }
-}
-
-/* The code point of the UTF-8 sequence at s[0..len) and its length in *n (a malformed
- * byte counts as one character of its own, U+FFFD). */
-static uint32_t next_char(const char *s, size_t len, size_t *n)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t need = u[0] < 0x80 ? 1 : u[0] >= 0xF0 ? 4 : u[0] >= 0xE0 ? 3 : u[0] >= 0xC0 ? 2 : 0;
-    if (need == 0 || need > len) {
-        *n = 1;
-        return 0xFFFD;
-    }
-    uint32_t c = need == 1 ? u[0] : u[0] & (0x7F >> need);
-    for (size_t i = 1; i < need; i++) {
-        if ((u[i] & 0xC0) != 0x80) {
-            *n = 1;
-            return 0xFFFD;
-        }
-        c = (c << 6) | (u[i] & 0x3F);
-    }
-    *n = need;
-    return c;
 }
 
 /* Letters, digits and punctuation of the Arabic script (its main and presentation-form
@@ -142,7 +121,7 @@ static void html_text(FILE *out, const char *s, size_t len, QuizLang lang)
         size_t n, j = i, start = 0, end = 0;
         bool found = false;
         while (j < len) { /* the stretch s[i..j) holds no Arabic character */
-            uint32_t c = next_char(s + j, len - j, &n);
+            uint32_t c = text_next_char(s + j, len - j, &n);
             if (is_arabic(c)) break;
             if (is_run_char(c)) {
                 if (!found) start = j;
@@ -162,7 +141,7 @@ static void html_text(FILE *out, const char *s, size_t len, QuizLang lang)
             html_escaped(out, s + i, j - i);
         }
         i = j; /* then the Arabic that follows, as it is */
-        while (i < len && is_arabic(next_char(s + i, len - i, &n))) i += n;
+        while (i < len && is_arabic(text_next_char(s + i, len - i, &n))) i += n;
         html_escaped(out, s + j, i - j);
     }
 }
