@@ -57,8 +57,6 @@ struct StFile {
 static const char *const ST_DTYPES[] = {[DTYPE_F32] = "F32", [DTYPE_U8] = "U8", [DTYPE_I32] = "I32"};
 static const NameTable ST_DTYPE_NAMES = {ST_DTYPES, 3};
 
-static const char *st_dtype_name(DType dtype) { return name_of(&ST_DTYPE_NAMES, (int)dtype); }
-
 /* Reads exactly `len` bytes at `offset`. Returns 0, an errno value, or -1 if the file
  * ended first. */
 static int pread_all(int fd, void *buf, size_t len, uint64_t offset)
@@ -122,7 +120,7 @@ static char *build_header(const char *path, const StEntry *entries, int n, const
          * tensor here. */
         double offsets[2] = {(double)offset, (double)(offset + t->bytes)};
         cJSON *e = cJSON_AddObjectToObject(root, name);
-        if (!e || !cJSON_AddStringToObject(e, "dtype", st_dtype_name(t->dtype)) ||
+        if (!e || !cJSON_AddStringToObject(e, "dtype", name_of(&ST_DTYPE_NAMES, (int)t->dtype)) ||
             !add_item(e, "shape", cJSON_CreateIntArray(t->shape, t->ndim)) ||
             !add_item(e, "data_offsets", cJSON_CreateDoubleArray(offsets, 2)))
             goto nomem;
@@ -264,8 +262,8 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned lo
         if (needed != ULLONG_MAX) snprintf(needed_buf, sizeof needed_buf, "%llu", needed);
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] hold %llu bytes, but shape %s of "
                           "%s needs %s", path, name, info->begin, info->end, info->end - info->begin,
-                          shape_str(shape_buf, sizeof shape_buf, info->ndim, info->shape), st_dtype_name(info->dtype),
-                          needed_buf);
+                          shape_str(shape_buf, sizeof shape_buf, info->ndim, info->shape),
+                          name_of(&ST_DTYPE_NAMES, (int)info->dtype), needed_buf);
     }
     info->name = name;
     return REMAT_OK;

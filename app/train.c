@@ -498,7 +498,7 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     const TrainOptions *o = run->opt; /* the first step's looks, only when a flag asks for one */
     const bool look = first && (o->dump_graph || o->print_tape || f.explain || o->dump_step);
     status = run->pipe ? step_pipeline_run(run->pipe, run->optim, mb, &ctx, &result)
-                       : step_run_batches(&step, mine, n, &ctx, look ? &hooks : NULL, &result);
+                       : step_run(&step, mine, n, &ctx, look ? &hooks : NULL, &result);
     if (f.explain) {
         explain_stop(f.explain);
         fprintf(out, "\n");

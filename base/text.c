@@ -1,35 +1,38 @@
 /*
- * text.c — text written to a terminal with its control characters made visible (see
- * text.h).
+ * text.c — UTF-8 read a character at a time, and text written to a terminal with its
+ * control characters made visible (see text.h).
  */
 #include "base/text.h"
 
 #include <stdbool.h>
 
-/* The length of the valid UTF-8 character at s[0..len) (RFC 3629: no overlong form, no
- * surrogate, nothing above U+10FFFF), or 0 when it is not one. */
-static size_t utf8_length(const unsigned char *s, size_t len)
+uint32_t text_next_char(const char *s, size_t len, size_t *n)
 {
-    const size_t n = s[0] < 0x80 ? 1 : s[0] < 0xC2 ? 0 : s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3 : s[0] < 0xF5 ? 4 : 0;
-    if (n == 0 || n > len) return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80) return 0;
-    if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] > 0x9F) || (s[0] == 0xF0 && s[1] < 0x90) ||
-        (s[0] == 0xF4 && s[1] > 0x8F))
-        return 0;
-    return n;
+    const unsigned char *u = (const unsigned char *)s;
+    const size_t need = u[0] < 0x80 ? 1 : u[0] < 0xC2 ? 0 : u[0] < 0xE0 ? 2 : u[0] < 0xF0 ? 3 : u[0] < 0xF5 ? 4 : 0;
+    *n = 1;
+    if (need == 0 || need > len) return TEXT_NOT_UTF8;
+    if ((u[0] == 0xE0 && u[1] < 0xA0) || (u[0] == 0xED && u[1] > 0x9F) || (u[0] == 0xF0 && u[1] < 0x90) ||
+        (u[0] == 0xF4 && u[1] > 0x8F))
+        return TEXT_NOT_UTF8;
+    uint32_t c = need == 1 ? u[0] : u[0] & (0x7F >> need);
+    for (size_t i = 1; i < need; i++) {
+        if ((u[i] & 0xC0) != 0x80) return TEXT_NOT_UTF8;
+        c = (c << 6) | (u[i] & 0x3F);
+    }
+    *n = need;
+    return c;
 }
 
 void text_write_visible(FILE *out, const char *text, size_t len, const char *indent)
 {
     const unsigned char *s = (const unsigned char *)text;
     for (size_t i = 0, n; i < len; i += n) {
-        n = utf8_length(s + i, len - i);
-        const bool c0 = n == 1 && ((s[i] < 0x20 && s[i] != '\n' && s[i] != '\t') || s[i] == 0x7F);
-        const bool stray_c1 = n == 0 && s[i] < 0xA0; /* not UTF-8: to an 8-bit terminal, a C1 control */
-        n += n == 0;                                  /* a byte that is not UTF-8 goes on its own */
+        const uint32_t c = text_next_char(text + i, len - i, &n);
+        const bool c0 = (c < 0x20 && c != '\n' && c != '\t') || c == 0x7F;
+        const bool stray_c1 = c == TEXT_NOT_UTF8 && s[i] < 0xA0; /* to an 8-bit terminal, a C1 control */
         if (c0 || stray_c1) fprintf(out, "\\x%02x", s[i]);
-        else if (n == 2 && s[i] == 0xC2 && s[i + 1] < 0xA0) fprintf(out, "\\u%04x", s[i + 1]); /* C1 */
+        else if (c >= 0x80 && c < 0xA0) fprintf(out, "\\u%04x", c); /* C1 */
         else fwrite(s + i, 1, n, out);
         if (s[i] == '\n' && indent) fputs(indent, out);
     }

@@ -10,13 +10,25 @@
  * that is not UTF-8 (a model's raw sample may hold some) passes too: a UTF-8 terminal shows
  * it as a replacement character, and an 8-bit one as a letter.
  *
- * What it is not: a sanitizer for HTML or JSON (quiz/html_text.h escapes the page).
+ * Every room that reads UTF-8 a character at a time (the quiz wrapping a line, the page
+ * finding Arabic) reads it with text_next_char.
+ *
+ * What it is not: a sanitizer for HTML or JSON (quiz/page.c escapes the page).
  */
 #ifndef REMAT_TEXT_H
 #define REMAT_TEXT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+
+/* What text_next_char returns for a byte that does not begin valid UTF-8: above U+10FFFF. */
+#define TEXT_NOT_UTF8 0x110000u
+
+/* The code point of the UTF-8 character at s[0..len) (len >= 1), and its length in *n. A
+ * byte that does not begin a valid one (RFC 3629: no overlong form, no surrogate, nothing
+ * above U+10FFFF) is a character of its own: TEXT_NOT_UTF8, *n = 1. */
+uint32_t text_next_char(const char *s, size_t len, size_t *n);
 
 /* Writes `len` bytes of `text` to `out`: each C0 control but newline and tab, and DEL, as
  * \xHH; each C1 control as \u00HH, or as \xHH when it is a byte 0x80..0x9F that is not

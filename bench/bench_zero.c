@@ -212,7 +212,7 @@ static RematStatus run_stage(const DistGroup *g, const GptShape *shape, int stag
         dist_barrier(g);
         const double t0 = platform_seconds();
         StepResult result;
-        status = step_run_batches(&step, &mb, 1, &ctx, NULL, &result);
+        status = step_run(&step, &mb, 1, &ctx, NULL, &result);
         if (s >= 0) t[s] = platform_seconds() - t0;
     }
     if (status == REMAT_OK) {

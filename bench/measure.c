@@ -167,7 +167,7 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
     const Step step = variant_step(v, model, opt);
     StepResult result;
     if (v->budget) mem_set_budget(v->budget);
-    const RematStatus status = step_run(&step, batch->x, batch->y, ctx, NULL, &result);
+    const RematStatus status = step_run(&step, &(MicroBatch){batch->x, batch->y}, 1, ctx, NULL, &result);
     stats->seconds = platform_seconds() - t0;
     if (v->budget) mem_set_budget(0);
     getrusage(RUSAGE_SELF, &usage);

@@ -112,8 +112,8 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
     return status;
 }
 
-RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n, TrainCtx *ctx,
-                             const StepHooks *hooks, StepResult *out)
+RematStatus step_run(const Step *step, const MicroBatch *batches, int n, TrainCtx *ctx, const StepHooks *hooks,
+                     StepResult *out)
 {
     *out = (StepResult){.loss = NAN};
     const StepPlug *ranks = NULL; /* the plug that reduces over the ranks, if one does */
@@ -147,13 +147,6 @@ RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n,
     if (status == REMAT_OK) ctx->rng = rng_after;
     flops_set_phase(PHASE_FORWARD);
     return status;
-}
-
-RematStatus step_run(const Step *step, Var *input, Var *targets, TrainCtx *ctx, const StepHooks *hooks,
-                     StepResult *out)
-{
-    const MicroBatch mb = {input, targets};
-    return step_run_batches(step, &mb, 1, ctx, hooks, out);
 }
 
 /* ---- the capabilities that plug in ------------------------------------------------------ */

@@ -117,30 +117,26 @@ typedef struct StepResult {
  * step_run. */
 Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx);
 
-/* Runs one training step of step->model on (input, targets), both borrowed, with the
- * dropout generator of ctx (advanced by the step's draws). `hooks` may be NULL. On error
- * returns the status with the parameters and optimizer state as they were. */
-RematStatus step_run(const Step *step, Var *input, Var *targets, TrainCtx *ctx, const StepHooks *hooks,
-                     StepResult *out);
-
 /* Data parallelism for `model` over `g` at ZeRO `stage` (parallel/zero.h), with its parameter
  * groups for stage 3: each layer's, and the embedding and head's (every parameter in no
  * layer, used under the model's name: model_loss_planned). The caller owns the result
  * (zero_free); NULL on error. */
 Zero *step_zero_create(Model *model, const DistGroup *g, int stage);
 
-/* As step_run, for a step of micro-batches: without a plug that reduces, this process runs
- * all n (micro-batch r is batches[r]); with one, n must be 1 and batches[0] is the
- * plug's micro-batch, one of as many as the group has ranks. ctx's generator is the step's (see
+/* Runs one training step of step->model on n micro-batches (borrowed; n = 1: a step
+ * without accumulation): without a plug that reduces, this process runs all n
+ * (micro-batch r is batches[r]); with one, n must be 1 and batches[0] is the plug's
+ * micro-batch, one of as many as the group has ranks. ctx's generator is the step's (see
  * above: each micro-batch draws from its own stretch of it) and ends where a step of these
- * micro-batches leaves it. On error returns the status with the parameters and optimizer
- * state as they were; REMAT_ESTATE if two micro-batches drew different numbers of
- * dropout masks, so that the generator after the step would depend on who ran which. */
-RematStatus step_run_batches(const Step *step, const MicroBatch *batches, int n, TrainCtx *ctx,
-                             const StepHooks *hooks, StepResult *out);
+ * micro-batches leaves it. `hooks` may be NULL. On error returns the status with the
+ * parameters and optimizer state as they were; REMAT_ESTATE if two micro-batches drew
+ * different numbers of dropout masks, so that the generator after the step would depend
+ * on who ran which. */
+RematStatus step_run(const Step *step, const MicroBatch *batches, int n, TrainCtx *ctx, const StepHooks *hooks,
+                     StepResult *out);
 
 /* Micro-batch r's gradients into the sums (one slot per parameter, NULL at first), and the
- * sums × 1/n back into .grad, as step_run_batches does: for the pipeline, which runs them. */
+ * sums × 1/n back into .grad, as step_run does: for the pipeline, which runs them. */
 void step_accumulate(const Model *m, Tensor **sums, int r);
 void step_apply_sums(const Model *m, Tensor **sums, int n);
 

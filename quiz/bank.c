@@ -16,6 +16,9 @@
 
 static const char *const LANG_KEYS[LANG_COUNT] = {"en", "ar"};
 const NameTable QUIZ_LANG_NAMES = {LANG_KEYS, LANG_COUNT};
+/* The formats a measurement may name, indexed by FigureFormat. */
+static const char *const FORMAT_NAMES[] = {"bytes", "resident", "percent", "excess", "change", "number", "int", "text"};
+static const NameTable FIGURE_FORMAT_NAMES = {FORMAT_NAMES, FORMAT_TEXT + 1};
 
 /* A string field, or an error naming `where`.`key`. */
 static const char *need_string(const cJSON *obj, const char *key, const char *path, const char *where)
@@ -41,20 +44,19 @@ static RematStatus load_measurements(const cJSON *q, const char *path, const cha
         snprintf(inner, sizeof inner, "%s.measurements.%s", where, m->string);
         Measurement *mm = &out->measurements[i];
         mm->name = m->string;
+        const char *format_name;
         if (!(mm->bench = need_string(m, "bench", path, inner)) ||
             !(mm->table = need_string(m, "table", path, inner)) ||
             !(mm->field = need_string(m, "field", path, inner)) ||
-            !(mm->format = need_string(m, "format", path, inner)))
+            !(format_name = need_string(m, "format", path, inner)))
             return REMAT_ECORRUPT;
-        static const char *const formats[] = {"bytes", "resident", "percent", "excess", "change", "number",
-                                              "int", "text"};
-        static const NameTable FORMATS = {formats, sizeof formats / sizeof formats[0]};
         int format;
-        if (name_parse(&FORMATS, mm->format, &format) != REMAT_OK) {
+        if (name_parse(&FIGURE_FORMAT_NAMES, format_name, &format) != REMAT_OK) {
             char why[256];
             snprintf(why, sizeof why, "%s", remat_last_error()); /* remat_fail writes where it reads */
             return remat_fail(REMAT_ECORRUPT, "%s: %s.format: %s", path, inner, why);
         }
+        mm->format = (FigureFormat)format;
         mm->where = cJSON_GetObjectItemCaseSensitive(m, "where");
         if (mm->where && !cJSON_IsObject(mm->where))
             return remat_fail(REMAT_ECORRUPT, "%s: %s.where: must be an object", path, inner);
@@ -181,7 +183,7 @@ static RematStatus load_orders(const cJSON *q, const char *path, const char *whe
         if (!ends[0] || !(ends[1] = need_string(o, "higher", path, inner))) return REMAT_ECORRUPT;
         const Measurement *m[2];
         for (int e = 0; e < 2; e++)
-            if (!(m[e] = find_measurement(out, ends[e], strlen(ends[e]))) || !strcmp(m[e]->format, "text"))
+            if (!(m[e] = find_measurement(out, ends[e], strlen(ends[e]))) || m[e]->format == FORMAT_TEXT)
                 return remat_fail(REMAT_ECORRUPT, "%s: %s: %s is not a numeric measurement of the question", path,
                                   inner, ends[e]);
         if (m[0]->time != m[1]->time)
@@ -289,11 +291,6 @@ void bank_free(Bank *bank)
     }
     cJSON_Delete(bank->doc);
     free(bank);
-}
-
-const char *quiz_words_json(void)
-{
-    return QUIZ_WORDS_JSON;
 }
 
 const char *quiz_word(QuizLang lang, const char *key)

@@ -44,6 +44,14 @@ typedef struct QuizText {
     const char *lang[LANG_COUNT];
 } QuizText;
 
+/* How a figure is checked and written (explain_fill.c): up to FORMAT_TEXT, what a
+ * measurement's "format" may name (described below); then the quiz's own, for what the
+ * results record beside a figure (a time's samples, the machine's fractions of CPU time). */
+typedef enum FigureFormat {
+    FORMAT_BYTES, FORMAT_RESIDENT, FORMAT_PERCENT, FORMAT_EXCESS, FORMAT_CHANGE, FORMAT_NUMBER, FORMAT_INT, FORMAT_TEXT,
+    FORMAT_COUNT, FORMAT_FRACTION
+} FigureFormat;
+
 /* A value an explanation quotes: {name} is replaced by `field` of the first record of
  * `table` in results/<bench>.json whose fields equal every entry of `where` (with
  * `largest`, "pick": "largest" in the bank, of the one among them whose `field` is
@@ -59,7 +67,7 @@ typedef struct Measurement {
     const char *table;
     const cJSON *where; /* an object, possibly empty */
     const char *field;
-    const char *format;
+    FigureFormat format;
     bool time;
     bool largest;
 } Measurement;
@@ -150,8 +158,5 @@ extern const NameTable QUIZ_LANG_NAMES;
 /* The text `key` of words.json in `lang` (static storage). A key that is not there is a
  * programming error: it is said on stderr, and the program aborts. */
 const char *quiz_word(QuizLang lang, const char *key);
-
-/* The whole of words.json, for the page's script (static storage). */
-const char *quiz_words_json(void);
 
 #endif /* REMAT_QUIZ_BANK_H */

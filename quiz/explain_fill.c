@@ -47,7 +47,6 @@ typedef struct Figure {
  * on one machine measures, but not beyond what a corrupted or hand-edited file holds:
  * "kept 16777216.0 TiB" or "kept 0 B" from a null is worse than no figure. */
 typedef struct Format {
-    const char *name;
     double max;
     bool whole, positive;
     const char *print;
@@ -55,34 +54,25 @@ typedef struct Format {
 } Format;
 
 static const Format FORMATS[] = {
-    {"bytes", 1125899906842624.0, true, false, NULL, 0, 1}, /* 1 PiB */
-    {"resident", 0, true, false, NULL, 0, 1},               /* a resident peak: at most the RAM */
-    {"int", 1e9, true, false, "%.0f", 0, 1},
-    {"count", 1e9, true, true, "%.3g", 0, 1},               /* samples, cores */
-    {"percent", 1.0, false, false, "%.1f%%", 0, 100},       /* FLOPs recomputed per FLOP done */
-    {"excess", 100.0, false, true, "%+.1f%%", 1, 100},      /* a ratio of times: above 0 */
-    {"change", 100.0, false, true, "%.1f%%", 1, 100},       /* the same, worded slower or faster */
-    {"fraction", 1.0, false, false, "%.3g", 0, 1},          /* CPU steal */
-    {"number", 1e6, false, false, "%.3g", 0, 1},            /* slopes, gradient differences, load averages */
+    [FORMAT_BYTES] = {1125899906842624.0, true, false, NULL, 0, 1}, /* 1 PiB */
+    [FORMAT_RESIDENT] = {0, true, false, NULL, 0, 1},               /* a resident peak: at most the RAM */
+    [FORMAT_INT] = {1e9, true, false, "%.0f", 0, 1},
+    [FORMAT_COUNT] = {1e9, true, true, "%.3g", 0, 1},               /* samples, cores */
+    [FORMAT_PERCENT] = {1.0, false, false, "%.1f%%", 0, 100},       /* FLOPs recomputed per FLOP done */
+    [FORMAT_EXCESS] = {100.0, false, true, "%+.1f%%", 1, 100},      /* a ratio of times: above 0 */
+    [FORMAT_CHANGE] = {100.0, false, true, "%.1f%%", 1, 100},       /* the same, worded slower or faster */
+    [FORMAT_FRACTION] = {1.0, false, false, "%.3g", 0, 1},          /* CPU steal */
+    [FORMAT_NUMBER] = {1e6, false, false, "%.3g", 0, 1},            /* slopes, gradient differences, load averages */
 };
 
-/* The numeric format called `name`; "number" for any other. */
-static const Format *format_of(const char *name)
-{
-    const size_t n = sizeof FORMATS / sizeof FORMATS[0];
-    for (size_t i = 0; i < n - 1; i++)
-        if (!strcmp(FORMATS[i].name, name)) return &FORMATS[i];
-    return &FORMATS[n - 1];
-}
-
-/* Checks `v`, a value of format `format` ("text" or one of FORMATS); false with *problem
- * set (a key of words.json) if it is not a plausible measurement. */
-static bool valid_value(const cJSON *v, const char *format, const char **problem)
+/* Checks `v`, a value of format `format`; false with *problem set (a key of words.json) if
+ * it is not a plausible measurement. */
+static bool valid_value(const cJSON *v, FigureFormat format, const char **problem)
 {
     *problem = "why_not_number";
-    if (!strcmp(format, "text")) return cJSON_IsString(v);
+    if (format == FORMAT_TEXT) return cJSON_IsString(v);
     if (!cJSON_IsNumber(v) || isnan(v->valuedouble)) return false;
-    const Format *p = format_of(format);
+    const Format *p = &FORMATS[format];
     const double x = v->valuedouble, ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     const double max = p->max ? p->max : ram;
     *problem = x < 0 ? "why_negative" : p->positive && x == 0 ? "why_not_positive" : !(x <= max) ? "why_too_large"
@@ -114,7 +104,7 @@ static void read_spread(const cJSON *record, const char *path, Figure *fig)
     const char *problem;
     for (int i = 0; i < 3; i++) {
         if (!v[i]) return invalid(fig, path, names[i], "why_part_of_interval");
-        if (!valid_value(v[i], i < 2 ? fig->m->format : "count", &problem))
+        if (!valid_value(v[i], i < 2 ? fig->m->format : FORMAT_COUNT, &problem))
             return invalid(fig, path, names[i], problem);
     }
     fig->lo = v[0]->valuedouble;
@@ -221,13 +211,14 @@ static void check_orders(const Question *q, Figure *figs)
 static bool read_machine(const cJSON *doc, RecordedMachine *m, Figure *bad)
 {
     static const struct {
-        const char *name, *format;
+        const char *name;
+        FigureFormat format;
         size_t offset;
-    } fields[] = {{"loadavg_before", "number", offsetof(RecordedMachine, load_before)},
-                  {"loadavg_after", "number", offsetof(RecordedMachine, load_after)},
-                  {"cpu_steal", "fraction", offsetof(RecordedMachine, steal)},
-                  {"others_cpu", "fraction", offsetof(RecordedMachine, others)},
-                  {"cores", "count", offsetof(RecordedMachine, cores)}};
+    } fields[] = {{"loadavg_before", FORMAT_NUMBER, offsetof(RecordedMachine, load_before)},
+                  {"loadavg_after", FORMAT_NUMBER, offsetof(RecordedMachine, load_after)},
+                  {"cpu_steal", FORMAT_FRACTION, offsetof(RecordedMachine, steal)},
+                  {"others_cpu", FORMAT_FRACTION, offsetof(RecordedMachine, others)},
+                  {"cores", FORMAT_COUNT, offsetof(RecordedMachine, cores)}};
     const cJSON *machine = cJSON_GetObjectItemCaseSensitive(doc, "machine");
     bool recorded = true;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
@@ -252,14 +243,14 @@ bool results_machine(const cJSON *doc, RecordedMachine *m)
 /* ---- writing a figure ------------------------------------------------------------------ */
 
 /* `v` written as `format` says; a "change" in words of `lang`, by its sign. */
-static void format_number(char *buf, size_t size, double v, const char *format, QuizLang lang)
+static void format_number(char *buf, size_t size, double v, FigureFormat format, QuizLang lang)
 {
-    const Format *f = format_of(format);
+    const Format *f = &FORMATS[format];
     if (!f->print) {
         mem_format_bytes(buf, size, (size_t)v);
         return;
     }
-    const bool change = !strcmp(format, "change");
+    const bool change = format == FORMAT_CHANGE;
     char number[64];
     snprintf(number, sizeof number, f->print, (change ? fabs(v - f->shift) : v - f->shift) * f->scale);
     if (strspn(number, "+-0.%") == strlen(number)) snprintf(number, sizeof number, f->print, 0.0); /* not -0.0% */
@@ -276,14 +267,14 @@ static void format_figure(char *buf, size_t size, const Figure *fig, QuizLang la
         snprintf(buf, size, "%s", v->valuestring);
         return;
     }
-    const char *format = fig->m->format;
+    const FigureFormat format = fig->m->format;
     char value[64], lo[64], hi[64];
     format_number(value, sizeof value, v->valuedouble, format, lang);
     if (!fig->spread) {
         snprintf(buf, size, "%s", value);
         return;
     }
-    const bool change = !strcmp(format, "change");
+    const bool change = format == FORMAT_CHANGE;
     if (change && (fig->lo < 1) == (fig->hi < 1)) { /* the sizes alone, the smaller first */
         const double a = fabs(fig->lo - 1) * 100, b = fabs(fig->hi - 1) * 100;
         snprintf(lo, sizeof lo, "%.1f%%", fmin(a, b));
@@ -292,7 +283,7 @@ static void format_figure(char *buf, size_t size, const Figure *fig, QuizLang la
         format_number(lo, sizeof lo, fig->lo, format, lang);
         format_number(hi, sizeof hi, fig->hi, format, lang);
     }
-    const bool ratio = change || !strcmp(format, "excess") || !strcmp(format, "percent");
+    const bool ratio = change || format == FORMAT_EXCESS || format == FORMAT_PERCENT;
     snprintf(buf, size, quiz_word(lang, ratio ? "paired_spread" : "timed_spread"), value, lo, hi, fig->samples);
 }
 

@@ -8,7 +8,7 @@
  * Nothing here decides what the quiz says: the questions come from the bank, the
  * explanations from explain_pieces (the pieces the terminal joins into a line), the
  * verdicts and the score line from quiz_word (bank.h); every text goes through
- * html_text.h, which escapes it and isolates Arabic's left-to-right runs.
+ * html_text (below), which escapes it and isolates Arabic's left-to-right runs.
  *
  * What it is not: a general HTML writer or a template engine: the template's four
  * markers are the only places it writes into.
@@ -26,11 +26,155 @@
 #include <unistd.h>
 
 #include "base/file.h"
+#include "base/text.h"
 #include "quiz/embedded.h"
-#include "quiz/html_text.h"
 
 static const char *const LANG_CODES[LANG_COUNT] = {"en", "ar"};
 static const char *const LANG_DIRS[LANG_COUNT] = {"ltr", "rtl"};
+
+/* ---- text in HTML ------------------------------------------------------------------- */
+
+/* Every text from the bank or the results goes through html_text, which escapes it for
+ * HTML and, in Arabic, isolates each left-to-right run — a number with its unit, a file
+ * name, code, a formula — in <bdi dir="ltr">. Inside a right-to-left sentence the Unicode
+ * bidirectional algorithm otherwise resolves the brackets, signs and spaces at a run's
+ * edges by the Arabic around them, and "O(N²)" or "+21.0%" can come out with a bracket or
+ * its sign on the wrong side. English text is only escaped: it holds no right-to-left
+ * text to isolate.
+ *
+ * How a run is found: the text is cut into stretches that hold no Arabic character; in
+ * each, the run goes from its first to its last character that carries meaning (a Latin
+ * letter or digit, or a symbol such as ² or √: is_run_char), then widens to the
+ * punctuation that belongs to it (widen_run): the sign before a number, the percent sign
+ * after it, the brackets it opened, and a pair of brackets or quotes around it. What is
+ * left at a stretch's edges — spaces, a colon, a bracket the Arabic opened — stays with
+ * the sentence. "(النظرية: 0.5 و1)" isolates "0.5" and "1" and leaves both brackets Arabic.
+ *
+ * Not a general bidi implementation: it knows the Arabic script's blocks and the
+ * punctuation the bank uses, and leaves the rest to the browser. */
+
+/* Writes `len` bytes of `s` with &, <, >, " and ' escaped: safe as element text and
+ * inside a double-quoted attribute. */
+static void html_escaped(FILE *out, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        switch (s[i]) {
+        case '&': fputs("&amp;", out); break;
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '"': fputs("&quot;", out); break;
+        case '\'': fputs("&#39;", out); break;
+        default: fputc(s[i], out);
+        }
+    }
+}
+
+/* Letters, digits and punctuation of the Arabic script (its main and presentation-form
+ * blocks). */
+static bool is_arabic(uint32_t c)
+{
+    return (c >= 0x0600 && c <= 0x06FF) || (c >= 0x0750 && c <= 0x077F) || (c >= 0x08A0 && c <= 0x08FF) ||
+           (c >= 0xFB50 && c <= 0xFDFF) || (c >= 0xFE70 && c <= 0xFEFF);
+}
+
+/* A character that carries a left-to-right run's meaning: a Latin letter or digit, or a
+ * symbol such as ², ᵀ, √, · or ×. Spaces, ASCII punctuation, general punctuation (dashes,
+ * quotation marks) and the no-break space are not: they belong to the sentence around. */
+static bool is_run_char(uint32_t c)
+{
+    if (c < 0x80) return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+    return !is_arabic(c) && c != 0xA0 && c != 0xAB && c != 0xBB && !(c >= 0x2000 && c <= 0x206F);
+}
+
+/* Widens the left-to-right run s[*start..*end) inside the non-Arabic stretch s[from..to)
+ * to the punctuation that belongs to it: a sign before a number, a percent sign after
+ * one, the closing brackets of brackets it opened, and a pair of brackets or quotation
+ * marks around it. */
+static void widen_run(const char *s, size_t from, size_t to, size_t *start, size_t *end)
+{
+    if (*start > from && (s[*start - 1] == '+' || s[*start - 1] == '-') && s[*start] >= '0' && s[*start] <= '9')
+        (*start)--;
+    if (*end < to && s[*end] == '%') (*end)++;
+    int open = 0;
+    for (size_t i = *start; i < *end; i++) open += (s[i] == '(') - (s[i] == ')');
+    while (open > 0 && *end < to && s[*end] == ')') {
+        (*end)++;
+        open--;
+    }
+    while (*start > from && *end < to &&
+           ((s[*start - 1] == '(' && s[*end] == ')') || (s[*start - 1] == '"' && s[*end] == '"'))) {
+        (*start)--;
+        (*end)++;
+    }
+}
+
+/* Writes `len` bytes of UTF-8 text `s` as HTML text in `lang`: escaped, and in Arabic each
+ * left-to-right run isolated in <bdi dir="ltr">. */
+static void html_text(FILE *out, const char *s, size_t len, QuizLang lang)
+{
+    if (lang != LANG_AR) {
+        html_escaped(out, s, len);
+        return;
+    }
+    size_t i = 0;
+    while (i < len) {
+        size_t n, j = i, start = 0, end = 0;
+        bool found = false;
+        while (j < len) { /* the stretch s[i..j) holds no Arabic character */
+            uint32_t c = text_next_char(s + j, len - j, &n);
+            if (is_arabic(c)) break;
+            if (is_run_char(c)) {
+                if (!found) start = j;
+                found = true;
+                end = j + n;
+            }
+            j += n;
+        }
+        if (found) {
+            widen_run(s, i, j, &start, &end);
+            html_escaped(out, s + i, start - i);
+            fputs("<bdi dir=\"ltr\">", out);
+            html_escaped(out, s + start, end - start);
+            fputs("</bdi>", out);
+            html_escaped(out, s + end, j - end);
+        } else {
+            html_escaped(out, s + i, j - i);
+        }
+        i = j; /* then the Arabic that follows, as it is */
+        while (i < len && is_arabic(text_next_char(s + i, len - i, &n))) i += n;
+        html_escaped(out, s + j, i - j);
+    }
+}
+
+/* html_text of a NUL-terminated string. */
+static void html_string(FILE *out, const char *s, QuizLang lang)
+{
+    html_text(out, s, strlen(s), lang);
+}
+
+/* Writes a quiz_word format in `lang` whose conversions (%s, %c, %d; no %%) are all given as
+ * strings in `args`, in order, each wrapped in <tag> when `tag` is not NULL. */
+static void html_words(FILE *out, QuizLang lang, const char *format, const char *const *args, const char *tag)
+{
+    const char *p = format;
+    for (const char *conv; (conv = strchr(p, '%')) != NULL; p = conv + 2) {
+        html_text(out, p, (size_t)(conv - p), lang);
+        if (tag) fprintf(out, "<%s>", tag);
+        html_string(out, *args++, lang);
+        if (tag) fprintf(out, "</%s>", tag);
+    }
+    html_string(out, p, lang);
+}
+
+/* Writes the JSON text `json` for a <script type="application/json">: <, > and & (found
+ * only inside its strings) as \u escapes, so that it cannot end its <script>. */
+static void html_json(FILE *out, const char *json)
+{
+    for (const char *c = json; *c; c++) {
+        if (*c == '<' || *c == '>' || *c == '&') fprintf(out, "\\u%04x", *c);
+        else fputc(*c, out);
+    }
+}
 
 /* Writes `open`, then `text` in `lang` through html_string, then `close`. */
 static void put_in(FILE *out, const char *open, const char *text, const char *close, QuizLang lang)
@@ -382,7 +526,7 @@ static RematStatus put_page(FILE *out, const PageSources *src, const char *page)
         } else if (!strncmp(at, "<!--@footers-->", 15)) {
             for (int l = 0; l < LANG_COUNT; l++) put_footer(out, (QuizLang)l, src);
         } else { /* <!--@words--> */
-            html_json(out, quiz_words_json());
+            html_json(out, QUIZ_WORDS_JSON);
         }
     }
     fputs(t, out);

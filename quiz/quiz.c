@@ -171,12 +171,9 @@ static int output_width(void)
  * 0 for an Arabic vowel mark (U+064B-U+065F, U+0670) or a direction mark (U+200E, U+200F). */
 static size_t character(const char *s, int *cols)
 {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t n = 1;
-    while (u[n] && (u[n] & 0xC0) == 0x80 && n < 4) n++;
-    const bool mark = (u[0] == 0xD9 && n == 2 && ((u[1] >= 0x8B && u[1] <= 0x9F) || u[1] == 0xB0)) ||
-                      (u[0] == 0xE2 && n == 3 && u[1] == 0x80 && (u[2] == 0x8E || u[2] == 0x8F));
-    *cols = mark ? 0 : 1;
+    size_t n;
+    const uint32_t c = text_next_char(s, strnlen(s, 4), &n);
+    *cols = (c >= 0x064B && c <= 0x065F) || c == 0x0670 || c == 0x200E || c == 0x200F ? 0 : 1;
     return n;
 }
 

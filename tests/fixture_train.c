@@ -132,7 +132,7 @@ RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out)
         ctx.step = (uint64_t)i;
         if (way->step_peaks) mem_reset_peaks();
         if (way->memory_budget) mem_set_budget(way->memory_budget);
-        status = step_run(&step, x, y, &ctx, i == 0 ? &first : NULL, &result);
+        status = step_run(&step, &(MicroBatch){x, y}, 1, &ctx, i == 0 ? &first : NULL, &result);
         if (way->memory_budget) mem_set_budget(0);
         if (way->step_peaks && mem_peak_resident() > out->peak) out->peak = mem_peak_resident();
         if (way->step_peaks && mem_peak(MEM_ACT) > out->peak_act) out->peak_act = mem_peak(MEM_ACT);

@@ -94,8 +94,8 @@ static void train(Model *m, const Strategy *strategy, Optimizer *opt, Zero *zero
         MicroBatch mb[8];
         for (int r = 0; r < world.size; r++) mb[r].input = fixture_batch(&gpt, &data, &mb[r].targets);
         StepResult result;
-        const RematStatus status = zero ? step_run_batches(&step, &mb[world.rank], 1, &ctx, NULL, &result)
-                                        : step_run_batches(&step, mb, world.size, &ctx, NULL, &result);
+        const RematStatus status = zero ? step_run(&step, &mb[world.rank], 1, &ctx, NULL, &result)
+                                        : step_run(&step, mb, world.size, &ctx, NULL, &result);
         for (int r = 0; r < world.size; r++) {
             var_free(mb[r].input);
             var_free(mb[r].targets);

@@ -261,7 +261,7 @@ static void learner_step(Learner *t, Offload *off, RematStatus expected)
     /* The one training step (models/step.h): its optimizer never runs after a failure. */
     const Step step = {.model = t->model, .optim = t->opt, .plugs = {step_offload_plug(off)}};
     StepResult result;
-    assert_int_equal(step_run(&step, x, y, &t->ctx, NULL, &result), expected);
+    assert_int_equal(step_run(&step, &(MicroBatch){x, y}, 1, &t->ctx, NULL, &result), expected);
     var_free(x);
     var_free(y);
 }
@@ -1181,7 +1181,7 @@ static void learner_warm_up(Learner *t, Offload *off)
     assert_int_equal(mlp_task_batch(t->teacher, &warm_up, CHAIN_B, &x, &y), REMAT_OK);
     const Step warm = {.model = t->model, .plugs = {step_offload_plug(off)}}; /* no optimizer: nothing is updated */
     StepResult result;
-    assert_int_equal(step_run(&warm, x, y, &t->ctx, NULL, &result), REMAT_OK);
+    assert_int_equal(step_run(&warm, &(MicroBatch){x, y}, 1, &t->ctx, NULL, &result), REMAT_OK);
     var_free(x);
     var_free(y);
     assert_true(offload_stats(off).file_bytes > 0);

@@ -102,13 +102,13 @@ static size_t count(const char *text, const char *what)
 /* The value a placeholder of format `format` is given in the scratch results (a text: two op
  * classes): the k-th figure of the bank, so that no two figures look alike; a byte count that is the lower
  * end of an order of its question (`lower`) far smaller than the others, as it must be. */
-static double fake_value(const char *format, int k, bool lower)
+static double fake_value(FigureFormat format, int k, bool lower)
 {
-    if (!strcmp(format, "bytes") || !strcmp(format, "resident"))
+    if (format == FORMAT_BYTES || format == FORMAT_RESIDENT)
         return (1048576.0 * (k + 1) + 65536.0 * k) * (lower ? 1 : 16);
-    if (!strcmp(format, "percent")) return 0.011 * (k + 1);
-    if (!strcmp(format, "excess") || !strcmp(format, "change")) return 1.0 + 0.013 * (k + 1);
-    if (!strcmp(format, "int")) return 10 + k;
+    if (format == FORMAT_PERCENT) return 0.011 * (k + 1);
+    if (format == FORMAT_EXCESS || format == FORMAT_CHANGE) return 1.0 + 0.013 * (k + 1);
+    if (format == FORMAT_INT) return 10 + k;
     return 0.125 * (k + 1);
 }
 
@@ -169,7 +169,7 @@ static void write_results(const char *skip)
             bool lower = false;
             for (int o = 0; o < bank->questions[q].n_orders; o++) lower |= bank->questions[q].orders[o].lower == m;
             const double value = fake_value(m->format, k, lower);
-            if (!strcmp(m->format, "text")) cJSON_AddStringToObject(record, m->field, "attn.qkv, mlp.fc");
+            if (m->format == FORMAT_TEXT) cJSON_AddStringToObject(record, m->field, "attn.qkv, mlp.fc");
             else cJSON_AddNumberToObject(record, m->field, value);
             if (m->time) { /* quiet and narrow: the times are quoted */
                 char name[128];

@@ -116,12 +116,24 @@ static void assert_one_term_each(const char *text, const char *where)
         if (strstr(text, others[i])) fail_msg("%s says \"%s\": %s", where, others[i], text);
 }
 
+/* quiz/words.json as the program embeds it (quiz/CMakeLists.txt), parsed. */
+static cJSON *parse_words(void)
+{
+    char *text;
+    size_t size;
+    if (file_read_all("test_quiz", REMAT_SOURCE_DIR "/quiz/words.json", QUIZ_MAX_FILE, &text, &size) != REMAT_OK)
+        return NULL;
+    cJSON *words = cJSON_Parse(text);
+    free(text);
+    return words;
+}
+
 /* Every text of quiz/words.json is there in both languages, and a format takes the same
  * printf conversions, in the same order, in both. */
 static void test_words_take_the_same_arguments_in_both_languages(void **state)
 {
     (void)state;
-    cJSON *words = cJSON_Parse(quiz_words_json());
+    cJSON *words = parse_words();
     assert_non_null(words);
     int texts = 0;
     for (const cJSON *w = words->child; w; w = w->next, texts++) {
@@ -348,10 +360,10 @@ static const Given EXACT[] = {
     {"blocks_saved", 2988442, 0, 0, 0},   {"attn_saved", 1772093, 0, 0, 0}, {"mlp_saved", 858112, 0, 0, 0},
     {"offload_flops", 0.0, 0, 0, 0},      {NULL, 0, 0, 0, 0}};
 
-static double plausible(const char *format)
+static double plausible(FigureFormat format)
 {
-    return !strcmp(format, "bytes") || !strcmp(format, "resident") ? 1048576 : !strcmp(format, "int") ? 64 : !strcmp(format, "percent") ? 0.2
-         : !strcmp(format, "excess") || !strcmp(format, "change") ? 1.1 : 0.172;
+    return format == FORMAT_BYTES || format == FORMAT_RESIDENT ? 1048576 : format == FORMAT_INT ? 64 : format == FORMAT_PERCENT ? 0.2
+         : format == FORMAT_EXCESS || format == FORMAT_CHANGE ? 1.1 : 0.172;
 }
 
 static const Given *given_for(const Given *given, const char *name)
@@ -402,7 +414,7 @@ static void write_results(const Question *q, const Given *given, Machine machine
         if (!rec) cJSON_AddItemToArray(records, rec = m->where ? cJSON_Duplicate(m->where, true) : cJSON_CreateObject());
         const Given *g = given_for(given, m->name);
         if (!g) g = given_for(EXACT, m->name);
-        if (!cJSON_GetObjectItem(rec, m->field) && !strcmp(m->format, "text"))
+        if (!cJSON_GetObjectItem(rec, m->field) && m->format == FORMAT_TEXT)
             cJSON_AddStringToObject(rec, m->field, "attn.qkv, mlp.fc");
         if (!cJSON_GetObjectItem(rec, m->field)) cJSON_AddNumberToObject(rec, m->field, g ? g->value : plausible(m->format));
         if (g && g->samples > 0) {
@@ -856,7 +868,7 @@ static void test_a_change_is_worded_by_its_sign(void **state)
     /* Every time the bank quotes is a change, worded so. */
     for (int q = 0; q < b->n_questions; q++)
         for (int m = 0; m < b->questions[q].n_measurements; m++)
-            if (b->questions[q].measurements[m].time) assert_string_equal(b->questions[q].measurements[m].format, "change");
+            if (b->questions[q].measurements[m].time) assert_int_equal(b->questions[q].measurements[m].format, FORMAT_CHANGE);
     static char en[8192], ar[8192];
     const Given faster[] = {{"counter_time", 0.982, 0.964, 0.997, 9}, {NULL, 0, 0, 0, 0}};
     explain_given(b, 7, faster, QUIET, en, ar, sizeof en);
@@ -1349,7 +1361,7 @@ static void test_every_word_the_code_says_is_in_words_json(void **state)
 {
     (void)state;
     static const char *const files[] = {"quiz/explain_fill.c", "quiz/page.c", "quiz/quiz.c"};
-    cJSON *words = cJSON_Parse(quiz_words_json());
+    cJSON *words = parse_words();
     int keys = 0;
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
         char *code = source_file(files[f]);

@@ -360,7 +360,7 @@ static void test_plugs_run_where_the_step_says(void **state)
                                  {.reduce = log_reduce, .optimizer_step = log_optimizer_step, .ctx = &ranks}}};
     TrainCtx ctx = {.training = true};
     StepResult result;
-    assert_int_equal(step_run(&step, x, y, &ctx, NULL, &result), REMAT_OK);
+    assert_int_equal(step_run(&step, &(MicroBatch){x, y}, 1, &ctx, NULL, &result), REMAT_OK);
     assert_int_equal(watch.forward_begin, 1);
     assert_int_equal(watch.forward_end, 1);
     assert_int_equal(watch.pass_begin, 1);
@@ -417,7 +417,7 @@ static void test_param_use_hooks_see_every_stage_and_parameter(void **state)
     const ParamUseHooks *outer = param_use_hooks_set(&hooks);
     TrainCtx ctx = {.training = true};
     StepResult result;
-    assert_int_equal(step_run(&(Step){.model = m}, x, y, &ctx, NULL, &result), REMAT_OK);
+    assert_int_equal(step_run(&(Step){.model = m}, &(MicroBatch){x, y}, 1, &ctx, NULL, &result), REMAT_OK);
     param_use_hooks_set(outer);
     const void *want[] = {m, m->layers[0], m->layers[1], m};
     assert_int_equal(log.n_stages, 4);
@@ -461,13 +461,13 @@ static void test_accumulation_is_the_scaled_sum_of_micro_batches(void **state)
     for (int r = 0; r < 2; r++) {
         ctx.rng = start;
         pcg32_advance(&ctx.rng, (uint64_t)r << 40);
-        assert_int_equal(step_run(&step, mb[r].input, mb[r].targets, &ctx, NULL, &result), REMAT_OK);
+        assert_int_equal(step_run(&step, &mb[r], 1, &ctx, NULL, &result), REMAT_OK);
         if (r == 0) after0 = ctx.rng;
         losses[r] = result.loss;
         copy_grads(m, g[r]);
     }
     ctx.rng = start;
-    assert_int_equal(step_run_batches(&step, mb, 2, &ctx, NULL, &result), REMAT_OK);
+    assert_int_equal(step_run(&step, mb, 2, &ctx, NULL, &result), REMAT_OK);
     assert_true(result.loss == (losses[0] + losses[1]) / 2.0f);
     assert_memory_equal(&ctx.rng, &after0, sizeof after0);
     for (int i = 0; i < m->n_params; i++) {

@@ -40,7 +40,7 @@ static void check_question(const Question *q)
     if (!q->test_file || !q->test_name || !q->bench) broken("a question lost its test or bench");
     for (int m = 0; m < q->n_measurements; m++) {
         const Measurement *x = &q->measurements[m];
-        if (!x->name || !x->bench || !x->table || !x->field || !x->format) broken("a measurement is incomplete");
+        if (!x->name || !x->bench || !x->table || !x->field || x->format > FORMAT_TEXT) broken("a measurement is incomplete");
     }
 }
 

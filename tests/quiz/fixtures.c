@@ -63,7 +63,8 @@ QuizStep quiz_step_with(Model *model, const Strategy *strategy, Offload *off, Dr
     mem_reset_peaks();
     const Step step = {.model = model, .schedule = schedule, .plugs = {step_offload_plug(off)}};
     StepResult result;
-    s.status = step_run(&step, x, targets, &ctx, &(StepHooks){.backward_done = copy_grads, .user = &copy}, &result);
+    const StepHooks hooks = {.backward_done = copy_grads, .user = &copy};
+    s.status = step_run(&step, &(MicroBatch){x, targets}, 1, &ctx, &hooks, &result);
     s.loss = result.loss;
     s.stored_act = result.act_stored;
     s.peak_act = mem_peak(MEM_ACT);

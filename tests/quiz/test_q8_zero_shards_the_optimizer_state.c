@@ -36,7 +36,7 @@ static RematStatus adamw_step(Model *gpt, Optimizer *opt, Zero *zero, Var *x, Va
     const Step step = {.model = gpt, .schedule = schedule, .optim = opt, .plugs = {step_zero_plug(zero)}};
     const MicroBatch mb = {x, t};
     StepResult result;
-    const RematStatus status = step_run_batches(&step, &mb, 1, &ctx, NULL, &result);
+    const RematStatus status = step_run(&step, &mb, 1, &ctx, NULL, &result);
     schedule_free(schedule);
     return status;
 }
