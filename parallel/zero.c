@@ -91,12 +91,6 @@ int zero_size(const Zero *z) { return z->group.size; }
 int zero_stage(const Zero *z) { return z->stage; }
 size_t zero_total(const Zero *z) { return z->total; }
 
-void zero_shard(const Zero *z, size_t *begin, size_t *end)
-{
-    *begin = z->begin;
-    *end = z->end;
-}
-
 Optimizer *zero_optimizer_create(const Zero *z, const OptimConfig *config)
 {
     if (z->stage == 0) return optim_create(config, z->params, z->n);
@@ -162,7 +156,7 @@ RematStatus zero_reduce(Zero *z, float loss, float *mean_loss)
     if (z->stage == 0) { /* every rank gets the whole reduced gradient */
         if (status == REMAT_OK) flat_write(&grads, z->begin, z->end, shard);
         mem_free(shard);
-        if (status == REMAT_OK) status = dist_all_gather(&z->group, &grads, COMM_GRAD_REDUCE);
+        if (status == REMAT_OK) status = dist_all_gather(&z->group, &grads, NULL, COMM_GRAD_REDUCE);
     } else if (z->stage == 1) {
         z->grad_shard = shard; /* until the optimizer step */
     } else {
@@ -177,7 +171,7 @@ RematStatus zero_reduce(Zero *z, float loss, float *mean_loss)
     if (!losses) return remat_fail(REMAT_ENOMEM, "zero: no memory for %d losses", K);
     losses[z->group.rank] = loss;
     const FlatPiece piece = {losses, (size_t)K};
-    status = dist_all_gather(&z->group, &(FlatView){&piece, 1, (size_t)K}, COMM_CONTROL);
+    status = dist_all_gather(&z->group, &(FlatView){&piece, 1, (size_t)K}, NULL, COMM_CONTROL);
     float sum = losses[0];
     for (int r = 1; r < K; r++) sum += losses[r]; /* in rank order, as step.h sums micro-batches */
     *mean_loss = sum / (float)K;
@@ -196,7 +190,7 @@ RematStatus zero_optimizer_step(Zero *z, Optimizer *opt)
     }
     if (status != REMAT_OK) return status;
     const FlatView values = params_view(z, OF_VALUES);
-    return dist_all_gather(&z->group, &values, COMM_PARAM_GATHER);
+    return dist_all_gather(&z->group, &values, NULL, COMM_PARAM_GATHER);
 }
 
 /* ---- stage 3: parameters gathered while used ------------------------------------------ */
@@ -216,7 +210,7 @@ static RematStatus gather_param(Zero *z, int i)
     if (n) memcpy(t->f32 + a, z->param_shard + (first + a - z->begin), n * sizeof(float));
     const FlatPiece piece = {t->f32, t->numel};
     const FlatView v = {&piece, 1, t->numel};
-    return dist_all_gather_bounds(&z->group, &v, z->bounds, COMM_PARAM_GATHER);
+    return dist_all_gather(&z->group, &v, z->bounds, COMM_PARAM_GATHER);
 }
 
 static void release_group(Zero *z, int g)
