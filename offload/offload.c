@@ -133,8 +133,6 @@ static const char *io_error_str(char *buf, size_t size, int err, bool write)
 static const char *const POLICY_NAMES[] = {"all", "large", "boundary"};
 const NameTable OFFLOAD_POLICY_NAMES = {POLICY_NAMES, sizeof POLICY_NAMES / sizeof POLICY_NAMES[0]};
 
-const char *offload_policy_name(OffloadPolicy policy) { return name_of(&OFFLOAD_POLICY_NAMES, (int)policy); }
-
 /* Whether the policy sends `t`, saved by `node`, to disk. */
 static bool chooses(const Offload *off, const Tensor *t, const Node *node)
 {
@@ -180,13 +178,17 @@ static RematStatus grow(Offload *off, size_t need, const char *what)
     return REMAT_OK;
 }
 
-/* The file is shorter than its records or its mapping: the mapping goes (touching it
- * again would fault) and the next write grows the file anew. */
-static void forget_mapping(Offload *off)
+/* REMAT_ECORRUPT: the spill file, `size` bytes, is shorter than record `r` (it was truncated
+ * behind our back). The mapping goes (touching its missing pages would raise SIGBUS) and
+ * the next write grows the file anew. */
+static RematStatus truncated(Offload *off, const Record *r, bool write, long long size, const char *how)
 {
     if (off->map) munmap(off->map, off->capacity);
     off->map = NULL;
     off->capacity = 0;
+    return remat_fail(REMAT_ECORRUPT, "offload: cannot %s %s: the spill file in %s is %lld bytes long but its "
+                      "record %zu ends at byte %zu (the file was truncated%s)", write ? "write" : "read back", r->what,
+                      off->dir, size, r->index, r->offset + r->span, how);
 }
 
 /* ---- moving the bytes ---------------------------------------------------------------- */
@@ -223,11 +225,7 @@ static RematStatus transfer(Offload *off, Record *r)
     const int err = prefetch_transfer(off->prefetcher, &r->io);
     if (err != PREFETCH_TRUNCATED) return err ? transfer_failed(off, r->what, r->io.write, err) : REMAT_OK;
     struct stat st;
-    const long long size = fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1;
-    forget_mapping(off);
-    return remat_fail(REMAT_ECORRUPT, "offload: cannot %s %s: the spill file in %s is %lld bytes long, shorter than "
-                      "its mapping (the file was truncated; SIGBUS caught)", r->io.write ? "write" : "read back",
-                      r->what, off->dir, size);
+    return truncated(off, r, r->io.write, fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1, "; SIGBUS caught");
 }
 
 /* ---- records ------------------------------------------------------------------------- */
@@ -342,10 +340,7 @@ static Tensor *read_record(Offload *off, Record *r)
         return remat_fail_null(REMAT_EIO, "offload: cannot read back %s: fstat of the spill file failed: %s", what,
                                strerror(errno));
     if ((size_t)st.st_size < r->offset + r->span || r->offset + r->span > off->capacity) {
-        forget_mapping(off);
-        remat_fail(REMAT_ECORRUPT, "offload: cannot read back %s: the spill file in %s is %lld bytes long but "
-                   "its record %zu ends at byte %zu (the file was truncated)", what, off->dir,
-                   (long long)st.st_size, r->index, r->offset + r->span);
+        truncated(off, r, false, (long long)st.st_size, "");
         return NULL;
     }
     const RecordHeader *h = &r->header;
@@ -424,9 +419,11 @@ static void advise_mapping(Offload *off, int advice)
     if (off->map && off->opts.drop_cache) (void)madvise(off->map, off->capacity, advice);
 }
 
-/* mincore on a mapping of the records made for the question (it maps no page in, and is
- * gone at once). */
-RematStatus offload_cached_bytes(const Offload *off, size_t *cached)
+/* How many bytes of the records written since the file was last reset (their pages, header
+ * and padding included) are in the page cache now, into *cached: mincore on a mapping of
+ * the records made for the question (it maps no page in, and is gone at once). REMAT_EIO
+ * if the kernel cannot tell. */
+static RematStatus cached_bytes(const Offload *off, size_t *cached)
 {
     const size_t bytes = off->tail;
     *cached = 0;
@@ -456,10 +453,9 @@ static void *offload_pack(void *ctx, Tensor *t, const Node *node, int slot)
 {
     Offload *off = ctx;
     Record *r = calloc(1, sizeof *r);
-    if (!r) {
-        remat_fail(REMAT_ENOMEM, "offload: no memory to save tensor %d of %s #%d", slot, node->op->name, node->index);
-        return NULL;
-    }
+    if (!r)
+        return remat_fail_null(REMAT_ENOMEM, "offload: no memory to save tensor %d of %s #%d", slot, node->op->name,
+                               node->index);
     if (!chooses(off, t, node)) {
         r->kept = tensor_retain(t);
         off->stats.kept++;
@@ -600,11 +596,9 @@ static const char *spill_dir(const OffloadOptions *opts)
                                "write_behind >= 0 and io_threads from 0 to %d", OFFLOAD_MAX_IO_THREADS);
     }
     /* An empty path would put the file in "/" (the path is DIR/remat-spill-XXXXXX). */
-    if (opts->dir && !opts->dir[0]) {
-        remat_fail(REMAT_EINVAL, "offload: the directory for the spill file is an empty path; name a directory, "
-                   "or give none for $TMPDIR (else /tmp)");
-        return NULL;
-    }
+    if (opts->dir && !opts->dir[0])
+        return remat_fail_null(REMAT_EINVAL, "offload: the directory for the spill file is an empty path; name a "
+                               "directory, or give none for $TMPDIR (else /tmp)");
     const char *env = getenv("TMPDIR");
     return opts->dir ? opts->dir : env && env[0] ? env : "/tmp";
 }
@@ -690,7 +684,7 @@ RematStatus offload_pop(Offload *off)
     if (status == REMAT_OK && off->opts.drop_cache) advise_mapping(off, MADV_RANDOM);
     /* What the page cache still holds of the records: with io direct, nothing to drop, so say so. */
     if (status == REMAT_OK && (off->opts.drop_cache || off->opts.io == OFFLOAD_IO_DIRECT))
-        status = offload_cached_bytes(off, &off->stats.cached_after_forward);
+        status = cached_bytes(off, &off->stats.cached_after_forward);
     if (status == REMAT_OK) prefetch_before(off, off->count);
     return status;
 }
@@ -735,7 +729,7 @@ char *offload_describe(const Offload *off, char *buf, size_t size)
         window_str(behind, sizeof behind, "written", o->write_behind, o->write_behind_bytes, "behind");
     if (helper_threads(o) > 1) snprintf(threads, sizeof threads, " (%d I/O threads)", o->io_threads);
     snprintf(buf, size, "%s (%s) of %s or more, to a spill file in %s by %s; %s; page cache %s; %s%s",
-             offload_policy_name(o->policy), what, mem_format_bytes(min, sizeof min, o->min_bytes), off->dir,
+             name_of(&OFFLOAD_POLICY_NAMES, o->policy), what, mem_format_bytes(min, sizeof min, o->min_bytes), off->dir,
              IO_NAMES[o->io], behind,
              o->io == OFFLOAD_IO_DIRECT ? "not used (backward reads the disk)"
              : o->drop_cache            ? "dropped record by record (backward reads the disk)"

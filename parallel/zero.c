@@ -40,10 +40,9 @@ ZeroBytes zero_resident_bytes(int stage, uint64_t total, uint64_t shard, int sta
 
 Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
 {
-    if (stage < 0 || stage > ZERO_MAX_STAGE || n <= 0 || !g || g->size < 1) {
-        remat_fail(REMAT_EINVAL, "zero_create: stage %d (0 to %d are built), %d parameters", stage, ZERO_MAX_STAGE, n);
-        return NULL;
-    }
+    if (stage < 0 || stage > ZERO_MAX_STAGE || n <= 0 || !g || g->size < 1)
+        return remat_fail_null(REMAT_EINVAL, "zero_create: stage %d (0 to %d are built), %d parameters", stage,
+                               ZERO_MAX_STAGE, n);
     Zero *z = calloc(1, sizeof *z);
     if (!z || !(z->params = malloc((size_t)n * sizeof *params)) ||
         !(z->pieces = malloc(2 * (size_t)n * sizeof *z->pieces)) ||
@@ -94,11 +93,9 @@ size_t zero_total(const Zero *z) { return z->total; }
 Optimizer *zero_optimizer_create(const Zero *z, const OptimConfig *config)
 {
     if (z->stage == 0) return optim_create(config, z->params, z->n);
-    if (z->end == z->begin) { /* more ranks than elements: nothing to update here */
-        remat_fail(REMAT_EINVAL, "zero: rank %d's shard is empty (%zu parameters over %d ranks)", z->group.rank,
-                   z->total, z->group.size);
-        return NULL;
-    }
+    if (z->end == z->begin) /* more ranks than elements: nothing to update here */
+        return remat_fail_null(REMAT_EINVAL, "zero: rank %d's shard is empty (%zu parameters over %d ranks)",
+                               z->group.rank, z->total, z->group.size);
     return optim_create_range(config, z->params, z->n, z->begin, z->end);
 }
 
