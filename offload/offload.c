@@ -209,12 +209,17 @@ static void record_io(const Offload *off, Record *r, bool write, Tensor *t)
                          .crc = write ? &r->head.header.crc : &r->read_crc};
 }
 
-/* REMAT_EIO: the write or read of `what` failed with `err` (an errno, or -1: cut short). */
-static RematStatus transfer_failed(const Offload *off, const char *what, bool write, int err)
+/* r->io failed: REMAT_EIO with its errno (or -1: cut short), or REMAT_ECORRUPT if a copy
+ * through the mapping faulted because the file was truncated. */
+static RematStatus transfer_failed(Offload *off, const Record *r)
 {
+    const bool write = r->io.write;
+    struct stat st;
+    if (r->io.error == PREFETCH_TRUNCATED)
+        return truncated(off, r, write, fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1, "; SIGBUS caught");
     char cause[128];
     return remat_fail(REMAT_EIO, "offload: cannot %s %s %s the spill file in %s: %s", write ? "write" : "read back",
-                      what, write ? "to" : "from", off->dir, io_error_str(cause, sizeof cause, err, write));
+                      r->what, write ? "to" : "from", off->dir, io_error_str(cause, sizeof cause, r->io.error, write));
 }
 
 /* Does r->io (record_io) now, on the computing thread, by prefetch_transfer: for io mmap
@@ -222,10 +227,7 @@ static RematStatus transfer_failed(const Offload *off, const char *what, bool wr
 static RematStatus transfer(Offload *off, Record *r)
 {
     r->io.map = off->opts.io == OFFLOAD_IO_MMAP ? off->map + r->offset : NULL;
-    const int err = prefetch_transfer(off->prefetcher, &r->io);
-    if (err != PREFETCH_TRUNCATED) return err ? transfer_failed(off, r->what, r->io.write, err) : REMAT_OK;
-    struct stat st;
-    return truncated(off, r, r->io.write, fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1, "; SIGBUS caught");
+    return prefetch_transfer(off->prefetcher, &r->io) ? transfer_failed(off, r) : REMAT_OK;
 }
 
 /* ---- records ------------------------------------------------------------------------- */
@@ -282,7 +284,7 @@ static RematStatus finish_writes(Offload *off, size_t in_flight, size_t bytes)
         if (!r->failed || off->write_failed) continue; /* the step already failed with the first one */
         off->write_failed = true;
         off->stats.failures++;
-        if (status == REMAT_OK) status = transfer_failed(off, r->what, true, r->io.error);
+        if (status == REMAT_OK) status = transfer_failed(off, r);
     }
     return status;
 }
@@ -330,8 +332,7 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t)
 
 /* Reads record `r` back into a new tensor (one reference, the caller's) and checks it:
  * the file still holds the whole record, its header is the one written, its data has the
- * checksum it was written with. NULL on error. A file truncated behind our back is
- * unmapped (touching its missing pages would raise SIGBUS); the next write grows it again. */
+ * checksum it was written with. NULL on error. */
 static Tensor *read_record(Offload *off, Record *r)
 {
     const char *what = r->what;
@@ -353,7 +354,7 @@ static Tensor *read_record(Offload *off, Record *r)
         off->stats.reads_waited += waited;
         off->stats.read_wait_seconds += waited ? platform_seconds() - start : 0.0;
         count_thread(off, r, &off->stats.thread_read_seconds, &off->stats.thread_read_bytes);
-        if (r->io.error) status = transfer_failed(off, what, false, r->io.error);
+        if (r->io.error) status = transfer_failed(off, r);
     } else {
         r->prefetched = true; /* read here: a window moving past it must not read it again */
         t = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);

@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/kernels.h"
-
 struct Zero {
     DistGroup group;
     int stage;
