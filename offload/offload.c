@@ -592,10 +592,9 @@ static int spill_file_open(const char *dir)
 static const char *spill_dir(const OffloadOptions *opts)
 {
     if (!opts || (unsigned)opts->policy > OFFLOAD_BOUNDARY || (unsigned)opts->io > OFFLOAD_IO_DIRECT ||
-        opts->prefetch < 0 || opts->write_behind < 0 || (unsigned)opts->io_threads > OFFLOAD_MAX_IO_THREADS) {
+        opts->prefetch < 0 || opts->write_behind < 0 || (unsigned)opts->io_threads > OFFLOAD_MAX_IO_THREADS)
         return remat_fail_null(REMAT_EINVAL, "offload_create: need options with a known policy and io, prefetch >= 0, "
                                "write_behind >= 0 and io_threads from 0 to %d", OFFLOAD_MAX_IO_THREADS);
-    }
     /* An empty path would put the file in "/" (the path is DIR/remat-spill-XXXXXX). */
     if (opts->dir && !opts->dir[0])
         return remat_fail_null(REMAT_EINVAL, "offload: the directory for the spill file is an empty path; name a "
