@@ -157,7 +157,7 @@ static void print_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int 
     }
     if (steps <= 0) return;
     fprintf(out, "\n  communication per step and rank, bytes sent / received\n    %-6s", "rank");
-    for (int p = 0; p < COMM_PHASE_COUNT; p++) fprintf(out, " %25s", comm_phase_name((CommPhase)p));
+    for (int p = 0; p < COMM_PHASE_COUNT; p++) fprintf(out, " %25s", name_of(&COMM_PHASE_NAMES, p));
     fputc('\n', out);
     for (int r = 0; r < K; r++) {
         fprintf(out, "    %-6d", r);

@@ -274,7 +274,7 @@ static StepRow step_row(const char *model, int layers, const Variant *v, const S
     StepRow row = {
         .model = model, .layers = layers, .config = c->name, .strategy = strategy_name(c->strategy),
         .offloads = c->offload, .cache_dropped = c->offload && (c->drop_cache || c->io == OFFLOAD_IO_DIRECT),
-        .policy = offload_policy_name(c->policy), .prefetch = c->prefetch, .io = IO_NAMES[c->io],
+        .policy = name_of(&OFFLOAD_POLICY_NAMES, c->policy), .prefetch = c->prefetch, .io = IO_NAMES[c->io],
         .page_cache = !c->offload ? "-" : c->io == OFFLOAD_IO_DIRECT ? "unused" : c->drop_cache ? "dropped" : "kept",
         .step = *s, .records_per_step = o.records_written / (size_t)rounds,
         .disk_written_per_step = o.bytes_written / (size_t)rounds, .flop_overhead = flop_overhead(s),

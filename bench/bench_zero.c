@@ -89,7 +89,7 @@ static double time_reduction(const DistGroup *g, int method, float *x, float *sh
         dist_reduce_scatter(g, &v, 1.0f, shard, scratch, COMM_GRAD_REDUCE);
         const size_t b = shard_begin(n, g->rank, g->size), e = shard_begin(n, g->rank + 1, g->size);
         flat_write(&v, b, e, shard);
-        dist_all_gather(g, &v, COMM_GRAD_REDUCE);
+        dist_all_gather(g, &v, NULL, COMM_GRAD_REDUCE);
     } else {
         dist_all_reduce(g, x, n, COMM_GRAD_REDUCE);
     }

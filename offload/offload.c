@@ -133,8 +133,6 @@ static const char *io_error_str(char *buf, size_t size, int err, bool write)
 static const char *const POLICY_NAMES[] = {"all", "large", "boundary"};
 const NameTable OFFLOAD_POLICY_NAMES = {POLICY_NAMES, sizeof POLICY_NAMES / sizeof POLICY_NAMES[0]};
 
-const char *offload_policy_name(OffloadPolicy policy) { return name_of(&OFFLOAD_POLICY_NAMES, (int)policy); }
-
 /* Whether the policy sends `t`, saved by `node`, to disk. */
 static bool chooses(const Offload *off, const Tensor *t, const Node *node)
 {
@@ -180,13 +178,17 @@ static RematStatus grow(Offload *off, size_t need, const char *what)
     return REMAT_OK;
 }
 
-/* The file is shorter than its records or its mapping: the mapping goes (touching it
- * again would fault) and the next write grows the file anew. */
-static void forget_mapping(Offload *off)
+/* REMAT_ECORRUPT: the spill file, `size` bytes, is shorter than record `r` (it was truncated
+ * behind our back). The mapping goes (touching its missing pages would raise SIGBUS) and
+ * the next write grows the file anew. */
+static RematStatus truncated(Offload *off, const Record *r, bool write, long long size, const char *how)
 {
     if (off->map) munmap(off->map, off->capacity);
     off->map = NULL;
     off->capacity = 0;
+    return remat_fail(REMAT_ECORRUPT, "offload: cannot %s %s: the spill file in %s is %lld bytes long but its "
+                      "record %zu ends at byte %zu (the file was truncated%s)", write ? "write" : "read back", r->what,
+                      off->dir, size, r->index, r->offset + r->span, how);
 }
 
 /* ---- moving the bytes ---------------------------------------------------------------- */
@@ -207,12 +209,17 @@ static void record_io(const Offload *off, Record *r, bool write, Tensor *t)
                          .crc = write ? &r->head.header.crc : &r->read_crc};
 }
 
-/* REMAT_EIO: the write or read of `what` failed with `err` (an errno, or -1: cut short). */
-static RematStatus transfer_failed(const Offload *off, const char *what, bool write, int err)
+/* r->io failed: REMAT_EIO with its errno (or -1: cut short), or REMAT_ECORRUPT if a copy
+ * through the mapping faulted because the file was truncated. */
+static RematStatus transfer_failed(Offload *off, const Record *r)
 {
+    const bool write = r->io.write;
+    struct stat st;
+    if (r->io.error == PREFETCH_TRUNCATED)
+        return truncated(off, r, write, fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1, "; SIGBUS caught");
     char cause[128];
     return remat_fail(REMAT_EIO, "offload: cannot %s %s %s the spill file in %s: %s", write ? "write" : "read back",
-                      what, write ? "to" : "from", off->dir, io_error_str(cause, sizeof cause, err, write));
+                      r->what, write ? "to" : "from", off->dir, io_error_str(cause, sizeof cause, r->io.error, write));
 }
 
 /* Does r->io (record_io) now, on the computing thread, by prefetch_transfer: for io mmap
@@ -220,14 +227,7 @@ static RematStatus transfer_failed(const Offload *off, const char *what, bool wr
 static RematStatus transfer(Offload *off, Record *r)
 {
     r->io.map = off->opts.io == OFFLOAD_IO_MMAP ? off->map + r->offset : NULL;
-    const int err = prefetch_transfer(off->prefetcher, &r->io);
-    if (err != PREFETCH_TRUNCATED) return err ? transfer_failed(off, r->what, r->io.write, err) : REMAT_OK;
-    struct stat st;
-    const long long size = fstat(off->fd, &st) == 0 ? (long long)st.st_size : -1;
-    forget_mapping(off);
-    return remat_fail(REMAT_ECORRUPT, "offload: cannot %s %s: the spill file in %s is %lld bytes long, shorter than "
-                      "its mapping (the file was truncated; SIGBUS caught)", r->io.write ? "write" : "read back",
-                      r->what, off->dir, size);
+    return prefetch_transfer(off->prefetcher, &r->io) ? transfer_failed(off, r) : REMAT_OK;
 }
 
 /* ---- records ------------------------------------------------------------------------- */
@@ -284,7 +284,7 @@ static RematStatus finish_writes(Offload *off, size_t in_flight, size_t bytes)
         if (!r->failed || off->write_failed) continue; /* the step already failed with the first one */
         off->write_failed = true;
         off->stats.failures++;
-        if (status == REMAT_OK) status = transfer_failed(off, r->what, true, r->io.error);
+        if (status == REMAT_OK) status = transfer_failed(off, r);
     }
     return status;
 }
@@ -332,8 +332,7 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t)
 
 /* Reads record `r` back into a new tensor (one reference, the caller's) and checks it:
  * the file still holds the whole record, its header is the one written, its data has the
- * checksum it was written with. NULL on error. A file truncated behind our back is
- * unmapped (touching its missing pages would raise SIGBUS); the next write grows it again. */
+ * checksum it was written with. NULL on error. */
 static Tensor *read_record(Offload *off, Record *r)
 {
     const char *what = r->what;
@@ -342,10 +341,7 @@ static Tensor *read_record(Offload *off, Record *r)
         return remat_fail_null(REMAT_EIO, "offload: cannot read back %s: fstat of the spill file failed: %s", what,
                                strerror(errno));
     if ((size_t)st.st_size < r->offset + r->span || r->offset + r->span > off->capacity) {
-        forget_mapping(off);
-        remat_fail(REMAT_ECORRUPT, "offload: cannot read back %s: the spill file in %s is %lld bytes long but "
-                   "its record %zu ends at byte %zu (the file was truncated)", what, off->dir,
-                   (long long)st.st_size, r->index, r->offset + r->span);
+        truncated(off, r, false, (long long)st.st_size, "");
         return NULL;
     }
     const RecordHeader *h = &r->header;
@@ -358,7 +354,7 @@ static Tensor *read_record(Offload *off, Record *r)
         off->stats.reads_waited += waited;
         off->stats.read_wait_seconds += waited ? platform_seconds() - start : 0.0;
         count_thread(off, r, &off->stats.thread_read_seconds, &off->stats.thread_read_bytes);
-        if (r->io.error) status = transfer_failed(off, what, false, r->io.error);
+        if (r->io.error) status = transfer_failed(off, r);
     } else {
         r->prefetched = true; /* read here: a window moving past it must not read it again */
         t = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
@@ -424,9 +420,11 @@ static void advise_mapping(Offload *off, int advice)
     if (off->map && off->opts.drop_cache) (void)madvise(off->map, off->capacity, advice);
 }
 
-/* mincore on a mapping of the records made for the question (it maps no page in, and is
- * gone at once). */
-RematStatus offload_cached_bytes(const Offload *off, size_t *cached)
+/* How many bytes of the records written since the file was last reset (their pages, header
+ * and padding included) are in the page cache now, into *cached: mincore on a mapping of
+ * the records made for the question (it maps no page in, and is gone at once). REMAT_EIO
+ * if the kernel cannot tell. */
+static RematStatus cached_bytes(const Offload *off, size_t *cached)
 {
     const size_t bytes = off->tail;
     *cached = 0;
@@ -456,10 +454,9 @@ static void *offload_pack(void *ctx, Tensor *t, const Node *node, int slot)
 {
     Offload *off = ctx;
     Record *r = calloc(1, sizeof *r);
-    if (!r) {
-        remat_fail(REMAT_ENOMEM, "offload: no memory to save tensor %d of %s #%d", slot, node->op->name, node->index);
-        return NULL;
-    }
+    if (!r)
+        return remat_fail_null(REMAT_ENOMEM, "offload: no memory to save tensor %d of %s #%d", slot, node->op->name,
+                               node->index);
     if (!chooses(off, t, node)) {
         r->kept = tensor_retain(t);
         off->stats.kept++;
@@ -595,16 +592,13 @@ static int spill_file_open(const char *dir)
 static const char *spill_dir(const OffloadOptions *opts)
 {
     if (!opts || (unsigned)opts->policy > OFFLOAD_BOUNDARY || (unsigned)opts->io > OFFLOAD_IO_DIRECT ||
-        opts->prefetch < 0 || opts->write_behind < 0 || (unsigned)opts->io_threads > OFFLOAD_MAX_IO_THREADS) {
+        opts->prefetch < 0 || opts->write_behind < 0 || (unsigned)opts->io_threads > OFFLOAD_MAX_IO_THREADS)
         return remat_fail_null(REMAT_EINVAL, "offload_create: need options with a known policy and io, prefetch >= 0, "
                                "write_behind >= 0 and io_threads from 0 to %d", OFFLOAD_MAX_IO_THREADS);
-    }
     /* An empty path would put the file in "/" (the path is DIR/remat-spill-XXXXXX). */
-    if (opts->dir && !opts->dir[0]) {
-        remat_fail(REMAT_EINVAL, "offload: the directory for the spill file is an empty path; name a directory, "
-                   "or give none for $TMPDIR (else /tmp)");
-        return NULL;
-    }
+    if (opts->dir && !opts->dir[0])
+        return remat_fail_null(REMAT_EINVAL, "offload: the directory for the spill file is an empty path; name a "
+                               "directory, or give none for $TMPDIR (else /tmp)");
     const char *env = getenv("TMPDIR");
     return opts->dir ? opts->dir : env && env[0] ? env : "/tmp";
 }
@@ -690,7 +684,7 @@ RematStatus offload_pop(Offload *off)
     if (status == REMAT_OK && off->opts.drop_cache) advise_mapping(off, MADV_RANDOM);
     /* What the page cache still holds of the records: with io direct, nothing to drop, so say so. */
     if (status == REMAT_OK && (off->opts.drop_cache || off->opts.io == OFFLOAD_IO_DIRECT))
-        status = offload_cached_bytes(off, &off->stats.cached_after_forward);
+        status = cached_bytes(off, &off->stats.cached_after_forward);
     if (status == REMAT_OK) prefetch_before(off, off->count);
     return status;
 }
@@ -735,7 +729,7 @@ char *offload_describe(const Offload *off, char *buf, size_t size)
         window_str(behind, sizeof behind, "written", o->write_behind, o->write_behind_bytes, "behind");
     if (helper_threads(o) > 1) snprintf(threads, sizeof threads, " (%d I/O threads)", o->io_threads);
     snprintf(buf, size, "%s (%s) of %s or more, to a spill file in %s by %s; %s; page cache %s; %s%s",
-             offload_policy_name(o->policy), what, mem_format_bytes(min, sizeof min, o->min_bytes), off->dir,
+             name_of(&OFFLOAD_POLICY_NAMES, o->policy), what, mem_format_bytes(min, sizeof min, o->min_bytes), off->dir,
              IO_NAMES[o->io], behind,
              o->io == OFFLOAD_IO_DIRECT ? "not used (backward reads the disk)"
              : o->drop_cache            ? "dropped record by record (backward reads the disk)"

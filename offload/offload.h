@@ -137,9 +137,6 @@ typedef struct OffloadOptions {
 /* "all", "large", "boundary": the names of OffloadPolicy's values. */
 extern const NameTable OFFLOAD_POLICY_NAMES;
 
-/* Its name in OFFLOAD_POLICY_NAMES. */
-const char *offload_policy_name(OffloadPolicy policy);
-
 typedef struct Offload Offload;
 
 /* Creates an offloader and its spill file: created in the directory and unlinked at
@@ -198,11 +195,6 @@ typedef struct OffloadStats {
 } OffloadStats;
 
 OffloadStats offload_stats(const Offload *off);
-
-/* How many bytes of the records written since the file was last reset (their pages, header
- * and padding included) are in the page cache now, into *cached (mincore). REMAT_EIO if
- * the kernel cannot tell. */
-RematStatus offload_cached_bytes(const Offload *off, size_t *cached);
 
 /* Writes a one-line description of what the offloader does into `buf` and returns it:
  * "all (every saved activation) of 64.0 KiB or more, to a spill file in /tmp by

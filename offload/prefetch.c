@@ -65,8 +65,8 @@ static unsigned char *bounce_create(void)
 
 /* Copies `n` bytes between `buf` and the request's header, data and padding taken as one
  * run, from byte `pos` of it: into buf for a write (the padding as zeros), out of buf
- * for a read (the padding dropped). */
-static void bounce_copy(const PrefetchIo *io, size_t pos, unsigned char *buf, size_t n)
+ * for a read (the padding dropped). buf is a bounce buffer, or the record in a mapping. */
+static void copy_run(const PrefetchIo *io, size_t pos, unsigned char *buf, size_t n)
 {
     const struct {
         unsigned char *at;
@@ -94,11 +94,11 @@ static int transfer_direct(int fd, const PrefetchIo *io, unsigned char *bounce)
     for (size_t done = 0; done < total;) {
         const size_t n = total - done < BOUNCE_BYTES ? total - done : BOUNCE_BYTES;
         const off_t at = io->offset + (off_t)done;
-        if (io->write) bounce_copy(io, done, bounce, n);
+        if (io->write) copy_run(io, done, bounce, n);
         const ssize_t moved = io->write ? pwrite(fd, bounce, n, at) : pread(fd, bounce, n, at);
         if (moved < 0) return errno;
         if ((size_t)moved != n) return -1;
-        if (!io->write) bounce_copy(io, done, bounce, n);
+        if (!io->write) copy_run(io, done, bounce, n);
         done += n;
     }
     return 0;
@@ -140,14 +140,7 @@ static int transfer_mapped(const PrefetchIo *io, size_t record)
     volatile bool faulted = false; /* written after sigsetjmp, read after the jump */
     if (sigsetjmp(env, 1) == 0) { /* 1: the jump also restores the signal mask */
         bus_guard = &env;
-        unsigned char *data = io->map + io->head_bytes;
-        if (io->write) {
-            memcpy(io->map, io->head, io->head_bytes);
-            memcpy(data, io->data, io->data_bytes);
-        } else {
-            memcpy(io->head, io->map, io->head_bytes);
-            memcpy(io->data, data, io->data_bytes);
-        }
+        copy_run(io, 0, io->map, io->head_bytes + io->data_bytes); /* the padding's pages are left alone */
     } else {
         faulted = true;
     }
@@ -172,17 +165,6 @@ static int transfer_vectored(int fd, const PrefetchIo *io)
     return n < 0 ? errno : (size_t)n != bytes ? -1 : 0;
 }
 
-/* The transfer itself, without the clock. */
-static int transfer(int fd, PrefetchIo *io, unsigned char *bounce)
-{
-    if (io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
-    const size_t record = io->head_bytes + io->data_bytes + io->pad_bytes;
-    const int error = io->direct ? transfer_direct(fd, io, bounce)
-                    : io->map    ? transfer_mapped(io, record)
-                                 : transfer_vectored(fd, io);
-    return !error && io->evict ? prefetch_evict(fd, io->offset, record, !io->write) : error;
-}
-
 /* The CPU time the calling thread has used, in seconds. */
 static double thread_cpu_seconds(void)
 {
@@ -190,11 +172,18 @@ static double thread_cpu_seconds(void)
     return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 ? (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec : 0.0;
 }
 
-/* Does `io` on the calling thread, `w`, as prefetch_transfer describes it. */
+/* Does `io` on the calling thread, `w`, as prefetch_transfer describes it: a write's
+ * checksum is taken before its bytes move, a read's after. */
 static int run(const Worker *w, PrefetchIo *io)
 {
     const double start = platform_seconds(), cpu_start = thread_cpu_seconds();
-    const int error = transfer(w->owner->fd, io, w->bounce);
+    const int fd = w->owner->fd;
+    const size_t record = io->head_bytes + io->data_bytes + io->pad_bytes;
+    if (io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
+    int error = io->direct ? transfer_direct(fd, io, w->bounce)
+              : io->map    ? transfer_mapped(io, record)
+                           : transfer_vectored(fd, io);
+    if (!error && io->evict) error = prefetch_evict(fd, io->offset, record, !io->write);
     if (!error && !io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
     io->seconds = platform_seconds() - start;
     io->cpu_seconds = thread_cpu_seconds() - cpu_start;

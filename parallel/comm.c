@@ -114,11 +114,9 @@ static uint64_t phase_sum(const uint64_t by_op[COMM_OP_COUNT][COMM_PHASE_COUNT],
 uint64_t comm_sent(const CommCounts *c, CommPhase phase) { return phase_sum(c->sent, phase); }
 uint64_t comm_received(const CommCounts *c, CommPhase phase) { return phase_sum(c->received, phase); }
 
-const char *comm_phase_name(CommPhase phase)
-{
-    static const char *names[] = {"gradient reduction", "parameter gathering", "optimizer", "control"};
-    return phase >= 0 && phase < COMM_PHASE_COUNT ? names[phase] : "unknown";
-}
+static const char *const PHASE_NAMES[COMM_PHASE_COUNT] = {"gradient reduction", "parameter gathering", "optimizer",
+                                                          "control"};
+const NameTable COMM_PHASE_NAMES = {PHASE_NAMES, COMM_PHASE_COUNT};
 
 /* ---- collectives ----------------------------------------------------------------------- */
 
@@ -170,33 +168,31 @@ RematStatus dist_reduce_scatter(const DistGroup *g, const FlatView *x, float sca
     return REMAT_OK;
 }
 
-RematStatus dist_all_gather_bounds(const DistGroup *g, const FlatView *x, const size_t *bounds, CommPhase phase)
+/* Where rank r's region of an all-gather starts: bounds[r], or with bounds NULL its shard's. */
+static size_t region_begin(const FlatView *x, const size_t *bounds, int r, int K)
+{
+    return bounds ? bounds[r] : shard_begin(x->total, r, K);
+}
+
+RematStatus dist_all_gather(const DistGroup *g, const FlatView *x, const size_t *bounds, CommPhase phase)
 {
     const int K = g->size, me = g->rank;
     if (K == 1) return REMAT_OK;
     MPI_Request *reqs = calloc((size_t)(2 * K), sizeof *reqs);
     if (!reqs) return remat_fail(REMAT_ENOMEM, "all-gather: no memory for %d requests", 2 * K);
+    const size_t b = region_begin(x, bounds, me, K), e = region_begin(x, bounds, me + 1, K);
     uint64_t sent = 0, received = 0;
     for (int r = 0; r < K; r++) {
         reqs[2 * r] = reqs[2 * r + 1] = MPI_REQUEST_NULL;
         if (r == me) continue;
-        sent += post_range(x, bounds[me], bounds[me + 1], r, TAG_ALL_GATHER, true, &reqs[2 * r]);
-        received += post_range(x, bounds[r], bounds[r + 1], r, TAG_ALL_GATHER, false, &reqs[2 * r + 1]);
+        const size_t rb = region_begin(x, bounds, r, K), re = region_begin(x, bounds, r + 1, K);
+        sent += post_range(x, b, e, r, TAG_ALL_GATHER, true, &reqs[2 * r]);
+        received += post_range(x, rb, re, r, TAG_ALL_GATHER, false, &reqs[2 * r + 1]);
     }
     MPI_Waitall(2 * K, reqs, MPI_STATUSES_IGNORE);
     free(reqs);
     count(COMM_ALL_GATHER, phase, sent, received);
     return REMAT_OK;
-}
-
-RematStatus dist_all_gather(const DistGroup *g, const FlatView *x, CommPhase phase)
-{
-    size_t *bounds = malloc((size_t)(g->size + 1) * sizeof *bounds);
-    if (!bounds) return remat_fail(REMAT_ENOMEM, "all-gather: no memory for %d bounds", g->size + 1);
-    for (int r = 0; r <= g->size; r++) bounds[r] = shard_begin(x->total, r, g->size);
-    const RematStatus status = dist_all_gather_bounds(g, x, bounds, phase);
-    free(bounds);
-    return status;
 }
 
 RematStatus dist_gather(const DistGroup *g, const FlatView *mine, const FlatView *full, int root, CommPhase phase)

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/parse.h"
 #include "parallel/group.h"
 
 /* ---- flat views ------------------------------------------------------------------------ */
@@ -80,8 +81,8 @@ void comm_reset(void);
 uint64_t comm_sent(const CommCounts *c, CommPhase phase);
 uint64_t comm_received(const CommCounts *c, CommPhase phase);
 
-/* "gradient reduction", "parameter gathering", "optimizer", "control". */
-const char *comm_phase_name(CommPhase phase);
+/* "gradient reduction", "parameter gathering", "optimizer", "control": the names of CommPhase's values. */
+extern const NameTable COMM_PHASE_NAMES;
 
 /* ---- collectives ----------------------------------------------------------------------- */
 
@@ -104,13 +105,11 @@ RematStatus dist_reduce_scatter(const DistGroup *g, const FlatView *x, float sca
                                  CommPhase phase);
 
 /* Every rank's region of its view is copied into the same region of every other rank's
- * view; afterwards all views hold the same array. */
-RematStatus dist_all_gather(const DistGroup *g, const FlatView *x, CommPhase phase);
-
-/* As dist_all_gather, with rank r's region given: the view's elements
+ * view; afterwards all views hold the same array. Rank r's region is the view's elements
  * [bounds[r], bounds[r + 1]) (bounds holds g->size + 1 ascending offsets into the view;
- * regions may be empty). For part of a sharded array: one parameter of many. */
-RematStatus dist_all_gather_bounds(const DistGroup *g, const FlatView *x, const size_t *bounds, CommPhase phase);
+ * regions may be empty: for part of a sharded array, one parameter of many), or with
+ * bounds NULL its shard, [shard_begin(total, r), shard_begin(total, r + 1)). */
+RematStatus dist_all_gather(const DistGroup *g, const FlatView *x, const size_t *bounds, CommPhase phase);
 
 /* Rank `root`'s `full` view (the whole array; NULL on other ranks) receives every rank's
  * `mine`, a view of that rank's region alone (its total is the region's length): the

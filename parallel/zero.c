@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/kernels.h"
-
 struct Zero {
     DistGroup group;
     int stage;
@@ -40,10 +38,9 @@ ZeroBytes zero_resident_bytes(int stage, uint64_t total, uint64_t shard, int sta
 
 Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
 {
-    if (stage < 0 || stage > ZERO_MAX_STAGE || n <= 0 || !g || g->size < 1) {
-        remat_fail(REMAT_EINVAL, "zero_create: stage %d (0 to %d are built), %d parameters", stage, ZERO_MAX_STAGE, n);
-        return NULL;
-    }
+    if (stage < 0 || stage > ZERO_MAX_STAGE || n <= 0 || !g || g->size < 1)
+        return remat_fail_null(REMAT_EINVAL, "zero_create: stage %d (0 to %d are built), %d parameters", stage,
+                               ZERO_MAX_STAGE, n);
     Zero *z = calloc(1, sizeof *z);
     if (!z || !(z->params = malloc((size_t)n * sizeof *params)) ||
         !(z->pieces = malloc(2 * (size_t)n * sizeof *z->pieces)) ||
@@ -91,20 +88,12 @@ int zero_size(const Zero *z) { return z->group.size; }
 int zero_stage(const Zero *z) { return z->stage; }
 size_t zero_total(const Zero *z) { return z->total; }
 
-void zero_shard(const Zero *z, size_t *begin, size_t *end)
-{
-    *begin = z->begin;
-    *end = z->end;
-}
-
 Optimizer *zero_optimizer_create(const Zero *z, const OptimConfig *config)
 {
     if (z->stage == 0) return optim_create(config, z->params, z->n);
-    if (z->end == z->begin) { /* more ranks than elements: nothing to update here */
-        remat_fail(REMAT_EINVAL, "zero: rank %d's shard is empty (%zu parameters over %d ranks)", z->group.rank,
-                   z->total, z->group.size);
-        return NULL;
-    }
+    if (z->end == z->begin) /* more ranks than elements: nothing to update here */
+        return remat_fail_null(REMAT_EINVAL, "zero: rank %d's shard is empty (%zu parameters over %d ranks)",
+                               z->group.rank, z->total, z->group.size);
     return optim_create_range(config, z->params, z->n, z->begin, z->end);
 }
 
@@ -162,7 +151,7 @@ RematStatus zero_reduce(Zero *z, float loss, float *mean_loss)
     if (z->stage == 0) { /* every rank gets the whole reduced gradient */
         if (status == REMAT_OK) flat_write(&grads, z->begin, z->end, shard);
         mem_free(shard);
-        if (status == REMAT_OK) status = dist_all_gather(&z->group, &grads, COMM_GRAD_REDUCE);
+        if (status == REMAT_OK) status = dist_all_gather(&z->group, &grads, NULL, COMM_GRAD_REDUCE);
     } else if (z->stage == 1) {
         z->grad_shard = shard; /* until the optimizer step */
     } else {
@@ -177,7 +166,7 @@ RematStatus zero_reduce(Zero *z, float loss, float *mean_loss)
     if (!losses) return remat_fail(REMAT_ENOMEM, "zero: no memory for %d losses", K);
     losses[z->group.rank] = loss;
     const FlatPiece piece = {losses, (size_t)K};
-    status = dist_all_gather(&z->group, &(FlatView){&piece, 1, (size_t)K}, COMM_CONTROL);
+    status = dist_all_gather(&z->group, &(FlatView){&piece, 1, (size_t)K}, NULL, COMM_CONTROL);
     float sum = losses[0];
     for (int r = 1; r < K; r++) sum += losses[r]; /* in rank order, as step.h sums micro-batches */
     *mean_loss = sum / (float)K;
@@ -196,7 +185,7 @@ RematStatus zero_optimizer_step(Zero *z, Optimizer *opt)
     }
     if (status != REMAT_OK) return status;
     const FlatView values = params_view(z, OF_VALUES);
-    return dist_all_gather(&z->group, &values, COMM_PARAM_GATHER);
+    return dist_all_gather(&z->group, &values, NULL, COMM_PARAM_GATHER);
 }
 
 /* ---- stage 3: parameters gathered while used ------------------------------------------ */
@@ -216,7 +205,7 @@ static RematStatus gather_param(Zero *z, int i)
     if (n) memcpy(t->f32 + a, z->param_shard + (first + a - z->begin), n * sizeof(float));
     const FlatPiece piece = {t->f32, t->numel};
     const FlatView v = {&piece, 1, t->numel};
-    return dist_all_gather_bounds(&z->group, &v, z->bounds, COMM_PARAM_GATHER);
+    return dist_all_gather(&z->group, &v, z->bounds, COMM_PARAM_GATHER);
 }
 
 static void release_group(Zero *z, int g)

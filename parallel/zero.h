@@ -68,9 +68,8 @@ int zero_rank(const Zero *z);
 int zero_size(const Zero *z);
 int zero_stage(const Zero *z);
 
-/* Ψ, and this rank's shard of it: elements [*begin, *end). */
+/* Ψ: this rank's shard of it is [shard_begin(Ψ, rank, size), shard_begin(Ψ, rank + 1, size)) (comm.h). */
 size_t zero_total(const Zero *z);
-void zero_shard(const Zero *z, size_t *begin, size_t *end);
 
 /* The optimizer this rank runs: over everything at stage 0, over its shard from stage 1
  * (optim_create_range). NULL on error. */

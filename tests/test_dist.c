@@ -294,7 +294,7 @@ static void test_reduce_scatter_sums_in_rank_order_across_chunks_and_pieces(void
     assert_int_equal(dist_scratch_floats(e - b), e - b < DIST_CHUNK ? e - b : DIST_CHUNK);
     assert_int_equal(dist_reduce_scatter(&world, &v, 0.25f, shard, scratch, COMM_GRAD_REDUCE), REMAT_OK);
     flat_write(&v, b, e, shard);
-    assert_int_equal(dist_all_gather(&world, &v, COMM_GRAD_REDUCE), REMAT_OK);
+    assert_int_equal(dist_all_gather(&world, &v, NULL, COMM_GRAD_REDUCE), REMAT_OK);
     dist_barrier(&world);
     assert_memory_equal(shard, want + b, (e - b) * sizeof(float));
     assert_memory_equal(mine, want, total * sizeof(float));
