@@ -60,7 +60,7 @@ static BenchInfo info = {
  * "--" is a unit the stage waits: the bubble. Prints on standard output. */
 static RematStatus show_timeline(PipeSchedule kind, int P, int M)
 {
-    const int n = 2 * M, width = 4 * n * P + 1; /* no stage waits longer than every other runs */
+    const int n = 2 * M, width = 4 * n * P + 1; /* an action at least runs a unit: P·n units of 4 characters */
     PipeAction *acts = malloc((size_t)P * (size_t)n * sizeof *acts);
     int *next = calloc((size_t)P, sizeof *next), *done = malloc((size_t)P * (size_t)n * sizeof *done);
     char *rows = calloc((size_t)P * (size_t)width, 1);
@@ -76,8 +76,9 @@ static RematStatus show_timeline(PipeSchedule kind, int P, int M)
             if (next[s] == n) continue;
             const PipeAction a = acts[s * n + next[s]];
             const bool fwd = a.kind == PIPE_FORWARD;
-            const int from = fwd ? (s == 0 ? 0 : done[(s - 1) * n + a.micro_batch])
-                                 : done[(s + 1 < P ? s + 1 : s) * n + (s + 1 < P ? M : 0) + a.micro_batch];
+            int from = 0; /* when its input came: the last stage's backward needs only its forward */
+            if (fwd && s > 0) from = done[(s - 1) * n + a.micro_batch];
+            if (!fwd) from = s + 1 < P ? done[(s + 1) * n + M + a.micro_batch] : done[s * n + a.micro_batch];
             char *end = rows + s * width + strlen(rows + s * width);
             if (from < 0 || from > units) { /* its input is not there yet */
                 strcpy(end, "--  ");
@@ -172,8 +173,9 @@ static RematStatus timed_step(void *user, int variant, double *values)
     status = dist_all_gather_u64(run->g, mine, 2, run->all);
     double busy = 0, longest = 0;
     for (int s = 0; s < P; s++) {
+        const double span_s = 1e-9 * (double)run->all[2 * s + 1];
         busy += 1e-9 * (double)run->all[2 * s];
-        longest = 1e-9 * (double)run->all[2 * s + 1] > longest ? 1e-9 * (double)run->all[2 * s + 1] : longest;
+        if (span_s > longest) longest = span_s;
     }
     values[Q_BUBBLE] = longest > 0 ? 1 - busy / (P * longest) : 0;
     values[Q_BUSY_FIRST] = 1e-9 * (double)run->all[0];
