@@ -1220,9 +1220,8 @@ static void test_sgemm_checks_its_results_directory_before_measuring(void **stat
 /* bench_pipeline as 2 ranks through the launcher: its schema, stage 0's live micro-batches M
  * under gpipe and min(M, P) under 1f1b, the bytes over the boundary 2·M·B·T·D·4, gpipe's
  * peak at least 1f1b's once M > P, and a bubble in [0, 1) (nothing about time); plots.sh
- * draws them. Its
- * --show-schedule prints 1F1B's order with the bubble's two units on stage 0, and one
- * process is refused: a pipeline's stages are ranks. */
+ * draws them. Its --show-schedule prints 1F1B's order with the bubble's two units on stage
+ * 0, and one process is refused: a pipeline's stages are ranks. */
 static void test_pipeline_bench_holds_the_schedules_theory(void **state)
 {
     (void)state;
