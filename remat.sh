@@ -2,8 +2,8 @@
 # remat.sh — install what is missing, build, and run remat.
 #
 #   ./remat.sh run        install missing packages, build, run the main job (default):
-#                         the benches in quick mode (bench_zero as 2 and 4 ranks), their
-#                         plots, the quiz as a page
+#                         the benches in quick mode (bench_zero as 2 and 4 ranks,
+#                         bench_pipeline as 2), their plots, the quiz as a page
 #                         (results/quiz.html), then the quiz in the terminal
 #   ./remat.sh test       install missing packages, build, run every test
 #   ./remat.sh sanitize   the tests again, built with AddressSanitizer + UBSan
@@ -124,6 +124,9 @@ case "$mode" in
       OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 \
         mpirun --oversubscribe -np "$ranks" ./build/bench/bench_zero --quick --results results
     done
+    # bench_pipeline runs as ranks too, a stage each: 2 on 2 cores, 1 thread each.
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 \
+      mpirun --oversubscribe -np 2 ./build/bench/bench_pipeline --quick --results results
     bench/plots.sh results results/plots
     ./build/quiz/quiz --results results --html results/quiz.html
     echo "remat: results in results/, plots in results/plots/"

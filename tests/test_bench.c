@@ -1217,6 +1217,68 @@ static void test_sgemm_checks_its_results_directory_before_measuring(void **stat
     assert_int_equal(run_bench("bench_sgemm", "--size", "64", "--size", "128", NULL), 2);
 }
 
+/* bench_pipeline as 2 ranks through the launcher: its schema, stage 0's live micro-batches M
+ * under gpipe and min(M, P) under 1f1b, the bytes over the boundary 2·M·B·T·D·4, gpipe's
+ * peak at least 1f1b's once M > P, and a bubble in [0, 1) (nothing about time); plots.sh
+ * draws them. Its --show-schedule prints 1F1B's order with the bubble's two units on stage
+ * 0, and one process is refused: a pipeline's stages are ranks. */
+static void test_pipeline_bench_holds_the_schedules_theory(void **state)
+{
+    (void)state;
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    char cmd[1024], path[512], log[1 << 14];
+    snprintf(cmd, sizeof cmd, "ASAN_OPTIONS=detect_leaks=0 OMP_NUM_THREADS=1 timeout 120 %s --oversubscribe -np 2 "
+             "%s/bench_pipeline --quick --results %s >%s/bench_pipeline.log 2>&1", REMAT_MPIEXEC, REMAT_BENCH_DIR,
+             dir, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/bench_pipeline.json", dir);
+    cJSON *doc = read_json(path);
+    assert_non_null(doc);
+    check_header(doc, "bench_pipeline");
+    const cJSON *config = get(doc, "config");
+    const double P = num(config, "ranks"), BTD = num(config, "batch") * num(config, "seq") * num(config, "d_model");
+    assert_true(P == 2);
+    double gpipe_peak[9] = {0};
+    int rows = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, records(doc, "pipeline")) {
+        const double M = num(r, "micro_batches"), bubble = num(r, "bubble_fraction");
+        const bool gpipe = strcmp(str(r, "schedule"), "gpipe") == 0; /* its rows come first */
+        assert_true(num(r, "stages") == P && M >= 1 && M <= 8);
+        assert_true(num(r, "live_micro_batches_stage0") == (gpipe || M < P ? M : P));
+        assert_true(num(r, "boundary_bytes") == 2 * M * BTD * 4);
+        assert_true(bubble >= 0 && bubble < 1);
+        if (gpipe) gpipe_peak[(int)M] = num(r, "peak_act_stage0");
+        else if (M > P) assert_true(gpipe_peak[(int)M] >= num(r, "peak_act_stage0"));
+        rows++;
+    }
+    assert_int_equal(rows, 2 * 4);
+    cJSON_Delete(doc);
+    /* plots.sh draws pipeline.png from them, and reads the stage count as data, not script. */
+    char work[600];
+    plots_workspace("plots_pipeline", work, sizeof work);
+    snprintf(cmd, sizeof cmd, "cp %s/bench_pipeline.* %s/results/", dir, work);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(run_plots(work, "true"), 0);
+    assert_true(png_size(work, "pipeline.png") > 0);
+    plant(work, "bench_pipeline.csv", "stages", "2\"; system \"touch pwned\"; set title \"x");
+    assert_int_equal(run_plots(work, "true"), 1);
+    char pwned[700];
+    snprintf(pwned, sizeof pwned, "%s/pwned", work);
+    assert_int_equal(access(pwned, F_OK), -1);
+    snprintf(path, sizeof path, "%s/bench_pipeline_show.log", dir);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 timeout 60 %s --oversubscribe -np 2 %s/bench_pipeline "
+             "--show-schedule >%s 2>&1", REMAT_MPIEXEC, REMAT_BENCH_DIR, path);
+    assert_int_equal(system(cmd), 0);
+    read_text(path, log, sizeof log);
+    if (!strstr(log, "stage 0: F0  F1  --  B0  F2  B1  F3  B2  --  B3\n")) fail_msg("--show-schedule said: %s", log);
+    snprintf(cmd, sizeof cmd, "%s/bench_pipeline --quick --results %s >%s 2>&1", REMAT_BENCH_DIR, dir, path);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 1);
+    read_text(path, log, sizeof log);
+    if (!strstr(log, "run it as 2 or more")) fail_msg("bench_pipeline in one process said: %s", log);
+}
+
 /* bench_zero's own flags are checked before it measures: --alpha or --beta without
  * --project change nothing and are refused; --project on one rank needs both, and was
  * refused only after the whole bench. Each exits 2 saying why. */
@@ -1304,6 +1366,7 @@ int main(void)
         cmocka_unit_test(test_plots_take_the_output_directory_as_data),
         cmocka_unit_test(test_sgemm_checks_its_results_directory_before_measuring),
         cmocka_unit_test(test_zero_project_flags_are_checked_before_measuring),
+        cmocka_unit_test(test_pipeline_bench_holds_the_schedules_theory),
         cmocka_unit_test(test_dtr_unit_chain_is_never_below_the_optimum),
     };
     return cmocka_run_group_tests_name("bench", tests, group_setup, group_teardown);
