@@ -124,8 +124,8 @@ static void region_released(void *ctx, const Node *node, int slot)
         c->back_held = peak_above(p->window_base);
     } else { /* the policy's region: its replay and backward, above the forward state */
         const ProbeLayer *pl = &p->pl[p->window];
-        c->policy_need = max_size(c->policy_need, peak_above(pl->state));
-        c->policy_flops = flops_get(PHASE_RECOMPUTE) - pl->replay_flops;
+        c->policy.need = max_size(c->policy.need, peak_above(pl->state));
+        c->policy.flops = flops_get(PHASE_RECOMPUTE) - pl->replay_flops;
     }
     p->window = WINDOW_NONE;
 }
@@ -211,8 +211,8 @@ static Var *probe_region(Probe *p, ProbeLayer *pl, Var *h, TrainCtx *ctx)
     probe_reset_peaks(p);
     Var *y = checkpoint(probe_region_layer, pl, h, ctx, &o);
     if (y && p->pass == PASS_POLICY) {
-        p->cost->layers[pl->k].policy_need = peak_above(pl->state);
-        p->cost->layers[pl->k].policy_adds = mem_current(MEM_ACT) - pl->state;
+        p->cost->layers[pl->k].policy.need = peak_above(pl->state);
+        p->cost->layers[pl->k].policy.adds = mem_current(MEM_ACT) - pl->state;
     }
     return y;
 }
@@ -328,7 +328,7 @@ RematStatus chain_profile_layer_policies(ChainCost *cost, Layer **layers, const 
     ProbeLayer *pl = cost && layers && stages && policies ? calloc((size_t)cost->n_layers, sizeof *pl) : NULL;
     if (!pl) return remat_fail(REMAT_EINVAL, "chain_profile_layer_policies: need a cost, its layers, stages, policies");
     Probe p = {.layers = layers, .cost = cost, .pl = pl, .policies = policies};
-    for (int k = 0; k < cost->n_layers; k++) cost->layers[k].policy_need = 0;
+    for (int k = 0; k < cost->n_layers; k++) cost->layers[k].policy.need = 0;
     const RematStatus status = probe_passes(&p, stages, ctx, false);
     free(pl);
     return status;
@@ -380,7 +380,7 @@ static RematStatus measure_points(OpsProfile *o, const ChainCost *cost, Layer **
     if (scratch.layers) memcpy(scratch.layers, cost->layers, (size_t)n * sizeof *scratch.layers);
     for (int k = 0; k < n && status == REMAT_OK; k++) {
         while (o->shape_of[alike_to[k]] != o->shape_of[k] ||
-               memcmp(&cost->layers[alike_to[k]], &cost->layers[k], offsetof(ChainLayer, policy_adds)))
+               memcmp(&cost->layers[alike_to[k]], &cost->layers[k], offsetof(ChainLayer, policy)))
             alike_to[k]++;
         rank[k] = size[alike_to[k]]++;
     }
@@ -393,12 +393,10 @@ static RematStatus measure_points(OpsProfile *o, const ChainCost *cost, Layer **
         }
         status = chain_profile_layer_policies(&scratch, layers, stages, ctx, policies);
         for (int k = 0; k < n && status == REMAT_OK; k++) {
-            const ChainLayer *l = &scratch.layers[k];
             const size_t p = (size_t)(j * size[alike_to[k]] + rank[k]);
             for (int g = 0; policies[k] && g < n; g++)
                 if (alike_to[g] == alike_to[k])
-                    o->measured[(size_t)g * (size_t)o->max_points + p] = (OpsFigures){l->policy_adds, l->policy_need,
-                                                                                      l->policy_flops};
+                    o->measured[(size_t)g * (size_t)o->max_points + p] = scratch.layers[k].policy;
         }
     }
     /* A region's RECOMPUTE FLOPs include what its layer's backward kernels redo under any
@@ -406,7 +404,7 @@ static RematStatus measure_points(OpsProfile *o, const ChainCost *cost, Layer **
      * chain (kernel_recompute): what the last point, which keeps everything and so replays
      * nothing, measured. */
     for (int k = 0; k < n && status == REMAT_OK; k++) {
-        OpsFigures *m = &o->measured[(size_t)k * (size_t)o->max_points];
+        SegmentFigures *m = &o->measured[(size_t)k * (size_t)o->max_points];
         const int n_points = o->n_points[o->shape_of[k]];
         const uint64_t share = m[n_points - 1].flops;
         for (int j = 0; j < n_points; j++) m[j].flops -= share;

@@ -176,7 +176,7 @@ const OpsPoint *ops_points(const OpsProfile *o, int k, int *n)
     return *n ? o->points[o->shape_of[k]] : NULL;
 }
 
-const OpsFigures *ops_figures(const OpsProfile *o, int k, const Policy *policy)
+const SegmentFigures *ops_figures(const OpsProfile *o, int k, const Policy *policy)
 {
     int n;
     const OpsPoint *points = ops_points(o, k, &n);

@@ -77,40 +77,42 @@ static int dp_keep_front(Dp *dp, int start)
     return kept;
 }
 
-/* Adds the state reached by the segment `next` (first layer, region, point; in `next.s` what
- * it adds to S) from state `from`, if its moments, `need` above S(a) (cost.h), fit. */
-static RematStatus dp_extend(Dp *dp, int from, DpState next, size_t need, uint64_t flops)
+/* Adds the state reached from state `from` by the segment `next` (its first layer, whether a
+ * region, its point) of figures f (cost.h), if its moments fit. */
+static RematStatus dp_extend(Dp *dp, int from, DpState next, const SegmentFigures *f)
 {
-    const DpState *f = &dp->states[from];
-    const size_t moment = f->s + need;
-    uint64_t value = f->value;
+    const DpState *st = &dp->states[from];
+    const size_t moment = st->s + f->need;
+    uint64_t value = st->value;
     if (dp->goal == DP_FEWEST_FLOPS) {
         if (moment > dp->act_budget) return REMAT_OK;
-        value += flops;
+        value += f->flops;
     } else if (moment > value) {
         value = moment;
     }
-    return dp_push(dp, (DpState){f->s + next.s, value, from, next.first, next.region, next.point});
+    return dp_push(dp, (DpState){st->s + f->adds, value, from, next.first, next.region, next.point});
 }
 
-/* The segments ending at layer k − 1 from state `from` at boundary a: region [a, k − 1]; for
- * a = k − 1 also the plain layer and, for the ops planner, its keep-sets. */
-static RematStatus dp_extend_all(Dp *dp, int from, int a, int k, size_t need, uint64_t flops)
+/* The segments ending at layer k − 1 from state `from` at boundary a: region [a, k − 1] (of
+ * figures `region`); for a = k − 1 also the plain layer and, for the ops planner, its keep-sets. */
+static RematStatus dp_extend_all(Dp *dp, int from, int a, int k, const SegmentFigures *region)
 {
     const ChainCost *c = dp->cost;
-    RematStatus status = dp_extend(dp, from, (DpState){c->layers[k - 1].out_bytes, 0, 0, a, true, -1}, need, flops);
+    RematStatus status = dp_extend(dp, from, (DpState){.first = a, .region = true, .point = -1}, region);
     if (status != REMAT_OK || a != k - 1) return status;
-    status = dp_extend(dp, from, (DpState){c->layers[a].kept, 0, 0, a, false, -1}, chain_plain_need(c, a), 0);
+    SegmentFigures plain;
+    chain_segment(c, &(Segment){a, 1, SEGMENT_PLAIN, NULL, 0}, &plain);
+    status = dp_extend(dp, from, (DpState){.first = a, .region = false, .point = -1}, &plain);
     int n = 0;
     const OpsPoint *points = dp->ops ? ops_points(c->ops, a, &n) : NULL;
-    for (int p = 0; p < n && status == REMAT_OK; p++) {
-        const OpsFigures *f = ops_figures(c->ops, a, &points[p].policy);
-        status = dp_extend(dp, from, (DpState){f->adds, 0, 0, a, true, p}, f->need, f->flops);
-    }
+    for (int p = 0; p < n && status == REMAT_OK; p++)
+        status = dp_extend(dp, from, (DpState){.first = a, .region = true, .point = p},
+                           ops_figures(c->ops, a, &points[p].policy));
     return status;
 }
 
-/* Runs the search; *best gets the index of the best final state, or −1 if none fits. */
+/* Runs the search; *best gets the index of the best final state, or −1 if none fits. The
+ * head is the last step: from boundary L, a segment that needs head_peak and adds nothing. */
 static RematStatus dp_run(Dp *dp, int *best)
 {
     const ChainCost *c = dp->cost;
@@ -126,28 +128,21 @@ static RematStatus dp_run(Dp *dp, int *best)
     for (int k = 1; k <= L && status == REMAT_OK; k++) {
         const int start = dp->count;
         for (int a = 0; a < k && status == REMAT_OK; a++) {
-            const size_t need = chain_region_need(c, a, k - 1);
-            const uint64_t flops = chain_segment_flops(c, a, k - 1);
+            SegmentFigures region;
+            chain_segment(c, &(Segment){a, k - a, SEGMENT_REGION, NULL, 0}, &region);
             for (int i = 0; i < dp->front_count[a] && status == REMAT_OK; i++)
-                status = dp_extend_all(dp, dp->front_start[a] + i, a, k, need, flops);
+                status = dp_extend_all(dp, dp->front_start[a] + i, a, k, &region);
         }
         dp->front_start[k] = start;
         dp->front_count[k] = status == REMAT_OK ? dp_keep_front(dp, start) : 0;
     }
-    if (status != REMAT_OK) return status;
-    uint64_t best_value = UINT64_MAX;
-    for (int i = 0; i < dp->front_count[L]; i++) {
-        const DpState *st = &dp->states[dp->front_start[L] + i];
-        const size_t end = st->s + c->head_peak;
-        uint64_t value = st->value;
-        if (dp->goal == DP_FEWEST_FLOPS && end > dp->act_budget) continue;
-        if (dp->goal == DP_LEAST_PEAK && end > value) value = end;
-        if (value < best_value) {
-            best_value = value;
-            *best = dp->front_start[L] + i;
-        }
-    }
-    return REMAT_OK;
+    const int ends = dp->count;
+    const SegmentFigures head = {.need = c->head_peak};
+    for (int i = 0; i < dp->front_count[L] && status == REMAT_OK; i++)
+        status = dp_extend(dp, dp->front_start[L] + i, (DpState){.first = L, .point = -1}, &head);
+    for (int i = ends; i < dp->count && status == REMAT_OK; i++)
+        if (*best < 0 || dp->states[i].value < dp->states[*best].value) *best = i;
+    return status;
 }
 
 /* The exact search for `goal` (under `act_budget` for DP_FEWEST_FLOPS): the single-level
@@ -163,8 +158,8 @@ static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, b
                              : remat_fail(REMAT_ENOMEM, "planner: no memory to search %d layers", L);
     Schedule *s = NULL;
     if (status == REMAT_OK && best >= 0) {
-        int end = L, at = L; /* the states that led to `best`, walked from the end: segs fills from the back */
-        for (int i = best; dp.states[i].from >= 0; i = dp.states[i].from) {
+        int end = L, at = L; /* the states that led to the head's, walked from the end: segs fills from the back */
+        for (int i = dp.states[best].from; dp.states[i].from >= 0; i = dp.states[i].from) {
             const DpState *st = &dp.states[i];
             int n;
             const OpsPoint *pts = st->point >= 0 ? ops_points(c->ops, st->first, &n) : NULL; /* ops: a keep-set */
