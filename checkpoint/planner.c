@@ -9,7 +9,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "checkpoint/ops_plan.h"
 
@@ -185,13 +184,11 @@ static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, b
 static Schedule *search_exact(const ChainCost *c, size_t act_budget, size_t *leanest, bool ops)
 {
     *leanest = SIZE_MAX;
-    if (c->n_layers > PLANNER_DP_MAX_LAYERS) {
-        remat_fail(REMAT_EINVAL, "the exact search plans chains of up to %d layers (its work grows as L^3), this "
-                   "one has %d: use the chen planner", PLANNER_DP_MAX_LAYERS, c->n_layers);
-        return NULL;
-    }
+    if (c->n_layers > PLANNER_DP_MAX_LAYERS)
+        return remat_fail_null(REMAT_EINVAL, "the exact search plans chains of up to %d layers (its work grows as "
+                               "L^3), this one has %d: use the chen planner", PLANNER_DP_MAX_LAYERS, c->n_layers);
     if (ops && !c->ops)
-        return remat_fail(REMAT_EINVAL, "planner ops: the chain cost has no op-level model (chain_profile_ops)"), NULL;
+        return remat_fail_null(REMAT_EINVAL, "planner ops: the chain cost has no op-level model (chain_profile_ops)");
     bool none_fits;
     Schedule *s = dp_search(c, DP_FEWEST_FLOPS, act_budget, ops, &none_fits);
     if (!none_fits) return s;
@@ -345,55 +342,49 @@ size_t planner_min_budget(PlannerKind kind, const ChainCost *cost)
     return leanest == SIZE_MAX ? 0 : cost->fixed + cost->work_peak + leanest;
 }
 
-/* REMAT_EOOM for a budget below `min_budget`, the leanest schedule's need for planner
- * `kind` (0: unknown), saying what that need is; for dp and chen, also where planner
+/* NULL with REMAT_EOOM for a budget below `min_budget`, the leanest schedule's need for
+ * planner `kind` (0: unknown), saying what that need is; for dp and chen, also where planner
  * revolve starts when it starts lower (a uniform chain). */
-static RematStatus fail_too_small(const ChainCost *c, PlannerKind kind, size_t budget, size_t min_budget)
+static Schedule *fail_too_small(const ChainCost *c, PlannerKind kind, size_t budget, size_t min_budget)
 {
     char b[32], m[32], fixed[32], work[32], act[32], lower[160] = "";
     if (min_budget == 0) /* a chain too long for the exact search */
-        return remat_fail(REMAT_EOOM, "memory budget %s: no schedule found fits it (params, grads, optimizer and "
-                          "workspace alone take %s)", mem_format_bytes(b, sizeof b, budget),
-                          mem_format_bytes(fixed, sizeof fixed, c->fixed + c->work_peak));
+        return remat_fail_null(REMAT_EOOM, "memory budget %s: no schedule found fits it (params, grads, optimizer "
+                               "and workspace alone take %s)", mem_format_bytes(b, sizeof b, budget),
+                               mem_format_bytes(fixed, sizeof fixed, c->fixed + c->work_peak));
     const size_t revolve_min = kind == PLANNER_REVOLVE ? 0 : planner_min_budget(PLANNER_REVOLVE, c);
     if (revolve_min > 0 && revolve_min < min_budget)
         snprintf(lower, sizeof lower, "; planner revolve, which recomputes layers more than once, fits from %s",
                  mem_format_bytes(m, sizeof m, revolve_min));
-    return remat_fail(REMAT_EOOM, "memory budget %s is below what any %s schedule needs: the smallest "
-                      "feasible budget is %s = %zu bytes (params, grads, optimizer and workspace %s + "
-                      "kernel scratch %s + the leanest schedule's peak activations %s)%s",
-                      mem_format_bytes(b, sizeof b, budget), kind == PLANNER_REVOLVE ? "Revolve" : "single-level",
-                      mem_format_bytes(m, sizeof m, min_budget), min_budget,
-                      mem_format_bytes(fixed, sizeof fixed, c->fixed),
-                      mem_format_bytes(work, sizeof work, c->work_peak),
-                      mem_format_bytes(act, sizeof act, min_budget - c->fixed - c->work_peak), lower);
+    return remat_fail_null(REMAT_EOOM, "memory budget %s is below what any %s schedule needs: the smallest "
+                           "feasible budget is %s = %zu bytes (params, grads, optimizer and workspace %s + "
+                           "kernel scratch %s + the leanest schedule's peak activations %s)%s",
+                           mem_format_bytes(b, sizeof b, budget), kind == PLANNER_REVOLVE ? "Revolve" : "single-level",
+                           mem_format_bytes(m, sizeof m, min_budget), min_budget,
+                           mem_format_bytes(fixed, sizeof fixed, c->fixed),
+                           mem_format_bytes(work, sizeof work, c->work_peak),
+                           mem_format_bytes(act, sizeof act, min_budget - c->fixed - c->work_peak), lower);
 }
 
 Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget)
 {
-    if (!cost || (unsigned)kind >= PLANNER_COUNT) {
-        remat_fail(REMAT_EINVAL, "planner_plan: need a chain cost and a planner (chen, dp, revolve or ops)");
-        return NULL;
-    }
+    if (!cost || (unsigned)kind >= PLANNER_COUNT)
+        return remat_fail_null(REMAT_EINVAL, "planner_plan: need a chain cost and a planner (chen, dp, revolve or "
+                               "ops)");
     if (kind == PLANNER_REVOLVE && chain_check_uniform(cost) != REMAT_OK) return NULL;
     const size_t reserved = cost->fixed + cost->work_peak;
-    if (budget <= reserved) {
-        fail_too_small(cost, kind, budget, planner_min_budget(kind, cost));
-        return NULL;
-    }
+    if (budget <= reserved) return fail_too_small(cost, kind, budget, planner_min_budget(kind, cost));
     size_t leanest;
     Schedule *s = SEARCHES[kind](cost, budget - reserved, &leanest);
     if (s || leanest == SIZE_MAX) return s;
     /* Nothing fits. Chen's search may miss a schedule the exact search finds: it says so. */
     const size_t min_budget = kind == PLANNER_CHEN ? planner_min_budget(kind, cost) : reserved + leanest;
-    if (kind != PLANNER_CHEN || min_budget > budget || min_budget == 0) {
-        fail_too_small(cost, kind, budget, min_budget);
-        return NULL;
-    }
+    if (kind != PLANNER_CHEN || min_budget > budget || min_budget == 0)
+        return fail_too_small(cost, kind, budget, min_budget);
     char b[32], need[32], m[32];
-    remat_fail(REMAT_EOOM, "memory budget %s: none of the schedules Chen's search of b tries fits (its leanest "
-               "needs %s); the exact search (--planner dp) fits budgets from %s",
-               mem_format_bytes(b, sizeof b, budget), mem_format_bytes(need, sizeof need, leanest + reserved),
-               mem_format_bytes(m, sizeof m, min_budget));
-    return NULL;
+    return remat_fail_null(REMAT_EOOM, "memory budget %s: none of the schedules Chen's search of b tries fits (its "
+                           "leanest needs %s); the exact search (--planner dp) fits budgets from %s",
+                           mem_format_bytes(b, sizeof b, budget),
+                           mem_format_bytes(need, sizeof need, leanest + reserved),
+                           mem_format_bytes(m, sizeof m, min_budget));
 }

@@ -203,9 +203,9 @@ Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx)
     if (!layers || !x || l < 1 || slots < 1 || j < l) {
         char hole[48] = "";
         if (layers && j < l) snprintf(hole, sizeof hole, "; layer %d of %d is NULL", j, l);
-        remat_fail(REMAT_EINVAL, "revolve_forward: need layers, an input, l ≥ 1 and slots ≥ 1 (got %s, %s, l = %d, "
-                   "slots = %d)%s", layers ? "layers" : "no layers", x ? "an input" : "no input", l, slots, hole);
-        return NULL;
+        return remat_fail_null(REMAT_EINVAL, "revolve_forward: need layers, an input, l ≥ 1 and slots ≥ 1 (got "
+                               "%s, %s, l = %d, slots = %d)%s", layers ? "layers" : "no layers",
+                               x ? "an input" : "no input", l, slots, hole);
     }
     if (!grad_enabled()) return layers_forward(layers, l, x, ctx); /* inference, or a region's first forward */
 
