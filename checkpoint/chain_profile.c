@@ -276,6 +276,8 @@ static RematStatus probe_pass(Probe *p, ProbePass pass, const ChainStages *stage
  * alone; the FLOP ledger, phase, grad mode put back. REMAT_EINVAL: the model's assumptions broken. */
 static RematStatus probe_passes(Probe *p, const ChainStages *stages, const TrainCtx *ctx, bool all)
 {
+    if (!(p->pl = calloc((size_t)p->cost->n_layers, sizeof *p->pl)))
+        return remat_fail(REMAT_ENOMEM, "chain_profile: no memory for %d layers", p->cost->n_layers);
     const TrainCtx step = ctx ? *ctx : (TrainCtx){.training = true};
     const FlopCounts flops_before = flops_snapshot();
     const Phase phase = flops_set_phase(PHASE_FORWARD);
@@ -289,6 +291,7 @@ static RematStatus probe_passes(Probe *p, const ChainStages *stages, const Train
     flops_set_phase(phase);
     p->work_peak = max_size(p->work_peak, mem_peak(MEM_WORK));
     mem_reset_peaks();
+    free(p->pl);
     return status == REMAT_OK && p->failed ? remat_fail(REMAT_EINVAL, "%s", p->message) : status;
 }
 
@@ -299,18 +302,16 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
         return remat_fail_null(REMAT_EINVAL, "chain_profile: need at least one layer and both stages");
     ChainCost *cost = calloc(1, sizeof *cost);
     ChainLayer *per_layer = calloc((size_t)n, sizeof *per_layer);
-    ProbeLayer *pl = calloc((size_t)n, sizeof *pl);
-    if (!cost || !per_layer || !pl) {
-        free(cost), free(per_layer), free(pl);
+    if (!cost || !per_layer) {
+        free(cost), free(per_layer);
         return remat_fail_null(REMAT_ENOMEM, "chain_profile: no memory for %d layers", n);
     }
     cost->n_layers = n;
     cost->layers = per_layer;
-    Probe p = {.layers = layers, .cost = cost, .pl = pl, .policy = policy};
+    Probe p = {.layers = layers, .cost = cost, .policy = policy};
     const size_t work_before = mem_current(MEM_WORK);
     mem_reset_peaks(); /* the workspace's peak from before the step is not the step's */
     const RematStatus status = probe_passes(&p, stages, ctx, true);
-    free(pl);
     if (status != REMAT_OK) {
         chain_cost_free(cost);
         return NULL;
@@ -320,18 +321,6 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
     cost->fixed = mem_current(MEM_PARAM) + mem_current(MEM_GRAD) + mem_current(MEM_OPTIM) + mem_current(MEM_WORK);
     cost->work_peak = p.work_peak > work_before ? p.work_peak - work_before : 0;
     return cost;
-}
-
-RematStatus chain_profile_layer_policies(ChainCost *cost, Layer **layers, const ChainStages *stages,
-                                         const TrainCtx *ctx, const Policy *const *policies)
-{
-    ProbeLayer *pl = cost && layers && stages && policies ? calloc((size_t)cost->n_layers, sizeof *pl) : NULL;
-    if (!pl) return remat_fail(REMAT_EINVAL, "chain_profile_layer_policies: need a cost, its layers, stages, policies");
-    Probe p = {.layers = layers, .cost = cost, .pl = pl, .policies = policies};
-    for (int k = 0; k < cost->n_layers; k++) cost->layers[k].policy.need = 0;
-    const RematStatus status = probe_passes(&p, stages, ctx, false);
-    free(pl);
-    return status;
 }
 
 /* ---- the op-level model (--planner ops, ops_plan.h) ------------------------------------ */
@@ -391,7 +380,8 @@ static RematStatus measure_points(OpsProfile *o, const ChainCost *cost, Layer **
             const int p = j * size[alike_to[k]] + rank[k];
             policies[k] = p < o->n_points[o->shape_of[k]] ? &o->points[o->shape_of[k]][p].policy : NULL;
         }
-        status = chain_profile_layer_policies(&scratch, layers, stages, ctx, policies);
+        Probe probe = {.layers = layers, .cost = &scratch, .policies = policies}; /* the policy pass alone */
+        status = probe_passes(&probe, stages, ctx, false);
         for (int k = 0; k < n && status == REMAT_OK; k++) {
             const size_t p = (size_t)(j * size[alike_to[k]] + rank[k]);
             for (int g = 0; policies[k] && g < n; g++)

@@ -165,11 +165,6 @@ typedef struct ChainStages {
 ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx,
                                 const Policy *policy);
 
-/* The policy pass again, layer k a region under policies[k] (NULL: none), into each layer's
- * policy figures; ledgers and `ctx` left as chain_profile_policy does. */
-RematStatus chain_profile_layer_policies(ChainCost *cost, Layer **layers, const ChainStages *stages,
-                                         const TrainCtx *ctx, const Policy *const *policies);
-
 /* Measures the op-level model of the chain whose cost was profiled (`cost`, from
  * chain_profile_policy with the same layers, stages and context): one forward recording
  * every layer's ops, one search per shape, one profiling pass per Pareto point (ops_plan.h).
