@@ -53,21 +53,22 @@ bool chain_segment(const ChainCost *c, const Segment *g, SegmentFigures *f)
     const int a = g->first, b = a + g->count - 1;
     if (g->kind == SEGMENT_REGION && g->policy) { /* measured: the cost's own policy, or a keep-set */
         const SegmentFigures *m = g->policy == c->policy ? &c->layers[a].policy : ops_figures(c->ops, a, g->policy);
-        if (m && g->count == 1) *f = *m;
-        return m && g->count == 1;
+        if (!m || g->count != 1) return false;
+        *f = *m;
+        return true;
     }
-    if (g->kind != SEGMENT_PLAIN && g->kind != SEGMENT_REGION) return false;
-    SegmentFigures sum = {0};
-    for (int k = a; k <= b; k++) {
-        if (g->kind == SEGMENT_REGION) {
-            sum.flops += c->layers[k].flops;
-            continue;
-        }
-        sum.need = max_size(sum.need, sum.adds + plain_need(c, k));
-        sum.adds += c->layers[k].kept;
+    if (g->kind == SEGMENT_REGION) { /* keeps its output x_{b+1}; recomputes layers a .. b */
+        uint64_t flops = 0;
+        for (int k = a; k <= b; k++) flops += c->layers[k].flops;
+        *f = (SegmentFigures){c->layers[b].out_bytes, region_need(c, a, b), flops};
+        return true;
     }
-    if (g->kind == SEGMENT_REGION) sum = (SegmentFigures){c->layers[b].out_bytes, region_need(c, a, b), sum.flops};
-    *f = sum;
+    if (g->kind != SEGMENT_PLAIN) return false;
+    *f = (SegmentFigures){0};
+    for (int k = a; k <= b; k++) { /* each layer on top of what the ones before it kept */
+        f->need = max_size(f->need, f->adds + plain_need(c, k));
+        f->adds += c->layers[k].kept;
+    }
     return true;
 }
 

@@ -279,8 +279,7 @@ static Schedule *search_chen(const ChainCost *c, size_t act_budget, size_t *lean
     Segment *segs = calloc((size_t)L, sizeof *segs);
     double b[CHEN_GUESSES + CHEN_GRID + 2];
     *leanest = SIZE_MAX;
-    if (!segs)
-        return remat_fail_null(REMAT_ENOMEM, "planner: no memory for %d segments", L);
+    if (!segs) return remat_fail_null(REMAT_ENOMEM, "planner: no memory for %d segments", L);
     const int n_b = chen_thresholds(c, segs, b);
     Schedule *best = NULL;
     for (int i = 0; i < n_b; i++) {

@@ -72,8 +72,7 @@ static void run_free(void *state)
 static Run *run_create(Layer **layers, int l, int slots, TrainCtx *ctx)
 {
     Run *run = calloc(1, sizeof *run);
-    if (!run)
-        return remat_fail_null(REMAT_ENOMEM, "revolve: no memory for a run");
+    if (!run) return remat_fail_null(REMAT_ENOMEM, "revolve: no memory for a run");
     *run = (Run){.layers = layers, .ctx = ctx, .schedule = revolve_schedule_create(l, slots)};
     run->slot_tape = run->schedule ? tape_create() : NULL;
     run->slots = run->slot_tape ? calloc((size_t)run->schedule->slots_used + 1, sizeof *run->slots) : NULL;

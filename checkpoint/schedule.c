@@ -78,8 +78,7 @@ Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
     }
     const StrategyKind kind = strategy->kind;
     Segment *segs = calloc((size_t)n_layers, sizeof *segs);
-    if (!segs)
-        return remat_fail_null(REMAT_ENOMEM, "schedule_for_strategy: no memory for %d segments", n_layers);
+    if (!segs) return remat_fail_null(REMAT_ENOMEM, "schedule_for_strategy: no memory for %d segments", n_layers);
     /* none and dtr: one segment; full and selective: one per layer; sqrt: ceil(n / k) of at most
      * k = ceil(sqrt(n)) layers, as equal as possible, the longer ones first (schedule.h). */
     const int k = (int)ceil(sqrt((double)n_layers));
