@@ -124,8 +124,8 @@ static void region_released(void *ctx, const Node *node, int slot)
         c->back_held = peak_above(p->window_base);
     } else { /* the policy's region: its replay and backward, above the forward state */
         const ProbeLayer *pl = &p->pl[p->window];
-        c->policy_need = max_size(c->policy_need, peak_above(pl->state));
-        c->policy_flops = flops_get(PHASE_RECOMPUTE) - pl->replay_flops;
+        c->policy.need = max_size(c->policy.need, peak_above(pl->state));
+        c->policy.flops = flops_get(PHASE_RECOMPUTE) - pl->replay_flops;
     }
     p->window = WINDOW_NONE;
 }
@@ -211,8 +211,8 @@ static Var *probe_region(Probe *p, ProbeLayer *pl, Var *h, TrainCtx *ctx)
     probe_reset_peaks(p);
     Var *y = checkpoint(probe_region_layer, pl, h, ctx, &o);
     if (y && p->pass == PASS_POLICY) {
-        p->cost->layers[pl->k].policy_need = peak_above(pl->state);
-        p->cost->layers[pl->k].policy_adds = mem_current(MEM_ACT) - pl->state;
+        p->cost->layers[pl->k].policy.need = peak_above(pl->state);
+        p->cost->layers[pl->k].policy.adds = mem_current(MEM_ACT) - pl->state;
     }
     return y;
 }
@@ -276,6 +276,8 @@ static RematStatus probe_pass(Probe *p, ProbePass pass, const ChainStages *stage
  * alone; the FLOP ledger, phase, grad mode put back. REMAT_EINVAL: the model's assumptions broken. */
 static RematStatus probe_passes(Probe *p, const ChainStages *stages, const TrainCtx *ctx, bool all)
 {
+    if (!(p->pl = calloc((size_t)p->cost->n_layers, sizeof *p->pl)))
+        return remat_fail(REMAT_ENOMEM, "chain_profile: no memory for %d layers", p->cost->n_layers);
     const TrainCtx step = ctx ? *ctx : (TrainCtx){.training = true};
     const FlopCounts flops_before = flops_snapshot();
     const Phase phase = flops_set_phase(PHASE_FORWARD);
@@ -289,6 +291,7 @@ static RematStatus probe_passes(Probe *p, const ChainStages *stages, const Train
     flops_set_phase(phase);
     p->work_peak = max_size(p->work_peak, mem_peak(MEM_WORK));
     mem_reset_peaks();
+    free(p->pl);
     return status == REMAT_OK && p->failed ? remat_fail(REMAT_EINVAL, "%s", p->message) : status;
 }
 
@@ -299,18 +302,16 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
         return remat_fail_null(REMAT_EINVAL, "chain_profile: need at least one layer and both stages");
     ChainCost *cost = calloc(1, sizeof *cost);
     ChainLayer *per_layer = calloc((size_t)n, sizeof *per_layer);
-    ProbeLayer *pl = calloc((size_t)n, sizeof *pl);
-    if (!cost || !per_layer || !pl) {
-        free(cost), free(per_layer), free(pl);
+    if (!cost || !per_layer) {
+        free(cost), free(per_layer);
         return remat_fail_null(REMAT_ENOMEM, "chain_profile: no memory for %d layers", n);
     }
     cost->n_layers = n;
     cost->layers = per_layer;
-    Probe p = {.layers = layers, .cost = cost, .pl = pl, .policy = policy};
+    Probe p = {.layers = layers, .cost = cost, .policy = policy};
     const size_t work_before = mem_current(MEM_WORK);
     mem_reset_peaks(); /* the workspace's peak from before the step is not the step's */
     const RematStatus status = probe_passes(&p, stages, ctx, true);
-    free(pl);
     if (status != REMAT_OK) {
         chain_cost_free(cost);
         return NULL;
@@ -320,18 +321,6 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
     cost->fixed = mem_current(MEM_PARAM) + mem_current(MEM_GRAD) + mem_current(MEM_OPTIM) + mem_current(MEM_WORK);
     cost->work_peak = p.work_peak > work_before ? p.work_peak - work_before : 0;
     return cost;
-}
-
-RematStatus chain_profile_layer_policies(ChainCost *cost, Layer **layers, const ChainStages *stages,
-                                         const TrainCtx *ctx, const Policy *const *policies)
-{
-    ProbeLayer *pl = cost && layers && stages && policies ? calloc((size_t)cost->n_layers, sizeof *pl) : NULL;
-    if (!pl) return remat_fail(REMAT_EINVAL, "chain_profile_layer_policies: need a cost, its layers, stages, policies");
-    Probe p = {.layers = layers, .cost = cost, .pl = pl, .policies = policies};
-    for (int k = 0; k < cost->n_layers; k++) cost->layers[k].policy_need = 0;
-    const RematStatus status = probe_passes(&p, stages, ctx, false);
-    free(pl);
-    return status;
 }
 
 /* ---- the op-level model (--planner ops, ops_plan.h) ------------------------------------ */
@@ -380,7 +369,7 @@ static RematStatus measure_points(OpsProfile *o, const ChainCost *cost, Layer **
     if (scratch.layers) memcpy(scratch.layers, cost->layers, (size_t)n * sizeof *scratch.layers);
     for (int k = 0; k < n && status == REMAT_OK; k++) {
         while (o->shape_of[alike_to[k]] != o->shape_of[k] ||
-               memcmp(&cost->layers[alike_to[k]], &cost->layers[k], offsetof(ChainLayer, policy_adds)))
+               memcmp(&cost->layers[alike_to[k]], &cost->layers[k], offsetof(ChainLayer, policy)))
             alike_to[k]++;
         rank[k] = size[alike_to[k]]++;
     }
@@ -391,14 +380,13 @@ static RematStatus measure_points(OpsProfile *o, const ChainCost *cost, Layer **
             const int p = j * size[alike_to[k]] + rank[k];
             policies[k] = p < o->n_points[o->shape_of[k]] ? &o->points[o->shape_of[k]][p].policy : NULL;
         }
-        status = chain_profile_layer_policies(&scratch, layers, stages, ctx, policies);
+        Probe probe = {.layers = layers, .cost = &scratch, .policies = policies}; /* the policy pass alone */
+        status = probe_passes(&probe, stages, ctx, false);
         for (int k = 0; k < n && status == REMAT_OK; k++) {
-            const ChainLayer *l = &scratch.layers[k];
             const size_t p = (size_t)(j * size[alike_to[k]] + rank[k]);
             for (int g = 0; policies[k] && g < n; g++)
                 if (alike_to[g] == alike_to[k])
-                    o->measured[(size_t)g * (size_t)o->max_points + p] = (OpsFigures){l->policy_adds, l->policy_need,
-                                                                                      l->policy_flops};
+                    o->measured[(size_t)g * (size_t)o->max_points + p] = scratch.layers[k].policy;
         }
     }
     /* A region's RECOMPUTE FLOPs include what its layer's backward kernels redo under any
@@ -406,7 +394,7 @@ static RematStatus measure_points(OpsProfile *o, const ChainCost *cost, Layer **
      * chain (kernel_recompute): what the last point, which keeps everything and so replays
      * nothing, measured. */
     for (int k = 0; k < n && status == REMAT_OK; k++) {
-        OpsFigures *m = &o->measured[(size_t)k * (size_t)o->max_points];
+        SegmentFigures *m = &o->measured[(size_t)k * (size_t)o->max_points];
         const int n_points = o->n_points[o->shape_of[k]];
         const uint64_t share = m[n_points - 1].flops;
         for (int j = 0; j < n_points; j++) m[j].flops -= share;

@@ -268,8 +268,7 @@ static Var *region_forward(RegionFn fn, void *fn_ctx, Layer **layers, int n, Var
         return remat_fail_null(REMAT_EINVAL, "checkpoint: need a function or at least one layer, and an input");
     if (!grad_enabled()) return layers ? layers_forward(layers, n, x, ctx) : fn(fn_ctx, x, ctx);
     Region *r = calloc(1, sizeof *r);
-    if (!r)
-        return remat_fail_null(REMAT_ENOMEM, "checkpoint: no memory for a region");
+    if (!r) return remat_fail_null(REMAT_ENOMEM, "checkpoint: no memory for a region");
     const CheckpointOptions o = opts ? *opts : checkpoint_defaults();
     *r = (Region){.fn = layers ? run_layers : fn, .fn_ctx = layers ? r : fn_ctx, .layers = layers, .n_layers = n,
                   .ctx = ctx, .opts = o, .cache = {.policy = o.policy, .check = o.replay.determinism_check}};

@@ -21,15 +21,15 @@ size_t chain_grad_bytes(const ChainCost *c, int k)
 }
 
 /* The most ACT above S(k) while plain layer k runs forward and, later, backward. */
-size_t chain_plain_need(const ChainCost *c, int k)
+static size_t plain_need(const ChainCost *c, int k)
 {
     const ChainLayer *l = &c->layers[k];
     return max_size(l->fwd_peak, l->kept - l->out_bytes + chain_grad_bytes(c, k + 1) + c->resid + l->back_plain);
 }
 
 /* The most ACT above S(a) while region [a, b] runs its first forward, its replay and its
- * backward (planner.h's formula, term by term). */
-size_t chain_region_need(const ChainCost *c, int a, int b)
+ * backward (cost.h's formula, term by term). */
+static size_t region_need(const ChainCost *c, int a, int b)
 {
     const ChainLayer *l = c->layers;
     size_t need = l[a].nograd_peak;
@@ -48,52 +48,28 @@ size_t chain_region_need(const ChainCost *c, int a, int b)
     return need;
 }
 
-uint64_t chain_segment_flops(const ChainCost *c, int a, int b)
+bool chain_segment(const ChainCost *c, const Segment *g, SegmentFigures *f)
 {
-    uint64_t f = 0;
-    for (int k = a; k <= b; k++) f += c->layers[k].flops;
-    return f;
-}
-
-/* One-layer region k under `policy`, profiled (the cost's own policy, or an op-level
- * keep-set's): what it adds to the forward state, needs above it and recomputes; or NULL. */
-static const OpsFigures *figures_of(const ChainCost *c, int k, const Policy *policy, OpsFigures *own)
-{
-    if (!policy || policy != c->policy) return ops_figures(c->ops, k, policy);
-    *own = (OpsFigures){c->layers[k].policy_adds, c->layers[k].policy_need, c->layers[k].policy_flops};
-    return own;
-}
-
-/* The peak ACT of one step whose chain runs as `segments` (n of them, covering the chain
- * in order; policy regions of one layer); *recompute gets the RECOMPUTE FLOPs. */
-static size_t chain_predict(const ChainCost *c, const Segment *segments, int n, uint64_t *recompute)
-{
-    size_t s = c->base + c->embed, peak = max_size(c->base + c->embed_peak, c->tail_peak);
-    uint64_t flops = 0;
-    for (int i = 0; i < n; i++) {
-        const int a = segments[i].first, b = a + segments[i].count - 1;
-        OpsFigures own;
-        const OpsFigures *f = segments[i].kind == SEGMENT_REGION ? figures_of(c, a, segments[i].policy, &own) : NULL;
-        if (f) { /* one layer: schedule_predict checked */
-            peak = max_size(peak, s + f->need);
-            flops += f->flops;
-            s += f->adds;
-            continue;
-        }
-        if (segments[i].kind == SEGMENT_REGION) {
-            peak = max_size(peak, s + chain_region_need(c, a, b));
-            flops += chain_segment_flops(c, a, b);
-            s += c->layers[b].out_bytes;
-            continue;
-        }
-        for (int k = a; k <= b; k++) {
-            peak = max_size(peak, s + chain_plain_need(c, k));
-            s += c->layers[k].kept;
-        }
+    const int a = g->first, b = a + g->count - 1;
+    if (g->kind == SEGMENT_REGION && g->policy) { /* measured: the cost's own policy, or a keep-set */
+        const SegmentFigures *m = g->policy == c->policy ? &c->layers[a].policy : ops_figures(c->ops, a, g->policy);
+        if (!m || g->count != 1) return false;
+        *f = *m;
+        return true;
     }
-    peak = max_size(peak, s + c->head_peak);
-    if (recompute) *recompute = flops;
-    return peak;
+    if (g->kind == SEGMENT_REGION) { /* keeps its output x_{b+1}; recomputes layers a .. b */
+        uint64_t flops = 0;
+        for (int k = a; k <= b; k++) flops += c->layers[k].flops;
+        *f = (SegmentFigures){c->layers[b].out_bytes, region_need(c, a, b), flops};
+        return true;
+    }
+    if (g->kind != SEGMENT_PLAIN) return false;
+    *f = (SegmentFigures){0};
+    for (int k = a; k <= b; k++) { /* each layer on top of what the ones before it kept */
+        f->need = max_size(f->need, f->adds + plain_need(c, k));
+        f->adds += c->layers[k].kept;
+    }
+    return true;
 }
 
 /* ---- uniform chains, for Revolve -------------------------------------------------------- */
@@ -219,27 +195,37 @@ static RematStatus revolve_predict(const ChainCost *c, int slots, Prediction *p)
 
 /* ---- predicting a schedule --------------------------------------------------------------- */
 
+/* A step whose chain runs as s's single-level segments, walked from the forward state S(0). */
+static RematStatus chain_predict(const Schedule *s, const ChainCost *c, Prediction *p)
+{
+    size_t state = c->base + c->embed;
+    p->peak_act = max_size(c->base + c->embed_peak, c->tail_peak);
+    for (int i = 0; i < s->n_segments; i++) {
+        const Segment *g = &s->segments[i];
+        SegmentFigures f;
+        if (!chain_segment(c, g, &f))
+            return remat_fail(REMAT_EINVAL, "schedule_predict: segment %d is %s, which the cost model does not "
+                              "predict", i, g->kind == SEGMENT_DTR ? "DTR, whose evictions depend on the run"
+                              : g->kind == SEGMENT_REVOLVE ? "Revolve beside other segments"
+                              : g->count > 1 ? "a region of several layers with a selective policy"
+                                             : "a region with a selective policy it did not profile");
+        p->peak_act = max_size(p->peak_act, state + f.need);
+        p->recompute_flops += f.flops;
+        state += f.adds;
+    }
+    p->peak_act = max_size(p->peak_act, state + c->head_peak);
+    return REMAT_OK;
+}
+
 RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
 {
     if (!s || !cost || s->n_layers != cost->n_layers)
         return remat_fail(REMAT_EINVAL, "schedule_predict: need a schedule and the cost of its chain");
     Prediction p = {.made = true, .forward_flops = cost->forward_flops};
-    const Segment *g = s->segments;
-    for (int i = 0; i < s->n_segments; i++) {
-        OpsFigures own;
-        const bool policy = g[i].kind == SEGMENT_REGION && g[i].policy;
-        const bool profiled = policy && figures_of(cost, g[i].first, g[i].policy, &own);
-        const bool revolve_beside = g[i].kind == SEGMENT_REVOLVE && s->n_segments > 1;
-        if (revolve_beside || g[i].kind == SEGMENT_DTR || (policy && (!profiled || g[i].count != 1)))
-            return remat_fail(REMAT_EINVAL, "schedule_predict: segment %d is %s, which the cost model does not "
-                              "predict", i, g[i].kind == SEGMENT_DTR ? "DTR, whose evictions depend on the run"
-                              : revolve_beside ? "Revolve beside other segments"
-                              : !profiled ? "a region with a selective policy it did not profile"
-                                                            : "a region of several layers with a selective policy");
-    }
-    if (g[0].kind != SEGMENT_REVOLVE) p.peak_act = chain_predict(cost, g, s->n_segments, &p.recompute_flops);
-    else if (chain_check_uniform(cost) != REMAT_OK || revolve_predict(cost, g[0].slots, &p) != REMAT_OK)
-        return remat_last_status();
+    const int slots = schedule_revolve_slots(s);
+    RematStatus status = slots ? chain_check_uniform(cost) : chain_predict(s, cost, &p);
+    if (status == REMAT_OK && slots) status = revolve_predict(cost, slots, &p);
+    if (status != REMAT_OK) return status;
     p.recompute_flops += cost->kernel_recompute; /* the backward kernels' own, under any schedule */
     p.peak_total = cost->fixed + cost->work_peak + p.peak_act;
     s->predicted = p;

@@ -103,6 +103,14 @@
 
 typedef struct OpsProfile OpsProfile; /* the op-level planner's figures (ops_plan.h) */
 
+/* A segment in the model: what it adds to the forward state S at its start, the most ACT
+ * above S from its first forward to the end of its backward, and the FLOPs its replay
+ * recomputes. */
+typedef struct SegmentFigures {
+    size_t adds, need;
+    uint64_t flops;
+} SegmentFigures;
+
 typedef struct ChainLayer {
     size_t in_bytes, out_bytes; /* x_k and x_{k+1} */
     size_t grad_bytes;          /* g_k: x_k's gradient, 0 when x_k needs none */
@@ -112,13 +120,9 @@ typedef struct ChainLayer {
     size_t back_plain;          /* back_k of a plain layer (the gradient in is freed after its last op) */
     size_t back_held;           /* back_k of a region's last layer (the gradient in stays to the end) */
     uint64_t flops;             /* flops_k */
-    /* Layer k as a one-layer region with the cost's policy (selective recomputation),
-     * when one was profiled: */
-    size_t policy_adds;         /* what its first forward adds to the forward state: its
-                                   output and the outputs the policy caches */
-    size_t policy_need;         /* the most ACT above the forward state S(k) during its first
-                                   forward, its replay and its backward */
-    uint64_t policy_flops;      /* the FLOPs its replay recomputes */
+    SegmentFigures policy;      /* layer k as a one-layer region with the cost's policy
+                                   (selective recomputation), when one was profiled: it adds
+                                   its output and the outputs the policy caches */
 } ChainLayer;
 
 typedef struct ChainCost {
@@ -137,7 +141,7 @@ typedef struct ChainCost {
                                   (fused attention's tiles, counter-based dropout's masks):
                                   every layer's backward runs once under any schedule, so
                                   every schedule pays them alike */
-    const Policy *policy;   /* the selective policy profiled (policy_adds, policy_need), or NULL */
+    const Policy *policy;   /* the selective policy profiled (ChainLayer.policy), or NULL */
     OpsProfile *ops;        /* per layer, its keep-sets' measured figures (chain_profile_ops), or NULL */
 } ChainCost;
 
@@ -150,7 +154,7 @@ typedef struct ChainStages {
 
 /* Runs one profiling step (forward and backward, no optimizer) of `layers` between the
  * stages and measures the chain model above; with a `policy` (NULL: none), a third pass,
- * every layer a region under it, measures policy_adds and policy_need: then a schedule
+ * every layer a region under it, measures each layer's policy figures: then a schedule
  * whose regions with a policy are one layer each, with this policy, is predicted too.
  * Parameters' gradients are accumulated by it (zero them before training); the FLOP
  * ledger is put back as it was, `ctx` is not changed (the step uses a copy), and the
@@ -160,11 +164,6 @@ typedef struct ChainStages {
  * (the message says which layer), or the step's own error. */
 ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx,
                                 const Policy *policy);
-
-/* The policy pass again, layer k a region under policies[k] (NULL: none), into each layer's
- * policy_adds, policy_need, policy_flops; ledgers and `ctx` left as chain_profile_policy does. */
-RematStatus chain_profile_layer_policies(ChainCost *cost, Layer **layers, const ChainStages *stages,
-                                         const TrainCtx *ctx, const Policy *const *policies);
 
 /* Measures the op-level model of the chain whose cost was profiled (`cost`, from
  * chain_profile_policy with the same layers, stages and context): one forward recording
@@ -186,12 +185,10 @@ RematStatus chain_check_uniform(const ChainCost *cost);
 
 /* ---- predictions ----------------------------------------------------------------------- */
 
-/* The terms of the formula above, in bytes above the forward state S: plain layer k's
- * (forward and backward), and region [a, b]'s (first forward, replay and backward); and
- * the forward FLOPs of layers a .. b, what the region recomputes. */
-size_t chain_plain_need(const ChainCost *cost, int k);
-size_t chain_region_need(const ChainCost *cost, int a, int b);
-uint64_t chain_segment_flops(const ChainCost *cost, int a, int b);
+/* Into *f, plain or region segment g's figures by the formula above; a region with a
+ * policy must be one layer under the policy the cost profiled or a point of the op-level
+ * model. false, *f unchanged, for any other segment. */
+bool chain_segment(const ChainCost *cost, const Segment *g, SegmentFigures *f);
 
 /* Fills s->predicted from `cost`: for plain segments and regions without a policy by the
  * formula above, for one-layer regions with the policy the cost profiled by its policy

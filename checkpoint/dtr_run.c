@@ -12,9 +12,7 @@
  *
  * The unit of recomputation is the layer, not the op: an op has no forward remat could call
  * again by itself (OpInfo holds none), while a layer's forward, replayed from its input with
- * the generator it started with, makes every one of its tensors again bit for bit. A replay
- * takes back every evicted entry of its layer still held (its backward is about to read them
- * all), or only the layer's output when it only rebuilds the input of a later layer. A
+ * the generator it started with, makes every one of its tensors again bit for bit. A
  * tensor is in use, and not evicted, while anything but the runtime holds a reference to it
  * (an op's Var, a backward reading it) or while it is the one being rematerialised.
  *
@@ -204,8 +202,8 @@ static void release(void *ctx, void *packed)
 /* ---- layers: their forward, and a replay of it ---------------------------------------------- */
 
 /* Layer u's forward again (replay.h) from its input, rematerialised first if it was evicted,
- * taking back what it makes: every evicted entry of the layer still held (`all`), or only its
- * output, the input of the layer that needs it. */
+ * taking back what it makes: every evicted entry of the layer still held (`all`: its backward
+ * is about to read them all), or only its output, the input of the layer that needs it. */
 static RematStatus replay_layer(DtrRun *r, int u, bool all)
 {
     const DtrLayer *l = &r->layers[u];

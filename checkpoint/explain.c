@@ -156,11 +156,9 @@ void explain_note_cached(const char *region, const char *op, const char *tag, co
 
 Explain *explain_start(void)
 {
-    if (active)
-        return remat_fail_null(REMAT_ESTATE, "explain_start: a recording is already running");
+    if (active) return remat_fail_null(REMAT_ESTATE, "explain_start: a recording is already running");
     Explain *ex = calloc(1, sizeof *ex);
-    if (!ex)
-        return remat_fail_null(REMAT_ENOMEM, "explain_start: no memory");
+    if (!ex) return remat_fail_null(REMAT_ENOMEM, "explain_start: no memory");
     ex->hooks = (OpHooks){.name = "explain", .recorded = on_recorded, .regenerated = on_regenerated, .ctx = ex};
     ex->observer = (SavedObserver){.saved = on_saved, .released = on_released, .ctx = ex};
     if (op_hooks_push(&ex->hooks) != REMAT_OK) {

@@ -162,10 +162,9 @@ Var *ops_record_layer(Layer *layer, OpsLayer *l, Var *x, TrainCtx *ctx)
         for (int j = 0; j < l->ops[i].n_out; j++) tensor_free(r.outs[i][j]);
     if (!r.failed) return y;
     var_free(y);
-    remat_fail(REMAT_EINVAL, "planner ops: layer %s has ops its model cannot hold (at most %d ops, %d classes (op, "
-               "tag), %d outputs an op, names under %d characters)", layer->name, OPS_MAX_OPS, OPS_MAX_CLASSES,
-               OPS_MAX_OUTPUTS, OPS_NAME_LEN);
-    return NULL;
+    return remat_fail_null(REMAT_EINVAL, "planner ops: layer %s has ops its model cannot hold (at most %d ops, %d "
+                           "classes (op, tag), %d outputs an op, names under %d characters)", layer->name, OPS_MAX_OPS,
+                           OPS_MAX_CLASSES, OPS_MAX_OUTPUTS, OPS_NAME_LEN);
 }
 
 /* ---- reading it ------------------------------------------------------------------------- */
@@ -176,7 +175,7 @@ const OpsPoint *ops_points(const OpsProfile *o, int k, int *n)
     return *n ? o->points[o->shape_of[k]] : NULL;
 }
 
-const OpsFigures *ops_figures(const OpsProfile *o, int k, const Policy *policy)
+const SegmentFigures *ops_figures(const OpsProfile *o, int k, const Policy *policy)
 {
     int n;
     const OpsPoint *points = ops_points(o, k, &n);

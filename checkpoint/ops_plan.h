@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "checkpoint/schedule.h"
+#include "checkpoint/cost.h"
 
 enum { OPS_MAX_CLASSES = 24, OPS_MAX_OPS = 48, OPS_MAX_OUTPUTS = 4, OPS_NAME_LEN = 32 };
 
@@ -50,10 +50,6 @@ void ops_evaluate(const OpsLayer *l, uint32_t keep, size_t *kept, uint64_t *flop
  * for a layer of more than OPS_MAX_CLASSES classes; REMAT_ENOMEM. */
 RematStatus ops_layer_pareto(const OpsLayer *l, OpsPoint **points, int *n);
 
-/* One-layer region k under a Pareto point's policy, as measured: what it adds to the forward
- * state, the most ACT it needs above it, the FLOPs its replay recomputes. */
-typedef struct OpsFigures { size_t adds, need; uint64_t flops; } OpsFigures;
-
 /* The op-level model of a chain (chain_profile_ops in cost.h measures it; a ChainCost holds
  * it): each layer's shape, each shape's Pareto set, each layer's points as measured. */
 typedef struct OpsProfile {
@@ -61,7 +57,7 @@ typedef struct OpsProfile {
     OpsLayer *shapes;         /* the distinct layers */
     int *shape_of, *n_points; /* per layer, its shape; per shape, its points */
     OpsPoint **points;        /* per shape: its Pareto set */
-    OpsFigures *measured;     /* [layer][point] */
+    SegmentFigures *measured; /* [layer][point]: a one-layer region under the point, as measured */
 } OpsProfile;
 
 /* Layer `layer`'s forward on x (grad off, as a region's first forward) with its ops
@@ -71,7 +67,7 @@ Var *ops_record_layer(Layer *layer, OpsLayer *l, Var *x, TrainCtx *ctx);
 
 /* The figures of layer k under `policy`; NULL when it is no point of layer k's shape (or
  * there is no model, o NULL). */
-const OpsFigures *ops_figures(const OpsProfile *o, int k, const Policy *policy);
+const SegmentFigures *ops_figures(const OpsProfile *o, int k, const Policy *policy);
 
 /* Layer k's Pareto points (NULL, *n = 0 without an op-level model). */
 const OpsPoint *ops_points(const OpsProfile *o, int k, int *n);

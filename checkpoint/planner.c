@@ -9,7 +9,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "checkpoint/ops_plan.h"
 
@@ -77,40 +76,42 @@ static int dp_keep_front(Dp *dp, int start)
     return kept;
 }
 
-/* Adds the state reached by the segment `next` (first layer, region, point; in `next.s` what
- * it adds to S) from state `from`, if its moments, `need` above S(a) (cost.h), fit. */
-static RematStatus dp_extend(Dp *dp, int from, DpState next, size_t need, uint64_t flops)
+/* Adds the state reached from state `from` by the segment `next` (its first layer, whether a
+ * region, its point) of figures f (cost.h), if its moments fit. */
+static RematStatus dp_extend(Dp *dp, int from, DpState next, const SegmentFigures *f)
 {
-    const DpState *f = &dp->states[from];
-    const size_t moment = f->s + need;
-    uint64_t value = f->value;
+    const DpState *st = &dp->states[from];
+    const size_t moment = st->s + f->need;
+    uint64_t value = st->value;
     if (dp->goal == DP_FEWEST_FLOPS) {
         if (moment > dp->act_budget) return REMAT_OK;
-        value += flops;
+        value += f->flops;
     } else if (moment > value) {
         value = moment;
     }
-    return dp_push(dp, (DpState){f->s + next.s, value, from, next.first, next.region, next.point});
+    return dp_push(dp, (DpState){st->s + f->adds, value, from, next.first, next.region, next.point});
 }
 
-/* The segments ending at layer k − 1 from state `from` at boundary a: region [a, k − 1]; for
- * a = k − 1 also the plain layer and, for the ops planner, its keep-sets. */
-static RematStatus dp_extend_all(Dp *dp, int from, int a, int k, size_t need, uint64_t flops)
+/* The segments ending at layer k − 1 from state `from` at boundary a: region [a, k − 1] (of
+ * figures `region`); for a = k − 1 also the plain layer and, for the ops planner, its keep-sets. */
+static RematStatus dp_extend_all(Dp *dp, int from, int a, int k, const SegmentFigures *region)
 {
     const ChainCost *c = dp->cost;
-    RematStatus status = dp_extend(dp, from, (DpState){c->layers[k - 1].out_bytes, 0, 0, a, true, -1}, need, flops);
+    RematStatus status = dp_extend(dp, from, (DpState){.first = a, .region = true, .point = -1}, region);
     if (status != REMAT_OK || a != k - 1) return status;
-    status = dp_extend(dp, from, (DpState){c->layers[a].kept, 0, 0, a, false, -1}, chain_plain_need(c, a), 0);
+    SegmentFigures plain;
+    chain_segment(c, &(Segment){a, 1, SEGMENT_PLAIN, NULL, 0}, &plain);
+    status = dp_extend(dp, from, (DpState){.first = a, .region = false, .point = -1}, &plain);
     int n = 0;
     const OpsPoint *points = dp->ops ? ops_points(c->ops, a, &n) : NULL;
-    for (int p = 0; p < n && status == REMAT_OK; p++) {
-        const OpsFigures *f = ops_figures(c->ops, a, &points[p].policy);
-        status = dp_extend(dp, from, (DpState){f->adds, 0, 0, a, true, p}, f->need, f->flops);
-    }
+    for (int p = 0; p < n && status == REMAT_OK; p++)
+        status = dp_extend(dp, from, (DpState){.first = a, .region = true, .point = p},
+                           ops_figures(c->ops, a, &points[p].policy));
     return status;
 }
 
-/* Runs the search; *best gets the index of the best final state, or −1 if none fits. */
+/* Runs the search; *best gets the index of the best final state, or −1 if none fits. The
+ * head is the last step: from boundary L, a segment that needs head_peak and adds nothing. */
 static RematStatus dp_run(Dp *dp, int *best)
 {
     const ChainCost *c = dp->cost;
@@ -126,28 +127,21 @@ static RematStatus dp_run(Dp *dp, int *best)
     for (int k = 1; k <= L && status == REMAT_OK; k++) {
         const int start = dp->count;
         for (int a = 0; a < k && status == REMAT_OK; a++) {
-            const size_t need = chain_region_need(c, a, k - 1);
-            const uint64_t flops = chain_segment_flops(c, a, k - 1);
+            SegmentFigures region;
+            chain_segment(c, &(Segment){a, k - a, SEGMENT_REGION, NULL, 0}, &region);
             for (int i = 0; i < dp->front_count[a] && status == REMAT_OK; i++)
-                status = dp_extend_all(dp, dp->front_start[a] + i, a, k, need, flops);
+                status = dp_extend_all(dp, dp->front_start[a] + i, a, k, &region);
         }
         dp->front_start[k] = start;
         dp->front_count[k] = status == REMAT_OK ? dp_keep_front(dp, start) : 0;
     }
-    if (status != REMAT_OK) return status;
-    uint64_t best_value = UINT64_MAX;
-    for (int i = 0; i < dp->front_count[L]; i++) {
-        const DpState *st = &dp->states[dp->front_start[L] + i];
-        const size_t end = st->s + c->head_peak;
-        uint64_t value = st->value;
-        if (dp->goal == DP_FEWEST_FLOPS && end > dp->act_budget) continue;
-        if (dp->goal == DP_LEAST_PEAK && end > value) value = end;
-        if (value < best_value) {
-            best_value = value;
-            *best = dp->front_start[L] + i;
-        }
-    }
-    return REMAT_OK;
+    const int ends = dp->count;
+    const SegmentFigures head = {.need = c->head_peak};
+    for (int i = 0; i < dp->front_count[L] && status == REMAT_OK; i++)
+        status = dp_extend(dp, dp->front_start[L] + i, (DpState){.first = L, .point = -1}, &head);
+    for (int i = ends; i < dp->count && status == REMAT_OK; i++)
+        if (*best < 0 || dp->states[i].value < dp->states[*best].value) *best = i;
+    return status;
 }
 
 /* The exact search for `goal` (under `act_budget` for DP_FEWEST_FLOPS): the single-level
@@ -163,8 +157,8 @@ static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, b
                              : remat_fail(REMAT_ENOMEM, "planner: no memory to search %d layers", L);
     Schedule *s = NULL;
     if (status == REMAT_OK && best >= 0) {
-        int end = L, at = L; /* the states that led to `best`, walked from the end: segs fills from the back */
-        for (int i = best; dp.states[i].from >= 0; i = dp.states[i].from) {
+        int end = L, at = L; /* the states that led to the head's, walked from the end: segs fills from the back */
+        for (int i = dp.states[best].from; dp.states[i].from >= 0; i = dp.states[i].from) {
             const DpState *st = &dp.states[i];
             int n;
             const OpsPoint *pts = st->point >= 0 ? ops_points(c->ops, st->first, &n) : NULL; /* ops: a keep-set */
@@ -190,13 +184,11 @@ static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, b
 static Schedule *search_exact(const ChainCost *c, size_t act_budget, size_t *leanest, bool ops)
 {
     *leanest = SIZE_MAX;
-    if (c->n_layers > PLANNER_DP_MAX_LAYERS) {
-        remat_fail(REMAT_EINVAL, "the exact search plans chains of up to %d layers (its work grows as L^3), this "
-                   "one has %d: use the chen planner", PLANNER_DP_MAX_LAYERS, c->n_layers);
-        return NULL;
-    }
+    if (c->n_layers > PLANNER_DP_MAX_LAYERS)
+        return remat_fail_null(REMAT_EINVAL, "the exact search plans chains of up to %d layers (its work grows as "
+                               "L^3), this one has %d: use the chen planner", PLANNER_DP_MAX_LAYERS, c->n_layers);
     if (ops && !c->ops)
-        return remat_fail(REMAT_EINVAL, "planner ops: the chain cost has no op-level model (chain_profile_ops)"), NULL;
+        return remat_fail_null(REMAT_EINVAL, "planner ops: the chain cost has no op-level model (chain_profile_ops)");
     bool none_fits;
     Schedule *s = dp_search(c, DP_FEWEST_FLOPS, act_budget, ops, &none_fits);
     if (!none_fits) return s;
@@ -287,8 +279,7 @@ static Schedule *search_chen(const ChainCost *c, size_t act_budget, size_t *lean
     Segment *segs = calloc((size_t)L, sizeof *segs);
     double b[CHEN_GUESSES + CHEN_GRID + 2];
     *leanest = SIZE_MAX;
-    if (!segs)
-        return remat_fail_null(REMAT_ENOMEM, "planner: no memory for %d segments", L);
+    if (!segs) return remat_fail_null(REMAT_ENOMEM, "planner: no memory for %d segments", L);
     const int n_b = chen_thresholds(c, segs, b);
     Schedule *best = NULL;
     for (int i = 0; i < n_b; i++) {
@@ -350,55 +341,49 @@ size_t planner_min_budget(PlannerKind kind, const ChainCost *cost)
     return leanest == SIZE_MAX ? 0 : cost->fixed + cost->work_peak + leanest;
 }
 
-/* REMAT_EOOM for a budget below `min_budget`, the leanest schedule's need for planner
- * `kind` (0: unknown), saying what that need is; for dp and chen, also where planner
+/* NULL with REMAT_EOOM for a budget below `min_budget`, the leanest schedule's need for
+ * planner `kind` (0: unknown), saying what that need is; for dp and chen, also where planner
  * revolve starts when it starts lower (a uniform chain). */
-static RematStatus fail_too_small(const ChainCost *c, PlannerKind kind, size_t budget, size_t min_budget)
+static Schedule *fail_too_small(const ChainCost *c, PlannerKind kind, size_t budget, size_t min_budget)
 {
     char b[32], m[32], fixed[32], work[32], act[32], lower[160] = "";
     if (min_budget == 0) /* a chain too long for the exact search */
-        return remat_fail(REMAT_EOOM, "memory budget %s: no schedule found fits it (params, grads, optimizer and "
-                          "workspace alone take %s)", mem_format_bytes(b, sizeof b, budget),
-                          mem_format_bytes(fixed, sizeof fixed, c->fixed + c->work_peak));
+        return remat_fail_null(REMAT_EOOM, "memory budget %s: no schedule found fits it (params, grads, optimizer "
+                               "and workspace alone take %s)", mem_format_bytes(b, sizeof b, budget),
+                               mem_format_bytes(fixed, sizeof fixed, c->fixed + c->work_peak));
     const size_t revolve_min = kind == PLANNER_REVOLVE ? 0 : planner_min_budget(PLANNER_REVOLVE, c);
     if (revolve_min > 0 && revolve_min < min_budget)
         snprintf(lower, sizeof lower, "; planner revolve, which recomputes layers more than once, fits from %s",
                  mem_format_bytes(m, sizeof m, revolve_min));
-    return remat_fail(REMAT_EOOM, "memory budget %s is below what any %s schedule needs: the smallest "
-                      "feasible budget is %s = %zu bytes (params, grads, optimizer and workspace %s + "
-                      "kernel scratch %s + the leanest schedule's peak activations %s)%s",
-                      mem_format_bytes(b, sizeof b, budget), kind == PLANNER_REVOLVE ? "Revolve" : "single-level",
-                      mem_format_bytes(m, sizeof m, min_budget), min_budget,
-                      mem_format_bytes(fixed, sizeof fixed, c->fixed),
-                      mem_format_bytes(work, sizeof work, c->work_peak),
-                      mem_format_bytes(act, sizeof act, min_budget - c->fixed - c->work_peak), lower);
+    return remat_fail_null(REMAT_EOOM, "memory budget %s is below what any %s schedule needs: the smallest "
+                           "feasible budget is %s = %zu bytes (params, grads, optimizer and workspace %s + "
+                           "kernel scratch %s + the leanest schedule's peak activations %s)%s",
+                           mem_format_bytes(b, sizeof b, budget), kind == PLANNER_REVOLVE ? "Revolve" : "single-level",
+                           mem_format_bytes(m, sizeof m, min_budget), min_budget,
+                           mem_format_bytes(fixed, sizeof fixed, c->fixed),
+                           mem_format_bytes(work, sizeof work, c->work_peak),
+                           mem_format_bytes(act, sizeof act, min_budget - c->fixed - c->work_peak), lower);
 }
 
 Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget)
 {
-    if (!cost || (unsigned)kind >= PLANNER_COUNT) {
-        remat_fail(REMAT_EINVAL, "planner_plan: need a chain cost and a planner (chen, dp, revolve or ops)");
-        return NULL;
-    }
+    if (!cost || (unsigned)kind >= PLANNER_COUNT)
+        return remat_fail_null(REMAT_EINVAL, "planner_plan: need a chain cost and a planner (chen, dp, revolve or "
+                               "ops)");
     if (kind == PLANNER_REVOLVE && chain_check_uniform(cost) != REMAT_OK) return NULL;
     const size_t reserved = cost->fixed + cost->work_peak;
-    if (budget <= reserved) {
-        fail_too_small(cost, kind, budget, planner_min_budget(kind, cost));
-        return NULL;
-    }
+    if (budget <= reserved) return fail_too_small(cost, kind, budget, planner_min_budget(kind, cost));
     size_t leanest;
     Schedule *s = SEARCHES[kind](cost, budget - reserved, &leanest);
     if (s || leanest == SIZE_MAX) return s;
     /* Nothing fits. Chen's search may miss a schedule the exact search finds: it says so. */
     const size_t min_budget = kind == PLANNER_CHEN ? planner_min_budget(kind, cost) : reserved + leanest;
-    if (kind != PLANNER_CHEN || min_budget > budget || min_budget == 0) {
-        fail_too_small(cost, kind, budget, min_budget);
-        return NULL;
-    }
+    if (kind != PLANNER_CHEN || min_budget > budget || min_budget == 0)
+        return fail_too_small(cost, kind, budget, min_budget);
     char b[32], need[32], m[32];
-    remat_fail(REMAT_EOOM, "memory budget %s: none of the schedules Chen's search of b tries fits (its leanest "
-               "needs %s); the exact search (--planner dp) fits budgets from %s",
-               mem_format_bytes(b, sizeof b, budget), mem_format_bytes(need, sizeof need, leanest + reserved),
-               mem_format_bytes(m, sizeof m, min_budget));
-    return NULL;
+    return remat_fail_null(REMAT_EOOM, "memory budget %s: none of the schedules Chen's search of b tries fits (its "
+                           "leanest needs %s); the exact search (--planner dp) fits budgets from %s",
+                           mem_format_bytes(b, sizeof b, budget),
+                           mem_format_bytes(need, sizeof need, leanest + reserved),
+                           mem_format_bytes(m, sizeof m, min_budget));
 }

@@ -72,8 +72,7 @@ static void run_free(void *state)
 static Run *run_create(Layer **layers, int l, int slots, TrainCtx *ctx)
 {
     Run *run = calloc(1, sizeof *run);
-    if (!run)
-        return remat_fail_null(REMAT_ENOMEM, "revolve: no memory for a run");
+    if (!run) return remat_fail_null(REMAT_ENOMEM, "revolve: no memory for a run");
     *run = (Run){.layers = layers, .ctx = ctx, .schedule = revolve_schedule_create(l, slots)};
     run->slot_tape = run->schedule ? tape_create() : NULL;
     run->slots = run->slot_tape ? calloc((size_t)run->schedule->slots_used + 1, sizeof *run->slots) : NULL;
@@ -203,9 +202,9 @@ Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx)
     if (!layers || !x || l < 1 || slots < 1 || j < l) {
         char hole[48] = "";
         if (layers && j < l) snprintf(hole, sizeof hole, "; layer %d of %d is NULL", j, l);
-        remat_fail(REMAT_EINVAL, "revolve_forward: need layers, an input, l ≥ 1 and slots ≥ 1 (got %s, %s, l = %d, "
-                   "slots = %d)%s", layers ? "layers" : "no layers", x ? "an input" : "no input", l, slots, hole);
-        return NULL;
+        return remat_fail_null(REMAT_EINVAL, "revolve_forward: need layers, an input, l ≥ 1 and slots ≥ 1 (got "
+                               "%s, %s, l = %d, slots = %d)%s", layers ? "layers" : "no layers",
+                               x ? "an input" : "no input", l, slots, hole);
     }
     if (!grad_enabled()) return layers_forward(layers, l, x, ctx); /* inference, or a region's first forward */
 

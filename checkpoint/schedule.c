@@ -78,8 +78,7 @@ Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
     }
     const StrategyKind kind = strategy->kind;
     Segment *segs = calloc((size_t)n_layers, sizeof *segs);
-    if (!segs)
-        return remat_fail_null(REMAT_ENOMEM, "schedule_for_strategy: no memory for %d segments", n_layers);
+    if (!segs) return remat_fail_null(REMAT_ENOMEM, "schedule_for_strategy: no memory for %d segments", n_layers);
     /* none and dtr: one segment; full and selective: one per layer; sqrt: ceil(n / k) of at most
      * k = ceil(sqrt(n)) layers, as equal as possible, the longer ones first (schedule.h). */
     const int k = (int)ceil(sqrt((double)n_layers));
@@ -128,11 +127,9 @@ static void segment_name(char *buf, size_t size, const Segment *g, Layer **layer
 
 Var *schedule_forward(const Schedule *s, Layer **layers, int n_layers, Var *x, TrainCtx *ctx)
 {
-    if (!s || !layers || !x || n_layers != s->n_layers) {
-        remat_fail(REMAT_EINVAL, "schedule_forward: need a schedule, its %d layers and an input (got %d layers)",
-                   s ? s->n_layers : 0, n_layers);
-        return NULL;
-    }
+    if (!s || !layers || !x || n_layers != s->n_layers)
+        return remat_fail_null(REMAT_EINVAL, "schedule_forward: need a schedule, its %d layers and an input (got %d "
+                               "layers)", s ? s->n_layers : 0, n_layers);
     Var *h = var_retain(x);
     for (int i = 0; i < s->n_segments && h; i++) {
         const Segment *g = &s->segments[i];

@@ -225,7 +225,7 @@ static void check_points_as_measured(const ChainCost *cost, const char *what)
         const OpsPoint *p = ops_points(cost->ops, k, &n);
         assert_true(n > 1);
         for (int i = 0; i < n; i++) {
-            const OpsFigures *f = ops_figures(cost->ops, k, &p[i].policy);
+            const SegmentFigures *f = ops_figures(cost->ops, k, &p[i].policy);
             assert_non_null(f);
             assert_int_equal(f->adds, cost->layers[k].out_bytes + p[i].kept);
             assert_int_equal(f->flops, p[i].flops);
@@ -258,11 +258,11 @@ static void check_points_as_a_pass_per_point_measures_them(const Trainee *t, con
         ChainCost *each = model_profile(m, x, y, &ctx, &p[j].policy);
         assert_non_null(each);
         for (int k = 0; k < cost->n_layers; k++) {
-            const OpsFigures *f = ops_figures(cost->ops, k, &p[j].policy);
+            const SegmentFigures *f = ops_figures(cost->ops, k, &p[j].policy);
             assert_non_null(f); /* one shape: every layer has the point */
-            assert_int_equal(f->adds, each->layers[k].policy_adds);
-            assert_int_equal(f->need, each->layers[k].policy_need);
-            assert_int_equal(f->flops, each->layers[k].policy_flops - last->layers[k].policy_flops);
+            assert_int_equal(f->adds, each->layers[k].policy.adds);
+            assert_int_equal(f->need, each->layers[k].policy.need);
+            assert_int_equal(f->flops, each->layers[k].policy.flops - last->layers[k].policy.flops);
         }
         chain_cost_free(each);
     }
