@@ -97,10 +97,7 @@ static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, 
     *s = (Subject){0};
     const OptimConfig adamw = optim_adamw_defaults(1e-4f);
     RematStatus status =
-        which == 0
-            ? gpt_bench_create(&s->bench, &(GptShape){.L = 4, .C = 256, .H = 4, .T = 128, .B = 8, .dropout = 0.1f},
-                               &adamw)
-            : mlp_bench_create(&s->bench, &(MlpShape){.N = 16, .W = 1024, .B = 256}, &adamw);
+        which == 0 ? gpt_bench_create(&s->bench, &STEP_GPT, &adamw) : mlp_bench_create(&s->bench, &STEP_MLP, &adamw);
     for (int k = 0; k < n && status == REMAT_OK; k++) {
         s->schedules[k] = schedule_for_strategy(&sweep[k], s->bench.model->n_layers);
         if (!s->schedules[k]) status = remat_last_status();

@@ -64,7 +64,7 @@ typedef struct EventRow {
     size_t event;
     double time_ms;
     uint64_t flops;
-    const char *phase, *kind;
+    const char *phase, *kind, *label;
     double delta;
     size_t params, grads, optimizer, act, work, resident, disk;
 } EventRow;
@@ -73,7 +73,8 @@ static const ResultsColumn EVENT_COLUMNS[] = {
     COLUMN(EventRow, strategy, STR, ""), COLUMN(EventRow, event, SIZE, "index"),
     COLUMN(EventRow, time_ms, DOUBLE, "milliseconds since the step began"),
     COLUMN(EventRow, flops, U64, "FLOPs executed since the step began, all phases"), COLUMN(EventRow, phase, STR, ""),
-    COLUMN(EventRow, kind, STR, ""), COLUMN(EventRow, delta, DOUBLE, "bytes"), COLUMN(EventRow, params, SIZE, "bytes"),
+    COLUMN(EventRow, kind, STR, ""), COLUMN(EventRow, label, STR, "a mark's (dtr.evict, dtr.remat), else empty"),
+    COLUMN(EventRow, delta, DOUBLE, "bytes"), COLUMN(EventRow, params, SIZE, "bytes"),
     COLUMN(EventRow, grads, SIZE, "bytes"), COLUMN(EventRow, optimizer, SIZE, "bytes"),
     COLUMN(EventRow, act, SIZE, "bytes"), COLUMN(EventRow, work, SIZE, "bytes"),
     COLUMN(EventRow, resident, SIZE, "bytes"), COLUMN(EventRow, disk, SIZE, "bytes"),
@@ -108,7 +109,8 @@ static void record_events(ResultsTable *events, const char *strategy, const MemE
         const size_t *at = e[i].current;
         results_add_row(events, &(EventRow){.strategy = strategy, .event = i, .time_ms = 1e3 * e[i].seconds,
                                             .flops = e[i].flops, .phase = phase_name(e[i].phase),
-                                            .kind = mem_kind_name(e[i].kind), .delta = (double)e[i].delta,
+                                            .kind = mem_kind_name(e[i].kind),
+                                            .label = e[i].label ? e[i].label : "", .delta = (double)e[i].delta,
                                             .params = at[MEM_PARAM], .grads = at[MEM_GRAD], .optimizer = at[MEM_OPTIM],
                                             .act = at[MEM_ACT], .work = at[MEM_WORK], .resident = resident,
                                             .disk = at[MEM_DISK]});

@@ -68,6 +68,9 @@ char *gpt_shape_str(char *buf, size_t size, const GptShape *s)
     return buf;
 }
 
+const GptShape STEP_GPT = {.L = 4, .C = 256, .H = 4, .T = 128, .B = 8, .dropout = 0.1f};
+const MlpShape STEP_MLP = {.N = 16, .W = 1024, .B = 256};
+
 RematStatus gpt_bench_create(ModelBench *g, const GptShape *s, const OptimConfig *optim)
 {
     *g = (ModelBench){0};

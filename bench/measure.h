@@ -34,6 +34,9 @@ typedef struct GptShape {
     float dropout;
 } GptShape;
 
+/* The GPT and the MLP chain bench_step times, which bench_dtr runs under budgets too. */
+extern const GptShape STEP_GPT;
+
 /* Adds the shape to a results config: model "gpt", layers, d_model, heads, seq (left out
  * when T is 0: a bench that varies it records its list), batch, dropout. */
 void results_config_gpt(Results *r, const GptShape *s);
@@ -59,6 +62,8 @@ RematStatus gpt_bench_create(ModelBench *g, const GptShape *s, const OptimConfig
 typedef struct MlpShape {
     int N, W, B;
 } MlpShape;
+
+extern const MlpShape STEP_MLP;
 
 /* As gpt_bench_create, for the MLP chain of shape `s` (initialised from seed 1) and a batch
  * of B examples of its synthetic teacher task (teacher seed 2, rows seed 3). */

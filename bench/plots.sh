@@ -24,6 +24,10 @@
 #                   peak for ops, dp, chen, Revolve and dtr at each budget and the presets at
 #                   their own peaks, the MLP chain and the GPT (bench_planner --pareto, which
 #                   bench_all runs; drawn only when RESULTS_DIR holds bench_planner.pareto.csv)
+#   dtr.png         recompute FLOPs against the ledger's peak for dtr and dp's schedule at
+#                   budgets leaving 20%, 40% and 60% of none's activation peak, the GPT and
+#                   the MLP chain of bench_step (bench_dtr, which bench_all does not run;
+#                   drawn only when RESULTS_DIR holds bench_dtr.csv)
 #   dropout.png     the largest gradient difference from no checkpointing, per strategy,
 #                   with the generator replayed and without (bench_dropout)
 #   memory_budget.png  what stays resident whatever the strategy (params, grads,
@@ -468,6 +472,42 @@ EOF
   frontier=", planner_pareto.png"
 fi
 
+# ---- dtr.png -------------------------------------------------------------------------
+# Per model, dp's points then dtr's at the budgets where a step fit: peak MiB, recompute GFLOP.
+dtr=""
+if [ -f "$results/bench_dtr.csv" ]; then
+  need bench_dtr.csv model planner fits peak recompute_flops
+  for m in gpt mlp; do
+    for p in dp dtr; do
+      csv "$results/bench_dtr.csv" '$(c["model"]) == "'$m'" && $(c["planner"]) == "'$p'" && $(c["fits"]) == "true" {
+        print $(c["peak"]) / 1048576, $(c["recompute_flops"]) / 1e9 }' | sort -g
+      printf '\n\n'
+    done >"$tmp/dtr_$m.dat"
+    grep -q . "$tmp/dtr_$m.dat" || fail "$results/bench_dtr.csv: no budget of $m fit: run bench_dtr again"
+  done
+  dtr_panel() { # MODEL TITLE: one panel's gnuplot commands
+    cat <<EOF
+set title "$2"
+plot "$tmp/dtr_$1.dat" index 0 using 1:2 with linespoints lw 2.5 pt 7 ps 1.3 lc rgb "#2ca02c" title "dp (exact plan, layers)", \
+     "" index 1 using 1:2 with linespoints lw 2 dt 4 pt 8 ps 1.6 lc rgb "#17becf" title "dtr (no plan, evicts under the budget)"
+EOF
+  }
+  draw dtr <<EOF
+$common
+set terminal pngcairo noenhanced size 1500,620 font "DejaVu Sans,12"
+set output ARG1
+set multiplot layout 1,2 title "DTR against the exact plan at the same budget: one AdamW step, budgets leaving 20, 40, 60% of none's activations (bench_dtr)"
+set xlabel "peak memory of the step (the ledger's), MiB"
+set ylabel "recompute, GFLOP per step"
+set yrange [0:*]
+set key top right
+$(dtr_panel gpt "$(gpt_config bench_dtr)")
+$(dtr_panel mlp "MLP chain N=$(json_num "$results/bench_dtr.json" mlp_blocks) W=$(json_num "$results/bench_dtr.json" mlp_width)")
+unset multiplot
+EOF
+  dtr=", dtr.png"
+fi
+
 # ---- dropout.png ---------------------------------------------------------------------
 # One row per strategy: the largest |gradient difference| with the generator replayed,
 # then without. (The CSV's last column, a message, may hold commas; the fields read here
@@ -597,4 +637,4 @@ EOF
 fi
 
 for name in $drawn; do mv -f "$staged/$name.png" "$out/$name.png"; done
-echo "plots.sh: wrote $out/scaling.png, timeline.png, placement.png, selective.png, planner.png${frontier}, dropout.png${zero}${pipeline} and memory_budget.png from $results/"
+echo "plots.sh: wrote $out/scaling.png, timeline.png, placement.png, selective.png, planner.png${frontier}${dtr}, dropout.png${zero}${pipeline} and memory_budget.png from $results/"

@@ -101,7 +101,9 @@ RematStatus dtr_chain_optimum(int n, int budget, int64_t *extra);
  * forward is replayed (replay.h: grad off, RECOMPUTE FLOPs, the generator restored from the
  * layer's record) from the layer's input, itself rematerialised first if evicted, recursively;
  * the replay makes the same ops in the same order, so the tensor it saves as op k's slot i is
- * the entry's, bit for bit, and every evicted entry of the layer still held is taken back. */
+ * the entry's, bit for bit, and every evicted entry of the layer still held is taken back.
+ * Each eviction and each tensor taken back is a mark on the ledger's timeline ("dtr.evict",
+ * "dtr.remat": mem_timeline_mark), so a recorded step shows where they happened. */
 enum { DTR_MAX_REMATS = 8, DTR_ENTRIES_PER_LAYER = 64 };
 
 typedef struct DtrOptions {
@@ -114,6 +116,8 @@ typedef struct DtrOptions {
 /* What runtimes did since the process started. */
 typedef struct DtrStats {
     int64_t evictions, remats, replays; /* entries evicted, taken back, layer forwards replayed */
+    double choose_seconds;              /* in the pressure hook, scoring and choosing victims
+                                           (platform_seconds), whether or not one was found */
 } DtrStats;
 
 /* Runs layers[0 .. n) on x (borrowed) under DTR and returns the last output (a new Var the

@@ -24,6 +24,7 @@
 
 #include <stdlib.h>
 
+#include "base/platform.h"
 #include "checkpoint/replay.h"
 #include "tensor/flops.h"
 
@@ -114,11 +115,14 @@ static bool evict(void *ctx, size_t bytes)
 {
     (void)bytes;
     DtrRun *r = ctx;
+    const double start = platform_seconds();
     for (int id = 0; id < r->pool->n_entries; id++) /* in use: held by more than the runtime */
         r->pool->entries[id].locks = r->tensors[id].t && (r->tensors[id].t->refcount > 1 || id == r->target);
     r->pool->clock = (double)flops_total();
     const int victim = dtr_choose(r->pool);
+    stats.choose_seconds += platform_seconds() - start;
     if (victim < 0) return false;
+    mem_timeline_mark(MEM_ACT, "dtr.evict"); /* its free follows */
     dtr_release(r->pool, victim);
     stats.evictions++;
     return true;
@@ -142,6 +146,7 @@ static void take(DtrRun *r, int id, Tensor *t)
     d->t = tensor_retain(t);
     r->pool->clock = (double)flops_total();
     dtr_resident(r->pool, id, true);
+    mem_timeline_mark(MEM_ACT, "dtr.remat"); /* after the replay's allocations that made it */
     stats.remats++;
 }
 

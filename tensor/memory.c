@@ -226,7 +226,7 @@ size_t mem_budget(void) { return budget; }
 RematStatus mem_timeline_start(size_t capacity)
 {
     if (capacity == 0) return remat_fail(REMAT_EINVAL, "mem_timeline_start: capacity must be > 0");
-    MemEvent *events = malloc(capacity * sizeof *events);
+    MemEvent *events = calloc(capacity, sizeof *events); /* labels NULL but a mark's */
     if (!events) return remat_fail(REMAT_ENOMEM, "mem_timeline_start: no room for %zu events", capacity);
     free(timeline.events);
     timeline.events = events;
@@ -236,6 +236,13 @@ RematStatus mem_timeline_start(size_t capacity)
     timeline.recording = true;
     clock_gettime(CLOCK_MONOTONIC, &timeline.start);
     return REMAT_OK;
+}
+
+void mem_timeline_mark(MemKind kind, const char *label)
+{
+    const size_t count = timeline.count;
+    apply(kind, 0); /* changes no total, no peak: only the event */
+    if (timeline.count > count) timeline.events[count].label = label;
 }
 
 void mem_timeline_stop(void) { timeline.recording = false; }

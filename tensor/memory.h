@@ -130,7 +130,8 @@ typedef struct MemEvent {
                                         a clock that ticks with the work done, not the machine */
     Phase phase;                     /* the FLOP ledger's phase when it happened */
     MemKind kind;                    /* what changed */
-    int64_t delta;                   /* + allocated, - freed */
+    int64_t delta;                   /* + allocated, - freed; 0 for a mark */
+    const char *label;               /* a mark's ("dtr.evict"); NULL for a change */
     size_t current[MEM_KIND_COUNT];  /* every kind's bytes after the change */
 } MemEvent;
 
@@ -138,6 +139,11 @@ typedef struct MemEvent {
  * buffer is instrumentation, not tensor data, and is not itself in the ledger.
  * On error returns REMAT_EINVAL or REMAT_ENOMEM and leaves recording off. */
 RematStatus mem_timeline_start(size_t capacity);
+
+/* Records, when recording, an event that changes no bytes: something that happened to
+ * bytes of `kind`, named by `label` (a string that outlives the events: "dtr.evict",
+ * "dtr.remat" of checkpoint/dtr_run.c). The bytes it moves are their own events. */
+void mem_timeline_mark(MemKind kind, const char *label);
 
 /* Stops recording; the events stay readable until the next start or mem_timeline_free. */
 void mem_timeline_stop(void);

@@ -1303,19 +1303,18 @@ static void test_zero_project_flags_are_checked_before_measuring(void **state)
 }
 
 /* bench_dtr --unit-chain --quick: the schema, and on every budget DTR's extra computes
- * never below the optimum's, at n = 64 those of DTR's own simulator; --help answers,
- * --steps (nothing is timed) is refused, and without --unit-chain it says what to give. */
+ * never below the optimum's, at n = 64 those of DTR's own simulator; --help answers and a
+ * flag it does not know is refused. */
 static void test_dtr_unit_chain_is_never_below_the_optimum(void **state)
 {
     (void)state;
     char path[512], log[4096];
     snprintf(path, sizeof path, "%s/bench_dtr.log", dir);
     assert_int_equal(run_bench("bench_dtr", "--help", NULL), 0);
-    assert_int_equal(run_bench("bench_dtr", "--quick", "--unit-chain", "--steps", "3", "--results", dir, NULL), 2);
     unlink(path);
-    assert_int_equal(run_bench("bench_dtr", "--quick", "--results", dir, NULL), 1);
+    assert_int_equal(run_bench("bench_dtr", "--quick", "--unit-chain", "--policy", "dots", "--results", dir, NULL), 2);
     read_text(path, log, sizeof log);
-    assert_non_null(strstr(log, "bench_dtr: give --unit-chain"));
+    assert_non_null(strstr(log, "--policy"));
     assert_int_equal(run_bench("bench_dtr", "--quick", "--unit-chain", "--results", dir, NULL), 0);
     snprintf(path, sizeof path, "%s/bench_dtr.json", dir);
     cJSON *doc = read_json(path);
@@ -1333,6 +1332,56 @@ static void test_dtr_unit_chain_is_never_below_the_optimum(void **state)
         rows++;
     }
     assert_int_equal(rows, 5 * 3);
+    cJSON_Delete(doc);
+}
+
+/* The field `name` of record r is there exactly when `present` says. */
+static void assert_field(const cJSON *r, const char *name, bool present)
+{
+    assert_true((cJSON_GetObjectItemCaseSensitive(r, name) != NULL) == present);
+}
+
+/* bench_dtr --quick, its models table: a record for dp and dtr at each of the three budgets of
+ * both models; a step that fits peaks within its budget (the ledger's) and is timed; dtr's
+ * say what the runtime did, evicting at every budget it fits below none's peak, and in this
+ * configuration recompute more FLOPs than dp's exact schedule at the same budget (dp keeps
+ * and drops the saved tensors of whole layers, at least cost; DTR evicts one tensor at a time
+ * by its heuristic and replays a whole layer to get it back). */
+static void test_dtr_models_fit_their_budgets(void **state)
+{
+    (void)state;
+    char path[512];
+    assert_int_equal(run_bench("bench_dtr", "--quick", "--steps", "2", "--results", dir, NULL), 0);
+    snprintf(path, sizeof path, "%s/bench_dtr.json", dir);
+    cJSON *doc = read_json(path);
+    assert_non_null(doc);
+    check_header(doc, "bench_dtr");
+    static const double SHARES[] = {0.2, 0.4, 0.6}; /* of none's activation peak, each model's records in turn */
+    const cJSON *r;
+    int rows = 0, dtr_fits = 0;
+    double dp_recompute = -1;
+    cJSON_ArrayForEach(r, records(doc, "models")) {
+        const bool fits = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "fits"));
+        const bool dtr = !strcmp(str(r, "planner"), "dtr");
+        assert_true(dtr || !strcmp(str(r, "planner"), "dp"));
+        assert_true(num(r, "act_share") == SHARES[rows % 6 / 2] && num(r, "budget") > 0);
+        assert_field(r, "peak", fits);
+        assert_field(r, "time_overhead", fits);
+        assert_field(r, "evictions", fits && dtr);
+        if (fits) assert_true(num(r, "peak") <= num(r, "budget"));
+        if (fits && !dtr) dp_recompute = num(r, "recompute_flops");
+        if (fits && dtr) {
+            assert_true(num(r, "evictions") > 0 && num(r, "remats") > 0);
+            assert_true(num(r, "choose_share") >= 0 && num(r, "choose_share") < 1);
+            assert_true(dp_recompute < 0 || num(r, "recompute_flops") > dp_recompute);
+            dtr_fits++;
+        }
+        if (dtr) dp_recompute = -1;
+        rows++;
+    }
+    assert_int_equal(rows, 2 * 3 * 2);
+    assert_true(dtr_fits >= 2);
+    assert_non_null(records(doc, "unit_chain"));
     cJSON_Delete(doc);
 }
 
@@ -1358,6 +1407,7 @@ int main(void)
         cmocka_unit_test(test_timeline_records_every_strategy),
         cmocka_unit_test(test_planner_schedules_fit_and_the_optimum_wins),
         cmocka_unit_test(test_planner_frontier_ops_never_above_dp_and_below_it_somewhere),
+        cmocka_unit_test(test_dtr_models_fit_their_budgets),
         cmocka_unit_test(test_writer_writes_csv_beside_json),
         cmocka_unit_test(test_writer_neither_follows_nor_waits_on_a_planted_temporary_name),
         cmocka_unit_test(test_plots_run_nothing_the_results_hold),

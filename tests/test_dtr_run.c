@@ -7,7 +7,8 @@
  * parameters, to the bit; the ledger never passes the budget; evictions and layer replays
  * happen. A budget too small fails the step with the ledger's out-of-memory message and the
  * parameters as they were; a budget that thrashes past the stated bound is an error; a
- * replay without the generator is caught by the determinism check.
+ * replay without the generator is caught by the determinism check. Evictions and
+ * rematerialisations are marks on the ledger's timeline, as many as the runtime counts.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -51,7 +52,8 @@ static RematStatus train_dtr(const Trainee *t, size_t budget, int max_remats, Re
     const DtrStats before = dtr_stats();
     const RematStatus status = fixture_train(t, &(Way){.schedule = s, .memory_budget = budget, .step_peaks = true}, o);
     const DtrStats after = dtr_stats();
-    *did = (DtrStats){after.evictions - before.evictions, after.remats - before.remats, after.replays - before.replays};
+    *did = (DtrStats){after.evictions - before.evictions, after.remats - before.remats, after.replays - before.replays,
+                      after.choose_seconds - before.choose_seconds};
     schedule_free(s);
     assert_true(o->peak <= budget); /* the ledger never passes the budget */
     return status;
@@ -192,6 +194,43 @@ static void test_the_determinism_check_catches_a_replay_without_the_generator(vo
     outcome_free(&plain);
 }
 
+/* Every eviction and every tensor taken back is a mark on the ledger's timeline, as many as
+ * the runtime counts, each changing no bytes; the bytes evicted are freed right after. */
+static void test_evictions_and_remats_are_marks_on_the_timeline(void **state)
+{
+    (void)state;
+    Outcome plain, o;
+    train_plain(&MLP8, &plain);
+    DtrStats did;
+    assert_int_equal(mem_timeline_start(1 << 20), REMAT_OK);
+    assert_int_equal(train_dtr(&MLP8, plain.peak - plain.peak_act / 2, 0, REPLAYED, &o, &did), REMAT_OK);
+    mem_timeline_stop();
+    assert_int_equal(mem_timeline_dropped(), 0);
+    size_t n;
+    const MemEvent *e = mem_timeline_events(&n);
+    int64_t evictions = 0, remats = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!e[i].label) continue;
+        assert_int_equal(e[i].delta, 0);
+        assert_int_equal(e[i].kind, MEM_ACT);
+        if (!strcmp(e[i].label, "dtr.evict")) {
+            evictions++;
+            assert_true(i + 1 < n && e[i + 1].delta < 0 && e[i + 1].kind == MEM_ACT); /* the eviction's free */
+        } else {
+            assert_string_equal(e[i].label, "dtr.remat");
+            remats++;
+        }
+    }
+    printf("  %lld evictions and %lld remats on the timeline\n", (long long)evictions, (long long)remats);
+    assert_true(did.evictions > 0 && did.remats > 0);
+    assert_int_equal(evictions, did.evictions);
+    assert_int_equal(remats, did.remats);
+    assert_true(did.choose_seconds > 0);
+    mem_timeline_free();
+    outcome_free(&o);
+    outcome_free(&plain);
+}
+
 /* Strategy dtr's schedule: one DTR segment, alone; beside another it is refused. */
 static void test_the_schedule_is_one_dtr_segment(void **state)
 {
@@ -223,6 +262,8 @@ int main(void)
                                         fixture_clean_state),
         cmocka_unit_test_setup_teardown(test_the_determinism_check_catches_a_replay_without_the_generator,
                                         fixture_clean_state, fixture_clean_state),
+        cmocka_unit_test_setup_teardown(test_evictions_and_remats_are_marks_on_the_timeline, fixture_clean_state,
+                                        fixture_clean_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /*
  * test_memory.c — the memory ledger: counts, peaks, alignment, the budget and its OOM
- * message, the timeline, and that thousands of mixed allocations leave nothing behind.
+ * message, the timeline and its marks, and that thousands of mixed allocations leave
+ * nothing behind.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -274,6 +275,33 @@ static void test_timeline_records_every_change(void **state)
     assert_int_equal(mem_timeline_start(0), REMAT_EINVAL);
 }
 
+/* A mark is an event that moves no bytes, labelled; a change has no label; a mark beyond
+ * the capacity is dropped like a change, and none is recorded while stopped. */
+static void test_timeline_marks_move_no_bytes(void **state)
+{
+    (void)state;
+    void *a = mem_alloc(MEM_ACT, 64);
+    mem_reset_peaks();
+    assert_int_equal(mem_timeline_start(2), REMAT_OK);
+    mem_timeline_mark(MEM_ACT, "dtr.evict");
+    mem_free(a);
+    mem_timeline_mark(MEM_ACT, "dtr.remat"); /* past the capacity */
+    mem_timeline_stop();
+    mem_timeline_mark(MEM_ACT, "dtr.remat");
+    size_t n = 0;
+    const MemEvent *ev = mem_timeline_events(&n);
+    assert_int_equal(n, 2);
+    assert_int_equal(mem_timeline_dropped(), 1);
+    assert_string_equal(ev[0].label, "dtr.evict");
+    assert_int_equal(ev[0].delta, 0);
+    assert_int_equal(ev[0].current[MEM_ACT], 64);
+    assert_null(ev[1].label);
+    assert_int_equal(ev[1].delta, -64);
+    assert_int_equal(mem_peak(MEM_ACT), 64);
+    assert_int_equal(mem_current(MEM_ACT), 0);
+    mem_timeline_free();
+}
+
 static void test_format_bytes_uses_binary_units(void **state)
 {
     (void)state;
@@ -341,6 +369,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_host_allocation_failure_is_enomem, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_many_mixed_allocations_leave_nothing, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_timeline_records_every_change, ledger_empty, ledger_empty),
+        cmocka_unit_test_setup_teardown(test_timeline_marks_move_no_bytes, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_format_bytes_uses_binary_units, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_ceiling_is_a_budget_that_names_the_machine, ledger_empty, ledger_empty),
     };
