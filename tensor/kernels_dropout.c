@@ -39,8 +39,6 @@
  */
 #include "tensor/kernels.h"
 
-#include <stdbool.h>
-
 #include "tensor/flops.h"
 
 /* Elements per block with its own advanced copy of the generator (see above), and the

@@ -20,7 +20,6 @@
  */
 #include "tensor/kernels.h"
 
-#include <math.h>
 #include <stdint.h>
 
 #include "tensor/flops.h"
