@@ -25,9 +25,6 @@
 
 #include "tensor/flops.h"
 
-/* Single streaming passes: threads pay from about 2^16 elements (kernels_elementwise.c). */
-#define PARALLEL_MIN_ELEMS ((size_t)1 << 16)
-
 /* Copies (or, with add, adds) every head row of D floats between the two layouts, towards
  * the heads when to_heads, else towards the rows. Each thread takes whole tokens
  * r = (b, t) = (r / T, r % T); the (b,h,t) row of D floats starts at ((b·H + h)·T + t)·D
@@ -36,7 +33,7 @@ static void move_heads(float *dst, const float *src, int stride, int B, int T, i
                        bool to_heads)
 {
     const int D = C / H;
-#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PARALLEL_MIN_ELEMS)
+#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PARALLEL_MIN_STREAM)
     for (int r = 0; r < B * T; r++) {
         for (int h = 0; h < H; h++) {
             const size_t head = (((size_t)(r / T) * H + h) * T + r % T) * D, row = (size_t)r * stride + (size_t)h * D;
