@@ -255,20 +255,15 @@ Tensor *ops_output(const OpInfo *op, const char *tag, int index, DType dtype, in
         out = h->lookup ? h->lookup(h->ctx, op, tag, index) : NULL;
     }
     *cached = out != NULL;
-    if (out) {
-        bool same = out->dtype == dtype && out->ndim == ndim;
-        for (int d = 0; same && d < ndim; d++) same = out->shape[d] == shape[d];
-        if (!same) {
-            char got[48];
-            remat_fail(REMAT_ESTATE, "%s %s: the cached output %d has shape %s, not the one this "
-                       "replay asks for: the replay did not follow the first forward", op->name,
-                       tag ? tag : "", index, tensor_shape_str(got, sizeof got, out));
-            tensor_free(out);
-            return NULL;
-        }
-    } else if (!(out = tensor_create_typed(MEM_ACT, dtype, ndim, shape))) {
+    if (out && (out->dtype != dtype || out->ndim != ndim || memcmp(out->shape, shape, (size_t)ndim * sizeof *shape))) {
+        char got[48];
+        remat_fail(REMAT_ESTATE, "%s %s: the cached output %d has shape %s, not the one this "
+                   "replay asks for: the replay did not follow the first forward", op->name,
+                   tag ? tag : "", index, tensor_shape_str(got, sizeof got, out));
+        tensor_free(out);
         return NULL;
     }
+    if (!out && !(out = tensor_create_typed(MEM_ACT, dtype, ndim, shape))) return NULL;
     for (int i = op_hooks.depth - 1; i >= 0; i--) {
         const OpHooks *h = op_hooks.hooks[i];
         if (h->observe && h->observe(h->ctx, op, tag, index, out) != REMAT_OK) {
@@ -426,9 +421,7 @@ RematStatus backward_node(Node *root, Tensor *dout)
         return remat_fail(REMAT_ESTATE, "backward: the output has no graph (no parameter requires "
                           "grad, or it was computed with grad mode off — did you forget "
                           "requires_grad on the parameters?)");
-    bool same = dout->ndim == root->out_ndim;
-    for (int d = 0; same && d < dout->ndim; d++) same = dout->shape[d] == root->out_shape[d];
-    if (!same) {
+    if (dout->ndim != root->out_ndim || memcmp(dout->shape, root->out_shape, (size_t)dout->ndim * sizeof *dout->shape)) {
         char ds[48];
         return remat_fail(REMAT_EINVAL, "backward: gradient %s does not match the shape of %s's output",
                           tensor_shape_str(ds, sizeof ds, dout), root->name);
@@ -437,17 +430,14 @@ RematStatus backward_node(Node *root, Tensor *dout)
     if (root->index >= tape->count || tape->nodes[root->index] != root)
         return remat_fail(REMAT_ESTATE, "backward: %s was not recorded on the current tape", root->name);
 
+    Phase previous = flops_set_phase(PHASE_BACKWARD);
     if (root->grad) {
-        Phase seeding = flops_set_phase(PHASE_BACKWARD);
         k_axpy(root->grad->f32, dout->f32, 1.0f, dout->numel);
-        flops_set_phase(seeding);
     } else {
         /* No copy: the root's backward only reads its gradient, and no node after the
          * root on the tape is visited, so nothing else can add to it. */
         root->grad = tensor_retain(dout);
     }
-
-    Phase previous = flops_set_phase(PHASE_BACKWARD);
     RematStatus status = REMAT_OK;
     for (int k = root->index; k >= 0 && status == REMAT_OK; k--) {
         Node *node = tape->nodes[k];

@@ -22,8 +22,6 @@
  */
 #include "autograd/ops.h"
 
-#include <math.h>
-
 #include "tensor/kernels.h"
 #include "autograd/ops_internal.h"
 

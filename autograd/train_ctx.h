@@ -15,7 +15,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "autograd/autograd.h"
 #include "base/parse.h"
 #include "tensor/counter_rng.h"
 #include "tensor/rng.h"

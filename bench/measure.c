@@ -182,11 +182,12 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
     stats->act_stored = result.act_stored;
     for (int k = 0; k < MEM_KIND_COUNT; k++) stats->peak[k] = mem_peak((MemKind)k);
     stats->peak_resident = mem_peak_resident();
+    const FlopCounts flops = flops_snapshot();
     for (int p = 0; p < PHASE_COUNT; p++) {
-        stats->flops[p] = flops_get((Phase)p);
-        stats->matmul_flops += flops_matmul((Phase)p);
-        stats->matmul_seconds += flops_matmul_seconds((Phase)p);
-        stats->phase_seconds[p] = flops_phase_seconds((Phase)p);
+        stats->flops[p] = flops.phase[p];
+        stats->matmul_flops += flops.matmul[p];
+        stats->matmul_seconds += flops.matmul_seconds[p];
+        stats->phase_seconds[p] = flops.phase_seconds[p];
     }
     return status;
 }

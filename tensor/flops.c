@@ -38,20 +38,6 @@ void flops_add_matmul(uint64_t n, double seconds)
 
 uint64_t flops_get(Phase phase) { return (unsigned)phase < PHASE_COUNT ? ledger.phase[phase] : 0; }
 
-uint64_t flops_matmul(Phase phase) { return (unsigned)phase < PHASE_COUNT ? ledger.matmul[phase] : 0; }
-
-double flops_matmul_seconds(Phase phase)
-{
-    return (unsigned)phase < PHASE_COUNT ? ledger.matmul_seconds[phase] : 0.0;
-}
-
-double flops_phase_seconds(Phase phase)
-{
-    if ((unsigned)phase >= PHASE_COUNT) return 0.0;
-    const double running = phase == current ? platform_seconds() - current_since : 0.0;
-    return ledger.phase_seconds[phase] + running;
-}
-
 uint64_t flops_total(void)
 {
     uint64_t total = 0;
@@ -59,7 +45,12 @@ uint64_t flops_total(void)
     return total;
 }
 
-FlopCounts flops_snapshot(void) { return ledger; }
+FlopCounts flops_snapshot(void)
+{
+    FlopCounts now = ledger;
+    now.phase_seconds[current] += platform_seconds() - current_since; /* the running phase's, so far */
+    return now;
+}
 
 void flops_restore(const FlopCounts *c)
 {

@@ -62,23 +62,14 @@ uint64_t flops_get(Phase phase);
 /* FLOPs of all phases together. */
 uint64_t flops_total(void);
 
-/* Of flops_get(phase), the FLOPs done inside matmuls (flops_add_matmul). */
-uint64_t flops_matmul(Phase phase);
-
-/* The wall seconds spent inside matmuls under `phase` since the last flops_reset(). */
-double flops_matmul_seconds(Phase phase);
-
-/* The wall seconds `phase` was the current phase since the last flops_reset() (up to now,
- * if it is current); 0 for a phase out of range. */
-double flops_phase_seconds(Phase phase);
-
-/* Every phase's count at one moment: take one before work that should not be counted
- * (evaluating a model between training steps) and restore it afterwards. */
+/* Every phase's count and times at one moment, since the last flops_reset(): read one to
+ * see a step's matmul share and where its time went, or take one before work that should
+ * not be counted (evaluating a model between training steps) and restore it afterwards. */
 typedef struct FlopCounts {
     uint64_t phase[PHASE_COUNT];
-    uint64_t matmul[PHASE_COUNT];         /* of them, inside matmuls */
+    uint64_t matmul[PHASE_COUNT];         /* of them, inside matmuls (flops_add_matmul) */
     double matmul_seconds[PHASE_COUNT];   /* the seconds inside matmuls */
-    double phase_seconds[PHASE_COUNT];    /* the seconds each phase was current */
+    double phase_seconds[PHASE_COUNT];    /* the seconds each phase was current, up to now */
 } FlopCounts;
 
 FlopCounts flops_snapshot(void);

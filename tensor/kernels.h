@@ -43,6 +43,20 @@
 #include "tensor/counter_rng.h"
 #include "tensor/rng.h"
 
+/* ---- threads ---------------------------------------------------------------------- */
+
+/* Below these many elements a kernel's loop stays on the calling thread: opening an OpenMP
+ * region costs a few microseconds. A streaming pass breaks even near 2^16 elements, a loop
+ * with an exp or a tanh per element near 2^12 (measured in kernels_elementwise.c and
+ * kernels_rows.c). */
+#define PARALLEL_MIN_STREAM ((size_t)1 << 16)
+#define PARALLEL_MIN_EXP ((size_t)1 << 12)
+
+/* A sum over rows into each column (a bias's gradient, LayerNorm's dweight and dbias, an
+ * embedding table's) gives each thread whole blocks of this many columns (128 bytes: two
+ * cache lines of each row it touches) and adds the rows into them in order. */
+#define COL_BLOCK 32
+
 /* ---- matmul (kernels_matmul.c) ---------------------------------------------------- */
 
 /* C = alpha · op(A) · op(B) + beta · C, all row-major and contiguous.

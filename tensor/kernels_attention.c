@@ -117,15 +117,30 @@ static void product_nt(AttnProducts how, int M, int N, int K, float alpha, const
 static int tiles_of(int T, int tile) { return (T + tile - 1) / tile; }
 static int tile_len(int T, int t, int tile) { return T - t * tile < tile ? T - t * tile : tile; }
 
-/* Kept elements (i, j ≤ i) of a tile of `rows` query rows from i0 and `cols` keys from j0. */
-static uint64_t tile_kept(int i0, int rows, int j0, int cols)
+/* How many of a tile's `cols` keys from j0 query row i sees (keys j0 .. i): at least 1,
+ * since a query tile meets only key tiles that do not start after it. */
+static int kept_keys(int i, int j0, int cols) { return i - j0 + 1 < cols ? i - j0 + 1 : cols; }
+
+/* What one head's computed tiles (query tile qt against key tiles 0..qt) add up to, for
+ * the FLOP counts: the products' elements Σ rows·cols (diagonal tiles whole), the query
+ * rows Σ rows over the tiles, and the kept elements (i, j ≤ i). */
+typedef struct TileSums {
+    uint64_t cells, rows, kept;
+} TileSums;
+
+static TileSums tile_sums(int T, int tile)
 {
-    uint64_t kept = 0;
-    for (int r = 0; r < rows; r++) {
-        const int n = i0 + r - j0 + 1;
-        kept += (uint64_t)(n < 0 ? 0 : n > cols ? cols : n);
+    TileSums sum = {0};
+    for (int qt = 0; qt < tiles_of(T, tile); qt++) {
+        const int rows = tile_len(T, qt, tile);
+        for (int kt = 0; kt <= qt; kt++) {
+            const int cols = tile_len(T, kt, tile);
+            sum.cells += (uint64_t)rows * cols;
+            sum.rows += (uint64_t)rows;
+            for (int r = 0; r < rows; r++) sum.kept += (uint64_t)kept_keys(qt * tile + r, kt * tile, cols);
+        }
     }
-    return kept;
+    return sum;
 }
 
 /* The keep decisions of query row i, keys j0 .. j0 + n − 1, of head bh. */
@@ -159,7 +174,7 @@ static void online_update(float *s, float *m, float *l, float *acc, uint8_t *kee
 {
     for (int r = 0; r < rows; r++) {
         float *sr = s + (size_t)r * cols;
-        const int n = i0 + r - j0 + 1 < cols ? i0 + r - j0 + 1 : cols; /* keys j0 .. i: at least 1 */
+        const int n = kept_keys(i0 + r, j0, cols);
         float mx = m[r];
         for (int c = 0; c < n; c++) mx = sr[c] > mx ? sr[c] : mx;
         const float correction = expf_inline(m[r] - mx); /* exp(−∞) = 0 on the first tile */
@@ -210,21 +225,6 @@ static void forward_tile(float *out, float *lse, const float *q, const float *k,
     }
 }
 
-static uint64_t forward_flops(int BH, int T, int D, bool dropout, int tile)
-{
-    uint64_t flops = 0;
-    for (int qt = 0; qt < tiles_of(T, tile); qt++) {
-        const int rows = tile_len(T, qt, tile);
-        for (int kt = 0; kt <= qt; kt++) {
-            const int cols = tile_len(T, kt, tile);
-            flops += 4 * (uint64_t)rows * cols * D + (uint64_t)rows * (D + 3);
-            flops += (4 + (dropout ? 2 : 0)) * tile_kept(qt * tile, rows, kt * tile, cols);
-        }
-        flops += (uint64_t)rows * (D + 2);
-    }
-    return flops * (uint64_t)BH;
-}
-
 void k_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, int BH, int T,
                          int D, const AttnDropout *drop, const AttnPlan *plan, float *work)
 {
@@ -237,7 +237,8 @@ void k_attention_forward(float *out, float *lse, const float *q, const float *k,
         const int qt = tiles - 1 - pair / BH, bh = pair % BH;
         forward_tile(out, lse, q, k, v, bh, qt, T, D, scale, drop, plan, work + (size_t)omp_get_thread_num() * per_thread);
     }
-    flops_add(forward_flops(BH, T, D, drop != NULL, plan->tile));
+    const TileSums sum = tile_sums(T, plan->tile); /* the FLOPs at the top of the file, per tile, element, row */
+    flops_add(BH * (4 * sum.cells * D + sum.rows * (D + 3) + (4 + (drop ? 2 : 0)) * sum.kept + (uint64_t)T * (D + 2)));
 }
 
 /* ---- backward --------------------------------------------------------------------------- */
@@ -249,7 +250,7 @@ static void recompute_tile(float *p, float *a, uint8_t *keep, const float *lse, 
 {
     for (int r = 0; r < rows; r++) {
         float *pr = p + (size_t)r * cols;
-        const int n = i0 + r - j0 + 1 < cols ? (i0 + r - j0 + 1 > 0 ? i0 + r - j0 + 1 : 0) : cols;
+        const int n = kept_keys(i0 + r, j0, cols);
         const float row_lse = lse[(size_t)bh * T + i0 + r];
         for (int c = 0; c < n; c++) pr[c] = expf_inline(pr[c] - row_lse); /* expf's bits, vectorised */
         for (int c = n; c < cols; c++) pr[c] = 0.0f;
@@ -323,16 +324,7 @@ void k_attention_backward(float *dq, float *dk, float *dv, const float *dout, co
     for (int bh = 0; bh < BH; bh++)
         backward_head(dq, dk, dv, dout, q, k, v, out, lse, bh, T, D, scale, drop, plan,
                       work + (size_t)omp_get_thread_num() * per_thread);
-    uint64_t backward = 2 * (uint64_t)T * D, recompute = 0;
-    for (int qt = 0; qt < tiles_of(T, tile); qt++) {
-        const int rows = tile_len(T, qt, tile);
-        for (int kt = 0; kt <= qt; kt++) {
-            const int cols = tile_len(T, kt, tile);
-            const uint64_t kept = tile_kept(qt * tile, rows, kt * tile, cols);
-            backward += 8 * (uint64_t)rows * cols * D + (2 + (drop ? 1 : 0)) * kept;
-            recompute += 2 * (uint64_t)rows * cols * D + (2 + (drop ? 2 : 0)) * kept;
-        }
-    }
-    flops_add(backward * (uint64_t)BH);
-    flops_add_phase(PHASE_RECOMPUTE, recompute * (uint64_t)BH);
+    const TileSums sum = tile_sums(T, tile);
+    flops_add(BH * (8 * sum.cells * D + (2 + (drop ? 1 : 0)) * sum.kept + 2 * (uint64_t)T * D));
+    flops_add_phase(PHASE_RECOMPUTE, BH * (2 * sum.cells * D + (2 + (drop ? 2 : 0)) * sum.kept));
 }

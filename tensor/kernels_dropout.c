@@ -39,8 +39,6 @@
  */
 #include "tensor/kernels.h"
 
-#include <stdbool.h>
-
 #include "tensor/flops.h"
 
 /* Elements per block with its own advanced copy of the generator (see above), and the
@@ -55,7 +53,6 @@
  *   dropout_fwd    1.13  1.26  1.28  1.36  1.80
  * so threads pay from two blocks on. The backward is a plain streaming pass, as k_axpy. */
 #define DROPOUT_PARALLEL_MIN ((size_t)2 * DROPOUT_BLOCK)
-#define STREAM_PARALLEL_MIN ((size_t)1 << 16)
 
 /* Block b's mask[i] = draw i of `start` >= p for i in [lo, hi), as a serial loop from
  * `start` would draw them. One generator is a dependent chain: each draw waits for the
@@ -97,7 +94,7 @@ void k_dropout_forward(float *out, uint8_t *mask, const float *x, float p, Pcg32
 void k_dropout_backward(float *dx, const float *dout, const uint8_t *mask, float p, size_t n)
 {
     const float scale = 1.0f / (1.0f - p);
-#pragma omp parallel for schedule(static) if (n >= STREAM_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_STREAM)
     for (size_t i = 0; i < n; i++) dx[i] += dout[i] * ((float)mask[i] * scale);
     flops_add(2 * (uint64_t)n); /* a multiply and an add per element */
 }

@@ -20,7 +20,6 @@
  */
 #include "tensor/kernels.h"
 
-#include <math.h>
 #include <stdint.h>
 
 #include "tensor/flops.h"
@@ -34,39 +33,34 @@
  *   gelu_fwd     1.65  1.83  1.10  1.93  1.96  2.08  1.88
  *   gelu_bwd     1.67  1.84  1.89  1.95  1.97  1.93  1.96
  * Streaming kernels break even near 2^16 elements; GELU, which spends its time in tanhf,
- * wins from 2^12 on. */
-#define PARALLEL_MIN_ELEMS ((size_t)1 << 16)
-#define PARALLEL_MIN_GELU ((size_t)1 << 12)
-
-/* k_bias_backward gives each thread whole blocks of this many columns (see there). */
-#define COL_BLOCK 32
+ * wins from 2^12 on (PARALLEL_MIN_STREAM and PARALLEL_MIN_EXP, kernels.h). */
 
 /* ---- fill, add, axpy, scale ------------------------------------------------------- */
 
 void k_fill(float *out, float value, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_ELEMS)
+#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_STREAM)
     for (size_t i = 0; i < n; i++) out[i] = value;
     /* a store is not a FLOP */
 }
 
 void k_add(float *out, const float *a, const float *b, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_ELEMS)
+#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_STREAM)
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
     flops_add(n); /* one add per element */
 }
 
 void k_axpy(float *y, const float *x, float alpha, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_ELEMS)
+#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_STREAM)
     for (size_t i = 0; i < n; i++) y[i] += alpha * x[i];
     flops_add(2 * (uint64_t)n); /* a multiply and an add per element */
 }
 
 void k_scale(float *out, const float *x, float s, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_ELEMS)
+#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_STREAM)
     for (size_t i = 0; i < n; i++) out[i] = s * x[i];
     flops_add(n); /* one multiply per element */
 }
@@ -81,7 +75,7 @@ void k_scale(float *out, const float *x, float s, size_t n)
  * matmul share keeps counting exactly 2·M·N·K. */
 void k_bias_broadcast(float *out, const float *bias, int rows, int cols)
 {
-#pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PARALLEL_MIN_ELEMS)
+#pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PARALLEL_MIN_STREAM)
     for (int r = 0; r < rows; r++) {
         float *out_r = out + (size_t)r * cols;
         for (int c = 0; c < cols; c++) out_r[c] = bias[c];
@@ -102,7 +96,7 @@ void k_bias_broadcast(float *out, const float *bias, int rows, int cols)
 void k_bias_backward(float *dbias, const float *dout, int rows, int cols)
 {
     int blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;
-#pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PARALLEL_MIN_ELEMS)
+#pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PARALLEL_MIN_STREAM)
     for (int blk = 0; blk < blocks; blk++) {
         int c0 = blk * COL_BLOCK;
         int width = cols - c0 < COL_BLOCK ? cols - c0 : COL_BLOCK;
@@ -121,7 +115,7 @@ void k_bias_backward(float *dbias, const float *dout, int rows, int cols)
 
 void k_relu_forward(float *out, const float *x, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_ELEMS)
+#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_STREAM)
     for (size_t i = 0; i < n; i++) out[i] = x[i] > 0.0f ? x[i] : 0.0f;
     flops_add(n); /* one compare per element */
 }
@@ -131,7 +125,7 @@ void k_relu_forward(float *out, const float *x, size_t n)
  * dx += dout · [x > 0]. */
 void k_relu_backward(float *dx, const float *x, const float *dout, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_ELEMS)
+#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_STREAM)
     for (size_t i = 0; i < n; i++) {
         float g = dout[i]; /* loaded before the test, so the loop has no branch to vectorise */
         dx[i] += x[i] > 0.0f ? g : 0.0f;
@@ -181,7 +175,7 @@ static inline float tanh_for_gelu(float u)
  * GPT-2 and llm.c. 9 FLOPs per element, counted on the lines below. */
 void k_gelu_forward(float *out, const float *x, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_GELU)
+#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_EXP)
     for (size_t i = 0; i < n; i++) {
         float xi = x[i];
         float u = GELU_SCALE * (xi + GELU_CUBIC * xi * xi * xi); /* 3 mul, add, mul: 5 */
@@ -199,7 +193,7 @@ void k_gelu_forward(float *out, const float *x, size_t n)
  * so dx += dout · d out/dx. 20 FLOPs per element, counted on the lines below. */
 void k_gelu_backward(float *dx, const float *x, const float *dout, size_t n)
 {
-#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_GELU)
+#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_EXP)
     for (size_t i = 0; i < n; i++) {
         float xi = x[i];
         float u = GELU_SCALE * (xi + GELU_CUBIC * xi * xi * xi);   /* 5 */

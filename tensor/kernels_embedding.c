@@ -24,19 +24,11 @@
 
 #include "tensor/flops.h"
 
-/* Single streaming passes: threads pay from about 2^16 elements, as for k_add (the
- * measurements are in kernels_elementwise.c). */
-#define PARALLEL_MIN_ELEMS ((size_t)1 << 16)
-
-/* The backward gives each thread whole blocks of this many columns (128 bytes: two cache
- * lines of each row it touches). */
-#define COL_BLOCK 32
-
 void k_embedding_forward(float *out, const int32_t *ids, const float *wte, const float *wpe,
                          int B, int T, int C)
 {
     const int rows = B * T; /* row r is token (b, t) = (r / T, r % T) */
-#pragma omp parallel for schedule(static) if ((size_t)rows * C >= PARALLEL_MIN_ELEMS)
+#pragma omp parallel for schedule(static) if ((size_t)rows * C >= PARALLEL_MIN_STREAM)
     for (int r = 0; r < rows; r++) {
         float *out_r = out + (size_t)r * C;
         const float *token = wte + (size_t)ids[r] * C;
@@ -59,7 +51,7 @@ void k_embedding_backward(float *dwte, float *dwpe, const float *dout, const int
 {
     const int rows = B * T;
     const int blocks = (C + COL_BLOCK - 1) / COL_BLOCK;
-#pragma omp parallel for schedule(static) if ((size_t)rows * C >= PARALLEL_MIN_ELEMS)
+#pragma omp parallel for schedule(static) if ((size_t)rows * C >= PARALLEL_MIN_STREAM)
     for (int blk = 0; blk < blocks; blk++) {
         const int c0 = blk * COL_BLOCK;
         const int width = C - c0 < COL_BLOCK ? C - c0 : COL_BLOCK;

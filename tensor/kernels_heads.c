@@ -25,41 +25,35 @@
 
 #include "tensor/flops.h"
 
-/* Single streaming passes: threads pay from about 2^16 elements (kernels_elementwise.c). */
-#define PARALLEL_MIN_ELEMS ((size_t)1 << 16)
-
-/* Each thread takes whole tokens r = (b, t) = (r / T, r % T); the (b,h,t) row of D floats
- * starts at ((b·H + h)·T + t)·D in a (B,H,T,D) array. */
-void k_rows_to_heads(float *heads, const float *rows, int stride, int B, int T, int C, int H, bool add)
+/* Copies (or, with add, adds) every head row of D floats between the two layouts, towards
+ * the heads when to_heads, else towards the rows. Each thread takes whole tokens
+ * r = (b, t) = (r / T, r % T); the (b,h,t) row of D floats starts at ((b·H + h)·T + t)·D
+ * in a (B,H,T,D) array, and at r·stride + h·D in the (B,T,stride) one. */
+static void move_heads(float *dst, const float *src, int stride, int B, int T, int C, int H, bool add,
+                       bool to_heads)
 {
     const int D = C / H;
-#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PARALLEL_MIN_ELEMS)
+#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PARALLEL_MIN_STREAM)
     for (int r = 0; r < B * T; r++) {
-        const float *row = rows + (size_t)r * stride;
         for (int h = 0; h < H; h++) {
-            float *head = heads + (((size_t)(r / T) * H + h) * T + r % T) * D;
+            const size_t head = (((size_t)(r / T) * H + h) * T + r % T) * D, row = (size_t)r * stride + (size_t)h * D;
+            float *to = dst + (to_heads ? head : row);
+            const float *from = src + (to_heads ? row : head);
             if (add)
-                for (int d = 0; d < D; d++) head[d] += row[h * D + d];
+                for (int d = 0; d < D; d++) to[d] += from[d];
             else
-                for (int d = 0; d < D; d++) head[d] = row[h * D + d];
+                for (int d = 0; d < D; d++) to[d] = from[d];
         }
     }
     if (add) flops_add((uint64_t)B * T * C); /* one add per element; a copy is not a FLOP */
 }
 
+void k_rows_to_heads(float *heads, const float *rows, int stride, int B, int T, int C, int H, bool add)
+{
+    move_heads(heads, rows, stride, B, T, C, H, add, true);
+}
+
 void k_heads_to_rows(float *rows, const float *heads, int stride, int B, int T, int C, int H, bool add)
 {
-    const int D = C / H;
-#pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PARALLEL_MIN_ELEMS)
-    for (int r = 0; r < B * T; r++) {
-        float *row = rows + (size_t)r * stride;
-        for (int h = 0; h < H; h++) {
-            const float *head = heads + (((size_t)(r / T) * H + h) * T + r % T) * D;
-            if (add)
-                for (int d = 0; d < D; d++) row[h * D + d] += head[d];
-            else
-                for (int d = 0; d < D; d++) row[h * D + d] = head[d];
-        }
-    }
-    if (add) flops_add((uint64_t)B * T * C); /* one add per element; a copy is not a FLOP */
+    move_heads(rows, heads, stride, B, T, C, H, add, false);
 }

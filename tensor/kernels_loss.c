@@ -33,7 +33,6 @@
 
 #define MSE_BLOCK 4096
 #define MSE_GROUP 256                        /* block sums kept on the stack per round */
-#define MSE_PARALLEL_MIN ((size_t)1 << 16)   /* as the other single-pass streaming kernels */
 
 /* Forward: returns (1/n) Σ (pred − target)². FLOPs: 3n (subtract, square, add). */
 double k_mse_forward(const float *pred, const float *target, size_t n)
@@ -43,7 +42,7 @@ double k_mse_forward(const float *pred, const float *target, size_t n)
     for (size_t g0 = 0; g0 < blocks; g0 += MSE_GROUP) {
         const size_t g1 = blocks - g0 < MSE_GROUP ? blocks : g0 + MSE_GROUP;
         double block_sum[MSE_GROUP];
-#pragma omp parallel for schedule(static) if ((g1 - g0) * MSE_BLOCK >= MSE_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) if ((g1 - g0) * MSE_BLOCK >= PARALLEL_MIN_STREAM)
         for (size_t b = g0; b < g1; b++) {
             const size_t lo = b * MSE_BLOCK, hi = n - lo < MSE_BLOCK ? n : lo + MSE_BLOCK;
             double s = 0.0;
@@ -64,16 +63,12 @@ double k_mse_forward(const float *pred, const float *target, size_t n)
 void k_mse_backward(float *dpred, const float *pred, const float *target, float dloss, size_t n)
 {
     const float scale = dloss * 2.0f / (float)n;
-#pragma omp parallel for schedule(static) if (n >= MSE_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_STREAM)
     for (size_t i = 0; i < n; i++) dpred[i] += scale * (pred[i] - target[i]);
     flops_add(3 * (uint64_t)n);
 }
 
 /* ---- cross-entropy ---------------------------------------------------------------- */
-
-/* Threads pay for themselves early here: every element costs an exp (see the table in
- * kernels_rows.c; its softmax kernels start at 2^12 elements too). */
-#define XENT_PARALLEL_MIN ((size_t)1 << 12)
 
 /* The forward sums XENT_BLOCK rows per partial sum and keeps XENT_GROUP partial sums on
  * the stack per parallel region. */
@@ -92,7 +87,7 @@ double k_cross_entropy_forward(const float *logits, const int32_t *targets, int 
     for (int g0 = 0; g0 < blocks; g0 += XENT_GROUP) {
         const int g1 = blocks - g0 < XENT_GROUP ? blocks : g0 + XENT_GROUP;
         double block_sum[XENT_GROUP];
-#pragma omp parallel for schedule(static) if ((size_t)(g1 - g0) * XENT_BLOCK * V >= XENT_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) if ((size_t)(g1 - g0) * XENT_BLOCK * V >= PARALLEL_MIN_EXP)
         for (int b = g0; b < g1; b++) {
             const int r0 = b * XENT_BLOCK, r1 = rows - r0 < XENT_BLOCK ? rows : r0 + XENT_BLOCK;
             double s = 0.0;
@@ -127,7 +122,7 @@ void k_cross_entropy_backward(float *dlogits, const float *logits, const int32_t
                               float dloss, int rows, int V)
 {
     const float scale = dloss / (float)rows;
-#pragma omp parallel for schedule(static) if ((size_t)rows * V >= XENT_PARALLEL_MIN)
+#pragma omp parallel for schedule(static) if ((size_t)rows * V >= PARALLEL_MIN_EXP)
     for (int r = 0; r < rows; r++) {
         const float *x = logits + (size_t)r * V;
         float *dx = dlogits + (size_t)r * V;

@@ -23,17 +23,12 @@
  * save. */
 #define OPTIM_PARALLEL_MIN 32768
 
-/* The constants of one AdamW step. */
-typedef struct Adamw {
-    float beta1, beta2, eps;
-    float correction1, correction2; /* 1 / (1 − beta^t), once per step */
-} Adamw;
-
-/* The optimizer a pass runs: its learning rate, and AdamW's constants or SGD's momentum
- * (adamw NULL). */
+/* The optimizer a pass runs: its learning rate, and SGD's momentum or AdamW's constants. */
 typedef struct Update {
-    const Adamw *adamw;
+    bool adamw;
     float lr, momentum;
+    float beta1, beta2, eps;
+    float correction1, correction2; /* AdamW: 1 / (1 − beta^t), once per step */
 } Update;
 
 /* Splits the slices' concatenated elements into one contiguous range per thread, and each
@@ -62,11 +57,10 @@ static size_t update_all(const OptimSlice *slices, int count, const Update *u)
             const size_t n = flat_overlap(begin, end, first, slices[s].n, &from), to = from + n;
             float *restrict param = slices[s].param, *restrict m = slices[s].m, *restrict v = slices[s].v;
             const float *restrict grad = slices[s].grad;
-            const Adamw *a = u->adamw;
             const float lr = u->lr, momentum = u->momentum;
-            if (a) {
-                const float decay = slices[s].weight_decay, beta1 = a->beta1, beta2 = a->beta2, eps = a->eps;
-                const float correction1 = a->correction1, correction2 = a->correction2;
+            if (u->adamw) {
+                const float decay = slices[s].weight_decay, beta1 = u->beta1, beta2 = u->beta2, eps = u->eps;
+                const float correction1 = u->correction1, correction2 = u->correction2;
                 for (size_t i = from; i < to; i++) {
                     float g = grad[i];
                     float p = param[i] - lr * decay * param[i];
@@ -100,7 +94,9 @@ void k_sgd_update_slices(const OptimSlice *slices, int count, float lr, float mo
 void k_adamw_update_slices(const OptimSlice *slices, int count, float lr, float beta1, float beta2, float eps,
                            int t)
 {
-    const Adamw a = {beta1, beta2, eps, 1.0f / (1.0f - powf(beta1, (float)t)), 1.0f / (1.0f - powf(beta2, (float)t))};
-    const size_t n = update_all(slices, count, &(Update){.adamw = &a, .lr = lr});
+    const Update u = {.adamw = true, .lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps,
+                      .correction1 = 1.0f / (1.0f - powf(beta1, (float)t)),
+                      .correction2 = 1.0f / (1.0f - powf(beta2, (float)t))};
+    const size_t n = update_all(slices, count, &u);
     flops_add(16 * (uint64_t)n);
 }

@@ -69,7 +69,6 @@ void ref_layernorm_backward(double *dx, double *dweight, double *dbias, const fl
                             const float *x, const float *weight, const float *mean,
                             const float *rstd, int rows, int cols);
 
-
 /* ---- losses ----------------------------------------------------------------------- */
 
 /* (1/n) Σ (pred − target)², left to right. */

@@ -42,14 +42,10 @@
  * Kernels that call expf pay for threads from ~2^10 elements (they start at 2^12, like
  * GELU, to keep a margin); several passes per row (softmax backward, LayerNorm) from
  * ~2^13. */
-#define PARALLEL_MIN_EXP ((size_t)1 << 12)
 #define PARALLEL_MIN_PASSES ((size_t)1 << 13)
 
 /* Running sums per row reduction; 16 floats is one AVX-512 register or four SSE ones. */
 #define LANES 16
-
-/* LayerNorm's dweight/dbias pass gives each thread whole blocks of this many columns. */
-#define COL_BLOCK 32
 
 /* ---- fixed-order row reductions --------------------------------------------------- */
 

@@ -68,20 +68,20 @@ static void test_matmuls_count_their_flops_and_seconds_per_phase(void **state)
     flops_set_phase(PHASE_BACKWARD);
     k_matmul_batched(C, A, B, 3, 2, 2, 2, CblasNoTrans, CblasTrans, 1.0f, 0.0f); /* 3 · 2·2·2·2 */
     flops_add(7); /* an elementwise kernel's: FLOPs, not matmul FLOPs */
-    assert_int_equal(flops_matmul(PHASE_FORWARD), 120);
-    assert_int_equal(flops_get(PHASE_FORWARD), 120);
-    assert_int_equal(flops_matmul(PHASE_BACKWARD), 48);
-    assert_int_equal(flops_get(PHASE_BACKWARD), 55);
-    assert_true(flops_matmul_seconds(PHASE_FORWARD) >= 0.0);
-    assert_true(flops_matmul_seconds(PHASE_BACKWARD) >= 0.0);
+    FlopCounts counts = flops_snapshot();
+    assert_int_equal(counts.matmul[PHASE_FORWARD], 120);
+    assert_int_equal(counts.phase[PHASE_FORWARD], 120);
+    assert_int_equal(counts.matmul[PHASE_BACKWARD], 48);
+    assert_int_equal(counts.phase[PHASE_BACKWARD], 55);
+    assert_true(counts.matmul_seconds[PHASE_FORWARD] >= 0.0);
+    assert_true(counts.matmul_seconds[PHASE_BACKWARD] >= 0.0);
     /* Nothing ran under recompute or optimizer: exactly nothing is there. */
-    assert_true(flops_matmul_seconds(PHASE_RECOMPUTE) == 0.0 && flops_matmul(PHASE_RECOMPUTE) == 0);
-    assert_true(flops_matmul_seconds(PHASE_OPTIMIZER) == 0.0);
-    assert_int_equal(flops_matmul(PHASE_COUNT), 0);
-    assert_true(flops_matmul_seconds(PHASE_COUNT) == 0.0);
+    assert_true(counts.matmul_seconds[PHASE_RECOMPUTE] == 0.0 && counts.matmul[PHASE_RECOMPUTE] == 0);
+    assert_true(counts.matmul_seconds[PHASE_OPTIMIZER] == 0.0);
     flops_reset();
-    assert_int_equal(flops_matmul(PHASE_BACKWARD), 0);
-    assert_true(flops_matmul_seconds(PHASE_BACKWARD) == 0.0);
+    counts = flops_snapshot();
+    assert_int_equal(counts.matmul[PHASE_BACKWARD], 0);
+    assert_true(counts.matmul_seconds[PHASE_BACKWARD] == 0.0);
 }
 
 static void test_matmul_seconds_add_up_in_their_phase(void **state)
@@ -92,16 +92,18 @@ static void test_matmul_seconds_add_up_in_their_phase(void **state)
     flops_add_matmul(50, 0.5); /* quarters and halves add exactly in binary */
     flops_set_phase(PHASE_OPTIMIZER);
     flops_add_matmul(1, 1.0);
-    assert_true(flops_matmul_seconds(PHASE_FORWARD) == 0.75);
-    assert_int_equal(flops_matmul(PHASE_FORWARD), 150);
-    assert_int_equal(flops_get(PHASE_FORWARD), 150);
-    assert_true(flops_matmul_seconds(PHASE_OPTIMIZER) == 1.0);
+    FlopCounts counts = flops_snapshot();
+    assert_true(counts.matmul_seconds[PHASE_FORWARD] == 0.75);
+    assert_int_equal(counts.matmul[PHASE_FORWARD], 150);
+    assert_int_equal(counts.phase[PHASE_FORWARD], 150);
+    assert_true(counts.matmul_seconds[PHASE_OPTIMIZER] == 1.0);
     assert_int_equal(flops_total(), 151);
     const FlopCounts before = flops_snapshot();
     flops_add_matmul(9, 2.0);
     flops_restore(&before);
-    assert_true(flops_matmul_seconds(PHASE_OPTIMIZER) == 1.0);
-    assert_int_equal(flops_matmul(PHASE_OPTIMIZER), 1);
+    counts = flops_snapshot();
+    assert_true(counts.matmul_seconds[PHASE_OPTIMIZER] == 1.0);
+    assert_int_equal(counts.matmul[PHASE_OPTIMIZER], 1);
     flops_reset();
 }
 
@@ -110,23 +112,25 @@ static void test_phase_seconds_go_to_the_phase_that_was_current(void **state)
     (void)state;
     flops_reset();
     /* Only the current phase's clock runs. */
-    assert_true(flops_phase_seconds(PHASE_BACKWARD) == 0.0);
-    assert_true(flops_phase_seconds(PHASE_FORWARD) >= 0.0);
+    assert_true(flops_snapshot().phase_seconds[PHASE_BACKWARD] == 0.0);
+    assert_true(flops_snapshot().phase_seconds[PHASE_FORWARD] >= 0.0);
     flops_set_phase(PHASE_BACKWARD);
-    const double forward = flops_phase_seconds(PHASE_FORWARD);
+    const double forward = flops_snapshot().phase_seconds[PHASE_FORWARD];
     assert_true(forward >= 0.0);
-    const double backward = flops_phase_seconds(PHASE_BACKWARD);
-    assert_true(flops_phase_seconds(PHASE_BACKWARD) >= backward); /* still running */
-    assert_true(flops_phase_seconds(PHASE_FORWARD) == forward);   /* stopped */
-    assert_true(flops_phase_seconds(PHASE_OPTIMIZER) == 0.0);
-    /* A restore drops the seconds since its snapshot. */
+    const double backward = flops_snapshot().phase_seconds[PHASE_BACKWARD];
+    assert_true(flops_snapshot().phase_seconds[PHASE_BACKWARD] >= backward); /* still running */
+    assert_true(flops_snapshot().phase_seconds[PHASE_FORWARD] == forward);   /* stopped */
+    assert_true(flops_snapshot().phase_seconds[PHASE_OPTIMIZER] == 0.0);
+    /* A restore drops the seconds since its snapshot, and keeps those before it, the
+     * running phase's included. */
     const FlopCounts before = flops_snapshot();
+    assert_true(before.phase_seconds[PHASE_BACKWARD] >= backward);
     flops_set_phase(PHASE_OPTIMIZER);
     flops_set_phase(PHASE_FORWARD);
     flops_restore(&before);
-    assert_true(flops_phase_seconds(PHASE_OPTIMIZER) == 0.0);
-    assert_true(flops_phase_seconds(PHASE_BACKWARD) == before.phase_seconds[PHASE_BACKWARD]);
-    assert_true(flops_phase_seconds((Phase)17) == 0.0);
+    const FlopCounts after = flops_snapshot();
+    assert_true(after.phase_seconds[PHASE_OPTIMIZER] == 0.0);
+    assert_true(after.phase_seconds[PHASE_BACKWARD] == before.phase_seconds[PHASE_BACKWARD]);
     flops_reset();
 }
 
