@@ -100,15 +100,15 @@ static size_t count(const char *text, const char *what)
 }
 
 /* The value a placeholder of format `format` is given in the scratch results (a text: two op
- * classes): the k-th figure of the bank, so that no two figures look alike; a byte count that is the lower
- * end of an order of its question (`lower`) far smaller than the others, as it must be. */
+ * classes): the k-th figure of the bank, so that no two figures look alike; a byte count or a count
+ * that is the lower end of an order of its question (`lower`) far smaller than the others, as it must be. */
 static double fake_value(FigureFormat format, int k, bool lower)
 {
     if (format == FORMAT_BYTES || format == FORMAT_RESIDENT)
         return (1048576.0 * (k + 1) + 65536.0 * k) * (lower ? 1 : 16);
     if (format == FORMAT_PERCENT) return 0.011 * (k + 1);
     if (format == FORMAT_EXCESS || format == FORMAT_CHANGE) return 1.0 + 0.013 * (k + 1);
-    if (format == FORMAT_INT) return 10 + k;
+    if (format == FORMAT_INT) return (10 + k) * (lower ? 1 : 16);
     return 0.125 * (k + 1);
 }
 
@@ -348,7 +348,7 @@ static void test_page_says_what_was_not_measured_and_what_the_results_do_not_rec
     assert_non_null(strstr(html, missing));
     /* The footer: what every results file agrees on once, what differs by bench, and what
      * the schema does not record said plainly. */
-    assert_non_null(strstr(html, "<dd><time>2026-01-01T10:00:00Z</time> to <time>2026-01-08T10:00:00Z</time></dd>"));
+    assert_non_null(strstr(html, "<dd><time>2026-01-01T10:00:00Z</time> to <time>2026-01-09T10:00:00Z</time></dd>"));
     assert_non_null(strstr(html, "<dd>0123456789ab, no uncommitted changes</dd>"));
     assert_non_null(strstr(html, "<dd>quick (small configurations)</dd>"));
     assert_non_null(strstr(html, "2 cores, OpenBLAS kernels for Haswell (the CPU&#39;s model is not recorded in the results)"));
