@@ -257,8 +257,9 @@ static void check_prediction_bounds_measurement_on_the_gpt(AttentionKind attenti
         schedule_free(s);
     }
     printf("  GPT L=6, %s attention: 35 schedules (5 of them Revolve), %d exact, the others high by at most %zu bytes "
-           "(one block input: %zu); the backward kernels' own RECOMPUTE FLOPs %llu\n", attention_kind_name(attention),
-           exact, worst, block_input, (unsigned long long)f.cost->kernel_recompute);
+           "(one block input: %zu); the backward kernels' own RECOMPUTE FLOPs %llu\n",
+           name_of(&ATTENTION_KIND_NAMES, attention), exact, worst, block_input,
+           (unsigned long long)f.cost->kernel_recompute);
     assert_true((attention == ATTENTION_FUSED) == (f.cost->kernel_recompute > 0));
     fixture_free(&f);
 }
