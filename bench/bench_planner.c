@@ -23,7 +23,6 @@
 
 #include "base/platform.h"
 #include "bench/measure.h"
-#include "models/mlp.h"
 #include "checkpoint/planner.h"
 
 static bool pareto;
@@ -88,14 +87,10 @@ static RematStatus chain_create(Chain *c, const char *name, int N, int W, int B,
                                 PlannerKind planner)
 {
     *c = (Chain){.name = name};
-    RematStatus status = s ? gpt_bench_create(&c->g, s, NULL) : REMAT_OK;
-    if (!s) {
-        c->g.model = mlp_create(&(MlpConfig){.n_layers = N, .width = W, .seed = 1});
-        c->task = c->g.model ? mlp_task_create(W, 2) : NULL;
-        Pcg32 data;
-        pcg32_seed(&data, 2, 3);
-        status = c->task ? mlp_task_batch(c->task, &data, B, &c->g.batch.x, &c->g.batch.y) : remat_last_status();
-    }
+    RematStatus status;
+    if (s) status = gpt_bench_create(&c->g, s, NULL);
+    else if ((c->task = mlp_task_create(W, 2))) status = mlp_bench_create(&c->g, &(MlpShape){N, W, B}, c->task, NULL);
+    else status = remat_last_status();
     if (status == REMAT_OK && heads) status = vary_heads(c->g.model, s, heads);
     if (status != REMAT_OK) return status;
     const OptimConfig adamw = optim_adamw_defaults(1e-3f); /* over the parameters as they now are */

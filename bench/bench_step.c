@@ -100,7 +100,7 @@ static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, 
         which == 0
             ? gpt_bench_create(&s->bench, &(GptShape){.L = 4, .C = 256, .H = 4, .T = 128, .B = 8, .dropout = 0.1f},
                                &adamw)
-            : mlp_bench_create(&s->bench, &(MlpShape){.N = 16, .W = 1024, .B = 256}, &adamw);
+            : mlp_bench_create(&s->bench, &(MlpShape){.N = 16, .W = 1024, .B = 256}, NULL, &adamw);
     for (int k = 0; k < n && status == REMAT_OK; k++) {
         s->schedules[k] = schedule_for_strategy(&sweep[k], s->bench.model->n_layers);
         if (!s->schedules[k]) status = remat_last_status();
