@@ -231,9 +231,7 @@ static RematStatus plan_schedule(Run *run)
     flops_restore(&before);
     if (status != REMAT_OK) return status;
     TrainCtx ctx = train_ctx(run);
-    run->cost = model_profile(run->model, x, y, &ctx, policy);
-    if (run->cost && budget && o->planner == PLANNER_OPS && model_profile_ops(run->model, x, y, &ctx, run->cost))
-        chain_cost_free(run->cost), run->cost = NULL; /* its error stays said */
+    run->cost = model_profile(run->model, x, y, &ctx, policy, budget ? o->planner : PLANNER_DP);
     var_free(x);
     var_free(y);
     optim_zero_grad(run->optim);

@@ -125,7 +125,7 @@ static RematStatus models_plan(ModelRun *m)
     const int layers = m->g.model->n_layers;
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 5, 5);
-    ChainCost *cost = model_profile(m->g.model, m->g.batch.x, m->g.batch.y, &ctx, NULL);
+    ChainCost *cost = model_profile(m->g.model, m->g.batch.x, m->g.batch.y, &ctx, NULL, PLANNER_DP);
     StepStats st;
     m->schedules[0] = schedule_for_strategy(&none, layers);
     m->variants[m->n++] = (Variant){.name = "none", .schedule = m->schedules[0]};
@@ -201,7 +201,7 @@ static RematStatus models(const BenchOptions *o, Results *results)
     RematStatus status = REMAT_OK;
     for (int k = 0; k < 2 && status == REMAT_OK; k++) {
         ModelRun m = {.name = k ? "mlp" : "gpt"};
-        status = k ? mlp_bench_create(&m.g, mlp, &adamw) : gpt_bench_create(&m.g, gpt, &adamw);
+        status = k ? mlp_bench_create(&m.g, mlp, NULL, &adamw) : gpt_bench_create(&m.g, gpt, &adamw);
         if (status == REMAT_OK) status = models_plan(&m);
         if (status == REMAT_OK) status = models_measure(&m, &plan, table);
         model_run_free(&m);

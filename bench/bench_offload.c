@@ -623,7 +623,7 @@ static RematStatus measure_models(const Setup *setup, const MlpShape *mlp, const
     const OptimConfig adamw = optim_adamw_defaults(1e-4f);
     char title[128], shape[64];
     ModelBench g;
-    RematStatus status = mlp_bench_create(&g, mlp, &adamw);
+    RematStatus status = mlp_bench_create(&g, mlp, NULL, &adamw);
     snprintf(title, sizeof title, "MLP chain N=%d W=%d B=%d, AdamW", mlp->N, mlp->W, mlp->B);
     if (status == REMAT_OK) status = measure_model("mlp", title, &g, setup, progress, steps);
     model_bench_free(&g);

@@ -23,7 +23,6 @@
 
 #include "base/platform.h"
 #include "bench/measure.h"
-#include "models/mlp.h"
 #include "checkpoint/planner.h"
 
 static bool pareto;
@@ -50,6 +49,7 @@ typedef struct Chain {
     ModelBench g;     /* the model, its batch and AdamW */
     MlpTask *task;    /* the MLP's teacher, resident as it runs */
     ChainCost *cost;
+    double profile_seconds; /* how long measuring the cost took */
 } Chain;
 
 /* ---- the chains --------------------------------------------------------------------------- */
@@ -82,18 +82,15 @@ static RematStatus vary_heads(Model *m, const GptShape *s, const int *heads)
 
 /* The MLP chain of N blocks of width W and a batch of B of its task (s NULL), or the GPT of
  * shape `s`, whose blocks get `heads` head counts when given; then AdamW and the chain's
- * profile. */
-static RematStatus chain_create(Chain *c, const char *name, int N, int W, int B, const GptShape *s, const int *heads)
+ * profile for `planner` (model.h: model_profile), in how long said in c->profile_seconds. */
+static RematStatus chain_create(Chain *c, const char *name, int N, int W, int B, const GptShape *s, const int *heads,
+                                PlannerKind planner)
 {
     *c = (Chain){.name = name};
-    RematStatus status = s ? gpt_bench_create(&c->g, s, NULL) : REMAT_OK;
-    if (!s) {
-        c->g.model = mlp_create(&(MlpConfig){.n_layers = N, .width = W, .seed = 1});
-        c->task = c->g.model ? mlp_task_create(W, 2) : NULL;
-        Pcg32 data;
-        pcg32_seed(&data, 2, 3);
-        status = c->task ? mlp_task_batch(c->task, &data, B, &c->g.batch.x, &c->g.batch.y) : remat_last_status();
-    }
+    RematStatus status;
+    if (s) status = gpt_bench_create(&c->g, s, NULL);
+    else if ((c->task = mlp_task_create(W, 2))) status = mlp_bench_create(&c->g, &(MlpShape){N, W, B}, c->task, NULL);
+    else status = remat_last_status();
     if (status == REMAT_OK && heads) status = vary_heads(c->g.model, s, heads);
     if (status != REMAT_OK) return status;
     const OptimConfig adamw = optim_adamw_defaults(1e-3f); /* over the parameters as they now are */
@@ -101,7 +98,9 @@ static RematStatus chain_create(Chain *c, const char *name, int N, int W, int B,
     if (!c->g.opt) return remat_last_status();
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 5, 5);
-    c->cost = model_profile(c->g.model, c->g.batch.x, c->g.batch.y, &ctx, NULL);
+    const double start = platform_seconds();
+    c->cost = model_profile(c->g.model, c->g.batch.x, c->g.batch.y, &ctx, NULL, planner);
+    c->profile_seconds = platform_seconds() - start;
     return c->cost ? REMAT_OK : remat_last_status();
 }
 
@@ -538,20 +537,15 @@ static RematStatus frontier_claim(Frontier *f)
     return REMAT_OK;
 }
 
-/* The memory/recompute frontier of chain c: its op-level model measured (in how long, said),
+/* The memory/recompute frontier of chain c (profiled for PLANNER_OPS: how long it took, said),
  * the schedules planned, stepped and timed, the claim checked, the records added to `table`. */
 static RematStatus frontier(Chain *c, int n_budgets, const TimingPlan *plan, ResultsTable *table)
 {
     Frontier *f = calloc(1, sizeof *f);
     if (!f) return remat_fail(REMAT_ENOMEM, "bench_planner: no memory for the frontier");
     f->c = c;
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 5, 5);
-    const double start = platform_seconds();
-    RematStatus status = model_profile_ops(c->g.model, c->g.batch.x, c->g.batch.y, &ctx, c->cost);
-    printf("\n  %s: the frontier; the op-level model measured in %.2f s\n", c->name,
-           platform_seconds() - start);
-    if (status == REMAT_OK) status = frontier_plan(f, n_budgets);
+    printf("\n  %s: the frontier; the chain and op-level models measured in %.2f s\n", c->name, c->profile_seconds);
+    RematStatus status = frontier_plan(f, n_budgets);
     if (status == REMAT_OK) status = frontier_measure(f, plan);
     if (status == REMAT_OK) status = frontier_claim(f);
     if (status == REMAT_OK) results_print_head(table, 0);
@@ -599,7 +593,8 @@ int main(int argc, char **argv)
     progress_begin(&progress, stdout, 3 * n_budgets + 2 * n_below); /* the GPT of varying heads is not uniform */
     for (int i = 0; i < (pareto ? 5 : 3) && status == REMAT_OK; i++) { /* the sweeps, then mlp's and gpt's frontiers */
         Chain chain = {0};
-        status = chain_create(&chain, NAMES[i % 3], N, W, B, i % 3 ? &gpt : NULL, i == 2 ? heads : NULL);
+        status = chain_create(&chain, NAMES[i % 3], N, W, B, i % 3 ? &gpt : NULL, i == 2 ? heads : NULL,
+                              i < 3 ? PLANNER_DP : PLANNER_OPS);
         if (status == REMAT_OK) status = i < 3 ? sweep(&chain, n_budgets, n_below, points, summary, &progress)
                                                : frontier(&chain, n_frontier, &plan, frontier_table);
         if (i == 2) progress_end(&progress); /* before the frontiers print */

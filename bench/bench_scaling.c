@@ -17,7 +17,6 @@
 #include <stdio.h>
 
 #include "bench/measure.h"
-#include "models/mlp.h"
 
 enum { N_KINDS = 3, MAX_DEPTHS = 8 };
 static const StrategyKind KINDS[N_KINDS] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT};
@@ -84,13 +83,9 @@ static size_t derived_units(const Schedule *schedule, int N)
  * strategies alternately, frees it. */
 static RematStatus measure_depth(const Config *c, MlpTask *task, int N, StepRow rows[N_KINDS], Progress *progress)
 {
-    ModelBench g = {.model = mlp_create(&(MlpConfig){.n_layers = N, .width = c->width, .seed = 1})};
-    Pcg32 data;
-    pcg32_seed(&data, 2, 3);
-    RematStatus status = g.model ? mlp_task_batch(task, &data, c->batch, &g.batch.x, &g.batch.y) : remat_last_status();
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
-    if (status == REMAT_OK && !(g.opt = optim_create(&adamw, g.model->params, g.model->n_params)))
-        status = remat_last_status();
+    ModelBench g;
+    RematStatus status = mlp_bench_create(&g, &(MlpShape){.N = N, .W = c->width, .B = c->batch}, task, &adamw);
     Schedule *schedules[N_KINDS] = {0};
     Variant variants[N_KINDS];
     for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {

@@ -260,8 +260,8 @@ static RematStatus budget_demo(const GptShape *s, BudgetRow tries[N_COMBOS])
     for (int c = 0; c < N_COMBOS && status == REMAT_OK; c++) {
         const Variant v = {.name = "none", .dropout_rng = COMBOS[c].dropout_rng, .attention = COMBOS[c].attention,
                            .budget = budget};
-        tries[c] = (BudgetRow){s->T, attention_kind_name(v.attention), dropout_rng_name(v.dropout_rng), budget,
-                               .combo = COMBOS[c].name};
+        tries[c] = (BudgetRow){s->T, name_of(&ATTENTION_KIND_NAMES, v.attention), dropout_rng_name(v.dropout_rng),
+                               budget, .combo = COMBOS[c].name};
         const RematStatus tried = step_measure(g.model, &v, g.opt, &g.batch, &ctx, &st);
         tries[c].fits = tried == REMAT_OK;
         if (tries[c].fits) tries[c].peak_resident = st.peak_resident;
@@ -346,7 +346,7 @@ static void print_tags(const SeqResult *r, ResultsTable *tags)
             const size_t bytes = census_bytes(&r->census[k], TAGS[i].tag) / (size_t)s->L;
             const size_t formula = tag_formula(&TAGS[i], &COMBOS[c], s);
             printf(" %14zu%s", bytes, bytes == formula ? "=" : "!");
-            const TagBytesRow out = {s->T, FORMULAS[0].name, attention_kind_name(COMBOS[c].attention),
+            const TagBytesRow out = {s->T, FORMULAS[0].name, name_of(&ATTENTION_KIND_NAMES, COMBOS[c].attention),
                                      dropout_rng_name(COMBOS[c].dropout_rng), TAGS[i].tag, bytes, formula};
             results_add_row(tags, &out);
         }
@@ -371,7 +371,7 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
         const int plain = find_variant(r, row->f->policy, &COMBOS[NAIVE_STREAM]);
         const bool complete = c->total + r->batch_bytes == st->act_stored; /* every byte is an op's or the batch */
         const PolicyRow out = {
-            .seq = s->T, .policy = row->f->name, .attention = attention_kind_name(row->combo->attention),
+            .seq = s->T, .policy = row->f->name, .attention = name_of(&ATTENTION_KIND_NAMES, row->combo->attention),
             .dropout_rng = dropout_rng_name(row->combo->dropout_rng), .combo = row->combo->name,
             .act_per_layer = measured, .formula_per_layer = formula,
             .korthikanti_fp32_per_layer = coef_bytes(&row->f->paper, s),

@@ -97,7 +97,8 @@ static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, 
     *s = (Subject){0};
     const OptimConfig adamw = optim_adamw_defaults(1e-4f);
     RematStatus status =
-        which == 0 ? gpt_bench_create(&s->bench, &STEP_GPT, &adamw) : mlp_bench_create(&s->bench, &STEP_MLP, &adamw);
+        which == 0 ? gpt_bench_create(&s->bench, &STEP_GPT, &adamw)
+                   : mlp_bench_create(&s->bench, &STEP_MLP, NULL, &adamw);
     for (int k = 0; k < n && status == REMAT_OK; k++) {
         s->schedules[k] = schedule_for_strategy(&sweep[k], s->bench.model->n_layers);
         if (!s->schedules[k]) status = remat_last_status();

@@ -176,10 +176,10 @@ static void record_model_flags(Results *r, const BenchInfo *info, const BenchOpt
 {
     if (!info->model_flags) return;
     if (opt->attention != ATTENTION_NAIVE || opt->dropout_rng != DROPOUT_RNG_STREAM)
-        printf("  the GPT with %s attention and %s dropout masks\n", attention_kind_name(opt->attention),
+        printf("  the GPT with %s attention and %s dropout masks\n", name_of(&ATTENTION_KIND_NAMES, opt->attention),
                dropout_rng_name(opt->dropout_rng));
     results_config_str(r, "dropout_rng", dropout_rng_name(opt->dropout_rng));
-    results_config_str(r, "attention", attention_kind_name(opt->attention));
+    results_config_str(r, "attention", name_of(&ATTENTION_KIND_NAMES, opt->attention));
 }
 
 int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results)

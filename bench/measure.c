@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "models/mlp.h"
 #include "base/platform.h"
 
 /* ---- batches and the models ---------------------------------------------------------------- */
@@ -80,17 +79,17 @@ RematStatus gpt_bench_create(ModelBench *g, const GptShape *s, const OptimConfig
     return model_bench_finish(g, batch_tokens(&g->batch, s->B, s->T, 2), optim);
 }
 
-RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, const OptimConfig *optim)
+RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, MlpTask *task, const OptimConfig *optim)
 {
     *g = (ModelBench){0};
     g->model = mlp_create(&(MlpConfig){.n_layers = s->N, .width = s->W, .seed = 1});
     if (!g->model) return remat_last_status();
-    MlpTask *task = mlp_task_create(s->W, 2);
-    if (!task) return remat_last_status();
+    MlpTask *teacher = task ? task : mlp_task_create(s->W, 2);
+    if (!teacher) return remat_last_status();
     Pcg32 rows;
-    pcg32_seed(&rows, 3, 0);
-    const RematStatus status = mlp_task_batch(task, &rows, s->B, &g->batch.x, &g->batch.y);
-    mlp_task_free(task);
+    pcg32_seed(&rows, 2, 3);
+    const RematStatus status = mlp_task_batch(teacher, &rows, s->B, &g->batch.x, &g->batch.y);
+    if (!task) mlp_task_free(teacher);
     return model_bench_finish(g, status, optim);
 }
 

@@ -18,6 +18,7 @@
 
 #include "bench/cli.h"
 #include "tensor/flops.h"
+#include "models/mlp.h"
 #include "models/step.h"
 
 /* ---- batches and the models ---------------------------------------------------------------- */
@@ -66,8 +67,10 @@ typedef struct MlpShape {
 extern const MlpShape STEP_MLP;
 
 /* As gpt_bench_create, for the MLP chain of shape `s` (initialised from seed 1) and a batch
- * of B examples of its synthetic teacher task (teacher seed 2, rows seed 3). */
-RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, const OptimConfig *optim);
+ * of B examples (rows seed 2, stream 3) of the synthetic teacher task `task` (borrowed: a
+ * caller that keeps it resident as the chain runs), or with `task` NULL, of a teacher of
+ * seed 2 made for the batch and freed. */
+RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, MlpTask *task, const OptimConfig *optim);
 
 /* Frees what *g holds and empties it. */
 void model_bench_free(ModelBench *g);

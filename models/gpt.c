@@ -325,11 +325,6 @@ RematStatus gpt_set_attention(Model *model, AttentionKind attention)
 static const char *const ATTENTION_KINDS[] = {"naive", "fused"};
 const NameTable ATTENTION_KIND_NAMES = {ATTENTION_KINDS, 2};
 
-const char *attention_kind_name(AttentionKind kind)
-{
-    return name_of(&ATTENTION_KIND_NAMES, (int)kind);
-}
-
 /* ---- generation ----------------------------------------------------------------------- */
 
 /* The logits (1,T,V) of the last T tokens of `window`, with grad mode already off and

@@ -36,9 +36,6 @@ typedef enum AttentionKind { ATTENTION_NAIVE = 0, ATTENTION_FUSED } AttentionKin
 /* "naive", "fused": the names of AttentionKind's values. */
 extern const NameTable ATTENTION_KIND_NAMES;
 
-/* Its name in ATTENTION_KIND_NAMES. */
-const char *attention_kind_name(AttentionKind kind);
-
 /* The op instance of dropout site `site` of GPT block `index`: the embedding's dropout is
  * instance 0, and block i's attention dropout, residual dropout after the attention and
  * dropout after the MLP are 1 + 3i, 2 + 3i and 3 + 3i. A function of the model's

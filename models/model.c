@@ -44,21 +44,19 @@ static Var *profiled_head(void *user, Var *x, TrainCtx *ctx)
     return p->model->head(p->model, x, p->targets, ctx);
 }
 
-ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx *ctx, const Policy *policy)
+ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx *ctx, const Policy *policy,
+                         PlannerKind planner)
 {
     if (!model || !input || !targets)
         return remat_fail_null(REMAT_EINVAL, "model_profile: model, input and targets are required");
     ProfiledModel p = {model, input, targets};
     const ChainStages stages = {profiled_embed, profiled_head, &p};
-    return chain_profile_policy(model->layers, model->n_layers, &stages, ctx, policy);
-}
-
-RematStatus model_profile_ops(Model *model, Var *input, Var *targets, const TrainCtx *ctx, ChainCost *cost)
-{
-    if (!model || !input || !targets) return remat_fail(REMAT_EINVAL, "model_profile_ops: need model, input, targets");
-    ProfiledModel p = {model, input, targets};
-    const ChainStages stages = {profiled_embed, profiled_head, &p};
-    return chain_profile_ops(cost, model->layers, &stages, ctx);
+    ChainCost *cost = chain_profile_policy(model->layers, model->n_layers, &stages, ctx, policy);
+    if (cost && planner == PLANNER_OPS && chain_profile_ops(cost, model->layers, &stages, ctx) != REMAT_OK) {
+        chain_cost_free(cost);
+        return NULL; /* the op-level pass's error stays said */
+    }
+    return cost;
 }
 
 void model_free(Model *model)

@@ -38,14 +38,13 @@ Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var 
 /* The chain cost model of `model` (planner.h), measured by one profiling step on this
  * batch (`input` and `targets` borrowed) with the dropout generator of `ctx` (copied, not
  * advanced); with a `policy` (else NULL), a third pass profiles its one-layer regions
- * (checkpoint/cost.h: chain_profile_policy). Leaves gradients in the parameters: zero
- * them before training. Create the optimizer first, so that the cost's fixed memory
- * includes its state. The caller owns the result (chain_cost_free); NULL on error. */
-ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx *ctx, const Policy *policy);
-
-/* Adds to `cost` (model_profile's, on this batch) the op-level model --planner ops plans
- * with (checkpoint/cost.h: chain_profile_ops). REMAT_OK or its error. */
-RematStatus model_profile_ops(Model *model, Var *input, Var *targets, const TrainCtx *ctx, ChainCost *cost);
+ * (checkpoint/cost.h: chain_profile_policy); for `planner` PLANNER_OPS, the op-level model
+ * it plans with is measured too (chain_profile_ops); the other planners need only the
+ * chain's. Leaves gradients in the parameters: zero them before training. Create the
+ * optimizer first, so that the cost's fixed memory includes its state. The caller owns
+ * the result (chain_cost_free); NULL on error. */
+ChainCost *model_profile(Model *model, Var *input, Var *targets, const TrainCtx *ctx, const Policy *policy,
+                         PlannerKind planner);
 
 /* Frees the model, its layers and all parameters. NULL is a no-op. */
 void model_free(Model *model);

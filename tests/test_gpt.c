@@ -219,7 +219,7 @@ static void check_gradient_against_finite_differences(AttentionKind attention)
 {
     GptConfig c = tiny_config(0.0f);
     c.attention = attention;
-    printf("  attention %s\n", attention_kind_name(attention));
+    printf("  attention %s\n", name_of(&ATTENTION_KIND_NAMES, attention));
     Model *m = gpt_create(&c);
     Pcg32 rng;
     pcg32_seed(&rng, 7, 7);

@@ -179,9 +179,9 @@ static ChainCost *ops_cost(const Trainee *t)
     pcg32_seed(&data, 3, 0);
     Var *y, *x = fixture_batch(t, &data, &y);
     TrainCtx ctx = fixture_ctx(t, 0);
-    ChainCost *cost = model_profile(m, x, y, &ctx, NULL);
+    ChainCost *cost = model_profile(m, x, y, &ctx, NULL, PLANNER_OPS);
     assert_non_null(cost);
-    assert_int_equal(model_profile_ops(m, x, y, &ctx, cost), REMAT_OK);
+    assert_non_null(cost->ops);
     var_free(x);
     var_free(y);
     model_free(m);
@@ -252,10 +252,10 @@ static void check_points_as_a_pass_per_point_measures_them(const Trainee *t, con
     TrainCtx ctx = fixture_ctx(t, 0);
     int n;
     const OpsPoint *p = ops_points(cost->ops, 0, &n);
-    ChainCost *last = model_profile(m, x, y, &ctx, &p[n - 1].policy); /* the kernels' own share */
+    ChainCost *last = model_profile(m, x, y, &ctx, &p[n - 1].policy, PLANNER_DP); /* the kernels' own share */
     assert_non_null(last);
     for (int j = 0; j < n; j++) {
-        ChainCost *each = model_profile(m, x, y, &ctx, &p[j].policy);
+        ChainCost *each = model_profile(m, x, y, &ctx, &p[j].policy, PLANNER_DP);
         assert_non_null(each);
         for (int k = 0; k < cost->n_layers; k++) {
             const SegmentFigures *f = ops_figures(cost->ops, k, &p[j].policy);
@@ -416,7 +416,7 @@ static void test_ops_errors(void **state)
     pcg32_seed(&data, 3, 0);
     Var *y, *x = fixture_batch(&t, &data, &y);
     TrainCtx ctx = fixture_ctx(&t, 0);
-    cost = model_profile(m, x, y, &ctx, NULL);
+    cost = model_profile(m, x, y, &ctx, NULL, PLANNER_DP);
     assert_null(planner_plan(PLANNER_OPS, cost, SIZE_MAX));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
     assert_non_null(strstr(remat_last_error(), "no op-level model"));

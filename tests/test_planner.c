@@ -66,7 +66,7 @@ static void fixture_mlp(Fixture *f, int N)
     pcg32_seed(&data, 3, 0);
     assert_int_equal(mlp_task_batch(f->task, &data, 4, &f->x, &f->y), REMAT_OK);
     TrainCtx ctx = step_ctx();
-    f->cost = model_profile(f->model, f->x, f->y, &ctx, NULL);
+    f->cost = model_profile(f->model, f->x, f->y, &ctx, NULL, PLANNER_DP);
     assert_non_null(f->cost);
 }
 
@@ -79,7 +79,7 @@ static void fixture_gpt_with(Fixture *f, int L, AttentionKind attention)
                                        .dropout = 0.1f, .attention = attention, .seed = 3});
     f->x = token_batch(2, 16, &f->y);
     TrainCtx ctx = fixture_step_ctx(f);
-    f->cost = model_profile(f->model, f->x, f->y, &ctx, NULL);
+    f->cost = model_profile(f->model, f->x, f->y, &ctx, NULL, PLANNER_DP);
     assert_non_null(f->cost);
 }
 
@@ -144,7 +144,7 @@ static void check_every_strategy(Fixture *f, size_t block_input)
         assert_non_null(s);
         if (k >= 3) assert_int_equal(schedule_predict(s, f->cost), REMAT_EINVAL); /* not profiled */
         TrainCtx ctx = step_ctx();
-        ChainCost *cost = model_profile(f->model, f->x, f->y, &ctx, st.policy);
+        ChainCost *cost = model_profile(f->model, f->x, f->y, &ctx, st.policy, PLANNER_DP);
         assert_non_null(cost);
         assert_int_equal(schedule_predict(s, cost), REMAT_OK);
         const Measured m = measure(f, s);
@@ -257,8 +257,9 @@ static void check_prediction_bounds_measurement_on_the_gpt(AttentionKind attenti
         schedule_free(s);
     }
     printf("  GPT L=6, %s attention: 35 schedules (5 of them Revolve), %d exact, the others high by at most %zu bytes "
-           "(one block input: %zu); the backward kernels' own RECOMPUTE FLOPs %llu\n", attention_kind_name(attention),
-           exact, worst, block_input, (unsigned long long)f.cost->kernel_recompute);
+           "(one block input: %zu); the backward kernels' own RECOMPUTE FLOPs %llu\n",
+           name_of(&ATTENTION_KIND_NAMES, attention), exact, worst, block_input,
+           (unsigned long long)f.cost->kernel_recompute);
     assert_true((attention == ATTENTION_FUSED) == (f.cost->kernel_recompute > 0));
     fixture_free(&f);
 }
@@ -463,7 +464,7 @@ static void check_planned_like_none(const Trainee *t)
     pcg32_seed(&data, 3, 0);
     Var *y, *x = fixture_batch(t, &data, &y);
     TrainCtx ctx = fixture_ctx(t, 0);
-    ChainCost *cost = model_profile(m, x, y, &ctx, NULL);
+    ChainCost *cost = model_profile(m, x, y, &ctx, NULL, PLANNER_DP);
     assert_non_null(cost);
     var_free(x);
     var_free(y);

@@ -55,7 +55,7 @@ static double relative_error(const Tensor *got, const Tensor *want)
  * PyTorch as closely as the primitive ops do. */
 static void check_matches_pytorch(AttentionKind attention)
 {
-    printf("  attention %s\n", attention_kind_name(attention));
+    printf("  attention %s\n", name_of(&ATTENTION_KIND_NAMES, attention));
     StFile *f = st_load(REMAT_REFERENCE_FILE);
     if (!f) fail_msg("%s", remat_last_error());
     GptConfig c = {.n_layers = meta_int(f, "layers"), .d_model = meta_int(f, "d_model"),

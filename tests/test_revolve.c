@@ -354,7 +354,7 @@ typedef struct StepMeasure {
 /* Layer 0's figures in the fixture's chain cost model (cost.h). */
 static ChainLayer layer_cost(Fixture *f)
 {
-    ChainCost *chain = model_profile(f->m, f->x, f->y, &f->ctx, NULL);
+    ChainCost *chain = model_profile(f->m, f->x, f->y, &f->ctx, NULL, PLANNER_DP);
     assert_non_null(chain);
     const ChainLayer first = chain->layers[0];
     chain_cost_free(chain);
@@ -366,7 +366,7 @@ static ChainLayer layer_cost(Fixture *f)
 static StepMeasure measure_mlp(int N, int slots)
 {
     Fixture f = fixture(&(Trainee){.kind = "mlp", .layers = N, .width = W});
-    ChainCost *chain = model_profile(f.m, f.x, f.y, &f.ctx, NULL);
+    ChainCost *chain = model_profile(f.m, f.x, f.y, &f.ctx, NULL, PLANNER_DP);
     assert_non_null(chain);
     Schedule *s = chain_schedule(chain, &(Segment){0, N, SEGMENT_REVOLVE, NULL, slots}, 1);
     assert_non_null(s);
@@ -569,7 +569,7 @@ static void test_layer_cost_read_off_the_chain_profile(void **state)
     Fixture f = fixture(&GPT4);
     const Pcg32 rng = f.ctx.rng;
     const FlopCounts flops = flops_snapshot();
-    ChainCost *chain = model_profile(f.m, f.x, f.y, &f.ctx, NULL);
+    ChainCost *chain = model_profile(f.m, f.x, f.y, &f.ctx, NULL, PLANNER_DP);
     assert_non_null(chain);
     const ChainLayer *l = &chain->layers[1];
     printf("  gpt block: a = %zu B, forward %zu B (grad off %zu B), backward as a region's last %zu B, F = %" PRIu64
