@@ -9,7 +9,10 @@
  * A step's bubble is 1 − Σ_s busy_s / (P · span): busy_s is stage s's time inside pipe_run
  * less its waits in receives (the ledger's idle_seconds), the span the longest pipe_run of the
  * step, the ranks having left a barrier together. The gradients' broadcast and the optimizer
- * after it are in the step's time, not in the span. Bytes and live micro-batches are exact;
+ * after it are in the step's time, not in the span. (P−1)/(M+P−1) assumes equal stages; with
+ * stage s busy t_s per micro-batch, a stage waits for the slowest in steady state, the span is
+ * Σ_s t_s + (M−1)·max t_s, and the bubble 1 − M·Σ t_s / (P · span): the "uneven" theory, from
+ * the same round's busy times. Bytes and live micro-batches are exact;
  * times are only as quiet as the machine. It asserts nothing about time, but exits 1 when a
  * boundary moves other than 2·M·B·T·D·4 bytes a step.
  */
@@ -109,7 +112,7 @@ typedef struct PipeRow {
     double bubble_theory;
     size_t peak_act_stage0, peak_act_stage0_full;
     uint64_t boundary_bytes, boundary_bytes_formula;
-    Estimate bubble_fraction, busy_first, busy_last, step_seconds, accumulate_seconds, step_ratio;
+    Estimate bubble_fraction, bubble_uneven, busy_first, busy_last, step_seconds, accumulate_seconds, step_ratio;
 } PipeRow;
 
 static const ResultsColumn COLUMNS[] = {
@@ -118,6 +121,7 @@ static const ResultsColumn COLUMNS[] = {
     COLUMN(PipeRow, micro_batches, INT, "micro-batches", SHOW_IN(3u, "M", "", 2, 0)),
     COLUMN_TIMED(PipeRow, bubble_fraction, "ratio", SHOW("bubble (95% interval)", "%", 20, 1)),
     COLUMN(PipeRow, bubble_theory, DOUBLE, "ratio", SHOW("theory", "%", 6, 1)),
+    COLUMN_TIMED(PipeRow, bubble_uneven, "ratio: the theory with the stages' busy times", SHOW("uneven theory", "%", 20, 1)),
     COLUMN(PipeRow, live_micro_batches_stage0, INT, "micro-batches", SHOW("live", "", 4, 0)),
     COLUMN(PipeRow, live_theory, INT, "micro-batches", SHOW("theory", "", 6, 0)),
     COLUMN(PipeRow, peak_act_stage0, SIZE, "bytes", SHOW("peak none", "KiB", 9, 0)),
@@ -133,7 +137,7 @@ static const ResultsColumn COLUMNS[] = {
 };
 
 enum { ONE_PROCESS, PIPELINE, VARIANTS };                 /* what a round times */
-enum { Q_SECONDS, Q_BUBBLE, Q_BUSY_FIRST, Q_BUSY_LAST, QUANTITIES }; /* what a run reports */
+enum { Q_SECONDS, Q_BUBBLE, Q_UNEVEN, Q_BUSY_FIRST, Q_BUSY_LAST, QUANTITIES }; /* what a run reports */
 
 typedef struct Run {
     const DistGroup *g;
@@ -171,13 +175,15 @@ static RematStatus timed_step(void *user, int variant, double *values)
     const double span = l->seconds - before.seconds, idle = l->idle_seconds - before.idle_seconds;
     const uint64_t mine[2] = {(uint64_t)(1e9 * (span - idle)), (uint64_t)(1e9 * span)};
     status = dist_all_gather_u64(run->g, mine, 2, run->all);
-    double busy = 0, longest = 0;
+    double busy = 0, longest = 0, slowest = 0;
     for (int s = 0; s < P; s++) {
-        const double span_s = 1e-9 * (double)run->all[2 * s + 1];
-        busy += 1e-9 * (double)run->all[2 * s];
-        if (span_s > longest) longest = span_s;
+        const double span_s = 1e-9 * (double)run->all[2 * s + 1], busy_s = 1e-9 * (double)run->all[2 * s];
+        busy += busy_s;
+        longest = span_s > longest ? span_s : longest;
+        slowest = busy_s > slowest ? busy_s : slowest;
     }
     values[Q_BUBBLE] = longest > 0 ? 1 - busy / (P * longest) : 0;
+    values[Q_UNEVEN] = busy > 0 ? 1 - busy * run->M / (P * (busy + (run->M - 1) * slowest)) : 0;
     values[Q_BUSY_FIRST] = 1e-9 * (double)run->all[0];
     values[Q_BUSY_LAST] = 1e-9 * (double)run->all[2 * (P - 1)];
     return status;
@@ -207,6 +213,7 @@ static RematStatus run_pipeline(Run *run, const GptShape *shape, PipeSchedule ki
     if (status == REMAT_OK && plan) status = timing_run(plan, VARIANTS, QUANTITIES, timed_step, run, NULL, NULL, &t);
     if (status == REMAT_OK && plan) {
         row->bubble_fraction = timing_median(&t, PIPELINE, Q_BUBBLE);
+        row->bubble_uneven = timing_median(&t, PIPELINE, Q_UNEVEN);
         row->busy_first = timing_median(&t, PIPELINE, Q_BUSY_FIRST);
         row->busy_last = timing_median(&t, PIPELINE, Q_BUSY_LAST);
         row->step_seconds = timing_median(&t, PIPELINE, Q_SECONDS);
