@@ -93,6 +93,28 @@ static size_t read_number(const char *path, const char *key, size_t unit)
     return value;
 }
 
+/* The room left under this process's memory cgroup, 0 when there is no limit: v2's
+ * memory.max at the mount's root (a container's namespace), or v1's limit of the group
+ * /proc/self/cgroup names under the memory controller ("no limit" reads as about 2^63). */
+static size_t cgroup_room(void)
+{
+    char line[512], dir[600] = "/sys/fs/cgroup", limit[700], used[700];
+    const char *limit_file = "memory.max", *used_file = "memory.current";
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        const char *v1 = strstr(line, ":memory:/");
+        if (!v1) continue;
+        line[strcspn(line, "\n")] = '\0';
+        snprintf(dir, sizeof dir, "/sys/fs/cgroup/memory%s", v1 + strlen(":memory:"));
+        limit_file = "memory.limit_in_bytes", used_file = "memory.usage_in_bytes";
+    }
+    if (f) fclose(f);
+    snprintf(limit, sizeof limit, "%s/%s", dir, limit_file);
+    snprintf(used, sizeof used, "%s/%s", dir, used_file);
+    const size_t cap = read_number(limit, "", 1), in_use = read_number(used, "", 1);
+    return cap > in_use ? cap - in_use : 0;
+}
+
 size_t platform_available_memory(void)
 {
     size_t available = read_number("/proc/meminfo", "MemAvailable:", 1024);
@@ -100,10 +122,8 @@ size_t platform_available_memory(void)
         const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         if (pages > 0 && page > 0) available = (size_t)pages * (size_t)page;
     }
-    /* Under a cgroup v2 limit ("max" when there is none, which reads as no number). */
-    const size_t limit = read_number("/sys/fs/cgroup/memory.max", "", 1);
-    const size_t used = read_number("/sys/fs/cgroup/memory.current", "", 1);
-    if (limit && limit > used && (!available || limit - used < available)) available = limit - used;
+    const size_t room = cgroup_room();
+    if (room && (!available || room < available)) available = room;
     return available;
 }
 

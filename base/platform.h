@@ -58,7 +58,7 @@ RematStatus platform_check_address_space(void);
 
 /* The bytes of memory this process could still get without the machine swapping: Linux's
  * MemAvailable (free memory plus what the page cache can give back), lowered to what a
- * cgroup v2 memory.max leaves when the process runs under one; where neither can be read,
+ * memory cgroup (v2 or v1) leaves when the process runs under a limit; where neither can be read,
  * the free pages (sysconf). 0 if nothing can be read: the caller then has no figure to
  * check against. */
 size_t platform_available_memory(void);

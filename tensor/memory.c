@@ -94,10 +94,10 @@ static RematStatus check_budget(MemKind kind, size_t bytes)
     const size_t limit = machine ? ceiling : budget;
     if (limit == 0 || resident + bytes <= limit) return REMAT_OK;
     char want[32], cap[32], held[256];
+    const char *what = machine ? "the ceiling of this machine's memory" : "budget";
     return remat_fail(REMAT_EOOM, "out of memory: tried to allocate %s of %s; resident: %s; %s %s",
                       mem_format_bytes(want, sizeof want, bytes), mem_kind_name(kind),
-                      mem_describe_resident(held, sizeof held), machine ? "this machine has available" : "budget",
-                      mem_format_bytes(cap, sizeof cap, limit));
+                      mem_describe_resident(held, sizeof held), what, mem_format_bytes(cap, sizeof cap, limit));
 }
 
 /* ---- allocation ------------------------------------------------------------------- */

@@ -102,7 +102,7 @@ static void test_ceiling_is_a_budget_that_names_the_machine(void **state)
     assert_null(mem_alloc(MEM_ACT, 4 * MiB));
     assert_int_equal(remat_last_status(), REMAT_EOOM);
     assert_non_null(strstr(remat_last_error(), "tried to allocate 4.00 MiB of activations"));
-    assert_non_null(strstr(remat_last_error(), "this machine has available 10.0 MiB"));
+    assert_non_null(strstr(remat_last_error(), "the ceiling of this machine's memory 10.0 MiB"));
     assert_int_equal(mem_resident(), 8 * MiB);
     assert_int_equal(mem_live_blocks(), 1);
 
@@ -111,7 +111,7 @@ static void test_ceiling_is_a_budget_that_names_the_machine(void **state)
     assert_non_null(strstr(remat_last_error(), "budget 9.00 MiB"));
     mem_set_budget(64 * MiB); /* higher: the machine does */
     assert_null(mem_alloc(MEM_ACT, 4 * MiB));
-    assert_non_null(strstr(remat_last_error(), "this machine has available 10.0 MiB"));
+    assert_non_null(strstr(remat_last_error(), "the ceiling of this machine's memory 10.0 MiB"));
     void *a = mem_alloc(MEM_ACT, 2 * MiB); /* exactly up to the ceiling fits */
     assert_non_null(a);
 

@@ -918,7 +918,7 @@ static void test_a_step_past_the_machine_fails_and_saves_nothing(void **state)
     o.resume = saved;
     mem_set_ceiling(peak - 1);
     assert_int_equal(train_run(&o, &r, sink), REMAT_EOOM);
-    assert_non_null(strstr(remat_last_error(), "this machine has available"));
+    assert_non_null(strstr(remat_last_error(), "the ceiling of this machine's memory"));
     assert_int_equal(mem_ceiling(), peak - 1); /* the caller's ceiling is given back */
     mem_set_ceiling(0);
     train_report_free(&r);

@@ -12,7 +12,7 @@
 #   D3  plots.sh cutting the PNGs to 0 bytes, then failing on a header-only CSV
 #   H1  ranks given different flags (mpirun's `:` syntax) hanging the job
 #   H2  train under `ulimit -v` too small for OpenBLAS's buffers spinning for ever
-#       (C1, activations the memory pre-check does not count, is not fixed yet)
+#   C1  a run whose activations pass the memory it has, ended by the kernel without a word
 #   H3  a FIFO at a bench's temporary name blocking the bench for ever
 #   M2  a checkpoint with a negative AdamW second moment accepted
 #
@@ -118,6 +118,33 @@ h2() {
         "train on 2 threads under ulimit -v 500 MiB refuses at once, naming the limit (exit $rc)"
 }
 
+# C1 at a small scale: in a memory cgroup of 1 GiB made for it (v1 under this process's own
+# group, or v2 where this process may make one), a GPT of 64 blocks whose step holds 3.3 GiB
+# of activations. The kernel's OOM killer used to end it (exit 137); the ledger's ceiling
+# now fails it with its message.
+c1() {
+    if [ "${REMAT_SANITIZED:-0}" = 1 ]; then # the sanitizers' own memory is not the ledger's
+        echo "skip  C1: a sanitized build holds shadow memory the ledger does not count"; return
+    fi
+    local parent group
+    parent=$(sed -n 's/^[0-9]*:memory://p' /proc/self/cgroup)
+    if [ -n "$parent" ] && [ -w "/sys/fs/cgroup/memory$parent" ]; then
+        group="/sys/fs/cgroup/memory$parent/remat-c1-$$"
+        mkdir "$group" 2>/dev/null && echo 1073741824 > "$group/memory.limit_in_bytes" || group=""
+    elif [ -w /sys/fs/cgroup/cgroup.subtree_control ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers; then
+        group="/sys/fs/cgroup/remat-c1-$$"
+        mkdir "$group" 2>/dev/null && echo 1073741824 > "$group/memory.max" || group=""
+    fi
+    [ -n "$group" ] || { echo "skip  C1: no memory cgroup can be made here"; return; }
+    sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' c1 "$group" timeout 300 "$TRAIN" \
+        --layers 64 --d-model 64 --heads 4 --seq 256 --batch 16 --steps 1 --eval-every 0 --sample 0 \
+        --threads 1 --data "$ROOT/data/corpus.txt" > c1.log 2>&1
+    local rc=$?
+    rmdir "$group"
+    expect C1 "[ $rc = 1 ] && grep -q \"the ceiling of this machine's memory\" c1.log" \
+        "activations past a 1 GiB memory cgroup fail the step with the ledger's message (exit $rc)"
+}
+
 m2() {
     "$TRAIN" "${GPT[@]}" --steps 2 --save m2.st > m2_first.log 2>&1
     # The header's length, then the first float of the first second moment: set it to -1.
@@ -140,5 +167,6 @@ d2
 d3
 h1
 h2
+c1
 m2
 exit $failed
