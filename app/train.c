@@ -677,16 +677,13 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
     return status;
 }
 
-/* What the ledger may hold on this rank: the memory the machine has available, shared by
- * the job's ranks (they may all run on it), less an eighth for what the ledger does not
- * count (the blocks the allocator keeps for reuse, the tape, the libraries: train's report
- * shows it, up to 9% of the ledger's peak on a deep GPT), or a caller's lower ceiling.
- * Crossing it fails the step with the ledger's message, before the optimizer changes
- * anything, where the kernel would end the process without a word. */
+/* What the ledger may hold on this rank: the memory available, shared by the job's ranks,
+ * less an eighth for what the ledger does not count (kept free blocks, the tape: 9% of the
+ * ledger's peak on a deep GPT), or a caller's lower ceiling. Crossing it fails the step,
+ * changing nothing, where the kernel would end the process without a word. */
 static size_t rank_ceiling(size_t caller)
 {
-    size_t share = platform_available_memory() / (size_t)job_world().size;
-    share -= share / 8;
+    const size_t share = platform_available_memory() / (size_t)job_world().size / 8 * 7;
     return caller && (!share || caller < share) ? caller : share;
 }
 

@@ -99,18 +99,14 @@ static size_t read_number(const char *path, const char *key, size_t unit)
 static size_t cgroup_room(void)
 {
     char line[512], dir[600] = "/sys/fs/cgroup", limit[700], used[700];
-    const char *limit_file = "memory.max", *used_file = "memory.current";
+    const char *v1 = NULL;
     FILE *f = fopen("/proc/self/cgroup", "r");
-    while (f && fgets(line, sizeof line, f)) {
-        const char *v1 = strstr(line, ":memory:/");
-        if (!v1) continue;
-        line[strcspn(line, "\n")] = '\0';
-        snprintf(dir, sizeof dir, "/sys/fs/cgroup/memory%s", v1 + strlen(":memory:"));
-        limit_file = "memory.limit_in_bytes", used_file = "memory.usage_in_bytes";
-    }
+    while (f && !v1 && fgets(line, sizeof line, f)) v1 = strstr(line, ":memory:/");
     if (f) fclose(f);
-    snprintf(limit, sizeof limit, "%s/%s", dir, limit_file);
-    snprintf(used, sizeof used, "%s/%s", dir, used_file);
+    const char *path = v1 ? strchr(v1, '/') : NULL; /* the group, ":memory:" behind it */
+    if (path) snprintf(dir, sizeof dir, "/sys/fs/cgroup/memory%.*s", (int)strcspn(path, "\n"), path);
+    snprintf(limit, sizeof limit, "%s/%s", dir, v1 ? "memory.limit_in_bytes" : "memory.max");
+    snprintf(used, sizeof used, "%s/%s", dir, v1 ? "memory.usage_in_bytes" : "memory.current");
     const size_t cap = read_number(limit, "", 1), in_use = read_number(used, "", 1);
     return cap > in_use ? cap - in_use : 0;
 }

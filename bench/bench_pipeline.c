@@ -10,9 +10,8 @@
  * less its waits in receives (the ledger's idle_seconds), the span the longest pipe_run of the
  * step, the ranks having left a barrier together. The gradients' broadcast and the optimizer
  * after it are in the step's time, not in the span. (P−1)/(M+P−1) assumes equal stages; with
- * stage s busy t_s per micro-batch, a stage waits for the slowest in steady state, the span is
- * Σ_s t_s + (M−1)·max t_s, and the bubble 1 − M·Σ t_s / (P · span): the "uneven" theory, from
- * the same round's busy times. Bytes and live micro-batches are exact;
+ * stage s busy t_s per micro-batch the span is Σ t_s + (M−1)·max t_s, the bubble
+ * 1 − M·Σ t_s / (P · span): the "uneven" theory. Bytes and live micro-batches are exact;
  * times are only as quiet as the machine. It asserts nothing about time, but exits 1 when a
  * boundary moves other than 2·M·B·T·D·4 bytes a step.
  */

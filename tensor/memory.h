@@ -107,11 +107,9 @@ void mem_reset_peaks(void);
 void mem_set_budget(size_t bytes);
 size_t mem_budget(void); /* 0 when there is none */
 
-/* The memory the machine has for this process: resident bytes above it fail as a budget
- * does, with a message that names it, instead of the kernel ending the process. train sets
- * it to what the system reports available less an eighth, for what the ledger does not
- * count; the lower of budget and ceiling holds, and DTR's evictions answer the budget only.
- * 0 removes it. */
+/* The memory the machine has for this process (train: what is available less an eighth):
+ * resident bytes above it fail as a budget does, naming it, instead of the kernel ending
+ * the process. The lower of budget and ceiling holds; DTR evicts for the budget only. */
 void mem_set_ceiling(size_t bytes);
 size_t mem_ceiling(void); /* 0 when there is none */
 
