@@ -44,7 +44,7 @@ static BenchInfo info = {
     .name = "bench_pipeline",
     .question = "pipelines: the bubble and the micro-batches in flight of GPipe and 1F1B",
     .about = "  Run as P ranks (mpirun -np P), one stage each. For M = 1, 2, 4, 8 micro-batches of the GPT\n"
-             "  (L=4, D=128, H=4, T=64, B=4, dropout 0.1, AdamW) under gpipe and 1f1b: the bubble against\n"
+             "  (L=8, D=128, H=4, T=64, B=4, dropout 0.1, AdamW) under gpipe and 1f1b: the bubble against\n"
              "  (P-1)/(M+P-1), the micro-batches stage 0 holds at once against M and min(M,P), stage 0's\n"
              "  peak activations under none and full, the bytes over each boundary against 2*M*B*T*D*4,\n"
              "  each stage's busy time, and the step against one process accumulating M micro-batches.",
@@ -255,7 +255,7 @@ static RematStatus sweep(Run *run, const GptShape *shape, const TimingPlan *plan
 static RematStatus measure(const DistGroup *g, const BenchOptions *o, Results *results)
 {
     GptShape shape = o->quick ? (GptShape){.L = 2, .C = 16, .H = 2, .T = 8, .B = 2, .dropout = 0.1f}
-                              : (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f};
+                              : (GptShape){.L = 8, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f};
     if (shape.L < g->size) shape.L = g->size; /* a block at least per stage */
     results_config_gpt(results, &shape);
     const int cores = (int)sysconf(_SC_NPROCESSORS_ONLN), threads = platform_info().threads;
