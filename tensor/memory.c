@@ -84,7 +84,7 @@ static void apply(MemKind kind, int64_t delta)
     memcpy(e->current, current, sizeof current);
 }
 
-/* REMAT_EOOM, saying what was asked and what is resident, if `bytes` more of `kind` cross the budget. */
+/* REMAT_EOOM, saying what was asked and what is resident, if `bytes` more of `kind` cross the lower limit. */
 static RematStatus check_budget(MemKind kind, size_t bytes)
 {
     if (kind == MEM_DISK) return REMAT_OK;
