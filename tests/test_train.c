@@ -857,6 +857,16 @@ static void test_a_memory_budget_holds_under_every_strategy(void **state)
     assert_int_equal(mem_live_blocks(), 0);
 }
 
+/* The first `size` bytes of the file at `path` into `buf`; how many there were. */
+static size_t file_bytes(const char *path, unsigned char *buf, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    const size_t n = fread(buf, 1, size, f);
+    fclose(f);
+    return n;
+}
+
 /* A step whose loss is not finite stops the run before its update: the checkpoint it
  * resumed from, which it would have been saved over, keeps its bytes. */
 static void test_a_diverged_step_saves_nothing(void **state)
@@ -871,11 +881,8 @@ static void test_a_diverged_step_saves_nothing(void **state)
     TrainReport r;
     assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
     train_report_free(&r);
-    FILE *f = fopen(saved, "rb");
-    assert_non_null(f);
     static unsigned char before[1 << 16], after[1 << 16];
-    const size_t n = fread(before, 1, sizeof before, f);
-    fclose(f);
+    const size_t n = file_bytes(saved, before, sizeof before);
     assert_true(n > 0 && n < sizeof before);
 
     o.steps = 60; /* resumed from step 2 with a learning rate far too large */
@@ -884,10 +891,7 @@ static void test_a_diverged_step_saves_nothing(void **state)
     assert_int_equal(train_run(&o, &r, sink), REMAT_ESTATE);
     assert_non_null(strstr(remat_last_error(), "is not finite"));
     train_report_free(&r);
-    f = fopen(saved, "rb");
-    assert_non_null(f);
-    assert_int_equal(fread(after, 1, sizeof after, f), n);
-    fclose(f);
+    assert_int_equal(file_bytes(saved, after, sizeof after), n);
     assert_memory_equal(before, after, n);
     assert_int_equal(mem_live_blocks(), 0);
 }
@@ -907,11 +911,8 @@ static void test_a_step_past_the_machine_fails_and_saves_nothing(void **state)
     assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
     const size_t peak = r.ledger_peak;
     train_report_free(&r);
-    FILE *f = fopen(saved, "rb");
-    assert_non_null(f);
     static unsigned char before[1 << 16], after[1 << 16];
-    const size_t n = fread(before, 1, sizeof before, f);
-    fclose(f);
+    const size_t n = file_bytes(saved, before, sizeof before);
     assert_true(n > 0 && n < sizeof before);
 
     o.steps = 4;
@@ -922,10 +923,7 @@ static void test_a_step_past_the_machine_fails_and_saves_nothing(void **state)
     assert_int_equal(mem_ceiling(), peak - 1); /* the caller's ceiling is given back */
     mem_set_ceiling(0);
     train_report_free(&r);
-    f = fopen(saved, "rb");
-    assert_non_null(f);
-    assert_int_equal(fread(after, 1, sizeof after, f), n);
-    fclose(f);
+    assert_int_equal(file_bytes(saved, after, sizeof after), n);
     assert_memory_equal(before, after, n);
     assert_int_equal(mem_live_blocks(), 0);
 }
