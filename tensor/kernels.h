@@ -29,8 +29,8 @@
  * does not (a 256x256x301 product differs in its last bits between 1 and 2 threads), so
  * runs to be compared must use the same thread count.
  *
- * kernels_ref.h has a naive double-precision reference for each kernel, used by the tests
- * and benches to check these before timing anything.
+ * tests/kernels_ref.h has a naive double-precision reference for each kernel, which
+ * tests/test_kernels.c checks these against.
  */
 #ifndef REMAT_KERNELS_H
 #define REMAT_KERNELS_H

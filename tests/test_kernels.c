@@ -37,7 +37,7 @@
 #include "tensor/expf_inline.h"
 #include "tensor/flops.h"
 #include "tensor/kernels.h"
-#include "tensor/kernels_ref.h"
+#include "tests/kernels_ref.h"
 
 /* ---- helpers ---------------------------------------------------------------------- */
 

@@ -5,7 +5,7 @@
  * Inputs are float, as the kernels get them; each is widened to double on reading, and
  * every intermediate and output stays in double.
  */
-#include "tensor/kernels_ref.h"
+#include "tests/kernels_ref.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
 /*
- * kernels_ref.h — naive double-precision references for every kernel in kernels.h.
+ * kernels_ref.h — naive double-precision references for every kernel in tensor/kernels.h.
  *
- * What they are: the math of each kernel written as the plainest loops, for the tests and
- * benches to check the real kernels against before timing anything. Each ref_x mirrors
- * k_x: same argument order and sizes, same float inputs (so both see exactly the same
- * data), but every output is a double array and every sum is accumulated in double.
+ * What they are: the math of each kernel written as the plainest loops, the oracle
+ * test_kernels.c checks the real kernels against. Each ref_x mirrors k_x: same argument
+ * order and sizes, same float inputs (so both see exactly the same data), but every
+ * output is a double array and every sum is accumulated in double.
  * Backward references accumulate (+=) like the kernels, so a test initialises the double
  * gradient with the same values as the float one.
  * What they are not: fast, threaded or FLOP-counted. They never touch the FLOP ledger,
