@@ -99,6 +99,16 @@ static void remove_leftovers(const char *dir, const char *path)
     if (d) closedir(d);
 }
 
+/* Ends a replacement, done or failed: closes the new file and removes it while it still
+ * has its temporary name (not renamed over the path). */
+static void replace_end(FileReplacement *f)
+{
+    if (f->out) fclose(f->out);
+    if (f->named) unlink(f->tmp);
+    free(f->tmp);
+    *f = (FileReplacement){0};
+}
+
 int file_replace_start(FileReplacement *f, const char *path, bool unnamed)
 {
     *f = (FileReplacement){.path = path};
@@ -116,7 +126,7 @@ int file_replace_start(FileReplacement *f, const char *path, bool unnamed)
     if (fd >= 0 && fchmod(fd, 0644) == 0 && (f->out = fdopen(fd, "w"))) return 0;
     const int err = errno;
     if (fd >= 0) close(fd);
-    file_replace_abandon(f);
+    replace_end(f);
     return err;
 }
 
@@ -177,16 +187,8 @@ int file_replace_finish(FileReplacement *f, bool durable, const char **step)
         *step = FILE_STEP_DIRECTORY;
         err = fsync_directory(f->path);
     }
-    file_replace_abandon(f);
+    replace_end(f);
     return err;
-}
-
-void file_replace_abandon(FileReplacement *f)
-{
-    if (f->out) fclose(f->out);
-    if (f->named) unlink(f->tmp);
-    free(f->tmp);
-    *f = (FileReplacement){0};
 }
 
 /* Whether this process may create a file in `dir`, found by creating one: an unnamed
