@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bench/cli.h"
 #include "bench/measure.h"
@@ -258,12 +257,6 @@ static RematStatus measure(const DistGroup *g, const BenchOptions *o, Results *r
                               : (GptShape){.L = 8, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f};
     if (shape.L < g->size) shape.L = g->size; /* a block at least per stage */
     results_config_gpt(results, &shape);
-    const int cores = (int)sysconf(_SC_NPROCESSORS_ONLN), threads = platform_info().threads;
-    results_config_num(results, "ranks", g->size);
-    results_config_num(results, "cores", cores);
-    results_config_str(results, "oversubscribed", g->size * threads > cores ? "yes" : "no");
-    printf("  %d ranks, %d thread%s each, on %d cores%s\n", g->size, threads, threads == 1 ? "" : "s", cores,
-           g->size * threads > cores ? ": oversubscribed, times are not a cluster's" : "");
     /* A fixed number of rounds, the same on every rank: a rank stopping early would leave the
      * others waiting at the next barrier. */
     const TimingPlan plan = timing_plan_fixed(1, o->steps ? o->steps : o->quick ? 6 : 15);
@@ -289,19 +282,10 @@ static RematStatus measure(const DistGroup *g, const BenchOptions *o, Results *r
 int main(int argc, char **argv)
 {
     DistGroup g;
-    if (dist_init(&argc, &argv, &g) != REMAT_OK) {
-        fprintf(stderr, "bench_pipeline: %s\n", remat_last_error());
-        return 1;
-    }
-    if (g.rank != 0 && !freopen("/dev/null", "w", stdout)) dist_abort(1); /* rank 0 alone prints */
     BenchOptions o;
     Results *results;
-    const int start = bench_start(&info, argc, argv, &o, &results);
-    if (start != BENCH_RUN) {
-        if (start && g.size > 1) dist_abort(start);
-        dist_finalize();
-        return start;
-    }
+    const int start = bench_start_ranks(&info, false, argc, argv, &g, &o, &results);
+    if (start != BENCH_RUN) return start;
     const DistFact facts[] = {dist_fact("--quick", "%d", o.quick), dist_fact("--steps", "%d", o.steps),
                               dist_fact("--show-schedule", "%d", show.show_schedule)};
     RematStatus status = g.size < 2 ? remat_fail(REMAT_EINVAL, "a pipeline's stages are ranks: run it as 2 or more "
@@ -310,17 +294,5 @@ int main(int argc, char **argv)
     for (int i = 0; i < 2 * N_M && status == REMAT_OK && show.show_schedule; i++)
         status = show_timeline(i < N_M ? PIPE_GPIPE : PIPE_1F1B, g.size, MICRO_BATCHES[i % N_M]);
     if (status == REMAT_OK && !show.show_schedule) status = measure(&g, &o, results);
-    if (status != REMAT_OK && g.size > 1) {
-        fprintf(stderr, "bench_pipeline: rank %d of %d: %s\n", g.rank, g.size, remat_last_error());
-        dist_abort(1);
-    }
-    int code;
-    if (g.rank == 0 && (status != REMAT_OK || !show.show_schedule)) {
-        code = bench_finish(&info, &o, results, status);
-    } else {
-        results_free(results);
-        code = mem_live_blocks() ? 1 : 0;
-    }
-    dist_finalize();
-    return code;
+    return bench_finish_ranks(&info, &g, &o, results, status, !show.show_schedule);
 }

@@ -10,7 +10,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "bench/measure.h"
 #include "parallel/zero.h"
@@ -412,22 +411,10 @@ static void project_table(const DistGroup *g, const AllreduceFit *fit, double al
 int main(int argc, char **argv)
 {
     DistGroup g;
-    if (dist_init(&argc, &argv, &g) != REMAT_OK) {
-        fprintf(stderr, "bench_zero: %s\n", remat_last_error());
-        return 1;
-    }
-    char name[32];
-    snprintf(name, sizeof name, "bench_zero_np%d", g.size);
-    info.name = name;
-    if (g.rank != 0 && !freopen("/dev/null", "w", stdout)) dist_abort(1); /* rank 0 alone prints */
     BenchOptions o;
     Results *results;
-    const int start = bench_start(&info, argc, argv, &o, &results);
-    if (start != BENCH_RUN) {
-        if (start && g.size > 1) dist_abort(start);
-        dist_finalize();
-        return start;
-    }
+    const int start = bench_start_ranks(&info, true, argc, argv, &g, &o, &results);
+    if (start != BENCH_RUN) return start;
     if (project.project && g.size == 1 && (project.alpha < 0 || project.beta < 0)) { /* before measuring */
         fprintf(stderr, "bench_zero: --project on one rank needs --alpha and --beta: there is no network here to "
                 "measure (run it as 2 ranks or more)\n");
@@ -435,13 +422,6 @@ int main(int argc, char **argv)
         dist_finalize();
         return 2;
     }
-    const int cores = (int)sysconf(_SC_NPROCESSORS_ONLN); /* the machine's, not this rank's binding */
-    results_config_num(results, "ranks", g.size);
-    results_config_num(results, "cores", cores);
-    results_config_str(results, "oversubscribed", g.size * platform_info().threads > cores ? "yes" : "no");
-    printf("  %d rank%s, %d thread%s each, on %d cores%s\n", g.size, g.size == 1 ? "" : "s", platform_info().threads,
-           platform_info().threads == 1 ? "" : "s", cores,
-           g.size * platform_info().threads > cores ? ": oversubscribed, times are not a cluster's" : "");
     ResultsTable *reduce = RESULTS_TABLE(results, "reduce", "a sum over the ranks, ordered against MPI_Allreduce",
                                          REDUCE_COLUMNS);
     ResultsTable *stages = RESULTS_TABLE(results, "stages", "per rank and ZeRO stage: bytes kept, bytes moved, time",
@@ -454,17 +434,5 @@ int main(int argc, char **argv)
     AllreduceFit fit = {0};
     if (status == REMAT_OK) status = measure_reduction(&g, &o, reduce, &fit);
     if (status == REMAT_OK && project.project) project_table(&g, &fit, project.alpha, project.beta, results);
-    if (status != REMAT_OK && g.size > 1) {
-        fprintf(stderr, "bench_zero: rank %d of %d: %s\n", g.rank, g.size, remat_last_error());
-        dist_abort(1);
-    }
-    int code;
-    if (g.rank == 0) {
-        code = bench_finish(&info, &o, results, status);
-    } else {
-        results_free(results);
-        code = mem_live_blocks() ? 1 : 0;
-    }
-    dist_finalize();
-    return code;
+    return bench_finish_ranks(&info, &g, &o, results, status, true);
 }

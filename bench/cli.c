@@ -4,6 +4,7 @@
 #include "bench/cli.h"
 
 #include <stdio.h>
+#include <unistd.h>
 
 #include "base/file.h"
 #include "base/platform.h"
@@ -222,6 +223,55 @@ int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *result
     fflush(stdout);
     fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
     return 1;
+}
+
+/* ---- a bench run as ranks ----------------------------------------------------------------- */
+
+int bench_start_ranks(BenchInfo *info, bool name_by_ranks, int argc, char **argv, DistGroup *g, BenchOptions *opt,
+                      Results **results)
+{
+    if (dist_init(&argc, &argv, g) != REMAT_OK) {
+        fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
+        return 1;
+    }
+    static char name[64];
+    if (name_by_ranks) {
+        snprintf(name, sizeof name, "%s_np%d", info->name, g->size);
+        info->name = name;
+    }
+    if (g->rank != 0 && !freopen("/dev/null", "w", stdout)) dist_abort(1); /* rank 0 alone prints */
+    const int start = bench_start(info, argc, argv, opt, results);
+    if (start == BENCH_RUN) {
+        const int cores = (int)sysconf(_SC_NPROCESSORS_ONLN), threads = platform_info().threads; /* the machine's */
+        const bool over = g->size * threads > cores;
+        results_config_num(*results, "ranks", g->size);
+        results_config_num(*results, "cores", cores);
+        results_config_str(*results, "oversubscribed", over ? "yes" : "no");
+        printf("  %d rank%s, %d thread%s each, on %d cores%s\n", g->size, g->size == 1 ? "" : "s", threads,
+               threads == 1 ? "" : "s", cores, over ? ": oversubscribed, times are not a cluster's" : "");
+        return start;
+    }
+    if (start && g->size > 1) dist_abort(start);
+    dist_finalize();
+    return start;
+}
+
+int bench_finish_ranks(const BenchInfo *info, const DistGroup *g, const BenchOptions *opt, Results *results,
+                       RematStatus status, bool write)
+{
+    if (status != REMAT_OK && g->size > 1) {
+        fprintf(stderr, "%s: rank %d of %d: %s\n", info->name, g->rank, g->size, remat_last_error());
+        dist_abort(1);
+    }
+    int code;
+    if (g->rank == 0 && (status != REMAT_OK || write)) {
+        code = bench_finish(info, opt, results, status);
+    } else {
+        results_free(results);
+        code = mem_live_blocks() ? 1 : 0;
+    }
+    dist_finalize();
+    return code;
 }
 
 /* ---- numbers ---------------------------------------------------------------------------- */

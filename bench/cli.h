@@ -22,6 +22,7 @@
 #include "bench/results.h"
 #include "app/step_options.h"
 #include "models/gpt.h"
+#include "parallel/group.h"
 
 /* What a bench says about itself, for --help, its header and its results. */
 typedef struct BenchInfo {
@@ -99,6 +100,19 @@ void results_config_plan(Results *r, const TimingPlan *plan);
  * output that could not be written, prints "<bench>: <remat_last_error()>" on stderr and
  * gives 1. Frees `results` in every case. */
 int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *results, RematStatus status);
+
+/* ---- a bench run as ranks (bench_zero, bench_pipeline) ---------------------------------- */
+
+/* bench_start after dist_init's group into *g, with rank 0 alone printing, and the ranks
+ * and cores in the header and config; with `name_by_ranks` the bench is named for K
+ * ("bench_zero_np2"). Any other status than BENCH_RUN has ended the job (all its ranks). */
+int bench_start_ranks(BenchInfo *info, bool name_by_ranks, int argc, char **argv, DistGroup *g, BenchOptions *opt,
+                      Results **results);
+
+/* bench_finish on rank 0 (when `write`, or on an error); the others check their ledger is
+ * empty. A rank that failed ends the job: the others wait for it in a collective. */
+int bench_finish_ranks(const BenchInfo *info, const DistGroup *g, const BenchOptions *opt, Results *results,
+                       RematStatus status, bool write);
 
 /* ---- numbers ---------------------------------------------------------------------------- */
 

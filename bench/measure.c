@@ -275,25 +275,14 @@ static RematStatus observe_output(void *ctx, const OpInfo *op, const char *tag, 
     return REMAT_OK;
 }
 
-/* Adds `bytes` under `tag`. */
-static RematStatus census_add(Census *c, const char *tag, size_t bytes, int *capacity)
+/* Adds `bytes` under `tag`; c->tags has room for a tag per op output. */
+static void census_add(Census *c, const char *tag, size_t bytes)
 {
-    for (int i = 0; i < c->count; i++) {
-        if (!strcmp(c->tags[i].tag, tag)) {
-            c->tags[i].bytes += bytes;
-            c->total += bytes;
-            return REMAT_OK;
-        }
-    }
-    if (c->count == *capacity) {
-        *capacity = *capacity ? 2 * *capacity : 32;
-        TagBytes *tags = realloc(c->tags, (size_t)*capacity * sizeof *tags);
-        if (!tags) return remat_fail(REMAT_ENOMEM, "census: no memory for %d tags", *capacity);
-        c->tags = tags;
-    }
-    c->tags[c->count++] = (TagBytes){tag, bytes};
+    int i = 0;
+    while (i < c->count && strcmp(c->tags[i].tag, tag)) i++;
+    if (i == c->count) c->tags[c->count++] = (TagBytes){tag, 0};
+    c->tags[i].bytes += bytes;
     c->total += bytes;
-    return REMAT_OK;
 }
 
 RematStatus census_forward(Model *model, const Variant *v, const Batch *batch, TrainCtx *ctx, Census *out)
@@ -311,11 +300,13 @@ RematStatus census_forward(Model *model, const Variant *v, const Batch *batch, T
     flops_restore(&before);
     if (!loss) status = remat_last_status();
 
-    /* Alive after the forward: an output that someone besides the census still holds. */
-    int capacity = 0;
+    /* Alive after the forward: an output that someone besides the census still holds,
+     * counted under its tag (a tag per output at most; + 1: never a malloc of 0). */
+    if (status == REMAT_OK && !(out->tags = malloc(((size_t)seen.count + 1) * sizeof *out->tags)))
+        status = remat_fail(REMAT_ENOMEM, "census: no memory for the tags of %d outputs", seen.count);
     for (int i = 0; i < seen.count && status == REMAT_OK; i++) {
         const Tensor *t = seen.outputs[i].tensor;
-        if (t->refcount > 1 && t->kind == MEM_ACT) status = census_add(out, seen.outputs[i].tag, t->bytes, &capacity);
+        if (t->refcount > 1 && t->kind == MEM_ACT) census_add(out, seen.outputs[i].tag, t->bytes);
     }
     for (int i = 0; i < seen.count; i++) tensor_free(seen.outputs[i].tensor);
     free(seen.outputs);
