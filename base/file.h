@@ -79,9 +79,6 @@ int file_replace_start(FileReplacement *f, const char *path, bool unnamed);
 int file_replace_finish(FileReplacement *f, bool durable, const char **step);
 #define FILE_STEP_DIRECTORY "flushing its directory"
 
-/* Abandons a replacement: closes and removes the new file; the old one is untouched. */
-void file_replace_abandon(FileReplacement *f);
-
 /* Checks that a file can be written at `path` by renaming a new file over it: the path is
  * not empty and does not end in '/'; its directory exists, is a directory, and lets this
  * process create a file (tried for real, with an unnamed O_TMPFILE where the file system
