@@ -151,11 +151,8 @@ const cJSON *explain_results(ResultsDir *r, const char *bench, char *why, size_t
     const cJSON *doc = results_document(r, bench);
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(doc, "schema");
     const char *name = cJSON_IsString(schema) ? schema->valuestring : NULL;
-    if (why) why[0] = '\0';
-    if (broken || !doc) {
-        if (why) snprintf(why, size, "%s", broken ? broken : "");
-        return NULL;
-    }
+    if (why) snprintf(why, size, "%s", broken ? broken : "");
+    if (broken || !doc) return NULL;
     /* The schemas the quiz reads (docs/RESULTS.md): 1 has no intervals, so no time is quoted. */
     if (name && (!strcmp(name, "remat-bench/1") || !strcmp(name, "remat-bench/2"))) return doc;
     if (why)
