@@ -500,12 +500,10 @@ static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src, co
     return status;
 }
 
-/* The whole page, to be renamed to `page`, into `out`: its template, quiz/page.html
- * (embedded at build time: the page as it is written, its style and script inline), with
- * each <!--@name--> in it replaced by that part: the title, both languages' views, both
- * footers, and the words the script says (quiz/words.json). Returns REMAT_OK, or
- * REMAT_ECORRUPT (its message kept) when a results file or a plot is malformed, which does
- * not stop the page. */
+/* The whole page, to be renamed to `page`, into `out`: the template with each <!--@name-->
+ * in it replaced by that part: the title, both views, both footers, and the words the
+ * script says (quiz/words.json). Returns REMAT_OK, or REMAT_ECORRUPT (its message kept)
+ * when a results file or a plot is malformed, which does not stop the page. */
 static RematStatus put_page(FILE *out, const PageSources *src, const char *page)
 {
     const QuizText *title = &src->bank->title;
@@ -559,8 +557,6 @@ RematStatus page_write(const char *path, const PageSources *src)
     char input[4096];
     if (input_at(path, src, input, sizeof input))
         return remat_fail(REMAT_EINVAL, "cannot write %s: it is %s, a file the page is made from", path, input);
-    /* Unnamed while it is written, where the file system allows (base/file.h), so that a
-     * kill leaves nothing behind; named beside the page only once it is complete. */
     FileReplacement page;
     int err = file_replace_start(&page, path, true);
     if (err)
