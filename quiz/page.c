@@ -236,7 +236,7 @@ static void put_file_link(FILE *out, const char *page, const char *path)
  * writing the page's note) when the file is there but cannot be read or is not a PNG. */
 static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const PageSources *src, const char *page)
 {
-    char path[1024], line[2048];
+    char path[1024], line[2048] = "";
     snprintf(path, sizeof path, "%s/%s", src->plots_dir, q->plot);
     size_t n = 0;
     const bool present = access(path, F_OK) == 0;
@@ -256,16 +256,14 @@ static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const P
         fputs("\"></a>\n<figcaption>", out);
         html_words(out, lang, quiz_word(lang, "plot_caption"), (const char *[]){q->plot}, "code");
         fputs("</figcaption>", out);
+    } else if (present) {
+        status = remat_fail(REMAT_ECORRUPT, "%s is not a readable PNG file", path);
+        snprintf(line, sizeof line, quiz_word(lang, "plot_broken"), path);
     } else {
-        if (present) {
-            status = remat_fail(REMAT_ECORRUPT, "%s is not a readable PNG file", path);
-            snprintf(line, sizeof line, quiz_word(lang, "plot_broken"), path);
-        } else {
-            snprintf(line, sizeof line, quiz_word(lang, "plot_missing"), q->plot, results_dir(src->results),
-                     src->plots_dir);
-        }
-        put_in(out, "<p class=\"missing\">", line, "</p>", lang);
+        snprintf(line, sizeof line, quiz_word(lang, "plot_missing"), q->plot, results_dir(src->results),
+                 src->plots_dir);
     }
+    if (line[0]) put_in(out, "<p class=\"missing\">", line, "</p>", lang);
     fputs("</figure>\n", out);
     free(file);
     return status;
