@@ -75,7 +75,7 @@ int file_create_new(const char *dir, char *name, bool unnamed, bool *named)
     return fd;
 }
 
-/* The letters of a temporary file's XXXXXX, as mkstemp and name_unnamed choose them. */
+/* The letters of a temporary file's XXXXXX, as mkostemp and name_unnamed choose them. */
 static const char TEMP_LETTERS[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 /* Removes, best effort, what killed replacements of `path` left in `dir`: the names PATH.tmp.
