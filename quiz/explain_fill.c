@@ -413,8 +413,8 @@ static void note(const Fill *fill, const char *text)
 
 /* The program that measures what `bench` records, as a note names it before "--quick":
  * "build/bench/<bench>", or for a bench run as K ranks, whose results are "<name>_np<K>"
- * (bench_zero_np2), "mpirun -np K build/bench/<name>". Returns buf. */
-static const char *bench_program(char *buf, size_t size, const char *bench)
+ * (bench_zero_np2), "mpirun -np K build/bench/<name>". */
+static void bench_program(char *buf, size_t size, const char *bench)
 {
     const char *np = strstr(bench, "_np");
     int ranks = 0, used = 0;
@@ -422,7 +422,6 @@ static const char *bench_program(char *buf, size_t size, const char *bench)
         snprintf(buf, size, "mpirun -np %d build/bench/%.*s", ranks, (int)(np - bench), bench);
     else
         snprintf(buf, size, "build/bench/%s", bench);
-    return buf;
 }
 
 /* The note about one figure that is not there or not valid. Returns REMAT_ECORRUPT
