@@ -29,13 +29,3 @@ RematStatus remat_fail(RematStatus status, const char *fmt, ...)
     last_status = status;
     return status;
 }
-
-void *remat_fail_null(RematStatus status, const char *fmt, ...)
-{
-    va_list args;
-    va_start(args, fmt);
-    vsnprintf(last_message, sizeof last_message, fmt, args);
-    va_end(args);
-    last_status = status;
-    return NULL;
-}

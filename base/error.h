@@ -40,8 +40,8 @@ RematStatus remat_fail(RematStatus status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* The same for a function that returns a pointer: records the failure and returns NULL,
- * so that it can write `return remat_fail_null(REMAT_EINVAL, "bad shape %d", n);`. */
-void *remat_fail_null(RematStatus status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+ * so that it can write `return remat_fail_null(REMAT_EINVAL, "bad shape %d", n);`. A macro,
+ * so that remat_fail records every failure (one breakpoint catches them all). */
+#define remat_fail_null(...) (remat_fail(__VA_ARGS__), NULL)
 
 #endif /* REMAT_ERROR_H */

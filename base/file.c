@@ -1,7 +1,7 @@
 /*
  * file.c — opening files to read, checking paths to write, and replacing files (see file.h).
  */
-#define _GNU_SOURCE /* O_TMPFILE (Linux 3.11): a file that has no name yet; linkat naming it; asprintf */
+#define _GNU_SOURCE /* O_TMPFILE (Linux 3.11): a file that has no name yet; linkat naming it; asprintf; mkostemp */
 
 #include "base/file.h"
 
@@ -59,13 +59,8 @@ RematStatus file_open_regular(const char *who, const char *path, int *fd, uint64
 char *file_directory(const char *path)
 {
     const char *slash = path ? strrchr(path, '/') : NULL;
-    const size_t len = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
-    char *dir = malloc(len + 1);
-    if (!dir)
-        return remat_fail_null(REMAT_ENOMEM, "file_directory: no memory");
-    memcpy(dir, !slash ? "." : slash == path ? "/" : path, len);
-    dir[len] = '\0';
-    return dir;
+    char *dir = !slash ? strdup(".") : slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+    return dir ? dir : remat_fail_null(REMAT_ENOMEM, "file_directory: no memory");
 }
 
 int file_create_new(const char *dir, char *name, bool unnamed, bool *named)
@@ -75,13 +70,12 @@ int file_create_new(const char *dir, char *name, bool unnamed, bool *named)
         const int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
     }
-    const int fd = mkstemp(name);
+    const int fd = mkostemp(name, O_CLOEXEC);
     *named = fd >= 0;
-    if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC); /* as O_CLOEXEC gives the unnamed one */
     return fd;
 }
 
-/* The letters of a temporary file's XXXXXX, as mkstemp and name_unnamed choose them. */
+/* The letters of a temporary file's XXXXXX, as mkostemp and name_unnamed choose them. */
 static const char TEMP_LETTERS[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 /* Removes, best effort, what killed replacements of `path` left in `dir`: the names PATH.tmp.
@@ -99,9 +93,8 @@ static void remove_leftovers(const char *dir, const char *path)
     if (d) closedir(d);
 }
 
-/* Ends a replacement, done or failed: closes the new file and removes it while it still
- * has its temporary name (not renamed over the path). */
-static void replace_end(FileReplacement *f)
+/* Abandons a replacement: closes and removes the new file; the old one is untouched. */
+static void abandon(FileReplacement *f)
 {
     if (f->out) fclose(f->out);
     if (f->named) unlink(f->tmp);
@@ -126,7 +119,7 @@ int file_replace_start(FileReplacement *f, const char *path, bool unnamed)
     if (fd >= 0 && fchmod(fd, 0644) == 0 && (f->out = fdopen(fd, "w"))) return 0;
     const int err = errno;
     if (fd >= 0) close(fd);
-    replace_end(f);
+    abandon(f);
     return err;
 }
 
@@ -187,7 +180,7 @@ int file_replace_finish(FileReplacement *f, bool durable, const char **step)
         *step = FILE_STEP_DIRECTORY;
         err = fsync_directory(f->path);
     }
-    replace_end(f);
+    abandon(f);
     return err;
 }
 

@@ -151,11 +151,8 @@ const cJSON *explain_results(ResultsDir *r, const char *bench, char *why, size_t
     const cJSON *doc = results_document(r, bench);
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(doc, "schema");
     const char *name = cJSON_IsString(schema) ? schema->valuestring : NULL;
-    if (why) why[0] = '\0';
-    if (broken || !doc) {
-        if (why) snprintf(why, size, "%s", broken ? broken : "");
-        return NULL;
-    }
+    if (why) snprintf(why, size, "%s", broken ? broken : "");
+    if (broken || !doc) return NULL;
     /* The schemas the quiz reads (docs/RESULTS.md): 1 has no intervals, so no time is quoted. */
     if (name && (!strcmp(name, "remat-bench/1") || !strcmp(name, "remat-bench/2"))) return doc;
     if (why)
@@ -416,8 +413,8 @@ static void note(const Fill *fill, const char *text)
 
 /* The program that measures what `bench` records, as a note names it before "--quick":
  * "build/bench/<bench>", or for a bench run as K ranks, whose results are "<name>_np<K>"
- * (bench_zero_np2), "mpirun -np K build/bench/<name>". Returns buf. */
-static const char *bench_program(char *buf, size_t size, const char *bench)
+ * (bench_zero_np2), "mpirun -np K build/bench/<name>". */
+static void bench_program(char *buf, size_t size, const char *bench)
 {
     const char *np = strstr(bench, "_np");
     int ranks = 0, used = 0;
@@ -425,7 +422,6 @@ static const char *bench_program(char *buf, size_t size, const char *bench)
         snprintf(buf, size, "mpirun -np %d build/bench/%.*s", ranks, (int)(np - bench), bench);
     else
         snprintf(buf, size, "build/bench/%s", bench);
-    return buf;
 }
 
 /* The note about one figure that is not there or not valid. Returns REMAT_ECORRUPT

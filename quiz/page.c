@@ -17,7 +17,6 @@
 #include "quiz/page.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -237,7 +236,7 @@ static void put_file_link(FILE *out, const char *page, const char *path)
  * writing the page's note) when the file is there but cannot be read or is not a PNG. */
 static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const PageSources *src, const char *page)
 {
-    char path[1024], line[2048];
+    char path[1024], line[2048] = "";
     snprintf(path, sizeof path, "%s/%s", src->plots_dir, q->plot);
     size_t n = 0;
     const bool present = access(path, F_OK) == 0;
@@ -257,16 +256,14 @@ static RematStatus put_plot(FILE *out, const Question *q, QuizLang lang, const P
         fputs("\"></a>\n<figcaption>", out);
         html_words(out, lang, quiz_word(lang, "plot_caption"), (const char *[]){q->plot}, "code");
         fputs("</figcaption>", out);
+    } else if (present) {
+        status = remat_fail(REMAT_ECORRUPT, "%s is not a readable PNG file", path);
+        snprintf(line, sizeof line, quiz_word(lang, "plot_broken"), path);
     } else {
-        if (present) {
-            status = remat_fail(REMAT_ECORRUPT, "%s is not a readable PNG file", path);
-            snprintf(line, sizeof line, quiz_word(lang, "plot_broken"), path);
-        } else {
-            snprintf(line, sizeof line, quiz_word(lang, "plot_missing"), q->plot, results_dir(src->results),
-                     src->plots_dir);
-        }
-        put_in(out, "<p class=\"missing\">", line, "</p>", lang);
+        snprintf(line, sizeof line, quiz_word(lang, "plot_missing"), q->plot, results_dir(src->results),
+                 src->plots_dir);
     }
+    if (line[0]) put_in(out, "<p class=\"missing\">", line, "</p>", lang);
     fputs("</figure>\n", out);
     free(file);
     return status;
@@ -501,12 +498,10 @@ static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src, co
     return status;
 }
 
-/* The whole page, to be renamed to `page`, into `out`: its template, quiz/page.html
- * (embedded at build time: the page as it is written, its style and script inline), with
- * each <!--@name--> in it replaced by that part: the title, both languages' views, both
- * footers, and the words the script says (quiz/words.json). Returns REMAT_OK, or
- * REMAT_ECORRUPT (its message kept) when a results file or a plot is malformed, which does
- * not stop the page. */
+/* The whole page, to be renamed to `page`, into `out`: the template with each <!--@name-->
+ * in it replaced by that part: the title, both views, both footers, and the words the
+ * script says (quiz/words.json). Returns REMAT_OK, or REMAT_ECORRUPT (its message kept)
+ * when a results file or a plot is malformed, which does not stop the page. */
 static RematStatus put_page(FILE *out, const PageSources *src, const char *page)
 {
     const QuizText *title = &src->bank->title;
@@ -560,8 +555,6 @@ RematStatus page_write(const char *path, const PageSources *src)
     char input[4096];
     if (input_at(path, src, input, sizeof input))
         return remat_fail(REMAT_EINVAL, "cannot write %s: it is %s, a file the page is made from", path, input);
-    /* Unnamed while it is written, where the file system allows (base/file.h), so that a
-     * kill leaves nothing behind; named beside the page only once it is complete. */
     FileReplacement page;
     int err = file_replace_start(&page, path, true);
     if (err)

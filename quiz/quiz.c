@@ -156,15 +156,14 @@ static int parse_options(int argc, char **argv, Options *o)
 
 static int width = 80; /* the columns a printed line may take: set once, in main */
 
-/* The output's width: the terminal's, else COLUMNS when it is a number, else 80. */
+/* The output's width: the terminal's, else COLUMNS when it is a number of 20 or more
+ * (base/parse.h), else 80. */
 static int output_width(void)
 {
     struct winsize ws;
     if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
-    const char *columns = getenv("COLUMNS");
-    char *end;
-    const long n = columns ? strtol(columns, &end, 10) : 0;
-    return columns && *end == '\0' && n >= 20 && n <= 1000000 ? (int)n : 80;
+    int columns;
+    return parse_int(getenv("COLUMNS"), 20, 1000000, &columns) ? columns : 80;
 }
 
 /* The length in bytes of the UTF-8 character at `s`, and in *cols the columns it takes:
