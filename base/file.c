@@ -93,8 +93,9 @@ static void remove_leftovers(const char *dir, const char *path)
     if (d) closedir(d);
 }
 
-/* Abandons a replacement: closes and removes the new file; the old one is untouched. */
-static void abandon(FileReplacement *f)
+/* Ends a replacement, done or failed: closes the new file and removes it while it still
+ * has its temporary name (not renamed over the path). */
+static void replace_end(FileReplacement *f)
 {
     if (f->out) fclose(f->out);
     if (f->named) unlink(f->tmp);
@@ -119,7 +120,7 @@ int file_replace_start(FileReplacement *f, const char *path, bool unnamed)
     if (fd >= 0 && fchmod(fd, 0644) == 0 && (f->out = fdopen(fd, "w"))) return 0;
     const int err = errno;
     if (fd >= 0) close(fd);
-    abandon(f);
+    replace_end(f);
     return err;
 }
 
@@ -180,7 +181,7 @@ int file_replace_finish(FileReplacement *f, bool durable, const char **step)
         *step = FILE_STEP_DIRECTORY;
         err = fsync_directory(f->path);
     }
-    abandon(f);
+    replace_end(f);
     return err;
 }
 
