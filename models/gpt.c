@@ -91,9 +91,7 @@ static Var *gpt_embed(Model *model, Var *ids, TrainCtx *ctx)
         return remat_fail_null(REMAT_EINVAL, "gpt: a sequence of %d tokens is longer than the model's seq_len %d",
                                in->shape[1], g->config.seq_len);
     Var *x = op_embedding(ids, g->wte, g->wpe, "embd");
-    Var *out = op_dropout(x, g->config.dropout, ctx, GPT_DROPOUT_EMBED, "embd.dropout");
-    var_free(x);
-    return out;
+    return then_free(op_dropout(x, g->config.dropout, ctx, GPT_DROPOUT_EMBED, "embd.dropout"), x);
 }
 
 /* ---- the forward: a block -------------------------------------------------------------- */
@@ -105,8 +103,7 @@ static Var *gpt_embed(Model *model, Var *ids, TrainCtx *ctx)
 static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
 {
     Var *h = op_layernorm(x, b->ln_1.weight, b->ln_1.bias, GPT_LN_EPS, "attn.ln");
-    Var *qkv = op_linear(h, b->attn.c_attn.weight, b->attn.c_attn.bias, "attn.qkv");
-    var_free(h);
+    Var *qkv = then_free(op_linear(h, b->attn.c_attn.weight, b->attn.c_attn.bias, "attn.qkv"), h);
     Var *q = op_split_heads(qkv, QKV_Q, b->H, "attn.split_q");
     Var *k = op_split_heads(qkv, QKV_K, b->H, "attn.split_k");
     Var *v = op_split_heads(qkv, QKV_V, b->H, "attn.split_v");
@@ -121,21 +118,16 @@ static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
         Var *scores = op_matmul(q, k, CblasTrans, 1.0f / sqrtf((float)(b->C / b->H)), "attn.scores");
         var_free(q);
         var_free(k);
-        Var *att = op_causal_softmax(scores, "attn.softmax");
-        var_free(scores);
-        Var *att_dropped = op_dropout(att, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN), "attn.dropout");
-        var_free(att);
-        y = op_matmul(att_dropped, v, CblasNoTrans, 1.0f, "attn.out");
-        var_free(att_dropped);
+        Var *att = then_free(op_causal_softmax(scores, "attn.softmax"), scores);
+        Var *att_dropped = then_free(op_dropout(att, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN),
+                                                "attn.dropout"), att);
+        y = then_free(op_matmul(att_dropped, v, CblasNoTrans, 1.0f, "attn.out"), att_dropped);
         var_free(v);
     }
-    Var *merged = op_merge_heads(y, "attn.merge");
-    var_free(y);
-    Var *proj = op_linear(merged, b->attn.c_proj.weight, b->attn.c_proj.bias, "attn.proj");
-    var_free(merged);
-    Var *out = op_dropout(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN_RESID), "attn.resid_dropout");
-    var_free(proj);
-    return out;
+    Var *merged = then_free(op_merge_heads(y, "attn.merge"), y);
+    Var *proj = then_free(op_linear(merged, b->attn.c_proj.weight, b->attn.c_proj.bias, "attn.proj"), merged);
+    return then_free(op_dropout(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN_RESID),
+                                "attn.resid_dropout"), proj);
 }
 
 /* x1 = x + attention branch(x); out = x1 + dropout(mlp.c_proj(gelu(mlp.c_fc(ln_2(x1))))).
@@ -145,17 +137,13 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
 {
     const GptBlock *b = (const GptBlock *)layer;
     Var *attn = attention_branch(b, x, ctx);
-    Var *x1 = op_add(x, attn, "attn.residual");
-    var_free(attn);
+    Var *x1 = then_free(op_add(x, attn, "attn.residual"), attn);
     Var *h = op_layernorm(x1, b->ln_2.weight, b->ln_2.bias, GPT_LN_EPS, "mlp.ln");
-    Var *fc = op_linear(h, b->mlp.c_fc.weight, b->mlp.c_fc.bias, "mlp.fc");
-    var_free(h);
-    Var *act = op_gelu(fc, "mlp.gelu");
-    var_free(fc);
-    Var *proj = op_linear(act, b->mlp.c_proj.weight, b->mlp.c_proj.bias, "mlp.proj");
-    var_free(act);
-    Var *mlp = op_dropout(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_MLP), "mlp.dropout");
-    var_free(proj);
+    Var *fc = then_free(op_linear(h, b->mlp.c_fc.weight, b->mlp.c_fc.bias, "mlp.fc"), h);
+    Var *act = then_free(op_gelu(fc, "mlp.gelu"), fc);
+    Var *proj = then_free(op_linear(act, b->mlp.c_proj.weight, b->mlp.c_proj.bias, "mlp.proj"), act);
+    Var *mlp = then_free(op_dropout(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_MLP), "mlp.dropout"),
+                         proj);
     Var *out = op_add(x1, mlp, "mlp.residual");
     var_free(x1);
     var_free(mlp);
@@ -168,9 +156,7 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
 static Var *gpt_logits(const Gpt *g, Var *x)
 {
     Var *h = op_layernorm(x, g->ln_f_weight, g->ln_f_bias, GPT_LN_EPS, "ln_f");
-    Var *logits = op_matmul(h, g->wte, CblasTrans, 1.0f, "lm_head");
-    var_free(h);
-    return logits;
+    return then_free(op_matmul(h, g->wte, CblasTrans, 1.0f, "lm_head"), h);
 }
 
 /* x_L and targets (B,T) → mean cross-entropy of the next-token predictions. */
@@ -178,9 +164,7 @@ static Var *gpt_head(Model *model, Var *x, Var *targets, TrainCtx *ctx)
 {
     (void)ctx; /* the head has no dropout */
     Var *logits = gpt_logits((Gpt *)model, x);
-    Var *loss = op_cross_entropy(logits, targets, "loss");
-    var_free(logits);
-    return loss;
+    return then_free(op_cross_entropy(logits, targets, "loss"), logits);
 }
 
 /* ---- creation ------------------------------------------------------------------------- */
@@ -335,13 +319,9 @@ static Var *window_logits(Gpt *g, const int32_t *window, int T)
     if (!t) return NULL;
     memcpy(t->i32, window, (size_t)T * sizeof *window);
     Var *ids = var_create(t, false, "ids");
-    Var *x = ids ? gpt_embed(&g->base, ids, NULL) : NULL;
-    var_free(ids);
-    Var *h = x ? layers_forward(g->base.layers, g->base.n_layers, x, NULL) : NULL;
-    var_free(x);
-    Var *logits = h ? gpt_logits(g, h) : NULL;
-    var_free(h);
-    return logits;
+    Var *x = then_free(ids ? gpt_embed(&g->base, ids, NULL) : NULL, ids);
+    Var *h = then_free(x ? layers_forward(g->base.layers, g->base.n_layers, x, NULL) : NULL, x);
+    return then_free(h ? gpt_logits(g, h) : NULL, h);
 }
 
 /* Picks the next token from one row of V logits. `scratch` holds 2·V floats. */
