@@ -208,6 +208,34 @@ static RematStatus check_memory(const TrainOptions *o)
     return REMAT_OK;
 }
 
+/* Under mpirun: the flags every rank must be given alike, or one rank would wait in a
+ * collective the others never reach, or train other numbers without a word. Not paths
+ * (each rank may read its own copies; a resumed state is compared once loaded), nor
+ * --memory-budget, --threads or output flags, which are each rank's own; the strategy only
+ * at --zero 3, where it decides which parameters a step gathers and when. */
+static RematStatus check_ranks_agree(const TrainOptions *o)
+{
+    const StepOptions *s = &o->step;
+    const DistFact facts[] = {
+        dist_fact("--model", "%s", name_of(&MODEL_KIND_NAMES, o->model)), dist_fact("--layers", "%d", o->layers),
+        dist_fact("--d-model", "%d", o->d_model), dist_fact("--heads", "%d", o->heads),
+        dist_fact("--seq", "%d", o->seq), dist_fact("--batch", "%d", o->batch),
+        dist_fact("--dropout", "%.9g", (double)o->dropout),
+        dist_fact("--dropout-rng", "%s", name_of(&DROPOUT_RNG_NAMES, o->dropout_rng)),
+        dist_fact("--attention", "%s", name_of(&ATTENTION_KIND_NAMES, o->attention)),
+        dist_fact("--optimizer", "%s", name_of(&OPTIM_KIND_NAMES, o->optimizer)),
+        dist_fact("--lr", "%.9g", (double)o->lr), dist_fact("--momentum", "%.9g", (double)o->momentum),
+        dist_fact("--weight-decay", "%.9g", (double)o->weight_decay), dist_fact("--steps", "%d", o->steps),
+        dist_fact("--seed", "%" PRIu64, o->seed), dist_fact("--eval-every", "%d", o->eval_every),
+        dist_fact("--eval-batches", "%d", o->eval_batches), dist_fact("--zero", "%d", s->zero_stage),
+        dist_fact("--resume", "%s", o->resume ? "given" : "not given"), dist_fact("--accumulate", "%d", s->accumulate),
+        dist_fact("--strategy", "%s", s->zero_stage == 3 ? name_of(&STRATEGY_NAMES, s->strategy.kind) : "any"),
+        dist_fact("--pipeline-stages", "%d", s->pipeline_stages), dist_fact("--micro-batches", "%d", s->micro_batches),
+        dist_fact("--pipeline-schedule", "%s", name_of(&PIPE_SCHEDULE_NAMES, s->pipeline_schedule))};
+    const DistGroup world = dist_world();
+    return dist_agree(&world, facts, (int)(sizeof facts / sizeof *facts), "every rank must be given the same flags");
+}
+
 /* ---- building the run ---------------------------------------------------------------- */
 
 /* The chain's costs, measured on one batch (drawn from a copy of the data generator, so
@@ -434,34 +462,6 @@ static RematStatus first_forward_done(void *user, Var *loss)
     return REMAT_OK;
 }
 
-/* Under mpirun: the flags every rank must be given alike, or one rank would wait in a
- * collective the others never reach, or train other numbers without a word. Not paths
- * (each rank may read its own copies; a resumed state is compared once loaded), nor
- * --memory-budget, --threads or output flags, which are each rank's own; the strategy only
- * at --zero 3, where it decides which parameters a step gathers and when. */
-static RematStatus check_ranks_agree(const TrainOptions *o)
-{
-    const StepOptions *s = &o->step;
-    const DistFact facts[] = {
-        dist_fact("--model", "%s", name_of(&MODEL_KIND_NAMES, o->model)), dist_fact("--layers", "%d", o->layers),
-        dist_fact("--d-model", "%d", o->d_model), dist_fact("--heads", "%d", o->heads),
-        dist_fact("--seq", "%d", o->seq), dist_fact("--batch", "%d", o->batch),
-        dist_fact("--dropout", "%.9g", (double)o->dropout),
-        dist_fact("--dropout-rng", "%s", name_of(&DROPOUT_RNG_NAMES, o->dropout_rng)),
-        dist_fact("--attention", "%s", name_of(&ATTENTION_KIND_NAMES, o->attention)),
-        dist_fact("--optimizer", "%s", name_of(&OPTIM_KIND_NAMES, o->optimizer)),
-        dist_fact("--lr", "%.9g", (double)o->lr), dist_fact("--momentum", "%.9g", (double)o->momentum),
-        dist_fact("--weight-decay", "%.9g", (double)o->weight_decay), dist_fact("--steps", "%d", o->steps),
-        dist_fact("--seed", "%" PRIu64, o->seed), dist_fact("--eval-every", "%d", o->eval_every),
-        dist_fact("--eval-batches", "%d", o->eval_batches), dist_fact("--zero", "%d", s->zero_stage),
-        dist_fact("--resume", "%s", o->resume ? "given" : "not given"), dist_fact("--accumulate", "%d", s->accumulate),
-        dist_fact("--strategy", "%s", s->zero_stage == 3 ? name_of(&STRATEGY_NAMES, s->strategy.kind) : "any"),
-        dist_fact("--pipeline-stages", "%d", s->pipeline_stages), dist_fact("--micro-batches", "%d", s->micro_batches),
-        dist_fact("--pipeline-schedule", "%s", name_of(&PIPE_SCHEDULE_NAMES, s->pipeline_schedule))};
-    const DistGroup world = dist_world();
-    return dist_agree(&world, facts, (int)(sizeof facts / sizeof *facts), "every rank must be given the same flags");
-}
-
 static RematStatus first_backward_done(void *user, Var *loss)
 {
     FirstStep *f = user;
@@ -569,11 +569,10 @@ static RematStatus evaluate(Run *run, float *mean_loss)
 static RematStatus run_start(Run *run, FILE *out)
 {
     const TrainOptions *opt = run->opt;
-    if (job_world().size > 1 && check_ranks_agree(opt) != REMAT_OK) return remat_last_status();
-    if (check_files(opt) != REMAT_OK || open_resumed(run) != REMAT_OK || check_memory(opt) != REMAT_OK)
+    if ((job_world().size > 1 && check_ranks_agree(opt) != REMAT_OK) || check_files(opt) != REMAT_OK ||
+        open_resumed(run) != REMAT_OK || check_memory(opt) != REMAT_OK ||
+        (opt->threads && platform_set_threads(opt->threads) != REMAT_OK) || platform_check_address_space() != REMAT_OK)
         return remat_last_status();
-    if (opt->threads && platform_set_threads(opt->threads) != REMAT_OK) return remat_last_status();
-    if (platform_check_address_space() != REMAT_OK) return remat_last_status();
     if (platform_check() != REMAT_OK) fprintf(out, "  warning: %s\n", remat_last_error());
     /* A budget holds from the first byte, the model's own included; a planner's only once
      * it has profiled the chain it plans for. */

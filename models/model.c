@@ -4,7 +4,6 @@
 #include "models/model.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "checkpoint/cost.h"
 
