@@ -324,14 +324,14 @@ static Var *window_logits(Gpt *g, const int32_t *window, int T)
     return then_free(h ? gpt_logits(g, h) : NULL, h);
 }
 
-/* Picks the next token from one row of V logits. `scratch` holds 2·V floats. */
-static int32_t pick_token(const float *logits, int V, float temperature, Pcg32 *rng, float *scratch)
+/* Picks the next token from one row of V logits, which it turns into probabilities in
+ * place when it samples. */
+static int32_t pick_token(float *logits, int V, float temperature, Pcg32 *rng)
 {
     if (temperature == 0.0f) return k_argmax(logits, V);
-    float *scaled = scratch, *probs = scratch + V;
-    k_scale(scaled, logits, 1.0f / temperature, (size_t)V);
-    k_softmax_forward(probs, scaled, 1, V, false);
-    return k_sample_categorical(probs, V, pcg32_float(rng));
+    k_scale(logits, logits, 1.0f / temperature, (size_t)V);
+    k_softmax_forward(logits, logits, 1, V, false);
+    return k_sample_categorical(logits, V, pcg32_float(rng));
 }
 
 RematStatus gpt_generate(Model *model, const int32_t *prompt, int n_prompt, int n_new,
@@ -356,11 +356,6 @@ RematStatus gpt_generate(Model *model, const int32_t *prompt, int n_prompt, int 
     /* The token history is bookkeeping, not tensor data: plain host memory. */
     int32_t *tokens = malloc(((size_t)n_prompt + (size_t)n_new) * sizeof *tokens);
     if (!tokens) return remat_fail(REMAT_ENOMEM, "gpt_generate: no memory for %d tokens", n_prompt + n_new);
-    Tensor *scratch = tensor_create(MEM_WORK, 1, (int[]){2 * V}); /* scaled logits, probabilities */
-    if (!scratch) {
-        free(tokens);
-        return remat_last_status();
-    }
     memcpy(tokens, prompt, (size_t)n_prompt * sizeof *tokens);
 
     Gpt *g = (Gpt *)model;
@@ -373,12 +368,11 @@ RematStatus gpt_generate(Model *model, const int32_t *prompt, int n_prompt, int 
             status = remat_last_status();
             break;
         }
-        const float *last = logits->value->f32 + (size_t)(T - 1) * V; /* the last position's row */
-        tokens[length] = out[i] = pick_token(last, V, temperature, rng, scratch->f32);
+        float *last = logits->value->f32 + (size_t)(T - 1) * V; /* the last position's row; read by nothing after */
+        tokens[length] = out[i] = pick_token(last, V, temperature, rng);
         var_free(logits);
     }
     grad_set_enabled(was);
-    tensor_free(scratch);
     free(tokens);
     return status;
 }
