@@ -452,12 +452,10 @@ Tensor *st_get(const StFile *f, const char *name, MemKind kind)
     /* A Tensor has at least one dimension: a scalar entry becomes shape (1). */
     const int ndim = info->ndim ? info->ndim : 1;
     const int *shape = info->ndim ? info->shape : (const int[]){1};
-    if (info->begin == info->end) { /* no bytes: its shape has a dimension of 0 */
-        char buf[64];
-        remat_fail(REMAT_EINVAL, "st_get: %s: tensor %s has shape %s; a remat Tensor needs every dimension > 0",
-                   f->path, name, shape_str(buf, sizeof buf, ndim, shape));
-        return NULL;
-    }
+    char buf[64];
+    if (info->begin == info->end) /* no bytes: its shape has a dimension of 0 */
+        return remat_fail_null(REMAT_EINVAL, "st_get: %s: tensor %s has shape %s; a remat Tensor needs every "
+                               "dimension > 0", f->path, name, shape_str(buf, sizeof buf, ndim, shape));
     Tensor *t = tensor_create_typed(kind, info->dtype, ndim, shape);
     if (!t) return NULL; /* tensor_create said why */
     const int err = pread_all(f->fd, t->data, t->bytes, f->data_start + info->begin);

@@ -249,9 +249,7 @@ static RematStatus plan_schedule(Run *run)
 {
     const StepOptions *o = &run->opt->step;
     const bool budget = o->strategy.kind == STRATEGY_BUDGET;
-    const Policy *policy = NULL;
-    for (int i = 0; !budget && i < run->schedule->n_segments && !policy; i++)
-        policy = run->schedule->segments[i].policy;
+    const Policy *policy = budget ? NULL : run->schedule->segments[0].policy; /* a strategy's regions share one */
     Pcg32 data = run->state.data_rng;
     Var *x = NULL, *y = NULL;
     FlopCounts before = flops_snapshot();
@@ -450,10 +448,7 @@ static RematStatus first_forward_done(void *user, Var *loss)
     (void)loss;
     const FirstStep *f = user;
     const TrainOptions *o = f->run->opt;
-    if (o->dump_graph) {
-        const RematStatus status = tape_dump_dot(tape_current(), o->dump_graph);
-        if (status != REMAT_OK) return status;
-    }
+    if (o->dump_graph && tape_dump_dot(tape_current(), o->dump_graph) != REMAT_OK) return remat_last_status();
     if (o->print_tape) {
         fprintf(f->out, "\n  the tape of step %d after its forward:\n", f->run->state.step + 1);
         tape_print(tape_current(), f->out);
