@@ -334,7 +334,8 @@ static RematStatus check_layout(const StFile *f)
     return status;
 }
 
-/* Reads the 8-byte length and the header it announces into a new NUL-terminated string. */
+/* Reads the 8-byte length and the header it announces into *header, a new NUL-terminated
+ * string the caller frees (also on error). */
 static RematStatus read_header(StFile *f, unsigned long long file_size, char **header)
 {
     if (file_size < 8)
@@ -351,23 +352,16 @@ static RematStatus read_header(StFile *f, unsigned long long file_size, char **h
         return remat_fail(REMAT_ECORRUPT, "%s: header length %llu is over the limit of %u bytes", f->path, len,
                           ST_MAX_HEADER_BYTES);
 
-    char *text = malloc((size_t)len + 1);
+    char *text = *header = malloc((size_t)len + 1); /* the caller's to free, whatever follows */
     if (!text) return remat_fail(REMAT_ENOMEM, "%s: no memory for a %llu-byte header", f->path, len);
     err = pread_all(f->fd, text, (size_t)len, 8);
     text[len] = '\0';
-    RematStatus status = REMAT_OK;
     if (err)
-        status = remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path,
-                            err > 0 ? strerror(err) : "file shrank");
-    else if (strlen(text) != len)
-        status = remat_fail(REMAT_ECORRUPT, "%s: the header contains a NUL byte", f->path);
-    if (status != REMAT_OK) {
-        free(text);
-        return status;
-    }
+        return remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path,
+                          err > 0 ? strerror(err) : "file shrank");
+    if (strlen(text) != len) return remat_fail(REMAT_ECORRUPT, "%s: the header contains a NUL byte", f->path);
     f->data_start = 8 + len;
     f->data_size = file_size - 8 - len;
-    *header = text;
     return REMAT_OK;
 }
 
