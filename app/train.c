@@ -693,12 +693,10 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
     const int first = run.state.step;
     const int to_run = opt->steps > first ? opt->steps - first : 0;
     report->first_step = first;
-    double *times = NULL;
-    if (status == REMAT_OK) {
-        report->losses = calloc((size_t)(to_run ? to_run : 1), sizeof *report->losses);
-        times = calloc((size_t)(to_run ? to_run : 1), sizeof *times);
-        if (!report->losses || !times) status = remat_fail(REMAT_ENOMEM, "train: no memory for the loss log");
-    }
+    report->losses = calloc((size_t)(to_run ? to_run : 1), sizeof *report->losses);
+    double *times = calloc((size_t)(to_run ? to_run : 1), sizeof *times);
+    if (status == REMAT_OK && (!report->losses || !times))
+        status = remat_fail(REMAT_ENOMEM, "train: no memory for the loss log");
     if (status == REMAT_OK) {
         status = evaluate(&run, &report->first_val_loss);
         if (status == REMAT_OK) fprintf(out, "  step %5d  validation loss %.4f\n", first, report->first_val_loss);

@@ -49,7 +49,7 @@
 #define GPT_LN_EPS 1e-5f   /* GPT-2's layer_norm_epsilon */
 #define GPT_INIT_STD 0.02f /* GPT-2's initializer_range */
 
-/* A weight and its bias, borrowed from the layer's params. */
+/* A weight and its bias (a block's are borrowed from the layer's params). */
 typedef struct WeightBias {
     Var *weight, *bias;
 } WeightBias;
@@ -71,8 +71,7 @@ typedef struct Gpt {
     GptConfig config;
     Var *wte;         /* (V,C) token table, also the LM head; owned */
     Var *wpe;         /* (seq_len,C) position table; owned */
-    Var *ln_f_weight; /* (C); owned */
-    Var *ln_f_bias;   /* (C); owned */
+    WeightBias ln_f;  /* (C), (C); owned */
 } Gpt;
 
 /* ---- the forward: embedding ------------------------------------------------------------ */
@@ -155,7 +154,7 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
 /* x_L (B,T,C) → logits (B,T,V) = ln_f(x_L) · wte^T. */
 static Var *gpt_logits(const Gpt *g, Var *x)
 {
-    Var *h = op_layernorm(x, g->ln_f_weight, g->ln_f_bias, GPT_LN_EPS, "ln_f");
+    Var *h = op_layernorm(x, g->ln_f.weight, g->ln_f.bias, GPT_LN_EPS, "ln_f");
     return then_free(op_matmul(h, g->wte, CblasTrans, 1.0f, "lm_head"), h);
 }
 
@@ -221,8 +220,8 @@ static void gpt_free_extra(Model *model)
     Gpt *g = (Gpt *)model;
     var_free(g->wte);
     var_free(g->wpe);
-    var_free(g->ln_f_weight);
-    var_free(g->ln_f_bias);
+    var_free(g->ln_f.weight);
+    var_free(g->ln_f.bias);
 }
 
 static RematStatus check_config(const GptConfig *c)
@@ -268,13 +267,13 @@ Model *gpt_create(const GptConfig *config)
         if (!m->layers[i]) goto failed;
         m->n_layers = i + 1;
     }
-    g->ln_f_weight = param_create("ln_f.weight", 1, (int[]){C}, 0.0f, 1.0f, &init);
-    g->ln_f_bias = param_create("ln_f.bias", 1, (int[]){C}, 0.0f, 0.0f, &init);
-    if (!g->ln_f_weight || !g->ln_f_bias) goto failed;
+    g->ln_f.weight = param_create("ln_f.weight", 1, (int[]){C}, 0.0f, 1.0f, &init);
+    g->ln_f.bias = param_create("ln_f.bias", 1, (int[]){C}, 0.0f, 0.0f, &init);
+    if (!g->ln_f.weight || !g->ln_f.bias) goto failed;
 
     /* Weight decay on the 2-D tables (as GPT-2 training does), not on ln_f. */
     const Param embeddings[2] = {{g->wte, true}, {g->wpe, true}};
-    const Param final_norm[2] = {{g->ln_f_weight, false}, {g->ln_f_bias, false}};
+    const Param final_norm[2] = {{g->ln_f.weight, false}, {g->ln_f.bias, false}};
     if (model_collect_params(m, embeddings, 2, final_norm, 2) != REMAT_OK) goto failed;
     return m;
 
