@@ -272,10 +272,8 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned lo
 /* Checks "__metadata__": an object whose values are all strings. */
 static RematStatus parse_metadata(const char *path, const cJSON *item, StFile *f)
 {
-    if (f->meta)
-        return remat_fail(REMAT_ECORRUPT, "%s: the header has \"%s\" twice", path, METADATA_KEY);
-    if (!cJSON_IsObject(item))
-        return remat_fail(REMAT_ECORRUPT, "%s: \"%s\" is not a JSON object", path, METADATA_KEY);
+    if (f->meta) return remat_fail(REMAT_ECORRUPT, "%s: the header has \"%s\" twice", path, METADATA_KEY);
+    if (!cJSON_IsObject(item)) return remat_fail(REMAT_ECORRUPT, "%s: \"%s\" is not a JSON object", path, METADATA_KEY);
     const cJSON *m;
     cJSON_ArrayForEach(m, item) {
         if (!cJSON_IsString(m))
@@ -389,8 +387,7 @@ static RematStatus parse_header(StFile *f, const char *text)
 
 StFile *st_load(const char *path)
 {
-    if (!path)
-        return remat_fail_null(REMAT_EINVAL, "st_load: path is NULL");
+    if (!path) return remat_fail_null(REMAT_EINVAL, "st_load: path is NULL");
     StFile *f = calloc(1, sizeof *f);
     if (!f || !(f->path = strdup(path))) {
         free(f);
@@ -436,13 +433,11 @@ const char *st_meta(const StFile *f, const char *key)
 
 Tensor *st_get(const StFile *f, const char *name, MemKind kind)
 {
-    if (!f || !name)
-        return remat_fail_null(REMAT_EINVAL, "st_get: the file and a name are required");
+    if (!f || !name) return remat_fail_null(REMAT_EINVAL, "st_get: the file and a name are required");
     const StTensorInfo *info = NULL; /* a linear search: files here hold a few hundred tensors */
     for (int i = 0; i < f->count && !info; i++)
         if (strcmp(f->tensors[i].name, name) == 0) info = &f->tensors[i];
-    if (!info)
-        return remat_fail_null(REMAT_EINVAL, "st_get: no tensor named %s in %s", name, f->path);
+    if (!info) return remat_fail_null(REMAT_EINVAL, "st_get: no tensor named %s in %s", name, f->path);
     /* A Tensor has at least one dimension: a scalar entry becomes shape (1). */
     const int ndim = info->ndim ? info->ndim : 1;
     const int *shape = info->ndim ? info->shape : (const int[]){1};

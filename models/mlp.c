@@ -120,11 +120,9 @@ double mlp_task_bytes(int width)
 
 MlpTask *mlp_task_create(int width, uint64_t seed)
 {
-    if (width < 1)
-        return remat_fail_null(REMAT_EINVAL, "mlp task: width must be >= 1, got %d", width);
+    if (width < 1) return remat_fail_null(REMAT_EINVAL, "mlp task: width must be >= 1, got %d", width);
     MlpTask *task = calloc(1, sizeof *task);
-    if (!task)
-        return remat_fail_null(REMAT_ENOMEM, "mlp task: no memory");
+    if (!task) return remat_fail_null(REMAT_ENOMEM, "mlp task: no memory");
     task->width = width;
     Pcg32 init;
     pcg32_seed(&init, seed, 2);
