@@ -194,11 +194,7 @@ Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout
         return remat_fail_null(REMAT_EINVAL, "gpt_block_create: dropout must be in [0, 1), got %g", (double)dropout);
     GptBlock *b = layer_alloc(sizeof *b, "gpt_block", name, gpt_block_forward);
     if (!b) return NULL;
-    b->index = index;
-    b->attention = attention;
-    b->C = C;
-    b->H = H;
-    b->dropout = dropout;
+    *b = (GptBlock){.base = b->base, .index = index, .attention = attention, .C = C, .H = H, .dropout = dropout};
     /* GPT-2 scales the init of the projections into the residual stream by
      * 1/sqrt(2·n_layers): each block adds two of them to the stream. */
     const float proj_std = GPT_INIT_STD / sqrtf(2.0f * (float)n_layers);
