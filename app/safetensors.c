@@ -272,10 +272,8 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned lo
 /* Checks "__metadata__": an object whose values are all strings. */
 static RematStatus parse_metadata(const char *path, const cJSON *item, StFile *f)
 {
-    if (f->meta)
-        return remat_fail(REMAT_ECORRUPT, "%s: the header has \"%s\" twice", path, METADATA_KEY);
-    if (!cJSON_IsObject(item))
-        return remat_fail(REMAT_ECORRUPT, "%s: \"%s\" is not a JSON object", path, METADATA_KEY);
+    if (f->meta) return remat_fail(REMAT_ECORRUPT, "%s: the header has \"%s\" twice", path, METADATA_KEY);
+    if (!cJSON_IsObject(item)) return remat_fail(REMAT_ECORRUPT, "%s: \"%s\" is not a JSON object", path, METADATA_KEY);
     const cJSON *m;
     cJSON_ArrayForEach(m, item) {
         if (!cJSON_IsString(m))
@@ -334,7 +332,8 @@ static RematStatus check_layout(const StFile *f)
     return status;
 }
 
-/* Reads the 8-byte length and the header it announces into a new NUL-terminated string. */
+/* Reads the 8-byte length and the header it announces into *header, a new NUL-terminated
+ * string the caller frees (also on error). */
 static RematStatus read_header(StFile *f, unsigned long long file_size, char **header)
 {
     if (file_size < 8)
@@ -351,23 +350,16 @@ static RematStatus read_header(StFile *f, unsigned long long file_size, char **h
         return remat_fail(REMAT_ECORRUPT, "%s: header length %llu is over the limit of %u bytes", f->path, len,
                           ST_MAX_HEADER_BYTES);
 
-    char *text = malloc((size_t)len + 1);
+    char *text = *header = malloc((size_t)len + 1); /* the caller's to free, whatever follows */
     if (!text) return remat_fail(REMAT_ENOMEM, "%s: no memory for a %llu-byte header", f->path, len);
     err = pread_all(f->fd, text, (size_t)len, 8);
     text[len] = '\0';
-    RematStatus status = REMAT_OK;
     if (err)
-        status = remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path,
-                            err > 0 ? strerror(err) : "file shrank");
-    else if (strlen(text) != len)
-        status = remat_fail(REMAT_ECORRUPT, "%s: the header contains a NUL byte", f->path);
-    if (status != REMAT_OK) {
-        free(text);
-        return status;
-    }
+        return remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path,
+                          err > 0 ? strerror(err) : "file shrank");
+    if (strlen(text) != len) return remat_fail(REMAT_ECORRUPT, "%s: the header contains a NUL byte", f->path);
     f->data_start = 8 + len;
     f->data_size = file_size - 8 - len;
-    *header = text;
     return REMAT_OK;
 }
 
@@ -395,8 +387,7 @@ static RematStatus parse_header(StFile *f, const char *text)
 
 StFile *st_load(const char *path)
 {
-    if (!path)
-        return remat_fail_null(REMAT_EINVAL, "st_load: path is NULL");
+    if (!path) return remat_fail_null(REMAT_EINVAL, "st_load: path is NULL");
     StFile *f = calloc(1, sizeof *f);
     if (!f || !(f->path = strdup(path))) {
         free(f);
@@ -442,22 +433,18 @@ const char *st_meta(const StFile *f, const char *key)
 
 Tensor *st_get(const StFile *f, const char *name, MemKind kind)
 {
-    if (!f || !name)
-        return remat_fail_null(REMAT_EINVAL, "st_get: the file and a name are required");
+    if (!f || !name) return remat_fail_null(REMAT_EINVAL, "st_get: the file and a name are required");
     const StTensorInfo *info = NULL; /* a linear search: files here hold a few hundred tensors */
     for (int i = 0; i < f->count && !info; i++)
         if (strcmp(f->tensors[i].name, name) == 0) info = &f->tensors[i];
-    if (!info)
-        return remat_fail_null(REMAT_EINVAL, "st_get: no tensor named %s in %s", name, f->path);
+    if (!info) return remat_fail_null(REMAT_EINVAL, "st_get: no tensor named %s in %s", name, f->path);
     /* A Tensor has at least one dimension: a scalar entry becomes shape (1). */
     const int ndim = info->ndim ? info->ndim : 1;
     const int *shape = info->ndim ? info->shape : (const int[]){1};
-    if (info->begin == info->end) { /* no bytes: its shape has a dimension of 0 */
-        char buf[64];
-        remat_fail(REMAT_EINVAL, "st_get: %s: tensor %s has shape %s; a remat Tensor needs every dimension > 0",
-                   f->path, name, shape_str(buf, sizeof buf, ndim, shape));
-        return NULL;
-    }
+    char buf[64];
+    if (info->begin == info->end) /* no bytes: its shape has a dimension of 0 */
+        return remat_fail_null(REMAT_EINVAL, "st_get: %s: tensor %s has shape %s; a remat Tensor needs every "
+                               "dimension > 0", f->path, name, shape_str(buf, sizeof buf, ndim, shape));
     Tensor *t = tensor_create_typed(kind, info->dtype, ndim, shape);
     if (!t) return NULL; /* tensor_create said why */
     const int err = pread_all(f->fd, t->data, t->bytes, f->data_start + info->begin);

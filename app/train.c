@@ -57,12 +57,6 @@ typedef struct Run {
     char unpredicted[256]; /* --explain-memory: why the schedule's peak is not predicted */
 } Run;
 
-/* The job's ranks: {0, 1} for one process. */
-static DistGroup job_world(void)
-{
-    return dist_under_launcher() ? dist_world() : (DistGroup){.rank = 0, .size = 1};
-}
-
 /* The context of the next training step: dropout on, from the run's stream, or keyed by
  * the run's seed and the step about to run (micro-batch 0: one batch per step). */
 static TrainCtx train_ctx(const Run *run)
@@ -175,7 +169,7 @@ static RematStatus open_resumed(Run *run)
  * Under mpirun with ZeRO a rank holds its shard of what the stage shards (parallel/zero.h):
  * the optimizer state from stage 1, the gradients from 2, the parameters at 3.
  * REMAT_EOOM or REMAT_ENOMEM saying what each needs. */
-static RematStatus check_memory(const TrainOptions *o)
+static RematStatus check_memory(const TrainOptions *o, const DistGroup *world)
 {
     const bool gpt = o->model == MODEL_GPT, sgd = o->optimizer == OPTIM_SGD;
     const char *optimizer = name_of(&OPTIM_KIND_NAMES, o->optimizer);
@@ -183,11 +177,9 @@ static RematStatus check_memory(const TrainOptions *o)
                                                              .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE})
                               : mlp_param_count(&(MlpConfig){.n_layers = o->layers, .width = o->d_model});
     const int states = sgd ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
-    const DistGroup world = job_world();
-    const int ranks = world.size, stage = ranks > 1 ? o->step.zero_stage : 0;
+    const int ranks = world->size, stage = ranks > 1 ? o->step.zero_stage : 0;
     const uint64_t total = (uint64_t)fmin(params, 1e17); /* any more is far past every budget */
-    const uint64_t shard = ranks > 1 ? shard_begin(total, world.rank + 1, ranks) - shard_begin(total, world.rank, ranks)
-                                     : total;
+    const uint64_t shard = shard_begin(total, world->rank + 1, ranks) - shard_begin(total, world->rank, ranks);
     const ZeroBytes b = zero_resident_bytes(stage, total, shard, states);
     const double p = params * sizeof(float), fixed = (double)b.params + (double)b.grads + (double)b.optimizer;
     char pb[32], fb[32], lim[32], where[64] = "", need[384];
@@ -208,6 +200,33 @@ static RematStatus check_memory(const TrainOptions *o)
     return REMAT_OK;
 }
 
+/* Under mpirun: the flags every rank must be given alike, or one rank would wait in a
+ * collective the others never reach, or train other numbers without a word. Not paths
+ * (each rank may read its own copies; a resumed state is compared once loaded), nor
+ * --memory-budget, --threads or output flags, which are each rank's own; the strategy only
+ * at --zero 3, where it decides which parameters a step gathers and when. */
+static RematStatus check_ranks_agree(const TrainOptions *o, const DistGroup *world)
+{
+    const StepOptions *s = &o->step;
+    const DistFact facts[] = {
+        dist_fact("--model", "%s", name_of(&MODEL_KIND_NAMES, o->model)), dist_fact("--layers", "%d", o->layers),
+        dist_fact("--d-model", "%d", o->d_model), dist_fact("--heads", "%d", o->heads),
+        dist_fact("--seq", "%d", o->seq), dist_fact("--batch", "%d", o->batch),
+        dist_fact("--dropout", "%.9g", (double)o->dropout),
+        dist_fact("--dropout-rng", "%s", name_of(&DROPOUT_RNG_NAMES, o->dropout_rng)),
+        dist_fact("--attention", "%s", name_of(&ATTENTION_KIND_NAMES, o->attention)),
+        dist_fact("--optimizer", "%s", name_of(&OPTIM_KIND_NAMES, o->optimizer)),
+        dist_fact("--lr", "%.9g", (double)o->lr), dist_fact("--momentum", "%.9g", (double)o->momentum),
+        dist_fact("--weight-decay", "%.9g", (double)o->weight_decay), dist_fact("--steps", "%d", o->steps),
+        dist_fact("--seed", "%" PRIu64, o->seed), dist_fact("--eval-every", "%d", o->eval_every),
+        dist_fact("--eval-batches", "%d", o->eval_batches), dist_fact("--zero", "%d", s->zero_stage),
+        dist_fact("--resume", "%s", o->resume ? "given" : "not given"), dist_fact("--accumulate", "%d", s->accumulate),
+        dist_fact("--strategy", "%s", s->zero_stage == 3 ? name_of(&STRATEGY_NAMES, s->strategy.kind) : "any"),
+        dist_fact("--pipeline-stages", "%d", s->pipeline_stages), dist_fact("--micro-batches", "%d", s->micro_batches),
+        dist_fact("--pipeline-schedule", "%s", name_of(&PIPE_SCHEDULE_NAMES, s->pipeline_schedule))};
+    return dist_agree(world, facts, (int)(sizeof facts / sizeof *facts), "every rank must be given the same flags");
+}
+
 /* ---- building the run ---------------------------------------------------------------- */
 
 /* The chain's costs, measured on one batch (drawn from a copy of the data generator, so
@@ -221,9 +240,7 @@ static RematStatus plan_schedule(Run *run)
 {
     const StepOptions *o = &run->opt->step;
     const bool budget = o->strategy.kind == STRATEGY_BUDGET;
-    const Policy *policy = NULL;
-    for (int i = 0; !budget && i < run->schedule->n_segments && !policy; i++)
-        policy = run->schedule->segments[i].policy;
+    const Policy *policy = budget ? NULL : run->schedule->segments[0].policy; /* a strategy's regions share one */
     Pcg32 data = run->state.data_rng;
     Var *x = NULL, *y = NULL;
     FlopCounts before = flops_snapshot();
@@ -282,7 +299,6 @@ static Optimizer *create_optimizer(const Run *run, bool whole)
 static RematStatus build_data_parallel(Run *run)
 {
     const StepOptions *step = &run->opt->step;
-    run->world = job_world();
     run->micro_batches = step->pipeline_stages ? step->micro_batches : run->world.size > 1 ? run->world.size
                                                                                             : step->accumulate;
     if (step->pipeline_stages) /* the ranks are the stages of one step, not replicas (models/step.h) */
@@ -422,44 +438,13 @@ static RematStatus first_forward_done(void *user, Var *loss)
     (void)loss;
     const FirstStep *f = user;
     const TrainOptions *o = f->run->opt;
-    if (o->dump_graph) {
-        const RematStatus status = tape_dump_dot(tape_current(), o->dump_graph);
-        if (status != REMAT_OK) return status;
-    }
+    if (o->dump_graph && tape_dump_dot(tape_current(), o->dump_graph) != REMAT_OK) return remat_last_status();
     if (o->print_tape) {
         fprintf(f->out, "\n  the tape of step %d after its forward:\n", f->run->state.step + 1);
         tape_print(tape_current(), f->out);
         fputc('\n', f->out);
     }
     return REMAT_OK;
-}
-
-/* Under mpirun: the flags every rank must be given alike, or one rank would wait in a
- * collective the others never reach, or train other numbers without a word. Not paths
- * (each rank may read its own copies; a resumed state is compared once loaded), nor
- * --memory-budget, --threads or output flags, which are each rank's own; the strategy only
- * at --zero 3, where it decides which parameters a step gathers and when. */
-static RematStatus check_ranks_agree(const TrainOptions *o)
-{
-    const StepOptions *s = &o->step;
-    const DistFact facts[] = {
-        dist_fact("--model", "%s", name_of(&MODEL_KIND_NAMES, o->model)), dist_fact("--layers", "%d", o->layers),
-        dist_fact("--d-model", "%d", o->d_model), dist_fact("--heads", "%d", o->heads),
-        dist_fact("--seq", "%d", o->seq), dist_fact("--batch", "%d", o->batch),
-        dist_fact("--dropout", "%.9g", (double)o->dropout),
-        dist_fact("--dropout-rng", "%s", name_of(&DROPOUT_RNG_NAMES, o->dropout_rng)),
-        dist_fact("--attention", "%s", name_of(&ATTENTION_KIND_NAMES, o->attention)),
-        dist_fact("--optimizer", "%s", name_of(&OPTIM_KIND_NAMES, o->optimizer)),
-        dist_fact("--lr", "%.9g", (double)o->lr), dist_fact("--momentum", "%.9g", (double)o->momentum),
-        dist_fact("--weight-decay", "%.9g", (double)o->weight_decay), dist_fact("--steps", "%d", o->steps),
-        dist_fact("--seed", "%" PRIu64, o->seed), dist_fact("--eval-every", "%d", o->eval_every),
-        dist_fact("--eval-batches", "%d", o->eval_batches), dist_fact("--zero", "%d", s->zero_stage),
-        dist_fact("--resume", "%s", o->resume ? "given" : "not given"), dist_fact("--accumulate", "%d", s->accumulate),
-        dist_fact("--strategy", "%s", s->zero_stage == 3 ? name_of(&STRATEGY_NAMES, s->strategy.kind) : "any"),
-        dist_fact("--pipeline-stages", "%d", s->pipeline_stages), dist_fact("--micro-batches", "%d", s->micro_batches),
-        dist_fact("--pipeline-schedule", "%s", name_of(&PIPE_SCHEDULE_NAMES, s->pipeline_schedule))};
-    const DistGroup world = dist_world();
-    return dist_agree(&world, facts, (int)(sizeof facts / sizeof *facts), "every rank must be given the same flags");
 }
 
 static RematStatus first_backward_done(void *user, Var *loss)
@@ -488,10 +473,9 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     FirstStep f = {.run = run, .input = mine->input, .targets = mine->targets, .out = out,
                    .explain = first && run->opt->explain_memory ? explain_start() : NULL};
     const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
-    Step step = {.model = run->model, .schedule = run->schedule, .optim = run->optim};
-    int plugs = 0; /* installed only when the run asked for them: a plain step runs none */
-    if (run->offload) step.plugs[plugs++] = step_offload_plug(run->offload);
-    if (run->zero) step.plugs[plugs++] = step_zero_plug(run->zero);
+    /* A plug of NULL does nothing: a plain step runs no code of offload/ or parallel/. */
+    const Step step = {.model = run->model, .schedule = run->schedule, .optim = run->optim,
+                       .plugs = {step_offload_plug(run->offload), step_zero_plug(run->zero)}};
     StepResult result;
     const TrainOptions *o = run->opt; /* the first step's looks, only when a flag asks for one */
     const bool look = first && (o->dump_graph || o->print_tape || f.explain || o->dump_step);
@@ -569,11 +553,10 @@ static RematStatus evaluate(Run *run, float *mean_loss)
 static RematStatus run_start(Run *run, FILE *out)
 {
     const TrainOptions *opt = run->opt;
-    if (job_world().size > 1 && check_ranks_agree(opt) != REMAT_OK) return remat_last_status();
-    if (check_files(opt) != REMAT_OK || open_resumed(run) != REMAT_OK || check_memory(opt) != REMAT_OK)
+    if ((run->world.size > 1 && check_ranks_agree(opt, &run->world) != REMAT_OK) || check_files(opt) != REMAT_OK ||
+        open_resumed(run) != REMAT_OK || check_memory(opt, &run->world) != REMAT_OK ||
+        (opt->threads && platform_set_threads(opt->threads) != REMAT_OK) || platform_check_address_space() != REMAT_OK)
         return remat_last_status();
-    if (opt->threads && platform_set_threads(opt->threads) != REMAT_OK) return remat_last_status();
-    if (platform_check_address_space() != REMAT_OK) return remat_last_status();
     if (platform_check() != REMAT_OK) fprintf(out, "  warning: %s\n", remat_last_error());
     /* A budget holds from the first byte, the model's own included; a planner's only once
      * it has profiled the chain it plans for. */
@@ -681,30 +664,28 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
  * less an eighth for what the ledger does not count (kept free blocks, the tape: 9% of the
  * ledger's peak on a deep GPT), or a caller's lower ceiling. Crossing it fails the step,
  * changing nothing, where the kernel would end the process without a word. */
-static size_t rank_ceiling(size_t caller)
+static size_t rank_ceiling(size_t caller, int ranks)
 {
-    const size_t share = platform_available_memory() / (size_t)job_world().size / 8 * 7;
+    const size_t share = platform_available_memory() / (size_t)ranks / 8 * 7;
     return caller && (!share || caller < share) ? caller : share;
 }
 
 RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
 {
+    Run run = {.opt = opt, .world = dist_under_launcher() ? dist_world() : (DistGroup){.rank = 0, .size = 1}};
     const size_t caller_ceiling = mem_ceiling();
-    mem_set_ceiling(rank_ceiling(caller_ceiling));
+    mem_set_ceiling(rank_ceiling(caller_ceiling, run.world.size));
     memset(report, 0, sizeof *report);
     report->first_val_loss = report->last_val_loss = NAN;
-    Run run = {.opt = opt};
     report->resident = mem_resident_watch_start(); /* before the model is built */
     RematStatus status = run_start(&run, out);
     const int first = run.state.step;
     const int to_run = opt->steps > first ? opt->steps - first : 0;
     report->first_step = first;
-    double *times = NULL;
-    if (status == REMAT_OK) {
-        report->losses = calloc((size_t)(to_run ? to_run : 1), sizeof *report->losses);
-        times = calloc((size_t)(to_run ? to_run : 1), sizeof *times);
-        if (!report->losses || !times) status = remat_fail(REMAT_ENOMEM, "train: no memory for the loss log");
-    }
+    report->losses = calloc((size_t)(to_run ? to_run : 1), sizeof *report->losses);
+    double *times = calloc((size_t)(to_run ? to_run : 1), sizeof *times);
+    if (status == REMAT_OK && (!report->losses || !times))
+        status = remat_fail(REMAT_ENOMEM, "train: no memory for the loss log");
     if (status == REMAT_OK) {
         status = evaluate(&run, &report->first_val_loss);
         if (status == REMAT_OK) fprintf(out, "  step %5d  validation loss %.4f\n", first, report->first_val_loss);

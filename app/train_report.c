@@ -6,7 +6,6 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/progress.h"
 #include "base/text.h"

@@ -4,7 +4,6 @@
 #include "models/data.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +13,7 @@
 
 TextData *text_data_load(const char *path, double val_fraction)
 {
-    if (!path)
-        return remat_fail_null(REMAT_EINVAL, "text_data_load: path is NULL");
+    if (!path) return remat_fail_null(REMAT_EINVAL, "text_data_load: path is NULL");
     /* Written so that NaN fails too. */
     if (!(val_fraction > 0.0 && val_fraction <= 0.5))
         return remat_fail_null(REMAT_EINVAL, "text_data_load: val_fraction must be in (0, 0.5], got %g", val_fraction);

@@ -49,7 +49,7 @@
 #define GPT_LN_EPS 1e-5f   /* GPT-2's layer_norm_epsilon */
 #define GPT_INIT_STD 0.02f /* GPT-2's initializer_range */
 
-/* A weight and its bias, borrowed from the layer's params. */
+/* A weight and its bias (a block's are borrowed from the layer's params). */
 typedef struct WeightBias {
     Var *weight, *bias;
 } WeightBias;
@@ -71,8 +71,7 @@ typedef struct Gpt {
     GptConfig config;
     Var *wte;         /* (V,C) token table, also the LM head; owned */
     Var *wpe;         /* (seq_len,C) position table; owned */
-    Var *ln_f_weight; /* (C); owned */
-    Var *ln_f_bias;   /* (C); owned */
+    WeightBias ln_f;  /* (C), (C); owned */
 } Gpt;
 
 /* ---- the forward: embedding ------------------------------------------------------------ */
@@ -91,9 +90,7 @@ static Var *gpt_embed(Model *model, Var *ids, TrainCtx *ctx)
         return remat_fail_null(REMAT_EINVAL, "gpt: a sequence of %d tokens is longer than the model's seq_len %d",
                                in->shape[1], g->config.seq_len);
     Var *x = op_embedding(ids, g->wte, g->wpe, "embd");
-    Var *out = op_dropout(x, g->config.dropout, ctx, GPT_DROPOUT_EMBED, "embd.dropout");
-    var_free(x);
-    return out;
+    return then_free(op_dropout(x, g->config.dropout, ctx, GPT_DROPOUT_EMBED, "embd.dropout"), x);
 }
 
 /* ---- the forward: a block -------------------------------------------------------------- */
@@ -105,8 +102,7 @@ static Var *gpt_embed(Model *model, Var *ids, TrainCtx *ctx)
 static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
 {
     Var *h = op_layernorm(x, b->ln_1.weight, b->ln_1.bias, GPT_LN_EPS, "attn.ln");
-    Var *qkv = op_linear(h, b->attn.c_attn.weight, b->attn.c_attn.bias, "attn.qkv");
-    var_free(h);
+    Var *qkv = then_free(op_linear(h, b->attn.c_attn.weight, b->attn.c_attn.bias, "attn.qkv"), h);
     Var *q = op_split_heads(qkv, QKV_Q, b->H, "attn.split_q");
     Var *k = op_split_heads(qkv, QKV_K, b->H, "attn.split_k");
     Var *v = op_split_heads(qkv, QKV_V, b->H, "attn.split_v");
@@ -121,21 +117,16 @@ static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
         Var *scores = op_matmul(q, k, CblasTrans, 1.0f / sqrtf((float)(b->C / b->H)), "attn.scores");
         var_free(q);
         var_free(k);
-        Var *att = op_causal_softmax(scores, "attn.softmax");
-        var_free(scores);
-        Var *att_dropped = op_dropout(att, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN), "attn.dropout");
-        var_free(att);
-        y = op_matmul(att_dropped, v, CblasNoTrans, 1.0f, "attn.out");
-        var_free(att_dropped);
+        Var *att = then_free(op_causal_softmax(scores, "attn.softmax"), scores);
+        Var *att_dropped = then_free(op_dropout(att, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN),
+                                                "attn.dropout"), att);
+        y = then_free(op_matmul(att_dropped, v, CblasNoTrans, 1.0f, "attn.out"), att_dropped);
         var_free(v);
     }
-    Var *merged = op_merge_heads(y, "attn.merge");
-    var_free(y);
-    Var *proj = op_linear(merged, b->attn.c_proj.weight, b->attn.c_proj.bias, "attn.proj");
-    var_free(merged);
-    Var *out = op_dropout(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN_RESID), "attn.resid_dropout");
-    var_free(proj);
-    return out;
+    Var *merged = then_free(op_merge_heads(y, "attn.merge"), y);
+    Var *proj = then_free(op_linear(merged, b->attn.c_proj.weight, b->attn.c_proj.bias, "attn.proj"), merged);
+    return then_free(op_dropout(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN_RESID),
+                                "attn.resid_dropout"), proj);
 }
 
 /* x1 = x + attention branch(x); out = x1 + dropout(mlp.c_proj(gelu(mlp.c_fc(ln_2(x1))))).
@@ -145,17 +136,13 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
 {
     const GptBlock *b = (const GptBlock *)layer;
     Var *attn = attention_branch(b, x, ctx);
-    Var *x1 = op_add(x, attn, "attn.residual");
-    var_free(attn);
+    Var *x1 = then_free(op_add(x, attn, "attn.residual"), attn);
     Var *h = op_layernorm(x1, b->ln_2.weight, b->ln_2.bias, GPT_LN_EPS, "mlp.ln");
-    Var *fc = op_linear(h, b->mlp.c_fc.weight, b->mlp.c_fc.bias, "mlp.fc");
-    var_free(h);
-    Var *act = op_gelu(fc, "mlp.gelu");
-    var_free(fc);
-    Var *proj = op_linear(act, b->mlp.c_proj.weight, b->mlp.c_proj.bias, "mlp.proj");
-    var_free(act);
-    Var *mlp = op_dropout(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_MLP), "mlp.dropout");
-    var_free(proj);
+    Var *fc = then_free(op_linear(h, b->mlp.c_fc.weight, b->mlp.c_fc.bias, "mlp.fc"), h);
+    Var *act = then_free(op_gelu(fc, "mlp.gelu"), fc);
+    Var *proj = then_free(op_linear(act, b->mlp.c_proj.weight, b->mlp.c_proj.bias, "mlp.proj"), act);
+    Var *mlp = then_free(op_dropout(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_MLP), "mlp.dropout"),
+                         proj);
     Var *out = op_add(x1, mlp, "mlp.residual");
     var_free(x1);
     var_free(mlp);
@@ -167,10 +154,8 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
 /* x_L (B,T,C) → logits (B,T,V) = ln_f(x_L) · wte^T. */
 static Var *gpt_logits(const Gpt *g, Var *x)
 {
-    Var *h = op_layernorm(x, g->ln_f_weight, g->ln_f_bias, GPT_LN_EPS, "ln_f");
-    Var *logits = op_matmul(h, g->wte, CblasTrans, 1.0f, "lm_head");
-    var_free(h);
-    return logits;
+    Var *h = op_layernorm(x, g->ln_f.weight, g->ln_f.bias, GPT_LN_EPS, "ln_f");
+    return then_free(op_matmul(h, g->wte, CblasTrans, 1.0f, "lm_head"), h);
 }
 
 /* x_L and targets (B,T) → mean cross-entropy of the next-token predictions. */
@@ -178,9 +163,7 @@ static Var *gpt_head(Model *model, Var *x, Var *targets, TrainCtx *ctx)
 {
     (void)ctx; /* the head has no dropout */
     Var *logits = gpt_logits((Gpt *)model, x);
-    Var *loss = op_cross_entropy(logits, targets, "loss");
-    var_free(logits);
-    return loss;
+    return then_free(op_cross_entropy(logits, targets, "loss"), logits);
 }
 
 /* ---- creation ------------------------------------------------------------------------- */
@@ -211,11 +194,7 @@ Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout
         return remat_fail_null(REMAT_EINVAL, "gpt_block_create: dropout must be in [0, 1), got %g", (double)dropout);
     GptBlock *b = layer_alloc(sizeof *b, "gpt_block", name, gpt_block_forward);
     if (!b) return NULL;
-    b->index = index;
-    b->attention = attention;
-    b->C = C;
-    b->H = H;
-    b->dropout = dropout;
+    *b = (GptBlock){.base = b->base, .index = index, .attention = attention, .C = C, .H = H, .dropout = dropout};
     /* GPT-2 scales the init of the projections into the residual stream by
      * 1/sqrt(2·n_layers): each block adds two of them to the stream. */
     const float proj_std = GPT_INIT_STD / sqrtf(2.0f * (float)n_layers);
@@ -237,8 +216,8 @@ static void gpt_free_extra(Model *model)
     Gpt *g = (Gpt *)model;
     var_free(g->wte);
     var_free(g->wpe);
-    var_free(g->ln_f_weight);
-    var_free(g->ln_f_bias);
+    var_free(g->ln_f.weight);
+    var_free(g->ln_f.bias);
 }
 
 static RematStatus check_config(const GptConfig *c)
@@ -284,13 +263,13 @@ Model *gpt_create(const GptConfig *config)
         if (!m->layers[i]) goto failed;
         m->n_layers = i + 1;
     }
-    g->ln_f_weight = param_create("ln_f.weight", 1, (int[]){C}, 0.0f, 1.0f, &init);
-    g->ln_f_bias = param_create("ln_f.bias", 1, (int[]){C}, 0.0f, 0.0f, &init);
-    if (!g->ln_f_weight || !g->ln_f_bias) goto failed;
+    g->ln_f.weight = param_create("ln_f.weight", 1, (int[]){C}, 0.0f, 1.0f, &init);
+    g->ln_f.bias = param_create("ln_f.bias", 1, (int[]){C}, 0.0f, 0.0f, &init);
+    if (!g->ln_f.weight || !g->ln_f.bias) goto failed;
 
     /* Weight decay on the 2-D tables (as GPT-2 training does), not on ln_f. */
     const Param embeddings[2] = {{g->wte, true}, {g->wpe, true}};
-    const Param final_norm[2] = {{g->ln_f_weight, false}, {g->ln_f_bias, false}};
+    const Param final_norm[2] = {{g->ln_f.weight, false}, {g->ln_f.bias, false}};
     if (model_collect_params(m, embeddings, 2, final_norm, 2) != REMAT_OK) goto failed;
     return m;
 
@@ -335,23 +314,19 @@ static Var *window_logits(Gpt *g, const int32_t *window, int T)
     if (!t) return NULL;
     memcpy(t->i32, window, (size_t)T * sizeof *window);
     Var *ids = var_create(t, false, "ids");
-    Var *x = ids ? gpt_embed(&g->base, ids, NULL) : NULL;
-    var_free(ids);
-    Var *h = x ? layers_forward(g->base.layers, g->base.n_layers, x, NULL) : NULL;
-    var_free(x);
-    Var *logits = h ? gpt_logits(g, h) : NULL;
-    var_free(h);
-    return logits;
+    Var *x = then_free(ids ? gpt_embed(&g->base, ids, NULL) : NULL, ids);
+    Var *h = then_free(x ? layers_forward(g->base.layers, g->base.n_layers, x, NULL) : NULL, x);
+    return then_free(h ? gpt_logits(g, h) : NULL, h);
 }
 
-/* Picks the next token from one row of V logits. `scratch` holds 2·V floats. */
-static int32_t pick_token(const float *logits, int V, float temperature, Pcg32 *rng, float *scratch)
+/* Picks the next token from one row of V logits, which it turns into probabilities in
+ * place when it samples. */
+static int32_t pick_token(float *logits, int V, float temperature, Pcg32 *rng)
 {
     if (temperature == 0.0f) return k_argmax(logits, V);
-    float *scaled = scratch, *probs = scratch + V;
-    k_scale(scaled, logits, 1.0f / temperature, (size_t)V);
-    k_softmax_forward(probs, scaled, 1, V, false);
-    return k_sample_categorical(probs, V, pcg32_float(rng));
+    k_scale(logits, logits, 1.0f / temperature, (size_t)V);
+    k_softmax_forward(logits, logits, 1, V, false);
+    return k_sample_categorical(logits, V, pcg32_float(rng));
 }
 
 RematStatus gpt_generate(Model *model, const int32_t *prompt, int n_prompt, int n_new,
@@ -376,11 +351,6 @@ RematStatus gpt_generate(Model *model, const int32_t *prompt, int n_prompt, int 
     /* The token history is bookkeeping, not tensor data: plain host memory. */
     int32_t *tokens = malloc(((size_t)n_prompt + (size_t)n_new) * sizeof *tokens);
     if (!tokens) return remat_fail(REMAT_ENOMEM, "gpt_generate: no memory for %d tokens", n_prompt + n_new);
-    Tensor *scratch = tensor_create(MEM_WORK, 1, (int[]){2 * V}); /* scaled logits, probabilities */
-    if (!scratch) {
-        free(tokens);
-        return remat_last_status();
-    }
     memcpy(tokens, prompt, (size_t)n_prompt * sizeof *tokens);
 
     Gpt *g = (Gpt *)model;
@@ -393,12 +363,11 @@ RematStatus gpt_generate(Model *model, const int32_t *prompt, int n_prompt, int 
             status = remat_last_status();
             break;
         }
-        const float *last = logits->value->f32 + (size_t)(T - 1) * V; /* the last position's row */
-        tokens[length] = out[i] = pick_token(last, V, temperature, rng, scratch->f32);
+        float *last = logits->value->f32 + (size_t)(T - 1) * V; /* the last position's row; read by nothing after */
+        tokens[length] = out[i] = pick_token(last, V, temperature, rng);
         var_free(logits);
     }
     grad_set_enabled(was);
-    tensor_free(scratch);
     free(tokens);
     return status;
 }

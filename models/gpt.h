@@ -83,7 +83,7 @@ RematStatus gpt_set_attention(Model *model, AttentionKind attention);
  * token from the last position's logits: with temperature > 0 a draw from
  * softmax(logits/temperature) using one pcg32_float from `rng`; with temperature 0 the
  * most likely token (rng may then be NULL). The same model, prompt and generator state
- * give the same tokens. Uses a little MEM_ACT/MEM_WORK while it runs and leaves none.
+ * give the same tokens. Uses a little MEM_ACT while it runs and leaves none.
  * On error returns the status (REMAT_EINVAL for bad arguments, or the budget's) and the
  * contents of `out` are unspecified. */
 RematStatus gpt_generate(Model *model, const int32_t *prompt, int n_prompt, int n_new,

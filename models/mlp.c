@@ -27,11 +27,8 @@ static Var *residual_mlp_forward(Layer *layer, Var *x, TrainCtx *ctx)
     (void)ctx;
     ResidualMlp *l = (ResidualMlp *)layer;
     Var *h = op_linear(x, l->weight, l->bias, "mlp.fc");
-    Var *r = op_relu(h, "mlp.relu");
-    var_free(h); /* relu saved its output; h itself is no longer needed */
-    Var *y = op_add(x, r, "mlp.residual");
-    var_free(r);
-    return y;
+    Var *r = then_free(op_relu(h, "mlp.relu"), h); /* relu saved its output, not h */
+    return then_free(op_add(x, r, "mlp.residual"), r);
 }
 
 /* The block `name` of width W, with W drawn from N(0, std²) and b = 0; mlp_create has
@@ -123,11 +120,9 @@ double mlp_task_bytes(int width)
 
 MlpTask *mlp_task_create(int width, uint64_t seed)
 {
-    if (width < 1)
-        return remat_fail_null(REMAT_EINVAL, "mlp task: width must be >= 1, got %d", width);
+    if (width < 1) return remat_fail_null(REMAT_EINVAL, "mlp task: width must be >= 1, got %d", width);
     MlpTask *task = calloc(1, sizeof *task);
-    if (!task)
-        return remat_fail_null(REMAT_ENOMEM, "mlp task: no memory");
+    if (!task) return remat_fail_null(REMAT_ENOMEM, "mlp task: no memory");
     task->width = width;
     Pcg32 init;
     pcg32_seed(&init, seed, 2);
@@ -161,12 +156,9 @@ RematStatus mlp_task_batch(MlpTask *task, Pcg32 *rng, int batch, Var **x, Var **
 
     bool was = grad_set_enabled(false);
     Var *h = op_linear(input, task->t1, NULL, "teacher.fc1");
-    Var *a = op_relu(h, "teacher.relu1");
-    var_free(h);
-    Var *o = op_linear(a, task->t2, NULL, "teacher.fc2");
-    var_free(a);
-    Var *target = op_relu(o, "teacher.relu2");
-    var_free(o);
+    Var *a = then_free(op_relu(h, "teacher.relu1"), h);
+    Var *o = then_free(op_linear(a, task->t2, NULL, "teacher.fc2"), a);
+    Var *target = then_free(op_relu(o, "teacher.relu2"), o);
     grad_set_enabled(was);
     if (!target) {
         var_free(input);

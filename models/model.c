@@ -4,7 +4,6 @@
 #include "models/model.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "checkpoint/cost.h"
 
@@ -14,16 +13,11 @@ Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var 
         return remat_fail_null(REMAT_EINVAL, "model_loss: model, input and targets are required");
     if (param_stage_enter(model) != REMAT_OK) return NULL; /* the embedding and head's parameters */
     Var *x = model->embed(model, input, ctx);
-    if (x) {
-        Var *chain = schedule ? schedule_forward(schedule, model->layers, model->n_layers, x, ctx)
-                              : layers_forward(model->layers, model->n_layers, x, ctx);
-        var_free(x); /* whatever the chain saved of x stays alive through the tape */
-        x = chain;
-    }
-    Var *loss = NULL;
-    if (x && param_stage_enter(model) == REMAT_OK) loss = model->head(model, x, targets, ctx);
-    var_free(x);
-    return loss;
+    if (x) /* whatever the chain saves of x stays alive through the tape */
+        x = then_free(schedule ? schedule_forward(schedule, model->layers, model->n_layers, x, ctx)
+                               : layers_forward(model->layers, model->n_layers, x, ctx), x);
+    const bool head = x && param_stage_enter(model) == REMAT_OK;
+    return then_free(head ? model->head(model, x, targets, ctx) : NULL, x);
 }
 
 /* The model's stages as the profiling step calls them. */

@@ -29,6 +29,15 @@ struct Model {
     void (*free_extra)(Model *model);
 };
 
+/* `out`, after freeing `used`: a forward frees each intermediate Var as soon as the op
+ * that reads it has run, so that all that stays alive is what the ops saved for backward
+ * (`Var *act = then_free(op_gelu(fc, "mlp.gelu"), fc);`). */
+static inline Var *then_free(Var *out, Var *used)
+{
+    var_free(used);
+    return out;
+}
+
 /* embed → every layer → head, freeing each intermediate Var as soon as the next exists,
  * so only what ops saved stays alive, the chain run as `schedule` says (schedule.h: made
  * for a chain of this model's length; NULL: strategy none). Returns the loss (caller
