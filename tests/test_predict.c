@@ -1,0 +1,200 @@
+/*
+ * test_predict.c — the chain model from shapes (checkpoint/chain_model.c): equal, field by
+ * field, byte and FLOP, to what chain_profile measures by running the step, over many small
+ * configurations of both models; its prediction equal to the ledger of a real step; and
+ * train --predict-only, which builds nothing, with the combinations it refuses.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/train.h"
+#include "models/gpt.h"
+#include "models/mlp.h"
+#include "models/step.h"
+#include "tensor/flops.h"
+
+static int clean_state(void **state)
+{
+    (void)state;
+    tape_reset(tape_current());
+    remat_clear_error();
+    flops_reset();
+    return mem_current(MEM_ACT) == 0 && mem_current(MEM_PARAM) == 0 ? 0 : -1;
+}
+
+/* Every figure of the two costs, named when one differs. */
+static void assert_costs_equal(const ChainCost *got, const ChainCost *want, const char *what)
+{
+    assert_int_equal(got->n_layers, want->n_layers);
+    const struct { const char *name; uint64_t got, want; } stage[] = {
+        {"base", got->base, want->base}, {"embed", got->embed, want->embed},
+        {"embed_peak", got->embed_peak, want->embed_peak}, {"head_peak", got->head_peak, want->head_peak},
+        {"resid", got->resid, want->resid}, {"tail_peak", got->tail_peak, want->tail_peak},
+        {"fixed", got->fixed, want->fixed}, {"work_peak", got->work_peak, want->work_peak},
+        {"forward_flops", got->forward_flops, want->forward_flops},
+        {"kernel_recompute", got->kernel_recompute, want->kernel_recompute},
+    };
+    bool same = true;
+    for (size_t i = 0; i < sizeof stage / sizeof stage[0]; i++)
+        if (stage[i].got != stage[i].want) {
+            printf("  %s: %s modelled %" PRIu64 ", measured %" PRIu64 "\n", what, stage[i].name, stage[i].got,
+                   stage[i].want);
+            same = false;
+        }
+    for (int k = 0; k < got->n_layers; k++) {
+        const ChainLayer *g = &got->layers[k], *w = &want->layers[k];
+        const struct { const char *name; uint64_t got, want; } layer[] = {
+            {"in", g->in_bytes, w->in_bytes}, {"out", g->out_bytes, w->out_bytes},
+            {"grad", g->grad_bytes, w->grad_bytes}, {"kept", g->kept, w->kept},
+            {"fwd_peak", g->fwd_peak, w->fwd_peak}, {"nograd_peak", g->nograd_peak, w->nograd_peak},
+            {"back_plain", g->back_plain, w->back_plain}, {"back_held", g->back_held, w->back_held},
+            {"flops", g->flops, w->flops},
+        };
+        for (size_t i = 0; i < sizeof layer / sizeof layer[0]; i++)
+            if (layer[i].got != layer[i].want) {
+                printf("  %s: layer %d %s modelled %" PRIu64 ", measured %" PRIu64 "\n", what, k, layer[i].name,
+                       layer[i].got, layer[i].want);
+                same = false;
+            }
+    }
+    assert_true(same);
+}
+
+/* ---- the MLP ----------------------------------------------------------------------------- */
+
+typedef struct Built {
+    Model *model;
+    MlpTask *task;
+    Var *x, *y;
+} Built;
+
+static void built_free(Built *b)
+{
+    var_free(b->x);
+    var_free(b->y);
+    mlp_task_free(b->task);
+    model_free(b->model);
+    tape_reset(tape_current());
+    *b = (Built){0};
+}
+
+static Built build_mlp(const MlpConfig *c, int batch)
+{
+    Built b = {.model = mlp_create(c), .task = mlp_task_create(c->width, 2)};
+    assert_non_null(b.model);
+    assert_non_null(b.task);
+    Pcg32 data;
+    pcg32_seed(&data, 3, 0);
+    assert_int_equal(mlp_task_batch(b.task, &data, batch, &b.x, &b.y), REMAT_OK);
+    return b;
+}
+
+static void test_mlp_model_equals_profile(void **state)
+{
+    (void)state;
+    for (int n = 1; n <= 3; n++)
+        for (int width = 4; width <= 20; width += 8)
+            for (int batch = 1; batch <= 3; batch += 2) {
+                const MlpConfig c = {.n_layers = n, .width = width, .seed = 1};
+                Built b = build_mlp(&c, batch);
+                TrainCtx ctx = {.training = true};
+                ChainCost *measured = model_profile(b.model, b.x, b.y, &ctx, NULL, PLANNER_DP);
+                ChainCost *modelled = mlp_chain_model(&c, batch);
+                assert_non_null(measured);
+                assert_non_null(modelled);
+                char what[64];
+                snprintf(what, sizeof what, "mlp N %d W %d B %d", n, width, batch);
+                assert_costs_equal(modelled, measured, what);
+                chain_cost_free(measured);
+                chain_cost_free(modelled);
+                built_free(&b);
+            }
+}
+
+/* ---- the GPT ----------------------------------------------------------------------------- */
+
+static Var *token_batch(int B, int T, Var **targets)
+{
+    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
+    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
+    for (size_t i = 0; i < x->numel; i++) x->i32[i] = (int32_t)(i * 7 % 256), t->i32[i] = (int32_t)(i * 11 % 256);
+    *targets = var_create(t, false, "targets");
+    return var_create(x, false, "tokens");
+}
+
+static TrainCtx gpt_ctx(DropoutRng rng)
+{
+    TrainCtx ctx = {.training = true, .dropout_rng = rng, .seed = 4};
+    pcg32_seed(&ctx.rng, 4, 4);
+    return ctx;
+}
+
+/* One GPT configuration: the profile of a built model against the model from shapes. */
+static void check_gpt(const GptConfig *c, int batch, DropoutRng rng)
+{
+    Built b = {.model = gpt_create(c)};
+    assert_non_null(b.model);
+    b.x = token_batch(batch, c->seq_len, &b.y);
+    TrainCtx ctx = gpt_ctx(rng);
+    ChainCost *measured = model_profile(b.model, b.x, b.y, &ctx, NULL, PLANNER_DP);
+    ChainCost *modelled = gpt_chain_model(c, batch, &ctx);
+    assert_non_null(measured);
+    assert_non_null(modelled);
+    char what[128];
+    snprintf(what, sizeof what, "gpt L %d C %d H %d T %d B %d dropout %g %s %s", c->n_layers, c->d_model, c->n_heads,
+             c->seq_len, batch, (double)c->dropout, name_of(&ATTENTION_KIND_NAMES, c->attention), dropout_rng_name(rng));
+    assert_costs_equal(modelled, measured, what);
+    chain_cost_free(measured);
+    chain_cost_free(modelled);
+    built_free(&b);
+}
+
+/* Naive attention (fused is not modelled yet), dropout off and on from both generators,
+ * shapes where the T² scores are smaller and larger than a block's tensors. */
+static void test_gpt_model_equals_profile(void **state)
+{
+    (void)state;
+    const int shapes[][5] = {{1, 8, 2, 4, 1}, {2, 16, 2, 8, 2}, {2, 8, 1, 16, 1}, {1, 12, 3, 5, 3}, {3, 4, 4, 32, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int d = 0; d < 3; d++) {
+            const GptConfig c = {.n_layers = shapes[s][0], .d_model = shapes[s][1], .n_heads = shapes[s][2],
+                                 .seq_len = shapes[s][3], .vocab = 256, .dropout = d ? 0.1f : 0.0f, .seed = 3};
+            check_gpt(&c, shapes[s][4], d == 2 ? DROPOUT_RNG_COUNTER : DROPOUT_RNG_STREAM);
+        }
+}
+
+/* Bad shapes are refused, saying why. */
+static void test_chain_model_refuses_bad_shapes(void **state)
+{
+    (void)state;
+    assert_null(mlp_chain_model(&(MlpConfig){.n_layers = 0, .width = 4}, 1));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
+    assert_null(gpt_chain_model(&(GptConfig){.n_layers = 1, .d_model = 10, .n_heads = 3, .seq_len = 4, .vocab = 8},
+                                1, NULL));
+    assert_non_null(strstr(remat_last_error(), "multiple of n_heads"));
+    assert_null(gpt_chain_model(&(GptConfig){.n_layers = 1, .d_model = 8, .n_heads = 2, .seq_len = 4, .vocab = 8,
+                                             .attention = ATTENTION_FUSED}, 1, NULL));
+    assert_non_null(strstr(remat_last_error(), "fused attention"));
+    const ChainOp reads_ahead = {.in = {2, -1, -1}, .out = 4};
+    const ChainStage bad = {&reads_ahead, 1, 4, true};
+    assert_null(chain_model(&(ChainShape){.layers = &bad, .n_layers = 1, .head = bad}));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_mlp_model_equals_profile, clean_state),
+        cmocka_unit_test_setup(test_gpt_model_equals_profile, clean_state),
+        cmocka_unit_test_setup(test_chain_model_refuses_bad_shapes, clean_state),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
