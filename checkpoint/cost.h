@@ -185,9 +185,8 @@ RematStatus chain_check_uniform(const ChainCost *cost);
 
 /* ---- the chain model from shapes (chain_model.c) ---------------------------------------- */
 
-/* One op of a stage, as the walk of chain_model.c sees it: its values are the stage's
- * input (0) and the ops' outputs (op i's is i + 1). Parameters are not values: their
- * bytes are fixed memory. */
+/* One op of a stage as chain_model walks it. Its values are the stage's input (0) and the
+ * outputs of the ops before it (op i's is i + 1); parameters are fixed memory, not values. */
 enum { CHAIN_OP_INPUTS = 3, CHAIN_MAX_OPS = 24 };
 #define CHAIN_SAVES_OUT (1u << CHAIN_OP_INPUTS) /* in ChainOp.saves: the op saves its output */
 
@@ -195,35 +194,30 @@ typedef struct ChainOp {
     int in[CHAIN_OP_INPUTS]; /* the values it reads; −1 for none */
     unsigned saves;          /* bit k: it saves input k for backward; CHAIN_SAVES_OUT: its output */
     size_t out;              /* bytes of its output */
-    size_t extra;            /* bytes it makes beside its output and saves (a dropout mask, a
-                                LayerNorm's mean and rstd, an attention's log-sum-exp rows) */
+    size_t extra;            /* bytes it makes beside and saves (a dropout mask, mean and rstd) */
     uint64_t flops;          /* its forward's FLOPs */
-    uint64_t recompute;      /* the RECOMPUTE FLOPs its backward kernel does under any schedule */
+    uint64_t recompute;      /* RECOMPUTE FLOPs its backward kernel does under any schedule */
 } ChainOp;
 
 typedef struct ChainStage {
     const ChainOp *ops;
     int n_ops;
-    size_t in_bytes;   /* its input's bytes */
-    bool input_grad;   /* its input needs a gradient (not the batch) */
+    size_t in_bytes;
+    bool input_grad; /* its input needs a gradient (not the batch) */
 } ChainStage;
 
-/* A model's step as shapes: the batch, the stages, and the memory of other kinds. */
+/* A step as shapes: the embed stage (no ops when x_0 is the batch), n_layers alike layers
+ * (later ones' inputs always need a gradient), the head (its last op's output the loss). */
 typedef struct ChainShape {
-    size_t base;          /* ACT before the step: the batch */
-    ChainStage embed;     /* the batch to x_0; no ops when x_0 is the batch itself */
-    const ChainStage *layers;
+    size_t base, fixed;   /* ACT before the step (the batch); ChainCost.fixed */
+    ChainStage embed, layer, head;
     int n_layers;
-    ChainStage head;      /* x_L to the loss, its last op's output */
-    size_t fixed;         /* ChainCost.fixed */
-    size_t work_peak;     /* ChainCost.work_peak */
 } ChainShape;
 
-/* The ChainCost chain_profile_policy would measure for this step without a policy, byte
- * and FLOP, computed without running anything (tests/test_predict.c checks the two are
- * equal). The caller owns the result (chain_cost_free). NULL on error: REMAT_EINVAL for a
- * shape without layers or head, a stage of more than CHAIN_MAX_OPS ops, or an op that
- * reads a value made after it. */
+/* The ChainCost chain_profile_policy measures for this step without a policy, byte and
+ * FLOP, computed without running anything (tests/test_predict.c checks that they are
+ * equal). The caller owns it (chain_cost_free). NULL on
+ * error: REMAT_EINVAL for no layers or head, or a stage of more than CHAIN_MAX_OPS ops. */
 ChainCost *chain_model(const ChainShape *shape);
 
 /* ---- predictions ----------------------------------------------------------------------- */

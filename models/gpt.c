@@ -332,9 +332,8 @@ const NameTable ATTENTION_KIND_NAMES = {ATTENTION_KINDS, 2};
 typedef struct Ops {
     ChainOp op[CHAIN_MAX_OPS];
     int n;
-    uint64_t rows;      /* B·T */
-    bool dropping;      /* dropout runs: training with p > 0 */
-    bool counter;       /* its masks from the counter-based generator: none saved */
+    uint64_t rows;          /* B·T */
+    bool dropping, counter; /* dropout runs (training, p > 0); its masks from the counter (none saved) */
 } Ops;
 
 static int add_op(Ops *o, ChainOp op)
@@ -343,17 +342,23 @@ static int add_op(Ops *o, ChainOp op)
     return o->n;
 }
 
-/* op_layernorm (saves x, mean and rstd), then op_linear (saves its input): width C to OUT. */
+/* An op of one input x, `cols` floats a row out. */
+static int add_unary(Ops *o, int x, unsigned saves, uint64_t cols, uint64_t flops)
+{
+    return add_op(o, (ChainOp){.in = {x, -1, -1}, .saves = saves, .out = o->rows * cols * sizeof(float), .flops = flops});
+}
+
+/* op_layernorm keeps x, mean and rstd (a float a row each); op_linear its input. */
 static int add_layernorm(Ops *o, int x, uint64_t C)
 {
-    return add_op(o, (ChainOp){.in = {x, -1, -1}, .saves = 1, .out = o->rows * C * sizeof(float),
-                               .extra = 2 * o->rows * sizeof(float), .flops = o->rows * (7 * C + 5)});
+    const int y = add_unary(o, x, 1, C, o->rows * (7 * C + 5));
+    o->op[y - 1].extra = 2 * o->rows * sizeof(float);
+    return y;
 }
 
 static int add_linear(Ops *o, int x, uint64_t C, uint64_t OUT)
 {
-    return add_op(o, (ChainOp){.in = {x, -1, -1}, .saves = 1, .out = o->rows * OUT * sizeof(float),
-                               .flops = 2 * o->rows * C * OUT + o->rows * OUT});
+    return add_unary(o, x, 1, OUT, 2 * o->rows * C * OUT + o->rows * OUT);
 }
 
 /* op_dropout on `numel` floats: the identity when not dropping; the stream's saves its byte
@@ -369,52 +374,40 @@ static int add_dropout(Ops *o, int x, uint64_t numel)
 static void block_ops(Ops *o, const GptConfig *c)
 {
     const uint64_t T = (uint64_t)c->seq_len, C = (uint64_t)c->d_model, BH = o->rows / T * (uint64_t)c->n_heads;
-    const uint64_t D = C / (uint64_t)c->n_heads, a = o->rows * C * sizeof(float), S = BH * T * T;
+    const uint64_t D = C / (uint64_t)c->n_heads, S = BH * T * T, n = o->rows * C;
     const int qkv = add_linear(o, add_layernorm(o, 0, C), C, 3 * C);
-    const int q = add_op(o, (ChainOp){.in = {qkv, -1, -1}, .out = a}); /* the splits save nothing */
-    const int k = add_op(o, (ChainOp){.in = {qkv, -1, -1}, .out = a});
-    const int v = add_op(o, (ChainOp){.in = {qkv, -1, -1}, .out = a});
-    const int scores = add_op(o, (ChainOp){.in = {q, k, -1}, .saves = 3, .out = S * sizeof(float),
-                                           .flops = 2 * S * D});
+    const int q = add_unary(o, qkv, 0, C, 0), k = add_unary(o, qkv, 0, C, 0), v = add_unary(o, qkv, 0, C, 0);
+    const int scores = add_op(o, (ChainOp){.in = {q, k, -1}, .saves = 3, .out = S * sizeof(float), .flops = 2 * S * D});
     const int att = add_op(o, (ChainOp){.in = {scores, -1, -1}, .saves = CHAIN_SAVES_OUT, .out = S * sizeof(float),
                                         .flops = 5 * (BH * T * (T + 1) / 2) + BH * T});
-    const int y = add_op(o, (ChainOp){.in = {add_dropout(o, att, S), v, -1}, .saves = 3, .out = a, .flops = 2 * S * D});
-    const int merged = add_op(o, (ChainOp){.in = {y, -1, -1}, .out = a});
-    const int attn = add_dropout(o, add_linear(o, merged, C, C), o->rows * C);
-    const int x1 = add_op(o, (ChainOp){.in = {0, attn, -1}, .out = a, .flops = o->rows * C});
+    const int y = add_op(o, (ChainOp){.in = {add_dropout(o, att, S), v, -1}, .saves = 3, .out = n * sizeof(float),
+                                      .flops = 2 * S * D});
+    const int attn = add_dropout(o, add_linear(o, add_unary(o, y, 0, C, 0), C, C), n); /* merge, proj */
+    const int x1 = add_op(o, (ChainOp){.in = {0, attn, -1}, .out = n * sizeof(float), .flops = n});
     const int fc = add_linear(o, add_layernorm(o, x1, C), C, 4 * C);
-    const int gelu = add_op(o, (ChainOp){.in = {fc, -1, -1}, .saves = 1, .out = 4 * a, .flops = 9 * 4 * o->rows * C});
-    const int mlp = add_dropout(o, add_linear(o, gelu, 4 * C, C), o->rows * C);
-    add_op(o, (ChainOp){.in = {x1, mlp, -1}, .out = a, .flops = o->rows * C});
+    const int mlp = add_dropout(o, add_linear(o, add_unary(o, fc, 1, 4 * C, 9 * 4 * n), 4 * C, C), n); /* gelu */
+    add_op(o, (ChainOp){.in = {x1, mlp, -1}, .out = n * sizeof(float), .flops = n});
 }
 
 ChainCost *gpt_chain_model(const GptConfig *config, int batch, const TrainCtx *ctx)
 {
     if (check_config(config) != REMAT_OK) return NULL;
     if (batch < 1) return remat_fail_null(REMAT_EINVAL, "gpt: the batch must be >= 1, got %d", batch);
-    const uint64_t rows = (uint64_t)batch * (uint64_t)config->seq_len, C = (uint64_t)config->d_model;
-    const uint64_t V = (uint64_t)config->vocab;
+    const uint64_t rows = (uint64_t)batch * (uint64_t)config->seq_len, C = (uint64_t)config->d_model, V = config->vocab;
     const bool dropping = ctx && ctx->training && config->dropout > 0.0f;
     const bool counter = dropping && ctx->dropout_rng == DROPOUT_RNG_COUNTER;
     if (config->attention == ATTENTION_FUSED) /* its kernel's tiles and scratch: not written as shapes yet */
         return remat_fail_null(REMAT_EINVAL, "gpt: the chain model does not model fused attention yet");
     Ops block = {.rows = rows, .dropping = dropping, .counter = counter}, embed = block, head = block;
     block_ops(&block, config);
-    add_dropout(&embed, add_op(&embed, (ChainOp){.in = {0, -1, -1}, .saves = 1, .out = rows * C * sizeof(float),
-                                                 .flops = rows * C}), rows * C); /* embd, embd.dropout */
-    const int logits = add_op(&head, (ChainOp){.in = {add_layernorm(&head, 0, C), -1, -1}, .saves = 1,
-                                               .out = rows * V * sizeof(float), .flops = 2 * rows * V * C});
+    add_dropout(&embed, add_unary(&embed, 0, 1, C, rows * C), rows * C); /* embd, embd.dropout */
+    const int logits = add_unary(&head, add_layernorm(&head, 0, C), 1, V, 2 * rows * V * C); /* ln_f, lm_head */
     add_op(&head, (ChainOp){.in = {logits, -1, -1}, .saves = 1, .out = sizeof(float), .flops = rows * (4 * V + 4) + 1});
-    ChainStage *layers = calloc((size_t)config->n_layers, sizeof *layers);
-    if (!layers) return remat_fail_null(REMAT_ENOMEM, "gpt: no memory for %d layers", config->n_layers);
     const size_t a = rows * C * sizeof(float), ids = rows * sizeof(int32_t);
-    for (int k = 0; k < config->n_layers; k++) layers[k] = (ChainStage){block.op, block.n, a, true};
-    ChainCost *cost = chain_model(&(ChainShape){.base = 2 * ids, .embed = {embed.op, embed.n, ids, false},
-                                                .layers = layers, .n_layers = config->n_layers,
-                                                .head = {head.op, head.n, a, true},
-                                                .fixed = (size_t)(2 * gpt_param_count(config) * sizeof(float))});
-    free(layers);
-    return cost;
+    return chain_model(&(ChainShape){.base = 2 * ids, .embed = {embed.op, embed.n, ids, false},
+                                     .layer = {block.op, block.n, a, true}, .n_layers = config->n_layers,
+                                     .head = {head.op, head.n, a, true},
+                                     .fixed = (size_t)(2 * gpt_param_count(config) * sizeof(float))});
 }
 
 /* ---- generation ----------------------------------------------------------------------- */

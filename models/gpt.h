@@ -69,12 +69,10 @@ Model *gpt_create(const GptConfig *config);
  * that no size overflows. */
 double gpt_param_count(const GptConfig *config);
 
-/* The chain cost model (checkpoint/cost.h) of one training step of a GPT of `config` on
- * batches of `batch` sequences of seq_len tokens, dropout as `ctx` says (NULL: none), from
- * the shapes alone (chain_model): what model_profile measures on such a step, with every
- * parameter's gradient in the fixed memory and no optimizer state (the caller adds it).
- * The caller owns the result (chain_cost_free); NULL on error (REMAT_EINVAL for a bad
- * config or batch, or fused attention, not modelled yet). */
+/* What model_profile measures on a step of `batch` sequences of seq_len tokens, dropout
+ * as `ctx` says (NULL: none), from the shapes alone (checkpoint/cost.h: chain_model); its
+ * fixed memory has every gradient and no optimizer state. The caller owns it
+ * (chain_cost_free). NULL on error: a bad config or batch, fused attention (not modelled yet). */
 ChainCost *gpt_chain_model(const GptConfig *config, int batch, const TrainCtx *ctx);
 
 /* The config `model` was created with; NULL if it is not a GPT. */

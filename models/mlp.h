@@ -40,11 +40,8 @@ Model *mlp_create(const MlpConfig *config);
  * In double, so that no size overflows. */
 double mlp_param_count(const MlpConfig *config);
 
-/* The chain cost model (checkpoint/cost.h) of one training step of `config`'s chain on
- * its task's batches of `batch` examples, from the shapes alone (chain_model): what
- * model_profile measures on such a step, with the teacher and every parameter's gradient
- * in the fixed memory and no optimizer state (the caller adds it). The caller owns the
- * result (chain_cost_free); NULL on error (REMAT_EINVAL for a bad config or batch). */
+/* As gpt_chain_model (gpt.h), for the chain on its task's batches of `batch` examples;
+ * its fixed memory has the teacher too. NULL on error: a bad config or batch. */
 ChainCost *mlp_chain_model(const MlpConfig *config, int batch);
 
 /* The synthetic regression task: inputs x ~ N(0, 1) of shape (B, W), drawn from a

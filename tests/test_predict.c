@@ -1,7 +1,7 @@
 /*
  * test_predict.c — the chain model from shapes (checkpoint/chain_model.c): equal, field by
  * field, byte and FLOP, to what chain_profile measures by running the step, over many small
- * configurations of both models; its prediction equal to the ledger of a real step; and
+ * configurations of both models; its prediction against the ledger of a real step; and
  * train --predict-only, which builds nothing, with the combinations it refuses.
  */
 #include <stdarg.h>
@@ -14,11 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "app/train.h"
 #include "models/gpt.h"
 #include "models/mlp.h"
 #include "models/step.h"
+#include "autograd/optim.h"
 #include "tensor/flops.h"
 
 static int clean_state(void **state)
@@ -171,6 +173,71 @@ static void test_gpt_model_equals_profile(void **state)
         }
 }
 
+/* ---- against a real training step ------------------------------------------------------ */
+
+/* Two training steps of the built model under `strategy` with AdamW; the second's ledgers
+ * (every buffer of the first still there, as in any later step) against the prediction
+ * from shapes: peak ACT, peak resident and RECOMPUTE FLOPs, to the byte and the FLOP, but
+ * for regions of several layers on the GPT, which the cost model bounds within one block
+ * input (`slack`: checkpoint/cost.h says why). */
+static void check_step(Built *b, ChainCost *cost, StrategyKind strategy, TrainCtx ctx, size_t slack, const char *what)
+{
+    const Strategy st = strategy_defaults(strategy);
+    Schedule *s = schedule_for_strategy(&st, b->model->n_layers);
+    assert_non_null(s);
+    const OptimConfig adamw = optim_adamw_defaults(1e-3f);
+    Optimizer *optim = optim_create(&adamw, b->model->params, b->model->n_params);
+    assert_non_null(optim);
+    cost->fixed += 2 * model_param_bytes(b->model); /* AdamW's m and v */
+    assert_int_equal(schedule_predict(s, cost), REMAT_OK);
+    const Step step = {.model = b->model, .schedule = s, .optim = optim};
+    StepResult r;
+    assert_int_equal(step_run(&step, &(MicroBatch){b->x, b->y}, 1, &ctx, NULL, &r), REMAT_OK);
+    flops_reset();
+    mem_reset_peaks();
+    assert_int_equal(step_run(&step, &(MicroBatch){b->x, b->y}, 1, &ctx, NULL, &r), REMAT_OK);
+    const Prediction *p = &s->predicted;
+    printf("  %-44s %-4s ACT predicted %8zu, ledger %8zu; resident %8zu, %8zu; recompute %" PRIu64 ", %" PRIu64 "\n",
+           what, strategy_name(strategy), p->peak_act, mem_peak(MEM_ACT), p->peak_total, mem_peak_resident(),
+           p->recompute_flops, flops_get(PHASE_RECOMPUTE));
+    if (strategy != STRATEGY_SQRT) slack = 0;
+    assert_true(p->peak_act >= mem_peak(MEM_ACT) && p->peak_act - mem_peak(MEM_ACT) <= slack);
+    assert_true(p->peak_total >= mem_peak_resident() && p->peak_total - mem_peak_resident() <= slack);
+    assert_int_equal(p->recompute_flops, flops_get(PHASE_RECOMPUTE));
+    optim_free(optim);
+    schedule_free(s);
+}
+
+static const StrategyKind STRATEGIES[] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT};
+
+static void test_prediction_equals_the_ledger_of_a_step(void **state)
+{
+    (void)state;
+    const MlpConfig mlp = {.n_layers = 5, .width = 16, .seed = 1};
+    for (int i = 0; i < 3; i++) {
+        Built b = build_mlp(&mlp, 4);
+        ChainCost *cost = mlp_chain_model(&mlp, 4);
+        check_step(&b, cost, STRATEGIES[i], (TrainCtx){.training = true}, 0, "mlp N 5 W 16 B 4");
+        chain_cost_free(cost);
+        built_free(&b);
+    }
+    for (int i = 0; i < 3; i++)
+        for (int rng = 0; rng < 2; rng++) {
+            const GptConfig c = {.n_layers = 4, .d_model = 16, .n_heads = 2, .seq_len = 8, .vocab = 256,
+                                 .dropout = 0.1f, .seed = 3};
+            Built b = {.model = gpt_create(&c)};
+            assert_non_null(b.model);
+            b.x = token_batch(2, c.seq_len, &b.y);
+            TrainCtx ctx = gpt_ctx((DropoutRng)rng);
+            ChainCost *cost = gpt_chain_model(&c, 2, &ctx);
+            char what[64];
+            snprintf(what, sizeof what, "gpt L 4 C 16 T 8 B 2 %s", dropout_rng_name((DropoutRng)rng));
+            check_step(&b, cost, STRATEGIES[i], ctx, 2 * 8 * 16 * sizeof(float), what); /* B·T·C floats */
+            chain_cost_free(cost);
+            built_free(&b);
+        }
+}
+
 /* Bad shapes are refused, saying why. */
 static void test_chain_model_refuses_bad_shapes(void **state)
 {
@@ -183,10 +250,87 @@ static void test_chain_model_refuses_bad_shapes(void **state)
     assert_null(gpt_chain_model(&(GptConfig){.n_layers = 1, .d_model = 8, .n_heads = 2, .seq_len = 4, .vocab = 8,
                                              .attention = ATTENTION_FUSED}, 1, NULL));
     assert_non_null(strstr(remat_last_error(), "fused attention"));
-    const ChainOp reads_ahead = {.in = {2, -1, -1}, .out = 4};
-    const ChainStage bad = {&reads_ahead, 1, 4, true};
-    assert_null(chain_model(&(ChainShape){.layers = &bad, .n_layers = 1, .head = bad}));
+    const ChainOp op = {.in = {0, -1, -1}, .out = 4};
+    const ChainStage empty = {NULL, 0, 4, true}, one = {&op, 1, 4, true};
+    assert_null(chain_model(&(ChainShape){.layer = empty, .n_layers = 1, .head = one}));
+    assert_null(chain_model(&(ChainShape){.layer = one, .n_layers = 0, .head = one}));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
+}
+
+/* ---- train --predict-only ---------------------------------------------------------------- */
+
+/* train_parse_args on the words of `line`, then train_run; its status, or 2 for a bad line. */
+static RematStatus train_line(const char *line, FILE *out)
+{
+    char copy[512], *argv[32] = {"train"};
+    int argc = 1;
+    snprintf(copy, sizeof copy, "%s", line);
+    for (char *w = strtok(copy, " "); w && argc < 32; w = strtok(NULL, " ")) argv[argc++] = w;
+    TrainOptions o;
+    if (train_parse_args(argc, argv, &o, out, out) != 0) return 2;
+    TrainReport r;
+    const RematStatus status = train_run(&o, &r, out);
+    train_report_free(&r);
+    return status;
+}
+
+/* It builds nothing (no byte of any kind in the ledger), prints the peak and its moment,
+ * and writes the JSON, whose activations are the prediction's. */
+static void test_predict_only_builds_nothing_and_writes_json(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_predict_XXXXXX", line[256], path[64], json[1024] = "", want[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/predicted.json", dir);
+    snprintf(line, sizeof line, "--model mlp --layers 5 --d-model 16 --batch 4 --strategy sqrt --predict-only "
+             "--results %s", path);
+    FILE *out = tmpfile();
+    mem_reset_peaks();
+    assert_int_equal(train_line(line, out), REMAT_OK);
+    for (int k = 0; k < MEM_KIND_COUNT; k++) assert_int_equal(mem_peak((MemKind)k), 0);
+    rewind(out);
+    char printed[2048] = "";
+    assert_true(fread(printed, 1, sizeof printed - 1, out) > 0);
+    assert_non_null(strstr(printed, "all kinds at the same moment"));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_true(fread(json, 1, sizeof json - 1, f) > 0);
+    fclose(f);
+    ChainCost *cost = mlp_chain_model(&(MlpConfig){.n_layers = 5, .width = 16}, 4);
+    Schedule *s = chain_schedule_for_strategy(cost, STRATEGY_SQRT);
+    snprintf(want, sizeof want, "\"activations\": %zu,", s->predicted.peak_act);
+    assert_non_null(strstr(json, want));
+    for (int i = 0; i < 5; i++)
+        assert_non_null(strstr(json, (const char *[]){"\"params\"", "\"grads\"", "\"optimizer\"", "\"peak\"",
+                                                      "\"workspace\""}[i]));
+    schedule_free(s);
+    chain_cost_free(cost);
+    fclose(out);
+    remove(path);
+    rmdir(dir);
+}
+
+/* What it cannot predict exactly is refused, naming it; a file it cannot write is an error. */
+static void test_predict_only_refuses_what_it_cannot_predict(void **state)
+{
+    (void)state;
+    FILE *out = tmpfile();
+    const char *refused[][2] = {
+        {"--model mlp --predict-only --offload all", "--offload"},
+        {"--model mlp --predict-only --accumulate 2", "--accumulate"},
+        {"--predict-only --strategy selective", "selective"},
+        {"--predict-only --attention fused --dropout 0", "fused"},
+        {"--model mlp --predict-only --strategy dtr --memory-budget 64MiB", "dtr"},
+        {"--model mlp --predict-only --strategy budget --memory-budget 64MiB", "budget"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        assert_int_equal(train_line(refused[i][0], out), REMAT_EINVAL);
+        assert_non_null(strstr(remat_last_error(), "does not predict"));
+        assert_non_null(strstr(remat_last_error(), refused[i][1]));
+    }
+    assert_int_equal(train_line("--model mlp --layers 2 --d-model 8 --predict-only --results /nonexistent-dir/x.json",
+                                out), REMAT_EIO);
+    fclose(out);
 }
 
 int main(void)
@@ -195,6 +339,9 @@ int main(void)
         cmocka_unit_test_setup(test_mlp_model_equals_profile, clean_state),
         cmocka_unit_test_setup(test_gpt_model_equals_profile, clean_state),
         cmocka_unit_test_setup(test_chain_model_refuses_bad_shapes, clean_state),
+        cmocka_unit_test_setup(test_prediction_equals_the_ledger_of_a_step, clean_state),
+        cmocka_unit_test_setup(test_predict_only_builds_nothing_and_writes_json, clean_state),
+        cmocka_unit_test_setup(test_predict_only_refuses_what_it_cannot_predict, clean_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
