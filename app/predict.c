@@ -21,13 +21,12 @@ static const char *unsupported(const TrainOptions *o)
 {
     const StepOptions *s = &o->step;
     if (s->offload) return "--offload (the spill file's timing is the run's)";
-    if (s->pipeline_stages) return "--pipeline-stages";
-    if (dist_under_launcher()) return "more than one rank (data parallelism and ZeRO)";
+    if (dist_under_launcher()) return "more than one rank (data parallelism, ZeRO, pipelines)";
     if (s->accumulate > 1) return "--accumulate";
     if (o->model == MODEL_GPT && o->attention == ATTENTION_FUSED) return "--attention fused";
     if (s->strategy.kind == STRATEGY_SELECTIVE) return "--strategy selective (its caches are measured, not modelled)";
     if (s->strategy.kind == STRATEGY_DTR) return "--strategy dtr (its evictions depend on the run)";
-    if (s->strategy.kind == STRATEGY_BUDGET) return "--strategy budget";
+    if (s->strategy.kind == STRATEGY_BUDGET) return "--strategy budget (its planners, ops among them, profile a step)";
     return NULL;
 }
 
@@ -83,10 +82,9 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
                           "under none, full or sqrt", missing);
     size_t kinds[MEM_KIND_COUNT];
     ChainCost *cost = run_cost(o, kinds);
-    if (!cost) return remat_last_status();
-    Schedule *s = schedule_for_strategy(&o->step.strategy, cost->n_layers);
-    RematStatus status = s ? schedule_predict(s, cost) : remat_last_status();
-    if (status == REMAT_OK) {
+    Schedule *s = cost ? chain_schedule_for_strategy(cost, o->step.strategy.kind) : NULL;
+    RematStatus status = s ? REMAT_OK : remat_last_status();
+    if (s) {
         const Prediction *p = &s->predicted;
         kinds[MEM_ACT] = p->peak_act;
         fprintf(out, "predicted for one training step (--predict-only: nothing built), strategy %s:\n",

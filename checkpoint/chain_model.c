@@ -21,12 +21,14 @@
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 
 /* A walk through one stage: references to each value (0 the stage's input, i + 1 op i's
- * output) and the bytes alive, counted from the stage's start without its input. */
+ * output), the bytes alive, counted from the stage's start without its input, and the
+ * FLOPs of its forward (and of its backward kernels' RECOMPUTE). */
 typedef struct Walk {
     const ChainStage *stage;
     int refs[CHAIN_MAX_OPS + 1];
     bool has_grad[CHAIN_MAX_OPS + 1];
     size_t live, peak;
+    uint64_t flops, recompute;
 } Walk;
 
 static void walk_alloc(Walk *w, size_t bytes)
@@ -60,6 +62,8 @@ static void walk_forward(Walk *w, const ChainStage *s, bool grad)
             if (grad && (op->saves & 1u << k)) w->refs[op->in[k]]++;
             walk_unref(w, op->in[k]);
         }
+        w->flops += op->flops;
+        w->recompute += op->recompute;
     }
 }
 
@@ -70,50 +74,34 @@ static void walk_forward(Walk *w, const ChainStage *s, bool grad)
  * end (ROOT_LOSS). Otherwise the input's gradient is made when first needed. */
 typedef enum Root { ROOT_ENGINE, ROOT_HELD, ROOT_LOSS } Root;
 
-/* The stage's backward: the most bytes alive, counted as walk_forward counts them. */
-static size_t walk_backward(Walk *w, Root root)
+/* The most bytes alive during the backward of the stage whose forward left `w` (a copy:
+ * the caller's walk is unchanged), counted as walk_forward counts them. */
+static size_t walk_backward(Walk w, Root root)
 {
-    const ChainStage *s = w->stage;
+    const ChainStage *s = w.stage;
     const int n = s->n_ops;
     const bool ready = root == ROOT_HELD;
-    if (root != ROOT_LOSS) walk_unref(w, n);
-    if (root != ROOT_HELD) w->live += s->ops[n - 1].out;
-    memset(w->has_grad, 0, sizeof w->has_grad);
-    w->has_grad[n] = true;
-    w->has_grad[0] = ready || !s->input_grad;
-    if (ready && s->input_grad) w->live += s->in_bytes;
-    w->peak = w->live;
+    if (root != ROOT_LOSS) walk_unref(&w, n);
+    if (root != ROOT_HELD) w.live += s->ops[n - 1].out;
+    memset(w.has_grad, 0, sizeof w.has_grad);
+    w.has_grad[n] = true;
+    w.has_grad[0] = ready || !s->input_grad;
+    if (ready && s->input_grad) w.live += s->in_bytes;
+    w.peak = w.live;
     for (int i = n - 1; i >= 0; i--) {
         const ChainOp *op = &s->ops[i];
         for (int k = 0; k < CHAIN_OP_INPUTS; k++)
-            if (op->in[k] >= 0 && !w->has_grad[op->in[k]]) {
-                w->has_grad[op->in[k]] = true;
-                walk_alloc(w, op->in[k] ? s->ops[op->in[k] - 1].out : s->in_bytes);
+            if (op->in[k] >= 0 && !w.has_grad[op->in[k]]) {
+                w.has_grad[op->in[k]] = true;
+                walk_alloc(&w, op->in[k] ? s->ops[op->in[k] - 1].out : s->in_bytes);
             }
-        if (root == ROOT_ENGINE || i < n - 1) w->live -= op->out; /* its output's gradient */
-        w->live -= op->extra;
+        if (root == ROOT_ENGINE || i < n - 1) w.live -= op->out; /* its output's gradient */
+        w.live -= op->extra;
         for (int k = 0; k < CHAIN_OP_INPUTS; k++)
-            if (op->saves & 1u << k) walk_unref(w, op->in[k]);
-        if (op->saves & CHAIN_SAVES_OUT) walk_unref(w, i + 1);
+            if (op->saves & 1u << k) walk_unref(&w, op->in[k]);
+        if (op->saves & CHAIN_SAVES_OUT) walk_unref(&w, i + 1);
     }
-    return w->peak;
-}
-
-/* The bytes most alive during a backward begun from `w` as `root` says, above
- * `base`; w is left as it was. */
-static size_t back_above(const Walk *w, Root root, size_t base)
-{
-    Walk back = *w;
-    return walk_backward(&back, root) - base;
-}
-
-/* The stage's forward FLOPs into *flops, its backward kernels' RECOMPUTE into the cost's. */
-static void add_flops(ChainCost *c, const ChainStage *s, uint64_t *flops)
-{
-    for (int i = 0; i < s->n_ops; i++) {
-        *flops += s->ops[i].flops;
-        c->kernel_recompute += s->ops[i].recompute;
-    }
+    return w.peak;
 }
 
 /* Layer k's figures (cost.h): a forward with grad off, one with grad on, and its backward
@@ -125,11 +113,11 @@ static void model_layer(ChainCost *c, ChainLayer *l, const ChainStage *s)
     const size_t nograd_peak = w.peak, out = s->ops[s->n_ops - 1].out;
     walk_forward(&w, s, true);
     *l = (ChainLayer){.in_bytes = s->in_bytes, .out_bytes = out, .grad_bytes = s->input_grad ? s->in_bytes : 0,
-                      .kept = w.live, .fwd_peak = w.peak, .nograd_peak = nograd_peak};
-    l->back_plain = back_above(&w, ROOT_ENGINE, l->kept); /* kept − out + the gradient in */
-    l->back_held = back_above(&w, ROOT_HELD, l->kept - out);
-    add_flops(c, s, &l->flops);
-    c->forward_flops += l->flops;
+                      .kept = w.live, .fwd_peak = w.peak, .nograd_peak = nograd_peak, .flops = w.flops};
+    l->back_plain = walk_backward(w, ROOT_ENGINE) - l->kept; /* kept − out + the gradient in */
+    l->back_held = walk_backward(w, ROOT_HELD) - (l->kept - out);
+    c->forward_flops += w.flops;
+    c->kernel_recompute += w.recompute;
 }
 
 static bool stage_ok(const ChainStage *s, int least)
@@ -156,19 +144,18 @@ ChainCost *chain_model(const ChainShape *shape)
         model_layer(c, &layers[k], &layer);
     }
     /* The stages around the chain: the embed stage (none: x_0 is the batch) and the head. */
-    const ChainStage *embed = &shape->embed, *head = &shape->head;
+    const ChainStage *head = &shape->head;
     Walk w;
     c->resid = 2 * head->ops[head->n_ops - 1].out; /* the loss and its seed */
-    c->tail_peak = shape->base + c->resid;
-    if (embed->n_ops > 0) {
-        walk_forward(&w, embed, true);
-        c->embed = w.live;
-        c->embed_peak = w.peak;
-        c->tail_peak += back_above(&w, ROOT_ENGINE, 0);
-        add_flops(c, embed, &c->forward_flops);
-    }
+    walk_forward(&w, &shape->embed, true);
+    c->embed = w.live;
+    c->embed_peak = w.peak;
+    c->tail_peak = shape->base + c->resid + (shape->embed.n_ops > 0 ? walk_backward(w, ROOT_ENGINE) : 0);
+    c->forward_flops += w.flops;
+    c->kernel_recompute += w.recompute;
     walk_forward(&w, head, true);
-    c->head_peak = max_size(w.peak, back_above(&w, ROOT_LOSS, 0));
-    add_flops(c, head, &c->forward_flops);
+    c->head_peak = max_size(w.peak, walk_backward(w, ROOT_LOSS));
+    c->forward_flops += w.flops;
+    c->kernel_recompute += w.recompute;
     return c;
 }

@@ -351,9 +351,8 @@ static int add_unary(Ops *o, int x, unsigned saves, uint64_t cols, uint64_t flop
 /* op_layernorm keeps x, mean and rstd (a float a row each); op_linear its input. */
 static int add_layernorm(Ops *o, int x, uint64_t C)
 {
-    const int y = add_unary(o, x, 1, C, o->rows * (7 * C + 5));
-    o->op[y - 1].extra = 2 * o->rows * sizeof(float);
-    return y;
+    return add_op(o, (ChainOp){.in = {x, -1, -1}, .saves = 1, .out = o->rows * C * sizeof(float),
+                               .extra = 2 * o->rows * sizeof(float), .flops = o->rows * (7 * C + 5)});
 }
 
 static int add_linear(Ops *o, int x, uint64_t C, uint64_t OUT)
