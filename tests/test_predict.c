@@ -322,12 +322,20 @@ static void test_predict_only_refuses_what_it_cannot_predict(void **state)
         {"--predict-only --attention fused --dropout 0", "fused"},
         {"--model mlp --predict-only --strategy dtr --memory-budget 64MiB", "dtr"},
         {"--model mlp --predict-only --strategy budget --memory-budget 64MiB", "budget"},
+        {"--model mlp --predict-only --strategy budget --planner ops --memory-budget 64MiB", "ops"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         assert_int_equal(train_line(refused[i][0], out), REMAT_EINVAL);
         assert_non_null(strstr(remat_last_error(), "does not predict"));
         assert_non_null(strstr(remat_last_error(), refused[i][1]));
     }
+    /* Started by a launcher (its environment says so; no MPI is started by train_run), it
+     * would be one rank of several: data parallelism, ZeRO or a pipeline. */
+    assert_int_equal(setenv("PMI_SIZE", "2", 1), 0);
+    const RematStatus ranks = train_line("--model mlp --predict-only", out);
+    unsetenv("PMI_SIZE");
+    assert_int_equal(ranks, REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "more than one rank"));
     assert_int_equal(train_line("--model mlp --layers 2 --d-model 8 --predict-only --results /nonexistent-dir/x.json",
                                 out), REMAT_EIO);
     fclose(out);
