@@ -30,23 +30,23 @@ static const char *unsupported(const TrainOptions *o)
     return NULL;
 }
 
-/* The chain model of the run's model and batch, with the optimizer's state in its fixed
- * memory; kinds (by MemKind) gets what does not depend on the schedule: every parameter,
- * its gradient, the optimizer's state and the MLP's teacher (workspace). NULL on error. */
+/* The chain model of the run's model and batch, with the optimizer's state added to its
+ * fixed memory (every parameter, its gradient and the MLP's teacher); kinds (by MemKind)
+ * gets those, which do not depend on the schedule. NULL on error. */
 static ChainCost *run_cost(const TrainOptions *o, size_t kinds[MEM_KIND_COUNT])
 {
     const TrainCtx ctx = {.training = true, .dropout_rng = o->dropout_rng};
     const GptConfig gpt = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads, .seq_len = o->seq,
                            .vocab = TEXT_VOCAB_SIZE, .dropout = o->dropout, .attention = o->attention};
-    const MlpConfig mlp = {.n_layers = o->layers, .width = o->d_model};
     const bool is_gpt = o->model == MODEL_GPT;
-    const double params = is_gpt ? gpt_param_count(&gpt) : mlp_param_count(&mlp); /* each with a gradient */
-    const int states = o->optimizer == OPTIM_SGD ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
-    kinds[MEM_PARAM] = kinds[MEM_GRAD] = (size_t)(params * sizeof(float));
-    kinds[MEM_OPTIM] = (size_t)(states * params * sizeof(float));
+    ChainCost *cost = is_gpt ? gpt_chain_model(&gpt, o->batch, &ctx)
+                             : mlp_chain_model(&(MlpConfig){.n_layers = o->layers, .width = o->d_model}, o->batch);
+    if (!cost) return NULL;
     kinds[MEM_WORK] = is_gpt ? 0 : (size_t)mlp_task_bytes(o->d_model);
-    ChainCost *cost = is_gpt ? gpt_chain_model(&gpt, o->batch, &ctx) : mlp_chain_model(&mlp, o->batch);
-    if (cost) cost->fixed += kinds[MEM_OPTIM];
+    kinds[MEM_PARAM] = kinds[MEM_GRAD] = (cost->fixed - kinds[MEM_WORK]) / 2;
+    const int states = o->optimizer == OPTIM_SGD ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
+    kinds[MEM_OPTIM] = (size_t)states * kinds[MEM_PARAM];
+    cost->fixed += kinds[MEM_OPTIM];
     return cost;
 }
 

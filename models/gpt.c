@@ -345,7 +345,8 @@ static int add_op(Ops *o, ChainOp op)
 /* An op of one input x, `cols` floats a row out. */
 static int add_unary(Ops *o, int x, unsigned saves, uint64_t cols, uint64_t flops)
 {
-    return add_op(o, (ChainOp){.in = {x, -1, -1}, .saves = saves, .out = o->rows * cols * sizeof(float), .flops = flops});
+    return add_op(o, (ChainOp){.in = {x, -1, -1}, .saves = saves, .out = o->rows * cols * sizeof(float),
+                               .flops = flops});
 }
 
 /* op_layernorm keeps x, mean and rstd (a float a row each); op_linear its input. */
