@@ -102,12 +102,13 @@ static void scatter_params(Run *run)
  * an output over a file the run reads: only --save may replace the file it resumed). */
 static RematStatus check_files(const TrainOptions *o)
 {
-    const char *flags[] = {"--save", "--dump-step", "--dump-graph", "--resume", "--data"};
-    const char *paths[] = {o->save, o->dump_step, o->dump_graph, o->resume, o->model == MODEL_GPT ? o->data : NULL};
-    enum { OUTPUTS = 3, ALL = 5 };
+    const char *flags[] = {"--save", "--dump-step", "--dump-graph", "--results", "--resume", "--data"};
+    const char *paths[] = {o->save, o->dump_step, o->dump_graph, o->results, o->resume,
+                           o->model == MODEL_GPT ? o->data : NULL};
+    enum { OUTPUTS = 4, RESUME = 4, ALL = 6 };
     for (int i = 0; i < OUTPUTS; i++) {
         for (int j = i + 1; j < ALL; j++)
-            if (paths[i] && file_same_path(paths[i], paths[j]) && !(i == 0 && j == 3))
+            if (paths[i] && file_same_path(paths[i], paths[j]) && !(i == 0 && j == RESUME))
                 return remat_fail(REMAT_EINVAL, "%s and %s name the same file, %s: one would replace the other",
                                   flags[i], flags[j], paths[i]);
         if (!paths[i] || file_check_writable(paths[i]) == REMAT_OK) continue;
@@ -652,6 +653,8 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
         report->slowest_step_seconds = times[report->steps_run - 1];
     }
     report_ledgers(out, opt, report);
+    if (status == REMAT_OK && opt->results && run->world.rank == 0)
+        status = train_write_measured(opt->results, report->steps_run);
     if (status == REMAT_OK && run->zero) status = report_ranks(out, &run->world, run->zero, report->steps_run);
     if (status == REMAT_OK && run->pipe) status = report_pipeline(out, opt, &run->world, run->pipe, report->steps_run);
     if (status == REMAT_OK && (status = gather_params(run)) == REMAT_OK) report_sample(out, opt, run->model);
@@ -672,11 +675,12 @@ static size_t rank_ceiling(size_t caller, int ranks)
 
 RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
 {
+    memset(report, 0, sizeof *report);
+    report->first_val_loss = report->last_val_loss = NAN;
+    if (opt->predict_only) return train_predict(opt, out);
     Run run = {.opt = opt, .world = dist_under_launcher() ? dist_world() : (DistGroup){.rank = 0, .size = 1}};
     const size_t caller_ceiling = mem_ceiling();
     mem_set_ceiling(rank_ceiling(caller_ceiling, run.world.size));
-    memset(report, 0, sizeof *report);
-    report->first_val_loss = report->last_val_loss = NAN;
     report->resident = mem_resident_watch_start(); /* before the model is built */
     RematStatus status = run_start(&run, out);
     const int first = run.state.step;

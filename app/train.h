@@ -53,6 +53,8 @@ typedef struct TrainOptions {
     bool print_tape;        /* print step 1's tape, one line per node */
     bool explain_memory;    /* print what step 1 kept for backward, tensor by tensor */
     bool quiet;             /* no per-step output */
+    bool predict_only;      /* build nothing: print the step's predicted memory (train_predict) */
+    const char *results;    /* write the ledger's peaks (or --predict-only's prediction) here as JSON */
     unsigned given;         /* train_parse_args: a bit per flag of train's own given (train_cli.c) */
 } TrainOptions;
 
@@ -87,5 +89,14 @@ typedef struct TrainReport {
 RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out);
 
 void train_report_free(TrainReport *report);
+
+/* train --predict-only (predict.c): one step's peak by kind and recompute FLOPs predicted
+ * from shapes, nothing built; printed, and written to opt->results as JSON if given.
+ * REMAT_EINVAL naming what it does not predict exactly; REMAT_EIO for the file. */
+RematStatus train_predict(const TrainOptions *opt, FILE *out);
+
+/* train --results after a run: the ledger's peaks since their reset, in the same JSON
+ * under "measured", with the RECOMPUTE FLOPs per step of `steps`; REMAT_EIO on error. */
+RematStatus train_write_measured(const char *path, int steps);
 
 #endif /* REMAT_TRAIN_H */

@@ -124,6 +124,12 @@ static const Flag TRAIN_FLAGS[] = {
              "recomputation or cached, when it came and went, and the totals"},
     {.name = "--quiet", .type = FLAG_SWITCH, .offset = AT(quiet), .heading = "output",
      .help = "no per-step lines or progress bar"},
+    {.name = "--predict-only", .type = FLAG_SWITCH, .offset = AT(predict_only),
+     .help = "build nothing: print one step's predicted peak memory by kind\n"
+             "and its recompute FLOPs (none, full, sqrt)"},
+    {.name = "--results", .type = FLAG_TEXT, .offset = AT(results), .value = "FILE",
+     .help = "the ledger's peaks by kind in bytes as JSON (measured.*), or\n"
+             "with --predict-only the prediction's (predicted.*)"},
 };
 #undef AT
 enum { N_TRAIN_FLAGS = sizeof TRAIN_FLAGS / sizeof TRAIN_FLAGS[0] };

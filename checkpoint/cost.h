@@ -183,6 +183,43 @@ size_t chain_grad_bytes(const ChainCost *cost, int k);
  * what. */
 RematStatus chain_check_uniform(const ChainCost *cost);
 
+/* ---- the chain model from shapes (chain_model.c) ---------------------------------------- */
+
+/* One op of a stage as chain_model walks it. Its values are the stage's input (0) and the
+ * outputs of the ops before it (op i's is i + 1); parameters are fixed memory, not values. */
+enum { CHAIN_OP_INPUTS = 3, CHAIN_MAX_OPS = 24 };
+#define CHAIN_SAVES_OUT (1u << CHAIN_OP_INPUTS) /* in ChainOp.saves: the op saves its output */
+
+typedef struct ChainOp {
+    int in[CHAIN_OP_INPUTS]; /* the values it reads; −1 for none */
+    unsigned saves;          /* bit k: it saves input k for backward; CHAIN_SAVES_OUT: its output */
+    size_t out;              /* bytes of its output */
+    size_t extra;            /* bytes it makes beside and saves (a dropout mask, mean and rstd) */
+    uint64_t flops;          /* its forward's FLOPs */
+    uint64_t recompute;      /* RECOMPUTE FLOPs its backward kernel does under any schedule */
+} ChainOp;
+
+typedef struct ChainStage {
+    const ChainOp *ops;
+    int n_ops;
+    size_t in_bytes;
+    bool input_grad; /* its input needs a gradient (not the batch) */
+} ChainStage;
+
+/* A step as shapes: the embed stage (no ops when x_0 is the batch), n_layers alike layers
+ * (later ones' inputs always need a gradient), the head (its last op's output the loss). */
+typedef struct ChainShape {
+    size_t base, fixed;   /* ACT before the step (the batch); ChainCost.fixed */
+    ChainStage embed, layer, head;
+    int n_layers;
+} ChainShape;
+
+/* The ChainCost chain_profile_policy measures for this step without a policy, byte and
+ * FLOP, computed without running anything (tests/test_predict.c checks that they are
+ * equal). The caller owns it (chain_cost_free). NULL on
+ * error: REMAT_EINVAL for no layers or head, or a stage of more than CHAIN_MAX_OPS ops. */
+ChainCost *chain_model(const ChainShape *shape);
+
 /* ---- predictions ----------------------------------------------------------------------- */
 
 /* Into *f, plain or region segment g's figures by the formula above; a region with a

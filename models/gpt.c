@@ -304,6 +304,91 @@ RematStatus gpt_set_attention(Model *model, AttentionKind attention)
 static const char *const ATTENTION_KINDS[] = {"naive", "fused"};
 const NameTable ATTENTION_KIND_NAMES = {ATTENTION_KINDS, 2};
 
+/* ---- the chain model: the step's ops as shapes ---------------------------------------- */
+
+/* A stage's ops as chain_model walks them (checkpoint/cost.h), appended in the order the
+ * forward above runs them; each append returns the value of the op's output. */
+typedef struct Ops {
+    ChainOp op[CHAIN_MAX_OPS];
+    int n;
+    uint64_t rows;          /* B·T */
+    bool dropping, counter; /* dropout runs (training, p > 0); its masks from the counter (none saved) */
+} Ops;
+
+static int add_op(Ops *o, ChainOp op)
+{
+    o->op[o->n++] = op;
+    return o->n;
+}
+
+/* An op of one input x, `cols` floats a row out. */
+static int add_unary(Ops *o, int x, unsigned saves, uint64_t cols, uint64_t flops)
+{
+    return add_op(o, (ChainOp){.in = {x, -1, -1}, .saves = saves, .out = o->rows * cols * sizeof(float),
+                               .flops = flops});
+}
+
+/* op_layernorm keeps x, mean and rstd (a float a row each); op_linear its input. */
+static int add_layernorm(Ops *o, int x, uint64_t C)
+{
+    return add_op(o, (ChainOp){.in = {x, -1, -1}, .saves = 1, .out = o->rows * C * sizeof(float),
+                               .extra = 2 * o->rows * sizeof(float), .flops = o->rows * (7 * C + 5)});
+}
+
+static int add_linear(Ops *o, int x, uint64_t C, uint64_t OUT)
+{
+    return add_unary(o, x, 1, OUT, 2 * o->rows * C * OUT + o->rows * OUT);
+}
+
+/* op_dropout on `numel` floats: the identity when not dropping; the stream's saves its byte
+ * mask, the counter's nothing (its backward makes the mask again). */
+static int add_dropout(Ops *o, int x, uint64_t numel)
+{
+    if (!o->dropping) return x;
+    return add_op(o, (ChainOp){.in = {x, -1, -1}, .out = numel * sizeof(float), .extra = o->counter ? 0 : numel,
+                               .flops = 2 * numel, .recompute = o->counter ? numel : 0});
+}
+
+/* attention_branch and gpt_block_forward, op for op (the letters of the top of the file). */
+static void block_ops(Ops *o, const GptConfig *c)
+{
+    const uint64_t T = (uint64_t)c->seq_len, C = (uint64_t)c->d_model, BH = o->rows / T * (uint64_t)c->n_heads;
+    const uint64_t D = C / (uint64_t)c->n_heads, S = BH * T * T, n = o->rows * C;
+    const int qkv = add_linear(o, add_layernorm(o, 0, C), C, 3 * C);
+    const int q = add_unary(o, qkv, 0, C, 0), k = add_unary(o, qkv, 0, C, 0), v = add_unary(o, qkv, 0, C, 0);
+    const int scores = add_op(o, (ChainOp){.in = {q, k, -1}, .saves = 3, .out = S * sizeof(float), .flops = 2 * S * D});
+    const int att = add_op(o, (ChainOp){.in = {scores, -1, -1}, .saves = CHAIN_SAVES_OUT, .out = S * sizeof(float),
+                                        .flops = 5 * (BH * T * (T + 1) / 2) + BH * T});
+    const int y = add_op(o, (ChainOp){.in = {add_dropout(o, att, S), v, -1}, .saves = 3, .out = n * sizeof(float),
+                                      .flops = 2 * S * D});
+    const int attn = add_dropout(o, add_linear(o, add_unary(o, y, 0, C, 0), C, C), n); /* merge, proj */
+    const int x1 = add_op(o, (ChainOp){.in = {0, attn, -1}, .out = n * sizeof(float), .flops = n});
+    const int fc = add_linear(o, add_layernorm(o, x1, C), C, 4 * C);
+    const int mlp = add_dropout(o, add_linear(o, add_unary(o, fc, 1, 4 * C, 9 * 4 * n), 4 * C, C), n); /* gelu */
+    add_op(o, (ChainOp){.in = {x1, mlp, -1}, .out = n * sizeof(float), .flops = n});
+}
+
+ChainCost *gpt_chain_model(const GptConfig *config, int batch, const TrainCtx *ctx)
+{
+    if (check_config(config) != REMAT_OK) return NULL;
+    if (batch < 1) return remat_fail_null(REMAT_EINVAL, "gpt: the batch must be >= 1, got %d", batch);
+    const uint64_t rows = (uint64_t)batch * (uint64_t)config->seq_len, C = (uint64_t)config->d_model, V = config->vocab;
+    const bool dropping = ctx && ctx->training && config->dropout > 0.0f;
+    const bool counter = dropping && ctx->dropout_rng == DROPOUT_RNG_COUNTER;
+    if (config->attention == ATTENTION_FUSED) /* its kernel's tiles and scratch: not written as shapes yet */
+        return remat_fail_null(REMAT_EINVAL, "gpt: the chain model does not model fused attention yet");
+    Ops block = {.rows = rows, .dropping = dropping, .counter = counter}, embed = block, head = block;
+    block_ops(&block, config);
+    add_dropout(&embed, add_unary(&embed, 0, 1, C, rows * C), rows * C); /* embd, embd.dropout */
+    const int logits = add_unary(&head, add_layernorm(&head, 0, C), 1, V, 2 * rows * V * C); /* ln_f, lm_head */
+    add_op(&head, (ChainOp){.in = {logits, -1, -1}, .saves = 1, .out = sizeof(float), .flops = rows * (4 * V + 4) + 1});
+    const size_t a = rows * C * sizeof(float), ids = rows * sizeof(int32_t);
+    return chain_model(&(ChainShape){.base = 2 * ids, .embed = {embed.op, embed.n, ids, false},
+                                     .layer = {block.op, block.n, a, true}, .n_layers = config->n_layers,
+                                     .head = {head.op, head.n, a, true},
+                                     .fixed = (size_t)(2 * gpt_param_count(config) * sizeof(float))});
+}
+
 /* ---- generation ----------------------------------------------------------------------- */
 
 /* The logits (1,T,V) of the last T tokens of `window`, with grad mode already off and

@@ -69,6 +69,12 @@ Model *gpt_create(const GptConfig *config);
  * that no size overflows. */
 double gpt_param_count(const GptConfig *config);
 
+/* What model_profile measures on a step of `batch` sequences of seq_len tokens, dropout
+ * as `ctx` says (NULL: none), from the shapes alone (checkpoint/cost.h: chain_model); its
+ * fixed memory has every gradient and no optimizer state. The caller owns it
+ * (chain_cost_free). NULL on error: a bad config or batch, fused attention (not modelled yet). */
+ChainCost *gpt_chain_model(const GptConfig *config, int batch, const TrainCtx *ctx);
+
 /* The config `model` was created with; NULL if it is not a GPT. */
 const GptConfig *gpt_config(const Model *model);
 

@@ -40,6 +40,10 @@ Model *mlp_create(const MlpConfig *config);
  * In double, so that no size overflows. */
 double mlp_param_count(const MlpConfig *config);
 
+/* As gpt_chain_model (gpt.h), for the chain on its task's batches of `batch` examples;
+ * its fixed memory has the teacher too. NULL on error: a bad config or batch. */
+ChainCost *mlp_chain_model(const MlpConfig *config, int batch);
+
 /* The synthetic regression task: inputs x ~ N(0, 1) of shape (B, W), drawn from a
  * generator the caller passes (so a training run can save and restore it), targets
  * y = relu(relu(x·T1)·T2) for a fixed random teacher (T1, T2 ~ N(0, 2/W)). The teacher's

@@ -1,0 +1,101 @@
+/*
+ * predict.c — train --predict-only: one training step's memory predicted from the flags
+ * alone, nothing built: the chain model from the model's shapes (checkpoint/cost.h:
+ * chain_model) and the one prediction the planners use (schedule_predict). And --results:
+ * the same figures as JSON, predicted or, after a run, measured by the ledger.
+ *
+ * What it is not: an estimate. A run it cannot predict exactly is refused, naming what
+ * is not supported, rather than given a wrong figure.
+ */
+#include "app/train.h"
+
+#include <inttypes.h>
+
+#include "models/data.h"
+#include "models/mlp.h"
+#include "parallel/group.h"
+#include "tensor/flops.h"
+
+/* The first part of the run the prediction does not cover, or NULL. */
+static const char *unsupported(const TrainOptions *o)
+{
+    const StepOptions *s = &o->step;
+    if (s->offload) return "--offload (the spill file's timing is the run's)";
+    if (dist_under_launcher()) return "more than one rank (data parallelism, ZeRO, pipelines)";
+    if (s->accumulate > 1) return "--accumulate";
+    if (o->model == MODEL_GPT && o->attention == ATTENTION_FUSED) return "--attention fused";
+    if (s->strategy.kind == STRATEGY_SELECTIVE) return "--strategy selective (its caches are measured, not modelled)";
+    if (s->strategy.kind == STRATEGY_DTR) return "--strategy dtr (its evictions depend on the run)";
+    if (s->strategy.kind == STRATEGY_BUDGET) return "--strategy budget (its planners, ops among them, profile a step)";
+    return NULL;
+}
+
+/* The chain model of the run's model and batch, with the optimizer's state added to its
+ * fixed memory (every parameter, its gradient and the MLP's teacher); kinds (by MemKind)
+ * gets those, which do not depend on the schedule. NULL on error. */
+static ChainCost *run_cost(const TrainOptions *o, size_t kinds[MEM_KIND_COUNT])
+{
+    const TrainCtx ctx = {.training = true, .dropout_rng = o->dropout_rng};
+    const GptConfig gpt = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads, .seq_len = o->seq,
+                           .vocab = TEXT_VOCAB_SIZE, .dropout = o->dropout, .attention = o->attention};
+    const bool is_gpt = o->model == MODEL_GPT;
+    ChainCost *cost = is_gpt ? gpt_chain_model(&gpt, o->batch, &ctx)
+                             : mlp_chain_model(&(MlpConfig){.n_layers = o->layers, .width = o->d_model}, o->batch);
+    if (!cost) return NULL;
+    kinds[MEM_WORK] = is_gpt ? 0 : (size_t)mlp_task_bytes(o->d_model);
+    kinds[MEM_PARAM] = kinds[MEM_GRAD] = (cost->fixed - kinds[MEM_WORK]) / 2;
+    const int states = o->optimizer == OPTIM_SGD ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
+    kinds[MEM_OPTIM] = (size_t)states * kinds[MEM_PARAM];
+    cost->fixed += kinds[MEM_OPTIM];
+    return cost;
+}
+
+/* Peaks by kind as JSON under `label` ("predicted", "measured"): params, grads, optimizer,
+ * activations, workspace and the peak of them all at once, in bytes, with the RECOMPUTE
+ * FLOPs of a step. */
+static RematStatus write_results(const char *path, const char *label, const size_t kinds[MEM_KIND_COUNT],
+                                 size_t peak, uint64_t recompute)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return remat_fail(REMAT_EIO, "--results %s: cannot open it for writing", path);
+    fprintf(f, "{\"%s\": {", label);
+    for (int k = 0; k < MEM_DISK; k++) fprintf(f, "\"%s\": %zu, ", mem_kind_name((MemKind)k), kinds[k]);
+    fprintf(f, "\"peak\": %zu, \"recompute_flops\": %" PRIu64 "}}\n", peak, recompute);
+    const bool written = !ferror(f);
+    if (fclose(f) != 0 || !written) return remat_fail(REMAT_EIO, "--results %s: the write failed", path);
+    return REMAT_OK;
+}
+
+RematStatus train_write_measured(const char *path, int steps)
+{
+    size_t kinds[MEM_KIND_COUNT];
+    for (int k = 0; k < MEM_KIND_COUNT; k++) kinds[k] = mem_peak((MemKind)k);
+    return write_results(path, "measured", kinds, mem_peak_resident(),
+                         steps ? flops_get(PHASE_RECOMPUTE) / (uint64_t)steps : 0);
+}
+
+RematStatus train_predict(const TrainOptions *o, FILE *out)
+{
+    const char *missing = unsupported(o);
+    if (missing)
+        return remat_fail(REMAT_EINVAL, "--predict-only does not predict %s yet: it predicts one process's step "
+                          "under none, full or sqrt", missing);
+    size_t kinds[MEM_KIND_COUNT];
+    ChainCost *cost = run_cost(o, kinds);
+    Schedule *s = cost ? chain_schedule_for_strategy(cost, o->step.strategy.kind) : NULL;
+    RematStatus status = s ? REMAT_OK : remat_last_status();
+    if (s) {
+        const Prediction *p = &s->predicted;
+        kinds[MEM_ACT] = p->peak_act;
+        fprintf(out, "predicted for one training step (--predict-only: nothing built), strategy %s:\n",
+                strategy_name(o->step.strategy.kind));
+        for (int k = 0; k < MEM_DISK; k++) fprintf(out, "  %-12s %14zu bytes\n", mem_kind_name((MemKind)k), kinds[k]);
+        fprintf(out, "  %-12s %14zu bytes (all kinds at the same moment)\n", "peak", p->peak_total);
+        fprintf(out, "  recompute    %" PRIu64 " FLOPs (the forward: %" PRIu64 ")\n", p->recompute_flops,
+                p->forward_flops);
+        if (o->results) status = write_results(o->results, "predicted", kinds, p->peak_total, p->recompute_flops);
+    }
+    schedule_free(s);
+    chain_cost_free(cost);
+    return status;
+}

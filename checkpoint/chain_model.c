@@ -1,0 +1,161 @@
+/*
+ * chain_model.c — the chain cost model (cost.h) from shapes alone: the figures
+ * chain_profile.c measures by running each layer, found by walking its ops (ChainOp) as
+ * the engine runs them, with sizes and no data. What it is not: a second prediction; its
+ * ChainCost goes to cost.c's, as a measured one does. The rules the walk follows:
+ *
+ *   forward   an op allocates its output and its extras (a mask, mean and rstd) at once;
+ *             a value's Var is freed after its last reader; what an op saves stays
+ *             until that op's backward (with grad off nothing is saved, extras go at once)
+ *   backward  in reverse: before an op runs, the engine makes a zeroed buffer for each
+ *             input's gradient that has none yet; after it, the op's output gradient is
+ *             freed and what it saved is released
+ *
+ * Owns: nothing beyond the cost it returns. Touches: nothing but its arguments.
+ */
+#include "checkpoint/cost.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
+/* A walk through one stage: references to each value (0 the stage's input, i + 1 op i's
+ * output), the bytes alive, counted from the stage's start without its input, and the
+ * FLOPs of its forward (and of its backward kernels' RECOMPUTE). */
+typedef struct Walk {
+    const ChainStage *stage;
+    int refs[CHAIN_MAX_OPS + 1];
+    bool has_grad[CHAIN_MAX_OPS + 1];
+    size_t live, peak;
+    uint64_t flops, recompute;
+} Walk;
+
+static void walk_alloc(Walk *w, size_t bytes)
+{
+    w->live += bytes;
+    w->peak = max_size(w->peak, w->live);
+}
+
+/* Drops a reference to value v, freeing it at the last (the input is the caller's). */
+static void walk_unref(Walk *w, int v)
+{
+    if (v > 0 && --w->refs[v] == 0) w->live -= w->stage->ops[v - 1].out;
+}
+
+/* The stage's forward, grad on or off: w->peak its most, w->live what it leaves. A
+ * value's Var holds a reference for each op that reads it, dropped as each has read it;
+ * the stage's output keeps one for the caller. */
+static void walk_forward(Walk *w, const ChainStage *s, bool grad)
+{
+    *w = (Walk){.stage = s};
+    w->refs[s->n_ops] = 1;
+    for (int i = 0; i < s->n_ops; i++)
+        for (int k = 0; k < CHAIN_OP_INPUTS; k++)
+            if (s->ops[i].in[k] > 0) w->refs[s->ops[i].in[k]]++;
+    for (int i = 0; i < s->n_ops; i++) {
+        const ChainOp *op = &s->ops[i];
+        walk_alloc(w, op->out + op->extra);
+        if (!grad) w->live -= op->extra;
+        if (grad && (op->saves & CHAIN_SAVES_OUT)) w->refs[i + 1]++;
+        for (int k = 0; k < CHAIN_OP_INPUTS; k++) { /* an input of −1 is never saved */
+            if (grad && (op->saves & 1u << k)) w->refs[op->in[k]]++;
+            walk_unref(w, op->in[k]);
+        }
+        w->flops += op->flops;
+        w->recompute += op->recompute;
+    }
+}
+
+/* How the stage's backward begins, after its forward with grad on: the gradient flowing
+ * in is the engine's buffer, freed after the last op (ROOT_ENGINE), or a region's, alive
+ * to the end and not counted, with the input's gradient there from the start (ROOT_HELD),
+ * both with the output's Var gone; or the head's loss stays and its seed is alive to the
+ * end (ROOT_LOSS). Otherwise the input's gradient is made when first needed. */
+typedef enum Root { ROOT_ENGINE, ROOT_HELD, ROOT_LOSS } Root;
+
+/* The most bytes alive during the backward of the stage whose forward left `w` (a copy:
+ * the caller's walk is unchanged), counted as walk_forward counts them. */
+static size_t walk_backward(Walk w, Root root)
+{
+    const ChainStage *s = w.stage;
+    const int n = s->n_ops;
+    const bool ready = root == ROOT_HELD;
+    if (root != ROOT_LOSS) walk_unref(&w, n);
+    if (root != ROOT_HELD) w.live += s->ops[n - 1].out;
+    memset(w.has_grad, 0, sizeof w.has_grad);
+    w.has_grad[n] = true;
+    w.has_grad[0] = ready || !s->input_grad;
+    if (ready && s->input_grad) w.live += s->in_bytes;
+    w.peak = w.live;
+    for (int i = n - 1; i >= 0; i--) {
+        const ChainOp *op = &s->ops[i];
+        for (int k = 0; k < CHAIN_OP_INPUTS; k++)
+            if (op->in[k] >= 0 && !w.has_grad[op->in[k]]) {
+                w.has_grad[op->in[k]] = true;
+                walk_alloc(&w, op->in[k] ? s->ops[op->in[k] - 1].out : s->in_bytes);
+            }
+        if (root == ROOT_ENGINE || i < n - 1) w.live -= op->out; /* its output's gradient */
+        w.live -= op->extra;
+        for (int k = 0; k < CHAIN_OP_INPUTS; k++)
+            if (op->saves & 1u << k) walk_unref(&w, op->in[k]);
+        if (op->saves & CHAIN_SAVES_OUT) walk_unref(&w, i + 1);
+    }
+    return w.peak;
+}
+
+/* Layer k's figures (cost.h): a forward with grad off, one with grad on, and its backward
+ * run plainly and as a region's last layer. */
+static void model_layer(ChainCost *c, ChainLayer *l, const ChainStage *s)
+{
+    Walk w;
+    walk_forward(&w, s, false);
+    const size_t nograd_peak = w.peak, out = s->ops[s->n_ops - 1].out;
+    walk_forward(&w, s, true);
+    *l = (ChainLayer){.in_bytes = s->in_bytes, .out_bytes = out, .grad_bytes = s->input_grad ? s->in_bytes : 0,
+                      .kept = w.live, .fwd_peak = w.peak, .nograd_peak = nograd_peak, .flops = w.flops};
+    l->back_plain = walk_backward(w, ROOT_ENGINE) - l->kept; /* kept − out + the gradient in */
+    l->back_held = walk_backward(w, ROOT_HELD) - (l->kept - out);
+    c->forward_flops += w.flops;
+    c->kernel_recompute += w.recompute;
+}
+
+static bool stage_ok(const ChainStage *s, int least)
+{
+    return s->n_ops >= least && s->n_ops <= CHAIN_MAX_OPS && (s->n_ops == 0 || s->ops);
+}
+
+ChainCost *chain_model(const ChainShape *shape)
+{
+    if (!shape || shape->n_layers < 1 || !stage_ok(&shape->embed, 0) || !stage_ok(&shape->layer, 1) ||
+        !stage_ok(&shape->head, 1))
+        return remat_fail_null(REMAT_EINVAL, "chain_model: need at least one layer and a head, each of 1 to %d ops",
+                               CHAIN_MAX_OPS);
+    ChainCost *c = calloc(1, sizeof *c);
+    ChainLayer *layers = calloc((size_t)shape->n_layers, sizeof *layers);
+    if (!c || !layers) {
+        free(c), free(layers);
+        return remat_fail_null(REMAT_ENOMEM, "chain_model: no memory for %d layers", shape->n_layers);
+    }
+    *c = (ChainCost){.n_layers = shape->n_layers, .layers = layers, .base = shape->base, .fixed = shape->fixed};
+    ChainStage layer = shape->layer;
+    for (int k = 0; k < shape->n_layers; k++) {
+        layer.input_grad = k > 0 || shape->layer.input_grad;
+        model_layer(c, &layers[k], &layer);
+    }
+    /* The stages around the chain: the embed stage (none: x_0 is the batch) and the head. */
+    const ChainStage *head = &shape->head;
+    Walk w;
+    c->resid = 2 * head->ops[head->n_ops - 1].out; /* the loss and its seed */
+    walk_forward(&w, &shape->embed, true);
+    c->embed = w.live;
+    c->embed_peak = w.peak;
+    c->tail_peak = shape->base + c->resid + (shape->embed.n_ops > 0 ? walk_backward(w, ROOT_ENGINE) : 0);
+    c->forward_flops += w.flops;
+    c->kernel_recompute += w.recompute;
+    walk_forward(&w, head, true);
+    c->head_peak = max_size(w.peak, walk_backward(w, ROOT_LOSS));
+    c->forward_flops += w.flops;
+    c->kernel_recompute += w.recompute;
+    return c;
+}

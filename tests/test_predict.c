@@ -1,0 +1,355 @@
+/*
+ * test_predict.c — the chain model from shapes (checkpoint/chain_model.c): equal, field by
+ * field, byte and FLOP, to what chain_profile measures by running the step, over many small
+ * configurations of both models; its prediction against the ledger of a real step; and
+ * train --predict-only, which builds nothing, with the combinations it refuses.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "app/train.h"
+#include "models/gpt.h"
+#include "models/mlp.h"
+#include "models/step.h"
+#include "autograd/optim.h"
+#include "tensor/flops.h"
+
+static int clean_state(void **state)
+{
+    (void)state;
+    tape_reset(tape_current());
+    remat_clear_error();
+    flops_reset();
+    return mem_current(MEM_ACT) == 0 && mem_current(MEM_PARAM) == 0 ? 0 : -1;
+}
+
+/* Every figure of the two costs, named when one differs. */
+static void assert_costs_equal(const ChainCost *got, const ChainCost *want, const char *what)
+{
+    assert_int_equal(got->n_layers, want->n_layers);
+    const struct { const char *name; uint64_t got, want; } stage[] = {
+        {"base", got->base, want->base}, {"embed", got->embed, want->embed},
+        {"embed_peak", got->embed_peak, want->embed_peak}, {"head_peak", got->head_peak, want->head_peak},
+        {"resid", got->resid, want->resid}, {"tail_peak", got->tail_peak, want->tail_peak},
+        {"fixed", got->fixed, want->fixed}, {"work_peak", got->work_peak, want->work_peak},
+        {"forward_flops", got->forward_flops, want->forward_flops},
+        {"kernel_recompute", got->kernel_recompute, want->kernel_recompute},
+    };
+    bool same = true;
+    for (size_t i = 0; i < sizeof stage / sizeof stage[0]; i++)
+        if (stage[i].got != stage[i].want) {
+            printf("  %s: %s modelled %" PRIu64 ", measured %" PRIu64 "\n", what, stage[i].name, stage[i].got,
+                   stage[i].want);
+            same = false;
+        }
+    for (int k = 0; k < got->n_layers; k++) {
+        const ChainLayer *g = &got->layers[k], *w = &want->layers[k];
+        const struct { const char *name; uint64_t got, want; } layer[] = {
+            {"in", g->in_bytes, w->in_bytes}, {"out", g->out_bytes, w->out_bytes},
+            {"grad", g->grad_bytes, w->grad_bytes}, {"kept", g->kept, w->kept},
+            {"fwd_peak", g->fwd_peak, w->fwd_peak}, {"nograd_peak", g->nograd_peak, w->nograd_peak},
+            {"back_plain", g->back_plain, w->back_plain}, {"back_held", g->back_held, w->back_held},
+            {"flops", g->flops, w->flops},
+        };
+        for (size_t i = 0; i < sizeof layer / sizeof layer[0]; i++)
+            if (layer[i].got != layer[i].want) {
+                printf("  %s: layer %d %s modelled %" PRIu64 ", measured %" PRIu64 "\n", what, k, layer[i].name,
+                       layer[i].got, layer[i].want);
+                same = false;
+            }
+    }
+    assert_true(same);
+}
+
+/* ---- the MLP ----------------------------------------------------------------------------- */
+
+typedef struct Built {
+    Model *model;
+    MlpTask *task;
+    Var *x, *y;
+} Built;
+
+static void built_free(Built *b)
+{
+    var_free(b->x);
+    var_free(b->y);
+    mlp_task_free(b->task);
+    model_free(b->model);
+    tape_reset(tape_current());
+    *b = (Built){0};
+}
+
+static Built build_mlp(const MlpConfig *c, int batch)
+{
+    Built b = {.model = mlp_create(c), .task = mlp_task_create(c->width, 2)};
+    assert_non_null(b.model);
+    assert_non_null(b.task);
+    Pcg32 data;
+    pcg32_seed(&data, 3, 0);
+    assert_int_equal(mlp_task_batch(b.task, &data, batch, &b.x, &b.y), REMAT_OK);
+    return b;
+}
+
+static void test_mlp_model_equals_profile(void **state)
+{
+    (void)state;
+    for (int n = 1; n <= 3; n++)
+        for (int width = 4; width <= 20; width += 8)
+            for (int batch = 1; batch <= 3; batch += 2) {
+                const MlpConfig c = {.n_layers = n, .width = width, .seed = 1};
+                Built b = build_mlp(&c, batch);
+                TrainCtx ctx = {.training = true};
+                ChainCost *measured = model_profile(b.model, b.x, b.y, &ctx, NULL, PLANNER_DP);
+                ChainCost *modelled = mlp_chain_model(&c, batch);
+                assert_non_null(measured);
+                assert_non_null(modelled);
+                char what[64];
+                snprintf(what, sizeof what, "mlp N %d W %d B %d", n, width, batch);
+                assert_costs_equal(modelled, measured, what);
+                chain_cost_free(measured);
+                chain_cost_free(modelled);
+                built_free(&b);
+            }
+}
+
+/* ---- the GPT ----------------------------------------------------------------------------- */
+
+static Var *token_batch(int B, int T, Var **targets)
+{
+    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
+    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
+    for (size_t i = 0; i < x->numel; i++) x->i32[i] = (int32_t)(i * 7 % 256), t->i32[i] = (int32_t)(i * 11 % 256);
+    *targets = var_create(t, false, "targets");
+    return var_create(x, false, "tokens");
+}
+
+static TrainCtx gpt_ctx(DropoutRng rng)
+{
+    TrainCtx ctx = {.training = true, .dropout_rng = rng, .seed = 4};
+    pcg32_seed(&ctx.rng, 4, 4);
+    return ctx;
+}
+
+/* One GPT configuration: the profile of a built model against the model from shapes. */
+static void check_gpt(const GptConfig *c, int batch, DropoutRng rng)
+{
+    Built b = {.model = gpt_create(c)};
+    assert_non_null(b.model);
+    b.x = token_batch(batch, c->seq_len, &b.y);
+    TrainCtx ctx = gpt_ctx(rng);
+    ChainCost *measured = model_profile(b.model, b.x, b.y, &ctx, NULL, PLANNER_DP);
+    ChainCost *modelled = gpt_chain_model(c, batch, &ctx);
+    assert_non_null(measured);
+    assert_non_null(modelled);
+    char what[128];
+    snprintf(what, sizeof what, "gpt L %d C %d H %d T %d B %d dropout %g %s", c->n_layers, c->d_model, c->n_heads,
+             c->seq_len, batch, (double)c->dropout, dropout_rng_name(rng));
+    assert_costs_equal(modelled, measured, what);
+    chain_cost_free(measured);
+    chain_cost_free(modelled);
+    built_free(&b);
+}
+
+/* Naive attention (fused is not modelled yet), dropout off and on from both generators,
+ * shapes where the T² scores are smaller and larger than a block's tensors. */
+static void test_gpt_model_equals_profile(void **state)
+{
+    (void)state;
+    const int shapes[][5] = {{1, 8, 2, 4, 1}, {2, 16, 2, 8, 2}, {2, 8, 1, 16, 1}, {1, 12, 3, 5, 3}, {3, 4, 4, 32, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int d = 0; d < 3; d++) {
+            const GptConfig c = {.n_layers = shapes[s][0], .d_model = shapes[s][1], .n_heads = shapes[s][2],
+                                 .seq_len = shapes[s][3], .vocab = 256, .dropout = d ? 0.1f : 0.0f, .seed = 3};
+            check_gpt(&c, shapes[s][4], d == 2 ? DROPOUT_RNG_COUNTER : DROPOUT_RNG_STREAM);
+        }
+}
+
+/* ---- against a real training step ------------------------------------------------------ */
+
+/* Two training steps of the built model under `strategy` with AdamW; the second's ledgers
+ * (every buffer of the first still there, as in any later step) against the prediction
+ * from shapes: peak ACT, peak resident and RECOMPUTE FLOPs, to the byte and the FLOP, but
+ * for regions of several layers on the GPT, which the cost model bounds within one block
+ * input (`slack`: checkpoint/cost.h says why). */
+static void check_step(Built *b, ChainCost *cost, StrategyKind strategy, TrainCtx ctx, size_t slack, const char *what)
+{
+    const Strategy st = strategy_defaults(strategy);
+    Schedule *s = schedule_for_strategy(&st, b->model->n_layers);
+    assert_non_null(s);
+    const OptimConfig adamw = optim_adamw_defaults(1e-3f);
+    Optimizer *optim = optim_create(&adamw, b->model->params, b->model->n_params);
+    assert_non_null(optim);
+    cost->fixed += 2 * model_param_bytes(b->model); /* AdamW's m and v */
+    assert_int_equal(schedule_predict(s, cost), REMAT_OK);
+    const Step step = {.model = b->model, .schedule = s, .optim = optim};
+    StepResult r;
+    assert_int_equal(step_run(&step, &(MicroBatch){b->x, b->y}, 1, &ctx, NULL, &r), REMAT_OK);
+    flops_reset();
+    mem_reset_peaks();
+    assert_int_equal(step_run(&step, &(MicroBatch){b->x, b->y}, 1, &ctx, NULL, &r), REMAT_OK);
+    const Prediction *p = &s->predicted;
+    printf("  %-44s %-4s ACT predicted %8zu, ledger %8zu; resident %8zu, %8zu; recompute %" PRIu64 ", %" PRIu64 "\n",
+           what, strategy_name(strategy), p->peak_act, mem_peak(MEM_ACT), p->peak_total, mem_peak_resident(),
+           p->recompute_flops, flops_get(PHASE_RECOMPUTE));
+    if (strategy != STRATEGY_SQRT) slack = 0;
+    assert_true(p->peak_act >= mem_peak(MEM_ACT) && p->peak_act - mem_peak(MEM_ACT) <= slack);
+    assert_true(p->peak_total >= mem_peak_resident() && p->peak_total - mem_peak_resident() <= slack);
+    assert_int_equal(p->recompute_flops, flops_get(PHASE_RECOMPUTE));
+    optim_free(optim);
+    schedule_free(s);
+}
+
+static const StrategyKind STRATEGIES[] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT};
+
+static void test_prediction_equals_the_ledger_of_a_step(void **state)
+{
+    (void)state;
+    const MlpConfig mlp = {.n_layers = 5, .width = 16, .seed = 1};
+    for (int i = 0; i < 3; i++) {
+        Built b = build_mlp(&mlp, 4);
+        ChainCost *cost = mlp_chain_model(&mlp, 4);
+        check_step(&b, cost, STRATEGIES[i], (TrainCtx){.training = true}, 0, "mlp N 5 W 16 B 4");
+        chain_cost_free(cost);
+        built_free(&b);
+    }
+    for (int i = 0; i < 3; i++)
+        for (int rng = 0; rng < 2; rng++) {
+            const GptConfig c = {.n_layers = 4, .d_model = 16, .n_heads = 2, .seq_len = 8, .vocab = 256,
+                                 .dropout = 0.1f, .seed = 3};
+            Built b = {.model = gpt_create(&c)};
+            assert_non_null(b.model);
+            b.x = token_batch(2, c.seq_len, &b.y);
+            TrainCtx ctx = gpt_ctx((DropoutRng)rng);
+            ChainCost *cost = gpt_chain_model(&c, 2, &ctx);
+            char what[64];
+            snprintf(what, sizeof what, "gpt L 4 C 16 T 8 B 2 %s", dropout_rng_name((DropoutRng)rng));
+            check_step(&b, cost, STRATEGIES[i], ctx, 2 * 8 * 16 * sizeof(float), what); /* B·T·C floats */
+            chain_cost_free(cost);
+            built_free(&b);
+        }
+}
+
+/* Bad shapes are refused, saying why. */
+static void test_chain_model_refuses_bad_shapes(void **state)
+{
+    (void)state;
+    assert_null(mlp_chain_model(&(MlpConfig){.n_layers = 0, .width = 4}, 1));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
+    assert_null(gpt_chain_model(&(GptConfig){.n_layers = 1, .d_model = 10, .n_heads = 3, .seq_len = 4, .vocab = 8},
+                                1, NULL));
+    assert_non_null(strstr(remat_last_error(), "multiple of n_heads"));
+    assert_null(gpt_chain_model(&(GptConfig){.n_layers = 1, .d_model = 8, .n_heads = 2, .seq_len = 4, .vocab = 8,
+                                             .attention = ATTENTION_FUSED}, 1, NULL));
+    assert_non_null(strstr(remat_last_error(), "fused attention"));
+    const ChainOp op = {.in = {0, -1, -1}, .out = 4};
+    const ChainStage empty = {NULL, 0, 4, true}, one = {&op, 1, 4, true};
+    assert_null(chain_model(&(ChainShape){.layer = empty, .n_layers = 1, .head = one}));
+    assert_null(chain_model(&(ChainShape){.layer = one, .n_layers = 0, .head = one}));
+    assert_int_equal(remat_last_status(), REMAT_EINVAL);
+}
+
+/* ---- train --predict-only ---------------------------------------------------------------- */
+
+/* train_parse_args on the words of `line`, then train_run; its status, or 2 for a bad line. */
+static RematStatus train_line(const char *line, FILE *out)
+{
+    char copy[512], *argv[32] = {"train"};
+    int argc = 1;
+    snprintf(copy, sizeof copy, "%s", line);
+    for (char *w = strtok(copy, " "); w && argc < 32; w = strtok(NULL, " ")) argv[argc++] = w;
+    TrainOptions o;
+    if (train_parse_args(argc, argv, &o, out, out) != 0) return 2;
+    TrainReport r;
+    const RematStatus status = train_run(&o, &r, out);
+    train_report_free(&r);
+    return status;
+}
+
+/* It builds nothing (no byte of any kind in the ledger), prints the peak and its moment,
+ * and writes the JSON, whose activations are the prediction's. */
+static void test_predict_only_builds_nothing_and_writes_json(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_predict_XXXXXX", line[256], path[64], json[1024] = "", want[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/predicted.json", dir);
+    snprintf(line, sizeof line, "--model mlp --layers 5 --d-model 16 --batch 4 --strategy sqrt --predict-only "
+             "--results %s", path);
+    FILE *out = tmpfile();
+    mem_reset_peaks();
+    assert_int_equal(train_line(line, out), REMAT_OK);
+    for (int k = 0; k < MEM_KIND_COUNT; k++) assert_int_equal(mem_peak((MemKind)k), 0);
+    rewind(out);
+    char printed[2048] = "";
+    assert_true(fread(printed, 1, sizeof printed - 1, out) > 0);
+    assert_non_null(strstr(printed, "all kinds at the same moment"));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_true(fread(json, 1, sizeof json - 1, f) > 0);
+    fclose(f);
+    ChainCost *cost = mlp_chain_model(&(MlpConfig){.n_layers = 5, .width = 16}, 4);
+    Schedule *s = chain_schedule_for_strategy(cost, STRATEGY_SQRT);
+    snprintf(want, sizeof want, "\"activations\": %zu,", s->predicted.peak_act);
+    assert_non_null(strstr(json, want));
+    for (int i = 0; i < 5; i++)
+        assert_non_null(strstr(json, (const char *[]){"\"params\"", "\"grads\"", "\"optimizer\"", "\"peak\"",
+                                                      "\"workspace\""}[i]));
+    schedule_free(s);
+    chain_cost_free(cost);
+    fclose(out);
+    remove(path);
+    rmdir(dir);
+}
+
+/* What it cannot predict exactly is refused, naming it; a file it cannot write is an error. */
+static void test_predict_only_refuses_what_it_cannot_predict(void **state)
+{
+    (void)state;
+    FILE *out = tmpfile();
+    const char *refused[][2] = {
+        {"--model mlp --predict-only --offload all", "--offload"},
+        {"--model mlp --predict-only --accumulate 2", "--accumulate"},
+        {"--predict-only --strategy selective", "selective"},
+        {"--predict-only --attention fused --dropout 0", "fused"},
+        {"--model mlp --predict-only --strategy dtr --memory-budget 64MiB", "dtr"},
+        {"--model mlp --predict-only --strategy budget --memory-budget 64MiB", "budget"},
+        {"--model mlp --predict-only --strategy budget --planner ops --memory-budget 64MiB", "ops"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        assert_int_equal(train_line(refused[i][0], out), REMAT_EINVAL);
+        assert_non_null(strstr(remat_last_error(), "does not predict"));
+        assert_non_null(strstr(remat_last_error(), refused[i][1]));
+    }
+    /* Started by a launcher (its environment says so; no MPI is started by train_run), it
+     * would be one rank of several: data parallelism, ZeRO or a pipeline. */
+    assert_int_equal(setenv("PMI_SIZE", "2", 1), 0);
+    const RematStatus ranks = train_line("--model mlp --predict-only", out);
+    unsetenv("PMI_SIZE");
+    assert_int_equal(ranks, REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "more than one rank"));
+    assert_int_equal(train_line("--model mlp --layers 2 --d-model 8 --predict-only --results /nonexistent-dir/x.json",
+                                out), REMAT_EIO);
+    fclose(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_mlp_model_equals_profile, clean_state),
+        cmocka_unit_test_setup(test_gpt_model_equals_profile, clean_state),
+        cmocka_unit_test_setup(test_chain_model_refuses_bad_shapes, clean_state),
+        cmocka_unit_test_setup(test_prediction_equals_the_ledger_of_a_step, clean_state),
+        cmocka_unit_test_setup(test_predict_only_builds_nothing_and_writes_json, clean_state),
+        cmocka_unit_test_setup(test_predict_only_refuses_what_it_cannot_predict, clean_state),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
