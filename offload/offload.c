@@ -374,11 +374,9 @@ static Tensor *read_record(Offload *off, Record *r)
                             mem_format_bytes(size, sizeof size, t->bytes), r->offset + HEADER_BYTES, r->read_crc,
                             h->crc);
     }
-    if (status != REMAT_OK) {
-        tensor_free(t);
-        return NULL;
-    }
-    return t;
+    if (status == REMAT_OK) return t;
+    tensor_free(t);
+    return NULL;
 }
 
 /* Starts reading back the live records written just before position `end` — backward
@@ -474,11 +472,9 @@ static void *offload_pack(void *ctx, Tensor *t, const Node *node, int slot)
         if (status != REMAT_OK) count_failure(off);
     }
     off->stats.write_seconds += platform_seconds() - start;
-    if (status != REMAT_OK) {
-        free(r);
-        return NULL;
-    }
-    return r;
+    if (status == REMAT_OK) return r;
+    free(r);
+    return NULL;
 }
 
 static Tensor *offload_unpack(void *ctx, void *packed, const Node *node, int slot)
