@@ -285,21 +285,12 @@ Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inp
     }
     RematStatus err;
     Node *node = node_create(op, tag, inputs, n_inputs, out, false, &err);
-    if (err != REMAT_OK) {
-        tensor_free(out);
-        return NULL;
-    }
-    if (node) {
-        if (attrs) memcpy(node->attrs.bytes, attrs, attrs_size);
-        for (int i = 0; i < n_save; i++) {
-            if (save_for_backward(node, save[i]) != REMAT_OK) {
-                node_discard(node);
-                tensor_free(out);
-                return NULL;
-            }
-        }
-    }
-    return var_from_op(out, node);
+    if (node && attrs) memcpy(node->attrs.bytes, attrs, attrs_size);
+    for (int i = 0; node && i < n_save && err == REMAT_OK; i++) err = save_for_backward(node, save[i]);
+    if (err == REMAT_OK) return var_from_op(out, node); /* node NULL: no gradient needed */
+    node_discard(node);
+    tensor_free(out);
+    return NULL;
 }
 
 void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, DType dtype, int ndim,
