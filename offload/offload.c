@@ -302,10 +302,8 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t)
         off->order_capacity = capacity;
     }
     const size_t span = round_up(HEADER_BYTES + t->bytes, off->page);
-    if (off->tail + span > off->capacity) {
-        RematStatus status = grow(off, off->tail + span, r->what);
-        if (status != REMAT_OK) return status;
-    }
+    RematStatus status = off->tail + span > off->capacity ? grow(off, off->tail + span, r->what) : REMAT_OK;
+    if (status != REMAT_OK) return status;
     r->index = off->count;
     r->offset = off->tail;
     r->span = span;
@@ -318,7 +316,7 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t)
         off->writing_bytes += t->bytes;
         prefetch_submit(off->prefetcher, &r->io);
     } else {
-        RematStatus status = transfer(off, r);
+        status = transfer(off, r);
         if (status != REMAT_OK) return status;
         count_written(off, r);
         off->finished++; /* nothing is in flight */
