@@ -55,11 +55,9 @@ OptimConfig optim_sgd_defaults(float lr, float momentum)
 static RematStatus check_config(const OptimConfig *c)
 {
     if (!(c->lr > 0.0f)) return remat_fail(REMAT_EINVAL, "optimizer: learning rate must be > 0, got %g", c->lr);
-    if (c->kind == OPTIM_SGD) {
-        if (!(c->momentum >= 0.0f && c->momentum < 1.0f))
-            return remat_fail(REMAT_EINVAL, "sgd: momentum must be in [0, 1), got %g", c->momentum);
-        return REMAT_OK;
-    }
+    if (c->kind == OPTIM_SGD && !(c->momentum >= 0.0f && c->momentum < 1.0f))
+        return remat_fail(REMAT_EINVAL, "sgd: momentum must be in [0, 1), got %g", c->momentum);
+    if (c->kind == OPTIM_SGD) return REMAT_OK;
     if (c->kind != OPTIM_ADAMW) return remat_fail(REMAT_EINVAL, "optimizer: unknown kind %d", (int)c->kind);
     if (!(c->beta1 >= 0.0f && c->beta1 < 1.0f) || !(c->beta2 >= 0.0f && c->beta2 < 1.0f))
         return remat_fail(REMAT_EINVAL, "adamw: betas must be in [0, 1), got %g and %g", c->beta1, c->beta2);
