@@ -37,10 +37,8 @@ static RematStatus dropout_backward(Node *node, const Tensor *dout, Tensor *cons
 {
     const DropoutAttrs *attrs = ops_attrs(node);
     const float p = attrs->p;
-    if (attrs->counter) {
-        if (dinputs[0]) k_dropout_counter_backward(dinputs[0]->f32, dout->f32, p, &attrs->key, dout->numel);
-        return REMAT_OK;
-    }
+    if (attrs->counter && dinputs[0]) k_dropout_counter_backward(dinputs[0]->f32, dout->f32, p, &attrs->key, dout->numel);
+    if (attrs->counter) return REMAT_OK;
     Tensor *mask = saved_tensor(node, 0);
     if (!mask) return remat_last_status();
     if (dinputs[0]) k_dropout_backward(dinputs[0]->f32, dout->f32, mask->u8, p, dout->numel);
