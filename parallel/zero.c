@@ -218,15 +218,12 @@ static RematStatus hold_group(Zero *z, const void *owner)
     if (!owner || owner == z->held) return REMAT_OK; /* not sharded here, or already whole */
     release_group(z, z->held);
     z->held = NULL;
-    for (int i = 0; i < z->n; i++) {
-        const RematStatus status = z->owner_of[i] == owner ? gather_param(z, i) : REMAT_OK;
-        if (status != REMAT_OK) {
-            release_group(z, owner);
-            return status;
-        }
-    }
-    z->held = owner;
-    return REMAT_OK;
+    RematStatus status = REMAT_OK;
+    for (int i = 0; i < z->n && status == REMAT_OK; i++)
+        if (z->owner_of[i] == owner) status = gather_param(z, i);
+    if (status == REMAT_OK) z->held = owner;
+    else release_group(z, owner); /* what of it was gathered */
+    return status;
 }
 
 /* The hook of a stage's forward at stage 3: the group the stage owns (empty when it owns
@@ -274,11 +271,9 @@ void zero_step_end(Zero *z)
 
 RematStatus zero_params_gather(Zero *z)
 {
-    for (int i = 0; z->stage == 3 && i < z->n; i++) {
-        const RematStatus status = gather_param(z, i);
-        if (status != REMAT_OK) return status;
-    }
-    return REMAT_OK;
+    RematStatus status = REMAT_OK;
+    for (int i = 0; z->stage == 3 && i < z->n && status == REMAT_OK; i++) status = gather_param(z, i);
+    return status;
 }
 
 void zero_params_scatter(Zero *z)
