@@ -255,23 +255,20 @@ Tensor *ops_output(const OpInfo *op, const char *tag, int index, DType dtype, in
         out = h->lookup ? h->lookup(h->ctx, op, tag, index) : NULL;
     }
     *cached = out != NULL;
-    if (out && (out->dtype != dtype || out->ndim != ndim || memcmp(out->shape, shape, (size_t)ndim * sizeof *shape))) {
-        char got[48];
-        remat_fail(REMAT_ESTATE, "%s %s: the cached output %d has shape %s, not the one this "
-                   "replay asks for: the replay did not follow the first forward", op->name,
-                   tag ? tag : "", index, tensor_shape_str(got, sizeof got, out));
-        tensor_free(out);
-        return NULL;
-    }
+    char got[48];
+    RematStatus status = REMAT_OK;
+    if (out && (out->dtype != dtype || out->ndim != ndim || memcmp(out->shape, shape, (size_t)ndim * sizeof *shape)))
+        status = remat_fail(REMAT_ESTATE, "%s %s: the cached output %d has shape %s, not the one this replay asks "
+                            "for: the replay did not follow the first forward", op->name, tag ? tag : "", index,
+                            tensor_shape_str(got, sizeof got, out));
     if (!out && !(out = tensor_create_typed(MEM_ACT, dtype, ndim, shape))) return NULL;
-    for (int i = op_hooks.depth - 1; i >= 0; i--) {
+    for (int i = op_hooks.depth - 1; i >= 0 && status == REMAT_OK; i--) {
         const OpHooks *h = op_hooks.hooks[i];
-        if (h->observe && h->observe(h->ctx, op, tag, index, out) != REMAT_OK) {
-            tensor_free(out);
-            return NULL;
-        }
+        if (h->observe) status = h->observe(h->ctx, op, tag, index, out);
     }
-    return out;
+    if (status == REMAT_OK) return out;
+    tensor_free(out);
+    return NULL;
 }
 
 /* An op's result on the tape (ops_internal.h): every hook told what it read and keeps,
@@ -285,21 +282,12 @@ Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inp
     }
     RematStatus err;
     Node *node = node_create(op, tag, inputs, n_inputs, out, false, &err);
-    if (err != REMAT_OK) {
-        tensor_free(out);
-        return NULL;
-    }
-    if (node) {
-        if (attrs) memcpy(node->attrs.bytes, attrs, attrs_size);
-        for (int i = 0; i < n_save; i++) {
-            if (save_for_backward(node, save[i]) != REMAT_OK) {
-                node_discard(node);
-                tensor_free(out);
-                return NULL;
-            }
-        }
-    }
-    return var_from_op(out, node);
+    if (node && attrs) memcpy(node->attrs.bytes, attrs, attrs_size);
+    for (int i = 0; node && i < n_save && err == REMAT_OK; i++) err = save_for_backward(node, save[i]);
+    if (err == REMAT_OK) return var_from_op(out, node); /* node NULL: no gradient needed */
+    node_discard(node);
+    tensor_free(out);
+    return NULL;
 }
 
 void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, DType dtype, int ndim,

@@ -226,9 +226,8 @@ Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const TrainCtx *ctx, ui
     tensor_free(work);
     const AttentionFusedAttrs attrs = {.bh = BH, .t = T, .d = D, .dropout = dropping, .drop = drop};
     Tensor *save[5] = {q->value, k->value, v->value, out, lse};
-    Var *y = ops_record(&ATTENTION_FUSED_OP, tag, inputs, 3, tensor_retain(out), save, 5, &attrs, sizeof attrs);
-    tensor_free(out);
-    tensor_free(lse);
+    Var *y = ops_record(&ATTENTION_FUSED_OP, tag, inputs, 3, out, save, 5, &attrs, sizeof attrs);
+    tensor_free(lse); /* the node holds it now, or nobody needs it (grad mode off) */
     if (!y) return NULL;
     const int scores[4] = {B, H, T, T};
     op_hooks_regenerated(&ATTENTION_FUSED_OP, tag, "probabilities", DTYPE_F32, 4, scores);

@@ -14,11 +14,8 @@
  * Counter (Philox, keyed by the context and the site). Element i's keep decision is a pure
  * function of the op's key (seed, step, micro-batch, dropout site) and i
  * (tensor/counter_rng.h). The op saves nothing at all: its node carries the key, and the
- * backward makes the mask again. No generator moves, so a replay gets the same mask whether or not anything
- * restores a generator, and a cached replay has nothing to skip.
- *
- * When not training, or with p = 0, dropout is the identity and the op is a no-op: no
- * draw, no node, no new tensor; it hands back x itself with one more reference.
+ * backward makes the mask again. No generator moves, so a replay gets the same mask
+ * whether or not anything restores a generator, and a cached replay has nothing to skip.
  */
 #include "autograd/ops.h"
 
@@ -40,10 +37,8 @@ static RematStatus dropout_backward(Node *node, const Tensor *dout, Tensor *cons
 {
     const DropoutAttrs *attrs = ops_attrs(node);
     const float p = attrs->p;
-    if (attrs->counter) {
-        if (dinputs[0]) k_dropout_counter_backward(dinputs[0]->f32, dout->f32, p, &attrs->key, dout->numel);
-        return REMAT_OK;
-    }
+    if (attrs->counter && dinputs[0]) k_dropout_counter_backward(dinputs[0]->f32, dout->f32, p, &attrs->key, dout->numel);
+    if (attrs->counter) return REMAT_OK;
     Tensor *mask = saved_tensor(node, 0);
     if (!mask) return remat_last_status();
     if (dinputs[0]) k_dropout_backward(dinputs[0]->f32, dout->f32, mask->u8, p, dout->numel);

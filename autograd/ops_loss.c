@@ -10,22 +10,41 @@
 #include "tensor/kernels.h"
 #include "autograd/ops_internal.h"
 
-/* ---- mse ---------------------------------------------------------------------------- */
+/* ---- backward, one for both ------------------------------------------------------- */
 
-/* Backward of mse. Forward was loss = (1/n) Σ (pred − target)²; so
- * dpred += dloss · (2/n) · (pred − target). The target gets no gradient. */
-static RematStatus mse_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
+/* What a cross-entropy's backward needs: rows of logits over a vocabulary of vocab entries. */
+typedef struct CrossEntropyAttrs {
+    int rows, vocab;
+} CrossEntropyAttrs;
+OPS_ATTRS_FIT(CrossEntropyAttrs);
+
+static RematStatus loss_backward(Node *node, const Tensor *dout, Tensor *const dinputs[]);
+
+static const OpInfo MSE_OP = {.name = "mse", .backward = loss_backward};
+static const OpInfo CROSS_ENTROPY_OP = {.name = "cross_entropy", .backward = loss_backward};
+
+/* Backward of mse and cross_entropy, from the prediction and targets each saved (the
+ * targets get no gradient):
+ *   mse: forward was loss = (1/n) Σ (pred − target)²; so
+ *        dpred += dloss · (2/n) · (pred − target);
+ *   cross_entropy: forward was loss = (1/N) Σ_r −log softmax(logits_r)[target_r]; so
+ *        dlogits_r += dloss·(1/N)·(softmax(logits_r) − onehot(target_r)), the softmax
+ *        recomputed from the saved logits (see k_cross_entropy_backward). */
+static RematStatus loss_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
+    const CrossEntropyAttrs *attrs = ops_attrs(node); /* cross_entropy only */
     Tensor *pred = saved_tensor(node, 0), *target = saved_tensor(node, 1);
     RematStatus status = pred && target ? REMAT_OK : remat_last_status();
-    if (status == REMAT_OK && dinputs[0])
+    if (status == REMAT_OK && dinputs[0] && node->op == &MSE_OP)
         k_mse_backward(dinputs[0]->f32, pred->f32, target->f32, dout->f32[0], pred->numel);
+    else if (status == REMAT_OK && dinputs[0])
+        k_cross_entropy_backward(dinputs[0]->f32, pred->f32, target->i32, dout->f32[0], attrs->rows, attrs->vocab);
     tensor_free(pred);
     tensor_free(target);
     return status;
 }
 
-static const OpInfo MSE_OP = {.name = "mse", .backward = mse_backward};
+/* ---- mse ---------------------------------------------------------------------------- */
 
 Var *op_mse(Var *pred, Var *target, const char *tag)
 {
@@ -44,31 +63,6 @@ Var *op_mse(Var *pred, Var *target, const char *tag)
 }
 
 /* ---- cross_entropy ------------------------------------------------------------------ */
-
-/* What a cross-entropy's backward needs: rows of logits over a vocabulary of vocab entries. */
-typedef struct CrossEntropyAttrs {
-    int rows, vocab;
-} CrossEntropyAttrs;
-OPS_ATTRS_FIT(CrossEntropyAttrs);
-
-/* Backward of cross_entropy. Forward was loss = (1/N) Σ_r −log softmax(logits_r)[target_r];
- * so dlogits_r += dloss·(1/N)·(softmax(logits_r) − onehot(target_r)), the softmax
- * recomputed from the saved logits (see k_cross_entropy_backward). The targets get no
- * gradient. */
-static RematStatus cross_entropy_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
-{
-    const CrossEntropyAttrs *attrs = ops_attrs(node);
-    const int N = attrs->rows, V = attrs->vocab;
-    Tensor *logits = saved_tensor(node, 0), *targets = saved_tensor(node, 1);
-    RematStatus status = logits && targets ? REMAT_OK : remat_last_status();
-    if (status == REMAT_OK && dinputs[0])
-        k_cross_entropy_backward(dinputs[0]->f32, logits->f32, targets->i32, dout->f32[0], N, V);
-    tensor_free(logits);
-    tensor_free(targets);
-    return status;
-}
-
-static const OpInfo CROSS_ENTROPY_OP = {.name = "cross_entropy", .backward = cross_entropy_backward};
 
 Var *op_cross_entropy(Var *logits, Var *targets, const char *tag)
 {

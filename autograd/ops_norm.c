@@ -28,27 +28,23 @@ OPS_ATTRS_FIT(LayerNormAttrs);
  *   dweight += Σ_rows dout·norm
  *   dx      += rstd·(dnorm − mean(dnorm) − norm·mean(dnorm·norm)),  dnorm = dout·weight.
  * The kernel produces all three at once. A gradient that no input wants (a frozen weight,
- * a constant x) goes to a scratch buffer whose contents are then dropped. */
+ * a constant x) goes to zero-filled scratch of its shape, dropped afterwards. */
 static RematStatus layernorm_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
     const LayerNormAttrs *attrs = ops_attrs(node);
-    const int N = attrs->rows, C = attrs->cols;
     Tensor *x = saved_tensor(node, 0), *weight = saved_tensor(node, 1);
     Tensor *mean = saved_tensor(node, 2), *rstd = saved_tensor(node, 3);
-    const int scratch_n = (dinputs[0] ? 0 : N * C) + (dinputs[1] ? 0 : C) + (dinputs[2] ? 0 : C);
-    const bool saved = x && weight && mean && rstd;
-    Tensor *scratch = saved && scratch_n > 0 ? tensor_create(MEM_WORK, 1, (int[]){scratch_n}) : NULL;
-    const RematStatus status = saved && (scratch_n == 0 || scratch) ? REMAT_OK : remat_last_status();
-    if (status == REMAT_OK) {
-        float *spare = scratch ? scratch->f32 : NULL; /* handed out in the order dx, dweight, dbias */
-        float *dx = dinputs[0] ? dinputs[0]->f32 : spare;
-        if (!dinputs[0]) spare += (size_t)N * C;
-        float *dweight = dinputs[1] ? dinputs[1]->f32 : spare;
-        if (!dinputs[1]) spare += C;
-        float *dbias = dinputs[2] ? dinputs[2]->f32 : spare;
-        k_layernorm_backward(dx, dweight, dbias, dout->f32, x->f32, weight->f32, mean->f32, rstd->f32, N, C);
+    Tensor *grads[3] = {0}; /* dx, dweight, dbias */
+    RematStatus status = x && weight && mean && rstd ? REMAT_OK : remat_last_status();
+    for (int i = 0; i < 3 && status == REMAT_OK; i++) {
+        const Tensor *like = i == 0 ? x : weight; /* the bias has the weight's shape */
+        grads[i] = dinputs[i] ? tensor_retain(dinputs[i]) : tensor_zeros(MEM_WORK, like->ndim, like->shape);
+        if (!grads[i]) status = remat_last_status();
     }
-    tensor_free(scratch);
+    if (status == REMAT_OK)
+        k_layernorm_backward(grads[0]->f32, grads[1]->f32, grads[2]->f32, dout->f32, x->f32, weight->f32, mean->f32,
+                             rstd->f32, attrs->rows, attrs->cols);
+    for (int i = 0; i < 3; i++) tensor_free(grads[i]);
     tensor_free(x);
     tensor_free(weight);
     tensor_free(mean);

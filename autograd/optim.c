@@ -55,11 +55,9 @@ OptimConfig optim_sgd_defaults(float lr, float momentum)
 static RematStatus check_config(const OptimConfig *c)
 {
     if (!(c->lr > 0.0f)) return remat_fail(REMAT_EINVAL, "optimizer: learning rate must be > 0, got %g", c->lr);
-    if (c->kind == OPTIM_SGD) {
-        if (!(c->momentum >= 0.0f && c->momentum < 1.0f))
-            return remat_fail(REMAT_EINVAL, "sgd: momentum must be in [0, 1), got %g", c->momentum);
-        return REMAT_OK;
-    }
+    if (c->kind == OPTIM_SGD && !(c->momentum >= 0.0f && c->momentum < 1.0f))
+        return remat_fail(REMAT_EINVAL, "sgd: momentum must be in [0, 1), got %g", c->momentum);
+    if (c->kind == OPTIM_SGD) return REMAT_OK;
     if (c->kind != OPTIM_ADAMW) return remat_fail(REMAT_EINVAL, "optimizer: unknown kind %d", (int)c->kind);
     if (!(c->beta1 >= 0.0f && c->beta1 < 1.0f) || !(c->beta2 >= 0.0f && c->beta2 < 1.0f))
         return remat_fail(REMAT_EINVAL, "adamw: betas must be in [0, 1), got %g and %g", c->beta1, c->beta2);
@@ -136,14 +134,11 @@ void optim_free(Optimizer *opt)
     free(opt);
 }
 
-/* Updates the range's elements, in `flat_params` (the range's values) when given, else in
- * the parameters' tensors; the gradient of parameter i's part is read from `flat` (the
- * range's gradient) when given, else from its .grad. */
-RematStatus optim_step_flat(Optimizer *opt, const float *flat, float *flat_params)
+RematStatus optim_step_flat(Optimizer *opt, const float *grad, float *params)
 {
     if (!opt) return remat_fail(REMAT_EINVAL, "optim_step: optimizer is NULL");
     /* Check everything before changing anything. */
-    for (int i = 0; i < opt->n && !flat; i++)
+    for (int i = 0; i < opt->n && !grad; i++)
         if (!opt->params[i].param.var->grad)
             return remat_fail(REMAT_ESTATE, "optim_step: parameter %d (%s) has no gradient — "
                               "run backward first, or remove it from the optimizer",
@@ -157,8 +152,8 @@ RematStatus optim_step_flat(Optimizer *opt, const float *flat, float *flat_param
         const Var *v = p->param.var;
         const size_t in_range = p->offset + p->a - opt->begin; /* its part's place in the flat arrays */
         opt->slices[count++] = (OptimSlice){
-            .param = flat_params ? flat_params + in_range : v->value->f32 + p->a,
-            .grad = flat ? flat + in_range : v->grad->f32 + p->a,
+            .param = params ? params + in_range : v->value->f32 + p->a,
+            .grad = grad ? grad + in_range : v->grad->f32 + p->a,
             .m = p->state0 ? p->state0->f32 : NULL,
             .v = p->state1 ? p->state1->f32 : NULL,
             .weight_decay = c->kind == OPTIM_ADAMW && p->param.decay ? c->weight_decay : 0.0f,

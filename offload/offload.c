@@ -302,10 +302,8 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t)
         off->order_capacity = capacity;
     }
     const size_t span = round_up(HEADER_BYTES + t->bytes, off->page);
-    if (off->tail + span > off->capacity) {
-        RematStatus status = grow(off, off->tail + span, r->what);
-        if (status != REMAT_OK) return status;
-    }
+    RematStatus status = off->tail + span > off->capacity ? grow(off, off->tail + span, r->what) : REMAT_OK;
+    if (status != REMAT_OK) return status;
     r->index = off->count;
     r->offset = off->tail;
     r->span = span;
@@ -318,7 +316,7 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t)
         off->writing_bytes += t->bytes;
         prefetch_submit(off->prefetcher, &r->io);
     } else {
-        RematStatus status = transfer(off, r);
+        status = transfer(off, r);
         if (status != REMAT_OK) return status;
         count_written(off, r);
         off->finished++; /* nothing is in flight */
@@ -374,11 +372,9 @@ static Tensor *read_record(Offload *off, Record *r)
                             mem_format_bytes(size, sizeof size, t->bytes), r->offset + HEADER_BYTES, r->read_crc,
                             h->crc);
     }
-    if (status != REMAT_OK) {
-        tensor_free(t);
-        return NULL;
-    }
-    return t;
+    if (status == REMAT_OK) return t;
+    tensor_free(t);
+    return NULL;
 }
 
 /* Starts reading back the live records written just before position `end` — backward
@@ -474,11 +470,9 @@ static void *offload_pack(void *ctx, Tensor *t, const Node *node, int slot)
         if (status != REMAT_OK) count_failure(off);
     }
     off->stats.write_seconds += platform_seconds() - start;
-    if (status != REMAT_OK) {
-        free(r);
-        return NULL;
-    }
-    return r;
+    if (status == REMAT_OK) return r;
+    free(r);
+    return NULL;
 }
 
 static Tensor *offload_unpack(void *ctx, void *packed, const Node *node, int slot)

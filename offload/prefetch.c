@@ -54,15 +54,6 @@ int prefetch_evict(int fd, off_t offset, size_t bytes, bool drop)
     return drop ? posix_fadvise(fd, offset, (off_t)bytes, POSIX_FADV_DONTNEED) : 0;
 }
 
-/* A bounce buffer of BOUNCE_BYTES aligned to the page, for one thread's direct transfers. */
-static unsigned char *bounce_create(void)
-{
-    void *buf = NULL;
-    const int err = posix_memalign(&buf, (size_t)sysconf(_SC_PAGESIZE), BOUNCE_BYTES);
-    if (err) remat_fail(REMAT_ENOMEM, "prefetch: no memory for a %zu-byte bounce buffer", BOUNCE_BYTES);
-    return err ? NULL : buf;
-}
-
 /* Copies `n` bytes between `buf` and the request's header, data and padding taken as one
  * run, from byte `pos` of it: into buf for a write (the padding as zeros), out of buf
  * for a read (the padding dropped). buf is a bounce buffer, or the record in a mapping. */
@@ -242,10 +233,12 @@ Prefetcher *prefetch_create(int fd, bool direct, int threads)
     for (int k = 0; k <= threads; k++) {
         Worker *w = &p->workers[k];
         w->owner = p;
-        if (direct && !(w->bounce = bounce_create())) {
+        void *bounce = NULL; /* page-aligned, for the worker's direct transfers */
+        if (direct && posix_memalign(&bounce, (size_t)sysconf(_SC_PAGESIZE), BOUNCE_BYTES)) {
             prefetch_free(p); /* joins those that started */
-            return NULL;
+            return remat_fail_null(REMAT_ENOMEM, "prefetch: no memory for a %zu-byte bounce buffer", BOUNCE_BYTES);
         }
+        w->bounce = bounce;
         const int err = k ? pthread_create(&w->thread, NULL, prefetch_thread, w) : 0;
         if (err) {
             prefetch_free(p);

@@ -21,11 +21,10 @@ struct Zero {
     float *grad_shard;  /* the reduced gradient of the shard: MEM_GRAD from stage 2 (kept),
                            MEM_WORK at stage 1 (from zero_reduce to the optimizer step) */
     float *param_shard; /* stage 3: this rank's shard of the parameters (MEM_PARAM) */
-    const void **owners; /* stage 3: group g's owner, whose parameters are gathered together
-                            when it is used (a layer; the model, for its embedding and head) */
-    int n_groups;
-    int *group_of;      /* parameter i's group, or -1 */
-    int held;           /* stage 3: the group gathered now, or -1 */
+    const void **owner_of; /* stage 3: who uses parameter i with the others of its group, which
+                              are gathered together (a layer; the model, for its embedding and
+                              head); NULL for a parameter in no group */
+    const void *held;   /* stage 3: the owner whose group is gathered now, or NULL */
     ParamUseHooks hooks;
     const ParamUseHooks *outer_hooks; /* while a step runs: the hooks it replaced */
 };
@@ -45,18 +44,16 @@ Zero *zero_create(const DistGroup *g, int stage, const Param *params, int n)
     if (!z || !(z->params = malloc((size_t)n * sizeof *params)) ||
         !(z->pieces = malloc(2 * (size_t)n * sizeof *z->pieces)) ||
         !(z->offset = malloc((size_t)n * sizeof *z->offset)) ||
-        !(z->group_of = malloc((size_t)n * sizeof *z->group_of)) ||
+        !(z->owner_of = calloc((size_t)n, sizeof *z->owner_of)) ||
         !(z->bounds = malloc((size_t)(g->size + 1) * sizeof *z->bounds))) {
         zero_free(z);
         return remat_fail_null(REMAT_ENOMEM, "zero_create: no memory");
     }
     memcpy(z->params, params, (size_t)n * sizeof *params);
-    for (int i = 0; i < n; i++) z->group_of[i] = -1;
     z->total = param_offsets(params, n, z->offset);
     z->group = *g;
     z->stage = stage;
     z->n = n;
-    z->held = -1;
     z->begin = shard_begin(z->total, g->rank, g->size);
     z->end = shard_begin(z->total, g->rank + 1, g->size);
     const size_t bytes = (z->end - z->begin) * sizeof(float);
@@ -74,12 +71,11 @@ void zero_free(Zero *z)
     if (!z) return;
     mem_free(z->grad_shard);
     mem_free(z->param_shard);
-    free(z->owners);
     free(z->params);
     free(z->pieces);
     free(z->offset);
     free(z->bounds);
-    free(z->group_of);
+    free(z->owner_of);
     free(z);
 }
 
@@ -208,39 +204,31 @@ static RematStatus gather_param(Zero *z, int i)
     return dist_all_gather(&z->group, &v, z->bounds, COMM_PARAM_GATHER);
 }
 
-static void release_group(Zero *z, int g)
+static void release_group(Zero *z, const void *owner)
 {
-    for (int i = 0; g >= 0 && i < z->n; i++)
-        if (z->group_of[i] == g) tensor_release_storage(z->params[i].var->value);
+    for (int i = 0; owner && i < z->n; i++)
+        if (z->owner_of[i] == owner) tensor_release_storage(z->params[i].var->value);
 }
 
-/* Group g gathered and the one before released, so one group is whole at a time. A
- * checkpoint region's replay and its backward use the same layer one after the other, so
- * they share one gather. */
-static RematStatus hold_group(Zero *z, int g)
+/* The group of `owner` gathered and the one before released, so one group is whole at a
+ * time. A checkpoint region's replay and its backward use the same layer one after the
+ * other, so they share one gather. */
+static RematStatus hold_group(Zero *z, const void *owner)
 {
-    if (g < 0 || g == z->held) return REMAT_OK; /* not sharded here, or already whole */
+    if (!owner || owner == z->held) return REMAT_OK; /* not sharded here, or already whole */
     release_group(z, z->held);
-    z->held = -1;
-    for (int i = 0; i < z->n; i++) {
-        const RematStatus status = z->group_of[i] == g ? gather_param(z, i) : REMAT_OK;
-        if (status != REMAT_OK) {
-            release_group(z, g);
-            return status;
-        }
-    }
-    z->held = g;
-    return REMAT_OK;
+    z->held = NULL;
+    RematStatus status = REMAT_OK;
+    for (int i = 0; i < z->n && status == REMAT_OK; i++)
+        if (z->owner_of[i] == owner) status = gather_param(z, i);
+    if (status == REMAT_OK) z->held = owner;
+    else release_group(z, owner); /* what of it was gathered */
+    return status;
 }
 
-/* The hook of a stage's forward at stage 3: its group, found by owner. */
-static RematStatus enter_stage(void *ctx, const void *stage)
-{
-    Zero *z = ctx;
-    int g = 0;
-    while (g < z->n_groups && z->owners[g] != stage) g++;
-    return hold_group(z, g < z->n_groups ? g : -1);
-}
+/* The hook of a stage's forward at stage 3: the group the stage owns (empty when it owns
+ * no parameter: then nothing is whole while it runs). */
+static RematStatus enter_stage(void *ctx, const void *stage) { return hold_group(ctx, stage); }
 
 /* The hook of a node's backward at stage 3: the group of the first parameter among its
  * inputs; a node that reads no parameter needs none. */
@@ -249,23 +237,19 @@ static RematStatus before_backward(void *ctx, const Node *node)
     Zero *z = ctx;
     for (int k = 0; k < node->n_inputs; k++) {
         for (int i = 0; node->inputs[k].leaf && i < z->n; i++)
-            if (z->params[i].var == node->inputs[k].leaf) return hold_group(z, z->group_of[i]);
+            if (z->params[i].var == node->inputs[k].leaf) return hold_group(z, z->owner_of[i]);
     }
     return REMAT_OK;
 }
 
 RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int n)
 {
-    const void **owners = realloc(z->owners, (size_t)(z->n_groups + 1) * sizeof *owners);
-    if (!owners) return remat_fail(REMAT_ENOMEM, "zero: no memory for a group");
-    z->owners = owners;
-    z->owners[z->n_groups++] = owner;
     for (int k = 0; k < n; k++) {
         int i = 0;
         while (i < z->n && z->params[i].var != params[k].var) i++;
         if (i == z->n) return remat_fail(REMAT_EINVAL, "zero: parameter %s of a group is not one of the model's",
                                          params[k].var->name);
-        z->group_of[i] = z->n_groups - 1;
+        z->owner_of[i] = owner;
     }
     return REMAT_OK;
 }
@@ -281,17 +265,15 @@ void zero_step_end(Zero *z)
 {
     if (z->stage < 3) return;
     release_group(z, z->held);
-    z->held = -1;
+    z->held = NULL;
     param_use_hooks_set(z->outer_hooks);
 }
 
 RematStatus zero_params_gather(Zero *z)
 {
-    for (int i = 0; z->stage == 3 && i < z->n; i++) {
-        const RematStatus status = gather_param(z, i);
-        if (status != REMAT_OK) return status;
-    }
-    return REMAT_OK;
+    RematStatus status = REMAT_OK;
+    for (int i = 0; z->stage == 3 && i < z->n && status == REMAT_OK; i++) status = gather_param(z, i);
+    return status;
 }
 
 void zero_params_scatter(Zero *z)
@@ -304,7 +286,7 @@ void zero_params_scatter(Zero *z)
         flat_read(&values, z->begin, z->end, z->param_shard);
     }
     for (int i = 0; i < z->n; i++) tensor_release_storage(z->params[i].var->value);
-    z->held = -1;
+    z->held = NULL;
 }
 
 /* ---- saving and resuming --------------------------------------------------------------- */

@@ -228,11 +228,9 @@ RematStatus mem_timeline_start(size_t capacity)
     if (capacity == 0) return remat_fail(REMAT_EINVAL, "mem_timeline_start: capacity must be > 0");
     MemEvent *events = calloc(capacity, sizeof *events); /* labels NULL but a mark's */
     if (!events) return remat_fail(REMAT_ENOMEM, "mem_timeline_start: no room for %zu events", capacity);
-    free(timeline.events);
+    mem_timeline_free(); /* the older recording, and its counts */
     timeline.events = events;
     timeline.capacity = capacity;
-    timeline.count = 0;
-    timeline.dropped = 0;
     timeline.recording = true;
     clock_gettime(CLOCK_MONOTONIC, &timeline.start);
     return REMAT_OK;

@@ -47,11 +47,9 @@ Tensor *tensor_create_typed(MemKind kind, DType dtype, int ndim, const int *shap
     *t = (Tensor){.dtype = dtype, .kind = kind, .ndim = ndim, .numel = numel, .bytes = numel * DTYPES[dtype].size,
                   .refcount = 1};
     for (int d = 0; d < TENSOR_MAX_DIMS; d++) t->shape[d] = d < ndim ? shape[d] : 1;
-    if (!(t->data = mem_alloc(kind, t->bytes))) {
-        free(t);
-        return NULL; /* mem_alloc said why */
-    }
-    return t;
+    if ((t->data = mem_alloc(kind, t->bytes))) return t;
+    free(t);
+    return NULL; /* mem_alloc said why */
 }
 
 Tensor *tensor_create(MemKind kind, int ndim, const int *shape)
