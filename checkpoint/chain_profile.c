@@ -38,7 +38,6 @@ typedef struct Probe {
     int window;         /* the layer whose backward is being watched, the head, or none */
     size_t window_base; /* ACT the open window's peak is measured above */
     size_t last_release;/* ACT when the saved-tensor path last released something */
-    bool chain_done;    /* the plain pass's backward has left the chain (layer 0 is done) */
     size_t work_peak;   /* the most MEM_WORK seen, across the resets of the peaks */
     size_t resid;       /* what backward holds besides, as the first replay saw it */
     struct ProbeLayer *pl; /* the regions passes: each layer's region */
@@ -105,8 +104,7 @@ static void plain_released(void *ctx, const Node *node, int slot)
     if (k >= 0) c->layers[k].back_plain = max_size(c->layers[k].back_plain, peak_above(p->window_base));
     else if (p->window == WINDOW_HEAD) c->head_peak = max_size(c->head_peak, peak_above(p->window_base));
     else c->tail_peak = max_size(c->tail_peak, mem_peak(MEM_ACT));
-    if (k < 0 && p->window == 0) p->chain_done = true;
-    if (p->chain_done) p->window = WINDOW_NONE;
+    if (k < 0 && p->window == 0) p->window = WINDOW_NONE; /* layer 0 is done: the chain's backward is over */
     p->last_release = mem_current(MEM_ACT);
     probe_reset_peaks(p);
 }
@@ -254,7 +252,6 @@ static RematStatus probe_pass(Probe *p, ProbePass pass, const ChainStages *stage
 {
     p->pass = pass;
     p->window = WINDOW_NONE;
-    p->chain_done = false;
     const uint64_t forward_start = flops_get(PHASE_FORWARD);
     Var *loss = probe_forward(p, stages, &ctx);
     if (pass == PASS_PLAIN) p->cost->forward_flops = flops_get(PHASE_FORWARD) - forward_start;
