@@ -187,12 +187,12 @@ static Var *probe_region_layer(void *fn_ctx, Var *x, TrainCtx *ctx)
     ProbeLayer *pl = fn_ctx;
     Probe *p = pl->probe;
     if (p->pass == PASS_REGIONS && grad_enabled()) return probe_replay(p, pl->k, x, ctx);
-    const size_t before = mem_current(MEM_ACT);
     if (grad_enabled()) { /* the policy's replay */
         pl->replay_flops = flops_get(PHASE_RECOMPUTE);
         p->window = pl->k;
     }
-    if (p->pass == PASS_REGIONS || grad_enabled()) probe_reset_peaks(p);
+    const size_t before = mem_current(MEM_ACT);
+    probe_reset_peaks(p);
     Var *y = layer_forward(p->layers[pl->k], x, ctx);
     if (y && p->pass == PASS_REGIONS) p->cost->layers[pl->k].nograd_peak = mem_peak(MEM_ACT) - before;
     return y;
@@ -200,8 +200,10 @@ static Var *probe_region_layer(void *fn_ctx, Var *x, TrainCtx *ctx)
 
 /* Layer k as a region, under the probe's policy in the policy pass (which measures what
  * the whole region needs and adds there). */
-static Var *probe_region(Probe *p, ProbeLayer *pl, Var *h, TrainCtx *ctx)
+static Var *probe_region(Probe *p, int k, Var *h, TrainCtx *ctx)
 {
+    ProbeLayer *pl = &p->pl[k];
+    *pl = (ProbeLayer){.probe = p, .k = k};
     CheckpointOptions o = checkpoint_defaults();
     o.name = p->layers[pl->k]->name;
     o.policy = p->pass != PASS_POLICY ? NULL : p->policies ? p->policies[pl->k] : p->policy;
@@ -227,13 +229,7 @@ static Var *probe_forward(Probe *p, const ChainStages *stages, TrainCtx *ctx)
     c->embed = mem_current(MEM_ACT) - c->base;
     Var *h = var_retain(x0);
     for (int k = 0; k < c->n_layers && h; k++) {
-        Var *next;
-        if (p->pass == PASS_PLAIN) {
-            next = probe_plain_layer(p, k, h, ctx);
-        } else {
-            p->pl[k] = (ProbeLayer){.probe = p, .k = k};
-            next = probe_region(p, &p->pl[k], h, ctx);
-        }
+        Var *next = p->pass == PASS_PLAIN ? probe_plain_layer(p, k, h, ctx) : probe_region(p, k, h, ctx);
         var_free(h);
         h = next;
     }
