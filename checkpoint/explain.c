@@ -210,8 +210,7 @@ void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak, siz
     fprintf(out, "  every activation the step kept (or would have kept) for backward; time in events\n");
     fprintf(out, "  %4s  %-26s %-15s %-18s %10s  %-15s %-15s %s\n", "#", "saved by", "op", "shape", "bytes",
             "saved", "released", "fate");
-    size_t total[FATE_COUNT] = {0};
-    int n[FATE_COUNT] = {0};
+    int n[FATE_COUNT] = {0}; /* distinct tensors per fate */
     for (int i = 0; i < ex->count; i++) {
         const Row *r = &ex->rows[i];
         when(saved, sizeof saved, r->saved_phase, r->saved_at);
@@ -221,15 +220,12 @@ void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak, siz
         fprintf(out, "  %4d  %-26s %-15s %-18s %10s  %-15s %-15s %s%s%s%s\n", i, r->name, r->op, r->shape,
                 mem_format_bytes(bytes, sizeof bytes, r->bytes), saved, released, FATE_NAMES[r->fate],
                 r->hooks ? " via " : "", r->hooks ? r->hooks : "", r->shared ? " (same tensor as above)" : "");
-        if (!r->shared) {
-            total[r->fate] += r->bytes;
-            n[r->fate]++;
-        }
+        n[r->fate] += !r->shared;
     }
     fprintf(out, "\n  totals (a tensor saved twice counted once)\n");
     for (int f = 0; f < FATE_COUNT; f++)
         if (n[f]) fprintf(out, "    %-11s %5d tensors %12s%s\n", FATE_NAMES[f], n[f],
-                          mem_format_bytes(bytes, sizeof bytes, total[f]),
+                          mem_format_bytes(bytes, sizeof bytes, explain_bytes(ex, FATE_NAMES[f])),
                           f == FATE_REGENERATED ? "  never stored: backward makes them again" : "");
 
     char p[32], m[32], s[32], d[32];
