@@ -6,7 +6,6 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "checkpoint/dtr.h"
 #include "checkpoint/revolve.h"
