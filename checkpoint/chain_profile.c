@@ -10,7 +10,6 @@
  */
 #include "checkpoint/cost.h"
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +42,6 @@ typedef struct Probe {
     struct ProbeLayer *pl; /* the regions passes: each layer's region */
     const Policy *policy;  /* PASS_POLICY: the policy its regions replay under */
     const Policy *const *policies; /* or, when given, layer k's policies[k] */
-    bool failed;        /* an assumption of the model broken: */
-    char message[256];  /* the first one, said */
 } Probe;
 
 typedef struct ProbeLayer {
@@ -53,17 +50,6 @@ typedef struct ProbeLayer {
     size_t state;            /* PASS_POLICY: the forward state S(k) (ACT before the region) */
     uint64_t replay_flops;   /* PASS_POLICY: RECOMPUTE FLOPs when its replay began */
 } ProbeLayer;
-
-/* Notes that the chain breaks an assumption of the model (the first such note is kept). */
-static void probe_fail(Probe *p, const char *fmt, ...)
-{
-    if (p->failed) return;
-    p->failed = true;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->message, sizeof p->message, fmt, ap);
-    va_end(ap);
-}
 
 /* Resets the ledger's peaks, keeping the most workspace seen so far. */
 static void probe_reset_peaks(Probe *p)
@@ -129,7 +115,7 @@ static void region_released(void *ctx, const Node *node, int slot)
 }
 
 /* The plain pass's forward of layer k: fwd_k, kept_k, flops_k, the sizes, and the
- * model's assumptions. */
+ * model's assumptions (REMAT_EINVAL, naming the layer, for a layer that breaks one). */
 static Var *probe_plain_layer(Probe *p, int k, Var *x, TrainCtx *ctx)
 {
     ChainLayer *c = &p->cost->layers[k];
@@ -144,13 +130,14 @@ static Var *probe_plain_layer(Probe *p, int k, Var *x, TrainCtx *ctx)
     c->kept = mem_current(MEM_ACT) - before;
     c->in_bytes = x->value->bytes;
     c->out_bytes = y->value->bytes;
+    const char *broken = NULL;
     if (x->value->refcount <= input_refs)
-        probe_fail(p, "planner: layer %s does not keep its input for backward; the chain model assumes "
-                   "every layer does", p->layers[k]->name);
-    if (y->value->refcount != 1)
-        probe_fail(p, "planner: layer %s keeps its own output for backward; the chain model assumes the "
-                   "next layer owns it", p->layers[k]->name);
-    return y;
+        broken = "does not keep its input for backward; the chain model assumes every layer does";
+    else if (y->value->refcount != 1)
+        broken = "keeps its own output for backward; the chain model assumes the next layer owns it";
+    if (!broken) return y;
+    var_free(y);
+    return remat_fail_null(REMAT_EINVAL, "planner: layer %s %s", p->layers[k]->name, broken);
 }
 
 /* The regions pass's replay of layer k: g_k and the composition check; then opens the
@@ -168,8 +155,8 @@ static Var *probe_replay(Probe *p, int k, Var *x, TrainCtx *ctx)
     const size_t resid = before >= known ? before - known : SIZE_MAX;
     if (k == p->cost->n_layers - 1) p->resid = resid;
     if (resid != p->resid)
-        probe_fail(p, "planner: the chain does not compose at layer %s: backward holds %zu bytes there, %zu "
-                   "expected", p->layers[k]->name, before, known + p->resid);
+        return remat_fail_null(REMAT_EINVAL, "planner: the chain does not compose at layer %s: backward holds %zu "
+                               "bytes there, %zu expected", p->layers[k]->name, before, known + p->resid);
     Var *y = layer_forward(p->layers[k], x, ctx);
     if (!y) return NULL;
     /* Its backward starts once the output is released, without its input's gradient. */
@@ -276,8 +263,8 @@ static RematStatus probe_passes(Probe *p, const ChainStages *stages, const Train
     const Phase phase = flops_set_phase(PHASE_FORWARD);
     const bool was = grad_set_enabled(true);
     RematStatus status = all ? probe_pass(p, PASS_PLAIN, stages, step) : REMAT_OK;
-    if (all && status == REMAT_OK && !p->failed) status = probe_pass(p, PASS_REGIONS, stages, step);
-    if (status == REMAT_OK && !p->failed && (p->policy || p->policies))
+    if (all && status == REMAT_OK) status = probe_pass(p, PASS_REGIONS, stages, step);
+    if (status == REMAT_OK && (p->policy || p->policies))
         status = probe_pass(p, PASS_POLICY, stages, step);
     grad_set_enabled(was);
     flops_restore(&flops_before);
@@ -285,7 +272,7 @@ static RematStatus probe_passes(Probe *p, const ChainStages *stages, const Train
     p->work_peak = max_size(p->work_peak, mem_peak(MEM_WORK));
     mem_reset_peaks();
     free(p->pl);
-    return status == REMAT_OK && p->failed ? remat_fail(REMAT_EINVAL, "%s", p->message) : status;
+    return status;
 }
 
 ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx,
