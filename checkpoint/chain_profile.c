@@ -281,13 +281,11 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
     if (!layers || n < 1 || !stages || !stages->embed || !stages->head)
         return remat_fail_null(REMAT_EINVAL, "chain_profile: need at least one layer and both stages");
     ChainCost *cost = calloc(1, sizeof *cost);
-    ChainLayer *per_layer = calloc((size_t)n, sizeof *per_layer);
-    if (!cost || !per_layer) {
-        free(cost), free(per_layer);
+    if (cost) *cost = (ChainCost){.n_layers = n, .layers = calloc((size_t)n, sizeof *cost->layers)};
+    if (!cost || !cost->layers) {
+        chain_cost_free(cost);
         return remat_fail_null(REMAT_ENOMEM, "chain_profile: no memory for %d layers", n);
     }
-    cost->n_layers = n;
-    cost->layers = per_layer;
     Probe p = {.layers = layers, .cost = cost, .policy = policy};
     const size_t work_before = mem_current(MEM_WORK);
     mem_reset_peaks(); /* the workspace's peak from before the step is not the step's */
