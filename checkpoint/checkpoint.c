@@ -206,8 +206,7 @@ static RematStatus replay_check(const Region *r)
                           "ops in it need the generator replayed (preserve_rng, the default; "
                           "--no-rng-replay turns it off)", r->name, r->cache.diverged_op->name,
                           r->cache.diverged_tag ? r->cache.diverged_tag : "untagged",
-                          r->preserve_rng ? "with the generator replayed"
-                                                      : "without replaying the generator");
+                          r->preserve_rng ? "with the generator replayed" : "without replaying the generator");
     return REMAT_OK;
 }
 
