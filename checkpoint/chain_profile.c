@@ -10,7 +10,6 @@
  */
 #include "checkpoint/cost.h"
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,14 +37,11 @@ typedef struct Probe {
     int window;         /* the layer whose backward is being watched, the head, or none */
     size_t window_base; /* ACT the open window's peak is measured above */
     size_t last_release;/* ACT when the saved-tensor path last released something */
-    bool chain_done;    /* the plain pass's backward has left the chain (layer 0 is done) */
     size_t work_peak;   /* the most MEM_WORK seen, across the resets of the peaks */
     size_t resid;       /* what backward holds besides, as the first replay saw it */
     struct ProbeLayer *pl; /* the regions passes: each layer's region */
     const Policy *policy;  /* PASS_POLICY: the policy its regions replay under */
     const Policy *const *policies; /* or, when given, layer k's policies[k] */
-    bool failed;        /* an assumption of the model broken: */
-    char message[256];  /* the first one, said */
 } Probe;
 
 typedef struct ProbeLayer {
@@ -54,17 +50,6 @@ typedef struct ProbeLayer {
     size_t state;            /* PASS_POLICY: the forward state S(k) (ACT before the region) */
     uint64_t replay_flops;   /* PASS_POLICY: RECOMPUTE FLOPs when its replay began */
 } ProbeLayer;
-
-/* Notes that the chain breaks an assumption of the model (the first such note is kept). */
-static void probe_fail(Probe *p, const char *fmt, ...)
-{
-    if (p->failed) return;
-    p->failed = true;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->message, sizeof p->message, fmt, ap);
-    va_end(ap);
-}
 
 /* Resets the ledger's peaks, keeping the most workspace seen so far. */
 static void probe_reset_peaks(Probe *p)
@@ -105,8 +90,7 @@ static void plain_released(void *ctx, const Node *node, int slot)
     if (k >= 0) c->layers[k].back_plain = max_size(c->layers[k].back_plain, peak_above(p->window_base));
     else if (p->window == WINDOW_HEAD) c->head_peak = max_size(c->head_peak, peak_above(p->window_base));
     else c->tail_peak = max_size(c->tail_peak, mem_peak(MEM_ACT));
-    if (k < 0 && p->window == 0) p->chain_done = true;
-    if (p->chain_done) p->window = WINDOW_NONE;
+    if (k < 0 && p->window == 0) p->window = WINDOW_NONE; /* layer 0 is done: the chain's backward is over */
     p->last_release = mem_current(MEM_ACT);
     probe_reset_peaks(p);
 }
@@ -131,7 +115,7 @@ static void region_released(void *ctx, const Node *node, int slot)
 }
 
 /* The plain pass's forward of layer k: fwd_k, kept_k, flops_k, the sizes, and the
- * model's assumptions. */
+ * model's assumptions (REMAT_EINVAL, naming the layer, for a layer that breaks one). */
 static Var *probe_plain_layer(Probe *p, int k, Var *x, TrainCtx *ctx)
 {
     ChainLayer *c = &p->cost->layers[k];
@@ -146,13 +130,14 @@ static Var *probe_plain_layer(Probe *p, int k, Var *x, TrainCtx *ctx)
     c->kept = mem_current(MEM_ACT) - before;
     c->in_bytes = x->value->bytes;
     c->out_bytes = y->value->bytes;
+    const char *broken = NULL;
     if (x->value->refcount <= input_refs)
-        probe_fail(p, "planner: layer %s does not keep its input for backward; the chain model assumes "
-                   "every layer does", p->layers[k]->name);
-    if (y->value->refcount != 1)
-        probe_fail(p, "planner: layer %s keeps its own output for backward; the chain model assumes the "
-                   "next layer owns it", p->layers[k]->name);
-    return y;
+        broken = "does not keep its input for backward; the chain model assumes every layer does";
+    else if (y->value->refcount != 1)
+        broken = "keeps its own output for backward; the chain model assumes the next layer owns it";
+    if (!broken) return y;
+    var_free(y);
+    return remat_fail_null(REMAT_EINVAL, "planner: layer %s %s", p->layers[k]->name, broken);
 }
 
 /* The regions pass's replay of layer k: g_k and the composition check; then opens the
@@ -170,8 +155,8 @@ static Var *probe_replay(Probe *p, int k, Var *x, TrainCtx *ctx)
     const size_t resid = before >= known ? before - known : SIZE_MAX;
     if (k == p->cost->n_layers - 1) p->resid = resid;
     if (resid != p->resid)
-        probe_fail(p, "planner: the chain does not compose at layer %s: backward holds %zu bytes there, %zu "
-                   "expected", p->layers[k]->name, before, known + p->resid);
+        return remat_fail_null(REMAT_EINVAL, "planner: the chain does not compose at layer %s: backward holds %zu "
+                               "bytes there, %zu expected", p->layers[k]->name, before, known + p->resid);
     Var *y = layer_forward(p->layers[k], x, ctx);
     if (!y) return NULL;
     /* Its backward starts once the output is released, without its input's gradient. */
@@ -189,12 +174,12 @@ static Var *probe_region_layer(void *fn_ctx, Var *x, TrainCtx *ctx)
     ProbeLayer *pl = fn_ctx;
     Probe *p = pl->probe;
     if (p->pass == PASS_REGIONS && grad_enabled()) return probe_replay(p, pl->k, x, ctx);
-    const size_t before = mem_current(MEM_ACT);
     if (grad_enabled()) { /* the policy's replay */
         pl->replay_flops = flops_get(PHASE_RECOMPUTE);
         p->window = pl->k;
     }
-    if (p->pass == PASS_REGIONS || grad_enabled()) probe_reset_peaks(p);
+    const size_t before = mem_current(MEM_ACT);
+    probe_reset_peaks(p);
     Var *y = layer_forward(p->layers[pl->k], x, ctx);
     if (y && p->pass == PASS_REGIONS) p->cost->layers[pl->k].nograd_peak = mem_peak(MEM_ACT) - before;
     return y;
@@ -202,8 +187,10 @@ static Var *probe_region_layer(void *fn_ctx, Var *x, TrainCtx *ctx)
 
 /* Layer k as a region, under the probe's policy in the policy pass (which measures what
  * the whole region needs and adds there). */
-static Var *probe_region(Probe *p, ProbeLayer *pl, Var *h, TrainCtx *ctx)
+static Var *probe_region(Probe *p, int k, Var *h, TrainCtx *ctx)
 {
+    ProbeLayer *pl = &p->pl[k];
+    *pl = (ProbeLayer){.probe = p, .k = k};
     CheckpointOptions o = checkpoint_defaults();
     o.name = p->layers[pl->k]->name;
     o.policy = p->pass != PASS_POLICY ? NULL : p->policies ? p->policies[pl->k] : p->policy;
@@ -229,13 +216,7 @@ static Var *probe_forward(Probe *p, const ChainStages *stages, TrainCtx *ctx)
     c->embed = mem_current(MEM_ACT) - c->base;
     Var *h = var_retain(x0);
     for (int k = 0; k < c->n_layers && h; k++) {
-        Var *next;
-        if (p->pass == PASS_PLAIN) {
-            next = probe_plain_layer(p, k, h, ctx);
-        } else {
-            p->pl[k] = (ProbeLayer){.probe = p, .k = k};
-            next = probe_region(p, &p->pl[k], h, ctx);
-        }
+        Var *next = p->pass == PASS_PLAIN ? probe_plain_layer(p, k, h, ctx) : probe_region(p, k, h, ctx);
         var_free(h);
         h = next;
     }
@@ -254,7 +235,6 @@ static RematStatus probe_pass(Probe *p, ProbePass pass, const ChainStages *stage
 {
     p->pass = pass;
     p->window = WINDOW_NONE;
-    p->chain_done = false;
     const uint64_t forward_start = flops_get(PHASE_FORWARD);
     Var *loss = probe_forward(p, stages, &ctx);
     if (pass == PASS_PLAIN) p->cost->forward_flops = flops_get(PHASE_FORWARD) - forward_start;
@@ -283,8 +263,8 @@ static RematStatus probe_passes(Probe *p, const ChainStages *stages, const Train
     const Phase phase = flops_set_phase(PHASE_FORWARD);
     const bool was = grad_set_enabled(true);
     RematStatus status = all ? probe_pass(p, PASS_PLAIN, stages, step) : REMAT_OK;
-    if (all && status == REMAT_OK && !p->failed) status = probe_pass(p, PASS_REGIONS, stages, step);
-    if (status == REMAT_OK && !p->failed && (p->policy || p->policies))
+    if (all && status == REMAT_OK) status = probe_pass(p, PASS_REGIONS, stages, step);
+    if (status == REMAT_OK && (p->policy || p->policies))
         status = probe_pass(p, PASS_POLICY, stages, step);
     grad_set_enabled(was);
     flops_restore(&flops_before);
@@ -292,7 +272,7 @@ static RematStatus probe_passes(Probe *p, const ChainStages *stages, const Train
     p->work_peak = max_size(p->work_peak, mem_peak(MEM_WORK));
     mem_reset_peaks();
     free(p->pl);
-    return status == REMAT_OK && p->failed ? remat_fail(REMAT_EINVAL, "%s", p->message) : status;
+    return status;
 }
 
 ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages, const TrainCtx *ctx,
@@ -301,13 +281,11 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
     if (!layers || n < 1 || !stages || !stages->embed || !stages->head)
         return remat_fail_null(REMAT_EINVAL, "chain_profile: need at least one layer and both stages");
     ChainCost *cost = calloc(1, sizeof *cost);
-    ChainLayer *per_layer = calloc((size_t)n, sizeof *per_layer);
-    if (!cost || !per_layer) {
-        free(cost), free(per_layer);
+    if (cost) *cost = (ChainCost){.n_layers = n, .layers = calloc((size_t)n, sizeof *cost->layers)};
+    if (!cost || !cost->layers) {
+        chain_cost_free(cost);
         return remat_fail_null(REMAT_ENOMEM, "chain_profile: no memory for %d layers", n);
     }
-    cost->n_layers = n;
-    cost->layers = per_layer;
     Probe p = {.layers = layers, .cost = cost, .policy = policy};
     const size_t work_before = mem_current(MEM_WORK);
     mem_reset_peaks(); /* the workspace's peak from before the step is not the step's */

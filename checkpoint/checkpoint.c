@@ -11,8 +11,6 @@
 
 #include "checkpoint/explain.h"
 #include "checkpoint/replay.h"
-#include "tensor/flops.h"
-#include "tensor/kernels.h"
 
 /* ---- the policy's cache -------------------------------------------------------------- */
 
@@ -174,7 +172,7 @@ typedef struct Region {
     Layer **layers; /* checkpoint_layers: the run of layers fn runs (fn_ctx is the region) */
     int n_layers;
     TrainCtx *ctx;
-    CheckpointOptions opts;
+    bool preserve_rng; /* the options' policy and determinism check are the cache's */
     char name[NODE_NAME_LEN];
     Pcg32 rng_at_entry;
     Cache cache;
@@ -208,8 +206,7 @@ static RematStatus replay_check(const Region *r)
                           "ops in it need the generator replayed (preserve_rng, the default; "
                           "--no-rng-replay turns it off)", r->name, r->cache.diverged_op->name,
                           r->cache.diverged_tag ? r->cache.diverged_tag : "untagged",
-                          r->opts.replay.preserve_rng ? "with the generator replayed"
-                                                      : "without replaying the generator");
+                          r->preserve_rng ? "with the generator replayed" : "without replaying the generator");
     return REMAT_OK;
 }
 
@@ -229,7 +226,7 @@ static RematStatus region_backward(Node *node, const Tensor *dout, Tensor *const
     const bool hooked = r->cache.count > 0 || r->cache.check;
     ReplayScope scope;
     RematStatus status = replay_enter(&scope, &(ReplayOptions){
-        .record = true, .ctx = r->ctx, .rng = r->opts.replay.preserve_rng ? &r->rng_at_entry : NULL,
+        .record = true, .ctx = r->ctx, .rng = r->preserve_rng ? &r->rng_at_entry : NULL,
         .hooks = hooked ? &cache_hooks : NULL});
     /* The region's input gradient accumulates straight into the buffer backward gave us. */
     Var *x_leaf = status == REMAT_OK ? replay_input(x, dinputs[0], dinputs[0] != NULL, "checkpoint.input") : NULL;
@@ -271,16 +268,16 @@ static Var *region_forward(RegionFn fn, void *fn_ctx, Layer **layers, int n, Var
     if (!r) return remat_fail_null(REMAT_ENOMEM, "checkpoint: no memory for a region");
     const CheckpointOptions o = opts ? *opts : checkpoint_defaults();
     *r = (Region){.fn = layers ? run_layers : fn, .fn_ctx = layers ? r : fn_ctx, .layers = layers, .n_layers = n,
-                  .ctx = ctx, .opts = o, .cache = {.policy = o.policy, .check = o.replay.determinism_check}};
+                  .ctx = ctx, .preserve_rng = o.replay.preserve_rng,
+                  .cache = {.policy = o.policy, .check = o.replay.determinism_check}};
     snprintf(r->name, sizeof r->name, "%s", o.name ? o.name : "region");
-    r->opts.name = r->name;
     if (ctx) r->rng_at_entry = ctx->rng;
 
     /* The first forward: no graph; with a policy, its chosen outputs kept; with the
      * determinism check, every recomputed output's hash noted. */
     OpHooks keep = {.name = "checkpoint cache", .observe = cache_observe, .recorded = cache_recorded,
                     .ctx = &r->cache};
-    const bool hooked = r->opts.policy || r->opts.replay.determinism_check;
+    const bool hooked = r->cache.policy || r->cache.check;
     RematStatus status = hooked ? op_hooks_push(&keep) : REMAT_OK;
     Var *y = NULL;
     if (status == REMAT_OK) {
@@ -293,7 +290,7 @@ static Var *region_forward(RegionFn fn, void *fn_ctx, Layer **layers, int n, Var
         region_free(r);
         return NULL;
     }
-    if (r->opts.policy) {
+    if (r->cache.policy) {
         cache_mark_needed(&r->cache, y->value); /* the region's output is read (it is the result) */
         cache_release_unneeded(&r->cache, r->name);
     }

@@ -6,8 +6,6 @@
  */
 #include "checkpoint/cost.h"
 
-#include <stdlib.h>
-
 #include "checkpoint/ops_plan.h"
 #include "checkpoint/revolve.h"
 

@@ -47,10 +47,9 @@ struct Explain {
 
 static Explain *active;
 
-/* A row for `t` (its bytes and shape when `shape` is NULL), or, with t NULL, for a tensor
- * that does not exist (regenerated): then its bytes and shape are given. */
-static Row *add_row(Explain *ex, const char *name, const char *op, const Tensor *t, size_t bytes, const char *shape,
-                    Fate fate)
+/* A row for `t`, or, with t NULL, for a tensor that does not exist (regenerated): then the
+ * caller fills in its bytes and shape. NULL when there is no memory for it. */
+static Row *add_row(Explain *ex, const char *name, const char *op, const Tensor *t, Fate fate)
 {
     if (ex->count == ex->capacity) {
         int capacity = ex->capacity ? 2 * ex->capacity : 256;
@@ -60,11 +59,10 @@ static Row *add_row(Explain *ex, const char *name, const char *op, const Tensor 
         ex->capacity = capacity;
     }
     Row *r = &ex->rows[ex->count++];
-    *r = (Row){.op = op, .bytes = shape ? bytes : t->bytes, .fate = fate, .saved_phase = flops_phase(),
+    *r = (Row){.op = op, .bytes = t ? t->bytes : 0, .fate = fate, .saved_phase = flops_phase(),
                .saved_at = ex->clock++, .released_at = -1, .slot = -1, .tensor = t};
     snprintf(r->name, sizeof r->name, "%.*s", (int)sizeof r->name - 1, name); /* a longer label is cut */
-    if (shape) snprintf(r->shape, sizeof r->shape, "%s", shape);
-    else tensor_shape_str(r->shape, sizeof r->shape, t);
+    if (t) tensor_shape_str(r->shape, sizeof r->shape, t);
     for (int i = 0; t && i < ex->count - 1; i++) {
         const Row *o = &ex->rows[i];
         if (o->tensor == t && o->released_at < 0 && o->fate != FATE_DROPPED) r->shared = true;
@@ -99,7 +97,7 @@ static void on_recorded(void *ctx, const OpInfo *op, const char *tag, Var *const
         char name[NODE_NAME_LEN], label[NODE_NAME_LEN + 24];
         op_row_name(name, sizeof name, op, tag);
         slot_row_name(label, sizeof label, name, op, i);
-        add_row(ex, label, op->name, saved[i], 0, NULL, FATE_DROPPED);
+        add_row(ex, label, op->name, saved[i], FATE_DROPPED);
     }
 }
 
@@ -110,12 +108,14 @@ static void on_regenerated(void *ctx, const OpInfo *op, const char *tag, const c
 {
     Explain *ex = ctx;
     if (flops_phase() != PHASE_FORWARD) return;
-    char name[NODE_NAME_LEN], label[NODE_NAME_LEN + 16], dims[40];
+    char name[NODE_NAME_LEN], label[NODE_NAME_LEN + 16];
     op_row_name(name, sizeof name, op, tag);
     snprintf(label, sizeof label, "%s (%s)", name, what);
-    size_t bytes = dtype_size(dtype);
-    for (int d = 0; d < ndim; d++) bytes *= (size_t)shape[d];
-    add_row(ex, label, op->name, NULL, bytes, shape_str(dims, sizeof dims, ndim, shape), FATE_REGENERATED);
+    Row *r = add_row(ex, label, op->name, NULL, FATE_REGENERATED);
+    if (!r) return;
+    r->bytes = dtype_size(dtype);
+    for (int d = 0; d < ndim; d++) r->bytes *= (size_t)shape[d];
+    shape_str(r->shape, sizeof r->shape, ndim, shape);
 }
 
 static void on_saved(void *ctx, const Node *node, int slot, const Tensor *t)
@@ -126,7 +126,7 @@ static void on_saved(void *ctx, const Node *node, int slot, const Tensor *t)
               : flops_phase() == PHASE_RECOMPUTE ? FATE_RECOMPUTED : FATE_KEPT;
     char label[NODE_NAME_LEN + 24];
     slot_row_name(label, sizeof label, node->name, node->op, slot);
-    Row *r = add_row(ex, label, node->op->name, t, 0, NULL, fate);
+    Row *r = add_row(ex, label, node->op->name, t, fate);
     if (!r) return;
     r->node = node;
     r->slot = slot;
@@ -151,7 +151,7 @@ void explain_note_cached(const char *region, const char *op, const char *tag, co
     if (!active || !active->running) return;
     char name[NODE_NAME_LEN];
     snprintf(name, sizeof name, "%.31s.%s", region, tag ? tag : op);
-    add_row(active, name, op, t, 0, NULL, FATE_CACHED);
+    add_row(active, name, op, t, FATE_CACHED);
 }
 
 Explain *explain_start(void)
@@ -210,8 +210,7 @@ void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak, siz
     fprintf(out, "  every activation the step kept (or would have kept) for backward; time in events\n");
     fprintf(out, "  %4s  %-26s %-15s %-18s %10s  %-15s %-15s %s\n", "#", "saved by", "op", "shape", "bytes",
             "saved", "released", "fate");
-    size_t total[FATE_COUNT] = {0};
-    int n[FATE_COUNT] = {0};
+    int n[FATE_COUNT] = {0}; /* distinct tensors per fate */
     for (int i = 0; i < ex->count; i++) {
         const Row *r = &ex->rows[i];
         when(saved, sizeof saved, r->saved_phase, r->saved_at);
@@ -221,15 +220,12 @@ void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak, siz
         fprintf(out, "  %4d  %-26s %-15s %-18s %10s  %-15s %-15s %s%s%s%s\n", i, r->name, r->op, r->shape,
                 mem_format_bytes(bytes, sizeof bytes, r->bytes), saved, released, FATE_NAMES[r->fate],
                 r->hooks ? " via " : "", r->hooks ? r->hooks : "", r->shared ? " (same tensor as above)" : "");
-        if (!r->shared) {
-            total[r->fate] += r->bytes;
-            n[r->fate]++;
-        }
+        n[r->fate] += !r->shared;
     }
     fprintf(out, "\n  totals (a tensor saved twice counted once)\n");
     for (int f = 0; f < FATE_COUNT; f++)
         if (n[f]) fprintf(out, "    %-11s %5d tensors %12s%s\n", FATE_NAMES[f], n[f],
-                          mem_format_bytes(bytes, sizeof bytes, total[f]),
+                          mem_format_bytes(bytes, sizeof bytes, explain_bytes(ex, FATE_NAMES[f])),
                           f == FATE_REGENERATED ? "  never stored: backward makes them again" : "");
 
     char p[32], m[32], s[32], d[32];

@@ -28,9 +28,7 @@ typedef struct DpState {
     size_t s;       /* S(k) */
     uint64_t value; /* FLOPs so far, or the highest moment so far */
     int from;       /* the state it extends (an index into Dp.states), −1 for the start */
-    int first;      /* the segment that led here: its first layer, and whether a region */
-    bool region;
-    int point;      /* the ops planner: a one-layer region under Pareto point `point`, or −1 */
+    Segment seg;    /* the segment that led here */
 } DpState;
 
 typedef struct Dp {
@@ -76,9 +74,9 @@ static int dp_keep_front(Dp *dp, int start)
     return kept;
 }
 
-/* Adds the state reached from state `from` by the segment `next` (its first layer, whether a
- * region, its point) of figures f (cost.h), if its moments fit. */
-static RematStatus dp_extend(Dp *dp, int from, DpState next, const SegmentFigures *f)
+/* Adds the state reached from state `from` by the segment `next` of figures f (cost.h), if
+ * its moments fit. */
+static RematStatus dp_extend(Dp *dp, int from, Segment next, const SegmentFigures *f)
 {
     const DpState *st = &dp->states[from];
     const size_t moment = st->s + f->need;
@@ -89,23 +87,25 @@ static RematStatus dp_extend(Dp *dp, int from, DpState next, const SegmentFigure
     } else if (moment > value) {
         value = moment;
     }
-    return dp_push(dp, (DpState){st->s + f->adds, value, from, next.first, next.region, next.point});
+    return dp_push(dp, (DpState){st->s + f->adds, value, from, next});
 }
 
-/* The segments ending at layer k − 1 from state `from` at boundary a: region [a, k − 1] (of
- * figures `region`); for a = k − 1 also the plain layer and, for the ops planner, its keep-sets. */
-static RematStatus dp_extend_all(Dp *dp, int from, int a, int k, const SegmentFigures *region)
+/* The segments from state `from` that end where `region` (of figures f) ends: the region;
+ * for a one-layer region also its layer plain and, for the ops planner, under its keep-sets. */
+static RematStatus dp_extend_all(Dp *dp, int from, const Segment *region, const SegmentFigures *f)
 {
     const ChainCost *c = dp->cost;
-    RematStatus status = dp_extend(dp, from, (DpState){.first = a, .region = true, .point = -1}, region);
-    if (status != REMAT_OK || a != k - 1) return status;
-    SegmentFigures plain;
-    chain_segment(c, &(Segment){a, 1, SEGMENT_PLAIN, NULL, 0}, &plain);
-    status = dp_extend(dp, from, (DpState){.first = a, .region = false, .point = -1}, &plain);
+    const int a = region->first;
+    RematStatus status = dp_extend(dp, from, *region, f);
+    if (status != REMAT_OK || region->count != 1) return status;
+    const Segment plain = {a, 1, SEGMENT_PLAIN, NULL, 0};
+    SegmentFigures plain_f;
+    chain_segment(c, &plain, &plain_f);
+    status = dp_extend(dp, from, plain, &plain_f);
     int n = 0;
     const OpsPoint *points = dp->ops ? ops_points(c->ops, a, &n) : NULL;
     for (int p = 0; p < n && status == REMAT_OK; p++)
-        status = dp_extend(dp, from, (DpState){.first = a, .region = true, .point = p},
+        status = dp_extend(dp, from, (Segment){a, 1, SEGMENT_REGION, &points[p].policy, 0},
                            ops_figures(c->ops, a, &points[p].policy));
     return status;
 }
@@ -121,16 +121,17 @@ static RematStatus dp_run(Dp *dp, int *best)
     const size_t start_moment = max_size(c->base + c->embed_peak, c->tail_peak);
     if (dp->goal == DP_FEWEST_FLOPS && start_moment > dp->act_budget) return REMAT_OK;
     const uint64_t start_value = dp->goal == DP_FEWEST_FLOPS ? 0 : start_moment;
-    RematStatus status = dp_push(dp, (DpState){c->base + c->embed, start_value, -1, 0, false, -1});
+    RematStatus status = dp_push(dp, (DpState){c->base + c->embed, start_value, -1, {0}});
     dp->front_count[0] = 1;
     /* States reaching boundary k come from every earlier boundary's front. */
     for (int k = 1; k <= L && status == REMAT_OK; k++) {
         const int start = dp->count;
         for (int a = 0; a < k && status == REMAT_OK; a++) {
-            SegmentFigures region;
-            chain_segment(c, &(Segment){a, k - a, SEGMENT_REGION, NULL, 0}, &region);
+            const Segment region = {a, k - a, SEGMENT_REGION, NULL, 0};
+            SegmentFigures f;
+            chain_segment(c, &region, &f);
             for (int i = 0; i < dp->front_count[a] && status == REMAT_OK; i++)
-                status = dp_extend_all(dp, dp->front_start[a] + i, a, k, &region);
+                status = dp_extend_all(dp, dp->front_start[a] + i, &region, &f);
         }
         dp->front_start[k] = start;
         dp->front_count[k] = status == REMAT_OK ? dp_keep_front(dp, start) : 0;
@@ -138,7 +139,7 @@ static RematStatus dp_run(Dp *dp, int *best)
     const int ends = dp->count;
     const SegmentFigures head = {.need = c->head_peak};
     for (int i = 0; i < dp->front_count[L] && status == REMAT_OK; i++)
-        status = dp_extend(dp, dp->front_start[L] + i, (DpState){.first = L, .point = -1}, &head);
+        status = dp_extend(dp, dp->front_start[L] + i, (Segment){0}, &head);
     for (int i = ends; i < dp->count && status == REMAT_OK; i++)
         if (*best < 0 || dp->states[i].value < dp->states[*best].value) *best = i;
     return status;
@@ -157,15 +158,9 @@ static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, b
                              : remat_fail(REMAT_ENOMEM, "planner: no memory to search %d layers", L);
     Schedule *s = NULL;
     if (status == REMAT_OK && best >= 0) {
-        int end = L, at = L; /* the states that led to the head's, walked from the end: segs fills from the back */
-        for (int i = dp.states[best].from; dp.states[i].from >= 0; i = dp.states[i].from) {
-            const DpState *st = &dp.states[i];
-            int n;
-            const OpsPoint *pts = st->point >= 0 ? ops_points(c->ops, st->first, &n) : NULL; /* ops: a keep-set */
-            segs[--at] = (Segment){st->first, end - st->first, st->region ? SEGMENT_REGION : SEGMENT_PLAIN,
-                                   pts ? &pts[st->point].policy : NULL, 0};
-            end = st->first;
-        }
+        int at = L; /* the states that led to the head's, walked from the end: segs fills from the back */
+        for (int i = dp.states[best].from; dp.states[i].from >= 0; i = dp.states[i].from)
+            segs[--at] = dp.states[i].seg;
         s = chain_schedule(c, segs + at, L - at);
     }
     *none_fits = status == REMAT_OK && best < 0;

@@ -23,10 +23,9 @@ RematStatus replay_enter(ReplayScope *scope, const ReplayOptions *opts)
     scope->outer_tape = tape ? tape_set_current(tape) : tape_current();
     scope->outer_grad = grad_set_enabled(opts->record);
     scope->outer_phase = flops_set_phase(PHASE_RECOMPUTE);
-    scope->ctx = opts->ctx;
     if (opts->ctx && opts->rng) {
+        scope->ctx = opts->ctx;
         scope->outer_rng = opts->ctx->rng;
-        scope->rng_set = true;
         opts->ctx->rng = *opts->rng;
     }
     return REMAT_OK;
@@ -69,7 +68,7 @@ void replay_leave(ReplayScope *scope)
     grad_set_enabled(scope->outer_grad);
     if (scope->tape) tape_set_current(scope->outer_tape);
     tape_free(scope->tape);
-    if (scope->rng_set) scope->ctx->rng = scope->outer_rng;
+    if (scope->ctx) scope->ctx->rng = scope->outer_rng;
     *scope = (ReplayScope){0};
 }
 

@@ -48,9 +48,8 @@ typedef struct ReplayScope {
     Tape *outer_tape;
     bool outer_grad;
     Phase outer_phase;
-    TrainCtx *ctx;
-    Pcg32 outer_rng;  /* ctx's generator at entry, when the replay set it */
-    bool rng_set;
+    TrainCtx *ctx;    /* the context whose generator the replay set, or NULL */
+    Pcg32 outer_rng;  /* ctx's generator at entry */
     bool hooks_pushed;
 } ReplayScope;
 

@@ -1,7 +1,9 @@
 /*
- * revolve.c — binomial checkpointing: the count and the schedule (see revolve.h for the
- * convention and how it maps to the FLOP ledger). The executor that runs a schedule inside
- * autograd is in revolve_run.c; the chain cost model predicts it (cost.c).
+ * revolve.c — binomial checkpointing: the count, the schedule (see revolve.h for the
+ * convention and how it maps to the FLOP ledger), and the executor that runs a schedule
+ * inside autograd as one tape node, whose backward restores, advances and reverses one layer
+ * at a time (autograd's tapes, grad mode, the saved-tensor path; the replay of replay.h).
+ * The chain cost model predicts it (cost.c).
  *
  * Notation: the chain is x_0 → x_1 → … → x_l; step i (1 ≤ i ≤ l) is layer i − 1 and maps
  * x_{i−1} to x_i. β(s, r) = C(s + r, s) is the most steps s slots can reverse when no step
@@ -11,6 +13,9 @@
 
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint/replay.h"
 
 /* ---- binomials ------------------------------------------------------------------------ */
 
@@ -175,4 +180,225 @@ void revolve_schedule_free(RevolveSchedule *schedule)
     free(schedule->actions);
     free(schedule->recomputed);
     free(schedule);
+}
+
+/* ---- the executor: one layer reversed ------------------------------------------------- */
+
+/* Reverses one layer from its input x: y = layer(x) again, taped, in a replay (replay.h:
+ * RECOMPUTE, the generator running on from where the schedule put it), then dy through
+ * it: dx = J_layer(x)^T·dy, and the layer's parameters get their gradients on the way.
+ * With want_dx, *dx is the input's gradient (a new reference); it accumulates into
+ * `dx_into` when one is given (the engine's buffer for the chain's input), else into a
+ * fresh buffer. */
+static RematStatus reverse_layer(Layer *layer, Tensor *x, const Tensor *dy, Tensor *dx_into, bool want_dx,
+                                 TrainCtx *ctx, Tensor **dx)
+{
+    *dx = NULL;
+    ReplayScope scope;
+    RematStatus status = replay_enter(&scope, &(ReplayOptions){.record = true, .ctx = ctx});
+    if (status != REMAT_OK) return status;
+    Var *leaf = replay_input(x, dx_into, want_dx, "revolve.input");
+    Var *y = leaf ? layer_forward(layer, leaf, ctx) : NULL;
+    status = y ? replay_backward(&scope, y, dy) : remat_last_status();
+    replay_leave(&scope);
+    if (status == REMAT_OK && want_dx) {
+        /* No gradient reached x (a layer that ignores its input): it is zero. */
+        *dx = leaf->grad ? tensor_retain(leaf->grad) : tensor_zeros(MEM_ACT, x->ndim, x->shape);
+        if (!*dx) status = remat_last_status();
+    }
+    var_free(leaf);
+    return status;
+}
+
+/* ---- the executor: the run's record --------------------------------------------------- */
+
+/* Everything the chain's backward needs; owned by the chain's node. Each stored state is
+ * saved by a node of its own (op "revolve.slot", tagged TAG_CHECKPOINT_INPUT, so offload's
+ * boundary policy takes Revolve's checkpoints as it takes regions' inputs) on a tape
+ * private to the run: the saved-tensor path, with its hooks and the ACT ledger, holds
+ * every checkpoint. */
+typedef struct Run {
+    Layer **layers;
+    TrainCtx *ctx;
+    RevolveSchedule *schedule;
+    Tape *slot_tape;
+    struct Slot {
+        Node *node;   /* the node holding the slot's state, or NULL */
+        Pcg32 rng;    /* the generator's state at the state's position */
+    } *slots;         /* slots_used + 1 entries */
+    Pcg32 rng_last;   /* at x_{l−1}, where the reversal starts */
+    char name[NODE_NAME_LEN];
+} Run;
+
+static void run_free(void *state)
+{
+    Run *run = state;
+    if (!run) return;
+    tape_free(run->slot_tape); /* releases every stored state still held */
+    revolve_schedule_free(run->schedule);
+    free(run->slots);
+    free(run);
+}
+
+static Run *run_create(Layer **layers, int l, int slots, TrainCtx *ctx)
+{
+    Run *run = calloc(1, sizeof *run);
+    if (!run) return remat_fail_null(REMAT_ENOMEM, "revolve: no memory for a run");
+    *run = (Run){.layers = layers, .ctx = ctx, .schedule = revolve_schedule_create(l, slots)};
+    run->slot_tape = run->schedule ? tape_create() : NULL;
+    run->slots = run->slot_tape ? calloc((size_t)run->schedule->slots_used + 1, sizeof *run->slots) : NULL;
+    if (!run->slots) {
+        if (run->slot_tape) remat_fail(REMAT_ENOMEM, "revolve: no memory for %d slots", run->schedule->slots_used);
+        run_free(run);
+        return NULL;
+    }
+    if (l == 1) snprintf(run->name, sizeof run->name, "revolve %.24s, s=%d", layers[0]->name, slots);
+    else snprintf(run->name, sizeof run->name, "revolve %.20s-%.20s, s=%d", layers[0]->name,
+                  layers[l - 1]->name, slots);
+    return run;
+}
+
+/* Never backpropagated: it only holds a state. */
+static const OpInfo SLOT_OP = {.name = "revolve.slot", .backward = NULL};
+
+/* STORE: keeps the current state in `slot` through the saved-tensor path, with the
+ * generator's state at its position. */
+static RematStatus store(Run *run, int slot, int position, Var *cur)
+{
+    if (run->slots[slot].node) node_release_saved(run->slots[slot].node);
+    run->slots[slot].node = NULL;
+    Tape *outer = tape_set_current(run->slot_tape);
+    const bool was = grad_set_enabled(true); /* nodes are recorded with grad mode on only */
+    RematStatus status;
+    Node *node = node_create(&SLOT_OP, TAG_CHECKPOINT_INPUT, NULL, 0, cur->value, true, &status);
+    if (node) {
+        snprintf(node->name, sizeof node->name, "revolve.slot%d.x_%d", slot, position);
+        status = save_for_backward(node, cur->value);
+    }
+    grad_set_enabled(was);
+    tape_set_current(outer);
+    if (status != REMAT_OK) return status;
+    run->slots[slot].node = node;
+    if (run->ctx) run->slots[slot].rng = run->ctx->rng;
+    return REMAT_OK;
+}
+
+/* RESTORE: the state in `slot` becomes the current one, and the generator goes back to
+ * where it was at that position, so dropout draws the first forward's masks again. */
+static RematStatus restore(Run *run, int slot, bool release, Var **cur)
+{
+    Node *node = run->slots[slot].node;
+    if (!node) return remat_fail(REMAT_ESTATE, "%s: slot %d is empty", run->name, slot);
+    Tensor *t = saved_tensor(node, 0);
+    Var *v = t ? var_create(t, false, "revolve.state") : NULL;
+    if (!v) return remat_last_status();
+    var_free(*cur);
+    *cur = v;
+    if (run->ctx) run->ctx->rng = run->slots[slot].rng;
+    if (release) {
+        node_release_saved(node);
+        run->slots[slot].node = NULL;
+    }
+    return REMAT_OK;
+}
+
+/* ADVANCE, STORE or RESTORE: the actions that move the current state, in both passes. An
+ * advance runs its layers in the grad mode the caller set (off: the first forward, or a
+ * replay scope that records nothing), dropping each state as soon as the next exists (a
+ * state kept in a slot stays alive there). */
+static RematStatus move_state(Run *run, const RevolveAction *a, Var **cur)
+{
+    if (a->kind == REVOLVE_STORE) return store(run, a->slot, a->position, *cur);
+    if (a->kind == REVOLVE_RESTORE) return restore(run, a->slot, a->release, cur);
+    for (int j = a->position; j < a->position + a->steps; j++) {
+        Var *next = layer_forward(run->layers[j], *cur, run->ctx);
+        if (!next) return remat_last_status();
+        var_free(*cur);
+        *cur = next;
+    }
+    return REMAT_OK;
+}
+
+/* ---- the executor: backward ------------------------------------------------------------ */
+
+/* Backward of the chain: the schedule's actions from the first reversal on. dy starts as
+ * the chain output's gradient (the engine's) and becomes each reversed layer's input
+ * gradient; the first layer's accumulates into dinputs[0] when the chain's input needs it. */
+static RematStatus revolve_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
+{
+    Run *run = node->state;
+    const RevolveSchedule *sch = run->schedule;
+    /* The whole reversal is one replay that records nothing itself: advances run in it
+     * with grad off, each reversal opens a recording replay of its own, and the generator
+     * starts where the first forward reached x_{l−1} and is put back at the end. */
+    ReplayScope scope;
+    RematStatus status = replay_enter(&scope, &(ReplayOptions){.ctx = run->ctx, .rng = &run->rng_last});
+    if (status != REMAT_OK) return status;
+    Tensor *last = saved_tensor(node, 0); /* x_{l−1}, the current state */
+    Var *cur = last ? var_create(last, false, "revolve.state") : NULL;
+    if (!cur) status = remat_last_status();
+    node_release_saved(node); /* cur holds x_{l−1} now */
+    Tensor *dy = NULL;        /* NULL: dout */
+    for (int i = sch->first_reverse; i < sch->n_actions && status == REMAT_OK; i++) {
+        const RevolveAction *a = &sch->actions[i];
+        if (a->kind != REVOLVE_REVERSE) {
+            status = move_state(run, a, &cur);
+            continue;
+        }
+        const bool first_layer = a->position == 0;
+        Tensor *dx;
+        status = reverse_layer(run->layers[a->position], cur->value, dy ? dy : dout, first_layer ? dinputs[0] : NULL,
+                               !first_layer || dinputs[0], run->ctx, &dx);
+        var_free(cur); /* the state is used up */
+        cur = NULL;
+        tensor_free(dy);
+        dy = dx;
+    }
+    tensor_free(dy);
+    var_free(cur);
+    tape_reset(run->slot_tape); /* nothing stays stored once the chain is reversed (or failed) */
+    memset(run->slots, 0, ((size_t)sch->slots_used + 1) * sizeof *run->slots);
+    replay_leave(&scope);
+    return status;
+}
+
+static const OpInfo REVOLVE_OP = {.name = "revolve", .backward = revolve_backward};
+
+/* ---- the executor: forward -------------------------------------------------------------- */
+
+Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx)
+{
+    int j = 0; /* the first NULL layer, if any */
+    while (layers && j < l && layers[j]) j++;
+    if (!layers || !x || l < 1 || slots < 1 || j < l) {
+        char hole[48] = "";
+        if (layers && j < l) snprintf(hole, sizeof hole, "; layer %d of %d is NULL", j, l);
+        return remat_fail_null(REMAT_EINVAL, "revolve_forward: need layers, an input, l ≥ 1 and slots ≥ 1 (got "
+                               "%s, %s, l = %d, slots = %d)%s", layers ? "layers" : "no layers",
+                               x ? "an input" : "no input", l, slots, hole);
+    }
+    if (!grad_enabled()) return layers_forward(layers, l, x, ctx); /* inference, or a region's first forward */
+
+    Run *run = run_create(layers, l, slots, ctx);
+    if (!run) return NULL;
+    const Pcg32 rng_at_entry = ctx ? ctx->rng : (Pcg32){0};
+    /* The first forward, grad off: the actions up to the first reversal (advances to
+     * x_{l−1}, storing checkpoints on the way), then the last layer, for the output. */
+    const RevolveSchedule *sch = run->schedule;
+    Var *last = var_retain(x), *y = NULL;
+    grad_set_enabled(false);
+    RematStatus status = REMAT_OK;
+    for (int i = 0; i < sch->first_reverse && status == REMAT_OK; i++)
+        status = move_state(run, &sch->actions[i], &last);
+    if (status == REMAT_OK) {
+        if (ctx) run->rng_last = ctx->rng;
+        y = layer_forward(layers[l - 1], last, ctx);
+    }
+    grad_set_enabled(true);
+    /* The chain's one node saves x_{l−1}, where the reversal starts. */
+    Var *out = y ? replay_record(&REVOLVE_OP, x, y, run->name, run, run_free, last->value) : NULL;
+    if (!y) run_free(run);
+    var_free(last);
+    if (!out && ctx) ctx->rng = rng_at_entry; /* as if the chain had not run */
+    return out;
 }

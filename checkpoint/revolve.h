@@ -1,7 +1,7 @@
 /*
  * revolve.h — binomial checkpointing (Griewank & Walther's Revolve) for a chain of layers:
- * the optimal count and the schedule that attains it (revolve.c), and an executor inside
- * remat's autograd (revolve_run.c). The chain cost model predicts its memory (cost.h).
+ * the optimal count, the schedule that attains it, and an executor inside remat's autograd
+ * (revolve.c). The chain cost model predicts its memory (cost.h).
  *
  * Why binomial checkpointing: single-level segments (sqrt, schedule.h) never hold less
  * than about 2·sqrt(l) layer-sized tensors; below that, some layers must be recomputed

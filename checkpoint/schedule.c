@@ -6,7 +6,6 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "checkpoint/dtr.h"
 #include "checkpoint/revolve.h"
@@ -71,11 +70,9 @@ Schedule *schedule_create(StrategyKind strategy, const Segment *segments, int n,
 
 Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
 {
-    if (!strategy || n_layers < 1 || (unsigned)strategy->kind >= STRATEGY_BUDGET) {
-        remat_fail(REMAT_EINVAL, "schedule_for_strategy: need none, full, sqrt, selective or dtr and a layer "
-                   "(a budget's schedule comes from a planner, planner.h)");
-        return NULL;
-    }
+    if (!strategy || n_layers < 1 || (unsigned)strategy->kind >= STRATEGY_BUDGET)
+        return remat_fail_null(REMAT_EINVAL, "schedule_for_strategy: need none, full, sqrt, selective or dtr and a "
+                               "layer (a budget's schedule comes from a planner, planner.h)");
     const StrategyKind kind = strategy->kind;
     Segment *segs = calloc((size_t)n_layers, sizeof *segs);
     if (!segs) return remat_fail_null(REMAT_ENOMEM, "schedule_for_strategy: no memory for %d segments", n_layers);
