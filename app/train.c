@@ -474,9 +474,10 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     FirstStep f = {.run = run, .input = mine->input, .targets = mine->targets, .out = out,
                    .explain = first && run->opt->explain_memory ? explain_start() : NULL};
     const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
-    /* A plug of NULL does nothing: a plain step runs no code of offload/ or parallel/. */
-    const Step step = {.model = run->model, .schedule = run->schedule, .optim = run->optim,
-                       .plugs = {step_offload_plug(run->offload), step_zero_plug(run->zero)}};
+    Step step = {.model = run->model, .schedule = run->schedule, .optim = run->optim};
+    int plugs = 0; /* installed only when the run asked for them: a plain step runs none */
+    if (run->offload) step.plugs[plugs++] = step_offload_plug(run->offload);
+    if (run->zero) step.plugs[plugs++] = step_zero_plug(run->zero);
     StepResult result;
     const TrainOptions *o = run->opt; /* the first step's looks, only when a flag asks for one */
     const bool look = first && (o->dump_graph || o->print_tape || f.explain || o->dump_step);
