@@ -180,8 +180,8 @@ static RematStatus check_memory(const TrainOptions *o, const DistGroup *world)
     const int states = sgd ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
     const int ranks = world->size, stage = ranks > 1 ? o->step.zero_stage : 0;
     const uint64_t total = (uint64_t)fmin(params, 1e17); /* any more is far past every budget */
-    const uint64_t shard = ranks == 1 ? total /* one process asks parallel/ nothing */
-                                      : shard_begin(total, world->rank + 1, ranks) - shard_begin(total, world->rank, ranks);
+    const int r = world->rank; /* one process asks parallel/ nothing */
+    const uint64_t shard = ranks == 1 ? total : shard_begin(total, r + 1, ranks) - shard_begin(total, r, ranks);
     const ZeroBytes b = zero_resident_bytes(stage, total, shard, states);
     const double p = params * sizeof(float), fixed = (double)b.params + (double)b.grads + (double)b.optimizer;
     char pb[32], fb[32], lim[32], where[64] = "", need[384];
