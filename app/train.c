@@ -491,6 +491,9 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
         explain_print(f.explain, out, result.act_stored, mem_peak(MEM_ACT), p->made ? p->peak_act : 0,
                       run->unpredicted);
         fprintf(out, "\n");
+        const ExplainPeak saved = explain_print_peak(f.explain, out);
+        report_peak(out, o, saved.largest_op ? &saved : NULL);
+        fprintf(out, "\n");
         explain_free(f.explain);
     }
     if (status == REMAT_OK) {

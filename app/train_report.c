@@ -6,10 +6,12 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/progress.h"
 #include "base/text.h"
 #include "checkpoint/dtr.h"
+#include "models/data.h"
 #include "models/gpt.h"
 #include "tensor/flops.h"
 #include "base/platform.h"
@@ -66,6 +68,53 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
     if (planned) schedule_print(s, m->layers, out);
 }
 
+/* The first rule that holds, in this order: selective attention_core over fused attention;
+ * parameters, gradients and optimizer state above the activations at the peak; and, when
+ * --explain-memory saw the saved tensors live then, the head's logits the largest of them,
+ * or a region's replay holding more of them than is kept. NULL when none holds. */
+static const char *why_not_lower(const TrainOptions *o, const MemPeakMoment *p, const ExplainPeak *saved,
+                                 char *buf, size_t size)
+{
+    const Strategy *s = &o->step.strategy;
+    const bool regions = s->kind != STRATEGY_NONE && s->kind != STRATEGY_DTR;
+    const size_t fixed = p->current[MEM_PARAM] + p->current[MEM_GRAD] + p->current[MEM_OPTIM];
+    char f[32], a[32];
+    if (s->kind == STRATEGY_SELECTIVE && o->attention == ATTENTION_FUSED &&
+        (!s->policy || s->policy == &POLICY_ATTENTION_CORE))
+        return "fused attention already keeps no T^2 tensor, so selective attention_core frees only the core's "
+               "O(T) outputs";
+    if (s->kind != STRATEGY_NONE && fixed > p->current[MEM_ACT]) {
+        snprintf(buf, size, "the peak is the optimizer state (quiz question 8): parameters, gradients and "
+                 "optimizer state held %s against %s of activations", mem_format_bytes(f, sizeof f, fixed),
+                 mem_format_bytes(a, sizeof a, p->current[MEM_ACT]));
+        return buf;
+    }
+    if (!regions || !saved) return NULL;
+    if (saved->largest_op && !strcmp(saved->largest_op, "cross_entropy")) {
+        snprintf(buf, size, "the peak is the head's logits, B*T*V = %d*%d*%d floats, outside every checkpoint "
+                 "region", o->batch, o->seq, TEXT_VOCAB_SIZE);
+        return buf;
+    }
+    if (saved->recomputed <= saved->kept) return NULL;
+    snprintf(buf, size, "the peak is one region's replay working set (%s recomputed against %s kept); smaller "
+             "regions would lower that part", mem_format_bytes(f, sizeof f, saved->recomputed),
+             mem_format_bytes(a, sizeof a, saved->kept));
+    return buf;
+}
+
+void report_peak(FILE *out, const TrainOptions *o, const ExplainPeak *saved)
+{
+    const MemPeakMoment p = mem_peak_moment();
+    char buf[32], why[256];
+    fprintf(out, "    at the peak (in %s):", phase_name(p.phase));
+    for (int k = 0; k < MEM_DISK; k++)
+        fprintf(out, "%s %s %s", k ? "," : "", mem_kind_name((MemKind)k),
+                mem_format_bytes(buf, sizeof buf, p.current[k]));
+    const char *sentence = why_not_lower(o, &p, saved, why, sizeof why);
+    fprintf(out, "\n%s%s%s", sentence ? "    why checkpointing did not lower it more: " : "", sentence ? sentence : "",
+            sentence ? "\n" : "");
+}
+
 /* The process's resident memory as the operating system counts it, beside the ledger:
  * what `top` shows, and why it is more than the ledger says. */
 static void report_process(FILE *out, const TrainReport *r)
@@ -105,6 +154,7 @@ void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
     if (o->step.offload)
         fprintf(out, "    %-12s %12s  (in the spill file: not resident)\n", mem_kind_name(MEM_DISK),
                 mem_format_bytes(buf, sizeof buf, mem_peak(MEM_DISK)));
+    report_peak(out, o, NULL);
     report_process(out, r);
     if (r->steps_run == 0) return;
     fprintf(out, "\n  FLOPs per training step by phase\n");

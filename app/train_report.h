@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 
+#include "checkpoint/explain.h"
 #include "models/step.h"
 #include "parallel/zero.h"
 #include "models/model.h"
@@ -25,6 +26,12 @@ void report_progress(FILE *out, bool tty, int step, int total, float loss, doubl
 
 /* The peaks by kind, the FLOPs per step by phase and the median step's speed. */
 void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r);
+
+/* What was resident when the peak since the ledger's reset was set, by kind, and its phase;
+ * then, under a checkpointing strategy, one sentence saying why it did not lower that peak
+ * more, when one of the rules holds (app/README.md). `saved` is what --explain-memory
+ * saw live at the peak (explain_print_peak), or NULL when not known. */
+void report_peak(FILE *out, const TrainOptions *o, const ExplainPeak *saved);
 
 /* Data parallelism's report, a collective of every rank of `world` (rank 0's `out` prints
  * it): each rank's parameters, gradients and optimizer state after the last step beside the

@@ -9,6 +9,7 @@
  */
 #include "checkpoint/explain.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,9 @@ struct Explain {
     int count, capacity;
     long clock;
     bool running;
+    size_t peak_seen;            /* the ledger's resident peak at the last event */
+    long peak_at;                /* the event before which it was last set; -1 before any */
+    char peak_name[NODE_NAME_LEN]; /* what that event reports */
     OpHooks hooks;
     SavedObserver observer;
 };
@@ -84,12 +88,23 @@ static void slot_row_name(char *out, size_t size, const char *name, const OpInfo
     snprintf(out, size, "%.*s%s%s%s", NODE_NAME_LEN - 1, name, what ? " (" : "", what ? what : "", what ? ")" : "");
 }
 
+/* Whether the resident peak rose since the last event: then it was set by the op or the
+ * backward this event reports, before the event's own rows, whose name the caller notes. */
+static bool peak_rose(Explain *ex)
+{
+    if (mem_peak_resident() <= ex->peak_seen) return false;
+    ex->peak_seen = mem_peak_resident();
+    ex->peak_at = ex->clock;
+    return true;
+}
+
 /* Every op, grad mode on or off: with it off, what its backward would keep is dropped. */
 static void on_recorded(void *ctx, const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
                         Tensor *const *saved, int n_saved, const Tensor *out)
 {
     (void)inputs, (void)n_inputs, (void)out;
     Explain *ex = ctx;
+    if (peak_rose(ex)) op_row_name(ex->peak_name, sizeof ex->peak_name, op, tag);
     ex->clock++;
     if (grad_enabled()) return; /* the saved observer sees these as they are saved */
     for (int i = 0; i < n_saved; i++) {
@@ -121,6 +136,7 @@ static void on_regenerated(void *ctx, const OpInfo *op, const char *tag, const c
 static void on_saved(void *ctx, const Node *node, int slot, const Tensor *t)
 {
     Explain *ex = ctx;
+    if (peak_rose(ex)) snprintf(ex->peak_name, sizeof ex->peak_name, "%s", node->name);
     if (t->kind == MEM_PARAM) return;
     Fate fate = node->saved[slot].hooks ? FATE_HOOKED
               : flops_phase() == PHASE_RECOMPUTE ? FATE_RECOMPUTED : FATE_KEPT;
@@ -136,6 +152,7 @@ static void on_saved(void *ctx, const Node *node, int slot, const Tensor *t)
 static void on_released(void *ctx, const Node *node, int slot)
 {
     Explain *ex = ctx;
+    if (peak_rose(ex)) snprintf(ex->peak_name, sizeof ex->peak_name, "%s", node->name);
     for (int i = ex->count - 1; i >= 0; i--) {
         Row *r = &ex->rows[i];
         if (r->node == node && r->slot == slot && r->released_at < 0) {
@@ -166,6 +183,8 @@ Explain *explain_start(void)
         return NULL;
     }
     saved_observer_set(&ex->observer);
+    ex->peak_seen = mem_peak_resident();
+    ex->peak_at = -1;
     ex->running = true;
     active = ex;
     return ex;
@@ -242,4 +261,50 @@ void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak, siz
     fprintf(out, "  (the peak comes in backward: the inputs kept so far, the segment being recomputed and what\n"
                  "  its backward holds at once; the model also counts what the table does not: the batch, the\n"
                  "  loss, the region outputs and the gradient buffers alive at the peak)\n");
+}
+
+/* The layer a row's tensor belongs to, as the length of its name's prefix: up to the dot
+ * after the layer's number ("h.3" of "h.3.attn.softmax"), a region's name whole ("h.3",
+ * "h.0-h.1"), else up to the first dot or space ("ln_f", "loss"). */
+static int layer_len(const char *name)
+{
+    const size_t n = strcspn(name, " ");
+    for (size_t i = 1; i < n; i++)
+        if (name[i] == '.' && isdigit((unsigned char)name[i - 1])) return (int)i;
+    return (int)(strcspn(name, "0123456789") < n ? n : strcspn(name, ". "));
+}
+
+/* Prints one layer's line of explain_print_peak. */
+static void print_layer(FILE *out, const char *name, int len, size_t bytes)
+{
+    char b[32];
+    fprintf(out, "    %-16.*s %12s\n", len, name, mem_format_bytes(b, sizeof b, bytes));
+}
+
+ExplainPeak explain_print_peak(const Explain *ex, FILE *out)
+{
+    ExplainPeak p = {0};
+    if (ex->peak_at < 0 || ex->peak_seen != mem_peak_resident()) return p; /* set after the recording */
+    fprintf(out, "  the peak was set just before event %ld (%s); saved tensors kept or recomputed and live\n"
+                 "  then, by layer (a selective policy's cache is not counted):\n",
+            ex->peak_at, ex->peak_name);
+    const Row *largest = NULL, *layer = NULL; /* the first row of the layer being summed */
+    size_t bytes = 0;
+    for (int i = 0; i < ex->count; i++) {
+        const Row *r = &ex->rows[i];
+        const bool live = r->saved_at < ex->peak_at && (r->released_at < 0 || r->released_at >= ex->peak_at);
+        if (!live || r->shared || (r->fate != FATE_KEPT && r->fate != FATE_RECOMPUTED)) continue;
+        const int n = layer_len(r->name);
+        if (layer && (layer_len(layer->name) != n || strncmp(layer->name, r->name, (size_t)n))) {
+            print_layer(out, layer->name, layer_len(layer->name), bytes);
+            bytes = 0;
+        }
+        if (!bytes) layer = r;
+        bytes += r->bytes;
+        *(r->fate == FATE_KEPT ? &p.kept : &p.recomputed) += r->bytes;
+        if (!largest || r->bytes > largest->bytes) largest = r;
+    }
+    if (layer) print_layer(out, layer->name, layer_len(layer->name), bytes);
+    p.largest_op = largest ? largest->op : NULL;
+    return p;
 }

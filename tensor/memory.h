@@ -97,6 +97,14 @@ size_t mem_resident(void);          /* bytes of all kinds but MEM_DISK now */
 size_t mem_peak_resident(void);     /* the most resident bytes at any moment since the last reset */
 size_t mem_live_blocks(void);       /* blocks allocated and not yet freed */
 
+/* The moment the resident peak was set: every kind's bytes then, and the FLOP ledger's
+ * phase. Copied when the peak rises, so it costs nothing per byte. */
+typedef struct MemPeakMoment {
+    size_t current[MEM_KIND_COUNT];
+    Phase phase;
+} MemPeakMoment;
+MemPeakMoment mem_peak_moment(void);
+
 /* Sets every peak to its current value, so the next peaks describe what happens next. */
 void mem_reset_peaks(void);
 

@@ -93,6 +93,35 @@ static void test_peak_tracks_maximum_and_resets(void **state)
 
 /* The machine's ceiling fails an allocation as a budget does, naming what is available; the
  * lower of the two holds, and a failed request changes nothing. */
+/* The moment the resident peak was set: every kind's bytes then and the phase, kept when
+ * bytes are freed or a lower total comes later, and moved to now by a reset. */
+static void test_peak_moment_is_the_mix_when_the_peak_was_set(void **state)
+{
+    (void)state;
+    void *act = mem_alloc(MEM_ACT, 1000);
+    const Phase outer = flops_set_phase(PHASE_BACKWARD);
+    void *grad = mem_alloc(MEM_GRAD, 500);
+    flops_set_phase(PHASE_OPTIMIZER);
+    mem_free(act);
+    void *optim = mem_alloc(MEM_OPTIM, 1200); /* 1700 resident: above 1500, a new peak */
+    mem_free(optim);
+    void *small = mem_alloc(MEM_WORK, 100); /* 600 resident: no new peak */
+    MemPeakMoment m = mem_peak_moment();
+    assert_int_equal(m.current[MEM_GRAD], 500);
+    assert_int_equal(m.current[MEM_OPTIM], 1200);
+    assert_int_equal(m.current[MEM_ACT], 0);
+    assert_int_equal(m.current[MEM_WORK], 0);
+    assert_int_equal(m.phase, PHASE_OPTIMIZER);
+    flops_set_phase(outer);
+    mem_reset_peaks();
+    m = mem_peak_moment();
+    assert_int_equal(m.current[MEM_WORK], 100);
+    assert_int_equal(m.current[MEM_OPTIM], 0);
+    assert_int_equal(m.phase, outer);
+    mem_free(small);
+    mem_free(grad);
+}
+
 static void test_ceiling_is_a_budget_that_names_the_machine(void **state)
 {
     (void)state;
@@ -362,6 +391,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_alloc_is_64_byte_aligned, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_calloc_zero_fills, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_peak_tracks_maximum_and_resets, ledger_empty, ledger_empty),
+        cmocka_unit_test_setup_teardown(test_peak_moment_is_the_mix_when_the_peak_was_set, ledger_empty,
+                                        ledger_empty),
         cmocka_unit_test_setup_teardown(test_budget_overrun_names_request_and_residents, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_pressure_hook_frees_until_it_fits, ledger_empty, ledger_empty),
         cmocka_unit_test_setup_teardown(test_disk_is_accounted_but_not_resident, ledger_empty, ledger_empty),

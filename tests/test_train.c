@@ -745,6 +745,63 @@ static void test_explain_memory_prints_the_predicted_peak(void **state)
     }
 }
 
+/* What train printed for `o` (one run, its first step explained when o->explain_memory). */
+static const char *doctor_text(const TrainOptions *o)
+{
+    char path[512];
+    path_in_dir(path, sizeof path, "doctor.txt");
+    FILE *out = fopen(path, "w+");
+    assert_non_null(out);
+    TrainReport r;
+    assert_int_equal(train_run(o, &r, out), REMAT_OK);
+    train_report_free(&r);
+    static char text[1 << 18];
+    rewind(out);
+    text[fread(text, 1, sizeof text - 1, out)] = '\0';
+    fclose(out);
+    assert_non_null(strstr(text, "    at the peak (in ")); /* after every run, the mix by kind */
+    return text;
+}
+
+/* Each of the doctor's sentences, in a run built so that its rule holds, and none where
+ * checkpointing did what it could: the MLP chain under full, its peak mostly activations,
+ * the kept region inputs more than the one layer replayed. */
+static void test_the_doctor_says_why_checkpointing_did_not_help_more(void **state)
+{
+    (void)state;
+    TrainOptions q8 = small_gpt(2, 1, STRATEGY_SQRT); /* 2 blocks of d_model 16: the parameters dominate */
+    assert_non_null(strstr(doctor_text(&q8), "the peak is the optimizer state (quiz question 8)"));
+
+    TrainOptions fused = small_gpt(2, 1, STRATEGY_SELECTIVE);
+    fused.attention = ATTENTION_FUSED;
+    fused.dropout_rng = DROPOUT_RNG_COUNTER;
+    assert_non_null(strstr(doctor_text(&fused), "fused attention already keeps no T^2 tensor"));
+
+    TrainOptions logits = small_gpt(2, 1, STRATEGY_FULL); /* V = 256 against d_model 16 */
+    logits.seq = 32;
+    logits.batch = 8;
+    logits.explain_memory = true;
+    const char *text = doctor_text(&logits);
+    assert_non_null(strstr(text, "the peak was set just before event"));
+    assert_non_null(strstr(text, "the peak is the head's logits, B*T*V = 8*32*256 floats"));
+
+    TrainOptions chain = train_defaults(MODEL_MLP); /* 16 layers of 64, batches of 512 */
+    chain.d_model = 64;
+    chain.batch = 512;
+    chain.steps = 1;
+    chain.eval_every = 0;
+    chain.eval_batches = 1;
+    chain.quiet = true;
+    chain.explain_memory = true;
+    chain.step.strategy = strategy_defaults(STRATEGY_SQRT); /* 4 regions of 4 layers */
+    assert_non_null(strstr(doctor_text(&chain), "the peak is one region's replay working set (896.0 KiB recomputed "
+                                                "against 512.0 KiB kept)"));
+    chain.step.strategy = strategy_defaults(STRATEGY_FULL); /* 16 inputs kept, one layer replayed */
+    text = doctor_text(&chain);
+    assert_non_null(strstr(text, "at the peak (in backward)"));
+    assert_null(strstr(text, "why checkpointing did not lower it more"));
+}
+
 /* --planner revolve on the 8-layer MLP: it fits a budget below dp's smallest, where dp
  * fails with EOOM, and trains there like none, to the bit, printing its schedule first. */
 static void test_revolve_planner_trains_below_dp(void **state)
@@ -1149,6 +1206,7 @@ int main(void)
         cmocka_unit_test(test_revolve_planner_trains_below_dp),
         cmocka_unit_test(test_resident_peak_is_the_ledger_plus_the_baseline),
         cmocka_unit_test(test_explain_memory_prints_the_predicted_peak),
+        cmocka_unit_test(test_the_doctor_says_why_checkpointing_did_not_help_more),
         cmocka_unit_test(test_resume_continues_bit_identically),
         cmocka_unit_test(test_a_memory_budget_holds_under_every_strategy),
         cmocka_unit_test(test_a_diverged_step_saves_nothing),
