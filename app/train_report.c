@@ -111,8 +111,8 @@ void report_peak(FILE *out, const TrainOptions *o, const ExplainPeak *saved)
         fprintf(out, "%s %s %s", k ? "," : "", mem_kind_name((MemKind)k),
                 mem_format_bytes(buf, sizeof buf, p.current[k]));
     const char *sentence = why_not_lower(o, &p, saved, why, sizeof why);
-    fprintf(out, "\n%s%s%s", sentence ? "    why checkpointing did not lower it more: " : "", sentence ? sentence : "",
-            sentence ? "\n" : "");
+    fputc('\n', out);
+    if (sentence) fprintf(out, "    why checkpointing did not lower it more: %s\n", sentence);
 }
 
 /* The process's resident memory as the operating system counts it, beside the ledger:

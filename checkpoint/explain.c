@@ -301,7 +301,8 @@ ExplainPeak explain_print_peak(const Explain *ex, FILE *out)
         }
         if (!bytes) layer = r;
         bytes += r->bytes;
-        *(r->fate == FATE_KEPT ? &p.kept : &p.recomputed) += r->bytes;
+        if (r->fate == FATE_KEPT) p.kept += r->bytes;
+        else p.recomputed += r->bytes;
         if (!largest || r->bytes > largest->bytes) largest = r;
     }
     if (layer) print_layer(out, layer->name, layer_len(layer->name), bytes);
