@@ -295,11 +295,11 @@ ExplainPeak explain_print_peak(const Explain *ex, FILE *out)
         const bool live = r->saved_at < ex->peak_at && (r->released_at < 0 || r->released_at >= ex->peak_at);
         if (!live || r->shared || (r->fate != FATE_KEPT && r->fate != FATE_RECOMPUTED)) continue;
         const int n = layer_len(r->name);
-        if (layer && (layer_len(layer->name) != n || strncmp(layer->name, r->name, (size_t)n))) {
-            print_layer(out, layer->name, layer_len(layer->name), bytes);
+        if (!layer || layer_len(layer->name) != n || strncmp(layer->name, r->name, (size_t)n)) {
+            if (layer) print_layer(out, layer->name, layer_len(layer->name), bytes);
+            layer = r;
             bytes = 0;
         }
-        if (!bytes) layer = r;
         bytes += r->bytes;
         if (r->fate == FATE_KEPT) p.kept += r->bytes;
         else p.recomputed += r->bytes;
