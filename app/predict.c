@@ -23,7 +23,6 @@ static const char *unsupported(const TrainOptions *o)
     const StepOptions *s = &o->step;
     if (s->offload) return "--offload (the spill file's timing is the run's)";
     if (dist_under_launcher()) return "more than one rank (data parallelism, ZeRO, pipelines)";
-    if (s->accumulate > 1) return "--accumulate";
     if (s->strategy.kind == STRATEGY_DTR) return "--strategy dtr (its evictions depend on the run)";
     if (s->strategy.kind == STRATEGY_BUDGET) return "--strategy budget (its planners, ops among them, profile a step)";
     return NULL;
@@ -49,6 +48,10 @@ static ChainCost *run_cost(const TrainOptions *o, const Policy *policy, size_t k
     const int states = o->optimizer == OPTIM_SGD ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
     kinds[MEM_OPTIM] = (size_t)states * kinds[MEM_PARAM];
     cost->fixed += kinds[MEM_OPTIM];
+    /* --accumulate K: the other micro-batches, drawn before the step, wait in ACT. */
+    const size_t waiting = (size_t)(o->step.accumulate - 1) * cost->base;
+    cost->base += waiting;
+    cost->tail_peak += waiting;
     return cost;
 }
 
@@ -88,7 +91,14 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
     ChainCost *cost = s ? run_cost(o, s->segments[0].policy, kinds) : NULL;
     RematStatus status = cost ? schedule_predict(s, cost) : remat_last_status();
     if (status == REMAT_OK) {
-        const Prediction *p = &s->predicted;
+        Prediction *p = &s->predicted; /* of one micro-batch: --accumulate K runs K alike (models/step.h) */
+        const int K = o->step.accumulate;
+        p->forward_flops *= (uint64_t)K;
+        p->recompute_flops *= (uint64_t)K;
+        if (K > 1) { /* from the second on, each one's gradients are made beside the sum of those before */
+            kinds[MEM_GRAD] *= 2;
+            p->peak_total += kinds[MEM_PARAM]; /* as if all were there at the activations' peak */
+        }
         kinds[MEM_ACT] = p->peak_act;
         fprintf(out, "predicted for one training step (--predict-only: nothing built), strategy %s:\n",
                 strategy_name(o->step.strategy.kind));

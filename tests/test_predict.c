@@ -326,6 +326,59 @@ static void test_predict_only_builds_nothing_and_writes_json(void **state)
     rmdir(dir);
 }
 
+/* The number after "key": in the JSON text, or UINT64_MAX. */
+static uint64_t json_number(const char *json, const char *key)
+{
+    char quoted[32];
+    snprintf(quoted, sizeof quoted, "\"%s\": ", key);
+    const char *at = strstr(json, quoted);
+    return at ? strtoull(at + strlen(quoted), NULL, 10) : UINT64_MAX;
+}
+
+/* train_line's JSON results of `line` with `extra` words after it. */
+static void run_json(const char *line, const char *extra, char *json, size_t size)
+{
+    char full[512], path[] = "/tmp/test_predict_json_XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    snprintf(full, sizeof full, "%s %s --results %s", line, extra, path);
+    FILE *out = tmpfile();
+    assert_int_equal(train_line(full, out), REMAT_OK);
+    fclose(out);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    json[fread(json, 1, size - 1, f)] = '\0';
+    fclose(f);
+    remove(path);
+}
+
+/* With --accumulate K, --predict-only against the ledger of a run of two steps: the
+ * activations (the other micro-batches waiting beside the one running), the workspace,
+ * the gradients (the sum and the next micro-batch's) and a step's RECOMPUTE FLOPs (K
+ * micro-batches') alike to the byte and the FLOP; the peak of all kinds at once bounded. */
+static void test_predict_only_with_accumulate_equals_a_run(void **state)
+{
+    (void)state;
+    const char *lines[] = {
+        "--model mlp --layers 3 --d-model 16 --batch 4 --accumulate 3 --strategy selective --policy dots",
+        "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --accumulate 3 --strategy full --sample 0",
+        "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --attention fused --dropout-rng counter "
+        "--accumulate 2 --strategy selective --sample 0",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        char predicted[1024], measured[1024];
+        run_json(lines[i], "--predict-only", predicted, sizeof predicted);
+        run_json(lines[i], "--steps 2 --eval-batches 1 --quiet", measured, sizeof measured);
+        printf("  %s\n    %s    %s", lines[i], predicted, measured);
+        for (int k = 0; k < 5; k++) {
+            const char *key = (const char *[]){"activations", "workspace", "grads", "params", "recompute_flops"}[k];
+            assert_int_equal(json_number(predicted, key), json_number(measured, key));
+        }
+        assert_true(json_number(predicted, "peak") >= json_number(measured, "peak"));
+    }
+}
+
 /* What it cannot predict exactly is refused, naming it; a file it cannot write is an error. */
 static void test_predict_only_refuses_what_it_cannot_predict(void **state)
 {
@@ -333,7 +386,6 @@ static void test_predict_only_refuses_what_it_cannot_predict(void **state)
     FILE *out = tmpfile();
     const char *refused[][2] = {
         {"--model mlp --predict-only --offload all", "--offload"},
-        {"--model mlp --predict-only --accumulate 2", "--accumulate"},
         {"--model mlp --predict-only --strategy dtr --memory-budget 64MiB", "dtr"},
         {"--model mlp --predict-only --strategy budget --memory-budget 64MiB", "budget"},
         {"--model mlp --predict-only --strategy budget --planner ops --memory-budget 64MiB", "ops"},
@@ -363,6 +415,7 @@ int main(void)
         cmocka_unit_test_setup(test_chain_model_refuses_bad_shapes, clean_state),
         cmocka_unit_test_setup(test_prediction_equals_the_ledger_of_a_step, clean_state),
         cmocka_unit_test_setup(test_predict_only_builds_nothing_and_writes_json, clean_state),
+        cmocka_unit_test_setup(test_predict_only_with_accumulate_equals_a_run, clean_state),
         cmocka_unit_test_setup(test_predict_only_refuses_what_it_cannot_predict, clean_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
