@@ -361,7 +361,7 @@ static int attention_core_ops(Ops *o, const GptConfig *c, int q, int k, int v)
     if (c->attention == ATTENTION_FUSED) {
         ChainOp fused = {.name = "attention_fused", .tag = "attn.fused", .in = {q, k, v}, .saves = 7 | CHAIN_SAVES_OUT,
                          .out = n * sizeof(float), .extra = BH * T * sizeof(float)};
-        k_attention_flops((int)BH, (int)T, (int)D, o->dropping, &ATTN_PLAN_DEFAULT, &fused.flops, &fused.recompute);
+        fused.flops = k_attention_flops((int)BH, (int)T, (int)D, o->dropping, &ATTN_PLAN_DEFAULT, &fused.recompute);
         return add_op(o, fused);
     }
     const int scores = add_op(o, (ChainOp){.name = "matmul", .tag = "attn.scores", .in = {q, k, -1}, .saves = 3,
