@@ -5,7 +5,8 @@
  * the same figures as JSON, predicted or, after a run, measured by the ledger.
  *
  * What it is not: an estimate. A run it cannot predict exactly is refused, naming what
- * is not supported, rather than given a wrong figure.
+ * is not supported, rather than given a wrong figure. Only the peak of all kinds at once
+ * is a bound where scratch or a second set of gradients comes and goes during the step.
  */
 #include "app/train.h"
 
@@ -85,7 +86,8 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
     if (missing)
         return remat_fail(REMAT_EINVAL, "--predict-only does not predict %s yet: it predicts one process's step "
                           "under none, full, sqrt or selective", missing);
-    if (o->threads && platform_set_threads(o->threads) != REMAT_OK) return remat_last_status(); /* the scratch's */
+    if (o->threads && platform_set_threads(o->threads) != REMAT_OK) /* fused attention's scratch is per thread */
+        return remat_last_status();
     size_t kinds[MEM_KIND_COUNT];
     Schedule *s = schedule_for_strategy(&o->step.strategy, o->layers);
     ChainCost *cost = s ? run_cost(o, s->segments[0].policy, kinds) : NULL;

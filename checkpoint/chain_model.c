@@ -65,8 +65,8 @@ static void walk_forward(Walk *w, const ChainStage *s, bool grad, uint32_t keep,
         if (has(keep, i)) w->live += (has(needed, i + 1) ? s->ops[i].out : 0) + s->ops[i].extra;
     for (int i = 0; i < s->n_ops; i++) {
         const ChainOp *op = &s->ops[i];
-        const bool cached = has(keep, i);
-        walk_alloc(w, !cached || !grad ? op->out + op->extra : has(needed, i + 1) ? 0 : op->out);
+        const bool cached = has(keep, i), served = grad && cached; /* the replay takes it from the cache */
+        walk_alloc(w, !served ? op->out + op->extra : has(needed, i + 1) ? 0 : op->out); /* or a placeholder */
         if (!grad && !cached) w->live -= op->extra;
         if (!grad && cached) w->refs[i + 1]++; /* the cache's reference */
         if (grad && (op->saves & CHAIN_SAVES_OUT)) w->refs[i + 1]++;
@@ -74,7 +74,7 @@ static void walk_forward(Walk *w, const ChainStage *s, bool grad, uint32_t keep,
             if (grad && (op->saves & 1u << k)) w->refs[op->in[k]]++;
             walk_unref(w, op->in[k]);
         }
-        w->flops += grad && cached ? 0 : op->flops;
+        w->flops += served ? 0 : op->flops;
         w->recompute += op->recompute;
     }
     for (int i = 0; !grad && i < s->n_ops; i++)
