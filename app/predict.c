@@ -5,12 +5,14 @@
  * the same figures as JSON, predicted or, after a run, measured by the ledger.
  *
  * What it is not: an estimate. A run it cannot predict exactly is refused, naming what
- * is not supported, rather than given a wrong figure.
+ * is not supported, rather than given a wrong figure. Only the peak of all kinds at once
+ * is a bound where scratch or a second set of gradients comes and goes during the step.
  */
 #include "app/train.h"
 
 #include <inttypes.h>
 
+#include "base/platform.h"
 #include "models/data.h"
 #include "models/mlp.h"
 #include "parallel/group.h"
@@ -22,31 +24,35 @@ static const char *unsupported(const TrainOptions *o)
     const StepOptions *s = &o->step;
     if (s->offload) return "--offload (the spill file's timing is the run's)";
     if (dist_under_launcher()) return "more than one rank (data parallelism, ZeRO, pipelines)";
-    if (s->accumulate > 1) return "--accumulate";
-    if (o->model == MODEL_GPT && o->attention == ATTENTION_FUSED) return "--attention fused";
-    if (s->strategy.kind == STRATEGY_SELECTIVE) return "--strategy selective (its caches are measured, not modelled)";
     if (s->strategy.kind == STRATEGY_DTR) return "--strategy dtr (its evictions depend on the run)";
     if (s->strategy.kind == STRATEGY_BUDGET) return "--strategy budget (its planners, ops among them, profile a step)";
     return NULL;
 }
 
-/* The chain model of the run's model and batch, with the optimizer's state added to its
- * fixed memory (every parameter, its gradient and the MLP's teacher); kinds (by MemKind)
- * gets those, which do not depend on the schedule. NULL on error. */
-static ChainCost *run_cost(const TrainOptions *o, size_t kinds[MEM_KIND_COUNT])
+/* The chain model of the run's model and batch, with `policy`'s figures (NULL: none) and
+ * the optimizer's state added to its fixed memory (every parameter, its gradient and the
+ * MLP's teacher); kinds (by MemKind) gets those, which do not depend on the schedule, and
+ * the workspace. NULL on error. */
+static ChainCost *run_cost(const TrainOptions *o, const Policy *policy, size_t kinds[MEM_KIND_COUNT])
 {
     const TrainCtx ctx = {.training = true, .dropout_rng = o->dropout_rng};
     const GptConfig gpt = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads, .seq_len = o->seq,
                            .vocab = TEXT_VOCAB_SIZE, .dropout = o->dropout, .attention = o->attention};
     const bool is_gpt = o->model == MODEL_GPT;
-    ChainCost *cost = is_gpt ? gpt_chain_model(&gpt, o->batch, &ctx)
-                             : mlp_chain_model(&(MlpConfig){.n_layers = o->layers, .width = o->d_model}, o->batch);
+    ChainCost *cost = is_gpt ? gpt_chain_model(&gpt, o->batch, &ctx, policy)
+                             : mlp_chain_model(&(MlpConfig){.n_layers = o->layers, .width = o->d_model}, o->batch,
+                                               policy);
     if (!cost) return NULL;
-    kinds[MEM_WORK] = is_gpt ? 0 : (size_t)mlp_task_bytes(o->d_model);
-    kinds[MEM_PARAM] = kinds[MEM_GRAD] = (cost->fixed - kinds[MEM_WORK]) / 2;
+    const size_t teacher = is_gpt ? 0 : (size_t)mlp_task_bytes(o->d_model);
+    kinds[MEM_WORK] = teacher + cost->work_peak;
+    kinds[MEM_PARAM] = kinds[MEM_GRAD] = (cost->fixed - teacher) / 2;
     const int states = o->optimizer == OPTIM_SGD ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
     kinds[MEM_OPTIM] = (size_t)states * kinds[MEM_PARAM];
     cost->fixed += kinds[MEM_OPTIM];
+    /* --accumulate K: the other micro-batches, drawn before the step, wait in ACT. */
+    const size_t waiting = (size_t)(o->step.accumulate - 1) * cost->base;
+    cost->base += waiting;
+    cost->tail_peak += waiting;
     return cost;
 }
 
@@ -79,13 +85,22 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
     const char *missing = unsupported(o);
     if (missing)
         return remat_fail(REMAT_EINVAL, "--predict-only does not predict %s yet: it predicts one process's step "
-                          "under none, full or sqrt", missing);
+                          "under none, full, sqrt or selective", missing);
+    if (o->threads && platform_set_threads(o->threads) != REMAT_OK) /* fused attention's scratch is per thread */
+        return remat_last_status();
     size_t kinds[MEM_KIND_COUNT];
-    ChainCost *cost = run_cost(o, kinds);
-    Schedule *s = cost ? chain_schedule_for_strategy(cost, o->step.strategy.kind) : NULL;
-    RematStatus status = s ? REMAT_OK : remat_last_status();
-    if (s) {
-        const Prediction *p = &s->predicted;
+    Schedule *s = schedule_for_strategy(&o->step.strategy, o->layers);
+    ChainCost *cost = s ? run_cost(o, s->segments[0].policy, kinds) : NULL;
+    RematStatus status = cost ? schedule_predict(s, cost) : remat_last_status();
+    if (status == REMAT_OK) {
+        Prediction *p = &s->predicted; /* of one micro-batch: --accumulate K runs K alike (models/step.h) */
+        const int K = o->step.accumulate;
+        p->forward_flops *= (uint64_t)K;
+        p->recompute_flops *= (uint64_t)K;
+        if (K > 1) { /* from the second on, each one's gradients are made beside the sum of those before */
+            kinds[MEM_GRAD] *= 2;
+            p->peak_total += kinds[MEM_PARAM]; /* as if all were there at the activations' peak */
+        }
         kinds[MEM_ACT] = p->peak_act;
         fprintf(out, "predicted for one training step (--predict-only: nothing built), strategy %s:\n",
                 strategy_name(o->step.strategy.kind));

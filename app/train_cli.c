@@ -126,8 +126,9 @@ static const Flag TRAIN_FLAGS[] = {
      .help = "no per-step lines or progress bar"},
     {.name = "--predict-only", .type = FLAG_SWITCH, .offset = AT(predict_only),
      .help = "build nothing: print one step's predicted peak memory by kind\n"
-             "and its recompute FLOPs (none, full, sqrt). Add it to a run's\n"
-             "own command line: the flags only a run uses are checked, unused"},
+             "and its recompute FLOPs (none, full, sqrt, selective). Add it\n"
+             "to a run's own command line: the flags only a run uses are\n"
+             "checked, unused"},
     {.name = "--results", .type = FLAG_TEXT, .offset = AT(results), .value = "FILE",
      .help = "the ledger's peaks by kind in bytes as JSON (measured.*), or\n"
              "with --predict-only the prediction's (predicted.*)"},

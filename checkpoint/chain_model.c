@@ -10,6 +10,10 @@
  *   backward  in reverse: before an op runs, the engine makes a zeroed buffer for each
  *             input's gradient that has none yet; after it, the op's output gradient is
  *             freed and what it saved is released
+ *   policy    a selective region's first forward runs with grad off, but the cache holds
+ *             the outputs and extras of the ops its policy keeps until the forward ends,
+ *             then lets go of those its replay will not read (checkpoint.c); the replay
+ *             finds the rest alive, and makes a placeholder for each it let go
  *
  * Owns: nothing beyond the cost it returns. Touches: nothing but its arguments.
  */
@@ -43,28 +47,53 @@ static void walk_unref(Walk *w, int v)
     if (v > 0 && --w->refs[v] == 0) w->live -= w->stage->ops[v - 1].out;
 }
 
+static bool has(uint32_t set, int i) { return set >> i & 1u; }
+
 /* The stage's forward, grad on or off: w->peak its most, w->live what it leaves. A
  * value's Var holds a reference for each op that reads it, dropped as each has read it;
- * the stage's output keeps one for the caller. */
-static void walk_forward(Walk *w, const ChainStage *s, bool grad)
+ * the stage's output keeps one for the caller. With `keep` (bit i: the policy keeps op i),
+ * grad off is a region's first forward, grad on its replay; `needed` (bit v: the replay
+ * reads value v) is what the cache still holds between the two. */
+static void walk_forward(Walk *w, const ChainStage *s, bool grad, uint32_t keep, uint32_t needed)
 {
     *w = (Walk){.stage = s};
     w->refs[s->n_ops] = 1;
     for (int i = 0; i < s->n_ops; i++)
         for (int k = 0; k < CHAIN_OP_INPUTS; k++)
             if (s->ops[i].in[k] > 0) w->refs[s->ops[i].in[k]]++;
+    for (int i = 0; grad && i < s->n_ops; i++) /* the cache's, alive since the first forward */
+        if (has(keep, i)) w->live += (has(needed, i + 1) ? s->ops[i].out : 0) + s->ops[i].extra;
     for (int i = 0; i < s->n_ops; i++) {
         const ChainOp *op = &s->ops[i];
-        walk_alloc(w, op->out + op->extra);
-        if (!grad) w->live -= op->extra;
+        const bool cached = has(keep, i), served = grad && cached; /* the replay takes it from the cache */
+        walk_alloc(w, !served ? op->out + op->extra : has(needed, i + 1) ? 0 : op->out); /* or a placeholder */
+        if (!grad && !cached) w->live -= op->extra;
+        if (!grad && cached) w->refs[i + 1]++; /* the cache's reference */
         if (grad && (op->saves & CHAIN_SAVES_OUT)) w->refs[i + 1]++;
         for (int k = 0; k < CHAIN_OP_INPUTS; k++) { /* an input of −1 is never saved */
             if (grad && (op->saves & 1u << k)) w->refs[op->in[k]]++;
             walk_unref(w, op->in[k]);
         }
-        w->flops += op->flops;
+        w->flops += served ? 0 : op->flops;
         w->recompute += op->recompute;
     }
+    for (int i = 0; !grad && i < s->n_ops; i++)
+        if (has(keep, i) && !has(needed, i + 1)) walk_unref(w, i + 1);
+}
+
+/* Of the ops whose outputs a policy keeps, the values the replay reads (bit v), as
+ * checkpoint.c's cache marks them: what an op saves, what an op it recomputes reads, and
+ * the stage's output. */
+static uint32_t cache_needed(const ChainStage *s, uint32_t keep)
+{
+    uint32_t needed = 1u << s->n_ops;
+    for (int i = 0; i < s->n_ops; i++) {
+        const ChainOp *op = &s->ops[i];
+        if (op->saves & CHAIN_SAVES_OUT) needed |= 1u << (i + 1);
+        for (int k = 0; k < CHAIN_OP_INPUTS; k++)
+            if (op->in[k] > 0 && (op->saves & 1u << k || !has(keep, i))) needed |= 1u << op->in[k];
+    }
+    return needed;
 }
 
 /* How the stage's backward begins, after its forward with grad on: the gradient flowing
@@ -104,20 +133,40 @@ static size_t walk_backward(Walk w, Root root)
     return w.peak;
 }
 
+/* Layer k as a one-layer region under the cost's policy (cost.h): what its first forward
+ * leaves (its output and the cache), and the most above S(k) from that forward to the end
+ * of its backward, where the gradient flowing in (the size of its output) and the loss
+ * sit under the input's gradient, the cache and the replay. */
+static void model_policy_layer(const ChainCost *c, ChainLayer *l, const ChainStage *s)
+{
+    uint32_t keep = 0;
+    for (int i = 0; i < s->n_ops; i++)
+        if (c->policy->decide(s->ops[i].name, s->ops[i].tag, c->policy->user) == POLICY_SAVE) keep |= 1u << i;
+    const uint32_t needed = cache_needed(s, keep);
+    Walk w;
+    walk_forward(&w, s, false, keep, needed);
+    l->policy = (SegmentFigures){.adds = w.live, .need = w.peak};
+    walk_forward(&w, s, true, keep, needed);
+    const size_t under = l->out_bytes + c->resid, replay = max_size(l->grad_bytes + w.peak, walk_backward(w, ROOT_HELD));
+    l->policy.need = max_size(l->policy.need, under + replay);
+    l->policy.flops = w.flops;
+}
+
 /* Layer k's figures (cost.h): a forward with grad off, one with grad on, and its backward
  * run plainly and as a region's last layer. */
 static void model_layer(ChainCost *c, ChainLayer *l, const ChainStage *s)
 {
     Walk w;
-    walk_forward(&w, s, false);
+    walk_forward(&w, s, false, 0, 0);
     const size_t nograd_peak = w.peak, out = s->ops[s->n_ops - 1].out;
-    walk_forward(&w, s, true);
+    walk_forward(&w, s, true, 0, 0);
     *l = (ChainLayer){.in_bytes = s->in_bytes, .out_bytes = out, .grad_bytes = s->input_grad ? s->in_bytes : 0,
                       .kept = w.live, .fwd_peak = w.peak, .nograd_peak = nograd_peak, .flops = w.flops};
     l->back_plain = walk_backward(w, ROOT_ENGINE) - l->kept; /* kept − out + the gradient in */
     l->back_held = walk_backward(w, ROOT_HELD) - (l->kept - out);
     c->forward_flops += w.flops;
     c->kernel_recompute += w.recompute;
+    if (c->policy) model_policy_layer(c, l, s);
 }
 
 static bool stage_ok(const ChainStage *s, int least)
@@ -137,23 +186,24 @@ ChainCost *chain_model(const ChainShape *shape)
         free(c), free(layers);
         return remat_fail_null(REMAT_ENOMEM, "chain_model: no memory for %d layers", shape->n_layers);
     }
-    *c = (ChainCost){.n_layers = shape->n_layers, .layers = layers, .base = shape->base, .fixed = shape->fixed};
+    const ChainStage *head = &shape->head;
+    *c = (ChainCost){.n_layers = shape->n_layers, .layers = layers, .base = shape->base, .fixed = shape->fixed,
+                     .work_peak = shape->work_peak, .policy = shape->policy,
+                     .resid = 2 * head->ops[head->n_ops - 1].out}; /* the loss and its seed */
     ChainStage layer = shape->layer;
     for (int k = 0; k < shape->n_layers; k++) {
         layer.input_grad = k > 0 || shape->layer.input_grad;
         model_layer(c, &layers[k], &layer);
     }
     /* The stages around the chain: the embed stage (none: x_0 is the batch) and the head. */
-    const ChainStage *head = &shape->head;
     Walk w;
-    c->resid = 2 * head->ops[head->n_ops - 1].out; /* the loss and its seed */
-    walk_forward(&w, &shape->embed, true);
+    walk_forward(&w, &shape->embed, true, 0, 0);
     c->embed = w.live;
     c->embed_peak = w.peak;
     c->tail_peak = shape->base + c->resid + (shape->embed.n_ops > 0 ? walk_backward(w, ROOT_ENGINE) : 0);
     c->forward_flops += w.flops;
     c->kernel_recompute += w.recompute;
-    walk_forward(&w, head, true);
+    walk_forward(&w, head, true, 0, 0);
     c->head_peak = max_size(w.peak, walk_backward(w, ROOT_LOSS));
     c->forward_flops += w.flops;
     c->kernel_recompute += w.recompute;

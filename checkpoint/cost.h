@@ -66,6 +66,10 @@
  *
  *   policy region [k, k]   S(k) + policy_need_k;   S(k+1) = S(k) + policy_adds_k
  *
+ * chain_model computes the same three figures from the layer's ops, deciding per op by
+ * its name and tag as the policy does; its FLOPs leave out what the layer's backward
+ * kernels redo, which kernel_recompute counts once for the whole chain.
+ *
  * The model assumes what both of remat's models do: every layer keeps its own input for
  * backward (its first op is a linear or a LayerNorm) and hands its output to the next
  * layer without keeping it (its last op is a residual add). chain_profile_policy checks both and
@@ -191,10 +195,12 @@ enum { CHAIN_OP_INPUTS = 3, CHAIN_MAX_OPS = 24 };
 #define CHAIN_SAVES_OUT (1u << CHAIN_OP_INPUTS) /* in ChainOp.saves: the op saves its output */
 
 typedef struct ChainOp {
+    const char *name, *tag;  /* what a selective policy decides on ("linear", "attn.qkv") */
     int in[CHAIN_OP_INPUTS]; /* the values it reads; −1 for none */
     unsigned saves;          /* bit k: it saves input k for backward; CHAIN_SAVES_OUT: its output */
     size_t out;              /* bytes of its output */
-    size_t extra;            /* bytes it makes beside and saves (a dropout mask, mean and rstd) */
+    size_t extra;            /* bytes it makes beside and saves (a dropout mask, mean and rstd, a
+                                log-sum-exp); a policy that keeps the op keeps them too */
     uint64_t flops;          /* its forward's FLOPs */
     uint64_t recompute;      /* RECOMPUTE FLOPs its backward kernel does under any schedule */
 } ChainOp;
@@ -210,13 +216,16 @@ typedef struct ChainStage {
  * (later ones' inputs always need a gradient), the head (its last op's output the loss). */
 typedef struct ChainShape {
     size_t base, fixed;   /* ACT before the step (the batch); ChainCost.fixed */
+    size_t work_peak;     /* ChainCost.work_peak: the largest scratch an op makes */
     ChainStage embed, layer, head;
     int n_layers;
+    const Policy *policy; /* NULL, or the selective policy whose figures to model */
 } ChainShape;
 
-/* The ChainCost chain_profile_policy measures for this step without a policy, byte and
+/* The ChainCost chain_profile_policy measures for this step under shape->policy, byte and
  * FLOP, computed without running anything (tests/test_predict.c checks that they are
- * equal). The caller owns it (chain_cost_free). NULL on
+ * equal, and that its predictions are a real step's ledger). The caller owns it
+ * (chain_cost_free). NULL on
  * error: REMAT_EINVAL for no layers or head, or a stage of more than CHAIN_MAX_OPS ops. */
 ChainCost *chain_model(const ChainShape *shape);
 

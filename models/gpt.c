@@ -322,71 +322,102 @@ static int add_op(Ops *o, ChainOp op)
 }
 
 /* An op of one input x, `cols` floats a row out. */
-static int add_unary(Ops *o, int x, unsigned saves, uint64_t cols, uint64_t flops)
+static int add_unary(Ops *o, const char *name, const char *tag, int x, unsigned saves, uint64_t cols, uint64_t flops)
 {
-    return add_op(o, (ChainOp){.in = {x, -1, -1}, .saves = saves, .out = o->rows * cols * sizeof(float),
-                               .flops = flops});
+    return add_op(o, (ChainOp){.name = name, .tag = tag, .in = {x, -1, -1}, .saves = saves,
+                               .out = o->rows * cols * sizeof(float), .flops = flops});
 }
 
 /* op_layernorm keeps x, mean and rstd (a float a row each); op_linear its input. */
-static int add_layernorm(Ops *o, int x, uint64_t C)
+static int add_layernorm(Ops *o, const char *tag, int x, uint64_t C)
 {
-    return add_op(o, (ChainOp){.in = {x, -1, -1}, .saves = 1, .out = o->rows * C * sizeof(float),
-                               .extra = 2 * o->rows * sizeof(float), .flops = o->rows * (7 * C + 5)});
+    return add_op(o, (ChainOp){.name = "layernorm", .tag = tag, .in = {x, -1, -1}, .saves = 1,
+                               .out = o->rows * C * sizeof(float), .extra = 2 * o->rows * sizeof(float),
+                               .flops = o->rows * (7 * C + 5)});
 }
 
-static int add_linear(Ops *o, int x, uint64_t C, uint64_t OUT)
+static int add_linear(Ops *o, const char *tag, int x, uint64_t C, uint64_t OUT)
 {
-    return add_unary(o, x, 1, OUT, 2 * o->rows * C * OUT + o->rows * OUT);
+    return add_unary(o, "linear", tag, x, 1, OUT, 2 * o->rows * C * OUT + o->rows * OUT);
 }
 
 /* op_dropout on `numel` floats: the identity when not dropping; the stream's saves its byte
  * mask, the counter's nothing (its backward makes the mask again). */
-static int add_dropout(Ops *o, int x, uint64_t numel)
+static int add_dropout(Ops *o, const char *tag, int x, uint64_t numel)
 {
     if (!o->dropping) return x;
-    return add_op(o, (ChainOp){.in = {x, -1, -1}, .out = numel * sizeof(float), .extra = o->counter ? 0 : numel,
-                               .flops = 2 * numel, .recompute = o->counter ? numel : 0});
+    return add_op(o, (ChainOp){.name = "dropout", .tag = tag, .in = {x, -1, -1}, .out = numel * sizeof(float),
+                               .extra = o->counter ? 0 : numel, .flops = 2 * numel,
+                               .recompute = o->counter ? numel : 0});
+}
+
+/* The attention core from q, k, v: naive, (B,H,T,T) scores and probabilities saved; or
+ * fused, q, k, v, its output and a log-sum-exp per row saved, its probabilities made again
+ * in backward (RECOMPUTE) with its dropout's masks. */
+static int attention_core_ops(Ops *o, const GptConfig *c, int q, int k, int v)
+{
+    const uint64_t T = (uint64_t)c->seq_len, C = (uint64_t)c->d_model, BH = o->rows / T * (uint64_t)c->n_heads;
+    const uint64_t D = C / (uint64_t)c->n_heads, S = BH * T * T, n = o->rows * C;
+    if (c->attention == ATTENTION_FUSED) {
+        ChainOp fused = {.name = "attention_fused", .tag = "attn.fused", .in = {q, k, v}, .saves = 7 | CHAIN_SAVES_OUT,
+                         .out = n * sizeof(float), .extra = BH * T * sizeof(float)};
+        fused.flops = k_attention_flops((int)BH, (int)T, (int)D, o->dropping, &ATTN_PLAN_DEFAULT, &fused.recompute);
+        return add_op(o, fused);
+    }
+    const int scores = add_op(o, (ChainOp){.name = "matmul", .tag = "attn.scores", .in = {q, k, -1}, .saves = 3,
+                                           .out = S * sizeof(float), .flops = 2 * S * D});
+    const int att = add_op(o, (ChainOp){.name = "causal_softmax", .tag = "attn.softmax", .in = {scores, -1, -1},
+                                        .saves = CHAIN_SAVES_OUT, .out = S * sizeof(float),
+                                        .flops = 5 * (BH * T * (T + 1) / 2) + BH * T});
+    return add_op(o, (ChainOp){.name = "matmul", .tag = "attn.out", .in = {add_dropout(o, "attn.dropout", att, S), v, -1},
+                               .saves = 3, .out = n * sizeof(float), .flops = 2 * S * D});
 }
 
 /* attention_branch and gpt_block_forward, op for op (the letters of the top of the file). */
 static void block_ops(Ops *o, const GptConfig *c)
 {
-    const uint64_t T = (uint64_t)c->seq_len, C = (uint64_t)c->d_model, BH = o->rows / T * (uint64_t)c->n_heads;
-    const uint64_t D = C / (uint64_t)c->n_heads, S = BH * T * T, n = o->rows * C;
-    const int qkv = add_linear(o, add_layernorm(o, 0, C), C, 3 * C);
-    const int q = add_unary(o, qkv, 0, C, 0), k = add_unary(o, qkv, 0, C, 0), v = add_unary(o, qkv, 0, C, 0);
-    const int scores = add_op(o, (ChainOp){.in = {q, k, -1}, .saves = 3, .out = S * sizeof(float), .flops = 2 * S * D});
-    const int att = add_op(o, (ChainOp){.in = {scores, -1, -1}, .saves = CHAIN_SAVES_OUT, .out = S * sizeof(float),
-                                        .flops = 5 * (BH * T * (T + 1) / 2) + BH * T});
-    const int y = add_op(o, (ChainOp){.in = {add_dropout(o, att, S), v, -1}, .saves = 3, .out = n * sizeof(float),
-                                      .flops = 2 * S * D});
-    const int attn = add_dropout(o, add_linear(o, add_unary(o, y, 0, C, 0), C, C), n); /* merge, proj */
-    const int x1 = add_op(o, (ChainOp){.in = {0, attn, -1}, .out = n * sizeof(float), .flops = n});
-    const int fc = add_linear(o, add_layernorm(o, x1, C), C, 4 * C);
-    const int mlp = add_dropout(o, add_linear(o, add_unary(o, fc, 1, 4 * C, 9 * 4 * n), 4 * C, C), n); /* gelu */
-    add_op(o, (ChainOp){.in = {x1, mlp, -1}, .out = n * sizeof(float), .flops = n});
+    const uint64_t C = (uint64_t)c->d_model, n = o->rows * C;
+    const int qkv = add_linear(o, "attn.qkv", add_layernorm(o, "attn.ln", 0, C), C, 3 * C);
+    const int q = add_unary(o, "split_heads", "attn.split_q", qkv, 0, C, 0);
+    const int k = add_unary(o, "split_heads", "attn.split_k", qkv, 0, C, 0);
+    const int v = add_unary(o, "split_heads", "attn.split_v", qkv, 0, C, 0);
+    const int y = attention_core_ops(o, c, q, k, v);
+    const int merged = add_unary(o, "merge_heads", "attn.merge", y, 0, C, 0);
+    const int attn = add_dropout(o, "attn.resid_dropout", add_linear(o, "attn.proj", merged, C, C), n);
+    const int x1 = add_op(o, (ChainOp){.name = "add", .tag = "attn.residual", .in = {0, attn, -1},
+                                       .out = n * sizeof(float), .flops = n});
+    const int fc = add_linear(o, "mlp.fc", add_layernorm(o, "mlp.ln", x1, C), C, 4 * C);
+    const int act = add_unary(o, "gelu", "mlp.gelu", fc, 1, 4 * C, 9 * 4 * n);
+    const int mlp = add_dropout(o, "mlp.dropout", add_linear(o, "mlp.proj", act, 4 * C, C), n);
+    add_op(o, (ChainOp){.name = "add", .tag = "mlp.residual", .in = {x1, mlp, -1}, .out = n * sizeof(float),
+                        .flops = n});
 }
 
-ChainCost *gpt_chain_model(const GptConfig *config, int batch, const TrainCtx *ctx)
+ChainCost *gpt_chain_model(const GptConfig *config, int batch, const TrainCtx *ctx, const Policy *policy)
 {
     if (check_config(config) != REMAT_OK) return NULL;
     if (batch < 1) return remat_fail_null(REMAT_EINVAL, "gpt: the batch must be >= 1, got %d", batch);
     const uint64_t rows = (uint64_t)batch * (uint64_t)config->seq_len, C = (uint64_t)config->d_model, V = config->vocab;
     const bool dropping = ctx && ctx->training && config->dropout > 0.0f;
     const bool counter = dropping && ctx->dropout_rng == DROPOUT_RNG_COUNTER;
-    if (config->attention == ATTENTION_FUSED) /* its kernel's tiles and scratch: not written as shapes yet */
-        return remat_fail_null(REMAT_EINVAL, "gpt: the chain model does not model fused attention yet");
+    const bool fused = config->attention == ATTENTION_FUSED;
+    if (fused && dropping && !counter)
+        return remat_fail_null(REMAT_EINVAL, "gpt: fused attention drops out only with the counter-based generator");
     Ops block = {.rows = rows, .dropping = dropping, .counter = counter}, embed = block, head = block;
     block_ops(&block, config);
-    add_dropout(&embed, add_unary(&embed, 0, 1, C, rows * C), rows * C); /* embd, embd.dropout */
-    const int logits = add_unary(&head, add_layernorm(&head, 0, C), 1, V, 2 * rows * V * C); /* ln_f, lm_head */
-    add_op(&head, (ChainOp){.in = {logits, -1, -1}, .saves = 1, .out = sizeof(float), .flops = rows * (4 * V + 4) + 1});
+    add_dropout(&embed, "embd.dropout", add_unary(&embed, "embedding", "embd", 0, 1, C, rows * C), rows * C);
+    const int logits = add_unary(&head, "matmul", "lm_head", add_layernorm(&head, "ln_f", 0, C), 1, V,
+                                 2 * rows * V * C);
+    add_op(&head, (ChainOp){.name = "cross_entropy", .tag = "loss", .in = {logits, -1, -1}, .saves = 1,
+                            .out = sizeof(float), .flops = rows * (4 * V + 4) + 1});
     const size_t a = rows * C * sizeof(float), ids = rows * sizeof(int32_t);
+    const AttnPlan plan = ATTN_PLAN_DEFAULT; /* the fused op's scratch, made in its forward and its backward */
+    const size_t work = fused ? k_attention_work_floats(config->seq_len, config->d_model / config->n_heads, &plan) : 0;
     return chain_model(&(ChainShape){.base = 2 * ids, .embed = {embed.op, embed.n, ids, false},
                                      .layer = {block.op, block.n, a, true}, .n_layers = config->n_layers,
-                                     .head = {head.op, head.n, a, true},
-                                     .fixed = (size_t)(2 * gpt_param_count(config) * sizeof(float))});
+                                     .head = {head.op, head.n, a, true}, .work_peak = work * sizeof(float),
+                                     .fixed = (size_t)(2 * gpt_param_count(config) * sizeof(float)),
+                                     .policy = policy});
 }
 
 /* ---- generation ----------------------------------------------------------------------- */

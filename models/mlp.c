@@ -99,22 +99,23 @@ double mlp_param_count(const MlpConfig *config)
 
 /* The block and the loss as the chain model walks them (residual_mlp_forward, op_mse):
  * linear, relu, add; and the MSE, which saves its prediction. */
-ChainCost *mlp_chain_model(const MlpConfig *config, int batch)
+ChainCost *mlp_chain_model(const MlpConfig *config, int batch, const Policy *policy)
 {
     if (!config || config->n_layers < 1 || config->width < 1 || batch < 1)
         return remat_fail_null(REMAT_EINVAL, "mlp: need at least 1 layer, width 1 and batch 1");
     const uint64_t W = (uint64_t)config->width, n = (uint64_t)batch * W, a = n * sizeof(float); /* n elements */
     const ChainOp block[] = {
-        {.in = {0, -1, -1}, .saves = 1, .out = a, .flops = 2 * n * W + n},           /* mlp.fc */
-        {.in = {1, -1, -1}, .saves = CHAIN_SAVES_OUT, .out = a, .flops = n},         /* mlp.relu */
-        {.in = {0, 2, -1}, .out = a, .flops = n},                                    /* mlp.residual */
+        {"linear", "mlp.fc", .in = {0, -1, -1}, .saves = 1, .out = a, .flops = 2 * n * W + n},
+        {"relu", "mlp.relu", .in = {1, -1, -1}, .saves = CHAIN_SAVES_OUT, .out = a, .flops = n},
+        {"add", "mlp.residual", .in = {0, 2, -1}, .out = a, .flops = n},
     };
-    const ChainOp mse = {.in = {0, -1, -1}, .saves = 1, .out = sizeof(float), .flops = 3 * n};
+    const ChainOp mse = {"mse", "loss", .in = {0, -1, -1}, .saves = 1, .out = sizeof(float), .flops = 3 * n};
     const double params = mlp_param_count(config) * sizeof(float);
     return chain_model(&(ChainShape){.base = 2 * a, .embed = {NULL, 0, a, false},
                                      .layer = {block, 3, a, false}, /* x_0 is the batch: no gradient */
                                      .n_layers = config->n_layers, .head = {&mse, 1, a, true},
-                                     .fixed = (size_t)(2 * params + mlp_task_bytes(config->width))});
+                                     .fixed = (size_t)(2 * params + mlp_task_bytes(config->width)),
+                                     .policy = policy});
 }
 
 /* ---- the teacher task ------------------------------------------------------------------- */

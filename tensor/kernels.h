@@ -199,6 +199,11 @@ typedef struct AttnDropout {
  * threads as OpenMP will use (omp_get_max_threads): allocate it just before the call. */
 size_t k_attention_work_floats(int T, int D, const AttnPlan *plan);
 
+/* The FLOPs k_attention_forward counts, and into *recompute the RECOMPUTE FLOPs
+ * k_attention_backward counts, with dropout or not: for a model of the step that runs
+ * neither. */
+uint64_t k_attention_flops(int BH, int T, int D, bool drop, const AttnPlan *plan, uint64_t *recompute);
+
 /* out (BH,T,D) = softmax(q·kᵀ/sqrt(D) with row i seeing keys 0..i) ⊙ keep/(1 − p) · v,
  * and lse (BH,T) = the log-sum-exp of each row's scaled scores; q, k, v (BH,T,D). No (T,T)
  * matrix is made: tiles of plan->tile, an online softmax. drop: NULL for none, else keep

@@ -237,8 +237,8 @@ void k_attention_forward(float *out, float *lse, const float *q, const float *k,
         const int qt = tiles - 1 - pair / BH, bh = pair % BH;
         forward_tile(out, lse, q, k, v, bh, qt, T, D, scale, drop, plan, work + (size_t)omp_get_thread_num() * per_thread);
     }
-    const TileSums sum = tile_sums(T, plan->tile); /* the FLOPs at the top of the file, per tile, element, row */
-    flops_add(BH * (4 * sum.cells * D + sum.rows * (D + 3) + (4 + (drop ? 2 : 0)) * sum.kept + (uint64_t)T * (D + 2)));
+    uint64_t recompute; /* the FLOPs at the top of the file, per tile, element, row */
+    flops_add(k_attention_flops(BH, T, D, drop != NULL, plan, &recompute));
 }
 
 /* ---- backward --------------------------------------------------------------------------- */
@@ -326,5 +326,15 @@ void k_attention_backward(float *dq, float *dk, float *dv, const float *dout, co
                       work + (size_t)omp_get_thread_num() * per_thread);
     const TileSums sum = tile_sums(T, tile);
     flops_add(BH * (8 * sum.cells * D + (2 + (drop ? 1 : 0)) * sum.kept + 2 * (uint64_t)T * D));
-    flops_add_phase(PHASE_RECOMPUTE, BH * (2 * sum.cells * D + (2 + (drop ? 2 : 0)) * sum.kept));
+    uint64_t recompute;
+    k_attention_flops(BH, T, D, drop != NULL, plan, &recompute);
+    flops_add_phase(PHASE_RECOMPUTE, recompute);
+}
+
+/* The FLOPs at the top of the file, per tile, element and row. */
+uint64_t k_attention_flops(int BH, int T, int D, bool drop, const AttnPlan *plan, uint64_t *recompute)
+{
+    const TileSums sum = tile_sums(T, plan->tile);
+    *recompute = BH * (2 * sum.cells * D + (2 + (drop ? 2 : 0)) * sum.kept);
+    return BH * (4 * sum.cells * D + sum.rows * (D + 3) + (4 + (drop ? 2 : 0)) * sum.kept + (uint64_t)T * (D + 2));
 }

@@ -109,7 +109,7 @@ static void test_mlp_model_equals_profile(void **state)
                 Built b = build_mlp(&c, batch);
                 TrainCtx ctx = {.training = true};
                 ChainCost *measured = model_profile(b.model, b.x, b.y, &ctx, NULL, PLANNER_DP);
-                ChainCost *modelled = mlp_chain_model(&c, batch);
+                ChainCost *modelled = mlp_chain_model(&c, batch, NULL);
                 assert_non_null(measured);
                 assert_non_null(modelled);
                 char what[64];
@@ -147,44 +147,52 @@ static void check_gpt(const GptConfig *c, int batch, DropoutRng rng)
     b.x = token_batch(batch, c->seq_len, &b.y);
     TrainCtx ctx = gpt_ctx(rng);
     ChainCost *measured = model_profile(b.model, b.x, b.y, &ctx, NULL, PLANNER_DP);
-    ChainCost *modelled = gpt_chain_model(c, batch, &ctx);
+    ChainCost *modelled = gpt_chain_model(c, batch, &ctx, NULL);
     assert_non_null(measured);
     assert_non_null(modelled);
     char what[128];
-    snprintf(what, sizeof what, "gpt L %d C %d H %d T %d B %d dropout %g %s", c->n_layers, c->d_model, c->n_heads,
-             c->seq_len, batch, (double)c->dropout, dropout_rng_name(rng));
+    snprintf(what, sizeof what, "gpt L %d C %d H %d T %d B %d %s dropout %g %s", c->n_layers, c->d_model, c->n_heads,
+             c->seq_len, batch, name_of(&ATTENTION_KIND_NAMES, c->attention), (double)c->dropout, dropout_rng_name(rng));
     assert_costs_equal(modelled, measured, what);
     chain_cost_free(measured);
     chain_cost_free(modelled);
     built_free(&b);
 }
 
-/* Naive attention (fused is not modelled yet), dropout off and on from both generators,
- * shapes where the T² scores are smaller and larger than a block's tensors. */
+/* Naive attention with dropout off and on from both generators, fused attention with
+ * dropout off and from the counter's; shapes where the T² scores are smaller and larger
+ * than a block's tensors. */
 static void test_gpt_model_equals_profile(void **state)
 {
     (void)state;
     const int shapes[][5] = {{1, 8, 2, 4, 1}, {2, 16, 2, 8, 2}, {2, 8, 1, 16, 1}, {1, 12, 3, 5, 3}, {3, 4, 4, 32, 1}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-        for (int d = 0; d < 3; d++) {
+        for (int d = 0; d < 5; d++) {
             const GptConfig c = {.n_layers = shapes[s][0], .d_model = shapes[s][1], .n_heads = shapes[s][2],
-                                 .seq_len = shapes[s][3], .vocab = 256, .dropout = d ? 0.1f : 0.0f, .seed = 3};
-            check_gpt(&c, shapes[s][4], d == 2 ? DROPOUT_RNG_COUNTER : DROPOUT_RNG_STREAM);
+                                 .seq_len = shapes[s][3], .vocab = 256, .dropout = d % 3 ? 0.1f : 0.0f, .seed = 3,
+                                 .attention = d < 3 ? ATTENTION_NAIVE : ATTENTION_FUSED};
+            check_gpt(&c, shapes[s][4], d >= 2 ? DROPOUT_RNG_COUNTER : DROPOUT_RNG_STREAM);
         }
 }
 
 /* ---- against a real training step ------------------------------------------------------ */
 
-/* Two training steps of the built model under `strategy` with AdamW; the second's ledgers
- * (every buffer of the first still there, as in any later step) against the prediction
- * from shapes: peak ACT, peak resident and RECOMPUTE FLOPs, to the byte and the FLOP, but
- * for regions of several layers on the GPT, which the cost model bounds within one block
- * input (`slack`: checkpoint/cost.h says why). */
-static void check_step(Built *b, ChainCost *cost, StrategyKind strategy, TrainCtx ctx, size_t slack, const char *what)
+/* Two training steps of the built model (the GPT of `gpt`, or else the MLP of `mlp`, on
+ * `batch`) under `st` with AdamW; the second's ledgers (every buffer of the first still
+ * there, as in any later step) against the prediction from shapes, with the schedule's
+ * policy: peak ACT and workspace, peak resident and RECOMPUTE FLOPs, to the byte and the
+ * FLOP, but for regions of several layers on the GPT, which the cost model bounds within
+ * one block input (`slack`: checkpoint/cost.h says why), and the resident peak, which
+ * adds the workspace's peak (fused attention's scratch) to the activations' as if they
+ * met. */
+static void check_step(Built *b, const Strategy *st, const GptConfig *gpt, const MlpConfig *mlp, int batch,
+                       TrainCtx ctx, size_t slack, const char *what)
 {
-    const Strategy st = strategy_defaults(strategy);
-    Schedule *s = schedule_for_strategy(&st, b->model->n_layers);
+    Schedule *s = schedule_for_strategy(st, b->model->n_layers);
     assert_non_null(s);
+    ChainCost *cost = gpt ? gpt_chain_model(gpt, batch, &ctx, s->segments[0].policy)
+                          : mlp_chain_model(mlp, batch, s->segments[0].policy);
+    assert_non_null(cost);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     Optimizer *optim = optim_create(&adamw, b->model->params, b->model->n_params);
     assert_non_null(optim);
@@ -195,45 +203,52 @@ static void check_step(Built *b, ChainCost *cost, StrategyKind strategy, TrainCt
     assert_int_equal(step_run(&step, &(MicroBatch){b->x, b->y}, 1, &ctx, NULL, &r), REMAT_OK);
     flops_reset();
     mem_reset_peaks();
+    const size_t work = mem_current(MEM_WORK);
     assert_int_equal(step_run(&step, &(MicroBatch){b->x, b->y}, 1, &ctx, NULL, &r), REMAT_OK);
     const Prediction *p = &s->predicted;
-    printf("  %-44s %-4s ACT predicted %8zu, ledger %8zu; resident %8zu, %8zu; recompute %" PRIu64 ", %" PRIu64 "\n",
-           what, strategy_name(strategy), p->peak_act, mem_peak(MEM_ACT), p->peak_total, mem_peak_resident(),
-           p->recompute_flops, flops_get(PHASE_RECOMPUTE));
-    if (strategy != STRATEGY_SQRT) slack = 0;
+    printf("  %-44s %-9s ACT predicted %8zu, ledger %8zu; resident %8zu, %8zu; recompute %" PRIu64 ", %" PRIu64 "\n",
+           what, s->segments[0].policy ? s->segments[0].policy->name : strategy_name(st->kind), p->peak_act,
+           mem_peak(MEM_ACT), p->peak_total, mem_peak_resident(), p->recompute_flops, flops_get(PHASE_RECOMPUTE));
+    if (st->kind != STRATEGY_SQRT) slack = 0;
     assert_true(p->peak_act >= mem_peak(MEM_ACT) && p->peak_act - mem_peak(MEM_ACT) <= slack);
-    assert_true(p->peak_total >= mem_peak_resident() && p->peak_total - mem_peak_resident() <= slack);
+    assert_int_equal(cost->work_peak, mem_peak(MEM_WORK) - work);
+    assert_true(p->peak_total >= mem_peak_resident() && p->peak_total - mem_peak_resident() <= slack + cost->work_peak);
     assert_int_equal(p->recompute_flops, flops_get(PHASE_RECOMPUTE));
     optim_free(optim);
     schedule_free(s);
+    chain_cost_free(cost);
 }
 
-static const StrategyKind STRATEGIES[] = {STRATEGY_NONE, STRATEGY_FULL, STRATEGY_SQRT};
+/* none, full, sqrt, and selective under each preset. */
+static const Strategy STRATEGIES[] = {{.kind = STRATEGY_NONE}, {.kind = STRATEGY_FULL}, {.kind = STRATEGY_SQRT},
+                                      {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_ATTENTION_CORE},
+                                      {.kind = STRATEGY_SELECTIVE, .policy = &POLICY_DOTS_SAVEABLE}};
+enum { N_STRATEGIES = sizeof STRATEGIES / sizeof STRATEGIES[0] };
 
+/* Both models; on the GPT, naive attention with dropout from either generator, and fused
+ * attention without dropout and with the counter's. */
 static void test_prediction_equals_the_ledger_of_a_step(void **state)
 {
     (void)state;
     const MlpConfig mlp = {.n_layers = 5, .width = 16, .seed = 1};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < N_STRATEGIES; i++) {
         Built b = build_mlp(&mlp, 4);
-        ChainCost *cost = mlp_chain_model(&mlp, 4);
-        check_step(&b, cost, STRATEGIES[i], (TrainCtx){.training = true}, 0, "mlp N 5 W 16 B 4");
-        chain_cost_free(cost);
+        check_step(&b, &STRATEGIES[i], NULL, &mlp, 4, (TrainCtx){.training = true}, 0, "mlp N 5 W 16 B 4");
         built_free(&b);
     }
-    for (int i = 0; i < 3; i++)
-        for (int rng = 0; rng < 2; rng++) {
+    for (int i = 0; i < N_STRATEGIES; i++)
+        for (int run = 0; run < 4; run++) {
+            const DropoutRng rng = run % 2 ? DROPOUT_RNG_COUNTER : DROPOUT_RNG_STREAM;
             const GptConfig c = {.n_layers = 4, .d_model = 16, .n_heads = 2, .seq_len = 8, .vocab = 256,
-                                 .dropout = 0.1f, .seed = 3};
+                                 .dropout = run == 2 ? 0.0f : 0.1f, .seed = 3,
+                                 .attention = run < 2 ? ATTENTION_NAIVE : ATTENTION_FUSED};
             Built b = {.model = gpt_create(&c)};
             assert_non_null(b.model);
             b.x = token_batch(2, c.seq_len, &b.y);
-            TrainCtx ctx = gpt_ctx((DropoutRng)rng);
-            ChainCost *cost = gpt_chain_model(&c, 2, &ctx);
             char what[64];
-            snprintf(what, sizeof what, "gpt L 4 C 16 T 8 B 2 %s", dropout_rng_name((DropoutRng)rng));
-            check_step(&b, cost, STRATEGIES[i], ctx, 2 * 8 * 16 * sizeof(float), what); /* B·T·C floats */
-            chain_cost_free(cost);
+            snprintf(what, sizeof what, "gpt L 4 C 16 T 8 B 2 %s p %g %s", name_of(&ATTENTION_KIND_NAMES, c.attention),
+                     (double)c.dropout, dropout_rng_name(rng));
+            check_step(&b, &STRATEGIES[i], &c, NULL, 2, gpt_ctx(rng), 2 * 8 * 16 * sizeof(float), what); /* B·T·C */
             built_free(&b);
         }
 }
@@ -242,14 +257,15 @@ static void test_prediction_equals_the_ledger_of_a_step(void **state)
 static void test_chain_model_refuses_bad_shapes(void **state)
 {
     (void)state;
-    assert_null(mlp_chain_model(&(MlpConfig){.n_layers = 0, .width = 4}, 1));
+    assert_null(mlp_chain_model(&(MlpConfig){.n_layers = 0, .width = 4}, 1, NULL));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
     assert_null(gpt_chain_model(&(GptConfig){.n_layers = 1, .d_model = 10, .n_heads = 3, .seq_len = 4, .vocab = 8},
-                                1, NULL));
+                                1, NULL, NULL));
     assert_non_null(strstr(remat_last_error(), "multiple of n_heads"));
+    const TrainCtx stream = gpt_ctx(DROPOUT_RNG_STREAM);
     assert_null(gpt_chain_model(&(GptConfig){.n_layers = 1, .d_model = 8, .n_heads = 2, .seq_len = 4, .vocab = 8,
-                                             .attention = ATTENTION_FUSED}, 1, NULL));
-    assert_non_null(strstr(remat_last_error(), "fused attention"));
+                                             .dropout = 0.1f, .attention = ATTENTION_FUSED}, 1, &stream, NULL));
+    assert_non_null(strstr(remat_last_error(), "counter-based"));
     const ChainOp op = {.in = {0, -1, -1}, .out = 4};
     const ChainStage empty = {NULL, 0, 4, true}, one = {&op, 1, 4, true};
     assert_null(chain_model(&(ChainShape){.layer = empty, .n_layers = 1, .head = one}));
@@ -296,7 +312,7 @@ static void test_predict_only_builds_nothing_and_writes_json(void **state)
     assert_non_null(f);
     assert_true(fread(json, 1, sizeof json - 1, f) > 0);
     fclose(f);
-    ChainCost *cost = mlp_chain_model(&(MlpConfig){.n_layers = 5, .width = 16}, 4);
+    ChainCost *cost = mlp_chain_model(&(MlpConfig){.n_layers = 5, .width = 16}, 4, NULL);
     Schedule *s = chain_schedule_for_strategy(cost, STRATEGY_SQRT);
     snprintf(want, sizeof want, "\"activations\": %zu,", s->predicted.peak_act);
     assert_non_null(strstr(json, want));
@@ -310,6 +326,59 @@ static void test_predict_only_builds_nothing_and_writes_json(void **state)
     rmdir(dir);
 }
 
+/* The number after "key": in the JSON text, or UINT64_MAX. */
+static uint64_t json_number(const char *json, const char *key)
+{
+    char quoted[32];
+    snprintf(quoted, sizeof quoted, "\"%s\": ", key);
+    const char *at = strstr(json, quoted);
+    return at ? strtoull(at + strlen(quoted), NULL, 10) : UINT64_MAX;
+}
+
+/* train_line's JSON results of `line` with `extra` words after it. */
+static void run_json(const char *line, const char *extra, char *json, size_t size)
+{
+    char full[512], path[] = "/tmp/test_predict_json_XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    snprintf(full, sizeof full, "%s %s --results %s", line, extra, path);
+    FILE *out = tmpfile();
+    assert_int_equal(train_line(full, out), REMAT_OK);
+    fclose(out);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    json[fread(json, 1, size - 1, f)] = '\0';
+    fclose(f);
+    remove(path);
+}
+
+/* With --accumulate K, --predict-only against the ledger of a run of two steps: the
+ * activations (the other micro-batches waiting beside the one running), the workspace,
+ * the gradients (the sum and the next micro-batch's) and a step's RECOMPUTE FLOPs (K
+ * micro-batches') alike to the byte and the FLOP; the peak of all kinds at once bounded. */
+static void test_predict_only_with_accumulate_equals_a_run(void **state)
+{
+    (void)state;
+    const char *lines[] = {
+        "--model mlp --layers 3 --d-model 16 --batch 4 --accumulate 3 --strategy selective --policy dots",
+        "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --accumulate 3 --strategy full --sample 0",
+        "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --attention fused --dropout-rng counter "
+        "--accumulate 2 --strategy selective --sample 0",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        char predicted[1024], measured[1024];
+        run_json(lines[i], "--predict-only", predicted, sizeof predicted);
+        run_json(lines[i], "--steps 2 --eval-batches 1 --quiet", measured, sizeof measured);
+        printf("  %s\n    %s    %s", lines[i], predicted, measured);
+        for (int k = 0; k < 5; k++) {
+            const char *key = (const char *[]){"activations", "workspace", "grads", "params", "recompute_flops"}[k];
+            assert_int_equal(json_number(predicted, key), json_number(measured, key));
+        }
+        assert_true(json_number(predicted, "peak") >= json_number(measured, "peak"));
+    }
+}
+
 /* What it cannot predict exactly is refused, naming it; a file it cannot write is an error. */
 static void test_predict_only_refuses_what_it_cannot_predict(void **state)
 {
@@ -317,9 +386,6 @@ static void test_predict_only_refuses_what_it_cannot_predict(void **state)
     FILE *out = tmpfile();
     const char *refused[][2] = {
         {"--model mlp --predict-only --offload all", "--offload"},
-        {"--model mlp --predict-only --accumulate 2", "--accumulate"},
-        {"--predict-only --strategy selective", "selective"},
-        {"--predict-only --attention fused --dropout 0", "fused"},
         {"--model mlp --predict-only --strategy dtr --memory-budget 64MiB", "dtr"},
         {"--model mlp --predict-only --strategy budget --memory-budget 64MiB", "budget"},
         {"--model mlp --predict-only --strategy budget --planner ops --memory-budget 64MiB", "ops"},
@@ -349,6 +415,7 @@ int main(void)
         cmocka_unit_test_setup(test_chain_model_refuses_bad_shapes, clean_state),
         cmocka_unit_test_setup(test_prediction_equals_the_ledger_of_a_step, clean_state),
         cmocka_unit_test_setup(test_predict_only_builds_nothing_and_writes_json, clean_state),
+        cmocka_unit_test_setup(test_predict_only_with_accumulate_equals_a_run, clean_state),
         cmocka_unit_test_setup(test_predict_only_refuses_what_it_cannot_predict, clean_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
