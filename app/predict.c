@@ -11,8 +11,10 @@
 #include "app/train.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 #include "base/platform.h"
+#include "base/file.h"
 #include "models/data.h"
 #include "models/mlp.h"
 #include "parallel/group.h"
@@ -62,14 +64,16 @@ static ChainCost *run_cost(const TrainOptions *o, const Policy *policy, size_t k
 static RematStatus write_results(const char *path, const char *label, const size_t kinds[MEM_KIND_COUNT],
                                  size_t peak, uint64_t recompute)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) return remat_fail(REMAT_EIO, "--results %s: cannot open it for writing", path);
-    fprintf(f, "{\"%s\": {", label);
-    for (int k = 0; k < MEM_DISK; k++) fprintf(f, "\"%s\": %zu, ", mem_kind_name((MemKind)k), kinds[k]);
-    fprintf(f, "\"peak\": %zu, \"recompute_flops\": %" PRIu64 "}}\n", peak, recompute);
-    const bool written = !ferror(f);
-    if (fclose(f) != 0 || !written) return remat_fail(REMAT_EIO, "--results %s: the write failed", path);
-    return REMAT_OK;
+    FileReplacement f; /* a reader finds the old file or the new one, never a part */
+    const char *step = "creating a temporary file beside it";
+    int err = file_replace_start(&f, path, true);
+    if (!err) {
+        fprintf(f.out, "{\"%s\": {", label);
+        for (int k = 0; k < MEM_DISK; k++) fprintf(f.out, "\"%s\": %zu, ", mem_kind_name((MemKind)k), kinds[k]);
+        fprintf(f.out, "\"peak\": %zu, \"recompute_flops\": %" PRIu64 "}}\n", peak, recompute);
+        err = file_replace_finish(&f, false, &step);
+    }
+    return err ? remat_fail(REMAT_EIO, "--results %s: %s failed: %s", path, step, strerror(err)) : REMAT_OK;
 }
 
 RematStatus train_write_measured(const char *path, int steps)
