@@ -500,7 +500,7 @@ set multiplot layout 1,2 title "DTR against the exact plan at the same budget: o
 set xlabel "peak memory of the step (the ledger's), MiB"
 set ylabel "recompute, GFLOP per step"
 set yrange [0:*]
-set key top right
+set key bottom left
 $(dtr_panel gpt "$(gpt_config bench_dtr)")
 $(dtr_panel mlp "MLP chain N=$(json_num "$results/bench_dtr.json" mlp_blocks) W=$(json_num "$results/bench_dtr.json" mlp_width)")
 unset multiplot
