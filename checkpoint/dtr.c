@@ -11,20 +11,16 @@
 
 DtrPool *dtr_pool_create(size_t budget, int capacity, DtrHooks hooks)
 {
-    DtrPool *pool = NULL;
     if (budget == 0 || capacity < 1)
-        remat_fail(REMAT_EINVAL, "dtr: a pool needs a budget and room (got %zu bytes, %d entries)", budget, capacity);
-    else if (!(pool = calloc(1, sizeof *pool + (size_t)capacity * sizeof(DtrEntry))))
-        remat_fail(REMAT_ENOMEM, "dtr: no memory for a pool of %d entries", capacity);
-    else
-        *pool = (DtrPool){.budget = budget, .hooks = hooks, .entries = (DtrEntry *)(pool + 1), .capacity = capacity};
+        return remat_fail_null(REMAT_EINVAL, "dtr: a pool needs a budget and room (got %zu bytes, %d entries)", budget,
+                               capacity);
+    DtrPool *pool = calloc(1, sizeof *pool + (size_t)capacity * sizeof(DtrEntry));
+    if (!pool) return remat_fail_null(REMAT_ENOMEM, "dtr: no memory for a pool of %d entries", capacity);
+    *pool = (DtrPool){.budget = budget, .hooks = hooks, .entries = (DtrEntry *)(pool + 1), .capacity = capacity};
     return pool;
 }
 
-void dtr_pool_free(DtrPool *pool)
-{
-    free(pool);
-}
+void dtr_pool_free(DtrPool *pool) { free(pool); }
 
 int dtr_add(DtrPool *pool, size_t bytes, double cost, const int *inputs, int n_inputs)
 {

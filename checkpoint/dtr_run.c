@@ -274,19 +274,16 @@ static DtrRun *run_create(int n, TrainCtx *ctx, const DtrOptions *opts)
 {
     const int capacity = DTR_ENTRIES_PER_LAYER * n + 8;
     DtrRun *r = calloc(1, sizeof *r);
-    if (r) {
+    if (r)
         *r = (DtrRun){.tensors = calloc((size_t)capacity, sizeof *r->tensors), .ctx = ctx, .layer = -1, .target = -1,
                       .layers = calloc((size_t)n, sizeof *r->layers),
                       .opts = opts ? *opts : (DtrOptions){.max_remats = 0},
                       .saved = {.name = "dtr", .pack = pack, .unpack = unpack, .release = release, .ctx = r},
                       .ops = {.name = "dtr", .recorded = recorded, .ctx = r}};
-        r->pool = dtr_pool_create(SIZE_MAX, capacity, (DtrHooks){.drop = drop, .ctx = r});
-    }
-    if (r && r->tensors && r->layers && r->pool) return r;
-    if (!r || !r->tensors || !r->layers)
-        remat_fail(REMAT_ENOMEM, "dtr: no memory for a runtime of %d entries", capacity);
+    const DtrHooks hooks = {.drop = drop, .ctx = r};
+    if (r && r->tensors && r->layers && (r->pool = dtr_pool_create(SIZE_MAX, capacity, hooks))) return r;
     run_free(r);
-    return NULL;
+    return remat_fail_null(REMAT_ENOMEM, "dtr: no memory for a runtime of %d entries", capacity);
 }
 
 static const OpInfo DTR_OP = {.name = "dtr"};
