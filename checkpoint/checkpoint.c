@@ -185,10 +185,7 @@ static void region_free(void *state)
     free(r);
 }
 
-CheckpointOptions checkpoint_defaults(void)
-{
-    return (CheckpointOptions){.replay.preserve_rng = true};
-}
+CheckpointOptions checkpoint_defaults(void) { return (CheckpointOptions){.replay.preserve_rng = true}; }
 
 /* ---- backward: the replay ------------------------------------------------------------ */
 
