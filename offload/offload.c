@@ -602,13 +602,12 @@ Offload *offload_create(const OffloadOptions *opts)
     const char *dir = spill_dir(opts);
     if (!dir) return NULL;
     Offload *off = calloc(1, sizeof *off);
-    char *dir_copy = strdup(dir);
-    if (!off || !dir_copy) {
-        free(off), free(dir_copy);
+    if (!off || !(off->dir = strdup(dir))) {
+        free(off);
         return remat_fail_null(REMAT_ENOMEM, "offload_create: no memory");
     }
     off->opts = *opts;
-    off->opts.dir = off->dir = dir_copy;
+    off->opts.dir = off->dir;
     off->page = (size_t)sysconf(_SC_PAGESIZE);
     off->fd = spill_file_open(dir);
     const bool direct = opts->io == OFFLOAD_IO_DIRECT;
@@ -656,28 +655,26 @@ RematStatus offload_pop(Offload *off)
     const double start = platform_seconds();
     RematStatus status = finish_writes(off, 0, 0); /* counted, if it failed */
     off->stats.write_seconds += platform_seconds() - start;
-    if (status == REMAT_OK && off->write_failed) /* reported by a pack: the forward failed */
-        status = REMAT_EIO;
-    /* drop_cache: every record's write-back was started when it was written, so what is left
-     * to wait for is the last ones'; then they all leave the page cache, with no fsync (the
-     * file's metadata need not reach the disk). The whole file: the mapping's read-around may
-     * have brought in pages past the records, and the last backward's read faults mapped
-     * cached neighbours of the pages they read into the process (fault-around), which no
-     * DONTNEED of one record's pages unmapped: a mapped page cannot leave the cache. */
-    if (status == REMAT_OK && off->opts.drop_cache && off->tail) {
+    if (status != REMAT_OK) return status;
+    if (off->write_failed) return REMAT_EIO; /* reported by a pack: the forward failed */
+    /* drop_cache (see the top of this file): the last records' write-back is waited for,
+     * then the whole file leaves the page cache: the mapping's read-around may have brought
+     * in pages past the records, and the last backward's read faults mapped cached
+     * neighbours of the pages they read into the process (fault-around), which no DONTNEED
+     * of one record's pages unmapped: a mapped page cannot leave the cache. */
+    if (off->opts.drop_cache && off->tail) {
         if (off->map) (void)madvise(off->map, off->capacity, MADV_DONTNEED);
         const int err = prefetch_evict(off->fd, 0, off->capacity, true);
         char cause[128];
         if (err) {
             off->stats.failures++;
-            status = remat_fail(REMAT_EIO, "offload: writing the spill file in %s to the disk failed: %s (the "
-                                "forward's saved tensors may be lost)", off->dir,
-                                io_error_str(cause, sizeof cause, err, true));
+            return remat_fail(REMAT_EIO, "offload: writing the spill file in %s to the disk failed: %s (the forward's "
+                              "saved tensors may be lost)", off->dir, io_error_str(cause, sizeof cause, err, true));
         }
     }
-    if (status == REMAT_OK && off->opts.drop_cache) advise_mapping(off, MADV_RANDOM);
+    advise_mapping(off, MADV_RANDOM);
     /* What the page cache still holds of the records: with io direct, nothing to drop, so say so. */
-    if (status == REMAT_OK && (off->opts.drop_cache || off->opts.io == OFFLOAD_IO_DIRECT))
+    if (off->opts.drop_cache || off->opts.io == OFFLOAD_IO_DIRECT)
         status = cached_bytes(off, &off->stats.cached_after_forward);
     if (status == REMAT_OK) prefetch_before(off, off->count);
     return status;
