@@ -28,7 +28,6 @@
 #include "base/text.h"
 #include "quiz/embedded.h"
 
-static const char *const LANG_CODES[LANG_COUNT] = {"en", "ar"};
 static const char *const LANG_DIRS[LANG_COUNT] = {"ltr", "rtl"};
 
 /* ---- text in HTML ------------------------------------------------------------------- */
@@ -300,7 +299,7 @@ static void put_piece(void *ctx, PieceKind kind, const char *text, size_t len)
 static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSources *src, const char *page)
 {
     const Question *question = &src->bank->questions[q];
-    const char *l = LANG_CODES[lang];
+    const char *l = QUIZ_LANG_NAMES.names[lang];
     char count[64];
     snprintf(count, sizeof count, quiz_word(lang, "question_of"), q + 1, src->bank->n_questions);
 
@@ -442,8 +441,8 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
 {
     const char *benches[16];
     const int n_benches = quoted_benches(src->bank, benches, 16);
-    fprintf(out, "<footer class=\"measured\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n", LANG_CODES[lang],
-            LANG_CODES[lang], LANG_DIRS[lang]);
+    const char *code = QUIZ_LANG_NAMES.names[lang];
+    fprintf(out, "<footer class=\"measured\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n", code, code, LANG_DIRS[lang]);
     put_in(out, "<h2>", quiz_word(lang, "footer_title"), "</h2>\n", lang);
     /* The dates of the first and the last bench run, ISO 8601 in UTC: they sort as text. */
     char first[64] = "", last[64] = "";
@@ -483,8 +482,9 @@ static void put_footer(FILE *out, QuizLang lang, const PageSources *src)
 static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src, const char *page)
 {
     const Bank *bank = src->bank;
-    fprintf(out, "<div class=\"view\" id=\"view-%s\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n<header>\n",
-            LANG_CODES[lang], LANG_CODES[lang], LANG_CODES[lang], LANG_DIRS[lang]);
+    const char *code = QUIZ_LANG_NAMES.names[lang];
+    fprintf(out, "<div class=\"view\" id=\"view-%s\" data-view=\"%s\" lang=\"%s\" dir=\"%s\">\n<header>\n", code,
+            code, code, LANG_DIRS[lang]);
     put_in(out, "<p class=\"subtitle\">", bank->subtitle.lang[lang], "</p>\n", lang);
     put_in(out, "<h1>", bank->title.lang[lang], "</h1>\n", lang);
     put_in(out, "<p class=\"description\">", bank->description.lang[lang], "</p>\n", lang);
