@@ -291,12 +291,8 @@ static void format_figure(char *buf, size_t size, const Figure *fig, QuizLang la
  * teach nothing at that size, the machine, an order contradicted): they silence all its
  * times. The next two are one figure's: they silence the parts that quote it. */
 typedef enum TimeTrust {
-    TIMES_UNKNOWN,
-    TIMES_QUICK,
-    TIMES_BUSY,
-    TIMES_CONTRADICTED,
-    TIMES_FEW,
-    TIMES_WIDE,
+    TIMES_UNKNOWN, TIMES_QUICK, TIMES_BUSY, TIMES_CONTRADICTED, /* the question's */
+    TIMES_FEW, TIMES_WIDE,                                       /* one figure's */
     TIMES_CARRY
 } TimeTrust;
 
