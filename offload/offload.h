@@ -76,11 +76,7 @@
 #include "autograd/autograd.h"
 #include "base/parse.h"
 
-typedef enum OffloadPolicy {
-    OFFLOAD_ALL = 0,
-    OFFLOAD_LARGE,
-    OFFLOAD_BOUNDARY,
-} OffloadPolicy;
+typedef enum OffloadPolicy { OFFLOAD_ALL = 0, OFFLOAD_LARGE, OFFLOAD_BOUNDARY } OffloadPolicy;
 
 #define OFFLOAD_MIN_BYTES ((size_t)64 << 10)   /* default: smaller saved tensors stay in RAM */
 #define OFFLOAD_LARGE_BYTES ((size_t)1 << 20)  /* default: what "large" means */
