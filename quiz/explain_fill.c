@@ -10,7 +10,6 @@
 #include "quiz/explain_fill.h"
 
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
