@@ -401,10 +401,7 @@ static void append_piece(void *ctx, PieceKind kind, const char *text, size_t len
     line->used = n < 0 || (size_t)n >= line->size - line->used ? line->size - 1 : line->used + (size_t)n;
 }
 
-static void note(const Fill *fill, const char *text)
-{
-    fill->sink(fill->ctx, PIECE_NOTE, text, strlen(text));
-}
+static void note(const Fill *fill, const char *text) { fill->sink(fill->ctx, PIECE_NOTE, text, strlen(text)); }
 
 /* The program that measures what `bench` records, as a note names it before "--quick":
  * "build/bench/<bench>", or for a bench run as K ranks, whose results are "<name>_np<K>"
