@@ -11,6 +11,7 @@
 #include "app/train.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/platform.h"
@@ -18,6 +19,7 @@
 #include "models/data.h"
 #include "models/mlp.h"
 #include "parallel/group.h"
+#include "parallel/pipeline.h"
 #include "tensor/flops.h"
 
 /* The first part of the run the prediction does not cover, or NULL. */
@@ -84,6 +86,93 @@ RematStatus train_write_measured(const char *path, int steps)
                          steps ? flops_get(PHASE_RECOMPUTE) / (uint64_t)steps : 0);
 }
 
+/* ---- pipelines ------------------------------------------------------------------------ */
+
+/* Stage s's chain model: run_cost's for its own `count` blocks, with what a stage holds
+ * besides (models/pipeline.c): every rank draws the step's M micro-batches; a stage after
+ * the first starts from the activation it received (its x_0, kept by its first block); one
+ * before the last has no head: its output, held for the backward, and the gradient it
+ * receives for it (dy) stay to the end of its backward, where the loss and its seed would
+ * (a last segment that is a region counts dy already, as the gradient flowing into it).
+ * NULL on error. */
+static ChainCost *stage_cost(const TrainOptions *o, const Schedule *sch, int s)
+{
+    TrainOptions mine = *o;
+    mine.layers = sch->n_layers;
+    size_t kinds[MEM_KIND_COUNT];
+    ChainCost *c = run_cost(&mine, sch->segments[0].policy, kinds);
+    if (!c) return NULL;
+    const size_t drawn = (size_t)(o->step.micro_batches - 1) * c->base, out = c->layers[sch->n_layers - 1].out_bytes;
+    c->base += drawn;
+    c->tail_peak += drawn;
+    if (s + 1 < o->step.pipeline_stages) {
+        const size_t resid = sch->segments[sch->n_segments - 1].kind == SEGMENT_REGION ? out : 2 * out;
+        for (int k = 0; k < c->n_layers; k++) c->layers[k].policy.need += resid - c->resid; /* measured with R */
+        c->tail_peak += resid - c->resid;
+        c->resid = resid;
+        c->head_peak = c->head_kept = 0;
+    }
+    if (s > 0) c->embed = c->embed_peak = c->layers[0].in_bytes, c->tail_peak = 0;
+    return c;
+}
+
+/* Stage s's line: its peak ACT, one micro-batch's step on its blocks (schedule_predict, the
+ * batches drawn included) under the others in flight, each holding what its forward left
+ * (chain_forward_kept, and on the last stage the head's): the forward that fills the stage
+ * and the backward after it both find live − 1 others there. */
+static RematStatus print_stage(const TrainOptions *o, int s, int live, FILE *out)
+{
+    const int P = o->step.pipeline_stages;
+    int first, count;
+    pipe_split(o->layers, P, s, &first, &count);
+    Schedule *sch = schedule_for_strategy(&o->step.strategy, count);
+    ChainCost *c = sch ? stage_cost(o, sch, s) : NULL;
+    const RematStatus status = c ? schedule_predict(sch, c) : remat_last_status();
+    if (status == REMAT_OK) {
+        const size_t held = chain_forward_kept(sch, c) + c->head_kept, one = sch->predicted.peak_act;
+        const size_t in = s > 0 ? c->layers[0].in_bytes : 0, dy = s + 1 < P ? c->layers[count - 1].out_bytes : 0;
+        fprintf(out, "  stage %d, blocks %d-%d%s%s, %d micro-batch%s at once: %zu bytes = one micro-batch's step %zu + %d more in flight x %zu "
+                "held\n    boundary buffers in these: %zu received a micro-batch, %zu of gradient through its "
+                "backward\n", s, first, first + count - 1, s ? "" : " and the embedding", s + 1 < P ? "" :
+                " and the head", live, live == 1 ? "" : "es", one + (size_t)(live - 1) * held, one, live - 1, held, in, dy);
+        /* A stage sends its input's gradient after a backward and frees it at its next receive
+         * once MPI says the send is done: when a forward follows, that may come after its peak. */
+        if (in && o->step.pipeline_schedule == PIPE_1F1B && live < o->step.micro_batches)
+            fprintf(out, "    and up to %zu more: the gradient it sent last, while MPI has not yet said it went\n", in);
+    }
+    schedule_free(sch);
+    chain_cost_free(c);
+    return status;
+}
+
+/* Every stage's peak ACT, with the micro-batches it holds at once (forward run, backward
+ * not yet) found by walking the actions pipe_actions gives it, as the run does. */
+static RematStatus predict_pipeline(const TrainOptions *o, FILE *out)
+{
+    const int P = o->step.pipeline_stages, M = o->step.micro_batches;
+    if (o->results) return remat_fail(REMAT_EINVAL, "--predict-only --pipeline-stages prints a peak per stage; "
+                                      "it writes no --results");
+    PipeAction *acts = malloc(2 * (size_t)M * sizeof *acts);
+    if (!acts) return remat_fail(REMAT_ENOMEM, "--predict-only: no memory for %d actions", 2 * M);
+    fprintf(out, "predicted peak activations of each stage (--predict-only: nothing built), %d stages, %s, %d "
+            "micro-batches, strategy %s:\n", P, name_of(&PIPE_SCHEDULE_NAMES, o->step.pipeline_schedule), M,
+            strategy_name(o->step.strategy.kind));
+    RematStatus status = REMAT_OK;
+    for (int s = 0; s < P && status == REMAT_OK; s++) {
+        const int n = pipe_actions(o->step.pipeline_schedule, P, s, M, acts);
+        int live = 0, most = 0;
+        for (int i = 0; i < n; i++) {
+            live += acts[i].kind == PIPE_FORWARD ? 1 : -1;
+            most = live > most ? live : most;
+        }
+        status = print_stage(o, s, most, out);
+    }
+    free(acts);
+    fprintf(out, "  (remat runs no interleaved schedule: Megatron's 1 + (P-1)/(P*v) factor on the in-flight "
+            "activations is for v chunks a stage, and not predicted)\n");
+    return status;
+}
+
 RematStatus train_predict(const TrainOptions *o, FILE *out)
 {
     const char *missing = unsupported(o);
@@ -92,6 +181,7 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
                           "under none, full, sqrt or selective", missing);
     if (o->threads && platform_set_threads(o->threads) != REMAT_OK) /* fused attention's scratch is per thread */
         return remat_last_status();
+    if (o->step.pipeline_stages) return predict_pipeline(o, out);
     size_t kinds[MEM_KIND_COUNT];
     Schedule *s = schedule_for_strategy(&o->step.strategy, o->layers);
     ChainCost *cost = s ? run_cost(o, s->segments[0].policy, kinds) : NULL;

@@ -230,6 +230,17 @@ RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
     return REMAT_OK;
 }
 
+size_t chain_forward_kept(const Schedule *s, const ChainCost *c)
+{
+    size_t kept = c->embed;
+    for (int i = 0; i < s->n_segments; i++) {
+        SegmentFigures f;
+        if (!chain_segment(c, &s->segments[i], &f)) return 0;
+        kept += f.adds;
+    }
+    return kept;
+}
+
 /* Takes s (NULL: not made, the error said; a cost of no layers makes none): predicted, or
  * freed and NULL. */
 static Schedule *predicted(Schedule *s, const ChainCost *cost)

@@ -136,6 +136,7 @@ typedef struct ChainCost {
     size_t embed;        /* what the embed stage leaves, x_0 included */
     size_t embed_peak;   /* the most ACT above base during the embed stage */
     size_t head_peak;    /* the most ACT above S(L) during the head's forward and backward */
+    size_t head_kept;    /* what the head's forward leaves above S(L) for its backward (the loss among it) */
     size_t resid;        /* what backward holds besides: the loss and its seed */
     size_t tail_peak;    /* the most ACT once the chain's backward is done (the embed stage's) */
     size_t fixed;        /* params + grads + optimizer + workspace in use, after the step */
@@ -243,6 +244,12 @@ bool chain_segment(const ChainCost *cost, const Segment *g, SegmentFigures *f);
  * policy or of several layers with one (not in the model), Revolve beside other segments
  * or on a chain that is not uniform. */
 RematStatus schedule_predict(Schedule *s, const ChainCost *cost);
+
+/* What one forward under s's single-level segments leaves in ACT above base for its
+ * backward, the head's aside: the embed stage's output and every segment's adds (S(L) −
+ * base). A pipeline stage holds this much for each micro-batch in flight. 0 for a segment
+ * chain_segment does not model (Revolve, DTR). */
+size_t chain_forward_kept(const Schedule *s, const ChainCost *cost);
 
 /* A schedule of the `n` segments given, made by a planner (strategy budget) and
  * predicted against `cost`. The caller owns it. NULL on error. */

@@ -39,6 +39,7 @@ static void assert_costs_equal(const ChainCost *got, const ChainCost *want, cons
     const struct { const char *name; uint64_t got, want; } stage[] = {
         {"base", got->base, want->base}, {"embed", got->embed, want->embed},
         {"embed_peak", got->embed_peak, want->embed_peak}, {"head_peak", got->head_peak, want->head_peak},
+        {"head_kept", got->head_kept, want->head_kept},
         {"resid", got->resid, want->resid}, {"tail_peak", got->tail_peak, want->tail_peak},
         {"fixed", got->fixed, want->fixed}, {"work_peak", got->work_peak, want->work_peak},
         {"forward_flops", got->forward_flops, want->forward_flops},
