@@ -86,6 +86,52 @@ RematStatus train_write_measured(const char *path, int steps)
                          steps ? flops_get(PHASE_RECOMPUTE) / (uint64_t)steps : 0);
 }
 
+/* ---- the moment of the peak ---------------------------------------------------------- */
+
+/* Prints where schedule_predict's peak ACT is first reached, walking its figures in the
+ * order the step runs them (cost.h): the embedding, each plain layer's forward, the head,
+ * then the segments' backwards from the last, a region's replay among them (the ledger
+ * counts a replay in the backward phase), and the embedding's backward. A region's first
+ * forward is never the first to reach it: its replay holds at least as much. */
+static void print_moment(FILE *out, const Schedule *s, const ChainCost *c)
+{
+    const size_t peak = s->predicted.peak_act;
+    size_t state = c->base + c->embed;
+    const char *where = c->base + c->embed_peak == peak ? "in the embedding's forward" : NULL;
+    int first = -1, last = -1; /* its layers */
+    for (int i = 0; i < s->n_segments && !where; i++) {
+        const Segment *g = &s->segments[i];
+        SegmentFigures f;
+        for (int k = g->first; g->kind == SEGMENT_PLAIN && k < g->first + g->count && !where; k++) {
+            if (state + c->layers[k].fwd_peak == peak) where = "in the forward of";
+            first = last = k;
+            state += c->layers[k].kept;
+        }
+        if (g->kind != SEGMENT_PLAIN && chain_segment(c, g, &f)) state += f.adds;
+    }
+    if (!where && state + c->head_peak == peak) {
+        where = "in the head (its forward or backward)";
+        first = -1;
+    }
+    for (int i = s->n_segments - 1; i >= 0 && !where; i--) {
+        const Segment *g = &s->segments[i];
+        const bool plain = g->kind == SEGMENT_PLAIN;
+        for (int k = g->first + g->count - 1; k >= g->first && !where; k = plain ? k - 1 : -1) {
+            const Segment one = plain ? (Segment){.kind = SEGMENT_PLAIN, .first = k, .count = 1} : *g;
+            SegmentFigures f = {0};
+            chain_segment(c, &one, &f);
+            state -= f.adds;
+            if (state + f.need == peak) where = plain ? "in the backward of" : "in the replay or backward of";
+            first = one.first;
+            last = one.first + one.count - 1;
+        }
+    }
+    if (!where) fprintf(out, "  the peak is reached in the embedding's backward\n");
+    else if (first < 0) fprintf(out, "  the peak is reached %s\n", where);
+    else if (first == last) fprintf(out, "  the peak is reached %s h.%d\n", where, first);
+    else fprintf(out, "  the peak is reached %s h.%d-h.%d (a region)\n", where, first, last);
+}
+
 /* ---- pipelines ------------------------------------------------------------------------ */
 
 /* Stage s's chain model: run_cost's for its own `count` blocks, with what a stage holds
@@ -202,6 +248,7 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
         fprintf(out, "  %-12s %14zu bytes (all kinds at the same moment)\n", "peak", p->peak_total);
         fprintf(out, "  recompute    %" PRIu64 " FLOPs (the forward: %" PRIu64 ")\n", p->recompute_flops,
                 p->forward_flops);
+        print_moment(out, s, cost);
         if (o->results) status = write_results(o->results, "predicted", kinds, p->peak_total, p->recompute_flops);
     }
     schedule_free(s);
