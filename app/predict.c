@@ -30,6 +30,7 @@ static const char *unsupported(const TrainOptions *o)
     if (dist_under_launcher()) return "more than one rank (data parallelism, ZeRO, pipelines)";
     if (s->strategy.kind == STRATEGY_DTR) return "--strategy dtr (its evictions depend on the run)";
     if (s->strategy.kind == STRATEGY_BUDGET) return "--strategy budget (its planners, ops among them, profile a step)";
+    if (s->pipeline_stages && o->results) return "--results for a pipeline (it prints each stage's peak)";
     return NULL;
 }
 
@@ -53,8 +54,9 @@ static ChainCost *run_cost(const TrainOptions *o, const Policy *policy, size_t k
     const int states = o->optimizer == OPTIM_SGD ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
     kinds[MEM_OPTIM] = (size_t)states * kinds[MEM_PARAM];
     cost->fixed += kinds[MEM_OPTIM];
-    /* --accumulate K: the other micro-batches, drawn before the step, wait in ACT. */
-    const size_t waiting = (size_t)(o->step.accumulate - 1) * cost->base;
+    /* --accumulate K or a pipeline's M: the other micro-batches, drawn before the step, wait in ACT. */
+    const int drawn = o->step.pipeline_stages ? o->step.micro_batches : o->step.accumulate;
+    const size_t waiting = (size_t)(drawn - 1) * cost->base;
     cost->base += waiting;
     cost->tail_peak += waiting;
     return cost;
@@ -88,11 +90,10 @@ RematStatus train_write_measured(const char *path, int steps)
 
 /* ---- the moment of the peak ---------------------------------------------------------- */
 
-/* Prints where schedule_predict's peak ACT is first reached, walking its figures in the
- * order the step runs them (cost.h): the embedding, each plain layer's forward, the head,
- * then the segments' backwards from the last, a region's replay among them (the ledger
- * counts a replay in the backward phase), and the embedding's backward. A region's first
- * forward is never the first to reach it: its replay holds at least as much. */
+/* Prints where schedule_predict's peak ACT is first reached, its figures (cost.h) walked in
+ * the step's order: the embedding, each plain layer's forward (a region's first forward never
+ * holds more than its replay), the head, then the backwards from the last segment, a replay
+ * among them as the ledger's phase counts it, and the embedding's backward. */
 static void print_moment(FILE *out, const Schedule *s, const ChainCost *c)
 {
     const size_t peak = s->predicted.peak_act;
@@ -101,12 +102,12 @@ static void print_moment(FILE *out, const Schedule *s, const ChainCost *c)
     int first = -1, last = -1; /* its layers */
     for (int i = 0; i < s->n_segments && !where; i++) {
         const Segment *g = &s->segments[i];
-        SegmentFigures f;
         for (int k = g->first; g->kind == SEGMENT_PLAIN && k < g->first + g->count && !where; k++) {
             if (state + c->layers[k].fwd_peak == peak) where = "in the forward of";
             first = last = k;
             state += c->layers[k].kept;
         }
+        SegmentFigures f;
         if (g->kind != SEGMENT_PLAIN && chain_segment(c, g, &f)) state += f.adds;
     }
     if (!where && state + c->head_peak == peak) {
@@ -126,21 +127,18 @@ static void print_moment(FILE *out, const Schedule *s, const ChainCost *c)
             last = one.first + one.count - 1;
         }
     }
-    if (!where) fprintf(out, "  the peak is reached in the embedding's backward\n");
-    else if (first < 0) fprintf(out, "  the peak is reached %s\n", where);
-    else if (first == last) fprintf(out, "  the peak is reached %s h.%d\n", where, first);
-    else fprintf(out, "  the peak is reached %s h.%d-h.%d (a region)\n", where, first, last);
+    fprintf(out, "  the peak is reached %s", where ? where : "in the embedding's backward");
+    if (where && first >= 0) fprintf(out, first == last ? " h.%d" : " h.%d-h.%d (a region)", first, last);
+    fputc('\n', out);
 }
 
 /* ---- pipelines ------------------------------------------------------------------------ */
 
-/* Stage s's chain model: run_cost's for its own `count` blocks, with what a stage holds
- * besides (models/pipeline.c): every rank draws the step's M micro-batches; a stage after
- * the first starts from the activation it received (its x_0, kept by its first block); one
- * before the last has no head: its output, held for the backward, and the gradient it
- * receives for it (dy) stay to the end of its backward, where the loss and its seed would
- * (a last segment that is a region counts dy already, as the gradient flowing into it).
- * NULL on error. */
+/* Stage s's chain model: run_cost's for its blocks (every rank draws the step's M
+ * micro-batches), with what a stage holds besides (models/pipeline.c): a stage after the first
+ * starts from the activation it received (its x_0); one before the last has no head, and its
+ * output and the gradient it receives (dy, which a last region counts as its gradient in)
+ * stay to the end of its backward, where the loss and its seed would. NULL on error. */
 static ChainCost *stage_cost(const TrainOptions *o, const Schedule *sch, int s)
 {
     TrainOptions mine = *o;
@@ -148,9 +146,7 @@ static ChainCost *stage_cost(const TrainOptions *o, const Schedule *sch, int s)
     size_t kinds[MEM_KIND_COUNT];
     ChainCost *c = run_cost(&mine, sch->segments[0].policy, kinds);
     if (!c) return NULL;
-    const size_t drawn = (size_t)(o->step.micro_batches - 1) * c->base, out = c->layers[sch->n_layers - 1].out_bytes;
-    c->base += drawn;
-    c->tail_peak += drawn;
+    const size_t out = c->layers[sch->n_layers - 1].out_bytes;
     if (s + 1 < o->step.pipeline_stages) {
         const size_t resid = sch->segments[sch->n_segments - 1].kind == SEGMENT_REGION ? out : 2 * out;
         for (int k = 0; k < c->n_layers; k++) c->layers[k].policy.need += resid - c->resid; /* measured with R */
@@ -164,7 +160,7 @@ static ChainCost *stage_cost(const TrainOptions *o, const Schedule *sch, int s)
 
 /* Stage s's line: its peak ACT, one micro-batch's step on its blocks (schedule_predict, the
  * batches drawn included) under the others in flight, each holding what its forward left
- * (chain_forward_kept, and on the last stage the head's): the forward that fills the stage
+ * (Prediction.forward_kept, and on the last stage the head's): the forward that fills the stage
  * and the backward after it both find live − 1 others there. */
 static RematStatus print_stage(const TrainOptions *o, int s, int live, FILE *out)
 {
@@ -175,12 +171,12 @@ static RematStatus print_stage(const TrainOptions *o, int s, int live, FILE *out
     ChainCost *c = sch ? stage_cost(o, sch, s) : NULL;
     const RematStatus status = c ? schedule_predict(sch, c) : remat_last_status();
     if (status == REMAT_OK) {
-        const size_t held = chain_forward_kept(sch, c) + c->head_kept, one = sch->predicted.peak_act;
+        const size_t held = sch->predicted.forward_kept + c->head_kept, one = sch->predicted.peak_act;
         const size_t in = s > 0 ? c->layers[0].in_bytes : 0, dy = s + 1 < P ? c->layers[count - 1].out_bytes : 0;
-        fprintf(out, "  stage %d, blocks %d-%d%s%s, %d micro-batch%s at once: %zu bytes = one micro-batch's step %zu + %d more in flight x %zu "
-                "held\n    boundary buffers in these: %zu received a micro-batch, %zu of gradient through its "
-                "backward\n", s, first, first + count - 1, s ? "" : " and the embedding", s + 1 < P ? "" :
-                " and the head", live, live == 1 ? "" : "es", one + (size_t)(live - 1) * held, one, live - 1, held, in, dy);
+        fprintf(out, "  stage %d, blocks %d-%d%s, %d micro-batch(es) at once: %zu bytes = one micro-batch's step %zu"
+                " + %d more in flight x %zu held\n    boundary buffers in these: %zu received a micro-batch, %zu of "
+                "gradient through its backward\n", s, first, first + count - 1, s == 0 ? " and the embedding" :
+                s + 1 == P ? " and the head" : "", live, one + (size_t)(live - 1) * held, one, live - 1, held, in, dy);
         /* A stage sends its input's gradient after a backward and frees it at its next receive
          * once MPI says the send is done: when a forward follows, that may come after its peak. */
         if (in && o->step.pipeline_schedule == PIPE_1F1B && live < o->step.micro_batches)
@@ -196,8 +192,6 @@ static RematStatus print_stage(const TrainOptions *o, int s, int live, FILE *out
 static RematStatus predict_pipeline(const TrainOptions *o, FILE *out)
 {
     const int P = o->step.pipeline_stages, M = o->step.micro_batches;
-    if (o->results) return remat_fail(REMAT_EINVAL, "--predict-only --pipeline-stages prints a peak per stage; "
-                                      "it writes no --results");
     PipeAction *acts = malloc(2 * (size_t)M * sizeof *acts);
     if (!acts) return remat_fail(REMAT_ENOMEM, "--predict-only: no memory for %d actions", 2 * M);
     fprintf(out, "predicted peak activations of each stage (--predict-only: nothing built), %d stages, %s, %d "
@@ -214,8 +208,6 @@ static RematStatus predict_pipeline(const TrainOptions *o, FILE *out)
         status = print_stage(o, s, most, out);
     }
     free(acts);
-    fprintf(out, "  (remat runs no interleaved schedule: Megatron's 1 + (P-1)/(P*v) factor on the in-flight "
-            "activations is for v chunks a stage, and not predicted)\n");
     return status;
 }
 

@@ -211,6 +211,7 @@ static RematStatus chain_predict(const Schedule *s, const ChainCost *c, Predicti
         p->recompute_flops += f.flops;
         state += f.adds;
     }
+    p->forward_kept = state - c->base;
     p->peak_act = max_size(p->peak_act, state + c->head_peak);
     return REMAT_OK;
 }
@@ -228,17 +229,6 @@ RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
     p.peak_total = cost->fixed + cost->work_peak + p.peak_act;
     s->predicted = p;
     return REMAT_OK;
-}
-
-size_t chain_forward_kept(const Schedule *s, const ChainCost *c)
-{
-    size_t kept = c->embed;
-    for (int i = 0; i < s->n_segments; i++) {
-        SegmentFigures f;
-        if (!chain_segment(c, &s->segments[i], &f)) return 0;
-        kept += f.adds;
-    }
-    return kept;
 }
 
 /* Takes s (NULL: not made, the error said; a cost of no layers makes none): predicted, or

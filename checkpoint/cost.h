@@ -245,12 +245,6 @@ bool chain_segment(const ChainCost *cost, const Segment *g, SegmentFigures *f);
  * or on a chain that is not uniform. */
 RematStatus schedule_predict(Schedule *s, const ChainCost *cost);
 
-/* What one forward under s's single-level segments leaves in ACT above base for its
- * backward, the head's aside: the embed stage's output and every segment's adds (S(L) −
- * base). A pipeline stage holds this much for each micro-batch in flight. 0 for a segment
- * chain_segment does not model (Revolve, DTR). */
-size_t chain_forward_kept(const Schedule *s, const ChainCost *cost);
-
 /* A schedule of the `n` segments given, made by a planner (strategy budget) and
  * predicted against `cost`. The caller owns it. NULL on error. */
 Schedule *chain_schedule(const ChainCost *cost, const Segment *segments, int n);

@@ -98,19 +98,6 @@ static bool peak_rose(Explain *ex)
     return true;
 }
 
-/* A replay's op took `out` back from a policy's cache: the cache's row is released now (a
- * row of the op that keeps it counts it from here). */
-static void uncache(Explain *ex, const Tensor *out)
-{
-    for (int i = 0; i < ex->count; i++) {
-        Row *r = &ex->rows[i];
-        if (r->fate == FATE_CACHED && r->tensor == out && r->released_at < 0) {
-            r->released_at = ex->clock;
-            r->released_phase = flops_phase();
-        }
-    }
-}
-
 /* Every op, grad mode on or off: with it off, what its backward would keep is dropped. */
 static void on_recorded(void *ctx, const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
                         Tensor *const *saved, int n_saved, const Tensor *out)
@@ -118,7 +105,13 @@ static void on_recorded(void *ctx, const OpInfo *op, const char *tag, Var *const
     (void)inputs, (void)n_inputs;
     Explain *ex = ctx;
     if (peak_rose(ex)) op_row_name(ex->peak_name, sizeof ex->peak_name, op, tag);
-    uncache(ex, out);
+    for (int i = 0; i < ex->count; i++) { /* a replay's op took a policy's cached `out` back: its row ends */
+        Row *r = &ex->rows[i];
+        if (r->fate == FATE_CACHED && r->tensor == out && r->released_at < 0) {
+            r->released_at = ex->clock;
+            r->released_phase = flops_phase();
+        }
+    }
     ex->clock++;
     if (grad_enabled()) return; /* the saved observer sees these as they are saved */
     for (int i = 0; i < n_saved; i++) {
@@ -248,7 +241,6 @@ void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak, siz
         const Row *r = &ex->rows[i];
         when(saved, sizeof saved, r->saved_phase, r->saved_at);
         if (r->fate == FATE_DROPPED || r->fate == FATE_REGENERATED) snprintf(released, sizeof released, "(not saved)");
-        else if (r->fate == FATE_CACHED) snprintf(released, sizeof released, "in its replay");
         else when(released, sizeof released, r->released_phase, r->released_at);
         fprintf(out, "  %4d  %-26s %-15s %-18s %10s  %-15s %-15s %s%s%s%s\n", i, r->name, r->op, r->shape,
                 mem_format_bytes(bytes, sizeof bytes, r->bytes), saved, released, FATE_NAMES[r->fate],
@@ -292,9 +284,8 @@ static int layer_len(const char *name)
 static void print_layer(FILE *out, const char *name, int len, size_t bytes, size_t cached)
 {
     char b[32], c[32];
-    fprintf(out, "    %-16.*s %12s", len, name, mem_format_bytes(b, sizeof b, bytes));
-    if (cached) fprintf(out, "  (%s of it in its policy's cache)", mem_format_bytes(c, sizeof c, cached));
-    fputc('\n', out);
+    fprintf(out, cached ? "    %-16.*s %12s  (%s of it in its policy's cache)\n" : "    %-16.*s %12s\n", len, name,
+            mem_format_bytes(b, sizeof b, bytes), mem_format_bytes(c, sizeof c, cached));
 }
 
 ExplainPeak explain_print_peak(const Explain *ex, FILE *out)
@@ -319,7 +310,6 @@ ExplainPeak explain_print_peak(const Explain *ex, FILE *out)
         bytes += r->bytes;
         if (r->fate == FATE_KEPT) p.kept += r->bytes;
         if (r->fate == FATE_RECOMPUTED) p.recomputed += r->bytes;
-        if (r->fate == FATE_CACHED) p.cached += r->bytes;
         if (r->fate == FATE_CACHED) cached += r->bytes;
         if (!largest || r->bytes > largest->bytes) largest = r;
     }

@@ -48,18 +48,17 @@ void explain_stop(Explain *ex);
 void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak, size_t predicted, const char *why_not);
 
 /* The saved tensors live when the step's resident peak was set: the op that saved the
- * largest ("cross_entropy" for the head's logits; NULL when unknown), and the bytes kept,
- * recomputed (by a region's replay) and cached (by a selective policy, until its region's
- * replay takes them back). */
+ * largest ("cross_entropy" for the head's logits; NULL when unknown), and the bytes kept
+ * and recomputed (by a region's replay). */
 typedef struct ExplainPeak {
     const char *largest_op;
-    size_t kept, recomputed, cached;
+    size_t kept, recomputed;
 } ExplainPeak;
 
 /* Where the step's resident peak was set, if while recording: the event just after it and
  * what that event reports, then the bytes of the saved tensors (kept, recomputed or in a
- * policy's cache, that part shown apart) live at that moment, by layer. When the peak came after the recording, prints nothing and
- * returns an ExplainPeak of zeros. */
+ * policy's cache, that part shown apart) live at that moment, by layer. When the peak came
+ * after the recording, prints nothing and returns an ExplainPeak of zeros. */
 ExplainPeak explain_print_peak(const Explain *ex, FILE *out);
 
 /* Bytes of the distinct tensors of one fate ("kept", "dropped", "cached", "recomputed",
