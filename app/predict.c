@@ -27,7 +27,7 @@ static const char *unsupported(const TrainOptions *o)
 {
     const StepOptions *s = &o->step;
     if (s->offload) return "--offload (the spill file's timing is the run's)";
-    if (dist_under_launcher()) return "more than one rank (data parallelism, ZeRO, pipelines)";
+    if (dist_under_launcher()) return "more than one rank (data parallelism, ZeRO; a pipeline needs no mpirun)";
     if (s->strategy.kind == STRATEGY_DTR) return "--strategy dtr (its evictions depend on the run)";
     if (s->strategy.kind == STRATEGY_BUDGET) return "--strategy budget (its planners, ops among them, profile a step)";
     if (s->pipeline_stages && o->results) return "--results for a pipeline (it prints each stage's peak)";
@@ -103,17 +103,14 @@ static void print_moment(FILE *out, const Schedule *s, const ChainCost *c)
     for (int i = 0; i < s->n_segments && !where; i++) {
         const Segment *g = &s->segments[i];
         for (int k = g->first; g->kind == SEGMENT_PLAIN && k < g->first + g->count && !where; k++) {
-            if (state + c->layers[k].fwd_peak == peak) where = "in the forward of";
-            first = last = k;
+            where = state + c->layers[k].fwd_peak == peak ? "in the forward of" : NULL;
+            first = last = where ? k : -1;
             state += c->layers[k].kept;
         }
         SegmentFigures f;
         if (g->kind != SEGMENT_PLAIN && chain_segment(c, g, &f)) state += f.adds;
     }
-    if (!where && state + c->head_peak == peak) {
-        where = "in the head (its forward or backward)";
-        first = -1;
-    }
+    if (!where && state + c->head_peak == peak) where = "in the head (its forward or backward)";
     for (int i = s->n_segments - 1; i >= 0 && !where; i--) {
         const Segment *g = &s->segments[i];
         const bool plain = g->kind == SEGMENT_PLAIN;
@@ -154,41 +151,17 @@ static ChainCost *stage_cost(const TrainOptions *o, const Schedule *sch, int s)
         c->resid = resid;
         c->head_peak = c->head_kept = 0;
     }
-    if (s > 0) c->embed = c->embed_peak = c->layers[0].in_bytes, c->tail_peak = 0;
+    if (s > 0) { /* x_0 is the activation received, and no embedding's backward follows */
+        c->embed = c->embed_peak = c->layers[0].in_bytes;
+        c->tail_peak = 0;
+    }
     return c;
 }
 
-/* Stage s's line: its peak ACT, one micro-batch's step on its blocks (schedule_predict, the
- * batches drawn included) under the others in flight, each holding what its forward left
- * (Prediction.forward_kept, and on the last stage the head's): the forward that fills the stage
- * and the backward after it both find live − 1 others there. */
-static RematStatus print_stage(const TrainOptions *o, int s, int live, FILE *out)
-{
-    const int P = o->step.pipeline_stages;
-    int first, count;
-    pipe_split(o->layers, P, s, &first, &count);
-    Schedule *sch = schedule_for_strategy(&o->step.strategy, count);
-    ChainCost *c = sch ? stage_cost(o, sch, s) : NULL;
-    const RematStatus status = c ? schedule_predict(sch, c) : remat_last_status();
-    if (status == REMAT_OK) {
-        const size_t held = sch->predicted.forward_kept + c->head_kept, one = sch->predicted.peak_act;
-        const size_t in = s > 0 ? c->layers[0].in_bytes : 0, dy = s + 1 < P ? c->layers[count - 1].out_bytes : 0;
-        fprintf(out, "  stage %d, blocks %d-%d%s, %d micro-batch(es) at once: %zu bytes = one micro-batch's step %zu"
-                " + %d more in flight x %zu held\n    boundary buffers in these: %zu received a micro-batch, %zu of "
-                "gradient through its backward\n", s, first, first + count - 1, s == 0 ? " and the embedding" :
-                s + 1 == P ? " and the head" : "", live, one + (size_t)(live - 1) * held, one, live - 1, held, in, dy);
-        /* A stage sends its input's gradient after a backward and frees it at its next receive
-         * once MPI says the send is done: when a forward follows, that may come after its peak. */
-        if (in && o->step.pipeline_schedule == PIPE_1F1B && live < o->step.micro_batches)
-            fprintf(out, "    and up to %zu more: the gradient it sent last, while MPI has not yet said it went\n", in);
-    }
-    schedule_free(sch);
-    chain_cost_free(c);
-    return status;
-}
-
-/* Every stage's peak ACT, with the micro-batches it holds at once (forward run, backward
- * not yet) found by walking the actions pipe_actions gives it, as the run does. */
+/* Each stage's peak ACT: one micro-batch's step on its blocks (schedule_predict) under the
+ * others it holds at once (walking its actions from pipe_actions, as the run does), each
+ * holding what its forward left, and on the last stage the head's: the forward that fills
+ * the stage and the backward after it both find live − 1 others there. */
 static RematStatus predict_pipeline(const TrainOptions *o, FILE *out)
 {
     const int P = o->step.pipeline_stages, M = o->step.micro_batches;
@@ -198,14 +171,32 @@ static RematStatus predict_pipeline(const TrainOptions *o, FILE *out)
             "micro-batches, strategy %s:\n", P, name_of(&PIPE_SCHEDULE_NAMES, o->step.pipeline_schedule), M,
             strategy_name(o->step.strategy.kind));
     RematStatus status = REMAT_OK;
-    for (int s = 0; s < P && status == REMAT_OK; s++) {
+    for (int s = 0, first, count; s < P && status == REMAT_OK; s++) {
         const int n = pipe_actions(o->step.pipeline_schedule, P, s, M, acts);
         int live = 0, most = 0;
         for (int i = 0; i < n; i++) {
             live += acts[i].kind == PIPE_FORWARD ? 1 : -1;
             most = live > most ? live : most;
         }
-        status = print_stage(o, s, most, out);
+        pipe_split(o->layers, P, s, &first, &count);
+        Schedule *sch = schedule_for_strategy(&o->step.strategy, count);
+        ChainCost *c = sch ? stage_cost(o, sch, s) : NULL;
+        status = c ? schedule_predict(sch, c) : remat_last_status();
+        if (status == REMAT_OK) {
+            const size_t held = sch->predicted.forward_kept + c->head_kept, one = sch->predicted.peak_act;
+            const size_t in = s > 0 ? c->layers[0].in_bytes : 0, dy = s + 1 < P ? c->layers[count - 1].out_bytes : 0;
+            fprintf(out, "  stage %d, blocks %d-%d%s, %d micro-batch(es) at once: %zu bytes = one micro-batch's "
+                    "step %zu + %d more in flight x %zu held\n    boundary buffers in these: %zu received a "
+                    "micro-batch, %zu of gradient through its backward\n", s, first, first + count - 1,
+                    s == 0 ? " and the embedding" : s + 1 == P ? " and the head" : "", most,
+                    one + (size_t)(most - 1) * held, one, most - 1, held, in, dy);
+            /* A stage sends its input's gradient after a backward and frees it at its next receive
+             * once MPI says the send is done: when a forward follows, that may come after its peak. */
+            if (in && o->step.pipeline_schedule == PIPE_1F1B && most < M)
+                fprintf(out, "    and up to %zu more: the gradient it sent, until MPI says it went\n", in);
+        }
+        schedule_free(sch);
+        chain_cost_free(c);
     }
     free(acts);
     return status;

@@ -190,8 +190,8 @@ static RematStatus check_options(const TrainOptions *opt)
                           "fused kernel makes its dropout mask again in backward and never stores it, which a "
                           "running stream cannot do (or use --dropout 0)", (double)opt->dropout);
     StepScope scope = step_options_scope(&opt->step, opt->model == MODEL_GPT, opt->dropout_rng);
-    scope.several_ranks = dist_world().size > 1; /* main starts MPI, under a launcher, before parsing */
-    scope.several_ranks |= opt->predict_only && opt->step.pipeline_stages > 1; /* ranks it predicts, not runs */
+    /* main starts MPI, under a launcher, before parsing; --predict-only takes a pipeline's ranks from the flag */
+    scope.several_ranks = dist_world().size > 1 || (opt->predict_only && opt->step.pipeline_stages > 1);
     if (step_options_check(&opt->step, scope) != REMAT_OK) return REMAT_EINVAL;
     return opt->step.pipeline_stages ? check_pipeline(opt) : REMAT_OK;
 }

@@ -2,7 +2,8 @@
  * test_predict.c — the chain model from shapes (checkpoint/chain_model.c): equal, field by
  * field, byte and FLOP, to what chain_profile measures by running the step, over many small
  * configurations of both models; its prediction against the ledger of a real step; and
- * train --predict-only, which builds nothing, with the combinations it refuses.
+ * train --predict-only, which builds nothing, with the combinations it refuses and the
+ * moment of its peak against the one the doctor finds after a real step.
  */
 #include <stdarg.h>
 #include <stddef.h>
