@@ -90,21 +90,20 @@ RematStatus train_write_measured(const char *path, int steps)
 
 /* ---- the moment of the peak ---------------------------------------------------------- */
 
-/* Prints where schedule_predict's peak ACT is first reached, its figures (cost.h) walked in
- * the step's order: the embedding, each plain layer's forward (a region's first forward never
- * holds more than its replay), the head, then the backwards from the last segment, a replay
- * among them as the ledger's phase counts it, and the embedding's backward. */
+/* Prints where schedule_predict's peak ACT is first reached, its figures (cost.h) in the step's
+ * order: the embedding, plain layers' forwards (a region's holds less than its replay), the
+ * head, the backwards from the last segment (a replay among them, as the ledger counts it). */
 static void print_moment(FILE *out, const Schedule *s, const ChainCost *c)
 {
     const size_t peak = s->predicted.peak_act;
     size_t state = c->base + c->embed;
     const char *where = c->base + c->embed_peak == peak ? "in the embedding's forward" : NULL;
-    int first = -1, last = -1; /* its layers */
+    Segment at = {0}; /* its layers: none for the embedding or the head */
     for (int i = 0; i < s->n_segments && !where; i++) {
         const Segment *g = &s->segments[i];
         for (int k = g->first; g->kind == SEGMENT_PLAIN && k < g->first + g->count && !where; k++) {
             where = state + c->layers[k].fwd_peak == peak ? "in the forward of" : NULL;
-            first = last = where ? k : -1;
+            at = (Segment){.first = k, .count = where ? 1 : 0};
             state += c->layers[k].kept;
         }
         SegmentFigures f;
@@ -120,22 +119,20 @@ static void print_moment(FILE *out, const Schedule *s, const ChainCost *c)
             chain_segment(c, &one, &f);
             state -= f.adds;
             if (state + f.need == peak) where = plain ? "in the backward of" : "in the replay or backward of";
-            first = one.first;
-            last = one.first + one.count - 1;
+            at = one;
         }
     }
     fprintf(out, "  the peak is reached %s", where ? where : "in the embedding's backward");
-    if (where && first >= 0) fprintf(out, first == last ? " h.%d" : " h.%d-h.%d (a region)", first, last);
+    if (where && at.count) fprintf(out, at.count > 1 ? " h.%d-h.%d" : " h.%d", at.first, at.first + at.count - 1);
     fputc('\n', out);
 }
 
 /* ---- pipelines ------------------------------------------------------------------------ */
 
-/* Stage s's chain model: run_cost's for its blocks (every rank draws the step's M
- * micro-batches), with what a stage holds besides (models/pipeline.c): a stage after the first
- * starts from the activation it received (its x_0); one before the last has no head, and its
- * output and the gradient it receives (dy, which a last region counts as its gradient in)
- * stay to the end of its backward, where the loss and its seed would. NULL on error. */
+/* Stage s's chain model: run_cost's for its blocks, with what a stage holds besides
+ * (models/pipeline.c): after the first, its x_0 is the activation received; before the last,
+ * no head, and its output and the gradient received (dy, which a last region counts as its
+ * gradient in) stay to the end of its backward, where the loss and its seed would. */
 static ChainCost *stage_cost(const TrainOptions *o, const Schedule *sch, int s)
 {
     TrainOptions mine = *o;
@@ -143,8 +140,8 @@ static ChainCost *stage_cost(const TrainOptions *o, const Schedule *sch, int s)
     size_t kinds[MEM_KIND_COUNT];
     ChainCost *c = run_cost(&mine, sch->segments[0].policy, kinds);
     if (!c) return NULL;
-    const size_t out = c->layers[sch->n_layers - 1].out_bytes;
     if (s + 1 < o->step.pipeline_stages) {
+        const size_t out = c->layers[c->n_layers - 1].out_bytes;
         const size_t resid = sch->segments[sch->n_segments - 1].kind == SEGMENT_REGION ? out : 2 * out;
         for (int k = 0; k < c->n_layers; k++) c->layers[k].policy.need += resid - c->resid; /* measured with R */
         c->tail_peak += resid - c->resid;
@@ -190,8 +187,7 @@ static RematStatus predict_pipeline(const TrainOptions *o, FILE *out)
                     "micro-batch, %zu of gradient through its backward\n", s, first, first + count - 1,
                     s == 0 ? " and the embedding" : s + 1 == P ? " and the head" : "", most,
                     one + (size_t)(most - 1) * held, one, most - 1, held, in, dy);
-            /* A stage sends its input's gradient after a backward and frees it at its next receive
-             * once MPI says the send is done: when a forward follows, that may come after its peak. */
+            /* a gradient sent after a backward is freed at the next receive that finds it gone */
             if (in && o->step.pipeline_schedule == PIPE_1F1B && most < M)
                 fprintf(out, "    and up to %zu more: the gradient it sent, until MPI says it went\n", in);
         }
