@@ -163,7 +163,7 @@ static void train_usage(FILE *out)
 /* A pipeline: the GPT, one stage per rank, a block at least per stage, none of the rest. */
 static RematStatus check_pipeline(const TrainOptions *opt)
 {
-    const int P = opt->step.pipeline_stages, ranks = dist_world().size;
+    const int P = opt->step.pipeline_stages, ranks = opt->predict_only ? P : dist_world().size;
     if (opt->model != MODEL_GPT || P != ranks || P > opt->layers)
         return remat_fail(REMAT_EINVAL, "--pipeline-stages %d needs the GPT, one stage per rank (mpirun -np %d) and "
                           "a block at least per stage; got --model %s, %d ranks, %d blocks", P, P,
@@ -190,7 +190,8 @@ static RematStatus check_options(const TrainOptions *opt)
                           "fused kernel makes its dropout mask again in backward and never stores it, which a "
                           "running stream cannot do (or use --dropout 0)", (double)opt->dropout);
     StepScope scope = step_options_scope(&opt->step, opt->model == MODEL_GPT, opt->dropout_rng);
-    scope.several_ranks = dist_world().size > 1; /* main starts MPI, under a launcher, before parsing */
+    /* main starts MPI, under a launcher, before parsing; --predict-only takes a pipeline's ranks from the flag */
+    scope.several_ranks = dist_world().size > 1 || (opt->predict_only && opt->step.pipeline_stages > 1);
     if (step_options_check(&opt->step, scope) != REMAT_OK) return REMAT_EINVAL;
     return opt->step.pipeline_stages ? check_pipeline(opt) : REMAT_OK;
 }

@@ -204,6 +204,7 @@ ChainCost *chain_model(const ChainShape *shape)
     c->forward_flops += w.flops;
     c->kernel_recompute += w.recompute;
     walk_forward(&w, head, true, 0, 0);
+    c->head_kept = w.live;
     c->head_peak = max_size(w.peak, walk_backward(w, ROOT_LOSS));
     c->forward_flops += w.flops;
     c->kernel_recompute += w.recompute;

@@ -227,6 +227,7 @@ static Var *probe_forward(Probe *p, const ChainStages *stages, TrainCtx *ctx)
     probe_reset_peaks(p);
     Var *loss = stages->head(stages->user, h, ctx);
     var_free(h);
+    if (loss) c->head_kept = mem_current(MEM_ACT) - p->window_base;
     return loss;
 }
 

@@ -211,6 +211,7 @@ static RematStatus chain_predict(const Schedule *s, const ChainCost *c, Predicti
         p->recompute_flops += f.flops;
         state += f.adds;
     }
+    p->forward_kept = state - c->base;
     p->peak_act = max_size(p->peak_act, state + c->head_peak);
     return REMAT_OK;
 }

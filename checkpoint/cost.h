@@ -136,6 +136,7 @@ typedef struct ChainCost {
     size_t embed;        /* what the embed stage leaves, x_0 included */
     size_t embed_peak;   /* the most ACT above base during the embed stage */
     size_t head_peak;    /* the most ACT above S(L) during the head's forward and backward */
+    size_t head_kept;    /* what the head's forward leaves above S(L) for its backward (the loss among it) */
     size_t resid;        /* what backward holds besides: the loss and its seed */
     size_t tail_peak;    /* the most ACT once the chain's backward is done (the embed stage's) */
     size_t fixed;        /* params + grads + optimizer + workspace in use, after the step */

@@ -102,9 +102,16 @@ static bool peak_rose(Explain *ex)
 static void on_recorded(void *ctx, const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
                         Tensor *const *saved, int n_saved, const Tensor *out)
 {
-    (void)inputs, (void)n_inputs, (void)out;
+    (void)inputs, (void)n_inputs;
     Explain *ex = ctx;
     if (peak_rose(ex)) op_row_name(ex->peak_name, sizeof ex->peak_name, op, tag);
+    for (int i = 0; i < ex->count; i++) { /* a replay's op took a policy's cached `out` back: its row ends */
+        Row *r = &ex->rows[i];
+        if (r->fate == FATE_CACHED && r->tensor == out && r->released_at < 0) {
+            r->released_at = ex->clock;
+            r->released_phase = flops_phase();
+        }
+    }
     ex->clock++;
     if (grad_enabled()) return; /* the saved observer sees these as they are saved */
     for (int i = 0; i < n_saved; i++) {
@@ -234,7 +241,6 @@ void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak, siz
         const Row *r = &ex->rows[i];
         when(saved, sizeof saved, r->saved_phase, r->saved_at);
         if (r->fate == FATE_DROPPED || r->fate == FATE_REGENERATED) snprintf(released, sizeof released, "(not saved)");
-        else if (r->fate == FATE_CACHED) snprintf(released, sizeof released, "in its replay");
         else when(released, sizeof released, r->released_phase, r->released_at);
         fprintf(out, "  %4d  %-26s %-15s %-18s %10s  %-15s %-15s %s%s%s%s\n", i, r->name, r->op, r->shape,
                 mem_format_bytes(bytes, sizeof bytes, r->bytes), saved, released, FATE_NAMES[r->fate],
@@ -274,38 +280,40 @@ static int layer_len(const char *name)
     return (int)(strcspn(name, "0123456789") < n ? n : strcspn(name, ". "));
 }
 
-/* Prints one layer's line of explain_print_peak. */
-static void print_layer(FILE *out, const char *name, int len, size_t bytes)
+/* Prints one layer's line of explain_print_peak, with its policy's cache apart. */
+static void print_layer(FILE *out, const char *name, int len, size_t bytes, size_t cached)
 {
-    char b[32];
-    fprintf(out, "    %-16.*s %12s\n", len, name, mem_format_bytes(b, sizeof b, bytes));
+    char b[32], c[32];
+    fprintf(out, cached ? "    %-16.*s %12s  (%s of it in its policy's cache)\n" : "    %-16.*s %12s\n", len, name,
+            mem_format_bytes(b, sizeof b, bytes), mem_format_bytes(c, sizeof c, cached));
 }
 
 ExplainPeak explain_print_peak(const Explain *ex, FILE *out)
 {
     ExplainPeak p = {0};
     if (ex->peak_at < 0 || ex->peak_seen != mem_peak_resident()) return p; /* set after the recording */
-    fprintf(out, "  the peak was set just before event %ld (%s); saved tensors kept or recomputed and live\n"
-                 "  then, by layer (a selective policy's cache is not counted):\n",
-            ex->peak_at, ex->peak_name);
+    fprintf(out, "  the peak was set just before event %ld (%s); saved tensors kept, recomputed or cached\n"
+                 "  by a selective policy for its replay, and live then, by layer:\n", ex->peak_at, ex->peak_name);
     const Row *largest = NULL, *layer = NULL; /* the first row of the layer being summed */
-    size_t bytes = 0;
+    size_t bytes = 0, cached = 0;
     for (int i = 0; i < ex->count; i++) {
         const Row *r = &ex->rows[i];
         const bool live = r->saved_at < ex->peak_at && (r->released_at < 0 || r->released_at >= ex->peak_at);
-        if (!live || r->shared || (r->fate != FATE_KEPT && r->fate != FATE_RECOMPUTED)) continue;
+        if (!live || r->shared || (r->fate != FATE_KEPT && r->fate != FATE_RECOMPUTED && r->fate != FATE_CACHED))
+            continue;
         const int n = layer_len(r->name);
         if (!layer || layer_len(layer->name) != n || strncmp(layer->name, r->name, (size_t)n)) {
-            if (layer) print_layer(out, layer->name, layer_len(layer->name), bytes);
+            if (layer) print_layer(out, layer->name, layer_len(layer->name), bytes, cached);
             layer = r;
-            bytes = 0;
+            bytes = cached = 0;
         }
         bytes += r->bytes;
         if (r->fate == FATE_KEPT) p.kept += r->bytes;
-        else p.recomputed += r->bytes;
+        if (r->fate == FATE_RECOMPUTED) p.recomputed += r->bytes;
+        if (r->fate == FATE_CACHED) cached += r->bytes;
         if (!largest || r->bytes > largest->bytes) largest = r;
     }
-    if (layer) print_layer(out, layer->name, layer_len(layer->name), bytes);
+    if (layer) print_layer(out, layer->name, layer_len(layer->name), bytes, cached);
     p.largest_op = largest ? largest->op : NULL;
     return p;
 }

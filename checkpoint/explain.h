@@ -56,9 +56,9 @@ typedef struct ExplainPeak {
 } ExplainPeak;
 
 /* Where the step's resident peak was set, if while recording: the event just after it and
- * what that event reports, then the bytes of the saved tensors (kept or recomputed) live
- * at that moment, by layer. When the peak came after the recording, prints nothing and
- * returns an ExplainPeak of zeros. */
+ * what that event reports, then the bytes of the saved tensors (kept, recomputed or in a
+ * policy's cache, that part shown apart) live at that moment, by layer. When the peak came
+ * after the recording, prints nothing and returns an ExplainPeak of zeros. */
 ExplainPeak explain_print_peak(const Explain *ex, FILE *out);
 
 /* Bytes of the distinct tensors of one fate ("kept", "dropped", "cached", "recomputed",

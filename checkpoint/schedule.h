@@ -86,6 +86,7 @@ typedef struct Prediction {
     size_t peak_total;        /* the step's peak of resident memory, every kind */
     uint64_t recompute_flops; /* the step's RECOMPUTE FLOPs */
     uint64_t forward_flops;   /* the step's FORWARD FLOPs, for "% of the forward" */
+    size_t forward_kept;      /* ACT a forward leaves above the batch for its backward, the head's aside */
 } Prediction;
 
 typedef struct Schedule {

@@ -6,7 +6,8 @@
  * stages: uneven), both schedules, strategies none and full (and sqrt, selective), dropout
  * from the stream and from counters. A pipeline's file resumes in one process and the other
  * way round. The ledgers train prints: stage 0's live micro-batches (M under GPipe, at most
- * P under 1F1B) and its peak activations, 2·M·B·T·D·4 bytes over each boundary a step. Bad
+ * P under 1F1B) and its peak activations, 2·M·B·T·D·4 bytes over each boundary a step; each
+ * stage's peak as `train --predict-only` predicts it, without mpirun, to the byte. Bad
  * combinations are refused once, by rank 0; a stage that fails ends the job naming its rank.
  *
  * Each command runs under `timeout`, so a hang fails the test (status 124).
@@ -239,6 +240,63 @@ static void test_the_ledgers_show_live_micro_batches_and_boundary_bytes(void **s
     assert_non_null(strstr(output, ", idle "));
 }
 
+/* ---- the prediction ------------------------------------------------------------------------- */
+
+/* Stage s's peak ACT as train --predict-only printed it, and the most it may add: a sent
+ * gradient MPI has not yet said went (0 when its lines do not say so). */
+static void predicted_stage(int s, unsigned long long *peak, unsigned long long *more)
+{
+    char line[32];
+    snprintf(line, sizeof line, "\n  stage %d, ", s);
+    const char *at = strstr(output, line), *figure = at ? strstr(at, " at once: ") : NULL;
+    if (!figure) fail_msg("no line for stage %d in:\n%s", s, output);
+    *peak = strtoull(figure + strlen(" at once: "), NULL, 10);
+    const char *next = strstr(at + 1, "\n  stage "), *up = strstr(at, "and up to ");
+    *more = up && (!next || up < next) ? strtoull(up + strlen("and up to "), NULL, 10) : 0;
+}
+
+/* --predict-only, which needs no mpirun, against the ledger of each stage of the same run's
+ * first step, P stages of 5 blocks with M micro-batches. */
+static void check_prediction(int P, int M, const char *schedule, const char *strategy)
+{
+    char flags[320];
+    snprintf(flags, sizeof flags, SMALL " --layers 5 --steps 1 --quiet --pipeline-stages %d --micro-batches %d "
+             "--pipeline-schedule %s --strategy %s", P, M, schedule, strategy);
+    assert_int_equal(run("%s %s --predict-only", REMAT_TRAIN_BIN, flags), 0);
+    unsigned long long peak[3], more[3];
+    for (int s = 0; s < P; s++) predicted_stage(s, &peak[s], &more[s]);
+    const int status = run(LAUNCH "-np %d %s %s", P, REMAT_TRAIN_BIN, flags);
+    if (status) fail_msg("exit %d\n%s", status, errors);
+    for (int s = 0; s < P; s++) {
+        const unsigned long long got = stage_figure(s, "(");
+        printf("  %s %s, stage %d: predicted %llu (+%llu), ledger %llu\n", schedule, strategy, s, peak[s], more[s], got);
+        if (got < peak[s] || got > peak[s] + more[s])
+            fail_msg("%s, %s: stage %d's peak activations %llu, predicted %llu (up to %llu more)", schedule, strategy,
+                     s, got, peak[s], more[s]);
+    }
+}
+
+static void test_predict_only_gives_each_stage_its_peak(void **state)
+{
+    (void)state;
+    const char *strategies[] = {"none", "full", "selective"};
+    for (int i = 0; i < 3; i++) {
+        check_prediction(3, 4, "gpipe", strategies[i]);
+        check_prediction(3, 4, "1f1b", strategies[i]);
+    }
+    check_prediction(2, 3, "1f1b", "none");
+    /* 1F1B holds at most P − s micro-batches on stage s (GPipe every one, on every stage). */
+    assert_int_equal(run("%s " SMALL " --layers 5 --pipeline-stages 2 --micro-batches 3 --predict-only",
+                         REMAT_TRAIN_BIN), 0);
+    assert_non_null(strstr(output, "stage 0, blocks 0-2 and the embedding, 2 micro-batch(es) at once"));
+    assert_non_null(strstr(output, "stage 1, blocks 3-4 and the head, 1 micro-batch(es) at once"));
+    assert_int_equal(run("%s " SMALL " --layers 5 --pipeline-stages 3 --predict-only --results %s/p.json",
+                         REMAT_TRAIN_BIN, dir), 1);
+    assert_non_null(strstr(errors, "does not predict --results for a pipeline"));
+    assert_int_equal(run("%s " SMALL " --layers 2 --pipeline-stages 3 --predict-only", REMAT_TRAIN_BIN), 2);
+    assert_non_null(strstr(errors, "a block at least per stage"));
+}
+
 /* ---- refusals and failures ------------------------------------------------------------------- */
 
 /* Every rank sees the bad combination and exits 2; rank 0 alone says `says`, once. */
@@ -293,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_pipelines_save_what_one_process_accumulating_saves),
         cmocka_unit_test(test_a_pipeline_resumes_and_is_resumed),
         cmocka_unit_test(test_the_ledgers_show_live_micro_batches_and_boundary_bytes),
+        cmocka_unit_test(test_predict_only_gives_each_stage_its_peak),
         cmocka_unit_test(test_bad_combinations_are_refused),
         cmocka_unit_test(test_a_failing_stage_ends_the_job),
     };

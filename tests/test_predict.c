@@ -2,7 +2,8 @@
  * test_predict.c — the chain model from shapes (checkpoint/chain_model.c): equal, field by
  * field, byte and FLOP, to what chain_profile measures by running the step, over many small
  * configurations of both models; its prediction against the ledger of a real step; and
- * train --predict-only, which builds nothing, with the combinations it refuses.
+ * train --predict-only, which builds nothing, with the combinations it refuses and the
+ * moment of its peak against the one the doctor finds after a real step.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,6 +40,7 @@ static void assert_costs_equal(const ChainCost *got, const ChainCost *want, cons
     const struct { const char *name; uint64_t got, want; } stage[] = {
         {"base", got->base, want->base}, {"embed", got->embed, want->embed},
         {"embed_peak", got->embed_peak, want->embed_peak}, {"head_peak", got->head_peak, want->head_peak},
+        {"head_kept", got->head_kept, want->head_kept},
         {"resid", got->resid, want->resid}, {"tail_peak", got->tail_peak, want->tail_peak},
         {"fixed", got->fixed, want->fixed}, {"work_peak", got->work_peak, want->work_peak},
         {"forward_flops", got->forward_flops, want->forward_flops},
@@ -379,6 +381,51 @@ static void test_predict_only_with_accumulate_equals_a_run(void **state)
     }
 }
 
+/* What train printed for `line`, into text. */
+static void train_text(const char *line, char *text, size_t size)
+{
+    FILE *out = tmpfile();
+    assert_int_equal(train_line(line, out), REMAT_OK);
+    rewind(out);
+    text[fread(text, 1, size - 1, out)] = '\0';
+    fclose(out);
+}
+
+/* The moment of the peak --predict-only names, against what the doctor finds after a real
+ * step: its phase ("at the peak (in backward)") and the layer of the op --explain-memory
+ * says set it, within the layers predicted (a region's replay among them), or the head's. */
+static void test_predict_only_names_the_moment_the_doctor_finds(void **state)
+{
+    (void)state;
+    const char *strategies[] = {"none", "full", "sqrt", "selective"};
+    static char predicted[4096], measured[1 << 17];
+    for (int i = 0; i < 4; i++) {
+        char line[256], cmd[300];
+        snprintf(line, sizeof line, "--layers 3 --d-model 16 --heads 4 --seq 64 --batch 1 --sample 0 --threads 1 "
+                 "--steps 1 --eval-every 0 --eval-batches 1 --quiet --strategy %s", strategies[i]);
+        snprintf(cmd, sizeof cmd, "%s --predict-only", line);
+        train_text(cmd, predicted, sizeof predicted);
+        snprintf(cmd, sizeof cmd, "%s --explain-memory", line);
+        train_text(cmd, measured, sizeof measured);
+        const char *moment = strstr(predicted, "the peak is reached "), *event = strstr(measured, "just before event ");
+        assert_non_null(moment);
+        assert_non_null(event);
+        printf("  %-9s %.*s|| %.*s\n", strategies[i], (int)strcspn(moment, "\n"), moment,
+               (int)strcspn(event, ";"), event);
+        const bool forward = strstr(moment, "in the forward of") || strstr(moment, "embedding's forward");
+        assert_non_null(strstr(measured, forward ? "at the peak (in forward)" : "at the peak (in backward)"));
+        const char *op = strchr(event, '(') + 1;
+        if (strstr(moment, "in the head")) {
+            assert_true(!strncmp(op, "loss)", 5) || !strncmp(op, "lm_head)", 8) || !strncmp(op, "ln_f)", 5));
+            continue;
+        }
+        int first, last = -1, layer = -1;
+        assert_true(sscanf(strstr(moment, " h.") + 3, "%d-h.%d", &first, &last) >= 1);
+        assert_int_equal(sscanf(op, "h.%d.", &layer), 1);
+        assert_true(layer >= first && layer <= (last >= 0 ? last : first));
+    }
+}
+
 /* What it cannot predict exactly is refused, naming it; a file it cannot write is an error. */
 static void test_predict_only_refuses_what_it_cannot_predict(void **state)
 {
@@ -416,6 +463,7 @@ int main(void)
         cmocka_unit_test_setup(test_prediction_equals_the_ledger_of_a_step, clean_state),
         cmocka_unit_test_setup(test_predict_only_builds_nothing_and_writes_json, clean_state),
         cmocka_unit_test_setup(test_predict_only_with_accumulate_equals_a_run, clean_state),
+        cmocka_unit_test_setup(test_predict_only_names_the_moment_the_doctor_finds, clean_state),
         cmocka_unit_test_setup(test_predict_only_refuses_what_it_cannot_predict, clean_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

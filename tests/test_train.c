@@ -802,6 +802,30 @@ static void test_the_doctor_says_why_checkpointing_did_not_help_more(void **stat
     assert_null(strstr(text, "why checkpointing did not lower it more"));
 }
 
+/* --explain-memory's live list at the peak counts what a selective policy's cache holds,
+ * under the layer that owns it: here the peak is in the replay of the last block, h.2,
+ * which has taken most of its cache back; h.0's and h.1's are whole. */
+static void test_the_doctor_counts_a_policys_cache_at_the_peak(void **state)
+{
+    (void)state;
+    TrainOptions o = small_gpt(1, 1, STRATEGY_SELECTIVE);
+    o.layers = 3;
+    o.heads = 4;
+    o.seq = 64;
+    o.batch = 1;
+    o.threads = 1;
+    o.explain_memory = true;
+    const char *text = doctor_text(&o);
+    assert_non_null(strstr(text, "the peak was set just before event 231 (h.2.attn.out)"));
+    assert_non_null(strstr(text, "    h.0                  71.0 KiB  (67.0 KiB of it in its policy's cache)\n"));
+    assert_non_null(strstr(text, "    h.1                  67.0 KiB  (67.0 KiB of it in its policy's cache)\n"));
+    assert_non_null(strstr(text, "    h.2                 163.0 KiB  (3.00 KiB of it in its policy's cache)\n"));
+    o.step.strategy = strategy_defaults(STRATEGY_FULL); /* no policy, no cache */
+    text = doctor_text(&o);
+    assert_non_null(strstr(text, "the peak was set just before event"));
+    assert_null(strstr(text, "policy's cache"));
+}
+
 /* --planner revolve on the 8-layer MLP: it fits a budget below dp's smallest, where dp
  * fails with EOOM, and trains there like none, to the bit, printing its schedule first. */
 static void test_revolve_planner_trains_below_dp(void **state)
@@ -1207,6 +1231,7 @@ int main(void)
         cmocka_unit_test(test_resident_peak_is_the_ledger_plus_the_baseline),
         cmocka_unit_test(test_explain_memory_prints_the_predicted_peak),
         cmocka_unit_test(test_the_doctor_says_why_checkpointing_did_not_help_more),
+        cmocka_unit_test(test_the_doctor_counts_a_policys_cache_at_the_peak),
         cmocka_unit_test(test_resume_continues_bit_identically),
         cmocka_unit_test(test_a_memory_budget_holds_under_every_strategy),
         cmocka_unit_test(test_a_diverged_step_saves_nothing),
