@@ -13,9 +13,9 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "app/paper_accounting.h"
 #include "base/platform.h"
 #include "base/file.h"
-#include "checkpoint/paper_accounting.h"
 #include "models/data.h"
 #include "models/mlp.h"
 #include "parallel/group.h"

@@ -24,7 +24,7 @@ typedef enum ModelKind { MODEL_GPT, MODEL_MLP } ModelKind;
 /* "gpt", "mlp": the names of ModelKind's values. */
 extern const NameTable MODEL_KIND_NAMES;
 
-/* --predict-only's: remat's exact figures, or Korthikanti et al.'s (checkpoint/paper_accounting.h). */
+/* --predict-only's: remat's exact figures, or Korthikanti et al.'s (app/paper_accounting.h). */
 typedef enum Accounting { ACCOUNTING_REMAT, ACCOUNTING_PAPER } Accounting;
 
 typedef struct TrainOptions {

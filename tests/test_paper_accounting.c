@@ -1,5 +1,5 @@
 /*
- * test_paper_accounting.c — checkpoint/paper_accounting.c against what it reproduces:
+ * test_paper_accounting.c — app/paper_accounting.c against what it reproduces:
  * the per-layer formulas of Korthikanti et al.'s Table 2 (none, selective and full, with
  * and without a tensor-parallel degree t), and the activation figures the Hugging Face
  * Ultra-Scale Playbook publishes for its Llama presets; and the shapes it refuses.
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "checkpoint/paper_accounting.h"
+#include "app/paper_accounting.h"
 
 /* Table 2's rows, written as the paper writes them, in integers: every division is exact
  * because t divides a and a divides h. */
@@ -81,7 +81,8 @@ static const struct {
      {3.953125, 7.90625, 15.8125, 31.625}},
 };
 
-/* Every published figure, to three decimals. */
+/* Every published figure, to three decimals; the figures are exact binary fractions of
+ * 2^30, so the bytes are equal too. */
 static void test_playbook_presets_to_three_decimals(void **state)
 {
     (void)state;
@@ -100,6 +101,7 @@ static void test_playbook_presets_to_three_decimals(void **state)
                     printf("  %s, s %d, %s: %.4f GB, published %.4f\n", PLAYBOOK[m].name, 1024 << c,
                            strategy_name(rows[k].kind), gb, rows[k].published);
                 assert_true(fabs(gb - rows[k].published) < 0.0005);
+                assert_int_equal(total, (uint64_t)ldexp(rows[k].published, 30)); /* and in fact to the byte */
             }
         }
 }

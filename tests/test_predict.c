@@ -21,7 +21,7 @@
 #include "models/mlp.h"
 #include "models/step.h"
 #include "autograd/optim.h"
-#include "checkpoint/paper_accounting.h"
+#include "app/paper_accounting.h"
 #include "tensor/flops.h"
 
 static int clean_state(void **state)
@@ -408,7 +408,7 @@ static void test_predict_only_refuses_what_it_cannot_predict(void **state)
     fclose(out);
 }
 
-/* --accounting paper: the paper's figures (checkpoint/paper_accounting.c) printed and in the
+/* --accounting paper: the paper's figures (app/paper_accounting.c) printed and in the
  * JSON, nothing built; its flags refused where they would change nothing, and the models
  * and strategies the paper does not count refused by name. */
 static void test_predict_only_paper_accounting(void **state)

@@ -9,8 +9,8 @@
  * degree t splitting the attention and MLP matmuls; no sequence parallelism, pipelines or
  * head. remat keeps fp32 values, has no tensor parallelism, and predicts its own step exactly.
  */
-#ifndef REMAT_CHECKPOINT_PAPER_ACCOUNTING_H
-#define REMAT_CHECKPOINT_PAPER_ACCOUNTING_H
+#ifndef REMAT_APP_PAPER_ACCOUNTING_H
+#define REMAT_APP_PAPER_ACCOUNTING_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -37,4 +37,4 @@ RematStatus paper_activations(const PaperShape *p, StrategyKind strategy, uint64
  * REMAT_EINVAL as above; REMAT_EIO for the file. */
 RematStatus paper_accounting_report(const PaperShape *p, StrategyKind strategy, const char *results, FILE *out);
 
-#endif /* REMAT_CHECKPOINT_PAPER_ACCOUNTING_H */
+#endif /* REMAT_APP_PAPER_ACCOUNTING_H */

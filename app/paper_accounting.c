@@ -3,7 +3,7 @@
  * row per tensor their section 4.1 says backward needs, with its bytes per value, its size,
  * whether tensor parallelism splits it and whether selective or full recomputation keeps it.
  */
-#include "checkpoint/paper_accounting.h"
+#include "app/paper_accounting.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -27,20 +27,20 @@ typedef struct PaperTensor {
  * split matmuls 10sbh (2 + 2 + 1 + 2 + 2 + 1), inside them 24sbh (4 + 2 + 2 + 8 + 8) and
  * 5as²b (2 + 1 + 2); selective drops the 5as²b; full keeps the 2sbh of the first row. */
 static const PaperTensor PAPER_TENSORS[] = {
-    {"LayerNorm 1 input (the layer's)", 2, 1, false, false, true, true},
-    {"Q, K, V matmuls' input", 2, 1, false, false, true, false},
-    {"Q and K, for QK^T", 2, 2, false, true, true, false},
-    {"softmax output", 2, 1, true, true, false, false},
-    {"softmax dropout mask", 1, 1, true, true, false, false},
-    {"softmax dropout output, for .V", 2, 1, true, true, false, false},
-    {"V", 2, 1, false, true, true, false},
-    {"output projection input", 2, 1, false, true, true, false},
-    {"attention dropout mask", 1, 1, false, false, true, false},
-    {"LayerNorm 2 input", 2, 1, false, false, true, false},
-    {"MLP first linear input", 2, 1, false, false, true, false},
-    {"GeLU input (4h)", 2, 4, false, true, true, false},
-    {"MLP second linear input (4h)", 2, 4, false, true, true, false},
-    {"MLP dropout mask", 1, 1, false, false, true, false},
+    {.name = "LayerNorm 1 input (the layer's)", .bytes = 2, .values = 1, .selective = true, .full = true},
+    {.name = "Q, K, V matmuls' input", .bytes = 2, .values = 1, .selective = true},
+    {.name = "Q and K, for QK^T", .bytes = 2, .values = 2, .split = true, .selective = true},
+    {.name = "softmax output", .bytes = 2, .values = 1, .scores = true, .split = true},
+    {.name = "softmax dropout mask", .bytes = 1, .values = 1, .scores = true, .split = true},
+    {.name = "dropped-out probabilities", .bytes = 2, .values = 1, .scores = true, .split = true},
+    {.name = "V", .bytes = 2, .values = 1, .split = true, .selective = true},
+    {.name = "output projection input", .bytes = 2, .values = 1, .split = true, .selective = true},
+    {.name = "attention dropout mask", .bytes = 1, .values = 1, .selective = true},
+    {.name = "LayerNorm 2 input", .bytes = 2, .values = 1, .selective = true},
+    {.name = "MLP first linear input", .bytes = 2, .values = 1, .selective = true},
+    {.name = "GeLU input (4h)", .bytes = 2, .values = 4, .split = true, .selective = true},
+    {.name = "MLP second linear input (4h)", .bytes = 2, .values = 4, .split = true, .selective = true},
+    {.name = "MLP dropout mask", .bytes = 1, .values = 1, .selective = true},
 };
 enum { N_PAPER_TENSORS = sizeof PAPER_TENSORS / sizeof PAPER_TENSORS[0] };
 
