@@ -143,7 +143,7 @@ static const Flag TRAIN_FLAGS[] = {
      .help = "the paper's tensor-parallel degree, dividing the heads (1)"},
     {.name = "--results", .type = FLAG_TEXT, .offset = AT(results), .value = "FILE",
      .help = "the ledger's peaks by kind in bytes as JSON (measured.*), or\n"
-             "with --predict-only the prediction's (predicted.*)"},
+             "with --predict-only the prediction's (predicted.*, paper.*)"},
 };
 #undef AT
 enum { N_TRAIN_FLAGS = sizeof TRAIN_FLAGS / sizeof TRAIN_FLAGS[0] };
