@@ -433,6 +433,7 @@ static void test_predict_only_paper_accounting(void **state)
     assert_non_null(strstr(remat_last_error(), "--model gpt"));
     assert_int_equal(train_line("--predict-only --accounting paper --strategy sqrt", out), REMAT_EINVAL);
     assert_non_null(strstr(remat_last_error(), "sqrt"));
+    assert_int_equal(train_line("--predict-only --accounting paper --results /nonexistent-dir/x.json", out), REMAT_EIO);
     fclose(out);
 }
 
