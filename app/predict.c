@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/paper_accounting.h"
 #include "base/platform.h"
 #include "base/file.h"
 #include "models/data.h"
@@ -204,6 +205,11 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
     if (missing)
         return remat_fail(REMAT_EINVAL, "--predict-only does not predict %s yet: it predicts one process's step "
                           "under none, full, sqrt or selective", missing);
+    if (o->accounting == ACCOUNTING_PAPER) {
+        const PaperShape p = {.s = (uint64_t)o->seq, .b = (uint64_t)o->batch, .h = (uint64_t)o->d_model,
+                              .a = (uint64_t)o->heads, .layers = o->layers, .t = o->tensor_parallel};
+        return paper_accounting_report(&p, o->step.strategy.kind, o->results, out);
+    }
     if (o->threads && platform_set_threads(o->threads) != REMAT_OK) /* fused attention's scratch is per thread */
         return remat_last_status();
     if (o->step.pipeline_stages) return predict_pipeline(o, out);

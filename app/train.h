@@ -24,6 +24,9 @@ typedef enum ModelKind { MODEL_GPT, MODEL_MLP } ModelKind;
 /* "gpt", "mlp": the names of ModelKind's values. */
 extern const NameTable MODEL_KIND_NAMES;
 
+/* --predict-only's: remat's exact figures, or Korthikanti et al.'s (app/paper_accounting.h). */
+typedef enum Accounting { ACCOUNTING_REMAT, ACCOUNTING_PAPER } Accounting;
+
 typedef struct TrainOptions {
     ModelKind model;
     int layers;             /* L (GPT blocks) or N (MLP layers) */
@@ -54,6 +57,8 @@ typedef struct TrainOptions {
     bool explain_memory;    /* print what step 1 kept for backward, tensor by tensor */
     bool quiet;             /* no per-step output */
     bool predict_only;      /* build nothing: print the step's predicted memory (train_predict) */
+    Accounting accounting;  /* --predict-only: remat's or the paper's */
+    int tensor_parallel;    /* the paper's accounting only: remat itself has no tensor parallelism */
     const char *results;    /* write the ledger's peaks (or --predict-only's prediction) here as JSON */
     unsigned given;         /* train_parse_args: a bit per flag of train's own given (train_cli.c) */
 } TrainOptions;

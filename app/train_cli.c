@@ -21,6 +21,8 @@
 
 static const char *const MODELS[] = {"gpt", "mlp"};
 const NameTable MODEL_KIND_NAMES = {MODELS, 2};
+static const char *const ACCOUNTINGS[] = {"remat", "paper"};
+static const NameTable ACCOUNTING_NAMES = {ACCOUNTINGS, 2};
 
 TrainOptions train_defaults(ModelKind model)
 {
@@ -44,6 +46,7 @@ TrainOptions train_defaults(ModelKind model)
         .eval_every = 50,
         .eval_batches = 8,
         .sample_chars = 300,
+        .tensor_parallel = 1,
         .data = REMAT_DATA_DIR "/corpus.txt",
     };
 }
@@ -51,8 +54,9 @@ TrainOptions train_defaults(ModelKind model)
 /* ---- train's own flags, in one table --------------------------------------------------- */
 
 /* Which runs a flag changes something in (FlagSet.traits): every run (no `needs`), the
- * GPT's (the MLP chain has no attention, tokens, dropout or text), SGD's or AdamW's. */
-enum { GPT_RUN = 1u << 0, SGD_RUN = 1u << 1, ADAMW_RUN = 1u << 2 };
+ * GPT's (the MLP chain has no attention, tokens, dropout or text), SGD's or AdamW's, a
+ * GPT's --predict-only or one with the paper's accounting. */
+enum { GPT_RUN = 1u << 0, SGD_RUN = 1u << 1, ADAMW_RUN = 1u << 2, GPT_PREDICT_RUN = 1u << 3, PAPER_RUN = 1u << 4 };
 static const char GPT_ONLY[] = "it is the GPT's, and the MLP chain (--model mlp) has none";
 
 #define AT(field) offsetof(TrainOptions, field)
@@ -129,9 +133,17 @@ static const Flag TRAIN_FLAGS[] = {
              "and its recompute FLOPs (none, full, sqrt, selective). Add it\n"
              "to a run's own command line: the flags only a run uses are\n"
              "checked, unused"},
+    {.name = "--accounting", .type = FLAG_NAME, .offset = AT(accounting), .names = &ACCOUNTING_NAMES,
+     .value = "remat|paper", .needs = GPT_PREDICT_RUN,
+     .unneeded = "it says how --predict-only counts a GPT's step: give both --predict-only and --model gpt",
+     .help = "--predict-only's figures: remat's, exact (remat), or the GPT's\n"
+             "activations as Korthikanti et al. count them (paper)"},
+    {.name = "--tensor-parallel", .type = FLAG_INT, .offset = AT(tensor_parallel), .value = "T", .lo = 1, .hi = 1024,
+     .needs = PAPER_RUN, .unneeded = "remat has no tensor parallelism: T is for --accounting paper",
+     .help = "the paper's tensor-parallel degree, dividing the heads (1)"},
     {.name = "--results", .type = FLAG_TEXT, .offset = AT(results), .value = "FILE",
      .help = "the ledger's peaks by kind in bytes as JSON (measured.*), or\n"
-             "with --predict-only the prediction's (predicted.*)"},
+             "with --predict-only the prediction's (predicted.*, paper.*)"},
 };
 #undef AT
 enum { N_TRAIN_FLAGS = sizeof TRAIN_FLAGS / sizeof TRAIN_FLAGS[0] };
@@ -181,7 +193,9 @@ static RematStatus check_options(const TrainOptions *opt)
 {
     FlagSet sets[2];
     train_flags((TrainOptions *)opt, sets);
-    sets[0].traits = (opt->model == MODEL_GPT ? GPT_RUN : 0) | (opt->optimizer == OPTIM_SGD ? SGD_RUN : ADAMW_RUN);
+    sets[0].traits = (opt->model == MODEL_GPT ? GPT_RUN : 0) | (opt->optimizer == OPTIM_SGD ? SGD_RUN : ADAMW_RUN) |
+                     (opt->predict_only && opt->model == MODEL_GPT ? GPT_PREDICT_RUN : 0) |
+                     (opt->accounting == ACCOUNTING_PAPER ? PAPER_RUN : 0);
     if (flags_check(&sets[0], NULL) != REMAT_OK) return REMAT_EINVAL;
     if (opt->model == MODEL_GPT && opt->d_model % opt->heads != 0)
         return remat_fail(REMAT_EINVAL, "--d-model %d does not divide into %d heads", opt->d_model, opt->heads);

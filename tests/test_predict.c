@@ -22,6 +22,7 @@
 #include "models/mlp.h"
 #include "models/step.h"
 #include "autograd/optim.h"
+#include "app/paper_accounting.h"
 #include "tensor/flops.h"
 
 static int clean_state(void **state)
@@ -454,6 +455,35 @@ static void test_predict_only_refuses_what_it_cannot_predict(void **state)
     fclose(out);
 }
 
+/* --accounting paper: the paper's figures (app/paper_accounting.c) printed and in the
+ * JSON, nothing built; its flags refused where they would change nothing, and the models
+ * and strategies the paper does not count refused by name. */
+static void test_predict_only_paper_accounting(void **state)
+{
+    (void)state;
+    char json[1024];
+    mem_reset_peaks();
+    run_json("--layers 4 --d-model 256 --heads 4 --seq 128 --batch 8 --strategy selective", "--predict-only "
+             "--accounting paper --tensor-parallel 2", json, sizeof json);
+    for (int k = 0; k < MEM_KIND_COUNT; k++) assert_int_equal(mem_peak((MemKind)k), 0);
+    uint64_t per_layer, total;
+    const PaperShape p = {.s = 128, .b = 8, .h = 256, .a = 4, .layers = 4, .t = 2};
+    assert_int_equal(paper_activations(&p, STRATEGY_SELECTIVE, &per_layer, &total), REMAT_OK);
+    assert_int_equal(json_number(json, "activations"), total);
+    assert_int_equal(json_number(json, "per_layer"), per_layer);
+    FILE *out = tmpfile();
+    assert_int_equal(train_line("--tensor-parallel 2 --predict-only", out), 2);
+    assert_non_null(strstr(remat_last_error(), "--tensor-parallel does not apply: remat has no tensor parallelism"));
+    assert_int_equal(train_line("--accounting paper --steps 1", out), 2);
+    assert_non_null(strstr(remat_last_error(), "--accounting does not apply"));
+    assert_int_equal(train_line("--model mlp --predict-only --accounting paper", out), 2);
+    assert_non_null(strstr(remat_last_error(), "--model gpt"));
+    assert_int_equal(train_line("--predict-only --accounting paper --strategy sqrt", out), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "sqrt"));
+    assert_int_equal(train_line("--predict-only --accounting paper --results /nonexistent-dir/x.json", out), REMAT_EIO);
+    fclose(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -465,6 +495,7 @@ int main(void)
         cmocka_unit_test_setup(test_predict_only_with_accumulate_equals_a_run, clean_state),
         cmocka_unit_test_setup(test_predict_only_names_the_moment_the_doctor_finds, clean_state),
         cmocka_unit_test_setup(test_predict_only_refuses_what_it_cannot_predict, clean_state),
+        cmocka_unit_test_setup(test_predict_only_paper_accounting, clean_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
