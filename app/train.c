@@ -430,12 +430,14 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
         status = draw_batch(run, TEXT_TRAIN, &run->state.data_rng, &mb[r].input, &mb[r].targets);
     flops_restore(&before);
 
-    /* Dropout on, from the run's stream, or keyed by the run's seed and this step. */
+    /* Dropout on, from the run's stream, or keyed by the run's seed and this step (the step
+     * numbers its micro-batches from 0). */
     TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true, .dropout_rng = o->dropout_rng,
-                    .seed = o->seed, .step = (uint64_t)run->state.step};
+                    .seed = o->seed, .step = (uint64_t)run->state.step, .micro_batch = 0};
     StepResult result;
     if (status == REMAT_OK) {
         const MicroBatch *mine = run->zero ? &mb[run->world.rank] : mb; /* a rank runs its own */
+        const int n = run->zero ? 1 : run->micro_batches;
         FirstStep f = {.run = run, .input = mine->input, .targets = mine->targets, .out = out,
                        .explain = first && o->explain_memory ? explain_start() : NULL};
         const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
@@ -446,8 +448,7 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
         if (run->offload) step.plugs[plugs++] = step_offload_plug(run->offload);
         if (run->zero) step.plugs[plugs++] = step_zero_plug(run->zero);
         status = run->pipe ? step_pipeline_run(run->pipe, run->optim, mb, &ctx, &result)
-                           : step_run(&step, mine, run->zero ? 1 : run->micro_batches, &ctx, look ? &hooks : NULL,
-                                      &result);
+                           : step_run(&step, mine, n, &ctx, look ? &hooks : NULL, &result);
         if (f.explain) print_explained(run, f.explain, &result, out);
     }
     if (status == REMAT_OK) {
