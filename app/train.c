@@ -36,6 +36,7 @@
 #include "base/file.h"
 #include "base/parse.h"
 #include "base/platform.h"
+#include "base/progress.h"
 
 /* ---- a run --------------------------------------------------------------------------- */
 
@@ -57,14 +58,6 @@ typedef struct Run {
     char unpredicted[256]; /* --explain-memory: why the schedule's peak is not predicted */
 } Run;
 
-/* The context of the next training step: dropout on, from the run's stream, or keyed by
- * the run's seed and the step about to run (micro-batch 0: one batch per step). */
-static TrainCtx train_ctx(const Run *run)
-{
-    return (TrainCtx){.rng = run->state.dropout_rng, .training = true, .dropout_rng = run->opt->dropout_rng,
-                      .seed = run->opt->seed, .step = (uint64_t)run->state.step, .micro_batch = 0};
-}
-
 /* A batch: input and targets as new constant Vars (int32 tokens for the GPT). */
 static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input, Var **targets)
 {
@@ -83,16 +76,6 @@ static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input
     *input = var_create(in, false, "tokens");
     *targets = var_create(tg, false, "targets");
     return *input && *targets ? REMAT_OK : remat_last_status();
-}
-
-/* Under ZeRO stage 3 the parameters exist in full only while used: for sampling, saving
- * and loading every rank gathers them all first and lets them go afterwards. Below stage
- * 3, and in one process, both are no-ops. */
-static RematStatus gather_params(Run *run) { return run->zero ? zero_params_gather(run->zero) : REMAT_OK; }
-
-static void scatter_params(Run *run)
-{
-    if (run->zero) zero_params_scatter(run->zero);
 }
 
 /* ---- before anything is built -------------------------------------------------------- */
@@ -139,7 +122,6 @@ static int config_meta(const TrainOptions *o, char values[][24], StMeta *meta)
 static RematStatus open_resumed(Run *run)
 {
     const TrainOptions *o = run->opt;
-    if (!o->resume) return REMAT_OK;
     if (!(run->resumed = st_load(o->resume))) return remat_last_status();
     char values[4][24];
     StMeta meta[5];
@@ -178,14 +160,17 @@ static RematStatus check_memory(const TrainOptions *o, const DistGroup *world)
                                                              .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE})
                               : mlp_param_count(&(MlpConfig){.n_layers = o->layers, .width = o->d_model});
     const int states = sgd ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
-    const int ranks = world->size, stage = ranks > 1 ? o->step.zero_stage : 0;
-    const uint64_t total = (uint64_t)fmin(params, 1e17); /* any more is far past every budget */
-    const int r = world->rank; /* one process asks parallel/ nothing */
-    const uint64_t shard = ranks == 1 ? total : shard_begin(total, r + 1, ranks) - shard_begin(total, r, ranks);
-    const ZeroBytes b = zero_resident_bytes(stage, total, shard, states);
-    const double p = params * sizeof(float), fixed = (double)b.params + (double)b.grads + (double)b.optimizer;
+    const int ranks = world->size, stage = o->step.zero_stage, r = world->rank;
+    const double p = params * sizeof(float);
+    double fixed = p * (2 + states); /* one process holds every byte, and asks parallel/ nothing */
     char pb[32], fb[32], lim[32], where[64] = "", need[384];
-    if (ranks > 1) snprintf(where, sizeof where, " on each of %d ranks under ZeRO stage %d", ranks, stage);
+    if (ranks > 1) {
+        const uint64_t total = (uint64_t)fmin(params, 1e17); /* any more is far past every budget */
+        const uint64_t shard = shard_begin(total, r + 1, ranks) - shard_begin(total, r, ranks);
+        const ZeroBytes b = zero_resident_bytes(stage, total, shard, states);
+        fixed = (double)b.params + (double)b.grads + (double)b.optimizer;
+        snprintf(where, sizeof where, " on each of %d ranks under ZeRO stage %d", ranks, stage);
+    }
     mem_format_bytes(pb, sizeof pb, (size_t)fmin(p, 1e18));
     mem_format_bytes(fb, sizeof fb, (size_t)fmin(fixed, 1e18));
     snprintf(need, sizeof need, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) need %s%s "
@@ -249,7 +234,8 @@ static RematStatus plan_schedule(Run *run)
     RematStatus status = draw_batch(run, TEXT_TRAIN, &data, &x, &y);
     flops_restore(&before);
     if (status != REMAT_OK) return status;
-    TrainCtx ctx = train_ctx(run);
+    TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true, .dropout_rng = run->opt->dropout_rng,
+                    .seed = run->opt->seed, .step = (uint64_t)run->state.step}; /* as the first step's */
     run->cost = model_profile(run->model, x, y, &ctx, policy, budget ? o->planner : PLANNER_DP);
     var_free(x);
     var_free(y);
@@ -265,25 +251,6 @@ static RematStatus plan_schedule(Run *run)
     return REMAT_OK;
 }
 
-/* The model and its data, as the model flags say. */
-static RematStatus build_model(Run *run)
-{
-    const TrainOptions *o = run->opt;
-    if (o->model == MODEL_GPT) {
-        run->text = text_data_load(o->data, 0.1);
-        if (!run->text) return remat_last_status();
-        GptConfig c = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads,
-                       .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE, .dropout = o->dropout, .attention = o->attention,
-                       .seed = o->seed};
-        run->model = gpt_create(&c);
-    } else {
-        run->task = mlp_task_create(o->d_model, o->seed + 1);
-        if (!run->task) return remat_last_status();
-        run->model = mlp_create(&(MlpConfig){.n_layers = o->layers, .width = o->d_model, .seed = o->seed});
-    }
-    return run->model ? REMAT_OK : remat_last_status();
-}
-
 /* The optimizer as the flags say: over every parameter, or under ZeRO stage 1 or more
  * over this rank's shard. `whole` asks for one over every parameter in any case (for
  * files). */
@@ -296,29 +263,25 @@ static Optimizer *create_optimizer(const Run *run, bool whole)
     return optim_create(&oc, run->model->params, run->model->n_params);
 }
 
-/* K micro-batches a step, one per rank under mpirun; and, on more than one rank, the
- * reduction over them. */
-static RematStatus build_data_parallel(Run *run)
+/* On more than one rank: a pipeline's stages, or K micro-batches a step, one per rank, and
+ * the reduction over them. */
+static RematStatus build_parallel(Run *run)
 {
     const StepOptions *step = &run->opt->step;
-    run->micro_batches = step->pipeline_stages ? step->micro_batches : run->world.size > 1 ? run->world.size
-                                                                                            : step->accumulate;
-    if (step->pipeline_stages) /* the ranks are the stages of one step, not replicas (models/step.h) */
+    if (step->pipeline_stages) { /* the ranks are the stages of one step, not replicas (models/step.h) */
+        run->micro_batches = step->micro_batches;
         return (run->pipe = step_pipeline_create(run->model, &step->strategy, &run->world, step->pipeline_schedule,
                                                  step->micro_batches)) ? REMAT_OK : remat_last_status();
-    if (run->world.size > 1 && step->accumulate > 1)
+    }
+    if (step->accumulate > 1)
         return remat_fail(REMAT_EINVAL, "--accumulate %d on %d ranks: --accumulate K is the one-process equivalent "
                           "of mpirun -np K (one micro-batch per rank); use one or the other", step->accumulate,
                           run->world.size);
-    if (run->micro_batches > 1 && run->opt->dump_step)
-        return remat_fail(REMAT_EINVAL, "--dump-step writes a step of one micro-batch: use it without "
-                          "--accumulate and without mpirun");
-    if (run->world.size > 1 && step->zero_stage == 3 && step->strategy.kind == STRATEGY_BUDGET)
+    run->micro_batches = run->world.size;
+    if (step->zero_stage == 3 && step->strategy.kind == STRATEGY_BUDGET)
         return remat_fail(REMAT_EINVAL, "--strategy budget plans with every parameter resident; it does not combine "
                           "with --zero 3");
-    if (run->world.size > 1 && !(run->zero = step_zero_create(run->model, &run->world, step->zero_stage)))
-        return remat_last_status();
-    return REMAT_OK;
+    return (run->zero = step_zero_create(run->model, &run->world, step->zero_stage)) ? REMAT_OK : remat_last_status();
 }
 
 /* Resumes from opt->resume: the model, the optimizer (through one over every parameter when
@@ -328,30 +291,46 @@ static RematStatus resume(Run *run)
     const TrainOptions *o = run->opt;
     const bool sharded = run->zero && zero_stage(run->zero) > 0;
     Optimizer *full = sharded ? create_optimizer(run, true) : run->optim;
-    RematStatus status = full ? gather_params(run) : remat_last_status(); /* storage to load into */
+    /* Under ZeRO stage 3 the parameters exist in full only while used: loading, saving and
+     * sampling gather them on every rank first and let them go afterwards. */
+    RematStatus status = !full ? remat_last_status() : run->zero ? zero_params_gather(run->zero) : REMAT_OK;
     if (status == REMAT_OK) status = model_load(run->model, full, &run->state, o->resume, run->resumed);
     if (status == REMAT_OK && (run->zero || run->pipe)) /* each rank read its own copy of the file */
         status = zero_agree_state(&run->world, run->state.step, run->model->params, run->model->n_params, full,
                                   "every rank must resume the same state, and --resume reads each rank's own copy");
     if (status == REMAT_OK && sharded) status = zero_scatter_optimizer(run->zero, run->optim, full);
-    scatter_params(run); /* this rank keeps its part of what was loaded */
+    if (run->zero) zero_params_scatter(run->zero); /* this rank keeps its part of what was loaded */
     if (sharded) optim_free(full);
     return status;
 }
 
-/* Everything a run needs: the model, its schedule (a budget's once the optimizer exists,
- * whose state the budget counts), the offloader, the data parallelism, the optimizer, the
- * generators, and the resumed state. */
+/* Everything a run needs: the model and its data, its schedule (a budget's once the
+ * optimizer exists, whose state the budget counts), the offloader, the data parallelism, the
+ * optimizer, the generators, and the resumed state. */
 static RematStatus build(Run *run)
 {
     const TrainOptions *o = run->opt;
     const StepOptions *step = &o->step;
-    if (build_model(run) != REMAT_OK) return remat_last_status();
+    if (o->model == MODEL_GPT) {
+        if (!(run->text = text_data_load(o->data, 0.1))) return remat_last_status();
+        GptConfig c = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads,
+                       .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE, .dropout = o->dropout, .attention = o->attention,
+                       .seed = o->seed};
+        run->model = gpt_create(&c);
+    } else {
+        if (!(run->task = mlp_task_create(o->d_model, o->seed + 1))) return remat_last_status();
+        run->model = mlp_create(&(MlpConfig){.n_layers = o->layers, .width = o->d_model, .seed = o->seed});
+    }
+    if (!run->model) return remat_last_status();
     if (step->strategy.kind != STRATEGY_BUDGET &&
         !(run->schedule = schedule_for_strategy(&step->strategy, run->model->n_layers)))
         return remat_last_status();
     if (step->offload && !(run->offload = offload_create(&step->offload_opts))) return remat_last_status();
-    if (build_data_parallel(run) != REMAT_OK) return remat_last_status();
+    run->micro_batches = step->accumulate; /* in one process; build_parallel sets the ranks' */
+    if (run->world.size > 1 && build_parallel(run) != REMAT_OK) return remat_last_status();
+    if (run->micro_batches > 1 && o->dump_step)
+        return remat_fail(REMAT_EINVAL, "--dump-step writes a step of one micro-batch: use it without "
+                          "--accumulate and without mpirun");
     if (!(run->optim = create_optimizer(run, false))) return remat_last_status();
 
     pcg32_seed(&run->state.data_rng, o->seed, 0xda7a);
@@ -360,42 +339,7 @@ static RematStatus build(Run *run)
     return step->strategy.kind == STRATEGY_BUDGET || o->explain_memory ? plan_schedule(run) : REMAT_OK;
 }
 
-static void destroy(Run *run)
-{
-    schedule_free(run->schedule);
-    chain_cost_free(run->cost);
-    optim_free(run->optim);
-    model_free(run->model);
-    text_data_free(run->text);
-    mlp_task_free(run->task);
-    if (run->offload) offload_free(run->offload); /* a run without them calls nothing of offload/ or parallel/ */
-    if (run->zero) zero_free(run->zero);
-    if (run->pipe) step_pipeline_free(run->pipe);
-    st_close(run->resumed);
-}
-
 /* ---- a step, and an evaluation ------------------------------------------------------- */
-
-/* The step's K micro-batches, drawn in order from the data generator (the MLP's teacher
- * is data, not training work: its FLOPs are not counted). On error frees what it drew. */
-static RematStatus draw_micro_batches(Run *run, MicroBatch *mb)
-{
-    FlopCounts before = flops_snapshot();
-    RematStatus status = REMAT_OK;
-    for (int r = 0; r < run->micro_batches && status == REMAT_OK; r++)
-        status = draw_batch(run, TEXT_TRAIN, &run->state.data_rng, &mb[r].input, &mb[r].targets);
-    flops_restore(&before);
-    return status;
-}
-
-static void free_micro_batches(MicroBatch *mb, int n)
-{
-    for (int r = 0; mb && r < n; r++) {
-        var_free(mb[r].input);
-        var_free(mb[r].targets);
-    }
-    free(mb);
-}
 
 static RematStatus dump_step(const Run *run, Var *input, Var *targets, Var *loss, const char *path)
 {
@@ -456,45 +400,56 @@ static RematStatus first_backward_done(void *user, Var *loss)
     return f->run->opt->dump_step ? dump_step(f->run, f->input, f->targets, loss, f->run->opt->dump_step) : REMAT_OK;
 }
 
+/* --explain-memory, after the first step: what it kept for backward, tensor by tensor,
+ * beside the schedule's prediction, and what was live at its peak. */
+static void print_explained(const Run *run, Explain *explain, const StepResult *result, FILE *out)
+{
+    explain_stop(explain);
+    fprintf(out, "\n");
+    const Prediction *p = &run->schedule->predicted;
+    explain_print(explain, out, result->act_stored, mem_peak(MEM_ACT), p->made ? p->peak_act : 0, run->unpredicted);
+    fprintf(out, "\n");
+    const ExplainPeak saved = explain_print_peak(explain, out);
+    report_peak(out, run->opt, saved.largest_op ? &saved : NULL);
+    fprintf(out, "\n");
+    explain_free(explain);
+}
+
 /* One training step (models/step.h) on the next micro-batches; *loss_value gets the loss.
  * On error nothing has been updated, the generators included. */
 static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out)
 {
+    const TrainOptions *o = run->opt;
     const Pcg32 data_rng = run->state.data_rng;
+    /* The step's K micro-batches, drawn in order from the data generator (the MLP's teacher
+     * is data, not training work: its FLOPs are not counted). */
     MicroBatch *mb = calloc((size_t)run->micro_batches, sizeof *mb);
-    RematStatus status = mb ? draw_micro_batches(run, mb) : remat_fail(REMAT_ENOMEM, "train: no memory for a step");
-    if (status != REMAT_OK) {
-        free_micro_batches(mb, run->micro_batches);
-        run->state.data_rng = data_rng;
-        return status;
-    }
-    const MicroBatch *mine = run->zero ? &mb[run->world.rank] : mb; /* a rank runs its own */
-    const int n = run->zero ? 1 : run->micro_batches;
+    RematStatus status = mb ? REMAT_OK : remat_fail(REMAT_ENOMEM, "train: no memory for a step");
+    const FlopCounts before = flops_snapshot();
+    for (int r = 0; r < run->micro_batches && status == REMAT_OK; r++)
+        status = draw_batch(run, TEXT_TRAIN, &run->state.data_rng, &mb[r].input, &mb[r].targets);
+    flops_restore(&before);
 
-    TrainCtx ctx = train_ctx(run);
-    FirstStep f = {.run = run, .input = mine->input, .targets = mine->targets, .out = out,
-                   .explain = first && run->opt->explain_memory ? explain_start() : NULL};
-    const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
-    Step step = {.model = run->model, .schedule = run->schedule, .optim = run->optim};
-    int plugs = 0; /* installed only when the run asked for them: a plain step runs none */
-    if (run->offload) step.plugs[plugs++] = step_offload_plug(run->offload);
-    if (run->zero) step.plugs[plugs++] = step_zero_plug(run->zero);
+    /* Dropout on, from the run's stream, or keyed by the run's seed and this step (the step
+     * numbers its micro-batches from 0). */
+    TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true, .dropout_rng = o->dropout_rng,
+                    .seed = o->seed, .step = (uint64_t)run->state.step, .micro_batch = 0};
     StepResult result;
-    const TrainOptions *o = run->opt; /* the first step's looks, only when a flag asks for one */
-    const bool look = first && (o->dump_graph || o->print_tape || f.explain || o->dump_step);
-    status = run->pipe ? step_pipeline_run(run->pipe, run->optim, mb, &ctx, &result)
-                       : step_run(&step, mine, n, &ctx, look ? &hooks : NULL, &result);
-    if (f.explain) {
-        explain_stop(f.explain);
-        fprintf(out, "\n");
-        const Prediction *p = &run->schedule->predicted;
-        explain_print(f.explain, out, result.act_stored, mem_peak(MEM_ACT), p->made ? p->peak_act : 0,
-                      run->unpredicted);
-        fprintf(out, "\n");
-        const ExplainPeak saved = explain_print_peak(f.explain, out);
-        report_peak(out, o, saved.largest_op ? &saved : NULL);
-        fprintf(out, "\n");
-        explain_free(f.explain);
+    if (status == REMAT_OK) {
+        const MicroBatch *mine = run->zero ? &mb[run->world.rank] : mb; /* a rank runs its own */
+        const int n = run->zero ? 1 : run->micro_batches;
+        FirstStep f = {.run = run, .input = mine->input, .targets = mine->targets, .out = out,
+                       .explain = first && o->explain_memory ? explain_start() : NULL};
+        const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
+        /* the first step's looks, and the plugs, only when a flag asks for them: a plain step runs none */
+        const bool look = first && (o->dump_graph || o->print_tape || f.explain || o->dump_step);
+        Step step = {.model = run->model, .schedule = run->schedule, .optim = run->optim};
+        int plugs = 0;
+        if (run->offload) step.plugs[plugs++] = step_offload_plug(run->offload);
+        if (run->zero) step.plugs[plugs++] = step_zero_plug(run->zero);
+        status = run->pipe ? step_pipeline_run(run->pipe, run->optim, mb, &ctx, &result)
+                           : step_run(&step, mine, n, &ctx, look ? &hooks : NULL, &result);
+        if (f.explain) print_explained(run, f.explain, &result, out);
     }
     if (status == REMAT_OK) {
         *loss_value = result.loss;
@@ -503,7 +458,11 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     } else {
         run->state.data_rng = data_rng; /* the same micro-batches again, if the step is redone */
     }
-    free_micro_batches(mb, run->micro_batches);
+    for (int r = 0; mb && r < run->micro_batches; r++) {
+        var_free(mb[r].input);
+        var_free(mb[r].targets);
+    }
+    free(mb);
     return status;
 }
 
@@ -560,7 +519,7 @@ static RematStatus run_start(Run *run, FILE *out)
 {
     const TrainOptions *opt = run->opt;
     if ((run->world.size > 1 && check_ranks_agree(opt, &run->world) != REMAT_OK) || check_files(opt) != REMAT_OK ||
-        open_resumed(run) != REMAT_OK || check_memory(opt, &run->world) != REMAT_OK ||
+        (opt->resume && open_resumed(run) != REMAT_OK) || check_memory(opt, &run->world) != REMAT_OK ||
         (opt->threads && platform_set_threads(opt->threads) != REMAT_OK) || platform_check_address_space() != REMAT_OK)
         return remat_last_status();
     if (platform_check() != REMAT_OK) fprintf(out, "  warning: %s\n", remat_last_error());
@@ -601,8 +560,13 @@ static RematStatus run_steps(Run *run, int to_run, TrainReport *report, double *
         times[s] = platform_seconds() - t0;
         report->steps_run = s + 1;
         const int step = run->state.step;
-        if (!opt->quiet && (tty || step % 10 == 0 || s + 1 == to_run))
-            report_progress(out, tty, step, opt->steps, report->losses[s], times[s], per_step, gpt ? "tok" : "ex");
+        if (!opt->quiet && (tty || step % 10 == 0 || s + 1 == to_run)) {
+            char bar[PROGRESS_BAR_SIZE]; /* a terminal's line is redrawn in place, with the bar */
+            fprintf(out, "%s  step %5d/%d %s loss %.*f  %.1f ms/step  %.0f %s/s%s", tty ? "\r" : "", step, opt->steps,
+                    tty ? progress_bar(bar, step, opt->steps) : "", tty ? 4 : 6, report->losses[s], 1e3 * times[s],
+                    per_step / times[s], gpt ? "tok" : "ex", tty ? "   " : "\n");
+            if (tty) fflush(out);
+        }
         if (opt->eval_every && step % opt->eval_every == 0 && s + 1 < to_run) {
             float val;
             status = evaluate(run, &val);
@@ -628,7 +592,7 @@ static RematStatus save(Run *run, FILE *out)
     Optimizer *full = sharded && writer ? create_optimizer(run, true) : NULL;
     RematStatus status = sharded && writer && !full ? remat_last_status() : REMAT_OK;
     if (status == REMAT_OK && sharded) status = zero_gather_optimizer(run->zero, run->optim, full, 0);
-    if (status == REMAT_OK) status = gather_params(run);
+    if (status == REMAT_OK && run->zero) status = zero_params_gather(run->zero);
     if (status == REMAT_OK && writer) {
         char values[4][24];
         StMeta meta[5];
@@ -636,7 +600,7 @@ static RematStatus save(Run *run, FILE *out)
         status = model_save(run->model, sharded ? full : run->optim, &run->state, meta, n_meta, opt->save);
         if (status == REMAT_OK) fprintf(out, "  saved %s (step %d)\n", opt->save, run->state.step);
     }
-    scatter_params(run);
+    if (run->zero) zero_params_scatter(run->zero);
     optim_free(full);
     return status;
 }
@@ -662,20 +626,11 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
         status = train_write_measured(opt->results, report->steps_run);
     if (status == REMAT_OK && run->zero) status = report_ranks(out, &run->world, run->zero, report->steps_run);
     if (status == REMAT_OK && run->pipe) status = report_pipeline(out, opt, &run->world, run->pipe, report->steps_run);
-    if (status == REMAT_OK && (status = gather_params(run)) == REMAT_OK) report_sample(out, opt, run->model);
-    scatter_params(run);
+    if (status == REMAT_OK && run->zero) status = zero_params_gather(run->zero); /* every rank, sample or not */
+    if (status == REMAT_OK && opt->model == MODEL_GPT && opt->sample_chars > 0) report_sample(out, opt, run->model);
+    if (run->zero) zero_params_scatter(run->zero);
     if (status == REMAT_OK && opt->save) status = save(run, out);
     return status;
-}
-
-/* What the ledger may hold on this rank: the memory available, shared by the job's ranks,
- * less an eighth for what the ledger does not count (kept free blocks, the tape: 9% of the
- * ledger's peak on a deep GPT), or a caller's lower ceiling. Crossing it fails the step,
- * changing nothing, where the kernel would end the process without a word. */
-static size_t rank_ceiling(size_t caller, int ranks)
-{
-    const size_t share = platform_available_memory() / (size_t)ranks / 8 * 7;
-    return caller && (!share || caller < share) ? caller : share;
 }
 
 RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
@@ -684,8 +639,13 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
     report->first_val_loss = report->last_val_loss = NAN;
     if (opt->predict_only) return train_predict(opt, out);
     Run run = {.opt = opt, .world = dist_under_launcher() ? dist_world() : (DistGroup){.rank = 0, .size = 1}};
-    const size_t caller_ceiling = mem_ceiling();
-    mem_set_ceiling(rank_ceiling(caller_ceiling, run.world.size));
+    /* What the ledger may hold on this rank: the memory available, shared by the job's
+     * ranks, less an eighth for what the ledger does not count (kept free blocks, the tape:
+     * 9% of the ledger's peak on a deep GPT), or a caller's lower ceiling. Crossing it fails
+     * the step, changing nothing, where the kernel would end the process without a word. */
+    const size_t share = platform_available_memory() / (size_t)run.world.size / 8 * 7;
+    const size_t caller_ceiling = mem_set_ceiling(0); /* given back at the end */
+    mem_set_ceiling(caller_ceiling && (!share || caller_ceiling < share) ? caller_ceiling : share);
     report->resident = mem_resident_watch_start(); /* before the model is built */
     RematStatus status = run_start(&run, out);
     const int first = run.state.step;
@@ -706,10 +666,20 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         report->ledger_peak = mem_peak_resident();
         status = run_finish(&run, status, report, times, out);
     }
-    mem_set_budget(0);
+    if (opt->step.memory_budget) mem_set_budget(0);
     mem_set_ceiling(caller_ceiling);
     free(times);
-    destroy(&run);
+    /* A run without them calls nothing of offload/, parallel/ or the planners. */
+    schedule_free(run.schedule);
+    if (run.cost) chain_cost_free(run.cost);
+    optim_free(run.optim);
+    model_free(run.model);
+    if (run.text) text_data_free(run.text);
+    if (run.task) mlp_task_free(run.task);
+    if (run.offload) offload_free(run.offload);
+    if (run.zero) zero_free(run.zero);
+    if (run.pipe) step_pipeline_free(run.pipe);
+    if (run.resumed) st_close(run.resumed);
     return status;
 }
 

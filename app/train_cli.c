@@ -149,19 +149,9 @@ static const Flag TRAIN_FLAGS[] = {
 enum { N_TRAIN_FLAGS = sizeof TRAIN_FLAGS / sizeof TRAIN_FLAGS[0] };
 _Static_assert(N_TRAIN_FLAGS <= 32, "TrainOptions.given has a bit per flag");
 
-/* The two tables of train's command line, into *opt (NULL: for the help alone). */
-static void train_flags(TrainOptions *opt, FlagSet sets[2])
+/* Prints the usage text of the two tables of train's command line. */
+static void train_usage(const FlagSet sets[2], FILE *out)
 {
-    sets[0] = (FlagSet){.flags = TRAIN_FLAGS, .n = N_TRAIN_FLAGS, .opts = opt, .accepted = ~0u,
-                        .given = opt ? &opt->given : NULL};
-    sets[1] = step_options_flags(opt ? &opt->step : NULL, STEP_FLAGS_ALL);
-}
-
-/* Prints the usage text. */
-static void train_usage(FILE *out)
-{
-    FlagSet sets[2];
-    train_flags(NULL, sets);
     fprintf(out, "usage: train [--model gpt|mlp] [options]\n"
                  "Trains one of remat's two reference models and reports what the memory and FLOP\n"
                  "ledgers measured.\n\n");
@@ -188,43 +178,40 @@ static RematStatus check_pipeline(const TrainOptions *opt)
     return REMAT_OK;
 }
 
-/* What the flags given say together; REMAT_EINVAL with the reason when it makes no sense. */
-static RematStatus check_options(const TrainOptions *opt)
-{
-    FlagSet sets[2];
-    train_flags((TrainOptions *)opt, sets);
-    sets[0].traits = (opt->model == MODEL_GPT ? GPT_RUN : 0) | (opt->optimizer == OPTIM_SGD ? SGD_RUN : ADAMW_RUN) |
-                     (opt->predict_only && opt->model == MODEL_GPT ? GPT_PREDICT_RUN : 0) |
-                     (opt->accounting == ACCOUNTING_PAPER ? PAPER_RUN : 0);
-    if (flags_check(&sets[0], NULL) != REMAT_OK) return REMAT_EINVAL;
-    if (opt->model == MODEL_GPT && opt->d_model % opt->heads != 0)
-        return remat_fail(REMAT_EINVAL, "--d-model %d does not divide into %d heads", opt->d_model, opt->heads);
-    if (opt->attention == ATTENTION_FUSED && opt->dropout > 0.0f && opt->dropout_rng != DROPOUT_RNG_COUNTER)
-        return remat_fail(REMAT_EINVAL, "--attention fused with --dropout %g needs --dropout-rng counter: the "
-                          "fused kernel makes its dropout mask again in backward and never stores it, which a "
-                          "running stream cannot do (or use --dropout 0)", (double)opt->dropout);
-    StepScope scope = step_options_scope(&opt->step, opt->model == MODEL_GPT, opt->dropout_rng);
-    /* main starts MPI, under a launcher, before parsing; --predict-only takes a pipeline's ranks from the flag */
-    scope.several_ranks = dist_world().size > 1 || (opt->predict_only && opt->step.pipeline_stages > 1);
-    if (step_options_check(&opt->step, scope) != REMAT_OK) return REMAT_EINVAL;
-    return opt->step.pipeline_stages ? check_pipeline(opt) : REMAT_OK;
-}
-
 int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *err)
 {
     int model = MODEL_GPT; /* --model decides the defaults of every other flag; a bad one is refused below */
     for (int i = 1; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--model")) name_parse(&MODEL_KIND_NAMES, argv[i + 1], &model);
     *opt = train_defaults((ModelKind)model);
-    FlagSet sets[2];
-    train_flags(opt, sets);
+    FlagSet sets[2] = {{.flags = TRAIN_FLAGS, .n = N_TRAIN_FLAGS, .opts = opt, .accepted = ~0u, .given = &opt->given},
+                       step_options_flags(&opt->step, STEP_FLAGS_ALL)};
     const int parsed = flags_parse(sets, 2, argc, argv);
     if (parsed == FLAGS_HELP) {
-        train_usage(out);
+        train_usage(sets, out);
         return 1;
     }
-    if (parsed == FLAGS_RUN && check_options(opt) == REMAT_OK) return 0;
+    /* Then what the flags given say together, refused with the reason when it makes no sense. */
+    const bool gpt = opt->model == MODEL_GPT;
+    sets[0].traits = (gpt ? GPT_RUN : 0) | (opt->optimizer == OPTIM_SGD ? SGD_RUN : ADAMW_RUN) |
+                     (opt->predict_only && gpt ? GPT_PREDICT_RUN : 0) |
+                     (opt->accounting == ACCOUNTING_PAPER ? PAPER_RUN : 0);
+    StepScope scope = step_options_scope(&opt->step, gpt, opt->dropout_rng);
+    /* main has started MPI by now; --predict-only takes a pipeline's ranks from the flag */
+    scope.several_ranks = (dist_under_launcher() && dist_world().size > 1) ||
+                          (opt->predict_only && opt->step.pipeline_stages > 1);
+    RematStatus status = parsed == FLAGS_RUN ? flags_check(&sets[0], NULL) : REMAT_EINVAL;
+    if (status == REMAT_OK && gpt && opt->d_model % opt->heads != 0)
+        status = remat_fail(REMAT_EINVAL, "--d-model %d does not divide into %d heads", opt->d_model, opt->heads);
+    if (status == REMAT_OK && opt->attention == ATTENTION_FUSED && opt->dropout > 0.0f &&
+        opt->dropout_rng != DROPOUT_RNG_COUNTER)
+        status = remat_fail(REMAT_EINVAL, "--attention fused with --dropout %g needs --dropout-rng counter: the "
+                            "fused kernel makes its dropout mask again in backward and never stores it, which a "
+                            "running stream cannot do (or use --dropout 0)", (double)opt->dropout);
+    if (status == REMAT_OK) status = step_options_check(&opt->step, scope);
+    if (status == REMAT_OK && opt->step.pipeline_stages) status = check_pipeline(opt);
+    if (status == REMAT_OK) return 0;
     fprintf(err, "train: %s\n", remat_last_error());
-    train_usage(err);
+    train_usage(sets, err);
     return 2;
 }

@@ -8,42 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/progress.h"
 #include "base/text.h"
 #include "checkpoint/dtr.h"
 #include "models/data.h"
 #include "models/gpt.h"
 #include "tensor/flops.h"
 #include "base/platform.h"
-
-void report_progress(FILE *out, bool tty, int step, int total, float loss, double seconds_per_step,
-                     int tokens_per_step, const char *unit)
-{
-    char bar[PROGRESS_BAR_SIZE]; /* a terminal's line is redrawn in place, with the bar */
-    fprintf(out, "%s  step %5d/%d %s loss %.*f  %.1f ms/step  %.0f %s/s%s", tty ? "\r" : "", step, total,
-            tty ? progress_bar(bar, step, total) : "", tty ? 4 : 6, loss, 1e3 * seconds_per_step,
-            tokens_per_step / seconds_per_step, unit, tty ? "   " : "\n");
-    if (tty) fflush(out);
-}
-
-/* "checkpointing: sqrt, 3 regions", with Revolve's slots, the policy and whether the
- * generator is replayed; the line is left open for the planner's words. */
-static void report_checkpointing(FILE *out, const Schedule *s)
-{
-    fprintf(out, "  checkpointing: %s", strategy_name(s->strategy));
-    const int regions = schedule_regions(s), slots = schedule_revolve_slots(s);
-    if (slots) fprintf(out, ", Revolve with %d slot%s", slots, slots == 1 ? "" : "s");
-    else if (s->strategy == STRATEGY_DTR)
-        fprintf(out, ", evicting under the budget");
-    else if (s->strategy != STRATEGY_NONE)
-        fprintf(out, ", %d region%s", regions, regions == 1 ? "" : "s");
-    for (int i = 0; i < s->n_segments; i++) {
-        if (s->segments[i].kind != SEGMENT_REGION || !s->segments[i].policy) continue;
-        fprintf(out, ", policy %s", s->segments[i].policy->name);
-        break;
-    }
-    if (s->strategy != STRATEGY_NONE && !s->replay.preserve_rng) fprintf(out, ", generator NOT replayed");
-}
 
 void report_header(FILE *out, const TrainOptions *o, const Model *m, const Schedule *s, bool planned)
 {
@@ -59,7 +29,24 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
     if (counter || fused)
         fprintf(out, "  %s%s%s\n", counter ? "counter-based dropout (masks not kept)" : "",
                 counter && fused ? ", " : "", fused ? "fused attention" : "");
-    report_checkpointing(out, s);
+    /* "checkpointing: sqrt, 3 regions", with Revolve's slots, the policy and whether the
+     * generator is replayed; the line is left open for the planner's words. */
+    fprintf(out, "  checkpointing: %s", strategy_name(s->strategy));
+    const int slots = s->strategy == STRATEGY_NONE ? 0 : schedule_revolve_slots(s);
+    if (slots) {
+        fprintf(out, ", Revolve with %d slot%s", slots, slots == 1 ? "" : "s");
+    } else if (s->strategy == STRATEGY_DTR) {
+        fprintf(out, ", evicting under the budget");
+    } else if (s->strategy != STRATEGY_NONE) {
+        const int regions = schedule_regions(s);
+        fprintf(out, ", %d region%s", regions, regions == 1 ? "" : "s");
+    }
+    for (int i = 0; i < s->n_segments; i++) {
+        if (s->segments[i].kind != SEGMENT_REGION || !s->segments[i].policy) continue;
+        fprintf(out, ", policy %s", s->segments[i].policy->name);
+        break;
+    }
+    if (s->strategy != STRATEGY_NONE && !s->replay.preserve_rng) fprintf(out, ", generator NOT replayed");
     char budget[32];
     if (planned)
         fprintf(out, ", planner %s, budget %s", planner_name(o->step.planner),
@@ -110,7 +97,8 @@ void report_peak(FILE *out, const TrainOptions *o, const ExplainPeak *saved)
     for (int k = 0; k < MEM_DISK; k++)
         fprintf(out, "%s %s %s", k ? "," : "", mem_kind_name((MemKind)k),
                 mem_format_bytes(buf, sizeof buf, p.current[k]));
-    const char *sentence = why_not_lower(o, &p, saved, why, sizeof why);
+    const bool strategy = o->step.strategy.kind != STRATEGY_NONE; /* every rule is about checkpointing */
+    const char *sentence = strategy ? why_not_lower(o, &p, saved, why, sizeof why) : NULL;
     fputc('\n', out);
     if (sentence) fprintf(out, "    why checkpointing did not lower it more: %s\n", sentence);
 }
@@ -161,11 +149,12 @@ void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
     for (int p = 0; p < PHASE_COUNT; p++)
         fprintf(out, "    %-12s %10.3f GFLOP\n", phase_name((Phase)p),
                 (double)flops_get((Phase)p) / r->steps_run * 1e-9);
-    const DtrStats dtr = dtr_stats(); /* the process's: train runs one training */
-    if (o->step.strategy.kind == STRATEGY_DTR)
+    if (o->step.strategy.kind == STRATEGY_DTR) {
+        const DtrStats dtr = dtr_stats(); /* the process's: train runs one training */
         fprintf(out, "    dtr: %.1f evictions, %.1f tensors rematerialised by %.1f layer replays per step\n",
                 (double)dtr.evictions / r->steps_run, (double)dtr.remats / r->steps_run,
                 (double)dtr.replays / r->steps_run);
+    }
     const double per_step = (double)flops_total() / r->steps_run;
     const int tokens = o->batch * (gpt ? o->seq : 1);
     fprintf(out, "\n  median step %.2f ms (fastest %.2f, slowest %.2f, of %d steps): %.1f GFLOP/s, %.0f %s/s\n",
@@ -268,7 +257,6 @@ RematStatus report_pipeline(FILE *out, const TrainOptions *o, const DistGroup *w
 void report_sample(FILE *out, const TrainOptions *o, Model *m)
 {
     const int n = o->sample_chars;
-    if (o->model != MODEL_GPT || n <= 0) return;
     int32_t *text = malloc((size_t)n * sizeof *text);
     if (!text) return;
     Pcg32 rng;

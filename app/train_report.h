@@ -1,5 +1,5 @@
 /*
- * train_report.h — what `train` prints: its header, its progress, the ledgers' report
+ * train_report.h — what `train` prints: its header, the ledgers' report
  * and a sample of text. Internal to app/: only train.c prints through it, and it
  * decides nothing — every figure comes from the options, the ledgers or the run.
  */
@@ -18,11 +18,6 @@
  * for the planner's words; then, for a planned schedule, the planner, the budget and the
  * schedule. */
 void report_header(FILE *out, const TrainOptions *o, const Model *m, const Schedule *s, bool planned);
-
-/* One step's progress line: base/progress.h's bar redrawn in place on a terminal (`tty`),
- * a plain line otherwise. `unit` is what per_step counts: "tok" for the GPT, "ex" for the MLP. */
-void report_progress(FILE *out, bool tty, int step, int total, float loss, double seconds, int per_step,
-                     const char *unit);
 
 /* The peaks by kind, the FLOPs per step by phase and the median step's speed. */
 void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r);
@@ -44,7 +39,7 @@ RematStatus report_ranks(FILE *out, const DistGroup *world, const Zero *z, int s
 RematStatus report_pipeline(FILE *out, const TrainOptions *o, const DistGroup *world, const StepPipeline *p,
                             int steps);
 
-/* o->sample_chars characters the GPT generates (nothing for the MLP). */
+/* o->sample_chars characters the GPT generates (the caller asks only a GPT for more than 0). */
 void report_sample(FILE *out, const TrainOptions *o, Model *m);
 
 #endif /* REMAT_APP_TRAIN_REPORT_H */

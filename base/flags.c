@@ -9,12 +9,6 @@
 
 #include "base/platform.h"
 
-/* A row's upper bound: hi, or for hi 0 (a count of threads) this machine's most. */
-static long int_hi(const Flag *f)
-{
-    return f->hi > 0 ? (long)f->hi : platform_max_threads();
-}
-
 /* Reads `v` into row f's field of `opts`; REMAT_EINVAL saying why not (without the flag). */
 static RematStatus set_value(const Flag *f, const char *v, void *opts)
 {
@@ -23,9 +17,11 @@ static RematStatus set_value(const Flag *f, const char *v, void *opts)
     case FLAG_SWITCH: *(bool *)field = true; return REMAT_OK;
     case FLAG_SWITCH_OFF: *(bool *)field = false; return REMAT_OK;
     case FLAG_CONST: *(int *)field = (int)f->lo; return REMAT_OK;
-    case FLAG_INT:
-        if (parse_int(v, (long)f->lo, int_hi(f), field)) return REMAT_OK;
-        return remat_fail(REMAT_EINVAL, "'%s' is not a whole number in %ld..%ld", v, (long)f->lo, int_hi(f));
+    case FLAG_INT: {
+        const long hi = f->hi > 0 ? (long)f->hi : platform_max_threads(); /* hi 0: a count of threads */
+        if (parse_int(v, (long)f->lo, hi, field)) return REMAT_OK;
+        return remat_fail(REMAT_EINVAL, "'%s' is not a whole number in %ld..%ld", v, (long)f->lo, hi);
+    }
     case FLAG_FLOAT:
         if (parse_float(v, f->lo, f->hi, !f->hi_open, field)) return REMAT_OK;
         return remat_fail(REMAT_EINVAL, "'%s' is not a number in [%g, %g%c", v, f->lo, f->hi, f->hi_open ? ')' : ']');
@@ -40,26 +36,20 @@ static RematStatus set_value(const Flag *f, const char *v, void *opts)
     return remat_fail(REMAT_EINVAL, "a flag of no known type");
 }
 
-/* The row called `name` in the sets, with its set, or NULL. */
-static const Flag *find(const FlagSet *sets, int n_sets, const char *name, const FlagSet **set)
-{
-    for (int s = 0; s < n_sets; s++)
-        for (int k = 0; k < sets[s].n; k++)
-            if (!strcmp(name, sets[s].flags[k].name)) {
-                *set = &sets[s];
-                return &sets[s].flags[k];
-            }
-    return NULL;
-}
-
 /* Parses the flag at argv[*i] (and its value, advancing *i past it). */
 static RematStatus parse_one(const FlagSet *sets, int n_sets, int argc, char **argv, int *i)
 {
     const char *name = argv[*i];
     const FlagSet *set = NULL;
-    const Flag *f = find(sets, n_sets, name, &set);
-    const unsigned bit = f ? 1u << (f - set->flags) : 0;
+    const Flag *f = NULL; /* the row called `name`, in `set` */
+    for (int s = 0; s < n_sets && !f; s++)
+        for (int k = 0; k < sets[s].n && !f; k++)
+            if (!strcmp(name, sets[s].flags[k].name)) {
+                set = &sets[s];
+                f = &set->flags[k];
+            }
     if (!f) return remat_fail(REMAT_EINVAL, "unknown flag %s", name);
+    const unsigned bit = 1u << (f - set->flags);
     if (!(set->accepted & bit))
         return remat_fail(REMAT_EINVAL, "%s does not apply here (the flags that do are below)", name);
     if (*set->given & bit) /* the first value would be lost */

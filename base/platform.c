@@ -17,32 +17,28 @@
 
 #include "base/parse.h"
 
-/* The variables libgomp reads, at start-up, for how its idle threads wait: "NAME=value"
- * of the first one set (OMP_WAIT_POLICY wins, as in libgomp), or "default". */
-static const char *omp_wait_setting(void)
-{
-    static char setting[64];
-    static const char *const NAMES[] = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"};
-    for (int i = 0; i < 2; i++) {
-        const char *value = getenv(NAMES[i]);
-        if (value && *value) {
-            snprintf(setting, sizeof setting, "%s=%s", NAMES[i], value);
-            return setting;
-        }
-    }
-    return "default";
-}
-
 /* The names of openblas_get_parallel()'s answers: how the loaded OpenBLAS runs threads. */
 static const char *const BLAS_THREADING[] = {"sequential", "pthreads", "openmp"};
 static const NameTable BLAS_THREADING_NAMES = {BLAS_THREADING, 3};
 
 PlatformInfo platform_info(void)
 {
-    return (PlatformInfo){.blas_config = openblas_get_config(), .blas_core = openblas_get_corename(),
-                          .blas_threading = name_of(&BLAS_THREADING_NAMES, openblas_get_parallel()),
-                          .threads = omp_get_max_threads(), .cores = omp_get_num_procs(),
-                          .omp_wait = omp_wait_setting()};
+    PlatformInfo info = {.blas_config = openblas_get_config(), .blas_core = openblas_get_corename(),
+                         .blas_threading = name_of(&BLAS_THREADING_NAMES, openblas_get_parallel()),
+                         .threads = omp_get_max_threads(), .cores = omp_get_num_procs(), .omp_wait = "default"};
+    /* The variables libgomp reads, at start-up, for how its idle threads wait: "NAME=value"
+     * of the first one set (OMP_WAIT_POLICY wins, as in libgomp). */
+    static char setting[64];
+    static const char *const NAMES[] = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"};
+    for (int i = 0; i < 2; i++) {
+        const char *value = getenv(NAMES[i]);
+        if (value && *value) {
+            snprintf(setting, sizeof setting, "%s=%s", NAMES[i], value);
+            info.omp_wait = setting;
+            break;
+        }
+    }
+    return info;
 }
 
 RematStatus platform_check(void)
@@ -93,11 +89,16 @@ static size_t read_number(const char *path, const char *key, size_t unit)
     return value;
 }
 
-/* The room left under this process's memory cgroup, 0 when there is no limit: v2's
- * memory.max at the mount's root (a container's namespace), or v1's limit of the group
- * /proc/self/cgroup names under the memory controller ("no limit" reads as about 2^63). */
-static size_t cgroup_room(void)
+size_t platform_available_memory(void)
 {
+    size_t available = read_number("/proc/meminfo", "MemAvailable:", 1024);
+    if (!available) {
+        const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0) available = (size_t)pages * (size_t)page;
+    }
+    /* Or less: the room left under this process's memory cgroup, if it has a limit: v2's
+     * memory.max at the mount's root (a container's namespace), or v1's limit of the group
+     * /proc/self/cgroup names under the memory controller ("no limit" reads as about 2^63). */
     char line[512], dir[600] = "/sys/fs/cgroup", limit[700], used[700];
     const char *v1 = NULL;
     FILE *f = fopen("/proc/self/cgroup", "r");
@@ -108,17 +109,7 @@ static size_t cgroup_room(void)
     snprintf(limit, sizeof limit, "%s/%s", dir, v1 ? "memory.limit_in_bytes" : "memory.max");
     snprintf(used, sizeof used, "%s/%s", dir, v1 ? "memory.usage_in_bytes" : "memory.current");
     const size_t cap = read_number(limit, "", 1), in_use = read_number(used, "", 1);
-    return cap > in_use ? cap - in_use : 0;
-}
-
-size_t platform_available_memory(void)
-{
-    size_t available = read_number("/proc/meminfo", "MemAvailable:", 1024);
-    if (!available) {
-        const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-        if (pages > 0 && page > 0) available = (size_t)pages * (size_t)page;
-    }
-    const size_t room = cgroup_room();
+    const size_t room = cap > in_use ? cap - in_use : 0;
     if (room && (!available || room < available)) available = room;
     return available;
 }

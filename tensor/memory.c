@@ -111,13 +111,13 @@ void mem_return_free_pages(void) { malloc_trim(0); }
 
 ResidentWatch mem_resident_watch_start(void)
 {
-    mem_return_free_pages();
+    malloc_trim(0); /* as mem_return_free_pages: a baseline with no freed block kept */
     Resident now;
     ResidentWatch w = {.known = platform_resident(&now) == REMAT_OK};
     if (!w.known) return w;
     w.baseline = now.current;
     w.peak_of_work = platform_resident_restart_peak() == REMAT_OK;
-    remat_clear_error();
+    if (!w.peak_of_work) remat_clear_error(); /* the whole process's peak will do */
     return w;
 }
 
@@ -219,7 +219,12 @@ void mem_reset_peaks(void)
 
 void mem_set_budget(size_t bytes) { budget = bytes; }
 
-void mem_set_ceiling(size_t bytes) { ceiling = bytes; }
+size_t mem_set_ceiling(size_t bytes)
+{
+    const size_t before = ceiling;
+    ceiling = bytes;
+    return before;
+}
 size_t mem_ceiling(void) { return ceiling; }
 
 void mem_set_pressure(MemPressureFn fn, void *ctx)

@@ -117,8 +117,9 @@ size_t mem_budget(void); /* 0 when there is none */
 
 /* The memory the machine has for this process (train: what is available less an eighth):
  * resident bytes above it fail as a budget does, naming it, instead of the kernel ending
- * the process. The lower of budget and ceiling holds; DTR evicts for the budget only. */
-void mem_set_ceiling(size_t bytes);
+ * the process. The lower of budget and ceiling holds; DTR evicts for the budget only.
+ * Returns the ceiling it replaces, for a caller to give back. */
+size_t mem_set_ceiling(size_t bytes);
 size_t mem_ceiling(void); /* 0 when there is none */
 
 /* Who may make room before an allocation crosses the budget (DTR's eviction, checkpoint/dtr.h):
