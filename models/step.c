@@ -93,7 +93,7 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
         const float value = loss ? loss->value->f32[0] : NAN;
         *loss_sum = r == 0 ? value : *loss_sum + value;
         var_free(loss);
-        tape_reset(tape_current());
+        tape_reset();
         flops_set_phase(PHASE_FORWARD);
         Pcg32 after = ctx->rng; /* where the step's generator ends: back by r strides, mod 2^64 */
         pcg32_advance(&after, (uint64_t)0 - (uint64_t)(first + r) * STEP_MICRO_BATCH_STRIDE);

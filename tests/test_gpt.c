@@ -29,7 +29,7 @@
 static int clean_state(void **state)
 {
     (void)state;
-    tape_reset(tape_current());
+    tape_reset();
     grad_set_enabled(true);
     mem_set_budget(0);
     remat_clear_error();
@@ -84,7 +84,7 @@ static float forward_backward(Model *m, Var *x, Var *y, TrainCtx *ctx)
     assert_int_equal(backward(loss), REMAT_OK);
     float value = loss->value->f32[0];
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     return value;
 }
 
@@ -185,7 +185,7 @@ static void test_block_records_the_tagged_ops(void **state)
     assert_string_equal(tape->nodes[n - 1]->name, "loss");
     assert_int_equal(n, 2 + 19 * c.n_layers + 3);
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     var_free(x);
     var_free(y);
     model_free(m);

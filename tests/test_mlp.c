@@ -18,7 +18,7 @@
 static int clean_state(void **state)
 {
     (void)state;
-    tape_reset(tape_current());
+    tape_reset();
     mem_set_budget(0);
     remat_clear_error();
     return mem_live_blocks() == 0 ? 0 : -1;
@@ -32,7 +32,7 @@ static float forward_backward(Model *m, Var *x, Var *y, TrainCtx *ctx)
     assert_int_equal(backward(loss), REMAT_OK);
     float value = loss->value->f32[0];
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     return value;
 }
 
