@@ -86,9 +86,9 @@ static void node_free(Node *node)
     free(node);
 }
 
-void tape_reset(Tape *tape)
+void tape_reset(void)
 {
-    if (!tape) return;
+    Tape *tape = current_tape;
     for (int i = tape->count - 1; i >= 0; i--) node_free(tape->nodes[i]);
     tape->count = 0;
 }
@@ -96,7 +96,7 @@ void tape_reset(Tape *tape)
 void tape_free(Tape *tape)
 {
     if (!tape) return;
-    tape_reset(tape);
+    for (int i = tape->count - 1; i >= 0; i--) node_free(tape->nodes[i]);
     free(tape->nodes);
     if (tape == current_tape) current_tape = &default_tape;
     if (tape != &default_tape) free(tape);

@@ -7,7 +7,7 @@
  *     Var *loss = model_forward(...);   every differentiable op appends a Node to the tape
  *     backward(loss);                   walk the tape in reverse from d(loss) = 1
  *     optimizer_step(...);              parameters' .grad are ready
- *     var_free(loss); tape_reset(tape_current());
+ *     var_free(loss); tape_reset();
  *
  * A Var is a value the user holds (a Tensor) plus, for a leaf such as a parameter, its
  * accumulated gradient; a result Var points at the Node that made it. A Node is one op on
@@ -282,8 +282,9 @@ Tape *tape_current(void);
 /* Makes `tape` current (NULL: the default one); returns the previous current tape. */
 Tape *tape_set_current(Tape *tape);
 
-/* Frees every node on `tape` and empties it; Vars they made become constants. */
-void tape_reset(Tape *tape);
+/* Frees every node on the current tape and empties it; Vars they made become constants.
+ * (To empty another tape, make it current first; tape_free frees one with its nodes.) */
+void tape_reset(void);
 
 /* Prefixes the names of nodes created from now on ("h.3" gives "h.3.attn.softmax").
  * NULL clears it. The string is copied (up to 31 characters). */

@@ -134,7 +134,7 @@ void optim_free(Optimizer *opt)
     free(opt);
 }
 
-RematStatus optim_step_flat(Optimizer *opt, const float *grad, float *params)
+RematStatus optim_step(Optimizer *opt, const float *grad, float *params)
 {
     if (!opt) return remat_fail(REMAT_EINVAL, "optim_step: optimizer is NULL");
     /* Check everything before changing anything. */
@@ -161,14 +161,13 @@ RematStatus optim_step_flat(Optimizer *opt, const float *grad, float *params)
         };
     }
     /* One pass over every parameter, its elements split evenly over the threads. */
+    const OptimUpdate update = {.adamw = c->kind == OPTIM_ADAMW, .lr = c->lr, .momentum = c->momentum,
+                                .beta1 = c->beta1, .beta2 = c->beta2, .eps = c->eps, .t = opt->steps};
     Phase previous = flops_set_phase(PHASE_OPTIMIZER);
-    if (c->kind == OPTIM_ADAMW) k_adamw_update_slices(opt->slices, count, c->lr, c->beta1, c->beta2, c->eps, opt->steps);
-    else k_sgd_update_slices(opt->slices, count, c->lr, c->momentum);
+    k_optim_update(opt->slices, count, &update);
     flops_set_phase(previous);
     return REMAT_OK;
 }
-
-RematStatus optim_step(Optimizer *opt) { return optim_step_flat(opt, NULL, NULL); }
 
 void optim_zero_grad(Optimizer *opt)
 {

@@ -61,22 +61,20 @@ void optim_free(Optimizer *opt);
  * under ZeRO sharding (parallel/zero.h). It holds state for those elements only: parameter
  * i's state tensors cover its part of the range (its own shape when the range holds all
  * of it, one dimension otherwise; NULL when none of it) and are zero-filled, so the state
- * is 8 bytes per element of the range for AdamW. optim_step and optim_step_flat update
- * those elements only, with the same arithmetic as the optimizer over everything (which
- * is the range [0, total)). NULL on error, as optim_create; REMAT_EINVAL for a range
+ * is 8 bytes per element of the range for AdamW. optim_step updates those elements only,
+ * with the same arithmetic as the optimizer over everything (which is the range
+ * [0, total)). NULL on error, as optim_create; REMAT_EINVAL for a range
  * outside the parameters or an empty one. */
 Optimizer *optim_create_range(const OptimConfig *config, const Param *params, int n, size_t begin, size_t end);
 
-/* Updates every parameter from its gradient. REMAT_ESTATE, changing nothing, if some
- * parameter has no gradient yet. */
-RematStatus optim_step(Optimizer *opt);
-
-/* As optim_step, with the gradient of the optimizer's range given as one array of
- * end − begin floats (borrowed; NULL: read from the parameters' .grad, as optim_step):
- * for a rank that keeps only its shard of the gradient. `params` (NULL: the parameters'
- * tensors) is where the range's values are updated instead, end − begin floats held
- * apart from the tensors: for a rank that keeps only its shard of the parameters too. */
-RematStatus optim_step_flat(Optimizer *opt, const float *grad, float *params);
+/* Updates every parameter of the optimizer's range from its gradient: read from the
+ * parameters' .grad when `grad` is NULL, else given as one array of end − begin floats
+ * (borrowed), for a rank that keeps only its shard of the gradient. `params` (NULL: the
+ * parameters' tensors) is where the range's values are updated instead, end − begin
+ * floats held apart from the tensors: for a rank that keeps only its shard of the
+ * parameters too. REMAT_ESTATE, changing nothing, if `grad` is NULL and some parameter
+ * has no gradient yet. */
+RematStatus optim_step(Optimizer *opt, const float *grad, float *params);
 
 /* Zeroes every parameter's gradient. */
 void optim_zero_grad(Optimizer *opt);

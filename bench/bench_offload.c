@@ -378,7 +378,7 @@ static RematStatus time_record(void *ctx, int io, double *values)
     if (!back && status == REMAT_OK) status = remat_last_status();
     tensor_free(back);
     var_free(y);
-    tape_reset(tape_current());
+    tape_reset();
     const OffloadStats after = offload_stats(off);
     values[RECORD_PACK] = after.write_seconds - before.write_seconds;
     values[RECORD_UNPACK] = after.read_seconds - before.read_seconds;

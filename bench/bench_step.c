@@ -130,10 +130,11 @@ static RematStatus optim_pass(void *ctx, int variant, double *values)
     const OptimPasses *o = ctx;
     const RematStatus status = platform_set_threads(variant / N_WAYS + 1);
     if (status != REMAT_OK) return status;
+    const OptimUpdate adamw = {.adamw = true, .lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .t = 1};
     const double t0 = platform_seconds();
     if (variant % N_WAYS == WAY_PER_PARAMETER)
-        for (int s = 0; s < o->count; s++) k_adamw_update_slices(&o->slices[s], 1, 1e-4f, 0.9f, 0.999f, 1e-8f, 1);
-    else k_adamw_update_slices(o->slices, o->count, 1e-4f, 0.9f, 0.999f, 1e-8f, 1);
+        for (int s = 0; s < o->count; s++) k_optim_update(&o->slices[s], 1, &adamw);
+    else k_optim_update(o->slices, o->count, &adamw);
     values[0] = platform_seconds() - t0;
     return REMAT_OK;
 }

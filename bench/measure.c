@@ -311,7 +311,7 @@ RematStatus census_forward(Model *model, const Variant *v, const Batch *batch, T
     for (int i = 0; i < seen.count; i++) tensor_free(seen.outputs[i].tensor);
     free(seen.outputs);
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     if (status != REMAT_OK) census_free(out);
     return status;
 }

@@ -248,7 +248,7 @@ static RematStatus probe_pass(Probe *p, ProbePass pass, const ChainStages *stage
     if (pass == PASS_PLAIN) p->cost->kernel_recompute = flops_get(PHASE_RECOMPUTE) - recompute_start;
     if (pass == PASS_PLAIN) p->cost->tail_peak = max_size(p->cost->tail_peak, mem_peak(MEM_ACT));
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     flops_set_phase(PHASE_FORWARD);
     return status;
 }

@@ -356,7 +356,9 @@ static RematStatus revolve_backward(Node *node, const Tensor *dout, Tensor *cons
     }
     tensor_free(dy);
     var_free(cur);
-    tape_reset(run->slot_tape); /* nothing stays stored once the chain is reversed (or failed) */
+    Tape *outer = tape_set_current(run->slot_tape);
+    tape_reset(); /* nothing stays stored once the chain is reversed (or failed) */
+    tape_set_current(outer);
     memset(run->slots, 0, ((size_t)sch->slots_used + 1) * sizeof *run->slots);
     replay_leave(&scope);
     return status;

@@ -151,19 +151,16 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
 
 /* ---- the forward: head ---------------------------------------------------------------- */
 
-/* x_L (B,T,C) → logits (B,T,V) = ln_f(x_L) · wte^T. */
-static Var *gpt_logits(const Gpt *g, Var *x)
-{
-    Var *h = op_layernorm(x, g->ln_f.weight, g->ln_f.bias, GPT_LN_EPS, "ln_f");
-    return then_free(op_matmul(h, g->wte, CblasTrans, 1.0f, "lm_head"), h);
-}
-
-/* x_L and targets (B,T) → mean cross-entropy of the next-token predictions. */
+/* x_L (B,T,C) → logits (B,T,V) = ln_f(x_L) · wte^T; with targets (B,T), the mean
+ * cross-entropy of the next-token predictions instead (NULL targets: sampling wants the
+ * logits themselves). */
 static Var *gpt_head(Model *model, Var *x, Var *targets, TrainCtx *ctx)
 {
     (void)ctx; /* the head has no dropout */
-    Var *logits = gpt_logits((Gpt *)model, x);
-    return then_free(op_cross_entropy(logits, targets, "loss"), logits);
+    const Gpt *g = (const Gpt *)model;
+    Var *h = op_layernorm(x, g->ln_f.weight, g->ln_f.bias, GPT_LN_EPS, "ln_f");
+    Var *logits = then_free(op_matmul(h, g->wte, CblasTrans, 1.0f, "lm_head"), h);
+    return targets ? then_free(op_cross_entropy(logits, targets, "loss"), logits) : logits;
 }
 
 /* ---- creation ------------------------------------------------------------------------- */
@@ -432,7 +429,7 @@ static Var *window_logits(Gpt *g, const int32_t *window, int T)
     Var *ids = var_create(t, false, "ids");
     Var *x = then_free(ids ? gpt_embed(&g->base, ids, NULL) : NULL, ids);
     Var *h = then_free(x ? layers_forward(g->base.layers, g->base.n_layers, x, NULL) : NULL, x);
-    return then_free(h ? gpt_logits(g, h) : NULL, h);
+    return then_free(h ? gpt_head(&g->base, h, NULL, NULL) : NULL, h);
 }
 
 /* Picks the next token from one row of V logits, which it turns into probabilities in

@@ -168,7 +168,7 @@ RematStatus step_pipeline_run(StepPipeline *p, Optimizer *optim, const MicroBatc
     if (status == REMAT_OK && !isfinite(loss))
         status = remat_fail(REMAT_ESTATE, "step: the loss is not finite (%g): training diverged; the parameters "
                             "and the optimizer state are left as they were before this step", (double)loss);
-    if (status == REMAT_OK && optim) status = optim_step(optim);
+    if (status == REMAT_OK && optim) status = optim_step(optim, NULL, NULL);
     if (status == REMAT_OK) ctx->rng = p->rng_after;
     *out = (StepResult){.loss = loss};
     for (int r = 0; r < p->M; r++) land(&p->flight[r]); /* left only on error */

@@ -93,7 +93,7 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
         const float value = loss ? loss->value->f32[0] : NAN;
         *loss_sum = r == 0 ? value : *loss_sum + value;
         var_free(loss);
-        tape_reset(tape_current());
+        tape_reset();
         flops_set_phase(PHASE_FORWARD);
         Pcg32 after = ctx->rng; /* where the step's generator ends: back by r strides, mod 2^64 */
         pcg32_advance(&after, (uint64_t)0 - (uint64_t)(first + r) * STEP_MICRO_BATCH_STRIDE);
@@ -139,10 +139,11 @@ RematStatus step_run(const Step *step, const MicroBatch *batches, int n, TrainCt
         status = remat_fail(REMAT_ESTATE, "step: the loss is not finite (%g): training diverged; the "
                             "parameters and the optimizer state are left as they were before this step",
                             (double)loss);
-    /* Update: the plug's (this rank's shard), or the optimizer's over everything. */
+    /* Update: the plug's (this rank's shard), or the optimizer's over everything, from
+     * each parameter's .grad (NULL, NULL). */
     if (status == REMAT_OK && step->optim)
         status = ranks && ranks->optimizer_step ? ranks->optimizer_step(ranks->ctx, step->optim)
-                                                : optim_step(step->optim);
+                                                : optim_step(step->optim, NULL, NULL);
     out->loss = loss;
     if (status == REMAT_OK) ctx->rng = rng_after;
     flops_set_phase(PHASE_FORWARD);

@@ -14,7 +14,7 @@
  *     Var *loss = model_loss_planned(...);
  *     offload_pop(off);                      starts reading the last records back
  *     backward(loss);                        each record is read back, checked, released
- *     tape_reset(tape_current());            the file's space is reused by the next step
+ *     tape_reset();                          the file's space is reused by the next step
  *     offload_free(off);
  *
  * Push the hooks for the forward only. Each saved slot remembers the hooks that packed

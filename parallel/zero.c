@@ -172,9 +172,9 @@ RematStatus zero_reduce(Zero *z, float loss, float *mean_loss)
 
 RematStatus zero_optimizer_step(Zero *z, Optimizer *opt)
 {
-    if (z->stage == 0) return optim_step(opt);
-    if (z->stage == 3) return optim_step_flat(opt, z->grad_shard, z->param_shard); /* gathered when used */
-    RematStatus status = optim_step_flat(opt, z->grad_shard, NULL);
+    if (z->stage == 0) return optim_step(opt, NULL, NULL);
+    if (z->stage == 3) return optim_step(opt, z->grad_shard, z->param_shard); /* gathered when used */
+    RematStatus status = optim_step(opt, z->grad_shard, NULL);
     if (z->stage == 1) { /* the shard was workspace */
         mem_free(z->grad_shard);
         z->grad_shard = NULL;

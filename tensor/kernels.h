@@ -272,16 +272,22 @@ typedef struct OptimSlice {
     size_t n;
 } OptimSlice;
 
-/* SGD over `count` slices in one pass: velocity = momentum·velocity + grad (when momentum
- * > 0 and the slice's velocity is not NULL), param −= lr·velocity (or lr·grad). The
- * elements of all slices are split evenly over the threads, so many small parameters use
- * them all. FLOPs: 2 per element, 4 with momentum. */
-void k_sgd_update_slices(const OptimSlice *slices, int count, float lr, float momentum);
+/* What one optimizer pass runs: AdamW at step t ≥ 1 (lr, beta1, beta2, eps, and each
+ * slice's weight decay), or SGD (lr, and momentum: 0 for none). */
+typedef struct OptimUpdate {
+    bool adamw;
+    float lr, momentum;
+    float beta1, beta2, eps;
+    int t;
+} OptimUpdate;
 
-/* AdamW step t ≥ 1 over `count` slices in one pass, as torch.optim.AdamW: decoupled weight
- * decay, moments m and v updated in place, bias-corrected update; elements split evenly
- * over the threads. FLOPs: 16 per element (see kernels_optim.c). */
-void k_adamw_update_slices(const OptimSlice *slices, int count, float lr, float beta1, float beta2, float eps,
-                           int t);
+/* `u` over `count` slices in one pass; the elements of all slices are split evenly over
+ * the threads, so many small parameters use them all.
+ *   AdamW, as torch.optim.AdamW: decoupled weight decay, moments m and v updated in
+ *   place, bias-corrected update. FLOPs: 16 per element (see kernels_optim.c).
+ *   SGD: velocity = momentum·velocity + grad (when momentum > 0 and the slice's velocity
+ *   is not NULL), param −= lr·velocity (or lr·grad). FLOPs: 2 per element, 4 with
+ *   momentum. */
+void k_optim_update(const OptimSlice *slices, int count, const OptimUpdate *u);
 
 #endif /* REMAT_KERNELS_H */

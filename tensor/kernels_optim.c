@@ -23,14 +23,6 @@
  * save. */
 #define OPTIM_PARALLEL_MIN 32768
 
-/* The optimizer a pass runs: its learning rate, and SGD's momentum or AdamW's constants. */
-typedef struct Update {
-    bool adamw;
-    float lr, momentum;
-    float beta1, beta2, eps;
-    float correction1, correction2; /* AdamW: 1 / (1 − beta^t), once per step */
-} Update;
-
 /* Splits the slices' concatenated elements into one contiguous range per thread, and each
  * thread updates the parts [from, from + n) of the slices its range covers, as `u` says.
  * AdamW (Loshchilov & Hutter 2019), as PyTorch's torch.optim.AdamW, step t ≥ 1:
@@ -42,11 +34,17 @@ typedef struct Update {
  * multiply, subtract): 16. SGD (PyTorch's form, dampening 0):
  *   velocity = momentum·velocity + grad     (skipped without momentum)
  *   param   -= lr · velocity
- * Returns the number of elements. */
-static size_t update_all(const OptimSlice *slices, int count, const Update *u)
+ * FLOPs per element: 2, and 2 more where there is a velocity. */
+void k_optim_update(const OptimSlice *slices, int count, const OptimUpdate *u)
 {
-    size_t total = 0;
-    for (int s = 0; s < count; s++) total += slices[s].n;
+    /* AdamW's bias corrections 1 / (1 − beta^t), once per step */
+    const float correction1 = u->adamw ? 1.0f / (1.0f - powf(u->beta1, (float)u->t)) : 0.0f;
+    const float correction2 = u->adamw ? 1.0f / (1.0f - powf(u->beta2, (float)u->t)) : 0.0f;
+    size_t total = 0, with_momentum = 0;
+    for (int s = 0; s < count; s++) {
+        total += slices[s].n;
+        with_momentum += u->momentum != 0.0f && slices[s].m ? slices[s].n : 0;
+    }
 #pragma omp parallel if (total >= OPTIM_PARALLEL_MIN)
     {
         const size_t threads = (size_t)omp_get_num_threads(), t = (size_t)omp_get_thread_num();
@@ -60,7 +58,6 @@ static size_t update_all(const OptimSlice *slices, int count, const Update *u)
             const float lr = u->lr, momentum = u->momentum;
             if (u->adamw) {
                 const float decay = slices[s].weight_decay, beta1 = u->beta1, beta2 = u->beta2, eps = u->eps;
-                const float correction1 = u->correction1, correction2 = u->correction2;
                 for (size_t i = from; i < to; i++) {
                     float g = grad[i];
                     float p = param[i] - lr * decay * param[i];
@@ -80,23 +77,5 @@ static size_t update_all(const OptimSlice *slices, int count, const Update *u)
             }
         }
     }
-    return total;
-}
-
-void k_sgd_update_slices(const OptimSlice *slices, int count, float lr, float momentum)
-{
-    const size_t n = update_all(slices, count, &(Update){.lr = lr, .momentum = momentum});
-    size_t with_momentum = 0;
-    for (int s = 0; s < count; s++) with_momentum += momentum != 0.0f && slices[s].m ? slices[s].n : 0;
-    flops_add(2 * (uint64_t)n + 2 * (uint64_t)with_momentum);
-}
-
-void k_adamw_update_slices(const OptimSlice *slices, int count, float lr, float beta1, float beta2, float eps,
-                           int t)
-{
-    const Update u = {.adamw = true, .lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps,
-                      .correction1 = 1.0f / (1.0f - powf(beta1, (float)t)),
-                      .correction2 = 1.0f / (1.0f - powf(beta2, (float)t))};
-    const size_t n = update_all(slices, count, &u);
-    flops_add(16 * (uint64_t)n);
+    flops_add(u->adamw ? 16 * (uint64_t)total : 2 * (uint64_t)total + 2 * (uint64_t)with_momentum);
 }

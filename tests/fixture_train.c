@@ -22,7 +22,7 @@ enum { MLP_BATCH = 4, GPT_BATCH = 2, GPT_SEQ = 8, TEACHER_SEED = 6 };
 int fixture_clean_state(void **state)
 {
     (void)state;
-    tape_reset(tape_current());
+    tape_reset();
     remat_clear_error();
     flops_reset();
     const MemKind kinds[] = {MEM_PARAM, MEM_GRAD, MEM_OPTIM, MEM_ACT, MEM_DISK};

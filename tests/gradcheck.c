@@ -54,7 +54,7 @@ GradcheckResult gradcheck(const char *label, GradcheckFn fn, void *ctx, Var *con
         abort();
     }
     var_free(out);
-    tape_reset(tape_current());
+    tape_reset();
 
     for (int i = 0; i < n_inputs; i++) {
         Var *in = inputs[i];

@@ -129,11 +129,11 @@ int ref_sample_categorical(const float *probs, int n, float u);
 
 /* ---- optimizer updates ------------------------------------------------------------ */
 
-/* SGD as k_sgd_update_slices, on double parameters and velocity (velocity may be NULL when
+/* SGD as k_optim_update, on double parameters and velocity (velocity may be NULL when
  * momentum is 0). */
 void ref_sgd_update(double *param, double *velocity, const float *grad, float lr, float momentum,
                     size_t n);
-/* AdamW step t as k_adamw_update_slices, on double parameters and moments, written as
+/* AdamW step t as k_optim_update, on double parameters and moments, written as
  * torch.optim.AdamW documents it (bias corrections divided, not multiplied). */
 void ref_adamw_update(double *param, double *m, double *v, const float *grad, float lr,
                       float beta1, float beta2, float eps, float weight_decay, int t, size_t n);

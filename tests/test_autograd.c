@@ -33,7 +33,7 @@
 static int clean_state(void **state)
 {
     (void)state;
-    tape_reset(tape_current());
+    tape_reset();
     grad_set_enabled(true);
     remat_clear_error();
     if (mem_live_blocks() != 0) {
@@ -84,7 +84,7 @@ static void test_backward_of_a_single_linear_matches_hand_computation(void **sta
 
     Var *all[] = {x, w, b, target, y, loss};
     for (int i = 0; i < 6; i++) var_free(all[i]);
-    tape_reset(tape_current());
+    tape_reset();
 }
 
 static void test_unused_input_gets_zero_gradient(void **state)
@@ -101,7 +101,7 @@ static void test_unused_input_gets_zero_gradient(void **state)
     assert_null(unused->grad);
     Var *all[] = {a, b, unused, s, t, target, loss};
     for (int i = 0; i < 7; i++) var_free(all[i]);
-    tape_reset(tape_current());
+    tape_reset();
 }
 
 static void test_gradient_from_two_uses_is_summed(void **state)
@@ -119,7 +119,7 @@ static void test_gradient_from_two_uses_is_summed(void **state)
     }
     Var *all[] = {a, target, twice, loss};
     for (int i = 0; i < 4; i++) var_free(all[i]);
-    tape_reset(tape_current());
+    tape_reset();
 }
 
 /* x feeds relu and gelu, whose outputs are added. Backward runs gelu first (it is later
@@ -142,7 +142,7 @@ static void test_a_value_with_two_consumers_gets_both_shares(void **state)
     free(want);
     Var *all[] = {x, r, g, sum, dout};
     for (int i = 0; i < 5; i++) var_free(all[i]);
-    tape_reset(tape_current());
+    tape_reset();
 }
 
 static void test_grad_mode_off_records_nothing(void **state)
@@ -204,7 +204,7 @@ static void test_reading_a_freed_saved_tensor_is_a_clear_error(void **state)
     assert_non_null(strstr(remat_last_error(), "saved tensor 0 of relu #1 (h.0.mlp.act) was freed"));
     Var *all[] = {x, w, target, h, a, loss};
     for (int i = 0; i < 6; i++) var_free(all[i]);
-    tape_reset(tape_current());
+    tape_reset();
 }
 
 static void test_nodes_are_named_and_printed(void **state)
@@ -244,7 +244,7 @@ static void test_nodes_are_named_and_printed(void **state)
 
     Var *all[] = {x, w, h, a};
     for (int i = 0; i < 4; i++) var_free(all[i]);
-    tape_reset(tape_current());
+    tape_reset();
 }
 
 /* The ACT ledger is honest: an intermediate nobody saved is freed when its Var is
@@ -274,7 +274,7 @@ static void test_activations_live_exactly_as_long_as_needed(void **state)
     /* Only the loss value itself is left of the activations. */
     assert_int_equal(mem_current(MEM_ACT), base + sizeof(float));
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     assert_int_equal(mem_current(MEM_ACT), base);
     var_free(x);
     var_free(w1);
@@ -530,7 +530,7 @@ static void test_attention_fused_saves_no_t_squared_tensor(void **state)
     assert_string_equal(seen.what, "mask");
     assert_int_equal(seen.numel, (size_t)B * H * T * T);
     var_free(y);
-    tape_reset(tape_current());
+    tape_reset();
 
     const TrainCtx stream = {.training = true};
     assert_null(op_attention_fused(q, k, v, 0.1f, &stream, GRADCHECK_SITE, "attn.fused"));
@@ -606,7 +606,7 @@ static void test_dropout_keeps_the_expected_fraction_and_saves_only_the_mask(voi
            fraction, N, 1.0 - p);
     assert_true(fabs(fraction - (1.0 - p)) < 0.01);
     var_free(y);
-    tape_reset(tape_current());
+    tape_reset();
     var_free(x);
 }
 
@@ -644,7 +644,7 @@ static void test_dropout_counter_saves_no_mask(void **state)
     printf("  counter dropout p = %.2f kept %.4f of %d elements, saved 0 bytes\n", (double)p, (double)kept / N, N);
     assert_true(fabs((double)kept / N - (1.0 - p)) < 0.01);
     var_free(y);
-    tape_reset(tape_current());
+    tape_reset();
     var_free(x);
 }
 
@@ -694,7 +694,7 @@ static void test_cross_entropy_of_uniform_logits_is_ln_v(void **state)
     var_free(loss);
     var_free(logits);
     var_free(targets);
-    tape_reset(tape_current());
+    tape_reset();
 }
 
 static void test_embedding_rejects_an_out_of_range_id(void **state)

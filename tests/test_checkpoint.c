@@ -224,7 +224,7 @@ static void test_nested_regions_give_the_same_gradients(void **state)
         var_free(loss);
         var_free(x);
         var_free(y);
-        tape_reset(tape_current());
+        tape_reset();
         model_free(m);
     }
     for (int i = 0; i < 4; i++) {
@@ -260,7 +260,7 @@ static StepMeasure measure_mlp(int N, StrategyKind kind)
     StepMeasure r = {mem_peak(MEM_ACT), flops_get(PHASE_FORWARD), flops_get(PHASE_BACKWARD),
                      flops_get(PHASE_RECOMPUTE)};
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     var_free(x);
     var_free(y);
     schedule_free(schedule);
@@ -381,7 +381,7 @@ static GptMeasure measure_gpt(const Dims *d, const Strategy *s)
     r.peak = mem_peak(MEM_ACT);
     r.recompute = flops_get(PHASE_RECOMPUTE);
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     var_free(xv);
     var_free(tv);
     schedule_free(schedule);
@@ -507,7 +507,7 @@ static void test_explain_lists_what_fused_attention_regenerates(void **state)
     assert_int_equal(stored, explain_bytes(ex, "kept") + sizeof(float));
     explain_free(ex);
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     var_free(x);
     var_free(y);
     model_free(m);
@@ -541,7 +541,7 @@ static void test_explain_accounts_for_the_stored_bytes(void **state)
         else assert_true(explain_bytes(ex, "recomputed") > 0);
         explain_free(ex);
         var_free(loss);
-        tape_reset(tape_current());
+        tape_reset();
         var_free(x);
         var_free(y);
         schedule_free(schedule);

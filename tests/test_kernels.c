@@ -1046,14 +1046,15 @@ static void test_expf_inline_gives_libm_bits(void **state)
 /* The optimizer kernels on one slice, as the tests call them. */
 static void sgd_update(float *param, float *velocity, const float *grad, float lr, float momentum, size_t n)
 {
-    k_sgd_update_slices(&(OptimSlice){.param = param, .grad = grad, .m = velocity, .n = n}, 1, lr, momentum);
+    k_optim_update(&(OptimSlice){.param = param, .grad = grad, .m = velocity, .n = n}, 1,
+                   &(OptimUpdate){.lr = lr, .momentum = momentum});
 }
 
 static void adamw_update(float *param, float *m, float *v, const float *grad, float lr, float beta1,
                          float beta2, float eps, float weight_decay, int t, size_t n)
 {
     const OptimSlice slice = {.param = param, .grad = grad, .m = m, .v = v, .weight_decay = weight_decay, .n = n};
-    k_adamw_update_slices(&slice, 1, lr, beta1, beta2, eps, t);
+    k_optim_update(&slice, 1, &(OptimUpdate){.adamw = true, .lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps, .t = t});
 }
 
 static void test_sgd_adamw_updates_match_reference(void **state)
@@ -1183,9 +1184,11 @@ static void test_optimizer_slices_update_as_one_call_per_slice(void **state)
         }
         omp_set_num_threads(2);
         flops_reset();
-        if (adamw) k_adamw_update_slices(slices, N_SLICES, 1e-2f, 0.9f, 0.999f, 1e-8f, 3);
-        else k_sgd_update_slices(slices, N_SLICES, 0.1f, 0.9f);
-        expect_flops(adamw ? "k_adamw_update_slices" : "k_sgd_update_slices",
+        const OptimUpdate u = adamw ? (OptimUpdate){.adamw = true, .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f,
+                                                    .eps = 1e-8f, .t = 3}
+                                    : (OptimUpdate){.lr = 0.1f, .momentum = 0.9f};
+        k_optim_update(slices, N_SLICES, &u);
+        expect_flops(adamw ? "k_optim_update, adamw" : "k_optim_update, sgd",
                      adamw ? 16 * total : 4 * total - 2 * sizes[3]);
         omp_set_num_threads(1);
         first = 0;
@@ -1424,8 +1427,8 @@ static const KernelCase CASES[] = {
     {"k_sample_categorical", run_sample_categorical, 1},
     {"k_mse_forward", run_mse_forward, 1},
     {"k_mse_backward", run_mse_backward, 1},
-    {"k_sgd_update_slices", run_sgd_update, 1},
-    {"k_adamw_update_slices", run_adamw_update, 1},
+    {"k_optim_update sgd", run_sgd_update, 1},
+    {"k_optim_update adamw", run_adamw_update, 1},
     {"k_matmul", run_matmul, 0},
     {"k_matmul_batched", run_matmul_batched, 0},
 };
@@ -1581,13 +1584,13 @@ static void test_kernels_count_documented_flops(void **state)
     k_mse_backward(out, a, b, 1.0f, N);
     expect_flops("k_mse_backward", 3 * N);
     sgd_update(out, NULL, a, 0.1f, 0.0f, N);
-    expect_flops("k_sgd_update_slices", 2 * N);
+    expect_flops("k_optim_update, sgd", 2 * N);
     sgd_update(out, c1, a, 0.1f, 0.9f, C);
-    expect_flops("k_sgd_update with momentum", 4 * C);
+    expect_flops("k_optim_update, sgd with momentum", 4 * C);
     float v[N];
     for (int i = 0; i < N; i++) v[i] = fabsf(b[i]);
     adamw_update(out, c1, v, a, 0.1f, 0.9f, 0.999f, 1e-8f, 0.0f, 1, C);
-    expect_flops("k_adamw_update_slices", 16 * C);
+    expect_flops("k_optim_update, adamw", 16 * C);
 
     /* The count goes to the current phase, whatever it is. */
     Phase previous = flops_set_phase(PHASE_RECOMPUTE);

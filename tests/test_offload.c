@@ -378,7 +378,7 @@ static void test_each_policy_spills_what_it_promises(void **state)
             }
         }
         var_free(loss);
-        tape_reset(tape_current());
+        tape_reset();
         /* What the offloader did. */
         Offload *off = offload_create(&o);
         assert_non_null(off);
@@ -392,7 +392,7 @@ static void test_each_policy_spills_what_it_promises(void **state)
         assert_int_equal(st.kept + st.records_written, saves);
         assert_true(st.kept >= params_saved); /* a parameter is never spilled */
         var_free(loss);
-        tape_reset(tape_current());
+        tape_reset();
         offload_free(off);
         schedule_free(schedule);
     }
@@ -501,7 +501,7 @@ static ChainMeasure measure_chain(int N, StrategyKind kind, const OffloadOptions
     r.peak_act = mem_peak(MEM_ACT);
     r.peak_disk = mem_peak(MEM_DISK);
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     if (off) r.io = offload_stats(off);
     offload_free(off);
     schedule_free(schedule);
@@ -675,7 +675,7 @@ static BehindMeasure measure_behind(int N, int behind, size_t behind_bytes)
     assert_int_equal(backward(loss), REMAT_OK);
     m.peak_act = mem_peak(MEM_ACT);
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     assert_int_equal(mem_current(MEM_DISK), 0);
     offload_free(off);
     chain_free(&c);
@@ -754,7 +754,7 @@ static void chain_gradients(const OffloadOptions *oo, bool pop_after, Tensor **g
     *n = c.model->n_params;
     for (int i = 0; i < *n; i++) grads[i] = tensor_clone(c.model->params[i].var->grad, MEM_WORK);
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     offload_free(off);
     chain_free(&c);
 }
@@ -855,7 +855,7 @@ static void test_dropping_the_page_cache_leaves_no_record_in_it(void **state)
                 if (drop || o.io == OFFLOAD_IO_DIRECT)
                     assert_int_equal(file_cached_bytes(offload_debug_fd(off), s.file_bytes), 0);
                 var_free(loss);
-                tape_reset(tape_current());
+                tape_reset();
             }
             offload_free(off);
         }
@@ -897,7 +897,7 @@ static RssMeasure measure_forward_rss(Model *m, Var *x, Var *y, Offload *off)
                     ((double)rss_bytes() - (double)rss0) / 1048576.0};
     assert_int_equal(backward(loss), REMAT_OK);
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     return r;
 }
 
@@ -1161,7 +1161,7 @@ static void test_a_damaged_record_is_caught_when_it_is_read_back(void **state)
         var_free(loss);
         var_free(x);
         var_free(y);
-        tape_reset(tape_current());
+        tape_reset();
         assert_int_equal(mem_current(MEM_DISK), 0);
         learner_assert_untouched(&t);
         offload_free(off);

@@ -185,7 +185,7 @@ static ChainCost *ops_cost(const Trainee *t)
     var_free(x);
     var_free(y);
     model_free(m);
-    tape_reset(tape_current());
+    tape_reset();
     return cost;
 }
 
@@ -211,7 +211,7 @@ static Measured measure(const Trainee *t, const Schedule *s)
     var_free(x);
     var_free(y);
     model_free(m);
-    tape_reset(tape_current());
+    tape_reset();
     return got;
 }
 
@@ -271,7 +271,7 @@ static void check_points_as_a_pass_per_point_measures_them(const Trainee *t, con
     var_free(x);
     var_free(y);
     model_free(m);
-    tape_reset(tape_current());
+    tape_reset();
 }
 
 /* From the smallest feasible budget to none's peak: ops fits (its prediction within the
@@ -482,7 +482,7 @@ static void test_ops_refuses_a_layer_it_cannot_hold(void **state)
     chain_cost_free(cost);
     var_free(io[0]);
     var_free(io[1]);
-    tape_reset(tape_current());
+    tape_reset();
     for (int k = 0; k < 2; k++) layer_free(layers[k]);
 }
 

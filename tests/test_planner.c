@@ -95,14 +95,14 @@ static void fixture_free(Fixture *f)
     var_free(f->y);
     mlp_task_free(f->task);
     model_free(f->model);
-    tape_reset(tape_current());
+    tape_reset();
     *f = (Fixture){0};
 }
 
 static int clean_state(void **state)
 {
     (void)state;
-    tape_reset(tape_current());
+    tape_reset();
     remat_clear_error();
     flops_reset();
     return mem_current(MEM_ACT) == 0 && mem_current(MEM_PARAM) == 0 ? 0 : -1;
@@ -125,7 +125,7 @@ static Measured measure(const Fixture *f, const Schedule *s)
     assert_int_equal(backward(loss), REMAT_OK);
     Measured m = {mem_peak(MEM_ACT), flops_get(PHASE_RECOMPUTE)};
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     return m;
 }
 
@@ -345,7 +345,7 @@ static void check_revolve_reaches_lower(Fixture *f, const char *what)
     assert_int_equal(backward(loss), REMAT_OK);
     mem_set_budget(0);
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
 
     Schedule *none = chain_schedule_for_strategy(f->cost, STRATEGY_NONE);
     int cheaper = 0, dearer = 0, equal = 0;
@@ -469,7 +469,7 @@ static void check_planned_like_none(const Trainee *t)
     var_free(x);
     var_free(y);
     model_free(m);
-    tape_reset(tape_current());
+    tape_reset();
 
     Outcome plain, got;
     assert_int_equal(fixture_train(t, &(Way){0}, &plain), REMAT_OK);
@@ -605,7 +605,7 @@ static void test_chains_the_model_cannot_describe_are_refused(void **state)
         assert_non_null(strstr(remat_last_error(), expected[i]));
         var_free(io[0]);
         var_free(io[1]);
-        tape_reset(tape_current());
+        tape_reset();
         for (int k = 0; k < 2; k++) layer_free(layers[k]);
     }
 }

@@ -28,7 +28,7 @@
 static int clean_state(void **state)
 {
     (void)state;
-    tape_reset(tape_current());
+    tape_reset();
     remat_clear_error();
     flops_reset();
     return mem_current(MEM_ACT) == 0 && mem_current(MEM_PARAM) == 0 ? 0 : -1;
@@ -87,7 +87,7 @@ static void built_free(Built *b)
     var_free(b->y);
     mlp_task_free(b->task);
     model_free(b->model);
-    tape_reset(tape_current());
+    tape_reset();
     *b = (Built){0};
 }
 

@@ -96,7 +96,7 @@ static void check_matches_pytorch(AttentionKind attention)
     assert_true(worst < MAX_RELATIVE_ERROR);
 
     var_free(loss);
-    tape_reset(tape_current());
+    tape_reset();
     var_free(input);
     var_free(target);
     tensor_free(want_loss);

@@ -332,7 +332,7 @@ static Fixture fixture(const Trainee *t)
 /* Frees the model and the batch; the step's activations must all be gone by then. */
 static void fixture_free(Fixture *f)
 {
-    tape_reset(tape_current());
+    tape_reset();
     var_free(f->x);
     var_free(f->y);
     model_free(f->m);
@@ -502,7 +502,7 @@ static void test_abandoned_forward_frees_its_checkpoints(void **state)
     var_free(z);
     /* Three slots (x_0 is the caller's batch) and x_15: three more activations held. */
     assert_int_equal(mem_current(MEM_ACT), act + 3 * (size_t)B * W * sizeof(float));
-    tape_reset(tape_current());
+    tape_reset();
     assert_int_equal(mem_current(MEM_ACT), act);
     fixture_free(&f);
 }
@@ -614,7 +614,7 @@ static void test_offload_takes_the_checkpoints(void **state)
         assert_int_equal(backward(loss), REMAT_OK);
         grads[run] = tensor_clone(f.m->layers[0]->params[0].var->grad, MEM_WORK);
         var_free(loss);
-        tape_reset(tape_current());
+        tape_reset();
         assert_int_equal(mem_current(MEM_DISK), 0);
         offload_free(off);
         fixture_free(&f);

@@ -57,7 +57,7 @@ static void test_q2_weight_gradient_is_made_of_the_saved_input(void **state)
 
     Var *all[] = {x, w, t, y, loss};
     for (int i = 0; i < 5; i++) var_free(all[i]);
-    tape_reset(tape_current());
+    tape_reset();
 }
 
 static void test_q2_without_the_saved_activation_backward_cannot_run(void **state)
@@ -76,7 +76,7 @@ static void test_q2_without_the_saved_activation_backward_cannot_run(void **stat
 
     Var *all[] = {x, w, t, y, loss};
     for (int i = 0; i < 5; i++) var_free(all[i]);
-    tape_reset(tape_current());
+    tape_reset();
 }
 
 int main(void)

@@ -84,7 +84,7 @@ static void test_q5_fused_attention_recomputes_its_probabilities_instead_of_keep
         printf("  %s forward: %d saved tensors of (.., T, T)\n", a ? "fused" : "naive", square);
         assert_int_equal(square, a ? 0 : 2 * L);
         var_free(loss);
-        tape_reset(tape_current());
+        tape_reset();
     }
 
     quiz_step_free(&n);
