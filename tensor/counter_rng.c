@@ -17,8 +17,6 @@ void counter_rng_block(const CounterKey *key, uint32_t block, uint32_t words[4])
     for (int i = 0; i < 4; i++) words[i] = r.v[i];
 }
 
-/* The index's word of its block as a float in [0, 1), made as pcg32_float makes one: the
- * word's top 24 bits times 2^-24, exact in float. */
 float counter_rng_float(const CounterKey *key, uint64_t index)
 {
     uint32_t words[4];

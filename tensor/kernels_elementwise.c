@@ -15,8 +15,6 @@
  *
  * FLOPs follow flops.h: one multiply, add, compare or tanh per element is one FLOP.
  * Each kernel's count is in kernels.h, and how it is made up is beside the loop below.
- *
- * Sizes: n is a flat element count; rows, cols describe a row-major (rows,cols) array.
  */
 #include "tensor/kernels.h"
 
@@ -171,8 +169,6 @@ static inline float tanh_for_gelu(float u)
 #define GELU_CUBIC 0.044715f
 #define GELU_CUBIC3 (3.0f * GELU_CUBIC) /* x²'s coefficient in du/dx, folded at compile time */
 
-/* out = 0.5·x·(1 + tanh(sqrt(2/pi)·(x + 0.044715·x³))), the tanh approximation used by
- * GPT-2 and llm.c. 9 FLOPs per element, counted on the lines below. */
 void k_gelu_forward(float *out, const float *x, size_t n)
 {
 #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_EXP)

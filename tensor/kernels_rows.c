@@ -22,8 +22,6 @@
  * k_bias_backward: each thread owns whole blocks of columns and adds rows in order.
  *
  * Aliasing: no output may overlap an input.
- * Sizes: rows, cols describe a row-major (rows,cols) array; BH·T rows of length T for the
- * causal softmax (BH = batch·heads, T = sequence length).
  */
 #include "tensor/kernels.h"
 
@@ -78,9 +76,8 @@ static float dot_lanes(const float *a, const float *b, int n)
 /* ---- softmax ---------------------------------------------------------------------- */
 
 /* Each row: out = exp(x − max x) / Σ exp(x − max x). Subtracting the max changes nothing
- * mathematically and keeps e^x from overflowing. Causal: rows are numbered r = bh·T + t
- * over BH·T rows of T = cols, and row t of its (T,T) block keeps columns 0..t (query t
- * attends to keys up to itself); the masked columns are exactly 0 and x there is not read.
+ * mathematically and keeps e^x from overflowing. Causal: row r is row t = r mod T of its
+ * (T,T) block, T = cols, and keeps columns 0..t (query t attends to keys up to itself).
  * A max has no rounding, so unlike a sum its order cannot change the result: `omp simd
  * reduction(max)` lets gcc vectorise it in any order. (Only a NaN, or +0 against −0,
  * could tell two orders apart, and the order is fixed for a given build anyway.)
@@ -128,10 +125,8 @@ void k_softmax_backward(float *dx, const float *out, const float *dout, int rows
 
 /* ---- LayerNorm -------------------------------------------------------------------- */
 
-/* x, out are (rows,cols); weight, bias are (cols); mean, rstd are (rows).
- * Per row: mean = Σx/cols; var = Σ(x − mean)²/cols; rstd = 1/sqrt(var + eps);
- * out = (x − mean)·rstd·weight + bias. The variance is the biased one (divide by cols),
- * as PyTorch's LayerNorm. out holds the centred x for a moment between the two passes.
+/* x, out are (rows,cols); weight, bias are (cols); mean, rstd are (rows). The variance is
+ * the biased one (divide by cols), as PyTorch's LayerNorm. out holds the centred x for a moment between the two passes.
  * FLOPs: rows·(7·cols + 5): per element a sum add, a subtract, a multiply and add for the
  * variance, and two multiplies and an add for out; per row two divisions, an add (eps),
  * a sqrt and a reciprocal. */
