@@ -18,8 +18,6 @@
  */
 #include "tensor/kernels.h"
 
-#include <stdint.h>
-
 #include "tensor/flops.h"
 
 /* When to use threads. Opening an OpenMP parallel region costs a few microseconds, so a

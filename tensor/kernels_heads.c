@@ -19,8 +19,6 @@
  */
 #include "tensor/kernels.h"
 
-#include <stdint.h>
-
 #include "tensor/flops.h"
 
 /* Copies (or, with add, adds) every head row of D floats between the two layouts, towards

@@ -22,7 +22,6 @@
 #include "tensor/kernels.h"
 
 #include <math.h>
-#include <stdint.h>
 
 #include "tensor/expf_inline.h"
 #include "tensor/flops.h"

@@ -28,7 +28,6 @@
 #include "tensor/kernels.h"
 
 #include <omp.h>
-#include <stdint.h>
 
 #include "tensor/flops.h"
 #include "base/platform.h"
