@@ -208,8 +208,7 @@ uint64_t k_attention_flops(int BH, int T, int D, bool drop, const AttnPlan *plan
  * and lse (BH,T) = the log-sum-exp of each row's scaled scores; q, k, v (BH,T,D). No (T,T)
  * matrix is made: tiles of plan->tile, an online softmax. drop: NULL for none, else keep
  * decisions from counter_rng at index (bh·T + i)·T + j. work: k_attention_work_floats(T, D,
- * plan) floats. Bit-identical on any thread count. FLOPs: the
- * formula at the top of kernels_attention.c. */
+ * plan) floats. Bit-identical on any thread count. FLOPs: the top of kernels_attention.c. */
 void k_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, int BH, int T,
                          int D, const AttnDropout *drop, const AttnPlan *plan, float *work);
 /* Forward was out = a·v with a = softmax(s) ⊙ keep/(1 − p), s = q·kᵀ/sqrt(D) causal; so
