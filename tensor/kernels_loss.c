@@ -11,9 +11,7 @@
  * this way (log-sum-exp with the max subtracted) needs no softmax array and cannot
  * overflow. The backward needs softmax(x) itself; it recomputes it from the saved logits,
  * two passes over each row, instead of keeping a (rows,V) array of probabilities alive
- * from the forward. Each row's exp-sum is accumulated in double in column order, on one
- * thread; its rows are cut into blocks of XENT_BLOCK. The backward is per row. Rows are
- * spread over threads with static schedules.
+ * from the forward.
  * What it is not: a general softmax (kernels_rows.c has that), a loss with label
  * smoothing, class weights or an ignored index, or a general reduction library.
  *

@@ -18,9 +18,6 @@
  * every machine, vector width and thread count. (A max needs no such care: see the
  * softmax.)
  *
- * The sums across rows (LayerNorm's dweight and dbias) are split by columns instead, as in
- * k_bias_backward: each thread owns whole blocks of columns and adds rows in order.
- *
  * Aliasing: no output may overlap an input.
  */
 #include "tensor/kernels.h"
@@ -189,8 +186,8 @@ static void layernorm_row_means(float *dnorm_mean, float *dnorm_norm_mean, const
  * the row: d norm_i / d x_j = rstd·([i = j] − 1/cols − norm_i·norm_j/cols).
  *
  * Two parallel passes. Pass 1 (rows across threads) does dx, which is per row. Pass 2
- * (column blocks across threads) does dweight and dbias, summing rows in order 0..rows−1
- * so that the result does not depend on the thread count.
+ * (column blocks across threads, as k_bias_backward) does dweight and dbias, summing rows
+ * in order 0..rows−1 so that the result does not depend on the thread count.
  * FLOPs as executed, norm being recomputed in each loop instead of stored:
  *   pass 1: per row 6·cols + 2 (the means) plus 8·cols (dx: 2 for norm, 1 for dnorm,
  *           2 subtracts, 2 multiplies, 1 add);
