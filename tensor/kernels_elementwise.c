@@ -63,12 +63,11 @@ void k_scale(float *out, const float *x, float s, size_t n)
 
 /* ---- bias ------------------------------------------------------------------------- */
 
-/* out is (rows,cols), bias is (cols): every row of out becomes a copy of bias. The store
- * is not a FLOP, but the bias adds are: a linear's product is added onto these rows next
- * (k_matmul with beta = 1, out = x·W + out), which performs one add per element of out
- * inside the sgemm. They are counted here, where the bias enters, so the FLOP ledger says
- * what it said when the bias was added in a pass of its own after the product, and the
- * matmul share keeps counting exactly 2·M·N·K. */
+/* The store is not a FLOP, but the bias adds are: a linear's product is added onto these
+ * rows next (k_matmul with beta = 1, out = x·W + out), which performs one add per element
+ * of out inside the sgemm. They are counted here, where the bias enters, so the FLOP
+ * ledger says what it said when the bias was added in a pass of its own after the
+ * product, and the matmul share keeps counting exactly 2·M·N·K. */
 void k_bias_broadcast(float *out, const float *bias, int rows, int cols)
 {
 #pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PARALLEL_MIN_STREAM)
