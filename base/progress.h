@@ -26,8 +26,7 @@ typedef struct Progress {
     char label[64];  /* the last label given */
 } Progress;
 
-/* Starts a bar of `total` units on `out` (borrowed): drawn when `out` is a terminal;
- * otherwise a line for each new label. */
+/* Starts a bar of `total` units on `out` (borrowed), drawn as the top of this file says. */
 void progress_begin(Progress *p, FILE *out, int total);
 
 /* `done` units done in all (a comparison that stopped early skips the rounds it did not

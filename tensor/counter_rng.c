@@ -17,8 +17,6 @@ void counter_rng_block(const CounterKey *key, uint32_t block, uint32_t words[4])
     for (int i = 0; i < 4; i++) words[i] = r.v[i];
 }
 
-/* The index's word of its block as a float in [0, 1), made as pcg32_float makes one: the
- * word's top 24 bits times 2^-24, exact in float. */
 float counter_rng_float(const CounterKey *key, uint64_t index)
 {
     uint32_t words[4];
@@ -55,24 +53,23 @@ static void keep_whole_blocks(uint8_t *restrict keep, const CounterKey *key, uin
     }
 }
 
+/* keep[i] for elements first + i, i in [0, n), all in first's Philox block: a partial
+ * block at either end of counter_rng_keep's range. */
+static void keep_part_block(uint8_t *keep, const CounterKey *key, uint64_t first, size_t n, uint32_t threshold)
+{
+    uint32_t words[4];
+    counter_rng_block(key, (uint32_t)(first >> 2), words);
+    for (size_t i = 0; i < n; i++) keep[i] = (words[(first + i) & 3] >> 8) >= threshold;
+}
+
 void counter_rng_keep(uint8_t *keep, const CounterKey *key, uint64_t first, size_t n, float p)
 {
     const uint32_t threshold = keep_threshold(p);
-    uint32_t words[4];
-    size_t i = 0;
-    /* A first partial block, up to the next multiple of 4. */
-    for (; i < n && (first + i) % 4 != 0; i++) {
-        counter_rng_block(key, (uint32_t)((first + i) >> 2), words);
-        keep[i] = (words[(first + i) & 3] >> 8) >= threshold;
-    }
-    const size_t whole = (n - i) / 4;
-    keep_whole_blocks(keep + i, key, (uint32_t)((first + i) >> 2), whole, threshold);
-    i += 4 * whole;
-    /* A last partial block. */
-    if (i < n) {
-        counter_rng_block(key, (uint32_t)((first + i) >> 2), words);
-        for (unsigned w = 0; i < n; w++, i++) keep[i] = (words[w] >> 8) >= threshold;
-    }
+    const size_t to_whole = (size_t)((4 - first % 4) % 4); /* elements before the next multiple of 4 */
+    const size_t head = to_whole < n ? to_whole : n, whole = (n - head) / 4, tail = head + 4 * whole;
+    if (head > 0) keep_part_block(keep, key, first, head, threshold);
+    keep_whole_blocks(keep + head, key, (uint32_t)((first + head) >> 2), whole, threshold);
+    if (tail < n) keep_part_block(keep + tail, key, first + tail, n - tail, threshold);
 }
 
 RematStatus counter_rng_check(uint64_t n, const char *what)

@@ -150,9 +150,8 @@ void k_cross_entropy_backward(float *dlogits, const float *logits, const int32_t
 
 /* Inverted dropout with keep mask (1 = keep): mask[i] = pcg32_float(rng) >= p, drawing
  * exactly one number per element in element order, so `rng` ends advanced by exactly n
- * draws; out = x·mask/(1 − p). p in [0, 1). The mask is the same whatever the thread
- * count (each block of elements starts from its own pcg32_advance'd copy of `rng`).
- * out must not overlap x. FLOPs: 2n (the compare with p, the multiply). */
+ * draws; out = x·mask/(1 − p). p in [0, 1). out must not overlap x. FLOPs: 2n (the
+ * compare with p, the multiply). */
 void k_dropout_forward(float *out, uint8_t *mask, const float *x, float p, Pcg32 *rng, size_t n);
 /* Forward was out = x·mask/(1 − p); so dx += dout·mask/(1 − p). FLOPs: 2n. */
 void k_dropout_backward(float *dx, const float *dout, const uint8_t *mask, float p, size_t n);
@@ -208,16 +207,14 @@ uint64_t k_attention_flops(int BH, int T, int D, bool drop, const AttnPlan *plan
  * and lse (BH,T) = the log-sum-exp of each row's scaled scores; q, k, v (BH,T,D). No (T,T)
  * matrix is made: tiles of plan->tile, an online softmax. drop: NULL for none, else keep
  * decisions from counter_rng at index (bh·T + i)·T + j. work: k_attention_work_floats(T, D,
- * plan) floats. Bit-identical on any thread count. FLOPs: the
- * formula at the top of kernels_attention.c. */
+ * plan) floats. FLOPs: the top of kernels_attention.c. */
 void k_attention_forward(float *out, float *lse, const float *q, const float *k, const float *v, int BH, int T,
                          int D, const AttnDropout *drop, const AttnPlan *plan, float *work);
 /* Forward was out = a·v with a = softmax(s) ⊙ keep/(1 − p), s = q·kᵀ/sqrt(D) causal; so
  * with p recomputed from q, k and lse tile by tile: dv += aᵀ·dout; ds = p ⊙ (dp − Δ),
  * dp = (dout·vᵀ) ⊙ keep/(1 − p), Δ_i = dout_i·out_i; dq += ds·k/sqrt(D); dk += dsᵀ·q/sqrt(D).
  * Accumulates (+=) into dq, dk, dv (none may be NULL). The recomputed scores,
- * probabilities and mask count as RECOMPUTE FLOPs, the rest as the current phase's.
- * Bit-identical on any thread count. */
+ * probabilities and mask count as RECOMPUTE FLOPs, the rest as the current phase's. */
 void k_attention_backward(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                           const float *v, const float *out, const float *lse, int BH, int T, int D,
                           const AttnDropout *drop, const AttnPlan *plan, float *work);

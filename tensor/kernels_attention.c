@@ -22,13 +22,12 @@
  * element index the (B,H,T,T) tensor would have, ((bh·T) + i)·T + j, so an unfused
  * attention dropping out its (B,H,T,T) probabilities with the same key drops the same ones.
  *
- * Tiles: plan->tile query rows by as many keys (AttnPlan); the ops use ATTN_TILE = 64,
- * and bench_attention times 32 and 128 beside it. With D = 64 a tile of q, k, v or out is
- * 16 KiB and the scores another 16 KiB: a tile step touches about 80 KiB, well inside
- * the 512 KiB L2 of each core here (lscpu: AMD EPYC, family 25, AVX2 and no AVX-512;
- * its 32 KiB L1 data cache holds one operand). The same size for rows and
- * keys keeps every row of a diagonal tile with at least one key (its own), so the
- * running maximum is never −∞.
+ * Tiles: plan->tile query rows by as many keys (AttnPlan). With tiles of 64 and D = 64 a
+ * tile of q, k, v or out is 16 KiB and the scores another 16 KiB: a tile step touches
+ * about 80 KiB, well inside the 512 KiB L2 of each core here (lscpu: AMD EPYC, family 25,
+ * AVX2 and no AVX-512; its 32 KiB L1 data cache holds one operand). The same size for
+ * rows and keys keeps every row of a diagonal tile with at least one key (its own), so
+ * the running maximum is never −∞.
  *
  * The tile products are either OpenBLAS sgemm calls (one thread each: inside the
  * parallel region OpenBLAS does not spawn threads) or plain loops that gcc vectorises

@@ -32,10 +32,7 @@
  * multiply but not a select on a uint8 condition. mask·scale is exactly scale or 0, so a
  * kept element is x·scale, bit for bit, and a dropped one x·0 = ±0 (NaN if x is infinite
  * or NaN, which PyTorch's dropout, also a multiply, propagates too). FLOPs count the
- * math, not this way of writing a select: the forward's compare with p and its scaling,
- * the backward's scaling and add, 2 per element each.
- *
- * Aliasing: out must not overlap x; dx must not overlap dout.
+ * math, not this way of writing a select: 2 per element, itemised at each count.
  */
 #include "tensor/kernels.h"
 
@@ -88,9 +85,6 @@ void k_dropout_forward(float *out, uint8_t *mask, const float *x, float p, Pcg32
     flops_add(2 * (uint64_t)n); /* per element a compare (draw >= p) and a multiply */
 }
 
-/* Forward was out = x · mask · scale, scale = 1/(1 − p) a constant; so
- * d out / d x = mask · scale and dx += dout · mask · scale (nothing where the element
- * was dropped). */
 void k_dropout_backward(float *dx, const float *dout, const uint8_t *mask, float p, size_t n)
 {
     const float scale = 1.0f / (1.0f - p);
@@ -131,8 +125,6 @@ void k_dropout_counter_forward(float *out, const float *x, float p, const Counte
     flops_add(2 * (uint64_t)n); /* per element a compare (draw >= p) and a multiply */
 }
 
-/* Forward was out = x · keep · scale with keep made from (key, i); so the same keep is
- * made again and dx += dout · keep · scale. */
 void k_dropout_counter_backward(float *dx, const float *dout, float p, const CounterKey *key, size_t n)
 {
     counter_apply(dx, dout, p, key, n, COUNTER_ACCUMULATE);

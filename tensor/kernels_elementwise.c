@@ -15,12 +15,8 @@
  *
  * FLOPs follow flops.h: one multiply, add, compare or tanh per element is one FLOP.
  * Each kernel's count is in kernels.h, and how it is made up is beside the loop below.
- *
- * Sizes: n is a flat element count; rows, cols describe a row-major (rows,cols) array.
  */
 #include "tensor/kernels.h"
-
-#include <stdint.h>
 
 #include "tensor/flops.h"
 
@@ -67,12 +63,11 @@ void k_scale(float *out, const float *x, float s, size_t n)
 
 /* ---- bias ------------------------------------------------------------------------- */
 
-/* out is (rows,cols), bias is (cols): every row of out becomes a copy of bias. The store
- * is not a FLOP, but the bias adds are: a linear's product is added onto these rows next
- * (k_matmul with beta = 1, out = x·W + out), which performs one add per element of out
- * inside the sgemm. They are counted here, where the bias enters, so the FLOP ledger says
- * what it said when the bias was added in a pass of its own after the product, and the
- * matmul share keeps counting exactly 2·M·N·K. */
+/* The store is not a FLOP, but the bias adds are: a linear's product is added onto these
+ * rows next (k_matmul with beta = 1, out = x·W + out), which performs one add per element
+ * of out inside the sgemm. They are counted here, where the bias enters, so the FLOP
+ * ledger says what it said when the bias was added in a pass of its own after the
+ * product, and the matmul share keeps counting exactly 2·M·N·K. */
 void k_bias_broadcast(float *out, const float *bias, int rows, int cols)
 {
 #pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PARALLEL_MIN_STREAM)
@@ -171,8 +166,6 @@ static inline float tanh_for_gelu(float u)
 #define GELU_CUBIC 0.044715f
 #define GELU_CUBIC3 (3.0f * GELU_CUBIC) /* x²'s coefficient in du/dx, folded at compile time */
 
-/* out = 0.5·x·(1 + tanh(sqrt(2/pi)·(x + 0.044715·x³))), the tanh approximation used by
- * GPT-2 and llm.c. 9 FLOPs per element, counted on the lines below. */
 void k_gelu_forward(float *out, const float *x, size_t n)
 {
 #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_EXP)

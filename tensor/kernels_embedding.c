@@ -17,8 +17,6 @@
  * table.
  *
  * Aliasing: no output may overlap an input.
- * Sizes: ids (B,T); wte and dwte (V,C); wpe and dwpe (at least T rows, C); out and dout
- * (B,T,C). V itself is not needed here.
  */
 #include "tensor/kernels.h"
 

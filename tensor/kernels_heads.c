@@ -15,13 +15,9 @@
  * contiguous, which is what the rest of remat (and BLAS) expects; they cost a few
  * percent of a step.
  *
- * Aliasing: no output may overlap an input.
- * Sizes: B, T, C, H with D = C/H (C a multiple of H, checked by the caller); stride is
- * the row length of the (B,T,stride) side: 3C for qkv, C for the merged output.
+ * Aliasing: no output may overlap an input. C is a multiple of H (the caller checks).
  */
 #include "tensor/kernels.h"
-
-#include <stdint.h>
 
 #include "tensor/flops.h"
 

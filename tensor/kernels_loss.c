@@ -11,20 +11,15 @@
  * this way (log-sum-exp with the max subtracted) needs no softmax array and cannot
  * overflow. The backward needs softmax(x) itself; it recomputes it from the saved logits,
  * two passes over each row, instead of keeping a (rows,V) array of probabilities alive
- * from the forward. Each row's exp-sum is accumulated in double in column order, on one
- * thread; its rows are cut into blocks of XENT_BLOCK. The backward is per row. Rows are
- * spread over threads with static schedules.
+ * from the forward.
  * What it is not: a general softmax (kernels_rows.c has that), a loss with label
  * smoothing, class weights or an ignored index, or a general reduction library.
  *
  * Aliasing: dlogits must not overlap logits.
- * Sizes: n a flat element count; logits and dlogits are (rows,V); targets is (rows), each
- * in [0, V) (the caller checks, kernels trust).
  */
 #include "tensor/kernels.h"
 
 #include <math.h>
-#include <stdint.h>
 
 #include "tensor/expf_inline.h"
 #include "tensor/flops.h"
@@ -34,7 +29,6 @@
 #define MSE_BLOCK 4096
 #define MSE_GROUP 256                        /* block sums kept on the stack per round */
 
-/* Forward: returns (1/n) Σ (pred − target)². FLOPs: 3n (subtract, square, add). */
 double k_mse_forward(const float *pred, const float *target, size_t n)
 {
     const size_t blocks = (n + MSE_BLOCK - 1) / MSE_BLOCK;
@@ -54,18 +48,16 @@ double k_mse_forward(const float *pred, const float *target, size_t n)
         }
         for (size_t b = g0; b < g1; b++) total += block_sum[b - g0];
     }
-    flops_add(3 * (uint64_t)n);
+    flops_add(3 * (uint64_t)n); /* a subtract, a square and an add per element */
     return total / (double)n;
 }
 
-/* Backward. Forward was loss = (1/n) Σ (pred − target)²; so
- * dpred += dloss · (2/n) · (pred − target). FLOPs: 3n (subtract, multiply, add). */
 void k_mse_backward(float *dpred, const float *pred, const float *target, float dloss, size_t n)
 {
     const float scale = dloss * 2.0f / (float)n;
 #pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_STREAM)
     for (size_t i = 0; i < n; i++) dpred[i] += scale * (pred[i] - target[i]);
-    flops_add(3 * (uint64_t)n);
+    flops_add(3 * (uint64_t)n); /* a subtract, a multiply and an add per element */
 }
 
 /* ---- cross-entropy ---------------------------------------------------------------- */

@@ -28,7 +28,6 @@
 #include "tensor/kernels.h"
 
 #include <omp.h>
-#include <stdint.h>
 
 #include "tensor/flops.h"
 #include "base/platform.h"
@@ -59,7 +58,6 @@ void k_matmul(float *C, const float *A, const float *B, int M, int N, int K,
     k_matmul_batched(C, A, B, 1, M, N, K, transA, transB, alpha, beta);
 }
 
-/* FLOPs are counted once per call, outside the parallel loop. */
 void k_matmul_batched(float *C, const float *A, const float *B, int batch, int M, int N, int K,
                       CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta)
 {

@@ -18,17 +18,11 @@
  * every machine, vector width and thread count. (A max needs no such care: see the
  * softmax.)
  *
- * The sums across rows (LayerNorm's dweight and dbias) are split by columns instead, as in
- * k_bias_backward: each thread owns whole blocks of columns and adds rows in order.
- *
  * Aliasing: no output may overlap an input.
- * Sizes: rows, cols describe a row-major (rows,cols) array; BH·T rows of length T for the
- * causal softmax (BH = batch·heads, T = sequence length).
  */
 #include "tensor/kernels.h"
 
 #include <math.h>
-#include <stdint.h>
 
 #include "tensor/expf_inline.h"
 #include "tensor/flops.h"
@@ -78,9 +72,8 @@ static float dot_lanes(const float *a, const float *b, int n)
 /* ---- softmax ---------------------------------------------------------------------- */
 
 /* Each row: out = exp(x − max x) / Σ exp(x − max x). Subtracting the max changes nothing
- * mathematically and keeps e^x from overflowing. Causal: rows are numbered r = bh·T + t
- * over BH·T rows of T = cols, and row t of its (T,T) block keeps columns 0..t (query t
- * attends to keys up to itself); the masked columns are exactly 0 and x there is not read.
+ * mathematically and keeps e^x from overflowing. Causal: row r is row t = r mod T of its
+ * (T,T) block, T = cols, and keeps columns 0..t (query t attends to keys up to itself).
  * A max has no rounding, so unlike a sum its order cannot change the result: `omp simd
  * reduction(max)` lets gcc vectorise it in any order. (Only a NaN, or +0 against −0,
  * could tell two orders apart, and the order is fixed for a given build anyway.)
@@ -128,10 +121,8 @@ void k_softmax_backward(float *dx, const float *out, const float *dout, int rows
 
 /* ---- LayerNorm -------------------------------------------------------------------- */
 
-/* x, out are (rows,cols); weight, bias are (cols); mean, rstd are (rows).
- * Per row: mean = Σx/cols; var = Σ(x − mean)²/cols; rstd = 1/sqrt(var + eps);
- * out = (x − mean)·rstd·weight + bias. The variance is the biased one (divide by cols),
- * as PyTorch's LayerNorm. out holds the centred x for a moment between the two passes.
+/* x, out are (rows,cols); weight, bias are (cols); mean, rstd are (rows). The variance is
+ * the biased one (divide by cols), as PyTorch's LayerNorm. out holds the centred x for a moment between the two passes.
  * FLOPs: rows·(7·cols + 5): per element a sum add, a subtract, a multiply and add for the
  * variance, and two multiplies and an add for out; per row two divisions, an add (eps),
  * a sqrt and a reciprocal. */
@@ -195,8 +186,8 @@ static void layernorm_row_means(float *dnorm_mean, float *dnorm_norm_mean, const
  * the row: d norm_i / d x_j = rstd·([i = j] − 1/cols − norm_i·norm_j/cols).
  *
  * Two parallel passes. Pass 1 (rows across threads) does dx, which is per row. Pass 2
- * (column blocks across threads) does dweight and dbias, summing rows in order 0..rows−1
- * so that the result does not depend on the thread count.
+ * (column blocks across threads, as k_bias_backward) does dweight and dbias, summing rows
+ * in order 0..rows−1 so that the result does not depend on the thread count.
  * FLOPs as executed, norm being recomputed in each loop instead of stored:
  *   pass 1: per row 6·cols + 2 (the means) plus 8·cols (dx: 2 for norm, 1 for dnorm,
  *           2 subtracts, 2 multiplies, 1 add);

@@ -22,9 +22,7 @@ int k_argmax(const float *x, int n)
 }
 
 /* Inverse-CDF sampling: the cumulative sums c_i = p_0 + ... + p_i cut [0, 1) into
- * intervals of lengths p_i, and u falls in interval i with probability p_i. Summed in
- * float in index order. If rounding leaves the total below u, the draw belongs to the
- * last interval that has any length at all. */
+ * intervals of lengths p_i, and u falls in interval i with probability p_i. */
 int k_sample_categorical(const float *probs, int n, float u)
 {
     float cumulative = 0.0f;
