@@ -197,7 +197,6 @@ int main(int argc, char **argv)
     const int n_seqs = o.quick ? 2 : 4, naive_max = o.quick ? 256 : 1024;
     const int *seqs = o.quick ? seqs_quick : seqs_full;
     const int B = o.quick ? 2 : 4, H = o.quick ? 2 : 4, D = o.quick ? 32 : 64;
-    const TimingPlan plan = bench_timing_plan(&o, 1, 7, 4.0 / n_seqs);
     results_config_num(results, "batch", B);
     results_config_num(results, "heads", H);
     results_config_num(results, "head_dim", D);
@@ -206,7 +205,7 @@ int main(int argc, char **argv)
     results_config_num(results, "ops_tile", ATTN_TILE);
     results_config_ints(results, "seqs", seqs, n_seqs);
     results_config_num(results, "naive_max_seq", naive_max);
-    results_config_plan(results, &plan);
+    const TimingPlan plan = bench_timing_plan(&o, results, 1, 7, 4.0 / n_seqs);
     ResultsTable *table = RESULTS_TABLE(results, "ways", "one forward and backward of causal attention, per way "
                                         "and sequence length", COLUMNS);
     WayResult r[MAX_SEQS][N_WAYS] = {0};

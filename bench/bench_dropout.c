@@ -37,17 +37,16 @@ static const uint64_t DROPOUT_SEED = 11;
 /* The model flags of the command line (--dropout-rng, --attention). */
 static const BenchOptions *options;
 
-/* One step's gradients (forward and backward, no update) of `m` under `s`, with the
- * dropout generator seeded the same way each time (or the counter keyed by the same seed). */
-static RematStatus gradients(Model *m, const Strategy *s, const Batch *batch)
+/* One step's gradients (forward and backward; g has no optimizer, so no update) under `s`,
+ * with the dropout generator seeded the same way each time (or the counter keyed by the same seed). */
+static RematStatus gradients(ModelBench *g, const Strategy *s)
 {
-    Schedule *schedule = schedule_for_strategy(s, m->n_layers);
+    Schedule *schedule = schedule_for_strategy(s, g->model->n_layers);
     if (!schedule) return remat_last_status();
-    TrainCtx ctx = {.training = true, .seed = DROPOUT_SEED};
-    pcg32_seed(&ctx.rng, DROPOUT_SEED, 1);
+    TrainCtx ctx = bench_ctx(DROPOUT_SEED, 1);
     StepStats unused;
     const Variant v = bench_variant(options, (Variant){.name = strategy_name(s->kind), .schedule = schedule}, true);
-    const RematStatus status = step_measure(m, &v, NULL, batch, &ctx, &unused);
+    const RematStatus status = step_measure(g, &v, &ctx, &unused);
     schedule_free(schedule);
     return status;
 }
@@ -84,8 +83,8 @@ static const ResultsColumn COLUMNS[] = {
 };
 
 /* Measures one strategy with and without replay into out[0] (with) and out[1] (without). */
-static RematStatus compare(Model *m, const Strategy *strategy, Tensor *const *reference, const Batch *batch,
-                           Outcome out[2], Progress *progress)
+static RematStatus compare(ModelBench *g, const Strategy *strategy, Tensor *const *reference, Outcome out[2],
+                           Progress *progress)
 {
     for (int i = 0; i < 2; i++) {
         Outcome *r = &out[i];
@@ -97,13 +96,13 @@ static RematStatus compare(Model *m, const Strategy *strategy, Tensor *const *re
         r->replay = i == 0;
         Strategy s = *strategy;
         s.replay.preserve_rng = r->replay;
-        RematStatus status = gradients(m, &s, batch);
+        RematStatus status = gradients(g, &s);
         if (status != REMAT_OK) return status;
-        r->diff = max_grad_diff(m, reference);
+        r->diff = max_grad_diff(g->model, reference);
         r->bit_identical = r->diff == 0.0;
 
         s.replay.determinism_check = true;
-        status = gradients(m, &s, batch);
+        status = gradients(g, &s);
         if (status != REMAT_OK && status != REMAT_ESTATE) return status;
         r->check_passed = status == REMAT_OK;
         r->check = r->check_passed ? "passed" : "caught";
@@ -136,7 +135,7 @@ int main(int argc, char **argv)
     Tensor **reference = m ? calloc((size_t)m->n_params, sizeof *reference) : NULL;
     if (status == REMAT_OK && !reference) status = remat_fail(REMAT_ENOMEM, "no memory for the reference gradients");
     const Strategy none = strategy_defaults(STRATEGY_NONE);
-    if (status == REMAT_OK) status = gradients(m, &none, &g.batch);
+    if (status == REMAT_OK) status = gradients(&g, &none);
     for (int i = 0; status == REMAT_OK && i < m->n_params; i++) {
         reference[i] = tensor_clone(m->params[i].var->grad, MEM_WORK);
         if (!reference[i]) status = remat_last_status();
@@ -148,7 +147,7 @@ int main(int argc, char **argv)
     Progress progress;
     progress_begin(&progress, stdout, 2 * n);
     for (int k = 0; k < n && status == REMAT_OK; k++)
-        status = compare(m, &sweep[k], reference, &g.batch, outcomes[k], &progress);
+        status = compare(&g, &sweep[k], reference, outcomes[k], &progress);
     progress_end(&progress);
     if (status == REMAT_OK) {
         char text[64];

@@ -9,9 +9,7 @@
  */
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
 #include "checkpoint/dtr.h"
 #include "checkpoint/planner.h"
@@ -96,13 +94,12 @@ static void model_run_free(ModelRun *m)
 static bool dtr_fits(ModelRun *m, const Schedule *s, size_t budget, ModelRow *row, RematStatus *status)
 {
     const Variant v = {.name = row->planner, .schedule = s, .budget = budget};
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 5, 5);
+    TrainCtx ctx = bench_ctx(5, 5);
     const DtrStats before = dtr_stats();
     double seconds = 0;
     for (int i = 0; i < CHOOSE_STEPS && *status == REMAT_OK; i++) {
         StepStats st;
-        *status = step_measure(m->g.model, &v, m->g.opt, &m->g.batch, &ctx, &st);
+        *status = step_measure(&m->g, &v, &ctx, &st);
         seconds += *status == REMAT_OK ? st.seconds : 0;
     }
     const DtrStats after = dtr_stats();
@@ -110,7 +107,7 @@ static bool dtr_fits(ModelRun *m, const Schedule *s, size_t budget, ModelRow *ro
     row->remats = (uint64_t)(after.remats - before.remats) / CHOOSE_STEPS;
     row->choose_share = (after.choose_seconds - before.choose_seconds) / seconds;
     if (*status != REMAT_EOOM && *status != REMAT_ESTATE) return *status == REMAT_OK;
-    printf("  %s, %s at %.2f MiB: %s\n", m->name, row->planner, (double)budget / (1 << 20), remat_last_error());
+    printf("  %s, %s at %.2f MiB: %s\n", m->name, row->planner, mib(budget), remat_last_error());
     remat_clear_error();
     *status = REMAT_OK;
     row->dtr = false;
@@ -123,15 +120,13 @@ static RematStatus models_plan(ModelRun *m)
 {
     const Strategy none = strategy_defaults(STRATEGY_NONE), dtr = strategy_defaults(STRATEGY_DTR);
     const int layers = m->g.model->n_layers;
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 5, 5);
+    TrainCtx ctx = bench_ctx(5, 5);
     ChainCost *cost = model_profile(m->g.model, m->g.batch.x, m->g.batch.y, &ctx, NULL, PLANNER_DP);
     StepStats st;
     m->schedules[0] = schedule_for_strategy(&none, layers);
     m->variants[m->n++] = (Variant){.name = "none", .schedule = m->schedules[0]};
-    RematStatus status = cost && m->schedules[0] ? step_measure(m->g.model, &m->variants[0], m->g.opt, &m->g.batch,
-                                                                &ctx, &st)
-                                                 : remat_last_status();
+    RematStatus status =
+        cost && m->schedules[0] ? step_measure(&m->g, &m->variants[0], &ctx, &st) : remat_last_status();
     for (int r = 0; r < 2 * N_SHARES && status == REMAT_OK; r++) {
         const double share = ACT_SHARES[r / 2];
         ModelRow *row = &m->rows[r];
@@ -158,12 +153,10 @@ static RematStatus models_plan(ModelRun *m)
  * last step's bytes and FLOPs and its times. A step over its budget is a bug. */
 static RematStatus models_measure(ModelRun *m, const TimingPlan *plan, ResultsTable *table)
 {
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 5, 5);
+    TrainCtx ctx = bench_ctx(5, 5);
     StepStats stats[N_VARIANTS];
     Timing timing = {0};
-    RematStatus status = steps_alternate(m->g.model, m->variants, m->n, NULL, m->g.opt, &m->g.batch, &ctx, plan,
-                                         NULL, m->name, stats, &timing);
+    RematStatus status = steps_alternate(&m->g, m->variants, m->n, NULL, &ctx, plan, NULL, m->name, stats, &timing);
     for (int r = 0; r < 2 * N_SHARES && status == REMAT_OK; r++) {
         ModelRow *row = &m->rows[r];
         const int i = m->variant_of[r];
@@ -186,9 +179,8 @@ static RematStatus models_measure(ModelRun *m, const TimingPlan *plan, ResultsTa
 /* The models table: the GPT, then the MLP chain. */
 static RematStatus models(const BenchOptions *o, Results *results)
 {
-    ResultsTable *table = results_row_table(results, "models", "dtr and dp at budgets of bench_step's models",
-                                            MODEL_COLUMNS, RESULTS_COUNT(MODEL_COLUMNS), true);
-    const TimingPlan plan = bench_timing_plan(o, 1, 7, 2.0);
+    ResultsTable *table =
+        RESULTS_TABLE(results, "models", "dtr and dp at budgets of bench_step's models", MODEL_COLUMNS);
     const OptimConfig adamw = optim_adamw_defaults(1e-4f);
     const GptShape *gpt = o->quick ? &QUICK_GPT : &STEP_GPT;
     const MlpShape *mlp = o->quick ? &QUICK_MLP : &STEP_MLP;
@@ -196,7 +188,7 @@ static RematStatus models(const BenchOptions *o, Results *results)
     results_config_num(results, "mlp_blocks", mlp->N);
     results_config_num(results, "mlp_width", mlp->W);
     results_config_num(results, "mlp_batch", mlp->B);
-    results_config_plan(results, &plan);
+    const TimingPlan plan = bench_timing_plan(o, results, 1, 7, 2.0);
     results_print_head(table, 0);
     RematStatus status = REMAT_OK;
     for (int k = 0; k < 2 && status == REMAT_OK; k++) {
@@ -240,8 +232,7 @@ int main(int argc, char **argv)
     }
     const int count = o.quick ? 5 : (int)(sizeof NS / sizeof NS[0]);
     results_config_ints(results, "n", NS, count);
-    ResultsTable *table = results_row_table(results, "unit_chain", "extra computes of DTR and of the optimum",
-                                            COLUMNS, RESULTS_COUNT(COLUMNS), true);
+    ResultsTable *table = RESULTS_TABLE(results, "unit_chain", "extra computes of DTR and of the optimum", COLUMNS);
     results_print_head(table, 0);
     RematStatus status = REMAT_OK;
     for (int i = 0; i < count * 3 && status == REMAT_OK; i++) {

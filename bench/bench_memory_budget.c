@@ -69,12 +69,11 @@ static RematStatus run_job(const JobModel *m, const Strategy *s, OptimKind optim
     RematStatus status = gpt_bench_create(&g, &m->shape, &c);
     Schedule *schedule = status == REMAT_OK ? schedule_for_strategy(s, g.model->n_layers) : NULL;
     if (status == REMAT_OK && !schedule) status = remat_last_status();
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 3, 4);
+    TrainCtx ctx = bench_ctx(3, 4);
     const Variant v = bench_variant(m->options, (Variant){.name = strategy_name(s->kind), .schedule = schedule}, true);
     StepStats step;
     for (int i = 0; i < JOB_STEPS && status == REMAT_OK; i++)
-        status = step_measure(g.model, &v, g.opt, &g.batch, &ctx, &step);
+        status = step_measure(&g, &v, &ctx, &step);
     r->status = status;
     if (status != REMAT_OK) snprintf(r->message, sizeof r->message, "%s", remat_last_error());
     for (int k = 0; k < MEM_KIND_COUNT; k++) r->current[k] = mem_current((MemKind)k);

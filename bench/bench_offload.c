@@ -327,12 +327,10 @@ static RematStatus measure_model(const char *model, const char *title, ModelBenc
         variants[c] = (Variant){.name = setup->configs[c]->name, .schedule = schedules[c], .offload = offloads[c]};
     }
     StepStats stats[N_CONFIGS];
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 1, 2);
+    TrainCtx ctx = bench_ctx(1, 2);
     Timing timing = {0};
     if (status == REMAT_OK)
-        status = steps_alternate(g->model, variants, n_configs, NULL, g->opt, &g->batch, &ctx, plan, progress, model,
-                                 stats, &timing);
+        status = steps_alternate(g, variants, n_configs, NULL, &ctx, plan, progress, model, stats, &timing);
     if (status == REMAT_OK) {
         progress_end(progress);
         printf("\n  %s\n", title);
@@ -651,8 +649,8 @@ int main(int argc, char **argv)
      * in 3.5 s, leaving the disk-reading figure's interval about 12% of its value on a quiet
      * machine, wider than the quiz quotes (quiz/README.md). The GPT's are not quoted in
      * quick mode: it runs the fewest rounds that give an interval. */
-    setup.mlp_plan = bench_timing_plan(&o, WARMUP_ROUNDS, 7, 3.5);
-    setup.gpt_plan = bench_timing_plan(&o, WARMUP_ROUNDS, 7, 0.5);
+    setup.mlp_plan = bench_timing_plan(&o, NULL, WARMUP_ROUNDS, 7, 3.5);
+    setup.gpt_plan = bench_timing_plan(&o, NULL, WARMUP_ROUNDS, 7, 0.5);
     setup.records = timing_plan_fixed(1, o.quick ? 8 : 64);
     for (int c = 0; c < N_CONFIGS; c++)
         if (!o.quick || CONFIGS[c].quick) setup.configs[setup.n_configs++] = &CONFIGS[c];

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/cli.h"
 #include "bench/measure.h"
 #include "parallel/pipeline.h"
 #include "base/platform.h"
@@ -27,17 +26,11 @@
 enum { N_M = 4 };
 static const int MICRO_BATCHES[N_M] = {1, 2, 4, 8};
 
-typedef struct ShowOptions {
-    bool show_schedule;
-} ShowOptions;
-
-static ShowOptions show;
-static unsigned show_given;
-
-static const Flag SHOW_FLAGS[] = {
-    {.name = "--show-schedule", .type = FLAG_SWITCH, .offset = offsetof(ShowOptions, show_schedule),
-     .help = "print each rank's schedule as a timeline for every M, and measure nothing"},
-};
+static bool show_schedule;
+static unsigned show_schedule_given;
+static const Flag SHOW_SCHEDULE = {
+    .name = "--show-schedule", .type = FLAG_SWITCH,
+    .help = "print each rank's schedule as a timeline for every M, and measure nothing"};
 
 static BenchInfo info = {
     .name = "bench_pipeline",
@@ -50,7 +43,7 @@ static BenchInfo info = {
     .quick = "a GPT of 2 blocks of width 16, 6 rounds (seconds)",
     .full = "the GPT of the header, 15 rounds",
     .timed = true,
-    .own = {.flags = SHOW_FLAGS, .n = 1, .opts = &show, .accepted = ~0u, .given = &show_given},
+    .own = {.flags = &SHOW_SCHEDULE, .n = 1, .opts = &show_schedule, .accepted = ~0u, .given = &show_schedule_given},
 };
 
 /* ---- the schedule as a picture ------------------------------------------------------------ */
@@ -261,8 +254,8 @@ static RematStatus measure(const DistGroup *g, const BenchOptions *o, Results *r
      * others waiting at the next barrier. */
     const TimingPlan plan = timing_plan_fixed(1, o->steps ? o->steps : o->quick ? 6 : 15);
     results_config_plan(results, &plan);
-    ResultsTable *table = results_row_table(results, "pipeline", "per schedule and M: stage 0's figures, the bubble "
-                                            "and the step against one process", COLUMNS, RESULTS_COUNT(COLUMNS), true);
+    ResultsTable *table = RESULTS_TABLE(results, "pipeline", "per schedule and M: stage 0's figures, the bubble and "
+                                        "the step against one process", COLUMNS);
     const OptimConfig adamw = optim_adamw_defaults(1e-4f);
     ModelBench b;
     RematStatus status = gpt_bench_create(&b, &shape, &adamw);
@@ -270,8 +263,7 @@ static RematStatus measure(const DistGroup *g, const BenchOptions *o, Results *r
     MicroBatch mb[8]; /* the largest M; every micro-batch the same batch: a step is measured, not learning */
     for (int i = 0; i < 8; i++) mb[i] = (MicroBatch){b.batch.x, b.batch.y};
     run.mb = mb;
-    run.ctx = (TrainCtx){.training = true};
-    pcg32_seed(&run.ctx.rng, 1, 2);
+    run.ctx = bench_ctx(1, 2);
     if (status == REMAT_OK && !run.all) status = remat_fail(REMAT_ENOMEM, "bench_pipeline: no memory");
     if (status == REMAT_OK) status = sweep(&run, &shape, &plan, table);
     free(run.all);
@@ -287,12 +279,12 @@ int main(int argc, char **argv)
     const int start = bench_start_ranks(&info, false, argc, argv, &g, &o, &results);
     if (start != BENCH_RUN) return start;
     const DistFact facts[] = {dist_fact("--quick", "%d", o.quick), dist_fact("--steps", "%d", o.steps),
-                              dist_fact("--show-schedule", "%d", show.show_schedule)};
+                              dist_fact("--show-schedule", "%d", show_schedule)};
     RematStatus status = g.size < 2 ? remat_fail(REMAT_EINVAL, "a pipeline's stages are ranks: run it as 2 or more "
                                                  "(mpirun -np 2 build/bench/bench_pipeline)")
                                     : dist_agree(&g, facts, 3, "every rank must be given the same flags");
-    for (int i = 0; i < 2 * N_M && status == REMAT_OK && show.show_schedule; i++)
+    for (int i = 0; i < 2 * N_M && status == REMAT_OK && show_schedule; i++)
         status = show_timeline(i < N_M ? PIPE_GPIPE : PIPE_1F1B, g.size, MICRO_BATCHES[i % N_M]);
-    if (status == REMAT_OK && !show.show_schedule) status = measure(&g, &o, results);
-    return bench_finish_ranks(&info, &g, &o, results, status, !show.show_schedule);
+    if (status == REMAT_OK && !show_schedule) status = measure(&g, &o, results);
+    return bench_finish_ranks(&info, &g, &o, results, status, !show_schedule);
 }

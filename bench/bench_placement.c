@@ -132,12 +132,11 @@ int main(int argc, char **argv)
     if (start != BENCH_RUN) return start;
     const GptShape shape = o.quick ? (GptShape){.L = 2, .C = 128, .H = 4, .T = 128, .B = 2, .dropout = 0.1f}
                                    : (GptShape){.L = 4, .C = 256, .H = 4, .T = 256, .B = 4, .dropout = 0.1f};
-    const TimingPlan plan = bench_timing_plan(&o, o.quick ? 1 : 2, 7, 1.5);
     const int threads_before = platform_info().threads;
     const int n_threads = platform_info().cores < MAX_THREADS ? platform_info().cores : MAX_THREADS;
     results_config_gpt(results, &shape);
     results_config_str(results, "optimizer", "adamw");
-    results_config_plan(results, &plan);
+    const TimingPlan plan = bench_timing_plan(&o, results, o.quick ? 1 : 2, 7, 1.5);
     ResultsTable *table = RESULTS_TABLE(results, "placements", "one AdamW step per placement and thread count",
                                         COLUMNS);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
@@ -155,8 +154,7 @@ int main(int argc, char **argv)
 
     StepStats stats[MAX_THREADS][N_PLACEMENTS];
     Timing timing[MAX_THREADS] = {{0}};
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 3, 4);
+    TrainCtx ctx = bench_ctx(3, 4);
     Progress progress;
     progress_begin(&progress, stdout, n_threads * timing_max_runs(&plan, N_PLACEMENTS));
     for (int t = 0; t < n_threads && status == REMAT_OK; t++) {
@@ -164,8 +162,8 @@ int main(int argc, char **argv)
         snprintf(label, sizeof label, "%d thread%s", t + 1, t ? "s" : "");
         status = platform_set_threads(t + 1);
         if (status == REMAT_OK)
-            status = steps_alternate(g.model, variants, N_PLACEMENTS, NULL, g.opt, &g.batch, &ctx, &plan,
-                                     &progress, label, stats[t], &timing[t]);
+            status = steps_alternate(&g, variants, N_PLACEMENTS, NULL, &ctx, &plan, &progress, label, stats[t],
+                                     &timing[t]);
     }
     progress_end(&progress);
     platform_set_threads(threads_before);

@@ -96,8 +96,7 @@ static RematStatus chain_create(Chain *c, const char *name, int N, int W, int B,
     const OptimConfig adamw = optim_adamw_defaults(1e-3f); /* over the parameters as they now are */
     c->g.opt = optim_create(&adamw, c->g.model->params, c->g.model->n_params);
     if (!c->g.opt) return remat_last_status();
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 5, 5);
+    TrainCtx ctx = bench_ctx(5, 5);
     const double start = platform_seconds();
     c->cost = model_profile(c->g.model, c->g.batch.x, c->g.batch.y, &ctx, NULL, planner);
     c->profile_seconds = platform_seconds() - start;
@@ -110,9 +109,8 @@ static RematStatus chain_create(Chain *c, const char *name, int N, int W, int B,
 static RematStatus run_schedule(Chain *c, const Schedule *s, size_t budget, StepStats *stats)
 {
     const Variant v = {.name = "planned", .schedule = s, .budget = budget};
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 5, 5);
-    return step_measure(c->g.model, &v, c->g.opt, &c->g.batch, &ctx, stats);
+    TrainCtx ctx = bench_ctx(5, 5);
+    return step_measure(&c->g, &v, &ctx, stats);
 }
 
 static double ratio_of(uint64_t flops, uint64_t optimum)
@@ -484,13 +482,12 @@ static void commonest_keep_set(ParetoRow *r, const Schedule *s)
  * FLOPs from its last step, times from the rounds. A planned step over its budget is a bug. */
 static RematStatus frontier_measure(Frontier *f, const TimingPlan *plan)
 {
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 5, 5);
+    TrainCtx ctx = bench_ctx(5, 5);
     Progress progress;
     Timing timing = {0};
     progress_begin(&progress, stdout, timing_max_runs(plan, f->n));
-    RematStatus status = steps_alternate(f->c->g.model, f->variants, f->n, NULL, f->c->g.opt, &f->c->g.batch, &ctx,
-                                         plan, &progress, f->c->name, f->stats, &timing);
+    RematStatus status = steps_alternate(&f->c->g, f->variants, f->n, NULL, &ctx, plan, &progress, f->c->name,
+                                         f->stats, &timing);
     progress_end(&progress);
     for (int i = 0; i < f->n && status == REMAT_OK; i++) {
         ParetoRow *r = &f->rows[i];
@@ -570,7 +567,6 @@ int main(int argc, char **argv)
     static const char *const NAMES[] = {"mlp", "gpt", "gpt_heads"};
     const int *heads = o.quick ? QUICK_HEADS : FULL_HEADS;
     const int n_budgets = o.quick ? 12 : 24, n_below = o.quick ? 3 : 6, n_frontier = o.quick ? 6 : 8;
-    const TimingPlan plan = bench_timing_plan(&o, 1, 7, 1.0);
     results_config_num(results, "mlp_layers", N);
     results_config_num(results, "mlp_width", W);
     results_config_num(results, "mlp_batch", B);
@@ -579,7 +575,7 @@ int main(int argc, char **argv)
     results_config_num(results, "budgets", n_budgets);
     results_config_num(results, "budgets_below_dp", n_below);
     results_config_str(results, "optimizer", "adamw");
-    if (pareto) results_config_plan(results, &plan);
+    const TimingPlan plan = bench_timing_plan(&o, pareto ? results : NULL, 1, 7, 1.0);
     RematStatus status = REMAT_OK;
     ResultsTable *points = RESULTS_TABLE(results, "points", "each planner's schedule at each budget, run for one "
                                          "AdamW step under that budget; fixed strategies at their own memory",

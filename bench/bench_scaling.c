@@ -100,8 +100,7 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, int N, StepRow 
     Timing timing = {0};
     StepStats stats[N_KINDS];
     if (status == REMAT_OK)
-        status = steps_alternate(g.model, variants, c->n_strategies, NULL, g.opt, &g.batch, &ctx, &c->plan, progress,
-                                 label, stats, &timing);
+        status = steps_alternate(&g, variants, c->n_strategies, NULL, &ctx, &c->plan, progress, label, stats, &timing);
     const size_t a = (size_t)c->batch * (size_t)c->width * sizeof(float); /* one activation */
     for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
         StepRow *r = &rows[k];
@@ -215,15 +214,13 @@ int main(int argc, char **argv)
 
     Config c = o.quick ? (Config){.width = 64, .batch = 16, .depths = {8, 16, 32, 64, 128, 256}, .n_depths = 6}
                        : (Config){.width = 256, .batch = 32, .depths = {4, 8, 16, 32, 64, 128, 256}, .n_depths = 7};
-    const int warmup = o.quick ? 1 : 2;
-    c.plan = bench_timing_plan(&o, warmup, 9, 2.0 / c.n_depths);
     c.n_strategies = bench_sweep(&INFO, &o, NULL, c.strategies);
     results_config_str(results, "model", "mlp");
     results_config_num(results, "width", c.width);
     results_config_num(results, "batch", c.batch);
     results_config_ints(results, "depths", c.depths, c.n_depths);
     results_config_str(results, "optimizer", "adamw");
-    results_config_plan(results, &c.plan);
+    c.plan = bench_timing_plan(&o, results, o.quick ? 1 : 2, 9, 2.0 / c.n_depths);
     MlpTask *task = mlp_task_create(c.width, 7); /* the teacher: resident through every depth */
     RematStatus status = task ? REMAT_OK : remat_last_status();
     StepRow rows[MAX_DEPTHS][N_KINDS] = {0};

@@ -203,16 +203,14 @@ static RematStatus measure_seq(SeqResult *r, bool naive, const TimingPlan *plan,
         r->ran[n++] = row;
     }
     r->n_ran = n;
-    TrainCtx ctx = {.training = true, .seed = 3};
-    pcg32_seed(&ctx.rng, 3, 4);
+    TrainCtx ctx = bench_ctx(3, 4);
     for (int k = 0; k < n && status == REMAT_OK; k++)
-        status = census_forward(g.model, &variants[k], &g.batch, &ctx, &r->census[k]);
+        status = census_forward(&g, &variants[k], &ctx, &r->census[k]);
     if (status == REMAT_OK) r->batch_bytes = g.batch.x->value->bytes + g.batch.y->value->bytes;
     char label[32];
     snprintf(label, sizeof label, "T=%d", r->shape.T);
     if (status == REMAT_OK)
-        status = steps_alternate(g.model, variants, n, NULL, g.opt, &g.batch, &ctx, plan, progress, label, r->stats,
-                                 &r->timing);
+        status = steps_alternate(&g, variants, n, NULL, &ctx, plan, progress, label, r->stats, &r->timing);
     for (int k = 0; k < n; k++) schedule_free(schedules[k]);
     model_bench_free(&g);
     return status;
@@ -248,11 +246,10 @@ static RematStatus budget_demo(const GptShape *s, BudgetRow tries[N_COMBOS])
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, s, &adamw);
-    TrainCtx ctx = {.training = true, .seed = 3};
-    pcg32_seed(&ctx.rng, 3, 4);
+    TrainCtx ctx = bench_ctx(3, 4);
     StepStats st;
     const Variant fused = {.name = "none", .dropout_rng = DROPOUT_RNG_COUNTER, .attention = ATTENTION_FUSED};
-    if (status == REMAT_OK) status = step_measure(g.model, &fused, g.opt, &g.batch, &ctx, &st);
+    if (status == REMAT_OK) status = step_measure(&g, &fused, &ctx, &st);
     const size_t mib = (size_t)1 << 20;
     const Coef naive = {.bht2 = 8}, fused_rows = {.btc = 4, .bht = 4};
     const size_t half = (size_t)s->L * (coef_bytes(&naive, s) - coef_bytes(&fused_rows, s)) / 2;
@@ -262,7 +259,7 @@ static RematStatus budget_demo(const GptShape *s, BudgetRow tries[N_COMBOS])
                            .budget = budget};
         tries[c] = (BudgetRow){s->T, name_of(&ATTENTION_KIND_NAMES, v.attention), dropout_rng_name(v.dropout_rng),
                                budget, .combo = COMBOS[c].name};
-        const RematStatus tried = step_measure(g.model, &v, g.opt, &g.batch, &ctx, &st);
+        const RematStatus tried = step_measure(&g, &v, &ctx, &st);
         tries[c].fits = tried == REMAT_OK;
         if (tries[c].fits) tries[c].peak_resident = st.peak_resident;
         else if (tried == REMAT_EOOM) snprintf(tries[c].why, sizeof tries[c].why, "%s", remat_last_error());
@@ -408,17 +405,6 @@ static void print_formulas(const GptShape *base)
            base->L, base->C, base->H, base->B, (double)base->dropout);
 }
 
-/* The run's config: the GPT but its T, the sequence lengths, the longest naive one, the plan. */
-static void record_config(Results *results, const GptShape *base, const int *seqs, int n_seqs, int naive_max,
-                          const TimingPlan *plan)
-{
-    results_config_gpt(results, base);
-    results_config_ints(results, "seqs", seqs, n_seqs);
-    results_config_num(results, "naive_max_seq", naive_max);
-    results_config_str(results, "optimizer", "adamw");
-    results_config_plan(results, plan);
-}
-
 int main(int argc, char **argv)
 {
     BenchOptions o;
@@ -430,8 +416,11 @@ int main(int argc, char **argv)
     const int *seqs = o.quick ? seqs_quick : seqs_full;
     const GptShape base = o.quick ? (GptShape){.L = 2, .C = 128, .H = 4, .B = 2, .dropout = 0.1f}
                                   : (GptShape){.L = 4, .C = 256, .H = 4, .B = 4, .dropout = 0.1f};
-    const TimingPlan plan = bench_timing_plan(&o, 1, 6, 6.0 / n_seqs);
-    record_config(results, &base, seqs, n_seqs, naive_max, &plan);
+    results_config_gpt(results, &base); /* but its T: the sequence lengths follow */
+    results_config_ints(results, "seqs", seqs, n_seqs);
+    results_config_num(results, "naive_max_seq", naive_max);
+    results_config_str(results, "optimizer", "adamw");
+    const TimingPlan plan = bench_timing_plan(&o, results, 1, 6, 6.0 / n_seqs);
     ResultsTable *policies = RESULTS_TABLE(results, "policies", "per policy, attention and dropout generator, "
                                            "and sequence length", POLICY_COLUMNS);
     ResultsTable *tags = RESULTS_TABLE(results, "tags", "activation bytes per layer without checkpointing by the "

@@ -320,10 +320,9 @@ int main(int argc, char **argv)
     if (start != BENCH_RUN) return start;
     Strategy sweep[N_KINDS];
     const int n = bench_sweep(&INFO, &o, NULL, sweep);
-    const TimingPlan plan = bench_timing_plan(&o, o.quick ? 1 : 2, 15, 4.0);
     const int cores = platform_info().cores, max_threads = cores < MAX_THREADS ? cores : MAX_THREADS;
     results_config_str(results, "optimizer", "adamw");
-    results_config_plan(results, &plan);
+    const TimingPlan plan = bench_timing_plan(&o, results, o.quick ? 1 : 2, 15, 4.0);
     ResultsTable *table = RESULTS_TABLE(results, "steps", "one AdamW step per model, strategy and thread count",
                                         COLUMNS);
     ResultsTable *optim_table = RESULTS_TABLE(results, "optimizer", "AdamW over each model's parameters, one "
@@ -341,11 +340,10 @@ int main(int argc, char **argv)
         status = subject_create(s, m, sweep, n, max_threads, &o);
         char label[48];
         snprintf(label, sizeof label, "%.3s", MODEL_NAMES[m]);
-        TrainCtx ctx = {.training = true, .seed = 1};
-        pcg32_seed(&ctx.rng, 1, 2);
+        TrainCtx ctx = bench_ctx(1, 2);
         if (status == REMAT_OK)
-            status = steps_alternate(s->bench.model, s->variants, n * max_threads, &peak_runs, s->bench.opt,
-                                     &s->bench.batch, &ctx, &plan, &progress, label, stats[m], &timing[m]);
+            status = steps_alternate(&s->bench, s->variants, n * max_threads, &peak_runs, &ctx, &plan, &progress, label,
+                                     stats[m], &timing[m]);
     }
     progress_end(&progress);
     free(sgemm.A);
@@ -355,7 +353,7 @@ int main(int argc, char **argv)
                "  (threaded when it has 32768 elements or more) against one pass split evenly over the threads;\n"
                "  ways and thread counts interleaved, medians with 95%% intervals\n");
     if (status == REMAT_OK) results_print_head(optim_table, 0);
-    const TimingPlan optim_plan = bench_timing_plan(&o, 2, 31, 2.0);
+    const TimingPlan optim_plan = bench_timing_plan(&o, NULL, 2, 31, 2.0);
     for (int m = 0; m < N_MODELS; m++) {
         if (status == REMAT_OK)
             status = measure_optim_passes(models[m].bench.model, MODEL_NAMES[m], max_threads, &optim_plan, optim_table);

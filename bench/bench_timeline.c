@@ -138,11 +138,10 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
         }
     }
     const Variant v = bench_variant(o, (Variant){.name = series->name, .schedule = schedule, .offload = off}, true);
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 3, 4);
+    TrainCtx ctx = bench_ctx(3, 4);
     RematStatus status = REMAT_OK;
     for (int i = 0; i < WARMUP_STEPS && status == REMAT_OK; i++)
-        status = step_measure(g->model, &v, g->opt, &g->batch, &ctx, &warm);
+        status = step_measure(g, &v, &ctx, &warm);
 
     MemEvent *runs[RECORDED_STEPS] = {0}; /* each recorded step's events, copied */
     size_t counts[RECORDED_STEPS] = {0};
@@ -150,7 +149,7 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
     double seconds[RECORDED_STEPS];
     for (int r = 0; r < RECORDED_STEPS && status == REMAT_OK; r++) {
         if ((status = mem_timeline_start(TIMELINE_CAPACITY)) != REMAT_OK) break;
-        status = step_measure(g->model, &v, g->opt, &g->batch, &ctx, &run_stats[r]);
+        status = step_measure(g, &v, &ctx, &run_stats[r]);
         mem_timeline_stop();
         seconds[r] = run_stats[r].seconds;
         const MemEvent *e = mem_timeline_events(&counts[r]);

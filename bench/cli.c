@@ -128,10 +128,13 @@ Strategy bench_strategy(const BenchOptions *opt, StrategyKind kind, const Policy
     return s;
 }
 
-TimingPlan bench_timing_plan(const BenchOptions *opt, int warmup, int full_rounds, double quick_cap)
+TimingPlan bench_timing_plan(const BenchOptions *opt, Results *results, int warmup, int full_rounds,
+                             double quick_cap)
 {
-    if (opt->steps) return timing_plan_fixed(warmup, opt->steps);
-    return opt->quick ? timing_plan_quick(warmup, quick_cap) : timing_plan_fixed(warmup, full_rounds);
+    TimingPlan plan = opt->quick ? timing_plan_quick(warmup, quick_cap) : timing_plan_fixed(warmup, full_rounds);
+    if (opt->steps) plan = timing_plan_fixed(warmup, opt->steps);
+    if (results) results_config_plan(results, &plan);
+    return plan;
 }
 
 void results_config_plan(Results *r, const TimingPlan *plan)

@@ -87,8 +87,10 @@ int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt,
 /* How a bench's comparisons are timed (bench/timing.h), after `warmup` untimed rounds:
  * with --steps N exactly N rounds; in full mode exactly `full_rounds`; in quick mode
  * until every ratio is within ±5 points, or `quick_cap` seconds of rounds have passed
- * once the fewest rounds with a 95% interval are done. */
-TimingPlan bench_timing_plan(const BenchOptions *opt, int warmup, int full_rounds, double quick_cap);
+ * once the fewest rounds with a 95% interval are done. Recorded in the config of
+ * `results` (results_config_plan) unless it is NULL. */
+TimingPlan bench_timing_plan(const BenchOptions *opt, Results *results, int warmup, int full_rounds,
+                             double quick_cap);
 
 /* Adds the plan to the results' config: warmup_rounds, min_rounds, max_rounds,
  * target_half_width and cap_seconds (0: none). */

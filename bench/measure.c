@@ -101,12 +101,18 @@ void model_bench_free(ModelBench *g)
     *g = (ModelBench){0};
 }
 
+TrainCtx bench_ctx(uint64_t seed, uint64_t stream)
+{
+    TrainCtx ctx = {.training = true, .seed = seed};
+    pcg32_seed(&ctx.rng, seed, stream);
+    return ctx;
+}
+
 /* ---- one step ----------------------------------------------------------------------------- */
 
 static Step variant_step(const Variant *v, Model *model, Optimizer *opt)
 {
-    return (Step){.model = model, .schedule = v->schedule, .optim = opt,
-                  .plugs = {step_offload_plug(v->offload)}};
+    return (Step){.model = model, .schedule = v->schedule, .optim = opt, .plugs = {step_offload_plug(v->offload)}};
 }
 
 Variant bench_variant(const BenchOptions *opt, Variant v, bool gpt)
@@ -153,11 +159,10 @@ static OffloadStats offload_stats_between(const OffloadStats *before, const Offl
     return d;
 }
 
-RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const Batch *batch, TrainCtx *ctx,
-                         StepStats *stats)
+RematStatus step_measure(ModelBench *g, const Variant *v, TrainCtx *ctx, StepStats *stats)
 {
     memset(stats, 0, sizeof *stats);
-    if (variant_apply(v, model, ctx) != REMAT_OK) return remat_last_status();
+    if (variant_apply(v, g->model, ctx) != REMAT_OK) return remat_last_status();
     for (int k = 0; k < MEM_KIND_COUNT; k++) stats->start[k] = mem_current((MemKind)k);
     flops_reset();
     mem_reset_peaks();
@@ -166,10 +171,10 @@ RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const B
     getrusage(RUSAGE_SELF, &usage);
     const long faults_before = usage.ru_minflt;
     const double t0 = platform_seconds();
-    const Step step = variant_step(v, model, opt);
+    const Step step = variant_step(v, g->model, g->opt);
     StepResult result;
     if (v->budget) mem_set_budget(v->budget);
-    const RematStatus status = step_run(&step, &(MicroBatch){batch->x, batch->y}, 1, ctx, NULL, &result);
+    const RematStatus status = step_run(&step, &(MicroBatch){g->batch.x, g->batch.y}, 1, ctx, NULL, &result);
     stats->seconds = platform_seconds() - t0;
     if (v->budget) mem_set_budget(0);
     getrusage(RUSAGE_SELF, &usage);
@@ -199,12 +204,10 @@ double flop_overhead(const StepStats *s)
 
 /* What one timed run of steps_alternate needs. */
 typedef struct Alternation {
-    Model *model;
+    ModelBench *g;
     const Variant *variants;
     int n;                   /* steps; the runs from n on are extra's */
     const ExtraRuns *extra;  /* NULL: none */
-    Optimizer *opt;
-    const Batch *batch;
     TrainCtx *ctx;
     StepStats *out;
 } Alternation;
@@ -217,7 +220,7 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
         return a->extra->run(a->extra->ctx, i - a->n, values);
     }
     StepStats *s = &a->out[i];
-    const RematStatus status = step_measure(a->model, &a->variants[i], a->opt, a->batch, a->ctx, s);
+    const RematStatus status = step_measure(a->g, &a->variants[i], a->ctx, s);
     values[STEP_SECONDS] = s->seconds;
     values[STEP_WRITE_SECONDS] = s->io.write_seconds;
     values[STEP_READ_SECONDS] = s->io.read_seconds;
@@ -239,11 +242,11 @@ static RematStatus alternation_step(void *ctx, int i, double *values)
     return status;
 }
 
-RematStatus steps_alternate(Model *model, const Variant *variants, int n, const ExtraRuns *extra, Optimizer *opt,
-                            const Batch *batch, TrainCtx *ctx, const TimingPlan *plan, Progress *progress,
-                            const char *label, StepStats *out, Timing *timing)
+RematStatus steps_alternate(ModelBench *g, const Variant *variants, int n, const ExtraRuns *extra, TrainCtx *ctx,
+                            const TimingPlan *plan, Progress *progress, const char *label, StepStats *out,
+                            Timing *timing)
 {
-    Alternation a = {model, variants, n, extra, opt, batch, ctx, out};
+    Alternation a = {g, variants, n, extra, ctx, out};
     const int runs = n + (extra ? extra->count : 0);
     return timing_run(plan, runs, STEP_QUANTITIES, alternation_step, &a, progress, label, timing);
 }
@@ -285,17 +288,17 @@ static void census_add(Census *c, const char *tag, size_t bytes)
     c->total += bytes;
 }
 
-RematStatus census_forward(Model *model, const Variant *v, const Batch *batch, TrainCtx *ctx, Census *out)
+RematStatus census_forward(ModelBench *g, const Variant *v, TrainCtx *ctx, Census *out)
 {
     *out = (Census){0};
     Observed seen = {0};
     const OpHooks hooks = {.name = "census", .observe = observe_output, .ctx = &seen};
-    if (variant_apply(v, model, ctx) != REMAT_OK) return remat_last_status();
+    if (variant_apply(v, g->model, ctx) != REMAT_OK) return remat_last_status();
     RematStatus status = op_hooks_push(&hooks);
     if (status != REMAT_OK) return status;
     const FlopCounts before = flops_snapshot(); /* a census is not a measured step */
-    const Step step = variant_step(v, model, NULL);
-    Var *loss = step_forward(&step, batch->x, batch->y, ctx);
+    const Step step = variant_step(v, g->model, NULL);
+    Var *loss = step_forward(&step, g->batch.x, g->batch.y, ctx);
     op_hooks_pop();
     flops_restore(&before);
     if (!loss) status = remat_last_status();

@@ -75,6 +75,10 @@ RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, MlpTask *task, co
 /* Frees what *g holds and empties it. */
 void model_bench_free(ModelBench *g);
 
+/* A training context for a bench's steps: its dropout stream seeded (seed, stream), its
+ * counter-based masks keyed by `seed`, so that every run of the bench draws the same masks. */
+TrainCtx bench_ctx(uint64_t seed, uint64_t stream);
+
 /* ---- one step ----------------------------------------------------------------------------- */
 
 typedef struct Variant {
@@ -115,13 +119,11 @@ typedef struct StepStats {
  * (the MLP chain has neither flag's subject, and keeps its variant as it is). */
 Variant bench_variant(const BenchOptions *opt, Variant v, bool gpt);
 
-/* One training step (models/step.h) of `model` as `v` runs it, on `batch`, with the
- * optimizer `opt` (NULL: gradients only), measured: resets the ledgers' peaks and FLOP
- * counts first, then reads them and the clock. On error returns the status (the
- * budget's OOM message, a region's determinism check, ...) with the parameters not
- * updated. */
-RematStatus step_measure(Model *model, const Variant *v, Optimizer *opt, const Batch *batch, TrainCtx *ctx,
-                     StepStats *stats);
+/* One training step (models/step.h) of g's model as `v` runs it, on g's batch, with g's
+ * optimizer (none: gradients only), measured: resets the ledgers' peaks and FLOP counts
+ * first, then reads them and the clock. On error returns the status (the budget's OOM
+ * message, a region's determinism check, ...) with the parameters not updated. */
+RematStatus step_measure(ModelBench *g, const Variant *v, TrainCtx *ctx, StepStats *stats);
 
 /* Recompute FLOP overhead: RECOMPUTE / (FORWARD + BACKWARD) FLOPs of the step. */
 double flop_overhead(const StepStats *s);
@@ -161,7 +163,7 @@ typedef struct ExtraRuns {
     void *ctx;
 } ExtraRuns;
 
-/* Runs the n variants interleaved on one model, optimizer and batch, as `plan` says
+/* Runs the n variants interleaved on g's model, optimizer and batch, as `plan` says
  * (bench/timing.h: warm-up rounds, then rounds of one step of every variant, each round
  * starting one variant later, until the plan has enough), and `extra`'s runs in the same
  * rounds (NULL: none). out[i] gets variant i's last step (its bytes and FLOPs are the same
@@ -169,9 +171,9 @@ typedef struct ExtraRuns {
  * timing_ratio (variant 0 is the baseline), and the caller frees it. `progress` (may be
  * NULL) advances with every run, labelled `label` (the configuration: "N=64"). On error
  * returns the status; out is then incomplete. */
-RematStatus steps_alternate(Model *model, const Variant *variants, int n, const ExtraRuns *extra, Optimizer *opt,
-                            const Batch *batch, TrainCtx *ctx, const TimingPlan *plan, Progress *progress,
-                            const char *label, StepStats *out, Timing *timing);
+RematStatus steps_alternate(ModelBench *g, const Variant *variants, int n, const ExtraRuns *extra, TrainCtx *ctx,
+                            const TimingPlan *plan, Progress *progress, const char *label, StepStats *out,
+                            Timing *timing);
 
 /* ---- what a forward keeps, by tag ---------------------------------------------------------- */
 
@@ -190,12 +192,12 @@ typedef struct Census {
     size_t total;   /* the sum over tags */
 } Census;
 
-/* Runs the forward of `v` on `batch` and counts what it leaves alive, by tag (the batch
+/* Runs the forward of `v` on g's batch and counts what it leaves alive, by tag (the batch
  * itself is not an op's output and is not counted). How: an op hook holds a reference to
  * every op output while the forward runs; afterwards, the outputs someone else holds too
  * are the ones the forward keeps. Runs no backward; leaves no activation behind.
  * On error returns the status and *out is empty. */
-RematStatus census_forward(Model *model, const Variant *v, const Batch *batch, TrainCtx *ctx, Census *out);
+RematStatus census_forward(ModelBench *g, const Variant *v, TrainCtx *ctx, Census *out);
 
 /* Bytes of tensors made by ops whose tag starts with `prefix` ("attn.softmax" exactly, or
  * "attn." for the attention branch). */
