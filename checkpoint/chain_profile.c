@@ -270,8 +270,7 @@ static RematStatus probe_passes(Probe *p, const ChainStages *stages, const Train
     grad_set_enabled(was);
     flops_restore(&flops_before);
     flops_set_phase(phase);
-    p->work_peak = max_size(p->work_peak, mem_peak(MEM_WORK));
-    mem_reset_peaks();
+    probe_reset_peaks(p);
     free(p->pl);
     return status;
 }

@@ -86,10 +86,9 @@ static int optimal_split(int n, int s)
         reps++;
     }
     /* reps ≥ 1 since n ≥ 2. β(s−1, r−1) = β(s, r−1)·s/(s + r − 1). */
-    const uint64_t left_most = below;
     const uint64_t right_least = below * (uint64_t)s / ((uint64_t)s + reps - 1);
     const uint64_t m = (uint64_t)n - right_least;
-    return (int)(m < left_most ? m : left_most);
+    return (int)(m < below ? m : below); /* below = β(s, r−1), the most the left part takes */
 }
 
 /* A part of the chain being reversed: steps first+1 … last, from x_first, which is the
