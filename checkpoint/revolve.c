@@ -3,7 +3,6 @@
  * convention and how it maps to the FLOP ledger), and the executor that runs a schedule
  * inside autograd as one tape node, whose backward restores, advances and reverses one layer
  * at a time (autograd's tapes, grad mode, the saved-tensor path; the replay of replay.h).
- * The chain cost model predicts it (cost.c).
  *
  * Notation: the chain is x_0 → x_1 → … → x_l; step i (1 ≤ i ≤ l) is layer i − 1 and maps
  * x_{i−1} to x_i. β(s, r) = C(s + r, s) is the most steps s slots can reverse when no step
