@@ -270,8 +270,7 @@ static RematStatus probe_passes(Probe *p, const ChainStages *stages, const Train
     grad_set_enabled(was);
     flops_restore(&flops_before);
     flops_set_phase(phase);
-    p->work_peak = max_size(p->work_peak, mem_peak(MEM_WORK));
-    mem_reset_peaks();
+    probe_reset_peaks(p);
     free(p->pl);
     return status;
 }
@@ -282,7 +281,7 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
     if (!layers || n < 1 || !stages || !stages->embed || !stages->head)
         return remat_fail_null(REMAT_EINVAL, "chain_profile: need at least one layer and both stages");
     ChainCost *cost = calloc(1, sizeof *cost);
-    if (cost) *cost = (ChainCost){.n_layers = n, .layers = calloc((size_t)n, sizeof *cost->layers)};
+    if (cost) *cost = (ChainCost){.n_layers = n, .layers = calloc((size_t)n, sizeof *cost->layers), .policy = policy};
     if (!cost || !cost->layers) {
         chain_cost_free(cost);
         return remat_fail_null(REMAT_ENOMEM, "chain_profile: no memory for %d layers", n);
@@ -296,7 +295,6 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
         return NULL;
     }
     cost->resid = p.resid;
-    cost->policy = policy;
     cost->fixed = mem_current(MEM_PARAM) + mem_current(MEM_GRAD) + mem_current(MEM_OPTIM) + mem_current(MEM_WORK);
     cost->work_peak = p.work_peak > work_before ? p.work_peak - work_before : 0;
     return cost;

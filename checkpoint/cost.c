@@ -164,9 +164,9 @@ static void walk_action(Walk *w, const RevolveAction *act)
     }
 }
 
-/* The step's peak ACT with the whole (uniform) chain under Revolve with `slots` slots: the
- * executor's moments on top of what the stages around it hold (cost.h); and its RECOMPUTE
- * FLOPs, t(L, s) + 1 layer forwards (revolve.h). */
+/* Into p, the step's peak ACT with the whole (uniform) chain under Revolve with `slots`
+ * slots: the executor's moments on top of what the stages around it hold (cost.h); and its
+ * RECOMPUTE FLOPs, t(L, s) + 1 layer forwards (revolve.h). */
 static RematStatus revolve_predict(const ChainCost *c, int slots, Prediction *p)
 {
     RevolveSchedule *r = revolve_schedule_create(c->n_layers, slots);
@@ -178,15 +178,15 @@ static RematStatus revolve_predict(const ChainCost *c, int slots, Prediction *p)
     for (int i = 0; i < r->first_reverse; i++) walk_action(&w, &r->actions[i]);
     walk_peak(&w, w.advance); /* the last layer, for the output; x_{L−1} stays */
     const size_t outside = c->base + c->embed - w.a; /* S(0) without x_0 */
-    size_t peak = max_size(max_size(c->base + c->embed_peak, c->tail_peak), outside + w.peak);
-    peak = max_size(peak, outside + w.live + c->layers[c->n_layers - 1].out_bytes + c->head_peak);
+    p->peak_act = max_size(p->peak_act, outside + w.peak);
+    p->peak_act = max_size(p->peak_act, outside + w.live + c->layers[c->n_layers - 1].out_bytes + c->head_peak);
     /* The backward: the output x_L is gone (the loss has used it), x_{L−1} is the current
      * state, and the output's gradient (and the input's buffer) have arrived. */
     w.live += w.a + (l0->grad_bytes ? w.a : 0);
     w.peak = 0;
     for (int i = r->first_reverse; i < r->n_actions; i++) walk_action(&w, &r->actions[i]);
     p->recompute_flops = (uint64_t)(r->forward_count + 1) * l0->flops;
-    p->peak_act = max_size(peak, outside + c->resid + w.peak);
+    p->peak_act = max_size(p->peak_act, outside + c->resid + w.peak);
     revolve_schedule_free(r);
     return REMAT_OK;
 }
@@ -197,7 +197,6 @@ static RematStatus revolve_predict(const ChainCost *c, int slots, Prediction *p)
 static RematStatus chain_predict(const Schedule *s, const ChainCost *c, Prediction *p)
 {
     size_t state = c->base + c->embed;
-    p->peak_act = max_size(c->base + c->embed_peak, c->tail_peak);
     for (int i = 0; i < s->n_segments; i++) {
         const Segment *g = &s->segments[i];
         SegmentFigures f;
@@ -220,7 +219,9 @@ RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
 {
     if (!s || !cost || s->n_layers != cost->n_layers)
         return remat_fail(REMAT_EINVAL, "schedule_predict: need a schedule and the cost of its chain");
-    Prediction p = {.made = true, .forward_flops = cost->forward_flops};
+    /* The embed stage's moments, before and after the chain, are every schedule's. */
+    Prediction p = {.made = true, .forward_flops = cost->forward_flops,
+                    .peak_act = max_size(cost->base + cost->embed_peak, cost->tail_peak)};
     const int slots = schedule_revolve_slots(s);
     RematStatus status = slots ? chain_check_uniform(cost) : chain_predict(s, cost, &p);
     if (status == REMAT_OK && slots) status = revolve_predict(cost, slots, &p);

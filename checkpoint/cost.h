@@ -3,10 +3,8 @@
  * by one profiling step, and the prediction of any schedule's peak activation memory and
  * RECOMPUTE FLOPs from it. The planners (planner.h) search over these predictions.
  *
- * The profiling step (chain_profile.c) runs the model's own stages through callbacks and
- * puts the FLOP ledger and the caller's generator back; the prediction (cost.c) touches
- * nothing but its arguments. A schedule (schedule.h) cuts the chain x_0 ─layer 0─▶ x_1 ─ …
- * ─layer L−1─▶ x_L into plain segments and regions (adjacent plain layers act as one).
+ * A schedule (schedule.h) cuts the chain x_0 ─layer 0─▶ x_1 ─ … ─layer L−1─▶ x_L into plain
+ * segments and regions (adjacent plain layers act as one).
  *
  * ---- the cost model -------------------------------------------------------------------
  *

@@ -19,9 +19,8 @@
  * out. A tensor saved by two ops (a relu's output is also the next linear's input) is
  * listed twice but counted once.
  *
- * Its prediction of the peak is not its own: the table shows saved tensors only, and a
- * step's peak also holds the batch, the loss, gradients and transients it cannot see. The
- * caller passes the chain cost model's prediction (cost.h), the one the planner makes.
+ * Its prediction of the peak is the planner's (explain_print): the table shows saved tensors
+ * only, and a step's peak also holds the batch, the loss, gradients and transients.
  *
  * What it is not: a profiler. It changes nothing the step computes or allocates (its own
  * records are host memory, outside the ledger).

@@ -1,8 +1,6 @@
 /*
- * planner.c — the planners: the budget checked against what every schedule needs, the
- * searches (the exact optimum over single-level schedules, with keep-sets for ops; Chen et
- * al. 2016's; Revolve's), and the message that says the smallest feasible budget when nothing fits
- * (see planner.h). Each search judges schedules by cost.h's predictions.
+ * planner.c — the planners' searches (see planner.h), each judging schedules by cost.h's
+ * predictions, and the message that says the smallest feasible budget when nothing fits.
  */
 #include "checkpoint/planner.h"
 
@@ -171,11 +169,9 @@ static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, b
     return s;
 }
 
-/* The planners' search (see SEARCHES): the cheapest schedule it finds whose peak ACT fits
- * `act_budget`; when none does, NULL with *leanest the least peak ACT it can reach; on
- * error NULL with *leanest SIZE_MAX. The exact one refuses chains longer than
- * PLANNER_DP_MAX_LAYERS: its work grows as L^3. With `ops`, each layer may also be a
- * one-layer region under any point of its Pareto set of keep-sets (ops_plan.h). */
+/* The exact search (see SEARCHES). It refuses chains longer than PLANNER_DP_MAX_LAYERS:
+ * its work grows as L^3. With `ops`, each layer may also be a one-layer region under any
+ * point of its Pareto set of keep-sets (ops_plan.h). */
 static Schedule *search_exact(const ChainCost *c, size_t act_budget, size_t *leanest, bool ops)
 {
     *leanest = SIZE_MAX;
@@ -266,8 +262,7 @@ static int chen_thresholds(const ChainCost *c, Segment *scratch, double *b)
     return n;
 }
 
-/* The cheapest of the schedules the search of b tries that fits `act_budget`; NULL when
- * none does (no error set), with *leanest the least peak ACT among them. */
+/* Chen's search (see SEARCHES), over the schedules the thresholds b make. */
 static Schedule *search_chen(const ChainCost *c, size_t act_budget, size_t *leanest)
 {
     const int L = c->n_layers;
@@ -290,11 +285,9 @@ static Schedule *search_chen(const ChainCost *c, size_t act_budget, size_t *lean
 
 /* ---- Revolve over the whole chain --------------------------------------------------------- */
 
-/* Of storing everything and Revolve with 1 … L−1 slots over the whole chain, the one with
- * the fewest RECOMPUTE FLOPs whose predicted peak ACT is at most `act_budget` (ties: the
- * leaner), which is the most slots the budget holds. *leanest gets the least peak ACT
- * among them (SIZE_MAX when the chain is not uniform). NULL when none fits (no error set)
- * or on error (REMAT_EINVAL for a chain that is not uniform). */
+/* Revolve's search (see SEARCHES), over storing everything and Revolve with 1 … L−1 slots
+ * over the whole chain: the fewest FLOPs that fit are the most slots the budget holds.
+ * REMAT_EINVAL for a chain that is not uniform. */
 static Schedule *search_revolve(const ChainCost *cost, size_t act_budget, size_t *leanest)
 {
     *leanest = SIZE_MAX;
@@ -319,7 +312,9 @@ static Schedule *search_revolve(const ChainCost *cost, size_t act_budget, size_t
 static const char *const NAMES[PLANNER_COUNT] = {"chen", "dp", "revolve", "ops"};
 const NameTable PLANNER_NAMES = {NAMES, PLANNER_COUNT};
 
-/* Each planner's search, by PlannerKind. */
+/* Each planner's search, by PlannerKind: the cheapest schedule it finds whose predicted peak
+ * ACT fits `act_budget`; when none does, NULL (no error set) with *leanest the least peak
+ * ACT it can reach; on error NULL with *leanest SIZE_MAX. */
 static Schedule *(*const SEARCHES[PLANNER_COUNT])(const ChainCost *, size_t, size_t *) = {
     search_chen, search_dp, search_revolve, search_ops};
 

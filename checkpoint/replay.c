@@ -10,14 +10,11 @@ RematStatus replay_enter(ReplayScope *scope, const ReplayOptions *opts)
     *scope = (ReplayScope){0};
     Tape *tape = NULL;
     if (opts->record && !(tape = tape_create())) return remat_last_status();
-    if (opts->hooks) {
-        const RematStatus status = op_hooks_push(opts->hooks);
-        if (status != REMAT_OK) {
-            tape_free(tape);
-            return status;
-        }
-        scope->hooks_pushed = true;
+    if (opts->hooks && op_hooks_push(opts->hooks) != REMAT_OK) {
+        tape_free(tape);
+        return remat_last_status();
     }
+    scope->hooks_pushed = opts->hooks != NULL;
     scope->entered = true;
     scope->tape = tape;
     scope->outer_tape = tape ? tape_set_current(tape) : tape_current();

@@ -3,7 +3,6 @@
  * convention and how it maps to the FLOP ledger), and the executor that runs a schedule
  * inside autograd as one tape node, whose backward restores, advances and reverses one layer
  * at a time (autograd's tapes, grad mode, the saved-tensor path; the replay of replay.h).
- * The chain cost model predicts it (cost.c).
  *
  * Notation: the chain is x_0 → x_1 → … → x_l; step i (1 ≤ i ≤ l) is layer i − 1 and maps
  * x_{i−1} to x_i. β(s, r) = C(s + r, s) is the most steps s slots can reverse when no step
@@ -86,10 +85,9 @@ static int optimal_split(int n, int s)
         reps++;
     }
     /* reps ≥ 1 since n ≥ 2. β(s−1, r−1) = β(s, r−1)·s/(s + r − 1). */
-    const uint64_t left_most = below;
     const uint64_t right_least = below * (uint64_t)s / ((uint64_t)s + reps - 1);
     const uint64_t m = (uint64_t)n - right_least;
-    return (int)(m < left_most ? m : left_most);
+    return (int)(m < below ? m : below); /* below = β(s, r−1), the most the left part takes */
 }
 
 /* A part of the chain being reversed: steps first+1 … last, from x_first, which is the

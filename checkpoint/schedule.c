@@ -152,12 +152,14 @@ Var *schedule_forward(const Schedule *s, Layer **layers, int n_layers, Var *x, T
 
 /* ---- printing one ------------------------------------------------------------------------ */
 
-/* The predicted peak and recompute figures a planned schedule's print ends with. */
-static void print_prediction(const Prediction *p, FILE *out)
+/* The predicted peak and recompute figures a planned schedule's print ends with, after
+ * `lead`; nothing when it was not predicted. */
+static void print_prediction(const Prediction *p, const char *lead, FILE *out)
 {
     char peak[32], total[32];
-    fprintf(out, "predicted peak activations %s, peak memory %s,\n"
-                 "    recompute %.3f GFLOP per step (%.1f%% of the forward)\n",
+    if (!p->made) return;
+    fprintf(out, "%spredicted peak activations %s, peak memory %s,\n"
+                 "    recompute %.3f GFLOP per step (%.1f%% of the forward)\n", lead,
             mem_format_bytes(peak, sizeof peak, p->peak_act), mem_format_bytes(total, sizeof total, p->peak_total),
             (double)p->recompute_flops * 1e-9,
             p->forward_flops ? 100.0 * (double)p->recompute_flops / (double)p->forward_flops : 0.0);
@@ -188,10 +190,7 @@ static void print_revolve(const Schedule *s, Layer **layers, FILE *out)
     }
     revolve_schedule_free(r);
     fprintf(out, "\n");
-    if (s->predicted.made) {
-        fprintf(out, "    ");
-        print_prediction(&s->predicted, out);
-    }
+    print_prediction(&s->predicted, "    ", out);
 }
 
 /* What one segment keeps and how often its layers run forward. */
@@ -224,5 +223,5 @@ void schedule_print(const Schedule *s, Layer **layers, FILE *out)
             fprintf(out, "      %s\n", g->policy->name);
     }
     fprintf(out, "    inputs kept by regions: %d%s", regions, s->predicted.made ? "; " : "\n");
-    if (s->predicted.made) print_prediction(&s->predicted, out);
+    print_prediction(&s->predicted, "", out);
 }
