@@ -8,7 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "tensor/flops.h"
 #include "tensor/kernels.h"
 
 Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx)
