@@ -232,8 +232,7 @@ typedef struct OpHooks {
     void *ctx;
 } OpHooks;
 
-/* Pushes hooks (they must outlive their use); pop removes the top. push fails with
- * REMAT_EINVAL past 8 levels. */
+/* As saved_hooks_push and saved_hooks_pop, for op hooks. */
 RematStatus op_hooks_push(const OpHooks *hooks);
 void op_hooks_pop(void);
 

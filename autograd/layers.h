@@ -14,10 +14,8 @@
 #ifndef REMAT_LAYERS_H
 #define REMAT_LAYERS_H
 
-#include "autograd/autograd.h"
 #include "autograd/optim.h"
 #include "autograd/train_ctx.h"
-#include "tensor/rng.h"
 
 #define LAYER_MAX_PARAMS 16
 #define LAYER_NAME_LEN 24

@@ -26,7 +26,6 @@
 #define REMAT_OPS_H
 
 #include <cblas.h>
-#include <stdbool.h>
 
 #include "autograd/autograd.h"
 #include "autograd/train_ctx.h"

@@ -11,11 +11,9 @@
  *   merge_heads(y)             (B,T,C)
  * That path materialises the (B,H,T,T) attention matrix, which is exactly the activation
  * that "attention_core" recomputation is about. The other path is one op,
- * attention_fused: softmax(q·kᵀ/√D, causal) ⊙ dropout · v in tiles
- * (tensor/kernels_attention.c), keeping q, k, v, its output and one log-sum-exp per row,
- * and recomputing the probabilities in its backward — the same trade as selective
- * recomputation, made inside one kernel. Letters: B batch, T time, C channels, H heads,
- * D = C/H.
+ * attention_fused (ops.h), which keeps nothing of size T² and recomputes the
+ * probabilities in its backward — the same trade as selective recomputation, made inside
+ * one kernel. Letters: B batch, T time, C channels, H heads, D = C/H.
  */
 #include "autograd/ops.h"
 

@@ -3,19 +3,17 @@
  * of the two generators a TrainCtx names (train_ctx.h), and the context's own few lines:
  * the generators' names and the counter's key of a dropout site.
  *
- * Stream (PCG32, the context's generator). What it saves is the point: only the uint8
- * keep mask, one byte per element, never the float output (4 bytes) nor x. The mask comes
- * from the context's PCG32 generator, one draw per element in element order
+ * Stream (PCG32, the context's generator). What it saves is the point: the uint8 mask
+ * (ops.h), never the float output (4 bytes) nor x. Its draws go in element order
  * (k_dropout_forward), so the generator's position after the op is known exactly: a
  * checkpoint region that saves the generator at its entry and restores it for the replay
  * gets every mask back bit for bit; a replay that skips a dropout can pcg32_advance past
  * its draws.
  *
- * Counter (Philox, keyed by the context and the site). Element i's keep decision is a pure
- * function of the op's key (seed, step, micro-batch, dropout site) and i
- * (tensor/counter_rng.h). The op saves nothing at all: its node carries the key, and the
- * backward makes the mask again. No generator moves, so a replay gets the same mask
- * whether or not anything restores a generator, and a cached replay has nothing to skip.
+ * Counter (Philox, tensor/counter_rng.h). The mask is a function of the op's key and the
+ * element alone, and nothing is saved (ops.h). No generator moves, so a replay gets the
+ * same mask whether or not anything restores a generator, and a cached replay has nothing
+ * to skip.
  */
 #include "autograd/ops.h"
 

@@ -1,11 +1,10 @@
 /*
  * ops_norm.c — normalisation: layernorm.
  *
- * LayerNorm is the op that shows a design choice about what to save. Its backward needs
- * x's per-row mean and rstd; they are N floats each, tiny next to x (N·C), so the
- * forward keeps the ones it computed instead of making the backward find them again.
- * What is saved is x itself, the weight, and those two small vectors. Letters: N rows
- * (leading dims flattened), C the normalised width.
+ * LayerNorm is the op that shows a design choice about what to save: the per-row mean and
+ * rstd its backward needs are N floats each, tiny next to x (N·C), so the forward keeps
+ * them beside x and the weight (ops.h). Letters: N rows (leading dims flattened), C the
+ * normalised width.
  */
 #include "autograd/ops.h"
 

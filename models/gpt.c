@@ -31,9 +31,8 @@
  *   lm_head              · wte^T (the token table, tied)          (B,T,V)
  *   loss                 cross-entropy with the next tokens       (1)
  *
- * Tags are what selective checkpoint policies match on. Each intermediate Var is freed as
- * soon as the next op has consumed it, so all that stays alive after the forward is what
- * the ops saved for backward. What it is not: a block with options beyond its attention
+ * Tags are what selective checkpoint policies match on; each intermediate Var is freed as
+ * then_free (model.h) says. What it is not: a block with options beyond its attention
  * core's two forms (no bias-free variant, no rotary embeddings, no KV cache).
  */
 #include "models/gpt.h"
@@ -130,8 +129,7 @@ static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
 }
 
 /* x1 = x + attention branch(x); out = x1 + dropout(mlp.c_proj(gelu(mlp.c_fc(ln_2(x1))))).
- * The ops chain without checks: an op given a NULL input (an earlier failure) returns
- * NULL and keeps that failure's message, so one NULL check at the end suffices. */
+ * The ops chain with one NULL check at the end: an op given NULL passes the failure on (ops.h). */
 static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
 {
     const GptBlock *b = (const GptBlock *)layer;

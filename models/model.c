@@ -5,8 +5,6 @@
 
 #include <stdlib.h>
 
-#include "checkpoint/cost.h"
-
 Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var *targets, TrainCtx *ctx)
 {
     if (!model || !input || !targets)

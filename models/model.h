@@ -38,10 +38,9 @@ static inline Var *then_free(Var *out, Var *used)
     return out;
 }
 
-/* embed → every layer → head, freeing each intermediate Var as soon as the next exists,
- * so only what ops saved stays alive, the chain run as `schedule` says (schedule.h: made
- * for a chain of this model's length; NULL: strategy none). Returns the loss (caller
- * owns) or NULL on error. `input` and `targets` are borrowed. */
+/* embed → every layer → head, each intermediate freed as then_free says, the chain run as
+ * `schedule` says (schedule.h: made for a chain of this model's length; NULL: strategy
+ * none). Returns the loss (caller owns) or NULL on error. `input` and `targets` are borrowed. */
 Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var *targets, TrainCtx *ctx);
 
 /* The chain cost model of `model` (planner.h), measured by one profiling step on this

@@ -8,7 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "tensor/flops.h"
 #include "tensor/kernels.h"
 
 Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx)
@@ -28,9 +27,8 @@ Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx)
     return loss;
 }
 
-/* The gradients summed over micro-batches: sums[i] is parameter i's running sum. The
- * first micro-batch's gradient tensor itself becomes the sum (no copy: s = g_0 exactly),
- * and backward allocates the next one afresh from zeros. */
+/* The first micro-batch's gradient tensor itself becomes the sum (no copy: s = g_0
+ * exactly), and backward allocates the next one afresh from zeros. */
 void step_accumulate(const Model *m, Tensor **sums, int r)
 {
     Phase previous = flops_set_phase(PHASE_BACKWARD); /* the adds are gradient work */
@@ -47,7 +45,6 @@ void step_accumulate(const Model *m, Tensor **sums, int r)
     flops_set_phase(previous);
 }
 
-/* After the last micro-batch: every sum × 1/n goes back into its parameter's .grad. */
 void step_apply_sums(const Model *m, Tensor **sums, int n)
 {
     Phase previous = flops_set_phase(PHASE_BACKWARD);

@@ -48,7 +48,6 @@
 #ifndef REMAT_MODELS_STEP_H
 #define REMAT_MODELS_STEP_H
 
-#include "autograd/optim.h"
 #include "parallel/pipeline.h"
 #include "parallel/zero.h"
 #include "models/model.h"

@@ -70,7 +70,6 @@
 #ifndef REMAT_OFFLOAD_H
 #define REMAT_OFFLOAD_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "autograd/autograd.h"

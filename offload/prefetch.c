@@ -206,8 +206,7 @@ static void *prefetch_thread(void *arg)
     return NULL;
 }
 
-/* Stops the `p->threads` threads started (prefetch_create's failures too), joins them,
- * and frees `p`. */
+/* Also what a failed prefetch_create calls: only the `p->threads` it started are joined. */
 void prefetch_free(Prefetcher *p)
 {
     if (!p) return;

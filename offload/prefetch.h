@@ -92,9 +92,8 @@ void prefetch_submit(Prefetcher *p, PrefetchIo *io);
  * whether it had to block (false: the thread had already finished it). */
 bool prefetch_wait(Prefetcher *p, PrefetchIo *io);
 
-/* Does `io` now, on the calling thread, as a helper thread would (or through io->map):
- * 0, an errno, -1 for a short transfer or PREFETCH_TRUNCATED (also stored in io->error;
- * the time it took in io->seconds and io->cpu_seconds). */
+/* Does `io` now, on the calling thread, as a helper thread would (or through io->map), and
+ * returns io->error; io->seconds and io->cpu_seconds are set as after prefetch_wait. */
 int prefetch_transfer(Prefetcher *p, PrefetchIo *io);
 
 /* Takes `bytes` of `fd` from `offset` out of the page cache without an fsync of the whole

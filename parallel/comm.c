@@ -5,7 +5,6 @@
 #include "parallel/comm.h"
 
 #include <mpi.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "tensor/flat.h"

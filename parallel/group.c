@@ -6,7 +6,6 @@
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static bool launched;

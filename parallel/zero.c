@@ -5,7 +5,6 @@
 #include "parallel/zero.h"
 
 #include <inttypes.h>
-#include <stdlib.h>
 #include <string.h>
 
 struct Zero {

@@ -39,7 +39,6 @@
 
 #include "autograd/optim.h"
 #include "parallel/comm.h"
-#include "parallel/group.h"
 
 typedef struct Zero Zero;
 

@@ -8,17 +8,13 @@
  * Nothing here decides what the quiz says: the questions come from the bank, the
  * explanations from explain_pieces (the pieces the terminal joins into a line), the
  * verdicts and the score line from quiz_word (bank.h); every text goes through
- * html_text (below), which escapes it and isolates Arabic's left-to-right runs.
- *
- * What it is not: a general HTML writer or a template engine: the template's four
- * markers are the only places it writes into.
+ * html_text (below), which escapes it and isolates Arabic's left-to-right runs. The
+ * template's four markers are the only places it writes into: no general HTML writer.
  */
 #define _GNU_SOURCE /* realpath */
 #include "quiz/page.h"
 
 #include <ctype.h>
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

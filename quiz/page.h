@@ -23,7 +23,6 @@
 #ifndef REMAT_QUIZ_PAGE_H
 #define REMAT_QUIZ_PAGE_H
 
-#include "quiz/bank.h"
 #include "quiz/explain_fill.h"
 
 /* What a page is made from; every pointer is borrowed. */

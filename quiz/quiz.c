@@ -33,8 +33,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "quiz/bank.h"
-#include "quiz/explain_fill.h"
 #include "quiz/page.h"
 #include "base/file.h"
 #include "base/flags.h"
