@@ -22,8 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
-
 /* A walk through one stage: references to each value (0 the stage's input, i + 1 op i's
  * output), the bytes alive, counted from the stage's start without its input, and the
  * FLOPs of its forward (and of its backward kernels' RECOMPUTE). */

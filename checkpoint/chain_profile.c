@@ -17,8 +17,6 @@
 #include "checkpoint/ops_plan.h"
 #include "tensor/flops.h"
 
-static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
-
 /* ---- profiling ------------------------------------------------------------------------- */
 
 /* The passes cost.h names. A plain layer's forward is measured around the call, and its

@@ -9,8 +9,6 @@
 #include "checkpoint/ops_plan.h"
 #include "checkpoint/revolve.h"
 
-static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
-
 /* ---- single-level schedules ------------------------------------------------------------ */
 
 size_t chain_grad_bytes(const ChainCost *c, int k)

@@ -103,6 +103,9 @@
 
 /* ---- the chain model ------------------------------------------------------------------- */
 
+/* The larger of two byte counts: every peak here is one. */
+static inline size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
 typedef struct OpsProfile OpsProfile; /* the op-level planner's figures (ops_plan.h) */
 
 /* A segment in the model: what it adds to the forward state S at its start, the most ACT

@@ -12,8 +12,6 @@
 
 /* ---- the exact search: a dynamic program over single-level schedules ------------------- */
 
-static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
-
 /* The DP walks the chain's boundaries k = 0 .. L. A state at boundary k is a way to run
  * layers 0 .. k−1, summed up by its forward state S(k) and its value: the RECOMPUTE FLOPs
  * so far (for the cheapest schedule under a budget) or the highest moment so far (for the
