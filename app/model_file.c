@@ -40,12 +40,12 @@ static int file_entries(const Model *model, const Optimizer *opt, StEntry *entri
     return k;
 }
 
-/* The index of the first NaN or infinity in float tensor `t`, or t->numel when there is
- * none (or `t` holds integers). Messages say which of the two it is. */
-static size_t first_non_finite(const Tensor *t)
+/* The index of the first NaN, infinity or (when `nonnegative`) value below zero in float
+ * tensor `t`, or t->numel when there is none (or `t` holds integers). */
+static size_t first_bad(const Tensor *t, bool nonnegative)
 {
     size_t i = 0;
-    while (t->dtype == DTYPE_F32 && i < t->numel && isfinite(t->f32[i])) i++;
+    while (t->dtype == DTYPE_F32 && i < t->numel && isfinite(t->f32[i]) && !(nonnegative && t->f32[i] < 0.0f)) i++;
     return t->dtype == DTYPE_F32 ? i : t->numel;
 }
 
@@ -91,7 +91,7 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
     RematStatus status = REMAT_OK;
     for (int i = 0; i < k && status == REMAT_OK; i++) {
         const Tensor *t = entries[i].tensor;
-        const size_t at = first_non_finite(t);
+        const size_t at = first_bad(t, false);
         if (at < t->numel)
             status = remat_fail(REMAT_EINVAL, "model_save: tensor %s holds %s at element %zu, so %s was not "
                                 "written and is unchanged (the run diverged: lower --lr, or resume from that file)",
@@ -130,20 +130,18 @@ static Tensor *read_checked(const StFile *f, const char *path, const char *name,
         return NULL;
     }
     char want[48], got[48];
-    const size_t at = first_non_finite(t);
-    size_t negative = 0; /* where a second moment first goes below zero */
-    while (nonnegative && negative < t->numel && !(t->f32[negative] < 0.0f)) negative++;
+    const size_t at = first_bad(t, nonnegative);
     if (t->dtype != like->dtype || !tensor_same_shape(t, like))
         remat_fail(REMAT_ECORRUPT, "%s: tensor %s is %s %s, but this model's is %s %s (a file of another "
                    "configuration?)", path, name, dtype_name(t->dtype), tensor_shape_str(got, sizeof got, t),
                    dtype_name(like->dtype), tensor_shape_str(want, sizeof want, like));
-    else if (at < t->numel)
+    else if (at < t->numel && !isfinite(t->f32[at]))
         remat_fail(REMAT_ECORRUPT, "%s: tensor %s holds %s at element %zu; a model with non-finite "
                    "values cannot be trained or used", path, name, isnan(t->f32[at]) ? "NaN" : "an infinity", at);
-    else if (nonnegative && negative < t->numel)
+    else if (at < t->numel)
         remat_fail(REMAT_ECORRUPT, "%s: tensor %s holds %g at element %zu, but a second moment is a mean "
                    "of squares and never negative (a file edited or written by another program?)",
-                   path, name, (double)t->f32[negative], negative);
+                   path, name, (double)t->f32[at], at);
     else
         return t;
     tensor_free(t);

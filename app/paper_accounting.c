@@ -1,7 +1,6 @@
 /*
- * paper_accounting.c — Korthikanti et al.'s count of a layer's activations as one table: a
- * row per tensor their section 4.1 says backward needs, with its bytes per value, its size,
- * whether tensor parallelism splits it and whether selective or full recomputation keeps it.
+ * paper_accounting.c — Korthikanti et al.'s count of a layer's activations (see
+ * paper_accounting.h) as one table, a row per tensor their section 4.1 says backward needs.
  */
 #include "app/paper_accounting.h"
 

@@ -419,8 +419,7 @@ int st_count(const StFile *f) { return f ? f->count : 0; }
 
 const char *st_name(const StFile *f, int i)
 {
-    if (!f || i < 0 || i >= f->count) return NULL;
-    return f->tensors[i].name;
+    return f && i >= 0 && i < f->count ? f->tensors[i].name : NULL;
 }
 
 const char *st_meta(const StFile *f, const char *key)
