@@ -6,7 +6,6 @@
 
 #include <inttypes.h>
 #include <stdbool.h>
-#include <string.h>
 
 #include "base/file.h"
 
@@ -92,13 +91,8 @@ RematStatus paper_accounting_report(const PaperShape *p, StrategyKind strategy, 
             "per layer (Table 2)", per_layer, p->layers, layers, (double)layers / gb, "embedding's dropout mask",
             mask, "total", total, (double)total / gb);
     if (!results) return REMAT_OK;
-    FileReplacement f; /* a reader finds the old file or the new one, never a part */
-    const char *step = "creating a temporary file beside it";
-    int err = file_replace_start(&f, results, true);
-    if (!err) {
-        fprintf(f.out, "{\"paper\": {\"per_layer\": %" PRIu64 ", \"layers\": %" PRIu64 ", \"activations\": %" PRIu64
-                "}}\n", per_layer, layers, total);
-        err = file_replace_finish(&f, false, &step);
-    }
-    return err ? remat_fail(REMAT_EIO, "--results %s: %s failed: %s", results, step, strerror(err)) : REMAT_OK;
+    char json[160];
+    snprintf(json, sizeof json, "{\"paper\": {\"per_layer\": %" PRIu64 ", \"layers\": %" PRIu64 ", \"activations\": %"
+             PRIu64 "}}\n", per_layer, layers, total);
+    return file_replace_text("--results", results, json);
 }

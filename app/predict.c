@@ -12,7 +12,6 @@
 
 #include <inttypes.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "app/paper_accounting.h"
 #include "base/platform.h"
@@ -69,16 +68,13 @@ static ChainCost *run_cost(const TrainOptions *o, const Policy *policy, size_t k
 static RematStatus write_results(const char *path, const char *label, const size_t kinds[MEM_KIND_COUNT],
                                  size_t peak, uint64_t recompute)
 {
-    FileReplacement f; /* a reader finds the old file or the new one, never a part */
-    const char *step = "creating a temporary file beside it";
-    int err = file_replace_start(&f, path, true);
-    if (!err) {
-        fprintf(f.out, "{\"%s\": {", label);
-        for (int k = 0; k < MEM_DISK; k++) fprintf(f.out, "\"%s\": %zu, ", mem_kind_name((MemKind)k), kinds[k]);
-        fprintf(f.out, "\"peak\": %zu, \"recompute_flops\": %" PRIu64 "}}\n", peak, recompute);
-        err = file_replace_finish(&f, false, &step);
-    }
-    return err ? remat_fail(REMAT_EIO, "--results %s: %s failed: %s", path, step, strerror(err)) : REMAT_OK;
+    char json[512];
+    int n = snprintf(json, sizeof json, "{\"%s\": {", label);
+    for (int k = 0; k < MEM_DISK; k++)
+        n += snprintf(json + n, sizeof json - (size_t)n, "\"%s\": %zu, ", mem_kind_name((MemKind)k), kinds[k]);
+    snprintf(json + n, sizeof json - (size_t)n, "\"peak\": %zu, \"recompute_flops\": %" PRIu64 "}}\n", peak,
+             recompute);
+    return file_replace_text("--results", path, json);
 }
 
 RematStatus train_write_measured(const char *path, int steps)

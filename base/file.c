@@ -185,6 +185,18 @@ int file_replace_finish(FileReplacement *f, bool durable, const char **step)
     return err;
 }
 
+RematStatus file_replace_text(const char *who, const char *path, const char *text)
+{
+    FileReplacement f; /* a reader finds the old file or the new one, never a part */
+    const char *step = "creating a temporary file beside it";
+    int err = file_replace_start(&f, path, true);
+    if (!err) {
+        fputs(text, f.out);
+        err = file_replace_finish(&f, false, &step);
+    }
+    return err ? remat_fail(REMAT_EIO, "%s %s: %s failed: %s", who, path, step, strerror(err)) : REMAT_OK;
+}
+
 /* Whether this process may create a file in `dir`, found by creating one: an unnamed
  * O_TMPFILE, which vanishes when closed; on a file system without O_TMPFILE (or one such
  * as /proc that refuses it), a named file removed at once. access(2) would not do: for

@@ -79,6 +79,10 @@ int file_replace_start(FileReplacement *f, const char *path, bool unnamed);
 int file_replace_finish(FileReplacement *f, bool durable, const char **step);
 #define FILE_STEP_DIRECTORY "flushing its directory"
 
+/* `text` as the whole of `path`, replaced as above (not durable): REMAT_OK, or REMAT_EIO
+ * with "WHO PATH: STEP failed: ERROR" (who: the flag or program that names the path). */
+RematStatus file_replace_text(const char *who, const char *path, const char *text);
+
 /* Checks that a file can be written at `path` by renaming a new file over it: the path is
  * not empty and does not end in '/'; its directory exists, is a directory, and lets this
  * process create a file (tried for real, with an unnamed O_TMPFILE where the file system
