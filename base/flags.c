@@ -36,40 +36,36 @@ static RematStatus set_value(const Flag *f, const char *v, void *opts)
     return remat_fail(REMAT_EINVAL, "a flag of no known type");
 }
 
-/* Parses the flag at argv[*i] (and its value, advancing *i past it). */
-static RematStatus parse_one(const FlagSet *sets, int n_sets, int argc, char **argv, int *i)
-{
-    const char *name = argv[*i];
-    const FlagSet *set = NULL;
-    const Flag *f = NULL; /* the row called `name`, in `set` */
-    for (int s = 0; s < n_sets && !f; s++)
-        for (int k = 0; k < sets[s].n && !f; k++)
-            if (!strcmp(name, sets[s].flags[k].name)) {
-                set = &sets[s];
-                f = &set->flags[k];
-            }
-    if (!f) return remat_fail(REMAT_EINVAL, "unknown flag %s", name);
-    const unsigned bit = 1u << (f - set->flags);
-    if (!(set->accepted & bit))
-        return remat_fail(REMAT_EINVAL, "%s does not apply here (the flags that do are below)", name);
-    if (*set->given & bit) /* the first value would be lost */
-        return remat_fail(REMAT_EINVAL, "%s is given twice", name);
-    const char *v = f->value && *i + 1 < argc ? argv[++*i] : NULL;
-    if (f->value && (!v || !v[0])) return remat_fail(REMAT_EINVAL, "%s needs a value (%s)", name, f->value);
-    if (set_value(f, v, set->opts) != REMAT_OK) {
-        char why[400];
-        snprintf(why, sizeof why, "%s", remat_last_error()); /* remat_fail writes where it reads */
-        return remat_fail(REMAT_EINVAL, "%s: %s", name, why);
-    }
-    *set->given |= bit;
-    return REMAT_OK;
-}
-
 int flags_parse(const FlagSet *sets, int n_sets, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return FLAGS_HELP;
-        if (parse_one(sets, n_sets, argc, argv, &i) != REMAT_OK) return FLAGS_BAD;
+        const char *name = argv[i];
+        if (!strcmp(name, "--help") || !strcmp(name, "-h")) return FLAGS_HELP;
+        const FlagSet *set = NULL;
+        const Flag *f = NULL; /* the row called `name`, in `set` */
+        for (int s = 0; s < n_sets && !f; s++)
+            for (int k = 0; k < sets[s].n && !f; k++)
+                if (!strcmp(name, sets[s].flags[k].name)) {
+                    set = &sets[s];
+                    f = &set->flags[k];
+                }
+        const unsigned bit = f ? 1u << (f - set->flags) : 0;
+        const char *v = f && f->value && i + 1 < argc ? argv[++i] : NULL; /* its value, if it takes one */
+        RematStatus status = REMAT_OK;
+        if (!f) status = remat_fail(REMAT_EINVAL, "unknown flag %s", name);
+        else if (!(set->accepted & bit))
+            status = remat_fail(REMAT_EINVAL, "%s does not apply here (the flags that do are below)", name);
+        else if (*set->given & bit) /* the first value would be lost */
+            status = remat_fail(REMAT_EINVAL, "%s is given twice", name);
+        else if (f->value && (!v || !v[0]))
+            status = remat_fail(REMAT_EINVAL, "%s needs a value (%s)", name, f->value);
+        else if (set_value(f, v, set->opts) != REMAT_OK) {
+            char why[400];
+            snprintf(why, sizeof why, "%s", remat_last_error()); /* remat_fail writes where it reads */
+            status = remat_fail(REMAT_EINVAL, "%s: %s", name, why);
+        }
+        if (status != REMAT_OK) return FLAGS_BAD;
+        *set->given |= bit;
     }
     return FLAGS_RUN;
 }
