@@ -230,9 +230,7 @@ static RematStatus plan_schedule(Run *run)
     const Policy *policy = budget ? NULL : run->schedule->segments[0].policy; /* a strategy's regions share one */
     Pcg32 data = run->state.data_rng;
     Var *x = NULL, *y = NULL;
-    FlopCounts before = flops_snapshot();
     RematStatus status = draw_batch(run, TEXT_TRAIN, &data, &x, &y);
-    flops_restore(&before);
     if (status != REMAT_OK) return status;
     TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true, .dropout_rng = run->opt->dropout_rng,
                     .seed = run->opt->seed, .step = (uint64_t)run->state.step}; /* as the first step's */
@@ -422,13 +420,11 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
     const TrainOptions *o = run->opt;
     const Pcg32 data_rng = run->state.data_rng;
     /* The step's K micro-batches, drawn in order from the data generator (the MLP's teacher
-     * is data, not training work: its FLOPs are not counted). */
+     * is data, not training work: mlp_task_batch counts none of its FLOPs). */
     MicroBatch *mb = calloc((size_t)run->micro_batches, sizeof *mb);
     RematStatus status = mb ? REMAT_OK : remat_fail(REMAT_ENOMEM, "train: no memory for a step");
-    const FlopCounts before = flops_snapshot();
     for (int r = 0; r < run->micro_batches && status == REMAT_OK; r++)
         status = draw_batch(run, TEXT_TRAIN, &run->state.data_rng, &mb[r].input, &mb[r].targets);
-    flops_restore(&before);
 
     /* Dropout on, from the run's stream, or keyed by the run's seed and this step (the step
      * numbers its micro-batches from 0). */

@@ -176,10 +176,12 @@ RematStatus mlp_task_batch(MlpTask *task, Pcg32 *rng, int batch, Var **x, Var **
     if (!input) return remat_last_status();
 
     bool was = grad_set_enabled(false);
+    const FlopCounts before = flops_snapshot(); /* the teacher is data, not training work */
     Var *h = op_linear(input, task->t1, NULL, "teacher.fc1");
     Var *a = then_free(op_relu(h, "teacher.relu1"), h);
     Var *o = then_free(op_linear(a, task->t2, NULL, "teacher.fc2"), a);
     Var *target = then_free(op_relu(o, "teacher.relu2"), o);
+    flops_restore(&before);
     grad_set_enabled(was);
     if (!target) {
         var_free(input);

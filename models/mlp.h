@@ -58,8 +58,8 @@ double mlp_task_bytes(int width);
 void mlp_task_free(MlpTask *task);
 
 /* Draws a batch of `batch` examples: *x and *y are new constant Vars (MEM_ACT) the caller
- * owns. The teacher's FLOPs count under the current phase, so draw a batch before you
- * start measuring a step. On error returns the status and sets both to NULL. */
+ * owns. The teacher is data, not training work: its FLOPs are left out of the ledger.
+ * On error returns the status and sets both to NULL. */
 RematStatus mlp_task_batch(MlpTask *task, Pcg32 *rng, int batch, Var **x, Var **y);
 
 #endif /* REMAT_MLP_H */
