@@ -94,12 +94,15 @@ static Var *gpt_embed(Model *model, Var *ids, TrainCtx *ctx)
 
 /* ---- the forward: a block -------------------------------------------------------------- */
 
-/* resid_dropout(attn.c_proj(causal self-attention(ln_1(x)))), (B,T,C). The attention core
+/* x1 = x + resid_dropout(attn.c_proj(causal self-attention(ln_1(x))));
+ * out = x1 + dropout(mlp.c_proj(gelu(mlp.c_fc(ln_2(x1))))), (B,T,C). The attention core
  * is one fused op, or made from primitive ops: (B,H,T,T) scores, probabilities and their
  * dropout, times v. A block's dropouts are active only while training (a NULL ctx is
- * inference), each numbered by its site for the counter-based generator. */
-static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
+ * inference), each numbered by its site for the counter-based generator. The ops chain
+ * with one NULL check at the end: an op given NULL passes the failure on (ops.h). */
+static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
 {
+    const GptBlock *b = (const GptBlock *)layer;
     Var *h = op_layernorm(x, b->ln_1.weight, b->ln_1.bias, GPT_LN_EPS, "attn.ln");
     Var *qkv = then_free(op_linear(h, b->attn.c_attn.weight, b->attn.c_attn.bias, "attn.qkv"), h);
     Var *q = op_split_heads(qkv, QKV_Q, b->H, "attn.split_q");
@@ -123,19 +126,12 @@ static Var *attention_branch(const GptBlock *b, Var *x, TrainCtx *ctx)
         var_free(v);
     }
     Var *merged = then_free(op_merge_heads(y, "attn.merge"), y);
-    Var *proj = then_free(op_linear(merged, b->attn.c_proj.weight, b->attn.c_proj.bias, "attn.proj"), merged);
-    return then_free(op_dropout(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN_RESID),
-                                "attn.resid_dropout"), proj);
-}
-
-/* x1 = x + attention branch(x); out = x1 + dropout(mlp.c_proj(gelu(mlp.c_fc(ln_2(x1))))).
- * The ops chain with one NULL check at the end: an op given NULL passes the failure on (ops.h). */
-static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
-{
-    const GptBlock *b = (const GptBlock *)layer;
-    Var *attn = attention_branch(b, x, ctx);
+    Var *attn_proj = then_free(op_linear(merged, b->attn.c_proj.weight, b->attn.c_proj.bias, "attn.proj"), merged);
+    Var *attn = then_free(op_dropout(attn_proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN_RESID),
+                                     "attn.resid_dropout"), attn_proj);
     Var *x1 = then_free(op_add(x, attn, "attn.residual"), attn);
-    Var *h = op_layernorm(x1, b->ln_2.weight, b->ln_2.bias, GPT_LN_EPS, "mlp.ln");
+
+    h = op_layernorm(x1, b->ln_2.weight, b->ln_2.bias, GPT_LN_EPS, "mlp.ln");
     Var *fc = then_free(op_linear(h, b->mlp.c_fc.weight, b->mlp.c_fc.bias, "mlp.fc"), h);
     Var *act = then_free(op_gelu(fc, "mlp.gelu"), fc);
     Var *proj = then_free(op_linear(act, b->mlp.c_proj.weight, b->mlp.c_proj.bias, "mlp.proj"), act);
@@ -368,7 +364,7 @@ static int attention_core_ops(Ops *o, const GptConfig *c, int q, int k, int v)
                                .saves = 3, .out = n * sizeof(float), .flops = 2 * S * D});
 }
 
-/* attention_branch and gpt_block_forward, op for op (the letters of the top of the file). */
+/* gpt_block_forward, op for op (the letters of the top of the file). */
 static void block_ops(Ops *o, const GptConfig *c)
 {
     const uint64_t C = (uint64_t)c->d_model, n = o->rows * C;
