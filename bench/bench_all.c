@@ -64,19 +64,15 @@ static const ResultsColumn COLUMNS[] = {
     COLUMN_TIMED(RunRow, seconds, "seconds"), COLUMN_SAMPLES,
 };
 
-int main(int argc, char **argv)
+static const char *self; /* argv[0]: the benches live beside this binary */
+
+static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    BenchOptions o;
-    Results *results;
-    const int start = bench_start(&INFO, argc, argv, &o, &results);
-    if (start != BENCH_RUN) return start;
-
-    /* The benches live beside this binary. */
     char dir[4096] = ".";
-    const char *slash = strrchr(argv[0], '/');
-    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - argv[0]), argv[0]);
+    const char *slash = strrchr(self, '/');
+    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - self), self);
 
-    results_config_str(results, "results_dir", o.results_dir);
+    results_config_str(results, "results_dir", o->results_dir);
     ResultsTable *runs = RESULTS_TABLE(results, "runs", "each bench that ran", COLUMNS);
     int failed = 0;
     char failures[512] = "";
@@ -85,9 +81,9 @@ int main(int argc, char **argv)
         char path[4200];
         snprintf(path, sizeof path, "%s/%s", dir, BENCHES[i]);
         const bool pareto = !strcmp(BENCHES[i], "bench_planner"); /* its frontier too, which the quiz quotes */
-        char *args[] = {path, "--results", (char *)o.results_dir, pareto ? "--pareto" : NULL, NULL, NULL};
-        args[pareto ? 4 : 3] = o.quick ? "--quick" : NULL;
-        printf("\n==== %s%s%s\n", BENCHES[i], pareto ? " --pareto" : "", o.quick ? " --quick" : "");
+        char *args[] = {path, "--results", (char *)o->results_dir, pareto ? "--pareto" : NULL, NULL, NULL};
+        args[pareto ? 4 : 3] = o->quick ? "--quick" : NULL;
+        printf("\n==== %s%s%s\n", BENCHES[i], pareto ? " --pareto" : "", o->quick ? " --quick" : "");
         const double t0 = platform_seconds();
         const int code = run(path, args);
         const double seconds = platform_seconds() - t0;
@@ -101,11 +97,17 @@ int main(int argc, char **argv)
         }
     }
 
-    RematStatus status = results_write_summary(results, o.results_dir, BENCHES, N_BENCHES);
+    RematStatus status = results_write_summary(results, o->results_dir, BENCHES, N_BENCHES);
     if (status == REMAT_OK) {
-        printf("\n  %d benches in %.1f s; merged into %s/summary.json\n", N_BENCHES, total, o.results_dir);
+        printf("\n  %d benches in %.1f s; merged into %s/summary.json\n", N_BENCHES, total, o->results_dir);
         if (failed)
             status = remat_fail(REMAT_ESTATE, "%d bench%s failed: %s", failed, failed == 1 ? "" : "es", failures);
     }
-    return bench_finish(&INFO, &o, results, status);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    self = argv[0];
+    return bench_main(&INFO, argc, argv, run_bench);
 }

@@ -187,16 +187,12 @@ static const ResultsColumn COLUMNS[] = {
     COLUMN_TIMED(WayResult, vs_naive, "ratio", SHOW("vs naive", "+%", 0, 1)), COLUMN_SAMPLES,
 };
 
-int main(int argc, char **argv)
+static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    BenchOptions o;
-    Results *results;
-    const int start = bench_start(&INFO, argc, argv, &o, &results);
-    if (start != BENCH_RUN) return start;
     const int seqs_full[] = {256, 512, 1024, 2048}, seqs_quick[] = {128, 256};
-    const int n_seqs = o.quick ? 2 : 4, naive_max = o.quick ? 256 : 1024;
-    const int *seqs = o.quick ? seqs_quick : seqs_full;
-    const int B = o.quick ? 2 : 4, H = o.quick ? 2 : 4, D = o.quick ? 32 : 64;
+    const int n_seqs = o->quick ? 2 : 4, naive_max = o->quick ? 256 : 1024;
+    const int *seqs = o->quick ? seqs_quick : seqs_full;
+    const int B = o->quick ? 2 : 4, H = o->quick ? 2 : 4, D = o->quick ? 32 : 64;
     results_config_num(results, "batch", B);
     results_config_num(results, "heads", H);
     results_config_num(results, "head_dim", D);
@@ -205,7 +201,7 @@ int main(int argc, char **argv)
     results_config_num(results, "ops_tile", ATTN_TILE);
     results_config_ints(results, "seqs", seqs, n_seqs);
     results_config_num(results, "naive_max_seq", naive_max);
-    const TimingPlan plan = bench_timing_plan(&o, results, 1, 7, 4.0 / n_seqs);
+    const TimingPlan plan = bench_timing_plan(o, results, 1, 7, 4.0 / n_seqs);
     ResultsTable *table = RESULTS_TABLE(results, "ways", "one forward and backward of causal attention, per way "
                                         "and sequence length", COLUMNS);
     WayResult r[MAX_SEQS][N_WAYS] = {0};
@@ -228,5 +224,7 @@ int main(int argc, char **argv)
             for (int w = 0; w < N_WAYS; w++)
                 if (r[i][w].ran) results_add_row(table, &r[i][w]);
     }
-    return bench_finish(&INFO, &o, results, status);
+    return status;
 }
+
+int main(int argc, char **argv) { return bench_main(&INFO, argc, argv, run_bench); }

@@ -115,16 +115,12 @@ static RematStatus compare(ModelBench *g, const Strategy *strategy, Tensor *cons
     return REMAT_OK;
 }
 
-int main(int argc, char **argv)
+static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    BenchOptions o;
-    Results *results;
-    const int start = bench_start(&INFO, argc, argv, &o, &results);
-    if (start != BENCH_RUN) return start;
-    const GptShape shape = o.quick ? (GptShape){.L = 4, .C = 64, .H = 4, .T = 32, .B = 2, .dropout = 0.1f}
-                                   : (GptShape){.L = 4, .C = 128, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
+    const GptShape shape = o->quick ? (GptShape){.L = 4, .C = 64, .H = 4, .T = 32, .B = 2, .dropout = 0.1f}
+                                    : (GptShape){.L = 4, .C = 128, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
     results_config_gpt(results, &shape);
-    options = &o;
+    options = o;
     ResultsTable *table = RESULTS_TABLE(results, "gradients", "gradients of one batch against no checkpointing",
                                         COLUMNS);
     ModelBench g;
@@ -142,7 +138,7 @@ int main(int argc, char **argv)
     }
 
     Strategy sweep[N_STRATEGIES];
-    const int n = bench_sweep(&INFO, &o, NULL, sweep);
+    const int n = bench_sweep(&INFO, o, NULL, sweep);
     Outcome outcomes[N_STRATEGIES][2] = {0};
     Progress progress;
     progress_begin(&progress, stdout, 2 * n);
@@ -156,7 +152,7 @@ int main(int argc, char **argv)
         results_print_head(table, 0);
         for (int k = 0; k < n; k++)
             for (int i = 0; i < 2; i++) results_add_row(table, &outcomes[k][i]);
-        if (o.dropout_rng == DROPOUT_RNG_COUNTER)
+        if (o->dropout_rng == DROPOUT_RNG_COUNTER)
             printf("\n  Counter-based masks (--dropout-rng counter): every mask is a function of (seed, step,\n"
                    "  micro-batch, op, element), so a replay makes the same masks whether or not the generator\n"
                    "  is restored, and without replay too the gradients are none's to the bit.\n");
@@ -171,5 +167,7 @@ int main(int argc, char **argv)
     for (int i = 0; reference && i < m->n_params; i++) tensor_free(reference[i]);
     free(reference);
     model_bench_free(&g);
-    return bench_finish(&INFO, &o, results, status);
+    return status;
 }
+
+int main(int argc, char **argv) { return bench_main(&INFO, argc, argv, run_bench); }

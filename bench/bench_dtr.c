@@ -220,17 +220,13 @@ static const ResultsColumn COLUMNS[] = {
 
 static const int NS[] = {10, 20, 32, 50, 64, 100, 128, 200, 256, 500, 512, 1000};
 
-int main(int argc, char **argv)
+static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    BenchOptions o;
-    Results *results;
-    const int start = bench_start(&INFO, argc, argv, &o, &results);
-    if (start != BENCH_RUN) return start;
     if (!unit_chain) {
-        const RematStatus status = models(&o, results);
-        if (status != REMAT_OK) return bench_finish(&INFO, &o, results, status);
+        const RematStatus status = models(o, results);
+        if (status != REMAT_OK) return status;
     }
-    const int count = o.quick ? 5 : (int)(sizeof NS / sizeof NS[0]);
+    const int count = o->quick ? 5 : (int)(sizeof NS / sizeof NS[0]);
     results_config_ints(results, "n", NS, count);
     ResultsTable *table = RESULTS_TABLE(results, "unit_chain", "extra computes of DTR and of the optimum", COLUMNS);
     results_print_head(table, 0);
@@ -243,5 +239,7 @@ int main(int argc, char **argv)
         if (status == REMAT_OK) status = dtr_chain_optimum(row.n, row.budget, &row.optimal_extra_computes);
         if (status == REMAT_OK) results_add_row(table, &row);
     }
-    return bench_finish(&INFO, &o, results, status);
+    return status;
 }
+
+int main(int argc, char **argv) { return bench_main(&INFO, argc, argv, run_bench); }

@@ -316,20 +316,18 @@ static void report(const JobModel *model, const Measured *m, Results *results)
     results_add_row(floor, &row);
 }
 
-int main(int argc, char **argv)
+static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    BenchOptions o;
-    Results *results;
-    const int start = bench_start(&INFO, argc, argv, &o, &results);
-    if (start != BENCH_RUN) return start;
-    const JobModel model = {.shape = o.quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 32, .B = 4, .dropout = 0.1f}
-                                             : (GptShape){.L = 6, .C = 256, .H = 4, .T = 128, .B = 4, .dropout = 0.1f},
-                            .options = &o};
+    const JobModel model = {.shape = o->quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 32, .B = 4, .dropout = 0.1f}
+                                              : (GptShape){.L = 6, .C = 256, .H = 4, .T = 128, .B = 4, .dropout = 0.1f},
+                            .options = o};
     results_config_gpt(results, &model.shape);
     results_config_num(results, "steps_per_job", JOB_STEPS);
     Measured m;
-    m.sweep.n = bench_sweep(&INFO, &o, NULL, m.sweep.s);
+    m.sweep.n = bench_sweep(&INFO, o, NULL, m.sweep.s);
     const RematStatus status = measure_all(&model, &m);
     if (status == REMAT_OK) report(&model, &m, results);
-    return bench_finish(&INFO, &o, results, status);
+    return status;
 }
+
+int main(int argc, char **argv) { return bench_main(&INFO, argc, argv, run_bench); }

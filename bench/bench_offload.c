@@ -632,28 +632,24 @@ static RematStatus measure_models(const Setup *setup, const MlpShape *mlp, const
     return status;
 }
 
-int main(int argc, char **argv)
+static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    BenchOptions o;
-    Results *results;
-    const int start = bench_start(&INFO, argc, argv, &o, &results);
-    if (start != BENCH_RUN) return start;
-    Setup setup = {.dir = o.step.offload_opts.dir};
+    Setup setup = {.dir = o->step.offload_opts.dir};
 
-    const MlpShape mlp = o.quick ? (MlpShape){.N = 16, .W = 256, .B = 64} : (MlpShape){.N = 32, .W = 2048, .B = 256};
-    const GptShape gpt = o.quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f}
-                                 : (GptShape){.L = 4, .C = 256, .H = 4, .T = 128, .B = 8, .dropout = 0.1f};
+    const MlpShape mlp = o->quick ? (MlpShape){.N = 16, .W = 256, .B = 64} : (MlpShape){.N = 32, .W = 2048, .B = 256};
+    const GptShape gpt = o->quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f}
+                                  : (GptShape){.L = 4, .C = 256, .H = 4, .T = 128, .B = 8, .dropout = 0.1f};
     /* Quick mode spends most of its time cap on the MLP chain, whose times the quiz quotes,
      * and times only the configurations the quiz quotes: an interval narrows as one over the
      * square root of the rounds, and with all eleven configurations 24 to 26 rounds fitted
      * in 3.5 s, leaving the disk-reading figure's interval about 12% of its value on a quiet
      * machine, wider than the quiz quotes (quiz/README.md). The GPT's are not quoted in
      * quick mode: it runs the fewest rounds that give an interval. */
-    setup.mlp_plan = bench_timing_plan(&o, NULL, WARMUP_ROUNDS, 7, 3.5);
-    setup.gpt_plan = bench_timing_plan(&o, NULL, WARMUP_ROUNDS, 7, 0.5);
-    setup.records = timing_plan_fixed(1, o.quick ? 8 : 64);
+    setup.mlp_plan = bench_timing_plan(o, NULL, WARMUP_ROUNDS, 7, 3.5);
+    setup.gpt_plan = bench_timing_plan(o, NULL, WARMUP_ROUNDS, 7, 0.5);
+    setup.records = timing_plan_fixed(1, o->quick ? 8 : 64);
     for (int c = 0; c < N_CONFIGS; c++)
-        if (!o.quick || CONFIGS[c].quick) setup.configs[setup.n_configs++] = &CONFIGS[c];
+        if (!o->quick || CONFIGS[c].quick) setup.configs[setup.n_configs++] = &CONFIGS[c];
     record_config(results, &setup, &mlp, &gpt);
     ResultsTable *steps = RESULTS_TABLE(results, "steps", "one AdamW training step per model and configuration",
                                         STEP_COLUMNS);
@@ -661,7 +657,7 @@ int main(int argc, char **argv)
     ResultsTable *disk_table = RESULTS_TABLE(results, "disk", "the spill directory's disk, sequential, O_DIRECT",
                                              DISK_COLUMNS);
     Estimate disk[2];
-    if (measure_disk(&setup, o.quick, disk_table, disk)) setup.disk = disk;
+    if (measure_disk(&setup, o->quick, disk_table, disk)) setup.disk = disk;
 
     Progress progress;
     progress_begin(&progress, stdout, timing_max_runs(&setup.mlp_plan, setup.n_configs) +
@@ -673,5 +669,7 @@ int main(int argc, char **argv)
         printf("\n  (cache: the page cache kept, or each record dropped from it once written and once read,\n"
                "  so that backward reads the disk; FLOPs+: recompute FLOP overhead; write and read: time\n"
                "  inside pack and unpack)\n");
-    return bench_finish(&INFO, &o, results, status);
+    return status;
 }
+
+int main(int argc, char **argv) { return bench_main(&INFO, argc, argv, run_bench); }

@@ -124,19 +124,15 @@ static void print_and_record(int threads, const StepStats *stats, const Timing *
     }
 }
 
-int main(int argc, char **argv)
+static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    BenchOptions o;
-    Results *results;
-    const int start = bench_start(&INFO, argc, argv, &o, &results);
-    if (start != BENCH_RUN) return start;
-    const GptShape shape = o.quick ? (GptShape){.L = 2, .C = 128, .H = 4, .T = 128, .B = 2, .dropout = 0.1f}
-                                   : (GptShape){.L = 4, .C = 256, .H = 4, .T = 256, .B = 4, .dropout = 0.1f};
+    const GptShape shape = o->quick ? (GptShape){.L = 2, .C = 128, .H = 4, .T = 128, .B = 2, .dropout = 0.1f}
+                                    : (GptShape){.L = 4, .C = 256, .H = 4, .T = 256, .B = 4, .dropout = 0.1f};
     const int threads_before = platform_info().threads;
     const int n_threads = platform_info().cores < MAX_THREADS ? platform_info().cores : MAX_THREADS;
     results_config_gpt(results, &shape);
     results_config_str(results, "optimizer", "adamw");
-    const TimingPlan plan = bench_timing_plan(&o, results, o.quick ? 1 : 2, 7, 1.5);
+    const TimingPlan plan = bench_timing_plan(o, results, o->quick ? 1 : 2, 7, 1.5);
     ResultsTable *table = RESULTS_TABLE(results, "placements", "one AdamW step per placement and thread count",
                                         COLUMNS);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
@@ -145,11 +141,11 @@ int main(int argc, char **argv)
     Schedule *schedules[N_PLACEMENTS] = {0};
     Variant variants[N_PLACEMENTS];
     for (int p = 0; p < N_PLACEMENTS && status == REMAT_OK; p++) {
-        const Strategy s = bench_strategy(&o, PLACEMENTS[p].kind, PLACEMENTS[p].policy);
+        const Strategy s = bench_strategy(o, PLACEMENTS[p].kind, PLACEMENTS[p].policy);
         schedules[p] = PLACEMENTS[p].every_other ? every_other_block(&s, g.model->n_layers)
                                              : schedule_for_strategy(&s, g.model->n_layers);
         if (!schedules[p]) status = remat_last_status();
-        variants[p] = bench_variant(&o, (Variant){.name = PLACEMENTS[p].name, .schedule = schedules[p]}, true);
+        variants[p] = bench_variant(o, (Variant){.name = PLACEMENTS[p].name, .schedule = schedules[p]}, true);
     }
 
     StepStats stats[MAX_THREADS][N_PLACEMENTS];
@@ -178,5 +174,7 @@ int main(int argc, char **argv)
     for (int t = 0; t < n_threads; t++) timing_free(&timing[t]);
     for (int p = 0; p < N_PLACEMENTS; p++) schedule_free(schedules[p]);
     model_bench_free(&g);
-    return bench_finish(&INFO, &o, results, status);
+    return status;
 }
+
+int main(int argc, char **argv) { return bench_main(&INFO, argc, argv, run_bench); }

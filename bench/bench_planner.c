@@ -552,21 +552,16 @@ static RematStatus frontier(Chain *c, int n_budgets, const TimingPlan *plan, Res
     return status;
 }
 
-int main(int argc, char **argv)
+static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    BenchOptions o;
-    Results *results;
-    const int start = bench_start(&INFO, argc, argv, &o, &results);
-    if (start != BENCH_RUN) return start;
-
-    const int N = o.quick ? 16 : 32, W = o.quick ? 64 : 256, B = o.quick ? 16 : 32;
-    const GptShape gpt = o.quick ? (GptShape){.L = 6, .C = 64, .H = 2, .T = 32, .B = 2, .dropout = 0.1f}
-                                 : (GptShape){.L = 12, .C = 128, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
+    const int N = o->quick ? 16 : 32, W = o->quick ? 64 : 256, B = o->quick ? 16 : 32;
+    const GptShape gpt = o->quick ? (GptShape){.L = 6, .C = 64, .H = 2, .T = 32, .B = 2, .dropout = 0.1f}
+                                  : (GptShape){.L = 12, .C = 128, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
     static const int QUICK_HEADS[] = {16, 1, 2, 8, 1, 4};
     static const int FULL_HEADS[] = {32, 1, 1, 16, 2, 2, 8, 1, 4, 32, 1, 2};
     static const char *const NAMES[] = {"mlp", "gpt", "gpt_heads"};
-    const int *heads = o.quick ? QUICK_HEADS : FULL_HEADS;
-    const int n_budgets = o.quick ? 12 : 24, n_below = o.quick ? 3 : 6, n_frontier = o.quick ? 6 : 8;
+    const int *heads = o->quick ? QUICK_HEADS : FULL_HEADS;
+    const int n_budgets = o->quick ? 12 : 24, n_below = o->quick ? 3 : 6, n_frontier = o->quick ? 6 : 8;
     results_config_num(results, "mlp_layers", N);
     results_config_num(results, "mlp_width", W);
     results_config_num(results, "mlp_batch", B);
@@ -575,7 +570,7 @@ int main(int argc, char **argv)
     results_config_num(results, "budgets", n_budgets);
     results_config_num(results, "budgets_below_dp", n_below);
     results_config_str(results, "optimizer", "adamw");
-    const TimingPlan plan = bench_timing_plan(&o, pareto ? results : NULL, 1, 7, 1.0);
+    const TimingPlan plan = bench_timing_plan(o, pareto ? results : NULL, 1, 7, 1.0);
     RematStatus status = REMAT_OK;
     ResultsTable *points = RESULTS_TABLE(results, "points", "each planner's schedule at each budget, run for one "
                                          "AdamW step under that budget; fixed strategies at their own memory",
@@ -597,5 +592,7 @@ int main(int argc, char **argv)
         chain_free(&chain);
     }
     progress_end(&progress);
-    return bench_finish(&INFO, &o, results, status);
+    return status;
 }
+
+int main(int argc, char **argv) { return bench_main(&INFO, argc, argv, run_bench); }

@@ -205,22 +205,17 @@ static void print_and_record_slopes(const Config *c, StepRow rows[][N_KINDS], Re
            "  (the batch, the last block's gradients): they weigh most at small N.\n");
 }
 
-int main(int argc, char **argv)
+static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    BenchOptions o;
-    Results *results;
-    const int start = bench_start(&INFO, argc, argv, &o, &results);
-    if (start != BENCH_RUN) return start;
-
-    Config c = o.quick ? (Config){.width = 64, .batch = 16, .depths = {8, 16, 32, 64, 128, 256}, .n_depths = 6}
-                       : (Config){.width = 256, .batch = 32, .depths = {4, 8, 16, 32, 64, 128, 256}, .n_depths = 7};
-    c.n_strategies = bench_sweep(&INFO, &o, NULL, c.strategies);
+    Config c = o->quick ? (Config){.width = 64, .batch = 16, .depths = {8, 16, 32, 64, 128, 256}, .n_depths = 6}
+                        : (Config){.width = 256, .batch = 32, .depths = {4, 8, 16, 32, 64, 128, 256}, .n_depths = 7};
+    c.n_strategies = bench_sweep(&INFO, o, NULL, c.strategies);
     results_config_str(results, "model", "mlp");
     results_config_num(results, "width", c.width);
     results_config_num(results, "batch", c.batch);
     results_config_ints(results, "depths", c.depths, c.n_depths);
     results_config_str(results, "optimizer", "adamw");
-    c.plan = bench_timing_plan(&o, results, o.quick ? 1 : 2, 9, 2.0 / c.n_depths);
+    c.plan = bench_timing_plan(o, results, o->quick ? 1 : 2, 9, 2.0 / c.n_depths);
     MlpTask *task = mlp_task_create(c.width, 7); /* the teacher: resident through every depth */
     RematStatus status = task ? REMAT_OK : remat_last_status();
     StepRow rows[MAX_DEPTHS][N_KINDS] = {0};
@@ -234,5 +229,7 @@ int main(int argc, char **argv)
         print_and_record_steps(&c, rows, results);
         print_and_record_slopes(&c, rows, results);
     }
-    return bench_finish(&INFO, &o, results, status);
+    return status;
 }
+
+int main(int argc, char **argv) { return bench_main(&INFO, argc, argv, run_bench); }

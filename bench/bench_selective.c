@@ -405,22 +405,18 @@ static void print_formulas(const GptShape *base)
            base->L, base->C, base->H, base->B, (double)base->dropout);
 }
 
-int main(int argc, char **argv)
+static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    BenchOptions o;
-    Results *results;
-    const int start = bench_start(&INFO, argc, argv, &o, &results);
-    if (start != BENCH_RUN) return start;
     const int seqs_full[MAX_SEQS] = {128, 256, 512, 1024, 2048}, seqs_quick[] = {64, 128};
-    const int n_seqs = o.quick ? 2 : 5, naive_max = o.quick ? 128 : 1024;
-    const int *seqs = o.quick ? seqs_quick : seqs_full;
-    const GptShape base = o.quick ? (GptShape){.L = 2, .C = 128, .H = 4, .B = 2, .dropout = 0.1f}
-                                  : (GptShape){.L = 4, .C = 256, .H = 4, .B = 4, .dropout = 0.1f};
+    const int n_seqs = o->quick ? 2 : 5, naive_max = o->quick ? 128 : 1024;
+    const int *seqs = o->quick ? seqs_quick : seqs_full;
+    const GptShape base = o->quick ? (GptShape){.L = 2, .C = 128, .H = 4, .B = 2, .dropout = 0.1f}
+                                   : (GptShape){.L = 4, .C = 256, .H = 4, .B = 4, .dropout = 0.1f};
     results_config_gpt(results, &base); /* but its T: the sequence lengths follow */
     results_config_ints(results, "seqs", seqs, n_seqs);
     results_config_num(results, "naive_max_seq", naive_max);
     results_config_str(results, "optimizer", "adamw");
-    const TimingPlan plan = bench_timing_plan(&o, results, 1, 6, 6.0 / n_seqs);
+    const TimingPlan plan = bench_timing_plan(o, results, 1, 6, 6.0 / n_seqs);
     ResultsTable *policies = RESULTS_TABLE(results, "policies", "per policy, attention and dropout generator, "
                                            "and sequence length", POLICY_COLUMNS);
     ResultsTable *tags = RESULTS_TABLE(results, "tags", "activation bytes per layer without checkpointing by the "
@@ -428,7 +424,7 @@ int main(int argc, char **argv)
     ResultsTable *budgets = RESULTS_TABLE(results, "budget", "at the longest T without checkpointing, one step of "
                                           "each attention under a budget fused attention fits", BUDGET_COLUMNS);
     RematStatus status = REMAT_OK;
-    const Rows rows = rows_wanted(&o);
+    const Rows rows = rows_wanted(o);
     static SeqResult r[MAX_SEQS];
     Progress progress;
     int units = 0;
@@ -461,5 +457,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < rows.n; k++) census_free(&r[i].census[k]);
         timing_free(&r[i].timing);
     }
-    return bench_finish(&INFO, &o, results, status);
+    return status;
 }
+
+int main(int argc, char **argv) { return bench_main(&INFO, argc, argv, run_bench); }

@@ -265,13 +265,9 @@ static void settle_options(bool quick)
         for (int t = 1; t <= cores && t <= MAX_THREAD_COUNTS; t++) own.threads[own.n_threads++] = t;
 }
 
-int main(int argc, char **argv)
+static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    BenchOptions o;
-    Results *results;
-    const int start = bench_start(&INFO, argc, argv, &o, &results);
-    if (start != BENCH_RUN) return start;
-    settle_options(o.quick);
+    settle_options(o->quick);
     const char *forced = getenv("OPENBLAS_CORETYPE");
     printf("  OpenBLAS   %s; its core chosen by %s%s\n", platform_info().blas_config,
            forced ? "OPENBLAS_CORETYPE=" : "OpenBLAS", forced ? forced : "");
@@ -293,5 +289,7 @@ int main(int argc, char **argv)
                                          STREAM_COLUMNS);
     if (status == REMAT_OK) status = run_sgemm(&own, &rng, sgemm);
     if (status == REMAT_OK) status = run_stream(&own, stream);
-    return bench_finish(&INFO, &o, results, status);
+    return status;
 }
+
+int main(int argc, char **argv) { return bench_main(&INFO, argc, argv, run_bench); }

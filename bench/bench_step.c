@@ -312,17 +312,13 @@ static void report(const Strategy *sweep, StepStats stats[N_MODELS][MAX_THREADS 
     }
 }
 
-int main(int argc, char **argv)
+static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    BenchOptions o;
-    Results *results;
-    const int start = bench_start(&INFO, argc, argv, &o, &results);
-    if (start != BENCH_RUN) return start;
     Strategy sweep[N_KINDS];
-    const int n = bench_sweep(&INFO, &o, NULL, sweep);
+    const int n = bench_sweep(&INFO, o, NULL, sweep);
     const int cores = platform_info().cores, max_threads = cores < MAX_THREADS ? cores : MAX_THREADS;
     results_config_str(results, "optimizer", "adamw");
-    const TimingPlan plan = bench_timing_plan(&o, results, o.quick ? 1 : 2, 15, 4.0);
+    const TimingPlan plan = bench_timing_plan(o, results, o->quick ? 1 : 2, 15, 4.0);
     ResultsTable *table = RESULTS_TABLE(results, "steps", "one AdamW step per model, strategy and thread count",
                                         COLUMNS);
     ResultsTable *optim_table = RESULTS_TABLE(results, "optimizer", "AdamW over each model's parameters, one "
@@ -337,7 +333,7 @@ int main(int argc, char **argv)
     progress_begin(&progress, stdout, N_MODELS * timing_max_runs(&plan, n * max_threads + peak_runs.count));
     for (int m = 0; m < N_MODELS && status == REMAT_OK; m++) {
         Subject *s = &models[m];
-        status = subject_create(s, m, sweep, n, max_threads, &o);
+        status = subject_create(s, m, sweep, n, max_threads, o);
         char label[48];
         snprintf(label, sizeof label, "%.3s", MODEL_NAMES[m]);
         TrainCtx ctx = bench_ctx(1, 2);
@@ -353,12 +349,14 @@ int main(int argc, char **argv)
                "  (threaded when it has 32768 elements or more) against one pass split evenly over the threads;\n"
                "  ways and thread counts interleaved, medians with 95%% intervals\n");
     if (status == REMAT_OK) results_print_head(optim_table, 0);
-    const TimingPlan optim_plan = bench_timing_plan(&o, NULL, 2, 31, 2.0);
+    const TimingPlan optim_plan = bench_timing_plan(o, NULL, 2, 31, 2.0);
     for (int m = 0; m < N_MODELS; m++) {
         if (status == REMAT_OK)
             status = measure_optim_passes(models[m].bench.model, MODEL_NAMES[m], max_threads, &optim_plan, optim_table);
         subject_free(&models[m]);
     }
     for (int m = 0; m < N_MODELS; m++) timing_free(&timing[m]);
-    return bench_finish(&INFO, &o, results, status);
+    return status;
 }
+
+int main(int argc, char **argv) { return bench_main(&INFO, argc, argv, run_bench); }

@@ -186,18 +186,14 @@ static void print_and_record(const GptShape *shape, const StepRow *rows, int n, 
            "  spill file, not resident)\n");
 }
 
-int main(int argc, char **argv)
+static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    BenchOptions o;
-    Results *results;
-    const int start = bench_start(&INFO, argc, argv, &o, &results);
-    if (start != BENCH_RUN) return start;
-    const GptShape shape = o.quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f}
-                                   : (GptShape){.L = 8, .C = 128, .H = 4, .T = 128, .B = 8, .dropout = 0.1f};
+    const GptShape shape = o->quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f}
+                                    : (GptShape){.L = 8, .C = 128, .H = 4, .T = 128, .B = 8, .dropout = 0.1f};
     results_config_gpt(results, &shape);
     results_config_str(results, "optimizer", "adamw");
     results_config_str(results, "selective_policy",
-                       o.step.strategy.policy ? o.step.strategy.policy->name : POLICY_ATTENTION_CORE.name);
+                       o->step.strategy.policy ? o->step.strategy.policy->name : POLICY_ATTENTION_CORE.name);
     ResultsTable *steps = RESULTS_TABLE(results, "steps", "the recorded step of each strategy", STEP_COLUMNS);
     ResultsTable *events = results_row_table(results, "events", "every ledger event of each recorded step",
                                              EVENT_COLUMNS, RESULTS_COUNT(EVENT_COLUMNS), false);
@@ -208,17 +204,19 @@ int main(int argc, char **argv)
     const Series *series[N_SERIES];
     int n = 0;
     for (int k = 0; k < N_SERIES; k++)
-        if (bench_measures(&o, SERIES[k].kind)) series[n++] = &SERIES[k];
+        if (bench_measures(o, SERIES[k].kind)) series[n++] = &SERIES[k];
     StepRow rows[N_SERIES];
     Progress progress;
     progress_begin(&progress, stdout, n);
     for (int k = 0; k < n && status == REMAT_OK; k++) {
-        status = timeline_step(&g, series[k], &o, events, &rows[k]);
+        status = timeline_step(&g, series[k], o, events, &rows[k]);
         progress_tick(&progress, series[k]->name);
     }
     progress_end(&progress);
 
     if (status == REMAT_OK) print_and_record(&shape, rows, n, steps);
     model_bench_free(&g);
-    return bench_finish(&INFO, &o, results, status);
+    return status;
 }
+
+int main(int argc, char **argv) { return bench_main(&INFO, argc, argv, run_bench); }

@@ -186,7 +186,14 @@ static void record_model_flags(Results *r, const BenchInfo *info, const BenchOpt
     results_config_str(r, "attention", name_of(&ATTENTION_KIND_NAMES, opt->attention));
 }
 
-int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results)
+/* How every bench starts: makes the file-size limit an error rather than a kill
+ * (file_size_limit_as_error), parses the flags, checks that --results can be written,
+ * prints the header, and creates the bench's Results (*results, owned by the caller until
+ * bench_finish). Returns BENCH_RUN to go on, or the exit status to return right away: 0
+ * after --help (1 if it could not be written), 2 for a bad flag, 1 when the results
+ * directory cannot be written or the Results could not be made (the message went to
+ * stderr). */
+static int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results)
 {
     *results = NULL;
     file_size_limit_as_error(); /* ulimit -f: "File too large", and offload redoes the step in RAM */
@@ -207,7 +214,12 @@ int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt,
     return 1;
 }
 
-int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *results, RematStatus status)
+/* Ends a bench run; returns its exit status. With `status` REMAT_OK it writes `results`
+ * into opt->results_dir and checks that the memory ledger holds nothing (a bench frees
+ * everything it made); a failure of either, a `status` that is not REMAT_OK, or a standard
+ * output that could not be written, prints "<bench>: <remat_last_error()>" on stderr and
+ * gives 1. Frees `results` in every case. */
+static int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *results, RematStatus status)
 {
     if (status == REMAT_OK && !results) status = remat_fail(REMAT_ENOMEM, "no results to write");
     if (status == REMAT_OK) status = results_write(results, opt->results_dir);
@@ -226,6 +238,14 @@ int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *result
     fflush(stdout);
     fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
     return 1;
+}
+
+int bench_main(const BenchInfo *info, int argc, char **argv, BenchRun run)
+{
+    BenchOptions opt;
+    Results *results;
+    const int start = bench_start(info, argc, argv, &opt, &results);
+    return start == BENCH_RUN ? bench_finish(info, &opt, results, run(&opt, results)) : start;
 }
 
 /* ---- a bench run as ranks ----------------------------------------------------------------- */

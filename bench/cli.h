@@ -75,15 +75,6 @@ Strategy bench_strategy(const BenchOptions *opt, StrategyKind kind, const Policy
 
 #define BENCH_RUN (-1)
 
-/* How every bench starts: makes the file-size limit an error rather than a kill
- * (file_size_limit_as_error), parses the flags, checks that --results can be written,
- * prints the header, and creates the bench's Results (*results, owned by the caller until
- * bench_finish). Returns BENCH_RUN to go on, or the exit status to return right away: 0
- * after --help (1 if it could not be written), 2 for a bad flag, 1 when the results
- * directory cannot be written or the Results could not be made (the message went to
- * stderr). */
-int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results);
-
 /* How a bench's comparisons are timed (bench/timing.h), after `warmup` untimed rounds:
  * with --steps N exactly N rounds; in full mode exactly `full_rounds`; in quick mode
  * until every ratio is within ±5 points, or `quick_cap` seconds of rounds have passed
@@ -96,12 +87,13 @@ TimingPlan bench_timing_plan(const BenchOptions *opt, Results *results, int warm
  * target_half_width and cap_seconds (0: none). */
 void results_config_plan(Results *r, const TimingPlan *plan);
 
-/* Ends a bench run; returns its exit status. With `status` REMAT_OK it writes `results`
- * into opt->results_dir and checks that the memory ledger holds nothing (a bench frees
- * everything it made); a failure of either, a `status` that is not REMAT_OK, or a standard
- * output that could not be written, prints "<bench>: <remat_last_error()>" on stderr and
- * gives 1. Frees `results` in every case. */
-int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results *results, RematStatus status);
+/* A bench's own work between bench_start and bench_finish: its config, measurements and
+ * tables into `results`; returns REMAT_OK or the status of what failed. */
+typedef RematStatus (*BenchRun)(const BenchOptions *opt, Results *results);
+
+/* Every bench's main (but those run as ranks): bench_start, then `run` if it says to go
+ * on, then bench_finish with run's status. Returns the exit status. */
+int bench_main(const BenchInfo *info, int argc, char **argv, BenchRun run);
 
 /* ---- a bench run as ranks (bench_zero, bench_pipeline) ---------------------------------- */
 

@@ -99,9 +99,7 @@ const cJSON *results_records(const cJSON *doc, const char *table)
     return cJSON_IsArray(records) ? records : NULL;
 }
 
-/* Whether every entry of `where` (an object, or NULL: any record) equals the record's
- * field of the same name: numbers, strings and booleans compared by value. */
-static bool record_matches(const cJSON *record, const cJSON *where)
+bool results_record_matches(const cJSON *record, const cJSON *where)
 {
     for (const cJSON *w = where ? where->child : NULL; w; w = w->next) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(record, w->string);
@@ -117,7 +115,7 @@ const cJSON *results_find(const cJSON *records, const cJSON *where, int *index)
 {
     int i = 0;
     for (const cJSON *rec = records ? records->child : NULL; rec; rec = rec->next, i++) {
-        if (!record_matches(rec, where)) continue;
+        if (!results_record_matches(rec, where)) continue;
         if (index) *index = i;
         return rec;
     }

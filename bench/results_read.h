@@ -50,10 +50,12 @@ const char *results_broken(ResultsDir *r, const char *bench);
  * NULL when there is no such table or it keeps its records in CSV only. */
 const cJSON *results_records(const cJSON *doc, const char *table);
 
-/* The first of `records` (an array, or NULL) whose every field named in `where` (an
- * object, or NULL: any record) equals the record's field of the same name (numbers,
- * strings and booleans compared by value), with its position in *index (may be NULL);
- * NULL when none does. */
+/* Whether every field named in `where` (an object, or NULL: any record) equals the
+ * record's field of the same name: numbers, strings and booleans compared by value. */
+bool results_record_matches(const cJSON *record, const cJSON *where);
+
+/* The first of `records` (an array, or NULL) that results_record_matches `where`, with its
+ * position in *index (may be NULL); NULL when none does. */
 const cJSON *results_find(const cJSON *records, const cJSON *where, int *index);
 
 #endif /* REMAT_BENCH_RESULTS_READ_H */

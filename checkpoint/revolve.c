@@ -46,13 +46,12 @@ RematStatus revolve_forward_count(int64_t l, int64_t s, int64_t *t, int64_t *r)
         return remat_fail(REMAT_EINVAL, "revolve: a chain needs l ≥ 1 steps and s ≥ 1 slots "
                           "(got l = %" PRId64 ", s = %" PRId64 ")%s", l, s, t ? "" : ", and somewhere to put it");
     uint64_t beta = 1, sum = 0, reps = 0;
-    while (beta < (uint64_t)l) {
+    for (; beta < (uint64_t)l; reps++) {
         sum += (uint64_t)l - beta;
         if (sum > INT64_MAX)
             return remat_fail(REMAT_EINVAL, "revolve: t(l, s) for l = %" PRId64 ", s = %" PRId64
                               " does not fit in 64 bits", l, s);
         beta = beta_next(beta, (uint64_t)s, reps);
-        reps++;
     }
     *t = (int64_t)sum;
     if (r) *r = (int64_t)reps;
@@ -79,10 +78,9 @@ static int optimal_split(int n, int s)
 {
     uint64_t beta = 1, reps = 0; /* β(s, reps) */
     uint64_t below = 0;          /* β(s, reps − 1) */
-    while (beta < (uint64_t)n) {
+    for (; beta < (uint64_t)n; reps++) {
         below = beta;
         beta = beta_next(beta, (uint64_t)s, reps);
-        reps++;
     }
     /* reps ≥ 1 since n ≥ 2. β(s−1, r−1) = β(s, r−1)·s/(s + r − 1). */
     const uint64_t right_least = below * (uint64_t)s / ((uint64_t)s + reps - 1);

@@ -114,14 +114,6 @@ static void read_spread(const cJSON *record, const char *path, Figure *fig)
     fig->spread = true;
 }
 
-/* Whether every entry of `where` (NULL: none) equals the record's field of that name. */
-static bool record_matches(const cJSON *record, const cJSON *where)
-{
-    for (const cJSON *w = where ? where->child : NULL; w; w = w->next)
-        if (!cJSON_Compare(w, cJSON_GetObjectItemCaseSensitive(record, w->string), true)) return false;
-    return true;
-}
-
 /* The record `m` quotes and its index: the first that matches its `where`, or with
  * `largest`, the matching record whose field is largest; an invalid value of the field
  * wins, so that it is reported, not passed over. NULL when none matches. */
@@ -134,7 +126,7 @@ static const cJSON *pick_record(const cJSON *records, const Measurement *m, int 
     for (const cJSON *rec = records ? records->child : NULL; rec; rec = rec->next, i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, m->field);
         const char *problem;
-        if (!v || !record_matches(rec, m->where) || !best_valid) continue;
+        if (!v || !results_record_matches(rec, m->where) || !best_valid) continue;
         const bool valid = valid_value(v, m->format, &problem);
         if (best && valid && v->valuedouble <= cJSON_GetObjectItemCaseSensitive(best, m->field)->valuedouble) continue;
         best = rec;
