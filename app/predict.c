@@ -77,10 +77,9 @@ static ChainCost *run_cost(const TrainOptions *o, int vocab, const Policy *polic
     const TrainCtx ctx = {.training = true, .dropout_rng = o->dropout_rng};
     const GptConfig gpt = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads, .seq_len = o->seq,
                            .vocab = vocab, .dropout = o->dropout, .attention = o->attention};
+    const MlpConfig mlp = {.n_layers = o->layers, .width = o->d_model};
     const bool is_gpt = o->model == MODEL_GPT;
-    ChainCost *cost = is_gpt ? gpt_chain_model(&gpt, o->batch, &ctx, policy)
-                             : mlp_chain_model(&(MlpConfig){.n_layers = o->layers, .width = o->d_model}, o->batch,
-                                               policy);
+    ChainCost *cost = is_gpt ? gpt_chain_model(&gpt, o->batch, &ctx, policy) : mlp_chain_model(&mlp, o->batch, policy);
     if (!cost) return NULL;
     const size_t teacher = is_gpt ? 0 : (size_t)mlp_task_bytes(o->d_model);
     kinds[MEM_WORK] = cost->work_peak;
@@ -88,7 +87,7 @@ static ChainCost *run_cost(const TrainOptions *o, int vocab, const Policy *polic
     /* a layer's parameters, and the rest's (the GPT's embeddings and final norm) */
     GptConfig none = gpt;
     none.n_layers = 0;
-    const double all = is_gpt ? gpt_param_count(&gpt) : mlp_param_count(&(MlpConfig){.n_layers = o->layers, .width = o->d_model});
+    const double all = is_gpt ? gpt_param_count(&gpt) : mlp_param_count(&mlp);
     const double rest = is_gpt ? gpt_param_count(&none) : 0;
     rank_kinds(o, (all - rest) / o->layers, rest, kinds, &cost->fixed, x);
     kinds[MEM_WORK] += teacher;

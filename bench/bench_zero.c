@@ -389,7 +389,8 @@ static RematStatus project_all(Results *results, double alpha, double beta)
  * per message, β the time of the largest per byte (which needs more than one rank). Each
  * ignores the other's term, so each is an upper bound: on a busy machine a fit of both to
  * the same points came out negative. */
-static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, double alpha, double beta, Results *results)
+static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, double alpha, double beta,
+                                 Results *results)
 {
     double fa = 0, fb = 0;
     const int K = g->size;

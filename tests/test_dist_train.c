@@ -172,8 +172,25 @@ static void test_predict_only_ranks_equals_rank_0(void **state)
             const uint64_t predicted = json_number("p.json", "peak"), measured = json_number("m.json", "peak");
             printf("  --zero %d --strategy %s: peak predicted %" PRIu64 ", measured %" PRIu64 "\n", zero, strategy,
                    predicted, measured);
-            assert_true(predicted >= measured && predicted <= measured + (zero >= 2 ? (block > rest ? block : rest) : 0));
+            const uint64_t bound = zero >= 2 ? (block > rest ? block : rest) : 0;
+            assert_true(predicted >= measured && predicted <= measured + bound);
         }
+}
+
+/* The doctor after a run at ZeRO stage 2 under full, whose activations are small: the
+ * peak is the gradients backward makes in full before the reduce-scatter shards them. */
+static void test_the_doctor_names_stage_2s_full_gradients(void **state)
+{
+    (void)state;
+    assert_int_equal(run(LAUNCH "-np 2 %s %s --strategy full --zero 2 --steps 1 | tee %s/out.txt", REMAT_TRAIN_BIN,
+                         SMALL, dir), 0);
+    size_t size;
+    char *text = slurp("out.txt", &size);
+    text = realloc(text, size + 1);
+    text[size] = '\0';
+    assert_non_null(strstr(text, "at the peak (in backward)"));
+    assert_non_null(strstr(text, "the peak holds the gradients backward makes in full"));
+    free(text);
 }
 
 /* Offload on every rank: each spills to its own file (created unlinked in --offload-dir). */
@@ -313,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_ranks_save_what_one_process_accumulating_saves),
         cmocka_unit_test(test_ranks_with_offload_save_the_same),
         cmocka_unit_test(test_predict_only_ranks_equals_rank_0),
+        cmocka_unit_test(test_the_doctor_names_stage_2s_full_gradients),
         cmocka_unit_test(test_resume_across_world_sizes),
         cmocka_unit_test(test_a_rank_with_bad_input_ends_the_job),
         cmocka_unit_test(test_a_rank_over_its_budget_ends_the_job),
