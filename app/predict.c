@@ -20,6 +20,7 @@
 #include "models/mlp.h"
 #include "parallel/group.h"
 #include "parallel/pipeline.h"
+#include "parallel/zero.h"
 #include "tensor/flops.h"
 
 /* The first part of the run the prediction does not cover, or NULL. */
@@ -27,35 +28,73 @@ static const char *unsupported(const TrainOptions *o)
 {
     const StepOptions *s = &o->step;
     if (s->offload) return "--offload (the spill file's timing is the run's)";
-    if (dist_under_launcher()) return "more than one rank (data parallelism, ZeRO; a pipeline needs no mpirun)";
+    if (o->ranks > 1 && (s->pipeline_stages || s->accumulate > 1))
+        return "--ranks with --pipeline-stages or --accumulate (a pipeline's ranks are its stages; K ranks are "
+               "--accumulate K)";
     if (s->strategy.kind == STRATEGY_DTR) return "--strategy dtr (its evictions depend on the run)";
     if (s->strategy.kind == STRATEGY_BUDGET) return "--strategy budget (its planners, ops among them, profile a step)";
     if (s->pipeline_stages && o->results) return "--results for a pipeline (it prints each stage's peak)";
     return NULL;
 }
 
-/* The chain model of the run's model and batch, with `policy`'s figures (NULL: none) and
- * the optimizer's state added to its fixed memory (every parameter, its gradient and the
- * MLP's teacher); kinds (by MemKind) gets those, which do not depend on the schedule, and
- * the workspace. NULL on error. */
-static ChainCost *run_cost(const TrainOptions *o, const Policy *policy, size_t kinds[MEM_KIND_COUNT])
+/* What a rank holds beside ACT that comes and goes within the step, in bytes: at ZeRO
+ * stage 3 the group whole while used (a block's, or the rest's for the embedding and
+ * head); from stage 2 the full gradients, made by backward, the rest's in the head's. */
+typedef struct StepExtras {
+    size_t block_group, rest_group, block_grads, rest_grads;
+    size_t full_grads, reduce; /* from stage 2, and the reduction's workspace, after backward */
+} StepExtras;
+
+/* Rank 0 of o->ranks under ZeRO stage S (parallel/zero.h's table; one process is K = 1,
+ * stage 0), for a model whose layers hold `block` parameters each and the rest `rest`:
+ * kinds gets its params, grads and optimizer state at their peaks and the reduction's
+ * workspace, *fixed what is resident between steps, *x what comes and goes in a step. */
+static void rank_kinds(const TrainOptions *o, double block, double rest, size_t kinds[MEM_KIND_COUNT], size_t *fixed,
+                       StepExtras *x)
+{
+    const int K = o->ranks, S = K > 1 ? o->step.zero_stage : 0;
+    const size_t psi = kinds[MEM_PARAM] / sizeof(float), shard = shard_begin(psi, 1, K), f = sizeof(float);
+    const int states = o->optimizer == OPTIM_SGD ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
+    const ZeroBytes z = zero_resident_bytes(S, psi, shard, states);
+    *x = (StepExtras){0};
+    if (S == 3) x->block_group = (size_t)block * f, x->rest_group = (size_t)rest * f;
+    if (S >= 2) x->block_grads = (size_t)block * f, x->rest_grads = (size_t)rest * f, x->full_grads = psi * f;
+    x->reduce = K > 1 ? (dist_scratch_floats(shard) + (S < 2 ? shard : 0)) * f : 0; /* a chunk; the shard's sum */
+    kinds[MEM_PARAM] = z.params + (x->block_group > x->rest_group ? x->block_group : x->rest_group);
+    kinds[MEM_GRAD] = z.grads + x->full_grads;
+    kinds[MEM_OPTIM] = z.optimizer;
+    kinds[MEM_WORK] = x->reduce > kinds[MEM_WORK] ? x->reduce : kinds[MEM_WORK];
+    *fixed = z.params + z.grads + z.optimizer;
+}
+
+/* The chain model of the run's model and batch (a GPT of `vocab` tokens), with `policy`'s
+ * figures (NULL: none), and what is resident besides (rank_kinds, the MLP's teacher) in
+ * its fixed memory; kinds (by MemKind) gets what does not depend on the schedule, *x what
+ * a step adds beside ACT. NULL on error. */
+static ChainCost *run_cost(const TrainOptions *o, int vocab, const Policy *policy, size_t kinds[MEM_KIND_COUNT],
+                           StepExtras *x)
 {
     const TrainCtx ctx = {.training = true, .dropout_rng = o->dropout_rng};
     const GptConfig gpt = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads, .seq_len = o->seq,
-                           .vocab = TEXT_VOCAB_SIZE, .dropout = o->dropout, .attention = o->attention};
+                           .vocab = vocab, .dropout = o->dropout, .attention = o->attention};
+    const MlpConfig mlp = {.n_layers = o->layers, .width = o->d_model};
     const bool is_gpt = o->model == MODEL_GPT;
-    ChainCost *cost = is_gpt ? gpt_chain_model(&gpt, o->batch, &ctx, policy)
-                             : mlp_chain_model(&(MlpConfig){.n_layers = o->layers, .width = o->d_model}, o->batch,
-                                               policy);
+    ChainCost *cost = is_gpt ? gpt_chain_model(&gpt, o->batch, &ctx, policy) : mlp_chain_model(&mlp, o->batch, policy);
     if (!cost) return NULL;
     const size_t teacher = is_gpt ? 0 : (size_t)mlp_task_bytes(o->d_model);
-    kinds[MEM_WORK] = teacher + cost->work_peak;
-    kinds[MEM_PARAM] = kinds[MEM_GRAD] = (cost->fixed - teacher) / 2;
-    const int states = o->optimizer == OPTIM_SGD ? (o->momentum > 0.0f ? 1 : 0) : 2; /* AdamW: m and v */
-    kinds[MEM_OPTIM] = (size_t)states * kinds[MEM_PARAM];
-    cost->fixed += kinds[MEM_OPTIM];
-    /* --accumulate K or a pipeline's M: the other micro-batches, drawn before the step, wait in ACT. */
-    const int drawn = o->step.pipeline_stages ? o->step.micro_batches : o->step.accumulate;
+    kinds[MEM_WORK] = cost->work_peak;
+    kinds[MEM_PARAM] = (cost->fixed - teacher) / 2;
+    /* a layer's parameters, and the rest's (the GPT's embeddings and final norm) */
+    GptConfig none = gpt;
+    none.n_layers = 0;
+    const double all = is_gpt ? gpt_param_count(&gpt) : mlp_param_count(&mlp);
+    const double rest = is_gpt ? gpt_param_count(&none) : 0;
+    rank_kinds(o, (all - rest) / o->layers, rest, kinds, &cost->fixed, x);
+    kinds[MEM_WORK] += teacher;
+    cost->fixed += teacher;
+    /* --accumulate K, a pipeline's M or K ranks: the other micro-batches, drawn before the
+     * step (every rank draws all K), wait in ACT. */
+    const int drawn = o->step.pipeline_stages ? o->step.micro_batches : o->ranks > 1 ? o->ranks : o->step.accumulate;
     const size_t waiting = (size_t)(drawn - 1) * cost->base;
     cost->base += waiting;
     cost->tail_peak += waiting;
@@ -87,40 +126,64 @@ RematStatus train_write_measured(const char *path, int steps)
 
 /* ---- the moment of the peak ---------------------------------------------------------- */
 
-/* Prints where schedule_predict's peak ACT is first reached, its figures (cost.h) in the step's
- * order: the embedding, plain layers' forwards (a region's holds less than its replay), the
- * head, the backwards from the last segment (a replay among them, as the ledger counts it). */
-static void print_moment(FILE *out, const Schedule *s, const ChainCost *c)
+/* The moment the step's memory peaks: what runs, its layers (none: the embedding or the
+ * head) and all it holds then above the resident state, ACT and the extras. */
+typedef struct Moment {
+    const char *where;
+    Segment at;
+    size_t held;
+} Moment;
+
+/* *best becomes (where, at) if what it holds there, `act` and the extras, is more. */
+static void consider(Moment *best, const char *where, Segment at, size_t act, size_t extra)
 {
-    const size_t peak = s->predicted.peak_act;
+    if (act + extra > best->held || !best->where) *best = (Moment){where, at, act + extra};
+}
+
+/* The moment of the peak: the step's moments in its order (the embedding, plain layers'
+ * forwards — a region's holds less than its replay — the head, the backwards from the last
+ * segment, a replay among them, as the ledger counts them) with schedule_predict's figures
+ * (cost.h), the first that holds the most. A backward's gradients are counted as made
+ * (a bound: they are made during it). */
+static Moment peak_moment(const Schedule *s, const ChainCost *c, const StepExtras *x)
+{
+    Moment best = {0};
     size_t state = c->base + c->embed;
-    const char *where = c->base + c->embed_peak == peak ? "in the embedding's forward" : NULL;
-    Segment at = {0}; /* its layers: none for the embedding or the head */
-    for (int i = 0; i < s->n_segments && !where; i++) {
+    consider(&best, "in the embedding's forward", (Segment){0}, c->base + c->embed_peak, x->rest_group);
+    for (int i = 0; i < s->n_segments; i++) {
         const Segment *g = &s->segments[i];
-        for (int k = g->first; g->kind == SEGMENT_PLAIN && k < g->first + g->count && !where; k++) {
-            where = state + c->layers[k].fwd_peak == peak ? "in the forward of" : NULL;
-            at = (Segment){.first = k, .count = where ? 1 : 0};
+        for (int k = g->first; g->kind == SEGMENT_PLAIN && k < g->first + g->count; k++) {
+            consider(&best, "in the forward of", (Segment){.first = k, .count = 1}, state + c->layers[k].fwd_peak,
+                     x->block_group);
             state += c->layers[k].kept;
         }
         SegmentFigures f;
         if (g->kind != SEGMENT_PLAIN && chain_segment(c, g, &f)) state += f.adds;
     }
-    if (!where && state + c->head_peak == peak) where = "in the head (its forward or backward)";
-    for (int i = s->n_segments - 1; i >= 0 && !where; i--) {
+    size_t grads = x->rest_grads;
+    consider(&best, "in the head (its forward or backward)", (Segment){0}, state + c->head_peak,
+             x->rest_group + grads);
+    for (int i = s->n_segments - 1; i >= 0; i--) {
         const Segment *g = &s->segments[i];
         const bool plain = g->kind == SEGMENT_PLAIN;
-        for (int k = g->first + g->count - 1; k >= g->first && !where; k = plain ? k - 1 : -1) {
+        for (int k = g->first + g->count - 1; k >= g->first; k = plain ? k - 1 : -1) {
             const Segment one = plain ? (Segment){.kind = SEGMENT_PLAIN, .first = k, .count = 1} : *g;
             SegmentFigures f = {0};
             chain_segment(c, &one, &f);
             state -= f.adds;
-            if (state + f.need == peak) where = plain ? "in the backward of" : "in the replay or backward of";
-            at = one;
+            consider(&best, plain ? "in the backward of" : "in the replay or backward of", one, state + f.need,
+                     x->block_group + grads + x->block_grads);
+            grads += (size_t)one.count * x->block_grads;
         }
     }
-    fprintf(out, "  the peak is reached %s", where ? where : "in the embedding's backward");
-    if (where && at.count) fprintf(out, at.count > 1 ? " h.%d-h.%d" : " h.%d", at.first, at.first + at.count - 1);
+    consider(&best, "in the embedding's backward", (Segment){0}, c->tail_peak, x->rest_group + grads);
+    return best;
+}
+
+static void print_moment(FILE *out, const Moment *m)
+{
+    fprintf(out, "  the peak is reached %s", m->where);
+    if (m->at.count) fprintf(out, m->at.count > 1 ? " h.%d-h.%d" : " h.%d", m->at.first, m->at.first + m->at.count - 1);
     fputc('\n', out);
 }
 
@@ -135,7 +198,8 @@ static ChainCost *stage_cost(const TrainOptions *o, const Schedule *sch, int s)
     TrainOptions mine = *o;
     mine.layers = sch->n_layers;
     size_t kinds[MEM_KIND_COUNT];
-    ChainCost *c = run_cost(&mine, sch->segments[0].policy, kinds);
+    StepExtras x;
+    ChainCost *c = run_cost(&mine, TEXT_VOCAB_SIZE, sch->segments[0].policy, kinds, &x);
     if (!c) return NULL;
     if (s + 1 < o->step.pipeline_stages) {
         const size_t out = c->layers[c->n_layers - 1].out_bytes;
@@ -195,12 +259,53 @@ static RematStatus predict_pipeline(const TrainOptions *o, FILE *out)
     return status;
 }
 
+/* The run's schedule (*s), chain model (*cost) and moment of the peak, predicted for rank
+ * 0 of o->ranks into *p, for a GPT of `vocab` tokens; the caller frees *s and *cost, also
+ * on error. */
+static RematStatus predict_step(const TrainOptions *o, int vocab, Schedule **s, ChainCost **cost, Moment *m,
+                                MemoryPrediction *p)
+{
+    StepExtras x;
+    *s = schedule_for_strategy(&o->step.strategy, o->layers);
+    *cost = *s ? run_cost(o, vocab, (*s)->segments[0].policy, p->kinds, &x) : NULL;
+    if (!*cost || schedule_predict(*s, *cost) != REMAT_OK) return remat_last_status();
+    Prediction *q = &(*s)->predicted; /* of one micro-batch: --accumulate K runs K alike (models/step.h) */
+    const int K = o->step.accumulate;
+    q->forward_flops *= (uint64_t)K;
+    q->recompute_flops *= (uint64_t)K;
+    if (K > 1) { /* from the second on, each one's gradients are made beside the sum of those before */
+        p->kinds[MEM_GRAD] *= 2;
+        q->peak_total += p->kinds[MEM_PARAM]; /* as if all were there at the activations' peak */
+    }
+    *m = peak_moment(*s, *cost, &x);
+    const size_t fixed = (*cost)->fixed + (*cost)->work_peak, after = (*cost)->fixed + x.full_grads + x.reduce;
+    p->kinds[MEM_ACT] = q->peak_act;
+    p->peak = fixed + m->held > q->peak_total ? fixed + m->held : q->peak_total;
+    p->peak = after + (*cost)->base > p->peak ? after + (*cost)->base : p->peak; /* the reduction, batch still there */
+    p->recompute_flops = q->recompute_flops;
+    return REMAT_OK;
+}
+
+RematStatus train_predict_memory(const TrainOptions *opt, int vocab, MemoryPrediction *p)
+{
+    const char *missing = unsupported(opt);
+    if (missing) return remat_fail(REMAT_EINVAL, "predicting a step: %s is not predicted", missing);
+    Schedule *s = NULL;
+    ChainCost *cost = NULL;
+    Moment m;
+    const RematStatus status = predict_step(opt, vocab, &s, &cost, &m, p);
+    schedule_free(s);
+    chain_cost_free(cost);
+    return status;
+}
+
 RematStatus train_predict(const TrainOptions *o, FILE *out)
 {
-    const char *missing = unsupported(o);
+    const char *missing = dist_under_launcher() ? "a run under mpirun (give its ranks as --ranks K; a pipeline's "
+                                                  "are its stages)" : unsupported(o);
     if (missing)
-        return remat_fail(REMAT_EINVAL, "--predict-only does not predict %s yet: it predicts one process's step "
-                          "under none, full, sqrt or selective", missing);
+        return remat_fail(REMAT_EINVAL, "--predict-only does not predict %s yet: it predicts a step under none, full, "
+                          "sqrt or selective: one process's, rank 0's of --ranks K, or a pipeline's", missing);
     if (o->accounting == ACCOUNTING_PAPER) {
         const PaperShape p = {.s = (uint64_t)o->seq, .b = (uint64_t)o->batch, .h = (uint64_t)o->d_model,
                               .a = (uint64_t)o->heads, .layers = o->layers, .t = o->tensor_parallel};
@@ -209,28 +314,23 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
     if (o->threads && platform_set_threads(o->threads) != REMAT_OK) /* fused attention's scratch is per thread */
         return remat_last_status();
     if (o->step.pipeline_stages) return predict_pipeline(o, out);
-    size_t kinds[MEM_KIND_COUNT];
-    Schedule *s = schedule_for_strategy(&o->step.strategy, o->layers);
-    ChainCost *cost = s ? run_cost(o, s->segments[0].policy, kinds) : NULL;
-    RematStatus status = cost ? schedule_predict(s, cost) : remat_last_status();
+    Schedule *s = NULL;
+    ChainCost *cost = NULL;
+    Moment m;
+    MemoryPrediction p;
+    RematStatus status = predict_step(o, TEXT_VOCAB_SIZE, &s, &cost, &m, &p);
     if (status == REMAT_OK) {
-        Prediction *p = &s->predicted; /* of one micro-batch: --accumulate K runs K alike (models/step.h) */
-        const int K = o->step.accumulate;
-        p->forward_flops *= (uint64_t)K;
-        p->recompute_flops *= (uint64_t)K;
-        if (K > 1) { /* from the second on, each one's gradients are made beside the sum of those before */
-            kinds[MEM_GRAD] *= 2;
-            p->peak_total += kinds[MEM_PARAM]; /* as if all were there at the activations' peak */
-        }
-        kinds[MEM_ACT] = p->peak_act;
-        fprintf(out, "predicted for one training step (--predict-only: nothing built), strategy %s:\n",
+        fprintf(out, "predicted for one training step (--predict-only: nothing built), strategy %s",
                 strategy_name(o->step.strategy.kind));
-        for (int k = 0; k < MEM_DISK; k++) fprintf(out, "  %-12s %14zu bytes\n", mem_kind_name((MemKind)k), kinds[k]);
-        fprintf(out, "  %-12s %14zu bytes (all kinds at the same moment)\n", "peak", p->peak_total);
-        fprintf(out, "  recompute    %" PRIu64 " FLOPs (the forward: %" PRIu64 ")\n", p->recompute_flops,
-                p->forward_flops);
-        print_moment(out, s, cost);
-        if (o->results) status = write_results(o->results, "predicted", kinds, p->peak_total, p->recompute_flops);
+        if (o->ranks > 1) fprintf(out, ", rank 0 of %d at ZeRO stage %d", o->ranks, o->step.zero_stage);
+        fprintf(out, ":\n");
+        for (int k = 0; k < MEM_DISK; k++)
+            fprintf(out, "  %-12s %14zu bytes\n", mem_kind_name((MemKind)k), p.kinds[k]);
+        fprintf(out, "  %-12s %14zu bytes (all kinds at the same moment)\n", "peak", p.peak);
+        fprintf(out, "  recompute    %" PRIu64 " FLOPs (the forward: %" PRIu64 ")\n", p.recompute_flops,
+                s->predicted.forward_flops);
+        print_moment(out, &m);
+        if (o->results) status = write_results(o->results, "predicted", p.kinds, p.peak, p.recompute_flops);
     }
     schedule_free(s);
     chain_cost_free(cost);

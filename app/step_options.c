@@ -148,10 +148,11 @@ static const Flag FLAGS[] = {
     {.name = "--zero", .type = FLAG_INT, .offset = AT(zero_stage), .value = "S", .lo = 0, .hi = ZERO_MAX_STAGE,
      .needs = SEVERAL_RANKS,
      .unneeded = "it says what the ranks of mpirun shard, and this is one process, which shards nothing "
-                 "(mpirun -np K build/app/train ... runs K ranks)",
+                 "(mpirun -np K build/app/train ... runs K ranks; --predict-only --ranks K predicts them)",
      .help = "under mpirun, what the ranks shard: 0 nothing, 1 the optimizer\n"
              "state, 2 also the gradients, 3 also the parameters, gathered\n"
-             "per layer when used (0); refused in one process"},
+             "per layer when used (0); refused in one process but with\n"
+             "--predict-only --ranks K"},
     {.name = "--pipeline-stages", .type = FLAG_INT, .offset = AT(pipeline_stages), .value = "P", .lo = 2, .hi = 4096,
      .needs = SEVERAL_RANKS, .heading = "pipeline parallelism (mpirun -np P build/app/train --pipeline-stages P ...)",
      .unneeded = "a pipeline's stages are the ranks of mpirun, and this is one process",

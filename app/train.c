@@ -660,6 +660,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         if (status == REMAT_OK) status = run_steps(&run, to_run, report, times, out);
         mem_resident_watch_stop(&report->resident);
         report->ledger_peak = mem_peak_resident();
+        for (int k = 0; k < MEM_KIND_COUNT; k++) report->peaks[k] = mem_peak((MemKind)k);
         status = run_finish(&run, status, report, times, out);
     }
     if (opt->step.memory_budget) mem_set_budget(0);

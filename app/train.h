@@ -59,6 +59,7 @@ typedef struct TrainOptions {
     bool predict_only;      /* build nothing: print the step's predicted memory (train_predict) */
     Accounting accounting;  /* --predict-only: remat's or the paper's */
     int tensor_parallel;    /* the paper's accounting only: remat itself has no tensor parallelism */
+    int ranks;              /* --predict-only: the ranks of mpirun it predicts rank 0 of (1) */
     const char *results;    /* write the ledger's peaks (or --predict-only's prediction) here as JSON */
     unsigned given;         /* train_parse_args: a bit per flag of train's own given (train_cli.c) */
 } TrainOptions;
@@ -86,6 +87,7 @@ typedef struct TrainReport {
      * steps. */
     ResidentWatch resident;
     size_t ledger_peak;
+    size_t peaks[MEM_KIND_COUNT]; /* the ledger's by kind over the steps */
 } TrainReport;
 
 /* Runs training as `opt` says, printing progress to `out` (a progress bar when `out` is a
@@ -99,6 +101,19 @@ void train_report_free(TrainReport *report);
  * from shapes, nothing built; printed, and written to opt->results as JSON if given.
  * REMAT_EINVAL naming what it does not predict exactly; REMAT_EIO for the file. */
 RematStatus train_predict(const TrainOptions *opt, FILE *out);
+
+/* One step's memory as train_predict predicts it for rank 0 of opt->ranks, in bytes by kind
+ * (MEM_DISK none), the peak of them all at once, and the RECOMPUTE FLOPs. */
+typedef struct MemoryPrediction {
+    size_t kinds[MEM_KIND_COUNT];
+    size_t peak;
+    uint64_t recompute_flops;
+} MemoryPrediction;
+
+/* train_predict's figures without its printing, for a GPT of `vocab` tokens (the train
+ * program's is TEXT_VOCAB_SIZE; bench_zero's projection takes GPT-2's). The runs it does
+ * not predict are refused as train_predict refuses them. */
+RematStatus train_predict_memory(const TrainOptions *opt, int vocab, MemoryPrediction *p);
 
 /* train --results after a run: the ledger's peaks since their reset, in the same JSON
  * under "measured", with the RECOMPUTE FLOPs per step of `steps`; REMAT_EIO on error. */

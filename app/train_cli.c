@@ -47,6 +47,7 @@ TrainOptions train_defaults(ModelKind model)
         .eval_batches = 8,
         .sample_chars = 300,
         .tensor_parallel = 1,
+        .ranks = 1,
         .data = REMAT_DATA_DIR "/corpus.txt",
     };
 }
@@ -56,7 +57,10 @@ TrainOptions train_defaults(ModelKind model)
 /* Which runs a flag changes something in (FlagSet.traits): every run (no `needs`), the
  * GPT's (the MLP chain has no attention, tokens, dropout or text), SGD's or AdamW's, a
  * GPT's --predict-only or one with the paper's accounting. */
-enum { GPT_RUN = 1u << 0, SGD_RUN = 1u << 1, ADAMW_RUN = 1u << 2, GPT_PREDICT_RUN = 1u << 3, PAPER_RUN = 1u << 4 };
+enum {
+    GPT_RUN = 1u << 0, SGD_RUN = 1u << 1, ADAMW_RUN = 1u << 2, GPT_PREDICT_RUN = 1u << 3, PAPER_RUN = 1u << 4,
+    PREDICT_RUN = 1u << 5
+};
 static const char GPT_ONLY[] = "it is the GPT's, and the MLP chain (--model mlp) has none";
 
 #define AT(field) offsetof(TrainOptions, field)
@@ -141,6 +145,11 @@ static const Flag TRAIN_FLAGS[] = {
     {.name = "--tensor-parallel", .type = FLAG_INT, .offset = AT(tensor_parallel), .value = "T", .lo = 1, .hi = 1024,
      .needs = PAPER_RUN, .unneeded = "remat has no tensor parallelism: T is for --accounting paper",
      .help = "the paper's tensor-parallel degree, dividing the heads (1)"},
+    {.name = "--ranks", .type = FLAG_INT, .offset = AT(ranks), .value = "K", .lo = 1, .hi = 1 << 20,
+     .needs = PREDICT_RUN, .unneeded = "a run's ranks are mpirun's (mpirun -np K build/app/train ...); K is "
+                                       "for --predict-only",
+     .help = "--predict-only: rank 0 of K ranks of data parallelism, with\n"
+             "--zero S (1)"},
     {.name = "--results", .type = FLAG_TEXT, .offset = AT(results), .value = "FILE",
      .help = "the ledger's peaks by kind in bytes as JSON (measured.*), or\n"
              "with --predict-only the prediction's (predicted.*, paper.*)"},
@@ -195,11 +204,11 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
     const bool gpt = opt->model == MODEL_GPT;
     sets[0].traits = (gpt ? GPT_RUN : 0) | (opt->optimizer == OPTIM_SGD ? SGD_RUN : ADAMW_RUN) |
                      (opt->predict_only && gpt ? GPT_PREDICT_RUN : 0) |
-                     (opt->accounting == ACCOUNTING_PAPER ? PAPER_RUN : 0);
+                     (opt->accounting == ACCOUNTING_PAPER ? PAPER_RUN : 0) | (opt->predict_only ? PREDICT_RUN : 0);
     StepScope scope = step_options_scope(&opt->step, gpt, opt->dropout_rng);
-    /* main has started MPI by now; --predict-only takes a pipeline's ranks from the flag */
+    /* main has started MPI by now; --predict-only takes the ranks from --ranks or --pipeline-stages */
     scope.several_ranks = (dist_under_launcher() && dist_world().size > 1) ||
-                          (opt->predict_only && opt->step.pipeline_stages > 1);
+                          (opt->predict_only && (opt->step.pipeline_stages > 1 || opt->ranks > 1));
     RematStatus status = parsed == FLAGS_RUN ? flags_check(&sets[0], NULL) : REMAT_EINVAL;
     if (status == REMAT_OK && gpt && opt->d_model % opt->heads != 0)
         status = remat_fail(REMAT_EINVAL, "--d-model %d does not divide into %d heads", opt->d_model, opt->heads);

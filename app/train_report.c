@@ -56,7 +56,8 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
 }
 
 /* The first rule that holds, in this order: selective attention_core over fused attention;
- * parameters, gradients and optimizer state above the activations at the peak; and, when
+ * from ZeRO stage 2, the full gradients above the activations at the peak; parameters,
+ * gradients and optimizer state above them; and, when
  * --explain-memory saw the saved tensors live then, the head's logits the largest of them,
  * or a region's replay holding more of them than is kept. NULL when none holds. */
 static const char *why_not_lower(const TrainOptions *o, const MemPeakMoment *p, const ExplainPeak *saved,
@@ -70,6 +71,12 @@ static const char *why_not_lower(const TrainOptions *o, const MemPeakMoment *p, 
         (!s->policy || s->policy == &POLICY_ATTENTION_CORE))
         return "fused attention already keeps no T^2 tensor, so selective attention_core frees only the core's "
                "O(T) outputs";
+    if (s->kind != STRATEGY_NONE && o->step.zero_stage >= 2 && p->current[MEM_GRAD] > p->current[MEM_ACT]) {
+        snprintf(buf, size, "the peak holds the gradients backward makes in full (%s) before ZeRO stage %d's "
+                 "reduce-scatter leaves this rank its shard: only between steps is the shard all that stays",
+                 mem_format_bytes(f, sizeof f, p->current[MEM_GRAD]), o->step.zero_stage);
+        return buf;
+    }
     if (s->kind != STRATEGY_NONE && fixed > p->current[MEM_ACT]) {
         snprintf(buf, size, "the peak is the optimizer state (quiz question 8): parameters, gradients and "
                  "optimizer state held %s against %s of activations", mem_format_bytes(f, sizeof f, fixed),

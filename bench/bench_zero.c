@@ -11,17 +11,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "app/train.h"
 #include "bench/measure.h"
+#include "models/data.h"
 #include "parallel/zero.h"
 #include "base/platform.h"
 
 enum { N_STRATEGIES = 2 };
 static const StrategyKind KINDS[N_STRATEGIES] = {STRATEGY_NONE, STRATEGY_FULL};
 
-/* --project, --alpha S, --beta S: bench_zero's own flags. */
+/* --project, --alpha S, --beta S, --check-prediction: bench_zero's own flags. */
 typedef struct ProjectOptions {
     bool project;
     float alpha, beta; /* seconds per message and per byte; -1: fitted here */
+    bool check;        /* only the prediction against the ledger, at GPT-2 small's shape */
 } ProjectOptions;
 
 static ProjectOptions project = {.alpha = -1, .beta = -1};
@@ -43,6 +46,9 @@ static const Flag PROJECT_FLAGS[] = {
      .hi_open = true, .help = "a cluster's seconds per message for --project, e.g. 2e-6", .applies = needs_project},
     {.name = "--beta", .type = FLAG_FLOAT, .offset = offsetof(ProjectOptions, beta), .value = "S", .lo = 0, .hi = 1,
      .hi_open = true, .help = "a cluster's seconds per byte for --project", .applies = needs_project},
+    {.name = "--check-prediction", .type = FLAG_SWITCH, .offset = offsetof(ProjectOptions, check),
+     .help = "only train --predict-only against rank 0's ledger at GPT-2\n"
+             "small's shape (--quick: a small GPT), two steps per row"},
 };
 
 static BenchInfo info = {
@@ -56,7 +62,7 @@ static BenchInfo info = {
     .timed = true,
     .strategies = KINDS,
     .n_strategies = N_STRATEGIES,
-    .own = {.flags = PROJECT_FLAGS, .n = 3, .opts = &project, .accepted = ~0u, .given = &project_given},
+    .own = {.flags = PROJECT_FLAGS, .n = 4, .opts = &project, .accepted = ~0u, .given = &project_given},
 };
 
 /* ---- the reduction ------------------------------------------------------------------------ */
@@ -283,25 +289,16 @@ static RematStatus measure_stages(const DistGroup *g, const BenchOptions *o, Res
 /* ---- the projection (--project) ----------------------------------------------------------- */
 
 /* Memory per rank and communication per step of GPT-2's shapes (124M to 1.5B parameters) at
- * up to 1024 ranks, by ZeRO stage and strategy, from formulas this machine's runs check, and
- * an α–β model of the network (α seconds per message, β seconds per byte). It is not a
- * measurement: which of its terms were checked against one, and where, docs/MEASUREMENTS.md
- * says (section 9.4). The terms, for Ψ parameters, K ranks, stage s:
- *   params     4Ψ, or 4Ψ/K + the largest group (a block's, or the embedding and head's)
- *              at stage 3, which gathers one group at a time
- *   grads      4Ψ, or 4Ψ/K from stage 2       optimizer  8Ψ, or 8Ψ/K from stage 1
+ * up to 1024 ranks, by ZeRO stage and strategy: the memory is what `train --predict-only
+ * --ranks K --zero S` predicts (train_predict_memory, exact where this machine can check
+ * it: docs/MEASUREMENTS.md 10.1), the communication formulas this machine's runs check,
+ * and an α–β model of the network (α seconds per message, β seconds per byte). It is not a
+ * measurement. The communication, for Ψ parameters, K ranks, stage s:
  *   moved      stages 0-2: a reduce-scatter and an all-gather, 2(K−1)/K · 4Ψ;
  *              stage 3: the reduce-scatter, and every group gathered for its forward and
  *              its backward, the embedding and head a third time for the head's forward:
  *              (K−1)/K · 4(3Ψ + Ψ_embedding)
- *   messages   K−1 per reduce-scatter or all-gather, per group gathered at stage 3
- *   activations  this model's bytes per block (bench_selective checks them against its
- *              census to the byte): 66·BTC + 9·BHT² + 16·BT bytes for none, the block's
- *              input 4·BTC for full plus one block's bytes while it is recomputed; and
- *              an estimate of the rest: the embedding's output 4·BTC and the logits
- *              4·BTV (the head keeps its input and the loss its probabilities)
- * The resident state (params, grads, optimizer) is what the stages table measures to the
- * byte at K = 2 and 4; the communication bytes of stages 0-2 are what it measures too. */
+ *   messages   K−1 per reduce-scatter or all-gather, per group gathered at stage 3 */
 
 /* A GPT's shape: L blocks of width C, H heads, vocabulary V, context T, B sequences per
  * rank (this model's: tied embedding and head, pre-LayerNorm blocks). */
@@ -310,8 +307,8 @@ typedef struct ProjectShape {
     int L, C, H, V, T, B;
 } ProjectShape;
 
-/* One record of the projection table: what one rank holds and moves in one configuration,
- * in bytes, and the seconds the α–β model gives its communication. */
+/* One record of the projection table: what one rank holds at its peak and moves in one
+ * configuration, in bytes, and the seconds the α–β model gives its communication. */
 typedef struct ProjectRow {
     const char *model;
     uint64_t parameters;
@@ -326,44 +323,43 @@ static const ResultsColumn PROJECT_COLUMNS[] = {
     COLUMN(ProjectRow, ranks, INT, "K", SHOW("K", "", 5, 0)),
     COLUMN(ProjectRow, stage, INT, "ZeRO stage", SHOW("stage", "", 5, 0)),
     COLUMN(ProjectRow, strategy, STR, "", SHOW("ckpt", "", 4, 0)),
-    COLUMN(ProjectRow, params, U64, "bytes per rank", SHOW("params", "GiB", 8, 2)),
-    COLUMN(ProjectRow, grads, U64, "bytes per rank", SHOW("grads", "GiB", 8, 2)),
-    COLUMN(ProjectRow, optimizer, U64, "bytes per rank", SHOW("optim", "GiB", 8, 2)),
-    COLUMN(ProjectRow, activations, U64, "bytes per rank, estimated", SHOW("act", "GiB", 8, 2)),
-    COLUMN(ProjectRow, total, U64, "bytes per rank", SHOW("total", "GiB", 8, 2)),
+    COLUMN(ProjectRow, params, U64, "peak bytes per rank, predicted", SHOW("params", "GiB", 8, 2)),
+    COLUMN(ProjectRow, grads, U64, "peak bytes per rank, predicted", SHOW("grads", "GiB", 8, 2)),
+    COLUMN(ProjectRow, optimizer, U64, "peak bytes per rank, predicted", SHOW("optim", "GiB", 8, 2)),
+    COLUMN(ProjectRow, activations, U64, "peak bytes per rank, predicted", SHOW("act", "GiB", 8, 2)),
+    COLUMN(ProjectRow, total, U64, "peak bytes of all kinds at once per rank, predicted", SHOW("total", "GiB", 8, 2)),
     COLUMN(ProjectRow, moved, U64, "bytes received per rank per step", SHOW("moved", "MiB", 9, 1)),
     COLUMN(ProjectRow, comm_seconds, DOUBLE, "seconds per step, alpha-beta model", SHOW("comm", "s", 8, 4)),
 };
 
-static uint64_t block_params(const ProjectShape *s) { return 12ull * s->C * s->C + 13ull * s->C; }
-static uint64_t embedding_params(const ProjectShape *s) { return (uint64_t)(s->V + s->T) * s->C + 2ull * s->C; }
-
-/* One rank of K at `stage` under strategy `full` (true) or none. */
-static ProjectRow project_row(const ProjectShape *s, int K, int stage, bool full, double alpha, double beta)
+/* Rank 0 of K at `stage` under strategy `full` (true) or none, float32 AdamW, GPT-2's
+ * dropout; REMAT_EINVAL if it is not predicted. */
+static RematStatus project_row(const ProjectShape *s, int K, int stage, bool full, double alpha, double beta,
+                               ProjectRow *p)
 {
-    const uint64_t psi = embedding_params(s) + (uint64_t)s->L * block_params(s);
-    const uint64_t shard = (psi + (uint64_t)K - 1) / (uint64_t)K;
-    const uint64_t largest = block_params(s) > embedding_params(s) ? block_params(s) : embedding_params(s);
-    const ZeroBytes b = zero_resident_bytes(stage, psi, shard, 2); /* float32 AdamW */
-    ProjectRow p = {.model = s->name, .parameters = psi, .ranks = K, .stage = stage, .strategy = full ? "full" : "none",
-                    .params = b.params + (stage >= 3 ? 4 * largest : 0), .grads = b.grads, .optimizer = b.optimizer};
-    const uint64_t B = (uint64_t)s->B, T = (uint64_t)s->T, C = (uint64_t)s->C, H = (uint64_t)s->H;
-    const uint64_t block = 66 * B * T * C + 9 * B * H * T * T + 16 * B * T;
-    p.activations = (full ? (uint64_t)s->L * 4 * B * T * C + block : (uint64_t)s->L * block) + 4 * B * T * C +
-                    4 * B * T * (uint64_t)s->V;
-    p.total = p.params + p.grads + p.optimizer + p.activations;
+    TrainOptions o = train_defaults(MODEL_GPT);
+    o.layers = s->L, o.d_model = s->C, o.heads = s->H, o.seq = s->T, o.batch = s->B, o.ranks = K;
+    o.step.zero_stage = stage;
+    o.step.strategy = strategy_defaults(full ? STRATEGY_FULL : STRATEGY_NONE);
+    MemoryPrediction m;
+    if (train_predict_memory(&o, s->V, &m) != REMAT_OK) return remat_last_status();
+    const GptConfig gpt = {.n_layers = s->L, .d_model = s->C, .vocab = s->V, .seq_len = s->T};
+    const uint64_t psi = (uint64_t)gpt_param_count(&gpt), embedding = (uint64_t)(s->V + s->T) * s->C + 2ull * s->C;
+    *p = (ProjectRow){.model = s->name, .parameters = psi, .ranks = K, .stage = stage,
+                      .strategy = full ? "full" : "none", .params = m.kinds[MEM_PARAM], .grads = m.kinds[MEM_GRAD],
+                      .optimizer = m.kinds[MEM_OPTIM], .activations = m.kinds[MEM_ACT], .total = m.peak};
     const double share = (double)(K - 1) / K;
-    const double moved = stage >= 3 ? share * 4.0 * (3.0 * (double)psi + (double)embedding_params(s))
+    const double moved = stage >= 3 ? share * 4.0 * (3.0 * (double)psi + (double)embedding)
                                     : 2.0 * share * 4.0 * (double)psi;
-    p.moved = (uint64_t)moved;
+    p->moved = (uint64_t)moved;
     const uint64_t messages = (uint64_t)(K - 1) * (stage >= 3 ? 1 + 2ull * s->L + 3 : 2);
-    p.comm_seconds = alpha * (double)messages + beta * moved;
-    return p;
+    p->comm_seconds = alpha * (double)messages + beta * moved;
+    return REMAT_OK;
 }
 
 /* Prints the projection for GPT-2 small to XL at K = 1, 8, 64, 1024, stages 0 to 3, none and
- * full, and records it as the table "projection" (an error is results_write's to report). */
-static void project_all(Results *results, double alpha, double beta)
+ * full, and records it as the table "projection". */
+static RematStatus project_all(Results *results, double alpha, double beta)
 {
     static const ProjectShape shapes[] = {
         {"gpt2 (124M)", 12, 768, 12, 50257, 1024, 1},  {"gpt2-medium (350M)", 24, 1024, 16, 50257, 1024, 1},
@@ -373,15 +369,19 @@ static void project_all(Results *results, double alpha, double beta)
     ResultsTable *table = RESULTS_TABLE(results, "projection", "GPT-2 shapes per rank, by K, stage and strategy",
                                         PROJECT_COLUMNS);
     printf("\n  projection, one sequence of 1024 tokens per rank, float32 AdamW; alpha %.3g s, beta %.3g s/B\n"
-           "  (per rank: params, grads, optimizer, activations estimated; received per step; comm)\n", alpha, beta);
+           "  (rank 0's peaks as train --predict-only --ranks K --zero S predicts them: params, grads,\n"
+           "  optimizer, activations, all at once; received per step; comm)\n", alpha, beta);
     results_print_head(table, 0);
+    RematStatus status = REMAT_OK;
     for (int m = 0; m < 4; m++)
         for (int k = 0; k < 4; k++)
-            for (int stage = 0; stage <= 3; stage++)
-                for (int full = 0; full < 2; full++) {
-                    const ProjectRow row = project_row(&shapes[m], ranks[k], stage, full, alpha, beta);
-                    results_add_row(table, &row);
+            for (int stage = 0; stage <= 3 && status == REMAT_OK; stage++)
+                for (int full = 0; full < 2 && status == REMAT_OK; full++) {
+                    ProjectRow row;
+                    status = project_row(&shapes[m], ranks[k], stage, full, alpha, beta, &row);
+                    if (status == REMAT_OK) results_add_row(table, &row);
                 }
+    return status;
 }
 
 /* The projection, with α and β as given, or else from MPI_Allreduce's fastest times here
@@ -389,7 +389,8 @@ static void project_all(Results *results, double alpha, double beta)
  * per message, β the time of the largest per byte (which needs more than one rank). Each
  * ignores the other's term, so each is an upper bound: on a busy machine a fit of both to
  * the same points came out negative. */
-static void project_table(const DistGroup *g, const AllreduceFit *fit, double alpha, double beta, Results *results)
+static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, double alpha, double beta,
+                                 Results *results)
 {
     double fa = 0, fb = 0;
     const int K = g->size;
@@ -405,7 +406,88 @@ static void project_table(const DistGroup *g, const AllreduceFit *fit, double al
     beta = beta >= 0 ? beta : fb;
     results_config_num(results, "alpha_seconds", alpha);
     results_config_num(results, "beta_seconds_per_byte", beta);
-    project_all(results, alpha, beta);
+    return project_all(results, alpha, beta);
+}
+
+/* ---- the prediction against the ledger (--check-prediction) --------------------------- */
+
+/* One configuration: what train --predict-only predicts for rank 0, beside what rank 0's
+ * ledger measured over two steps of the same run (train_run, as `train --results` does). */
+typedef struct CheckRow {
+    const char *config;
+    int batch, ranks, stage;
+    uint64_t act_predicted, act_measured, peak_predicted, peak_measured;
+    double peak_difference;
+    const char *other_kinds; /* "equal", or the first of params, grads, optimizer, workspace that is not */
+} CheckRow;
+
+static const ResultsColumn CHECK_COLUMNS[] = {
+    COLUMN(CheckRow, config, STR, "", SHOW("configuration", "", 24, 0)),
+    COLUMN(CheckRow, batch, INT, "sequences per rank", SHOW("B", "", 2, 0)),
+    COLUMN(CheckRow, ranks, INT, "K", SHOW("K", "", 2, 0)),
+    COLUMN(CheckRow, stage, INT, "ZeRO stage", SHOW("stage", "", 5, 0)),
+    COLUMN(CheckRow, act_predicted, U64, "bytes", SHOW("act predicted", "MiB", 14, 3)),
+    COLUMN(CheckRow, act_measured, U64, "bytes", SHOW("act measured", "MiB", 13, 3)),
+    COLUMN(CheckRow, peak_predicted, U64, "bytes", SHOW("peak predicted", "MiB", 15, 3)),
+    COLUMN(CheckRow, peak_measured, U64, "bytes", SHOW("peak measured", "MiB", 14, 3)),
+    COLUMN(CheckRow, peak_difference, DOUBLE, "ratio", SHOW("difference", "%", 11, 2)),
+    COLUMN(CheckRow, other_kinds, STR, "", SHOW("other kinds", "", 12, 0)),
+};
+
+/* Predicts, then runs two steps of `o` on every rank (a collective), and records rank 0's row. */
+static RematStatus check_one(ResultsTable *table, TrainOptions *o, const char *config, int K)
+{
+    MemoryPrediction p;
+    o->ranks = K;
+    RematStatus status = train_predict_memory(o, TEXT_VOCAB_SIZE, &p);
+    o->ranks = 1; /* a run takes its ranks from mpirun */
+    FILE *quiet = fopen("/dev/null", "w");
+    TrainReport r = {0};
+    if (status == REMAT_OK) status = quiet ? train_run(o, &r, quiet) : remat_fail(REMAT_EIO, "no /dev/null");
+    train_report_free(&r);
+    if (quiet) fclose(quiet);
+    if (status != REMAT_OK) return status;
+    CheckRow row = {.config = config, .batch = o->batch, .ranks = K, .stage = o->step.zero_stage,
+                    .act_predicted = p.kinds[MEM_ACT], .act_measured = r.peaks[MEM_ACT], .peak_predicted = p.peak,
+                    .peak_measured = r.ledger_peak, .other_kinds = "equal"};
+    row.peak_difference = ((double)row.peak_predicted - (double)row.peak_measured) / (double)row.peak_measured;
+    for (int k = MEM_WORK; k >= MEM_PARAM; k--)
+        if (k != MEM_ACT && p.kinds[k] != r.peaks[k]) row.other_kinds = mem_kind_name((MemKind)k);
+    results_add_row(table, &row);
+    return REMAT_OK;
+}
+
+/* On one rank: none, full, sqrt, selective's two presets and fused attention; on K ranks:
+ * ZeRO stages 0 to 3 under none; each at batch 1 and 2 (--quick: 1), GPT-2 small's blocks
+ * (12 of width 768, 12 heads, T = 1024, dropout 0.1) on remat's 256 tokens. */
+static RematStatus check_prediction(const DistGroup *g, const BenchOptions *bo, Results *results)
+{
+    static const struct { const char *name, *policy; StrategyKind kind; bool fused; } configs[] = {
+        {"none", NULL, STRATEGY_NONE, false}, {"full", NULL, STRATEGY_FULL, false},
+        {"sqrt", NULL, STRATEGY_SQRT, false}, {"selective attention_core", "attention_core", STRATEGY_SELECTIVE, false},
+        {"selective dots", "dots", STRATEGY_SELECTIVE, false}, {"none, fused attention", NULL, STRATEGY_NONE, true}};
+    ResultsTable *table = RESULTS_TABLE(results, "prediction", "train --predict-only against rank 0's ledger",
+                                        CHECK_COLUMNS);
+    printf("\n  train --predict-only beside rank 0's ledger over two steps (other kinds: params, grads,\n"
+           "  optimizer and workspace, equal or the first that is not)\n");
+    results_print_head(table, 0);
+    TrainOptions o = train_defaults(MODEL_GPT);
+    o.layers = bo->quick ? 2 : 12, o.d_model = bo->quick ? 32 : 768, o.heads = bo->quick ? 2 : 12;
+    o.seq = bo->quick ? 16 : 1024, o.steps = 2, o.eval_every = 0, o.eval_batches = 1, o.sample_chars = 0;
+    o.quiet = true, o.threads = platform_info().threads;
+    RematStatus status = REMAT_OK;
+    for (int b = 1; b <= (bo->quick ? 1 : 2) && status == REMAT_OK; b++)
+        for (int i = 0; i < (g->size > 1 ? 4 : 6) && status == REMAT_OK; i++) {
+            TrainOptions run = o;
+            run.batch = b;
+            const int c = g->size > 1 ? 0 : i;
+            run.step.strategy = strategy_defaults(configs[c].kind);
+            if (configs[c].policy) run.step.strategy.policy = policy_by_name(configs[c].policy);
+            if (configs[c].fused) run.attention = ATTENTION_FUSED, run.dropout_rng = DROPOUT_RNG_COUNTER;
+            run.step.zero_stage = g->size > 1 ? i : 0;
+            if (status == REMAT_OK) status = check_one(table, &run, configs[c].name, g->size);
+        }
+    return status;
 }
 
 int main(int argc, char **argv)
@@ -422,17 +504,22 @@ int main(int argc, char **argv)
         dist_finalize();
         return 2;
     }
+    const DistFact facts[] = {dist_fact("--quick", "%d", o.quick), dist_fact("--steps", "%d", o.steps),
+                              dist_fact("--strategy", "%s", o.one_strategy ? strategy_name(o.step.strategy.kind) : "-"),
+                              dist_fact("--project", "%d", project.project),
+                              dist_fact("--check-prediction", "%d", project.check)}; /* what the ranks run together */
+    RematStatus status = dist_agree(&g, facts, 5, "every rank must be given the same flags");
+    if (project.check) {
+        if (status == REMAT_OK) status = check_prediction(&g, &o, results);
+        return bench_finish_ranks(&info, &g, &o, results, status, true);
+    }
     ResultsTable *reduce = RESULTS_TABLE(results, "reduce", "a sum over the ranks, ordered against MPI_Allreduce",
                                          REDUCE_COLUMNS);
     ResultsTable *stages = RESULTS_TABLE(results, "stages", "per rank and ZeRO stage: bytes kept, bytes moved, time",
                                          STAGE_COLUMNS);
-    const DistFact facts[] = {dist_fact("--quick", "%d", o.quick), dist_fact("--steps", "%d", o.steps),
-                              dist_fact("--strategy", "%s", o.one_strategy ? strategy_name(o.step.strategy.kind) : "-"),
-                              dist_fact("--project", "%d", project.project)}; /* what the ranks run together */
-    RematStatus status = dist_agree(&g, facts, 4, "every rank must be given the same flags");
     if (status == REMAT_OK) status = measure_stages(&g, &o, results, stages);
     AllreduceFit fit = {0};
     if (status == REMAT_OK) status = measure_reduction(&g, &o, reduce, &fit);
-    if (status == REMAT_OK && project.project) project_table(&g, &fit, project.alpha, project.beta, results);
+    if (status == REMAT_OK && project.project) status = project_table(&g, &fit, project.alpha, project.beta, results);
     return bench_finish_ranks(&info, &g, &o, results, status, true);
 }

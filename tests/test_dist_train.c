@@ -17,6 +17,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +131,66 @@ static void test_ranks_save_what_one_process_accumulating_saves(void **state)
         {3, "--strategy selective --dropout-rng counter --attention fused"}};
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++)
         check_same_as_accumulate(SMALL, 3, runs[i].zero, runs[i].flags);
+}
+
+/* The number after "key": in dir/name's JSON, or UINT64_MAX. */
+static uint64_t json_number(const char *name, const char *key)
+{
+    size_t size;
+    char *json = slurp(name, &size), quoted[32];
+    json = realloc(json, size + 1);
+    json[size] = '\0';
+    snprintf(quoted, sizeof quoted, "\"%s\": ", key);
+    const char *at = strstr(json, quoted);
+    const uint64_t n = at ? strtoull(at + strlen(quoted), NULL, 10) : UINT64_MAX;
+    free(json);
+    return n;
+}
+
+/* train --predict-only --ranks 2 --zero S against rank 0's ledger in a run of two steps on
+ * 2 ranks: every kind to the byte (params with stage 3's group whole, grads with the full
+ * gradients stages 2 and 3 make beside the shard, the reduction's workspace, the other
+ * rank's micro-batch waiting among the activations); the peak of all kinds at once to the
+ * byte below stage 2, and from stage 2 a bound, high by less than the gradients of the
+ * block or the rest (the embeddings and final norm) that backward was making then, which
+ * it makes part by part. */
+static void test_predict_only_ranks_equals_rank_0(void **state)
+{
+    (void)state;
+    const uint64_t block = 4 * (12 * 16 * 16 + 13 * 16), rest = 4 * ((256 + 8) * 16 + 2 * 16); /* SMALL's */
+    for (int zero = 0; zero <= 3; zero++)
+        for (int full = 0; full < 2; full++) {
+            const char *strategy = full ? "full" : "none";
+            assert_int_equal(run("%s %s --strategy %s --ranks 2 --zero %d --predict-only --results %s/p.json",
+                                 REMAT_TRAIN_BIN, SMALL, strategy, zero, dir), 0);
+            assert_int_equal(run(LAUNCH "-np 2 %s %s --strategy %s --zero %d --steps 2 --results %s/m.json",
+                                 REMAT_TRAIN_BIN, SMALL, strategy, zero, dir), 0);
+            for (int k = 0; k < 5; k++) {
+                const char *key = (const char *[]){"params", "grads", "optimizer", "activations", "workspace"}[k];
+                assert_int_equal(json_number("p.json", key), json_number("m.json", key));
+            }
+            const uint64_t predicted = json_number("p.json", "peak"), measured = json_number("m.json", "peak");
+            printf("  --zero %d --strategy %s: peak predicted %" PRIu64 ", measured %" PRIu64 "\n", zero, strategy,
+                   predicted, measured);
+            const uint64_t bound = zero >= 2 ? (block > rest ? block : rest) : 0;
+            assert_true(predicted >= measured && predicted <= measured + bound);
+        }
+}
+
+/* The doctor after a run at ZeRO stage 2 under full, whose activations are small: the
+ * peak is the gradients backward makes in full before the reduce-scatter shards them. */
+static void test_the_doctor_names_stage_2s_full_gradients(void **state)
+{
+    (void)state;
+    assert_int_equal(run(LAUNCH "-np 2 %s %s --strategy full --zero 2 --steps 1 | tee %s/out.txt", REMAT_TRAIN_BIN,
+                         SMALL, dir), 0);
+    size_t size;
+    char *text = slurp("out.txt", &size);
+    text = realloc(text, size + 1);
+    text[size] = '\0';
+    assert_non_null(strstr(text, "at the peak (in backward)"));
+    assert_non_null(strstr(text, "the peak holds the gradients backward makes in full"));
+    free(text);
 }
 
 /* Offload on every rank: each spills to its own file (created unlinked in --offload-dir). */
@@ -268,6 +329,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ranks_save_what_one_process_accumulating_saves),
         cmocka_unit_test(test_ranks_with_offload_save_the_same),
+        cmocka_unit_test(test_predict_only_ranks_equals_rank_0),
+        cmocka_unit_test(test_the_doctor_names_stage_2s_full_gradients),
         cmocka_unit_test(test_resume_across_world_sizes),
         cmocka_unit_test(test_a_rank_with_bad_input_ends_the_job),
         cmocka_unit_test(test_a_rank_over_its_budget_ends_the_job),

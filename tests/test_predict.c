@@ -437,6 +437,8 @@ static void test_predict_only_refuses_what_it_cannot_predict(void **state)
         {"--model mlp --predict-only --strategy dtr --memory-budget 64MiB", "dtr"},
         {"--model mlp --predict-only --strategy budget --memory-budget 64MiB", "budget"},
         {"--model mlp --predict-only --strategy budget --planner ops --memory-budget 64MiB", "ops"},
+        {"--model mlp --predict-only --ranks 2 --accumulate 2", "--accumulate"},
+        {"--predict-only --ranks 2 --pipeline-stages 2", "--pipeline-stages"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         assert_int_equal(train_line(refused[i][0], out), REMAT_EINVAL);
@@ -449,7 +451,7 @@ static void test_predict_only_refuses_what_it_cannot_predict(void **state)
     const RematStatus ranks = train_line("--model mlp --predict-only", out);
     unsetenv("PMI_SIZE");
     assert_int_equal(ranks, REMAT_EINVAL);
-    assert_non_null(strstr(remat_last_error(), "more than one rank"));
+    assert_non_null(strstr(remat_last_error(), "--ranks K"));
     assert_int_equal(train_line("--model mlp --layers 2 --d-model 8 --predict-only --results /nonexistent-dir/x.json",
                                 out), REMAT_EIO);
     fclose(out);
