@@ -326,7 +326,9 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
         fprintf(out, ":\n");
         for (int k = 0; k < MEM_DISK; k++)
             fprintf(out, "  %-12s %14zu bytes\n", mem_kind_name((MemKind)k), p.kinds[k]);
-        fprintf(out, "  %-12s %14zu bytes (all kinds at the same moment)\n", "peak", p.peak);
+        fprintf(out, "  %-12s %14zu bytes (all kinds at the same moment%s)\n", "peak", p.peak,
+                o->ranks > 1 && o->step.zero_stage >= 2 ? "; a bound: the gradients of what backward runs "
+                                                          "counted as made" : "");
         fprintf(out, "  recompute    %" PRIu64 " FLOPs (the forward: %" PRIu64 ")\n", p.recompute_flops,
                 s->predicted.forward_flops);
         print_moment(out, &m);
