@@ -300,8 +300,7 @@ static void print_preview(const Bank *bank, const int orders[][QUIZ_OPTIONS], co
 {
     print_header(bank, o);
     for (int q = 0; q < bank->n_questions; q++) print_question(bank, q, orders[q], o->lang);
-    printf("\n");
-    say(0, "%s", quiz_word(o->lang, "preview_note"));
+    say(0, "\n%s", quiz_word(o->lang, "preview_note"));
 }
 
 /* Question q answered `given` (an index into its options): right or wrong, the answer, the
@@ -352,8 +351,7 @@ static void print_score(const Bank *bank, const int *given, int asked, int score
 static bool wait_for_enter(const Options *o, int q, int n_questions)
 {
     if (o->n_answers || q + 1 == n_questions) return true;
-    printf("\n");
-    say(0, "%s", quiz_word(o->lang, "next"));
+    say(0, "\n%s", quiz_word(o->lang, "next"));
     fflush(stdout);
     int c;
     while ((c = getchar()) != EOF && c != '\n') continue;
@@ -374,8 +372,7 @@ static void ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_
             score += print_verdict(&bank->questions[q], orders[q], given[q], o->lang, results);
         }
         if (a < 0 || !wait_for_enter(o, q, bank->n_questions)) {
-            printf("\n");
-            say(0, "%s", quiz_word(o->lang, "ended"));
+            say(0, "\n%s", quiz_word(o->lang, "ended"));
             break;
         }
     }
