@@ -313,10 +313,9 @@ static bool print_verdict(const Question *question, const int order[QUIZ_OPTIONS
     int shown = 0;
     while (order[shown] != question->correct) shown++;
     static char text[1 << 15];
-    const int n = snprintf(text, sizeof text, "%s ", quiz_word(lang, right ? "right" : "wrong"));
-    snprintf(text + n, sizeof text - (size_t)n, quiz_word(lang, "correct_was"), '1' + shown,
+    snprintf(text, sizeof text, quiz_word(lang, "correct_was"), '1' + shown,
              question->options[question->correct].lang[lang]);
-    say(0, "%s", text);
+    say(0, "%s %s", quiz_word(lang, right ? "right" : "wrong"), text);
     if (fill_explanation(text, sizeof text, question, lang, results) != REMAT_OK) complain();
     say(0, "%s", text);
     say(0, quiz_word(lang, "proof"), question->test_file, question->test_name);
