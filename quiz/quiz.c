@@ -334,14 +334,12 @@ static void print_score(const Bank *bank, const int *given, int asked, int score
     say(0, quiz_word(lang, "score"), score, bank->n_questions);
     for (int q = 0; q < asked; q++) {
         const Question *question = &bank->questions[q];
-        const bool right = given[q] == question->correct;
-        char line[2048];
-        const int n = snprintf(line, sizeof line, "  %s %d. %s: %s", right ? "✓" : "✗", q + 1,
-                               quiz_word(lang, "chosen"), question->options[given[q]].lang[lang]);
-        if (!right && n > 0 && (size_t)n < sizeof line)
-            snprintf(line + n, sizeof line - (size_t)n, " · %s: %s", quiz_word(lang, "the_answer"),
-                     question->options[question->correct].lang[lang]);
-        say(7, "%s", line);
+        const char *chosen = question->options[given[q]].lang[lang];
+        if (given[q] == question->correct)
+            say(7, "  ✓ %d. %s: %s", q + 1, quiz_word(lang, "chosen"), chosen);
+        else
+            say(7, "  ✗ %d. %s: %s · %s: %s", q + 1, quiz_word(lang, "chosen"), chosen, quiz_word(lang, "the_answer"),
+                question->options[question->correct].lang[lang]);
     }
 }
 
