@@ -130,10 +130,9 @@ static void html_text(FILE *out, const char *s, size_t len, QuizLang lang)
             fputs("<bdi dir=\"ltr\">", out);
             html_escaped(out, s + start, end - start);
             fputs("</bdi>", out);
-            html_escaped(out, s + end, j - end);
-        } else {
-            html_escaped(out, s + i, j - i);
+            i = end;
         }
+        html_escaped(out, s + i, j - i); /* what is left of the stretch */
         i = j; /* then the Arabic that follows, as it is */
         while (i < len && is_arabic(text_next_char(s + i, len - i, &n))) i += n;
         html_escaped(out, s + j, i - j);
