@@ -496,15 +496,12 @@ static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src, co
  * when a results file or a plot is malformed, which does not stop the page. */
 static RematStatus put_page(FILE *out, const PageSources *src, const char *page)
 {
-    const QuizText *title = &src->bank->title;
     RematStatus status = REMAT_OK;
     const char *t = QUIZ_PAGE_HTML;
     for (const char *at; (at = strstr(t, "<!--@")) != NULL; t = strstr(at, "-->") + 3) {
         fwrite(t, 1, (size_t)(at - t), out);
-        if (!strncmp(at, "<!--@title-->", 13)) {
-            html_escaped(out, title->lang[LANG_EN], strlen(title->lang[LANG_EN]));
-            fputs(" · ", out);
-            html_escaped(out, title->lang[LANG_AR], strlen(title->lang[LANG_AR]));
+        if (!strncmp(at, "<!--@title-->", 13)) { /* both languages, escaped only: a <title> holds no markup */
+            html_words(out, LANG_EN, "%s · %s", src->bank->title.lang, NULL);
         } else if (!strncmp(at, "<!--@views-->", 13)) {
             for (int l = 0; l < LANG_COUNT; l++) {
                 const RematStatus s = put_view(out, (QuizLang)l, src, page);
