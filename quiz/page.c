@@ -139,7 +139,6 @@ static void html_text(FILE *out, const char *s, size_t len, QuizLang lang)
     }
 }
 
-/* html_text of a NUL-terminated string. */
 static void html_string(FILE *out, const char *s, QuizLang lang) { html_text(out, s, strlen(s), lang); }
 
 /* Writes a quiz_word format in `lang` whose conversions (%s, %c, %d; no %%) are all given as
