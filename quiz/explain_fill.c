@@ -162,16 +162,15 @@ static Figure find_figure(ResultsDir *r, const Measurement *m)
     fig.state = FIG_NO_RECORD;
     int index = 0;
     const cJSON *rec = pick_record(results_records(doc, m->table), m, &index);
-    if (rec) {
-        char path[96];
-        snprintf(path, sizeof path, "tables.%s.records[%d]", m->table, index);
-        snprintf(fig.field, sizeof fig.field, "%s.%s", path, m->field);
-        fig.value = cJSON_GetObjectItemCaseSensitive(rec, m->field);
-        if (!fig.value) return fig;
-        fig.state = valid_value(fig.value, m->format, &fig.problem) ? FIG_OK : FIG_INVALID;
-        if (fig.state == FIG_OK && m->time) read_spread(rec, path, &fig);
-    }
-    return fig; /* e.g. a run narrowed by a flag that measured fewer configurations */
+    if (!rec) return fig; /* e.g. a run narrowed by a flag that measured fewer configurations */
+    char path[96];
+    snprintf(path, sizeof path, "tables.%s.records[%d]", m->table, index);
+    snprintf(fig.field, sizeof fig.field, "%s.%s", path, m->field);
+    fig.value = cJSON_GetObjectItemCaseSensitive(rec, m->field);
+    if (!fig.value) return fig;
+    fig.state = valid_value(fig.value, m->format, &fig.problem) ? FIG_OK : FIG_INVALID;
+    if (fig.state == FIG_OK && m->time) read_spread(rec, path, &fig);
+    return fig;
 }
 
 /* Exact figures that break an order of the question are both left out: either may be
