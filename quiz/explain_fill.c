@@ -255,12 +255,9 @@ static void format_figure(char *buf, size_t size, const Figure *fig, QuizLang la
         return;
     }
     const FigureFormat format = fig->m->format;
+    if (!fig->spread) return format_number(buf, size, v->valuedouble, format, lang);
     char value[64], lo[64], hi[64];
     format_number(value, sizeof value, v->valuedouble, format, lang);
-    if (!fig->spread) {
-        snprintf(buf, size, "%s", value);
-        return;
-    }
     const bool change = format == FORMAT_CHANGE;
     if (change && (fig->lo < 1) == (fig->hi < 1)) { /* the sizes alone, the smaller first */
         const double a = fabs(fig->lo - 1) * 100, b = fabs(fig->hi - 1) * 100;
