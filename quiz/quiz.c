@@ -22,8 +22,6 @@
  * languages, that the page (quiz --html) shows it as it should read.
  */
 #include <ctype.h>
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
