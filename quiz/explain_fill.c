@@ -162,16 +162,15 @@ static Figure find_figure(ResultsDir *r, const Measurement *m)
     fig.state = FIG_NO_RECORD;
     int index = 0;
     const cJSON *rec = pick_record(results_records(doc, m->table), m, &index);
-    if (rec) {
-        char path[96];
-        snprintf(path, sizeof path, "tables.%s.records[%d]", m->table, index);
-        snprintf(fig.field, sizeof fig.field, "%s.%s", path, m->field);
-        fig.value = cJSON_GetObjectItemCaseSensitive(rec, m->field);
-        if (!fig.value) return fig;
-        fig.state = valid_value(fig.value, m->format, &fig.problem) ? FIG_OK : FIG_INVALID;
-        if (fig.state == FIG_OK && m->time) read_spread(rec, path, &fig);
-    }
-    return fig; /* e.g. a run narrowed by a flag that measured fewer configurations */
+    if (!rec) return fig; /* e.g. a run narrowed by a flag that measured fewer configurations */
+    char path[96];
+    snprintf(path, sizeof path, "tables.%s.records[%d]", m->table, index);
+    snprintf(fig.field, sizeof fig.field, "%s.%s", path, m->field);
+    fig.value = cJSON_GetObjectItemCaseSensitive(rec, m->field);
+    if (!fig.value) return fig;
+    fig.state = valid_value(fig.value, m->format, &fig.problem) ? FIG_OK : FIG_INVALID;
+    if (fig.state == FIG_OK && m->time) read_spread(rec, path, &fig);
+    return fig;
 }
 
 /* Exact figures that break an order of the question are both left out: either may be
@@ -256,12 +255,9 @@ static void format_figure(char *buf, size_t size, const Figure *fig, QuizLang la
         return;
     }
     const FigureFormat format = fig->m->format;
+    if (!fig->spread) return format_number(buf, size, v->valuedouble, format, lang);
     char value[64], lo[64], hi[64];
     format_number(value, sizeof value, v->valuedouble, format, lang);
-    if (!fig->spread) {
-        snprintf(buf, size, "%s", value);
-        return;
-    }
     const bool change = format == FORMAT_CHANGE;
     if (change && (fig->lo < 1) == (fig->hi < 1)) { /* the sizes alone, the smaller first */
         const double a = fabs(fig->lo - 1) * 100, b = fabs(fig->hi - 1) * 100;

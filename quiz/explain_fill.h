@@ -46,7 +46,6 @@
 #ifndef REMAT_QUIZ_EXPLAIN_FILL_H
 #define REMAT_QUIZ_EXPLAIN_FILL_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "bench/results_read.h"

@@ -130,17 +130,15 @@ static void html_text(FILE *out, const char *s, size_t len, QuizLang lang)
             fputs("<bdi dir=\"ltr\">", out);
             html_escaped(out, s + start, end - start);
             fputs("</bdi>", out);
-            html_escaped(out, s + end, j - end);
-        } else {
-            html_escaped(out, s + i, j - i);
+            i = end;
         }
+        html_escaped(out, s + i, j - i); /* what is left of the stretch */
         i = j; /* then the Arabic that follows, as it is */
         while (i < len && is_arabic(text_next_char(s + i, len - i, &n))) i += n;
         html_escaped(out, s + j, i - j);
     }
 }
 
-/* html_text of a NUL-terminated string. */
 static void html_string(FILE *out, const char *s, QuizLang lang) { html_text(out, s, strlen(s), lang); }
 
 /* Writes a quiz_word format in `lang` whose conversions (%s, %c, %d; no %%) are all given as
@@ -497,15 +495,12 @@ static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src, co
  * when a results file or a plot is malformed, which does not stop the page. */
 static RematStatus put_page(FILE *out, const PageSources *src, const char *page)
 {
-    const QuizText *title = &src->bank->title;
     RematStatus status = REMAT_OK;
     const char *t = QUIZ_PAGE_HTML;
     for (const char *at; (at = strstr(t, "<!--@")) != NULL; t = strstr(at, "-->") + 3) {
         fwrite(t, 1, (size_t)(at - t), out);
-        if (!strncmp(at, "<!--@title-->", 13)) {
-            html_escaped(out, title->lang[LANG_EN], strlen(title->lang[LANG_EN]));
-            fputs(" · ", out);
-            html_escaped(out, title->lang[LANG_AR], strlen(title->lang[LANG_AR]));
+        if (!strncmp(at, "<!--@title-->", 13)) { /* both languages, escaped only: a <title> holds no markup */
+            html_words(out, LANG_EN, "%s · %s", src->bank->title.lang, NULL);
         } else if (!strncmp(at, "<!--@views-->", 13)) {
             for (int l = 0; l < LANG_COUNT; l++) {
                 const RematStatus s = put_view(out, (QuizLang)l, src, page);

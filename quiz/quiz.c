@@ -22,8 +22,6 @@
  * languages, that the page (quiz --html) shows it as it should read.
  */
 #include <ctype.h>
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,8 +298,7 @@ static void print_preview(const Bank *bank, const int orders[][QUIZ_OPTIONS], co
 {
     print_header(bank, o);
     for (int q = 0; q < bank->n_questions; q++) print_question(bank, q, orders[q], o->lang);
-    printf("\n");
-    say(0, "%s", quiz_word(o->lang, "preview_note"));
+    say(0, "\n%s", quiz_word(o->lang, "preview_note"));
 }
 
 /* Question q answered `given` (an index into its options): right or wrong, the answer, the
@@ -314,10 +311,9 @@ static bool print_verdict(const Question *question, const int order[QUIZ_OPTIONS
     int shown = 0;
     while (order[shown] != question->correct) shown++;
     static char text[1 << 15];
-    const int n = snprintf(text, sizeof text, "%s ", quiz_word(lang, right ? "right" : "wrong"));
-    snprintf(text + n, sizeof text - (size_t)n, quiz_word(lang, "correct_was"), '1' + shown,
+    snprintf(text, sizeof text, quiz_word(lang, "correct_was"), '1' + shown,
              question->options[question->correct].lang[lang]);
-    say(0, "%s", text);
+    say(0, "%s %s", quiz_word(lang, right ? "right" : "wrong"), text);
     if (fill_explanation(text, sizeof text, question, lang, results) != REMAT_OK) complain();
     say(0, "%s", text);
     say(0, quiz_word(lang, "proof"), question->test_file, question->test_name);
@@ -336,14 +332,12 @@ static void print_score(const Bank *bank, const int *given, int asked, int score
     say(0, quiz_word(lang, "score"), score, bank->n_questions);
     for (int q = 0; q < asked; q++) {
         const Question *question = &bank->questions[q];
-        const bool right = given[q] == question->correct;
-        char line[2048];
-        const int n = snprintf(line, sizeof line, "  %s %d. %s: %s", right ? "✓" : "✗", q + 1,
-                               quiz_word(lang, "chosen"), question->options[given[q]].lang[lang]);
-        if (!right && n > 0 && (size_t)n < sizeof line)
-            snprintf(line + n, sizeof line - (size_t)n, " · %s: %s", quiz_word(lang, "the_answer"),
-                     question->options[question->correct].lang[lang]);
-        say(7, "%s", line);
+        const char *chosen = question->options[given[q]].lang[lang];
+        if (given[q] == question->correct)
+            say(7, "  ✓ %d. %s: %s", q + 1, quiz_word(lang, "chosen"), chosen);
+        else
+            say(7, "  ✗ %d. %s: %s · %s: %s", q + 1, quiz_word(lang, "chosen"), chosen, quiz_word(lang, "the_answer"),
+                question->options[question->correct].lang[lang]);
     }
 }
 
@@ -352,8 +346,7 @@ static void print_score(const Bank *bank, const int *given, int asked, int score
 static bool wait_for_enter(const Options *o, int q, int n_questions)
 {
     if (o->n_answers || q + 1 == n_questions) return true;
-    printf("\n");
-    say(0, "%s", quiz_word(o->lang, "next"));
+    say(0, "\n%s", quiz_word(o->lang, "next"));
     fflush(stdout);
     int c;
     while ((c = getchar()) != EOF && c != '\n') continue;
@@ -374,8 +367,7 @@ static void ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_
             score += print_verdict(&bank->questions[q], orders[q], given[q], o->lang, results);
         }
         if (a < 0 || !wait_for_enter(o, q, bank->n_questions)) {
-            printf("\n");
-            say(0, "%s", quiz_word(o->lang, "ended"));
+            say(0, "\n%s", quiz_word(o->lang, "ended"));
             break;
         }
     }
