@@ -92,18 +92,13 @@ static bool command_line(const char *command, char *buf, size_t size)
 static void add_git(Results *r)
 {
     char cmd[512], commit[64], change[256];
-    bool known = !strchr(REMAT_SOURCE_DIR, '\'');
-    if (known) {
-        snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse HEAD 2>/dev/null", REMAT_SOURCE_DIR);
-        known = command_line(cmd, commit, sizeof commit);
-    }
+    snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse HEAD 2>/dev/null", REMAT_SOURCE_DIR);
+    /* a source path with a quote in it would end the shell's quoted word: not run */
+    const bool known = !strchr(REMAT_SOURCE_DIR, '\'') && command_line(cmd, commit, sizeof commit);
     add_item(r, r->root, "git_commit", cJSON_CreateString(known ? commit : "unknown"));
-    if (!known) {
-        add_item(r, r->root, "git_dirty", cJSON_CreateNull());
-        return;
-    }
     snprintf(cmd, sizeof cmd, "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null", REMAT_SOURCE_DIR);
-    add_item(r, r->root, "git_dirty", cJSON_CreateBool(command_line(cmd, change, sizeof change)));
+    add_item(r, r->root, "git_dirty",
+             known ? cJSON_CreateBool(command_line(cmd, change, sizeof change)) : cJSON_CreateNull());
 }
 
 /* A load average, or null where Linux gave none. */
@@ -188,10 +183,8 @@ Results *results_create(const char *bench, const char *question, bool quick)
 void results_free(Results *r)
 {
     if (!r) return;
-    for (int i = 0; i < r->n_tables; i++) {
-        ResultsTable *t = &r->table[i];
-        if (!t->in_json) cJSON_Delete(t->records);
-    }
+    for (int i = 0; i < r->n_tables; i++)
+        if (!r->table[i].in_json) cJSON_Delete(r->table[i].records); /* the others are in the document */
     cJSON_Delete(r->root);
     free(r);
 }
@@ -491,8 +484,8 @@ static RematStatus write_json(const cJSON *root, const char *path)
     return status;
 }
 
-/* The CSV files, then the JSON document at <dir>/<json_name>. */
-static RematStatus write_all(Results *r, const char *dir, const char *json_name)
+/* The CSV files, then the JSON document at <dir>/<json_stem>.json. */
+static RematStatus write_all(Results *r, const char *dir, const char *json_stem)
 {
     if (r->error != REMAT_OK) return remat_fail(r->error, "%s", r->message);
     add_machine_after(r);
@@ -504,15 +497,13 @@ static RematStatus write_all(Results *r, const char *dir, const char *json_name)
     RematStatus status = make_dirs(dir);
     for (int i = 0; i < r->n_tables && status == REMAT_OK; i++) status = write_csv(&r->table[i], dir);
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, json_name);
+    snprintf(path, sizeof path, "%s/%s.json", dir, json_stem);
     return status == REMAT_OK ? write_json(r->root, path) : status;
 }
 
 RematStatus results_write(Results *r, const char *dir)
 {
-    char name[RESULTS_NAME_LEN + 8];
-    snprintf(name, sizeof name, "%s.json", r->bench);
-    return write_all(r, dir, name);
+    return write_all(r, dir, r->bench);
 }
 
 RematStatus results_check_dir(const char *dir, const char *bench)
@@ -549,7 +540,7 @@ RematStatus results_write_summary(Results *r, const char *dir, const char *const
             status = remat_last_status();
         }
     }
-    if (status == REMAT_OK) status = write_all(r, dir, "summary.json");
+    if (status == REMAT_OK) status = write_all(r, dir, "summary");
     cJSON_Delete(cJSON_DetachItemViaPointer(r->root, all));
     return status;
 }
