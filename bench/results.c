@@ -335,16 +335,14 @@ void results_print_row(const ResultsTable *t, const void *row, int panel)
     if (t) print_line(t, row, false, panel);
 }
 
-/* Adds an estimate's interval to the record `rec` beside its value (column c's), and the
- * record's samples, which every estimate of the record shares. */
+/* Adds an estimate's interval to the record `rec` beside its value (column c's), under the
+ * names of the _lo and _hi columns COLUMN_TIMED declares right after it, and the record's
+ * samples, which every estimate of the record shares. */
 static void record_interval(const ResultsTable *t, cJSON *rec, const ResultsColumn *c, const Estimate *e)
 {
     Results *r = t->owner;
-    char name[RESULTS_NAME_LEN + 4];
-    snprintf(name, sizeof name, "%s_lo", c->name);
-    add_item(r, rec, name, cJSON_CreateNumber(e->lo));
-    snprintf(name, sizeof name, "%s_hi", c->name);
-    add_item(r, rec, name, cJSON_CreateNumber(e->hi));
+    add_item(r, rec, c[1].name, cJSON_CreateNumber(e->lo));
+    add_item(r, rec, c[2].name, cJSON_CreateNumber(e->hi));
     const cJSON *samples = cJSON_GetObjectItemCaseSensitive(rec, "samples");
     if (!samples) add_item(r, rec, "samples", cJSON_CreateNumber(e->samples));
     else if (samples->valuedouble != e->samples)
