@@ -242,13 +242,12 @@ static void tally_add(SummaryRow *t, const PointRow *p, uint64_t optimum)
     if (p->ratio_to_dp > t->worst_ratio_to_dp) t->worst_ratio_to_dp = p->ratio_to_dp;
 }
 
-/* What a sweep of one chain holds: its budgets, and a tally per planner (dp, chen, revolve). */
+/* What a sweep of one chain holds: its budgets, and a tally per fixed strategy and planner. */
 typedef struct Sweep {
     Chain *c;
     size_t lo, hi;   /* the DP's smallest feasible budget, and what none needs */
     int n_planners;  /* 3 on a uniform chain, else 2 (no revolve) */
-    SummaryRow tally[3]; /* dp, chen, revolve */
-    SummaryRow fixed[3]; /* none, full and sqrt: one budget each */
+    SummaryRow tally[6]; /* none, full and sqrt (one budget each), then dp, chen, revolve */
     ResultsTable *points;
     Progress *progress;
 } Sweep;
@@ -274,7 +273,7 @@ static RematStatus sweep_budget(Sweep *w, size_t budget)
     }
     for (int k = 0; k < w->n_planners && status == REMAT_OK; k++) {
         results_add_row(w->points, &rows[k]);
-        tally_add(&w->tally[k], &rows[k], optimum);
+        tally_add(&w->tally[3 + k], &rows[k], optimum);
     }
     for (int k = 0; k < 3; k++) schedule_free(own[k]);
     progress_tick(w->progress, w->c->name);
@@ -298,7 +297,7 @@ static RematStatus sweep_fixed(Sweep *w)
         status = point_run(c, strategy_name((StrategyKind)k), fixed, budget, ratio, &row);
         if (status == REMAT_OK) {
             results_add_row(w->points, &row);
-            tally_add(&w->fixed[k], &row, optimum);
+            tally_add(&w->tally[k], &row, optimum);
         }
         schedule_free(fixed);
     }
@@ -313,7 +312,7 @@ static void summarize(Sweep *w, size_t lo_revolve, ResultsTable *summary)
     results_print_head(summary, 0);
     const bool uniform = w->n_planners == 3;
     for (int k = 0; k < 6; k++) {
-        SummaryRow *row = k < 3 ? &w->fixed[k] : &w->tally[k - 3];
+        SummaryRow *row = &w->tally[k];
         row->model = w->c->name;
         row->planner = k < 3 ? strategy_name((StrategyKind)k) : planner_name(PLANNERS[k - 3]);
         row->has_ratio = row->compared > 0;
