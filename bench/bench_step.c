@@ -121,7 +121,7 @@ static const char *const WAY_NAMES[N_WAYS] = {"per parameter", "one pass"};
 
 typedef struct OptimPasses {
     OptimSlice slices[256];
-    int count, threads; /* the variants: way + N_WAYS · (threads − 1) */
+    int count;
     float *arrays;      /* param, grad, m, v of every slice, one allocation */
 } OptimPasses;
 
@@ -141,9 +141,9 @@ static RematStatus optim_pass(void *ctx, int variant, double *values)
 
 /* Slices of the shapes of `model`'s parameters over fresh arrays (gradients 0.001..0.006,
  * parameters 0.1, moments 0). */
-static RematStatus optim_passes_create(OptimPasses *o, const Model *model, int threads)
+static RematStatus optim_passes_create(OptimPasses *o, const Model *model)
 {
-    *o = (OptimPasses){.count = model->n_params, .threads = threads};
+    *o = (OptimPasses){.count = model->n_params};
     if (o->count > (int)(sizeof o->slices / sizeof o->slices[0]))
         return remat_fail(REMAT_EINVAL, "bench_step: %d parameters, more than the optimizer pass holds", o->count);
     size_t total = 0;
@@ -188,7 +188,7 @@ static RematStatus measure_optim_passes(const Model *model, const char *name, in
                                         ResultsTable *table)
 {
     OptimPasses o;
-    RematStatus status = optim_passes_create(&o, model, threads);
+    RematStatus status = optim_passes_create(&o, model);
     Timing timing = {0};
     if (status == REMAT_OK) status = timing_run(plan, N_WAYS * threads, 1, optim_pass, &o, NULL, NULL, &timing);
     for (int v = 0; v < N_WAYS * threads && status == REMAT_OK; v++) {
