@@ -172,12 +172,10 @@ Results *results_create(const char *bench, const char *question, bool quick)
     add_item(r, r->root, "config", r->config);
     r->tables = cJSON_CreateObject();
     add_item(r, r->root, "tables", r->tables);
-    if (r->error != REMAT_OK) {
-        remat_fail(r->error, "%s", r->message);
-        results_free(r);
-        return NULL;
-    }
-    return r;
+    if (r->error == REMAT_OK) return r;
+    remat_fail(r->error, "%s", r->message);
+    results_free(r);
+    return NULL;
 }
 
 void results_free(Results *r)
@@ -485,8 +483,7 @@ static RematStatus write_json(const cJSON *root, const char *path)
 /* The CSV files, then the JSON document at <dir>/<json_stem>.json. */
 static RematStatus write_all(Results *r, const char *dir, const char *json_stem)
 {
-    if (r->error != REMAT_OK) return remat_fail(r->error, "%s", r->message);
-    add_machine_after(r);
+    add_machine_after(r); /* a mistake remembered before is reported below, as the first */
     for (int i = 0; i < r->n_tables; i++) { /* how many records, also for tables kept in CSV only */
         cJSON *obj = cJSON_GetObjectItemCaseSensitive(r->tables, r->table[i].name);
         add_item(r, obj, "count", cJSON_CreateNumber(cJSON_GetArraySize(r->table[i].records)));
@@ -531,11 +528,10 @@ RematStatus results_write_summary(Results *r, const char *dir, const char *const
         snprintf(path, sizeof path, "%s/%s.json", dir, benches[i]);
         bool missing;
         cJSON *doc = results_read_file(path, &missing);
-        if (doc && !cJSON_AddItemToObject(all, benches[i], doc)) {
+        if (!doc && !missing) status = remat_last_status();
+        else if (doc && !cJSON_AddItemToObject(all, benches[i], doc)) {
             cJSON_Delete(doc);
             status = remat_fail(REMAT_ENOMEM, "results: no memory for the summary");
-        } else if (!doc && !missing) {
-            status = remat_last_status();
         }
     }
     if (status == REMAT_OK) status = write_all(r, dir, "summary");
