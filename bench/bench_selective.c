@@ -436,10 +436,8 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
         status = measure_seq(&r[i], seqs[i] <= naive_max, &plan, &progress);
     }
     progress_end(&progress);
-    GptShape longest = base;
-    longest.T = seqs[n_seqs - 1];
     BudgetRow tries[N_COMBOS];
-    if (status == REMAT_OK) status = budget_demo(&longest, tries);
+    if (status == REMAT_OK) status = budget_demo(&r[n_seqs - 1].shape, tries); /* at the longest T */
 
     if (status == REMAT_OK) {
         print_formulas(&base);
