@@ -136,11 +136,11 @@ static RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx)
                                                         v->name);
 }
 
-/* What an offloader did between two readings of its stats: the counts and times that
- * accumulate (the others are those of `after`). */
-static OffloadStats offload_stats_between(const OffloadStats *before, const OffloadStats *after)
+/* What `off` did since its stats read `before`: the counts and times that accumulate (the
+ * others are those of now). */
+static OffloadStats offload_stats_since(const Offload *off, const OffloadStats *before)
 {
-    OffloadStats d = *after;
+    OffloadStats d = offload_stats(off);
     d.records_written -= before->records_written;
     d.bytes_written -= before->bytes_written;
     d.kept -= before->kept;
@@ -179,10 +179,7 @@ RematStatus step_measure(ModelBench *g, const Variant *v, TrainCtx *ctx, StepSta
     if (v->budget) mem_set_budget(0);
     getrusage(RUSAGE_SELF, &usage);
     stats->minor_faults = usage.ru_minflt - faults_before;
-    if (v->offload) {
-        const OffloadStats io = offload_stats(v->offload);
-        stats->io = offload_stats_between(&io_before, &io);
-    }
+    if (v->offload) stats->io = offload_stats_since(v->offload, &io_before);
     stats->act_stored = result.act_stored;
     for (int k = 0; k < MEM_KIND_COUNT; k++) stats->peak[k] = mem_peak((MemKind)k);
     stats->peak_resident = mem_peak_resident();
