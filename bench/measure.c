@@ -22,14 +22,6 @@ static Var *random_tokens(int B, int T, Pcg32 *rng, const char *name)
     return var_create(t, false, name);
 }
 
-/* Frees both Vars and empties *b. An empty batch is a no-op. */
-static void batch_free(Batch *b)
-{
-    var_free(b->x);
-    var_free(b->y);
-    b->x = b->y = NULL;
-}
-
 /* B sequences of T random tokens and random targets; on error *b stays empty. */
 static RematStatus batch_tokens(Batch *b, int B, int T, uint64_t seed)
 {
@@ -38,7 +30,8 @@ static RematStatus batch_tokens(Batch *b, int B, int T, uint64_t seed)
     b->x = random_tokens(B, T, &rng, "tokens");
     b->y = b->x ? random_tokens(B, T, &rng, "targets") : NULL;
     if (b->y) return REMAT_OK;
-    batch_free(b);
+    var_free(b->x); /* no targets: no tokens either */
+    b->x = NULL;
     return remat_last_status();
 }
 
@@ -96,7 +89,8 @@ RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, MlpTask *task, co
 void model_bench_free(ModelBench *g)
 {
     optim_free(g->opt);
-    batch_free(&g->batch);
+    var_free(g->batch.x);
+    var_free(g->batch.y);
     model_free(g->model);
     *g = (ModelBench){0};
 }
@@ -131,9 +125,8 @@ static RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx)
     ctx->dropout_rng = v->dropout_rng;
     if (v->threads > 0 && platform_set_threads(v->threads) != REMAT_OK) return remat_last_status();
     if (gpt_config(model)) return gpt_set_attention(model, v->attention);
-    return v->attention == ATTENTION_NAIVE ? REMAT_OK
-                                           : remat_fail(REMAT_EINVAL, "variant %s: only a GPT has attention to fuse",
-                                                        v->name);
+    if (v->attention == ATTENTION_NAIVE) return REMAT_OK;
+    return remat_fail(REMAT_EINVAL, "variant %s: only a GPT has attention to fuse", v->name);
 }
 
 /* What `off` did since its stats read `before`: the counts and times that accumulate (the
