@@ -266,7 +266,7 @@ static RematStatus sweep_budget(Sweep *w, size_t budget)
         own[k] = planner_plan(PLANNERS[k], w->c->cost, budget);
         if (!own[k] && remat_last_status() != REMAT_EOOM) status = remat_last_status();
         if (k == 0 && own[0]) optimum = own[0]->predicted.recompute_flops;
-        const double ratio = k == 0 ? 1.0 : own[k] ? ratio_of(own[k]->predicted.recompute_flops, optimum) : NAN;
+        const double ratio = own[k] ? ratio_of(own[k]->predicted.recompute_flops, optimum) : NAN; /* dp's own: 1 */
         if (status == REMAT_OK)
             status = point_run(w->c, planner_name(PLANNERS[k]), own[k], budget, ratio, &rows[k]);
         rows[k].below_dp_minimum = budget < w->lo;
@@ -310,7 +310,6 @@ static void summarize(Sweep *w, size_t lo_revolve, ResultsTable *summary)
 {
     printf("  recompute FLOPs relative to the optimum (geometric mean, worst, best over the budgets compared)\n");
     results_print_head(summary, 0);
-    const bool uniform = w->n_planners == 3;
     for (int k = 0; k < 6; k++) {
         SummaryRow *row = &w->tally[k];
         row->model = w->c->name;
@@ -320,7 +319,7 @@ static void summarize(Sweep *w, size_t lo_revolve, ResultsTable *summary)
         row->min_budget = k == 5 ? lo_revolve : w->lo;
         row->none_budget = w->hi;
         row->revolve = k == 5;
-        row->uniform = uniform;
+        row->uniform = w->n_planners == 3;
         results_add_row(summary, row);
     }
 }
