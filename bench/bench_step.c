@@ -63,8 +63,7 @@ static RematStatus sgemm_create(Sgemm *g)
 static RematStatus sgemm_run(void *ctx, int t, double *values)
 {
     const Sgemm *g = ctx;
-    const RematStatus status = platform_set_threads(t + 1);
-    if (status != REMAT_OK) return status;
+    if (platform_set_threads(t + 1) != REMAT_OK) return remat_last_status();
     const double t0 = platform_seconds();
     k_matmul(g->C, g->A, g->B, SGEMM_N, SGEMM_N, SGEMM_N, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
     values[STEP_SECONDS] = values[STEP_MATMUL_SECONDS] = platform_seconds() - t0;
@@ -128,8 +127,7 @@ typedef struct OptimPasses {
 static RematStatus optim_pass(void *ctx, int variant, double *values)
 {
     const OptimPasses *o = ctx;
-    const RematStatus status = platform_set_threads(variant / N_WAYS + 1);
-    if (status != REMAT_OK) return status;
+    if (platform_set_threads(variant / N_WAYS + 1) != REMAT_OK) return remat_last_status();
     const OptimUpdate adamw = {.adamw = true, .lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .t = 1};
     const double t0 = platform_seconds();
     if (variant % N_WAYS == WAY_PER_PARAMETER)
