@@ -503,13 +503,11 @@ RematStatus results_write(Results *r, const char *dir)
 
 RematStatus results_check_dir(const char *dir, const char *bench)
 {
-    RematStatus status = make_dirs(dir);
-    if (status != REMAT_OK) return status;
+    if (make_dirs(dir) != REMAT_OK) return remat_last_status();
     char path[4096];
     if (snprintf(path, sizeof path, "%s/%s.json", dir, bench) >= (int)sizeof path)
         return remat_fail(REMAT_EINVAL, "results: the directory name is too long: %s", dir);
-    status = file_check_writable(path);
-    if (status == REMAT_OK) return status;
+    if (file_check_writable(path) == REMAT_OK) return REMAT_OK;
     char why[768];
     snprintf(why, sizeof why, "%s", remat_last_error());
     return remat_fail(REMAT_EIO, "results: %s", why);
