@@ -283,15 +283,13 @@ RematStatus census_forward(ModelBench *g, const Variant *v, TrainCtx *ctx, Censu
     *out = (Census){0};
     Observed seen = {0};
     const OpHooks hooks = {.name = "census", .observe = observe_output, .ctx = &seen};
-    if (variant_apply(v, g->model, ctx) != REMAT_OK) return remat_last_status();
-    RematStatus status = op_hooks_push(&hooks);
-    if (status != REMAT_OK) return status;
+    if (variant_apply(v, g->model, ctx) != REMAT_OK || op_hooks_push(&hooks) != REMAT_OK) return remat_last_status();
     const FlopCounts before = flops_snapshot(); /* a census is not a measured step */
     const Step step = variant_step(v, g->model, NULL);
     Var *loss = step_forward(&step, g->batch.x, g->batch.y, ctx);
     op_hooks_pop();
     flops_restore(&before);
-    if (!loss) status = remat_last_status();
+    RematStatus status = loss ? REMAT_OK : remat_last_status();
 
     /* Alive after the forward: an output that someone besides the census still holds,
      * counted under its tag (a tag per output at most; + 1: never a malloc of 0). */
