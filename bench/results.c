@@ -398,17 +398,15 @@ static RematStatus make_dirs(const char *dir)
 static RematStatus start_file(FileReplacement *f, const char *path)
 {
     const int err = file_replace_start(f, path, true);
-    if (err)
-        return remat_fail(REMAT_EIO, "results: cannot create a temporary file beside %s: %s", path, strerror(err));
-    return REMAT_OK;
+    return err ? remat_fail(REMAT_EIO, "results: cannot create a temporary file beside %s: %s", path, strerror(err))
+               : REMAT_OK;
 }
 
 static RematStatus finish_file(FileReplacement *f)
 {
     const char *step, *path = f->path;
     const int err = file_replace_finish(f, false, &step);
-    if (err) return remat_fail(REMAT_EIO, "results: cannot write %s: %s failed: %s", path, step, strerror(err));
-    return REMAT_OK;
+    return err ? remat_fail(REMAT_EIO, "results: cannot write %s: %s failed: %s", path, step, strerror(err)) : REMAT_OK;
 }
 
 /* A number as CSV: whole numbers exactly (bytes and FLOPs are whole), others to 9 digits. */
@@ -472,8 +470,7 @@ static RematStatus write_json(const cJSON *root, const char *path)
     FileReplacement f;
     RematStatus status = start_file(&f, path);
     if (status == REMAT_OK) {
-        fputs(text, f.out);
-        fputc('\n', f.out);
+        fprintf(f.out, "%s\n", text);
         status = finish_file(&f);
     }
     cJSON_free(text);
