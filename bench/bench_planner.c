@@ -242,13 +242,12 @@ static void tally_add(SummaryRow *t, const PointRow *p, uint64_t optimum)
     if (p->ratio_to_dp > t->worst_ratio_to_dp) t->worst_ratio_to_dp = p->ratio_to_dp;
 }
 
-/* What a sweep of one chain holds: its budgets, and a tally per planner (dp, chen, revolve). */
+/* What a sweep of one chain holds: its budgets, and a tally per fixed strategy and planner. */
 typedef struct Sweep {
     Chain *c;
     size_t lo, hi;   /* the DP's smallest feasible budget, and what none needs */
     int n_planners;  /* 3 on a uniform chain, else 2 (no revolve) */
-    SummaryRow tally[3]; /* dp, chen, revolve */
-    SummaryRow fixed[3]; /* none, full and sqrt: one budget each */
+    SummaryRow tally[6]; /* none, full and sqrt (one budget each), then dp, chen, revolve */
     ResultsTable *points;
     Progress *progress;
 } Sweep;
@@ -267,14 +266,14 @@ static RematStatus sweep_budget(Sweep *w, size_t budget)
         own[k] = planner_plan(PLANNERS[k], w->c->cost, budget);
         if (!own[k] && remat_last_status() != REMAT_EOOM) status = remat_last_status();
         if (k == 0 && own[0]) optimum = own[0]->predicted.recompute_flops;
-        const double ratio = k == 0 ? 1.0 : own[k] ? ratio_of(own[k]->predicted.recompute_flops, optimum) : NAN;
+        const double ratio = own[k] ? ratio_of(own[k]->predicted.recompute_flops, optimum) : NAN; /* dp's own: 1 */
         if (status == REMAT_OK)
             status = point_run(w->c, planner_name(PLANNERS[k]), own[k], budget, ratio, &rows[k]);
         rows[k].below_dp_minimum = budget < w->lo;
     }
     for (int k = 0; k < w->n_planners && status == REMAT_OK; k++) {
         results_add_row(w->points, &rows[k]);
-        tally_add(&w->tally[k], &rows[k], optimum);
+        tally_add(&w->tally[3 + k], &rows[k], optimum);
     }
     for (int k = 0; k < 3; k++) schedule_free(own[k]);
     progress_tick(w->progress, w->c->name);
@@ -298,7 +297,7 @@ static RematStatus sweep_fixed(Sweep *w)
         status = point_run(c, strategy_name((StrategyKind)k), fixed, budget, ratio, &row);
         if (status == REMAT_OK) {
             results_add_row(w->points, &row);
-            tally_add(&w->fixed[k], &row, optimum);
+            tally_add(&w->tally[k], &row, optimum);
         }
         schedule_free(fixed);
     }
@@ -311,9 +310,8 @@ static void summarize(Sweep *w, size_t lo_revolve, ResultsTable *summary)
 {
     printf("  recompute FLOPs relative to the optimum (geometric mean, worst, best over the budgets compared)\n");
     results_print_head(summary, 0);
-    const bool uniform = w->n_planners == 3;
     for (int k = 0; k < 6; k++) {
-        SummaryRow *row = k < 3 ? &w->fixed[k] : &w->tally[k - 3];
+        SummaryRow *row = &w->tally[k];
         row->model = w->c->name;
         row->planner = k < 3 ? strategy_name((StrategyKind)k) : planner_name(PLANNERS[k - 3]);
         row->has_ratio = row->compared > 0;
@@ -321,7 +319,7 @@ static void summarize(Sweep *w, size_t lo_revolve, ResultsTable *summary)
         row->min_budget = k == 5 ? lo_revolve : w->lo;
         row->none_budget = w->hi;
         row->revolve = k == 5;
-        row->uniform = uniform;
+        row->uniform = w->n_planners == 3;
         results_add_row(summary, row);
     }
 }

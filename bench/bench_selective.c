@@ -100,26 +100,24 @@ static const TagRow TAGS[] = {
 };
 enum { N_TAGS = sizeof TAGS / sizeof TAGS[0] };
 
-/* A policy and its per-layer formulas, one per combo, in the same coefficients.
- * korthikanti is false where the paper has no count. */
+/* A policy and its per-layer formulas, one per combo, in the same coefficients. */
 typedef struct PolicyFormula {
     const char *name;
     const Policy *policy;   /* NULL: no checkpointing */
     Coef model[N_COMBOS];   /* this model's bytes per layer */
-    Coef paper;             /* Korthikanti et al. in float32 (naive/stream) */
-    bool korthikanti;
+    Coef paper;             /* Korthikanti et al. in float32 (naive/stream); zero where it has no count */
 } PolicyFormula;
 
 static const PolicyFormula FORMULAS[N_POLICIES] = {
-    {"none", NULL, {{66, 9, 0, 16}, {64, 8, 0, 16}, {68, 0, 4, 16}}, {.btc = 66, .bht2 = 9}, true},
+    {"none", NULL, {{66, 9, 0, 16}, {64, 8, 0, 16}, {68, 0, 4, 16}}, {.btc = 66, .bht2 = 9}},
     /* full: the block's input only (the region's input, saved by its node). */
-    {"full", &POLICY_NOTHING_SAVEABLE, {{.btc = 4}, {.btc = 4}, {.btc = 4}}, {.btc = 4}, true},
+    {"full", &POLICY_NOTHING_SAVEABLE, {{.btc = 4}, {.btc = 4}, {.btc = 4}}, {.btc = 4}},
     /* dots: the block input 4, the QKV output 12, attention over V 4 (fused: its output 4
      * and rows), the two projections' outputs 4 + 4 and fc's 16 (BTC); the scores 4 (BHT²):
      * each is read in the replay by an op that is recomputed, so the policy's cache keeps it. */
-    {"dots_saveable", &POLICY_DOTS_SAVEABLE, {{44, 4, 0, 0}, {44, 4, 0, 0}, {44, 0, 4, 0}}, {0}, false},
+    {"dots_saveable", &POLICY_DOTS_SAVEABLE, {{44, 4, 0, 0}, {44, 4, 0, 0}, {44, 0, 4, 0}}, {0}},
     /* attention_core: none without the core's tensors (and, counter-based, without masks). */
-    {"attention_core", &POLICY_ATTENTION_CORE, {{66, 0, 0, 16}, {64, 0, 0, 16}, {64, 0, 0, 16}}, {.btc = 66}, true},
+    {"attention_core", &POLICY_ATTENTION_CORE, {{66, 0, 0, 16}, {64, 0, 0, 16}, {64, 0, 0, 16}}, {.btc = 66}},
 };
 
 /* One measured variant: a policy with a combo. */
@@ -372,7 +370,7 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
             .dropout_rng = dropout_rng_name(row->combo->dropout_rng), .combo = row->combo->name,
             .act_per_layer = measured, .formula_per_layer = formula,
             .korthikanti_fp32_per_layer = coef_bytes(&row->f->paper, s),
-            .korthikanti = row->f->korthikanti && row->combo == &COMBOS[NAIVE_STREAM],
+            .korthikanti = row->f->paper.btc > 0 && row->combo == &COMBOS[NAIVE_STREAM],
             .outside_blocks = c->total - measured * (size_t)s->L, .census_complete = complete, .step = *st,
             .flop_overhead = flop_overhead(st), .step_seconds = timing_median(&r->timing, k, STEP_SECONDS),
             .time_overhead = timing_ratio(&r->timing, k, base, STEP_SECONDS),
@@ -436,10 +434,8 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
         status = measure_seq(&r[i], seqs[i] <= naive_max, &plan, &progress);
     }
     progress_end(&progress);
-    GptShape longest = base;
-    longest.T = seqs[n_seqs - 1];
     BudgetRow tries[N_COMBOS];
-    if (status == REMAT_OK) status = budget_demo(&longest, tries);
+    if (status == REMAT_OK) status = budget_demo(&r[n_seqs - 1].shape, tries); /* at the longest T */
 
     if (status == REMAT_OK) {
         print_formulas(&base);

@@ -63,8 +63,7 @@ static RematStatus sgemm_create(Sgemm *g)
 static RematStatus sgemm_run(void *ctx, int t, double *values)
 {
     const Sgemm *g = ctx;
-    const RematStatus status = platform_set_threads(t + 1);
-    if (status != REMAT_OK) return status;
+    if (platform_set_threads(t + 1) != REMAT_OK) return remat_last_status();
     const double t0 = platform_seconds();
     k_matmul(g->C, g->A, g->B, SGEMM_N, SGEMM_N, SGEMM_N, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
     values[STEP_SECONDS] = values[STEP_MATMUL_SECONDS] = platform_seconds() - t0;
@@ -121,15 +120,14 @@ static const char *const WAY_NAMES[N_WAYS] = {"per parameter", "one pass"};
 
 typedef struct OptimPasses {
     OptimSlice slices[256];
-    int count, threads; /* the variants: way + N_WAYS · (threads − 1) */
+    int count;
     float *arrays;      /* param, grad, m, v of every slice, one allocation */
 } OptimPasses;
 
 static RematStatus optim_pass(void *ctx, int variant, double *values)
 {
     const OptimPasses *o = ctx;
-    const RematStatus status = platform_set_threads(variant / N_WAYS + 1);
-    if (status != REMAT_OK) return status;
+    if (platform_set_threads(variant / N_WAYS + 1) != REMAT_OK) return remat_last_status();
     const OptimUpdate adamw = {.adamw = true, .lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .t = 1};
     const double t0 = platform_seconds();
     if (variant % N_WAYS == WAY_PER_PARAMETER)
@@ -141,9 +139,9 @@ static RematStatus optim_pass(void *ctx, int variant, double *values)
 
 /* Slices of the shapes of `model`'s parameters over fresh arrays (gradients 0.001..0.006,
  * parameters 0.1, moments 0). */
-static RematStatus optim_passes_create(OptimPasses *o, const Model *model, int threads)
+static RematStatus optim_passes_create(OptimPasses *o, const Model *model)
 {
-    *o = (OptimPasses){.count = model->n_params, .threads = threads};
+    *o = (OptimPasses){.count = model->n_params};
     if (o->count > (int)(sizeof o->slices / sizeof o->slices[0]))
         return remat_fail(REMAT_EINVAL, "bench_step: %d parameters, more than the optimizer pass holds", o->count);
     size_t total = 0;
@@ -188,7 +186,7 @@ static RematStatus measure_optim_passes(const Model *model, const char *name, in
                                         ResultsTable *table)
 {
     OptimPasses o;
-    RematStatus status = optim_passes_create(&o, model, threads);
+    RematStatus status = optim_passes_create(&o, model);
     Timing timing = {0};
     if (status == REMAT_OK) status = timing_run(plan, N_WAYS * threads, 1, optim_pass, &o, NULL, NULL, &timing);
     for (int v = 0; v < N_WAYS * threads && status == REMAT_OK; v++) {

@@ -22,14 +22,6 @@ static Var *random_tokens(int B, int T, Pcg32 *rng, const char *name)
     return var_create(t, false, name);
 }
 
-/* Frees both Vars and empties *b. An empty batch is a no-op. */
-static void batch_free(Batch *b)
-{
-    var_free(b->x);
-    var_free(b->y);
-    b->x = b->y = NULL;
-}
-
 /* B sequences of T random tokens and random targets; on error *b stays empty. */
 static RematStatus batch_tokens(Batch *b, int B, int T, uint64_t seed)
 {
@@ -38,7 +30,8 @@ static RematStatus batch_tokens(Batch *b, int B, int T, uint64_t seed)
     b->x = random_tokens(B, T, &rng, "tokens");
     b->y = b->x ? random_tokens(B, T, &rng, "targets") : NULL;
     if (b->y) return REMAT_OK;
-    batch_free(b);
+    var_free(b->x); /* no targets: no tokens either */
+    b->x = NULL;
     return remat_last_status();
 }
 
@@ -96,7 +89,8 @@ RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, MlpTask *task, co
 void model_bench_free(ModelBench *g)
 {
     optim_free(g->opt);
-    batch_free(&g->batch);
+    var_free(g->batch.x);
+    var_free(g->batch.y);
     model_free(g->model);
     *g = (ModelBench){0};
 }
@@ -131,16 +125,15 @@ static RematStatus variant_apply(const Variant *v, Model *model, TrainCtx *ctx)
     ctx->dropout_rng = v->dropout_rng;
     if (v->threads > 0 && platform_set_threads(v->threads) != REMAT_OK) return remat_last_status();
     if (gpt_config(model)) return gpt_set_attention(model, v->attention);
-    return v->attention == ATTENTION_NAIVE ? REMAT_OK
-                                           : remat_fail(REMAT_EINVAL, "variant %s: only a GPT has attention to fuse",
-                                                        v->name);
+    if (v->attention == ATTENTION_NAIVE) return REMAT_OK;
+    return remat_fail(REMAT_EINVAL, "variant %s: only a GPT has attention to fuse", v->name);
 }
 
-/* What an offloader did between two readings of its stats: the counts and times that
- * accumulate (the others are those of `after`). */
-static OffloadStats offload_stats_between(const OffloadStats *before, const OffloadStats *after)
+/* What `off` did since its stats read `before`: the counts and times that accumulate (the
+ * others are those of now). */
+static OffloadStats offload_stats_since(const Offload *off, const OffloadStats *before)
 {
-    OffloadStats d = *after;
+    OffloadStats d = offload_stats(off);
     d.records_written -= before->records_written;
     d.bytes_written -= before->bytes_written;
     d.kept -= before->kept;
@@ -179,10 +172,7 @@ RematStatus step_measure(ModelBench *g, const Variant *v, TrainCtx *ctx, StepSta
     if (v->budget) mem_set_budget(0);
     getrusage(RUSAGE_SELF, &usage);
     stats->minor_faults = usage.ru_minflt - faults_before;
-    if (v->offload) {
-        const OffloadStats io = offload_stats(v->offload);
-        stats->io = offload_stats_between(&io_before, &io);
-    }
+    if (v->offload) stats->io = offload_stats_since(v->offload, &io_before);
     stats->act_stored = result.act_stored;
     for (int k = 0; k < MEM_KIND_COUNT; k++) stats->peak[k] = mem_peak((MemKind)k);
     stats->peak_resident = mem_peak_resident();
@@ -293,15 +283,13 @@ RematStatus census_forward(ModelBench *g, const Variant *v, TrainCtx *ctx, Censu
     *out = (Census){0};
     Observed seen = {0};
     const OpHooks hooks = {.name = "census", .observe = observe_output, .ctx = &seen};
-    if (variant_apply(v, g->model, ctx) != REMAT_OK) return remat_last_status();
-    RematStatus status = op_hooks_push(&hooks);
-    if (status != REMAT_OK) return status;
+    if (variant_apply(v, g->model, ctx) != REMAT_OK || op_hooks_push(&hooks) != REMAT_OK) return remat_last_status();
     const FlopCounts before = flops_snapshot(); /* a census is not a measured step */
     const Step step = variant_step(v, g->model, NULL);
     Var *loss = step_forward(&step, g->batch.x, g->batch.y, ctx);
     op_hooks_pop();
     flops_restore(&before);
-    if (!loss) status = remat_last_status();
+    RematStatus status = loss ? REMAT_OK : remat_last_status();
 
     /* Alive after the forward: an output that someone besides the census still holds,
      * counted under its tag (a tag per output at most; + 1: never a malloc of 0). */

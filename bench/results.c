@@ -92,18 +92,13 @@ static bool command_line(const char *command, char *buf, size_t size)
 static void add_git(Results *r)
 {
     char cmd[512], commit[64], change[256];
-    bool known = !strchr(REMAT_SOURCE_DIR, '\'');
-    if (known) {
-        snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse HEAD 2>/dev/null", REMAT_SOURCE_DIR);
-        known = command_line(cmd, commit, sizeof commit);
-    }
+    snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse HEAD 2>/dev/null", REMAT_SOURCE_DIR);
+    /* a source path with a quote in it would end the shell's quoted word: not run */
+    const bool known = !strchr(REMAT_SOURCE_DIR, '\'') && command_line(cmd, commit, sizeof commit);
     add_item(r, r->root, "git_commit", cJSON_CreateString(known ? commit : "unknown"));
-    if (!known) {
-        add_item(r, r->root, "git_dirty", cJSON_CreateNull());
-        return;
-    }
     snprintf(cmd, sizeof cmd, "git -C '%s' status --porcelain --untracked-files=no 2>/dev/null", REMAT_SOURCE_DIR);
-    add_item(r, r->root, "git_dirty", cJSON_CreateBool(command_line(cmd, change, sizeof change)));
+    add_item(r, r->root, "git_dirty",
+             known ? cJSON_CreateBool(command_line(cmd, change, sizeof change)) : cJSON_CreateNull());
 }
 
 /* A load average, or null where Linux gave none. */
@@ -177,21 +172,17 @@ Results *results_create(const char *bench, const char *question, bool quick)
     add_item(r, r->root, "config", r->config);
     r->tables = cJSON_CreateObject();
     add_item(r, r->root, "tables", r->tables);
-    if (r->error != REMAT_OK) {
-        remat_fail(r->error, "%s", r->message);
-        results_free(r);
-        return NULL;
-    }
-    return r;
+    if (r->error == REMAT_OK) return r;
+    remat_fail(r->error, "%s", r->message);
+    results_free(r);
+    return NULL;
 }
 
 void results_free(Results *r)
 {
     if (!r) return;
-    for (int i = 0; i < r->n_tables; i++) {
-        ResultsTable *t = &r->table[i];
-        if (!t->in_json) cJSON_Delete(t->records);
-    }
+    for (int i = 0; i < r->n_tables; i++)
+        if (!r->table[i].in_json) cJSON_Delete(r->table[i].records); /* the others are in the document */
     cJSON_Delete(r->root);
     free(r);
 }
@@ -342,16 +333,14 @@ void results_print_row(const ResultsTable *t, const void *row, int panel)
     if (t) print_line(t, row, false, panel);
 }
 
-/* Adds an estimate's interval to the record `rec` beside its value (column c's), and the
- * record's samples, which every estimate of the record shares. */
+/* Adds an estimate's interval to the record `rec` beside its value (column c's), under the
+ * names of the _lo and _hi columns COLUMN_TIMED declares right after it, and the record's
+ * samples, which every estimate of the record shares. */
 static void record_interval(const ResultsTable *t, cJSON *rec, const ResultsColumn *c, const Estimate *e)
 {
     Results *r = t->owner;
-    char name[RESULTS_NAME_LEN + 4];
-    snprintf(name, sizeof name, "%s_lo", c->name);
-    add_item(r, rec, name, cJSON_CreateNumber(e->lo));
-    snprintf(name, sizeof name, "%s_hi", c->name);
-    add_item(r, rec, name, cJSON_CreateNumber(e->hi));
+    add_item(r, rec, c[1].name, cJSON_CreateNumber(e->lo));
+    add_item(r, rec, c[2].name, cJSON_CreateNumber(e->hi));
     const cJSON *samples = cJSON_GetObjectItemCaseSensitive(rec, "samples");
     if (!samples) add_item(r, rec, "samples", cJSON_CreateNumber(e->samples));
     else if (samples->valuedouble != e->samples)
@@ -409,17 +398,15 @@ static RematStatus make_dirs(const char *dir)
 static RematStatus start_file(FileReplacement *f, const char *path)
 {
     const int err = file_replace_start(f, path, true);
-    if (err)
-        return remat_fail(REMAT_EIO, "results: cannot create a temporary file beside %s: %s", path, strerror(err));
-    return REMAT_OK;
+    return err ? remat_fail(REMAT_EIO, "results: cannot create a temporary file beside %s: %s", path, strerror(err))
+               : REMAT_OK;
 }
 
 static RematStatus finish_file(FileReplacement *f)
 {
     const char *step, *path = f->path;
     const int err = file_replace_finish(f, false, &step);
-    if (err) return remat_fail(REMAT_EIO, "results: cannot write %s: %s failed: %s", path, step, strerror(err));
-    return REMAT_OK;
+    return err ? remat_fail(REMAT_EIO, "results: cannot write %s: %s failed: %s", path, step, strerror(err)) : REMAT_OK;
 }
 
 /* A number as CSV: whole numbers exactly (bytes and FLOPs are whole), others to 9 digits. */
@@ -483,19 +470,17 @@ static RematStatus write_json(const cJSON *root, const char *path)
     FileReplacement f;
     RematStatus status = start_file(&f, path);
     if (status == REMAT_OK) {
-        fputs(text, f.out);
-        fputc('\n', f.out);
+        fprintf(f.out, "%s\n", text);
         status = finish_file(&f);
     }
     cJSON_free(text);
     return status;
 }
 
-/* The CSV files, then the JSON document at <dir>/<json_name>. */
-static RematStatus write_all(Results *r, const char *dir, const char *json_name)
+/* The CSV files, then the JSON document at <dir>/<json_stem>.json. */
+static RematStatus write_all(Results *r, const char *dir, const char *json_stem)
 {
-    if (r->error != REMAT_OK) return remat_fail(r->error, "%s", r->message);
-    add_machine_after(r);
+    add_machine_after(r); /* a mistake remembered before is reported below, as the first */
     for (int i = 0; i < r->n_tables; i++) { /* how many records, also for tables kept in CSV only */
         cJSON *obj = cJSON_GetObjectItemCaseSensitive(r->tables, r->table[i].name);
         add_item(r, obj, "count", cJSON_CreateNumber(cJSON_GetArraySize(r->table[i].records)));
@@ -504,26 +489,22 @@ static RematStatus write_all(Results *r, const char *dir, const char *json_name)
     RematStatus status = make_dirs(dir);
     for (int i = 0; i < r->n_tables && status == REMAT_OK; i++) status = write_csv(&r->table[i], dir);
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, json_name);
+    snprintf(path, sizeof path, "%s/%s.json", dir, json_stem);
     return status == REMAT_OK ? write_json(r->root, path) : status;
 }
 
 RematStatus results_write(Results *r, const char *dir)
 {
-    char name[RESULTS_NAME_LEN + 8];
-    snprintf(name, sizeof name, "%s.json", r->bench);
-    return write_all(r, dir, name);
+    return write_all(r, dir, r->bench);
 }
 
 RematStatus results_check_dir(const char *dir, const char *bench)
 {
-    RematStatus status = make_dirs(dir);
-    if (status != REMAT_OK) return status;
+    if (make_dirs(dir) != REMAT_OK) return remat_last_status();
     char path[4096];
     if (snprintf(path, sizeof path, "%s/%s.json", dir, bench) >= (int)sizeof path)
         return remat_fail(REMAT_EINVAL, "results: the directory name is too long: %s", dir);
-    status = file_check_writable(path);
-    if (status == REMAT_OK) return status;
+    if (file_check_writable(path) == REMAT_OK) return REMAT_OK;
     char why[768];
     snprintf(why, sizeof why, "%s", remat_last_error());
     return remat_fail(REMAT_EIO, "results: %s", why);
@@ -542,14 +523,13 @@ RematStatus results_write_summary(Results *r, const char *dir, const char *const
         snprintf(path, sizeof path, "%s/%s.json", dir, benches[i]);
         bool missing;
         cJSON *doc = results_read_file(path, &missing);
-        if (doc && !cJSON_AddItemToObject(all, benches[i], doc)) {
+        if (!doc && !missing) status = remat_last_status();
+        else if (doc && !cJSON_AddItemToObject(all, benches[i], doc)) {
             cJSON_Delete(doc);
             status = remat_fail(REMAT_ENOMEM, "results: no memory for the summary");
-        } else if (!doc && !missing) {
-            status = remat_last_status();
         }
     }
-    if (status == REMAT_OK) status = write_all(r, dir, "summary.json");
+    if (status == REMAT_OK) status = write_all(r, dir, "summary");
     cJSON_Delete(cJSON_DetachItemViaPointer(r->root, all));
     return status;
 }

@@ -45,8 +45,8 @@ typedef enum ColumnType {
     COLUMN_STR,      /* const char *; NULL: left out */
     COLUMN_STR_ARRAY, /* char[]: a string held in the row */
     COLUMN_BOOL,     /* bool */
-    COLUMN_ESTIMATE, /* Estimate: the field, then <name>_lo, <name>_hi and samples; left out
-                        when it has no samples (not measured in this row) */
+    COLUMN_ESTIMATE, /* Estimate (COLUMN_TIMED): the field, then <name>_lo, <name>_hi and samples;
+                        left out when it has no samples (not measured in this row) */
 } ColumnType;
 
 /* How a column is printed in the bench's table on stdout (SHOW): its heading, and the unit

@@ -32,8 +32,7 @@ cJSON *results_read_file(const char *path, bool *missing)
 typedef struct ResultsFile {
     char bench[64];
     cJSON *doc;     /* NULL when the file is missing or broken */
-    bool broken;    /* present but unreadable or not valid JSON */
-    char why[1024]; /* when broken: what is wrong with it */
+    char why[1024]; /* when present but unreadable or not valid JSON, what is wrong with it; else "" */
 } ResultsFile;
 
 struct ResultsDir {
@@ -73,8 +72,7 @@ static const ResultsFile *results_file(ResultsDir *r, const char *bench)
     snprintf(path, sizeof path, "%s/%s.json", r->dir, bench);
     bool missing;
     f->doc = results_read_file(path, &missing);
-    f->broken = !f->doc && !missing;
-    if (f->broken) snprintf(f->why, sizeof f->why, "%s", remat_last_error());
+    if (!f->doc && !missing) snprintf(f->why, sizeof f->why, "%s", remat_last_error());
     return f;
 }
 
@@ -87,7 +85,7 @@ const cJSON *results_document(ResultsDir *r, const char *bench)
 const char *results_broken(ResultsDir *r, const char *bench)
 {
     const ResultsFile *f = results_file(r, bench);
-    return f && f->broken ? f->why : NULL;
+    return f && f->why[0] ? f->why : NULL;
 }
 
 /* ---- tables and records ----------------------------------------------------------------- */

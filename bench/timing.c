@@ -127,22 +127,18 @@ RematStatus timing_run(const TimingPlan *plan, int variants, int quantities, Tim
     const int total = timing_max_runs(plan, variants), base = progress ? progress->done : 0;
     int done = 0;
     RematStatus status = REMAT_OK;
-    for (int round = 0; round < plan->warmup && status == REMAT_OK; round++) {
+    double t0 = 0.0;
+    /* Round r runs every variant once from variant r mod n; the warm-up rounds go to scratch. */
+    for (int round = 0; status == REMAT_OK && (round < plan->warmup || !enough(plan, out)); round++) {
+        const bool timed = round >= plan->warmup;
+        if (round == plan->warmup) t0 = platform_seconds();
         for (int j = 0; j < variants && status == REMAT_OK; j++) {
-            status = run(ctx, (round + j) % variants, scratch);
+            const int i = (round + j) % variants;
+            status = run(ctx, i, timed ? value_at(out, out->rounds, i, 0) : scratch);
             if (progress) progress_set(progress, base + ++done, label);
         }
-    }
-    const double t0 = platform_seconds();
-    while (status == REMAT_OK && !enough(plan, out)) {
-        const int round = out->rounds;
-        for (int j = 0; j < variants && status == REMAT_OK; j++) {
-            const int i = (plan->warmup + round + j) % variants;
-            status = run(ctx, i, value_at(out, round, i, 0));
-            if (progress) progress_set(progress, base + ++done, label);
-        }
-        if (status == REMAT_OK) out->rounds++;
-        out->seconds = platform_seconds() - t0;
+        if (timed && status == REMAT_OK) out->rounds++;
+        if (timed) out->seconds = platform_seconds() - t0;
     }
     if (progress) progress_set(progress, base + total, label); /* the rounds it did not need */
     return status;
