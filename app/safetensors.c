@@ -176,22 +176,19 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
         status = remat_fail(err == ENOMEM ? REMAT_ENOMEM : REMAT_EIO,
                             "st_save: cannot save %s: cannot create a temporary file beside it: %s", path,
                             strerror(err));
-    if (status != REMAT_OK) {
-        cJSON_free(header);
-        return status;
-    }
-
     /* Write, fsync, name, close, rename: until the rename succeeds the old file at `path`
      * is untouched, and on any failure the temporary file is removed. */
-    const char *step;
-    write_contents(tmp.out, header, entries, n);
-    err = file_replace_finish(&tmp, true, &step);
-    if (err && !strcmp(step, FILE_STEP_DIRECTORY))
-        status = remat_fail(REMAT_EIO, "st_save: %s was written, but flushing its directory failed: %s",
-                            path, strerror(err));
-    else if (err)
-        status = remat_fail(REMAT_EIO, "st_save: cannot save %s: %s failed: %s (any old file there is untouched)",
-                            path, step, strerror(err));
+    if (status == REMAT_OK) {
+        const char *step;
+        write_contents(tmp.out, header, entries, n);
+        err = file_replace_finish(&tmp, true, &step);
+        if (err && !strcmp(step, FILE_STEP_DIRECTORY))
+            status = remat_fail(REMAT_EIO, "st_save: %s was written, but flushing its directory failed: %s", path,
+                                strerror(err));
+        else if (err)
+            status = remat_fail(REMAT_EIO, "st_save: cannot save %s: %s failed: %s (any old file there is "
+                                "untouched)", path, step, strerror(err));
+    }
     cJSON_free(header);
     return status;
 }
