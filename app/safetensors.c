@@ -216,10 +216,9 @@ static int json_whole_numbers(const cJSON *item, const char *key, int most, bool
  * exactly the bytes the two need, within the data buffer (how they sit among the other
  * tensors' bytes is check_layout's). On error fails with REMAT_ECORRUPT naming the file
  * and the tensor. */
-static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned long long data_size,
-                                StTensorInfo *info)
+static RematStatus parse_tensor(const StFile *f, const cJSON *item, StTensorInfo *info)
 {
-    const char *name = item->string;
+    const char *path = f->path, *name = item->string;
     if (!cJSON_IsObject(item))
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: entry is not a JSON object", path, name);
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
@@ -250,10 +249,10 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned lo
     if (info->begin > info->end)
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] end before they begin",
                           path, name, info->begin, info->end);
-    if (info->end > data_size)
+    if (info->end > f->data_size)
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] run past the end of the "
                           "%llu-byte data buffer (is the file truncated?)", path, name, info->begin, info->end,
-                          data_size);
+                          f->data_size);
     if (info->end - info->begin != needed) {
         char shape_buf[64], needed_buf[32] = "more than 2^64";
         if (needed != ULLONG_MAX) snprintf(needed_buf, sizeof needed_buf, "%llu", needed);
@@ -267,8 +266,9 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned lo
 }
 
 /* Checks "__metadata__": an object whose values are all strings. */
-static RematStatus parse_metadata(const char *path, const cJSON *item, StFile *f)
+static RematStatus parse_metadata(StFile *f, const cJSON *item)
 {
+    const char *path = f->path;
     if (f->meta) return remat_fail(REMAT_ECORRUPT, "%s: the header has \"%s\" twice", path, METADATA_KEY);
     if (!cJSON_IsObject(item)) return remat_fail(REMAT_ECORRUPT, "%s: \"%s\" is not a JSON object", path, METADATA_KEY);
     const cJSON *m;
@@ -375,8 +375,7 @@ static RematStatus parse_header(StFile *f, const char *text)
     const cJSON *item;
     cJSON_ArrayForEach(item, f->header) {
         const bool meta = strcmp(item->string, METADATA_KEY) == 0;
-        const RematStatus status = meta ? parse_metadata(f->path, item, f)
-                                        : parse_tensor(f->path, item, f->data_size, &f->tensors[f->count++]);
+        const RematStatus status = meta ? parse_metadata(f, item) : parse_tensor(f, item, &f->tensors[f->count++]);
         if (status != REMAT_OK) return status;
     }
     return check_layout(f);
