@@ -57,23 +57,6 @@ struct StFile {
 static const char *const ST_DTYPES[] = {[DTYPE_F32] = "F32", [DTYPE_U8] = "U8", [DTYPE_I32] = "I32"};
 static const NameTable ST_DTYPE_NAMES = {ST_DTYPES, 3};
 
-/* Reads exactly `len` bytes at `offset`. Returns 0, an errno value, or -1 if the file
- * ended first. */
-static int pread_all(int fd, void *buf, size_t len, uint64_t offset)
-{
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = pread(fd, p, len, (off_t)offset);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return errno;
-        if (n == 0) return -1;
-        p += n;
-        len -= (size_t)n;
-        offset += (uint64_t)n;
-    }
-    return 0;
-}
-
 /* ==== writing ======================================================================= */
 
 /* Adds `item` (NULL: creating it failed) to `obj` under `key`; false, `item` freed, if not. */
@@ -337,7 +320,7 @@ static RematStatus read_header(StFile *f, unsigned long long file_size, char **h
         return remat_fail(REMAT_ECORRUPT, "%s: the file has %llu bytes, fewer than the 8 of the header length",
                           f->path, file_size);
     unsigned long long len; /* 8 bytes, little-endian as the host */
-    int err = pread_all(f->fd, &len, sizeof len, 0);
+    int err = file_pread_all(f->fd, &len, sizeof len, 0);
     if (err) return remat_fail(REMAT_EIO, "%s: cannot read: %s", f->path, err > 0 ? strerror(err) : "file shrank");
 
     if (len > file_size - 8)
@@ -349,7 +332,7 @@ static RematStatus read_header(StFile *f, unsigned long long file_size, char **h
 
     char *text = *header = malloc((size_t)len + 1); /* the caller's to free, whatever follows */
     if (!text) return remat_fail(REMAT_ENOMEM, "%s: no memory for a %llu-byte header", f->path, len);
-    err = pread_all(f->fd, text, (size_t)len, 8);
+    err = file_pread_all(f->fd, text, (size_t)len, 8);
     text[len] = '\0';
     if (err)
         return remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path,
@@ -442,7 +425,7 @@ Tensor *st_get(const StFile *f, const char *name, MemKind kind)
                                "dimension > 0", f->path, name, shape_str(buf, sizeof buf, ndim, shape));
     Tensor *t = tensor_create_typed(kind, info->dtype, ndim, shape);
     if (!t) return NULL; /* tensor_create said why */
-    const int err = pread_all(f->fd, t->data, t->bytes, f->data_start + info->begin);
+    const int err = file_pread_all(f->fd, t->data, t->bytes, f->data_start + info->begin);
     if (!err) return t;
     if (err > 0)
         remat_fail(REMAT_EIO, "st_get: %s: tensor %s: cannot read: %s", f->path, name, strerror(err));
