@@ -311,10 +311,9 @@ static RematStatus build(Run *run)
     const StepOptions *step = &o->step;
     if (o->model == MODEL_GPT) {
         if (!(run->text = text_data_load(o->data, 0.1))) return remat_last_status();
-        GptConfig c = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads,
-                       .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE, .dropout = o->dropout, .attention = o->attention,
-                       .seed = o->seed};
-        run->model = gpt_create(&c);
+        run->model = gpt_create(&(GptConfig){.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads,
+                                             .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE, .dropout = o->dropout,
+                                             .attention = o->attention, .seed = o->seed});
     } else {
         if (!(run->task = mlp_task_create(o->d_model, o->seed + 1))) return remat_last_status();
         run->model = mlp_create(&(MlpConfig){.n_layers = o->layers, .width = o->d_model, .seed = o->seed});
