@@ -137,10 +137,7 @@ static void write_contents(FILE *out, const char *header, const StEntry *entries
 
 /* ---- the temporary file ----------------------------------------------------------- */
 
-/* st_save writes a whole new file and renames it over the old one (base/file.h,
- * file_replace_start): unnamed while it is written where the file system has O_TMPFILE
- * (Linux 3.11 on; ext4, xfs, btrfs, tmpfs), so that a kill then leaves nothing; named
- * PATH.tmp.XXXXXX from the start elsewhere, or here under st_debug_named_temp. */
+/* Set by st_debug_named_temp: the temporary file is named from the start (file_replace_start). */
 static bool force_named_temp;
 
 void st_debug_named_temp(bool on) { force_named_temp = on; }
