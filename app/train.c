@@ -229,9 +229,8 @@ static RematStatus plan_schedule(Run *run)
     const bool budget = o->strategy.kind == STRATEGY_BUDGET;
     const Policy *policy = budget ? NULL : run->schedule->segments[0].policy; /* a strategy's regions share one */
     Pcg32 data = run->state.data_rng;
-    Var *x = NULL, *y = NULL;
-    RematStatus status = draw_batch(run, TEXT_TRAIN, &data, &x, &y);
-    if (status != REMAT_OK) return status;
+    Var *x, *y;
+    if (draw_batch(run, TEXT_TRAIN, &data, &x, &y) != REMAT_OK) return remat_last_status();
     TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true, .dropout_rng = run->opt->dropout_rng,
                     .seed = run->opt->seed, .step = (uint64_t)run->state.step}; /* as the first step's */
     run->cost = model_profile(run->model, x, y, &ctx, policy, budget ? o->planner : PLANNER_DP);
@@ -523,8 +522,7 @@ static RematStatus run_start(Run *run, FILE *out)
     const size_t budget = opt->step.memory_budget;
     const bool planned = opt->step.strategy.kind == STRATEGY_BUDGET;
     if (budget && !planned) mem_set_budget(budget);
-    RematStatus status = build(run);
-    if (status != REMAT_OK) return status;
+    if (build(run) != REMAT_OK) return remat_last_status();
     report_header(out, opt, run->model, run->schedule, run->cost != NULL);
     if (budget) {
         fprintf(out, "  the ledger enforces the budget from here on\n");
