@@ -24,14 +24,10 @@
 #include <unistd.h>
 
 #include "models/data.h"
-#include "checkpoint/explain.h"
 #include "tensor/flops.h"
-#include "models/gpt.h"
 #include "models/mlp.h"
 #include "app/model_file.h"
-#include "models/step.h"
 #include "app/train_report.h"
-#include "offload/offload.h"
 #include "parallel/group.h"
 #include "base/file.h"
 #include "base/parse.h"

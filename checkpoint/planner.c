@@ -5,7 +5,6 @@
 #include "checkpoint/planner.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 
 #include "checkpoint/ops_plan.h"
