@@ -35,7 +35,6 @@
 #include <stdbool.h>
 
 #include "base/error.h"
-#include "tensor/memory.h"
 #include "tensor/tensor.h"
 
 /* The header may be at most this long, as in the reference implementation. */
