@@ -20,8 +20,7 @@ typedef char StateName[NODE_NAME_LEN + 16];
 
 /* The tensors a file of `model` holds, in its order, into `entries` (room for 3 per
  * parameter): every parameter, then with `opt` each one's optimizer state, named in
- * `names` ("optim.m.<name>" and "optim.v.<name>" for AdamW, "optim.velocity.<name>" for
- * SGD with momentum). Returns their count. */
+ * `names` as model_file.h says. Returns their count. */
 static int file_entries(const Model *model, const Optimizer *opt, StEntry *entries, StateName (*names)[2])
 {
     const int n = model->n_params;
