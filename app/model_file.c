@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/parse.h"
-
 #define META_STEP "remat.step"
 #define META_DATA_RNG "remat.data_rng"
 #define META_DROPOUT_RNG "remat.dropout_rng"

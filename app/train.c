@@ -30,7 +30,6 @@
 #include "app/train_report.h"
 #include "parallel/group.h"
 #include "base/file.h"
-#include "base/parse.h"
 #include "base/platform.h"
 #include "base/progress.h"
 
