@@ -5,12 +5,9 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "base/parse.h"
 
 #define META_STEP "remat.step"
 #define META_DATA_RNG "remat.data_rng"
@@ -21,8 +18,7 @@ typedef char StateName[NODE_NAME_LEN + 16];
 
 /* The tensors a file of `model` holds, in its order, into `entries` (room for 3 per
  * parameter): every parameter, then with `opt` each one's optimizer state, named in
- * `names` ("optim.m.<name>" and "optim.v.<name>" for AdamW, "optim.velocity.<name>" for
- * SGD with momentum). Returns their count. */
+ * `names` as model_file.h says. Returns their count. */
 static int file_entries(const Model *model, const Optimizer *opt, StEntry *entries, StateName (*names)[2])
 {
     const int n = model->n_params;
@@ -82,13 +78,10 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
     StEntry *entries = calloc((size_t)(3 * n), sizeof *entries);
     StateName (*names)[2] = calloc((size_t)n, sizeof *names);
     StMeta *all_meta = calloc((size_t)n_meta + 3, sizeof *all_meta);
-    if (!entries || !names || !all_meta) {
-        free(entries), free(names), free(all_meta);
-        return remat_fail(REMAT_ENOMEM, "model_save: no memory for the file's index");
-    }
-    const int k = file_entries(model, opt, entries, names);
+    RematStatus status = entries && names && all_meta ? REMAT_OK
+                       : remat_fail(REMAT_ENOMEM, "model_save: no memory for the file's index");
+    const int k = status == REMAT_OK ? file_entries(model, opt, entries, names) : 0;
     /* A model that went non-finite is not written over a file that would still train. */
-    RematStatus status = REMAT_OK;
     for (int i = 0; i < k && status == REMAT_OK; i++) {
         const Tensor *t = entries[i].tensor;
         const size_t at = first_bad(t, false);
@@ -98,9 +91,9 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
                                 entries[i].name, isnan(t->f32[at]) ? "NaN" : "an infinity", at, path);
     }
     int m = 0;
-    for (int i = 0; i < n_meta; i++) all_meta[m++] = meta[i];
+    for (int i = 0; i < n_meta && status == REMAT_OK; i++) all_meta[m++] = meta[i];
     char step[24], data_rng[40], dropout_rng[40];
-    if (state) {
+    if (state && status == REMAT_OK) {
         snprintf(step, sizeof step, "%d", state->step);
         format_rng(data_rng, sizeof data_rng, &state->data_rng);
         format_rng(dropout_rng, sizeof dropout_rng, &state->dropout_rng);

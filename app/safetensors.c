@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,23 +55,6 @@ struct StFile {
 /* The names the format gives remat's dtypes, indexed by DType. */
 static const char *const ST_DTYPES[] = {[DTYPE_F32] = "F32", [DTYPE_U8] = "U8", [DTYPE_I32] = "I32"};
 static const NameTable ST_DTYPE_NAMES = {ST_DTYPES, 3};
-
-/* Reads exactly `len` bytes at `offset`. Returns 0, an errno value, or -1 if the file
- * ended first. */
-static int pread_all(int fd, void *buf, size_t len, uint64_t offset)
-{
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = pread(fd, p, len, (off_t)offset);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return errno;
-        if (n == 0) return -1;
-        p += n;
-        len -= (size_t)n;
-        offset += (uint64_t)n;
-    }
-    return 0;
-}
 
 /* ==== writing ======================================================================= */
 
@@ -154,10 +136,7 @@ static void write_contents(FILE *out, const char *header, const StEntry *entries
 
 /* ---- the temporary file ----------------------------------------------------------- */
 
-/* st_save writes a whole new file and renames it over the old one (base/file.h,
- * file_replace_start): unnamed while it is written where the file system has O_TMPFILE
- * (Linux 3.11 on; ext4, xfs, btrfs, tmpfs), so that a kill then leaves nothing; named
- * PATH.tmp.XXXXXX from the start elsewhere, or here under st_debug_named_temp. */
+/* Set by st_debug_named_temp: the temporary file is named from the start (file_replace_start). */
 static bool force_named_temp;
 
 void st_debug_named_temp(bool on) { force_named_temp = on; }
@@ -176,22 +155,19 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
         status = remat_fail(err == ENOMEM ? REMAT_ENOMEM : REMAT_EIO,
                             "st_save: cannot save %s: cannot create a temporary file beside it: %s", path,
                             strerror(err));
-    if (status != REMAT_OK) {
-        cJSON_free(header);
-        return status;
-    }
-
     /* Write, fsync, name, close, rename: until the rename succeeds the old file at `path`
      * is untouched, and on any failure the temporary file is removed. */
-    const char *step;
-    write_contents(tmp.out, header, entries, n);
-    err = file_replace_finish(&tmp, true, &step);
-    if (err && !strcmp(step, FILE_STEP_DIRECTORY))
-        status = remat_fail(REMAT_EIO, "st_save: %s was written, but flushing its directory failed: %s",
-                            path, strerror(err));
-    else if (err)
-        status = remat_fail(REMAT_EIO, "st_save: cannot save %s: %s failed: %s (any old file there is untouched)",
-                            path, step, strerror(err));
+    if (status == REMAT_OK) {
+        const char *step;
+        write_contents(tmp.out, header, entries, n);
+        err = file_replace_finish(&tmp, true, &step);
+        if (err && !strcmp(step, FILE_STEP_DIRECTORY))
+            status = remat_fail(REMAT_EIO, "st_save: %s was written, but flushing its directory failed: %s", path,
+                                strerror(err));
+        else if (err)
+            status = remat_fail(REMAT_EIO, "st_save: cannot save %s: %s failed: %s (any old file there is "
+                                "untouched)", path, step, strerror(err));
+    }
     cJSON_free(header);
     return status;
 }
@@ -219,10 +195,9 @@ static int json_whole_numbers(const cJSON *item, const char *key, int most, bool
  * exactly the bytes the two need, within the data buffer (how they sit among the other
  * tensors' bytes is check_layout's). On error fails with REMAT_ECORRUPT naming the file
  * and the tensor. */
-static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned long long data_size,
-                                StTensorInfo *info)
+static RematStatus parse_tensor(const StFile *f, const cJSON *item, StTensorInfo *info)
 {
-    const char *name = item->string;
+    const char *path = f->path, *name = item->string;
     if (!cJSON_IsObject(item))
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: entry is not a JSON object", path, name);
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(item, "dtype");
@@ -253,10 +228,10 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned lo
     if (info->begin > info->end)
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] end before they begin",
                           path, name, info->begin, info->end);
-    if (info->end > data_size)
+    if (info->end > f->data_size)
         return remat_fail(REMAT_ECORRUPT, "%s: tensor %s: data_offsets [%llu, %llu] run past the end of the "
                           "%llu-byte data buffer (is the file truncated?)", path, name, info->begin, info->end,
-                          data_size);
+                          f->data_size);
     if (info->end - info->begin != needed) {
         char shape_buf[64], needed_buf[32] = "more than 2^64";
         if (needed != ULLONG_MAX) snprintf(needed_buf, sizeof needed_buf, "%llu", needed);
@@ -270,8 +245,9 @@ static RematStatus parse_tensor(const char *path, const cJSON *item, unsigned lo
 }
 
 /* Checks "__metadata__": an object whose values are all strings. */
-static RematStatus parse_metadata(const char *path, const cJSON *item, StFile *f)
+static RematStatus parse_metadata(StFile *f, const cJSON *item)
 {
+    const char *path = f->path;
     if (f->meta) return remat_fail(REMAT_ECORRUPT, "%s: the header has \"%s\" twice", path, METADATA_KEY);
     if (!cJSON_IsObject(item)) return remat_fail(REMAT_ECORRUPT, "%s: \"%s\" is not a JSON object", path, METADATA_KEY);
     const cJSON *m;
@@ -340,7 +316,7 @@ static RematStatus read_header(StFile *f, unsigned long long file_size, char **h
         return remat_fail(REMAT_ECORRUPT, "%s: the file has %llu bytes, fewer than the 8 of the header length",
                           f->path, file_size);
     unsigned long long len; /* 8 bytes, little-endian as the host */
-    int err = pread_all(f->fd, &len, sizeof len, 0);
+    int err = file_pread_all(f->fd, &len, sizeof len, 0);
     if (err) return remat_fail(REMAT_EIO, "%s: cannot read: %s", f->path, err > 0 ? strerror(err) : "file shrank");
 
     if (len > file_size - 8)
@@ -352,7 +328,7 @@ static RematStatus read_header(StFile *f, unsigned long long file_size, char **h
 
     char *text = *header = malloc((size_t)len + 1); /* the caller's to free, whatever follows */
     if (!text) return remat_fail(REMAT_ENOMEM, "%s: no memory for a %llu-byte header", f->path, len);
-    err = pread_all(f->fd, text, (size_t)len, 8);
+    err = file_pread_all(f->fd, text, (size_t)len, 8);
     text[len] = '\0';
     if (err)
         return remat_fail(REMAT_EIO, "%s: cannot read the header: %s", f->path,
@@ -378,8 +354,7 @@ static RematStatus parse_header(StFile *f, const char *text)
     const cJSON *item;
     cJSON_ArrayForEach(item, f->header) {
         const bool meta = strcmp(item->string, METADATA_KEY) == 0;
-        const RematStatus status = meta ? parse_metadata(f->path, item, f)
-                                        : parse_tensor(f->path, item, f->data_size, &f->tensors[f->count++]);
+        const RematStatus status = meta ? parse_metadata(f, item) : parse_tensor(f, item, &f->tensors[f->count++]);
         if (status != REMAT_OK) return status;
     }
     return check_layout(f);
@@ -446,7 +421,7 @@ Tensor *st_get(const StFile *f, const char *name, MemKind kind)
                                "dimension > 0", f->path, name, shape_str(buf, sizeof buf, ndim, shape));
     Tensor *t = tensor_create_typed(kind, info->dtype, ndim, shape);
     if (!t) return NULL; /* tensor_create said why */
-    const int err = pread_all(f->fd, t->data, t->bytes, f->data_start + info->begin);
+    const int err = file_pread_all(f->fd, t->data, t->bytes, f->data_start + info->begin);
     if (!err) return t;
     if (err > 0)
         remat_fail(REMAT_EIO, "st_get: %s: tensor %s: cannot read: %s", f->path, name, strerror(err));

@@ -35,7 +35,6 @@
 #include <stdbool.h>
 
 #include "base/error.h"
-#include "tensor/memory.h"
 #include "tensor/tensor.h"
 
 /* The header may be at most this long, as in the reference implementation. */
@@ -62,10 +61,8 @@ typedef struct StFile StFile;
  * pairs to `path`, atomically: everything goes to a temporary file in the same directory,
  * which is flushed to disk (fsync), renamed over `path`, and then the directory entry is
  * flushed too. A reader therefore sees either the old file or the whole new one, even
- * after a crash. The file gets mode 0644. The temporary file has no name while it is
- * written where the file system allows it (O_TMPFILE), and is named path.tmp.XXXXXX only
- * for the moment before the rename (elsewhere: throughout); the next save to the same path
- * removes what a killed one left.
+ * after a crash. The file gets mode 0644; its temporary file is file_replace_start's
+ * (base/file.h), which says when it has a name and what removes one a killed save left.
  *
  * `entries` may be NULL when n is 0, `meta` when n_meta is 0. Returns REMAT_OK.
  * On error: REMAT_EINVAL for bad arguments (a NULL or empty path, a NULL name or tensor, a

@@ -24,17 +24,12 @@
 #include <unistd.h>
 
 #include "models/data.h"
-#include "checkpoint/explain.h"
 #include "tensor/flops.h"
-#include "models/gpt.h"
 #include "models/mlp.h"
 #include "app/model_file.h"
-#include "models/step.h"
 #include "app/train_report.h"
-#include "offload/offload.h"
 #include "parallel/group.h"
 #include "base/file.h"
-#include "base/parse.h"
 #include "base/platform.h"
 #include "base/progress.h"
 
@@ -229,9 +224,8 @@ static RematStatus plan_schedule(Run *run)
     const bool budget = o->strategy.kind == STRATEGY_BUDGET;
     const Policy *policy = budget ? NULL : run->schedule->segments[0].policy; /* a strategy's regions share one */
     Pcg32 data = run->state.data_rng;
-    Var *x = NULL, *y = NULL;
-    RematStatus status = draw_batch(run, TEXT_TRAIN, &data, &x, &y);
-    if (status != REMAT_OK) return status;
+    Var *x, *y;
+    if (draw_batch(run, TEXT_TRAIN, &data, &x, &y) != REMAT_OK) return remat_last_status();
     TrainCtx ctx = {.rng = run->state.dropout_rng, .training = true, .dropout_rng = run->opt->dropout_rng,
                     .seed = run->opt->seed, .step = (uint64_t)run->state.step}; /* as the first step's */
     run->cost = model_profile(run->model, x, y, &ctx, policy, budget ? o->planner : PLANNER_DP);
@@ -311,10 +305,9 @@ static RematStatus build(Run *run)
     const StepOptions *step = &o->step;
     if (o->model == MODEL_GPT) {
         if (!(run->text = text_data_load(o->data, 0.1))) return remat_last_status();
-        GptConfig c = {.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads,
-                       .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE, .dropout = o->dropout, .attention = o->attention,
-                       .seed = o->seed};
-        run->model = gpt_create(&c);
+        run->model = gpt_create(&(GptConfig){.n_layers = o->layers, .d_model = o->d_model, .n_heads = o->heads,
+                                             .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE, .dropout = o->dropout,
+                                             .attention = o->attention, .seed = o->seed});
     } else {
         if (!(run->task = mlp_task_create(o->d_model, o->seed + 1))) return remat_last_status();
         run->model = mlp_create(&(MlpConfig){.n_layers = o->layers, .width = o->d_model, .seed = o->seed});
@@ -524,8 +517,7 @@ static RematStatus run_start(Run *run, FILE *out)
     const size_t budget = opt->step.memory_budget;
     const bool planned = opt->step.strategy.kind == STRATEGY_BUDGET;
     if (budget && !planned) mem_set_budget(budget);
-    RematStatus status = build(run);
-    if (status != REMAT_OK) return status;
+    if (build(run) != REMAT_OK) return remat_last_status();
     report_header(out, opt, run->model, run->schedule, run->cost != NULL);
     if (budget) {
         fprintf(out, "  the ledger enforces the budget from here on\n");

@@ -9,8 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -244,6 +242,21 @@ RematStatus file_check_writable(const char *path)
     return status;
 }
 
+int file_pread_all(int fd, void *buf, size_t len, uint64_t offset)
+{
+    char *p = buf;
+    while (len > 0) {
+        ssize_t n = pread(fd, p, len, (off_t)offset);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return errno;
+        if (n == 0) return -1;
+        p += n;
+        len -= (size_t)n;
+        offset += (uint64_t)n;
+    }
+    return 0;
+}
+
 RematStatus file_read_all(const char *who, const char *path, size_t max_bytes, char **text, size_t *size)
 {
     if (!text || !size) return remat_fail(REMAT_EINVAL, "file_read_all: two outputs are required");
@@ -257,14 +270,10 @@ RematStatus file_read_all(const char *who, const char *path, size_t max_bytes, c
                             (unsigned long long)length, max_bytes);
     else if (!(buf = malloc((size_t)length + 1)))
         status = remat_fail(REMAT_ENOMEM, "%s: no memory to read %s", who, path);
-    for (size_t got = 0; status == REMAT_OK && got < length;) {
-        const ssize_t n = read(fd, buf + got, (size_t)length - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0)
-            status = remat_fail(REMAT_EIO, "%s: cannot read %s: %s", who, path,
-                                n < 0 ? strerror(errno) : "it became shorter while being read");
-        else got += (size_t)n;
-    }
+    const int err = status == REMAT_OK ? file_pread_all(fd, buf, (size_t)length, 0) : 0;
+    if (err)
+        status = remat_fail(REMAT_EIO, "%s: cannot read %s: %s", who, path,
+                            err > 0 ? strerror(err) : "it became shorter while being read");
     close(fd);
     if (status != REMAT_OK) {
         free(buf);

@@ -99,6 +99,10 @@ RematStatus file_check_writable(const char *path);
  * a program that must not write one file twice, or over a file it reads. */
 bool file_same_path(const char *a, const char *b);
 
+/* Reads exactly `len` bytes of the open file `fd` at `offset` into `buf`, going on after a
+ * short read or a signal. Returns 0, an errno value, or -1 if the file ended first. */
+int file_pread_all(int fd, void *buf, size_t len, uint64_t offset);
+
 /* Reads the whole regular file at `path` (opened as file_open_regular does, so a FIFO or
  * a directory is refused at once, never waited on) into a new buffer the caller frees,
  * with a '\0' after its *size bytes. Files over `max_bytes` are refused, so that a huge

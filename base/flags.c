@@ -4,7 +4,6 @@
  */
 #include "base/flags.h"
 
-#include <stdint.h>
 #include <string.h>
 
 #include "base/platform.h"

@@ -18,11 +18,8 @@
 #ifndef REMAT_BASE_FLAGS_H
 #define REMAT_BASE_FLAGS_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdio.h>
 
-#include "base/error.h"
 #include "base/parse.h"
 
 typedef enum FlagType {

@@ -3,8 +3,7 @@
  *
  * Every parser here reads a span of characters with one helper, digits_value, which
  * accepts decimal digits and nothing else and notices overflow as it goes. Signs and
- * ranges are checked around it. No strtol: it skips leading white space and would have
- * to be told, case by case, what it let through.
+ * ranges are checked around it. No strtol, for the reasons parse.h gives.
  */
 #include "base/parse.h"
 

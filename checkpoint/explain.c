@@ -41,7 +41,6 @@ struct Explain {
     Row *rows;
     int count, capacity;
     long clock;
-    bool running;
     size_t peak_seen;            /* the ledger's resident peak at the last event */
     long peak_at;                /* the event before which it was last set; -1 before any */
     char peak_name[NODE_NAME_LEN]; /* what that event reports */
@@ -49,7 +48,7 @@ struct Explain {
     SavedObserver observer;
 };
 
-static Explain *active;
+static Explain *active; /* the recording running, if any */
 
 /* A row for `t`, or, with t NULL, for a tensor that does not exist (regenerated): then the
  * caller fills in its bytes and shape. NULL when there is no memory for it. */
@@ -172,7 +171,7 @@ static void on_released(void *ctx, const Node *node, int slot)
 
 void explain_note_cached(const char *region, const char *op, const char *tag, const Tensor *t)
 {
-    if (!active || !active->running) return;
+    if (!active) return;
     char name[NODE_NAME_LEN];
     snprintf(name, sizeof name, "%.31s.%s", region, tag ? tag : op);
     add_row(active, name, op, t, FATE_CACHED);
@@ -192,17 +191,15 @@ Explain *explain_start(void)
     saved_observer_set(&ex->observer);
     ex->peak_seen = mem_peak_resident();
     ex->peak_at = -1;
-    ex->running = true;
     active = ex;
     return ex;
 }
 
 void explain_stop(Explain *ex)
 {
-    if (!ex || !ex->running) return;
+    if (!ex || ex != active) return;
     saved_observer_set(NULL);
     op_hooks_pop(); /* explain_start pushed it first, before the step: it is the only one left */
-    ex->running = false;
     active = NULL;
 }
 

@@ -28,8 +28,6 @@
 #ifndef REMAT_EXPLAIN_H
 #define REMAT_EXPLAIN_H
 
-#include <stdio.h>
-
 #include "autograd/autograd.h"
 
 typedef struct Explain Explain;

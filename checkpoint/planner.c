@@ -5,7 +5,6 @@
 #include "checkpoint/planner.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 
 #include "checkpoint/ops_plan.h"
@@ -172,7 +171,6 @@ static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, b
  * point of its Pareto set of keep-sets (ops_plan.h). */
 static Schedule *search_exact(const ChainCost *c, size_t act_budget, size_t *leanest, bool ops)
 {
-    *leanest = SIZE_MAX;
     if (c->n_layers > PLANNER_DP_MAX_LAYERS)
         return remat_fail_null(REMAT_EINVAL, "the exact search plans chains of up to %d layers (its work grows as "
                                "L^3), this one has %d: use the chen planner", PLANNER_DP_MAX_LAYERS, c->n_layers);
@@ -266,7 +264,6 @@ static Schedule *search_chen(const ChainCost *c, size_t act_budget, size_t *lean
     const int L = c->n_layers;
     Segment *segs = calloc((size_t)L, sizeof *segs);
     double b[CHEN_GUESSES + CHEN_GRID + 2];
-    *leanest = SIZE_MAX;
     if (!segs) return remat_fail_null(REMAT_ENOMEM, "planner: no memory for %d segments", L);
     const int n_b = chen_thresholds(c, segs, b);
     Schedule *best = NULL;
@@ -288,7 +285,6 @@ static Schedule *search_chen(const ChainCost *c, size_t act_budget, size_t *lean
  * REMAT_EINVAL for a chain that is not uniform. */
 static Schedule *search_revolve(const ChainCost *cost, size_t act_budget, size_t *leanest)
 {
-    *leanest = SIZE_MAX;
     if (chain_check_uniform(cost) != REMAT_OK) return NULL;
     const int most = cost->n_layers > 1 ? cost->n_layers - 1 : 1; /* more slots than L − 1 change nothing */
     Schedule *best = NULL;
@@ -311,8 +307,8 @@ static const char *const NAMES[PLANNER_COUNT] = {"chen", "dp", "revolve", "ops"}
 const NameTable PLANNER_NAMES = {NAMES, PLANNER_COUNT};
 
 /* Each planner's search, by PlannerKind: the cheapest schedule it finds whose predicted peak
- * ACT fits `act_budget`; when none does, NULL (no error set) with *leanest the least peak
- * ACT it can reach; on error NULL with *leanest SIZE_MAX. */
+ * ACT fits `act_budget`; when none does, NULL (no error set) with *leanest (SIZE_MAX, set by
+ * the caller) lowered to the least peak ACT it can reach; on error NULL, *leanest SIZE_MAX. */
 static Schedule *(*const SEARCHES[PLANNER_COUNT])(const ChainCost *, size_t, size_t *) = {
     search_chen, search_dp, search_revolve, search_ops};
 
@@ -358,7 +354,7 @@ Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget)
     if (kind == PLANNER_REVOLVE && chain_check_uniform(cost) != REMAT_OK) return NULL;
     const size_t reserved = cost->fixed + cost->work_peak;
     if (budget <= reserved) return fail_too_small(cost, kind, budget, planner_min_budget(kind, cost));
-    size_t leanest;
+    size_t leanest = SIZE_MAX;
     Schedule *s = SEARCHES[kind](cost, budget - reserved, &leanest);
     if (s || leanest == SIZE_MAX) return s;
     /* Nothing fits. Chen's search may miss a schedule the exact search finds: it says so. */
