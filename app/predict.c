@@ -180,13 +180,6 @@ static Moment peak_moment(const Schedule *s, const ChainCost *c, const StepExtra
     return best;
 }
 
-static void print_moment(FILE *out, const Moment *m)
-{
-    fprintf(out, "  the peak is reached %s", m->where);
-    if (m->at.count) fprintf(out, m->at.count > 1 ? " h.%d-h.%d" : " h.%d", m->at.first, m->at.first + m->at.count - 1);
-    fputc('\n', out);
-}
-
 /* ---- pipelines ------------------------------------------------------------------------ */
 
 /* Stage s's chain model: run_cost's for its blocks, with what a stage holds besides
@@ -259,41 +252,30 @@ static RematStatus predict_pipeline(const TrainOptions *o, FILE *out)
     return status;
 }
 
-/* The run's schedule (*s), chain model (*cost) and moment of the peak, predicted for rank
- * 0 of o->ranks into *p, for a GPT of `vocab` tokens; the caller frees *s and *cost, also
- * on error. */
-static RematStatus predict_step(const TrainOptions *o, int vocab, Schedule **s, ChainCost **cost, Moment *m,
-                                MemoryPrediction *p)
+RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPrediction *p)
 {
-    StepExtras x;
-    *s = schedule_for_strategy(&o->step.strategy, o->layers);
-    *cost = *s ? run_cost(o, vocab, (*s)->segments[0].policy, p->kinds, &x) : NULL;
-    if (!*cost || schedule_predict(*s, *cost) != REMAT_OK) return remat_last_status();
-    Prediction *q = &(*s)->predicted; /* of one micro-batch: --accumulate K runs K alike (models/step.h) */
-    const int K = o->step.accumulate;
-    q->forward_flops *= (uint64_t)K;
-    q->recompute_flops *= (uint64_t)K;
-    if (K > 1) { /* from the second on, each one's gradients are made beside the sum of those before */
-        p->kinds[MEM_GRAD] *= 2;
-        q->peak_total += p->kinds[MEM_PARAM]; /* as if all were there at the activations' peak */
-    }
-    *m = peak_moment(*s, *cost, &x);
-    const size_t fixed = (*cost)->fixed + (*cost)->work_peak, after = (*cost)->fixed + x.full_grads + x.reduce;
-    p->kinds[MEM_ACT] = q->peak_act;
-    p->peak = fixed + m->held > q->peak_total ? fixed + m->held : q->peak_total;
-    p->peak = after + (*cost)->base > p->peak ? after + (*cost)->base : p->peak; /* the reduction, batch still there */
-    p->recompute_flops = q->recompute_flops;
-    return REMAT_OK;
-}
-
-RematStatus train_predict_memory(const TrainOptions *opt, int vocab, MemoryPrediction *p)
-{
-    const char *missing = unsupported(opt);
+    const char *missing = unsupported(o);
     if (missing) return remat_fail(REMAT_EINVAL, "predicting a step: %s is not predicted", missing);
-    Schedule *s = NULL;
-    ChainCost *cost = NULL;
-    Moment m;
-    const RematStatus status = predict_step(opt, vocab, &s, &cost, &m, p);
+    StepExtras x;
+    Schedule *s = schedule_for_strategy(&o->step.strategy, o->layers);
+    ChainCost *cost = s ? run_cost(o, vocab, s->segments[0].policy, p->kinds, &x) : NULL;
+    RematStatus status = cost ? schedule_predict(s, cost) : remat_last_status();
+    if (status == REMAT_OK) {
+        Prediction *q = &s->predicted; /* of one micro-batch: --accumulate K runs K alike (models/step.h) */
+        const int K = o->step.accumulate;
+        if (K > 1) { /* from the second on, each one's gradients are made beside the sum of those before */
+            p->kinds[MEM_GRAD] *= 2;
+            q->peak_total += p->kinds[MEM_PARAM]; /* as if all were there at the activations' peak */
+        }
+        const Moment m = peak_moment(s, cost, &x);
+        const size_t fixed = cost->fixed + cost->work_peak, after = cost->fixed + x.full_grads + x.reduce;
+        p->kinds[MEM_ACT] = q->peak_act;
+        p->peak = fixed + m.held > q->peak_total ? fixed + m.held : q->peak_total;
+        p->peak = after + cost->base > p->peak ? after + cost->base : p->peak; /* the reduction, batch still there */
+        p->recompute_flops = q->recompute_flops * (uint64_t)K;
+        p->forward_flops = q->forward_flops * (uint64_t)K;
+        p->moment = m.where, p->first = m.at.first, p->count = m.at.count;
+    }
     schedule_free(s);
     chain_cost_free(cost);
     return status;
@@ -314,27 +296,19 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
     if (o->threads && platform_set_threads(o->threads) != REMAT_OK) /* fused attention's scratch is per thread */
         return remat_last_status();
     if (o->step.pipeline_stages) return predict_pipeline(o, out);
-    Schedule *s = NULL;
-    ChainCost *cost = NULL;
-    Moment m;
     MemoryPrediction p;
-    RematStatus status = predict_step(o, TEXT_VOCAB_SIZE, &s, &cost, &m, &p);
-    if (status == REMAT_OK) {
-        fprintf(out, "predicted for one training step (--predict-only: nothing built), strategy %s",
-                strategy_name(o->step.strategy.kind));
-        if (o->ranks > 1) fprintf(out, ", rank 0 of %d at ZeRO stage %d", o->ranks, o->step.zero_stage);
-        fprintf(out, ":\n");
-        for (int k = 0; k < MEM_DISK; k++)
-            fprintf(out, "  %-12s %14zu bytes\n", mem_kind_name((MemKind)k), p.kinds[k]);
-        fprintf(out, "  %-12s %14zu bytes (all kinds at the same moment%s)\n", "peak", p.peak,
-                o->ranks > 1 && o->step.zero_stage >= 2 ? "; a bound: the gradients of what backward runs "
-                                                          "counted as made" : "");
-        fprintf(out, "  recompute    %" PRIu64 " FLOPs (the forward: %" PRIu64 ")\n", p.recompute_flops,
-                s->predicted.forward_flops);
-        print_moment(out, &m);
-        if (o->results) status = write_results(o->results, "predicted", p.kinds, p.peak, p.recompute_flops);
-    }
-    schedule_free(s);
-    chain_cost_free(cost);
-    return status;
+    if (train_predict_memory(o, TEXT_VOCAB_SIZE, &p) != REMAT_OK) return remat_last_status();
+    fprintf(out, "predicted for one training step (--predict-only: nothing built), strategy %s",
+            strategy_name(o->step.strategy.kind));
+    if (o->ranks > 1) fprintf(out, ", rank 0 of %d at ZeRO stage %d", o->ranks, o->step.zero_stage);
+    fprintf(out, ":\n");
+    for (int k = 0; k < MEM_DISK; k++) fprintf(out, "  %-12s %14zu bytes\n", mem_kind_name((MemKind)k), p.kinds[k]);
+    fprintf(out, "  %-12s %14zu bytes (all kinds at the same moment%s)\n", "peak", p.peak,
+            o->ranks > 1 && o->step.zero_stage >= 2 ? "; a bound: the gradients of what backward runs counted as "
+                                                      "made" : "");
+    fprintf(out, "  recompute    %" PRIu64 " FLOPs (the forward: %" PRIu64 ")\n", p.recompute_flops, p.forward_flops);
+    fprintf(out, "  the peak is reached %s", p.moment);
+    if (p.count) fprintf(out, p.count > 1 ? " h.%d-h.%d" : " h.%d", p.first, p.first + p.count - 1);
+    fputc('\n', out);
+    return o->results ? write_results(o->results, "predicted", p.kinds, p.peak, p.recompute_flops) : REMAT_OK;
 }

@@ -102,17 +102,21 @@ void train_report_free(TrainReport *report);
  * REMAT_EINVAL naming what it does not predict exactly; REMAT_EIO for the file. */
 RematStatus train_predict(const TrainOptions *opt, FILE *out);
 
-/* One step's memory as train_predict predicts it for rank 0 of opt->ranks, in bytes by kind
- * (MEM_DISK none), the peak of them all at once, and the RECOMPUTE FLOPs. */
+/* One step's memory as train_predict predicts it for rank 0 of opt->ranks: bytes by kind
+ * (MEM_DISK none), the peak of them all at once, the step's FORWARD and RECOMPUTE FLOPs,
+ * and where the peak is reached ("in the backward of"), in layers first .. first + count − 1
+ * (count 0: the embedding or the head). */
 typedef struct MemoryPrediction {
     size_t kinds[MEM_KIND_COUNT];
     size_t peak;
-    uint64_t recompute_flops;
+    uint64_t recompute_flops, forward_flops;
+    const char *moment;
+    int first, count;
 } MemoryPrediction;
 
 /* train_predict's figures without its printing, for a GPT of `vocab` tokens (the train
- * program's is TEXT_VOCAB_SIZE; bench_zero's projection takes GPT-2's). The runs it does
- * not predict are refused as train_predict refuses them. */
+ * program's is TEXT_VOCAB_SIZE; bench_zero's projection takes GPT-2's). REMAT_EINVAL for
+ * a run it does not predict, naming it. */
 RematStatus train_predict_memory(const TrainOptions *opt, int vocab, MemoryPrediction *p);
 
 /* train --results after a run: the ledger's peaks since their reset, in the same JSON
