@@ -927,8 +927,8 @@ static void test_zero_bench_bytes_are_the_formulas(void **state)
     }
     assert_int_equal(rows, 4 * 2 * 2); /* stages 0-3, none and full, 2 ranks */
     assert_int_equal(cJSON_GetArraySize(records(doc, "reduce")), 4);
-    /* The projection: GPT-2 small's 124,439,808 parameters, its ZeRO bytes per rank, the
-     * 2(K-1)/K * 4 psi bytes a rank of stages 0-2 receives. */
+    /* The projection: GPT-2 small's 124,439,808 parameters, its ZeRO bytes per rank at their
+     * peaks (train --predict-only's), the 2(K-1)/K * 4 psi bytes a rank of stages 0-2 receives. */
     const double psi = 124439808.0;
     int projected = 0;
     cJSON_ArrayForEach(r, records(doc, "projection")) {
@@ -936,7 +936,7 @@ static void test_zero_bench_bytes_are_the_formulas(void **state)
         assert_true(num(r, "parameters") == psi);
         const int stage = (int)num(r, "stage");
         assert_true(num(r, "optimizer") == 8.0 * (stage >= 1 ? psi / 8 : psi));
-        assert_true(num(r, "grads") == 4.0 * (stage >= 2 ? psi / 8 : psi));
+        assert_true(num(r, "grads") == 4.0 * (stage >= 2 ? psi + psi / 8 : psi)); /* backward makes them whole */
         if (stage < 3) assert_true(num(r, "moved") == 2.0 * 7.0 / 8.0 * 4.0 * psi);
         assert_true(num(r, "comm_seconds") > 0);
         projected++;
@@ -950,6 +950,25 @@ static void test_zero_bench_bytes_are_the_formulas(void **state)
     snprintf(cmd, sizeof cmd, "%s/bench_zero --quick --project --alpha 2e-6 --beta 1e-10 --results %s "
              ">%s/bench_zero_one.log 2>&1", REMAT_BENCH_DIR, dir, dir);
     assert_int_equal(system(cmd), 0);
+    /* --check-prediction on one process: every configuration's params, grads, optimizer and
+     * workspace as predicted; the activations and the peak of all kinds never above it (sqrt's
+     * regions of several blocks are a bound, cost.h). */
+    snprintf(cmd, sizeof cmd, "%s/bench_zero --quick --check-prediction --results %s >%s/bench_zero_one.log 2>&1",
+             REMAT_BENCH_DIR, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/bench_zero_np1.json", dir);
+    doc = read_json(path);
+    assert_non_null(doc);
+    rows = 0;
+    cJSON_ArrayForEach(r, records(doc, "prediction")) {
+        assert_string_equal(str(r, "other_kinds"), "equal");
+        assert_true(num(r, "act_predicted") >= num(r, "act_measured"));
+        assert_true(num(r, "peak_predicted") >= num(r, "peak_measured"));
+        if (strcmp(str(r, "config"), "sqrt")) assert_true(num(r, "act_predicted") == num(r, "act_measured"));
+        rows++;
+    }
+    assert_int_equal(rows, 6);
+    cJSON_Delete(doc);
 }
 
 typedef struct WriterRow {
