@@ -247,23 +247,6 @@ static void bound_of(StepRow *row, const Estimate *disk, const Timing *t, int i,
     free(bound);
 }
 
-/* Where offload configuration i's steps waited and what its helper threads did, per step:
- * the medians over the rounds; `s` is its last step. */
-static void threads_of(StepRow *row, const Setup *setup, const Timing *t, int i, const StepStats *s)
-{
-    const Config *c = setup->configs[i];
-    row->prefetch_bytes = c->windows ? WINDOW_AHEAD : 0;
-    row->write_behind_bytes = c->windows ? WINDOW_BEHIND : 0;
-    row->io_threads = c->io_threads ? c->io_threads : OFFLOAD_IO_THREADS;
-    row->read_wait_seconds = timing_median(t, i, STEP_READ_WAIT_SECONDS);
-    row->reads_waited = timing_median(t, i, STEP_READS_WAITED).value;
-    row->thread_read_seconds = timing_median(t, i, STEP_THREAD_READ_SECONDS);
-    row->thread_write_seconds = timing_median(t, i, STEP_THREAD_WRITE_SECONDS);
-    row->thread_cpu_seconds = timing_median(t, i, STEP_THREAD_CPU_SECONDS);
-    row->thread_read_bandwidth = estimate_rate((double)s->io.thread_read_bytes, &row->thread_read_seconds);
-    row->thread_write_bandwidth = estimate_rate((double)s->io.thread_write_bytes, &row->thread_write_seconds);
-}
-
 /* Configuration i's row; the times come from `timing`, whose variant 0 is none, and
  * `rounds` steps ran in all (warm-up included). */
 static StepRow step_row(const char *model, int layers, const Variant *v, const StepStats *s, const Setup *setup,
@@ -289,7 +272,17 @@ static StepRow step_row(const char *model, int layers, const Variant *v, const S
     row.twin_forward = timing_median(timing, twin, STEP_FORWARD_SECONDS);
     row.twin_backward = timing_median(timing, twin, STEP_BACKWARD_SECONDS);
     if (setup->disk) bound_of(&row, setup->disk, timing, i, twin);
-    threads_of(&row, setup, timing, i, s);
+    /* Where its steps waited and what its helper threads did, per step: the medians over the rounds. */
+    row.prefetch_bytes = c->windows ? WINDOW_AHEAD : 0;
+    row.write_behind_bytes = c->windows ? WINDOW_BEHIND : 0;
+    row.io_threads = c->io_threads ? c->io_threads : OFFLOAD_IO_THREADS;
+    row.read_wait_seconds = timing_median(timing, i, STEP_READ_WAIT_SECONDS);
+    row.reads_waited = timing_median(timing, i, STEP_READS_WAITED).value;
+    row.thread_read_seconds = timing_median(timing, i, STEP_THREAD_READ_SECONDS);
+    row.thread_write_seconds = timing_median(timing, i, STEP_THREAD_WRITE_SECONDS);
+    row.thread_cpu_seconds = timing_median(timing, i, STEP_THREAD_CPU_SECONDS);
+    row.thread_read_bandwidth = estimate_rate((double)s->io.thread_read_bytes, &row.thread_read_seconds);
+    row.thread_write_bandwidth = estimate_rate((double)s->io.thread_write_bytes, &row.thread_write_seconds);
     return row;
 }
 
