@@ -493,29 +493,23 @@ static RematStatus disk_run(void *ctx, int variant, double *values)
     return REMAT_OK;
 }
 
-/* Opens a new, nameless file in `dir` for O_DIRECT: base/file.h's new file (O_TMPFILE where
- * the file system has it, else mkstemp's, unlinked at once), then O_DIRECT set on that same
- * descriptor, so that no name is ever opened again (something else could be there by
- * then). -1 with the error set. */
-static int open_direct(const char *dir)
+/* Opens a new, nameless file in `dir` for O_DIRECT into *fd: base/file.h's new file (O_TMPFILE
+ * where the file system has it, else mkstemp's, unlinked at once), then O_DIRECT set on that
+ * same descriptor, so that no name is ever opened again (something else could be there by
+ * then). On error returns the status; *fd is then -1, or the descriptor for the caller to close. */
+static RematStatus open_direct(const char *dir, int *fd)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/remat-disk-XXXXXX", dir);
     bool named;
-    const int fd = file_create_new(dir, path, true, &named);
+    *fd = file_create_new(dir, path, true, &named);
     if (named) unlink(path);
-    if (fd < 0) {
-        remat_fail(REMAT_EIO, "disk: cannot create a file in %s: %s", dir, strerror(errno));
-        return -1;
-    }
-    const int flags = fcntl(fd, F_GETFL);
-    if (flags == -1 || fcntl(fd, F_SETFL, flags | O_DIRECT) != 0) {
-        remat_fail(REMAT_EIO, "disk: the file system of %s refuses O_DIRECT (%s): its bandwidth cannot be "
-                   "measured past the page cache", dir, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    return fd;
+    if (*fd < 0) return remat_fail(REMAT_EIO, "disk: cannot create a file in %s: %s", dir, strerror(errno));
+    const int flags = fcntl(*fd, F_GETFL);
+    if (flags == -1 || fcntl(*fd, F_SETFL, flags | O_DIRECT) != 0)
+        return remat_fail(REMAT_EIO, "disk: the file system of %s refuses O_DIRECT (%s): its bandwidth cannot be "
+                          "measured past the page cache", dir, strerror(errno));
+    return REMAT_OK;
 }
 
 /* The disk's bandwidth in bytes per second, bw[DISK_WRITE] and bw[DISK_READ], from runs of
@@ -531,8 +525,7 @@ static RematStatus disk_measure(const char *dir, size_t file_bytes, const Timing
         x ^= x << 13, x ^= x >> 17, x ^= x << 5;
         d.block[i] = (unsigned char)x;
     }
-    d.fd = open_direct(dir);
-    RematStatus status = d.fd < 0 ? remat_last_status() : REMAT_OK;
+    RematStatus status = open_direct(dir, &d.fd);
     const int err = status == REMAT_OK ? posix_fallocate(d.fd, 0, (off_t)file_bytes) : 0;
     if (err)
         status = remat_fail(REMAT_EIO, "disk: cannot make a %zu-byte file in %s: %s", file_bytes, dir, strerror(err));
