@@ -520,11 +520,9 @@ static RematStatus disk_measure(const char *dir, size_t file_bytes, const Timing
     DiskRun d = {.fd = -1, .file_bytes = file_bytes, .dir = dir};
     if (posix_memalign((void **)&d.block, DISK_ALIGN, DISK_BLOCK) != 0)
         return remat_fail(REMAT_ENOMEM, "disk: no memory for a %d-byte block", DISK_BLOCK);
-    uint32_t x = 0x9e3779b9u; /* xorshift: bytes a disk cannot store for free */
-    for (size_t i = 0; i < DISK_BLOCK; i++) {
-        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-        d.block[i] = (unsigned char)x;
-    }
+    Pcg32 rng; /* random bytes: a disk cannot store them for free */
+    pcg32_seed(&rng, 1, 1);
+    for (size_t i = 0; i < DISK_BLOCK; i++) d.block[i] = (unsigned char)pcg32_next(&rng);
     RematStatus status = open_direct(dir, &d.fd);
     const int err = status == REMAT_OK ? posix_fallocate(d.fd, 0, (off_t)file_bytes) : 0;
     if (err)
