@@ -289,8 +289,7 @@ static StepRow step_row(const char *model, int layers, const Variant *v, const S
 /* The printed tables after the first, of the offload rows. */
 static void print_offload_tables(const Setup *setup, const StepRow *rows, int n, ResultsTable *table)
 {
-    for (int panel = 1; panel < 3; panel++) {
-        if (panel == 1 && !setup->disk) continue;
+    for (int panel = setup->disk ? 1 : 2; panel < 3; panel++) { /* no bound without the disk's bandwidth */
         if (panel == 1)
             printf("\n  against the overlap bound max(F, W) + max(B, R) + the rest of the in-RAM step: F and B its\n"
                    "  forward and backward, W and R the disk's time for the bytes spilled per step\n");
