@@ -100,7 +100,7 @@ static const char *const IO_NAMES[] = {[OFFLOAD_IO_SYSCALLS] = "pwritev", [OFFLO
 typedef struct Setup {
     const Config *configs[N_CONFIGS]; /* what runs: every configuration, or in quick mode the quick ones */
     int n_configs;
-    const char *dir;    /* --offload-dir, or NULL */
+    const char *dir;    /* where the spill file goes: --offload-dir, else $TMPDIR, else /tmp */
     const Estimate *disk; /* the spill directory's disk, bytes per second [DISK_WRITE], [DISK_READ];
                              NULL if it could not be measured */
     TimingPlan mlp_plan, gpt_plan; /* the steps' rounds, per model */
@@ -551,20 +551,13 @@ static const ResultsColumn DISK_COLUMNS[] = {
     COLUMN_SAMPLES,
 };
 
-/* Where the spill file goes: --offload-dir, else where offload_create puts it without one. */
-static const char *spill_dir(const Setup *setup)
-{
-    const char *tmpdir = getenv("TMPDIR");
-    return setup->dir ? setup->dir : tmpdir && tmpdir[0] ? tmpdir : "/tmp";
-}
-
 /* The spill directory's disk into disk[] and the `disk` table. false, saying why, if it
  * cannot be measured: the bench goes on without the bound. */
 static bool measure_disk(const Setup *setup, bool quick, ResultsTable *table, Estimate disk[2])
 {
     const size_t file_bytes = quick ? (size_t)32 << 20 : (size_t)256 << 20;
     const TimingPlan plan = timing_plan_fixed(1, quick ? 6 : 9);
-    if (disk_measure(spill_dir(setup), file_bytes, &plan, disk) != REMAT_OK) {
+    if (disk_measure(setup->dir, file_bytes, &plan, disk) != REMAT_OK) {
         printf("  %s\n  (no overlap bound without the disk's bandwidth)\n", remat_last_error());
         return false;
     }
@@ -590,7 +583,7 @@ static void record_config(Results *results, const Setup *setup, const MlpShape *
                              gpt->L, gpt->C, gpt->H, gpt->T, gpt->B, round((double)gpt->dropout * 1e6) / 1e6};
     for (int i = 0; i < RESULTS_COUNT(KEYS); i++) results_config_num(results, KEYS[i], values[i]);
     results_config_str(results, "optimizer", "adamw");
-    results_config_str(results, "offload_dir", spill_dir(setup));
+    results_config_str(results, "offload_dir", setup->dir);
     results_config_num(results, "min_bytes", (double)OFFLOAD_MIN_BYTES);
     results_config_plan(results, &setup->mlp_plan); /* the MLP chain's; the GPT's differs in its cap */
     results_config_num(results, "gpt_cap_seconds", setup->gpt_plan.cap_seconds);
@@ -617,7 +610,8 @@ static RematStatus measure_models(const Setup *setup, const MlpShape *mlp, const
 
 static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    Setup setup = {.dir = o->step.offload_opts.dir};
+    const char *dir = o->step.offload_opts.dir, *tmpdir = getenv("TMPDIR");
+    Setup setup = {.dir = dir ? dir : tmpdir && tmpdir[0] ? tmpdir : "/tmp"}; /* as offload_create chooses */
 
     const MlpShape mlp = o->quick ? (MlpShape){.N = 16, .W = 256, .B = 64} : (MlpShape){.N = 32, .W = 2048, .B = 256};
     const GptShape gpt = o->quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f}
