@@ -276,8 +276,7 @@ static void report_jobs(const Measured *m, const OptimRun *run, const char *titl
     printf("  The smallest budget is each job's peak total to the byte: the ledger counts exactly.\n");
     if (rows[0].process_known) printf("  the process as the operating system counts it, over each job:\n");
     else printf("  (the process's resident memory: not known here, /proc/self/status cannot be read)\n");
-    for (int panel = 1; panel < 4; panel++) {
-        if (panel == 1 && !rows[0].process_known) continue;
+    for (int panel = rows[0].process_known ? 1 : 2; panel < 4; panel++) {
         if (panel == 2) printf("\n  under a budget of %.2f MiB:\n", mib(m->budget));
         if (panel == 3) printf("\n  at params + grads + optimizer = %.2f MiB (%zu bytes):\n", mib(m->pgo), m->pgo);
         if (panel == 1) results_print_head(jobs, panel);

@@ -100,7 +100,7 @@ static const char *const IO_NAMES[] = {[OFFLOAD_IO_SYSCALLS] = "pwritev", [OFFLO
 typedef struct Setup {
     const Config *configs[N_CONFIGS]; /* what runs: every configuration, or in quick mode the quick ones */
     int n_configs;
-    const char *dir;    /* --offload-dir, or NULL */
+    const char *dir;    /* where the spill file goes: --offload-dir, else $TMPDIR, else /tmp */
     const Estimate *disk; /* the spill directory's disk, bytes per second [DISK_WRITE], [DISK_READ];
                              NULL if it could not be measured */
     TimingPlan mlp_plan, gpt_plan; /* the steps' rounds, per model */
@@ -247,23 +247,6 @@ static void bound_of(StepRow *row, const Estimate *disk, const Timing *t, int i,
     free(bound);
 }
 
-/* Where offload configuration i's steps waited and what its helper threads did, per step:
- * the medians over the rounds; `s` is its last step. */
-static void threads_of(StepRow *row, const Setup *setup, const Timing *t, int i, const StepStats *s)
-{
-    const Config *c = setup->configs[i];
-    row->prefetch_bytes = c->windows ? WINDOW_AHEAD : 0;
-    row->write_behind_bytes = c->windows ? WINDOW_BEHIND : 0;
-    row->io_threads = c->io_threads ? c->io_threads : OFFLOAD_IO_THREADS;
-    row->read_wait_seconds = timing_median(t, i, STEP_READ_WAIT_SECONDS);
-    row->reads_waited = timing_median(t, i, STEP_READS_WAITED).value;
-    row->thread_read_seconds = timing_median(t, i, STEP_THREAD_READ_SECONDS);
-    row->thread_write_seconds = timing_median(t, i, STEP_THREAD_WRITE_SECONDS);
-    row->thread_cpu_seconds = timing_median(t, i, STEP_THREAD_CPU_SECONDS);
-    row->thread_read_bandwidth = estimate_rate((double)s->io.thread_read_bytes, &row->thread_read_seconds);
-    row->thread_write_bandwidth = estimate_rate((double)s->io.thread_write_bytes, &row->thread_write_seconds);
-}
-
 /* Configuration i's row; the times come from `timing`, whose variant 0 is none, and
  * `rounds` steps ran in all (warm-up included). */
 static StepRow step_row(const char *model, int layers, const Variant *v, const StepStats *s, const Setup *setup,
@@ -289,15 +272,24 @@ static StepRow step_row(const char *model, int layers, const Variant *v, const S
     row.twin_forward = timing_median(timing, twin, STEP_FORWARD_SECONDS);
     row.twin_backward = timing_median(timing, twin, STEP_BACKWARD_SECONDS);
     if (setup->disk) bound_of(&row, setup->disk, timing, i, twin);
-    threads_of(&row, setup, timing, i, s);
+    /* Where its steps waited and what its helper threads did, per step: the medians over the rounds. */
+    row.prefetch_bytes = c->windows ? WINDOW_AHEAD : 0;
+    row.write_behind_bytes = c->windows ? WINDOW_BEHIND : 0;
+    row.io_threads = c->io_threads ? c->io_threads : OFFLOAD_IO_THREADS;
+    row.read_wait_seconds = timing_median(timing, i, STEP_READ_WAIT_SECONDS);
+    row.reads_waited = timing_median(timing, i, STEP_READS_WAITED).value;
+    row.thread_read_seconds = timing_median(timing, i, STEP_THREAD_READ_SECONDS);
+    row.thread_write_seconds = timing_median(timing, i, STEP_THREAD_WRITE_SECONDS);
+    row.thread_cpu_seconds = timing_median(timing, i, STEP_THREAD_CPU_SECONDS);
+    row.thread_read_bandwidth = estimate_rate((double)s->io.thread_read_bytes, &row.thread_read_seconds);
+    row.thread_write_bandwidth = estimate_rate((double)s->io.thread_write_bytes, &row.thread_write_seconds);
     return row;
 }
 
 /* The printed tables after the first, of the offload rows. */
 static void print_offload_tables(const Setup *setup, const StepRow *rows, int n, ResultsTable *table)
 {
-    for (int panel = 1; panel < 3; panel++) {
-        if (panel == 1 && !setup->disk) continue;
+    for (int panel = setup->disk ? 1 : 2; panel < 3; panel++) { /* no bound without the disk's bandwidth */
         if (panel == 1)
             printf("\n  against the overlap bound max(F, W) + max(B, R) + the rest of the in-RAM step: F and B its\n"
                    "  forward and backward, W and R the disk's time for the bytes spilled per step\n");
@@ -500,29 +492,23 @@ static RematStatus disk_run(void *ctx, int variant, double *values)
     return REMAT_OK;
 }
 
-/* Opens a new, nameless file in `dir` for O_DIRECT: base/file.h's new file (O_TMPFILE where
- * the file system has it, else mkstemp's, unlinked at once), then O_DIRECT set on that same
- * descriptor, so that no name is ever opened again (something else could be there by
- * then). -1 with the error set. */
-static int open_direct(const char *dir)
+/* Opens a new, nameless file in `dir` for O_DIRECT into *fd: base/file.h's new file (O_TMPFILE
+ * where the file system has it, else mkstemp's, unlinked at once), then O_DIRECT set on that
+ * same descriptor, so that no name is ever opened again (something else could be there by
+ * then). On error returns the status; *fd is then -1, or the descriptor for the caller to close. */
+static RematStatus open_direct(const char *dir, int *fd)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/remat-disk-XXXXXX", dir);
     bool named;
-    const int fd = file_create_new(dir, path, true, &named);
+    *fd = file_create_new(dir, path, true, &named);
     if (named) unlink(path);
-    if (fd < 0) {
-        remat_fail(REMAT_EIO, "disk: cannot create a file in %s: %s", dir, strerror(errno));
-        return -1;
-    }
-    const int flags = fcntl(fd, F_GETFL);
-    if (flags == -1 || fcntl(fd, F_SETFL, flags | O_DIRECT) != 0) {
-        remat_fail(REMAT_EIO, "disk: the file system of %s refuses O_DIRECT (%s): its bandwidth cannot be "
-                   "measured past the page cache", dir, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    return fd;
+    if (*fd < 0) return remat_fail(REMAT_EIO, "disk: cannot create a file in %s: %s", dir, strerror(errno));
+    const int flags = fcntl(*fd, F_GETFL);
+    if (flags == -1 || fcntl(*fd, F_SETFL, flags | O_DIRECT) != 0)
+        return remat_fail(REMAT_EIO, "disk: the file system of %s refuses O_DIRECT (%s): its bandwidth cannot be "
+                          "measured past the page cache", dir, strerror(errno));
+    return REMAT_OK;
 }
 
 /* The disk's bandwidth in bytes per second, bw[DISK_WRITE] and bw[DISK_READ], from runs of
@@ -533,13 +519,10 @@ static RematStatus disk_measure(const char *dir, size_t file_bytes, const Timing
     DiskRun d = {.fd = -1, .file_bytes = file_bytes, .dir = dir};
     if (posix_memalign((void **)&d.block, DISK_ALIGN, DISK_BLOCK) != 0)
         return remat_fail(REMAT_ENOMEM, "disk: no memory for a %d-byte block", DISK_BLOCK);
-    uint32_t x = 0x9e3779b9u; /* xorshift: bytes a disk cannot store for free */
-    for (size_t i = 0; i < DISK_BLOCK; i++) {
-        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-        d.block[i] = (unsigned char)x;
-    }
-    d.fd = open_direct(dir);
-    RematStatus status = d.fd < 0 ? remat_last_status() : REMAT_OK;
+    Pcg32 rng; /* random bytes: a disk cannot store them for free */
+    pcg32_seed(&rng, 1, 1);
+    for (size_t i = 0; i < DISK_BLOCK; i++) d.block[i] = (unsigned char)pcg32_next(&rng);
+    RematStatus status = open_direct(dir, &d.fd);
     const int err = status == REMAT_OK ? posix_fallocate(d.fd, 0, (off_t)file_bytes) : 0;
     if (err)
         status = remat_fail(REMAT_EIO, "disk: cannot make a %zu-byte file in %s: %s", file_bytes, dir, strerror(err));
@@ -568,20 +551,13 @@ static const ResultsColumn DISK_COLUMNS[] = {
     COLUMN_SAMPLES,
 };
 
-/* Where the spill file goes: --offload-dir, else where offload_create puts it without one. */
-static const char *spill_dir(const Setup *setup)
-{
-    const char *tmpdir = getenv("TMPDIR");
-    return setup->dir ? setup->dir : tmpdir && tmpdir[0] ? tmpdir : "/tmp";
-}
-
 /* The spill directory's disk into disk[] and the `disk` table. false, saying why, if it
  * cannot be measured: the bench goes on without the bound. */
 static bool measure_disk(const Setup *setup, bool quick, ResultsTable *table, Estimate disk[2])
 {
     const size_t file_bytes = quick ? (size_t)32 << 20 : (size_t)256 << 20;
     const TimingPlan plan = timing_plan_fixed(1, quick ? 6 : 9);
-    if (disk_measure(spill_dir(setup), file_bytes, &plan, disk) != REMAT_OK) {
+    if (disk_measure(setup->dir, file_bytes, &plan, disk) != REMAT_OK) {
         printf("  %s\n  (no overlap bound without the disk's bandwidth)\n", remat_last_error());
         return false;
     }
@@ -607,7 +583,7 @@ static void record_config(Results *results, const Setup *setup, const MlpShape *
                              gpt->L, gpt->C, gpt->H, gpt->T, gpt->B, round((double)gpt->dropout * 1e6) / 1e6};
     for (int i = 0; i < RESULTS_COUNT(KEYS); i++) results_config_num(results, KEYS[i], values[i]);
     results_config_str(results, "optimizer", "adamw");
-    results_config_str(results, "offload_dir", spill_dir(setup));
+    results_config_str(results, "offload_dir", setup->dir);
     results_config_num(results, "min_bytes", (double)OFFLOAD_MIN_BYTES);
     results_config_plan(results, &setup->mlp_plan); /* the MLP chain's; the GPT's differs in its cap */
     results_config_num(results, "gpt_cap_seconds", setup->gpt_plan.cap_seconds);
@@ -634,7 +610,8 @@ static RematStatus measure_models(const Setup *setup, const MlpShape *mlp, const
 
 static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    Setup setup = {.dir = o->step.offload_opts.dir};
+    const char *dir = o->step.offload_opts.dir, *tmpdir = getenv("TMPDIR");
+    Setup setup = {.dir = dir ? dir : tmpdir && tmpdir[0] ? tmpdir : "/tmp"}; /* as offload_create chooses */
 
     const MlpShape mlp = o->quick ? (MlpShape){.N = 16, .W = 256, .B = 64} : (MlpShape){.N = 32, .W = 2048, .B = 256};
     const GptShape gpt = o->quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f}

@@ -127,19 +127,12 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
     StepStats warm;
     const Strategy s = bench_strategy(o, series->kind, NULL);
     Schedule *schedule = schedule_for_strategy(&s, g->model->n_layers);
-    if (!schedule) return remat_last_status();
-    Offload *off = NULL;
-    if (series->offload) {
-        OffloadOptions oo = OFFLOAD_DEFAULTS(series->policy);
-        oo.prefetch = series->prefetch;
-        if (!(off = offload_create(&oo))) {
-            schedule_free(schedule);
-            return remat_last_status();
-        }
-    }
+    OffloadOptions oo = OFFLOAD_DEFAULTS(series->policy);
+    oo.prefetch = series->prefetch;
+    Offload *off = schedule && series->offload ? offload_create(&oo) : NULL;
+    RematStatus status = !schedule || (series->offload && !off) ? remat_last_status() : REMAT_OK;
     const Variant v = bench_variant(o, (Variant){.name = series->name, .schedule = schedule, .offload = off}, true);
     TrainCtx ctx = bench_ctx(3, 4);
-    RematStatus status = REMAT_OK;
     for (int i = 0; i < WARMUP_STEPS && status == REMAT_OK; i++)
         status = step_measure(g, &v, &ctx, &warm);
 

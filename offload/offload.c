@@ -734,13 +734,3 @@ char *offload_describe(const Offload *off, char *buf, size_t size)
 int offload_debug_fd(const Offload *off) { return off->fd; }
 
 void offload_debug_refuse_direct(bool refuse) { refuse_direct = refuse; }
-
-RematStatus offload_debug_record(const Offload *off, size_t index, size_t *data_offset, size_t *bytes)
-{
-    if (index >= off->count || !off->order[index])
-        return remat_fail(REMAT_EINVAL, "offload_debug_record: no live record %zu (%zu written since the "
-                          "last reset)", index, off->count);
-    *data_offset = off->order[index]->offset + HEADER_BYTES;
-    *bytes = off->order[index]->header.bytes;
-    return REMAT_OK;
-}

@@ -206,8 +206,4 @@ int offload_debug_fd(const Offload *off);
  * system refused O_DIRECT (EINVAL, as one without direct I/O answers). */
 void offload_debug_refuse_direct(bool refuse);
 
-/* Where the data of the index-th record written since the file was last reset starts in
- * the file, and its bytes. REMAT_EINVAL if there is no such live record. */
-RematStatus offload_debug_record(const Offload *off, size_t index, size_t *data_offset, size_t *bytes);
-
 #endif /* REMAT_OFFLOAD_H */
