@@ -29,10 +29,9 @@ static const char *unsupported(const TrainOptions *o)
     const StepOptions *s = &o->step;
     if (s->offload) return "--offload (the spill file's timing is the run's)";
     if (o->ranks > 1 && (s->pipeline_stages || s->accumulate > 1))
-        return "--ranks with --pipeline-stages or --accumulate (a pipeline's ranks are its stages; K ranks are "
-               "--accumulate K)";
+        return "--ranks with --pipeline-stages or --accumulate (K ranks are --accumulate K)";
     if (s->strategy.kind == STRATEGY_DTR) return "--strategy dtr (its evictions depend on the run)";
-    if (s->strategy.kind == STRATEGY_BUDGET) return "--strategy budget (its planners, ops among them, profile a step)";
+    if (s->strategy.kind == STRATEGY_BUDGET && s->planner == PLANNER_OPS) return "--planner ops (it profiles a step)";
     if (s->pipeline_stages && o->results) return "--results for a pipeline (it prints each stage's peak)";
     return NULL;
 }
@@ -257,9 +256,11 @@ RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPredict
     const char *missing = unsupported(o);
     if (missing) return remat_fail(REMAT_EINVAL, "predicting a step: %s is not predicted", missing);
     StepExtras x;
-    Schedule *s = schedule_for_strategy(&o->step.strategy, o->layers);
-    ChainCost *cost = s ? run_cost(o, vocab, s->segments[0].policy, p->kinds, &x) : NULL;
-    RematStatus status = cost ? schedule_predict(s, cost) : remat_last_status();
+    const bool budget = o->step.strategy.kind == STRATEGY_BUDGET; /* planned as the run plans it, on this model */
+    Schedule *s = budget ? NULL : schedule_for_strategy(&o->step.strategy, o->layers);
+    ChainCost *cost = budget || s ? run_cost(o, vocab, s ? s->segments[0].policy : NULL, p->kinds, &x) : NULL;
+    if (budget && cost) s = planner_plan(o->step.planner, cost, o->step.memory_budget);
+    RematStatus status = s && cost ? schedule_predict(s, cost) : remat_last_status();
     if (status == REMAT_OK) {
         Prediction *q = &s->predicted; /* of one micro-batch: --accumulate K runs K alike (models/step.h) */
         const int K = o->step.accumulate;
@@ -287,7 +288,7 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
                                                   "are its stages)" : unsupported(o);
     if (missing)
         return remat_fail(REMAT_EINVAL, "--predict-only does not predict %s yet: it predicts a step under none, full, "
-                          "sqrt or selective: one process's, rank 0's of --ranks K, or a pipeline's", missing);
+                          "sqrt, selective or budget: one process's, rank 0's of --ranks K, or a pipeline's", missing);
     if (o->accounting == ACCOUNTING_PAPER) {
         const PaperShape p = {.s = (uint64_t)o->seq, .b = (uint64_t)o->batch, .h = (uint64_t)o->d_model,
                               .a = (uint64_t)o->heads, .layers = o->layers, .t = o->tensor_parallel};

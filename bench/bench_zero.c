@@ -415,7 +415,7 @@ static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, do
  * ledger measured over two steps of the same run (train_run, as `train --results` does). */
 typedef struct CheckRow {
     const char *config;
-    int batch, ranks, stage;
+    int batch, stage; /* the ranks are the results' config's */
     uint64_t act_predicted, act_measured, peak_predicted, peak_measured;
     double peak_difference;
     const char *other_kinds; /* "equal", or the first of params, grads, optimizer, workspace that is not */
@@ -424,7 +424,6 @@ typedef struct CheckRow {
 static const ResultsColumn CHECK_COLUMNS[] = {
     COLUMN(CheckRow, config, STR, "", SHOW("configuration", "", 24, 0)),
     COLUMN(CheckRow, batch, INT, "sequences per rank", SHOW("B", "", 2, 0)),
-    COLUMN(CheckRow, ranks, INT, "K", SHOW("K", "", 2, 0)),
     COLUMN(CheckRow, stage, INT, "ZeRO stage", SHOW("stage", "", 5, 0)),
     COLUMN(CheckRow, act_predicted, U64, "bytes", SHOW("act predicted", "MiB", 14, 3)),
     COLUMN(CheckRow, act_measured, U64, "bytes", SHOW("act measured", "MiB", 13, 3)),
@@ -447,7 +446,7 @@ static RematStatus check_one(ResultsTable *table, TrainOptions *o, const char *c
     train_report_free(&r);
     if (quiet) fclose(quiet);
     if (status != REMAT_OK) return status;
-    CheckRow row = {.config = config, .batch = o->batch, .ranks = K, .stage = o->step.zero_stage,
+    CheckRow row = {.config = config, .batch = o->batch, .stage = o->step.zero_stage,
                     .act_predicted = p.kinds[MEM_ACT], .act_measured = r.peaks[MEM_ACT], .peak_predicted = p.peak,
                     .peak_measured = r.ledger_peak, .other_kinds = "equal"};
     row.peak_difference = ((double)row.peak_predicted - (double)row.peak_measured) / (double)row.peak_measured;

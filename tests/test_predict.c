@@ -359,11 +359,16 @@ static void run_json(const char *line, const char *extra, char *json, size_t siz
 /* With --accumulate K, --predict-only against the ledger of a run of two steps: the
  * activations (the other micro-batches waiting beside the one running), the workspace,
  * the gradients (the sum and the next micro-batch's) and a step's RECOMPUTE FLOPs (K
- * micro-batches') alike to the byte and the FLOP; the peak of all kinds at once bounded. */
-static void test_predict_only_with_accumulate_equals_a_run(void **state)
+ * micro-batches') alike to the byte and the FLOP; the peak of all kinds at once bounded.
+ * And --strategy budget, planned by dp and chen on the model from shapes as the run plans
+ * on its profile: the same schedule's figures. */
+static void test_predict_only_equals_a_run(void **state)
 {
     (void)state;
     const char *lines[] = {
+        "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --strategy budget --memory-budget 215000 "
+        "--sample 0",
+        "--model mlp --layers 3 --d-model 16 --batch 4 --strategy budget --planner chen --memory-budget 17200",
         "--model mlp --layers 3 --d-model 16 --batch 4 --accumulate 3 --strategy selective --policy dots",
         "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --accumulate 3 --strategy full --sample 0",
         "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --attention fused --dropout-rng counter "
@@ -435,7 +440,6 @@ static void test_predict_only_refuses_what_it_cannot_predict(void **state)
     const char *refused[][2] = {
         {"--model mlp --predict-only --offload all", "--offload"},
         {"--model mlp --predict-only --strategy dtr --memory-budget 64MiB", "dtr"},
-        {"--model mlp --predict-only --strategy budget --memory-budget 64MiB", "budget"},
         {"--model mlp --predict-only --strategy budget --planner ops --memory-budget 64MiB", "ops"},
         {"--model mlp --predict-only --ranks 2 --accumulate 2", "--accumulate"},
         {"--predict-only --ranks 2 --pipeline-stages 2", "--pipeline-stages"},
@@ -494,7 +498,7 @@ int main(void)
         cmocka_unit_test_setup(test_chain_model_refuses_bad_shapes, clean_state),
         cmocka_unit_test_setup(test_prediction_equals_the_ledger_of_a_step, clean_state),
         cmocka_unit_test_setup(test_predict_only_builds_nothing_and_writes_json, clean_state),
-        cmocka_unit_test_setup(test_predict_only_with_accumulate_equals_a_run, clean_state),
+        cmocka_unit_test_setup(test_predict_only_equals_a_run, clean_state),
         cmocka_unit_test_setup(test_predict_only_names_the_moment_the_doctor_finds, clean_state),
         cmocka_unit_test_setup(test_predict_only_refuses_what_it_cannot_predict, clean_state),
         cmocka_unit_test_setup(test_predict_only_paper_accounting, clean_state),
