@@ -31,7 +31,6 @@ static const char *unsupported(const TrainOptions *o)
     if (o->ranks > 1 && (s->pipeline_stages || s->accumulate > 1))
         return "--ranks with --pipeline-stages or --accumulate (K ranks are --accumulate K)";
     if (s->strategy.kind == STRATEGY_DTR) return "--strategy dtr (its evictions depend on the run)";
-    if (s->strategy.kind == STRATEGY_BUDGET && s->planner == PLANNER_OPS) return "--planner ops (it profiles a step)";
     if (s->pipeline_stages && o->results) return "--results for a pipeline (it prints each stage's peak)";
     return NULL;
 }
@@ -78,7 +77,9 @@ static ChainCost *run_cost(const TrainOptions *o, int vocab, const Policy *polic
                            .vocab = vocab, .dropout = o->dropout, .attention = o->attention};
     const MlpConfig mlp = {.n_layers = o->layers, .width = o->d_model};
     const bool is_gpt = o->model == MODEL_GPT;
-    ChainCost *cost = is_gpt ? gpt_chain_model(&gpt, o->batch, &ctx, policy) : mlp_chain_model(&mlp, o->batch, policy);
+    const bool ops = o->step.strategy.kind == STRATEGY_BUDGET && o->step.planner == PLANNER_OPS;
+    ChainCost *cost = is_gpt ? gpt_chain_model(&gpt, o->batch, &ctx, policy, ops)
+                             : mlp_chain_model(&mlp, o->batch, policy, ops);
     if (!cost) return NULL;
     const size_t teacher = is_gpt ? 0 : (size_t)mlp_task_bytes(o->d_model);
     kinds[MEM_WORK] = cost->work_peak;
@@ -251,7 +252,7 @@ static RematStatus predict_pipeline(const TrainOptions *o, FILE *out)
     return status;
 }
 
-RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPrediction *p)
+RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPrediction *p, FILE *plan)
 {
     const char *missing = unsupported(o);
     if (missing) return remat_fail(REMAT_EINVAL, "predicting a step: %s is not predicted", missing);
@@ -261,6 +262,7 @@ RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPredict
     ChainCost *cost = budget || s ? run_cost(o, vocab, s ? s->segments[0].policy : NULL, p->kinds, &x) : NULL;
     if (budget && cost) s = planner_plan(o->step.planner, cost, o->step.memory_budget);
     RematStatus status = s && cost ? schedule_predict(s, cost) : remat_last_status();
+    if (status == REMAT_OK && budget && plan) schedule_print(s, NULL, plan);
     if (status == REMAT_OK) {
         Prediction *q = &s->predicted; /* of one micro-batch: --accumulate K runs K alike (models/step.h) */
         const int K = o->step.accumulate;
@@ -298,7 +300,7 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
         return remat_last_status();
     if (o->step.pipeline_stages) return predict_pipeline(o, out);
     MemoryPrediction p;
-    if (train_predict_memory(o, TEXT_VOCAB_SIZE, &p) != REMAT_OK) return remat_last_status();
+    if (train_predict_memory(o, TEXT_VOCAB_SIZE, &p, out) != REMAT_OK) return remat_last_status();
     fprintf(out, "predicted for one training step (--predict-only: nothing built), strategy %s",
             strategy_name(o->step.strategy.kind));
     if (o->ranks > 1) fprintf(out, ", rank 0 of %d at ZeRO stage %d", o->ranks, o->step.zero_stage);

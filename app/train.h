@@ -114,10 +114,11 @@ typedef struct MemoryPrediction {
     int first, count;
 } MemoryPrediction;
 
-/* train_predict's figures without its printing, for a GPT of `vocab` tokens (the train
- * program's is TEXT_VOCAB_SIZE; bench_zero's projection takes GPT-2's). REMAT_EINVAL for
- * a run it does not predict, naming it. */
-RematStatus train_predict_memory(const TrainOptions *opt, int vocab, MemoryPrediction *p);
+/* train_predict's figures without its table, for a GPT of `vocab` tokens (the train
+ * program's is TEXT_VOCAB_SIZE; bench_zero's projection takes GPT-2's); the schedule a
+ * --strategy budget run plans is printed to `plan` (may be NULL). REMAT_EINVAL for a run
+ * it does not predict, naming it. */
+RematStatus train_predict_memory(const TrainOptions *opt, int vocab, MemoryPrediction *p, FILE *plan);
 
 /* train --results after a run: the ledger's peaks since their reset, in the same JSON
  * under "measured", with the RECOMPUTE FLOPs per step of `steps`; REMAT_EIO on error. */

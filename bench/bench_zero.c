@@ -342,7 +342,7 @@ static RematStatus project_row(const ProjectShape *s, int K, int stage, bool ful
     o.step.zero_stage = stage;
     o.step.strategy = strategy_defaults(full ? STRATEGY_FULL : STRATEGY_NONE);
     MemoryPrediction m;
-    if (train_predict_memory(&o, s->V, &m) != REMAT_OK) return remat_last_status();
+    if (train_predict_memory(&o, s->V, &m, NULL) != REMAT_OK) return remat_last_status();
     const GptConfig gpt = {.n_layers = s->L, .d_model = s->C, .vocab = s->V, .seq_len = s->T};
     const uint64_t psi = (uint64_t)gpt_param_count(&gpt), embedding = (uint64_t)(s->V + s->T) * s->C + 2ull * s->C;
     *p = (ProjectRow){.model = s->name, .parameters = psi, .ranks = K, .stage = stage,
@@ -438,7 +438,7 @@ static RematStatus check_one(ResultsTable *table, TrainOptions *o, const char *c
 {
     MemoryPrediction p;
     o->ranks = K;
-    RematStatus status = train_predict_memory(o, TEXT_VOCAB_SIZE, &p);
+    RematStatus status = train_predict_memory(o, TEXT_VOCAB_SIZE, &p, NULL);
     o->ranks = 1; /* a run takes its ranks from mpirun */
     FILE *quiet = fopen("/dev/null", "w");
     TrainReport r = {0};

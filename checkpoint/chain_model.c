@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint/ops_plan.h"
+
 /* A walk through one stage: references to each value (0 the stage's input, i + 1 op i's
  * output), the bytes alive, counted from the stage's start without its input, and the
  * FLOPs of its forward (and of its backward kernels' RECOMPUTE). */
@@ -167,6 +169,29 @@ static void model_layer(ChainCost *c, ChainLayer *l, const ChainStage *s)
     if (c->policy) model_policy_layer(c, l, s);
 }
 
+/* The op-level model (ops_plan.h): the layer's ops, one shape for all, and each point's
+ * figures in each layer, modelled as model_policy_layer models a selective policy's. */
+static RematStatus model_ops(ChainCost *c, const ChainShape *shape)
+{
+    OpsProfile *o = ops_profile_create(c->n_layers);
+    RematStatus status = o ? ops_layer_of_stage(&shape->layer, &o->shapes[0]) : remat_last_status();
+    if (status == REMAT_OK) o->n_shapes = 1, status = ops_profile_search(o);
+    ChainCost one = *c;
+    ChainStage layer = shape->layer;
+    for (int k = 0; k < c->n_layers && status == REMAT_OK; k++) {
+        layer.input_grad = k > 0 || shape->layer.input_grad;
+        for (int p = 0; p < o->n_points[0]; p++) {
+            ChainLayer l = c->layers[k];
+            one.policy = &o->points[0][p].policy;
+            model_policy_layer(&one, &l, &layer);
+            o->measured[(size_t)k * (size_t)o->max_points + (size_t)p] = l.policy;
+        }
+    }
+    if (status == REMAT_OK) c->ops = o;
+    else ops_profile_free(o);
+    return status;
+}
+
 static bool stage_ok(const ChainStage *s, int least)
 {
     return s->n_ops >= least && s->n_ops <= CHAIN_MAX_OPS && (s->n_ops == 0 || s->ops);
@@ -206,5 +231,7 @@ ChainCost *chain_model(const ChainShape *shape)
     c->head_peak = max_size(w.peak, walk_backward(w, ROOT_LOSS));
     c->forward_flops += w.flops;
     c->kernel_recompute += w.recompute;
-    return c;
+    if (!shape->ops || model_ops(c, shape) == REMAT_OK) return c;
+    chain_cost_free(c);
+    return NULL;
 }

@@ -382,23 +382,13 @@ RematStatus chain_profile_ops(ChainCost *cost, Layer **layers, const ChainStages
 {
     if (!cost || !layers || !stages || !stages->embed)
         return remat_fail(REMAT_EINVAL, "chain_profile_ops: need a chain cost, its layers and stages");
-    const int n = cost->n_layers;
-    OpsProfile *o = calloc(1, sizeof *o);
-    if (o) *o = (OpsProfile){.n_layers = n, .shapes = calloc((size_t)n, sizeof(OpsLayer)),
-                             .shape_of = calloc((size_t)n, sizeof(int)), .n_points = calloc((size_t)n, sizeof(int)),
-                             .points = calloc((size_t)n, sizeof(OpsPoint *))};
-    if (!o || !o->shapes || !o->shape_of || !o->points || !o->n_points)
-        return ops_profile_free(o), remat_fail(REMAT_ENOMEM, "planner ops: no memory for %d layers", n);
+    OpsProfile *o = ops_profile_create(cost->n_layers);
+    if (!o) return remat_last_status();
     const FlopCounts flops = flops_snapshot();
     RematStatus status = record_chain(o, layers, stages, ctx ? *ctx : (TrainCtx){.training = true});
     flops_restore(&flops);
     mem_reset_peaks();
-    for (int s = 0; s < o->n_shapes && status == REMAT_OK; s++) {
-        status = ops_layer_pareto(&o->shapes[s], &o->points[s], &o->n_points[s]);
-        if (o->n_points[s] > o->max_points) o->max_points = o->n_points[s];
-    }
-    if (status == REMAT_OK && !(o->measured = calloc((size_t)n * (size_t)o->max_points, sizeof *o->measured)))
-        status = remat_fail(REMAT_ENOMEM, "planner ops: no memory for %d points", o->max_points);
+    if (status == REMAT_OK) status = ops_profile_search(o);
     if (status == REMAT_OK) status = measure_points(o, cost, layers, stages, ctx);
     if (status == REMAT_OK) ops_profile_free(cost->ops), cost->ops = o;
     else ops_profile_free(o);

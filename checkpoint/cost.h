@@ -222,10 +222,11 @@ typedef struct ChainShape {
     ChainStage embed, layer, head;
     int n_layers;
     const Policy *policy; /* NULL, or the selective policy whose figures to model */
+    bool ops;             /* and the op-level model (--planner ops), as chain_profile_ops measures it */
 } ChainShape;
 
-/* The ChainCost chain_profile_policy measures for this step under shape->policy, byte and
- * FLOP, computed without running anything (tests/test_predict.c checks that they are
+/* The ChainCost chain_profile_policy measures for this step under shape->policy (and with
+ * shape->ops, chain_profile_ops), byte and FLOP, computed without running anything (tests/test_predict.c checks that they are
  * equal, and that its predictions are a real step's ledger). The caller owns it
  * (chain_cost_free). NULL on
  * error: REMAT_EINVAL for no layers or head, or a stage of more than CHAIN_MAX_OPS ops. */

@@ -167,7 +167,53 @@ Var *ops_record_layer(Layer *layer, OpsLayer *l, Var *x, TrainCtx *ctx)
                            OPS_MAX_CLASSES, OPS_MAX_OUTPUTS, OPS_NAME_LEN);
 }
 
+/* ---- a layer's ops from its shapes -------------------------------------------------------- */
+
+RematStatus ops_layer_of_stage(const ChainStage *s, OpsLayer *l)
+{
+    _Static_assert((int)CHAIN_MAX_OPS <= (int)OPS_MAX_OPS, "a stage's ops fit a layer's");
+    memset(l, 0, sizeof *l);
+    for (int i = 0; i < s->n_ops; i++) {
+        const ChainOp *op = &s->ops[i];
+        const int cls = class_of(l, op->name, op->tag);
+        if (cls < 0)
+            return remat_fail(REMAT_EINVAL, "planner ops: a layer of more than %d classes (op, tag), or a name of "
+                              "%d characters or more: the layer model cannot hold it", OPS_MAX_CLASSES, OPS_NAME_LEN);
+        l->ops[l->n_ops++] = (OpsOp){.cls = cls, .flops = op->flops, .n_out = op->extra ? 2 : 1,
+                                     .bytes = {op->out, op->extra}, /* its extras, saved by itself */
+                                     .read_back = {op->saves & CHAIN_SAVES_OUT, true}};
+        for (int k = 0; k < CHAIN_OP_INPUTS; k++) { /* what it reads of the ops before it, and saves */
+            if (op->in[k] <= 0) continue;
+            l->ops[op->in[k] - 1].readers[0] |= 1u << cls;
+            l->ops[op->in[k] - 1].read_back[0] |= (op->saves >> k & 1u) != 0;
+        }
+    }
+    return REMAT_OK;
+}
+
 /* ---- reading it ------------------------------------------------------------------------- */
+
+OpsProfile *ops_profile_create(int n_layers)
+{
+    OpsProfile *o = calloc(1, sizeof *o);
+    if (o) *o = (OpsProfile){.n_layers = n_layers, .shapes = calloc((size_t)n_layers, sizeof(OpsLayer)),
+                             .shape_of = calloc((size_t)n_layers, sizeof(int)),
+                             .n_points = calloc((size_t)n_layers, sizeof(int)),
+                             .points = calloc((size_t)n_layers, sizeof(OpsPoint *))};
+    if (o && o->shapes && o->shape_of && o->points && o->n_points) return o;
+    ops_profile_free(o);
+    return remat_fail_null(REMAT_ENOMEM, "planner ops: no memory for %d layers", n_layers);
+}
+
+RematStatus ops_profile_search(OpsProfile *o)
+{
+    for (int s = 0; s < o->n_shapes; s++) {
+        if (ops_layer_pareto(&o->shapes[s], &o->points[s], &o->n_points[s]) != REMAT_OK) return remat_last_status();
+        if (o->n_points[s] > o->max_points) o->max_points = o->n_points[s];
+    }
+    if ((o->measured = calloc((size_t)o->n_layers * (size_t)o->max_points, sizeof *o->measured))) return REMAT_OK;
+    return remat_fail(REMAT_ENOMEM, "planner ops: no memory for %d points", o->max_points);
+}
 
 const OpsPoint *ops_points(const OpsProfile *o, int k, int *n)
 {

@@ -20,7 +20,7 @@ typedef struct OpsOp {
     uint64_t flops;                    /* its forward FLOPs: what recomputing it costs */
     int n_out;
     size_t bytes[OPS_MAX_OUTPUTS];     /* each output's bytes */
-    bool read_back[OPS_MAX_OUTPUTS];   /* saved by some op's backward, or the layer's output */
+    bool read_back[OPS_MAX_OUTPUTS];   /* saved by some op's backward (the layer's output is kept anyway) */
     uint32_t readers[OPS_MAX_OUTPUTS]; /* bit c: an op of class c reads it */
 } OpsOp;
 
@@ -50,8 +50,9 @@ void ops_evaluate(const OpsLayer *l, uint32_t keep, size_t *kept, uint64_t *flop
  * for a layer of more than OPS_MAX_CLASSES classes; REMAT_ENOMEM. */
 RematStatus ops_layer_pareto(const OpsLayer *l, OpsPoint **points, int *n);
 
-/* The op-level model of a chain (chain_profile_ops in cost.h measures it; a ChainCost holds
- * it): each layer's shape, each shape's Pareto set, each layer's points as measured. */
+/* The op-level model of a chain (chain_profile_ops in cost.h measures it, chain_model
+ * computes it from shapes; a ChainCost holds it): each layer's shape, each shape's Pareto
+ * set, each layer's points as measured. */
 typedef struct OpsProfile {
     int n_layers, n_shapes, max_points;
     OpsLayer *shapes;         /* the distinct layers */
@@ -64,6 +65,16 @@ typedef struct OpsProfile {
  * recorded into `l` (zeroed by the caller); returns its output. NULL on error: REMAT_EINVAL
  * naming a layer whose ops the model cannot hold, or the layer's own error. */
 Var *ops_record_layer(Layer *layer, OpsLayer *l, Var *x, TrainCtx *ctx);
+
+/* Layer stage s's ops (cost.h: ChainOp) as `l`, as ops_record_layer records them with
+ * sizes and no data: an op's extras are one output it saves. REMAT_EINVAL for more classes
+ * than OPS_MAX_CLASSES, or a name too long. */
+RematStatus ops_layer_of_stage(const ChainStage *s, OpsLayer *l);
+
+/* An op-level model of n_layers layers with nothing in it yet (NULL: REMAT_ENOMEM); then,
+ * once its shapes are in, each shape's Pareto set searched and `measured` made, zeroed. */
+OpsProfile *ops_profile_create(int n_layers);
+RematStatus ops_profile_search(OpsProfile *o);
 
 /* The figures of layer k under `policy`; NULL when it is no point of layer k's shape (or
  * there is no model, o NULL). */

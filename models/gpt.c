@@ -384,7 +384,7 @@ static void block_ops(Ops *o, const GptConfig *c)
                         .flops = n});
 }
 
-ChainCost *gpt_chain_model(const GptConfig *config, int batch, const TrainCtx *ctx, const Policy *policy)
+ChainCost *gpt_chain_model(const GptConfig *config, int batch, const TrainCtx *ctx, const Policy *policy, bool ops)
 {
     if (check_config(config) != REMAT_OK) return NULL;
     if (batch < 1) return remat_fail_null(REMAT_EINVAL, "gpt: the batch must be >= 1, got %d", batch);
@@ -408,7 +408,7 @@ ChainCost *gpt_chain_model(const GptConfig *config, int batch, const TrainCtx *c
                                      .layer = {block.op, block.n, a, true}, .n_layers = config->n_layers,
                                      .head = {head.op, head.n, a, true}, .work_peak = work * sizeof(float),
                                      .fixed = (size_t)(2 * gpt_param_count(config) * sizeof(float)),
-                                     .policy = policy});
+                                     .policy = policy, .ops = ops});
 }
 
 /* ---- generation ----------------------------------------------------------------------- */

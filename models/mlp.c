@@ -99,7 +99,7 @@ double mlp_param_count(const MlpConfig *config)
 
 /* The block and the loss as the chain model walks them (residual_mlp_forward, op_mse):
  * linear, relu, add; and the MSE, which saves its prediction. */
-ChainCost *mlp_chain_model(const MlpConfig *config, int batch, const Policy *policy)
+ChainCost *mlp_chain_model(const MlpConfig *config, int batch, const Policy *policy, bool ops)
 {
     if (!config || config->n_layers < 1 || config->width < 1 || batch < 1)
         return remat_fail_null(REMAT_EINVAL, "mlp: need at least 1 layer, width 1 and batch 1");
@@ -115,7 +115,7 @@ ChainCost *mlp_chain_model(const MlpConfig *config, int batch, const Policy *pol
                                      .layer = {block, 3, a, false}, /* x_0 is the batch: no gradient */
                                      .n_layers = config->n_layers, .head = {&mse, 1, a, true},
                                      .fixed = (size_t)(2 * params + mlp_task_bytes(config->width)),
-                                     .policy = policy});
+                                     .policy = policy, .ops = ops});
 }
 
 /* ---- the teacher task ------------------------------------------------------------------- */

@@ -42,7 +42,7 @@ double mlp_param_count(const MlpConfig *config);
 
 /* As gpt_chain_model (gpt.h), for the chain on its task's batches of `batch` examples;
  * its fixed memory has the teacher too. NULL on error: a bad config or batch. */
-ChainCost *mlp_chain_model(const MlpConfig *config, int batch, const Policy *policy);
+ChainCost *mlp_chain_model(const MlpConfig *config, int batch, const Policy *policy, bool ops);
 
 /* The synthetic regression task: inputs x ~ N(0, 1) of shape (B, W), drawn from a
  * generator the caller passes (so a training run can save and restore it), targets

@@ -21,6 +21,7 @@
 #include "models/gpt.h"
 #include "models/mlp.h"
 #include "models/step.h"
+#include "checkpoint/ops_plan.h"
 #include "autograd/optim.h"
 #include "app/paper_accounting.h"
 #include "tensor/flops.h"
@@ -73,6 +74,33 @@ static void assert_costs_equal(const ChainCost *got, const ChainCost *want, cons
     assert_true(same);
 }
 
+/* The op-level models (--planner ops) of the two costs: each layer's Pareto points, and
+ * each point's figures in that layer, named when one differs. */
+static void assert_ops_equal(const ChainCost *got, const ChainCost *want, const char *what)
+{
+    assert_non_null(got->ops);
+    assert_non_null(want->ops);
+    bool same = true;
+    for (int k = 0; k < got->n_layers; k++) {
+        int n, m;
+        const OpsPoint *g = ops_points(got->ops, k, &n), *w = ops_points(want->ops, k, &m);
+        if (n != m) printf("  %s: layer %d has %d points modelled, %d measured\n", what, k, n, m);
+        same = same && n == m;
+        for (int p = 0; p < n && p < m; p++) {
+            const SegmentFigures *gf = ops_figures(got->ops, k, &g[p].policy), *wf = ops_figures(want->ops, k, &w[p].policy);
+            if (g[p].keep == w[p].keep && g[p].kept == w[p].kept && g[p].flops == w[p].flops && gf->adds == wf->adds &&
+                gf->need == wf->need && gf->flops == wf->flops)
+                continue;
+            printf("  %s: layer %d point %d (%s): keep %x kept %zu flops %" PRIu64 ", adds %zu need %zu flops %" PRIu64
+                   " modelled; keep %x kept %zu flops %" PRIu64 ", adds %zu need %zu flops %" PRIu64 " measured\n", what,
+                   k, p, w[p].name, g[p].keep, g[p].kept, g[p].flops, gf->adds, gf->need, gf->flops, w[p].keep, w[p].kept,
+                   w[p].flops, wf->adds, wf->need, wf->flops);
+            same = false;
+        }
+    }
+    assert_true(same);
+}
+
 /* ---- the MLP ----------------------------------------------------------------------------- */
 
 typedef struct Built {
@@ -111,13 +139,14 @@ static void test_mlp_model_equals_profile(void **state)
                 const MlpConfig c = {.n_layers = n, .width = width, .seed = 1};
                 Built b = build_mlp(&c, batch);
                 TrainCtx ctx = {.training = true};
-                ChainCost *measured = model_profile(b.model, b.x, b.y, &ctx, NULL, PLANNER_DP);
-                ChainCost *modelled = mlp_chain_model(&c, batch, NULL);
+                ChainCost *measured = model_profile(b.model, b.x, b.y, &ctx, NULL, PLANNER_OPS);
+                ChainCost *modelled = mlp_chain_model(&c, batch, NULL, true);
                 assert_non_null(measured);
                 assert_non_null(modelled);
                 char what[64];
                 snprintf(what, sizeof what, "mlp N %d W %d B %d", n, width, batch);
                 assert_costs_equal(modelled, measured, what);
+                assert_ops_equal(modelled, measured, what);
                 chain_cost_free(measured);
                 chain_cost_free(modelled);
                 built_free(&b);
@@ -149,14 +178,15 @@ static void check_gpt(const GptConfig *c, int batch, DropoutRng rng)
     assert_non_null(b.model);
     b.x = token_batch(batch, c->seq_len, &b.y);
     TrainCtx ctx = gpt_ctx(rng);
-    ChainCost *measured = model_profile(b.model, b.x, b.y, &ctx, NULL, PLANNER_DP);
-    ChainCost *modelled = gpt_chain_model(c, batch, &ctx, NULL);
+    ChainCost *measured = model_profile(b.model, b.x, b.y, &ctx, NULL, PLANNER_OPS);
+    ChainCost *modelled = gpt_chain_model(c, batch, &ctx, NULL, true);
     assert_non_null(measured);
     assert_non_null(modelled);
     char what[128];
     snprintf(what, sizeof what, "gpt L %d C %d H %d T %d B %d %s dropout %g %s", c->n_layers, c->d_model, c->n_heads,
              c->seq_len, batch, name_of(&ATTENTION_KIND_NAMES, c->attention), (double)c->dropout, dropout_rng_name(rng));
     assert_costs_equal(modelled, measured, what);
+    assert_ops_equal(modelled, measured, what);
     chain_cost_free(measured);
     chain_cost_free(modelled);
     built_free(&b);
@@ -193,8 +223,8 @@ static void check_step(Built *b, const Strategy *st, const GptConfig *gpt, const
 {
     Schedule *s = schedule_for_strategy(st, b->model->n_layers);
     assert_non_null(s);
-    ChainCost *cost = gpt ? gpt_chain_model(gpt, batch, &ctx, s->segments[0].policy)
-                          : mlp_chain_model(mlp, batch, s->segments[0].policy);
+    ChainCost *cost = gpt ? gpt_chain_model(gpt, batch, &ctx, s->segments[0].policy, false)
+                          : mlp_chain_model(mlp, batch, s->segments[0].policy, false);
     assert_non_null(cost);
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     Optimizer *optim = optim_create(&adamw, b->model->params, b->model->n_params);
@@ -260,14 +290,14 @@ static void test_prediction_equals_the_ledger_of_a_step(void **state)
 static void test_chain_model_refuses_bad_shapes(void **state)
 {
     (void)state;
-    assert_null(mlp_chain_model(&(MlpConfig){.n_layers = 0, .width = 4}, 1, NULL));
+    assert_null(mlp_chain_model(&(MlpConfig){.n_layers = 0, .width = 4}, 1, NULL, false));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
     assert_null(gpt_chain_model(&(GptConfig){.n_layers = 1, .d_model = 10, .n_heads = 3, .seq_len = 4, .vocab = 8},
-                                1, NULL, NULL));
+                                1, NULL, NULL, false));
     assert_non_null(strstr(remat_last_error(), "multiple of n_heads"));
     const TrainCtx stream = gpt_ctx(DROPOUT_RNG_STREAM);
     assert_null(gpt_chain_model(&(GptConfig){.n_layers = 1, .d_model = 8, .n_heads = 2, .seq_len = 4, .vocab = 8,
-                                             .dropout = 0.1f, .attention = ATTENTION_FUSED}, 1, &stream, NULL));
+                                             .dropout = 0.1f, .attention = ATTENTION_FUSED}, 1, &stream, NULL, false));
     assert_non_null(strstr(remat_last_error(), "counter-based"));
     const ChainOp op = {.in = {0, -1, -1}, .out = 4};
     const ChainStage empty = {NULL, 0, 4, true}, one = {&op, 1, 4, true};
@@ -315,7 +345,7 @@ static void test_predict_only_builds_nothing_and_writes_json(void **state)
     assert_non_null(f);
     assert_true(fread(json, 1, sizeof json - 1, f) > 0);
     fclose(f);
-    ChainCost *cost = mlp_chain_model(&(MlpConfig){.n_layers = 5, .width = 16}, 4, NULL);
+    ChainCost *cost = mlp_chain_model(&(MlpConfig){.n_layers = 5, .width = 16}, 4, NULL, false);
     Schedule *s = chain_schedule_for_strategy(cost, STRATEGY_SQRT);
     snprintf(want, sizeof want, "\"activations\": %zu,", s->predicted.peak_act);
     assert_non_null(strstr(json, want));
@@ -369,6 +399,9 @@ static void test_predict_only_equals_a_run(void **state)
         "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --strategy budget --memory-budget 215000 "
         "--sample 0",
         "--model mlp --layers 3 --d-model 16 --batch 4 --strategy budget --planner chen --memory-budget 17200",
+        "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --strategy budget --planner ops "
+        "--memory-budget 215000 --sample 0",
+        "--model mlp --layers 3 --d-model 16 --batch 4 --strategy budget --planner ops --memory-budget 17200",
         "--model mlp --layers 3 --d-model 16 --batch 4 --accumulate 3 --strategy selective --policy dots",
         "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --accumulate 3 --strategy full --sample 0",
         "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --attention fused --dropout-rng counter "
@@ -440,7 +473,6 @@ static void test_predict_only_refuses_what_it_cannot_predict(void **state)
     const char *refused[][2] = {
         {"--model mlp --predict-only --offload all", "--offload"},
         {"--model mlp --predict-only --strategy dtr --memory-budget 64MiB", "dtr"},
-        {"--model mlp --predict-only --strategy budget --planner ops --memory-budget 64MiB", "ops"},
         {"--model mlp --predict-only --ranks 2 --accumulate 2", "--accumulate"},
         {"--predict-only --ranks 2 --pipeline-stages 2", "--pipeline-stages"},
     };
