@@ -30,7 +30,6 @@ static const char *unsupported(const TrainOptions *o)
     if (s->offload) return "--offload (the spill file's timing is the run's)";
     if (o->ranks > 1 && (s->pipeline_stages || s->accumulate > 1))
         return "--ranks with --pipeline-stages or --accumulate (K ranks are --accumulate K)";
-    if (s->strategy.kind == STRATEGY_DTR) return "--strategy dtr (its evictions depend on the run)";
     if (s->pipeline_stages && o->results) return "--results for a pipeline (it prints each stage's peak)";
     return NULL;
 }
@@ -258,7 +257,10 @@ RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPredict
     if (missing) return remat_fail(REMAT_EINVAL, "predicting a step: %s is not predicted", missing);
     StepExtras x;
     const bool budget = o->step.strategy.kind == STRATEGY_BUDGET; /* planned as the run plans it, on this model */
-    Schedule *s = budget ? NULL : schedule_for_strategy(&o->step.strategy, o->layers);
+    const Strategy none = strategy_defaults(STRATEGY_NONE); /* dtr's step when it evicts nothing */
+    Schedule *s = budget ? NULL : schedule_for_strategy(o->step.strategy.kind == STRATEGY_DTR ? &none
+                                                                                                : &o->step.strategy,
+                                                        o->layers);
     ChainCost *cost = budget || s ? run_cost(o, vocab, s ? s->segments[0].policy : NULL, p->kinds, &x) : NULL;
     if (budget && cost) s = planner_plan(o->step.planner, cost, o->step.memory_budget);
     RematStatus status = s && cost ? schedule_predict(s, cost) : remat_last_status();
@@ -279,6 +281,11 @@ RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPredict
         p->forward_flops = q->forward_flops * (uint64_t)K;
         p->moment = m.where, p->first = m.at.first, p->count = m.at.count;
     }
+    if (status == REMAT_OK && o->step.strategy.kind == STRATEGY_DTR && p->peak > o->step.memory_budget)
+        status = remat_fail(REMAT_EINVAL, "--strategy dtr would evict under --memory-budget %zu bytes (the step needs "
+                            "%zu without evicting): which tensors, and so what it recomputes, the run decides; from "
+                            "%zu bytes it evicts nothing, and that is predicted", o->step.memory_budget, p->peak,
+                            p->peak);
     schedule_free(s);
     chain_cost_free(cost);
     return status;
@@ -290,7 +297,7 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
                                                   "are its stages)" : unsupported(o);
     if (missing)
         return remat_fail(REMAT_EINVAL, "--predict-only does not predict %s yet: it predicts a step under none, full, "
-                          "sqrt, selective or budget: one process's, rank 0's of --ranks K, or a pipeline's", missing);
+                          "sqrt, selective, budget or dtr: one process's, rank 0's of --ranks K, or a pipeline's", missing);
     if (o->accounting == ACCOUNTING_PAPER) {
         const PaperShape p = {.s = (uint64_t)o->seq, .b = (uint64_t)o->batch, .h = (uint64_t)o->d_model,
                               .a = (uint64_t)o->heads, .layers = o->layers, .t = o->tensor_parallel};
@@ -309,6 +316,11 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
     fprintf(out, "  %-12s %14zu bytes (all kinds at the same moment%s)\n", "peak", p.peak,
             o->ranks > 1 && o->step.zero_stage >= 2 ? "; a bound: the gradients of what backward runs counted as "
                                                       "made" : "");
+    if (o->step.memory_budget)
+        fprintf(out, "  --memory-budget %zu bytes: %s\n", o->step.memory_budget, p.peak <= o->step.memory_budget
+                ? (o->step.strategy.kind == STRATEGY_DTR ? "the peak fits: dtr evicts nothing, its step is none's"
+                                                         : "the peak fits")
+                : "the peak is over it: the run stops out of memory if its ledger reaches it");
     fprintf(out, "  recompute    %" PRIu64 " FLOPs (the forward: %" PRIu64 ")\n", p.recompute_flops, p.forward_flops);
     fprintf(out, "  the peak is reached %s", p.moment);
     if (p.count) fprintf(out, p.count > 1 ? " h.%d-h.%d" : " h.%d", p.first, p.first + p.count - 1);

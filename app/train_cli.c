@@ -134,9 +134,10 @@ static const Flag TRAIN_FLAGS[] = {
      .help = "no per-step lines or progress bar"},
     {.name = "--predict-only", .type = FLAG_SWITCH, .offset = AT(predict_only),
      .help = "build nothing: print one step's predicted peak memory by kind\n"
-             "and its recompute FLOPs (none, full, sqrt, selective, budget:\n"
-             "its schedule too). Add it to a run's own command line: the\n"
-             "flags only a run uses are checked, unused"},
+             "and its recompute FLOPs (none, full, sqrt, selective, budget\n"
+             "and its schedule, dtr where it evicts nothing). Add it to a\n"
+             "run's own command line: the flags only a run uses are checked,\n"
+             "unused"},
     {.name = "--accounting", .type = FLAG_NAME, .offset = AT(accounting), .names = &ACCOUNTING_NAMES,
      .value = "remat|paper", .needs = GPT_PREDICT_RUN,
      .unneeded = "it says how --predict-only counts a GPT's step: give both --predict-only and --model gpt",

@@ -402,6 +402,8 @@ static void test_predict_only_equals_a_run(void **state)
         "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --strategy budget --planner ops "
         "--memory-budget 215000 --sample 0",
         "--model mlp --layers 3 --d-model 16 --batch 4 --strategy budget --planner ops --memory-budget 17200",
+        "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --strategy dtr --memory-budget 1MiB "
+        "--sample 0",
         "--model mlp --layers 3 --d-model 16 --batch 4 --accumulate 3 --strategy selective --policy dots",
         "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --accumulate 3 --strategy full --sample 0",
         "--layers 2 --d-model 16 --heads 2 --seq 8 --batch 2 --dropout 0.1 --attention fused --dropout-rng counter "
@@ -472,7 +474,6 @@ static void test_predict_only_refuses_what_it_cannot_predict(void **state)
     FILE *out = tmpfile();
     const char *refused[][2] = {
         {"--model mlp --predict-only --offload all", "--offload"},
-        {"--model mlp --predict-only --strategy dtr --memory-budget 64MiB", "dtr"},
         {"--model mlp --predict-only --ranks 2 --accumulate 2", "--accumulate"},
         {"--predict-only --ranks 2 --pipeline-stages 2", "--pipeline-stages"},
     };
@@ -481,6 +482,17 @@ static void test_predict_only_refuses_what_it_cannot_predict(void **state)
         assert_non_null(strstr(remat_last_error(), "does not predict"));
         assert_non_null(strstr(remat_last_error(), refused[i][1]));
     }
+    /* dtr is predicted where it evicts nothing; below, which tensors it evicts is the run's. */
+    assert_int_equal(train_line("--model mlp --layers 3 --d-model 16 --batch 4 --predict-only --strategy dtr "
+                                "--memory-budget 16KiB", out), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "dtr would evict under --memory-budget 16384 bytes"));
+    char text[2048];
+    train_text("--model mlp --layers 3 --d-model 16 --batch 4 --predict-only --strategy dtr --memory-budget 1MiB",
+               text, sizeof text);
+    assert_non_null(strstr(text, "the peak fits: dtr evicts nothing"));
+    train_text("--model mlp --layers 3 --d-model 16 --batch 4 --predict-only --strategy full --memory-budget 1KiB",
+               text, sizeof text); /* said, not refused: the run is what stops */
+    assert_non_null(strstr(text, "the peak is over it: the run stops out of memory"));
     /* Started by a launcher (its environment says so; no MPI is started by train_run), it
      * would be one rank of several: data parallelism, ZeRO or a pipeline. */
     assert_int_equal(setenv("PMI_SIZE", "2", 1), 0);
