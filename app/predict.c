@@ -257,10 +257,9 @@ RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPredict
     if (missing) return remat_fail(REMAT_EINVAL, "predicting a step: %s is not predicted", missing);
     StepExtras x;
     const bool budget = o->step.strategy.kind == STRATEGY_BUDGET; /* planned as the run plans it, on this model */
-    const Strategy none = strategy_defaults(STRATEGY_NONE); /* dtr's step when it evicts nothing */
-    Schedule *s = budget ? NULL : schedule_for_strategy(o->step.strategy.kind == STRATEGY_DTR ? &none
-                                                                                                : &o->step.strategy,
-                                                        o->layers);
+    const Strategy none = strategy_defaults(STRATEGY_NONE); /* dtr's step where it evicts nothing */
+    const Strategy *strategy = o->step.strategy.kind == STRATEGY_DTR ? &none : &o->step.strategy;
+    Schedule *s = budget ? NULL : schedule_for_strategy(strategy, o->layers);
     ChainCost *cost = budget || s ? run_cost(o, vocab, s ? s->segments[0].policy : NULL, p->kinds, &x) : NULL;
     if (budget && cost) s = planner_plan(o->step.planner, cost, o->step.memory_budget);
     RematStatus status = s && cost ? schedule_predict(s, cost) : remat_last_status();
@@ -297,7 +296,8 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
                                                   "are its stages)" : unsupported(o);
     if (missing)
         return remat_fail(REMAT_EINVAL, "--predict-only does not predict %s yet: it predicts a step under none, full, "
-                          "sqrt, selective, budget or dtr: one process's, rank 0's of --ranks K, or a pipeline's", missing);
+                          "sqrt, selective, budget or dtr: one process's, rank 0's of --ranks K, or a pipeline's",
+                          missing);
     if (o->accounting == ACCOUNTING_PAPER) {
         const PaperShape p = {.s = (uint64_t)o->seq, .b = (uint64_t)o->batch, .h = (uint64_t)o->d_model,
                               .a = (uint64_t)o->heads, .layers = o->layers, .t = o->tensor_parallel};

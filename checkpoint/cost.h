@@ -226,10 +226,10 @@ typedef struct ChainShape {
 } ChainShape;
 
 /* The ChainCost chain_profile_policy measures for this step under shape->policy (and with
- * shape->ops, chain_profile_ops), byte and FLOP, computed without running anything (tests/test_predict.c checks that they are
- * equal, and that its predictions are a real step's ledger). The caller owns it
- * (chain_cost_free). NULL on
- * error: REMAT_EINVAL for no layers or head, or a stage of more than CHAIN_MAX_OPS ops. */
+ * shape->ops, chain_profile_ops), byte and FLOP, computed without running anything
+ * (tests/test_predict.c checks that they are equal, and that its predictions are a real
+ * step's ledger). The caller owns it (chain_cost_free). NULL on error: REMAT_EINVAL for
+ * no layers or head, or a stage of more than CHAIN_MAX_OPS ops. */
 ChainCost *chain_model(const ChainShape *shape);
 
 /* ---- predictions ----------------------------------------------------------------------- */

@@ -71,7 +71,8 @@ double gpt_param_count(const GptConfig *config);
 
 /* What model_profile measures on a step of `batch` sequences of seq_len tokens, dropout
  * as `ctx` says (NULL: none), with the figures of `policy` (NULL: none) and, with `ops`,
- * the op-level model (model_profile's for PLANNER_OPS), from the shapes alone (checkpoint/cost.h: chain_model); its fixed memory has every gradient and no
+ * the op-level model (model_profile's for PLANNER_OPS), from the shapes alone
+ * (checkpoint/cost.h: chain_model); its fixed memory has every gradient and no
  * optimizer state. The caller owns it (chain_cost_free). NULL on error: a bad config or
  * batch, fused attention dropping out with the stream generator. */
 ChainCost *gpt_chain_model(const GptConfig *config, int batch, const TrainCtx *ctx, const Policy *policy, bool ops);
