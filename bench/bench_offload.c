@@ -232,8 +232,7 @@ static void bound_of(StepRow *row, const Estimate *disk, const Timing *t, int i,
     const int n = t->rounds;
     const double w = (double)row->disk_written_per_step / disk[DISK_WRITE].value;
     const double r = (double)row->disk_written_per_step / disk[DISK_READ].value;
-    double *bound = malloc(2 * (size_t)n * sizeof *bound), *ratio = bound + n;
-    if (!bound) return;
+    double bound[BENCH_MAX_STEPS], ratio[BENCH_MAX_STEPS];
     for (int k = 0; k < n; k++) {
         const double *in_ram = &t->values[((size_t)k * t->variants + twin) * t->quantities];
         const double f = in_ram[STEP_FORWARD_SECONDS], b = in_ram[STEP_BACKWARD_SECONDS];
@@ -244,7 +243,6 @@ static void bound_of(StepRow *row, const Estimate *disk, const Timing *t, int i,
     row->vs_bound = estimate_median(ratio, n);
     row->disk_write = w;
     row->disk_read = r;
-    free(bound);
 }
 
 /* Configuration i's row; the times come from `timing`, whose variant 0 is none, and

@@ -121,14 +121,9 @@ static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, 
     for (int s = 0; s < n_sizes; s++) {
         const size_t n = o->quick && s == 1 ? 1u << 16 : sizes[s];
         float *x = malloc(3 * n * sizeof *x); /* x, then the shard and scratch */
-        double *t[2] = {malloc(2 * (size_t)samples * sizeof(double))};
-        if (!x || !t[0]) {
-            free(x);
-            free(t[0]);
-            return remat_fail(REMAT_ENOMEM, "bench_zero: no memory for %zu floats", n);
-        }
+        if (!x) return remat_fail(REMAT_ENOMEM, "bench_zero: no memory for %zu floats", n);
         float *shard = x + n, *scratch = x + 2 * n;
-        t[1] = t[0] + samples;
+        double t[2][BENCH_MAX_STEPS];
         for (size_t i = 0; i < n; i++) x[i] = 1e-3f * (float)(i % 1000);
         uint64_t sent[2] = {0};
         for (int k = 0; k < samples; k++)
@@ -150,7 +145,6 @@ static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, 
             results_add_row(table, &(ReduceRow){n, methods[m], e, fastest, sent[m]});
         }
         free(x);
-        free(t[0]);
     }
     comm_reset();
     return REMAT_OK;
@@ -203,8 +197,8 @@ static RematStatus run_stage(const DistGroup *g, const GptShape *shape, int stag
     Optimizer *opt = z ? zero_optimizer_create(z, &adamw) : NULL;
     const Strategy strategy = strategy_defaults(kind);
     Schedule *schedule = opt ? schedule_for_strategy(&strategy, b.model->n_layers) : NULL;
-    double *t = malloc((size_t)steps * sizeof *t);
-    if (status == REMAT_OK && (!schedule || !t)) status = t ? remat_last_status() : REMAT_ENOMEM;
+    double t[BENCH_MAX_STEPS];
+    if (status == REMAT_OK && !schedule) status = remat_last_status();
     TrainCtx ctx = {.training = true};
     pcg32_seed(&ctx.rng, 1, 2);
     const Step step = {.model = b.model, .schedule = schedule, .optim = opt, .plugs = {step_zero_plug(z)}};
@@ -230,7 +224,6 @@ static RematStatus run_stage(const DistGroup *g, const GptShape *shape, int stag
             row->received[p] = comm_received(&c, (CommPhase)p) / (uint64_t)steps;
         }
     }
-    free(t);
     schedule_free(schedule);
     optim_free(opt);
     zero_free(z);
