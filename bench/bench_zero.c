@@ -199,8 +199,7 @@ static RematStatus run_stage(const DistGroup *g, const GptShape *shape, int stag
     Schedule *schedule = opt ? schedule_for_strategy(&strategy, b.model->n_layers) : NULL;
     double t[BENCH_MAX_STEPS];
     if (status == REMAT_OK && !schedule) status = remat_last_status();
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 1, 2);
+    TrainCtx ctx = bench_ctx(1, 2);
     const Step step = {.model = b.model, .schedule = schedule, .optim = opt, .plugs = {step_zero_plug(z)}};
     const MicroBatch mb = {b.batch.x, b.batch.y};
     for (int s = -1; s < steps && status == REMAT_OK; s++) {
