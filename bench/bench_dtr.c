@@ -222,15 +222,12 @@ static const int NS[] = {10, 20, 32, 50, 64, 100, 128, 200, 256, 500, 512, 1000}
 
 static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    if (!unit_chain) {
-        const RematStatus status = models(o, results);
-        if (status != REMAT_OK) return status;
-    }
+    RematStatus status = unit_chain ? REMAT_OK : models(o, results);
+    if (status != REMAT_OK) return status;
     const int count = o->quick ? 5 : (int)(sizeof NS / sizeof NS[0]);
     results_config_ints(results, "n", NS, count);
     ResultsTable *table = RESULTS_TABLE(results, "unit_chain", "extra computes of DTR and of the optimum", COLUMNS);
     results_print_head(table, 0);
-    RematStatus status = REMAT_OK;
     for (int i = 0; i < count * 3 && status == REMAT_OK; i++) {
         const double n = NS[i / 3], budget[3] = {ceil(2 * sqrt(n)), ceil(sqrt(n)), ceil(log2(n))};
         ChainRow row = {.n = NS[i / 3], .budget = (int)budget[i % 3], .heuristic = "h_DTR = c(e*)/(m*s)",
