@@ -331,25 +331,23 @@ static void summarize(Sweep *w, size_t lo_revolve, ResultsTable *summary)
 static RematStatus sweep(Chain *c, int n_budgets, int n_below, ResultsTable *points, ResultsTable *summary,
                          Progress *progress)
 {
-    Sweep w = {.c = c, .lo = planner_min_budget(PLANNER_DP, c->cost), .points = points, .progress = progress,
-               .n_planners = 3};
+    Sweep w = {.c = c, .lo = planner_min_budget(PLANNER_DP, c->cost), .points = points, .progress = progress};
     Schedule *none = chain_schedule_for_strategy(c->cost, STRATEGY_NONE);
     if (!none) return remat_last_status();
     w.hi = none->predicted.peak_total;
     schedule_free(none);
+    const bool uniform = chain_check_uniform(c->cost) == REMAT_OK;
+    const size_t lo_revolve = uniform ? planner_min_budget(PLANNER_REVOLVE, c->cost) : 0;
     char revolve[400];
-    if (chain_check_uniform(c->cost) != REMAT_OK) {
-        snprintf(revolve, sizeof revolve, "revolve: not uniform, plans nothing: %s", remat_last_error());
-        remat_clear_error();
-        w.n_planners = 2;
-    }
-    const size_t lo_revolve = w.n_planners == 3 ? planner_min_budget(PLANNER_REVOLVE, c->cost) : 0;
-    if (w.n_planners == 3) snprintf(revolve, sizeof revolve, "revolve: %.3f MiB", mib(lo_revolve));
+    if (uniform) snprintf(revolve, sizeof revolve, "revolve: %.3f MiB", mib(lo_revolve));
+    else snprintf(revolve, sizeof revolve, "revolve: not uniform, plans nothing: %s", remat_last_error());
+    remat_clear_error(); /* not uniform: said, and no error */
+    w.n_planners = uniform ? 3 : 2;
     printf("\n  %s: %d layers; smallest feasible budget %.3f MiB (%s), none needs %.3f MiB\n", c->name,
            c->cost->n_layers, mib(w.lo), revolve, mib(w.hi));
     results_print_head(points, 0);
     RematStatus status = REMAT_OK;
-    for (int i = 0; w.n_planners == 3 && lo_revolve < w.lo && i < n_below && status == REMAT_OK; i++)
+    for (int i = 0; uniform && lo_revolve < w.lo && i < n_below && status == REMAT_OK; i++)
         status = sweep_budget(&w, lo_revolve + (size_t)((double)(w.lo - lo_revolve) * i / n_below));
     for (int i = 0; i < n_budgets && status == REMAT_OK; i++)
         status = sweep_budget(&w, w.lo + (size_t)((double)(w.hi - w.lo) * i / (n_budgets - 1)));
