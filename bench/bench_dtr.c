@@ -76,22 +76,21 @@ typedef struct ModelRun {
     const char *name;
     ModelBench g;
     int n;
-    Variant variants[N_VARIANTS];
-    Schedule *schedules[N_VARIANTS];
+    Variant variants[N_VARIANTS]; /* their schedules are the run's, freed with it */
     int variant_of[N_VARIANTS - 1]; /* by record: its variant, or -1 */
     ModelRow rows[N_VARIANTS - 1];
 } ModelRun;
 
 static void model_run_free(ModelRun *m)
 {
-    for (int i = 0; i < m->n; i++) schedule_free(m->schedules[i]);
+    for (int i = 0; i < m->n; i++) schedule_free(m->variants[i].schedule);
     model_bench_free(&m->g);
 }
 
 /* CHOOSE_STEPS steps of dtr's schedule `s` under the ledger's budget `budget`; false when it
  * does not fit there (out of memory, or thrashing past its bound), said in a line. Its record
  * gets what the runtime did per step and the share of the steps spent choosing victims. */
-static bool dtr_fits(ModelRun *m, const Schedule *s, size_t budget, ModelRow *row, RematStatus *status)
+static bool dtr_fits(ModelRun *m, Schedule *s, size_t budget, ModelRow *row, RematStatus *status)
 {
     const Variant v = {.name = row->planner, .schedule = s, .budget = budget};
     TrainCtx ctx = bench_ctx(5, 5);
@@ -123,10 +122,9 @@ static RematStatus models_plan(ModelRun *m)
     TrainCtx ctx = bench_ctx(5, 5);
     ChainCost *cost = model_profile(m->g.model, m->g.batch.x, m->g.batch.y, &ctx, NULL, PLANNER_DP);
     StepStats st;
-    m->schedules[0] = schedule_for_strategy(&none, layers);
-    m->variants[m->n++] = (Variant){.name = "none", .schedule = m->schedules[0]};
+    m->variants[m->n++] = (Variant){.name = "none", .schedule = schedule_for_strategy(&none, layers)};
     RematStatus status =
-        cost && m->schedules[0] ? step_measure(&m->g, &m->variants[0], &ctx, &st) : remat_last_status();
+        cost && m->variants[0].schedule ? step_measure(&m->g, &m->variants[0], &ctx, &st) : remat_last_status();
     for (int r = 0; r < 2 * N_SHARES && status == REMAT_OK; r++) {
         const double share = ACT_SHARES[r / 2];
         ModelRow *row = &m->rows[r];
@@ -142,7 +140,6 @@ static RematStatus models_plan(ModelRun *m)
             remat_clear_error();
             continue;
         }
-        m->schedules[m->n] = s;
         m->variants[m->n++] = (Variant){.name = row->planner, .schedule = s, .budget = row->dtr ? row->budget : 0};
     }
     chain_cost_free(cost);

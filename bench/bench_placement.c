@@ -138,14 +138,13 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, &adamw);
-    Schedule *schedules[N_PLACEMENTS] = {0};
-    Variant variants[N_PLACEMENTS];
+    Variant variants[N_PLACEMENTS] = {{0}};
     for (int p = 0; p < N_PLACEMENTS && status == REMAT_OK; p++) {
         const Strategy s = bench_strategy(o, PLACEMENTS[p].kind, PLACEMENTS[p].policy);
-        schedules[p] = PLACEMENTS[p].every_other ? every_other_block(&s, g.model->n_layers)
-                                             : schedule_for_strategy(&s, g.model->n_layers);
-        if (!schedules[p]) status = remat_last_status();
-        variants[p] = bench_variant(o, (Variant){.name = PLACEMENTS[p].name, .schedule = schedules[p]}, true);
+        Schedule *schedule = PLACEMENTS[p].every_other ? every_other_block(&s, g.model->n_layers)
+                                                       : schedule_for_strategy(&s, g.model->n_layers);
+        if (!schedule) status = remat_last_status();
+        variants[p] = bench_variant(o, (Variant){.name = PLACEMENTS[p].name, .schedule = schedule}, true);
     }
 
     StepStats stats[MAX_THREADS][N_PLACEMENTS];
@@ -172,7 +171,7 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
         for (int t = 0; t < n_threads; t++) print_and_record(t + 1, stats[t], &timing[t], table);
     }
     for (int t = 0; t < n_threads; t++) timing_free(&timing[t]);
-    for (int p = 0; p < N_PLACEMENTS; p++) schedule_free(schedules[p]);
+    for (int p = 0; p < N_PLACEMENTS; p++) schedule_free(variants[p].schedule);
     model_bench_free(&g);
     return status;
 }

@@ -106,7 +106,7 @@ static RematStatus chain_create(Chain *c, const char *name, int N, int W, int B,
 /* ---- one point ---------------------------------------------------------------------------- */
 
 /* One AdamW step under schedule `s` with the ledger's budget set to `budget`. */
-static RematStatus run_schedule(Chain *c, const Schedule *s, size_t budget, StepStats *stats)
+static RematStatus run_schedule(Chain *c, Schedule *s, size_t budget, StepStats *stats)
 {
     const Variant v = {.name = "planned", .schedule = s, .budget = budget};
     TrainCtx ctx = bench_ctx(5, 5);
@@ -160,7 +160,7 @@ static const ResultsColumn POINT_COLUMNS[] = {
 /* The row of `planner`'s schedule `s` at `budget` (NULL: none found), with its recompute
  * FLOPs' `ratio` to the optimum's there (NAN: undefined), after one AdamW step under that
  * budget. */
-static RematStatus point_run(Chain *c, const char *planner, const Schedule *s, size_t budget, double ratio,
+static RematStatus point_run(Chain *c, const char *planner, Schedule *s, size_t budget, double ratio,
                              PointRow *r)
 {
     *r = (PointRow){.model = c->name, .planner = planner, .budget = budget, .found = s != NULL,
@@ -390,12 +390,11 @@ static const ResultsColumn PARETO_COLUMNS[] = {
 
 enum { FRONTIER_MAX = 48 }; /* none, 4 planners and dtr at up to 8 budgets, 4 presets */
 
-/* A model's frontier: its variants (none first), their schedules, records and last steps. */
+/* A model's frontier: its variants (none first; their schedules its own), records and last steps. */
 typedef struct Frontier {
     Chain *c;
     int n;
     Variant variants[FRONTIER_MAX];
-    Schedule *schedules[FRONTIER_MAX];
     ParetoRow rows[FRONTIER_MAX];
     StepStats stats[FRONTIER_MAX];
 } Frontier;
@@ -404,7 +403,6 @@ typedef struct Frontier {
  * dtr's steps run under that budget, the ledger's. */
 static void frontier_add(Frontier *f, const char *planner, Schedule *s, size_t budget, bool swept)
 {
-    f->schedules[f->n] = s;
     f->variants[f->n] = (Variant){.name = planner, .schedule = s, .budget = s->strategy == STRATEGY_DTR ? budget : 0};
     f->rows[f->n++] = (ParetoRow){.model = f->c->name, .planner = planner, .swept = swept, .budget = budget};
 }
@@ -493,7 +491,7 @@ static RematStatus frontier_measure(Frontier *f, const TimingPlan *plan)
         r->step_seconds = timing_median(&timing, i, STEP_SECONDS);
         r->time_overhead = timing_ratio(&timing, i, 0, STEP_SECONDS);
         r->budget = r->swept ? r->budget : r->peak;
-        commonest_keep_set(r, f->schedules[i]);
+        commonest_keep_set(r, f->variants[i].schedule);
         if (r->peak > r->budget)
             status = remat_fail(REMAT_ESTATE, "%s, planner %s: the step's peak, %zu bytes, is over its budget, %zu "
                                 "bytes: a bug", f->c->name, r->planner, r->peak, r->budget);
@@ -525,8 +523,8 @@ static RematStatus frontier_claim(Frontier *f)
     if (widest < 0) return REMAT_OK;
     f->rows[widest].most_below_dp = true;
     printf("  the widest gap, at %.2f MiB: ops, then dp\n", mib(f->rows[widest].budget));
-    schedule_print(f->schedules[widest], f->c->g.model->layers, stdout);
-    schedule_print(f->schedules[widest_dp], f->c->g.model->layers, stdout);
+    schedule_print(f->variants[widest].schedule, f->c->g.model->layers, stdout);
+    schedule_print(f->variants[widest_dp].schedule, f->c->g.model->layers, stdout);
     return REMAT_OK;
 }
 
@@ -543,7 +541,7 @@ static RematStatus frontier(Chain *c, int n_budgets, const TimingPlan *plan, Res
     if (status == REMAT_OK) status = frontier_claim(f);
     if (status == REMAT_OK) results_print_head(table, 0);
     for (int i = 0; i < f->n && status == REMAT_OK; i++) results_add_row(table, &f->rows[i]);
-    for (int i = 0; i < f->n; i++) schedule_free(f->schedules[i]);
+    for (int i = 0; i < f->n; i++) schedule_free(f->variants[i].schedule);
     free(f);
     return status;
 }
