@@ -81,12 +81,6 @@ typedef struct ModelRun {
     ModelRow rows[N_VARIANTS - 1];
 } ModelRun;
 
-static void model_run_free(ModelRun *m)
-{
-    for (int i = 0; i < m->n; i++) schedule_free(m->variants[i].schedule);
-    model_bench_free(&m->g);
-}
-
 /* CHOOSE_STEPS steps of dtr's schedule `s` under the ledger's budget `budget`; false when it
  * does not fit there (out of memory, or thrashing past its bound), said in a line. Its record
  * gets what the runtime did per step and the share of the steps spent choosing victims. */
@@ -193,7 +187,8 @@ static RematStatus models(const BenchOptions *o, Results *results)
         status = k ? mlp_bench_create(&m.g, mlp, NULL, &adamw) : gpt_bench_create(&m.g, gpt, &adamw);
         if (status == REMAT_OK) status = models_plan(&m);
         if (status == REMAT_OK) status = models_measure(&m, &plan, table);
-        model_run_free(&m);
+        for (int i = 0; i < m.n; i++) schedule_free(m.variants[i].schedule);
+        model_bench_free(&m.g);
     }
     return status;
 }
