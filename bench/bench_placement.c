@@ -101,25 +101,20 @@ static const ResultsColumn COLUMNS[] = {
     COLUMN_TIMED(Row, time_per_flop_overhead, "ratio", SHOW("time ovh / FLOP ovh", "", 22, 2)), COLUMN_SAMPLES,
 };
 
-/* Placement p's row on `threads` threads: its last step (stats[p]) against none's (stats[0]). */
-static Row row_of(int threads, int p, const StepStats *stats, const Timing *timing)
-{
-    const StepStats *s = &stats[p];
-    Row r = {.threads = threads, .placement = PLACEMENTS[p].name, .step = *s,
-             .act_saved = (double)stats[0].peak[MEM_ACT] - (double)s->peak[MEM_ACT], .flop_overhead = flop_overhead(s),
-             .step_seconds = timing_median(timing, p, STEP_SECONDS),
-             .time_overhead = timing_ratio(timing, p, 0, STEP_SECONDS)};
-    r.act_saved_fraction = r.act_saved / (double)stats[0].peak[MEM_ACT];
-    if (r.flop_overhead > 0) r.time_per_flop_overhead = per_flop(&r.time_overhead, r.flop_overhead);
-    return r;
-}
-
+/* The table on `threads` threads, printed and recorded: each placement's last step (stats[p])
+ * against none's (stats[0]). */
 static void print_and_record(int threads, const StepStats *stats, const Timing *timing, ResultsTable *table)
 {
     printf("\n  %d thread%s\n", threads, threads == 1 ? "" : "s");
     results_print_head(table, 0);
     for (int p = 0; p < N_PLACEMENTS; p++) {
-        const Row r = row_of(threads, p, stats, timing);
+        const StepStats *s = &stats[p];
+        Row r = {.threads = threads, .placement = PLACEMENTS[p].name, .step = *s,
+                 .act_saved = (double)stats[0].peak[MEM_ACT] - (double)s->peak[MEM_ACT],
+                 .flop_overhead = flop_overhead(s), .step_seconds = timing_median(timing, p, STEP_SECONDS),
+                 .time_overhead = timing_ratio(timing, p, 0, STEP_SECONDS)};
+        r.act_saved_fraction = r.act_saved / (double)stats[0].peak[MEM_ACT];
+        if (r.flop_overhead > 0) r.time_per_flop_overhead = per_flop(&r.time_overhead, r.flop_overhead);
         results_add_row(table, &r);
     }
 }
