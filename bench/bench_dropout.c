@@ -34,18 +34,16 @@ static const BenchInfo INFO = {
 };
 static const uint64_t DROPOUT_SEED = 11;
 
-/* The model flags of the command line (--dropout-rng, --attention). */
-static const BenchOptions *options;
-
-/* One step's gradients (forward and backward; g has no optimizer, so no update) under `s`,
- * with the dropout generator seeded the same way each time (or the counter keyed by the same seed). */
-static RematStatus gradients(ModelBench *g, const Strategy *s)
+/* One step's gradients (forward and backward; g has no optimizer, so no update) under `s`
+ * with the model flags of the command line `o` (--dropout-rng, --attention), the dropout
+ * generator seeded the same way each time (or the counter keyed by the same seed). */
+static RematStatus gradients(ModelBench *g, const Strategy *s, const BenchOptions *o)
 {
     Schedule *schedule = schedule_for_strategy(s, g->model->n_layers);
     if (!schedule) return remat_last_status();
     TrainCtx ctx = bench_ctx(DROPOUT_SEED, 1);
     StepStats unused;
-    const Variant v = bench_variant(options, (Variant){.name = strategy_name(s->kind), .schedule = schedule}, true);
+    const Variant v = bench_variant(o, (Variant){.name = strategy_name(s->kind), .schedule = schedule}, true);
     const RematStatus status = step_measure(g, &v, &ctx, &unused);
     schedule_free(schedule);
     return status;
@@ -84,7 +82,7 @@ static const ResultsColumn COLUMNS[] = {
 
 /* Measures one strategy with and without replay into out[0] (with) and out[1] (without). */
 static RematStatus compare(ModelBench *g, const Strategy *strategy, Tensor *const *reference, Outcome out[2],
-                           Progress *progress)
+                           const BenchOptions *o, Progress *progress)
 {
     for (int i = 0; i < 2; i++) {
         Outcome *r = &out[i];
@@ -96,13 +94,13 @@ static RematStatus compare(ModelBench *g, const Strategy *strategy, Tensor *cons
         r->replay = i == 0;
         Strategy s = *strategy;
         s.replay.preserve_rng = r->replay;
-        RematStatus status = gradients(g, &s);
+        RematStatus status = gradients(g, &s, o);
         if (status != REMAT_OK) return status;
         r->diff = max_grad_diff(g->model, reference);
         r->bit_identical = r->diff == 0.0;
 
         s.replay.determinism_check = true;
-        status = gradients(g, &s);
+        status = gradients(g, &s, o);
         if (status != REMAT_OK && status != REMAT_ESTATE) return status;
         r->check_passed = status == REMAT_OK;
         r->check = r->check_passed ? "passed" : "caught";
@@ -120,7 +118,6 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
     const GptShape shape = o->quick ? (GptShape){.L = 4, .C = 64, .H = 4, .T = 32, .B = 2, .dropout = 0.1f}
                                     : (GptShape){.L = 4, .C = 128, .H = 4, .T = 128, .B = 4, .dropout = 0.1f};
     results_config_gpt(results, &shape);
-    options = o;
     ResultsTable *table = RESULTS_TABLE(results, "gradients", "gradients of one batch against no checkpointing",
                                         COLUMNS);
     ModelBench g;
@@ -131,7 +128,7 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
     Tensor **reference = m ? calloc((size_t)m->n_params, sizeof *reference) : NULL;
     if (status == REMAT_OK && !reference) status = remat_fail(REMAT_ENOMEM, "no memory for the reference gradients");
     const Strategy none = strategy_defaults(STRATEGY_NONE);
-    if (status == REMAT_OK) status = gradients(&g, &none);
+    if (status == REMAT_OK) status = gradients(&g, &none, o);
     for (int i = 0; status == REMAT_OK && i < m->n_params; i++) {
         reference[i] = tensor_clone(m->params[i].var->grad, MEM_WORK);
         if (!reference[i]) status = remat_last_status();
@@ -143,7 +140,7 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
     Progress progress;
     progress_begin(&progress, stdout, 2 * n);
     for (int k = 0; k < n && status == REMAT_OK; k++)
-        status = compare(&g, &sweep[k], reference, outcomes[k], &progress);
+        status = compare(&g, &sweep[k], reference, outcomes[k], o, &progress);
     progress_end(&progress);
     if (status == REMAT_OK) {
         char text[64];

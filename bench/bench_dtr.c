@@ -76,22 +76,15 @@ typedef struct ModelRun {
     const char *name;
     ModelBench g;
     int n;
-    Variant variants[N_VARIANTS];
-    Schedule *schedules[N_VARIANTS];
+    Variant variants[N_VARIANTS]; /* their schedules are the run's, freed with it */
     int variant_of[N_VARIANTS - 1]; /* by record: its variant, or -1 */
     ModelRow rows[N_VARIANTS - 1];
 } ModelRun;
 
-static void model_run_free(ModelRun *m)
-{
-    for (int i = 0; i < m->n; i++) schedule_free(m->schedules[i]);
-    model_bench_free(&m->g);
-}
-
 /* CHOOSE_STEPS steps of dtr's schedule `s` under the ledger's budget `budget`; false when it
  * does not fit there (out of memory, or thrashing past its bound), said in a line. Its record
  * gets what the runtime did per step and the share of the steps spent choosing victims. */
-static bool dtr_fits(ModelRun *m, const Schedule *s, size_t budget, ModelRow *row, RematStatus *status)
+static bool dtr_fits(ModelRun *m, Schedule *s, size_t budget, ModelRow *row, RematStatus *status)
 {
     const Variant v = {.name = row->planner, .schedule = s, .budget = budget};
     TrainCtx ctx = bench_ctx(5, 5);
@@ -123,10 +116,9 @@ static RematStatus models_plan(ModelRun *m)
     TrainCtx ctx = bench_ctx(5, 5);
     ChainCost *cost = model_profile(m->g.model, m->g.batch.x, m->g.batch.y, &ctx, NULL, PLANNER_DP);
     StepStats st;
-    m->schedules[0] = schedule_for_strategy(&none, layers);
-    m->variants[m->n++] = (Variant){.name = "none", .schedule = m->schedules[0]};
+    m->variants[m->n++] = (Variant){.name = "none", .schedule = schedule_for_strategy(&none, layers)};
     RematStatus status =
-        cost && m->schedules[0] ? step_measure(&m->g, &m->variants[0], &ctx, &st) : remat_last_status();
+        cost && m->variants[0].schedule ? step_measure(&m->g, &m->variants[0], &ctx, &st) : remat_last_status();
     for (int r = 0; r < 2 * N_SHARES && status == REMAT_OK; r++) {
         const double share = ACT_SHARES[r / 2];
         ModelRow *row = &m->rows[r];
@@ -142,7 +134,6 @@ static RematStatus models_plan(ModelRun *m)
             remat_clear_error();
             continue;
         }
-        m->schedules[m->n] = s;
         m->variants[m->n++] = (Variant){.name = row->planner, .schedule = s, .budget = row->dtr ? row->budget : 0};
     }
     chain_cost_free(cost);
@@ -196,7 +187,8 @@ static RematStatus models(const BenchOptions *o, Results *results)
         status = k ? mlp_bench_create(&m.g, mlp, NULL, &adamw) : gpt_bench_create(&m.g, gpt, &adamw);
         if (status == REMAT_OK) status = models_plan(&m);
         if (status == REMAT_OK) status = models_measure(&m, &plan, table);
-        model_run_free(&m);
+        for (int i = 0; i < m.n; i++) schedule_free(m.variants[i].schedule);
+        model_bench_free(&m.g);
     }
     return status;
 }
@@ -222,15 +214,12 @@ static const int NS[] = {10, 20, 32, 50, 64, 100, 128, 200, 256, 500, 512, 1000}
 
 static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    if (!unit_chain) {
-        const RematStatus status = models(o, results);
-        if (status != REMAT_OK) return status;
-    }
+    RematStatus status = unit_chain ? REMAT_OK : models(o, results);
+    if (status != REMAT_OK) return status;
     const int count = o->quick ? 5 : (int)(sizeof NS / sizeof NS[0]);
     results_config_ints(results, "n", NS, count);
     ResultsTable *table = RESULTS_TABLE(results, "unit_chain", "extra computes of DTR and of the optimum", COLUMNS);
     results_print_head(table, 0);
-    RematStatus status = REMAT_OK;
     for (int i = 0; i < count * 3 && status == REMAT_OK; i++) {
         const double n = NS[i / 3], budget[3] = {ceil(2 * sqrt(n)), ceil(sqrt(n)), ceil(log2(n))};
         ChainRow row = {.n = NS[i / 3], .budget = (int)budget[i % 3], .heuristic = "h_DTR = c(e*)/(m*s)",

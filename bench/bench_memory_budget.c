@@ -14,7 +14,6 @@
  * What it is not: a planner that picks a strategy for a budget (bench_planner runs those).
  */
 #include <stdio.h>
-#include <string.h>
 
 #include "bench/measure.h"
 
@@ -60,8 +59,7 @@ typedef struct JobResult {
  * status of an error that is not the budget's. */
 static RematStatus run_job(const JobModel *m, const Strategy *s, OptimKind optim, size_t budget, JobResult *r)
 {
-    memset(r, 0, sizeof *r);
-    r->process = mem_resident_watch_start();
+    *r = (JobResult){.process = mem_resident_watch_start()};
     mem_reset_peaks();
     mem_set_budget(budget);
     const OptimConfig c = optim == OPTIM_ADAMW ? optim_adamw_defaults(1e-3f) : optim_sgd_defaults(1e-2f, 0.0f);

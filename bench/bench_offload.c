@@ -107,14 +107,13 @@ typedef struct Setup {
     TimingPlan records; /* pack + unpack of one record, per size, the two ways interleaved */
 } Setup;
 
-/* Configuration c made ready to step on model m: its schedule into *schedule and its
- * offloader (NULL without offload) into *offload. */
-static RematStatus config_create(const Config *c, const Model *m, const Setup *setup, Schedule **schedule,
-                                 Offload **offload)
+/* Configuration c made ready to step on model m, as variant *v: its schedule and its
+ * offloader (NULL without offload), which the caller frees. */
+static RematStatus config_create(const Config *c, const Model *m, const Setup *setup, Variant *v)
 {
     const Strategy s = strategy_defaults(c->strategy);
-    *schedule = schedule_for_strategy(&s, m->n_layers);
-    if (!*schedule || !c->offload) return *schedule ? REMAT_OK : remat_last_status();
+    *v = (Variant){.name = c->name, .schedule = schedule_for_strategy(&s, m->n_layers)};
+    if (!v->schedule || !c->offload) return v->schedule ? REMAT_OK : remat_last_status();
     OffloadOptions oo = OFFLOAD_DEFAULTS(c->policy);
     oo.dir = setup->dir;
     oo.prefetch = c->prefetch;
@@ -126,8 +125,8 @@ static RematStatus config_create(const Config *c, const Model *m, const Setup *s
         oo.write_behind_bytes = WINDOW_BEHIND;
     }
     if (c->io_threads) oo.io_threads = c->io_threads;
-    *offload = offload_create(&oo);
-    return *offload ? REMAT_OK : remat_last_status();
+    v->offload = offload_create(&oo);
+    return v->offload ? REMAT_OK : remat_last_status();
 }
 
 /* ---- training steps under each configuration ------------------------------------------- */
@@ -232,8 +231,7 @@ static void bound_of(StepRow *row, const Estimate *disk, const Timing *t, int i,
     const int n = t->rounds;
     const double w = (double)row->disk_written_per_step / disk[DISK_WRITE].value;
     const double r = (double)row->disk_written_per_step / disk[DISK_READ].value;
-    double *bound = malloc(2 * (size_t)n * sizeof *bound), *ratio = bound + n;
-    if (!bound) return;
+    double bound[BENCH_MAX_STEPS], ratio[BENCH_MAX_STEPS];
     for (int k = 0; k < n; k++) {
         const double *in_ram = &t->values[((size_t)k * t->variants + twin) * t->quantities];
         const double f = in_ram[STEP_FORWARD_SECONDS], b = in_ram[STEP_BACKWARD_SECONDS];
@@ -244,7 +242,6 @@ static void bound_of(StepRow *row, const Estimate *disk, const Timing *t, int i,
     row->vs_bound = estimate_median(ratio, n);
     row->disk_write = w;
     row->disk_read = r;
-    free(bound);
 }
 
 /* Configuration i's row; the times come from `timing`, whose variant 0 is none, and
@@ -310,14 +307,10 @@ static RematStatus measure_model(const char *model, const char *title, ModelBenc
 {
     const TimingPlan *plan = strcmp(model, "gpt") ? &setup->mlp_plan : &setup->gpt_plan;
     const int n_configs = setup->n_configs;
-    Schedule *schedules[N_CONFIGS] = {0};
-    Offload *offloads[N_CONFIGS] = {0};
-    Variant variants[N_CONFIGS];
+    Variant variants[N_CONFIGS] = {{0}};
     RematStatus status = REMAT_OK;
-    for (int c = 0; c < n_configs && status == REMAT_OK; c++) {
-        status = config_create(setup->configs[c], g->model, setup, &schedules[c], &offloads[c]);
-        variants[c] = (Variant){.name = setup->configs[c]->name, .schedule = schedules[c], .offload = offloads[c]};
-    }
+    for (int c = 0; c < n_configs && status == REMAT_OK; c++)
+        status = config_create(setup->configs[c], g->model, setup, &variants[c]);
     StepStats stats[N_CONFIGS];
     TrainCtx ctx = bench_ctx(1, 2);
     Timing timing = {0};
@@ -337,8 +330,8 @@ static RematStatus measure_model(const char *model, const char *title, ModelBenc
     }
     timing_free(&timing);
     for (int c = 0; c < n_configs; c++) {
-        offload_free(offloads[c]);
-        schedule_free(schedules[c]);
+        offload_free(variants[c].offload);
+        schedule_free(variants[c].schedule);
     }
     return status;
 }

@@ -259,11 +259,10 @@ static RematStatus measure(const DistGroup *g, const BenchOptions *o, Results *r
     const OptimConfig adamw = optim_adamw_defaults(1e-4f);
     ModelBench b;
     RematStatus status = gpt_bench_create(&b, &shape, &adamw);
-    Run run = {.g = g, .one = {.model = b.model, .optim = b.opt}, .all = malloc(2 * (size_t)g->size * sizeof(uint64_t))};
     MicroBatch mb[8]; /* the largest M; every micro-batch the same batch: a step is measured, not learning */
     for (int i = 0; i < 8; i++) mb[i] = (MicroBatch){b.batch.x, b.batch.y};
-    run.mb = mb;
-    run.ctx = bench_ctx(1, 2);
+    Run run = {.g = g, .one = {.model = b.model, .optim = b.opt}, .mb = mb, .ctx = bench_ctx(1, 2),
+               .all = malloc(2 * (size_t)g->size * sizeof(uint64_t))};
     if (status == REMAT_OK && !run.all) status = remat_fail(REMAT_ENOMEM, "bench_pipeline: no memory");
     if (status == REMAT_OK) status = sweep(&run, &shape, &plan, table);
     free(run.all);

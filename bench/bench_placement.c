@@ -101,25 +101,20 @@ static const ResultsColumn COLUMNS[] = {
     COLUMN_TIMED(Row, time_per_flop_overhead, "ratio", SHOW("time ovh / FLOP ovh", "", 22, 2)), COLUMN_SAMPLES,
 };
 
-/* Placement p's row on `threads` threads: its last step (stats[p]) against none's (stats[0]). */
-static Row row_of(int threads, int p, const StepStats *stats, const Timing *timing)
-{
-    const StepStats *s = &stats[p];
-    Row r = {.threads = threads, .placement = PLACEMENTS[p].name, .step = *s,
-             .act_saved = (double)stats[0].peak[MEM_ACT] - (double)s->peak[MEM_ACT], .flop_overhead = flop_overhead(s),
-             .step_seconds = timing_median(timing, p, STEP_SECONDS),
-             .time_overhead = timing_ratio(timing, p, 0, STEP_SECONDS)};
-    r.act_saved_fraction = r.act_saved / (double)stats[0].peak[MEM_ACT];
-    if (r.flop_overhead > 0) r.time_per_flop_overhead = per_flop(&r.time_overhead, r.flop_overhead);
-    return r;
-}
-
+/* The table on `threads` threads, printed and recorded: each placement's last step (stats[p])
+ * against none's (stats[0]). */
 static void print_and_record(int threads, const StepStats *stats, const Timing *timing, ResultsTable *table)
 {
     printf("\n  %d thread%s\n", threads, threads == 1 ? "" : "s");
     results_print_head(table, 0);
     for (int p = 0; p < N_PLACEMENTS; p++) {
-        const Row r = row_of(threads, p, stats, timing);
+        const StepStats *s = &stats[p];
+        Row r = {.threads = threads, .placement = PLACEMENTS[p].name, .step = *s,
+                 .act_saved = (double)stats[0].peak[MEM_ACT] - (double)s->peak[MEM_ACT],
+                 .flop_overhead = flop_overhead(s), .step_seconds = timing_median(timing, p, STEP_SECONDS),
+                 .time_overhead = timing_ratio(timing, p, 0, STEP_SECONDS)};
+        r.act_saved_fraction = r.act_saved / (double)stats[0].peak[MEM_ACT];
+        if (r.flop_overhead > 0) r.time_per_flop_overhead = per_flop(&r.time_overhead, r.flop_overhead);
         results_add_row(table, &r);
     }
 }
@@ -138,14 +133,13 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &shape, &adamw);
-    Schedule *schedules[N_PLACEMENTS] = {0};
-    Variant variants[N_PLACEMENTS];
+    Variant variants[N_PLACEMENTS] = {{0}};
     for (int p = 0; p < N_PLACEMENTS && status == REMAT_OK; p++) {
         const Strategy s = bench_strategy(o, PLACEMENTS[p].kind, PLACEMENTS[p].policy);
-        schedules[p] = PLACEMENTS[p].every_other ? every_other_block(&s, g.model->n_layers)
-                                             : schedule_for_strategy(&s, g.model->n_layers);
-        if (!schedules[p]) status = remat_last_status();
-        variants[p] = bench_variant(o, (Variant){.name = PLACEMENTS[p].name, .schedule = schedules[p]}, true);
+        Schedule *schedule = PLACEMENTS[p].every_other ? every_other_block(&s, g.model->n_layers)
+                                                       : schedule_for_strategy(&s, g.model->n_layers);
+        if (!schedule) status = remat_last_status();
+        variants[p] = bench_variant(o, (Variant){.name = PLACEMENTS[p].name, .schedule = schedule}, true);
     }
 
     StepStats stats[MAX_THREADS][N_PLACEMENTS];
@@ -172,7 +166,7 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
         for (int t = 0; t < n_threads; t++) print_and_record(t + 1, stats[t], &timing[t], table);
     }
     for (int t = 0; t < n_threads; t++) timing_free(&timing[t]);
-    for (int p = 0; p < N_PLACEMENTS; p++) schedule_free(schedules[p]);
+    for (int p = 0; p < N_PLACEMENTS; p++) schedule_free(variants[p].schedule);
     model_bench_free(&g);
     return status;
 }

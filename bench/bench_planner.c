@@ -106,7 +106,7 @@ static RematStatus chain_create(Chain *c, const char *name, int N, int W, int B,
 /* ---- one point ---------------------------------------------------------------------------- */
 
 /* One AdamW step under schedule `s` with the ledger's budget set to `budget`. */
-static RematStatus run_schedule(Chain *c, const Schedule *s, size_t budget, StepStats *stats)
+static RematStatus run_schedule(Chain *c, Schedule *s, size_t budget, StepStats *stats)
 {
     const Variant v = {.name = "planned", .schedule = s, .budget = budget};
     TrainCtx ctx = bench_ctx(5, 5);
@@ -160,7 +160,7 @@ static const ResultsColumn POINT_COLUMNS[] = {
 /* The row of `planner`'s schedule `s` at `budget` (NULL: none found), with its recompute
  * FLOPs' `ratio` to the optimum's there (NAN: undefined), after one AdamW step under that
  * budget. */
-static RematStatus point_run(Chain *c, const char *planner, const Schedule *s, size_t budget, double ratio,
+static RematStatus point_run(Chain *c, const char *planner, Schedule *s, size_t budget, double ratio,
                              PointRow *r)
 {
     *r = (PointRow){.model = c->name, .planner = planner, .budget = budget, .found = s != NULL,
@@ -331,25 +331,23 @@ static void summarize(Sweep *w, size_t lo_revolve, ResultsTable *summary)
 static RematStatus sweep(Chain *c, int n_budgets, int n_below, ResultsTable *points, ResultsTable *summary,
                          Progress *progress)
 {
-    Sweep w = {.c = c, .lo = planner_min_budget(PLANNER_DP, c->cost), .points = points, .progress = progress,
-               .n_planners = 3};
+    Sweep w = {.c = c, .lo = planner_min_budget(PLANNER_DP, c->cost), .points = points, .progress = progress};
     Schedule *none = chain_schedule_for_strategy(c->cost, STRATEGY_NONE);
     if (!none) return remat_last_status();
     w.hi = none->predicted.peak_total;
     schedule_free(none);
+    const bool uniform = chain_check_uniform(c->cost) == REMAT_OK;
+    const size_t lo_revolve = uniform ? planner_min_budget(PLANNER_REVOLVE, c->cost) : 0;
     char revolve[400];
-    if (chain_check_uniform(c->cost) != REMAT_OK) {
-        snprintf(revolve, sizeof revolve, "revolve: not uniform, plans nothing: %s", remat_last_error());
-        remat_clear_error();
-        w.n_planners = 2;
-    }
-    const size_t lo_revolve = w.n_planners == 3 ? planner_min_budget(PLANNER_REVOLVE, c->cost) : 0;
-    if (w.n_planners == 3) snprintf(revolve, sizeof revolve, "revolve: %.3f MiB", mib(lo_revolve));
+    if (uniform) snprintf(revolve, sizeof revolve, "revolve: %.3f MiB", mib(lo_revolve));
+    else snprintf(revolve, sizeof revolve, "revolve: not uniform, plans nothing: %s", remat_last_error());
+    remat_clear_error(); /* not uniform: said, and no error */
+    w.n_planners = uniform ? 3 : 2;
     printf("\n  %s: %d layers; smallest feasible budget %.3f MiB (%s), none needs %.3f MiB\n", c->name,
            c->cost->n_layers, mib(w.lo), revolve, mib(w.hi));
     results_print_head(points, 0);
     RematStatus status = REMAT_OK;
-    for (int i = 0; w.n_planners == 3 && lo_revolve < w.lo && i < n_below && status == REMAT_OK; i++)
+    for (int i = 0; uniform && lo_revolve < w.lo && i < n_below && status == REMAT_OK; i++)
         status = sweep_budget(&w, lo_revolve + (size_t)((double)(w.lo - lo_revolve) * i / n_below));
     for (int i = 0; i < n_budgets && status == REMAT_OK; i++)
         status = sweep_budget(&w, w.lo + (size_t)((double)(w.hi - w.lo) * i / (n_budgets - 1)));
@@ -392,12 +390,11 @@ static const ResultsColumn PARETO_COLUMNS[] = {
 
 enum { FRONTIER_MAX = 48 }; /* none, 4 planners and dtr at up to 8 budgets, 4 presets */
 
-/* A model's frontier: its variants (none first), their schedules, records and last steps. */
+/* A model's frontier: its variants (none first; their schedules its own), records and last steps. */
 typedef struct Frontier {
     Chain *c;
     int n;
     Variant variants[FRONTIER_MAX];
-    Schedule *schedules[FRONTIER_MAX];
     ParetoRow rows[FRONTIER_MAX];
     StepStats stats[FRONTIER_MAX];
 } Frontier;
@@ -406,7 +403,6 @@ typedef struct Frontier {
  * dtr's steps run under that budget, the ledger's. */
 static void frontier_add(Frontier *f, const char *planner, Schedule *s, size_t budget, bool swept)
 {
-    f->schedules[f->n] = s;
     f->variants[f->n] = (Variant){.name = planner, .schedule = s, .budget = s->strategy == STRATEGY_DTR ? budget : 0};
     f->rows[f->n++] = (ParetoRow){.model = f->c->name, .planner = planner, .swept = swept, .budget = budget};
 }
@@ -495,7 +491,7 @@ static RematStatus frontier_measure(Frontier *f, const TimingPlan *plan)
         r->step_seconds = timing_median(&timing, i, STEP_SECONDS);
         r->time_overhead = timing_ratio(&timing, i, 0, STEP_SECONDS);
         r->budget = r->swept ? r->budget : r->peak;
-        commonest_keep_set(r, f->schedules[i]);
+        commonest_keep_set(r, f->variants[i].schedule);
         if (r->peak > r->budget)
             status = remat_fail(REMAT_ESTATE, "%s, planner %s: the step's peak, %zu bytes, is over its budget, %zu "
                                 "bytes: a bug", f->c->name, r->planner, r->peak, r->budget);
@@ -527,8 +523,8 @@ static RematStatus frontier_claim(Frontier *f)
     if (widest < 0) return REMAT_OK;
     f->rows[widest].most_below_dp = true;
     printf("  the widest gap, at %.2f MiB: ops, then dp\n", mib(f->rows[widest].budget));
-    schedule_print(f->schedules[widest], f->c->g.model->layers, stdout);
-    schedule_print(f->schedules[widest_dp], f->c->g.model->layers, stdout);
+    schedule_print(f->variants[widest].schedule, f->c->g.model->layers, stdout);
+    schedule_print(f->variants[widest_dp].schedule, f->c->g.model->layers, stdout);
     return REMAT_OK;
 }
 
@@ -545,7 +541,7 @@ static RematStatus frontier(Chain *c, int n_budgets, const TimingPlan *plan, Res
     if (status == REMAT_OK) status = frontier_claim(f);
     if (status == REMAT_OK) results_print_head(table, 0);
     for (int i = 0; i < f->n && status == REMAT_OK; i++) results_add_row(table, &f->rows[i]);
-    for (int i = 0; i < f->n; i++) schedule_free(f->schedules[i]);
+    for (int i = 0; i < f->n; i++) schedule_free(f->variants[i].schedule);
     free(f);
     return status;
 }

@@ -185,7 +185,6 @@ static RematStatus measure_seq(SeqResult *r, bool naive, const TimingPlan *plan,
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &r->shape, &adamw);
-    Schedule *schedules[N_VARIANTS] = {0};
     Variant variants[N_VARIANTS];
     int n = 0;
     const Rows *rows = r->rows;
@@ -195,9 +194,9 @@ static RematStatus measure_seq(SeqResult *r, bool naive, const TimingPlan *plan,
         Strategy st = strategy_defaults(row->f->policy ? STRATEGY_SELECTIVE : STRATEGY_NONE);
         st.policy = row->f->policy;
         st.replay.preserve_rng = rows->preserve_rng;
-        if (!(schedules[n] = schedule_for_strategy(&st, g.model->n_layers))) status = remat_last_status();
-        variants[n] = (Variant){.name = row->f->name, .schedule = schedules[n], .dropout_rng = row->combo->dropout_rng,
-                                .attention = row->combo->attention};
+        variants[n] = (Variant){.name = row->f->name, .schedule = schedule_for_strategy(&st, g.model->n_layers),
+                                .dropout_rng = row->combo->dropout_rng, .attention = row->combo->attention};
+        if (!variants[n].schedule) status = remat_last_status();
         r->ran[n++] = row;
     }
     r->n_ran = n;
@@ -209,7 +208,7 @@ static RematStatus measure_seq(SeqResult *r, bool naive, const TimingPlan *plan,
     snprintf(label, sizeof label, "T=%d", r->shape.T);
     if (status == REMAT_OK)
         status = steps_alternate(&g, variants, n, NULL, &ctx, plan, progress, label, r->stats, &r->timing);
-    for (int k = 0; k < n; k++) schedule_free(schedules[k]);
+    for (int k = 0; k < n; k++) schedule_free(variants[k].schedule);
     model_bench_free(&g);
     return status;
 }

@@ -169,16 +169,6 @@ static RematStatus timeline_step(ModelBench *g, const Series *series, const Benc
     return status;
 }
 
-static void print_and_record(const GptShape *shape, const StepRow *rows, int n, ResultsTable *steps)
-{
-    char text[64];
-    printf("\n  GPT %s, AdamW; one recorded step per strategy\n", gpt_shape_str(text, sizeof text, shape));
-    results_print_head(steps, 0);
-    for (int k = 0; k < n; k++) results_add_row(steps, &rows[k]);
-    printf("  (\"stored\": activations held between the forward and the backward; DISK: bytes in the\n"
-           "  spill file, not resident)\n");
-}
-
 static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
     const GptShape shape = o->quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 64, .B = 4, .dropout = 0.1f}
@@ -207,7 +197,14 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
     }
     progress_end(&progress);
 
-    if (status == REMAT_OK) print_and_record(&shape, rows, n, steps);
+    if (status == REMAT_OK) {
+        char text[64];
+        printf("\n  GPT %s, AdamW; one recorded step per strategy\n", gpt_shape_str(text, sizeof text, &shape));
+        results_print_head(steps, 0);
+        for (int k = 0; k < n; k++) results_add_row(steps, &rows[k]);
+        printf("  (\"stored\": activations held between the forward and the backward; DISK: bytes in the\n"
+               "  spill file, not resident)\n");
+    }
     model_bench_free(&g);
     return status;
 }

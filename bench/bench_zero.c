@@ -121,14 +121,9 @@ static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, 
     for (int s = 0; s < n_sizes; s++) {
         const size_t n = o->quick && s == 1 ? 1u << 16 : sizes[s];
         float *x = malloc(3 * n * sizeof *x); /* x, then the shard and scratch */
-        double *t[2] = {malloc(2 * (size_t)samples * sizeof(double))};
-        if (!x || !t[0]) {
-            free(x);
-            free(t[0]);
-            return remat_fail(REMAT_ENOMEM, "bench_zero: no memory for %zu floats", n);
-        }
+        if (!x) return remat_fail(REMAT_ENOMEM, "bench_zero: no memory for %zu floats", n);
         float *shard = x + n, *scratch = x + 2 * n;
-        t[1] = t[0] + samples;
+        double t[2][BENCH_MAX_STEPS];
         for (size_t i = 0; i < n; i++) x[i] = 1e-3f * (float)(i % 1000);
         uint64_t sent[2] = {0};
         for (int k = 0; k < samples; k++)
@@ -150,7 +145,6 @@ static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, 
             results_add_row(table, &(ReduceRow){n, methods[m], e, fastest, sent[m]});
         }
         free(x);
-        free(t[0]);
     }
     comm_reset();
     return REMAT_OK;
@@ -203,10 +197,9 @@ static RematStatus run_stage(const DistGroup *g, const GptShape *shape, int stag
     Optimizer *opt = z ? zero_optimizer_create(z, &adamw) : NULL;
     const Strategy strategy = strategy_defaults(kind);
     Schedule *schedule = opt ? schedule_for_strategy(&strategy, b.model->n_layers) : NULL;
-    double *t = malloc((size_t)steps * sizeof *t);
-    if (status == REMAT_OK && (!schedule || !t)) status = t ? remat_last_status() : REMAT_ENOMEM;
-    TrainCtx ctx = {.training = true};
-    pcg32_seed(&ctx.rng, 1, 2);
+    double t[BENCH_MAX_STEPS];
+    if (status == REMAT_OK && !schedule) status = remat_last_status();
+    TrainCtx ctx = bench_ctx(1, 2);
     const Step step = {.model = b.model, .schedule = schedule, .optim = opt, .plugs = {step_zero_plug(z)}};
     const MicroBatch mb = {b.batch.x, b.batch.y};
     for (int s = -1; s < steps && status == REMAT_OK; s++) {
@@ -230,7 +223,6 @@ static RematStatus run_stage(const DistGroup *g, const GptShape *shape, int stag
             row->received[p] = comm_received(&c, (CommPhase)p) / (uint64_t)steps;
         }
     }
-    free(t);
     schedule_free(schedule);
     optim_free(opt);
     zero_free(z);
@@ -357,15 +349,34 @@ static RematStatus project_row(const ProjectShape *s, int K, int stage, bool ful
     return REMAT_OK;
 }
 
-/* Prints the projection for GPT-2 small to XL at K = 1, 8, 64, 1024, stages 0 to 3, none and
- * full, and records it as the table "projection". */
-static RematStatus project_all(Results *results, double alpha, double beta)
+/* The projection for GPT-2 small to XL at K = 1, 8, 64, 1024, stages 0 to 3, none and full,
+ * printed and recorded as the table "projection", with α and β as given, or else from
+ * MPI_Allreduce's fastest times here (a ring: 2(K−1) messages, 2(K−1)/K · 4n bytes per rank):
+ * α the time of the smallest size per message, β the time of the largest per byte (which
+ * needs more than one rank). Each ignores the other's term, so each is an upper bound: on a
+ * busy machine a fit of both to the same points came out negative. */
+static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, double alpha, double beta,
+                                 Results *results)
 {
     static const ProjectShape shapes[] = {
         {"gpt2 (124M)", 12, 768, 12, 50257, 1024, 1},  {"gpt2-medium (350M)", 24, 1024, 16, 50257, 1024, 1},
         {"gpt2-large (774M)", 36, 1280, 20, 50257, 1024, 1}, {"gpt2-xl (1.5B)", 48, 1600, 25, 50257, 1024, 1},
     };
     static const int ranks[] = {1, 8, 64, 1024};
+    double fa = 0, fb = 0;
+    const int K = g->size;
+    if (K > 1 && fit->n >= 2) {
+        fa = fit->seconds[0] / (2.0 * (K - 1)); /* small enough that latency is all of it */
+        fb = fit->seconds[fit->n - 1] / (2.0 * (K - 1) / K * 4.0 * fit->floats[fit->n - 1]);
+    }
+    printf("\n  alpha-beta from MPI_Allreduce here (%d ranks): alpha %.3g s, beta %.3g s/B (%.2f GB/s)%s\n",
+           K, fa, fb, fb > 0 ? 1e-9 / fb : 0.0, alpha >= 0 || beta >= 0 ? "; overridden by the flags" : "");
+    results_config_num(results, "alpha_fitted_seconds", fa);
+    results_config_num(results, "beta_fitted_seconds_per_byte", fb);
+    alpha = alpha >= 0 ? alpha : fa;
+    beta = beta >= 0 ? beta : fb;
+    results_config_num(results, "alpha_seconds", alpha);
+    results_config_num(results, "beta_seconds_per_byte", beta);
     ResultsTable *table = RESULTS_TABLE(results, "projection", "GPT-2 shapes per rank, by K, stage and strategy",
                                         PROJECT_COLUMNS);
     printf("\n  projection, one sequence of 1024 tokens per rank, float32 AdamW; alpha %.3g s, beta %.3g s/B\n"
@@ -382,31 +393,6 @@ static RematStatus project_all(Results *results, double alpha, double beta)
                     if (status == REMAT_OK) results_add_row(table, &row);
                 }
     return status;
-}
-
-/* The projection, with α and β as given, or else from MPI_Allreduce's fastest times here
- * (a ring: 2(K−1) messages, 2(K−1)/K · 4n bytes per rank): α the time of the smallest size
- * per message, β the time of the largest per byte (which needs more than one rank). Each
- * ignores the other's term, so each is an upper bound: on a busy machine a fit of both to
- * the same points came out negative. */
-static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, double alpha, double beta,
-                                 Results *results)
-{
-    double fa = 0, fb = 0;
-    const int K = g->size;
-    if (K > 1 && fit->n >= 2) {
-        fa = fit->seconds[0] / (2.0 * (K - 1)); /* small enough that latency is all of it */
-        fb = fit->seconds[fit->n - 1] / (2.0 * (K - 1) / K * 4.0 * fit->floats[fit->n - 1]);
-    }
-    printf("\n  alpha-beta from MPI_Allreduce here (%d ranks): alpha %.3g s, beta %.3g s/B (%.2f GB/s)%s\n",
-           K, fa, fb, fb > 0 ? 1e-9 / fb : 0.0, alpha >= 0 || beta >= 0 ? "; overridden by the flags" : "");
-    results_config_num(results, "alpha_fitted_seconds", fa);
-    results_config_num(results, "beta_fitted_seconds_per_byte", fb);
-    alpha = alpha >= 0 ? alpha : fa;
-    beta = beta >= 0 ? beta : fb;
-    results_config_num(results, "alpha_seconds", alpha);
-    results_config_num(results, "beta_seconds_per_byte", beta);
-    return project_all(results, alpha, beta);
 }
 
 /* ---- the prediction against the ledger (--check-prediction) --------------------------- */

@@ -17,7 +17,7 @@ static const Flag BENCH_FLAGS[] = {
     {.name = "--quick", .type = FLAG_SWITCH, .offset = AT(quick), .help = "a small configuration that runs in seconds"},
     {.name = "--results", .type = FLAG_TEXT, .offset = AT(results_dir), .value = "DIR",
      .help = "write DIR/<bench>.json and its CSV files (default: results)"},
-    {.name = "--steps", .type = FLAG_INT, .offset = AT(steps), .value = "N", .lo = 1, .hi = 1000,
+    {.name = "--steps", .type = FLAG_INT, .offset = AT(steps), .value = "N", .lo = 1, .hi = BENCH_MAX_STEPS,
      .help = "exactly N timed rounds per comparison, 1..1000 (below 6, the range, not a 95% interval)"},
     {.name = "--dropout-rng", .type = FLAG_NAME, .offset = AT(dropout_rng), .names = &DROPOUT_RNG_NAMES, .value = "R",
      .help = "stream (PCG32, masks kept; default) or counter (Philox, masks made again)"},

@@ -48,6 +48,8 @@ typedef struct BenchInfo {
     FlagSet own;
 } BenchInfo;
 
+enum { BENCH_MAX_STEPS = 1000 }; /* the most --steps takes: a bench may hold its rounds in an array */
+
 typedef struct BenchOptions {
     bool quick;
     const char *results_dir; /* "results" unless --results */

@@ -74,8 +74,7 @@ RematStatus gpt_bench_create(ModelBench *g, const GptShape *s, const OptimConfig
 
 RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, MlpTask *task, const OptimConfig *optim)
 {
-    *g = (ModelBench){0};
-    g->model = mlp_create(&(MlpConfig){.n_layers = s->N, .width = s->W, .seed = 1});
+    *g = (ModelBench){.model = mlp_create(&(MlpConfig){.n_layers = s->N, .width = s->W, .seed = 1})};
     if (!g->model) return remat_last_status();
     MlpTask *teacher = task ? task : mlp_task_create(s->W, 2);
     if (!teacher) return remat_last_status();

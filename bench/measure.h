@@ -83,7 +83,7 @@ TrainCtx bench_ctx(uint64_t seed, uint64_t stream);
 
 typedef struct Variant {
     const char *name; /* for tables: "none", "attention only", ... */
-    const Schedule *schedule; /* what the forward keeps (NULL: none) */
+    Schedule *schedule; /* what the forward keeps (NULL: none) */
     Offload *offload; /* not NULL: what the forward saves goes to its spill file and
                          backward reads it back (a region's replay saves in RAM) */
     DropoutRng dropout_rng;  /* where dropout masks come from (the stream unless set):

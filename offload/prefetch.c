@@ -34,7 +34,7 @@
 typedef struct Worker {
     Prefetcher *owner;
     pthread_t thread;
-    unsigned char *bounce;    /* its own, for direct requests; NULL if none will come */
+    unsigned char *bounce;    /* its own, page-aligned, for direct requests; NULL if none will come */
 } Worker;
 
 struct Prefetcher {
@@ -232,12 +232,10 @@ Prefetcher *prefetch_create(int fd, bool direct, int threads)
     for (int k = 0; k <= threads; k++) {
         Worker *w = &p->workers[k];
         w->owner = p;
-        void *bounce = NULL; /* page-aligned, for the worker's direct transfers */
-        if (direct && posix_memalign(&bounce, (size_t)sysconf(_SC_PAGESIZE), BOUNCE_BYTES)) {
+        if (direct && posix_memalign((void **)&w->bounce, (size_t)sysconf(_SC_PAGESIZE), BOUNCE_BYTES)) {
             prefetch_free(p); /* joins those that started */
             return remat_fail_null(REMAT_ENOMEM, "prefetch: no memory for a %zu-byte bounce buffer", BOUNCE_BYTES);
         }
-        w->bounce = bounce;
         const int err = k ? pthread_create(&w->thread, NULL, prefetch_thread, w) : 0;
         if (err) {
             prefetch_free(p);

@@ -68,12 +68,9 @@ void flat_copy(const FlatView *to, size_t to_begin, const FlatView *from, size_t
  * the piece's absolute address (sent from MPI_BOTTOM). The caller frees it. */
 static MPI_Datatype region_type(const FlatView *v, size_t begin, size_t end)
 {
-    int *lengths = malloc((size_t)v->n * sizeof *lengths);
-    MPI_Aint *addresses = malloc((size_t)v->n * sizeof *addresses);
-    if (!lengths || !addresses) {
-        free(lengths), free(addresses);
-        return MPI_DATATYPE_NULL;
-    }
+    MPI_Aint *addresses = malloc((size_t)v->n * (sizeof *addresses + sizeof(int)));
+    if (!addresses) return MPI_DATATYPE_NULL;
+    int *lengths = (int *)(addresses + v->n); /* in the same allocation */
     int blocks = 0;
     float *p;
     size_t len;
@@ -84,7 +81,6 @@ static MPI_Datatype region_type(const FlatView *v, size_t begin, size_t end)
     MPI_Datatype type;
     MPI_Type_create_hindexed(blocks, lengths, addresses, MPI_FLOAT, &type);
     MPI_Type_commit(&type);
-    free(lengths);
     free(addresses);
     return type;
 }
