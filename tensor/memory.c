@@ -12,8 +12,8 @@
  * default glibc maps every block over 128 KiB on its own and unmaps it on free, so each
  * step page-faults all its activations in again (measured: the GPT step of bench_step took
  * twice as long). The ledger's figures are unaffected: it counts what tensors hold, not
- * what the heap keeps. mem_return_free_pages hands the kept pages back when a caller
- * wants the process's resident size to match the ledger.
+ * what the heap keeps. mem_resident_watch_start hands the kept pages back (malloc_trim),
+ * so that its baseline holds no freed block.
  */
 #include "tensor/memory.h"
 
@@ -107,11 +107,9 @@ static RematStatus check_budget(MemKind kind, size_t bytes)
 
 /* ---- allocation ------------------------------------------------------------------- */
 
-void mem_return_free_pages(void) { malloc_trim(0); }
-
 ResidentWatch mem_resident_watch_start(void)
 {
-    malloc_trim(0); /* as mem_return_free_pages: a baseline with no freed block kept */
+    malloc_trim(0); /* the freed blocks' pages back to the kernel: a baseline with none kept */
     Resident now;
     ResidentWatch w = {.known = platform_resident(&now) == REMAT_OK};
     if (!w.known) return w;
