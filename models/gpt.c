@@ -463,15 +463,12 @@ RematStatus gpt_generate(Model *model, const int32_t *prompt, int n_prompt, int 
     Gpt *g = (Gpt *)model;
     bool was = grad_set_enabled(false);
     RematStatus status = REMAT_OK;
-    for (int i = 0; i < n_new; i++) {
+    for (int i = 0; i < n_new && status == REMAT_OK; i++) {
         const int length = n_prompt + i, T = length < S ? length : S;
         Var *logits = window_logits(g, tokens + length - T, T);
-        if (!logits) {
-            status = remat_last_status();
-            break;
-        }
-        float *last = logits->value->f32 + (size_t)(T - 1) * V; /* the last position's row; read by nothing after */
-        tokens[length] = out[i] = pick_token(last, V, temperature, rng);
+        float *last = logits ? logits->value->f32 + (size_t)(T - 1) * V : NULL; /* the last row, unused after */
+        if (last) tokens[length] = out[i] = pick_token(last, V, temperature, rng);
+        else status = remat_last_status();
         var_free(logits);
     }
     grad_set_enabled(was);
