@@ -182,8 +182,7 @@ Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_i
     }
     memcpy(node->out_shape, out->shape, sizeof node->out_shape);
     tape->nodes[tape->count++] = node;
-    if (tag && scope[0]) snprintf(node->name, sizeof node->name, "%s.%s", scope, tag);
-    else if (tag) snprintf(node->name, sizeof node->name, "%s", tag);
+    if (tag) snprintf(node->name, sizeof node->name, "%s%s%s", scope, scope[0] ? "." : "", tag);
     else snprintf(node->name, sizeof node->name, "node_%d", node->index);
     return node;
 }
@@ -191,8 +190,7 @@ Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_i
 Var *var_from_op(Tensor *value, Node *node)
 {
     Var *v = var_create(value, node != NULL, node ? node->name : NULL);
-    if (!v) return NULL;
-    if (node) {
+    if (v && node) {
         v->creator = node;
         node->output = v;
     }
