@@ -336,12 +336,10 @@ static RematStatus dump_step(const Run *run, Var *input, Var *targets, Var *loss
 {
     const Model *m = run->model;
     const int n = m->n_params;
-    StEntry *entries = calloc((size_t)(2 * n + 3), sizeof *entries);
-    char (*names)[NODE_NAME_LEN + 8] = calloc((size_t)n, sizeof *names);
-    if (!entries || !names) {
-        free(entries), free(names);
-        return remat_fail(REMAT_ENOMEM, "--dump-step: no memory for the file's index");
-    }
+    typedef char GradName[NODE_NAME_LEN + 8];
+    StEntry *entries = calloc(1, (size_t)(2 * n + 3) * sizeof *entries + (size_t)n * sizeof(GradName));
+    if (!entries) return remat_fail(REMAT_ENOMEM, "--dump-step: no memory for the file's index");
+    GradName *names = (GradName *)(entries + 2 * n + 3); /* after the entries, in their block */
     int k = 0;
     for (int i = 0; i < n; i++) entries[k++] = (StEntry){m->params[i].var->name, m->params[i].var->value};
     entries[k++] = (StEntry){"input", input->value};
@@ -356,7 +354,6 @@ static RematStatus dump_step(const Run *run, Var *input, Var *targets, Var *loss
                            {"remat.contents", "first step before the update"}};
     RematStatus status = st_save(path, entries, k, meta, 2);
     free(entries);
-    free(names);
     return status;
 }
 
