@@ -230,15 +230,11 @@ Model *gpt_create(const GptConfig *config)
 {
     if (check_config(config) != REMAT_OK) return NULL;
     const int L = config->n_layers, C = config->d_model;
-    Gpt *g = calloc(1, sizeof *g);
-    Layer **layers = calloc((size_t)L, sizeof *layers);
-    if (!g || !layers) {
-        free(g);
-        free(layers);
-        return remat_fail_null(REMAT_ENOMEM, "gpt: no memory for a model of %d layers", L);
-    }
+    Gpt *g = calloc(1, sizeof *g + (size_t)L * sizeof(Layer *)); /* the chain's array after the model */
+    if (!g) return remat_fail_null(REMAT_ENOMEM, "gpt: no memory for a model of %d layers", L);
     Model *m = &g->base;
-    *m = (Model){.kind = "gpt", .layers = layers, .embed = gpt_embed, .head = gpt_head, .free_extra = gpt_free_extra};
+    *m = (Model){.kind = "gpt", .layers = (Layer **)(g + 1), .embed = gpt_embed, .head = gpt_head,
+                 .free_extra = gpt_free_extra};
     g->config = *config;
 
     /* Parameters are drawn in file order: wte, wpe, the blocks, ln_f. */

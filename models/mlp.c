@@ -65,14 +65,9 @@ Model *mlp_create(const MlpConfig *config)
     if (!config || config->n_layers < 1 || config->width < 1)
         return remat_fail_null(REMAT_EINVAL, "mlp: need at least 1 layer and width 1, got %d layers of width %d",
                                config ? config->n_layers : 0, config ? config->width : 0);
-    Model *m = calloc(1, sizeof *m);
-    Layer **layers = calloc((size_t)config->n_layers, sizeof *layers);
-    if (!m || !layers) {
-        free(m);
-        free(layers);
-        return remat_fail_null(REMAT_ENOMEM, "mlp: no memory for %d layers", config->n_layers);
-    }
-    *m = (Model){.kind = "mlp", .layers = layers, .embed = identity_embed, .head = mse_head};
+    Model *m = calloc(1, sizeof *m + (size_t)config->n_layers * sizeof(Layer *)); /* the chain's array after it */
+    if (!m) return remat_fail_null(REMAT_ENOMEM, "mlp: no memory for %d layers", config->n_layers);
+    *m = (Model){.kind = "mlp", .layers = (Layer **)(m + 1), .embed = identity_embed, .head = mse_head};
     Pcg32 rng;
     pcg32_seed(&rng, config->seed, 1);
     const float std = sqrtf(2.0f / (float)config->width) / (float)config->n_layers;
