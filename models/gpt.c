@@ -195,11 +195,9 @@ Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout
               add_weight_bias(b, &b->ln_2, "ln_2", 1, (int[]){C}, 0.0f, init) &&
               add_weight_bias(b, &b->mlp.c_fc, "mlp.c_fc", 2, (int[]){C, 4 * C}, GPT_INIT_STD, init) &&
               add_weight_bias(b, &b->mlp.c_proj, "mlp.c_proj", 2, (int[]){4 * C, C}, proj_std, init);
-    if (!ok) {
-        layer_free(&b->base);
-        return NULL;
-    }
-    return &b->base;
+    if (ok) return &b->base;
+    layer_free(&b->base);
+    return NULL;
 }
 
 static void gpt_free_extra(Model *model)

@@ -39,11 +39,9 @@ static Layer *residual_mlp_create(const char *name, int width, float std, Pcg32 
     if (!l) return NULL;
     l->weight = layer_add_param(&l->base, "weight", true, 2, (int[]){width, width}, std, 0.0f, rng);
     l->bias = layer_add_param(&l->base, "bias", false, 1, (int[]){width}, 0.0f, 0.0f, rng);
-    if (!l->weight || !l->bias) {
-        layer_free(&l->base);
-        return NULL;
-    }
-    return &l->base;
+    if (l->weight && l->bias) return &l->base;
+    layer_free(&l->base);
+    return NULL;
 }
 
 /* ---- the model -------------------------------------------------------------------------- */
@@ -144,11 +142,9 @@ MlpTask *mlp_task_create(int width, uint64_t seed)
     pcg32_seed(&init, seed, 2);
     task->t1 = teacher_weight(width, &init);
     task->t2 = task->t1 ? teacher_weight(width, &init) : NULL;
-    if (!task->t2) {
-        mlp_task_free(task);
-        return NULL;
-    }
-    return task;
+    if (task->t2) return task;
+    mlp_task_free(task);
+    return NULL;
 }
 
 void mlp_task_free(MlpTask *task)
