@@ -72,14 +72,10 @@ Model *mlp_create(const MlpConfig *config)
     for (int i = 0; i < config->n_layers; i++) {
         char name[LAYER_NAME_LEN];
         snprintf(name, sizeof name, "h.%d", i);
-        m->layers[i] = residual_mlp_create(name, config->width, std, &rng);
-        if (!m->layers[i]) goto failed;
+        if (!(m->layers[i] = residual_mlp_create(name, config->width, std, &rng))) break;
         m->n_layers = i + 1;
     }
-    if (model_collect_params(m, NULL, 0, NULL, 0) != REMAT_OK) goto failed;
-    return m;
-
-failed:
+    if (m->n_layers == config->n_layers && model_collect_params(m, NULL, 0, NULL, 0) == REMAT_OK) return m;
     model_free(m);
     return NULL;
 }
