@@ -89,7 +89,7 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
         return remat_fail_null(REMAT_EINVAL, "optim_create: range [%zu, %zu) is empty or outside the %zu "
                                "elements of the parameters", begin, end, total);
     Optimizer *opt = calloc(1, sizeof *opt + (size_t)n * (sizeof(OptimParam) + sizeof(OptimSlice)));
-    if (!opt) goto no_memory;
+    if (!opt) return remat_fail_null(REMAT_ENOMEM, "optim_create: no memory for the optimizer's bookkeeping");
     *opt = (Optimizer){.config = *config, .n = n, .begin = begin, .end = end, .params = (OptimParam *)(opt + 1)};
     opt->slices = (OptimSlice *)(opt->params + n);
 
@@ -108,8 +108,6 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
     }
     return opt;
 
-no_memory:
-    remat_fail(REMAT_ENOMEM, "optim_create: no memory for the optimizer's bookkeeping");
 failed:
     optim_free(opt);
     return NULL;
