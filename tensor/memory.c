@@ -155,10 +155,7 @@ void *mem_alloc(MemKind kind, size_t bytes)
     if (!raw)
         return remat_fail_null(REMAT_ENOMEM, "host allocator failed to provide %s of %s",
                                mem_format_bytes(want, sizeof want, bytes), mem_kind_name(kind));
-    BlockHeader *h = (BlockHeader *)raw;
-    h->magic = BLOCK_MAGIC_LIVE;
-    h->kind = kind;
-    h->bytes = bytes;
+    *(BlockHeader *)raw = (BlockHeader){.magic = BLOCK_MAGIC_LIVE, .kind = kind, .bytes = bytes};
     live_blocks++;
     apply(kind, (int64_t)bytes);
     return raw + MEM_ALIGNMENT;
