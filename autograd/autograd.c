@@ -176,9 +176,8 @@ Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_i
     *node = (Node){.op = op, .tag = tag, .n_inputs = n_inputs, .index = tape->count, .out_ndim = out->ndim};
     for (int i = 0; i < n_inputs; i++) {
         Var *in = inputs[i];
-        if (!in) continue;
-        if (in->creator) node->inputs[i].node = in->creator;
-        else if (in->requires_grad) node->inputs[i].leaf = var_retain(in);
+        if (in && in->creator) node->inputs[i].node = in->creator;
+        else if (in && in->requires_grad) node->inputs[i].leaf = var_retain(in);
     }
     memcpy(node->out_shape, out->shape, sizeof node->out_shape);
     tape->nodes[tape->count++] = node;
