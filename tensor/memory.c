@@ -80,12 +80,10 @@ static void apply(MemKind kind, int64_t delta)
     }
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
+    const double seconds =
+        (double)(now.tv_sec - timeline.start.tv_sec) + 1e-9 * (double)(now.tv_nsec - timeline.start.tv_nsec);
     MemEvent *e = &timeline.events[timeline.count++];
-    e->seconds = (double)(now.tv_sec - timeline.start.tv_sec) + 1e-9 * (double)(now.tv_nsec - timeline.start.tv_nsec);
-    e->flops = flops_total();
-    e->phase = flops_phase();
-    e->kind = kind;
-    e->delta = delta;
+    *e = (MemEvent){.seconds = seconds, .flops = flops_total(), .phase = flops_phase(), .kind = kind, .delta = delta};
     memcpy(e->current, current, sizeof current);
 }
 
