@@ -363,8 +363,7 @@ StFile *st_load(const char *path)
     if (!path) return remat_fail_null(REMAT_EINVAL, "st_load: path is NULL");
     StFile *f = calloc(1, sizeof *f + strlen(path) + 1); /* its copy of the path after it */
     if (!f) return remat_fail_null(REMAT_ENOMEM, "st_load: no memory");
-    f->path = strcpy((char *)(f + 1), path);
-    f->fd = -1; /* not open yet: st_close must not close descriptor 0 */
+    *f = (StFile){.path = strcpy((char *)(f + 1), path), .fd = -1}; /* not open yet: st_close must not close 0 */
     char *text = NULL;
     uint64_t file_size;
     if (file_open_regular("st_load", path, &f->fd, &file_size) != REMAT_OK ||
