@@ -6,8 +6,6 @@
  * never pass through cJSON: the writer writes them straight from each Tensor's storage,
  * the reader preads them straight into the new tensor's storage.
  */
-#define _GNU_SOURCE /* strdup */
-
 #include "app/safetensors.h"
 
 #include <cJSON.h>
@@ -40,7 +38,7 @@ typedef struct StTensorInfo {
 } StTensorInfo;
 
 struct StFile {
-    char *path;                     /* as given to st_load, for messages */
+    char *path;                     /* as given to st_load, for messages (in the StFile's block) */
     int fd;                         /* open until st_close; tensors are read from it */
     unsigned long long data_start;  /* 8 + header length: where the data buffer begins */
     unsigned long long data_size;   /* bytes in the data buffer */
@@ -363,12 +361,9 @@ static RematStatus parse_header(StFile *f, const char *text)
 StFile *st_load(const char *path)
 {
     if (!path) return remat_fail_null(REMAT_EINVAL, "st_load: path is NULL");
-    StFile *f = calloc(1, sizeof *f);
-    if (!f || !(f->path = strdup(path))) {
-        free(f);
-        return remat_fail_null(REMAT_ENOMEM, "st_load: no memory");
-    }
-    f->fd = -1; /* not open yet: st_close must not close descriptor 0 */
+    StFile *f = calloc(1, sizeof *f + strlen(path) + 1); /* its copy of the path after it */
+    if (!f) return remat_fail_null(REMAT_ENOMEM, "st_load: no memory");
+    *f = (StFile){.path = strcpy((char *)(f + 1), path), .fd = -1}; /* not open yet: st_close must not close 0 */
     char *text = NULL;
     uint64_t file_size;
     if (file_open_regular("st_load", path, &f->fd, &file_size) != REMAT_OK ||
@@ -386,7 +381,6 @@ void st_close(StFile *f)
     if (f->fd >= 0) close(f->fd);
     cJSON_Delete(f->header);
     free(f->tensors);
-    free(f->path);
     free(f);
 }
 

@@ -336,12 +336,10 @@ static RematStatus dump_step(const Run *run, Var *input, Var *targets, Var *loss
 {
     const Model *m = run->model;
     const int n = m->n_params;
-    StEntry *entries = calloc((size_t)(2 * n + 3), sizeof *entries);
-    char (*names)[NODE_NAME_LEN + 8] = calloc((size_t)n, sizeof *names);
-    if (!entries || !names) {
-        free(entries), free(names);
-        return remat_fail(REMAT_ENOMEM, "--dump-step: no memory for the file's index");
-    }
+    typedef char GradName[NODE_NAME_LEN + 8];
+    StEntry *entries = calloc(1, (size_t)(2 * n + 3) * sizeof *entries + (size_t)n * sizeof(GradName));
+    if (!entries) return remat_fail(REMAT_ENOMEM, "--dump-step: no memory for the file's index");
+    GradName *names = (GradName *)(entries + 2 * n + 3); /* after the entries, in their block */
     int k = 0;
     for (int i = 0; i < n; i++) entries[k++] = (StEntry){m->params[i].var->name, m->params[i].var->value};
     entries[k++] = (StEntry){"input", input->value};
@@ -356,7 +354,6 @@ static RematStatus dump_step(const Run *run, Var *input, Var *targets, Var *loss
                            {"remat.contents", "first step before the update"}};
     RematStatus status = st_save(path, entries, k, meta, 2);
     free(entries);
-    free(names);
     return status;
 }
 
@@ -432,10 +429,8 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
         const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
         /* the first step's looks, and the plugs, only when a flag asks for them: a plain step runs none */
         const bool look = first && (o->dump_graph || o->print_tape || f.explain || o->dump_step);
-        Step step = {.model = run->model, .schedule = run->schedule, .optim = run->optim};
-        int plugs = 0;
-        if (run->offload) step.plugs[plugs++] = step_offload_plug(run->offload);
-        if (run->zero) step.plugs[plugs++] = step_zero_plug(run->zero);
+        const Step step = {.model = run->model, .schedule = run->schedule, .optim = run->optim,
+                           .plugs = {step_offload_plug(run->offload), step_zero_plug(run->zero)}}; /* NULL: none */
         status = run->pipe ? step_pipeline_run(run->pipe, run->optim, mb, &ctx, &result)
                            : step_run(&step, mine, n, &ctx, look ? &hooks : NULL, &result);
         if (f.explain) print_explained(run, f.explain, &result, out);

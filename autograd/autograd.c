@@ -176,14 +176,12 @@ Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_i
     *node = (Node){.op = op, .tag = tag, .n_inputs = n_inputs, .index = tape->count, .out_ndim = out->ndim};
     for (int i = 0; i < n_inputs; i++) {
         Var *in = inputs[i];
-        if (!in) continue;
-        if (in->creator) node->inputs[i].node = in->creator;
-        else if (in->requires_grad) node->inputs[i].leaf = var_retain(in);
+        if (in && in->creator) node->inputs[i].node = in->creator;
+        else if (in && in->requires_grad) node->inputs[i].leaf = var_retain(in);
     }
     memcpy(node->out_shape, out->shape, sizeof node->out_shape);
     tape->nodes[tape->count++] = node;
-    if (tag && scope[0]) snprintf(node->name, sizeof node->name, "%s.%s", scope, tag);
-    else if (tag) snprintf(node->name, sizeof node->name, "%s", tag);
+    if (tag) snprintf(node->name, sizeof node->name, "%s%s%s", scope, scope[0] ? "." : "", tag);
     else snprintf(node->name, sizeof node->name, "node_%d", node->index);
     return node;
 }
@@ -191,8 +189,7 @@ Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_i
 Var *var_from_op(Tensor *value, Node *node)
 {
     Var *v = var_create(value, node != NULL, node ? node->name : NULL);
-    if (!v) return NULL;
-    if (node) {
+    if (v && node) {
         v->creator = node;
         node->output = v;
     }

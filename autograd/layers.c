@@ -34,9 +34,8 @@ void *layer_alloc(size_t size, const char *kind, const char *name, LayerForwardF
     Layer *layer = calloc(1, size);
     if (!layer)
         return remat_fail_null(REMAT_ENOMEM, "%s: no memory for a layer", kind);
-    layer->kind = kind;
+    *layer = (Layer){.kind = kind, .forward = forward}; /* the rest of `size` stays zero */
     snprintf(layer->name, sizeof layer->name, "%s", name ? name : kind);
-    layer->forward = forward;
     return layer;
 }
 

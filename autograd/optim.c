@@ -25,10 +25,10 @@ typedef struct OptimParam {
 struct Optimizer {
     OptimConfig config;
     int n;
-    OptimParam *params;
-    size_t begin, end; /* the flat range this optimizer updates */
+    OptimParam *params; /* n, after the struct in its allocation */
+    size_t begin, end;  /* the flat range this optimizer updates */
     int steps;
-    OptimSlice *slices; /* room for one per parameter: a step's list for the kernel */
+    OptimSlice *slices; /* room for one per parameter (a step's list for the kernel), after `params` */
 };
 
 size_t param_offsets(const Param *params, int n, size_t *offset)
@@ -88,12 +88,10 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
     if (begin >= end || end > total)
         return remat_fail_null(REMAT_EINVAL, "optim_create: range [%zu, %zu) is empty or outside the %zu "
                                "elements of the parameters", begin, end, total);
-    Optimizer *opt = malloc(sizeof *opt);
-    if (!opt) goto no_memory;
-    *opt = (Optimizer){.config = *config, .n = n, .begin = begin, .end = end,
-                       .params = calloc((size_t)n, sizeof *opt->params),
-                       .slices = malloc((size_t)n * sizeof *opt->slices)};
-    if (!opt->params || !opt->slices) goto no_memory;
+    Optimizer *opt = calloc(1, sizeof *opt + (size_t)n * (sizeof(OptimParam) + sizeof(OptimSlice)));
+    if (!opt) return remat_fail_null(REMAT_ENOMEM, "optim_create: no memory for the optimizer's bookkeeping");
+    *opt = (Optimizer){.config = *config, .n = n, .begin = begin, .end = end, .params = (OptimParam *)(opt + 1)};
+    opt->slices = (OptimSlice *)(opt->params + n);
 
     const int n_states = config->kind == OPTIM_ADAMW ? 2 : config->momentum > 0.0f ? 1 : 0;
     size_t offset = 0;
@@ -110,8 +108,6 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
     }
     return opt;
 
-no_memory:
-    remat_fail(REMAT_ENOMEM, "optim_create: no memory for the optimizer's bookkeeping");
 failed:
     optim_free(opt);
     return NULL;
@@ -125,13 +121,11 @@ Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
 void optim_free(Optimizer *opt)
 {
     if (!opt) return;
-    for (int i = 0; opt->params && i < opt->n; i++) {
+    for (int i = 0; i < opt->n; i++) {
         tensor_free(opt->params[i].state0);
         tensor_free(opt->params[i].state1);
     }
-    free(opt->params);
-    free(opt->slices);
-    free(opt);
+    free(opt); /* its arrays with it */
 }
 
 RematStatus optim_step(Optimizer *opt, const float *grad, float *params)

@@ -138,12 +138,8 @@ static Tensor *cache_lookup(void *ctx, const OpInfo *op, const char *tag, int in
 {
     Cache *c = ctx;
     if (!cache_decides_save(c, op, tag)) return NULL;
-    if (c->next == c->count) {
-        c->error = true;
-        return NULL;
-    }
-    CacheEntry *e = &c->entries[c->next];
-    if (e->op != op || e->index != index || (e->tag != tag && (!e->tag || !tag || strcmp(e->tag, tag)))) {
+    CacheEntry *e = c->next < c->count ? &c->entries[c->next] : NULL; /* NULL: the first forward kept no more */
+    if (!e || e->op != op || e->index != index || (e->tag != tag && (!e->tag || !tag || strcmp(e->tag, tag)))) {
         c->error = true;
         return NULL;
     }

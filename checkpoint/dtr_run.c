@@ -265,23 +265,21 @@ static void run_free(void *state)
     mem_set_pressure(NULL, NULL);
     for (int id = 0; r->pool && id < r->pool->n_entries; id++) tensor_free(r->tensors[id].t);
     dtr_pool_free(r->pool);
-    free(r->tensors);
-    free(r->layers);
-    free(r);
+    free(r); /* its entries and layers with it */
 }
 
 static DtrRun *run_create(int n, TrainCtx *ctx, const DtrOptions *opts)
 {
     const int capacity = DTR_ENTRIES_PER_LAYER * n + 8;
-    DtrRun *r = calloc(1, sizeof *r);
+    DtrRun *r = calloc(1, sizeof *r + (size_t)capacity * sizeof(DtrTensor) + (size_t)n * sizeof(DtrLayer));
+    DtrTensor *tensors = r ? (DtrTensor *)(r + 1) : NULL; /* then the layers, in the runtime's allocation */
     if (r)
-        *r = (DtrRun){.tensors = calloc((size_t)capacity, sizeof *r->tensors), .ctx = ctx, .layer = -1, .target = -1,
-                      .layers = calloc((size_t)n, sizeof *r->layers),
-                      .opts = opts ? *opts : (DtrOptions){.max_remats = 0},
+        *r = (DtrRun){.tensors = tensors, .layers = (DtrLayer *)(tensors + capacity), .ctx = ctx, .layer = -1,
+                      .target = -1, .opts = opts ? *opts : (DtrOptions){.max_remats = 0},
                       .saved = {.name = "dtr", .pack = pack, .unpack = unpack, .release = release, .ctx = r},
                       .ops = {.name = "dtr", .recorded = recorded, .ctx = r}};
     const DtrHooks hooks = {.drop = drop, .ctx = r};
-    if (r && r->tensors && r->layers && (r->pool = dtr_pool_create(SIZE_MAX, capacity, hooks))) return r;
+    if (r && (r->pool = dtr_pool_create(SIZE_MAX, capacity, hooks))) return r;
     run_free(r);
     return remat_fail_null(REMAT_ENOMEM, "dtr: no memory for a runtime of %d entries", capacity);
 }

@@ -182,15 +182,14 @@ Explain *explain_start(void)
     if (active) return remat_fail_null(REMAT_ESTATE, "explain_start: a recording is already running");
     Explain *ex = calloc(1, sizeof *ex);
     if (!ex) return remat_fail_null(REMAT_ENOMEM, "explain_start: no memory");
-    ex->hooks = (OpHooks){.name = "explain", .recorded = on_recorded, .regenerated = on_regenerated, .ctx = ex};
-    ex->observer = (SavedObserver){.saved = on_saved, .released = on_released, .ctx = ex};
+    *ex = (Explain){.hooks = {.name = "explain", .recorded = on_recorded, .regenerated = on_regenerated, .ctx = ex},
+                    .observer = {.saved = on_saved, .released = on_released, .ctx = ex},
+                    .peak_seen = mem_peak_resident(), .peak_at = -1};
     if (op_hooks_push(&ex->hooks) != REMAT_OK) {
         free(ex);
         return NULL;
     }
     saved_observer_set(&ex->observer);
-    ex->peak_seen = mem_peak_resident();
-    ex->peak_at = -1;
     active = ex;
     return ex;
 }

@@ -43,12 +43,9 @@ RematStatus replay_backward(ReplayScope *scope, Var *y, const Tensor *dy)
         op_hooks_pop();
         scope->hooks_pushed = false;
     }
-    if (!scope->tape) {
-        var_free(y);
-        return remat_fail(REMAT_ESTATE, "replay_backward: this replay records no tape (an advance)");
-    }
     Node *root = y ? y->creator : NULL;
     var_free(y);
+    if (!scope->tape) return remat_fail(REMAT_ESTATE, "replay_backward: this replay records no tape (an advance)");
     if (!root) return REMAT_OK;
     flops_set_phase(PHASE_BACKWARD);
     /* dy is only read: backward_node takes a reference for the root's gradient. */

@@ -155,16 +155,16 @@ RevolveSchedule *revolve_schedule_create(int l, int s)
     int64_t t, r;
     if (revolve_forward_count(l, s, &t, &r) != REMAT_OK) return NULL; /* l < 1 or s < 1 */
     const int depth = (s < l ? s : l) + 1;
-    RevolveSchedule *sch = calloc(1, sizeof *sch);
-    RevolveAction *actions = calloc(4 * (size_t)l, sizeof *actions);
-    int *recomputed = calloc((size_t)l, sizeof *recomputed);
+    /* The actions (at most 4l) and the recomputation counts follow the schedule in its block. */
+    RevolveSchedule *sch = calloc(1, sizeof *sch + 4 * (size_t)l * sizeof(RevolveAction) + (size_t)l * sizeof(int));
     Part *stack = calloc((size_t)depth, sizeof *stack);
-    if (!sch || !actions || !recomputed || !stack) {
-        free(sch), free(actions), free(recomputed), free(stack);
+    if (!sch || !stack) {
+        free(sch), free(stack);
         return remat_fail_null(REMAT_ENOMEM, "revolve: no memory for the schedule of %d steps", l);
     }
+    RevolveAction *actions = (RevolveAction *)(sch + 1);
     *sch = (RevolveSchedule){.steps = l, .slots = s, .repetitions = (int)r, .actions = actions,
-                             .first_reverse = -1, .recomputed = recomputed};
+                             .first_reverse = -1, .recomputed = (int *)(actions + 4 * (size_t)l)};
     generate(sch, stack);
     free(stack);
     return sch;
@@ -172,10 +172,7 @@ RevolveSchedule *revolve_schedule_create(int l, int s)
 
 void revolve_schedule_free(RevolveSchedule *schedule)
 {
-    if (!schedule) return;
-    free(schedule->actions);
-    free(schedule->recomputed);
-    free(schedule);
+    free(schedule); /* its actions and counts with it */
 }
 
 /* ---- the executor: one layer reversed ------------------------------------------------- */

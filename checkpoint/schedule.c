@@ -51,12 +51,9 @@ Schedule *schedule_create(StrategyKind strategy, const Segment *segments, int n,
     if (!segments || n < 1 || n_layers < 1)
         return remat_fail_null(REMAT_EINVAL, "schedule_create: need at least one layer and one segment");
     if (check_segments(segments, n, n_layers) != REMAT_OK) return NULL;
-    Schedule *s = calloc(1, sizeof *s);
-    Segment *copy = calloc((size_t)n, sizeof *copy);
-    if (!s || !copy) {
-        free(s), free(copy);
-        return remat_fail_null(REMAT_ENOMEM, "schedule_create: no memory for %d segments", n);
-    }
+    Schedule *s = calloc(1, sizeof *s + (size_t)n * sizeof(Segment)); /* its segments follow it */
+    if (!s) return remat_fail_null(REMAT_ENOMEM, "schedule_create: no memory for %d segments", n);
+    Segment *copy = (Segment *)(s + 1);
     int m = 0;
     for (int i = 0; i < n; i++) {
         const bool both_plain = m > 0 && copy[m - 1].kind == SEGMENT_PLAIN && segments[i].kind == SEGMENT_PLAIN;
@@ -106,9 +103,7 @@ int schedule_revolve_slots(const Schedule *s)
 
 void schedule_free(Schedule *s)
 {
-    if (!s) return;
-    free(s->segments);
-    free(s);
+    free(s); /* its segments with it */
 }
 
 /* ---- running one ------------------------------------------------------------------------ */

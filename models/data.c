@@ -27,10 +27,9 @@ TextData *text_data_load(const char *path, double val_fraction)
      * val_fraction <= 0.5, the training split is never the smaller one, so checking the
      * validation split is enough: each needs one input token and its target. */
     const size_t val_size = (size_t)floor((double)size * val_fraction);
-    TextData *d = malloc(sizeof *d);
-    char *path_copy = malloc(strlen(path) + 1);
-    if (val_size >= 2 && d && path_copy) {
-        *d = (TextData){.path = strcpy(path_copy, path), .bytes = (uint8_t *)text, .size = size,
+    TextData *d = malloc(sizeof *d + strlen(path) + 1); /* its copy of the path after it */
+    if (val_size >= 2 && d) {
+        *d = (TextData){.path = strcpy((char *)(d + 1), path), .bytes = (uint8_t *)text, .size = size,
                         .train_size = size - val_size, .val_size = val_size};
         return d;
     }
@@ -41,7 +40,6 @@ TextData *text_data_load(const char *path, double val_fraction)
     else
         remat_fail(REMAT_ENOMEM, "text_data_load: no memory for the dataset of %s", path);
     free(d);
-    free(path_copy);
     free(text);
     return NULL;
 }
@@ -50,7 +48,6 @@ void text_data_free(TextData *d)
 {
     if (!d) return;
     free(d->bytes);
-    free(d->path);
     free(d);
 }
 

@@ -32,7 +32,7 @@ typedef enum TextSplit { TEXT_TRAIN = 0, TEXT_VAL } TextSplit;
 
 /* A loaded text. Callers may read the fields; only text_data_free changes them. */
 typedef struct TextData {
-    char *path;          /* the file it was read from (owned copy, for messages) */
+    char *path;          /* the file it was read from (a copy in the TextData's block, for messages) */
     uint8_t *bytes;      /* the whole file, `size` bytes, host memory owned here */
     size_t size;         /* bytes in the file = train_size + val_size */
     size_t train_size;   /* bytes[0 .. train_size) is the training split */

@@ -195,11 +195,9 @@ Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout
               add_weight_bias(b, &b->ln_2, "ln_2", 1, (int[]){C}, 0.0f, init) &&
               add_weight_bias(b, &b->mlp.c_fc, "mlp.c_fc", 2, (int[]){C, 4 * C}, GPT_INIT_STD, init) &&
               add_weight_bias(b, &b->mlp.c_proj, "mlp.c_proj", 2, (int[]){4 * C, C}, proj_std, init);
-    if (!ok) {
-        layer_free(&b->base);
-        return NULL;
-    }
-    return &b->base;
+    if (ok) return &b->base;
+    layer_free(&b->base);
+    return NULL;
 }
 
 static void gpt_free_extra(Model *model)
@@ -230,15 +228,11 @@ Model *gpt_create(const GptConfig *config)
 {
     if (check_config(config) != REMAT_OK) return NULL;
     const int L = config->n_layers, C = config->d_model;
-    Gpt *g = calloc(1, sizeof *g);
-    Layer **layers = calloc((size_t)L, sizeof *layers);
-    if (!g || !layers) {
-        free(g);
-        free(layers);
-        return remat_fail_null(REMAT_ENOMEM, "gpt: no memory for a model of %d layers", L);
-    }
+    Gpt *g = calloc(1, sizeof *g + (size_t)L * sizeof(Layer *)); /* the chain's array after the model */
+    if (!g) return remat_fail_null(REMAT_ENOMEM, "gpt: no memory for a model of %d layers", L);
     Model *m = &g->base;
-    *m = (Model){.kind = "gpt", .layers = layers, .embed = gpt_embed, .head = gpt_head, .free_extra = gpt_free_extra};
+    *m = (Model){.kind = "gpt", .layers = (Layer **)(g + 1), .embed = gpt_embed, .head = gpt_head,
+                 .free_extra = gpt_free_extra};
     g->config = *config;
 
     /* Parameters are drawn in file order: wte, wpe, the blocks, ln_f. */
@@ -463,15 +457,12 @@ RematStatus gpt_generate(Model *model, const int32_t *prompt, int n_prompt, int 
     Gpt *g = (Gpt *)model;
     bool was = grad_set_enabled(false);
     RematStatus status = REMAT_OK;
-    for (int i = 0; i < n_new; i++) {
+    for (int i = 0; i < n_new && status == REMAT_OK; i++) {
         const int length = n_prompt + i, T = length < S ? length : S;
         Var *logits = window_logits(g, tokens + length - T, T);
-        if (!logits) {
-            status = remat_last_status();
-            break;
-        }
-        float *last = logits->value->f32 + (size_t)(T - 1) * V; /* the last position's row; read by nothing after */
-        tokens[length] = out[i] = pick_token(last, V, temperature, rng);
+        float *last = logits ? logits->value->f32 + (size_t)(T - 1) * V : NULL; /* the last row, unused after */
+        if (last) tokens[length] = out[i] = pick_token(last, V, temperature, rng);
+        else status = remat_last_status();
         var_free(logits);
     }
     grad_set_enabled(was);

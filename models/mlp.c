@@ -39,11 +39,9 @@ static Layer *residual_mlp_create(const char *name, int width, float std, Pcg32 
     if (!l) return NULL;
     l->weight = layer_add_param(&l->base, "weight", true, 2, (int[]){width, width}, std, 0.0f, rng);
     l->bias = layer_add_param(&l->base, "bias", false, 1, (int[]){width}, 0.0f, 0.0f, rng);
-    if (!l->weight || !l->bias) {
-        layer_free(&l->base);
-        return NULL;
-    }
-    return &l->base;
+    if (l->weight && l->bias) return &l->base;
+    layer_free(&l->base);
+    return NULL;
 }
 
 /* ---- the model -------------------------------------------------------------------------- */
@@ -65,28 +63,19 @@ Model *mlp_create(const MlpConfig *config)
     if (!config || config->n_layers < 1 || config->width < 1)
         return remat_fail_null(REMAT_EINVAL, "mlp: need at least 1 layer and width 1, got %d layers of width %d",
                                config ? config->n_layers : 0, config ? config->width : 0);
-    Model *m = calloc(1, sizeof *m);
-    Layer **layers = calloc((size_t)config->n_layers, sizeof *layers);
-    if (!m || !layers) {
-        free(m);
-        free(layers);
-        return remat_fail_null(REMAT_ENOMEM, "mlp: no memory for %d layers", config->n_layers);
-    }
-    *m = (Model){.kind = "mlp", .layers = layers, .embed = identity_embed, .head = mse_head};
+    Model *m = calloc(1, sizeof *m + (size_t)config->n_layers * sizeof(Layer *)); /* the chain's array after it */
+    if (!m) return remat_fail_null(REMAT_ENOMEM, "mlp: no memory for %d layers", config->n_layers);
+    *m = (Model){.kind = "mlp", .layers = (Layer **)(m + 1), .embed = identity_embed, .head = mse_head};
     Pcg32 rng;
     pcg32_seed(&rng, config->seed, 1);
     const float std = sqrtf(2.0f / (float)config->width) / (float)config->n_layers;
     for (int i = 0; i < config->n_layers; i++) {
         char name[LAYER_NAME_LEN];
         snprintf(name, sizeof name, "h.%d", i);
-        m->layers[i] = residual_mlp_create(name, config->width, std, &rng);
-        if (!m->layers[i]) goto failed;
+        if (!(m->layers[i] = residual_mlp_create(name, config->width, std, &rng))) break;
         m->n_layers = i + 1;
     }
-    if (model_collect_params(m, NULL, 0, NULL, 0) != REMAT_OK) goto failed;
-    return m;
-
-failed:
+    if (m->n_layers == config->n_layers && model_collect_params(m, NULL, 0, NULL, 0) == REMAT_OK) return m;
     model_free(m);
     return NULL;
 }
@@ -149,11 +138,9 @@ MlpTask *mlp_task_create(int width, uint64_t seed)
     pcg32_seed(&init, seed, 2);
     task->t1 = teacher_weight(width, &init);
     task->t2 = task->t1 ? teacher_weight(width, &init) : NULL;
-    if (!task->t2) {
-        mlp_task_free(task);
-        return NULL;
-    }
-    return task;
+    if (task->t2) return task;
+    mlp_task_free(task);
+    return NULL;
 }
 
 void mlp_task_free(MlpTask *task)

@@ -56,7 +56,6 @@ void model_free(Model *model)
     if (!model) return;
     for (int i = 0; i < model->n_layers; i++) layer_free(model->layers[i]);
     if (model->free_extra) model->free_extra(model);
-    free(model->layers);
     free(model->params);
     free(model);
 }

@@ -18,7 +18,7 @@ typedef struct Model Model;
 struct Model {
     const char *kind;  /* "mlp" or "gpt" */
     int n_layers;
-    Layer **layers;    /* the chain, owned */
+    Layer **layers;    /* the chain, owned; the array is in the model's own allocation */
     int n_params;
     Param *params;     /* every parameter (borrowed from the stages that own them), in file order */
     /* input → x_0. The MLP's is the identity; the GPT's looks up embeddings. */

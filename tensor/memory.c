@@ -12,8 +12,8 @@
  * default glibc maps every block over 128 KiB on its own and unmaps it on free, so each
  * step page-faults all its activations in again (measured: the GPT step of bench_step took
  * twice as long). The ledger's figures are unaffected: it counts what tensors hold, not
- * what the heap keeps. mem_return_free_pages hands the kept pages back when a caller
- * wants the process's resident size to match the ledger.
+ * what the heap keeps. mem_resident_watch_start hands the kept pages back (malloc_trim),
+ * so that its baseline holds no freed block.
  */
 #include "tensor/memory.h"
 
@@ -80,12 +80,10 @@ static void apply(MemKind kind, int64_t delta)
     }
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
+    const double seconds =
+        (double)(now.tv_sec - timeline.start.tv_sec) + 1e-9 * (double)(now.tv_nsec - timeline.start.tv_nsec);
     MemEvent *e = &timeline.events[timeline.count++];
-    e->seconds = (double)(now.tv_sec - timeline.start.tv_sec) + 1e-9 * (double)(now.tv_nsec - timeline.start.tv_nsec);
-    e->flops = flops_total();
-    e->phase = flops_phase();
-    e->kind = kind;
-    e->delta = delta;
+    *e = (MemEvent){.seconds = seconds, .flops = flops_total(), .phase = flops_phase(), .kind = kind, .delta = delta};
     memcpy(e->current, current, sizeof current);
 }
 
@@ -107,11 +105,9 @@ static RematStatus check_budget(MemKind kind, size_t bytes)
 
 /* ---- allocation ------------------------------------------------------------------- */
 
-void mem_return_free_pages(void) { malloc_trim(0); }
-
 ResidentWatch mem_resident_watch_start(void)
 {
-    malloc_trim(0); /* as mem_return_free_pages: a baseline with no freed block kept */
+    malloc_trim(0); /* the freed blocks' pages back to the kernel: a baseline with none kept */
     Resident now;
     ResidentWatch w = {.known = platform_resident(&now) == REMAT_OK};
     if (!w.known) return w;
@@ -157,10 +153,7 @@ void *mem_alloc(MemKind kind, size_t bytes)
     if (!raw)
         return remat_fail_null(REMAT_ENOMEM, "host allocator failed to provide %s of %s",
                                mem_format_bytes(want, sizeof want, bytes), mem_kind_name(kind));
-    BlockHeader *h = (BlockHeader *)raw;
-    h->magic = BLOCK_MAGIC_LIVE;
-    h->kind = kind;
-    h->bytes = bytes;
+    *(BlockHeader *)raw = (BlockHeader){.magic = BLOCK_MAGIC_LIVE, .kind = kind, .bytes = bytes};
     live_blocks++;
     apply(kind, (int64_t)bytes);
     return raw + MEM_ALIGNMENT;

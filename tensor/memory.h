@@ -59,10 +59,6 @@ void *mem_calloc(MemKind kind, size_t bytes);
  * Freeing anything else, or freeing twice, is a bug: it prints what went wrong and aborts. */
 void mem_free(void *block);
 
-/* Returns the pages of freed blocks, which the allocator keeps for reuse, to the operating
- * system, so that the process's resident size comes down to what the ledger holds. */
-void mem_return_free_pages(void);
-
 /* The process's resident memory (base/platform.h) over some work, beside the ledger:
  *
  *     ResidentWatch w = mem_resident_watch_start();   // before the model is built
@@ -70,7 +66,7 @@ void mem_return_free_pages(void);
  *     mem_resident_watch_stop(&w);                    // w.peak against baseline + mem_peak_resident()
  *
  * The baseline is what the process holds before the work with no freed blocks kept
- * (mem_return_free_pages first): code, libraries, OpenMP's and OpenBLAS's buffers as far
+ * (malloc_trim first): code, libraries, OpenMP's and OpenBLAS's buffers as far
  * as earlier work touched them, the allocator's own. */
 typedef struct ResidentWatch {
     bool known;        /* false where the kernel does not say (not Linux): the rest is 0 */
