@@ -429,8 +429,10 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
         const StepHooks hooks = {.forward_done = first_forward_done, .backward_done = first_backward_done, .user = &f};
         /* the first step's looks, and the plugs, only when a flag asks for them: a plain step runs none */
         const bool look = first && (o->dump_graph || o->print_tape || f.explain || o->dump_step);
-        const Step step = {.model = run->model, .schedule = run->schedule, .optim = run->optim,
-                           .plugs = {step_offload_plug(run->offload), step_zero_plug(run->zero)}}; /* NULL: none */
+        Step step = {.model = run->model, .schedule = run->schedule, .optim = run->optim};
+        int plugs = 0;
+        if (run->offload) step.plugs[plugs++] = step_offload_plug(run->offload);
+        if (run->zero) step.plugs[plugs++] = step_zero_plug(run->zero);
         status = run->pipe ? step_pipeline_run(run->pipe, run->optim, mb, &ctx, &result)
                            : step_run(&step, mine, n, &ctx, look ? &hooks : NULL, &result);
         if (f.explain) print_explained(run, f.explain, &result, out);
