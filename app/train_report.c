@@ -32,13 +32,20 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
     /* "checkpointing: sqrt, 3 regions", with Revolve's slots, the policy and whether the
      * generator is replayed; the line is left open for the planner's words. */
     fprintf(out, "  checkpointing: %s", strategy_name(s->strategy));
-    const int slots = schedule_revolve_slots(s), regions = schedule_regions(s);
-    if (slots) fprintf(out, ", Revolve with %d slot%s", slots, slots == 1 ? "" : "s");
-    else if (s->strategy == STRATEGY_DTR) fprintf(out, ", evicting under the budget");
-    else if (s->strategy != STRATEGY_NONE) fprintf(out, ", %d region%s", regions, regions == 1 ? "" : "s");
-    int g = 0; /* the first region with a policy */
-    while (g < s->n_segments && (s->segments[g].kind != SEGMENT_REGION || !s->segments[g].policy)) g++;
-    if (g < s->n_segments) fprintf(out, ", policy %s", s->segments[g].policy->name);
+    const int slots = s->strategy == STRATEGY_NONE ? 0 : schedule_revolve_slots(s);
+    if (slots) {
+        fprintf(out, ", Revolve with %d slot%s", slots, slots == 1 ? "" : "s");
+    } else if (s->strategy == STRATEGY_DTR) {
+        fprintf(out, ", evicting under the budget");
+    } else if (s->strategy != STRATEGY_NONE) {
+        const int regions = schedule_regions(s);
+        fprintf(out, ", %d region%s", regions, regions == 1 ? "" : "s");
+    }
+    for (int i = 0; i < s->n_segments; i++) {
+        if (s->segments[i].kind != SEGMENT_REGION || !s->segments[i].policy) continue;
+        fprintf(out, ", policy %s", s->segments[i].policy->name);
+        break;
+    }
     if (s->strategy != STRATEGY_NONE && !s->replay.preserve_rng) fprintf(out, ", generator NOT replayed");
     char budget[32];
     if (planned)
