@@ -148,7 +148,7 @@ typedef struct ChainCost {
                                   every layer's backward runs once under any schedule, so
                                   every schedule pays them alike */
     const Policy *policy;   /* the selective policy profiled (ChainLayer.policy), or NULL */
-    OpsProfile *ops;        /* per layer, its keep-sets' measured figures (chain_profile_ops), or NULL */
+    OpsProfile *ops;        /* per layer, its keep-sets' figures (chain_profile_ops, chain_model), or NULL */
 } ChainCost;
 
 /* The stages around the chain, as the model runs them. */

@@ -36,7 +36,7 @@ const char *planner_name(PlannerKind kind);
  * and what it is made of; for chen, also when its search of b finds none that fits
  * although one exists (the message says so); REMAT_EINVAL for revolve on a chain that is
  * not uniform (chain_check_uniform), for dp and ops on a chain longer than
- * PLANNER_DP_MAX_LAYERS, for ops on a cost without chain_profile_ops, or bad arguments. */
+ * PLANNER_DP_MAX_LAYERS, for ops on a cost without an op-level model, or bad arguments. */
 Schedule *planner_plan(PlannerKind kind, const ChainCost *cost, size_t budget);
 
 /* The exact search's limit: its work grows as L^3 (L = 1024 takes seconds). */
