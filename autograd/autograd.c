@@ -181,7 +181,8 @@ Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_i
     }
     memcpy(node->out_shape, out->shape, sizeof node->out_shape);
     tape->nodes[tape->count++] = node;
-    if (tag) snprintf(node->name, sizeof node->name, "%s%s%s", scope, scope[0] ? "." : "", tag);
+    if (tag && scope[0]) snprintf(node->name, sizeof node->name, "%s.%s", scope, tag);
+    else if (tag) snprintf(node->name, sizeof node->name, "%s", tag);
     else snprintf(node->name, sizeof node->name, "node_%d", node->index);
     return node;
 }
