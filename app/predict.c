@@ -30,7 +30,6 @@ static const char *unsupported(const TrainOptions *o)
     if (s->offload) return "--offload (the spill file's timing is the run's)";
     if (o->ranks > 1 && (s->pipeline_stages || s->accumulate > 1))
         return "--ranks with --pipeline-stages or --accumulate (K ranks are --accumulate K)";
-    if (s->pipeline_stages && o->results) return "--results for a pipeline (it prints each stage's peak)";
     return NULL;
 }
 
@@ -211,12 +210,19 @@ static ChainCost *stage_cost(const TrainOptions *o, const Schedule *sch, int s)
 /* Each stage's peak ACT: one micro-batch's step on its blocks (schedule_predict) under the
  * others it holds at once (walking its actions from pipe_actions, as the run does), each
  * holding what its forward left, and on the last stage the head's: the forward that fills
- * the stage and the backward after it both find live − 1 others there. */
+ * the stage and the backward after it both find live − 1 others there. With --results,
+ * the same figures as JSON, a stage each. */
 static RematStatus predict_pipeline(const TrainOptions *o, FILE *out)
 {
     const int P = o->step.pipeline_stages, M = o->step.micro_batches;
+    const size_t size = 64 + 192 * (size_t)P;
     PipeAction *acts = malloc(2 * (size_t)M * sizeof *acts);
-    if (!acts) return remat_fail(REMAT_ENOMEM, "--predict-only: no memory for %d actions", 2 * M);
+    char *json = o->results ? malloc(size) : NULL;
+    if (!acts || (o->results && !json)) {
+        free(acts), free(json);
+        return remat_fail(REMAT_ENOMEM, "--predict-only: no memory for %d actions", 2 * M);
+    }
+    size_t used = json ? (size_t)snprintf(json, size, "{\"predicted\": {\"stages\": [") : 0;
     fprintf(out, "predicted peak activations of each stage (--predict-only: nothing built), %d stages, %s, %d "
             "micro-batches, strategy %s:\n", P, name_of(&PIPE_SCHEDULE_NAMES, o->step.pipeline_schedule), M,
             strategy_name(o->step.strategy.kind));
@@ -235,19 +241,28 @@ static RematStatus predict_pipeline(const TrainOptions *o, FILE *out)
         if (status == REMAT_OK) {
             const size_t held = sch->predicted.forward_kept + c->head_kept, one = sch->predicted.peak_act;
             const size_t in = s > 0 ? c->layers[0].in_bytes : 0, dy = s + 1 < P ? c->layers[count - 1].out_bytes : 0;
+            const size_t peak = one + (size_t)(most - 1) * held;
+            /* a gradient sent after a backward is freed at the next receive that finds it gone */
+            const size_t sent = in && o->step.pipeline_schedule == PIPE_1F1B && most < M ? in : 0;
             fprintf(out, "  stage %d, blocks %d-%d%s, %d micro-batch(es) at once: %zu bytes = one micro-batch's "
                     "step %zu + %d more in flight x %zu held\n    boundary buffers in these: %zu received a "
                     "micro-batch, %zu of gradient through its backward\n", s, first, first + count - 1,
-                    s == 0 ? " and the embedding" : s + 1 == P ? " and the head" : "", most,
-                    one + (size_t)(most - 1) * held, one, most - 1, held, in, dy);
-            /* a gradient sent after a backward is freed at the next receive that finds it gone */
-            if (in && o->step.pipeline_schedule == PIPE_1F1B && most < M)
-                fprintf(out, "    and up to %zu more: the gradient it sent, until MPI says it went\n", in);
+                    s == 0 ? " and the embedding" : s + 1 == P ? " and the head" : "", most, peak, one, most - 1,
+                    held, in, dy);
+            if (sent) fprintf(out, "    and up to %zu more: the gradient it sent, until MPI says it went\n", sent);
+            if (json)
+                used += (size_t)snprintf(json + used, size - used, "%s{\"first\": %d, \"last\": %d, \"in_flight\": %d, "
+                                      "\"activations\": %zu, \"up_to\": %zu}", s ? ", " : "", first,
+                                      first + count - 1, most, peak, peak + sent);
         }
         schedule_free(sch);
         chain_cost_free(c);
     }
-    free(acts);
+    if (status == REMAT_OK && json) {
+        snprintf(json + used, size - used, "]}}\n");
+        status = file_replace_text("--results", o->results, json);
+    }
+    free(acts), free(json);
     return status;
 }
 
@@ -255,7 +270,7 @@ RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPredict
 {
     const char *missing = unsupported(o);
     if (missing) return remat_fail(REMAT_EINVAL, "predicting a step: %s is not predicted", missing);
-    StepExtras x;
+    StepExtras x = {0};
     const bool budget = o->step.strategy.kind == STRATEGY_BUDGET; /* planned as the run plans it, on this model */
     const Strategy none = strategy_defaults(STRATEGY_NONE); /* dtr's step where it evicts nothing */
     const Strategy *strategy = o->step.strategy.kind == STRATEGY_DTR ? &none : &o->step.strategy;
