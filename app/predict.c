@@ -125,17 +125,21 @@ RematStatus train_write_measured(const char *path, int steps)
 /* ---- the moment of the peak ---------------------------------------------------------- */
 
 /* The moment the step's memory peaks: what runs, its layers (none: the embedding or the
- * head) and all it holds then above the resident state, ACT and the extras. */
+ * head), all it holds then above the resident state, ACT and the extras, and the op about
+ * to run (its tag, in layer op_layer; −1: the embedding's or the head's). */
 typedef struct Moment {
     const char *where;
     Segment at;
     size_t held;
+    const char *op;
+    int op_layer;
 } Moment;
 
-/* *best becomes (where, at) if what it holds there, `act` and the extras, is more. */
-static void consider(Moment *best, const char *where, Segment at, size_t act, size_t extra)
+/* *best becomes that moment if what it holds there, `act` and the extras, is more. */
+static void consider(Moment *best, const char *where, Segment at, size_t act, size_t extra, const char *op,
+                     int op_layer)
 {
-    if (act + extra > best->held || !best->where) *best = (Moment){where, at, act + extra};
+    if (act + extra > best->held || !best->where) *best = (Moment){where, at, act + extra, op, op_layer};
 }
 
 /* The moment of the peak: the step's moments in its order (the embedding, plain layers'
@@ -147,12 +151,13 @@ static Moment peak_moment(const Schedule *s, const ChainCost *c, const StepExtra
 {
     Moment best = {0};
     size_t state = c->base + c->embed;
-    consider(&best, "in the embedding's forward", (Segment){0}, c->base + c->embed_peak, x->rest_group);
+    consider(&best, "in the embedding's forward", (Segment){0}, c->base + c->embed_peak, x->rest_group, c->embed_op,
+             -1);
     for (int i = 0; i < s->n_segments; i++) {
         const Segment *g = &s->segments[i];
         for (int k = g->first; g->kind == SEGMENT_PLAIN && k < g->first + g->count; k++) {
             consider(&best, "in the forward of", (Segment){.first = k, .count = 1}, state + c->layers[k].fwd_peak,
-                     x->block_group);
+                     x->block_group, c->layers[k].fwd_op, k);
             state += c->layers[k].kept;
         }
         SegmentFigures f;
@@ -160,7 +165,7 @@ static Moment peak_moment(const Schedule *s, const ChainCost *c, const StepExtra
     }
     size_t grads = x->rest_grads;
     consider(&best, "in the head (its forward or backward)", (Segment){0}, state + c->head_peak,
-             x->rest_group + grads);
+             x->rest_group + grads, c->head_op, -1);
     for (int i = s->n_segments - 1; i >= 0; i--) {
         const Segment *g = &s->segments[i];
         const bool plain = g->kind == SEGMENT_PLAIN;
@@ -170,11 +175,11 @@ static Moment peak_moment(const Schedule *s, const ChainCost *c, const StepExtra
             chain_segment(c, &one, &f);
             state -= f.adds;
             consider(&best, plain ? "in the backward of" : "in the replay or backward of", one, state + f.need,
-                     x->block_group + grads + x->block_grads);
+                     x->block_group + grads + x->block_grads, f.op, f.op_layer);
             grads += (size_t)one.count * x->block_grads;
         }
     }
-    consider(&best, "in the embedding's backward", (Segment){0}, c->tail_peak, x->rest_group + grads);
+    consider(&best, "in the embedding's backward", (Segment){0}, c->tail_peak, x->rest_group + grads, c->tail_op, -1);
     return best;
 }
 
@@ -218,15 +223,12 @@ static RematStatus predict_pipeline(const TrainOptions *o, FILE *out)
     const size_t size = 64 + 192 * (size_t)P;
     PipeAction *acts = malloc(2 * (size_t)M * sizeof *acts);
     char *json = o->results ? malloc(size) : NULL;
-    if (!acts || (o->results && !json)) {
-        free(acts), free(json);
-        return remat_fail(REMAT_ENOMEM, "--predict-only: no memory for %d actions", 2 * M);
-    }
+    RematStatus status = acts && (json || !o->results) ? REMAT_OK
+                         : remat_fail(REMAT_ENOMEM, "--predict-only: no memory for %d actions", 2 * M);
     size_t used = json ? (size_t)snprintf(json, size, "{\"predicted\": {\"stages\": [") : 0;
     fprintf(out, "predicted peak activations of each stage (--predict-only: nothing built), %d stages, %s, %d "
             "micro-batches, strategy %s:\n", P, name_of(&PIPE_SCHEDULE_NAMES, o->step.pipeline_schedule), M,
             strategy_name(o->step.strategy.kind));
-    RematStatus status = REMAT_OK;
     for (int s = 0, first, count; s < P && status == REMAT_OK; s++) {
         const int n = pipe_actions(o->step.pipeline_schedule, P, s, M, acts);
         int live = 0, most = 0;
@@ -293,7 +295,7 @@ RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPredict
         p->peak = after + cost->base > p->peak ? after + cost->base : p->peak; /* the reduction, batch still there */
         p->recompute_flops = q->recompute_flops * (uint64_t)K;
         p->forward_flops = q->forward_flops * (uint64_t)K;
-        p->moment = m.where, p->first = m.at.first, p->count = m.at.count;
+        p->moment = m.where, p->first = m.at.first, p->count = m.at.count, p->op = m.op, p->op_layer = m.op_layer;
     }
     if (status == REMAT_OK && o->step.strategy.kind == STRATEGY_DTR && p->peak > o->step.memory_budget)
         status = remat_fail(REMAT_EINVAL, "--strategy dtr would evict under --memory-budget %zu bytes (the step needs "
@@ -339,6 +341,8 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
     fprintf(out, "  recompute    %" PRIu64 " FLOPs (the forward: %" PRIu64 ")\n", p.recompute_flops, p.forward_flops);
     fprintf(out, "  the peak is reached %s", p.moment);
     if (p.count) fprintf(out, p.count > 1 ? " h.%d-h.%d" : " h.%d", p.first, p.first + p.count - 1);
+    if (p.op && p.op_layer >= 0) fprintf(out, ", at h.%d.%s", p.op_layer, p.op);
+    else if (p.op) fprintf(out, ", at %s", p.op);
     fputc('\n', out);
     return o->results ? write_results(o->results, "predicted", p.kinds, p.peak, p.recompute_flops) : REMAT_OK;
 }

@@ -105,13 +105,13 @@ RematStatus train_predict(const TrainOptions *opt, FILE *out);
 /* One step's memory as train_predict predicts it for rank 0 of opt->ranks: bytes by kind
  * (MEM_DISK none), the peak of them all at once, the step's FORWARD and RECOMPUTE FLOPs,
  * and where the peak is reached ("in the backward of"), in layers first .. first + count − 1
- * (count 0: the embedding or the head). */
+ * (count 0: the embedding or the head), at op_layer's op (its tag; op_layer −1: not a layer's). */
 typedef struct MemoryPrediction {
     size_t kinds[MEM_KIND_COUNT];
     size_t peak;
     uint64_t recompute_flops, forward_flops;
-    const char *moment;
-    int first, count;
+    const char *moment, *op;
+    int first, count, op_layer;
 } MemoryPrediction;
 
 /* train_predict's figures without its table, for a GPT of `vocab` tokens (the train

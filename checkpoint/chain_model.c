@@ -25,20 +25,22 @@
 #include "checkpoint/ops_plan.h"
 
 /* A walk through one stage: references to each value (0 the stage's input, i + 1 op i's
- * output), the bytes alive, counted from the stage's start without its input, and the
- * FLOPs of its forward (and of its backward kernels' RECOMPUTE). */
+ * output), the bytes alive, counted from the stage's start without its input, the op
+ * running and the one that first reached the peak (their tags), and the FLOPs of its
+ * forward (and of its backward kernels' RECOMPUTE). */
 typedef struct Walk {
     const ChainStage *stage;
     int refs[CHAIN_MAX_OPS + 1];
     bool has_grad[CHAIN_MAX_OPS + 1];
     size_t live, peak;
+    const char *op, *peak_op;
     uint64_t flops, recompute;
 } Walk;
 
 static void walk_alloc(Walk *w, size_t bytes)
 {
     w->live += bytes;
-    w->peak = max_size(w->peak, w->live);
+    if (w->live > w->peak) w->peak = w->live, w->peak_op = w->op;
 }
 
 /* Drops a reference to value v, freeing it at the last (the input is the caller's). */
@@ -66,6 +68,7 @@ static void walk_forward(Walk *w, const ChainStage *s, bool grad, uint32_t keep,
     for (int i = 0; i < s->n_ops; i++) {
         const ChainOp *op = &s->ops[i];
         const bool cached = has(keep, i), served = grad && cached; /* the replay takes it from the cache */
+        w->op = op->tag;
         walk_alloc(w, !served ? op->out + op->extra : has(needed, i + 1) ? 0 : op->out); /* or a placeholder */
         if (!grad && !cached) w->live -= op->extra;
         if (!grad && cached) w->refs[i + 1]++; /* the cache's reference */
@@ -104,8 +107,9 @@ static uint32_t cache_needed(const ChainStage *s, uint32_t keep)
 typedef enum Root { ROOT_ENGINE, ROOT_HELD, ROOT_LOSS } Root;
 
 /* The most bytes alive during the backward of the stage whose forward left `w` (a copy:
- * the caller's walk is unchanged), counted as walk_forward counts them. */
-static size_t walk_backward(Walk w, Root root)
+ * the caller's walk is unchanged), counted as walk_forward counts them; *at (may be NULL)
+ * the op whose backward first reaches it. */
+static size_t walk_backward(Walk w, Root root, const char **at)
 {
     const ChainStage *s = w.stage;
     const int n = s->n_ops;
@@ -116,9 +120,10 @@ static size_t walk_backward(Walk w, Root root)
     w.has_grad[n] = true;
     w.has_grad[0] = ready || !s->input_grad;
     if (ready && s->input_grad) w.live += s->in_bytes;
-    w.peak = w.live;
+    w.peak = w.live, w.peak_op = s->ops[n - 1].tag;
     for (int i = n - 1; i >= 0; i--) {
         const ChainOp *op = &s->ops[i];
+        w.op = op->tag;
         for (int k = 0; k < CHAIN_OP_INPUTS; k++)
             if (op->in[k] >= 0 && !w.has_grad[op->in[k]]) {
                 w.has_grad[op->in[k]] = true;
@@ -130,6 +135,7 @@ static size_t walk_backward(Walk w, Root root)
             if (op->saves & 1u << k) walk_unref(&w, op->in[k]);
         if (op->saves & CHAIN_SAVES_OUT) walk_unref(&w, i + 1);
     }
+    if (at) *at = w.peak_op;
     return w.peak;
 }
 
@@ -145,10 +151,13 @@ static void model_policy_layer(const ChainCost *c, ChainLayer *l, const ChainSta
     const uint32_t needed = cache_needed(s, keep);
     Walk w;
     walk_forward(&w, s, false, keep, needed);
-    l->policy = (SegmentFigures){.adds = w.live, .need = w.peak};
+    l->policy = (SegmentFigures){.adds = w.live, .need = w.peak, .op = w.peak_op};
     walk_forward(&w, s, true, keep, needed);
-    const size_t under = l->out_bytes + c->resid, replay = max_size(l->grad_bytes + w.peak, walk_backward(w, ROOT_HELD));
-    l->policy.need = max_size(l->policy.need, under + replay);
+    const char *back;
+    const size_t under = l->out_bytes + c->resid, backward = walk_backward(w, ROOT_HELD, &back);
+    const size_t replay = max_size(l->grad_bytes + w.peak, backward);
+    if (under + replay > l->policy.need) /* the replay's peak comes before the backward's */
+        l->policy.need = under + replay, l->policy.op = l->grad_bytes + w.peak >= backward ? w.peak_op : back;
     l->policy.flops = w.flops;
 }
 
@@ -159,11 +168,13 @@ static void model_layer(ChainCost *c, ChainLayer *l, const ChainStage *s)
     Walk w;
     walk_forward(&w, s, false, 0, 0);
     const size_t nograd_peak = w.peak, out = s->ops[s->n_ops - 1].out;
+    const char *nograd_op = w.peak_op;
     walk_forward(&w, s, true, 0, 0);
     *l = (ChainLayer){.in_bytes = s->in_bytes, .out_bytes = out, .grad_bytes = s->input_grad ? s->in_bytes : 0,
-                      .kept = w.live, .fwd_peak = w.peak, .nograd_peak = nograd_peak, .flops = w.flops};
-    l->back_plain = walk_backward(w, ROOT_ENGINE) - l->kept; /* kept − out + the gradient in */
-    l->back_held = walk_backward(w, ROOT_HELD) - (l->kept - out);
+                      .kept = w.live, .fwd_peak = w.peak, .nograd_peak = nograd_peak, .flops = w.flops,
+                      .fwd_op = w.peak_op, .nograd_op = nograd_op};
+    l->back_plain = walk_backward(w, ROOT_ENGINE, &l->plain_op) - l->kept; /* kept − out + the gradient in */
+    l->back_held = walk_backward(w, ROOT_HELD, &l->held_op) - (l->kept - out);
     c->forward_flops += w.flops;
     c->kernel_recompute += w.recompute;
     if (c->policy) model_policy_layer(c, l, s);
@@ -222,13 +233,14 @@ ChainCost *chain_model(const ChainShape *shape)
     Walk w;
     walk_forward(&w, &shape->embed, true, 0, 0);
     c->embed = w.live;
-    c->embed_peak = w.peak;
-    c->tail_peak = shape->base + c->resid + (shape->embed.n_ops > 0 ? walk_backward(w, ROOT_ENGINE) : 0);
+    c->embed_peak = w.peak, c->embed_op = w.peak_op;
+    c->tail_peak = shape->base + c->resid + (shape->embed.n_ops > 0 ? walk_backward(w, ROOT_ENGINE, &c->tail_op) : 0);
     c->forward_flops += w.flops;
     c->kernel_recompute += w.recompute;
     walk_forward(&w, head, true, 0, 0);
     c->head_kept = w.live;
-    c->head_peak = max_size(w.peak, walk_backward(w, ROOT_LOSS));
+    c->head_peak = walk_backward(w, ROOT_LOSS, &c->head_op);
+    if (w.peak >= c->head_peak) c->head_peak = w.peak, c->head_op = w.peak_op; /* its forward's comes first */
     c->forward_flops += w.flops;
     c->kernel_recompute += w.recompute;
     if (!shape->ops || model_ops(c, shape) == REMAT_OK) return c;

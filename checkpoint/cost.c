@@ -16,32 +16,30 @@ size_t chain_grad_bytes(const ChainCost *c, int k)
     return k < c->n_layers ? c->layers[k].grad_bytes : c->layers[c->n_layers - 1].out_bytes;
 }
 
-/* The most ACT above S(k) while plain layer k runs forward and, later, backward. */
-static size_t plain_need(const ChainCost *c, int k)
+/* f's need becomes `need` if that is more, reached at layer k's op. */
+static void reach(SegmentFigures *f, size_t need, int k, const char *op)
 {
-    const ChainLayer *l = &c->layers[k];
-    return max_size(l->fwd_peak, l->kept - l->out_bytes + chain_grad_bytes(c, k + 1) + c->resid + l->back_plain);
+    if (need > f->need) f->need = need, f->op = op, f->op_layer = k;
 }
 
 /* The most ACT above S(a) while region [a, b] runs its first forward, its replay and its
- * backward (cost.h's formula, term by term). */
-static size_t region_need(const ChainCost *c, int a, int b)
+ * backward (cost.h's formula, term by term), and where. */
+static void region_need(const ChainCost *c, int a, int b, SegmentFigures *f)
 {
     const ChainLayer *l = c->layers;
-    size_t need = l[a].nograd_peak;
-    for (int k = a + 1; k <= b; k++) need = max_size(need, l[k].in_bytes + l[k].nograd_peak);
+    reach(f, l[a].nograd_peak, a, l[a].nograd_op);
+    for (int k = a + 1; k <= b; k++) reach(f, l[k].in_bytes + l[k].nograd_peak, k, l[k].nograd_op);
     const size_t in = chain_grad_bytes(c, b + 1) + c->resid, ga = chain_grad_bytes(c, a);
     size_t kept = 0; /* Σ kept_i for i < k */
     for (int k = a; k <= b; k++) {
-        need = max_size(need, in + ga + kept + l[k].fwd_peak);
+        reach(f, in + ga + kept + l[k].fwd_peak, k, l[k].fwd_op);
         kept += l[k].kept;
         /* The region's last layer backpropagates with the gradient flowing in alive to the
          * end (back_held); the others as plain layers do, but with g_a already there. */
         const size_t held = in + (k > a || k < b ? ga : 0) + kept - l[k].out_bytes +
                             (k < b ? chain_grad_bytes(c, k + 1) : 0);
-        need = max_size(need, held + (k == b ? l[k].back_held : l[k].back_plain));
+        reach(f, held + (k == b ? l[k].back_held : l[k].back_plain), k, k == b ? l[k].held_op : l[k].plain_op);
     }
-    return need;
 }
 
 bool chain_segment(const ChainCost *c, const Segment *g, SegmentFigures *f)
@@ -51,19 +49,23 @@ bool chain_segment(const ChainCost *c, const Segment *g, SegmentFigures *f)
         const SegmentFigures *m = g->policy == c->policy ? &c->layers[a].policy : ops_figures(c->ops, a, g->policy);
         if (!m || g->count != 1) return false;
         *f = *m;
+        f->op_layer = a;
         return true;
     }
+    *f = (SegmentFigures){0};
     if (g->kind == SEGMENT_REGION) { /* keeps its output x_{b+1}; recomputes layers a .. b */
-        uint64_t flops = 0;
-        for (int k = a; k <= b; k++) flops += c->layers[k].flops;
-        *f = (SegmentFigures){c->layers[b].out_bytes, region_need(c, a, b), flops};
+        for (int k = a; k <= b; k++) f->flops += c->layers[k].flops;
+        f->adds = c->layers[b].out_bytes;
+        region_need(c, a, b, f);
         return true;
     }
     if (g->kind != SEGMENT_PLAIN) return false;
-    *f = (SegmentFigures){0};
-    for (int k = a; k <= b; k++) { /* each layer on top of what the ones before it kept */
-        f->need = max_size(f->need, f->adds + plain_need(c, k));
-        f->adds += c->layers[k].kept;
+    for (int k = a; k <= b; k++) { /* each layer on top of what the ones before it kept, its forward first */
+        const ChainLayer *l = &c->layers[k];
+        reach(f, f->adds + l->fwd_peak, k, l->fwd_op);
+        reach(f, f->adds + l->kept - l->out_bytes + chain_grad_bytes(c, k + 1) + c->resid + l->back_plain, k,
+              l->plain_op);
+        f->adds += l->kept;
     }
     return true;
 }

@@ -110,10 +110,13 @@ typedef struct OpsProfile OpsProfile; /* the op-level planner's figures (ops_pla
 
 /* A segment in the model: what it adds to the forward state S at its start, the most ACT
  * above S from its first forward to the end of its backward, and the FLOPs its replay
- * recomputes. */
+ * recomputes; and where `need` is reached: the op about to run (its tag) and its layer
+ * (chain_model's; NULL when measured). */
 typedef struct SegmentFigures {
     size_t adds, need;
     uint64_t flops;
+    const char *op;
+    int op_layer;
 } SegmentFigures;
 
 typedef struct ChainLayer {
@@ -125,6 +128,7 @@ typedef struct ChainLayer {
     size_t back_plain;          /* back_k of a plain layer (the gradient in is freed after its last op) */
     size_t back_held;           /* back_k of a region's last layer (the gradient in stays to the end) */
     uint64_t flops;             /* flops_k */
+    const char *fwd_op, *nograd_op, *plain_op, *held_op; /* the op at each peak (its tag): chain_model's */
     SegmentFigures policy;      /* layer k as a one-layer region with the cost's policy
                                    (selective recomputation), when one was profiled: it adds
                                    its output and the outputs the policy caches */
@@ -140,6 +144,7 @@ typedef struct ChainCost {
     size_t head_kept;    /* what the head's forward leaves above S(L) for its backward (the loss among it) */
     size_t resid;        /* what backward holds besides: the loss and its seed */
     size_t tail_peak;    /* the most ACT once the chain's backward is done (the embed stage's) */
+    const char *embed_op, *head_op, *tail_op; /* the op at each of these peaks: chain_model's */
     size_t fixed;        /* params + grads + optimizer + workspace in use, after the step */
     size_t work_peak;    /* the most kernel scratch above that during the step */
     uint64_t forward_flops; /* FORWARD FLOPs of a step without checkpointing */

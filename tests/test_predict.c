@@ -433,8 +433,9 @@ static void train_text(const char *line, char *text, size_t size)
 }
 
 /* The moment of the peak --predict-only names, against what the doctor finds after a real
- * step: its phase ("at the peak (in backward)") and the layer of the op --explain-memory
- * says set it, within the layers predicted (a region's replay among them), or the head's. */
+ * step: its phase ("at the peak (in backward)"), the op --explain-memory says set it (the
+ * next event after the peak: in these GPTs, the op running then), and that op's layer
+ * within the layers predicted (a region's replay among them), or the head's. */
 static void test_predict_only_names_the_moment_the_doctor_finds(void **state)
 {
     (void)state;
@@ -455,7 +456,11 @@ static void test_predict_only_names_the_moment_the_doctor_finds(void **state)
                (int)strcspn(event, ";"), event);
         const bool forward = strstr(moment, "in the forward of") || strstr(moment, "embedding's forward");
         assert_non_null(strstr(measured, forward ? "at the peak (in forward)" : "at the peak (in backward)"));
-        const char *op = strchr(event, '(') + 1;
+        const char *op = strchr(event, '(') + 1, *at = strstr(moment, ", at ");
+        assert_non_null(at);
+        const int len = (int)strcspn(at + 5, "\n");
+        if (len != (int)strcspn(op, ")") || strncmp(at + 5, op, (size_t)len))
+            fail_msg("%s: predicted at %.*s, the doctor's event is %s", strategies[i], len, at + 5, op);
         if (strstr(moment, "in the head")) {
             assert_true(!strncmp(op, "loss)", 5) || !strncmp(op, "lm_head)", 8) || !strncmp(op, "ln_f)", 5));
             continue;
