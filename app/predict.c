@@ -162,6 +162,7 @@ static Moment peak_moment(const Schedule *s, const ChainCost *c, const StepExtra
         }
         SegmentFigures f;
         if (g->kind != SEGMENT_PLAIN && chain_segment(c, g, &f)) state += f.adds;
+        if (g->kind == SEGMENT_REVOLVE) state = c->base + s->predicted.forward_kept; /* the whole chain's */
     }
     size_t grads = x->rest_grads;
     consider(&best, "in the head (its forward or backward)", (Segment){0}, state + c->head_peak,
@@ -172,7 +173,8 @@ static Moment peak_moment(const Schedule *s, const ChainCost *c, const StepExtra
         for (int k = g->first + g->count - 1; k >= g->first; k = plain ? k - 1 : -1) {
             const Segment one = plain ? (Segment){.kind = SEGMENT_PLAIN, .first = k, .count = 1} : *g;
             SegmentFigures f = {0};
-            chain_segment(c, &one, &f);
+            chain_segment(c, &one, &f); /* Revolve's: revolve_predict's peak, a bound if its forward's is it */
+            if (g->kind == SEGMENT_REVOLVE) f.need = s->predicted.peak_act - state;
             state -= f.adds;
             consider(&best, plain ? "in the backward of" : "in the replay or backward of", one, state + f.need,
                      x->block_group + grads + x->block_grads, f.op, f.op_layer);

@@ -179,7 +179,8 @@ static RematStatus revolve_predict(const ChainCost *c, int slots, Prediction *p)
     walk_peak(&w, w.advance); /* the last layer, for the output; x_{L−1} stays */
     const size_t outside = c->base + c->embed - w.a; /* S(0) without x_0 */
     p->peak_act = max_size(p->peak_act, outside + w.peak);
-    p->peak_act = max_size(p->peak_act, outside + w.live + c->layers[c->n_layers - 1].out_bytes + c->head_peak);
+    p->forward_kept = outside + w.live + c->layers[c->n_layers - 1].out_bytes - c->base; /* x_L among it */
+    p->peak_act = max_size(p->peak_act, c->base + p->forward_kept + c->head_peak);
     /* The backward: the output x_L is gone (the loss has used it), x_{L−1} is the current
      * state, and the output's gradient (and the input's buffer) have arrived. */
     w.live += w.a + (l0->grad_bytes ? w.a : 0);
