@@ -145,8 +145,8 @@ static void consider(Moment *best, const char *where, Segment at, size_t act, si
 /* The moment of the peak: the step's moments in its order (the embedding, plain layers'
  * forwards — a region's holds less than its replay — the head, the backwards from the last
  * segment, a replay among them, as the ledger counts them) with schedule_predict's figures
- * (cost.h), the first that holds the most. A backward's gradients are counted as made
- * (a bound: they are made during it). */
+ * (cost.h; Revolve's, over the whole chain, from revolve_predict), the first that holds the
+ * most. A backward's gradients are counted as made (a bound: they are made during it). */
 static Moment peak_moment(const Schedule *s, const ChainCost *c, const StepExtras *x)
 {
     Moment best = {0};
@@ -173,8 +173,8 @@ static Moment peak_moment(const Schedule *s, const ChainCost *c, const StepExtra
         for (int k = g->first + g->count - 1; k >= g->first; k = plain ? k - 1 : -1) {
             const Segment one = plain ? (Segment){.kind = SEGMENT_PLAIN, .first = k, .count = 1} : *g;
             SegmentFigures f = {0};
-            chain_segment(c, &one, &f); /* Revolve's: revolve_predict's peak, a bound if its forward's is it */
-            if (g->kind == SEGMENT_REVOLVE) f.need = s->predicted.peak_act - state;
+            chain_segment(c, &one, &f);
+            if (g->kind == SEGMENT_REVOLVE) f.need = s->predicted.peak_act - state; /* its first forward's too */
             state -= f.adds;
             consider(&best, plain ? "in the backward of" : "in the replay or backward of", one, state + f.need,
                      x->block_group + grads + x->block_grads, f.op, f.op_layer);

@@ -105,7 +105,8 @@ RematStatus train_predict(const TrainOptions *opt, FILE *out);
 /* One step's memory as train_predict predicts it for rank 0 of opt->ranks: bytes by kind
  * (MEM_DISK none), the peak of them all at once, the step's FORWARD and RECOMPUTE FLOPs,
  * and where the peak is reached ("in the backward of"), in layers first .. first + count − 1
- * (count 0: the embedding or the head), at op_layer's op (its tag; op_layer −1: not a layer's). */
+ * (count 0: the embedding or the head), at op (its tag, in layer op_layer, −1 for the
+ * embedding's or the head's; NULL when not named, as under Revolve). */
 typedef struct MemoryPrediction {
     size_t kinds[MEM_KIND_COUNT];
     size_t peak;
