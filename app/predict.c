@@ -100,14 +100,14 @@ static ChainCost *run_cost(const TrainOptions *o, int vocab, const Policy *polic
 }
 
 /* Peaks by kind as JSON under `label` ("predicted", "measured"): params, grads, optimizer,
- * activations, workspace and the peak of them all at once, in bytes, with the RECOMPUTE
- * FLOPs of a step. */
+ * activations, workspace, disk (offload's spill file) and the peak of the resident ones at
+ * once, in bytes, with the RECOMPUTE FLOPs of a step. */
 static RematStatus write_results(const char *path, const char *label, const size_t kinds[MEM_KIND_COUNT],
                                  size_t peak, uint64_t recompute)
 {
     char json[512];
     int n = snprintf(json, sizeof json, "{\"%s\": {", label);
-    for (int k = 0; k < MEM_DISK; k++)
+    for (int k = 0; k < MEM_KIND_COUNT; k++)
         n += snprintf(json + n, sizeof json - (size_t)n, "\"%s\": %zu, ", mem_kind_name((MemKind)k), kinds[k]);
     snprintf(json + n, sizeof json - (size_t)n, "\"peak\": %zu, \"recompute_flops\": %" PRIu64 "}}\n", peak,
              recompute);
@@ -274,6 +274,7 @@ RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPredict
 {
     const char *missing = unsupported(o);
     if (missing) return remat_fail(REMAT_EINVAL, "predicting a step: %s is not predicted", missing);
+    *p = (MemoryPrediction){0}; /* DISK among it: offload is not predicted */
     StepExtras x = {0};
     const bool budget = o->step.strategy.kind == STRATEGY_BUDGET; /* planned as the run plans it, on this model */
     const Strategy none = strategy_defaults(STRATEGY_NONE); /* dtr's step where it evicts nothing */

@@ -414,12 +414,19 @@ static void test_predict_only_equals_a_run(void **state)
         run_json(lines[i], "--predict-only", predicted, sizeof predicted);
         run_json(lines[i], "--steps 2 --eval-batches 1 --quiet", measured, sizeof measured);
         printf("  %s\n    %s    %s", lines[i], predicted, measured);
-        for (int k = 0; k < 5; k++) {
-            const char *key = (const char *[]){"activations", "workspace", "grads", "params", "recompute_flops"}[k];
+        for (int k = 0; k < 6; k++) {
+            const char *key =
+                (const char *[]){"activations", "workspace", "grads", "params", "disk", "recompute_flops"}[k];
             assert_int_equal(json_number(predicted, key), json_number(measured, key));
         }
         assert_true(json_number(predicted, "peak") >= json_number(measured, "peak"));
     }
+    /* Under offload the measured JSON has the spill file's peak, as the ledger has it. */
+    char measured[1024];
+    run_json("--model mlp --layers 3 --d-model 128 --batch 128 --offload all", "--steps 1 --eval-batches 1 --quiet",
+             measured, sizeof measured);
+    assert_int_equal(json_number(measured, "disk"), mem_peak(MEM_DISK));
+    assert_true(mem_peak(MEM_DISK) > 0);
 }
 
 /* What train printed for `line`, into text. */
