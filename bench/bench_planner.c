@@ -412,12 +412,9 @@ static RematStatus frontier_try_dtr(Frontier *f, size_t budget)
     Schedule *s = schedule_for_strategy(&dtr, f->c->cost->n_layers);
     StepStats stats;
     const RematStatus status = s ? run_schedule(f->c, s, budget, &stats) : remat_last_status();
-    if (status == REMAT_OK) {
-        frontier_add(f, "dtr", s, budget, true);
-        return REMAT_OK;
-    }
-    schedule_free(s);
-    if (status != REMAT_EOOM && status != REMAT_ESTATE) return status;
+    if (status == REMAT_OK) frontier_add(f, "dtr", s, budget, true);
+    else schedule_free(s);
+    if (status != REMAT_EOOM && status != REMAT_ESTATE) return status; /* it fits, or an error */
     printf("  %s, dtr at %.2f MiB: %s\n", f->c->name, mib(budget), remat_last_error());
     return REMAT_OK;
 }
