@@ -243,6 +243,8 @@ static RematStatus before_backward(void *ctx, const Node *node)
 
 RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int n)
 {
+    for (int i = 0; !params && i < z->n; i++) /* the rest: every parameter in no group yet */
+        if (!z->owner_of[i]) z->owner_of[i] = owner;
     for (int k = 0; k < n; k++) {
         int i = 0;
         while (i < z->n && z->params[i].var != params[k].var) i++;
