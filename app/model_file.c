@@ -16,12 +16,15 @@
 typedef char StateName[NODE_NAME_LEN + 16];
 #define SECOND_MOMENT "optim.v." /* AdamW's v: a mean of squares, never negative */
 
-/* The tensors a file of `model` holds, in its order, into `entries` (room for 3 per
- * parameter): every parameter, then with `opt` each one's optimizer state, named in
- * `names` as model_file.h says. Returns their count. */
-static int file_entries(const Model *model, const Optimizer *opt, StEntry *entries, StateName (*names)[2])
+/* The tensors a file of `model` holds, in its order: every parameter, then with `opt` each
+ * one's optimizer state, named as model_file.h says. A new block the caller frees (the
+ * names after the entries), *count their number; NULL, no error set, without memory. */
+static StEntry *file_entries(const Model *model, const Optimizer *opt, int *count)
 {
     const int n = model->n_params;
+    StEntry *entries = calloc(1, (size_t)(3 * n) * sizeof *entries + (size_t)n * 2 * sizeof(StateName));
+    if (!entries) return NULL;
+    StateName (*names)[2] = (StateName(*)[2])(entries + 3 * n); /* after the entries, in their block */
     int k = 0;
     for (int i = 0; i < n; i++) entries[k++] = (StEntry){model->params[i].var->name, model->params[i].var->value};
     for (int i = 0; opt && i < n; i++) {
@@ -33,7 +36,8 @@ static int file_entries(const Model *model, const Optimizer *opt, StEntry *entri
         for (int j = 0; j < 2; j++)
             if (s[j]) entries[k++] = (StEntry){names[i][j], s[j]};
     }
-    return k;
+    *count = k;
+    return entries;
 }
 
 /* The index of the first NaN, infinity or (when `nonnegative`) value below zero in float
@@ -74,13 +78,11 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
     if (!model || !path || (!opt) != (!state))
         return remat_fail(REMAT_EINVAL, "model_save: need a model and a path, and an optimizer "
                           "together with a training state or neither");
-    const int n = model->n_params;
-    StEntry *entries = calloc((size_t)(3 * n), sizeof *entries);
-    StateName (*names)[2] = calloc((size_t)n, sizeof *names);
+    int k = 0;
+    StEntry *entries = file_entries(model, opt, &k);
     StMeta *all_meta = calloc((size_t)n_meta + 3, sizeof *all_meta);
-    RematStatus status = entries && names && all_meta ? REMAT_OK
+    RematStatus status = entries && all_meta ? REMAT_OK
                        : remat_fail(REMAT_ENOMEM, "model_save: no memory for the file's index");
-    const int k = status == REMAT_OK ? file_entries(model, opt, entries, names) : 0;
     /* A model that went non-finite is not written over a file that would still train. */
     for (int i = 0; i < k && status == REMAT_OK; i++) {
         const Tensor *t = entries[i].tensor;
@@ -103,7 +105,6 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
     }
     if (status == REMAT_OK) status = st_save(path, entries, k, all_meta, m);
     free(entries);
-    free(names);
     free(all_meta);
     return status;
 }
@@ -151,12 +152,10 @@ RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const ch
     if (!f) return remat_last_status();
 
     /* Phase 1: read and check everything into staging tensors; nothing is changed yet. */
-    const int n = model->n_params;
-    StEntry *entries = calloc((size_t)(3 * n), sizeof *entries);
-    StateName (*names)[2] = calloc((size_t)n, sizeof *names);
-    Tensor **staged = calloc((size_t)(3 * n), sizeof *staged);
-    RematStatus status = entries && names && staged ? REMAT_OK : remat_fail(REMAT_ENOMEM, "model_load: no memory");
-    const int k = status == REMAT_OK ? file_entries(model, opt, entries, names) : 0;
+    int k = 0;
+    StEntry *entries = file_entries(model, opt, &k);
+    Tensor **staged = calloc((size_t)k + 1, sizeof *staged); /* + 1: never calloc(0) */
+    RematStatus status = entries && staged ? REMAT_OK : remat_fail(REMAT_ENOMEM, "model_load: no memory");
     TrainState loaded = {0};
     for (int i = 0; i < k && status == REMAT_OK; i++) {
         const bool second_moment = !strncmp(entries[i].name, SECOND_MOMENT, strlen(SECOND_MOMENT));
@@ -178,9 +177,8 @@ RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const ch
             optim_set_steps(opt, loaded.step);
         }
     }
-    for (int i = 0; i < k; i++) tensor_free(staged[i]);
+    for (int i = 0; staged && i < k; i++) tensor_free(staged[i]);
     free(entries);
-    free(names);
     free(staged);
     st_close(opened);
     return status;

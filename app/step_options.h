@@ -17,8 +17,6 @@
 #ifndef REMAT_APP_STEP_OPTIONS_H
 #define REMAT_APP_STEP_OPTIONS_H
 
-#include <stdio.h>
-
 #include "base/flags.h"
 #include "checkpoint/planner.h"
 #include "offload/offload.h"

@@ -568,8 +568,9 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* --save: rank 0 writes the model, the whole optimizer state (gathered from the ranks'
- * shards under ZeRO stage 1 or more) and the training state, as one process would. */
+/* --save, once run_finish has gathered the parameters: rank 0 writes the model, the whole
+ * optimizer state (gathered from the ranks' shards under ZeRO stage 1 or more) and the
+ * training state, as one process would. */
 static RematStatus save(Run *run, FILE *out)
 {
     const TrainOptions *opt = run->opt;
@@ -577,7 +578,6 @@ static RematStatus save(Run *run, FILE *out)
     Optimizer *full = sharded && writer ? create_optimizer(run, true) : NULL;
     RematStatus status = sharded && writer && !full ? remat_last_status() : REMAT_OK;
     if (status == REMAT_OK && sharded) status = zero_gather_optimizer(run->zero, run->optim, full, 0);
-    if (status == REMAT_OK && run->zero) status = zero_params_gather(run->zero);
     if (status == REMAT_OK && writer) {
         char values[4][24];
         StMeta meta[5];
@@ -585,7 +585,6 @@ static RematStatus save(Run *run, FILE *out)
         status = model_save(run->model, sharded ? full : run->optim, &run->state, meta, n_meta, opt->save);
         if (status == REMAT_OK) fprintf(out, "  saved %s (step %d)\n", opt->save, run->state.step);
     }
-    if (run->zero) zero_params_scatter(run->zero);
     optim_free(full);
     return status;
 }
@@ -613,8 +612,8 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
     if (status == REMAT_OK && run->pipe) status = report_pipeline(out, opt, &run->world, run->pipe, report->steps_run);
     if (status == REMAT_OK && run->zero) status = zero_params_gather(run->zero); /* every rank, sample or not */
     if (status == REMAT_OK && opt->model == MODEL_GPT && opt->sample_chars > 0) report_sample(out, opt, run->model);
-    if (run->zero) zero_params_scatter(run->zero);
     if (status == REMAT_OK && opt->save) status = save(run, out);
+    if (run->zero) zero_params_scatter(run->zero);
     return status;
 }
 

@@ -102,7 +102,7 @@ Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const TrainCtx *ctx, ui
  *   - the stream: mask[i] = 1 (keep) when the i-th draw of ctx->rng (pcg32_float) is ≥ p.
  *     It draws exactly numel(x) numbers, so ctx->rng moves on by exactly that many, and
  *     saves ONLY the uint8 mask (one byte per element). On error ctx->rng is left as it was.
- *   - the counter: mask[i] = 1 when counter_rng_float(key, i) ≥ p, a pure function of the
+ *   - the counter: mask[i] = 1 when draw i (counter_rng.h) is ≥ p, a pure function of the
  *     key (ctx->seed, ctx->step, ctx->micro_batch, `site`) and i. Saves NOTHING: the node
  *     keeps the key and its backward makes the mask again, counting those compares as
  *     RECOMPUTE FLOPs; hooks hear of the mask through op_hooks_regenerated. A tensor of

@@ -33,7 +33,7 @@ static RematStatus layernorm_backward(Node *node, const Tensor *dout, Tensor *co
     const LayerNormAttrs *attrs = ops_attrs(node);
     Tensor *x = saved_tensor(node, 0), *weight = saved_tensor(node, 1);
     Tensor *mean = saved_tensor(node, 2), *rstd = saved_tensor(node, 3);
-    Tensor *grads[3] = {0}; /* dx, dweight, dbias */
+    Tensor *saved[4] = {x, weight, mean, rstd}, *grads[3] = {0}; /* grads: dx, dweight, dbias */
     RematStatus status = x && weight && mean && rstd ? REMAT_OK : remat_last_status();
     for (int i = 0; i < 3 && status == REMAT_OK; i++) {
         const Tensor *like = i == 0 ? x : weight; /* the bias has the weight's shape */
@@ -44,10 +44,7 @@ static RematStatus layernorm_backward(Node *node, const Tensor *dout, Tensor *co
         k_layernorm_backward(grads[0]->f32, grads[1]->f32, grads[2]->f32, dout->f32, x->f32, weight->f32, mean->f32,
                              rstd->f32, attrs->rows, attrs->cols);
     for (int i = 0; i < 3; i++) tensor_free(grads[i]);
-    tensor_free(x);
-    tensor_free(weight);
-    tensor_free(mean);
-    tensor_free(rstd);
+    for (int i = 0; i < 4; i++) tensor_free(saved[i]);
     return status;
 }
 

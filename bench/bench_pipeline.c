@@ -147,20 +147,17 @@ static RematStatus timed_step(void *user, int variant, double *values)
     Run *run = user;
     const int P = run->g->size;
     memset(values, 0, QUANTITIES * sizeof *values);
-    StepResult result;
-    if (variant == ONE_PROCESS) {
-        if (run->g->rank != 0) return REMAT_OK;
-        const double t0 = platform_seconds();
-        const RematStatus status = step_run(&run->one, run->mb, run->M, &run->ctx, NULL, &result);
-        values[Q_SECONDS] = platform_seconds() - t0;
-        return status;
-    }
+    if (variant == ONE_PROCESS && run->g->rank != 0) return REMAT_OK;
     size_t peak;
     const PipeLedger before = *step_pipeline_ledger(run->pipe, &peak);
-    dist_barrier(run->g);
+    if (variant == PIPELINE) dist_barrier(run->g);
+    StepResult result;
     const double t0 = platform_seconds();
-    RematStatus status = step_pipeline_run(run->pipe, run->one.optim, run->mb, &run->ctx, &result);
+    RematStatus status =
+        variant == ONE_PROCESS ? step_run(&run->one, run->mb, run->M, &run->ctx, NULL, &result)
+                               : step_pipeline_run(run->pipe, run->one.optim, run->mb, &run->ctx, &result);
     values[Q_SECONDS] = platform_seconds() - t0;
+    if (variant == ONE_PROCESS) return status;
     if (status != REMAT_OK) return status; /* the job ends: the others may wait for this rank */
     const PipeLedger *l = step_pipeline_ledger(run->pipe, &peak);
     const double span = l->seconds - before.seconds, idle = l->idle_seconds - before.idle_seconds;

@@ -258,24 +258,21 @@ static const PlannerKind PLANNERS[3] = {PLANNER_DP, PLANNER_CHEN, PLANNER_REVOLV
  * DP's smallest budget dp and chen find nothing (recorded so) and Revolve has no ratio. */
 static RematStatus sweep_budget(Sweep *w, size_t budget)
 {
-    PointRow rows[3];
-    Schedule *own[3] = {0};
     RematStatus status = REMAT_OK;
     uint64_t optimum = 0;
     for (int k = 0; k < w->n_planners && status == REMAT_OK; k++) {
-        own[k] = planner_plan(PLANNERS[k], w->c->cost, budget);
-        if (!own[k] && remat_last_status() != REMAT_EOOM) status = remat_last_status();
-        if (k == 0 && own[0]) optimum = own[0]->predicted.recompute_flops;
-        const double ratio = own[k] ? ratio_of(own[k]->predicted.recompute_flops, optimum) : NAN; /* dp's own: 1 */
-        if (status == REMAT_OK)
-            status = point_run(w->c, planner_name(PLANNERS[k]), own[k], budget, ratio, &rows[k]);
-        rows[k].below_dp_minimum = budget < w->lo;
+        Schedule *s = planner_plan(PLANNERS[k], w->c->cost, budget);
+        if (!s && remat_last_status() != REMAT_EOOM) status = remat_last_status();
+        if (k == 0 && s) optimum = s->predicted.recompute_flops;
+        const double ratio = s ? ratio_of(s->predicted.recompute_flops, optimum) : NAN; /* dp's own: 1 */
+        PointRow row;
+        if (status == REMAT_OK) status = point_run(w->c, planner_name(PLANNERS[k]), s, budget, ratio, &row);
+        schedule_free(s);
+        if (status != REMAT_OK) break;
+        row.below_dp_minimum = budget < w->lo;
+        results_add_row(w->points, &row);
+        tally_add(&w->tally[3 + k], &row, optimum);
     }
-    for (int k = 0; k < w->n_planners && status == REMAT_OK; k++) {
-        results_add_row(w->points, &rows[k]);
-        tally_add(&w->tally[3 + k], &rows[k], optimum);
-    }
-    for (int k = 0; k < 3; k++) schedule_free(own[k]);
     progress_tick(w->progress, w->c->name);
     return status;
 }
@@ -415,12 +412,9 @@ static RematStatus frontier_try_dtr(Frontier *f, size_t budget)
     Schedule *s = schedule_for_strategy(&dtr, f->c->cost->n_layers);
     StepStats stats;
     const RematStatus status = s ? run_schedule(f->c, s, budget, &stats) : remat_last_status();
-    if (status == REMAT_OK) {
-        frontier_add(f, "dtr", s, budget, true);
-        return REMAT_OK;
-    }
-    schedule_free(s);
-    if (status != REMAT_EOOM && status != REMAT_ESTATE) return status;
+    if (status == REMAT_OK) frontier_add(f, "dtr", s, budget, true);
+    else schedule_free(s);
+    if (status != REMAT_EOOM && status != REMAT_ESTATE) return status; /* it fits, or an error */
     printf("  %s, dtr at %.2f MiB: %s\n", f->c->name, mib(budget), remat_last_error());
     return REMAT_OK;
 }

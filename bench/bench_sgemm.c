@@ -123,11 +123,10 @@ static double check_matmul(Pcg32 *rng)
 static Estimate time_sgemm(float *C, const float *A, const float *B, int n, int reps)
 {
     double times[100];
-    k_matmul(C, A, B, n, n, n, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
-    for (int r = 0; r < reps; r++) {
-        double t0 = platform_seconds();
+    for (int r = -1; r < reps; r++) { /* r = -1: the warm-up, not kept */
+        const double t0 = platform_seconds();
         k_matmul(C, A, B, n, n, n, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
-        times[r] = platform_seconds() - t0;
+        if (r >= 0) times[r] = platform_seconds() - t0;
     }
     return estimate_median(times, reps);
 }

@@ -352,8 +352,8 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
         if (status == REMAT_OK)
             status = measure_optim_passes(models[m].bench.model, MODEL_NAMES[m], max_threads, &optim_plan, optim_table);
         subject_free(&models[m]);
+        timing_free(&timing[m]);
     }
-    for (int m = 0; m < N_MODELS; m++) timing_free(&timing[m]);
     return status;
 }
 

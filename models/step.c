@@ -173,19 +173,10 @@ StepPlug step_zero_plug(Zero *zero)
 Zero *step_zero_create(Model *model, const DistGroup *g, int stage)
 {
     Zero *z = zero_create(g, stage, model->params, model->n_params);
-    Param *rest = z ? malloc((size_t)model->n_params * sizeof *rest) : NULL;
-    RematStatus status = z && rest ? REMAT_OK : z ? remat_fail(REMAT_ENOMEM, "step: no memory") : remat_last_status();
+    RematStatus status = z ? REMAT_OK : remat_last_status();
     for (int l = 0; l < model->n_layers && status == REMAT_OK; l++)
         status = zero_add_group(z, model->layers[l], model->layers[l]->params, model->layers[l]->n_params);
-    int n_rest = 0;
-    for (int i = 0; i < model->n_params && status == REMAT_OK; i++) {
-        bool in_layer = false;
-        for (int l = 0; l < model->n_layers && !in_layer; l++)
-            for (int k = 0; k < model->layers[l]->n_params; k++) in_layer |= model->layers[l]->params[k].var == model->params[i].var;
-        if (!in_layer) rest[n_rest++] = model->params[i];
-    }
-    if (status == REMAT_OK) status = zero_add_group(z, model, rest, n_rest);
-    free(rest);
+    if (status == REMAT_OK) status = zero_add_group(z, model, NULL, 0); /* the embedding and head's */
     if (status == REMAT_OK) return z;
     zero_free(z);
     return NULL;

@@ -36,7 +36,7 @@
  * the file grows, a mapping may be replaced. syscalls is the default: the mmap path pays a
  * page fault per page each way and a TLB flush per madvise (docs/MEASUREMENTS.md, 8.7).
  */
-#define _GNU_SOURCE /* madvise, statx */
+#define _GNU_SOURCE /* madvise, statx, asprintf */
 
 #include "offload/offload.h"
 
@@ -562,10 +562,9 @@ static RematStatus open_direct(int fd, const char *dir, size_t page)
  * saying why (and what to check) on error. */
 static int spill_file_open(const char *dir)
 {
-    const size_t path_size = strlen(dir) + sizeof "/remat-spill-XXXXXX";
-    char *path = malloc(path_size);
-    if (!path) return remat_fail(REMAT_ENOMEM, "offload_create: no memory"), -1;
-    snprintf(path, path_size, "%s/remat-spill-XXXXXX", dir);
+    char *path;
+    if (asprintf(&path, "%s/remat-spill-XXXXXX", dir) < 0)
+        return remat_fail(REMAT_ENOMEM, "offload_create: no memory"), -1;
     bool named;
     int fd = file_create_new(dir, path, true, &named);
     int err = fd < 0 ? errno : named && unlink(path) != 0 ? errno : 0;

@@ -226,10 +226,7 @@ RematStatus dist_all_reduce(const DistGroup *g, float *x, size_t n, CommPhase ph
 
 RematStatus dist_all_gather_u64(const DistGroup *g, const uint64_t *mine, int n, uint64_t *all)
 {
-    if (g->size == 1) {
-        memcpy(all, mine, (size_t)n * sizeof *mine);
-        return REMAT_OK;
-    }
-    MPI_Allgather(mine, n, MPI_UINT64_T, all, n, MPI_UINT64_T, MPI_COMM_WORLD);
+    if (g->size == 1) memcpy(all, mine, (size_t)n * sizeof *mine);
+    else MPI_Allgather(mine, n, MPI_UINT64_T, all, n, MPI_UINT64_T, MPI_COMM_WORLD);
     return REMAT_OK;
 }

@@ -203,10 +203,11 @@ static RematStatus gather_param(Zero *z, int i)
     return dist_all_gather(&z->group, &v, z->bounds, COMM_PARAM_GATHER);
 }
 
-static void release_group(Zero *z, const void *owner)
+static void release_held(Zero *z)
 {
-    for (int i = 0; owner && i < z->n; i++)
-        if (z->owner_of[i] == owner) tensor_release_storage(z->params[i].var->value);
+    for (int i = 0; z->held && i < z->n; i++)
+        if (z->owner_of[i] == z->held) tensor_release_storage(z->params[i].var->value);
+    z->held = NULL;
 }
 
 /* The group of `owner` gathered and the one before released, so one group is whole at a
@@ -215,13 +216,12 @@ static void release_group(Zero *z, const void *owner)
 static RematStatus hold_group(Zero *z, const void *owner)
 {
     if (!owner || owner == z->held) return REMAT_OK; /* not sharded here, or already whole */
-    release_group(z, z->held);
-    z->held = NULL;
+    release_held(z);
+    z->held = owner;
     RematStatus status = REMAT_OK;
     for (int i = 0; i < z->n && status == REMAT_OK; i++)
         if (z->owner_of[i] == owner) status = gather_param(z, i);
-    if (status == REMAT_OK) z->held = owner;
-    else release_group(z, owner); /* what of it was gathered */
+    if (status != REMAT_OK) release_held(z); /* what of it was gathered */
     return status;
 }
 
@@ -243,6 +243,8 @@ static RematStatus before_backward(void *ctx, const Node *node)
 
 RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int n)
 {
+    for (int i = 0; !params && i < z->n; i++) /* the rest: every parameter in no group yet */
+        if (!z->owner_of[i]) z->owner_of[i] = owner;
     for (int k = 0; k < n; k++) {
         int i = 0;
         while (i < z->n && z->params[i].var != params[k].var) i++;
@@ -263,8 +265,7 @@ void zero_step_begin(Zero *z)
 void zero_step_end(Zero *z)
 {
     if (z->stage < 3) return;
-    release_group(z, z->held);
-    z->held = NULL;
+    release_held(z);
     param_use_hooks_set(z->outer_hooks);
 }
 

@@ -88,8 +88,8 @@ RematStatus zero_optimizer_step(Zero *z, Optimizer *opt);
 /* Stage 3: the parameters `params` (n, each one of zero_create's) are used together by
  * `owner` (a Layer, or the Model for its embedding and head: the stage param_stage_enter names;
  * a node's backward gathers the group of the parameters it reads).
- * A parameter in no group is never gathered by a step. REMAT_EINVAL for a parameter that
- * is not one of zero_create's. */
+ * With `params` NULL: every parameter in no group so far. A parameter in no group is never
+ * gathered by a step. REMAT_EINVAL for a parameter that is not one of zero_create's. */
 RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int n);
 
 /* Around a step's forward and backward (step.h), or an evaluation's forward: at stage 3,

@@ -17,16 +17,9 @@ void counter_rng_block(const CounterKey *key, uint32_t block, uint32_t words[4])
     for (int i = 0; i < 4; i++) words[i] = r.v[i];
 }
 
-float counter_rng_float(const CounterKey *key, uint64_t index)
-{
-    uint32_t words[4];
-    counter_rng_block(key, (uint32_t)(index >> 2), words);
-    return (float)(words[index & 3] >> 8) * 0x1.0p-24f;
-}
-
 /* The keep decision in whole numbers. A word's float is m·2^-24 with m = word >> 8, and
  * m·2^-24 >= p exactly when m >= p·2^24 (scaling by a power of two is exact in float),
- * that is when m >= ceil(p·2^24): the same decision as counter_rng_float's u >= p, bit
+ * that is when m >= ceil(p·2^24): the same decision as the draw's float u >= p, bit
  * for bit, made with one integer compare. p <= 0 keeps every element; p >= 1, or NaN, none
  * (m is below 2^24). */
 static uint32_t keep_threshold(float p)

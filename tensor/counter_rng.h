@@ -46,9 +46,6 @@ typedef struct CounterKey {
  * 4·block .. 4·block + 3). */
 void counter_rng_block(const CounterKey *key, uint32_t block, uint32_t words[4]);
 
-/* Draw `index` of `key` as a float in [0, 1): a multiple of 2^-24. */
-float counter_rng_float(const CounterKey *key, uint64_t index);
-
 /* keep[i] = 1 when draw first + i of `key` is >= p, else 0, for i in [0, n). Draws are
  * made four at a time, one Philox block each; `first` need not be a multiple of 4. */
 void counter_rng_keep(uint8_t *keep, const CounterKey *key, uint64_t first, size_t n, float p);

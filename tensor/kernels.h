@@ -157,7 +157,7 @@ void k_dropout_forward(float *out, uint8_t *mask, const float *x, float p, Pcg32
 void k_dropout_backward(float *dx, const float *dout, const uint8_t *mask, float p, size_t n);
 
 /* Inverted dropout whose keep decisions are counter-based (counter_rng.h): element i is
- * kept when counter_rng_float(key, i) >= p; out = x·keep/(1 − p). No mask is written and
+ * kept when draw i of `key` is >= p; out = x·keep/(1 − p). No mask is written and
  * nothing advances. n must be at most COUNTER_RNG_MAX_ELEMENTS. out must not overlap x.
  * FLOPs: 2n, as k_dropout_forward. */
 void k_dropout_counter_forward(float *out, const float *x, float p, const CounterKey *key, size_t n);

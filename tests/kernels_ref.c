@@ -250,7 +250,7 @@ void ref_dropout_backward(double *dx, const float *dout, const uint8_t *mask, fl
 
 void ref_dropout_counter_mask(uint8_t *mask, const CounterKey *key, float p, size_t n)
 {
-    for (size_t i = 0; i < n; i++) mask[i] = counter_rng_float(key, i) >= p;
+    for (size_t i = 0; i < n; i++) mask[i] = ref_counter_draw(key, i) >= p;
 }
 
 /* ---- causal attention ------------------------------------------------------------- */

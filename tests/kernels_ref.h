@@ -88,7 +88,16 @@ void ref_cross_entropy_backward(double *dlogits, const float *logits, const int3
 void ref_dropout_forward(double *out, uint8_t *mask, const float *x, float p, Pcg32 *rng, size_t n);
 /* dx += dout·mask/(1 − p). */
 void ref_dropout_backward(double *dx, const float *dout, const uint8_t *mask, float p, size_t n);
-/* Counter-based: mask[i] = counter_rng_float(key, i) >= p, one element at a time. */
+/* Draw `index` of `key` as a float in [0, 1), as counter_rng.h defines it: word index mod 4
+ * of Philox block index div 4, (word >> 8)·2^-24. One draw at a time, the reference the
+ * counter-based keep decisions are checked against. */
+static inline float ref_counter_draw(const CounterKey *key, uint64_t index)
+{
+    uint32_t words[4];
+    counter_rng_block(key, (uint32_t)(index >> 2), words);
+    return (float)(words[index & 3] >> 8) * 0x1.0p-24f;
+}
+/* Counter-based: mask[i] = ref_counter_draw(key, i) >= p, one element at a time. */
 void ref_dropout_counter_mask(uint8_t *mask, const CounterKey *key, float p, size_t n);
 
 /* ---- causal attention --------------------------------------------------------------- */
