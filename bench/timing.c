@@ -2,6 +2,7 @@
  * timing.c — interleaved rounds, medians with their order-statistics interval, and the
  * machine's state (see timing.h).
  */
+#define _DEFAULT_SOURCE /* getloadavg */
 #include "bench/timing.h"
 
 #include <math.h>
@@ -76,7 +77,7 @@ char *estimate_ratio_str(char *buf, size_t size, const Estimate *e)
 
 /* ---- interleaved rounds ----------------------------------------------------------------- */
 
-enum { QUICK_MIN_ROUNDS = 6, QUICK_MAX_ROUNDS = 60 };
+enum { QUICK_MIN_ROUNDS = 6, QUICK_MAX_ROUNDS = 60, MAX_QUANTITIES = 32 };
 
 TimingPlan timing_plan_quick(int warmup, double cap_seconds)
 {
@@ -117,10 +118,9 @@ RematStatus timing_run(const TimingPlan *plan, int variants, int quantities, Tim
                        Progress *progress, const char *label, Timing *out)
 {
     *out = (Timing){.variants = variants, .quantities = quantities};
-    double scratch[32];
-    if (quantities > (int)(sizeof scratch / sizeof scratch[0]))
-        return remat_fail(REMAT_EINVAL, "timing_run: %d quantities per run, at most %d", quantities,
-                          (int)(sizeof scratch / sizeof scratch[0]));
+    double scratch[MAX_QUANTITIES];
+    if (quantities > MAX_QUANTITIES)
+        return remat_fail(REMAT_EINVAL, "timing_run: %d quantities per run, at most %d", quantities, MAX_QUANTITIES);
     out->values = malloc((size_t)plan->max_rounds * (size_t)variants * (size_t)quantities * sizeof *out->values);
     if (!out->values) return remat_fail(REMAT_ENOMEM, "no memory for %d rounds of %d variants",
                                         plan->max_rounds, variants);
@@ -190,12 +190,8 @@ static double timeval_seconds(struct timeval tv)
 
 MachineState machine_now(void)
 {
-    MachineState m = {.loadavg = -1.0, .wall_seconds = platform_seconds()};
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &m.loadavg) != 1) m.loadavg = -1.0;
-        fclose(f);
-    }
+    MachineState m = {.wall_seconds = platform_seconds()};
+    if (getloadavg(&m.loadavg, 1) != 1) m.loadavg = -1.0;
     read_cpu_ticks(&m);
     struct rusage self, children;
     if (getrusage(RUSAGE_SELF, &self) == 0 && getrusage(RUSAGE_CHILDREN, &children) == 0) {
