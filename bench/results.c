@@ -30,6 +30,7 @@
 struct ResultsTable {
     Results *owner;
     char name[RESULTS_NAME_LEN];
+    cJSON *object; /* its entry in the document's tables */
     const ResultsColumn *columns; /* borrowed: as declared, printed ones included */
     int n_columns;
     cJSON *records; /* in the document when in_json, else owned here */
@@ -135,7 +136,6 @@ static void add_machine(Results *r, const PlatformInfo *info)
  * write). */
 static void add_machine_after(Results *r)
 {
-    if (!r->machine) return;
     const MachineState now = machine_now();
     add_item(r, r->machine, "loadavg_after", load_number(now.loadavg));
     add_item(r, r->machine, "cpu_steal", cJSON_CreateNumber(machine_steal(&r->before, &now)));
@@ -219,15 +219,15 @@ ResultsTable *results_row_table(Results *r, const char *name, const char *about,
     char csv[2 * RESULTS_NAME_LEN + 8];
     if (t == &r->table[0]) snprintf(csv, sizeof csv, "%s.csv", r->bench);
     else snprintf(csv, sizeof csv, "%s.%s.csv", r->bench, t->name);
-    cJSON *obj = cJSON_CreateObject();
-    add_item(r, r->tables, t->name, obj);
-    if (!obj) return NULL;
-    add_item(r, obj, "about", cJSON_CreateString(about));
-    add_item(r, obj, "csv", cJSON_CreateString(csv));
+    t->object = cJSON_CreateObject();
+    add_item(r, r->tables, t->name, t->object);
+    if (!t->object) return NULL;
+    add_item(r, t->object, "about", cJSON_CreateString(about));
+    add_item(r, t->object, "csv", cJSON_CreateString(csv));
     cJSON *list = cJSON_CreateArray();
-    add_item(r, obj, "fields", list);
+    add_item(r, t->object, "fields", list);
     t->records = cJSON_CreateArray();
-    if (t->in_json) add_item(r, obj, "records", t->records);
+    if (t->in_json) add_item(r, t->object, "records", t->records);
     if (!t->records) remember(r, REMAT_ENOMEM, "results %s: no memory for table %s", r->bench, name);
     for (int i = 0; r->error == REMAT_OK && i < n_columns; i++) {
         if (!columns[i].name) continue; /* printed only */
@@ -451,10 +451,9 @@ static void csv_line(FILE *f, const ResultsTable *t, const cJSON *rec)
 
 static RematStatus write_csv(const ResultsTable *t, const char *dir)
 {
-    const cJSON *csv = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(t->owner->tables, t->name), "csv");
+    const char *csv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t->object, "csv"));
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, cJSON_GetStringValue(csv));
+    snprintf(path, sizeof path, "%s/%s", dir, csv);
     FileReplacement file;
     if (start_file(&file, path) != REMAT_OK) return REMAT_EIO;
     csv_line(file.out, t, NULL);
@@ -481,10 +480,8 @@ static RematStatus write_json(const cJSON *root, const char *path)
 static RematStatus write_all(Results *r, const char *dir, const char *json_stem)
 {
     add_machine_after(r); /* a mistake remembered before is reported below, as the first */
-    for (int i = 0; i < r->n_tables; i++) { /* how many records, also for tables kept in CSV only */
-        cJSON *obj = cJSON_GetObjectItemCaseSensitive(r->tables, r->table[i].name);
-        add_item(r, obj, "count", cJSON_CreateNumber(cJSON_GetArraySize(r->table[i].records)));
-    }
+    for (int i = 0; i < r->n_tables; i++) /* how many records, also for tables kept in CSV only */
+        add_item(r, r->table[i].object, "count", cJSON_CreateNumber(cJSON_GetArraySize(r->table[i].records)));
     if (r->error != REMAT_OK) return remat_fail(r->error, "%s", r->message);
     RematStatus status = make_dirs(dir);
     for (int i = 0; i < r->n_tables && status == REMAT_OK; i++) status = write_csv(&r->table[i], dir);
