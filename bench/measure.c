@@ -22,17 +22,14 @@ static Var *random_tokens(int B, int T, Pcg32 *rng, const char *name)
     return var_create(t, false, name);
 }
 
-/* B sequences of T random tokens and random targets; on error *b stays empty. */
+/* B sequences of T random tokens and random targets; on error, what was made stays in *b. */
 static RematStatus batch_tokens(Batch *b, int B, int T, uint64_t seed)
 {
     Pcg32 rng;
     pcg32_seed(&rng, seed, 0xba7c4);
     b->x = random_tokens(B, T, &rng, "tokens");
     b->y = b->x ? random_tokens(B, T, &rng, "targets") : NULL;
-    if (b->y) return REMAT_OK;
-    var_free(b->x); /* no targets: no tokens either */
-    b->x = NULL;
-    return remat_last_status();
+    return b->y ? REMAT_OK : remat_last_status();
 }
 
 /* After the model and its batch were made with `status`: the optimizer from `optim`, if any. */
