@@ -88,8 +88,8 @@ static RematStatus check_options(const BenchInfo *info, const BenchOptions *opt)
     return step_options_check(&opt->step, bench_scope(info, opt));
 }
 
-/* Parses the bench's flags into *opt. Returns 0 to run, 1 when --help was printed, 2 for a
- * bad flag or value (a message and the usage went to stderr). */
+/* Parses the bench's flags into *opt. Returns BENCH_RUN to run, else the exit status: 0 after
+ * --help (1 if it could not be written), 2 for a bad flag or value (message and usage on stderr). */
 static int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions *opt)
 {
     *opt = (BenchOptions){.results_dir = "results", .step = step_options_defaults()};
@@ -98,10 +98,10 @@ static int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchO
     const int parsed = flags_parse(sets, bench_flags(info, opt, sets), argc, argv);
     if (parsed == FLAGS_HELP) {
         bench_usage(info, stdout);
-        return 1;
+        return file_flush_stdout() == REMAT_OK ? 0 : 1; /* printed where it can be read */
     }
     opt->one_strategy = opt->step.given & STEP_FLAG_STRATEGY;
-    if (parsed == FLAGS_RUN && check_options(info, opt) == REMAT_OK) return 0;
+    if (parsed == FLAGS_RUN && check_options(info, opt) == REMAT_OK) return BENCH_RUN;
     fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
     bench_usage(info, stderr);
     return 2;
@@ -198,8 +198,7 @@ static int bench_start(const BenchInfo *info, int argc, char **argv, BenchOption
     *results = NULL;
     file_size_limit_as_error(); /* ulimit -f: "File too large", and offload redoes the step in RAM */
     const int parsed = bench_parse_args(info, argc, argv, opt);
-    if (parsed == 1) return file_flush_stdout() == REMAT_OK ? 0 : 1; /* --help, printed where it can be read */
-    if (parsed) return 2;
+    if (parsed != BENCH_RUN) return parsed;
     if (results_check_dir(opt->results_dir, info->name) == REMAT_OK /* before hours of measuring */
         && platform_check_address_space() == REMAT_OK) { /* before OpenBLAS spins on a buffer it cannot map */
         bench_print_header(info, opt);
