@@ -43,7 +43,7 @@ static int order_statistic(int n)
 Estimate estimate_median(const double *values, int n)
 {
     double *sorted = malloc((size_t)n * sizeof *sorted);
-    if (!sorted) return (Estimate){values[0], values[0], values[0], 1}; /* honest about what it knows */
+    if (!sorted) return estimate_single(values[0]); /* honest about what it knows */
     memcpy(sorted, values, (size_t)n * sizeof *sorted);
     qsort(sorted, (size_t)n, sizeof *sorted, compare_doubles);
     const int k = order_statistic(n);
