@@ -336,9 +336,8 @@ void results_print_row(const ResultsTable *t, const void *row, int panel)
 /* Adds an estimate's interval to the record `rec` beside its value (column c's), under the
  * names of the _lo and _hi columns COLUMN_TIMED declares right after it, and the record's
  * samples, which every estimate of the record shares. */
-static void record_interval(const ResultsTable *t, cJSON *rec, const ResultsColumn *c, const Estimate *e)
+static void record_interval(Results *r, cJSON *rec, const ResultsColumn *c, const Estimate *e)
 {
-    Results *r = t->owner;
     add_item(r, rec, c[1].name, cJSON_CreateNumber(e->lo));
     add_item(r, rec, c[2].name, cJSON_CreateNumber(e->hi));
     const cJSON *samples = cJSON_GetObjectItemCaseSensitive(rec, "samples");
@@ -366,7 +365,7 @@ void results_add_row(ResultsTable *t, const void *row)
         else if (c->type == COLUMN_STR_ARRAY) add_item(r, rec, c->name, cJSON_CreateString(at));
         else if (c->type == COLUMN_BOOL) add_item(r, rec, c->name, cJSON_CreateBool(*(const bool *)at));
         else add_item(r, rec, c->name, cJSON_CreateNumber(row_number(c, row)));
-        if (c->type == COLUMN_ESTIMATE) record_interval(t, rec, c, (const Estimate *)at);
+        if (c->type == COLUMN_ESTIMATE) record_interval(r, rec, c, (const Estimate *)at);
     }
     print_line(t, row, false, 0);
 }
