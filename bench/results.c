@@ -314,8 +314,7 @@ static void print_line(const ResultsTable *t, const void *row, bool units, int p
         else snprintf(cell, sizeof cell, "%s", units ? c->show.unit : c->show.head);
         /* left-aligned: a label or a figure with its interval */
         const bool left = c->type == COLUMN_STR || c->type == COLUMN_STR_ARRAY || c->type == COLUMN_ESTIMATE;
-        const char *format = left ? " %-*s" : " %*s";
-        used += (size_t)snprintf(line + used, sizeof line - used, format, c->show.width, cell);
+        used += (size_t)snprintf(line + used, sizeof line - used, left ? " %-*s" : " %*s", c->show.width, cell);
     }
     for (used = strlen(line); used > 0 && line[used - 1] == ' ';) line[--used] = '\0';
     if (used) printf("%s\n", line);
