@@ -289,8 +289,7 @@ char *mem_describe_resident(char *buf, size_t size)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (int k = 0; k < MEM_KIND_COUNT; k++) {
-        if (k == MEM_DISK) continue;
+    for (int k = 0; k < MEM_DISK; k++) { /* the resident kinds */
         char amount[32];
         int n = snprintf(buf + used, size > used ? size - used : 0, "%s%s %s", used ? ", " : "",
                          mem_kind_name((MemKind)k), mem_format_bytes(amount, sizeof amount, current[k]));
