@@ -291,8 +291,7 @@ void file_size_limit_as_error(void)
 RematStatus file_flush_stdout(void)
 {
     errno = 0;
-    const bool failed = fflush(stdout) != 0 || ferror(stdout);
-    if (!failed) return REMAT_OK;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return REMAT_OK;
     return remat_fail(REMAT_EIO, "cannot write to standard output: %s", errno ? strerror(errno) : "a write failed");
 }
 
