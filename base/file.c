@@ -217,14 +217,12 @@ RematStatus file_check_writable(const char *path)
         return remat_fail(REMAT_EIO, "cannot write %s: the path ends in '/', so it names a directory", path);
 
     struct stat st;
-    if (lstat(path, &st) == 0) {
-        if (!S_ISREG(st.st_mode))
-            return remat_fail(REMAT_EIO, "cannot write %s: it is %s, not a regular file; a file is written by "
-                              "renaming a new one over the path, which would replace %s", path, file_kind(st.st_mode),
-                              S_ISLNK(st.st_mode) ? "the link, not the file it points to" : "it");
-    } else if (errno != ENOENT) {
-        return remat_fail(REMAT_EIO, "cannot write %s: %s", path, strerror(errno));
-    }
+    const bool exists = lstat(path, &st) == 0;
+    if (!exists && errno != ENOENT) return remat_fail(REMAT_EIO, "cannot write %s: %s", path, strerror(errno));
+    if (exists && !S_ISREG(st.st_mode))
+        return remat_fail(REMAT_EIO, "cannot write %s: it is %s, not a regular file; a file is written by "
+                          "renaming a new one over the path, which would replace %s", path, file_kind(st.st_mode),
+                          S_ISLNK(st.st_mode) ? "the link, not the file it points to" : "it");
 
     char *dir = file_directory(path);
     if (!dir) return REMAT_ENOMEM;
@@ -291,8 +289,7 @@ void file_size_limit_as_error(void)
 RematStatus file_flush_stdout(void)
 {
     errno = 0;
-    const bool failed = fflush(stdout) != 0 || ferror(stdout);
-    if (!failed) return REMAT_OK;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return REMAT_OK;
     return remat_fail(REMAT_EIO, "cannot write to standard output: %s", errno ? strerror(errno) : "a write failed");
 }
 

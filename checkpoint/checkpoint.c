@@ -261,10 +261,9 @@ static Var *region_forward(RegionFn fn, void *fn_ctx, Layer **layers, int n, Var
     if (!r) return remat_fail_null(REMAT_ENOMEM, "checkpoint: no memory for a region");
     const CheckpointOptions o = opts ? *opts : checkpoint_defaults();
     *r = (Region){.fn = layers ? run_layers : fn, .fn_ctx = layers ? r : fn_ctx, .layers = layers, .n_layers = n,
-                  .ctx = ctx, .preserve_rng = o.replay.preserve_rng,
+                  .ctx = ctx, .preserve_rng = o.replay.preserve_rng, .rng_at_entry = ctx ? ctx->rng : (Pcg32){0},
                   .cache = {.policy = o.policy, .check = o.replay.determinism_check}};
     snprintf(r->name, sizeof r->name, "%s", o.name ? o.name : "region");
-    if (ctx) r->rng_at_entry = ctx->rng;
 
     /* The first forward: no graph; with a policy, its chosen outputs kept; with the
      * determinism check, every recomputed output's hash noted. */

@@ -14,11 +14,6 @@
 #ifndef REMAT_CHECKPOINT_DTR_H
 #define REMAT_CHECKPOINT_DTR_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include "base/error.h"
 #include "checkpoint/checkpoint.h"
 
 enum { DTR_MAX_INPUTS = 8, DTR_CHAIN_MAX = 10000 };

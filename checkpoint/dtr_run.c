@@ -278,8 +278,7 @@ static DtrRun *run_create(int n, TrainCtx *ctx, const DtrOptions *opts)
                       .target = -1, .opts = opts ? *opts : (DtrOptions){.max_remats = 0},
                       .saved = {.name = "dtr", .pack = pack, .unpack = unpack, .release = release, .ctx = r},
                       .ops = {.name = "dtr", .recorded = recorded, .ctx = r}};
-    const DtrHooks hooks = {.drop = drop, .ctx = r};
-    if (r && (r->pool = dtr_pool_create(SIZE_MAX, capacity, hooks))) return r;
+    if (r && (r->pool = dtr_pool_create(SIZE_MAX, capacity, (DtrHooks){.drop = drop, .ctx = r}))) return r;
     run_free(r);
     return remat_fail_null(REMAT_ENOMEM, "dtr: no memory for a runtime of %d entries", capacity);
 }

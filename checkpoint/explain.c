@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/flops.h"
-
 typedef enum Fate { FATE_KEPT, FATE_DROPPED, FATE_CACHED, FATE_RECOMPUTED, FATE_HOOKED, FATE_REGENERATED,
                   FATE_COUNT } Fate;
 

@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/flops.h"
-
 /* ---- the search ------------------------------------------------------------------------ */
 
 void ops_evaluate(const OpsLayer *l, uint32_t keep, size_t *kept, uint64_t *flops)

@@ -7,9 +7,6 @@
 #ifndef REMAT_CHECKPOINT_OPS_PLAN_H
 #define REMAT_CHECKPOINT_OPS_PLAN_H
 
-#include <stddef.h>
-#include <stdint.h>
-
 #include "checkpoint/cost.h"
 
 enum { OPS_MAX_CLASSES = 24, OPS_MAX_OPS = 48, OPS_MAX_OUTPUTS = 4, OPS_NAME_LEN = 32 };

@@ -33,7 +33,7 @@ typedef struct Dp {
     bool ops;          /* the ops planner: one-layer regions may also run a keep-set */
     DpState *states;
     int count, capacity;
-    int *front_start, *front_count; /* per boundary: its Pareto front, a run of `states` */
+    int *front;        /* boundary k's Pareto front: states front[k] .. front[k + 1] − 1 */
 } Dp;
 
 static RematStatus dp_push(Dp *dp, DpState st)
@@ -56,8 +56,8 @@ static int compare_states(const void *x, const void *y)
     return (a->value > b->value) - (a->value < b->value);
 }
 
-/* Sorts the states added since `start` and keeps their Pareto front; returns its size. */
-static int dp_keep_front(Dp *dp, int start)
+/* Sorts the states added since `start` and keeps their Pareto front. */
+static void dp_keep_front(Dp *dp, int start)
 {
     DpState *st = dp->states + start;
     const int n = dp->count - start;
@@ -66,7 +66,6 @@ static int dp_keep_front(Dp *dp, int start)
     for (int i = 0; i < n; i++)
         if (kept == 0 || st[i].value < st[kept - 1].value) st[kept++] = st[i];
     dp->count = start + kept;
-    return kept;
 }
 
 /* Adds the state reached from state `from` by the segment `next` of figures f (cost.h), if
@@ -117,24 +116,23 @@ static RematStatus dp_run(Dp *dp, int *best)
     if (dp->goal == DP_FEWEST_FLOPS && start_moment > dp->act_budget) return REMAT_OK;
     const uint64_t start_value = dp->goal == DP_FEWEST_FLOPS ? 0 : start_moment;
     RematStatus status = dp_push(dp, (DpState){c->base + c->embed, start_value, -1, {0}});
-    dp->front_count[0] = 1;
+    dp->front[1] = 1;
     /* States reaching boundary k come from every earlier boundary's front. */
     for (int k = 1; k <= L && status == REMAT_OK; k++) {
-        const int start = dp->count;
         for (int a = 0; a < k && status == REMAT_OK; a++) {
             const Segment region = {a, k - a, SEGMENT_REGION, NULL, 0};
             SegmentFigures f;
             chain_segment(c, &region, &f);
-            for (int i = 0; i < dp->front_count[a] && status == REMAT_OK; i++)
-                status = dp_extend_all(dp, dp->front_start[a] + i, &region, &f);
+            for (int i = dp->front[a]; i < dp->front[a + 1] && status == REMAT_OK; i++)
+                status = dp_extend_all(dp, i, &region, &f);
         }
-        dp->front_start[k] = start;
-        dp->front_count[k] = status == REMAT_OK ? dp_keep_front(dp, start) : 0;
+        dp_keep_front(dp, dp->front[k]);
+        dp->front[k + 1] = dp->count;
     }
     const int ends = dp->count;
     const SegmentFigures head = {.need = c->head_peak};
-    for (int i = 0; i < dp->front_count[L] && status == REMAT_OK; i++)
-        status = dp_extend(dp, dp->front_start[L] + i, (Segment){0}, &head);
+    for (int i = dp->front[L]; i < dp->front[L + 1] && status == REMAT_OK; i++)
+        status = dp_extend(dp, i, (Segment){0}, &head);
     for (int i = ends; i < dp->count && status == REMAT_OK; i++)
         if (*best < 0 || dp->states[i].value < dp->states[*best].value) *best = i;
     return status;
@@ -145,11 +143,10 @@ static RematStatus dp_run(Dp *dp, int *best)
 static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, bool ops, bool *none_fits)
 {
     const int L = c->n_layers;
-    Dp dp = {.cost = c, .goal = goal, .act_budget = act_budget, .ops = ops,
-             .front_start = calloc((size_t)L + 1, sizeof(int)), .front_count = calloc((size_t)L + 1, sizeof(int))};
+    Dp dp = {.cost = c, .goal = goal, .act_budget = act_budget, .ops = ops, .front = calloc((size_t)L + 2, sizeof(int))};
     Segment *segs = calloc((size_t)L, sizeof *segs);
     int best = -1;
-    const RematStatus status = dp.front_start && dp.front_count && segs ? dp_run(&dp, &best)
+    const RematStatus status = dp.front && segs ? dp_run(&dp, &best)
                              : remat_fail(REMAT_ENOMEM, "planner: no memory to search %d layers", L);
     Schedule *s = NULL;
     if (status == REMAT_OK && best >= 0) {
@@ -161,8 +158,7 @@ static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, b
     *none_fits = status == REMAT_OK && best < 0;
     free(segs);
     free(dp.states);
-    free(dp.front_start);
-    free(dp.front_count);
+    free(dp.front);
     return s;
 }
 

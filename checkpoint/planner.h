@@ -13,7 +13,6 @@
 #ifndef REMAT_CHECKPOINT_PLANNER_H
 #define REMAT_CHECKPOINT_PLANNER_H
 
-#include "base/parse.h"
 #include "checkpoint/cost.h"
 
 typedef enum PlannerKind {

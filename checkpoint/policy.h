@@ -19,8 +19,6 @@
 #ifndef REMAT_POLICY_H
 #define REMAT_POLICY_H
 
-#include <stdbool.h>
-
 typedef enum PolicyDecision { POLICY_RECOMPUTE = 0, POLICY_SAVE } PolicyDecision;
 
 /* Decides for one op. `tag` may be NULL. `user` is the policy's own pointer. */

@@ -31,7 +31,6 @@
 #define REMAT_CHECKPOINT_REPLAY_H
 
 #include "autograd/layers.h"
-#include "tensor/flops.h"
 
 typedef struct ReplayOptions {
     bool record;          /* grad on into a private tape (to backpropagate through), or

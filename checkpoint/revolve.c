@@ -271,8 +271,7 @@ static RematStatus store(Run *run, int slot, int position, Var *cur)
     grad_set_enabled(was);
     tape_set_current(outer);
     if (status != REMAT_OK) return status;
-    run->slots[slot].node = node;
-    if (run->ctx) run->slots[slot].rng = run->ctx->rng;
+    run->slots[slot] = (struct Slot){node, run->ctx ? run->ctx->rng : (Pcg32){0}};
     return REMAT_OK;
 }
 

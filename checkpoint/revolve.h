@@ -43,8 +43,6 @@
 #ifndef REMAT_REVOLVE_H
 #define REMAT_REVOLVE_H
 
-#include <stdint.h>
-
 #include "autograd/layers.h"
 
 /* ---- the count ------------------------------------------------------------------------ */

@@ -31,10 +31,6 @@
 #ifndef REMAT_CHECKPOINT_SCHEDULE_H
 #define REMAT_CHECKPOINT_SCHEDULE_H
 
-#include <stdint.h>
-#include <stdio.h>
-
-#include "base/parse.h"
 #include "checkpoint/checkpoint.h"
 
 /* ---- strategies: how a schedule is asked for ---------------------------------------------- */

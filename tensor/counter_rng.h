@@ -42,10 +42,6 @@ typedef struct CounterKey {
 /* Elements one key can number: 2^34 (the counter's 32-bit block index times 4). */
 #define COUNTER_RNG_MAX_ELEMENTS ((uint64_t)1 << 34)
 
-/* The four 32-bit words of Philox4x32-10 for block `block` of `key` (elements
- * 4·block .. 4·block + 3). */
-void counter_rng_block(const CounterKey *key, uint32_t block, uint32_t words[4]);
-
 /* keep[i] = 1 when draw first + i of `key` is >= p, else 0, for i in [0, n). Draws are
  * made four at a time, one Philox block each; `first` need not be a multiple of 4. */
 void counter_rng_keep(uint8_t *keep, const CounterKey *key, uint64_t first, size_t n, float p);

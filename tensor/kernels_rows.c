@@ -197,12 +197,11 @@ void k_layernorm_backward(float *dx, float *dweight, float *dbias, const float *
                           const float *x, const float *weight, const float *mean,
                           const float *rstd, int rows, int cols)
 {
-    const int parallel = (size_t)rows * cols >= PARALLEL_MIN_PASSES;
     const int blocks = (cols + COL_BLOCK - 1) / COL_BLOCK;
 
     /* One parallel region for both loops: they write different arrays and only read the
      * inputs, so no thread waits between them (nowait), and the threads are started once. */
-#pragma omp parallel if (parallel)
+#pragma omp parallel if ((size_t)rows * cols >= PARALLEL_MIN_PASSES)
     {
 #pragma omp for schedule(static) nowait
         for (int r = 0; r < rows; r++) {

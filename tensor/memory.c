@@ -277,17 +277,11 @@ const char *mem_kind_name(MemKind kind)
 char *mem_format_bytes(char *buf, size_t size, size_t bytes)
 {
     static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
-    if (bytes < 1024) {
-        snprintf(buf, size, "%zu B", bytes);
-        return buf;
-    }
     double value = (double)bytes / 1024.0;
     int unit = 0;
-    while (value >= 1024.0 && unit < 3) {
-        value /= 1024.0;
-        unit++;
-    }
-    snprintf(buf, size, value < 10.0 ? "%.2f %s" : "%.1f %s", value, units[unit]);
+    for (; value >= 1024.0 && unit < 3; unit++) value /= 1024.0;
+    if (bytes < 1024) snprintf(buf, size, "%zu B", bytes);
+    else snprintf(buf, size, value < 10.0 ? "%.2f %s" : "%.1f %s", value, units[unit]);
     return buf;
 }
 
@@ -295,8 +289,7 @@ char *mem_describe_resident(char *buf, size_t size)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (int k = 0; k < MEM_KIND_COUNT; k++) {
-        if (k == MEM_DISK) continue;
+    for (int k = 0; k < MEM_DISK; k++) { /* the resident kinds */
         char amount[32];
         int n = snprintf(buf + used, size > used ? size - used : 0, "%s%s %s", used ? ", " : "",
                          mem_kind_name((MemKind)k), mem_format_bytes(amount, sizeof amount, current[k]));

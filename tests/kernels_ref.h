@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <Random123/philox.h>
+
 #include "tensor/counter_rng.h"
 #include "tensor/rng.h"
 
@@ -88,13 +90,23 @@ void ref_cross_entropy_backward(double *dlogits, const float *logits, const int3
 void ref_dropout_forward(double *out, uint8_t *mask, const float *x, float p, Pcg32 *rng, size_t n);
 /* dx += dout·mask/(1 − p). */
 void ref_dropout_backward(double *dx, const float *dout, const uint8_t *mask, float p, size_t n);
+/* The four 32-bit words of Philox4x32-10 for block `block` of `key` (elements
+ * 4·block .. 4·block + 3), key and counter laid out as counter_rng.h says: one block at a
+ * time, the layout test_counter_rng.c checks against Random123's known answers. */
+static inline void ref_counter_block(const CounterKey *key, uint32_t block, uint32_t words[4])
+{
+    const philox4x32_key_t k = {{(uint32_t)key->seed, (uint32_t)(key->seed >> 32)}};
+    const philox4x32_ctr_t c = {{block, key->op, key->micro_batch, (uint32_t)key->step}};
+    const philox4x32_ctr_t r = philox4x32_R(10, c, k);
+    for (int i = 0; i < 4; i++) words[i] = r.v[i];
+}
 /* Draw `index` of `key` as a float in [0, 1), as counter_rng.h defines it: word index mod 4
  * of Philox block index div 4, (word >> 8)·2^-24. One draw at a time, the reference the
  * counter-based keep decisions are checked against. */
 static inline float ref_counter_draw(const CounterKey *key, uint64_t index)
 {
     uint32_t words[4];
-    counter_rng_block(key, (uint32_t)(index >> 2), words);
+    ref_counter_block(key, (uint32_t)(index >> 2), words);
     return (float)(words[index & 3] >> 8) * 0x1.0p-24f;
 }
 /* Counter-based: mask[i] = ref_counter_draw(key, i) >= p, one element at a time. */

@@ -46,7 +46,7 @@ static int check_kat_line(const char *line)
     const CounterKey key = {.seed = (uint64_t)w[4] | (uint64_t)w[5] << 32, .op = (uint32_t)w[1],
                             .micro_batch = (uint32_t)w[2], .step = (uint32_t)w[3]};
     uint32_t got[4];
-    counter_rng_block(&key, (uint32_t)w[0], got);
+    ref_counter_block(&key, (uint32_t)w[0], got);
     for (int i = 0; i < 4; i++)
         if (got[i] != (uint32_t)w[6 + i]) fail_msg("philox4x32-10 word %d: got %08x, want %08lx\n  %s", i, got[i], w[6 + i], line);
     return 1;
@@ -75,7 +75,7 @@ static void test_draw_is_the_named_word_of_its_block(void **state)
     (void)state;
     for (uint64_t i = 0; i < 64; i++) {
         uint32_t words[4];
-        counter_rng_block(&KEY, (uint32_t)(i / 4), words);
+        ref_counter_block(&KEY, (uint32_t)(i / 4), words);
         const float want = (float)(words[i % 4] >> 8) / 16777216.0f;
         assert_true(ref_counter_draw(&KEY, i) == want);
         assert_true(want >= 0.0f && want < 1.0f);
@@ -115,11 +115,11 @@ static void test_every_part_of_the_key_changes_the_draws(void **state)
     keys[3].micro_batch += 1;
     keys[4].op += 1;
     uint32_t base[4], again[4], other[4];
-    counter_rng_block(&keys[0], 5, base);
-    counter_rng_block(&keys[0], 5, again);
+    ref_counter_block(&keys[0], 5, base);
+    ref_counter_block(&keys[0], 5, again);
     assert_memory_equal(base, again, sizeof base);
     for (int k = 1; k < 5; k++) {
-        counter_rng_block(&keys[k], 5, other);
+        ref_counter_block(&keys[k], 5, other);
         assert_memory_not_equal(base, other, sizeof base);
     }
 }
