@@ -244,22 +244,6 @@ static const ResultsColumn FLOOR_COLUMNS[] = {
     COLUMN(FloorRow, sgd_strategy, STR, ""),
 };
 
-static JobRow job_row(const Measured *m, const OptimRun *run, int k)
-{
-    const JobResult *r = &run->free_run[k];
-    const ResidentWatch *w = &r->process;
-    return (JobRow){.optimizer = run == &m->adamw ? "adamw" : "sgd", .strategy = strategy_name(m->sweep.s[k].kind),
-                    .params = r->current[MEM_PARAM], .grads = r->current[MEM_GRAD],
-                    .optimizer_state = r->current[MEM_OPTIM], .peak_act = r->peak_act, .peak_work = r->peak_work,
-                    .peak_resident = r->peak_resident, .smallest_budget = run->smallest[k],
-                    .search_trials = run->trials[k], .adamw = run == &m->adamw, .process_known = w->known,
-                    .demo_budget = m->budget, .fits_demo_budget = m->demo[k].status == REMAT_OK,
-                    .fits_at_adamw_floor = m->at_floor[k].status == REMAT_OK, .demo_message = m->demo[k].message,
-                    .floor_message = m->at_floor[k].message, .process_baseline = w->baseline, .process_peak = w->peak,
-                    .process_unaccounted = (double)w->peak - (double)w->baseline - (double)r->peak_resident,
-                    .ledger_and_baseline = (double)(w->baseline + r->peak_resident)};
-}
-
 /* Prints and records one optimizer's jobs: its breakdown, and AdamW's other tables. */
 static void report_jobs(const Measured *m, const OptimRun *run, const char *title, ResultsTable *jobs)
 {
@@ -267,7 +251,20 @@ static void report_jobs(const Measured *m, const OptimRun *run, const char *titl
     printf("\n  %s\n", title);
     results_print_head(jobs, 0);
     for (int k = 0; k < m->sweep.n; k++) {
-        rows[k] = job_row(m, run, k);
+        const JobResult *r = &run->free_run[k];
+        const ResidentWatch *w = &r->process;
+        rows[k] = (JobRow){.optimizer = run == &m->adamw ? "adamw" : "sgd",
+                           .strategy = strategy_name(m->sweep.s[k].kind), .params = r->current[MEM_PARAM],
+                           .grads = r->current[MEM_GRAD], .optimizer_state = r->current[MEM_OPTIM],
+                           .peak_act = r->peak_act, .peak_work = r->peak_work, .peak_resident = r->peak_resident,
+                           .smallest_budget = run->smallest[k], .search_trials = run->trials[k],
+                           .adamw = run == &m->adamw, .process_known = w->known, .demo_budget = m->budget,
+                           .fits_demo_budget = m->demo[k].status == REMAT_OK,
+                           .fits_at_adamw_floor = m->at_floor[k].status == REMAT_OK,
+                           .demo_message = m->demo[k].message, .floor_message = m->at_floor[k].message,
+                           .process_baseline = w->baseline, .process_peak = w->peak,
+                           .process_unaccounted = (double)w->peak - (double)w->baseline - (double)r->peak_resident,
+                           .ledger_and_baseline = (double)(w->baseline + r->peak_resident)};
         results_add_row(jobs, &rows[k]);
     }
     if (run != &m->adamw) return;
