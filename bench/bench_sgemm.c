@@ -241,8 +241,7 @@ static RematStatus run_stream(const Options *opt, ResultsTable *table)
     results_print_head(table, 0);
     RematStatus status = REMAT_OK;
     for (size_t t = 0; t < opt->n_threads && status == REMAT_OK; t++) {
-        status = platform_set_threads(opt->threads[t]);
-        if (status != REMAT_OK) break;
+        if ((status = platform_set_threads(opt->threads[t])) != REMAT_OK) break;
         Estimate rate[STREAM_KERNELS];
         time_stream(all, all + n, all + 2 * n, n, opt->reps, rate);
         for (int k = 0; k < STREAM_KERNELS; k++)
