@@ -379,15 +379,6 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
     }
 }
 
-static void print_budget(const BudgetRow tries[N_COMBOS], ResultsTable *table)
-{
-    char b[32];
-    printf("\n  T = %d, no checkpointing, under a budget of %s (fused attention's peak + half of what naive\n"
-           "  attention keeps beyond it):\n", tries[0].seq, mem_format_bytes(b, sizeof b, tries[0].budget));
-    results_print_head(table, 0);
-    for (int c = 0; c < N_COMBOS; c++) results_add_row(table, &tries[c]);
-}
-
 static void print_formulas(const GptShape *base)
 {
     printf("\n  GPT L=%d D=%d H=%d B=%d, dropout %g; every block a checkpoint region with the policy\n"
@@ -442,7 +433,11 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
             print_tags(&r[i], tags);
             print_policies(&r[i], policies);
         }
-        print_budget(tries, budgets);
+        char b[32];
+        printf("\n  T = %d, no checkpointing, under a budget of %s (fused attention's peak + half of what naive\n"
+               "  attention keeps beyond it):\n", tries[0].seq, mem_format_bytes(b, sizeof b, tries[0].budget));
+        results_print_head(budgets, 0);
+        for (int c = 0; c < N_COMBOS; c++) results_add_row(budgets, &tries[c]);
         printf("\n  (\"=\": measured exactly as the formula. \"census complete\": the bytes by tag plus the batch\n"
                "  are every byte of activations the forward left, so nothing kept went uncounted. Times: median of\n"
                "  the rounds, variants interleaved; time overhead against none with the same attention and\n"
