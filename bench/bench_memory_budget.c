@@ -170,26 +170,6 @@ typedef struct Measured {
     JobResult demo[N_KINDS], at_floor[N_KINDS];
 } Measured;
 
-static RematStatus measure_all(const JobModel *model, Measured *m)
-{
-    m->adamw = (OptimRun){.optim = OPTIM_ADAMW, .sweep = &m->sweep};
-    m->sgd = (OptimRun){.optim = OPTIM_SGD, .sweep = &m->sweep};
-    Progress progress;
-    progress_begin(&progress, stdout, 4 * m->sweep.n);
-    RematStatus status = measure_optimizer(model, &m->adamw, &progress);
-    m->budget = demo_budget(&m->adamw);
-    const JobResult *base = &m->adamw.free_run[0];
-    m->pgo = base->current[MEM_PARAM] + base->current[MEM_GRAD] + base->current[MEM_OPTIM];
-    for (int k = 0; k < m->sweep.n && status == REMAT_OK; k++) {
-        status = run_job(model, &m->sweep.s[k], OPTIM_ADAMW, m->budget, &m->demo[k]);
-        if (status == REMAT_OK) status = run_job(model, &m->sweep.s[k], OPTIM_ADAMW, m->pgo, &m->at_floor[k]);
-        progress_tick(&progress, "AdamW at two budgets");
-    }
-    if (status == REMAT_OK) status = measure_optimizer(model, &m->sgd, &progress);
-    progress_end(&progress);
-    return status;
-}
-
 /* One record of the jobs table: one optimizer's job under one strategy; AdamW's with its
  * runs at the two budgets, and the process's memory where the system tells it. */
 typedef struct JobRow {
@@ -317,9 +297,21 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
                             .options = o};
     results_config_gpt(results, &model.shape);
     results_config_num(results, "steps_per_job", JOB_STEPS);
-    Measured m;
+    Measured m = {.adamw = {.optim = OPTIM_ADAMW, .sweep = &m.sweep}, .sgd = {.optim = OPTIM_SGD, .sweep = &m.sweep}};
     m.sweep.n = bench_sweep(&INFO, o, NULL, m.sweep.s);
-    const RematStatus status = measure_all(&model, &m);
+    Progress progress;
+    progress_begin(&progress, stdout, 4 * m.sweep.n);
+    RematStatus status = measure_optimizer(&model, &m.adamw, &progress);
+    m.budget = demo_budget(&m.adamw);
+    const JobResult *base = &m.adamw.free_run[0];
+    m.pgo = base->current[MEM_PARAM] + base->current[MEM_GRAD] + base->current[MEM_OPTIM];
+    for (int k = 0; k < m.sweep.n && status == REMAT_OK; k++) {
+        status = run_job(&model, &m.sweep.s[k], OPTIM_ADAMW, m.budget, &m.demo[k]);
+        if (status == REMAT_OK) status = run_job(&model, &m.sweep.s[k], OPTIM_ADAMW, m.pgo, &m.at_floor[k]);
+        progress_tick(&progress, "AdamW at two budgets");
+    }
+    if (status == REMAT_OK) status = measure_optimizer(&model, &m.sgd, &progress);
+    progress_end(&progress);
     if (status == REMAT_OK) report(&model, &m, results);
     return status;
 }
