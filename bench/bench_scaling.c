@@ -188,12 +188,10 @@ static void print_and_record_slopes(const Config *c, StepRow rows[][N_KINDS], Re
     printf("\n  peak activation memory against depth, on log-log axes\n");
     results_print_head(slopes, 0);
     double n[MAX_DEPTHS], peak[MAX_DEPTHS];
+    for (int i = 0; i < c->n_depths; i++) n[i] = c->depths[i];
     for (int k = 0; k < c->n_strategies; k++) {
         const StrategyKind kind = c->strategies[k].kind;
-        for (int i = 0; i < c->n_depths; i++) {
-            n[i] = c->depths[i];
-            peak[i] = (double)rows[i][k].step.peak[MEM_ACT];
-        }
+        for (int i = 0; i < c->n_depths; i++) peak[i] = (double)rows[i][k].step.peak[MEM_ACT];
         const int last = c->n_depths - 1;
         const SlopeRow r = {.strategy = strategy_name(kind), .slope = loglog_slope(n, peak, c->n_depths),
                             .slope_last_doubling = log(peak[last] / peak[last - 1]) / log(n[last] / n[last - 1]),
