@@ -364,7 +364,7 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
         const int base = find_variant(r, NULL, row->combo);
         const int plain = find_variant(r, row->f->policy, &COMBOS[NAIVE_STREAM]);
         const bool complete = c->total + r->batch_bytes == st->act_stored; /* every byte is an op's or the batch */
-        const PolicyRow out = {
+        results_add_row(table, &(PolicyRow){
             .seq = s->T, .policy = row->f->name, .attention = name_of(&ATTENTION_KIND_NAMES, row->combo->attention),
             .dropout_rng = dropout_rng_name(row->combo->dropout_rng), .combo = row->combo->name,
             .act_per_layer = measured, .formula_per_layer = formula,
@@ -374,8 +374,7 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
             .flop_overhead = flop_overhead(st), .step_seconds = timing_median(&r->timing, k, STEP_SECONDS),
             .time_overhead = timing_ratio(&r->timing, k, base, STEP_SECONDS),
             .time_vs_naive_stream = plain < 0 ? (Estimate){0} : timing_ratio(&r->timing, k, plain, STEP_SECONDS),
-            .as_formula = measured == formula ? "=" : "!", .census = complete ? "complete" : "NO"};
-        results_add_row(table, &out);
+            .as_formula = measured == formula ? "=" : "!", .census = complete ? "complete" : "NO"});
     }
 }
 
