@@ -129,17 +129,16 @@ static RematStatus way_run(void *ctx, int w, double *values)
 {
     WayRuns *r = ctx;
     Bufs *b = r->b;
-    const AttnDropout *drop = r->drop;
     flops_reset();
     const double t0 = platform_seconds();
     if (w == NAIVE) {
-        naive_step(b, drop);
+        naive_step(b, r->drop);
     } else {
         const AttnPlan *plan = &FUSED[w].plan;
-        k_attention_forward(b->out, b->lse, b->q, b->k, b->v, b->BH, b->T, b->D, drop, plan, b->work);
+        k_attention_forward(b->out, b->lse, b->q, b->k, b->v, b->BH, b->T, b->D, r->drop, plan, b->work);
         flops_set_phase(PHASE_BACKWARD);
-        k_attention_backward(b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->out, b->lse, b->BH, b->T, b->D, drop,
-                             plan, b->work);
+        k_attention_backward(b->dq, b->dk, b->dv, b->dout, b->q, b->k, b->v, b->out, b->lse, b->BH, b->T, b->D,
+                             r->drop, plan, b->work);
         flops_set_phase(PHASE_FORWARD);
     }
     values[0] = platform_seconds() - t0;

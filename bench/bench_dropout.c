@@ -66,8 +66,7 @@ typedef struct Outcome {
     bool replay;
     double diff;       /* max |grad − reference| */
     bool bit_identical; /* diff is 0 */
-    bool check_passed; /* the determinism check's verdict */
-    const char *check; /* "passed" or "caught" */
+    const char *check; /* the determinism check's verdict: "passed" or "caught" */
     char message[512]; /* its message when it caught something */
 } Outcome;
 
@@ -102,9 +101,8 @@ static RematStatus compare(ModelBench *g, const Strategy *strategy, Tensor *cons
         s.replay.determinism_check = true;
         status = gradients(g, &s, o);
         if (status != REMAT_OK && status != REMAT_ESTATE) return status;
-        r->check_passed = status == REMAT_OK;
-        r->check = r->check_passed ? "passed" : "caught";
-        if (!r->check_passed) snprintf(r->message, sizeof r->message, "%s", remat_last_error());
+        r->check = status == REMAT_OK ? "passed" : "caught";
+        if (status != REMAT_OK) snprintf(r->message, sizeof r->message, "%s", remat_last_error());
         remat_clear_error();
         char label[64];
         snprintf(label, sizeof label, "%.40s, replay %s", r->strategy, r->replay ? "on" : "off");

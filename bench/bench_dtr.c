@@ -129,12 +129,9 @@ static RematStatus models_plan(ModelRun *m)
         if (!s && status == REMAT_OK) printf("  %s, dp: %s\n", m->name, remat_last_error());
         row->fits = s && (!row->dtr || dtr_fits(m, s, row->budget, row, &status)); /* dp's planned to fit */
         m->variant_of[r] = row->fits ? m->n : -1;
-        if (!row->fits) {
-            schedule_free(s);
-            remat_clear_error();
-            continue;
-        }
-        m->variants[m->n++] = (Variant){.name = row->planner, .schedule = s, .budget = row->dtr ? row->budget : 0};
+        if (!row->fits) schedule_free(s);
+        else m->variants[m->n++] = (Variant){.name = row->planner, .schedule = s, .budget = row->dtr ? row->budget : 0};
+        remat_clear_error();
     }
     chain_cost_free(cost);
     return status;

@@ -170,26 +170,6 @@ typedef struct Measured {
     JobResult demo[N_KINDS], at_floor[N_KINDS];
 } Measured;
 
-static RematStatus measure_all(const JobModel *model, Measured *m)
-{
-    m->adamw = (OptimRun){.optim = OPTIM_ADAMW, .sweep = &m->sweep};
-    m->sgd = (OptimRun){.optim = OPTIM_SGD, .sweep = &m->sweep};
-    Progress progress;
-    progress_begin(&progress, stdout, 4 * m->sweep.n);
-    RematStatus status = measure_optimizer(model, &m->adamw, &progress);
-    m->budget = demo_budget(&m->adamw);
-    const JobResult *base = &m->adamw.free_run[0];
-    m->pgo = base->current[MEM_PARAM] + base->current[MEM_GRAD] + base->current[MEM_OPTIM];
-    for (int k = 0; k < m->sweep.n && status == REMAT_OK; k++) {
-        status = run_job(model, &m->sweep.s[k], OPTIM_ADAMW, m->budget, &m->demo[k]);
-        if (status == REMAT_OK) status = run_job(model, &m->sweep.s[k], OPTIM_ADAMW, m->pgo, &m->at_floor[k]);
-        progress_tick(&progress, "AdamW at two budgets");
-    }
-    if (status == REMAT_OK) status = measure_optimizer(model, &m->sgd, &progress);
-    progress_end(&progress);
-    return status;
-}
-
 /* One record of the jobs table: one optimizer's job under one strategy; AdamW's with its
  * runs at the two budgets, and the process's memory where the system tells it. */
 typedef struct JobRow {
@@ -244,22 +224,6 @@ static const ResultsColumn FLOOR_COLUMNS[] = {
     COLUMN(FloorRow, sgd_strategy, STR, ""),
 };
 
-static JobRow job_row(const Measured *m, const OptimRun *run, int k)
-{
-    const JobResult *r = &run->free_run[k];
-    const ResidentWatch *w = &r->process;
-    return (JobRow){.optimizer = run == &m->adamw ? "adamw" : "sgd", .strategy = strategy_name(m->sweep.s[k].kind),
-                    .params = r->current[MEM_PARAM], .grads = r->current[MEM_GRAD],
-                    .optimizer_state = r->current[MEM_OPTIM], .peak_act = r->peak_act, .peak_work = r->peak_work,
-                    .peak_resident = r->peak_resident, .smallest_budget = run->smallest[k],
-                    .search_trials = run->trials[k], .adamw = run == &m->adamw, .process_known = w->known,
-                    .demo_budget = m->budget, .fits_demo_budget = m->demo[k].status == REMAT_OK,
-                    .fits_at_adamw_floor = m->at_floor[k].status == REMAT_OK, .demo_message = m->demo[k].message,
-                    .floor_message = m->at_floor[k].message, .process_baseline = w->baseline, .process_peak = w->peak,
-                    .process_unaccounted = (double)w->peak - (double)w->baseline - (double)r->peak_resident,
-                    .ledger_and_baseline = (double)(w->baseline + r->peak_resident)};
-}
-
 /* Prints and records one optimizer's jobs: its breakdown, and AdamW's other tables. */
 static void report_jobs(const Measured *m, const OptimRun *run, const char *title, ResultsTable *jobs)
 {
@@ -267,7 +231,20 @@ static void report_jobs(const Measured *m, const OptimRun *run, const char *titl
     printf("\n  %s\n", title);
     results_print_head(jobs, 0);
     for (int k = 0; k < m->sweep.n; k++) {
-        rows[k] = job_row(m, run, k);
+        const JobResult *r = &run->free_run[k];
+        const ResidentWatch *w = &r->process;
+        rows[k] = (JobRow){.optimizer = run == &m->adamw ? "adamw" : "sgd",
+                           .strategy = strategy_name(m->sweep.s[k].kind), .params = r->current[MEM_PARAM],
+                           .grads = r->current[MEM_GRAD], .optimizer_state = r->current[MEM_OPTIM],
+                           .peak_act = r->peak_act, .peak_work = r->peak_work, .peak_resident = r->peak_resident,
+                           .smallest_budget = run->smallest[k], .search_trials = run->trials[k],
+                           .adamw = run == &m->adamw, .process_known = w->known, .demo_budget = m->budget,
+                           .fits_demo_budget = m->demo[k].status == REMAT_OK,
+                           .fits_at_adamw_floor = m->at_floor[k].status == REMAT_OK,
+                           .demo_message = m->demo[k].message, .floor_message = m->at_floor[k].message,
+                           .process_baseline = w->baseline, .process_peak = w->peak,
+                           .process_unaccounted = (double)w->peak - (double)w->baseline - (double)r->peak_resident,
+                           .ledger_and_baseline = (double)(w->baseline + r->peak_resident)};
         results_add_row(jobs, &rows[k]);
     }
     if (run != &m->adamw) return;
@@ -320,9 +297,21 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
                             .options = o};
     results_config_gpt(results, &model.shape);
     results_config_num(results, "steps_per_job", JOB_STEPS);
-    Measured m;
+    Measured m = {.adamw = {.optim = OPTIM_ADAMW, .sweep = &m.sweep}, .sgd = {.optim = OPTIM_SGD, .sweep = &m.sweep}};
     m.sweep.n = bench_sweep(&INFO, o, NULL, m.sweep.s);
-    const RematStatus status = measure_all(&model, &m);
+    Progress progress;
+    progress_begin(&progress, stdout, 4 * m.sweep.n);
+    RematStatus status = measure_optimizer(&model, &m.adamw, &progress);
+    m.budget = demo_budget(&m.adamw);
+    const JobResult *base = &m.adamw.free_run[0];
+    m.pgo = base->current[MEM_PARAM] + base->current[MEM_GRAD] + base->current[MEM_OPTIM];
+    for (int k = 0; k < m.sweep.n && status == REMAT_OK; k++) {
+        status = run_job(&model, &m.sweep.s[k], OPTIM_ADAMW, m.budget, &m.demo[k]);
+        if (status == REMAT_OK) status = run_job(&model, &m.sweep.s[k], OPTIM_ADAMW, m.pgo, &m.at_floor[k]);
+        progress_tick(&progress, "AdamW at two budgets");
+    }
+    if (status == REMAT_OK) status = measure_optimizer(&model, &m.sgd, &progress);
+    progress_end(&progress);
     if (status == REMAT_OK) report(&model, &m, results);
     return status;
 }

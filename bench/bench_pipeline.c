@@ -157,8 +157,7 @@ static RematStatus timed_step(void *user, int variant, double *values)
         variant == ONE_PROCESS ? step_run(&run->one, run->mb, run->M, &run->ctx, NULL, &result)
                                : step_pipeline_run(run->pipe, run->one.optim, run->mb, &run->ctx, &result);
     values[Q_SECONDS] = platform_seconds() - t0;
-    if (variant == ONE_PROCESS) return status;
-    if (status != REMAT_OK) return status; /* the job ends: the others may wait for this rank */
+    if (variant == ONE_PROCESS || status != REMAT_OK) return status; /* a failure ends the job: others may wait */
     const PipeLedger *l = step_pipeline_ledger(run->pipe, &peak);
     const double span = l->seconds - before.seconds, idle = l->idle_seconds - before.idle_seconds;
     const uint64_t mine[2] = {(uint64_t)(1e9 * (span - idle)), (uint64_t)(1e9 * span)};

@@ -281,8 +281,7 @@ static RematStatus sweep_budget(Sweep *w, size_t budget)
 static RematStatus sweep_fixed(Sweep *w)
 {
     Chain *c = w->c;
-    RematStatus status = REMAT_OK;
-    for (int k = 0; k < 3 && status == REMAT_OK; k++) {
+    for (int k = 0; k < 3; k++) {
         Schedule *fixed = chain_schedule_for_strategy(c->cost, (StrategyKind)k);
         if (!fixed) return remat_last_status();
         const size_t budget = fixed->predicted.peak_total;
@@ -291,14 +290,13 @@ static RematStatus sweep_fixed(Sweep *w)
         const double ratio = dp ? ratio_of(fixed->predicted.recompute_flops, optimum) : NAN;
         schedule_free(dp);
         PointRow row;
-        status = point_run(c, strategy_name((StrategyKind)k), fixed, budget, ratio, &row);
-        if (status == REMAT_OK) {
-            results_add_row(w->points, &row);
-            tally_add(&w->tally[k], &row, optimum);
-        }
+        const RematStatus status = point_run(c, strategy_name((StrategyKind)k), fixed, budget, ratio, &row);
         schedule_free(fixed);
+        if (status != REMAT_OK) return status;
+        results_add_row(w->points, &row);
+        tally_add(&w->tally[k], &row, optimum);
     }
-    return status;
+    return REMAT_OK;
 }
 
 /* The summary of one chain's sweep: the fixed strategies, dp, chen, then revolve, whose

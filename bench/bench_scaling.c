@@ -86,13 +86,11 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, int N, StepRow 
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = mlp_bench_create(&g, &(MlpShape){.N = N, .W = c->width, .B = c->batch}, task, &adamw);
-    Schedule *schedules[N_KINDS] = {0};
-    Variant variants[N_KINDS];
+    Variant variants[N_KINDS] = {{0}};
     for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
-        if (!(schedules[k] = schedule_for_strategy(&c->strategies[k], N))) status = remat_last_status();
-        else rows[k] = (StepRow){.n_layers = N, .strategy = strategy_name(c->strategies[k].kind),
-                                 .segments = schedules[k]->n_segments, .derived_units = derived_units(schedules[k], N)};
-        variants[k] = (Variant){.name = strategy_name(c->strategies[k].kind), .schedule = schedules[k]};
+        variants[k] = (Variant){.name = strategy_name(c->strategies[k].kind),
+                                .schedule = schedule_for_strategy(&c->strategies[k], N)};
+        if (!variants[k].schedule) status = remat_last_status();
     }
     TrainCtx ctx = {.training = true};
     char label[32];
@@ -103,15 +101,16 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, int N, StepRow 
         status = steps_alternate(&g, variants, c->n_strategies, NULL, &ctx, &c->plan, progress, label, stats, &timing);
     const size_t a = (size_t)c->batch * (size_t)c->width * sizeof(float); /* one activation */
     for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
-        StepRow *r = &rows[k];
-        r->step = stats[k];
-        r->peak_act_units = (double)(stats[k].peak[MEM_ACT] - 8) / (double)a;
-        r->flop_overhead = flop_overhead(&stats[k]);
-        r->step_seconds = timing_median(&timing, k, STEP_SECONDS);
-        r->time_overhead = timing_ratio(&timing, k, 0, STEP_SECONDS);
+        const Schedule *s = variants[k].schedule;
+        rows[k] = (StepRow){.n_layers = N, .strategy = variants[k].name, .segments = s->n_segments,
+                            .derived_units = derived_units(s, N), .step = stats[k],
+                            .peak_act_units = (double)(stats[k].peak[MEM_ACT] - 8) / (double)a,
+                            .flop_overhead = flop_overhead(&stats[k]),
+                            .step_seconds = timing_median(&timing, k, STEP_SECONDS),
+                            .time_overhead = timing_ratio(&timing, k, 0, STEP_SECONDS)};
     }
     timing_free(&timing);
-    for (int k = 0; k < c->n_strategies; k++) schedule_free(schedules[k]);
+    for (int k = 0; k < c->n_strategies; k++) schedule_free(variants[k].schedule);
     model_bench_free(&g);
     return status;
 }
@@ -189,12 +188,10 @@ static void print_and_record_slopes(const Config *c, StepRow rows[][N_KINDS], Re
     printf("\n  peak activation memory against depth, on log-log axes\n");
     results_print_head(slopes, 0);
     double n[MAX_DEPTHS], peak[MAX_DEPTHS];
+    for (int i = 0; i < c->n_depths; i++) n[i] = c->depths[i];
     for (int k = 0; k < c->n_strategies; k++) {
         const StrategyKind kind = c->strategies[k].kind;
-        for (int i = 0; i < c->n_depths; i++) {
-            n[i] = c->depths[i];
-            peak[i] = (double)rows[i][k].step.peak[MEM_ACT];
-        }
+        for (int i = 0; i < c->n_depths; i++) peak[i] = (double)rows[i][k].step.peak[MEM_ACT];
         const int last = c->n_depths - 1;
         const SlopeRow r = {.strategy = strategy_name(kind), .slope = loglog_slope(n, peak, c->n_depths),
                             .slope_last_doubling = log(peak[last] / peak[last - 1]) / log(n[last] / n[last - 1]),

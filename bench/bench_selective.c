@@ -364,7 +364,7 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
         const int base = find_variant(r, NULL, row->combo);
         const int plain = find_variant(r, row->f->policy, &COMBOS[NAIVE_STREAM]);
         const bool complete = c->total + r->batch_bytes == st->act_stored; /* every byte is an op's or the batch */
-        const PolicyRow out = {
+        results_add_row(table, &(PolicyRow){
             .seq = s->T, .policy = row->f->name, .attention = name_of(&ATTENTION_KIND_NAMES, row->combo->attention),
             .dropout_rng = dropout_rng_name(row->combo->dropout_rng), .combo = row->combo->name,
             .act_per_layer = measured, .formula_per_layer = formula,
@@ -374,18 +374,8 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
             .flop_overhead = flop_overhead(st), .step_seconds = timing_median(&r->timing, k, STEP_SECONDS),
             .time_overhead = timing_ratio(&r->timing, k, base, STEP_SECONDS),
             .time_vs_naive_stream = plain < 0 ? (Estimate){0} : timing_ratio(&r->timing, k, plain, STEP_SECONDS),
-            .as_formula = measured == formula ? "=" : "!", .census = complete ? "complete" : "NO"};
-        results_add_row(table, &out);
+            .as_formula = measured == formula ? "=" : "!", .census = complete ? "complete" : "NO"});
     }
-}
-
-static void print_budget(const BudgetRow tries[N_COMBOS], ResultsTable *table)
-{
-    char b[32];
-    printf("\n  T = %d, no checkpointing, under a budget of %s (fused attention's peak + half of what naive\n"
-           "  attention keeps beyond it):\n", tries[0].seq, mem_format_bytes(b, sizeof b, tries[0].budget));
-    results_print_head(table, 0);
-    for (int c = 0; c < N_COMBOS; c++) results_add_row(table, &tries[c]);
 }
 
 static void print_formulas(const GptShape *base)
@@ -442,7 +432,11 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
             print_tags(&r[i], tags);
             print_policies(&r[i], policies);
         }
-        print_budget(tries, budgets);
+        char b[32];
+        printf("\n  T = %d, no checkpointing, under a budget of %s (fused attention's peak + half of what naive\n"
+               "  attention keeps beyond it):\n", tries[0].seq, mem_format_bytes(b, sizeof b, tries[0].budget));
+        results_print_head(budgets, 0);
+        for (int c = 0; c < N_COMBOS; c++) results_add_row(budgets, &tries[c]);
         printf("\n  (\"=\": measured exactly as the formula. \"census complete\": the bytes by tag plus the batch\n"
                "  are every byte of activations the forward left, so nothing kept went uncounted. Times: median of\n"
                "  the rounds, variants interleaved; time overhead against none with the same attention and\n"

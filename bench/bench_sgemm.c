@@ -44,20 +44,18 @@ static RematStatus set_threads(void *opts, const char *v)
                       MAX_THREAD_COUNTS, platform_max_threads());
 }
 
-#define AT(field) offsetof(Options, field)
 static const Flag FLAGS[] = {
-    {.name = "--size", .type = FLAG_INT, .offset = AT(size), .value = "N", .lo = 64, .hi = 8192,
+    {.name = "--size", .type = FLAG_INT, .offset = offsetof(Options, size), .value = "N", .lo = 64, .hi = 8192,
      .help = "matrix size, 64..8192 (default 2048)"},
-    {.name = "--reps", .type = FLAG_INT, .offset = AT(reps), .value = "R", .lo = 1, .hi = 100,
+    {.name = "--reps", .type = FLAG_INT, .offset = offsetof(Options, reps), .value = "R", .lo = 1, .hi = 100,
      .help = "timed repetitions per thread count, 1..100 (default 9)"},
-    {.name = "--stream-mib", .type = FLAG_INT, .offset = AT(stream_mib), .value = "M", .lo = 1, .hi = 4096,
-     .help = "each bandwidth array's size in MiB, 1..4096 (default 256: far\n"
-             "larger than the caches, which a smaller M may not be)"},
+    {.name = "--stream-mib", .type = FLAG_INT, .offset = offsetof(Options, stream_mib), .value = "M", .lo = 1,
+     .hi = 4096, .help = "each bandwidth array's size in MiB, 1..4096 (default 256: far\n"
+                         "larger than the caches, which a smaller M may not be)"},
     {.name = "--threads", .type = FLAG_CUSTOM, .set = set_threads, .value = "LIST",
      .help = "comma-separated thread counts, at most 8 of them, each 1..4 per\n"
              "core (default 1,2,... up to the cores)"},
 };
-#undef AT
 enum { SIZE = 1u << 0, REPS = 1u << 1, STREAM_MIB = 1u << 2 }; /* their rows */
 
 static const BenchInfo INFO = {
@@ -241,8 +239,7 @@ static RematStatus run_stream(const Options *opt, ResultsTable *table)
     results_print_head(table, 0);
     RematStatus status = REMAT_OK;
     for (size_t t = 0; t < opt->n_threads && status == REMAT_OK; t++) {
-        status = platform_set_threads(opt->threads[t]);
-        if (status != REMAT_OK) break;
+        if ((status = platform_set_threads(opt->threads[t])) != REMAT_OK) break;
         Estimate rate[STREAM_KERNELS];
         time_stream(all, all + n, all + 2 * n, n, opt->reps, rate);
         for (int k = 0; k < STREAM_KERNELS; k++)

@@ -189,11 +189,9 @@ static RematStatus measure_optim_passes(const Model *model, const char *name, in
     RematStatus status = optim_passes_create(&o, model);
     Timing timing = {0};
     if (status == REMAT_OK) status = timing_run(plan, N_WAYS * threads, 1, optim_pass, &o, NULL, NULL, &timing);
-    for (int v = 0; v < N_WAYS * threads && status == REMAT_OK; v++) {
-        const OptimRow row = {name, v / N_WAYS + 1, WAY_NAMES[v % N_WAYS], o.count, timing_median(&timing, v, 0),
-                              timing_ratio(&timing, v, v - v % N_WAYS, 0)};
-        results_add_row(table, &row);
-    }
+    for (int v = 0; v < N_WAYS * threads && status == REMAT_OK; v++)
+        results_add_row(table, &(OptimRow){name, v / N_WAYS + 1, WAY_NAMES[v % N_WAYS], o.count,
+                                           timing_median(&timing, v, 0), timing_ratio(&timing, v, v - v % N_WAYS, 0)});
     timing_free(&timing);
     free(o.arrays);
     return status;
