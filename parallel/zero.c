@@ -234,10 +234,9 @@ static RematStatus enter_stage(void *ctx, const void *stage) { return hold_group
 static RematStatus before_backward(void *ctx, const Node *node)
 {
     Zero *z = ctx;
-    for (int k = 0; k < node->n_inputs; k++) {
+    for (int k = 0; k < node->n_inputs; k++)
         for (int i = 0; node->inputs[k].leaf && i < z->n; i++)
             if (z->params[i].var == node->inputs[k].leaf) return hold_group(z, z->owner_of[i]);
-    }
     return REMAT_OK;
 }
 
