@@ -199,8 +199,7 @@ static RematStatus gather_param(Zero *z, int i)
     const size_t a = z->bounds[z->group.rank], n = z->bounds[z->group.rank + 1] - a; /* this rank's part */
     if (n) memcpy(t->f32 + a, z->param_shard + (first + a - z->begin), n * sizeof(float));
     const FlatPiece piece = {t->f32, t->numel};
-    const FlatView v = {&piece, 1, t->numel};
-    return dist_all_gather(&z->group, &v, z->bounds, COMM_PARAM_GATHER);
+    return dist_all_gather(&z->group, &(FlatView){&piece, 1, t->numel}, z->bounds, COMM_PARAM_GATHER);
 }
 
 static void release_held(Zero *z)
