@@ -32,8 +32,8 @@
  *   loss                 cross-entropy with the next tokens       (1)
  *
  * Tags are what selective checkpoint policies match on; each intermediate Var is freed as
- * then_free (model.h) says. What it is not: a block with options beyond its attention
- * core's two forms (no bias-free variant, no rotary embeddings, no KV cache).
+ * then_free (autograd/layers.h) says. What it is not: a block with options beyond its
+ * attention core's two forms (no bias-free variant, no rotary embeddings, no KV cache).
  */
 #include "models/gpt.h"
 
