@@ -210,10 +210,12 @@ static void release_held(Zero *z)
 }
 
 /* The group of `owner` gathered and the one before released, so one group is whole at a
- * time. A checkpoint region's replay and its backward use the same layer one after the
- * other, so they share one gather. */
-static RematStatus hold_group(Zero *z, const void *owner)
+ * time; the hook of a stage's forward at stage 3, `owner` the stage (one that owns no
+ * parameter leaves nothing whole). A checkpoint region's replay and its backward use the
+ * same layer one after the other, so they share one gather. */
+static RematStatus hold_group(void *ctx, const void *owner)
 {
+    Zero *z = ctx;
     if (!owner || owner == z->held) return REMAT_OK; /* not sharded here, or already whole */
     release_held(z);
     z->held = owner;
@@ -223,10 +225,6 @@ static RematStatus hold_group(Zero *z, const void *owner)
     if (status != REMAT_OK) release_held(z); /* what of it was gathered */
     return status;
 }
-
-/* The hook of a stage's forward at stage 3: the group the stage owns (empty when it owns
- * no parameter: then nothing is whole while it runs). */
-static RematStatus enter_stage(void *ctx, const void *stage) { return hold_group(ctx, stage); }
 
 /* The hook of a node's backward at stage 3: the group of the first parameter among its
  * inputs; a node that reads no parameter needs none. */
@@ -256,7 +254,7 @@ RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int 
 void zero_step_begin(Zero *z)
 {
     if (z->stage < 3) return;
-    z->hooks = (ParamUseHooks){.enter = enter_stage, .before_backward = before_backward, .ctx = z};
+    z->hooks = (ParamUseHooks){.enter = hold_group, .before_backward = before_backward, .ctx = z};
     z->outer_hooks = param_use_hooks_set(&z->hooks);
 }
 
