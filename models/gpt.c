@@ -114,7 +114,6 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
         y = op_attention_fused(q, k, v, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN), "attn.fused");
         var_free(q);
         var_free(k);
-        var_free(v);
     } else {
         Var *scores = op_matmul(q, k, CblasTrans, 1.0f / sqrtf((float)(b->C / b->H)), "attn.scores");
         var_free(q);
@@ -123,8 +122,8 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
         Var *att_dropped = then_free(op_dropout(att, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN),
                                                 "attn.dropout"), att);
         y = then_free(op_matmul(att_dropped, v, CblasNoTrans, 1.0f, "attn.out"), att_dropped);
-        var_free(v);
     }
+    var_free(v);
     Var *merged = then_free(op_merge_heads(y, "attn.merge"), y);
     Var *attn_proj = then_free(op_linear(merged, b->attn.c_proj.weight, b->attn.c_proj.bias, "attn.proj"), merged);
     Var *attn = then_free(op_dropout(attn_proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN_RESID),
