@@ -21,11 +21,7 @@ Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx)
 Var *layers_forward(Layer **layers, int n, Var *x, TrainCtx *ctx)
 {
     Var *h = var_retain(x);
-    for (int i = 0; i < n && h; i++) {
-        Var *next = layer_forward(layers[i], h, ctx);
-        var_free(h);
-        h = next;
-    }
+    for (int i = 0; i < n && h; i++) h = then_free(layer_forward(layers[i], h, ctx), h);
     return h;
 }
 

@@ -31,6 +31,15 @@ struct Layer {
     Param params[LAYER_MAX_PARAMS]; /* owned: freed by layer_free */
 };
 
+/* `out`, after freeing `used`: a forward frees each intermediate Var as soon as the op
+ * that reads it has run, so that all that stays alive is what the ops saved for backward
+ * (`Var *act = then_free(op_gelu(fc, "mlp.gelu"), fc);`). */
+static inline Var *then_free(Var *out, Var *used)
+{
+    var_free(used);
+    return out;
+}
+
 /* Runs the layer on `x` with its nodes named under the layer's name. Returns a new Var
  * (caller owns) or NULL on error; `x` is borrowed. */
 Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx);

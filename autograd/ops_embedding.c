@@ -55,11 +55,10 @@ Var *op_embedding(Var *ids, Var *wte, Var *wpe, const char *tag)
         return remat_fail_null(REMAT_EINVAL, "%s: wpe %s does not fit ids %s and wte %s (want (T_max,%d) "
                                "with T_max >= %d)", label, tensor_shape_str(ps, sizeof ps, Wpe),
                                tensor_shape_str(is, sizeof is, Ids), tensor_shape_str(ws, sizeof ws, Wte), C, T);
-    for (size_t i = 0; i < Ids->numel; i++) {
+    for (size_t i = 0; i < Ids->numel; i++)
         if (Ids->i32[i] < 0 || Ids->i32[i] >= V)
             return remat_fail_null(REMAT_EINVAL, "%s: token id %d at (%zu,%zu) is outside the vocabulary [0, %d)",
                                    label, (int)Ids->i32[i], i / (size_t)T, i % (size_t)T, V);
-    }
 
     bool cached;
     Tensor *out = ops_output(&EMBEDDING_OP, tag, 0, DTYPE_F32, 3, (int[]){B, T, C}, &cached);

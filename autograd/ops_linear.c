@@ -122,10 +122,9 @@ static const OpInfo MATMUL_OP = {.name = "matmul", .backward = matmul_backward};
 Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *tag)
 {
     Var *inputs[2] = {a, b};
-    char label[64];
+    char label[64], as[48], bs[48];
     if (ops_check_inputs(label, sizeof label, "matmul", tag, inputs, 2, NULL) != REMAT_OK) return NULL;
     const Tensor *A = a->value, *Bt = b->value;
-    char as[48], bs[48];
     if (A->ndim < 2 || Bt->ndim < 2)
         return remat_fail_null(REMAT_EINVAL, "%s: operands must have at least 2 dims, got %s and %s", label,
                                tensor_shape_str(as, sizeof as, A), tensor_shape_str(bs, sizeof bs, Bt));

@@ -79,11 +79,10 @@ Var *op_cross_entropy(Var *logits, Var *targets, const char *tag)
         return remat_fail_null(REMAT_EINVAL, "%s: targets %s do not match logits %s (want logits' shape "
                                "without its last dim)", label, tensor_shape_str(ts, sizeof ts, Tg),
                                tensor_shape_str(ls, sizeof ls, L));
-    for (size_t i = 0; i < Tg->numel; i++) {
+    for (size_t i = 0; i < Tg->numel; i++)
         if (Tg->i32[i] < 0 || Tg->i32[i] >= V)
             return remat_fail_null(REMAT_EINVAL, "%s: target %d at row %zu is outside the vocabulary [0, %d)",
                                    label, (int)Tg->i32[i], i, V);
-    }
     bool cached;
     Tensor *out = ops_output(&CROSS_ENTROPY_OP, tag, 0, DTYPE_F32, 1, (int[]){1}, &cached);
     if (!out) return NULL;

@@ -74,12 +74,10 @@ RematStatus text_data_batch(const TextData *d, TextSplit split, Pcg32 *rng, int 
     /* A window of T+1 tokens may start at 0 .. n-T-1: that is n-T possible starts. */
     uint32_t starts = (uint32_t)(n - (size_t)T);
     for (int b = 0; b < B; b++) {
-        size_t start = pcg32_bounded(rng, starts);
-        int32_t *in = inputs + (size_t)b * (size_t)T;
-        int32_t *tg = targets + (size_t)b * (size_t)T;
+        const size_t start = pcg32_bounded(rng, starts), row = (size_t)b * (size_t)T; /* where row b starts */
         for (int t = 0; t < T; t++) {
-            in[t] = tokens[start + (size_t)t];
-            tg[t] = tokens[start + (size_t)t + 1];
+            inputs[row + (size_t)t] = tokens[start + (size_t)t];
+            targets[row + (size_t)t] = tokens[start + (size_t)t + 1];
         }
     }
     return REMAT_OK;

@@ -32,8 +32,8 @@
  *   loss                 cross-entropy with the next tokens       (1)
  *
  * Tags are what selective checkpoint policies match on; each intermediate Var is freed as
- * then_free (model.h) says. What it is not: a block with options beyond its attention
- * core's two forms (no bias-free variant, no rotary embeddings, no KV cache).
+ * then_free (autograd/layers.h) says. What it is not: a block with options beyond its
+ * attention core's two forms (no bias-free variant, no rotary embeddings, no KV cache).
  */
 #include "models/gpt.h"
 
@@ -114,7 +114,6 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
         y = op_attention_fused(q, k, v, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN), "attn.fused");
         var_free(q);
         var_free(k);
-        var_free(v);
     } else {
         Var *scores = op_matmul(q, k, CblasTrans, 1.0f / sqrtf((float)(b->C / b->H)), "attn.scores");
         var_free(q);
@@ -123,8 +122,8 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
         Var *att_dropped = then_free(op_dropout(att, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN),
                                                 "attn.dropout"), att);
         y = then_free(op_matmul(att_dropped, v, CblasNoTrans, 1.0f, "attn.out"), att_dropped);
-        var_free(v);
     }
+    var_free(v);
     Var *merged = then_free(op_merge_heads(y, "attn.merge"), y);
     Var *attn_proj = then_free(op_linear(merged, b->attn.c_proj.weight, b->attn.c_proj.bias, "attn.proj"), merged);
     Var *attn = then_free(op_dropout(attn_proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN_RESID),
@@ -407,17 +406,17 @@ ChainCost *gpt_chain_model(const GptConfig *config, int batch, const TrainCtx *c
 
 /* ---- generation ----------------------------------------------------------------------- */
 
-/* The logits (1,T,V) of the last T tokens of `window`, with grad mode already off and
- * dropout off (NULL ctx). NULL on error. */
-static Var *window_logits(Gpt *g, const int32_t *window, int T)
+/* The GPT `model`'s logits (1,T,V) of the last T tokens of `window`, with grad mode already
+ * off and dropout off (NULL ctx). NULL on error. */
+static Var *window_logits(Model *model, const int32_t *window, int T)
 {
     Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){1, T});
     if (!t) return NULL;
     memcpy(t->i32, window, (size_t)T * sizeof *window);
     Var *ids = var_create(t, false, "ids");
-    Var *x = then_free(ids ? gpt_embed(&g->base, ids, NULL) : NULL, ids);
-    Var *h = then_free(x ? layers_forward(g->base.layers, g->base.n_layers, x, NULL) : NULL, x);
-    return then_free(h ? gpt_head(&g->base, h, NULL, NULL) : NULL, h);
+    Var *x = then_free(ids ? gpt_embed(model, ids, NULL) : NULL, ids);
+    Var *h = then_free(x ? layers_forward(model->layers, model->n_layers, x, NULL) : NULL, x);
+    return then_free(h ? gpt_head(model, h, NULL, NULL) : NULL, h);
 }
 
 /* Picks the next token from one row of V logits, which it turns into probabilities in
@@ -454,12 +453,11 @@ RematStatus gpt_generate(Model *model, const int32_t *prompt, int n_prompt, int 
     if (!tokens) return remat_fail(REMAT_ENOMEM, "gpt_generate: no memory for %d tokens", n_prompt + n_new);
     memcpy(tokens, prompt, (size_t)n_prompt * sizeof *tokens);
 
-    Gpt *g = (Gpt *)model;
     bool was = grad_set_enabled(false);
     RematStatus status = REMAT_OK;
     for (int i = 0; i < n_new && status == REMAT_OK; i++) {
         const int length = n_prompt + i, T = length < S ? length : S;
-        Var *logits = window_logits(g, tokens + length - T, T);
+        Var *logits = window_logits(model, tokens + length - T, T);
         float *last = logits ? logits->value->f32 + (size_t)(T - 1) * V : NULL; /* the last row, unused after */
         if (last) tokens[length] = out[i] = pick_token(last, V, temperature, rng);
         else status = remat_last_status();

@@ -29,17 +29,8 @@ struct Model {
     void (*free_extra)(Model *model);
 };
 
-/* `out`, after freeing `used`: a forward frees each intermediate Var as soon as the op
- * that reads it has run, so that all that stays alive is what the ops saved for backward
- * (`Var *act = then_free(op_gelu(fc, "mlp.gelu"), fc);`). */
-static inline Var *then_free(Var *out, Var *used)
-{
-    var_free(used);
-    return out;
-}
-
-/* embed → every layer → head, each intermediate freed as then_free says, the chain run as
- * `schedule` says (schedule.h: made for a chain of this model's length; NULL: strategy
+/* embed → every layer → head, each intermediate freed as then_free (layers.h) says, the chain
+ * run as `schedule` says (schedule.h: made for a chain of this model's length; NULL: strategy
  * none). Returns the loss (caller owns) or NULL on error. `input` and `targets` are borrowed. */
 Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var *targets, TrainCtx *ctx);
 

@@ -19,10 +19,7 @@ Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx)
     Var *loss = status == REMAT_OK ? model_loss_planned(step->model, step->schedule, input, targets, ctx) : NULL;
     while (begun-- > 0) { /* with offload, the records may not have reached the disk */
         const StepPlug *p = &step->plugs[begun];
-        if (p->forward_end && p->forward_end(p->ctx) != REMAT_OK && loss) {
-            var_free(loss);
-            loss = NULL;
-        }
+        if (p->forward_end && p->forward_end(p->ctx) != REMAT_OK) loss = then_free(NULL, loss);
     }
     return loss;
 }

@@ -69,14 +69,13 @@ RematStatus dist_agree(const DistGroup *g, const DistFact *facts, int n, const c
     for (int i = 0; i < n; i++) memcpy(mine + (size_t)i * DIST_FACT_CHARS, facts[i].value, DIST_FACT_CHARS);
     MPI_Allgather(mine, (int)bytes, MPI_CHAR, all, (int)bytes, MPI_CHAR, MPI_COMM_WORLD);
     RematStatus status = REMAT_OK;
-    for (int i = 0; status == REMAT_OK && i < n; i++) { /* the first fact another rank holds otherwise */
+    for (int i = 0; status == REMAT_OK && i < n; i++) /* the first fact another rank holds otherwise */
         for (int r = 0; r < g->size && status == REMAT_OK; r++) {
             const char *theirs = all + ((size_t)r * (size_t)n + (size_t)i) * DIST_FACT_CHARS;
             if (strcmp(theirs, facts[i].value))
                 status = remat_fail(REMAT_EINVAL, "%s is %s here, %s on rank %d: %s", facts[i].name, facts[i].value,
                                     theirs, r, hint);
         }
-    }
     failed_together = status != REMAT_OK; /* every rank saw what this one saw */
     free(all);
     return status;

@@ -199,8 +199,7 @@ static RematStatus gather_param(Zero *z, int i)
     const size_t a = z->bounds[z->group.rank], n = z->bounds[z->group.rank + 1] - a; /* this rank's part */
     if (n) memcpy(t->f32 + a, z->param_shard + (first + a - z->begin), n * sizeof(float));
     const FlatPiece piece = {t->f32, t->numel};
-    const FlatView v = {&piece, 1, t->numel};
-    return dist_all_gather(&z->group, &v, z->bounds, COMM_PARAM_GATHER);
+    return dist_all_gather(&z->group, &(FlatView){&piece, 1, t->numel}, z->bounds, COMM_PARAM_GATHER);
 }
 
 static void release_held(Zero *z)
@@ -211,10 +210,12 @@ static void release_held(Zero *z)
 }
 
 /* The group of `owner` gathered and the one before released, so one group is whole at a
- * time. A checkpoint region's replay and its backward use the same layer one after the
- * other, so they share one gather. */
-static RematStatus hold_group(Zero *z, const void *owner)
+ * time; the hook of a stage's forward at stage 3, `owner` the stage (one that owns no
+ * parameter leaves nothing whole). A checkpoint region's replay and its backward use the
+ * same layer one after the other, so they share one gather. */
+static RematStatus hold_group(void *ctx, const void *owner)
 {
+    Zero *z = ctx;
     if (!owner || owner == z->held) return REMAT_OK; /* not sharded here, or already whole */
     release_held(z);
     z->held = owner;
@@ -225,19 +226,14 @@ static RematStatus hold_group(Zero *z, const void *owner)
     return status;
 }
 
-/* The hook of a stage's forward at stage 3: the group the stage owns (empty when it owns
- * no parameter: then nothing is whole while it runs). */
-static RematStatus enter_stage(void *ctx, const void *stage) { return hold_group(ctx, stage); }
-
 /* The hook of a node's backward at stage 3: the group of the first parameter among its
  * inputs; a node that reads no parameter needs none. */
 static RematStatus before_backward(void *ctx, const Node *node)
 {
     Zero *z = ctx;
-    for (int k = 0; k < node->n_inputs; k++) {
+    for (int k = 0; k < node->n_inputs; k++)
         for (int i = 0; node->inputs[k].leaf && i < z->n; i++)
             if (z->params[i].var == node->inputs[k].leaf) return hold_group(z, z->owner_of[i]);
-    }
     return REMAT_OK;
 }
 
@@ -258,7 +254,7 @@ RematStatus zero_add_group(Zero *z, const void *owner, const Param *params, int 
 void zero_step_begin(Zero *z)
 {
     if (z->stage < 3) return;
-    z->hooks = (ParamUseHooks){.enter = enter_stage, .before_backward = before_backward, .ctx = z};
+    z->hooks = (ParamUseHooks){.enter = hold_group, .before_backward = before_backward, .ctx = z};
     z->outer_hooks = param_use_hooks_set(&z->hooks);
 }
 
