@@ -512,8 +512,7 @@ static RematStatus run_start(Run *run, FILE *out)
     /* A budget holds from the first byte, the model's own included; a planner's only once
      * it has profiled the chain it plans for. */
     const size_t budget = opt->step.memory_budget;
-    const bool planned = opt->step.strategy.kind == STRATEGY_BUDGET;
-    if (budget && !planned) mem_set_budget(budget);
+    if (budget && opt->step.strategy.kind != STRATEGY_BUDGET) mem_set_budget(budget);
     if (build(run) != REMAT_OK) return remat_last_status();
     report_header(out, opt, run->model, run->schedule, run->cost != NULL);
     if (budget) {
