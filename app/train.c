@@ -280,13 +280,12 @@ static RematStatus build_parallel(Run *run)
  * this rank keeps only a shard of its state) and the training state. */
 static RematStatus resume(Run *run)
 {
-    const TrainOptions *o = run->opt;
     const bool sharded = run->zero && zero_stage(run->zero) > 0;
     Optimizer *full = sharded ? create_optimizer(run, true) : run->optim;
     /* Under ZeRO stage 3 the parameters exist in full only while used: loading, saving and
      * sampling gather them on every rank first and let them go afterwards. */
     RematStatus status = !full ? remat_last_status() : run->zero ? zero_params_gather(run->zero) : REMAT_OK;
-    if (status == REMAT_OK) status = model_load(run->model, full, &run->state, o->resume, run->resumed);
+    if (status == REMAT_OK) status = model_load(run->model, full, &run->state, run->opt->resume, run->resumed);
     if (status == REMAT_OK && (run->zero || run->pipe)) /* each rank read its own copy of the file */
         status = zero_agree_state(&run->world, run->state.step, run->model->params, run->model->n_params, full,
                                   "every rank must resume the same state, and --resume reads each rank's own copy");
