@@ -452,14 +452,13 @@ static RematStatus note_missing(const Fill *fill, ResultsDir *r)
 }
 
 /* Why the question's times are all silenced, into text: the machine, the older schema, an
- * order contradicted, or (`culprit`, when no part could quote a time) a figure's own spread.
- * Returns the length written, as snprintf. */
-static int why_silenced(const Fill *fill, TimeTrust trust, const Figure *culprit, const char *program, char *text,
+ * order contradicted, or (when no part could quote a time) the spread of `figure`, a time
+ * as format_figure writes it. Returns the length written, as snprintf. */
+static int why_silenced(const Fill *fill, TimeTrust trust, const char *figure, const char *program, char *text,
                         size_t size)
 {
     const Judgement *j = &fill->judged;
-    char figure[512], load[32], steal[32], others[32];
-    if (culprit) format_figure(figure, sizeof figure, culprit, fill->lang);
+    char load[32], steal[32], others[32];
     switch (trust) {
     case TIMES_UNKNOWN: return snprintf(text, size, quiz_word(fill->lang, "time_unknown"), program);
     case TIMES_QUICK:
@@ -494,7 +493,6 @@ static void note_times(const Fill *fill)
     char program[128], figure[512], text[4096];
     bench_program(program, sizeof program, j->bench);
     TimeTrust trust = j->trust;
-    const Figure *culprit = NULL;
     for (int i = 0; i < fill->q->n_measurements && j->trust == TIMES_CARRY; i++) {
         if (j->figure[i] == TIMES_CARRY) continue;
         if (fill->said_time) {
@@ -503,13 +501,13 @@ static void note_times(const Fill *fill)
                                                                                        : "time_wide_left_out"),
                      program, figure, program);
             note(fill, text);
-        } else if (j->figure[i] < trust) {
+        } else if (j->figure[i] < trust) { /* the first of the least trusted is the one said */
             trust = j->figure[i];
-            culprit = &fill->figs[i];
+            format_figure(figure, sizeof figure, &fill->figs[i], fill->lang);
         }
     }
     if (trust == TIMES_CARRY) return;
-    int n = why_silenced(fill, trust, culprit, program, text, sizeof text);
+    int n = why_silenced(fill, trust, figure, program, text, sizeof text);
     if (n >= 0 && (size_t)n < sizeof text - 1) {
         text[n++] = ' ';
         snprintf(text + n, sizeof text - (size_t)n,
