@@ -150,7 +150,6 @@ static RematStatus open_resumed(Run *run)
 static RematStatus check_memory(const TrainOptions *o, const DistGroup *world)
 {
     const bool gpt = o->model == MODEL_GPT, sgd = o->optimizer == OPTIM_SGD;
-    const char *optimizer = name_of(&OPTIM_KIND_NAMES, o->optimizer);
     const double params = gpt ? gpt_param_count(&(GptConfig){.n_layers = o->layers, .d_model = o->d_model,
                                                              .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE})
                               : mlp_param_count(&(MlpConfig){.n_layers = o->layers, .width = o->d_model});
@@ -169,7 +168,7 @@ static RematStatus check_memory(const TrainOptions *o, const DistGroup *world)
     mem_format_bytes(pb, sizeof pb, (size_t)fmin(p, 1e18));
     mem_format_bytes(fb, sizeof fb, (size_t)fmin(fixed, 1e18));
     snprintf(need, sizeof need, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) need %s%s "
-             "before any activation", pb, pb, optimizer, (double)states, pb, fb, where);
+             "before any activation", pb, pb, name_of(&OPTIM_KIND_NAMES, o->optimizer), (double)states, pb, fb, where);
     const size_t budget = o->step.memory_budget;
     if (budget && fixed > (double)budget)
         return remat_fail(REMAT_EOOM, "%s, more than --memory-budget %s: no schedule fits; give a larger budget or "
