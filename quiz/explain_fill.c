@@ -472,8 +472,7 @@ static int why_silenced(const Fill *fill, TimeTrust trust, const char *figure, c
                         (int)j->machine.cores);
     case TIMES_CONTRADICTED: {
         char why[2048] = "";
-        LineBuffer line = {why, sizeof why, 0};
-        say(fill, j->order->why.lang[fill->lang], append_piece, &line);
+        say(fill, j->order->why.lang[fill->lang], append_piece, &(LineBuffer){why, sizeof why, 0});
         return snprintf(text, size, quiz_word(fill->lang, "time_contradicted"), program, why);
     }
     case TIMES_FEW: return snprintf(text, size, quiz_word(fill->lang, "time_few"), program, figure);
@@ -542,9 +541,8 @@ RematStatus explain_pieces(const Question *q, QuizLang lang, ResultsDir *results
 
 RematStatus fill_explanation(char *buf, size_t size, const Question *q, QuizLang lang, ResultsDir *results)
 {
-    LineBuffer line = {buf, size, 0};
     buf[0] = '\0';
-    return explain_pieces(q, lang, results, append_piece, &line);
+    return explain_pieces(q, lang, results, append_piece, &(LineBuffer){buf, size, 0});
 }
 
 void explain_sources(char *buf, size_t size, const Question *q, QuizLang lang, ResultsDir *results)
