@@ -223,8 +223,7 @@ static bool read_machine(const cJSON *doc, RecordedMachine *m, Figure *bad)
 
 bool results_machine(const cJSON *doc, RecordedMachine *m)
 {
-    Figure bad;
-    return read_machine(doc, m, &bad);
+    return read_machine(doc, m, &(Figure){0}); /* the invalid field, if any, is judge_times' to note */
 }
 
 /* ---- writing a figure ------------------------------------------------------------------ */
