@@ -266,8 +266,7 @@ void report_sample(FILE *out, const TrainOptions *o, Model *m)
     if (!text) return;
     Pcg32 rng;
     pcg32_seed(&rng, o->seed, 0x5a);
-    const int32_t prompt[] = {'\n'};
-    if (gpt_generate(m, prompt, 1, n, 0.8f, &rng, text) == REMAT_OK) {
+    if (gpt_generate(m, (const int32_t[]){'\n'}, 1, n, 0.8f, &rng, text) == REMAT_OK) { /* a prompt of one newline */
         fprintf(out, "\n  sample (temperature 0.8):\n  ");
         for (int i = 0; i < n; i++) ((char *)text)[i] = (char)text[i]; /* its bytes, in place */
         text_write_visible(out, (const char *)text, (size_t)n, "  ");
