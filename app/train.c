@@ -150,7 +150,6 @@ static RematStatus open_resumed(Run *run)
 static RematStatus check_memory(const TrainOptions *o, const DistGroup *world)
 {
     const bool gpt = o->model == MODEL_GPT, sgd = o->optimizer == OPTIM_SGD;
-    const char *optimizer = name_of(&OPTIM_KIND_NAMES, o->optimizer);
     const double params = gpt ? gpt_param_count(&(GptConfig){.n_layers = o->layers, .d_model = o->d_model,
                                                              .seq_len = o->seq, .vocab = TEXT_VOCAB_SIZE})
                               : mlp_param_count(&(MlpConfig){.n_layers = o->layers, .width = o->d_model});
@@ -169,7 +168,7 @@ static RematStatus check_memory(const TrainOptions *o, const DistGroup *world)
     mem_format_bytes(pb, sizeof pb, (size_t)fmin(p, 1e18));
     mem_format_bytes(fb, sizeof fb, (size_t)fmin(fixed, 1e18));
     snprintf(need, sizeof need, "the model's parameters (%s), their gradients (%s) and %s state (%.0f x %s) need %s%s "
-             "before any activation", pb, pb, optimizer, (double)states, pb, fb, where);
+             "before any activation", pb, pb, name_of(&OPTIM_KIND_NAMES, o->optimizer), (double)states, pb, fb, where);
     const size_t budget = o->step.memory_budget;
     if (budget && fixed > (double)budget)
         return remat_fail(REMAT_EOOM, "%s, more than --memory-budget %s: no schedule fits; give a larger budget or "
@@ -280,13 +279,12 @@ static RematStatus build_parallel(Run *run)
  * this rank keeps only a shard of its state) and the training state. */
 static RematStatus resume(Run *run)
 {
-    const TrainOptions *o = run->opt;
     const bool sharded = run->zero && zero_stage(run->zero) > 0;
     Optimizer *full = sharded ? create_optimizer(run, true) : run->optim;
     /* Under ZeRO stage 3 the parameters exist in full only while used: loading, saving and
      * sampling gather them on every rank first and let them go afterwards. */
     RematStatus status = !full ? remat_last_status() : run->zero ? zero_params_gather(run->zero) : REMAT_OK;
-    if (status == REMAT_OK) status = model_load(run->model, full, &run->state, o->resume, run->resumed);
+    if (status == REMAT_OK) status = model_load(run->model, full, &run->state, run->opt->resume, run->resumed);
     if (status == REMAT_OK && (run->zero || run->pipe)) /* each rank read its own copy of the file */
         status = zero_agree_state(&run->world, run->state.step, run->model->params, run->model->n_params, full,
                                   "every rank must resume the same state, and --resume reads each rank's own copy");
@@ -512,8 +510,7 @@ static RematStatus run_start(Run *run, FILE *out)
     /* A budget holds from the first byte, the model's own included; a planner's only once
      * it has profiled the chain it plans for. */
     const size_t budget = opt->step.memory_budget;
-    const bool planned = opt->step.strategy.kind == STRATEGY_BUDGET;
-    if (budget && !planned) mem_set_budget(budget);
+    if (budget && opt->step.strategy.kind != STRATEGY_BUDGET) mem_set_budget(budget);
     if (build(run) != REMAT_OK) return remat_last_status();
     report_header(out, opt, run->model, run->schedule, run->cost != NULL);
     if (budget) {

@@ -19,11 +19,10 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
 {
     const PlatformInfo info = platform_info();
     const bool gpt = o->model == MODEL_GPT;
-    const char *layer = gpt ? "block" : "layer";
-    char pbytes[32];
+    char buf[32];
     fprintf(out, "remat train: %s, %d %s%s, %s %d, %s of parameters, %s, %d threads (OpenBLAS %s, %s)\n",
-            name_of(&MODEL_KIND_NAMES, o->model), o->layers, layer, o->layers == 1 ? "" : "s",
-            gpt ? "d_model" : "width", o->d_model, mem_format_bytes(pbytes, sizeof pbytes, model_param_bytes(m)),
+            name_of(&MODEL_KIND_NAMES, o->model), o->layers, gpt ? "block" : "layer", o->layers == 1 ? "" : "s",
+            gpt ? "d_model" : "width", o->d_model, mem_format_bytes(buf, sizeof buf, model_param_bytes(m)),
             name_of(&OPTIM_KIND_NAMES, o->optimizer), info.threads, info.blas_threading, info.blas_core);
     const bool counter = gpt && o->dropout_rng == DROPOUT_RNG_COUNTER, fused = gpt && o->attention == ATTENTION_FUSED;
     if (counter || fused)
@@ -47,10 +46,9 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
         break;
     }
     if (s->strategy != STRATEGY_NONE && !s->replay.preserve_rng) fprintf(out, ", generator NOT replayed");
-    char budget[32];
     if (planned)
         fprintf(out, ", planner %s, budget %s", planner_name(o->step.planner),
-                mem_format_bytes(budget, sizeof budget, o->step.memory_budget));
+                mem_format_bytes(buf, sizeof buf, o->step.memory_budget));
     fputc('\n', out);
     if (planned) schedule_print(s, m->layers, out);
 }
@@ -268,8 +266,7 @@ void report_sample(FILE *out, const TrainOptions *o, Model *m)
     if (!text) return;
     Pcg32 rng;
     pcg32_seed(&rng, o->seed, 0x5a);
-    const int32_t prompt[] = {'\n'};
-    if (gpt_generate(m, prompt, 1, n, 0.8f, &rng, text) == REMAT_OK) {
+    if (gpt_generate(m, (const int32_t[]){'\n'}, 1, n, 0.8f, &rng, text) == REMAT_OK) { /* a prompt of one newline */
         fprintf(out, "\n  sample (temperature 0.8):\n  ");
         for (int i = 0; i < n; i++) ((char *)text)[i] = (char)text[i]; /* its bytes, in place */
         text_write_visible(out, (const char *)text, (size_t)n, "  ");

@@ -207,8 +207,8 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
     if (!cJSON_IsArray(options) || cJSON_GetArraySize(options) != QUIZ_OPTIONS)
         return remat_fail(REMAT_ECORRUPT, "%s: %s.options: need %d options, found %d", path, where, QUIZ_OPTIONS,
                           cJSON_IsArray(options) ? cJSON_GetArraySize(options) : 0);
+    char inner[48]; /* the path of a field inside the question, for its errors */
     for (int o = 0; o < QUIZ_OPTIONS; o++) {
-        char inner[48];
         snprintf(inner, sizeof inner, "%s.options[%d]", where, o);
         if (need_text(cJSON_GetArrayItem(options, o), NULL, NULL, path, inner, &out->options[o]) != REMAT_OK)
             return REMAT_ECORRUPT;
@@ -219,7 +219,6 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
         return remat_fail(REMAT_ECORRUPT, "%s: %s.correct: must be an option index, a whole number 0..3", path, where);
     out->correct = correct->valueint;
     const cJSON *test = cJSON_GetObjectItemCaseSensitive(q, "test");
-    char inner[48];
     snprintf(inner, sizeof inner, "%s.test", where);
     if (!(out->test_file = need_string(test, "file", path, inner)) ||
         !(out->test_name = need_string(test, "name", path, inner)) ||

@@ -223,8 +223,7 @@ static bool read_machine(const cJSON *doc, RecordedMachine *m, Figure *bad)
 
 bool results_machine(const cJSON *doc, RecordedMachine *m)
 {
-    Figure bad;
-    return read_machine(doc, m, &bad);
+    return read_machine(doc, m, &(Figure){0}); /* the invalid field, if any, is judge_times' to note */
 }
 
 /* ---- writing a figure ------------------------------------------------------------------ */
@@ -452,14 +451,13 @@ static RematStatus note_missing(const Fill *fill, ResultsDir *r)
 }
 
 /* Why the question's times are all silenced, into text: the machine, the older schema, an
- * order contradicted, or (`culprit`, when no part could quote a time) a figure's own spread.
- * Returns the length written, as snprintf. */
-static int why_silenced(const Fill *fill, TimeTrust trust, const Figure *culprit, const char *program, char *text,
+ * order contradicted, or (when no part could quote a time) the spread of `figure`, a time
+ * as format_figure writes it. Returns the length written, as snprintf. */
+static int why_silenced(const Fill *fill, TimeTrust trust, const char *figure, const char *program, char *text,
                         size_t size)
 {
     const Judgement *j = &fill->judged;
-    char figure[512], load[32], steal[32], others[32];
-    if (culprit) format_figure(figure, sizeof figure, culprit, fill->lang);
+    char load[32], steal[32], others[32];
     switch (trust) {
     case TIMES_UNKNOWN: return snprintf(text, size, quiz_word(fill->lang, "time_unknown"), program);
     case TIMES_QUICK:
@@ -473,8 +471,7 @@ static int why_silenced(const Fill *fill, TimeTrust trust, const Figure *culprit
                         (int)j->machine.cores);
     case TIMES_CONTRADICTED: {
         char why[2048] = "";
-        LineBuffer line = {why, sizeof why, 0};
-        say(fill, j->order->why.lang[fill->lang], append_piece, &line);
+        say(fill, j->order->why.lang[fill->lang], append_piece, &(LineBuffer){why, sizeof why, 0});
         return snprintf(text, size, quiz_word(fill->lang, "time_contradicted"), program, why);
     }
     case TIMES_FEW: return snprintf(text, size, quiz_word(fill->lang, "time_few"), program, figure);
@@ -494,7 +491,6 @@ static void note_times(const Fill *fill)
     char program[128], figure[512], text[4096];
     bench_program(program, sizeof program, j->bench);
     TimeTrust trust = j->trust;
-    const Figure *culprit = NULL;
     for (int i = 0; i < fill->q->n_measurements && j->trust == TIMES_CARRY; i++) {
         if (j->figure[i] == TIMES_CARRY) continue;
         if (fill->said_time) {
@@ -503,13 +499,13 @@ static void note_times(const Fill *fill)
                                                                                        : "time_wide_left_out"),
                      program, figure, program);
             note(fill, text);
-        } else if (j->figure[i] < trust) {
+        } else if (j->figure[i] < trust) { /* the first of the least trusted is the one said */
             trust = j->figure[i];
-            culprit = &fill->figs[i];
+            format_figure(figure, sizeof figure, &fill->figs[i], fill->lang);
         }
     }
     if (trust == TIMES_CARRY) return;
-    int n = why_silenced(fill, trust, culprit, program, text, sizeof text);
+    int n = why_silenced(fill, trust, figure, program, text, sizeof text);
     if (n >= 0 && (size_t)n < sizeof text - 1) {
         text[n++] = ' ';
         snprintf(text + n, sizeof text - (size_t)n,
@@ -544,9 +540,8 @@ RematStatus explain_pieces(const Question *q, QuizLang lang, ResultsDir *results
 
 RematStatus fill_explanation(char *buf, size_t size, const Question *q, QuizLang lang, ResultsDir *results)
 {
-    LineBuffer line = {buf, size, 0};
     buf[0] = '\0';
-    return explain_pieces(q, lang, results, append_piece, &line);
+    return explain_pieces(q, lang, results, append_piece, &(LineBuffer){buf, size, 0});
 }
 
 void explain_sources(char *buf, size_t size, const Question *q, QuizLang lang, ResultsDir *results)
