@@ -15,15 +15,9 @@
 static const char *const NAMES[] = {"none", "full", "sqrt", "selective", "dtr", "budget"};
 const NameTable STRATEGY_NAMES = {NAMES, sizeof NAMES / sizeof NAMES[0]};
 
-Strategy strategy_defaults(StrategyKind kind)
-{
-    return (Strategy){.kind = kind, .replay.preserve_rng = true};
-}
+Strategy strategy_defaults(StrategyKind kind) { return (Strategy){.kind = kind, .replay.preserve_rng = true}; }
 
-const char *strategy_name(StrategyKind kind)
-{
-    return name_of(&STRATEGY_NAMES, (int)kind);
-}
+const char *strategy_name(StrategyKind kind) { return name_of(&STRATEGY_NAMES, (int)kind); }
 
 /* ---- making schedules --------------------------------------------------------------------- */
 
