@@ -7,7 +7,6 @@
 #include <stdlib.h>
 
 #include "tensor/flat.h"
-#include "tensor/flops.h"
 #include "tensor/kernels.h"
 
 static const char *const OPTIM_KINDS[] = {"sgd", "adamw"};

@@ -5,7 +5,6 @@
  */
 #include "checkpoint/checkpoint.h"
 
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 

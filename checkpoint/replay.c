@@ -3,8 +3,6 @@
  */
 #include "checkpoint/replay.h"
 
-#include <stdint.h>
-
 RematStatus replay_enter(ReplayScope *scope, const ReplayOptions *opts)
 {
     *scope = (ReplayScope){0};
