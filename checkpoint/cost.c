@@ -159,12 +159,12 @@ static void walk_action(Walk *w, const RevolveAction *act)
     }
 }
 
-/* Into p, the step's peak ACT with the whole (uniform) chain under Revolve with `slots`
- * slots: the executor's moments on top of what the stages around it hold (cost.h); and its
- * RECOMPUTE FLOPs, t(L, s) + 1 layer forwards (revolve.h). */
+/* Into p, the step's peak ACT with the whole chain, uniform (else REMAT_EINVAL), under
+ * Revolve with `slots` slots: the executor's moments on top of what the stages around it
+ * hold (cost.h); and its RECOMPUTE FLOPs, t(L, s) + 1 layer forwards (revolve.h). */
 static RematStatus revolve_predict(const ChainCost *c, int slots, Prediction *p)
 {
-    RevolveSchedule *r = revolve_schedule_create(c->n_layers, slots);
+    RevolveSchedule *r = chain_check_uniform(c) == REMAT_OK ? revolve_schedule_create(c->n_layers, slots) : NULL;
     if (!r) return remat_last_status();
     const ChainLayer *l0 = &c->layers[0], *any = &c->layers[c->n_layers > 1 ? 1 : 0];
     Walk w = {.a = l0->in_bytes, .advance = l0->nograd_peak, .live = l0->in_bytes, /* x_0, the current state */
@@ -219,8 +219,7 @@ RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
     Prediction p = {.made = true, .forward_flops = cost->forward_flops,
                     .peak_act = max_size(cost->base + cost->embed_peak, cost->tail_peak)};
     const int slots = schedule_revolve_slots(s);
-    RematStatus status = slots ? chain_check_uniform(cost) : chain_predict(s, cost, &p);
-    if (status == REMAT_OK && slots) status = revolve_predict(cost, slots, &p);
+    const RematStatus status = slots ? revolve_predict(cost, slots, &p) : chain_predict(s, cost, &p);
     if (status != REMAT_OK) return status;
     p.recompute_flops += cost->kernel_recompute; /* the backward kernels' own, under any schedule */
     p.peak_total = cost->fixed + cost->work_peak + p.peak_act;
