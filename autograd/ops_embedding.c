@@ -15,8 +15,6 @@
 #include "tensor/kernels.h"
 #include "autograd/ops_internal.h"
 
-/* ---- embedding ---------------------------------------------------------------------- */
-
 /* Backward of embedding. Forward was out[b,t] = wte[ids[b,t]] + wpe[t]; so
  *   dwte[ids[b,t]] += dout[b,t]    for every token,
  *   dwpe[t]        += Σ_b dout[b,t],

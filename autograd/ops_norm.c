@@ -13,8 +13,6 @@
 #include "tensor/kernels.h"
 #include "autograd/ops_internal.h"
 
-/* ---- layernorm ---------------------------------------------------------------------- */
-
 /* Backward of layernorm. Forward was, per row, norm = (x − mean)·rstd and
  * out = norm·weight + bias; so (written out beside k_layernorm_backward)
  *   dbias   += Σ_rows dout
