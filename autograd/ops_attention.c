@@ -17,8 +17,6 @@
  */
 #include "autograd/ops.h"
 
-#include <string.h>
-
 #include "tensor/kernels.h"
 #include "autograd/ops_internal.h"
 
@@ -179,7 +177,7 @@ static RematStatus check_fused_inputs(const char *label, Var *const qkv[3], floa
     if (Q->ndim != 4)
         return remat_fail(REMAT_EINVAL, "%s: q must be (B,H,T,D), got %s", label, tensor_shape_str(shape, sizeof shape, Q));
     for (int i = 1; i < 3; i++)
-        if (qkv[i]->value->ndim != 4 || memcmp(qkv[i]->value->shape, Q->shape, 4 * sizeof(int)))
+        if (!tensor_same_shape(qkv[i]->value, Q))
             return remat_fail(REMAT_EINVAL, "%s: %s is %s, not q's %s", label, names[i],
                               tensor_shape_str(shape, sizeof shape, qkv[i]->value), tensor_shape_str(want, sizeof want, Q));
     if (!(p >= 0.0f && p < 1.0f)) return remat_fail(REMAT_EINVAL, "%s: p must be in [0, 1), got %g", label, (double)p);
