@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/flops.h"
 #include "tensor/kernels.h"
 #include "autograd/ops_internal.h"
 

@@ -10,8 +10,6 @@
 #include "tensor/kernels.h"
 #include "autograd/ops_internal.h"
 
-/* ---- relu and gelu ------------------------------------------------------------------ */
-
 static RematStatus activation_backward(Node *node, const Tensor *dout, Tensor *const dinputs[]);
 
 static const OpInfo RELU_OP = {.name = "relu", .backward = activation_backward};

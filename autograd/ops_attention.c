@@ -17,8 +17,6 @@
  */
 #include "autograd/ops.h"
 
-#include <string.h>
-
 #include "tensor/kernels.h"
 #include "autograd/ops_internal.h"
 
@@ -93,21 +91,16 @@ Var *op_merge_heads(Var *y, const char *tag)
 
 /* ---- causal_softmax ----------------------------------------------------------------- */
 
-/* What a causal softmax's backward needs: bh heads of (t,t) scores. */
-typedef struct CausalSoftmaxAttrs {
-    int bh, t;
-} CausalSoftmaxAttrs;
-OPS_ATTRS_FIT(CausalSoftmaxAttrs);
-
 /* Backward of causal_softmax. Forward was, for row t, out = softmax(x[0..t]) and 0 in
  * columns t+1..T−1; so on the kept columns dx += out ⊙ (dout − Σ_j dout_j·out_j) and the
- * masked columns get nothing (they did not depend on x). Read from the saved output. */
+ * masked columns get nothing (they did not depend on x). Read from the saved output,
+ * whose shape (..., T, T) gives the rows and T. */
 static RematStatus causal_softmax_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const CausalSoftmaxAttrs *attrs = ops_attrs(node);
     Tensor *out = saved_tensor(node, 0);
     if (!out) return remat_last_status();
-    if (dinputs[0]) k_softmax_backward(dinputs[0]->f32, out->f32, dout->f32, attrs->bh * attrs->t, attrs->t, true);
+    const int T = out->shape[out->ndim - 1];
+    if (dinputs[0]) k_softmax_backward(dinputs[0]->f32, out->f32, dout->f32, (int)(out->numel / T), T, true);
     tensor_free(out);
     return REMAT_OK;
 }
@@ -123,13 +116,11 @@ Var *op_causal_softmax(Var *scores, const char *tag)
         return remat_fail_null(REMAT_EINVAL, "%s: scores must be (..., T, T), got %s", label,
                                tensor_shape_str(shape, sizeof shape, S));
     const int T = S->shape[S->ndim - 1];
-    const int BH = (int)(S->numel / ((size_t)T * (size_t)T));
     bool cached;
     Tensor *out = ops_output(&CAUSAL_SOFTMAX_OP, tag, 0, DTYPE_F32, S->ndim, S->shape, &cached);
     if (!out) return NULL;
-    if (!cached) k_softmax_forward(out->f32, S->f32, BH * T, T, true);
-    const CausalSoftmaxAttrs attrs = {.bh = BH, .t = T};
-    return ops_record(&CAUSAL_SOFTMAX_OP, tag, &scores, 1, out, &out, 1, &attrs, sizeof attrs);
+    if (!cached) k_softmax_forward(out->f32, S->f32, (int)(S->numel / T), T, true);
+    return ops_record(&CAUSAL_SOFTMAX_OP, tag, &scores, 1, out, &out, 1, NULL, 0);
 }
 
 /* ---- attention_fused ---------------------------------------------------------------- */
@@ -186,7 +177,7 @@ static RematStatus check_fused_inputs(const char *label, Var *const qkv[3], floa
     if (Q->ndim != 4)
         return remat_fail(REMAT_EINVAL, "%s: q must be (B,H,T,D), got %s", label, tensor_shape_str(shape, sizeof shape, Q));
     for (int i = 1; i < 3; i++)
-        if (qkv[i]->value->ndim != 4 || memcmp(qkv[i]->value->shape, Q->shape, 4 * sizeof(int)))
+        if (!tensor_same_shape(qkv[i]->value, Q))
             return remat_fail(REMAT_EINVAL, "%s: %s is %s, not q's %s", label, names[i],
                               tensor_shape_str(shape, sizeof shape, qkv[i]->value), tensor_shape_str(want, sizeof want, Q));
     if (!(p >= 0.0f && p < 1.0f)) return remat_fail(REMAT_EINVAL, "%s: p must be in [0, 1), got %g", label, (double)p);

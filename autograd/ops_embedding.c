@@ -15,24 +15,17 @@
 #include "tensor/kernels.h"
 #include "autograd/ops_internal.h"
 
-/* ---- embedding ---------------------------------------------------------------------- */
-
-/* What an embedding's backward needs: ids (b,t), rows of c channels. */
-typedef struct EmbeddingAttrs {
-    int b, t, c;
-} EmbeddingAttrs;
-OPS_ATTRS_FIT(EmbeddingAttrs);
-
 /* Backward of embedding. Forward was out[b,t] = wte[ids[b,t]] + wpe[t]; so
  *   dwte[ids[b,t]] += dout[b,t]    for every token,
- *   dwpe[t]        += Σ_b dout[b,t]. */
+ *   dwpe[t]        += Σ_b dout[b,t],
+ * with B and T the saved ids' (B,T) and C dout's (B,T,C). */
 static RematStatus embedding_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const EmbeddingAttrs *attrs = ops_attrs(node);
     Tensor *ids = saved_tensor(node, 0);
     if (!ids) return remat_last_status();
     float *dwte = dinputs[1] ? dinputs[1]->f32 : NULL, *dwpe = dinputs[2] ? dinputs[2]->f32 : NULL;
-    if (dwte || dwpe) k_embedding_backward(dwte, dwpe, dout->f32, ids->i32, attrs->b, attrs->t, attrs->c);
+    if (dwte || dwpe)
+        k_embedding_backward(dwte, dwpe, dout->f32, ids->i32, ids->shape[0], ids->shape[1], dout->shape[2]);
     tensor_free(ids);
     return REMAT_OK;
 }
@@ -64,7 +57,6 @@ Var *op_embedding(Var *ids, Var *wte, Var *wpe, const char *tag)
     Tensor *out = ops_output(&EMBEDDING_OP, tag, 0, DTYPE_F32, 3, (int[]){B, T, C}, &cached);
     if (!out) return NULL;
     if (!cached) k_embedding_forward(out->f32, Ids->i32, Wte->f32, Wpe ? Wpe->f32 : NULL, B, T, C);
-    const EmbeddingAttrs attrs = {.b = B, .t = T, .c = C};
     Tensor *save[1] = {ids->value};
-    return ops_record(&EMBEDDING_OP, tag, inputs, wpe ? 3 : 2, out, save, 1, &attrs, sizeof attrs);
+    return ops_record(&EMBEDDING_OP, tag, inputs, wpe ? 3 : 2, out, save, 1, NULL, 0);
 }

@@ -12,12 +12,6 @@
 
 /* ---- backward, one for both ------------------------------------------------------- */
 
-/* What a cross-entropy's backward needs: rows of logits over a vocabulary of vocab entries. */
-typedef struct CrossEntropyAttrs {
-    int rows, vocab;
-} CrossEntropyAttrs;
-OPS_ATTRS_FIT(CrossEntropyAttrs);
-
 static RematStatus loss_backward(Node *node, const Tensor *dout, Tensor *const dinputs[]);
 
 static const OpInfo MSE_OP = {.name = "mse", .backward = loss_backward};
@@ -29,16 +23,17 @@ static const OpInfo CROSS_ENTROPY_OP = {.name = "cross_entropy", .backward = los
  *        dpred += dloss · (2/n) · (pred − target);
  *   cross_entropy: forward was loss = (1/N) Σ_r −log softmax(logits_r)[target_r]; so
  *        dlogits_r += dloss·(1/N)·(softmax(logits_r) − onehot(target_r)), the softmax
- *        recomputed from the saved logits (see k_cross_entropy_backward). */
+ *        recomputed from the saved logits (see k_cross_entropy_backward): N rows, one per
+ *        saved target, of the logits' last dim V. */
 static RematStatus loss_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const CrossEntropyAttrs *attrs = ops_attrs(node); /* cross_entropy only */
     Tensor *pred = saved_tensor(node, 0), *target = saved_tensor(node, 1);
     RematStatus status = pred && target ? REMAT_OK : remat_last_status();
     if (status == REMAT_OK && dinputs[0] && node->op == &MSE_OP)
         k_mse_backward(dinputs[0]->f32, pred->f32, target->f32, dout->f32[0], pred->numel);
     else if (status == REMAT_OK && dinputs[0])
-        k_cross_entropy_backward(dinputs[0]->f32, pred->f32, target->i32, dout->f32[0], attrs->rows, attrs->vocab);
+        k_cross_entropy_backward(dinputs[0]->f32, pred->f32, target->i32, dout->f32[0], (int)target->numel,
+                                 pred->shape[pred->ndim - 1]);
     tensor_free(pred);
     tensor_free(target);
     return status;
@@ -87,7 +82,6 @@ Var *op_cross_entropy(Var *logits, Var *targets, const char *tag)
     Tensor *out = ops_output(&CROSS_ENTROPY_OP, tag, 0, DTYPE_F32, 1, (int[]){1}, &cached);
     if (!out) return NULL;
     if (!cached) out->f32[0] = (float)k_cross_entropy_forward(L->f32, Tg->i32, N, V);
-    const CrossEntropyAttrs attrs = {.rows = N, .vocab = V};
     Tensor *save[2] = {logits->value, targets->value};
-    return ops_record(&CROSS_ENTROPY_OP, tag, inputs, 2, out, save, 2, &attrs, sizeof attrs);
+    return ops_record(&CROSS_ENTROPY_OP, tag, inputs, 2, out, save, 2, NULL, 0);
 }

@@ -13,24 +13,16 @@
 #include "tensor/kernels.h"
 #include "autograd/ops_internal.h"
 
-/* ---- layernorm ---------------------------------------------------------------------- */
-
-/* What a LayerNorm's backward needs: rows of cols channels (eps lives on in the saved rstd). */
-typedef struct LayerNormAttrs {
-    int rows, cols;
-} LayerNormAttrs;
-OPS_ATTRS_FIT(LayerNormAttrs);
-
 /* Backward of layernorm. Forward was, per row, norm = (x − mean)·rstd and
  * out = norm·weight + bias; so (written out beside k_layernorm_backward)
  *   dbias   += Σ_rows dout
  *   dweight += Σ_rows dout·norm
  *   dx      += rstd·(dnorm − mean(dnorm) − norm·mean(dnorm·norm)),  dnorm = dout·weight.
- * The kernel produces all three at once. A gradient that no input wants (a frozen weight,
- * a constant x) goes to zero-filled scratch of its shape, dropped afterwards. */
+ * The kernel produces all three at once, over as many rows as the saved mean has, each of
+ * the weight's width (eps lives on in the saved rstd). A gradient that no input wants (a
+ * frozen weight, a constant x) goes to zero-filled scratch of its shape, dropped afterwards. */
 static RematStatus layernorm_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const LayerNormAttrs *attrs = ops_attrs(node);
     Tensor *x = saved_tensor(node, 0), *weight = saved_tensor(node, 1);
     Tensor *mean = saved_tensor(node, 2), *rstd = saved_tensor(node, 3);
     Tensor *saved[4] = {x, weight, mean, rstd}, *grads[3] = {0}; /* grads: dx, dweight, dbias */
@@ -42,7 +34,7 @@ static RematStatus layernorm_backward(Node *node, const Tensor *dout, Tensor *co
     }
     if (status == REMAT_OK)
         k_layernorm_backward(grads[0]->f32, grads[1]->f32, grads[2]->f32, dout->f32, x->f32, weight->f32, mean->f32,
-                             rstd->f32, attrs->rows, attrs->cols);
+                             rstd->f32, (int)mean->numel, (int)weight->numel);
     for (int i = 0; i < 3; i++) tensor_free(grads[i]);
     for (int i = 0; i < 4; i++) tensor_free(saved[i]);
     return status;
@@ -76,9 +68,8 @@ Var *op_layernorm(Var *x, Var *weight, Var *bias, float eps, const char *tag)
     }
     if (!cached) k_layernorm_forward(out->f32, mean->f32, rstd->f32, X->f32, W->f32, Bt->f32, N, C, eps);
 
-    const LayerNormAttrs attrs = {.rows = N, .cols = C};
     Tensor *save[4] = {x->value, weight->value, mean, rstd};
-    Var *y = ops_record(&LAYERNORM_OP, tag, inputs, 3, out, save, 4, &attrs, sizeof attrs);
+    Var *y = ops_record(&LAYERNORM_OP, tag, inputs, 3, out, save, 4, NULL, 0);
     tensor_free(mean); /* the node holds them now, or nobody needs them (grad mode off) */
     tensor_free(rstd);
     return y;

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 
 #include "tensor/flat.h"
-#include "tensor/flops.h"
 #include "tensor/kernels.h"
 
 static const char *const OPTIM_KINDS[] = {"sgd", "adamw"};
@@ -16,10 +15,9 @@ const NameTable OPTIM_KIND_NAMES = {OPTIM_KINDS, 2};
 /* One parameter as the optimizer holds it. */
 typedef struct OptimParam {
     Param param;
-    size_t offset;   /* its first element in the flat concatenation of the parameters */
-    size_t a, b;     /* its elements [a, b) in the optimizer's range (a == b: none) */
-    Tensor *state0;  /* over [a, b): AdamW m, SGD velocity; NULL when there is none */
-    Tensor *state1;  /* AdamW v */
+    size_t offset;    /* its first element in the flat concatenation of the parameters */
+    size_t a, b;      /* its elements [a, b) in the optimizer's range (a == b: none) */
+    Tensor *state[2]; /* over [a, b): AdamW m and v, SGD velocity in [0]; NULL when there is none */
 } OptimParam;
 
 struct Optimizer {
@@ -103,8 +101,8 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
         p->b = p->a + part;
         offset += numel;
         if (part == 0) continue;
-        if (n_states >= 1 && !(p->state0 = state_tensor(p))) goto failed;
-        if (n_states >= 2 && !(p->state1 = state_tensor(p))) goto failed;
+        for (int s = 0; s < n_states; s++)
+            if (!(p->state[s] = state_tensor(p))) goto failed;
     }
     return opt;
 
@@ -121,10 +119,8 @@ Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
 void optim_free(Optimizer *opt)
 {
     if (!opt) return;
-    for (int i = 0; i < opt->n; i++) {
-        tensor_free(opt->params[i].state0);
-        tensor_free(opt->params[i].state1);
-    }
+    for (int i = 0; i < opt->n; i++)
+        for (int s = 0; s < 2; s++) tensor_free(opt->params[i].state[s]);
     free(opt); /* its arrays with it */
 }
 
@@ -148,8 +144,8 @@ RematStatus optim_step(Optimizer *opt, const float *grad, float *params)
         opt->slices[count++] = (OptimSlice){
             .param = params ? params + in_range : v->value->f32 + p->a,
             .grad = grad ? grad + in_range : v->grad->f32 + p->a,
-            .m = p->state0 ? p->state0->f32 : NULL,
-            .v = p->state1 ? p->state1->f32 : NULL,
+            .m = p->state[0] ? p->state[0]->f32 : NULL,
+            .v = p->state[1] ? p->state[1]->f32 : NULL,
             .weight_decay = c->kind == OPTIM_ADAMW && p->param.decay ? c->weight_decay : 0.0f,
             .n = p->b - p->a,
         };
@@ -180,6 +176,6 @@ RematStatus optim_set_steps(Optimizer *opt, int steps)
 void optim_state(const Optimizer *opt, int i, Tensor **state0, Tensor **state1)
 {
     const OptimParam *p = opt && i >= 0 && i < opt->n ? &opt->params[i] : NULL;
-    *state0 = p ? p->state0 : NULL;
-    *state1 = p ? p->state1 : NULL;
+    *state0 = p ? p->state[0] : NULL;
+    *state1 = p ? p->state[1] : NULL;
 }

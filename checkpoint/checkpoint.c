@@ -5,7 +5,6 @@
  */
 #include "checkpoint/checkpoint.h"
 
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,9 +119,10 @@ static void cache_replay_recorded(void *ctx, const OpInfo *op, const char *tag, 
     }
 }
 
-/* After the first forward of region `region`: release what the replay will not read. */
-static void cache_release_unneeded(Cache *c, const char *region)
+/* After the first forward of `region`, whose result `out` is read: release what the replay will not read. */
+static void cache_release_unneeded(Cache *c, const char *region, const Tensor *out)
 {
+    cache_mark_needed(c, out);
     for (int i = 0; i < c->count; i++) {
         if (c->entries[i].needed) {
             explain_note_cached(region, c->entries[i].op->name, c->entries[i].tag, c->entries[i].tensor);
@@ -282,10 +282,7 @@ static Var *region_forward(RegionFn fn, void *fn_ctx, Layer **layers, int n, Var
         region_free(r);
         return NULL;
     }
-    if (r->cache.policy) {
-        cache_mark_needed(&r->cache, y->value); /* the region's output is read (it is the result) */
-        cache_release_unneeded(&r->cache, r->name);
-    }
+    if (r->cache.policy) cache_release_unneeded(&r->cache, r->name, y->value);
 
     return replay_record(&CHECKPOINT_OP, x, y, r->name, r, region_free, x->value);
 }

@@ -131,22 +131,17 @@ typedef struct Walk {
     size_t a;                      /* a layer's input (= its output, = a gradient) */
     size_t advance, reverse, reverse_first; /* on top while a layer advances, is reversed (layer 0) */
     size_t live;                   /* bytes of states and gradients alive */
-    size_t peak;
+    size_t peak;                   /* the most of live + the layer on top, so far */
     bool cur_in_slot;              /* the current state is also kept in a slot */
     bool dy_separate;              /* a gradient between reversals is alive (not the engine's dout) */
 } Walk;
-
-static void walk_peak(Walk *w, size_t on_top)
-{
-    w->peak = max_size(w->peak, w->live + on_top);
-}
 
 static void walk_action(Walk *w, const RevolveAction *act)
 {
     switch (act->kind) {
     case REVOLVE_ADVANCE:
         for (int j = 0; j < act->steps; j++) {
-            walk_peak(w, w->advance);
+            w->peak = max_size(w->peak, w->live + w->advance);
             if (w->cur_in_slot) w->live += w->a; /* the next state; else it replaces the current one */
             w->cur_in_slot = false;
         }
@@ -154,7 +149,7 @@ static void walk_action(Walk *w, const RevolveAction *act)
     case REVOLVE_STORE: w->cur_in_slot = true; break;
     case REVOLVE_RESTORE: w->cur_in_slot = !act->release; break; /* the slot's state: no new bytes */
     case REVOLVE_REVERSE:
-        walk_peak(w, act->position == 0 ? w->reverse_first : w->reverse);
+        w->peak = max_size(w->peak, w->live + (act->position == 0 ? w->reverse_first : w->reverse));
         if (!w->cur_in_slot) w->live -= w->a; /* the state is used up */
         if (w->dy_separate) w->live -= w->a;
         if (act->position > 0) w->live += w->a; /* the next gradient between reversals */
@@ -164,19 +159,19 @@ static void walk_action(Walk *w, const RevolveAction *act)
     }
 }
 
-/* Into p, the step's peak ACT with the whole (uniform) chain under Revolve with `slots`
- * slots: the executor's moments on top of what the stages around it hold (cost.h); and its
- * RECOMPUTE FLOPs, t(L, s) + 1 layer forwards (revolve.h). */
+/* Into p, the step's peak ACT with the whole chain, uniform (else REMAT_EINVAL), under
+ * Revolve with `slots` slots: the executor's moments on top of what the stages around it
+ * hold (cost.h); and its RECOMPUTE FLOPs, t(L, s) + 1 layer forwards (revolve.h). */
 static RematStatus revolve_predict(const ChainCost *c, int slots, Prediction *p)
 {
-    RevolveSchedule *r = revolve_schedule_create(c->n_layers, slots);
+    RevolveSchedule *r = chain_check_uniform(c) == REMAT_OK ? revolve_schedule_create(c->n_layers, slots) : NULL;
     if (!r) return remat_last_status();
     const ChainLayer *l0 = &c->layers[0], *any = &c->layers[c->n_layers > 1 ? 1 : 0];
     Walk w = {.a = l0->in_bytes, .advance = l0->nograd_peak, .live = l0->in_bytes, /* x_0, the current state */
               .reverse = max_size(any->fwd_peak, any->kept - any->out_bytes + any->back_held),
               .reverse_first = max_size(l0->fwd_peak, l0->kept - l0->out_bytes + l0->back_held - l0->grad_bytes)};
     for (int i = 0; i < r->first_reverse; i++) walk_action(&w, &r->actions[i]);
-    walk_peak(&w, w.advance); /* the last layer, for the output; x_{L−1} stays */
+    w.peak = max_size(w.peak, w.live + w.advance); /* the last layer, for the output; x_{L−1} stays */
     const size_t outside = c->base + c->embed - w.a; /* S(0) without x_0 */
     p->peak_act = max_size(p->peak_act, outside + w.peak);
     p->forward_kept = outside + w.live + c->layers[c->n_layers - 1].out_bytes - c->base; /* x_L among it */
@@ -224,8 +219,7 @@ RematStatus schedule_predict(Schedule *s, const ChainCost *cost)
     Prediction p = {.made = true, .forward_flops = cost->forward_flops,
                     .peak_act = max_size(cost->base + cost->embed_peak, cost->tail_peak)};
     const int slots = schedule_revolve_slots(s);
-    RematStatus status = slots ? chain_check_uniform(cost) : chain_predict(s, cost, &p);
-    if (status == REMAT_OK && slots) status = revolve_predict(cost, slots, &p);
+    const RematStatus status = slots ? revolve_predict(cost, slots, &p) : chain_predict(s, cost, &p);
     if (status != REMAT_OK) return status;
     p.recompute_flops += cost->kernel_recompute; /* the backward kernels' own, under any schedule */
     p.peak_total = cost->fixed + cost->work_peak + p.peak_act;

@@ -26,7 +26,6 @@
 
 #include "base/platform.h"
 #include "checkpoint/replay.h"
-#include "tensor/flops.h"
 
 /* One saved tensor: the pool's entry of the same id. */
 typedef struct DtrTensor {

@@ -74,13 +74,8 @@ static RematStatus dp_extend(Dp *dp, int from, Segment next, const SegmentFigure
 {
     const DpState *st = &dp->states[from];
     const size_t moment = st->s + f->need;
-    uint64_t value = st->value;
-    if (dp->goal == DP_FEWEST_FLOPS) {
-        if (moment > dp->act_budget) return REMAT_OK;
-        value += f->flops;
-    } else if (moment > value) {
-        value = moment;
-    }
+    if (dp->goal == DP_FEWEST_FLOPS && moment > dp->act_budget) return REMAT_OK;
+    const uint64_t value = dp->goal == DP_FEWEST_FLOPS ? st->value + f->flops : max_size(st->value, moment);
     return dp_push(dp, (DpState){st->s + f->adds, value, from, next});
 }
 

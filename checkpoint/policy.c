@@ -3,7 +3,6 @@
  */
 #include "checkpoint/policy.h"
 
-#include <stddef.h>
 #include <string.h>
 
 static PolicyDecision nothing_saveable(const char *op, const char *tag, void *user)

@@ -3,8 +3,6 @@
  */
 #include "checkpoint/replay.h"
 
-#include <stdint.h>
-
 RematStatus replay_enter(ReplayScope *scope, const ReplayOptions *opts)
 {
     *scope = (ReplayScope){0};
@@ -14,12 +12,9 @@ RematStatus replay_enter(ReplayScope *scope, const ReplayOptions *opts)
         tape_free(tape);
         return remat_last_status();
     }
-    scope->hooks_pushed = opts->hooks != NULL;
-    scope->entered = true;
-    scope->tape = tape;
-    scope->outer_tape = tape ? tape_set_current(tape) : tape_current();
-    scope->outer_grad = grad_set_enabled(opts->record);
-    scope->outer_phase = flops_set_phase(PHASE_RECOMPUTE);
+    *scope = (ReplayScope){.entered = true, .tape = tape, .outer_tape = tape ? tape_set_current(tape) : tape_current(),
+                           .outer_grad = grad_set_enabled(opts->record),
+                           .outer_phase = flops_set_phase(PHASE_RECOMPUTE), .hooks_pushed = opts->hooks != NULL};
     if (opts->ctx && opts->rng) {
         scope->ctx = opts->ctx;
         scope->outer_rng = opts->ctx->rng;

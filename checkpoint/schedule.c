@@ -15,15 +15,9 @@
 static const char *const NAMES[] = {"none", "full", "sqrt", "selective", "dtr", "budget"};
 const NameTable STRATEGY_NAMES = {NAMES, sizeof NAMES / sizeof NAMES[0]};
 
-Strategy strategy_defaults(StrategyKind kind)
-{
-    return (Strategy){.kind = kind, .replay.preserve_rng = true};
-}
+Strategy strategy_defaults(StrategyKind kind) { return (Strategy){.kind = kind, .replay.preserve_rng = true}; }
 
-const char *strategy_name(StrategyKind kind)
-{
-    return name_of(&STRATEGY_NAMES, (int)kind);
-}
+const char *strategy_name(StrategyKind kind) { return name_of(&STRATEGY_NAMES, (int)kind); }
 
 /* ---- making schedules --------------------------------------------------------------------- */
 
@@ -188,16 +182,6 @@ static void print_revolve(const Schedule *s, Layer **layers, FILE *out)
     print_prediction(&s->predicted, "    ", out);
 }
 
-/* What one segment keeps and how often its layers run forward. */
-static const char *segment_effect(const Segment *g)
-{
-    if (g->kind == SEGMENT_PLAIN) return "every activation kept; each layer's forward runs once";
-    if (g->kind == SEGMENT_REVOLVE) return "Revolve: a few stored states; layers recomputed up to r times";
-    if (g->kind == SEGMENT_DTR) return "DTR: every activation kept while the budget allows, evicted and replayed";
-    return g->policy ? "its input and what its policy saves kept; the rest recomputed once"
-                     : "its input kept; each layer's forward runs twice (recomputed once)";
-}
-
 void schedule_print(const Schedule *s, Layer **layers, FILE *out)
 {
     if (schedule_revolve_slots(s)) {
@@ -208,12 +192,19 @@ void schedule_print(const Schedule *s, Layer **layers, FILE *out)
     fprintf(out, "  schedule: %d segment%s, %d of them regions%s\n", s->n_segments, s->n_segments == 1 ? "" : "s",
             regions, regions || s->strategy == STRATEGY_DTR ? "" : ": the budget holds every activation, so nothing is "
             "recomputed");
+    /* Each kind of segment: what it keeps and how often its layers run forward. */
+    static const char *const KINDS[][2] = {
+        {"plain ", "every activation kept; each layer's forward runs once"},
+        {"region", "its input kept; each layer's forward runs twice (recomputed once)"},
+        {"revolve", "Revolve: a few stored states; layers recomputed up to r times"},
+        {"dtr   ", "DTR: every activation kept while the budget allows, evicted and replayed"}};
     for (int i = 0; i < s->n_segments; i++) {
         const Segment *g = &s->segments[i];
-        static const char *const KINDS[] = {"plain ", "region", "revolve", "dtr   "};
+        const bool selective = g->kind == SEGMENT_REGION && g->policy;
         char name[NODE_NAME_LEN];
         segment_name(name, sizeof name, g, layers);
-        fprintf(out, "    %-16s %s: %s\n", name, KINDS[g->kind], segment_effect(g));
+        fprintf(out, "    %-16s %s: %s\n", name, KINDS[g->kind][0],
+                selective ? "its input and what its policy saves kept; the rest recomputed once" : KINDS[g->kind][1]);
         if (g->policy && g->policy->user) /* a policy of its own (an op-level keep-set) says what it keeps */
             fprintf(out, "      %s\n", g->policy->name);
     }

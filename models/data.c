@@ -27,21 +27,18 @@ TextData *text_data_load(const char *path, double val_fraction)
      * val_fraction <= 0.5, the training split is never the smaller one, so checking the
      * validation split is enough: each needs one input token and its target. */
     const size_t val_size = (size_t)floor((double)size * val_fraction);
-    TextData *d = malloc(sizeof *d + strlen(path) + 1); /* its copy of the path after it */
-    if (val_size >= 2 && d) {
-        *d = (TextData){.path = strcpy((char *)(d + 1), path), .bytes = (uint8_t *)text, .size = size,
-                        .train_size = size - val_size, .val_size = val_size};
-        return d;
+    TextData *d = val_size >= 2 ? malloc(sizeof *d + strlen(path) + 1) : NULL; /* its copy of the path after it */
+    if (!d) {
+        free(text);
+        if (val_size < 2)
+            return remat_fail_null(REMAT_EINVAL, "text_data_load: %s has %zu bytes; with val_fraction %g its "
+                                   "validation split gets %zu, but each split needs at least 2 (one input token "
+                                   "and its target)", path, size, val_fraction, val_size);
+        return remat_fail_null(REMAT_ENOMEM, "text_data_load: no memory for the dataset of %s", path);
     }
-    if (val_size < 2)
-        remat_fail(REMAT_EINVAL, "text_data_load: %s has %zu bytes; with val_fraction %g its validation split gets "
-                   "%zu, but each split needs at least 2 (one input token and its target)", path, size, val_fraction,
-                   val_size);
-    else
-        remat_fail(REMAT_ENOMEM, "text_data_load: no memory for the dataset of %s", path);
-    free(d);
-    free(text);
-    return NULL;
+    *d = (TextData){.path = strcpy((char *)(d + 1), path), .bytes = (uint8_t *)text, .size = size,
+                    .train_size = size - val_size, .val_size = val_size};
+    return d;
 }
 
 void text_data_free(TextData *d)

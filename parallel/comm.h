@@ -46,10 +46,8 @@ typedef struct FlatView {
 /* The first element of rank k's region among `size` ranks: floor(total · k / size). */
 size_t shard_begin(size_t total, int k, int size);
 
-/* Copies the view's elements [begin, end) into out (end − begin floats). */
+/* Copies the view's elements [begin, end) into `out`, or `in` into them (end − begin floats). */
 void flat_read(const FlatView *v, size_t begin, size_t end, float *out);
-
-/* Copies in (end − begin floats) into the view's elements [begin, end). */
 void flat_write(const FlatView *v, size_t begin, size_t end, const float *in);
 
 /* Copies n elements of `from`, from its element from_begin on, into `to`, from its

@@ -317,13 +317,12 @@ void k_attention_backward(float *dq, float *dk, float *dv, const float *dout, co
                           const AttnDropout *drop, const AttnPlan *plan, float *work)
 {
     const float scale = 1.0f / sqrtf((float)D);
-    const int tile = plan->tile;
-    const size_t per_thread = work_per_thread(T, D, tile);
+    const size_t per_thread = work_per_thread(T, D, plan->tile);
 #pragma omp parallel for schedule(static) if (BH > 1 && (size_t)BH * T * T * D >= ATTN_PARALLEL_MIN)
     for (int bh = 0; bh < BH; bh++)
         backward_head(dq, dk, dv, dout, q, k, v, out, lse, bh, T, D, scale, drop, plan,
                       work + (size_t)omp_get_thread_num() * per_thread);
-    const TileSums sum = tile_sums(T, tile);
+    const TileSums sum = tile_sums(T, plan->tile);
     flops_add(BH * (8 * sum.cells * D + (2 + (drop ? 1 : 0)) * sum.kept + 2 * (uint64_t)T * D));
     uint64_t recompute;
     k_attention_flops(BH, T, D, drop != NULL, plan, &recompute);

@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/platform.h"
 
@@ -56,7 +55,7 @@ static struct {
     MemEvent *events;
     size_t capacity, count, dropped;
     bool recording;
-    struct timespec start;
+    double start; /* platform_seconds() when it began */
 } timeline;
 
 /* One change of `delta` bytes of `kind`, already checked: the kind's and the resident
@@ -78,12 +77,9 @@ static void apply(MemKind kind, int64_t delta)
         timeline.dropped++;
         return;
     }
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    const double seconds =
-        (double)(now.tv_sec - timeline.start.tv_sec) + 1e-9 * (double)(now.tv_nsec - timeline.start.tv_nsec);
     MemEvent *e = &timeline.events[timeline.count++];
-    *e = (MemEvent){.seconds = seconds, .flops = flops_total(), .phase = flops_phase(), .kind = kind, .delta = delta};
+    *e = (MemEvent){.seconds = platform_seconds() - timeline.start, .flops = flops_total(), .phase = flops_phase(),
+                    .kind = kind, .delta = delta};
     memcpy(e->current, current, sizeof current);
 }
 
@@ -238,7 +234,7 @@ RematStatus mem_timeline_start(size_t capacity)
     timeline.events = events;
     timeline.capacity = capacity;
     timeline.recording = true;
-    clock_gettime(CLOCK_MONOTONIC, &timeline.start);
+    timeline.start = platform_seconds();
     return REMAT_OK;
 }
 
