@@ -51,15 +51,12 @@ static const char *const LANG_DIRS[LANG_COUNT] = {"ltr", "rtl"};
  * inside a double-quoted attribute. */
 static void html_escaped(FILE *out, const char *s, size_t len)
 {
+    static const char *const entities[256] = {['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;",
+                                              ['\''] = "&#39;"};
     for (size_t i = 0; i < len; i++) {
-        switch (s[i]) {
-        case '&': fputs("&amp;", out); break;
-        case '<': fputs("&lt;", out); break;
-        case '>': fputs("&gt;", out); break;
-        case '"': fputs("&quot;", out); break;
-        case '\'': fputs("&#39;", out); break;
-        default: fputc(s[i], out);
-        }
+        const char *entity = entities[(unsigned char)s[i]];
+        if (entity) fputs(entity, out);
+        else fputc(s[i], out);
     }
 }
 
