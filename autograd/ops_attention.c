@@ -22,14 +22,11 @@
 
 /* ---- split_heads and merge_heads ---------------------------------------------------- */
 
-/* What their backward needs: (b,t,c) channels in h heads; for a split, the `which` third
- * of qkv (b,t,3c) it took. */
-typedef struct HeadsAttrs {
-    int b, t, c, h;
-    bool split;
-    QkvPart which; /* split only */
-} HeadsAttrs;
-OPS_ATTRS_FIT(HeadsAttrs);
+/* What a split's backward needs beyond the shapes: the `which` third of qkv (b,t,3c) it took. */
+typedef struct SplitHeadsAttrs {
+    QkvPart which;
+} SplitHeadsAttrs;
+OPS_ATTRS_FIT(SplitHeadsAttrs);
 
 /* Backward of split_heads and merge_heads: each forward is a copy, and its backward the
  * other's copy, adding. Split's forward was out[b,h,t,d] = qkv[b,t, which·C + h·D + d];
@@ -38,11 +35,13 @@ OPS_ATTRS_FIT(HeadsAttrs);
  * dy[b,h,t,d] += dout[b,t,h·D + d]. */
 static RematStatus heads_backward(Node *node, const Tensor *dout, Tensor *const dinputs[])
 {
-    const HeadsAttrs *a = ops_attrs(node);
-    if (dinputs[0] && a->split)
-        k_heads_to_rows(dinputs[0]->f32 + (size_t)a->which * a->c, dout->f32, 3 * a->c, a->b, a->t, a->c, a->h, true);
-    else if (dinputs[0])
-        k_rows_to_heads(dinputs[0]->f32, dout->f32, a->c, a->b, a->t, a->c, a->h, true);
+    if (!dinputs[0]) return REMAT_OK;
+    const bool split = dout->ndim == 4; /* a split's dout is (B,H,T,D), a merge's (B,T,C) */
+    const Tensor *heads = split ? dout : dinputs[0]; /* the (B,H,T,D) side: the sizes */
+    const int B = heads->shape[0], H = heads->shape[1], T = heads->shape[2], C = H * heads->shape[3];
+    const SplitHeadsAttrs *attrs = ops_attrs(node); /* split only */
+    if (split) k_heads_to_rows(dinputs[0]->f32 + (size_t)attrs->which * C, dout->f32, 3 * C, B, T, C, H, true);
+    else k_rows_to_heads(dinputs[0]->f32, dout->f32, C, B, T, C, H, true);
     return REMAT_OK;
 }
 
@@ -66,7 +65,7 @@ Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
     Tensor *out = ops_output(&SPLIT_HEADS_OP, tag, 0, DTYPE_F32, 4, (int[]){B, H, T, C / H}, &cached);
     if (!out) return NULL;
     if (!cached) k_rows_to_heads(out->f32, X->f32 + (size_t)which * C, 3 * C, B, T, C, H, false);
-    const HeadsAttrs attrs = {.b = B, .t = T, .c = C, .h = H, .split = true, .which = which};
+    const SplitHeadsAttrs attrs = {.which = which};
     return ops_record(&SPLIT_HEADS_OP, tag, &qkv, 1, out, NULL, 0, &attrs, sizeof attrs);
 }
 
@@ -85,8 +84,7 @@ Var *op_merge_heads(Var *y, const char *tag)
     Tensor *out = ops_output(&MERGE_HEADS_OP, tag, 0, DTYPE_F32, 3, (int[]){B, T, C}, &cached);
     if (!out) return NULL;
     if (!cached) k_heads_to_rows(out->f32, Y->f32, C, B, T, C, H, false);
-    const HeadsAttrs attrs = {.b = B, .t = T, .c = C, .h = H};
-    return ops_record(&MERGE_HEADS_OP, tag, &y, 1, out, NULL, 0, &attrs, sizeof attrs);
+    return ops_record(&MERGE_HEADS_OP, tag, &y, 1, out, NULL, 0, NULL, 0);
 }
 
 /* ---- causal_softmax ----------------------------------------------------------------- */
