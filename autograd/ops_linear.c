@@ -106,12 +106,10 @@ static RematStatus matmul_backward(Node *node, const Tensor *dout, Tensor *const
     const CBLAS_TRANSPOSE undo_b = attrs->trans_b ? CblasNoTrans : CblasTrans;
     if (status == REMAT_OK && dinputs[0])
         k_matmul_batched(dinputs[0]->f32, dout->f32, b->f32, nb, rows, K, N, CblasNoTrans, undo_b, alpha, 1.0f);
-    if (status == REMAT_OK && dinputs[1]) {
-        if (!attrs->trans_b)
-            k_matmul_batched(dinputs[1]->f32, a->f32, dout->f32, nb, K, N, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
-        else
-            k_matmul_batched(dinputs[1]->f32, dout->f32, a->f32, nb, N, K, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
-    }
+    if (status == REMAT_OK && dinputs[1] && !attrs->trans_b)
+        k_matmul_batched(dinputs[1]->f32, a->f32, dout->f32, nb, K, N, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
+    if (status == REMAT_OK && dinputs[1] && attrs->trans_b)
+        k_matmul_batched(dinputs[1]->f32, dout->f32, a->f32, nb, N, K, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
     tensor_free(a);
     tensor_free(b);
     return status;
