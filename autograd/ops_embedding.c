@@ -57,6 +57,5 @@ Var *op_embedding(Var *ids, Var *wte, Var *wpe, const char *tag)
     Tensor *out = ops_output(&EMBEDDING_OP, tag, 0, DTYPE_F32, 3, (int[]){B, T, C}, &cached);
     if (!out) return NULL;
     if (!cached) k_embedding_forward(out->f32, Ids->i32, Wte->f32, Wpe ? Wpe->f32 : NULL, B, T, C);
-    Tensor *save[1] = {ids->value};
-    return ops_record(&EMBEDDING_OP, tag, inputs, wpe ? 3 : 2, out, save, 1, NULL, 0);
+    return ops_record(&EMBEDDING_OP, tag, inputs, wpe ? 3 : 2, out, &ids->value, 1, NULL, 0);
 }
