@@ -49,9 +49,10 @@ static size_t first_bad(const Tensor *t, bool nonnegative)
     return t->dtype == DTYPE_F32 ? i : t->numel;
 }
 
-static void format_rng(char *buf, size_t size, const Pcg32 *rng)
+static const char *format_rng(char *buf, size_t size, const Pcg32 *rng)
 {
     snprintf(buf, size, "%016" PRIx64 ":%016" PRIx64, rng->state, rng->inc);
+    return buf;
 }
 
 /* A generator's state as format_rng writes it, "STATE:INC" in hex, 1 to 16 digits each,
@@ -97,11 +98,9 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
     char step[24], data_rng[40], dropout_rng[40];
     if (state && status == REMAT_OK) {
         snprintf(step, sizeof step, "%d", state->step);
-        format_rng(data_rng, sizeof data_rng, &state->data_rng);
-        format_rng(dropout_rng, sizeof dropout_rng, &state->dropout_rng);
         all_meta[m++] = (StMeta){META_STEP, step};
-        all_meta[m++] = (StMeta){META_DATA_RNG, data_rng};
-        all_meta[m++] = (StMeta){META_DROPOUT_RNG, dropout_rng};
+        all_meta[m++] = (StMeta){META_DATA_RNG, format_rng(data_rng, sizeof data_rng, &state->data_rng)};
+        all_meta[m++] = (StMeta){META_DROPOUT_RNG, format_rng(dropout_rng, sizeof dropout_rng, &state->dropout_rng)};
     }
     if (status == REMAT_OK) status = st_save(path, entries, k, all_meta, m);
     free(entries);
