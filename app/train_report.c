@@ -40,11 +40,10 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
         const int regions = schedule_regions(s);
         fprintf(out, ", %d region%s", regions, regions == 1 ? "" : "s");
     }
-    for (int i = 0; i < s->n_segments; i++) {
-        if (s->segments[i].kind != SEGMENT_REGION || !s->segments[i].policy) continue;
-        fprintf(out, ", policy %s", s->segments[i].policy->name);
-        break;
-    }
+    const Policy *policy = NULL; /* the first region's that has one */
+    for (int i = 0; i < s->n_segments && !policy; i++)
+        if (s->segments[i].kind == SEGMENT_REGION) policy = s->segments[i].policy;
+    if (policy) fprintf(out, ", policy %s", policy->name);
     if (s->strategy != STRATEGY_NONE && !s->replay.preserve_rng) fprintf(out, ", generator NOT replayed");
     if (planned)
         fprintf(out, ", planner %s, budget %s", planner_name(o->step.planner),
