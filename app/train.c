@@ -24,11 +24,9 @@
 #include <unistd.h>
 
 #include "models/data.h"
-#include "tensor/flops.h"
 #include "models/mlp.h"
 #include "app/model_file.h"
 #include "app/train_report.h"
-#include "parallel/group.h"
 #include "base/file.h"
 #include "base/platform.h"
 #include "base/progress.h"
