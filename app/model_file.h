@@ -16,7 +16,6 @@
 #define REMAT_MODEL_FILE_H
 
 #include "models/model.h"
-#include "autograd/optim.h"
 #include "app/safetensors.h"
 
 /* Where a training run is, beyond its parameters and optimizer state. */

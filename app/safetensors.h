@@ -34,7 +34,6 @@
 
 #include <stdbool.h>
 
-#include "base/error.h"
 #include "tensor/tensor.h"
 
 /* The header may be at most this long, as in the reference implementation. */

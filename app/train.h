@@ -15,8 +15,6 @@
 
 #include "models/gpt.h"
 #include "app/step_options.h"
-#include "base/error.h"
-#include "tensor/memory.h"
 
 /* The two reference models: the char-level GPT (models/gpt.h) and the MLP chain. */
 typedef enum ModelKind { MODEL_GPT, MODEL_MLP } ModelKind;
