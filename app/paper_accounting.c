@@ -5,7 +5,6 @@
 #include "app/paper_accounting.h"
 
 #include <inttypes.h>
-#include <stdbool.h>
 
 #include "base/file.h"
 

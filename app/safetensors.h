@@ -32,8 +32,6 @@
 #ifndef REMAT_SAFETENSORS_H
 #define REMAT_SAFETENSORS_H
 
-#include <stdbool.h>
-
 #include "tensor/tensor.h"
 
 /* The header may be at most this long, as in the reference implementation. */

@@ -9,10 +9,6 @@
 #ifndef REMAT_TRAIN_H
 #define REMAT_TRAIN_H
 
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-
 #include "models/gpt.h"
 #include "app/step_options.h"
 
