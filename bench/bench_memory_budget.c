@@ -33,17 +33,14 @@ static const BenchInfo INFO = {
     .model_flags = true,
 };
 
-/* The GPT every job builds, and the command line's model flags it runs with. */
+/* The GPT every job builds, the command line's model flags it runs with, and the strategies
+ * the command line leaves to measure, none first. */
 typedef struct JobModel {
     GptShape shape;
     const BenchOptions *options;
-} JobModel;
-
-/* The strategies the command line leaves to measure, none first. */
-typedef struct Sweep {
-    Strategy s[N_KINDS];
+    Strategy sweep[N_KINDS];
     int n;
-} Sweep;
+} JobModel;
 
 /* What one job did under a budget. */
 typedef struct JobResult {
@@ -123,7 +120,6 @@ static RematStatus smallest_budget(const JobModel *m, const Strategy *s, OptimKi
 /* Everything measured for one optimizer. */
 typedef struct OptimRun {
     OptimKind optim;
-    const Sweep *sweep;
     JobResult free_run[N_KINDS]; /* without a budget */
     size_t smallest[N_KINDS];
     int trials[N_KINDS];
@@ -132,8 +128,8 @@ typedef struct OptimRun {
 static RematStatus measure_optimizer(const JobModel *m, OptimRun *o, Progress *progress)
 {
     const char *optim = o->optim == OPTIM_ADAMW ? "AdamW" : "SGD";
-    for (int k = 0; k < o->sweep->n; k++) {
-        const Strategy *s = &o->sweep->s[k];
+    for (int k = 0; k < m->n; k++) {
+        const Strategy *s = &m->sweep[k];
         char label[64];
         snprintf(label, sizeof label, "%s %s", optim, strategy_name(s->kind));
         RematStatus status = run_job(m, s, o->optim, 0, &o->free_run[k]);
@@ -148,11 +144,11 @@ static RematStatus measure_optimizer(const JobModel *m, OptimRun *o, Progress *p
     return REMAT_OK;
 }
 
-/* The 1 MiB multiple halfway between the smallest and the largest of the peaks. */
-static size_t demo_budget(const OptimRun *o)
+/* The 1 MiB multiple halfway between the smallest and the largest of the n peaks. */
+static size_t demo_budget(const OptimRun *o, int n)
 {
     size_t lo = (size_t)-1, hi = 0;
-    for (int k = 0; k < o->sweep->n; k++) {
+    for (int k = 0; k < n; k++) {
         const size_t p = o->free_run[k].peak_resident;
         lo = p < lo ? p : lo;
         hi = p > hi ? p : hi;
@@ -163,7 +159,6 @@ static size_t demo_budget(const OptimRun *o)
 
 /* Everything the bench measured: the two optimizers' jobs, and AdamW's at two budgets. */
 typedef struct Measured {
-    Sweep sweep;
     OptimRun adamw, sgd;
     size_t budget; /* between the strategies' peaks */
     size_t pgo;    /* AdamW's params + grads + optimizer state */
@@ -225,16 +220,17 @@ static const ResultsColumn FLOOR_COLUMNS[] = {
 };
 
 /* Prints and records one optimizer's jobs: its breakdown, and AdamW's other tables. */
-static void report_jobs(const Measured *m, const OptimRun *run, const char *title, ResultsTable *jobs)
+static void report_jobs(const JobModel *model, const Measured *m, const OptimRun *run, const char *title,
+                        ResultsTable *jobs)
 {
     JobRow rows[N_KINDS];
     printf("\n  %s\n", title);
     results_print_head(jobs, 0);
-    for (int k = 0; k < m->sweep.n; k++) {
+    for (int k = 0; k < model->n; k++) {
         const JobResult *r = &run->free_run[k];
         const ResidentWatch *w = &r->process;
         rows[k] = (JobRow){.optimizer = run == &m->adamw ? "adamw" : "sgd",
-                           .strategy = strategy_name(m->sweep.s[k].kind), .params = r->current[MEM_PARAM],
+                           .strategy = strategy_name(model->sweep[k].kind), .params = r->current[MEM_PARAM],
                            .grads = r->current[MEM_GRAD], .optimizer_state = r->current[MEM_OPTIM],
                            .peak_act = r->peak_act, .peak_work = r->peak_work, .peak_resident = r->peak_resident,
                            .smallest_budget = run->smallest[k], .search_trials = run->trials[k],
@@ -255,7 +251,7 @@ static void report_jobs(const Measured *m, const OptimRun *run, const char *titl
         if (panel == 2) printf("\n  under a budget of %.2f MiB:\n", mib(m->budget));
         if (panel == 3) printf("\n  at params + grads + optimizer = %.2f MiB (%zu bytes):\n", mib(m->pgo), m->pgo);
         if (panel == 1) results_print_head(jobs, panel);
-        for (int k = 0; k < m->sweep.n; k++) results_print_row(jobs, &rows[k], panel);
+        for (int k = 0; k < model->n; k++) results_print_row(jobs, &rows[k], panel);
         if (panel == 1)
             printf("  (before job: code, libraries, OpenMP and OpenBLAS; the difference is what no tensor holds:\n"
                    "  freed blocks the allocator keeps and no later block fitted, OpenBLAS's packing buffers, thread\n"
@@ -270,18 +266,19 @@ static void report(const JobModel *model, const Measured *m, Results *results)
     char text[128];
     printf("\n  GPT %s; a job = model + batch + optimizer + %d training steps\n",
            gpt_shape_str(text, sizeof text, &model->shape), JOB_STEPS);
-    report_jobs(m, &m->adamw, "AdamW (two state tensors per parameter)", jobs);
+    report_jobs(model, m, &m->adamw, "AdamW (two state tensors per parameter)", jobs);
     const JobResult *base = &m->adamw.free_run[0];
     int best = 0; /* the strategy with which SGD needs the smallest budget */
-    for (int k = 1; k < m->sweep.n; k++) best = m->sgd.smallest[k] < m->sgd.smallest[best] ? k : best;
+    for (int k = 1; k < model->n; k++) best = m->sgd.smallest[k] < m->sgd.smallest[best] ? k : best;
     FloorRow row = {.params = base->current[MEM_PARAM], .grads = base->current[MEM_GRAD],
                     .optimizer_state = base->current[MEM_OPTIM], .params_grads_optimizer = m->pgo,
-                    .sgd_smallest_budget = m->sgd.smallest[best], .sgd_strategy = strategy_name(m->sweep.s[best].kind)};
-    for (int k = 0; k < m->sweep.n; k++) row.any_strategy_fits |= m->at_floor[k].status == REMAT_OK;
+                    .sgd_smallest_budget = m->sgd.smallest[best],
+                    .sgd_strategy = strategy_name(model->sweep[best].kind)};
+    for (int k = 0; k < model->n; k++) row.any_strategy_fits |= m->at_floor[k].status == REMAT_OK;
     printf("  %s Recomputation removes activations only;\n"
            "  params, their grads and AdamW's two moments per parameter stay resident all along.\n",
            row.any_strategy_fits ? "Something fits here." : "Nothing fits here, whatever is recomputed.");
-    report_jobs(m, &m->sgd, "SGD without momentum (no optimizer state)", jobs);
+    report_jobs(model, m, &m->sgd, "SGD without momentum (no optimizer state)", jobs);
     printf("  What fits instead: SGD without momentum keeps no optimizer state; with %s it needs\n"
            "  %.2f MiB, %s AdamW's params + grads + optimizer (%.2f MiB). (Keeping the optimizer\n"
            "  state in the offload file would be the other way; it is not built.)\n",
@@ -292,22 +289,22 @@ static void report(const JobModel *model, const Measured *m, Results *results)
 
 static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    const JobModel model = {.shape = o->quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 32, .B = 4, .dropout = 0.1f}
-                                              : (GptShape){.L = 6, .C = 256, .H = 4, .T = 128, .B = 4, .dropout = 0.1f},
-                            .options = o};
+    JobModel model = {.shape = o->quick ? (GptShape){.L = 4, .C = 128, .H = 4, .T = 32, .B = 4, .dropout = 0.1f}
+                                        : (GptShape){.L = 6, .C = 256, .H = 4, .T = 128, .B = 4, .dropout = 0.1f},
+                      .options = o};
+    model.n = bench_sweep(&INFO, o, NULL, model.sweep);
     results_config_gpt(results, &model.shape);
     results_config_num(results, "steps_per_job", JOB_STEPS);
-    Measured m = {.adamw = {.optim = OPTIM_ADAMW, .sweep = &m.sweep}, .sgd = {.optim = OPTIM_SGD, .sweep = &m.sweep}};
-    m.sweep.n = bench_sweep(&INFO, o, NULL, m.sweep.s);
+    Measured m = {.adamw = {.optim = OPTIM_ADAMW}, .sgd = {.optim = OPTIM_SGD}};
     Progress progress;
-    progress_begin(&progress, stdout, 4 * m.sweep.n);
+    progress_begin(&progress, stdout, 4 * model.n);
     RematStatus status = measure_optimizer(&model, &m.adamw, &progress);
-    m.budget = demo_budget(&m.adamw);
+    m.budget = demo_budget(&m.adamw, model.n);
     const JobResult *base = &m.adamw.free_run[0];
     m.pgo = base->current[MEM_PARAM] + base->current[MEM_GRAD] + base->current[MEM_OPTIM];
-    for (int k = 0; k < m.sweep.n && status == REMAT_OK; k++) {
-        status = run_job(&model, &m.sweep.s[k], OPTIM_ADAMW, m.budget, &m.demo[k]);
-        if (status == REMAT_OK) status = run_job(&model, &m.sweep.s[k], OPTIM_ADAMW, m.pgo, &m.at_floor[k]);
+    for (int k = 0; k < model.n && status == REMAT_OK; k++) {
+        status = run_job(&model, &model.sweep[k], OPTIM_ADAMW, m.budget, &m.demo[k]);
+        if (status == REMAT_OK) status = run_job(&model, &model.sweep[k], OPTIM_ADAMW, m.pgo, &m.at_floor[k]);
         progress_tick(&progress, "AdamW at two budgets");
     }
     if (status == REMAT_OK) status = measure_optimizer(&model, &m.sgd, &progress);

@@ -212,14 +212,6 @@ static const ResultsColumn STEP_COLUMNS[] = {
     COLUMN_SAMPLES,
 };
 
-/* The in-RAM configuration that computes what the i-th that runs computes: none or sqrt. */
-static int in_ram_twin(const Setup *setup, int i)
-{
-    for (int j = 0; j < setup->n_configs; j++)
-        if (!setup->configs[j]->offload && setup->configs[j]->strategy == setup->configs[i]->strategy) return j;
-    return 0;
-}
-
 /* Offload configuration i against its overlap bound, per round: its in-RAM twin's
  * forward F, backward B and the rest of its step (zeroing, optimizer) O of the same round,
  * and the disk's time W to write and R to read the bytes spilled per step (at the median
@@ -265,7 +257,8 @@ static StepRow step_row(const char *model, int layers, const Variant *v, const S
         .forward_seconds = timing_median(timing, i, STEP_FORWARD_SECONDS),
         .backward_seconds = timing_median(timing, i, STEP_BACKWARD_SECONDS)};
     if (!c->offload) return row;
-    const int twin = in_ram_twin(setup, i);
+    int twin = 0; /* the in-RAM configuration that computes what this one does: none or sqrt, which always run */
+    while (setup->configs[twin]->offload || setup->configs[twin]->strategy != c->strategy) twin++;
     row.twin_forward = timing_median(timing, twin, STEP_FORWARD_SECONDS);
     row.twin_backward = timing_median(timing, twin, STEP_BACKWARD_SECONDS);
     if (setup->disk) bound_of(&row, setup->disk, timing, i, twin);

@@ -168,7 +168,6 @@ static size_t tag_formula(const TagRow *t, const Combo *combo, const GptShape *s
 /* What one sequence length measured: variant k of the rounds is row ran[k] (the rows but
  * those left out: naive attention past the longest T it runs at); census and stats by variant. */
 typedef struct SeqResult {
-    const Rows *rows;
     GptShape shape;
     const Row *ran[N_VARIANTS];
     int n_ran;
@@ -178,16 +177,15 @@ typedef struct SeqResult {
     size_t batch_bytes;
 } SeqResult;
 
-/* Builds the GPT for one T, takes the census of each variant's forward, then times the
- * variants alternately. Naive attention runs only when `naive` is set. */
-static RematStatus measure_seq(SeqResult *r, bool naive, const TimingPlan *plan, Progress *progress)
+/* Builds the GPT for one T, takes the census of the forward of each of `rows`' variants, then
+ * times the variants alternately. Naive attention runs only when `naive` is set. */
+static RematStatus measure_seq(SeqResult *r, const Rows *rows, bool naive, const TimingPlan *plan, Progress *progress)
 {
     const OptimConfig adamw = optim_adamw_defaults(1e-3f);
     ModelBench g;
     RematStatus status = gpt_bench_create(&g, &r->shape, &adamw);
     Variant variants[N_VARIANTS];
     int n = 0;
-    const Rows *rows = r->rows;
     for (int p = 0; p < rows->n; p++) {
         const Row *row = &rows->r[p];
         if (status != REMAT_OK || (!naive && row->combo->attention == ATTENTION_NAIVE)) continue;
@@ -418,9 +416,9 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
     for (int i = 0; i < n_seqs; i++) units += timing_max_runs(&plan, seqs[i] <= naive_max ? rows.n : rows.n / N_COMBOS);
     progress_begin(&progress, stdout, units);
     for (int i = 0; i < n_seqs && status == REMAT_OK; i++) {
-        r[i] = (SeqResult){.rows = &rows, .shape = base};
+        r[i] = (SeqResult){.shape = base};
         r[i].shape.T = seqs[i];
-        status = measure_seq(&r[i], seqs[i] <= naive_max, &plan, &progress);
+        status = measure_seq(&r[i], &rows, seqs[i] <= naive_max, &plan, &progress);
     }
     progress_end(&progress);
     BudgetRow tries[N_COMBOS];

@@ -204,8 +204,7 @@ static RematStatus run_sgemm(const Options *opt, Pcg32 *rng, ResultsTable *table
     float *A = malloc(3 * nn * sizeof *A);
     if (!A) return remat_fail(REMAT_ENOMEM, "cannot allocate three %dx%d matrices", opt->size, opt->size);
     float *B = A + nn, *C = B + nn;
-    fill_uniform(A, nn, rng);
-    fill_uniform(B, nn, rng);
+    fill_uniform(A, 2 * nn, rng); /* A, then B */
     printf("\n");
     results_print_head(table, 0);
     const double flops = 2.0 * (double)opt->size * (double)opt->size * (double)opt->size * 1e-9;

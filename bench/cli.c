@@ -186,33 +186,6 @@ static void record_model_flags(Results *r, const BenchInfo *info, const BenchOpt
     results_config_str(r, "attention", name_of(&ATTENTION_KIND_NAMES, opt->attention));
 }
 
-/* How every bench starts: makes the file-size limit an error rather than a kill
- * (file_size_limit_as_error), parses the flags, checks that --results can be written,
- * prints the header, and creates the bench's Results (*results, owned by the caller until
- * bench_finish). Returns BENCH_RUN to go on, or the exit status to return right away: 0
- * after --help (1 if it could not be written), 2 for a bad flag, 1 when the results
- * directory cannot be written or the Results could not be made (the message went to
- * stderr). */
-static int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results)
-{
-    *results = NULL;
-    file_size_limit_as_error(); /* ulimit -f: "File too large", and offload redoes the step in RAM */
-    const int parsed = bench_parse_args(info, argc, argv, opt);
-    if (parsed != BENCH_RUN) return parsed;
-    if (results_check_dir(opt->results_dir, info->name) == REMAT_OK /* before hours of measuring */
-        && platform_check_address_space() == REMAT_OK) { /* before OpenBLAS spins on a buffer it cannot map */
-        bench_print_header(info, opt);
-        *results = results_create(info->name, info->question, opt->quick);
-    }
-    if (*results) {
-        record_strategy_flags(*results, opt);
-        record_model_flags(*results, info, opt);
-        return BENCH_RUN;
-    }
-    fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
-    return 1;
-}
-
 /* Ends a bench run; returns its exit status. With `status` REMAT_OK it writes `results`
  * into opt->results_dir and checks that the memory ledger holds nothing (a bench frees
  * everything it made); a failure of either, a `status` that is not REMAT_OK, or a standard
@@ -239,6 +212,32 @@ static int bench_finish(const BenchInfo *info, const BenchOptions *opt, Results 
     return 1;
 }
 
+/* How every bench starts: makes the file-size limit an error rather than a kill
+ * (file_size_limit_as_error), parses the flags, checks that --results can be written,
+ * prints the header, and creates the bench's Results (*results, owned by the caller until
+ * bench_finish). Returns BENCH_RUN to go on, or the exit status to return right away: 0
+ * after --help (1 if it could not be written), 2 for a bad flag, 1 when the results
+ * directory cannot be written or the Results could not be made (the message went to
+ * stderr). */
+static int bench_start(const BenchInfo *info, int argc, char **argv, BenchOptions *opt, Results **results)
+{
+    *results = NULL;
+    file_size_limit_as_error(); /* ulimit -f: "File too large", and offload redoes the step in RAM */
+    const int parsed = bench_parse_args(info, argc, argv, opt);
+    if (parsed != BENCH_RUN) return parsed;
+    if (results_check_dir(opt->results_dir, info->name) == REMAT_OK /* before hours of measuring */
+        && platform_check_address_space() == REMAT_OK) { /* before OpenBLAS spins on a buffer it cannot map */
+        bench_print_header(info, opt);
+        *results = results_create(info->name, info->question, opt->quick);
+    }
+    if (*results) {
+        record_strategy_flags(*results, opt);
+        record_model_flags(*results, info, opt);
+        return BENCH_RUN;
+    }
+    return bench_finish(info, opt, NULL, remat_last_status());
+}
+
 int bench_main(const BenchInfo *info, int argc, char **argv, BenchRun run)
 {
     BenchOptions opt;
@@ -252,10 +251,7 @@ int bench_main(const BenchInfo *info, int argc, char **argv, BenchRun run)
 int bench_start_ranks(BenchInfo *info, bool name_by_ranks, int argc, char **argv, DistGroup *g, BenchOptions *opt,
                       Results **results)
 {
-    if (dist_init(&argc, &argv, g) != REMAT_OK) {
-        fprintf(stderr, "%s: %s\n", info->name, remat_last_error());
-        return 1;
-    }
+    if (dist_init(&argc, &argv, g) != REMAT_OK) return bench_finish(info, opt, NULL, remat_last_status());
     static char name[64];
     if (name_by_ranks) {
         snprintf(name, sizeof name, "%s_np%d", info->name, g->size);

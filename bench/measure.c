@@ -22,16 +22,6 @@ static Var *random_tokens(int B, int T, Pcg32 *rng, const char *name)
     return var_create(t, false, name);
 }
 
-/* B sequences of T random tokens and random targets; on error, what was made stays in *b. */
-static RematStatus batch_tokens(Batch *b, int B, int T, uint64_t seed)
-{
-    Pcg32 rng;
-    pcg32_seed(&rng, seed, 0xba7c4);
-    b->x = random_tokens(B, T, &rng, "tokens");
-    b->y = b->x ? random_tokens(B, T, &rng, "targets") : NULL;
-    return b->y ? REMAT_OK : remat_last_status();
-}
-
 /* After the model and its batch were made with `status`: the optimizer from `optim`, if any. */
 static RematStatus model_bench_finish(ModelBench *g, RematStatus status, const OptimConfig *optim)
 {
@@ -66,7 +56,11 @@ RematStatus gpt_bench_create(ModelBench *g, const GptShape *s, const OptimConfig
     g->model = gpt_create(&(GptConfig){.n_layers = s->L, .d_model = s->C, .n_heads = s->H, .seq_len = s->T,
                                        .vocab = 256, .dropout = s->dropout, .seed = 1});
     if (!g->model) return remat_last_status();
-    return model_bench_finish(g, batch_tokens(&g->batch, s->B, s->T, 2), optim);
+    Pcg32 tokens;
+    pcg32_seed(&tokens, 2, 0xba7c4);
+    g->batch.x = random_tokens(s->B, s->T, &tokens, "tokens");
+    g->batch.y = g->batch.x ? random_tokens(s->B, s->T, &tokens, "targets") : NULL;
+    return model_bench_finish(g, g->batch.y ? REMAT_OK : remat_last_status(), optim);
 }
 
 RematStatus mlp_bench_create(ModelBench *g, const MlpShape *s, MlpTask *task, const OptimConfig *optim)
