@@ -31,21 +31,6 @@ static RematStatus set_offload(void *opts, const char *v)
     return name_parse(&OFFLOAD_POLICY_NAMES, v, (int *)&o->offload_opts.policy);
 }
 
-/* A window of bytes instead of a count of records: the count set so that it never limits. */
-static RematStatus set_offload_read_ahead(void *opts, const char *v)
-{
-    StepOptions *o = opts;
-    o->offload_opts.prefetch = OFFLOAD_ANY_COUNT;
-    return parse_memory_size(v, &o->offload_opts.prefetch_bytes);
-}
-
-static RematStatus set_offload_write_behind(void *opts, const char *v)
-{
-    StepOptions *o = opts;
-    o->offload_opts.write_behind = OFFLOAD_ANY_COUNT;
-    return parse_memory_size(v, &o->offload_opts.write_behind_bytes);
-}
-
 /* ---- when each flag applies ------------------------------------------------------------- */
 
 /* What a run is, as the table's `needs` column reads it (FlagSet.traits): the strategies
@@ -129,14 +114,15 @@ static const Flag FLAGS[] = {
      .excluded = "the bytes move through a mapping (--offload-mmap); choose one",
      .help = "move the bytes with O_DIRECT, around the page cache: backward\n"
              "reads the disk (a file system without direct I/O is an error)"},
-    {.name = "--offload-read-ahead", .type = FLAG_CUSTOM, .set = set_offload_read_ahead, .value = "S",
-     .needs = OFFLOADS, .unneeded = NO_OFFLOAD,
+    /* A window of bytes instead of a count of records: the count set so that it never limits. */
+    {.name = "--offload-read-ahead", .type = FLAG_SIZE, .offset = AT(offload_opts.prefetch_bytes), .value = "S",
+     .lo = OFFLOAD_ANY_COUNT, .count = AT(offload_opts.prefetch), .needs = OFFLOADS, .unneeded = NO_OFFLOAD,
      .help = "in backward, read ahead up to S of records (a unit: B, KiB,\n"
              "MiB or GiB; the next record whatever its size) instead of\n"
              "two records, each counted in ACT from when its read is queued"},
-    {.name = "--offload-write-behind", .type = FLAG_CUSTOM, .set = set_offload_write_behind, .value = "S",
-     .needs = OFFLOADS, .unneeded = NO_OFFLOAD, .excludes = STEP_FLAG_OFFLOAD_MMAP,
-     .excluded = "through a mapping (--offload-mmap) pack writes before it returns",
+    {.name = "--offload-write-behind", .type = FLAG_SIZE, .offset = AT(offload_opts.write_behind_bytes), .value = "S",
+     .lo = OFFLOAD_ANY_COUNT, .count = AT(offload_opts.write_behind), .needs = OFFLOADS, .unneeded = NO_OFFLOAD,
+     .excludes = STEP_FLAG_OFFLOAD_MMAP, .excluded = "through a mapping (--offload-mmap) pack writes before it returns",
      .help = "let up to S of records be written behind the forward instead\n"
              "of two records (16 MiB ahead and 8 MiB behind kept the GPT's\n"
              "step at its bound: docs/MEASUREMENTS.md 8.2)"},

@@ -28,7 +28,9 @@ static RematStatus set_value(const Flag *f, const char *v, void *opts)
         if (parse_u64(v, 0, UINT64_MAX, field)) return REMAT_OK;
         return remat_fail(REMAT_EINVAL, "'%s' is not a whole number in 0..%llu", v, (unsigned long long)UINT64_MAX);
     case FLAG_TEXT: *(const char **)field = v; return REMAT_OK;
-    case FLAG_SIZE: return parse_memory_size(v, field);
+    case FLAG_SIZE:
+        if (f->lo > 0) *(int *)((char *)opts + f->count) = (int)f->lo;
+        return parse_memory_size(v, field);
     case FLAG_NAME: return name_parse(f->names, v, field);
     case FLAG_CUSTOM: return f->set(opts, v);
     }

@@ -30,7 +30,7 @@ typedef enum FlagType {
     FLAG_FLOAT,  /* a float in [lo, hi], or [lo, hi) with hi_open */
     FLAG_U64,    /* a uint64_t, any */
     FLAG_TEXT,   /* a const char *, not empty: a path, a list */
-    FLAG_SIZE,   /* a size_t of bytes with a unit (parse_memory_size) */
+    FLAG_SIZE,   /* a size_t of bytes with a unit (parse_memory_size); lo > 0: the int at count set to lo */
     FLAG_NAME,   /* an enum, by its NameTable */
     FLAG_CUSTOM, /* set() reads it */
 } FlagType;
@@ -43,6 +43,7 @@ typedef struct Flag {
     const char *help;  /* what it does and its default; continuation lines after a '\n' */
     const char *heading; /* the heading of the help's section that starts at this row, or NULL */
     double lo, hi;     /* FLAG_INT, FLAG_FLOAT: the range; FLAG_CONST: lo, the value */
+    size_t count;      /* FLAG_SIZE with lo > 0: the offset of a count of items the bytes now bound instead */
     bool hi_open;      /* FLAG_FLOAT: hi itself is refused */
     const NameTable *names; /* FLAG_NAME: the enum's names */
     /* FLAG_CUSTOM: reads `value` into `opts` (a switch: value NULL); REMAT_EINVAL saying
