@@ -154,6 +154,7 @@ typedef struct ChainCost {
                                   every schedule pays them alike */
     const Policy *policy;   /* the selective policy profiled (ChainLayer.policy), or NULL */
     OpsProfile *ops;        /* per layer, its keep-sets' figures (chain_profile_ops, chain_model), or NULL */
+    struct ChainShape *shape; /* chain_model's shape, its ops copied (owned); NULL when profiled */
 } ChainCost;
 
 /* The stages around the chain, as the model runs them. */
@@ -236,6 +237,30 @@ typedef struct ChainShape {
  * step's ledger). The caller owns it (chain_cost_free). NULL on error: REMAT_EINVAL for
  * no layers or head, or a stage of more than CHAIN_MAX_OPS ops. */
 ChainCost *chain_model(const ChainShape *shape);
+
+/* What offload (offload/offload.h) spills, by a saved tensor's bytes and its node's tag,
+ * and its windows: write_behind records (0: written in pack) and, if > 0, that many bytes
+ * in flight; prefetch records read ahead and, if > 0, that many bytes. */
+typedef struct SpillRule {
+    bool (*spills)(const void *user, size_t bytes, const char *tag);
+    const void *user;
+    int write_behind, prefetch;
+    size_t write_behind_bytes, prefetch_bytes;
+} SpillRule;
+
+/* A step's peak ACT and DISK under offload, and where ACT peaks: a moment's words and layers. */
+typedef struct SpillFigures {
+    size_t act, disk;
+    const char *where;
+    int first, count;
+} SpillFigures;
+
+/* Into *f, the ledger's peaks of a step run as `s` with its saves under `rule`, walked
+ * event by event from chain_model's shape (chain_spill.c; the loss also saves the targets,
+ * the batch's other half). REMAT_EINVAL for a cost not from chain_model, a segment but
+ * plain ones and regions without a policy, or an op's extras (a mask, statistics) that
+ * would spill: the shape keeps only their sum. */
+RematStatus chain_predict_spilled(const ChainCost *cost, const Schedule *s, const SpillRule *rule, SpillFigures *f);
 
 /* ---- predictions ----------------------------------------------------------------------- */
 
