@@ -1,8 +1,9 @@
 /*
  * predict.c — train --predict-only: one training step's memory predicted from the flags
  * alone, nothing built: the chain model from the model's shapes (checkpoint/cost.h:
- * chain_model) and the one prediction the planners use (schedule_predict). And --results:
- * the same figures as JSON, predicted or, after a run, measured by the ledger.
+ * chain_model) and the one prediction the planners use (schedule_predict), or with
+ * --offload the step walked event by event (chain_predict_spilled). And --results: the
+ * same figures as JSON, predicted or, after a run, measured by the ledger.
  *
  * What it is not: an estimate. A run it cannot predict exactly is refused, naming what
  * is not supported, rather than given a wrong figure. Only the peak of all kinds at once
@@ -27,7 +28,9 @@
 static const char *unsupported(const TrainOptions *o)
 {
     const StepOptions *s = &o->step;
-    if (s->offload) return "--offload (the spill file's timing is the run's)";
+    if (s->offload && (o->ranks > 1 || s->pipeline_stages || s->strategy.kind == STRATEGY_SELECTIVE))
+        return "--offload with --ranks, --pipeline-stages or --strategy selective (the walk of a step's saves "
+               "knows one process's plain layers and regions without a policy)";
     if (o->ranks > 1 && (s->pipeline_stages || s->accumulate > 1))
         return "--ranks with --pipeline-stages or --accumulate (K ranks are --accumulate K)";
     return NULL;
@@ -121,6 +124,9 @@ RematStatus train_write_measured(const char *path, int steps)
     return write_results(path, "measured", kinds, mem_peak_resident(),
                          steps ? flops_get(PHASE_RECOMPUTE) / (uint64_t)steps : 0);
 }
+
+/* offload_spills for chain_predict_spilled: `opts` are the run's OffloadOptions. */
+static bool spills(const void *opts, size_t bytes, const char *tag) { return offload_spills(opts, bytes, tag); }
 
 /* ---- the moment of the peak ---------------------------------------------------------- */
 
@@ -274,7 +280,7 @@ RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPredict
 {
     const char *missing = unsupported(o);
     if (missing) return remat_fail(REMAT_EINVAL, "predicting a step: %s is not predicted", missing);
-    *p = (MemoryPrediction){0}; /* DISK among it: offload is not predicted */
+    *p = (MemoryPrediction){0}; /* DISK among it: 0 without offload */
     StepExtras x = {0};
     const bool budget = o->step.strategy.kind == STRATEGY_BUDGET; /* planned as the run plans it, on this model */
     const Strategy none = strategy_defaults(STRATEGY_NONE); /* dtr's step where it evicts nothing */
@@ -284,16 +290,24 @@ RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPredict
     if (budget && cost) s = planner_plan(o->step.planner, cost, o->step.memory_budget);
     RematStatus status = s && cost ? schedule_predict(s, cost) : remat_last_status();
     if (status == REMAT_OK && budget && plan) schedule_print(s, NULL, plan);
+    const OffloadOptions *off = &o->step.offload_opts; /* through a mapping, pack writes: nothing behind */
+    const SpillRule rule = {spills, off, off->io == OFFLOAD_IO_MMAP ? 0 : off->write_behind, off->prefetch,
+                            off->write_behind_bytes, off->prefetch_bytes};
+    SpillFigures spill = {0};
+    if (status == REMAT_OK && o->step.offload) status = chain_predict_spilled(cost, s, &rule, &spill);
     if (status == REMAT_OK) {
         Prediction *q = &s->predicted; /* of one micro-batch: --accumulate K runs K alike (models/step.h) */
         const int K = o->step.accumulate;
+        if (o->step.offload) q->peak_act = spill.act, q->peak_total = cost->fixed + cost->work_peak + spill.act;
         if (K > 1) { /* from the second on, each one's gradients are made beside the sum of those before */
             p->kinds[MEM_GRAD] *= 2;
             q->peak_total += p->kinds[MEM_PARAM]; /* as if all were there at the activations' peak */
         }
-        const Moment m = peak_moment(s, cost, &x);
+        const Segment at = {.first = spill.first, .count = spill.count};
+        const Moment m = o->step.offload ? (Moment){spill.where, at, spill.act, NULL, -1} : peak_moment(s, cost, &x);
         const size_t fixed = cost->fixed + cost->work_peak, after = cost->fixed + x.full_grads + x.reduce;
         p->kinds[MEM_ACT] = q->peak_act;
+        p->kinds[MEM_DISK] = spill.disk;
         p->peak = fixed + m.held > q->peak_total ? fixed + m.held : q->peak_total;
         p->peak = after + cost->base > p->peak ? after + cost->base : p->peak; /* the reduction, batch still there */
         p->recompute_flops = q->recompute_flops * (uint64_t)K;
@@ -332,7 +346,8 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
             strategy_name(o->step.strategy.kind));
     if (o->ranks > 1) fprintf(out, ", rank 0 of %d at ZeRO stage %d", o->ranks, o->step.zero_stage);
     fprintf(out, ":\n");
-    for (int k = 0; k < MEM_DISK; k++) fprintf(out, "  %-12s %14zu bytes\n", mem_kind_name((MemKind)k), p.kinds[k]);
+    for (int k = 0; k < (o->step.offload ? MEM_KIND_COUNT : MEM_DISK); k++)
+        fprintf(out, "  %-12s %14zu bytes\n", mem_kind_name((MemKind)k), p.kinds[k]);
     fprintf(out, "  %-12s %14zu bytes (all kinds at the same moment%s)\n", "peak", p.peak,
             o->ranks > 1 && o->step.zero_stage >= 2 ? "; a bound: the gradients of what backward runs counted as "
                                                       "made" : "");
