@@ -1,9 +1,9 @@
 /*
  * chain_spill.c — a step's ACT and DISK peaks under offload, from chain_model's shape
  * (cost.h: chain_predict_spilled), walked event by event as the engine and offload.c run
- * it. Forward: an op allocates its output and extras, saves (a spilled save waits for the
- * oldest writes until write_behind − 1 are in flight and the window holds it; a write seen
- * done charges DISK and lets its tensor go), then drops its inputs; a region runs with
+ * it. Forward: an op allocates its output and extras, saves them (a spilled save waits for
+ * the oldest writes until write_behind − 1 are in flight and the window holds it; a write
+ * seen done charges DISK and lets its tensor go), then drops its inputs; a region runs with
  * grad off (cost.h's ng), then saves its input; a segment's input goes when it ends, a
  * later layer's input with the layer, x_0 with the chain, x_L with the head. The pop sees
  * every write done and reads the last records ahead. Backward: an op makes its inputs'
@@ -21,13 +21,16 @@ typedef struct Sim {
     const ChainShape *shape;
     const SpillRule *rule;
     struct Value { int refs; bool grad; size_t bytes; } *val;
-    struct Record { int value; size_t bytes; bool read, gone; } *rec; /* value −1: the targets */
+    struct Record { int value; size_t bytes; bool read, gone; } *rec; /* value: SAVED_TARGETS, SAVED_EXTRA */
     int n_rec, done, top;   /* records made, seen written, and not yet released */
     size_t writing, act, disk;
     SpillFigures *f, now;   /* the peaks; the moment walked */
 } Sim;
 
+/* A saved tensor: a value, the loss's targets (the batch's half, which stays), or an op's
+ * extra (its only holder the save: a spilled one goes when its write is seen done). */
 typedef struct Saved { int value; size_t bytes; } Saved;
+enum { SAVED_TARGETS = -1, SAVED_EXTRA = -2, SAVED_MOST = CHAIN_OP_INPUTS + 4 };
 
 static int at(const Sim *s, int j) { return j ? s->shape->embed.n_ops + (j - 1) * s->shape->layer.n_ops : 0; }
 
@@ -57,6 +60,7 @@ static void sim_finish(Sim *s, int in_flight, size_t bytes)
         s->writing -= r->bytes;
         s->f->disk = max_size(s->f->disk, s->disk += r->bytes);
         if (r->value >= 0) sim_unref(s, r->value);
+        if (r->value == SAVED_EXTRA) s->act -= r->bytes;
     }
 }
 
@@ -99,7 +103,7 @@ static void sim_unpack(Sim *s, int k, size_t above)
     }
 }
 
-/* Op i of stage j's saves in the order it makes them: inputs, output, the loss's targets. */
+/* Op i of stage j's saves in the order it makes them: inputs, output, extras, the loss's targets. */
 static int op_saves(const Sim *s, int j, int i, Saved *out)
 {
     const ChainOp *op = &stage_of(s, j)->ops[i];
@@ -107,7 +111,10 @@ static int op_saves(const Sim *s, int j, int i, Saved *out)
     for (int k = 0; k < CHAIN_OP_INPUTS; k++)
         if (op->saves & 1u << k) out[n++] = (Saved){at(s, j) + op->in[k], s->val[at(s, j) + op->in[k]].bytes};
     if (op->saves & CHAIN_SAVES_OUT) out[n++] = (Saved){at(s, j) + i + 1, op->out};
-    if (j > s->shape->n_layers && i == s->shape->head.n_ops - 1) out[n++] = (Saved){-1, s->shape->base / 2};
+    for (int k = 0; op->extra && k < op->extras; k++)
+        out[n++] = (Saved){SAVED_EXTRA, op->extra / (size_t)op->extras};
+    if (j > s->shape->n_layers && i == s->shape->head.n_ops - 1)
+        out[n++] = (Saved){SAVED_TARGETS, s->shape->base / 2};
     return n;
 }
 
@@ -121,7 +128,7 @@ static void stage_forward(Sim *s, int j)
             if (g->ops[i].in[k] > 0) s->val[at(s, j) + g->ops[i].in[k]].refs++;
     for (int i = 0; i < g->n_ops; i++) {
         const ChainOp *op = &g->ops[i];
-        Saved saved[CHAIN_OP_INPUTS + 2];
+        Saved saved[SAVED_MOST];
         sim_alloc(s, op->out + op->extra);
         for (int n = op_saves(s, j, i, saved), k = 0; k < n; k++) sim_pack(s, saved[k], op->tag);
         for (int k = 0; k < CHAIN_OP_INPUTS; k++)
@@ -133,16 +140,19 @@ static void stage_forward(Sim *s, int j)
 static void op_backward(Sim *s, int j, int i)
 {
     const ChainOp *op = &stage_of(s, j)->ops[i];
-    Saved saved[CHAIN_OP_INPUTS + 2];
+    Saved saved[SAVED_MOST];
     const int n = op_saves(s, j, i, saved);
     int spilled = 0;
+    size_t kept = op->extra; /* of its extras, those not spilled: freed here */
     for (int k = 0; k < CHAIN_OP_INPUTS; k++) {
         struct Value *v = op->in[k] >= 0 ? &s->val[at(s, j) + op->in[k]] : NULL;
         if (v && !v->grad) v->grad = true, sim_alloc(s, v->bytes);
     }
-    for (int k = 0; k < n; k++) spilled += spills(s, saved[k].bytes, op->tag);
+    for (int k = 0; k < n; k++)
+        if (spills(s, saved[k].bytes, op->tag))
+            spilled++, kept -= saved[k].value == SAVED_EXTRA ? saved[k].bytes : 0;
     sim_unpack(s, spilled, 0);
-    s->act -= op->extra + (j > s->shape->n_layers && i == s->shape->head.n_ops - 1 ? 0 : op->out);
+    s->act -= kept + (j > s->shape->n_layers && i == s->shape->head.n_ops - 1 ? 0 : op->out);
     for (int k = 0; k < n; k++) /* a record's reference went when its write was seen done */
         if (saved[k].value >= 0 && !spills(s, saved[k].bytes, op->tag)) sim_unref(s, saved[k].value);
 }
@@ -229,16 +239,8 @@ RematStatus chain_predict_spilled(const ChainCost *c, const Schedule *sch, const
                               "without a policy are walked)", sch->segments[i].policy ? "a policy" : "Revolve");
     Sim s = {.shape = c->shape, .rule = rule, .f = f, .act = c->base};
     const int L = c->n_layers, values = at(&s, L + 1) + c->shape->head.n_ops + 1;
-    for (int j = 0; j <= L + 1; j++)
-        for (int i = 0; i < stage_of(&s, j)->n_ops; i++) {
-            const ChainOp *op = &stage_of(&s, j)->ops[i];
-            if (op->extra && spills(&s, op->extra, op->tag))
-                return remat_fail(REMAT_EINVAL, "offload of the %zu bytes %s (%s) saves beside its output is not "
-                                  "predicted: its mask or statistics, whose pieces' sizes the model does not keep",
-                                  op->extra, op->name, op->tag);
-        }
     s.val = calloc((size_t)values, sizeof *s.val);
-    s.rec = calloc((size_t)values * (CHAIN_OP_INPUTS + 2), sizeof *s.rec);
+    s.rec = calloc((size_t)values * SAVED_MOST, sizeof *s.rec);
     const bool ok = s.val && s.rec;
     for (int j = 0; ok && j <= L + 1; j++)
         for (int i = 0; i < stage_of(&s, j)->n_ops; i++) s.val[at(&s, j) + i + 1].bytes = stage_of(&s, j)->ops[i].out;

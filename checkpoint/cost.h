@@ -209,6 +209,7 @@ typedef struct ChainOp {
     size_t out;              /* bytes of its output */
     size_t extra;            /* bytes it makes beside and saves (a dropout mask, mean and rstd, a
                                 log-sum-exp); a policy that keeps the op keeps them too */
+    int extras;              /* how many tensors those are, alike in size, saved after its output */
     uint64_t flops;          /* its forward's FLOPs */
     uint64_t recompute;      /* RECOMPUTE FLOPs its backward kernel does under any schedule */
 } ChainOp;
@@ -257,9 +258,8 @@ typedef struct SpillFigures {
 
 /* Into *f, the ledger's peaks of a step run as `s` with its saves under `rule`, walked
  * event by event from chain_model's shape (chain_spill.c; the loss also saves the targets,
- * the batch's other half). REMAT_EINVAL for a cost not from chain_model, a segment but
- * plain ones and regions without a policy, or an op's extras (a mask, statistics) that
- * would spill: the shape keeps only their sum. */
+ * the batch's other half). REMAT_EINVAL for a cost not from chain_model, or a segment but
+ * plain ones and regions without a policy. */
 RematStatus chain_predict_spilled(const ChainCost *cost, const Schedule *s, const SpillRule *rule, SpillFigures *f);
 
 /* ---- predictions ----------------------------------------------------------------------- */
