@@ -2,7 +2,7 @@
  * predict.c — train --predict-only: one training step's memory predicted from the flags
  * alone, nothing built: the chain model from the model's shapes (checkpoint/cost.h:
  * chain_model) and the one prediction the planners use (schedule_predict), or with
- * --offload the step walked event by event (chain_predict_spilled). And --results: the
+ * --offload the step walked event by event (predict_spill.c). And --results: the
  * same figures as JSON, predicted or, after a run, measured by the ledger.
  *
  * What it is not: an estimate. A run it cannot predict exactly is refused, naming what
@@ -124,9 +124,6 @@ RematStatus train_write_measured(const char *path, int steps)
     return write_results(path, "measured", kinds, mem_peak_resident(),
                          steps ? flops_get(PHASE_RECOMPUTE) / (uint64_t)steps : 0);
 }
-
-/* offload_spills for chain_predict_spilled: `opts` are the run's OffloadOptions. */
-static bool spills(const void *opts, size_t bytes, const char *tag) { return offload_spills(opts, bytes, tag); }
 
 /* ---- the moment of the peak ---------------------------------------------------------- */
 
@@ -290,24 +287,20 @@ RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPredict
     if (budget && cost) s = planner_plan(o->step.planner, cost, o->step.memory_budget);
     RematStatus status = s && cost ? schedule_predict(s, cost) : remat_last_status();
     if (status == REMAT_OK && budget && plan) schedule_print(s, NULL, plan);
-    const OffloadOptions *off = &o->step.offload_opts; /* through a mapping, pack writes: nothing behind */
-    const SpillRule rule = {spills, off, off->io == OFFLOAD_IO_MMAP ? 0 : off->write_behind, off->prefetch,
-                            off->write_behind_bytes, off->prefetch_bytes};
-    SpillFigures spill = {0};
-    if (status == REMAT_OK && o->step.offload) status = chain_predict_spilled(cost, s, &rule, &spill);
+    if (status == REMAT_OK && o->step.offload) status = train_predict_spilled(cost, s, &o->step.offload_opts, p);
     if (status == REMAT_OK) {
         Prediction *q = &s->predicted; /* of one micro-batch: --accumulate K runs K alike (models/step.h) */
         const int K = o->step.accumulate;
-        if (o->step.offload) q->peak_act = spill.act, q->peak_total = cost->fixed + cost->work_peak + spill.act;
+        if (o->step.offload) /* the walk's ACT, and all at once what is resident besides */
+            q->peak_act = p->kinds[MEM_ACT], q->peak_total = cost->fixed + cost->work_peak + q->peak_act;
         if (K > 1) { /* from the second on, each one's gradients are made beside the sum of those before */
             p->kinds[MEM_GRAD] *= 2;
             q->peak_total += p->kinds[MEM_PARAM]; /* as if all were there at the activations' peak */
         }
-        const Segment at = {.first = spill.first, .count = spill.count};
-        const Moment m = o->step.offload ? (Moment){spill.where, at, spill.act, NULL, -1} : peak_moment(s, cost, &x);
+        const Segment at = {.first = p->first, .count = p->count};
+        const Moment m = o->step.offload ? (Moment){p->moment, at, q->peak_act, NULL, -1} : peak_moment(s, cost, &x);
         const size_t fixed = cost->fixed + cost->work_peak, after = cost->fixed + x.full_grads + x.reduce;
         p->kinds[MEM_ACT] = q->peak_act;
-        p->kinds[MEM_DISK] = spill.disk;
         p->peak = fixed + m.held > q->peak_total ? fixed + m.held : q->peak_total;
         p->peak = after + cost->base > p->peak ? after + cost->base : p->peak; /* the reduction, batch still there */
         p->recompute_flops = q->recompute_flops * (uint64_t)K;

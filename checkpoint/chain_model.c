@@ -16,7 +16,7 @@
  *             finds the rest alive, and makes a placeholder for each it let go
  *
  * Owns: nothing beyond the cost it returns, which keeps a copy of the shape (for
- * chain_spill.c). Touches: nothing but its arguments.
+ * app/predict_spill.c). Touches: nothing but its arguments.
  */
 #include "checkpoint/cost.h"
 

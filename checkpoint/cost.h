@@ -239,29 +239,6 @@ typedef struct ChainShape {
  * no layers or head, or a stage of more than CHAIN_MAX_OPS ops. */
 ChainCost *chain_model(const ChainShape *shape);
 
-/* What offload (offload/offload.h) spills, by a saved tensor's bytes and its node's tag,
- * and its windows: write_behind records (0: written in pack) and, if > 0, that many bytes
- * in flight; prefetch records read ahead and, if > 0, that many bytes. */
-typedef struct SpillRule {
-    bool (*spills)(const void *user, size_t bytes, const char *tag);
-    const void *user;
-    int write_behind, prefetch;
-    size_t write_behind_bytes, prefetch_bytes;
-} SpillRule;
-
-/* A step's peak ACT and DISK under offload, and where ACT peaks: a moment's words and layers. */
-typedef struct SpillFigures {
-    size_t act, disk;
-    const char *where;
-    int first, count;
-} SpillFigures;
-
-/* Into *f, the ledger's peaks of a step run as `s` with its saves under `rule`, walked
- * event by event from chain_model's shape (chain_spill.c; the loss also saves the targets,
- * the batch's other half). REMAT_EINVAL for a cost not from chain_model, or a segment but
- * plain ones and regions without a policy. */
-RematStatus chain_predict_spilled(const ChainCost *cost, const Schedule *s, const SpillRule *rule, SpillFigures *f);
-
 /* ---- predictions ----------------------------------------------------------------------- */
 
 /* Into *f, plain or region segment g's figures by the formula above; a region with a

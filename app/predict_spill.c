@@ -1,30 +1,35 @@
 /*
- * chain_spill.c — a step's ACT and DISK peaks under offload, from chain_model's shape
- * (cost.h: chain_predict_spilled), walked event by event as the engine and offload.c run
- * it. Forward: an op allocates its output and extras, saves them (a spilled save waits for
- * the oldest writes until write_behind − 1 are in flight and the window holds it; a write
- * seen done charges DISK and lets its tensor go), then drops its inputs; a region runs with
- * grad off (cost.h's ng), then saves its input; a segment's input goes when it ends, a
- * later layer's input with the layer, x_0 with the chain, x_L with the head. The pop sees
- * every write done and reads the last records ahead. Backward: an op makes its inputs'
- * gradients, reads its records back (each read first reads ahead the live records before
- * it that fit the window), frees them, its output's gradient and extras, and releases its
- * saves; a region does the same around its replay, whose figures are cost.c's.
+ * predict_spill.c — train --predict-only --offload: a step's ACT and DISK peaks, from
+ * chain_model's shape (checkpoint/cost.h) and offload's policy and windows (offload.h),
+ * walked event by event as the engine and offload.c run it. Forward: an op allocates its
+ * output and extras, saves them (a spilled save waits for the oldest writes until
+ * write_behind − 1 are in flight and the window holds it; a write seen done charges DISK
+ * and lets its tensor go), then drops its inputs; a region runs with grad off (cost.h's
+ * ng), then saves its input; a segment's input goes when it ends, a later layer's input
+ * with the layer, x_0 with the chain, x_L with the head. The pop sees every write done and
+ * reads the last records ahead. Backward: an op makes its inputs' gradients, reads its
+ * records back (each read first reads ahead the live records before it that fit the
+ * window), frees them, its output's gradient and extras, and releases its saves; a region
+ * does the same around its replay, whose figures are cost.c's.
  */
-#include "checkpoint/cost.h"
+#include "app/train.h"
 
 #include <stdlib.h>
+
+#include "checkpoint/cost.h"
 
 /* The step walked: each value (stage j's value v is at(j) + v: stage 0 the embedding, then
  * the layers, then the head; a stage's input is the one before's output), the records. */
 typedef struct Sim {
     const ChainShape *shape;
-    const SpillRule *rule;
+    const OffloadOptions *opts;
+    int behind;             /* records written behind (0: in pack, as through a mapping) */
     struct Value { int refs; bool grad; size_t bytes; } *val;
     struct Record { int value; size_t bytes; bool read, gone; } *rec; /* value: SAVED_TARGETS, SAVED_EXTRA */
     int n_rec, done, top;   /* records made, seen written, and not yet released */
     size_t writing, act, disk;
-    SpillFigures *f, now;   /* the peaks; the moment walked */
+    MemoryPrediction *p;    /* its ACT and DISK peaks, and where ACT peaks */
+    struct At { const char *where; int first, count; } now; /* the moment walked */
 } Sim;
 
 /* A saved tensor: a value, the loss's targets (the batch's half, which stays), or an op's
@@ -39,12 +44,13 @@ static const ChainStage *stage_of(const Sim *s, int j)
     return j == 0 ? &s->shape->embed : j > s->shape->n_layers ? &s->shape->head : &s->shape->layer;
 }
 
-static bool spills(const Sim *s, size_t bytes, const char *tag) { return s->rule->spills(s->rule->user, bytes, tag); }
+static bool spills(const Sim *s, size_t bytes, const char *tag) { return offload_spills(s->opts, bytes, tag); }
 
 static void sim_peak(Sim *s, size_t above)
 {
-    if (s->act + above > s->f->act)
-        *s->f = (SpillFigures){s->act + above, s->f->disk, s->now.where, s->now.first, s->now.count};
+    MemoryPrediction *p = s->p;
+    if (s->act + above > p->kinds[MEM_ACT])
+        p->kinds[MEM_ACT] = s->act + above, p->moment = s->now.where, p->first = s->now.first, p->count = s->now.count;
 }
 
 static void sim_alloc(Sim *s, size_t bytes) { s->act += bytes, sim_peak(s, 0); }
@@ -54,11 +60,11 @@ static void sim_unref(Sim *s, int v) { s->act -= --s->val[v].refs == 0 ? s->val[
 /* Writes seen done, oldest first (offload.c's finish_writes). */
 static void sim_finish(Sim *s, int in_flight, size_t bytes)
 {
-    const size_t window = bytes ? s->rule->write_behind_bytes : 0;
+    const size_t window = bytes ? s->opts->write_behind_bytes : 0;
     while (s->n_rec - s->done > in_flight || (window && s->n_rec > s->done && s->writing + bytes > window)) {
         const struct Record *r = &s->rec[s->done++];
         s->writing -= r->bytes;
-        s->f->disk = max_size(s->f->disk, s->disk += r->bytes);
+        s->p->kinds[MEM_DISK] = max_size(s->p->kinds[MEM_DISK], s->disk += r->bytes);
         if (r->value >= 0) sim_unref(s, r->value);
         if (r->value == SAVED_EXTRA) s->act -= r->bytes;
     }
@@ -69,20 +75,20 @@ static void sim_pack(Sim *s, Saved v, const char *tag)
 {
     if (v.value >= 0) s->val[v.value].refs++;
     if (!spills(s, v.bytes, tag)) return;
-    if (s->rule->write_behind) sim_finish(s, s->rule->write_behind - 1, v.bytes);
+    if (s->behind) sim_finish(s, s->behind - 1, v.bytes);
     s->rec[s->n_rec++] = (struct Record){.value = v.value, .bytes = v.bytes};
     s->top = s->n_rec, s->writing += v.bytes;
-    if (!s->rule->write_behind) sim_finish(s, 0, 0);
+    if (!s->behind) sim_finish(s, 0, 0);
 }
 
 /* The live records before `end` read ahead (offload.c's prefetch_before). */
 static void sim_prefetch(Sim *s, int end)
 {
     size_t bytes = 0;
-    for (int i = end, window = s->rule->prefetch; i > 0 && window > 0; i--) {
+    for (int i = end, window = s->opts->prefetch; i > 0 && window > 0; i--) {
         struct Record *r = &s->rec[i - 1];
         if (r->gone) continue;
-        if (s->rule->prefetch_bytes && bytes > 0 && bytes + r->bytes > s->rule->prefetch_bytes) break;
+        if (s->opts->prefetch_bytes && bytes > 0 && bytes + r->bytes > s->opts->prefetch_bytes) break;
         window--, bytes += r->bytes;
         if (!r->read) r->read = true, sim_alloc(s, r->bytes);
     }
@@ -198,7 +204,7 @@ static void sim_step(Sim *s, const ChainCost *c, const Schedule *sch)
     for (int i = 0; i < sch->n_segments; i++) {
         const Segment *g = &sch->segments[i];
         const int a = g->first, b = a + g->count - 1;
-        s->now = (SpillFigures){.where = "in the forward of", .first = a, .count = g->count};
+        s->now = (struct At){"in the forward of", a, g->count};
         for (int k = a; g->kind == SEGMENT_PLAIN && k <= b; k++) {
             s->now.first = k, s->now.count = 1;
             stage_forward(s, k + 1);
@@ -208,7 +214,7 @@ static void sim_step(Sim *s, const ChainCost *c, const Schedule *sch)
         if (a > 0) sim_unref(s, at(s, a + 1));
     }
     sim_unref(s, at(s, 1));
-    s->now = (SpillFigures){.where = "in the head (its forward or backward)"};
+    s->now = (struct At){"in the head (its forward or backward)", 0, 0};
     stage_forward(s, L + 1);
     sim_unref(s, at(s, L + 1));
     sim_finish(s, 0, 0); /* offload_pop */
@@ -218,26 +224,29 @@ static void sim_step(Sim *s, const ChainCost *c, const Schedule *sch)
     for (int i = sch->n_segments - 1; i >= 0; i--) {
         const Segment *g = &sch->segments[i];
         const int a = g->first, b = a + g->count - 1;
-        s->now = (SpillFigures){.where = "in the replay or backward of", .first = a, .count = g->count};
+        s->now = (struct At){"in the replay or backward of", a, g->count};
         for (int k = b; g->kind == SEGMENT_PLAIN && k >= a; k--) {
-            s->now = (SpillFigures){.where = "in the backward of", .first = k, .count = 1};
+            s->now = (struct At){"in the backward of", k, 1};
             for (int op = s->shape->layer.n_ops - 1; op >= 0; op--) op_backward(s, k + 1, op);
         }
         if (g->kind == SEGMENT_REGION) region_backward(s, c, a, b);
     }
-    s->now = (SpillFigures){.where = "in the embedding's backward"};
+    s->now = (struct At){"in the embedding's backward", 0, 0};
     for (int i = s->shape->embed.n_ops - 1; i >= 0; i--) op_backward(s, 0, i);
 }
 
-RematStatus chain_predict_spilled(const ChainCost *c, const Schedule *sch, const SpillRule *rule, SpillFigures *f)
+RematStatus train_predict_spilled(const ChainCost *c, const Schedule *sch, const OffloadOptions *opts,
+                                  MemoryPrediction *p)
 {
-    if (!c || !c->shape || !sch || sch->n_layers != c->n_layers)
-        return remat_fail(REMAT_EINVAL, "chain_predict_spilled: need a schedule and chain_model's cost of its chain");
+    if (!c || !c->shape || !sch || sch->n_layers != c->n_layers || !opts)
+        return remat_fail(REMAT_EINVAL, "train_predict_spilled: need a schedule, chain_model's cost of its chain and "
+                          "offload's options");
     for (int i = 0; i < sch->n_segments; i++)
         if (sch->segments[i].kind > SEGMENT_REGION || sch->segments[i].policy)
             return remat_fail(REMAT_EINVAL, "offload with %s is not predicted (only plain layers and regions "
                               "without a policy are walked)", sch->segments[i].policy ? "a policy" : "Revolve");
-    Sim s = {.shape = c->shape, .rule = rule, .f = f, .act = c->base};
+    Sim s = {.shape = c->shape, .opts = opts, .behind = opts->io == OFFLOAD_IO_MMAP ? 0 : opts->write_behind,
+             .p = p, .act = c->base};
     const int L = c->n_layers, values = at(&s, L + 1) + c->shape->head.n_ops + 1;
     s.val = calloc((size_t)values, sizeof *s.val);
     s.rec = calloc((size_t)values * SAVED_MOST, sizeof *s.rec);
@@ -246,9 +255,9 @@ RematStatus chain_predict_spilled(const ChainCost *c, const Schedule *sch, const
         for (int i = 0; i < stage_of(&s, j)->n_ops; i++) s.val[at(&s, j) + i + 1].bytes = stage_of(&s, j)->ops[i].out;
     if (ok) {
         s.val[0] = (struct Value){.refs = 1, .grad = true, .bytes = c->shape->embed.in_bytes}; /* the batch */
-        *f = (SpillFigures){0};
+        p->kinds[MEM_ACT] = p->kinds[MEM_DISK] = 0;
         sim_step(&s, c, sch);
     }
     free(s.val), free(s.rec);
-    return ok ? REMAT_OK : remat_fail(REMAT_ENOMEM, "chain_predict_spilled: no memory for %d values", values);
+    return ok ? REMAT_OK : remat_fail(REMAT_ENOMEM, "train_predict_spilled: no memory for %d values", values);
 }
