@@ -1,8 +1,9 @@
 /*
  * predict.c — train --predict-only: one training step's memory predicted from the flags
  * alone, nothing built: the chain model from the model's shapes (checkpoint/cost.h:
- * chain_model) and the one prediction the planners use (schedule_predict). And --results:
- * the same figures as JSON, predicted or, after a run, measured by the ledger.
+ * chain_model) and the one prediction the planners use (schedule_predict), or with
+ * --offload the step walked event by event (predict_spill.c). And --results: the
+ * same figures as JSON, predicted or, after a run, measured by the ledger.
  *
  * What it is not: an estimate. A run it cannot predict exactly is refused, naming what
  * is not supported, rather than given a wrong figure. Only the peak of all kinds at once
@@ -27,7 +28,9 @@
 static const char *unsupported(const TrainOptions *o)
 {
     const StepOptions *s = &o->step;
-    if (s->offload) return "--offload (the spill file's timing is the run's)";
+    if (s->offload && (o->ranks > 1 || s->pipeline_stages || s->strategy.kind == STRATEGY_SELECTIVE))
+        return "--offload with --ranks, --pipeline-stages or --strategy selective (the walk of a step's saves "
+               "knows one process's plain layers and regions without a policy)";
     if (o->ranks > 1 && (s->pipeline_stages || s->accumulate > 1))
         return "--ranks with --pipeline-stages or --accumulate (K ranks are --accumulate K)";
     return NULL;
@@ -274,7 +277,7 @@ RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPredict
 {
     const char *missing = unsupported(o);
     if (missing) return remat_fail(REMAT_EINVAL, "predicting a step: %s is not predicted", missing);
-    *p = (MemoryPrediction){0}; /* DISK among it: offload is not predicted */
+    *p = (MemoryPrediction){0}; /* DISK among it: 0 without offload */
     StepExtras x = {0};
     const bool budget = o->step.strategy.kind == STRATEGY_BUDGET; /* planned as the run plans it, on this model */
     const Strategy none = strategy_defaults(STRATEGY_NONE); /* dtr's step where it evicts nothing */
@@ -284,14 +287,18 @@ RematStatus train_predict_memory(const TrainOptions *o, int vocab, MemoryPredict
     if (budget && cost) s = planner_plan(o->step.planner, cost, o->step.memory_budget);
     RematStatus status = s && cost ? schedule_predict(s, cost) : remat_last_status();
     if (status == REMAT_OK && budget && plan) schedule_print(s, NULL, plan);
+    if (status == REMAT_OK && o->step.offload) status = train_predict_spilled(cost, s, &o->step.offload_opts, p);
     if (status == REMAT_OK) {
         Prediction *q = &s->predicted; /* of one micro-batch: --accumulate K runs K alike (models/step.h) */
         const int K = o->step.accumulate;
+        if (o->step.offload) /* the walk's ACT, and all at once what is resident besides */
+            q->peak_act = p->kinds[MEM_ACT], q->peak_total = cost->fixed + cost->work_peak + q->peak_act;
         if (K > 1) { /* from the second on, each one's gradients are made beside the sum of those before */
             p->kinds[MEM_GRAD] *= 2;
             q->peak_total += p->kinds[MEM_PARAM]; /* as if all were there at the activations' peak */
         }
-        const Moment m = peak_moment(s, cost, &x);
+        const Segment at = {.first = p->first, .count = p->count};
+        const Moment m = o->step.offload ? (Moment){p->moment, at, q->peak_act, NULL, -1} : peak_moment(s, cost, &x);
         const size_t fixed = cost->fixed + cost->work_peak, after = cost->fixed + x.full_grads + x.reduce;
         p->kinds[MEM_ACT] = q->peak_act;
         p->peak = fixed + m.held > q->peak_total ? fixed + m.held : q->peak_total;
@@ -332,7 +339,8 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
             strategy_name(o->step.strategy.kind));
     if (o->ranks > 1) fprintf(out, ", rank 0 of %d at ZeRO stage %d", o->ranks, o->step.zero_stage);
     fprintf(out, ":\n");
-    for (int k = 0; k < MEM_DISK; k++) fprintf(out, "  %-12s %14zu bytes\n", mem_kind_name((MemKind)k), p.kinds[k]);
+    for (int k = 0; k < (o->step.offload ? MEM_KIND_COUNT : MEM_DISK); k++)
+        fprintf(out, "  %-12s %14zu bytes\n", mem_kind_name((MemKind)k), p.kinds[k]);
     fprintf(out, "  %-12s %14zu bytes (all kinds at the same moment%s)\n", "peak", p.peak,
             o->ranks > 1 && o->step.zero_stage >= 2 ? "; a bound: the gradients of what backward runs counted as "
                                                       "made" : "");

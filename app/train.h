@@ -115,6 +115,13 @@ typedef struct MemoryPrediction {
  * it does not predict, naming it. */
 RematStatus train_predict_memory(const TrainOptions *opt, int vocab, MemoryPrediction *p, FILE *plan);
 
+/* Under --offload, into p's ACT and DISK and the moment ACT peaks (p->moment, first,
+ * count), one step run as `s` with its saves under `opts`, walked on chain_model's shape
+ * (predict_spill.c; the loss also saves the targets, the batch's other half). REMAT_EINVAL
+ * for a cost not from chain_model, or a segment but plain ones and regions without a policy. */
+RematStatus train_predict_spilled(const struct ChainCost *cost, const struct Schedule *s, const OffloadOptions *opts,
+                                  MemoryPrediction *p);
+
 /* train --results after a run: the ledger's peaks since their reset, in the same JSON
  * under "measured", with the RECOMPUTE FLOPs per step of `steps`; REMAT_EIO on error. */
 RematStatus train_write_measured(const char *path, int steps);

@@ -15,7 +15,8 @@
  *             then lets go of those its replay will not read (checkpoint.c); the replay
  *             finds the rest alive, and makes a placeholder for each it let go
  *
- * Owns: nothing beyond the cost it returns. Touches: nothing but its arguments.
+ * Owns: nothing beyond the cost it returns, which keeps a copy of the shape (for
+ * app/predict_spill.c). Touches: nothing but its arguments.
  */
 #include "checkpoint/cost.h"
 
@@ -208,6 +209,22 @@ static bool stage_ok(const ChainStage *s, int least)
     return s->n_ops >= least && s->n_ops <= CHAIN_MAX_OPS && (s->n_ops == 0 || s->ops);
 }
 
+/* A copy of `s` whose stages' ops follow it in the same block (one free). NULL: no memory. */
+static ChainShape *shape_copy(const ChainShape *s)
+{
+    ChainShape *c = malloc(sizeof *c + (size_t)(s->embed.n_ops + s->layer.n_ops + s->head.n_ops) * sizeof(ChainOp));
+    if (!c) return NULL;
+    *c = *s;
+    ChainOp *op = (ChainOp *)(c + 1);
+    ChainStage *stages[] = {&c->embed, &c->layer, &c->head};
+    for (int i = 0; i < 3; i++) {
+        if (stages[i]->n_ops) memcpy(op, stages[i]->ops, (size_t)stages[i]->n_ops * sizeof *op);
+        stages[i]->ops = op;
+        op += stages[i]->n_ops;
+    }
+    return c;
+}
+
 ChainCost *chain_model(const ChainShape *shape)
 {
     if (!shape || shape->n_layers < 1 || !stage_ok(&shape->embed, 0) || !stage_ok(&shape->layer, 1) ||
@@ -216,13 +233,14 @@ ChainCost *chain_model(const ChainShape *shape)
                                CHAIN_MAX_OPS);
     ChainCost *c = calloc(1, sizeof *c);
     ChainLayer *layers = calloc((size_t)shape->n_layers, sizeof *layers);
-    if (!c || !layers) {
-        free(c), free(layers);
+    ChainShape *copy = shape_copy(shape);
+    if (!c || !layers || !copy) {
+        free(c), free(layers), free(copy);
         return remat_fail_null(REMAT_ENOMEM, "chain_model: no memory for %d layers", shape->n_layers);
     }
     const ChainStage *head = &shape->head;
     *c = (ChainCost){.n_layers = shape->n_layers, .layers = layers, .base = shape->base, .fixed = shape->fixed,
-                     .work_peak = shape->work_peak, .policy = shape->policy,
+                     .work_peak = shape->work_peak, .policy = shape->policy, .shape = copy,
                      .resid = 2 * head->ops[head->n_ops - 1].out}; /* the loss and its seed */
     ChainStage layer = shape->layer;
     for (int k = 0; k < shape->n_layers; k++) {

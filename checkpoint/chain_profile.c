@@ -399,6 +399,7 @@ void chain_cost_free(ChainCost *cost)
 {
     if (!cost) return;
     ops_profile_free(cost->ops);
+    free(cost->shape);
     free(cost->layers);
     free(cost);
 }

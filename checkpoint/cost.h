@@ -154,6 +154,7 @@ typedef struct ChainCost {
                                   every schedule pays them alike */
     const Policy *policy;   /* the selective policy profiled (ChainLayer.policy), or NULL */
     OpsProfile *ops;        /* per layer, its keep-sets' figures (chain_profile_ops, chain_model), or NULL */
+    struct ChainShape *shape; /* chain_model's shape, its ops copied (owned); NULL when profiled */
 } ChainCost;
 
 /* The stages around the chain, as the model runs them. */
@@ -208,6 +209,7 @@ typedef struct ChainOp {
     size_t out;              /* bytes of its output */
     size_t extra;            /* bytes it makes beside and saves (a dropout mask, mean and rstd, a
                                 log-sum-exp); a policy that keeps the op keeps them too */
+    int extras;              /* how many tensors those are, alike in size, saved after its output */
     uint64_t flops;          /* its forward's FLOPs */
     uint64_t recompute;      /* RECOMPUTE FLOPs its backward kernel does under any schedule */
 } ChainOp;

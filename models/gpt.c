@@ -317,7 +317,7 @@ static int add_layernorm(Ops *o, const char *tag, int x, uint64_t C)
 {
     return add_op(o, (ChainOp){.name = "layernorm", .tag = tag, .in = {x, -1, -1}, .saves = 1,
                                .out = o->rows * C * sizeof(float), .extra = 2 * o->rows * sizeof(float),
-                               .flops = o->rows * (7 * C + 5)});
+                               .extras = 2, .flops = o->rows * (7 * C + 5)});
 }
 
 static int add_linear(Ops *o, const char *tag, int x, uint64_t C, uint64_t OUT)
@@ -331,7 +331,7 @@ static int add_dropout(Ops *o, const char *tag, int x, uint64_t numel)
 {
     if (!o->dropping) return x;
     return add_op(o, (ChainOp){.name = "dropout", .tag = tag, .in = {x, -1, -1}, .out = numel * sizeof(float),
-                               .extra = o->counter ? 0 : numel, .flops = 2 * numel,
+                               .extra = o->counter ? 0 : numel, .extras = 1, .flops = 2 * numel,
                                .recompute = o->counter ? numel : 0});
 }
 
@@ -344,7 +344,7 @@ static int attention_core_ops(Ops *o, const GptConfig *c, int q, int k, int v)
     const uint64_t D = C / (uint64_t)c->n_heads, S = BH * T * T, n = o->rows * C;
     if (c->attention == ATTENTION_FUSED) {
         ChainOp fused = {.name = "attention_fused", .tag = "attn.fused", .in = {q, k, v}, .saves = 7 | CHAIN_SAVES_OUT,
-                         .out = n * sizeof(float), .extra = BH * T * sizeof(float)};
+                         .out = n * sizeof(float), .extra = BH * T * sizeof(float), .extras = 1};
         fused.flops = k_attention_flops((int)BH, (int)T, (int)D, o->dropping, &ATTN_PLAN_DEFAULT, &fused.recompute);
         return add_op(o, fused);
     }

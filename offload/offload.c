@@ -133,19 +133,19 @@ static const char *io_error_str(char *buf, size_t size, int err, bool write)
 static const char *const POLICY_NAMES[] = {"all", "large", "boundary"};
 const NameTable OFFLOAD_POLICY_NAMES = {POLICY_NAMES, sizeof POLICY_NAMES / sizeof POLICY_NAMES[0]};
 
-/* Whether the policy sends `t`, saved by `node`, to disk. */
-static bool chooses(const Offload *off, const Tensor *t, const Node *node)
+/* Whether the policy sends a saved activation of `bytes`, saved by a node tagged `tag`, to
+ * disk: what pack asks of every MEM_ACT tensor (offload.h). */
+bool offload_spills(const OffloadOptions *o, size_t bytes, const char *tag)
 {
-    const OffloadOptions *o = &off->opts;
-    if (t->kind != MEM_ACT || t->bytes < o->min_bytes) return false;
+    if (bytes < o->min_bytes) return false;
     switch (o->policy) {
     case OFFLOAD_ALL:
         return true;
     case OFFLOAD_LARGE:
-        return t->bytes >= o->large_bytes ||
-               (o->tag_prefix && node->tag && !strncmp(node->tag, o->tag_prefix, strlen(o->tag_prefix)));
+        return bytes >= o->large_bytes ||
+               (o->tag_prefix && tag && !strncmp(tag, o->tag_prefix, strlen(o->tag_prefix)));
     case OFFLOAD_BOUNDARY:
-        return node->tag && !strcmp(node->tag, TAG_CHECKPOINT_INPUT);
+        return tag && !strcmp(tag, TAG_CHECKPOINT_INPUT);
     }
     return false;
 }
@@ -453,7 +453,7 @@ static void *offload_pack(void *ctx, Tensor *t, const Node *node, int slot)
     if (!r)
         return remat_fail_null(REMAT_ENOMEM, "offload: no memory to save tensor %d of %s #%d", slot, node->op->name,
                                node->index);
-    if (!chooses(off, t, node)) {
+    if (t->kind != MEM_ACT || !offload_spills(&off->opts, t->bytes, node->tag)) {
         r->kept = tensor_retain(t);
         off->stats.kept++;
         return r;

@@ -132,6 +132,10 @@ typedef struct OffloadOptions {
 /* "all", "large", "boundary": the names of OffloadPolicy's values. */
 extern const NameTable OFFLOAD_POLICY_NAMES;
 
+/* Whether the policy of `o` sends a saved activation (MEM_ACT) of `bytes`, saved by a node
+ * tagged `tag` (NULL: none), to disk, as pack decides (app/predict.c predicts with it). */
+bool offload_spills(const OffloadOptions *o, size_t bytes, const char *tag);
+
 typedef struct Offload Offload;
 
 /* Creates an offloader and its spill file: created in the directory and unlinked at
