@@ -138,7 +138,8 @@ static RematStatus dp_run(Dp *dp, int *best)
 static Schedule *dp_search(const ChainCost *c, DpGoal goal, size_t act_budget, bool ops, bool *none_fits)
 {
     const int L = c->n_layers;
-    Dp dp = {.cost = c, .goal = goal, .act_budget = act_budget, .ops = ops, .front = calloc((size_t)L + 2, sizeof(int))};
+    Dp dp = {.cost = c, .goal = goal, .act_budget = act_budget, .ops = ops,
+             .front = calloc((size_t)L + 2, sizeof(int))};
     Segment *segs = calloc((size_t)L, sizeof *segs);
     int best = -1;
     const RematStatus status = dp.front && segs ? dp_run(&dp, &best)
