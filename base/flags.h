@@ -42,7 +42,7 @@ typedef struct Flag {
     const char *value; /* its value in the help ("N"); NULL for a switch */
     const char *help;  /* what it does and its default; continuation lines after a '\n' */
     const char *heading; /* the heading of the help's section that starts at this row, or NULL */
-    double lo, hi;     /* FLAG_INT, FLAG_FLOAT: the range; FLAG_CONST: lo, the value */
+    double lo, hi;     /* FLAG_INT, FLAG_FLOAT: the range; FLAG_CONST: lo, the value; FLAG_SIZE: lo, count's */
     size_t count;      /* FLAG_SIZE with lo > 0: the offset of a count of items the bytes now bound instead */
     bool hi_open;      /* FLAG_FLOAT: hi itself is refused */
     const NameTable *names; /* FLAG_NAME: the enum's names */
