@@ -131,7 +131,7 @@ static RematStatus models_plan(ModelRun *m)
         m->variant_of[r] = row->fits ? m->n : -1;
         if (!row->fits) schedule_free(s);
         else m->variants[m->n++] = (Variant){.name = row->planner, .schedule = s, .budget = row->dtr ? row->budget : 0};
-        remat_clear_error();
+        if (status == REMAT_OK) remat_clear_error(); /* a failure keeps its message for the caller */
     }
     chain_cost_free(cost);
     return status;
