@@ -198,6 +198,15 @@ static void schedule_keep_best(Schedule **best, Schedule *candidate, size_t act_
     }
 }
 
+/* A search that fails on an error keeps nothing it found and lowers no *leanest, so that
+ * planner_plan reports the error, not a budget too small (SEARCHES' contract). */
+static Schedule *search_failed(Schedule *best, size_t *leanest)
+{
+    schedule_free(best);
+    *leanest = SIZE_MAX;
+    return NULL;
+}
+
 /* ---- Chen et al. 2016's search -------------------------------------------------------- */
 
 /* Their Algorithm 3 on the chain with threshold b (the appendix's search tries a few b):
@@ -263,7 +272,10 @@ static Schedule *search_chen(const ChainCost *c, size_t act_budget, size_t *lean
         double x, y;
         const int n = chen_segments(c, b[i], segs, &x, &y);
         Schedule *s = chain_schedule(c, segs, n);
-        if (!s) break;
+        if (!s) {
+            best = search_failed(best, leanest);
+            break;
+        }
         schedule_keep_best(&best, s, act_budget, leanest);
     }
     free(segs);
@@ -283,10 +295,7 @@ static Schedule *search_revolve(const ChainCost *cost, size_t act_budget, size_t
     for (int slots = 0; slots <= most; slots++) { /* 0: store everything */
         const Segment whole = {0, cost->n_layers, slots ? SEGMENT_REVOLVE : SEGMENT_PLAIN, NULL, slots};
         Schedule *s = chain_schedule(cost, &whole, 1);
-        if (!s) {
-            schedule_free(best);
-            return NULL;
-        }
+        if (!s) return search_failed(best, leanest);
         schedule_keep_best(&best, s, act_budget, leanest);
         if (best && slots == 0) break; /* storing everything fits: nothing recomputes less */
     }

@@ -632,6 +632,50 @@ static void test_long_chains_go_to_chen(void **state)
     free(layers);
 }
 
+/* calloc, wrapped at link time (tests/CMakeLists.txt): counts the calls, and fails the one
+ * callocs_left counts down to (-1: none fails). */
+void *__real_calloc(size_t n, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+static long callocs_made, callocs_left = -1;
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    callocs_made++;
+    if (callocs_left >= 0 && callocs_left-- == 0) return NULL;
+    return __real_calloc(n, size);
+}
+
+/* Each planner, at a budget between dp's smallest and none's peak (so that every search
+ * tries several schedules), with each of its allocations failing in turn: NULL and REMAT_ENOMEM every time, never a
+ * budget said too small, never the best of a search cut short. */
+static void test_a_failed_allocation_fails_the_plan(void **state)
+{
+    (void)state;
+    Fixture f = {0};
+    fixture_mlp(&f, 8);
+    Schedule *none = chain_schedule_for_strategy(f.cost, STRATEGY_NONE);
+    const size_t budget = (planner_min_budget(PLANNER_DP, f.cost) + none->predicted.peak_total) / 2;
+    schedule_free(none);
+    for (int k = PLANNER_CHEN; k <= PLANNER_REVOLVE; k++) {
+        callocs_made = 0;
+        Schedule *s = planner_plan((PlannerKind)k, f.cost, budget);
+        const long made = callocs_made;
+        assert_non_null(s);
+        assert_true(made > 1);
+        schedule_free(s);
+        for (long i = 0; i < made; i++) {
+            callocs_left = i;
+            s = planner_plan((PlannerKind)k, f.cost, budget);
+            callocs_left = -1;
+            assert_null(s);
+            assert_int_equal(remat_last_status(), REMAT_ENOMEM);
+            remat_clear_error();
+        }
+        printf("  %s: each of its %ld allocations failed in turn, each reported\n", planner_name((PlannerKind)k), made);
+    }
+    fixture_free(&f);
+}
+
 static void test_planner_names_parse(void **state)
 {
     (void)state;
@@ -658,6 +702,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_chains_the_model_cannot_describe_are_refused, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_long_chains_go_to_chen, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_planner_names_parse, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_a_failed_allocation_fails_the_plan, clean_state, clean_state),
     };
     return cmocka_run_group_tests_name("planner", tests, NULL, NULL);
 }
