@@ -66,9 +66,13 @@ static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input
         tensor_free(tg);
         return status;
     }
-    *input = var_create(in, false, "tokens");
-    *targets = var_create(tg, false, "targets");
-    return *input && *targets ? REMAT_OK : remat_last_status();
+    *input = var_create(in, false, "tokens"); /* each frees its tensor if it fails */
+    *targets = *input ? var_create(tg, false, "targets") : NULL;
+    if (*targets) return REMAT_OK;
+    if (!*input) tensor_free(tg);
+    var_free(*input);
+    *input = NULL;
+    return remat_last_status();
 }
 
 /* ---- before anything is built -------------------------------------------------------- */
