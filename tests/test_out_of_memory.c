@@ -105,7 +105,7 @@ static const char *const RUNS[][20] = {
     {"--layers", "2", "--d-model", "8", "--heads", "2", "--seq", "4", "--batch", "2", "--sample", "0", "--dropout",
      "0.1"},
     {"--layers", "2", "--d-model", "8", "--heads", "2", "--seq", "4", "--batch", "2", "--sample", "0", "--dropout",
-     "0.1", "--strategy", "selective"},
+     "0.1", "--strategy", "selective", "--explain-memory"},
     {"--layers", "2", "--d-model", "64", "--heads", "2", "--seq", "32", "--batch", "8", "--sample", "0", "--dropout",
      "0.1", "--strategy", "full", "--offload", "boundary"}, /* block inputs of 64 KiB: spilled */
     {"--layers", "2", "--d-model", "8", "--heads", "2", "--seq", "4", "--batch", "2", "--sample", "0", "--dropout",
