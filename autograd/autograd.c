@@ -119,7 +119,42 @@ const char *tape_scope(void) { return scope; }
 
 /* ---- nodes -------------------------------------------------------------------------- */
 
-void node_discard(Node *node)
+/* A new node for `op` at the end of the current tape: its edges to where its inputs came
+ * from, `out`'s shape for its output, and its name (`name`, or the scope and tag, or
+ * "node_17"). NULL on error. */
+static Node *node_append(const OpInfo *op, const char *tag, const char *name, Var *const *inputs, int n_inputs,
+                         const Tensor *out)
+{
+    if (n_inputs > NODE_MAX_INPUTS)
+        return remat_fail_null(REMAT_EINVAL, "%s: %d inputs, at most %d", op->name, n_inputs, NODE_MAX_INPUTS);
+    Tape *tape = current_tape;
+    if (tape->count == tape->capacity) {
+        int capacity = tape->capacity ? 2 * tape->capacity : 64;
+        Node **nodes = realloc(tape->nodes, (size_t)capacity * sizeof *nodes);
+        if (!nodes) return remat_fail_null(REMAT_ENOMEM, "tape: no memory for %d nodes", capacity);
+        tape->nodes = nodes;
+        tape->capacity = capacity;
+    }
+    Node *node = malloc(sizeof *node);
+    if (!node) return remat_fail_null(REMAT_ENOMEM, "%s: no memory for a tape node", op->name);
+    *node = (Node){.op = op, .tag = tag, .n_inputs = n_inputs, .index = tape->count, .out_ndim = out->ndim};
+    for (int i = 0; i < n_inputs; i++) {
+        Var *in = inputs[i];
+        if (in && in->creator) node->inputs[i].node = in->creator;
+        else if (in && in->requires_grad) node->inputs[i].leaf = var_retain(in);
+    }
+    memcpy(node->out_shape, out->shape, sizeof node->out_shape);
+    tape->nodes[tape->count++] = node;
+    if (name) snprintf(node->name, sizeof node->name, "%s", name);
+    else if (tag && scope[0]) snprintf(node->name, sizeof node->name, "%s.%s", scope, tag);
+    else if (tag) snprintf(node->name, sizeof node->name, "%s", tag);
+    else snprintf(node->name, sizeof node->name, "node_%d", node->index);
+    return node;
+}
+
+/* Removes `node`, the most recent node of the current tape, and frees it with what it
+ * saved: for a node whose recording failed. NULL is a no-op. */
+static void node_discard(Node *node)
 {
     if (!node) return;
     Tape *tape = current_tape;
@@ -141,59 +176,6 @@ const ParamUseHooks *param_use_hooks_set(const ParamUseHooks *hooks)
 RematStatus param_stage_enter(const void *stage)
 {
     return use_hooks && use_hooks->enter ? use_hooks->enter(use_hooks->ctx, stage) : REMAT_OK;
-}
-
-Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                  const Tensor *out, bool always, RematStatus *err)
-{
-    *err = REMAT_OK;
-    if (!grad_mode) return NULL;
-    if (n_inputs > NODE_MAX_INPUTS) {
-        *err = remat_fail(REMAT_EINVAL, "%s: %d inputs, at most %d", op->name, n_inputs, NODE_MAX_INPUTS);
-        return NULL;
-    }
-    bool needed = always; /* does an input come from a node, or need its own gradient? */
-    for (int i = 0; i < n_inputs; i++) needed |= inputs[i] && (inputs[i]->creator || inputs[i]->requires_grad);
-    if (!needed) return NULL;
-
-    Tape *tape = current_tape;
-    if (tape->count == tape->capacity) {
-        int capacity = tape->capacity ? 2 * tape->capacity : 64;
-        Node **nodes = realloc(tape->nodes, (size_t)capacity * sizeof *nodes);
-        if (!nodes) {
-            *err = remat_fail(REMAT_ENOMEM, "tape: no memory for %d nodes", capacity);
-            return NULL;
-        }
-        tape->nodes = nodes;
-        tape->capacity = capacity;
-    }
-    Node *node = malloc(sizeof *node);
-    if (!node) {
-        *err = remat_fail(REMAT_ENOMEM, "%s: no memory for a tape node", op->name);
-        return NULL;
-    }
-    *node = (Node){.op = op, .tag = tag, .n_inputs = n_inputs, .index = tape->count, .out_ndim = out->ndim};
-    for (int i = 0; i < n_inputs; i++) {
-        Var *in = inputs[i];
-        if (in && in->creator) node->inputs[i].node = in->creator;
-        else if (in && in->requires_grad) node->inputs[i].leaf = var_retain(in);
-    }
-    memcpy(node->out_shape, out->shape, sizeof node->out_shape);
-    tape->nodes[tape->count++] = node;
-    if (tag && scope[0]) snprintf(node->name, sizeof node->name, "%s.%s", scope, tag);
-    else if (tag) snprintf(node->name, sizeof node->name, "%s", tag);
-    else snprintf(node->name, sizeof node->name, "node_%d", node->index);
-    return node;
-}
-
-Var *var_from_op(Tensor *value, Node *node)
-{
-    Var *v = var_create(value, node != NULL, node ? node->name : NULL);
-    if (v && node) {
-        v->creator = node;
-        node->output = v;
-    }
-    return v;
 }
 
 /* ---- op hooks ------------------------------------------------------------------------ */
@@ -268,8 +250,9 @@ Tensor *ops_output(const OpInfo *op, const char *tag, int index, DType dtype, in
     return NULL;
 }
 
-/* An op's result on the tape (ops_internal.h): every hook told what it read and keeps,
- * then its node, its attributes and its saved tensors, and the Var. */
+/* An op's result on the tape (ops_internal.h): every hook told what it read and keeps;
+ * then, when a gradient flows through the op, its node with what it saves (node_record)
+ * and its attributes, else a Var no node made. */
 Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs, Tensor *out,
                 Tensor *const *save, int n_save, const void *attrs, size_t attrs_size)
 {
@@ -277,14 +260,12 @@ Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inp
         const OpHooks *h = op_hooks.hooks[i];
         if (h->recorded) h->recorded(h->ctx, op, tag, inputs, n_inputs, save, n_save, out);
     }
-    RematStatus err;
-    Node *node = node_create(op, tag, inputs, n_inputs, out, false, &err);
-    if (node && attrs) memcpy(node->attrs.bytes, attrs, attrs_size);
-    for (int i = 0; node && i < n_save && err == REMAT_OK; i++) err = save_for_backward(node, save[i]);
-    if (err == REMAT_OK) return var_from_op(out, node); /* node NULL: no gradient needed */
-    node_discard(node);
-    tensor_free(out);
-    return NULL;
+    bool needed = false; /* does an input come from a node, or need its own gradient? */
+    for (int i = 0; i < n_inputs; i++) needed |= inputs[i] && (inputs[i]->creator || inputs[i]->requires_grad);
+    if (!needed) return var_create(out, false, NULL); /* no gradient flows through this op */
+    Var *y = node_record(op, tag, NULL, inputs, n_inputs, out, save, n_save);
+    if (y && y->creator && attrs) memcpy(y->creator->attrs.bytes, attrs, attrs_size);
+    return y;
 }
 
 void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, DType dtype, int ndim,
@@ -311,7 +292,10 @@ const SavedObserver *saved_observer_set(const SavedObserver *o)
     return previous;
 }
 
-RematStatus save_for_backward(Node *node, Tensor *t)
+/* Saves `t` for backward in the next slot of `node`, through the top hooks: the one place
+ * a tensor enters the saved-tensor path (autograd.h). On error (too many slots, a hook
+ * failure) returns its status and saves nothing. */
+static RematStatus save_for_backward(Node *node, Tensor *t)
 {
     if (!node || !t) return remat_fail(REMAT_EINVAL, "save_for_backward: node or tensor is NULL");
     if (node->n_saved == NODE_MAX_SAVED)
@@ -353,6 +337,26 @@ void node_release_saved(Node *node)
         s->released = true;
         if (observer && observer->released) observer->released(observer->ctx, node, i);
     }
+}
+
+/* ---- recording a node --------------------------------------------------------------- */
+
+Var *node_record(const OpInfo *op, const char *tag, const char *name, Var *const *inputs, int n_inputs,
+                 Tensor *out, Tensor *const *save, int n_save)
+{
+    if (!grad_mode) return var_create(out, false, NULL); /* nothing is recorded */
+    Node *node = node_append(op, tag, name, inputs, n_inputs, out);
+    RematStatus status = node ? REMAT_OK : remat_last_status();
+    for (int i = 0; i < n_save && status == REMAT_OK; i++) status = save_for_backward(node, save[i]);
+    Var *v = status == REMAT_OK ? var_create(out, true, node->name) : NULL; /* takes out, also on error */
+    if (v) {
+        v->creator = node;
+        node->output = v;
+        return v;
+    }
+    node_discard(node);
+    if (status != REMAT_OK) tensor_free(out);
+    return NULL;
 }
 
 /* ---- backward ----------------------------------------------------------------------- */

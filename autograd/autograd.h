@@ -15,17 +15,17 @@
  * backward, a name, a tag, and the gradient of its output while backward runs.
  *
  * Memory is honest by construction. A Node never holds its inputs' values: an op keeps
- * exactly the tensors it declares with save_for_backward, so an intermediate is freed as
+ * exactly the tensors it declares to be saved (ops_record), so an intermediate is freed as
  * soon as the user drops its Var and no node saved it. In backward, a node's output
  * gradient is freed right after the node has used it, and its saved tensors right after.
  * Activation gradients are charged to MEM_ACT (they are activation-sized and transient);
  * parameter gradients to MEM_GRAD.
  *
  * The saved-tensor path is the one place where "keep it, drop it and recompute it, or move
- * it to disk?" is asked of every tensor an op wants for backward: save_for_backward passes
- * the tensor through the top of a stack of pack/unpack hooks (default: keep a reference),
- * and saved_tensor asks the same hooks for it back. Checkpointing and offload plug in here
- * without touching any op.
+ * it to disk?" is asked of every tensor an op wants for backward: node_record saves each
+ * (save_for_backward, in autograd.c) through the top of a stack of pack/unpack hooks
+ * (default: keep a reference), and saved_tensor asks the same hooks for it back.
+ * Checkpointing and offload plug in here without touching any op.
  *
  * What this is not: a general graph library. One output per node; the engine is
  * single-threaded (kernels use the threads).
@@ -141,21 +141,18 @@ struct Node {
  * other's tensors by tag, never by op name. */
 #define TAG_CHECKPOINT_INPUT "checkpoint.input"
 
-/* Called by an op after computing `out` from `inputs`. If grad mode is on and some input
- * requires grad, or `always` (a checkpoint region, whose parameters inside get their
- * gradients through the region's own backward), appends a node to the current tape and
- * returns it; otherwise returns NULL and *err stays REMAT_OK. On error returns NULL and
- * sets *err. */
-Node *node_create(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs,
-                  const Tensor *out, bool always, RematStatus *err);
-
-/* Removes `node`, the most recent node of the current tape, and frees it with what it
- * saved: for an op that fails after node_create. NULL is a no-op. */
-void node_discard(Node *node);
-
-/* Wraps a freshly computed `value` (the Var takes the caller's reference) as the result of
- * `node` (which may be NULL: no gradient needed). NULL on error (value released). */
-Var *var_from_op(Tensor *value, Node *node);
+/* Records `op` on the current tape: a node over `inputs` (entries may be NULL; at most
+ * NODE_MAX_INPUTS) named `name` (NULL: the scope and `tag`, "h.3.attn.softmax", or
+ * "node_17"), whose output has `out`'s shape, saving the n_save tensors of `save` through
+ * the saved-tensor path; and `out` wrapped in a new Var made by the node, which it returns.
+ * The node is recorded whenever grad mode is on, even if no input needs a gradient: ops
+ * come here through ops_record when one does; rooms above autograd always (a checkpoint
+ * region, whose parameters inside get their gradients through its own backward; a node
+ * that only holds a state, as Revolve's slots and DTR's runtime). With grad mode off
+ * nothing is recorded and the Var is made by no node. Takes the caller's reference to `out`, also
+ * on error; on error returns NULL and leaves no node on the tape. */
+Var *node_record(const OpInfo *op, const char *tag, const char *name, Var *const *inputs, int n_inputs,
+                 Tensor *out, Tensor *const *save, int n_save);
 
 /* ---- the saved-tensor path ---------------------------------------------------------- */
 
@@ -187,10 +184,6 @@ typedef struct SavedObserver {
 
 /* Sets the observer (NULL: none); returns the previous one. */
 const SavedObserver *saved_observer_set(const SavedObserver *observer);
-
-/* Saves `t` for backward in the next slot of `node`, through the top hooks.
- * On error (too many slots, a hook failure) returns its status and saves nothing. */
-RematStatus save_for_backward(Node *node, Tensor *t);
 
 /* The i-th tensor `node` saved, as a reference the caller frees with tensor_free.
  * NULL with REMAT_ESTATE if it was released ("saved tensor 0 of relu #3 (h.0.mlp.act) was

@@ -290,8 +290,9 @@ Var *dtr_forward(Layer **layers, int n, Var *x, TrainCtx *ctx, const DtrOptions 
         return remat_fail_null(REMAT_EINVAL, "dtr_forward: need at least one layer and an input");
     if (!grad_enabled()) return layers_forward(layers, n, x, ctx);
     DtrRun *r = run_create(n, ctx, opts);
-    RematStatus status = REMAT_OK;
-    Node *node = r ? node_create(&DTR_OP, "dtr", &x, 1, x->value, true, &status) : NULL;
+    Var *held = r ? node_record(&DTR_OP, "dtr", NULL, &x, 1, tensor_retain(x->value), NULL, 0) : NULL;
+    Node *node = held ? held->creator : NULL;
+    var_free(held); /* nothing reads the node's output */
     if (!node) { /* the node owns the runtime, freed with the tape */
         run_free(r);
         return NULL;

@@ -64,18 +64,14 @@ void replay_leave(ReplayScope *scope)
 Var *replay_record(const OpInfo *op, Var *x, Var *y, const char *name, void *state, void (*state_free)(void *),
                    Tensor *saved)
 {
-    RematStatus status;
-    Node *node = node_create(op, TAG_CHECKPOINT_INPUT, &x, 1, y->value, true, &status);
-    if (!node) {
+    Var *out = node_record(op, TAG_CHECKPOINT_INPUT, name, &x, 1, tensor_retain(y->value), &saved, 1);
+    Node *node = out ? out->creator : NULL;
+    if (node) {
+        node->state = state; /* the node frees it from here on */
+        node->state_free = state_free;
+    } else {
         state_free(state);
-        var_free(y);
-        return NULL;
     }
-    node->state = state; /* the node frees it from here on */
-    node->state_free = state_free;
-    snprintf(node->name, sizeof node->name, "%s", name);
-    Var *out = save_for_backward(node, saved) == REMAT_OK ? var_from_op(tensor_retain(y->value), node) : NULL;
-    if (!out) node_discard(node);
     var_free(y);
     return out;
 }

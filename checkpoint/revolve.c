@@ -262,15 +262,14 @@ static RematStatus store(Run *run, int slot, int position, Var *cur)
     run->slots[slot].node = NULL;
     Tape *outer = tape_set_current(run->slot_tape);
     const bool was = grad_set_enabled(true); /* nodes are recorded with grad mode on only */
-    RematStatus status;
-    Node *node = node_create(&SLOT_OP, TAG_CHECKPOINT_INPUT, NULL, 0, cur->value, true, &status);
-    if (node) {
-        snprintf(node->name, sizeof node->name, "revolve.slot%d.x_%d", slot, position);
-        status = save_for_backward(node, cur->value);
-    }
+    char name[NODE_NAME_LEN];
+    snprintf(name, sizeof name, "revolve.slot%d.x_%d", slot, position);
+    Var *held = node_record(&SLOT_OP, TAG_CHECKPOINT_INPUT, name, NULL, 0, tensor_retain(cur->value), &cur->value, 1);
+    Node *node = held ? held->creator : NULL;
+    var_free(held); /* the node's saved tensor holds the state */
     grad_set_enabled(was);
     tape_set_current(outer);
-    if (status != REMAT_OK) return status;
+    if (!node) return remat_last_status();
     run->slots[slot] = (struct Slot){node, run->ctx ? run->ctx->rng : (Pcg32){0}};
     return REMAT_OK;
 }
