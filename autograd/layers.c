@@ -10,7 +10,8 @@
 /* One layer on `x` (borrowed), its nodes named under the layer's name. */
 static Var *run_layer(Layer *layer, Var *x, TrainCtx *ctx)
 {
-    if (!layer) return remat_fail_null(REMAT_EINVAL, "layers_forward: a layer is NULL");
+    if (!layer || !x)
+        return remat_fail_null(REMAT_EINVAL, "layers_forward: %s is NULL", layer ? "input" : "a layer");
     if (param_stage_enter(layer) != REMAT_OK) return NULL;
     tape_set_scope(layer->name);
     Var *y = layer->forward(layer, x, ctx);
@@ -20,13 +21,8 @@ static Var *run_layer(Layer *layer, Var *x, TrainCtx *ctx)
 
 Var *layers_forward(Layer *const *layers, int n, Var *x, TrainCtx *ctx)
 {
-    if (n == 0) return var_retain(x);
-    Var *h = x; /* the caller's; each later h is ours, freed once the next layer has read it */
-    for (int i = 0; i < n && h; i++) {
-        Var *y = run_layer(layers[i], h, ctx);
-        if (i > 0) var_free(h);
-        h = y;
-    }
+    Var *h = n > 0 ? run_layer(layers[0], x, ctx) : var_retain(x); /* x itself stays the caller's */
+    for (int i = 1; i < n && h; i++) h = then_free(run_layer(layers[i], h, ctx), h);
     return h;
 }
 
