@@ -174,12 +174,9 @@ static bool add_weight_bias(GptBlock *b, WeightBias *wb, const char *suffix, int
 }
 
 /* The block `name` of gpt_block_forward, of width C with H heads, at place `index` (0 for
- * h.0) in a chain of n_layers, its attention core as `attention` says (a fused one fails a
- * forward that drops out with the stream generator, saying so). Parameters are named and laid out as Hugging Face GPT-2's
- * ("h.3.attn.c_attn.weight", weights stored [in, out]) and initialised as GPT-2: weights
- * N(0, 0.02²), the two c_proj weights N(0, (0.02/sqrt(2·n_layers))²) so the residual
- * stream's variance does not grow with depth, biases 0, LayerNorm weights 1. Weight decay
- * applies to the four 2-D weights only. Draws the initial values from `init`. NULL on
+ * h.0) in a chain of n_layers (a fused attention core fails a forward that drops out with
+ * the stream generator). Parameters are named, laid out and initialised as Hugging Face
+ * GPT-2's (gpt.h), drawn from `init`; weight decay on the four 2-D weights only. NULL on
  * error: C, H or n_layers not positive, C not a multiple of H, dropout outside [0, 1), or
  * the memory budget. */
 static Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout, AttentionKind attention,
