@@ -237,7 +237,7 @@ void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, D
 
 /* Parameters sharded across processes (ZeRO stage 3, parallel/zero.h) exist in full only while
  * someone uses them. Two moments tell a hook so: a stage about to run its forward (a
- * layer_forward says its Layer, a model's embedding and head say the Model), and a node
+ * layers_forward says its Layer, a model's embedding and head say the Model), and a node
  * about to run its backward (its parameters are the leaves among its inputs). So a hook
  * can gather a group of parameters for a forward, a checkpoint replay and a backward
  * alike. Without hooks (the default) neither moment does anything. */

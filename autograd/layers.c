@@ -7,10 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx)
+/* One layer on `x` (borrowed), its nodes named under the layer's name. */
+static Var *run_layer(Layer *layer, Var *x, TrainCtx *ctx)
 {
     if (!layer || !x)
-        return remat_fail_null(REMAT_EINVAL, "layer_forward: %s is NULL", layer ? "input" : "layer");
+        return remat_fail_null(REMAT_EINVAL, "layers_forward: %s is NULL", layer ? "input" : "a layer");
     if (param_stage_enter(layer) != REMAT_OK) return NULL;
     tape_set_scope(layer->name);
     Var *y = layer->forward(layer, x, ctx);
@@ -18,10 +19,10 @@ Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx)
     return y;
 }
 
-Var *layers_forward(Layer **layers, int n, Var *x, TrainCtx *ctx)
+Var *layers_forward(Layer *const *layers, int n, Var *x, TrainCtx *ctx)
 {
-    Var *h = var_retain(x);
-    for (int i = 0; i < n && h; i++) h = then_free(layer_forward(layers[i], h, ctx), h);
+    Var *h = n > 0 ? run_layer(layers[0], x, ctx) : var_retain(x); /* x itself stays the caller's */
+    for (int i = 1; i < n && h; i++) h = then_free(run_layer(layers[i], h, ctx), h);
     return h;
 }
 

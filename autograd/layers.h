@@ -1,8 +1,8 @@
 /*
  * layers.h — layers: a named group of parameters with a forward built from ops.
  *
- * Every layer is called the same way, Var *layer_forward(Layer *, Var *x, TrainCtx *), so
- * a model is a sequence of layers and a checkpoint strategy can wrap any contiguous run
+ * Every layer is called the same way, layer->forward(layer, x, ctx) through layers_forward,
+ * so a model is a sequence of layers and a checkpoint strategy can wrap any contiguous run
  * of them in a region without knowing what they are. A layer owns its parameters (leaf
  * Vars in MEM_PARAM); its nodes are named under the layer's name ("h.3.mlp.fc").
  *
@@ -40,14 +40,11 @@ static inline Var *then_free(Var *out, Var *used)
     return out;
 }
 
-/* Runs the layer on `x` with its nodes named under the layer's name. Returns a new Var
- * (caller owns) or NULL on error; `x` is borrowed. */
-Var *layer_forward(Layer *layer, Var *x, TrainCtx *ctx);
-
-/* Runs layers[0 .. n) one after another on `x` (borrowed), each intermediate freed as soon
- * as the next exists, so only what ops saved stays alive. Returns the last output (caller
- * owns) or NULL on error. */
-Var *layers_forward(Layer **layers, int n, Var *x, TrainCtx *ctx);
+/* Runs layers[0 .. n) one after another on `x` (borrowed), each with its nodes named under
+ * the layer's name, each intermediate freed as soon as the next exists, so only what ops
+ * saved stays alive; one layer is layers_forward(&layer, 1, x, ctx). Returns the last
+ * output (caller owns; n = 0: x itself, retained) or NULL on error. */
+Var *layers_forward(Layer *const *layers, int n, Var *x, TrainCtx *ctx);
 
 /* For a concrete layer's create function: a zero-filled struct of `size` bytes (which
  * starts with its Layer) with kind, name (NULL: `kind`) and forward set. NULL on error. */

@@ -61,25 +61,6 @@ static void chain_free(Chain *c)
     mlp_task_free(c->task);
 }
 
-/* Gives block i of the GPT `heads[i]` heads (new blocks, drawn from their own generator),
- * keeping its embeddings and final LayerNorm, which the parameter list holds first (wte,
- * wpe) and last (ln_f weight and bias). */
-static RematStatus vary_heads(Model *m, const GptShape *s, const int *heads)
-{
-    const Param extra[2] = {m->params[0], m->params[1]};
-    const Param tail[2] = {m->params[m->n_params - 2], m->params[m->n_params - 1]};
-    Pcg32 init;
-    pcg32_seed(&init, 7, 1);
-    for (int i = 0; i < m->n_layers; i++) {
-        Layer *block = gpt_block_create(m->layers[i]->name, i, s->C, heads[i], s->dropout, ATTENTION_NAIVE,
-                                        s->L, &init);
-        if (!block) return remat_last_status();
-        layer_free(m->layers[i]);
-        m->layers[i] = block;
-    }
-    return model_collect_params(m, extra, 2, tail, 2);
-}
-
 /* The MLP chain of N blocks of width W and a batch of B of its task (s NULL), or the GPT of
  * shape `s`, whose blocks get `heads` head counts when given; then AdamW and the chain's
  * profile for `planner` (model.h: model_profile), in how long said in c->profile_seconds. */
@@ -91,7 +72,7 @@ static RematStatus chain_create(Chain *c, const char *name, int N, int W, int B,
     if (s) status = gpt_bench_create(&c->g, s, NULL);
     else if ((c->task = mlp_task_create(W, 2))) status = mlp_bench_create(&c->g, &(MlpShape){N, W, B}, c->task, NULL);
     else status = remat_last_status();
-    if (status == REMAT_OK && heads) status = vary_heads(c->g.model, s, heads);
+    if (status == REMAT_OK && heads) status = gpt_set_heads(c->g.model, heads, 7);
     if (status != REMAT_OK) return status;
     const OptimConfig adamw = optim_adamw_defaults(1e-3f); /* over the parameters as they now are */
     c->g.opt = optim_create(&adamw, c->g.model->params, c->g.model->n_params);

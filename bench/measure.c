@@ -275,8 +275,7 @@ RematStatus census_forward(ModelBench *g, const Variant *v, TrainCtx *ctx, Censu
     const OpHooks hooks = {.name = "census", .observe = observe_output, .ctx = &seen};
     if (variant_apply(v, g->model, ctx) != REMAT_OK || op_hooks_push(&hooks) != REMAT_OK) return remat_last_status();
     const FlopCounts before = flops_snapshot(); /* a census is not a measured step */
-    const Step step = variant_step(v, g->model, NULL);
-    Var *loss = step_forward(&step, g->batch.x, g->batch.y, ctx);
+    Var *loss = model_loss_planned(g->model, v->schedule, g->batch.x, g->batch.y, ctx);
     op_hooks_pop();
     flops_restore(&before);
     RematStatus status = loss ? REMAT_OK : remat_last_status();

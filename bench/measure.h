@@ -192,11 +192,12 @@ typedef struct Census {
     size_t total;   /* the sum over tags */
 } Census;
 
-/* Runs the forward of `v` on g's batch and counts what it leaves alive, by tag (the batch
- * itself is not an op's output and is not counted). How: an op hook holds a reference to
- * every op output while the forward runs; afterwards, the outputs someone else holds too
- * are the ones the forward keeps. Runs no backward; leaves no activation behind.
- * On error returns the status and *out is empty. */
+/* Runs the forward of `v` on g's batch, its model under its schedule (model_loss_planned;
+ * without offload, which would move what the census counts), and counts what it leaves
+ * alive, by tag (the batch itself is not an op's output and is not counted). How: an op
+ * hook holds a reference to every op output while the forward runs; afterwards, the
+ * outputs someone else holds too are the ones the forward keeps. Runs no backward; leaves
+ * no activation behind. On error returns the status and *out is empty. */
 RematStatus census_forward(ModelBench *g, const Variant *v, TrainCtx *ctx, Census *out);
 
 /* Bytes of tensors made by ops whose tag starts with `prefix` ("attn.softmax" exactly, or

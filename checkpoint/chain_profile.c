@@ -5,7 +5,7 @@
  *
  * Owns: the Probe that watches the step. Touches: the ledgers (reads them, resets their
  * peaks between windows), the saved-tensor path's observer (set for the backward and put
- * back), the model's layers only through layer_forward and checkpoint(). The FLOP ledger
+ * back), the model's layers only through layers_forward and checkpoint(). The FLOP ledger
  * and the caller's generator are left as they were.
  */
 #include "checkpoint/cost.h"
@@ -121,7 +121,7 @@ static Var *probe_plain_layer(Probe *p, int k, Var *x, TrainCtx *ctx)
     const int input_refs = x->value->refcount;
     const uint64_t flops = flops_get(PHASE_FORWARD);
     probe_reset_peaks(p);
-    Var *y = layer_forward(p->layers[k], x, ctx);
+    Var *y = layers_forward(&p->layers[k], 1, x, ctx);
     if (!y) return NULL;
     c->flops = flops_get(PHASE_FORWARD) - flops;
     c->fwd_peak = mem_peak(MEM_ACT) - before;
@@ -155,7 +155,7 @@ static Var *probe_replay(Probe *p, int k, Var *x, TrainCtx *ctx)
     if (resid != p->resid)
         return remat_fail_null(REMAT_EINVAL, "planner: the chain does not compose at layer %s: backward holds %zu "
                                "bytes there, %zu expected", p->layers[k]->name, before, known + p->resid);
-    Var *y = layer_forward(p->layers[k], x, ctx);
+    Var *y = layers_forward(&p->layers[k], 1, x, ctx);
     if (!y) return NULL;
     /* Its backward starts once the output is released, without its input's gradient. */
     p->window_base = before + c->kept - c->out_bytes - c->grad_bytes;
@@ -178,7 +178,7 @@ static Var *probe_region_layer(void *fn_ctx, Var *x, TrainCtx *ctx)
     }
     const size_t before = mem_current(MEM_ACT);
     probe_reset_peaks(p);
-    Var *y = layer_forward(p->layers[pl->k], x, ctx);
+    Var *y = layers_forward(&p->layers[pl->k], 1, x, ctx);
     if (y && p->pass == PASS_REGIONS) p->cost->layers[pl->k].nograd_peak = mem_peak(MEM_ACT) - before;
     return y;
 }

@@ -221,7 +221,7 @@ static RematStatus replay_layer(DtrRun *r, int u, bool all)
                                                        .rng = r->opts.replay.preserve_rng ? &l->rng : NULL});
     r->layer = u, r->op = 0, r->replay = true, r->all = all;
     Var *input = status == REMAT_OK ? replay_input(x, NULL, false, "dtr.input") : NULL;
-    Var *y = input ? layer_forward(l->layer, input, r->ctx) : NULL;
+    Var *y = input ? layers_forward(&l->layer, 1, input, r->ctx) : NULL;
     if (status == REMAT_OK && !y) status = remat_last_status();
     for (int id = l->first; y && id < r->pool->n_entries; id++) /* its output: the next layer's input */
         if (r->tensors[id].layer == u && r->tensors[id].op < 0) take(r, id, y->value);
@@ -246,7 +246,7 @@ static Var *run_layer(DtrRun *r, int u, Layer *layer, Var *x)
     r->layer = u, r->op = 0, r->start = (double)flops_total();
     RematStatus status = saved_hooks_push(&r->saved);
     if (status == REMAT_OK && (status = op_hooks_push(&r->ops)) != REMAT_OK) saved_hooks_pop();
-    Var *y = status == REMAT_OK ? layer_forward(layer, x, r->ctx) : NULL;
+    Var *y = status == REMAT_OK ? layers_forward(&layer, 1, x, r->ctx) : NULL;
     if (status == REMAT_OK) op_hooks_pop(), saved_hooks_pop();
     l->flops = (double)flops_total() - r->start;
     for (id = l->first; id < r->pool->n_entries; id++)

@@ -154,7 +154,7 @@ Var *ops_record_layer(Layer *layer, OpsLayer *l, Var *x, TrainCtx *ctx)
     Recorder r = {.layer = l, .flops_mark = flops_get(PHASE_FORWARD)};
     const OpHooks hooks = {.name = "planner ops", .observe = record_output, .recorded = record_op, .ctx = &r};
     const bool pushed = op_hooks_push(&hooks) == REMAT_OK;
-    Var *y = pushed ? layer_forward(layer, x, ctx) : NULL;
+    Var *y = pushed ? layers_forward(&layer, 1, x, ctx) : NULL;
     if (pushed) op_hooks_pop();
     for (int i = 0; i < l->n_ops; i++)
         for (int j = 0; j < l->ops[i].n_out; j++) tensor_free(r.outs[i][j]);

@@ -191,7 +191,7 @@ static RematStatus reverse_layer(Layer *layer, Tensor *x, const Tensor *dy, Tens
     RematStatus status = replay_enter(&scope, &(ReplayOptions){.record = true, .ctx = ctx});
     if (status != REMAT_OK) return status;
     Var *leaf = replay_input(x, dx_into, want_dx, "revolve.input");
-    Var *y = leaf ? layer_forward(layer, leaf, ctx) : NULL;
+    Var *y = leaf ? layers_forward(&layer, 1, leaf, ctx) : NULL;
     status = y ? replay_backward(&scope, y, dy) : remat_last_status();
     replay_leave(&scope);
     if (status == REMAT_OK && want_dx) {
@@ -302,7 +302,7 @@ static RematStatus move_state(Run *run, const RevolveAction *a, Var **cur)
     if (a->kind == REVOLVE_STORE) return store(run, a->slot, a->position, *cur);
     if (a->kind == REVOLVE_RESTORE) return restore(run, a->slot, a->release, cur);
     for (int j = a->position; j < a->position + a->steps; j++) {
-        Var *next = layer_forward(run->layers[j], *cur, run->ctx);
+        Var *next = layers_forward(&run->layers[j], 1, *cur, run->ctx);
         if (!next) return remat_last_status();
         var_free(*cur);
         *cur = next;
@@ -385,7 +385,7 @@ Var *revolve_forward(Layer **layers, int l, int slots, Var *x, TrainCtx *ctx)
         status = move_state(run, &sch->actions[i], &last);
     if (status == REMAT_OK) {
         if (ctx) run->rng_last = ctx->rng;
-        y = layer_forward(layers[l - 1], last, ctx);
+        y = layers_forward(&layers[l - 1], 1, last, ctx);
     }
     grad_set_enabled(true);
     /* The chain's one node saves x_{l−1}, where the reversal starts. */

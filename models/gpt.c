@@ -173,8 +173,14 @@ static bool add_weight_bias(GptBlock *b, WeightBias *wb, const char *suffix, int
     return wb->bias != NULL;
 }
 
-Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout, AttentionKind attention,
-                        int n_layers, Pcg32 *init)
+/* The block `name` of gpt_block_forward, of width C with H heads, at place `index` (0 for
+ * h.0) in a chain of n_layers (a fused attention core fails a forward that drops out with
+ * the stream generator). Parameters are named, laid out and initialised as Hugging Face
+ * GPT-2's (gpt.h), drawn from `init`; weight decay on the four 2-D weights only. NULL on
+ * error: C, H or n_layers not positive, C not a multiple of H, dropout outside [0, 1), or
+ * the memory budget. */
+static Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout, AttentionKind attention,
+                               int n_layers, Pcg32 *init)
 {
     if (C <= 0 || H <= 0 || C % H != 0 || n_layers <= 0 || index < 0 || !init)
         return remat_fail_null(REMAT_EINVAL, "gpt_block_create: need C > 0 a multiple of H > 0, n_layers > 0, "
@@ -197,6 +203,15 @@ Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout
     if (ok) return &b->base;
     layer_free(&b->base);
     return NULL;
+}
+
+/* model->params in file order: wte, wpe, the blocks', ln_f; weight decay on the 2-D tables
+ * (as GPT-2 training does), not on ln_f. */
+static RematStatus collect_params(Gpt *g)
+{
+    const Param embeddings[2] = {{g->wte, true}, {g->wpe, true}};
+    const Param final_norm[2] = {{g->ln_f.weight, false}, {g->ln_f.bias, false}};
+    return model_collect_params(&g->base, embeddings, 2, final_norm, 2);
 }
 
 static void gpt_free_extra(Model *model)
@@ -249,13 +264,7 @@ Model *gpt_create(const GptConfig *config)
     }
     g->ln_f.weight = param_create("ln_f.weight", 1, (int[]){C}, 0.0f, 1.0f, &init);
     g->ln_f.bias = param_create("ln_f.bias", 1, (int[]){C}, 0.0f, 0.0f, &init);
-    if (!g->ln_f.weight || !g->ln_f.bias) goto failed;
-
-    /* Weight decay on the 2-D tables (as GPT-2 training does), not on ln_f. */
-    const Param embeddings[2] = {{g->wte, true}, {g->wpe, true}};
-    const Param final_norm[2] = {{g->ln_f.weight, false}, {g->ln_f.bias, false}};
-    if (model_collect_params(m, embeddings, 2, final_norm, 2) != REMAT_OK) goto failed;
-    return m;
+    if (g->ln_f.weight && g->ln_f.bias && collect_params(g) == REMAT_OK) return m;
 
 failed:
     model_free(m);
@@ -283,6 +292,22 @@ RematStatus gpt_set_attention(Model *model, AttentionKind attention)
     for (int i = 0; i < model->n_layers; i++) ((GptBlock *)model->layers[i])->attention = attention;
     ((Gpt *)model)->config.attention = attention;
     return REMAT_OK;
+}
+
+RematStatus gpt_set_heads(Model *model, const int *heads, uint64_t seed)
+{
+    const GptConfig *c = gpt_config(model);
+    if (!c) return remat_fail(REMAT_EINVAL, "gpt_set_heads: the model is not a GPT");
+    Pcg32 init;
+    pcg32_seed(&init, seed, 1);
+    for (int i = 0; i < model->n_layers; i++) {
+        Layer *block = gpt_block_create(model->layers[i]->name, i, c->d_model, heads[i], c->dropout, c->attention,
+                                        c->n_layers, &init);
+        if (!block) return remat_last_status();
+        layer_free(model->layers[i]);
+        model->layers[i] = block;
+    }
+    return collect_params((Gpt *)model);
 }
 
 static const char *const ATTENTION_KINDS[] = {"naive", "fused"};

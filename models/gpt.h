@@ -7,7 +7,7 @@
  *         ──cross-entropy with targets (B,T)──▶ loss                      (head stage)
  *
  * It is a Model (model.h), so checkpoint strategies work on its chain of blocks exactly as
- * on the MLP's layers. Blocks are pre-LayerNorm GPT-2 blocks (gpt_block_create below);
+ * on the MLP's layers. Blocks are pre-LayerNorm GPT-2 blocks (gpt_block_create in gpt.c);
  * parameter names and layouts are Hugging Face GPT-2's, in its order:
  * wte.weight (V,C), wpe.weight (seq_len,C), h.0.ln_1.weight, ..., h.{L−1}.mlp.c_proj.bias,
  * ln_f.weight, ln_f.bias. There is no separate lm_head.weight: the head reuses wte, so
@@ -85,6 +85,13 @@ const GptConfig *gpt_config(const Model *model);
  * REMAT_EINVAL if `model` is not a GPT. */
 RematStatus gpt_set_attention(Model *model, AttentionKind attention);
 
+/* Gives block i of a GPT heads[i] heads (n_layers counts, each ≥ 1 and dividing d_model):
+ * new blocks, drawn from PCG32 seeded with `seed`, replace the old ones, and model->params
+ * lists the new blocks' parameters; the embeddings and ln_f stay. The config keeps its
+ * n_heads, no longer every block's. REMAT_EINVAL if `model` is not a GPT; on another
+ * error (a bad head count, the budget) the blocks before the failing one are already new. */
+RematStatus gpt_set_heads(Model *model, const int *heads, uint64_t seed);
+
 /* Generates n_new tokens after `prompt` (n_prompt ≥ 1 tokens, each in [0, V)) and writes
  * them to out[0..n_new). Each step runs the model on the last min(length, seq_len) tokens
  * (a full recomputation, no cache) with grad mode off and dropout off, and picks the next
@@ -96,26 +103,5 @@ RematStatus gpt_set_attention(Model *model, AttentionKind attention);
  * contents of `out` are unspecified. */
 RematStatus gpt_generate(Model *model, const int32_t *prompt, int n_prompt, int n_new,
                          float temperature, Pcg32 *rng, int32_t *out);
-
-/* A pre-LayerNorm GPT-2 block on x (B,T,C), with H heads of D = C/H:
- *   x = x + resid_dropout(attn.c_proj(attention(ln_1(x))))
- *   x = x + dropout(mlp.c_proj(gelu(mlp.c_fc(ln_2(x)))))
- * Attention is causal, built from tagged primitive ops (the tags are listed in
- * gpt.c), with dropout on the attention weights too; all three dropouts use `p`
- * = `dropout` and the TrainCtx's generator when it is training (a NULL ctx: inference).
- * `index` is the block's place in the chain (0 for h.0): its dropouts are op instances
- * GPT_DROPOUT_SITE(index, site) for the counter-based generator. With `attention`
- * ATTENTION_FUSED, attn.scores, attn.softmax, attn.dropout and attn.out are one op tagged
- * attn.fused, whose dropout (when training with dropout > 0) must be counter-based: a
- * forward with the stream fails, saying so.
- * Parameters are named and laid out as Hugging Face GPT-2's ("h.3.attn.c_attn.weight",
- * weights stored [in, out]) and initialised as GPT-2: weights N(0, 0.02²), the two
- * c_proj weights N(0, (0.02/sqrt(2·n_layers))²) so the residual stream's variance does
- * not grow with depth, biases 0, LayerNorm weights 1. Weight decay applies to the four
- * 2-D weights only. LayerNorm eps is 1e-5. Draws the initial values from `init`.
- * NULL on error: C, H or n_layers not positive, C not a multiple of H, dropout outside
- * [0, 1), or the memory budget. */
-Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout, AttentionKind attention,
-                        int n_layers, Pcg32 *init);
 
 #endif /* REMAT_GPT_H */

@@ -10,7 +10,10 @@
 
 #include "tensor/kernels.h"
 
-Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx)
+/* The step's forward: the model under the schedule (model_loss_planned), the plugs'
+ * forward_begin and forward_end around it. The loss, a new Var the caller owns, with the
+ * tape holding what backward needs; NULL on error. */
+static Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx)
 {
     int begun = 0;
     RematStatus status = REMAT_OK;

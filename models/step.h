@@ -110,12 +110,6 @@ typedef struct StepResult {
     size_t act_stored; /* MEM_ACT held between the forward and the backward */
 } StepResult;
 
-/* The step's forward alone, the plugs' forward_begin and forward_end around it: the loss,
- * a new Var the caller owns, with the tape holding what backward would need; NULL on
- * error. For a census of what a forward keeps (bench/measure.h); a training step is
- * step_run. */
-Var *step_forward(const Step *step, Var *input, Var *targets, TrainCtx *ctx);
-
 /* Data parallelism for `model` over `g` at ZeRO `stage` (parallel/zero.h), with its parameter
  * groups for stage 3: each layer's, and the embedding and head's (every parameter in no
  * layer, used under the model's name: model_loss_planned). The caller owns the result

@@ -176,13 +176,13 @@ typedef struct Pair {
     Layer **layers; /* two layers, each its own inner region */
 } Pair;
 
-static Var *one_layer(void *fn_ctx, Var *x, TrainCtx *ctx) { return layer_forward(fn_ctx, x, ctx); }
+static Var *one_layer(void *fn_ctx, Var *x, TrainCtx *ctx) { return layers_forward((Layer *[]){fn_ctx}, 1, x, ctx); }
 
 static Var *two_layers(void *fn_ctx, Var *x, TrainCtx *ctx)
 {
     Pair *p = fn_ctx;
-    Var *h = layer_forward(p->layers[0], x, ctx);
-    Var *y = h ? layer_forward(p->layers[1], h, ctx) : NULL;
+    Var *h = layers_forward(&p->layers[0], 1, x, ctx);
+    Var *y = h ? layers_forward(&p->layers[1], 1, h, ctx) : NULL;
     var_free(h);
     return y;
 }

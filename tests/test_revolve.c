@@ -475,7 +475,7 @@ static void test_grad_off_runs_the_layers_plainly(void **state)
     const bool was = grad_set_enabled(false);
     Var *plain = var_retain(f.x);
     for (int i = 0; i < f.m->n_layers; i++) {
-        Var *next = layer_forward(f.m->layers[i], plain, &f.ctx);
+        Var *next = layers_forward(&f.m->layers[i], 1, plain, &f.ctx);
         var_free(plain);
         plain = next;
     }
