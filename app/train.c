@@ -625,7 +625,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
     const size_t share = platform_available_memory() / (size_t)run.world.size / 8 * 7;
     const size_t caller_ceiling = mem_set_ceiling(0); /* given back at the end */
     mem_set_ceiling(caller_ceiling && (!share || caller_ceiling < share) ? caller_ceiling : share);
-    report->resident = mem_resident_watch_start(); /* before the model is built */
+    report->resident = platform_resident_watch_start(); /* before the model is built */
     RematStatus status = run_start(&run, out);
     const int first = run.state.step;
     const int to_run = opt->steps > first ? opt->steps - first : 0;
@@ -641,7 +641,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         mem_reset_peaks();
         if (run.zero) comm_reset();
         if (status == REMAT_OK) status = run_steps(&run, to_run, report, times, out);
-        mem_resident_watch_stop(&report->resident);
+        platform_resident_watch_stop(&report->resident);
         report->ledger_peak = mem_peak_resident();
         for (int k = 0; k < MEM_KIND_COUNT; k++) report->peaks[k] = mem_peak((MemKind)k);
         status = run_finish(&run, status, report, times, out);

@@ -12,8 +12,8 @@
  * default glibc maps every block over 128 KiB on its own and unmaps it on free, so each
  * step page-faults all its activations in again (measured: the GPT step of bench_step took
  * twice as long). The ledger's figures are unaffected: it counts what tensors hold, not
- * what the heap keeps. mem_resident_watch_start hands the kept pages back (malloc_trim),
- * so that its baseline holds no freed block.
+ * what the heap keeps. platform_resident_watch_start (base/platform.h) hands the kept
+ * pages back (malloc_trim), so that its baseline holds no freed block.
  */
 #include "tensor/memory.h"
 
@@ -100,26 +100,6 @@ static RematStatus check_budget(MemKind kind, size_t bytes)
 }
 
 /* ---- allocation ------------------------------------------------------------------- */
-
-ResidentWatch mem_resident_watch_start(void)
-{
-    malloc_trim(0); /* the freed blocks' pages back to the kernel: a baseline with none kept */
-    Resident now;
-    ResidentWatch w = {.known = platform_resident(&now) == REMAT_OK};
-    if (!w.known) return w;
-    w.baseline = now.current;
-    w.peak_of_work = platform_resident_restart_peak() == REMAT_OK;
-    if (!w.peak_of_work) remat_clear_error(); /* the whole process's peak will do */
-    return w;
-}
-
-void mem_resident_watch_stop(ResidentWatch *w)
-{
-    Resident now;
-    w->known = w->known && platform_resident(&now) == REMAT_OK;
-    w->peak = w->known ? now.peak : 0;
-    w->heap_kept = mallinfo2().fordblks; /* free bytes in glibc's heap */
-}
 
 void *mem_alloc(MemKind kind, size_t bytes)
 {
