@@ -504,7 +504,8 @@ static RematStatus run_start(Run *run, FILE *out)
         (opt->resume && open_resumed(run) != REMAT_OK) || check_memory(opt, &run->world) != REMAT_OK ||
         (opt->threads && platform_set_threads(opt->threads) != REMAT_OK) || platform_check_address_space() != REMAT_OK)
         return remat_last_status();
-    if (platform_check() != REMAT_OK) fprintf(out, "  warning: %s\n", remat_last_error());
+    const char *blas_warning = platform_info().blas_warning;
+    if (blas_warning) fprintf(out, "  warning: %s\n", blas_warning);
     /* A budget holds from the first byte, the model's own included; a planner's only once
      * it has profiled the chain it plans for. */
     const size_t budget = opt->step.memory_budget;

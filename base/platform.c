@@ -24,9 +24,17 @@ static const NameTable BLAS_THREADING_NAMES = {BLAS_THREADING, 3};
 
 PlatformInfo platform_info(void)
 {
+    const int parallel = openblas_get_parallel();
     PlatformInfo info = {.blas_config = openblas_get_config(), .blas_core = openblas_get_corename(),
-                         .blas_threading = name_of(&BLAS_THREADING_NAMES, openblas_get_parallel()),
+                         .blas_threading = name_of(&BLAS_THREADING_NAMES, parallel),
                          .threads = omp_get_max_threads(), .cores = omp_get_num_procs(), .omp_wait = "default"};
+    static char warning[256];
+    if (parallel != 2) {
+        snprintf(warning, sizeof warning, "the loaded OpenBLAS is the %s build; remat needs the OpenMP build (install "
+                 "libopenblas-openmp-dev, or select it with update-alternatives --config "
+                 "libopenblas.so.0-x86_64-linux-gnu)", info.blas_threading);
+        info.blas_warning = warning;
+    }
     /* The variables libgomp reads, at start-up, for how its idle threads wait: "NAME=value"
      * of the first one set (OMP_WAIT_POLICY wins, as in libgomp). */
     static char setting[64];
@@ -40,15 +48,6 @@ PlatformInfo platform_info(void)
         }
     }
     return info;
-}
-
-RematStatus platform_check(void)
-{
-    const int parallel = openblas_get_parallel();
-    if (parallel == 2) return REMAT_OK;
-    return remat_fail(REMAT_ESTATE, "the loaded OpenBLAS is the %s build; remat needs the OpenMP build (install "
-                      "libopenblas-openmp-dev, or select it with update-alternatives --config "
-                      "libopenblas.so.0-x86_64-linux-gnu)", name_of(&BLAS_THREADING_NAMES, parallel));
 }
 
 int platform_max_threads(void)

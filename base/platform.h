@@ -5,7 +5,8 @@
  * remat wants the OpenMP build of OpenBLAS, so that BLAS and remat's own OpenMP loops
  * share one thread pool. A pthread build beside OpenMP loops leaves two pools of spinning
  * threads fighting for the same cores (on a 2-core machine, 2 threads then run about 2x
- * slower than 1). platform_check reports which build is loaded.
+ * slower than 1). platform_info says which build is loaded, with a warning when it is not
+ * the OpenMP one.
  */
 #ifndef REMAT_PLATFORM_H
 #define REMAT_PLATFORM_H
@@ -19,6 +20,8 @@ typedef struct PlatformInfo {
     const char *blas_config;   /* openblas_get_config(), e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." */
     const char *blas_core;     /* openblas_get_corename(), e.g. "Cooperlake" */
     const char *blas_threading;/* "openmp", "pthreads" or "sequential" */
+    const char *blas_warning;  /* NULL for the OpenMP build; otherwise which build was found
+                                  and how to install the right one */
     int threads;               /* threads remat's loops and BLAS will use */
     int cores;                 /* processors available to this process */
     const char *omp_wait;      /* how a waiting OpenMP thread waits, as the environment says
@@ -28,12 +31,9 @@ typedef struct PlatformInfo {
                                   times, then sleep) */
 } PlatformInfo;
 
-/* What is loaded and how many threads are in use. The strings are owned by OpenBLAS. */
+/* What is loaded and how many threads are in use. The strings are owned by OpenBLAS, or
+ * by platform.c (the warning and omp_wait: valid until the next call). */
 PlatformInfo platform_info(void);
-
-/* REMAT_OK if the loaded OpenBLAS is the OpenMP build; otherwise REMAT_ESTATE with a
- * message saying which build was found and how to install the right one. */
-RematStatus platform_check(void);
 
 /* The most threads platform_set_threads takes: 4 per core. */
 int platform_max_threads(void);
