@@ -643,7 +643,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         if (run.zero) comm_reset();
         if (status == REMAT_OK) status = run_steps(&run, to_run, report, times, out);
         platform_resident_watch_stop(&report->resident);
-        report->ledger_peak = mem_peak_resident();
+        report->ledger_peak = mem_peak_moment().resident;
         for (int k = 0; k < MEM_KIND_COUNT; k++) report->peaks[k] = mem_peak((MemKind)k);
         status = run_finish(&run, status, report, times, out);
     }

@@ -75,7 +75,7 @@ static RematStatus run_job(const JobModel *m, const Strategy *s, OptimKind optim
     for (int k = 0; k < MEM_KIND_COUNT; k++) r->current[k] = mem_current((MemKind)k);
     r->peak_act = mem_peak(MEM_ACT);
     r->peak_work = mem_peak(MEM_WORK);
-    r->peak_resident = mem_peak_resident();
+    r->peak_resident = mem_peak_moment().resident;
     platform_resident_watch_stop(&r->process);
     schedule_free(schedule);
     model_bench_free(&g);

@@ -165,7 +165,7 @@ RematStatus step_measure(ModelBench *g, const Variant *v, TrainCtx *ctx, StepSta
     if (v->offload) stats->io = offload_stats_since(v->offload, &io_before);
     stats->act_stored = result.act_stored;
     for (int k = 0; k < MEM_KIND_COUNT; k++) stats->peak[k] = mem_peak((MemKind)k);
-    stats->peak_resident = mem_peak_resident();
+    stats->peak_resident = mem_peak_moment().resident;
     const FlopCounts flops = flops_snapshot();
     for (int p = 0; p < PHASE_COUNT; p++) {
         stats->flops[p] = flops.phase[p];

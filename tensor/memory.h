@@ -69,12 +69,13 @@ RematStatus mem_account(MemKind kind, int64_t delta);
 size_t mem_current(MemKind kind);   /* bytes of `kind` now */
 size_t mem_peak(MemKind kind);      /* the most bytes of `kind` at any moment since the last reset */
 size_t mem_resident(void);          /* bytes of all kinds but MEM_DISK now */
-size_t mem_peak_resident(void);     /* the most resident bytes at any moment since the last reset */
 size_t mem_live_blocks(void);       /* blocks allocated and not yet freed */
 
-/* The moment the resident peak was set: every kind's bytes then, and the FLOP ledger's
- * phase. Copied when the peak rises, so it costs nothing per byte. */
+/* The moment the resident peak was set since the last reset: the resident bytes then (the
+ * peak itself), every kind's bytes then, and the FLOP ledger's phase. Copied when the peak
+ * rises, so it costs nothing per byte. */
 typedef struct MemPeakMoment {
+    size_t resident; /* the most bytes of all kinds but MEM_DISK at any moment */
     size_t current[MEM_KIND_COUNT];
     Phase phase;
 } MemPeakMoment;

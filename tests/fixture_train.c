@@ -134,7 +134,7 @@ RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out)
         if (way->memory_budget) mem_set_budget(way->memory_budget);
         status = step_run(&step, &(MicroBatch){x, y}, 1, &ctx, i == 0 ? &first : NULL, &result);
         if (way->memory_budget) mem_set_budget(0);
-        if (way->step_peaks && mem_peak_resident() > out->peak) out->peak = mem_peak_resident();
+        if (way->step_peaks && mem_peak_moment().resident > out->peak) out->peak = mem_peak_moment().resident;
         if (way->step_peaks && mem_peak(MEM_ACT) > out->peak_act) out->peak_act = mem_peak(MEM_ACT);
         out->losses[i] = result.loss;
         var_free(x);
