@@ -57,8 +57,8 @@ static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input
     const TrainOptions *o = run->opt;
     if (o->model == MODEL_MLP) return mlp_task_batch(run->task, rng, o->batch, input, targets);
     *input = *targets = NULL;
-    Tensor *in = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq});
-    Tensor *tg = in ? tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq}) : NULL;
+    Tensor *in = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq});
+    Tensor *tg = in ? tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq}) : NULL;
     RematStatus status = tg ? text_data_batch(run->text, split, rng, o->batch, o->seq, in->i32, tg->i32)
                             : remat_last_status();
     if (status != REMAT_OK) {

@@ -148,7 +148,8 @@ static RematStatus attention_fused_backward(Node *node, const Tensor *dout, Tens
         if (!grads[i]) status = remat_last_status(); /* the engine's buffer, or zero-filled scratch */
     }
     const AttnPlan plan = ATTN_PLAN_DEFAULT;
-    if (status == REMAT_OK && !(work = tensor_create(MEM_WORK, 1, (int[]){(int)k_attention_work_floats(T, D, &plan)})))
+    if (status == REMAT_OK &&
+        !(work = tensor_create(MEM_WORK, DTYPE_F32, 1, (int[]){(int)k_attention_work_floats(T, D, &plan)})))
         status = remat_last_status();
     if (status == REMAT_OK)
         k_attention_backward(grads[0]->f32, grads[1]->f32, grads[2]->f32, dout->f32, saved[0]->f32, saved[1]->f32,
@@ -200,7 +201,9 @@ Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const TrainCtx *ctx, ui
     Tensor *out = ops_output(&ATTENTION_FUSED_OP, tag, 0, DTYPE_F32, 4, Q->shape, &cached);
     Tensor *lse = out ? ops_output(&ATTENTION_FUSED_OP, tag, 1, DTYPE_F32, 3, (int[]){B, H, T}, &cached) : NULL;
     const AttnPlan plan = ATTN_PLAN_DEFAULT;
-    Tensor *work = lse && !cached ? tensor_create(MEM_WORK, 1, (int[]){(int)k_attention_work_floats(T, D, &plan)}) : NULL;
+    Tensor *work = lse && !cached
+                       ? tensor_create(MEM_WORK, DTYPE_F32, 1, (int[]){(int)k_attention_work_floats(T, D, &plan)})
+                       : NULL;
     if (!lse || (!cached && !work)) {
         tensor_free(out);
         tensor_free(lse);

@@ -16,7 +16,7 @@
 /* A constant (B,T) Var of random byte tokens. */
 static Var *random_tokens(int B, int T, Pcg32 *rng, const char *name)
 {
-    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
+    Tensor *t = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
     if (!t) return NULL;
     for (size_t i = 0; i < t->numel; i++) t->i32[i] = (int32_t)pcg32_bounded(rng, 256);
     return var_create(t, false, name);

@@ -54,8 +54,8 @@ static Var *mlp_batch(int width, Pcg32 *rng, Var **y)
 static Var *token_batch(Pcg32 *rng, Var **y)
 {
     const int shape[] = {GPT_BATCH, GPT_SEQ};
-    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, shape);
-    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, shape);
+    Tensor *x = tensor_create(MEM_ACT, DTYPE_I32, 2, shape);
+    Tensor *t = tensor_create(MEM_ACT, DTYPE_I32, 2, shape);
     assert_true(x && t);
     for (size_t i = 0; i < x->numel; i++) {
         x->i32[i] = (int32_t)pcg32_bounded(rng, 256);
