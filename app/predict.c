@@ -121,7 +121,7 @@ RematStatus train_write_measured(const char *path, int steps)
 {
     size_t kinds[MEM_KIND_COUNT];
     for (int k = 0; k < MEM_KIND_COUNT; k++) kinds[k] = mem_peak((MemKind)k);
-    return write_results(path, "measured", kinds, mem_peak_resident(),
+    return write_results(path, "measured", kinds, mem_peak_moment().resident,
                          steps ? flops_get(PHASE_RECOMPUTE) / (uint64_t)steps : 0);
 }
 

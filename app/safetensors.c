@@ -413,7 +413,7 @@ Tensor *st_get(const StFile *f, const char *name, MemKind kind)
     if (info->begin == info->end) /* no bytes: its shape has a dimension of 0 */
         return remat_fail_null(REMAT_EINVAL, "st_get: %s: tensor %s has shape %s; a remat Tensor needs every "
                                "dimension > 0", f->path, name, shape_str(buf, sizeof buf, ndim, shape));
-    Tensor *t = tensor_create_typed(kind, info->dtype, ndim, shape);
+    Tensor *t = tensor_create(kind, info->dtype, ndim, shape);
     if (!t) return NULL; /* tensor_create said why */
     const int err = file_pread_all(f->fd, t->data, t->bytes, f->data_start + info->begin);
     if (!err) return t;

@@ -57,8 +57,8 @@ static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input
     const TrainOptions *o = run->opt;
     if (o->model == MODEL_MLP) return mlp_task_batch(run->task, rng, o->batch, input, targets);
     *input = *targets = NULL;
-    Tensor *in = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq});
-    Tensor *tg = in ? tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq}) : NULL;
+    Tensor *in = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq});
+    Tensor *tg = in ? tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq}) : NULL;
     RematStatus status = tg ? text_data_batch(run->text, split, rng, o->batch, o->seq, in->i32, tg->i32)
                             : remat_last_status();
     if (status != REMAT_OK) {
@@ -508,7 +508,8 @@ static RematStatus run_start(Run *run, FILE *out)
         (opt->resume && open_resumed(run) != REMAT_OK) || check_memory(opt, &run->world) != REMAT_OK ||
         (opt->threads && platform_set_threads(opt->threads) != REMAT_OK) || platform_check_address_space() != REMAT_OK)
         return remat_last_status();
-    if (platform_check() != REMAT_OK) fprintf(out, "  warning: %s\n", remat_last_error());
+    const char *blas_warning = platform_info().blas_warning;
+    if (blas_warning) fprintf(out, "  warning: %s\n", blas_warning);
     /* A budget holds from the first byte, the model's own included; a planner's only once
      * it has profiled the chain it plans for. */
     const size_t budget = opt->step.memory_budget;
@@ -629,7 +630,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
     const size_t share = platform_available_memory() / (size_t)run.world.size / 8 * 7;
     const size_t caller_ceiling = mem_set_ceiling(0); /* given back at the end */
     mem_set_ceiling(caller_ceiling && (!share || caller_ceiling < share) ? caller_ceiling : share);
-    report->resident = mem_resident_watch_start(); /* before the model is built */
+    report->resident = platform_resident_watch_start(); /* before the model is built */
     RematStatus status = run_start(&run, out);
     const int first = run.state.step;
     const int to_run = opt->steps > first ? opt->steps - first : 0;
@@ -645,8 +646,8 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
         mem_reset_peaks();
         if (run.zero) comm_reset();
         if (status == REMAT_OK) status = run_steps(&run, to_run, report, times, out);
-        mem_resident_watch_stop(&report->resident);
-        report->ledger_peak = mem_peak_resident();
+        platform_resident_watch_stop(&report->resident);
+        report->ledger_peak = mem_peak_moment().resident;
         for (int k = 0; k < MEM_KIND_COUNT; k++) report->peaks[k] = mem_peak((MemKind)k);
         status = run_finish(&run, status, report, times, out);
     }

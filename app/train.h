@@ -9,6 +9,7 @@
 #ifndef REMAT_TRAIN_H
 #define REMAT_TRAIN_H
 
+#include "base/platform.h"
 #include "models/gpt.h"
 #include "app/step_options.h"
 
@@ -77,7 +78,7 @@ typedef struct TrainReport {
     double median_step_seconds;  /* of the steps run (the upper median for an even count) */
     double fastest_step_seconds, slowest_step_seconds; /* their spread */
     /* The process as the operating system counts it, from before the model was built to
-     * the end of the steps (tensor/memory.h), beside the ledger's resident peak over the
+     * the end of the steps (base/platform.h), beside the ledger's resident peak over the
      * steps. */
     ResidentWatch resident;
     size_t ledger_peak;

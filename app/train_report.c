@@ -140,7 +140,7 @@ void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
         fprintf(out, "    %-12s %12s\n", mem_kind_name((MemKind)k),
                 mem_format_bytes(buf, sizeof buf, mem_peak((MemKind)k)));
     fprintf(out, "    %-12s %12s  (all kinds at the same moment)\n", "resident",
-            mem_format_bytes(buf, sizeof buf, mem_peak_resident()));
+            mem_format_bytes(buf, sizeof buf, mem_peak_moment().resident));
     if (o->step.offload)
         fprintf(out, "    %-12s %12s  (in the spill file: not resident)\n", mem_kind_name(MEM_DISK),
                 mem_format_bytes(buf, sizeof buf, mem_peak(MEM_DISK)));
@@ -211,7 +211,7 @@ static void print_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int 
 RematStatus report_ranks(FILE *out, const DistGroup *world, const Zero *z, int steps)
 {
     const int K = world->size, n = (int)(sizeof(RankFigures) / sizeof(uint64_t));
-    RankFigures mine = {.peak_resident = mem_peak_resident()}, *all = malloc((size_t)K * sizeof *all);
+    RankFigures mine = {.peak_resident = mem_peak_moment().resident}, *all = malloc((size_t)K * sizeof *all);
     if (!all) return remat_fail(REMAT_ENOMEM, "train: no memory for %d ranks' figures", K);
     for (int k = 0; k < MEM_KIND_COUNT; k++) mine.current[k] = mem_current((MemKind)k);
     const CommCounts c = comm_counts();

@@ -240,7 +240,7 @@ Tensor *ops_output(const OpInfo *op, const char *tag, int index, DType dtype, in
         status = remat_fail(REMAT_ESTATE, "%s %s: the cached output %d has shape %s, not the one this replay asks "
                             "for: the replay did not follow the first forward", op->name, tag ? tag : "", index,
                             tensor_shape_str(got, sizeof got, out));
-    if (!out && !(out = tensor_create_typed(MEM_ACT, dtype, ndim, shape))) return NULL;
+    if (!out && !(out = tensor_create(MEM_ACT, dtype, ndim, shape))) return NULL;
     for (int i = op_hooks.depth - 1; i >= 0 && status == REMAT_OK; i--) {
         const OpHooks *h = op_hooks.hooks[i];
         if (h->observe) status = h->observe(h->ctx, op, tag, index, out);

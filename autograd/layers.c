@@ -45,7 +45,7 @@ void layer_free(Layer *layer)
 
 Var *param_create(const char *name, int ndim, const int *shape, float std, float fill, Pcg32 *rng)
 {
-    Tensor *t = tensor_create(MEM_PARAM, ndim, shape);
+    Tensor *t = tensor_create(MEM_PARAM, DTYPE_F32, ndim, shape);
     if (!t) return NULL;
     for (size_t i = 0; i < t->numel; i++) t->f32[i] = std > 0.0f ? std * pcg32_normal(rng) : fill;
     return var_create(t, true, name);

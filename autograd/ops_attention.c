@@ -40,8 +40,8 @@ static RematStatus heads_backward(Node *node, const Tensor *dout, Tensor *const 
     const Tensor *heads = split ? dout : dinputs[0]; /* the (B,H,T,D) side: the sizes */
     const int B = heads->shape[0], H = heads->shape[1], T = heads->shape[2], C = H * heads->shape[3];
     const SplitHeadsAttrs *attrs = ops_attrs(node); /* split only */
-    if (split) k_heads_to_rows(dinputs[0]->f32 + (size_t)attrs->which * C, dout->f32, 3 * C, B, T, C, H, true);
-    else k_rows_to_heads(dinputs[0]->f32, dout->f32, C, B, T, C, H, true);
+    if (split) k_move_heads(TO_ROWS, dinputs[0]->f32 + (size_t)attrs->which * C, dout->f32, 3 * C, B, T, C, H, true);
+    else k_move_heads(TO_HEADS, dinputs[0]->f32, dout->f32, C, B, T, C, H, true);
     return REMAT_OK;
 }
 
@@ -64,7 +64,7 @@ Var *op_split_heads(Var *qkv, QkvPart which, int H, const char *tag)
     bool cached;
     Tensor *out = ops_output(&SPLIT_HEADS_OP, tag, 0, DTYPE_F32, 4, (int[]){B, H, T, C / H}, &cached);
     if (!out) return NULL;
-    if (!cached) k_rows_to_heads(out->f32, X->f32 + (size_t)which * C, 3 * C, B, T, C, H, false);
+    if (!cached) k_move_heads(TO_HEADS, out->f32, X->f32 + (size_t)which * C, 3 * C, B, T, C, H, false);
     const SplitHeadsAttrs attrs = {.which = which};
     return ops_record(&SPLIT_HEADS_OP, tag, &qkv, 1, out, NULL, 0, &attrs, sizeof attrs);
 }
@@ -83,7 +83,7 @@ Var *op_merge_heads(Var *y, const char *tag)
     bool cached;
     Tensor *out = ops_output(&MERGE_HEADS_OP, tag, 0, DTYPE_F32, 3, (int[]){B, T, C}, &cached);
     if (!out) return NULL;
-    if (!cached) k_heads_to_rows(out->f32, Y->f32, C, B, T, C, H, false);
+    if (!cached) k_move_heads(TO_ROWS, out->f32, Y->f32, C, B, T, C, H, false);
     return ops_record(&MERGE_HEADS_OP, tag, &y, 1, out, NULL, 0, NULL, 0);
 }
 
@@ -148,7 +148,8 @@ static RematStatus attention_fused_backward(Node *node, const Tensor *dout, Tens
         if (!grads[i]) status = remat_last_status(); /* the engine's buffer, or zero-filled scratch */
     }
     const AttnPlan plan = ATTN_PLAN_DEFAULT;
-    if (status == REMAT_OK && !(work = tensor_create(MEM_WORK, 1, (int[]){(int)k_attention_work_floats(T, D, &plan)})))
+    if (status == REMAT_OK &&
+        !(work = tensor_create(MEM_WORK, DTYPE_F32, 1, (int[]){(int)k_attention_work_floats(T, D, &plan)})))
         status = remat_last_status();
     if (status == REMAT_OK)
         k_attention_backward(grads[0]->f32, grads[1]->f32, grads[2]->f32, dout->f32, saved[0]->f32, saved[1]->f32,
@@ -200,7 +201,9 @@ Var *op_attention_fused(Var *q, Var *k, Var *v, float p, const TrainCtx *ctx, ui
     Tensor *out = ops_output(&ATTENTION_FUSED_OP, tag, 0, DTYPE_F32, 4, Q->shape, &cached);
     Tensor *lse = out ? ops_output(&ATTENTION_FUSED_OP, tag, 1, DTYPE_F32, 3, (int[]){B, H, T}, &cached) : NULL;
     const AttnPlan plan = ATTN_PLAN_DEFAULT;
-    Tensor *work = lse && !cached ? tensor_create(MEM_WORK, 1, (int[]){(int)k_attention_work_floats(T, D, &plan)}) : NULL;
+    Tensor *work = lse && !cached
+                       ? tensor_create(MEM_WORK, DTYPE_F32, 1, (int[]){(int)k_attention_work_floats(T, D, &plan)})
+                       : NULL;
     if (!lse || (!cached && !work)) {
         tensor_free(out);
         tensor_free(lse);

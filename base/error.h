@@ -6,7 +6,7 @@
  * thread-local buffer, which remat_last_error() returns. A failing function changes
  * nothing the caller owns unless its comment says otherwise.
  *
- *     Tensor *t = tensor_create(MEM_ACT, 2, (int[]){B, C});
+ *     Tensor *t = tensor_create(MEM_ACT, DTYPE_F32, 2, (int[]){B, C});
  *     if (!t) { fprintf(stderr, "remat: %s\n", remat_last_error()); return 1; }
  *
  * This is deliberately not an exception mechanism: callers check and propagate.

@@ -6,6 +6,7 @@
 
 #include <cblas.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdbool.h>
 #include <omp.h>
 #include <stdio.h>
@@ -23,9 +24,17 @@ static const NameTable BLAS_THREADING_NAMES = {BLAS_THREADING, 3};
 
 PlatformInfo platform_info(void)
 {
+    const int parallel = openblas_get_parallel();
     PlatformInfo info = {.blas_config = openblas_get_config(), .blas_core = openblas_get_corename(),
-                         .blas_threading = name_of(&BLAS_THREADING_NAMES, openblas_get_parallel()),
+                         .blas_threading = name_of(&BLAS_THREADING_NAMES, parallel),
                          .threads = omp_get_max_threads(), .cores = omp_get_num_procs(), .omp_wait = "default"};
+    static char warning[256];
+    if (parallel != 2) {
+        snprintf(warning, sizeof warning, "the loaded OpenBLAS is the %s build; remat needs the OpenMP build (install "
+                 "libopenblas-openmp-dev, or select it with update-alternatives --config "
+                 "libopenblas.so.0-x86_64-linux-gnu)", info.blas_threading);
+        info.blas_warning = warning;
+    }
     /* The variables libgomp reads, at start-up, for how its idle threads wait: "NAME=value"
      * of the first one set (OMP_WAIT_POLICY wins, as in libgomp). */
     static char setting[64];
@@ -39,15 +48,6 @@ PlatformInfo platform_info(void)
         }
     }
     return info;
-}
-
-RematStatus platform_check(void)
-{
-    const int parallel = openblas_get_parallel();
-    if (parallel == 2) return REMAT_OK;
-    return remat_fail(REMAT_ESTATE, "the loaded OpenBLAS is the %s build; remat needs the OpenMP build (install "
-                      "libopenblas-openmp-dev, or select it with update-alternatives --config "
-                      "libopenblas.so.0-x86_64-linux-gnu)", name_of(&BLAS_THREADING_NAMES, parallel));
 }
 
 int platform_max_threads(void)
@@ -132,14 +132,21 @@ RematStatus platform_check_address_space(void)
                       threads == 1 ? "" : "s", (double)need / mib);
 }
 
-RematStatus platform_resident(Resident *r)
+/* The process's resident bytes now (VmRSS) and their peak (VmHWM: since the process
+ * began, or since the last restart_peak); REMAT_EIO where the kernel does not give them. */
+typedef struct Resident {
+    size_t current, peak;
+} Resident;
+
+static RematStatus read_resident(Resident *r)
 {
     r->current = read_number("/proc/self/status", "VmRSS:", 1024);
     r->peak = read_number("/proc/self/status", "VmHWM:", 1024);
     return r->current && r->peak ? REMAT_OK : remat_fail(REMAT_EIO, "/proc/self/status gives no VmRSS and VmHWM");
 }
 
-RematStatus platform_resident_restart_peak(void)
+/* Restarts the kernel's peak at the current size; REMAT_EIO if the kernel refuses. */
+static RematStatus restart_peak(void)
 {
     FILE *f = fopen("/proc/self/clear_refs", "w");
     if (!f) return remat_fail(REMAT_EIO, "cannot restart the resident peak: /proc/self/clear_refs: %s",
@@ -148,4 +155,24 @@ RematStatus platform_resident_restart_peak(void)
     const bool closed = fclose(f) == 0;
     return written && closed ? REMAT_OK
                              : remat_fail(REMAT_EIO, "cannot restart the resident peak: the kernel refused");
+}
+
+ResidentWatch platform_resident_watch_start(void)
+{
+    malloc_trim(0); /* the freed blocks' pages back to the kernel: a baseline with none kept */
+    Resident now;
+    ResidentWatch w = {.known = read_resident(&now) == REMAT_OK};
+    if (!w.known) return w;
+    w.baseline = now.current;
+    w.peak_of_work = restart_peak() == REMAT_OK;
+    if (!w.peak_of_work) remat_clear_error(); /* the whole process's peak will do */
+    return w;
+}
+
+void platform_resident_watch_stop(ResidentWatch *w)
+{
+    Resident now;
+    w->known = w->known && read_resident(&now) == REMAT_OK;
+    w->peak = w->known ? now.peak : 0;
+    w->heap_kept = mallinfo2().fordblks; /* free bytes in glibc's heap */
 }

@@ -5,11 +5,13 @@
  * remat wants the OpenMP build of OpenBLAS, so that BLAS and remat's own OpenMP loops
  * share one thread pool. A pthread build beside OpenMP loops leaves two pools of spinning
  * threads fighting for the same cores (on a 2-core machine, 2 threads then run about 2x
- * slower than 1). platform_check reports which build is loaded.
+ * slower than 1). platform_info says which build is loaded, with a warning when it is not
+ * the OpenMP one.
  */
 #ifndef REMAT_PLATFORM_H
 #define REMAT_PLATFORM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/error.h"
@@ -18,6 +20,8 @@ typedef struct PlatformInfo {
     const char *blas_config;   /* openblas_get_config(), e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ..." */
     const char *blas_core;     /* openblas_get_corename(), e.g. "Cooperlake" */
     const char *blas_threading;/* "openmp", "pthreads" or "sequential" */
+    const char *blas_warning;  /* NULL for the OpenMP build; otherwise which build was found
+                                  and how to install the right one */
     int threads;               /* threads remat's loops and BLAS will use */
     int cores;                 /* processors available to this process */
     const char *omp_wait;      /* how a waiting OpenMP thread waits, as the environment says
@@ -27,12 +31,9 @@ typedef struct PlatformInfo {
                                   times, then sleep) */
 } PlatformInfo;
 
-/* What is loaded and how many threads are in use. The strings are owned by OpenBLAS. */
+/* What is loaded and how many threads are in use. The strings are owned by OpenBLAS, or
+ * by platform.c (the warning and omp_wait: valid until the next call). */
 PlatformInfo platform_info(void);
-
-/* REMAT_OK if the loaded OpenBLAS is the OpenMP build; otherwise REMAT_ESTATE with a
- * message saying which build was found and how to install the right one. */
-RematStatus platform_check(void);
 
 /* The most threads platform_set_threads takes: 4 per core. */
 int platform_max_threads(void);
@@ -66,21 +67,30 @@ size_t platform_available_memory(void);
 /* Seconds on a monotonic clock, for timing. */
 double platform_seconds(void);
 
-/* The process's resident memory as the operating system counts it (/proc/self/status):
- * every page of it in RAM — the code and libraries, OpenBLAS's and OpenMP's buffers and
- * thread stacks, the allocator's heap (blocks in use and freed blocks it keeps), and the
- * tensors the ledger counts. */
-typedef struct Resident {
-    size_t current; /* VmRSS, bytes */
-    size_t peak;    /* VmHWM: the most since the process began, or since the last restart */
-} Resident;
+/* The process's resident memory as the operating system counts it (/proc/self/status:
+ * VmRSS, and VmHWM for its peak) over some work: every page of it in RAM — the code and
+ * libraries, OpenBLAS's and OpenMP's buffers and thread stacks, the allocator's heap
+ * (blocks in use and freed blocks it keeps), and the tensors the memory ledger counts.
+ *
+ *     ResidentWatch w = platform_resident_watch_start();   // before the model is built
+ *     ... build, train ...
+ *     platform_resident_watch_stop(&w);   // w.peak against baseline + the ledger's resident peak
+ *
+ * The baseline is what the process holds before the work with no freed blocks kept
+ * (malloc_trim first): code, libraries, OpenMP's and OpenBLAS's buffers as far
+ * as earlier work touched them, the allocator's own. The start restarts the kernel's peak
+ * at the current size (writes 5 to /proc/self/clear_refs, Linux 4.0 on), so that the peak
+ * read at the stop is that of the work. */
+typedef struct ResidentWatch {
+    bool known;        /* false where the kernel does not say (not Linux): the rest is 0 */
+    bool peak_of_work; /* false: the kernel would not restart its peak, and `peak` is the
+                          whole process's */
+    size_t baseline;   /* resident when the watch started */
+    size_t peak;       /* the kernel's peak since then (after platform_resident_watch_stop) */
+    size_t heap_kept;  /* freed blocks the allocator kept at the stop: resident, in no tensor */
+} ResidentWatch;
 
-/* Reads both; REMAT_EIO where the kernel does not give them (not Linux). */
-RematStatus platform_resident(Resident *r);
-
-/* Restarts the kernel's peak at the current size (writes 5 to /proc/self/clear_refs,
- * Linux 4.0 on), so that the next peak read is that of what follows; REMAT_EIO if the
- * kernel refuses, and the peak is then the whole process's. */
-RematStatus platform_resident_restart_peak(void);
+ResidentWatch platform_resident_watch_start(void);
+void platform_resident_watch_stop(ResidentWatch *w);
 
 #endif /* REMAT_PLATFORM_H */

@@ -15,6 +15,7 @@
  */
 #include <stdio.h>
 
+#include "base/platform.h"
 #include "bench/measure.h"
 
 enum { N_KINDS = 4, JOB_STEPS = 2 };
@@ -56,7 +57,7 @@ typedef struct JobResult {
  * status of an error that is not the budget's. */
 static RematStatus run_job(const JobModel *m, const Strategy *s, OptimKind optim, size_t budget, JobResult *r)
 {
-    *r = (JobResult){.process = mem_resident_watch_start()};
+    *r = (JobResult){.process = platform_resident_watch_start()};
     mem_reset_peaks();
     mem_set_budget(budget);
     const OptimConfig c = optim == OPTIM_ADAMW ? optim_adamw_defaults(1e-3f) : optim_sgd_defaults(1e-2f, 0.0f);
@@ -74,8 +75,8 @@ static RematStatus run_job(const JobModel *m, const Strategy *s, OptimKind optim
     for (int k = 0; k < MEM_KIND_COUNT; k++) r->current[k] = mem_current((MemKind)k);
     r->peak_act = mem_peak(MEM_ACT);
     r->peak_work = mem_peak(MEM_WORK);
-    r->peak_resident = mem_peak_resident();
-    mem_resident_watch_stop(&r->process);
+    r->peak_resident = mem_peak_moment().resident;
+    platform_resident_watch_stop(&r->process);
     schedule_free(schedule);
     model_bench_free(&g);
     mem_set_budget(0);

@@ -217,7 +217,7 @@ static RematStatus run_stage(const DistGroup *g, const GptShape *shape, int stag
         *seconds = estimate_median(t, steps);
         const CommCounts c = comm_counts();
         for (int k = 0; k < MEM_KIND_COUNT; k++) row->current[k] = mem_current((MemKind)k);
-        row->peak_resident = mem_peak_resident();
+        row->peak_resident = mem_peak_moment().resident;
         for (int p = 0; p < COMM_PHASE_COUNT; p++) {
             row->sent[p] = comm_sent(&c, (CommPhase)p) / (uint64_t)steps;
             row->received[p] = comm_received(&c, (CommPhase)p) / (uint64_t)steps;

@@ -153,7 +153,7 @@ static void bench_print_header(const BenchInfo *info, const BenchOptions *opt)
     printf("remat %s: %s\n", info->name, info->question);
     printf("  %s mode; OpenBLAS %s build, core %s; %d thread%s; OpenMP waits: %s\n", opt->quick ? "quick" : "full",
            p.blas_threading, p.blas_core, p.threads, p.threads == 1 ? "" : "s", p.omp_wait);
-    if (platform_check() != REMAT_OK) printf("  warning: %s\n", remat_last_error());
+    if (p.blas_warning) printf("  warning: %s\n", p.blas_warning);
     fflush(stdout);
 }
 

@@ -16,7 +16,7 @@
 /* A constant (B,T) Var of random byte tokens. */
 static Var *random_tokens(int B, int T, Pcg32 *rng, const char *name)
 {
-    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
+    Tensor *t = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
     if (!t) return NULL;
     for (size_t i = 0; i < t->numel; i++) t->i32[i] = (int32_t)pcg32_bounded(rng, 256);
     return var_create(t, false, name);
@@ -165,7 +165,7 @@ RematStatus step_measure(ModelBench *g, const Variant *v, TrainCtx *ctx, StepSta
     if (v->offload) stats->io = offload_stats_since(v->offload, &io_before);
     stats->act_stored = result.act_stored;
     for (int k = 0; k < MEM_KIND_COUNT; k++) stats->peak[k] = mem_peak((MemKind)k);
-    stats->peak_resident = mem_peak_resident();
+    stats->peak_resident = mem_peak_moment().resident;
     const FlopCounts flops = flops_snapshot();
     for (int p = 0; p < PHASE_COUNT; p++) {
         stats->flops[p] = flops.phase[p];

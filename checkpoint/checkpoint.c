@@ -145,7 +145,7 @@ static Tensor *cache_lookup(void *ctx, const OpInfo *op, const char *tag, int in
     }
     c->next++;
     if (!e->needed) /* nobody reads it: a placeholder of its shape */
-        return tensor_create_typed(MEM_ACT, e->dtype, e->ndim, e->shape);
+        return tensor_create(MEM_ACT, e->dtype, e->ndim, e->shape);
     Tensor *t = e->tensor; /* hand over the cache's reference: it is not needed again */
     e->tensor = NULL;
     return t;

@@ -89,8 +89,8 @@ static void slot_row_name(char *out, size_t size, const char *name, const OpInfo
  * backward this event reports, before the event's own rows, whose name the caller notes. */
 static bool peak_rose(Explain *ex)
 {
-    if (mem_peak_resident() <= ex->peak_seen) return false;
-    ex->peak_seen = mem_peak_resident();
+    if (mem_peak_moment().resident <= ex->peak_seen) return false;
+    ex->peak_seen = mem_peak_moment().resident;
     ex->peak_at = ex->clock;
     return true;
 }
@@ -182,7 +182,7 @@ Explain *explain_start(void)
     if (!ex) return remat_fail_null(REMAT_ENOMEM, "explain_start: no memory");
     *ex = (Explain){.hooks = {.name = "explain", .recorded = on_recorded, .regenerated = on_regenerated, .ctx = ex},
                     .observer = {.saved = on_saved, .released = on_released, .ctx = ex},
-                    .peak_seen = mem_peak_resident(), .peak_at = -1};
+                    .peak_seen = mem_peak_moment().resident, .peak_at = -1};
     if (op_hooks_push(&ex->hooks) != REMAT_OK) {
         free(ex);
         return NULL;
@@ -285,7 +285,7 @@ static void print_layer(FILE *out, const char *name, int len, size_t bytes, size
 ExplainPeak explain_print_peak(const Explain *ex, FILE *out)
 {
     ExplainPeak p = {0};
-    if (ex->peak_at < 0 || ex->peak_seen != mem_peak_resident()) return p; /* set after the recording */
+    if (ex->peak_at < 0 || ex->peak_seen != mem_peak_moment().resident) return p; /* set after the recording */
     fprintf(out, "  the peak was set just before event %ld (%s); saved tensors kept, recomputed or cached\n"
                  "  by a selective policy for its replay, and live then, by layer:\n", ex->peak_at, ex->peak_name);
     const Row *largest = NULL, *layer = NULL; /* the first row of the layer being summed */

@@ -435,7 +435,7 @@ ChainCost *gpt_chain_model(const GptConfig *config, int batch, const TrainCtx *c
  * off and dropout off (NULL ctx). NULL on error. */
 static Var *window_logits(Model *model, const int32_t *window, int T)
 {
-    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){1, T});
+    Tensor *t = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){1, T});
     if (!t) return NULL;
     memcpy(t->i32, window, (size_t)T * sizeof *window);
     Var *ids = var_create(t, false, "ids");

@@ -116,7 +116,7 @@ struct MlpTask {
 
 static Var *teacher_weight(int width, Pcg32 *rng)
 {
-    Tensor *t = tensor_create(MEM_WORK, 2, (int[]){width, width});
+    Tensor *t = tensor_create(MEM_WORK, DTYPE_F32, 2, (int[]){width, width});
     if (!t) return NULL;
     const float std = sqrtf(2.0f / (float)width);
     for (size_t i = 0; i < t->numel; i++) t->f32[i] = std * pcg32_normal(rng);
@@ -156,7 +156,7 @@ RematStatus mlp_task_batch(MlpTask *task, Pcg32 *rng, int batch, Var **x, Var **
     *x = *y = NULL;
     if (!task || !rng || batch < 1)
         return remat_fail(REMAT_EINVAL, "mlp task: need a task, a generator and a batch >= 1 (got %d)", batch);
-    Tensor *xt = tensor_create(MEM_ACT, 2, (int[]){batch, task->width});
+    Tensor *xt = tensor_create(MEM_ACT, DTYPE_F32, 2, (int[]){batch, task->width});
     if (!xt) return remat_last_status();
     for (size_t i = 0; i < xt->numel; i++) xt->f32[i] = pcg32_normal(rng);
     Var *input = var_create(xt, false, "x");

@@ -98,7 +98,7 @@ static RematStatus stage_backward(void *user, int r, PipeIO *io)
     const Model *m = p->model;
     Var *wte = m->params[0].var; /* the GPT's first parameter (gpt.h): the embedding's and the head's */
     for (int i = 0; i < m->n_params; i++) var_zero_grad(m->params[i].var);
-    if (io->tied && !wte->grad) wte->grad = tensor_create(MEM_GRAD, wte->value->ndim, wte->value->shape);
+    if (io->tied && !wte->grad) wte->grad = tensor_create(MEM_GRAD, DTYPE_F32, wte->value->ndim, wte->value->shape);
     if (io->tied && wte->grad) memcpy(wte->grad->f32, io->tied->f32, io->tied->numel * sizeof(float));
     RematStatus status = io->tied && !wte->grad ? remat_last_status() : REMAT_OK;
     p->ctx->micro_batch = (uint32_t)r; /* a replay's counter-based masks */

@@ -355,7 +355,7 @@ static Tensor *read_record(Offload *off, Record *r)
         if (r->io.error) status = transfer_failed(off, r);
     } else {
         r->prefetched = true; /* read here: a window moving past it must not read it again */
-        t = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
+        t = tensor_create(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
         if (!t) return NULL;
         record_io(off, r, false, t);
         status = transfer(off, r);
@@ -396,7 +396,7 @@ static void prefetch_before(Offload *off, size_t end)
         bytes += r->header.bytes;
         if (r->prefetched) continue;
         const RecordHeader *h = &r->header;
-        r->busy = tensor_create_typed(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
+        r->busy = tensor_create(MEM_ACT, (DType)h->dtype, h->ndim, h->shape);
         if (!r->busy) continue;
         r->prefetched = true;
         record_io(off, r, false, r->busy);

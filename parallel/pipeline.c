@@ -78,7 +78,7 @@ static RematStatus forward(Driver *d, int r)
     const int s = d->g->rank;
     PipeLedger *l = d->ledger;
     PipeIO io = {0};
-    if (s > 0 && !(io.x = receive(d, tensor_create(MEM_ACT, st->ndim, st->shape), NULL, 0, s - 1,
+    if (s > 0 && !(io.x = receive(d, tensor_create(MEM_ACT, DTYPE_F32, st->ndim, st->shape), NULL, 0, s - 1,
                                   TAG(r, TAG_ACTIVATION), &l->received_prev)))
         return remat_last_status();
     if (s > 0) receive(d, NULL, &io.rng, (int)sizeof io.rng, s - 1, TAG(r, TAG_RNG), &l->received_prev);
@@ -96,11 +96,11 @@ static RematStatus backward(Driver *d, int r)
     const int s = d->g->rank, last = d->g->size - 1;
     PipeLedger *l = d->ledger;
     PipeIO io = {0};
-    if (s < last && !(io.dy = receive(d, tensor_create(MEM_ACT, st->ndim, st->shape), NULL, 0, s + 1,
+    if (s < last && !(io.dy = receive(d, tensor_create(MEM_ACT, DTYPE_F32, st->ndim, st->shape), NULL, 0, s + 1,
                                       TAG(r, TAG_GRADIENT), &l->received_next)))
         return remat_last_status();
     if (s == 0 && st->tied_numel &&
-        !(io.tied = receive(d, tensor_create(MEM_GRAD, 1, (int[]){(int)st->tied_numel}), NULL, 0, last,
+        !(io.tied = receive(d, tensor_create(MEM_GRAD, DTYPE_F32, 1, (int[]){(int)st->tied_numel}), NULL, 0, last,
                             TAG(r, TAG_TIED), &l->tied))) {
         tensor_free(io.dy);
         return remat_last_status();

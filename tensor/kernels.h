@@ -240,11 +240,11 @@ void k_embedding_backward(float *dwte, float *dwpe, const float *dout, const int
  * (B,T,3C) with stride 3C, advanced by which·C for q, k or v (which = 0, 1, 2), or a row
  * of the merged output (B,T,C), stride C. `heads` is (B,H,T,D), D = C/H. With `add`, the
  * copy is added onto what is there (a backward) and costs B·T·C FLOPs; without, 0.
- *   k_rows_to_heads: heads[b,h,t,d] = (or +=) rows[b,t, h·D + d]   (split; merge's backward)
- *   k_heads_to_rows: rows[b,t, h·D + d] = (or +=) heads[b,h,t,d]   (merge; split's backward)
+ *   TO_HEADS (dst heads, src rows): heads[b,h,t,d] = (or +=) rows[b,t, h·D + d]   (split; merge's backward)
+ *   TO_ROWS  (dst rows, src heads): rows[b,t, h·D + d] = (or +=) heads[b,h,t,d]   (merge; split's backward)
  * The other channels of rows are left as they were. */
-void k_rows_to_heads(float *heads, const float *rows, int stride, int B, int T, int C, int H, bool add);
-void k_heads_to_rows(float *rows, const float *heads, int stride, int B, int T, int C, int H, bool add);
+typedef enum HeadsWay { TO_HEADS, TO_ROWS } HeadsWay;
+void k_move_heads(HeadsWay way, float *dst, const float *src, int stride, int B, int T, int C, int H, bool add);
 
 /* ---- sampling (kernels_sample.c) -------------------------------------------------- */
 

@@ -7,7 +7,7 @@
  * side by side, each of C = H·D channels: qkv is (B,T,3C). The batched matmuls want each
  * head's (T,D) block contiguous: (B,H,T,D). Splitting is a transposing copy of one of
  * the three parts; merging copies (B,H,T,D) back to (B,T,C). Each is the other's backward,
- * adding (+=) like every backward: two kernels, one per direction, serve all four.
+ * adding (+=) like every backward: one kernel, told the direction, serves all four.
  * Threads take whole tokens (b,t): a token's row of qkv (or of the merged output) is
  * read or written by one thread only, and every element is touched once, so the results
  * do not depend on the thread count.
@@ -22,13 +22,13 @@
 #include "tensor/flops.h"
 
 /* Copies (or, with add, adds) every head row of D floats between the two layouts, towards
- * the heads when to_heads, else towards the rows. Each thread takes whole tokens
+ * the heads (TO_HEADS) or towards the rows (TO_ROWS). Each thread takes whole tokens
  * r = (b, t) = (r / T, r % T); the (b,h,t) row of D floats starts at ((b·H + h)·T + t)·D
  * in a (B,H,T,D) array, and at r·stride + h·D in the (B,T,stride) one. */
-static void move_heads(float *dst, const float *src, int stride, int B, int T, int C, int H, bool add,
-                       bool to_heads)
+void k_move_heads(HeadsWay way, float *dst, const float *src, int stride, int B, int T, int C, int H, bool add)
 {
     const int D = C / H;
+    const bool to_heads = way == TO_HEADS;
 #pragma omp parallel for schedule(static) if ((size_t)B * T * C >= PARALLEL_MIN_STREAM)
     for (int r = 0; r < B * T; r++) {
         for (int h = 0; h < H; h++) {
@@ -42,14 +42,4 @@ static void move_heads(float *dst, const float *src, int stride, int B, int T, i
         }
     }
     if (add) flops_add((uint64_t)B * T * C); /* one add per element; a copy is not a FLOP */
-}
-
-void k_rows_to_heads(float *heads, const float *rows, int stride, int B, int T, int C, int H, bool add)
-{
-    move_heads(heads, rows, stride, B, T, C, H, add, true);
-}
-
-void k_heads_to_rows(float *rows, const float *heads, int stride, int B, int T, int C, int H, bool add)
-{
-    move_heads(rows, heads, stride, B, T, C, H, add, false);
 }

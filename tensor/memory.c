@@ -12,8 +12,8 @@
  * default glibc maps every block over 128 KiB on its own and unmaps it on free, so each
  * step page-faults all its activations in again (measured: the GPT step of bench_step took
  * twice as long). The ledger's figures are unaffected: it counts what tensors hold, not
- * what the heap keeps. mem_resident_watch_start hands the kept pages back (malloc_trim),
- * so that its baseline holds no freed block.
+ * what the heap keeps. platform_resident_watch_start (base/platform.h) hands the kept
+ * pages back (malloc_trim), so that its baseline holds no freed block.
  */
 #include "tensor/memory.h"
 
@@ -41,8 +41,8 @@ _Static_assert(MEM_DISK == MEM_KIND_COUNT - 1, "the resident kinds are the ones 
 
 static size_t current[MEM_KIND_COUNT];
 static size_t peak[MEM_KIND_COUNT];
-static size_t resident, peak_resident;
-static MemPeakMoment peak_moment;
+static size_t resident;
+static MemPeakMoment peak_moment; /* its .resident is the resident peak */
 static size_t live_blocks;
 static size_t budget;
 static size_t ceiling; /* what the machine has for this process: 0 when unknown */
@@ -66,8 +66,8 @@ static void apply(MemKind kind, int64_t delta)
     if (current[kind] > peak[kind]) peak[kind] = current[kind];
     if (kind != MEM_DISK) {
         resident = (size_t)((int64_t)resident + delta);
-        if (resident > peak_resident) {
-            peak_resident = resident;
+        if (resident > peak_moment.resident) {
+            peak_moment.resident = resident;
             memcpy(peak_moment.current, current, sizeof current);
             peak_moment.phase = flops_phase();
         }
@@ -100,26 +100,6 @@ static RematStatus check_budget(MemKind kind, size_t bytes)
 }
 
 /* ---- allocation ------------------------------------------------------------------- */
-
-ResidentWatch mem_resident_watch_start(void)
-{
-    malloc_trim(0); /* the freed blocks' pages back to the kernel: a baseline with none kept */
-    Resident now;
-    ResidentWatch w = {.known = platform_resident(&now) == REMAT_OK};
-    if (!w.known) return w;
-    w.baseline = now.current;
-    w.peak_of_work = platform_resident_restart_peak() == REMAT_OK;
-    if (!w.peak_of_work) remat_clear_error(); /* the whole process's peak will do */
-    return w;
-}
-
-void mem_resident_watch_stop(ResidentWatch *w)
-{
-    Resident now;
-    w->known = w->known && platform_resident(&now) == REMAT_OK;
-    w->peak = w->known ? now.peak : 0;
-    w->heap_kept = mallinfo2().fordblks; /* free bytes in glibc's heap */
-}
 
 void *mem_alloc(MemKind kind, size_t bytes)
 {
@@ -194,14 +174,13 @@ RematStatus mem_account(MemKind kind, int64_t delta)
 size_t mem_current(MemKind kind) { return (unsigned)kind < MEM_KIND_COUNT ? current[kind] : 0; }
 size_t mem_peak(MemKind kind) { return (unsigned)kind < MEM_KIND_COUNT ? peak[kind] : 0; }
 size_t mem_resident(void) { return resident; }
-size_t mem_peak_resident(void) { return peak_resident; }
 size_t mem_live_blocks(void) { return live_blocks; }
 MemPeakMoment mem_peak_moment(void) { return peak_moment; }
 
 void mem_reset_peaks(void)
 {
     memcpy(peak, current, sizeof peak);
-    peak_resident = resident;
+    peak_moment.resident = resident;
     memcpy(peak_moment.current, current, sizeof current);
     peak_moment.phase = flops_phase();
 }

@@ -59,27 +59,6 @@ void *mem_calloc(MemKind kind, size_t bytes);
  * Freeing anything else, or freeing twice, is a bug: it prints what went wrong and aborts. */
 void mem_free(void *block);
 
-/* The process's resident memory (base/platform.h) over some work, beside the ledger:
- *
- *     ResidentWatch w = mem_resident_watch_start();   // before the model is built
- *     ... build, train ...
- *     mem_resident_watch_stop(&w);                    // w.peak against baseline + mem_peak_resident()
- *
- * The baseline is what the process holds before the work with no freed blocks kept
- * (malloc_trim first): code, libraries, OpenMP's and OpenBLAS's buffers as far
- * as earlier work touched them, the allocator's own. */
-typedef struct ResidentWatch {
-    bool known;        /* false where the kernel does not say (not Linux): the rest is 0 */
-    bool peak_of_work; /* false: the kernel would not restart its peak, and `peak` is the
-                          whole process's */
-    size_t baseline;   /* resident when the watch started */
-    size_t peak;       /* the kernel's peak since then (after mem_resident_watch_stop) */
-    size_t heap_kept;  /* freed blocks the allocator kept at the stop: resident, in no tensor */
-} ResidentWatch;
-
-ResidentWatch mem_resident_watch_start(void);
-void mem_resident_watch_stop(ResidentWatch *w);
-
 /* Records `delta` bytes of `kind` that were not allocated with mem_alloc (the offload
  * room uses it for MEM_DISK). A resident kind is checked against the budget like an
  * allocation. On error (a negative balance, or the budget) changes nothing. */
@@ -90,12 +69,13 @@ RematStatus mem_account(MemKind kind, int64_t delta);
 size_t mem_current(MemKind kind);   /* bytes of `kind` now */
 size_t mem_peak(MemKind kind);      /* the most bytes of `kind` at any moment since the last reset */
 size_t mem_resident(void);          /* bytes of all kinds but MEM_DISK now */
-size_t mem_peak_resident(void);     /* the most resident bytes at any moment since the last reset */
 size_t mem_live_blocks(void);       /* blocks allocated and not yet freed */
 
-/* The moment the resident peak was set: every kind's bytes then, and the FLOP ledger's
- * phase. Copied when the peak rises, so it costs nothing per byte. */
+/* The moment the resident peak was set since the last reset: the resident bytes then (the
+ * peak itself), every kind's bytes then, and the FLOP ledger's phase. Copied when the peak
+ * rises, so it costs nothing per byte. */
 typedef struct MemPeakMoment {
+    size_t resident; /* the most bytes of all kinds but MEM_DISK at any moment */
     size_t current[MEM_KIND_COUNT];
     Phase phase;
 } MemPeakMoment;

@@ -25,7 +25,7 @@ size_t dtype_size(DType dtype) { return (unsigned)dtype < DTYPE_COUNT ? DTYPES[d
 
 const char *dtype_name(DType dtype) { return (unsigned)dtype < DTYPE_COUNT ? DTYPES[dtype].name : "unknown"; }
 
-Tensor *tensor_create_typed(MemKind kind, DType dtype, int ndim, const int *shape)
+Tensor *tensor_create(MemKind kind, DType dtype, int ndim, const int *shape)
 {
     if (!shape || ndim < 1 || ndim > TENSOR_MAX_DIMS)
         return remat_fail_null(REMAT_EINVAL, "tensor_create: ndim must be 1..%d with a shape, got %d%s",
@@ -52,16 +52,11 @@ Tensor *tensor_create_typed(MemKind kind, DType dtype, int ndim, const int *shap
     return NULL; /* mem_alloc said why */
 }
 
-Tensor *tensor_create(MemKind kind, int ndim, const int *shape)
-{
-    return tensor_create_typed(kind, DTYPE_F32, ndim, shape);
-}
-
 /* Zeros by k_fill, whose threads share a large fill: gradient buffers are made this way
  * during the backward, and a memset there ran on one thread while the others waited. */
 Tensor *tensor_zeros(MemKind kind, int ndim, const int *shape)
 {
-    Tensor *t = tensor_create_typed(kind, DTYPE_F32, ndim, shape);
+    Tensor *t = tensor_create(kind, DTYPE_F32, ndim, shape);
     if (t) k_fill(t->f32, 0.0f, t->numel);
     return t;
 }
@@ -70,7 +65,7 @@ Tensor *tensor_clone(const Tensor *src, MemKind kind)
 {
     if (!src)
         return remat_fail_null(REMAT_EINVAL, "tensor_clone: source is NULL");
-    Tensor *t = tensor_create_typed(kind, src->dtype, src->ndim, src->shape);
+    Tensor *t = tensor_create(kind, src->dtype, src->ndim, src->shape);
     if (t) memcpy(t->data, src->data, src->bytes);
     return t;
 }

@@ -46,15 +46,12 @@ size_t dtype_size(DType dtype);
  * that is not a DType). */
 const char *dtype_name(DType dtype);
 
-/* Creates a float32 tensor of the given shape whose bytes are charged to `kind`.
+/* Creates a tensor of `dtype` and the given shape whose bytes are charged to `kind`.
  * The contents are uninitialised. Returns NULL on error (a non-positive dimension,
- * ndim outside 1..4, the budget, the host allocator) and changes nothing. */
-Tensor *tensor_create(MemKind kind, int ndim, const int *shape);
+ * ndim outside 1..4, an unknown dtype, the budget, the host allocator) and changes nothing. */
+Tensor *tensor_create(MemKind kind, DType dtype, int ndim, const int *shape);
 
-/* As tensor_create, with the element type chosen by the caller. */
-Tensor *tensor_create_typed(MemKind kind, DType dtype, int ndim, const int *shape);
-
-/* As tensor_create, zero-filled. */
+/* As tensor_create of a float32 tensor, zero-filled. */
 Tensor *tensor_zeros(MemKind kind, int ndim, const int *shape);
 
 /* A new tensor (one reference, caller owns) with the same shape, type and contents as

@@ -54,8 +54,8 @@ static Var *mlp_batch(int width, Pcg32 *rng, Var **y)
 static Var *token_batch(Pcg32 *rng, Var **y)
 {
     const int shape[] = {GPT_BATCH, GPT_SEQ};
-    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, shape);
-    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, shape);
+    Tensor *x = tensor_create(MEM_ACT, DTYPE_I32, 2, shape);
+    Tensor *t = tensor_create(MEM_ACT, DTYPE_I32, 2, shape);
     assert_true(x && t);
     for (size_t i = 0; i < x->numel; i++) {
         x->i32[i] = (int32_t)pcg32_bounded(rng, 256);
@@ -134,7 +134,7 @@ RematStatus fixture_train(const Trainee *t, const Way *way, Outcome *out)
         if (way->memory_budget) mem_set_budget(way->memory_budget);
         status = step_run(&step, &(MicroBatch){x, y}, 1, &ctx, i == 0 ? &first : NULL, &result);
         if (way->memory_budget) mem_set_budget(0);
-        if (way->step_peaks && mem_peak_resident() > out->peak) out->peak = mem_peak_resident();
+        if (way->step_peaks && mem_peak_moment().resident > out->peak) out->peak = mem_peak_moment().resident;
         if (way->step_peaks && mem_peak(MEM_ACT) > out->peak_act) out->peak_act = mem_peak(MEM_ACT);
         out->losses[i] = result.loss;
         var_free(x);

@@ -11,7 +11,7 @@
 
 Var *gradcheck_input(int ndim, const int *shape, bool requires_grad, uint64_t seed, float lo, float hi)
 {
-    Tensor *t = tensor_create(requires_grad ? MEM_PARAM : MEM_ACT, ndim, shape);
+    Tensor *t = tensor_create(requires_grad ? MEM_PARAM : MEM_ACT, DTYPE_F32, ndim, shape);
     if (!t) return NULL;
     Pcg32 rng;
     pcg32_seed(&rng, seed, 7);
@@ -44,7 +44,7 @@ GradcheckResult gradcheck(const char *label, GradcheckFn fn, void *ctx, Var *con
         fprintf(stderr, "gradcheck %s: forward failed: %s\n", label, remat_last_error());
         abort();
     }
-    Tensor *r = tensor_create(MEM_ACT, out->value->ndim, out->value->shape);
+    Tensor *r = tensor_create(MEM_ACT, DTYPE_F32, out->value->ndim, out->value->shape);
     Pcg32 rng;
     pcg32_seed(&rng, 1234, 5);
     for (size_t j = 0; j < r->numel; j++) r->f32[j] = 2.0f * pcg32_float(&rng) - 1.0f;

@@ -63,9 +63,9 @@ static void test_backward_of_a_single_linear_matches_hand_computation(void **sta
     /* x (1,2) = [1 2], W (2,1) = [3; 4], b = [0.5]: y = 1·3 + 2·4 + 0.5 = 11.5;
      * loss = mse(y, 0) = y² = 132.25; dloss/dy = 2y = 23; dW = x^T·23 = [23; 46];
      * db = 23; dx = 23·W^T = [69 92]. */
-    Tensor *xt = tensor_create(MEM_ACT, 2, (int[]){1, 2});
-    Tensor *wt = tensor_create(MEM_PARAM, 2, (int[]){2, 1});
-    Tensor *bt = tensor_create(MEM_PARAM, 1, (int[]){1});
+    Tensor *xt = tensor_create(MEM_ACT, DTYPE_F32, 2, (int[]){1, 2});
+    Tensor *wt = tensor_create(MEM_PARAM, DTYPE_F32, 2, (int[]){2, 1});
+    Tensor *bt = tensor_create(MEM_PARAM, DTYPE_F32, 1, (int[]){1});
     Tensor *tt = tensor_zeros(MEM_ACT, 2, (int[]){1, 1});
     xt->f32[0] = 1, xt->f32[1] = 2, wt->f32[0] = 3, wt->f32[1] = 4, bt->f32[0] = 0.5f;
     Var *x = var_create(xt, true, "x"), *w = var_create(wt, true, "w"), *b = var_create(bt, true, "b");
@@ -386,7 +386,7 @@ static Var *fn_attention_fused(void *ctx, Var *const *in)
 /* An int32 Var (no gradient) of the given shape holding `values`. */
 static Var *int_var(int ndim, const int *shape, const int32_t *values)
 {
-    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, ndim, shape);
+    Tensor *t = tensor_create(MEM_ACT, DTYPE_I32, ndim, shape);
     memcpy(t->i32, values, t->bytes);
     return var_create(t, false, "ids");
 }
@@ -679,7 +679,7 @@ static void test_cross_entropy_of_uniform_logits_is_ln_v(void **state)
 {
     (void)state;
     enum { ROWS = 6, V = 256 };
-    Tensor *t = tensor_create(MEM_PARAM, 2, (int[]){ROWS, V});
+    Tensor *t = tensor_create(MEM_PARAM, DTYPE_F32, 2, (int[]){ROWS, V});
     for (size_t i = 0; i < t->numel; i++) t->f32[i] = 0.125f;
     Var *logits = var_create(t, true, "logits");
     const int32_t targets_values[ROWS] = {0, 1, 255, 17, 17, 128};

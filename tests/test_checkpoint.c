@@ -367,8 +367,8 @@ static GptMeasure measure_gpt(const Dims *d, const Strategy *s)
     Model *m = gpt_create(&(GptConfig){.n_layers = d->L, .d_model = d->C, .n_heads = d->H,
                                        .seq_len = d->T, .vocab = 256, .dropout = 0.1f, .seed = 3});
     Schedule *schedule = schedule_for_strategy(s, m->n_layers);
-    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){d->B, d->T});
-    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){d->B, d->T});
+    Tensor *x = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){d->B, d->T});
+    Tensor *t = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){d->B, d->T});
     for (size_t i = 0; i < x->numel; i++) x->i32[i] = (int32_t)(i * 7 % 256), t->i32[i] = (int32_t)(i * 11 % 256);
     Var *xv = var_create(x, false, NULL), *tv = var_create(t, false, NULL);
     TrainCtx ctx = {.training = true};

@@ -51,7 +51,7 @@ static GptConfig tiny_config(float dropout)
 /* An int32 Var (B,T), no gradient, holding `values`. */
 static Var *ids_var(int B, int T, const int32_t *values)
 {
-    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
+    Tensor *t = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
     assert_non_null(t);
     memcpy(t->i32, values, t->bytes);
     return var_create(t, false, "ids");

@@ -917,13 +917,13 @@ static void check_heads(int B, int T, int C, int H)
     float *dheads = random_floats(n, -1.0f, 1.0f);
     double *heads_ref = to_double(heads, n);
     for (int which = 0; which < 3; which++) {
-        k_rows_to_heads(heads, qkv + which * C, 3 * C, B, T, C, H, false);
+        k_move_heads(TO_HEADS, heads, qkv + which * C, 3 * C, B, T, C, H, false);
         ref_rows_to_heads(heads_ref, qkv + which * C, 3 * C, B, T, C, H, false);
         assert_close("split_heads_forward", heads, heads_ref, n, 0.0); /* a copy: exact */
         /* Backward adds into one part of dqkv and leaves the other two as they were. */
         Grad dqkv = grad_create(3 * n);
-        k_heads_to_rows(dqkv.got + which * C, dheads, 3 * C, B, T, C, H, true);
-        k_heads_to_rows(dqkv.fresh + which * C, dheads, 3 * C, B, T, C, H, true);
+        k_move_heads(TO_ROWS, dqkv.got + which * C, dheads, 3 * C, B, T, C, H, true);
+        k_move_heads(TO_ROWS, dqkv.fresh + which * C, dheads, 3 * C, B, T, C, H, true);
         ref_heads_to_rows(dqkv.want + which * C, dheads, 3 * C, B, T, C, H, true);
         grad_check("split_heads_backward", &dqkv, FLT_EPSILON);
         grad_free(&dqkv);
@@ -931,15 +931,15 @@ static void check_heads(int B, int T, int C, int H)
     /* Merging the heads of q gives back exactly the q part of every row of qkv. */
     float *merged = zero_floats(n);
     double *merged_ref = to_double(merged, n);
-    k_rows_to_heads(heads, qkv, 3 * C, B, T, C, H, false);
-    k_heads_to_rows(merged, heads, C, B, T, C, H, false);
+    k_move_heads(TO_HEADS, heads, qkv, 3 * C, B, T, C, H, false);
+    k_move_heads(TO_ROWS, merged, heads, C, B, T, C, H, false);
     ref_heads_to_rows(merged_ref, heads, C, B, T, C, H, false);
     assert_close("merge_heads_forward", merged, merged_ref, n, 0.0);
     for (size_t r = 0; r < (size_t)B * T; r++)
         assert_memory_equal(merged + r * C, qkv + r * 3 * C, (size_t)C * sizeof(float));
     Grad dy = grad_create(n);
-    k_rows_to_heads(dy.got, dheads, C, B, T, C, H, true);
-    k_rows_to_heads(dy.fresh, dheads, C, B, T, C, H, true);
+    k_move_heads(TO_HEADS, dy.got, dheads, C, B, T, C, H, true);
+    k_move_heads(TO_HEADS, dy.fresh, dheads, C, B, T, C, H, true);
     ref_rows_to_heads(dy.want, dheads, C, B, T, C, H, true);
     grad_check("merge_heads_backward", &dy, FLT_EPSILON);
     free(qkv);
@@ -1354,19 +1354,19 @@ static void run_embedding_backward(Work *w)
 }
 static void run_split_heads_forward(Work *w)
 {
-    k_rows_to_heads(w->out, w->qkv + DET_COLS, 3 * DET_COLS, DET_B, DET_T, DET_COLS, DET_H, false);
+    k_move_heads(TO_HEADS, w->out, w->qkv + DET_COLS, 3 * DET_COLS, DET_B, DET_T, DET_COLS, DET_H, false);
 }
 static void run_split_heads_backward(Work *w)
 {
-    k_heads_to_rows(w->out + 2 * DET_COLS, w->a, 3 * DET_COLS, DET_B, DET_T, DET_COLS, DET_H, true);
+    k_move_heads(TO_ROWS, w->out + 2 * DET_COLS, w->a, 3 * DET_COLS, DET_B, DET_T, DET_COLS, DET_H, true);
 }
 static void run_merge_heads_forward(Work *w)
 {
-    k_heads_to_rows(w->out, w->a, DET_COLS, DET_B, DET_T, DET_COLS, DET_H, false);
+    k_move_heads(TO_ROWS, w->out, w->a, DET_COLS, DET_B, DET_T, DET_COLS, DET_H, false);
 }
 static void run_merge_heads_backward(Work *w)
 {
-    k_rows_to_heads(w->out, w->a, DET_COLS, DET_B, DET_T, DET_COLS, DET_H, true);
+    k_move_heads(TO_HEADS, w->out, w->a, DET_COLS, DET_B, DET_T, DET_COLS, DET_H, true);
 }
 static void run_argmax(Work *w) { w->sum = k_argmax(w->a, DET_N); }
 static void run_sample_categorical(Work *w) { w->sum = k_sample_categorical(w->weight, DET_COLS, 0.7f); }
@@ -1419,10 +1419,10 @@ static const KernelCase CASES[] = {
     {"k_dropout_counter_backward", run_dropout_counter_backward, 1},
     {"k_embedding_forward", run_embedding_forward, 1},
     {"k_embedding_backward", run_embedding_backward, 1},
-    {"k_rows_to_heads split", run_split_heads_forward, 1},
-    {"k_heads_to_rows split backward", run_split_heads_backward, 1},
-    {"k_heads_to_rows merge", run_merge_heads_forward, 1},
-    {"k_rows_to_heads merge backward", run_merge_heads_backward, 1},
+    {"k_move_heads TO_HEADS split", run_split_heads_forward, 1},
+    {"k_move_heads TO_ROWS split backward", run_split_heads_backward, 1},
+    {"k_move_heads TO_ROWS merge", run_merge_heads_forward, 1},
+    {"k_move_heads TO_HEADS merge backward", run_merge_heads_backward, 1},
     {"k_argmax", run_argmax, 1},
     {"k_sample_categorical", run_sample_categorical, 1},
     {"k_mse_forward", run_mse_forward, 1},
@@ -1566,14 +1566,14 @@ static void test_kernels_count_documented_flops(void **state)
     k_embedding_backward(out, NULL, a, ids, 1, R, C);
     expect_flops("k_embedding_backward without positions", R * C);
     /* heads: (1,T,3·4) split into 2 heads of 2 */
-    k_rows_to_heads(out, a + 4, 12, 1, T, 4, 2, false);
-    expect_flops("k_rows_to_heads", 0);
-    k_heads_to_rows(out + 4, a, 12, 1, T, 4, 2, true);
-    expect_flops("k_heads_to_rows, adding", T * 4);
-    k_heads_to_rows(out, a, 4, 1, T, 4, 2, false);
-    expect_flops("k_heads_to_rows", 0);
-    k_rows_to_heads(out, a, 4, 1, T, 4, 2, true);
-    expect_flops("k_rows_to_heads, adding", T * 4);
+    k_move_heads(TO_HEADS, out, a + 4, 12, 1, T, 4, 2, false);
+    expect_flops("k_move_heads TO_HEADS", 0);
+    k_move_heads(TO_ROWS, out + 4, a, 12, 1, T, 4, 2, true);
+    expect_flops("k_move_heads TO_ROWS, adding", T * 4);
+    k_move_heads(TO_ROWS, out, a, 4, 1, T, 4, 2, false);
+    expect_flops("k_move_heads TO_ROWS", 0);
+    k_move_heads(TO_HEADS, out, a, 4, 1, T, 4, 2, true);
+    expect_flops("k_move_heads TO_HEADS, adding", T * 4);
     (void)k_argmax(a, N);
     expect_flops("k_argmax", N - 1);
     const float probs[4] = {0.25f, 0.25f, 0.25f, 0.25f};

@@ -80,7 +80,7 @@ static void test_peak_tracks_maximum_and_resets(void **state)
     void *c = mem_alloc(MEM_ACT, 1 * MiB);
     /* At most 3 + 5 MiB were live at once. */
     assert_int_equal(mem_peak(MEM_ACT), 8 * MiB);
-    assert_int_equal(mem_peak_resident(), 8 * MiB);
+    assert_int_equal(mem_peak_moment().resident, 8 * MiB);
     assert_int_equal(mem_current(MEM_ACT), 6 * MiB);
 
     mem_reset_peaks();

@@ -194,7 +194,7 @@ static void test_model_file_wrong_dtype_is_named(void **state)
     Run a = run_create(3);
     assert_int_equal(model_save(a.model, a.opt, &a.state, NULL, 0, good), REMAT_OK);
     const Tensor *w = a.model->params[0].var->value;
-    Tensor *ints = tensor_create_typed(MEM_WORK, DTYPE_I32, w->ndim, w->shape);
+    Tensor *ints = tensor_create(MEM_WORK, DTYPE_I32, w->ndim, w->shape);
     assert_non_null(ints);
     memset(ints->data, 0, ints->bytes);
     rewrite(good, bad, NULL, NULL, a.model->params[0].var->name, ints);

@@ -339,8 +339,8 @@ static void test_each_policy_spills_what_it_promises(void **state)
      * 64 KiB (B,H,T,T), dropout masks of 16 KiB, LayerNorm statistics of 512 B. */
     Model *m = gpt_create(&(GptConfig){.n_layers = 4, .d_model = 64, .n_heads = 2, .seq_len = 64,
                                        .vocab = 256, .dropout = 0.1f, .seed = 3});
-    Tensor *tokens = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 64});
-    Tensor *targets = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 64});
+    Tensor *tokens = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){2, 64});
+    Tensor *targets = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){2, 64});
     for (int i = 0; i < 128; i++) tokens->i32[i] = i * 7 % 256, targets->i32[i] = i * 11 % 256;
     Var *x = var_create(tokens, false, "tokens"), *y = var_create(targets, false, "targets");
     OffloadOptions defaults = OFFLOAD_DEFAULTS(OFFLOAD_ALL), tiny = everything(OFFLOAD_ALL);

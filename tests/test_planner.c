@@ -35,8 +35,8 @@ typedef struct Fixture {
 
 static Var *token_batch(int B, int T, Var **targets)
 {
-    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
-    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
+    Tensor *x = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
+    Tensor *t = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
     for (size_t i = 0; i < x->numel; i++) x->i32[i] = (int32_t)(i * 7 % 256), t->i32[i] = (int32_t)(i * 11 % 256);
     *targets = var_create(t, false, "targets");
     return var_create(x, false, "tokens");

@@ -147,9 +147,9 @@ typedef struct Sample {
 static Sample sample_make(void)
 {
     Sample s = {
-        tensor_create(MEM_PARAM, 2, (int[]){2, 3}),
-        tensor_create_typed(MEM_ACT, DTYPE_I32, 1, (int[]){5}),
-        tensor_create_typed(MEM_ACT, DTYPE_U8, 4, (int[]){2, 1, 3, 2}),
+        tensor_create(MEM_PARAM, DTYPE_F32, 2, (int[]){2, 3}),
+        tensor_create(MEM_ACT, DTYPE_I32, 1, (int[]){5}),
+        tensor_create(MEM_ACT, DTYPE_U8, 4, (int[]){2, 1, 3, 2}),
     };
     assert_non_null(s.weight);
     assert_non_null(s.ids);
@@ -545,7 +545,7 @@ static void test_save_replaces_existing_file(void **state)
     Sample s = sample_make();
     assert_int_equal(sample_save(path, s), REMAT_OK);
 
-    Tensor *other = tensor_create(MEM_PARAM, 1, (int[]){3});
+    Tensor *other = tensor_create(MEM_PARAM, DTYPE_F32, 1, (int[]){3});
     assert_non_null(other);
     for (int i = 0; i < 3; i++) other->f32[i] = (float)(i + 1);
     assert_int_equal(st_save(path, (StEntry[]){{"other", other}}, 1, (StMeta[]){{"step", "2"}}, 1), REMAT_OK);
@@ -792,7 +792,7 @@ static void test_save_killed_at_any_point_keeps_a_whole_file_and_leaves_nothing(
     scratch_path(path, sizeof path, "crash.safetensors");
     Tensor *version[2];
     for (int v = 0; v < 2; v++) {
-        version[v] = tensor_create(MEM_PARAM, 1, (int[]){CRASH_FLOATS});
+        version[v] = tensor_create(MEM_PARAM, DTYPE_F32, 1, (int[]){CRASH_FLOATS});
         assert_non_null(version[v]);
         crash_fill(version[v], v);
     }

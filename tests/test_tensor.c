@@ -23,7 +23,7 @@ static int ledger_empty(void **state)
 static void test_create_sets_shape_and_charges_kind(void **state)
 {
     (void)state;
-    Tensor *t = tensor_create(MEM_ACT, 3, (int[]){8, 128, 256});
+    Tensor *t = tensor_create(MEM_ACT, DTYPE_F32, 3, (int[]){8, 128, 256});
     assert_non_null(t);
     assert_int_equal(t->ndim, 3);
     assert_int_equal(t->shape[0], 8);
@@ -42,8 +42,8 @@ static void test_create_sets_shape_and_charges_kind(void **state)
 static void test_typed_tensors_use_their_element_size(void **state)
 {
     (void)state;
-    Tensor *mask = tensor_create_typed(MEM_ACT, DTYPE_U8, 2, (int[]){4, 100});
-    Tensor *ids = tensor_create_typed(MEM_ACT, DTYPE_I32, 1, (int[]){7});
+    Tensor *mask = tensor_create(MEM_ACT, DTYPE_U8, 2, (int[]){4, 100});
+    Tensor *ids = tensor_create(MEM_ACT, DTYPE_I32, 1, (int[]){7});
     assert_non_null(mask);
     assert_non_null(ids);
     /* A dropout mask is one byte per element, a quarter of a float32 tensor. */
@@ -75,7 +75,7 @@ static void test_zeros_and_clone(void **state)
 static void test_refcount_frees_at_last_reference(void **state)
 {
     (void)state;
-    Tensor *t = tensor_create(MEM_ACT, 1, (int[]){1000});
+    Tensor *t = tensor_create(MEM_ACT, DTYPE_F32, 1, (int[]){1000});
     assert_ptr_equal(tensor_retain(t), t);
     assert_int_equal(t->refcount, 2);
     tensor_free(t);
@@ -89,17 +89,17 @@ static void test_refcount_frees_at_last_reference(void **state)
 static void test_bad_shapes_are_rejected(void **state)
 {
     (void)state;
-    assert_null(tensor_create(MEM_ACT, 0, (int[]){1}));
+    assert_null(tensor_create(MEM_ACT, DTYPE_F32, 0, (int[]){1}));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
-    assert_null(tensor_create(MEM_ACT, 5, (int[]){1, 1, 1, 1, 1}));
+    assert_null(tensor_create(MEM_ACT, DTYPE_F32, 5, (int[]){1, 1, 1, 1, 1}));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
-    assert_null(tensor_create(MEM_ACT, 2, (int[]){4, 0}));
+    assert_null(tensor_create(MEM_ACT, DTYPE_F32, 2, (int[]){4, 0}));
     assert_non_null(strstr(remat_last_error(), "dimension 1 is 0"));
-    assert_null(tensor_create(MEM_ACT, 2, (int[]){4, -3}));
-    assert_null(tensor_create(MEM_ACT, 2, NULL));
-    assert_null(tensor_create(MEM_ACT, 4, (int[]){1 << 30, 1 << 30, 1 << 30, 1 << 30}));
+    assert_null(tensor_create(MEM_ACT, DTYPE_F32, 2, (int[]){4, -3}));
+    assert_null(tensor_create(MEM_ACT, DTYPE_F32, 2, NULL));
+    assert_null(tensor_create(MEM_ACT, DTYPE_F32, 4, (int[]){1 << 30, 1 << 30, 1 << 30, 1 << 30}));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);
-    assert_null(tensor_create_typed(MEM_ACT, (DType)9, 1, (int[]){3}));
+    assert_null(tensor_create(MEM_ACT, (DType)9, 1, (int[]){3}));
     assert_null(tensor_clone(NULL, MEM_ACT));
     assert_int_equal(mem_live_blocks(), 0);
 }
@@ -107,9 +107,9 @@ static void test_bad_shapes_are_rejected(void **state)
 static void test_budget_overrun_returns_null_and_keeps_ledger(void **state)
 {
     (void)state;
-    Tensor *params = tensor_create(MEM_PARAM, 1, (int[]){1024});
+    Tensor *params = tensor_create(MEM_PARAM, DTYPE_F32, 1, (int[]){1024});
     mem_set_budget(4096 + 1024);
-    Tensor *act = tensor_create(MEM_ACT, 1, (int[]){1024});
+    Tensor *act = tensor_create(MEM_ACT, DTYPE_F32, 1, (int[]){1024});
     assert_null(act);
     assert_int_equal(remat_last_status(), REMAT_EOOM);
     assert_non_null(strstr(remat_last_error(), "tried to allocate 4.00 KiB of activations"));

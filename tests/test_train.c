@@ -931,7 +931,7 @@ static void test_a_memory_budget_holds_under_every_strategy(void **state)
     o.step.memory_budget = 40 << 10;
     assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
     assert_memory_equal(r.losses, free_run.losses, 2 * sizeof(float));
-    assert_true(mem_peak_resident() <= (size_t)40 << 10);
+    assert_true(mem_peak_moment().resident <= (size_t)40 << 10);
     train_report_free(&r);
     train_report_free(&free_run);
     assert_int_equal(mem_budget(), 0); /* the run leaves no budget behind */
@@ -1128,14 +1128,14 @@ static void test_memory_is_checked_before_the_model_is_built(void **state)
     mem_reset_peaks();
     assert_int_equal(train_run(&o, &r, sink), REMAT_EOOM);
     assert_non_null(strstr(remat_last_error(), "more than --memory-budget 100.0 MiB: no schedule fits"));
-    assert_int_equal(mem_peak_resident(), 0);
+    assert_int_equal(mem_peak_moment().resident, 0);
     train_report_free(&r);
     /* Without a budget, against the machine: 4096 blocks of 65536 channels are 2.4 PiB. */
     o.step = step_options_defaults();
     o.d_model = 65536;
     assert_int_equal(train_run(&o, &r, sink), REMAT_ENOMEM);
     assert_non_null(strstr(remat_last_error(), "this machine has available"));
-    assert_int_equal(mem_peak_resident(), 0);
+    assert_int_equal(mem_peak_moment().resident, 0);
     train_report_free(&r);
     /* The counts the check uses are those of the models built. */
     Model *m = mlp_create(&(MlpConfig){.n_layers = 3, .width = 16, .seed = 1});

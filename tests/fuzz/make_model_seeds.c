@@ -40,8 +40,8 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/model_file/parameters.safetensors", argv[1]);
     failed |= check(model_save(model, NULL, NULL, meta, 3, path));
 
-    Tensor *ids = tensor_create_typed(MEM_WORK, DTYPE_I32, 1, (int[]){3});
-    Tensor *mask = tensor_create_typed(MEM_WORK, DTYPE_U8, 3, (int[]){1, 2, 3});
+    Tensor *ids = tensor_create(MEM_WORK, DTYPE_I32, 1, (int[]){3});
+    Tensor *mask = tensor_create(MEM_WORK, DTYPE_U8, 3, (int[]){1, 2, 3});
     if (!ids || !mask) return check(REMAT_ENOMEM);
     memset(ids->data, 7, ids->bytes);
     memset(mask->data, 1, mask->bytes);

@@ -16,8 +16,8 @@ Var *quiz_tokens(uint64_t seed, Var **targets)
 {
     Pcg32 rng;
     pcg32_seed(&rng, seed, 11);
-    Tensor *x = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 16});
-    Tensor *t = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 16});
+    Tensor *x = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){2, 16});
+    Tensor *t = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){2, 16});
     for (size_t i = 0; i < x->numel; i++) {
         x->i32[i] = (int32_t)pcg32_bounded(&rng, 256);
         t->i32[i] = (int32_t)pcg32_bounded(&rng, 256);

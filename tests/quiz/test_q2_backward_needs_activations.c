@@ -28,7 +28,7 @@
 
 static Var *filled(int rows, int cols, bool grad, float scale)
 {
-    Tensor *t = tensor_create(grad ? MEM_PARAM : MEM_ACT, 2, (int[]){rows, cols});
+    Tensor *t = tensor_create(grad ? MEM_PARAM : MEM_ACT, DTYPE_F32, 2, (int[]){rows, cols});
     for (size_t i = 0; i < t->numel; i++) t->f32[i] = scale * (float)((int)(i * 37 % 11) - 5);
     return var_create(t, grad, NULL);
 }

@@ -71,8 +71,8 @@ static void test_q3_replay_cost_depends_on_placement_and_operators(void **state)
      * "attention only" placement on longer sequences costs a larger share. */
     Model *longer = gpt_create(&(GptConfig){.n_layers = 3, .d_model = 32, .n_heads = 4, .seq_len = 128,
                                             .vocab = 256, .dropout = 0.1f, .seed = 2026});
-    Tensor *xt = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){1, 128});
-    Tensor *tt = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){1, 128});
+    Tensor *xt = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){1, 128});
+    Tensor *tt = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){1, 128});
     for (int i = 0; i < 128; i++) xt->i32[i] = (i * 31) % 256, tt->i32[i] = (i * 17) % 256;
     Var *xl = var_create(xt, false, NULL), *tl = var_create(tt, false, NULL);
     double a_long = recompute_share(longer, &attn, xl, tl);

@@ -39,8 +39,8 @@ static void test_q5_fused_attention_recomputes_its_probabilities_instead_of_keep
 {
     (void)state;
     Model *naive = gpt(ATTENTION_NAIVE), *fused = gpt(ATTENTION_FUSED);
-    Tensor *xt = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
-    Tensor *tt = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
+    Tensor *xt = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
+    Tensor *tt = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){B, T});
     for (int i = 0; i < B * T; i++) xt->i32[i] = (i * 13) % 256, tt->i32[i] = (i * 7) % 256;
     Var *x = var_create(xt, false, NULL), *t = var_create(tt, false, NULL);
     const Strategy none = strategy_defaults(STRATEGY_NONE);

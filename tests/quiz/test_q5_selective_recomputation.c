@@ -28,8 +28,8 @@ static void test_q5_recompute_the_cheap_heavy_ops_keep_the_expensive_ones(void *
     (void)state;
     Model *gpt = gpt_create(&(GptConfig){.n_layers = 3, .d_model = 64, .n_heads = 8, .seq_len = 64,
                                          .vocab = 256, .dropout = 0.1f, .seed = 5});
-    Tensor *xt = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 64});
-    Tensor *tt = tensor_create_typed(MEM_ACT, DTYPE_I32, 2, (int[]){2, 64});
+    Tensor *xt = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){2, 64});
+    Tensor *tt = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){2, 64});
     for (int i = 0; i < 128; i++) xt->i32[i] = (i * 13) % 256, tt->i32[i] = (i * 7) % 256;
     Var *x = var_create(xt, false, NULL), *t = var_create(tt, false, NULL);
 

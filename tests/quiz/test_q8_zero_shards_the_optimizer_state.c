@@ -53,7 +53,7 @@ static void test_q8_zero1_fits_a_budget_no_single_process_fits(void **state)
     assert_non_null(opt);
     mem_reset_peaks();
     assert_int_equal(adamw_step(gpt, opt, NULL, x, t), REMAT_OK);
-    const size_t peak = mem_peak_resident();
+    const size_t peak = mem_peak_moment().resident;
     optim_free(opt);
 
     mem_set_budget(peak - 1);
@@ -72,7 +72,7 @@ static void test_q8_zero1_fits_a_budget_no_single_process_fits(void **state)
     assert_int_equal(mem_current(MEM_OPTIM), 8 * shard);
     mem_reset_peaks();
     const RematStatus status = adamw_step(gpt, opt, zero, x, t);
-    const size_t sharded_peak = mem_peak_resident();
+    const size_t sharded_peak = mem_peak_moment().resident;
     mem_set_budget(0);
     printf("  rank %d of %d, ZeRO-1: optimizer %zu B instead of %zu B, step peak %zu B within the budget: %s\n",
            world.rank, world.size, mem_current(MEM_OPTIM), 2 * model_param_bytes(gpt), sharded_peak,
