@@ -599,6 +599,8 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
 
 RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
 {
+    TrainReport printed; /* for a caller that wants only what is printed */
+    if (!report) report = &printed;
     memset(report, 0, sizeof *report);
     report->first_val_loss = report->last_val_loss = NAN;
     if (opt->predict_only) return train_predict(opt, out);
@@ -634,6 +636,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
     if (opt->step.memory_budget) mem_set_budget(0);
     mem_set_ceiling(caller_ceiling);
     free(times);
+    if (report == &printed) free(printed.losses);
     /* A run without them calls nothing of offload/, parallel/ or the planners. */
     schedule_free(run.schedule);
     if (run.cost) chain_cost_free(run.cost);
