@@ -168,23 +168,18 @@ FlagSet step_options_flags(StepOptions *o, unsigned accepted)
     return (FlagSet){.flags = FLAGS, .n = STEP_FLAGS_N, .opts = o, .accepted = accepted, .given = o ? &o->given : NULL};
 }
 
-StepScope step_options_scope(const StepOptions *o, bool gpt, DropoutRng dropout_rng)
-{
-    return (StepScope){.strategies = 1u << o->strategy.kind, .offloads = o->offload,
-                       .counter_masks = gpt && dropout_rng == DROPOUT_RNG_COUNTER};
-}
-
-RematStatus step_options_check(const StepOptions *o, StepScope scope)
+RematStatus step_options_check(const StepOptions *o, StepScope more)
 {
     FlagSet set = step_options_flags((StepOptions *)o, STEP_FLAGS_ALL);
-    set.traits = (scope.strategies & STRATEGY_BITS) | (scope.offloads ? OFFLOADS : 0) |
+    set.traits = ((1u << o->strategy.kind | more.strategies) & STRATEGY_BITS) |
+                 (o->offload || more.offloads ? OFFLOADS : 0) |
                  (o->offload_opts.policy != OFFLOAD_BOUNDARY ? SPILLS_ANY_SAVE : 0) |
-                 (scope.several_ranks ? SEVERAL_RANKS : 0) | (o->pipeline_stages ? PIPELINED : 0);
-    if (flags_check(&set, &scope) != REMAT_OK) return REMAT_EINVAL;
+                 (more.several_ranks ? SEVERAL_RANKS : 0) | (o->pipeline_stages ? PIPELINED : 0);
+    if (flags_check(&set, &more) != REMAT_OK) return REMAT_EINVAL;
     const bool budget = o->strategy.kind == STRATEGY_BUDGET, dtr = o->strategy.kind == STRATEGY_DTR;
     if ((budget || dtr) && !o->memory_budget)
         return remat_fail(REMAT_EINVAL, "--strategy %s needs --memory-budget (e.g. 300MiB)", budget ? "budget" : "dtr");
-    if (dtr && (o->offload || scope.several_ranks))
+    if (dtr && (o->offload || more.several_ranks))
         return remat_fail(REMAT_EINVAL, "--strategy dtr evicts activations from RAM in one process; it does not "
                           "combine with %s", o->offload ? "--offload" : "mpirun's ranks");
     const RegionReplay *replay = &o->strategy.replay;

@@ -66,10 +66,12 @@ StepOptions step_options_defaults(void);
 /* The table's rows in `accepted` (a set of StepFlag), parsed into *o (base/flags.h). */
 FlagSet step_options_flags(StepOptions *o, unsigned accepted);
 
-/* What a run does whatever its flags say, which decides whether a flag applies to it: the
- * strategies it may use (a set of 1u << StrategyKind), whether it offloads, whether its
- * dropout masks are counter-based (nothing for a replay to restore: --no-rng-replay
- * changes nothing) and whether it has more than one rank (--zero shards across them). */
+/* What a run does beyond what its flags say, which decides whether a flag applies to it:
+ * strategies it may use besides the one given (a set of 1u << StrategyKind; a bench's
+ * sweep), whether it offloads without --offload, whether its dropout masks are
+ * counter-based (a GPT whose dropout draws from DROPOUT_RNG_COUNTER: nothing for a replay
+ * to restore, so --no-rng-replay changes nothing) and whether it has more than one rank
+ * (--zero shards across them). train's run does what its flags say and nothing else. */
 typedef struct StepScope {
     unsigned strategies;
     bool offloads;
@@ -77,17 +79,12 @@ typedef struct StepScope {
     bool several_ranks; /* under mpirun with two ranks or more */
 } StepScope;
 
-/* The scope of a run that does what its flags say and nothing else (train's): the strategy
- * given (none by default), offload if --offload was given, and counter masks when the run
- * has a GPT (`gpt`) whose dropout draws from `dropout_rng` DROPOUT_RNG_COUNTER. A bench
- * widens the strategies and offload to what it runs; several_ranks is the caller's. */
-StepScope step_options_scope(const StepOptions *o, bool gpt, DropoutRng dropout_rng);
-
-/* REMAT_OK if every flag given applies to a run of `scope` (as above; also --no-rng-replay
- * with counter masks, --zero in one process) and the flags make sense together; else
- * REMAT_EINVAL with a message that names the flag and says why. Together they refuse
- * --strategy budget without --memory-budget, --planner revolve with --no-rng-replay or
- * --determinism-check, budget with --offload. */
-RematStatus step_options_check(const StepOptions *o, StepScope scope);
+/* REMAT_OK if every flag given applies to a run of the strategy given (none by default),
+ * offloading when --offload was given, and doing what `more` adds (as above; also
+ * --no-rng-replay with counter masks, --zero in one process), and the flags make sense
+ * together; else REMAT_EINVAL with a message that names the flag and says why. Together
+ * they refuse --strategy budget without --memory-budget, --planner revolve with
+ * --no-rng-replay or --determinism-check, budget with --offload. */
+RematStatus step_options_check(const StepOptions *o, StepScope more);
 
 #endif /* REMAT_APP_STEP_OPTIONS_H */

@@ -388,21 +388,6 @@ static RematStatus first_backward_done(void *user, Var *loss)
     return f->run->opt->dump_step ? dump_step(f->run, f->input, f->targets, loss, f->run->opt->dump_step) : REMAT_OK;
 }
 
-/* --explain-memory, after the first step: what it kept for backward, tensor by tensor,
- * beside the schedule's prediction, and what was live at its peak. */
-static void print_explained(const Run *run, Explain *explain, const StepResult *result, FILE *out)
-{
-    explain_stop(explain);
-    fprintf(out, "\n");
-    const Prediction *p = &run->schedule->predicted;
-    explain_print(explain, out, result->act_stored, mem_peak(MEM_ACT), p->made ? p->peak_act : 0, run->unpredicted);
-    fprintf(out, "\n");
-    const ExplainPeak saved = explain_print_peak(explain, out);
-    report_peak(out, run->opt, saved.largest_op ? &saved : NULL);
-    fprintf(out, "\n");
-    explain_free(explain);
-}
-
 /* One training step (models/step.h) on the next micro-batches; *loss_value gets the loss.
  * On error nothing has been updated, the generators included. */
 static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out)
@@ -435,7 +420,7 @@ static RematStatus train_step(Run *run, float *loss_value, bool first, FILE *out
         if (run->zero) step.plugs[plugs++] = step_zero_plug(run->zero);
         status = run->pipe ? step_pipeline_run(run->pipe, run->optim, mb, &ctx, &result)
                            : step_run(&step, mine, n, &ctx, look ? &hooks : NULL, &result);
-        if (f.explain) print_explained(run, f.explain, &result, out);
+        if (f.explain) report_explained(out, o, f.explain, &result, &run->schedule->predicted, run->unpredicted);
     }
     if (status == REMAT_OK) {
         *loss_value = result.loss;
@@ -619,6 +604,8 @@ static RematStatus run_finish(Run *run, RematStatus status, TrainReport *report,
 
 RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
 {
+    TrainReport printed; /* for a caller that wants only what is printed */
+    if (!report) report = &printed;
     memset(report, 0, sizeof *report);
     report->first_val_loss = report->last_val_loss = NAN;
     if (opt->predict_only) return train_predict(opt, out);
@@ -654,6 +641,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
     if (opt->step.memory_budget) mem_set_budget(0);
     mem_set_ceiling(caller_ceiling);
     free(times);
+    if (report == &printed) free(printed.losses);
     /* A run without them calls nothing of offload/, parallel/ or the planners. */
     schedule_free(run.schedule);
     if (run.cost) chain_cost_free(run.cost);

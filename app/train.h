@@ -86,8 +86,9 @@ typedef struct TrainReport {
 } TrainReport;
 
 /* Runs training as `opt` says, printing progress to `out` (a progress bar when `out` is a
- * terminal, plain lines otherwise). On error returns the status with a clear message;
- * the report then holds the steps that did complete. */
+ * terminal, plain lines otherwise), and fills *report (may be NULL: what is printed is all
+ * the caller wants). On error returns the status with a clear message; the report then
+ * holds the steps that did complete. */
 RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out);
 
 void train_report_free(TrainReport *report);

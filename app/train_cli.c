@@ -206,10 +206,10 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
     sets[0].traits = (gpt ? GPT_RUN : 0) | (opt->optimizer == OPTIM_SGD ? SGD_RUN : ADAMW_RUN) |
                      (opt->predict_only && gpt ? GPT_PREDICT_RUN : 0) |
                      (opt->accounting == ACCOUNTING_PAPER ? PAPER_RUN : 0) | (opt->predict_only ? PREDICT_RUN : 0);
-    StepScope scope = step_options_scope(&opt->step, gpt, opt->dropout_rng);
     /* main has started MPI by now; --predict-only takes the ranks from --ranks or --pipeline-stages */
-    scope.several_ranks = (dist_under_launcher() && dist_world().size > 1) ||
-                          (opt->predict_only && (opt->step.pipeline_stages > 1 || opt->ranks > 1));
+    const StepScope more = {.counter_masks = gpt && opt->dropout_rng == DROPOUT_RNG_COUNTER,
+                            .several_ranks = (dist_under_launcher() && dist_world().size > 1) ||
+                                             (opt->predict_only && (opt->step.pipeline_stages > 1 || opt->ranks > 1))};
     RematStatus status = parsed == FLAGS_RUN ? flags_check(&sets[0], NULL) : REMAT_EINVAL;
     if (status == REMAT_OK && gpt && opt->d_model % opt->heads != 0)
         status = remat_fail(REMAT_EINVAL, "--d-model %d does not divide into %d heads", opt->d_model, opt->heads);
@@ -218,7 +218,7 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
         status = remat_fail(REMAT_EINVAL, "--attention fused with --dropout %g needs --dropout-rng counter: the "
                             "fused kernel makes its dropout mask again in backward and never stores it, which a "
                             "running stream cannot do (or use --dropout 0)", (double)opt->dropout);
-    if (status == REMAT_OK) status = step_options_check(&opt->step, scope);
+    if (status == REMAT_OK) status = step_options_check(&opt->step, more);
     if (status == REMAT_OK && opt->step.pipeline_stages) status = check_pipeline(opt);
     if (status == REMAT_OK) return 0;
     fprintf(err, "train: %s\n", remat_last_error());

@@ -91,7 +91,11 @@ static const char *why_not_lower(const TrainOptions *o, const MemPeakMoment *p, 
     return buf;
 }
 
-void report_peak(FILE *out, const TrainOptions *o, const ExplainPeak *saved)
+/* What was resident when the peak since the ledger's reset was set, by kind, and its phase;
+ * then, under a checkpointing strategy, one sentence saying why it did not lower that peak
+ * more, when one of the rules holds (app/README.md). `saved` is what --explain-memory
+ * saw live at the peak (explain_print_peak), or NULL when not known. */
+static void report_peak(FILE *out, const TrainOptions *o, const ExplainPeak *saved)
 {
     const MemPeakMoment p = mem_peak_moment();
     char buf[32], why[256];
@@ -103,6 +107,19 @@ void report_peak(FILE *out, const TrainOptions *o, const ExplainPeak *saved)
     const char *sentence = strategy ? why_not_lower(o, &p, saved, why, sizeof why) : NULL;
     fputc('\n', out);
     if (sentence) fprintf(out, "    why checkpointing did not lower it more: %s\n", sentence);
+}
+
+void report_explained(FILE *out, const TrainOptions *o, Explain *explain, const StepResult *result,
+                      const Prediction *p, const char *unpredicted)
+{
+    explain_stop(explain);
+    fprintf(out, "\n");
+    explain_print(explain, out, result->act_stored, mem_peak(MEM_ACT), p->made ? p->peak_act : 0, unpredicted);
+    fprintf(out, "\n");
+    const ExplainPeak saved = explain_print_peak(explain, out);
+    report_peak(out, o, saved.largest_op ? &saved : NULL);
+    fprintf(out, "\n");
+    explain_free(explain);
 }
 
 /* The process's resident memory as the operating system counts it, beside the ledger:

@@ -22,11 +22,12 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
 /* The peaks by kind, the FLOPs per step by phase and the median step's speed. */
 void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r);
 
-/* What was resident when the peak since the ledger's reset was set, by kind, and its phase;
- * then, under a checkpointing strategy, one sentence saying why it did not lower that peak
- * more, when one of the rules holds (app/README.md). `saved` is what --explain-memory
- * saw live at the peak (explain_print_peak), or NULL when not known. */
-void report_peak(FILE *out, const TrainOptions *o, const ExplainPeak *saved);
+/* --explain-memory, after the first step (`result`): what it kept for backward, tensor by
+ * tensor, beside the schedule's prediction `p` (or why there is none, `unpredicted`), and
+ * what was live at its peak, with what was resident then (as report_ledgers says it).
+ * Stops and frees `explain`. */
+void report_explained(FILE *out, const TrainOptions *o, Explain *explain, const StepResult *result,
+                      const Prediction *p, const char *unpredicted);
 
 /* Data parallelism's report, a collective of every rank of `world` (rank 0's `out` prints
  * it): each rank's parameters, gradients and optimizer state after the last step beside the

@@ -78,11 +78,14 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
     if (!config || !params || n <= 0)
         return remat_fail_null(REMAT_EINVAL, "optim_create: need a config and at least one parameter");
     if (check_config(config) != REMAT_OK) return NULL;
-    for (int i = 0; i < n; i++)
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
         if (!params[i].var || !params[i].var->requires_grad || params[i].var->value->dtype != DTYPE_F32)
             return remat_fail_null(REMAT_EINVAL, "optim_create: parameter %d (%s) is not a float leaf that requires "
                                    "grad", i, params[i].var ? params[i].var->name : "NULL");
-    const size_t total = param_offsets(params, n, NULL);
+        total += params[i].var->value->numel;
+    }
+    if (end == OPTIM_RANGE_END) end = total;
     if (begin >= end || end > total)
         return remat_fail_null(REMAT_EINVAL, "optim_create: range [%zu, %zu) is empty or outside the %zu "
                                "elements of the parameters", begin, end, total);
@@ -113,7 +116,7 @@ failed:
 
 Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
 {
-    return optim_create_range(config, params, n, 0, params && n > 0 ? param_offsets(params, n, NULL) : 0);
+    return optim_create_range(config, params, n, 0, OPTIM_RANGE_END);
 }
 
 void optim_free(Optimizer *opt)

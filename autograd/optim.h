@@ -63,9 +63,10 @@ void optim_free(Optimizer *opt);
  * of it, one dimension otherwise; NULL when none of it) and are zero-filled, so the state
  * is 8 bytes per element of the range for AdamW. optim_step updates those elements only,
  * with the same arithmetic as the optimizer over everything (which is the range
- * [0, total)). NULL on error, as optim_create; REMAT_EINVAL for a range
+ * [0, OPTIM_RANGE_END)). NULL on error, as optim_create; REMAT_EINVAL for a range
  * outside the parameters or an empty one. */
 Optimizer *optim_create_range(const OptimConfig *config, const Param *params, int n, size_t begin, size_t end);
+#define OPTIM_RANGE_END SIZE_MAX /* as `end`: the end of the parameters' elements */
 
 /* Updates every parameter of the optimizer's range from its gradient: read from the
  * parameters' .grad when `grad` is NULL, else given as one array of end − begin floats

@@ -60,17 +60,18 @@ static void bench_usage(const BenchInfo *info, FILE *out)
     fprintf(out, "  --help              this text\n");
 }
 
-/* The run the step flags are checked against: train's scope (counter masks when the bench's
- * GPT, model_flags, draws them from counters), with the strategy given, else the bench's
- * sweep, else (a bench that places its regions itself) any strategy with regions. */
+/* What the bench runs beyond what the step flags say: counter masks when its GPT
+ * (model_flags) draws them from counters, offload when it offloads by itself, and, without
+ * --strategy, its sweep, else (a bench that places its regions itself) any strategy with
+ * regions. */
 static StepScope bench_scope(const BenchInfo *info, const BenchOptions *opt)
 {
-    StepScope scope = step_options_scope(&opt->step, info->model_flags, opt->dropout_rng);
-    scope.offloads |= info->offloads;
-    if (opt->one_strategy) return scope;
-    scope.strategies = info->strategies ? 0 : ~(1u << STRATEGY_NONE);
-    for (int k = 0; k < info->n_strategies; k++) scope.strategies |= 1u << info->strategies[k];
-    return scope;
+    StepScope more = {.offloads = info->offloads,
+                      .counter_masks = info->model_flags && opt->dropout_rng == DROPOUT_RNG_COUNTER};
+    if (opt->one_strategy) return more;
+    more.strategies = info->strategies ? 0 : ~(1u << STRATEGY_NONE);
+    for (int k = 0; k < info->n_strategies; k++) more.strategies |= 1u << info->strategies[k];
+    return more;
 }
 
 /* What the flags given say together; REMAT_EINVAL with the reason when it makes no sense. */

@@ -65,21 +65,21 @@ Schedule *schedule_for_strategy(const Strategy *strategy, int n_layers)
         return remat_fail_null(REMAT_EINVAL, "schedule_for_strategy: need none, full, sqrt, selective or dtr and a "
                                "layer (a budget's schedule comes from a planner, planner.h)");
     const StrategyKind kind = strategy->kind;
-    Segment *segs = calloc((size_t)n_layers, sizeof *segs);
-    if (!segs) return remat_fail_null(REMAT_ENOMEM, "schedule_for_strategy: no memory for %d segments", n_layers);
     /* none and dtr: one segment; full and selective: one per layer; sqrt: ceil(n / k) of at most
      * k = ceil(sqrt(n)) layers, as equal as possible, the longer ones first (schedule.h). */
     const int k = (int)ceil(sqrt((double)n_layers));
     const bool one = kind == STRATEGY_NONE || kind == STRATEGY_DTR;
     const int m = one ? 1 : kind == STRATEGY_SQRT ? (n_layers + k - 1) / k : n_layers;
+    Schedule *s = calloc(1, sizeof *s + (size_t)m * sizeof(Segment)); /* its segments follow it */
+    if (!s) return remat_fail_null(REMAT_ENOMEM, "schedule_for_strategy: no memory for %d segments", m);
+    Segment *segs = (Segment *)(s + 1); /* in order, each well formed: nothing for check_segments to refuse */
+    *s = (Schedule){.strategy = kind, .n_layers = n_layers, .n_segments = m, .segments = segs,
+                    .replay = strategy->replay};
     const Policy *policy = kind != STRATEGY_SELECTIVE ? NULL
                          : strategy->policy ? strategy->policy : &POLICY_ATTENTION_CORE;
     for (int i = 0, first = 0; i < m; first += segs[i].count, i++)
         segs[i] = (Segment){first, n_layers / m + (i < n_layers % m ? 1 : 0),
                             kind == STRATEGY_NONE ? SEGMENT_PLAIN : one ? SEGMENT_DTR : SEGMENT_REGION, policy, 0};
-    Schedule *s = schedule_create(kind, segs, m, n_layers);
-    if (s) s->replay = strategy->replay;
-    free(segs);
     return s;
 }
 

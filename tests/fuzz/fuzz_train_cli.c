@@ -37,7 +37,8 @@ static void check_accepted(const TrainOptions *o)
     const char *paths[] = {o->data, o->save, o->resume, o->dump_step, o->dump_graph, o->step.offload_opts.dir};
     for (int i = 0; i < 6; i++)
         if (paths[i] && !paths[i][0]) broken("accepted an empty path");
-    if (step_options_check(&o->step, step_options_scope(&o->step, gpt, o->dropout_rng)) != REMAT_OK)
+    const StepScope more = {.counter_masks = gpt && o->dropout_rng == DROPOUT_RNG_COUNTER};
+    if (step_options_check(&o->step, more) != REMAT_OK)
         broken("accepted step flags its own check refuses");
     if (o->step.strategy.kind == STRATEGY_BUDGET && !o->step.memory_budget) broken("accepted budget without a budget");
 }
