@@ -175,19 +175,16 @@ static bool add_weight_bias(GptBlock *b, WeightBias *wb, const char *suffix, int
 
 /* The block `name` of gpt_block_forward, of width C with H heads, at place `index` (0 for
  * h.0) in a chain of n_layers (a fused attention core fails a forward that drops out with
- * the stream generator). Parameters are named, laid out and initialised as Hugging Face
- * GPT-2's (gpt.h), drawn from `init`; weight decay on the four 2-D weights only. NULL on
- * error: C, H or n_layers not positive, C not a multiple of H, dropout outside [0, 1), or
- * the memory budget. */
+ * the stream generator); the rest of its shape was checked with the config (check_config).
+ * Parameters are named, laid out and initialised as Hugging Face GPT-2's (gpt.h), drawn
+ * from `init`; weight decay on the four 2-D weights only. NULL on error: H not positive or
+ * not dividing C, or the memory budget. */
 static Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout, AttentionKind attention,
                                int n_layers, Pcg32 *init)
 {
-    if (C <= 0 || H <= 0 || C % H != 0 || n_layers <= 0 || index < 0 || !init)
-        return remat_fail_null(REMAT_EINVAL, "gpt_block_create: need C > 0 a multiple of H > 0, n_layers > 0, "
-                               "index >= 0 and a generator, got C = %d, H = %d, n_layers = %d, index = %d%s", C, H,
-                               n_layers, index, init ? "" : ", no generator");
-    if (!(dropout >= 0.0f && dropout < 1.0f))
-        return remat_fail_null(REMAT_EINVAL, "gpt_block_create: dropout must be in [0, 1), got %g", (double)dropout);
+    if (H <= 0 || C % H != 0)
+        return remat_fail_null(REMAT_EINVAL, "gpt: block %s of d_model %d cannot have %d heads: they must be > 0 "
+                               "and divide it", name, C, H);
     GptBlock *b = layer_alloc(sizeof *b, "gpt_block", name, gpt_block_forward);
     if (!b) return NULL;
     *b = (GptBlock){.base = b->base, .index = index, .attention = attention, .C = C, .H = H, .dropout = dropout};
@@ -298,16 +295,22 @@ RematStatus gpt_set_heads(Model *model, const int *heads, uint64_t seed)
 {
     const GptConfig *c = gpt_config(model);
     if (!c) return remat_fail(REMAT_EINVAL, "gpt_set_heads: the model is not a GPT");
+    const int L = model->n_layers;
+    Layer **blocks = calloc((size_t)L, sizeof *blocks);
+    if (!blocks) return remat_fail(REMAT_ENOMEM, "gpt_set_heads: no memory for %d blocks", L);
     Pcg32 init;
     pcg32_seed(&init, seed, 1);
-    for (int i = 0; i < model->n_layers; i++) {
-        Layer *block = gpt_block_create(model->layers[i]->name, i, c->d_model, heads[i], c->dropout, c->attention,
-                                        c->n_layers, &init);
-        if (!block) return remat_last_status();
-        layer_free(model->layers[i]);
-        model->layers[i] = block;
+    int made = 0;
+    while (made < L && (blocks[made] = gpt_block_create(model->layers[made]->name, made, c->d_model, heads[made],
+                                                        c->dropout, c->attention, L, &init)))
+        made++;
+    for (int i = 0; i < L; i++) { /* all new blocks in, the old ones freed; or the model as it was */
+        Layer *old = made == L ? model->layers[i] : blocks[i];
+        if (made == L) model->layers[i] = blocks[i];
+        layer_free(old);
     }
-    return collect_params((Gpt *)model);
+    free(blocks);
+    return made == L ? collect_params((Gpt *)model) : remat_last_status();
 }
 
 static const char *const ATTENTION_KINDS[] = {"naive", "fused"};

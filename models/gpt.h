@@ -88,8 +88,8 @@ RematStatus gpt_set_attention(Model *model, AttentionKind attention);
 /* Gives block i of a GPT heads[i] heads (n_layers counts, each ≥ 1 and dividing d_model):
  * new blocks, drawn from PCG32 seeded with `seed`, replace the old ones, and model->params
  * lists the new blocks' parameters; the embeddings and ln_f stay. The config keeps its
- * n_heads, no longer every block's. REMAT_EINVAL if `model` is not a GPT; on another
- * error (a bad head count, the budget) the blocks before the failing one are already new. */
+ * n_heads, no longer every block's. On error (REMAT_EINVAL: not a GPT, a bad head count;
+ * the memory budget) the model stays as it was. */
 RematStatus gpt_set_heads(Model *model, const int *heads, uint64_t seed);
 
 /* Generates n_new tokens after `prompt` (n_prompt ≥ 1 tokens, each in [0, V)) and writes

@@ -500,6 +500,31 @@ static void test_bad_configs_are_rejected(void **state)
     assert_int_equal(mem_live_blocks(), 0); /* nothing half-built stays */
 }
 
+/* gpt_set_heads gives each block its own head count, or changes nothing: a count that does
+ * not divide d_model in the last block leaves every block and parameter as it was. */
+static void test_heads_per_block_are_all_or_nothing(void **state)
+{
+    (void)state;
+    GptConfig c = tiny_config(0.0f);
+    Model *m = gpt_create(&c);
+    assert_non_null(m);
+    Layer *const before[2] = {m->layers[0], m->layers[1]};
+    const int n_params = m->n_params;
+    Var *vars[64];
+    assert_true(n_params <= 64);
+    for (int i = 0; i < n_params; i++) vars[i] = m->params[i].var;
+    assert_int_equal(gpt_set_heads(m, (int[]){4, 3}, 7), REMAT_EINVAL);
+    assert_non_null(strstr(remat_last_error(), "block h.1 of d_model 16 cannot have 3 heads"));
+    assert_ptr_equal(m->layers[0], before[0]);
+    assert_ptr_equal(m->layers[1], before[1]);
+    assert_int_equal(m->n_params, n_params);
+    for (int i = 0; i < n_params; i++) assert_ptr_equal(m->params[i].var, vars[i]);
+    remat_clear_error();
+    assert_int_equal(gpt_set_heads(m, (int[]){4, 1}, 7), REMAT_OK);
+    assert_int_equal(m->n_params, n_params); /* as many parameters, of the same shapes */
+    model_free(m);
+}
+
 static void test_sequences_longer_than_seq_len_are_rejected(void **state)
 {
     (void)state;
@@ -570,6 +595,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dropout_runs_with_the_same_seeds_are_bit_identical, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_adamw_steps_on_a_fixed_batch_reduce_the_loss, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_bad_configs_are_rejected, clean_state, clean_state),
+        cmocka_unit_test_setup_teardown(test_heads_per_block_are_all_or_nothing, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_sequences_longer_than_seq_len_are_rejected, clean_state, clean_state),
         cmocka_unit_test_setup_teardown(test_generation_is_deterministic_for_a_seed, clean_state, clean_state),
     };
