@@ -29,7 +29,7 @@ PlatformInfo platform_info(void)
                          .blas_threading = name_of(&BLAS_THREADING_NAMES, parallel),
                          .threads = omp_get_max_threads(), .cores = omp_get_num_procs(), .omp_wait = "default"};
     static char warning[256];
-    if (parallel != 2) {
+    if (parallel != 2) { /* 2: the OpenMP build, BLAS_THREADING's third name */
         snprintf(warning, sizeof warning, "the loaded OpenBLAS is the %s build; remat needs the OpenMP build (install "
                  "libopenblas-openmp-dev, or select it with update-alternatives --config "
                  "libopenblas.so.0-x86_64-linux-gnu)", info.blas_threading);

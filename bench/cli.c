@@ -94,7 +94,6 @@ static RematStatus check_options(const BenchInfo *info, const BenchOptions *opt)
 static int bench_parse_args(const BenchInfo *info, int argc, char **argv, BenchOptions *opt)
 {
     *opt = (BenchOptions){.results_dir = "results", .step = step_options_defaults()};
-    opt->step.strategy.policy = NULL;
     FlagSet sets[3];
     const int parsed = flags_parse(sets, bench_flags(info, opt, sets), argc, argv);
     if (parsed == FLAGS_HELP) {
