@@ -1,5 +1,6 @@
 /*
- * test_out_of_memory.c — training runs whose host allocations fail, each in turn.
+ * test_out_of_memory.c — training runs and predictions whose host allocations fail, each
+ * in turn.
  *
  * malloc, calloc, realloc and aligned_alloc are wrapped at link time (tests/CMakeLists.txt)
  * for the project's own code: the wrapper counts the calls and fails the one it is told to.
@@ -157,6 +158,46 @@ static void test_a_resumed_run_keeps_its_file(void **state)
     assert_memory_equal(before, after, n);
 }
 
+/* --predict-only builds no model, but plans and walks one: with each of its allocations
+ * failing in turn it fails with a message or prints the same prediction. */
+static void test_each_failed_allocation_of_a_prediction(void **state)
+{
+    (void)state;
+    static const char *const PREDICTIONS[][20] = {
+        {"--layers", "2", "--d-model", "64", "--heads", "2", "--seq", "32", "--batch", "8", "--predict-only",
+         "--strategy", "budget", "--memory-budget", "1GiB", "--planner", "ops"},
+        {"--layers", "2", "--d-model", "64", "--heads", "2", "--seq", "32", "--batch", "8", "--dropout", "0.1",
+         "--predict-only", "--strategy", "full", "--offload", "all"},
+    };
+    static char reference[1 << 14], printed[1 << 14];
+    char what[256];
+    for (size_t k = 0; k < sizeof PREDICTIONS / sizeof PREDICTIONS[0]; k++) {
+        const TrainOptions o = parse_run(PREDICTIONS[k], what, sizeof what);
+        FILE *out = fmemopen(reference, sizeof reference, "w");
+        made = 0;
+        assert_int_equal(train_predict(&o, out), REMAT_OK);
+        fclose(out);
+        const long count = made;
+        int failed = 0;
+        for (long i = 0; i < count; i++) {
+            memset(printed, 0, sizeof printed);
+            out = fmemopen(printed, sizeof printed, "w");
+            made = 0;
+            fail_at = i;
+            const RematStatus status = train_predict(&o, out);
+            fail_at = -1;
+            fclose(out);
+            failed += status != REMAT_OK;
+            assert_true(status != REMAT_OK ? remat_last_error()[0] != '\0' : strcmp(printed, reference) == 0);
+            remat_clear_error();
+            assert_int_equal(mem_live_blocks(), 0);
+        }
+        printf("  %s: %ld allocations, each failing in turn: %d failed with a message, %ld printed the same\n", what,
+               count, failed, count - failed);
+        assert_true(failed > 0);
+    }
+}
+
 int main(void)
 {
     sink = fopen("/dev/null", "w");
@@ -164,6 +205,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_failed_allocation_fails_the_run_cleanly),
         cmocka_unit_test(test_a_resumed_run_keeps_its_file),
+        cmocka_unit_test(test_each_failed_allocation_of_a_prediction),
     };
     const int failed = cmocka_run_group_tests(tests, NULL, NULL);
     fclose(sink);
