@@ -4,8 +4,9 @@
  *
  * malloc, calloc, realloc and aligned_alloc are wrapped at link time (tests/CMakeLists.txt)
  * for the project's own code: the wrapper counts the calls and fails the one it is told to.
- * A run is first counted whole (on its second run: the first may grow what the process keeps,
- * the tape); then, for every one of its allocations, run again with that one failing. Each run either fails with a message, having written no file half, or absorbs
+ * A run is first counted whole (on its second run: the first may grow what the process
+ * keeps, the tape); then, for every one of its allocations, run again with that one
+ * failing. Each run either fails with a message, having written no file half, or absorbs
  * the failure and trains the same losses; either way nothing stays allocated.
  */
 #include <stdarg.h>
