@@ -21,13 +21,11 @@
 
 typedef enum PolicyDecision { POLICY_RECOMPUTE = 0, POLICY_SAVE } PolicyDecision;
 
-/* Decides for one op. `tag` may be NULL. `user` is the policy's own pointer. */
-typedef PolicyDecision (*PolicyFn)(const char *op, const char *tag, void *user);
-
+/* decide() decides for one op; `tag` may be NULL. */
 typedef struct Policy {
     const char *name;
-    PolicyFn decide;
-    void *user;
+    PolicyDecision (*decide)(const char *op, const char *tag, void *user);
+    void *user; /* the policy's own pointer, passed to decide() */
 } Policy;
 
 extern const Policy POLICY_NOTHING_SAVEABLE;
