@@ -10,7 +10,6 @@
  */
 #include "checkpoint/cost.h"
 
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,16 +187,15 @@ static Var *probe_region_layer(void *fn_ctx, Var *x, TrainCtx *ctx)
 static Var *probe_region(Probe *p, int k, Var *h, TrainCtx *ctx)
 {
     ProbeLayer *pl = &p->pl[k];
-    *pl = (ProbeLayer){.probe = p, .k = k};
+    *pl = (ProbeLayer){.probe = p, .k = k, .state = mem_current(MEM_ACT)};
     CheckpointOptions o = checkpoint_defaults();
-    o.name = p->layers[pl->k]->name;
-    o.policy = p->pass != PASS_POLICY ? NULL : p->policies ? p->policies[pl->k] : p->policy;
-    pl->state = mem_current(MEM_ACT);
+    o.name = p->layers[k]->name;
+    o.policy = p->pass != PASS_POLICY ? NULL : p->policies ? p->policies[k] : p->policy;
     probe_reset_peaks(p);
     Var *y = checkpoint(probe_region_layer, pl, h, ctx, &o);
     if (y && p->pass == PASS_POLICY) {
-        p->cost->layers[pl->k].policy.need = peak_above(pl->state);
-        p->cost->layers[pl->k].policy.adds = mem_current(MEM_ACT) - pl->state;
+        p->cost->layers[k].policy.need = peak_above(pl->state);
+        p->cost->layers[k].policy.adds = mem_current(MEM_ACT) - pl->state;
     }
     return y;
 }
@@ -280,14 +278,12 @@ ChainCost *chain_profile_policy(Layer **layers, int n, const ChainStages *stages
         return remat_fail_null(REMAT_EINVAL, "chain_profile: need at least one layer and both stages");
     ChainCost *cost = calloc(1, sizeof *cost);
     if (cost) *cost = (ChainCost){.n_layers = n, .layers = calloc((size_t)n, sizeof *cost->layers), .policy = policy};
-    if (!cost || !cost->layers) {
-        chain_cost_free(cost);
-        return remat_fail_null(REMAT_ENOMEM, "chain_profile: no memory for %d layers", n);
-    }
     Probe p = {.layers = layers, .cost = cost, .policy = policy};
     const size_t work_before = mem_current(MEM_WORK);
     mem_reset_peaks(); /* the workspace's peak from before the step is not the step's */
-    const RematStatus status = probe_passes(&p, stages, ctx, true);
+    const RematStatus status = cost && cost->layers
+                                   ? probe_passes(&p, stages, ctx, true)
+                                   : remat_fail(REMAT_ENOMEM, "chain_profile: no memory for %d layers", n);
     if (status != REMAT_OK) {
         chain_cost_free(cost);
         return NULL;
