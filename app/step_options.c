@@ -63,7 +63,7 @@ static const char *with_replayed_masks(const void *opts, const void *run)
 
 #define AT(field) offsetof(StepOptions, field)
 /* In the order of StepFlag: row k is bit k. */
-static const Flag FLAGS[] = {
+const Flag STEP_OPTION_FLAGS[] = {
     {.name = "--strategy", .type = FLAG_NAME, .offset = AT(strategy.kind), .names = &STRATEGY_NAMES, .value = "S",
      .heading = "checkpointing",
      .help = "none, full (every layer a region), sqrt (segments of about\n"
@@ -151,8 +151,7 @@ static const Flag FLAGS[] = {
      .help = "gpipe (all forwards, then all backwards) or 1f1b (one forward, one\nbackward, the default)"},
 };
 #undef AT
-enum { STEP_FLAGS_N = sizeof FLAGS / sizeof FLAGS[0] };
-_Static_assert(STEP_FLAGS_N == 18 && STEP_FLAGS_ALL == (1u << 18) - 1, "a StepFlag per row");
+_Static_assert(sizeof STEP_OPTION_FLAGS / sizeof *STEP_OPTION_FLAGS == STEP_FLAG_COUNT, "a StepFlag per row");
 
 /* ---- parsing --------------------------------------------------------------------------------- */
 
@@ -163,14 +162,11 @@ StepOptions step_options_defaults(void)
                          .micro_batches = 1, .pipeline_schedule = PIPE_1F1B};
 }
 
-FlagSet step_options_flags(StepOptions *o, unsigned accepted)
-{
-    return (FlagSet){.flags = FLAGS, .n = STEP_FLAGS_N, .opts = o, .accepted = accepted, .given = o ? &o->given : NULL};
-}
-
 RematStatus step_options_check(const StepOptions *o, StepScope more)
 {
-    FlagSet set = step_options_flags((StepOptions *)o, STEP_FLAGS_ALL);
+    StepOptions *opts = (StepOptions *)o; /* flags_check only reads */
+    FlagSet set = {.flags = STEP_OPTION_FLAGS, .n = STEP_FLAG_COUNT, .opts = opts, .accepted = STEP_FLAGS_ALL,
+                   .given = &opts->given};
     set.traits = ((1u << o->strategy.kind | more.strategies) & STRATEGY_BITS) |
                  (o->offload || more.offloads ? OFFLOADS : 0) |
                  (o->offload_opts.policy != OFFLOAD_BOUNDARY ? SPILLS_ANY_SAVE : 0) |

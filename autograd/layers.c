@@ -26,16 +26,6 @@ Var *layers_forward(Layer *const *layers, int n, Var *x, TrainCtx *ctx)
     return h;
 }
 
-void *layer_alloc(size_t size, const char *kind, const char *name, LayerForwardFn forward)
-{
-    Layer *layer = calloc(1, size);
-    if (!layer)
-        return remat_fail_null(REMAT_ENOMEM, "%s: no memory for a layer", kind);
-    *layer = (Layer){.kind = kind, .forward = forward}; /* the rest of `size` stays zero */
-    snprintf(layer->name, sizeof layer->name, "%s", name ? name : kind);
-    return layer;
-}
-
 void layer_free(Layer *layer)
 {
     if (!layer) return;
@@ -51,14 +41,24 @@ Var *param_create(const char *name, int ndim, const int *shape, float std, float
     return var_create(t, true, name);
 }
 
-Var *layer_add_param(Layer *layer, const char *suffix, bool decay, int ndim, const int *shape,
-                     float std, float fill, Pcg32 *rng)
+void *layer_create(size_t size, const char *kind, const char *name, LayerForwardFn forward, const ParamSpec *params,
+                   int n, Pcg32 *rng)
 {
-    if (layer->n_params == LAYER_MAX_PARAMS)
-        return remat_fail_null(REMAT_EINVAL, "%s: more than %d parameters", layer->name, LAYER_MAX_PARAMS);
-    char name[NODE_NAME_LEN];
-    snprintf(name, sizeof name, "%s.%s", layer->name, suffix);
-    Var *v = param_create(name, ndim, shape, std, fill, rng);
-    if (v) layer->params[layer->n_params++] = (Param){v, decay};
-    return v;
+    if (n > LAYER_MAX_PARAMS)
+        return remat_fail_null(REMAT_EINVAL, "%s: more than %d parameters", name ? name : kind, LAYER_MAX_PARAMS);
+    Layer *layer = calloc(1, size);
+    if (!layer) return remat_fail_null(REMAT_ENOMEM, "%s: no memory for a layer", kind);
+    *layer = (Layer){.kind = kind, .forward = forward}; /* the rest of `size` stays zero */
+    snprintf(layer->name, sizeof layer->name, "%s", name ? name : kind);
+    for (int i = 0; i < n; i++) {
+        char param[NODE_NAME_LEN];
+        snprintf(param, sizeof param, "%s.%s", layer->name, params[i].suffix);
+        Var *v = param_create(param, params[i].ndim, params[i].shape, params[i].std, params[i].fill, rng);
+        if (!v) {
+            layer_free(layer);
+            return NULL;
+        }
+        layer->params[layer->n_params++] = (Param){v, params[i].decay};
+    }
+    return layer;
 }

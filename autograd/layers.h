@@ -46,10 +46,6 @@ static inline Var *then_free(Var *out, Var *used)
  * output (caller owns; n = 0: x itself, retained) or NULL on error. */
 Var *layers_forward(Layer *const *layers, int n, Var *x, TrainCtx *ctx);
 
-/* For a concrete layer's create function: a zero-filled struct of `size` bytes (which
- * starts with its Layer) with kind, name (NULL: `kind`) and forward set. NULL on error. */
-void *layer_alloc(size_t size, const char *kind, const char *name, LayerForwardFn forward);
-
 /* Frees the layer and its parameters (and their gradients). NULL is a no-op. */
 void layer_free(Layer *layer);
 
@@ -58,11 +54,22 @@ void layer_free(Layer *layer);
  * NULL on error. */
 Var *param_create(const char *name, int ndim, const int *shape, float std, float fill, Pcg32 *rng);
 
-/* Adds a parameter named "{layer name}.{suffix}" to a layer being built, created as
- * param_create does, with `decay` saying whether weight decay applies to it. The layer
- * owns it; it is returned borrowed. NULL on error (creation failed, or the layer already
- * has LAYER_MAX_PARAMS). */
-Var *layer_add_param(Layer *layer, const char *suffix, bool decay, int ndim, const int *shape,
-                     float std, float fill, Pcg32 *rng);
+/* One parameter of a layer, a row of the table layer_create reads: "{layer name}.{suffix}",
+ * of `shape`, made as param_create makes it, with weight decay when `decay`. */
+typedef struct ParamSpec {
+    const char *suffix;
+    int ndim;
+    int shape[TENSOR_MAX_DIMS];
+    float std, fill;
+    bool decay;
+} ParamSpec;
+
+/* For a concrete layer's create function: a zero-filled struct of `size` bytes (which
+ * starts with its Layer) with kind, name (NULL: `kind`) and forward set, and the n
+ * parameters of `params`, made in that order from `rng` (layer->params[i] is row i's; the
+ * layer owns them). NULL on error, with nothing left allocated: more than
+ * LAYER_MAX_PARAMS rows, no memory, or the memory budget. */
+void *layer_create(size_t size, const char *kind, const char *name, LayerForwardFn forward, const ParamSpec *params,
+                   int n, Pcg32 *rng);
 
 #endif /* REMAT_LAYERS_H */

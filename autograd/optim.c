@@ -73,7 +73,7 @@ static Tensor *state_tensor(const OptimParam *p)
     return tensor_zeros(MEM_OPTIM, 1, (int[]){(int)(p->b - p->a)});
 }
 
-Optimizer *optim_create_range(const OptimConfig *config, const Param *params, int n, size_t begin, size_t end)
+Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
 {
     if (!config || !params || n <= 0)
         return remat_fail_null(REMAT_EINVAL, "optim_create: need a config and at least one parameter");
@@ -85,7 +85,7 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
                                    "grad", i, params[i].var ? params[i].var->name : "NULL");
         total += params[i].var->value->numel;
     }
-    if (end == OPTIM_RANGE_END) end = total;
+    const size_t begin = config->begin, end = config->end ? config->end : total;
     if (begin >= end || end > total)
         return remat_fail_null(REMAT_EINVAL, "optim_create: range [%zu, %zu) is empty or outside the %zu "
                                "elements of the parameters", begin, end, total);
@@ -112,11 +112,6 @@ Optimizer *optim_create_range(const OptimConfig *config, const Param *params, in
 failed:
     optim_free(opt);
     return NULL;
-}
-
-Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
-{
-    return optim_create_range(config, params, n, 0, OPTIM_RANGE_END);
 }
 
 void optim_free(Optimizer *opt)

@@ -41,6 +41,10 @@ typedef struct OptimConfig {
     float beta1, beta2; /* AdamW */
     float eps;          /* AdamW */
     float weight_decay; /* AdamW, applied to params with decay set */
+    /* The elements it updates, [begin, end) of the parameters' flat concatenation (parameter
+     * 0's elements first, each in its own order): a rank's shard under ZeRO sharding
+     * (parallel/zero.h). end 0: to their end, so that by default it updates them all. */
+    size_t begin, end;
 } OptimConfig;
 
 /* AdamW defaults as PyTorch's (beta1 0.9, beta2 0.999, eps 1e-8, weight decay 0.01). */
@@ -50,23 +54,16 @@ OptimConfig optim_sgd_defaults(float lr, float momentum);
 typedef struct Optimizer Optimizer;
 
 /* An optimizer over `n` parameters (the array is copied; the Vars are borrowed and must
- * outlive it). Allocates all state (MEM_OPTIM, zero-filled). NULL on error: a bad config
- * (lr ≤ 0, betas outside [0,1), ...), or the memory budget — then the message names the
- * optimizer state as what did not fit. */
+ * outlive it), or over the range of their elements config->begin .. end says. Allocates all
+ * its state (MEM_OPTIM, zero-filled), for the range's elements only: parameter i's state
+ * tensors cover its part of the range (its own shape when the range holds all of it, one
+ * dimension otherwise; NULL when none of it), so AdamW's state is 8 bytes per element.
+ * optim_step updates those elements only, with the same arithmetic whatever the range.
+ * NULL on error: a bad config (lr ≤ 0, betas outside [0,1), ...; REMAT_EINVAL for a range
+ * outside the parameters or an empty one), or the memory budget — then the message names
+ * the optimizer state as what did not fit. */
 Optimizer *optim_create(const OptimConfig *config, const Param *params, int n);
 void optim_free(Optimizer *opt);
-
-/* An optimizer over a shard of the parameters: the elements [begin, end) of their flat
- * concatenation (parameter 0's elements first, each in its own order), as a rank keeps
- * under ZeRO sharding (parallel/zero.h). It holds state for those elements only: parameter
- * i's state tensors cover its part of the range (its own shape when the range holds all
- * of it, one dimension otherwise; NULL when none of it) and are zero-filled, so the state
- * is 8 bytes per element of the range for AdamW. optim_step updates those elements only,
- * with the same arithmetic as the optimizer over everything (which is the range
- * [0, OPTIM_RANGE_END)). NULL on error, as optim_create; REMAT_EINVAL for a range
- * outside the parameters or an empty one. */
-Optimizer *optim_create_range(const OptimConfig *config, const Param *params, int n, size_t begin, size_t end);
-#define OPTIM_RANGE_END SIZE_MAX /* as `end`: the end of the parameters' elements */
 
 /* Updates every parameter of the optimizer's range from its gradient: read from the
  * parameters' .grad when `grad` is NULL, else given as one array of end − begin floats
@@ -84,7 +81,7 @@ void optim_zero_grad(Optimizer *opt);
 int optim_steps(const Optimizer *opt);
 
 /* The i-th parameter's state tensors (NULL where the optimizer keeps none; for an
- * optimizer over a range, its part of the range, see optim_create_range), for saving and
+ * optimizer over a range, its part of the range, see optim_create), for saving and
  * resuming. AdamW: state0 = m, state1 = v. SGD with momentum: state0 = velocity. */
 void optim_state(const Optimizer *opt, int i, Tensor **state0, Tensor **state1);
 

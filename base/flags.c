@@ -17,7 +17,7 @@ static RematStatus set_value(const Flag *f, const char *v, void *opts)
     case FLAG_SWITCH_OFF: *(bool *)field = false; return REMAT_OK;
     case FLAG_CONST: *(int *)field = (int)f->lo; return REMAT_OK;
     case FLAG_INT: {
-        const long hi = f->hi > 0 ? (long)f->hi : platform_max_threads(); /* hi 0: a count of threads */
+        const long hi = f->hi > 0 ? (long)f->hi : platform_info().max_threads; /* hi 0: a count of threads */
         if (parse_int(v, (long)f->lo, hi, field)) return REMAT_OK;
         return remat_fail(REMAT_EINVAL, "'%s' is not a whole number in %ld..%ld", v, (long)f->lo, hi);
     }

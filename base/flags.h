@@ -26,7 +26,7 @@ typedef enum FlagType {
     FLAG_SWITCH,     /* no value: sets a bool true */
     FLAG_SWITCH_OFF, /* no value: sets a bool false */
     FLAG_CONST,      /* no value: sets an int (an enum) to lo */
-    FLAG_INT,    /* an int in [lo, hi]; hi 0 means platform_max_threads() */
+    FLAG_INT,    /* an int in [lo, hi]; hi 0 means PlatformInfo.max_threads */
     FLAG_FLOAT,  /* a float in [lo, hi], or [lo, hi) with hi_open */
     FLAG_U64,    /* a uint64_t, any */
     FLAG_TEXT,   /* a const char *, not empty: a path, a list */

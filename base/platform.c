@@ -22,12 +22,19 @@
 static const char *const BLAS_THREADING[] = {"sequential", "pthreads", "openmp"};
 static const NameTable BLAS_THREADING_NAMES = {BLAS_THREADING, 3};
 
+/* The most threads platform_set_threads takes: 4 per core. */
+static int max_threads(void)
+{
+    return 4 * omp_get_num_procs();
+}
+
 PlatformInfo platform_info(void)
 {
     const int parallel = openblas_get_parallel();
     PlatformInfo info = {.blas_config = openblas_get_config(), .blas_core = openblas_get_corename(),
                          .blas_threading = name_of(&BLAS_THREADING_NAMES, parallel),
-                         .threads = omp_get_max_threads(), .cores = omp_get_num_procs(), .omp_wait = "default"};
+                         .threads = omp_get_max_threads(), .max_threads = max_threads(),
+                         .cores = omp_get_num_procs(), .omp_wait = "default"};
     static char warning[256];
     if (parallel != 2) { /* 2: the OpenMP build, BLAS_THREADING's third name */
         snprintf(warning, sizeof warning, "the loaded OpenBLAS is the %s build; remat needs the OpenMP build (install "
@@ -50,14 +57,9 @@ PlatformInfo platform_info(void)
     return info;
 }
 
-int platform_max_threads(void)
-{
-    return 4 * omp_get_num_procs();
-}
-
 RematStatus platform_set_threads(int threads)
 {
-    const int limit = platform_max_threads();
+    const int limit = max_threads();
     if (threads < 1 || threads > limit)
         return remat_fail(REMAT_EINVAL, "thread count %d is outside 1..%d", threads, limit);
     omp_set_num_threads(threads);

@@ -23,6 +23,7 @@ typedef struct PlatformInfo {
     const char *blas_warning;  /* NULL for the OpenMP build; otherwise which build was found
                                   and how to install the right one */
     int threads;               /* threads remat's loops and BLAS will use */
+    int max_threads;           /* the most platform_set_threads takes: 4 per core */
     int cores;                 /* processors available to this process */
     const char *omp_wait;      /* how a waiting OpenMP thread waits, as the environment says
                                   (libgomp read it at start-up; remat never changes it):
@@ -35,10 +36,7 @@ typedef struct PlatformInfo {
  * by platform.c (the warning and omp_wait: valid until the next call). */
 PlatformInfo platform_info(void);
 
-/* The most threads platform_set_threads takes: 4 per core. */
-int platform_max_threads(void);
-
-/* Sets the thread count of both OpenMP loops and OpenBLAS (1..platform_max_threads()).
+/* Sets the thread count of both OpenMP loops and OpenBLAS (1..PlatformInfo.max_threads).
  * On error returns REMAT_EINVAL and changes nothing. */
 RematStatus platform_set_threads(int threads);
 

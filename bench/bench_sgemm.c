@@ -39,9 +39,10 @@ static unsigned own_given;
 static RematStatus set_threads(void *opts, const char *v)
 {
     Options *o = opts;
-    if (parse_int_list(v, 1, platform_max_threads(), o->threads, MAX_THREAD_COUNTS, &o->n_threads)) return REMAT_OK;
+    const int most = platform_info().max_threads;
+    if (parse_int_list(v, 1, most, o->threads, MAX_THREAD_COUNTS, &o->n_threads)) return REMAT_OK;
     return remat_fail(REMAT_EINVAL, "'%s' is not a list of at most %d thread counts, each 1..%d", v,
-                      MAX_THREAD_COUNTS, platform_max_threads());
+                      MAX_THREAD_COUNTS, most);
 }
 
 static const Flag FLAGS[] = {

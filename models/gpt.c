@@ -158,21 +158,6 @@ static Var *gpt_head(Model *model, Var *x, Var *targets, TrainCtx *ctx)
 
 /* ---- creation ------------------------------------------------------------------------- */
 
-/* Adds "{suffix}.weight" and "{suffix}.bias" to the block; false on error. */
-static bool add_weight_bias(GptBlock *b, WeightBias *wb, const char *suffix, int ndim,
-                            const int *shape, float std, Pcg32 *init)
-{
-    char name[LAYER_NAME_LEN + 24];
-    const int out = shape[ndim - 1]; /* a linear's bias, or a LayerNorm's, has the last dim */
-    const bool is_norm = ndim == 1;  /* LayerNorm: weight 1, no decay */
-    snprintf(name, sizeof name, "%s.weight", suffix);
-    wb->weight = layer_add_param(&b->base, name, !is_norm, ndim, shape, is_norm ? 0.0f : std,
-                                 is_norm ? 1.0f : 0.0f, init);
-    snprintf(name, sizeof name, "%s.bias", suffix);
-    wb->bias = wb->weight ? layer_add_param(&b->base, name, false, 1, &out, 0.0f, 0.0f, init) : NULL;
-    return wb->bias != NULL;
-}
-
 /* The block `name` of gpt_block_forward, of width C with H heads, at place `index` (0 for
  * h.0) in a chain of n_layers (a fused attention core fails a forward that drops out with
  * the stream generator); the rest of its shape was checked with the config (check_config).
@@ -185,21 +170,25 @@ static Layer *gpt_block_create(const char *name, int index, int C, int H, float 
     if (H <= 0 || C % H != 0)
         return remat_fail_null(REMAT_EINVAL, "gpt: block %s of d_model %d cannot have %d heads: they must be > 0 "
                                "and divide it", name, C, H);
-    GptBlock *b = layer_alloc(sizeof *b, "gpt_block", name, gpt_block_forward);
-    if (!b) return NULL;
-    *b = (GptBlock){.base = b->base, .index = index, .attention = attention, .C = C, .H = H, .dropout = dropout};
     /* GPT-2 scales the init of the projections into the residual stream by
      * 1/sqrt(2·n_layers): each block adds two of them to the stream. */
-    const float proj_std = GPT_INIT_STD / sqrtf(2.0f * (float)n_layers);
-    bool ok = add_weight_bias(b, &b->ln_1, "ln_1", 1, (int[]){C}, 0.0f, init) &&
-              add_weight_bias(b, &b->attn.c_attn, "attn.c_attn", 2, (int[]){C, 3 * C}, GPT_INIT_STD, init) &&
-              add_weight_bias(b, &b->attn.c_proj, "attn.c_proj", 2, (int[]){C, C}, proj_std, init) &&
-              add_weight_bias(b, &b->ln_2, "ln_2", 1, (int[]){C}, 0.0f, init) &&
-              add_weight_bias(b, &b->mlp.c_fc, "mlp.c_fc", 2, (int[]){C, 4 * C}, GPT_INIT_STD, init) &&
-              add_weight_bias(b, &b->mlp.c_proj, "mlp.c_proj", 2, (int[]){4 * C, C}, proj_std, init);
-    if (ok) return &b->base;
-    layer_free(&b->base);
-    return NULL;
+    const float std = GPT_INIT_STD, proj_std = GPT_INIT_STD / sqrtf(2.0f * (float)n_layers);
+    /* In file order, each weight before its bias; LayerNorms start at weight 1, biases at 0,
+     * and only the four matrices decay. */
+    const ParamSpec params[] = {
+        {"ln_1.weight", 1, {C}, .fill = 1.0f},                      {"ln_1.bias", 1, {C}, .fill = 0.0f},
+        {"attn.c_attn.weight", 2, {C, 3 * C}, std, .decay = true},  {"attn.c_attn.bias", 1, {3 * C}, .fill = 0.0f},
+        {"attn.c_proj.weight", 2, {C, C}, proj_std, .decay = true}, {"attn.c_proj.bias", 1, {C}, .fill = 0.0f},
+        {"ln_2.weight", 1, {C}, .fill = 1.0f},                      {"ln_2.bias", 1, {C}, .fill = 0.0f},
+        {"mlp.c_fc.weight", 2, {C, 4 * C}, std, .decay = true},     {"mlp.c_fc.bias", 1, {4 * C}, .fill = 0.0f},
+        {"mlp.c_proj.weight", 2, {4 * C, C}, proj_std, .decay = true}, {"mlp.c_proj.bias", 1, {C}, .fill = 0.0f},
+    };
+    GptBlock *b = layer_create(sizeof *b, "gpt_block", name, gpt_block_forward, params, 12, init);
+    if (!b) return NULL;
+    *b = (GptBlock){.base = b->base, .index = index, .attention = attention, .C = C, .H = H, .dropout = dropout};
+    WeightBias *named[] = {&b->ln_1, &b->attn.c_attn, &b->attn.c_proj, &b->ln_2, &b->mlp.c_fc, &b->mlp.c_proj};
+    for (int i = 0; i < 6; i++) *named[i] = (WeightBias){b->base.params[2 * i].var, b->base.params[2 * i + 1].var};
+    return &b->base;
 }
 
 /* model->params in file order: wte, wpe, the blocks', ln_f; weight decay on the 2-D tables

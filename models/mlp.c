@@ -35,13 +35,12 @@ static Var *residual_mlp_forward(Layer *layer, Var *x, TrainCtx *ctx)
  * checked the sizes. Tags: "mlp.fc", "mlp.relu", "mlp.residual". NULL on error (budget). */
 static Layer *residual_mlp_create(const char *name, int width, float std, Pcg32 *rng)
 {
-    ResidualMlp *l = layer_alloc(sizeof *l, "residual_mlp", name, residual_mlp_forward);
+    const ParamSpec params[] = {{"weight", 2, {width, width}, std, .decay = true}, {"bias", 1, {width}, .fill = 0.0f}};
+    ResidualMlp *l = layer_create(sizeof *l, "residual_mlp", name, residual_mlp_forward, params, 2, rng);
     if (!l) return NULL;
-    l->weight = layer_add_param(&l->base, "weight", true, 2, (int[]){width, width}, std, 0.0f, rng);
-    l->bias = layer_add_param(&l->base, "bias", false, 1, (int[]){width}, 0.0f, 0.0f, rng);
-    if (l->weight && l->bias) return &l->base;
-    layer_free(&l->base);
-    return NULL;
+    l->weight = l->base.params[0].var;
+    l->bias = l->base.params[1].var;
+    return &l->base;
 }
 
 /* ---- the model -------------------------------------------------------------------------- */

@@ -89,7 +89,10 @@ Optimizer *zero_optimizer_create(const Zero *z, const OptimConfig *config)
     if (z->end == z->begin) /* more ranks than elements: nothing to update here */
         return remat_fail_null(REMAT_EINVAL, "zero: rank %d's shard is empty (%zu parameters over %d ranks)",
                                z->group.rank, z->total, z->group.size);
-    return optim_create_range(config, z->params, z->n, z->begin, z->end);
+    OptimConfig shard = *config; /* this rank's elements only */
+    shard.begin = z->begin;
+    shard.end = z->end;
+    return optim_create(&shard, z->params, z->n);
 }
 
 /* ---- views ---------------------------------------------------------------------------------- */

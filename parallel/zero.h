@@ -71,7 +71,7 @@ int zero_stage(const Zero *z);
 size_t zero_total(const Zero *z);
 
 /* The optimizer this rank runs: over everything at stage 0, over its shard from stage 1
- * (optim_create_range). NULL on error. */
+ * (OptimConfig.begin and end). NULL on error. */
 Optimizer *zero_optimizer_create(const Zero *z, const OptimConfig *config);
 
 /* After every rank's backward: reduces the gradients, the ranks' sum in rank order × 1/K

@@ -460,10 +460,11 @@ static void test_ops_refuses_a_layer_it_cannot_hold(void **state)
     (void)state;
     Pcg32 rng;
     pcg32_seed(&rng, 1, 1);
+    const ParamSpec w = {"w", 2, {8, 8}, 0.1f, .decay = true};
     Layer *layers[2];
     for (int k = 0; k < 2; k++) {
-        layers[k] = layer_alloc(sizeof(Layer), "test", k ? "h.1" : "h.0", many_ops_forward);
-        assert_non_null(layer_add_param(layers[k], "w", true, 2, (int[]){8, 8}, 0.1f, 0.0f, &rng));
+        layers[k] = layer_create(sizeof(Layer), "test", k ? "h.1" : "h.0", many_ops_forward, &w, 1, &rng);
+        assert_non_null(layers[k]);
     }
     Var *io[2] = {var_create(tensor_zeros(MEM_ACT, 2, (int[]){4, 8}), false, "x"),
                   var_create(tensor_zeros(MEM_ACT, 2, (int[]){4, 8}), false, "y")};

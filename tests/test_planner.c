@@ -590,11 +590,12 @@ static void test_chains_the_model_cannot_describe_are_refused(void **state)
     const char *const expected[2] = {"layer h.0 does not keep its input", "layer h.0 keeps its own output"};
     Pcg32 rng;
     pcg32_seed(&rng, 1, 1);
+    const ParamSpec w = {"w", 2, {8, 8}, 0.1f, .decay = true};
     for (int i = 0; i < 2; i++) {
         Layer *layers[2];
         for (int k = 0; k < 2; k++) {
-            layers[k] = layer_alloc(sizeof(Layer), "test", k ? "h.1" : "h.0", forwards[i]);
-            assert_non_null(layer_add_param(layers[k], "w", true, 2, (int[]){8, 8}, 0.1f, 0.0f, &rng));
+            layers[k] = layer_create(sizeof(Layer), "test", k ? "h.1" : "h.0", forwards[i], &w, 1, &rng);
+            assert_non_null(layers[k]);
         }
         Var *io[2] = {var_create(tensor_zeros(MEM_ACT, 2, (int[]){4, 8}), true, "x"),
                       var_create(tensor_zeros(MEM_ACT, 2, (int[]){4, 8}), false, "y")};

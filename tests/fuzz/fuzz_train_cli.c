@@ -28,7 +28,7 @@ static void check_accepted(const TrainOptions *o)
     if (!gpt && o->model != MODEL_MLP) broken("accepted a model that is neither gpt nor mlp");
     if (o->layers < 1 || o->layers > 4096 || o->d_model < 1 || o->d_model > 65536 || o->heads < 1 ||
         o->seq < 1 || o->batch < 1 || o->steps < 0 || o->eval_batches < 1 || o->threads < 0 ||
-        o->threads > platform_max_threads())
+        o->threads > platform_info().max_threads)
         broken("accepted a size out of its range");
     if (!(o->dropout >= 0.0f && o->dropout < 1.0f) || !(o->lr > 0.0f) || !(o->momentum >= 0.0f && o->momentum < 1.0f))
         broken("accepted a rate out of its range");
