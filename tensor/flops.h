@@ -13,10 +13,9 @@
  * Beside the FLOPs, the ledger keeps wall time, so a bench can say where a step's time
  * goes: the seconds each phase was current (from flops_reset to the read, the clock is
  * read only when the phase changes), and the seconds and FLOPs inside the matmuls
- * (k_matmul and k_matmul_batched read the clock before and after each call: two reads
- * against a sgemm of at least thousands of FLOPs). Everything else a phase spent is
- * outside the matmuls: elementwise and row kernels, attention cores, the optimizer's
- * pass, allocation. The fused attention's own tile products are its kernel's time, not
+ * (k_matmul reads the clock before and after each call: two reads against a sgemm of at
+ * least thousands of FLOPs). Everything else a phase spent is outside the matmuls:
+ * elementwise and row kernels, attention cores, the optimizer's pass, allocation. The fused attention's own tile products are its kernel's time, not
  * the matmuls'. The times are what the clock read on a possibly busy machine; the FLOPs
  * are exact.
  *
