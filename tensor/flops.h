@@ -27,6 +27,8 @@
 
 #include <stdint.h>
 
+#include "base/parse.h"
+
 typedef enum Phase {
     PHASE_FORWARD = 0, /* the first forward pass of a step */
     PHASE_BACKWARD,    /* gradient computation */
@@ -81,7 +83,8 @@ void flops_restore(const FlopCounts *counts);
  * its clock. */
 void flops_reset(void);
 
-/* "forward", "backward", "recompute", "optimizer". */
-const char *phase_name(Phase phase);
+/* The names of the phases, "forward", "backward", "recompute", "optimizer":
+ * name_of(&FLOP_PHASE_NAMES, phase) (base/parse.h). */
+extern const NameTable FLOP_PHASE_NAMES;
 
 #endif /* REMAT_FLOPS_H */

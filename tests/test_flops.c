@@ -137,9 +137,9 @@ static void test_phase_seconds_go_to_the_phase_that_was_current(void **state)
 static void test_phase_names(void **state)
 {
     (void)state;
-    assert_string_equal(phase_name(PHASE_FORWARD), "forward");
-    assert_string_equal(phase_name(PHASE_RECOMPUTE), "recompute");
-    assert_string_equal(phase_name(PHASE_COUNT), "unknown");
+    assert_string_equal(name_of(&FLOP_PHASE_NAMES, PHASE_FORWARD), "forward");
+    assert_string_equal(name_of(&FLOP_PHASE_NAMES, PHASE_RECOMPUTE), "recompute");
+    assert_string_equal(name_of(&FLOP_PHASE_NAMES, PHASE_COUNT), "unknown");
 }
 
 int main(void)
