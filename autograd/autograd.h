@@ -238,9 +238,9 @@ void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, D
 /* Parameters sharded across processes (ZeRO stage 3, parallel/zero.h) exist in full only while
  * someone uses them. Two moments tell a hook so: a stage about to run its forward
  * (tape_set_stage: a layers_forward sets its Layer, a model's embedding and head the
- * Model), and a node about to run its backward (its parameters are the leaves among its inputs). So a hook
- * can gather a group of parameters for a forward, a checkpoint replay and a backward
- * alike. Without hooks (the default) neither moment does anything. */
+ * Model), and a node about to run its backward (its parameters are the leaves among its
+ * inputs). So a hook can gather a group of parameters for a forward, a checkpoint replay
+ * and a backward alike. Without hooks (the default) neither moment does anything. */
 typedef struct ParamUseHooks {
     /* `stage` (an opaque pointer naming a group of parameters) is about to run its forward;
      * on error (e.g. the memory budget) the stage fails with that status. */
