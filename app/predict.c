@@ -111,7 +111,7 @@ static RematStatus write_results(const char *path, const char *label, const size
     char json[512];
     int n = snprintf(json, sizeof json, "{\"%s\": {", label);
     for (int k = 0; k < MEM_KIND_COUNT; k++)
-        n += snprintf(json + n, sizeof json - (size_t)n, "\"%s\": %zu, ", mem_kind_name((MemKind)k), kinds[k]);
+        n += snprintf(json + n, sizeof json - (size_t)n, "\"%s\": %zu, ", name_of(&MEM_KIND_NAMES, k), kinds[k]);
     snprintf(json + n, sizeof json - (size_t)n, "\"peak\": %zu, \"recompute_flops\": %" PRIu64 "}}\n", peak,
              recompute);
     return file_replace_text("--results", path, json);
@@ -340,7 +340,7 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
     if (o->ranks > 1) fprintf(out, ", rank 0 of %d at ZeRO stage %d", o->ranks, o->step.zero_stage);
     fprintf(out, ":\n");
     for (int k = 0; k < (o->step.offload ? MEM_KIND_COUNT : MEM_DISK); k++)
-        fprintf(out, "  %-12s %14zu bytes\n", mem_kind_name((MemKind)k), p.kinds[k]);
+        fprintf(out, "  %-12s %14zu bytes\n", name_of(&MEM_KIND_NAMES, k), p.kinds[k]);
     fprintf(out, "  %-12s %14zu bytes (all kinds at the same moment%s)\n", "peak", p.peak,
             o->ranks > 1 && o->step.zero_stage >= 2 ? "; a bound: the gradients of what backward runs counted as "
                                                       "made" : "");

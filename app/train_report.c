@@ -99,9 +99,9 @@ static void report_peak(FILE *out, const TrainOptions *o, const ExplainPeak *sav
 {
     const MemPeakMoment p = mem_peak_moment();
     char buf[32], why[256];
-    fprintf(out, "    at the peak (in %s):", phase_name(p.phase));
+    fprintf(out, "    at the peak (in %s):", name_of(&FLOP_PHASE_NAMES, p.phase));
     for (int k = 0; k < MEM_DISK; k++)
-        fprintf(out, "%s %s %s", k ? "," : "", mem_kind_name((MemKind)k),
+        fprintf(out, "%s %s %s", k ? "," : "", name_of(&MEM_KIND_NAMES, k),
                 mem_format_bytes(buf, sizeof buf, p.current[k]));
     const bool strategy = o->step.strategy.kind != STRATEGY_NONE; /* every rule is about checkpointing */
     const char *sentence = strategy ? why_not_lower(o, &p, saved, why, sizeof why) : NULL;
@@ -154,19 +154,19 @@ void report_ledgers(FILE *out, const TrainOptions *o, const TrainReport *r)
     char buf[32];
     fprintf(out, "\n  peak memory by kind over the run\n");
     for (int k = 0; k < MEM_DISK; k++)
-        fprintf(out, "    %-12s %12s\n", mem_kind_name((MemKind)k),
+        fprintf(out, "    %-12s %12s\n", name_of(&MEM_KIND_NAMES, k),
                 mem_format_bytes(buf, sizeof buf, mem_peak((MemKind)k)));
     fprintf(out, "    %-12s %12s  (all kinds at the same moment)\n", "resident",
             mem_format_bytes(buf, sizeof buf, mem_peak_moment().resident));
     if (o->step.offload)
-        fprintf(out, "    %-12s %12s  (in the spill file: not resident)\n", mem_kind_name(MEM_DISK),
+        fprintf(out, "    %-12s %12s  (in the spill file: not resident)\n", name_of(&MEM_KIND_NAMES, MEM_DISK),
                 mem_format_bytes(buf, sizeof buf, mem_peak(MEM_DISK)));
     report_peak(out, o, NULL);
     report_process(out, r);
     if (r->steps_run == 0) return;
     fprintf(out, "\n  FLOPs per training step by phase\n");
     for (int p = 0; p < PHASE_COUNT; p++)
-        fprintf(out, "    %-12s %10.3f GFLOP\n", phase_name((Phase)p),
+        fprintf(out, "    %-12s %10.3f GFLOP\n", name_of(&FLOP_PHASE_NAMES, p),
                 (double)flops_get((Phase)p) / r->steps_run * 1e-9);
     if (o->step.strategy.kind == STRATEGY_DTR) {
         const DtrStats dtr = dtr_stats(); /* the process's: train runs one training */
@@ -201,7 +201,7 @@ static void print_ranks(FILE *out, const Zero *z, const RankFigures *ranks, int 
             "  formula: params %s, grads %s, optimizer %s, psi/K = the rank's shard)\n", stage, K, total,
             stage >= 3 ? "4psi/K" : "4psi", stage >= 2 ? "4psi/K" : "4psi", stage >= 1 ? "8psi/K" : "8psi");
     fprintf(out, "    %-6s", "rank");
-    for (int k = MEM_PARAM; k <= MEM_OPTIM; k++) fprintf(out, " %14s %14s", mem_kind_name((MemKind)k), "(formula)");
+    for (int k = MEM_PARAM; k <= MEM_OPTIM; k++) fprintf(out, " %14s %14s", name_of(&MEM_KIND_NAMES, k), "(formula)");
     fprintf(out, " %14s\n", "peak resident");
     for (int r = 0; r < K; r++) {
         const size_t shard = shard_begin(total, r + 1, K) - shard_begin(total, r, K);

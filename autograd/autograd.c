@@ -110,11 +110,6 @@ Tape *tape_set_current(Tape *tape)
     return previous;
 }
 
-void tape_set_scope(const char *prefix)
-{
-    snprintf(scope, sizeof scope, "%s", prefix ? prefix : "");
-}
-
 const char *tape_scope(void) { return scope; }
 
 /* ---- nodes -------------------------------------------------------------------------- */
@@ -173,9 +168,12 @@ const ParamUseHooks *param_use_hooks_set(const ParamUseHooks *hooks)
     return previous;
 }
 
-RematStatus param_stage_enter(const void *stage)
+RematStatus tape_set_stage(const void *stage, const char *name)
 {
-    return use_hooks && use_hooks->enter ? use_hooks->enter(use_hooks->ctx, stage) : REMAT_OK;
+    const bool told = stage && use_hooks && use_hooks->enter;
+    const RematStatus status = told ? use_hooks->enter(use_hooks->ctx, stage) : REMAT_OK;
+    if (status == REMAT_OK) snprintf(scope, sizeof scope, "%s", name ? name : "");
+    return status;
 }
 
 /* ---- op hooks ------------------------------------------------------------------------ */

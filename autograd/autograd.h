@@ -236,11 +236,11 @@ void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, D
 /* ---- parameter use: what sharded parameters plug into -------------------------------- */
 
 /* Parameters sharded across processes (ZeRO stage 3, parallel/zero.h) exist in full only while
- * someone uses them. Two moments tell a hook so: a stage about to run its forward (a
- * layers_forward says its Layer, a model's embedding and head say the Model), and a node
- * about to run its backward (its parameters are the leaves among its inputs). So a hook
- * can gather a group of parameters for a forward, a checkpoint replay and a backward
- * alike. Without hooks (the default) neither moment does anything. */
+ * someone uses them. Two moments tell a hook so: a stage about to run its forward
+ * (tape_set_stage: a layers_forward sets its Layer, a model's embedding and head the
+ * Model), and a node about to run its backward (its parameters are the leaves among its
+ * inputs). So a hook can gather a group of parameters for a forward, a checkpoint replay
+ * and a backward alike. Without hooks (the default) neither moment does anything. */
 typedef struct ParamUseHooks {
     /* `stage` (an opaque pointer naming a group of parameters) is about to run its forward;
      * on error (e.g. the memory budget) the stage fails with that status. */
@@ -253,9 +253,13 @@ typedef struct ParamUseHooks {
 /* Sets the hooks (NULL: none, the default); returns the previous ones. */
 const ParamUseHooks *param_use_hooks_set(const ParamUseHooks *hooks);
 
-/* Tells the hooks, if any, that `stage` is about to run its forward: REMAT_OK without
- * hooks, else what their `enter` returns. */
-RematStatus param_stage_enter(const void *stage);
+/* Makes `stage` the one whose forward runs from now on: the nodes recorded are named under
+ * `name` ("h.3" gives "h.3.attn.softmax"; copied, up to 31 characters; NULL: no prefix),
+ * and the hooks, if any, are told that `stage` is about to run its forward (their enter;
+ * a NULL stage tells them nothing). A layers_forward sets each Layer under its name and
+ * clears it afterwards (NULL, NULL); a model's embedding and head set the Model, unnamed.
+ * On the hooks' error returns their status and changes nothing. */
+RematStatus tape_set_stage(const void *stage, const char *name);
 
 /* ---- the tape ----------------------------------------------------------------------- */
 
@@ -278,11 +282,7 @@ Tape *tape_set_current(Tape *tape);
  * (To empty another tape, make it current first; tape_free frees one with its nodes.) */
 void tape_reset(void);
 
-/* Prefixes the names of nodes created from now on ("h.3" gives "h.3.attn.softmax").
- * NULL clears it. The string is copied (up to 31 characters). */
-void tape_set_scope(const char *scope);
-
-/* The current prefix ("" when none). */
+/* The prefix of the names of nodes created now (tape_set_stage's name; "" when none). */
 const char *tape_scope(void);
 
 /* One line per node: index, name, op, output shape, saved tensors and their bytes. */

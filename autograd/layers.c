@@ -12,10 +12,9 @@ static Var *run_layer(Layer *layer, Var *x, TrainCtx *ctx)
 {
     if (!layer || !x)
         return remat_fail_null(REMAT_EINVAL, "layers_forward: %s is NULL", layer ? "input" : "a layer");
-    if (param_stage_enter(layer) != REMAT_OK) return NULL;
-    tape_set_scope(layer->name);
+    if (tape_set_stage(layer, layer->name) != REMAT_OK) return NULL;
     Var *y = layer->forward(layer, x, ctx);
-    tape_set_scope(NULL);
+    tape_set_stage(NULL, NULL);
     return y;
 }
 

@@ -1,9 +1,9 @@
 /*
  * ops_linear.c — the ops that multiply and add: linear, matmul, add.
  *
- * Every product goes to BLAS through k_matmul / k_matmul_batched; these ops only check
- * shapes, allocate the output, and record what backward needs. Letters: N rows (leading
- * dims flattened), IN/OUT a linear's widths, M/K/N a matmul's sizes.
+ * Every product goes to BLAS through k_matmul; these ops only check shapes, allocate the
+ * output, and record what backward needs. Letters: N rows (leading dims flattened), IN/OUT
+ * a linear's widths, M/K/N a matmul's sizes.
  */
 #include "autograd/ops.h"
 
@@ -31,9 +31,9 @@ static RematStatus linear_backward(Node *node, const Tensor *dout, Tensor *const
     Tensor *x = saved_tensor(node, 0), *w = saved_tensor(node, 1);
     const RematStatus status = x && w ? REMAT_OK : remat_last_status();
     if (status == REMAT_OK && dinputs[0])
-        k_matmul(dinputs[0]->f32, dout->f32, w->f32, N, IN, OUT, CblasNoTrans, CblasTrans, 1.0f, 1.0f);
+        k_matmul(dinputs[0]->f32, dout->f32, w->f32, 1, N, IN, OUT, CblasNoTrans, CblasTrans, 1.0f, 1.0f);
     if (status == REMAT_OK && dinputs[1])
-        k_matmul(dinputs[1]->f32, x->f32, dout->f32, IN, OUT, N, CblasTrans, CblasNoTrans, 1.0f, 1.0f);
+        k_matmul(dinputs[1]->f32, x->f32, dout->f32, 1, IN, OUT, N, CblasTrans, CblasNoTrans, 1.0f, 1.0f);
     if (status == REMAT_OK && dinputs[2]) k_bias_backward(dinputs[2]->f32, dout->f32, N, OUT);
     tensor_free(x);
     tensor_free(w);
@@ -68,7 +68,7 @@ Var *op_linear(Var *x, Var *weight, Var *bias, const char *tag)
          * it (beta = 1): one pass over out fewer than adding the bias afterwards, and
          * sgemm skips the pass that clears C for beta = 0. */
         if (bias) k_bias_broadcast(out->f32, bias->value->f32, N, OUT);
-        k_matmul(out->f32, X->f32, W->f32, N, OUT, IN, CblasNoTrans, CblasNoTrans, 1.0f, bias ? 1.0f : 0.0f);
+        k_matmul(out->f32, X->f32, W->f32, 1, N, OUT, IN, CblasNoTrans, CblasNoTrans, 1.0f, bias ? 1.0f : 0.0f);
     }
 
     const LinearAttrs attrs = {.n = N, .in = IN, .out = OUT};
@@ -105,11 +105,11 @@ static RematStatus matmul_backward(Node *node, const Tensor *dout, Tensor *const
     const float alpha = attrs->alpha;
     const CBLAS_TRANSPOSE undo_b = attrs->trans_b ? CblasNoTrans : CblasTrans;
     if (status == REMAT_OK && dinputs[0])
-        k_matmul_batched(dinputs[0]->f32, dout->f32, b->f32, nb, rows, K, N, CblasNoTrans, undo_b, alpha, 1.0f);
+        k_matmul(dinputs[0]->f32, dout->f32, b->f32, nb, rows, K, N, CblasNoTrans, undo_b, alpha, 1.0f);
     if (status == REMAT_OK && dinputs[1] && !attrs->trans_b)
-        k_matmul_batched(dinputs[1]->f32, a->f32, dout->f32, nb, K, N, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
+        k_matmul(dinputs[1]->f32, a->f32, dout->f32, nb, K, N, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
     if (status == REMAT_OK && dinputs[1] && attrs->trans_b)
-        k_matmul_batched(dinputs[1]->f32, dout->f32, a->f32, nb, N, K, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
+        k_matmul(dinputs[1]->f32, dout->f32, a->f32, nb, N, K, rows, CblasTrans, CblasNoTrans, alpha, 1.0f);
     tensor_free(a);
     tensor_free(b);
     return status;
@@ -144,7 +144,7 @@ Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *
     Tensor *out = ops_output(&MATMUL_OP, tag, 0, DTYPE_F32, A->ndim, shape, &cached);
     if (!out) return NULL;
     if (!cached) /* with a shared b, the whole batch is one (batch·M, K) matrix */
-        k_matmul_batched(out->f32, A->f32, Bt->f32, shared_b ? 1 : batch, shared_b ? batch * M : M, N, K, CblasNoTrans,
+        k_matmul(out->f32, A->f32, Bt->f32, shared_b ? 1 : batch, shared_b ? batch * M : M, N, K, CblasNoTrans,
                          transB, alpha, 0.0f);
 
     const MatmulAttrs attrs = {.batch = batch, .m = M, .n = N, .k = K, .trans_b = transB == CblasTrans,

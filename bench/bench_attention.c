@@ -89,19 +89,19 @@ static void naive_step(Bufs *b, const AttnDropout *drop)
     const int BH = b->BH, T = b->T, D = b->D;
     const size_t nn = (size_t)BH * T * T;
     const float scale = 1.0f / sqrtf((float)D);
-    k_matmul_batched(b->scores, b->q, b->k, BH, T, T, D, CblasNoTrans, CblasTrans, scale, 0.0f);
+    k_matmul(b->scores, b->q, b->k, BH, T, T, D, CblasNoTrans, CblasTrans, scale, 0.0f);
     k_softmax_forward(b->probs, b->scores, BH * T, T, true);
     k_dropout_counter_forward(b->dropped, b->probs, drop->p, &drop->key, nn);
-    k_matmul_batched(b->out, b->dropped, b->v, BH, T, D, T, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
+    k_matmul(b->out, b->dropped, b->v, BH, T, D, T, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
     flops_set_phase(PHASE_BACKWARD);
-    k_matmul_batched(b->dprobs, b->dout, b->v, BH, T, T, D, CblasNoTrans, CblasTrans, 1.0f, 0.0f);
-    k_matmul_batched(b->dv, b->dropped, b->dout, BH, T, D, T, CblasTrans, CblasNoTrans, 1.0f, 1.0f);
+    k_matmul(b->dprobs, b->dout, b->v, BH, T, T, D, CblasNoTrans, CblasTrans, 1.0f, 0.0f);
+    k_matmul(b->dv, b->dropped, b->dout, BH, T, D, T, CblasTrans, CblasNoTrans, 1.0f, 1.0f);
     k_fill(b->dscores, 0.0f, nn); /* the dropout's input gradient, then the softmax's */
     k_dropout_counter_backward(b->dscores, b->dprobs, drop->p, &drop->key, nn);
     k_fill(b->dprobs, 0.0f, nn); /* from here on, the scores' gradient */
     k_softmax_backward(b->dprobs, b->probs, b->dscores, BH * T, T, true);
-    k_matmul_batched(b->dq, b->dprobs, b->k, BH, T, D, T, CblasNoTrans, CblasNoTrans, scale, 1.0f);
-    k_matmul_batched(b->dk, b->dprobs, b->q, BH, T, D, T, CblasTrans, CblasNoTrans, scale, 1.0f);
+    k_matmul(b->dq, b->dprobs, b->k, BH, T, D, T, CblasNoTrans, CblasNoTrans, scale, 1.0f);
+    k_matmul(b->dk, b->dprobs, b->q, BH, T, D, T, CblasTrans, CblasNoTrans, scale, 1.0f);
     flops_set_phase(PHASE_FORWARD);
 }
 

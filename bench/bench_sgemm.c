@@ -106,7 +106,7 @@ static double check_matmul(Pcg32 *rng)
     const CBLAS_TRANSPOSE ops[2] = {CblasNoTrans, CblasTrans};
     for (int a = 0; a < 2; a++) {
         for (int b = 0; b < 2; b++) {
-            k_matmul(C, A, B, M, N, K, ops[a], ops[b], 1.0f, 0.0f);
+            k_matmul(C, A, B, 1, M, N, K, ops[a], ops[b], 1.0f, 0.0f);
             naive_matmul(Cref, A, B, M, N, K, ops[a], ops[b]);
             for (int i = 0; i < M * N; i++) {
                 double err = fabs(C[i] - Cref[i]) / (1.0 + fabs(Cref[i]));
@@ -124,7 +124,7 @@ static Estimate time_sgemm(float *C, const float *A, const float *B, int n, int 
     double times[100];
     for (int r = -1; r < reps; r++) { /* r = -1: the warm-up, not kept */
         const double t0 = platform_seconds();
-        k_matmul(C, A, B, n, n, n, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
+        k_matmul(C, A, B, 1, n, n, n, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
         if (r >= 0) times[r] = platform_seconds() - t0;
     }
     return estimate_median(times, reps);

@@ -65,7 +65,7 @@ static RematStatus sgemm_run(void *ctx, int t, double *values)
     const Sgemm *g = ctx;
     if (platform_set_threads(t + 1) != REMAT_OK) return remat_last_status();
     const double t0 = platform_seconds();
-    k_matmul(g->C, g->A, g->B, SGEMM_N, SGEMM_N, SGEMM_N, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
+    k_matmul(g->C, g->A, g->B, 1, SGEMM_N, SGEMM_N, SGEMM_N, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
     values[STEP_SECONDS] = values[STEP_MATMUL_SECONDS] = platform_seconds() - t0;
     flops_reset();
     return REMAT_OK;

@@ -108,8 +108,8 @@ static void record_events(ResultsTable *events, const char *strategy, const MemE
         for (int k = 0; k < MEM_DISK; k++) resident += e[i].current[k];
         const size_t *at = e[i].current;
         results_add_row(events, &(EventRow){.strategy = strategy, .event = i, .time_ms = 1e3 * e[i].seconds,
-                                            .flops = e[i].flops, .phase = phase_name(e[i].phase),
-                                            .kind = mem_kind_name(e[i].kind),
+                                            .flops = e[i].flops, .phase = name_of(&FLOP_PHASE_NAMES, e[i].phase),
+                                            .kind = name_of(&MEM_KIND_NAMES, e[i].kind),
                                             .label = e[i].label ? e[i].label : "", .delta = (double)e[i].delta,
                                             .params = at[MEM_PARAM], .grads = at[MEM_GRAD], .optimizer = at[MEM_OPTIM],
                                             .act = at[MEM_ACT], .work = at[MEM_WORK], .resident = resident,

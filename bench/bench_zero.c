@@ -437,7 +437,7 @@ static RematStatus check_one(ResultsTable *table, TrainOptions *o, const char *c
                     .peak_measured = r.ledger_peak, .other_kinds = "equal"};
     row.peak_difference = ((double)row.peak_predicted - (double)row.peak_measured) / (double)row.peak_measured;
     for (int k = MEM_WORK; k >= MEM_PARAM; k--)
-        if (k != MEM_ACT && p.kinds[k] != r.peaks[k]) row.other_kinds = mem_kind_name((MemKind)k);
+        if (k != MEM_ACT && p.kinds[k] != r.peaks[k]) row.other_kinds = name_of(&MEM_KIND_NAMES, k);
     results_add_row(table, &row);
     return REMAT_OK;
 }

@@ -221,7 +221,7 @@ size_t explain_bytes(const Explain *ex, const char *fate)
 static void when(char *buf, size_t size, Phase phase, long at)
 {
     if (at < 0) snprintf(buf, size, "-");
-    else snprintf(buf, size, "%s %ld", phase_name(phase), at);
+    else snprintf(buf, size, "%s %ld", name_of(&FLOP_PHASE_NAMES, phase), at);
 }
 
 void explain_print(const Explain *ex, FILE *out, size_t stored, size_t peak, size_t predicted, const char *why_not)

@@ -9,12 +9,12 @@ Var *model_loss_planned(Model *model, const Schedule *schedule, Var *input, Var 
 {
     if (!model || !input || !targets)
         return remat_fail_null(REMAT_EINVAL, "model_loss: model, input and targets are required");
-    if (param_stage_enter(model) != REMAT_OK) return NULL; /* the embedding and head's parameters */
+    if (tape_set_stage(model, NULL) != REMAT_OK) return NULL; /* the embedding and head's parameters */
     Var *x = model->embed(model, input, ctx);
     if (x) /* whatever the chain saves of x stays alive through the tape */
         x = then_free(schedule ? schedule_forward(schedule, model->layers, model->n_layers, x, ctx)
                                : layers_forward(model->layers, model->n_layers, x, ctx), x);
-    const bool head = x && param_stage_enter(model) == REMAT_OK;
+    const bool head = x && tape_set_stage(model, NULL) == REMAT_OK;
     return then_free(head ? model->head(model, x, targets, ctx) : NULL, x);
 }
 

@@ -86,7 +86,7 @@ RematStatus zero_reduce(Zero *z, float loss, float *mean_loss);
 RematStatus zero_optimizer_step(Zero *z, Optimizer *opt);
 
 /* Stage 3: the parameters `params` (n, each one of zero_create's) are used together by
- * `owner` (a Layer, or the Model for its embedding and head: the stage param_stage_enter names;
+ * `owner` (a Layer, or the Model for its embedding and head: the stage tape_set_stage names;
  * a node's backward gathers the group of the parameters it reads).
  * With `params` NULL: every parameter in no group so far. A parameter in no group is never
  * gathered by a step. REMAT_EINVAL for a parameter that is not one of zero_create's. */

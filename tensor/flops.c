@@ -65,8 +65,5 @@ void flops_reset(void)
     current_since = platform_seconds();
 }
 
-const char *phase_name(Phase phase)
-{
-    static const char *const names[PHASE_COUNT] = {"forward", "backward", "recompute", "optimizer"};
-    return (unsigned)phase < PHASE_COUNT ? names[phase] : "unknown";
-}
+static const char *const PHASES[PHASE_COUNT] = {"forward", "backward", "recompute", "optimizer"};
+const NameTable FLOP_PHASE_NAMES = {PHASES, PHASE_COUNT};

@@ -13,10 +13,9 @@
  * Beside the FLOPs, the ledger keeps wall time, so a bench can say where a step's time
  * goes: the seconds each phase was current (from flops_reset to the read, the clock is
  * read only when the phase changes), and the seconds and FLOPs inside the matmuls
- * (k_matmul and k_matmul_batched read the clock before and after each call: two reads
- * against a sgemm of at least thousands of FLOPs). Everything else a phase spent is
- * outside the matmuls: elementwise and row kernels, attention cores, the optimizer's
- * pass, allocation. The fused attention's own tile products are its kernel's time, not
+ * (k_matmul reads the clock before and after each call: two reads against a sgemm of at
+ * least thousands of FLOPs). Everything else a phase spent is outside the matmuls:
+ * elementwise and row kernels, attention cores, the optimizer's pass, allocation. The fused attention's own tile products are its kernel's time, not
  * the matmuls'. The times are what the clock read on a possibly busy machine; the FLOPs
  * are exact.
  *
@@ -27,6 +26,8 @@
 #define REMAT_FLOPS_H
 
 #include <stdint.h>
+
+#include "base/parse.h"
 
 typedef enum Phase {
     PHASE_FORWARD = 0, /* the first forward pass of a step */
@@ -82,7 +83,8 @@ void flops_restore(const FlopCounts *counts);
  * its clock. */
 void flops_reset(void);
 
-/* "forward", "backward", "recompute", "optimizer". */
-const char *phase_name(Phase phase);
+/* The names of the phases, "forward", "backward", "recompute", "optimizer":
+ * name_of(&FLOP_PHASE_NAMES, phase) (base/parse.h). */
+extern const NameTable FLOP_PHASE_NAMES;
 
 #endif /* REMAT_FLOPS_H */

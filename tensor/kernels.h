@@ -59,21 +59,18 @@
 
 /* ---- matmul (kernels_matmul.c) ---------------------------------------------------- */
 
-/* C = alpha · op(A) · op(B) + beta · C, all row-major and contiguous.
+/* C = alpha · op(A) · op(B) + beta · C for each of `batch` products on consecutive
+ * matrices (a batch of 1: one product), all row-major and contiguous: from one product to
+ * the next A advances by M·K floats, B by K·N, C by M·N.
  * op(A) is (M,K): A is stored (M,K), or (K,M) when transA is CblasTrans.
  * op(B) is (K,N): B is stored (K,N), or (N,K) when transB is CblasTrans.
  * C is (M,N) and must not overlap A or B. With beta = 0 the old C is not read (as BLAS:
- * even a NaN there is overwritten). FLOPs: 2·M·N·K (the beta and alpha scalings are not
- * counted). */
-void k_matmul(float *C, const float *A, const float *B, int M, int N, int K,
+ * even a NaN there is overwritten). A batch of small products (attention's per-head ones)
+ * is spread across threads, one per thread; large products each use all threads (the rule
+ * and its measurements are in kernels_matmul.c). FLOPs: 2·batch·M·N·K (the beta and
+ * alpha scalings are not counted). */
+void k_matmul(float *C, const float *A, const float *B, int batch, int M, int N, int K,
               CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta);
-
-/* `batch` independent k_matmul calls on consecutive matrices: A advances by M·K floats,
- * B by K·N, C by M·N. Used for attention's per-head products. Small products are spread
- * across threads, one per thread; large ones each use all threads (the rule and its
- * measurements are in kernels_matmul.c). FLOPs: 2·batch·M·N·K. */
-void k_matmul_batched(float *C, const float *A, const float *B, int batch, int M, int N, int K,
-                      CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta);
 
 /* ---- elementwise (kernels_elementwise.c) ------------------------------------------ */
 

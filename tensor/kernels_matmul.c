@@ -1,7 +1,7 @@
 /*
- * kernels_matmul.c — matrix products: k_matmul and k_matmul_batched (see kernels.h).
+ * kernels_matmul.c — matrix products, one or a batch: k_matmul (see kernels.h).
  *
- * What it is: thin wrappers over OpenBLAS's cblas_sgemm. They work out the leading
+ * What it is: a thin wrapper over OpenBLAS's cblas_sgemm. It works out the leading
  * dimensions of contiguous row-major matrices from the transposes, count FLOPs and the
  * wall time inside the call (the FLOP ledger's matmul share, tensor/flops.h: one clock
  * read before and after each call, outside any parallel loop), and decide how a batch of
@@ -32,7 +32,7 @@
 #include "tensor/flops.h"
 #include "base/platform.h"
 
-/* Largest product (in FLOPs, 2·M·N·K) that k_matmul_batched spreads across threads:
+/* Largest product (in FLOPs, 2·M·N·K) that k_matmul spreads across threads:
  * 2^27, which is 1024·1024·64, attention's score product at T = 1024, head size 64.
  * Measured on a 2-core Zen with 2 threads, OpenBLAS 0.3.21 (OpenMP build, Haswell
  * kernels), best of 15 runs, GFLOP/s:
@@ -51,15 +51,8 @@
  * batches and wins by ~25% on uneven ones. */
 #define BATCH_ACROSS_MAX_FLOPS ((uint64_t)1 << 27)
 
-/* One product is a batch of one. */
-void k_matmul(float *C, const float *A, const float *B, int M, int N, int K,
+void k_matmul(float *C, const float *A, const float *B, int batch, int M, int N, int K,
               CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta)
-{
-    k_matmul_batched(C, A, B, 1, M, N, K, transA, transB, alpha, beta);
-}
-
-void k_matmul_batched(float *C, const float *A, const float *B, int batch, int M, int N, int K,
-                      CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta)
 {
     /* A row-major matrix's leading dimension is its stored row length, at least 1 even for
      * an empty matrix (BLAS rejects 0). */

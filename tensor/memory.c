@@ -95,7 +95,7 @@ static RematStatus check_budget(MemKind kind, size_t bytes)
     char want[32], cap[32], held[256];
     const char *what = machine ? "the ceiling of this machine's memory" : "budget";
     return remat_fail(REMAT_EOOM, "out of memory: tried to allocate %s of %s; resident: %s; %s %s",
-                      mem_format_bytes(want, sizeof want, bytes), mem_kind_name(kind),
+                      mem_format_bytes(want, sizeof want, bytes), name_of(&MEM_KIND_NAMES, kind),
                       mem_describe_resident(held, sizeof held), what, mem_format_bytes(cap, sizeof cap, limit));
 }
 
@@ -117,10 +117,10 @@ void *mem_alloc(MemKind kind, size_t bytes)
         return remat_fail_null(REMAT_EINVAL, "mem_alloc: kind %d cannot be allocated (disk bytes are accounted "
                                "with mem_account)", (int)kind);
     if (bytes == 0)
-        return remat_fail_null(REMAT_EINVAL, "mem_alloc: zero-byte allocation of %s", mem_kind_name(kind));
+        return remat_fail_null(REMAT_EINVAL, "mem_alloc: zero-byte allocation of %s", name_of(&MEM_KIND_NAMES, kind));
     if (bytes > SIZE_MAX / 2)
         return remat_fail_null(REMAT_EINVAL, "mem_alloc: %zu bytes of %s is not a sensible size", bytes,
-                               mem_kind_name(kind));
+                               name_of(&MEM_KIND_NAMES, kind));
     if (check_budget(kind, bytes) != REMAT_OK) return NULL;
 
     size_t total = MEM_ALIGNMENT + (bytes + MEM_ALIGNMENT - 1) / MEM_ALIGNMENT * MEM_ALIGNMENT;
@@ -128,7 +128,7 @@ void *mem_alloc(MemKind kind, size_t bytes)
     char want[32];
     if (!raw)
         return remat_fail_null(REMAT_ENOMEM, "host allocator failed to provide %s of %s",
-                               mem_format_bytes(want, sizeof want, bytes), mem_kind_name(kind));
+                               mem_format_bytes(want, sizeof want, bytes), name_of(&MEM_KIND_NAMES, kind));
     *(BlockHeader *)raw = (BlockHeader){.magic = BLOCK_MAGIC_LIVE, .kind = kind, .bytes = bytes};
     live_blocks++;
     apply(kind, (int64_t)bytes);
@@ -163,7 +163,7 @@ RematStatus mem_account(MemKind kind, int64_t delta)
         return remat_fail(REMAT_EINVAL, "mem_account: unknown kind %d", (int)kind);
     if (delta < 0 && (size_t)(-delta) > current[kind])
         return remat_fail(REMAT_EINVAL, "mem_account: removing %" PRId64 " bytes of %s, which holds %zu",
-                          -delta, mem_kind_name(kind), current[kind]);
+                          -delta, name_of(&MEM_KIND_NAMES, kind), current[kind]);
     if (delta > 0 && check_budget(kind, (size_t)delta) != REMAT_OK) return REMAT_EOOM;
     apply(kind, delta);
     return REMAT_OK;
@@ -242,12 +242,8 @@ void mem_timeline_free(void)
 
 /* ---- names and formatting --------------------------------------------------------- */
 
-const char *mem_kind_name(MemKind kind)
-{
-    static const char *const names[MEM_KIND_COUNT] = {"params", "grads", "optimizer",
-                                                      "activations", "workspace", "disk"};
-    return (unsigned)kind < MEM_KIND_COUNT ? names[kind] : "unknown";
-}
+static const char *const KINDS[MEM_KIND_COUNT] = {"params", "grads", "optimizer", "activations", "workspace", "disk"};
+const NameTable MEM_KIND_NAMES = {KINDS, MEM_KIND_COUNT};
 
 char *mem_format_bytes(char *buf, size_t size, size_t bytes)
 {
@@ -267,7 +263,7 @@ char *mem_describe_resident(char *buf, size_t size)
     for (int k = 0; k < MEM_DISK; k++) { /* the resident kinds */
         char amount[32];
         int n = snprintf(buf + used, size > used ? size - used : 0, "%s%s %s", used ? ", " : "",
-                         mem_kind_name((MemKind)k), mem_format_bytes(amount, sizeof amount, current[k]));
+                         name_of(&MEM_KIND_NAMES, k), mem_format_bytes(amount, sizeof amount, current[k]));
         if (n < 0 || (size_t)n >= size - used) break;
         used += (size_t)n;
     }

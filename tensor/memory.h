@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "base/parse.h"
 #include "tensor/flops.h"
 
 #define MEM_ALIGNMENT 64 /* bytes; every block starts on a cache line (and an AVX-512 vector) */
@@ -143,8 +144,9 @@ void mem_timeline_free(void);
 
 /* ---- names and formatting --------------------------------------------------------- */
 
-/* "params", "grads", "optimizer", "activations", "workspace", "disk". */
-const char *mem_kind_name(MemKind kind);
+/* The names of the kinds, "params", "grads", "optimizer", "activations", "workspace",
+ * "disk": name_of(&MEM_KIND_NAMES, kind) (base/parse.h). */
+extern const NameTable MEM_KIND_NAMES;
 
 /* Writes `bytes` in binary units ("512 B", "3.0 KiB", "12.5 MiB", "1.25 GiB") into `buf`;
  * returns `buf`. */

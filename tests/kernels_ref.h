@@ -27,7 +27,7 @@
  * old C is not read (as BLAS: a NaN there does not propagate). */
 void ref_matmul(double *C, const float *A, const float *B, int M, int N, int K,
                 CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha, float beta);
-/* `batch` ref_matmul calls on consecutive matrices, as k_matmul_batched. */
+/* `batch` ref_matmul calls on consecutive matrices, as k_matmul. */
 void ref_matmul_batched(double *C, const float *A, const float *B, int batch, int M, int N,
                         int K, CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, float alpha,
                         float beta);

@@ -191,10 +191,10 @@ static void test_reading_a_freed_saved_tensor_is_a_clear_error(void **state)
     (void)state;
     Var *x = constant(2, 4, 12), *w = param(4, 4, 13);
     Var *target = constant(2, 4, 14);
-    tape_set_scope("h.0");
+    tape_set_stage(NULL, "h.0");
     Var *h = op_linear(x, w, NULL, "mlp.fc");
     Var *a = op_relu(h, "mlp.act");
-    tape_set_scope(NULL);
+    tape_set_stage(NULL, NULL);
     Var *loss = op_mse(a, target, NULL);
     assert_int_equal(backward(loss), REMAT_OK);
     /* Backward released every saved tensor; a second backward cannot run. */
@@ -212,9 +212,9 @@ static void test_nodes_are_named_and_printed(void **state)
 {
     (void)state;
     Var *x = constant(2, 4, 15), *w = param(4, 4, 16);
-    tape_set_scope("h.3");
+    tape_set_stage(NULL, "h.3");
     Var *h = op_linear(x, w, NULL, "mlp.fc");
-    tape_set_scope(NULL);
+    tape_set_stage(NULL, NULL);
     Var *a = op_relu(h, NULL);
     assert_string_equal(h->creator->name, "h.3.mlp.fc");
     assert_string_equal(a->creator->name, "node_1");

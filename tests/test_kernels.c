@@ -205,7 +205,7 @@ static void check_matmul(int M, int N, int K, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOS
     float *C = random_floats((size_t)M * N, -1.0f, 1.0f);
     double *C_ref = to_double(C, (size_t)M * N);
 
-    k_matmul(C, A, B, M, N, K, ta, tb, alpha, beta);
+    k_matmul(C, A, B, 1, M, N, K, ta, tb, alpha, beta);
     ref_matmul(C_ref, A, B, M, N, K, ta, tb, alpha, beta);
 
     char what[64];
@@ -239,7 +239,7 @@ static void test_matmul_beta_zero_ignores_old_c(void **state)
     float C[M * N];
     double C_ref[M * N];
     for (int i = 0; i < M * N; i++) C[i] = NAN;
-    k_matmul(C, A, B, M, N, K, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
+    k_matmul(C, A, B, 1, M, N, K, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
     ref_matmul(C_ref, A, B, M, N, K, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
     assert_close("matmul over NaN, beta=0", C, C_ref, M * N, sum_tol(K, 1.0));
     free(A);
@@ -251,11 +251,11 @@ static void test_matmul_empty_k_scales_c(void **state)
     (void)state;
     /* K = 0: op(A)·op(B) is an (M,N) matrix of zeros, so C = beta·C. */
     float A[1] = {0}, B[1] = {0}, C[6] = {1, 2, 3, 4, 5, 6};
-    k_matmul(C, A, B, 2, 3, 0, CblasNoTrans, CblasNoTrans, 1.0f, 0.5f);
+    k_matmul(C, A, B, 1, 2, 3, 0, CblasNoTrans, CblasNoTrans, 1.0f, 0.5f);
     for (int i = 0; i < 6; i++) assert_true(C[i] == 0.5f * (float)(i + 1));
 }
 
-/* Batched products on both of k_matmul_batched's paths: small ones (spread across
+/* Batched products on both of k_matmul's paths: small ones (spread across
  * threads, one product each) and large ones (a serial loop of threaded sgemm calls). */
 static void check_matmul_batched(int batch, int M, int N, int K, CBLAS_TRANSPOSE ta,
                                  CBLAS_TRANSPOSE tb)
@@ -264,7 +264,7 @@ static void check_matmul_batched(int batch, int M, int N, int K, CBLAS_TRANSPOSE
     float *A = random_floats(a_n, -1.0f, 1.0f), *B = random_floats(b_n, -1.0f, 1.0f);
     float *C = random_floats(c_n, -1.0f, 1.0f);
     double *C_ref = to_double(C, c_n);
-    k_matmul_batched(C, A, B, batch, M, N, K, ta, tb, 0.5f, 1.0f);
+    k_matmul(C, A, B, batch, M, N, K, ta, tb, 0.5f, 1.0f);
     ref_matmul_batched(C_ref, A, B, batch, M, N, K, ta, tb, 0.5f, 1.0f);
     char what[64];
     snprintf(what, sizeof what, "batched %dx(%d,%d,%d) %s%s", batch, M, N, K,
@@ -1285,11 +1285,11 @@ static void run_layernorm_backward(Work *w)
 static void run_matmul(Work *w)
 {
     /* (256, DET_COLS)·(DET_COLS, 256), B stored transposed as (256, DET_COLS) */
-    k_matmul(w->out, w->a, w->b, 256, 256, DET_COLS, CblasNoTrans, CblasTrans, 1.0f, 1.0f);
+    k_matmul(w->out, w->a, w->b, 1, 256, 256, DET_COLS, CblasNoTrans, CblasTrans, 1.0f, 1.0f);
 }
 static void run_matmul_batched(Work *w)
 {
-    k_matmul_batched(w->out, w->a, w->b, 16, 64, 64, 64, CblasNoTrans, CblasTrans, 1.0f, 0.0f);
+    k_matmul(w->out, w->a, w->b, 16, 64, 64, 64, CblasNoTrans, CblasTrans, 1.0f, 0.0f);
 }
 
 static void run_cross_entropy_forward(Work *w)
@@ -1430,7 +1430,7 @@ static const KernelCase CASES[] = {
     {"k_optim_update sgd", run_sgd_update, 1},
     {"k_optim_update adamw", run_adamw_update, 1},
     {"k_matmul", run_matmul, 0},
-    {"k_matmul_batched", run_matmul_batched, 0},
+    {"k_matmul batch of 16", run_matmul_batched, 0},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
 
@@ -1500,10 +1500,10 @@ static void test_kernels_count_documented_flops(void **state)
     const uint64_t kept = (uint64_t)BH * T * (T + 1) / 2; /* causal softmax's kept entries */
 
     flops_reset();
-    k_matmul(out, a, b, M, NN, K, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
+    k_matmul(out, a, b, 1, M, NN, K, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
     expect_flops("k_matmul", 2 * M * NN * K);
-    k_matmul_batched(out, a, b, BATCH, M, NN, K, CblasTrans, CblasNoTrans, 1.0f, 0.0f);
-    expect_flops("k_matmul_batched", 2 * BATCH * M * NN * K);
+    k_matmul(out, a, b, BATCH, M, NN, K, CblasTrans, CblasNoTrans, 1.0f, 0.0f);
+    expect_flops("k_matmul batch", 2 * BATCH * M * NN * K);
     k_fill(out, 1.0f, N);
     expect_flops("k_fill", 0);
     k_add(out, a, b, N);

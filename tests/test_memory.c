@@ -340,8 +340,8 @@ static void test_format_bytes_uses_binary_units(void **state)
     assert_string_equal(mem_format_bytes(buf, sizeof buf, 1536), "1.50 KiB");
     assert_string_equal(mem_format_bytes(buf, sizeof buf, 12 * MiB), "12.0 MiB");
     assert_string_equal(mem_format_bytes(buf, sizeof buf, 3 * 1024 * MiB / 2), "1.50 GiB");
-    assert_string_equal(mem_kind_name(MEM_OPTIM), "optimizer");
-    assert_string_equal(mem_kind_name((MemKind)99), "unknown");
+    assert_string_equal(name_of(&MEM_KIND_NAMES, MEM_OPTIM), "optimizer");
+    assert_string_equal(name_of(&MEM_KIND_NAMES, 99), "unknown");
 }
 
 /* The pressure hook frees blocks it was given, one a call, until the allocation fits or it

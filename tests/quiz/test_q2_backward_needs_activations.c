@@ -64,9 +64,9 @@ static void test_q2_without_the_saved_activation_backward_cannot_run(void **stat
 {
     (void)state;
     Var *x = filled(4, 3, false, 0.1f), *w = filled(3, 2, true, 0.2f), *t = filled(4, 2, false, 0.3f);
-    tape_set_scope("h.0");
+    tape_set_stage(NULL, "h.0");
     Var *y = op_linear(x, w, NULL, "mlp.fc");
-    tape_set_scope(NULL);
+    tape_set_stage(NULL, NULL);
     Var *loss = op_mse(y, t, "loss");
     node_release_saved(y->creator); /* drop what the linear kept */
     assert_int_equal(backward(loss), REMAT_ESTATE);
