@@ -133,8 +133,6 @@ static const char *io_error_str(char *buf, size_t size, int err, bool write)
 static const char *const POLICY_NAMES[] = {"all", "large", "boundary"};
 const NameTable OFFLOAD_POLICY_NAMES = {POLICY_NAMES, sizeof POLICY_NAMES / sizeof POLICY_NAMES[0]};
 
-/* Whether the policy sends a saved activation of `bytes`, saved by a node tagged `tag`, to
- * disk: what pack asks of every MEM_ACT tensor (offload.h). */
 bool offload_spills(const OffloadOptions *o, size_t bytes, const char *tag)
 {
     if (bytes < o->min_bytes) return false;
