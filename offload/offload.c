@@ -198,13 +198,12 @@ static RematStatus truncated(Offload *off, const Record *r, bool write, long lon
  * page cache (prefetch_evict). */
 static void record_io(const Offload *off, Record *r, bool write, Tensor *t)
 {
-    const bool direct = off->opts.io == OFFLOAD_IO_DIRECT;
     memset(r->head.bytes, 0, sizeof r->head.bytes);
     if (write) r->head.header = r->header;
     r->io = (PrefetchIo){.write = write, .head = r->head.bytes, .head_bytes = HEADER_BYTES, .data = t->data,
-                         .data_bytes = t->bytes, .pad_bytes = r->span - HEADER_BYTES - t->bytes, .direct = direct,
-                         .offset = (off_t)r->offset, .evict = off->opts.drop_cache && !direct,
-                         .crc = write ? &r->head.header.crc : &r->read_crc};
+                         .data_bytes = t->bytes, .pad_bytes = r->span - HEADER_BYTES - t->bytes,
+                         .offset = (off_t)r->offset, .crc = write ? &r->head.header.crc : &r->read_crc,
+                         .evict = off->opts.drop_cache && off->opts.io != OFFLOAD_IO_DIRECT};
 }
 
 /* r->io failed: REMAT_EIO with its errno (or -1: cut short), or REMAT_ECORRUPT if a copy
