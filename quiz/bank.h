@@ -110,7 +110,6 @@ typedef struct Question {
 typedef struct Bank {
     QuizText title, subtitle, description;
     Question questions[QUIZ_QUESTIONS];
-    int n_questions; /* QUIZ_QUESTIONS */
     cJSON *doc;
 } Bank;
 
@@ -136,7 +135,7 @@ bool question_quotes_time(const Question *q, const char *text);
  * bank's index of the option shown (i + 1)-th. With `shuffle`, a Fisher–Yates shuffle
  * drawn from PCG32 seeded with `seed` (the same seed, the same orders); without, the
  * bank's own order. `orders` has a row per question. */
-void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS]);
+void bank_option_orders(uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS]);
 
 /* The largest bank or plot the quiz reads (with file_read_all, base/file.h). */
 #define QUIZ_MAX_FILE (256 << 20)
