@@ -110,7 +110,6 @@ struct Offload {
     size_t finished;       /* order[finished, count) are still being written behind */
     size_t writing_bytes;  /* their data's bytes */
     bool write_failed;     /* a write behind failed and was reported, since the last reset */
-    size_t live;           /* records written (or being written) and not yet released */
     uint64_t sequence;
     Prefetcher *prefetcher; /* moves the bytes: here, and on helper threads (prefetch.h) */
     OffloadStats stats;
@@ -319,7 +318,7 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t)
         off->finished++; /* nothing is in flight */
     }
     off->order[off->count++] = r;
-    off->live++;
+    off->stats.live_records++;
     off->tail += span;
     off->sequence++;
     return REMAT_OK;
@@ -511,7 +510,7 @@ static void offload_release(void *ctx, void *packed)
         }
         if (!r->failed) mem_account(MEM_DISK, -(int64_t)r->header.bytes);
         off->order[r->index] = NULL;
-        if (--off->live == 0) { /* the next step starts at byte 0 */
+        if (--off->stats.live_records == 0) { /* the next step starts at byte 0 */
             advise_mapping(off, MADV_NORMAL);
             off->count = off->finished = off->tail = off->writing_bytes = 0;
             off->write_failed = false;
@@ -625,9 +624,9 @@ Offload *offload_create(const OffloadOptions *opts)
 void offload_free(Offload *off)
 {
     if (!off) return;
-    if (off->live > 0) {
+    if (off->stats.live_records > 0) {
         fprintf(stderr, "remat: offload_free: %zu spilled tensors are still saved on a tape; reset the "
-                "tape (or run its backward) before freeing the offloader\n", off->live);
+                "tape (or run its backward) before freeing the offloader\n", off->stats.live_records);
         abort();
     }
     prefetch_free(off->prefetcher);
@@ -679,7 +678,6 @@ RematStatus offload_pop(Offload *off)
 OffloadStats offload_stats(const Offload *off)
 {
     OffloadStats s = off->stats;
-    s.live_records = off->live;
     s.file_bytes = off->capacity;
     return s;
 }
