@@ -109,19 +109,17 @@ static void html_text(FILE *out, const char *s, size_t len, QuizLang lang)
     }
     size_t i = 0;
     while (i < len) {
-        size_t n, j = i, start = 0, end = 0;
-        bool found = false;
+        size_t n, j = i, start = 0, end = 0; /* end 0: no run found yet */
         while (j < len) { /* the stretch s[i..j) holds no Arabic character */
             uint32_t c = text_next_char(s + j, len - j, &n);
             if (is_arabic(c)) break;
             if (is_run_char(c)) {
-                if (!found) start = j;
-                found = true;
+                if (!end) start = j;
                 end = j + n;
             }
             j += n;
         }
-        if (found) {
+        if (end) {
             widen_run(s, i, j, &start, &end);
             html_escaped(out, s + i, start - i);
             fputs("<bdi dir=\"ltr\">", out);
