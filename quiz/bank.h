@@ -15,9 +15,7 @@
  * `otherwise` text is tried, typically the same point made from exact bytes and FLOPs;
  * otherwise the part is left out. Parts without placeholders are always shown, so every
  * explanation still teaches with no results at all. A question may also name the order
- * its figures must come in ("replaying attention alone costs no more than replaying whole
- * blocks", "recomputing keeps no more activations than keeping all"): times whose
- * intervals say the opposite are noise, not a lesson, and bytes that do are wrong.
+ * two of its figures must come in, and why (FigureOrder, below).
  *
  * What it is not: a general JSON model. Texts point into the parsed document, which the
  * Bank owns until bank_free.
