@@ -78,7 +78,7 @@ static void copy_run(const PrefetchIo *io, size_t pos, unsigned char *buf, size_
     }
 }
 
-/* A request to a file open with O_DIRECT: through `bounce`, a bounce buffer's worth at a time. */
+/* A direct request: through `bounce`, a bounce buffer's worth at a time. */
 static int transfer_direct(int fd, const PrefetchIo *io, unsigned char *bounce)
 {
     const size_t total = io->head_bytes + io->data_bytes + io->pad_bytes;
