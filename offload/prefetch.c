@@ -78,10 +78,9 @@ static void copy_run(const PrefetchIo *io, size_t pos, unsigned char *buf, size_
     }
 }
 
-/* A direct request: through `bounce`, a bounce buffer's worth at a time. */
-static int transfer_direct(int fd, const PrefetchIo *io, unsigned char *bounce)
+/* A direct request of `total` bytes: through `bounce`, a bounce buffer's worth at a time. */
+static int transfer_direct(int fd, const PrefetchIo *io, size_t total, unsigned char *bounce)
 {
-    const size_t total = io->head_bytes + io->data_bytes + io->pad_bytes;
     for (size_t done = 0; done < total;) {
         const size_t n = total - done < BOUNCE_BYTES ? total - done : BOUNCE_BYTES;
         const off_t at = io->offset + (off_t)done;
@@ -171,7 +170,7 @@ static int run(const Worker *w, PrefetchIo *io)
     const int fd = w->owner->fd;
     const size_t record = io->head_bytes + io->data_bytes + io->pad_bytes;
     if (io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
-    int error = w->bounce ? transfer_direct(fd, io, w->bounce)
+    int error = w->bounce ? transfer_direct(fd, io, record, w->bounce)
               : io->map   ? transfer_mapped(io, record)
                           : transfer_vectored(fd, io);
     if (!error && io->evict) error = prefetch_evict(fd, io->offset, record, !io->write);
