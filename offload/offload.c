@@ -110,7 +110,6 @@ struct Offload {
     size_t finished;       /* order[finished, count) are still being written behind */
     size_t writing_bytes;  /* their data's bytes */
     bool write_failed;     /* a write behind failed and was reported, since the last reset */
-    size_t live;           /* records written (or being written) and not yet released */
     uint64_t sequence;
     Prefetcher *prefetcher; /* moves the bytes: here, and on helper threads (prefetch.h) */
     OffloadStats stats;
@@ -133,8 +132,6 @@ static const char *io_error_str(char *buf, size_t size, int err, bool write)
 static const char *const POLICY_NAMES[] = {"all", "large", "boundary"};
 const NameTable OFFLOAD_POLICY_NAMES = {POLICY_NAMES, sizeof POLICY_NAMES / sizeof POLICY_NAMES[0]};
 
-/* Whether the policy sends a saved activation of `bytes`, saved by a node tagged `tag`, to
- * disk: what pack asks of every MEM_ACT tensor (offload.h). */
 bool offload_spills(const OffloadOptions *o, size_t bytes, const char *tag)
 {
     if (bytes < o->min_bytes) return false;
@@ -200,13 +197,12 @@ static RematStatus truncated(Offload *off, const Record *r, bool write, long lon
  * page cache (prefetch_evict). */
 static void record_io(const Offload *off, Record *r, bool write, Tensor *t)
 {
-    const bool direct = off->opts.io == OFFLOAD_IO_DIRECT;
     memset(r->head.bytes, 0, sizeof r->head.bytes);
     if (write) r->head.header = r->header;
     r->io = (PrefetchIo){.write = write, .head = r->head.bytes, .head_bytes = HEADER_BYTES, .data = t->data,
-                         .data_bytes = t->bytes, .pad_bytes = r->span - HEADER_BYTES - t->bytes, .direct = direct,
-                         .offset = (off_t)r->offset, .evict = off->opts.drop_cache && !direct,
-                         .crc = write ? &r->head.header.crc : &r->read_crc};
+                         .data_bytes = t->bytes, .pad_bytes = r->span - HEADER_BYTES - t->bytes,
+                         .offset = (off_t)r->offset, .crc = write ? &r->head.header.crc : &r->read_crc,
+                         .evict = off->opts.drop_cache && off->opts.io != OFFLOAD_IO_DIRECT};
 }
 
 /* r->io failed: REMAT_EIO with its errno (or -1: cut short), or REMAT_ECORRUPT if a copy
@@ -322,7 +318,7 @@ static RematStatus write_record(Offload *off, Record *r, Tensor *t)
         off->finished++; /* nothing is in flight */
     }
     off->order[off->count++] = r;
-    off->live++;
+    off->stats.live_records++;
     off->tail += span;
     off->sequence++;
     return REMAT_OK;
@@ -514,7 +510,7 @@ static void offload_release(void *ctx, void *packed)
         }
         if (!r->failed) mem_account(MEM_DISK, -(int64_t)r->header.bytes);
         off->order[r->index] = NULL;
-        if (--off->live == 0) { /* the next step starts at byte 0 */
+        if (--off->stats.live_records == 0) { /* the next step starts at byte 0 */
             advise_mapping(off, MADV_NORMAL);
             off->count = off->finished = off->tail = off->writing_bytes = 0;
             off->write_failed = false;
@@ -628,9 +624,9 @@ Offload *offload_create(const OffloadOptions *opts)
 void offload_free(Offload *off)
 {
     if (!off) return;
-    if (off->live > 0) {
+    if (off->stats.live_records > 0) {
         fprintf(stderr, "remat: offload_free: %zu spilled tensors are still saved on a tape; reset the "
-                "tape (or run its backward) before freeing the offloader\n", off->live);
+                "tape (or run its backward) before freeing the offloader\n", off->stats.live_records);
         abort();
     }
     prefetch_free(off->prefetcher);
@@ -682,7 +678,6 @@ RematStatus offload_pop(Offload *off)
 OffloadStats offload_stats(const Offload *off)
 {
     OffloadStats s = off->stats;
-    s.live_records = off->live;
     s.file_bytes = off->capacity;
     return s;
 }

@@ -170,7 +170,7 @@ typedef struct OffloadStats {
     size_t kept;            /* saves kept in RAM: below min_bytes, not MEM_ACT, or not chosen */
     size_t records_read;    /* records read back by unpack */
     size_t prefetched;      /* records read ahead by the helper thread */
-    size_t live_records;    /* written and not yet released */
+    size_t live_records;    /* written (or in flight), not yet released */
     size_t file_bytes;      /* the spill file's size (it grows, and is reused) */
     size_t failures;        /* packs, unpacks and pops that failed because of the spill file
                                (REMAT_EIO, REMAT_ECORRUPT; not the memory budget) */

@@ -34,7 +34,7 @@
 typedef struct Worker {
     Prefetcher *owner;
     pthread_t thread;
-    unsigned char *bounce;    /* its own, page-aligned, for direct requests; NULL if none will come */
+    unsigned char *bounce;    /* its own, page-aligned; only with O_DIRECT, and then every transfer uses it */
 } Worker;
 
 struct Prefetcher {
@@ -78,10 +78,9 @@ static void copy_run(const PrefetchIo *io, size_t pos, unsigned char *buf, size_
     }
 }
 
-/* A direct request: through `bounce`, a bounce buffer's worth at a time. */
-static int transfer_direct(int fd, const PrefetchIo *io, unsigned char *bounce)
+/* A direct request of `total` bytes: through `bounce`, a bounce buffer's worth at a time. */
+static int transfer_direct(int fd, const PrefetchIo *io, size_t total, unsigned char *bounce)
 {
-    const size_t total = io->head_bytes + io->data_bytes + io->pad_bytes;
     for (size_t done = 0; done < total;) {
         const size_t n = total - done < BOUNCE_BYTES ? total - done : BOUNCE_BYTES;
         const off_t at = io->offset + (off_t)done;
@@ -171,9 +170,9 @@ static int run(const Worker *w, PrefetchIo *io)
     const int fd = w->owner->fd;
     const size_t record = io->head_bytes + io->data_bytes + io->pad_bytes;
     if (io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
-    int error = io->direct ? transfer_direct(fd, io, w->bounce)
-              : io->map    ? transfer_mapped(io, record)
-                           : transfer_vectored(fd, io);
+    int error = w->bounce ? transfer_direct(fd, io, record, w->bounce)
+              : io->map   ? transfer_mapped(io, record)
+                          : transfer_vectored(fd, io);
     if (!error && io->evict) error = prefetch_evict(fd, io->offset, record, !io->write);
     if (!error && !io->write && io->crc) *io->crc = crc32c(io->data, io->data_bytes);
     io->seconds = platform_seconds() - start;

@@ -53,9 +53,6 @@ typedef struct PrefetchIo {
     uint32_t *crc;             /* where to store the data's CRC-32C (a write: before writing,
                                   so it may point into `head`; a read: of what it read, if it
                                   succeeded), or NULL */
-    bool direct;               /* the file is open with O_DIRECT: the transfer goes through an
-                                  aligned bounce buffer and moves the padding too; offset and
-                                  head + data + pad must be aligned as the file system asks */
     bool evict;                /* then start its write-back (a write) or drop it (a read) */
     unsigned char *map;        /* the record's start in a MAP_SHARED mapping of the file: the
                                   transfer is memcpy, then MADV_DONTNEED; never submitted */
@@ -76,8 +73,10 @@ typedef struct Prefetcher Prefetcher;
 #define PREFETCH_MAX_THREADS 4
 
 /* Starts `threads` threads (0 to PREFETCH_MAX_THREADS, which the caller checks) that read
- * from and write to `fd`; with `direct`, each has a bounce buffer of its own (1 MiB), and so
- * does the caller, for prefetch_transfer. The caller owns the result and frees it with
+ * from and write to `fd`; with `direct` (fd is open with O_DIRECT), each has a bounce buffer
+ * of its own (1 MiB), and so does the caller, for prefetch_transfer: every transfer goes
+ * through it and moves the padding too, so a request's offset and head + data + pad must
+ * be aligned as the file system asks. The caller owns the result and frees it with
  * prefetch_free. NULL, with nothing left running, on error: REMAT_ENOMEM if a thread or its
  * state cannot be made. */
 Prefetcher *prefetch_create(int fd, bool direct, int threads);

@@ -236,11 +236,11 @@ static RematStatus load_question(const cJSON *q, int index, const char *path, Qu
     return status == REMAT_OK ? load_orders(q, path, where, out) : status;
 }
 
-void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS])
+void bank_option_orders(uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS])
 {
     Pcg32 rng;
     pcg32_seed(&rng, seed, 0x9a1);
-    for (int q = 0; q < bank->n_questions; q++) {
+    for (int q = 0; q < QUIZ_QUESTIONS; q++) {
         for (int i = 0; i < QUIZ_OPTIONS; i++) orders[q][i] = i;
         for (int i = QUIZ_OPTIONS - 1; shuffle && i > 0; i--) {
             int j = (int)pcg32_bounded(&rng, (uint32_t)i + 1), t = orders[q][i];
@@ -276,7 +276,6 @@ Bank *bank_load(const char *path)
         bank_free(bank);
         return NULL;
     }
-    bank->n_questions = QUIZ_QUESTIONS;
     return bank;
 }
 

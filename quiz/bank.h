@@ -15,9 +15,7 @@
  * `otherwise` text is tried, typically the same point made from exact bytes and FLOPs;
  * otherwise the part is left out. Parts without placeholders are always shown, so every
  * explanation still teaches with no results at all. A question may also name the order
- * its figures must come in ("replaying attention alone costs no more than replaying whole
- * blocks", "recomputing keeps no more activations than keeping all"): times whose
- * intervals say the opposite are noise, not a lesson, and bytes that do are wrong.
+ * two of its figures must come in, and why (FigureOrder, below).
  *
  * What it is not: a general JSON model. Texts point into the parsed document, which the
  * Bank owns until bank_free.
@@ -110,7 +108,6 @@ typedef struct Question {
 typedef struct Bank {
     QuizText title, subtitle, description;
     Question questions[QUIZ_QUESTIONS];
-    int n_questions; /* QUIZ_QUESTIONS */
     cJSON *doc;
 } Bank;
 
@@ -136,7 +133,7 @@ bool question_quotes_time(const Question *q, const char *text);
  * bank's index of the option shown (i + 1)-th. With `shuffle`, a Fisher–Yates shuffle
  * drawn from PCG32 seeded with `seed` (the same seed, the same orders); without, the
  * bank's own order. `orders` has a row per question. */
-void bank_option_orders(const Bank *bank, uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS]);
+void bank_option_orders(uint64_t seed, bool shuffle, int orders[][QUIZ_OPTIONS]);
 
 /* The largest bank or plot the quiz reads (with file_read_all, base/file.h). */
 #define QUIZ_MAX_FILE (256 << 20)

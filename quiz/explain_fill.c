@@ -173,24 +173,6 @@ static Figure find_figure(ResultsDir *r, const Measurement *m)
     return fig;
 }
 
-/* Exact figures that break an order of the question are both left out: either may be
- * the wrong one. (Times that do are judged below: they are noise, not wrong.) */
-static void check_orders(const Question *q, Figure *figs)
-{
-    for (int o = 0; o < q->n_orders; o++) {
-        const FigureOrder *order = &q->orders[o];
-        Figure *lower = &figs[order->lower - q->measurements], *higher = &figs[order->higher - q->measurements];
-        if (order->lower->time || lower->state != FIG_OK || higher->state != FIG_OK ||
-            lower->value->valuedouble <= higher->value->valuedouble)
-            continue;
-        lower->state = higher->state = FIG_INVALID;
-        lower->problem = higher->problem = "out_of_order";
-        lower->order = higher->order = order;
-        lower->other = higher;
-        higher->other = lower;
-    }
-}
-
 /* ---- the machine while a bench ran ------------------------------------------------------ */
 
 /* Reads doc's machine block into *m: false when it does not record every field, or one is
@@ -322,12 +304,26 @@ static Judgement judge_times(const Question *q, const Figure *figs, ResultsDir *
         else if (fig->samples < TIME_MIN_SAMPLES) j.figure[i] = TIMES_FEW;
         else if (fig->hi - fig->lo > TIME_MAX_WIDTH * fabs(fig->value->valuedouble)) j.figure[i] = TIMES_WIDE;
     }
-    for (int o = 0; o < q->n_orders; o++) {
-        const Figure *lower = &figs[q->orders[o].lower - q->measurements];
-        const Figure *higher = &figs[q->orders[o].higher - q->measurements];
-        if (lower->spread && higher->spread && lower->lo > higher->hi) blame(&j, TIMES_CONTRADICTED, &q->orders[o]);
-    }
     return j;
+}
+
+/* The question's orders: exact figures that break one are both left out, since either may be
+ * the wrong one; times whose intervals break one are noise, not wrong, and silence all its times. */
+static void check_orders(const Question *q, Figure *figs, Judgement *j)
+{
+    for (int o = 0; o < q->n_orders; o++) {
+        const FigureOrder *order = &q->orders[o];
+        Figure *lower = &figs[order->lower - q->measurements], *higher = &figs[order->higher - q->measurements];
+        if (lower->spread && higher->spread && lower->lo > higher->hi) blame(j, TIMES_CONTRADICTED, order);
+        if (order->lower->time || lower->state != FIG_OK || higher->state != FIG_OK ||
+            lower->value->valuedouble <= higher->value->valuedouble)
+            continue;
+        lower->state = higher->state = FIG_INVALID;
+        lower->problem = higher->problem = "out_of_order";
+        lower->order = higher->order = order;
+        lower->other = higher;
+        higher->other = lower;
+    }
 }
 
 /* ---- writing the explanation ----------------------------------------------------------- */
@@ -519,8 +515,8 @@ RematStatus explain_pieces(const Question *q, QuizLang lang, ResultsDir *results
 {
     Fill fill = {.q = q, .lang = lang, .sink = sink, .ctx = ctx};
     for (int i = 0; i < q->n_measurements; i++) fill.figs[i] = find_figure(results, &q->measurements[i]);
-    check_orders(q, fill.figs);
     fill.judged = judge_times(q, fill.figs, results);
+    check_orders(q, fill.figs, &fill.judged);
     bool first = true;
     for (int p = 0; p < q->n_parts; p++) {
         const ExplanationPart *part = &q->parts[p];

@@ -109,19 +109,17 @@ static void html_text(FILE *out, const char *s, size_t len, QuizLang lang)
     }
     size_t i = 0;
     while (i < len) {
-        size_t n, j = i, start = 0, end = 0;
-        bool found = false;
+        size_t n, j = i, start = 0, end = 0; /* end 0: no run found yet */
         while (j < len) { /* the stretch s[i..j) holds no Arabic character */
             uint32_t c = text_next_char(s + j, len - j, &n);
             if (is_arabic(c)) break;
             if (is_run_char(c)) {
-                if (!found) start = j;
-                found = true;
+                if (!end) start = j;
                 end = j + n;
             }
             j += n;
         }
-        if (found) {
+        if (end) {
             widen_run(s, i, j, &start, &end);
             html_escaped(out, s + i, start - i);
             fputs("<bdi dir=\"ltr\">", out);
@@ -289,7 +287,7 @@ static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSourc
     const Question *question = &src->bank->questions[q];
     const char *l = QUIZ_LANG_NAMES.names[lang];
     char count[64];
-    snprintf(count, sizeof count, quiz_word(lang, "question_of"), q + 1, src->bank->n_questions);
+    snprintf(count, sizeof count, quiz_word(lang, "question_of"), q + 1, QUIZ_QUESTIONS);
 
     fprintf(out, "<article class=\"question\" id=\"%s-q%d\" data-correct=\"%d\" aria-labelledby=\"%s-q%d-stem\">\n",
             l, q + 1, question->correct + 1, l, q + 1);
@@ -338,7 +336,7 @@ static RematStatus put_question(FILE *out, int q, QuizLang lang, const PageSourc
 static int quoted_benches(const Bank *bank, const char **benches, int max)
 {
     int n = 0;
-    for (int q = 0; q < bank->n_questions; q++) {
+    for (int q = 0; q < QUIZ_QUESTIONS; q++) {
         for (int m = 0; m < bank->questions[q].n_measurements; m++) {
             const char *bench = bank->questions[q].measurements[m].bench;
             bool seen = false;
@@ -478,7 +476,7 @@ static RematStatus put_view(FILE *out, QuizLang lang, const PageSources *src, co
     put_in(out, "<p class=\"description\">", bank->description.lang[lang], "</p>\n", lang);
     put_in(out, "<noscript><p class=\"note\">", quiz_word(lang, "noscript"), "</p></noscript>\n</header>\n", lang);
     RematStatus status = REMAT_OK;
-    for (int q = 0; q < bank->n_questions; q++) {
+    for (int q = 0; q < QUIZ_QUESTIONS; q++) {
         RematStatus s = put_question(out, q, lang, src, page);
         if (status == REMAT_OK) status = s;
     }
@@ -519,7 +517,7 @@ static const char *input_at(const char *path, const PageSources *src, char *buf,
 {
     snprintf(buf, size, "%s", src->bank_file);
     if (file_same_path(path, buf)) return buf;
-    for (int q = 0; q < src->bank->n_questions; q++) {
+    for (int q = 0; q < QUIZ_QUESTIONS; q++) {
         const Question *question = &src->bank->questions[q];
         snprintf(buf, size, "%s/%s", src->plots_dir, question->plot);
         if (file_same_path(path, buf)) return buf;

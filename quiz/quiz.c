@@ -239,7 +239,7 @@ static void say(int hang, const char *format, ...)
 static void print_question(const Bank *b, int q, const int *order, QuizLang lang)
 {
     printf("\n");
-    say(0, quiz_word(lang, "question_of"), q + 1, b->n_questions);
+    say(0, quiz_word(lang, "question_of"), q + 1, QUIZ_QUESTIONS);
     say(0, "%s", b->questions[q].question.lang[lang]);
     for (int i = 0; i < QUIZ_OPTIONS; i++) say(5, "  %d) %s", i + 1, b->questions[q].options[order[i]].lang[lang]);
 }
@@ -297,7 +297,7 @@ static void print_header(const Bank *b, const Options *o)
 static void print_preview(const Bank *bank, const int orders[][QUIZ_OPTIONS], const Options *o)
 {
     print_header(bank, o);
-    for (int q = 0; q < bank->n_questions; q++) print_question(bank, q, orders[q], o->lang);
+    for (int q = 0; q < QUIZ_QUESTIONS; q++) print_question(bank, q, orders[q], o->lang);
     say(0, "\n%s", quiz_word(o->lang, "preview_note"));
 }
 
@@ -329,7 +329,7 @@ static bool print_verdict(const Question *question, const int order[QUIZ_OPTIONS
 static void print_score(const Bank *bank, const int *given, int asked, int score, QuizLang lang)
 {
     printf("\n");
-    say(0, quiz_word(lang, "score"), score, bank->n_questions);
+    say(0, quiz_word(lang, "score"), score, QUIZ_QUESTIONS);
     for (int q = 0; q < asked; q++) {
         const Question *question = &bank->questions[q];
         const char *chosen = question->options[given[q]].lang[lang];
@@ -343,9 +343,9 @@ static void print_score(const Bank *bank, const int *given, int asked, int score
 
 /* Waits for Enter after a typed answer's explanation, before question q + 1; false at the
  * end of input. */
-static bool wait_for_enter(const Options *o, int q, int n_questions)
+static bool wait_for_enter(const Options *o, int q)
 {
-    if (o->n_answers || q + 1 == n_questions) return true;
+    if (o->n_answers || q + 1 == QUIZ_QUESTIONS) return true;
     say(0, "\n%s", quiz_word(o->lang, "next"));
     fflush(stdout);
     int c;
@@ -359,14 +359,14 @@ static void ask_all(const Options *o, const Bank *bank, const int orders[][QUIZ_
 {
     print_header(bank, o);
     int given[QUIZ_QUESTIONS], score = 0, asked = 0;
-    for (int q = 0; q < bank->n_questions; q++) {
+    for (int q = 0; q < QUIZ_QUESTIONS; q++) {
         print_question(bank, q, orders[q], o->lang);
         const int a = next_answer(o, q);
         if (a >= 0) {
             given[asked++] = orders[q][a];
             score += print_verdict(&bank->questions[q], orders[q], given[q], o->lang, results);
         }
-        if (a < 0 || !wait_for_enter(o, q, bank->n_questions)) {
+        if (a < 0 || !wait_for_enter(o, q)) {
             say(0, "\n%s", quiz_word(o->lang, "ended"));
             break;
         }
@@ -395,7 +395,7 @@ int main(int argc, char **argv)
     }
     int orders[QUIZ_QUESTIONS][QUIZ_OPTIONS], status = 0;
     width = output_width();
-    bank_option_orders(bank, o.seed, !o.no_shuffle, orders);
+    bank_option_orders(o.seed, !o.no_shuffle, orders);
     if (o.html) status = write_page(&o, bank, orders, results);
     else if (o.preview || (!o.n_answers && !isatty(STDIN_FILENO))) print_preview(bank, orders, &o);
     else ask_all(&o, bank, orders, results);

@@ -147,7 +147,7 @@ static void write_results(const char *skip)
 {
     cJSON *docs = cJSON_CreateObject();
     int k = 0, day = 1;
-    for (int q = 0; q < bank->n_questions; q++) {
+    for (int q = 0; q < QUIZ_QUESTIONS; q++) {
         for (int i = 0; i < bank->questions[q].n_measurements; i++, k++) {
             const Measurement *m = &bank->questions[q].measurements[i];
             if (!strcmp(m->bench, skip)) continue;
@@ -200,12 +200,12 @@ static int setup(void **state)
     if (!mkdtemp(scratch) || !(bank = bank_load(REMAT_QUIZ_BANK))) return -1;
     setenv("COLUMNS", "1000000", 1); /* the terminal quiz's paragraphs, a line each */
     int orders[8][QUIZ_OPTIONS];
-    bank_option_orders(bank, 7, true, orders);
-    for (int q = 0; q < bank->n_questions; q++) {
+    bank_option_orders(7, true, orders);
+    for (int q = 0; q < QUIZ_QUESTIONS; q++) {
         int shown = 0;
         while (orders[q][shown] != bank->questions[q].correct) shown++;
         RIGHT[2 * q] = (char)('1' + shown);
-        RIGHT[2 * q + 1] = q + 1 < bank->n_questions ? ',' : '\0';
+        RIGHT[2 * q + 1] = q + 1 < QUIZ_QUESTIONS ? ',' : '\0';
         all_first_score += shown == 0;
     }
     write_results("bench_dropout");
@@ -254,7 +254,7 @@ static void test_page_holds_both_languages_and_every_question(void **state)
     assert_int_equal(count(html, "<noscript>"), 2);
     /* The option order is the terminal's for the same seed: --seed 7 shuffled question 1. */
     int orders[8][QUIZ_OPTIONS];
-    bank_option_orders(bank, 7, true, orders);
+    bank_option_orders(7, true, orders);
     const char *q1 = strstr(html, "id=\"en-q1\"");
     char want[96];
     snprintf(want, sizeof want, "class=\"option\" data-option=\"%d\"", orders[0][0] + 1);
@@ -496,7 +496,7 @@ static void test_page_write_reports_a_bad_plot(void **state)
     fputs("not a PNG", f);
     fclose(f);
     int orders[8][QUIZ_OPTIONS];
-    bank_option_orders(bank, 1, false, orders);
+    bank_option_orders(1, false, orders);
     ResultsDir *results = results_open(scratch);
     PageSources src = {.bank = bank, .bank_file = REMAT_QUIZ_BANK, .orders = (const int (*)[QUIZ_OPTIONS])orders,
                        .results = results, .plots_dir = plots};
@@ -784,7 +784,7 @@ static void test_page_in_a_browser_quotes_the_terminal_figures(void **state)
         const char *answer = quiz_word(lang, "correct_was"), *proof = quiz_word(lang, "proof");
         const size_t answer_prefix = strcspn(answer, "%"), proof_prefix = strcspn(proof, "%");
         const char *line = terminal;
-        for (int q = 0; q < bank->n_questions; q++) {
+        for (int q = 0; q < QUIZ_QUESTIONS; q++) {
             static char shown[32768], printed[32768], inner[32768];
             const char *from = strstr(view, "<p class=\"correct\">");
             assert_non_null(from);

@@ -55,11 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             broken("bank_load refused a bank with a status outside its contract");
         return 0;
     }
-    if (b->n_questions != QUIZ_QUESTIONS) broken("a loaded bank does not have its questions");
     check_text(&b->title);
-    for (int q = 0; q < b->n_questions; q++) check_question(&b->questions[q]);
+    for (int q = 0; q < QUIZ_QUESTIONS; q++) check_question(&b->questions[q]);
     int orders[QUIZ_QUESTIONS][QUIZ_OPTIONS];
-    bank_option_orders(b, size, true, orders);
+    bank_option_orders(size, true, orders);
     for (int q = 0; q < QUIZ_QUESTIONS; q++) {
         unsigned seen = 0;
         for (int i = 0; i < QUIZ_OPTIONS; i++)

@@ -34,7 +34,7 @@ static char dir[512];
 /* Removes the directory of links when the fuzzer exits. */
 static void cleanup(void)
 {
-    for (int q = 0; bank && q < bank->n_questions; q++) {
+    for (int q = 0; bank && q < QUIZ_QUESTIONS; q++) {
         for (int m = 0; m < bank->questions[q].n_measurements; m++) {
             char link[1024];
             snprintf(link, sizeof link, "%s/%s.json", dir, bank->questions[q].measurements[m].bench);
@@ -57,7 +57,7 @@ static const Bank *setup(const char *input)
     snprintf(dir, sizeof dir, "%s/remat-fuzz-results-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
     if (!mkdtemp(dir)) abort();
     atexit(cleanup);
-    for (int q = 0; q < bank->n_questions; q++) {
+    for (int q = 0; q < QUIZ_QUESTIONS; q++) {
         for (int m = 0; m < bank->questions[q].n_measurements; m++) {
             char link[1024];
             snprintf(link, sizeof link, "%s/%s.json", dir, bank->questions[q].measurements[m].bench);
@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ResultsDir *results = results_open(dir);
     if (!results) abort();
     static char text[1 << 16];
-    for (int q = 0; q < b->n_questions; q++) {
+    for (int q = 0; q < QUIZ_QUESTIONS; q++) {
         for (int l = 0; l < LANG_COUNT; l++) {
             const QuizLang lang = (QuizLang)l;
             remat_clear_error();
