@@ -103,16 +103,12 @@ static double check_matmul(Pcg32 *rng)
     fill_uniform(B, K * N, rng);
     double worst = 0.0;
     const CBLAS_TRANSPOSE ops[2] = {CblasNoTrans, CblasTrans};
-    for (int a = 0; a < 2; a++) {
+    for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++) {
             k_matmul(C, A, B, M, N, K, ops[a], ops[b], 1.0f, 0.0f);
             naive_matmul(Cref, A, B, M, N, K, ops[a], ops[b]);
-            for (int i = 0; i < M * N; i++) {
-                double err = fabs(C[i] - Cref[i]) / (1.0 + fabs(Cref[i]));
-                if (err > worst) worst = err;
-            }
+            for (int i = 0; i < M * N; i++) worst = fmax(worst, fabs(C[i] - Cref[i]) / (1.0 + fabs(Cref[i])));
         }
-    }
     return worst;
 }
 
