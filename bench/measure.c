@@ -149,8 +149,8 @@ RematStatus step_measure(ModelBench *g, const Variant *v, TrainCtx *ctx, StepSta
     getrusage(RUSAGE_SELF, &usage);
     const long faults_before = usage.ru_minflt;
     const double t0 = platform_seconds();
-    const Step step = {.model = g->model, .schedule = v->schedule, .optim = g->opt,
-                       .plugs = {step_offload_plug(v->offload)}};
+    const Step step = {
+        .model = g->model, .schedule = v->schedule, .optim = g->opt, .plugs = {step_offload_plug(v->offload)}};
     StepResult result;
     if (v->budget) mem_set_budget(v->budget);
     const RematStatus status = step_run(&step, &(MicroBatch){g->batch.x, g->batch.y}, 1, ctx, NULL, &result);
