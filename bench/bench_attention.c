@@ -107,8 +107,7 @@ static void naive_step(Bufs *b, const AttnDropout *drop)
 
 /* What one way measured at one T. */
 typedef struct WayResult {
-    bool ran;
-    int seq, tile; /* tile: 0 for naive */
+    int seq, tile; /* seq: 0 where it did not run; tile: 0 for naive */
     const char *way;
     Estimate seconds;  /* forward + backward: the median of the rounds, with its interval */
     Estimate vs_naive; /* against naive attention in the same round (where it ran) */
@@ -161,7 +160,6 @@ static RematStatus measure_seq(int BH, int T, int D, bool naive, const TimingPla
     Timing timing = {0};
     status = timing_run(plan, ways, 1, way_run, &runs, progress, label, &timing);
     for (int w = 0; w < ways && status == REMAT_OK; w++) {
-        out[w].ran = true;
         out[w].seq = T;
         out[w].way = w == NAIVE ? "naive" : FUSED[w].name;
         out[w].tile = w == NAIVE ? 0 : FUSED[w].plan.tile;
@@ -221,7 +219,7 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
         results_print_head(table, 0);
         for (int i = 0; i < n_seqs; i++)
             for (int w = 0; w < N_WAYS; w++)
-                if (r[i][w].ran) results_add_row(table, &r[i][w]);
+                if (r[i][w].seq) results_add_row(table, &r[i][w]); /* it ran at this T */
     }
     return status;
 }

@@ -58,14 +58,12 @@ static Schedule *every_other_block(const Strategy *s, int n_layers)
 enum { N_PLACEMENTS = 5, MAX_THREADS = 2 };
 
 /* How each placement is made: a strategy (with a policy), or the schedule above. */
-typedef struct Placement {
+static const struct {
     const char *name;
     StrategyKind kind;
     const Policy *policy;
     bool every_other;
-} Placement;
-
-static const Placement PLACEMENTS[N_PLACEMENTS] = {
+} PLACEMENTS[N_PLACEMENTS] = {
     {"none", STRATEGY_NONE, NULL, false},
     {"whole blocks", STRATEGY_FULL, NULL, false},
     {"attention only", STRATEGY_SELECTIVE, &ATTENTION_ONLY, false},

@@ -172,12 +172,11 @@ static void print_and_record_steps(const Config *c, StepRow rows[][N_KINDS], Res
            c->width, c->batch, a);
     results_print_head(steps, 0);
     int exact = 0;
-    for (int i = 0; i < c->n_depths; i++) {
+    for (int i = 0; i < c->n_depths; i++)
         for (int k = 0; k < c->n_strategies; k++) {
             exact += rows[i][k].step.peak[MEM_ACT] == rows[i][k].derived_units * a + 8;
             results_add_row(steps, &rows[i][k]);
         }
-    }
     printf("  (in %d of %d rows the peak is exactly the count derived by hand, times a, + 8 bytes: see\n"
            "  derived_units)\n", exact, c->n_depths * c->n_strategies);
 }

@@ -104,16 +104,12 @@ static double check_matmul(Pcg32 *rng)
     fill_uniform(B, K * N, rng);
     double worst = 0.0;
     const CBLAS_TRANSPOSE ops[2] = {CblasNoTrans, CblasTrans};
-    for (int a = 0; a < 2; a++) {
+    for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++) {
             k_matmul(C, A, B, 1, M, N, K, ops[a], ops[b], 1.0f, 0.0f);
             naive_matmul(Cref, A, B, M, N, K, ops[a], ops[b]);
-            for (int i = 0; i < M * N; i++) {
-                double err = fabs(C[i] - Cref[i]) / (1.0 + fabs(Cref[i]));
-                if (err > worst) worst = err;
-            }
+            for (int i = 0; i < M * N; i++) worst = fmax(worst, fabs(C[i] - Cref[i]) / (1.0 + fabs(Cref[i])));
         }
-    }
     return worst;
 }
 
@@ -250,20 +246,15 @@ static RematStatus run_stream(const Options *opt, ResultsTable *table)
     return status;
 }
 
-/* What --quick and the cores decide, unless the flags said otherwise. */
-static void settle_options(bool quick)
+static RematStatus run_bench(const BenchOptions *o, Results *results)
 {
-    if (quick && !(own_given & SIZE)) own.size = 1024;
-    if (quick && !(own_given & REPS)) own.reps = 6; /* the fewest with a 95% interval */
-    if (quick && !(own_given & STREAM_MIB)) own.stream_mib = 64;
+    /* What --quick and the cores decide, unless the flags said otherwise. */
+    if (o->quick && !(own_given & SIZE)) own.size = 1024;
+    if (o->quick && !(own_given & REPS)) own.reps = 6; /* the fewest with a 95% interval */
+    if (o->quick && !(own_given & STREAM_MIB)) own.stream_mib = 64;
     const int cores = platform_info().cores;
     if (own.n_threads == 0)
         for (int t = 1; t <= cores && t <= MAX_THREAD_COUNTS; t++) own.threads[own.n_threads++] = t;
-}
-
-static RematStatus run_bench(const BenchOptions *o, Results *results)
-{
-    settle_options(o->quick);
     const char *forced = getenv("OPENBLAS_CORETYPE");
     printf("  OpenBLAS   %s; its core chosen by %s%s\n", platform_info().blas_config,
            forced ? "OPENBLAS_CORETYPE=" : "OpenBLAS", forced ? forced : "");

@@ -42,19 +42,14 @@ static const BenchInfo INFO = {
 enum { SGEMM_N = 2048 };
 static const double SGEMM_FLOPS = 2.0 * SGEMM_N * SGEMM_N * (double)SGEMM_N;
 
-typedef struct Sgemm {
-    float *A, *B, *C; /* one allocation, A's */
-} Sgemm;
-
-static RematStatus sgemm_create(Sgemm *g)
+/* The sgemm's A, B and C, one after the other in one allocation (NULL: no memory, said). */
+static float *sgemm_create(void)
 {
     const size_t n = (size_t)SGEMM_N * SGEMM_N;
-    *g = (Sgemm){.A = malloc(3 * n * sizeof(float))};
-    if (!g->A) return remat_fail(REMAT_ENOMEM, "no memory for the sgemm operands");
-    g->B = g->A + n;
-    g->C = g->B + n;
-    for (size_t i = 0; i < n; i++) g->A[i] = g->B[i] = (float)(i % 7) * 0.1f;
-    return REMAT_OK;
+    float *A = malloc(3 * n * sizeof *A);
+    if (!A) return remat_fail_null(REMAT_ENOMEM, "no memory for the sgemm operands");
+    for (size_t i = 0; i < n; i++) A[i] = A[n + i] = (float)(i % 7) * 0.1f; /* A and B */
+    return A;
 }
 
 /* ExtraRuns' run: one sgemm on `t` + 1 threads, its seconds in values[STEP_SECONDS] and,
@@ -62,10 +57,10 @@ static RematStatus sgemm_create(Sgemm *g)
  * paired with it too). The FLOP ledger is reset after it, so that it counts in no step. */
 static RematStatus sgemm_run(void *ctx, int t, double *values)
 {
-    const Sgemm *g = ctx;
+    float *A = ctx, *B = A + (size_t)SGEMM_N * SGEMM_N, *C = B + (size_t)SGEMM_N * SGEMM_N;
     if (platform_set_threads(t + 1) != REMAT_OK) return remat_last_status();
     const double t0 = platform_seconds();
-    k_matmul(g->C, g->A, g->B, 1, SGEMM_N, SGEMM_N, SGEMM_N, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
+    k_matmul(C, A, B, 1, SGEMM_N, SGEMM_N, SGEMM_N, CblasNoTrans, CblasNoTrans, 1.0f, 0.0f);
     values[STEP_SECONDS] = values[STEP_MATMUL_SECONDS] = platform_seconds() - t0;
     flops_reset();
     return REMAT_OK;
@@ -319,9 +314,9 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
                                         COLUMNS);
     ResultsTable *optim_table = RESULTS_TABLE(results, "optimizer", "AdamW over each model's parameters, one "
                                               "call per parameter against one pass, per thread count", OPTIM_COLUMNS);
-    Sgemm sgemm;
-    RematStatus status = sgemm_create(&sgemm);
-    const ExtraRuns peak_runs = {.count = max_threads, .run = sgemm_run, .ctx = &sgemm};
+    float *sgemm = sgemm_create();
+    RematStatus status = sgemm ? REMAT_OK : remat_last_status();
+    const ExtraRuns peak_runs = {.count = max_threads, .run = sgemm_run, .ctx = sgemm};
     static StepStats stats[N_MODELS][MAX_THREADS * N_KINDS];
     Timing timing[N_MODELS] = {{0}};
     static Subject models[N_MODELS];
@@ -338,7 +333,7 @@ static RematStatus run_bench(const BenchOptions *o, Results *results)
                                      stats[m], &timing[m]);
     }
     progress_end(&progress);
-    free(sgemm.A);
+    free(sgemm);
     if (status == REMAT_OK) report(sweep, stats, timing, n, max_threads, table);
     if (status == REMAT_OK)
         printf("\n  the optimizer's pass alone: AdamW over each model's parameter shapes, one call per parameter\n"

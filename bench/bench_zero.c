@@ -101,10 +101,13 @@ static double time_reduction(const DistGroup *g, int method, float *x, float *sh
     return platform_seconds() - t0;
 }
 
-/* The sizes measured and MPI_Allreduce's fastest time at each, for the α–β fit. */
+/* The α–β network fitted from MPI_Allreduce's fastest times here, seconds per message and
+ * per byte (0 on one rank, where nothing moves). A ring sends 2(K−1) messages and 2(K−1)/K ·
+ * 4n bytes per rank: α is the time of the smallest size per message, β the time of the
+ * largest per byte. Each ignores the other's term, so each is an upper bound: on a busy
+ * machine a fit of both to the same points came out negative. */
 typedef struct AllreduceFit {
-    int n;
-    double floats[4], seconds[4];
+    double alpha, beta;
 } AllreduceFit;
 
 static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, ResultsTable *table,
@@ -138,9 +141,10 @@ static RematStatus measure_reduction(const DistGroup *g, const BenchOptions *o, 
             const Estimate e = estimate_median(t[m], samples);
             double fastest = t[m][0];
             for (int k = 1; k < samples; k++) fastest = t[m][k] < fastest ? t[m][k] : fastest;
-            if (m == 1) { /* the fastest: the least disturbed by a busy machine */
-                fit->floats[fit->n] = (double)n;
-                fit->seconds[fit->n++] = fastest;
+            if (m == 1 && g->size > 1) { /* the fastest: the least disturbed by a busy machine */
+                const double K = g->size;
+                if (s == 0) fit->alpha = fastest / (2.0 * (K - 1)); /* small enough that latency is all of it */
+                fit->beta = fastest / (2.0 * (K - 1) / K * 4.0 * (double)n); /* the largest size's, measured last */
             }
             results_add_row(table, &(ReduceRow){n, methods[m], e, fastest, sent[m]});
         }
@@ -350,11 +354,7 @@ static RematStatus project_row(const ProjectShape *s, int K, int stage, bool ful
 }
 
 /* The projection for GPT-2 small to XL at K = 1, 8, 64, 1024, stages 0 to 3, none and full,
- * printed and recorded as the table "projection", with α and β as given, or else from
- * MPI_Allreduce's fastest times here (a ring: 2(K−1) messages, 2(K−1)/K · 4n bytes per rank):
- * α the time of the smallest size per message, β the time of the largest per byte (which
- * needs more than one rank). Each ignores the other's term, so each is an upper bound: on a
- * busy machine a fit of both to the same points came out negative. */
+ * printed and recorded as the table "projection", with α and β as given, or else as `fit`. */
 static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, double alpha, double beta,
                                  Results *results)
 {
@@ -363,14 +363,9 @@ static RematStatus project_table(const DistGroup *g, const AllreduceFit *fit, do
         {"gpt2-large (774M)", 36, 1280, 20, 50257, 1024, 1}, {"gpt2-xl (1.5B)", 48, 1600, 25, 50257, 1024, 1},
     };
     static const int ranks[] = {1, 8, 64, 1024};
-    double fa = 0, fb = 0;
-    const int K = g->size;
-    if (K > 1 && fit->n >= 2) {
-        fa = fit->seconds[0] / (2.0 * (K - 1)); /* small enough that latency is all of it */
-        fb = fit->seconds[fit->n - 1] / (2.0 * (K - 1) / K * 4.0 * fit->floats[fit->n - 1]);
-    }
+    const double fa = fit->alpha, fb = fit->beta;
     printf("\n  alpha-beta from MPI_Allreduce here (%d ranks): alpha %.3g s, beta %.3g s/B (%.2f GB/s)%s\n",
-           K, fa, fb, fb > 0 ? 1e-9 / fb : 0.0, alpha >= 0 || beta >= 0 ? "; overridden by the flags" : "");
+           g->size, fa, fb, fb > 0 ? 1e-9 / fb : 0.0, alpha >= 0 || beta >= 0 ? "; overridden by the flags" : "");
     results_config_num(results, "alpha_fitted_seconds", fa);
     results_config_num(results, "beta_fitted_seconds_per_byte", fb);
     alpha = alpha >= 0 ? alpha : fa;

@@ -94,11 +94,6 @@ TrainCtx bench_ctx(uint64_t seed, uint64_t stream)
 
 /* ---- one step ----------------------------------------------------------------------------- */
 
-static Step variant_step(const Variant *v, Model *model, Optimizer *opt)
-{
-    return (Step){.model = model, .schedule = v->schedule, .optim = opt, .plugs = {step_offload_plug(v->offload)}};
-}
-
 Variant bench_variant(const BenchOptions *opt, Variant v, bool gpt)
 {
     if (!gpt) return v;
@@ -154,7 +149,8 @@ RematStatus step_measure(ModelBench *g, const Variant *v, TrainCtx *ctx, StepSta
     getrusage(RUSAGE_SELF, &usage);
     const long faults_before = usage.ru_minflt;
     const double t0 = platform_seconds();
-    const Step step = variant_step(v, g->model, g->opt);
+    const Step step = {
+        .model = g->model, .schedule = v->schedule, .optim = g->opt, .plugs = {step_offload_plug(v->offload)}};
     StepResult result;
     if (v->budget) mem_set_budget(v->budget);
     const RematStatus status = step_run(&step, &(MicroBatch){g->batch.x, g->batch.y}, 1, ctx, NULL, &result);

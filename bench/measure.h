@@ -23,11 +23,6 @@
 
 /* ---- batches and the models ---------------------------------------------------------------- */
 
-/* One batch: inputs and targets, constant Vars in MEM_ACT. */
-typedef struct Batch {
-    Var *x, *y;
-} Batch;
-
 /* The sizes of a bench's GPT: L blocks, d_model C, H heads, sequences of T tokens, B per
  * batch, dropout p everywhere. */
 typedef struct GptShape {
@@ -49,7 +44,9 @@ char *gpt_shape_str(char *buf, size_t size, const GptShape *s);
  * over its parameters (or none). */
 typedef struct ModelBench {
     Model *model;
-    Batch batch;
+    struct {
+        Var *x, *y; /* inputs and targets, constant Vars in MEM_ACT */
+    } batch;
     Optimizer *opt; /* NULL when made without one */
 } ModelBench;
 
