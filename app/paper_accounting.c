@@ -57,7 +57,7 @@ RematStatus paper_activations(const PaperShape *p, StrategyKind strategy, uint64
 {
     if (strategy != STRATEGY_NONE && strategy != STRATEGY_SELECTIVE && strategy != STRATEGY_FULL)
         return remat_fail(REMAT_EINVAL, "--accounting paper counts the paper's three strategies, none, selective "
-                          "and full; not --strategy %s", strategy_name(strategy));
+                          "and full; not --strategy %s", name_of(&STRATEGY_NAMES, strategy));
     if (!p->s || !p->b || !p->h || !p->a || p->layers < 1 || p->t < 1 || p->h % p->a || p->a % (uint64_t)p->t)
         return remat_fail(REMAT_EINVAL, "--accounting paper needs t to divide the heads, and the heads the channels; "
                           "got h %" PRIu64 ", a %" PRIu64 ", t %d", p->h, p->a, p->t);
@@ -75,7 +75,7 @@ RematStatus paper_accounting_report(const PaperShape *p, StrategyKind strategy, 
     if (paper_activations(p, strategy, &per_layer, &total) != REMAT_OK) return remat_last_status();
     fprintf(out, "activations as Korthikanti et al. count them (--accounting paper: 16-bit values, 1-byte dropout "
             "masks,\nunfused attention), s %" PRIu64 ", b %" PRIu64 ", h %" PRIu64 ", a %" PRIu64 ", t %d, strategy "
-            "%s:\n  %-32s %5s %7s %4s %9s %4s %16s\n", p->s, p->b, p->h, p->a, p->t, strategy_name(strategy),
+            "%s:\n  %-32s %5s %7s %4s %9s %4s %16s\n", p->s, p->b, p->h, p->a, p->t, name_of(&STRATEGY_NAMES, strategy),
             "tensor kept for backward", "bytes", "values", "/t", "selective", "full", "bytes per layer");
     for (int i = 0; i < N_PAPER_TENSORS; i++) {
         const PaperTensor *x = &PAPER_TENSORS[i];

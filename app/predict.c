@@ -233,7 +233,7 @@ static RematStatus predict_pipeline(const TrainOptions *o, FILE *out)
     size_t used = json ? (size_t)snprintf(json, size, "{\"predicted\": {\"stages\": [") : 0;
     fprintf(out, "predicted peak activations of each stage (--predict-only: nothing built), %d stages, %s, %d "
             "micro-batches, strategy %s:\n", P, name_of(&PIPE_SCHEDULE_NAMES, o->step.pipeline_schedule), M,
-            strategy_name(o->step.strategy.kind));
+            name_of(&STRATEGY_NAMES, o->step.strategy.kind));
     for (int s = 0, first, count; s < P && status == REMAT_OK; s++) {
         const int n = pipe_actions(o->step.pipeline_schedule, P, s, M, acts);
         int live = 0, most = 0;
@@ -336,7 +336,7 @@ RematStatus train_predict(const TrainOptions *o, FILE *out)
     MemoryPrediction p;
     if (train_predict_memory(o, TEXT_VOCAB_SIZE, &p, out) != REMAT_OK) return remat_last_status();
     fprintf(out, "predicted for one training step (--predict-only: nothing built), strategy %s",
-            strategy_name(o->step.strategy.kind));
+            name_of(&STRATEGY_NAMES, o->step.strategy.kind));
     if (o->ranks > 1) fprintf(out, ", rank 0 of %d at ZeRO stage %d", o->ranks, o->step.zero_stage);
     fprintf(out, ":\n");
     for (int k = 0; k < (o->step.offload ? MEM_KIND_COUNT : MEM_DISK); k++)

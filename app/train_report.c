@@ -28,7 +28,7 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
                 counter && fused ? ", " : "", fused ? "fused attention" : "");
     /* "checkpointing: sqrt, 3 regions", with Revolve's slots, the policy and whether the
      * generator is replayed; the line is left open for the planner's words. */
-    fprintf(out, "  checkpointing: %s", strategy_name(s->strategy));
+    fprintf(out, "  checkpointing: %s", name_of(&STRATEGY_NAMES, s->strategy));
     const int slots = s->strategy == STRATEGY_NONE ? 0 : schedule_revolve_slots(s);
     if (slots) {
         fprintf(out, ", Revolve with %d slot%s", slots, slots == 1 ? "" : "s");
@@ -44,7 +44,7 @@ void report_header(FILE *out, const TrainOptions *o, const Model *m, const Sched
     if (policy) fprintf(out, ", policy %s", policy->name);
     if (s->strategy != STRATEGY_NONE && !s->replay.preserve_rng) fprintf(out, ", generator NOT replayed");
     if (planned)
-        fprintf(out, ", planner %s, budget %s", planner_name(o->step.planner),
+        fprintf(out, ", planner %s, budget %s", name_of(&PLANNER_NAMES, o->step.planner),
                 mem_format_bytes(buf, sizeof buf, o->step.memory_budget));
     fputc('\n', out);
     if (planned) schedule_print(s, m->layers, out);

@@ -93,11 +93,6 @@ Var *op_dropout(Var *x, float p, TrainCtx *ctx, uint32_t site, const char *tag)
 static const char *const DROPOUT_RNGS[] = {"stream", "counter"};
 const NameTable DROPOUT_RNG_NAMES = {DROPOUT_RNGS, 2};
 
-const char *dropout_rng_name(DropoutRng rng)
-{
-    return name_of(&DROPOUT_RNG_NAMES, (int)rng);
-}
-
 CounterKey dropout_counter_key(const TrainCtx *ctx, uint32_t site)
 {
     return (CounterKey){.seed = ctx->seed, .step = ctx->step, .micro_batch = ctx->micro_batch, .op = site};

@@ -38,8 +38,6 @@ typedef struct TrainCtx {
 /* "stream", "counter": the names of DropoutRng's values. */
 extern const NameTable DROPOUT_RNG_NAMES;
 
-/* Its name in DROPOUT_RNG_NAMES. */
-const char *dropout_rng_name(DropoutRng rng);
 
 /* The counter-based generator's key for dropout site `site` in the step ctx runs:
  * (ctx->seed, ctx->step, ctx->micro_batch, site). */

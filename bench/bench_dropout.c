@@ -43,7 +43,8 @@ static RematStatus gradients(ModelBench *g, const Strategy *s, const BenchOption
     if (!schedule) return remat_last_status();
     TrainCtx ctx = bench_ctx(DROPOUT_SEED, 1);
     StepStats unused;
-    const Variant v = bench_variant(o, (Variant){.name = strategy_name(s->kind), .schedule = schedule}, true);
+    const Variant v =
+        bench_variant(o, (Variant){.name = name_of(&STRATEGY_NAMES, s->kind), .schedule = schedule}, true);
     const RematStatus status = step_measure(g, &v, &ctx, &unused);
     schedule_free(schedule);
     return status;
@@ -89,7 +90,7 @@ static RematStatus compare(ModelBench *g, const Strategy *strategy, Tensor *cons
             snprintf(r->strategy, sizeof r->strategy, "selective (%s)",
                      strategy->policy ? strategy->policy->name : POLICY_ATTENTION_CORE.name);
         else
-            snprintf(r->strategy, sizeof r->strategy, "%s", strategy_name(strategy->kind));
+            snprintf(r->strategy, sizeof r->strategy, "%s", name_of(&STRATEGY_NAMES, strategy->kind));
         r->replay = i == 0;
         Strategy s = *strategy;
         s.replay.preserve_rng = r->replay;

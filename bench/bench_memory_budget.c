@@ -66,7 +66,8 @@ static RematStatus run_job(const JobModel *m, const Strategy *s, OptimKind optim
     Schedule *schedule = status == REMAT_OK ? schedule_for_strategy(s, g.model->n_layers) : NULL;
     if (status == REMAT_OK && !schedule) status = remat_last_status();
     TrainCtx ctx = bench_ctx(3, 4);
-    const Variant v = bench_variant(m->options, (Variant){.name = strategy_name(s->kind), .schedule = schedule}, true);
+    const Variant v =
+        bench_variant(m->options, (Variant){.name = name_of(&STRATEGY_NAMES, s->kind), .schedule = schedule}, true);
     StepStats step;
     for (int i = 0; i < JOB_STEPS && status == REMAT_OK; i++)
         status = step_measure(&g, &v, &ctx, &step);
@@ -132,7 +133,7 @@ static RematStatus measure_optimizer(const JobModel *m, OptimRun *o, Progress *p
     for (int k = 0; k < m->n; k++) {
         const Strategy *s = &m->sweep[k];
         char label[64];
-        snprintf(label, sizeof label, "%s %s", optim, strategy_name(s->kind));
+        snprintf(label, sizeof label, "%s %s", optim, name_of(&STRATEGY_NAMES, s->kind));
         RematStatus status = run_job(m, s, o->optim, 0, &o->free_run[k]);
         if (status == REMAT_OK && o->free_run[k].status != REMAT_OK) /* no budget, yet out of memory */
             status = remat_fail(o->free_run[k].status, "%s", o->free_run[k].message);
@@ -231,7 +232,7 @@ static void report_jobs(const JobModel *model, const Measured *m, const OptimRun
         const JobResult *r = &run->free_run[k];
         const ResidentWatch *w = &r->process;
         rows[k] = (JobRow){.optimizer = run == &m->adamw ? "adamw" : "sgd",
-                           .strategy = strategy_name(model->sweep[k].kind), .params = r->current[MEM_PARAM],
+                           .strategy = name_of(&STRATEGY_NAMES, model->sweep[k].kind), .params = r->current[MEM_PARAM],
                            .grads = r->current[MEM_GRAD], .optimizer_state = r->current[MEM_OPTIM],
                            .peak_act = r->peak_act, .peak_work = r->peak_work, .peak_resident = r->peak_resident,
                            .smallest_budget = run->smallest[k], .search_trials = run->trials[k],
@@ -274,7 +275,7 @@ static void report(const JobModel *model, const Measured *m, Results *results)
     FloorRow row = {.params = base->current[MEM_PARAM], .grads = base->current[MEM_GRAD],
                     .optimizer_state = base->current[MEM_OPTIM], .params_grads_optimizer = m->pgo,
                     .sgd_smallest_budget = m->sgd.smallest[best],
-                    .sgd_strategy = strategy_name(model->sweep[best].kind)};
+                    .sgd_strategy = name_of(&STRATEGY_NAMES, model->sweep[best].kind)};
     for (int k = 0; k < model->n; k++) row.any_strategy_fits |= m->at_floor[k].status == REMAT_OK;
     printf("  %s Recomputation removes activations only;\n"
            "  params, their grads and AdamW's two moments per parameter stay resident all along.\n",

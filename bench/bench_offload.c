@@ -244,7 +244,7 @@ static StepRow step_row(const char *model, int layers, const Variant *v, const S
     const Config *c = setup->configs[i];
     const OffloadStats o = v->offload ? offload_stats(v->offload) : (OffloadStats){0};
     StepRow row = {
-        .model = model, .layers = layers, .config = c->name, .strategy = strategy_name(c->strategy),
+        .model = model, .layers = layers, .config = c->name, .strategy = name_of(&STRATEGY_NAMES, c->strategy),
         .offloads = c->offload, .cache_dropped = c->offload && (c->drop_cache || c->io == OFFLOAD_IO_DIRECT),
         .policy = name_of(&OFFLOAD_POLICY_NAMES, c->policy), .prefetch = c->prefetch, .io = IO_NAMES[c->io],
         .page_cache = !c->offload ? "-" : c->io == OFFLOAD_IO_DIRECT ? "unused" : c->drop_cache ? "dropped" : "kept",

@@ -247,7 +247,7 @@ static RematStatus sweep_budget(Sweep *w, size_t budget)
         if (k == 0 && s) optimum = s->predicted.recompute_flops;
         const double ratio = s ? ratio_of(s->predicted.recompute_flops, optimum) : NAN; /* dp's own: 1 */
         PointRow row;
-        if (status == REMAT_OK) status = point_run(w->c, planner_name(PLANNERS[k]), s, budget, ratio, &row);
+        if (status == REMAT_OK) status = point_run(w->c, name_of(&PLANNER_NAMES, PLANNERS[k]), s, budget, ratio, &row);
         schedule_free(s);
         if (status != REMAT_OK) break;
         row.below_dp_minimum = budget < w->lo;
@@ -271,7 +271,7 @@ static RematStatus sweep_fixed(Sweep *w)
         const double ratio = dp ? ratio_of(fixed->predicted.recompute_flops, optimum) : NAN;
         schedule_free(dp);
         PointRow row;
-        const RematStatus status = point_run(c, strategy_name((StrategyKind)k), fixed, budget, ratio, &row);
+        const RematStatus status = point_run(c, name_of(&STRATEGY_NAMES, (StrategyKind)k), fixed, budget, ratio, &row);
         schedule_free(fixed);
         if (status != REMAT_OK) return status;
         results_add_row(w->points, &row);
@@ -289,7 +289,7 @@ static void summarize(Sweep *w, size_t lo_revolve, ResultsTable *summary)
     for (int k = 0; k < 6; k++) {
         SummaryRow *row = &w->tally[k];
         row->model = w->c->name;
-        row->planner = k < 3 ? strategy_name((StrategyKind)k) : planner_name(PLANNERS[k - 3]);
+        row->planner = k < 3 ? name_of(&STRATEGY_NAMES, (StrategyKind)k) : name_of(&PLANNER_NAMES, PLANNERS[k - 3]);
         row->has_ratio = row->compared > 0;
         row->geomean_ratio_to_dp = row->compared ? exp(row->log_sum / row->compared) : NAN;
         row->min_budget = k == 5 ? lo_revolve : w->lo;
@@ -417,7 +417,7 @@ static RematStatus frontier_plan(Frontier *f, int n_budgets)
         for (int k = 0; k < (uniform ? 4 : 3); k++) {
             Schedule *s = planner_plan(KINDS[k], cost, budget);
             if (!s && remat_last_status() != REMAT_EOOM) return remat_last_status();
-            if (s) frontier_add(f, planner_name(KINDS[k]), s, budget, true);
+            if (s) frontier_add(f, name_of(&PLANNER_NAMES, KINDS[k]), s, budget, true);
         }
         if (frontier_try_dtr(f, budget) != REMAT_OK) return remat_last_status(); /* dtr plans nothing: one step says */
     }
@@ -427,7 +427,7 @@ static RematStatus frontier_plan(Frontier *f, int n_budgets)
         st.policy = POLICIES[k];
         Schedule *s = schedule_for_strategy(&st, cost->n_layers);
         if (!s) return remat_last_status();
-        frontier_add(f, st.policy ? st.policy->name : strategy_name(st.kind), s, 0, false);
+        frontier_add(f, st.policy ? st.policy->name : name_of(&STRATEGY_NAMES, st.kind), s, 0, false);
     }
     return REMAT_OK;
 }

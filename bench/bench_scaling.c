@@ -88,7 +88,7 @@ static RematStatus measure_depth(const Config *c, MlpTask *task, int N, StepRow 
     RematStatus status = mlp_bench_create(&g, &(MlpShape){.N = N, .W = c->width, .B = c->batch}, task, &adamw);
     Variant variants[N_KINDS] = {{0}};
     for (int k = 0; k < c->n_strategies && status == REMAT_OK; k++) {
-        variants[k] = (Variant){.name = strategy_name(c->strategies[k].kind),
+        variants[k] = (Variant){.name = name_of(&STRATEGY_NAMES, c->strategies[k].kind),
                                 .schedule = schedule_for_strategy(&c->strategies[k], N)};
         if (!variants[k].schedule) status = remat_last_status();
     }
@@ -192,7 +192,7 @@ static void print_and_record_slopes(const Config *c, StepRow rows[][N_KINDS], Re
         const StrategyKind kind = c->strategies[k].kind;
         for (int i = 0; i < c->n_depths; i++) peak[i] = (double)rows[i][k].step.peak[MEM_ACT];
         const int last = c->n_depths - 1;
-        const SlopeRow r = {.strategy = strategy_name(kind), .slope = loglog_slope(n, peak, c->n_depths),
+        const SlopeRow r = {.strategy = name_of(&STRATEGY_NAMES, kind), .slope = loglog_slope(n, peak, c->n_depths),
                             .slope_last_doubling = log(peak[last] / peak[last - 1]) / log(n[last] / n[last - 1]),
                             .theory = kind == STRATEGY_SQRT ? 0.5 : 1.0}; /* linear, or sqrt for sqrt */
         results_add_row(slopes, &r);

@@ -252,8 +252,8 @@ static RematStatus budget_demo(const GptShape *s, BudgetRow tries[N_COMBOS])
     for (int c = 0; c < N_COMBOS && status == REMAT_OK; c++) {
         const Variant v = {.name = "none", .dropout_rng = COMBOS[c].dropout_rng, .attention = COMBOS[c].attention,
                            .budget = budget};
-        tries[c] = (BudgetRow){s->T, name_of(&ATTENTION_KIND_NAMES, v.attention), dropout_rng_name(v.dropout_rng),
-                               budget, .combo = COMBOS[c].name};
+        tries[c] = (BudgetRow){s->T, name_of(&ATTENTION_KIND_NAMES, v.attention),
+                               name_of(&DROPOUT_RNG_NAMES, v.dropout_rng), budget, .combo = COMBOS[c].name};
         const RematStatus tried = step_measure(&g, &v, &ctx, &st);
         tries[c].fits = tried == REMAT_OK;
         if (tries[c].fits) tries[c].peak_resident = st.peak_resident;
@@ -339,7 +339,7 @@ static void print_tags(const SeqResult *r, ResultsTable *tags)
             const size_t formula = tag_formula(&TAGS[i], &COMBOS[c], s);
             printf(" %14zu%s", bytes, bytes == formula ? "=" : "!");
             const TagBytesRow out = {s->T, FORMULAS[0].name, name_of(&ATTENTION_KIND_NAMES, COMBOS[c].attention),
-                                     dropout_rng_name(COMBOS[c].dropout_rng), TAGS[i].tag, bytes, formula};
+                                     name_of(&DROPOUT_RNG_NAMES, COMBOS[c].dropout_rng), TAGS[i].tag, bytes, formula};
             results_add_row(tags, &out);
         }
         printf("\n");
@@ -364,7 +364,7 @@ static void print_policies(const SeqResult *r, ResultsTable *table)
         const bool complete = c->total + r->batch_bytes == st->act_stored; /* every byte is an op's or the batch */
         results_add_row(table, &(PolicyRow){
             .seq = s->T, .policy = row->f->name, .attention = name_of(&ATTENTION_KIND_NAMES, row->combo->attention),
-            .dropout_rng = dropout_rng_name(row->combo->dropout_rng), .combo = row->combo->name,
+            .dropout_rng = name_of(&DROPOUT_RNG_NAMES, row->combo->dropout_rng), .combo = row->combo->name,
             .act_per_layer = measured, .formula_per_layer = formula,
             .korthikanti_fp32_per_layer = coef_bytes(&row->f->paper, s),
             .korthikanti = row->f->paper.btc > 0 && row->combo == &COMBOS[NAIVE_STREAM],

@@ -97,9 +97,11 @@ static RematStatus subject_create(Subject *s, int which, const Strategy *sweep, 
         s->schedules[k] = schedule_for_strategy(&sweep[k], s->bench.model->n_layers);
         if (!s->schedules[k]) status = remat_last_status();
         for (int t = 0; t < threads; t++)
-            s->variants[t * n + k] = bench_variant(
-                o, (Variant){.name = strategy_name(sweep[k].kind), .schedule = s->schedules[k], .threads = t + 1},
-                which == 0);
+            s->variants[t * n + k] = bench_variant(o,
+                                                   (Variant){.name = name_of(&STRATEGY_NAMES, sweep[k].kind),
+                                                             .schedule = s->schedules[k],
+                                                             .threads = t + 1},
+                                                   which == 0);
     }
     return status;
 }
@@ -221,7 +223,7 @@ static Row row_of(const char *model, const Strategy *sweep, const StepStats *st,
                   int threads, int t, int k)
 {
     const int v = t * n + k, sv = n * threads + t;
-    Row r = {.model = model, .strategy = strategy_name(sweep[k].kind), .threads = t + 1, .step = st[v]};
+    Row r = {.model = model, .strategy = name_of(&STRATEGY_NAMES, sweep[k].kind), .threads = t + 1, .step = st[v]};
     for (int p = 0; p < PHASE_COUNT; p++) r.flops += st[v].flops[p];
     r.seconds = timing_median(timing, v, STEP_SECONDS);
     r.overhead = timing_ratio(timing, v, t * n, STEP_SECONDS);

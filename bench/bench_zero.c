@@ -241,9 +241,10 @@ static void record_stage(ResultsTable *table, int stage, StrategyKind kind, int 
         const RankRow *w = &rows[r];
         const uint64_t shard = shard_begin(total, r + 1, K) - shard_begin(total, r, K);
         const ZeroBytes b = zero_resident_bytes(stage, total, shard, 2); /* float32 AdamW */
-        StageRow row = {.stage = stage, .rank = r, .strategy = strategy_name(kind), .params = w->current[MEM_PARAM],
-                        .grads = w->current[MEM_GRAD], .optimizer = w->current[MEM_OPTIM],
-                        .params_formula = b.params, .grads_formula = b.grads, .optimizer_formula = b.optimizer,
+        StageRow row = {.stage = stage, .rank = r, .strategy = name_of(&STRATEGY_NAMES, kind),
+                        .params = w->current[MEM_PARAM], .grads = w->current[MEM_GRAD],
+                        .optimizer = w->current[MEM_OPTIM], .params_formula = b.params,
+                        .grads_formula = b.grads, .optimizer_formula = b.optimizer,
                         .peak_resident = w->peak_resident,
                         .grad_reduce_sent_per_step = w->sent[COMM_GRAD_REDUCE],
                         .param_gather_sent_per_step = w->sent[COMM_PARAM_GATHER], .step_seconds = *seconds};
@@ -484,10 +485,11 @@ int main(int argc, char **argv)
         dist_finalize();
         return 2;
     }
-    const DistFact facts[] = {dist_fact("--quick", "%d", o.quick), dist_fact("--steps", "%d", o.steps),
-                              dist_fact("--strategy", "%s", o.one_strategy ? strategy_name(o.step.strategy.kind) : "-"),
-                              dist_fact("--project", "%d", project.project),
-                              dist_fact("--check-prediction", "%d", project.check)}; /* what the ranks run together */
+    const DistFact facts[] = {
+        dist_fact("--quick", "%d", o.quick), dist_fact("--steps", "%d", o.steps),
+        dist_fact("--strategy", "%s", o.one_strategy ? name_of(&STRATEGY_NAMES, o.step.strategy.kind) : "-"),
+        dist_fact("--project", "%d", project.project),
+        dist_fact("--check-prediction", "%d", project.check)}; /* what the ranks run together */
     RematStatus status = dist_agree(&g, facts, 5, "every rank must be given the same flags");
     if (project.check) {
         if (status == REMAT_OK) status = check_prediction(&g, &o, results);

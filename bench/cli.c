@@ -55,7 +55,7 @@ static void bench_usage(const BenchInfo *info, FILE *out)
     for (int k = 0; k < n; k++) flags_usage(&sets[k], NULL, false, out);
     if (info->strategies) {
         fprintf(out, "  --strategy S        measure only S (with none, the baseline); S is one of");
-        for (int k = 0; k < info->n_strategies; k++) fprintf(out, " %s", strategy_name(info->strategies[k]));
+        for (int k = 0; k < info->n_strategies; k++) fprintf(out, " %s", name_of(&STRATEGY_NAMES, info->strategies[k]));
         fprintf(out, "\n");
     }
     fprintf(out, "  --help              this text\n");
@@ -82,7 +82,7 @@ static RematStatus check_options(const BenchInfo *info, const BenchOptions *opt)
     for (int k = 0; k < info->n_strategies; k++) in_sweep |= info->strategies[k] == opt->step.strategy.kind;
     if (opt->one_strategy && !in_sweep)
         return remat_fail(REMAT_EINVAL, "--strategy %s is not one this bench measures",
-                          strategy_name(opt->step.strategy.kind));
+                          name_of(&STRATEGY_NAMES, opt->step.strategy.kind));
     if (opt->attention == ATTENTION_FUSED && opt->dropout_rng != DROPOUT_RNG_COUNTER)
         return remat_fail(REMAT_EINVAL, "--attention fused needs --dropout-rng counter: the fused kernel makes its "
                           "dropout mask again in backward, which a running stream cannot do");
@@ -164,8 +164,8 @@ static void record_strategy_flags(Results *r, const BenchOptions *opt)
 {
     const Strategy *s = &opt->step.strategy;
     if (opt->one_strategy) {
-        printf("  only strategy %s (and none, the baseline)\n", strategy_name(s->kind));
-        results_config_str(r, "only_strategy", strategy_name(s->kind));
+        printf("  only strategy %s (and none, the baseline)\n", name_of(&STRATEGY_NAMES, s->kind));
+        results_config_str(r, "only_strategy", name_of(&STRATEGY_NAMES, s->kind));
     }
     if (s->policy) {
         printf("  selective's policy: %s\n", s->policy->name);
@@ -182,8 +182,8 @@ static void record_model_flags(Results *r, const BenchInfo *info, const BenchOpt
     if (!info->model_flags) return;
     if (opt->attention != ATTENTION_NAIVE || opt->dropout_rng != DROPOUT_RNG_STREAM)
         printf("  the GPT with %s attention and %s dropout masks\n", name_of(&ATTENTION_KIND_NAMES, opt->attention),
-               dropout_rng_name(opt->dropout_rng));
-    results_config_str(r, "dropout_rng", dropout_rng_name(opt->dropout_rng));
+               name_of(&DROPOUT_RNG_NAMES, opt->dropout_rng));
+    results_config_str(r, "dropout_rng", name_of(&DROPOUT_RNG_NAMES, opt->dropout_rng));
     results_config_str(r, "attention", name_of(&ATTENTION_KIND_NAMES, opt->attention));
 }
 

@@ -313,8 +313,6 @@ const NameTable PLANNER_NAMES = {NAMES, PLANNER_COUNT};
 static Schedule *(*const SEARCHES[PLANNER_COUNT])(const ChainCost *, size_t, size_t *) = {
     search_chen, search_dp, search_revolve, search_ops};
 
-const char *planner_name(PlannerKind kind) { return name_of(&PLANNER_NAMES, (int)kind); }
-
 size_t planner_min_budget(PlannerKind kind, const ChainCost *cost)
 {
     size_t leanest = SIZE_MAX;

@@ -26,8 +26,6 @@ typedef enum PlannerKind {
 /* "chen", "dp", "revolve", "ops": the names of PlannerKind's values. */
 extern const NameTable PLANNER_NAMES;
 
-/* Its name in PLANNER_NAMES. */
-const char *planner_name(PlannerKind kind);
 
 /* The cheapest schedule (fewest RECOMPUTE FLOPs) the planner finds whose predicted peak
  * total memory is at most `budget` bytes. The caller owns it. NULL on error:

@@ -17,8 +17,6 @@ const NameTable STRATEGY_NAMES = {NAMES, sizeof NAMES / sizeof NAMES[0]};
 
 Strategy strategy_defaults(StrategyKind kind) { return (Strategy){.kind = kind, .replay.preserve_rng = true}; }
 
-const char *strategy_name(StrategyKind kind) { return name_of(&STRATEGY_NAMES, (int)kind); }
-
 /* ---- making schedules --------------------------------------------------------------------- */
 
 /* REMAT_OK if the segments cover layers 0 .. n_layers − 1 in order, each well formed. */

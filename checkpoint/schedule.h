@@ -61,8 +61,6 @@ Strategy strategy_defaults(StrategyKind kind);
 /* "none", "full", "sqrt", "selective", "dtr", "budget": the names of StrategyKind's values. */
 extern const NameTable STRATEGY_NAMES;
 
-/* Its name in STRATEGY_NAMES. */
-const char *strategy_name(StrategyKind kind);
 
 /* ---- schedules --------------------------------------------------------------------------- */
 

@@ -68,7 +68,7 @@ static void check_strategies(const Trainee *t, bool replay)
         others[i].replay.determinism_check = !replay;
         snprintf(what, sizeof what, "%s%s%s, %s%s%s%s", t->kind, t->dropout_rng == DROPOUT_RNG_COUNTER ? " (counter)" : "",
                  t->attention == ATTENTION_FUSED ? " (fused)" : "",
-                 strategy_name(others[i].kind), others[i].policy ? " " : "",
+                 name_of(&STRATEGY_NAMES, others[i].kind), others[i].policy ? " " : "",
                  others[i].policy ? others[i].policy->name : "", replay ? "" : ", no rng replay");
         assert_int_equal(train(t, &others[i], &o), REMAT_OK);
         assert_same_outcome(&reference, &o, what);
@@ -534,7 +534,7 @@ static void test_explain_accounts_for_the_stored_bytes(void **state)
         explain_stop(ex);
         const size_t kept = explain_bytes(ex, "kept"), cached = explain_bytes(ex, "cached");
         printf("  %-9s stored %6zu B = kept %6zu + cached %6zu + the loss 4; dropped %6zu, recomputed %6zu\n",
-               strategy_name(kinds[k]), stored, kept, cached, explain_bytes(ex, "dropped"),
+               name_of(&STRATEGY_NAMES, kinds[k]), stored, kept, cached, explain_bytes(ex, "dropped"),
                explain_bytes(ex, "recomputed"));
         assert_int_equal(stored, kept + cached + sizeof(float));
         if (kinds[k] == STRATEGY_NONE) assert_int_equal(explain_bytes(ex, "dropped"), 0);

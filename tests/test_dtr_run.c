@@ -78,7 +78,7 @@ static void assert_same_as_plain(const Trainee *t)
             DtrStats did;
             char what[128];
             snprintf(what, sizeof what, "%s (%d blocks, %s, %s), dtr at none's peak - %d%% of its activations%s",
-                     t->kind, t->layers, dropout_rng_name(t->dropout_rng),
+                     t->kind, t->layers, name_of(&DROPOUT_RNG_NAMES, t->dropout_rng),
                      t->attention == ATTENTION_FUSED ? "fused" : "naive", 10 * k, check ? ", checked" : "");
             status = train_dtr(t, budget, 0, check ? CHECKED : REPLAYED, &o, &did);
             if (status == REMAT_OK) {
@@ -235,7 +235,7 @@ static void test_evictions_and_remats_are_marks_on_the_timeline(void **state)
 static void test_the_schedule_is_one_dtr_segment(void **state)
 {
     (void)state;
-    assert_string_equal(strategy_name(STRATEGY_DTR), "dtr");
+    assert_string_equal(name_of(&STRATEGY_NAMES, STRATEGY_DTR), "dtr");
     const Segment two[] = {{0, 2, SEGMENT_DTR, NULL, 0}, {2, 2, SEGMENT_PLAIN, NULL, 0}};
     assert_null(schedule_create(STRATEGY_DTR, two, 2, 4));
     assert_int_equal(remat_last_status(), REMAT_EINVAL);

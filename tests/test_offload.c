@@ -199,10 +199,11 @@ static void check_offload_with_every_strategy(const Trainee *t)
             char what[128];
             char threads[16] = "";
             if (oo.io_threads) snprintf(threads, sizeof threads, ", %d threads", oo.io_threads);
-            snprintf(what, sizeof what, "%s, %s%s%s, offload %s by %s%s%s%s%s", t->kind, strategy_name(s->kind),
-                     s->policy ? " " : "", s->policy ? s->policy->name : "", name_of(&OFFLOAD_POLICY_NAMES, oo.policy),
-                     io_name(oo.io), oo.write_behind ? "" : ", in the forward",
-                     oo.drop_cache ? ", no page cache" : "", oo.prefetch_bytes ? ", 16 KiB windows" : "", threads);
+            snprintf(what, sizeof what, "%s, %s%s%s, offload %s by %s%s%s%s%s", t->kind,
+                     name_of(&STRATEGY_NAMES, s->kind), s->policy ? " " : "", s->policy ? s->policy->name : "",
+                     name_of(&OFFLOAD_POLICY_NAMES, oo.policy), io_name(oo.io),
+                     oo.write_behind ? "" : ", in the forward", oo.drop_cache ? ", no page cache" : "",
+                     oo.prefetch_bytes ? ", 16 KiB windows" : "", threads);
             assert_int_equal(train(t, s, &oo, &o, &stats), REMAT_OK);
             assert_same_outcome(&reference, &o, what);
             assert_true(stats.records_written > 0);

@@ -99,7 +99,7 @@ static void test_playbook_presets_to_three_decimals(void **state)
                 const double gb = (double)total / (1024.0 * 1024.0 * 1024.0);
                 if (fabs(gb - rows[k].published) >= 0.0005)
                     printf("  %s, s %d, %s: %.4f GB, published %.4f\n", PLAYBOOK[m].name, 1024 << c,
-                           strategy_name(rows[k].kind), gb, rows[k].published);
+                           name_of(&STRATEGY_NAMES, rows[k].kind), gb, rows[k].published);
                 assert_true(fabs(gb - rows[k].published) < 0.0005);
                 assert_int_equal(total, (uint64_t)ldexp(rows[k].published, 30)); /* and in fact to the byte */
             }

@@ -149,8 +149,9 @@ static void check_every_strategy(Fixture *f, size_t block_input)
         assert_int_equal(schedule_predict(s, cost), REMAT_OK);
         const Measured m = measure(f, s);
         printf("  %-28s predicted peak ACT %8zu, measured %8zu (one block input: %zu); recompute %" PRIu64
-               " FLOPs, measured %" PRIu64 "\n", k < 3 ? strategy_name(st.kind) : st.policy->name, s->predicted.peak_act,
-               m.peak_act, block_input, s->predicted.recompute_flops, m.recompute);
+               " FLOPs, measured %" PRIu64 "\n",
+               k < 3 ? name_of(&STRATEGY_NAMES, st.kind) : st.policy->name, s->predicted.peak_act, m.peak_act,
+               block_input, s->predicted.recompute_flops, m.recompute);
         assert_true(s->predicted.peak_act >= m.peak_act && s->predicted.peak_act - m.peak_act <= block_input);
         assert_true(s->predicted.recompute_flops == m.recompute);
         chain_cost_free(cost);
@@ -484,7 +485,7 @@ static void check_planned_like_none(const Trainee *t)
             char what[96];
             snprintf(what, sizeof what, "%s%s, planner %s, budget %d/4", t->kind,
                      t->kind[0] != 'g' ? "" : t->dropout_rng == DROPOUT_RNG_COUNTER ? " with counter dropout" : " with dropout",
-                     planner_name((PlannerKind)k), i);
+                     name_of(&PLANNER_NAMES, (PlannerKind)k), i);
             assert_int_equal(fixture_train(t, &(Way){.schedule = s}, &got), REMAT_OK);
             assert_same_outcome(&plain, &got, what);
             outcome_free(&got);
@@ -526,7 +527,7 @@ static void test_infeasible_budget_states_the_smallest_feasible(void **state)
         assert_null(planner_plan((PlannerKind)k, f.cost, lo_k - 1));
         assert_int_equal(remat_last_status(), REMAT_EOOM);
         snprintf(message, sizeof message, "%s", remat_last_error());
-        printf("  %s: %s\n", planner_name((PlannerKind)k), message);
+        printf("  %s: %s\n", name_of(&PLANNER_NAMES, (PlannerKind)k), message);
         assert_non_null(strstr(message, "smallest feasible budget is"));
         assert_non_null(strstr(message, expected));
         /* On this uniform chain, dp and chen say where Revolve starts. */
@@ -672,7 +673,8 @@ static void test_a_failed_allocation_fails_the_plan(void **state)
             assert_int_equal(remat_last_status(), REMAT_ENOMEM);
             remat_clear_error();
         }
-        printf("  %s: each of its %ld allocations failed in turn, each reported\n", planner_name((PlannerKind)k), made);
+        printf("  %s: each of its %ld allocations failed in turn, each reported\n",
+               name_of(&PLANNER_NAMES, (PlannerKind)k), made);
     }
     fixture_free(&f);
 }
@@ -684,7 +686,7 @@ static void test_planner_names_parse(void **state)
     assert_int_equal(name_parse(&PLANNER_NAMES, "dp", &kind), REMAT_OK);
     assert_int_equal(kind, PLANNER_DP);
     assert_int_equal(name_parse(&PLANNER_NAMES, "greedy", &kind), REMAT_EINVAL);
-    assert_string_equal(planner_name(PLANNER_REVOLVE), "revolve");
+    assert_string_equal(name_of(&PLANNER_NAMES, PLANNER_REVOLVE), "revolve");
 }
 
 int main(void)

@@ -184,7 +184,8 @@ static void check_gpt(const GptConfig *c, int batch, DropoutRng rng)
     assert_non_null(modelled);
     char what[128];
     snprintf(what, sizeof what, "gpt L %d C %d H %d T %d B %d %s dropout %g %s", c->n_layers, c->d_model, c->n_heads,
-             c->seq_len, batch, name_of(&ATTENTION_KIND_NAMES, c->attention), (double)c->dropout, dropout_rng_name(rng));
+             c->seq_len, batch, name_of(&ATTENTION_KIND_NAMES, c->attention), (double)c->dropout,
+             name_of(&DROPOUT_RNG_NAMES, rng));
     assert_costs_equal(modelled, measured, what);
     assert_ops_equal(modelled, measured, what);
     chain_cost_free(measured);
@@ -241,7 +242,7 @@ static void check_step(Built *b, const Strategy *st, const GptConfig *gpt, const
     const Prediction *p = &s->predicted;
     const size_t resident = mem_peak_moment().resident;
     printf("  %-44s %-9s ACT predicted %8zu, ledger %8zu; resident %8zu, %8zu; recompute %" PRIu64 ", %" PRIu64 "\n",
-           what, s->segments[0].policy ? s->segments[0].policy->name : strategy_name(st->kind), p->peak_act,
+           what, s->segments[0].policy ? s->segments[0].policy->name : name_of(&STRATEGY_NAMES, st->kind), p->peak_act,
            mem_peak(MEM_ACT), p->peak_total, resident, p->recompute_flops, flops_get(PHASE_RECOMPUTE));
     if (st->kind != STRATEGY_SQRT) slack = 0;
     assert_true(p->peak_act >= mem_peak(MEM_ACT) && p->peak_act - mem_peak(MEM_ACT) <= slack);
@@ -281,7 +282,7 @@ static void test_prediction_equals_the_ledger_of_a_step(void **state)
             b.x = token_batch(2, c.seq_len, &b.y);
             char what[64];
             snprintf(what, sizeof what, "gpt L 4 C 16 T 8 B 2 %s p %g %s", name_of(&ATTENTION_KIND_NAMES, c.attention),
-                     (double)c.dropout, dropout_rng_name(rng));
+                     (double)c.dropout, name_of(&DROPOUT_RNG_NAMES, rng));
             check_step(&b, &STRATEGIES[i], &c, NULL, 2, gpt_ctx(rng), 2 * 8 * 16 * sizeof(float), what); /* B·T·C */
             built_free(&b);
         }

@@ -607,8 +607,8 @@ static void test_counter_dropout_trains_like_none_without_rng_replay(void **stat
         assert_int_equal(train_run(&plain, &reference, sink), REMAT_OK);
         assert_int_equal(train_run(&o, &r, sink), REMAT_OK);
         const bool same = !memcmp(r.losses, reference.losses, STEPS * sizeof(float));
-        printf("  --dropout-rng %s --strategy full --no-rng-replay: losses %s none's\n", dropout_rng_name(rng),
-               same ? "identical to" : "differ from");
+        printf("  --dropout-rng %s --strategy full --no-rng-replay: losses %s none's\n",
+               name_of(&DROPOUT_RNG_NAMES, rng), same ? "identical to" : "differ from");
         assert_true(same == (rng == DROPOUT_RNG_COUNTER));
         train_report_free(&reference);
         train_report_free(&r);
@@ -630,7 +630,8 @@ static void test_budget_strategy_trains_like_none(void **state)
         o.step.planner = k ? PLANNER_CHEN : PLANNER_DP;
         o.step.memory_budget = smallest;
         const RematStatus status = train_run(&o, &r, sink);
-        printf("  --planner %s at the smallest feasible budget (%zu bytes): %s\n", planner_name(o.step.planner), smallest,
+        printf("  --planner %s at the smallest feasible budget (%zu bytes): %s\n",
+               name_of(&PLANNER_NAMES, o.step.planner), smallest,
                status == REMAT_OK ? "trained, losses identical to none" : remat_last_error());
         if (!k || status == REMAT_OK) { /* Chen's search may not reach the exact optimum's budget */
             assert_int_equal(status, REMAT_OK);
@@ -710,7 +711,7 @@ static void test_resident_peak_is_the_ledger_plus_the_baseline(void **state)
         assert_true(w->known && w->peak_of_work);
         const double mib = 1048576.0, expected = (double)(w->baseline + r.ledger_peak);
         printf("  %-5s: before the model %.2f MiB + the ledger's peak %.2f MiB = %.2f MiB; the kernel's peak "
-               "%.2f MiB\n", strategy_name(KINDS[k]), w->baseline / mib, r.ledger_peak / mib, expected / mib,
+               "%.2f MiB\n", name_of(&STRATEGY_NAMES, KINDS[k]), w->baseline / mib, r.ledger_peak / mib, expected / mib,
                w->peak / mib);
         assert_true(fabs((double)w->peak - expected) < 4 * mib);
         assert_true(r.ledger_peak > 16 * mib); /* params, grads and AdamW's state: the test measures something */

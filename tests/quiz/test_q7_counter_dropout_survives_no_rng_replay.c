@@ -49,7 +49,8 @@ static void test_q7_counter_masks_need_no_rng_replay(void **state)
         s->replay.determinism_check = true;
         QuizStep counter = quiz_step_with(gpt, s, NULL, DROPOUT_RNG_COUNTER, x, t);
         QuizStep stream = quiz_step_with(gpt, s, NULL, DROPOUT_RNG_STREAM, x, t);
-        printf("  %-28s without RNG replay: counter %s, stream %s\n", s->policy ? s->policy->name : strategy_name(s->kind),
+        printf("  %-28s without RNG replay: counter %s, stream %s\n",
+               s->policy ? s->policy->name : name_of(&STRATEGY_NAMES, s->kind),
                counter.status == REMAT_OK && quiz_same_grads(&reference, &counter) ? "gradients identical to none"
                                                                                    : "WRONG",
                stream.status == REMAT_ESTATE ? "caught by the determinism check" : "not caught");
