@@ -56,23 +56,18 @@ static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input
 {
     const TrainOptions *o = run->opt;
     if (o->model == MODEL_MLP) return mlp_task_batch(run->task, rng, o->batch, input, targets);
-    *input = *targets = NULL;
-    Tensor *in = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq});
-    Tensor *tg = in ? tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq}) : NULL;
-    RematStatus status = tg ? text_data_batch(run->text, split, rng, o->batch, o->seq, in->i32, tg->i32)
-                            : remat_last_status();
-    if (status != REMAT_OK) {
-        tensor_free(in);
-        tensor_free(tg);
-        return status;
-    }
-    *input = var_create(in, false, "tokens"); /* each frees its tensor if it fails */
-    *targets = *input ? var_create(tg, false, "targets") : NULL;
-    if (*targets) return REMAT_OK;
-    if (!*input) tensor_free(tg);
+    const int shape[] = {o->batch, o->seq};
+    Tensor *in = tensor_create(MEM_ACT, DTYPE_I32, 2, shape);
+    *input = in ? var_create(in, false, "tokens") : NULL; /* each Var frees its tensor if it fails */
+    Tensor *tg = *input ? tensor_create(MEM_ACT, DTYPE_I32, 2, shape) : NULL;
+    *targets = tg ? var_create(tg, false, "targets") : NULL;
+    RematStatus status = *targets ? text_data_batch(run->text, split, rng, o->batch, o->seq, in->i32, tg->i32)
+                                  : remat_last_status();
+    if (status == REMAT_OK) return REMAT_OK;
     var_free(*input);
-    *input = NULL;
-    return remat_last_status();
+    var_free(*targets);
+    *input = *targets = NULL;
+    return status;
 }
 
 /* ---- before anything is built -------------------------------------------------------- */
