@@ -601,8 +601,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
 {
     TrainReport printed; /* for a caller that wants only what is printed */
     if (!report) report = &printed;
-    memset(report, 0, sizeof *report);
-    report->first_val_loss = report->last_val_loss = NAN;
+    *report = (TrainReport){.first_val_loss = NAN, .last_val_loss = NAN};
     if (opt->predict_only) return train_predict(opt, out);
     Run run = {.opt = opt, .world = dist_under_launcher() ? dist_world() : (DistGroup){.rank = 0, .size = 1}};
     /* What the ledger may hold on this rank: the memory available, shared by the job's
