@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "base/file.h"
-#include "base/parse.h"
 
 /* The format stores every number little-endian, and this file writes and reads tensor
  * bytes exactly as they lie in memory. */

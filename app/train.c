@@ -28,7 +28,6 @@
 #include "app/model_file.h"
 #include "app/train_report.h"
 #include "base/file.h"
-#include "base/platform.h"
 #include "base/progress.h"
 
 /* ---- a run --------------------------------------------------------------------------- */

@@ -9,8 +9,6 @@
  * ends the whole job (the others would wait for it in the next collective).
  * Started plainly it is a single process and calls nothing of parallel/.
  */
-#include <stdio.h>
-
 #include "parallel/group.h"
 #include "app/train.h"
 #include "base/file.h"
