@@ -109,11 +109,11 @@ RematStatus model_save(const Model *model, const Optimizer *opt, const TrainStat
 
 /* Reads tensor `name` into a new MEM_WORK tensor and checks it: `like`'s dtype and shape,
  * and for floats, every value finite (a NaN or an infinity would only train into NaN) and,
- * when `nonnegative` (AdamW's second moment, a mean of squares), none below zero (its
- * square root would be NaN at the first update). */
-static Tensor *read_checked(const StFile *f, const char *path, const char *name, const Tensor *like,
-                            bool nonnegative)
+ * in AdamW's second moment (a mean of squares), none below zero (its square root would be
+ * NaN at the first update). */
+static Tensor *read_checked(const StFile *f, const char *path, const char *name, const Tensor *like)
 {
+    const bool nonnegative = !strncmp(name, SECOND_MOMENT, strlen(SECOND_MOMENT));
     Tensor *t = st_get(f, name, MEM_WORK);
     if (!t) {
         if (remat_last_status() == REMAT_EINVAL)
@@ -155,11 +155,9 @@ RematStatus model_load(Model *model, Optimizer *opt, TrainState *state, const ch
     Tensor **staged = calloc((size_t)k + 1, sizeof *staged); /* + 1: never calloc(0) */
     RematStatus status = entries && staged ? REMAT_OK : remat_fail(REMAT_ENOMEM, "model_load: no memory");
     TrainState loaded = {0};
-    for (int i = 0; i < k && status == REMAT_OK; i++) {
-        const bool second_moment = !strncmp(entries[i].name, SECOND_MOMENT, strlen(SECOND_MOMENT));
-        if (!(staged[i] = read_checked(f, path, entries[i].name, entries[i].tensor, second_moment)))
+    for (int i = 0; i < k && status == REMAT_OK; i++)
+        if (!(staged[i] = read_checked(f, path, entries[i].name, entries[i].tensor)))
             status = remat_last_status();
-    }
     if (status == REMAT_OK && state) {
         if (!parse_int(st_meta(f, META_STEP), 0, INT32_MAX, &loaded.step))
             status = remat_fail(REMAT_ECORRUPT, "%s: metadata %s is missing or not a step count", path, META_STEP);

@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "base/file.h"
-#include "base/parse.h"
 
 /* The format stores every number little-endian, and this file writes and reads tensor
  * bytes exactly as they lie in memory. */
@@ -132,13 +131,6 @@ static void write_contents(FILE *out, const char *header, const StEntry *entries
         fwrite(entries[i].tensor->data, 1, entries[i].tensor->bytes, out);
 }
 
-/* ---- the temporary file ----------------------------------------------------------- */
-
-/* Set by st_debug_named_temp: the temporary file is named from the start (file_replace_start). */
-static bool force_named_temp;
-
-void st_debug_named_temp(bool on) { force_named_temp = on; }
-
 RematStatus st_save(const char *path, const StEntry *entries, int n, const StMeta *meta, int n_meta)
 {
     if (!path || n < 0 || n_meta < 0 || (n > 0 && !entries) || (n_meta > 0 && !meta))
@@ -148,7 +140,7 @@ RematStatus st_save(const char *path, const StEntry *entries, int n, const StMet
     if (!header) return remat_last_status();
     FileReplacement tmp;
     RematStatus status = file_check_writable(path);
-    int err = status == REMAT_OK ? file_replace_start(&tmp, path, !force_named_temp) : 0;
+    int err = status == REMAT_OK ? file_replace_start(&tmp, path, true) : 0;
     if (err)
         status = remat_fail(err == ENOMEM ? REMAT_ENOMEM : REMAT_EIO,
                             "st_save: cannot save %s: cannot create a temporary file beside it: %s", path,

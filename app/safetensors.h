@@ -108,10 +108,4 @@ const char *st_meta(const StFile *f, const char *key);
  * if the file cannot be read (it shrank since st_load). */
 Tensor *st_get(const StFile *f, const char *name, MemKind kind);
 
-/* ---- for tests -------------------------------------------------------------------- */
-
-/* With `on`, st_save creates its temporary file with a name from the start, as it does on
- * a file system without O_TMPFILE, so that a test can reach that path on any machine. */
-void st_debug_named_temp(bool on);
-
 #endif /* REMAT_SAFETENSORS_H */

@@ -5,9 +5,6 @@
  */
 #include "app/step_options.h"
 
-#include <stddef.h>
-
-#include "base/parse.h"
 #include "parallel/pipeline.h"
 #include "parallel/zero.h"
 

@@ -28,7 +28,6 @@
 #include "app/model_file.h"
 #include "app/train_report.h"
 #include "base/file.h"
-#include "base/platform.h"
 #include "base/progress.h"
 
 /* ---- a run --------------------------------------------------------------------------- */
@@ -56,23 +55,18 @@ static RematStatus draw_batch(Run *run, TextSplit split, Pcg32 *rng, Var **input
 {
     const TrainOptions *o = run->opt;
     if (o->model == MODEL_MLP) return mlp_task_batch(run->task, rng, o->batch, input, targets);
-    *input = *targets = NULL;
-    Tensor *in = tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq});
-    Tensor *tg = in ? tensor_create(MEM_ACT, DTYPE_I32, 2, (int[]){o->batch, o->seq}) : NULL;
-    RematStatus status = tg ? text_data_batch(run->text, split, rng, o->batch, o->seq, in->i32, tg->i32)
-                            : remat_last_status();
-    if (status != REMAT_OK) {
-        tensor_free(in);
-        tensor_free(tg);
-        return status;
-    }
-    *input = var_create(in, false, "tokens"); /* each frees its tensor if it fails */
-    *targets = *input ? var_create(tg, false, "targets") : NULL;
-    if (*targets) return REMAT_OK;
-    if (!*input) tensor_free(tg);
+    const int shape[] = {o->batch, o->seq};
+    Tensor *in = tensor_create(MEM_ACT, DTYPE_I32, 2, shape);
+    *input = in ? var_create(in, false, "tokens") : NULL; /* each Var frees its tensor if it fails */
+    Tensor *tg = *input ? tensor_create(MEM_ACT, DTYPE_I32, 2, shape) : NULL;
+    *targets = tg ? var_create(tg, false, "targets") : NULL;
+    RematStatus status = *targets ? text_data_batch(run->text, split, rng, o->batch, o->seq, in->i32, tg->i32)
+                                  : remat_last_status();
+    if (status == REMAT_OK) return REMAT_OK;
     var_free(*input);
-    *input = NULL;
-    return remat_last_status();
+    var_free(*targets);
+    *input = *targets = NULL;
+    return status;
 }
 
 /* ---- before anything is built -------------------------------------------------------- */
@@ -606,8 +600,7 @@ RematStatus train_run(const TrainOptions *opt, TrainReport *report, FILE *out)
 {
     TrainReport printed; /* for a caller that wants only what is printed */
     if (!report) report = &printed;
-    memset(report, 0, sizeof *report);
-    report->first_val_loss = report->last_val_loss = NAN;
+    *report = (TrainReport){.first_val_loss = NAN, .last_val_loss = NAN};
     if (opt->predict_only) return train_predict(opt, out);
     Run run = {.opt = opt, .world = dist_under_launcher() ? dist_world() : (DistGroup){.rank = 0, .size = 1}};
     /* What the ledger may hold on this rank: the memory available, shared by the job's

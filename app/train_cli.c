@@ -9,10 +9,8 @@
  */
 #include "app/train.h"
 
-#include <stddef.h>
 #include <string.h>
 
-#include "base/flags.h"
 #include "parallel/group.h"
 
 #ifndef REMAT_DATA_DIR

@@ -9,8 +9,6 @@
  * ends the whole job (the others would wait for it in the next collective).
  * Started plainly it is a single process and calls nothing of parallel/.
  */
-#include <stdio.h>
-
 #include "parallel/group.h"
 #include "app/train.h"
 #include "base/file.h"
@@ -33,8 +31,7 @@ int main(int argc, char **argv)
      * says what is wrong with it, and all end quietly, none waiting for another. */
     TrainOptions opt;
     const int parsed = train_parse_args(argc, argv, &opt, out, world.rank == 0 ? stderr : out);
-    RematStatus status = REMAT_OK;
-    if (parsed == 0) status = train_run(&opt, NULL, out);
+    const RematStatus status = parsed == 0 ? train_run(&opt, NULL, out) : REMAT_OK;
     if (status != REMAT_OK && world.size > 1) {
         fflush(stdout); /* block-buffered into a file: what the run printed comes first */
         fprintf(stderr, "train: rank %d of %d: %s\n", world.rank, world.size, remat_last_error());

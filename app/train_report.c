@@ -11,7 +11,6 @@
 #include "base/text.h"
 #include "checkpoint/dtr.h"
 #include "models/data.h"
-#include "base/platform.h"
 
 void report_header(FILE *out, const TrainOptions *o, const Model *m, const Schedule *s, bool planned)
 {

@@ -6,12 +6,9 @@
 #ifndef REMAT_APP_TRAIN_REPORT_H
 #define REMAT_APP_TRAIN_REPORT_H
 
-#include <stdio.h>
-
 #include "checkpoint/explain.h"
 #include "models/step.h"
 #include "parallel/zero.h"
-#include "models/model.h"
 #include "app/train.h"
 
 /* "remat train: gpt, 4 blocks, ..." and "  checkpointing: sqrt, 2 regions", left open

@@ -30,7 +30,23 @@
 #include <unistd.h>
 
 #include "app/safetensors.h"
+#include "base/file.h"
 #include "base/platform.h"
+
+/* ---- a named temporary file on any machine ------------------------------------------ */
+
+/* st_save's file_replace_start, wrapped at link time (tests/CMakeLists.txt): with
+ * named_temp set, the temporary file is named from the start, as on a file system without
+ * O_TMPFILE, so that a test can reach that path on any machine. */
+static bool named_temp;
+
+int __real_file_replace_start(FileReplacement *f, const char *path, bool unnamed);
+int __wrap_file_replace_start(FileReplacement *f, const char *path, bool unnamed);
+
+int __wrap_file_replace_start(FileReplacement *f, const char *path, bool unnamed)
+{
+    return __real_file_replace_start(f, path, unnamed && !named_temp);
+}
 
 /* ---- fixtures and helpers --------------------------------------------------------- */
 
@@ -726,7 +742,7 @@ static void test_save_removes_leftovers_of_killed_saves_and_nothing_else(void **
     scratch_path(not_a_temp, sizeof not_a_temp, "m.safetensors.tmp.backup1");
     Sample s = sample_make();
     for (int named = 0; named < 2; named++) {
-        st_debug_named_temp(named);
+        named_temp = named;
         write_bytes(ours, "leftover", 8);
         write_bytes(other_target, "leftover", 8);
         write_bytes(not_a_temp, "mine", 4);
@@ -746,7 +762,7 @@ static void test_save_removes_leftovers_of_killed_saves_and_nothing_else(void **
         assert_int_equal(unlink(other_target), 0);
         assert_int_equal(unlink(not_a_temp), 0);
     }
-    st_debug_named_temp(false);
+    named_temp = false;
     sample_free(s);
 }
 
@@ -797,7 +813,7 @@ static void test_save_killed_at_any_point_keeps_a_whole_file_and_leaves_nothing(
         crash_fill(version[v], v);
     }
     for (int named = 0; named < 2; named++) {
-        st_debug_named_temp(named);
+        named_temp = named;
         /* How long a save takes here: the longer of two, the page cache being warm. */
         double save_seconds = 0.0;
         for (int i = 0; i < 2; i++) {
@@ -833,7 +849,7 @@ static void test_save_killed_at_any_point_keeps_a_whole_file_and_leaves_nothing(
         assert_int_equal(scratch_entries(), 1);
         assert_int_equal(crash_version_on_disk(path, version), 0);
     }
-    st_debug_named_temp(false);
+    named_temp = false;
     tensor_free(version[0]);
     tensor_free(version[1]);
     assert_int_equal(unlink(path), 0);
