@@ -66,46 +66,39 @@
 
 /* ---- tile products ---------------------------------------------------------------------- */
 
-/* C (M,N) = alpha · op(A) · B + beta · C (beta 0 or 1), op(A) (M,K) being A (M,K) or,
- * transposed, A (K,M), of leading dimension lda; B (K,N); C has leading dimension ldc.
- * The loops add alpha·op(A)[i,k]·B[k,:] onto row i of C for k in order. */
-static void product_xn(AttnProducts how, CBLAS_TRANSPOSE transA, int M, int N, int K, float alpha,
-                       const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+/* C (M,N) = alpha · op(A) · op(B) + beta · C (beta 0 or 1), as cblas_sgemm on row-major matrices with leading
+ * dimensions lda, ldb, ldc: op(A) (M,K) is A (M,K) or, transposed, A (K,M); op(B) (K,N) is B (K,N) or, transposed,
+ * B (N,K). The loops do the products used here: with B transposed (A not), a dot product per element of C; else
+ * they add alpha·op(A)[i,k]·B[k,:] onto row i of C for k in order. Inline, so that gcc may specialise the loops to
+ * each call's transposes and beta: out of line they ran about 8% slower. */
+static inline void product(AttnProducts how, CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, int M, int N, int K,
+                           float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     if (how == ATTN_PRODUCTS_BLAS) {
-        cblas_sgemm(CblasRowMajor, transA, CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    if (beta == 0.0f)
-        for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof *C);
-    for (int k = 0; k < K; k++) {
-        const float *b = B + (size_t)k * ldb;
+        cblas_sgemm(CblasRowMajor, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    } else if (transB == CblasTrans) {
         for (int i = 0; i < M; i++) {
-            const float a = alpha * (transA == CblasNoTrans ? A[(size_t)i * lda + k] : A[(size_t)k * lda + i]);
-            float *c = C + (size_t)i * ldc;
-#pragma omp simd
-            for (int j = 0; j < N; j++) c[j] += a * b[j];
-        }
-    }
-}
-
-/* C (M,N) = alpha · A · Bᵀ + beta · C with B (N,K). */
-static void product_nt(AttnProducts how, int M, int N, int K, float alpha, const float *A, int lda,
-                       const float *B, int ldb, float beta, float *C, int ldc)
-{
-    if (how == ATTN_PRODUCTS_BLAS) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    for (int i = 0; i < M; i++) {
-        const float *a = A + (size_t)i * lda;
-        for (int j = 0; j < N; j++) {
-            const float *b = B + (size_t)j * ldb;
-            float dot = 0.0f;
+            const float *a = A + (size_t)i * lda;
+            for (int j = 0; j < N; j++) {
+                const float *b = B + (size_t)j * ldb;
+                float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
-            for (int k = 0; k < K; k++) dot += a[k] * b[k];
-            float *c = &C[(size_t)i * ldc + j];
-            *c = beta == 0.0f ? alpha * dot : alpha * dot + beta * *c;
+                for (int k = 0; k < K; k++) dot += a[k] * b[k];
+                float *c = &C[(size_t)i * ldc + j];
+                *c = beta == 0.0f ? alpha * dot : alpha * dot + beta * *c;
+            }
+        }
+    } else {
+        if (beta == 0.0f)
+            for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof *C);
+        for (int k = 0; k < K; k++) {
+            const float *b = B + (size_t)k * ldb;
+            for (int i = 0; i < M; i++) {
+                const float a = alpha * (transA == CblasNoTrans ? A[(size_t)i * lda + k] : A[(size_t)k * lda + i]);
+                float *c = C + (size_t)i * ldc;
+#pragma omp simd
+                for (int j = 0; j < N; j++) c[j] += a * b[j];
+            }
         }
     }
 }
@@ -211,10 +204,11 @@ static void forward_tile(float *out, float *lse, const float *q, const float *k,
     memset(acc, 0, (size_t)rows * D * sizeof *acc);
     for (int kt = 0; kt <= qt; kt++) {
         const int j0 = kt * tile, cols = tile_len(T, kt, tile);
-        product_nt(how, rows, cols, D, scale, q + head + (size_t)i0 * D, D, k + head + (size_t)j0 * D, D, 0.0f, s, cols);
+        product(how, CblasNoTrans, CblasTrans, rows, cols, D, scale, q + head + (size_t)i0 * D, D,
+                k + head + (size_t)j0 * D, D, 0.0f, s, cols);
         online_update(s, m, l, acc, keep, drop, bh, T, D, i0, rows, j0, cols);
-        product_xn(how, CblasNoTrans, rows, D, cols, 1.0f, s, cols, v + head + (size_t)j0 * D, D, 1.0f,
-                   acc, D);
+        product(how, CblasNoTrans, CblasNoTrans, rows, D, cols, 1.0f, s, cols, v + head + (size_t)j0 * D, D, 1.0f,
+                acc, D);
     }
     for (int r = 0; r < rows; r++) {
         const float inv = 1.0f / l[r];
@@ -298,16 +292,16 @@ static void backward_head(float *dq, float *dk, float *dv, const float *dout, co
         for (int kt = 0; kt <= qt; kt++) {
             const int j0 = kt * tile, cols = tile_len(T, kt, tile);
             const float *kj = k + head + (size_t)j0 * D, *vj = v + head + (size_t)j0 * D;
-            product_nt(how, rows, cols, D, scale, qi, D, kj, D, 0.0f, p, cols); /* the scores again */
-            recompute_tile(p, a, keep, lse, drop, bh, T, i0, rows, j0, cols);
-            product_xn(how, CblasTrans, cols, D, rows, 1.0f, a, cols, doi, D, 1.0f,
-                       dv + head + (size_t)j0 * D, D);
-            product_nt(how, rows, cols, D, 1.0f, doi, D, vj, D, 0.0f, da, cols);
+            product(how, CblasNoTrans, CblasTrans, rows, cols, D, scale, qi, D, kj, D, 0.0f, p, cols);
+            recompute_tile(p, a, keep, lse, drop, bh, T, i0, rows, j0, cols); /* the scores and p again */
+            product(how, CblasTrans, CblasNoTrans, cols, D, rows, 1.0f, a, cols, doi, D, 1.0f,
+                    dv + head + (size_t)j0 * D, D);
+            product(how, CblasNoTrans, CblasTrans, rows, cols, D, 1.0f, doi, D, vj, D, 0.0f, da, cols);
             softmax_backward_tile(da, p, keep, delta + i0, drop, rows, cols);
-            product_xn(how, CblasNoTrans, rows, D, cols, scale, da, cols, kj, D, 1.0f,
-                       dq + head + (size_t)i0 * D, D);
-            product_xn(how, CblasTrans, cols, D, rows, scale, da, cols, qi, D, 1.0f,
-                       dk + head + (size_t)j0 * D, D);
+            product(how, CblasNoTrans, CblasNoTrans, rows, D, cols, scale, da, cols, kj, D, 1.0f,
+                    dq + head + (size_t)i0 * D, D);
+            product(how, CblasTrans, CblasNoTrans, cols, D, rows, scale, da, cols, qi, D, 1.0f,
+                    dk + head + (size_t)j0 * D, D);
         }
     }
 }

@@ -20,8 +20,7 @@
 
 #include "tensor/flops.h"
 
-/* When to use threads. Opening an OpenMP parallel region costs a few microseconds, so a
- * loop runs on the calling thread until it is long enough to pay for that. Measured with
+/* When to use threads (PARALLEL_MIN_STREAM and PARALLEL_MIN_EXP, kernels.h), measured with
  * 2 threads on a 2-core Zen (time on 1 thread / time on 2; above 1 threads win):
  *   elements     2^12  2^13  2^14  2^15  2^16  2^17  2^18
  *   k_add        0.62  0.73  0.83  0.83  1.16  1.53  1.44   (0.25 ns per element)
@@ -29,7 +28,7 @@
  *   gelu_fwd     1.65  1.83  1.10  1.93  1.96  2.08  1.88
  *   gelu_bwd     1.67  1.84  1.89  1.95  1.97  1.93  1.96
  * Streaming kernels break even near 2^16 elements; GELU, which spends its time in tanhf,
- * wins from 2^12 on (PARALLEL_MIN_STREAM and PARALLEL_MIN_EXP, kernels.h). */
+ * wins from 2^12 on. */
 
 /* ---- fill, add, axpy, scale ------------------------------------------------------- */
 

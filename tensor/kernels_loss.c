@@ -24,18 +24,20 @@
 #include "tensor/expf_inline.h"
 #include "tensor/flops.h"
 
+/* Block sums each forward keeps on the stack per parallel region. */
+#define SUM_GROUP 256
+
 /* ---- mean squared error ----------------------------------------------------------- */
 
-#define MSE_BLOCK 4096
-#define MSE_GROUP 256                        /* block sums kept on the stack per round */
+#define MSE_BLOCK 4096 /* elements per block sum */
 
 double k_mse_forward(const float *pred, const float *target, size_t n)
 {
     const size_t blocks = (n + MSE_BLOCK - 1) / MSE_BLOCK;
     double total = 0.0;
-    for (size_t g0 = 0; g0 < blocks; g0 += MSE_GROUP) {
-        const size_t g1 = blocks - g0 < MSE_GROUP ? blocks : g0 + MSE_GROUP;
-        double block_sum[MSE_GROUP];
+    for (size_t g0 = 0; g0 < blocks; g0 += SUM_GROUP) {
+        const size_t g1 = blocks - g0 < SUM_GROUP ? blocks : g0 + SUM_GROUP;
+        double block_sum[SUM_GROUP];
 #pragma omp parallel for schedule(static) if ((g1 - g0) * MSE_BLOCK >= PARALLEL_MIN_STREAM)
         for (size_t b = g0; b < g1; b++) {
             const size_t lo = b * MSE_BLOCK, hi = n - lo < MSE_BLOCK ? n : lo + MSE_BLOCK;
@@ -62,10 +64,7 @@ void k_mse_backward(float *dpred, const float *pred, const float *target, float 
 
 /* ---- cross-entropy ---------------------------------------------------------------- */
 
-/* The forward sums XENT_BLOCK rows per partial sum and keeps XENT_GROUP partial sums on
- * the stack per parallel region. */
-#define XENT_BLOCK 16
-#define XENT_GROUP 256
+#define XENT_BLOCK 16 /* rows per block sum */
 
 /* Row r's loss: −log(exp(x_t − max) / Σ_j exp(x_j − max)) = log Σ_j exp(x_j − max) + max − x_t.
  * The max does not round, so any order gives the same result and gcc may vectorise it
@@ -76,9 +75,9 @@ double k_cross_entropy_forward(const float *logits, const int32_t *targets, int 
 {
     const int blocks = (rows + XENT_BLOCK - 1) / XENT_BLOCK;
     double total = 0.0;
-    for (int g0 = 0; g0 < blocks; g0 += XENT_GROUP) {
-        const int g1 = blocks - g0 < XENT_GROUP ? blocks : g0 + XENT_GROUP;
-        double block_sum[XENT_GROUP];
+    for (int g0 = 0; g0 < blocks; g0 += SUM_GROUP) {
+        const int g1 = blocks - g0 < SUM_GROUP ? blocks : g0 + SUM_GROUP;
+        double block_sum[SUM_GROUP];
 #pragma omp parallel for schedule(static) if ((size_t)(g1 - g0) * XENT_BLOCK * V >= PARALLEL_MIN_EXP)
         for (int b = g0; b < g1; b++) {
             const int r0 = b * XENT_BLOCK, r1 = rows - r0 < XENT_BLOCK ? rows : r0 + XENT_BLOCK;

@@ -46,12 +46,12 @@ static MemPeakMoment peak_moment; /* its .resident is the resident peak */
 static size_t live_blocks;
 static size_t budget;
 static size_t ceiling; /* what the machine has for this process: 0 when unknown */
-static struct {
+static struct Pressure {
     MemPressureFn fn;
     void *ctx;
 } pressure;
 
-static struct {
+static struct Timeline {
     MemEvent *events;
     size_t capacity, count, dropped;
     bool recording;
@@ -186,6 +186,7 @@ void mem_reset_peaks(void)
 }
 
 void mem_set_budget(size_t bytes) { budget = bytes; }
+size_t mem_budget(void) { return budget; }
 
 size_t mem_set_ceiling(size_t bytes)
 {
@@ -195,12 +196,7 @@ size_t mem_set_ceiling(size_t bytes)
 }
 size_t mem_ceiling(void) { return ceiling; }
 
-void mem_set_pressure(MemPressureFn fn, void *ctx)
-{
-    pressure.fn = fn;
-    pressure.ctx = ctx;
-}
-size_t mem_budget(void) { return budget; }
+void mem_set_pressure(MemPressureFn fn, void *ctx) { pressure = (struct Pressure){fn, ctx}; }
 
 /* ---- timeline --------------------------------------------------------------------- */
 
@@ -209,11 +205,9 @@ RematStatus mem_timeline_start(size_t capacity)
     if (capacity == 0) return remat_fail(REMAT_EINVAL, "mem_timeline_start: capacity must be > 0");
     MemEvent *events = calloc(capacity, sizeof *events); /* labels NULL but a mark's */
     if (!events) return remat_fail(REMAT_ENOMEM, "mem_timeline_start: no room for %zu events", capacity);
-    mem_timeline_free(); /* the older recording, and its counts */
-    timeline.events = events;
-    timeline.capacity = capacity;
-    timeline.recording = true;
-    timeline.start = platform_seconds();
+    mem_timeline_free(); /* the older recording */
+    timeline =
+        (struct Timeline){.events = events, .capacity = capacity, .recording = true, .start = platform_seconds()};
     return REMAT_OK;
 }
 

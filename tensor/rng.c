@@ -7,9 +7,8 @@
  * "XSH-RR" xorshifts the high bits down, keeps 32 of them, and rotates those 32 bits by
  * an amount read from the top 5 bits of the state. The output is computed from the state
  * *before* the step, as the reference implementation does, so the multiply for the next
- * draw and the permutation for this one are independent. The step, the permutation and
- * the draws built on them alone (pcg32_next, pcg32_float) are static inline in rng.h, so
- * that a loop drawing one number per element makes no call; the rest is here.
+ * draw and the permutation for this one are independent. Those two, and the draws made of
+ * them alone, are in rng.h (static inline: rng.h says why); the rest is here.
  *
  * This file is deliberately not a general random library: there are no 64-bit outputs,
  * no other PCG variants, no seeding from entropy and no cached second normal. The

@@ -105,8 +105,7 @@ RematStatus tensor_restore_storage(Tensor *t)
 
 int tensor_same_shape(const Tensor *a, const Tensor *b)
 {
-    if (!a || !b || a->ndim != b->ndim) return 0;
-    return memcmp(a->shape, b->shape, sizeof a->shape) == 0;
+    return a && b && a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof a->shape) == 0;
 }
 
 char *shape_str(char *buf, size_t size, int ndim, const int *shape)
