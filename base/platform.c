@@ -133,23 +133,18 @@ RematStatus platform_check_address_space(void)
                       threads == 1 ? "" : "s", (double)need / mib);
 }
 
-/* Restarts the kernel's peak (VmHWM) at the current size; false if the kernel refuses. */
-static bool restart_peak(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    const bool written = f && fputs("5", f) >= 0;
-    return f && fclose(f) == 0 && written;
-}
-
-/* The resident bytes (VmRSS) and their peak (VmHWM: since the process began, or since
- * restart_peak), 0 where the kernel does not give them: the watch is then not `known`. */
+/* The resident bytes (VmRSS) and their peak (VmHWM: since the process began, or since a
+ * watch's start restarted it), 0 where the kernel does not give them: the watch is then not
+ * `known`. */
 ResidentWatch platform_resident_watch_start(void)
 {
     malloc_trim(0); /* the freed blocks' pages back to the kernel: a baseline with none kept */
     ResidentWatch w = {.baseline = read_number("/proc/self/status", "VmRSS:", 1024)};
     w.known = w.baseline && read_number("/proc/self/status", "VmHWM:", 1024);
     if (!w.known) return (ResidentWatch){0};
-    w.peak_of_work = restart_peak(); /* if not, the whole process's peak will do */
+    FILE *f = fopen("/proc/self/clear_refs", "w"); /* "5" restarts the peak at the current size */
+    const bool written = f && fputs("5", f) >= 0;
+    w.peak_of_work = f && fclose(f) == 0 && written; /* if not, the whole process's peak will do */
     return w;
 }
 
