@@ -5,7 +5,6 @@
 #include "base/platform.h"
 
 #include <cblas.h>
-#include <errno.h>
 #include <malloc.h>
 #include <stdbool.h>
 #include <omp.h>
@@ -134,47 +133,24 @@ RematStatus platform_check_address_space(void)
                       threads == 1 ? "" : "s", (double)need / mib);
 }
 
-/* The process's resident bytes now (VmRSS) and their peak (VmHWM: since the process
- * began, or since the last restart_peak); REMAT_EIO where the kernel does not give them. */
-typedef struct Resident {
-    size_t current, peak;
-} Resident;
-
-static RematStatus read_resident(Resident *r)
-{
-    r->current = read_number("/proc/self/status", "VmRSS:", 1024);
-    r->peak = read_number("/proc/self/status", "VmHWM:", 1024);
-    return r->current && r->peak ? REMAT_OK : remat_fail(REMAT_EIO, "/proc/self/status gives no VmRSS and VmHWM");
-}
-
-/* Restarts the kernel's peak at the current size; REMAT_EIO if the kernel refuses. */
-static RematStatus restart_peak(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    if (!f) return remat_fail(REMAT_EIO, "cannot restart the resident peak: /proc/self/clear_refs: %s",
-                              strerror(errno));
-    const bool written = fputs("5", f) >= 0;
-    const bool closed = fclose(f) == 0;
-    return written && closed ? REMAT_OK
-                             : remat_fail(REMAT_EIO, "cannot restart the resident peak: the kernel refused");
-}
-
+/* The resident bytes (VmRSS) and their peak (VmHWM: since the process began, or since a
+ * watch's start restarted it), 0 where the kernel does not give them: the watch is then not
+ * `known`. */
 ResidentWatch platform_resident_watch_start(void)
 {
     malloc_trim(0); /* the freed blocks' pages back to the kernel: a baseline with none kept */
-    Resident now;
-    ResidentWatch w = {.known = read_resident(&now) == REMAT_OK};
-    if (!w.known) return w;
-    w.baseline = now.current;
-    w.peak_of_work = restart_peak() == REMAT_OK;
-    if (!w.peak_of_work) remat_clear_error(); /* the whole process's peak will do */
+    ResidentWatch w = {.baseline = read_number("/proc/self/status", "VmRSS:", 1024)};
+    w.known = w.baseline && read_number("/proc/self/status", "VmHWM:", 1024);
+    if (!w.known) return (ResidentWatch){0};
+    FILE *f = fopen("/proc/self/clear_refs", "w"); /* "5" restarts the peak at the current size */
+    const bool written = f && fputs("5", f) >= 0;
+    w.peak_of_work = f && fclose(f) == 0 && written; /* if not, the whole process's peak will do */
     return w;
 }
 
 void platform_resident_watch_stop(ResidentWatch *w)
 {
-    Resident now;
-    w->known = w->known && read_resident(&now) == REMAT_OK;
-    w->peak = w->known ? now.peak : 0;
+    w->peak = w->known ? read_number("/proc/self/status", "VmHWM:", 1024) : 0;
+    w->known = w->peak > 0;
     w->heap_kept = mallinfo2().fordblks; /* free bytes in glibc's heap */
 }

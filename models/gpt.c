@@ -55,10 +55,9 @@ typedef struct WeightBias {
 
 typedef struct GptBlock {
     Layer base;
-    int index; /* its place in the chain: numbers its dropout sites */
-    AttentionKind attention;
-    int C, H;
-    float dropout;
+    const GptConfig *config; /* the model's (borrowed): its width, dropout and attention core */
+    int index;               /* its place in the chain: numbers its dropout sites */
+    int H;                   /* its heads: the config's, or what gpt_set_heads gave it */
     WeightBias ln_1;                     /* (C), (C) */
     struct { WeightBias c_attn, c_proj; } attn; /* (C,3C),(3C); (C,C),(C) */
     WeightBias ln_2;                     /* (C), (C) */
@@ -103,6 +102,7 @@ static Var *gpt_embed(Model *model, Var *ids, TrainCtx *ctx)
 static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
 {
     const GptBlock *b = (const GptBlock *)layer;
+    const GptConfig *c = b->config;
     Var *h = op_layernorm(x, b->ln_1.weight, b->ln_1.bias, GPT_LN_EPS, "attn.ln");
     Var *qkv = then_free(op_linear(h, b->attn.c_attn.weight, b->attn.c_attn.bias, "attn.qkv"), h);
     Var *q = op_split_heads(qkv, QKV_Q, b->H, "attn.split_q");
@@ -110,23 +110,23 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
     Var *v = op_split_heads(qkv, QKV_V, b->H, "attn.split_v");
     var_free(qkv); /* the splits saved nothing: qkv is gone now */
     Var *y;
-    if (b->attention == ATTENTION_FUSED) { /* its dropout keyed as attn.dropout's: both drop the same */
-        y = op_attention_fused(q, k, v, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN), "attn.fused");
+    if (c->attention == ATTENTION_FUSED) { /* its dropout keyed as attn.dropout's: both drop the same */
+        y = op_attention_fused(q, k, v, c->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN), "attn.fused");
         var_free(q);
         var_free(k);
     } else {
-        Var *scores = op_matmul(q, k, CblasTrans, 1.0f / sqrtf((float)(b->C / b->H)), "attn.scores");
+        Var *scores = op_matmul(q, k, CblasTrans, 1.0f / sqrtf((float)(c->d_model / b->H)), "attn.scores");
         var_free(q);
         var_free(k);
         Var *att = then_free(op_causal_softmax(scores, "attn.softmax"), scores);
-        Var *att_dropped = then_free(op_dropout(att, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN),
+        Var *att_dropped = then_free(op_dropout(att, c->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN),
                                                 "attn.dropout"), att);
         y = then_free(op_matmul(att_dropped, v, CblasNoTrans, 1.0f, "attn.out"), att_dropped);
     }
     var_free(v);
     Var *merged = then_free(op_merge_heads(y, "attn.merge"), y);
     Var *attn_proj = then_free(op_linear(merged, b->attn.c_proj.weight, b->attn.c_proj.bias, "attn.proj"), merged);
-    Var *attn = then_free(op_dropout(attn_proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN_RESID),
+    Var *attn = then_free(op_dropout(attn_proj, c->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_ATTN_RESID),
                                      "attn.resid_dropout"), attn_proj);
     Var *x1 = then_free(op_add(x, attn, "attn.residual"), attn);
 
@@ -134,7 +134,7 @@ static Var *gpt_block_forward(Layer *layer, Var *x, TrainCtx *ctx)
     Var *fc = then_free(op_linear(h, b->mlp.c_fc.weight, b->mlp.c_fc.bias, "mlp.fc"), h);
     Var *act = then_free(op_gelu(fc, "mlp.gelu"), fc);
     Var *proj = then_free(op_linear(act, b->mlp.c_proj.weight, b->mlp.c_proj.bias, "mlp.proj"), act);
-    Var *mlp = then_free(op_dropout(proj, b->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_MLP), "mlp.dropout"),
+    Var *mlp = then_free(op_dropout(proj, c->dropout, ctx, GPT_DROPOUT_SITE(b->index, GPT_SITE_MLP), "mlp.dropout"),
                          proj);
     Var *out = op_add(x1, mlp, "mlp.residual");
     var_free(x1);
@@ -158,21 +158,22 @@ static Var *gpt_head(Model *model, Var *x, Var *targets, TrainCtx *ctx)
 
 /* ---- creation ------------------------------------------------------------------------- */
 
-/* The block `name` of gpt_block_forward, of width C with H heads, at place `index` (0 for
- * h.0) in a chain of n_layers (a fused attention core fails a forward that drops out with
- * the stream generator); the rest of its shape was checked with the config (check_config).
- * Parameters are named, laid out and initialised as Hugging Face GPT-2's (gpt.h), drawn
- * from `init`; weight decay on the four 2-D weights only. NULL on error: H not positive or
- * not dividing C, or the memory budget. */
-static Layer *gpt_block_create(const char *name, int index, int C, int H, float dropout, AttentionKind attention,
-                               int n_layers, Pcg32 *init)
+/* The block h.`index` of gpt_block_forward, with H heads, in the model of `config` (borrowed,
+ * checked: check_config; a fused attention core fails a forward that drops out with the
+ * stream generator). Parameters are named, laid out and initialised as Hugging Face
+ * GPT-2's (gpt.h), drawn from `init`; weight decay on the four 2-D weights only. NULL on
+ * error: H not positive or not dividing d_model, or the memory budget. */
+static Layer *gpt_block_create(const GptConfig *config, int index, int H, Pcg32 *init)
 {
+    const int C = config->d_model;
+    char name[LAYER_NAME_LEN];
+    snprintf(name, sizeof name, "h.%d", index);
     if (H <= 0 || C % H != 0)
         return remat_fail_null(REMAT_EINVAL, "gpt: block %s of d_model %d cannot have %d heads: they must be > 0 "
                                "and divide it", name, C, H);
     /* GPT-2 scales the init of the projections into the residual stream by
      * 1/sqrt(2·n_layers): each block adds two of them to the stream. */
-    const float std = GPT_INIT_STD, proj_std = GPT_INIT_STD / sqrtf(2.0f * (float)n_layers);
+    const float std = GPT_INIT_STD, proj_std = GPT_INIT_STD / sqrtf(2.0f * (float)config->n_layers);
     /* In file order, each weight before its bias; LayerNorms start at weight 1, biases at 0,
      * and only the four matrices decay. */
     const ParamSpec params[] = {
@@ -185,7 +186,7 @@ static Layer *gpt_block_create(const char *name, int index, int C, int H, float 
     };
     GptBlock *b = layer_create(sizeof *b, "gpt_block", name, gpt_block_forward, params, 12, init);
     if (!b) return NULL;
-    *b = (GptBlock){.base = b->base, .index = index, .attention = attention, .C = C, .H = H, .dropout = dropout};
+    *b = (GptBlock){.base = b->base, .config = config, .index = index, .H = H};
     WeightBias *named[] = {&b->ln_1, &b->attn.c_attn, &b->attn.c_proj, &b->ln_2, &b->mlp.c_fc, &b->mlp.c_proj};
     for (int i = 0; i < 6; i++) *named[i] = (WeightBias){b->base.params[2 * i].var, b->base.params[2 * i + 1].var};
     return &b->base;
@@ -242,10 +243,7 @@ Model *gpt_create(const GptConfig *config)
     g->wpe = param_create("wpe.weight", 2, (int[]){config->seq_len, C}, GPT_INIT_STD, 0.0f, &init);
     if (!g->wte || !g->wpe) goto failed;
     for (int i = 0; i < L; i++) {
-        char name[LAYER_NAME_LEN];
-        snprintf(name, sizeof name, "h.%d", i);
-        m->layers[i] = gpt_block_create(name, i, C, config->n_heads, config->dropout, config->attention, L, &init);
-        if (!m->layers[i]) goto failed;
+        if (!(m->layers[i] = gpt_block_create(&g->config, i, config->n_heads, &init))) goto failed;
         m->n_layers = i + 1;
     }
     g->ln_f.weight = param_create("ln_f.weight", 1, (int[]){C}, 0.0f, 1.0f, &init);
@@ -275,8 +273,7 @@ const GptConfig *gpt_config(const Model *model)
 RematStatus gpt_set_attention(Model *model, AttentionKind attention)
 {
     if (!gpt_config(model)) return remat_fail(REMAT_EINVAL, "gpt_set_attention: the model is not a GPT");
-    for (int i = 0; i < model->n_layers; i++) ((GptBlock *)model->layers[i])->attention = attention;
-    ((Gpt *)model)->config.attention = attention;
+    ((Gpt *)model)->config.attention = attention; /* every block reads it there */
     return REMAT_OK;
 }
 
@@ -290,9 +287,7 @@ RematStatus gpt_set_heads(Model *model, const int *heads, uint64_t seed)
     Pcg32 init;
     pcg32_seed(&init, seed, 1);
     int made = 0;
-    while (made < L && (blocks[made] = gpt_block_create(model->layers[made]->name, made, c->d_model, heads[made],
-                                                        c->dropout, c->attention, L, &init)))
-        made++;
+    while (made < L && (blocks[made] = gpt_block_create(c, made, heads[made], &init))) made++;
     for (int i = 0; i < L; i++) { /* all new blocks in, the old ones freed; or the model as it was */
         Layer *old = made == L ? model->layers[i] : blocks[i];
         if (made == L) model->layers[i] = blocks[i];

@@ -13,10 +13,6 @@
  * ln_f.weight, ln_f.bias. There is no separate lm_head.weight: the head reuses wte, so
  * wte's gradient is the sum of what the embedding and the head send it.
  *
- * Dropout sites are numbered for the counter-based generator by the model's structure
- * alone (GPT_DROPOUT_SITE below). A replay of any block, by any strategy, runs the same
- * sites with the same numbers.
- *
  * What it is not: a tokenizer (a token is a byte: models/data.h), a KV cache, or a
  * pretrained GPT-2 loader (the sizes are a student's, the names are compatible).
  */
@@ -36,10 +32,11 @@ typedef enum AttentionKind { ATTENTION_NAIVE = 0, ATTENTION_FUSED } AttentionKin
 /* "naive", "fused": the names of AttentionKind's values. */
 extern const NameTable ATTENTION_KIND_NAMES;
 
-/* The op instance of dropout site `site` of GPT block `index`: the embedding's dropout is
- * instance 0, and block i's attention dropout, residual dropout after the attention and
- * dropout after the MLP are 1 + 3i, 2 + 3i and 3 + 3i. A function of the model's
- * structure alone, so every forward and every replay of a block uses the same ones. */
+/* The op instance of dropout site `site` of GPT block `index`, a key of the counter-based
+ * generator: the embedding's dropout is instance 0, and block i's attention dropout,
+ * residual dropout after the attention and dropout after the MLP are 1 + 3i, 2 + 3i and
+ * 3 + 3i. A function of the model's structure alone, so every forward and every replay of
+ * a block, by any strategy, uses the same ones. */
 enum { GPT_SITE_ATTN = 0, GPT_SITE_ATTN_RESID = 1, GPT_SITE_MLP = 2, GPT_SITES_PER_BLOCK = 3 };
 #define GPT_DROPOUT_EMBED 0u
 #define GPT_DROPOUT_SITE(index, site) (1u + (uint32_t)GPT_SITES_PER_BLOCK * (uint32_t)(index) + (uint32_t)(site))

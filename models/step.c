@@ -61,12 +61,11 @@ void step_apply_sums(const Model *m, Tensor **sums, int n)
 
 /* The micro-batches this process runs, each a forward and a backward from zeroed gradients
  * (`hooks`, may be NULL, look at the first on the way), their gradients left summed in
- * .grad (× 1/n when it runs them all); *loss_sum their losses summed in order, *rng_after
- * the step's generator as it ends. `first` is the index of batches[0] among the step's
- * micro-batches. */
+ * .grad (× 1/n when it runs them all); out->loss their losses summed in order (step_run
+ * makes it their mean), *rng_after the step's generator as it ends. `first` is the index
+ * of batches[0] among the step's micro-batches. */
 static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches, int n, int first,
-                                     TrainCtx *ctx, const StepHooks *hooks, StepResult *out, float *loss_sum,
-                                     Pcg32 *rng_after)
+                                     TrainCtx *ctx, const StepHooks *hooks, StepResult *out, Pcg32 *rng_after)
 {
     const Model *m = step->model;
     Tensor **sums = n > 1 ? calloc((size_t)m->n_params, sizeof *sums) : NULL;
@@ -88,7 +87,7 @@ static RematStatus run_micro_batches(const Step *step, const MicroBatch *batches
         if (status == REMAT_OK) status = backward(loss);
         if (status == REMAT_OK && look && look->backward_done) status = look->backward_done(look->user, loss);
         const float value = loss ? loss->value->f32[0] : NAN;
-        *loss_sum = r == 0 ? value : *loss_sum + value;
+        out->loss = r == 0 ? value : out->loss + value;
         var_free(loss);
         tape_reset();
         flops_set_phase(PHASE_FORWARD);
@@ -119,29 +118,27 @@ RematStatus step_run(const Step *step, const MicroBatch *batches, int n, TrainCt
     if (n < 1 || (ranks && n != 1))
         return remat_fail(REMAT_EINVAL, "step: %d micro-batches; a step runs at least one, and one per rank "
                           "under data parallelism", n);
-    float loss = NAN;
     Pcg32 rng_after = ctx->rng;
     for (int k = 0; k < STEP_MAX_PLUGS; k++) /* every plug's pass_begin, in order */
         if (step->plugs[k].pass_begin) step->plugs[k].pass_begin(step->plugs[k].ctx);
     RematStatus status = run_micro_batches(step, batches, n, ranks ? ranks->micro_batch : 0, ctx, hooks, out,
-                                           &loss, &rng_after); /* zero, forward, backward, accumulate */
+                                           &rng_after); /* zero, forward, backward, accumulate */
     for (int k = 0; k < STEP_MAX_PLUGS; k++) /* and its pass_end */
         if (step->plugs[k].pass_end) step->plugs[k].pass_end(step->plugs[k].ctx);
     /* Reduce: the plug's over the ranks, or the mean of the n micro-batches run here (their
      * gradients are already × 1/n). Its adds are gradient work, as accumulation's. */
     flops_set_phase(PHASE_BACKWARD);
-    if (status == REMAT_OK && ranks) status = ranks->reduce(ranks->ctx, loss, &loss);
-    else if (status == REMAT_OK) loss /= (float)n;
-    if (status == REMAT_OK && !isfinite(loss)) /* every rank has the same mean: all stop */
+    if (status == REMAT_OK && ranks) status = ranks->reduce(ranks->ctx, out->loss, &out->loss);
+    else if (status == REMAT_OK) out->loss /= (float)n;
+    if (status == REMAT_OK && !isfinite(out->loss)) /* every rank has the same mean: all stop */
         status = remat_fail(REMAT_ESTATE, "step: the loss is not finite (%g): training diverged; the "
                             "parameters and the optimizer state are left as they were before this step",
-                            (double)loss);
+                            (double)out->loss);
     /* Update: the plug's (this rank's shard), or the optimizer's over everything, from
      * each parameter's .grad (NULL, NULL). */
     if (status == REMAT_OK && step->optim)
         status = ranks && ranks->optimizer_step ? ranks->optimizer_step(ranks->ctx, step->optim)
                                                 : optim_step(step->optim, NULL, NULL);
-    out->loss = loss;
     if (status == REMAT_OK) ctx->rng = rng_after;
     flops_set_phase(PHASE_FORWARD);
     return status;
