@@ -147,16 +147,6 @@ static Node *node_append(const OpInfo *op, const char *tag, const char *name, Va
     return node;
 }
 
-/* Removes `node`, the most recent node of the current tape, and frees it with what it
- * saved: for a node whose recording failed. NULL is a no-op. */
-static void node_discard(Node *node)
-{
-    if (!node) return;
-    Tape *tape = current_tape;
-    if (tape->count > 0 && tape->nodes[tape->count - 1] == node) tape->count--;
-    node_free(node);
-}
-
 /* ---- parameter use ------------------------------------------------------------------ */
 
 static const ParamUseHooks *use_hooks;
@@ -352,7 +342,10 @@ Var *node_record(const OpInfo *op, const char *tag, const char *name, Var *const
         node->output = v;
         return v;
     }
-    node_discard(node);
+    if (node) { /* its recording failed: off the tape (it is the last node), freed with what it saved */
+        current_tape->count--;
+        node_free(node);
+    }
     if (status != REMAT_OK) tensor_free(out);
     return NULL;
 }
