@@ -305,7 +305,7 @@ Tensor *saved_tensor(Node *node, int i)
         return remat_fail_null(REMAT_EINVAL, "saved_tensor: %s has no saved tensor %d",
                                node ? node->name : "(null node)", i);
     SavedSlot *s = &node->saved[i];
-    if (s->released)
+    if (!s->packed)
         return remat_fail_null(REMAT_ESTATE,
                                "saved tensor %d of %s #%d (%s) was freed: backward already ran through this "
                                "node, or its saved tensors were released; run the forward again",
@@ -318,11 +318,10 @@ void node_release_saved(Node *node)
 {
     for (int i = 0; i < node->n_saved; i++) {
         SavedSlot *s = &node->saved[i];
-        if (s->released) continue;
+        if (!s->packed) continue;
         if (s->hooks) s->hooks->release(s->hooks->ctx, s->packed);
         else tensor_free((Tensor *)s->packed);
         s->packed = NULL;
-        s->released = true;
         if (observer && observer->released) observer->released(observer->ctx, node, i);
     }
 }
@@ -456,7 +455,7 @@ void tape_print(const Tape *tape, FILE *out)
         for (int i = 0; i < node->n_saved; i++) {
             const SavedSlot *s = &node->saved[i];
             fprintf(out, " [%d] %s%s%s", i, mem_format_bytes(bytes, sizeof bytes, s->bytes),
-                    s->released ? " (freed)" : "", s->hooks ? " via " : "");
+                    !s->packed ? " (freed)" : "", s->hooks ? " via " : "");
             if (s->hooks) fprintf(out, "%s", s->hooks->name);
         }
         fputc('\n', out);

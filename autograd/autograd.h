@@ -104,10 +104,9 @@ typedef union OpAttrs {
 
 /* One saved tensor as the saved-tensor path holds it. */
 typedef struct SavedSlot {
-    void *packed;                 /* what the hooks' pack returned */
+    void *packed;                 /* what the hooks' pack returned; NULL once backward used it, or it was released */
     const struct SavedHooks *hooks; /* who packed it (NULL: a plain reference) */
     size_t bytes;                 /* for tape_print and the ledger's explanations */
-    bool released;                /* backward used it, or it was released */
 } SavedSlot;
 
 /* An edge from a node back to where its input came from. */
