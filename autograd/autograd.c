@@ -410,13 +410,10 @@ RematStatus backward_node(Node *root, Tensor *dout)
         return remat_fail(REMAT_ESTATE, "backward: %s was not recorded on the current tape", root->name);
 
     Phase previous = flops_set_phase(PHASE_BACKWARD);
-    if (root->grad) {
-        k_axpy(root->grad->f32, dout->f32, 1.0f, dout->numel);
-    } else {
-        /* No copy: the root's backward only reads its gradient, and no node after the
-         * root on the tape is visited, so nothing else can add to it. */
-        root->grad = tensor_retain(dout);
-    }
+    /* A root without a gradient yet takes dout uncopied: its backward only reads it, and no
+     * node after the root on the tape is visited, so nothing else can add to it. */
+    if (root->grad) k_axpy(root->grad->f32, dout->f32, 1.0f, dout->numel);
+    else root->grad = tensor_retain(dout);
     RematStatus status = REMAT_OK;
     for (int k = root->index; k >= 0 && status == REMAT_OK; k--) {
         Node *node = tape->nodes[k];
