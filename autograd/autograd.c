@@ -195,7 +195,7 @@ RematStatus op_hooks_push(const OpHooks *hooks) { return hook_push(&op_hooks, ho
 
 void op_hooks_pop(void) { hook_pop(&op_hooks); }
 
-/* An op's label, and its inputs checked (ops_internal.h). */
+/* The three functions every op calls, described in ops_internal.h. */
 RematStatus ops_check_inputs(char *label, size_t size, const char *op, const char *tag,
                              Var *const *inputs, int n, const DType *dtypes)
 {
@@ -211,8 +211,6 @@ RematStatus ops_check_inputs(char *label, size_t size, const char *op, const cha
     return REMAT_OK;
 }
 
-/* An op's output `index` (ops_internal.h): the first offer of the hook stack, else a new
- * tensor; then every hook observes it, top first. */
 Tensor *ops_output(const OpInfo *op, const char *tag, int index, DType dtype, int ndim,
                    const int *shape, bool *cached)
 {
@@ -238,9 +236,6 @@ Tensor *ops_output(const OpInfo *op, const char *tag, int index, DType dtype, in
     return NULL;
 }
 
-/* An op's result on the tape (ops_internal.h): every hook told what it read and keeps;
- * then, when a gradient flows through the op, its node with what it saves (node_record)
- * and its attributes, else a Var no node made. */
 Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs, Tensor *out,
                 Tensor *const *save, int n_save, const void *attrs, size_t attrs_size)
 {
