@@ -105,13 +105,12 @@ Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
         offset += numel;
         if (part == 0) continue;
         for (int s = 0; s < n_states; s++)
-            if (!(p->state[s] = state_tensor(p))) goto failed;
+            if (!(p->state[s] = state_tensor(p))) {
+                optim_free(opt);
+                return NULL;
+            }
     }
     return opt;
-
-failed:
-    optim_free(opt);
-    return NULL;
 }
 
 void optim_free(Optimizer *opt)
