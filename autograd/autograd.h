@@ -234,12 +234,11 @@ void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, D
                           const int *shape);
 /* ---- parameter use: what sharded parameters plug into -------------------------------- */
 
-/* Parameters sharded across processes (ZeRO stage 3, parallel/zero.h) exist in full only while
- * someone uses them. Two moments tell a hook so: a stage about to run its forward
- * (tape_set_stage: a layers_forward sets its Layer, a model's embedding and head the
- * Model), and a node about to run its backward (its parameters are the leaves among its
- * inputs). So a hook can gather a group of parameters for a forward, a checkpoint replay
- * and a backward alike. Without hooks (the default) neither moment does anything. */
+/* Parameters sharded across processes (ZeRO stage 3, parallel/zero.h) exist in full only
+ * while someone uses them. Two moments tell a hook so: a stage about to run its forward
+ * (tape_set_stage, below), and a node about to run its backward (its parameters are the
+ * leaves among its inputs). So a hook can gather a group of parameters for a forward, a
+ * checkpoint replay and a backward alike. Without hooks neither moment does anything. */
 typedef struct ParamUseHooks {
     /* `stage` (an opaque pointer naming a group of parameters) is about to run its forward;
      * on error (e.g. the memory budget) the stage fails with that status. */
