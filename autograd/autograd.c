@@ -446,9 +446,8 @@ void tape_print(const Tape *tape, FILE *out)
         if (node->n_saved == 0) fprintf(out, " -");
         for (int i = 0; i < node->n_saved; i++) {
             const SavedSlot *s = &node->saved[i];
-            fprintf(out, " [%d] %s%s%s", i, mem_format_bytes(bytes, sizeof bytes, s->bytes),
-                    !s->packed ? " (freed)" : "", s->hooks ? " via " : "");
-            if (s->hooks) fprintf(out, "%s", s->hooks->name);
+            fprintf(out, " [%d] %s%s%s%s", i, mem_format_bytes(bytes, sizeof bytes, s->bytes),
+                    !s->packed ? " (freed)" : "", s->hooks ? " via " : "", s->hooks ? s->hooks->name : "");
         }
         fputc('\n', out);
     }
