@@ -45,18 +45,17 @@
 #define NODE_NAME_LEN 64
 
 typedef struct Node Node;
-typedef struct Var Var;
 
 /* ---- Var ---------------------------------------------------------------------------- */
 
-struct Var {
+typedef struct Var {
     Tensor *value;      /* one reference, owned by this Var */
     Tensor *grad;       /* leaves only: accumulated gradient (MEM_GRAD); NULL until backward */
     Node *creator;      /* the node that made `value`; NULL for a leaf (owned by the tape) */
     bool requires_grad; /* leaf: set by its creator; result: some input needs a gradient */
     int refcount;
     char name[NODE_NAME_LEN];
-};
+} Var;
 
 /* A leaf Var holding `value` (the Var takes over the caller's reference, also on error).
  * `name` may be NULL. NULL on error. */
