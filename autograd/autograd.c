@@ -147,16 +147,6 @@ static Node *node_append(const OpInfo *op, const char *tag, const char *name, Va
     return node;
 }
 
-/* Removes `node`, the most recent node of the current tape, and frees it with what it
- * saved: for a node whose recording failed. NULL is a no-op. */
-static void node_discard(Node *node)
-{
-    if (!node) return;
-    Tape *tape = current_tape;
-    if (tape->count > 0 && tape->nodes[tape->count - 1] == node) tape->count--;
-    node_free(node);
-}
-
 /* ---- parameter use ------------------------------------------------------------------ */
 
 static const ParamUseHooks *use_hooks;
@@ -205,7 +195,7 @@ RematStatus op_hooks_push(const OpHooks *hooks) { return hook_push(&op_hooks, ho
 
 void op_hooks_pop(void) { hook_pop(&op_hooks); }
 
-/* An op's label, and its inputs checked (ops_internal.h). */
+/* The three functions every op calls, described in ops_internal.h. */
 RematStatus ops_check_inputs(char *label, size_t size, const char *op, const char *tag,
                              Var *const *inputs, int n, const DType *dtypes)
 {
@@ -221,8 +211,6 @@ RematStatus ops_check_inputs(char *label, size_t size, const char *op, const cha
     return REMAT_OK;
 }
 
-/* An op's output `index` (ops_internal.h): the first offer of the hook stack, else a new
- * tensor; then every hook observes it, top first. */
 Tensor *ops_output(const OpInfo *op, const char *tag, int index, DType dtype, int ndim,
                    const int *shape, bool *cached)
 {
@@ -248,9 +236,6 @@ Tensor *ops_output(const OpInfo *op, const char *tag, int index, DType dtype, in
     return NULL;
 }
 
-/* An op's result on the tape (ops_internal.h): every hook told what it read and keeps;
- * then, when a gradient flows through the op, its node with what it saves (node_record)
- * and its attributes, else a Var no node made. */
 Var *ops_record(const OpInfo *op, const char *tag, Var *const *inputs, int n_inputs, Tensor *out,
                 Tensor *const *save, int n_save, const void *attrs, size_t attrs_size)
 {
@@ -315,7 +300,7 @@ Tensor *saved_tensor(Node *node, int i)
         return remat_fail_null(REMAT_EINVAL, "saved_tensor: %s has no saved tensor %d",
                                node ? node->name : "(null node)", i);
     SavedSlot *s = &node->saved[i];
-    if (s->released)
+    if (!s->packed)
         return remat_fail_null(REMAT_ESTATE,
                                "saved tensor %d of %s #%d (%s) was freed: backward already ran through this "
                                "node, or its saved tensors were released; run the forward again",
@@ -328,11 +313,10 @@ void node_release_saved(Node *node)
 {
     for (int i = 0; i < node->n_saved; i++) {
         SavedSlot *s = &node->saved[i];
-        if (s->released) continue;
+        if (!s->packed) continue;
         if (s->hooks) s->hooks->release(s->hooks->ctx, s->packed);
         else tensor_free((Tensor *)s->packed);
         s->packed = NULL;
-        s->released = true;
         if (observer && observer->released) observer->released(observer->ctx, node, i);
     }
 }
@@ -352,7 +336,10 @@ Var *node_record(const OpInfo *op, const char *tag, const char *name, Var *const
         node->output = v;
         return v;
     }
-    node_discard(node);
+    if (node) { /* its recording failed: off the tape (it is the last node), freed with what it saved */
+        current_tape->count--;
+        node_free(node);
+    }
     if (status != REMAT_OK) tensor_free(out);
     return NULL;
 }
@@ -418,13 +405,10 @@ RematStatus backward_node(Node *root, Tensor *dout)
         return remat_fail(REMAT_ESTATE, "backward: %s was not recorded on the current tape", root->name);
 
     Phase previous = flops_set_phase(PHASE_BACKWARD);
-    if (root->grad) {
-        k_axpy(root->grad->f32, dout->f32, 1.0f, dout->numel);
-    } else {
-        /* No copy: the root's backward only reads its gradient, and no node after the
-         * root on the tape is visited, so nothing else can add to it. */
-        root->grad = tensor_retain(dout);
-    }
+    /* A root without a gradient yet takes dout uncopied: its backward only reads it, and no
+     * node after the root on the tape is visited, so nothing else can add to it. */
+    if (root->grad) k_axpy(root->grad->f32, dout->f32, 1.0f, dout->numel);
+    else root->grad = tensor_retain(dout);
     RematStatus status = REMAT_OK;
     for (int k = root->index; k >= 0 && status == REMAT_OK; k--) {
         Node *node = tape->nodes[k];
@@ -462,9 +446,8 @@ void tape_print(const Tape *tape, FILE *out)
         if (node->n_saved == 0) fprintf(out, " -");
         for (int i = 0; i < node->n_saved; i++) {
             const SavedSlot *s = &node->saved[i];
-            fprintf(out, " [%d] %s%s%s", i, mem_format_bytes(bytes, sizeof bytes, s->bytes),
-                    s->released ? " (freed)" : "", s->hooks ? " via " : "");
-            if (s->hooks) fprintf(out, "%s", s->hooks->name);
+            fprintf(out, " [%d] %s%s%s%s", i, mem_format_bytes(bytes, sizeof bytes, s->bytes),
+                    !s->packed ? " (freed)" : "", s->hooks ? " via " : "", s->hooks ? s->hooks->name : "");
         }
         fputc('\n', out);
     }

@@ -45,18 +45,17 @@
 #define NODE_NAME_LEN 64
 
 typedef struct Node Node;
-typedef struct Var Var;
 
 /* ---- Var ---------------------------------------------------------------------------- */
 
-struct Var {
+typedef struct Var {
     Tensor *value;      /* one reference, owned by this Var */
     Tensor *grad;       /* leaves only: accumulated gradient (MEM_GRAD); NULL until backward */
     Node *creator;      /* the node that made `value`; NULL for a leaf (owned by the tape) */
     bool requires_grad; /* leaf: set by its creator; result: some input needs a gradient */
     int refcount;
     char name[NODE_NAME_LEN];
-};
+} Var;
 
 /* A leaf Var holding `value` (the Var takes over the caller's reference, also on error).
  * `name` may be NULL. NULL on error. */
@@ -104,10 +103,9 @@ typedef union OpAttrs {
 
 /* One saved tensor as the saved-tensor path holds it. */
 typedef struct SavedSlot {
-    void *packed;                 /* what the hooks' pack returned */
+    void *packed;                 /* what the hooks' pack returned; NULL once backward used it, or it was released */
     const struct SavedHooks *hooks; /* who packed it (NULL: a plain reference) */
     size_t bytes;                 /* for tape_print and the ledger's explanations */
-    bool released;                /* backward used it, or it was released */
 } SavedSlot;
 
 /* An edge from a node back to where its input came from. */
@@ -235,12 +233,11 @@ void op_hooks_regenerated(const OpInfo *op, const char *tag, const char *what, D
                           const int *shape);
 /* ---- parameter use: what sharded parameters plug into -------------------------------- */
 
-/* Parameters sharded across processes (ZeRO stage 3, parallel/zero.h) exist in full only while
- * someone uses them. Two moments tell a hook so: a stage about to run its forward
- * (tape_set_stage: a layers_forward sets its Layer, a model's embedding and head the
- * Model), and a node about to run its backward (its parameters are the leaves among its
- * inputs). So a hook can gather a group of parameters for a forward, a checkpoint replay
- * and a backward alike. Without hooks (the default) neither moment does anything. */
+/* Parameters sharded across processes (ZeRO stage 3, parallel/zero.h) exist in full only
+ * while someone uses them. Two moments tell a hook so: a stage about to run its forward
+ * (tape_set_stage, below), and a node about to run its backward (its parameters are the
+ * leaves among its inputs). So a hook can gather a group of parameters for a forward, a
+ * checkpoint replay and a backward alike. Without hooks neither moment does anything. */
 typedef struct ParamUseHooks {
     /* `stage` (an opaque pointer naming a group of parameters) is about to run its forward;
      * on error (e.g. the memory budget) the stage fails with that status. */

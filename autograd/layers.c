@@ -47,7 +47,7 @@ void *layer_create(size_t size, const char *kind, const char *name, LayerForward
         return remat_fail_null(REMAT_EINVAL, "%s: more than %d parameters", name ? name : kind, LAYER_MAX_PARAMS);
     Layer *layer = calloc(1, size);
     if (!layer) return remat_fail_null(REMAT_ENOMEM, "%s: no memory for a layer", kind);
-    *layer = (Layer){.kind = kind, .forward = forward}; /* the rest of `size` stays zero */
+    *layer = (Layer){.forward = forward}; /* the rest of `size` stays zero */
     snprintf(layer->name, sizeof layer->name, "%s", name ? name : kind);
     for (int i = 0; i < n; i++) {
         char param[NODE_NAME_LEN];

@@ -24,9 +24,8 @@ typedef struct Layer Layer;
 typedef Var *(*LayerForwardFn)(Layer *layer, Var *x, TrainCtx *ctx);
 
 struct Layer {
-    const char *kind;               /* "residual_mlp", "gpt_block", ... */
     char name[LAYER_NAME_LEN];      /* scope of its nodes, e.g. "h.3" */
-    LayerForwardFn forward;
+    LayerForwardFn forward;         /* in gdb, its symbol says the kind: <gpt_block_forward> */
     int n_params;
     Param params[LAYER_MAX_PARAMS]; /* owned: freed by layer_free */
 };
@@ -65,9 +64,9 @@ typedef struct ParamSpec {
 } ParamSpec;
 
 /* For a concrete layer's create function: a zero-filled struct of `size` bytes (which
- * starts with its Layer) with kind, name (NULL: `kind`) and forward set, and the n
- * parameters of `params`, made in that order from `rng` (layer->params[i] is row i's; the
- * layer owns them). NULL on error, with nothing left allocated: more than
+ * starts with its Layer) named `name` (NULL: `kind`, e.g. "gpt_block") with forward set,
+ * and the n parameters of `params`, made in that order from `rng` (layer->params[i] is row
+ * i's; the layer owns them). NULL on error, with nothing left allocated: more than
  * LAYER_MAX_PARAMS rows, no memory, or the memory budget. */
 void *layer_create(size_t size, const char *kind, const char *name, LayerForwardFn forward, const ParamSpec *params,
                    int n, Pcg32 *rng);

@@ -24,7 +24,6 @@ struct Optimizer {
     OptimConfig config;
     int n;
     OptimParam *params; /* n, after the struct in its allocation */
-    size_t begin, end;  /* the flat range this optimizer updates */
     int steps;
     OptimSlice *slices; /* room for one per parameter (a step's list for the kernel), after `params` */
 };
@@ -91,7 +90,7 @@ Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
                                "elements of the parameters", begin, end, total);
     Optimizer *opt = calloc(1, sizeof *opt + (size_t)n * (sizeof(OptimParam) + sizeof(OptimSlice)));
     if (!opt) return remat_fail_null(REMAT_ENOMEM, "optim_create: no memory for the optimizer's bookkeeping");
-    *opt = (Optimizer){.config = *config, .n = n, .begin = begin, .end = end, .params = (OptimParam *)(opt + 1)};
+    *opt = (Optimizer){.config = *config, .n = n, .params = (OptimParam *)(opt + 1)};
     opt->slices = (OptimSlice *)(opt->params + n);
 
     const int n_states = config->kind == OPTIM_ADAMW ? 2 : config->momentum > 0.0f ? 1 : 0;
@@ -105,13 +104,12 @@ Optimizer *optim_create(const OptimConfig *config, const Param *params, int n)
         offset += numel;
         if (part == 0) continue;
         for (int s = 0; s < n_states; s++)
-            if (!(p->state[s] = state_tensor(p))) goto failed;
+            if (!(p->state[s] = state_tensor(p))) {
+                optim_free(opt);
+                return NULL;
+            }
     }
     return opt;
-
-failed:
-    optim_free(opt);
-    return NULL;
 }
 
 void optim_free(Optimizer *opt)
@@ -138,7 +136,7 @@ RematStatus optim_step(Optimizer *opt, const float *grad, float *params)
         const OptimParam *p = &opt->params[i];
         if (p->a == p->b) continue;
         const Var *v = p->param.var;
-        const size_t in_range = p->offset + p->a - opt->begin; /* its part's place in the flat arrays */
+        const size_t in_range = p->offset + p->a - c->begin; /* its part's place in the flat arrays */
         opt->slices[count++] = (OptimSlice){
             .param = params ? params + in_range : v->value->f32 + p->a,
             .grad = grad ? grad + in_range : v->grad->f32 + p->a,

@@ -23,9 +23,8 @@
  * counter-based generator keyed by (seed, step, micro-batch, dropout site). */
 typedef enum DropoutRng { DROPOUT_RNG_STREAM = 0, DROPOUT_RNG_COUNTER } DropoutRng;
 
-/* With the stream, masks are drawn from `rng`, which checkpoint regions save and restore.
- * With the counter, a mask is a pure function of seed, step, micro_batch and the
- * dropout's site (op_dropout), and `rng` is not used: nothing needs restoring. */
+/* Stream: masks are drawn from `rng`, which checkpoint regions save and restore. Counter:
+ * `rng` is not used; a mask is a pure function of its key, so nothing needs restoring. */
 typedef struct TrainCtx {
     Pcg32 rng;
     bool training;
@@ -37,7 +36,6 @@ typedef struct TrainCtx {
 
 /* "stream", "counter": the names of DropoutRng's values. */
 extern const NameTable DROPOUT_RNG_NAMES;
-
 
 /* The counter-based generator's key for dropout site `site` in the step ctx runs:
  * (ctx->seed, ctx->step, ctx->micro_batch, site). */

@@ -450,7 +450,7 @@ static size_t saved_in_ram(const Tape *tape)
         for (int i = 0; i < node->n_saved; i++) {
             const SavedSlot *slot = &node->saved[i];
             const Tensor *t = slot->packed;
-            if (!slot->released && !slot->hooks && t->kind == MEM_ACT) bytes += t->bytes;
+            if (slot->packed && !slot->hooks && t->kind == MEM_ACT) bytes += t->bytes;
         }
     }
     return bytes;
