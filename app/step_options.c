@@ -60,7 +60,7 @@ static const char *with_replayed_masks(const void *opts, const void *run)
 
 #define AT(field) offsetof(StepOptions, field)
 /* In the order of StepFlag: row k is bit k. */
-const Flag STEP_OPTION_FLAGS[] = {
+static const Flag FLAGS[] = {
     {.name = "--strategy", .type = FLAG_NAME, .offset = AT(strategy.kind), .names = &STRATEGY_NAMES, .value = "S",
      .heading = "checkpointing",
      .help = "none, full (every layer a region), sqrt (segments of about\n"
@@ -148,7 +148,8 @@ const Flag STEP_OPTION_FLAGS[] = {
      .help = "gpipe (all forwards, then all backwards) or 1f1b (one forward, one\nbackward, the default)"},
 };
 #undef AT
-_Static_assert(sizeof STEP_OPTION_FLAGS / sizeof *STEP_OPTION_FLAGS == STEP_FLAG_COUNT, "a StepFlag per row");
+enum { STEP_FLAGS_N = sizeof FLAGS / sizeof FLAGS[0] };
+_Static_assert(STEP_FLAGS_N == 18 && STEP_FLAGS_ALL == (1u << 18) - 1, "a StepFlag per row");
 
 /* ---- parsing --------------------------------------------------------------------------------- */
 
@@ -159,11 +160,14 @@ StepOptions step_options_defaults(void)
                          .micro_batches = 1, .pipeline_schedule = PIPE_1F1B};
 }
 
+FlagSet step_options_flags(StepOptions *o, unsigned accepted)
+{
+    return (FlagSet){.flags = FLAGS, .n = STEP_FLAGS_N, .opts = o, .accepted = accepted, .given = o ? &o->given : NULL};
+}
+
 RematStatus step_options_check(const StepOptions *o, StepScope more)
 {
-    StepOptions *opts = (StepOptions *)o; /* flags_check only reads */
-    FlagSet set = {.flags = STEP_OPTION_FLAGS, .n = STEP_FLAG_COUNT, .opts = opts, .accepted = STEP_FLAGS_ALL,
-                   .given = &opts->given};
+    FlagSet set = step_options_flags((StepOptions *)o, STEP_FLAGS_ALL);
     set.traits = ((1u << o->strategy.kind | more.strategies) & STRATEGY_BITS) |
                  (o->offload || more.offloads ? OFFLOADS : 0) |
                  (o->offload_opts.policy != OFFLOAD_BOUNDARY ? SPILLS_ANY_SAVE : 0) |

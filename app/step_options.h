@@ -21,9 +21,7 @@
 #include "checkpoint/planner.h"
 #include "offload/offload.h"
 
-enum { STEP_FLAG_COUNT = 18 }; /* the table's rows */
-
-/* A set of the table's flags: bit k is row k of the table, in this order. */
+/* A set of the table's flags: bit k is row k of the table (step_options.c), in this order. */
 typedef enum StepFlag {
     STEP_FLAG_STRATEGY = 1u << 0,
     STEP_FLAG_MEMORY_BUDGET = 1u << 1,
@@ -43,13 +41,8 @@ typedef enum StepFlag {
     STEP_FLAG_PIPELINE_STAGES = 1u << 15,
     STEP_FLAG_MICRO_BATCHES = 1u << 16,
     STEP_FLAG_PIPELINE_SCHEDULE = 1u << 17,
-    STEP_FLAGS_ALL = (1u << STEP_FLAG_COUNT) - 1,
+    STEP_FLAGS_ALL = (1u << 18) - 1,
 } StepFlag;
-
-/* The table: a program parses its rows as it parses its own table, through a FlagSet
- * (base/flags.h) over a StepOptions `o`, whose `accepted` are the StepFlag it takes:
- *     {.flags = STEP_OPTION_FLAGS, .n = STEP_FLAG_COUNT, .opts = &o, .accepted = ..., .given = &o.given} */
-extern const Flag STEP_OPTION_FLAGS[STEP_FLAG_COUNT];
 
 /* How a step keeps its activations, as the command line said. */
 typedef struct StepOptions {
@@ -69,6 +62,9 @@ typedef struct StepOptions {
 /* Strategy none with its defaults, planner dp, no budget, no offload, one micro-batch,
  * ZeRO stage 0. */
 StepOptions step_options_defaults(void);
+
+/* The table's rows in `accepted` (a set of StepFlag), parsed into *o (base/flags.h). */
+FlagSet step_options_flags(StepOptions *o, unsigned accepted);
 
 /* What a run does beyond what its flags say, which decides whether a flag applies to it:
  * strategies it may use besides the one given (a set of 1u << StrategyKind; a bench's

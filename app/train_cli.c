@@ -193,8 +193,7 @@ int train_parse_args(int argc, char **argv, TrainOptions *opt, FILE *out, FILE *
         if (!strcmp(argv[i], "--model")) name_parse(&MODEL_KIND_NAMES, argv[i + 1], &model);
     *opt = train_defaults((ModelKind)model);
     FlagSet sets[2] = {{.flags = TRAIN_FLAGS, .n = N_TRAIN_FLAGS, .opts = opt, .accepted = ~0u, .given = &opt->given},
-                       {.flags = STEP_OPTION_FLAGS, .n = STEP_FLAG_COUNT, .opts = &opt->step,
-                        .accepted = STEP_FLAGS_ALL, .given = &opt->step.given}};
+                       step_options_flags(&opt->step, STEP_FLAGS_ALL)};
     const int parsed = flags_parse(sets, 2, argc, argv);
     if (parsed == FLAGS_HELP) {
         train_usage(sets, out);

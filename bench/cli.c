@@ -33,9 +33,8 @@ static int bench_flags(const BenchInfo *info, BenchOptions *opt, FlagSet sets[3]
     const unsigned own = QUICK | RESULTS | (info->timed ? STEPS : 0) | (info->model_flags ? MODEL_FLAGS : 0);
     sets[0] = (FlagSet){.flags = BENCH_FLAGS, .n = sizeof BENCH_FLAGS / sizeof BENCH_FLAGS[0], .opts = opt,
                         .accepted = own, .given = opt ? &opt->given : NULL};
-    sets[1] = (FlagSet){.flags = STEP_OPTION_FLAGS, .n = STEP_FLAG_COUNT, .opts = opt ? &opt->step : NULL,
-                        .accepted = info->step_flags | (info->strategies ? STEP_FLAG_STRATEGY : 0),
-                        .given = opt ? &opt->step.given : NULL};
+    sets[1] = step_options_flags(opt ? &opt->step : NULL,
+                                 info->step_flags | (info->strategies ? STEP_FLAG_STRATEGY : 0));
     sets[2] = info->own;
     return info->own.n ? 3 : 2;
 }

@@ -274,8 +274,7 @@ static void test_step_options_parse_into_typed_fields(void **state)
                     "/tmp", "--quick"};
     StepOptions o = step_options_defaults();
     const unsigned accepted = STEP_FLAG_STRATEGY | STEP_FLAG_POLICY | STEP_FLAG_NO_RNG_REPLAY;
-    FlagSet set = {.flags = STEP_OPTION_FLAGS, .n = STEP_FLAG_COUNT, .opts = &o, .accepted = accepted,
-                   .given = &o.given};
+    FlagSet set = step_options_flags(&o, accepted);
     assert_int_equal(flags_parse(&set, 1, 6, argv), FLAGS_RUN);
     assert_int_equal(o.strategy.kind, STRATEGY_SELECTIVE);
     assert_ptr_equal(o.strategy.policy, &POLICY_DOTS_SAVEABLE);
@@ -291,7 +290,7 @@ static void test_step_options_parse_into_typed_fields(void **state)
     assert_non_null(strstr(remat_last_error(), "unknown flag --quick"));
     char *bad[] = {"train", "--planner", "greedy"};
     o = step_options_defaults();
-    set.accepted = STEP_FLAGS_ALL;
+    set = step_options_flags(&o, STEP_FLAGS_ALL);
     assert_int_equal(flags_parse(&set, 1, 3, bad), FLAGS_BAD);
     assert_non_null(strstr(remat_last_error(), "--planner: 'greedy' is not one of chen, dp, revolve"));
     assert_int_equal(o.planner, PLANNER_DP);
