@@ -145,7 +145,7 @@ Var *op_matmul(Var *a, Var *b, CBLAS_TRANSPOSE transB, float alpha, const char *
     if (!out) return NULL;
     if (!cached) /* with a shared b, the whole batch is one (batch·M, K) matrix */
         k_matmul(out->f32, A->f32, Bt->f32, shared_b ? 1 : batch, shared_b ? batch * M : M, N, K, CblasNoTrans,
-                         transB, alpha, 0.0f);
+                 transB, alpha, 0.0f);
 
     const MatmulAttrs attrs = {.batch = batch, .m = M, .n = N, .k = K, .trans_b = transB == CblasTrans,
                                .shared_b = shared_b, .alpha = alpha};

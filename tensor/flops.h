@@ -15,9 +15,9 @@
  * read only when the phase changes), and the seconds and FLOPs inside the matmuls
  * (k_matmul reads the clock before and after each call: two reads against a sgemm of at
  * least thousands of FLOPs). Everything else a phase spent is outside the matmuls:
- * elementwise and row kernels, attention cores, the optimizer's pass, allocation. The fused attention's own tile products are its kernel's time, not
- * the matmuls'. The times are what the clock read on a possibly busy machine; the FLOPs
- * are exact.
+ * elementwise and row kernels, attention cores, the optimizer's pass, allocation. The
+ * fused attention's own tile products are its kernel's time, not the matmuls'. The times
+ * are what the clock read on a possibly busy machine; the FLOPs are exact.
  *
  * The ledger is a process-wide singleton used from the main thread only; kernels add to
  * it once per call, outside their parallel loops.

@@ -70,7 +70,7 @@
  * dimensions lda, ldb, ldc: op(A) (M,K) is A (M,K) or, transposed, A (K,M); op(B) (K,N) is B (K,N) or, transposed,
  * B (N,K). The loops do the products used here: with B transposed (A not), a dot product per element of C; else
  * they add alpha·op(A)[i,k]·B[k,:] onto row i of C for k in order. Inline, so that gcc may specialise the loops to
- * each call's transposes and beta, as the two functions it replaced (one for each case) were by their code. */
+ * each call's transposes and beta, which every call gives as constants. */
 static inline void product(AttnProducts how, CBLAS_TRANSPOSE transA, CBLAS_TRANSPOSE transB, int M, int N, int K,
                            float alpha, const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
