@@ -6,7 +6,13 @@
 #ifndef REMAT_OPS_INTERNAL_H
 #define REMAT_OPS_INTERNAL_H
 
-#include "autograd/autograd.h"
+#include "base/error.h"
+#include "tensor/tensor.h"
+
+/* Two of the engine's types, as autograd.h defines them: this header declares what
+ * autograd.c defines, so it includes nothing of the engine, which includes it. */
+typedef struct Var Var;
+typedef struct OpInfo OpInfo;
 
 /* Writes the op's label into `label` (`size` bytes): "op tag", or just "op" when tag is
  * NULL — how error messages name an op. Then REMAT_OK if none of the n inputs is NULL and
