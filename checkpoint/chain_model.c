@@ -199,7 +199,7 @@ static RematStatus model_ops(ChainCost *c, const ChainShape *shape)
             o->measured[(size_t)k * (size_t)o->max_points + (size_t)p] = l.policy;
         }
     }
-    if (status == REMAT_OK) c->ops = o;
+    if (status == REMAT_OK) c->ops = o, c->ops_figures = ops_figures;
     else ops_profile_free(o);
     return status;
 }

@@ -386,7 +386,7 @@ RematStatus chain_profile_ops(ChainCost *cost, Layer **layers, const ChainStages
     mem_reset_peaks();
     if (status == REMAT_OK) status = ops_profile_search(o);
     if (status == REMAT_OK) status = measure_points(o, cost, layers, stages, ctx);
-    if (status == REMAT_OK) ops_profile_free(cost->ops), cost->ops = o;
+    if (status == REMAT_OK) ops_profile_free(cost->ops), cost->ops = o, cost->ops_figures = ops_figures;
     else ops_profile_free(o);
     return status;
 }

@@ -6,7 +6,6 @@
  */
 #include "checkpoint/cost.h"
 
-#include "checkpoint/ops_plan.h"
 #include "checkpoint/revolve.h"
 
 /* ---- single-level schedules ------------------------------------------------------------ */
@@ -46,7 +45,8 @@ bool chain_segment(const ChainCost *c, const Segment *g, SegmentFigures *f)
 {
     const int a = g->first, b = a + g->count - 1;
     if (g->kind == SEGMENT_REGION && g->policy) { /* measured: the cost's own policy, or a keep-set */
-        const SegmentFigures *m = g->policy == c->policy ? &c->layers[a].policy : ops_figures(c->ops, a, g->policy);
+        const SegmentFigures *m = g->policy == c->policy ? &c->layers[a].policy
+                                  : c->ops ? c->ops_figures(c->ops, a, g->policy) : NULL;
         if (!m || g->count != 1) return false;
         *f = *m;
         f->op_layer = a;

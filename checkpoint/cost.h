@@ -154,6 +154,9 @@ typedef struct ChainCost {
                                   every schedule pays them alike */
     const Policy *policy;   /* the selective policy profiled (ChainLayer.policy), or NULL */
     OpsProfile *ops;        /* per layer, its keep-sets' figures (chain_profile_ops, chain_model), or NULL */
+    /* With `ops`, the op-level planner's lookup into it, plugged in by the planner (ops_figures,
+     * ops_plan.h): a one-layer region at layer k under one of its keep-sets, as measured. */
+    const SegmentFigures *(*ops_figures)(const OpsProfile *ops, int k, const Policy *policy);
     struct ChainShape *shape; /* chain_model's shape, its ops copied (owned); NULL when profiled */
 } ChainCost;
 
